@@ -1,0 +1,78 @@
+"""Exceptions that carry a user-facing reason; anything else reaching the user is a bug."""
+
+from __future__ import annotations
+
+
+class QueryEvalError(Exception):
+    """Base of every error the plugin reports as a reason instead of a traceback."""
+
+    #: Short prefix of the reason shown to users ("refused", "timeout", ...).
+    prefix = "error"
+
+    def reason(self) -> str:
+        return f"{self.prefix}: {self}"
+
+
+class ConfigError(QueryEvalError):
+    """A located problem in a suite or case file: ``file:line: key path: message``."""
+
+    prefix = "invalid"
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None,
+                 key: str | None = None) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.key = key
+        super().__init__(self.located())
+
+    def located(self) -> str:
+        where = self.file or "<unknown>"
+        if self.line is not None:
+            where += f":{self.line}"
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+    def reason(self) -> str:
+        return self.located()
+
+
+class QueryRefused(QueryEvalError):
+    """A predicted statement that could modify a data source, refused before reaching it."""
+
+    prefix = "refused"
+
+
+class QueryTimeout(QueryEvalError):
+    """The per-query timeout ended the query."""
+
+    prefix = "timeout"
+
+
+class QueryFailed(QueryEvalError):
+    """The engine rejected the query (syntax error, unknown table...)."""
+
+    prefix = "query failed"
+
+
+class SourceUnavailable(QueryEvalError):
+    """The data source could not be reached: an infrastructure error, not a model failure."""
+
+    prefix = "source unavailable"
+
+
+class PredictionError(QueryEvalError):
+    """No prediction could be obtained for a case (missing, predictor crashed, HTTP error)."""
+
+    prefix = "prediction error"
+
+
+class GoldError(QueryEvalError):
+    """The gold side itself is broken: an error of the suite, not of the model."""
+
+    prefix = "gold error"
+
+
+class MissingDependency(QueryEvalError):
+    """An optional extra is needed; the message says which and how to install it."""
+
+    prefix = "missing dependency"

@@ -1,0 +1,172 @@
+"""The case model and the contracts between the engine and the kind evaluators.
+
+Kept free of pytest so every kind, metric and source can be tested (and reused) without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import ClassVar
+from typing import Protocol
+
+from .results import ResultTable
+
+if TYPE_CHECKING:
+    from .sources.base import DataSource
+
+#: Marker for "no inline prediction" (``None`` is a legitimate prediction value).
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """A bound on one metric: the case passes when ``min <= value <= max``."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def ok(self, value: float | None) -> bool:
+        if value is None or value != value:  # missing or NaN never passes a bound
+            return False
+        if self.min is not None and value < self.min:
+            return False
+        return not (self.max is not None and value > self.max)
+
+    def describe(self) -> str:
+        parts = []
+        if self.min is not None:
+            parts.append(f">= {self.min:g}")
+        if self.max is not None:
+            parts.append(f"<= {self.max:g}")
+        return " and ".join(parts)
+
+    def to_json(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if self.min is not None:
+            out["min"] = self.min
+        if self.max is not None:
+            out["max"] = self.max
+        return out
+
+
+@dataclass
+class Case:
+    """One evaluation case, fully resolved (file defaults and suite config merged in)."""
+
+    id: str
+    kind: str
+    file: Path
+    line: int  # 1-based line of the case in its YAML file
+    question: str | None = None
+    gold: Any = None  # str | list[str] (alternatives) | dict (json) | None (sdmx: see conversation)
+    predicted: Any = MISSING  # inline prediction, or MISSING
+    difficulty: str | None = None
+    tags: list[str] = field(default_factory=list)
+    thresholds: dict[str, Threshold] = field(default_factory=dict)
+    xfail: str | None = None
+    skip: str | None = None
+    datasource: str | None = None
+    #: The resolved datasource spec (``type``, paths made absolute, ``${VAR}`` expanded).
+    source_spec: dict[str, Any] | None = None
+    gold_result: ResultTable | None = None
+    predicted_result: ResultTable | None = None
+    #: Kind-specific options (``compare``, ``efficiency``, ``alpha``, ``match_on``, ``db_id``...).
+    options: dict[str, Any] = field(default_factory=dict)
+    #: The case mapping as written (plain data), for kinds that read more (SDMX conversations).
+    raw: dict[str, Any] = field(default_factory=dict)
+    #: Located validation errors; a case with errors fails with them and is never scored.
+    errors: list[str] = field(default_factory=list)
+    #: Secrets to scrub from every report (expanded ``${VAR}`` values, URL passwords).
+    secrets: frozenset[str] = frozenset()
+
+    @property
+    def golds(self) -> list[Any]:
+        """Acceptable gold answers (a list in YAML means "best score wins")."""
+        if isinstance(self.gold, list) and self.kind in ("sql", "sparql"):
+            return list(self.gold)
+        return [self.gold]
+
+    def json_input(self) -> dict[str, Any]:
+        """What a predictor receives (python/http/command): plain, JSON-safe data."""
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "question": self.question}
+        for key in ("datasource", "difficulty", "tags"):
+            out[key] = getattr(self, key)
+        if "db_id" in self.options:
+            out["db_id"] = self.options["db_id"]
+        if self.kind == "sdmx":
+            out["conversation"] = [
+                {"role": t.get("role"), "content": t.get("content")}
+                for t in self.raw.get("conversation", [])
+                if isinstance(t, dict)
+            ]
+        return out
+
+
+@dataclass
+class Scored:
+    """What a kind evaluator returns for one case."""
+
+    metrics: dict[str, float]
+    #: Categorical labels (``hardness``) shown in reports.
+    labels: dict[str, str] = field(default_factory=dict)
+    #: Human-readable diff lines for the failure report (missing/extra rows, SQL components...).
+    diff: list[str] = field(default_factory=list)
+    #: JSON-safe extras for reports (SDMX per-dimension detail, column mapping, row counts).
+    details: dict[str, Any] = field(default_factory=dict)
+    #: Why the prediction could not be scored normally ("refused: ...", "timeout: ...",
+    #: "query failed: ...", "invalid JSON: ..."). The metrics then hold the failure scores.
+    reason: str | None = None
+
+
+class Context(Protocol):
+    """Session-wide resources a kind evaluator may use; shared by all cases of a session."""
+
+    def source(self, case: Case) -> DataSource:
+        """The (lazily opened, session-shared) data source named by the case."""
+        ...
+
+    def cache_get(self, namespace: str, key: str) -> Any | None:
+        """A JSON value cached across sessions (pytest cache dir), or None (also with no-cache)."""
+        ...
+
+    def cache_set(self, namespace: str, key: str, value: Any) -> None: ...
+
+    def shared(self, key: str, factory: Any) -> Any:
+        """A session-wide object built once by ``factory()`` (a loaded model, a parsed schema)."""
+        ...
+
+    @property
+    def all_cases(self) -> list[Case]:
+        """Every collected case of this session (for batching: encode all JSON strings once)."""
+        ...
+
+
+class Kind(Protocol):
+    """One query language. Implementations live in :mod:`pytest_queryeval.kinds`."""
+
+    name: ClassVar[str]
+    #: Case keys accepted by this kind beyond the common ones (see :mod:`pytest_queryeval.cases`).
+    option_keys: ClassVar[frozenset[str]]
+
+    def is_metric(self, name: str) -> bool:
+        """Whether ``name`` is a metric this kind can produce (validates ``thresholds``)."""
+        ...
+
+    def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        """Kind-specific problems as ``(key path, message)`` pairs; empty when valid."""
+        ...
+
+    def difficulty(self, case: Case) -> str | None:
+        """A default difficulty label when the case gives none (SQL: Spider hardness)."""
+        ...
+
+    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        """Score one prediction. Raise :class:`~pytest_queryeval.errors.QueryEvalError` for
+        infrastructure errors (source unavailable, broken gold); model mistakes are scored."""
+        ...

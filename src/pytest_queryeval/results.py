@@ -1,0 +1,90 @@
+"""Result tables: the one form every engine's output is normalised to.
+
+SQL drivers, pyoxigraph, rdflib and SPARQL endpoints all return rows differently; metrics only
+ever see a :class:`ResultTable`, so one implementation of each metric serves every engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """An RDF term as a SPARQL JSON result describes it (hashable, so rows can be counted)."""
+
+    type: str  # "uri" | "literal" | "bnode" | "triple"
+    value: str
+    datatype: str | None = None
+    lang: str | None = None
+
+    def to_binding(self) -> dict[str, str]:
+        """The SPARQL 1.1 JSON results form (``{"type", "value", "datatype"|"xml:lang"}``)."""
+        out = {"type": self.type, "value": self.value}
+        if self.datatype is not None:
+            out["datatype"] = self.datatype
+        if self.lang is not None:
+            out["xml:lang"] = self.lang
+        return out
+
+    @classmethod
+    def from_binding(cls, b: dict[str, Any]) -> Term:
+        kind = b.get("type", "literal")
+        if kind == "typed-literal":  # SPARQL JSON from old endpoints
+            kind = "literal"
+        return cls(kind, str(b.get("value", "")), b.get("datatype"), b.get("xml:lang"))
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(slots=True)
+class ResultTable:
+    """Columns and rows of one executed query.
+
+    ``None`` in a row is SQL NULL or an unbound SPARQL variable. ``truncated`` is set when the
+    row cap cut the result: such a table must never be scored as if complete.
+    """
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+    seconds: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @classmethod
+    def from_recorded(cls, data: Any) -> ResultTable:
+        """Build from a recorded result: ``{columns, rows}`` or SPARQL JSON results."""
+        if isinstance(data, ResultTable):
+            return data
+        if not isinstance(data, dict):
+            raise ValueError("a recorded result is a mapping with columns/rows or SPARQL JSON results")
+        if "head" in data and "results" in data:
+            cols = list(data["head"].get("vars", []))
+            rows = [
+                tuple(
+                    Term.from_binding(b[c]) if isinstance(b.get(c), dict) else None for c in cols
+                )
+                for b in data["results"].get("bindings", [])
+            ]
+            return cls(cols, rows)
+        if "boolean" in data and "head" in data:
+            return cls(["boolean"], [(bool(data["boolean"]),)])
+        if "rows" not in data:
+            raise ValueError("a recorded result needs 'rows' (and usually 'columns')")
+        rows_in = data["rows"]
+        if not isinstance(rows_in, list):
+            raise ValueError("'rows' must be a list of rows")
+        rows = [tuple(r) if isinstance(r, list | tuple) else (r,) for r in rows_in]
+        columns = data.get("columns")
+        if columns is None:
+            width = len(rows[0]) if rows else 0
+            columns = [f"c{i}" for i in range(width)]
+        if not isinstance(columns, list):
+            raise ValueError("'columns' must be a list of names")
+        return cls([str(c) for c in columns], rows)
