@@ -1,0 +1,569 @@
+"""Baseline comparison: a committed JSON report against the current run.
+
+Pure functions over the JSON report dict (``--queryeval-json`` schema, version 1), so the same
+code serves the terminal, Markdown and HTML reports and can be tested without pytest.
+
+Rules (documented in docs/reports.md):
+
+* Cases are paired by ``id``. Cases present in only one run are listed as new or removed and
+  never count as regressions; every aggregate delta is computed over the paired cases only, so
+  adding or deleting cases cannot move the gate.
+* Skipped cases (in either run) are left out of the deltas.
+* A paired case that is ``failed``/``error`` and has no value for a metric the other run scored
+  counts as 0 for it: turning a scored failure into an unscored error must not raise a mean.
+* ``pass_rate`` is compared like a metric (passed / (passed + failed + errors)).
+* Timing metrics (``*_seconds``) are lower-is-better and informational: a global max-drop
+  does not apply to them, an explicit ``prediction_seconds=0.5`` bounds their increase.
+* Runs whose ``run.settings`` differ for a kind present in both are refused as not comparable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_queryeval.errors import ConfigError
+
+__all__ = [
+    "GLOBAL",
+    "Comparison",
+    "MetricDelta",
+    "OutcomeChange",
+    "compare",
+    "format_comparison",
+    "load_baseline",
+    "parse_max_drop",
+    "write_baseline",
+]
+
+#: Key of the global entry in a max-drop mapping (applies to every non-timing metric).
+GLOBAL = "*"
+#: Pseudo-metric compared beside the real ones.
+PASS_RATE = "pass_rate"
+#: Differences smaller than this are float noise, neither a drop nor a gain.
+EPSILON = 1e-9
+#: Label of cases without a difficulty (same as the core's aggregates).
+NO_DIFFICULTY = "unspecified"
+
+_PASS = frozenset({"passed"})
+_FAIL = frozenset({"failed", "error"})
+_SCORED_OUTCOMES = frozenset({"passed", "failed", "error"})
+
+#: Metrics shown first, in this order, wherever reports list metrics.
+HEADLINE_METRICS = (
+    "execution_accuracy",
+    "bird_ex",
+    "soft_f1",
+    "cell_f1",
+    "exact_set_match",
+    "arity_f1",
+    "entity_set_f1",
+    "row_match_f1",
+    "exact_match_f1",
+    "percent_overlap",
+    "percent_subset",
+    "same_row_count",
+    "ves",
+    "r_ves",
+    "json_similarity",
+    "structural_similarity",
+    "semantic_similarity",
+    "macro_f1",
+    "macro_precision",
+    "macro_recall",
+)
+_DIFFICULTY_ORDER = ("easy", "simple", "medium", "moderate", "hard", "challenging", "extra")
+
+
+def is_timing(metric: str) -> bool:
+    """Timing metrics are lower-is-better and never gated by a global max-drop."""
+    return metric.endswith("_seconds")
+
+
+def is_detail_metric(metric: str) -> bool:
+    """Per-dimension (``precision[DIM]``) and per-component (``where_f1``) metrics."""
+    return "[" in metric or metric.endswith(("_acc", "_rec")) or (
+        metric.endswith("_f1") and metric not in HEADLINE_METRICS
+    )
+
+
+def ordered_metrics(names: Iterable[str]) -> list[str]:
+    """Headline metrics first, then others, per-dimension/component ones, timings last."""
+    unique = set(names)
+
+    def key(m: str) -> tuple[int, int, str]:
+        if m in HEADLINE_METRICS:
+            return (0, HEADLINE_METRICS.index(m), m)
+        if is_timing(m):
+            return (3, 0, m)
+        return (2 if is_detail_metric(m) else 1, 0, m)
+
+    return sorted(unique, key=key)
+
+
+def ordered_difficulties(names: Iterable[str]) -> list[str]:
+    """Known levels in increasing difficulty, then others alphabetically, unspecified last."""
+    def key(d: str) -> tuple[int, str]:
+        if d in _DIFFICULTY_ORDER:
+            return (_DIFFICULTY_ORDER.index(d), d)
+        return (len(_DIFFICULTY_ORDER) + (1 if d == NO_DIFFICULTY else 0), d)
+
+    return sorted(set(names), key=key)
+
+
+def difficulty_of(case: Mapping[str, Any]) -> str:
+    d = case.get("difficulty")
+    return str(d) if d not in (None, "") else NO_DIFFICULTY
+
+
+def group_keys(case: Mapping[str, Any], scope: str) -> list[str]:
+    """The groups of ``scope`` ("kind", "difficulty", "tag") a case belongs to."""
+    if scope == "kind":
+        return [str(case.get("kind"))]
+    if scope == "difficulty":
+        return [difficulty_of(case)]
+    return [str(t) for t in case.get("tags") or []]
+
+
+# --------------------------------------------------------------------------------------------
+# max-drop option
+
+
+def parse_max_drop(values: Iterable[str]) -> dict[str, float]:
+    """Parse repeatable ``--queryeval-max-drop`` values into ``{metric | "*": drop}``.
+
+    Each value is a global drop (``0.02``) or comma-separated ``metric=drop`` entries. Drops are
+    absolute, in the metric's own units (metrics are fractions, so 0.02 = two points).
+    """
+    out: dict[str, float] = {}
+    for raw in values:
+        for part in str(raw).split(","):
+            item = part.strip()
+            if not item:
+                raise ValueError(f"--queryeval-max-drop={raw!r}: empty entry")
+            if "=" in item:
+                name, _, num = item.partition("=")
+                name, num = name.strip(), num.strip()
+                if not name:
+                    raise ValueError(f"--queryeval-max-drop={raw!r}: missing metric name in "
+                                     f"{item!r} (expected metric=drop)")
+            else:
+                name, num = GLOBAL, item
+            drop = _parse_drop(raw, num)
+            if name in out:
+                what = "the global max-drop" if name == GLOBAL else f"metric {name!r}"
+                raise ValueError(f"--queryeval-max-drop={raw!r}: {what} is given more than once")
+            out[name] = drop
+    return out
+
+
+def _parse_drop(raw: str, num: str) -> float:
+    if num.endswith("%"):
+        raise ValueError(f"--queryeval-max-drop={raw!r}: give an absolute drop in the metric's "
+                         f"units (0.02, not 2%)")
+    try:
+        value = float(num)
+    except ValueError:
+        raise ValueError(f"--queryeval-max-drop={raw!r}: {num!r} is not a number "
+                         f"(expected 0.02 or metric=0.02)") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"--queryeval-max-drop={raw!r}: the drop must be a finite number >= 0")
+    return value
+
+
+def _normalise_max_drop(max_drop: Mapping[str, float] | float | None) -> dict[str, float]:
+    if max_drop is None:
+        return {}
+    if isinstance(max_drop, (int, float)):
+        return {GLOBAL: float(max_drop)}
+    return {str(k): float(v) for k, v in max_drop.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# comparison
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDelta:
+    """One metric in one group, over the cases present in both runs."""
+
+    metric: str
+    scope: str  #: "overall" | "kind" | "difficulty" | "tag"
+    group: str  #: "" for overall, else the kind / difficulty / tag
+    baseline: float | None
+    current: float | None
+    n: int  #: paired cases that entered the figure
+    limit: float | None = None  #: the max-drop that applies, if any
+    failed: bool = False
+
+    @property
+    def delta(self) -> float | None:
+        if self.baseline is None or self.current is None:
+            return None
+        return self.current - self.baseline
+
+    @property
+    def worsening(self) -> float:
+        """How much worse (>0) or better (<0) the current run is; timing is lower-is-better."""
+        d = self.delta
+        if d is None:
+            return 0.0
+        return d if is_timing(self.metric) else -d
+
+    @property
+    def label(self) -> str:
+        return "overall" if self.scope == "overall" else f"{self.scope} {self.group}"
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeChange:
+    """A paired case whose outcome changed."""
+
+    id: str
+    kind: str
+    difficulty: str
+    before: str
+    after: str
+    failed_metrics: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Comparison:
+    """Result of :func:`compare`; ``passed`` is what the session's exit status should use."""
+
+    comparable: bool
+    reason: str | None = None
+    deltas: list[MetricDelta] = field(default_factory=list)
+    regressions: list[OutcomeChange] = field(default_factory=list)  #: passed -> failed/error
+    fixes: list[OutcomeChange] = field(default_factory=list)  #: failed/error -> passed
+    other_changes: list[OutcomeChange] = field(default_factory=list)
+    new_cases: list[str] = field(default_factory=list)
+    removed_cases: list[str] = field(default_factory=list)
+    common: int = 0
+    max_drop: dict[str, float] = field(default_factory=dict)
+    gated_scopes: tuple[str, ...] = ("overall",)
+    warnings: list[str] = field(default_factory=list)
+    baseline_run: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[MetricDelta]:
+        return [d for d in self.deltas if d.failed]
+
+    @property
+    def passed(self) -> bool:
+        """False when refused as not comparable or when a drop exceeds its max-drop."""
+        return self.comparable and not self.failures
+
+    def overall(self) -> list[MetricDelta]:
+        return [d for d in self.deltas if d.scope == "overall"]
+
+    def verdict(self) -> str:
+        if not self.comparable:
+            return f"baseline not comparable: {self.reason}"
+        if self.failures:
+            worst = ", ".join(
+                f"{d.metric} {_signed(d.delta)} > max drop {d.limit:g} ({d.label})"
+                for d in self.failures if d.limit is not None
+            )
+            return f"baseline FAILED: {worst}"
+        if not self.max_drop:
+            return "baseline compared (no max-drop set)"
+        return "baseline OK: no drop beyond the max-drop"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (for the JSON report or CI tooling)."""
+        out = asdict(self)
+        out["deltas"] = [dict(asdict(d), delta=d.delta) for d in self.deltas]
+        out["passed"] = self.passed
+        out["verdict"] = self.verdict()
+        return out
+
+
+def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
+            max_drop: Mapping[str, float] | float | None = None, *,
+            gate_scopes: Iterable[str] = ("overall",)) -> Comparison:
+    """Compare two JSON reports; drops beyond ``max_drop`` in ``gate_scopes`` fail.
+
+    ``gate_scopes`` defaults to the overall figures: per-kind/difficulty/tag deltas are reported
+    but small groups are too noisy to gate on unless asked (``("overall", "kind")``...).
+    """
+    limits = _normalise_max_drop(max_drop)
+    scopes = tuple(gate_scopes)
+    cmp = Comparison(comparable=True, max_drop=limits, gated_scopes=scopes,
+                     baseline_run=dict(baseline.get("run") or {}))
+    reason = _incomparable(current, baseline)
+    if reason is not None:
+        cmp.comparable = False
+        cmp.reason = reason
+        return cmp
+
+    cur_cases = _index(current.get("cases") or [])
+    base_cases = _index(baseline.get("cases") or [])
+    cmp.new_cases = [k for k in cur_cases if k not in base_cases]
+    cmp.removed_cases = [k for k in base_cases if k not in cur_cases]
+    pairs = [(cur_cases[k], base_cases[k]) for k in cur_cases if k in base_cases]
+    cmp.common = len(pairs)
+
+    for cur, base in pairs:
+        change = _change(cur, base)
+        if change is None:
+            continue
+        if change.before in _PASS and change.after in _FAIL:
+            cmp.regressions.append(change)
+        elif change.before in _FAIL and change.after in _PASS:
+            cmp.fixes.append(change)
+        else:
+            cmp.other_changes.append(change)
+
+    if current.get("run", {}).get("interrupted"):
+        cmp.warnings.append("the current run was interrupted: the comparison is partial")
+    if baseline.get("run", {}).get("interrupted"):
+        cmp.warnings.append("the baseline run was interrupted")
+
+    groups: list[tuple[str, str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]]] = [
+        ("overall", "", pairs)]
+    for scope in ("kind", "difficulty", "tag"):
+        grouped: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+        for cur, base in pairs:
+            for k in group_keys(cur, scope):
+                grouped.setdefault(k, []).append((cur, base))
+        order = ordered_difficulties(grouped) if scope == "difficulty" else sorted(grouped)
+        groups.extend((scope, k, grouped[k]) for k in order)
+
+    seen_metrics: set[str] = set()
+    for scope, group, members in groups:
+        for d in _group_deltas(scope, group, members, limits, scope in scopes):
+            seen_metrics.add(d.metric)
+            cmp.deltas.append(d)
+    for name in limits:
+        if name != GLOBAL and name not in seen_metrics:
+            cmp.warnings.append(f"max-drop for {name!r}: no paired case has this metric")
+    return cmp
+
+
+def _incomparable(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> str | None:
+    cv, bv = current.get("version"), baseline.get("version")
+    if cv != bv:
+        return f"report version {bv!r} (baseline) vs {cv!r} (current)"
+    cs = (current.get("run") or {}).get("settings") or {}
+    bs = (baseline.get("run") or {}).get("settings") or {}
+    diffs: list[str] = []
+    for kind in sorted(set(cs) & set(bs)):
+        a, b = bs[kind] or {}, cs[kind] or {}
+        if a == b:
+            continue
+        if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+            diffs.append(f"{kind}: {_short(a)} (baseline) vs {_short(b)} (current)")
+            continue
+        for key in sorted(set(a) | set(b)):
+            if a.get(key, _MISSING) != b.get(key, _MISSING):
+                diffs.append(f"{kind}.{key}: {_short(a.get(key, _MISSING))} (baseline) vs "
+                             f"{_short(b.get(key, _MISSING))} (current)")
+    if diffs:
+        return "scored with different settings: " + "; ".join(diffs)
+    return None
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_MISSING = _Missing()
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value) if isinstance(value, _Missing) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _index(cases: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Key cases by id (the suite's unique name); by nodeid if ids repeat across suites."""
+    items = list(cases)
+    ids = [str(c.get("id")) for c in items]
+    if len(set(ids)) == len(ids):
+        return dict(zip(ids, items, strict=True))
+    return {str(c.get("nodeid") or c.get("id")): c for c in items}
+
+
+def _change(cur: Mapping[str, Any], base: Mapping[str, Any]) -> OutcomeChange | None:
+    before, after = str(base.get("outcome")), str(cur.get("outcome"))
+    if before == after:
+        return None
+    return OutcomeChange(
+        id=str(cur.get("id")), kind=str(cur.get("kind")), difficulty=difficulty_of(cur),
+        before=before, after=after,
+        failed_metrics=tuple(str(m) for m in cur.get("failed_metrics") or []),
+        error=cur.get("error"),
+    )
+
+
+def _value(case: Mapping[str, Any], other: Mapping[str, Any], metric: str) -> float | None:
+    metrics = case.get("metrics") or {}
+    if metric in metrics and metrics[metric] is not None:
+        return float(metrics[metric])
+    if (case.get("outcome") in _FAIL and not is_timing(metric)
+            and metric in (other.get("metrics") or {})):
+        return 0.0
+    return None
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def _group_deltas(scope: str, group: str,
+                  members: list[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                  limits: Mapping[str, float], gated: bool) -> list[MetricDelta]:
+    live = [(c, b) for c, b in members
+            if c.get("outcome") != "skipped" and b.get("outcome") != "skipped"]
+    names = {m for c, b in live for m in (*(c.get("metrics") or {}), *(b.get("metrics") or {}))}
+    out: list[MetricDelta] = []
+    rated = [(c, b) for c, b in live
+             if c.get("outcome") in _SCORED_OUTCOMES and b.get("outcome") in _SCORED_OUTCOMES]
+    if rated:
+        cur_rate = sum(c.get("outcome") == "passed" for c, _ in rated) / len(rated)
+        base_rate = sum(b.get("outcome") == "passed" for _, b in rated) / len(rated)
+        out.append(_delta(PASS_RATE, scope, group, base_rate, cur_rate, len(rated), limits,
+                          gated))
+    for metric in ordered_metrics(names):
+        cur_vals: list[float] = []
+        base_vals: list[float] = []
+        for c, b in live:
+            cv, bv = _value(c, b, metric), _value(b, c, metric)
+            if cv is not None and bv is not None:
+                cur_vals.append(cv)
+                base_vals.append(bv)
+        if cur_vals:
+            out.append(_delta(metric, scope, group, _mean(base_vals), _mean(cur_vals),
+                              len(cur_vals), limits, gated))
+    return out
+
+
+def _delta(metric: str, scope: str, group: str, base: float | None, cur: float | None, n: int,
+           limits: Mapping[str, float], gated: bool) -> MetricDelta:
+    limit = limits.get(metric)
+    if limit is None and not is_timing(metric):
+        limit = limits.get(GLOBAL)
+    d = MetricDelta(metric, scope, group, base, cur, n, limit)
+    if gated and limit is not None and d.worsening > limit + EPSILON:
+        return MetricDelta(metric, scope, group, base, cur, n, limit, failed=True)
+    return d
+
+
+# --------------------------------------------------------------------------------------------
+# files
+
+
+def write_baseline(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write the report as the new baseline, atomically: readers never see a partial file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(report, fh, indent=2, ensure_ascii=False, allow_nan=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a baseline report; a missing or malformed file is a ConfigError naming it."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("baseline file not found (create it with "
+                          "--queryeval-update-baseline)", file=str(p)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read baseline: {exc}", file=str(p)) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"baseline is not valid JSON: {exc.msg}", file=str(p),
+                          line=exc.lineno) from None
+    if not isinstance(data, dict) or "cases" not in data:
+        raise ConfigError("baseline is not a queryeval JSON report (no 'cases')", file=str(p))
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# terminal
+
+
+def _signed(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def arrow(d: MetricDelta) -> str:
+    """▲ value went up, ▼ down, = unchanged (direction of the number, not of quality)."""
+    delta = d.delta
+    if delta is None or abs(delta) <= EPSILON:
+        return "="
+    return "▲" if delta > 0 else "▼"
+
+
+def format_comparison(cmp: Comparison, *, max_cases: int = 10) -> list[str]:
+    """Compact terminal lines: overall deltas with arrows, failed groups, flips, a verdict."""
+    lines: list[str] = []
+    if not cmp.comparable:
+        lines.append(f"baseline: not comparable — {cmp.reason}")
+        lines.append(f"verdict: {cmp.verdict()}")
+        return lines
+    head = f"baseline: {cmp.common} cases in both runs"
+    if cmp.new_cases or cmp.removed_cases:
+        head += (f", {len(cmp.new_cases)} new, {len(cmp.removed_cases)} removed "
+                 f"(not compared)")
+    lines.append(head)
+
+    overall = cmp.overall()
+    shown = [d for d in overall
+             if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed
+             or (d.delta is not None and abs(d.delta) > EPSILON)]
+    hidden = len(overall) - len(shown)
+    extra = [d for d in cmp.failures if d.scope != "overall"]
+    rows = [(d.metric if d.scope == "overall" else f"{d.metric} ({d.label})", d)
+            for d in [*shown, *extra]]
+    width = max([len("metric"), *(len(name) for name, _ in rows)])
+    lines.append(f"  {'metric':<{width}}  {'baseline':>8}  {'current':>8}  {'delta':>9}  "
+                 f"{'max drop':>8}")
+    for name, d in rows:
+        limit = "" if d.limit is None else f"{d.limit:g}"
+        flag = "  FAIL" if d.failed else ""
+        mark = arrow(d)
+        delta = _num(0.0) if mark == "=" and d.delta is not None else _signed(d.delta)
+        lines.append(f"  {name:<{width}}  {_num(d.baseline):>8}  {_num(d.current):>8}  "
+                     f"{mark} {delta:>7}  {limit:>8}{flag}")
+    if hidden:
+        lines.append(f"  ({hidden} per-dimension/component metrics unchanged)")
+
+    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
+        if not changes:
+            continue
+        lines.append(f"{title}: {len(changes)}")
+        for ch in changes[:max_cases]:
+            why = ", ".join(ch.failed_metrics) or (ch.error or "")
+            lines.append(f"  {ch.id} [{ch.kind}/{ch.difficulty}] {ch.before} → {ch.after}"
+                         + (f"  ({why})" if why and ch.after != "passed" else ""))
+        if len(changes) > max_cases:
+            lines.append(f"  … {len(changes) - max_cases} more")
+    lines.extend(f"warning: {w}" for w in cmp.warnings)
+    lines.append(f"verdict: {cmp.verdict()}")
+    return lines
