@@ -1,0 +1,58 @@
+"""Data sources: build one from a resolved ``datasources:`` spec.
+
+Each type maps to a ``module:Class`` string so that only the engines a suite uses get imported
+(SQLAlchemy, psycopg and rdflib are costly to import). A class is constructed as
+``Class(name, spec)`` through its ``from_spec`` classmethod when it has one, else with the
+spec's keys as keyword arguments (minus ``type``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..errors import ConfigError
+from .base import DataSource
+
+#: ``type:`` value -> ``"module:Class"``. Add a line to support another engine.
+SOURCE_TYPES: dict[str, str] = {
+    "sqlite": "pytest_queryeval.sources.sqlite:SqliteSource",
+    "sqlalchemy": "pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
+    "spider-schema": "pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
+}
+
+#: Keys each type accepts besides ``type`` (for located validation errors).
+SOURCE_KEYS: dict[str, frozenset[str]] = {
+    "sqlite": frozenset({"path", "timeout", "max_rows"}),
+    "sqlalchemy": frozenset({"url", "timeout", "max_rows", "version", "schema",
+                             "engine_options"}),
+    "spider-schema": frozenset({"tables", "db_id"}),
+}
+
+
+def open_source(name: str, spec: dict[str, Any]) -> DataSource:
+    """The data source for ``spec`` (paths absolute, ``${VAR}`` expanded by the caller).
+
+    Raises :class:`ConfigError` for an unknown type or bad keys; opening is lazy, so an
+    unreachable server surfaces later, per query, as ``SourceUnavailable``.
+    """
+    kind = spec.get("type")
+    if not isinstance(kind, str) or kind not in SOURCE_TYPES:
+        known = ", ".join(sorted(SOURCE_TYPES))
+        raise ConfigError(f"unknown datasource type {kind!r} (known: {known})",
+                          key=f"datasources.{name}.type")
+    module, _, cls_name = SOURCE_TYPES[kind].partition(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    if hasattr(cls, "from_spec"):
+        return cls.from_spec(name, spec)  # type: ignore[no-any-return]
+    kwargs = {k: v for k, v in spec.items() if k != "type"}
+    allowed = SOURCE_KEYS.get(kind)
+    if allowed is not None:
+        unknown = sorted(set(kwargs) - allowed)
+        if unknown:
+            raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {kind}",
+                              key=f"datasources.{name}")
+    try:
+        return cls(name, **kwargs)  # type: ignore[no-any-return]
+    except TypeError as e:
+        raise ConfigError(str(e), key=f"datasources.{name}") from None

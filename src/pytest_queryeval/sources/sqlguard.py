@@ -1,0 +1,151 @@
+"""Refuse any predicted SQL statement that is not a single read-only query.
+
+This is the first of two layers: the statement is parsed (sqlglot) and refused *before* it
+reaches the data source; the connection itself is read-only as well (SQLite ``mode=ro``,
+PostgreSQL read-only transactions that are always rolled back). The parse-based layer gives a
+clear "refused: ..." reason and also stops what a read-only connection would let through
+(``pg_terminate_backend``, ``SELECT ... INTO``, data-modifying CTEs on engines without
+read-only transactions).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import QueryRefused
+
+#: sqlglot dialect names for SQLAlchemy backend names that differ (the rest are passed as-is
+#: when sqlglot knows them).
+_DIALECTS = {
+    "postgresql": "postgres",
+    "mssql": "tsql",
+    "mariadb": "mysql",
+    "sqlite": "sqlite",
+    "databricks": "databricks",
+}
+
+#: Statement node types (sqlglot class names) that never belong in a read-only query, anywhere
+#: in the tree (``WITH d AS (DELETE ... RETURNING *) SELECT ...`` hides a DELETE in a CTE).
+_FORBIDDEN_NODES = (
+    "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "AlterColumn",
+    "TruncateTable", "Command", "Pragma", "Attach", "Detach", "Copy", "Set", "Transaction",
+    "Commit", "Rollback", "Grant", "Revoke", "Analyze", "LoadData", "Use", "Cache", "Uncache",
+    "Refresh", "Into", "Lock", "Kill", "Comment", "Describe", "Summarize",
+)
+
+#: Functions with side effects outside the transaction (a read-only transaction does not stop
+#: ``pg_terminate_backend``), or that read/write server files.
+_FORBIDDEN_FUNCTIONS = frozenset({
+    "pg_terminate_backend", "pg_cancel_backend", "pg_reload_conf", "pg_rotate_logfile",
+    "set_config", "pg_advisory_lock", "pg_advisory_xact_lock", "pg_advisory_lock_shared",
+    "lo_import", "lo_export", "lo_unlink", "lo_create", "pg_read_file", "pg_read_binary_file",
+    "pg_ls_dir", "pg_stat_file", "dblink", "dblink_exec", "pg_switch_wal",
+    "pg_create_restore_point", "pg_promote", "pg_logical_emit_message", "nextval", "setval",
+    "load_extension", "writefile", "readfile", "edit", "fts3_tokenizer",
+})
+
+#: Words that make an *unparseable* statement suspicious (fallback check on tokens).
+_WRITE_WORDS = frozenset({
+    "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "DROP", "CREATE", "ALTER", "TRUNCATE",
+    "ATTACH", "DETACH", "PRAGMA", "VACUUM", "REPLACE", "GRANT", "REVOKE", "COPY", "CALL",
+    "EXEC", "EXECUTE", "LOCK", "REINDEX", "ANALYZE", "SET", "BEGIN", "COMMIT", "ROLLBACK",
+    "INTO", "DO", "LOAD", "IMPORT", "EXPORT",
+})
+_QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "L_PAREN"})
+
+
+def sqlglot_dialect(backend: str | None) -> str | None:
+    """The sqlglot dialect for a source's backend name (None: sqlglot's generic SQL)."""
+    if not backend:
+        return None
+    name = _DIALECTS.get(backend, backend)
+    try:
+        from sqlglot.dialects.dialect import Dialect
+
+        Dialect.get_or_raise(name)
+    except Exception:
+        return None
+    return name
+
+
+def check_read_only(sql: str, dialect: str | None = None) -> None:
+    """Raise :class:`QueryRefused` unless ``sql`` is exactly one read-only query.
+
+    A statement sqlglot cannot parse is checked on its tokens instead: it may still be a
+    query in the engine's own dialect, and then the engine reports its own syntax error.
+    """
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
+    if not isinstance(sql, str):
+        raise QueryRefused(f"expected an SQL string, got {type(sql).__name__}")
+    if not sql.strip().strip(";").strip():
+        raise QueryRefused("empty statement")
+    try:
+        parsed = sqlglot.parse(sql, read=dialect)
+    except (ParseError, TokenError, ValueError):
+        _check_tokens(sql, dialect)
+        return
+    statements = [s for s in parsed if s is not None]
+    if not statements:
+        raise QueryRefused("no statement (only comments)")
+    if len(statements) > 1:
+        raise QueryRefused(
+            f"{len(statements)} statements ({', '.join(_label(s) for s in statements)}); "
+            "only one query is executed"
+        )
+    tree = statements[0]
+    if not isinstance(tree, exp.Query | exp.Values):
+        raise QueryRefused(f"{_label(tree)} is not a read-only query")
+    forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
+    for node in tree.walk():
+        if isinstance(node, forbidden):
+            raise QueryRefused(f"{_label(node)} inside a query")
+        if isinstance(node, exp.Func):
+            fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+            if fname in _FORBIDDEN_FUNCTIONS:
+                raise QueryRefused(f"function {fname}() has side effects")
+
+
+def _label(node: Any) -> str:
+    """A short statement label for messages: ``DELETE``, ``DROP``, ``VACUUM``, ``SELECT INTO``."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    if isinstance(node, exp.Into):
+        return "SELECT INTO"
+    if isinstance(node, exp.Lock):
+        return "FOR UPDATE/SHARE lock"
+    names = {"TruncateTable": "TRUNCATE", "Transaction": "BEGIN", "LoadData": "LOAD DATA",
+             "AlterColumn": "ALTER"}
+    name = type(node).__name__
+    if name in ("Select", "Union", "Intersect", "Except", "Values"):
+        return name.upper()
+    if name == "Column":
+        return f"'{node.sql()}'"
+    return names.get(name, name.upper())
+
+
+def _check_tokens(sql: str, dialect: str | None) -> None:
+    from sqlglot.dialects.dialect import Dialect
+
+    try:
+        tokens = Dialect.get_or_raise(dialect).tokenize(sql)
+    except Exception as e:
+        raise QueryRefused(f"cannot be parsed as a query ({e})") from None
+    # Token types by name: their module moved between sqlglot versions.
+    literal = {"STRING", "IDENTIFIER", "NATIONAL_STRING", "RAW_STRING", "HEREDOC_STRING"}
+    words = [t for t in tokens if t.token_type.name not in literal]
+    if not words:
+        raise QueryRefused("no statement")
+    first = words[0]
+    if first.token_type.name not in _QUERY_STARTS and first.text.upper() not in _QUERY_STARTS:
+        raise QueryRefused(f"statement starting with {first.text!r} is not a query")
+    for i, tok in enumerate(words):
+        if tok.token_type.name == "SEMICOLON":
+            if any(t.token_type.name != "SEMICOLON" for t in words[i + 1:]):
+                raise QueryRefused("multiple statements; only one query is executed")
+        elif tok.text.upper() in _WRITE_WORDS:
+            raise QueryRefused(f"unparseable statement containing {tok.text.upper()}")

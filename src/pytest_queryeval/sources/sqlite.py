@@ -1,0 +1,162 @@
+"""The embedded default SQL source: a SQLite file opened read-only (stdlib ``sqlite3``)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
+from ..results import ResultTable
+from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .sqlguard import check_read_only
+
+#: VM instructions between two deadline checks: small enough to stop within milliseconds,
+#: large enough to cost nothing measurable.
+_PROGRESS_STEPS = 10_000
+_FETCH_BATCH = 1_000
+
+
+class SqliteSource:
+    """A SQLite database file, opened with ``mode=ro`` and ``PRAGMA query_only``.
+
+    Two layers keep the file unchanged: predicted statements are refused by
+    :func:`check_read_only` before execution, and the connection cannot write anyway.
+    """
+
+    type = "sqlite"
+    dialect = "sqlite"
+
+    def __init__(self, name: str, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
+                 max_rows: int = DEFAULT_MAX_ROWS) -> None:
+        self.name = name
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        self.max_rows = int(max_rows)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._fp_stat: tuple[int, int, int, int] | None = None
+        self._fp: str | None = None
+
+    def __repr__(self) -> str:
+        return f"SqliteSource({self.name!r}, {str(self.path)!r})"
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        if not self.path.is_file():
+            raise SourceUnavailable(f"datasource {self.name!r}: no SQLite file at {self.path}")
+        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # not a database?
+        except sqlite3.Error as e:
+            raise SourceUnavailable(f"datasource {self.name!r}: cannot open {self.path}: {e}") \
+                from None
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- execution ----------------------------------------------------------------------------
+
+    def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
+                trusted: bool = False) -> ResultTable:
+        """Run one query; the deadline covers both execution and fetching (progress handler)."""
+        timeout = self.timeout if timeout is None else float(timeout)
+        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        if not trusted:
+            check_read_only(query, self.dialect)
+        with self._lock:
+            conn = self._connect()
+            deadline = time.monotonic() + timeout
+            expired = False
+
+            def progress() -> int:
+                nonlocal expired
+                if time.monotonic() > deadline:
+                    expired = True
+                    return 1  # non-zero aborts the statement ("interrupted")
+                return 0
+
+            conn.set_progress_handler(progress, _PROGRESS_STEPS)
+            start = time.perf_counter()
+            rows: list[tuple[Any, ...]] = []
+            try:
+                cur = conn.execute(query)
+                columns = [d[0] for d in cur.description or ()]
+                while len(rows) <= max_rows:
+                    batch = cur.fetchmany(min(_FETCH_BATCH, max_rows + 1 - len(rows)))
+                    if not batch:
+                        break
+                    rows.extend(batch)
+                cur.close()
+            except sqlite3.Error as e:
+                if expired:
+                    raise QueryTimeout(f"query exceeded {timeout:g} s") from None
+                msg = str(e)
+                if "readonly" in msg or "read-only" in msg or "query_only" in msg:
+                    raise QueryRefused(f"the source is read-only ({msg})") from None
+                raise QueryFailed(msg) from None
+            except (ValueError, OverflowError) as e:  # bad text encoding, huge ints...
+                raise QueryFailed(str(e)) from None
+            finally:
+                conn.set_progress_handler(None, 0)
+                if conn.in_transaction:
+                    conn.rollback()
+            seconds = time.perf_counter() - start
+        truncated = len(rows) > max_rows
+        return ResultTable(columns, rows[:max_rows], truncated=truncated, seconds=seconds,
+                           meta={"max_rows": max_rows} if truncated else {})
+
+    # -- identity -----------------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        """``sqlite:<size>:<mtime_ns>:<sha256>`` of the file (and of its WAL, if any).
+
+        Size and mtime alone would miss a same-size rewrite within the mtime resolution, so the
+        content is hashed too; the hash is recomputed only when size or mtime change.
+        """
+        try:
+            st = self.path.stat()
+            wal = self.path.with_name(self.path.name + "-wal")
+            wst = wal.stat() if wal.exists() else None
+        except OSError as e:
+            raise SourceUnavailable(f"datasource {self.name!r}: {e}") from None
+        key = (st.st_size, st.st_mtime_ns, wst.st_size if wst else -1,
+               wst.st_mtime_ns if wst else -1)
+        if self._fp is None or self._fp_stat != key:
+            h = hashlib.sha256()
+            for p in (self.path, wal) if wst else (self.path,):
+                with p.open("rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+            self._fp = f"sqlite:{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
+            self._fp_stat = key
+        return self._fp
+
+    def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
+        """Tables with their columns, and foreign keys as (table, column, ref_table, ref_column)."""
+        with self._lock:
+            conn = self._connect()
+            names = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")]
+            tables: dict[str, list[str]] = {}
+            fks: list[tuple[str, str, str, str]] = []
+            for t in names:
+                quoted = '"' + t.replace('"', '""') + '"'
+                tables[t] = [r[1] for r in conn.execute(f"PRAGMA table_info({quoted})")]
+                for r in conn.execute(f"PRAGMA foreign_key_list({quoted})"):
+                    fks.append((t, r[3], r[2], r[4]))
+        return tables, fks

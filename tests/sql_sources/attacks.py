@@ -1,0 +1,73 @@
+"""Statements a predicted query must never get through, per engine (shared by the tests)."""
+
+from __future__ import annotations
+
+#: Refused before reaching any engine (table names are lower case: SQLite ignores case).
+COMMON = [
+    "INSERT INTO genre VALUES (999, 'x')",
+    "UPDATE genre SET name = 'x'",
+    "DELETE FROM genre",
+    "MERGE INTO genre g USING genre s ON g.name = s.name WHEN MATCHED THEN DELETE",
+    "DROP TABLE genre",
+    "CREATE TABLE pwned (a int)",
+    "ALTER TABLE genre ADD COLUMN pwned int",
+    "TRUNCATE genre",
+    "VACUUM",
+    "SELECT 1; DROP TABLE genre",
+    "SELECT * FROM genre; DELETE FROM genre",
+    "WITH x AS (SELECT 1) DELETE FROM genre",
+    "WITH d AS (DELETE FROM genre RETURNING *) SELECT * FROM d",
+    "/* just a comment */ DROP TABLE genre",
+    "-- comment\nDELETE FROM genre",
+    "SELECT * INTO pwned FROM genre",
+    "SELECT * FROM genre FOR UPDATE",
+    "BEGIN",
+    "COMMIT",
+    "",
+]
+
+SQLITE = [
+    *COMMON,
+    "ATTACH DATABASE ':memory:' AS pwned",
+    "DETACH DATABASE main",
+    "PRAGMA user_version = 7",
+    "PRAGMA journal_mode = WAL",
+    "VACUUM INTO '/tmp/queryeval-pwned.sqlite'",
+    "REPLACE INTO genre VALUES (1, 'x')",
+    "INSERT OR REPLACE INTO genre VALUES (1, 'x')",
+    "REINDEX",
+]
+
+POSTGRES = [
+    *COMMON,
+    "SELECT pg_terminate_backend(pg_backend_pid())",
+    "SELECT set_config('default_transaction_read_only', 'off', false)",
+    "SELECT nextval('x')",
+    "COPY genre TO '/tmp/queryeval-pwned.csv'",
+    "GRANT ALL ON genre TO PUBLIC",
+    "SET default_transaction_read_only = off",
+    "LOCK TABLE genre",
+    "CALL pwned()",
+    "DO $$ BEGIN DELETE FROM genre; END $$",
+    "EXPLAIN ANALYZE DELETE FROM genre",
+]
+
+#: Writes the *connection* must stop even when the guard is bypassed (``trusted=True``).
+SQLITE_RAW_WRITES = [
+    "INSERT INTO genre VALUES (999, 'x')",
+    "UPDATE genre SET name = 'x'",
+    "DELETE FROM genre",
+    "DROP TABLE genre",
+    "CREATE TABLE pwned (a int)",
+    "PRAGMA user_version = 7",
+]
+POSTGRES_RAW_WRITES = [
+    "INSERT INTO genre VALUES (999, 'x')",
+    "UPDATE genre SET name = 'x'",
+    "DELETE FROM genre",
+    "DROP TABLE genre",
+    "CREATE TABLE pwned (a int)",
+    "WITH d AS (DELETE FROM genre RETURNING *) SELECT * FROM d",
+    "SELECT * INTO pwned FROM genre",
+    "TRUNCATE genre",
+]

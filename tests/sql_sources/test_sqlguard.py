@@ -1,0 +1,61 @@
+"""The statement guard alone: what is a single read-only query and what is not."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_queryeval.errors import QueryRefused
+from pytest_queryeval.sources.sqlguard import check_read_only, sqlglot_dialect
+
+from .attacks import POSTGRES, SQLITE
+
+ALLOWED = [
+    "SELECT 1",
+    "SELECT 1;",
+    "select count(*) from artist",
+    "SELECT name FROM artist WHERE name LIKE '%; DROP TABLE x' -- ; DELETE",
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c",
+    "(SELECT 1) UNION (SELECT 2)",
+    "SELECT a.name FROM artist a JOIN album b ON a.artistid = b.artistid ORDER BY 1 LIMIT 3",
+    "VALUES (1), (2)",
+    "SELECT \"update\" FROM t",
+    "SELECT FROM WHERE",  # unparseable but query-shaped: the engine reports the syntax error
+]
+
+
+@pytest.mark.parametrize("sql", ALLOWED)
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres", None])
+def test_allowed(sql: str, dialect: str | None) -> None:
+    check_read_only(sql, dialect)
+
+
+@pytest.mark.parametrize("sql", SQLITE)
+def test_refused_sqlite(sql: str) -> None:
+    with pytest.raises(QueryRefused) as info:
+        check_read_only(sql, "sqlite")
+    assert info.value.reason().startswith("refused: ")
+
+
+@pytest.mark.parametrize("sql", POSTGRES)
+def test_refused_postgres(sql: str) -> None:
+    with pytest.raises(QueryRefused):
+        check_read_only(sql, "postgres")
+
+
+def test_messages_name_the_statement() -> None:
+    with pytest.raises(QueryRefused, match="2 statements"):
+        check_read_only("SELECT 1; DROP TABLE genre", "sqlite")
+    with pytest.raises(QueryRefused, match="DELETE inside"):
+        check_read_only("WITH d AS (DELETE FROM g RETURNING *) SELECT * FROM d", "postgres")
+    with pytest.raises(QueryRefused, match="DROP is not a read-only query"):
+        check_read_only("/* x */ DROP TABLE g", "sqlite")
+    with pytest.raises(QueryRefused, match="expected an SQL string"):
+        check_read_only(None, "sqlite")  # type: ignore[arg-type]
+
+
+def test_dialect_names() -> None:
+    assert sqlglot_dialect("postgresql") == "postgres"
+    assert sqlglot_dialect("sqlite") == "sqlite"
+    assert sqlglot_dialect("mssql") == "tsql"
+    assert sqlglot_dialect("no-such-engine") is None
+    assert sqlglot_dialect(None) is None

@@ -1,0 +1,175 @@
+"""The SQLite source against a real copy of Chinook: refusals, read-only, timeout, row cap."""
+
+from __future__ import annotations
+
+import os
+import threading
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from pytest_queryeval.errors import (
+    ConfigError,
+    QueryEvalError,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    SourceUnavailable,
+)
+from pytest_queryeval.sources import open_source
+from pytest_queryeval.sources.sqlite import SqliteSource
+
+from .attacks import SQLITE, SQLITE_RAW_WRITES
+from .conftest import sha256
+
+CROSS_JOIN = "SELECT count(*) FROM track a, track b, track c"
+RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+RECURSIVE_AGG = RECURSIVE + "SELECT max(x) FROM c"
+RECURSIVE_ROWS = RECURSIVE + "SELECT x FROM c"
+
+
+@pytest.fixture
+def source(chinook_sqlite: Path) -> SqliteSource:
+    src = open_source("chinook", {"type": "sqlite", "path": str(chinook_sqlite)})
+    assert isinstance(src, SqliteSource)
+    yield src
+    src.close()
+
+
+def test_query(source: SqliteSource) -> None:
+    t = source.execute("SELECT ArtistId, Name FROM Artist ORDER BY ArtistId LIMIT 3")
+    assert t.columns == ["ArtistId", "Name"]
+    assert t.rows == [(1, "AC/DC"), (2, "Accept"), (3, "Aerosmith")]
+    assert not t.truncated
+    assert t.seconds >= 0
+    assert source.execute("SELECT count(*) FROM track").rows == [(3503,)]
+
+
+def test_types_come_back_native(source: SqliteSource) -> None:
+    t = source.execute("SELECT 1, 1.5, 'x', NULL, x'00ff'")
+    assert t.rows == [(1, 1.5, "x", None, b"\x00\xff")]
+    # SQLite has no DECIMAL: NUMERIC columns arrive as float (documented).
+    assert isinstance(source.execute("SELECT Total FROM Invoice LIMIT 1").rows[0][0], float)
+    assert not isinstance(source.execute("SELECT Total FROM Invoice LIMIT 1").rows[0][0], Decimal)
+
+
+@pytest.mark.parametrize("sql", SQLITE)
+def test_refused_and_unchanged(source: SqliteSource, chinook_sqlite: Path, sql: str) -> None:
+    before = sha256(chinook_sqlite)
+    with pytest.raises(QueryRefused) as info:
+        source.execute(sql)
+    assert info.value.reason().startswith("refused: ")
+    assert sha256(chinook_sqlite) == before
+    assert source.execute("SELECT count(*) FROM genre").rows == [(25,)]
+
+
+@pytest.mark.parametrize("sql", SQLITE_RAW_WRITES)
+def test_connection_is_read_only_even_unguarded(
+    source: SqliteSource, chinook_sqlite: Path, sql: str
+) -> None:
+    """``trusted=True`` skips the guard: the ``mode=ro`` connection must still refuse."""
+    before = sha256(chinook_sqlite)
+    with pytest.raises(QueryRefused, match="read-only"):
+        source.execute(sql, trusted=True)
+    assert sha256(chinook_sqlite) == before
+    assert not Path(str(chinook_sqlite) + "-journal").exists()
+
+
+def test_engine_error_is_query_failed(source: SqliteSource) -> None:
+    with pytest.raises(QueryFailed, match="no such table"):
+        source.execute("SELECT * FROM no_such_table")
+    with pytest.raises(QueryFailed, match="syntax error"):
+        source.execute("SELECT FROM WHERE")
+
+
+@pytest.mark.parametrize("sql", [CROSS_JOIN, RECURSIVE_AGG])
+def test_runaway_query_times_out(source: SqliteSource, sql: str) -> None:
+    with pytest.raises(QueryTimeout) as info:
+        source.execute(sql, timeout=0.5)
+    assert info.value.reason() == "timeout: query exceeded 0.5 s"
+    # The connection is usable afterwards.
+    assert source.execute("SELECT count(*) FROM genre").rows == [(25,)]
+
+
+def test_row_cap_truncates(source: SqliteSource) -> None:
+    t = source.execute(RECURSIVE_ROWS, max_rows=2500, timeout=30)
+    assert t.truncated
+    assert len(t.rows) == 2500
+    assert t.rows[-1] == (2500,)
+    full = source.execute("SELECT TrackId FROM track", max_rows=3503)
+    assert not full.truncated
+    assert len(full) == 3503
+    cut = source.execute("SELECT TrackId FROM track", max_rows=3502)
+    assert cut.truncated
+    assert len(cut) == 3502
+
+
+def test_default_limits_from_spec(chinook_sqlite: Path) -> None:
+    src = open_source("c", {"type": "sqlite", "path": str(chinook_sqlite), "timeout": 0.3,
+                            "max_rows": 10})
+    try:
+        assert src.execute("SELECT * FROM track").truncated
+        with pytest.raises(QueryTimeout):
+            src.execute(CROSS_JOIN)
+    finally:
+        src.close()
+
+
+def test_fingerprint_changes_with_content(chinook_sqlite: Path) -> None:
+    src = SqliteSource("c", chinook_sqlite)
+    fp = src.fingerprint()
+    assert fp == src.fingerprint()
+    assert fp.startswith(f"sqlite:{chinook_sqlite.stat().st_size}:")
+    st = chinook_sqlite.stat()
+    data = bytearray(chinook_sqlite.read_bytes())
+    data[-1] ^= 0xFF  # same size; restore mtime too: only the content hash can tell
+    chinook_sqlite.write_bytes(bytes(data))
+    os.utime(chinook_sqlite, ns=(st.st_atime_ns, st.st_mtime_ns))
+    src2 = SqliteSource("c", chinook_sqlite)
+    assert src2.fingerprint() != fp
+
+
+def test_missing_file_is_unavailable(tmp_path: Path) -> None:
+    src = SqliteSource("gone", tmp_path / "missing.sqlite")
+    with pytest.raises(SourceUnavailable, match="no SQLite file"):
+        src.execute("SELECT 1")
+    not_db = tmp_path / "not.sqlite"
+    not_db.write_text("this is not a database, it is text" * 100)
+    with pytest.raises(SourceUnavailable):
+        SqliteSource("bad", not_db).execute("SELECT 1")
+
+
+def test_concurrent_use_is_serialised(source: SqliteSource) -> None:
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(20):
+                assert source.execute("SELECT count(*) FROM album").rows == [(347,)]
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_tables_introspection(source: SqliteSource) -> None:
+    tables, fks = source.tables()
+    assert "Artist" in tables
+    assert tables["Artist"] == ["ArtistId", "Name"]
+    assert ("Album", "ArtistId", "Artist", "ArtistId") in fks
+
+
+def test_open_source_errors(chinook_sqlite: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown datasource type"):
+        open_source("x", {"type": "oracle-of-delphi"})
+    with pytest.raises(ConfigError, match="unknown key"):
+        open_source("x", {"type": "sqlite", "path": str(chinook_sqlite), "colour": "red"})
+    with pytest.raises(ConfigError):
+        open_source("x", {"type": "sqlite"})
+    assert issubclass(ConfigError, QueryEvalError)
