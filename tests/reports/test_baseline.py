@@ -78,7 +78,7 @@ def test_group_deltas(current, baseline):
     assert math.isclose(medium.delta, -1 / 3)
     agg = _delta(cmp, "pass_rate", "tag", "aggregation")
     assert (agg.n, agg.baseline, agg.current) == (3, 1.0, 1 / 3)
-    assert _delta(cmp, "macro_f1", "difficulty", "unspecified").delta == 0.0
+    assert _delta(cmp, "macro_f1", "difficulty", "unknown").delta == 0.0
 
 
 def test_global_max_drop_fails_overall_only(current, baseline):

@@ -50,11 +50,12 @@ PASS_RATE = "pass_rate"
 #: Differences smaller than this are float noise, neither a drop nor a gain.
 EPSILON = 1e-9
 #: Label of cases without a difficulty (same as the core's aggregates).
-NO_DIFFICULTY = "unspecified"
+NO_DIFFICULTY = "unknown"
 
-_PASS = frozenset({"passed"})
+_PASS = frozenset({"passed", "xpassed"})
 _FAIL = frozenset({"failed", "error"})
-_SCORED_OUTCOMES = frozenset({"passed", "failed", "error"})
+#: Outcomes that count towards pass rates (as in the core's aggregates).
+_SCORED_OUTCOMES = _PASS | _FAIL
 
 #: Metrics shown first, in this order, wherever reports list metrics.
 HEADLINE_METRICS = (
@@ -109,7 +110,7 @@ def ordered_metrics(names: Iterable[str]) -> list[str]:
 
 
 def ordered_difficulties(names: Iterable[str]) -> list[str]:
-    """Known levels in increasing difficulty, then others alphabetically, unspecified last."""
+    """Known levels in increasing difficulty, then others alphabetically, unknown last."""
     def key(d: str) -> tuple[int, str]:
         if d in _DIFFICULTY_ORDER:
             return (_DIFFICULTY_ORDER.index(d), d)
@@ -430,8 +431,8 @@ def _group_deltas(scope: str, group: str,
     rated = [(c, b) for c, b in live
              if c.get("outcome") in _SCORED_OUTCOMES and b.get("outcome") in _SCORED_OUTCOMES]
     if rated:
-        cur_rate = sum(c.get("outcome") == "passed" for c, _ in rated) / len(rated)
-        base_rate = sum(b.get("outcome") == "passed" for _, b in rated) / len(rated)
+        cur_rate = sum(c.get("outcome") in _PASS for c, _ in rated) / len(rated)
+        base_rate = sum(b.get("outcome") in _PASS for _, b in rated) / len(rated)
         out.append(_delta(PASS_RATE, scope, group, base_rate, cur_rate, len(rated), limits,
                           gated))
     for metric in ordered_metrics(names):
