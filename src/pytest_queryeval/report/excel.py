@@ -1,0 +1,389 @@
+"""Excel report (``--queryeval-xlsx``): Summary with native charts, Details, SDMX overview, Run.
+
+Laid out after the Denodo AI SDK evaluator (Summary grouped by difficulty, native charts that
+users can post-process in Excel, one Details row per question) and the SDMX methodology's
+overview sheet (macro recall / precision and the per-dimension detail cell). Everything comes
+from the JSON report dict: nothing else (environment, connection strings) can leak into it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_queryeval.errors import MissingDependency
+from pytest_queryeval.report.baseline import (
+    is_detail_metric,
+    is_timing,
+    ordered_difficulties,
+    ordered_metrics,
+)
+
+__all__ = ["LATENCY_METRIC", "write_xlsx"]
+
+#: The metric the Summary's latency columns are taken from.
+LATENCY_METRIC = "prediction_seconds"
+#: Excel's limit on the characters in one cell.
+CELL_LIMIT = 32767
+#: Most metric series drawn in one kind's chart (the table has them all).
+CHART_SERIES = 6
+
+SUMMARY_FIXED = ("Kind", "Difficulty", "Samples", "Percent correct")
+LATENCY_HEADERS = ("Mean latency (s)", "Latency std (s)")
+DETAILS_FIXED = ("ID", "Kind", "Difficulty", "Tags", "Question", "Predicted", "Gold", "Outcome",
+                 "Failed metrics")
+SDMX_HEADERS = ("ID", "Difficulty", "Tags", "Question", "Outcome", "macro recall",
+                "macro precision", "macro f1", "indicator selection details")
+ALL = "all"
+
+
+def _xlsxwriter() -> Any:
+    try:
+        import xlsxwriter
+    except ImportError as exc:
+        raise MissingDependency(
+            "the Excel report (--queryeval-xlsx) needs xlsxwriter: "
+            "pip install pytest-queryeval[excel]") from exc
+    return xlsxwriter
+
+
+def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write the workbook via a temporary file, so an existing report is replaced whole."""
+    xlsxwriter = _xlsxwriter()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".xlsx", dir=target.parent)
+    os.close(fd)
+    try:
+        # Strings stay strings: a question or a predicted query starting with "=" must never
+        # become a formula, and URLs are not turned into links.
+        wb = xlsxwriter.Workbook(tmp, {"strings_to_formulas": False, "strings_to_urls": False,
+                                       "strings_to_numbers": False, "nan_inf_to_errors": True})
+        fmt = _formats(wb)
+        _summary(wb, fmt, report)
+        _details(wb, fmt, report)
+        sdmx = [c for c in report.get("cases") or [] if c.get("kind") == "sdmx"]
+        if sdmx:
+            _sdmx_overview(wb, fmt, sdmx)
+        _run_sheet(wb, fmt, report)
+        wb.close()
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def _formats(wb: Any) -> dict[str, Any]:
+    base = {"valign": "top"}
+    return {
+        "header": wb.add_format({**base, "bold": True, "bg_color": "#DDE4EE", "border": 1,
+                                 "text_wrap": True}),
+        "text": wb.add_format(base),
+        "wrap": wb.add_format({**base, "text_wrap": True}),
+        "mono": wb.add_format({**base, "text_wrap": True, "font_name": "Consolas"}),
+        "pct": wb.add_format({**base, "num_format": "0.0%"}),
+        "num": wb.add_format({**base, "num_format": "0.000"}),
+        "sec": wb.add_format({**base, "num_format": "0.00"}),
+        "int": wb.add_format({**base, "num_format": "0"}),
+        "total": wb.add_format({**base, "bold": True, "top": 1}),
+        "total_pct": wb.add_format({**base, "bold": True, "top": 1, "num_format": "0.0%"}),
+        "total_num": wb.add_format({**base, "bold": True, "top": 1, "num_format": "0.000"}),
+        "total_sec": wb.add_format({**base, "bold": True, "top": 1, "num_format": "0.00"}),
+        "total_int": wb.add_format({**base, "bold": True, "top": 1, "num_format": "0"}),
+        "passed": wb.add_format({**base, "bg_color": "#C6EFCE", "font_color": "#006100"}),
+        "failed": wb.add_format({**base, "bg_color": "#FFC7CE", "font_color": "#9C0006"}),
+        "other": wb.add_format({**base, "bg_color": "#EDEDED", "font_color": "#555555"}),
+        "title": wb.add_format({"bold": True, "font_size": 13}),
+    }
+
+
+def _cell_text(value: Any) -> str:
+    """Text for a cell: strings as they are, other JSON values compact, within Excel's limit."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                          default=str)
+    if len(text) > CELL_LIMIT:
+        marker = "… [truncated]"
+        text = text[: CELL_LIMIT - len(marker)] + marker
+    return text
+
+
+def _write_text(ws: Any, row: int, col: int, value: Any, fmt: Any) -> None:
+    text = _cell_text(value)
+    if text:
+        ws.write_string(row, col, text, fmt)
+    else:
+        ws.write_blank(row, col, None, fmt)
+
+
+def _write_num(ws: Any, row: int, col: int, value: Any, fmt: Any) -> None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        ws.write_number(row, col, float(value), fmt)
+    else:
+        ws.write_blank(row, col, None, fmt)
+
+
+# -------------------------------------------------------------------------------------------
+# Summary
+
+
+def _summary_groups(report: Mapping[str, Any]) -> tuple[list[tuple[str, str, Mapping[str, Any]]],
+                                                        list[tuple[str, str, Mapping[str, Any]]]]:
+    """(kind, difficulty, GroupStats) rows, then the total rows (per kind, overall)."""
+    agg = report.get("aggregates") or {}
+    by_kd: Mapping[str, Mapping[str, Any]] = agg.get("by_kind_difficulty") or {}
+    detail = [(kind, diff, by_kd[kind][diff])
+              for kind in sorted(by_kd) for diff in ordered_difficulties(by_kd[kind])]
+    by_kind: Mapping[str, Any] = agg.get("by_kind") or {}
+    totals = [(kind, ALL, by_kind[kind]) for kind in sorted(by_kind)]
+    if agg.get("overall"):
+        totals.append((ALL, ALL, agg["overall"]))
+    return detail, totals
+
+
+def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    ws = wb.add_worksheet("Summary")
+    detail, totals = _summary_groups(report)
+    metric_names = ordered_metrics(
+        m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})
+        if m != LATENCY_METRIC)
+    headers = [*SUMMARY_FIXED, *metric_names, *LATENCY_HEADERS]
+    for col, name in enumerate(headers):
+        ws.write_string(0, col, name, fmt["header"])
+    lat_col = len(SUMMARY_FIXED) + len(metric_names)
+
+    def write_row(row: int, kind: str, diff: str, stats: Mapping[str, Any], total: bool) -> None:
+        p = "total_" if total else ""
+        ws.write_string(row, 0, kind, fmt["total" if total else "text"])
+        ws.write_string(row, 1, diff, fmt["total" if total else "text"])
+        _write_num(ws, row, 2, stats.get("count"), fmt[p + "int"])
+        _write_num(ws, row, 3, stats.get("pass_rate"), fmt[p + "pct"])
+        metrics = stats.get("metrics") or {}
+        for i, name in enumerate(metric_names):
+            _write_num(ws, row, len(SUMMARY_FIXED) + i, (metrics.get(name) or {}).get("mean"),
+                       fmt[p + "num"])
+        latency = metrics.get(LATENCY_METRIC) or {}
+        _write_num(ws, row, lat_col, latency.get("mean"), fmt[p + "sec"])
+        _write_num(ws, row, lat_col + 1, latency.get("std"), fmt[p + "sec"])
+
+    row = 1
+    for kind, diff, stats in detail:
+        write_row(row, kind, diff, stats, total=False)
+        row += 1
+    first_total = row
+    for kind, diff, stats in totals:
+        write_row(row, kind, diff, stats, total=True)
+        row += 1
+
+    ws.freeze_panes(1, 2)
+    ws.set_row(0, 30)
+    ws.set_column(0, 1, 12)
+    ws.set_column(2, 3, 10)
+    ws.set_column(4, len(headers) - 1, 14)
+    if detail:
+        _summary_charts(wb, ws, detail, metric_names, lat_col, chart_row=first_total
+                        + len(totals) + 2)
+
+
+def _summary_charts(wb: Any, ws: Any, detail: Sequence[tuple[str, str, Mapping[str, Any]]],
+                    metric_names: list[str], lat_col: int, chart_row: int) -> None:
+    """Native charts over the kind x difficulty rows (two-level category axis)."""
+    last = len(detail)  # detail rows are 1..last
+    cats = ["Summary", 1, 0, last, 1]
+    charts: list[Any] = []
+
+    def column_chart(title: str, col: int, y_title: str, num_format: str,
+                     error_col: int | None = None) -> Any:
+        chart = wb.add_chart({"type": "column"})
+        series: dict[str, Any] = {
+            "name": ["Summary", 0, col], "categories": cats, "values": ["Summary", 1, col, last,
+                                                                          col],
+            "data_labels": {"value": True, "num_format": num_format},
+        }
+        if error_col is not None:
+            series["y_error_bars"] = {
+                "type": "custom",
+                "plus_values": ["Summary", 1, error_col, last, error_col],
+                "minus_values": ["Summary", 1, error_col, last, error_col],
+            }
+        chart.add_series(series)
+        chart.set_title({"name": title})
+        chart.set_y_axis({"name": y_title, "num_format": num_format, "min": 0})
+        chart.set_legend({"none": True})
+        return chart
+
+    pct = column_chart("Percent correct by kind and difficulty", 3, "passed", "0%")
+    pct.set_y_axis({"name": "passed", "num_format": "0%", "min": 0, "max": 1})
+    charts.append(pct)
+    charts.append(column_chart("Number of samples", 2, "cases", "0"))
+    if any(LATENCY_METRIC in (s.get("metrics") or {}) for _, _, s in detail):
+        charts.append(column_chart("Mean prediction latency (± std)", lat_col, "seconds",
+                                   "0.00", error_col=lat_col + 1))
+
+    # One chart per kind: its headline metrics by difficulty.
+    start = 1
+    for kind in dict.fromkeys(k for k, _, _ in detail):
+        rows = [s for k, _, s in detail if k == kind]
+        end = start + len(rows) - 1
+        present = [m for m in metric_names
+                   if not is_detail_metric(m) and not is_timing(m)
+                   and any(m in (s.get("metrics") or {}) for s in rows)][:CHART_SERIES]
+        if present:
+            chart = wb.add_chart({"type": "column"})
+            for m in present:
+                col = len(SUMMARY_FIXED) + metric_names.index(m)
+                chart.add_series({"name": ["Summary", 0, col],
+                                  "categories": ["Summary", start, 1, end, 1],
+                                  "values": ["Summary", start, col, end, col]})
+            chart.set_title({"name": f"{kind}: mean metrics by difficulty"})
+            chart.set_y_axis({"name": "mean", "min": 0, "max": 1, "num_format": "0.0"})
+            chart.set_legend({"position": "bottom"})
+            charts.append(chart)
+        start = end + 1
+
+    for i, chart in enumerate(charts):
+        chart.set_size({"width": 560, "height": 300})
+        ws.insert_chart(chart_row + (i // 2) * 16, (i % 2) * 7, chart)
+
+
+# -------------------------------------------------------------------------------------------
+# Details
+
+
+def _outcome_format(fmt: dict[str, Any], outcome: str) -> Any:
+    if outcome in ("passed", "xpassed"):
+        return fmt["passed"]
+    if outcome in ("failed", "error"):
+        return fmt["failed"]
+    return fmt["other"]
+
+
+def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    ws = wb.add_worksheet("Details")
+    cases: list[Mapping[str, Any]] = list(report.get("cases") or [])
+    metric_names = ordered_metrics(m for c in cases for m in (c.get("metrics") or {}))
+    headers = [*DETAILS_FIXED, *metric_names, "Error", "Reason"]
+    for col, name in enumerate(headers):
+        ws.write_string(0, col, name, fmt["header"])
+    first_metric = len(DETAILS_FIXED)
+    for row, case in enumerate(cases, start=1):
+        outcome = str(case.get("outcome") or "")
+        values = [case.get("id"), case.get("kind"), case.get("difficulty"),
+                  ", ".join(str(t) for t in case.get("tags") or []), case.get("question"),
+                  case.get("predicted"), case.get("gold")]
+        for col, value in enumerate(values):
+            _write_text(ws, row, col, value, fmt["mono"] if col in (5, 6) else fmt["wrap"])
+        _write_text(ws, row, 7, outcome, _outcome_format(fmt, outcome))
+        _write_text(ws, row, 8, ", ".join(str(m) for m in case.get("failed_metrics") or []),
+                    fmt["text"])
+        metrics = case.get("metrics") or {}
+        for i, name in enumerate(metric_names):
+            _write_num(ws, row, first_metric + i, metrics.get(name),
+                       fmt["sec"] if is_timing(name) else fmt["num"])
+        _write_text(ws, row, first_metric + len(metric_names), case.get("error"), fmt["wrap"])
+        _write_text(ws, row, first_metric + len(metric_names) + 1, case.get("reason"),
+                    fmt["wrap"])
+    ws.freeze_panes(1, 1)
+    ws.set_row(0, 30)
+    ws.autofilter(0, 0, max(len(cases), 1), len(headers) - 1)
+    ws.set_column(0, 0, 22)
+    ws.set_column(1, 3, 11)
+    ws.set_column(4, 4, 40)
+    ws.set_column(5, 6, 50)
+    ws.set_column(7, 8, 14)
+    ws.set_column(first_metric, first_metric + len(metric_names) - 1, 12)
+    ws.set_column(first_metric + len(metric_names), first_metric + len(metric_names) + 1, 40)
+
+
+# -------------------------------------------------------------------------------------------
+# SDMX overview
+
+
+def _sdmx_overview(wb: Any, fmt: dict[str, Any], cases: list[Mapping[str, Any]]) -> None:
+    ws = wb.add_worksheet("SDMX overview")
+    for col, name in enumerate(SDMX_HEADERS):
+        ws.write_string(0, col, name, fmt["header"])
+    for row, case in enumerate(cases, start=1):
+        metrics = case.get("metrics") or {}
+        outcome = str(case.get("outcome") or "")
+        _write_text(ws, row, 0, case.get("id"), fmt["wrap"])
+        _write_text(ws, row, 1, case.get("difficulty"), fmt["wrap"])
+        _write_text(ws, row, 2, ", ".join(str(t) for t in case.get("tags") or []), fmt["wrap"])
+        _write_text(ws, row, 3, case.get("question"), fmt["wrap"])
+        _write_text(ws, row, 4, outcome, _outcome_format(fmt, outcome))
+        for col, name in ((5, "macro_recall"), (6, "macro_precision"), (7, "macro_f1")):
+            _write_num(ws, row, col, metrics.get(name), fmt["num"])
+        details = (case.get("details") or {}).get("sdmx_details")
+        _write_text(ws, row, 8, details, fmt["mono"])
+        lines = _cell_text(details).count("\n") + 1
+        ws.set_row(row, 15 * min(max(lines, 1), 60))
+    # Dataset-level figures, as the seed's "Data Query Metrics" (plain means over the cases).
+    total = len(cases) + 1
+    ws.write_string(total, 0, "mean", fmt["total"])
+    for col in range(1, 5):
+        ws.write_blank(total, col, None, fmt["total"])
+    for col, name in ((5, "macro_recall"), (6, "macro_precision"), (7, "macro_f1")):
+        vals = [float(c["metrics"][name]) for c in cases if name in (c.get("metrics") or {})]
+        _write_num(ws, total, col, sum(vals) / len(vals) if vals else None, fmt["total_num"])
+    ws.write_blank(total, 8, None, fmt["total"])
+    ws.freeze_panes(1, 1)
+    ws.set_row(0, 30)
+    ws.set_column(0, 0, 22)
+    ws.set_column(1, 2, 12)
+    ws.set_column(3, 3, 40)
+    ws.set_column(4, 7, 11)
+    ws.set_column(8, 8, 80)
+
+
+# -------------------------------------------------------------------------------------------
+# Run
+
+
+def _run_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    ws = wb.add_worksheet("Run")
+    run: Mapping[str, Any] = report.get("run") or {}
+    ws.write_string(0, 0, "Run", fmt["title"])
+    row = 1
+    for key in ("started", "finished", "duration_s", "exitstatus", "interrupted",
+                "queryeval_version", "predictions"):
+        ws.write_string(row, 0, key, fmt["text"])
+        value = run.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            ws.write_number(row, 1, float(value), fmt["text"])
+        else:
+            _write_text(ws, row, 1, value if not isinstance(value, bool) else str(value).lower(),
+                        fmt["text"])
+        row += 1
+    for kind, settings in sorted((run.get("settings") or {}).items()):
+        ws.write_string(row, 0, f"settings: {kind}", fmt["text"])
+        _write_text(ws, row, 1, settings, fmt["wrap"])
+        row += 1
+    gates = list(report.get("gates") or [])
+    if gates:
+        row += 1
+        ws.write_string(row, 0, "Gates", fmt["title"])
+        row += 1
+        for col, name in enumerate(("name", "metric", "stat", "value", "op", "limit",
+                                    "passed")):
+            ws.write_string(row, col, name, fmt["header"])
+        for gate in gates:
+            row += 1
+            for col, key in enumerate(("name", "metric", "stat")):
+                _write_text(ws, row, col, gate.get(key), fmt["text"])
+            _write_num(ws, row, 3, gate.get("value"), fmt["num"])
+            _write_text(ws, row, 4, gate.get("op"), fmt["text"])
+            _write_num(ws, row, 5, gate.get("limit"), fmt["num"])
+            ok = bool(gate.get("passed"))
+            ws.write_string(row, 6, "passed" if ok else "FAILED",
+                            fmt["passed"] if ok else fmt["failed"])
+    ws.set_column(0, 0, 26)
+    ws.set_column(1, 1, 60)
+    ws.set_column(2, 6, 12)
