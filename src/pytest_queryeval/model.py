@@ -6,13 +6,9 @@ Kept free of pytest so every kind, metric and source can be tested (and reused) 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-from typing import Any
-from typing import ClassVar
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .results import ResultTable
 
@@ -84,6 +80,11 @@ class Case:
     errors: list[str] = field(default_factory=list)
     #: Secrets to scrub from every report (expanded ``${VAR}`` values, URL passwords).
     secrets: frozenset[str] = frozenset()
+    #: The ``predictions:`` source that applies to this case (suite config), its base
+    #: directory, and any located problem with it (which fails only cases that need it).
+    prediction_source: dict[str, Any] | None = None
+    prediction_base: Path | None = None
+    prediction_errors: list[str] = field(default_factory=list)
 
     @property
     def golds(self) -> list[Any]:

@@ -1,3 +1,206 @@
-"""pytest-queryeval: the pytest hooks (work in progress)."""
+"""pytest-queryeval: the pytest hooks. Everything else is importable without pytest."""
 
 from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import hookspecs
+from . import kinds as kind_registry
+from .collect import RECORD, STATE, QueryEvalFile, QueryEvalFileError, QueryEvalItem, State
+from .config import ConfigFinder
+from .engine import Hooks, Session
+from .errors import QueryEvalError
+from .report.records import final_outcome
+from .thresholds import parse_cli
+
+_T0 = pytest.StashKey[float]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("queryeval", "natural-language-to-query evaluation")
+    add = group.addoption
+    add("--queryeval-predictions", metavar="PATH|module:function",
+        help="take predictions from this file or callable for this run (compare model versions)")
+    add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
+        help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
+    add("--queryeval-json", metavar="PATH", help="write the JSON report here (atomically)")
+    add("--queryeval-xlsx", metavar="PATH", help="write the Excel workbook here")
+    add("--queryeval-html", metavar="PATH", help="write the self-contained HTML report here")
+    add("--queryeval-markdown", metavar="PATH", help="write the Markdown summary here")
+    add("--queryeval-no-step-summary", action="store_true",
+        help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
+    add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
+    add("--queryeval-baseline", metavar="PATH", help="compare aggregates with this JSON report")
+    add("--queryeval-update-baseline", action="store_true",
+        help="write this run's JSON report to the baseline path (ini queryeval_baseline)")
+    add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
+        help="fail when an aggregate drops more than this versus the baseline (repeatable)")
+    add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
+    add("--queryeval-worst", type=int, default=5, metavar="N",
+        help="list the N worst cases in the summary (default 5)")
+    parser.addini("queryeval_files", type="args", default=["test_*.yaml", "test_*.yml"],
+                  help="glob patterns of YAML case files")
+    parser.addini("queryeval_thresholds", type="linelist", default=[],
+                  help="default thresholds, one metric=value per line")
+    parser.addini("queryeval_junit_properties", type="bool", default=True,
+                  help="write queryeval.<metric> properties on junit testcases")
+    parser.addini("queryeval_baseline", default="queryeval-baseline.json",
+                  help="baseline file for --queryeval-update-baseline (relative to rootdir)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name in kind_registry.KIND_CLASSES:
+        config.addinivalue_line("markers", f"{name}: queryeval kind")
+    for name in ("easy", "medium", "hard", "extra"):
+        config.addinivalue_line("markers", f"{name}: queryeval difficulty (Spider hardness)")
+    for result in config.hook.pytest_queryeval_kinds(config=config):
+        for name, kind in (result or {}).items():
+            kind_registry.register(name, kind)
+            config.addinivalue_line("markers", f"{name}: queryeval kind")
+    try:
+        ini_thresholds = parse_cli(config.getini("queryeval_thresholds"))
+        cli_thresholds = parse_cli(config.getoption("queryeval_threshold"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"queryeval: {exc}") from None
+    override = None
+    value = config.getoption("queryeval_predictions")
+    if value:
+        from .predict import predictor_from_cli
+
+        override = predictor_from_cli(value, config.invocation_params.dir)
+    hooks = Hooks(
+        predict=lambda case: config.hook.pytest_queryeval_predict(case=case, config=config),
+        datasource=lambda name, spec: config.hook.pytest_queryeval_datasource(
+            name=name, spec=spec, config=config),
+        metrics=lambda case, pred, scored: config.hook.pytest_queryeval_metrics(
+            case=case, prediction=pred, scored=scored, config=config),
+    )
+    session = Session(cache=getattr(config, "cache", None),
+                      no_cache=config.getoption("queryeval_no_cache"), override=override,
+                      hooks=hooks, search_paths=[config.rootpath])
+    state = State(config, ConfigFinder(config.rootpath), session, ini_thresholds, cli_thresholds,
+                  bool(config.getini("queryeval_junit_properties")))
+    for kind in kind_registry.known_kinds():
+        for names in config.hook.pytest_queryeval_metric_names(kind=kind, config=config):
+            state.custom_metrics.setdefault(kind, set()).update(names or ())
+    for metric in cli_thresholds:
+        if not any(state.is_metric(k, metric) for k in kind_registry.known_kinds()):
+            raise pytest.UsageError(f"queryeval: --queryeval-threshold: unknown metric {metric!r}")
+    config.stash[STATE] = state
+    config.stash[_T0] = time.time()
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_RecordCollector(state), "queryeval-records")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    patterns = parent.config.getini("queryeval_files")
+    if any(fnmatch.fnmatch(file_path.name, p) for p in patterns):
+        return QueryEvalFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    rep = yield
+    if call.when == "teardown" or not isinstance(item, QueryEvalItem | QueryEvalFileError):
+        return rep
+    if call.when == "setup" and not rep.skipped:
+        return rep
+    record = item.stash.get(RECORD, None)
+    if record is None:
+        record = _fallback_record(item)
+    record = dict(record)
+    record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
+                                      hasattr(rep, "wasxfail"))
+    rep.queryeval = record  # travels to the xdist controller with the report
+    return rep
+
+
+def _fallback_record(item: pytest.Item) -> dict[str, Any]:
+    from .report.records import case_record
+
+    state = item.config.stash[STATE]
+    if isinstance(item, QueryEvalItem):
+        return case_record(item.case, None, item.nodeid, item.config.rootpath,
+                           state.session.scrubber)
+    message = getattr(item, "message", "invalid case file")
+    return {"id": item.nodeid, "nodeid": item.nodeid, "file": state.display(item.path),
+            "path": str(item.path), "line": 1, "kind": "invalid", "difficulty": None,
+            "tags": [], "question": None, "status": "error", "metrics": {}, "labels": {},
+            "thresholds": {}, "failed_metrics": [], "predicted": None, "gold": None,
+            "error": message, "reason": None, "diff": [], "details": {}, "settings": {}}
+
+
+class _RecordCollector:
+    """Receives every case record on the controller (or in a serial run)."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "queryeval", None)
+        if record is not None:
+            self.state.records[report.nodeid] = record
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Aggregate, gate, compare and write reports (controller only), before junit is written."""
+    config = session.config
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    state.session.close()
+    if hasattr(config, "workerinput"):
+        return
+    from .finish import finish_session
+
+    started = config.stash.get(_T0, time.time())
+    try:
+        finish_session(session, state, started, int(exitstatus))
+    except QueryEvalError as exc:
+        config.stash[_ERRORS] = [*config.stash.get(_ERRORS, []), exc.reason()]
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_ERRORS = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return
+    from .finish import SUMMARY
+
+    lines = config.stash.get(SUMMARY, None)
+    errors = config.stash.get(_ERRORS, [])
+    if not lines and not errors:
+        return
+    terminalreporter.write_sep("=", "queryeval")
+    for line in lines or []:
+        red = line.startswith(("gate FAIL", "REGRESSION", "error:"))
+        green = line.startswith(("gate PASS", "OK:"))
+        terminalreporter.write_line(line, red=red, green=green and not red)
+    for line in errors:
+        terminalreporter.write_line(f"error: {line}", red=True)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    value = config.getoption("queryeval_predictions")
+    return f"queryeval: predictions from {value}" if value else None
+
+
+def now_iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat(timespec="seconds")

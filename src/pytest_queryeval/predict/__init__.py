@@ -1,0 +1,53 @@
+"""Prediction sources: inline, file, python, http and command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import PredictionError
+from .base import Prediction, Predictor
+
+__all__ = ["Prediction", "Predictor", "make_predictor", "predictor_from_cli"]
+
+
+def make_predictor(spec: dict[str, Any], base: Path, search: list[Path]) -> Predictor:
+    """Build a predictor from a ``predictions:`` mapping; paths are relative to ``base``."""
+    source = spec.get("source")
+    if source == "file":
+        from .file import FilePredictor
+
+        if not isinstance(spec.get("path"), str):
+            raise PredictionError("file predictions need a path")
+        return FilePredictor((base / spec["path"]).resolve())
+    if source == "python":
+        from .python import PythonPredictor
+
+        target = spec.get("function") or spec.get("callable")
+        if not isinstance(target, str):
+            raise PredictionError("python predictions need function: module:function")
+        return PythonPredictor(target, [base, *search])
+    if source == "http":
+        from .http import HttpPredictor
+
+        return HttpPredictor(spec)
+    if source == "command":
+        from .command import CommandPredictor
+
+        command = spec.get("command")
+        if not isinstance(command, str | list):
+            raise PredictionError("command predictions need command: a string or a list")
+        return CommandPredictor(command, base, float(spec.get("timeout", 60)))
+    raise PredictionError(f"unknown predictions source {source!r}")
+
+
+def predictor_from_cli(value: str, invocation_dir: Path) -> Predictor:
+    """``--queryeval-predictions``: an existing file path, else ``module:function``."""
+    path = (invocation_dir / value).resolve()
+    if path.exists() or ":" not in value or value.endswith((".jsonl", ".json", ".yaml", ".yml")):
+        from .file import FilePredictor
+
+        return FilePredictor(path)
+    from .python import PythonPredictor
+
+    return PythonPredictor(value, [invocation_dir])

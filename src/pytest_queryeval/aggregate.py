@@ -1,0 +1,113 @@
+"""Aggregates over case records (the JSON report's ``cases``) and the session gates.
+
+Works on plain JSON records so the controller can aggregate what xdist workers sent, and so
+baselines written by an earlier run aggregate the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import Gate
+
+#: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
+JUDGED = ("passed", "failed", "error", "xpassed")
+
+
+def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """count / scored / passed / failed / errors / pass_rate and mean/std/n per metric.
+
+    Metric means include xfailed cases (their scores are real); pass rates exclude skipped
+    and xfailed cases, as pytest's own summary does.
+    """
+    count = scored = passed = failed = errors = skipped = xfailed = 0
+    values: dict[str, list[float]] = {}
+    for rec in records:
+        count += 1
+        outcome = rec.get("outcome")
+        if outcome in ("passed", "xpassed"):
+            passed += 1
+        elif outcome == "failed":
+            failed += 1
+        elif outcome == "error":
+            errors += 1
+        elif outcome == "xfailed":
+            xfailed += 1
+        else:
+            skipped += 1
+        metrics = rec.get("metrics") or {}
+        if metrics:
+            scored += 1
+        for name, value in metrics.items():
+            if isinstance(value, int | float) and not math.isnan(value):
+                values.setdefault(name, []).append(float(value))
+    judged = passed + failed + errors
+    out: dict[str, Any] = {
+        "count": count, "scored": scored, "passed": passed, "failed": failed, "errors": errors,
+        "skipped": skipped, "xfailed": xfailed,
+        "pass_rate": passed / judged if judged else None, "metrics": {},
+    }
+    for name in sorted(values):
+        xs = values[name]
+        mean = math.fsum(xs) / len(xs)
+        std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
+        out["metrics"][name] = {"mean": mean, "std": std, "n": len(xs)}
+    return out
+
+
+def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    by_kind: dict[str, list[Mapping[str, Any]]] = {}
+    by_kd: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    by_diff: dict[str, list[Mapping[str, Any]]] = {}
+    by_tag: dict[str, list[Mapping[str, Any]]] = {}
+    for rec in records:
+        kind = str(rec.get("kind"))
+        diff = str(rec.get("difficulty") or "unknown")
+        by_kind.setdefault(kind, []).append(rec)
+        by_kd.setdefault(kind, {}).setdefault(diff, []).append(rec)
+        by_diff.setdefault(diff, []).append(rec)
+        for tag in rec.get("tags") or []:
+            by_tag.setdefault(str(tag), []).append(rec)
+    return {
+        "overall": group_stats(records),
+        "by_kind": {k: group_stats(v) for k, v in sorted(by_kind.items())},
+        "by_kind_difficulty": {k: {d: group_stats(v) for d, v in sorted(ds.items())}
+                               for k, ds in sorted(by_kd.items())},
+        "by_difficulty": {d: group_stats(v) for d, v in sorted(by_diff.items())},
+        "by_tag": {t: group_stats(v) for t, v in sorted(by_tag.items())},
+    }
+
+
+def _under(record: Mapping[str, Any], scope: Path) -> bool:
+    file = record.get("path") or record.get("file") or ""
+    try:
+        Path(str(file)).resolve().relative_to(scope)
+    except ValueError:
+        return False
+    return True
+
+
+def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each gate over the cases under its config's directory (and kind/tag filter)."""
+    results: list[dict[str, Any]] = []
+    for gate in gates:
+        selected = [r for r in records if _under(r, gate.scope)
+                    and (gate.kind is None or r.get("kind") == gate.kind)
+                    and (gate.tag is None or gate.tag in (r.get("tags") or []))]
+        stats = group_stats(selected)
+        if gate.stat == "pass_rate":
+            value = stats["pass_rate"]
+        else:
+            metric = stats["metrics"].get(gate.metric)
+            value = metric["mean"] if metric else None
+        results.append({
+            "name": gate.name, "metric": gate.metric, "stat": gate.stat,
+            "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
+            "value": value, "op": ">=", "limit": gate.limit, "cases": stats["count"],
+            # nothing scored: the gate cannot judge (reported, but does not fail the run)
+            "passed": value is None or value >= gate.limit - 1e-12,
+        })
+    return results

@@ -1,0 +1,170 @@
+"""The pytest collection nodes: one File per case file, one Item per case."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import kinds as kind_registry
+from .cases import load_cases
+from .config import ConfigFinder
+from .engine import Session, run_case
+from .errors import ConfigError
+from .model import Case, Threshold
+from .report.records import case_record
+from .report.terminal import failure_text
+
+_MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
+RECORD = pytest.StashKey[dict[str, Any]]()
+
+
+@dataclass
+class State:
+    """Per-process plugin state (controller or xdist worker), kept in ``config.stash``."""
+
+    config: pytest.Config
+    finder: ConfigFinder
+    session: Session
+    ini_thresholds: dict[str, Threshold]
+    cli_thresholds: dict[str, Threshold]
+    junit_properties: bool
+    ids: dict[str, str] = field(default_factory=dict)
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    custom_metrics: dict[str, set[str]] = field(default_factory=dict)
+    registered_marks: set[str] = field(default_factory=set)
+
+    def is_metric(self, kind: str, name: str) -> bool:
+        if name in kind_registry.TIMING_METRICS or name in self.custom_metrics.get(kind, ()):
+            return True
+        try:
+            return bool(kind_registry.get_kind(kind).is_metric(name))
+        except (KeyError, ImportError):
+            return False
+
+    def display(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.config.rootpath))
+        except ValueError:
+            return str(path)
+
+    def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None:
+        """A marker for a YAML name, registered on the fly so ``--strict-markers`` holds."""
+        if not _MARK.match(name):
+            return None
+        if name not in self.registered_marks:
+            self.config.addinivalue_line("markers", f"{name}: {help_text}")
+            self.registered_marks.add(name)
+        return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+
+
+STATE = pytest.StashKey[State]()
+
+
+class CaseFailure(Exception):
+    """Raised by an item whose case failed or errored; rendered by ``repr_failure``."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__(record.get("id"))
+        self.record = record
+
+
+class QueryEvalFile(pytest.File):
+    def collect(self) -> Any:
+        state = self.config.stash[STATE]
+        display = state.display(self.path)
+        suite = state.finder.for_directory(self.path.parent)
+        try:
+            cases = load_cases(self.path, display, suite, state.is_metric, state.ini_thresholds)
+        except ConfigError as exc:
+            yield QueryEvalFileError.from_parent(self, name="<file>", message=exc.located())
+            return
+        for case in cases:
+            yield self._item(state, case, display)
+
+    def _item(self, state: State, case: Case, display: str) -> QueryEvalItem:
+        name = case.id
+        first = state.ids.get(case.id)
+        if first is not None:
+            case.errors.append(f"{display}:{case.line}: id: duplicate id {case.id!r} "
+                               f"(first defined at {first})")
+            name = f"{case.id}@{case.line}"
+        else:
+            state.ids[case.id] = f"{display}:{case.line}"
+        for metric, bound in state.cli_thresholds.items():
+            if state.is_metric(case.kind, metric):
+                case.thresholds[metric] = bound
+        if case.difficulty is None and not case.errors:
+            try:
+                case.difficulty = kind_registry.get_kind(case.kind).difficulty(case)
+            except Exception:
+                pass
+        item = QueryEvalItem.from_parent(self, name=name, case=case)
+        marks = [state.mark(case.kind, "queryeval kind")]
+        if case.difficulty:
+            marks.append(state.mark(case.difficulty, "queryeval difficulty"))
+        marks.extend(state.mark(t, "queryeval tag") for t in case.tags)
+        for mark in marks:
+            if mark is not None:
+                item.add_marker(mark)
+        if case.datasource:
+            item.add_marker(pytest.mark.xdist_group(name=f"queryeval-{case.datasource}"))
+        if case.skip:
+            item.add_marker(pytest.mark.skip(reason=case.skip))
+        if case.xfail:
+            item.add_marker(pytest.mark.xfail(reason=case.xfail))
+        state.session.cases.append(case)
+        return item
+
+
+class QueryEvalItem(pytest.Item):
+    def __init__(self, *, case: Case, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+
+    def runtest(self) -> None:
+        state = self.config.stash[STATE]
+        outcome = run_case(self.case, state.session)
+        record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
+                             state.session.scrubber)
+        self.stash[RECORD] = record
+        if state.junit_properties:
+            self.user_properties.append(("queryeval.kind", self.case.kind))
+            if self.case.difficulty:
+                self.user_properties.append(("queryeval.difficulty", self.case.difficulty))
+            for metric, value in sorted(record["metrics"].items()):
+                self.user_properties.append((f"queryeval.{metric}", value))
+        if outcome.status != "passed":
+            raise CaseFailure(record)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        if isinstance(excinfo.value, CaseFailure):
+            return failure_text(excinfo.value.record)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.case.line - 1, f"{self.case.kind} case {self.case.id}"
+
+
+class QueryEvalFileError(pytest.Item):
+    """Stands for a case file that could not be read as YAML, so the session goes on."""
+
+    def __init__(self, *, message: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise ConfigError(self.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
+                     style: Any = None) -> Any:
+        if isinstance(excinfo.value, ConfigError):
+            return self.message
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"case file {self.name}"

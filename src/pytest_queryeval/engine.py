@@ -1,0 +1,204 @@
+"""Runs one case from prediction to verdict, and holds the session's shared resources.
+
+Independent of pytest: the plugin hands it cases and a cache; the tests drive it directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import kinds as kind_registry
+from .errors import PredictionError, QueryEvalError, SourceUnavailable
+from .model import MISSING, Case, Threshold
+from .predict import Prediction, Predictor, make_predictor
+from .secrets import Scrubber
+from .sources.base import DataSource
+from .thresholds import evaluate as check_thresholds
+
+#: Kind-independent metric names the engine itself records.
+ENGINE_METRICS = frozenset({"prediction_seconds"})
+
+
+class CacheLike:
+    """What the engine needs of pytest's ``config.cache`` (get/set of JSON values)."""
+
+    def get(self, key: str, default: Any) -> Any:  # pragma: no cover - protocol
+        raise NotImplementedError
+
+    def set(self, key: str, value: Any) -> None:  # pragma: no cover - protocol
+        raise NotImplementedError
+
+
+@dataclass
+class Hooks:
+    """Extension callbacks (the plugin wires them to ``pytest_queryeval_*`` hooks)."""
+
+    predict: Callable[[Case], Any] | None = None
+    datasource: Callable[[str, dict[str, Any]], Any] | None = None
+    metrics: Callable[[Case, Any, Any], list[dict[str, float] | None]] | None = None
+
+
+@dataclass
+class CaseOutcome:
+    """The verdict on one case plus everything the reports show about it."""
+
+    status: str  # "passed" | "failed" | "error"
+    metrics: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    failed: list[tuple[Threshold, float | None]] = field(default_factory=list)
+    predicted: Any = None
+    reason: str | None = None
+    error: str | None = None
+    diff: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Session:
+    """The :class:`~pytest_queryeval.model.Context` of one pytest session (or worker)."""
+
+    def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
+                 override: Predictor | None = None, hooks: Hooks | None = None,
+                 search_paths: list[Path] | None = None) -> None:
+        self._cache = cache
+        self.no_cache = no_cache
+        self.override = override
+        self.hooks = hooks or Hooks()
+        self.search_paths = search_paths or []
+        self.cases: list[Case] = []
+        self._sources: dict[str, DataSource] = {}
+        self._shared: dict[str, Any] = {}
+        self._predictors: dict[str, Predictor] = {}
+        self.scrubber = Scrubber()
+
+    # -- Context protocol ---------------------------------------------------------------
+    @property
+    def all_cases(self) -> list[Case]:
+        return self.cases
+
+    def source(self, case: Case) -> DataSource:
+        spec = case.source_spec
+        if spec is None:
+            raise SourceUnavailable(f"case {case.id!r} names no datasource")
+        name = case.datasource or "default"
+        key = name + json.dumps(spec, sort_keys=True, default=str)
+        if key not in self._sources:
+            src = None
+            if self.hooks.datasource is not None:
+                src = self.hooks.datasource(name, dict(spec))
+            if src is None:
+                from .sources import open_source
+
+                src = open_source(name, dict(spec))
+            self._sources[key] = src
+        return self._sources[key]
+
+    def _cache_key(self, namespace: str, key: str) -> str:
+        return f"queryeval/{namespace}/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
+
+    def cache_get(self, namespace: str, key: str) -> Any | None:
+        if self._cache is None or self.no_cache:
+            return None
+        return self._cache.get(self._cache_key(namespace, key), None)
+
+    def cache_set(self, namespace: str, key: str, value: Any) -> None:
+        if self._cache is None or self.no_cache:
+            return
+        self._cache.set(self._cache_key(namespace, key), value)
+
+    def shared(self, key: str, factory: Callable[[], Any]) -> Any:
+        if key not in self._shared:
+            self._shared[key] = factory()
+        return self._shared[key]
+
+    # -- predictions -------------------------------------------------------------------
+    def predict(self, case: Case) -> Prediction:
+        if self.override is not None:
+            return self.override.predict(case)
+        if case.predicted is not MISSING:
+            return Prediction(case.predicted)
+        if case.kind == "sdmx" and _has_turn_predictions(case):
+            return Prediction(MISSING)
+        if self.hooks.predict is not None:
+            start = time.perf_counter()
+            value = self.hooks.predict(case)
+            if value is not None:
+                return Prediction(value, time.perf_counter() - start)
+        if case.prediction_errors:
+            raise PredictionError("; ".join(case.prediction_errors))
+        spec = case.prediction_source
+        if spec is None or spec.get("source") == "inline":
+            raise PredictionError(f"no prediction for case {case.id!r}: give it 'predicted:', "
+                                  "configure 'predictions:' in queryeval.yaml or pass "
+                                  "--queryeval-predictions")
+        base = case.prediction_base or case.file.parent
+        key = json.dumps(spec, sort_keys=True, default=str) + str(base)
+        if key not in self._predictors:
+            self._predictors[key] = make_predictor(spec, base, self.search_paths)
+        return self._predictors[key].predict(case)
+
+    def close(self) -> None:
+        for src in self._sources.values():
+            with contextlib.suppress(Exception):  # closing must never hide the session's result
+                src.close()
+        self._sources.clear()
+
+
+def _has_turn_predictions(case: Case) -> bool:
+    turns = case.raw.get("conversation")
+    return isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t for t in turns)
+
+
+def run_case(case: Case, session: Session) -> CaseOutcome:
+    """Predict, evaluate and judge one case. Never raises for a problem of the case."""
+    session.scrubber.add(case.secrets)
+    if case.errors:
+        return CaseOutcome("error", error="\n".join(case.errors))
+    try:
+        kind = kind_registry.get_kind(case.kind)
+    except (KeyError, ImportError) as exc:
+        return CaseOutcome("error", error=f"kind {case.kind!r} is not available: {exc}")
+    try:
+        prediction = session.predict(case)
+    except QueryEvalError as exc:
+        return CaseOutcome("error", error=exc.reason())
+    except Exception as exc:
+        return CaseOutcome("error", error=_internal("predictor", exc))
+    predicted = None if prediction.value is MISSING else prediction.value
+    try:
+        scored = kind.evaluate(case, prediction.value, session)
+    except QueryEvalError as exc:
+        return CaseOutcome("error", predicted=predicted, error=exc.reason())
+    except Exception as exc:
+        return CaseOutcome("error", predicted=predicted, error=_internal(f"kind {case.kind}", exc))
+    metrics = dict(scored.metrics)
+    if prediction.seconds is not None:
+        metrics["prediction_seconds"] = prediction.seconds
+    details = dict(scored.details)
+    if prediction.details:
+        details["prediction"] = prediction.details
+    if session.hooks.metrics is not None:
+        try:
+            for extra in session.hooks.metrics(case, prediction.value, scored):
+                if extra:
+                    metrics.update({str(k): float(v) for k, v in extra.items()})
+        except Exception as exc:
+            return CaseOutcome("error", metrics=metrics, predicted=predicted,
+                               error=_internal("pytest_queryeval_metrics hook", exc))
+    failed = check_thresholds(case.thresholds, metrics)
+    status = "failed" if scored.reason or failed else "passed"
+    return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, scored.reason,
+                       None, list(scored.diff), details)
+
+
+def _internal(where: str, exc: Exception) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"internal error in {where}: {type(exc).__name__}: {exc}{last}"

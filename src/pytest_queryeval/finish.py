@@ -1,0 +1,203 @@
+"""End of session on the controller: aggregate, gate, compare, write every report.
+
+Exit status follows pytest's rules: a failed gate or baseline turns OK into TESTS_FAILED and
+never overrides an interrupted, internal-error or usage-error status.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import __version__
+from .aggregate import aggregate, evaluate_gates
+from .collect import State
+from .config import Gate
+from .errors import QueryEvalError
+from .report.json_report import write_report
+from .report.terminal import gate_lines, summary_lines
+
+SUMMARY = pytest.StashKey[list[str]]()
+#: Statuses that gates and baselines may turn into TESTS_FAILED.
+_GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+
+
+def _iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat(timespec="seconds")
+
+
+def _settings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kind, the scoring options in force (a list when cases differ)."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for rec in records:
+        for key, value in (rec.get("settings") or {}).items():
+            enc = json.dumps(value, sort_keys=True)
+            bucket = seen.setdefault(str(rec.get("kind")), {}).setdefault(key, [])
+            if enc not in bucket:
+                bucket.append(enc)
+    out: dict[str, dict[str, Any]] = {}
+    for kind, options in seen.items():
+        out[kind] = {k: json.loads(v[0]) if len(v) == 1 else sorted(v) for k, v in options.items()}
+    return out
+
+
+def build_report(state: State, records: list[dict[str, Any]], started: float, exitstatus: int,
+                 gates: list[dict[str, Any]]) -> dict[str, Any]:
+    config = state.config
+    predictions = config.getoption("queryeval_predictions")
+    return {
+        "version": 1,
+        "run": {
+            "started": _iso(started), "finished": _iso(time.time()),
+            "duration_s": round(time.time() - started, 3), "exitstatus": exitstatus,
+            "interrupted": exitstatus == pytest.ExitCode.INTERRUPTED,
+            "queryeval_version": __version__, "predictions": predictions,
+            "settings": _settings(records),
+            "workers": getattr(config.option, "numprocesses", None) or 0,
+        },
+        "cases": records,
+        "aggregates": aggregate(records),
+        "gates": gates,
+    }
+
+
+def _gates(state: State, records: list[dict[str, Any]]) -> list[Gate]:
+    seen: dict[str, Gate] = {}
+    for directory in sorted({Path(str(r.get("path"))).parent for r in records if r.get("path")}):
+        for key, gate in state.finder.for_directory(directory).gates.items():
+            seen.setdefault(key, gate)
+    return list(seen.values())
+
+
+def _baseline_path(config: pytest.Config) -> Path:
+    return (config.rootpath / str(config.getini("queryeval_baseline"))).resolve()
+
+
+def finish_session(session: pytest.Session, state: State, started: float, exitstatus: int) -> None:
+    config = session.config
+    records = sorted(state.records.values(),
+                     key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
+    if not records:
+        return
+    gates = evaluate_gates(_gates(state, records), records)
+    report = build_report(state, records, started, exitstatus, gates)
+    config.hook.pytest_queryeval_report(report=report, config=config)
+    lines = summary_lines(report, tags=config.getoption("queryeval_tags"),
+                          worst=config.getoption("queryeval_worst"))
+    lines.extend(gate_lines(gates))
+    failed = any(not g["passed"] for g in gates)
+
+    comparison = None
+    baseline_opt = config.getoption("queryeval_baseline")
+    if baseline_opt:
+        from .report import baseline as bl
+
+        try:
+            max_drop = bl.parse_max_drop(config.getoption("queryeval_max_drop"))
+        except ValueError as exc:
+            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
+        path = (config.invocation_params.dir / baseline_opt).resolve()
+        try:
+            base = bl.load_baseline(path)
+        except (OSError, ValueError) as exc:
+            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
+        comparison = bl.compare(report, base, max_drop or None)
+        report["baseline"] = comparison.to_dict()
+        lines.append("")
+        lines.extend(bl.format_comparison(comparison))
+        failed = failed or not comparison.passed
+    elif config.getoption("queryeval_max_drop"):
+        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
+        failed = True
+
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    written = _write_reports(config, report, comparison, lines)
+    if config.getoption("queryeval_update_baseline") and not interrupted:
+        from .report import baseline as bl
+
+        path = _baseline_path(config)
+        bl.write_baseline(report, path)
+        written.append(f"baseline updated: {path}")
+    lines.extend(written)
+    if failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if failed and session.exitstatus in _GATEABLE:
+        lines.append("queryeval: the session fails on the gates/baseline above")
+    _add_junit_properties(config, report)
+    config.stash[SUMMARY] = lines
+
+
+def _write_reports(config: pytest.Config, report: dict[str, Any], comparison: Any,
+                   lines: list[str]) -> list[str]:
+    written: list[str] = []
+    errors: list[str] = []
+    json_path = config.getoption("queryeval_json")
+    if json_path:
+        path = (config.invocation_params.dir / json_path).resolve()
+        write_report(report, path)
+        written.append(f"JSON report: {path}")
+    for option, module, func, label in (
+        ("queryeval_xlsx", "excel", "write_xlsx", "Excel report"),
+        ("queryeval_html", "html", "write_html", "HTML report"),
+    ):
+        target = config.getoption(option)
+        if not target:
+            continue
+        path = (config.invocation_params.dir / target).resolve()
+        try:
+            mod = __import__(f"pytest_queryeval.report.{module}", fromlist=[func])
+            writer = getattr(mod, func)
+            if func == "write_html":
+                writer(report, path, comparison)
+            else:
+                writer(report, path)
+            written.append(f"{label}: {path}")
+        except QueryEvalError as exc:
+            errors.append(exc.reason())
+    md_target = config.getoption("queryeval_markdown")
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if md_target or (step and not config.getoption("queryeval_no_step_summary")):
+        from .report.json_report import write_atomic
+        from .report.markdown import render_markdown
+
+        text = render_markdown(report, comparison)
+        if md_target:
+            path = (config.invocation_params.dir / md_target).resolve()
+            write_atomic(path, text)
+            written.append(f"Markdown summary: {path}")
+        if step and not config.getoption("queryeval_no_step_summary"):
+            with open(step, "a", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+    if errors:
+        raise QueryEvalError("; ".join(errors))
+    del lines
+    return written
+
+
+def _add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
+    """Aggregates as <testsuite> properties; works under xdist, unlike record_testsuite_property."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - private API moved: the JSON report has it all
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    overall = report["aggregates"]["overall"]
+    xml.add_global_property("queryeval.cases", overall["count"])
+    if overall["pass_rate"] is not None:
+        xml.add_global_property("queryeval.pass_rate", round(overall["pass_rate"], 6))
+    for metric, stats in overall["metrics"].items():
+        xml.add_global_property(f"queryeval.mean.{metric}", round(stats["mean"], 6))
+    for kind, stats in report["aggregates"]["by_kind"].items():
+        for metric, m in stats["metrics"].items():
+            xml.add_global_property(f"queryeval.{kind}.mean.{metric}", round(m["mean"], 6))
+    for gate in report["gates"]:
+        xml.add_global_property(f"queryeval.gate.{gate['name']}",
+                                "pass" if gate["passed"] else "fail")

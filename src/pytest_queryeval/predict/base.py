@@ -1,0 +1,55 @@
+"""The predictor contract and helpers shared by the prediction sources."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..model import Case
+
+
+@dataclass
+class Prediction:
+    value: Any
+    #: Wall time of obtaining the prediction (HTTP round trip, callable, command), if measured.
+    seconds: float | None = None
+    #: Extra timing or metadata the source reported (recorded, never gated).
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Predictor(Protocol):
+    def predict(self, case: Case) -> Prediction:
+        """Raise :class:`~pytest_queryeval.errors.PredictionError` when none can be had."""
+        ...
+
+
+def get_path(data: Any, path: str | None) -> Any:
+    """Follow ``a.b.0.c`` into nested JSON; raises KeyError naming the missing step."""
+    if not path:
+        return data
+    node = data
+    for step in path.split("."):
+        if isinstance(node, list):
+            try:
+                node = node[int(step)]
+            except (ValueError, IndexError):
+                raise KeyError(f"no item {step!r} in a list of {len(node)}") from None
+        elif isinstance(node, dict):
+            if step not in node:
+                raise KeyError(f"no key {step!r} (keys: {', '.join(map(str, list(node)[:10]))})")
+            node = node[step]
+        else:
+            raise KeyError(f"cannot take {step!r} of a {type(node).__name__}")
+    return node
+
+
+def maybe_json(text: str) -> Any:
+    """Structured predictions (JSON objects, SDMX selections) may arrive as JSON text."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return text

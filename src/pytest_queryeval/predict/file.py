@@ -1,0 +1,99 @@
+"""Predictions read from a file: JSONL, a JSON mapping/list, or a YAML mapping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import PredictionError
+from ..model import Case
+from ..yamlload import load_file, plain
+from .base import Prediction
+
+_ID_KEYS = ("id", "case_id")
+_VALUE_KEYS = ("predicted", "prediction", "pred", "output")
+_TIME_KEYS = ("prediction_seconds", "latency", "latency_s", "seconds")
+
+
+class FilePredictor:
+    """Loads the whole file once; problems surface per case, never for the session."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, dict[str, Any]] | None = None
+        self._error: str | None = None
+        self._dupes: dict[str, list[int]] = {}
+
+    def _load(self) -> None:
+        entries: dict[str, dict[str, Any]] = {}
+        name = str(self.path)
+        try:
+            if not self.path.is_file():
+                raise PredictionError(f"predictions file not found: {name}")
+            if self.path.suffix == ".jsonl":
+                with self.path.open(encoding="utf-8") as fh:
+                    for lineno, line in enumerate(fh, 1):
+                        if not line.strip():
+                            continue
+                        try:
+                            row = json.loads(line)
+                        except ValueError as exc:
+                            raise PredictionError(f"{name}:{lineno}: invalid JSON: {exc}") from None
+                        self._add(entries, row, f"{name}:{lineno}", lineno)
+            else:
+                if self.path.suffix == ".json":
+                    try:
+                        data = json.loads(self.path.read_text(encoding="utf-8"))
+                    except ValueError as exc:
+                        raise PredictionError(f"{name}: invalid JSON: {exc}") from None
+                else:
+                    try:
+                        data = plain(load_file(self.path))
+                    except Exception as exc:
+                        raise PredictionError(str(exc)) from None
+                if isinstance(data, list):
+                    for i, row in enumerate(data):
+                        self._add(entries, row, f"{name}[{i}]", i)
+                elif isinstance(data, dict):
+                    for key, value in data.items():
+                        entries[str(key)] = {"predicted": value}
+                else:
+                    raise PredictionError(f"{name}: expected a mapping id -> prediction or a list")
+        except PredictionError as exc:
+            self._error = str(exc)
+        except OSError as exc:
+            self._error = f"cannot read predictions file {name}: {exc}"
+        self._entries = entries
+
+    def _add(self, entries: dict[str, dict[str, Any]], row: Any, where: str, lineno: int) -> None:
+        if not isinstance(row, dict):
+            raise PredictionError(f"{where}: expected an object with id and predicted")
+        case_id = next((row[k] for k in _ID_KEYS if k in row), None)
+        if case_id is None:
+            raise PredictionError(f"{where}: missing 'id'")
+        key = str(case_id)
+        if key in entries:
+            self._dupes.setdefault(key, [entries[key]["__line"]]).append(lineno)
+        entries[key] = {**row, "__line": lineno}
+
+    def predict(self, case: Case) -> Prediction:
+        if self._entries is None:
+            self._load()
+        if self._error:
+            raise PredictionError(self._error)
+        assert self._entries is not None
+        if case.id in self._dupes:
+            lines = ", ".join(map(str, self._dupes[case.id]))
+            raise PredictionError(f"case id {case.id!r} appears more than once in {self.path} "
+                                  f"(lines {lines})")
+        row = self._entries.get(case.id)
+        if row is None:
+            raise PredictionError(f"no prediction for case {case.id!r} in {self.path}")
+        value_key = next((k for k in _VALUE_KEYS if k in row), None)
+        if value_key is None:
+            raise PredictionError(f"{self.path}: entry for {case.id!r} has no 'predicted' value")
+        seconds = next((row[k] for k in _TIME_KEYS if isinstance(row.get(k), int | float)), None)
+        details = {k: v for k, v in row.items()
+                   if k not in (*_ID_KEYS, value_key, "__line") and not isinstance(v, dict | list)}
+        return Prediction(row[value_key], float(seconds) if seconds is not None else None, details)

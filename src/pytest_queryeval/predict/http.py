@@ -1,0 +1,132 @@
+"""Predictions from an HTTP endpoint (the system under test served as an API).
+
+stdlib only (urllib): the plugin adds no HTTP client dependency. Retries cover connection
+errors, timeouts, 429 and 5xx with exponential backoff; other 4xx fail at once, since
+repeating a bad request cannot help.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ..errors import PredictionError
+from ..model import Case
+from .base import Prediction, get_path, maybe_json
+
+HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
+                       "retries", "backoff", "concurrency", "timing_fields"})
+
+
+class _Fields(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def render(template: Any, fields: dict[str, Any]) -> Any:
+    """Fill ``{question}``-style placeholders in every string of a body template."""
+    if isinstance(template, str):
+        if template.startswith("{") and template.endswith("}") and template[1:-1] in fields:
+            return fields[template[1:-1]]  # a whole-value placeholder keeps its JSON type
+        return template.format_map(_Fields({k: v if isinstance(v, str) else json.dumps(v)
+                                            for k, v in fields.items()}))
+    if isinstance(template, dict):
+        return {k: render(v, fields) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render(v, fields) for v in template]
+    return template
+
+
+class HttpPredictor:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        unknown = set(spec) - HTTP_KEYS
+        if unknown:
+            raise PredictionError(f"unknown http predictions key(s): {', '.join(sorted(unknown))}")
+        if not isinstance(spec.get("url"), str):
+            raise PredictionError("http predictions need a url")
+        self.url: str = spec["url"]
+        self.method = str(spec.get("method", "POST")).upper()
+        self.headers = {str(k): str(v) for k, v in (spec.get("headers") or {}).items()}
+        self.body = spec.get("body")
+        self.response_path = spec.get("response_path")
+        self.timeout = float(spec.get("timeout", 60))
+        self.retries = int(spec.get("retries", 2))
+        self.backoff = float(spec.get("backoff", 0.5))
+        self.timing_fields: dict[str, str] = dict(spec.get("timing_fields") or {})
+        self._slots = threading.BoundedSemaphore(max(1, int(spec.get("concurrency", 4))))
+
+    def _request(self, case: Case) -> urllib.request.Request:
+        fields = case.json_input()
+        fields["case"] = case.json_input()
+        payload = render(self.body, fields) if self.body is not None else case.json_input()
+        data = None
+        headers = dict(self.headers)
+        if self.method != "GET":
+            if isinstance(payload, str):
+                data = payload.encode("utf-8")
+                headers.setdefault("Content-Type", "text/plain; charset=utf-8")
+            else:
+                data = json.dumps(payload).encode("utf-8")
+                headers.setdefault("Content-Type", "application/json")
+        url = render(self.url, {k: v for k, v in fields.items() if isinstance(v, str)})
+        return urllib.request.Request(url, data=data, headers=headers, method=self.method)
+
+    def predict(self, case: Case) -> Prediction:
+        last = ""
+        start = time.perf_counter()
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                with self._slots:
+                    t0 = time.perf_counter()
+                    with urllib.request.urlopen(self._request(case), timeout=self.timeout) as resp:
+                        raw = resp.read()
+                        seconds = time.perf_counter() - t0
+                        ctype = resp.headers.get("Content-Type", "")
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code} {exc.reason}"
+                if exc.code != 429 and exc.code < 500:
+                    break
+                continue
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+                reason = getattr(exc, "reason", exc)
+                last = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
+                continue
+            return self._parse(raw, ctype, seconds)
+        tries = f" after {attempt + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
+        raise PredictionError(f"{self.method} {_no_query(self.url)} failed: {last}{tries}")
+
+    def _parse(self, raw: bytes, ctype: str, seconds: float) -> Prediction:
+        text = raw.decode("utf-8", errors="replace")
+        if "json" in ctype or text.strip()[:1] in ("{", "["):
+            try:
+                data: Any = json.loads(text)
+            except ValueError as exc:
+                if self.response_path:
+                    raise PredictionError(f"response is not valid JSON: {exc}") from None
+                data = text
+        else:
+            data = text
+        try:
+            value = get_path(data, self.response_path)
+        except KeyError as exc:
+            raise PredictionError(f"response_path {self.response_path!r}: {exc.args[0]}") from None
+        details: dict[str, Any] = {}
+        for name, path in self.timing_fields.items():
+            try:
+                details[name] = get_path(data, path)
+            except KeyError:
+                continue
+        if isinstance(value, str):
+            value = maybe_json(value) if value.strip()[:1] == "{" else value
+        return Prediction(value, seconds, details)
+
+
+def _no_query(url: str) -> str:
+    """URLs may carry tokens in their query string: never print it."""
+    return url.split("?", 1)[0]

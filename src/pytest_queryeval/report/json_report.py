@@ -1,0 +1,56 @@
+"""The JSON report: the one record every other report and the baseline are built from."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+VERSION = 1
+
+
+def _safe(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf become null, unknown objects their ``str``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_safe(v) for v in value]
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    return str(value)
+
+
+def dumps(report: dict[str, Any]) -> str:
+    return json.dumps(_safe(report), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: readers never see a partial report."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_report(report: dict[str, Any], path: Path) -> None:
+    write_atomic(path, dumps(report))
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("version") != VERSION or "cases" not in data:
+        raise ValueError(f"{path} is not a queryeval JSON report (version {VERSION})")
+    return data

@@ -1,0 +1,78 @@
+"""One JSON record per case: what travels from xdist workers and lands in every report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..engine import CaseOutcome
+from ..model import MISSING, Case
+from ..secrets import Scrubber
+from .json_report import _safe
+
+#: Case options that change scores: runs that differ in them are not comparable.
+SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
+                   "case_insensitive_names", "arity_from", "legacy_from_check", "efficiency")
+
+
+def _display(path: Path, rootdir: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(rootdir))
+    except ValueError:
+        return str(path)
+
+
+def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
+                scrubber: Scrubber) -> dict[str, Any]:
+    """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
+    gold: Any = case.gold
+    if case.kind == "sdmx" and gold is None:
+        gold = [t.get("target") for t in case.raw.get("conversation", []) if isinstance(t, dict)
+                and t.get("target") is not None]
+    predicted = None
+    if outcome is not None:
+        predicted = outcome.predicted
+    elif case.predicted is not MISSING:
+        predicted = case.predicted
+    rec: dict[str, Any] = {
+        "id": case.id,
+        "nodeid": nodeid,
+        "file": _display(case.file, rootdir),
+        "path": str(case.file.resolve()),
+        "line": case.line,
+        "kind": case.kind,
+        "difficulty": case.difficulty,
+        "tags": list(case.tags),
+        "question": case.question,
+        "datasource": case.datasource,
+        "outcome": None,
+        "status": outcome.status if outcome else None,
+        "metrics": dict(outcome.metrics) if outcome else {},
+        "labels": dict(outcome.labels) if outcome else {},
+        "thresholds": {m: t.to_json() for m, t in case.thresholds.items()},
+        "failed_metrics": [t.metric for t, _ in outcome.failed] if outcome else [],
+        "predicted": predicted,
+        "gold": gold,
+        "error": outcome.error if outcome else None,
+        "reason": outcome.reason if outcome else None,
+        "diff": list(outcome.diff) if outcome else [],
+        "details": dict(outcome.details) if outcome else {},
+        "settings": {k: case.options[k] for k in SCORING_OPTIONS if k in case.options},
+    }
+    if outcome is None and case.errors:
+        rec["error"] = "\n".join(case.errors)
+    return scrubber.data(_safe(rec))  # type: ignore[no-any-return]
+
+
+def final_outcome(record: dict[str, Any], when: str, passed: bool, skipped: bool,
+                  wasxfail: bool) -> str:
+    """Map pytest's report flags onto the report's outcome vocabulary."""
+    if when == "setup":
+        return "xfailed" if wasxfail else "skipped"
+    if wasxfail:
+        return "xfailed" if skipped else ("xpassed" if passed else "failed")
+    if passed:
+        return "passed"
+    if skipped:
+        return "skipped"
+    return "error" if record.get("status") in (None, "error") else "failed"

@@ -1,0 +1,160 @@
+"""The ``queryeval`` terminal section and the failure text of one item."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
+HEADLINE: dict[str, tuple[str, ...]] = {
+    "sql": ("execution_accuracy", "exact_set_match", "soft_f1", "row_match_f1"),
+    "sparql": ("execution_accuracy", "row_match_f1", "entity_set_f1", "arity_f1"),
+    "json": ("json_similarity", "structural_similarity", "semantic_similarity"),
+    "sdmx": ("macro_precision", "macro_recall", "macro_f1"),
+}
+_SHORT = {
+    "execution_accuracy": "EX", "exact_set_match": "ESM", "soft_f1": "softF1",
+    "row_match_f1": "rowF1", "entity_set_f1": "entF1", "arity_f1": "arityF1",
+    "json_similarity": "OJSS", "structural_similarity": "StrSS",
+    "semantic_similarity": "SemSS", "macro_precision": "P", "macro_recall": "R",
+    "macro_f1": "F1",
+}
+_ORDER = ("easy", "medium", "hard", "extra", "simple", "moderate", "challenging", "unknown")
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    def line(r: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
+                         enumerate(zip(r, widths, strict=True))).rstrip()
+    return [line(header), "  ".join("-" * w for w in widths), *[line(r) for r in rows]]
+
+
+def _diff_key(d: str) -> tuple[int, str]:
+    return (_ORDER.index(d) if d in _ORDER else len(_ORDER), d)
+
+
+def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5) -> list[str]:
+    agg = report["aggregates"]
+    lines: list[str] = []
+    for kind, per_diff in agg["by_kind_difficulty"].items():
+        metrics = HEADLINE.get(kind) or tuple(
+            sorted(agg["by_kind"][kind]["metrics"])[:4])
+        present = [m for m in metrics if m in agg["by_kind"][kind]["metrics"]]
+        header = [kind, "difficulty", "cases", "pass", *[_SHORT.get(m, m) for m in present]]
+        rows = []
+        for diff in sorted(per_diff, key=_diff_key):
+            rows.append(_row(kind, diff, per_diff[diff], present))
+        if len(per_diff) > 1:
+            rows.append(_row(kind, "all", agg["by_kind"][kind], present))
+        lines.extend(_table(header, rows))
+        lines.append("")
+    if tags and agg["by_tag"]:
+        header = ["tag", "", "cases", "pass"]
+        rows = [[t, "", str(s["count"]), _pct(s["pass_rate"])] for t, s in agg["by_tag"].items()]
+        lines.extend(_table(header, rows))
+        lines.append("")
+    o = agg["overall"]
+    lines.append(f"overall: {o['count']} cases, {o['passed']} passed, {o['failed']} failed, "
+                 f"{o['errors']} errors, {o['xfailed']} xfailed, {o['skipped']} skipped; "
+                 f"pass rate {_pct(o['pass_rate'])}")
+    bad = [c for c in report["cases"] if c.get("outcome") in ("failed", "error")]
+    if bad and worst:
+        lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
+        bad.sort(key=lambda c: (c.get("outcome") != "error", _score(c)))
+        for c in bad[:worst]:
+            why = c.get("error") or c.get("reason") or ", ".join(
+                f"{m}={_fmt((c.get('metrics') or {}).get(m))}" for m in c.get("failed_metrics", []))
+            lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or '-'}] "
+                         f"{c['outcome']}: {_one_line(why)}")
+    return lines
+
+
+def _score(c: Mapping[str, Any]) -> float:
+    metrics = c.get("metrics") or {}
+    for m in HEADLINE.get(str(c.get("kind")), ()):
+        if m in metrics:
+            return float(metrics[m])
+    return 0.0
+
+
+def _one_line(text: str, limit: int = 110) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _row(kind: str, diff: str, stats: Mapping[str, Any], metrics: list[str]) -> list[str]:
+    del kind
+    return ["", diff, str(stats["count"]), _pct(stats["pass_rate"]),
+            *[_fmt(stats["metrics"].get(m, {}).get("mean")) for m in metrics]]
+
+
+def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = []
+    for g in gates:
+        mark = "PASS" if g["passed"] else "FAIL"
+        value = "n/a (nothing scored)" if g["value"] is None else f"{g['value']:.4f}"
+        what = "pass rate" if g["stat"] == "pass_rate" else f"mean {g['metric']}"
+        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
+        out.append(f"gate {mark}: {what}{scope} = {value} (required >= {g['limit']:g}, "
+                   f"{g['cases']} cases)")
+    return out
+
+
+def _show(value: Any, limit: int = 2000) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1,
+                                                             default=str)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
+
+
+def failure_text(record: Mapping[str, Any]) -> str:
+    """Question, predicted vs gold, metric/value/threshold table, reason and diff."""
+    out: list[str] = []
+    header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
+    out.append(header)
+    if record.get("error"):
+        out.append(f"error: {record['error']}")
+        return "\n".join(out)
+    if record.get("question"):
+        out.append(f"question:  {record['question']}")
+    out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
+    out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
+    if record.get("reason"):
+        out.append(f"reason:    {record['reason']}")
+    metrics = record.get("metrics") or {}
+    thresholds = record.get("thresholds") or {}
+    failed = set(record.get("failed_metrics") or [])
+    names = [m for m in thresholds] + [m for m in metrics if m not in thresholds]
+    if names:
+        rows = []
+        for m in names:
+            t = thresholds.get(m)
+            bound = "" if not t else " and ".join(
+                f"{'>=' if k == 'min' else '<='} {v:g}" for k, v in t.items())
+            mark = "FAIL" if m in failed else ("ok" if t else "")
+            rows.append([m, _fmt(metrics.get(m)), bound, mark])
+        width = [max(len(r[i]) for r in [["metric", "value", "threshold", ""], *rows])
+                 for i in range(4)]
+        out.append("")
+        out.append("  ".join(h.ljust(w) for h, w in
+                             zip(["metric", "value", "threshold", ""], width, strict=True)).rstrip())
+        for r in rows:
+            out.append("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip())
+    diff = record.get("diff") or []
+    if diff:
+        out.append("")
+        out.extend(str(d) for d in diff)
+    return "\n".join(out)

@@ -1,0 +1,104 @@
+"""YAML loading that remembers where every mapping, key and list item came from.
+
+Validation errors must name ``file:line`` and a key path; PyYAML's plain dicts forget lines,
+so mappings load as :class:`LocDict` and sequences as :class:`LocList`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+
+class LocDict(dict[Any, Any]):
+    """A dict that knows its own line and the line of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+    def line_of(self, key: Any) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class LocList(list[Any]):
+    """A list that knows its own line and the line of each item (1-based)."""
+
+    line: int = 0
+    item_lines: list[int]
+
+    def line_of(self, index: int) -> int:
+        return self.item_lines[index] if 0 <= index < len(self.item_lines) else self.line
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader building located containers and refusing duplicate keys."""
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LocDict:
+    loader.flatten_mapping(node)
+    out = LocDict()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a mapping key must be a scalar", key_node.start_mark
+            ) from None
+        if key in out:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LocList:
+    out = LocList(loader.construct_object(child, deep=True) for child in node.value)
+    out.line = node.start_mark.line + 1
+    out.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_text(text: str, file: str) -> Any:
+    """Parse one YAML document; syntax errors become a located :class:`ConfigError`."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        col = f", column {mark.column + 1}" if mark else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigError(f"YAML syntax error{col}: {problem}", file, line) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - non-marked errors are rare
+        raise ConfigError(f"YAML error: {exc}", file) from None
+
+
+def load_file(path: Path, display: str | None = None) -> Any:
+    """Read and parse a YAML file (UTF-8); unreadable files are located errors too."""
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read file: {exc}", name) from None
+    return load_text(text, name)
+
+
+def plain(value: Any) -> Any:
+    """Strip location wrappers (for JSON output and for handing data to user code)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
