@@ -74,15 +74,17 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
     elif isinstance(data, dict) and "cases" in data:
         header, entries = data, data["cases"]
         if not isinstance(entries, list):
-            raise ConfigError("'cases' must be a list of cases", display, data.line_of("cases"),
-                              "cases")
+            raise ConfigError("'cases' must be a list of cases", display,
+                              getattr(data, "key_lines", {}).get("cases"), "cases")
     elif isinstance(data, dict):
         header, entries = LocDict(), LocList([data])
         header.line, header.key_lines = 1, {}
-        entries.line, entries.item_lines = data.line, [data.line]
+        entries.line = entries.item_lines = getattr(data, "line", 1)
+        entries.item_lines = [entries.line]
         if "id" not in data:  # a one-case file may be named by its file
             data["id"] = path.stem.removeprefix("test_")
-            data.key_lines["id"] = data.line
+            if isinstance(data, LocDict):
+                data.key_lines["id"] = data.line
     else:
         raise ConfigError("expected a case mapping, a list of cases or a mapping with 'cases:'",
                           display, 1)
@@ -122,7 +124,7 @@ def _threshold_map(spec: Any, where: str, container: Any, errors: _Errors,
     return out
 
 
-def _build_case(path: Path, display: str, index: int, entry: LocDict, header: LocDict,
+def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
                 file_defaults: dict[str, Any], suite: SuiteConfig, file_errors: _Errors,
                 is_metric: MetricCheck | None, ini_thresholds: dict[str, Threshold]) -> Case:
     errors = _Errors(display)
@@ -298,15 +300,17 @@ def _build_case(path: Path, display: str, index: int, entry: LocDict, header: Lo
     return case
 
 
-def _line_for(entry: LocDict, key_path: str) -> int:
+def _line_for(entry: Any, key_path: str) -> int:
     """Best line for a dotted key path inside a case (falls back to the case line)."""
     node: Any = entry
-    line = entry.line
+    line: int = getattr(entry, "line", 0)
     for part in re.split(r"[.\[\]]+", key_path):
         if not part:
             continue
         key: Any = int(part) if part.isdigit() else part
-        if (isinstance(node, LocDict) and key in node) or (isinstance(node, LocList) and isinstance(key, int) and key < len(node)):
+        in_dict = isinstance(node, LocDict) and key in node
+        in_list = isinstance(node, LocList) and isinstance(key, int) and key < len(node)
+        if in_dict or in_list:
             line = node.line_of(key)
             node = node[key]
         else:
