@@ -1,0 +1,329 @@
+"""``kind: json``: JSON query objects scored with StrSS, SemSS and OJSS (arXiv 2409.16220).
+
+Importing this module is cheap: the embedding model (torch, sentence-transformers) is loaded only
+when a case has a shared key whose value embedding is in no cache. On the first such case, the
+texts of every JSON case of the session are encoded together in batches (``ctx.all_cases``).
+See docs/metrics-json.md for the semantics and the options.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..embeddings import DEFAULT_BATCH_SIZE, Embedder, ModelRef, load_model, resolve_model
+from ..errors import GoldError
+from ..metrics.json_similarity import (
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
+    KEY_LEVELS,
+    JsonScore,
+    key_items,
+    path_label,
+    score,
+    shared_texts,
+    value_text,
+)
+from ..model import MISSING, Case, Context, Scored
+
+METRICS = ("structural_similarity", "semantic_similarity", "json_similarity")
+#: Shared keys shown in a failure diff, lowest cosine first.
+DIFF_LOWEST = 3
+#: Keys listed per line / values shown per side in a diff, so that reports stay readable.
+DIFF_MAX_KEYS = 20
+DIFF_MAX_CHARS = 160
+#: Entries kept per list in ``Scored.details``.
+DETAILS_MAX = 50
+CACHE_ENV = "QUERYEVAL_EMBEDDINGS_CACHE"
+
+
+class InvalidJson(ValueError):
+    """A text that should hold JSON does not."""
+
+
+@dataclass(frozen=True)
+class JsonOptions:
+    alpha: float = DEFAULT_ALPHA
+    beta: float = DEFAULT_BETA
+    keys: str = "top"
+    model: str | None = None  # None: the packaged all-MiniLM-L6-v2
+    batch_size: int = DEFAULT_BATCH_SIZE
+    device: str | None = None  # None: sentence-transformers' choice (CUDA when available)
+
+    @classmethod
+    def from_case(cls, case: Case) -> JsonOptions:
+        o = case.options
+        return cls(
+            alpha=float(o.get("alpha", DEFAULT_ALPHA)),
+            beta=float(o.get("beta", DEFAULT_BETA)),
+            keys=str(o.get("keys", "top")),
+            model=o.get("model"),
+            batch_size=int(o.get("batch_size", DEFAULT_BATCH_SIZE)),
+            device=o.get("device"),
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def normalize(value: Any) -> Any:
+    """Plain JSON data as ``json.load`` would give it (YAML int keys become strings, dates
+    strings), so that ``str(value)`` is what the reference embeds for the same document."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def parse_json(value: Any) -> Any:
+    """A gold or predicted value: a string is JSON text, anything else is already JSON data."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise InvalidJson(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    return normalize(value)
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _short(text: str, limit: int = DIFF_MAX_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _labels(paths: Iterable[tuple[Any, ...]], limit: int) -> list[str]:
+    return [path_label(p) for p in list(paths)[:limit]]
+
+
+class JsonKind:
+    """Scores a predicted JSON value against the gold with StrSS, SemSS and OJSS."""
+
+    name: ClassVar[str] = "json"
+    option_keys: ClassVar[frozenset[str]] = frozenset(
+        {"alpha", "beta", "keys", "model", "batch_size", "device"}
+    )
+
+    def is_metric(self, name: str) -> bool:
+        return name in METRICS
+
+    def difficulty(self, case: Case) -> str | None:
+        return None
+
+    def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        problems: list[tuple[str, str]] = []
+        o = case.options
+        if "alpha" in o and not (_is_number(o["alpha"]) and 0 <= o["alpha"] <= 1):
+            problems.append(("alpha", f"must be a number in [0, 1], not {o['alpha']!r}"))
+        if "beta" in o and not (_is_number(o["beta"]) and 0 < o["beta"] <= 1):
+            problems.append(("beta", f"must be a number in (0, 1], not {o['beta']!r}"))
+        if "keys" in o and o["keys"] not in KEY_LEVELS:
+            problems.append(("keys", f"must be one of {', '.join(KEY_LEVELS)}, not {o['keys']!r}"))
+        for key in ("model", "device"):
+            if key in o and not (isinstance(o[key], str) and o[key].strip()):
+                problems.append((key, f"must be a non-empty string, not {o[key]!r}"))
+        bs = o.get("batch_size", 1)
+        if not (isinstance(bs, int) and not isinstance(bs, bool) and bs >= 1):
+            problems.append(("batch_size", f"must be a positive integer, not {bs!r}"))
+        if case.gold is None:
+            problems.append(("gold", "required: the expected JSON object"))
+        else:
+            try:
+                parse_json(case.gold)
+            except InvalidJson as exc:
+                problems.append(("gold", f"not valid JSON: {exc}"))
+            except (TypeError, ValueError) as exc:
+                problems.append(("gold", f"not JSON data: {exc}"))
+        return problems
+
+    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        opts = JsonOptions.from_case(case)
+        try:
+            gold = parse_json(case.gold)
+        except (TypeError, ValueError) as exc:
+            raise GoldError(f"gold is not valid JSON: {exc}") from exc
+        try:
+            pred = parse_json(prediction)
+        except InvalidJson as exc:
+            return _invalid(prediction, f"invalid JSON: {exc}")
+        except (TypeError, ValueError) as exc:
+            return _invalid(prediction, f"invalid JSON: not JSON data: {exc}")
+
+        embedder: Embedder | None = None
+        texts = shared_texts(gold, pred, opts.keys)
+        if texts:  # no shared key: SemSS is 0 without any model
+            embedder, key = self._embedder(case, opts, ctx)
+            if not embedder.prefetched:
+                try:
+                    embedder.ensure(self._session_texts(ctx, key, texts))
+                finally:
+                    embedder.prefetched = True
+            embedder.ensure(texts)
+        result = score(
+            gold,
+            pred,
+            embedder.vector if embedder is not None else _no_embedding,
+            alpha=opts.alpha,
+            beta=opts.beta,
+            keys=opts.keys,
+        )
+        return Scored(
+            metrics={m: float(getattr(result, m)) for m in METRICS},
+            diff=_diff(gold, pred, result, opts),
+            details=_details(result, opts, embedder.ref if embedder is not None else None),
+        )
+
+    # -- embedding model and batching -------------------------------------------------------
+
+    def _model_ref(self, case: Case, opts: JsonOptions, ctx: Context) -> ModelRef:
+        base = case.file.parent if opts.model is not None else None
+        key = f"pytest_queryeval.json.model-ref:{opts.model}:{base}"
+        ref: ModelRef = ctx.shared(key, lambda: resolve_model(opts.model, base))
+        return ref
+
+    def _embedder_key(self, ref: ModelRef, opts: JsonOptions) -> str:
+        where = ref.path or ref.spec
+        return f"pytest_queryeval.json.embedder:{where}:{opts.device}:{opts.batch_size}"
+
+    def _embedder(self, case: Case, opts: JsonOptions, ctx: Context) -> tuple[Embedder, str]:
+        ref = self._model_ref(case, opts, ctx)
+        model_key = f"pytest_queryeval.json.model:{ref.path or ref.spec}:{opts.device}"
+
+        def loader() -> Any:
+            return ctx.shared(model_key, lambda: load_model(ref, opts.device))
+
+        def build() -> Embedder:
+            return Embedder(
+                ref,
+                device=opts.device,
+                batch_size=opts.batch_size,
+                cache_root=self._cache_root(ctx),
+                loader=loader,
+            )
+
+        key = self._embedder_key(ref, opts)
+        embedder: Embedder = ctx.shared(key, build)
+        return embedder, key
+
+    def _session_texts(self, ctx: Context, embedder_key: str, first: set[str]) -> list[str]:
+        """Every text the session's JSON cases using this embedder will (probably) embed: all
+        gold values, and the shared-key values of inline predictions."""
+        texts: dict[str, None] = dict.fromkeys(sorted(first))
+        for case in ctx.all_cases:
+            if case.kind != self.name or case.errors or case.skip:
+                continue
+            try:
+                opts = JsonOptions.from_case(case)
+                if self._embedder_key(self._model_ref(case, opts, ctx), opts) != embedder_key:
+                    continue
+                gold = parse_json(case.gold)
+                gold_values = key_items(gold, opts.keys).values()
+                texts.update(dict.fromkeys(value_text(v) for v in gold_values))
+                if case.predicted is not MISSING:
+                    pred = parse_json(case.predicted)
+                    texts.update(dict.fromkeys(shared_texts(gold, pred, opts.keys)))
+            except Exception:  # an invalid case is reported by its own item, not here
+                continue
+        return list(texts)
+
+    def _cache_root(self, ctx: Context) -> Path | None:
+        """Where the embeddings cache lives; None disables it (``--queryeval-no-cache``)."""
+        env = os.environ.get(CACHE_ENV)
+        if env is not None:
+            if env.strip().lower() in ("", "0", "off", "no", "false", "none"):
+                return None
+            return Path(env).expanduser()
+        if hasattr(ctx, "cache_dir"):
+            found = ctx.cache_dir
+            if callable(found):
+                found = found("queryeval-embeddings")
+            return None if found is None else Path(found) / "embeddings"
+        # The core gives no directory: ask its JSON cache whether caching is on at all, and use
+        # the user cache directory (vectors are keyed by model identity, so sharing is safe).
+        ctx.cache_set("queryeval", "json-embeddings-enabled", True)
+        if ctx.cache_get("queryeval", "json-embeddings-enabled") is None:
+            return None
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(base) / "pytest-queryeval" / "embeddings"
+
+
+def _no_embedding(text: str) -> list[float]:
+    raise AssertionError("an embedding was requested for a case without shared keys")
+
+
+def _invalid(prediction: Any, reason: str) -> Scored:
+    shown = prediction if isinstance(prediction, str) else repr(prediction)
+    return Scored(
+        metrics=dict.fromkeys(METRICS, 0.0),
+        diff=[
+            f"predicted is not valid JSON ({reason.removeprefix('invalid JSON: ')}):",
+            f"  {_short(shown)}",
+        ],
+        reason=reason,
+    )
+
+
+def _diff(gold: Any, pred: Any, result: JsonScore, opts: JsonOptions) -> list[str]:
+    lines: list[str] = []
+    if isinstance(gold, dict) != isinstance(pred, dict):
+        lines.append(
+            f"gold is {_type_name(gold)}, predicted is {_type_name(pred)}: a non-object value is "
+            "compared as a whole, as the value of the root key '.'"
+        )
+    for title, paths in (
+        ("missing keys (in gold, not predicted)", result.missing),
+        ("extra keys (predicted, not in gold)", result.extra),
+    ):
+        if paths:
+            more = len(paths) - DIFF_MAX_KEYS
+            text = ", ".join(_labels(paths, DIFF_MAX_KEYS))
+            text += f", ... {more} more" if more > 0 else ""
+            lines.append(f"{title}: {text}")
+    low = sorted(result.similarities.items(), key=lambda kv: kv[1])
+    low = [(p, s) for p, s in low if s < 1 - 1e-6][:DIFF_LOWEST]
+    if low:
+        lines.append("lowest-similarity shared keys (cosine of the embedded str(value)):")
+        g_items = key_items(gold, opts.keys)
+        p_items = key_items(pred, opts.keys)
+        for path, sim in low:
+            lines.append(f"  {path_label(path)}: {sim:.4f}")
+            lines.append(f"    gold:      {_short(value_text(g_items[path]))}")
+            lines.append(f"    predicted: {_short(value_text(p_items[path]))}")
+    if (
+        opts.keys == "top"
+        and isinstance(gold, dict)
+        and len(gold) == 1
+        and isinstance(next(iter(gold.values())), dict)
+    ):
+        lines.append(
+            "note: the gold has a single top-level key holding an object; with keys: top the "
+            "structure inside it is not compared (keys: paths compares nested keys)"
+        )
+    return lines
+
+
+def _details(result: JsonScore, opts: JsonOptions, ref: ModelRef | None) -> dict[str, Any]:
+    return {
+        "keys": opts.keys,
+        "alpha": opts.alpha,
+        "beta": opts.beta,
+        "model": ref.label if ref is not None else None,
+        "missing": _labels(result.missing, DETAILS_MAX),
+        "extra": _labels(result.extra, DETAILS_MAX),
+        "similarities": {
+            path_label(p): round(s, 6) for p, s in list(result.similarities.items())[:DETAILS_MAX]
+        },
+    }
