@@ -1,0 +1,45 @@
+# Set-up and checks. Everything a fresh machine needs is installed from here.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build.
+# Users with a GPU: make setup TORCH_SPEC="torch==2.14.1"
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_ARGS ?=
+
+.PHONY: setup example test lint services bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+setup: $(VENV)/.installed
+
+## Quickstart 1: run the example suite (offline, real data, all four kinds)
+example: setup
+	@$(VENV)/bin/pytest example_suite $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "FAILED: pytest collected no tests (exit code 5)" >&2; exit 1; fi; \
+	exit $$status
+
+## System services the tests start on loopback (PostgreSQL server, headless Chromium)
+services:
+	bash scripts/install-postgres.sh
+	bash scripts/install-chromium.sh
+
+## Quickstart 2: run the project's tests
+test: setup services
+	@$(VENV)/bin/pytest -n 2 $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "FAILED: pytest collected no tests (exit code 5)" >&2; exit 1; fi; \
+	exit $$status
+
+lint: setup
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
