@@ -1,0 +1,373 @@
+"""BuildingQA's four result-table metrics, with the reference's exact answers but no brute force.
+
+``arity_f1``, ``entity_set_f1``, ``row_match_f1`` and ``exact_match_f1`` reproduce
+INFERLab/BuildingQA ``metrics.py`` (HEAD 6eaa879) value for value, quirks included (see
+docs/metrics-sparql.md). The reference tries every column permutation and compares every gold row
+with every predicted row; here rows are counted as hashed multisets and the permutation search is
+a branch and bound (:mod:`._alignment_search`) that returns the very mapping the reference picks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from math import perm
+from typing import Any, Literal
+
+from pytest_queryeval.metrics._alignment_search import Matrices, best_mapping, entity_f1, multiset_tp, row_f1
+from pytest_queryeval.results import ResultTable, Term
+
+__all__ = [
+    "ALIGNMENT_METRIC_NAMES",
+    "AlignmentDetails",
+    "alignment_details",
+    "alignment_diff",
+    "alignment_metrics",
+    "arity_f1",
+    "arity_from_query",
+    "normalize_value",
+]
+
+ALIGNMENT_METRIC_NAMES: tuple[str, ...] = (
+    "arity_f1",
+    "entity_set_f1",
+    "row_match_f1",
+    "exact_match_f1",
+)
+
+TableKind = Literal["sparql", "sql"]
+
+# ---------------------------------------------------------------------------------------------
+# Arity
+
+
+_SELECT_CLAUSE = re.compile(r"SELECT\s+(.+?)\s+WHERE", re.IGNORECASE | re.DOTALL)
+
+
+def arity_from_query(query: Any) -> int:
+    """Projection width as the reference reads it from the text (quirks kept, see the docs).
+
+    The text between the first ``SELECT`` and the first following ``WHERE`` is split on
+    whitespace outside parentheses and every token except ``DISTINCT`` counts, so ``*`` counts 1,
+    ``REDUCED`` and ``FROM <g>`` count too, and a query without ``WHERE`` (or not a string) is 0.
+    """
+    if not isinstance(query, str):
+        return 0
+    found = _SELECT_CLAUSE.search(query)
+    if found is None:
+        return 0
+    tokens: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for ch in found.group(1).strip():
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if depth == 0 and ch.isspace():
+            if current:
+                tokens.append("".join(current))
+                current = []
+        else:
+            current.append(ch)
+    if current:
+        tokens.append("".join(current))
+    return sum(1 for t in tokens if t.upper() != "DISTINCT")
+
+
+def arity_f1(pred_width: int, gold_width: int) -> float:
+    """Dice of two column counts: ``2·min/(a+b)``, and 1.0 when both are 0."""
+    if pred_width == 0 and gold_width == 0:
+        return 1.0
+    return 2 * min(pred_width, gold_width) / (pred_width + gold_width)
+
+
+# ---------------------------------------------------------------------------------------------
+# Value forms
+
+
+_DATATYPE_TAIL = re.compile(r"\^\^.*$")
+_LANG_TAIL = re.compile(r"@[a-z]{2}(-[a-z]{2})?$")
+
+
+def normalize_value(value: str) -> str:
+    """The reference's row-matching form of a value string (lowercased, tags stripped).
+
+    strip, lowercase, drop one pair of surrounding double quotes, then delete a ``^^...`` tail and
+    a trailing ``@xx``/``@xx-yy`` (so ``user@ab`` becomes ``user``, URIs are lowercased too).
+    """
+    out = value.strip().lower()
+    if len(out) > 1 and out[0] == '"' and out[-1] == '"':
+        out = out[1:-1]
+    out = _DATATYPE_TAIL.sub("", out)
+    return _LANG_TAIL.sub("", out)
+
+
+def _table_kind(table: ResultTable) -> TableKind | None:
+    """``sparql`` when cells are :class:`Term`, ``sql`` for plain values, None if all are unbound."""
+    declared = table.meta.get("kind")
+    if declared in ("sparql", "sql"):
+        return declared  # type: ignore[no-any-return]
+    for row in table.rows:
+        for v in row:
+            if v is not None:
+                return "sparql" if isinstance(v, Term) else "sql"
+    return None
+
+
+def _resolve_kind(gold: ResultTable, pred: ResultTable, kind: TableKind | None) -> TableKind:
+    if kind is not None:
+        if kind not in ("sparql", "sql"):
+            raise ValueError(f"kind must be 'sparql' or 'sql', not {kind!r}")
+        return kind
+    return _table_kind(gold) or _table_kind(pred) or "sparql"
+
+
+def _first_row_columns(table: ResultTable, kind: TableKind) -> list[int]:
+    """Indices of the metric's columns: the first row's keys (SPARQL) or every column (SQL).
+
+    SPARQL JSON leaves unbound variables out of a binding, and the reference takes the first
+    binding's keys as the column set; a SQL row always has every column.
+    """
+    if not table.rows:
+        return []
+    if kind == "sql":
+        return list(range(len(table.columns)))
+    return [i for i, v in enumerate(table.rows[0]) if v is not None]
+
+
+def _raw_column(rows: list[tuple[Any, ...]], index: int, kind: TableKind) -> list[str | None]:
+    """One column as the reference's ``binding['value']`` strings, None where unbound/NULL."""
+    if kind == "sparql":
+        return [None if r[index] is None else r[index].value for r in rows]
+    return [None if r[index] is None else str(r[index]) for r in rows]
+
+
+@dataclass(slots=True)
+class _Side:
+    """One table reduced to what the metrics look at."""
+
+    names: list[str]
+    n_rows: int
+    codes: list[list[int]]  # per column: normalised value id per row, 0 = unbound
+    entities: list[frozenset[str]]  # per column: distinct raw value strings, '' for unbound
+    raw: list[list[str | None]]
+
+
+class _Codebook:
+    """Shared integer ids for normalised values, so gold and predicted rows hash alike."""
+
+    def __init__(self) -> None:
+        self.by_raw: dict[str | None, int] = {None: 0}
+        self.by_norm: dict[str, int] = {}
+        self.norm_of: list[str | None] = [None]
+
+    def encode(self, raw: list[str | None]) -> list[int]:
+        by_raw = self.by_raw
+        for s in set(raw).difference(by_raw):
+            assert s is not None
+            n = normalize_value(s)
+            code = self.by_norm.get(n)
+            if code is None:
+                code = self.by_norm[n] = len(self.norm_of)
+                self.norm_of.append(n)
+            by_raw[s] = code
+        return list(map(by_raw.__getitem__, raw))
+
+
+def _prepare(table: ResultTable, kind: TableKind, book: _Codebook) -> _Side:
+    cols = _first_row_columns(table, kind)
+    raws = [_raw_column(table.rows, c, kind) for c in cols]
+    return _Side(
+        names=[table.columns[c] for c in cols],
+        n_rows=len(table.rows),
+        codes=[book.encode(r) for r in raws],
+        entities=[frozenset("" if s is None else s for s in set(r)) for r in raws],
+        raw=raws,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics
+
+
+@dataclass(slots=True)
+class AlignmentDetails:
+    """Scores plus how they came about: the chosen column mapping and the search effort.
+
+    ``mapping`` lists ``(pred_column, gold_column)`` pairs in gold column order, as the reference
+    would have chosen it; None when no mapping was searched (an empty side, or fewer predicted
+    than gold columns). ``gold_columns``/``pred_columns`` are the columns the metrics saw (first-row
+    keys for SPARQL). ``permutations`` is how many mappings the reference would enumerate and
+    ``leaves`` how many full mappings the search actually scored.
+    """
+
+    metrics: dict[str, float]
+    kind: TableKind
+    gold_columns: list[str]
+    pred_columns: list[str]
+    mapping: list[tuple[str, str]] | None
+    row_tp: int = 0
+    entity_precision: float = 0.0
+    entity_recall: float = 0.0
+    permutations: int = 0
+    nodes: int = 0
+    leaves: int = 0
+    _sides: tuple[_Side, _Side, _Codebook] | None = field(default=None, repr=False)
+    _perm: tuple[int, ...] | None = field(default=None, repr=False)
+
+
+def alignment_details(
+    gold: ResultTable,
+    pred: ResultTable,
+    *,
+    gold_query: str | None = None,
+    pred_query: str | None = None,
+    arity_from: str = "query",
+    kind: TableKind | None = None,
+) -> AlignmentDetails:
+    """Score ``pred`` against ``gold`` and keep the mapping chosen (see :class:`AlignmentDetails`)."""
+    if arity_from not in ("query", "result"):
+        raise ValueError(f"arity_from must be 'query' or 'result', not {arity_from!r}")
+    k = _resolve_kind(gold, pred, kind)
+    book = _Codebook()
+    g = _prepare(gold, k, book)
+    p = _prepare(pred, k, book)
+
+    if arity_from == "query" and gold_query is not None and pred_query is not None:
+        arity = arity_f1(arity_from_query(pred_query), arity_from_query(gold_query))
+    else:
+        arity = arity_f1(len(p.names), len(g.names))
+
+    details = AlignmentDetails(
+        metrics={},
+        kind=k,
+        gold_columns=g.names,
+        pred_columns=p.names,
+        mapping=None,
+        _sides=(g, p, book),
+    )
+    ng, np_ = len(g.names), len(p.names)
+    if g.n_rows == 0 or p.n_rows == 0:
+        both = 1.0 if g.n_rows == 0 and p.n_rows == 0 else 0.0
+        entity, row = both, both
+    elif np_ < ng:
+        entity, row = 0.0, 0.0
+    elif ng == 0:
+        # The reference maps nothing and scores an empty mapping 0.
+        entity, row = 0.0, 0.0
+        details.mapping, details._perm = [], ()
+    else:
+        mats = Matrices.build(g.codes, p.codes, g.entities, p.entities)
+        found = best_mapping(g.codes, p.codes, mats)
+        details.permutations = perm(np_, ng)
+        details.nodes, details.leaves = found.nodes, found.leaves
+        details._perm = found.perm
+        details.mapping = [(p.names[j], g.names[i]) for i, j in enumerate(found.perm)]
+        details.row_tp = found.tp
+        row = row_f1(found.tp, g.n_rows, p.n_rows)
+        entity, details.entity_precision, details.entity_recall = entity_f1(mats, found.perm)
+
+    details.metrics = {
+        "arity_f1": arity,
+        "entity_set_f1": entity,
+        "row_match_f1": row,
+        "exact_match_f1": _exact_match(g, p),
+    }
+    return details
+
+
+def _exact_match(g: _Side, p: _Side) -> float:
+    """Row F1 under the positional mapping; 0 when the first-row widths differ."""
+    if g.n_rows == 0 and p.n_rows == 0:
+        return 1.0
+    if g.n_rows == 0 or p.n_rows == 0 or len(g.names) != len(p.names) or not g.names:
+        return 0.0
+    tp = multiset_tp(Counter(zip(*g.codes, strict=True)), Counter(zip(*p.codes, strict=True)))
+    return row_f1(tp, g.n_rows, p.n_rows)
+
+
+def alignment_metrics(
+    gold: ResultTable,
+    pred: ResultTable,
+    *,
+    gold_query: str | None = None,
+    pred_query: str | None = None,
+    arity_from: str = "query",
+    kind: TableKind | None = None,
+) -> dict[str, float]:
+    """The four metrics, keyed by :data:`ALIGNMENT_METRIC_NAMES`.
+
+    Arity comes from the two query texts when both are given and ``arity_from == "query"``
+    (what BuildingQA's agent does), else from the first-row widths of the results. ``kind``
+    overrides detecting SPARQL (cells are :class:`Term`) versus SQL (plain values) tables.
+    """
+    return alignment_details(
+        gold, pred, gold_query=gold_query, pred_query=pred_query, arity_from=arity_from, kind=kind
+    ).metrics
+
+
+def alignment_diff(
+    gold: ResultTable,
+    pred: ResultTable,
+    *,
+    limit: int = 5,
+    kind: TableKind | None = None,
+    details: AlignmentDetails | None = None,
+) -> list[str]:
+    """Human-readable lines: the chosen column mapping, then missing and extra rows under it.
+
+    Rows are shown in the normalised form the row metric compares (lowercased, tags removed),
+    at most ``limit`` of each. Pass ``details`` from :func:`alignment_details` to skip the search.
+    """
+    d = details if details is not None else alignment_details(gold, pred, kind=kind)
+    assert d._sides is not None
+    g, p, book = d._sides
+    lines: list[str] = []
+    if d.mapping is None:
+        if g.n_rows == 0 or p.n_rows == 0:
+            lines.append(f"no column mapping: {g.n_rows} gold rows, {p.n_rows} predicted rows")
+        else:
+            lines.append(
+                f"no column mapping: {len(p.names)} predicted column(s) "
+                f"{_names(p.names)} for {len(g.names)} gold column(s) {_names(g.names)}"
+            )
+        return lines
+    pairs = ", ".join(f"{pc} -> {gc}" for pc, gc in d.mapping)
+    lines.append(f"column mapping (predicted -> gold): {pairs or '(none)'}")
+    used = {pc for pc, _ in d.mapping}
+    ignored = [n for n in p.names if n not in used]
+    if ignored:
+        lines.append(f"ignored predicted columns: {_names(ignored)}")
+    if d._perm is None or not d._perm:
+        return lines
+    gold_rows = Counter(zip(*g.codes, strict=True))
+    pred_rows = Counter(zip(*(p.codes[j] for j in d._perm), strict=True))
+    missing = gold_rows - pred_rows
+    extra = pred_rows - gold_rows
+    lines.append(
+        f"rows: {d.row_tp} matched, {missing.total()} gold row(s) missing, "
+        f"{extra.total()} extra predicted row(s)"
+    )
+    header = "(" + ", ".join(g.names) + ")"
+    for label, bag in (("missing", missing), ("extra", extra)):
+        for key, count in _first(bag.items(), limit):
+            shown = ", ".join("UNBOUND" if c == 0 else repr(book.norm_of[c]) for c in key)
+            times = f" x{count}" if count > 1 else ""
+            lines.append(f"  {label} {header} = ({shown}){times}")
+    return lines
+
+
+def _names(names: list[str]) -> str:
+    return "[" + ", ".join(names) + "]"
+
+
+def _first(items: Iterable[tuple[tuple[int, ...], int]], n: int) -> list[tuple[tuple[int, ...], int]]:
+    out: list[tuple[tuple[int, ...], int]] = []
+    for item in items:
+        if len(out) >= n:
+            break
+        out.append(item)
+    return out
