@@ -19,6 +19,8 @@ SOURCE_TYPES: dict[str, str] = {
     "sqlite": "pytest_queryeval.sources.sqlite:SqliteSource",
     "sqlalchemy": "pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
     "spider-schema": "pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
+    "rdf": "pytest_queryeval.sources.rdf:RdfSource",
+    "sparql": "pytest_queryeval.sources.sparql:SparqlSource",
 }
 
 #: Keys each type accepts besides ``type`` (for located validation errors).

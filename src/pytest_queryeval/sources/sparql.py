@@ -1,0 +1,216 @@
+"""``type: sparql``: a remote SPARQL 1.1 endpoint through SPARQLWrapper (JSON results).
+
+Spec keys: ``endpoint`` (the query URL; ``url`` accepted too), ``timeout`` (s, default 30),
+``max_rows``, ``retries`` (extra attempts on connection errors and HTTP 502/503/504, default 2),
+``backoff`` (first wait in s, doubled per attempt, default 0.5), ``user`` / ``password``
+(HTTP basic auth; ``${VAR}`` is expanded by the core; credentials in the URL's userinfo are
+moved there too), ``method`` (``POST`` default, or ``GET``), ``data_version`` (any string mixed
+into :meth:`fingerprint`: bump it when the endpoint's data changes, or run with
+``--queryeval-no-cache``: the plugin cannot hash remote data).
+
+The password never appears in a message, a ``repr`` or the fingerprint. The timeout is the
+socket timeout (connection and each read), so a stalled endpoint is noticed; a server that
+trickles data slower than that is not cut (configure the server's own query timeout too).
+The row cap is applied after the response is parsed (SPARQL JSON cannot be cut mid-stream
+without a streaming parser); the result comes back with ``truncated=True``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import time
+import urllib.error
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
+from ..results import ResultTable
+from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .rdf_codec import from_binding
+from .sparqlguard import check_query
+
+_RETRY_HTTP = frozenset({502, 503, 504})
+
+
+class _Retryable(Exception):
+    """A connection-level failure worth another attempt."""
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None, str | None]:
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    clean = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    user = urllib.parse.unquote(parts.username) if parts.username is not None else None
+    pwd = urllib.parse.unquote(parts.password) if parts.password is not None else None
+    return clean, user, pwd
+
+
+#: Spec keys accepted besides ``type``.
+SPARQL_KEYS = frozenset({"endpoint", "url", "timeout", "max_rows", "retries", "backoff", "user",
+                          "password", "method", "data_version"})
+
+
+class SparqlSource:
+    """A read-only remote SPARQL endpoint. See the module docstring for the spec keys."""
+
+    type = "sparql"
+
+    @classmethod
+    def from_spec(cls, name: str, spec: Mapping[str, Any]) -> SparqlSource:
+        """Build from a resolved ``datasources:`` entry (unknown keys are a ConfigError)."""
+        unknown = sorted(set(spec) - SPARQL_KEYS - {"type"})
+        if unknown:
+            raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {cls.type} "
+                              f"(allowed: {', '.join(sorted(SPARQL_KEYS))})", key=f"datasources.{name}")
+        return cls(name, spec)
+
+    def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
+        self.name = name
+        raw = spec.get("endpoint", spec.get("url"))
+        if not isinstance(raw, str) or not raw.strip():
+            raise ConfigError("type sparql needs 'endpoint' (the query URL)",
+                              key=f"datasources.{name}.endpoint")
+        url, url_user, url_pwd = _split_userinfo(raw.strip())
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+            raise ConfigError(f"endpoint must be an http(s) URL, got {url!r}",
+                              key=f"datasources.{name}.endpoint")
+        self.endpoint = url
+        user = spec.get("user", url_user)
+        pwd = spec.get("password", url_pwd)
+        self.user: str | None = str(user) if user is not None else None
+        self._password: str | None = str(pwd) if pwd is not None else None
+        if self._password is not None and self.user is None:
+            raise ConfigError("'password' given without 'user'", key=f"datasources.{name}.user")
+        self.timeout = float(spec.get("timeout", DEFAULT_TIMEOUT))
+        self.max_rows = int(spec.get("max_rows", DEFAULT_MAX_ROWS))
+        self.retries = max(0, int(spec.get("retries", 2)))
+        self.backoff = max(0.0, float(spec.get("backoff", 0.5)))
+        self.method = str(spec.get("method", "POST")).upper()
+        if self.method not in ("GET", "POST"):
+            raise ConfigError("method must be GET or POST", key=f"datasources.{name}.method")
+        self.data_version = str(spec.get("data_version", ""))
+        #: Attempts made by the last :meth:`execute` (observability for tests and reports).
+        self.last_attempts = 0
+
+    def __repr__(self) -> str:
+        auth = f", user={self.user!r}, password=***" if self.user else ""
+        return f"SparqlSource({self.name!r}, {self.endpoint!r}{auth})"
+
+    def _scrub(self, text: str) -> str:
+        if self._password:
+            text = text.replace(self._password, "***")
+            quoted = urllib.parse.quote(self._password, safe="")
+            if quoted != self._password:
+                text = text.replace(quoted, "***")
+        return text
+
+    def _once(self, query: str, timeout: float) -> dict[str, Any]:
+        from SPARQLWrapper import JSON, POST, SPARQLWrapper
+        from SPARQLWrapper.SPARQLExceptions import (
+            EndPointInternalError,
+            EndPointNotFound,
+            QueryBadFormed,
+            Unauthorized,
+            URITooLong,
+        )
+
+        sw = SPARQLWrapper(self.endpoint, agent="pytest-queryeval")
+        sw.setQuery(query)
+        sw.setReturnFormat(JSON)
+        if self.method == "POST":
+            sw.setMethod(POST)
+        sw.timeout = timeout  # type: ignore[assignment]  # setTimeout() truncates to int
+        if self.user is not None:
+            sw.setCredentials(self.user, self._password or "")
+        try:
+            result = sw.query()
+            data = result.convert()
+        except (QueryBadFormed, URITooLong, EndPointInternalError) as exc:
+            raise QueryFailed(self._scrub(_short(exc))) from None
+        except Unauthorized:
+            raise SourceUnavailable(f"{self.endpoint}: authentication failed (HTTP 401)") \
+                from None
+        except EndPointNotFound:
+            raise SourceUnavailable(f"{self.endpoint}: not found (HTTP 404)") from None
+        except urllib.error.HTTPError as exc:
+            if exc.code in _RETRY_HTTP:
+                raise _Retryable(f"HTTP {exc.code}") from None
+            raise QueryFailed(f"HTTP {exc.code}: {self._scrub(_short(exc))}") from None
+        except TimeoutError:
+            raise QueryTimeout(f"no answer from {self.endpoint} within {timeout:g} s") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise QueryTimeout(f"no answer from {self.endpoint} within {timeout:g} s") \
+                    from None
+            raise _Retryable(self._scrub(str(exc.reason))) from None
+        except (ConnectionError, http.client.HTTPException) as exc:
+            raise _Retryable(self._scrub(f"{type(exc).__name__}: {exc}")) from None
+        except ValueError as exc:  # invalid JSON body
+            raise QueryFailed(f"unreadable response: {self._scrub(str(exc))[:300]}") from None
+        if not isinstance(data, dict):
+            raise QueryFailed("the endpoint did not return SPARQL JSON results")
+        return data
+
+    def execute(self, query: str, *, timeout: float = DEFAULT_TIMEOUT,
+                max_rows: int = DEFAULT_MAX_ROWS, trusted: bool = False) -> ResultTable:
+        """Guard, send with bounded retries, normalise the JSON results."""
+        del trusted  # gold queries are guarded too
+        c = check_query(query)
+        t0 = time.perf_counter()
+        last = ""
+        self.last_attempts = 0
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * (2 ** (attempt - 1)))
+            self.last_attempts = attempt + 1
+            try:
+                data = self._once(query, timeout)
+                break
+            except _Retryable as exc:
+                last = str(exc)
+        else:
+            raise SourceUnavailable(f"cannot reach {self.endpoint} after {self.retries + 1} "
+                                    f"attempt(s): {last}")
+        table = _to_table(data, max_rows)
+        table.seconds = time.perf_counter() - t0
+        table.meta.update({"form": c.form, "order_by": c.has_order_by,
+                           "attempts": self.last_attempts})
+        return table
+
+    def fingerprint(self) -> str:
+        """Endpoint URL, user and ``data_version`` — never the password."""
+        ident = f"{self.endpoint}\n{self.user or ''}\n{self.data_version}"
+        return "sparql:" + hashlib.sha256(ident.encode()).hexdigest()
+
+    def close(self) -> None:
+        """Stateless: every request opens its own connection."""
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text if len(text) <= 500 else text[:500] + "..."
+
+
+def _to_table(data: dict[str, Any], max_rows: int) -> ResultTable:
+    """SPARQL JSON results -> ResultTable (ASK: one boolean cell under ``boolean``)."""
+    if "boolean" in data:
+        return ResultTable(["boolean"], [(bool(data["boolean"]),)])
+    head = data.get("head") or {}
+    results = data.get("results") or {}
+    cols = [str(v) for v in head.get("vars", [])]
+    bindings = results.get("bindings")
+    if not isinstance(bindings, list):
+        raise QueryFailed("the endpoint did not return SPARQL JSON results")
+    truncated = len(bindings) > max_rows
+    rows = [
+        tuple(from_binding(b[v]) if isinstance(b.get(v), dict) else None for v in cols)
+        for b in bindings[:max_rows]
+    ]
+    return ResultTable(cols, rows, truncated)
