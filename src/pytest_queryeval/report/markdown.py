@@ -1,0 +1,244 @@
+"""Markdown summary (``--queryeval-markdown``) for a PR comment or ``$GITHUB_STEP_SUMMARY``.
+
+GitHub renders inline HTML in Markdown, so every value from the report is escaped: a question
+or a predicted query can never inject markup, links or formatting into the comment.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_queryeval.report.baseline import (
+    PASS_RATE,
+    Comparison,
+    MetricDelta,
+    arrow,
+    is_detail_metric,
+    is_timing,
+    ordered_difficulties,
+    ordered_metrics,
+)
+
+__all__ = ["render_markdown"]
+
+#: Failures shown in full; GitHub comments are capped at 65,536 characters.
+MAX_FAILURES = 20
+#: Characters of a predicted/gold value shown per failure.
+MAX_VALUE = 1500
+LATENCY_METRIC = "prediction_seconds"
+_FAILED = ("failed", "error")
+
+#: Inline syntax only (values never start a line): emphasis, code, links, strikethrough, cells.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md(value: Any) -> str:
+    """Inline-safe text: HTML-escaped, Markdown punctuation and table pipes neutralised."""
+    text = " ".join(str(value).split())  # newlines would break a table row
+    # & < > become entities; the rest of Markdown's punctuation is backslash-escaped.
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def code(value: Any) -> str:
+    """Inline code span that survives backticks and pipes in the value."""
+    text = " ".join(str(value).split()).replace("|", "¦")
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced block longer than any backtick run inside (code blocks show text literally)."""
+    ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{float(value) * 100:.1f} %"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return "–" if value is None else f"{float(value):.{digits}f}"
+
+
+def _value_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                          indent=1, default=str)
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + " … [truncated]"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = None) -> str:
+    """The run summary as GitHub-flavoured Markdown: headline, gates, per kind, baseline."""
+    out: list[str] = []
+    agg: Mapping[str, Any] = report.get("aggregates") or {}
+    overall: Mapping[str, Any] = agg.get("overall") or {}
+    run: Mapping[str, Any] = report.get("run") or {}
+    gates = list(report.get("gates") or [])
+    judged = (overall.get("passed") or 0) + (overall.get("failed") or 0) + (
+        overall.get("errors") or 0)
+    verdicts = []
+    if gates:
+        ok = sum(bool(g.get("passed")) for g in gates)
+        verdicts.append(f"gates {ok}/{len(gates)} {'✅' if ok == len(gates) else '❌'}")
+    if comparison is not None:
+        verdicts.append("baseline " + ("✅" if comparison.passed else "❌"))
+    head = (f"## queryeval: {overall.get('passed', 0)}/{judged} passed "
+            f"({_pct(overall.get('pass_rate'))})")
+    out.append(head + (" · " + " · ".join(verdicts) if verdicts else ""))
+    out.append("")
+    facts = []
+    if run.get("interrupted"):
+        facts.append("**interrupted: partial results**")
+    counts = [f"{overall.get(k)} {label}" for k, label in
+              (("count", "cases"), ("errors", "errors"), ("skipped", "skipped"),
+               ("xfailed", "xfailed")) if overall.get(k)]
+    facts.extend(counts)
+    if run.get("duration_s") is not None:
+        facts.append(f"{float(run['duration_s']):.1f} s")
+    if run.get("predictions"):
+        facts.append(f"predictions {code(run['predictions'])}")
+    if run.get("queryeval_version"):
+        facts.append(f"pytest-queryeval {md(run['queryeval_version'])}")
+    if facts:
+        out.extend([" · ".join(facts), ""])
+
+    if gates:
+        out.extend(_gates(gates))
+    out.extend(_kinds(agg))
+    if comparison is not None:
+        out.extend(_baseline(comparison))
+    out.extend(_failures(report.get("cases") or []))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _gates(gates: list[Mapping[str, Any]]) -> list[str]:
+    out = ["### Gates", "", _row(["gate", "value", "limit", ""]), "|---|---:|---:|:-:|"]
+    for g in gates:
+        fmt = _pct if g.get("stat") == "pass_rate" else _num
+        out.append(_row([md(g.get("name")), fmt(g.get("value")),
+                         f"{md(g.get('op') or '>=')} {fmt(g.get('limit'))}",
+                         "✅" if g.get("passed") else "❌"]))
+    out.append("")
+    return out
+
+
+def _kinds(agg: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    by_kd: Mapping[str, Mapping[str, Any]] = agg.get("by_kind_difficulty") or {}
+    by_kind: Mapping[str, Any] = agg.get("by_kind") or {}
+    for kind in sorted(by_kd):
+        groups = [(d, by_kd[kind][d]) for d in ordered_difficulties(by_kd[kind])]
+        if kind in by_kind:
+            groups.append(("**all**", by_kind[kind]))
+        names = ordered_metrics(m for _, s in groups for m in (s.get("metrics") or {}))
+        shown = [m for m in names if not is_detail_metric(m) and not is_timing(m)]
+        latency = LATENCY_METRIC in names
+        out.extend([f"### {md(kind)}", ""])
+        header = ["difficulty", "cases", "pass rate", *(md(m) for m in shown)]
+        if latency:
+            header.append("latency (s)")
+        out.append(_row(header))
+        out.append("|---|---:|---:|" + "---:|" * (len(shown) + int(latency)))
+        for diff, stats in groups:
+            metrics = stats.get("metrics") or {}
+            cells = [diff if diff == "**all**" else md(diff), str(stats.get("count", 0)),
+                     _pct(stats.get("pass_rate")),
+                     *(_num((metrics.get(m) or {}).get("mean")) for m in shown)]
+            if latency:
+                lat = metrics.get(LATENCY_METRIC)
+                cells.append(f"{lat['mean']:.2f} ± {lat['std']:.2f}" if lat else "–")
+            out.append(_row(cells))
+        hidden = len([m for m in names if is_detail_metric(m)])
+        if hidden:
+            out.append("")
+            out.append(f"<sub>{hidden} per-component/per-dimension metrics are in the JSON "
+                       f"and Excel reports.</sub>")
+        out.append("")
+    return out
+
+
+def _delta_cell(d: MetricDelta) -> str:
+    if d.delta is None:
+        return "–"
+    mark = arrow(d)
+    return f"{mark} 0.000" if mark == "=" else f"{mark} {d.delta:+.3f}"
+
+
+def _baseline(cmp: Comparison) -> list[str]:
+    out = ["### Baseline", ""]
+    if not cmp.comparable:
+        out.extend([f"❌ not comparable: {md(cmp.reason)}", ""])
+        return out
+    out.append(f"{'✅' if cmp.passed else '❌'} {md(cmp.verdict())}")
+    out.append("")
+    note = f"{cmp.common} cases in both runs"
+    if cmp.new_cases or cmp.removed_cases:
+        note += f"; {len(cmp.new_cases)} new and {len(cmp.removed_cases)} removed (not compared)"
+    out.extend([note + ".", ""])
+    rows = [d for d in cmp.overall()
+            if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed]
+    rows += [d for d in cmp.failures if d.scope != "overall"]
+    out.append(_row(["metric", "baseline", "current", "Δ", "max drop"]))
+    out.append("|---|---:|---:|---:|---:|")
+    for d in rows:
+        name = md(d.metric) if d.scope == "overall" else f"{md(d.metric)} ({md(d.label)})"
+        limit = "" if d.limit is None else f"{d.limit:g}" + (" ❌" if d.failed else "")
+        out.append(_row([name, _num(d.baseline), _num(d.current), _delta_cell(d), limit]))
+    out.append("")
+    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
+        if changes:
+            items = ", ".join(f"{code(c.id)} ({md(c.kind)}/{md(c.difficulty)})"
+                              for c in changes[:MAX_FAILURES])
+            more = f" and {len(changes) - MAX_FAILURES} more" if len(changes) > MAX_FAILURES \
+                else ""
+            out.extend([f"**{title} ({len(changes)})**: {items}{more}", ""])
+    out.extend(f"> ⚠️ {md(w)}" for w in cmp.warnings)
+    if cmp.warnings:
+        out.append("")
+    return out
+
+
+def _failures(cases: list[Mapping[str, Any]]) -> list[str]:
+    failed = [c for c in cases if c.get("outcome") in _FAILED]
+    if not failed:
+        return []
+    out = [f"### Failures ({len(failed)})", ""]
+    for case in failed[:MAX_FAILURES]:
+        why = ", ".join(str(m) for m in case.get("failed_metrics") or []) or case.get("outcome")
+        summary = (f"{case.get('id')} — {case.get('kind')}/{case.get('difficulty') or 'unknown'}"
+                   f" — {why}")
+        out.extend(["<details>", f"<summary>{html.escape(summary)}</summary>", ""])
+        if case.get("question"):
+            out.extend([f"**Question:** {md(case['question'])}", ""])
+        if case.get("error"):
+            out.extend([f"**Error:** {md(case['error'])}", ""])
+        metrics = case.get("metrics") or {}
+        thresholds = case.get("thresholds") or {}
+        gated = [m for m in ordered_metrics(thresholds) if m in metrics]
+        if gated:
+            out.extend([_row(["metric", "value", "threshold"]), "|---|---:|---|"])
+            for m in gated:
+                t = thresholds[m] or {}
+                limit = " ".join(f"{k} {v:g}" for k, v in t.items()
+                                 if isinstance(v, int | float))
+                out.append(_row([md(m), _num(metrics[m]), md(limit)]))
+            out.append("")
+        for label, key in (("Predicted", "predicted"), ("Gold", "gold")):
+            if case.get(key) is not None:
+                out.extend([f"**{label}:**", "", fence(_value_text(case[key])), ""])
+        diff = [str(line) for line in case.get("diff") or []]
+        if diff:
+            out.extend(["**Diff:**", "", fence("\n".join(diff[:40])), ""])
+        out.extend(["</details>", ""])
+    if len(failed) > MAX_FAILURES:
+        out.extend([f"… and {len(failed) - MAX_FAILURES} more failures (see the JSON report).",
+                    ""])
+    return out
