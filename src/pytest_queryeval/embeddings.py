@@ -177,6 +177,23 @@ def _offline(enabled: bool) -> Iterator[None]:
                 os.environ[n] = v
 
 
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bar in the middle of pytest's output."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(ref: ModelRef, device: str | None = None) -> Any:
     """Load a SentenceTransformer (imports torch). Never falls back to another model."""
     try:
@@ -187,7 +204,7 @@ def load_model(ref: ModelRef, device: str | None = None) -> Any:
         ) from exc
     local = ref.path is not None
     try:
-        with _offline(local):
+        with _offline(local), _quiet_loading():
             return SentenceTransformer(
                 str(ref.path) if local else ref.spec, device=device, local_files_only=local
             )
