@@ -1,0 +1,101 @@
+"""The read-only SPARQL guard: every update form is refused, reads with look-alike words pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_queryeval.errors import QueryRefused
+from pytest_queryeval.sources.sparqlguard import check_query, classify
+
+G = "<http://example.org/g>"
+
+#: (label, request) — every SPARQL 1.1 Update operation, plus disguises.
+UPDATES = [
+    ("insert-data", 'INSERT DATA { <http://x/a> <http://x/p> "v" }'),
+    ("delete-data", 'DELETE DATA { <http://x/a> <http://x/p> "v" }'),
+    ("delete-where", "DELETE WHERE { ?s ?p ?o }"),
+    ("delete-insert-where", "DELETE { ?s ?p ?o } INSERT { ?s ?p 1 } WHERE { ?s ?p ?o }"),
+    ("with-delete", f"WITH {G} DELETE {{ ?s ?p ?o }} WHERE {{ ?s ?p ?o }}"),
+    ("load", "LOAD <http://example.org/data.ttl>"),
+    ("load-silent-into", f"LOAD SILENT <http://example.org/data.ttl> INTO GRAPH {G}"),
+    ("clear-all", "CLEAR ALL"),
+    ("clear-default", "CLEAR DEFAULT"),
+    ("drop-graph", f"DROP GRAPH {G}"),
+    ("drop-silent-all", "DROP SILENT ALL"),
+    ("create", f"CREATE GRAPH {G}"),
+    ("add", f"ADD DEFAULT TO {G}"),
+    ("move", f"MOVE {G} TO DEFAULT"),
+    ("copy", f"COPY DEFAULT TO {G}"),
+    ("lower-case", "insert data { <http://x/a> <http://x/p> 1 }"),
+    ("mixed-case", "dRoP aLl"),
+    ("after-prefix", "PREFIX ex: <http://example.org/>\nINSERT DATA { ex:a ex:p ex:b }"),
+    ("after-base-prefix", "BASE <http://example.org/>\nPREFIX : <#>\nprefix ex: <x#> CLEAR ALL"),
+    ("after-comments", "# just a read, honest\n# SELECT * WHERE {}\nDELETE WHERE { ?s ?p ?o }"),
+    ("comment-between", "PREFIX ex: <http://e/> # comment with SELECT\n  DROP ALL"),
+    ("no-space-brace", "INSERT{<http://x/a> <http://x/p> 1}WHERE{}"),
+    ("select-then-update", "SELECT * WHERE { ?s ?p ?o } ; DROP ALL"),
+    ("two-updates", "CLEAR DEFAULT ; LOAD <http://example.org/x.ttl>"),
+    ("string-then-update", 'INSERT DATA { <http://x/a> <http://x/p> """SELECT""" }'),
+]
+
+
+@pytest.mark.parametrize(("label", "query"), UPDATES, ids=[u[0] for u in UPDATES])
+def test_updates_are_refused(label: str, query: str) -> None:
+    with pytest.raises(QueryRefused, match="SPARQL Update is not allowed") as info:
+        check_query(query)
+    assert info.value.reason().startswith("refused: ")
+
+
+@pytest.mark.parametrize("query", [
+    "CONSTRUCT WHERE { ?s ?p ?o }",
+    "PREFIX ex: <http://e/> construct { ?s ex:p ?o } where { ?s ?p ?o }",
+    "DESCRIBE <http://example.org/a>",
+])
+def test_graph_forms_are_refused_with_their_reason(query: str) -> None:
+    with pytest.raises(QueryRefused, match="returns a graph, not a result table"):
+        check_query(query)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "# only a comment", "hello world",
+                                   "PREFIX ex: <http://e/>"])
+def test_non_queries_are_refused(query: str) -> None:
+    with pytest.raises(QueryRefused):
+        check_query(query)
+
+
+#: Reads containing update words where they are harmless: strings, IRIs, comments, variables,
+#: prefixed names, language tags.
+READS = [
+    'SELECT ?s WHERE { ?s ?p "DELETE WHERE { ?s ?p ?o }" }',
+    "SELECT ?s WHERE { ?s ?p '''INSERT\nDATA''' }",
+    "SELECT ?s WHERE { ?s <http://example.org/drop/clear#load> ?o }",
+    "SELECT ?insert ?delete WHERE { ?insert ?delete $load }",
+    "PREFIX copy: <http://e/> SELECT ?s WHERE { ?s copy:move copy:add }",
+    "SELECT ?s WHERE { ?s ?p ?o } # DROP ALL",
+    'ASK { ?s ?p "x"@add }',
+    'SELECT ?s WHERE { ?s ?p ?o FILTER(?o < 5 && ?o > "INSERT") }',
+    "select distinct ?s where { ?s a <http://x/C> } order by ?s limit 3",
+    'SELECT ?s WHERE { ?s ?p "escaped \\" DROP ALL \\"" }',
+]
+
+
+@pytest.mark.parametrize("query", READS)
+def test_reads_pass(query: str) -> None:
+    assert check_query(query).form in ("SELECT", "ASK")
+
+
+def test_order_by_only_counts_on_the_outer_query() -> None:
+    inner = "SELECT ?x WHERE { { SELECT ?x WHERE { ?x ?p ?o } ORDER BY ?x LIMIT 3 } }"
+    assert not classify(inner).has_order_by
+    assert classify(inner + " ORDER BY DESC(?x)").has_order_by
+    assert classify("select ?x { ?x ?p ?o } order\n  by ?x").has_order_by
+
+
+def test_select_star_and_service_are_detected() -> None:
+    assert classify("SELECT DISTINCT * { ?s ?p ?o }").select_star
+    assert not classify("SELECT (COUNT(*) AS ?n) { ?s ?p ?o }").select_star
+    q = "SELECT * { SERVICE <http://dbpedia.org/sparql> { ?s ?p ?o } }"
+    assert classify(q).has_service
+    check_query(q)  # allowed for an endpoint...
+    with pytest.raises(QueryRefused, match="SERVICE"):
+        check_query(q, allow_service=False)  # ...never from a local graph
