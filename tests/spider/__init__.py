@@ -1,0 +1,1 @@
+"""Spider structural evaluation tests."""
