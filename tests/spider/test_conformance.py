@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.metrics.spider import OFFICIAL_NAMES
-from pytest_queryeval.metrics.spider import Schema
-from pytest_queryeval.metrics.spider import StructureResult
-from pytest_queryeval.metrics.spider import aggregate
-from pytest_queryeval.metrics.spider import format_table
-from pytest_queryeval.metrics.spider import hardness
-from pytest_queryeval.metrics.spider import structure_scores
+from pytest_queryeval.metrics.spider import (
+    OFFICIAL_NAMES,
+    Schema,
+    StructureResult,
+    aggregate,
+    format_table,
+    hardness,
+    structure_scores,
+)
 
 #: field -> item indexes allowed to disagree (each documented in docs/spider-conformance.md)
 KNOWN: dict[str, set[int]] = {}
@@ -106,7 +108,8 @@ def test_metrics_follow_partials(results: list[StructureResult],
             got = tuple(res.metrics[f"{comp}_{m}"] for m in ("acc", "rec", "f1"))
             assert got == expected, (item["idx"], comp)
         if item["pred_parse_error"]:
-            assert res.pred_parse_error and res.diff
+            assert res.pred_parse_error
+            assert res.diff
         elif not item["exact"]:
             assert res.diff, item["idx"]
 

@@ -8,21 +8,15 @@ table. See ``docs/spider-conformance.md`` for the measured agreement.
 
 from __future__ import annotations
 
-from .aggregate import LEVELS
-from .aggregate import aggregate
-from .aggregate import format_table
+from .aggregate import LEVELS, aggregate, format_table
 from .hardness import hardness
-from .match import COMPONENTS
-from .match import OFFICIAL_NAMES
-from .match import StructureResult
-from .match import structure_scores
-from .parse import SpiderParseError
-from .parse import parse_sql
+from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult, structure_scores
+from .parse import SpiderParseError, parse_sql
 from .schema import Schema
 
 #: Every per-case metric name this package produces.
-METRICS: tuple[str, ...] = ("exact_set_match",) + tuple(
-    f"{c}_{m}" for c in COMPONENTS for m in ("acc", "rec", "f1"))
+METRICS: tuple[str, ...] = (
+    "exact_set_match", *(f"{c}_{m}" for c in COMPONENTS for m in ("acc", "rec", "f1")))
 
 __all__ = [
     "COMPONENTS",

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .match import COMPONENTS
-from .match import OFFICIAL_NAMES
-from .match import StructureResult
+from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult
 
 LEVELS = ("easy", "medium", "hard", "extra", "all")
 
@@ -32,13 +30,13 @@ def aggregate(results: Iterable[StructureResult]) -> dict[str, Any]:
             s["count"] += 1
             s["exact"] += res.exact
             for comp in COMPONENTS:
-                acc, rec, _f1, label_total, pred_total = res.partial[comp]
+                item = res.partial[comp]
                 p = s["partial"][comp]
-                if pred_total > 0:
-                    p[0] += acc
+                if item[4] > 0:  # pred_total
+                    p[0] += item[0]
                     p[1] += 1
-                if label_total > 0:
-                    p[2] += rec
+                if item[3] > 0:  # label_total
+                    p[2] += item[1]
                     p[3] += 1
     out: dict[str, Any] = {}
     for lv in LEVELS:
@@ -51,8 +49,8 @@ def aggregate(results: Iterable[StructureResult]) -> dict[str, Any]:
             level["exact"] = s["exact"] / count
             for comp in COMPONENTS:
                 acc_sum, n_acc, rec_sum, n_rec = s["partial"][comp]
-                acc = acc_sum / n_acc if n_acc else 0.0
-                rec = rec_sum / n_rec if n_rec else 0.0
+                acc: float = acc_sum / n_acc if n_acc else 0.0
+                rec: float = rec_sum / n_rec if n_rec else 0.0
                 f1 = 1.0 if acc == 0 and rec == 0 else 2.0 * acc * rec / (acc + rec)
                 level["partial"][comp] = {"acc": acc, "rec": rec, "f1": f1}
         out[lv] = level

@@ -12,9 +12,7 @@ import threading
 from typing import Any
 
 from ...errors import GoldError
-from .parse import SQL
-from .parse import SpiderParseError
-from .parse import parse_sql
+from .parse import SQL, SpiderParseError, parse_sql
 from .schema import Schema
 
 _LIKE = 9  # WHERE_OPS.index("like")

@@ -13,20 +13,12 @@ the evaluator that produced Spider's historical ``eval_result_example.txt``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import GoldError
-from .hardness import counts
-from .hardness import level
-from .parse import AGG_OPS
-from .parse import SQL
-from .parse import UNIT_OPS
-from .parse import WHERE_OPS
-from .parse import SpiderParseError
-from .parse import empty_sql
-from .parse import parse_sql
+from .hardness import counts, level
+from .parse import AGG_OPS, SQL, UNIT_OPS, WHERE_OPS, SpiderParseError, empty_sql, parse_sql
 from .schema import Schema
 
 #: Our component names, in the evaluator's print order, with the evaluator's labels.
@@ -99,7 +91,8 @@ def rebuild(sql: SQL, schema: Schema) -> SQL:
     """Values dropped, then DISTINCT dropped and foreign keys canonicalised (``evaluate``)."""
     valid = schema.valid_col_units(
         tu[1] for tu in sql["from"]["table_units"] if tu[0] == "table_unit")
-    return _rebuild_cols(_drop_values(sql), valid, schema.kmap)
+    rebuilt: SQL = _rebuild_cols(_drop_values(sql), valid, schema.kmap)
+    return rebuilt
 
 
 def _drop_values(sql: SQL | None) -> Any:
@@ -417,7 +410,7 @@ def _component_text(name: str, sql: SQL) -> str:
         if not sql["orderBy"]:
             return "-"
         direction, units = sql["orderBy"]
-        text = ", ".join(_val_text(u) for u in units) + " " + direction.upper()
+        text = ", ".join(_val_text(u) for u in units) + " " + str(direction).upper()
         return text + (" LIMIT n" if sql["limit"] is not None else "")
     if name == "iuen":
         return ", ".join(op.upper() for op in ("intersect", "except", "union")

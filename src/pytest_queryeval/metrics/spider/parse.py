@@ -23,8 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from .schema import Schema
-from .tokenize import TokenizeError
-from .tokenize import tokenize
+from .tokenize import TokenizeError, tokenize
 
 CLAUSE_KEYWORDS = frozenset(
     ("select", "from", "where", "group", "order", "limit", "intersect", "union", "except"))

@@ -13,8 +13,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,10 +172,15 @@ def _foreign_key_map(cols: list[str], foreign_keys: Iterable[tuple[int, int]]) -
 
 
 _TABLES_JSON: dict[str, tuple[float, dict[str, Schema]]] = {}
+#: The same, keyed by the path string as given (no stat per call: cases look schemas up often).
+_TABLES_BY_ARG: dict[str, dict[str, Schema]] = {}
 _TABLES_LOCK = threading.Lock()
 
 
 def _load_tables_json(path: str | os.PathLike[str]) -> dict[str, Schema]:
+    fast = _TABLES_BY_ARG.get(path) if isinstance(path, str) else None
+    if fast is not None:
+        return fast
     key = str(Path(path).resolve())
     try:
         mtime = os.stat(key).st_mtime
@@ -193,4 +197,6 @@ def _load_tables_json(path: str | os.PathLike[str]) -> dict[str, Schema]:
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise ConfigError(f"not a Spider tables.json: {exc}", file=str(path)) from None
         _TABLES_JSON[key] = (mtime, dbs)
+        if isinstance(path, str):
+            _TABLES_BY_ARG[path] = dbs
         return dbs

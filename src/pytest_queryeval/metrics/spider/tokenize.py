@@ -17,27 +17,41 @@ class TokenizeError(ValueError):
     """The query cannot be tokenised the Spider way (an odd number of quotes)."""
 
 
-_SUBS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # STARTING_QUOTES (the ones that can match without quote characters)
-    (re.compile("([«“‘„]|[`]+)"), r" \1 "),
+_FINAL_TAIL = "]})>\"'»”’ "
+
+
+def _ends_with_period(text: str) -> bool:
+    """Whether nltk's final-period rules can match (a '.' followed only by closers/spaces)."""
+    while True:
+        stripped = text.rstrip(_FINAL_TAIL).rstrip()
+        if stripped == text:
+            return text.endswith(".")
+        text = stripped
+
+# (trigger, pattern, replacement): a rule runs only when its trigger can match, which is exact
+# because the substitutions only insert spaces (they never create a trigger that was absent).
+_SUBS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    # STARTING_QUOTES (the one that can match without quote characters)
+    ("«“‘„`", re.compile("([«“‘„]|[`]+)"), r" \1 "),
+    ("``", re.compile(r"(``)"), r" \1 "),
     # PUNCTUATION
-    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*)\s*$"), r"\1 \2 \3 "),
-    (re.compile(r"([:,])([^\d])"), r" \1 \2"),
-    (re.compile(r"([:,])$"), r" \1 "),
-    (re.compile(r"\.{2,}"), r" \g<0> "),
-    (re.compile(r"[;@#$%&]"), r" \g<0> "),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
-    (re.compile(r"[?!]"), r" \g<0> "),
-    (re.compile(r"([^'])' "), r"\1 ' "),
-    (re.compile(r"[*]"), r" \g<0> "),
+    ("$.", re.compile(r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*)\s*$"), r"\1 \2 \3 "),
+    (":,", re.compile(r"([:,])([^\d])"), r" \1 \2"),
+    (":,", re.compile(r"([:,])$"), r" \1 "),
+    ("..", re.compile(r"\.{2,}"), r" \g<0> "),
+    (";@#$%&", re.compile(r"[;@#$%&]"), r" \g<0> "),
+    ("$.", re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
+    ("?!", re.compile(r"[?!]"), r" \g<0> "),
+    ("'", re.compile(r"([^'])' "), r"\1 ' "),
+    ("*", re.compile(r"[*]"), r" \g<0> "),
     # PARENS_BRACKETS, DOUBLE_DASHES
-    (re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> "),
-    (re.compile(r"--"), r" -- "),
-)
-_ENDING = (
-    (re.compile("([»”’])"), r" \1 "),
-    (re.compile(r"''"), " '' "),
-    (re.compile(r'"'), " '' "),
+    ("[](){}<>", re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> "),
+    ("--", re.compile(r"--"), r" -- "),
+    # ENDING_QUOTES (after padding the text with spaces)
+    ("pad", re.compile(""), ""),
+    ("»”’", re.compile("([»”’])"), r" \1 "),
+    ("''", re.compile(r"''"), " '' "),
+    ('"', re.compile(r'"'), " '' "),
 )
 _CONTRACTIONS = tuple(
     re.compile(p)
@@ -52,24 +66,28 @@ _CONTRACTIONS = tuple(
         r"(?i)\b(wan)(?#X)(na)(?=\s)",
     )
 )
-# Characters that make any of the rules above fire; a query made only of other characters is
-# split on whitespace directly (the common case, and much faster).
-_SPECIAL = re.compile(r"[«“‘„`.:,;@#$%&?!'*\]\[(){}<>\-»”’]|can|gim|gon|got|lem|wan|more",
-                      re.IGNORECASE)
+_CONTRACTION_HINT = re.compile(r"cannot|d'ye|gimme|gonna|gotta|lemme|more'n|wanna", re.IGNORECASE)
 _PREFIX = ("!", ">", "<")
 
 
 def word_tokenize(text: str) -> list[str]:
     """nltk ``NLTKWordTokenizer.tokenize`` on a single sentence (quote-free text)."""
-    if _SPECIAL.search(text) is None:
-        return text.split()
-    for regexp, sub in _SUBS:
+    for trigger, regexp, sub in _SUBS:
+        if trigger == "pad":  # nltk pads the text before its ENDING_QUOTES rules
+            text = " " + text + " "
+            continue
+        if trigger == "$.":
+            if not _ends_with_period(text):
+                continue
+        elif len(trigger) == 2 and trigger[0] == trigger[1]:
+            if trigger not in text:
+                continue
+        elif not any(ch in text for ch in trigger):
+            continue
         text = regexp.sub(sub, text)
-    text = " " + text + " "
-    for regexp, sub in _ENDING:
-        text = regexp.sub(sub, text)
-    for regexp in _CONTRACTIONS:
-        text = regexp.sub(r" \1 \2 ", text)
+    if _CONTRACTION_HINT.search(text):
+        for regexp in _CONTRACTIONS:
+            text = regexp.sub(r" \1 \2 ", text)
     return text.split()
 
 
