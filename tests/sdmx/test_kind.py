@@ -162,10 +162,10 @@ def test_mexico_perfect_from_source():
     assert scored.metrics["macro_precision"] == 1.0
     assert scored.metrics["macro_recall"] == 1.0
     assert scored.metrics["f1[INDICATOR]"] == 1.0
-    assert scored.details["indicator_selection_details"].startswith(
+    assert scored.details["sdmx_details"].startswith(
         "INDICATOR\n[recall: 1.00, precision: 1.00]\nTrue Positives [1]\n"
         "  * LP: Population, Persons for countries / Index for country groups\n")
-    assert scored.diff == scored.details["indicator_selection_details"].splitlines()
+    assert scored.diff == scored.details["sdmx_details"].splitlines()
 
 
 def test_seed_worked_example_through_the_kind():

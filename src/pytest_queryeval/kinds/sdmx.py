@@ -191,7 +191,7 @@ class SdmxKind:
             "case_insensitive_names": options.case_insensitive_names,
             "turns": [s.to_json() for s in scores],
             "dimensions_not_in_target": sorted({d.key for s in scores for d in s.not_in_target}),
-            "indicator_selection_details": text,
+            "sdmx_details": text,
         }
         if lookup is not None:
             details["invalid_terms"] = [{"turn": s.turn, **i} for s in scores

@@ -94,8 +94,10 @@ def _scalar(value: Any, path: str) -> str | None:
     raise SelectionError(path, f"must be a string, not {type(value).__name__}")
 
 
-def _unknown(keys: Iterable[Any]) -> str:
-    return f"unknown key(s): {', '.join(sorted(map(str, keys)))}"
+def _unknown(path: str, keys: Iterable[Any], known: str) -> SelectionError:
+    """Located at the first unknown key, so the report points at its line."""
+    first = sorted(map(str, keys))[0]
+    return SelectionError(f"{path}.{first}", f"unknown key (expected {known})")
 
 
 def _add(sel: Selection, dataset: str, dim: str, terms: Iterable[SdmxTerm]) -> None:
@@ -120,7 +122,7 @@ def parse_indicator_selection(data: Any, path: str = "indicator_selection",
             raise SelectionError(p, "must be a mapping with dataset_id and dimensions")
         unknown = set(entry) - {"dataset_id", "dimensions"}
         if strict and unknown:
-            raise SelectionError(p, _unknown(unknown))
+            raise _unknown(p, unknown, "dataset_id, dimensions")
         dataset = _scalar(entry.get("dataset_id"), f"{p}.dataset_id")
         if not dataset:
             raise SelectionError(f"{p}.dataset_id", "is required")
@@ -135,7 +137,7 @@ def parse_indicator_selection(data: Any, path: str = "indicator_selection",
                 raise SelectionError(dp, "must be a mapping with dimension_name and values")
             unknown = set(dim_entry) - {"dimension_name", "values"}
             if strict and unknown:
-                raise SelectionError(dp, _unknown(unknown))
+                raise _unknown(dp, unknown, "dimension_name, values")
             dim = _scalar(dim_entry.get("dimension_name"), f"{dp}.dimension_name")
             if not dim:
                 raise SelectionError(f"{dp}.dimension_name", "is required")
@@ -153,7 +155,7 @@ def parse_indicator_selection(data: Any, path: str = "indicator_selection",
                     raise SelectionError(vp, "must be a mapping with id and/or name")
                 unknown = set(v) - {"id", "name"}
                 if strict and unknown:
-                    raise SelectionError(vp, _unknown(unknown))
+                    raise _unknown(vp, unknown, "id, name")
                 term = SdmxTerm(_scalar(v.get("id"), f"{vp}.id"),
                                 _scalar(v.get("name"), f"{vp}.name"))
                 if term.id is None and term.name is None:
