@@ -33,8 +33,10 @@ def spider87(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
             conn.executescript(script.read_text())
         conn.close()
         dbs[script.stem] = path
-    gold = [line.strip().split("\t") for line in (spider / "gold_example.txt").read_text().splitlines()[:N]]
-    pred = [line.strip().split("\t")[0] for line in (spider / "pred_example.txt").read_text().splitlines()[:N]]
+    gold_lines = (spider / "gold_example.txt").read_text().splitlines()[:N]
+    pred_lines = (spider / "pred_example.txt").read_text().splitlines()[:N]
+    gold = [line.strip().split("\t") for line in gold_lines]
+    pred = [line.strip().split("\t")[0] for line in pred_lines]
     oracle_path = spider / "oracle" / "exec__first87__synthdb__per_item.jsonl"
     oracle = [json.loads(line) for line in oracle_path.read_text().splitlines() if line.strip()]
     assert len(gold) == len(pred) == len(oracle) == N

@@ -558,23 +558,27 @@ class TableComparison:
         }
 
     def _diff_perm(self) -> tuple[int, ...] | None:
-        """The permutation EX used, else a best guess (equal column multisets, else identity)."""
+        """The permutation EX used, else a greedy guess by column-value overlap (for the diff)."""
         if self.perm is not None:
             return self.perm
         g, p = self.gold, self.pred
         if not g.rows or not p.rows or g.width != p.width:
             return None
+        if g.width == 1:
+            return (0,)
         pc = [Counter(c) for c in p.cols]
         used: set[int] = set()
         perm: list[int] = []
-        for col in g.cols:
+        for i, col in enumerate(g.cols):
             cg = Counter(col)
-            j = next((j for j in range(p.width) if j not in used and pc[j] == cg), None)
-            perm.append(-1 if j is None else j)
-            if j is not None:
-                used.add(j)
-        rest = iter(j for j in range(p.width) if j not in used)
-        return tuple(j if j >= 0 else next(rest) for j in perm)
+
+            def overlap(j: int, cg: Counter[Any] = cg, i: int = i) -> tuple[int, bool]:
+                return sum((cg & pc[j]).values()), j == i
+
+            j = max((j for j in range(p.width) if j not in used), key=overlap)
+            used.add(j)
+            perm.append(j)
+        return tuple(perm)
 
     def _mapping_text(self, perm: Sequence[int] | None) -> str:
         if perm is None:

@@ -1,0 +1,188 @@
+"""Test-suite EX semantics and quirks (taoyds/test-suite-sql-eval exec_eval.result_eq).
+
+Expected values are derived by hand from the published algorithm (research/sql-anchors.md §4),
+and a naive transcription of that algorithm (all column permutations, list/multiset checks,
+``quick_rej`` sort keys) cross-checks the hash-based search on random tables.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+from itertools import permutations
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_queryeval.metrics.table import (
+    order_matters,
+    remove_distinct,
+    table_metrics,
+    tsse_prepare,
+)
+from pytest_queryeval.results import ResultTable
+
+
+def T(rows: list[tuple[Any, ...]], cols: list[str] | None = None) -> ResultTable:
+    width = len(rows[0]) if rows else 0
+    return ResultTable(cols or [f"c{i}" for i in range(width)], list(rows))
+
+
+def ex(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]], ordered: bool = False) -> float:
+    return table_metrics(T(gold), T(pred), order_matters=ordered)["execution_accuracy"]
+
+
+def naive_result_eq(g: list[tuple[Any, ...]], p: list[tuple[Any, ...]], ordered: bool) -> bool:
+    """The published algorithm, spelled out naively (every permutation, no pruning)."""
+    if not g and not p:
+        return True
+    if len(g) != len(p) or len(g[0]) != len(p[0]):
+        return False
+
+    def unorder(r: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(sorted(r, key=lambda x: str(x) + str(type(x))))
+
+    ug, up = [unorder(r) for r in g], [unorder(r) for r in p]
+    if (ug != up) if ordered else (set(ug) != set(up)):
+        return False
+    for perm in permutations(range(len(g[0]))):
+        pp = [tuple(r[i] for i in perm) for r in p]
+        if ordered and g == pp:
+            return True
+        if not ordered and set(g) == set(pp) and Counter(g) == Counter(pp):
+            return True
+    return False
+
+
+class TestResultEq:
+    def test_both_empty_is_a_match_whatever_the_columns(self) -> None:
+        assert table_metrics(T([], ["a"]), T([], ["x", "y"]), order_matters=True)["execution_accuracy"] == 1.0
+
+    def test_row_count_and_width(self) -> None:
+        assert ex([(1,)], []) == 0.0
+        assert ex([(1,)], [(1,), (1,)]) == 0.0
+        assert ex([(1, 2)], [(1,)]) == 0.0
+
+    def test_bag_semantics_duplicates_count(self) -> None:
+        assert ex([(1,), (1,), (2,)], [(1,), (2,), (2,)]) == 0.0
+        assert ex([(1,), (1,), (2,)], [(2,), (1,), (1,)]) == 1.0
+
+    def test_column_permutation_is_free(self) -> None:
+        assert ex([(1, "a"), (2, "b")], [("b", 2), ("a", 1)]) == 1.0
+
+    def test_order_only_with_order_by(self) -> None:
+        assert ex([(1,), (2,)], [(2,), (1,)], ordered=False) == 1.0
+        assert ex([(1,), (2,)], [(2,), (1,)], ordered=True) == 0.0
+        assert ex([(1, "a"), (2, "b")], [("a", 1), ("b", 2)], ordered=True) == 1.0
+
+    def test_int_float_equal_when_types_do_not_reorder(self) -> None:
+        assert ex([(1,)], [(1.0,)]) == 1.0
+        assert ex([(1, "x")], [(1.0, "x")]) == 1.0
+
+    def test_quick_rej_type_quirk(self) -> None:
+        # (1, 1.5) sorts as (1.5, 1) by str+type, (1.0, 1.5) as (1.0, 1.5): rejected although
+        # the identity permutation matches value for value.
+        assert ex([(1, 1.5)], [(1.0, 1.5)]) == 0.0
+        assert naive_result_eq([(1, 1.5)], [(1.0, 1.5)], False) is False
+
+    def test_decimal_vs_float(self) -> None:
+        assert ex([(Decimal("0.5"),)], [(0.5,)]) == 1.0  # exactly representable
+        assert ex([(Decimal("0.1"),)], [(0.1,)]) == 0.0  # Python: Decimal('0.1') != 0.1
+
+    def test_many_columns_permutation(self) -> None:
+        gold = [(i, i * 2, f"s{i}", i % 3, None) for i in range(30)]
+        perm = (3, 0, 4, 2, 1)
+        pred = [tuple(r[j] for j in perm) for r in reversed(gold)]
+        assert ex(gold, pred) == 1.0
+        assert ex(gold, [*pred[:-1], (0, 0, None, "s0", 1)]) == 0.0
+
+    def test_equal_columns_need_joint_check(self) -> None:
+        # Columns b and c have equal multisets; only one assignment keeps the rows.
+        gold = [(1, "x", "y", 5), (2, "y", "x", 6)]
+        pred = [(5, "x", "y", 1), (6, "y", "x", 2)]
+        assert ex(gold, pred) == 1.0
+        pred_bad = [(5, "y", "x", 1), (6, "x", "y", 2)]
+        assert ex(gold, pred_bad) == naive_result_eq(gold, pred_bad, False)
+
+    def test_truncated_tables_are_refused(self) -> None:
+        t = ResultTable(["a"], [(1,)], truncated=True)
+        with pytest.raises(ValueError, match="truncated"):
+            table_metrics(t, T([(1,)]), order_matters=False)
+        with pytest.raises(ValueError, match="truncated"):
+            table_metrics(T([(1,)]), t, order_matters=False)
+
+    def test_unhashable_cells_are_compared_by_content(self) -> None:
+        gold = [({"a": [1, 2]}, [1, 2])]
+        assert ex(gold, [([1, 2], {"a": [1, 2]})]) == 1.0
+        assert ex(gold, [({"a": [1, 3]}, [1, 2])]) == 0.0
+
+
+cell = st.one_of(
+    st.integers(-2, 2),
+    st.sampled_from([0.5, 1.0, 2.0, -0.0, 0.0, 1.5]),
+    st.sampled_from(["a", "b", "1"]),
+    st.none(),
+    st.booleans(),
+)
+
+
+@st.composite
+def table_pair(draw: st.DrawFn) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool]:
+    width = draw(st.integers(1, 4))
+    rows = draw(st.lists(st.tuples(*[cell] * width), max_size=5))
+    mode = draw(st.sampled_from(["perm", "shuffle", "random", "tweak"]))
+    if mode == "random":
+        other = draw(st.lists(st.tuples(*[cell] * width), min_size=len(rows), max_size=len(rows)))
+    else:
+        perm = draw(st.permutations(range(width)))
+        other = [tuple(r[j] for j in perm) for r in rows]
+        if mode == "shuffle":
+            other = draw(st.permutations(other))
+        if mode == "tweak" and other:
+            i = draw(st.integers(0, len(other) - 1))
+            j = draw(st.integers(0, width - 1))
+            row = list(other[i])
+            row[j] = draw(cell)
+            other[i] = tuple(row)
+    return rows, list(other), draw(st.booleans())
+
+
+@settings(max_examples=400, deadline=None)
+@given(table_pair())
+def test_matches_naive_transcription(data: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool]) -> None:
+    gold, pred, ordered = data
+    assert ex(gold, pred, ordered) == float(naive_result_eq(gold, pred, ordered))
+
+
+class TestQueryHelpers:
+    def test_order_matters_is_a_literal_substring_test(self) -> None:
+        assert order_matters("SELECT a FROM t ORDER BY a")
+        assert order_matters("select a from t order by a")
+        assert not order_matters("SELECT a FROM t ORDER  BY a")  # two spaces: TSSE says no
+        assert order_matters("SELECT 'order by' FROM t")  # a literal counts too
+
+    @pytest.mark.parametrize(
+        ("sql", "expected"),
+        [
+            ("SELECT DISTINCT name FROM t", "SELECT  name FROM t"),
+            ("SELECT count(DISTINCT x) FROM t", "SELECT count( x) FROM t"),
+            ("select distinct(name) from t", "select (name) from t"),
+            ("SELECT name FROM t WHERE a = 'distinct'", "SELECT name FROM t WHERE a = 'distinct'"),
+            ('SELECT "distinct" FROM t', 'SELECT "distinct" FROM t'),
+            ("SELECT distinct_count FROM t", "SELECT distinct_count FROM t"),
+            ("SELECT t.distinct FROM t", "SELECT t. FROM t"),
+            ("SELECT DISTINCT a FROM t -- distinct\n", "SELECT  a FROM t -- distinct\n"),
+            ("SELECT DISTINCT a FROM t; SELECT DISTINCT b FROM u", "SELECT  a FROM t; "),
+            ("SELECT DISTINCT a FROM t;\nSELECT b", "SELECT  a FROM t;"),
+            ("SELECT (SELECT 1; ) FROM t", "SELECT (SELECT 1; ) FROM t"),
+        ],
+    )
+    def test_remove_distinct(self, sql: str, expected: str) -> None:
+        assert remove_distinct(sql) == expected
+
+    def test_prepare(self) -> None:
+        assert tsse_prepare("SELECT DISTINCT a FROM t WHERE b > = 1") == "SELECT  a FROM t WHERE b >= 1"
+        assert tsse_prepare("SELECT DISTINCT a FROM t", keep_distinct=True) == "SELECT DISTINCT a FROM t"
+        assert tsse_prepare("SELECT YEAR(CURDATE()) - age FROM t") == "SELECT 2020- age FROM t"
