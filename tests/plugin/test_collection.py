@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+
+from .conftest import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+
+
+def test_cases_file_and_single_case_file_are_collected_with_ids_and_lines(suite):
+    suite.makefile(".yaml", test_many=dump({
+        "kind": "sdmx",
+        "tags": ["weo"],
+        "cases": [sdmx_case("gdp", selection(GDP), selection(GDP)),
+                  sdmx_case("mex", selection(MEX), selection(MEX))],
+    }))
+    # the seed's one-case file, as written, with an inline prediction beside the target
+    suite.makefile(".yaml", test_single=dump(sdmx_case("c48d7624", selection(MEX), selection(MEX),
+                                                       name="mexico", tags=["imf"], comments="")))
+    result = suite.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["test_many.yaml::gdp", "test_many.yaml::mex",
+                                 "test_single.yaml::c48d7624"])
+    result = suite.runpytest("-v")
+    result.assert_outcomes(passed=3)
+    # location points at the case's line in the YAML file (JSON text: one key per line)
+    text = (suite.path / "test_many.yaml").read_text().splitlines()
+    mex_line = next(i for i, line in enumerate(text, 1) if '"id": "mex"' in line) - 1
+    items = suite.getitems(suite.path / "test_many.yaml")
+    by_name = {i.name: i for i in items}
+    assert by_name["mex"].location[1] == mex_line - 1  # 0-based line of the case mapping
+
+
+def test_markers_from_kind_difficulty_and_tags_work_with_strict_markers(suite):
+    suite.makefile(".yaml", test_m=dump({
+        "kind": "sdmx",
+        "cases": [sdmx_case("a", selection(GDP), selection(GDP), tags=["imf", "weo"], difficulty="hard"),
+                  sdmx_case("b", selection(MEX), selection(MEX), tags=["cpi"], difficulty="easy")],
+    }))
+    result = suite.runpytest("--strict-markers", "-m", "imf and hard", "-v")
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*test_m.yaml::a PASSED*"])
+    result = suite.runpytest("--strict-markers", "-m", "sdmx and not cpi")
+    result.assert_outcomes(passed=1, deselected=1)
+    result = suite.runpytest("--strict-markers", "-k", "b")
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+def test_xfail_and_skip_reasons(suite):
+    suite.makefile(".yaml", test_x=dump({
+        "kind": "sdmx",
+        "thresholds": {"macro_precision": 1.0},
+        "cases": [
+            sdmx_case("known-gap", selection(GDP), selection(GDP_PLUS), xfail="extra GDP term"),
+            sdmx_case("later", selection(GDP), selection(GDP), skip="dataset not loaded yet"),
+            sdmx_case("ok", selection(GDP), selection(GDP)),
+        ],
+    }))
+    result = suite.runpytest("-rxs", "--queryeval-json=r.json")
+    result.assert_outcomes(passed=1, xfailed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*XFAIL*known-gap*extra GDP term*", "*SKIPPED*dataset not loaded yet*"])
+    report = json.loads((suite.path / "r.json").read_text())
+    assert {c["id"]: c["outcome"] for c in report["cases"]} == {
+        "known-gap": "xfailed", "later": "skipped", "ok": "passed"}
+    # the xfailed case's real scores still count in the metric means
+    precision = report["aggregates"]["overall"]["metrics"]["macro_precision"]
+    assert precision["n"] == 2
+    assert abs(precision["mean"] - (1.0 + 2 / 3) / 2) < 1e-12
+
+
+def test_nearest_config_applies_and_child_overrides_parent(suite):
+    suite.makefile(".yaml", queryeval=dump({"thresholds": {"macro_precision": 1.0}}))
+    sub = suite.mkdir("sub")
+    (sub / "queryeval.yaml").write_text(dump({"thresholds": {"macro_precision": 0.5}}))
+    case = dump({"kind": "sdmx", "cases": [sdmx_case("p", selection(GDP), selection(GDP_PLUS))]})
+    (suite.path / "test_top.yaml").write_text(case.replace('"p"', '"top"'))
+    (sub / "test_sub.yaml").write_text(case.replace('"p"', '"sub"'))
+    result = suite.runpytest("-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_top.yaml::top FAILED*"])
+    result.stdout.fnmatch_lines(["*sub/test_sub.yaml::sub PASSED*"])
