@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from pytest_queryeval.engine import Session
+from pytest_queryeval.model import Case
 
 
 def sha256(path: Path) -> str:
@@ -20,3 +26,30 @@ def chinook_sqlite(shared_data: Path, tmp_path: Path) -> Path:
     shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", dst)
     dst.chmod(0o644)
     return dst
+
+
+class JsonCache:
+    """pytest's cache stores JSON: round-trip every value through it, as the real one does."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    def get(self, key: str, default: Any) -> Any:
+        return json.loads(self.data[key]) if key in self.data else default
+
+    def set(self, key: str, value: Any) -> None:
+        self.data[key] = json.dumps(value)
+
+
+@pytest.fixture
+def session() -> Iterator[Session]:
+    """The core's real Context, with an in-memory JSON cache."""
+    s = Session(cache=JsonCache())
+    yield s
+    s.close()
+
+
+def make_case(gold: Any, *, spec: dict[str, Any] | None = None, name: str = "db",
+              **kw: Any) -> Case:
+    return Case(id=kw.pop("id", "case"), kind="sql", file=Path("test_cases.yaml"), line=1,
+                gold=gold, datasource=name if spec else None, source_spec=spec, **kw)

@@ -1,0 +1,515 @@
+"""``kind: sql``: execute gold and predicted SQL read-only and score the result tables.
+
+Flow of one case (see docs/sql-sources.md):
+
+1. The predicted statement is checked by :func:`~pytest_queryeval.sources.sqlguard.
+   check_read_only`; a statement that is not a single read-only query scores 0 with
+   ``refused: ...`` and never reaches the source.
+2. Each gold alternative is executed (trusted, cached by source fingerprint and query text) or
+   taken from ``gold_result``. A gold that fails, times out or is truncated is an error of the
+   suite (:class:`GoldError`), not a model failure.
+3. The prediction is executed (or taken from ``predicted_result``). Failure, timeout or
+   truncation scores every metric 0 with the reason.
+4. Table metrics (test-suite EX on the TSSE-prepared texts, BIRD EX, Soft-F1, Denodo),
+   BuildingQA alignment metrics, Spider structure metrics (when a schema is available) and,
+   opt-in, VES/R-VES are computed per gold alternative; the best alternative wins: highest
+   ``execution_accuracy``, then highest mean of the other metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import (
+    ConfigError,
+    GoldError,
+    PredictionError,
+    QueryEvalError,
+    QueryRefused,
+    QueryTimeout,
+    SourceUnavailable,
+)
+from ..model import MISSING, Case, Context, Scored
+from ..results import ResultTable
+from ..sources.base import DataSource
+
+#: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
+GOLD_CACHE = "sql-gold"
+TIMING = ("gold_seconds", "predicted_seconds")
+EFFICIENCY = ("ves", "r_ves")
+#: Iterations allowed for ``efficiency`` (each runs gold and prediction once more).
+MAX_ITERATIONS = 1000
+
+
+@dataclass
+class _Options:
+    compare: Any = None  # metrics.table.CompareOptions
+    structure: str = "auto"  # auto | required | off
+    legacy_from_check: bool = False
+    keep_distinct: bool = False
+    arity_from: str = "result"
+    iterations: int | None = None
+    db_id: str | None = None
+    limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
+
+
+@dataclass
+class _Gold:
+    sql: str | None
+    table: ResultTable | None
+    cached: bool = False
+    #: Result of the TSSE-prepared text when it differs from ``sql`` (DISTINCT removed...).
+    tsse_table: ResultTable | None = None
+
+
+@dataclass
+class _Pred:
+    sql: str | None
+    table: ResultTable | None
+    tsse_table: ResultTable | None = None
+    tsse_error: str | None = None
+
+
+class SqlKind:
+    """The SQL evaluator; stateless, one instance per session (caches live in the Context)."""
+
+    name: ClassVar[str] = "sql"
+    option_keys: ClassVar[frozenset[str]] = frozenset({
+        "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
+        "keep_distinct",
+    })
+
+    # -- contract: names and validation ---------------------------------------------------------
+
+    def is_metric(self, name: str) -> bool:
+        return name in _metric_names()
+
+    def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        problems: list[tuple[str, str]] = []
+        golds = case.golds if case.gold is not None else []
+        if case.gold is None and case.gold_result is None:
+            problems.append(("gold", "a sql case needs 'gold' (SQL text) or 'gold_result'"))
+        if isinstance(case.gold, list) and not case.gold:
+            problems.append(("gold", "an empty list of gold alternatives"))
+        for i, g in enumerate(golds):
+            if not isinstance(g, str) or not g.strip():
+                where = f"gold[{i}]" if isinstance(case.gold, list) else "gold"
+                problems.append((where, "must be an SQL string"))
+        if isinstance(case.gold, list) and len(case.gold) > 1 and case.gold_result is not None:
+            problems.append(("gold_result", "a recorded gold result cannot go with several "
+                                            "gold alternatives"))
+        if case.source_spec is None and case.gold_result is None:
+            problems.append(("datasource", "a sql case needs a datasource (or gold_result "
+                                           "and predicted_result)"))
+        spec = case.source_spec or {}
+        if spec.get("type") == "spider-schema" and not (case.options.get("db_id")
+                                                       or spec.get("db_id")):
+            problems.append(("db_id", "required with a spider-schema datasource"))
+        try:
+            _parse_options(case)
+        except ConfigError as e:
+            problems.append((e.key or "options", e.message))
+        return problems
+
+    def difficulty(self, case: Case) -> str | None:
+        """Spider hardness of the first gold (None when it is outside the Spider grammar)."""
+        first = case.golds[0] if case.golds else None
+        return _hardness(first) if isinstance(first, str) else None
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        opts = _parse_options(case)
+        pred_sql = _prediction_sql(prediction, case)
+        src = ctx.source(case) if case.source_spec is not None else None
+        executable = src is not None and getattr(src, "executable", True)
+        dialect = getattr(src, "dialect", None)
+        can_execute = case.gold_result is not None or executable
+        pred_executable = case.predicted_result is not None or (executable and pred_sql is not None)
+        schema = self._schema(case, src, ctx, opts)
+
+        gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
+        golds: list[_Gold] = []
+        for g in gold_sqls:
+            golds.append(self._gold(case, g, src, ctx, opts) if can_execute else _Gold(g, None))
+        structure_ok = schema is not None and self._structure_possible(golds, schema, opts)
+        planned = _planned(exec_=bool(can_execute and pred_executable),
+                           structure=structure_ok, efficiency=opts.iterations is not None)
+        gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
+
+        # The prediction: guard first, then recorded or executed.
+        if pred_sql is not None:
+            try:
+                from ..sources.sqlguard import check_read_only
+
+                check_read_only(pred_sql, dialect)
+            except QueryRefused as e:
+                return _failure(planned, e.reason(), gold_seconds, None, golds, case)
+        pred = _Pred(pred_sql, case.predicted_result)
+        if pred.table is None and executable and pred_sql is not None:
+            assert src is not None
+            start = time.perf_counter()
+            try:
+                pred.table = src.execute(pred_sql, **opts.limits)
+            except SourceUnavailable:
+                raise
+            except QueryTimeout as e:
+                return _failure(planned, e.reason(), gold_seconds,
+                                time.perf_counter() - start, golds, case)
+            except QueryEvalError as e:  # QueryFailed, QueryRefused by the engine
+                return _failure(planned, e.reason(), gold_seconds,
+                                time.perf_counter() - start, golds, case)
+        if pred.table is not None and pred.table.truncated:
+            limit = pred.table.meta.get("max_rows", len(pred.table.rows))
+            return _failure(planned, f"truncated: the predicted result has more than {limit} "
+                            "rows (max_rows); a partial result is never scored",
+                            gold_seconds, pred.table.seconds, golds, case)
+        if pred.table is None and not structure_ok:
+            raise GoldError("nothing to score: no executable datasource and no recorded "
+                            "results, and no schema for structural metrics")
+
+        # Score every alternative, keep the best.
+        best: tuple[tuple[float, float], Scored] | None = None
+        for index, gold in enumerate(golds):
+            scored = self._score(case, gold, pred, src, ctx, opts, schema if structure_ok else None)
+            scored.details["gold_index"] = index
+            if len(golds) > 1:
+                scored.details["gold_alternatives"] = len(golds)
+            rank = _rank(scored.metrics)
+            if best is None or rank > best[0]:
+                best = (rank, scored)
+        assert best is not None
+        return best[1]
+
+    # -- pieces ---------------------------------------------------------------------------------
+
+    def _gold(self, case: Case, sql: str | None, src: DataSource | None, ctx: Context,
+              opts: _Options) -> _Gold:
+        if case.gold_result is not None:
+            if case.gold_result.truncated:
+                raise GoldError("the recorded gold result is marked truncated")
+            return _Gold(sql, case.gold_result)
+        if sql is None or src is None:
+            raise GoldError("no gold query to execute")
+        table, cached = _run_gold(src, sql, ctx, opts)
+        return _Gold(sql, table, cached)
+
+    def _score(self, case: Case, gold: _Gold, pred: _Pred, src: DataSource | None,
+               ctx: Context, opts: _Options, schema: Any) -> Scored:
+        metrics: dict[str, float] = {}
+        details: dict[str, Any] = {}
+        diff: list[str] = []
+        labels: dict[str, str] = {}
+        if gold.table is not None and pred.table is not None:
+            from ..metrics.alignment import alignment_metrics
+            from ..metrics.table import compare_tables, order_matters, tsse_prepare
+
+            ordered = order_matters(tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
+                                    if gold.sql else "")
+            cmp = compare_tables(gold.table, pred.table, order_matters=ordered,
+                                 compare=opts.compare)
+            metrics.update(cmp.metrics())
+            details.update(cmp.details())
+            diff.extend(cmp.diff())
+            tsse = self._tsse_ex(gold, pred, src, ctx, opts, ordered)
+            if tsse is not None:
+                metrics["execution_accuracy"], note = tsse
+                details["execution_accuracy_on"] = note
+            metrics.update(alignment_metrics(gold.table, pred.table, gold_query=gold.sql,
+                                             pred_query=pred.sql, arity_from=opts.arity_from,
+                                             kind="sql"))
+            metrics["gold_seconds"] = gold.table.seconds
+            metrics["predicted_seconds"] = pred.table.seconds
+            details["gold_cached"] = gold.cached
+            if opts.iterations is not None and src is not None and gold.sql and pred.sql:
+                metrics.update(self._efficiency(gold, pred, src, opts,
+                                                correct=metrics["bird_ex"] == 1.0, details=details))
+        if schema is not None and gold.sql is not None:
+            from ..metrics.spider import structure_scores
+
+            s = structure_scores(gold.sql, pred.sql or "", schema,
+                                 legacy_from_check=opts.legacy_from_check)
+            metrics.update(s.metrics)
+            labels["hardness"] = s.hardness
+            if s.pred_parse_error:
+                details["structure_parse_error"] = s.pred_parse_error
+            diff.extend(f"structure: {line}" for line in s.diff)
+        elif gold.sql is not None:
+            h = _hardness(gold.sql)
+            if h:
+                labels["hardness"] = h
+        return Scored(metrics, labels, diff, details)
+
+    def _tsse_ex(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
+                 opts: _Options, ordered: bool) -> tuple[float, str] | None:
+        """Test-suite EX runs both texts with DISTINCT removed (unless ``keep_distinct``)
+        and ``'> ='`` repaired; re-execute only when that changes a text."""
+        if src is None or not getattr(src, "executable", True) or not gold.sql or not pred.sql:
+            return None
+        from ..metrics.table import compare_tables, tsse_prepare
+
+        g_text = tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
+        p_text = tsse_prepare(pred.sql, keep_distinct=opts.keep_distinct)
+        if g_text == gold.sql and p_text == pred.sql:
+            return None
+        assert gold.table is not None
+        assert pred.table is not None
+        g_table = gold.table
+        if g_text != gold.sql:
+            g_table, _ = _run_gold(src, g_text, ctx, opts)
+        p_table = pred.table
+        if p_text != pred.sql:
+            try:
+                from ..sources.sqlguard import check_read_only
+
+                check_read_only(p_text, getattr(src, "dialect", None))
+                p_table = src.execute(p_text, **opts.limits)
+            except SourceUnavailable:
+                raise
+            except QueryEvalError as e:
+                return 0.0, f"test-suite text failed: {e.reason()}"
+            if p_table.truncated:
+                return 0.0, "test-suite text: truncated"
+        ex = compare_tables(g_table, p_table, order_matters=ordered, compare=opts.compare).ex
+        return (1.0 if ex else 0.0), "test-suite texts (DISTINCT removed)"
+
+    def _efficiency(self, gold: _Gold, pred: _Pred, src: DataSource, opts: _Options, *,
+                    correct: bool, details: dict[str, Any]) -> dict[str, float]:
+        """BIRD VES / R-VES: time gold and prediction ``iterations`` times each."""
+        from ..metrics import efficiency
+
+        assert gold.sql is not None
+        assert pred.sql is not None
+        assert opts.iterations is not None
+        gold_times: list[float] = []
+        pred_times: list[float] = []
+        if correct:
+            try:
+                for _ in range(opts.iterations):
+                    gold_times.append(src.execute(gold.sql, trusted=True, **opts.limits).seconds)
+                    pred_times.append(src.execute(pred.sql, **opts.limits).seconds)
+            except SourceUnavailable:
+                raise
+            except QueryEvalError as e:
+                details["efficiency_error"] = e.reason()
+                correct = False
+        out = efficiency.efficiency_metrics(gold_times, pred_times, correct=correct)
+        details["efficiency"] = {k: v for k, v in out.items() if k not in EFFICIENCY}
+        return {k: float(v) for k, v in out.items() if k in EFFICIENCY}
+
+    def _schema(self, case: Case, src: DataSource | None, ctx: Context, opts: _Options) -> Any:
+        """The Spider schema of the case's source (built once per session), or None."""
+        if opts.structure == "off" or src is None:
+            if opts.structure == "required":
+                raise GoldError("structure: true needs a datasource with a schema")
+            return None
+        kind = getattr(src, "type", "")
+        from ..metrics.spider import Schema
+
+        if kind == "spider-schema":
+            db = opts.db_id or getattr(src, "db_id", None)
+            return ctx.shared(f"sql-schema:{src.fingerprint()}:{db}",
+                              lambda: src.schema(db))  # type: ignore[attr-defined]
+        if kind == "sqlite" and hasattr(src, "path"):
+            path = src.path
+            return ctx.shared(f"sql-schema:{src.fingerprint()}",
+                              lambda: Schema.from_sqlite(path))
+        if hasattr(src, "tables"):
+            def build() -> Any:
+                tables, fks = src.tables()
+                return Schema.from_tables(tables, [(f"{t}.{c}", f"{rt}.{rc}")
+                                                   for t, c, rt, rc in fks])
+            return ctx.shared(f"sql-schema:{src.fingerprint()}", build)
+        if opts.structure == "required":
+            raise GoldError(f"structure: true, but datasource type {kind!r} has no schema")
+        return None
+
+    def _structure_possible(self, golds: list[_Gold], schema: Any, opts: _Options) -> bool:
+        """Auto mode skips structure metrics when a gold is outside the Spider grammar;
+        ``structure: true`` makes that an error of the suite."""
+        from ..metrics.spider import hardness
+
+        for g in golds:
+            if g.sql is None:
+                return False
+            try:
+                hardness(g.sql, schema)
+            except GoldError:
+                if opts.structure == "required":
+                    raise
+                return False
+        return True
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _metric_names() -> frozenset[str]:
+    global _NAMES
+    if _NAMES is None:
+        from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
+        from ..metrics.spider import METRICS
+        from ..metrics.table import TABLE_METRIC_NAMES
+
+        _NAMES = frozenset((*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES, *METRICS, *EFFICIENCY,
+                            *TIMING))
+    return _NAMES
+
+
+_NAMES: frozenset[str] | None = None
+
+
+def _planned(*, exec_: bool, structure: bool, efficiency: bool) -> list[str]:
+    from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
+    from ..metrics.spider import METRICS
+    from ..metrics.table import TABLE_METRIC_NAMES
+
+    names: list[str] = []
+    if exec_:
+        names += [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES]
+        if efficiency:
+            names += list(EFFICIENCY)
+    if structure:
+        names += list(METRICS)
+    return names
+
+
+def _failure(planned: list[str], reason: str, gold_seconds: float | None,
+             pred_seconds: float | None, golds: list[_Gold], case: Case) -> Scored:
+    """Every metric the case would have had, at 0, with the reason."""
+    metrics = {name: 0.0 for name in planned}
+    if gold_seconds is not None:
+        metrics["gold_seconds"] = gold_seconds
+    if pred_seconds is not None:
+        metrics["predicted_seconds"] = pred_seconds
+    details: dict[str, Any] = {"gold_cached": golds[0].cached} if golds else {}
+    first = golds[0].sql if golds else None
+    h = _hardness(first) if first else None
+    return Scored(metrics, {"hardness": h} if h else {}, [reason], details, reason=reason)
+
+
+def _hardness(sql: str) -> str | None:
+    from ..metrics.spider import hardness
+
+    try:
+        return str(hardness(sql))
+    except (QueryEvalError, ValueError, RecursionError):
+        return None
+
+
+def _rank(metrics: dict[str, float]) -> tuple[float, float]:
+    """Best alternative: execution accuracy first, then the mean of the other scores."""
+    scores = [v for k, v in metrics.items() if k not in TIMING and k != "execution_accuracy"
+              and isinstance(v, float) and not math.isnan(v)]
+    mean = sum(scores) / len(scores) if scores else 0.0
+    return metrics.get("execution_accuracy", metrics.get("exact_set_match", 0.0)), mean
+
+
+def _run_gold(src: DataSource, sql: str, ctx: Context, opts: _Options) -> tuple[ResultTable, bool]:
+    """Execute a gold query (trusted), through the cross-session cache."""
+    from ..sources.codec import CodecError, decode_table, encode_table
+
+    key = json.dumps([src.fingerprint(), sql])
+    hit = ctx.cache_get(GOLD_CACHE, key)
+    if hit is not None:
+        try:
+            return decode_table(hit), True
+        except CodecError:
+            pass  # stale format: execute again
+    try:
+        table = src.execute(sql, trusted=True, **opts.limits)
+    except SourceUnavailable:
+        raise
+    except QueryEvalError as e:
+        raise GoldError(f"gold query: {e.reason()} -- {_short(sql)}") from None
+    if table.truncated:
+        raise GoldError(f"gold result has more than {table.meta.get('max_rows', len(table))} "
+                        f"rows (raise max_rows) -- {_short(sql)}")
+    # A value the codec cannot keep exactly is never cached as an approximation.
+    with contextlib.suppress(CodecError):
+        ctx.cache_set(GOLD_CACHE, key, encode_table(table))
+    return table, False
+
+
+def _short(sql: str, limit: int = 120) -> str:
+    one = " ".join(sql.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+def _prediction_sql(prediction: Any, case: Case) -> str | None:
+    if prediction is MISSING or prediction is None:
+        if case.predicted_result is not None:
+            return None
+        raise PredictionError("no predicted SQL")
+    if isinstance(prediction, dict):
+        for key in ("sql", "query", "predicted"):
+            if isinstance(prediction.get(key), str):
+                return str(prediction[key])
+        raise PredictionError("a predicted mapping needs an 'sql' string")
+    if isinstance(prediction, str):
+        return prediction
+    raise PredictionError(f"expected predicted SQL text, got {type(prediction).__name__}")
+
+
+def _parse_options(case: Case) -> _Options:
+    """Validate and normalise the case options (ConfigError names the key)."""
+    o = case.options
+    opts = _Options()
+    from ..metrics.table import CompareOptions
+
+    try:
+        opts.compare = CompareOptions.from_config(o.get("compare"))
+    except ValueError as e:
+        raise ConfigError(str(e), key="compare") from None
+    structure = o.get("structure", "auto")
+    if isinstance(structure, dict):
+        unknown = set(structure) - {"legacy_from_check"}
+        if unknown:
+            raise ConfigError(f"unknown option(s) {', '.join(sorted(map(str, unknown)))}; "
+                              "known: legacy_from_check", key="structure")
+        legacy = structure.get("legacy_from_check", False)
+        if not isinstance(legacy, bool):
+            raise ConfigError("must be true or false", key="structure.legacy_from_check")
+        opts.structure, opts.legacy_from_check = "required", legacy
+    elif structure is True:
+        opts.structure = "required"
+    elif structure is False:
+        opts.structure = "off"
+    elif structure != "auto":
+        raise ConfigError("must be auto, true, false or {legacy_from_check: bool}",
+                          key="structure")
+    keep = o.get("keep_distinct", False)
+    if not isinstance(keep, bool):
+        raise ConfigError("must be true or false", key="keep_distinct")
+    opts.keep_distinct = keep
+    arity = o.get("arity_from", "result")
+    if arity not in ("result", "query"):
+        raise ConfigError("must be 'result' (column count of the results) or 'query'",
+                          key="arity_from")
+    opts.arity_from = str(arity)
+    eff = o.get("efficiency")
+    if eff is not None:
+        if not isinstance(eff, dict) or set(eff) - {"iterations"}:
+            raise ConfigError("must be a mapping {iterations: N}", key="efficiency")
+        n = eff.get("iterations", 10)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_ITERATIONS:
+            raise ConfigError(f"must be an integer from 1 to {MAX_ITERATIONS}",
+                              key="efficiency.iterations")
+        opts.iterations = n
+    db_id = o.get("db_id")
+    if db_id is not None and not isinstance(db_id, str):
+        raise ConfigError("must be a string", key="db_id")
+    opts.db_id = db_id
+    for key in ("timeout", "max_rows"):
+        if key in o:
+            v = o[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+                raise ConfigError("must be a positive number", key=key)
+            opts.limits[key] = float(v) if key == "timeout" else int(v)
+    return opts

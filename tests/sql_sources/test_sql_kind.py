@@ -1,0 +1,256 @@
+"""SqlKind end to end on a real SQLite Chinook copy, through the core's real Context."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_queryeval.engine import Session
+from pytest_queryeval.errors import GoldError, PredictionError, SourceUnavailable
+from pytest_queryeval.kinds import get_kind
+from pytest_queryeval.kinds.sql import SqlKind
+from pytest_queryeval.metrics.alignment import ALIGNMENT_METRIC_NAMES
+from pytest_queryeval.metrics.spider import METRICS as STRUCTURE_METRICS
+from pytest_queryeval.metrics.table import TABLE_METRIC_NAMES
+from pytest_queryeval.results import ResultTable
+
+from .attacks import SQLITE
+from .conftest import make_case, sha256
+
+KIND = SqlKind()
+EXEC_METRICS = {*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES}
+
+
+@pytest.fixture
+def spec(chinook_sqlite: Path) -> dict[str, Any]:
+    return {"type": "sqlite", "path": str(chinook_sqlite)}
+
+
+def test_registered() -> None:
+    assert isinstance(get_kind("sql"), SqlKind)
+
+
+def test_correct_prediction(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT count(*) FROM artist", spec=spec)
+    s = KIND.evaluate(case, "SELECT COUNT(*) FROM Artist", session)
+    assert s.reason is None
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert s.metrics["bird_ex"] == 1.0
+    assert s.metrics["exact_set_match"] == 1.0
+    assert set(s.metrics) >= EXEC_METRICS | set(STRUCTURE_METRICS)
+    assert {"gold_seconds", "predicted_seconds"} <= set(s.metrics)
+    assert "ves" not in s.metrics  # efficiency is opt-in: absent, not zero
+    assert s.labels["hardness"] == "easy"
+    assert s.diff == []
+    assert all(KIND.is_metric(m) for m in s.metrics)
+
+
+def test_wrong_prediction_has_a_diff(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT name FROM genre WHERE genreid <= 3", spec=spec)
+    s = KIND.evaluate(case, "SELECT name FROM genre WHERE genreid <= 2", session)
+    assert s.reason is None
+    assert s.metrics["execution_accuracy"] == 0.0
+    assert 0 < s.metrics["soft_f1"] < 1
+    assert any("missing rows" in line for line in s.diff)
+    assert s.metrics["exact_set_match"] == 1.0  # values are dropped by the Spider evaluator
+
+
+def test_column_order_and_distinct_like_test_suite(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec)
+    # TSSE removes DISTINCT from both texts before executing: EX 1; BIRD (sets) agrees.
+    s = KIND.evaluate(case, "SELECT billingcountry FROM invoice GROUP BY billingcountry",
+                      session)
+    assert s.metrics["bird_ex"] == 1.0
+    assert s.metrics["execution_accuracy"] == 0.0  # 412 rows vs 24 once DISTINCT is gone
+    assert s.details["execution_accuracy_on"].startswith("test-suite texts")
+    keep = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec,
+                     options={"keep_distinct": True})
+    s = KIND.evaluate(keep, "SELECT billingcountry FROM invoice GROUP BY billingcountry",
+                      session)
+    assert s.metrics["execution_accuracy"] == 1.0
+
+
+@pytest.mark.parametrize("sql", SQLITE)
+def test_refused_predictions(
+    spec: dict[str, Any], chinook_sqlite: Path, session: Session, sql: str
+) -> None:
+    before = sha256(chinook_sqlite)
+    case = make_case("SELECT count(*) FROM genre", spec=spec)
+    s = KIND.evaluate(case, sql, session)
+    assert s.reason is not None
+    assert s.reason.startswith("refused: ")
+    assert s.metrics
+    assert all(v == 0.0 for k, v in s.metrics.items() if k not in ("gold_seconds",))
+    assert set(s.metrics) >= EXEC_METRICS
+    assert "predicted_seconds" not in s.metrics
+    assert sha256(chinook_sqlite) == before
+
+
+def test_failed_query(spec: dict[str, Any], session: Session) -> None:
+    s = KIND.evaluate(make_case("SELECT 1", spec=spec), "SELECT * FROM nowhere", session)
+    assert s.reason == "query failed: no such table: nowhere"
+    assert s.metrics["execution_accuracy"] == 0.0
+    assert s.metrics["soft_f1"] == 0.0
+
+
+def test_timeout_is_a_failure(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT count(*) FROM track", spec=spec, options={"timeout": 0.5})
+    s = KIND.evaluate(case, "SELECT count(*) FROM track a, track b, track c", session)
+    assert s.reason == "timeout: query exceeded 0.5 s"
+    assert s.metrics["execution_accuracy"] == 0.0
+    assert "predicted_seconds" in s.metrics
+
+
+def test_truncated_is_a_failure(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT trackid FROM track WHERE trackid <= 10", spec=spec,
+                     options={"max_rows": 100})
+    s = KIND.evaluate(case, "SELECT trackid FROM track", session)
+    assert s.reason is not None
+    assert s.reason.startswith("truncated: the predicted result has more than 100 rows")
+    assert s.metrics["execution_accuracy"] == 0.0
+    assert s.metrics["same_row_count"] == 0.0
+
+
+def test_broken_gold_is_an_error_of_the_suite(spec: dict[str, Any], session: Session) -> None:
+    with pytest.raises(GoldError, match="no such table"):
+        KIND.evaluate(make_case("SELECT * FROM nowhere", spec=spec), "SELECT 1", session)
+    big = make_case("SELECT * FROM track", spec=spec, options={"max_rows": 10})
+    with pytest.raises(GoldError, match="raise max_rows"):
+        KIND.evaluate(big, "SELECT 1", session)
+    slow = make_case("SELECT count(*) FROM track a, track b, track c", spec=spec,
+                     options={"timeout": 0.3})
+    with pytest.raises(GoldError, match="timeout"):
+        KIND.evaluate(slow, "SELECT 1", session)
+
+
+def test_gold_alternatives_best_wins(spec: dict[str, Any], session: Session) -> None:
+    case = make_case(["SELECT name FROM artist WHERE artistid = 1",
+                      "SELECT name FROM artist WHERE artistid = 2"], spec=spec)
+    s = KIND.evaluate(case, "SELECT name FROM artist WHERE artistid = 2", session)
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert s.details["gold_index"] == 1
+    assert s.details["gold_alternatives"] == 2
+
+
+def test_gold_cache_and_invalidation(
+    spec: dict[str, Any], chinook_sqlite: Path, session: Session
+) -> None:
+    case = make_case("SELECT name FROM genre ORDER BY genreid", spec=spec)
+    pred = "SELECT name FROM genre ORDER BY genreid"
+    first = KIND.evaluate(case, pred, session)
+    assert first.details["gold_cached"] is False
+    second = KIND.evaluate(case, pred, session)
+    assert second.details["gold_cached"] is True
+    assert second.metrics["gold_seconds"] == first.metrics["gold_seconds"]
+    # A changed database changes the fingerprint: the cached gold is not used.
+    session.close()
+    with sqlite3.connect(chinook_sqlite) as conn:
+        conn.execute("INSERT INTO Genre (GenreId, Name) VALUES (26, 'Polka')")
+    conn.close()
+    third = KIND.evaluate(case, pred, session)
+    assert third.details["gold_cached"] is False
+    assert third.details["gold_rows"] == 26
+
+
+def test_no_cache_session_executes_again(spec: dict[str, Any]) -> None:
+    from .conftest import JsonCache
+
+    s = Session(cache=JsonCache(), no_cache=True)
+    try:
+        case = make_case("SELECT 1", spec=spec)
+        KIND.evaluate(case, "SELECT 1", s)
+        assert KIND.evaluate(case, "SELECT 1", s).details["gold_cached"] is False
+    finally:
+        s.close()
+
+
+def test_recorded_results_without_datasource(session: Session) -> None:
+    case = make_case(
+        "SELECT a, b FROM t",
+        gold_result=ResultTable(["a", "b"], [(1, "x"), (2, "y")]),
+        predicted_result=ResultTable(["b", "a"], [("y", 2), ("x", 1)]),
+    )
+    assert list(KIND.validate(case)) == []
+    s = KIND.evaluate(case, "SELECT b, a FROM t", session)
+    assert s.reason is None
+    assert s.metrics["execution_accuracy"] == 1.0  # any column permutation
+    assert s.metrics["bird_ex"] == 0.0  # BIRD compares rows as written
+    assert "exact_set_match" not in s.metrics  # no schema: no structure metrics
+
+
+def test_spider_schema_source_scores_structure_only(shared_data: Path, session: Session) -> None:
+    spec = {"type": "spider-schema", "tables": str(shared_data / "spider" / "tables.json")}
+    gold = "SELECT name, country, age FROM singer ORDER BY age DESC"
+    case = make_case(gold, spec=spec, options={"db_id": "concert_singer"})
+    assert list(KIND.validate(case)) == []
+    s = KIND.evaluate(case, "SELECT name, country, age FROM singer ORDER BY age", session)
+    assert "execution_accuracy" not in s.metrics
+    assert s.metrics["exact_set_match"] == 0.0
+    assert s.metrics["order_f1"] == 0.0
+    assert s.metrics["select_f1"] == 1.0
+    assert s.labels["hardness"] == "medium"
+    assert any(line.startswith("structure:") for line in s.diff)
+    refused = KIND.evaluate(case, "DROP TABLE singer", session)
+    assert refused.reason is not None
+    assert refused.reason.startswith("refused:")
+    assert refused.metrics["exact_set_match"] == 0.0
+
+
+def test_structure_auto_skips_non_spider_gold(spec: dict[str, Any], session: Session) -> None:
+    gold = ("WITH t AS (SELECT genreid, count(*) AS n FROM track GROUP BY genreid) "
+            "SELECT max(n) FROM t")
+    s = KIND.evaluate(make_case(gold, spec=spec), gold, session)
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert "exact_set_match" not in s.metrics
+    required = make_case(gold, spec=spec, options={"structure": True})
+    with pytest.raises(GoldError, match="Spider grammar"):
+        KIND.evaluate(required, gold, session)
+    off = make_case("SELECT 1", spec=spec, options={"structure": False})
+    assert "exact_set_match" not in KIND.evaluate(off, "SELECT 1", session).metrics
+
+
+def test_compare_options_apply(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT total FROM invoice WHERE invoiceid = 1", spec=spec)
+    assert KIND.evaluate(case, "SELECT 1.98", session).metrics["execution_accuracy"] == 1.0
+    loose = make_case("SELECT total FROM invoice WHERE invoiceid = 1", spec=spec,
+                      options={"compare": {"float_digits": 1}})
+    assert KIND.evaluate(loose, "SELECT 2.0", session).metrics["execution_accuracy"] == 1.0
+
+
+def test_missing_database_is_source_unavailable(tmp_path: Path, session: Session) -> None:
+    case = make_case("SELECT 1", spec={"type": "sqlite", "path": str(tmp_path / "gone.db")})
+    with pytest.raises(SourceUnavailable):
+        KIND.evaluate(case, "SELECT 1", session)
+
+
+def test_prediction_shapes(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT 1", spec=spec)
+    assert KIND.evaluate(case, {"sql": "SELECT 1"}, session).metrics["execution_accuracy"] == 1
+    with pytest.raises(PredictionError):
+        KIND.evaluate(case, 42, session)
+
+
+def test_validate(spec: dict[str, Any]) -> None:
+    def problems(**kw: Any) -> dict[str, str]:
+        gold = kw.pop("gold", "SELECT 1")
+        return dict(KIND.validate(make_case(gold, spec=kw.pop("spec", spec), **kw)))
+
+    assert problems() == {}
+    assert "compare" in problems(options={"compare": {"nope": 1}})
+    assert "efficiency.iterations" in problems(options={"efficiency": {"iterations": 0}})
+    assert "efficiency" in problems(options={"efficiency": 3})
+    assert "structure" in problems(options={"structure": "maybe"})
+    assert "arity_from" in problems(options={"arity_from": "vibes"})
+    assert "keep_distinct" in problems(options={"keep_distinct": "yes"})
+    assert "gold[1]" in problems(gold=["SELECT 1", 3])
+    assert "datasource" in problems(spec=None)
+    assert "db_id" in problems(spec={"type": "spider-schema", "tables": "/x/tables.json"})
+
+
+def test_difficulty() -> None:
+    assert KIND.difficulty(make_case("SELECT count(*) FROM singer")) == "easy"
+    assert KIND.difficulty(make_case(["SELECT max(a), min(a) FROM t", "SELECT 1"])) == "medium"
+    assert KIND.difficulty(make_case("WITH t AS (SELECT 1) SELECT * FROM t")) is None
