@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +230,8 @@ def test_multi_turn_inline():
 @pytest.mark.parametrize(("prediction", "message"), [
     (selection(WEO, INDICATOR=[GDP]), "one turn selection for 2"),
     ([selection(WEO, INDICATOR=[GDP])], "1 turn selections for 2"),
-    (["x", "y"], "[0]: a turn selection is"),
+    ([1, 2], "[0]: a turn selection is"),
+    (["x", "y"], "[0]: not valid JSON"),
 ])
 def test_invalid_prediction_scores_zero(prediction: Any, message: str):
     scored = KIND.evaluate(make_case(multi_turn()), prediction, FakeCtx())
@@ -238,6 +240,16 @@ def test_invalid_prediction_scores_zero(prediction: Any, message: str):
     assert message in scored.reason
     assert scored.metrics["macro_f1"] == 0.0
     assert scored.metrics["recall[INDICATOR]"] == 0.0
+
+
+def test_json_text_prediction():
+    text = json.dumps({WEO: {"INDICATOR": {"LP": LP["name"]}, "COUNTRY": {"MEX": "Mexico"}}})
+    assert KIND.evaluate(make_case(mexico()), text, FakeCtx()).metrics["macro_f1"] == 1.0
+    assert KIND.evaluate(make_case(mexico()), [text], FakeCtx()).metrics["macro_f1"] == 1.0
+    scored = KIND.evaluate(make_case(mexico()), "LP, MEX", FakeCtx())
+    assert scored.reason is not None
+    assert scored.reason.startswith("invalid prediction: not valid JSON")
+    assert scored.metrics["macro_f1"] == 0.0
 
 
 def test_none_prediction_is_empty_selection():

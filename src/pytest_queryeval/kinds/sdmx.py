@@ -9,6 +9,7 @@ codelist checks use an ``sdmx-structure`` datasource parsed once per session.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -246,7 +247,9 @@ class SdmxKind:
                     f"{', '.join(map(str, missing))} (every turn with a target needs one)")
             return [parse_turn_selection(t.raw["predicted"], f"conversation[{t.index}].predicted")
                     for t in turns]
+        prediction = _decode(prediction, "")
         if isinstance(prediction, list):
+            prediction = [_decode(p, f"[{i}]") for i, p in enumerate(prediction)]
             if len(prediction) != len(turns):
                 raise SelectionError("", f"{len(prediction)} turn selections for "
                                          f"{len(turns)} user turn(s) with a target")
@@ -266,6 +269,16 @@ class SdmxKind:
 
         return ctx.shared(sdmx_structure.cache_key(spec),
                           lambda: sdmx_structure.structure_from_spec(spec))
+
+
+def _decode(value: Any, path: str) -> Any:
+    """Predictors (http, command) often return the selection as JSON text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        raise SelectionError(path, f"not valid JSON ({exc})") from exc
 
 
 _SHAPE_HELP = ("one turn selection, or a list with one per user turn that has a target; a turn "
