@@ -1,0 +1,535 @@
+"""Self-contained HTML report (``--queryeval-html``): one file, no network, safe to attach.
+
+Charts are inline SVG drawn here (no JS library, no CDN), the case table is sorted and
+filtered by a few lines of inline JS, and a Content-Security-Policy forbids every fetch, so the
+file renders the same offline, in a CI artifact viewer or in a mail attachment. Every value from
+the report is HTML-escaped; the script reads the DOM and never embeds report data.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_queryeval.report.baseline import (
+    PASS_RATE,
+    Comparison,
+    MetricDelta,
+    arrow,
+    difficulty_of,
+    is_detail_metric,
+    is_timing,
+    ordered_difficulties,
+    ordered_metrics,
+)
+
+__all__ = ["render_html"]
+
+LATENCY_METRIC = "prediction_seconds"
+#: Distribution charts per kind (headline metrics first, then latency).
+CHARTS_PER_KIND = 3
+#: Characters of a predicted/gold value shown in a case's details.
+MAX_VALUE = 20000
+_FAILED = frozenset({"failed", "error"})
+_PASSED = frozenset({"passed", "xpassed"})
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+       "img-src data:; base-uri 'none'; form-action 'none'")
+
+STYLE = """
+:root{--ok:#1a7f37;--bad:#cf222e;--muted:#6e7781;--line:#d0d7de;--bg:#f6f8fa;--ink:#1f2328}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);
+margin:0 auto;padding:24px 32px 64px;max-width:1320px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 10px;
+border-bottom:1px solid var(--line);padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
+.facts{color:var(--muted);margin:0 0 8px}
+.verdict{font-size:16px;font-weight:600;margin:8px 0}
+.ok{color:var(--ok)}.bad{color:var(--bad)}.muted{color:var(--muted)}
+table{border-collapse:collapse;margin:6px 0 12px}
+th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+th{background:var(--bg);font-weight:600}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+tr.total td{font-weight:600;background:#fbfbfc}
+.grid{display:flex;flex-wrap:wrap;gap:12px}
+figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:6px 8px;background:#fff}
+figcaption{font-size:12px;color:var(--muted)}
+svg text{font:11px system-ui,sans-serif;fill:#444}
+.pill{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600}
+.pill.passed,.pill.xpassed{background:#dafbe1;color:var(--ok)}
+.pill.failed,.pill.error{background:#ffebe9;color:var(--bad)}
+.pill.skipped,.pill.xfailed{background:#eaeef2;color:var(--muted)}
+#cases-table th[data-key]{cursor:pointer;user-select:none;white-space:nowrap}
+#cases-table th[aria-sort=ascending]::after{content:" ▲"}
+#cases-table th[aria-sort=descending]::after{content:" ▼"}
+#cases-table td.q{max-width:340px}
+details>summary{cursor:pointer;color:#0969da}
+#cases-table details[open]{min-width:460px}
+pre{background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:6px 8px;
+margin:4px 0;white-space:pre-wrap;word-break:break-word;max-height:320px;overflow:auto;
+font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.controls{display:flex;gap:16px;align-items:center;margin:6px 0}
+.controls input[type=search]{padding:4px 8px;width:280px}
+.failmetric{color:var(--bad);font-weight:600;font-size:12px}
+"""
+
+# Sorting and filtering; reads the DOM only. URL hash: #sort=<key>:<asc|desc>&failures&q=<text>
+SCRIPT = """
+(function () {
+  var table = document.getElementById("cases-table");
+  if (!table) { document.body.setAttribute("data-ready", "1"); return; }
+  var tbody = table.tBodies[0];
+  var rows = Array.prototype.slice.call(tbody.rows);
+  var heads = table.tHead.rows[0].cells;
+  var search = document.getElementById("case-filter");
+  var onlyFailed = document.getElementById("only-failed");
+  var counter = document.getElementById("case-count");
+  function value(row, i, numeric) {
+    var cell = row.cells[i];
+    var v = cell.getAttribute("data-v");
+    if (v === null) { v = cell.textContent; }
+    if (numeric) { var f = parseFloat(v); return isNaN(f) ? null : f; }
+    return v.toLowerCase();
+  }
+  function sortBy(i, dir) {
+    var numeric = heads[i].getAttribute("data-type") === "num";
+    var sorted = rows.slice().sort(function (a, b) {
+      var x = value(a, i, numeric), y = value(b, i, numeric);
+      if (x === y) { return a.getAttribute("data-i") - b.getAttribute("data-i"); }
+      if (x === null) { return 1; }
+      if (y === null) { return -1; }
+      return (x < y ? -1 : 1) * dir;
+    });
+    sorted.forEach(function (r) { tbody.appendChild(r); });
+    for (var j = 0; j < heads.length; j++) { heads[j].removeAttribute("aria-sort"); }
+    heads[i].setAttribute("aria-sort", dir > 0 ? "ascending" : "descending");
+    table.setAttribute("data-sorted", heads[i].getAttribute("data-key") + ":" +
+                       (dir > 0 ? "asc" : "desc"));
+  }
+  function applyFilter() {
+    var q = search.value.toLowerCase(), only = onlyFailed.checked, shown = 0;
+    rows.forEach(function (r) {
+      var o = r.getAttribute("data-outcome");
+      var ok = (!only || o === "failed" || o === "error") &&
+               (!q || r.textContent.toLowerCase().indexOf(q) >= 0);
+      r.hidden = !ok;
+      if (ok) { shown++; }
+    });
+    counter.textContent = shown + " of " + rows.length + " cases";
+  }
+  Array.prototype.forEach.call(heads, function (th, i) {
+    if (!th.hasAttribute("data-key")) { return; }
+    th.addEventListener("click", function () {
+      sortBy(i, th.getAttribute("aria-sort") === "ascending" ? -1 : 1);
+    });
+  });
+  search.addEventListener("input", applyFilter);
+  onlyFailed.addEventListener("change", applyFilter);
+  location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+    if (part === "failures") { onlyFailed.checked = true; }
+    else if (part.indexOf("q=") === 0) { search.value = decodeURIComponent(part.slice(2)); }
+    else if (part.indexOf("sort=") === 0) {
+      var spec = part.slice(5).split(":");
+      for (var i = 0; i < heads.length; i++) {
+        if (heads[i].getAttribute("data-key") === spec[0]) {
+          sortBy(i, spec[1] === "desc" ? -1 : 1);
+        }
+      }
+    }
+  });
+  applyFilter();
+  document.body.setAttribute("data-ready", "1");
+})();
+"""
+
+
+def e(value: Any) -> str:
+    """Escape for text and attribute values."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    return "–" if value is None else f"{float(value):.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{float(value) * 100:.1f} %"
+
+
+def _value_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                          indent=2, default=str)
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + "\n… [truncated]"
+
+
+def render_html(report: Mapping[str, Any], comparison: Comparison | None = None) -> str:
+    """The whole report page as a string (write it with any atomic writer)."""
+    agg: Mapping[str, Any] = report.get("aggregates") or {}
+    overall: Mapping[str, Any] = agg.get("overall") or {}
+    run: Mapping[str, Any] = report.get("run") or {}
+    cases: list[Mapping[str, Any]] = list(report.get("cases") or [])
+    gates = list(report.get("gates") or [])
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="referrer" content="no-referrer">',
+        "<title>queryeval report</title>", f"<style>{STYLE}</style></head><body>",
+        "<header><h1>queryeval report</h1>", _headline(overall, run, gates, comparison),
+        "</header>",
+    ]
+    if gates:
+        parts.append(_gates(gates))
+    parts.append(_summary(agg))
+    parts.append(_distributions(cases))
+    if comparison is not None:
+        parts.append(_baseline(comparison))
+    parts.append(_case_table(cases))
+    parts.append(f"<script>{SCRIPT}</script></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[Any],
+              cmp: Comparison | None) -> str:
+    judged = sum(int(overall.get(k) or 0) for k in ("passed", "failed", "errors"))
+    bits = [f'<span id="verdict-cases">{int(overall.get("passed") or 0)}/{judged} passed '
+            f"({_pct(overall.get('pass_rate'))})</span>"]
+    if gates:
+        ok = sum(bool(g.get("passed")) for g in gates)
+        cls = "ok" if ok == len(gates) else "bad"
+        bits.append(f'<span class="{cls}">gates {ok}/{len(gates)}</span>')
+    if cmp is not None:
+        cls = "ok" if cmp.passed else "bad"
+        word = "OK" if cmp.passed else ("not comparable" if not cmp.comparable else "FAILED")
+        bits.append(f'<span class="{cls}">baseline {word}</span>')
+    facts = []
+    if run.get("interrupted"):
+        facts.append('<strong class="bad">interrupted: partial results</strong>')
+    for key, label in (("count", "case"), ("errors", "error"), ("skipped", "skipped"),
+                       ("xfailed", "xfailed")):
+        n = int(overall.get(key) or 0)
+        if n:
+            facts.append(f"{n} {label}{'s' if n > 1 and label in ('case', 'error') else ''}")
+    if run.get("started"):
+        facts.append(f"started {e(run['started'])}")
+    if run.get("duration_s") is not None:
+        facts.append(f"{float(run['duration_s']):.1f} s")
+    if run.get("predictions"):
+        facts.append(f"predictions <code>{e(run['predictions'])}</code>")
+    if run.get("queryeval_version"):
+        facts.append(f"pytest-queryeval {e(run['queryeval_version'])}")
+    return (f'<p class="verdict">{" · ".join(bits)}</p>'
+            f'<p class="facts">{" · ".join(facts)}</p>')
+
+
+def _gates(gates: list[Mapping[str, Any]]) -> str:
+    rows = []
+    for g in gates:
+        fmt = _pct if g.get("stat") == "pass_rate" else _num
+        ok = bool(g.get("passed"))
+        rows.append(f"<tr><td>{e(g.get('name'))}</td><td class=n>{fmt(g.get('value'))}</td>"
+                    f"<td class=n>{e(g.get('op') or '>=')} {fmt(g.get('limit'))}</td>"
+                    f'<td class="{"ok" if ok else "bad"}">{"passed" if ok else "FAILED"}</td>'
+                    "</tr>")
+    return ('<section id="gates"><h2>Gates</h2><table><thead><tr><th>gate</th>'
+            '<th class=n>value</th><th class=n>limit</th><th>verdict</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table></section>")
+
+
+def _summary(agg: Mapping[str, Any]) -> str:
+    by_kd: Mapping[str, Mapping[str, Any]] = agg.get("by_kind_difficulty") or {}
+    by_kind: Mapping[str, Any] = agg.get("by_kind") or {}
+    out = ['<section id="summary"><h2>Summary by kind and difficulty</h2>']
+    for kind in sorted(by_kd):
+        groups = [(d, by_kd[kind][d], False) for d in ordered_difficulties(by_kd[kind])]
+        if kind in by_kind:
+            groups.append(("all", by_kind[kind], True))
+        names = ordered_metrics(m for _, s, _ in groups for m in (s.get("metrics") or {}))
+        shown = [m for m in names if not is_detail_metric(m) and not is_timing(m)]
+        latency = LATENCY_METRIC in names
+        head = "".join(f"<th class=n>{e(m)}</th>" for m in shown)
+        head += "<th class=n>latency (s)</th>" if latency else ""
+        out.append(f'<h3>{e(kind)}</h3><table class="summary" data-kind="{e(kind)}"><thead>'
+                   f"<tr><th>difficulty</th><th class=n>cases</th><th class=n>pass rate</th>"
+                   f"{head}</tr></thead><tbody>")
+        for diff, stats, total in groups:
+            metrics = stats.get("metrics") or {}
+            cells = "".join(f"<td class=n>{_num((metrics.get(m) or {}).get('mean'))}</td>"
+                            for m in shown)
+            if latency:
+                lat = metrics.get(LATENCY_METRIC)
+                cells += (f"<td class=n>{lat['mean']:.2f} ± {lat['std']:.2f}</td>" if lat
+                          else "<td class=n>–</td>")
+            out.append(f'<tr{" class=total" if total else ""} data-difficulty="{e(diff)}">'
+                       f"<td>{e(diff)}</td><td class=n>{int(stats.get('count') or 0)}</td>"
+                       f"<td class=n>{_pct(stats.get('pass_rate'))}</td>{cells}</tr>")
+        out.append("</tbody></table>")
+    out.append("</section>")
+    return "".join(out)
+
+
+# -------------------------------------------------------------------------------------------
+# SVG charts
+
+
+def _nice_max(value: float) -> float:
+    if value <= 0:
+        return 1.0
+    mag = 10.0 ** math.floor(math.log10(value))
+    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
+        if value <= step * mag:
+            return step * mag
+    return 10 * mag
+
+
+def _outcome_color(outcome: str) -> str:
+    if outcome in _PASSED:
+        return "#1a7f37"
+    if outcome in _FAILED:
+        return "#cf222e"
+    return "#8c959f"
+
+
+def strip_chart(title: str, metric: str, groups: Sequence[tuple[str, Sequence[tuple[str, str,
+                float]]]]) -> str:
+    """Dots per case (colour = outcome) and the mean per difficulty, on a shared y axis."""
+    width, height = 300, 200
+    left, right, top, bottom = 44, 10, 10, 34
+    plot_w, plot_h = width - left - right, height - top - bottom
+    values = [v for _, pts in groups for _, _, v in pts]
+    y_max = _nice_max(max(values, default=1.0)) if is_timing(metric) else 1.0
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - min(max(v / y_max, 0.0), 1.0))
+
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}" '
+           f'data-metric="{e(metric)}">']
+    for i in range(5):
+        v = y_max * i / 4
+        yy = y(v)
+        svg.append(f'<line x1="{left}" x2="{width - right}" y1="{yy:.1f}" y2="{yy:.1f}" '
+                   f'stroke="#eaeef2"/><text x="{left - 6}" y="{yy + 4:.1f}" '
+                   f'text-anchor="end">{v:.2f}</text>')
+    band = plot_w / max(len(groups), 1)
+    for gi, (label, pts) in enumerate(groups):
+        cx = left + band * (gi + 0.5)
+        svg.append(f'<text x="{cx:.1f}" y="{height - 18}" text-anchor="middle">{e(label)}'
+                   f'</text><text x="{cx:.1f}" y="{height - 5}" text-anchor="middle" '
+                   f'fill="#6e7781">n={len(pts)}</text>')
+        for j, (cid, outcome, v) in enumerate(pts):
+            jitter = ((j * 7919) % 17 - 8) / 8 * min(band * 0.28, 40)
+            svg.append(f'<circle class="pt" cx="{cx + jitter:.1f}" cy="{y(v):.1f}" r="4" '
+                       f'fill="{_outcome_color(outcome)}" fill-opacity="0.75">'
+                       f"<title>{e(cid)}: {v:.3f} ({e(outcome)})</title></circle>")
+        if pts:
+            mean = math.fsum(v for _, _, v in pts) / len(pts)
+            half = min(band * 0.38, 50)
+            svg.append(f'<line class="mean" x1="{cx - half:.1f}" x2="{cx + half:.1f}" '
+                       f'y1="{y(mean):.1f}" y2="{y(mean):.1f}" stroke="#1f2328" '
+                       f'stroke-width="2"><title>mean {mean:.3f}</title></line>')
+    svg.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#8c959f"/>'
+               "</svg>")
+    return f"<figure>{''.join(svg)}<figcaption>{e(title)}</figcaption></figure>"
+
+
+def _distributions(cases: list[Mapping[str, Any]]) -> str:
+    out = ['<section id="distributions"><h2>Metric distributions by difficulty</h2>',
+           '<p class="muted">Each dot is a case (green passed, red failed or error, grey '
+           "skipped/xfailed); the bar is the mean.</p>"]
+    kinds = sorted({str(c.get("kind")) for c in cases})
+    for kind in kinds:
+        members = [c for c in cases if str(c.get("kind")) == kind]
+        names = ordered_metrics(m for c in members for m in (c.get("metrics") or {}))
+        metrics = [m for m in names if not is_detail_metric(m) and not is_timing(m)]
+        chosen = metrics[:CHARTS_PER_KIND] + ([LATENCY_METRIC] if LATENCY_METRIC in names
+                                              else [])
+        if not chosen:
+            continue
+        diffs = ordered_difficulties(difficulty_of(c) for c in members)
+        figs = []
+        for metric in chosen:
+            groups = [(d, [(str(c.get("id")), str(c.get("outcome")),
+                            float(c["metrics"][metric]))
+                           for c in members if difficulty_of(c) == d
+                           and isinstance((c.get("metrics") or {}).get(metric), int | float)])
+                      for d in diffs]
+            figs.append(strip_chart(f"{kind}: {metric}", metric, groups))
+        out.append(f'<h3>{e(kind)}</h3><div class="grid">{"".join(figs)}</div>')
+    out.append("</section>")
+    return "".join(out)
+
+
+def delta_chart(deltas: Sequence[MetricDelta]) -> str:
+    """Horizontal bars around zero: green better, red worse; dashed line at -max drop."""
+    rows = [d for d in deltas if d.delta is not None]
+    label_w, bar_w, row_h = 190, 320, 22
+    width, height = label_w + bar_w + 70, row_h * len(rows) + 24
+    scale = max([0.05, *(abs(d.delta or 0.0) for d in rows),
+                 *(d.limit for d in rows if d.limit is not None)])
+    zero = label_w + bar_w / 2
+
+    def x(v: float) -> float:
+        return zero + (bar_w / 2) * v / scale
+
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="baseline deltas" '
+           'id="delta-chart">']
+    for i, d in enumerate(rows):
+        delta = d.delta or 0.0
+        yy = 6 + i * row_h
+        worse = d.worsening > 0
+        color = "#cf222e" if d.failed else ("#ff8182" if worse else "#4ac26b")
+        if abs(delta) <= 1e-9:
+            color = "#8c959f"
+        x0, x1 = sorted((x(0.0), x(delta)))
+        svg.append(f'<text x="{label_w - 8}" y="{yy + 14}" text-anchor="end">{e(d.metric)}'
+                   f'</text><rect class="bar" data-metric="{e(d.metric)}" x="{x0:.1f}" '
+                   f'y="{yy + 3}" width="{max(x1 - x0, 1):.1f}" height="{row_h - 8}" '
+                   f'fill="{color}"><title>{e(d.metric)}: {_num(d.baseline)} → '
+                   f"{_num(d.current)} ({delta:+.3f})</title></rect>"
+                   f'<text x="{label_w + bar_w + 6}" y="{yy + 14}">{arrow(d)} {delta:+.3f}'
+                   "</text>")
+        if d.limit is not None:
+            lx = x(d.limit if is_timing(d.metric) else -d.limit)
+            svg.append(f'<line x1="{lx:.1f}" x2="{lx:.1f}" y1="{yy + 1}" y2="{yy + row_h - 3}" '
+                       f'stroke="#1f2328" stroke-dasharray="3,2"><title>max drop '
+                       f"{d.limit:g}</title></line>")
+    svg.append(f'<line x1="{zero}" x2="{zero}" y1="2" y2="{height - 16}" stroke="#57606a"/>'
+               f'<text x="{x(-scale):.1f}" y="{height - 3}">{-scale:+.3f}</text>'
+               f'<text x="{x(scale):.1f}" y="{height - 3}" text-anchor="end">{scale:+.3f}</text>'
+               "</svg>")
+    return "".join(svg)
+
+
+def _baseline(cmp: Comparison) -> str:
+    out = ['<section id="baseline"><h2>Baseline comparison</h2>']
+    if not cmp.comparable:
+        out.append(f'<p class="verdict bad">not comparable: {e(cmp.reason)}</p></section>')
+        return "".join(out)
+    out.append(f'<p class="verdict {"ok" if cmp.passed else "bad"}">{e(cmp.verdict())}</p>')
+    note = f"{cmp.common} cases in both runs"
+    if cmp.new_cases or cmp.removed_cases:
+        note += (f"; {len(cmp.new_cases)} new and {len(cmp.removed_cases)} removed "
+                 "(not compared)")
+    out.append(f'<p class="muted">{e(note)}. Deltas are over the cases present in both runs.'
+               "</p>")
+    overall = [d for d in cmp.overall()
+               if d.metric == PASS_RATE or not (is_detail_metric(d.metric)
+                                                or is_timing(d.metric)) or d.failed]
+    out.append(delta_chart(overall))
+    rows = [*(d for d in cmp.overall() if d.metric == PASS_RATE
+              or not is_detail_metric(d.metric) or d.failed),
+            *(d for d in cmp.failures if d.scope != "overall")]
+    out.append('<table id="delta-table"><thead><tr><th>metric</th><th>scope</th>'
+               "<th class=n>baseline</th><th class=n>current</th><th class=n>Δ</th>"
+               "<th class=n>max drop</th></tr></thead><tbody>")
+    for d in rows:
+        cls = ' class="bad"' if d.failed else ""
+        mark = arrow(d)
+        delta = ("–" if d.delta is None else "= 0.000" if mark == "=" else
+                 f"{mark} {d.delta:+.3f}")
+        limit = "" if d.limit is None else f"{d.limit:g}" + (" FAIL" if d.failed else "")
+        out.append(f"<tr{cls}><td>{e(d.metric)}</td><td>{e(d.label)}</td>"
+                   f"<td class=n>{_num(d.baseline)}</td><td class=n>{_num(d.current)}</td>"
+                   f"<td class=n>{e(delta)}</td><td class=n>{e(limit)}</td></tr>")
+    out.append("</tbody></table>")
+    for title, ident, changes in (("pass → fail", "regressions", cmp.regressions),
+                                  ("fail → pass", "fixes", cmp.fixes)):
+        if changes:
+            items = "".join(f"<li><code>{e(c.id)}</code> {e(c.kind)}/{e(c.difficulty)}: "
+                            f"{e(c.before)} → {e(c.after)}"
+                            + (f" <span class=muted>({e(', '.join(c.failed_metrics))})</span>"
+                               if c.failed_metrics else "") + "</li>" for c in changes)
+            out.append(f'<h3>{e(title)} ({len(changes)})</h3><ul id="{ident}">{items}</ul>')
+    for w in cmp.warnings:
+        out.append(f'<p class="bad">warning: {e(w)}</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
+# -------------------------------------------------------------------------------------------
+# case table
+
+
+def _main_metric(case: Mapping[str, Any]) -> tuple[str, float | None]:
+    metrics = case.get("metrics") or {}
+    for name in ordered_metrics(metrics):
+        if not is_timing(name) and isinstance(metrics[name], int | float):
+            return name, float(metrics[name])
+    return "", None
+
+
+def _case_details(case: Mapping[str, Any]) -> str:
+    parts = []
+    if case.get("error"):
+        parts.append(f'<p class="bad">{e(case["error"])}</p>')
+    if case.get("reason"):
+        parts.append(f'<p class="muted">{e(case["reason"])}</p>')
+    metrics = case.get("metrics") or {}
+    thresholds = case.get("thresholds") or {}
+    failed = set(case.get("failed_metrics") or [])
+    if metrics:
+        rows = []
+        for name in ordered_metrics(metrics):
+            t = thresholds.get(name) or {}
+            limit = " ".join(f"{k} {v:g}" for k, v in t.items() if isinstance(v, int | float))
+            cls = ' class="failmetric"' if name in failed else ""
+            rows.append(f"<tr{cls}><td>{e(name)}</td><td class=n>{_num(metrics[name])}</td>"
+                        f"<td>{e(limit)}</td></tr>")
+        parts.append("<table><thead><tr><th>metric</th><th class=n>value</th><th>threshold"
+                     "</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    for label, key in (("predicted", "predicted"), ("gold", "gold")):
+        if case.get(key) is not None:
+            parts.append(f"<div><strong>{label}</strong><pre>{e(_value_text(case[key]))}</pre>"
+                         "</div>")
+    diff = [str(line) for line in case.get("diff") or []]
+    if diff:
+        parts.append(f'<div><strong>diff</strong><pre class="diff">{e(chr(10).join(diff))}'
+                     "</pre></div>")
+    sdmx = (case.get("details") or {}).get("sdmx_details")
+    if sdmx:
+        parts.append(f"<div><strong>indicator selection</strong><pre>{e(sdmx)}</pre></div>")
+    where = f"{case.get('file') or ''}:{case.get('line') or ''}".strip(":")
+    if where:
+        parts.append(f'<p class="muted">{e(where)}</p>')
+    label = "failure details" if case.get("outcome") in _FAILED else "details"
+    return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
+
+
+def _case_table(cases: list[Mapping[str, Any]]) -> str:
+    out = ['<section id="cases"><h2>Cases</h2><div class="controls">'
+           '<input type="search" id="case-filter" placeholder="filter: id, question, query…" '
+           'aria-label="filter cases"><label><input type="checkbox" id="only-failed"> failures '
+           f'only</label><span id="case-count" class="muted">{len(cases)} cases</span></div>',
+           '<table id="cases-table"><thead><tr>'
+           '<th data-key="id">id</th><th data-key="kind">kind</th>'
+           '<th data-key="difficulty">difficulty</th><th data-key="outcome">outcome</th>'
+           '<th data-key="metric">main metric</th>'
+           '<th data-key="score" data-type="num" class=n>score</th>'
+           '<th data-key="latency" data-type="num" class=n>latency (s)</th>'
+           '<th data-key="question">question</th><th>tags</th><th>details</th>'
+           "</tr></thead><tbody>"]
+    for i, case in enumerate(cases):
+        outcome = str(case.get("outcome") or "")
+        name, score = _main_metric(case)
+        latency = (case.get("metrics") or {}).get(LATENCY_METRIC)
+        failed = ", ".join(str(m) for m in case.get("failed_metrics") or [])
+        out.append(
+            f'<tr data-i="{i}" data-id="{e(case.get("id"))}" data-outcome="{e(outcome)}">'
+            f"<td><code>{e(case.get('id'))}</code></td><td>{e(case.get('kind'))}</td>"
+            f"<td>{e(difficulty_of(case))}</td>"
+            f'<td data-v="{e(outcome)}"><span class="pill {e(outcome)}">{e(outcome)}</span>'
+            + (f'<br><span class="failmetric">{e(failed)}</span>' if failed else "") + "</td>"
+            f"<td>{e(name)}</td>"
+            f'<td class=n data-v="{"" if score is None else score}">{_num(score)}</td>'
+            f'<td class=n data-v="{"" if latency is None else float(latency)}">'
+            f"{_num(latency, 2)}</td>"
+            f"<td class=q>{e(case.get('question'))}</td>"
+            f"<td>{e(', '.join(str(t) for t in case.get('tags') or []))}</td>"
+            f"<td>{_case_details(case)}</td></tr>")
+    out.append("</tbody></table></section>")
+    return "".join(out)
