@@ -1,0 +1,171 @@
+"""Every prediction source, against real files, a real HTTP server and a real command."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from .conftest import GDP, GDP_PLUS, MEX, dump, outcomes_by_id, sdmx_case, selection
+
+PERFECT = {"gdp": selection(GDP), "mex": selection(MEX)}
+WORSE = {"gdp": selection(GDP_PLUS), "mex": selection(MEX)}
+
+
+@pytest.fixture
+def two_cases(suite):
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+        "cases": [sdmx_case("gdp", selection(GDP)), sdmx_case("mex", selection(MEX))],
+    }))
+    return suite
+
+
+def _run(pytester, *args):
+    result = pytester.runpytest("--queryeval-json=r.json", *args)
+    return result, json.loads((pytester.path / "r.json").read_text())
+
+
+def test_jsonl_file_with_latency(two_cases):
+    lines = [json.dumps({"id": k, "predicted": v, "latency": 0.25}) for k, v in WORSE.items()]
+    (two_cases.path / "preds.jsonl").write_text("\n".join(lines) + "\n")
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {"source": "file", "path": "preds.jsonl"}}))
+    result, report = _run(two_cases)
+    result.assert_outcomes(passed=1, failed=1)
+    assert outcomes_by_id(report) == {"gdp": "failed", "mex": "passed"}
+    gdp = next(c for c in report["cases"] if c["id"] == "gdp")
+    assert gdp["metrics"]["prediction_seconds"] == 0.25
+    assert abs(gdp["metrics"]["macro_precision"] - 2 / 3) < 1e-12
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_mapping_files_and_the_command_line_override(two_cases, suffix):
+    (two_cases.path / f"v1{suffix}").write_text(json.dumps(WORSE))
+    (two_cases.path / f"v2{suffix}").write_text(json.dumps(PERFECT))
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {"source": "file", "path": f"v1{suffix}"}}))
+    result, _ = _run(two_cases)
+    result.assert_outcomes(passed=1, failed=1)
+    result, report = _run(two_cases, f"--queryeval-predictions=v2{suffix}")
+    result.assert_outcomes(passed=2)
+    assert report["run"]["predictions"] == f"v2{suffix}"
+
+
+def test_missing_prediction_and_missing_file_fail_the_case_not_the_session(two_cases):
+    (two_cases.path / "partial.jsonl").write_text(json.dumps({"id": "mex", "predicted": PERFECT["mex"]}) + "\n")
+    result, report = _run(two_cases, "--queryeval-predictions=partial.jsonl")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*prediction error: no prediction for case 'gdp' in *partial.jsonl*"])
+    assert outcomes_by_id(report) == {"gdp": "error", "mex": "passed"}
+    result, report = _run(two_cases, "--queryeval-predictions=nowhere.jsonl")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*prediction error: predictions file not found: *nowhere.jsonl*"])
+
+
+def test_no_prediction_source_at_all(two_cases):
+    result, _ = _run(two_cases)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*no prediction for case 'gdp': give it 'predicted:'*"])
+
+
+def test_python_callable(two_cases):
+    two_cases.makepyfile(my_model=f"""
+        PREDS = {json.dumps(PERFECT)!s}
+        def predict(case):
+            assert case["kind"] == "sdmx" and case["conversation"][0]["role"] == "user"
+            if case["id"] == "mex":
+                raise RuntimeError("model crashed")
+            return PREDS[case["id"]]
+    """)
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {"source": "python", "function": "my_model:predict"}}))
+    result, report = _run(two_cases)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*prediction error: my_model:predict raised RuntimeError: model crashed*"])
+    assert report["cases"][0]["metrics"]["prediction_seconds"] >= 0
+    # the same callable through the command-line override
+    result, _ = _run(two_cases, "--queryeval-predictions=my_model:predict")
+    result.assert_outcomes(passed=1, failed=1)
+
+
+def test_command_reads_case_json_on_stdin(two_cases):
+    two_cases.makepyfile(cmd_model=f"""
+        import json, sys
+        case = json.load(sys.stdin)
+        print(json.dumps({{"predicted": {json.dumps(PERFECT)!s}[case["id"]]}}))
+    """)
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "command", "command": [sys.executable, "cmd_model.py"]}}))
+    result, _ = _run(two_cases)
+    result.assert_outcomes(passed=2)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    calls: list[dict] = []
+    fail_first: dict[str, int] = {}
+
+    def do_POST(self):  # noqa: N802 - http.server API
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.calls.append({"body": body, "auth": self.headers.get("Authorization")})
+        case_id = body["case"]["id"]
+        if self.fail_first.get(case_id, 0) > 0:
+            self.fail_first[case_id] -= 1
+            self.send_response(503)
+            self.end_headers()
+            return
+        if case_id == "mex":
+            self.send_response(500)
+            self.end_headers()
+            return
+        data = json.dumps({"result": {"selection": PERFECT[case_id]}, "meta": {"ms": 12}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    _Handler.calls = []
+    _Handler.fail_first = {"gdp": 1}
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_http_endpoint_with_retries_headers_and_response_path(two_cases, http_server, monkeypatch):
+    monkeypatch.setenv("QE_TOKEN", "s3cr3t-token-value")
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "http", "url": f"{http_server}/predict", "headers": {"Authorization": "Bearer ${QE_TOKEN}"},
+        "body": {"q": "{question}", "case": "{case}"}, "response_path": "result.selection",
+        "timing_fields": {"server_ms": "meta.ms"}, "retries": 2, "backoff": 0.01, "timeout": 5,
+    }}))
+    result, report = _run(two_cases)
+    result.assert_outcomes(passed=1, failed=1)
+    assert {c["auth"] for c in _Handler.calls} == {"Bearer s3cr3t-token-value"}
+    # gdp: one 503 then success; mex: 500 on every attempt (1 + 2 retries)
+    ids = [c["body"]["case"]["id"] for c in _Handler.calls]
+    assert ids.count("gdp") == 2 and ids.count("mex") == 3
+    assert _Handler.calls[0]["body"]["q"] == "question gdp"
+    gdp = next(c for c in report["cases"] if c["id"] == "gdp")
+    assert gdp["details"]["prediction"] == {"server_ms": 12}
+    assert gdp["metrics"]["prediction_seconds"] > 0
+    result.stdout.fnmatch_lines(["*prediction error: POST http://127.0.0.1:*/predict failed: HTTP 500*after 3 attempt(s)*"])
+    assert "s3cr3t-token-value" not in result.stdout.str()
+    assert "s3cr3t-token-value" not in (two_cases.path / "r.json").read_text()
+
+
+def test_http_endpoint_unreachable(two_cases):
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "http", "url": "http://127.0.0.1:9/none", "retries": 1, "backoff": 0.01, "timeout": 2}}))
+    result, report = _run(two_cases)
+    result.assert_outcomes(failed=2)
+    assert set(outcomes_by_id(report).values()) == {"error"}
+    result.stdout.fnmatch_lines(["*prediction error: POST http://127.0.0.1:9/none failed:*refused*"])
