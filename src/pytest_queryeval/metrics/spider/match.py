@@ -45,6 +45,7 @@ class Entry:
     rebuilt: SQL
     hardness: str
     counts: tuple[int, int, int]
+    features: Features
 
 
 @dataclass(slots=True)
@@ -84,7 +85,8 @@ def _analyse(text: str, schema: Schema) -> Entry | str:
     except SpiderParseError as exc:
         return str(exc) or "unparsable"
     c = counts(raw)
-    return Entry(raw, rebuild(raw, schema), level(*c), c)
+    rebuilt = rebuild(raw, schema)
+    return Entry(raw, rebuilt, level(*c), c, Features(rebuilt))
 
 
 def rebuild(sql: SQL, schema: Schema) -> SQL:
@@ -163,7 +165,6 @@ def _rebuild_cols(sql: SQL | None, valid: frozenset[str], kmap: dict[str, str]) 
     return out
 
 
-_EMPTY_REBUILT: SQL = _rebuild_cols(_drop_values(empty_sql()), frozenset(), {})
 
 
 # -- components ---------------------------------------------------------------------------
@@ -225,32 +226,49 @@ def _same_tables(label: list[Any], pred: list[Any]) -> bool:
     return len(label) == len(pred) and _multiset_count(pred, label) == len(label)
 
 
-def partial_match(pred: SQL, label: SQL, legacy: bool) -> dict[str, Partial]:
+class Features:
+    """The parts of a rebuilt query the components compare, computed once per query text."""
+
+    __slots__ = ("ao", "group_cols", "group_stripped", "keywords", "sel", "sel_wo", "sql",
+                 "where", "where_wo")
+
+    def __init__(self, sql: SQL) -> None:
+        self.sql = sql
+        self.sel: list[Any] = sql["select"][1]
+        self.sel_wo = [u[1] for u in self.sel]
+        self.where: list[Any] = sql["where"][::2]
+        self.where_wo = [u[2] for u in self.where]
+        self.group_cols = [u[1] for u in sql["groupBy"]]
+        self.group_stripped = [c.split(".")[1] if "." in c else c for c in self.group_cols]
+        self.ao = _set_or_list(sql["where"][1::2])
+        self.keywords = _keywords(sql)
+
+
+def _component(cnt_of: Any, pred: list[Any], label: list[Any]) -> Partial:
+    lt, pt = len(label), len(pred)
+    if lt != pt:
+        return (0, 0, 0, lt, pt)
+    return (*_scores(cnt_of(pred, label), pt, lt), lt, pt)
+
+
+def partial_match(pred: SQL, label: SQL, legacy: bool, pf: Features | None = None,
+                  lf: Features | None = None) -> dict[str, Partial]:
     """``eval_partial_match``: per component ``(acc, rec, f1, label_total, pred_total)``."""
-    res: dict[str, Partial] = {}
-
-    pred_sel, label_sel = pred["select"][1], label["select"][1]
-    lt, pt = len(label_sel), len(pred_sel)
-    res["select"] = (*_scores(_multiset_count(pred_sel, label_sel), pt, lt), lt, pt)
-    cnt = _multiset_count([u[1] for u in pred_sel], [u[1] for u in label_sel])
-    res["select_no_agg"] = (*_scores(cnt, pt, lt), lt, pt)
-
-    pred_w, label_w = pred["where"][::2], label["where"][::2]
-    lt, pt = len(label_w), len(pred_w)
-    res["where"] = (*_scores(_multiset_count(pred_w, label_w), pt, lt), lt, pt)
-    cnt = _multiset_count([u[2] for u in pred_w], [u[2] for u in label_w])
-    res["where_no_op"] = (*_scores(cnt, pt, lt), lt, pt)
-
-    pred_cols = [u[1] for u in pred["groupBy"]]
-    label_cols = [u[1] for u in label["groupBy"]]
-    lt, pt = len(label_cols), len(pred_cols)
-    cnt = _multiset_count([c.split(".")[1] if "." in c else c for c in pred_cols],
-                          [c.split(".")[1] if "." in c else c for c in label_cols])
-    res["group_no_having"] = (*_scores(cnt, pt, lt), lt, pt)
+    if pf is None:
+        pf = Features(pred)
+    if lf is None:
+        lf = Features(label)
+    res: dict[str, Partial] = {
+        "select": _component(_multiset_count, pf.sel, lf.sel),
+        "select_no_agg": _component(_multiset_count, pf.sel_wo, lf.sel_wo),
+        "where": _component(_multiset_count, pf.where, lf.where),
+        "where_no_op": _component(_multiset_count, pf.where_wo, lf.where_wo),
+        "group_no_having": _component(_multiset_count, pf.group_stripped, lf.group_stripped),
+    }
 
     pt = 1 if pred["groupBy"] else 0
     lt = 1 if label["groupBy"] else 0
-    cnt = 1 if (pt == lt == 1 and pred_cols == label_cols
+    cnt = 1 if (pt == lt == 1 and pf.group_cols == lf.group_cols
                 and pred["having"] == label["having"]) else 0
     res["group"] = (*_scores(cnt, pt, lt), lt, pt)
 
@@ -260,13 +278,11 @@ def partial_match(pred: SQL, label: SQL, legacy: bool) -> dict[str, Partial]:
                 and (pred["limit"] is None) == (label["limit"] is None)) else 0
     res["order"] = (*_scores(cnt, pt, lt), lt, pt)
 
-    pred_ao = _set_or_list(pred["where"][1::2])
-    label_ao = _set_or_list(label["where"][1::2])
-    if pred_ao == label_ao:
+    if pf.ao == lf.ao:
         res["and_or"] = (1, 1, 1, 1, 1)
     else:
         # the evaluator returns (pred, label, 0) where it means (label, pred, cnt)
-        lt, pt = len(pred_ao), len(label_ao)
+        lt, pt = len(pf.ao), len(lf.ao)
         res["and_or"] = (*_scores(0, pt, lt), lt, pt)
 
     lt = pt = cnt = 0
@@ -280,7 +296,7 @@ def partial_match(pred: SQL, label: SQL, legacy: bool) -> dict[str, Partial]:
             cnt += exact_match(p, g, legacy)
     res["iuen"] = (*_scores(cnt, pt, lt), lt, pt)
 
-    pk, lk = _keywords(pred), _keywords(label)
+    pk, lk = pf.keywords, lf.keywords
     lt, pt = len(lk), len(pk)
     res["keywords"] = (*_scores(len(pk & lk), pt, lt), lt, pt)
     return res
@@ -299,6 +315,10 @@ def exact_match(pred: SQL, label: SQL, legacy: bool = False,
     return 1
 
 
+_EMPTY_REBUILT: SQL = _rebuild_cols(_drop_values(empty_sql()), frozenset(), {})
+_EMPTY_FEATURES = Features(_EMPTY_REBUILT)
+
+
 # -- public entry point -----------------------------------------------------------------------
 def structure_scores(gold_sql: str, pred_sql: str, schema: Schema, *,
                      legacy_from_check: bool = False) -> StructureResult:
@@ -313,10 +333,11 @@ def structure_scores(gold_sql: str, pred_sql: str, schema: Schema, *,
     parse_error: str | None = None
     if isinstance(pred, str):
         parse_error = pred
-        pred_rebuilt = _EMPTY_REBUILT
+        pred_rebuilt, pred_features = _EMPTY_REBUILT, _EMPTY_FEATURES
     else:
-        pred_rebuilt = pred.rebuilt
-    partial = partial_match(pred_rebuilt, gold.rebuilt, legacy_from_check)
+        pred_rebuilt, pred_features = pred.rebuilt, pred.features
+    partial = partial_match(pred_rebuilt, gold.rebuilt, legacy_from_check, pred_features,
+                            gold.features)
     exact = exact_match(pred_rebuilt, gold.rebuilt, legacy_from_check, partial)
     metrics: dict[str, float] = {"exact_set_match": float(exact)}
     if parse_error is None:

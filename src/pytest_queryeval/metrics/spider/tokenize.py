@@ -72,6 +72,7 @@ _PREFIX = ("!", ">", "<")
 
 def word_tokenize(text: str) -> list[str]:
     """nltk ``NLTKWordTokenizer.tokenize`` on a single sentence (quote-free text)."""
+    chars = set(text)  # substitutions only add spaces: the character set stays valid
     for trigger, regexp, sub in _SUBS:
         if trigger == "pad":  # nltk pads the text before its ENDING_QUOTES rules
             text = " " + text + " "
@@ -82,7 +83,7 @@ def word_tokenize(text: str) -> list[str]:
         elif len(trigger) == 2 and trigger[0] == trigger[1]:
             if trigger not in text:
                 continue
-        elif not any(ch in text for ch in trigger):
+        elif chars.isdisjoint(trigger):
             continue
         text = regexp.sub(sub, text)
     if _CONTRACTION_HINT.search(text):
