@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 import pytest
 
 from pytest_queryeval.report.baseline import compare
-from pytest_queryeval.report.html import render_html
+from pytest_queryeval.report.html import render_html, write_html
 
 
 class Page(HTMLParser):
@@ -133,6 +133,13 @@ def test_not_comparable(current, baseline):
     baseline["run"]["settings"]["json"]["alpha"] = 0.9
     text = render_html(current, compare(current, baseline, 0.1))
     assert "not comparable: scored with different settings: json.alpha: 0.9 (baseline)" in text
+
+
+def test_write_html(tmp_path, current, baseline):
+    cmp = compare(current, baseline, 0.1)
+    path = write_html(current, tmp_path / "out" / "report.html", cmp)
+    assert path.read_text(encoding="utf-8") == render_html(current, cmp)
+    assert os.listdir(path.parent) == ["report.html"]
 
 
 def test_empty_report():

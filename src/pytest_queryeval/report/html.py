@@ -8,10 +8,14 @@ the report is HTML-escaped; the script reads the DOM and never embeds report dat
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_queryeval.report.baseline import (
@@ -26,7 +30,7 @@ from pytest_queryeval.report.baseline import (
     ordered_metrics,
 )
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "write_html"]
 
 LATENCY_METRIC = "prediction_seconds"
 #: Distribution charts per kind (headline metrics first, then latency).
@@ -190,6 +194,24 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     parts.append(_case_table(cases))
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
+               comparison: Comparison | None = None) -> Path:
+    """Render and write atomically (temporary file + rename)."""
+    target = Path(path)
+    text = render_html(report, comparison)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target
 
 
 def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[Any],
