@@ -16,7 +16,9 @@ from .helpers import run_select
 
 PREFIXES = "PREFIX brick: <https://brickschema.org/schema/Brick#>\n"
 
-GOLD = PREFIXES + """
+GOLD = (
+    PREFIXES
+    + """
     SELECT DISTINCT ?eqp ?sensor WHERE {
         ?eqp    a                       brick:Air_Handling_Unit .
         ?vav    a                       brick:VAV .
@@ -25,6 +27,7 @@ GOLD = PREFIXES + """
         ?vav    brick:hasPoint          ?sensor .
     }
 """
+)
 PRED = {
     "cross": """SELECT DISTINCT ?ahu ?s  WHERE {
         ?ahu    a        brick:Air_Handling_Unit .

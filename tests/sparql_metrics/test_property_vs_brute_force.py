@@ -58,7 +58,7 @@ def table(
         src, dst = draw(st.integers(0, n_cols - 1)), draw(st.integers(0, n_cols - 1))
         rows = [tuple(r[src] if i == dst else v for i, v in enumerate(r)) for r in rows]
     if rows and draw(st.booleans()):
-        rows = rows + [draw(st.sampled_from(rows))]  # a duplicated row
+        rows = [*rows, draw(st.sampled_from(rows))]  # a duplicated row
     return ResultTable([f"c{i}" for i in range(n_cols)], rows)
 
 

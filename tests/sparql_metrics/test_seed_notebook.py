@@ -79,7 +79,10 @@ TABLE_CASES = [
     (
         "Row Match F1: Partial Content Mismatch",
         GOLD,
-        [{"name": {"value": "Alice"}, "age": {"value": "30"}}, {"name": {"value": "Bob"}, "age": {"value": "99"}}],
+        [
+            {"name": {"value": "Alice"}, "age": {"value": "30"}},
+            {"name": {"value": "Bob"}, "age": {"value": "99"}},
+        ],
         "row_match_f1",
         0.4,
     ),
