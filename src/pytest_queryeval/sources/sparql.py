@@ -17,6 +17,7 @@ without a streaming parser); the result comes back with ``truncated=True``.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import http.client
 import time
@@ -132,8 +133,11 @@ class SparqlSource:
         try:
             result = sw.query()
             data = result.convert()
-        except (QueryBadFormed, URITooLong, EndPointInternalError) as exc:
-            raise QueryFailed(self._scrub(_short(exc))) from None
+        except QueryBadFormed as exc:
+            raise QueryFailed(f"HTTP 400: {self._scrub(_short(exc))}") from None
+        except (URITooLong, EndPointInternalError) as exc:
+            code = 414 if isinstance(exc, URITooLong) else 500
+            raise QueryFailed(f"HTTP {code}: {self._scrub(_short(exc))}") from None
         except Unauthorized:
             raise SourceUnavailable(f"{self.endpoint}: authentication failed (HTTP 401)") \
                 from None
@@ -194,7 +198,18 @@ class SparqlSource:
 
 
 def _short(exc: BaseException) -> str:
+    """The endpoint's own error text when there is one.
+
+    SPARQLWrapper only keeps the response body as ``repr(bytes)`` inside its message.
+    """
     text = str(exc).strip()
+    _head, sep, body = text.partition("\n\nResponse:\n")
+    if sep:
+        try:
+            raw = ast.literal_eval(body)
+            text = raw.decode("utf-8", errors="replace").strip() if isinstance(raw, bytes) else body
+        except (ValueError, SyntaxError):
+            text = body
     return text if len(text) <= 500 else text[:500] + "..."
 
 
