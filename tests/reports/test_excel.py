@@ -43,7 +43,7 @@ def test_summary_values(book, current):
     judged = [c for c in easy if c["outcome"] in ("passed", "failed", "error", "xpassed")]
     passed = [c for c in judged if c["outcome"] in ("passed", "xpassed")]
     row = rows[("sql", "easy")]
-    assert row["Samples"] == len(easy) == 3
+    assert row["Number of samples"] == len(easy) == 3
     assert row["Percent correct"] == pytest.approx(len(passed) / len(judged)) == 2 / 3
     assert row["execution_accuracy"] == pytest.approx(2 / 3)
     assert row["soft_f1"] == pytest.approx((1.0 + 1.0 + 0.5) / 3)
@@ -53,7 +53,7 @@ def test_summary_values(book, current):
     assert "prediction_seconds" not in row  # shown as the latency columns instead
     # The hard sql case errored without metrics: 0% correct, no latency.
     hard = rows[("sql", "hard")]
-    assert hard["Samples"] == 1
+    assert hard["Number of samples"] == 1
     assert hard["Percent correct"] == 0
     assert hard["Mean latency (s)"] is None
     # Metrics of other kinds are blank, not 0.
@@ -61,11 +61,11 @@ def test_summary_values(book, current):
     assert rows[("json", "easy")]["json_similarity"] == pytest.approx((0.99 + 0.91) / 2)
     # json/medium: nested-sort failed, date-range xfailed (not judged) -> 0 %
     assert rows[("json", "medium")]["Percent correct"] == 0
-    assert rows[("sdmx", "unknown")]["Samples"] == 1
+    assert rows[("sdmx", "unknown")]["Number of samples"] == 1
     # totals after the kind x difficulty rows
-    assert rows[("sql", "all")]["Samples"] == 7
+    assert rows[("sql", "all")]["Number of samples"] == 7
     overall = rows[("all", "all")]
-    assert overall["Samples"] == 20
+    assert overall["Number of samples"] == 20
     judged_all = [c for c in current["cases"] if c["outcome"] in ("passed", "failed", "error")]
     assert overall["Percent correct"] == pytest.approx(
         sum(c["outcome"] == "passed" for c in judged_all) / len(judged_all))

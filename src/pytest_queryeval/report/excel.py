@@ -33,7 +33,7 @@ CELL_LIMIT = 32767
 #: Most metric series drawn in one kind's chart (the table has them all).
 CHART_SERIES = 6
 
-SUMMARY_FIXED = ("Kind", "Difficulty", "Samples", "Percent correct")
+SUMMARY_FIXED = ("Kind", "Difficulty", "Number of samples", "Percent correct")
 LATENCY_HEADERS = ("Mean latency (s)", "Latency std (s)")
 DETAILS_FIXED = ("ID", "Kind", "Difficulty", "Tags", "Question", "Predicted", "Gold", "Outcome",
                  "Failed metrics")
