@@ -150,3 +150,26 @@ def test_hardness_with_schema(oracle: list[dict[str, Any]], spider: Path) -> Non
              if hardness(item["gold"], Schema.from_tables_json(tables, item["db_id"]))
              != item["hardness"]]
     assert not wrong
+
+
+def test_cli_prints_the_official_stdout(spider: Path) -> None:
+    import io
+
+    from pytest_queryeval.metrics.spider.cli import main
+
+    args = ["--gold", str(spider / "gold_example.txt"), "--pred", str(spider / "pred_example.txt"),
+            "--table", str(spider / "tables.json"), "--verbose"]
+    out = io.StringIO()
+    assert main(args, out) == 0
+    assert out.getvalue() == (
+        spider / "oracle" / "spider_head_match__gold_example.txt").read_text()
+    out = io.StringIO()
+    assert main([*args, "--legacy-from-check"], out) == 0
+    assert out.getvalue() == (spider / "eval_result_example.txt").read_text()
+
+
+def test_aggregate_accepts_recorded_details(results: list[StructureResult]) -> None:
+    import json as _json
+
+    recorded = [_json.loads(_json.dumps(r.to_details())) for r in results]
+    assert aggregate(recorded) == aggregate(results)

@@ -8,7 +8,7 @@ easy/medium). A level without items prints 0 everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult
@@ -16,21 +16,25 @@ from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult
 LEVELS = ("easy", "medium", "hard", "extra", "all")
 
 
-def aggregate(results: Iterable[StructureResult]) -> dict[str, Any]:
+def aggregate(results: Iterable[StructureResult | Mapping[str, Any]]) -> dict[str, Any]:
     """``{level: {count, exact, partial: {component: {acc, rec, f1}}}}`` for easy, medium,
-    hard, extra and all (JSON-safe)."""
+    hard, extra and all (JSON-safe). Items are results or their ``to_details()`` mappings."""
     sums: dict[str, dict[str, Any]] = {
         lv: {"count": 0, "exact": 0,
              "partial": {c: [0, 0, 0, 0] for c in COMPONENTS}}  # acc, n_acc, rec, n_rec
         for lv in LEVELS
     }
     for res in results:
-        for lv in (res.hardness, "all"):
+        if isinstance(res, StructureResult):
+            hardness, exact, partial = res.hardness, res.exact, res.partial
+        else:
+            hardness, exact, partial = res["hardness"], res["exact"], res["partial"]
+        for lv in (hardness, "all"):
             s = sums[lv]
             s["count"] += 1
-            s["exact"] += res.exact
+            s["exact"] += exact
             for comp in COMPONENTS:
-                item = res.partial[comp]
+                item = partial[comp]
                 p = s["partial"][comp]
                 if item[4] > 0:  # pred_total
                     p[0] += item[0]

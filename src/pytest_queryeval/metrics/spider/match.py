@@ -66,6 +66,12 @@ class StructureResult:
     exact: int = 0
     counts: tuple[int, int, int] = (0, 0, 0)
 
+    def to_details(self) -> dict[str, Any]:
+        """JSON-safe form that :func:`aggregate` accepts back (for reports that only keep
+        per-case details): hardness, exact and the evaluator's per-component tuples."""
+        return {"hardness": self.hardness, "exact": self.exact,
+                "partial": {c: list(v) for c, v in self.partial.items()}}
+
 
 # -- analysis (parse + rebuild), cached per schema --------------------------------------------
 def analyse(text: str, schema: Schema) -> Entry | str:
