@@ -97,6 +97,31 @@ def test_seed_worked_example_failure_message(pytester: pytest.Pytester):
     assert m["recall[INDICATOR]"] == 1.0
 
 
+def test_excel_indicator_selection_details_cell(pytester: pytest.Pytester):
+    openpyxl = pytest.importorskip("openpyxl")
+    pytest.importorskip("xlsxwriter")
+    pytester.path.joinpath("test_mexico_population.yaml").write_text(MEXICO_YAML)
+    pytester.makefile(".yaml", queryeval="predictions: {source: file, path: preds.jsonl}\n")
+    _write_predictions(pytester, {CASE_ID: {"IMF.RES:WEO": {
+        "INDICATOR": {"LP": LP["name"]}, "COUNTRY": {"MEX": "Mexico", "USA": "United States"},
+        "FREQUENCY": {"A": "Annual"}}}})
+    pytester.runpytest("--queryeval-xlsx=out.xlsx", "-p", "no:cacheprovider")
+    ws = openpyxl.load_workbook(pytester.path / "out.xlsx")["SDMX overview"]
+    header = [c.value for c in ws[1]]
+    row = {h: c.value for h, c in zip(header, ws[2], strict=False)}
+    cell = next(v for v in row.values() if isinstance(v, str) and "True Positives" in v)
+    assert cell == (
+        "INDICATOR\n[recall: 1.00, precision: 1.00]\nTrue Positives [1]\n"
+        "  * LP: Population, Persons for countries / Index for country groups\n"
+        "False Negatives [0]\nFalse Positives [0]\n\n"
+        "COUNTRY\n[recall: 1.00, precision: 0.50]\nTrue Positives [1]\n  * MEX: Mexico\n"
+        "False Negatives [0]\nFalse Positives [1]\n  * USA: United States\n\n"
+        "dimensions not in target\nFREQUENCY\n[recall: 1.00, precision: 0.00]\n"
+        "True Positives [0]\nFalse Negatives [0]\nFalse Positives [1]\n  * A: Annual")
+    assert row["macro precision"] == pytest.approx(0.5)  # (1 + 0.5 + 0) / 3
+    assert row["macro recall"] == 1.0
+
+
 def test_multi_case_file_with_inline_multi_turn(pytester: pytest.Pytester):
     pytester.makefile(".yaml", test_suite="""\
         kind: sdmx
