@@ -154,7 +154,10 @@ def test_multi_case_file_with_inline_multi_turn(pytester: pytest.Pytester):
                   values: [{id: USA, name: United States}]
             predicted:
               IMF.RES:WEO: {COUNTRY: {USA: United States, CAN: Canada}}
-          thresholds: {macro_recall: 1.0}
+          thresholds:
+            recall[COUNTRY]: 1.0
+            precision[COUNTRY]: 0.7
+            "f1[COUNTRY]": {min: 0.8}
         - id: strict-names
           match_on: [id, name]
           conversation:
