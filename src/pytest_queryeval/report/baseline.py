@@ -551,7 +551,7 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10) -> list[str]:
         mark = arrow(d)
         delta = _num(0.0) if mark == "=" and d.delta is not None else _signed(d.delta)
         lines.append(f"  {name:<{width}}  {_num(d.baseline):>8}  {_num(d.current):>8}  "
-                     f"{mark} {delta:>7}  {limit:>8}{flag}")
+                     f"{mark} {delta:>7}  {limit:>8}{flag}".rstrip())
     if hidden:
         lines.append(f"  ({hidden} per-dimension/component metrics unchanged)")
 
