@@ -254,3 +254,17 @@ def test_difficulty() -> None:
     assert KIND.difficulty(make_case("SELECT count(*) FROM singer")) == "easy"
     assert KIND.difficulty(make_case(["SELECT max(a), min(a) FROM t", "SELECT 1"])) == "medium"
     assert KIND.difficulty(make_case("WITH t AS (SELECT 1) SELECT * FROM t")) is None
+
+
+def test_efficiency_opt_in(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT count(*) FROM track", spec=spec,
+                     options={"efficiency": {"iterations": 3}})
+    s = KIND.evaluate(case, "SELECT count(trackid) FROM track", session)
+    assert 0.0 <= s.metrics["ves"] <= 1.0
+    assert 0.0 <= s.metrics["r_ves"] <= 1.0
+    assert set(s.details["efficiency"]) >= {"ves_time_ratio", "r_ves_reward"}
+    wrong = KIND.evaluate(case, "SELECT count(*) FROM album", session)
+    assert wrong.metrics["ves"] == 0.0
+    assert wrong.metrics["r_ves"] == 0.0
+    refused = KIND.evaluate(case, "DELETE FROM track", session)
+    assert refused.metrics["ves"] == 0.0

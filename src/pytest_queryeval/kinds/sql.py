@@ -391,7 +391,7 @@ def _failure(planned: list[str], reason: str, gold_seconds: float | None,
     details: dict[str, Any] = {"gold_cached": golds[0].cached} if golds else {}
     first = golds[0].sql if golds else None
     h = _hardness(first) if first else None
-    return Scored(metrics, {"hardness": h} if h else {}, [reason], details, reason=reason)
+    return Scored(metrics, {"hardness": h} if h else {}, [], details, reason=reason)
 
 
 def _hardness(sql: str) -> str | None:

@@ -1,0 +1,81 @@
+"""A YAML suite on real Chinook files, run through pytest itself (pytester): the user's view."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import sha256
+
+CASES = {
+    "kind": "sql",
+    "datasource": "chinook",
+    "thresholds": {"execution_accuracy": 1.0},
+    "cases": [
+        {"id": "artists", "question": "How many artists?", "gold": "SELECT count(*) FROM artist",
+         "predicted": "SELECT COUNT(*) FROM Artist"},
+        {"id": "wrong", "gold": "SELECT name FROM genre WHERE genreid < 4",
+         "predicted": "SELECT name FROM genre WHERE genreid < 3"},
+        {"id": "drop", "gold": "SELECT count(*) FROM genre", "predicted": "DROP TABLE genre"},
+        {"id": "sneaky", "gold": "SELECT count(*) FROM genre",
+         "predicted": "SELECT 1; DELETE FROM genre"},
+        {"id": "slow", "gold": "SELECT 1", "timeout": 0.5,
+         "predicted": "SELECT count(*) FROM track a, track b, track c"},
+        {"id": "broken-gold", "gold": "SELECT * FROM no_such_table", "predicted": "SELECT 1"},
+        {"id": "recorded", "gold": "SELECT 1", "datasource": None,
+         "gold_result": {"columns": ["x"], "rows": [[1], [2]]},
+         "predicted_result": {"columns": ["y"], "rows": [[2], [1]]}, "predicted": "SELECT 1"},
+    ],
+}
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
+    db = pytester.path / "data" / "chinook.sqlite"
+    db.parent.mkdir()
+    shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
+    db.chmod(0o644)
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=json.dumps(
+        {"datasources": {"chinook": {"type": "sqlite", "path": "data/chinook.sqlite"}}}))
+    pytester.makefile(".yaml", test_chinook=json.dumps(CASES, indent=1))
+    return pytester
+
+
+def _report(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return {c["id"]: c for c in data["cases"]}
+
+
+def test_suite_outcomes(suite: pytest.Pytester) -> None:
+    db = suite.path / "data" / "chinook.sqlite"
+    before = sha256(db)
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = _report(suite.path / "r.json")
+    assert cases["artists"]["outcome"] == "passed"
+    assert cases["artists"]["metrics"]["execution_accuracy"] == 1.0
+    assert cases["artists"]["difficulty"] == "easy"
+    assert cases["wrong"]["outcome"] == "failed"
+    assert cases["drop"]["outcome"] == "failed"
+    assert cases["drop"]["reason"].startswith("refused: DROP")
+    assert cases["sneaky"]["reason"].startswith("refused: 2 statements")
+    assert cases["slow"]["reason"] == "timeout: query exceeded 0.5 s"
+    assert cases["broken-gold"]["outcome"] == "error"
+    assert "gold error" in cases["broken-gold"]["error"]
+    assert cases["recorded"]["outcome"] == "passed"
+    assert sha256(db) == before
+    result.stdout.fnmatch_lines(["*refused: DROP*"])
+
+
+def test_gold_cache_survives_sessions(suite: pytest.Pytester) -> None:
+    suite.runpytest("--queryeval-json=a.json")
+    suite.runpytest("--queryeval-json=b.json")
+    a, b = _report(suite.path / "a.json"), _report(suite.path / "b.json")
+    assert a["artists"]["metrics"]["gold_seconds"] == b["artists"]["metrics"]["gold_seconds"]
+    suite.runpytest("--queryeval-json=c.json", "--queryeval-no-cache")
+    c = _report(suite.path / "c.json")
+    assert c["artists"]["metrics"]["execution_accuracy"] == 1.0
