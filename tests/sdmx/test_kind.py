@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_queryeval.errors import PredictionError
+from pytest_queryeval.errors import GoldError, PredictionError
 from pytest_queryeval.kinds.sdmx import SdmxKind
 from pytest_queryeval.model import MISSING, Case
 
@@ -329,3 +329,12 @@ def test_cpi_index_type_codes(shared_data: Path):
     assert [i["id"] for i in scored.details["invalid_terms"]] == ["HICP_X"]
     assert scored.metrics["precision[INDEX_TYPE]"] == 0.5
     assert scored.metrics["macro_recall"] == 1.0
+
+
+def test_unvalidated_broken_target_is_gold_error():
+    raw = mexico()
+    raw["conversation"][0]["target"]["indicator_selection"] = {"dataset_id": WEO}
+    with pytest.raises(GoldError, match="indicator_selection"):
+        KIND.evaluate(make_case(raw), None, FakeCtx())
+    with pytest.raises(GoldError, match="no user turn"):
+        KIND.evaluate(make_case({"conversation": []}), None, FakeCtx())

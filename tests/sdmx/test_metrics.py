@@ -285,6 +285,13 @@ def test_multi_dataset_keys():
     assert m["macro_recall"] == 0.5
 
 
+def test_primary_dataset_from_empty_target_dimensions():
+    empty = parse_indicator_selection([{"dataset_id": "D", "dimensions": [
+        {"dimension_name": "C", "values": []}]}])
+    assert primary_dataset(iter([empty])) == "D"
+    assert primary_dataset([]) is None
+
+
 def test_other_dataset_than_target_is_qualified():
     target = sel("IMF.RES:WEO", COUNTRY=[MEX])
     got = sel("IMF.STA:CPI", COUNTRY=[MEX])

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..errors import PredictionError
+from ..errors import GoldError, PredictionError
 from ..metrics.sdmx import (
     MACRO_METRICS,
     MATCH_FIELDS,
@@ -169,7 +169,12 @@ class SdmxKind:
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         options = match_options(case.options)
-        turns = target_turns(case.raw)
+        try:
+            turns = target_turns(case.raw)
+        except SelectionError as exc:  # validate() reports this; evaluate() is callable alone
+            raise GoldError(f"target: {exc}") from exc
+        if not turns:
+            raise GoldError(f"sdmx case {case.id!r}: no user turn has a target")
         primary = primary_dataset(t.target for t in turns)
         try:
             selections = self._selections(case, turns, prediction)

@@ -291,9 +291,10 @@ def dimension_key(dataset_id: str, dimension: str, primary_dataset: str | None) 
 
 def primary_dataset(targets: Iterable[Selection]) -> str | None:
     """The only dataset the targets name (its dimensions get short keys), else None."""
-    datasets = {ds for sel in targets for (ds, _dim), terms in sel.items() if terms}
+    sels = list(targets)
+    datasets = {ds for sel in sels for (ds, _dim), terms in sel.items() if terms}
     if not datasets:
-        datasets = {ds for sel in targets for (ds, _dim) in sel}
+        datasets = {ds for sel in sels for (ds, _dim) in sel}
     return next(iter(datasets)) if len(datasets) == 1 else None
 
 
