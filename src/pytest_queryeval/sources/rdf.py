@@ -487,18 +487,23 @@ class RdfSource:
         return loaded_store(self.path, self.engine, self.format, self.lenient, self.base_iri,
                             self.load_timeout)
 
-    def execute(self, query: str, *, timeout: float = DEFAULT_TIMEOUT,
-                max_rows: int = DEFAULT_MAX_ROWS, trusted: bool = False) -> ResultTable:
-        """Guard, then run ``query``; raises QueryRefused/QueryTimeout/QueryFailed."""
+    def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
+                trusted: bool = False) -> ResultTable:
+        """Guard, then run ``query``; raises QueryRefused/QueryTimeout/QueryFailed.
+
+        ``timeout``/``max_rows`` default to the spec's values (``None``).
+        """
         del trusted  # gold queries are guarded too: a local graph is never written
         c = check_query(query, allow_service=False)
+        timeout = self.timeout if timeout is None else timeout
+        max_rows = self.max_rows if max_rows is None else max_rows
         store = self._store()
         t0 = time.perf_counter()
         table: ResultTable = store.run(query, timeout, max_rows, self.base_iri)
         table.seconds = time.perf_counter() - t0
         table.columns, table.rows = _ordered(table.columns, table.rows, c)
-        table.meta.update({"engine": self.engine, "form": c.form,
-                           "order_by": c.has_order_by})
+        table.meta.update({"engine": self.engine, "form": c.form, "order_by": c.has_order_by,
+                           "max_rows": max_rows})
         return table
 
     def fingerprint(self) -> str:

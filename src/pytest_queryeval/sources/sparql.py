@@ -162,11 +162,16 @@ class SparqlSource:
             raise QueryFailed("the endpoint did not return SPARQL JSON results")
         return data
 
-    def execute(self, query: str, *, timeout: float = DEFAULT_TIMEOUT,
-                max_rows: int = DEFAULT_MAX_ROWS, trusted: bool = False) -> ResultTable:
-        """Guard, send with bounded retries, normalise the JSON results."""
+    def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
+                trusted: bool = False) -> ResultTable:
+        """Guard, send with bounded retries, normalise the JSON results.
+
+        ``timeout``/``max_rows`` default to the spec's values (``None``).
+        """
         del trusted  # gold queries are guarded too
         c = check_query(query)
+        timeout = self.timeout if timeout is None else timeout
+        max_rows = self.max_rows if max_rows is None else max_rows
         t0 = time.perf_counter()
         last = ""
         self.last_attempts = 0
@@ -185,7 +190,7 @@ class SparqlSource:
         table = _to_table(data, max_rows)
         table.seconds = time.perf_counter() - t0
         table.meta.update({"form": c.form, "order_by": c.has_order_by,
-                           "attempts": self.last_attempts})
+                           "attempts": self.last_attempts, "max_rows": max_rows})
         return table
 
     def fingerprint(self) -> str:

@@ -1,0 +1,320 @@
+"""``kind: sparql``: execute gold and predicted SPARQL read-only and score the result tables.
+
+Flow of one case (see docs/sparql-sources.md):
+
+1. The predicted request goes through :func:`~pytest_queryeval.sources.sparqlguard.check_query`:
+   SPARQL Update, CONSTRUCT/DESCRIBE or anything that is not a query scores 0 with
+   ``refused: ...`` and never reaches the source.
+2. Each gold alternative is executed (trusted, cached across sessions by source fingerprint and
+   query text; results holding blank nodes are never cached, their labels change per load) or
+   taken from ``gold_result``. A gold that is refused, fails, times out or is truncated is an
+   error of the suite (:class:`GoldError`); an unreachable source raises SourceUnavailable.
+3. The prediction is executed (or taken from ``predicted_result``). Failure, timeout or
+   truncation scores every metric 0 with the reason (``query failed:``, ``timeout:``...).
+4. The result-table metrics shared with SQL (``execution_accuracy`` with row order only when the
+   gold's outer query has ORDER BY, ``bird_ex``, ``soft_f1``...) and BuildingQA's four alignment
+   metrics (arity from the query texts, as the reference agent does, unless
+   ``arity_from: result``). The best gold alternative wins: highest ``execution_accuracy``, then
+   the highest mean of the other metrics.
+
+ASK results are one-cell tables (column ``boolean``, a Python bool), as recorded SPARQL JSON
+``{"boolean": ...}`` results are read; for the alignment metrics the cell is the literal
+``"true"``/``"false"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import (
+    ConfigError,
+    GoldError,
+    PredictionError,
+    QueryEvalError,
+    QueryRefused,
+    SourceUnavailable,
+)
+from ..model import MISSING, Case, Context, Scored
+from ..results import ResultTable, Term
+from ..sources.base import DataSource
+
+#: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
+GOLD_CACHE = "sparql-gold"
+TIMING = ("gold_seconds", "predicted_seconds")
+XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+_PREDICTION_KEYS = ("sparql", "query", "predicted")
+
+
+@dataclass
+class _Options:
+    compare: Any = None  # metrics.table.CompareOptions
+    arity_from: str = "query"
+    limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
+
+
+@dataclass
+class _Gold:
+    query: str | None
+    table: ResultTable
+    cached: bool = False
+
+
+class SparqlKind:
+    """The SPARQL evaluator; stateless, one instance per session (caches live in the Context)."""
+
+    name: ClassVar[str] = "sparql"
+    option_keys: ClassVar[frozenset[str]] = frozenset(
+        {"compare", "timeout", "max_rows", "arity_from"})
+
+    # -- contract: names and validation ---------------------------------------------------------
+
+    def is_metric(self, name: str) -> bool:
+        return name in metric_names()
+
+    def difficulty(self, case: Case) -> str | None:
+        return None  # no published SPARQL hardness scale
+
+    def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        from ..sources.sparqlguard import check_query
+
+        problems: list[tuple[str, str]] = []
+        if case.gold is None and case.gold_result is None:
+            problems.append(("gold", "a sparql case needs 'gold' (a SELECT or ASK query) or "
+                                     "'gold_result'"))
+        if isinstance(case.gold, list) and not case.gold:
+            problems.append(("gold", "an empty list of gold alternatives"))
+        golds = case.golds if case.gold is not None else []
+        for i, g in enumerate(golds):
+            where = f"gold[{i}]" if isinstance(case.gold, list) else "gold"
+            if not isinstance(g, str) or not g.strip():
+                problems.append((where, "must be a SPARQL query string"))
+                continue
+            try:
+                check_query(g)
+            except QueryRefused as exc:
+                problems.append((where, exc.reason()))
+        if isinstance(case.gold, list) and len(case.gold) > 1 and case.gold_result is not None:
+            problems.append(("gold_result", "a recorded gold result cannot go with several "
+                                            "gold alternatives"))
+        if case.source_spec is None and (case.gold_result is None
+                                         or case.predicted_result is None):
+            problems.append(("datasource", "a sparql case needs a datasource (or gold_result "
+                                           "and predicted_result)"))
+        try:
+            _parse_options(case)
+        except ConfigError as e:
+            problems.append((e.key or "options", e.message))
+        return problems
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        from ..sources.sparqlguard import check_query
+
+        opts = _parse_options(case)
+        pred_query = _prediction_query(prediction, case)
+        src = ctx.source(case) if case.source_spec is not None else None
+
+        gold_texts: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
+        golds = [self._gold(case, g, src, ctx, opts) for g in gold_texts]
+        gold_seconds = golds[0].table.seconds
+
+        pred_table = case.predicted_result
+        pred_seconds: float | None = None
+        if pred_query is not None:
+            try:
+                check_query(pred_query)
+            except QueryRefused as e:
+                return _failure(e.reason(), gold_seconds, None, golds)
+        if pred_table is None:
+            if src is None or pred_query is None:
+                raise GoldError("nothing to execute the prediction on: no datasource")
+            start = time.perf_counter()
+            try:
+                pred_table = src.execute(pred_query, **opts.limits)
+            except SourceUnavailable:
+                raise
+            except QueryEvalError as e:  # QueryFailed, QueryTimeout, QueryRefused (SERVICE)
+                return _failure(e.reason(), gold_seconds, time.perf_counter() - start, golds)
+        pred_seconds = pred_table.seconds
+        if pred_table.truncated:
+            limit = pred_table.meta.get("max_rows", len(pred_table.rows))
+            return _failure(f"truncated: the predicted result has more than {limit} rows "
+                            "(max_rows); a partial result is never scored",
+                            gold_seconds, pred_seconds, golds)
+
+        best: tuple[tuple[float, float], Scored] | None = None
+        for index, gold in enumerate(golds):
+            scored = _score(gold, pred_table, pred_query, opts)
+            scored.details["gold_index"] = index
+            if len(golds) > 1:
+                scored.details["gold_alternatives"] = len(golds)
+            rank = _rank(scored.metrics)
+            if best is None or rank > best[0]:
+                best = (rank, scored)
+        assert best is not None
+        return best[1]
+
+    def _gold(self, case: Case, query: str | None, src: DataSource | None, ctx: Context,
+              opts: _Options) -> _Gold:
+        if case.gold_result is not None:
+            if case.gold_result.truncated:
+                raise GoldError("the recorded gold result is marked truncated")
+            return _Gold(query, case.gold_result)
+        if query is None or src is None:
+            raise GoldError("no gold query to execute")
+        table, cached = run_gold(src, query, ctx, opts.limits)
+        return _Gold(query, table, cached)
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def metric_names() -> frozenset[str]:
+    """Every metric a sparql case can produce (table + alignment + timing)."""
+    from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
+    from ..metrics.table import TABLE_METRIC_NAMES
+
+    return frozenset((*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES, *TIMING))
+
+
+def _scored_names() -> list[str]:
+    from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
+    from ..metrics.table import TABLE_METRIC_NAMES
+
+    return [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES]
+
+
+def run_gold(src: DataSource, query: str, ctx: Context,
+             limits: dict[str, Any] | None = None) -> tuple[ResultTable, bool]:
+    """Execute a gold query (trusted) through the cross-session cache; (table, from_cache)."""
+    from ..sources.codec import CodecError, decode_table, encode_table
+    from ..sources.rdf_codec import has_bnodes
+
+    key = json.dumps([src.fingerprint(), query])
+    hit = ctx.cache_get(GOLD_CACHE, key)
+    if hit is not None:
+        with contextlib.suppress(CodecError):
+            return decode_table(hit), True
+    try:
+        table = src.execute(query, trusted=True, **(limits or {}))
+    except SourceUnavailable:
+        raise
+    except QueryEvalError as e:
+        raise GoldError(f"gold query: {e.reason()} -- {_short(query)}") from None
+    if table.truncated:
+        raise GoldError(f"gold result has more than {table.meta.get('max_rows', len(table))} "
+                        f"rows (raise max_rows) -- {_short(query)}")
+    if not has_bnodes(table):  # blank-node labels differ from one load to the next
+        with contextlib.suppress(CodecError):
+            ctx.cache_set(GOLD_CACHE, key, encode_table(table))
+    return table, False
+
+
+def _boolean_terms(table: ResultTable) -> ResultTable:
+    """ASK cells as ``xsd:boolean`` Terms, the form the alignment metrics read values from."""
+    if not any(isinstance(c, bool) for row in table.rows for c in row):
+        return table
+    rows = [tuple(Term("literal", "true" if c else "false", XSD_BOOLEAN)
+                  if isinstance(c, bool) else c for c in row) for row in table.rows]
+    return ResultTable(list(table.columns), rows, table.truncated, table.seconds, dict(table.meta))
+
+
+def _order_matters(gold: _Gold) -> bool:
+    from ..sources.sparqlguard import classify
+
+    if gold.query is None:
+        return bool(gold.table.meta.get("order_by", False))
+    return classify(gold.query).has_order_by
+
+
+def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Options) -> Scored:
+    from ..metrics.alignment import alignment_details, alignment_diff
+    from ..metrics.table import compare_tables
+
+    ordered = _order_matters(gold)
+    cmp = compare_tables(gold.table, pred, order_matters=ordered, compare=opts.compare)
+    metrics: dict[str, float] = dict(cmp.metrics())
+    details: dict[str, Any] = dict(cmp.details())
+    diff = list(cmp.diff())
+    g_al, p_al = _boolean_terms(gold.table), _boolean_terms(pred)
+    al = alignment_details(g_al, p_al, gold_query=gold.query, pred_query=pred_query,
+                           arity_from=opts.arity_from, kind="sparql")
+    metrics.update(al.metrics)
+    if al.mapping is not None:
+        details["alignment_mapping"] = [list(pair) for pair in al.mapping]
+    if al.metrics["row_match_f1"] < 1.0:
+        diff.extend(f"alignment: {line}" for line in alignment_diff(g_al, p_al, details=al))
+    metrics["gold_seconds"] = gold.table.seconds
+    metrics["predicted_seconds"] = pred.seconds
+    details["gold_cached"] = gold.cached
+    return Scored(metrics, {}, diff, details)
+
+
+def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,
+             golds: list[_Gold]) -> Scored:
+    """Every scored metric at 0, with the reason."""
+    metrics = dict.fromkeys(_scored_names(), 0.0)
+    if gold_seconds is not None:
+        metrics["gold_seconds"] = gold_seconds
+    if pred_seconds is not None:
+        metrics["predicted_seconds"] = pred_seconds
+    details: dict[str, Any] = {"gold_cached": golds[0].cached} if golds else {}
+    return Scored(metrics, {}, [reason], details, reason=reason)
+
+
+def _rank(metrics: dict[str, float]) -> tuple[float, float]:
+    scores = [v for k, v in metrics.items() if k not in TIMING and k != "execution_accuracy"
+              and isinstance(v, float) and not math.isnan(v)]
+    mean = sum(scores) / len(scores) if scores else 0.0
+    return metrics.get("execution_accuracy", 0.0), mean
+
+
+def _short(query: str, limit: int = 120) -> str:
+    one = " ".join(query.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+def _prediction_query(prediction: Any, case: Case) -> str | None:
+    if prediction is MISSING or prediction is None:
+        if case.predicted_result is not None:
+            return None
+        raise PredictionError("no predicted SPARQL")
+    if isinstance(prediction, dict):
+        for key in _PREDICTION_KEYS:
+            if isinstance(prediction.get(key), str):
+                return str(prediction[key])
+        raise PredictionError("a predicted mapping needs a 'sparql' (or 'query') string")
+    if isinstance(prediction, str):
+        return prediction
+    raise PredictionError(f"expected predicted SPARQL text, got {type(prediction).__name__}")
+
+
+def _parse_options(case: Case) -> _Options:
+    """Validate and normalise the case options (ConfigError names the key)."""
+    from ..metrics.table import CompareOptions
+
+    o = case.options
+    opts = _Options()
+    try:
+        opts.compare = CompareOptions.from_config(o.get("compare"))
+    except ValueError as e:
+        raise ConfigError(str(e), key="compare") from None
+    arity = o.get("arity_from", "query")
+    if arity not in ("result", "query"):
+        raise ConfigError("must be 'query' (projection of the query texts, as BuildingQA) or "
+                          "'result' (column count of the results)", key="arity_from")
+    opts.arity_from = str(arity)
+    for key in ("timeout", "max_rows"):
+        if key in o:
+            v = o[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+                raise ConfigError("must be a positive number", key=key)
+            opts.limits[key] = float(v) if key == "timeout" else int(v)
+    return opts
