@@ -26,14 +26,17 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
                 scrubber: Scrubber) -> dict[str, Any]:
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
     gold: Any = case.gold
-    if case.kind == "sdmx" and gold is None:
-        gold = [t.get("target") for t in case.raw.get("conversation", []) if isinstance(t, dict)
-                and t.get("target") is not None]
     predicted = None
     if outcome is not None:
         predicted = outcome.predicted
     elif case.predicted is not MISSING:
         predicted = case.predicted
+    if case.kind == "sdmx":
+        turns = [t for t in case.raw.get("conversation", []) if isinstance(t, dict)]
+        if gold is None:
+            gold = _one([t["target"] for t in turns if t.get("target") is not None])
+        if predicted is None:
+            predicted = _one([t["predicted"] for t in turns if "predicted" in t])
     rec: dict[str, Any] = {
         "id": case.id,
         "nodeid": nodeid,
@@ -62,6 +65,13 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)
     return scrubber.data(_safe(rec))  # type: ignore[no-any-return]
+
+
+def _one(items: list[Any]) -> Any:
+    """A one-turn conversation shows its single target/prediction, not a list of one."""
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else items
 
 
 def final_outcome(record: dict[str, Any], when: str, passed: bool, skipped: bool,

@@ -115,8 +115,7 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _show(value: Any, limit: int = 2000) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1,
-                                                             default=str)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 

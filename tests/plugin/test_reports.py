@@ -1,0 +1,131 @@
+"""Terminal, JSON and junit reports, gates and exit statuses, serial and under xdist."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from .conftest import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+
+
+@pytest.fixture
+def mixed(suite):
+    cases = []
+    for i in range(6):
+        pred = selection(GDP_PLUS) if i % 3 == 0 else selection(GDP)
+        cases.append(sdmx_case(f"c{i}", selection(GDP), pred, difficulty="easy" if i < 3 else "hard",
+                               tags=["weo"] if i % 2 else ["cpi"]))
+    cases.append(sdmx_case("mex", selection(MEX), selection(MEX), difficulty="easy"))
+    suite.makefile(".yaml", test_mixed=dump({"kind": "sdmx", "thresholds": {"macro_precision": 0.9},
+                                             "cases": cases}))
+    return suite
+
+
+def _json(pytester, name="r.json"):
+    return json.loads((pytester.path / name).read_text())
+
+
+def test_json_report_schema_and_aggregates(mixed):
+    result = mixed.runpytest("--queryeval-json=out/r.json")
+    result.assert_outcomes(passed=5, failed=2)
+    report = _json(mixed, "out/r.json")
+    assert report["version"] == 1
+    assert set(report) >= {"version", "run", "cases", "aggregates", "gates"}
+    case = report["cases"][0]
+    assert set(case) >= {"id", "nodeid", "file", "kind", "difficulty", "tags", "outcome", "metrics",
+                         "thresholds", "predicted", "gold", "error"}
+    assert case["thresholds"] == {"macro_precision": {"min": 0.9}}
+    overall = report["aggregates"]["overall"]
+    assert (overall["count"], overall["passed"], overall["failed"]) == (7, 5, 2)
+    # 2 of 7 cases have precision 2/3, the rest 1: compute independently of the plugin
+    expected = (5 * 1.0 + 2 * (2 / 3)) / 7
+    assert abs(overall["metrics"]["macro_precision"]["mean"] - expected) < 1e-12
+    easy = report["aggregates"]["by_kind_difficulty"]["sdmx"]["easy"]
+    assert (easy["count"], easy["passed"]) == (4, 3)
+    assert report["aggregates"]["by_tag"]["weo"]["count"] == 3
+    assert not list((mixed.path / "out").glob(".*tmp"))  # atomic write leaves no temp file
+    result.stdout.fnmatch_lines(["*= queryeval =*", "sdmx*difficulty*cases*pass*P*R*F1*",
+                                 "*easy*4*75.0%*", "*hard*3*66.7%*",
+                                 "overall: 7 cases, 5 passed, 2 failed*"])
+
+
+def test_failure_shows_question_predicted_gold_and_metric_table(mixed):
+    result = mixed.runpytest("-k", "c0")
+    result.stdout.fnmatch_lines([
+        "*sdmx case 'c0' (test_mixed.yaml:*)", "question:  question c0", "predicted: *NGDP_R*",
+        "gold:      *", "metric*value*threshold*", "macro_precision*0.667*>= 0.9*FAIL",
+        "[[]recall: 1.00, precision: 0.67]", "False Positives [[]1]", "  * NGDP_R: GDP constant",
+    ])
+
+
+def test_gates_set_exit_status_cleanly(mixed):
+    mixed.makefile(".yaml", queryeval=dump({"gates": {"macro_precision": {"mean": 0.99}, "pass_rate": 0.5}}))
+    result = mixed.runpytest("--queryeval-threshold", "macro_precision=0.5", "--queryeval-json=r.json")
+    result.assert_outcomes(passed=7)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["gate FAIL: mean macro_precision = 0.9048 (required >= 0.99, 7 cases)",
+                                 "gate PASS: pass rate = 1.0000 (required >= 0.5, 7 cases)"])
+    assert "Traceback" not in result.stdout.str()
+    gates = _json(mixed)["gates"]
+    assert [(g["name"], g["passed"]) for g in gates] == [("macro_precision", False), ("pass_rate", True)]
+    mixed.makefile(".yaml", queryeval=dump({"gates": {"macro_precision": {"mean": 0.9, "kind": "sdmx"}}}))
+    result = mixed.runpytest("--queryeval-threshold", "macro_precision=0.5")
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_gates_never_mask_usage_errors_or_interrupts(mixed):
+    mixed.makefile(".yaml", queryeval=dump({"gates": {"macro_precision": {"mean": 0.99}}}))
+    result = mixed.runpytest("--no-such-option")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    mixed.makepyfile(conftest="""
+        import pytest
+        def pytest_runtest_call(item):
+            if item.name == "c3":
+                raise KeyboardInterrupt
+    """)
+    result = mixed.runpytest_subprocess("--queryeval-json=r.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    report = _json(mixed)
+    assert report["run"]["interrupted"] is True
+    assert [c["id"] for c in report["cases"]] == ["c0", "c1", "c2"]
+
+
+def test_junit_properties_per_case_and_aggregates(mixed):
+    mixed.runpytest("--junitxml=j.xml")
+    root = ET.parse(mixed.path / "j.xml").getroot()
+    suite_props = {p.get("name"): p.get("value") for p in root.find("testsuite").find("properties")}
+    assert suite_props["queryeval.cases"] == "7"
+    assert float(suite_props["queryeval.pass_rate"]) == pytest.approx(5 / 7, abs=1e-6)
+    case = next(tc for tc in root.iter("testcase") if tc.get("name") == "c0")
+    props = {p.get("name"): p.get("value") for p in case.find("properties")}
+    assert float(props["queryeval.macro_precision"]) == pytest.approx(2 / 3)
+    assert props["queryeval.kind"] == "sdmx"
+    mixed.makeini("[pytest]\nqueryeval_files = test_*.yaml\nqueryeval_junit_properties = false\n")
+    mixed.runpytest("--junitxml=j2.xml")
+    root = ET.parse(mixed.path / "j2.xml").getroot()
+    case = next(tc for tc in root.iter("testcase") if tc.get("name") == "c0")
+    assert case.find("properties") is None
+
+
+def test_xdist_gives_the_same_aggregates_and_junit_as_a_serial_run(mixed):
+    serial = mixed.runpytest_subprocess("--queryeval-json=serial.json", "--junitxml=serial.xml")
+    serial.assert_outcomes(passed=5, failed=2)
+    par = mixed.runpytest_subprocess("-n", "2", "--queryeval-json=par.json", "--junitxml=par.xml")
+    par.assert_outcomes(passed=5, failed=2)
+    a, b = _json(mixed, "serial.json"), _json(mixed, "par.json")
+    strip = ("prediction_seconds",)
+    for agg in (a["aggregates"], b["aggregates"]):
+        for stats in agg["overall"], *agg["by_kind"].values():
+            for m in strip:
+                stats["metrics"].pop(m, None)
+    assert a["aggregates"] == b["aggregates"]
+    assert [c["id"] for c in a["cases"]] == [c["id"] for c in b["cases"]]
+    par.stdout.fnmatch_lines(["*= queryeval =*", "overall: 7 cases, 5 passed, 2 failed*"])
+    props = {p.get("name"): p.get("value") for p in
+             ET.parse(mixed.path / "par.xml").getroot().find("testsuite").find("properties")}
+    assert props["queryeval.cases"] == "7"
+    cases = {tc.get("name"): tc for tc in ET.parse(mixed.path / "par.xml").getroot().iter("testcase")}
+    props_c0 = {p.get("name"): p.get("value") for p in cases["c0"].find("properties")}
+    assert float(props_c0["queryeval.macro_precision"]) == pytest.approx(2 / 3)
