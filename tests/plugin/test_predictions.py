@@ -105,7 +105,7 @@ class _Handler(BaseHTTPRequestHandler):
     calls: list[dict] = []
     fail_first: dict[str, int] = {}
 
-    def do_POST(self):  # noqa: N802 - http.server API
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.calls.append({"body": body, "auth": self.headers.get("Authorization")})
         case_id = body["case"]["id"]
