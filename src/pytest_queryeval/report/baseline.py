@@ -49,6 +49,8 @@ GLOBAL = "*"
 PASS_RATE = "pass_rate"
 #: Differences smaller than this are float noise, neither a drop nor a gain.
 EPSILON = 1e-9
+#: Drops named in the one-line verdict (the table lists them all).
+VERDICT_ITEMS = 3
 #: Label of cases without a difficulty (same as the core's aggregates).
 NO_DIFFICULTY = "unknown"
 
@@ -270,11 +272,13 @@ class Comparison:
         if not self.comparable:
             return f"baseline not comparable: {self.reason}"
         if self.failures:
+            shown = self.failures[:VERDICT_ITEMS]
             worst = ", ".join(
                 f"{d.metric} {_signed(d.delta)} > max drop {d.limit:g} ({d.label})"
-                for d in self.failures if d.limit is not None
+                for d in shown if d.limit is not None
             )
-            return f"baseline FAILED: {worst}"
+            more = len(self.failures) - len(shown)
+            return f"baseline FAILED: {worst}" + (f" and {more} more" if more else "")
         if not self.max_drop:
             return "baseline compared (no max-drop set)"
         return "baseline OK: no drop beyond the max-drop"
