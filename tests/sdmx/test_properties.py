@@ -24,7 +24,7 @@ selections: st.SearchStrategy[Selection] = st.dictionaries(
     max_size=4)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(terms, terms)
 def test_counts_and_bounds(target: list[SdmxTerm], selected: list[SdmxTerm]):
     d = score_dimension(target, selected)
@@ -35,7 +35,7 @@ def test_counts_and_bounds(target: list[SdmxTerm], selected: list[SdmxTerm]):
     assert format_details(d).count("\n  * ") == len(d.tp) + len(d.fp) + len(d.fn)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(terms, terms)
 def test_looser_matching_never_lowers_recall(target: list[SdmxTerm], selected: list[SdmxTerm]):
     # (a target whose terms merge under the looser key has a smaller denominator: excluded)
@@ -47,14 +47,14 @@ def test_looser_matching_never_lowers_recall(target: list[SdmxTerm], selected: l
     assert folded.recall >= strict.recall
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(selections)
 def test_selecting_the_target_is_perfect(target: Selection):
     m = score_turn(target, target).metrics()
     assert m["macro_precision"] == m["macro_recall"] == m["macro_f1"] == 1.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(selections, selections)
 def test_macro_metrics_in_range(target: Selection, selected: Selection):
     m = score_turn(target, selected).metrics()
