@@ -143,3 +143,32 @@ def test_aggregate_empty_levels_and_f1_rule(schema: Schema) -> None:
     table = format_table(agg)
     assert table.splitlines()[1].split() == ["count", "1", "0", "0", "0", "1"]
     assert len(table.splitlines()) == 7 + 3 * len(COMPONENTS) + 2
+
+
+def test_malformed_condition_is_unparsable_not_a_crash(schema: Schema) -> None:
+    # the official evaluator accepts this in its parser and crashes while rebuilding it
+    res = structure_scores("SELECT name FROM singer",
+                           "select name from singer where age = 1 name = 2 and age = 3", schema)
+    assert res.pred_parse_error
+    with pytest.raises(GoldError):
+        structure_scores("select name from singer where age = 1 name = 2 and age = 3",
+                         "SELECT name FROM singer", schema)
+
+
+_VOCAB_TEXT = ("select from where group by order having limit intersect union except join on as "
+               "and or not between in like is exists distinct count max min avg ( ) , ; * = > < "
+               "! - + . singer concert t1 t2 T1.name T2.year name age country year 1 2.5 'x' "
+               "\"y\" asc desc")
+_VOCAB = _VOCAB_TEXT.split(" ")
+
+
+def test_any_prediction_scores_without_crashing(schema: Schema) -> None:
+    import random
+
+    rnd = random.Random(4)
+    for _ in range(1500):
+        toks = ["select", "name", "from", "singer"] if rnd.random() < 0.7 else []
+        for _ in range(rnd.randint(0, 12)):
+            toks.insert(rnd.randint(0, len(toks)), rnd.choice(_VOCAB))
+        res = structure_scores("SELECT name FROM singer WHERE age > 1", " ".join(toks), schema)
+        assert 0.0 <= res.metrics["exact_set_match"] <= 1.0

@@ -90,9 +90,14 @@ def _analyse(text: str, schema: Schema) -> Entry | str:
         raw = parse_sql(text, schema)
     except SpiderParseError as exc:
         return str(exc) or "unparsable"
-    c = counts(raw)
-    rebuilt = rebuild(raw, schema)
-    return Entry(raw, rebuilt, level(*c), c, Features(rebuilt))
+    try:
+        c = counts(raw)
+        rebuilt = rebuild(raw, schema)
+        return Entry(raw, rebuilt, level(*c), c, Features(rebuilt))
+    except (IndexError, TypeError, ValueError, KeyError):
+        # e.g. "a = 1 b = 2 AND c = 3": the grammar accepts two predicates without a
+        # connective, and the official evaluator then crashes; we call it unparsable.
+        return "malformed condition (two predicates without AND/OR)"
 
 
 def rebuild(sql: SQL, schema: Schema) -> SQL:
