@@ -1,0 +1,137 @@
+"""Threshold resolution order, and the extension hooks used from a conftest."""
+
+from __future__ import annotations
+
+import json
+
+from .conftest import GDP, GDP_PLUS, dump, sdmx_case, selection
+
+
+def _thresholds(pytester):
+    report = json.loads((pytester.path / "r.json").read_text())
+    return {c["id"]: c["thresholds"] for c in report["cases"]}
+
+
+def test_resolution_case_over_file_over_suite_over_ini_and_cli_over_all(suite):
+    suite.makeini("[pytest]\nqueryeval_files = test_*.yaml\n"
+                  "queryeval_thresholds =\n    macro_recall=0.1\n    macro_f1=0.2\n    macro_precision=0.3\n")
+    suite.makefile(".yaml", queryeval=dump({"thresholds": {"macro_f1": 0.4, "macro_precision": 0.5}}))
+    suite.makefile(".yaml", test_t=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 0.6},
+        "cases": [sdmx_case("inherit", selection(GDP), selection(GDP_PLUS)),
+                  sdmx_case("own", selection(GDP), selection(GDP_PLUS),
+                            thresholds={"macro_precision": {"min": 0.7, "max": 0.9}})],
+    }))
+    result = suite.runpytest("--queryeval-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    th = _thresholds(suite)
+    assert th["inherit"] == {"macro_recall": {"min": 0.1}, "macro_f1": {"min": 0.4},
+                             "macro_precision": {"min": 0.6}}
+    assert th["own"]["macro_precision"] == {"min": 0.7, "max": 0.9}
+    result = suite.runpytest("--queryeval-json=r.json", "--queryeval-threshold", "macro_precision=max:0.5")
+    result.assert_outcomes(failed=2)
+    assert _thresholds(suite)["own"]["macro_precision"] == {"max": 0.5}
+    result.stdout.fnmatch_lines(["macro_precision*0.667*<= 0.5*FAIL"])
+
+
+def test_bad_threshold_values_are_located(suite):
+    suite.makefile(".yaml", test_t=dump({"kind": "sdmx", "cases": [
+        sdmx_case("a", selection(GDP), selection(GDP), thresholds={"macro_f1": {"minimum": 1}}),
+        sdmx_case("b", selection(GDP), selection(GDP), thresholds={"macro_f1": "high"}),
+        sdmx_case("c", selection(GDP), selection(GDP))]}))
+    result = suite.runpytest()
+    result.assert_outcomes(passed=1, failed=2)
+    out = result.stdout.str()
+    assert "cases[0].thresholds.macro_f1: unknown threshold key(s) ['minimum']; use min and/or max" in out
+    assert "cases[1].thresholds.macro_f1: threshold for macro_f1 must be a number or {min: x, max: y}" in out
+
+
+CONFTEST = '''
+from pytest_queryeval import ResultTable, Scored
+
+
+class MemorySource:
+    """A custom data source type: rows kept in memory, 'queries' are table names."""
+    name = "memory"
+    type = "memory"
+
+    def __init__(self, tables):
+        self.tables = tables
+
+    def execute(self, query, *, timeout=30, max_rows=1000, trusted=False):
+        rows = [tuple(r) for r in self.tables[query.strip()]]
+        return ResultTable(["value"], rows)
+
+    def fingerprint(self):
+        return "memory"
+
+    def close(self):
+        pass
+
+
+class TableNameKind:
+    """A custom kind: the gold and the prediction name tables; score = row overlap."""
+    name = "tables"
+    option_keys = frozenset()
+
+    def is_metric(self, name):
+        return name == "overlap"
+
+    def validate(self, case):
+        return []
+
+    def difficulty(self, case):
+        return "easy"
+
+    def evaluate(self, case, prediction, ctx):
+        src = ctx.source(case)
+        gold = set(src.execute(case.gold).rows)
+        pred = set(src.execute(prediction).rows)
+        return Scored({"overlap": len(gold & pred) / len(gold | pred)})
+
+
+def pytest_queryeval_kinds(config):
+    return {"tables": TableNameKind}
+
+
+def pytest_queryeval_datasource(name, spec, config):
+    if spec["type"] == "memory":
+        return MemorySource(spec["tables"])
+    return None
+
+
+def pytest_queryeval_predict(case, config):
+    return {"q1": "fruit", "q2": "veg"}.get(case.id)
+
+
+def pytest_queryeval_metric_names(kind, config):
+    return ["answer_length"] if kind == "tables" else None
+
+
+def pytest_queryeval_metrics(case, prediction, scored, config):
+    return {"answer_length": float(len(prediction))}
+
+
+def pytest_queryeval_report(report, config):
+    report["run"]["team"] = "search"
+'''
+
+
+def test_custom_kind_datasource_predictor_and_metric_from_a_conftest(suite):
+    suite.makeconftest(CONFTEST)
+    suite.makefile(".yaml", queryeval=dump({"datasources": {"mem": {
+        "type": "memory", "tables": {"fruit": [["apple"], ["pear"]], "veg": [["leek"]], "food": [["apple"], ["pear"], ["leek"]]}}}}))
+    suite.makefile(".yaml", test_custom=dump({"kind": "tables", "datasource": "mem", "cases": [
+        {"id": "q1", "question": "fruit?", "gold": "fruit", "thresholds": {"overlap": 1.0, "answer_length": {"max": 5}}},
+        {"id": "q2", "question": "food?", "gold": "food", "thresholds": {"overlap": 0.5}},
+        {"id": "q3", "question": "none?", "gold": "veg", "thresholds": {"answer_lenght": 1}},
+    ]}))
+    result = suite.runpytest("--strict-markers", "-m", "tables", "--queryeval-json=r.json")
+    result.assert_outcomes(passed=1, failed=2)
+    report = json.loads((suite.path / "r.json").read_text())
+    by_id = {c["id"]: c for c in report["cases"]}
+    assert by_id["q1"]["metrics"]["overlap"] == 1.0
+    assert by_id["q1"]["metrics"]["answer_length"] == 5.0
+    assert by_id["q2"]["metrics"]["overlap"] == 1 / 3
+    assert "unknown metric for kind tables (did you mean 'answer_length'?)" in by_id["q3"]["error"]
+    assert report["run"]["team"] == "search"
