@@ -24,11 +24,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from itertools import compress
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import add, itemgetter, mul
 from typing import TypeVar
 
 _K = TypeVar("_K")
+#: Predicted rows still able to match (None: all) and their prefix ids (None before depth 1).
+_Live = tuple[list[int] | None, list[int] | None]
 _MARGIN = 1e-12  # relative slack on the entity-F1 bound: far above float error, far below 1/n
 
 
@@ -150,7 +152,9 @@ def _interchangeable(pred_codes: list[list[int]], m: Matrices) -> list[list[int]
 
 
 class _Search:
-    def __init__(self, gold_codes: list[list[int]], pred_codes: list[list[int]], m: Matrices) -> None:
+    def __init__(
+        self, gold_codes: list[list[int]], pred_codes: list[list[int]], m: Matrices, width: int
+    ) -> None:
         self.g = gold_codes
         self.p = pred_codes
         self.m = m
@@ -159,7 +163,9 @@ class _Search:
         self.n_pred_rows = len(pred_codes[0]) if pred_codes else 0
         # Most distinct gold values first: the tightest prefix bounds come earliest.
         self.order = sorted(range(self.ng), key=lambda i: (-m.gold_distinct[i], i))
-        self.gold_counters: dict[int, Counter[tuple[int, ...]]] = {}
+        self.width = width  # codes are < width, so prefix_id * width + code is unique
+        self.levels: list[tuple[dict[int, int], list[int]]] = []
+        self.gold_ids: list[int] = []
         self.same = _interchangeable(pred_codes, m)
         self.assign = [-1] * self.ng  # gold position -> predicted column
         self.position = [-1] * self.np  # predicted column -> gold position
@@ -206,35 +212,40 @@ class _Search:
         return self._lex_first_completion() < self.best_perm
 
     # -- rows ---------------------------------------------------------------------------------
+    #
+    # A row prefix (its values in the first d ordered gold columns) is identified by a small
+    # integer: level d numbers the distinct gold prefixes 1..k, and a predicted row's prefix gets
+    # the same number, or none when no gold row has it (the row can then never match).
 
-    def _gold_counter(self, d: int) -> Counter[tuple[int, ...]]:
-        c = self.gold_counters.get(d)
-        if c is None:
-            cols = [self.g[i] for i in self.order[:d]]
-            c = self.gold_counters[d] = Counter(zip(*cols, strict=True))
-        return c
+    def _level(self, d: int) -> tuple[dict[int, int], list[int]]:
+        """Level ``d``: prefix key -> id, and gold row count per id (index 0 unused)."""
+        while len(self.levels) < d:
+            col = self.g[self.order[len(self.levels)]]
+            keys = list(map(add, map(mul, self.gold_ids, repeat(self.width)), col)) if self.levels else col
+            counts = Counter(keys)
+            index = {k: i for i, k in enumerate(counts, 1)}
+            self.levels.append((index, [0, *counts.values()]))
+            self.gold_ids = list(map(index.__getitem__, keys))
+        return self.levels[d - 1]
 
-    def _refine(self, d: int, live: list[int] | None) -> tuple[int, list[int] | None]:
+    def _refine(self, d: int, live: _Live) -> tuple[int, _Live]:
         """Exact ``tp`` over the first ``d`` ordered gold columns, and the predicted rows still alive."""
         self.nodes += 1
-        gc = self._gold_counter(d)
-        pcols = [self.p[self.assign[i]] for i in self.order[:d]]
-        if live is not None:
-            if not live:
+        index, counts = self._level(d)
+        rows, prefix = live
+        col = self.p[self.assign[self.order[d - 1]]]
+        if rows is not None:
+            if not rows:
                 return 0, live
-            if len(live) == 1:
-                pcols = [[c[live[0]]] for c in pcols]
-            else:
-                take = itemgetter(*live)
-                pcols = [list(take(c)) for c in pcols]
-        keys = list(zip(*pcols, strict=True))
-        pc = Counter(keys)
-        common = pc.keys() & gc.keys()
-        tp = sum(map(min, map(pc.__getitem__, common), map(gc.__getitem__, common)))
-        if len(common) < len(pc):
-            rows = range(self.n_pred_rows) if live is None else live
-            live = list(compress(rows, map(common.__contains__, keys)))
-        return tp, live
+            col = [col[rows[0]]] if len(rows) == 1 else list(itemgetter(*rows)(col))
+        keys = col if prefix is None else map(add, map(mul, prefix, repeat(self.width)), col)
+        ids = list(map(index.get, keys))
+        alive = list(filter(None, ids))
+        if len(alive) < len(ids):
+            rows = list(compress(range(self.n_pred_rows) if rows is None else rows, ids))
+        found = Counter(alive)
+        tp = sum(map(min, found.values(), map(counts.__getitem__, found)))
+        return tp, (rows, alive)
 
     # -- search -------------------------------------------------------------------------------
 
@@ -245,7 +256,7 @@ class _Search:
                 return False
         return True
 
-    def visit(self, d: int, live: list[int] | None, tp_prefix: int) -> None:
+    def visit(self, d: int, live: _Live, tp_prefix: int) -> None:
         if d == self.ng:
             self._leaf(tp_prefix)
             return
@@ -273,11 +284,12 @@ class _Search:
             self.best_tp, self.best_entity, self.best_perm = tp, entity, perm
 
 
-def best_mapping(gold_codes: list[list[int]], pred_codes: list[list[int]], m: Matrices) -> Found:
+def best_mapping(gold_codes: list[list[int]], pred_codes: list[list[int]], m: Matrices, width: int) -> Found:
     """The reference's chosen mapping (gold position -> predicted column) and its row ``tp``.
 
-    Needs at least one gold column, at least as many predicted columns, and rows on both sides.
+    Needs at least one gold column, at least as many predicted columns, and rows on both sides;
+    every code must be below ``width``.
     """
-    s = _Search(gold_codes, pred_codes, m)
-    s.visit(0, None, min(len(gold_codes[0]), s.n_pred_rows))
+    s = _Search(gold_codes, pred_codes, m, width)
+    s.visit(0, (None, None), min(len(gold_codes[0]), s.n_pred_rows))
     return Found(s.best_perm, s.best_tp, s.best_entity, s.nodes, s.leaves)

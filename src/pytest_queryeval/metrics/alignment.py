@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from math import perm
+from operator import attrgetter, itemgetter
 from typing import Any, Literal
 
 from pytest_queryeval.metrics._alignment_search import Matrices, best_mapping, entity_f1, multiset_tp, row_f1
@@ -140,9 +141,16 @@ def _first_row_columns(table: ResultTable, kind: TableKind) -> list[int]:
 
 def _raw_column(rows: list[tuple[Any, ...]], index: int, kind: TableKind) -> list[str | None]:
     """One column as the reference's ``binding['value']`` strings, None where unbound/NULL."""
+    cells = list(map(itemgetter(index), rows))
     if kind == "sparql":
-        return [None if r[index] is None else r[index].value for r in rows]
-    return [None if r[index] is None else str(r[index]) for r in rows]
+        try:
+            return list(map(_VALUE, cells))  # the common case: no unbound cell
+        except AttributeError:
+            return [None if v is None else v.value for v in cells]
+    return [None if v is None else str(v) for v in cells]
+
+
+_VALUE = attrgetter("value")
 
 
 @dataclass(slots=True)
@@ -261,7 +269,7 @@ def alignment_details(
         details.mapping, details._perm = [], ()
     else:
         mats = Matrices.build(g.codes, p.codes, g.entities, p.entities)
-        found = best_mapping(g.codes, p.codes, mats)
+        found = best_mapping(g.codes, p.codes, mats, len(book.norm_of))
         details.permutations = perm(np_, ng)
         details.nodes, details.leaves = found.nodes, found.leaves
         details._perm = found.perm
