@@ -32,8 +32,8 @@ _TOKEN = re.compile(
   | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
   | (?P<lang>@[A-Za-z]+(?:-[A-Za-z0-9]+)*)
   | (?P<var>[?$][A-Za-z0-9_\u00B7-\uFFFF]+)
-  | (?P<word>[A-Za-z_\u00C0-\uFFFF][A-Za-z0-9_\-.\u00B7-\uFFFF]*(?::[^\s{}()\[\];,<>"']*)?
-            |:[^\s{}()\[\];,<>"']*)
+  | (?P<word>[A-Za-z_\u00C0-\uFFFF][A-Za-z0-9_\-.\u00B7-\uFFFF]*(?::[^\s{}()\[\];,<>"'/*+?|^!=&]*)?
+            |:[^\s{}()\[\];,<>"'/*+?|^!=&]*)
   | (?P<other>.)
     """,
     re.VERBOSE | re.DOTALL,
@@ -61,6 +61,26 @@ def keywords(query: str) -> list[str]:
         elif m.lastgroup == "other" and m.group() in "{}();.,*":
             out.append(m.group())
     return out
+
+
+def used_prefixes(query: str) -> list[str]:
+    """Prefix labels of the prefixed names ``query`` uses (``brick`` for ``brick:VAV``), in
+    order of first use; names inside strings, IRIs and comments do not count."""
+    out: list[str] = []
+    for m in _TOKEN.finditer(query):
+        text = m.group()
+        if m.lastgroup == "word" and ":" in text and not text.startswith("_:"):
+            label = text.split(":", 1)[0]
+            if label not in out:
+                out.append(label)
+    return out
+
+
+def declared_prefixes(query: str) -> set[str]:
+    """Prefix labels declared by ``PREFIX`` lines of ``query``."""
+    toks = [m for m in _TOKEN.finditer(query) if m.lastgroup not in ("ws", "comment")]
+    return {b.group()[:-1] for a, b in itertools.pairwise(toks)
+            if a.lastgroup == "word" and a.group().upper() == "PREFIX" and b.group().endswith(":")}
 
 
 def classify(query: str) -> Classified:
