@@ -60,7 +60,8 @@ def _suggest(name: str, options: Iterable[str]) -> str:
 
 def load_cases(path: Path, display: str, suite: SuiteConfig,
                is_metric: MetricCheck | None = None,
-               ini_thresholds: dict[str, Threshold] | None = None) -> list[Case]:
+               ini_thresholds: dict[str, Threshold] | None = None,
+               extra_names: Callable[[str], Iterable[str]] | None = None) -> list[Case]:
     """Load one case file. Raises ConfigError only for a file that is not YAML at all."""
     data: Any = load_file(path, display)
     if data is None:
@@ -104,7 +105,7 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
             out.append(case)
             continue
         out.append(_build_case(path, display, index, entry, header, file_defaults, suite,
-                               file_errors, is_metric, ini_thresholds or {}))
+                               file_errors, is_metric, ini_thresholds or {}, extra_names))
     return out
 
 
@@ -126,7 +127,8 @@ def _threshold_map(spec: Any, where: str, container: Any, errors: _Errors,
 
 def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
                 file_defaults: dict[str, Any], suite: SuiteConfig, file_errors: _Errors,
-                is_metric: MetricCheck | None, ini_thresholds: dict[str, Threshold]) -> Case:
+                is_metric: MetricCheck | None, ini_thresholds: dict[str, Threshold],
+                extra_names: Callable[[str], Iterable[str]] | None = None) -> Case:
     errors = _Errors(display)
     prefix = f"cases[{index}]" if "cases" in header else ""
 
@@ -274,13 +276,14 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
     for metric, (bound, _) in {**file_th, **case_th}.items():
         resolved[metric] = bound
     if kind is not None and is_metric is not None:
+        hints = _names_hint(case.kind) + list(extra_names(case.kind) if extra_names else [])
         for source, label in ((file_th, "thresholds"),
                                      (case_th, kp("thresholds"))):
             for metric, (_, container) in source.items():
                 if not is_metric(case.kind, metric):
                     errors.add(container, metric, f"{label}.{metric}",
                                f"unknown metric for kind {case.kind}"
-                               f"{_suggest(metric, _names_hint(case.kind))}")
+                               f"{_suggest(metric, hints)}")
         # suite/ini thresholds may target other kinds: keep only those this kind produces
         inherited = set(ini_thresholds) | set(suite.thresholds)
         for metric in inherited - set(file_th) - set(case_th):

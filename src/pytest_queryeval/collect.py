@@ -78,7 +78,8 @@ class QueryEvalFile(pytest.File):
         display = state.display(self.path)
         suite = state.finder.for_directory(self.path.parent)
         try:
-            cases = load_cases(self.path, display, suite, state.is_metric, state.ini_thresholds)
+            cases = load_cases(self.path, display, suite, state.is_metric, state.ini_thresholds,
+                               lambda kind: state.custom_metrics.get(kind, ()))
         except ConfigError as exc:
             yield QueryEvalFileError.from_parent(self, name="<file>", message=exc.located())
             return
