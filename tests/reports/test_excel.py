@@ -172,3 +172,15 @@ def test_missing_xlsxwriter(tmp_path, current, monkeypatch):
     with pytest.raises(MissingDependency, match=r"pip install pytest-queryeval\[excel\]"):
         write_xlsx(current, tmp_path / "r.xlsx")
     assert not (tmp_path / "r.xlsx").exists()
+
+
+def test_awkward_strings_round_trip(tmp_path, current):
+    case = current["cases"][0]
+    case["question"] = "ctl\x01\x0bchars, =1+1, @SUM(A1), http://x.example, +1, -2 émoji 🙂"
+    case["predicted"] = "x" * 40000
+    wb = openpyxl.load_workbook(write_xlsx(current, tmp_path / "r.xlsx"))
+    row = _table(wb["Details"])[0]
+    assert row["Question"].startswith("ctl")
+    assert "=1+1, @SUM(A1), http://x.example, +1, -2 émoji 🙂" in row["Question"]
+    assert len(row["Predicted"]) == 32767
+    assert row["Predicted"].endswith("… [truncated]")
