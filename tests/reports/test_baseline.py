@@ -262,3 +262,13 @@ def test_load_baseline_errors(tmp_path):
     bad.write_text("[]", encoding="utf-8")
     with pytest.raises(ConfigError, match="not a queryeval JSON report"):
         load_baseline(bad)
+
+
+def test_no_common_cases_warns(current, baseline):
+    for c in baseline["cases"]:
+        c["id"] = "old-" + c["id"]
+    cmp = compare(current, baseline, 0.0)
+    assert cmp.common == 0
+    assert cmp.deltas == []
+    assert "no case is in both runs: nothing to compare" in cmp.warnings
+    assert cmp.passed  # nothing dropped; the warning is printed

@@ -116,3 +116,10 @@ def test_baseline_not_comparable(current, baseline):
     text = render_markdown(current, compare(current, baseline, 0.1))
     assert "❌ not comparable: scored with different settings: json.model:" in text
     assert text.splitlines()[0].endswith("· baseline ❌")
+
+
+def test_mentions_do_not_ping(current):
+    current["cases"][2]["question"] = "ask @octocat about it"
+    text = render_markdown(current)
+    assert "@octocat" not in text
+    assert "ask @\u2060octocat about it" in text

@@ -328,6 +328,8 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
         else:
             cmp.other_changes.append(change)
 
+    if not pairs:
+        cmp.warnings.append("no case is in both runs: nothing to compare")
     if current.get("run", {}).get("interrupted"):
         cmp.warnings.append("the current run was interrupted: the comparison is partial")
     if baseline.get("run", {}).get("interrupted"):

@@ -39,8 +39,10 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 def md(value: Any) -> str:
     """Inline-safe text: HTML-escaped, Markdown punctuation and table pipes neutralised."""
     text = " ".join(str(value).split())  # newlines would break a table row
-    # & < > become entities; the rest of Markdown's punctuation is backslash-escaped.
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    # & < > become entities; the rest of Markdown's punctuation is backslash-escaped; a word
+    # joiner after "@" keeps a question like "ask @team" from pinging people in a PR comment.
+    text = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    return text.replace("@", "@\u2060")
 
 
 def code(value: Any) -> str:
