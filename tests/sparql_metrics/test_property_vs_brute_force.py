@@ -127,3 +127,19 @@ def test_eight_columns_numpy_summation_order(data):
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=300))
 def test_np_mean_is_numpy_mean(values):
     assert np_mean(values) == float(np.mean(values))
+
+
+@settings(SETTINGS, max_examples=500)
+@given(data=st.data())
+def test_chunked_refinement_and_sampled_incumbent(data):
+    # Large inputs take two shortcuts: rows are refined in chunks that stop early, and a search
+    # on a strided sample of predicted rows supplies the first incumbent. Shrink both thresholds
+    # so small tables go through them too.
+    from unittest import mock
+
+    from pytest_queryeval.metrics import _alignment_search as search
+
+    gold, pred = data.draw(related_pair("sparql", 4, 7))
+    chunk, sample = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 2))
+    with mock.patch.object(search, "_CHUNK", chunk), mock.patch.object(search, "_SAMPLE", sample):
+        check(gold, pred, "sparql")
