@@ -268,3 +268,14 @@ def test_efficiency_opt_in(spec: dict[str, Any], session: Session) -> None:
     assert wrong.metrics["r_ves"] == 0.0
     refused = KIND.evaluate(case, "DELETE FROM track", session)
     assert refused.metrics["ves"] == 0.0
+
+
+def test_recorded_gold_with_executed_prediction(spec: dict[str, Any], session: Session) -> None:
+    """A recorded gold is final: the TSSE texts are not re-executed for it."""
+    case = make_case("SELECT DISTINCT name FROM genre WHERE genreid < 3", spec=spec,
+                     gold_result=ResultTable(["name"], [("Rock",), ("Jazz",)]))
+    s = KIND.evaluate(case, "SELECT DISTINCT name FROM genre WHERE genreid < 3", session)
+    assert s.reason is None
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert "execution_accuracy_on" not in s.details
+    assert s.metrics["exact_set_match"] == 1.0

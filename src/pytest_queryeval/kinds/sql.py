@@ -64,16 +64,14 @@ class _Gold:
     sql: str | None
     table: ResultTable | None
     cached: bool = False
-    #: Result of the TSSE-prepared text when it differs from ``sql`` (DISTINCT removed...).
-    tsse_table: ResultTable | None = None
+    recorded: bool = False
 
 
 @dataclass
 class _Pred:
     sql: str | None
     table: ResultTable | None
-    tsse_table: ResultTable | None = None
-    tsse_error: str | None = None
+    recorded: bool = False
 
 
 class SqlKind:
@@ -138,7 +136,8 @@ class SqlKind:
         golds: list[_Gold] = []
         for g in gold_sqls:
             golds.append(self._gold(case, g, src, ctx, opts) if can_execute else _Gold(g, None))
-        structure_ok = schema is not None and self._structure_possible(golds, schema, opts)
+        structure_ok = schema is not None and pred_sql is not None \
+            and self._structure_possible(golds, schema, opts)
         planned = _planned(exec_=bool(can_execute and pred_executable),
                            structure=structure_ok, efficiency=opts.iterations is not None)
         gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
@@ -151,7 +150,7 @@ class SqlKind:
                 check_read_only(pred_sql, dialect)
             except QueryRefused as e:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
-        pred = _Pred(pred_sql, case.predicted_result)
+        pred = _Pred(pred_sql, case.predicted_result, case.predicted_result is not None)
         if pred.table is None and executable and pred_sql is not None:
             assert src is not None
             start = time.perf_counter()
@@ -194,7 +193,7 @@ class SqlKind:
         if case.gold_result is not None:
             if case.gold_result.truncated:
                 raise GoldError("the recorded gold result is marked truncated")
-            return _Gold(sql, case.gold_result)
+            return _Gold(sql, case.gold_result, recorded=True)
         if sql is None or src is None:
             raise GoldError("no gold query to execute")
         table, cached = _run_gold(src, sql, ctx, opts)
@@ -230,7 +229,7 @@ class SqlKind:
             if opts.iterations is not None and src is not None and gold.sql and pred.sql:
                 metrics.update(self._efficiency(gold, pred, src, opts,
                                                 correct=metrics["bird_ex"] == 1.0, details=details))
-        if schema is not None and gold.sql is not None:
+        if schema is not None and gold.sql is not None and pred.sql is not None:
             from ..metrics.spider import structure_scores
 
             s = structure_scores(gold.sql, pred.sql or "", schema,
@@ -250,7 +249,8 @@ class SqlKind:
                  opts: _Options, ordered: bool) -> tuple[float, str] | None:
         """Test-suite EX runs both texts with DISTINCT removed (unless ``keep_distinct``)
         and ``'> ='`` repaired; re-execute only when that changes a text."""
-        if src is None or not getattr(src, "executable", True) or not gold.sql or not pred.sql:
+        if src is None or not getattr(src, "executable", True) or not gold.sql or not pred.sql \
+                or gold.recorded or pred.recorded:
             return None
         from ..metrics.table import compare_tables, tsse_prepare
 
