@@ -53,6 +53,21 @@ def test_tokenizer_quirks() -> None:
     assert tokenize("x <> 1")[1:3] == ["<", ">"]
 
 
+@pytest.mark.parametrize(("sql", "expected"), [
+    # nltk word_tokenize with an empty punkt model (reference outputs of nltk 3.9)
+    ("SELECT T1. name FROM t", ["select", "t1", ".", "name", "from", "t"]),
+    ("SELECT a FROM t WHERE x = 1. AND y = 2",
+     ["select", "a", "from", "t", "where", "x", "=", "1", ".", "and", "y", "=", "2"]),
+    ("SELECT a FROM t WHERE x = 1. Name",
+     ["select", "a", "from", "t", "where", "x", "=", "1", ".", "name"]),
+    ("select a. B from t.", ["select", "a.", "b", "from", "t", "."]),
+    ('SELECT count(*) FROM t WHERE a LIKE "A. b"',
+     ["select", "count", "(", "*", ")", "from", "t", "where", "a", "like", '"A. b"']),
+])
+def test_tokenizer_sentence_splitting(sql: str, expected: list[str]) -> None:
+    assert tokenize(sql) == expected
+
+
 def test_values_distinct_and_order_of_select_do_not_matter(schema: Schema) -> None:
     res = structure_scores("SELECT name, age FROM singer WHERE age > 20",
                            "select distinct Age, NAME from SINGER where age > 99", schema)

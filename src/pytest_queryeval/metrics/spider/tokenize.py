@@ -6,6 +6,11 @@ then runs nltk's ``word_tokenize`` and lower-cases. Its quirks decide which pred
 published numbers needs the same token stream. The regular expressions below are the ones of
 nltk's ``NLTKWordTokenizer`` (nltk 3.9/3.10, Apache-2.0) that can fire once quotes are masked;
 nltk itself is not a dependency (it also needs the punkt model, which is not shipped).
+
+``word_tokenize`` first splits sentences with punkt. The reference runs used an *empty* punkt
+model (no abbreviations, collocations or orthographic statistics), and a split matters here
+only because nltk then detaches a sentence-final period (``x. y`` tokenises differently from
+``x.y``), so :func:`sentences` reproduces punkt's decisions for exactly that model.
 """
 
 from __future__ import annotations
@@ -69,6 +74,98 @@ _CONTRACTIONS = tuple(
 _CONTRACTION_HINT = re.compile(r"cannot|d'ye|gimme|gonna|gotta|lemme|more'n|wanna", re.IGNORECASE)
 _PREFIX = ("!", ">", "<")
 
+# -- punkt sentence splitting with empty parameters (nltk.tokenize.punkt, Apache-2.0) -----------
+_NON_WORD = r"(?:[)\";}\]\*:@\'\({\[?!])"
+_MULTI_CHAR = r"(?:\-{2,}|\.{2,}|(?:\.\s){2,}\.)"
+_PUNKT_WORD = re.compile(
+    "(" + _MULTI_CHAR + r"|(?=[^\(\"\`{\[:;&\#\*@\)}\]\-,])\S+?(?=\s|$|" + _NON_WORD + "|"
+    + _MULTI_CHAR + r"|,(?=$|\s|" + _NON_WORD + "|" + _MULTI_CHAR + r"))|\S)")
+_PERIOD_CONTEXT = re.compile(
+    r"[\.\?!](?=(?P<after_tok>" + _NON_WORD + r"|\s+(?P<next_tok>\S+)))")
+_REALIGN = re.compile(r'["\')\]}]+?(?:\s+|(?=--)|$)', re.MULTILINE)
+_NUMERIC = re.compile(r"^-?[\.,]?\d[\d,\.-]*\.?$")
+_INITIAL = re.compile(r"[^\W\d]\.$")
+_ELLIPSIS = re.compile(r"\.\.+$")
+_WHITESPACE = frozenset(" \t\n\r\x0b\x0c")  # string.whitespace
+
+
+def _punkt_sentbreak(tok: str, nxt: str) -> bool:
+    """Whether punkt (empty model) marks ``tok`` as a sentence break when ``nxt`` follows."""
+    if tok in (".", "?", "!"):
+        return True
+    if _ELLIPSIS.match(tok) or not tok.endswith(".") or tok.endswith(".."):
+        return False
+    # second pass: initials and numbers followed by a non-starter are abbreviations
+    typ = _NUMERIC.sub("##number##", tok.lower())
+    if len(typ) > 1 and typ.endswith("."):
+        typ = typ[:-1]
+    initial = _INITIAL.match(tok) is not None
+    if initial or typ == "##number##":
+        if nxt in (";", ":", ",", ".", "!", "?") or nxt[0].islower():
+            return False  # _ortho_heuristic said "not a sentence starter"
+        if initial and nxt[0].isupper():
+            return False
+    return True
+
+
+def _contains_sentbreak(context: str) -> bool:
+    toks = [t for line in context.split("\n") if line.strip() for t in _PUNKT_WORD.findall(line)]
+    return any(_punkt_sentbreak(toks[i], toks[i + 1]) for i in range(len(toks) - 1))
+
+
+def _end_contexts(text: str) -> list[tuple[re.Match[str], str]]:
+    out = []
+    prev_slice = slice(0, 0)
+    prev_match: re.Match[str] | None = None
+    for match in _PERIOD_CONTEXT.finditer(text):
+        before = text[prev_slice.stop:match.start()]
+        last_space = 0
+        for i in range(len(before) - 1, -1, -1):
+            if before[i] in _WHITESPACE:
+                last_space = i
+                break
+        start = last_space + prev_slice.stop + 1 if last_space else prev_slice.start
+        word_slice = slice(start, match.start())
+        if prev_match and prev_slice.stop <= word_slice.start:
+            out.append((prev_match, text[prev_slice] + prev_match.group()
+                        + prev_match.group("after_tok")))
+        prev_match, prev_slice = match, word_slice
+    if prev_match:
+        out.append((prev_match, text[prev_slice] + prev_match.group()
+                    + prev_match.group("after_tok")))
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    """nltk ``sent_tokenize`` with an empty punkt model (what the reference runs used)."""
+    if "." not in text and "?" not in text and "!" not in text:
+        return [text]
+    slices = []
+    last = 0
+    for match, context in _end_contexts(text):
+        if _contains_sentbreak(context):
+            slices.append(slice(last, match.end()))
+            last = match.start("next_tok") if match.group("next_tok") else match.end()
+    slices.append(slice(last, len(text.rstrip())))
+    out = []
+    realign = 0
+    for i, sent in enumerate(slices):
+        sent = slice(sent.start + realign, sent.stop)
+        if i + 1 == len(slices):
+            if text[sent]:
+                out.append(text[sent])
+            continue
+        nxt = slices[i + 1]
+        m = _REALIGN.match(text[nxt])
+        if m:
+            out.append(text[sent.start:nxt.start + len(m.group(0).rstrip())])
+            realign = m.end()
+        else:
+            realign = 0
+            if text[sent]:
+                out.append(text[sent])
+    return out
+
 
 def word_tokenize(text: str) -> list[str]:
     """nltk ``NLTKWordTokenizer.tokenize`` on a single sentence (quote-free text)."""
@@ -105,7 +202,7 @@ def tokenize(query: str) -> list[str]:
         key = f"__val_{q1}_{q2}__"
         vals[key] = string[q1:q2 + 1]
         string = string[:q1] + key + string[q2 + 1:]
-    toks = [w.lower() for w in word_tokenize(string)]
+    toks = [w.lower() for sent in sentences(string) for w in word_tokenize(sent)]
     if vals:
         toks = [vals.get(t, t) for t in toks]
     if "=" in toks:
