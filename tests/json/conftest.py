@@ -7,7 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import hypothesis  # noqa: F401
 import pytest
+
+# Imported before torch on purpose: hypothesis' terminal-summary hook imports it at session end
+# otherwise, and CPython 3.11's AST validator then fails with "AST constructor recursion depth
+# mismatch" while pytest rewrites it, once torch has been loaded in the process.
 
 # No hub is reachable: make any accidental hub access fail fast instead of waiting on timeouts.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
