@@ -123,3 +123,16 @@ def test_mentions_do_not_ping(current):
     text = render_markdown(current)
     assert "@octocat" not in text
     assert "ask @\u2060octocat about it" in text
+
+
+def test_size_stays_under_github_comment_limit(current):
+    for case in current["cases"]:
+        case["outcome"] = "failed"
+        case["predicted"] = "p" * 1400
+        case["gold"] = "g" * 1400
+        case["diff"] = ["d" * 100] * 60
+    text = render_markdown(current)
+    assert len(text) < 65536
+    shown = text.count("<details>")
+    assert 0 < shown < 20
+    assert f"… {20 - shown} more failures not shown here" in text

@@ -25,8 +25,10 @@ from pytest_queryeval.report.baseline import (
 
 __all__ = ["render_markdown"]
 
-#: Failures shown in full; GitHub comments are capped at 65,536 characters.
+#: Failures shown in full, and the size the whole summary stays under: GitHub caps comments
+#: at 65,536 characters (and job summaries at 1 MiB).
 MAX_FAILURES = 20
+MAX_CHARS = 60000
 #: Characters of a predicted/gold value shown per failure.
 MAX_VALUE = 1500
 LATENCY_METRIC = "prediction_seconds"
@@ -117,7 +119,8 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     out.extend(_kinds(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
-    out.extend(_failures(report.get("cases") or []))
+    used = sum(len(line) + 1 for line in out)
+    out.extend(_failures(report.get("cases") or [], MAX_CHARS - used))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -208,39 +211,51 @@ def _baseline(cmp: Comparison) -> list[str]:
     return out
 
 
-def _failures(cases: list[Mapping[str, Any]]) -> list[str]:
+def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
+    """Failure blocks, in report order, while they fit in ``budget`` characters."""
     failed = [c for c in cases if c.get("outcome") in _FAILED]
     if not failed:
         return []
     out = [f"### Failures ({len(failed)})", ""]
+    used = shown = 0
     for case in failed[:MAX_FAILURES]:
-        why = ", ".join(str(m) for m in case.get("failed_metrics") or []) or case.get("outcome")
-        summary = (f"{case.get('id')} — {case.get('kind')}/{case.get('difficulty') or 'unknown'}"
-                   f" — {why}")
-        out.extend(["<details>", f"<summary>{html.escape(summary)}</summary>", ""])
-        if case.get("question"):
-            out.extend([f"**Question:** {md(case['question'])}", ""])
-        if case.get("error"):
-            out.extend([f"**Error:** {md(case['error'])}", ""])
-        metrics = case.get("metrics") or {}
-        thresholds = case.get("thresholds") or {}
-        gated = [m for m in ordered_metrics(thresholds) if m in metrics]
-        if gated:
-            out.extend([_row(["metric", "value", "threshold"]), "|---|---:|---|"])
-            for m in gated:
-                t = thresholds[m] or {}
-                limit = " ".join(f"{k} {v:g}" for k, v in t.items()
-                                 if isinstance(v, int | float))
-                out.append(_row([md(m), _num(metrics[m]), md(limit)]))
-            out.append("")
-        for label, key in (("Predicted", "predicted"), ("Gold", "gold")):
-            if case.get(key) is not None:
-                out.extend([f"**{label}:**", "", fence(_value_text(case[key])), ""])
-        diff = [str(line) for line in case.get("diff") or []]
-        if diff:
-            out.extend(["**Diff:**", "", fence("\n".join(diff[:40])), ""])
-        out.extend(["</details>", ""])
-    if len(failed) > MAX_FAILURES:
-        out.extend([f"… and {len(failed) - MAX_FAILURES} more failures (see the JSON report).",
-                    ""])
+        block = _failure_block(case)
+        size = sum(len(line) + 1 for line in block)
+        if used + size > budget:
+            break
+        out.extend(block)
+        used += size
+        shown += 1
+    if shown < len(failed):
+        out.extend([f"… {len(failed) - shown} more failures not shown here (see the JSON, HTML "
+                    "or Excel report).", ""])
+    return out
+
+
+def _failure_block(case: Mapping[str, Any]) -> list[str]:
+    why = ", ".join(str(m) for m in case.get("failed_metrics") or []) or case.get("outcome")
+    summary = (f"{case.get('id')} — {case.get('kind')}/{case.get('difficulty') or 'unknown'}"
+               f" — {why}")
+    out = ["<details>", f"<summary>{html.escape(summary)}</summary>", ""]
+    if case.get("question"):
+        out.extend([f"**Question:** {md(case['question'])}", ""])
+    if case.get("error"):
+        out.extend([f"**Error:** {md(case['error'])}", ""])
+    metrics = case.get("metrics") or {}
+    thresholds = case.get("thresholds") or {}
+    gated = [m for m in ordered_metrics(thresholds) if m in metrics]
+    if gated:
+        out.extend([_row(["metric", "value", "threshold"]), "|---|---:|---|"])
+        for m in gated:
+            t = thresholds[m] or {}
+            limit = " ".join(f"{k} {v:g}" for k, v in t.items() if isinstance(v, int | float))
+            out.append(_row([md(m), _num(metrics[m]), md(limit)]))
+        out.append("")
+    for label, key in (("Predicted", "predicted"), ("Gold", "gold")):
+        if case.get(key) is not None:
+            out.extend([f"**{label}:**", "", fence(_value_text(case[key])), ""])
+    diff = [str(line) for line in case.get("diff") or []]
+    if diff:
+        out.extend(["**Diff:**", "", fence("\n".join(diff[:40])), ""])
+    out.extend(["</details>", ""])
     return out
