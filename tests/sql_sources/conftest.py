@@ -53,3 +53,25 @@ def make_case(gold: Any, *, spec: dict[str, Any] | None = None, name: str = "db"
               **kw: Any) -> Case:
     return Case(id=kw.pop("id", "case"), kind="sql", file=Path("test_cases.yaml"), line=1,
                 gold=gold, datasource=name if spec else None, source_spec=spec, **kw)
+
+
+def run_bounded(fn: Any, limit: float = 120.0) -> Any:
+    """Run ``fn`` in a thread and fail if it has not finished after ``limit`` seconds: a
+    generous outer guard proving a runaway query *ends* (never a timing assertion)."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(limit)
+    assert not t.is_alive(), f"query still running after {limit:g} s"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

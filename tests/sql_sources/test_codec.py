@@ -7,6 +7,7 @@ import json
 import math
 import uuid
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -60,3 +61,31 @@ def test_unknown_types_are_refused() -> None:
         decode_table({"v": 999})
     with pytest.raises(CodecError):
         decode_table({"v": 1, "columns": ["a"], "rows": [[{"$nope": 1}]]})
+
+
+def _cells() -> Any:
+    from hypothesis import strategies as st
+
+    scalar = st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(),
+        st.binary(), st.decimals(allow_nan=False), st.dates(), st.datetimes(),
+        st.datetimes(timezones=st.timezones()), st.times(), st.timedeltas(), st.uuids(),
+    )
+    return st.recursive(scalar, lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.tuples(inner, inner)), max_leaves=5)
+
+
+def test_roundtrip_property() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.lists(_cells(), min_size=2, max_size=2).map(tuple), max_size=5))
+    def check(rows: list[tuple[Any, ...]]) -> None:
+        table = ResultTable(["a", "b"], rows)
+        back = roundtrip(table)
+        assert back.rows == table.rows
+        for r1, r2 in zip(back.rows, table.rows, strict=True):
+            assert [type(x) for x in r1] == [type(x) for x in r2]
+
+    check()

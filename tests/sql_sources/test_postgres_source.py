@@ -22,6 +22,7 @@ from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
 from tests.fixtures.postgres import PostgresServer
 
 from .attacks import POSTGRES, POSTGRES_RAW_WRITES
+from .conftest import run_bounded
 
 pytestmark = pytest.mark.postgres
 
@@ -108,7 +109,7 @@ def test_engine_error_is_query_failed(pg_source: SqlAlchemySource) -> None:
 ])
 def test_runaway_query_times_out(pg_source: SqlAlchemySource, sql: str) -> None:
     with pytest.raises(QueryTimeout) as info:
-        pg_source.execute(sql, timeout=0.5)
+        run_bounded(lambda: pg_source.execute(sql, timeout=0.5))
     assert info.value.reason() == "timeout: query exceeded 0.5 s"
     assert pg_source.execute("SELECT count(*) FROM genre").rows == [(25,)]
 

@@ -21,7 +21,7 @@ from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.sqlite import SqliteSource
 
 from .attacks import SQLITE, SQLITE_RAW_WRITES
-from .conftest import sha256
+from .conftest import run_bounded, sha256
 
 CROSS_JOIN = "SELECT count(*) FROM track a, track b, track c"
 RECURSIVE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
@@ -86,7 +86,7 @@ def test_engine_error_is_query_failed(source: SqliteSource) -> None:
 @pytest.mark.parametrize("sql", [CROSS_JOIN, RECURSIVE_AGG])
 def test_runaway_query_times_out(source: SqliteSource, sql: str) -> None:
     with pytest.raises(QueryTimeout) as info:
-        source.execute(sql, timeout=0.5)
+        run_bounded(lambda: source.execute(sql, timeout=0.5))
     assert info.value.reason() == "timeout: query exceeded 0.5 s"
     # The connection is usable afterwards.
     assert source.execute("SELECT count(*) FROM genre").rows == [(25,)]
