@@ -31,6 +31,7 @@ OFFICIAL_NAMES: dict[str, str] = dict(zip(COMPONENTS, (
     "and/or", "IUEN", "keywords",
 ), strict=True))
 
+_METRIC_KEYS = tuple((c, c + "_acc", c + "_rec", c + "_f1") for c in COMPONENTS)
 _IN = WHERE_OPS.index("in")
 _LIKE = WHERE_OPS.index("like")
 
@@ -352,15 +353,16 @@ def structure_scores(gold_sql: str, pred_sql: str, schema: Schema, *,
     exact = exact_match(pred_rebuilt, gold.rebuilt, legacy_from_check, partial)
     metrics: dict[str, float] = {"exact_set_match": float(exact)}
     if parse_error is None:
-        for name, (acc, rec, f1, _, _) in partial.items():
-            metrics[name + "_acc"] = float(acc)
-            metrics[name + "_rec"] = float(rec)
-            metrics[name + "_f1"] = float(f1)
+        for name, k_acc, k_rec, k_f1 in _METRIC_KEYS:
+            acc, rec, f1 = partial[name][:3]
+            metrics[k_acc] = float(acc)
+            metrics[k_rec] = float(rec)
+            metrics[k_f1] = float(f1)
         diff = [] if exact else describe_diff(gold.rebuilt, pred_rebuilt, partial,
                                               legacy_from_check)
     else:
-        for name in COMPONENTS:
-            metrics[name + "_acc"] = metrics[name + "_rec"] = metrics[name + "_f1"] = 0.0
+        for _, k_acc, k_rec, k_f1 in _METRIC_KEYS:
+            metrics[k_acc] = metrics[k_rec] = metrics[k_f1] = 0.0
         diff = [f"prediction does not parse: {_reason(pred_sql, parse_error)}"]
         parse_error = _reason(pred_sql, parse_error)
     return StructureResult(metrics, gold.hardness, partial, parse_error, diff, exact,

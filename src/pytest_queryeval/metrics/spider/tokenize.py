@@ -183,7 +183,8 @@ def word_tokenize(text: str) -> list[str]:
         elif chars.isdisjoint(trigger):
             continue
         text = regexp.sub(sub, text)
-    if _CONTRACTION_HINT.search(text):
+    low = text.lower()  # every contraction has a doubled n, m or t (or a quote)
+    if ("nn" in low or "mm" in low or "tt" in low or "'" in low) and _CONTRACTION_HINT.search(text):
         for regexp in _CONTRACTIONS:
             text = regexp.sub(r" \1 \2 ", text)
     return text.split()
@@ -193,7 +194,11 @@ def tokenize(query: str) -> list[str]:
     """Spider's token list: quoted values kept whole (``'`` turned into ``"``), rest lower-cased,
     ``! =`` / ``> =`` / ``< =`` merged."""
     string = str(query).replace("'", '"')
-    quote_idxs = [i for i, ch in enumerate(string) if ch == '"']
+    quote_idxs = []
+    pos = string.find('"')
+    while pos >= 0:
+        quote_idxs.append(pos)
+        pos = string.find('"', pos + 1)
     if len(quote_idxs) % 2:
         raise TokenizeError("Unexpected quote (odd number of quotes)")
     vals: dict[str, str] = {}
