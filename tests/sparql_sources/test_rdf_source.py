@@ -176,3 +176,26 @@ def test_registry_key_includes_engine(bldg11: Path) -> None:
     a = loaded_store(bldg11, "pyoxigraph", fmt, False, None, 60)
     assert a is loaded_store(bldg11, "pyoxigraph", fmt, False, None, 60)
     assert a is not loaded_store(bldg11, "pyoxigraph", fmt, True, None, 60)
+
+
+def test_process_isolation_kills_a_runaway_query(brick_examples: Path) -> None:
+    path = brick_examples / "rice_brick.ttl"
+    iso = RdfSource("iso", {"path": str(path), "isolation": "process"})
+    inproc = RdfSource("in", {"path": str(path)})
+    assert iso._store() is not inproc._store()
+    q = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
+    a, b = iso.execute(q), inproc.execute(q)
+    assert a.columns == b.columns
+    assert Counter(a.rows) == Counter(b.rows)
+    assert a.meta["isolation"] == "process"
+    worker = iso._store()
+    starts = worker.starts
+    slow = ("SELECT ?a WHERE { ?a ?b ?c . ?d ?e ?f "
+            "FILTER(STRLEN(STR(?c)) + STRLEN(STR(?f)) < 0) }")
+    with pytest.raises(QueryTimeout, match="pyoxigraph worker killed"):
+        iso.execute(slow, timeout=0.2)
+    assert not worker.alive()  # nothing left running
+    assert iso.execute("ASK { ?s ?p ?o }").rows == [(True,)]
+    assert worker.starts == starts + 1
+    with pytest.raises(ConfigError, match="rdflib always runs in a worker process"):
+        RdfSource("x", {"path": str(path), "engine": "rdflib", "isolation": "thread"})

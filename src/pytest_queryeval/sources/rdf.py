@@ -1,26 +1,30 @@
-"""``type: rdf``: a local graph file queried in process (pyoxigraph) or in a worker (rdflib).
+"""``type: rdf``: a local graph file queried in process (pyoxigraph) or in a worker process.
 
-Spec keys: ``path`` (required), ``engine`` (``pyoxigraph`` default | ``rdflib``), ``format``
+Spec keys: ``path`` (required), ``engine`` (``pyoxigraph`` default | ``rdflib``), ``isolation``
+(``thread`` default for pyoxigraph | ``process``; rdflib is always ``process``), ``format``
 (a name such as ``turtle`` or a media type; default: from the extension), ``lenient``
 (pyoxigraph: skip IRI validation, needed for some real files), ``base_iri``, ``timeout``,
-``max_rows``, ``load_timeout`` (rdflib worker start, default 300 s).
+``max_rows``, ``load_timeout`` (worker start, default 300 s).
 
-Loading is done once per process per ``(path, mtime, size, engine, format, lenient)`` and shared
-by every source and case (module-level registry), so a suite of 100 cases on one building
-parses the building once.
+Loading is done once per process per ``(path, mtime, size, engine, isolation, format, lenient,
+base_iri)`` and shared by every source and case (module-level registry), so a suite of 100
+cases on one building parses the building once.
 
-Timeouts, and why the two engines differ:
+Timeouts, and why there are two isolations:
 
-* pyoxigraph releases the GIL while it evaluates, but has no cancellation API. The query runs
-  in a daemon worker thread; at the timeout the caller gets :class:`QueryTimeout` and the thread
-  is abandoned. A streaming query stops at its next solution (the thread checks a cancel flag);
-  one that blocks inside the engine (a huge sort or aggregate) keeps a core busy until it
-  completes. Loading is cheap (bldg11: 0.15 s), but the data stays in process.
-* rdflib holds the GIL in pure Python, so an abandoned thread would slow the whole session
-  down for minutes (BuildingQA MORTAR_009 runs > 60 s). Its graph therefore lives in a worker
-  *process* (a plain ``python -c`` subprocess speaking pickled frames over stdin/stdout) that
-  parses once and serves queries; at the timeout the worker is killed, and the next query
-  starts a fresh one (one more parse).
+* ``isolation: thread`` (pyoxigraph default). pyoxigraph releases the GIL while it evaluates
+  but has no cancellation API. The query runs in a daemon thread; at the timeout the caller
+  gets :class:`QueryTimeout` and the thread is abandoned. A streaming query stops at its next
+  solution (the thread checks a cancel flag); one that blocks inside the engine (a huge sort,
+  aggregate or filtered cross product) keeps a core busy, and its memory, until it completes.
+* ``isolation: process``. The graph lives in a worker *process* (a plain ``python -c``
+  subprocess speaking pickled frames over stdin/stdout: ``multiprocessing`` spawn would re-run
+  the parent's ``__main__``, fork is unsafe in a threaded pytest process) that loads once and
+  serves queries; at the timeout the worker is killed and the next query starts a fresh one
+  (one more load: bldg11 takes 0.2 s with pyoxigraph, 2-3 s with rdflib). rdflib always runs
+  this way: it holds the GIL in pure Python, so an abandoned thread would slow the whole
+  session down for minutes (BuildingQA MORTAR_009 runs > 60 s in rdflib). Use it for
+  pyoxigraph too when predictions may be pathological (untrusted model output at scale).
 
 Both engines see the union of all graphs as the default graph (TriG/N-Quads files).
 """
@@ -44,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
+from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, Term
 from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
 from .rdf_codec import make_term
@@ -137,8 +141,41 @@ def _ordered(columns: list[str], rows: list[tuple[Any, ...]],
 
 # --------------------------------------------------------------------------- pyoxigraph
 
+def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
+                cancel: threading.Event | None = None) -> ResultTable | None:
+    """Run ``query`` on a pyoxigraph store into a table (None when cancelled mid-way)."""
+    import pyoxigraph as ox
+
+    try:
+        res = store.query(query, base_iri=base_iri, use_default_graph_as_union=True)
+        if isinstance(res, ox.QueryBoolean):
+            return ResultTable(["boolean"], [(bool(res),)])
+        if not isinstance(res, ox.QuerySolutions):
+            raise QueryFailed("only SELECT and ASK results are tables")
+        cols = [v.value for v in res.variables]
+        width = range(len(cols))
+        rows: list[tuple[Any, ...]] = []
+        truncated = False
+        for sol in res:
+            if cancel is not None and cancel.is_set():
+                return None
+            if len(rows) >= max_rows:
+                truncated = True
+                break
+            rows.append(tuple(_ox_term(sol[i]) for i in width))
+        return ResultTable(cols, rows, truncated)
+    except QueryFailed:
+        raise
+    except SyntaxError as exc:
+        raise QueryFailed(f"syntax error: {exc}") from None
+    except Exception as exc:  # engine errors (OSError, ValueError...) are model errors
+        raise QueryFailed(f"{type(exc).__name__}: {exc}") from None
+
+
 @dataclass
 class _OxStore:
+    """A pyoxigraph store in this process; queries run in abandonable daemon threads."""
+
     store: Any
     triples: int
     load_seconds: float
@@ -147,34 +184,13 @@ class _OxStore:
         outcome: dict[str, Any] = {}
         done = threading.Event()
         cancel = threading.Event()
+        store = self.store
 
         def work() -> None:
-            import pyoxigraph as ox
-
             try:
-                res = self.store.query(query, base_iri=base_iri, use_default_graph_as_union=True)
-                if isinstance(res, ox.QueryBoolean):
-                    outcome["table"] = ResultTable(["boolean"], [(bool(res),)])
-                    return
-                if not isinstance(res, ox.QuerySolutions):
-                    outcome["error"] = QueryFailed("only SELECT and ASK results are tables")
-                    return
-                cols = [v.value for v in res.variables]
-                width = range(len(cols))
-                rows: list[tuple[Any, ...]] = []
-                truncated = False
-                for sol in res:
-                    if cancel.is_set():
-                        return
-                    if len(rows) >= max_rows:
-                        truncated = True
-                        break
-                    rows.append(tuple(_ox_term(sol[i]) for i in width))
-                outcome["table"] = ResultTable(cols, rows, truncated)
-            except SyntaxError as exc:
-                outcome["error"] = QueryFailed(f"syntax error: {exc}")
-            except Exception as exc:  # engine errors (OSError, ValueError...) are model errors
-                outcome["error"] = QueryFailed(f"{type(exc).__name__}: {exc}")
+                outcome["table"] = _ox_collect(store, query, max_rows, base_iri, cancel)
+            except QueryFailed as exc:
+                outcome["error"] = exc
             finally:
                 done.set()
 
@@ -208,7 +224,7 @@ def _load_pyoxigraph(path: Path, fmt: str, lenient: bool, base_iri: str | None) 
     return _OxStore(store, len(store), time.perf_counter() - t0)
 
 
-# --------------------------------------------------------------------------- rdflib (worker)
+# --------------------------------------------------------------------------- worker process
 
 def _send(stream: Any, obj: Any) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
@@ -227,24 +243,52 @@ def _recv(stream: Any) -> Any:
     return pickle.loads(data)
 
 
-def _rdflib_worker_main() -> None:
-    """Worker process body (stdin/stdout frames): parse once, then answer queries.
+def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None) -> ResultTable:
+    try:
+        res = graph.query(query, base=base_iri)
+        if res.type == "ASK":
+            return ResultTable(["boolean"], [(bool(res.askAnswer),)])
+        if res.type != "SELECT":
+            raise QueryFailed("only SELECT and ASK results are tables")
+        cols = [str(v) for v in (res.vars or [])]
+        rows: list[tuple[Any, ...]] = []
+        truncated = False
+        for row in res:
+            if len(rows) >= max_rows:
+                truncated = True
+                break
+            rows.append(tuple(_rdflib_term(t) for t in row))
+        return ResultTable(cols, rows, truncated)
+    except QueryFailed:
+        raise
+    except Exception as exc:
+        raise QueryFailed(f"{type(exc).__name__}: {exc}") from None
+
+
+def _worker_main() -> None:
+    """Worker process body (stdin/stdout frames): load once, then answer queries.
 
     A plain subprocess rather than ``multiprocessing``: spawn re-runs the parent's ``__main__``
     (breaks unguarded scripts) and fork is unsafe in a threaded pytest process.
     """
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the real stdout
-    path, fmt, quads, base_iri = _recv(inp)
+    engine, path, fmt, lenient, base_iri = _recv(inp)
     try:
-        import rdflib
-
         t0 = time.perf_counter()
-        graph: Any = rdflib.Dataset(default_union=True) if quads else rdflib.Graph()
-        graph.parse(path, format=fmt, publicID=base_iri)
-        _send(out, ("ready", len(graph), time.perf_counter() - t0))
+        if engine == "rdflib":
+            import rdflib
+
+            graph: Any = rdflib.Dataset(default_union=True) if fmt[2] else rdflib.Graph()
+            graph.parse(path, format=fmt[1], publicID=base_iri)
+            triples = len(graph)
+        else:
+            graph = _load_pyoxigraph(Path(path), fmt[0], lenient, base_iri).store
+            triples = len(graph)
+        _send(out, ("ready", triples, time.perf_counter() - t0))
     except Exception as exc:
-        _send(out, ("error", "load", f"{type(exc).__name__}: {exc}"))
+        msg = exc.reason() if isinstance(exc, QueryEvalError) else f"{type(exc).__name__}: {exc}"
+        _send(out, ("error", "load", msg))
         return
     while True:
         try:
@@ -255,38 +299,30 @@ def _rdflib_worker_main() -> None:
             return
         query, max_rows = msg
         try:
-            res = graph.query(query, base=base_iri)
-            if res.type == "ASK":
-                _send(out, ("ok", ["boolean"], [(bool(res.askAnswer),)], False))
-                continue
-            if res.type != "SELECT":
-                _send(out, ("error", "failed", "only SELECT and ASK results are tables"))
-                continue
-            cols = [str(v) for v in (res.vars or [])]
-            rows: list[tuple[Any, ...]] = []
-            truncated = False
-            for row in res:
-                if len(rows) >= max_rows:
-                    truncated = True
-                    break
-                rows.append(tuple(_rdflib_term(t) for t in row))
-            _send(out, ("ok", cols, rows, truncated))
-        except Exception as exc:
-            _send(out, ("error", "failed", f"{type(exc).__name__}: {exc}"))
+            if engine == "rdflib":
+                table = _rdflib_collect(graph, query, max_rows, base_iri)
+            else:
+                got = _ox_collect(graph, query, max_rows, base_iri)
+                assert got is not None
+                table = got
+            _send(out, ("ok", table.columns, table.rows, table.truncated))
+        except QueryFailed as exc:
+            _send(out, ("error", "failed", str(exc)))
 
 
 _WORKER_CODE = (
     "import json, os, sys; sys.path[:0] = json.loads(os.environ['QUERYEVAL_WORKER_PATH']); "
-    "from pytest_queryeval.sources.rdf import _rdflib_worker_main; _rdflib_worker_main()"
+    "from pytest_queryeval.sources.rdf import _worker_main; _worker_main()"
 )
 
 
-class _RdflibWorker:
-    """A killable rdflib process holding one parsed graph."""
+class _Worker:
+    """A killable process holding one loaded graph (rdflib, or pyoxigraph isolated)."""
 
-    def __init__(self, path: Path, fmt: str, quads: bool, base_iri: str | None,
-                 load_timeout: float) -> None:
-        self.path, self.fmt, self.quads, self.base_iri = path, fmt, quads, base_iri
+    def __init__(self, engine: str, path: Path, fmt: tuple[str, str, bool], lenient: bool,
+                 base_iri: str | None, load_timeout: float) -> None:
+        self.engine, self.path, self.fmt, self.lenient = engine, path, fmt, lenient
+        self.base_iri = base_iri
         self.load_timeout = load_timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.replies: queue.Queue[Any] = queue.Queue()
@@ -295,7 +331,8 @@ class _RdflibWorker:
         self.starts = 0
         self.lock = threading.Lock()
 
-    def _reader(self, proc: subprocess.Popen[bytes], replies: queue.Queue[Any]) -> None:
+    @staticmethod
+    def _reader(proc: subprocess.Popen[bytes], replies: queue.Queue[Any]) -> None:
         assert proc.stdout is not None
         while True:
             try:
@@ -314,21 +351,21 @@ class _RdflibWorker:
         self.replies = queue.Queue()
         self.starts += 1
         threading.Thread(target=self._reader, args=(proc, self.replies), daemon=True,
-                         name="queryeval-rdflib-reader").start()
+                         name=f"queryeval-{self.engine}-reader").start()
         assert proc.stdin is not None
-        _send(proc.stdin, (str(self.path), self.fmt, self.quads, self.base_iri))
+        _send(proc.stdin, (self.engine, str(self.path), self.fmt, self.lenient, self.base_iri))
         try:
             msg = self.replies.get(timeout=self.load_timeout)
         except queue.Empty:
             self._kill()
-            raise SourceUnavailable(f"rdflib did not parse {self.path} within "
+            raise SourceUnavailable(f"{self.engine} did not load {self.path} within "
                                     f"{self.load_timeout:g} s (load_timeout)") from None
         if isinstance(msg, EOFError):
             self._kill()
-            raise SourceUnavailable(f"rdflib worker for {self.path} died while loading")
+            raise SourceUnavailable(f"{self.engine} worker for {self.path} died while loading")
         if msg[0] != "ready":
             self._kill()
-            raise SourceUnavailable(f"cannot parse {self.path} with rdflib: {msg[2]}")
+            raise SourceUnavailable(f"cannot load {self.path} with {self.engine}: {msg[2]}")
         self.triples, self.load_seconds = int(msg[1]), float(msg[2])
 
     def _kill(self) -> None:
@@ -355,7 +392,7 @@ class _RdflibWorker:
             self._ensure()
 
     def run(self, query: str, timeout: float, max_rows: int, base_iri: str | None) -> ResultTable:
-        del base_iri  # fixed at parse time for the worker
+        del base_iri  # fixed at load time for the worker
         with self.lock:
             proc = self._ensure()
             assert proc.stdin is not None
@@ -364,14 +401,15 @@ class _RdflibWorker:
                 msg = self.replies.get(timeout=timeout)
             except OSError as exc:
                 self._kill()
-                raise SourceUnavailable("rdflib worker died") from exc
+                raise SourceUnavailable(f"{self.engine} worker died") from exc
             except queue.Empty:
                 self._kill()
-                raise QueryTimeout(f"no result within {timeout:g} s (rdflib worker killed)") \
-                    from None
+                raise QueryTimeout(f"no result within {timeout:g} s ({self.engine} worker "
+                                   "killed)") from None
             if isinstance(msg, EOFError):
                 self._kill()
-                raise QueryFailed("rdflib worker died while evaluating the query")
+                raise QueryFailed(f"{self.engine} worker died while evaluating the query "
+                                  "(out of memory?)")
         if msg[0] == "error":
             raise QueryFailed(msg[2])
         return ResultTable(list(msg[1]), list(msg[2]), bool(msg[3]))
@@ -416,17 +454,19 @@ def file_sha256(path: Path) -> str:
 
 
 def loaded_store(path: Path, engine: str, fmt: tuple[str, str, bool], lenient: bool,
-                 base_iri: str | None, load_timeout: float) -> Any:
-    """The shared loaded store for this file version and engine (loaded on first use)."""
-    key = (*_file_key(path), engine, fmt, lenient, base_iri)
+                 base_iri: str | None, load_timeout: float, isolation: str = "thread") -> Any:
+    """The shared loaded store for this file version, engine and isolation (loaded once)."""
+    if engine == "rdflib":
+        isolation = "process"
+    key = (*_file_key(path), engine, isolation, fmt, lenient, base_iri)
     with _REGISTRY_LOCK:
         if key in _REGISTRY:
             return _REGISTRY[key]
         store: Any
-        if engine == "pyoxigraph":
+        if isolation == "thread":
             store = _load_pyoxigraph(path, fmt[0], lenient, base_iri)
         else:
-            store = _RdflibWorker(path, fmt[1], fmt[2], base_iri, load_timeout)
+            store = _Worker(engine, path, fmt, lenient, base_iri, load_timeout)
             store.ensure_started()
         _REGISTRY[key] = store
         return store
@@ -448,7 +488,7 @@ atexit.register(clear_registry)
 
 #: Spec keys accepted besides ``type``.
 RDF_KEYS = frozenset({"path", "engine", "format", "lenient", "base_iri", "timeout", "max_rows",
-                        "load_timeout"})
+                      "load_timeout", "isolation"})
 
 
 class RdfSource:
@@ -482,10 +522,19 @@ class RdfSource:
         self.timeout = float(spec.get("timeout", DEFAULT_TIMEOUT))
         self.max_rows = int(spec.get("max_rows", DEFAULT_MAX_ROWS))
         self.load_timeout = float(spec.get("load_timeout", DEFAULT_LOAD_TIMEOUT))
+        default = "process" if self.engine == "rdflib" else "thread"
+        self.isolation = str(spec.get("isolation", default)).lower()
+        if self.isolation not in ("thread", "process"):
+            raise ConfigError("isolation must be 'thread' or 'process'",
+                              key=f"datasources.{name}.isolation")
+        if self.engine == "rdflib" and self.isolation != "process":
+            raise ConfigError("rdflib always runs in a worker process (it cannot be "
+                              "interrupted in a thread): isolation: process",
+                              key=f"datasources.{name}.isolation")
 
     def _store(self) -> Any:
         return loaded_store(self.path, self.engine, self.format, self.lenient, self.base_iri,
-                            self.load_timeout)
+                            self.load_timeout, self.isolation)
 
     def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
                 trusted: bool = False) -> ResultTable:
@@ -502,8 +551,8 @@ class RdfSource:
         table: ResultTable = store.run(query, timeout, max_rows, self.base_iri)
         table.seconds = time.perf_counter() - t0
         table.columns, table.rows = _ordered(table.columns, table.rows, c)
-        table.meta.update({"engine": self.engine, "form": c.form, "order_by": c.has_order_by,
-                           "max_rows": max_rows})
+        table.meta.update({"engine": self.engine, "isolation": self.isolation, "form": c.form,
+                           "order_by": c.has_order_by, "max_rows": max_rows})
         return table
 
     def fingerprint(self) -> str:
