@@ -63,3 +63,22 @@ def test_row_cap(source: SqlAlchemySource) -> None:
 def test_mask_url() -> None:
     assert mask_url("postgresql://u:p%40ss@h/db and x://a:b@c") == "postgresql://u:***@h/db and x://a:***@c"
     assert mask_url("sqlite:///tmp/x.db") == "sqlite:///tmp/x.db"
+
+
+def test_password_in_query_string_is_masked() -> None:
+    url = "trino://user@host:8443/cat?password=Sup3rSecret&http_scheme=https"
+    src = SqlAlchemySource("t", url)
+    assert "Sup3rSecret" not in src.fingerprint()
+    assert "Sup3rSecret" not in repr(src)
+    assert "Sup3rSecret" in src.secrets
+    assert src.scrub(f"failed for {url}") == (
+        "failed for trino://user@host:8443/cat?password=***&http_scheme=https")
+
+
+def test_bad_spec_values_are_config_errors(chinook_sqlite: Path) -> None:
+    from pytest_queryeval.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        open_source("x", {"type": "sqlite", "path": str(chinook_sqlite), "timeout": "soon"})
+    with pytest.raises(ConfigError, match="SQLAlchemy URL"):
+        open_source("x", {"type": "sqlalchemy", "url": "not a url"})

@@ -56,5 +56,5 @@ def open_source(name: str, spec: dict[str, Any]) -> DataSource:
                               key=f"datasources.{name}")
     try:
         return cls(name, **kwargs)  # type: ignore[no-any-return]
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         raise ConfigError(str(e), key=f"datasources.{name}") from None

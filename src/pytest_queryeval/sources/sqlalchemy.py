@@ -30,6 +30,9 @@ from .sqlguard import check_read_only, sqlglot_dialect
 
 MASK = "***"
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<pw>[^@/\s]*)@")
+#: ``?password=...`` in a URL's query string (some dialects take credentials there).
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pwd|passwd)=)(?P<pw>[^&\s]*)",
+                             re.IGNORECASE)
 _FETCH_BATCH = 1_000
 #: Extra time the client-side watchdog gives a server-side timeout before cancelling itself.
 _WATCHDOG_GRACE = 1.0
@@ -39,7 +42,8 @@ _PG_UNAVAILABLE = ("08", "57P01", "57P02", "57P03", "53300")
 
 def mask_url(text: str) -> str:
     """``scheme://user:secret@host`` -> ``scheme://user:***@host`` anywhere in ``text``."""
-    return _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
+    text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
 
 
 class SqlAlchemySource:
@@ -60,11 +64,10 @@ class SqlAlchemySource:
         self.version = None if version is None else str(version)
         self.schema = schema
         self.engine_options = dict(engine_options or {})
-        m = _URL_PASSWORD.search(url)
-        raw_pw = m["pw"] if m else ""
+        raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
         # Every spelling of the password that could show up in a driver message.
-        self._secrets = sorted({s for s in (raw_pw, unquote(raw_pw), quote(unquote(raw_pw)),
-                                            quote_plus(unquote(raw_pw))) if s},
+        self._secrets = sorted({s for pw in raw for s in (pw, unquote(pw), quote(unquote(pw)),
+                                                          quote_plus(unquote(pw))) if s},
                                key=len, reverse=True)
         self._engine_obj: Any = None
         self._lock = threading.Lock()
@@ -255,7 +258,8 @@ class SqlAlchemySource:
     def fingerprint(self) -> str:
         """The URL without its password, plus the ``version:`` the suite gives (bump it when
         the data changes: a server's content cannot be hashed cheaply)."""
-        fp = "sqlalchemy:" + _URL_PASSWORD.sub(lambda m: f"{m['head']}@", self._url)
+        fp = "sqlalchemy:" + _QUERY_PASSWORD.sub(
+            lambda m: str(m["head"]), _URL_PASSWORD.sub(lambda m: f"{m['head']}@", self._url))
         return fp + (f"|version={self.version}" if self.version is not None else "")
 
     def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:

@@ -84,7 +84,7 @@ def check_read_only(sql: str, dialect: str | None = None) -> None:
         raise QueryRefused("empty statement")
     try:
         parsed = sqlglot.parse(sql, read=dialect)
-    except (ParseError, TokenError, ValueError):
+    except (ParseError, TokenError, ValueError, RecursionError):
         _check_tokens(sql, dialect)
         return
     statements = [s for s in parsed if s is not None]
