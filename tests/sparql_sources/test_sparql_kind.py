@@ -208,6 +208,19 @@ def test_recorded_results_without_datasource() -> None:
     assert s.metrics["row_match_f1"] == pytest.approx(2 / 3)
 
 
+def test_recorded_result_compares_like_an_executed_one(tmp_path: Path) -> None:
+    g = tmp_path / "l.ttl"
+    g.write_text('<http://e/a> <http://e/p> "x", "Hi"@en, "2"^^<http://www.w3.org/2001/XMLSchema#int> .\n')
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    recorded = {"head": {"vars": ["o"]}, "results": {"bindings": [
+        {"o": {"type": "literal", "value": "x", "datatype": xsd + "string"}},
+        {"o": {"type": "literal", "value": "Hi", "xml:lang": "EN"}},
+        {"o": {"type": "typed-literal", "value": "02", "datatype": xsd + "int"}}]}}
+    c = case({"type": "rdf", "path": str(g)}, "SELECT ?o WHERE { ?s ?p ?o }",
+             "SELECT ?o WHERE { ?s ?p ?o }", gold_result=ResultTable.from_recorded(recorded))
+    assert evaluate(c).metrics["execution_accuracy"] == 1.0
+
+
 def test_registry_and_validation(b11: dict[str, Any]) -> None:
     kind = get_kind("sparql")
     assert isinstance(kind, SparqlKind)

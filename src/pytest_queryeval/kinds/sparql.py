@@ -125,7 +125,7 @@ class SparqlKind:
         golds = [self._gold(case, g, src, ctx, opts) for g in gold_texts]
         gold_seconds = golds[0].table.seconds
 
-        pred_table = case.predicted_result
+        pred_table = _normalized(case.predicted_result)
         pred_seconds: float | None = None
         if pred_query is not None:
             try:
@@ -166,7 +166,9 @@ class SparqlKind:
         if case.gold_result is not None:
             if case.gold_result.truncated:
                 raise GoldError("the recorded gold result is marked truncated")
-            return _Gold(query, case.gold_result)
+            table = _normalized(case.gold_result)
+            assert table is not None
+            return _Gold(query, table)
         if query is None or src is None:
             raise GoldError("no gold query to execute")
         table, cached = run_gold(src, query, ctx, opts.limits)
@@ -215,6 +217,17 @@ def run_gold(src: DataSource, query: str, ctx: Context,
         with contextlib.suppress(CodecError):
             ctx.cache_set(GOLD_CACHE, key, encode_table(table))
     return table, False
+
+
+def _normalized(table: ResultTable | None) -> ResultTable | None:
+    """A recorded result in the engines' Term normal form (``xsd:string`` dropped, lang tags
+    lower-cased, canonical numbers), so it compares like an executed one."""
+    if table is None:
+        return None
+    from ..sources.rdf_codec import normalize_cell
+
+    rows = [tuple(normalize_cell(c) for c in row) for row in table.rows]
+    return ResultTable(list(table.columns), rows, table.truncated, table.seconds, dict(table.meta))
 
 
 def _boolean_terms(table: ResultTable) -> ResultTable:

@@ -51,8 +51,8 @@ from typing import Any
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, Term
 from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from .rdf_codec import make_term
-from .sparqlguard import Classified, check_query
+from .rdf_codec import make_term, star_columns_sorted
+from .sparqlguard import check_query
 
 ENGINES = ("pyoxigraph", "rdflib")
 DEFAULT_LOAD_TIMEOUT = 300.0
@@ -128,15 +128,6 @@ def _rdflib_term(t: Any) -> Term | None:
         dt = str(t.datatype) if t.datatype is not None else None
         return make_term("literal", str(t), dt, t.language)
     return Term("triple", str(t))
-
-
-def _ordered(columns: list[str], rows: list[tuple[Any, ...]],
-             c: Classified) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """``SELECT *``: engines disagree on the column order, so use the sorted variable names."""
-    if not c.select_star or columns == sorted(columns):
-        return columns, rows
-    order = sorted(range(len(columns)), key=lambda i: columns[i])
-    return [columns[i] for i in order], [tuple(r[i] for i in order) for r in rows]
 
 
 # --------------------------------------------------------------------------- pyoxigraph
@@ -550,7 +541,7 @@ class RdfSource:
         t0 = time.perf_counter()
         table: ResultTable = store.run(query, timeout, max_rows, self.base_iri)
         table.seconds = time.perf_counter() - t0
-        table.columns, table.rows = _ordered(table.columns, table.rows, c)
+        table.columns, table.rows = star_columns_sorted(table.columns, table.rows, c.select_star)
         table.meta.update({"engine": self.engine, "isolation": self.isolation, "form": c.form,
                            "order_by": c.has_order_by, "max_rows": max_rows})
         return table

@@ -13,6 +13,9 @@ unequal:
   back as ``"1"``), rdflib the form written in the file. Normal form: the canonical lexical form
   of the value (integers without sign/leading zeros, decimals via :class:`~decimal.Decimal`,
   doubles via ``repr(float)``, booleans ``true``/``false``). Unparseable lexical forms are kept.
+* Derived integer types (``xsd:int``, ``xsd:short``, ``xsd:nonNegativeInteger``...): Oxigraph
+  stores them all as ``xsd:integer``, rdflib keeps the declared type. Normal form:
+  ``xsd:integer``.
 
 The gold-result cache encodes tables with :mod:`.codec` (shared with SQL; it keeps Terms).
 """
@@ -77,7 +80,10 @@ def make_term(kind: str, value: str, datatype: str | None = None,
     if datatype in (None, "", XSD_STRING, RDF_LANGSTRING):
         return Term("literal", value)
     assert datatype is not None
-    return Term("literal", canonical_lexical(value, datatype), datatype)
+    lexical = canonical_lexical(value, datatype)
+    if datatype in _INTEGERS:  # Oxigraph stores every derived integer type as xsd:integer
+        datatype = XSD + "integer"
+    return Term("literal", lexical, datatype)
 
 
 def normalize_cell(cell: Any) -> Any:
@@ -91,6 +97,16 @@ def from_binding(binding: dict[str, Any]) -> Term:
     """A SPARQL 1.1 JSON binding (``{"type", "value", "datatype"|"xml:lang"}``) in normal form."""
     t = Term.from_binding(binding)
     return make_term(t.type, t.value, t.datatype, t.lang)
+
+
+def star_columns_sorted(columns: list[str], rows: list[tuple[Any, ...]], select_star: bool,
+                        ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """``SELECT *``: engines order such columns differently (rdflib: set order, which changes
+    between runs), so the normal form sorts them by name. Other projections are untouched."""
+    if not select_star or columns == sorted(columns):
+        return columns, rows
+    order = sorted(range(len(columns)), key=lambda i: columns[i])
+    return [columns[i] for i in order], [tuple(r[i] for i in order) for r in rows]
 
 
 def has_bnodes(table: ResultTable) -> bool:

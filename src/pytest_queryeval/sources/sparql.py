@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
 from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
-from .rdf_codec import from_binding
+from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
 
 _RETRY_HTTP = frozenset({502, 503, 504})
@@ -188,6 +188,7 @@ class SparqlSource:
             raise SourceUnavailable(f"cannot reach {self.endpoint} after {self.retries + 1} "
                                     f"attempt(s): {last}")
         table = _to_table(data, max_rows)
+        table.columns, table.rows = star_columns_sorted(table.columns, table.rows, c.select_star)
         table.seconds = time.perf_counter() - t0
         table.meta.update({"form": c.form, "order_by": c.has_order_by,
                            "attempts": self.last_attempts, "max_rows": max_rows})
