@@ -244,7 +244,7 @@ class SqlAlchemySource:
         msg = self.scrub(_first_line(orig))
         if state == "57014" or (fired and not getattr(e, "connection_invalidated", False)):
             return QueryTimeout(f"query exceeded {timeout:g} s")
-        if state == "25006" or "read-only" in msg or "readonly" in msg:
+        if state == "25006" or "read-only transaction" in msg or "readonly database" in msg:
             return QueryRefused(f"the source is read-only ({msg})")
         if getattr(e, "connection_invalidated", False) or \
                 any(state.startswith(s) for s in _PG_UNAVAILABLE) or \

@@ -106,7 +106,7 @@ class SqliteSource:
                 if expired:
                     raise QueryTimeout(f"query exceeded {timeout:g} s") from None
                 msg = str(e)
-                if "readonly" in msg or "read-only" in msg or "query_only" in msg:
+                if "readonly database" in msg:  # mode=ro and query_only both say so
                     raise QueryRefused(f"the source is read-only ({msg})") from None
                 raise QueryFailed(msg) from None
             except (ValueError, OverflowError) as e:  # bad text encoding, huge ints...
