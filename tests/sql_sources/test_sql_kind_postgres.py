@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -76,3 +77,19 @@ def test_same_answer_on_sqlite_and_postgres(
     pred_lite = "SELECT billingcountry, SUM(total) AS s FROM invoice GROUP BY 1 ORDER BY s"
     assert KIND.evaluate(pg, pred_pg, session).metrics["execution_accuracy"] == 1.0
     assert KIND.evaluate(lite, pred_lite, session).metrics["execution_accuracy"] == 1.0
+
+
+def test_gold_cache_keyed_by_url_and_version(postgres_url: str, session: Session) -> None:
+    def run(version: int | None) -> Any:
+        spec: dict[str, Any] = {"type": "sqlalchemy", "url": postgres_url}
+        if version is not None:
+            spec["version"] = version
+        case = make_case("SELECT count(*) FROM artist", spec=spec, name=f"pg{version}")
+        return KIND.evaluate(case, "SELECT count(*) FROM artist", session)
+
+    assert run(1).details["gold_cached"] is False
+    assert run(1).details["gold_cached"] is True
+    assert run(2).details["gold_cached"] is False  # data changed: the suite bumps version
+    keys = list(session._cache.data)  # type: ignore[union-attr]
+    assert keys
+    assert all("pw-" not in json.dumps(session._cache.data[k]) for k in keys)  # type: ignore[union-attr]
