@@ -279,3 +279,15 @@ def test_recorded_gold_with_executed_prediction(spec: dict[str, Any], session: S
     assert s.metrics["execution_accuracy"] == 1.0
     assert "execution_accuracy_on" not in s.details
     assert s.metrics["exact_set_match"] == 1.0
+
+
+def test_diff_explains_a_test_suite_only_mismatch(spec: dict[str, Any], session: Session) -> None:
+    case = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec)
+    s = KIND.evaluate(case, "SELECT billingcountry FROM invoice GROUP BY billingcountry", session)
+    assert s.metrics["execution_accuracy"] == 0.0
+    assert s.diff[0].startswith("execution_accuracy: 0 on the test-suite texts")
+    ok = KIND.evaluate(make_case("SELECT count(DISTINCT composer) FROM track", spec=spec),
+                       "SELECT count(composer) FROM track", session)
+    assert ok.metrics["execution_accuracy"] == 1.0  # TSSE strips DISTINCT from both texts
+    assert ok.metrics["bird_ex"] == 0.0
+    assert not [line for line in ok.diff if not line.startswith("structure:")]

@@ -215,11 +215,15 @@ class SqlKind:
                                  compare=opts.compare)
             metrics.update(cmp.metrics())
             details.update(cmp.details())
-            diff.extend(cmp.diff())
             tsse = self._tsse_ex(gold, pred, src, ctx, opts, ordered)
+            note = "texts as written"
             if tsse is not None:
                 metrics["execution_accuracy"], note = tsse
                 details["execution_accuracy_on"] = note
+            if metrics["execution_accuracy"] != 1.0:
+                # The row diff of the texts as written; when only the test-suite texts differ
+                # (DISTINCT removed), say so instead of showing nothing.
+                diff.extend(cmp.diff() or [f"execution_accuracy: 0 on the {note}"])
             metrics.update(alignment_metrics(gold.table, pred.table, gold_query=gold.sql,
                                              pred_query=pred.sql, arity_from=opts.arity_from,
                                              kind="sql"))
@@ -232,7 +236,7 @@ class SqlKind:
         if schema is not None and gold.sql is not None and pred.sql is not None:
             from ..metrics.spider import structure_scores
 
-            s = structure_scores(gold.sql, pred.sql or "", schema,
+            s = structure_scores(gold.sql, pred.sql, schema,
                                  legacy_from_check=opts.legacy_from_check)
             metrics.update(s.metrics)
             labels["hardness"] = s.hardness
