@@ -178,7 +178,8 @@ _TABLES_LOCK = threading.Lock()
 
 
 def _load_tables_json(path: str | os.PathLike[str]) -> dict[str, Schema]:
-    fast = _TABLES_BY_ARG.get(path) if isinstance(path, str) else None
+    arg = os.fspath(path)
+    fast = _TABLES_BY_ARG.get(arg)
     if fast is not None:
         return fast
     key = str(Path(path).resolve())
@@ -197,6 +198,5 @@ def _load_tables_json(path: str | os.PathLike[str]) -> dict[str, Schema]:
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise ConfigError(f"not a Spider tables.json: {exc}", file=str(path)) from None
         _TABLES_JSON[key] = (mtime, dbs)
-        if isinstance(path, str):
-            _TABLES_BY_ARG[path] = dbs
+        _TABLES_BY_ARG[arg] = dbs
         return dbs
