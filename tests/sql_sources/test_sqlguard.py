@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_queryeval.errors import QueryRefused
@@ -59,3 +61,22 @@ def test_dialect_names() -> None:
     assert sqlglot_dialect("mssql") == "tsql"
     assert sqlglot_dialect("no-such-engine") is None
     assert sqlglot_dialect(None) is None
+
+
+def test_no_false_refusals_on_real_spider_queries(shared_data: Path) -> None:
+    """Every gold and predicted query of the Spider dev examples is a plain query."""
+    root = shared_data / "spider"
+    refused = []
+    count = 0
+    for name in ("gold_example.txt", "pred_example.txt", "tsse_gold.txt", "tsse_predict.txt"):
+        for line in (root / name).read_text().splitlines():
+            sql = line.strip().split("\t")[0]
+            if not sql:
+                continue
+            count += 1
+            try:
+                check_read_only(sql, "sqlite")
+            except QueryRefused as e:
+                refused.append((name, sql, e.reason()))
+    assert count > 2500
+    assert refused == []
