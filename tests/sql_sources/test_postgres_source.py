@@ -21,7 +21,7 @@ from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.sqlalchemy import SqlAlchemySource
 from tests.fixtures.postgres import PostgresServer
 
-from .attacks import POSTGRES, POSTGRES_RAW_WRITES
+from .attacks import POSTGRES, POSTGRES_ALLOWED, POSTGRES_RAW_WRITES
 from .conftest import run_bounded
 
 pytestmark = pytest.mark.postgres
@@ -195,3 +195,10 @@ def test_introspection(pg_source: SqlAlchemySource) -> None:
     tables, fks = pg_source.tables()
     assert tables["artist"] == ["artist_id", "name"]
     assert ("album", "artist_id", "artist", "artist_id") in fks
+
+
+@pytest.mark.parametrize("sql", POSTGRES_ALLOWED)
+def test_postgres_features_pass_guard_and_run(pg_source: SqlAlchemySource, sql: str) -> None:
+    t = pg_source.execute(sql)
+    assert t.columns
+    assert not t.truncated

@@ -9,7 +9,7 @@ import pytest
 from pytest_queryeval.errors import QueryRefused
 from pytest_queryeval.sources.sqlguard import check_read_only, sqlglot_dialect
 
-from .attacks import POSTGRES, SQLITE
+from .attacks import POSTGRES, POSTGRES_ALLOWED, SQLITE
 
 ALLOWED = [
     "SELECT 1",
@@ -80,3 +80,8 @@ def test_no_false_refusals_on_real_spider_queries(shared_data: Path) -> None:
                 refused.append((name, sql, e.reason()))
     assert count > 2500
     assert refused == []
+
+
+@pytest.mark.parametrize("sql", POSTGRES_ALLOWED)
+def test_postgres_dialect_queries_allowed(sql: str) -> None:
+    check_read_only(sql, "postgres")
