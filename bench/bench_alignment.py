@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import random
 import statistics
 import string
@@ -22,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
@@ -34,13 +36,28 @@ from pytest_queryeval.results import ResultTable, Term  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data"
 
 
-def timed(fn: Callable[[], object], runs: int) -> tuple[float, object]:
-    times, out = [], None
+class Timing:
+    """Median wall and CPU seconds of a few runs (CPU time is the fairer figure on a shared box)."""
+
+    def __init__(self, wall: list[float], cpu: list[float]) -> None:
+        self.wall = statistics.median(wall)
+        self.cpu = statistics.median(cpu)
+
+    def ms(self) -> str:
+        return f"{self.wall * 1e3:10.2f} ms wall {self.cpu * 1e3:10.2f} ms CPU"
+
+    def s(self) -> str:
+        return f"{self.wall:8.2f} s wall {self.cpu:8.2f} s CPU"
+
+
+def timed(fn: Callable[[], Any], runs: int) -> tuple[Timing, Any]:
+    wall, cpu, out = [], [], None
     for _ in range(runs):
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    return Timing(wall, cpu), out
 
 
 def synthetic(n: int, gold_cols: int, pred_cols: int, true_index: int, seed: int = 0):
@@ -89,47 +106,51 @@ def main() -> None:
     ap.add_argument("--skip-100k", action="store_true")
     args = ap.parse_args()
     runs = 3 if args.quick else 7
+    bf_runs = 1 if args.quick else 3
 
-    print(f"python {sys.version.split()[0]}; medians of {runs} fast runs")
+    print(f"python {sys.version.split()[0]}; fast: median of {runs} runs; ratios use CPU time")
     print("\n== bldg11 walk-through: 377 gold rows vs 4,268 predicted rows, 2 x 2 columns")
     gold, pred = bldg11_tables()
     t_fast, d = timed(lambda: fast(gold, pred), runs)
-    bf_runs = 1 if args.quick else 3
     t_bf, want = timed(lambda: bf_table_metrics(gold, pred, "sparql"), bf_runs)
-    m = d.metrics  # type: ignore[attr-defined]
-    print(f"  fast        {t_fast * 1e3:9.2f} ms   {_fmt(m)}")
-    print(f"  brute force {t_bf * 1e3:9.0f} ms   {_fmt(want)}   (median of {bf_runs})")
-    print(f"  speed-up    {t_bf / t_fast:9.0f} x   same scores: {_same(m, want)}")
+    print(f"  fast        {t_fast.ms()}   {_fmt(d.metrics)}")
+    print(f"  brute force {t_bf.ms()}   {_fmt(want)}   (median of {bf_runs})")
+    print(
+        f"  speed-up    {t_bf.cpu / t_fast.cpu:,.0f} x (CPU), {t_bf.wall / t_fast.wall:,.0f} x (wall);"
+        f" same scores and mapping: {_same(d.metrics, want) and d.mapping == want['mapping']}"
+    )
 
     print("\n== synthetic 20,000 x 4 vs 20,000 x 5 (5P4 = 120 mappings, true one at index 69)")
     g, p, true, _ = synthetic(20_000, 4, 5, 69)
     t_fast, d = timed(lambda: fast(g, p), runs)
-    print(f"  fast        {t_fast * 1e3:9.1f} ms   {_fmt(d.metrics)}  mapping {d._perm} (true {true})")
-    print(f"              scored {d.leaves} full mappings, {d.nodes} partial ones")
+    print(f"  fast        {t_fast.ms()}   {_fmt(d.metrics)}")
+    print(f"              mapping {d._perm} (true {true}); {d.leaves} full, {d.nodes} partial scored")
     sizes = (60, 120) if args.quick else (100, 200)
-    per_n = []
+    last: Timing | None = None
     for n in sizes:
         gs, ps, _, _ = synthetic(n, 4, 5, 69)
         tb, want = timed(lambda: bf_table_metrics(gs, ps, "sparql"), 1)  # noqa: B023
         tf, ds = timed(lambda: fast(gs, ps), runs)  # noqa: B023
-        per_n.append((n, tb))
+        last = tb
         print(
-            f"  n={n:<6} brute force {tb:8.2f} s (1 run), fast {tf * 1e3:7.2f} ms, "
-            f"same scores: {_same(ds.metrics, want)}"
+            f"  n={n:<5} brute force {tb.s()} (1 run); fast {tf.ms()}; same scores: {_same(ds.metrics, want)}"
         )
-    n0, t0 = per_n[-1]
-    est = t0 * (20_000 / n0) ** 2
+    assert last is not None
+    n0, scale = sizes[-1], (20_000 / sizes[-1]) ** 2
+    est_cpu, est_wall = last.cpu * scale, last.wall * scale
     print(
-        f"  brute force at 20,000 NOT RUN: extrapolated quadratically from n={n0}: "
-        f"~{est:,.0f} s (~{est / 3600:.1f} h); ratio ~{est / t_fast:,.0f} x"
+        f"  brute force at n=20,000 NOT RUN (quadratic in rows): extrapolated from n={n0} x{scale:,.0f}"
+        f" = ~{est_cpu:,.0f} s CPU (~{est_cpu / 86400:.1f} days);"
+        f" ratio ~{est_cpu / t_fast.cpu:,.0f} x (CPU), ~{est_wall / t_fast.wall:,.0f} x (wall)"
     )
 
     if not args.skip_100k:
         print("\n== synthetic 100,000 x 8 vs 100,000 x 10 (10P8 = 1,814,400 mappings), fast only")
         g, p, true, _ = synthetic(100_000, 8, 10, 1_000_000)
         t_fast, d = timed(lambda: fast(g, p), 1 if args.quick else 3)
-        print(f"  fast        {t_fast:9.2f} s    {_fmt(d.metrics)}")
-        print(f"              mapping {d._perm} (true {true}); scored {d.leaves} full mappings")
+        print(f"  fast        {t_fast.s()}   {_fmt(d.metrics)}")
+        print(f"              mapping {d._perm} (true {true}); {d.leaves} full, {d.nodes} partial scored")
+    print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def _fmt(m: dict[str, object]) -> str:

@@ -173,3 +173,12 @@ def test_diff_lists_mapping_and_rows():
     assert lines[4] == "  extra (a, b) = ('z', '3')"
     short = alignment_diff(gold, ResultTable(["n"], [(lit("1"),)]))
     assert short == ["no column mapping: 1 predicted column(s) [n] for 2 gold column(s) [a, b]"]
+
+
+def test_kind_override_for_plain_values():
+    # A recorded SPARQL result given as {columns, rows} has plain strings: kind="sparql" makes an
+    # unbound first-row cell drop its column, as SPARQL JSON would.
+    gold = ResultTable(["a", "b"], [("x", None), ("y", "q")])
+    pred = ResultTable(["p"], [("x",), ("y",)])
+    assert alignment_details(gold, pred, kind="sparql").gold_columns == ["a"]
+    assert alignment_details(gold, pred).gold_columns == ["a", "b"]  # detected as SQL

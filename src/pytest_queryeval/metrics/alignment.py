@@ -145,8 +145,8 @@ def _raw_column(rows: list[tuple[Any, ...]], index: int, kind: TableKind) -> lis
     if kind == "sparql":
         try:
             return list(map(_VALUE, cells))  # the common case: no unbound cell
-        except AttributeError:
-            return [None if v is None else v.value for v in cells]
+        except AttributeError:  # unbound cells, or plain values in a recorded SPARQL table
+            return [None if v is None else v.value if isinstance(v, Term) else str(v) for v in cells]
     return [None if v is None else str(v) for v in cells]
 
 
