@@ -90,6 +90,8 @@ def _resolve_paths(spec: dict[str, Any], base: Path) -> None:
     for key in PATH_KEYS:
         if isinstance(spec.get(key), str):
             spec[key] = str((base / spec[key]).resolve())
+    if isinstance(spec.get("paths"), str):
+        spec["paths"] = [spec["paths"]]
     if isinstance(spec.get("paths"), list):
         spec["paths"] = [str((base / p).resolve()) if isinstance(p, str) else p
                          for p in spec["paths"]]

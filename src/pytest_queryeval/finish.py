@@ -75,8 +75,24 @@ def _gates(state: State, records: list[dict[str, Any]]) -> list[Gate]:
     return list(seen.values())
 
 
-def _baseline_path(config: pytest.Config) -> Path:
-    return (config.rootpath / str(config.getini("queryeval_baseline"))).resolve()
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve())) or "."
+    except ValueError:
+        return str(path)
+
+
+def _baseline_path(config: pytest.Config, state: State, records: list[dict[str, Any]]) -> Path:
+    """ini ``queryeval_baseline``: a bare file name lands beside the suite (the directory of
+    the outermost ``queryeval.yaml`` of the run), a path with a directory is rootdir-relative."""
+    value = str(config.getini("queryeval_baseline"))
+    if Path(value).is_absolute() or "/" in value or "\\" in value:
+        return (config.rootpath / value).resolve()
+    configs = sorted({p.parent for r in records if r.get("path")
+                      for p in state.finder.for_directory(Path(str(r["path"])).parent).files},
+                     key=lambda p: len(p.parts))
+    base = configs[0] if configs else config.rootpath
+    return (base / value).resolve()
 
 
 def finish_session(session: pytest.Session, state: State, started: float, exitstatus: int) -> None:
@@ -85,8 +101,12 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
                      key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
     if not records:
         return
-    gates = evaluate_gates(_gates(state, records), records)
-    report = build_report(state, records, started, exitstatus, gates)
+    gate_defs = _gates(state, records)
+    gates = evaluate_gates(gate_defs, records)
+    for gate in gates:  # reports are committed as baselines: no machine paths in them
+        gate["scope"] = _relative(Path(gate["scope"]), config.rootpath)
+    public = [{k: v for k, v in r.items() if k != "path"} for r in records]
+    report = build_report(state, public, started, exitstatus, gates)
     config.hook.pytest_queryeval_report(report=report, config=config)
     lines = summary_lines(report, tags=config.getoption("queryeval_tags"),
                           worst=config.getoption("queryeval_worst"))
@@ -121,7 +141,7 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     if config.getoption("queryeval_update_baseline") and not interrupted:
         from .report import baseline as bl
 
-        path = _baseline_path(config)
+        path = _baseline_path(config, state, records)
         bl.write_baseline(report, path)
         written.append(f"baseline updated: {path}")
     lines.extend(written)

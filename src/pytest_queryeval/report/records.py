@@ -64,7 +64,20 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     }
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)
-    return scrubber.data(_safe(rec))  # type: ignore[no-any-return]
+    rec = _relative_paths(_safe(rec), str(rootdir.resolve()) + "/")
+    rec["path"] = str(case.file.resolve())  # internal (gate scopes); dropped from reports
+    return scrubber.data(rec)  # type: ignore[no-any-return]
+
+
+def _relative_paths(value: Any, prefix: str) -> Any:
+    """Reports get committed as baselines: machine paths become rootdir-relative."""
+    if isinstance(value, str):
+        return value.replace(prefix, "")
+    if isinstance(value, dict):
+        return {k: _relative_paths(v, prefix) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_relative_paths(v, prefix) for v in value]
+    return value
 
 
 def _one(items: list[Any]) -> Any:
