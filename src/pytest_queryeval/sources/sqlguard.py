@@ -42,6 +42,21 @@ _FORBIDDEN_FUNCTIONS = frozenset({
     "pg_ls_dir", "pg_stat_file", "dblink", "dblink_exec", "pg_switch_wal",
     "pg_create_restore_point", "pg_promote", "pg_logical_emit_message", "nextval", "setval",
     "load_extension", "writefile", "readfile", "edit", "fts3_tokenizer",
+    # effects that outlive the rolled-back read-only transaction: session advisory locks stay
+    # held by the pooled connection, a replication slot retains WAL until the disk fills,
+    # statistics resets and backup/replay controls are not transactional
+    "pg_try_advisory_lock", "pg_try_advisory_lock_shared", "pg_advisory_unlock",
+    "pg_advisory_unlock_shared", "pg_advisory_unlock_all", "pg_create_physical_replication_slot",
+    "pg_create_logical_replication_slot", "pg_drop_replication_slot",
+    "pg_copy_physical_replication_slot", "pg_copy_logical_replication_slot",
+    "pg_replication_slot_advance", "pg_replication_origin_create", "pg_replication_origin_drop",
+    "pg_replication_origin_advance", "pg_replication_origin_session_setup", "pg_stat_reset",
+    "pg_stat_reset_shared", "pg_stat_reset_single_table_counters",
+    "pg_stat_reset_single_function_counters", "pg_stat_reset_slru",
+    "pg_stat_reset_replication_slot", "pg_stat_reset_subscription_stats",
+    "pg_stat_statements_reset", "pg_log_backend_memory_contexts", "pg_backup_start",
+    "pg_backup_stop", "pg_start_backup", "pg_stop_backup", "pg_wal_replay_pause",
+    "pg_wal_replay_resume", "pg_file_write", "pg_file_rename", "pg_file_unlink", "pg_file_sync",
 })
 
 #: Words that make an *unparseable* statement suspicious (fallback check on tokens).
