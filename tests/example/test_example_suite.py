@@ -1,0 +1,94 @@
+"""The example suite runs as a user runs it (a pytest subprocess), and its reports agree."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "example_suite"
+
+
+def run_suite(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "pytest", str(SUITE), "-p", "no:randomly", "-q",
+           "-o", f"cache_dir={tmp / 'cache'}", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("example")
+    proc = run_suite(tmp, f"--queryeval-json={tmp / 'r.json'}", f"--queryeval-xlsx={tmp / 'r.xlsx'}",
+                     f"--queryeval-markdown={tmp / 'r.md'}", f"--queryeval-html={tmp / 'r.html'}",
+                     f"--junitxml={tmp / 'j.xml'}")
+    return proc, json.loads((tmp / "r.json").read_text()), tmp
+
+
+def test_default_run_passes_with_the_documented_shape(default_run):
+    proc, report, _ = default_run
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    kinds: dict[str, int] = {}
+    for case in report["cases"]:
+        kinds[case["kind"]] = kinds.get(case["kind"], 0) + 1
+    assert kinds["sql"] >= 30 and kinds["sparql"] >= 20 and kinds["json"] >= 10 and kinds["sdmx"] >= 10
+    sql_levels = {c["difficulty"] for c in report["cases"] if c["kind"] == "sql"}
+    assert sql_levels == {"easy", "medium", "hard", "extra"}  # Spider hardness of the golds
+    outcomes = [c["outcome"] for c in report["cases"]]
+    assert outcomes.count("failed") == outcomes.count("error") == 0
+    xfailed = [c for c in report["cases"] if c["outcome"] == "xfailed"]
+    assert len(xfailed) >= 3
+    assert all(g["passed"] for g in report["gates"])
+    assert "queryeval" in proc.stdout and "gate PASS" in proc.stdout
+    # the seed's own SDMX file runs unchanged and scores perfectly with the v2 prediction
+    mexico = next(c for c in report["cases"] if c["id"] == "c48d7624-d376-48ca-b2d8-386999befb45")
+    assert mexico["metrics"]["macro_f1"] == 1.0
+
+
+def test_other_reports_hold_the_same_figures_as_the_json(default_run):
+    _, report, tmp = default_run
+    ex = report["aggregates"]["overall"]["metrics"]["execution_accuracy"]["mean"]
+    md = (tmp / "r.md").read_text()
+    assert f"{ex:.3f}" in md
+    html = (tmp / "r.html").read_text()
+    assert f"{ex:.3f}" in html
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.load_workbook(tmp / "r.xlsx")
+    assert {"Summary", "Details"} <= set(wb.sheetnames)
+    details = wb["Details"]
+    assert details.max_row - 1 == len(report["cases"])
+    junit = (tmp / "j.xml").read_text()
+    assert f'name="queryeval.mean.execution_accuracy" value="{round(ex, 6)}"' in junit
+
+
+def test_worse_model_fails_the_baseline_gate_and_the_better_one_passes(tmp_path):
+    worse = run_suite(tmp_path, "--queryeval-predictions", "example_suite/predictions/model-v1.jsonl",
+                      "--queryeval-baseline", "example_suite/queryeval-baseline.json",
+                      "--queryeval-max-drop", "0.0", f"--queryeval-json={tmp_path / 'w.json'}")
+    assert worse.returncode == 1
+    assert "verdict: baseline FAILED" in worse.stdout
+    assert "Traceback" not in worse.stdout
+    cmp = json.loads((tmp_path / "w.json").read_text())["baseline"]
+    flipped = {c["id"] for c in cmp["regressions"]}
+    assert {"acdc-albums", "jazz-or-blues", "zone-temp-c180"} <= flipped
+    for case_id in sorted(flipped)[:3]:
+        assert case_id in worse.stdout
+    better = run_suite(tmp_path, "--queryeval-predictions", "example_suite/predictions/model-v2.jsonl",
+                       "--queryeval-baseline", "example_suite/queryeval-baseline.json",
+                       "--queryeval-max-drop", "0.0")
+    assert better.returncode == 0, better.stdout[-3000:]
+    assert "verdict: baseline OK" in better.stdout
+
+
+def test_filters_select_what_the_readme_says(tmp_path):
+    proc = run_suite(tmp_path, "-m", "sql and hard", "--co")
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert ids and all("/sql/" in i for i in ids)
+    proc = run_suite(tmp_path, "-m", "imf", "--co")
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert len(ids) == 11 and all("/sdmx/" in i for i in ids)
+    proc = run_suite(tmp_path, "-k", "chinook", "--co")
+    assert len([line for line in proc.stdout.splitlines() if "::" in line]) == 32
