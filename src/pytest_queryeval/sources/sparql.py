@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import http.client
 import time
 import urllib.error
 import urllib.parse
@@ -113,6 +112,8 @@ class SparqlSource:
         return text
 
     def _once(self, query: str, timeout: float) -> dict[str, Any]:
+        import http.client
+
         from SPARQLWrapper import JSON, POST, SPARQLWrapper
         from SPARQLWrapper.SPARQLExceptions import (
             EndPointInternalError,

@@ -9,6 +9,7 @@ refused with their own reason because they return graphs, not tables.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
 SCORED_FORMS = frozenset({"SELECT", "ASK"})
 
 # Order matters: long strings before short ones, IRIs before the "<" operator.
-_TOKEN = re.compile(
+_TOKEN_PATTERN = (
     r"""
     (?P<ws>\s+)
   | (?P<comment>\#[^\n\r]*)
@@ -35,9 +36,14 @@ _TOKEN = re.compile(
   | (?P<word>[A-Za-z_\u00C0-\uFFFF][A-Za-z0-9_\-.\u00B7-\uFFFF]*(?::[^\s{}()\[\];,<>"'/*+?|^!=&]*)?
             |:[^\s{}()\[\];,<>"'/*+?|^!=&]*)
   | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
+    """
 )
+
+
+@functools.cache
+def _token_re() -> re.Pattern[str]:
+    """Compiled on first use (the Unicode classes make it the costliest part of the import)."""
+    return re.compile(_TOKEN_PATTERN, re.VERBOSE | re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +58,22 @@ class Classified:
     select_star: bool = False
 
 
+_CODEPOINT = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+
+
+def unescape(query: str) -> str:
+    """Apply SPARQL codepoint escapes (``\\u0049NSERT`` is ``INSERT``): SPARQL 1.1 §19.2
+    processes them before parsing, anywhere in the query string."""
+    def repl(m: re.Match[str]) -> str:
+        code = int(m.group(1) or m.group(2), 16)
+        return chr(code) if code <= 0x10FFFF else m.group()
+    return _CODEPOINT.sub(repl, query)
+
+
 def keywords(query: str) -> list[str]:
     """Bare words of ``query`` upper-cased (prefixed names keep their colon, so never match)."""
     out: list[str] = []
-    for m in _TOKEN.finditer(query):
+    for m in _token_re().finditer(unescape(query)):
         if m.lastgroup == "word":
             out.append(m.group().upper())
         elif m.lastgroup == "other" and m.group() in "{}();.,*":
@@ -67,7 +85,7 @@ def used_prefixes(query: str) -> list[str]:
     """Prefix labels of the prefixed names ``query`` uses (``brick`` for ``brick:VAV``), in
     order of first use; names inside strings, IRIs and comments do not count."""
     out: list[str] = []
-    for m in _TOKEN.finditer(query):
+    for m in _token_re().finditer(query):
         text = m.group()
         if m.lastgroup == "word" and ":" in text and not text.startswith("_:"):
             label = text.split(":", 1)[0]
@@ -78,7 +96,7 @@ def used_prefixes(query: str) -> list[str]:
 
 def declared_prefixes(query: str) -> set[str]:
     """Prefix labels declared by ``PREFIX`` lines of ``query``."""
-    toks = [m for m in _TOKEN.finditer(query) if m.lastgroup not in ("ws", "comment")]
+    toks = [m for m in _token_re().finditer(query) if m.lastgroup not in ("ws", "comment")]
     return {b.group()[:-1] for a, b in itertools.pairwise(toks)
             if a.lastgroup == "word" and a.group().upper() == "PREFIX" and b.group().endswith(":")}
 
