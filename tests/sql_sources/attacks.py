@@ -50,6 +50,10 @@ POSTGRES = [
     "CALL pwned()",
     "DO $$ BEGIN DELETE FROM genre; END $$",
     "EXPLAIN ANALYZE DELETE FROM genre",
+    # effects that outlive a rolled-back transaction
+    "SELECT pg_try_advisory_lock(1)",
+    "SELECT pg_create_logical_replication_slot('s', 'test_decoding')",
+    "SELECT pg_stat_reset()",
 ]
 
 #: Writes the *connection* must stop even when the guard is bypassed (``trusted=True``).
