@@ -23,12 +23,12 @@ re-encoded next time. The file is capped at :data:`MAX_CACHED` vectors (newest k
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import os
 import tempfile
-import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,12 +186,12 @@ def _quiet_loading() -> Iterator[None]:
         yield
         return
     enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         yield
     finally:
         if enabled:
-            hf_logging.enable_progress_bar()
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 def load_model(ref: ModelRef, device: str | None = None) -> Any:
@@ -321,7 +321,6 @@ class Embedder:
         self._disk: dict[str, Any] | None = None
         self._pending: dict[str, Any] = {}
         self._cache: VectorCache | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
         #: Counters for tests and benchmarks.
         self.stats = {"encoded": 0, "batches": 0, "disk_hits": 0}
         #: Set by the caller once the session's texts were passed to :meth:`ensure`.
@@ -336,8 +335,11 @@ class Embedder:
         if self.cache_root is None or ref.digest is None or self._cache is not None:
             return
         self._cache = VectorCache(self.cache_root, ref)
-        # Vectors still pending when the session ends are written at interpreter exit.
-        self._finalizer = weakref.finalize(self, _flush, self._cache, self._pending)
+        # Vectors still pending when the session ends are written at interpreter exit. Not from a
+        # weakref finalizer: that can run inside any garbage collection, e.g. in the middle of
+        # ast.parse, and np.load's header parsing would then re-enter the AST module (CPython
+        # 3.11 fails with "AST constructor recursion depth mismatch").
+        atexit.register(_flush, self._cache, self._pending)
 
     def model(self) -> Any:
         """The loaded model (loaded once; a load failure is remembered and raised again)."""

