@@ -6,8 +6,7 @@ ever see a :class:`ResultTable`, so one implementation of each metric serves eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 
