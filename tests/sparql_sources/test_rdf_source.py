@@ -57,6 +57,7 @@ def test_changed_file_is_reloaded(brick_examples: Path, tmp_path: Path) -> None:
     st = g.stat()
     os.utime(g, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert src._store() is not before
+    assert before.store is None  # the old version was dropped, not kept alongside
     assert src.triple_count() == n + 1
     assert src.fingerprint() != fp
 
@@ -166,6 +167,10 @@ def test_config_errors(bldg11: Path, tmp_path: Path) -> None:
         open_source("x", {"type": "rdf", "path": str(tmp_path / "g.csv")})
     with pytest.raises(ConfigError, match="needs 'path'"):
         open_source("x", {"type": "rdf"})
+    for key, bad in (("timeout", 0), ("max_rows", "many"), ("load_timeout", True)):
+        with pytest.raises(ConfigError, match="positive number") as info:
+            open_source("x", {"type": "rdf", "path": str(bldg11), key: bad})
+        assert info.value.key == f"datasources.x.{key}"
     missing = open_source("x", {"type": "rdf", "path": str(tmp_path / "absent.ttl")})
     with pytest.raises(SourceUnavailable, match="not found"):
         missing.execute("ASK {}")

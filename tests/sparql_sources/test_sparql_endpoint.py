@@ -238,6 +238,10 @@ def test_config_errors() -> None:
         open_source("x", {"type": "sparql", "endpoint": "ftp://127.0.0.1/sparql"})
     with pytest.raises(ConfigError, match="unknown key"):
         open_source("x", {"type": "sparql", "endpoint": "http://127.0.0.1/q", "graph": "g"})
+    with pytest.raises(ConfigError, match=">= 0"):
+        open_source("x", {"type": "sparql", "endpoint": "http://127.0.0.1/q", "retries": -1})
+    with pytest.raises(ConfigError, match="positive number"):
+        open_source("x", {"type": "sparql", "endpoint": "http://127.0.0.1/q", "timeout": "1"})
     with pytest.raises(ConfigError, match="without 'user'"):
         open_source("x", {"type": "sparql", "endpoint": "http://127.0.0.1/q", "password": "p"})
 

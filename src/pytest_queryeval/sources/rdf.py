@@ -459,6 +459,9 @@ def loaded_store(path: Path, engine: str, fmt: tuple[str, str, bool], lenient: b
         else:
             store = _Worker(engine, path, fmt, lenient, base_iri, load_timeout)
             store.ensure_started()
+        # An older version of the same file is dropped (its worker stopped), not kept forever.
+        for old in [k for k in _REGISTRY if k[0] == key[0] and k[3:] == key[3:]]:
+            _REGISTRY.pop(old).close()
         _REGISTRY[key] = store
         return store
 
@@ -476,6 +479,15 @@ atexit.register(clear_registry)
 
 
 # --------------------------------------------------------------------------- the source
+
+def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> float:
+    """A positive number from the spec (ConfigError naming the key otherwise)."""
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"must be a positive number, not {value!r}",
+                          key=f"datasources.{name}.{key}")
+    return float(value)
+
 
 #: Spec keys accepted besides ``type``.
 RDF_KEYS = frozenset({"path", "engine", "format", "lenient", "base_iri", "timeout", "max_rows",
@@ -510,9 +522,9 @@ class RdfSource:
         self.lenient = bool(spec.get("lenient", False))
         base = spec.get("base_iri")
         self.base_iri = str(base) if base else None
-        self.timeout = float(spec.get("timeout", DEFAULT_TIMEOUT))
-        self.max_rows = int(spec.get("max_rows", DEFAULT_MAX_ROWS))
-        self.load_timeout = float(spec.get("load_timeout", DEFAULT_LOAD_TIMEOUT))
+        self.timeout = positive(spec, "timeout", DEFAULT_TIMEOUT, name)
+        self.max_rows = int(positive(spec, "max_rows", DEFAULT_MAX_ROWS, name))
+        self.load_timeout = positive(spec, "load_timeout", DEFAULT_LOAD_TIMEOUT, name)
         default = "process" if self.engine == "rdflib" else "thread"
         self.isolation = str(spec.get("isolation", default)).lower()
         if self.isolation not in ("thread", "process"):

@@ -28,6 +28,7 @@ from typing import Any
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
 from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .rdf import positive
 from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
 
@@ -88,10 +89,14 @@ class SparqlSource:
         self._password: str | None = str(pwd) if pwd is not None else None
         if self._password is not None and self.user is None:
             raise ConfigError("'password' given without 'user'", key=f"datasources.{name}.user")
-        self.timeout = float(spec.get("timeout", DEFAULT_TIMEOUT))
-        self.max_rows = int(spec.get("max_rows", DEFAULT_MAX_ROWS))
-        self.retries = max(0, int(spec.get("retries", 2)))
-        self.backoff = max(0.0, float(spec.get("backoff", 0.5)))
+        self.timeout = positive(spec, "timeout", DEFAULT_TIMEOUT, name)
+        self.max_rows = int(positive(spec, "max_rows", DEFAULT_MAX_ROWS, name))
+        retries, backoff = spec.get("retries", 2), spec.get("backoff", 0.5)
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError("must be a whole number >= 0", key=f"datasources.{name}.retries")
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or backoff < 0:
+            raise ConfigError("must be a number >= 0", key=f"datasources.{name}.backoff")
+        self.retries, self.backoff = retries, float(backoff)
         self.method = str(spec.get("method", "POST")).upper()
         if self.method not in ("GET", "POST"):
             raise ConfigError("method must be GET or POST", key=f"datasources.{name}.method")
