@@ -371,17 +371,26 @@ def structure_scores(gold_sql: str, pred_sql: str, schema: Schema, *,
 
 def _reason(pred_sql: str, message: str) -> str:
     """Say whether the prediction is invalid SQL or only outside the Spider grammar."""
-    try:
-        import sqlglot
-        import sqlglot.errors
+    import logging
 
-        sqlglot.parse_one(pred_sql, read="sqlite")
+    import sqlglot
+    from sqlglot import exp
+
+    log = logging.getLogger("sqlglot")
+    level = log.level
+    log.setLevel(logging.CRITICAL)  # sqlglot warns when it falls back to a raw Command
+    try:
+        tree = sqlglot.parse_one(pred_sql, read="sqlite")
     except sqlglot.errors.SqlglotError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return f"invalid SQL ({first}); Spider parser: {message}"
+        return f"invalid SQL ({first}); the Spider parser rejects it: {message}"
     except Exception:  # sqlglot internals; the Spider message is enough
-        return f"outside the Spider SQL grammar: {message}"
-    return f"outside the Spider SQL grammar: {message}"
+        return f"the Spider parser rejects it: {message}"
+    finally:
+        log.setLevel(level)
+    if not isinstance(tree, exp.Query):
+        return f"invalid SQL (not a query); the Spider parser rejects it: {message}"
+    return f"the Spider parser rejects it: {message}"
 
 
 # -- human-readable diff ------------------------------------------------------------------------

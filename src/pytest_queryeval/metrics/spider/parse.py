@@ -138,7 +138,7 @@ class _Parser:
                 raise _fail(f"unknown table {table!r}") from None
             if tok in cols:
                 return idx + 1, self.id_of(table + "." + tok)
-        raise _fail(f"Error col: {tok}")
+        raise _fail(f"unknown column {tok!r}")
 
     def col_unit(self, toks: list[str], idx: int,
                  default_tables: list[str] | None) -> tuple[int, tuple[int, str, bool]]:
