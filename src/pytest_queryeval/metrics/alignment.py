@@ -161,7 +161,6 @@ class _Side:
     n_rows: int
     codes: list[list[int]]  # per column: normalised value id per row, 0 = unbound
     entities: list[frozenset[str]]  # per column: distinct raw value strings, '' for unbound
-    raw: list[list[str | None]]
 
 
 class _Codebook:
@@ -193,7 +192,6 @@ def _prepare(table: ResultTable, kind: TableKind, book: _Codebook) -> _Side:
         n_rows=len(table.rows),
         codes=[book.encode(r) for r in raws],
         entities=[frozenset("" if s is None else s for s in set(r)) for r in raws],
-        raw=raws,
     )
 
 
