@@ -56,3 +56,52 @@ def no_traceback(result: pytest.RunResult) -> None:
     assert "Traceback (most recent call last)" not in text, text[-3000:]
     assert "INTERNALERROR" not in text, text[-3000:]
     assert "internal error in" not in text, text[-3000:]
+
+
+#: Every report the plugin writes, by file name (junit is pytest's own, with our properties).
+REPORT_ARGS = ("--queryeval-json=report.json", "--junitxml=junit.xml",
+               "--queryeval-xlsx=report.xlsx", "--queryeval-html=report.html",
+               "--queryeval-markdown=report.md")
+
+
+def run_with_all_reports(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
+                         ) -> tuple[pytest.RunResult, dict[str, Any]]:
+    for name in ("report.json", "junit.xml", "report.xlsx", "report.html", "report.md"):
+        (pytester.path / name).unlink(missing_ok=True)
+    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    result = run(*REPORT_ARGS, *args)
+    assert (pytester.path / "report.json").is_file(), result.stdout.str()[-3000:]
+    return result, read_report(pytester.path / "report.json")
+
+
+def check_all_reports(directory: Path, ids: list[str]) -> dict[str, str]:
+    """Every report exists, parses, and names every case; returns each report's text."""
+    import xml.etree.ElementTree as ET
+    import zipfile
+
+    import openpyxl
+
+    texts: dict[str, str] = {}
+    report = read_report(directory / "report.json")
+    assert sorted(c["id"] for c in report["cases"]) == sorted(ids)
+    texts["json"] = (directory / "report.json").read_text(encoding="utf-8")
+    junit = ET.parse(directory / "junit.xml").getroot()
+    names = {tc.get("name") for tc in junit.iter("testcase")}
+    assert set(ids) <= names, (ids, names)
+    texts["junit"] = (directory / "junit.xml").read_text(encoding="utf-8")
+    wb = openpyxl.load_workbook(directory / "report.xlsx")
+    cells = [str(c.value) for ws in wb.worksheets for row in ws.iter_rows() for c in row
+             if c.value is not None]
+    for cid in ids:
+        assert cid in cells, f"{cid} not in the workbook"
+    with zipfile.ZipFile(directory / "report.xlsx") as z:  # every part, not just cell values
+        texts["xlsx"] = "\n".join(z.read(n).decode("utf-8", "replace") for n in z.namelist())
+    html = (directory / "report.html").read_text(encoding="utf-8")
+    for cid in ids:
+        assert cid in html, f"{cid} not in the HTML report"
+    texts["html"] = html
+    texts["markdown"] = (directory / "report.md").read_text(encoding="utf-8")
+    leftovers = [p.name for p in directory.iterdir() if p.name.endswith(".tmp")
+                 or (p.name.startswith(".report") and p.is_file())]
+    assert not leftovers, f"partial files left behind: {leftovers}"
+    return texts
