@@ -168,8 +168,9 @@ def test_cli_prints_the_official_stdout(spider: Path) -> None:
     assert out.getvalue() == (spider / "eval_result_example.txt").read_text()
 
 
-def test_aggregate_accepts_recorded_details(results: list[StructureResult]) -> None:
-    import json as _json
-
-    recorded = [_json.loads(_json.dumps(r.to_details())) for r in results]
-    assert aggregate(recorded) == aggregate(results)
+def test_aggregate_accepts_recorded_details(results: list[StructureResult],
+                                            spider: Path) -> None:
+    recorded = [json.loads(json.dumps(r.to_details())) for r in results]
+    expected = _official_table(
+        (spider / "oracle" / "spider_head_match__gold_example.txt").read_text())
+    assert format_table(aggregate(recorded)) == expected
