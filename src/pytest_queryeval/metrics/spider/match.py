@@ -363,8 +363,13 @@ def structure_scores(gold_sql: str, pred_sql: str, schema: Schema, *,
     else:
         for _, k_acc, k_rec, k_f1 in _METRIC_KEYS:
             metrics[k_acc] = metrics[k_rec] = metrics[k_f1] = 0.0
-        diff = [f"prediction does not parse: {_reason(pred_sql, parse_error)}"]
-        parse_error = _reason(pred_sql, parse_error)
+        key = ("reason", pred_sql)
+        reason = schema.cache_get(key)
+        if reason is None:  # sqlglot takes milliseconds: once per text, like the parse
+            reason = _reason(pred_sql, parse_error)
+            schema.cache_put(key, reason)
+        parse_error = str(reason)
+        diff = [f"prediction does not parse: {parse_error}"]
     return StructureResult(metrics, gold.hardness, partial, parse_error, diff, exact,
                            gold.counts)
 
