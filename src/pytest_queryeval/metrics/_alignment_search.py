@@ -17,7 +17,13 @@ Bounds that make the search fast and never change the answer:
   completion comes after the incumbent's permutation;
 * interchangeable predicted columns (same values in every row) only ever produce exact ties, so
   they are tried in increasing index order along the gold positions, as the first
-  permutation of each tie would have them.
+  permutation of each tie would have them;
+* a refinement reads predicted rows in chunks and stops once the rows still alive plus those
+  unread cannot reach the incumbent's ``tp`` (each row adds at most 1).
+
+On large inputs a search over a strided sample of predicted rows proposes the first incumbent,
+scored exactly; it only speeds up pruning. The gold columns are assigned in a fixed order (most
+distinct values first), which is why ties are settled by comparing permutations explicitly.
 """
 
 from __future__ import annotations
