@@ -17,12 +17,17 @@ scores in seconds.
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import math
+import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from decimal import Decimal
+from functools import partial
+from itertools import chain
 from typing import Any
 
 from ..results import ResultTable
@@ -193,9 +198,9 @@ def _freeze_row(row: Row) -> Row:
 
 
 class _Side:
-    """One table prepared once: normalised hashable rows and their multiset."""
+    """One table prepared once: normalised hashable rows, their multiset, cached columns."""
 
-    __slots__ = ("_cols", "counter", "rows")
+    __slots__ = ("_col_types", "_cols", "counter", "rows")
 
     def __init__(self, table: ResultTable, opts: CompareOptions) -> None:
         rows: list[Row] = [r if type(r) is tuple else tuple(r) for r in table.rows]
@@ -208,8 +213,10 @@ class _Side:
             rows = [_freeze_row(r) for r in rows]
             counter = Counter(rows)
         self.rows = rows
+        #: Insertion-ordered, so ``list(counter)`` is ``list(dict.fromkeys(rows))``.
         self.counter = counter
         self._cols: list[tuple[Any, ...]] | None = None
+        self._col_types: list[set[type]] | None = None
 
     @property
     def width(self) -> int:
@@ -221,14 +228,31 @@ class _Side:
             self._cols = list(zip(*self.rows, strict=False)) if self.rows else []
         return self._cols
 
+    @property
+    def col_types(self) -> list[set[type]]:
+        if self._col_types is None:
+            self._col_types = [set(map(type, c)) for c in self.cols]
+        return self._col_types
+
 
 # --------------------------------------------------------------------------------------------
 # Spider test-suite execution accuracy
 # --------------------------------------------------------------------------------------------
 
 
+_TYPE_STR: dict[type, str] = {}
+
+
+def _sort_key(x: Any) -> str:
+    t = type(x)
+    ts = _TYPE_STR.get(t)
+    if ts is None:
+        ts = _TYPE_STR[t] = str(t)
+    return str(x) + ts
+
+
 def _unorder_row(row: Row) -> Row:
-    return tuple(sorted(row, key=lambda x: str(x) + str(type(x))))
+    return tuple(sorted(row, key=_sort_key))
 
 
 def _quick_rej(g: Sequence[Row], p: Sequence[Row], order_matters: bool) -> bool:
@@ -240,7 +264,9 @@ def _quick_rej(g: Sequence[Row], p: Sequence[Row], order_matters: bool) -> bool:
     return set(s1) == set(s2)
 
 
-_SAFE_TYPES = frozenset({int, str, bytes, bool, float, _NoneType})
+_SAFE_TYPES = frozenset({int, str, bytes, bool, float, Decimal, _NoneType})
+_NUMERIC_TYPES = frozenset({int, float, bool, Decimal})
+_is_zero = partial(operator.eq, 0.0)
 
 
 def _quick_rej_implied(g: _Side, p: _Side, perm: Sequence[int]) -> bool:
@@ -252,15 +278,24 @@ def _quick_rej_implied(g: _Side, p: _Side, perm: Sequence[int]) -> bool:
     per-row sort is skipped.
     """
     for i, j in enumerate(perm):
-        types = set(map(type, g.cols[i])) | set(map(type, p.cols[j]))
-        if not types <= _SAFE_TYPES:
+        gcol, pcol = g.cols[i], p.cols[j]
+        types = g.col_types[i] | p.col_types[j]
+        if not types <= _SAFE_TYPES or len(types & _NUMERIC_TYPES) > 1:
             return False
-        numeric = types & {int, float, bool}
-        if len(numeric) > 1:
-            return False
-        if float in numeric and (0.0 in set(g.cols[i]) or 0.0 in set(p.cols[j])):
-            return False
+        if float in types:
+            zeros = chain(filter(_is_zero, gcol), filter(_is_zero, pcol))
+            if any(math.copysign(1.0, z) < 0 for z in zeros):
+                return False
+        if Decimal in types:
+            cells = (*gcol, *pcol)
+            if len(set(map(str, cells))) != len(set(cells)):
+                return False
     return True
+
+
+def _same_counts(a: Counter[Any], b: Counter[Any]) -> bool:
+    """Counter equality at C speed (``Counter.__eq__`` loops in Python; no zero counts here)."""
+    return dict.__eq__(a, b) is True
 
 
 def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...] | None:
@@ -288,13 +323,13 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
                 return None
             perm.append(js.pop(0))
         return tuple(perm)
-    if g.counter == p.counter:
+    if _same_counts(g.counter, p.counter):
         return identity
     if ncol == 1:
         return None
     gc = [Counter(c) for c in g.cols]
     pc = [Counter(c) for c in p.cols]
-    candidates = [[j for j in range(ncol) if pc[j] == gc[i]] for i in range(ncol)]
+    candidates = [[j for j in range(ncol) if _same_counts(pc[j], gc[i])] for i in range(ncol)]
     if any(not c for c in candidates):
         return None
     order = sorted(range(ncol), key=lambda i: len(candidates[i]))
@@ -304,12 +339,12 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
         gi = sorted(assigned)
         gproj = Counter(zip(*(g.cols[i] for i in gi), strict=True))
         pproj = Counter(zip(*(p.cols[assigned[i]] for i in gi), strict=True))
-        return gproj == pproj
+        return _same_counts(gproj, pproj)
 
     def search(depth: int, used: set[int]) -> bool:
         if depth == ncol:
             perm = tuple(chosen[i] for i in range(ncol))
-            return Counter(tuple(r[j] for j in perm) for r in p.rows) == g.counter
+            return _same_counts(Counter(tuple(r[j] for j in perm) for r in p.rows), g.counter)
         i = order[depth]
         options = [j for j in candidates[i] if j not in used]
         for j in options:
@@ -361,7 +396,9 @@ class PositionalF1:
     set_precision: float
 
 
-def positional_f1(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> PositionalF1:
+def positional_f1(
+    gold_rows: Sequence[Row], pred_rows: Sequence[Row], *, set_precision: bool = True
+) -> PositionalF1:
     """The shared core of mini-dev ``calculate_f1_score`` and Denodo ``f1_score``.
 
     Rows are de-duplicated keeping first-seen order, then paired BY POSITION (no matching);
@@ -369,34 +406,45 @@ def positional_f1(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> Positio
     shortcut here (Denodo has none; mini-dev adds it, see :func:`soft_f1`). The scores are
     summed with ``sum()`` over lists built in the reference's order, so floats agree to the bit.
     """
-    gold = list(dict.fromkeys(gold_rows))
-    pred = list(dict.fromkeys(pred_rows))
+    return _positional(
+        list(dict.fromkeys(gold_rows)), list(dict.fromkeys(pred_rows)), len(gold_rows), set_precision
+    )
+
+
+def _positional(gold: list[Row], pred: list[Row], n_gold: int, set_precision: bool) -> PositionalF1:
+    """:func:`positional_f1` on already de-duplicated rows (``n_gold`` = rows before dedup)."""
+    if gold == pred and gold and all(map(len, gold)):
+        # Every pair equal: tp = m, fp = fn = 0 exactly, whatever the summation order.
+        set_prec = (
+            sum(map(operator.truediv, map(len, map(set, gold)), map(len, gold))) / n_gold
+            if set_precision
+            else 0
+        )
+        return PositionalF1(1.0, 1.0, 1.0, float(set_prec))
     match: list[float] = []
     pred_only: list[float] = []
     truth_only: list[float] = []
     row_scores: list[float] = []
+    add_match, add_pred, add_truth, add_row = (
+        match.append, pred_only.append, truth_only.append, row_scores.append,
+    )
     for g, p in zip(gold, pred, strict=False):
         w = len(g)
         if w == 0:  # the reference divides by zero and reports 0 for the whole item
             return PositionalF1(0.0, 0.0, 0.0, 0.0)
         if g == p:
-            match.append(len(p) / w)
-            pred_only.append(0 / w)
-            truth_only.append(0 / w)
-            row_scores.append(len(set(g)) / w)
+            add_match(len(p) / w)
+            add_pred(0 / w)
+            add_truth(0 / w)
+            if set_precision:
+                add_row(len(set(g)) / w)
             continue
-        hits = 0
-        for v in p:
-            if v in g:
-                hits += 1
-        misses = 0
-        for v in g:
-            if v not in p:
-                misses += 1
-        match.append(hits / w)
-        pred_only.append((len(p) - hits) / w)
-        truth_only.append(misses / w)
-        row_scores.append(len(set(g) & set(p)) / w)
+        hits = sum(map(g.__contains__, p))
+        add_match(hits / w)
+        add_pred((len(p) - hits) / w)
+        add_truth((w - sum(map(p.__contains__, g))) / w)
+        if set_precision:
+            add_row(len(set(g) & set(p)) / w)
     extra_gold = len(gold) - len(pred)
     if extra_gold > 0:
         match.extend([0] * extra_gold)
@@ -412,16 +460,15 @@ def positional_f1(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> Positio
     precision = tp / (tp + fp) if tp + fp > 0 else 0
     recall = tp / (tp + fn) if tp + fn > 0 else 0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0
-    n_gold = len(gold_rows)
-    set_precision = sum(row_scores) / n_gold if n_gold > 0 else 0
-    return PositionalF1(float(f1), float(precision), float(recall), float(set_precision))
+    set_prec = sum(row_scores) / n_gold if n_gold > 0 and set_precision else 0
+    return PositionalF1(float(f1), float(precision), float(recall), float(set_prec))
 
 
 def soft_f1(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> float:
     """BIRD mini-dev Soft-F1 on raw values: both empty -> 1.0, else :func:`positional_f1`."""
     if not pred_rows and not gold_rows:
         return 1.0
-    return positional_f1(gold_rows, pred_rows).f1
+    return positional_f1(gold_rows, pred_rows, set_precision=False).f1
 
 
 class _Missing:
@@ -443,18 +490,19 @@ def _is_missing(v: Any) -> bool:
     return v is None or (isinstance(v, float | Decimal) and v != v)
 
 
-def _str_cast_column(col: Sequence[Any]) -> list[Any]:
+def _str_cast_column(col: Sequence[Any], types: set[type] | None = None) -> Sequence[Any]:
     """``DataFrame(rows).astype(str)`` for one column, emulating pandas' dtype inference.
 
     int + NULL -> float64 ('325.0'); int + float -> float64; bool -> 'True'; naive datetimes
     -> datetime64 (date only when every time is midnight); everything else str(value);
     NULL/NaN stay missing (pandas 3 behaviour).
     """
-    types = set(map(type, col))
+    if types is None:
+        types = set(map(type, col))
     nonnull = types - {_NoneType}
     has_null = _NoneType in types
     if not has_null and (float in types or Decimal in types):
-        has_null = any(_is_missing(v) for v in col)
+        has_null = any(map(operator.ne, col, col))  # NaN is the only value unequal to itself
     if not nonnull:
         return [_MISSING] * len(col)
     if nonnull == {int}:
@@ -463,8 +511,10 @@ def _str_cast_column(col: Sequence[Any]) -> list[Any]:
             if _INT64[0] <= min(ints) and max(ints) <= _INT64[1]:
                 return [_MISSING if v is None else str(float(v)) for v in col]
             return [_MISSING if v is None else str(v) for v in col]
-        return [str(v) for v in col]
+        return list(map(str, col))
     if nonnull <= {int, float}:
+        if not has_null:
+            return list(map(str, col)) if nonnull == {float} else list(map(str, map(float, col)))
         return [_MISSING if _is_missing(v) else str(float(v)) for v in col]
     if nonnull == {_dt.datetime} and all(v.tzinfo is None for v in col if v is not None):
         stamps = [v for v in col if v is not None]
@@ -475,6 +525,10 @@ def _str_cast_column(col: Sequence[Any]) -> list[Any]:
         else:
             fmt = "%Y-%m-%d"
         return [_MISSING if v is None else v.strftime(fmt) for v in col]
+    if nonnull == {str} and not has_null:
+        return col
+    if not has_null:
+        return list(map(str, col))
     return [_MISSING if _is_missing(v) else str(v) for v in col]
 
 
@@ -486,19 +540,47 @@ def str_cast_rows(rows: Sequence[Row]) -> list[Row]:
     return list(zip(*cols, strict=True))
 
 
+def _str_cast_side(side: _Side) -> list[Row]:
+    if not side.rows:
+        return []
+    cols = [_str_cast_column(c, t) for c, t in zip(side.cols, side.col_types, strict=True)]
+    if all(a is b for a, b in zip(cols, side.cols, strict=True)):
+        return side.rows
+    return list(zip(*cols, strict=True))
+
+
+def _cell_counts(rows: Sequence[Row]) -> Counter[Any]:
+    counts: Counter[Any] = Counter(chain.from_iterable(rows))
+    for k in [k for k in counts if _is_missing(k)]:
+        del counts[k]
+    return counts
+
+
 def percent_overlap(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> float:
     """Denodo ``percent_overlapp`` / 100: multiset overlap of all non-null cells / gold cells."""
-    gold_cells = [v for r in gold_rows for v in r if not _is_missing(v)]
-    if not gold_cells:
+    gc = _cell_counts(gold_rows)
+    total_gold = sum(gc.values())
+    if total_gold == 0:
         return 0.0
-    gc = Counter(gold_cells)
-    pc = Counter(v for r in pred_rows for v in r if not _is_missing(v))
+    pc = _cell_counts(pred_rows)
     total = 0
     for k, n in gc.items():
         m = pc.get(k)
         if m:
             total += min(n, m)
-    return total / len(gold_cells)
+    return total / total_gold
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Millions of fresh row tuples trigger repeated full GC passes; none of them form cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --------------------------------------------------------------------------------------------
@@ -526,13 +608,27 @@ class TableComparison:
         self.order_matters = order_matters
         self.gold_table = gold
         self.pred_table = pred
-        self.gold = _Side(gold, self.opts)
-        self.pred = _Side(pred, self.opts)
-        self.ex, self.perm = _tsse_result_eq(self.gold, self.pred, order_matters)
-        self.bird_ex = self.gold.counter.keys() == self.pred.counter.keys()
-        self.soft = soft_f1(self.gold.rows, self.pred.rows)
-        self.cell = positional_f1(str_cast_rows(self.gold.rows), str_cast_rows(self.pred.rows))
-        self.overlap = percent_overlap(self.gold.rows, self.pred.rows)
+        with _gc_paused():
+            self.gold = _Side(gold, self.opts)
+            self.pred = _Side(pred, self.opts)
+            self.ex, self.perm = _tsse_result_eq(self.gold, self.pred, order_matters)
+            identical = self.ex and self.perm == tuple(range(self.gold.width))
+            self.bird_ex = identical or self.gold.counter.keys() == self.pred.counter.keys()
+            g, p = self.gold, self.pred
+            gs, ps = _str_cast_side(g), _str_cast_side(p)
+            if gs is g.rows and ps is p.rows:  # all-text tables: the cast changes nothing
+                self.cell = _positional(list(g.counter), list(p.counter), len(g.rows), True)
+                raw_f1 = self.cell.f1
+            else:
+                gd, pd = list(dict.fromkeys(gs)), list(dict.fromkeys(ps))
+                self.cell = _positional(gd, pd, len(gs), True)
+                raw_f1 = _positional(list(g.counter), list(p.counter), len(g.rows), False).f1
+            self.soft = 1.0 if not g.rows and not p.rows else raw_f1
+            if self.ex:  # equal cell multisets: every non-null gold cell is matched
+                has_cell = any(not _is_missing(v) for v in chain.from_iterable(g.rows))
+                self.overlap = 1.0 if has_cell else 0.0
+            else:
+                self.overlap = percent_overlap(g.rows, p.rows)
 
     def metrics(self) -> dict[str, float]:
         return {
