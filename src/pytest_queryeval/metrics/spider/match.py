@@ -105,7 +105,7 @@ def rebuild(sql: SQL, schema: Schema) -> SQL:
     """Values dropped, then DISTINCT dropped and foreign keys canonicalised (``evaluate``)."""
     valid = schema.valid_col_units(
         tu[1] for tu in sql["from"]["table_units"] if tu[0] == "table_unit")
-    rebuilt: SQL = _rebuild_cols(_drop_values(sql), valid, schema.kmap)
+    rebuilt: SQL = _rebuild_cols(sql, valid, schema.kmap)
     return rebuilt
 
 
@@ -151,15 +151,21 @@ def _val(unit: Any, valid: frozenset[str], kmap: dict[str, str]) -> Any:
 
 
 def _cond_cols(cond: list[Any], valid: frozenset[str], kmap: dict[str, str]) -> list[Any]:
+    """Both rebuilds of a condition in one pass: values dropped (subqueries only get their
+    values dropped, as ``rebuild_sql_val`` does), then the val_unit's columns rebuilt."""
     res = []
     for i, unit in enumerate(cond):
         if i % 2 == 0 and isinstance(unit, tuple):
-            unit = (unit[0], unit[1], _val(unit[2], valid, kmap), unit[3], unit[4])
+            not_op, op_id, val_unit, val1, val2 = unit
+            unit = (not_op, op_id, _val(val_unit, valid, kmap),
+                    _drop_values(val1) if type(val1) is dict else None,
+                    _drop_values(val2) if type(val2) is dict else None)
         res.append(unit)
     return res
 
 
 def _rebuild_cols(sql: SQL | None, valid: frozenset[str], kmap: dict[str, str]) -> Any:
+    """``rebuild_sql_col(rebuild_sql_val(sql))`` (set-operation operands get both)."""
     if sql is None:
         return None
     out = dict(sql)
@@ -327,7 +333,7 @@ def exact_match(pred: SQL, label: SQL, legacy: bool = False,
     return 1
 
 
-_EMPTY_REBUILT: SQL = _rebuild_cols(_drop_values(empty_sql()), frozenset(), {})
+_EMPTY_REBUILT: SQL = _rebuild_cols(empty_sql(), frozenset(), {})
 _EMPTY_FEATURES = Features(_EMPTY_REBUILT)
 
 
