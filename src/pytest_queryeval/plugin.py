@@ -20,6 +20,7 @@ from .report.records import final_outcome
 from .thresholds import parse_cli
 
 _T0 = pytest.StashKey[float]()
+_CUSTOM_KINDS = pytest.StashKey[list[str]]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -63,10 +64,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: queryeval kind")
     for name in ("easy", "medium", "hard", "extra"):
         config.addinivalue_line("markers", f"{name}: queryeval difficulty (Spider hardness)")
+    custom_kinds: list[str] = []
     for result in config.hook.pytest_queryeval_kinds(config=config):
         for name, kind in (result or {}).items():
             kind_registry.register(name, kind)
+            custom_kinds.append(name)
             config.addinivalue_line("markers", f"{name}: queryeval kind")
+    config.stash[_CUSTOM_KINDS] = custom_kinds
     try:
         ini_thresholds = parse_cli(config.getini("queryeval_thresholds"))
         cli_thresholds = parse_cli(config.getoption("queryeval_threshold"))
@@ -195,6 +199,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(line, red=red, green=green and not red)
     for line in errors:
         terminalreporter.write_line(f"error: {line}", red=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name in config.stash.get(_CUSTOM_KINDS, []):
+        kind_registry.unregister(name)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

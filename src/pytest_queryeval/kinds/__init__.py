@@ -29,6 +29,12 @@ def register(name: str, kind: Any) -> None:
     _instances.pop(name, None)
 
 
+def unregister(name: str) -> None:
+    """Forget a registered kind (a session's conftest kinds must not leak into the next)."""
+    _extra.pop(name, None)
+    _instances.pop(name, None)
+
+
 def known_kinds() -> list[str]:
     return sorted(set(KIND_CLASSES) | set(_extra))
 
