@@ -33,10 +33,11 @@ def _ends_with_period(text: str) -> bool:
             return text.endswith(".")
         text = stripped
 
+
 # (trigger, pattern, replacement): a rule runs only when its trigger can match, which is exact
 # because the substitutions only insert spaces (they never create a trigger that was absent).
 _SUBS: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    # STARTING_QUOTES (the one that can match without quote characters)
+    # STARTING_QUOTES (the rules that can match without quote characters)
     ("«“‘„`", re.compile("([«“‘„]|[`]+)"), r" \1 "),
     ("``", re.compile(r"(``)"), r" \1 "),
     # PUNCTUATION
