@@ -62,9 +62,20 @@ def build_report(state: State, records: list[dict[str, Any]], started: float, ex
             "workers": getattr(config.option, "numprocesses", None) or 0,
         },
         "cases": records,
-        "aggregates": aggregate(records),
+        "aggregates": _with_spider(aggregate(records), records),
         "gates": gates,
     }
+
+
+def _with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Spider evaluator's own per-hardness table (its averaging rules, not plain means)."""
+    items = [r["details"]["spider"] for r in records
+             if r.get("kind") == "sql" and isinstance((r.get("details") or {}).get("spider"), dict)]
+    if items:
+        from .metrics.spider import aggregate as spider_aggregate
+
+        aggregates["spider"] = spider_aggregate(items)
+    return aggregates
 
 
 def _gates(state: State, records: list[dict[str, Any]]) -> list[Gate]:
@@ -109,7 +120,8 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     report = build_report(state, public, started, exitstatus, gates)
     config.hook.pytest_queryeval_report(report=report, config=config)
     lines = summary_lines(report, tags=config.getoption("queryeval_tags"),
-                          worst=config.getoption("queryeval_worst"))
+                          worst=config.getoption("queryeval_worst"),
+                          spider_table=config.getoption("queryeval_spider_table"))
     lines.extend(gate_lines(gates))
     failed = any(not g["passed"] for g in gates)
 

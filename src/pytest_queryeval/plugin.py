@@ -47,6 +47,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
         help="fail when an aggregate drops more than this versus the baseline (repeatable)")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
+    add("--queryeval-spider-table", action="store_true",
+        help="print the official Spider evaluator's full exact/partial matching table")
     add("--queryeval-worst", type=int, default=5, metavar="N",
         help="list the N worst cases in the summary (default 5)")
     parser.addini("queryeval_files", type="args", default=["test_*.yaml", "test_*.yml"],

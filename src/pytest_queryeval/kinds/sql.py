@@ -240,6 +240,7 @@ class SqlKind:
                                  legacy_from_check=opts.legacy_from_check)
             metrics.update(s.metrics)
             labels["hardness"] = s.hardness
+            details["spider"] = s.to_details()  # for the per-hardness official aggregation
             if s.pred_parse_error:
                 details["structure_parse_error"] = s.pred_parse_error
             diff.extend(f"structure: {line}" for line in s.diff)

@@ -43,7 +43,21 @@ def _diff_key(d: str) -> tuple[int, str]:
     return (_ORDER.index(d) if d in _ORDER else len(_ORDER), d)
 
 
-def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5) -> list[str]:
+def spider_lines(spider: Mapping[str, Any], *, full: bool) -> list[str]:
+    """Spider exact set match per hardness, with the evaluator's averaging rules; ``full``
+    prints the official ``evaluation.py`` table line for line."""
+    from ..metrics.spider import format_table
+
+    table = format_table(dict(spider)).splitlines()
+    if full:
+        return ["Spider structure (official evaluator layout):", *table, ""]
+    # header, count and the exact-match row of the official table
+    return ["Spider structure (--queryeval-spider-table for the partial matching):",
+            table[0].rstrip(), table[1].rstrip(), table[4].rstrip(), ""]
+
+
+def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
+                  spider_table: bool = False) -> list[str]:
     agg = report["aggregates"]
     lines: list[str] = []
     for kind, per_diff in agg["by_kind_difficulty"].items():
@@ -58,6 +72,8 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
             rows.append(_row(kind, "all", agg["by_kind"][kind], present))
         lines.extend(_table(header, rows))
         lines.append("")
+    if agg.get("spider"):
+        lines.extend(spider_lines(agg["spider"], full=spider_table))
     if tags and agg["by_tag"]:
         header = ["tag", "", "cases", "pass"]
         rows = [[t, "", str(s["count"]), _pct(s["pass_rate"])] for t, s in agg["by_tag"].items()]
