@@ -157,3 +157,13 @@ class TestDiff:
         assert d["column_mapping"] == "x <- q, y <- p"
         assert d["gold_rows"] == d["predicted_rows"] == 1
         assert 0.0 <= d["cell_precision"] <= 1.0
+
+
+def test_overlap_ignores_null_and_nan() -> None:
+    nan = float("nan")
+    m = table_metrics(T([(nan, 1, None)]), T([(float("nan"), 1, None)]), order_matters=False)
+    assert m["percent_overlap"] == 1.0  # only the 1 counts on the gold side
+    m = table_metrics(T([(None,), (None,)]), T([(None,)]), order_matters=False)
+    assert m["percent_overlap"] == 0.0  # no non-null gold cell
+    m = table_metrics(T([(1,), (1,), (2,)]), T([(1.0,), (3,)]), order_matters=False)
+    assert m["percent_overlap"] == pytest.approx(1 / 3)

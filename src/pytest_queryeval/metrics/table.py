@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from decimal import Decimal
 from functools import partial
-from itertools import chain
+from itertools import chain, compress, repeat
 from typing import Any
 
 from ..results import ResultTable
@@ -550,8 +550,10 @@ def _str_cast_side(side: _Side) -> list[Row]:
 
 
 def _cell_counts(rows: Sequence[Row]) -> Counter[Any]:
+    """Counts of the non-null cells (None and NaN dropped, like ``pd.isna``)."""
     counts: Counter[Any] = Counter(chain.from_iterable(rows))
-    for k in [k for k in counts if _is_missing(k)]:
+    counts.pop(None, None)
+    for k in list(compress(counts, map(operator.ne, counts, counts))):  # NaN keys
         del counts[k]
     return counts
 
@@ -563,11 +565,7 @@ def percent_overlap(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> float
     if total_gold == 0:
         return 0.0
     pc = _cell_counts(pred_rows)
-    total = 0
-    for k, n in gc.items():
-        m = pc.get(k)
-        if m:
-            total += min(n, m)
+    total = sum(map(min, gc.values(), map(pc.get, gc.keys(), repeat(0))))
     return total / total_gold
 
 
