@@ -87,8 +87,7 @@ def check(gold: ResultTable, pred: ResultTable, kind: str) -> None:
     d = alignment_details(gold, pred, kind=kind, arity_from="result")
     for name in ("arity_f1", "entity_set_f1", "row_match_f1", "exact_match_f1"):
         assert d.metrics[name] == want[name], name  # bit-for-bit, not approx
-    if want["mapping"] is not None:
-        assert d.mapping == want["mapping"]
+    assert d.mapping == want["mapping"]
 
 
 @settings(SETTINGS, max_examples=1200)
