@@ -134,7 +134,6 @@ def entity_f1(m: Matrices, perm: tuple[int, ...]) -> tuple[float, float, float]:
 class Found:
     perm: tuple[int, ...]
     tp: int
-    entity: float
     nodes: int
     leaves: int
 
@@ -356,4 +355,4 @@ def best_mapping(gold_codes: list[list[int]], pred_codes: list[list[int]], m: Ma
         s.seed(hint.best_perm)
         s.nodes += hint.nodes
     s.visit(0, (None, None), start)
-    return Found(s.best_perm, s.best_tp, s.best_entity, s.nodes, s.leaves)
+    return Found(s.best_perm, s.best_tp, s.nodes, s.leaves)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from math import perm
 from operator import attrgetter, itemgetter
 from typing import Any, Literal
@@ -359,7 +359,7 @@ def alignment_diff(
     )
     header = "(" + ", ".join(g.names) + ")"
     for label, bag in (("missing", missing), ("extra", extra)):
-        for key, count in _first(bag.items(), limit):
+        for key, count in islice(bag.items(), limit):
             shown = ", ".join("UNBOUND" if c == 0 else repr(book.norm_of[c]) for c in key)
             times = f" x{count}" if count > 1 else ""
             lines.append(f"  {label} {header} = ({shown}){times}")
@@ -368,12 +368,3 @@ def alignment_diff(
 
 def _names(names: list[str]) -> str:
     return "[" + ", ".join(names) + "]"
-
-
-def _first(items: Iterable[tuple[tuple[int, ...], int]], n: int) -> list[tuple[tuple[int, ...], int]]:
-    out: list[tuple[tuple[int, ...], int]] = []
-    for item in items:
-        if len(out) >= n:
-            break
-        out.append(item)
-    return out
