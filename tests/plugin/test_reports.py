@@ -129,3 +129,30 @@ def test_xdist_gives_the_same_aggregates_and_junit_as_a_serial_run(mixed):
     cases = {tc.get("name"): tc for tc in ET.parse(mixed.path / "par.xml").getroot().iter("testcase")}
     props_c0 = {p.get("name"): p.get("value") for p in cases["c0"].find("properties")}
     assert float(props_c0["queryeval.macro_precision"]) == pytest.approx(2 / 3)
+
+
+def test_tag_table_worst_cases_and_github_step_summary(mixed, monkeypatch):
+    summary = mixed.path / "step_summary.md"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = mixed.runpytest("--queryeval-tags", "--queryeval-worst=1")
+    result.stdout.fnmatch_lines(["tag*cases*pass*", "cpi*3*66.7%*", "weo*3*66.7%*",
+                                 "worst cases (1 of 2 not passing):"])
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n") and "sdmx" in text and "macro_precision" in text
+    result = mixed.runpytest("--queryeval-no-step-summary")
+    assert summary.read_text() == text
+
+
+def test_update_baseline_writes_beside_the_suite_once_under_xdist(mixed):
+    sub = mixed.mkdir("suite")
+    for name in ("test_mixed.yaml",):
+        (sub / name).write_text((mixed.path / name).read_text())
+        (mixed.path / name).unlink()
+    (sub / "queryeval.yaml").write_text(dump({"thresholds": {"macro_recall": 1.0}}))
+    result = mixed.runpytest_subprocess("-n", "2", "--queryeval-update-baseline")
+    result.assert_outcomes(passed=5, failed=2)
+    baseline = json.loads((sub / "queryeval-baseline.json").read_text())
+    assert len(baseline["cases"]) == 7
+    assert "/tmp/" not in json.dumps(baseline)  # no machine paths in a committed file
+    assert result.stdout.str().count("baseline updated:") == 1
