@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from decimal import Decimal
 from functools import partial
-from itertools import chain, compress, repeat
+from itertools import chain, compress, product, repeat
 from typing import Any
 
 from ..results import ResultTable
@@ -784,7 +784,7 @@ def order_matters(gold_sql: str) -> bool:
 # Port of the sqlparse lexer rules that decide token boundaries (sqlparse/keywords.py
 # SQL_REGEX). Only the boundaries and a few token kinds matter here: TSSE drops every token
 # whose text is "distinct" and keeps only the first statement (``sqlparse.parse(s)[0]``).
-_W, _NL, _CS, _KW, _DDL, _PUNCT, _WORD, _OTHER = range(8)
+_W, _NL, _CS, _KW, _DDL, _PUNCT, _WORD, _OTHER, _STR = range(9)
 _SQLPARSE_RULES: list[tuple[str, int]] = [
     (r"(--|# )\+.*?(\r\n|\r|\n|$)", _OTHER),
     (r"/\*\+[\s\S]*?\*/", _OTHER),
@@ -812,9 +812,9 @@ _SQLPARSE_RULES: list[tuple[str, int]] = [
     (r"-?\d+(\.\d+)?E-?\d+", _OTHER),
     (r"(?![_A-ZÀ-Ü])-?(\d+(\.\d*)|\.\d+)(?![_A-ZÀ-Ü])", _OTHER),
     (r"(?![_A-ZÀ-Ü])-?\d+(?![_A-ZÀ-Ü])", _OTHER),
-    (r"'(''|\\\\|\\'|[^'])*'", _OTHER),
-    (r'"(""|\\\\|\\"|[^"])*"', _OTHER),
-    (r'(""|".*?[^\\]")', _OTHER),
+    (r"'(''|\\\\|\\'|[^'])*'", _STR),
+    (r'"(""|\\\\|\\"|[^"])*"', _STR),
+    (r'(""|".*?[^\\]")', _STR),
     (r"(?<![\w\])])(\[[^\]\[]+\])", _OTHER),
     (
         r"((LEFT\s+|RIGHT\s+|FULL\s+)?(INNER\s+|OUTER\s+|STRAIGHT\s+)?"
@@ -916,6 +916,63 @@ def remove_distinct(sql: str) -> str:
     return "".join(text for _, text in stmt if text.lower() != "distinct")
 
 
+_VALUE_SLOT = "VALUERARE"
+_T_STARS = ("t1.*", "t2.*", "t3.*", "T1.*", "T2.*", "T3.*")
+
+
+def _extract_query_values(sql: str) -> tuple[list[str], set[str]]:
+    """TSSE ``parse.extract_query_values``: lower-cased tokens with value slots, and the values.
+
+    Literals (quoted strings, then float and int tokens) become the slot ``valuerare``. Not
+    reproduced: sqlparse's ``format(keyword_case='upper')`` pass, which only changes the case of
+    keywords that are lower-cased again afterwards.
+    """
+    query = sql.strip().replace(";", "").replace("\t", "")
+    query = " ".join(text for kind, text in _first_statement(_sqlparse_tokens(query)) if kind != _W)
+    for star in _T_STARS:
+        query = query.replace(star, "*")
+    query = re.sub(r"(T\d+\.)\s", r"\1", query)
+    values: list[str] = []
+    strings = [t for k, t in _first_statement(_sqlparse_tokens(query)) if k == _STR]
+    for val in strings:
+        values.append(val)
+        query = query.replace(val.strip(), _VALUE_SLOT)
+    toks = query.split()
+    floats = re.findall(r"[-+]?\d*\.\d+", query)
+    values += [t for t in toks if t in floats]
+    toks = [_VALUE_SLOT if t in floats else t for t in toks]
+    query = " ".join(toks)
+    ints = [i.strip() for i in re.findall(r"[^tT]\d+", query)]
+    values += [t for t in toks if t in ints]
+    toks = [_VALUE_SLOT if t in ints else t for t in toks]
+    keywords: list[str] = []
+    for tok in toks:
+        if "." in tok and re.findall(r"[Tt]\d+\.", tok):
+            keywords.extend(t.lower() for t in tok.replace(".", " . ").split() if t)
+        elif tok:
+            keywords.append(tok.lower())
+    return keywords, set(values)
+
+
+def tsse_plug_values(gold_sql: str, pred_sql: str) -> Iterator[str]:
+    """TSSE ``--plug_value`` candidates: the prediction with gold literals in its value slots.
+
+    Every way of filling the prediction's slots with the gold's values, lazily (there are
+    ``len(values) ** slots``); TSSE tries the raw prediction first, then these, and scores 1
+    if any matches. Pass the texts after :func:`tsse_prepare`.
+    """
+    _, gold_values = _extract_query_values(gold_sql)
+    slotted, _ = _extract_query_values(pred_sql)
+    slot = _VALUE_SLOT.lower()
+    positions = [i for i, t in enumerate(slotted) if t == slot]
+    pool = list(gold_values)
+    for combo in product(pool, repeat=len(positions)):
+        toks = slotted[:]
+        for i, v in zip(positions, combo, strict=True):
+            toks[i] = v
+        yield " ".join(toks)
+
+
 def tsse_prepare(sql: str, *, keep_distinct: bool = False) -> str:
     """The text TSSE executes: ``'> ='`` fixes, DISTINCT removal, ``YEAR(CURDATE())`` -> 2020."""
     sql = sql.replace("> =", ">=").replace("< =", "<=").replace("! =", "!=")
@@ -938,5 +995,6 @@ __all__ = [
     "str_cast_rows",
     "table_diff",
     "table_metrics",
+    "tsse_plug_values",
     "tsse_prepare",
 ]
