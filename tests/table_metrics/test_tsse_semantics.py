@@ -186,3 +186,58 @@ class TestQueryHelpers:
         assert tsse_prepare("SELECT DISTINCT a FROM t WHERE b > = 1") == "SELECT  a FROM t WHERE b >= 1"
         assert tsse_prepare("SELECT DISTINCT a FROM t", keep_distinct=True) == "SELECT DISTINCT a FROM t"
         assert tsse_prepare("SELECT YEAR(CURDATE()) - age FROM t") == "SELECT 2020- age FROM t"
+
+
+def naive_positional(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]]) -> tuple[float, float]:
+    """mini-dev / Denodo positional F1 and Denodo set_precision, spelled out from the spec."""
+    g_rows, p_rows = list(dict.fromkeys(gold)), list(dict.fromkeys(pred))
+    match: list[float] = []
+    p_only: list[float] = []
+    t_only: list[float] = []
+    for i, g in enumerate(g_rows):
+        if i >= len(p_rows):
+            match.append(0)
+            t_only.append(1)
+            continue
+        p, w = p_rows[i], len(g)
+        match.append(len([v for v in p if v in g]) / w)
+        p_only.append(len([v for v in p if v not in g]) / w)
+        t_only.append(len([v for v in g if v not in p]) / w)
+    for _ in range(len(p_rows) - len(g_rows)):
+        match.append(0)
+        p_only.append(1)
+        t_only.append(0)
+    tp, fp, fn = sum(match), sum(p_only), sum(t_only)
+    prec = tp / (tp + fp) if tp + fp > 0 else 0
+    rec = tp / (tp + fn) if tp + fn > 0 else 0
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0
+    scores = [len(set(g) & set(p)) / len(g) for g, p in zip(g_rows, p_rows, strict=False)]
+    return f1, (sum(scores) / len(gold) if gold else 0)
+
+
+def naive_overlap(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]]) -> float:
+    def cells(rows: list[tuple[Any, ...]]) -> list[Any]:
+        return [v for r in rows for v in r if v is not None and v == v]
+
+    gc, pc = Counter(cells(gold)), Counter(cells(pred))
+    total = len(cells(gold))
+    return sum(min(gc[k], pc[k]) for k in gc.keys() | pc.keys()) / total if total else 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(table_pair())
+def test_f1_family_matches_naive_transcription(
+    data: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool],
+) -> None:
+    from pytest_queryeval.metrics.table import str_cast_rows
+
+    gold, pred, ordered = data
+    m = table_metrics(T(gold), T(pred), order_matters=ordered)
+    soft, _ = naive_positional(gold, pred)
+    assert m["soft_f1"] == (1.0 if not gold and not pred else soft)
+    cell, subset = naive_positional(str_cast_rows(gold), str_cast_rows(pred))
+    assert m["cell_f1"] == cell
+    assert m["percent_subset"] == subset
+    assert m["percent_overlap"] == naive_overlap(gold, pred)
+    assert m["bird_ex"] == float(set(gold) == set(pred))
+    assert m["same_row_count"] == float(len(gold) == len(pred))
