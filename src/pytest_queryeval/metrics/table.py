@@ -10,8 +10,8 @@ Each metric reproduces a published reference digit for digit, quirks included (s
   (``f1_score`` on ``DataFrame.astype(str)``, ``set_precision``, ``percent_overlapp``, row counts),
   reported as fractions instead of percentages.
 
-Everything is hash based (``Counter``/``set``/``dict``), never pairwise, so a million-row pair
-scores in seconds.
+Everything is hash based (``Counter``/``set``/``dict``) and linear in the number of cells; no row
+is ever compared with every other row.
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ class _Side:
     __slots__ = ("_col_types", "_cols", "counter", "rows")
 
     def __init__(self, table: ResultTable, opts: CompareOptions) -> None:
-        rows: list[Row] = [r if type(r) is tuple else tuple(r) for r in table.rows]
+        rows: list[Row] = list(map(tuple, table.rows))  # tuple(t) is t: no copy for tuples
         if not opts.is_default:
             norm = opts.normalise
             rows = [tuple(map(norm, r)) for r in rows]
