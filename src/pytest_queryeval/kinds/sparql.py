@@ -35,14 +35,14 @@ from typing import Any, ClassVar
 from ..errors import (
     ConfigError,
     GoldError,
-    PredictionError,
     QueryEvalError,
     QueryRefused,
     SourceUnavailable,
 )
-from ..model import MISSING, Case, Context, Scored
+from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DataSource
+from ._query import limits, prediction_text
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sparql-gold"
@@ -118,7 +118,7 @@ class SparqlKind:
         from ..sources.sparqlguard import check_query
 
         opts = _parse_options(case)
-        pred_query = _prediction_query(prediction, case)
+        pred_query = prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
         src = ctx.source(case) if case.source_spec is not None else None
 
         gold_texts: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
@@ -294,21 +294,6 @@ def _short(query: str, limit: int = 120) -> str:
     return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
-def _prediction_query(prediction: Any, case: Case) -> str | None:
-    if prediction is MISSING or prediction is None:
-        if case.predicted_result is not None:
-            return None
-        raise PredictionError("no predicted SPARQL")
-    if isinstance(prediction, dict):
-        for key in _PREDICTION_KEYS:
-            if isinstance(prediction.get(key), str):
-                return str(prediction[key])
-        raise PredictionError("a predicted mapping needs a 'sparql' (or 'query') string")
-    if isinstance(prediction, str):
-        return prediction
-    raise PredictionError(f"expected predicted SPARQL text, got {type(prediction).__name__}")
-
-
 def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
     from ..metrics.table import CompareOptions
@@ -324,10 +309,5 @@ def _parse_options(case: Case) -> _Options:
         raise ConfigError("must be 'query' (projection of the query texts, as BuildingQA) or "
                           "'result' (column count of the results)", key="arity_from")
     opts.arity_from = str(arity)
-    for key in ("timeout", "max_rows"):
-        if key in o:
-            v = o[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
-                raise ConfigError("must be a positive number", key=key)
-            opts.limits[key] = float(v) if key == "timeout" else int(v)
+    opts.limits = limits(o)
     return opts

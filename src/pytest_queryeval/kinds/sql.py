@@ -29,15 +29,15 @@ from typing import Any, ClassVar
 from ..errors import (
     ConfigError,
     GoldError,
-    PredictionError,
     QueryEvalError,
     QueryRefused,
     QueryTimeout,
     SourceUnavailable,
 )
-from ..model import MISSING, Case, Context, Scored
+from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
+from ._query import limits, prediction_text
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sql-gold"
@@ -124,7 +124,7 @@ class SqlKind:
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         opts = _parse_options(case)
-        pred_sql = _prediction_sql(prediction, case)
+        pred_sql = prediction_text(prediction, case, "SQL", ("sql", "query", "predicted"))
         src = ctx.source(case) if case.source_spec is not None else None
         executable = src is not None and getattr(src, "executable", True)
         dialect = getattr(src, "dialect", None)
@@ -447,21 +447,6 @@ def _short(sql: str, limit: int = 120) -> str:
     return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
-def _prediction_sql(prediction: Any, case: Case) -> str | None:
-    if prediction is MISSING or prediction is None:
-        if case.predicted_result is not None:
-            return None
-        raise PredictionError("no predicted SQL")
-    if isinstance(prediction, dict):
-        for key in ("sql", "query", "predicted"):
-            if isinstance(prediction.get(key), str):
-                return str(prediction[key])
-        raise PredictionError("a predicted mapping needs an 'sql' string")
-    if isinstance(prediction, str):
-        return prediction
-    raise PredictionError(f"expected predicted SQL text, got {type(prediction).__name__}")
-
-
 def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
     o = case.options
@@ -511,10 +496,5 @@ def _parse_options(case: Case) -> _Options:
     if db_id is not None and not isinstance(db_id, str):
         raise ConfigError("must be a string", key="db_id")
     opts.db_id = db_id
-    for key in ("timeout", "max_rows"):
-        if key in o:
-            v = o[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
-                raise ConfigError("must be a positive number", key=key)
-            opts.limits[key] = float(v) if key == "timeout" else int(v)
+    opts.limits = limits(o)
     return opts
