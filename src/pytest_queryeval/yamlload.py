@@ -71,10 +71,50 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
+#: Nodes an alias-expanded document may hold beyond its own: anchors and merge keys are fine,
+#: a "billion laughs" document (aliases of aliases, 2**n nodes) is refused before it is built.
+MAX_ALIAS_EXPANSION = 1_000_000
+
+
+def _expanded_size(node: yaml.Node, file: str, memo: dict[int, int], unique: set[int],
+                   active: set[int]) -> int:
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if key in active:
+        raise ConfigError("YAML error: a recursive alias (a node that contains itself)", file,
+                          node.start_mark.line + 1)
+    unique.add(key)
+    size = 1
+    if isinstance(node, yaml.SequenceNode | yaml.MappingNode):
+        active.add(key)
+        children = node.value if isinstance(node, yaml.SequenceNode) \
+            else [n for pair in node.value for n in pair]
+        for child in children:
+            size += _expanded_size(child, file, memo, unique, active)
+            if size > MAX_ALIAS_EXPANSION + len(unique):
+                raise ConfigError(f"YAML error: aliases expand to more than "
+                                  f"{MAX_ALIAS_EXPANSION:,} nodes", file,
+                                  node.start_mark.line + 1)
+        active.discard(key)
+    memo[key] = size
+    return size
+
+
 def load_text(text: str, file: str) -> Any:
     """Parse one YAML document; syntax errors become a located :class:`ConfigError`."""
     try:
-        return yaml.load(text, Loader=_Loader)
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            if node is None:
+                return None
+            _expanded_size(node, file, {}, set(), set())
+            return loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except RecursionError:
+        raise ConfigError("YAML error: nesting too deep", file, 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
