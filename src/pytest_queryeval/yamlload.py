@@ -121,17 +121,27 @@ def load_text(text: str, file: str) -> Any:
         col = f", column {mark.column + 1}" if mark else ""
         problem = exc.problem or exc.context or "invalid YAML"
         raise ConfigError(f"YAML syntax error{col}: {problem}", file, line) from None
-    except yaml.YAMLError as exc:  # pragma: no cover - non-marked errors are rare
-        raise ConfigError(f"YAML error: {exc}", file) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (control chars)
+        line = text[: exc.position].count("\n") + 1
+        raise ConfigError(f"YAML error: character {exc.character!r} is not allowed "
+                          f"(position {exc.position})", file, line) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - other non-marked errors are rare
+        raise ConfigError(f"YAML error: {exc}", file, 1) from None
 
 
 def load_file(path: Path, display: str | None = None) -> Any:
     """Read and parse a YAML file (UTF-8); unreadable files are located errors too."""
     name = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read file: {exc}", name) from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read file: {exc}", name, 1) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"not UTF-8 text: {exc.reason} (byte {exc.start})", name, line) \
+            from None
     return load_text(text, name)
 
 
