@@ -113,6 +113,13 @@ class Session:
             return
         self._cache.set(self._cache_key(namespace, key), value)
 
+    @property
+    def cache_dir(self) -> Path | None:
+        """A directory under pytest's cache for file caches (embeddings); None without cache."""
+        if self._cache is None or self.no_cache or not hasattr(self._cache, "mkdir"):
+            return None
+        return Path(self._cache.mkdir("queryeval"))
+
     def shared(self, key: str, factory: Callable[[], Any]) -> Any:
         if key not in self._shared:
             self._shared[key] = factory()
@@ -124,6 +131,8 @@ class Session:
             return self.override.predict(case)
         if case.predicted is not MISSING:
             return Prediction(case.predicted)
+        if case.predicted_result is not None:  # a recorded prediction is an inline one
+            return Prediction(MISSING)
         if case.kind == "sdmx" and _has_turn_predictions(case):
             return Prediction(MISSING)
         if self.hooks.predict is not None:
