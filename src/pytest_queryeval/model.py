@@ -138,6 +138,11 @@ class Context(Protocol):
 
     def cache_set(self, namespace: str, key: str, value: Any) -> None: ...
 
+    @property
+    def cache_dir(self) -> Path | None:
+        """A directory for file caches under pytest's cache dir; None with no-cache."""
+        ...
+
     def shared(self, key: str, factory: Any) -> Any:
         """A session-wide object built once by ``factory()`` (a loaded model, a parsed schema)."""
         ...

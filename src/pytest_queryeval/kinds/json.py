@@ -246,10 +246,8 @@ class JsonKind:
             if env.strip().lower() in ("", "0", "off", "no", "false", "none"):
                 return None
             return Path(env).expanduser()
-        if hasattr(ctx, "cache_dir"):
+        if hasattr(ctx, "cache_dir"):  # contexts of other hosts may lack it
             found = ctx.cache_dir
-            if callable(found):
-                found = found("queryeval-embeddings")
             return None if found is None else Path(found) / "embeddings"
         # The core gives no directory: ask its JSON cache whether caching is on at all, and use
         # the user cache directory (vectors are keyed by model identity, so sharing is safe).
