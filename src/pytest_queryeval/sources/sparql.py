@@ -1,7 +1,8 @@
 """``type: sparql``: a remote SPARQL 1.1 endpoint through SPARQLWrapper (JSON results).
 
 Spec keys: ``endpoint`` (the query URL; ``url`` accepted too), ``timeout`` (s, default 30),
-``max_rows``, ``retries`` (extra attempts on connection errors and HTTP 502/503/504, default 2),
+``max_rows``, ``max_bytes`` (cap on the response body, default 64 MiB), ``retries`` (extra
+attempts on connection errors and HTTP 502/503/504, default 2),
 ``backoff`` (first wait in s, doubled per attempt, default 0.5), ``user`` / ``password``
 (HTTP basic auth; ``${VAR}`` is expanded by the core; credentials in the URL's userinfo are
 moved there too), ``method`` (``POST`` default, or ``GET``), ``data_version`` (any string mixed
@@ -9,10 +10,11 @@ into :meth:`fingerprint`: bump it when the endpoint's data changes, or run with
 ``--queryeval-no-cache``: the plugin cannot hash remote data).
 
 The password never appears in a message, a ``repr`` or the fingerprint. The timeout is the
-socket timeout (connection and each read), so a stalled endpoint is noticed; a server that
-trickles data slower than that is not cut (configure the server's own query timeout too).
-The row cap is applied after the response is parsed (SPARQL JSON cannot be cut mid-stream
-without a streaming parser); the result comes back with ``truncated=True``.
+socket timeout (connection and each read) and a deadline on reading the whole answer, so a
+stalled endpoint and an endless stream (a predicted cartesian product) both end. The row cap is
+applied after the response is parsed (SPARQL JSON cannot be cut mid-stream without a streaming
+parser); a body larger than ``max_bytes`` is abandoned unread and the result comes back with
+``truncated=True``, so memory stays bounded whatever the query returns.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
 
 _RETRY_HTTP = frozenset({502, 503, 504})
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+_CHUNK = 1 << 16
 
 
 class _Retryable(Exception):
@@ -55,7 +59,7 @@ def _split_userinfo(url: str) -> tuple[str, str | None, str | None]:
 
 #: Spec keys accepted besides ``type``.
 SPARQL_KEYS = frozenset({"endpoint", "url", "timeout", "max_rows", "retries", "backoff", "user",
-                          "password", "method", "data_version"})
+                          "password", "method", "data_version", "max_bytes"})
 
 
 class SparqlSource:
@@ -91,6 +95,7 @@ class SparqlSource:
             raise ConfigError("'password' given without 'user'", key=f"datasources.{name}.user")
         self.timeout = positive(spec, "timeout", DEFAULT_TIMEOUT, name)
         self.max_rows = int(positive(spec, "max_rows", DEFAULT_MAX_ROWS, name))
+        self.max_bytes = int(positive(spec, "max_bytes", DEFAULT_MAX_BYTES, name))
         retries, backoff = spec.get("retries", 2), spec.get("backoff", 0.5)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ConfigError("must be a whole number >= 0", key=f"datasources.{name}.retries")
@@ -116,7 +121,33 @@ class SparqlSource:
                 text = text.replace(quoted, "***")
         return text
 
-    def _once(self, query: str, timeout: float) -> dict[str, Any]:
+    def _read(self, response: Any, timeout: float) -> dict[str, Any] | None:
+        """The JSON body, read within ``timeout`` in all; None when larger than ``max_bytes``."""
+        import json
+
+        deadline = time.monotonic() + timeout
+        chunks: list[bytes] = []
+        total = 0
+        try:
+            while True:
+                if time.monotonic() > deadline:
+                    raise QueryTimeout(f"the answer from {self.endpoint} took more than "
+                                       f"{timeout:g} s")
+                chunk = response.read(_CHUNK)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > self.max_bytes:
+                    return None
+                chunks.append(chunk)
+        finally:
+            response.close()
+        data = json.loads(b"".join(chunks).decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("the body is not a JSON object")
+        return data
+
+    def _once(self, query: str, timeout: float) -> dict[str, Any] | None:
         import http.client
 
         from SPARQLWrapper import JSON, POST, SPARQLWrapper
@@ -138,7 +169,7 @@ class SparqlSource:
             sw.setCredentials(self.user, self._password or "")
         try:
             result = sw.query()
-            data = result.convert()
+            data = self._read(result.response, timeout)
         except QueryBadFormed as exc:
             raise QueryFailed(f"HTTP 400: {self._scrub(_short(exc))}") from None
         except (URITooLong, EndPointInternalError) as exc:
@@ -164,8 +195,6 @@ class SparqlSource:
             raise _Retryable(self._scrub(f"{type(exc).__name__}: {exc}")) from None
         except ValueError as exc:  # invalid JSON body
             raise QueryFailed(f"unreadable response: {self._scrub(str(exc))[:300]}") from None
-        if not isinstance(data, dict):
-            raise QueryFailed("the endpoint did not return SPARQL JSON results")
         return data
 
     def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
@@ -193,7 +222,11 @@ class SparqlSource:
         else:
             raise SourceUnavailable(f"cannot reach {self.endpoint} after {self.retries + 1} "
                                     f"attempt(s): {last}")
-        table = _to_table(data, max_rows)
+        if data is None:  # larger than max_bytes: never read, never scored
+            table = ResultTable([], [], True)
+            table.meta["max_bytes"] = self.max_bytes
+        else:
+            table = _to_table(data, max_rows)
         table.columns, table.rows = star_columns_sorted(table.columns, table.rows, c.select_star)
         table.seconds = time.perf_counter() - t0
         table.meta.update({"form": c.form, "order_by": c.has_order_by,
