@@ -13,6 +13,7 @@ import base64
 import datetime as dt
 import math
 import uuid
+import zoneinfo
 from decimal import Decimal
 from typing import Any
 
@@ -39,6 +40,10 @@ def encode_value(v: Any) -> Any:
         return {"$bytes": base64.b64encode(bytes(v)).decode("ascii")}
     # datetime before date: a datetime is a date.
     if isinstance(v, dt.datetime):
+        # isoformat keeps only the offset: a named zone and the fold are needed to restore a
+        # wall time inside a DST gap or fold exactly (such datetimes never equal an offset one)
+        if isinstance(v.tzinfo, zoneinfo.ZoneInfo):
+            return {"$zoned": [v.replace(tzinfo=None).isoformat(), v.tzinfo.key, v.fold]}
         return {"$datetime": v.isoformat()}
     if isinstance(v, dt.date):
         return {"$date": v.isoformat()}
@@ -73,6 +78,9 @@ def decode_value(v: Any) -> Any:
         return base64.b64decode(x)
     if tag == "$datetime":
         return dt.datetime.fromisoformat(x)
+    if tag == "$zoned":
+        naive = dt.datetime.fromisoformat(x[0])
+        return naive.replace(tzinfo=zoneinfo.ZoneInfo(x[1]), fold=int(x[2]))
     if tag == "$date":
         return dt.date.fromisoformat(x)
     if tag == "$time":
