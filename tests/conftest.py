@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -12,6 +13,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 
 pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.oxigraph"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Import the C-extension libraries before any in-process pytester run.
+
+    pytester restores ``sys.modules`` after each inner run; a library first imported inside
+    one is then imported a second time over its still-loaded extension modules, which breaks
+    SQLAlchemy's and numpy's compiled parts for the rest of the session.
+    """
+    import importlib
+
+    for name in ("numpy", "sqlalchemy", "sqlalchemy.dialects.postgresql.psycopg", "psycopg",
+                 "pyoxigraph", "yaml"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 @pytest.fixture(scope="session")
