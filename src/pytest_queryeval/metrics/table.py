@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from decimal import Decimal
-from functools import partial
+from functools import partial, reduce
 from itertools import chain, compress, product, repeat
 from typing import Any
 
@@ -344,7 +344,7 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
     def search(depth: int, used: set[int]) -> bool:
         if depth == ncol:
             perm = tuple(chosen[i] for i in range(ncol))
-            return _same_counts(Counter(tuple(r[j] for j in perm) for r in p.rows), g.counter)
+            return _same_counts(Counter(zip(*(p.cols[j] for j in perm), strict=True)), g.counter)
         i = order[depth]
         options = [j for j in candidates[i] if j not in used]
         for j in options:
@@ -411,8 +411,13 @@ def positional_f1(
     )
 
 
-def _positional(gold: list[Row], pred: list[Row], n_gold: int, set_precision: bool) -> PositionalF1:
-    """:func:`positional_f1` on already de-duplicated rows (``n_gold`` = rows before dedup)."""
+def _positional(
+    gold: list[Row], pred: list[Row], n_gold: int, set_precision: bool, nan_free: bool = False
+) -> PositionalF1:
+    """:func:`positional_f1` on already de-duplicated rows (``n_gold`` = rows before dedup).
+
+    ``nan_free`` asserts no cell is unequal to itself, which saves a scan.
+    """
     if gold == pred and gold and all(map(len, gold)):
         # Every pair equal: tp = m, fp = fn = 0 exactly, whatever the summation order.
         set_prec = (
@@ -422,7 +427,7 @@ def _positional(gold: list[Row], pred: list[Row], n_gold: int, set_precision: bo
         )
         return PositionalF1(1.0, 1.0, 1.0, float(set_prec))
     m = min(len(gold), len(pred))
-    scores = _columnwise_scores(gold[:m], pred[:m], set_precision) if m else None
+    scores = _columnwise_scores(gold[:m], pred[:m], set_precision, nan_free) if m else None
     if scores is not None:
         match, pred_only, truth_only, row_scores = scores
     else:
@@ -480,7 +485,7 @@ def _rowwise_scores(
 
 
 def _columnwise_scores(
-    gold: list[Row], pred: list[Row], set_precision: bool
+    gold: list[Row], pred: list[Row], set_precision: bool, nan_free: bool = False
 ) -> tuple[list[float], list[float], list[float], list[float]] | None:
     """The same per-pair scores computed column by column at C speed, or None if not applicable.
 
@@ -494,44 +499,34 @@ def _columnwise_scores(
         return None
     if set(map(len, gold)) != {wg} or set(map(len, pred)) != {wp}:
         return None
-    for rows in (gold, pred):
-        flat = list(chain.from_iterable(rows))
-        if any(map(operator.ne, flat, flat)):
-            return None
     gcols = list(zip(*gold, strict=True))
     pcols = list(zip(*pred, strict=True))
-    eq, or_, add = operator.eq, operator.or_, operator.add
-    in_g: list[Any] = []  # per pred column j: p[j] in g, for every pair
-    in_p: list[Any] = [None] * wg  # per gold column k: g[k] in p
-    for j in range(wp):
-        acc: Any = None
-        for k in range(wg):
-            e = list(map(eq, pcols[j], gcols[k]))
-            acc = e if acc is None else list(map(or_, acc, e))
-            in_p[k] = e if in_p[k] is None else list(map(or_, in_p[k], e))
-        in_g.append(acc)
-    hits = list(map(int, in_g[0])) if wp == 1 else list(map(add, in_g[0], in_g[1]))
-    for j in range(2, wp):
-        hits = list(map(add, hits, in_g[j]))
-    found = list(map(int, in_p[0])) if wg == 1 else list(map(add, in_p[0], in_p[1]))
-    for k in range(2, wg):
-        found = list(map(add, found, in_p[k]))
-    div = operator.truediv
+    if not nan_free and any(any(map(operator.ne, c, c)) for c in chain(gcols, pcols)):
+        return None
+    eq, or_, add, div = operator.eq, operator.or_, operator.add, operator.truediv
+    # e[j][k][i]: pred row i's cell j equals gold row i's cell k.
+    e = [[list(map(eq, pcols[j], gcols[k])) for k in range(wg)] for j in range(wp)]
+
+    def any_of(vectors: list[list[bool]]) -> Iterator[Any]:
+        return reduce(lambda acc, v: map(or_, acc, v), vectors[1:], iter(vectors[0]))
+
+    def count(flags: list[Iterator[Any]]) -> list[int]:
+        return list(reduce(lambda acc, v: map(add, acc, v), flags[1:], map(int, flags[0])))
+
+    hits = count([any_of(e[j]) for j in range(wp)])  # pred cells found in the gold row
+    in_p = [list(any_of([e[j][k] for j in range(wp)])) for k in range(wg)]
+    found = count([iter(v) for v in in_p])  # gold cells found in the pred row
     match = list(map(div, hits, repeat(wg)))
     pred_only = list(map(div, map(operator.sub, repeat(wp), hits), repeat(wg)))
     truth_only = list(map(div, map(operator.sub, repeat(wg), found), repeat(wg)))
     row_scores: list[float] = []
     if set_precision:
         # |set(g) & set(p)|: gold cells found in p, counting a value once (first occurrence).
-        distinct_found: Any = list(map(int, in_p[0]))
+        fresh = [iter(in_p[0])]
         for k in range(1, wg):
-            dup: Any = None
-            for k2 in range(k):
-                e = list(map(eq, gcols[k], gcols[k2]))
-                dup = e if dup is None else list(map(or_, dup, e))
-            fresh = list(map(operator.and_, in_p[k], map(operator.not_, dup)))
-            distinct_found = list(map(add, distinct_found, fresh))
-        row_scores = list(map(div, distinct_found, repeat(wg)))
+            dup = any_of([list(map(eq, gcols[k], gcols[k2])) for k2 in range(k)])
+            fresh.append(map(operator.and_, in_p[k], map(operator.not_, dup)))
+        row_scores = list(map(div, count(fresh), repeat(wg)))
     return match, pred_only, truth_only, row_scores
 
 
@@ -686,12 +681,17 @@ class TableComparison:
             g, p = self.gold, self.pred
             gs, ps = _str_cast_side(g), _str_cast_side(p)
             if gs is g.rows and ps is p.rows:  # all-text tables: the cast changes nothing
-                self.cell = _positional(list(g.counter), list(p.counter), len(g.rows), True)
+                self.cell = _positional(list(g.counter), list(p.counter), len(g.rows), True, True)
                 raw_f1 = self.cell.f1
-            else:
+            else:  # after the cast every cell is a str or the (self-equal) missing token
                 gd, pd = list(dict.fromkeys(gs)), list(dict.fromkeys(ps))
-                self.cell = _positional(gd, pd, len(gs), True)
-                raw_f1 = _positional(list(g.counter), list(p.counter), len(g.rows), False).f1
+                self.cell = _positional(gd, pd, len(gs), True, True)
+                nan_free = not any(
+                    t & {float, Decimal} for t in chain(g.col_types, p.col_types)
+                )
+                raw_f1 = _positional(
+                    list(g.counter), list(p.counter), len(g.rows), False, nan_free
+                ).f1
             self.soft = 1.0 if not g.rows and not p.rows else raw_f1
             if self.ex:  # equal cell multisets: every non-null gold cell is matched
                 has_cell = any(not _is_missing(v) for v in chain.from_iterable(g.rows))
