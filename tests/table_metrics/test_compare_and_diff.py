@@ -141,7 +141,7 @@ class TestDiff:
     def test_widths_differ(self) -> None:
         lines = table_diff(T([(1, 2)], ["a", "b"]), T([(1,)], ["a"]), order_matters=False)
         assert "columns: gold 2, predicted 1" in lines
-        assert "column mapping: none (different widths or an empty side)" in lines
+        assert "column mapping: none (different widths, ragged rows or an empty side)" in lines
 
     def test_order_difference(self) -> None:
         lines = table_diff(T([(1,), (2,)]), T([(2,), (1,)]), order_matters=True)
@@ -167,3 +167,11 @@ def test_overlap_ignores_null_and_nan() -> None:
     assert m["percent_overlap"] == 0.0  # no non-null gold cell
     m = table_metrics(T([(1,), (1,), (2,)]), T([(1.0,), (3,)]), order_matters=False)
     assert m["percent_overlap"] == pytest.approx(1 / 3)
+
+
+def test_ragged_recorded_rows_never_match_and_do_not_crash() -> None:
+    gold = ResultTable(["a", "b"], [(1, 2), (3,)])
+    for ordered in (False, True):
+        m = table_metrics(gold, T([(1, 2), (3, 4)]), order_matters=ordered)
+        assert m["execution_accuracy"] == 0.0
+        assert m["percent_overlap"] == 1.0  # 3 non-null gold cells, all found

@@ -200,7 +200,7 @@ def _freeze_row(row: Row) -> Row:
 class _Side:
     """One table prepared once: normalised hashable rows, their multiset, cached columns."""
 
-    __slots__ = ("_col_types", "_cols", "counter", "rows")
+    __slots__ = ("_col_types", "_cols", "counter", "rectangular", "rows")
 
     def __init__(self, table: ResultTable, opts: CompareOptions) -> None:
         rows: list[Row] = list(map(tuple, table.rows))  # tuple(t) is t: no copy for tuples
@@ -217,6 +217,8 @@ class _Side:
         self.counter = counter
         self._cols: list[tuple[Any, ...]] | None = None
         self._col_types: list[set[type]] | None = None
+        #: Ragged rows only come from malformed recorded results; EX never matches them.
+        self.rectangular = len(set(map(len, rows))) <= 1
 
     @property
     def width(self) -> int:
@@ -224,8 +226,13 @@ class _Side:
 
     @property
     def cols(self) -> list[tuple[Any, ...]]:
+        """Columns; ragged rows are padded with NULL, as a DataFrame built from them would be."""
         if self._cols is None:
-            self._cols = list(zip(*self.rows, strict=False)) if self.rows else []
+            rows = self.rows
+            if not self.rectangular:
+                w = max(map(len, rows))
+                rows = [r + (None,) * (w - len(r)) for r in rows]
+            self._cols = list(zip(*rows, strict=True)) if rows else []
         return self._cols
 
     @property
@@ -370,7 +377,7 @@ def _tsse_result_eq(g: _Side, p: _Side, order_matters: bool) -> tuple[bool, tupl
         return True, None
     if len(g.rows) != len(p.rows):
         return False, None
-    if p.width != g.width:
+    if p.width != g.width or not g.rectangular or not p.rectangular:
         return False, None
     perm = _find_permutation(g, p, order_matters)
     if perm is None:
@@ -610,7 +617,7 @@ def _str_cast_side(side: _Side) -> list[Row]:
     if not side.rows:
         return []
     cols = [_str_cast_column(c, t) for c, t in zip(side.cols, side.col_types, strict=True)]
-    if all(a is b for a, b in zip(cols, side.cols, strict=True)):
+    if side.rectangular and all(a is b for a, b in zip(cols, side.cols, strict=True)):
         return side.rows
     return list(zip(*cols, strict=True))
 
@@ -727,7 +734,7 @@ class TableComparison:
         if self.perm is not None:
             return self.perm
         g, p = self.gold, self.pred
-        if not g.rows or not p.rows or g.width != p.width:
+        if not g.rows or not p.rows or g.width != p.width or not (g.rectangular and p.rectangular):
             return None
         if g.width == 1:
             return (0,)
@@ -747,7 +754,7 @@ class TableComparison:
 
     def _mapping_text(self, perm: Sequence[int] | None) -> str:
         if perm is None:
-            return "none (different widths or an empty side)"
+            return "none (different widths, ragged rows or an empty side)"
         if list(perm) == list(range(len(perm))):
             return "identity"
         gcols, pcols = self.gold_table.columns, self.pred_table.columns
