@@ -67,8 +67,19 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LocList:
     return out
 
 
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+#: libyaml's parser when PyYAML was built with it: parsing is most of collecting a large suite
+#: and the C parser is several times faster (same nodes and line marks). A document it rejects
+#: is parsed again by the pure-Python loader, whose messages and marks are the reference.
+_FAST: Any = _Loader
+if getattr(yaml, "__with_libyaml__", False):
+    class _CLoader(yaml.CSafeLoader):
+        """The same loader on libyaml."""
+
+    _FAST = _CLoader
+
+for _cls in {_Loader, _FAST}:
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
 #: Nodes an alias-expanded document may hold beyond its own: anchors and merge keys are fine,
@@ -101,18 +112,27 @@ def _expanded_size(node: yaml.Node, file: str, memo: dict[int, int], unique: set
     return size
 
 
+def _parse(text: str, file: str, loader_class: Any) -> Any:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, file, {}, set(), set())
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def load_text(text: str, file: str) -> Any:
     """Parse one YAML document; syntax errors become a located :class:`ConfigError`."""
     try:
-        loader = _Loader(text)
         try:
-            node = loader.get_single_node()
-            if node is None:
-                return None
-            _expanded_size(node, file, {}, set(), set())
-            return loader.construct_document(node)
-        finally:
-            loader.dispose()
+            return _parse(text, file, _FAST)
+        except yaml.YAMLError:
+            if _FAST is _Loader:
+                raise
+            return _parse(text, file, _Loader)
     except RecursionError:
         raise ConfigError("YAML error: nesting too deep", file, 1) from None
     except yaml.MarkedYAMLError as exc:
@@ -123,8 +143,9 @@ def load_text(text: str, file: str) -> Any:
         raise ConfigError(f"YAML syntax error{col}: {problem}", file, line) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (control chars)
         line = text[: exc.position].count("\n") + 1
-        raise ConfigError(f"YAML error: character {exc.character!r} is not allowed "
-                          f"(position {exc.position})", file, line) from None
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        raise ConfigError(f"YAML error: character {char!r} is not allowed", file, line) \
+            from None
     except yaml.YAMLError as exc:  # pragma: no cover - other non-marked errors are rare
         raise ConfigError(f"YAML error: {exc}", file, 1) from None
 
