@@ -33,7 +33,8 @@ class Scrubber:
         self._ordered = sorted(self.secrets, key=len, reverse=True)
 
     def text(self, value: str) -> str:
-        value = mask_url(value)
+        if "://" in value:  # cheap pre-check: this runs on every string of every record
+            value = mask_url(value)
         for secret in self._ordered:
             if secret in value:
                 value = value.replace(secret, MASK)
