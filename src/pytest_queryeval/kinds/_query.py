@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import json
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ConfigError, PredictionError
-from ..model import MISSING, Case
+from ..errors import ConfigError, GoldError, PredictionError, QueryEvalError, SourceUnavailable
+from ..model import MISSING, Case, Context
+from ..results import ResultTable
+from ..sources.base import DataSource
 
 
 def prediction_text(prediction: Any, case: Case, language: str, keys: tuple[str, ...]) -> str | None:
@@ -38,3 +43,61 @@ def limits(options: Mapping[str, Any]) -> dict[str, Any]:
                 raise ConfigError("must be a positive number", key=key)
             out[key] = float(v) if key == "timeout" else int(v)
     return out
+
+
+def short(query: str, limit: int = 120) -> str:
+    """A query on one line, cut for error messages."""
+    one = " ".join(query.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
+
+
+def rank(metrics: Mapping[str, float], timing: tuple[str, ...], fallback: str | None = None,
+         ) -> tuple[float, float]:
+    """Order of gold alternatives: execution accuracy first, then the mean of the others."""
+    scores = [v for k, v in metrics.items() if k not in timing and k != "execution_accuracy"
+              and isinstance(v, float) and not math.isnan(v)]
+    mean = sum(scores) / len(scores) if scores else 0.0
+    first = metrics.get("execution_accuracy")
+    if first is None:
+        first = metrics.get(fallback, 0.0) if fallback else 0.0
+    return first, mean
+
+
+def compare_options(options: Mapping[str, Any]) -> Any:
+    """The case's ``compare:`` as CompareOptions; ConfigError names the key."""
+    from ..metrics.table import CompareOptions
+
+    try:
+        return CompareOptions.from_config(options.get("compare"))
+    except ValueError as e:
+        raise ConfigError(str(e), key="compare") from None
+
+
+def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
+             limits: dict[str, Any] | None = None,
+             cacheable: Callable[[ResultTable], bool] | None = None) -> tuple[ResultTable, bool]:
+    """Execute a gold query (trusted) through the cross-session cache: (table, from_cache).
+
+    A failing or truncated gold is an error of the suite (GoldError); an unreachable source
+    stays SourceUnavailable. A value the codec cannot keep exactly is never cached.
+    """
+    from ..sources.codec import CodecError, decode_table, encode_table
+
+    key = json.dumps([src.fingerprint(), query])
+    hit = ctx.cache_get(namespace, key)
+    if hit is not None:
+        with contextlib.suppress(CodecError):  # stale format: execute again
+            return decode_table(hit), True
+    try:
+        table = src.execute(query, trusted=True, **(limits or {}))
+    except SourceUnavailable:
+        raise
+    except QueryEvalError as e:
+        raise GoldError(f"gold query: {e.reason()} -- {short(query)}") from None
+    if table.truncated:
+        raise GoldError(f"gold result has more than {table.meta.get('max_rows', len(table))} "
+                        f"rows (raise max_rows) -- {short(query)}")
+    if cacheable is None or cacheable(table):
+        with contextlib.suppress(CodecError):
+            ctx.cache_set(namespace, key, encode_table(table))
+    return table, False

@@ -24,9 +24,6 @@ ASK results are one-cell tables (column ``boolean``, a Python bool), as recorded
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,7 +39,8 @@ from ..errors import (
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DataSource
-from ._query import limits, prediction_text
+from ._query import compare_options, limits, prediction_text, run_gold
+from ._query import rank as rank_alternative
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sparql-gold"
@@ -155,7 +153,7 @@ class SparqlKind:
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
-            rank = _rank(scored.metrics)
+            rank = rank_alternative(scored.metrics, TIMING)
             if best is None or rank > best[0]:
                 best = (rank, scored)
         assert best is not None
@@ -171,7 +169,8 @@ class SparqlKind:
             return _Gold(query, table)
         if query is None or src is None:
             raise GoldError("no gold query to execute")
-        table, cached = run_gold(src, query, ctx, opts.limits)
+        table, cached = run_gold(src, query, ctx, GOLD_CACHE, opts.limits,
+                                     cacheable=_no_bnodes)
         return _Gold(query, table, cached)
 
 
@@ -191,32 +190,6 @@ def _scored_names() -> list[str]:
     from ..metrics.table import TABLE_METRIC_NAMES
 
     return [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES]
-
-
-def run_gold(src: DataSource, query: str, ctx: Context,
-             limits: dict[str, Any] | None = None) -> tuple[ResultTable, bool]:
-    """Execute a gold query (trusted) through the cross-session cache; (table, from_cache)."""
-    from ..sources.codec import CodecError, decode_table, encode_table
-    from ..sources.rdf_codec import has_bnodes
-
-    key = json.dumps([src.fingerprint(), query])
-    hit = ctx.cache_get(GOLD_CACHE, key)
-    if hit is not None:
-        with contextlib.suppress(CodecError):
-            return decode_table(hit), True
-    try:
-        table = src.execute(query, trusted=True, **(limits or {}))
-    except SourceUnavailable:
-        raise
-    except QueryEvalError as e:
-        raise GoldError(f"gold query: {e.reason()} -- {_short(query)}") from None
-    if table.truncated:
-        raise GoldError(f"gold result has more than {table.meta.get('max_rows', len(table))} "
-                        f"rows (raise max_rows) -- {_short(query)}")
-    if not has_bnodes(table):  # blank-node labels differ from one load to the next
-        with contextlib.suppress(CodecError):
-            ctx.cache_set(GOLD_CACHE, key, encode_table(table))
-    return table, False
 
 
 def _normalized(table: ResultTable | None) -> ResultTable | None:
@@ -282,28 +255,11 @@ def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None
     return Scored(metrics, {}, [reason], details, reason=reason)
 
 
-def _rank(metrics: dict[str, float]) -> tuple[float, float]:
-    scores = [v for k, v in metrics.items() if k not in TIMING and k != "execution_accuracy"
-              and isinstance(v, float) and not math.isnan(v)]
-    mean = sum(scores) / len(scores) if scores else 0.0
-    return metrics.get("execution_accuracy", 0.0), mean
-
-
-def _short(query: str, limit: int = 120) -> str:
-    one = " ".join(query.split())
-    return one if len(one) <= limit else one[: limit - 3] + "..."
-
-
 def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
-    from ..metrics.table import CompareOptions
-
     o = case.options
     opts = _Options()
-    try:
-        opts.compare = CompareOptions.from_config(o.get("compare"))
-    except ValueError as e:
-        raise ConfigError(str(e), key="compare") from None
+    opts.compare = compare_options(o)
     arity = o.get("arity_from", "query")
     if arity not in ("result", "query"):
         raise ConfigError("must be 'query' (projection of the query texts, as BuildingQA) or "
@@ -311,3 +267,10 @@ def _parse_options(case: Case) -> _Options:
     opts.arity_from = str(arity)
     opts.limits = limits(o)
     return opts
+
+
+def _no_bnodes(table: ResultTable) -> bool:
+    """Blank-node labels differ from one load to the next: such results are not cached."""
+    from ..sources.rdf_codec import has_bnodes
+
+    return not has_bnodes(table)

@@ -18,9 +18,6 @@ Flow of one case (see docs/sql-sources.md):
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,7 +34,8 @@ from ..errors import (
 from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
-from ._query import limits, prediction_text
+from ._query import compare_options, limits, prediction_text, run_gold
+from ._query import rank as rank_alternative
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sql-gold"
@@ -180,7 +178,7 @@ class SqlKind:
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
-            rank = _rank(scored.metrics)
+            rank = rank_alternative(scored.metrics, TIMING, "exact_set_match")
             if best is None or rank > best[0]:
                 best = (rank, scored)
         assert best is not None
@@ -196,7 +194,7 @@ class SqlKind:
             return _Gold(sql, case.gold_result, recorded=True)
         if sql is None or src is None:
             raise GoldError("no gold query to execute")
-        table, cached = _run_gold(src, sql, ctx, opts)
+        table, cached = run_gold(src, sql, ctx, GOLD_CACHE, opts.limits)
         return _Gold(sql, table, cached)
 
     def _score(self, case: Case, gold: _Gold, pred: _Pred, src: DataSource | None,
@@ -267,7 +265,7 @@ class SqlKind:
         assert pred.table is not None
         g_table = gold.table
         if g_text != gold.sql:
-            g_table, _ = _run_gold(src, g_text, ctx, opts)
+            g_table, _ = run_gold(src, g_text, ctx, GOLD_CACHE, opts.limits)
         p_table = pred.table
         if p_text != pred.sql:
             try:
@@ -408,55 +406,11 @@ def _hardness(sql: str) -> str | None:
         return None
 
 
-def _rank(metrics: dict[str, float]) -> tuple[float, float]:
-    """Best alternative: execution accuracy first, then the mean of the other scores."""
-    scores = [v for k, v in metrics.items() if k not in TIMING and k != "execution_accuracy"
-              and isinstance(v, float) and not math.isnan(v)]
-    mean = sum(scores) / len(scores) if scores else 0.0
-    return metrics.get("execution_accuracy", metrics.get("exact_set_match", 0.0)), mean
-
-
-def _run_gold(src: DataSource, sql: str, ctx: Context, opts: _Options) -> tuple[ResultTable, bool]:
-    """Execute a gold query (trusted), through the cross-session cache."""
-    from ..sources.codec import CodecError, decode_table, encode_table
-
-    key = json.dumps([src.fingerprint(), sql])
-    hit = ctx.cache_get(GOLD_CACHE, key)
-    if hit is not None:
-        try:
-            return decode_table(hit), True
-        except CodecError:
-            pass  # stale format: execute again
-    try:
-        table = src.execute(sql, trusted=True, **opts.limits)
-    except SourceUnavailable:
-        raise
-    except QueryEvalError as e:
-        raise GoldError(f"gold query: {e.reason()} -- {_short(sql)}") from None
-    if table.truncated:
-        raise GoldError(f"gold result has more than {table.meta.get('max_rows', len(table))} "
-                        f"rows (raise max_rows) -- {_short(sql)}")
-    # A value the codec cannot keep exactly is never cached as an approximation.
-    with contextlib.suppress(CodecError):
-        ctx.cache_set(GOLD_CACHE, key, encode_table(table))
-    return table, False
-
-
-def _short(sql: str, limit: int = 120) -> str:
-    one = " ".join(sql.split())
-    return one if len(one) <= limit else one[: limit - 3] + "..."
-
-
 def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
     o = case.options
     opts = _Options()
-    from ..metrics.table import CompareOptions
-
-    try:
-        opts.compare = CompareOptions.from_config(o.get("compare"))
-    except ValueError as e:
-        raise ConfigError(str(e), key="compare") from None
+    opts.compare = compare_options(o)
     structure = o.get("structure", "auto")
     if isinstance(structure, dict):
         unknown = set(structure) - {"legacy_from_check"}
