@@ -334,11 +334,19 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
         return identity
     if ncol == 1:
         return None
-    gc = [Counter(c) for c in g.cols]
-    pc = [Counter(c) for c in p.cols]
-    candidates = [[j for j in range(ncol) if _same_counts(pc[j], gc[i])] for i in range(ncol)]
-    if any(not c for c in candidates):
-        return None
+    pc: dict[int, Counter[Any]] = {}
+    candidates: list[list[int]] = []
+    for col in g.cols:  # stop at the first gold column that no predicted column can match
+        gci: Counter[Any] = Counter(col)
+        found = []
+        for j in range(ncol):
+            if j not in pc:
+                pc[j] = Counter(p.cols[j])
+            if _same_counts(pc[j], gci):
+                found.append(j)
+        if not found:
+            return None
+        candidates.append(found)
     order = sorted(range(ncol), key=lambda i: len(candidates[i]))
     chosen: dict[int, int] = {}
 
