@@ -32,7 +32,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_overhead.py": ["--runs", "1"],
     "bench_parallel.py": ["--runs", "2", "--cases", "12"],
     "bench_spider.py": ["--runs", "3"],
-    "bench_table_metrics.py": ["--repeat", "3"],
+    "bench_table_metrics.py": ["--repeat", "1"],  # 1M rows: ~95 s per repetition here
 }
 #: A line is a result line when it mentions one of these.
 RESULT = re.compile(r"ratio|faster|speed-?up|target|median|per case|pairs/s|\d+(\.\d+)?x\b",
