@@ -299,3 +299,24 @@ def test_nasty_files_through_the_plugin(suite: pytest.Pytester) -> None:
                 _located(line, rec["file"])
     result.assert_outcomes(passed=1, failed=len(report["cases"]) - 1)
     assert not (suite.path / "pwned").exists()
+
+
+def test_suite_config_bomb_is_a_located_error_and_governed_cases_error(suite: pytest.Pytester,
+                                                                       ) -> None:
+    """The alias bomb in ``queryeval.yaml``: its cases fail with the located reason, fast."""
+    sub = suite.path / "bombed"
+    sub.mkdir()
+    (sub / "queryeval.yaml").write_text(BOMB.replace("cases: [{id: x, gold: SELECT 1, "
+                                                     "predicted: *a29}]", "defaults: {}"))
+    (sub / "test_under_bomb.yaml").write_text(dump({
+        "kind": "sql", "cases": [{"id": "governed", "gold_result": {"columns": ["n"], "rows": [[1]]},
+                                  "predicted_result": {"columns": ["n"], "rows": [[1]]}}]}))
+    suite.makefile(".yaml", test_elsewhere=dump({
+        "kind": "sql", "cases": [{"id": "elsewhere", "gold_result": {"columns": ["n"], "rows": [[1]]},
+                                  "predicted_result": {"columns": ["n"], "rows": [[1]]}}]}))
+    result, report = run_suite(suite)
+    no_traceback(result)
+    recs = by_id(report)
+    assert recs["elsewhere"]["outcome"] == "passed"
+    assert recs["governed"]["outcome"] == "error"
+    assert "bombed/queryeval.yaml:1: YAML error: aliases expand to more than" in recs["governed"]["error"]
