@@ -320,3 +320,20 @@ def test_suite_config_bomb_is_a_located_error_and_governed_cases_error(suite: py
     assert recs["elsewhere"]["outcome"] == "passed"
     assert recs["governed"]["outcome"] == "error"
     assert "bombed/queryeval.yaml:1: YAML error: aliases expand to more than" in recs["governed"]["error"]
+
+
+@FUZZ
+@given(text=st.one_of(yaml_like, mutations(), st.lists(st.sampled_from(
+    ["*a", "&a ", "- ", "[", "]", "{", "}", ", ", ": ", "\n", " ", "k", "x*", "(*)", "\t"]),
+    max_size=30).map("".join)))
+def test_alias_precheck_never_misses_an_alias(text: str) -> None:
+    """The loader skips the alias-expansion walk when its pattern finds no alias syntax: any
+    document in which the YAML parser sees an alias must match that pattern."""
+    from pytest_queryeval.yamlload import _MAYBE_ALIAS
+
+    try:
+        events = list(yaml.parse(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return
+    if any(isinstance(e, yaml.AliasEvent) for e in events):
+        assert _MAYBE_ALIAS.search(text), text
