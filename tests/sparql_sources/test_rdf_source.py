@@ -49,7 +49,7 @@ def test_one_load_shared_by_every_source(bldg11: Path) -> None:
 def test_changed_file_is_reloaded(brick_examples: Path, tmp_path: Path) -> None:
     g = tmp_path / "g36.ttl"
     shutil.copyfile(brick_examples / "g36-combined-ahu-vav.ttl", g)
-    src = RdfSource("g", {"path": str(g)})
+    src = RdfSource("g", {"path": str(g), "isolation": "thread"})
     before, fp = src._store(), src.fingerprint()
     n = src.triple_count()
     with g.open("a") as fh:
@@ -185,8 +185,8 @@ def test_registry_key_includes_engine(bldg11: Path) -> None:
 
 def test_process_isolation_kills_a_runaway_query(brick_examples: Path) -> None:
     path = brick_examples / "rice_brick.ttl"
-    iso = RdfSource("iso", {"path": str(path), "isolation": "process"})
-    inproc = RdfSource("in", {"path": str(path)})
+    iso = RdfSource("iso", {"path": str(path)})  # the default: predictions are untrusted
+    inproc = RdfSource("in", {"path": str(path), "isolation": "thread"})
     assert iso._store() is not inproc._store()
     q = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
     a, b = iso.execute(q), inproc.execute(q)
