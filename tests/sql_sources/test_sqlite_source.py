@@ -173,3 +173,12 @@ def test_open_source_errors(chinook_sqlite: Path) -> None:
     with pytest.raises(ConfigError):
         open_source("x", {"type": "sqlite"})
     assert issubclass(ConfigError, QueryEvalError)
+
+
+def test_one_huge_value_is_refused_by_the_engine(source: SqliteSource) -> None:
+    # the row cap bounds rows; SQLITE_LIMIT_LENGTH bounds a single cell (500 MB asked here)
+    with pytest.raises(QueryFailed, match="string or blob too big"):
+        source.execute("SELECT length(randomblob(500000000))")
+    with pytest.raises(QueryFailed, match="string or blob too big"):
+        source.execute("SELECT length(zeroblob(400000000) || 'x')")
+    assert source.execute("SELECT length(randomblob(1000000))").rows == [(1_000_000,)]

@@ -19,6 +19,9 @@ from .sqlguard import check_read_only
 #: large enough to cost nothing measurable.
 _PROGRESS_STEPS = 10_000
 _FETCH_BATCH = 1_000
+#: Largest string or blob a query may build (SQLITE_LIMIT_LENGTH): the row cap bounds rows, this
+#: bounds one value (``randomblob(500000000)`` would otherwise allocate 500 MB in one cell).
+MAX_VALUE_BYTES = 16 * 1024 * 1024
 
 
 class SqliteSource:
@@ -56,6 +59,7 @@ class SqliteSource:
         try:
             conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA query_only = ON")
+            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # not a database?
         except sqlite3.Error as e:
             raise SourceUnavailable(f"datasource {self.name!r}: cannot open {self.path}: {e}") \
