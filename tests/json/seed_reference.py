@@ -1,5 +1,5 @@
 """The reference functions of the seed (i3omar/LLM-Integration-Data, eval_metrics.py, MIT),
-copied verbatim from /work/shared/seeds/002_e7c161f96784dff1.txt so that tests compare our
+copied verbatim from the shared seed document 002_e7c161f96784dff1.txt (README code of i3omar/LLM-Integration-Data, MIT) so that tests compare our
 implementation with the seed's own code, never with our own output.
 
 The seed uses the module globals ``model`` (a SentenceTransformer) and ``util``
