@@ -519,11 +519,26 @@ def _columnwise_scores(
     if not nan_free and any(any(map(operator.ne, c, c)) for c in chain(gcols, pcols)):
         return None
     eq, or_, add, div = operator.eq, operator.or_, operator.add, operator.truediv
-    # e[j][k][i]: pred row i's cell j equals gold row i's cell k.
-    e = [[list(map(eq, pcols[j], gcols[k])) for k in range(wg)] for j in range(wp)]
+    m = len(gold)
+    gcls = [_eq_classes(c) for c in gcols]
+    pcls = [_eq_classes(c) for c in pcols]
 
-    def any_of(vectors: list[list[bool]]) -> Iterator[Any]:
-        return reduce(lambda acc, v: map(or_, acc, v), vectors[1:], iter(vectors[0]))
+    def eq_vector(
+        a: Sequence[Any], ca: frozenset[str] | None, b: Sequence[Any], cb: frozenset[str] | None
+    ) -> list[bool] | None:
+        """``map(eq, a, b)``, or None when no cell of ``a`` can equal one of ``b`` (all False)."""
+        if ca is not None and cb is not None and ca.isdisjoint(cb):
+            return None
+        return list(map(eq, a, b))
+
+    # e[j][k][i]: pred row i's cell j equals gold row i's cell k (None: never).
+    e = [[eq_vector(pcols[j], pcls[j], gcols[k], gcls[k]) for k in range(wg)] for j in range(wp)]
+
+    def any_of(vectors: list[list[bool] | None]) -> Iterator[Any]:
+        live = [v for v in vectors if v is not None]
+        if not live:
+            return repeat(False, m)
+        return reduce(lambda acc, v: map(or_, acc, v), live[1:], iter(live[0]))
 
     def count(flags: list[Iterator[Any]]) -> list[int]:
         return list(reduce(lambda acc, v: map(add, acc, v), flags[1:], map(int, flags[0])))
@@ -539,10 +554,30 @@ def _columnwise_scores(
         # |set(g) & set(p)|: gold cells found in p, counting a value once (first occurrence).
         fresh = [iter(in_p[0])]
         for k in range(1, wg):
-            dup = any_of([list(map(eq, gcols[k], gcols[k2])) for k2 in range(k)])
+            dup = any_of([eq_vector(gcols[k], gcls[k], gcols[k2], gcls[k2]) for k2 in range(k)])
             fresh.append(map(operator.and_, in_p[k], map(operator.not_, dup)))
         row_scores = list(map(div, count(fresh), repeat(wg)))
     return match, pred_only, truth_only, row_scores
+
+
+#: Exact cell types whose values can only ever equal values of the same class (``1 == 1.0 ==
+#: True == Decimal(1)``; ``None`` and the missing token only equal themselves). A column holding
+#: any other type (subclasses, datetimes, frozen containers, ...) is compared cell by cell.
+_EQ_CLASS: dict[type, str] = {
+    int: "num", bool: "num", float: "num", Decimal: "num", complex: "num",
+    str: "str", bytes: "bytes", _NoneType: "none",
+}
+
+
+def _eq_classes(col: Sequence[Any]) -> frozenset[str] | None:
+    """The equality classes of a column's cells, or None when one of its types is not known."""
+    classes = set()
+    for t in set(map(type, col)):
+        c = _EQ_CLASS.get(t)
+        if c is None:
+            return None
+        classes.add(c)
+    return frozenset(classes)
 
 
 def soft_f1(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> float:
@@ -564,6 +599,7 @@ class _Missing:
 
 
 _MISSING = _Missing()
+_EQ_CLASS[_Missing] = "missing"  # compares by identity: equals only itself
 _INT64 = (-(2**63), 2**63 - 1)
 
 
