@@ -46,6 +46,8 @@ TABLE_METRIC_NAMES: tuple[str, ...] = (
 )
 
 _NoneType = type(None)
+#: Per-column equality classes of a table (None: not known, compare every cell).
+_Classes = list[frozenset[str] | None] | None
 
 # --------------------------------------------------------------------------------------------
 # Value normalisation (per-case ``compare:`` option)
@@ -427,11 +429,17 @@ def positional_f1(
 
 
 def _positional(
-    gold: list[Row], pred: list[Row], n_gold: int, set_precision: bool, nan_free: bool = False
+    gold: list[Row],
+    pred: list[Row],
+    n_gold: int,
+    set_precision: bool,
+    nan_free: bool = False,
+    classes: tuple[_Classes, _Classes] = (None, None),
 ) -> PositionalF1:
     """:func:`positional_f1` on already de-duplicated rows (``n_gold`` = rows before dedup).
 
-    ``nan_free`` asserts no cell is unequal to itself, which saves a scan.
+    ``nan_free`` asserts no cell is unequal to itself, which saves a scan; ``classes`` are
+    per-column equality classes of gold and pred (see :func:`_eq_classes`), when known.
     """
     if gold == pred and gold and all(map(len, gold)):
         # Every pair equal: tp = m, fp = fn = 0 exactly, whatever the summation order.
@@ -442,7 +450,9 @@ def _positional(
         )
         return PositionalF1(1.0, 1.0, 1.0, float(set_prec))
     m = min(len(gold), len(pred))
-    scores = _columnwise_scores(gold[:m], pred[:m], set_precision, nan_free) if m else None
+    scores = (
+        _columnwise_scores(gold[:m], pred[:m], set_precision, nan_free, *classes) if m else None
+    )
     if scores is not None:
         match, pred_only, truth_only, row_scores = scores
     else:
@@ -500,7 +510,12 @@ def _rowwise_scores(
 
 
 def _columnwise_scores(
-    gold: list[Row], pred: list[Row], set_precision: bool, nan_free: bool = False
+    gold: list[Row],
+    pred: list[Row],
+    set_precision: bool,
+    nan_free: bool = False,
+    gclasses: _Classes = None,
+    pclasses: _Classes = None,
 ) -> tuple[list[float], list[float], list[float], list[float]] | None:
     """The same per-pair scores computed column by column at C speed, or None if not applicable.
 
@@ -520,8 +535,9 @@ def _columnwise_scores(
         return None
     eq, or_, add, div = operator.eq, operator.or_, operator.add, operator.truediv
     m = len(gold)
-    gcls = [_eq_classes(c) for c in gcols]
-    pcls = [_eq_classes(c) for c in pcols]
+    unknown: list[frozenset[str] | None] = [None] * max(wg, wp)
+    gcls = gclasses if gclasses is not None and len(gclasses) == wg else unknown
+    pcls = pclasses if pclasses is not None and len(pclasses) == wp else unknown
 
     def eq_vector(
         a: Sequence[Any], ca: frozenset[str] | None, b: Sequence[Any], cb: frozenset[str] | None
@@ -569,15 +585,31 @@ _EQ_CLASS: dict[type, str] = {
 }
 
 
-def _eq_classes(col: Sequence[Any]) -> frozenset[str] | None:
-    """The equality classes of a column's cells, or None when one of its types is not known."""
+def _eq_classes(types: set[type]) -> frozenset[str] | None:
+    """The equality classes of a column with these cell types, or None if one is not known."""
     classes = set()
-    for t in set(map(type, col)):
+    for t in types:
         c = _EQ_CLASS.get(t)
         if c is None:
             return None
         classes.add(c)
     return frozenset(classes)
+
+
+def _cast_eq_classes(types: set[type]) -> frozenset[str] | None:
+    """Equality classes of a column after :func:`_str_cast_column`, given its raw cell types.
+
+    ``str(int)`` is digits with an optional sign; ``str(float)`` always holds '.', 'e', 'inf'
+    or 'nan': the two can never be equal. Other casts may produce any text (None: unknown).
+    """
+    nonnull = types - {_NoneType}
+    if not nonnull:
+        return frozenset({"missing"})
+    if nonnull == {int} and _NoneType not in types:
+        return frozenset({"intstr"})
+    if nonnull <= {int, float} and float in nonnull:
+        return frozenset({"floatstr", "missing"})
+    return None
 
 
 def soft_f1(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> float:
@@ -731,17 +763,27 @@ class TableComparison:
             self.bird_ex = identical or self.gold.counter.keys() == self.pred.counter.keys()
             g, p = self.gold, self.pred
             gs, ps = _str_cast_side(g), _str_cast_side(p)
+            raw_classes = (
+                [_eq_classes(t) for t in g.col_types],
+                [_eq_classes(t) for t in p.col_types],
+            )
             if gs is g.rows and ps is p.rows:  # all-text tables: the cast changes nothing
-                self.cell = _positional(list(g.counter), list(p.counter), len(g.rows), True, True)
+                self.cell = _positional(
+                    list(g.counter), list(p.counter), len(g.rows), True, True, raw_classes
+                )
                 raw_f1 = self.cell.f1
             else:  # after the cast every cell is a str or the (self-equal) missing token
                 gd, pd = list(dict.fromkeys(gs)), list(dict.fromkeys(ps))
-                self.cell = _positional(gd, pd, len(gs), True, True)
+                cast_classes = (
+                    [_cast_eq_classes(t) for t in g.col_types],
+                    [_cast_eq_classes(t) for t in p.col_types],
+                )
+                self.cell = _positional(gd, pd, len(gs), True, True, cast_classes)
                 nan_free = not any(
                     t & {float, Decimal} for t in chain(g.col_types, p.col_types)
                 )
                 raw_f1 = _positional(
-                    list(g.counter), list(p.counter), len(g.rows), False, nan_free
+                    list(g.counter), list(p.counter), len(g.rows), False, nan_free, raw_classes
                 ).f1
             self.soft = 1.0 if not g.rows and not p.rows else raw_f1
             if self.ex:  # equal cell multisets: every non-null gold cell is matched
