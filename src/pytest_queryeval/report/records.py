@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..engine import CaseOutcome
 from ..model import MISSING, Case
 from ..secrets import Scrubber
-from .json_report import _safe
 
 #: Case options that change scores: runs that differ in them are not comparable.
 SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
                    "case_insensitive_names", "arity_from", "legacy_from_check", "efficiency")
 
 
+@lru_cache(maxsize=256)
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``, once per case file rather than three times per case."""
+    return path.resolve()
+
+
 def _display(path: Path, rootdir: Path) -> str:
     try:
-        return str(path.resolve().relative_to(rootdir))
+        return str(_resolved(path).relative_to(rootdir))
     except ValueError:
         return str(path)
 
@@ -41,7 +48,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "id": case.id,
         "nodeid": nodeid,
         "file": _display(case.file, rootdir),
-        "path": str(case.file.resolve()),
+        "path": str(_resolved(case.file)),
         "line": case.line,
         "kind": case.kind,
         "difficulty": case.difficulty,
@@ -64,20 +71,29 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     }
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)
-    rec = _relative_paths(_safe(rec), str(rootdir.resolve()) + "/")
-    rec["path"] = str(case.file.resolve())  # internal (gate scopes); dropped from reports
-    return scrubber.data(rec)  # type: ignore[no-any-return]
+    rec = _clean(rec, str(rootdir.resolve()) + "/", scrubber)
+    # internal (gate scopes); dropped from reports
+    rec["path"] = scrubber.text(str(_resolved(case.file)))
+    return rec
 
 
-def _relative_paths(value: Any, prefix: str) -> Any:
-    """Reports get committed as baselines: machine paths become rootdir-relative."""
+def _clean(value: Any, prefix: str, scrubber: Scrubber) -> Any:
+    """One walk doing ``scrubber.data(_relative_paths(_safe(value), prefix))``.
+
+    JSON-safe copy (NaN/inf -> null, unknown objects -> their ``str``), machine paths made
+    rootdir-relative in string values (not in keys), every string (keys too) scrubbed.
+    """
     if isinstance(value, str):
-        return value.replace(prefix, "")
+        return scrubber.text(value.replace(prefix, ""))
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _relative_paths(v, prefix) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_relative_paths(v, prefix) for v in value]
-    return value
+        return {scrubber.text(str(k)): _clean(v, prefix, scrubber) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_clean(v, prefix, scrubber) for v in value]
+    if value is None or isinstance(value, int):  # bool is an int
+        return value
+    return scrubber.text(str(value).replace(prefix, ""))
 
 
 def _one(items: list[Any]) -> Any:
