@@ -663,7 +663,18 @@ def _str_cast_column(col: Sequence[Any], types: set[type] | None = None) -> Sequ
         return list(map(str, col))
     if nonnull <= {int, float}:
         if not has_null:
-            return list(map(str, col)) if nonnull == {float} else list(map(str, map(float, col)))
+            if nonnull == {float}:
+                # str(float) is the costly part: once per distinct value when values repeat.
+                # 0.0 and -0.0 are one dict key with two spellings: only one sign may occur.
+                uniq = dict.fromkeys(col)
+                if 2 * len(uniq) <= len(col) and (
+                    0.0 not in uniq
+                    or len({math.copysign(1.0, z) for z in filter(_is_zero, col)}) == 1
+                ):
+                    spelled = dict(zip(uniq, map(str, uniq), strict=True))
+                    return list(map(spelled.__getitem__, col))
+                return list(map(str, col))
+            return list(map(str, map(float, col)))
         return [_MISSING if _is_missing(v) else str(float(v)) for v in col]
     if nonnull == {_dt.datetime} and all(v.tzinfo is None for v in col if v is not None):
         stamps = [v for v in col if v is not None]
