@@ -26,8 +26,64 @@ def _safe(value: Any) -> Any:
     return str(value)
 
 
+_encode_str = json.encoder.encode_basestring  # the C version when available, as json uses
+
+
+def _emit(value: Any, out: list[str], nl: str) -> None:
+    """Append the ``json.dumps(_safe(value), indent=2, ensure_ascii=False)`` text of ``value``.
+
+    One walk instead of a JSON-safe copy plus the json module's pure-Python indenting
+    encoder (``indent`` disables its C encoder); ``nl`` is the newline plus the indentation
+    of the current level.
+    """
+    if isinstance(value, str):
+        out.append(_encode_str(value))
+    elif isinstance(value, float):
+        out.append(float.__repr__(value) if math.isfinite(value) else "null")
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        if not all(type(k) is str for k in value):
+            value = {str(k): v for k, v in value.items()}  # as _safe: later duplicates win
+        inner = nl + "  "
+        sep = "{" + inner
+        for k, v in value.items():
+            out.append(sep)
+            out.append(_encode_str(k))
+            out.append(": ")
+            _emit(v, out, inner)
+            sep = "," + inner
+        out.append(nl + "}")
+    elif isinstance(value, list | tuple | set | frozenset):
+        if not value:
+            out.append("[]")
+            return
+        inner = nl + "  "
+        sep = "[" + inner
+        for v in value:
+            out.append(sep)
+            _emit(v, out, inner)
+            sep = "," + inner
+        out.append(nl + "]")
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    else:
+        out.append(_encode_str(str(value)))
+
+
 def dumps(report: dict[str, Any]) -> str:
-    return json.dumps(_safe(report), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+    """``json.dumps(_safe(report), indent=2, ensure_ascii=False)`` plus a newline."""
+    out: list[str] = []
+    _emit(report, out, "\n")
+    out.append("\n")
+    return "".join(out)
 
 
 def write_atomic(path: Path, text: str) -> None:
