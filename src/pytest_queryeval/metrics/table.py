@@ -48,6 +48,15 @@ TABLE_METRIC_NAMES: tuple[str, ...] = (
 _NoneType = type(None)
 #: Per-column equality classes of a table (None: not known, compare every cell).
 _Classes = list[frozenset[str] | None] | None
+#: The columns of a list of rectangular rows, when already built (None: transpose the rows).
+_Cols = Sequence[Sequence[Any]] | None
+
+
+def _head(cols: _Cols, m: int) -> _Cols:
+    """The first ``m`` cells of every column."""
+    if cols is None or not cols or len(cols[0]) == m:
+        return cols
+    return [c[:m] for c in cols]
 
 # --------------------------------------------------------------------------------------------
 # Value normalisation (per-case ``compare:`` option)
@@ -435,11 +444,13 @@ def _positional(
     set_precision: bool,
     nan_free: bool = False,
     classes: tuple[_Classes, _Classes] = (None, None),
+    cols: tuple[_Cols, _Cols] = (None, None),
 ) -> PositionalF1:
     """:func:`positional_f1` on already de-duplicated rows (``n_gold`` = rows before dedup).
 
     ``nan_free`` asserts no cell is unequal to itself, which saves a scan; ``classes`` are
-    per-column equality classes of gold and pred (see :func:`_eq_classes`), when known.
+    per-column equality classes of gold and pred (see :func:`_eq_classes`), when known;
+    ``cols`` the columns of ``gold`` and ``pred`` (rectangular rows), when already built.
     """
     if gold == pred and gold and all(map(len, gold)):
         # Every pair equal: tp = m, fp = fn = 0 exactly, whatever the summation order.
@@ -451,7 +462,11 @@ def _positional(
         return PositionalF1(1.0, 1.0, 1.0, float(set_prec))
     m = min(len(gold), len(pred))
     scores = (
-        _columnwise_scores(gold[:m], pred[:m], set_precision, nan_free, *classes) if m else None
+        _columnwise_scores(
+            gold[:m], pred[:m], set_precision, nan_free, *classes, *(_head(c, m) for c in cols)
+        )
+        if m
+        else None
     )
     if scores is not None:
         match, pred_only, truth_only, row_scores = scores
@@ -516,6 +531,8 @@ def _columnwise_scores(
     nan_free: bool = False,
     gclasses: _Classes = None,
     pclasses: _Classes = None,
+    gold_cols: _Cols = None,
+    pred_cols: _Cols = None,
 ) -> tuple[list[float], list[float], list[float], list[float]] | None:
     """The same per-pair scores computed column by column at C speed, or None if not applicable.
 
@@ -527,10 +544,15 @@ def _columnwise_scores(
     wg, wp = len(gold[0]), len(pred[0])
     if wg == 0 or wg * wp > 64:
         return None
-    if set(map(len, gold)) != {wg} or set(map(len, pred)) != {wp}:
-        return None
-    gcols = list(zip(*gold, strict=True))
-    pcols = list(zip(*pred, strict=True))
+    if gold_cols is None:
+        if set(map(len, gold)) != {wg}:
+            return None
+        gold_cols = list(zip(*gold, strict=True))
+    if pred_cols is None:
+        if set(map(len, pred)) != {wp}:
+            return None
+        pred_cols = list(zip(*pred, strict=True))
+    gcols, pcols = gold_cols, pred_cols
     if not nan_free and any(any(map(operator.ne, c, c)) for c in chain(gcols, pcols)):
         return None
     eq, or_, add, div = operator.eq, operator.or_, operator.add, operator.truediv
@@ -700,13 +722,16 @@ def str_cast_rows(rows: Sequence[Row]) -> list[Row]:
     return list(zip(*cols, strict=True))
 
 
-def _str_cast_side(side: _Side) -> list[Row]:
+def _str_cast_side(side: _Side) -> tuple[list[Row], _Cols]:
+    """The cast rows, and their columns when the rows are rectangular."""
     if not side.rows:
-        return []
+        return [], None
     cols = [_str_cast_column(c, t) for c, t in zip(side.cols, side.col_types, strict=True)]
-    if side.rectangular and all(a is b for a, b in zip(cols, side.cols, strict=True)):
-        return side.rows
-    return list(zip(*cols, strict=True))
+    if not side.rectangular:
+        return list(zip(*cols, strict=True)), None
+    if all(a is b for a, b in zip(cols, side.cols, strict=True)):
+        return side.rows, cols
+    return list(zip(*cols, strict=True)), cols
 
 
 def _cell_counts(rows: Sequence[Row]) -> Counter[Any]:
@@ -782,15 +807,24 @@ class TableComparison:
                 and not any(Decimal in t for t in chain(g.col_types, p.col_types))
                 and _quick_rej_implied(g, p, tuple(range(g.width)))
             )
-            gs = _str_cast_side(g)
-            ps = (p.rows if gs is g.rows else gs) if same_cells else _str_cast_side(p)
+            gs, gs_cols = _str_cast_side(g)
+            if same_cells:
+                ps, ps_cols = (p.rows, None) if gs is g.rows else (gs, gs_cols)
+            else:
+                ps, ps_cols = _str_cast_side(p)
+            # Columns already built, for rows that de-duplication leaves as they are.
+            def built_cols(side: _Side) -> _Cols:
+                unique = side.rectangular and len(side.counter) == len(side.rows)
+                return side._cols if unique else None
+
+            raw_cols = (built_cols(g), built_cols(p))
             raw_classes = (
                 [_eq_classes(t) for t in g.col_types],
                 [_eq_classes(t) for t in p.col_types],
             )
             if gs is g.rows and ps is p.rows:  # all-text tables: the cast changes nothing
                 self.cell = _positional(
-                    list(g.counter), list(p.counter), len(g.rows), True, True, raw_classes
+                    list(g.counter), list(p.counter), len(g.rows), True, True, raw_classes, raw_cols
                 )
                 raw_f1 = self.cell.f1
             else:  # after the cast every cell is a str or the (self-equal) missing token
@@ -800,12 +834,22 @@ class TableComparison:
                     [_cast_eq_classes(t) for t in g.col_types],
                     [_cast_eq_classes(t) for t in p.col_types],
                 )
-                self.cell = _positional(gd, pd, len(gs), True, True, cast_classes)
+                cast_cols = (
+                    gs_cols if len(gd) == len(gs) else None,
+                    ps_cols if len(pd) == len(ps) else None,
+                )
+                self.cell = _positional(gd, pd, len(gs), True, True, cast_classes, cast_cols)
                 nan_free = not any(
                     t & {float, Decimal} for t in chain(g.col_types, p.col_types)
                 )
                 raw_f1 = _positional(
-                    list(g.counter), list(p.counter), len(g.rows), False, nan_free, raw_classes
+                    list(g.counter),
+                    list(p.counter),
+                    len(g.rows),
+                    False,
+                    nan_free,
+                    raw_classes,
+                    raw_cols,
                 ).f1
             self.soft = 1.0 if not g.rows and not p.rows else raw_f1
             if self.ex:  # equal cell multisets: every non-null gold cell is matched
