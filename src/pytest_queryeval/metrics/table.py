@@ -370,7 +370,9 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
     def search(depth: int, used: set[int]) -> bool:
         if depth == ncol:
             perm = tuple(chosen[i] for i in range(ncol))
-            return _same_counts(Counter(zip(*(p.cols[j] for j in perm), strict=True)), g.counter)
+            # p's distinct rows with their columns reordered: distinct again (perm is a bijection).
+            permuted = zip(map(operator.itemgetter(*perm), p.counter), p.counter.values(), strict=True)
+            return dict.__eq__(dict(permuted), g.counter) is True
         i = order[depth]
         options = [j for j in candidates[i] if j not in used]
         for j in options:
