@@ -71,13 +71,25 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         by_diff.setdefault(diff, []).append(rec)
         for tag in rec.get("tags") or []:
             by_tag.setdefault(str(tag), []).append(rec)
+    # Groups often hold the very same records (one kind, no difficulties, one tag): compute
+    # each distinct group once, and hand every place its own copy.
+    done: dict[tuple[int, ...], dict[str, Any]] = {}
+
+    def stats(group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        key = tuple(map(id, group))
+        if key not in done:
+            done[key] = group_stats(group)
+            return done[key]
+        s = done[key]
+        return {**s, "metrics": {m: dict(v) for m, v in s["metrics"].items()}}
+
     return {
-        "overall": group_stats(records),
-        "by_kind": {k: group_stats(v) for k, v in sorted(by_kind.items())},
-        "by_kind_difficulty": {k: {d: group_stats(v) for d, v in sorted(ds.items())}
+        "overall": stats(records),
+        "by_kind": {k: stats(v) for k, v in sorted(by_kind.items())},
+        "by_kind_difficulty": {k: {d: stats(v) for d, v in sorted(ds.items())}
                                for k, ds in sorted(by_kd.items())},
-        "by_difficulty": {d: group_stats(v) for d, v in sorted(by_diff.items())},
-        "by_tag": {t: group_stats(v) for t, v in sorted(by_tag.items())},
+        "by_difficulty": {d: stats(v) for d, v in sorted(by_diff.items())},
+        "by_tag": {t: stats(v) for t, v in sorted(by_tag.items())},
     }
 
 
