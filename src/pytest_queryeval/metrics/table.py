@@ -211,7 +211,7 @@ def _freeze_row(row: Row) -> Row:
 class _Side:
     """One table prepared once: normalised hashable rows, their multiset, cached columns."""
 
-    __slots__ = ("_col_types", "_cols", "counter", "rectangular", "rows")
+    __slots__ = ("_col_counts", "_col_types", "_cols", "counter", "rectangular", "rows")
 
     def __init__(self, table: ResultTable, opts: CompareOptions) -> None:
         rows: list[Row] = list(map(tuple, table.rows))  # tuple(t) is t: no copy for tuples
@@ -228,6 +228,7 @@ class _Side:
         self.counter = counter
         self._cols: list[tuple[Any, ...]] | None = None
         self._col_types: list[set[type]] | None = None
+        self._col_counts: dict[int, Counter[Any]] = {}
         #: Ragged rows only come from malformed recorded results; EX never matches them.
         self.rectangular = len(set(map(len, rows))) <= 1
 
@@ -245,6 +246,25 @@ class _Side:
                 rows = [r + (None,) * (w - len(r)) for r in rows]
             self._cols = list(zip(*rows, strict=True)) if rows else []
         return self._cols
+
+    def col_count(self, j: int) -> Counter[Any]:
+        """The multiset of column ``j`` (cached)."""
+        c = self._col_counts.get(j)
+        if c is None:
+            c = self._col_counts[j] = Counter(self.cols[j])
+        return c
+
+    def cell_counts(self) -> Counter[Any]:
+        """:func:`_cell_counts` of the rows, merged from the (cached) column multisets."""
+        counts = [self.col_count(j) for j in range(len(self.cols))]
+        counts.sort(key=len, reverse=True)
+        total: Counter[Any] = Counter()
+        for c in counts:
+            total.update(c)  # the first (largest) is a plain dict copy
+        total.pop(None, None)
+        for k in list(compress(total, map(operator.ne, total, total))):  # NaN keys
+            del total[k]
+        return total
 
     @property
     def col_types(self) -> list[set[type]]:
@@ -345,15 +365,12 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
         return identity
     if ncol == 1:
         return None
-    pc: dict[int, Counter[Any]] = {}
     candidates: list[list[int]] = []
-    for col in g.cols:  # stop at the first gold column that no predicted column can match
-        gci: Counter[Any] = Counter(col)
+    for i in range(ncol):  # stop at the first gold column that no predicted column can match
+        gci = g.col_count(i)
         found = []
         for j in range(ncol):
-            if j not in pc:
-                pc[j] = Counter(p.cols[j])
-            if _same_counts(pc[j], gci):
+            if _same_counts(p.col_count(j), gci):
                 found.append(j)
         if not found:
             return None
@@ -747,11 +764,15 @@ def _cell_counts(rows: Sequence[Row]) -> Counter[Any]:
 
 def percent_overlap(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> float:
     """Denodo ``percent_overlapp`` / 100: multiset overlap of all non-null cells / gold cells."""
-    gc = _cell_counts(gold_rows)
+    return _overlap(_cell_counts(gold_rows), partial(_cell_counts, pred_rows))
+
+
+def _overlap(gc: Counter[Any], pred_counts: Callable[[], Counter[Any]]) -> float:
+    """:func:`percent_overlap` from the gold cell counts (pred's computed only when needed)."""
     total_gold = sum(gc.values())
     if total_gold == 0:
         return 0.0
-    pc = _cell_counts(pred_rows)
+    pc = pred_counts()
     total = sum(map(min, gc.values(), map(pc.get, gc.keys(), repeat(0))))
     return total / total_gold
 
@@ -858,7 +879,7 @@ class TableComparison:
                 has_cell = any(not _is_missing(v) for v in chain.from_iterable(g.rows))
                 self.overlap = 1.0 if has_cell else 0.0
             else:
-                self.overlap = percent_overlap(g.rows, p.rows)
+                self.overlap = _overlap(g.cell_counts(), p.cell_counts)
 
     def metrics(self) -> dict[str, float]:
         return {
