@@ -24,13 +24,17 @@ class Scrubber:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self.secrets: set[str] = set()
+        self._ordered: list[str] = []
         self.add(secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
         # Very short values would mask innocent text ("1", "a"): keep them out of output
         # differently (they are masked as URL passwords), not by substring replacement.
+        before = len(self.secrets)
         self.secrets.update(s for s in secrets if isinstance(s, str) and len(s) >= 3)
-        self._ordered = sorted(self.secrets, key=len, reverse=True)
+        if len(self.secrets) != before:
+            # called once per case with the suite's (usually unchanged) secrets
+            self._ordered = sorted(self.secrets, key=len, reverse=True)
 
     def text(self, value: str) -> str:
         if "://" in value:  # cheap pre-check: this runs on every string of every record
