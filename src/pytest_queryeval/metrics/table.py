@@ -741,6 +741,23 @@ def str_cast_rows(rows: Sequence[Row]) -> list[Row]:
     return list(zip(*cols, strict=True))
 
 
+def _cast_keeps_rows_distinct(side: _Side, cast_cols: _Cols) -> bool:
+    """True when the side's rows are distinct and so are their casts (no dedup needed).
+
+    Distinct rows differ in some column; a column of only int, only str or only (non-NaN)
+    float, without NULL, casts distinct values to distinct strings, so the cast rows differ too.
+    """
+    if cast_cols is None or len(side.counter) != len(side.rows):
+        return False
+    for types, col in zip(side.col_types, cast_cols, strict=True):
+        if types == {float}:
+            if _MISSING in col:  # NaN cells all cast to the one missing token
+                return False
+        elif types != {int} and types != {str}:
+            return False
+    return True
+
+
 def _str_cast_side(side: _Side) -> tuple[list[Row], _Cols]:
     """The cast rows, and their columns when the rows are rectangular."""
     if not side.rows:
@@ -851,8 +868,11 @@ class TableComparison:
                 )
                 raw_f1 = self.cell.f1
             else:  # after the cast every cell is a str or the (self-equal) missing token
-                gd = list(dict.fromkeys(gs))
-                pd = gd if ps is gs else list(dict.fromkeys(ps))
+                gd = gs if _cast_keeps_rows_distinct(g, gs_cols) else list(dict.fromkeys(gs))
+                if ps is gs:
+                    pd = gd
+                else:
+                    pd = ps if _cast_keeps_rows_distinct(p, ps_cols) else list(dict.fromkeys(ps))
                 cast_classes = (
                     [_cast_eq_classes(t) for t in g.col_types],
                     [_cast_eq_classes(t) for t in p.col_types],
