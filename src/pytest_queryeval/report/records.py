@@ -18,7 +18,7 @@ SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
 
 @lru_cache(maxsize=256)
 def _resolved(path: Path) -> Path:
-    """``path.resolve()``, once per case file rather than three times per case."""
+    """``path.resolve()``, once per case file (and rootdir), not four times per case."""
     return path.resolve()
 
 
@@ -71,7 +71,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     }
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)
-    rec = _clean(rec, str(rootdir.resolve()) + "/", scrubber)
+    rec = _clean(rec, str(_resolved(rootdir)) + "/", scrubber)
     # internal (gate scopes); dropped from reports
     rec["path"] = scrubber.text(str(_resolved(case.file)))
     return rec
