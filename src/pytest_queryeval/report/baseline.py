@@ -19,17 +19,16 @@ Rules (documented in docs/reports.md):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_queryeval.errors import ConfigError
+from pytest_queryeval.report.json_report import write_atomic
 
 __all__ = [
     "GLOBAL",
@@ -475,19 +474,7 @@ def _delta(metric: str, scope: str, group: str, base: float | None, cur: float |
 def write_baseline(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write the report as the new baseline, atomically: readers never see a partial file."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2, ensure_ascii=False, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(target, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return target
 
 

@@ -8,12 +8,10 @@ the report is HTML-escaped; the script reads the DOM and never embeds report dat
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from pytest_queryeval.report.baseline import (
     ordered_difficulties,
     ordered_metrics,
 )
+from pytest_queryeval.report.json_report import write_atomic
 
 __all__ = ["render_html", "write_html"]
 
@@ -200,17 +199,7 @@ def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
                comparison: Comparison | None = None) -> Path:
     """Render and write atomically (temporary file + rename)."""
     target = Path(path)
-    text = render_html(report, comparison)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(target, render_html(report, comparison))
     return target
 
 

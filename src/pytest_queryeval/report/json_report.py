@@ -94,6 +94,8 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())  # a baseline is committed: it must survive a crash whole
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
