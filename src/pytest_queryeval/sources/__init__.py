@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from ..errors import ConfigError
-from .base import DataSource
+from .base import DataSource, check_keys
 
 #: ``type:`` value -> ``"module:Class"``. Add a line to support another engine.
 SOURCE_TYPES: dict[str, str] = {
@@ -50,10 +50,7 @@ def open_source(name: str, spec: dict[str, Any]) -> DataSource:
     kwargs = {k: v for k, v in spec.items() if k != "type"}
     allowed = SOURCE_KEYS.get(kind)
     if allowed is not None:
-        unknown = sorted(set(kwargs) - allowed)
-        if unknown:
-            raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {kind}",
-                              key=f"datasources.{name}")
+        check_keys(name, kind, kwargs, allowed)
     try:
         return cls(name, **kwargs)  # type: ignore[no-any-return]
     except (TypeError, ValueError) as e:

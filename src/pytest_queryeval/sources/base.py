@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
+from ..errors import ConfigError
 from ..results import ResultTable
 
 DEFAULT_TIMEOUT = 30.0
@@ -30,3 +32,12 @@ class DataSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def check_keys(name: str, type_: str, spec: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    """A datasource spec key nobody reads is a typo: name it (``type`` is always allowed)."""
+    allowed = frozenset(allowed)
+    unknown = sorted(set(spec) - allowed - {"type"})
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {type_} "
+                          f"(allowed: {', '.join(sorted(allowed))})", key=f"datasources.{name}")

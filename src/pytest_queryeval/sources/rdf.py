@@ -55,7 +55,7 @@ from typing import Any
 
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, Term
-from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys
 from .rdf_codec import make_term, star_columns_sorted
 from .sparqlguard import check_query
 
@@ -507,10 +507,7 @@ class RdfSource:
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> RdfSource:
         """Build from a resolved ``datasources:`` entry (unknown keys are a ConfigError)."""
-        unknown = sorted(set(spec) - RDF_KEYS - {"type"})
-        if unknown:
-            raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {cls.type} "
-                              f"(allowed: {', '.join(sorted(RDF_KEYS))})", key=f"datasources.{name}")
+        check_keys(name, cls.type, spec, RDF_KEYS)
         return cls(name, spec)
 
     def __init__(self, name: str, spec: Mapping[str, Any]) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys
 from .rdf import positive
 from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
@@ -70,10 +70,7 @@ class SparqlSource:
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> SparqlSource:
         """Build from a resolved ``datasources:`` entry (unknown keys are a ConfigError)."""
-        unknown = sorted(set(spec) - SPARQL_KEYS - {"type"})
-        if unknown:
-            raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {cls.type} "
-                              f"(allowed: {', '.join(sorted(SPARQL_KEYS))})", key=f"datasources.{name}")
+        check_keys(name, cls.type, spec, SPARQL_KEYS)
         return cls(name, spec)
 
     def __init__(self, name: str, spec: Mapping[str, Any]) -> None:
