@@ -50,6 +50,8 @@ class _Errors:
             line = container.line_of(key)
         else:
             line = getattr(container, "line", 0)
+        if not path.strip() or path != " ".join(path.split()):
+            path = repr(path)  # a blank or whitespace-padded key must stay visible
         self.items.append(f"{self.file}:{line}: {path}: {message}")
 
 

@@ -131,10 +131,122 @@ def _parse(text: str, file: str, loader_class: Any) -> Any:
         loader.dispose()
 
 
+class _Decline(Exception):
+    """The event builder met something only the node path handles (anchors, tags, errors)."""
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+#: Tags the event builder constructs itself (str) or hands to SafeLoader's constructor.
+_SIMPLE_TAGS = frozenset({
+    _STR_TAG, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp",
+})
+#: Deeper documents take the node path, whose recursion limit gives the located error.
+_MAX_EVENT_DEPTH = 100
+
+
+def _build_from_events(text: str, loader_class: Any) -> Any:
+    """Build the located document straight from parser events, without a node tree.
+
+    Composing nodes and then constructing them is most of the cost of collecting a large suite;
+    this single pass gives the same containers, values and lines for the documents it accepts
+    and raises :class:`_Decline` for anything else (anchors, aliases, explicit tags, merge keys,
+    duplicate or non-scalar keys, several documents), which then takes the node path.
+    """
+    loader = loader_class(text)
+    try:
+        get = loader.get_event
+        resolve = loader.resolve
+        constructors = loader.yaml_constructors
+        get()  # StreamStartEvent
+        event = get()
+        if type(event) is yaml.StreamEndEvent:
+            return None
+        root: Any = None
+        stack: list[Any] = []
+        key: Any = _NO_KEY  # the key the innermost open mapping waits to fill
+        plains: dict[str, Any] = {}
+        while True:
+            event = get()
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                if event.anchor is not None or event.tag is not None:
+                    raise _Decline
+                raw = event.value
+                if event.implicit[0]:  # plain: the resolver decides (and values are immutable)
+                    value = plains.get(raw, _NO_KEY)
+                    if value is _NO_KEY:
+                        tag = resolve(yaml.ScalarNode, raw, (True, False))
+                        if tag == _STR_TAG:
+                            value = raw
+                        elif tag in _SIMPLE_TAGS:
+                            value = constructors[tag](loader, yaml.ScalarNode(
+                                tag, raw, event.start_mark, event.end_mark, event.style))
+                        else:
+                            raise _Decline
+                        plains[raw] = value
+                else:
+                    value = raw
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                if event.anchor is not None or not event.implicit or len(stack) >= _MAX_EVENT_DEPTH:
+                    raise _Decline
+                if kind is yaml.MappingStartEvent:
+                    value = LocDict()
+                    value.key_lines = {}
+                else:
+                    value = LocList()
+                    value.item_lines = []
+                value.line = event.start_mark.line + 1
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                stack.pop()
+                key = _NO_KEY
+                if not stack:
+                    break
+                continue
+            else:  # an alias
+                raise _Decline
+            if not stack:
+                root = value
+                if kind is yaml.ScalarEvent:
+                    break
+            else:
+                parent = stack[-1]
+                if type(parent) is LocList:
+                    parent.append(value)
+                    parent.item_lines.append(event.start_mark.line + 1)
+                elif key is _NO_KEY:
+                    if kind is not yaml.ScalarEvent or value in parent:
+                        raise _Decline
+                    key = value
+                    parent.key_lines[key] = event.start_mark.line + 1
+                    continue
+                else:
+                    parent[key] = value
+                    key = _NO_KEY
+            if kind is not yaml.ScalarEvent:
+                stack.append(value)
+        if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
+            raise _Decline  # another document follows: the node path says so precisely
+        return root
+    finally:
+        loader.dispose()
+
+
+class _NoKey:
+    """Marks a mapping that waits for its next key."""
+
+
+_NO_KEY = _NoKey()
+
+
 def load_text(text: str, file: str) -> Any:
     """Parse one YAML document; syntax errors become a located :class:`ConfigError`."""
     try:
         try:
+            try:
+                return _build_from_events(text, _FAST)
+            except (_Decline, yaml.YAMLError, TypeError):
+                pass
             return _parse(text, file, _FAST)
         except yaml.YAMLError:
             if _FAST is _Loader:
