@@ -114,7 +114,7 @@ def test_event_builder_declines_what_only_the_node_path_handles(text: str) -> No
         fast(text)
 
 
-@pytest.mark.parametrize("text, message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("a: 1\na: 2\n", "f.yaml:2: YAML syntax error, column 1: duplicate key 'a'"),
     ("--- 1\n--- 2\n", "f.yaml:2: YAML syntax error, column 1: but found another document"),
     ("a: [1, 2\n", "f.yaml:2: YAML syntax error"),
