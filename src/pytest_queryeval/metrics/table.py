@@ -807,6 +807,40 @@ def _gc_paused() -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------------------------
+# Optional numpy fast path (``_table_fast``) for large tables
+# --------------------------------------------------------------------------------------------
+
+#: Tables with fewer cells (gold + pred) than this never import numpy: small comparisons, the
+#: plugin's usual case, stay on the pure-Python path, which is faster for them.
+FAST_MIN_CELLS = 50_000
+#: The fast path module once imported; False when numpy is missing.
+_fast_module: Any = None
+
+
+def _fast_compare(
+    gold_rows: Sequence[Any], pred_rows: Sequence[Any], order_matters: bool
+) -> tuple[bool, tuple[int, ...] | None, bool, float, PositionalF1, float] | None:
+    """The fast path's results for large tables, or None (too small, no numpy, declined)."""
+    global _fast_module
+    cells = (len(gold_rows) * len(gold_rows[0]) if gold_rows else 0) + (
+        len(pred_rows) * len(pred_rows[0]) if pred_rows else 0
+    )
+    if cells < FAST_MIN_CELLS or _fast_module is False:
+        return None
+    if _fast_module is None:
+        try:
+            from . import _table_fast
+        except ImportError:
+            _fast_module = False
+            return None
+        _fast_module = _table_fast
+    with _gc_paused():
+        result: tuple[bool, tuple[int, ...] | None, bool, float, PositionalF1, float] | None
+        result = _fast_module.compare(gold_rows, pred_rows, order_matters)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------
 
@@ -831,9 +865,15 @@ class TableComparison:
         self.order_matters = order_matters
         self.gold_table = gold
         self.pred_table = pred
+        self._gold: _Side | None = None
+        self._pred: _Side | None = None
+        fast = _fast_compare(gold.rows, pred.rows, order_matters) if self.opts.is_default else None
+        if fast is not None:
+            self.ex, self.perm, self.bird_ex, self.soft, self.cell, self.overlap = fast
+            return
         with _gc_paused():
-            self.gold = _Side(gold, self.opts)
-            self.pred = _Side(pred, self.opts)
+            self._gold = _Side(gold, self.opts)
+            self._pred = _Side(pred, self.opts)
             self.ex, self.perm = _tsse_result_eq(self.gold, self.pred, order_matters)
             identical = self.ex and self.perm == tuple(range(self.gold.width))
             self.bird_ex = identical or self.gold.counter.keys() == self.pred.counter.keys()
@@ -901,6 +941,21 @@ class TableComparison:
             else:
                 self.overlap = _overlap(g.cell_counts(), p.cell_counts)
 
+    @property
+    def gold(self) -> _Side:
+        """The prepared gold side (built on first use when the fast path computed the metrics)."""
+        if self._gold is None:
+            with _gc_paused():
+                self._gold = _Side(self.gold_table, self.opts)
+        return self._gold
+
+    @property
+    def pred(self) -> _Side:
+        if self._pred is None:
+            with _gc_paused():
+                self._pred = _Side(self.pred_table, self.opts)
+        return self._pred
+
     def metrics(self) -> dict[str, float]:
         return {
             "execution_accuracy": 1.0 if self.ex else 0.0,
@@ -909,7 +964,7 @@ class TableComparison:
             "cell_f1": self.cell.f1,
             "percent_overlap": float(self.overlap),
             "percent_subset": self.cell.set_precision,
-            "same_row_count": 1.0 if len(self.gold.rows) == len(self.pred.rows) else 0.0,
+            "same_row_count": 1.0 if len(self.gold_table.rows) == len(self.pred_table.rows) else 0.0,
         }
 
     def details(self) -> dict[str, Any]:
@@ -917,8 +972,8 @@ class TableComparison:
         return {
             "cell_precision": self.cell.precision,
             "cell_recall": self.cell.recall,
-            "gold_rows": len(self.gold.rows),
-            "predicted_rows": len(self.pred.rows),
+            "gold_rows": len(self.gold_table.rows),
+            "predicted_rows": len(self.pred_table.rows),
             "column_mapping": self._mapping_text(self._diff_perm()),
             "order_matters": self.order_matters,
             "compare": self.opts.to_config(),

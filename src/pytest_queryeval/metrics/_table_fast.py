@@ -1,0 +1,568 @@
+"""Vectorised (numpy) fast path of the table metrics, for large tables of plain values.
+
+:func:`compare` returns the same ``ex``, ``perm``, ``bird_ex``, Soft-F1, positional cell F1
+and overlap as the pure-Python path in :mod:`.table`, bit for bit, or None when one of its
+preconditions fails (then the pure path runs). It only accepts rectangular, non-empty tables
+whose columns each hold int (|v| < 2**53), float (no NaN) or str cells, optionally with
+None: for those, Python's equality (``1 == 1.0``, ``-0.0 == 0.0``) is equality of canonical
+float64 values or of string hashes (checked injective), and the Denodo ``astype(str)`` cast
+is equality of int64/float64 bit patterns, string hashes and a missing mask. Everything else
+(bool, Decimal, NaN, bytes, dates, str mixed with numbers, huge ints) declines.
+
+Floats are summed in the reference's order: on CPython < 3.12 ``sum()`` of floats is a
+sequential double accumulation, which ``np.cumsum`` reproduces; newer versions sum the
+``tolist()`` with the builtin.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .table import PositionalF1
+
+_NoneType = type(None)
+_ALLOWED = frozenset({int, float, str, _NoneType})
+_BOUND = float(2**53)
+#: Raw kinds: numbers, strings, all-NULL. Cast kinds: str(int), str(float), str, missing.
+_N, _S, _Z = 0, 1, 2
+_I, _F, _SC, _M = 10, 11, 12, 13
+_NUM_START = frozenset("0123456789-")
+_SEQUENTIAL_SUM = sys.version_info < (3, 12)
+
+BoolArr = NDArray[np.bool_]
+IntArr = NDArray[np.int64]
+Index = NDArray[np.intp] | None
+Result = tuple[bool, tuple[int, ...] | None, bool, float, PositionalF1, float]
+
+
+class _Decline(Exception):
+    """A precondition failed: the pure-Python path must decide."""
+
+
+def _is_num_str(s: str) -> bool:
+    """True when ``s`` is ``str()`` of some int or float (it could equal a cast number)."""
+    if s[:1] not in _NUM_START and s not in ("inf", "nan"):
+        return False
+    try:
+        if str(int(s)) == s:
+            return True
+    except ValueError:
+        pass
+    try:
+        return str(float(s)) == s
+    except ValueError:
+        return False
+
+
+class _Col:
+    """One column: its kind, codes and NULL mask, built lazily."""
+
+    __slots__ = (
+        "_argsort", "_code", "_numlike", "_sorted", "cast_code", "cast_kind", "f", "kind",
+        "mask", "n", "negzero", "py", "types",
+    )
+
+    def __init__(self, py: list[Any], types: set[type]) -> None:
+        if not types <= _ALLOWED:
+            raise _Decline
+        n = self.n = len(py)
+        self.py = py
+        self.types = types
+        nonnull = types - {_NoneType}
+        has_none = _NoneType in types
+        self.mask: BoolArr | None = None
+        if has_none:
+            self.mask = np.fromiter(map(operator.is_, py, repeat(None)), np.bool_, n)
+        self.f: NDArray[np.float64] | None = None
+        self._code: IntArr | None = None
+        self._sorted: IntArr | None = None
+        self._argsort: NDArray[np.intp] | None = None
+        self._numlike: bool | None = None
+        self.negzero = False
+        if not nonnull:
+            self.kind, self.cast_kind = _Z, _M
+            self._code = self.cast_code = np.zeros(n, np.int64)
+        elif nonnull == {str}:
+            self.kind, self.cast_kind = _S, _SC
+        elif str in nonnull:
+            raise _Decline
+        else:
+            self.kind = _N
+            vals = [0 if v is None else v for v in py] if has_none else py
+            try:
+                f = np.fromiter(vals, np.float64, n)
+            except OverflowError:
+                raise _Decline from None
+            if float in nonnull:
+                if np.isnan(f).any():
+                    raise _Decline
+                self.negzero = bool(np.any(np.signbit(f) & (f == 0)))
+            if int in nonnull and not float(np.abs(f).max()) < _BOUND:
+                raise _Decline
+            self.f = f
+            self._code = (f + 0.0).view(np.int64)  # -0.0 folded into 0.0
+            if nonnull == {int} and not has_none:
+                self.cast_kind, self.cast_code = _I, self._code
+            else:  # str(float(v)): one spelling per bit pattern ('-0.0' != '0.0')
+                self.cast_kind, self.cast_code = _F, f.view(np.int64)
+
+    @property
+    def code(self) -> IntArr:
+        """Raw equality codes (strings: their hash, checked injective by the caller)."""
+        if self._code is None:
+            self._code = np.fromiter(map(hash, self.py), np.int64, self.n)
+            if self.kind == _S:
+                self.cast_code = self._code
+        return self._code
+
+    def get_cast_code(self) -> IntArr:
+        self.code  # noqa: B018 - builds the string codes
+        return self.cast_code
+
+    @property
+    def nulls(self) -> int:
+        return self.n if self.kind == _Z else (0 if self.mask is None else int(self.mask.sum()))
+
+    def sorted_codes(self) -> IntArr:
+        """The non-NULL codes, sorted (multiset comparisons)."""
+        if self._sorted is None:
+            c = self.code if self.mask is None else self.code[~self.mask]
+            self._sorted = np.sort(c)
+        return self._sorted
+
+    def argsort(self) -> NDArray[np.intp]:
+        if self._argsort is None:
+            self._argsort = np.argsort(self.code, kind="stable")
+        return self._argsort
+
+    def unique(self) -> bool:
+        """No NULL and all values distinct: then every row of the table is distinct."""
+        if self.kind == _Z or self.nulls:
+            return False
+        s = self.sorted_codes()
+        return bool(np.all(s[1:] != s[:-1]))
+
+    def numlike(self) -> bool:
+        """Some string here spells a number (it could equal a str-cast int or float)."""
+        if self._numlike is None:
+            self._numlike = any(map(_is_num_str, {v for v in set(self.py) if v is not None}))
+        return self._numlike
+
+
+def _take(a: NDArray[Any], idx: Index) -> NDArray[Any]:
+    return a if idx is None else a[idx]
+
+
+def _mask(c: _Col, idx: Index) -> BoolArr | None:
+    if c.kind == _Z:
+        return np.ones(c.n if idx is None else len(idx), np.bool_)
+    return None if c.mask is None else _take(c.mask, idx)
+
+
+def _combine(e: BoolArr, am: BoolArr | None, bm: BoolArr | None) -> BoolArr:
+    if am is not None:
+        e &= ~am
+    if bm is not None:
+        e &= ~bm
+    if am is not None and bm is not None:
+        e |= am & bm
+    return e
+
+
+class _Ctx:
+    """Both tables' columns and the checks shared by all metrics."""
+
+    def __init__(self, g: list[_Col], p: list[_Col]) -> None:
+        self.g, self.p = g, p
+        self._str_ok: bool | None = None
+
+    def check_strings(self) -> None:
+        """String hashes must be injective over every string (and None) of both tables."""
+        if self._str_ok is None:
+            cols = [c for c in (*self.g, *{id(c): c for c in self.p}.values()) if c.kind == _S]
+            seen: set[Any] = set()
+            for c in {id(c): c for c in cols}.values():
+                seen.update(c.py)
+            codes = np.concatenate([c.code for c in cols]) if cols else np.zeros(0, np.int64)
+            self._str_ok = len(np.unique(codes)) == len(seen)
+        if not self._str_ok:
+            raise _Decline
+
+    def raw_eq(self, a: _Col, ia: Index, b: _Col, ib: Index) -> BoolArr | None:
+        """``a[ia] == b[ib]`` cell by cell (None: never equal)."""
+        am, bm = _mask(a, ia), _mask(b, ib)
+        if a.kind == b.kind != _Z:
+            if a.kind == _N:
+                assert a.f is not None and b.f is not None
+                e = _take(a.f, ia) == _take(b.f, ib)
+            else:
+                self.check_strings()
+                e = _take(a.code, ia) == _take(b.code, ib)
+            return _combine(e, am, bm)
+        if am is None or bm is None:
+            return None
+        return am & bm
+
+    def cast_eq(self, a: _Col, ia: Index, b: _Col, ib: Index) -> BoolArr | None:
+        """``str_cast(a)[ia] == str_cast(b)[ib]`` cell by cell (None: never equal)."""
+        am, bm = _mask(a, ia), _mask(b, ib)
+        if a.cast_kind == b.cast_kind != _M:
+            if a.cast_kind == _SC:
+                self.check_strings()
+            e = _take(a.get_cast_code(), ia) == _take(b.get_cast_code(), ib)
+            return _combine(e, am, bm)
+        kinds = {a.cast_kind, b.cast_kind}
+        if _SC in kinds and kinds & {_I, _F}:
+            s = a if a.cast_kind == _SC else b
+            if s.numlike():
+                raise _Decline
+        if am is None or bm is None:
+            return None
+        return am & bm
+
+    # ---- multisets and sets of rows --------------------------------------------------------
+
+    def col_multiset_eq(self, a: _Col, b: _Col) -> bool:
+        if a.nulls != b.nulls:
+            return False
+        if a.n == a.nulls:
+            return True
+        if a.kind != b.kind:
+            return False
+        if a.kind == _S:
+            self.check_strings()
+        return bool(np.array_equal(a.sorted_codes(), b.sorted_codes()))
+
+    def col_set_eq(self, a: _Col, b: _Col) -> bool:
+        if (a.nulls > 0) != (b.nulls > 0):
+            return False
+        if a.n == a.nulls or b.n == b.nulls:
+            return a.n == a.nulls and b.n == b.nulls
+        if a.kind != b.kind:
+            return False
+        if a.kind == _S:
+            self.check_strings()
+        sa, sb = a.sorted_codes(), b.sorted_codes()
+        ua = sa[np.concatenate(([True], sa[1:] != sa[:-1]))]
+        ub = sb[np.concatenate(([True], sb[1:] != sb[:-1]))]
+        return bool(np.array_equal(ua, ub))
+
+    def _keys(self, cols: Sequence[_Col], cast: bool = False) -> list[NDArray[Any]]:
+        """Sort keys whose equality, column by column, is cell equality (kind-tagged)."""
+        keys: list[NDArray[Any]] = []
+        for c in cols:
+            kind = c.cast_kind if cast else c.kind
+            if (kind == _S and not cast) or kind == _SC:
+                self.check_strings()
+            if kind == (_M if cast else _Z):
+                keys += [np.full(c.n, 9, np.int64), np.zeros(c.n, np.int64)]
+                continue
+            code = c.get_cast_code() if cast else c.code
+            tag = np.full(c.n, kind, np.int64)
+            if c.mask is not None:
+                tag[c.mask] = 9
+                code = np.where(c.mask, 0, code)
+            keys += [tag, code]
+        return keys
+
+    def _groups(self, keys: list[NDArray[Any]]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """(order, start positions of the runs of equal key tuples in that order)."""
+        order = np.lexsort(keys[::-1])
+        n = len(order)
+        change = np.zeros(n, np.bool_)
+        change[0] = True
+        for k in keys:
+            s = k[order]
+            change[1:] |= s[1:] != s[:-1]
+        return order, np.flatnonzero(change)
+
+    def rows_relation(self, pairs: list[tuple[_Col, _Col]], multiset: bool) -> bool:
+        """Multiset (or set) equality of the rows of gold and pred projected on ``pairs``."""
+        for a, b in pairs:
+            if not (self.col_multiset_eq(a, b) if multiset else self.col_set_eq(a, b)):
+                return False
+        if multiset:
+            for a, b in pairs:
+                if a.unique():  # b is too (equal column multisets): the matching is forced
+                    if a.kind == _S:
+                        self.check_strings()
+                    oa, ob = a.argsort(), b.argsort()
+                    for a2, b2 in pairs:
+                        if a2 is not a:
+                            e = self.raw_eq(a2, oa, b2, ob)
+                            if e is None or not e.all():
+                                return False
+                    return True
+        keys = [
+            np.concatenate((kg, kp))
+            for kg, kp in zip(
+                self._keys([a for a, _ in pairs]), self._keys([b for _, b in pairs]), strict=True
+            )
+        ]
+        n = pairs[0][0].n
+        order, starts = self._groups(keys)
+        is_gold = (order < n).astype(np.int64)
+        in_gold = np.add.reduceat(is_gold, starts)
+        sizes = np.diff(np.append(starts, len(order)))
+        in_pred = sizes - in_gold
+        if multiset:
+            return bool(np.array_equal(in_gold, in_pred))
+        return bool(np.all((in_gold > 0) == (in_pred > 0)))
+
+    def first_rows(self, cols: list[_Col], cast: bool) -> Index:
+        """Indices of the first occurrence of each distinct (raw or cast) row, in row order;
+        None when every row is distinct (a cast keeps distinct whitelisted rows distinct)."""
+        if any(c.unique() for c in sorted(cols, key=lambda c: c.kind != _N)):
+            return None
+        order, starts = self._groups(self._keys(cols, cast))
+        return np.sort(np.minimum.reduceat(order, starts))
+
+
+def _seqsum(a: NDArray[np.float64]) -> float:
+    """``sum(a.tolist())`` bit for bit."""
+    if _SEQUENTIAL_SUM:
+        return float(np.cumsum(a)[-1]) + 0.0 if len(a) else 0.0
+    return float(sum(a.tolist()))
+
+
+def _positional(
+    eq: Callable[[_Col, Index, _Col, Index], BoolArr | None],
+    g: list[_Col], gi: Index, p: list[_Col], pi: Index, n_gold: int, set_precision: bool,
+) -> PositionalF1:
+    """``table._positional`` on de-duplicated rows ``gi`` / ``pi`` (None: all rows)."""
+    ng = g[0].n if gi is None else len(gi)
+    np_ = p[0].n if pi is None else len(pi)
+    m = min(ng, np_)
+    ig = None if gi is None and ng == m else (np.arange(m) if gi is None else gi[:m])
+    ip = None if pi is None and np_ == m else (np.arange(m) if pi is None else pi[:m])
+    wg, wp = len(g), len(p)
+    e = [[eq(pj, ip, gk, ig) for gk in g] for pj in p]
+
+    def any_of(vs: list[BoolArr | None]) -> BoolArr:
+        out = np.zeros(m, np.bool_)
+        for v in vs:
+            if v is not None:
+                out |= v
+        return out
+
+    hits = np.zeros(m, np.int64)
+    for j in range(wp):
+        hits += any_of(e[j])
+    in_p = [any_of([e[j][k] for j in range(wp)]) for k in range(wg)]
+    found = np.zeros(m, np.int64)
+    for v in in_p:
+        found += v
+    extra = ng - np_
+    pad0, pad1 = np.zeros(abs(extra)), np.ones(abs(extra))
+    match = np.concatenate((hits / wg, pad0))
+    pred_only = np.concatenate(((wp - hits) / wg, pad1 if extra < 0 else pad0))
+    truth_only = np.concatenate(((wg - found) / wg, pad1 if extra > 0 else pad0))
+    tp, fp, fn = _seqsum(match), _seqsum(pred_only), _seqsum(truth_only)
+    precision = tp / (tp + fp) if tp + fp > 0 else 0
+    recall = tp / (tp + fn) if tp + fn > 0 else 0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0
+    set_prec: float = 0
+    if set_precision and n_gold > 0:
+        fresh = np.zeros(m, np.int64)
+        for k in range(wg):
+            dup = any_of([eq(g[k], ig, g[k2], ig) for k2 in range(k)])
+            fresh += in_p[k] & ~dup
+        set_prec = _seqsum(fresh / wg) / n_gold
+    return PositionalF1(float(f1), float(precision), float(recall), float(set_prec))
+
+
+def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    try:
+        w = len(rows[0])
+        if w == 0 or set(map(len, rows)) != {w}:
+            raise _Decline
+        return [list(map(operator.itemgetter(k), rows)) for k in range(w)]
+    except (TypeError, IndexError, KeyError):
+        raise _Decline from None
+
+
+def _find_permutation(ctx: _Ctx, ordered: bool) -> tuple[int, ...] | None:
+    """``table._find_permutation`` with vectorised predicates (same search, same answer)."""
+    g, p = ctx.g, ctx.p
+    ncol = len(g)
+    identity = tuple(range(ncol))
+
+    def same(a: _Col, b: _Col) -> bool:
+        e = ctx.raw_eq(a, None, b, None)
+        return e is not None and bool(e.all())
+
+    if ordered:
+        if all(same(a, b) for a, b in zip(g, p, strict=True)):
+            return identity
+        if ncol == 1:
+            return None
+        pool: list[tuple[int, list[int]]] = []
+        for j in range(ncol):
+            for rep, js in pool:
+                if same(p[rep], p[j]):
+                    js.append(j)
+                    break
+            else:
+                pool.append((j, [j]))
+        perm = []
+        for a in g:
+            group = next((js for rep, js in pool if same(a, p[rep])), None)
+            if not group:
+                return None
+            perm.append(group.pop(0))
+        return tuple(perm)
+    if ctx.rows_relation(list(zip(g, p, strict=True)), multiset=True):
+        return identity
+    if ncol == 1:
+        return None
+    candidates: list[list[int]] = []
+    for i in range(ncol):
+        found = [j for j in range(ncol) if ctx.col_multiset_eq(g[i], p[j])]
+        if not found:
+            return None
+        candidates.append(found)
+    order = sorted(range(ncol), key=lambda i: len(candidates[i]))
+    chosen: dict[int, int] = {}
+
+    def projection_ok(assigned: dict[int, int]) -> bool:
+        return ctx.rows_relation([(g[i], p[assigned[i]]) for i in sorted(assigned)], True)
+
+    def search(depth: int, used: set[int]) -> bool:
+        if depth == ncol:
+            return ctx.rows_relation([(g[i], p[chosen[i]]) for i in range(ncol)], True)
+        i = order[depth]
+        options = [j for j in candidates[i] if j not in used]
+        for j in options:
+            chosen[i] = j
+            if len(options) > 1 and 0 < depth < ncol - 1 and not projection_ok(chosen):
+                del chosen[i]
+                continue
+            used.add(j)
+            if search(depth + 1, used):
+                return True
+            used.discard(j)
+            del chosen[i]
+        return False
+
+    if search(0, set()):
+        return tuple(chosen[i] for i in range(ncol))
+    return None
+
+
+def _quick_rej_implied(ctx: _Ctx, perm: Sequence[int]) -> bool:
+    """``table._quick_rej_implied`` for whitelisted columns."""
+    for i, j in enumerate(perm):
+        a, b = ctx.g[i], ctx.p[j]
+        types = a.types | b.types
+        if len(types & {int, float}) > 1 or a.negzero or b.negzero:
+            return False
+    return True
+
+
+def _identical(g: list[_Col], pcols: list[list[Any]]) -> bool:
+    """Pred equals gold cell for cell, same types, no negative zero: one set of columns."""
+    for c, py in zip(g, pcols, strict=True):
+        if c.negzero or len(c.types - {_NoneType}) > 1 or c.py != py:
+            return False
+        if set(map(type, py)) != c.types:
+            return False
+        if float in c.types:
+            f = np.fromiter((0.0 if v is None else v for v in py) if c.mask is not None else py,
+                            np.float64, len(py))
+            if np.any(np.signbit(f) & (f == 0)):
+                return False
+    return True
+
+
+def compare(
+    gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[Any]], order_matters: bool
+) -> Result | None:
+    """(ex, perm, bird_ex, soft_f1, cell PositionalF1, percent_overlap), or None to decline."""
+    try:
+        return _compare(gold_rows, pred_rows, order_matters)
+    except _Decline:
+        return None
+
+
+def _compare(
+    gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[Any]], ordered: bool
+) -> Result:
+    if not gold_rows or not pred_rows:
+        raise _Decline
+    gpy, ppy = _columns(gold_rows), _columns(pred_rows)
+    if len(gpy) * len(ppy) > 64:
+        raise _Decline
+    g = [_Col(c, set(map(type, c))) for c in gpy]
+    ng, npr = len(gold_rows), len(pred_rows)
+    if ng == npr and len(gpy) == len(ppy) and _identical(g, ppy):
+        ctx = _Ctx(g, g)
+        gi = ctx.first_rows(g, cast=False)
+        gci = gi if gi is None else ctx.first_rows(g, cast=True)
+        soft = _positional(ctx.raw_eq, g, gi, g, gi, ng, False).f1
+        cell = _positional(ctx.cast_eq, g, gci, g, gci, ng, True)
+        has_cell = any(c.kind != _Z for c in g)
+        return True, tuple(range(len(g))), True, soft, cell, 1.0 if has_cell else 0.0
+    p = [_Col(c, set(map(type, c))) for c in ppy]
+    ctx = _Ctx(g, p)
+    ex, perm = False, None
+    if ng == npr and len(g) == len(p):
+        perm = _find_permutation(ctx, ordered)
+        if perm is not None:
+            if not _quick_rej_implied(ctx, perm):
+                raise _Decline
+            ex = True
+    identity = tuple(range(len(g)))
+    gi, pi = ctx.first_rows(g, cast=False), ctx.first_rows(p, cast=False)
+    if ex and perm == identity:
+        bird = True
+    elif len(g) != len(p):
+        bird = False
+    else:
+        pairs = list(zip(g, p, strict=True))
+        if gi is None and pi is None:  # sets of distinct rows: equal iff equal multisets
+            bird = ng == npr and ctx.rows_relation(pairs, multiset=True)
+        else:
+            bird = ctx.rows_relation(pairs, multiset=False)
+    soft = _positional(ctx.raw_eq, g, gi, p, pi, ng, False).f1
+    gci = None if gi is None else ctx.first_rows(g, cast=True)
+    pci = None if pi is None else ctx.first_rows(p, cast=True)
+    cell = _positional(ctx.cast_eq, g, gci, p, pci, ng, True)
+    if ex:
+        overlap = 1.0 if any(c.kind != _Z for c in g) else 0.0
+    else:
+        overlap = _overlap(ctx)
+    return ex, perm, bird, soft, cell, overlap
+
+
+def _nonnull(cols: list[_Col], kind: int) -> IntArr:
+    parts = [c.code if c.mask is None else c.code[~c.mask] for c in cols if c.kind == kind]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _common(a: IntArr, b: IntArr) -> int:
+    """Size of the multiset intersection of two code arrays."""
+    if not len(a) or not len(b):
+        return 0
+    ua, ca = np.unique(a, return_counts=True)
+    ub, cb = np.unique(b, return_counts=True)
+    _, ia, ib = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
+    return int(np.minimum(ca[ia], cb[ib]).sum())
+
+
+def _overlap(ctx: _Ctx) -> float:
+    """``table._overlap``: multiset overlap of the non-NULL cells / gold's non-NULL cells."""
+    if any(c.kind == _S for c in (*ctx.g, *ctx.p)):
+        ctx.check_strings()
+    gn, gs = _nonnull(ctx.g, _N), _nonnull(ctx.g, _S)
+    total_gold = len(gn) + len(gs)
+    if total_gold == 0:
+        return 0.0
+    total = _common(gn, _nonnull(ctx.p, _N)) + _common(gs, _nonnull(ctx.p, _S))
+    return total / total_gold

@@ -1,0 +1,177 @@
+"""The numpy fast path returns exactly the pure-Python path's metrics, or declines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("numpy")
+
+from pytest_queryeval.metrics import _table_fast  # noqa: E402
+from pytest_queryeval.metrics import table as tm  # noqa: E402
+from pytest_queryeval.results import ResultTable  # noqa: E402
+
+INTS = [0, 1, 2, -1, 7]
+FLOATS = [0.0, -0.0, 1.0, 0.5, 2.5, 7.0]
+STRS = ["a", "b", "1", "1.0", "0.5", "nan", ""]
+ODD = [True, False, 2**60, float("nan"), Decimal("1.0"), Decimal(1), b"a"]
+
+#: Value pools of one column; the plain ones must never make the fast path decline (it does
+#: when EX matches an int column with a float one: test-suite EX then sorts cells by type).
+PLAIN_FAMILIES = [INTS, [0.5, 2.5, 7.25, 1e20], ["a", "b", "c", "ab"]]
+ANY_FAMILIES = [
+    *PLAIN_FAMILIES, FLOATS, STRS, INTS + FLOATS, INTS + FLOATS[2:], INTS + STRS, ODD + INTS, [None]
+]
+
+
+@st.composite
+def table_pairs(draw: Any, families: list[list[Any]], nulls: bool) -> tuple[list[Any], list[Any]]:
+    """A gold table and a prediction derived from it (shuffled, permuted, edited, duplicated)."""
+    w = draw(st.integers(1, 4))
+    pools = [draw(st.sampled_from(families)) for _ in range(w)]
+    if nulls:
+        pools = [pool + [None] if draw(st.booleans()) else pool for pool in pools]
+    n = draw(st.integers(1 if not nulls else 0, 40))
+    gold = [tuple(draw(st.sampled_from(pool)) for pool in pools) for _ in range(n)]
+    pred = list(gold)
+    if pred and draw(st.booleans()):
+        pred = draw(st.permutations(pred))
+    for _ in range(draw(st.integers(0, 3))):
+        if pred:
+            i, j = draw(st.integers(0, len(pred) - 1)), draw(st.integers(0, w - 1))
+            row = list(pred[i])
+            row[j] = draw(st.sampled_from(pools[j]))
+            pred[i] = tuple(row)
+    if w > 1 and draw(st.booleans()):
+        perm = draw(st.permutations(range(w)))
+        pred = [tuple(r[j] for j in perm) for r in pred]
+    if pred and draw(st.booleans()):
+        pred = pred + pred[: draw(st.integers(1, len(pred)))]
+    if draw(st.booleans()):
+        pred = pred[: draw(st.integers(0, len(pred)))] if nulls else pred[: max(1, len(pred) - 2)]
+    if not pred and not nulls:
+        pred = gold[:1]
+    return gold, pred
+
+
+def pure(gold: list[Any], pred: list[Any], ordered: bool) -> tm.TableComparison:
+    return tm.TableComparison(
+        ResultTable(["c"] * len(gold[0]) if gold else [], gold),
+        ResultTable(["c"] * len(pred[0]) if pred else [], pred),
+        order_matters=ordered,
+    )
+
+
+def assert_same(fast: Any, ref: tm.TableComparison) -> None:
+    ex, perm, bird, soft, cell, overlap = fast
+    assert (ex, perm, bird) == (ref.ex, ref.perm, ref.bird_ex)
+    # repr: bit-for-bit floats (== would accept -0.0 for 0.0)
+    assert repr((soft, cell, overlap)) == repr((float(ref.soft), ref.cell, float(ref.overlap)))
+
+
+@pytest.fixture()
+def pure_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tm, "FAST_MIN_CELLS", 10**18)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=table_pairs(ANY_FAMILIES, nulls=True), ordered=st.booleans())
+def test_fast_path_is_exact_or_declines(pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None) -> None:
+    gold, pred = pair
+    fast = _table_fast.compare(gold, pred, ordered)
+    if fast is not None:
+        assert_same(fast, pure(gold, pred, ordered))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=table_pairs(PLAIN_FAMILIES, nulls=False), ordered=st.booleans())
+def test_fast_path_accepts_plain_values(pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None) -> None:
+    gold, pred = pair
+    fast = _table_fast.compare(gold, pred, ordered)
+    assert fast is not None
+    assert_same(fast, pure(gold, pred, ordered))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pair=table_pairs(ANY_FAMILIES, nulls=True), ordered=st.booleans())
+def test_table_comparison_same_with_fast_path_on(
+    pair: tuple[list[Any], list[Any]], ordered: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gold, pred = pair
+    monkeypatch.setattr(tm, "FAST_MIN_CELLS", 10**18)
+    ref = pure(gold, pred, ordered)
+    monkeypatch.setattr(tm, "FAST_MIN_CELLS", 0)
+    got = pure(gold, pred, ordered)
+    assert repr(got.metrics()) == repr(ref.metrics())
+    assert got.details() == ref.details()
+    assert got.diff() == ref.diff()
+
+
+def _bench_tables(n: int) -> dict[str, tuple[ResultTable, ResultTable, bool]]:
+    import random
+
+    def row(i: int) -> tuple[Any, ...]:
+        return (i, f"name{i % 5_000}", (i % 1000) / 8)
+
+    order = list(range(n))
+    random.Random(1).shuffle(order)
+    gold = ResultTable(["id", "name", "score"], [row(i) for i in range(n)])
+    return {
+        "identical": (gold, ResultTable(gold.columns, [row(i) for i in range(n)]), True),
+        "permuted": (
+            gold,
+            ResultTable(["score", "id", "name"], [(r[2], r[0], r[1]) for r in map(row, order)]),
+            False,
+        ),
+        "one_differs": (
+            gold,
+            ResultTable(gold.columns, [row(i) if i != order[0] else (-1, "x", 0.5) for i in order]),
+            False,
+        ),
+    }
+
+
+@pytest.mark.parametrize("scenario", ["identical", "permuted", "one_differs"])
+def test_benchmark_scenarios_same_results(scenario: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    gold, pred, ordered = _bench_tables(50_000)[scenario]
+    assert _table_fast.compare(gold.rows, pred.rows, ordered) is not None  # not declined
+    monkeypatch.setattr(tm, "FAST_MIN_CELLS", 10**18)
+    ref = tm.compare_tables(gold, pred, order_matters=ordered)
+    monkeypatch.setattr(tm, "FAST_MIN_CELLS", 0)
+    got = tm.compare_tables(gold, pred, order_matters=ordered)
+    assert repr(got.metrics()) == repr(ref.metrics())
+    assert got.details() == ref.details()
+    assert got.perm == ref.perm
+
+
+def test_duplicates_and_nulls_at_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lexsort grouping (no unique column): duplicate rows, NULLs, int + float mixes."""
+    gold = [(i % 97, None if i % 13 == 0 else f"s{i % 7}", float(i % 5)) for i in range(20_000)]
+    pred = [(float(r[0]), r[1], r[2]) if i % 3 else r for i, r in enumerate(reversed(gold))]
+    pred[5] = (1000, "zz", 9.0)  # EX fails (a match of int with float cells would decline)
+    for ordered in (False, True):
+        fast = _table_fast.compare(gold, pred, ordered)
+        assert fast is not None
+        monkeypatch.setattr(tm, "FAST_MIN_CELLS", 10**18)
+        assert_same(fast, pure(gold, pred, ordered))
+
+
+def test_small_tables_do_not_import_numpy() -> None:
+    code = (
+        "import sys\n"
+        "from pytest_queryeval.metrics.table import table_metrics\n"
+        "from pytest_queryeval.results import ResultTable\n"
+        "g = ResultTable(['a', 'b'], [(1, 'x'), (2, 'y'), (3, None)])\n"
+        "p = ResultTable(['b', 'a'], [('y', 2), ('x', 1), (None, 3)])\n"
+        "m = table_metrics(g, p, order_matters=False)\n"
+        "assert m['execution_accuracy'] == 1.0, m\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
