@@ -61,19 +61,53 @@ def _is_num_str(s: str) -> bool:
         return False
 
 
+class _Strings:
+    """The strings of every column of both tables. A string's code is its ``hash()``, used only
+    once :meth:`check` has found the hashes injective on these strings (and None)."""
+
+    def __init__(self) -> None:
+        self.cols: dict[int, _Col] = {}
+        self._ok: bool | None = None
+        self._numlike: bool | None = None
+        self._distinct: set[Any] | None = None
+
+    def distinct(self) -> set[Any]:
+        if self._distinct is None:
+            self._distinct = set()
+            for c in self.cols.values():
+                self._distinct.update(c.py)
+        return self._distinct
+
+    def check(self) -> None:
+        """Decline unless equal codes mean equal strings."""
+        if self._ok is None:
+            codes = np.sort(np.concatenate([c.code for c in self.cols.values()]))
+            n_codes = int(np.count_nonzero(codes[1:] != codes[:-1])) + 1
+            self._ok = n_codes == len(self.distinct())
+        if not self._ok:
+            raise _Decline
+
+    def numlike(self) -> bool:
+        """Some string spells a number (it could equal a str-cast int or float)."""
+        if self._numlike is None:
+            self._numlike = any(map(_is_num_str, self.distinct() - {None}))
+        return self._numlike
+
+
 class _Col:
     """One column: its kind, codes and NULL mask, built lazily."""
 
     __slots__ = (
-        "_argsort", "_code", "_numlike", "_sorted", "cast_code", "cast_kind", "f", "kind",
-        "mask", "n", "negzero", "py", "types",
+        "_argsort", "_code", "_sorted", "cast_code", "cast_kind", "f", "kind",
+        "mask", "n", "negzero", "py", "strings", "types",
     )
 
-    def __init__(self, py: list[Any], types: set[type]) -> None:
+    def __init__(self, py: list[Any], types: set[type], strings: _Strings) -> None:
         if not types <= _ALLOWED:
             raise _Decline
         n = self.n = len(py)
         self.py = py
+        self.strings = strings
         self.types = types
         nonnull = types - {_NoneType}
         has_none = _NoneType in types
@@ -84,13 +118,13 @@ class _Col:
         self._code: IntArr | None = None
         self._sorted: IntArr | None = None
         self._argsort: NDArray[np.intp] | None = None
-        self._numlike: bool | None = None
         self.negzero = False
         if not nonnull:
             self.kind, self.cast_kind = _Z, _M
             self._code = self.cast_code = np.zeros(n, np.int64)
         elif nonnull == {str}:
             self.kind, self.cast_kind = _S, _SC
+            strings.cols[id(self)] = self
         elif str in nonnull:
             raise _Decline
         else:
@@ -115,7 +149,7 @@ class _Col:
 
     @property
     def code(self) -> IntArr:
-        """Raw equality codes (strings: their hash, checked injective by the caller)."""
+        """Raw equality codes (strings: their hash, see :class:`_Strings`)."""
         if self._code is None:
             self._code = np.fromiter(map(hash, self.py), np.int64, self.n)
             if self.kind == _S:
@@ -149,11 +183,17 @@ class _Col:
         s = self.sorted_codes()
         return bool(np.all(s[1:] != s[:-1]))
 
-    def numlike(self) -> bool:
-        """Some string here spells a number (it could equal a str-cast int or float)."""
-        if self._numlike is None:
-            self._numlike = any(map(_is_num_str, {v for v in set(self.py) if v is not None}))
-        return self._numlike
+
+def _matching(a: _Col, b: _Col) -> tuple[Index, Index]:
+    """Row indices pairing equal cells of two unique columns with equal value sets."""
+    if a.types == b.types == {int}:
+        assert a.f is not None and b.f is not None
+        lo, hi = int(a.f.min()), int(a.f.max())
+        if hi - lo <= 4 * a.n:  # direct addressing instead of two argsorts
+            pos = np.empty(hi - lo + 1, np.intp)
+            pos[b.f.astype(np.int64) - lo] = np.arange(b.n)
+            return None, pos[a.f.astype(np.int64) - lo]
+    return a.argsort(), b.argsort()
 
 
 def _take(a: NDArray[Any], idx: Index) -> NDArray[Any]:
@@ -181,29 +221,18 @@ class _Ctx:
 
     def __init__(self, g: list[_Col], p: list[_Col]) -> None:
         self.g, self.p = g, p
-        self._str_ok: bool | None = None
-
-    def check_strings(self) -> None:
-        """String hashes must be injective over every string (and None) of both tables."""
-        if self._str_ok is None:
-            cols = [c for c in (*self.g, *{id(c): c for c in self.p}.values()) if c.kind == _S]
-            seen: set[Any] = set()
-            for c in {id(c): c for c in cols}.values():
-                seen.update(c.py)
-            codes = np.concatenate([c.code for c in cols]) if cols else np.zeros(0, np.int64)
-            self._str_ok = len(np.unique(codes)) == len(seen)
-        if not self._str_ok:
-            raise _Decline
 
     def raw_eq(self, a: _Col, ia: Index, b: _Col, ib: Index) -> BoolArr | None:
         """``a[ia] == b[ib]`` cell by cell (None: never equal)."""
+        if a is b and ia is ib:  # whitelisted cells equal themselves (no NaN)
+            return np.ones(a.n if ia is None else len(ia), np.bool_)
         am, bm = _mask(a, ia), _mask(b, ib)
         if a.kind == b.kind != _Z:
             if a.kind == _N:
                 assert a.f is not None and b.f is not None
                 e = _take(a.f, ia) == _take(b.f, ib)
             else:
-                self.check_strings()
+                a.strings.check()
                 e = _take(a.code, ia) == _take(b.code, ib)
             return _combine(e, am, bm)
         if am is None or bm is None:
@@ -212,16 +241,17 @@ class _Ctx:
 
     def cast_eq(self, a: _Col, ia: Index, b: _Col, ib: Index) -> BoolArr | None:
         """``str_cast(a)[ia] == str_cast(b)[ib]`` cell by cell (None: never equal)."""
+        if a is b and ia is ib:
+            return np.ones(a.n if ia is None else len(ia), np.bool_)
         am, bm = _mask(a, ia), _mask(b, ib)
         if a.cast_kind == b.cast_kind != _M:
             if a.cast_kind == _SC:
-                self.check_strings()
+                a.strings.check()
             e = _take(a.get_cast_code(), ia) == _take(b.get_cast_code(), ib)
             return _combine(e, am, bm)
         kinds = {a.cast_kind, b.cast_kind}
         if _SC in kinds and kinds & {_I, _F}:
-            s = a if a.cast_kind == _SC else b
-            if s.numlike():
+            if a.strings.numlike():
                 raise _Decline
         if am is None or bm is None:
             return None
@@ -237,7 +267,7 @@ class _Ctx:
         if a.kind != b.kind:
             return False
         if a.kind == _S:
-            self.check_strings()
+            a.strings.check()
         return bool(np.array_equal(a.sorted_codes(), b.sorted_codes()))
 
     def col_set_eq(self, a: _Col, b: _Col) -> bool:
@@ -248,7 +278,7 @@ class _Ctx:
         if a.kind != b.kind:
             return False
         if a.kind == _S:
-            self.check_strings()
+            a.strings.check()
         sa, sb = a.sorted_codes(), b.sorted_codes()
         ua = sa[np.concatenate(([True], sa[1:] != sa[:-1]))]
         ub = sb[np.concatenate(([True], sb[1:] != sb[:-1]))]
@@ -259,8 +289,8 @@ class _Ctx:
         keys: list[NDArray[Any]] = []
         for c in cols:
             kind = c.cast_kind if cast else c.kind
-            if (kind == _S and not cast) or kind == _SC:
-                self.check_strings()
+            if kind in (_S, _SC):
+                c.strings.check()
             if kind == (_M if cast else _Z):
                 keys += [np.full(c.n, 9, np.int64), np.zeros(c.n, np.int64)]
                 continue
@@ -291,9 +321,7 @@ class _Ctx:
         if multiset:
             for a, b in pairs:
                 if a.unique():  # b is too (equal column multisets): the matching is forced
-                    if a.kind == _S:
-                        self.check_strings()
-                    oa, ob = a.argsort(), b.argsort()
+                    oa, ob = _matching(a, b)
                     for a2, b2 in pairs:
                         if a2 is not a:
                             e = self.raw_eq(a2, oa, b2, ob)
@@ -341,7 +369,10 @@ def _positional(
     np_ = p[0].n if pi is None else len(pi)
     m = min(ng, np_)
     ig = None if gi is None and ng == m else (np.arange(m) if gi is None else gi[:m])
-    ip = None if pi is None and np_ == m else (np.arange(m) if pi is None else pi[:m])
+    if p is g and pi is gi:
+        ip = ig
+    else:
+        ip = None if pi is None and np_ == m else (np.arange(m) if pi is None else pi[:m])
     wg, wp = len(g), len(p)
     e = [[eq(pj, ip, gk, ig) for gk in g] for pj in p]
 
@@ -499,7 +530,8 @@ def _compare(
     gpy, ppy = _columns(gold_rows), _columns(pred_rows)
     if len(gpy) * len(ppy) > 64:
         raise _Decline
-    g = [_Col(c, set(map(type, c))) for c in gpy]
+    strings = _Strings()
+    g = [_Col(c, set(map(type, c)), strings) for c in gpy]
     ng, npr = len(gold_rows), len(pred_rows)
     if ng == npr and len(gpy) == len(ppy) and _identical(g, ppy):
         ctx = _Ctx(g, g)
@@ -509,7 +541,7 @@ def _compare(
         cell = _positional(ctx.cast_eq, g, gci, g, gci, ng, True)
         has_cell = any(c.kind != _Z for c in g)
         return True, tuple(range(len(g))), True, soft, cell, 1.0 if has_cell else 0.0
-    p = [_Col(c, set(map(type, c))) for c in ppy]
+    p = [_Col(c, set(map(type, c)), strings) for c in ppy]
     ctx = _Ctx(g, p)
     ex, perm = False, None
     if ng == npr and len(g) == len(p):
@@ -552,14 +584,15 @@ def _common(a: IntArr, b: IntArr) -> int:
         return 0
     ua, ca = np.unique(a, return_counts=True)
     ub, cb = np.unique(b, return_counts=True)
-    _, ia, ib = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
-    return int(np.minimum(ca[ia], cb[ib]).sum())
+    ib = np.minimum(np.searchsorted(ub, ua), len(ub) - 1)
+    hit = ub[ib] == ua
+    return int(np.minimum(ca[hit], cb[ib[hit]]).sum())
 
 
 def _overlap(ctx: _Ctx) -> float:
     """``table._overlap``: multiset overlap of the non-NULL cells / gold's non-NULL cells."""
     if any(c.kind == _S for c in (*ctx.g, *ctx.p)):
-        ctx.check_strings()
+        ctx.g[0].strings.check()
     gn, gs = _nonnull(ctx.g, _N), _nonnull(ctx.g, _S)
     total_gold = len(gn) + len(gs)
     if total_gold == 0:
