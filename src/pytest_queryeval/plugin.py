@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalF
     return None
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE, None)
+    if state is not None:
+        state.freeze_if_large()  # the items pytest made after the last file
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     rep = yield
@@ -175,6 +183,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     started = config.stash.get(_T0, time.time())
     try:
+        if state.gc_frozen:
+            gc.freeze()  # the last cases' records and reports
         finish_session(session, state, started, int(exitstatus))
     except QueryEvalError as exc:
         config.stash[_ERRORS] = [*config.stash.get(_ERRORS, []), exc.reason()]
@@ -203,7 +213,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"error: {line}", red=True)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own end-of-run gc.collect(), which is then cheap
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is not None:
+        state.unfreeze()
     for name in config.stash.get(_CUSTOM_KINDS, []):
         kind_registry.unregister(name)
 
