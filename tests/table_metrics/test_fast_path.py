@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 pytest.importorskip("numpy")
 
-from pytest_queryeval.metrics import _table_fast  # noqa: E402
-from pytest_queryeval.metrics import table as tm  # noqa: E402
-from pytest_queryeval.results import ResultTable  # noqa: E402
+from pytest_queryeval.metrics import _table_fast
+from pytest_queryeval.metrics import table as tm
+from pytest_queryeval.results import ResultTable
 
 INTS = [0, 1, 2, -1, 7]
 FLOATS = [0.0, -0.0, 1.0, 0.5, 2.5, 7.0]
@@ -26,7 +26,14 @@ ODD = [True, False, 2**60, float("nan"), Decimal("1.0"), Decimal(1), b"a"]
 #: when EX matches an int column with a float one: test-suite EX then sorts cells by type).
 PLAIN_FAMILIES = [INTS, [0.5, 2.5, 7.25, 1e20], ["a", "b", "c", "ab"]]
 ANY_FAMILIES = [
-    *PLAIN_FAMILIES, FLOATS, STRS, INTS + FLOATS, INTS + FLOATS[2:], INTS + STRS, ODD + INTS, [None]
+    *PLAIN_FAMILIES,
+    FLOATS,
+    STRS,
+    INTS + FLOATS,
+    INTS + FLOATS[2:],
+    INTS + STRS,
+    ODD + INTS,
+    [None],
 ]
 
 
@@ -36,7 +43,7 @@ def table_pairs(draw: Any, families: list[list[Any]], nulls: bool) -> tuple[list
     w = draw(st.integers(1, 4))
     pools = [draw(st.sampled_from(families)) for _ in range(w)]
     if nulls:
-        pools = [pool + [None] if draw(st.booleans()) else pool for pool in pools]
+        pools = [[*pool, None] if draw(st.booleans()) else pool for pool in pools]
     n = draw(st.integers(1 if not nulls else 0, 40))
     gold = [tuple(draw(st.sampled_from(pool)) for pool in pools) for _ in range(n)]
     pred = list(gold)
@@ -75,14 +82,16 @@ def assert_same(fast: Any, ref: tm.TableComparison) -> None:
     assert repr((soft, cell, overlap)) == repr((float(ref.soft), ref.cell, float(ref.overlap)))
 
 
-@pytest.fixture()
+@pytest.fixture
 def pure_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tm, "FAST_MIN_CELLS", 10**18)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pair=table_pairs(ANY_FAMILIES, nulls=True), ordered=st.booleans())
-def test_fast_path_is_exact_or_declines(pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None) -> None:
+def test_fast_path_is_exact_or_declines(
+    pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None
+) -> None:
     gold, pred = pair
     fast = _table_fast.compare(gold, pred, ordered)
     if fast is not None:
@@ -91,7 +100,9 @@ def test_fast_path_is_exact_or_declines(pair: tuple[list[Any], list[Any]], order
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pair=table_pairs(PLAIN_FAMILIES, nulls=False), ordered=st.booleans())
-def test_fast_path_accepts_plain_values(pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None) -> None:
+def test_fast_path_accepts_plain_values(
+    pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None
+) -> None:
     gold, pred = pair
     fast = _table_fast.compare(gold, pred, ordered)
     assert fast is not None

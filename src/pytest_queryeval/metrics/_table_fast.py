@@ -69,14 +69,15 @@ class _Strings:
         self.cols: dict[int, _Col] = {}
         self._ok: bool | None = None
         self._numlike: bool | None = None
-        self._distinct: set[Any] | None = None
+        #: Distinct strings seen so far; ``pending`` columns are not in it yet.
+        self.seen: set[Any] = set()
+        self.pending: list[_Col] = []
 
     def distinct(self) -> set[Any]:
-        if self._distinct is None:
-            self._distinct = set()
-            for c in self.cols.values():
-                self._distinct.update(c.py)
-        return self._distinct
+        for c in self.pending:
+            self.seen.update(c.py)
+        self.pending.clear()
+        return self.seen
 
     def check(self) -> None:
         """Decline unless equal codes mean equal strings."""
@@ -98,11 +99,26 @@ class _Col:
     """One column: its kind, codes and NULL mask, built lazily."""
 
     __slots__ = (
-        "_argsort", "_code", "_sorted", "cast_code", "cast_kind", "f", "kind",
-        "mask", "n", "negzero", "py", "strings", "types",
+        "_argsort",
+        "_code",
+        "_sorted",
+        "cast_code",
+        "cast_kind",
+        "f",
+        "kind",
+        "mask",
+        "n",
+        "negzero",
+        "py",
+        "strings",
+        "types",
     )
 
-    def __init__(self, py: list[Any], types: set[type], strings: _Strings) -> None:
+    def __init__(
+        self, py: list[Any], types: set[type], strings: _Strings, pre: NDArray[Any] | None = None
+    ) -> None:
+        """``pre``: the column's float64 values (numbers, no NULL) or hashes (str only), when
+        :func:`_build` already computed them."""
         if not types <= _ALLOWED:
             raise _Decline
         n = self.n = len(py)
@@ -125,15 +141,21 @@ class _Col:
         elif nonnull == {str}:
             self.kind, self.cast_kind = _S, _SC
             strings.cols[id(self)] = self
+            strings.pending.append(self)
+            if pre is not None and not has_none:
+                self._code = self.cast_code = pre
         elif str in nonnull:
             raise _Decline
         else:
             self.kind = _N
-            vals = [0 if v is None else v for v in py] if has_none else py
-            try:
-                f = np.fromiter(vals, np.float64, n)
-            except OverflowError:
-                raise _Decline from None
+            if pre is not None and not has_none:
+                f = pre
+            else:
+                vals = [0 if v is None else v for v in py] if has_none else py
+                try:
+                    f = np.fromiter(vals, np.float64, n)
+                except OverflowError:
+                    raise _Decline from None
             if float in nonnull:
                 if np.isnan(f).any():
                     raise _Decline
@@ -176,10 +198,21 @@ class _Col:
             self._argsort = np.argsort(self.code, kind="stable")
         return self._argsort
 
+    def value_range(self) -> tuple[float, float]:
+        """(min, max) of the non-NULL numbers (compared with ==, so -0.0 is 0.0)."""
+        assert self.f is not None
+        f = self.f if self.mask is None else self.f[~self.mask]
+        return (float(f.min()), float(f.max())) if len(f) else (0.0, 0.0)
+
     def unique(self) -> bool:
         """No NULL and all values distinct: then every row of the table is distinct."""
         if self.kind == _Z or self.nulls:
             return False
+        if self.types == {int} and self._sorted is None:
+            assert self.f is not None
+            lo, hi = self.value_range()
+            if hi - lo <= 4 * self.n:  # counting instead of sorting
+                return bool(np.bincount((self.f - lo).astype(np.intp)).max() <= 1)
         s = self.sorted_codes()
         return bool(np.all(s[1:] != s[:-1]))
 
@@ -187,7 +220,8 @@ class _Col:
 def _matching(a: _Col, b: _Col) -> tuple[Index, Index]:
     """Row indices pairing equal cells of two unique columns with equal value sets."""
     if a.types == b.types == {int}:
-        assert a.f is not None and b.f is not None
+        assert a.f is not None
+        assert b.f is not None
         lo, hi = int(a.f.min()), int(a.f.max())
         if hi - lo <= 4 * a.n:  # direct addressing instead of two argsorts
             pos = np.empty(hi - lo + 1, np.intp)
@@ -229,7 +263,8 @@ class _Ctx:
         am, bm = _mask(a, ia), _mask(b, ib)
         if a.kind == b.kind != _Z:
             if a.kind == _N:
-                assert a.f is not None and b.f is not None
+                assert a.f is not None
+                assert b.f is not None
                 e = _take(a.f, ia) == _take(b.f, ib)
             else:
                 a.strings.check()
@@ -250,9 +285,8 @@ class _Ctx:
             e = _take(a.get_cast_code(), ia) == _take(b.get_cast_code(), ib)
             return _combine(e, am, bm)
         kinds = {a.cast_kind, b.cast_kind}
-        if _SC in kinds and kinds & {_I, _F}:
-            if a.strings.numlike():
-                raise _Decline
+        if _SC in kinds and kinds & {_I, _F} and a.strings.numlike():
+            raise _Decline
         if am is None or bm is None:
             return None
         return am & bm
@@ -268,6 +302,8 @@ class _Ctx:
             return False
         if a.kind == _S:
             a.strings.check()
+        elif a.value_range() != b.value_range():  # cheap exact negative, no sort
+            return False
         return bool(np.array_equal(a.sorted_codes(), b.sorted_codes()))
 
     def col_set_eq(self, a: _Col, b: _Col) -> bool:
@@ -362,7 +398,12 @@ def _seqsum(a: NDArray[np.float64]) -> float:
 
 def _positional(
     eq: Callable[[_Col, Index, _Col, Index], BoolArr | None],
-    g: list[_Col], gi: Index, p: list[_Col], pi: Index, n_gold: int, set_precision: bool,
+    g: list[_Col],
+    gi: Index,
+    p: list[_Col],
+    pi: Index,
+    n_gold: int,
+    set_precision: bool,
 ) -> PositionalF1:
     """``table._positional`` on de-duplicated rows ``gi`` / ``pi`` (None: all rows)."""
     ng = g[0].n if gi is None else len(gi)
@@ -409,13 +450,55 @@ def _positional(
     return PositionalF1(float(f1), float(precision), float(recall), float(set_prec))
 
 
-def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+#: Rows per chunk of :func:`_build`: the cells of a chunk stay in the CPU cache between the
+#: passes (transpose, type check, conversion), which matters for rows in shuffled memory order.
+_CHUNK = 512
+_NUMBERS = frozenset({int, float})
+
+
+def _build(
+    rows: Sequence[Sequence[Any]], strings: _Strings, convert: bool = True
+) -> tuple[list[list[Any]], list[set[type]], list[NDArray[Any] | None]]:
+    """Columns, their cell types and (``convert``) their float64 values or string hashes, built
+    chunk by chunk in one sweep over the rows; declines ragged or non-sequence rows."""
     try:
-        w = len(rows[0])
-        if w == 0 or set(map(len, rows)) != {w}:
+        n, w = len(rows), len(rows[0])
+        if w == 0:
             raise _Decline
-        return [list(map(operator.itemgetter(k), rows)) for k in range(w)]
-    except (TypeError, IndexError, KeyError):
+        getters = [operator.itemgetter(k) for k in range(w)]
+        cols: list[list[Any]] = [[] for _ in range(w)]
+        types: list[set[type]] = [set() for _ in range(w)]
+        pre: list[NDArray[Any] | None] = [None] * w
+        live = [convert] * w
+        for start in range(0, n, _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            if set(map(len, chunk)) != {w}:
+                raise _Decline
+            end = start + len(chunk)
+            for k in range(w):
+                c = list(map(getters[k], chunk))
+                cols[k] += c
+                t = set(map(type, c))
+                types[k] |= t
+                if not live[k]:
+                    continue
+                if t <= _NUMBERS:
+                    a = pre[k]
+                    if a is None:
+                        a = pre[k] = np.empty(n, np.float64)
+                    a[start:end] = np.fromiter(c, np.float64, len(c))
+                elif t == {str}:
+                    a = pre[k]
+                    if a is None:
+                        a = pre[k] = np.empty(n, np.int64)
+                    a[start:end] = np.fromiter(map(hash, c), np.int64, len(c))
+                else:
+                    live[k] = False
+        for k in range(w):
+            if not live[k] or not (types[k] <= _NUMBERS or types[k] == {str}):
+                pre[k] = None
+        return cols, types, pre
+    except (TypeError, IndexError, KeyError, OverflowError):
         raise _Decline from None
 
 
@@ -497,16 +580,23 @@ def _quick_rej_implied(ctx: _Ctx, perm: Sequence[int]) -> bool:
     return True
 
 
-def _identical(g: list[_Col], pcols: list[list[Any]]) -> bool:
+def _likely_identical(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]]) -> bool:
+    """Same shape and equal first and last rows: then the columns are compared before
+    anything is converted (identical tables need no conversion of the prediction)."""
+    if len(gold) != len(pred) or len(gold[0]) != len(pred[0]):
+        return False
+    return all(tuple(gold[i]) == tuple(pred[i]) for i in (0, -1))
+
+
+def _identical(g: list[_Col], pcols: list[list[Any]], ptypes: list[set[type]]) -> bool:
     """Pred equals gold cell for cell, same types, no negative zero: one set of columns."""
-    for c, py in zip(g, pcols, strict=True):
-        if c.negzero or len(c.types - {_NoneType}) > 1 or c.py != py:
-            return False
-        if set(map(type, py)) != c.types:
+    for c, py, types in zip(g, pcols, ptypes, strict=True):
+        if c.negzero or len(c.types - {_NoneType}) > 1 or types != c.types or c.py != py:
             return False
         if float in c.types:
-            f = np.fromiter((0.0 if v is None else v for v in py) if c.mask is not None else py,
-                            np.float64, len(py))
+            f = np.fromiter(
+                (0.0 if v is None else v for v in py) if c.mask is not None else py, np.float64, len(py)
+            )
             if np.any(np.signbit(f) & (f == 0)):
                 return False
     return True
@@ -518,22 +608,23 @@ def compare(
     """(ex, perm, bird_ex, soft_f1, cell PositionalF1, percent_overlap), or None to decline."""
     try:
         return _compare(gold_rows, pred_rows, order_matters)
-    except _Decline:
+    except (_Decline, TypeError):  # TypeError: rows that are not sequences
         return None
 
 
-def _compare(
-    gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[Any]], ordered: bool
-) -> Result:
+def _compare(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[Any]], ordered: bool) -> Result:
     if not gold_rows or not pred_rows:
         raise _Decline
-    gpy, ppy = _columns(gold_rows), _columns(pred_rows)
-    if len(gpy) * len(ppy) > 64:
+    if len(gold_rows[0]) * len(pred_rows[0]) > 64:
         raise _Decline
     strings = _Strings()
-    g = [_Col(c, set(map(type, c)), strings) for c in gpy]
+    likely = _likely_identical(gold_rows, pred_rows)
+    gbuilt = _build(gold_rows, strings, convert=not likely)
+    g = [_Col(py, t, strings, a) for py, t, a in zip(*gbuilt, strict=True)]
     ng, npr = len(gold_rows), len(pred_rows)
-    if ng == npr and len(gpy) == len(ppy) and _identical(g, ppy):
+    pbuilt = _build(pred_rows, strings, convert=not likely)
+    ppy, ptypes = pbuilt[0], pbuilt[1]
+    if likely and _identical(g, ppy, ptypes):
         ctx = _Ctx(g, g)
         gi = ctx.first_rows(g, cast=False)
         gci = gi if gi is None else ctx.first_rows(g, cast=True)
@@ -541,7 +632,7 @@ def _compare(
         cell = _positional(ctx.cast_eq, g, gci, g, gci, ng, True)
         has_cell = any(c.kind != _Z for c in g)
         return True, tuple(range(len(g))), True, soft, cell, 1.0 if has_cell else 0.0
-    p = [_Col(c, set(map(type, c)), strings) for c in ppy]
+    p = [_Col(py, t, strings, a) for py, t, a in zip(*pbuilt, strict=True)]
     ctx = _Ctx(g, p)
     ex, perm = False, None
     if ng == npr and len(g) == len(p):
@@ -566,10 +657,7 @@ def _compare(
     gci = None if gi is None else ctx.first_rows(g, cast=True)
     pci = None if pi is None else ctx.first_rows(p, cast=True)
     cell = _positional(ctx.cast_eq, g, gci, p, pci, ng, True)
-    if ex:
-        overlap = 1.0 if any(c.kind != _Z for c in g) else 0.0
-    else:
-        overlap = _overlap(ctx)
+    overlap = (1.0 if any(c.kind != _Z for c in g) else 0.0) if ex else _overlap(ctx)
     return ex, perm, bird, soft, cell, overlap
 
 
