@@ -12,12 +12,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, permutations
 from math import perm
 from operator import attrgetter, itemgetter
 from typing import Any, Literal
 
-from pytest_queryeval.metrics._alignment_search import Matrices, best_mapping, entity_f1, multiset_tp, row_f1
+from pytest_queryeval.metrics._alignment_search import (
+    Matrices,
+    best_mapping,
+    entity_f1,
+    f1_of,
+    multiset_tp,
+    np_mean,
+    row_f1,
+)
 from pytest_queryeval.results import ResultTable, Term
 
 __all__ = [
@@ -266,15 +274,21 @@ def alignment_details(
         entity, row = 0.0, 0.0
         details.mapping, details._perm = [], ()
     else:
-        mats = Matrices.build(g.codes, p.codes, g.entities, p.entities)
-        found = best_mapping(g.codes, p.codes, mats, len(book.norm_of))
         details.permutations = perm(np_, ng)
-        details.nodes, details.leaves = found.nodes, found.leaves
-        details._perm = found.perm
-        details.mapping = [(p.names[j], g.names[i]) for i, j in enumerate(found.perm)]
-        details.row_tp = found.tp
-        row = row_f1(found.tp, g.n_rows, p.n_rows)
-        entity, details.entity_precision, details.entity_recall = entity_f1(mats, found.perm)
+        if details.permutations <= _SMALL_PERMS and g.n_rows + p.n_rows <= _SMALL_ROWS:
+            best, tp, (entity, details.entity_precision, details.entity_recall) = \
+                _reference_search(g, p)
+            details.nodes = details.leaves = details.permutations
+        else:
+            mats = Matrices.build(g.codes, p.codes, g.entities, p.entities)
+            found = best_mapping(g.codes, p.codes, mats, len(book.norm_of))
+            details.nodes, details.leaves = found.nodes, found.leaves
+            best, tp = found.perm, found.tp
+            entity, details.entity_precision, details.entity_recall = entity_f1(mats, best)
+        details._perm = best
+        details.mapping = [(p.names[j], g.names[i]) for i, j in enumerate(best)]
+        details.row_tp = tp
+        row = row_f1(tp, g.n_rows, p.n_rows)
 
     details.metrics = {
         "arity_f1": arity,
@@ -283,6 +297,34 @@ def alignment_details(
         "exact_match_f1": _exact_match(g, p),
     }
     return details
+
+
+#: Up to this many column mappings and rows (both sides), the reference's own loop over every
+#: permutation is cheaper than setting up the branch and bound (most CI suites: a few rows).
+_SMALL_PERMS = 6
+_SMALL_ROWS = 64
+
+
+def _reference_search(g: _Side, p: _Side) -> tuple[tuple[int, ...], int, tuple[float, float, float]]:
+    """BuildingQA's loop itself: every permutation in itertools order, first best kept."""
+    gold_rows = Counter(zip(*g.codes, strict=True))
+    inter = [[len(ge & pe) for pe in p.entities] for ge in g.entities]
+    precision = [[t / len(pe) if pe else 1.0 for t, pe in zip(row, p.entities, strict=True)]
+                 for row in inter]
+    recall = [[t / len(ge) if ge else 1.0 for t in row]
+              for row, ge in zip(inter, g.entities, strict=True)]
+    best: tuple[int, ...] = ()
+    best_key = (-1.0, -1.0)
+    best_tp = 0
+    best_entity = (0.0, 0.0, 0.0)
+    for candidate in permutations(range(len(p.names)), len(g.names)):
+        tp = multiset_tp(gold_rows, Counter(zip(*(p.codes[j] for j in candidate), strict=True)))
+        ep = np_mean([precision[i][j] for i, j in enumerate(candidate)])
+        er = np_mean([recall[i][j] for i, j in enumerate(candidate)])
+        key = (row_f1(tp, g.n_rows, p.n_rows), f1_of(ep, er))
+        if key > best_key:
+            best, best_key, best_tp, best_entity = candidate, key, tp, (key[1], ep, er)
+    return best, best_tp, best_entity
 
 
 def _exact_match(g: _Side, p: _Side) -> float:
