@@ -81,17 +81,36 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber) -> Any:
     """One walk doing ``scrubber.data(_relative_paths(_safe(value), prefix))``.
 
     JSON-safe copy (NaN/inf -> null, unknown objects -> their ``str``), machine paths made
-    rootdir-relative in string values (not in keys), every string (keys too) scrubbed.
+    rootdir-relative in string values (not in keys), every string (keys too) scrubbed. Exact
+    type checks come first: this walks every value of every record.
     """
-    if isinstance(value, str):
-        return scrubber.text(value.replace(prefix, ""))
-    if isinstance(value, float):
+    t = type(value)
+    if t is str:
+        return scrubber.text(value.replace(prefix, "") if prefix in value else value)
+    if t is float:
         return value if math.isfinite(value) else None
+    if t is int or t is bool or value is None:
+        return value
+    if t is dict:
+        text = scrubber.text
+        out = {}
+        for k, v in value.items():
+            tv = type(v)
+            if tv is float:  # metric dicts: nothing but floats
+                out[text(k) if type(k) is str else text(str(k))] = \
+                    v if math.isfinite(v) else None
+            else:
+                out[text(k) if type(k) is str else text(str(k))] = _clean(v, prefix, scrubber)
+        return out
+    if isinstance(value, str):
+        return _clean(str(value), prefix, scrubber)
+    if isinstance(value, float):
+        return _clean(float(value), prefix, scrubber)
     if isinstance(value, dict):
-        return {scrubber.text(str(k)): _clean(v, prefix, scrubber) for k, v in value.items()}
+        return _clean(dict(value), prefix, scrubber)
     if isinstance(value, list | tuple | set | frozenset):
         return [_clean(v, prefix, scrubber) for v in value]
-    if value is None or isinstance(value, int):  # bool is an int
+    if isinstance(value, int):  # an int subclass other than bool
         return value
     return scrubber.text(str(value).replace(prefix, ""))
 
