@@ -1,0 +1,43 @@
+"""The JSON report's text: the same data as ``json.dumps(_safe(report))``, one case per line."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_queryeval.report.json_report import _safe, dumps
+
+leaves = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(),
+                   st.text(max_size=8))
+values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3)
+                      | st.tuples(inner, inner)
+                      | st.dictionaries(st.one_of(st.text(max_size=5), st.integers(0, 3)), inner,
+                                        max_size=3), max_leaves=12)
+records = st.dictionaries(st.text(max_size=6), values, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(head=st.dictionaries(st.text(max_size=6).filter(lambda k: k != "cases"), values,
+                            max_size=4),
+       cases=st.lists(records, max_size=5))
+def test_same_data_as_json_dumps_and_one_line_per_case(head: dict[str, Any],
+                                                        cases: list[dict[str, Any]]) -> None:
+    report = {**head, "cases": cases}
+    text = dumps(report)
+    assert json.loads(text) == json.loads(json.dumps(_safe(report)))
+    assert text.endswith("}\n")
+    if cases:
+        lines = text.split("\n")  # str.splitlines also splits at U+0085, U+2028...
+        start = lines.index('  "cases": [')
+        assert [json.loads(line.strip().rstrip(",")) for line in lines[start + 1:start + 1 + len(cases)]] \
+            == json.loads(json.dumps(_safe(cases)))
+        assert lines[start + 1 + len(cases)] in ("  ]", "  ],")
+
+
+def test_non_finite_floats_become_null_inside_a_case() -> None:
+    text = dumps({"version": 1, "cases": [{"m": {"a": math.nan, "b": -math.inf, "c": 0.5}}]})
+    assert '    {"m": {"a": null, "b": null, "c": 0.5}}' in text.split("\n")
