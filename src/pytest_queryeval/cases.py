@@ -253,7 +253,8 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
     for key in ("gold_result", "predicted_result"):
         if key in merged and merged[key] is not None:
             try:
-                setattr(case, key, ResultTable.from_recorded(plain(merged[key])))
+                data = case.raw[key] if key in entry else plain(merged[key])  # copied once
+                setattr(case, key, ResultTable.from_recorded(data))
             except (ValueError, TypeError, AttributeError, KeyError) as exc:
                 errors.add(entry, key, kp(key), str(exc))
 

@@ -285,8 +285,16 @@ def load_file(path: Path, display: str | None = None) -> Any:
     return load_text(text, name)
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """Strip location wrappers (for JSON output and for handing data to user code)."""
+    t = type(value)
+    if t is LocDict or t is dict:
+        return {k: v if type(v) in _LEAVES else plain(v) for k, v in value.items()}
+    if t is LocList or t is list:
+        return [v if type(v) in _LEAVES else plain(v) for v in value]
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list):
