@@ -81,10 +81,9 @@ class _Strings:
 
     def check(self) -> None:
         """Decline unless equal codes mean equal strings."""
-        if self._ok is None:
-            codes = np.sort(np.concatenate([c.code for c in self.cols.values()]))
-            n_codes = int(np.count_nonzero(codes[1:] != codes[:-1])) + 1
-            self._ok = n_codes == len(self.distinct())
+        if self._ok is None:  # the codes are the hashes of the distinct strings
+            distinct = self.distinct()
+            self._ok = len(set(map(hash, distinct))) == len(distinct)
         if not self._ok:
             raise _Decline
 
@@ -666,6 +665,31 @@ def _nonnull(cols: list[_Col], kind: int) -> IntArr:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
+def _numbers(cols: list[_Col]) -> NDArray[np.float64]:
+    parts = [c.f if c.mask is None else c.f[~c.mask] for c in cols if c.f is not None]
+    return np.concatenate(parts) + 0.0 if parts else np.zeros(0)  # + 0.0: -0.0 is 0.0
+
+
+def _common_numbers(a: NDArray[np.float64], b: NDArray[np.float64]) -> int:
+    """:func:`_common` on numbers: integral values in a dense range are counted with
+    ``bincount`` (no sort), the others through their (canonical) bit patterns."""
+    if not len(a) or not len(b):
+        return 0
+    ia = np.isfinite(a) & (a == np.floor(a))
+    ib = np.isfinite(b) & (b == np.floor(b))
+    ints_a, ints_b = a[ia], b[ib]
+    if len(ints_a) and len(ints_b):
+        lo = min(float(ints_a.min()), float(ints_b.min()))
+        hi = max(float(ints_a.max()), float(ints_b.max()))
+        if hi - lo <= 4 * (len(a) + len(b)):
+            size = int(hi - lo) + 1
+            ca = np.bincount((ints_a - lo).astype(np.intp), minlength=size)
+            cb = np.bincount((ints_b - lo).astype(np.intp), minlength=size)
+            rest = _common(a[~ia].view(np.int64), b[~ib].view(np.int64))
+            return int(np.minimum(ca, cb).sum()) + rest
+    return _common(a.view(np.int64), b.view(np.int64))
+
+
 def _common(a: IntArr, b: IntArr) -> int:
     """Size of the multiset intersection of two code arrays."""
     if not len(a) or not len(b):
@@ -681,9 +705,9 @@ def _overlap(ctx: _Ctx) -> float:
     """``table._overlap``: multiset overlap of the non-NULL cells / gold's non-NULL cells."""
     if any(c.kind == _S for c in (*ctx.g, *ctx.p)):
         ctx.g[0].strings.check()
-    gn, gs = _nonnull(ctx.g, _N), _nonnull(ctx.g, _S)
+    gn, gs = _numbers(ctx.g), _nonnull(ctx.g, _S)
     total_gold = len(gn) + len(gs)
     if total_gold == 0:
         return 0.0
-    total = _common(gn, _nonnull(ctx.p, _N)) + _common(gs, _nonnull(ctx.p, _S))
+    total = _common_numbers(gn, _numbers(ctx.p)) + _common(gs, _nonnull(ctx.p, _S))
     return total / total_gold
