@@ -55,6 +55,7 @@ class State:
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     custom_metrics: dict[str, set[str]] = field(default_factory=dict)
     registered_marks: set[str] = field(default_factory=set)
+    marks: dict[str, pytest.MarkDecorator | None] = field(default_factory=dict)
     gc_frozen: bool = False
     cases_run: int = 0
 
@@ -91,12 +92,16 @@ class State:
 
     def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None:
         """A marker for a YAML name, registered on the fly so ``--strict-markers`` holds."""
-        if not _MARK.match(name):
-            return None
-        if name not in self.registered_marks:
-            self.config.addinivalue_line("markers", f"{name}: {help_text}")
-            self.registered_marks.add(name)
-        return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+        mark = self.marks.get(name)
+        if mark is not None or name in self.marks:
+            return mark
+        if _MARK.match(name):
+            if name not in self.registered_marks:
+                self.config.addinivalue_line("markers", f"{name}: {help_text}")
+                self.registered_marks.add(name)
+            mark = getattr(pytest.mark, name)
+        self.marks[name] = mark
+        return mark
 
 
 STATE = pytest.StashKey[State]()
