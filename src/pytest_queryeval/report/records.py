@@ -22,6 +22,7 @@ def _resolved(path: Path) -> Path:
     return path.resolve()
 
 
+@lru_cache(maxsize=256)
 def _display(path: Path, rootdir: Path) -> str:
     try:
         return str(_resolved(path).relative_to(rootdir))
@@ -95,12 +96,16 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber) -> Any:
         text = scrubber.text
         out = {}
         for k, v in value.items():
+            key = text(k) if type(k) is str else text(str(k))
             tv = type(v)
             if tv is float:  # metric dicts: nothing but floats
-                out[text(k) if type(k) is str else text(str(k))] = \
-                    v if math.isfinite(v) else None
+                out[key] = v if math.isfinite(v) else None
+            elif v is None or tv is int or tv is bool:
+                out[key] = v
+            elif tv is str:
+                out[key] = text(v.replace(prefix, "") if prefix in v else v)
             else:
-                out[text(k) if type(k) is str else text(str(k))] = _clean(v, prefix, scrubber)
+                out[key] = _clean(v, prefix, scrubber)
         return out
     if isinstance(value, str):
         return _clean(str(value), prefix, scrubber)
