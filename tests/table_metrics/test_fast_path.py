@@ -37,8 +37,21 @@ ANY_FAMILIES = [
 ]
 
 
+def _retype(v: Any) -> Any:
+    """An equal value of another type or sign: 1 / 1.0, 0.0 / -0.0 (EX and the str cast differ)."""
+    if type(v) is int and abs(v) < 2**53:
+        return float(v)
+    if type(v) is float and v == 0.0:
+        return -v
+    if type(v) is float and v.is_integer():
+        return int(v)
+    return v
+
+
 @st.composite
-def table_pairs(draw: Any, families: list[list[Any]], nulls: bool) -> tuple[list[Any], list[Any]]:
+def table_pairs(
+    draw: Any, families: list[list[Any]], nulls: bool, retype: bool = True
+) -> tuple[list[Any], list[Any]]:
     """A gold table and a prediction derived from it (shuffled, permuted, edited, duplicated)."""
     w = draw(st.integers(1, 4))
     pools = [draw(st.sampled_from(families)) for _ in range(w)]
@@ -54,6 +67,12 @@ def table_pairs(draw: Any, families: list[list[Any]], nulls: bool) -> tuple[list
             i, j = draw(st.integers(0, len(pred) - 1)), draw(st.integers(0, w - 1))
             row = list(pred[i])
             row[j] = draw(st.sampled_from(pools[j]))
+            pred[i] = tuple(row)
+    for _ in range(draw(st.integers(0, 2)) if retype else 0):  # equal, other type: 1 / 1.0
+        if pred:
+            i, j = draw(st.integers(0, len(pred) - 1)), draw(st.integers(0, w - 1))
+            row = list(pred[i])
+            row[j] = _retype(row[j])
             pred[i] = tuple(row)
     if w > 1 and draw(st.booleans()):
         perm = draw(st.permutations(range(w)))
@@ -88,22 +107,40 @@ def pure_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pair=table_pairs(ANY_FAMILIES, nulls=True), ordered=st.booleans())
+@given(
+    pair=table_pairs(ANY_FAMILIES, nulls=True),
+    ordered=st.booleans(),
+    chunk=st.sampled_from([1, 2, 3, 7, 512]),
+)
 def test_fast_path_is_exact_or_declines(
-    pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None
+    pair: tuple[list[Any], list[Any]],
+    ordered: bool,
+    chunk: int,
+    pure_only: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     gold, pred = pair
+    monkeypatch.setattr(_table_fast, "_CHUNK", chunk)  # columns built over several chunks
     fast = _table_fast.compare(gold, pred, ordered)
     if fast is not None:
         assert_same(fast, pure(gold, pred, ordered))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pair=table_pairs(PLAIN_FAMILIES, nulls=False), ordered=st.booleans())
+@given(
+    pair=table_pairs(PLAIN_FAMILIES, nulls=False, retype=False),
+    ordered=st.booleans(),
+    chunk=st.sampled_from([1, 3, 512]),
+)
 def test_fast_path_accepts_plain_values(
-    pair: tuple[list[Any], list[Any]], ordered: bool, pure_only: None
+    pair: tuple[list[Any], list[Any]],
+    ordered: bool,
+    chunk: int,
+    pure_only: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     gold, pred = pair
+    monkeypatch.setattr(_table_fast, "_CHUNK", chunk)
     fast = _table_fast.compare(gold, pred, ordered)
     assert fast is not None
     assert_same(fast, pure(gold, pred, ordered))
@@ -122,6 +159,30 @@ def test_table_comparison_same_with_fast_path_on(
     assert repr(got.metrics()) == repr(ref.metrics())
     assert got.details() == ref.details()
     assert got.diff() == ref.diff()
+
+
+TRICKY = [
+    ([(1,), (2,)], [(1.0,), (2,)]),  # EX: equal values, test-suite's quick reject sees types
+    ([(0.0, "a")], [(-0.0, "a")]),
+    ([(1, 1.5)], [(1.0, 1.5)]),  # sorted by str+type: (1.5, 1) vs (1.0, 1.5): EX fails
+    ([(0.0, -1)], [(-0.0, -1)]),  # (-1, 0.0) vs (-0.0, -1)
+    ([(1, "a"), (2, "b")], [("b", 2.0), ("a", 1)]),
+    ([(1, "1"), (2, "2")], [(1, "1"), (2, "2")]),  # "1" is str(1): the cast could collide
+    ([(1, None), (None, "x")], [(None, "x"), (1, None)]),
+    ([(None,), (None,)], [(None,)]),
+    ([(True,), (1,)], [(1,), (True,)]),
+    ([(2**60,)], [(2**60,)]),
+    ([(float("nan"),)], [(float("nan"),)]),
+    ([(1, 2), (1, 2)], [(2, 1), (1, 2), (1, 2)]),
+]
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize(("gold", "pred"), TRICKY)
+def test_tricky_pairs(gold: list[Any], pred: list[Any], ordered: bool, pure_only: None) -> None:
+    fast = _table_fast.compare(gold, pred, ordered)
+    if fast is not None:
+        assert_same(fast, pure(gold, pred, ordered))
 
 
 def _bench_tables(n: int) -> dict[str, tuple[ResultTable, ResultTable, bool]]:

@@ -388,11 +388,13 @@ class _Ctx:
         return np.sort(np.minimum.reduceat(order, starts))
 
 
-def _seqsum(a: NDArray[np.float64]) -> float:
-    """``sum(a.tolist())`` bit for bit."""
-    if _SEQUENTIAL_SUM:
+def _seqsum(a: NDArray[np.float64], pad: int = 0, count: int = 0) -> float:
+    """``sum(a.tolist() + [pad] * count)`` bit for bit (the reference pads with ints)."""
+    if _SEQUENTIAL_SUM:  # int items are added as doubles too
+        if count:
+            a = np.concatenate((a, np.full(count, float(pad))))
         return float(np.cumsum(a)[-1]) + 0.0 if len(a) else 0.0
-    return float(sum(a.tolist()))
+    return float(sum(a.tolist() + [pad] * count))
 
 
 def _positional(
@@ -431,11 +433,9 @@ def _positional(
     for v in in_p:
         found += v
     extra = ng - np_
-    pad0, pad1 = np.zeros(abs(extra)), np.ones(abs(extra))
-    match = np.concatenate((hits / wg, pad0))
-    pred_only = np.concatenate(((wp - hits) / wg, pad1 if extra < 0 else pad0))
-    truth_only = np.concatenate(((wg - found) / wg, pad1 if extra > 0 else pad0))
-    tp, fp, fn = _seqsum(match), _seqsum(pred_only), _seqsum(truth_only)
+    tp = _seqsum(hits / wg, 0, abs(extra))
+    fp = _seqsum((wp - hits) / wg, int(extra < 0), abs(extra))
+    fn = _seqsum((wg - found) / wg, int(extra > 0), abs(extra))
     precision = tp / (tp + fp) if tp + fp > 0 else 0
     recall = tp / (tp + fn) if tp + fn > 0 else 0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0
