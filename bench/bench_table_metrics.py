@@ -14,6 +14,10 @@ same tables:
 - Denodo: ``pandas.DataFrame(rows).astype(str)`` + the same loops, and ``percent_overlapp`` on
   ``DataFrame.values`` (skipped, and said so, when pandas is missing).
 
+``table_metrics`` takes its numpy fast path on these tables when numpy is installed (the
+``fast`` extra) and its pure-Python path otherwise; the header line says which. The reference
+side does not depend on it.
+
 A fully naive pairwise multiset comparison (``list.remove`` per row, O(n^2)) cannot run at a
 million rows; it is timed on small tables and extrapolated quadratically (printed as such).
 Tables are built the way a driver returns them: fresh tuples allocated in result order.
@@ -194,7 +198,13 @@ def main() -> None:
         denodo_note = "Denodo part uses pandas, as the reference does"
     except ImportError:
         denodo_note = "pandas missing: reference timing EXCLUDES the Denodo metrics"
-    print(f"rows={args.rows:,}  repeat={args.repeat} (reference {ref_repeat})  {denodo_note}")
+    try:
+        import numpy  # noqa: F401
+
+        ours_note = "ours: numpy fast path"
+    except ImportError:
+        ours_note = "ours: pure Python (numpy missing)"
+    print(f"rows={args.rows:,}  repeat={args.repeat} (reference {ref_repeat})  {denodo_note}; {ours_note}")
     print(f"{'scenario':38s} {'ours (s)':>10s} {'reference (s)':>14s} {'ratio':>8s}")
     for name, (gold, pred, ordered) in build(args.rows).items():
         ours = median_time(

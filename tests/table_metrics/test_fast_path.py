@@ -247,3 +247,17 @@ def test_small_tables_do_not_import_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_without_numpy_the_pure_path_runs() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['numpy'] = None  # import numpy now fails\n"
+        "from pytest_queryeval.metrics import table as tm\n"
+        "from pytest_queryeval.results import ResultTable\n"
+        "tm.FAST_MIN_CELLS = 0\n"
+        "g = ResultTable(['a'], [(1,), (2,)])\n"
+        "m = tm.table_metrics(g, ResultTable(['a'], [(2,), (1,)]), order_matters=False)\n"
+        "assert m['execution_accuracy'] == 1.0 and tm._fast_module is False, m\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

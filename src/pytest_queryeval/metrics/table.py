@@ -11,7 +11,8 @@ Each metric reproduces a published reference digit for digit, quirks included (s
   reported as fractions instead of percentages.
 
 Everything is hash based (``Counter``/``set``/``dict``) and linear in the number of cells; no row
-is ever compared with every other row.
+is ever compared with every other row. Large tables take an exact numpy fast path
+(``_table_fast``, see :func:`_fast_compare`) when numpy is installed.
 """
 
 from __future__ import annotations
@@ -822,9 +823,12 @@ def _fast_compare(
 ) -> tuple[bool, tuple[int, ...] | None, bool, float, PositionalF1, float] | None:
     """The fast path's results for large tables, or None (too small, no numpy, declined)."""
     global _fast_module
-    cells = (len(gold_rows) * len(gold_rows[0]) if gold_rows else 0) + (
-        len(pred_rows) * len(pred_rows[0]) if pred_rows else 0
-    )
+    try:
+        cells = (len(gold_rows) * len(gold_rows[0]) if gold_rows else 0) + (
+            len(pred_rows) * len(pred_rows[0]) if pred_rows else 0
+        )
+    except TypeError:  # rows without a length: the pure path decides
+        return None
     if cells < FAST_MIN_CELLS or _fast_module is False:
         return None
     if _fast_module is None:
