@@ -66,7 +66,6 @@ class _Strings:
     once :meth:`check` has found the hashes injective on these strings (and None)."""
 
     def __init__(self) -> None:
-        self.cols: dict[int, _Col] = {}
         self._ok: bool | None = None
         self._numlike: bool | None = None
         #: Distinct strings seen so far; ``pending`` columns are not in it yet.
@@ -139,7 +138,6 @@ class _Col:
             self._code = self.cast_code = np.zeros(n, np.int64)
         elif nonnull == {str}:
             self.kind, self.cast_kind = _S, _SC
-            strings.cols[id(self)] = self
             strings.pending.append(self)
             if pre is not None and not has_none:
                 self._code = self.cast_code = pre
