@@ -233,15 +233,27 @@ def test_f1_family_matches_naive_transcription(
     from pytest_queryeval.metrics.table import str_cast_rows
 
     gold, pred, ordered = data
-    m = table_metrics(T(gold), T(pred), order_matters=ordered)
-    soft, _ = naive_positional(gold, pred)
-    assert m["soft_f1"] == (1.0 if not gold and not pred else soft)
-    cell, subset = naive_positional(str_cast_rows(gold), str_cast_rows(pred))
-    assert m["cell_f1"] == cell
-    assert m["percent_subset"] == subset
-    assert m["percent_overlap"] == naive_overlap(gold, pred)
-    assert m["bird_ex"] == float(set(gold) == set(pred))
-    assert m["same_row_count"] == float(len(gold) == len(pred))
+    for m in both_positional_paths(lambda: table_metrics(T(gold), T(pred), order_matters=ordered)):
+        soft, _ = naive_positional(gold, pred)
+        assert m["soft_f1"] == (1.0 if not gold and not pred else soft)
+        cell, subset = naive_positional(str_cast_rows(gold), str_cast_rows(pred))
+        assert m["cell_f1"] == cell
+        assert m["percent_subset"] == subset
+        assert m["percent_overlap"] == naive_overlap(gold, pred)
+        assert m["bird_ex"] == float(set(gold) == set(pred))
+        assert m["same_row_count"] == float(len(gold) == len(pred))
+
+
+def both_positional_paths(score: Any) -> list[dict[str, float]]:
+    """The metrics with the row loop small tables take, and with the column vectors."""
+    from unittest import mock
+
+    from pytest_queryeval.metrics import table
+
+    out = [score()]
+    with mock.patch.object(table, "_ROWWISE_MAX_ROWS", 0):
+        out.append(score())
+    return out
 
 
 @settings(max_examples=200, deadline=None)
@@ -252,9 +264,9 @@ def test_f1_family_matches_naive_transcription(
 def test_f1_family_different_widths(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]]) -> None:
     from pytest_queryeval.metrics.table import str_cast_rows
 
-    m = table_metrics(T(gold), T(pred), order_matters=False)
-    soft, _ = naive_positional(gold, pred)
-    assert m["soft_f1"] == (1.0 if not gold and not pred else soft)
-    cell_f1, subset = naive_positional(str_cast_rows(gold), str_cast_rows(pred))
-    assert (m["cell_f1"], m["percent_subset"]) == (cell_f1, subset)
-    assert m["percent_overlap"] == naive_overlap(gold, pred)
+    for m in both_positional_paths(lambda: table_metrics(T(gold), T(pred), order_matters=False)):
+        soft, _ = naive_positional(gold, pred)
+        assert m["soft_f1"] == (1.0 if not gold and not pred else soft)
+        cell_f1, subset = naive_positional(str_cast_rows(gold), str_cast_rows(pred))
+        assert (m["cell_f1"], m["percent_subset"]) == (cell_f1, subset)
+        assert m["percent_overlap"] == naive_overlap(gold, pred)
