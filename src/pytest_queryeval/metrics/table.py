@@ -90,7 +90,7 @@ class CompareOptions:
     def from_config(cls, value: Any) -> CompareOptions:
         """Validate a case's ``compare:`` mapping; ValueError names the offending key."""
         if value is None:
-            return cls()
+            return _DEFAULT_OPTIONS if cls is CompareOptions else cls()
         if isinstance(value, CompareOptions):
             return value
         if not isinstance(value, Mapping):
@@ -125,7 +125,7 @@ class CompareOptions:
 
     @property
     def is_default(self) -> bool:
-        return self == _DEFAULT_OPTIONS
+        return self is _DEFAULT_OPTIONS or self == _DEFAULT_OPTIONS
 
     def normalise(self, value: Any) -> Any:
         """One cell, normalised; None and bool are never touched."""
@@ -152,6 +152,8 @@ class CompareOptions:
 
     def to_config(self) -> dict[str, Any]:
         """The non-default options, as a case file would spell them."""
+        if self is _DEFAULT_OPTIONS:
+            return {}
         return {
             f.name: getattr(self, f.name)
             for f in fields(self)
