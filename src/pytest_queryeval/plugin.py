@@ -135,7 +135,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     record = item.stash.get(RECORD, None)
     if record is None:
         record = _fallback_record(item)
-    record = dict(record)
+    record = {**record}
     record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
                                       hasattr(rep, "wasxfail"))
     rep.queryeval = record  # travels to the xdist controller with the report
