@@ -94,9 +94,12 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber) -> Any:
         return value
     if t is dict:
         text = scrubber.text
+        quiet = not scrubber.secrets  # then only URL passwords can need masking
         out = {}
         for k, v in value.items():
-            key = text(k) if type(k) is str else text(str(k))
+            if type(k) is not str:
+                k = str(k)
+            key = k if quiet and "://" not in k else text(k)
             tv = type(v)
             if tv is float:  # metric dicts: nothing but floats
                 out[key] = v if math.isfinite(v) else None
