@@ -171,6 +171,11 @@ class _Side:
     entities: list[frozenset[str]]  # per column: distinct raw value strings, '' for unbound
 
 
+#: normalize_value results across calls: a suite's values repeat from case to case.
+_NORMALIZED: dict[str, str] = {}
+_NORMALIZED_MAX = 100_000
+
+
 class _Codebook:
     """Shared integer ids for normalised values, so gold and predicted rows hash alike."""
 
@@ -183,7 +188,11 @@ class _Codebook:
         by_raw = self.by_raw
         for s in set(raw).difference(by_raw):
             assert s is not None
-            n = normalize_value(s)
+            n = _NORMALIZED.get(s)
+            if n is None:
+                if len(_NORMALIZED) >= _NORMALIZED_MAX:
+                    _NORMALIZED.clear()
+                n = _NORMALIZED[s] = normalize_value(s)
             code = self.by_norm.get(n)
             if code is None:
                 code = self.by_norm[n] = len(self.norm_of)
