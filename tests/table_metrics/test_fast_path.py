@@ -184,6 +184,16 @@ def test_tricky_pairs(gold: list[Any], pred: list[Any], ordered: bool, pure_only
         assert_same(fast, pure(gold, pred, ordered))
 
 
+@pytest.mark.parametrize("rows", [
+    [{"a": 1, "b": 2}, {"a": 1, "b": 2}],  # dict rows would transpose to their keys
+    ["ab", "cd"],  # str rows to their characters
+    [(1, 2), (3,)],  # ragged
+    [(1, 2), [3, 4], (5, 6, 7)],
+])
+def test_rows_that_are_not_rectangular_tuples_decline(rows: list[Any]) -> None:
+    assert _table_fast.compare(rows, rows, False) is None
+
+
 def _bench_tables(n: int) -> dict[str, tuple[ResultTable, ResultTable, bool]]:
     import random
 

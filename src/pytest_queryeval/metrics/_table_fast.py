@@ -451,6 +451,7 @@ def _positional(
 #: passes (transpose, type check, conversion), which matters for rows in shuffled memory order.
 _CHUNK = 512
 _NUMBERS = frozenset({int, float})
+_ROW_TYPES = frozenset({tuple, list})
 
 
 def _build(
@@ -462,18 +463,22 @@ def _build(
         n, w = len(rows), len(rows[0])
         if w == 0:
             raise _Decline
-        getters = [operator.itemgetter(k) for k in range(w)]
         cols: list[list[Any]] = [[] for _ in range(w)]
         types: list[set[type]] = [set() for _ in range(w)]
         pre: list[NDArray[Any] | None] = [None] * w
         live = [convert] * w
         for start in range(0, n, _CHUNK):
             chunk = rows[start : start + _CHUNK]
-            if set(map(len, chunk)) != {w}:
+            if not set(map(type, chunk)) <= _ROW_TYPES:
+                raise _Decline
+            try:  # one C call transposes the chunk; strict: ragged rows decline
+                transposed = list(zip(*chunk, strict=True))
+            except ValueError:
+                raise _Decline from None
+            if len(transposed) != w:
                 raise _Decline
             end = start + len(chunk)
-            for k in range(w):
-                c = list(map(getters[k], chunk))
+            for k, c in enumerate(transposed):
                 cols[k] += c
                 t = set(map(type, c))
                 types[k] |= t
