@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import gc
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,44 +16,13 @@ from .cases import load_cases
 from .config import ConfigFinder
 from .engine import Session, run_case
 from .errors import ConfigError
+from .gcpolicy import FreezePolicy, gc_paused
 from .model import Case, Threshold
 from .report.records import case_record
 from .report.terminal import failure_text
 
 _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
 RECORD = pytest.StashKey[dict[str, Any]]()
-#: From this many collected cases on, what collection built (parsed YAML, cases, items) is
-#: moved out of the cyclic GC's way (``gc.freeze``) until the session ends: it lives that long
-#: anyway, and re-scanning it in every full collection cost ~0.1 ms per case at 10,000 cases.
-FREEZE_MIN_CASES = 1000
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC while a case file is parsed: it only allocates objects that stay alive."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-_EXIT_FREEZE: list[bool] = []
-
-
-def _freeze_at_exit() -> None:
-    """At interpreter exit, keep the finalizer's collections off the session's objects.
-
-    Python's shutdown runs full collections over everything still alive (pytest keeps its
-    session alive to the end): ~2 s of a 10,000-case run, for objects that die with the process.
-    Registered once, only by sessions large enough to have frozen; runs at exit only, so
-    in-process runs (pytester, IDEs) are unaffected until then.
-    """
-    if not _EXIT_FREEZE:
-        _EXIT_FREEZE.append(True)
-        atexit.register(gc.freeze)
 
 
 @dataclass
@@ -73,27 +40,7 @@ class State:
     custom_metrics: dict[str, set[str]] = field(default_factory=dict)
     registered_marks: set[str] = field(default_factory=set)
     marks: dict[str, pytest.MarkDecorator | None] = field(default_factory=dict)
-    gc_frozen: bool = False
-    cases_run: int = 0
-
-    def freeze_if_large(self) -> None:
-        if len(self.session.cases) >= FREEZE_MIN_CASES:
-            gc.freeze()
-            self.gc_frozen = True
-
-    def case_done(self) -> None:
-        """Every FREEZE_MIN_CASES cases, freeze what the run keeps (records, reports) too."""
-        self.cases_run += 1
-        if self.gc_frozen and self.cases_run % FREEZE_MIN_CASES == 0:
-            gc.freeze()
-
-    def unfreeze(self) -> None:
-        """Hand the frozen objects back to the GC (pytest's end-of-run collections need them)."""
-        if self.gc_frozen:
-            self.gc_frozen = False
-            gc.unfreeze()
-            _freeze_at_exit()
-
+    gc: FreezePolicy = field(default_factory=FreezePolicy)
 
     def is_metric(self, kind: str, name: str) -> bool:
         if name in kind_registry.TIMING_METRICS or name in self.custom_metrics.get(kind, ()):
@@ -137,9 +84,9 @@ class CaseFailure(Exception):
 class QueryEvalFile(pytest.File):
     def collect(self) -> Any:
         state = self.config.stash[STATE]
-        with _gc_paused():
+        with gc_paused():  # parsing allocates objects that stay alive, and no cycles
             items = list(self._collect(state))
-        state.freeze_if_large()
+        state.gc.after_collection(len(state.session.cases))
         return items
 
     def _collect(self, state: State) -> Iterator[pytest.Item]:
@@ -199,7 +146,7 @@ class QueryEvalItem(pytest.Item):
         record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
                              state.session.scrubber)
         self.stash[RECORD] = record
-        state.case_done()
+        state.gc.after_case()
         if state.junit_properties:
             self.user_properties.append(("queryeval.kind", self.case.kind))
             if self.case.difficulty:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -122,7 +121,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalF
 def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
     if state is not None:
-        state.freeze_if_large()  # the items pytest made after the last file
+        state.gc.after_collection(len(state.session.cases))  # items made after the last file
 
 
 @pytest.hookimpl(wrapper=True)
@@ -183,8 +182,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     started = config.stash.get(_T0, time.time())
     try:
-        if state.gc_frozen:
-            gc.freeze()  # the last cases' records and reports
+        state.gc.before_finish()
         finish_session(session, state, started, int(exitstatus))
     except QueryEvalError as exc:
         config.stash[_ERRORS] = [*config.stash.get(_ERRORS, []), exc.reason()]
@@ -217,7 +215,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is not None:
-        state.unfreeze()
+        state.gc.release()
     for name in config.stash.get(_CUSTOM_KINDS, []):
         kind_registry.unregister(name)
 

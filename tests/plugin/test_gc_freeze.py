@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_queryeval import collect
+from pytest_queryeval import gcpolicy
 
 from .conftest import GDP, MEX, dump, sdmx_case, selection
 
@@ -25,7 +25,7 @@ def pytest_sessionfinish(session):
 def test_collected_objects_are_frozen_for_the_run_and_released(
         suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, threshold: int,
         frozen: bool) -> None:
-    monkeypatch.setattr(collect, "FREEZE_MIN_CASES", threshold)
+    monkeypatch.setattr(gcpolicy, "FREEZE_MIN_CASES", threshold)
     suite.makeconftest(CONFTEST)
     suite.makefile(".yaml", test_big=dump({"kind": "sdmx", "cases": [
         sdmx_case(f"c{i}", selection(GDP), selection(GDP if i % 2 else MEX)) for i in range(7)]}))
@@ -37,6 +37,6 @@ def test_collected_objects_are_frozen_for_the_run_and_released(
     assert all(n > before for n in seen) is frozen
     assert gc.get_freeze_count() == before  # everything handed back to the GC
     if frozen:  # and frozen again at interpreter exit, where the finalizer would rescan it all
-        assert collect._EXIT_FREEZE == [True]
+        assert gcpolicy._EXIT_FREEZE == [True]
     report = json.loads((suite.path / "r.json").read_text())
     assert [c["metrics"]["macro_f1"] for c in report["cases"]] == [0.0, 1.0] * 3 + [0.0]

@@ -18,19 +18,18 @@ is ever compared with every other row. Large tables take an exact numpy fast pat
 from __future__ import annotations
 
 import datetime as _dt
-import gc
 import math
 import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from decimal import Decimal
 from functools import partial, reduce
 from itertools import chain, compress, product, repeat
 from typing import Any
 
+from ..gcpolicy import gc_paused
 from ..results import ResultTable
 
 Row = tuple[Any, ...]
@@ -802,18 +801,6 @@ def _overlap(gc: Counter[Any], pred_counts: Callable[[], Counter[Any]]) -> float
     return total / total_gold
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Millions of fresh row tuples trigger repeated full GC passes; none of them form cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 # --------------------------------------------------------------------------------------------
 # Optional numpy fast path (``_table_fast``) for large tables
 # --------------------------------------------------------------------------------------------
@@ -845,7 +832,7 @@ def _fast_compare(
             _fast_module = False
             return None
         _fast_module = _table_fast
-    with _gc_paused():
+    with gc_paused():
         result: tuple[bool, tuple[int, ...] | None, bool, float, PositionalF1, float] | None
         result = _fast_module.compare(gold_rows, pred_rows, order_matters)
     return result
@@ -882,7 +869,7 @@ class TableComparison:
         if fast is not None:
             self.ex, self.perm, self.bird_ex, self.soft, self.cell, self.overlap = fast
             return
-        with _gc_paused():
+        with gc_paused():
             self._gold = _Side(gold, self.opts)
             self._pred = _Side(pred, self.opts)
             self.ex, self.perm = _tsse_result_eq(self.gold, self.pred, order_matters)
@@ -956,14 +943,14 @@ class TableComparison:
     def gold(self) -> _Side:
         """The prepared gold side (built on first use when the fast path computed the metrics)."""
         if self._gold is None:
-            with _gc_paused():
+            with gc_paused():
                 self._gold = _Side(self.gold_table, self.opts)
         return self._gold
 
     @property
     def pred(self) -> _Side:
         if self._pred is None:
-            with _gc_paused():
+            with gc_paused():
                 self._pred = _Side(self.pred_table, self.opts)
         return self._pred
 
