@@ -113,21 +113,36 @@ class Matrices:
     ) -> Matrices:
         gcount = [Counter(c) for c in gold_codes]
         pcount = [Counter(c) for c in pred_codes]
-        precision, recall, single = [], [], []
-        for gi, ge in enumerate(gold_entities):
-            inter = [len(ge & pe) for pe in pred_entities]
-            sizes = [len(pe) for pe in pred_entities]
-            precision.append([t / n if n else 1.0 for t, n in zip(inter, sizes, strict=True)])
-            recall.append([t / len(ge) if ge else 1.0 for t in inter])
-            single.append([multiset_tp(gcount[gi], pc) for pc in pcount])
+        precision, recall = entity_matrices(gold_entities, pred_entities)
+        single = [[multiset_tp(gc, pc) for pc in pcount] for gc in gcount]
         return cls(precision, recall, single, [len(c) for c in gcount])
 
 
-def entity_f1(m: Matrices, perm: tuple[int, ...]) -> tuple[float, float, float]:
+def entity_matrices(
+    gold_entities: list[frozenset[str]], pred_entities: list[frozenset[str]]
+) -> tuple[list[list[float]], list[list[float]]]:
+    """Per (gold column, predicted column): entity precision and recall (1.0 for an empty set)."""
+    precision, recall = [], []
+    for ge in gold_entities:
+        inter = [len(ge & pe) for pe in pred_entities]
+        sizes = [len(pe) for pe in pred_entities]
+        precision.append([t / n if n else 1.0 for t, n in zip(inter, sizes, strict=True)])
+        recall.append([t / len(ge) if ge else 1.0 for t in inter])
+    return precision, recall
+
+
+def entity_scores(
+    precision: list[list[float]], recall: list[list[float]], perm: tuple[int, ...]
+) -> tuple[float, float, float]:
     """Entity-set F1 of a full mapping (gold position i -> predicted column perm[i]), with P̄, R̄."""
-    p = np_mean([m.precision[i][j] for i, j in enumerate(perm)])
-    r = np_mean([m.recall[i][j] for i, j in enumerate(perm)])
+    p = np_mean([precision[i][j] for i, j in enumerate(perm)])
+    r = np_mean([recall[i][j] for i, j in enumerate(perm)])
     return f1_of(p, r), p, r
+
+
+def entity_f1(m: Matrices, perm: tuple[int, ...]) -> tuple[float, float, float]:
+    """:func:`entity_scores` from the matrices."""
+    return entity_scores(m.precision, m.recall, perm)
 
 
 @dataclass(slots=True)

@@ -21,9 +21,9 @@ from pytest_queryeval.metrics._alignment_search import (
     Matrices,
     best_mapping,
     entity_f1,
-    f1_of,
+    entity_matrices,
+    entity_scores,
     multiset_tp,
-    np_mean,
     row_f1,
 )
 from pytest_queryeval.results import ResultTable, Term
@@ -317,22 +317,17 @@ _SMALL_ROWS = 64
 def _reference_search(g: _Side, p: _Side) -> tuple[tuple[int, ...], int, tuple[float, float, float]]:
     """BuildingQA's loop itself: every permutation in itertools order, first best kept."""
     gold_rows = Counter(zip(*g.codes, strict=True))
-    inter = [[len(ge & pe) for pe in p.entities] for ge in g.entities]
-    precision = [[t / len(pe) if pe else 1.0 for t, pe in zip(row, p.entities, strict=True)]
-                 for row in inter]
-    recall = [[t / len(ge) if ge else 1.0 for t in row]
-              for row, ge in zip(inter, g.entities, strict=True)]
+    precision, recall = entity_matrices(g.entities, p.entities)
     best: tuple[int, ...] = ()
     best_key = (-1.0, -1.0)
     best_tp = 0
     best_entity = (0.0, 0.0, 0.0)
     for candidate in permutations(range(len(p.names)), len(g.names)):
         tp = multiset_tp(gold_rows, Counter(zip(*(p.codes[j] for j in candidate), strict=True)))
-        ep = np_mean([precision[i][j] for i, j in enumerate(candidate)])
-        er = np_mean([recall[i][j] for i, j in enumerate(candidate)])
-        key = (row_f1(tp, g.n_rows, p.n_rows), f1_of(ep, er))
+        entity = entity_scores(precision, recall, candidate)
+        key = (row_f1(tp, g.n_rows, p.n_rows), entity[0])
         if key > best_key:
-            best, best_key, best_tp, best_entity = candidate, key, tp, (key[1], ep, er)
+            best, best_key, best_tp, best_entity = candidate, key, tp, entity
     return best, best_tp, best_entity
 
 
