@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .table import PositionalF1
+from .table import PositionalF1, search_assignment
 
 _NoneType = type(None)
 _ALLOWED = frozenset({int, float, str, _NoneType})
@@ -544,32 +544,14 @@ def _find_permutation(ctx: _Ctx, ordered: bool) -> tuple[int, ...] | None:
         if not found:
             return None
         candidates.append(found)
-    order = sorted(range(ncol), key=lambda i: len(candidates[i]))
-    chosen: dict[int, int] = {}
 
     def projection_ok(assigned: dict[int, int]) -> bool:
         return ctx.rows_relation([(g[i], p[assigned[i]]) for i in sorted(assigned)], True)
 
-    def search(depth: int, used: set[int]) -> bool:
-        if depth == ncol:
-            return ctx.rows_relation([(g[i], p[chosen[i]]) for i in range(ncol)], True)
-        i = order[depth]
-        options = [j for j in candidates[i] if j not in used]
-        for j in options:
-            chosen[i] = j
-            if len(options) > 1 and 0 < depth < ncol - 1 and not projection_ok(chosen):
-                del chosen[i]
-                continue
-            used.add(j)
-            if search(depth + 1, used):
-                return True
-            used.discard(j)
-            del chosen[i]
-        return False
+    def full_ok(perm: tuple[int, ...]) -> bool:
+        return ctx.rows_relation([(g[i], p[perm[i]]) for i in range(ncol)], True)
 
-    if search(0, set()):
-        return tuple(chosen[i] for i in range(ncol))
-    return None
+    return search_assignment(candidates, projection_ok, full_ok)
 
 
 def _quick_rej_implied(ctx: _Ctx, perm: Sequence[int]) -> bool:

@@ -377,8 +377,6 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
         if not found:
             return None
         candidates.append(found)
-    order = sorted(range(ncol), key=lambda i: len(candidates[i]))
-    chosen: dict[int, int] = {}
 
     def projection_ok(assigned: dict[int, int]) -> bool:
         gi = sorted(assigned)
@@ -386,12 +384,30 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
         pproj = Counter(zip(*(p.cols[assigned[i]] for i in gi), strict=True))
         return _same_counts(gproj, pproj)
 
+    def full_ok(perm: tuple[int, ...]) -> bool:
+        # p's distinct rows with their columns reordered: distinct again (perm is a bijection).
+        permuted = zip(map(operator.itemgetter(*perm), p.counter), p.counter.values(), strict=True)
+        return dict.__eq__(dict(permuted), g.counter) is True
+
+    return search_assignment(candidates, projection_ok, full_ok)
+
+
+def search_assignment(
+    candidates: list[list[int]],
+    projection_ok: Callable[[dict[int, int]], bool],
+    full_ok: Callable[[tuple[int, ...]], bool],
+) -> tuple[int, ...] | None:
+    """The first gold -> predicted column bijection (gold ``i`` takes one of ``candidates[i]``)
+    that ``full_ok`` accepts, or None. Gold columns with fewer candidates go first; a partial
+    assignment with a choice to make is pruned when ``projection_ok`` rejects it. Shared by the
+    pure and the numpy paths, so both return the same permutation."""
+    ncol = len(candidates)
+    order = sorted(range(ncol), key=lambda i: len(candidates[i]))
+    chosen: dict[int, int] = {}
+
     def search(depth: int, used: set[int]) -> bool:
         if depth == ncol:
-            perm = tuple(chosen[i] for i in range(ncol))
-            # p's distinct rows with their columns reordered: distinct again (perm is a bijection).
-            permuted = zip(map(operator.itemgetter(*perm), p.counter), p.counter.values(), strict=True)
-            return dict.__eq__(dict(permuted), g.counter) is True
+            return full_ok(tuple(chosen[i] for i in range(ncol)))
         i = order[depth]
         options = [j for j in candidates[i] if j not in used]
         for j in options:
