@@ -38,7 +38,6 @@ class State:
     ids: dict[str, str] = field(default_factory=dict)
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
     custom_metrics: dict[str, set[str]] = field(default_factory=dict)
-    registered_marks: set[str] = field(default_factory=set)
     marks: dict[str, pytest.MarkDecorator | None] = field(default_factory=dict)
     gc: FreezePolicy = field(default_factory=FreezePolicy)
 
@@ -61,10 +60,8 @@ class State:
         mark = self.marks.get(name)
         if mark is not None or name in self.marks:
             return mark
-        if _MARK.match(name):
-            if name not in self.registered_marks:
-                self.config.addinivalue_line("markers", f"{name}: {help_text}")
-                self.registered_marks.add(name)
+        if _MARK.match(name):  # first sight of the name: register it
+            self.config.addinivalue_line("markers", f"{name}: {help_text}")
             mark = getattr(pytest.mark, name)
         self.marks[name] = mark
         return mark

@@ -78,10 +78,14 @@ def _with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> d
     return aggregates
 
 
+def _case_dirs(records: list[dict[str, Any]]) -> set[Path]:
+    """The directories of the run's case files (one Path per file, not per record)."""
+    return {Path(path).parent for path in {str(r["path"]) for r in records if r.get("path")}}
+
+
 def _gates(state: State, records: list[dict[str, Any]]) -> list[Gate]:
     seen: dict[str, Gate] = {}
-    paths = {str(r.get("path")) for r in records if r.get("path")}  # one Path per file
-    for directory in sorted({Path(p).parent for p in paths}):
+    for directory in sorted(_case_dirs(records)):
         for key, gate in state.finder.for_directory(directory).gates.items():
             seen.setdefault(key, gate)
     return list(seen.values())
@@ -100,8 +104,8 @@ def _baseline_path(config: pytest.Config, state: State, records: list[dict[str, 
     value = str(config.getini("queryeval_baseline"))
     if Path(value).is_absolute() or "/" in value or "\\" in value:
         return (config.rootpath / value).resolve()
-    dirs = {Path(path).parent for path in {str(r["path"]) for r in records if r.get("path")}}
-    configs = sorted({p.parent for d in dirs for p in state.finder.for_directory(d).files},
+    configs = sorted({p.parent for d in _case_dirs(records)
+                      for p in state.finder.for_directory(d).files},
                      key=lambda p: len(p.parts))
     base = configs[0] if configs else config.rootpath
     return (base / value).resolve()
