@@ -17,6 +17,7 @@ sequential double accumulation, which ``np.cumsum`` reproduces; newer versions s
 from __future__ import annotations
 
 import operator
+import re
 import sys
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -61,6 +62,9 @@ def _is_num_str(s: str) -> bool:
         return False
 
 
+_NUMERIC_SPELLING = re.compile(r"(?:^|\x00)[-+.0-9aefin]+(?=\x00|\Z)")
+
+
 class _Strings:
     """The strings of every column of both tables. A string's code is its ``hash()``, used only
     once :meth:`check` has found the hashes injective on these strings (and None)."""
@@ -74,6 +78,7 @@ class _Strings:
 
     def distinct(self) -> set[Any]:
         for c in self.pending:
+            assert c.py is not None  # string columns are kept
             self.seen.update(c.py)
         self.pending.clear()
         return self.seen
@@ -89,7 +94,15 @@ class _Strings:
     def numlike(self) -> bool:
         """Some string spells a number (it could equal a str-cast int or float)."""
         if self._numlike is None:
-            self._numlike = any(map(_is_num_str, self.distinct() - {None}))
+            strs = self.distinct()
+            if None in strs:
+                strs = strs - {None}
+            # a C-speed filter first: a string that spells a number is made only of digits,
+            # signs, dots and the letters of e, inf and nan ("\x00" separates the strings; one
+            # inside a string can only add candidates)
+            self._numlike = bool(_NUMERIC_SPELLING.search("\x00".join(strs))) and any(
+                map(_is_num_str, strs)
+            )
         return self._numlike
 
 
@@ -113,13 +126,23 @@ class _Col:
     )
 
     def __init__(
-        self, py: list[Any], types: set[type], strings: _Strings, pre: NDArray[Any] | None = None
+        self,
+        py: list[Any] | None,
+        types: set[type],
+        strings: _Strings,
+        pre: NDArray[Any] | None = None,
+        n: int | None = None,
     ) -> None:
         """``pre``: the column's float64 values (numbers, no NULL) or hashes (str only), when
-        :func:`_build` already computed them."""
+        :func:`_build` already computed them; ``py`` (the cells) may then be None, with ``n``."""
         if not types <= _ALLOWED:
             raise _Decline
-        n = self.n = len(py)
+        if py is None:
+            assert pre is not None
+            assert n is not None
+        else:
+            n = len(py)
+        self.n = n
         self.py = py
         self.strings = strings
         self.types = types
@@ -127,6 +150,7 @@ class _Col:
         has_none = _NoneType in types
         self.mask: BoolArr | None = None
         if has_none:
+            assert py is not None
             self.mask = np.fromiter(map(operator.is_, py, repeat(None)), np.bool_, n)
         self.f: NDArray[np.float64] | None = None
         self._code: IntArr | None = None
@@ -148,6 +172,7 @@ class _Col:
             if pre is not None and not has_none:
                 f = pre
             else:
+                assert py is not None
                 vals = [0 if v is None else v for v in py] if has_none else py
                 try:
                     f = np.fromiter(vals, np.float64, n)
@@ -170,6 +195,7 @@ class _Col:
     def code(self) -> IntArr:
         """Raw equality codes (strings: their hash, see :class:`_Strings`)."""
         if self._code is None:
+            assert self.py is not None
             self._code = np.fromiter(map(hash, self.py), np.int64, self.n)
             if self.kind == _S:
                 self.cast_code = self._code
@@ -387,8 +413,13 @@ class _Ctx:
 
 
 def _seqsum(a: NDArray[np.float64], pad: int = 0, count: int = 0) -> float:
-    """``sum(a.tolist() + [pad] * count)`` bit for bit (the reference pads with ints)."""
+    """``sum(a.tolist() + [pad] * count)`` bit for bit (the reference pads with ints); ``a`` is
+    never negative."""
     if _SEQUENTIAL_SUM:  # int items are added as doubles too
+        # adding 0.0 to a sum of non-negative numbers leaves it as it is: zeros are skipped
+        zeros = a == 0
+        if zeros.any():
+            a = a[~zeros]
         if count:
             a = np.concatenate((a, np.full(count, float(pad))))
         return float(np.cumsum(a)[-1]) + 0.0 if len(a) else 0.0
@@ -451,19 +482,22 @@ def _positional(
 #: passes (transpose, type check, conversion), which matters for rows in shuffled memory order.
 _CHUNK = 512
 _NUMBERS = frozenset({int, float})
+_INT = frozenset({int})
+_STR = frozenset({str})
 _ROW_TYPES = frozenset({tuple, list})
 
 
 def _build(
     rows: Sequence[Sequence[Any]], strings: _Strings, convert: bool = True
-) -> tuple[list[list[Any]], list[set[type]], list[NDArray[Any] | None]]:
+) -> tuple[list[list[Any] | None], list[set[type]], list[NDArray[Any] | None]]:
     """Columns, their cell types and (``convert``) their float64 values or string hashes, built
-    chunk by chunk in one sweep over the rows; declines ragged or non-sequence rows."""
+    chunk by chunk in one sweep over the rows; declines ragged or non-sequence rows. A column
+    of numbers that converted is not kept as a list (None): nothing reads its cells again."""
     try:
         n, w = len(rows), len(rows[0])
         if w == 0:
             raise _Decline
-        cols: list[list[Any]] = [[] for _ in range(w)]
+        cols: list[list[Any] | None] = [None] * w
         types: list[set[type]] = [set() for _ in range(w)]
         pre: list[NDArray[Any] | None] = [None] * w
         live = [convert] * w
@@ -479,17 +513,22 @@ def _build(
                 raise _Decline
             end = start + len(chunk)
             for k, c in enumerate(transposed):
-                cols[k] += c
                 t = set(map(type, c))
                 types[k] |= t
-                if not live[k]:
-                    continue
-                if t <= _NUMBERS:
+                if live[k] and t <= _NUMBERS and cols[k] is None:
                     a = pre[k]
                     if a is None:
                         a = pre[k] = np.empty(n, np.float64)
-                    a[start:end] = np.fromiter(c, np.float64, len(c))
-                elif t == {str}:
+                    # ints through int64: no float object is made per cell
+                    a[start:end] = np.fromiter(c, np.int64 if t == _INT else np.float64, len(c))
+                    continue
+                col = cols[k]
+                if col is None:  # the cells of the chunks converted so far, read again once
+                    col = cols[k] = [r[k] for r in rows[:start]]
+                col += c
+                if not live[k]:
+                    continue
+                if t == _STR:
                     a = pre[k]
                     if a is None:
                         a = pre[k] = np.empty(n, np.int64)
@@ -497,7 +536,7 @@ def _build(
                 else:
                     live[k] = False
         for k in range(w):
-            if not live[k] or not (types[k] <= _NUMBERS or types[k] == {str}):
+            if not live[k] or not (types[k] <= _NUMBERS or types[k] == _STR):
                 pre[k] = None
         return cols, types, pre
     except (TypeError, IndexError, KeyError, OverflowError):
@@ -572,9 +611,10 @@ def _likely_identical(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any
     return all(tuple(gold[i]) == tuple(pred[i]) for i in (0, -1))
 
 
-def _identical(g: list[_Col], pcols: list[list[Any]], ptypes: list[set[type]]) -> bool:
+def _identical(g: list[_Col], pcols: list[list[Any] | None], ptypes: list[set[type]]) -> bool:
     """Pred equals gold cell for cell, same types, no negative zero: one set of columns."""
     for c, py, types in zip(g, pcols, ptypes, strict=True):
+        assert py is not None  # built unconverted: every column is kept
         if c.negzero or len(c.types - {_NoneType}) > 1 or types != c.types or c.py != py:
             return False
         if float in c.types:
@@ -604,8 +644,8 @@ def _compare(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[An
     strings = _Strings()
     likely = _likely_identical(gold_rows, pred_rows)
     gbuilt = _build(gold_rows, strings, convert=not likely)
-    g = [_Col(py, t, strings, a) for py, t, a in zip(*gbuilt, strict=True)]
     ng, npr = len(gold_rows), len(pred_rows)
+    g = [_Col(py, t, strings, a, ng) for py, t, a in zip(*gbuilt, strict=True)]
     pbuilt = _build(pred_rows, strings, convert=not likely)
     ppy, ptypes = pbuilt[0], pbuilt[1]
     if likely and _identical(g, ppy, ptypes):
@@ -619,7 +659,7 @@ def _compare(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[An
         cell = _positional(ctx.cast_eq, g, gci, g, gci, ng, True)
         has_cell = any(c.kind != _Z for c in g)
         return True, tuple(range(len(g))), True, soft, cell, 1.0 if has_cell else 0.0
-    p = [_Col(py, t, strings, a) for py, t, a in zip(*pbuilt, strict=True)]
+    p = [_Col(py, t, strings, a, npr) for py, t, a in zip(*pbuilt, strict=True)]
     ctx = _Ctx(g, p)
     ex, perm = False, None
     if ng == npr and len(g) == len(p):
