@@ -56,6 +56,13 @@ class ResultTable:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def cut_by(self) -> tuple[str, str]:
+        """For a truncated table: what cut it, as a phrase and the option to raise
+        (``"has more than 100000 rows"``, ``"max_rows"``)."""
+        if "max_bytes" in self.meta:
+            return f"holds more than {self.meta['max_bytes']:,} bytes", "max_bytes"
+        return f"has more than {self.meta.get('max_rows', len(self.rows))} rows", "max_rows"
+
     @classmethod
     def from_recorded(cls, data: Any) -> ResultTable:
         """Build from a recorded result: ``{columns, rows}`` or SPARQL JSON results."""

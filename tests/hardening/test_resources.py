@@ -1,5 +1,5 @@
 """Resource exhaustion by predicted queries: cartesian products, unbounded recursive CTEs and huge
-result sets end by the timeout or the row cap, with a reason, on SQLite, PostgreSQL, an Oxigraph
+result sets end by the timeout, the row cap or the byte cap, with a reason, on SQLite, PostgreSQL, an Oxigraph
 server and in-process pyoxigraph; and memory stays bounded: the peak RSS of a pytest process
 running them (measured inside that subprocess) stays close to the same process running only
 the honest cases (query workers are killed at the timeout, so their memory goes with them). No
@@ -41,6 +41,12 @@ SQL_RUNAWAY: dict[str, tuple[str, str]] = {
     "huge-result-sorted": ("SELECT a.name, b.name FROM track a, track b ORDER BY 1, 2",
                            "timeout: "),
 }
+#: 5,000 values of 1 MB: 5 GB under the row cap; max_bytes (64 MiB by default) ends it.
+SQLITE_BIG_VALUES = {"huge-values": (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) "
+    "SELECT x, zeroblob(1000000) FROM c", "truncated: ")}
+PG_BIG_VALUES = {"huge-values": (
+    "SELECT x, repeat('x', 1000000) FROM generate_series(1, 5000) AS x", "truncated: ")}
 SPARQL_RUNAWAY: dict[str, tuple[str, str]] = {
     "cartesian-rows": ("SELECT * WHERE { ?a ?b ?c . ?d ?e ?f }", "truncated: |timeout: "),
     "cartesian-count": ("SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f }", "timeout: "),
@@ -95,8 +101,8 @@ def test_sqlite_runaway_queries(pytester: pytest.Pytester, shared_data: Path) ->
     _suite(pytester, {"chinook": {"type": "sqlite", "path": str(db)}}, {"test_sqlite": {
         "kind": "sql", "datasource": "chinook", "timeout": 1, "max_rows": 10_000,
         "thresholds": {"execution_accuracy": 1.0},
-        "cases": _cases("sqlite", SQL_RUNAWAY, "SELECT count(*) FROM genre")}})
-    _check(pytester, {f"sqlite-{k}": r for k, (_, r) in SQL_RUNAWAY.items()})
+        "cases": _cases("sqlite", SQL_RUNAWAY | SQLITE_BIG_VALUES, "SELECT count(*) FROM genre")}})
+    _check(pytester, {f"sqlite-{k}": r for k, (_, r) in (SQL_RUNAWAY | SQLITE_BIG_VALUES).items()})
 
 
 @pytest.mark.postgres
@@ -105,8 +111,8 @@ def test_postgres_runaway_queries(pytester: pytest.Pytester, postgres_server: Po
     _suite(pytester, {"pg": {"type": "sqlalchemy", "url": postgres_server.url()}}, {"test_pg": {
         "kind": "sql", "datasource": "pg", "timeout": 1, "max_rows": 10_000,
         "thresholds": {"execution_accuracy": 1.0},
-        "cases": _cases("pg", SQL_RUNAWAY, "SELECT count(*) FROM genre")}})
-    _check(pytester, {f"pg-{k}": r for k, (_, r) in SQL_RUNAWAY.items()})
+        "cases": _cases("pg", SQL_RUNAWAY | PG_BIG_VALUES, "SELECT count(*) FROM genre")}})
+    _check(pytester, {f"pg-{k}": r for k, (_, r) in (SQL_RUNAWAY | PG_BIG_VALUES).items()})
 
 
 @pytest.mark.oxigraph

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from pytest_queryeval.engine import Session
 from pytest_queryeval.errors import (
     ConfigError,
     QueryFailed,
@@ -21,6 +22,8 @@ from pytest_queryeval.errors import (
     QueryTimeout,
     SourceUnavailable,
 )
+from pytest_queryeval.kinds.sparql import SparqlKind
+from pytest_queryeval.model import Case
 from pytest_queryeval.results import Term
 from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.rdf import RdfSource
@@ -250,3 +253,19 @@ def test_term_types(oxigraph_endpoint: OxigraphServer) -> None:
     t = source(oxigraph_endpoint).execute(
         "SELECT (COUNT(*) AS ?n) WHERE { ?s a <https://brickschema.org/schema/Brick#VAV> }")
     assert t.rows == [(Term("literal", "394", XSD + "integer"),)]
+
+
+def test_body_over_max_bytes_is_truncated_and_named(oxigraph_endpoint: OxigraphServer) -> None:
+    spec = {"type": "sparql", "endpoint": oxigraph_endpoint.query_url, "max_bytes": 20_000}
+    t = open_source("ox", spec).execute(AHU_VAV_SENSOR)  # 377 rows: about 90 kB of JSON
+    assert t.truncated
+    assert t.rows == []
+    assert t.meta["max_bytes"] == 20_000
+    assert t.cut_by() == ("holds more than 20,000 bytes", "max_bytes")
+    gold = BRICK + "SELECT ?a WHERE { ?a a brick:Air_Handling_Unit }"
+    c = Case(id="c", kind="sparql", file=Path("test_x.yaml"), line=1, gold=gold,
+             datasource="ox", source_spec=spec)
+    s = SparqlKind().evaluate(c, AHU_VAV_SENSOR, Session())
+    assert s.reason == ("truncated: the predicted result holds more than 20,000 bytes "
+                        "(max_bytes); a partial result is never scored")
+    assert s.metrics["execution_accuracy"] == 0.0

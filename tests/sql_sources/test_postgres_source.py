@@ -202,3 +202,22 @@ def test_postgres_features_pass_guard_and_run(pg_source: SqlAlchemySource, sql: 
     t = pg_source.execute(sql)
     assert t.columns
     assert not t.truncated
+
+
+def test_many_big_values_stop_at_max_bytes(postgres_url: str) -> None:
+    # 5,000 values of 1 MB: PostgreSQL caps no value below 1 GB, so the batches shrink to the
+    # rows' size (16 rows first, then 16 MiB worth) and max_bytes is checked after each
+    src = open_source("warehouse", {"type": "sqlalchemy", "url": postgres_url,
+                                    "max_bytes": 20_000_000})
+    try:
+        t = src.execute("SELECT x, repeat('x', 1000000) FROM generate_series(1, 5000) AS x")
+        assert t.truncated
+        assert t.meta == {"max_bytes": 20_000_000}
+        assert 20 <= len(t.rows) <= 16 + 16 * 1024 * 1024 // 1_000_000
+        assert [r[0] for r in t.rows] == list(range(1, len(t.rows) + 1))
+        honest = src.execute("SELECT a.track_id, a.name FROM track a, track b "
+                             "WHERE b.track_id <= 20 ORDER BY 1")
+        assert not honest.truncated
+        assert len(honest) == 3503 * 20
+    finally:
+        src.close()

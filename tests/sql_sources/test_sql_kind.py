@@ -114,6 +114,20 @@ def test_truncated_is_a_failure(spec: dict[str, Any], session: Session) -> None:
     assert s.metrics["same_row_count"] == 0.0
 
 
+def test_over_max_bytes_is_a_failure_and_a_gold_error(chinook_sqlite: Path,
+                                                      session: Session) -> None:
+    small = {"type": "sqlite", "path": str(chinook_sqlite), "max_bytes": 100_000}
+    case = make_case("SELECT name FROM track WHERE trackid <= 10", spec=small)
+    s = KIND.evaluate(case, "SELECT name, composer FROM track", session)
+    assert s.reason is not None
+    assert s.reason.startswith(
+        "truncated: the predicted result holds more than 100,000 bytes (max_bytes); a partial "
+        "result is never scored")
+    assert s.metrics["execution_accuracy"] == 0.0
+    with pytest.raises(GoldError, match=r"holds more than 100,000 bytes \(raise max_bytes\)"):
+        KIND.evaluate(make_case("SELECT * FROM track", spec=small), "SELECT 1", session)
+
+
 def test_broken_gold_is_an_error_of_the_suite(spec: dict[str, Any], session: Session) -> None:
     with pytest.raises(GoldError, match="no such table"):
         KIND.evaluate(make_case("SELECT * FROM nowhere", spec=spec), "SELECT 1", session)

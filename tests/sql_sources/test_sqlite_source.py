@@ -182,3 +182,40 @@ def test_one_huge_value_is_refused_by_the_engine(source: SqliteSource) -> None:
     with pytest.raises(QueryFailed, match="string or blob too big"):
         source.execute("SELECT length(zeroblob(400000000) || 'x')")
     assert source.execute("SELECT length(randomblob(1000000))").rows == [(1_000_000,)]
+
+
+BIG_VALUES = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) "
+              "SELECT x, zeroblob(1000000) FROM c")
+
+
+def test_many_big_values_stop_at_max_bytes(chinook_sqlite: Path) -> None:
+    # 5,000 values of 1 MB each: 5 GB under the row cap, each value under the length cap
+    src = open_source("chinook", {"type": "sqlite", "path": str(chinook_sqlite),
+                                  "max_bytes": 8_000_000})
+    t = src.execute(BIG_VALUES)
+    assert t.truncated
+    assert t.meta == {"max_bytes": 8_000_000}
+    assert t.cut_by() == ("holds more than 8,000,000 bytes", "max_bytes")
+    # checked batch by batch: stops within one batch (16 rows at 2 columns) of the cap
+    assert 8 <= len(t.rows) <= 8 + 16
+    assert [r[0] for r in t.rows] == list(range(1, len(t.rows) + 1))
+    # the default (64 MiB) leaves a large honest result whole
+    whole = open_source("chinook", {"type": "sqlite", "path": str(chinook_sqlite)}).execute(
+        "SELECT a.TrackId, a.Name, b.MediaTypeId FROM Track a, Track b "
+        "WHERE b.TrackId <= 20")
+    assert not whole.truncated
+    assert len(whole) == 3503 * 20
+
+
+def test_row_cap_still_named_when_rows_run_out_first(source: SqliteSource) -> None:
+    t = source.execute("SELECT name FROM track", max_rows=10)
+    assert t.truncated
+    assert t.meta == {"max_rows": 10}
+    assert t.cut_by() == ("has more than 10 rows", "max_rows")
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "64MB", True])
+def test_max_bytes_must_be_a_positive_whole_number(chinook_sqlite: Path, bad: object) -> None:
+    with pytest.raises(ConfigError, match="positive whole number") as info:
+        open_source("chinook", {"type": "sqlite", "path": str(chinook_sqlite), "max_bytes": bad})
+    assert info.value.key == "datasources.chinook.max_bytes"

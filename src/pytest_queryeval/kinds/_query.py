@@ -95,8 +95,8 @@ def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
     except QueryEvalError as e:
         raise GoldError(f"gold query: {e.reason()} -- {short(query)}") from None
     if table.truncated:
-        raise GoldError(f"gold result has more than {table.meta.get('max_rows', len(table))} "
-                        f"rows (raise max_rows) -- {short(query)}")
+        what, option = table.cut_by()
+        raise GoldError(f"gold result {what} (raise {option}) -- {short(query)}")
     if cacheable is None or cacheable(table):
         with contextlib.suppress(CodecError):
             ctx.cache_set(namespace, key, encode_table(table))

@@ -142,9 +142,9 @@ class SparqlKind:
                 return _failure(e.reason(), gold_seconds, time.perf_counter() - start, golds)
         pred_seconds = pred_table.seconds
         if pred_table.truncated:
-            limit = pred_table.meta.get("max_rows", len(pred_table.rows))
-            return _failure(f"truncated: the predicted result has more than {limit} rows "
-                            "(max_rows); a partial result is never scored",
+            what, option = pred_table.cut_by()
+            return _failure(f"truncated: the predicted result {what} ({option}); a partial "
+                            "result is never scored",
                             gold_seconds, pred_seconds, golds)
 
         best: tuple[tuple[float, float], Scored] | None = None

@@ -163,9 +163,9 @@ class SqlKind:
                 return _failure(planned, e.reason(), gold_seconds,
                                 time.perf_counter() - start, golds, case)
         if pred.table is not None and pred.table.truncated:
-            limit = pred.table.meta.get("max_rows", len(pred.table.rows))
-            return _failure(planned, f"truncated: the predicted result has more than {limit} "
-                            "rows (max_rows); a partial result is never scored",
+            what, option = pred.table.cut_by()
+            return _failure(planned, f"truncated: the predicted result {what} ({option}); a "
+                            "partial result is never scored",
                             gold_seconds, pred.table.seconds, golds, case)
         if pred.table is None and not structure_ok:
             raise GoldError("nothing to score: no executable datasource and no recorded "

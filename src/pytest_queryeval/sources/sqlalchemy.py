@@ -25,7 +25,14 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    payload_bytes,
+    positive_int,
+    truncated_table,
+)
 from .sqlguard import check_read_only, sqlglot_dialect
 
 MASK = "***"
@@ -34,6 +41,11 @@ _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<pw>[^@/\
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pwd|passwd)=)(?P<pw>[^&\s]*)",
                              re.IGNORECASE)
 _FETCH_BATCH = 1_000
+#: Rows of the first fetched batch, and what later batches may hold at the size of the largest
+#: rows seen so far: servers cap no value below 1 GB (PostgreSQL), so the batch size follows the
+#: rows' size, to check ``max_bytes`` before much more than it is in memory.
+_FIRST_BATCH = 16
+_BATCH_BYTES = 16 * 1024 * 1024
 #: Extra time the client-side watchdog gives a server-side timeout before cancelling itself.
 _WATCHDOG_GRACE = 1.0
 #: PostgreSQL SQLSTATEs (and classes) that mean "the server went away", not "bad query".
@@ -53,7 +65,8 @@ class SqlAlchemySource:
 
     def __init__(self, name: str, url: str, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS, version: str | int | None = None,
-                 schema: str | None = None, engine_options: dict[str, Any] | None = None) -> None:
+                 schema: str | None = None, engine_options: dict[str, Any] | None = None,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise ConfigError("'url' must be a SQLAlchemy URL (dialect+driver://...)",
                               key=f"datasources.{name}.url")
@@ -61,6 +74,7 @@ class SqlAlchemySource:
         self._url = url
         self.timeout = float(timeout)
         self.max_rows = int(max_rows)
+        self.max_bytes = positive_int(max_bytes, name, "max_bytes")
         self.version = None if version is None else str(version)
         self.schema = schema
         self.engine_options = dict(engine_options or {})
@@ -164,6 +178,7 @@ class SqlAlchemySource:
         start = time.perf_counter()
         deadline = time.monotonic() + timeout
         rows: list[tuple[Any, ...]] = []
+        size, over_bytes = 0, False
         try:
             server_side = self._begin(conn, timeout)
             watchdog = threading.Timer(timeout + (_WATCHDOG_GRACE if server_side else 0.0),
@@ -175,14 +190,23 @@ class SqlAlchemySource:
             if not result.returns_rows:
                 raise QueryRefused("the statement returned no rows: not a query")
             columns = list(result.keys())
+            step, widest = _FIRST_BATCH, 1.0
             while len(rows) <= max_rows:
                 if time.monotonic() > deadline:
                     fired.set()
                     raise QueryTimeout(f"query exceeded {timeout:g} s")
-                batch = result.fetchmany(min(_FETCH_BATCH, max_rows + 1 - len(rows)))
+                batch = result.fetchmany(min(step, max_rows + 1 - len(rows)))
                 if not batch:
                     break
-                rows.extend(tuple(_cell(v) for v in r) for r in batch)
+                converted = [tuple(_cell(v) for v in r) for r in batch]
+                rows.extend(converted)
+                added = payload_bytes(converted)
+                size += added
+                if size > self.max_bytes:
+                    over_bytes = True
+                    break
+                widest = max(widest, added / len(converted))
+                step = max(1, min(_FETCH_BATCH, int(_BATCH_BYTES // widest)))
             result.close()
         except QueryEvalError:
             raise
@@ -196,10 +220,8 @@ class SqlAlchemySource:
             if watchdog is not None:
                 watchdog.cancel()
             _rollback_and_close(conn)
-        seconds = time.perf_counter() - start
-        truncated = len(rows) > max_rows
-        return ResultTable(columns, rows[:max_rows], truncated=truncated, seconds=seconds,
-                           meta={"max_rows": max_rows} if truncated else {})
+        return truncated_table(columns, rows, max_rows, self.max_bytes if over_bytes else None,
+                               time.perf_counter() - start)
 
     def _begin(self, conn: Any, timeout: float) -> bool:
         """Make the new transaction read-only and time-limited; True if the server enforces

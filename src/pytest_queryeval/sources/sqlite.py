@@ -12,7 +12,14 @@ from urllib.parse import quote
 
 from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    payload_bytes,
+    positive_int,
+    truncated_table,
+)
 from .sqlguard import check_read_only
 
 #: VM instructions between two deadline checks: small enough to stop within milliseconds,
@@ -22,6 +29,15 @@ _FETCH_BATCH = 1_000
 #: Largest string or blob a query may build (SQLITE_LIMIT_LENGTH): the row cap bounds rows, this
 #: bounds one value (``randomblob(500000000)`` would otherwise allocate 500 MB in one cell).
 MAX_VALUE_BYTES = 16 * 1024 * 1024
+#: Most a batch of fetched rows can hold (rows x columns x MAX_VALUE_BYTES): the batch size is
+#: cut so that ``max_bytes`` is checked before this much more is fetched.
+_BATCH_BYTES = 512 * 1024 * 1024
+
+
+def batch_rows(columns: int) -> int:
+    """Rows per ``fetchmany``: as many as ``_BATCH_BYTES`` allows at the worst (every value at
+    the length cap), from 1 to 1 000; the size of small batches costs little in SQLite."""
+    return max(1, min(_FETCH_BATCH, _BATCH_BYTES // (max(columns, 1) * MAX_VALUE_BYTES)))
 
 
 class SqliteSource:
@@ -35,11 +51,12 @@ class SqliteSource:
     dialect = "sqlite"
 
     def __init__(self, name: str, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
-                 max_rows: int = DEFAULT_MAX_ROWS) -> None:
+                 max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.name = name
         self.path = Path(path)
         self.timeout = float(timeout)
         self.max_rows = int(max_rows)
+        self.max_bytes = positive_int(max_bytes, name, "max_bytes")
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._fp_stat: tuple[int, int, int, int] | None = None
@@ -77,7 +94,10 @@ class SqliteSource:
 
     def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
                 trusted: bool = False) -> ResultTable:
-        """Run one query; the deadline covers both execution and fetching (progress handler)."""
+        """Run one query; the deadline covers both execution and fetching (progress handler).
+
+        A result over ``max_rows`` rows or ``max_bytes`` (:func:`payload_bytes`, checked after
+        each batch) comes back truncated, with the cap that cut it in ``meta``."""
         timeout = self.timeout if timeout is None else float(timeout)
         max_rows = self.max_rows if max_rows is None else int(max_rows)
         if not trusted:
@@ -97,14 +117,20 @@ class SqliteSource:
             conn.set_progress_handler(progress, _PROGRESS_STEPS)
             start = time.perf_counter()
             rows: list[tuple[Any, ...]] = []
+            size, over_bytes = 0, False
             try:
                 cur = conn.execute(query)
                 columns = [d[0] for d in cur.description or ()]
+                step = batch_rows(len(columns))
                 while len(rows) <= max_rows:
-                    batch = cur.fetchmany(min(_FETCH_BATCH, max_rows + 1 - len(rows)))
+                    batch = cur.fetchmany(min(step, max_rows + 1 - len(rows)))
                     if not batch:
                         break
                     rows.extend(batch)
+                    size += payload_bytes(batch)
+                    if size > self.max_bytes:
+                        over_bytes = True
+                        break
                 cur.close()
             except sqlite3.Error as e:
                 if expired:
@@ -120,9 +146,8 @@ class SqliteSource:
                 if conn.in_transaction:
                     conn.rollback()
             seconds = time.perf_counter() - start
-        truncated = len(rows) > max_rows
-        return ResultTable(columns, rows[:max_rows], truncated=truncated, seconds=seconds,
-                           meta={"max_rows": max_rows} if truncated else {})
+        return truncated_table(columns, rows, max_rows, self.max_bytes if over_bytes else None,
+                               seconds)
 
     # -- identity -----------------------------------------------------------------------------
 
