@@ -204,3 +204,50 @@ def test_process_isolation_kills_a_runaway_query(brick_examples: Path) -> None:
     assert worker.starts == starts + 1
     with pytest.raises(ConfigError, match="rdflib always runs in a worker process"):
         RdfSource("x", {"path": str(path), "engine": "rdflib", "isolation": "thread"})
+
+
+def _tenfold(levels: int, select: str) -> str:
+    """Each BIND makes a string ten times longer: 10**(levels + 1) characters at the end."""
+    binds = ['BIND("xxxxxxxxxx" AS ?v0)'] + [
+        f"BIND(CONCAT({', '.join([f'?v{i}'] * 10)}) AS ?v{i + 1})" for i in range(levels)]
+    return f"SELECT {select} WHERE {{ {' '.join(binds)} }}"
+
+
+def test_worker_memory_is_capped(brick_examples: Path) -> None:
+    # a 10 GB string in one row, built in well under the timeout: the worker's address space
+    # ends at its size after loading plus max_memory, so the query fails there, not the machine
+    path = brick_examples / "rice_brick.ttl"
+    src = RdfSource("iso", {"path": str(path), "max_memory": 256 * 1024 * 1024})
+    worker = src._store()
+    starts = worker.starts
+    with pytest.raises(QueryFailed, match=r"out of memory\? see max_memory"):
+        src.execute(_tenfold(9, "(STRLEN(?v9) AS ?n)"), timeout=120)
+    assert not worker.alive()
+    # 10 MB is well within the cap, and the next query gets a fresh worker
+    assert src.execute(_tenfold(6, "(STRLEN(?v6) AS ?n)")).rows[0][0].value == "10000000"
+    assert worker.starts == starts + 1
+    # the default cap (2 GiB) ends it too, long before the timeout would
+    default = RdfSource("iso", {"path": str(path)})
+    with pytest.raises(QueryFailed, match="out of memory"):
+        default.execute(_tenfold(9, "(STRLEN(?v9) AS ?n)"), timeout=120)
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_result_over_max_bytes_is_truncated(brick_examples: Path, isolation: str) -> None:
+    path = brick_examples / "rice_brick.ttl"
+    src = RdfSource("b", {"path": str(path), "isolation": isolation, "max_bytes": 1_000_000})
+    t = src.execute(_tenfold(5, "?v5"))  # one literal of 1,000,000 characters, plus framing
+    assert t.truncated
+    assert t.rows == []
+    assert t.meta["max_bytes"] == 1_000_000
+    assert t.cut_by() == ("holds more than 1,000,000 bytes", "max_bytes")
+    small = src.execute(_tenfold(4, "?v4"))
+    assert not small.truncated
+    assert len(small.rows[0][0].value) == 100_000
+
+
+@pytest.mark.parametrize("key", ["max_bytes", "max_memory"])
+def test_size_caps_are_positive_whole_numbers(bldg11: Path, key: str) -> None:
+    with pytest.raises(ConfigError, match="positive whole number") as info:
+        open_source("b", {"type": "rdf", "path": str(bldg11), key: 0})
+    assert info.value.key == f"datasources.b.{key}"

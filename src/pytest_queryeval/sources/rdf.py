@@ -4,7 +4,9 @@ Spec keys: ``path`` (required), ``engine`` (``pyoxigraph`` default | ``rdflib``)
 (``process`` default | ``thread``, pyoxigraph only), ``format``
 (a name such as ``turtle`` or a media type; default: from the extension), ``lenient``
 (pyoxigraph: skip IRI validation, needed for some real files), ``base_iri``, ``timeout``,
-``max_rows``, ``load_timeout`` (worker start, default 300 s).
+``max_rows``, ``max_bytes`` (size of one result, default 64 MiB), ``max_memory`` (memory a
+query may add to a worker process, default 2 GiB), ``load_timeout`` (worker start, default
+300 s).
 
 Loading is done once per process per ``(path, mtime, size, engine, isolation, format, lenient,
 base_iri)`` and shared by every source and case (module-level registry), so a suite of 100
@@ -55,12 +57,16 @@ from typing import Any
 
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, Term
-from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys, positive_int
 from .rdf_codec import make_term, star_columns_sorted
 from .sparqlguard import check_query
 
 ENGINES = ("pyoxigraph", "rdflib")
 DEFAULT_LOAD_TIMEOUT = 300.0
+#: Address space a query may add to a worker process once the graph is loaded: SPARQL can build
+#: a string ten times longer per ``BIND(CONCAT(?v, ?v, ...))``, 10 GB in seconds, and the
+#: timeout comes too late for memory.
+DEFAULT_MAX_MEMORY = 2 * 1024 * 1024 * 1024
 
 #: extension -> (pyoxigraph RdfFormat attribute, rdflib format name, has named graphs)
 _FORMATS: dict[str, tuple[str, str, bool]] = {
@@ -176,7 +182,8 @@ class _OxStore:
     triples: int
     load_seconds: float
 
-    def run(self, query: str, timeout: float, max_rows: int, base_iri: str | None) -> ResultTable:
+    def run(self, query: str, timeout: float, max_rows: int, base_iri: str | None,
+            max_bytes: int) -> ResultTable:
         outcome: dict[str, Any] = {}
         done = threading.Event()
         cancel = threading.Event()
@@ -198,7 +205,8 @@ class _OxStore:
         if "error" in outcome:
             raise outcome["error"]
         table: ResultTable = outcome["table"]
-        return table
+        size = len(pickle.dumps(table.rows, protocol=pickle.HIGHEST_PROTOCOL))
+        return _too_big(max_bytes) if size > max_bytes else table
 
     def close(self) -> None:
         self.store = None
@@ -223,9 +231,36 @@ def _load_pyoxigraph(path: Path, fmt: str, lenient: bool, base_iri: str | None) 
 # --------------------------------------------------------------------------- worker process
 
 def _send(stream: Any, obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    _send_bytes(stream, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _send_bytes(stream: Any, data: bytes) -> None:
     stream.write(struct.pack(">I", len(data)) + data)
     stream.flush()
+
+
+def _too_big(max_bytes: int) -> ResultTable:
+    """A result over ``max_bytes``: truncated, never scored (its rows are not kept)."""
+    return ResultTable([], [], True, meta={"max_bytes": max_bytes})
+
+
+def _limit_memory(extra: int) -> None:
+    """Cap this worker's address space at its size now (graph loaded) plus ``extra`` bytes, so
+    a runaway query fails in the worker (MemoryError, or an abort in the engine: the worker
+    dies and the next query starts another) instead of filling the machine. Linux only (the
+    size comes from ``/proc``); elsewhere the timeout is the only bound."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as fh:
+            size = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = size + extra
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (OSError, ValueError, ImportError):
+        pass
 
 
 def _recv(stream: Any) -> Any:
@@ -269,7 +304,7 @@ def _worker_main() -> None:
     """
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the real stdout
-    engine, path, fmt, lenient, base_iri = _recv(inp)
+    engine, path, fmt, lenient, base_iri, max_memory = _recv(inp)
     try:
         t0 = time.perf_counter()
         if engine == "rdflib":
@@ -281,6 +316,7 @@ def _worker_main() -> None:
         else:
             graph = _load_pyoxigraph(Path(path), fmt[0], lenient, base_iri).store
             triples = len(graph)
+        _limit_memory(max_memory)
         _send(out, ("ready", triples, time.perf_counter() - t0))
     except Exception as exc:
         msg = exc.reason() if isinstance(exc, QueryEvalError) else f"{type(exc).__name__}: {exc}"
@@ -293,7 +329,7 @@ def _worker_main() -> None:
             return
         if msg is None:
             return
-        query, max_rows = msg
+        query, max_rows, max_bytes = msg
         try:
             if engine == "rdflib":
                 table = _rdflib_collect(graph, query, max_rows, base_iri)
@@ -301,9 +337,16 @@ def _worker_main() -> None:
                 got = _ox_collect(graph, query, max_rows, base_iri)
                 assert got is not None
                 table = got
-            _send(out, ("ok", table.columns, table.rows, table.truncated))
+            reply = pickle.dumps(("ok", table.columns, table.rows, table.truncated),
+                                 protocol=pickle.HIGHEST_PROTOCOL)
+            del table
+            if len(reply) > max_bytes:  # the parent never holds it
+                reply = pickle.dumps(("toobig", len(reply)))
+            _send_bytes(out, reply)
         except QueryFailed as exc:
             _send(out, ("error", "failed", str(exc)))
+        except MemoryError:
+            _send(out, ("error", "failed", "out of memory: the query went over max_memory"))
 
 
 _WORKER_CODE = (
@@ -316,10 +359,12 @@ class _Worker:
     """A killable process holding one loaded graph (rdflib, or pyoxigraph isolated)."""
 
     def __init__(self, engine: str, path: Path, fmt: tuple[str, str, bool], lenient: bool,
-                 base_iri: str | None, load_timeout: float) -> None:
+                 base_iri: str | None, load_timeout: float,
+                 max_memory: int = DEFAULT_MAX_MEMORY) -> None:
         self.engine, self.path, self.fmt, self.lenient = engine, path, fmt, lenient
         self.base_iri = base_iri
         self.load_timeout = load_timeout
+        self.max_memory = max_memory
         self.proc: subprocess.Popen[bytes] | None = None
         self.replies: queue.Queue[Any] = queue.Queue()
         self.triples = 0
@@ -349,7 +394,8 @@ class _Worker:
         threading.Thread(target=self._reader, args=(proc, self.replies), daemon=True,
                          name=f"queryeval-{self.engine}-reader").start()
         assert proc.stdin is not None
-        _send(proc.stdin, (self.engine, str(self.path), self.fmt, self.lenient, self.base_iri))
+        _send(proc.stdin, (self.engine, str(self.path), self.fmt, self.lenient, self.base_iri,
+                           self.max_memory))
         try:
             msg = self.replies.get(timeout=self.load_timeout)
         except queue.Empty:
@@ -387,13 +433,14 @@ class _Worker:
         with self.lock:
             self._ensure()
 
-    def run(self, query: str, timeout: float, max_rows: int, base_iri: str | None) -> ResultTable:
+    def run(self, query: str, timeout: float, max_rows: int, base_iri: str | None,
+            max_bytes: int) -> ResultTable:
         del base_iri  # fixed at load time for the worker
         with self.lock:
             proc = self._ensure()
             assert proc.stdin is not None
             try:
-                _send(proc.stdin, (query, max_rows))
+                _send(proc.stdin, (query, max_rows, max_bytes))
                 msg = self.replies.get(timeout=timeout)
             except OSError as exc:
                 self._kill()
@@ -405,9 +452,11 @@ class _Worker:
             if isinstance(msg, EOFError):
                 self._kill()
                 raise QueryFailed(f"{self.engine} worker died while evaluating the query "
-                                  "(out of memory?)")
+                                  "(out of memory? see max_memory)")
         if msg[0] == "error":
             raise QueryFailed(msg[2])
+        if msg[0] == "toobig":
+            return _too_big(max_bytes)
         return ResultTable(list(msg[1]), list(msg[2]), bool(msg[3]))
 
     def alive(self) -> bool:
@@ -450,11 +499,13 @@ def file_sha256(path: Path) -> str:
 
 
 def loaded_store(path: Path, engine: str, fmt: tuple[str, str, bool], lenient: bool,
-                 base_iri: str | None, load_timeout: float, isolation: str = "thread") -> Any:
+                 base_iri: str | None, load_timeout: float, isolation: str = "thread",
+                 max_memory: int = DEFAULT_MAX_MEMORY) -> Any:
     """The shared loaded store for this file version, engine and isolation (loaded once)."""
     if engine == "rdflib":
         isolation = "process"
-    key = (*_file_key(path), engine, isolation, fmt, lenient, base_iri)
+    key = (*_file_key(path), engine, isolation, fmt, lenient, base_iri,
+           max_memory if isolation == "process" else None)
     with _REGISTRY_LOCK:
         if key in _REGISTRY:
             return _REGISTRY[key]
@@ -462,7 +513,7 @@ def loaded_store(path: Path, engine: str, fmt: tuple[str, str, bool], lenient: b
         if isolation == "thread":
             store = _load_pyoxigraph(path, fmt[0], lenient, base_iri)
         else:
-            store = _Worker(engine, path, fmt, lenient, base_iri, load_timeout)
+            store = _Worker(engine, path, fmt, lenient, base_iri, load_timeout, max_memory)
             store.ensure_started()
         # An older version of the same file is dropped (its worker stopped), not kept forever.
         for old in [k for k in _REGISTRY if k[0] == key[0] and k[3:] == key[3:]]:
@@ -496,7 +547,7 @@ def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> fl
 
 #: Spec keys accepted besides ``type``.
 RDF_KEYS = frozenset({"path", "engine", "format", "lenient", "base_iri", "timeout", "max_rows",
-                      "load_timeout", "isolation"})
+                      "max_bytes", "max_memory", "load_timeout", "isolation"})
 
 
 class RdfSource:
@@ -527,6 +578,9 @@ class RdfSource:
         self.timeout = positive(spec, "timeout", DEFAULT_TIMEOUT, name)
         self.max_rows = int(positive(spec, "max_rows", DEFAULT_MAX_ROWS, name))
         self.load_timeout = positive(spec, "load_timeout", DEFAULT_LOAD_TIMEOUT, name)
+        self.max_bytes = positive_int(spec.get("max_bytes", DEFAULT_MAX_BYTES), name, "max_bytes")
+        self.max_memory = positive_int(spec.get("max_memory", DEFAULT_MAX_MEMORY), name,
+                                       "max_memory")
         self.isolation = str(spec.get("isolation", "process")).lower()
         if self.isolation not in ("thread", "process"):
             raise ConfigError("isolation must be 'thread' or 'process'",
@@ -538,7 +592,7 @@ class RdfSource:
 
     def _store(self) -> Any:
         return loaded_store(self.path, self.engine, self.format, self.lenient, self.base_iri,
-                            self.load_timeout, self.isolation)
+                            self.load_timeout, self.isolation, self.max_memory)
 
     def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
                 trusted: bool = False) -> ResultTable:
@@ -552,7 +606,7 @@ class RdfSource:
         max_rows = self.max_rows if max_rows is None else max_rows
         store = self._store()
         t0 = time.perf_counter()
-        table: ResultTable = store.run(query, timeout, max_rows, self.base_iri)
+        table: ResultTable = store.run(query, timeout, max_rows, self.base_iri, self.max_bytes)
         table.seconds = time.perf_counter() - t0
         table.columns, table.rows = star_columns_sorted(table.columns, table.rows, c.select_star)
         table.meta.update({"engine": self.engine, "isolation": self.isolation, "form": c.form,
