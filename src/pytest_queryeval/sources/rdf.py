@@ -205,8 +205,7 @@ class _OxStore:
         if "error" in outcome:
             raise outcome["error"]
         table: ResultTable = outcome["table"]
-        size = len(pickle.dumps(table.rows, protocol=pickle.HIGHEST_PROTOCOL))
-        return _too_big(max_bytes) if size > max_bytes else table
+        return _too_big(max_bytes) if _terms_bytes(table.rows) > max_bytes else table
 
     def close(self) -> None:
         self.store = None
@@ -237,6 +236,13 @@ def _send(stream: Any, obj: Any) -> None:
 def _send_bytes(stream: Any, data: bytes) -> None:
     stream.write(struct.pack(">I", len(data)) + data)
     stream.flush()
+
+
+def _terms_bytes(rows: list[tuple[Any, ...]]) -> int:
+    """Size of an in-process result: its terms' text and 8 bytes a cell (pickling the rows, as
+    a worker does anyway, would cost half as much again as the query in this mode)."""
+    return sum(len(t.value) if isinstance(t, Term) else 8 for row in rows for t in row) + \
+        8 * sum(map(len, rows))
 
 
 def _too_big(max_bytes: int) -> ResultTable:
