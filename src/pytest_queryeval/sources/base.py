@@ -78,13 +78,40 @@ def positive_int(value: Any, name: str, key: str) -> int:
     return value
 
 
-def truncated_table(columns: list[str], rows: list[tuple[Any, ...]], max_rows: int,
-                    max_bytes: int | None, seconds: float) -> ResultTable:
-    """The fetched result, marked truncated when it went over ``max_rows`` or (``max_bytes``
-    given) over the byte cap; ``meta`` names the cap for the failure message."""
-    if max_bytes is not None:
-        return ResultTable(columns, rows[:max_rows], truncated=True, seconds=seconds,
-                           meta={"max_bytes": max_bytes})
-    truncated = len(rows) > max_rows
-    return ResultTable(columns, rows[:max_rows], truncated=truncated, seconds=seconds,
-                       meta={"max_rows": max_rows} if truncated else {})
+class FetchedRows:
+    """The rows of one result as they are fetched, batch by batch, under ``max_rows`` and
+    ``max_bytes`` (:func:`payload_bytes` of each batch): the one loop state every SQL source
+    shares, and the table it makes, truncated by the cap that stopped it."""
+
+    def __init__(self, max_rows: int, max_bytes: int) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.max_rows, self.max_bytes = max_rows, max_bytes
+        self.size = 0
+        self.over_bytes = False
+
+    @property
+    def done(self) -> bool:
+        """A cap has been passed: fetch no more."""
+        return self.over_bytes or len(self.rows) > self.max_rows
+
+    def wanted(self, step: int) -> int:
+        """Rows to ask for next: ``step``, or fewer to stop one past ``max_rows``."""
+        return min(step, self.max_rows + 1 - len(self.rows))
+
+    def add(self, batch: list[tuple[Any, ...]]) -> int:
+        """Keep a non-empty batch; its size in bytes."""
+        self.rows.extend(batch)
+        added = payload_bytes(batch)
+        self.size += added
+        self.over_bytes = self.size > self.max_bytes
+        return added
+
+    def table(self, columns: list[str], seconds: float) -> ResultTable:
+        """The result, ``truncated`` with ``meta`` naming the cap it went over, if any."""
+        rows = self.rows[: self.max_rows]
+        if self.over_bytes:
+            return ResultTable(columns, rows, truncated=True, seconds=seconds,
+                               meta={"max_bytes": self.max_bytes})
+        truncated = len(self.rows) > self.max_rows
+        return ResultTable(columns, rows, truncated=truncated, seconds=seconds,
+                           meta={"max_rows": self.max_rows} if truncated else {})

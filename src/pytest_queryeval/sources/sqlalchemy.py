@@ -25,14 +25,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from .base import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_ROWS,
-    DEFAULT_TIMEOUT,
-    payload_bytes,
-    positive_int,
-    truncated_table,
-)
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, FetchedRows, positive_int
 from .sqlguard import check_read_only, sqlglot_dialect
 
 MASK = "***"
@@ -177,8 +170,7 @@ class SqlAlchemySource:
         watchdog: threading.Timer | None = None
         start = time.perf_counter()
         deadline = time.monotonic() + timeout
-        rows: list[tuple[Any, ...]] = []
-        size, over_bytes = 0, False
+        fetched = FetchedRows(max_rows, self.max_bytes)
         try:
             server_side = self._begin(conn, timeout)
             watchdog = threading.Timer(timeout + (_WATCHDOG_GRACE if server_side else 0.0),
@@ -191,21 +183,15 @@ class SqlAlchemySource:
                 raise QueryRefused("the statement returned no rows: not a query")
             columns = list(result.keys())
             step, widest = _FIRST_BATCH, 1.0
-            while len(rows) <= max_rows:
+            while not fetched.done:
                 if time.monotonic() > deadline:
                     fired.set()
                     raise QueryTimeout(f"query exceeded {timeout:g} s")
-                batch = result.fetchmany(min(step, max_rows + 1 - len(rows)))
+                batch = result.fetchmany(fetched.wanted(step))
                 if not batch:
                     break
-                converted = [tuple(_cell(v) for v in r) for r in batch]
-                rows.extend(converted)
-                added = payload_bytes(converted)
-                size += added
-                if size > self.max_bytes:
-                    over_bytes = True
-                    break
-                widest = max(widest, added / len(converted))
+                added = fetched.add([tuple(_cell(v) for v in r) for r in batch])
+                widest = max(widest, added / len(batch))
                 step = max(1, min(_FETCH_BATCH, int(_BATCH_BYTES // widest)))
             result.close()
         except QueryEvalError:
@@ -220,8 +206,7 @@ class SqlAlchemySource:
             if watchdog is not None:
                 watchdog.cancel()
             _rollback_and_close(conn)
-        return truncated_table(columns, rows, max_rows, self.max_bytes if over_bytes else None,
-                               time.perf_counter() - start)
+        return fetched.table(columns, time.perf_counter() - start)
 
     def _begin(self, conn: Any, timeout: float) -> bool:
         """Make the new transaction read-only and time-limited; True if the server enforces

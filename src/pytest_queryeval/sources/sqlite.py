@@ -7,19 +7,11 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from .base import (
-    DEFAULT_MAX_BYTES,
-    DEFAULT_MAX_ROWS,
-    DEFAULT_TIMEOUT,
-    payload_bytes,
-    positive_int,
-    truncated_table,
-)
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, FetchedRows, positive_int
 from .sqlguard import check_read_only
 
 #: VM instructions between two deadline checks: small enough to stop within milliseconds,
@@ -116,21 +108,16 @@ class SqliteSource:
 
             conn.set_progress_handler(progress, _PROGRESS_STEPS)
             start = time.perf_counter()
-            rows: list[tuple[Any, ...]] = []
-            size, over_bytes = 0, False
+            fetched = FetchedRows(max_rows, self.max_bytes)
             try:
                 cur = conn.execute(query)
                 columns = [d[0] for d in cur.description or ()]
                 step = batch_rows(len(columns))
-                while len(rows) <= max_rows:
-                    batch = cur.fetchmany(min(step, max_rows + 1 - len(rows)))
+                while not fetched.done:
+                    batch = cur.fetchmany(fetched.wanted(step))
                     if not batch:
                         break
-                    rows.extend(batch)
-                    size += payload_bytes(batch)
-                    if size > self.max_bytes:
-                        over_bytes = True
-                        break
+                    fetched.add(batch)
                 cur.close()
             except sqlite3.Error as e:
                 if expired:
@@ -146,8 +133,7 @@ class SqliteSource:
                 if conn.in_transaction:
                     conn.rollback()
             seconds = time.perf_counter() - start
-        return truncated_table(columns, rows, max_rows, self.max_bytes if over_bytes else None,
-                               seconds)
+        return fetched.table(columns, seconds)
 
     # -- identity -----------------------------------------------------------------------------
 
