@@ -87,24 +87,24 @@ class FetchedRows:
         self.rows: list[tuple[Any, ...]] = []
         self.max_rows, self.max_bytes = max_rows, max_bytes
         self.size = 0
+        #: Bytes of the last batch added.
+        self.last = 0
         self.over_bytes = False
-
-    @property
-    def done(self) -> bool:
-        """A cap has been passed: fetch no more."""
-        return self.over_bytes or len(self.rows) > self.max_rows
 
     def wanted(self, step: int) -> int:
         """Rows to ask for next: ``step``, or fewer to stop one past ``max_rows``."""
         return min(step, self.max_rows + 1 - len(self.rows))
 
-    def add(self, batch: list[tuple[Any, ...]]) -> int:
-        """Keep a non-empty batch; its size in bytes."""
+    def add(self, batch: list[tuple[Any, ...]]) -> bool:
+        """Keep a batch; True while there is more to fetch (the batch was not empty and no cap
+        has been passed)."""
+        if not batch:
+            return False
         self.rows.extend(batch)
-        added = payload_bytes(batch)
-        self.size += added
+        self.last = payload_bytes(batch)
+        self.size += self.last
         self.over_bytes = self.size > self.max_bytes
-        return added
+        return not self.over_bytes and len(self.rows) <= self.max_rows
 
     def table(self, columns: list[str], seconds: float) -> ResultTable:
         """The result, ``truncated`` with ``meta`` naming the cap it went over, if any."""

@@ -183,16 +183,16 @@ class SqlAlchemySource:
                 raise QueryRefused("the statement returned no rows: not a query")
             columns = list(result.keys())
             step, widest = _FIRST_BATCH, 1.0
-            while not fetched.done:
+            more = True
+            while more:
                 if time.monotonic() > deadline:
                     fired.set()
                     raise QueryTimeout(f"query exceeded {timeout:g} s")
                 batch = result.fetchmany(fetched.wanted(step))
-                if not batch:
-                    break
-                added = fetched.add([tuple(_cell(v) for v in r) for r in batch])
-                widest = max(widest, added / len(batch))
-                step = max(1, min(_FETCH_BATCH, int(_BATCH_BYTES // widest)))
+                more = fetched.add([tuple(_cell(v) for v in r) for r in batch])
+                if more:
+                    widest = max(widest, fetched.last / len(batch))
+                    step = max(1, min(_FETCH_BATCH, int(_BATCH_BYTES // widest)))
             result.close()
         except QueryEvalError:
             raise

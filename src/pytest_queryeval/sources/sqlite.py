@@ -113,11 +113,8 @@ class SqliteSource:
                 cur = conn.execute(query)
                 columns = [d[0] for d in cur.description or ()]
                 step = batch_rows(len(columns))
-                while not fetched.done:
-                    batch = cur.fetchmany(fetched.wanted(step))
-                    if not batch:
-                        break
-                    fetched.add(batch)
+                while fetched.add(cur.fetchmany(fetched.wanted(step))):
+                    pass
                 cur.close()
             except sqlite3.Error as e:
                 if expired:
