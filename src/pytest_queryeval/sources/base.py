@@ -13,9 +13,9 @@ from ..results import ResultTable
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
-#: Cap on the size of one SQL result (:func:`payload_bytes`), as ``max_bytes`` is for a SPARQL
-#: response: ``max_rows`` bounds the rows, this bounds what they hold (a predicted
-#: ``SELECT zeroblob(10000000) FROM big_table`` would otherwise fill the memory).
+#: Default ``max_bytes`` of every source: the size of one result (SQL: :func:`payload_bytes`;
+#: local RDF: the pickled reply; SPARQL endpoint: the response body). ``max_rows`` bounds the
+#: rows, this bounds what they hold (``SELECT zeroblob(10000000) FROM big_table``).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 _SIZED = (str, bytes, bytearray)
@@ -68,6 +68,15 @@ def _value_bytes(value: Any) -> int:
     if isinstance(value, dict | list | tuple):  # JSON documents from the driver
         return len(repr(value))
     return sys.getsizeof(value)
+
+
+def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> float:
+    """A positive number from the spec (ConfigError naming the key otherwise)."""
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"must be a positive number, not {value!r}",
+                          key=f"datasources.{name}.{key}")
+    return float(value)
 
 
 def positive_int(value: Any, name: str, key: str) -> int:

@@ -57,7 +57,14 @@ from typing import Any
 
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, Term
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys, positive_int
+from .base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    check_keys,
+    positive,
+    positive_int,
+)
 from .rdf_codec import make_term, star_columns_sorted
 from .sparqlguard import check_query
 
@@ -541,15 +548,6 @@ atexit.register(clear_registry)
 
 
 # --------------------------------------------------------------------------- the source
-
-def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> float:
-    """A positive number from the spec (ConfigError naming the key otherwise)."""
-    value = spec.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"must be a positive number, not {value!r}",
-                          key=f"datasources.{name}.{key}")
-    return float(value)
-
 
 #: Spec keys accepted besides ``type``.
 RDF_KEYS = frozenset({"path", "engine", "format", "lenient", "base_iri", "timeout", "max_rows",

@@ -29,13 +29,11 @@ from typing import Any
 
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys
-from .rdf import positive
+from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys, positive
 from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
 
 _RETRY_HTTP = frozenset({502, 503, 504})
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 16
 
 
