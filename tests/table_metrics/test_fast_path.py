@@ -100,6 +100,14 @@ def assert_same(fast: Any, ref: tm.TableComparison) -> None:
     assert repr((soft, cell, overlap)) == repr((float(ref.soft), ref.cell, float(ref.overlap)))
 
 
+def _compare_in_chunks(
+    monkeypatch: pytest.MonkeyPatch, chunk: int, gold: list[Any], pred: list[Any], ordered: bool
+) -> Any:
+    """The fast path with its columns built over chunks of ``chunk`` rows."""
+    monkeypatch.setattr(_table_fast, "_CHUNK", chunk)
+    return _table_fast.compare(gold, pred, ordered)
+
+
 @pytest.fixture
 def pure_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tm, "FAST_MIN_CELLS", 10**18)
@@ -119,8 +127,7 @@ def test_fast_path_is_exact_or_declines(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     gold, pred = pair
-    monkeypatch.setattr(_table_fast, "_CHUNK", chunk)  # columns built over several chunks
-    fast = _table_fast.compare(gold, pred, ordered)
+    fast = _compare_in_chunks(monkeypatch, chunk, gold, pred, ordered)
     if fast is not None:
         assert_same(fast, pure(gold, pred, ordered))
 
@@ -139,8 +146,7 @@ def test_fast_path_accepts_plain_values(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     gold, pred = pair
-    monkeypatch.setattr(_table_fast, "_CHUNK", chunk)
-    fast = _table_fast.compare(gold, pred, ordered)
+    fast = _compare_in_chunks(monkeypatch, chunk, gold, pred, ordered)
     assert fast is not None
     assert_same(fast, pure(gold, pred, ordered))
 

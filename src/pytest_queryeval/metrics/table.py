@@ -886,8 +886,6 @@ class TableComparison:
             self.ex, self.perm, self.bird_ex, self.soft, self.cell, self.overlap = fast
             return
         with gc_paused():
-            self._gold = _Side(gold, self.opts)
-            self._pred = _Side(pred, self.opts)
             self.ex, self.perm = _tsse_result_eq(self.gold, self.pred, order_matters)
             identical = self.ex and self.perm == tuple(range(self.gold.width))
             self.bird_ex = identical or self.gold.counter.keys() == self.pred.counter.keys()
@@ -957,18 +955,21 @@ class TableComparison:
 
     @property
     def gold(self) -> _Side:
-        """The prepared gold side (built on first use when the fast path computed the metrics)."""
+        """The prepared gold side, built on first use (never, when the fast path computed the
+        metrics and no diff is asked for)."""
         if self._gold is None:
-            with gc_paused():
-                self._gold = _Side(self.gold_table, self.opts)
+            self._gold = self._side(self.gold_table)
         return self._gold
 
     @property
     def pred(self) -> _Side:
         if self._pred is None:
-            with gc_paused():
-                self._pred = _Side(self.pred_table, self.opts)
+            self._pred = self._side(self.pred_table)
         return self._pred
+
+    def _side(self, table: ResultTable) -> _Side:
+        with gc_paused():
+            return _Side(table, self.opts)
 
     def metrics(self) -> dict[str, float]:
         return {
