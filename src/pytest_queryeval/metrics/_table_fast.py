@@ -21,6 +21,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from itertools import repeat
+from operator import countOf
 from typing import Any
 
 import numpy as np
@@ -115,6 +116,7 @@ class _Col:
     __slots__ = (
         "_argsort",
         "_code",
+        "_range",
         "_sorted",
         "cast_code",
         "cast_kind",
@@ -159,6 +161,7 @@ class _Col:
         self._code: IntArr | None = None
         self._sorted: IntArr | None = None
         self._argsort: NDArray[np.intp] | None = None
+        self._range: tuple[float, float] | None = None
         self.negzero = False
         if not nonnull:
             self.kind, self.cast_kind = _Z, _M
@@ -181,14 +184,21 @@ class _Col:
                     f = np.fromiter(vals, np.float64, n)
                 except OverflowError:
                     raise _Decline from None
+            # two reductions, no temporary array: min and max propagate NaN, bound the ints
+            # and tell whether a zero (maybe -0.0) can be there at all
+            lo, hi = float(f.min()), float(f.max())
             if float in nonnull:
-                if np.isnan(f).any():
+                if lo != lo:
                     raise _Decline
-                self.negzero = bool(np.any(np.signbit(f) & (f == 0)))
-            if int in nonnull and not float(np.abs(f).max()) < _BOUND:
+                if lo <= 0 <= hi:
+                    self.negzero = bool(np.signbit(f[f == 0]).any())
+            if int in nonnull and not max(-lo, hi) < _BOUND:
                 raise _Decline
             self.f = f
-            self._code = (f + 0.0).view(np.int64)  # -0.0 folded into 0.0
+            if self.mask is None:
+                self._range = (lo, hi)
+            # -0.0 folded into 0.0; ints and NULL fillers are never -0.0
+            self._code = (f + 0.0).view(np.int64) if self.negzero else f.view(np.int64)
             if nonnull == {int} and not has_none:
                 self.cast_kind, self.cast_code = _I, self._code
             else:  # str(float(v)): one spelling per bit pattern ('-0.0' != '0.0')
@@ -226,9 +236,11 @@ class _Col:
 
     def value_range(self) -> tuple[float, float]:
         """(min, max) of the non-NULL numbers (compared with ==, so -0.0 is 0.0)."""
-        assert self.f is not None
-        f = self.f if self.mask is None else self.f[~self.mask]
-        return (float(f.min()), float(f.max())) if len(f) else (0.0, 0.0)
+        if self._range is None:
+            assert self.f is not None
+            f = self.f if self.mask is None else self.f[~self.mask]
+            self._range = (float(f.min()), float(f.max())) if len(f) else (0.0, 0.0)
+        return self._range
 
     def unique(self) -> bool:
         """No NULL and all values distinct: then every row of the table is distinct."""
@@ -506,7 +518,9 @@ def _build(
         live = [convert] * w
         for start in range(0, n, _CHUNK):
             chunk = rows[start : start + _CHUNK]
-            if not set(map(type, chunk)) <= _ROW_TYPES:
+            if countOf(map(type, chunk), tuple) != len(chunk) and not set(
+                map(type, chunk)
+            ) <= _ROW_TYPES:
                 raise _Decline
             try:  # one C call transposes the chunk; strict: ragged rows decline
                 transposed = list(zip(*chunk, strict=True))
@@ -516,7 +530,8 @@ def _build(
                 raise _Decline
             end = start + len(chunk)
             for k, c in enumerate(transposed):
-                t = set(map(type, c))
+                t0 = type(c[0])  # counting one type is cheaper than building a set of them
+                t: set[type] = {t0} if countOf(map(type, c), t0) == len(c) else set(map(type, c))
                 types[k] |= t
                 if live[k] and t <= _NUMBERS and cols[k] is None:
                     a = pre[k]
@@ -691,34 +706,55 @@ def _compare(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequence[An
     return ex, perm, bird, soft, cell, overlap
 
 
+def _cat(parts: list[NDArray[Any]], dtype: type) -> NDArray[Any]:
+    """Concatenation that does not copy a single part."""
+    parts = [a for a in parts if len(a)]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
 def _nonnull(cols: list[_Col], kind: int) -> IntArr:
-    parts = [c.code if c.mask is None else c.code[~c.mask] for c in cols if c.kind == kind]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return _cat([c.code if c.mask is None else c.code[~c.mask] for c in cols if c.kind == kind],
+                np.int64)
 
 
-def _numbers(cols: list[_Col]) -> NDArray[np.float64]:
-    parts = [c.f if c.mask is None else c.f[~c.mask] for c in cols if c.f is not None]
-    return np.concatenate(parts) + 0.0 if parts else np.zeros(0)  # + 0.0: -0.0 is 0.0
+Numbers = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
-def _common_numbers(a: NDArray[np.float64], b: NDArray[np.float64]) -> int:
+def _numbers(cols: list[_Col]) -> Numbers:
+    """The non-NULL numbers: those of int-only columns (integral, never -0.0), and the others
+    (-0.0 folded into 0.0)."""
+    ints: list[NDArray[np.float64]] = []
+    other: list[NDArray[np.float64]] = []
+    for c in cols:
+        if c.f is not None:
+            (other if float in c.types else ints).append(c.f if c.mask is None else c.f[~c.mask])
+    rest = _cat(other, np.float64)
+    return _cat(ints, np.float64), rest + 0.0 if any(c.negzero for c in cols) else rest
+
+
+def _common_numbers(a: Numbers, b: Numbers) -> int:
     """:func:`_common` on numbers: integral values in a dense range are counted with
     ``bincount`` (no sort), the others through their (canonical) bit patterns."""
-    if not len(a) or not len(b):
+    (a_int, a_oth), (b_int, b_oth) = a, b
+    na, nb = len(a_int) + len(a_oth), len(b_int) + len(b_oth)
+    if not na or not nb:
         return 0
-    ia = np.isfinite(a) & (a == np.floor(a))
-    ib = np.isfinite(b) & (b == np.floor(b))
-    ints_a, ints_b = a[ia], b[ib]
+    ia = np.isfinite(a_oth) & (a_oth == np.floor(a_oth))
+    ib = np.isfinite(b_oth) & (b_oth == np.floor(b_oth))
+    ints_a, ints_b = _cat([a_int, a_oth[ia]], np.float64), _cat([b_int, b_oth[ib]], np.float64)
     if len(ints_a) and len(ints_b):
         lo = min(float(ints_a.min()), float(ints_b.min()))
         hi = max(float(ints_a.max()), float(ints_b.max()))
-        if hi - lo <= 4 * (len(a) + len(b)):
+        if hi - lo <= 4 * (na + nb):
             size = int(hi - lo) + 1
             ca = np.bincount((ints_a - lo).astype(np.intp), minlength=size)
             cb = np.bincount((ints_b - lo).astype(np.intp), minlength=size)
-            rest = _common(a[~ia].view(np.int64), b[~ib].view(np.int64))
+            rest = _common(a_oth[~ia].view(np.int64), b_oth[~ib].view(np.int64))
             return int(np.minimum(ca, cb).sum()) + rest
-    return _common(a.view(np.int64), b.view(np.int64))
+    return _common(_cat([a_int, a_oth], np.float64).view(np.int64),
+                   _cat([b_int, b_oth], np.float64).view(np.int64))
 
 
 def _common(a: IntArr, b: IntArr) -> int:
@@ -737,7 +773,7 @@ def _overlap(ctx: _Ctx) -> float:
     if any(c.kind == _S for c in (*ctx.g, *ctx.p)):
         ctx.g[0].strings.check()
     gn, gs = _numbers(ctx.g), _nonnull(ctx.g, _S)
-    total_gold = len(gn) + len(gs)
+    total_gold = len(gn[0]) + len(gn[1]) + len(gs)
     if total_gold == 0:
         return 0.0
     total = _common_numbers(gn, _numbers(ctx.p)) + _common(gs, _nonnull(ctx.p, _S))
