@@ -427,18 +427,19 @@ class _Ctx:
         return np.sort(np.minimum.reduceat(order, starts))
 
 
-def _seqsum(a: NDArray[np.float64], pad: int = 0, count: int = 0) -> float:
-    """``sum(a.tolist() + [pad] * count)`` bit for bit (the reference pads with ints); ``a`` is
-    never negative."""
+def _seqsum(k: NDArray[np.int8], w: int, pad: int = 0, count: int = 0) -> float:
+    """``sum((k / w).tolist() + [pad] * count)`` bit for bit (the reference pads with ints);
+    the counts ``k`` are never negative."""
     if _SEQUENTIAL_SUM:  # int items are added as doubles too
         # adding 0.0 to a sum of non-negative numbers leaves it as it is: zeros are skipped
-        zeros = a == 0
-        if zeros.any():
-            a = a[~zeros]
-        if count:
+        # when that makes the sum much shorter (it never changes it)
+        if np.count_nonzero(k) < len(k) // 2:
+            k = k[k != 0]
+        a = k / w
+        if count and pad:
             a = np.concatenate((a, np.full(count, float(pad))))
         return float(np.cumsum(a)[-1]) + 0.0 if len(a) else 0.0
-    return float(sum(a.tolist() + [pad] * count))
+    return float(sum((k / w).tolist() + [pad] * count))
 
 
 def _positional(
@@ -469,27 +470,27 @@ def _positional(
                 out |= v
         return out
 
-    hits = np.zeros(m, np.int64)
+    hits = np.zeros(m, np.int8)  # counts up to 64 columns
     for j in range(wp):
         hits += any_of(e[j])
     in_p = [any_of([e[j][k] for j in range(wp)]) for k in range(wg)]
-    found = np.zeros(m, np.int64)
+    found = np.zeros(m, np.int8)
     for v in in_p:
         found += v
     extra = ng - np_
-    tp = _seqsum(hits / wg, 0, abs(extra))
-    fp = _seqsum((wp - hits) / wg, int(extra < 0), abs(extra))
-    fn = _seqsum((wg - found) / wg, int(extra > 0), abs(extra))
+    tp = _seqsum(hits, wg, 0, abs(extra))
+    fp = _seqsum(wp - hits, wg, int(extra < 0), abs(extra))
+    fn = _seqsum(wg - found, wg, int(extra > 0), abs(extra))
     precision = tp / (tp + fp) if tp + fp > 0 else 0
     recall = tp / (tp + fn) if tp + fn > 0 else 0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0
     set_prec: float = 0
     if set_precision and n_gold > 0:
-        fresh = np.zeros(m, np.int64)
+        fresh = np.zeros(m, np.int8)
         for k in range(wg):
             dup = any_of([eq(g[k], ig, g[k2], ig) for k2 in range(k)])
             fresh += in_p[k] & ~dup
-        set_prec = _seqsum(fresh / wg) / n_gold
+        set_prec = _seqsum(fresh, wg) / n_gold
     return PositionalF1(float(f1), float(precision), float(recall), float(set_prec))
 
 
