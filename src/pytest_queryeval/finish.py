@@ -99,16 +99,13 @@ def _relative(path: Path, root: Path) -> str:
 
 
 def _baseline_path(config: pytest.Config, state: State, records: list[dict[str, Any]]) -> Path:
-    """ini ``queryeval_baseline``: a bare file name lands beside the suite (the directory of
-    the outermost ``queryeval.yaml`` of the run), a path with a directory is rootdir-relative."""
-    value = str(config.getini("queryeval_baseline"))
-    if Path(value).is_absolute() or "/" in value or "\\" in value:
-        return (config.rootpath / value).resolve()
-    configs = sorted({p.parent for d in _case_dirs(records)
-                      for p in state.finder.for_directory(d).files},
-                     key=lambda p: len(p.parts))
-    base = configs[0] if configs else config.rootpath
-    return (base / value).resolve()
+    """The one baseline file compared with and updated (see :func:`verdict.baseline_file`)."""
+    from .verdict import baseline_file, suite_dir
+
+    return baseline_file(config.getoption("queryeval_baseline"),
+                         str(config.getini("queryeval_baseline")),
+                         suite=suite_dir(state.finder, _case_dirs(records), config.rootpath),
+                         invocation_dir=config.invocation_params.dir, rootdir=config.rootpath)
 
 
 def finish_session(session: pytest.Session, state: State, started: float, exitstatus: int) -> None:
@@ -132,14 +129,20 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
 
     comparison = None
     baseline_opt = config.getoption("queryeval_baseline")
-    if baseline_opt:
+    first = (baseline_opt and config.getoption("queryeval_update_baseline")
+             and not _baseline_path(config, state, records).exists())
+    if first:  # --queryeval-update-baseline creates the file it is asked to compare with
+        lines.append("")
+        lines.append(f"baseline: {_relative(_baseline_path(config, state, records), config.rootpath)}"
+                     " does not exist yet: nothing to compare, this run writes it")
+    elif baseline_opt:
         from .report import baseline as bl
 
         try:
             max_drop = bl.parse_max_drop(config.getoption("queryeval_max_drop"))
         except ValueError as exc:
             raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
-        path = (config.invocation_params.dir / baseline_opt).resolve()
+        path = _baseline_path(config, state, records)
         try:
             base = bl.load_baseline(path)
         except (OSError, ValueError) as exc:

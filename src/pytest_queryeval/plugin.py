@@ -41,9 +41,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--queryeval-no-step-summary", action="store_true",
         help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
     add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
-    add("--queryeval-baseline", metavar="PATH", help="compare aggregates with this JSON report")
+    add("--queryeval-baseline", metavar="PATH",
+        help="compare with this JSON report (a bare file name lies beside the suite)")
     add("--queryeval-update-baseline", action="store_true",
-        help="write this run's JSON report to the baseline path (ini queryeval_baseline)")
+        help="write this run's JSON report to the baseline (--queryeval-baseline, else ini "
+             "queryeval_baseline)")
     add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
         help="fail when an aggregate drops more than this versus the baseline (repeatable)")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
@@ -58,7 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("queryeval_junit_properties", type="bool", default=True,
                   help="write queryeval.<metric> properties on junit testcases")
     parser.addini("queryeval_baseline", default="queryeval-baseline.json",
-                  help="baseline file for --queryeval-update-baseline (relative to rootdir)")
+                  help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
+                       "is not given (a bare name lies beside the suite, else rootdir-relative)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

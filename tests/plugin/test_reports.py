@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -156,3 +158,48 @@ def test_update_baseline_writes_beside_the_suite_once_under_xdist(mixed):
     assert len(baseline["cases"]) == 7
     assert "/tmp/" not in json.dumps(baseline)  # no machine paths in a committed file
     assert result.stdout.str().count("baseline updated:") == 1
+
+
+def _into_subdir(pytester, name="suite"):
+    sub = pytester.mkdir(name)
+    (sub / "test_mixed.yaml").write_text((pytester.path / "test_mixed.yaml").read_text())
+    (pytester.path / "test_mixed.yaml").unlink()
+    (sub / "queryeval.yaml").write_text(dump({"thresholds": {"macro_recall": 1.0}}))
+    return sub
+
+
+def test_a_bare_baseline_name_is_read_where_update_writes_it(mixed):
+    """Issue 19 item 8: the name written by --queryeval-update-baseline beside the suite is the
+    file --queryeval-baseline NAME reads, from whatever directory pytest starts."""
+    sub = _into_subdir(mixed)
+    mixed.runpytest("--queryeval-update-baseline").assert_outcomes(passed=5, failed=2)
+    assert (sub / "queryeval-baseline.json").is_file()
+    assert not (mixed.path / "queryeval-baseline.json").exists()
+    result = mixed.runpytest("--queryeval-baseline", "queryeval-baseline.json")
+    result.stdout.fnmatch_lines(["baseline: 7 cases in both runs"])
+    assert "cannot read baseline" not in result.stdout.str()
+    # started from inside the suite, with the suite as argument: the same file
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(sub)
+        result = mixed.runpytest(str(sub), "--queryeval-baseline", "queryeval-baseline.json")
+    result.stdout.fnmatch_lines(["baseline: 7 cases in both runs"])
+    # one file for both: --queryeval-update-baseline writes the --queryeval-baseline it compared
+    mixed.runpytest("--queryeval-baseline", "other.json", "--queryeval-update-baseline")
+    assert json.loads((sub / "other.json").read_text())["cases"]
+    assert not (mixed.path / "other.json").exists()
+
+
+def test_reports_and_baseline_are_created_with_the_users_umask(mixed):
+    """Issue 19 item 8: like junit, not 0600 (mkstemp's mode) for files a CI step publishes."""
+    pytest.importorskip("xlsxwriter")
+    old = os.umask(0o022)
+    try:
+        mixed.runpytest("--queryeval-update-baseline", "--queryeval-json=out/r.json",
+                        "--queryeval-markdown=out/r.md", "--queryeval-html=out/r.html",
+                        "--queryeval-xlsx=out/r.xlsx", "--junitxml=out/j.xml")
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode)
+             for p in [*(mixed.path / "out").iterdir(), mixed.path / "queryeval-baseline.json"]}
+    assert modes == {"r.json": 0o644, "r.md": 0o644, "r.html": 0o644, "r.xlsx": 0o644,
+                     "j.xml": 0o644, "queryeval-baseline.json": 0o644}

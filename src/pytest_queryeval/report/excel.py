@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from pytest_queryeval.report.baseline import (
     ordered_difficulties,
     ordered_metrics,
 )
+from pytest_queryeval.report.json_report import create_temp
 
 __all__ = ["LATENCY_METRIC", "write_xlsx"]
 
@@ -57,7 +57,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     xlsxwriter = _xlsxwriter()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".xlsx", dir=target.parent)
+    fd, tmp = create_temp(target.parent, f".{target.stem}.", ".xlsx")
     os.close(fd)
     try:
         # Strings stay strings: a question or a predicted query starting with "=" must never

@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -112,11 +112,24 @@ def dumps(report: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new temporary file in ``directory``, created with the user's umask (as ``open`` and
+    pytest's junit writer do): ``tempfile.mkstemp`` makes it 0600, and a report renamed from
+    it stays unreadable to the team or the CI step that publishes it."""
+    for _ in range(100):
+        name = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {directory}")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file and rename: readers never see a partial report."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = create_temp(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
