@@ -105,6 +105,7 @@ json_values = st.recursive(scalars, lambda inner: st.one_of(
     st.dictionaries(st.one_of(st.text(max_size=8), st.sampled_from(sorted(CASE_KEYS))), inner,
                     max_size=4)), max_leaves=20)
 OPTION_KEYS = ["compare", "efficiency", "db_id", "structure", "arity_from", "keep_distinct",
+               "test_suite_rewrite",
                "match_on", "case_insensitive_names", "alpha", "beta", "model", "keys"]
 METRICS = ["execution_accuracy", "soft_f1", "macro_f1", "json_similarity", "nope", "gold_seconds"]
 thresholds = st.dictionaries(st.sampled_from(METRICS), st.one_of(

@@ -1,7 +1,8 @@
 """The whole SQL kind reproduces the official evaluators item by item on real Spider pairs.
 
 The first 87 dev pairs (concert_singer, pets_1) run on SQLite databases built from the shared
-synthetic scripts; test-suite EX must match the oracle per item (plain and keep_distinct), and
+synthetic scripts; test-suite EX (``test_suite_rewrite``) must match the oracle per item (plain
+and keep_distinct), and
 with a spider-schema source the structure metrics must match the taoyds/spider oracle.
 """
 
@@ -60,7 +61,8 @@ def test_execution_accuracy_per_item(
             gold_sql, db_id = spider["gold"][i]
             spec = {"type": "sqlite", "path": str(spider["dbs"][db_id])}
             case = make_case(gold_sql, spec=spec, name=db_id,
-                             options={"keep_distinct": keep_distinct, "structure": False})
+                             options={"test_suite_rewrite": True,
+                                      "keep_distinct": keep_distinct, "structure": False})
             # TSSE's own preprocessing of predictions ("value" placeholders).
             scored = KIND.evaluate(case, spider["pred"][i].replace(" value ", " 1 "), session)
             ours.append(int(scored.metrics["execution_accuracy"]))

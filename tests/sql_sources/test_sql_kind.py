@@ -58,19 +58,55 @@ def test_wrong_prediction_has_a_diff(spec: dict[str, Any], session: Session) -> 
     assert s.metrics["exact_set_match"] == 1.0  # values are dropped by the Spider evaluator
 
 
-def test_column_order_and_distinct_like_test_suite(spec: dict[str, Any], session: Session) -> None:
-    case = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec)
-    # TSSE removes DISTINCT from both texts before executing: EX 1; BIRD (sets) agrees.
-    s = KIND.evaluate(case, "SELECT billingcountry FROM invoice GROUP BY billingcountry",
-                      session)
-    assert s.metrics["bird_ex"] == 1.0
-    assert s.metrics["execution_accuracy"] == 0.0  # 412 rows vs 24 once DISTINCT is gone
-    assert s.details["execution_accuracy_on"].startswith("test-suite texts")
-    keep = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec,
-                     options={"keep_distinct": True})
-    s = KIND.evaluate(keep, "SELECT billingcountry FROM invoice GROUP BY billingcountry",
+def test_distinct_like_test_suite_only_on_request(spec: dict[str, Any], session: Session) -> None:
+    pred = "SELECT billingcountry FROM invoice GROUP BY billingcountry"
+    # By default the queries run as written: 24 countries on both sides.
+    s = KIND.evaluate(make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec), pred,
                       session)
     assert s.metrics["execution_accuracy"] == 1.0
+    assert "execution_accuracy_on" not in s.details
+    # test_suite_rewrite: TSSE removes DISTINCT from both texts before executing.
+    case = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec,
+                     options={"test_suite_rewrite": True})
+    s = KIND.evaluate(case, pred, session)
+    assert s.metrics["bird_ex"] == 1.0
+    assert s.metrics["execution_accuracy"] == 0.0  # 412 rows vs 24 once DISTINCT is gone
+    assert s.details["execution_accuracy_on"] == "test-suite texts (DISTINCT removed)"
+    keep = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec,
+                     options={"test_suite_rewrite": True, "keep_distinct": True})
+    s = KIND.evaluate(keep, pred, session)
+    assert s.metrics["execution_accuracy"] == 1.0
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> dict[str, Any]:
+    """An ordinary schema: 10 sales in 3 stores."""
+    path = tmp_path / "shop.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, store_id INTEGER, amount REAL)")
+    conn.executemany("INSERT INTO sales (store_id, amount) VALUES (?, ?)",
+                     [(1 + i % 3, 10.0 * i) for i in range(10)])
+    conn.commit()
+    conn.close()
+    return {"type": "sqlite", "path": str(path)}
+
+
+def test_count_distinct_gold_is_compared_as_written(stores: dict[str, Any],
+                                                    session: Session) -> None:
+    """Issue 19 item 6: the default EX must not rewrite the gold's count(DISTINCT ...)."""
+    gold = "SELECT count(DISTINCT store_id) FROM sales"
+    wrong = "SELECT count(store_id) FROM sales"  # 10, the gold answers 3
+    right = "SELECT count(*) FROM (SELECT store_id FROM sales GROUP BY store_id)"
+    s = KIND.evaluate(make_case(gold, spec=stores), wrong, session)
+    assert s.metrics["execution_accuracy"] == 0.0
+    assert any("missing rows" in line for line in s.diff)
+    s = KIND.evaluate(make_case(gold, spec=stores), right, session)
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert s.reason is None
+    # The faithful test-suite EX keeps its published behaviour, under its own option.
+    tsse = make_case(gold, spec=stores, options={"test_suite_rewrite": True})
+    assert KIND.evaluate(tsse, wrong, session).metrics["execution_accuracy"] == 1.0
+    assert KIND.evaluate(tsse, right, session).metrics["execution_accuracy"] == 0.0
 
 
 @pytest.mark.parametrize("sql", SQLITE)
@@ -259,6 +295,7 @@ def test_validate(spec: dict[str, Any]) -> None:
     assert "structure" in problems(options={"structure": "maybe"})
     assert "arity_from" in problems(options={"arity_from": "vibes"})
     assert "keep_distinct" in problems(options={"keep_distinct": "yes"})
+    assert "test_suite_rewrite" in problems(options={"test_suite_rewrite": 1})
     assert "gold[1]" in problems(gold=["SELECT 1", 3])
     assert "datasource" in problems(spec=None)
     assert "db_id" in problems(spec={"type": "spider-schema", "tables": "/x/tables.json"})
@@ -296,11 +333,13 @@ def test_recorded_gold_with_executed_prediction(spec: dict[str, Any], session: S
 
 
 def test_diff_explains_a_test_suite_only_mismatch(spec: dict[str, Any], session: Session) -> None:
-    case = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec)
+    tsse = {"test_suite_rewrite": True}
+    case = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec, options=tsse)
     s = KIND.evaluate(case, "SELECT billingcountry FROM invoice GROUP BY billingcountry", session)
     assert s.metrics["execution_accuracy"] == 0.0
     assert s.diff[0].startswith("execution_accuracy: 0 on the test-suite texts")
-    ok = KIND.evaluate(make_case("SELECT count(DISTINCT composer) FROM track", spec=spec),
+    ok = KIND.evaluate(make_case("SELECT count(DISTINCT composer) FROM track", spec=spec,
+                                 options=tsse),
                        "SELECT count(composer) FROM track", session)
     assert ok.metrics["execution_accuracy"] == 1.0  # TSSE strips DISTINCT from both texts
     assert ok.metrics["bird_ex"] == 0.0

@@ -10,7 +10,8 @@ Flow of one case (see docs/sql-sources.md):
    suite (:class:`GoldError`), not a model failure.
 3. The prediction is executed (or taken from ``predicted_result``). Failure, timeout or
    truncation scores every metric 0 with the reason.
-4. Table metrics (test-suite EX on the TSSE-prepared texts, BIRD EX, Soft-F1, Denodo),
+4. Table metrics (EX on the results of the queries as written, or with ``test_suite_rewrite``
+   on the texts the Spider test-suite evaluator executes; BIRD EX, Soft-F1, Denodo),
    BuildingQA alignment metrics, Spider structure metrics (when a schema is available) and,
    opt-in, VES/R-VES are computed per gold alternative; the best alternative wins: highest
    ``execution_accuracy``, then highest mean of the other metrics.
@@ -50,6 +51,7 @@ class _Options:
     compare: Any = None  # metrics.table.CompareOptions
     structure: str = "auto"  # auto | required | off
     legacy_from_check: bool = False
+    test_suite_rewrite: bool = False
     keep_distinct: bool = False
     arity_from: str = "result"
     iterations: int | None = None
@@ -78,7 +80,7 @@ class SqlKind:
     name: ClassVar[str] = "sql"
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
-        "keep_distinct",
+        "keep_distinct", "test_suite_rewrite",
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -207,20 +209,23 @@ class SqlKind:
             from ..metrics.alignment import alignment_metrics
             from ..metrics.table import compare_tables, order_matters, tsse_prepare
 
-            ordered = order_matters(tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
-                                    if gold.sql else "")
+            gold_text = gold.sql or ""
+            if opts.test_suite_rewrite and gold.sql:
+                gold_text = tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
+            ordered = order_matters(gold_text)
             cmp = compare_tables(gold.table, pred.table, order_matters=ordered,
                                  compare=opts.compare)
             metrics.update(cmp.metrics())
             details.update(cmp.details())
-            tsse = self._tsse_ex(gold, pred, src, ctx, opts, ordered)
+            tsse = self._tsse_ex(gold, pred, src, ctx, opts, ordered) \
+                if opts.test_suite_rewrite else None
             note = "texts as written"
             if tsse is not None:
                 metrics["execution_accuracy"], note = tsse
                 details["execution_accuracy_on"] = note
             if metrics["execution_accuracy"] != 1.0:
                 # The row diff of the texts as written; when only the test-suite texts differ
-                # (DISTINCT removed), say so instead of showing nothing.
+                # (``test_suite_rewrite``: DISTINCT removed), say so instead of showing nothing.
                 diff.extend(cmp.diff() or [f"execution_accuracy: 0 on the {note}"])
             metrics.update(alignment_metrics(gold.table, pred.table, gold_query=gold.sql,
                                              pred_query=pred.sql, arity_from=opts.arity_from,
@@ -250,8 +255,10 @@ class SqlKind:
 
     def _tsse_ex(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
                  opts: _Options, ordered: bool) -> tuple[float, str] | None:
-        """Test-suite EX runs both texts with DISTINCT removed (unless ``keep_distinct``)
-        and ``'> ='`` repaired; re-execute only when that changes a text."""
+        """``test_suite_rewrite``: EX as the Spider test-suite evaluator computes it, on both
+        texts with DISTINCT removed (unless ``keep_distinct``) and ``'> ='`` repaired;
+        re-execute only when that changes a text. Opt-in: the removal changes what the
+        queries mean (``count(DISTINCT x)`` becomes ``count(x)``)."""
         if src is None or not getattr(src, "executable", True) or not gold.sql or not pred.sql \
                 or gold.recorded or pred.recorded:
             return None
@@ -280,7 +287,8 @@ class SqlKind:
             if p_table.truncated:
                 return 0.0, "test-suite text: truncated"
         ex = compare_tables(g_table, p_table, order_matters=ordered, compare=opts.compare).ex
-        return (1.0 if ex else 0.0), "test-suite texts (DISTINCT removed)"
+        what = "DISTINCT kept" if opts.keep_distinct else "DISTINCT removed"
+        return (1.0 if ex else 0.0), f"test-suite texts ({what})"
 
     def _efficiency(self, gold: _Gold, pred: _Pred, src: DataSource, opts: _Options, *,
                     correct: bool, details: dict[str, Any]) -> dict[str, float]:
@@ -428,10 +436,11 @@ def _parse_options(case: Case) -> _Options:
     elif structure != "auto":
         raise ConfigError("must be auto, true, false or {legacy_from_check: bool}",
                           key="structure")
-    keep = o.get("keep_distinct", False)
-    if not isinstance(keep, bool):
-        raise ConfigError("must be true or false", key="keep_distinct")
-    opts.keep_distinct = keep
+    for key in ("test_suite_rewrite", "keep_distinct"):
+        flag = o.get(key, False)
+        if not isinstance(flag, bool):
+            raise ConfigError("must be true or false", key=key)
+        setattr(opts, key, flag)
     arity = o.get("arity_from", "result")
     if arity not in ("result", "query"):
         raise ConfigError("must be 'result' (column count of the results) or 'query'",
