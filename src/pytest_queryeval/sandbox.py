@@ -1,0 +1,451 @@
+"""Run untrusted steps in a killable worker process under a hard deadline and memory ceiling.
+
+Why a process: a predicted query (or a parse, or a search over a hostile input) can spend its
+time inside one C call that never returns to Python (SQLite's ``instr()`` on 16 MB strings,
+a PostgreSQL driver waiting on a backend that ignores cancel), and it can allocate gigabytes
+before any timeout fires. Only the operating system bounds both: the parent kills the worker
+at the deadline, and ``RLIMIT_AS`` turns a runaway allocation into a ``MemoryError`` (or a
+crash) in the worker instead of in pytest. One runaway call costs its own timeout and nothing
+else: the next call starts a fresh worker (spawned right after the kill, so its start-up
+overlaps the parent's work).
+
+API (everything else here is private)::
+
+    from pytest_queryeval.sandbox import Sandbox, shared_sandbox, worker_state
+
+    box = shared_sandbox("sqlite", max_memory=1 << 30, preload=("pytest_queryeval.sources.sqlite",))
+    value = box.call(fn, *args, timeout=5.0, max_reply=64 << 20)
+
+* ``fn`` is a module-level function (pickled by reference, so the worker imports its module);
+  ``args`` and the return value are pickled. Calls on one box are serialised (a lock).
+* ``timeout`` (seconds) is a hard wall-clock deadline: past it the worker is SIGKILLed and
+  :class:`SandboxTimeout` (a :class:`~pytest_queryeval.errors.QueryTimeout`) is raised.
+  Give the step its own, softer deadline inside ``fn`` when it can stop cleanly (the worker
+  then survives and keeps its caches); the hard one is the backstop.
+* ``max_reply`` caps the pickled reply, counted in the worker before it is sent, and again
+  by the parent from the frame header before it reads the body: over it,
+  :class:`SandboxTooBig` (a :class:`~pytest_queryeval.errors.QueryFailed`, with ``size``).
+* Memory: the worker's address space is capped at its size once ``preload`` modules are
+  imported plus ``max_memory`` bytes (``RLIMIT_AS``, Linux). A ``MemoryError`` in ``fn`` is
+  raised in the parent as :class:`SandboxMemoryError`; a worker that dies (the engine aborts
+  on a failed allocation) as :class:`SandboxCrashed`. Both are ``QueryFailed``.
+* Files: the worker runs with its own temporary directory (``TMPDIR`` and ``SQLITE_TMPDIR``),
+  removed when the worker stops, and ``RLIMIT_FSIZE`` = ``max_file`` bytes per file
+  (``SIGXFSZ`` ignored, so a write past it fails with ``EFBIG`` instead of killing the worker).
+* An exception raised by ``fn`` is re-raised in the parent as itself when it pickles (the
+  plugin's :class:`~pytest_queryeval.errors.QueryEvalError` subclasses do), else as
+  ``QueryFailed("<Type>: <message>")``.
+* :func:`worker_state` is a dict that lives as long as the worker: cache connections or
+  parsed data there (it is empty again after a kill). :func:`in_worker` tells ``fn`` where it
+  runs.
+* Ctrl-C: the worker runs in its own session (a terminal's SIGINT reaches only pytest) and
+  ignores SIGINT; the parent's wait is interruptible, so ``KeyboardInterrupt`` propagates
+  from :meth:`Sandbox.call` at once, after the worker is killed. The worker never prints
+  (stderr goes to /dev/null), and exits by itself when its parent dies.
+* :func:`shared_sandbox` returns one box per ``(name, limits)`` per process (started lazily,
+  closed at interpreter exit); construct :class:`Sandbox` directly for a private one.
+
+The worker is a plain ``python -c`` child speaking length-prefixed pickles over its stdin and
+stdout: ``multiprocessing`` spawn re-runs the parent's ``__main__`` and fork is unsafe in a
+threaded pytest process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import pickle
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .errors import QueryFailed, QueryTimeout
+
+T = TypeVar("T")
+
+#: Default extra address space a call may use, beyond the worker's size after its imports.
+DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
+#: Default ``max_reply``: the plugin's default ``max_bytes`` plus pickling slack.
+DEFAULT_MAX_REPLY = 80 * 1024 * 1024
+#: Seconds a worker may take to start (Python start-up plus ``preload`` imports).
+START_TIMEOUT = 60.0
+
+_HEADER = struct.Struct(">Q")
+_WORKER_CODE = (
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "import json, os, sys; sys.path[:0] = json.loads(os.environ['QUERYEVAL_SANDBOX_PATH'])\n"
+    "from pytest_queryeval.sandbox import _worker_main; _worker_main()\n"
+)
+
+
+class SandboxTimeout(QueryTimeout):
+    """The step ran past its hard deadline; the worker was killed."""
+
+
+class SandboxTooBig(QueryFailed):
+    """The step's reply was over ``max_reply`` bytes (``size``: its pickled size)."""
+
+    def __init__(self, message: str, size: int = 0) -> None:
+        super().__init__(message)
+        self.size = size
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.size))
+
+
+class SandboxMemoryError(QueryFailed):
+    """The step went over the worker's memory ceiling (``max_memory``)."""
+
+
+class SandboxCrashed(QueryFailed):
+    """The worker died during the step (an engine abort, usually out of memory)."""
+
+
+# --------------------------------------------------------------------------- worker side
+
+_STATE: dict[Any, Any] = {}
+_IN_WORKER = False
+
+
+def worker_state() -> dict[Any, Any]:
+    """A dict kept for the worker's lifetime (per-worker caches: connections, parsed data)."""
+    return _STATE
+
+
+def in_worker() -> bool:
+    """True inside a sandbox worker process."""
+    return _IN_WORKER
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    parts: list[bytes] = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _frame(obj: Any) -> bytes:
+    body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(body)) + body
+
+
+def _send(fd: int, obj: Any, max_size: int | None = None) -> None:
+    """Write one frame (header and body apart: no copy of a large body); a body over
+    ``max_size`` is replaced by a ``("toobig", size)`` reply."""
+    try:
+        body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except MemoryError:
+        body = pickle.dumps(("memory", ""))
+    except Exception as exc:
+        body = pickle.dumps(("failed", f"cannot send the result: {type(exc).__name__}: {exc}"))
+    if max_size is not None and len(body) > max_size:
+        size = len(body)
+        del body
+        body = pickle.dumps(("toobig", size))
+    _write_all(fd, _HEADER.pack(len(body)))
+    _write_all(fd, body)
+
+
+def _set_limits(max_memory: int, max_file: int) -> None:
+    """Address space = size now + ``max_memory``; files at most ``max_file`` bytes each.
+    Linux only for the address space (its size comes from ``/proc``)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    with contextlib.suppress(OSError, ValueError):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file, hard))
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/statm") as fh:
+            size = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = size + max_memory
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _orphan_watch(parent: int) -> None:
+    """Exit when the parent is gone (reparented), even in the middle of a call."""
+    while True:
+        time.sleep(0.25)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def _worker_main() -> None:
+    """The worker's loop: a setup frame, then one request frame per call, one reply each."""
+    global _IN_WORKER
+    _IN_WORKER = True
+    inp, out = sys.stdin.fileno(), sys.stdout.fileno()
+    sys.stdout = sys.stderr  # nothing but frames on the real stdout
+    parent = int(os.environ.get("QUERYEVAL_SANDBOX_PARENT", "0")) or os.getppid()
+    threading.stack_size(256 * 1024)
+    threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
+    try:
+        (n,) = _HEADER.unpack(_read_exact(inp, _HEADER.size))
+        preload, max_memory, max_file = pickle.loads(_read_exact(inp, n))
+        import importlib
+
+        for name in preload:
+            importlib.import_module(name)
+        _set_limits(max_memory, max_file)
+        _send(out, ("ready", os.getpid()))
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            _send(out, ("error", f"{type(exc).__name__}: {exc}"))
+        return
+    while True:
+        try:
+            (n,) = _HEADER.unpack(_read_exact(inp, _HEADER.size))
+            request = pickle.loads(_read_exact(inp, n))
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        fn, args, max_reply = request
+        reply: tuple[Any, ...]
+        try:
+            reply = ("ok", fn(*args))
+        except MemoryError:
+            reply = ("memory", "")
+        except BaseException as exc:
+            reply = _error_reply(exc)
+        try:
+            _send(out, reply, max_reply)
+        except OSError:
+            return
+        del reply
+
+
+def _error_reply(exc: BaseException) -> tuple[Any, ...]:
+    try:
+        pickle.loads(pickle.dumps(exc))  # an exception that pickles but cannot be rebuilt
+        return ("raise", exc)
+    except Exception:
+        return ("failed", f"{type(exc).__name__}: {exc}")
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+class Sandbox:
+    """One worker process (started lazily, restarted after a kill). See the module docstring."""
+
+    def __init__(self, name: str, *, max_memory: int = DEFAULT_MAX_MEMORY,
+                 max_file: int | None = None, preload: Iterable[str] = ()) -> None:
+        self.name = name
+        self.max_memory = int(max_memory)
+        self.max_file = int(max_file if max_file is not None else max_memory)
+        self.preload = tuple(preload)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tmp: str | None = None
+        self._ready = False
+        self._lock = threading.Lock()
+        #: Workers started so far (a kill and restart adds one); for tests and diagnostics.
+        self.starts = 0
+        #: Workers killed at a deadline, on Ctrl-C or after a crash.
+        self.kills = 0
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.name!r}, max_memory={self.max_memory})"
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        """Start a worker process (not waiting for it: it imports while the caller goes on)."""
+        self._tmp = tempfile.mkdtemp(prefix=f"queryeval-{self.name}-")
+        env = dict(os.environ)
+        env["QUERYEVAL_SANDBOX_PATH"] = json.dumps(
+            [str(Path(__file__).resolve().parents[1]), *sys.path])
+        env["QUERYEVAL_SANDBOX_PARENT"] = str(os.getpid())
+        env["TMPDIR"] = env["SQLITE_TMPDIR"] = self._tmp
+        proc = subprocess.Popen([sys.executable, "-c", _WORKER_CODE], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                cwd=self._tmp, start_new_session=True, bufsize=0)
+        assert proc.stdin is not None
+        _write_all(proc.stdin.fileno(), _frame((self.preload, self.max_memory, self.max_file)))
+        self._proc, self._ready = proc, False
+        self.starts += 1
+
+    def _ensure(self, deadline: float) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is not None:
+            self._kill(respawn=False)
+        if self._proc is None:
+            self._spawn()
+        proc = self._proc
+        assert proc is not None
+        if not self._ready:
+            try:
+                msg = self._read_reply(proc, deadline, 1 << 20)
+            except (EOFError, TimeoutError):
+                self._kill(respawn=False)
+                raise SandboxCrashed(f"the {self.name} worker did not start") from None
+            if msg[0] != "ready":
+                self._kill(respawn=False)
+                raise SandboxCrashed(f"the {self.name} worker did not start: {msg[1]}")
+            self._ready = True
+        return proc
+
+    def _kill(self, *, respawn: bool) -> None:
+        proc, self._proc, self._ready = self._proc, None, False
+        if proc is not None:
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    proc.kill()
+                self.kills += 1
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        if respawn:
+            with contextlib.suppress(OSError):
+                self._spawn()
+
+    def start(self) -> None:
+        """Start the worker now and wait until it is ready (else: on the first call)."""
+        with self._lock:
+            self._ensure(time.monotonic() + START_TIMEOUT)
+
+    def close(self) -> None:
+        """Stop the worker (politely, then by force) and remove its temporary directory."""
+        with self._lock:
+            proc = self._proc
+            if proc is not None and proc.poll() is None and proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    _write_all(proc.stdin.fileno(), _frame(None))
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(1)
+            self._kill(respawn=False)
+
+    @property
+    def pid(self) -> int | None:
+        """The running worker's process id (None when none runs)."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def call(self, fn: Callable[..., T], *args: Any, timeout: float,
+             max_reply: int = DEFAULT_MAX_REPLY) -> T:
+        """``fn(*args)`` in the worker, within ``timeout`` seconds (wall clock, hard)."""
+        request = _frame((fn, args, max_reply))
+        with self._lock:
+            try:
+                proc = self._ensure(time.monotonic() + START_TIMEOUT)
+                deadline = time.monotonic() + timeout  # start-up is not the step's time
+                assert proc.stdin is not None
+                _write_all(proc.stdin.fileno(), request)
+                msg = self._read_reply(proc, deadline, max_reply)
+            except TimeoutError:
+                self._kill(respawn=True)
+                raise SandboxTimeout(f"no result within {timeout:g} s (the {self.name} worker "
+                                     "was killed)") from None
+            except SandboxTooBig:
+                self._kill(respawn=True)
+                raise
+            except (EOFError, OSError):
+                self._kill(respawn=True)
+                raise SandboxCrashed(f"the {self.name} worker died during the call (out of "
+                                     f"memory? max_memory is {self.max_memory:,} bytes)") \
+                    from None
+            except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
+                self._kill(respawn=False)
+                raise
+        kind = msg[0]
+        if kind == "ok":
+            return msg[1]  # type: ignore[no-any-return]
+        if kind == "raise":
+            raise msg[1]
+        if kind == "memory":
+            raise SandboxMemoryError(f"out of memory: the step went over max_memory "
+                                     f"({self.max_memory:,} bytes)")
+        if kind == "toobig":
+            raise SandboxTooBig(f"the reply holds {msg[1]:,} bytes, over {max_reply:,}",
+                                int(msg[1]))
+        raise QueryFailed(str(msg[1]))
+
+    def _read_reply(self, proc: subprocess.Popen[bytes], deadline: float,
+                    max_reply: int) -> Any:
+        """One frame from the worker, read as it comes until ``deadline`` (TimeoutError);
+        a header announcing more than ``max_reply`` (plus slack) bytes is not read."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        buf = bytearray()
+        need = _HEADER.size
+        header_done = False
+        while True:
+            while len(buf) < need:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                if not poller.poll(min(left, 3600.0) * 1000):
+                    continue
+                chunk = os.read(fd, min(need - len(buf), 1 << 20))
+                if not chunk:
+                    raise EOFError
+                buf += chunk
+            if header_done:
+                return pickle.loads(bytes(buf))
+            (size,) = _HEADER.unpack(bytes(buf))
+            if size > max_reply + 4096:
+                raise SandboxTooBig(f"the reply holds {size:,} bytes, over {max_reply:,}", size)
+            buf = bytearray()
+            need, header_done = size, True
+
+
+_SHARED: dict[tuple[Any, ...], Sandbox] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_sandbox(name: str, *, max_memory: int = DEFAULT_MAX_MEMORY,
+                   max_file: int | None = None, preload: Iterable[str] = ()) -> Sandbox:
+    """The process-wide box for ``name`` and these limits (one worker serves every caller)."""
+    key = (name, int(max_memory), max_file, tuple(preload))
+    with _SHARED_LOCK:
+        box = _SHARED.get(key)
+        if box is None:
+            box = _SHARED[key] = Sandbox(name, max_memory=max_memory, max_file=max_file,
+                                         preload=preload)
+        return box
+
+
+def close_all() -> None:
+    """Stop every shared worker (interpreter exit; tests)."""
+    with _SHARED_LOCK:
+        boxes = list(_SHARED.values())
+        _SHARED.clear()
+    for box in boxes:
+        box.close()
+
+
+atexit.register(close_all)

@@ -1,0 +1,141 @@
+"""The sandbox worker (pytest_queryeval.sandbox): hard deadline, memory ceiling, file-size cap,
+reply cap, errors carried back, state kept between calls, and Ctrl-C while waiting. Real
+processes throughout; the functions below run in the worker (imported there by name)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_queryeval.errors import QueryFailed, QueryTimeout
+from pytest_queryeval.sandbox import (
+    Sandbox,
+    SandboxMemoryError,
+    SandboxTimeout,
+    SandboxTooBig,
+    in_worker,
+    worker_state,
+)
+
+MIB = 1024 * 1024
+
+
+def _add(a: int, b: int) -> tuple[int, bool, int]:
+    return a + b, in_worker(), os.getpid()
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def _spin_in_c(seconds: float) -> int:
+    """One C call that never returns to the interpreter within ``seconds``: a regex with
+    catastrophic backtracking (as SQLite's ``instr()`` on 16 MB strings: no check inside)."""
+    import re
+
+    n = 24 + int(seconds)
+    return 1 if re.match(r"(a+)+$", "a" * n + "b") else 0
+
+
+def _allocate(n: int) -> int:
+    return len(bytearray(n))
+
+
+def _blob(n: int) -> bytes:
+    return b"x" * n
+
+
+def _write_temp(n: int) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile() as fh:
+        fh.write(b"x" * n)
+        fh.flush()
+    return os.environ["TMPDIR"]
+
+
+def _raise() -> None:
+    raise QueryFailed("no such table: nowhere")
+
+
+def _count() -> int:
+    state = worker_state()
+    state["n"] = state.get("n", 0) + 1
+    return int(state["n"])
+
+
+@pytest.fixture
+def box() -> Sandbox:
+    b = Sandbox("test", max_memory=256 * MIB, max_file=4 * MIB)
+    yield b  # type: ignore[misc]
+    b.close()
+
+
+def test_call_runs_in_a_worker(box: Sandbox) -> None:
+    total, inside, pid = box.call(_add, 2, 3, timeout=30)
+    assert (total, inside) == (5, True)
+    assert pid != os.getpid() and pid == box.pid
+    assert not in_worker()
+
+
+def test_hard_deadline_kills_and_restarts(box: Sandbox) -> None:
+    first = box.call(_add, 1, 1, timeout=30)[2]
+    with pytest.raises(SandboxTimeout) as info:
+        box.call(_spin_in_c, 60, timeout=0.5)
+    assert isinstance(info.value, QueryTimeout)
+    assert "no result within 0.5 s" in str(info.value)
+    assert box.kills == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(first, 0)  # the runaway worker is gone, not left spinning
+    again = box.call(_add, 1, 1, timeout=30)
+    assert again[0] == 2 and again[2] != first
+    assert box.starts == 2
+
+
+def test_memory_ceiling(box: Sandbox) -> None:
+    with pytest.raises(SandboxMemoryError) as info:
+        box.call(_allocate, 2048 * MIB, timeout=30)
+    assert "over max_memory (268,435,456 bytes)" in str(info.value)
+    assert box.call(_allocate, 32 * MIB, timeout=30) == 32 * MIB  # the worker survives
+    assert box.kills == 0
+
+
+def test_reply_cap(box: Sandbox) -> None:
+    with pytest.raises(SandboxTooBig) as info:
+        box.call(_blob, 2 * MIB, timeout=30, max_reply=MIB)
+    assert info.value.size > 2 * MIB
+    assert box.call(_blob, 10, timeout=30) == b"x" * 10
+
+
+def test_file_size_cap_and_private_temp_dir(box: Sandbox) -> None:
+    tmp = box.call(_write_temp, MIB, timeout=30)
+    assert Path(tmp).is_dir() and Path(tmp).name.startswith("queryeval-test-")
+    with pytest.raises(OSError, match="File too large"):
+        box.call(_write_temp, 8 * MIB, timeout=30)
+    box.close()
+    assert not Path(tmp).exists()
+
+
+def test_errors_and_state(box: Sandbox) -> None:
+    with pytest.raises(QueryFailed, match="no such table: nowhere"):
+        box.call(_raise, timeout=30)
+    assert [box.call(_count, timeout=30) for _ in range(3)] == [1, 2, 3]
+
+
+def test_ctrl_c_while_waiting_kills_the_worker(box: Sandbox) -> None:
+    pid = box.call(_add, 0, 0, timeout=30)[2]
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        box.call(_sleep, 60, timeout=120)
+    assert time.monotonic() - t0 < 30  # liveness: far less than the call's 60 s
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert box.call(_add, 1, 2, timeout=30)[0] == 3
