@@ -65,11 +65,13 @@ class Session:
     """The :class:`~pytest_queryeval.model.Context` of one pytest session (or worker)."""
 
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
-                 override: Predictor | None = None, hooks: Hooks | None = None,
-                 search_paths: list[Path] | None = None) -> None:
+                 override: Predictor | None = None, override_inline: bool = False,
+                 hooks: Hooks | None = None, search_paths: list[Path] | None = None) -> None:
         self._cache = cache
         self.no_cache = no_cache
         self.override = override
+        #: ``--queryeval-predictions-override-inline``: the override replaces inline ones too.
+        self.override_inline = override_inline
         self.hooks = hooks or Hooks()
         self.search_paths = search_paths or []
         self.cases: list[Case] = []
@@ -127,14 +129,17 @@ class Session:
 
     # -- predictions -------------------------------------------------------------------
     def predict(self, case: Case) -> Prediction:
-        if self.override is not None:
+        """Inline > ``--queryeval-predictions`` > the predict hook > ``predictions:``.
+
+        The command-line override stands for the predictions source (how CI compares model
+        versions); a case that carries its own prediction keeps it unless
+        ``override_inline`` is set.
+        """
+        inline = _inline_prediction(case)
+        if self.override is not None and (inline is None or self.override_inline):
             return self.override.predict(case)
-        if case.predicted is not MISSING:
-            return Prediction(case.predicted)
-        if case.predicted_result is not None:  # a recorded prediction is an inline one
-            return Prediction(MISSING)
-        if case.kind == "sdmx" and _has_turn_predictions(case):
-            return Prediction(MISSING)
+        if inline is not None:
+            return inline
         if self.hooks.predict is not None:
             start = time.perf_counter()
             value = self.hooks.predict(case)
@@ -158,6 +163,17 @@ class Session:
             with contextlib.suppress(Exception):  # closing must never hide the session's result
                 src.close()
         self._sources.clear()
+
+
+def _inline_prediction(case: Case) -> Prediction | None:
+    """The prediction written in the case file, or None when it must come from a source."""
+    if case.predicted is not MISSING:
+        return Prediction(case.predicted)
+    if case.predicted_result is not None:  # a recorded prediction is an inline one
+        return Prediction(MISSING)
+    if case.kind == "sdmx" and _has_turn_predictions(case):
+        return Prediction(MISSING)
+    return None
 
 
 def _has_turn_predictions(case: Case) -> bool:

@@ -32,6 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add = group.addoption
     add("--queryeval-predictions", metavar="PATH|module:function",
         help="take predictions from this file or callable for this run (compare model versions)")
+    add("--queryeval-predictions-override-inline", action="store_true",
+        help="let --queryeval-predictions replace the cases' inline predicted: too")
     add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
         help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
     add("--queryeval-json", metavar="PATH", help="write the JSON report here (atomically)")
@@ -87,6 +89,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from .predict import predictor_from_cli
 
         override = predictor_from_cli(value, config.invocation_params.dir)
+    override_inline = bool(config.getoption("queryeval_predictions_override_inline"))
+    if override_inline and not value:
+        raise pytest.UsageError("queryeval: --queryeval-predictions-override-inline needs "
+                                "--queryeval-predictions")
     hooks = Hooks(
         predict=lambda case: config.hook.pytest_queryeval_predict(case=case, config=config),
         datasource=lambda name, spec: config.hook.pytest_queryeval_datasource(
@@ -96,7 +102,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     session = Session(cache=getattr(config, "cache", None),
                       no_cache=config.getoption("queryeval_no_cache"), override=override,
-                      hooks=hooks, search_paths=[config.rootpath])
+                      override_inline=override_inline, hooks=hooks,
+                      search_paths=[config.rootpath])
     state = State(config, ConfigFinder(config.rootpath), session, ini_thresholds, cli_thresholds,
                   bool(config.getini("queryeval_junit_properties")))
     for kind in kind_registry.known_kinds():

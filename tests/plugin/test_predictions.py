@@ -169,3 +169,53 @@ def test_http_endpoint_unreachable(two_cases):
     result.assert_outcomes(failed=2)
     assert set(outcomes_by_id(report).values()) == {"error"}
     result.stdout.fnmatch_lines(["*prediction error: POST http://127.0.0.1:9/none failed:*refused*"])
+
+
+@pytest.fixture
+def inline_and_sourced(suite):
+    """gdp and a SQL case carry inline predictions; mex takes its prediction from a source."""
+    import sqlite3
+
+    conn = sqlite3.connect(suite.path / "shop.sqlite")
+    conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, store_id INTEGER)")
+    conn.executemany("INSERT INTO sales (store_id) VALUES (?)", [(1,), (2,), (2,)])
+    conn.commit()
+    conn.close()
+    suite.makefile(".yaml", test_sdmx=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+        "cases": [sdmx_case("gdp", selection(GDP), selection(GDP)), sdmx_case("mex", selection(MEX))],
+    }))
+    suite.makefile(".yaml", test_sql=dump({
+        "kind": "sql", "datasource": "shop",
+        "thresholds": {"execution_accuracy": 1.0},
+        "cases": [{"id": "stores", "gold": "SELECT count(DISTINCT store_id) FROM sales",
+                   "predicted": "SELECT count(*) FROM (SELECT DISTINCT store_id FROM sales)"}],
+    }))
+    suite.makefile(".yaml", queryeval=dump({
+        "datasources": {"shop": {"type": "sqlite", "path": "shop.sqlite"}}}))
+    (suite.path / "v2.jsonl").write_text(
+        "\n".join(json.dumps({"id": k, "predicted": v}) for k, v in
+                  [("mex", PERFECT["mex"]), ("stores", "SELECT count(store_id) FROM sales")]) + "\n")
+    return suite
+
+
+def test_command_line_predictions_keep_inline_ones(inline_and_sourced):
+    """Issue 19 item 7: --queryeval-predictions replaces the source, not inline predictions."""
+    result, report = _run(inline_and_sourced, "--queryeval-predictions=v2.jsonl")
+    assert outcomes_by_id(report) == {"gdp": "passed", "mex": "passed", "stores": "passed"}
+    result.assert_outcomes(passed=3)
+
+
+def test_override_inline_replaces_inline_predictions_too(inline_and_sourced):
+    result, report = _run(inline_and_sourced, "--queryeval-predictions=v2.jsonl",
+                          "--queryeval-predictions-override-inline")
+    assert outcomes_by_id(report) == {"gdp": "error", "mex": "passed", "stores": "failed"}
+    result.stdout.fnmatch_lines(["*no prediction for case 'gdp' in *v2.jsonl*"])
+    stores = next(c for c in report["cases"] if c["id"] == "stores")
+    assert stores["predicted"] == "SELECT count(store_id) FROM sales"
+
+
+def test_override_inline_needs_a_predictions_override(inline_and_sourced):
+    result = inline_and_sourced.runpytest("--queryeval-predictions-override-inline")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--queryeval-predictions-override-inline needs --queryeval-predictions*"])
