@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
+import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Real data and reference outputs, kept beside the repository (not copied into it).
-SHARED_DATA = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
+#: Real data and reference outputs the tests need, in the repository (see tests/data/README.md).
+DATA = ROOT / "tests" / "data"
+#: Files the example suite already holds byte for byte: the test layout name -> the file.
+FROM_EXAMPLE_SUITE = {
+    "chinook/Chinook_Sqlite.sqlite": "example_suite/data/chinook.sqlite",
+    "brick/soda_brick.ttl": "example_suite/data/soda_brick.ttl",
+    "buildingqa/eval_buildings/soda.ttl": "example_suite/data/soda_brick.ttl",
+    "sdmx/imf": "example_suite/data/sdmx",
+}
+#: Optional bigger reference data beside the clone, for extra cross-checks only (never needed).
+EXTRA_DATA = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 
 pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.oxigraph"]
 
@@ -30,8 +42,53 @@ def pytest_configure(config: pytest.Config) -> None:
             importlib.import_module(name)
 
 
+def materialise_data(dest: Path) -> Path:
+    """Lay out tests/data (``*.gz`` decompressed) plus the example suite's files under ``dest``.
+
+    A copy, not the repository's files: a test that writes to its data cannot change the
+    repository, and ``SHA256SUMS`` proves each file is the one its PROVENANCE.md names.
+    """
+    for src in sorted(DATA.rglob("*")):
+        if src.is_dir() or src.name == "SHA256SUMS":
+            continue
+        rel = src.relative_to(DATA)
+        target = dest / (rel.with_suffix("") if src.suffix == ".gz" else rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.suffix == ".gz":
+            with gzip.open(src, "rb") as fin, target.open("wb") as fout:
+                shutil.copyfileobj(fin, fout)
+        else:
+            shutil.copyfile(src, target)
+    for rel, origin in FROM_EXAMPLE_SUITE.items():
+        if (ROOT / origin).is_dir():
+            shutil.copytree(ROOT / origin, dest / rel)
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / origin, dest / rel)
+    bad = []
+    for line in (DATA / "SHA256SUMS").read_text(encoding="utf-8").splitlines():
+        digest, rel = line.split(maxsplit=1)
+        path = dest / rel
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            bad.append(rel)
+    if bad:
+        raise RuntimeError(f"reference data differs from tests/data/SHA256SUMS: {', '.join(bad)}")
+    return dest
+
+
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"reference data not found at {SHARED_DATA} (set QUERYEVAL_SHARED_DATA)")
-    return SHARED_DATA
+def shared_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference data of tests/data, decompressed into a session temp dir."""
+    return materialise_data(tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="session")
+def extra_data() -> Path:
+    """Bigger reference data beside the clone (``QUERYEVAL_SHARED_DATA``), for extra cross-checks.
+
+    Absent in a fresh clone: the tests that need it are skipped, never failed.
+    """
+    if not EXTRA_DATA.is_dir():
+        pytest.skip(f"extra cross-check: optional reference data not found at {EXTRA_DATA} "
+                    "(set QUERYEVAL_SHARED_DATA to run it)")
+    return EXTRA_DATA

@@ -117,13 +117,13 @@ def test_postgres_runaway_queries(pytester: pytest.Pytester, postgres_server: Po
 
 @pytest.mark.oxigraph
 def test_sparql_runaway_queries(pytester: pytest.Pytester, oxigraph_endpoint: OxigraphServer,
-                                shared_data: Path) -> None:
+                                extra_data: Path) -> None:
     vav = "SELECT (COUNT(*) AS ?n) WHERE { ?s a <https://brickschema.org/schema/Brick#VAV> }"
     _suite(pytester, {
         "server": {"type": "sparql", "endpoint": oxigraph_endpoint.query_url, "retries": 0},
         # untrusted predictions on a local graph: the documented isolation (a worker process
         # killed at the timeout; in a thread an abandoned query keeps its memory until it ends)
-        "local": {"type": "rdf", "path": str(shared_data / OXIGRAPH_GRAPH),
+        "local": {"type": "rdf", "path": str(extra_data / OXIGRAPH_GRAPH),
                   "isolation": "process"},
     }, {
         "test_server": {"kind": "sparql", "datasource": "server", "timeout": 2,

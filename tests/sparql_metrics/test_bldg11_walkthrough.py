@@ -68,10 +68,10 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="module")
-def bldg11(shared_data: Path):
+def bldg11(extra_data: Path):
     ox = pytest.importorskip("pyoxigraph")
     store = ox.Store()
-    path = shared_data / "brick" / "buildingqa" / "eval_buildings" / "bldg11.ttl"
+    path = extra_data / "brick" / "buildingqa" / "eval_buildings" / "bldg11.ttl"
     store.bulk_load(path=str(path), format=ox.RdfFormat.TURTLE)
     return store
 

@@ -45,10 +45,10 @@ def gold_queries(shared: Path, building: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="session")
-def bldg11(shared_data: Path) -> Path:
-    return shared_data / "brick" / "buildingqa" / "eval_buildings" / "bldg11.ttl"
+def bldg11(extra_data: Path) -> Path:
+    return extra_data / "brick" / "buildingqa" / "eval_buildings" / "bldg11.ttl"
 
 
 @pytest.fixture(scope="session")
 def brick_examples(shared_data: Path) -> Path:
-    return shared_data / "brick" / "brick-examples"
+    return shared_data / "brick"

@@ -36,17 +36,17 @@ def load(path: Path) -> Any:
 
 
 @pytest.mark.parametrize("building", list(QUESTIONS))
-def test_import_structure_and_golds_execute(building: str, shared_data: Path,
+def test_import_structure_and_golds_execute(building: str, extra_data: Path,
                                             tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             ) -> None:
-    before = sha256(bench(shared_data, building))
-    assert main([str(bench(shared_data, building)), "--out", str(tmp_path)]) == 0
+    before = sha256(bench(extra_data, building))
+    assert main([str(bench(extra_data, building)), "--out", str(tmp_path)]) == 0
     assert "wrote" in capsys.readouterr().out
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["queryeval.yaml", f"test_buildingqa_{building.lower()}.yaml"]  # no copies
     config = load(tmp_path / "queryeval.yaml")
     ds = config["datasources"][building.lower()]
-    assert ds == {"type": "rdf", "path": str(graph(shared_data, building))}
+    assert ds == {"type": "rdf", "path": str(graph(extra_data, building))}
     suite = load(tmp_path / f"test_buildingqa_{building.lower()}.yaml")
     assert suite["kind"] == "sparql"
     assert suite["datasource"] == building.lower()
@@ -62,15 +62,15 @@ def test_import_structure_and_golds_execute(building: str, shared_data: Path,
     src = RdfSource("g", ds)
     for gold in golds:  # every gold runs as written in the suite, and returns rows
         assert len(src.execute(gold, timeout=60)) > 0
-    assert sha256(bench(shared_data, building)) == before
+    assert sha256(bench(extra_data, building)) == before
 
 
-def test_import_options(shared_data: Path, tmp_path: Path) -> None:
+def test_import_options(extra_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "suite"
-    assert main([str(bench(shared_data, "TUC_building")), "--out", str(out), "--human-only",
+    assert main([str(bench(extra_data, "TUC_building")), "--out", str(out), "--human-only",
                  "--oracle", "--engine", "rdflib", "--timeout", "60",
                  "--datasource", "tuc"]) == 0
-    assert main([str(bench(shared_data, "dflexlibs_multizone")), "--out", str(out),
+    assert main([str(bench(extra_data, "dflexlibs_multizone")), "--out", str(out),
                  "--endpoint", "http://127.0.0.1:7878/query"]) == 0
     config = load(out / "queryeval.yaml")
     assert config["datasources"]["tuc"]["engine"] == "rdflib"
@@ -83,14 +83,14 @@ def test_import_options(shared_data: Path, tmp_path: Path) -> None:
     assert all(c["tags"][-1] == "human" for c in tuc["cases"])
 
 
-def test_import_errors(shared_data: Path, tmp_path: Path,
+def test_import_errors(extra_data: Path, tmp_path: Path,
                        capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "x_combined.json"
     bad.write_text('{"not": "benchmark"}')
     assert main([str(bad), "--out", str(tmp_path / "o"),
-                 "--graph", str(graph(shared_data, "TUC_building"))]) == 2
+                 "--graph", str(graph(extra_data, "TUC_building"))]) == 2
     assert "expected a list" in capsys.readouterr().err
-    assert main([str(bench(shared_data, "TUC_building")), "--out", str(tmp_path / "o"),
+    assert main([str(bench(extra_data, "TUC_building")), "--out", str(tmp_path / "o"),
                  "--graph", str(tmp_path / "missing.ttl")]) == 2
     assert "graph file not found" in capsys.readouterr().err
     # A prefix neither the graph nor the well-known list declares is named.
@@ -99,7 +99,7 @@ def test_import_errors(shared_data: Path, tmp_path: Path,
         "query_id": "ODD_1", "sparql_query": "SELECT ?x WHERE { ?x a zzz:Thing }",
         "questions": [{"question_number": 1, "text": "?", "source": "human"}]}]}]))
     assert main([str(odd), "--out", str(tmp_path / "o"),
-                 "--graph", str(graph(shared_data, "TUC_building"))]) == 2
+                 "--graph", str(graph(extra_data, "TUC_building"))]) == 2
     assert "ODD_1: prefix 'zzz'" in capsys.readouterr().err
 
 
@@ -113,9 +113,9 @@ def _run(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
     return report
 
 
-def test_imported_bldg11_suite_runs_oracle(pytester: pytest.Pytester, shared_data: Path) -> None:
+def test_imported_bldg11_suite_runs_oracle(pytester: pytest.Pytester, extra_data: Path) -> None:
     """Every question of bldg11 with its own gold as prediction: 76 passes, all scores 1."""
-    assert main([str(bench(shared_data, "bldg11")), "--out", str(pytester.path),
+    assert main([str(bench(extra_data, "bldg11")), "--out", str(pytester.path),
                  "--oracle"]) == 0
     report = _run(pytester)
     report["_result"].assert_outcomes(passed=76)
@@ -126,9 +126,9 @@ def test_imported_bldg11_suite_runs_oracle(pytester: pytest.Pytester, shared_dat
 
 
 def test_imported_suite_with_model_predictions(pytester: pytest.Pytester,
-                                               shared_data: Path) -> None:
+                                               extra_data: Path) -> None:
     """Human questions of bldg11 with a predictions file: right, wrong, refused, broken."""
-    assert main([str(bench(shared_data, "bldg11")), "--out", str(pytester.path),
+    assert main([str(bench(extra_data, "bldg11")), "--out", str(pytester.path),
                  "--human-only"]) == 0
     suite = load(pytester.path / "test_buildingqa_bldg11.yaml")
     preds = {c["id"]: c["gold"] for c in suite["cases"]}
@@ -139,7 +139,7 @@ def test_imported_suite_with_model_predictions(pytester: pytest.Pytester,
     preds[broken_id] = "SELECT ?x WHERE { ?x a "
     (pytester.path / "preds.jsonl").write_text(
         "".join(json.dumps({"id": k, "predicted": v}) + "\n" for k, v in preds.items()))
-    ttl = graph(shared_data, "bldg11")
+    ttl = graph(extra_data, "bldg11")
     before = sha256(ttl)
     report = _run(pytester, "--queryeval-predictions=preds.jsonl",
                   "--queryeval-threshold", "execution_accuracy=1")
@@ -154,10 +154,10 @@ def test_imported_suite_with_model_predictions(pytester: pytest.Pytester,
 
 
 @pytest.mark.oxigraph
-def test_imported_suite_against_the_endpoint(pytester: pytest.Pytester, shared_data: Path,
+def test_imported_suite_against_the_endpoint(pytester: pytest.Pytester, extra_data: Path,
                                              oxigraph_endpoint: OxigraphServer) -> None:
     before = (oxigraph_endpoint.triple_count(), oxigraph_endpoint.dump_sha256())
-    assert main([str(bench(shared_data, "bldg11")), "--out", str(pytester.path), "--oracle",
+    assert main([str(bench(extra_data, "bldg11")), "--out", str(pytester.path), "--oracle",
                  "--human-only", "--endpoint", oxigraph_endpoint.query_url]) == 0
     report = _run(pytester)
     report["_result"].assert_outcomes(passed=31)

@@ -114,12 +114,12 @@ def test_rdflib_timeout_kills_the_worker_and_recovers(brick_examples: Path) -> N
 @pytest.mark.slow
 @pytest.mark.parametrize("building", BUILDINGS)
 def test_buildingqa_gold_queries_identical_on_both_engines(building: str,
-                                                           shared_data: Path) -> None:
-    ttl = shared_data / "brick" / "buildingqa" / "eval_buildings" / f"{building}.ttl"
+                                                           extra_data: Path) -> None:
+    ttl = extra_data / "brick" / "buildingqa" / "eval_buildings" / f"{building}.ttl"
     ox = RdfSource("ox", {"path": str(ttl)})
     rl = RdfSource("rl", {"path": str(ttl), "engine": "rdflib"})
     identical, timed_out = [], []
-    for qid, query in gold_queries(shared_data, building):
+    for qid, query in gold_queries(extra_data, building):
         a = ox.execute(query, timeout=60)
         assert len(a) > 0, qid
         try:

@@ -53,10 +53,10 @@ def test_reference_join_through_the_endpoint(oxigraph_endpoint: OxigraphServer) 
 
 
 def test_bldg11_golds_identical_to_in_process(oxigraph_endpoint: OxigraphServer,
-                                              shared_data: Path, bldg11: Path) -> None:
+                                              extra_data: Path, bldg11: Path) -> None:
     remote = source(oxigraph_endpoint)
     local = RdfSource("local", {"path": str(bldg11)})
-    for qid, query in gold_queries(shared_data, "bldg11"):
+    for qid, query in gold_queries(extra_data, "bldg11"):
         a, b = local.execute(query), remote.execute(query)
         assert a.columns == b.columns, qid
         assert Counter(a.rows) == Counter(b.rows), qid

@@ -1,4 +1,4 @@
-"""Every case and every field of shared/data/bird_denodo/result_metric_oracle.json.
+"""Every case and every field of tests/data/bird_denodo/result_metric_oracle.json.
 
 The oracle was produced by calling the upstream functions (mini-dev ``calculate_f1_score`` /
 ``calculate_ex``, Denodo ``f1_score`` / ``percent_overlapp`` on DataFrames); values are rounded
@@ -41,10 +41,10 @@ def _load(shared_data: Path) -> dict[str, Any]:
 
 
 def _cases() -> list[str]:
-    from tests.conftest import SHARED_DATA
+    from tests.conftest import DATA
 
-    path = SHARED_DATA / "bird_denodo" / "result_metric_oracle.json"
-    return sorted(json.loads(path.read_text())["result_metrics"]) if path.is_file() else []
+    path = DATA / "bird_denodo" / "result_metric_oracle.json"
+    return sorted(json.loads(path.read_text())["result_metrics"])
 
 
 def _table(rows: list[list[Any]]) -> ResultTable:
