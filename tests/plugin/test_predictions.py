@@ -114,9 +114,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(503)
             self.end_headers()
             return
-        if case_id == "mex":
+        if case_id == "mex":  # a body that explains, echoing the credential
+            data = f"model overloaded; request by {self.headers.get('Authorization')}".encode()
             self.send_response(500)
+            self.send_header("Content-Length", str(len(data)))
             self.end_headers()
+            self.wfile.write(data)
             return
         data = json.dumps({"result": {"selection": PERFECT[case_id]}, "meta": {"ms": 12}}).encode()
         self.send_response(200)
@@ -157,7 +160,9 @@ def test_http_endpoint_with_retries_headers_and_response_path(two_cases, http_se
     gdp = next(c for c in report["cases"] if c["id"] == "gdp")
     assert gdp["details"]["prediction"] == {"server_ms": 12}
     assert gdp["metrics"]["prediction_seconds"] > 0
-    result.stdout.fnmatch_lines(["*prediction error: POST http://127.0.0.1:*/predict failed: HTTP 500*after 3 attempt(s)*"])
+    result.stdout.fnmatch_lines(["*prediction error: POST http://127.0.0.1:*/predict failed: HTTP 500 "
+                                 "Internal Server Error: model overloaded; request by ***"
+                                 " after 3 attempt(s)*"])
     assert "s3cr3t-token-value" not in result.stdout.str()
     assert "s3cr3t-token-value" not in (two_cases.path / "r.json").read_text()
 
@@ -219,3 +224,57 @@ def test_override_inline_needs_a_predictions_override(inline_and_sourced):
     result = inline_and_sourced.runpytest("--queryeval-predictions-override-inline")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--queryeval-predictions-override-inline needs --queryeval-predictions*"])
+
+
+class _ErrorBody(BaseHTTPRequestHandler):
+    """A model service that explains its 4xx/5xx in the body and echoes the key it got."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        key = self.headers.get("X-Api-Key", "")
+        if self.path.startswith("/short"):
+            code, text = 401, f'{{"error": {{"message": "Incorrect API key provided: {key}"}}}}'
+        else:
+            code, text = 400, "context length exceeded:\n" + "x" * 600 + key
+        data = text.encode()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_http_error_keeps_the_start_of_the_body_without_the_key():
+    from pathlib import Path
+
+    from pytest_queryeval.errors import PredictionError
+    from pytest_queryeval.model import Case
+    from pytest_queryeval.predict.http import HttpPredictor
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ErrorBody)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    key = "sk-literal-key-0123456789"
+    case = Case(id="q1", kind="sql", file=Path("test_x.yaml"), line=1, question="how many?")
+    try:
+        short = HttpPredictor({"source": "http", "url": f"{base}/short",
+                               "headers": {"X-Api-Key": key}, "retries": 0})
+        with pytest.raises(PredictionError) as info:
+            short.predict(case)
+        message = info.value.reason()
+        assert 'HTTP 401 Unauthorized: {"error": {"message": "Incorrect API key provided: ***"}}' \
+            in message
+        assert key not in message
+        long = HttpPredictor({"source": "http", "url": f"{base}/long?api_key={key}",
+                              "retries": 0})
+        with pytest.raises(PredictionError) as info:
+            long.predict(case)
+        message = info.value.reason()
+        body = message.split("HTTP 400 Bad Request: ", 1)[1].split(" after 1 attempt(s)")[0]
+        assert body == "context length exceeded: " + "x" * (500 - 25) + "..."
+        assert key not in message
+    finally:
+        server.shutdown()

@@ -2,24 +2,36 @@
 
 stdlib only (urllib): the plugin adds no HTTP client dependency. Retries cover connection
 errors, timeouts, 429 and 5xx with exponential backoff; other 4xx fail at once, since
-repeating a bad request cannot help.
+repeating a bad request cannot help. An error's message keeps the start of the response body
+(where services say what was wrong), with the request's credentials masked.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
 from ..errors import PredictionError
 from ..model import Case
+from ..secrets import Scrubber, url_passwords
 from .base import Prediction, get_path, maybe_json
 
 HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
                        "retries", "backoff", "concurrency", "timing_fields"})
+#: Characters of an error response's body kept in the message (services explain 4xx there).
+ERROR_BODY_CHARS = 500
+#: Bytes read of an error body: enough to scrub a secret that starts before the cut.
+_ERROR_BODY_READ = 8192
+#: Request headers whose values are not credentials; every other header value is scrubbed
+#: from error bodies (services echo keys: "invalid api key sk-...").
+_PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type",
+                            "content-language", "user-agent", "cache-control", "connection"})
 
 
 class _Fields(dict[str, Any]):
@@ -58,6 +70,7 @@ class HttpPredictor:
         self.backoff = float(spec.get("backoff", 0.5))
         self.timing_fields: dict[str, str] = dict(spec.get("timing_fields") or {})
         self._slots = threading.BoundedSemaphore(max(1, int(spec.get("concurrency", 4))))
+        self._scrubber = Scrubber(_credentials(self.url, self.headers))
 
     def _request(self, case: Case) -> urllib.request.Request:
         fields = case.json_input()
@@ -89,7 +102,7 @@ class HttpPredictor:
                         seconds = time.perf_counter() - t0
                         ctype = resp.headers.get("Content-Type", "")
             except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} {exc.reason}"
+                last = f"HTTP {exc.code} {exc.reason}{self._error_body(exc)}"
                 if exc.code != 429 and exc.code < 500:
                     break
                 continue
@@ -100,6 +113,19 @@ class HttpPredictor:
             return self._parse(raw, ctype, seconds)
         tries = f" after {attempt + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(f"{self.method} {_no_query(self.url)} failed: {last}{tries}")
+
+    def _error_body(self, exc: urllib.error.HTTPError) -> str:
+        """``: <first 500 characters of the body>``, credentials masked, on one line."""
+        try:
+            raw = exc.read(_ERROR_BODY_READ) if exc.fp is not None else b""
+        except (OSError, ValueError):
+            return ""
+        text = " ".join(raw.decode("utf-8", errors="replace").split())
+        if not text:
+            return ""
+        text = self._scrubber.text(text)
+        cut = text[:ERROR_BODY_CHARS]
+        return f": {cut}{'...' if len(text) > ERROR_BODY_CHARS else ''}"
 
     def _parse(self, raw: bytes, ctype: str, seconds: float) -> Prediction:
         text = raw.decode("utf-8", errors="replace")
@@ -125,6 +151,20 @@ class HttpPredictor:
         if isinstance(value, str):
             value = maybe_json(value) if value.strip()[:1] == "{" else value
         return Prediction(value, seconds, details)
+
+
+def _credentials(url: str, headers: dict[str, str]) -> set[str]:
+    """Values an error body may echo back: header values (and their token after a scheme
+    such as ``Bearer``), URL query values and a URL password."""
+    found = set(url_passwords(url))
+    query = urllib.parse.urlsplit(url).query
+    found.update(v for _, v in urllib.parse.parse_qsl(query) if len(v) >= 8)
+    for name, value in headers.items():
+        if name.lower() in _PLAIN_HEADERS:
+            continue
+        found.add(value)
+        found.update(part for part in re.split(r"[\s,;]+", value) if len(part) >= 8)
+    return found
 
 
 def _no_query(url: str) -> str:
