@@ -132,7 +132,14 @@ def _parse(text: str, file: str, loader_class: Any) -> Any:
 
 
 class _Decline(Exception):
-    """The event builder met something only the node path handles (anchors, tags, errors)."""
+    """The event builder met something only the node path handles (anchors, tags, errors).
+
+    ``opened`` is 1 when it was raised on a mapping or list start it did not push.
+    """
+
+    def __init__(self, opened: int = 0) -> None:
+        super().__init__()
+        self.opened = opened
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -141,95 +148,129 @@ _SIMPLE_TAGS = frozenset({
     _STR_TAG, "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
     "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp",
 })
-#: Deeper documents take the node path, whose recursion limit gives the located error.
+#: Deeper documents take the node path (recursive, in C with libyaml), after the rest of the
+#: stream's depth was checked against :data:`MAX_NESTING_DEPTH`.
 _MAX_EVENT_DEPTH = 100
 
+#: The deepest nesting of mappings and lists a YAML file may have. libyaml's composer recurses
+#: in C, so a 30,000-deep file (60 KB) crashed the whole process (exit 139) instead of raising
+#: RecursionError; the depth is counted on the flat event stream before any node is composed.
+MAX_NESTING_DEPTH = 200
 
-def _build_from_events(text: str, loader_class: Any) -> Any:
+
+def _check_depth(get: Any, depth: int, file: str) -> None:
+    """Consume the rest of the event stream, refusing nesting beyond MAX_NESTING_DEPTH."""
+    while True:
+        event = get()
+        kind = type(event)
+        if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                raise ConfigError(f"YAML error: nesting deeper than {MAX_NESTING_DEPTH} levels "
+                                  f"of mappings and lists", file, event.start_mark.line + 1)
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            depth -= 1
+        elif kind is yaml.StreamEndEvent:
+            return
+
+
+def _build_from_events(text: str, loader_class: Any, file: str = "<yaml>") -> Any:
     """Build the located document straight from parser events, without a node tree.
 
     Composing nodes and then constructing them is most of the cost of collecting a large suite;
     this single pass gives the same containers, values and lines for the documents it accepts
     and raises :class:`_Decline` for anything else (anchors, aliases, explicit tags, merge keys,
-    duplicate or non-scalar keys, several documents), which then takes the node path.
+    duplicate or non-scalar keys, several documents), which then takes the node path once the
+    rest of the stream was found no deeper than :data:`MAX_NESTING_DEPTH`.
     """
     loader = loader_class(text)
+    stack: list[Any] = []
     try:
-        get = loader.get_event
-        resolve = loader.resolve
-        constructors = loader.yaml_constructors
-        get()  # StreamStartEvent
-        event = get()
-        if type(event) is yaml.StreamEndEvent:
-            return None
-        root: Any = None
-        stack: list[Any] = []
-        key: Any = _NO_KEY  # the key the innermost open mapping waits to fill
-        plains: dict[str, Any] = {}
-        while True:
-            event = get()
-            kind = type(event)
-            if kind is yaml.ScalarEvent:
-                if event.anchor is not None or event.tag is not None:
-                    raise _Decline
-                raw = event.value
-                if event.implicit[0]:  # plain: the resolver decides (and values are immutable)
-                    value = plains.get(raw, _NO_KEY)
-                    if value is _NO_KEY:
-                        tag = resolve(yaml.ScalarNode, raw, (True, False))
-                        if tag == _STR_TAG:
-                            value = raw
-                        elif tag in _SIMPLE_TAGS:
-                            value = constructors[tag](loader, yaml.ScalarNode(
-                                tag, raw, event.start_mark, event.end_mark, event.style))
-                        else:
-                            raise _Decline
-                        plains[raw] = value
-                else:
-                    value = raw
-            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                if event.anchor is not None or not event.implicit or len(stack) >= _MAX_EVENT_DEPTH:
-                    raise _Decline
-                if kind is yaml.MappingStartEvent:
-                    value = LocDict()
-                    value.key_lines = {}
-                else:
-                    value = LocList()
-                    value.item_lines = []
-                value.line = event.start_mark.line + 1
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                stack.pop()
-                key = _NO_KEY
-                if not stack:
-                    break
-                continue
-            else:  # an alias
-                raise _Decline
-            if not stack:
-                root = value
-                if kind is yaml.ScalarEvent:
-                    break
-            else:
-                parent = stack[-1]
-                if type(parent) is LocList:
-                    parent.append(value)
-                    parent.item_lines.append(event.start_mark.line + 1)
-                elif key is _NO_KEY:
-                    if kind is not yaml.ScalarEvent or value in parent:
-                        raise _Decline
-                    key = value
-                    parent.key_lines[key] = event.start_mark.line + 1
-                    continue
-                else:
-                    parent[key] = value
-                    key = _NO_KEY
-            if kind is not yaml.ScalarEvent:
-                stack.append(value)
-        if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
-            raise _Decline  # another document follows: the node path says so precisely
-        return root
+        return _events_to_document(loader, stack)
+    except _Decline as exc:
+        _check_depth(loader.get_event, len(stack) + exc.opened, file)
+        raise
+    except TypeError:
+        _check_depth(loader.get_event, len(stack), file)
+        raise
     finally:
         loader.dispose()
+
+
+def _events_to_document(loader: Any, stack: list[Any]) -> Any:
+    """The event builder's loop; ``stack`` is the caller's, to know the depth at a decline."""
+    get = loader.get_event
+    resolve = loader.resolve
+    constructors = loader.yaml_constructors
+    get()  # StreamStartEvent
+    event = get()
+    if type(event) is yaml.StreamEndEvent:
+        return None
+    root: Any = None
+    key: Any = _NO_KEY  # the key the innermost open mapping waits to fill
+    plains: dict[str, Any] = {}
+    while True:
+        event = get()
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                raise _Decline
+            raw = event.value
+            if event.implicit[0]:  # plain: the resolver decides (and values are immutable)
+                value = plains.get(raw, _NO_KEY)
+                if value is _NO_KEY:
+                    tag = resolve(yaml.ScalarNode, raw, (True, False))
+                    if tag == _STR_TAG:
+                        value = raw
+                    elif tag in _SIMPLE_TAGS:
+                        value = constructors[tag](loader, yaml.ScalarNode(
+                            tag, raw, event.start_mark, event.end_mark, event.style))
+                    else:
+                        raise _Decline
+                    plains[raw] = value
+            else:
+                value = raw
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            if event.anchor is not None or not event.implicit or len(stack) >= _MAX_EVENT_DEPTH:
+                raise _Decline(1)
+            if kind is yaml.MappingStartEvent:
+                value = LocDict()
+                value.key_lines = {}
+            else:
+                value = LocList()
+                value.item_lines = []
+            value.line = event.start_mark.line + 1
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            stack.pop()
+            key = _NO_KEY
+            if not stack:
+                break
+            continue
+        else:  # an alias
+            raise _Decline
+        if not stack:
+            root = value
+            if kind is yaml.ScalarEvent:
+                break
+        else:
+            parent = stack[-1]
+            if type(parent) is LocList:
+                parent.append(value)
+                parent.item_lines.append(event.start_mark.line + 1)
+            elif key is _NO_KEY:
+                if kind is not yaml.ScalarEvent or value in parent:
+                    raise _Decline
+                key = value
+                parent.key_lines[key] = event.start_mark.line + 1
+                continue
+            else:
+                parent[key] = value
+                key = _NO_KEY
+        if kind is not yaml.ScalarEvent:
+            stack.append(value)
+    if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
+        raise _Decline  # another document follows: the node path says so precisely
+    return root
 
 
 class _NoKey:
@@ -244,7 +285,7 @@ def load_text(text: str, file: str) -> Any:
     try:
         try:
             try:
-                return _build_from_events(text, _FAST)
+                return _build_from_events(text, _FAST, file)
             except (_Decline, yaml.YAMLError, TypeError):
                 pass
             return _parse(text, file, _FAST)
