@@ -24,7 +24,8 @@ FROM_EXAMPLE_SUITE = {
 #: Optional bigger reference data beside the clone, for extra cross-checks only (never needed).
 EXTRA_DATA = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 
-pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.oxigraph"]
+pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.oxigraph",
+                  "tests.fixtures.sparql_standin"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,4 @@
-"""``type: sparql``: a remote SPARQL 1.1 endpoint through SPARQLWrapper (JSON results).
+"""``type: sparql``: a remote SPARQL 1.1 endpoint, JSON results.
 
 Spec keys: ``endpoint`` (the query URL; ``url`` accepted too), ``timeout`` (s, default 30),
 ``max_rows``, ``max_bytes`` (cap on the response body, default 64 MiB), ``retries`` (extra
@@ -9,20 +9,27 @@ moved there too), ``method`` (``POST`` default, or ``GET``), ``data_version`` (a
 into :meth:`fingerprint`: bump it when the endpoint's data changes, or run with
 ``--queryeval-no-cache``: the plugin cannot hash remote data).
 
-The password never appears in a message, a ``repr`` or the fingerprint. The timeout is the
-socket timeout (connection and each read) and a deadline on reading the whole answer, so a
-stalled endpoint and an endless stream (a predicted cartesian product) both end. The row cap is
-applied after the response is parsed (SPARQL JSON cannot be cut mid-stream without a streaming
-parser); a body larger than ``max_bytes`` is abandoned unread and the result comes back with
-``truncated=True``, so memory stays bounded whatever the query returns.
+Every request is a SPARQL 1.1 Protocol *query* operation (``query=``, url-encoded POST or GET),
+never an update operation, whatever the text says: the guard's verdict is a first layer, the
+protocol is the second (an endpoint that serves query and update on one URL, as Fuseki,
+Virtuoso and Blazegraph can, decides by the parameter name). That is why the plugin sends its
+own request with :mod:`http.client` rather than through SPARQLWrapper, which picks query or
+update from its own reading of the text.
+
+The password never appears in a message, a ``repr`` or the fingerprint. The timeout is a hard
+wall-clock deadline on the whole exchange (connection, headers, body): a timer shuts the socket
+down when it passes, so an endpoint that trickles a byte every few seconds ends like a stalled
+one. The body is read one receive at a time and counted: past ``max_bytes`` it is abandoned and
+the result comes back with ``truncated=True``, so memory stays bounded whatever the query
+returns. The row cap is applied after the response is parsed (SPARQL JSON cannot be cut
+mid-stream without a streaming parser).
 """
 
 from __future__ import annotations
 
-import ast
+import contextlib
 import hashlib
 import time
-import urllib.error
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -116,81 +123,43 @@ class SparqlSource:
                 text = text.replace(quoted, "***")
         return text
 
-    def _read(self, response: Any, timeout: float) -> dict[str, Any] | None:
-        """The JSON body, read within ``timeout`` in all; None when larger than ``max_bytes``."""
+    def _once(self, query: str, timeout: float) -> dict[str, Any] | None:
+        """One request through the SPARQL *query* protocol; the parsed JSON body, or None
+        when the body is larger than ``max_bytes``."""
         import json
 
-        deadline = time.monotonic() + timeout
-        chunks: list[bytes] = []
-        total = 0
+        status, headers, body = _query_request(
+            self.endpoint, query, method=self.method, auth=self._auth_header(),
+            timeout=timeout, max_bytes=self.max_bytes)
+        if 300 <= status < 400:
+            location = self._scrub(headers.get("Location", "") or "")[:200]
+            raise SourceUnavailable(f"{self.endpoint}: redirected (HTTP {status}) to "
+                                    f"{location or 'nowhere'}; set 'endpoint' to the final URL")
+        if status == 401:
+            raise SourceUnavailable(f"{self.endpoint}: authentication failed (HTTP 401)")
+        if status == 404:
+            raise SourceUnavailable(f"{self.endpoint}: not found (HTTP 404)")
+        if status in _RETRY_HTTP:
+            raise _Retryable(f"HTTP {status}")
+        if status >= 400:
+            raise QueryFailed(f"HTTP {status}: {self._scrub(_error_text(body))}")
+        if body is None:
+            return None
         try:
-            while True:
-                if time.monotonic() > deadline:
-                    raise QueryTimeout(f"the answer from {self.endpoint} took more than "
-                                       f"{timeout:g} s")
-                chunk = response.read(_CHUNK)
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > self.max_bytes:
-                    return None
-                chunks.append(chunk)
-        finally:
-            response.close()
-        data = json.loads(b"".join(chunks).decode("utf-8"))
-        if not isinstance(data, dict):
-            raise ValueError("the body is not a JSON object")
-        return data
-
-    def _once(self, query: str, timeout: float) -> dict[str, Any] | None:
-        import http.client
-
-        from SPARQLWrapper import JSON, POST, SPARQLWrapper
-        from SPARQLWrapper.SPARQLExceptions import (
-            EndPointInternalError,
-            EndPointNotFound,
-            QueryBadFormed,
-            Unauthorized,
-            URITooLong,
-        )
-
-        sw = SPARQLWrapper(self.endpoint, agent="pytest-queryeval")
-        sw.setQuery(query)
-        sw.setReturnFormat(JSON)
-        if self.method == "POST":
-            sw.setMethod(POST)
-        sw.timeout = timeout  # type: ignore[assignment]  # setTimeout() truncates to int
-        if self.user is not None:
-            sw.setCredentials(self.user, self._password or "")
-        try:
-            result = sw.query()
-            data = self._read(result.response, timeout)
-        except QueryBadFormed as exc:
-            raise QueryFailed(f"HTTP 400: {self._scrub(_short(exc))}") from None
-        except (URITooLong, EndPointInternalError) as exc:
-            code = 414 if isinstance(exc, URITooLong) else 500
-            raise QueryFailed(f"HTTP {code}: {self._scrub(_short(exc))}") from None
-        except Unauthorized:
-            raise SourceUnavailable(f"{self.endpoint}: authentication failed (HTTP 401)") \
-                from None
-        except EndPointNotFound:
-            raise SourceUnavailable(f"{self.endpoint}: not found (HTTP 404)") from None
-        except urllib.error.HTTPError as exc:
-            if exc.code in _RETRY_HTTP:
-                raise _Retryable(f"HTTP {exc.code}") from None
-            raise QueryFailed(f"HTTP {exc.code}: {self._scrub(_short(exc))}") from None
-        except TimeoutError:
-            raise QueryTimeout(f"no answer from {self.endpoint} within {timeout:g} s") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise QueryTimeout(f"no answer from {self.endpoint} within {timeout:g} s") \
-                    from None
-            raise _Retryable(self._scrub(str(exc.reason))) from None
-        except (ConnectionError, http.client.HTTPException) as exc:
-            raise _Retryable(self._scrub(f"{type(exc).__name__}: {exc}")) from None
-        except ValueError as exc:  # invalid JSON body
+            data = json.loads(body.decode("utf-8"))
+        except ValueError as exc:  # invalid JSON or UTF-8
             raise QueryFailed(f"unreadable response: {self._scrub(str(exc))[:300]}") from None
+        if not isinstance(data, dict):
+            raise QueryFailed("unreadable response: the body is not a JSON object")
         return data
+
+    def _auth_header(self) -> str | None:
+        if self.user is None:
+            return None
+        import base64
+
+        token = f"{self.user}:{self._password or ''}".encode()
+        return "Basic " + base64.b64encode(token).decode("ascii")
 
     def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
                 trusted: bool = False) -> ResultTable:
@@ -213,7 +182,7 @@ class SparqlSource:
                 data = self._once(query, timeout)
                 break
             except _Retryable as exc:
-                last = str(exc)
+                last = self._scrub(str(exc))
         else:
             raise SourceUnavailable(f"cannot reach {self.endpoint} after {self.retries + 1} "
                                     f"attempt(s): {last}")
@@ -237,20 +206,124 @@ class SparqlSource:
         """Stateless: every request opens its own connection."""
 
 
-def _short(exc: BaseException) -> str:
-    """The endpoint's own error text when there is one.
-
-    SPARQLWrapper only keeps the response body as ``repr(bytes)`` inside its message.
-    """
-    text = str(exc).strip()
-    _head, sep, body = text.partition("\n\nResponse:\n")
-    if sep:
-        try:
-            raw = ast.literal_eval(body)
-            text = raw.decode("utf-8", errors="replace").strip() if isinstance(raw, bytes) else body
-        except (ValueError, SyntaxError):
-            text = body
+def _error_text(body: bytes | None) -> str:
+    """The endpoint's own error text (first 500 characters)."""
+    if body is None:
+        return "(error body larger than max_bytes)"
+    text = body.decode("utf-8", errors="replace").strip()
     return text if len(text) <= 500 else text[:500] + "..."
+
+
+class _Deadline:
+    """Closes a socket when the wall-clock deadline passes, so a read blocked in the kernel
+    (an endpoint that trickles a byte now and then, in the headers or the body) returns at
+    once instead of after as many socket timeouts as there are bytes."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.fired = False
+        self._sock: Any = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: Any) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.fired:
+                self._shutdown()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        import socket
+
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _query_request(endpoint: str, query: str, *, method: str, auth: str | None,
+                   timeout: float, max_bytes: int,
+                   ) -> tuple[int, Mapping[str, str], bytes | None]:
+    """Send ``query`` as a SPARQL 1.1 Protocol *query* operation (``query=``, GET or
+    url-encoded POST) and read the answer: (status, headers, body or None over ``max_bytes``).
+
+    Never an update operation, whatever the text says: the parameter is always ``query``, so
+    an endpoint that serves query and update on one URL (Fuseki, Virtuoso, Blazegraph) can
+    only run it as a query (it rejects an update there as a syntax error). ``timeout`` is a
+    hard deadline on the whole exchange (connect, headers, body); the body is counted while
+    it is read and abandoned past ``max_bytes``, so it is never buffered whole.
+    """
+    import http.client
+    import time
+
+    parts = urllib.parse.urlsplit(endpoint)
+    params = urllib.parse.urlencode({"query": query})
+    path = parts.path or "/"
+    headers = {"Accept": "application/sparql-results+json",
+               "User-Agent": "pytest-queryeval"}
+    if auth is not None:
+        headers["Authorization"] = auth
+    if method == "GET":
+        target, body = path + "?" + "&".join(p for p in (parts.query, params) if p), None
+    else:
+        target = path + (f"?{parts.query}" if parts.query else "")
+        body = params.encode("ascii")
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else \
+        http.client.HTTPConnection
+    deadline = time.monotonic() + timeout
+    guard = _Deadline(timeout)
+    conn = conn_cls(parts.hostname or "", parts.port, timeout=timeout)
+    try:
+        try:
+            conn.connect()
+            guard.watch(conn.sock)
+            conn.request(method, target, body=body, headers=headers)
+            response = conn.getresponse()
+            status = response.status
+            got = _read_capped(response, max_bytes if status < 400 else 1 << 16, deadline)
+        except (OSError, http.client.HTTPException) as exc:
+            if guard.fired or isinstance(exc, TimeoutError) or time.monotonic() >= deadline:
+                raise QueryTimeout(f"no answer from {endpoint} within {timeout:g} s") from None
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+        if guard.fired:
+            raise QueryTimeout(f"no answer from {endpoint} within {timeout:g} s")
+        return status, dict(response.headers.items()), got
+    finally:
+        guard.cancel()
+        conn.close()
+
+
+def _read_capped(response: Any, max_bytes: int, deadline: float) -> bytes | None:
+    """The body, one ``read1`` (one receive) at a time: None as soon as it passes
+    ``max_bytes``; an OSError or IncompleteRead when the deadline closes the socket mid-way."""
+    import http.client
+    import time
+
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        if time.monotonic() >= deadline:
+            raise TimeoutError
+        chunk = response.read1(_CHUNK)
+        if not chunk:
+            if response.length:  # the connection ended before Content-Length bytes
+                raise http.client.IncompleteRead(b"", response.length)
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > max_bytes:
+            return None
+        chunks.append(chunk)
 
 
 def _to_table(data: dict[str, Any], max_rows: int) -> ResultTable:
