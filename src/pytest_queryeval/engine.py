@@ -152,11 +152,45 @@ class Session:
             raise PredictionError(f"no prediction for case {case.id!r}: give it 'predicted:', "
                                   "configure 'predictions:' in queryeval.yaml or pass "
                                   "--queryeval-predictions")
+        return self._source_predictor(case, spec).predict(case)
+
+    def _source_predictor(self, case: Case, spec: dict[str, Any]) -> Predictor:
         base = case.prediction_base or case.file.parent
         key = json.dumps(spec, sort_keys=True, default=str) + str(base)
         if key not in self._predictors:
             self._predictors[key] = make_predictor(spec, base, self.search_paths)
-        return self._predictors[key].predict(case)
+        return self._predictors[key]
+
+    def unmatched_prediction_ids(self) -> list[tuple[Path, list[str]]]:
+        """Ids in predictions files that match no collected case, per file.
+
+        A typo or a renamed case would otherwise go unnoticed: its prediction is silently
+        unused. Checked against the file's users: every case for ``--queryeval-predictions``,
+        the cases whose ``predictions:`` names the file otherwise.
+        """
+        from .predict.file import FilePredictor
+
+        users: dict[Path, tuple[FilePredictor, set[str]]] = {}
+        if self.override is not None:
+            if isinstance(self.override, FilePredictor):
+                users[self.override.path] = (self.override, {c.id for c in self.cases})
+        else:
+            for case in self.cases:
+                spec = case.prediction_source
+                if not spec or spec.get("source") != "file":
+                    continue
+                try:
+                    predictor = self._source_predictor(case, spec)
+                except QueryEvalError:
+                    continue  # each case reports it
+                if isinstance(predictor, FilePredictor):
+                    users.setdefault(predictor.path, (predictor, set()))[1].add(case.id)
+        out: list[tuple[Path, list[str]]] = []
+        for path, (predictor, ids) in users.items():
+            extra = [i for i in predictor.ids() if i not in ids]
+            if extra:
+                out.append((path, extra))
+        return out
 
     def close(self) -> None:
         for src in self._sources.values():

@@ -13,6 +13,10 @@ class QueryEvalError(Exception):
         return f"{self.prefix}: {self}"
 
 
+class QueryEvalWarning(UserWarning):
+    """A suite problem that does not fail the run (``-W error`` makes it an error)."""
+
+
 class ConfigError(QueryEvalError):
     """A located problem in a suite or case file: ``file:line: key path: message``."""
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from . import hookspecs
+from . import hookspecs, unmatched
 from . import kinds as kind_registry
 from .collect import RECORD, STATE, QueryEvalFile, QueryEvalFileError, QueryEvalItem, State
 from .config import ConfigFinder
@@ -132,6 +132,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
     if state is not None:
         state.gc.after_collection(len(state.session.cases))  # items made after the last file
+        unmatched.after_collection(session.config, state)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: what a worker found after its collection (prediction ids)."""
+    output = getattr(node, "workeroutput", None)
+    if isinstance(output, dict):
+        unmatched.from_worker(node.config, output)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -191,6 +200,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from .finish import finish_session
 
     started = config.stash.get(_T0, time.time())
+    notes, errors = unmatched.warn(config)
+    config.stash[_NOTES] = notes
+    if errors:
+        config.stash[_ERRORS] = [*config.stash.get(_ERRORS, []), *errors]
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     try:
         state.gc.before_finish()
         finish_session(session, state, started, int(exitstatus))
@@ -201,6 +216,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 _ERRORS = pytest.StashKey[list[str]]()
+_NOTES = pytest.StashKey[list[str]]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -210,9 +226,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     lines = config.stash.get(SUMMARY, None)
     errors = config.stash.get(_ERRORS, [])
-    if not lines and not errors:
+    notes = config.stash.get(_NOTES, [])
+    if not lines and not errors and not notes:
         return
     terminalreporter.write_sep("=", "queryeval")
+    for line in notes:
+        terminalreporter.write_line(line, yellow=True)
     for line in lines or []:
         red = line.startswith(("gate FAIL", "REGRESSION", "error:"))
         green = line.startswith(("gate PASS", "OK:"))

@@ -278,3 +278,42 @@ def test_http_error_keeps_the_start_of_the_body_without_the_key():
         assert key not in message
     finally:
         server.shutdown()
+
+
+def _with_stray_ids(suite):
+    """A predictions file for the two cases plus a typo and 12 ids of no case."""
+    stray = ["gpd", *[f"old-{i:02d}" for i in range(12)]]
+    rows = [{"id": k, "predicted": v} for k, v in PERFECT.items()]
+    rows += [{"id": i, "predicted": PERFECT["gdp"]} for i in stray]
+    (suite.path / "v3.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return stray
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_prediction_ids_matching_no_case_are_warned_once(two_cases, workers):
+    stray = _with_stray_ids(two_cases)
+    listed = ", ".join(repr(i) for i in stray[:10])
+    message = f"13 prediction id(s) in v3.jsonl match no collected case: {listed} and 3 more"
+    result = two_cases.runpytest_subprocess("--queryeval-predictions=v3.jsonl", *workers)
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    assert out.count(f"QueryEvalWarning: {message}") == 1
+    assert out.count(f"warning: {message}") == 1  # the queryeval summary says it too
+    assert "old-10" not in out
+
+
+def test_prediction_ids_of_a_suite_file_and_minus_w_error(two_cases):
+    _with_stray_ids(two_cases)
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {"source": "file", "path": "v3.jsonl"}}))
+    result = two_cases.runpytest()
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*13 prediction id(s) in v3.jsonl match no collected case: 'gpd', *"])
+    # -W error turns it into an error of the run, reported without a traceback
+    result = two_cases.runpytest("-W", "error")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["error: 13 prediction id(s) in v3.jsonl match no collected case*"])
+    assert "Traceback" not in result.stdout.str()
+    # a run of named files is a part of the suite: the other ids are not unmatched
+    result = two_cases.runpytest("test_cases.yaml")
+    result.assert_outcomes(passed=2)
+    assert "match no collected case" not in result.stdout.str()

@@ -77,6 +77,14 @@ class FilePredictor:
             self._dupes.setdefault(key, [entries[key]["__line"]]).append(lineno)
         entries[key] = {**row, "__line": lineno}
 
+    def ids(self) -> list[str]:
+        """The case ids the file holds, in file order ([] when it cannot be read: that
+        error is each case's)."""
+        if self._entries is None:
+            self._load()
+        assert self._entries is not None
+        return [] if self._error else list(self._entries)
+
     def predict(self, case: Case) -> Prediction:
         if self._entries is None:
             self._load()
@@ -97,3 +105,15 @@ class FilePredictor:
         details = {k: v for k, v in row.items()
                    if k not in (*_ID_KEYS, value_key, "__line") and not isinstance(v, dict | list)}
         return Prediction(row[value_key], float(seconds) if seconds is not None else None, details)
+
+
+#: Unmatched ids listed in the warning; the rest are counted.
+UNMATCHED_LISTED = 10
+
+
+def unmatched_message(display: str, total: int, listed: list[str]) -> str:
+    """The warning for prediction ids that match no case (a typo, a renamed case)."""
+    shown = ", ".join(repr(i) for i in listed[:UNMATCHED_LISTED])
+    more = f" and {total - len(listed[:UNMATCHED_LISTED])} more" \
+        if total > len(listed[:UNMATCHED_LISTED]) else ""
+    return (f"{total} prediction id(s) in {display} match no collected case: {shown}{more}")
