@@ -67,6 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Every mark the plugin puts on items is registered here, whatever is installed: with
+    # --strict-markers or -W error an unregistered mark aborts collection. pytest-xdist registers
+    # ``xdist_group`` too, but only when it is installed and enabled.
+    config.addinivalue_line(
+        "markers", "xdist_group(name): queryeval datasource group (pytest-xdist --dist loadgroup)")
     for name in kind_registry.KIND_CLASSES:
         config.addinivalue_line("markers", f"{name}: queryeval kind")
     for name in ("easy", "medium", "hard", "extra"):
