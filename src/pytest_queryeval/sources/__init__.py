@@ -25,7 +25,8 @@ SOURCE_TYPES: dict[str, str] = {
 
 #: Keys each type accepts besides ``type`` (for located validation errors).
 SOURCE_KEYS: dict[str, frozenset[str]] = {
-    "sqlite": frozenset({"path", "timeout", "max_rows", "max_bytes"}),
+    "sqlite": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory",
+                         "isolation"}),
     "sqlalchemy": frozenset({"url", "timeout", "max_rows", "max_bytes", "version", "schema",
                              "engine_options"}),
     "spider-schema": frozenset({"tables", "db_id"}),

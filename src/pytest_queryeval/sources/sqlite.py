@@ -1,4 +1,22 @@
-"""The embedded default SQL source: a SQLite file opened read-only (stdlib ``sqlite3``)."""
+"""The embedded default SQL source: a SQLite file opened read-only (stdlib ``sqlite3``).
+
+Spec keys: ``path`` (required), ``timeout``, ``max_rows``, ``max_bytes`` (size of one result,
+default 64 MiB), ``max_memory`` (address space a query may use in the worker, default 1 GiB;
+also the largest temporary file), ``isolation`` (``process`` default | ``thread``).
+
+Why a worker process by default (``isolation: process``, :mod:`pytest_queryeval.sandbox`):
+SQLite checks its progress handler between VM steps only, never inside one function call
+(``instr()`` over two 16 MB strings ran past a 5 s timeout for minutes), a result of 128
+columns of 16 MB values takes 2 GB in one row before any byte cap can see it, and a sort can
+spill gigabytes of temporary files. In the worker, the deadline is also enforced by killing
+it (the next query starts a fresh one), its address space is capped at ``max_memory``, its
+temporary files live in its own directory (removed with it) and each is capped at
+``max_memory`` bytes, and results over ``max_bytes`` never leave it. One worker per
+``max_memory`` value serves every SQLite file of the session (connections are cached in it).
+
+``isolation: thread`` runs queries in the pytest process as before (no pickling; for trusted
+suites only): the progress handler is then the only deadline and memory is not capped.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +25,19 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
-from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
+from ..errors import ConfigError, QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, FetchedRows, positive_int
+from .base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    FetchedRows,
+    payload_bytes,
+    positive_int,
+)
 from .sqlguard import check_read_only
 
 #: VM instructions between two deadline checks: small enough to stop within milliseconds,
@@ -24,12 +50,113 @@ MAX_VALUE_BYTES = 16 * 1024 * 1024
 #: Most a batch of fetched rows can hold (rows x columns x MAX_VALUE_BYTES): the batch size is
 #: cut so that ``max_bytes`` is checked before this much more is fetched.
 _BATCH_BYTES = 512 * 1024 * 1024
+#: Address space a query may use in the worker, and the largest temporary file it may write.
+DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
+#: Seconds past the timeout before the worker is killed (the progress handler normally ends
+#: the query at the timeout, and the worker survives).
+HARD_GRACE = 0.5
+ISOLATIONS = ("process", "thread")
 
 
 def batch_rows(columns: int) -> int:
     """Rows per ``fetchmany``: as many as ``_BATCH_BYTES`` allows at the worst (every value at
     the length cap), from 1 to 1 000; the size of small batches costs little in SQLite."""
     return max(1, min(_FETCH_BATCH, _BATCH_BYTES // (max(columns, 1) * MAX_VALUE_BYTES)))
+
+
+def open_read_only(path: Path, name: str) -> sqlite3.Connection:
+    """A connection that cannot write: ``mode=ro``, ``query_only``, values capped at
+    :data:`MAX_VALUE_BYTES`, temporary tables and indices in memory (under the worker's
+    ``RLIMIT_AS``, not on disk)."""
+    if not path.is_file():
+        raise SourceUnavailable(f"datasource {name!r}: no SQLite file at {path}")
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # not a database?
+    except sqlite3.Error as e:
+        raise SourceUnavailable(f"datasource {name!r}: cannot open {path}: {e}") from None
+    return conn
+
+
+def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: int,
+              max_bytes: int) -> ResultTable:
+    """Execute and fetch under a deadline checked by the progress handler (every
+    :data:`_PROGRESS_STEPS` VM steps): the whole deadline in a thread, the soft one in the
+    worker (which the parent backs with a kill)."""
+    deadline = time.monotonic() + timeout
+    expired = False
+
+    def progress() -> int:
+        nonlocal expired
+        if time.monotonic() > deadline:
+            expired = True
+            return 1  # non-zero aborts the statement ("interrupted")
+        return 0
+
+    conn.set_progress_handler(progress, _PROGRESS_STEPS)
+    start = time.perf_counter()
+    fetched = FetchedRows(max_rows, max_bytes)
+    try:
+        cur = conn.execute(query)
+        columns = [d[0] for d in cur.description or ()]
+        step = batch_rows(len(columns))
+        while fetched.add(cur.fetchmany(fetched.wanted(step))):
+            pass
+        cur.close()
+    except sqlite3.Error as e:
+        if expired:
+            raise QueryTimeout(f"query exceeded {timeout:g} s") from None
+        msg = str(e)
+        if msg == "interrupted":
+            # Not our deadline: an exception inside the progress handler, i.e. Ctrl-C (the
+            # sqlite3 module swallows it and aborts the statement). Stop the session.
+            raise KeyboardInterrupt from None
+        if "readonly database" in msg:  # mode=ro and query_only both say so
+            raise QueryRefused(f"the source is read-only ({msg})") from None
+        if "disk is full" in msg or "disk I/O error" in msg:
+            msg += " (temporary files are capped at max_memory bytes each)"
+        raise QueryFailed(msg) from None
+    except (ValueError, OverflowError) as e:  # bad text encoding, huge ints...
+        raise QueryFailed(str(e)) from None
+    finally:
+        conn.set_progress_handler(None, 0)
+        if conn.in_transaction:
+            conn.rollback()
+    return fetched.table(columns, time.perf_counter() - start)
+
+
+#: Connections a worker keeps open (one per SQLite file, least recently used closed first).
+_WORKER_CONNECTIONS = 32
+
+
+def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int,
+                 max_bytes: int) -> tuple[list[str], list[tuple[Any, ...]], bool,
+                                          dict[str, Any], float]:
+    """:func:`run_query` inside the sandbox worker, on a connection cached there. A result
+    cut by ``max_bytes`` keeps only the rows that fit in it: the rest never leave the
+    worker."""
+    from ..sandbox import worker_state
+
+    conns: dict[str, sqlite3.Connection] = worker_state().setdefault("sqlite", {})
+    conn = conns.pop(path, None)
+    if conn is None:
+        conn = open_read_only(Path(path), name)
+        while len(conns) >= _WORKER_CONNECTIONS:
+            conns.pop(next(iter(conns))).close()
+    conns[path] = conn  # most recently used last
+    table = run_query(conn, query, timeout, max_rows, max_bytes)
+    if "max_bytes" in table.meta:
+        size = 0
+        for i, row in enumerate(table.rows):
+            size += payload_bytes([row])
+            if size > max_bytes:
+                del table.rows[i:]
+                break
+    return table.columns, table.rows, table.truncated, table.meta, table.seconds
 
 
 class SqliteSource:
@@ -43,12 +170,18 @@ class SqliteSource:
     dialect = "sqlite"
 
     def __init__(self, name: str, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
-                 max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int = DEFAULT_MAX_BYTES,
+                 max_memory: int = DEFAULT_MAX_MEMORY, isolation: str = "process") -> None:
         self.name = name
         self.path = Path(path)
         self.timeout = float(timeout)
         self.max_rows = int(max_rows)
         self.max_bytes = positive_int(max_bytes, name, "max_bytes")
+        self.max_memory = positive_int(max_memory, name, "max_memory")
+        if isolation not in ISOLATIONS:
+            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
+                              key=f"datasources.{name}.isolation")
+        self.isolation = isolation
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._fp_stat: tuple[int, int, int, int] | None = None
@@ -60,21 +193,9 @@ class SqliteSource:
     # -- connection ---------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        if self._conn is not None:
-            return self._conn
-        if not self.path.is_file():
-            raise SourceUnavailable(f"datasource {self.name!r}: no SQLite file at {self.path}")
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
-        try:
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
-            conn.execute("PRAGMA query_only = ON")
-            conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # not a database?
-        except sqlite3.Error as e:
-            raise SourceUnavailable(f"datasource {self.name!r}: cannot open {self.path}: {e}") \
-                from None
-        self._conn = conn
-        return conn
+        if self._conn is None:
+            self._conn = open_read_only(self.path, self.name)
+        return self._conn
 
     def close(self) -> None:
         with self._lock:
@@ -86,7 +207,8 @@ class SqliteSource:
 
     def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
                 trusted: bool = False) -> ResultTable:
-        """Run one query; the deadline covers both execution and fetching (progress handler).
+        """Run one query (in the worker unless ``isolation: thread``); the deadline covers
+        both execution and fetching.
 
         A result over ``max_rows`` rows or ``max_bytes`` (:func:`payload_bytes`, checked after
         each batch) comes back truncated, with the cap that cut it in ``meta``."""
@@ -94,43 +216,27 @@ class SqliteSource:
         max_rows = self.max_rows if max_rows is None else int(max_rows)
         if not trusted:
             check_read_only(query, self.dialect)
-        with self._lock:
-            conn = self._connect()
-            deadline = time.monotonic() + timeout
-            expired = False
+        if self.isolation == "thread":
+            with self._lock:
+                return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
+        if not self.path.is_file():
+            raise SourceUnavailable(f"datasource {self.name!r}: no SQLite file at {self.path}")
+        from ..sandbox import SandboxCrashed, SandboxTimeout, SandboxTooBig, shared_sandbox
 
-            def progress() -> int:
-                nonlocal expired
-                if time.monotonic() > deadline:
-                    expired = True
-                    return 1  # non-zero aborts the statement ("interrupted")
-                return 0
-
-            conn.set_progress_handler(progress, _PROGRESS_STEPS)
-            start = time.perf_counter()
-            fetched = FetchedRows(max_rows, self.max_bytes)
-            try:
-                cur = conn.execute(query)
-                columns = [d[0] for d in cur.description or ()]
-                step = batch_rows(len(columns))
-                while fetched.add(cur.fetchmany(fetched.wanted(step))):
-                    pass
-                cur.close()
-            except sqlite3.Error as e:
-                if expired:
-                    raise QueryTimeout(f"query exceeded {timeout:g} s") from None
-                msg = str(e)
-                if "readonly database" in msg:  # mode=ro and query_only both say so
-                    raise QueryRefused(f"the source is read-only ({msg})") from None
-                raise QueryFailed(msg) from None
-            except (ValueError, OverflowError) as e:  # bad text encoding, huge ints...
-                raise QueryFailed(str(e)) from None
-            finally:
-                conn.set_progress_handler(None, 0)
-                if conn.in_transaction:
-                    conn.rollback()
-            seconds = time.perf_counter() - start
-        return fetched.table(columns, seconds)
+        box = shared_sandbox("sqlite", max_memory=self.max_memory, preload=(__name__,))
+        try:
+            columns, rows, truncated, meta, seconds = box.call(
+                worker_query, str(self.path.resolve()), self.name, query, timeout, max_rows,
+                self.max_bytes, timeout=timeout + HARD_GRACE, max_reply=2 * self.max_bytes)
+        except SandboxTimeout:
+            raise QueryTimeout(f"query exceeded {timeout:g} s (the engine did not stop by "
+                               "itself: its worker was killed)") from None
+        except SandboxTooBig:
+            return ResultTable([], [], True, meta={"max_bytes": self.max_bytes})
+        except SandboxCrashed:
+            raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
+                              f"{self.max_memory:,} bytes)") from None
+        return ResultTable(columns, rows, truncated, seconds, meta)
 
     # -- identity -----------------------------------------------------------------------------
 
