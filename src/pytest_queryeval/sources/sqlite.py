@@ -221,7 +221,13 @@ class SqliteSource:
                 return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
         if not self.path.is_file():
             raise SourceUnavailable(f"datasource {self.name!r}: no SQLite file at {self.path}")
-        from ..sandbox import SandboxCrashed, SandboxTimeout, SandboxTooBig, shared_sandbox
+        from ..sandbox import (
+            SandboxCrashed,
+            SandboxMemoryError,
+            SandboxTimeout,
+            SandboxTooBig,
+            shared_sandbox,
+        )
 
         box = shared_sandbox("sqlite", max_memory=self.max_memory, preload=(__name__,))
         try:
@@ -233,6 +239,9 @@ class SqliteSource:
                                "itself: its worker was killed)") from None
         except SandboxTooBig:
             return ResultTable([], [], True, meta={"max_bytes": self.max_bytes})
+        except SandboxMemoryError:
+            raise QueryFailed(f"out of memory: the query went over max_memory "
+                              f"({self.max_memory:,} bytes)") from None
         except SandboxCrashed:
             raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
                               f"{self.max_memory:,} bytes)") from None
