@@ -1,0 +1,126 @@
+"""Ctrl-C during a long-running SQL query (issue 19 item 9): SIGINT to the process group of a
+real pytest process, as a terminal sends it, stops the session within seconds, whatever the
+engine is doing, and the JSON report of the finished cases is still written. Before, the SQLite
+progress handler turned the KeyboardInterrupt into an "interrupted" query error and the run
+went on (and a query inside one long function call did not even see it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import dump, read_report
+
+#: A liveness bound, not a speed assertion: the queries below run for minutes when not stopped.
+STOP_WITHIN = 20.0
+
+#: Announces the long case (so the test knows the run is mid-query), then predicts its query.
+MODEL = """
+import pathlib
+
+LONG = {long!r}
+
+def predict(case):
+    if case["id"] == "long":
+        pathlib.Path("long.marker").write_text("x")
+        return LONG
+    return "SELECT count(*) FROM genre"
+"""
+
+LONG_SQLITE = {
+    # the progress handler runs: the old code swallowed the interrupt as a query error
+    "cartesian": "SELECT count(*) FROM track a, track b, track c",
+    # one function call: SQLite never calls the progress handler
+    "instr": "SELECT instr(hex(zeroblob(8000000)), hex(zeroblob(4000000)) || '1')",
+}
+
+
+def _suite(pytester: pytest.Pytester, source: dict[str, Any], long: str, gold: str,
+           n_before: int, n_after: int) -> list[str]:
+    pytester.makepyfile(model=MODEL.format(long=long))
+    pytester.makefile(".yaml", queryeval=dump({
+        "datasources": {"db": source},
+        "predictions": {"source": "python", "function": "model:predict"}}))
+    ids = [f"a-{i:02d}" for i in range(n_before)] + ["long"] + \
+          [f"b-{i:02d}" for i in range(n_after)]
+    pytester.makefile(".yaml", test_cases=dump({
+        "kind": "sql", "datasource": "db", "timeout": 600,
+        "thresholds": {"execution_accuracy": 1.0},
+        "cases": [{"id": i, "gold": gold} for i in ids]}))
+    return ids
+
+
+def interrupt_mid_query(pytester: pytest.Pytester, *args: str,
+                        ) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run pytest, SIGINT its process group once the long query runs; the output and the
+    seconds from SIGINT to the end of the process."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--queryeval-json=report.json",
+         *args], cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    marker = pytester.path / "long.marker"
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, "the run never reached the long case"
+        time.sleep(0.05)
+    time.sleep(1.0)  # the query is running now
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=STOP_WITHIN)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"the session did not stop within {STOP_WITHIN:g} s of Ctrl-C:\n"
+                    f"{out[-3000:]}")
+    took = time.monotonic() - sent
+    while True:  # nothing of the run is left behind (an xdist worker stuck in a query...)
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        if time.monotonic() - sent > STOP_WITHIN:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail("a process of the interrupted run was still running")
+        time.sleep(0.1)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), took
+
+
+def _check(pytester: pytest.Pytester, done: subprocess.CompletedProcess[str],
+           before: list[str]) -> list[str]:
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:]
+    report = read_report(pytester.path / "report.json")
+    assert report["run"]["interrupted"] is True
+    finished = [c["id"] for c in report["cases"]]
+    assert "long" not in finished
+    assert {c["outcome"] for c in report["cases"]} == {"passed"}
+    assert not any(c.startswith("b-") for c in finished) or len(finished) > len(before)
+    return finished
+
+
+@pytest.mark.parametrize("form", sorted(LONG_SQLITE))
+def test_ctrl_c_during_a_sqlite_query(suite: pytest.Pytester, chinook_copy: Path,
+                                      form: str) -> None:
+    ids = _suite(suite, {"type": "sqlite", "path": "chinook.sqlite"}, LONG_SQLITE[form],
+                 "SELECT count(*) FROM genre", 5, 5)
+    done, _ = interrupt_mid_query(suite)
+    finished = _check(suite, done, ids[:5])
+    assert finished == ids[:5], "exactly the cases finished before Ctrl-C"
+    assert "Traceback" not in done.stdout.split("KeyboardInterrupt")[0], done.stdout[-3000:]
+
+
+def test_ctrl_c_during_a_sqlite_query_under_xdist(suite: pytest.Pytester,
+                                                  chinook_copy: Path) -> None:
+    ids = _suite(suite, {"type": "sqlite", "path": "chinook.sqlite"}, LONG_SQLITE["instr"],
+                 "SELECT count(*) FROM genre", 6, 6)
+    done, _ = interrupt_mid_query(suite, "-n", "2", "--dist", "load")
+    finished = _check(suite, done, [])
+    assert set(finished) <= set(ids) and len(finished) == len(set(finished))
