@@ -51,6 +51,19 @@ def test_messages_name_the_statement() -> None:
         check_read_only("WITH d AS (DELETE FROM g RETURNING *) SELECT * FROM d", "postgres")
     with pytest.raises(QueryRefused, match="DROP is not a read-only query"):
         check_read_only("/* x */ DROP TABLE g", "sqlite")
+    # statements sqlglot reads as an expression (a column and its alias) are named as written
+    for sql, word in [("LISTEN ch", "LISTEN"), ("DISCARD ALL", "DISCARD"),
+                      ("NOTIFY ch", "NOTIFY"), ("CHECKPOINT", "CHECKPOINT"),
+                      ("CLUSTER track", "CLUSTER"), ("SAVEPOINT a", "SAVEPOINT"),
+                      ("DEALLOCATE p", "DEALLOCATE"), ("MOVE c", "MOVE")]:
+        for dialect in ("postgres", "sqlite"):
+            with pytest.raises(QueryRefused) as info:
+                check_read_only(sql, dialect)
+            assert str(info.value) == f"{word} is not a read-only query", (sql, dialect)
+    with pytest.raises(QueryRefused, match=r"^REINDEX is not a read-only query"):
+        check_read_only("REINDEX TABLE track", "postgres")
+    with pytest.raises(QueryRefused, match=r"^2 statements \(SELECT, LISTEN\)"):
+        check_read_only("SELECT 1; LISTEN ch", "postgres")
     with pytest.raises(QueryRefused, match="expected an SQL string"):
         check_read_only(None, "sqlite")  # type: ignore[arg-type]
 

@@ -133,13 +133,16 @@ def _label(node: Any) -> str:
         return "SELECT INTO"
     if isinstance(node, exp.Lock):
         return "FOR UPDATE/SHARE lock"
+    if isinstance(node, exp.Alias | exp.Condition) and not isinstance(node, exp.Query):
+        # A statement sqlglot does not know read as an expression: ``LISTEN ch`` as the
+        # column LISTEN aliased ch, ``CHECKPOINT`` as a column. Its first word names it.
+        words = node.sql().split()
+        return words[0].strip('"`[]').upper() if words else type(node).__name__.upper()
     names = {"TruncateTable": "TRUNCATE", "Transaction": "BEGIN", "LoadData": "LOAD DATA",
              "AlterColumn": "ALTER"}
     name = type(node).__name__
     if name in ("Select", "Union", "Intersect", "Except", "Values"):
         return name.upper()
-    if name == "Column":
-        return f"'{node.sql()}'"
     return names.get(name, name.upper())
 
 
