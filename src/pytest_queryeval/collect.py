@@ -40,6 +40,7 @@ class State:
     custom_metrics: dict[str, set[str]] = field(default_factory=dict)
     marks: dict[str, pytest.MarkDecorator | None] = field(default_factory=dict)
     gc: FreezePolicy = field(default_factory=FreezePolicy)
+    deselected: int = 0  #: items deselected in this process (-k, -m, --lf, --deselect)
 
     def is_metric(self, kind: str, name: str) -> bool:
         if name in kind_registry.TIMING_METRICS or name in self.custom_metrics.get(kind, ()):

@@ -19,7 +19,7 @@ from .thresholds import parse_threshold
 from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
-SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults"})
+SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model"})
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command"})
@@ -58,6 +58,7 @@ class SuiteConfig:
     thresholds: dict[str, tuple[Threshold, str]] = field(default_factory=dict)
     gates: dict[str, Gate] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None  #: ``model:``, the label of the model under test in the reports
     errors: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
@@ -148,6 +149,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str) -> No
             cfg.predictions = expand_env(dict(spec), where, errors, cfg.secrets)
         cfg.predictions_base = base
         cfg.predictions_errors = errors
+    if "model" in data:
+        if isinstance(data["model"], str) and data["model"].strip():
+            cfg.model = data["model"].strip()
+        else:
+            cfg.errors.append(f"{_loc(display, data, 'model')}: model: must be a non-empty "
+                              f"string (the label of the model under test)")
     thresholds = data.get("thresholds") or {}
     if not isinstance(thresholds, dict):
         cfg.errors.append(f"{_loc(display, data, 'thresholds')}: thresholds: must be a mapping")

@@ -47,17 +47,38 @@ def _settings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def build_report(state: State, records: list[dict[str, Any]], started: float, exitstatus: int,
-                 gates: list[dict[str, Any]]) -> dict[str, Any]:
+def _model(state: State, records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """The model under test: its label (``--queryeval-model-label``, else ``model:`` of the
+    suite configs) and its predictions source (``--queryeval-predictions``, else
+    ``predictions:``), so a baseline says which model produced it."""
+    from .verdict import describe_predictions
+
     config = state.config
+    configs = [state.finder.for_directory(d) for d in sorted(_case_dirs(records))]
+    label = config.getoption("queryeval_model_label") or ", ".join(
+        sorted({c.model for c in configs if c.model})) or None
     predictions = config.getoption("queryeval_predictions")
+    if predictions and Path(predictions).is_absolute():
+        predictions = _relative(Path(predictions), config.rootpath)
+    if not predictions:
+        predictions = ", ".join(sorted({d for c in configs
+                                        if (d := describe_predictions(c.predictions))})) or None
+    scrub = state.session.scrubber.text
+    return (scrub(label) if label else None), (scrub(predictions) if predictions else None)
+
+
+def build_report(state: State, records: list[dict[str, Any]], started: float, exitstatus: int,
+                 gates: list[dict[str, Any]],
+                 model: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
+    config = state.config
+    label, predictions = model
     return {
         "version": 1,
         "run": {
             "started": _iso(started), "finished": _iso(time.time()),
             "duration_s": round(time.time() - started, 3), "exitstatus": exitstatus,
             "interrupted": exitstatus == pytest.ExitCode.INTERRUPTED,
-            "queryeval_version": __version__, "predictions": predictions,
+            "queryeval_version": __version__, "model": label, "predictions": predictions,
             "settings": _settings(records),
             "workers": getattr(config.option, "numprocesses", None) or 0,
         },
@@ -119,7 +140,7 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     for gate in gates:  # reports are committed as baselines: no machine paths in them
         gate["scope"] = _relative(Path(gate["scope"]), config.rootpath)
     public = [{k: v for k, v in r.items() if k != "path"} for r in records]
-    report = build_report(state, public, started, exitstatus, gates)
+    report = build_report(state, public, started, exitstatus, gates, _model(state, records))
     config.hook.pytest_queryeval_report(report=report, config=config)
     lines = summary_lines(report, tags=config.getoption("queryeval_tags"),
                           worst=config.getoption("queryeval_worst"),
@@ -156,14 +177,22 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
         lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
         failed = True
 
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     written = _write_reports(config, report, comparison, lines)
-    if config.getoption("queryeval_update_baseline") and not interrupted:
+    if config.getoption("queryeval_update_baseline"):
         from .report import baseline as bl
 
         path = _baseline_path(config, state, records)
-        bl.write_baseline(report, path)
-        written.append(f"baseline updated: {path}")
+        refusals = _update_refusals(session, state, records, exitstatus)
+        if refusals and not config.getoption("queryeval_force_baseline"):
+            written.append(f"error: baseline NOT updated ({_relative(path, config.rootpath)}): "
+                           + "; ".join(refusals)
+                           + ". Run the whole suite cleanly, or add --queryeval-force-baseline "
+                             "to write it anyway.")
+            failed = True
+        else:
+            bl.write_baseline(report, path)
+            forced = f" (forced: {'; '.join(refusals)})" if refusals else ""
+            written.append(f"baseline updated: {path}{forced}")
     lines.extend(written)
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -171,6 +200,36 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
         lines.append("queryeval: the session fails on the gates/baseline above")
     _add_junit_properties(config, report)
     config.stash[SUMMARY] = lines
+
+
+def _update_refusals(session: pytest.Session, state: State, records: list[dict[str, Any]],
+                     exitstatus: int) -> list[str]:
+    """Why this run must not replace the baseline (see :func:`verdict.update_refusals`)."""
+    from .verdict import partial_run, suite_dir, update_refusals
+
+    config = session.config
+    opt = config.option
+    filters = [f"{flag} {value!r}" for flag, value in
+               (("-k", getattr(opt, "keyword", "")), ("-m", getattr(opt, "markexpr", "")))
+               if value]
+    if getattr(opt, "lf", False):
+        filters.append("--lf")
+    if getattr(opt, "deselect", None):
+        filters.append("--deselect")
+    if state.deselected and not filters:
+        filters.append(f"{state.deselected} case(s) deselected")
+    collected = {Path(str(r["path"])).resolve() for r in records if r.get("path")}
+    filters.extend(partial_run(config.args, config.invocation_params.dir,
+                               suite_dir(state.finder, _case_dirs(records), config.rootpath),
+                               config.getini("queryeval_files"), collected))
+    stopped = session.shouldfail or session.shouldstop
+    maxfail = int(getattr(opt, "maxfail", 0) or 0)
+    if not stopped and maxfail and sum(
+            r.get("outcome") in ("failed", "error") for r in records) >= maxfail:
+        stopped = f"--maxfail={maxfail}"
+    errors = [str(r.get("id")) for r in records if r.get("outcome") == "error"]
+    return update_refusals(filters=filters, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+                           stopped=str(stopped) if stopped else None, errors=errors)
 
 
 def _write_reports(config: pytest.Config, report: dict[str, Any], comparison: Any,

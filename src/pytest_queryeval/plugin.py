@@ -48,6 +48,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--queryeval-update-baseline", action="store_true",
         help="write this run's JSON report to the baseline (--queryeval-baseline, else ini "
              "queryeval_baseline)")
+    add("--queryeval-force-baseline", action="store_true",
+        help="with --queryeval-update-baseline: write the baseline even from a filtered, "
+             "interrupted or erroring run")
+    add("--queryeval-model-label", metavar="LABEL",
+        help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
     add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
         help="fail when an aggregate drops more than this versus the baseline (repeatable)")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
@@ -178,6 +183,14 @@ def _fallback_record(item: pytest.Item) -> dict[str, Any]:
             "tags": [], "question": None, "status": "error", "metrics": {}, "labels": {},
             "thresholds": {}, "failed_metrics": [], "predicted": None, "gold": None,
             "error": message, "reason": None, "diff": [], "details": {}, "settings": {}}
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Counted so that a baseline is never written from a selection of the suite."""
+    if items:
+        state = items[0].config.stash.get(STATE, None)
+        if state is not None:
+            state.deselected += len(items)
 
 
 class _RecordCollector:

@@ -203,3 +203,85 @@ def test_reports_and_baseline_are_created_with_the_users_umask(mixed):
              for p in [*(mixed.path / "out").iterdir(), mixed.path / "queryeval-baseline.json"]}
     assert modes == {"r.json": 0o644, "r.md": 0o644, "r.html": 0o644, "r.xlsx": 0o644,
                      "j.xml": 0o644, "queryeval-baseline.json": 0o644}
+
+
+@pytest.mark.parametrize(("args", "why"), [
+    (["-k", "c1 or c2"], "the run was filtered (-k 'c1 or c2')"),
+    (["-m", "easy"], "the run was filtered (-m 'easy')"),
+    (["test_mixed.yaml::c1"], "the run was filtered (explicit node id test_mixed.yaml::c1)"),
+    (["--deselect", "test_mixed.yaml::c1"], "the run was filtered (--deselect)"),
+    (["-x"], "the run stopped early (*)"),
+    (["-n", "2", "-k", "c1"], "the run was filtered (-k 'c1')"),
+])
+def test_update_baseline_refuses_a_filtered_or_cut_short_run(mixed, args, why):
+    """Issue 19 item 3: `-m smoke --queryeval-update-baseline` replaced a 21-case baseline."""
+    mixed.runpytest("--queryeval-update-baseline", "-p", "no:randomly")
+    baseline = mixed.path / "queryeval-baseline.json"
+    before = baseline.read_bytes()
+    result = mixed.runpytest_subprocess(*args, "--queryeval-update-baseline", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"error: baseline NOT updated (queryeval-baseline.json): *{why}*"
+                                 "add --queryeval-force-baseline to write it anyway."])
+    assert "baseline updated" not in result.stdout.str()
+    assert baseline.read_bytes() == before
+    forced = mixed.runpytest_subprocess(*args, "--queryeval-update-baseline",
+                                        "--queryeval-force-baseline", "-p", "no:randomly")
+    forced.stdout.fnmatch_lines([f"baseline updated: *(forced: *{why}*)"])
+    assert baseline.read_bytes() != before
+
+
+def test_update_baseline_refuses_errors_and_interrupts_unless_forced(mixed):
+    mixed.runpytest("--queryeval-update-baseline")
+    baseline = mixed.path / "queryeval-baseline.json"
+    before = baseline.read_bytes()
+    mixed.makefile(".yaml", test_more=dump({"kind": "sdmx", "cases": [sdmx_case("nopred", selection(GDP))]}))
+    result = mixed.runpytest("--queryeval-update-baseline")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["error: baseline NOT updated *: 1 case(s) ended in an error (nopred)*"])
+    assert baseline.read_bytes() == before
+    (mixed.path / "test_more.yaml").unlink()
+    mixed.makepyfile(conftest="""
+        def pytest_runtest_call(item):
+            if item.name == "c3":
+                raise KeyboardInterrupt
+    """)
+    result = mixed.runpytest_subprocess("--queryeval-update-baseline")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["error: baseline NOT updated *: the run was interrupted*"])
+    assert baseline.read_bytes() == before
+
+
+def test_reports_and_the_comparison_name_the_model(mixed):
+    """Issue 19 item 3: the report records which model produced it."""
+    mixed.makefile(".yaml", queryeval=dump({"model": "gdp-v2"}))
+    mixed.runpytest("--queryeval-update-baseline")
+    run = json.loads((mixed.path / "queryeval-baseline.json").read_text())["run"]
+    assert (run["model"], run["predictions"]) == ("gdp-v2", None)
+    (mixed.path / "preds.jsonl").write_text("")
+    result = mixed.runpytest("--queryeval-baseline=queryeval-baseline.json",
+                             "--queryeval-model-label=gdp-v3", "--queryeval-json=r.json",
+                             "--queryeval-predictions=preds.jsonl")
+    result.stdout.fnmatch_lines(["model: gdp-v3 (predictions preds.jsonl) vs baseline gdp-v2"])
+    assert _json(mixed)["run"]["model"] == "gdp-v3"
+    mixed.makefile(".yaml", queryeval=dump({"model": "gdp-v2",
+                                            "predictions": {"source": "file", "path": "preds.jsonl"}}))
+    mixed.runpytest("--queryeval-json=r.json")
+    assert _json(mixed)["run"]["predictions"] == "file:preds.jsonl"
+    mixed.makefile(".yaml", queryeval=dump({"model": ["not", "a", "label"]}))
+    result = mixed.runpytest()
+    result.stdout.fnmatch_lines(["*queryeval.yaml:2: model: must be a non-empty string*"])
+
+
+def test_update_baseline_refuses_a_run_of_part_of_the_suite_directory(mixed):
+    sub = _into_subdir(mixed)
+    (sub / "a").mkdir()
+    (sub / "b").mkdir()
+    (sub / "test_mixed.yaml").rename(sub / "a" / "test_mixed.yaml")
+    (sub / "b" / "test_other.yaml").write_text(
+        dump({"kind": "sdmx", "cases": [sdmx_case("other", selection(MEX), selection(MEX))]}))
+    result = mixed.runpytest("suite/a", "--queryeval-update-baseline")
+    result.stdout.fnmatch_lines(["error: baseline NOT updated (suite/queryeval-baseline.json): the run "
+                                 "was filtered (the suite's case files b/test_other.yaml were not run)*"])
+    assert not (sub / "queryeval-baseline.json").exists()
+    mixed.runpytest("suite", "--queryeval-update-baseline").assert_outcomes(passed=6, failed=2)
+    assert len(json.loads((sub / "queryeval-baseline.json").read_text())["cases"]) == 8

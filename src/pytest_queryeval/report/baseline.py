@@ -38,6 +38,7 @@ __all__ = [
     "compare",
     "format_comparison",
     "load_baseline",
+    "model_of",
     "parse_max_drop",
     "write_baseline",
 ]
@@ -256,6 +257,8 @@ class Comparison:
     gated_scopes: tuple[str, ...] = ("overall",)
     warnings: list[str] = field(default_factory=list)
     baseline_run: dict[str, Any] = field(default_factory=dict)
+    #: which model produced each run: ``{"baseline": ..., "current": ...}`` (see model_of)
+    models: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[MetricDelta]:
@@ -304,7 +307,8 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
     limits = _normalise_max_drop(max_drop)
     scopes = tuple(gate_scopes)
     cmp = Comparison(comparable=True, max_drop=limits, gated_scopes=scopes,
-                     baseline_run=dict(baseline.get("run") or {}))
+                     baseline_run=dict(baseline.get("run") or {}),
+                     models={"baseline": model_of(baseline), "current": model_of(current)})
     reason = _incomparable(current, baseline)
     if reason is not None:
         cmp.comparable = False
@@ -355,6 +359,17 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
         if name != GLOBAL and name not in seen_metrics:
             cmp.warnings.append(f"max-drop for {name!r}: no paired case has this metric")
     return cmp
+
+
+def model_of(report: Mapping[str, Any]) -> str | None:
+    """``label (predictions source)`` of the model that produced a report, when recorded."""
+    run = report.get("run") or {}
+    label, predictions = run.get("model"), run.get("predictions")
+    if label and predictions:
+        return f"{label} (predictions {predictions})"
+    if label or predictions:
+        return str(label) if label else f"predictions {predictions}"
+    return None
 
 
 def _incomparable(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> str | None:
@@ -519,8 +534,13 @@ def arrow(d: MetricDelta) -> str:
 def format_comparison(cmp: Comparison, *, max_cases: int = 10) -> list[str]:
     """Compact terminal lines: overall deltas with arrows, failed groups, flips, a verdict."""
     lines: list[str] = []
+    models = []
+    if cmp.models.get("baseline") or cmp.models.get("current"):
+        models.append(f"model: {cmp.models.get('current') or 'unnamed'} vs baseline "
+                      f"{cmp.models.get('baseline') or 'unnamed'}")
     if not cmp.comparable:
         lines.append(f"baseline: not comparable — {cmp.reason}")
+        lines.extend(models)
         lines.append(f"verdict: {cmp.verdict()}")
         return lines
     head = f"baseline: {cmp.common} cases in both runs"
@@ -528,6 +548,7 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10) -> list[str]:
         head += (f", {len(cmp.new_cases)} new, {len(cmp.removed_cases)} removed "
                  f"(not compared)")
     lines.append(head)
+    lines.extend(models)
 
     overall = cmp.overall()
     shown = [d for d in overall

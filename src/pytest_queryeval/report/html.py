@@ -228,6 +228,8 @@ def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[An
         facts.append(f"started {e(run['started'])}")
     if run.get("duration_s") is not None:
         facts.append(f"{float(run['duration_s']):.1f} s")
+    if run.get("model"):
+        facts.append(f"model <code>{e(run['model'])}</code>")
     if run.get("predictions"):
         facts.append(f"predictions <code>{e(run['predictions'])}</code>")
     if run.get("queryeval_version"):

@@ -107,6 +107,8 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     facts.extend(counts)
     if run.get("duration_s") is not None:
         facts.append(f"{float(run['duration_s']):.1f} s")
+    if run.get("model"):
+        facts.append(f"model {code(run['model'])}")
     if run.get("predictions"):
         facts.append(f"predictions {code(run['predictions'])}")
     if run.get("queryeval_version"):
