@@ -133,3 +133,18 @@ def test_importing_the_kind_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_a_fenced_prediction_is_parsed_and_the_fence_recorded(make_ctx: Any) -> None:
+    """The JSON paper's pipeline parsed ```json fences: so does the kind (issue 19)."""
+    ctx = make_ctx()
+    scored = KIND.evaluate(case({"a": 1, "b": 2}), '```json\n{"c": 3}\n```\n', ctx)
+    assert scored.reason is None  # valid JSON once the fence is off: scored, not invalid
+    assert scored.details["extra"] == [".c"]
+    assert scored.details["fence_stripped"] == "```json"
+    bad = KIND.evaluate(case({"a": 1}), '```json\n{"a": 1\n```', ctx)
+    assert bad.reason is not None
+    assert bad.reason.startswith("invalid JSON: ")
+    assert bad.details["fence_stripped"] == "```json"
+    plain = KIND.evaluate(case({"a": 1, "b": 2}), '{"c": 3}', ctx)
+    assert "fence_stripped" not in plain.details

@@ -252,6 +252,18 @@ def test_json_text_prediction():
     assert scored.metrics["macro_f1"] == 0.0
 
 
+def test_fenced_json_text_prediction():
+    text = json.dumps({WEO: {"INDICATOR": {"LP": LP["name"]}, "COUNTRY": {"MEX": "Mexico"}}})
+    scored = KIND.evaluate(make_case(mexico()), f"```json\n{text}\n```", FakeCtx())
+    assert scored.reason is None
+    assert scored.metrics["macro_f1"] == 1.0
+    assert scored.details["fence_stripped"] == "```json"
+    scored = KIND.evaluate(make_case(mexico()), [f"~~~\n{text}\n~~~"], FakeCtx())
+    assert scored.metrics["macro_f1"] == 1.0
+    assert scored.details["fence_stripped"] == "~~~"
+    assert "fence_stripped" not in KIND.evaluate(make_case(mexico()), text, FakeCtx()).details
+
+
 def test_none_prediction_is_empty_selection():
     scored = KIND.evaluate(make_case(mexico()), None, FakeCtx())
     assert scored.reason is None

@@ -82,6 +82,19 @@ def test_buildingqa_walkthrough(b11: dict[str, Any], pred: str,
         assert any(line.startswith("alignment: ") for line in s.diff)
 
 
+def test_a_fenced_prediction_is_executed_and_the_fence_recorded(brick_examples: Path) -> None:
+    """LLM output in a Markdown code fence: one fence is stripped (issue 19), not refused."""
+    spec = {"type": "rdf", "path": str(brick_examples / "g36-combined-ahu-vav.ttl")}
+    gold = BRICK + "SELECT ?v WHERE { ?v a brick:VAV }"
+    query = BRICK + "SELECT ?x WHERE { ?x a brick:VAV . }"
+    s = evaluate(case(spec, gold, f"```sparql\n{query}\n```"))
+    assert s.reason is None
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert s.details["gold_rows"] > 0
+    assert s.details["fence_stripped"] == "```sparql"
+    assert "fence_stripped" not in evaluate(case(spec, gold, query)).details
+
+
 @pytest.mark.parametrize(("pred", "reason"), [
     ("INSERT DATA { <http://x/a> <http://x/p> 1 }", "refused: SPARQL Update"),
     ("PREFIX ex: <http://e/>\n# look, a read\ndrop all", "refused: SPARQL Update"),

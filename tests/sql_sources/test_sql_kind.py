@@ -109,6 +109,31 @@ def test_count_distinct_gold_is_compared_as_written(stores: dict[str, Any],
     assert KIND.evaluate(tsse, right, session).metrics["execution_accuracy"] == 0.0
 
 
+@pytest.mark.parametrize("fenced", [
+    "```sql\nSELECT COUNT(*) FROM Artist\n```",
+    "```SQL\nSELECT COUNT(*)\nFROM Artist;\n```\n",
+    "\n~~~\nSELECT COUNT(*) FROM Artist\n~~~",
+])
+def test_a_fenced_prediction_is_executed_and_the_fence_recorded(
+    spec: dict[str, Any], session: Session, fenced: str
+) -> None:
+    """LLM output in a Markdown code fence: one fence is stripped (issue 19), not refused."""
+    s = KIND.evaluate(make_case("SELECT count(*) FROM artist", spec=spec), fenced, session)
+    assert s.reason is None
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert s.metrics["exact_set_match"] == 1.0
+    assert s.details["fence_stripped"] == fenced.strip().split("\n")[0]
+
+
+def test_a_fenced_refusal_keeps_its_fence_note(spec: dict[str, Any], session: Session) -> None:
+    s = KIND.evaluate(make_case("SELECT 1", spec=spec), "```sql\nDELETE FROM artist\n```", session)
+    assert s.reason is not None
+    assert s.reason.startswith("refused: ")
+    assert s.details["fence_stripped"] == "```sql"
+    plain = KIND.evaluate(make_case("SELECT 1", spec=spec), "SELECT 1", session)
+    assert "fence_stripped" not in plain.details
+
+
 @pytest.mark.parametrize("sql", SQLITE)
 def test_refused_predictions(
     spec: dict[str, Any], chinook_sqlite: Path, session: Session, sql: str

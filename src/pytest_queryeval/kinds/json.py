@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 
 from ..embeddings import DEFAULT_BATCH_SIZE, Embedder, ModelRef, load_model, resolve_model
 from ..errors import GoldError
+from ..fences import note as note_fence
+from ..fences import strip_fence
 from ..metrics.json_similarity import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
@@ -155,6 +157,15 @@ class JsonKind:
             gold = parse_json(case.gold)
         except (TypeError, ValueError) as exc:
             raise GoldError(f"gold is not valid JSON: {exc}") from exc
+        fence = None
+        if isinstance(prediction, str):
+            prediction, fence = strip_fence(prediction)
+        scored = self._evaluate(case, opts, gold, prediction, ctx)
+        note_fence(scored.details, fence)
+        return scored
+
+    def _evaluate(self, case: Case, opts: JsonOptions, gold: Any, prediction: Any,
+                  ctx: Context) -> Scored:
         try:
             pred = parse_json(prediction)
         except InvalidJson as exc:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..errors import GoldError, PredictionError
+from ..fences import note as note_fence
+from ..fences import strip_fence
 from ..metrics.sdmx import (
     MACRO_METRICS,
     MATCH_FIELDS,
@@ -176,12 +178,15 @@ class SdmxKind:
         if not turns:
             raise GoldError(f"sdmx case {case.id!r}: no user turn has a target")
         primary = primary_dataset(t.target for t in turns)
+        fences: list[str | None] = []
         try:
-            selections = self._selections(case, turns, prediction)
+            selections = self._selections(case, turns, prediction, fences)
         except SelectionError as exc:
-            return Scored(metrics=failure_metrics((t.target for t in turns), primary),
-                          reason=f"invalid prediction: {exc}",
-                          details={"prediction_shape": _SHAPE_HELP})
+            failed = Scored(metrics=failure_metrics((t.target for t in turns), primary),
+                            reason=f"invalid prediction: {exc}",
+                            details={"prediction_shape": _SHAPE_HELP})
+            note_fence(failed.details, next((f for f in fences if f), None))
+            return failed
         lookup = self._structure(case, ctx)
         scores: list[TurnScore] = []
         for turn, selected in zip(turns, selections, strict=True):
@@ -205,6 +210,7 @@ class SdmxKind:
             details["name_mismatches"] = [{"turn": s.turn, **m} for s in scores
                                           for m in s.name_mismatches]
             details["structure_files"] = list(getattr(lookup, "files", []))
+        note_fence(details, next((f for f in fences if f), None))
         return Scored(metrics=metrics, diff=text.splitlines(), details=details)
 
     # ------------------------------------------------------------ helpers
@@ -238,8 +244,10 @@ class SdmxKind:
         return out
 
     @staticmethod
-    def _selections(case: Case, turns: list[TargetTurn], prediction: Any) -> list[Selection]:
-        """One selection per target turn, from the predictions source or inline turns."""
+    def _selections(case: Case, turns: list[TargetTurn], prediction: Any,
+                    fences: list[str | None]) -> list[Selection]:
+        """One selection per target turn, from the predictions source or inline turns
+        (``fences`` collects the code fences stripped from JSON text)."""
         if prediction is MISSING:
             inline = [t for t in turns if "predicted" in t.raw]
             if not inline:
@@ -252,9 +260,9 @@ class SdmxKind:
                     f"{', '.join(map(str, missing))} (every turn with a target needs one)")
             return [parse_turn_selection(t.raw["predicted"], f"conversation[{t.index}].predicted")
                     for t in turns]
-        prediction = _decode(prediction, "")
+        prediction = _decode(prediction, "", fences)
         if isinstance(prediction, list):
-            prediction = [_decode(p, f"[{i}]") for i, p in enumerate(prediction)]
+            prediction = [_decode(p, f"[{i}]", fences) for i, p in enumerate(prediction)]
             if len(prediction) != len(turns):
                 raise SelectionError("", f"{len(prediction)} turn selections for "
                                          f"{len(turns)} user turn(s) with a target")
@@ -276,10 +284,13 @@ class SdmxKind:
                           lambda: sdmx_structure.structure_from_spec(spec))
 
 
-def _decode(value: Any, path: str) -> Any:
-    """Predictors (http, command) often return the selection as JSON text."""
+def _decode(value: Any, path: str, fences: list[str | None]) -> Any:
+    """Predictors (http, command) often return the selection as JSON text, at times in a
+    Markdown code fence (stripped, and recorded in ``fences``)."""
     if not isinstance(value, str):
         return value
+    value, fence = strip_fence(value)
+    fences.append(fence)
     try:
         return json.loads(value)
     except ValueError as exc:

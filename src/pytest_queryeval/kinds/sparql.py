@@ -2,7 +2,8 @@
 
 Flow of one case (see docs/sparql-sources.md):
 
-1. The predicted request goes through :func:`~pytest_queryeval.sources.sparqlguard.check_query`:
+1. One Markdown code fence around the prediction is stripped (:mod:`..fences`). The
+   predicted request goes through :func:`~pytest_queryeval.sources.sparqlguard.check_query`:
    SPARQL Update, CONSTRUCT/DESCRIBE or anything that is not a query scores 0 with
    ``refused: ...`` and never reaches the source.
 2. Each gold alternative is executed (trusted, cached across sessions by source fingerprint and
@@ -36,6 +37,8 @@ from ..errors import (
     QueryRefused,
     SourceUnavailable,
 )
+from ..fences import note as note_fence
+from ..fences import strip_fence
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DataSource
@@ -113,10 +116,18 @@ class SparqlKind:
     # -- evaluation -----------------------------------------------------------------------------
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        pred_query = prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
+        fence = None
+        if pred_query is not None:
+            pred_query, fence = strip_fence(pred_query)
+        scored = self._evaluate(case, pred_query, ctx)
+        note_fence(scored.details, fence)
+        return scored
+
+    def _evaluate(self, case: Case, pred_query: str | None, ctx: Context) -> Scored:
         from ..sources.sparqlguard import check_query
 
         opts = _parse_options(case)
-        pred_query = prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
         src = ctx.source(case) if case.source_spec is not None else None
 
         gold_texts: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]

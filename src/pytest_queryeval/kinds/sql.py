@@ -2,7 +2,8 @@
 
 Flow of one case (see docs/sql-sources.md):
 
-1. The predicted statement is checked by :func:`~pytest_queryeval.sources.sqlguard.
+1. One Markdown code fence around the prediction is stripped (:mod:`..fences`). The
+   predicted statement is checked by :func:`~pytest_queryeval.sources.sqlguard.
    check_read_only`; a statement that is not a single read-only query scores 0 with
    ``refused: ...`` and never reaches the source.
 2. Each gold alternative is executed (trusted, cached by source fingerprint and query text) or
@@ -32,6 +33,8 @@ from ..errors import (
     QueryTimeout,
     SourceUnavailable,
 )
+from ..fences import note as note_fence
+from ..fences import strip_fence
 from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
@@ -123,8 +126,16 @@ class SqlKind:
     # -- evaluation -----------------------------------------------------------------------------
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
-        opts = _parse_options(case)
         pred_sql = prediction_text(prediction, case, "SQL", ("sql", "query", "predicted"))
+        fence = None
+        if pred_sql is not None:
+            pred_sql, fence = strip_fence(pred_sql)
+        scored = self._evaluate(case, pred_sql, ctx)
+        note_fence(scored.details, fence)
+        return scored
+
+    def _evaluate(self, case: Case, pred_sql: str | None, ctx: Context) -> Scored:
+        opts = _parse_options(case)
         src = ctx.source(case) if case.source_spec is not None else None
         executable = src is not None and getattr(src, "executable", True)
         dialect = getattr(src, "dialect", None)

@@ -499,6 +499,10 @@ def _case_details(case: Mapping[str, Any]) -> str:
         if case.get(key) is not None:
             parts.append(f"<div><strong>{label}</strong><pre>{e(_value_text(case[key]))}</pre>"
                          "</div>")
+    fence = (case.get("details") or {}).get("fence_stripped")
+    if fence:
+        parts.append(f'<p class="muted">Markdown code fence {e(str(fence))} stripped before '
+                     "scoring</p>")
     diff = [str(line) for line in case.get("diff") or []]
     if diff:
         parts.append(f'<div><strong>diff</strong><pre class="diff">{e(chr(10).join(diff))}'

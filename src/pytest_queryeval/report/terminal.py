@@ -146,6 +146,9 @@ def failure_text(record: Mapping[str, Any]) -> str:
     if record.get("question"):
         out.append(f"question:  {record['question']}")
     out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
+    fence = (record.get("details") or {}).get("fence_stripped")
+    if fence:
+        out.append(f"           (Markdown code fence {fence} stripped before scoring)")
     out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
     if record.get("reason"):
         out.append(f"reason:    {record['reason']}")
