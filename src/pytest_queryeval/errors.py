@@ -46,6 +46,17 @@ class QueryRefused(QueryEvalError):
     prefix = "refused"
 
 
+class QuerySyntaxError(QueryRefused):
+    """The predicted text does not even start like a query (prose, a misspelled keyword).
+
+    Not executed, like a refusal (hence the subclass: every guard caller stops it), but named
+    for what it is: ``cannot parse: syntax error at ...``, not ``refused: not a read-only
+    query``, which is kept for statements that would write or are not queries.
+    """
+
+    prefix = "cannot parse"
+
+
 class QueryTimeout(QueryEvalError):
     """The per-query timeout ended the query."""
 

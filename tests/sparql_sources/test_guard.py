@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_queryeval.errors import QueryRefused
+from pytest_queryeval.errors import QueryRefused, QuerySyntaxError
 from pytest_queryeval.sources.sparqlguard import check_query, classify
 
 G = "<http://example.org/g>"
@@ -61,6 +61,21 @@ def test_graph_forms_are_refused_with_their_reason(query: str) -> None:
 def test_non_queries_are_refused(query: str) -> None:
     with pytest.raises(QueryRefused):
         check_query(query)
+
+
+@pytest.mark.parametrize(("query", "reason"), [
+    ("hello world", "cannot parse: syntax error at line 1, column 1: expected SELECT or ASK "
+                    "after the prologue, found 'hello'"),
+    ("PREFIX ex: <http://e/>\n# the query\nSELEC ?x WHERE { ?x ?p ?o }",
+     "cannot parse: syntax error at line 3, column 1: expected SELECT or ASK after the "
+     "prologue, found 'SELEC'"),
+    ("PREFIX ex: <http://e/>", "cannot parse: syntax error at the end: expected SELECT or ASK"),
+])
+def test_a_syntax_error_is_not_called_a_refusal(query: str, reason: str) -> None:
+    """Issue 19: a text that is no SPARQL query form is a syntax error, not "refused"."""
+    with pytest.raises(QuerySyntaxError) as info:
+        check_query(query)
+    assert info.value.reason() == reason or info.value.reason().startswith(reason)
 
 
 #: Reads containing update words where they are harmless: strings, IRIs, comments, variables,

@@ -134,6 +134,15 @@ def test_a_fenced_refusal_keeps_its_fence_note(spec: dict[str, Any], session: Se
     assert "fence_stripped" not in plain.details
 
 
+def test_a_syntax_error_is_named_so(spec: dict[str, Any], session: Session) -> None:
+    s = KIND.evaluate(make_case("SELECT count(*) FROM artist", spec=spec),
+                      "SELEC count(*) FROM artist", session)
+    assert s.reason == ("cannot parse: syntax error at line 1, column 1: 'SELEC' does not start "
+                        "an SQL statement")
+    assert s.metrics["execution_accuracy"] == 0.0
+    assert "predicted_seconds" not in s.metrics  # never executed
+
+
 @pytest.mark.parametrize("sql", SQLITE)
 def test_refused_predictions(
     spec: dict[str, Any], chinook_sqlite: Path, session: Session, sql: str

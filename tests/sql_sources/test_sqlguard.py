@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.errors import QueryRefused
+from pytest_queryeval.errors import QueryRefused, QuerySyntaxError
 from pytest_queryeval.sources.sqlguard import check_read_only, sqlglot_dialect
 
 from .attacks import POSTGRES, POSTGRES_ALLOWED, SQLITE
@@ -98,3 +98,40 @@ def test_no_false_refusals_on_real_spider_queries(shared_data: Path) -> None:
 @pytest.mark.parametrize("sql", POSTGRES_ALLOWED)
 def test_postgres_dialect_queries_allowed(sql: str) -> None:
     check_read_only(sql, "postgres")
+
+
+@pytest.mark.parametrize(("sql", "reason"), [
+    ("SELEC name FROM artist",
+     "cannot parse: syntax error at line 1, column 1: 'SELEC' does not start an SQL statement"),
+    ("I cannot answer that.",
+     "cannot parse: syntax error at line 1, column 1: 'I' does not start an SQL statement"),
+    ("Sorry, I can't.",  # the apostrophe stops the tokenizer: the first word is named
+     "cannot parse: syntax error at line 1, column 1: 'Sorry' does not start an SQL statement"),
+    ("-- the query:\nhello there",
+     "cannot parse: syntax error at line 2, column 1: 'hello' does not start an SQL statement"),
+    ("`sql\nSELECT 1", "cannot parse: syntax error at line 1, column 1: '`' does not start"),
+    ("FROM WHERE", "cannot parse: syntax error at line 1, column 1: 'FROM' does not start"),
+    ("SELECT 'abc", "cannot parse: syntax error: Missing ' from 1:7"),
+])
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres", None])
+def test_a_syntax_error_is_not_called_a_refusal(sql: str, reason: str, dialect: str | None) -> None:
+    """Issue 19: "cannot parse: syntax error at ..." vs "refused: not a read-only query"."""
+    with pytest.raises(QuerySyntaxError) as info:
+        check_read_only(sql, dialect)
+    assert info.value.reason().startswith(reason)
+    assert isinstance(info.value, QueryRefused)  # never executed, like a refusal
+
+
+@pytest.mark.parametrize("sql", [
+    "\ufeffDROP TABLE genre",  # an invisible character before a write is still a refusal
+    "hello; DROP TABLE genre",
+    "SELEC x FROM t; DELETE FROM t",
+    "oops INSERT INTO genre VALUES (1)",
+    "LISTEN ch",
+    "VACUUM",
+])
+def test_a_write_is_refused_whatever_comes_first(sql: str) -> None:
+    with pytest.raises(QueryRefused) as info:
+        check_read_only(sql, "sqlite")
+    assert not isinstance(info.value, QuerySyntaxError)
+    assert info.value.reason().startswith("refused: ")

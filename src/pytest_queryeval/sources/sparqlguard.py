@@ -14,7 +14,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from ..errors import QueryRefused
+from ..errors import QueryRefused, QuerySyntaxError
 
 #: Keywords that only exist in SPARQL 1.1 Update (a query can never contain them bare).
 UPDATE_KEYWORDS = frozenset(
@@ -148,7 +148,26 @@ def check_query(query: str, *, allow_service: bool = True) -> Classified:
         raise QueryRefused(f"{c.form} returns a graph, not a result table; only SELECT and ASK "
                            "are scored")
     if c.form not in SCORED_FORMS:
-        raise QueryRefused("not a SPARQL query: expected SELECT or ASK after the prologue")
+        raise QuerySyntaxError(_unknown_form(query))
     if c.has_service and not allow_service:
         raise QueryRefused("SERVICE (federated query) is not allowed against a local graph")
     return c
+
+
+def _unknown_form(query: str) -> str:
+    """Where a request that is no query form goes wrong: its first token after the prologue."""
+    text = unescape(query)
+    toks = [m for m in _token_re().finditer(text) if m.lastgroup not in ("ws", "comment")]
+    i = 0
+    while i < len(toks) and toks[i].lastgroup == "word" and toks[i].group().upper() in (
+            "PREFIX", "BASE"):
+        i += 3 if toks[i].group().upper() == "PREFIX" else 2  # PREFIX pname: <iri> / BASE <iri>
+    if i >= len(toks):
+        return "syntax error at the end: expected SELECT or ASK after the prologue"
+    start = toks[i].start()
+    line = text.count("\n", 0, start) + 1
+    column = start - text.rfind("\n", 0, start)
+    found = toks[i].group()
+    found = found if len(found) <= 40 else found[:37] + "..."
+    return (f"syntax error at line {line}, column {column}: expected SELECT or ASK after the "
+            f"prologue, found {found!r}")

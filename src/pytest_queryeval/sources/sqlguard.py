@@ -3,16 +3,19 @@
 This is the first of two layers: the statement is parsed (sqlglot) and refused *before* it
 reaches the data source; the connection itself is read-only as well (SQLite ``mode=ro``,
 PostgreSQL read-only transactions that are always rolled back). The parse-based layer gives a
-clear "refused: ..." reason and also stops what a read-only connection would let through
+clear "refused: ..." reason (or "cannot parse: syntax error at ..." for a text that does not
+start like any SQL statement: prose, a misspelled keyword) and also stops what a read-only
+connection would let through
 (``pg_terminate_backend``, ``SELECT ... INTO``, data-modifying CTEs on engines without
 read-only transactions).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ..errors import QueryRefused
+from ..errors import QueryRefused, QuerySyntaxError
 
 #: sqlglot dialect names for SQLAlchemy backend names that differ (the rest are passed as-is
 #: when sqlglot knows them).
@@ -68,6 +71,21 @@ _WRITE_WORDS = frozenset({
 })
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "L_PAREN"})
 
+#: First words of SQL statements in the dialects we know of. A text starting with anything
+#: else (prose, ``SELEC``, ``FROM``, a stray backtick) is a syntax error, not a refusal.
+_STATEMENT_WORDS = frozenset({
+    "ABORT", "ALTER", "ANALYZE", "ANALYSE", "ATTACH", "BACKUP", "BEGIN", "BULK", "CACHE",
+    "CALL", "CHECKPOINT", "CHECKSUM", "CLOSE", "CLUSTER", "COMMENT", "COMMIT", "COPY",
+    "CREATE", "DBCC", "DEALLOCATE", "DECLARE", "DELETE", "DENY", "DESC", "DESCRIBE", "DETACH",
+    "DISCARD", "DO", "DROP", "END", "EXEC", "EXECUTE", "EXPLAIN", "EXPORT", "FETCH", "FLUSH",
+    "GET", "GO", "GRANT", "HANDLER", "IMPORT", "INSERT", "INSTALL", "KILL", "LIST", "LISTEN",
+    "LOAD", "LOCK", "MERGE", "MOVE", "MSCK", "NOTIFY", "OPTIMIZE", "PRAGMA", "PREPARE", "PRINT",
+    "PUT", "REASSIGN", "REFRESH", "REINDEX", "RELEASE", "REMOVE", "RENAME", "REPAIR",
+    "REPLACE", "RESET", "RESTORE", "REVOKE", "ROLLBACK", "SAVEPOINT", "SECURITY", "SET",
+    "SHOW", "SHUTDOWN", "START", "SUMMARIZE", "TABLE", "TRUNCATE", "UNCACHE", "UNINSTALL",
+    "UNLISTEN", "UNLOAD", "UNLOCK", "UPDATE", "UPSERT", "USE", "VACUUM", "WAITFOR",
+})
+
 
 def sqlglot_dialect(backend: str | None) -> str | None:
     """The sqlglot dialect for a source's backend name (None: sqlglot's generic SQL)."""
@@ -112,6 +130,7 @@ def check_read_only(sql: str, dialect: str | None = None) -> None:
         )
     tree = statements[0]
     if not isinstance(tree, exp.Query | exp.Values):
+        _check_statement_start(sql, dialect)
         raise QueryRefused(f"{_label(tree)} is not a read-only query")
     forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
     for node in tree.walk():
@@ -146,13 +165,64 @@ def _label(node: Any) -> str:
     return names.get(name, name.upper())
 
 
-def _check_tokens(sql: str, dialect: str | None) -> None:
+#: Leading whitespace and comments, then the first word (or character) of a statement.
+_FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*(\w+|\S)", re.DOTALL)
+
+
+def _tokens(sql: str, dialect: str | None) -> list[Any]:
+    """sqlglot's tokens (comments dropped); a text it cannot tokenize is a syntax error."""
     from sqlglot.dialects.dialect import Dialect
 
     try:
-        tokens = Dialect.get_or_raise(dialect).tokenize(sql)
+        return list(Dialect.get_or_raise(dialect).tokenize(sql))
     except Exception as e:
-        raise QueryRefused(f"cannot be parsed as a query ({e})") from None
+        # Prose ("Sorry, I can't") fails on its apostrophe: name its first word instead.
+        m = _FIRST_WORD.match(sql)
+        words = {w.upper() for w in re.findall(r"\w+", sql)}
+        if m is not None and not _starts_a_statement(m[1], "") and not words & _WRITE_WORDS:
+            raise _syntax_error(sql, m.start(1), m[1]) from None
+        cause = e.__cause__ or e  # "Missing ' from 1:7" says more than "Error tokenizing"
+        raise QuerySyntaxError(f"syntax error: {cause}") from None
+
+
+#: Invisible characters a hostile text may put before a keyword (``\ufeffDROP``).
+_INVISIBLE = "\ufeff\u200b\u200c\u200d\u2060\u00ad"
+
+
+def _starts_a_statement(text: str, token_type: str) -> bool:
+    word = text.upper().strip(_INVISIBLE)
+    return word in _STATEMENT_WORDS or word in _QUERY_STARTS or word == "(" \
+        or token_type in _QUERY_STARTS or token_type == "COMMAND"
+
+
+def _position(sql: str, offset: Any) -> str:
+    if not isinstance(offset, int) or not 0 <= offset <= len(sql):
+        return ""
+    line = sql.count("\n", 0, offset) + 1
+    return f" at line {line}, column {offset - sql.rfind(chr(10), 0, offset)}"
+
+
+def _syntax_error(sql: str, offset: int, text: str) -> QuerySyntaxError:
+    return QuerySyntaxError(f"syntax error{_position(sql, offset)}: {text!r} does not start an "
+                            "SQL statement")
+
+
+def _first_is_a_statement(tokens: list[Any]) -> bool:
+    """Also true when a write word occurs anywhere: such a text is refused as what it may
+    be, never excused as a mere syntax error."""
+    return _starts_a_statement(tokens[0].text, tokens[0].token_type.name) or any(
+        t.text.upper().strip(_INVISIBLE) in _WRITE_WORDS for t in tokens)
+
+
+def _check_statement_start(sql: str, dialect: str | None) -> None:
+    """Raise QuerySyntaxError when ``sql`` does not start like any SQL statement."""
+    tokens = _tokens(sql, dialect)
+    if tokens and not _first_is_a_statement(tokens):
+        raise _syntax_error(sql, tokens[0].start, tokens[0].text)
+
+
+def _check_tokens(sql: str, dialect: str | None) -> None:
+    tokens = _tokens(sql, dialect)
     # Token types by name: their module moved between sqlglot versions.
     literal = {"STRING", "IDENTIFIER", "NATIONAL_STRING", "RAW_STRING", "HEREDOC_STRING"}
     words = [t for t in tokens if t.token_type.name not in literal]
@@ -160,6 +230,8 @@ def _check_tokens(sql: str, dialect: str | None) -> None:
         raise QueryRefused("no statement")
     first = words[0]
     if first.token_type.name not in _QUERY_STARTS and first.text.upper() not in _QUERY_STARTS:
+        if not _first_is_a_statement(tokens):
+            raise _syntax_error(sql, tokens[0].start, tokens[0].text)
         raise QueryRefused(f"statement starting with {first.text!r} is not a query")
     for i, tok in enumerate(words):
         if tok.token_type.name == "SEMICOLON":
