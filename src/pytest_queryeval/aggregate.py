@@ -115,11 +115,17 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
         else:
             metric = stats["metrics"].get(gate.metric)
             value = metric["mean"] if metric else None
+        reason = None
+        if value is None:
+            reason = ("nothing scored: no case matched" if not selected else
+                      "nothing scored: no case was judged" if gate.stat == "pass_rate" else
+                      f"nothing scored: no case has {gate.metric}")
         results.append({
             "name": gate.name, "metric": gate.metric, "stat": gate.stat,
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
             "value": value, "op": ">=", "limit": gate.limit, "cases": stats["count"],
-            # nothing scored: the gate cannot judge (reported, but does not fail the run)
-            "passed": value is None or value >= gate.limit - 1e-12,
+            "allow_empty": gate.allow_empty, "reason": reason,
+            # a gate that scores nothing cannot vouch for the run: it fails unless allowed
+            "passed": gate.allow_empty if value is None else value >= gate.limit - 1e-12,
         })
     return results

@@ -20,6 +20,7 @@ from .gcpolicy import FreezePolicy, gc_paused
 from .model import Case, Threshold
 from .report.records import case_record
 from .report.terminal import failure_text
+from .suitecheck import MetricCatalog
 
 _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
 RECORD = pytest.StashKey[dict[str, Any]]()
@@ -49,6 +50,10 @@ class State:
             return bool(kind_registry.get_kind(kind).is_metric(name))
         except (KeyError, ImportError):
             return False
+
+    def catalog(self) -> MetricCatalog:
+        """The metrics of every kind this session knows (checks of suite-wide names)."""
+        return MetricCatalog(kind_registry.known_kinds(), self.is_metric, self.custom_metrics)
 
     def display(self, path: Path) -> str:
         try:

@@ -1,11 +1,17 @@
 """Suite configuration: the nearest ``queryeval.yaml`` files, merged parent to child.
 
-Every problem is kept as a located message instead of raised, so a broken config fails only
-the cases it governs and the rest of the session runs.
+Every problem is kept as a located message instead of raised. Problems of a data source or of
+the predictions source fail only the cases that use them, so the rest of the session runs.
+Problems of the suite-wide sections (``thresholds``, ``gates``, ``defaults``, unknown top-level
+keys) and the metric names they use are kept per file in a :class:`LayerReport`: they would
+change the verdict of every case or of the whole session, so the plugin turns them into one
+usage error before any case runs (see :mod:`pytest_queryeval.suitecheck`).
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -47,6 +53,29 @@ class Gate:
     scope: Path
     kind: str | None = None
     tag: str | None = None
+    #: A gate that scores nothing fails, unless it says ``allow_empty: true``.
+    allow_empty: bool = False
+
+
+@dataclass(frozen=True)
+class MetricRef:
+    """A metric name used by a suite file (checked against the kinds once they are known)."""
+
+    metric: str
+    where: str  #: ``file:line: key path``
+    kind: str | None = None  #: a gate's ``kind:`` filter: the metric must belong to it
+    gate: bool = False  #: a gate may also bound the pass rate
+
+
+@dataclass
+class LayerReport:
+    """What one ``queryeval.yaml`` file asks that can only be checked once kinds are known,
+    and its suite-wide problems (usage errors, reported once at the file's own line)."""
+
+    problems: list[str] = field(default_factory=list)
+    metrics: list[MetricRef] = field(default_factory=list)
+    #: ``defaults:`` keys with their location (valid keys depend on the kinds' options).
+    default_keys: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -115,13 +144,19 @@ def load_layer(path: Path, display: str) -> tuple[Any, list[str]]:
     return data, []
 
 
-def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str) -> None:
-    """Apply one config file on top of ``cfg`` (its parents), key by key."""
+def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
+                report: LayerReport | None = None) -> None:
+    """Apply one config file on top of ``cfg`` (its parents), key by key.
+
+    Suite-wide problems go to ``report`` (one per file, however many directories it governs).
+    """
+    report = report if report is not None else LayerReport()
     base = path.parent
     for key in data:
         if key not in SUITE_KEYS:
-            cfg.errors.append(f"{_loc(display, data, key)}: {key}: unknown key "
-                              f"(allowed: {', '.join(sorted(SUITE_KEYS))})")
+            report.problems.append(f"{_loc(display, data, key)}: {key}: unknown key"
+                                   f"{suggest(str(key), SUITE_KEYS)} "
+                                   f"(allowed: {', '.join(sorted(SUITE_KEYS))})")
     sources = data.get("datasources") or {}
     if not isinstance(sources, dict):
         cfg.errors.append(f"{_loc(display, data, 'datasources')}: datasources: must be a mapping")
@@ -157,58 +192,115 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str) -> No
                               f"string (the label of the model under test)")
     thresholds = data.get("thresholds") or {}
     if not isinstance(thresholds, dict):
-        cfg.errors.append(f"{_loc(display, data, 'thresholds')}: thresholds: must be a mapping")
+        report.problems.append(f"{_loc(display, data, 'thresholds')}: thresholds: "
+                               "must be a mapping of metric: bound")
         thresholds = {}
     for metric, spec in thresholds.items():
+        where = f"{_loc(display, thresholds, metric)}: thresholds.{metric}"
         try:
             cfg.thresholds[str(metric)] = (parse_threshold(str(metric), spec),
                                            f"{_loc(display, thresholds, metric)}")
         except ValueError as exc:
-            cfg.errors.append(f"{_loc(display, thresholds, metric)}: thresholds.{metric}: {exc}")
-    _merge_gates(cfg, data.get("gates"), data, display, base)
+            report.problems.append(f"{where}: {exc}")
+        report.metrics.append(MetricRef(str(metric), where))
+    _merge_gates(cfg, data.get("gates"), data, display, base, report)
     defaults = data.get("defaults") or {}
     if isinstance(defaults, dict):
         merged = dict(cfg.defaults)
         for key, value in defaults.items():
+            report.default_keys.append((str(key), f"{_loc(display, defaults, key)}: "
+                                                  f"defaults.{key}"))
             if key == "tags":
                 merged["tags"] = [*merged.get("tags", []), *(value or [])]
             else:
                 merged[key] = value
         cfg.defaults = merged
     else:
-        cfg.errors.append(f"{_loc(display, data, 'defaults')}: defaults: must be a mapping")
+        report.problems.append(f"{_loc(display, data, 'defaults')}: defaults: must be a mapping")
     cfg.files.append(path)
 
 
-def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base: Path) -> None:
+#: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
+GATE_KEYS = frozenset({"metric", "mean", "min", "kind", "tag", "allow_empty"})
+PASS_RATE = "pass_rate"
+
+
+def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base: Path,
+                 report: LayerReport) -> None:
     if gates is None:
         return
     where = _loc(display, data, "gates")
     if not isinstance(gates, dict):
-        cfg.errors.append(f"{where}: gates: must be a mapping")
+        report.problems.append(f"{where}: gates: must be a mapping of name: gate")
         return
     for name, spec in gates.items():
         loc = f"{_loc(display, gates, name)}: gates.{name}"
-        if name == "pass_rate":
-            if isinstance(spec, bool) or not isinstance(spec, int | float):
-                cfg.errors.append(f"{loc}: must be a number between 0 and 1")
-                continue
-            cfg.gates[f"{base}:pass_rate"] = Gate("pass_rate", "pass_rate", "pass_rate",
-                                                  float(spec), base)
+        gate = _parse_gate(str(name), spec, loc, base, report.problems)
+        if gate is None:
             continue
-        if isinstance(spec, int | float) and not isinstance(spec, bool):
-            spec = {"mean": spec}
-        if not isinstance(spec, dict) or not isinstance(spec.get("mean"), int | float):
-            cfg.errors.append(f"{loc}: use {{mean: x}} (optionally with kind: and tag:)")
-            continue
-        unknown = set(spec) - {"mean", "kind", "tag"}
-        if unknown:
-            cfg.errors.append(f"{loc}: unknown key(s) {sorted(unknown)}")
-            continue
-        kind, tag = spec.get("kind"), spec.get("tag")
-        label = str(name) + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "")
-        cfg.gates[f"{base}:{label}"] = Gate(label, str(name), "mean", float(spec["mean"]), base,
-                                            kind, tag)
+        cfg.gates[f"{base}:{gate.name}"] = gate
+        report.metrics.append(MetricRef(gate.metric, loc, gate.kind, gate=True))
+
+
+def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str]) -> Gate | None:
+    """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, allow_empty:}`` and
+    ``pass_rate: 0.9`` / ``pass_rate: {min: 0.9, kind:, tag:, allow_empty:}``; a gate named
+    otherwise says which metric it bounds with ``metric:``."""
+    metric = spec.get("metric", name) if isinstance(spec, dict) else name
+    if not isinstance(metric, str) or not metric:
+        problems.append(f"{loc}.metric: must be a metric name (or pass_rate)")
+        return None
+    rate = metric == PASS_RATE
+    stat = "min" if rate else "mean"
+    usage = ("use {min: x} (the share of judged cases that pass, between 0 and 1)" if rate
+             else "use {mean: x}")
+    if _is_number(spec):
+        spec = {stat: spec}
+    if not isinstance(spec, dict):
+        problems.append(f"{loc}: {usage}, optionally with kind:, tag: and allow_empty:")
+        return None
+    unknown = [str(k) for k in spec if k not in GATE_KEYS]
+    other = "mean" if rate else "min"
+    if other in spec:
+        problems.append(f"{loc}.{other}: {'a pass_rate gate' if rate else 'a metric gate'} "
+                        f"bounds its {'rate' if rate else 'mean'}: {usage}")
+        return None
+    if unknown:
+        problems.append(f"{loc}.{unknown[0]}: unknown key{suggest(unknown[0], GATE_KEYS)} "
+                        f"(allowed: {', '.join(sorted(GATE_KEYS - {other}))})")
+        return None
+    if stat not in spec:
+        problems.append(f"{loc}: {usage}, optionally with kind:, tag: and allow_empty:")
+        return None
+    limit = spec[stat]
+    if not _is_number(limit) or not math.isfinite(limit):
+        problems.append(f"{loc}.{stat}: must be a finite number, not {limit!r}")
+        return None
+    if rate and not 0 <= limit <= 1:
+        problems.append(f"{loc}.{stat}: a pass rate is a fraction between 0 and 1, not "
+                        f"{limit!r}{f' (for {limit:g}%, write {limit / 100:g})' if 1 < limit <= 100 else ''}")
+        return None
+    kind, tag, allow_empty = spec.get("kind"), spec.get("tag"), spec.get("allow_empty", False)
+    for key, value in (("kind", kind), ("tag", tag)):
+        if value is not None and (not isinstance(value, str) or not value):
+            problems.append(f"{loc}.{key}: must be a {key} name")
+            return None
+    if not isinstance(allow_empty, bool):
+        problems.append(f"{loc}.allow_empty: must be true or false")
+        return None
+    label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "")
+    return Gate(label, metric, "pass_rate" if rate else "mean", float(limit), base, kind, tag,
+                allow_empty)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def suggest(name: str, options: Any) -> str:
+    """`` (did you mean 'x'?)`` for a near miss among ``options``, else ``""``."""
+    close = difflib.get_close_matches(name, sorted(map(str, options)), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class ConfigFinder:
@@ -218,6 +310,8 @@ class ConfigFinder:
         self.rootdir = rootdir.resolve()
         self._layers: dict[Path, tuple[Any, list[str]]] = {}
         self._merged: dict[Path, SuiteConfig] = {}
+        #: Per config file, in load order: its suite-wide problems and the names it uses.
+        self.reports: dict[Path, LayerReport] = {}
 
     def _display(self, path: Path) -> str:
         try:
@@ -245,7 +339,9 @@ class ConfigFinder:
             data, errors = self._layers[path]
             cfg.errors.extend(errors)
             if data is not None:
-                merge_layer(cfg, data, path, self._display(path))
+                report = LayerReport()
+                merge_layer(cfg, data, path, self._display(path), report)
+                self.reports.setdefault(path, report)
         self._merged[directory] = cfg
         return cfg
 

@@ -17,6 +17,7 @@ from .config import ConfigFinder
 from .engine import Hooks, Session
 from .errors import QueryEvalError
 from .report.records import final_outcome
+from .suitecheck import check_options, check_suite, ini_line, usage_message
 from .thresholds import parse_cli
 
 _T0 = pytest.StashKey[float]()
@@ -119,13 +120,29 @@ def pytest_configure(config: pytest.Config) -> None:
     for kind in kind_registry.known_kinds():
         for names in config.hook.pytest_queryeval_metric_names(kind=kind, config=config):
             state.custom_metrics.setdefault(kind, set()).update(names or ())
-    for metric in cli_thresholds:
-        if not any(state.is_metric(k, metric) for k in kind_registry.known_kinds()):
-            raise pytest.UsageError(f"queryeval: --queryeval-threshold: unknown metric {metric!r}")
+    if not hasattr(config, "workerinput"):  # the controller has checked them for the workers
+        _check_options(config, state)
     config.stash[STATE] = state
     config.stash[_T0] = time.time()
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(_RecordCollector(state), "queryeval-records")
+
+
+def _check_options(config: pytest.Config, state: State) -> None:
+    """Every option and ini value, before collection: a usage error lists all problems."""
+    get = config.getoption
+    ini = [(metric, ini_line(config.inipath, "queryeval_thresholds", metric))
+           for metric in state.ini_thresholds]
+    problems = check_options(
+        catalog=state.catalog(), invocation_dir=config.invocation_params.dir,
+        thresholds=state.cli_thresholds, ini_thresholds=ini,
+        max_drop=get("queryeval_max_drop"), baseline=get("queryeval_baseline"),
+        outputs={f"--queryeval-{name}": get(f"queryeval_{name}")
+                 for name in ("json", "xlsx", "html", "markdown")},
+        xlsx=bool(get("queryeval_xlsx")), worst=get("queryeval_worst"))
+    if problems:
+        raise pytest.UsageError("\n".join(["queryeval: invalid options:",
+                                           *(f"  {p}" for p in problems)]))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:
@@ -135,6 +152,28 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalF
     if any(fnmatch.fnmatch(file_path.name, p) for p in patterns):
         return QueryEvalFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    """Suite-wide problems of the collected suites' ``queryeval.yaml`` files end the session
+    as one usage error before any case runs. An xdist worker cannot raise it (the worker
+    would crash): it runs nothing and sends the message in a collect report, which the
+    controller turns into the usage error (``_RecordCollector``)."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    problems = check_suite(state.finder, state.catalog())
+    if not problems:
+        return
+    message = usage_message(problems)
+    if not hasattr(config, "workerinput"):
+        raise pytest.UsageError(message)
+    items.clear()
+    report = pytest.CollectReport("queryeval.yaml", "failed", message, [])
+    report.queryeval_usage = message  # type: ignore[attr-defined]
+    config.hook.pytest_collectreport(report=report)
 
 
 @pytest.hookimpl(trylast=True)
@@ -194,10 +233,17 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
 
 
 class _RecordCollector:
-    """Receives every case record on the controller (or in a serial run)."""
+    """Receives every case record on the controller (or in a serial run), and the usage
+    error an xdist worker found in the suite configuration."""
 
     def __init__(self, state: State) -> None:
         self.state = state
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        message = getattr(report, "queryeval_usage", None)
+        if message:  # before any worker is given a case: the session ends with exit status 4
+            raise pytest.UsageError(message)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, "queryeval", None)
@@ -254,8 +300,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         red = line.startswith(("gate FAIL", "REGRESSION", "error:"))
         green = line.startswith(("gate PASS", "OK:"))
         terminalreporter.write_line(line, red=red, green=green and not red)
-    for line in errors:
-        terminalreporter.write_line(f"error: {line}", red=True)
+    for line in errors:  # already prefixed: "error: ...", "missing dependency: ..."
+        terminalreporter.write_line(line, red=True)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own end-of-run gc.collect(), which is then cheap

@@ -6,6 +6,7 @@ Levels merge metric by metric, so a case overriding one metric keeps the others.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,7 +18,7 @@ def parse_threshold(metric: str, spec: Any) -> Threshold:
     if isinstance(spec, bool):
         raise ValueError(f"threshold for {metric} must be a number or {{min: x, max: y}}")
     if isinstance(spec, int | float):
-        return Threshold(metric, min=float(spec))
+        return Threshold(metric, min=_finite(metric, "min", spec))
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"min", "max"}
         if unknown:
@@ -28,11 +29,18 @@ def parse_threshold(metric: str, spec: Any) -> Threshold:
                 value = spec[key]
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise ValueError(f"threshold {key} for {metric} must be a number")
-                bounds[key] = float(value)
+                bounds[key] = _finite(metric, key, value)
         if not bounds:
             raise ValueError(f"threshold for {metric} needs min or max")
         return Threshold(metric, **bounds)
     raise ValueError(f"threshold for {metric} must be a number or {{min: x, max: y}}")
+
+
+def _finite(metric: str, key: str, value: float) -> float:
+    """NaN compares false with everything: a NaN bound would let any value pass."""
+    if not math.isfinite(value):
+        raise ValueError(f"threshold {key} for {metric} must be a finite number, not {value!r}")
+    return float(value)
 
 
 def parse_cli(items: Iterable[str]) -> dict[str, Threshold]:
@@ -48,17 +56,19 @@ def parse_cli(items: Iterable[str]) -> dict[str, Threshold]:
             if not sep or not metric:
                 raise ValueError(f"expected metric=value, got {part!r}")
             bound, colon, number = value.partition(":")
+            key = bound.strip() if colon else "min"
             try:
-                if colon:
-                    if bound.strip() not in ("min", "max"):
-                        raise ValueError
-                    out[metric] = parse_threshold(metric, {bound.strip(): float(number)})
-                else:
-                    out[metric] = Threshold(metric, min=float(value))
+                if key not in ("min", "max"):
+                    raise ValueError
+                num = float(number if colon else value)
             except ValueError:
                 raise ValueError(
                     f"bad threshold {part!r}: use metric=0.8, metric=min:0.8 or metric=max:2"
                 ) from None
+            try:
+                out[metric] = parse_threshold(metric, {key: num})
+            except ValueError as exc:
+                raise ValueError(f"bad threshold {part!r}: {exc}") from None
     return out
 
 

@@ -122,6 +122,10 @@ class JsonKind:
     def is_metric(self, name: str) -> bool:
         return name in METRICS
 
+    def metric_names(self) -> list[str]:
+        """Names for "did you mean" hints."""
+        return list(METRICS)
+
     def difficulty(self, case: Case) -> str | None:
         return None
 

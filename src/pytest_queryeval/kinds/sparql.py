@@ -78,6 +78,10 @@ class SparqlKind:
     def is_metric(self, name: str) -> bool:
         return name in metric_names()
 
+    def metric_names(self) -> list[str]:
+        """Names for "did you mean" hints."""
+        return sorted(metric_names())
+
     def difficulty(self, case: Case) -> str | None:
         return None  # no published SPARQL hardness scale
 

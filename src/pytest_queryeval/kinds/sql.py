@@ -91,6 +91,10 @@ class SqlKind:
     def is_metric(self, name: str) -> bool:
         return name in _metric_names()
 
+    def metric_names(self) -> list[str]:
+        """Names for "did you mean" hints."""
+        return sorted(_metric_names())
+
     def validate(self, case: Case) -> Iterable[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
         golds = case.golds if case.gold is not None else []

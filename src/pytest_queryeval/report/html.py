@@ -238,12 +238,19 @@ def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[An
             f'<p class="facts">{" · ".join(facts)}</p>')
 
 
+def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:
+    """The value, or why there is none (a gate that scored nothing)."""
+    if g.get("value") is None and g.get("reason"):
+        return e(g["reason"])
+    return str(fmt(g.get("value")))
+
+
 def _gates(gates: list[Mapping[str, Any]]) -> str:
     rows = []
     for g in gates:
         fmt = _pct if g.get("stat") == "pass_rate" else _num
         ok = bool(g.get("passed"))
-        rows.append(f"<tr><td>{e(g.get('name'))}</td><td class=n>{fmt(g.get('value'))}</td>"
+        rows.append(f"<tr><td>{e(g.get('name'))}</td><td class=n>{_gate_value(g, fmt)}</td>"
                     f"<td class=n>{e(g.get('op') or '>=')} {fmt(g.get('limit'))}</td>"
                     f'<td class="{"ok" if ok else "bad"}">{"passed" if ok else "FAILED"}</td>'
                     "</tr>")

@@ -130,7 +130,9 @@ def _gates(gates: list[Mapping[str, Any]]) -> list[str]:
     out = ["### Gates", "", _row(["gate", "value", "limit", ""]), "|---|---:|---:|:-:|"]
     for g in gates:
         fmt = _pct if g.get("stat") == "pass_rate" else _num
-        out.append(_row([md(g.get("name")), fmt(g.get("value")),
+        value = (md(g["reason"]) if g.get("value") is None and g.get("reason")
+                 else fmt(g.get("value")))
+        out.append(_row([md(g.get("name")), value,
                          f"{md(g.get('op') or '>=')} {fmt(g.get('limit'))}",
                          "✅" if g.get("passed") else "❌"]))
     out.append("")

@@ -122,7 +122,12 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
     for g in gates:
         mark = "PASS" if g["passed"] else "FAIL"
-        value = "n/a (nothing scored)" if g["value"] is None else f"{g['value']:.4f}"
+        if g["value"] is not None:
+            value = f"{g['value']:.4f}"
+        elif g.get("allow_empty"):
+            value = f"n/a ({g.get('reason') or 'nothing scored'}; allow_empty: true)"
+        else:
+            value = f"n/a ({g.get('reason') or 'nothing scored'})"
         what = "pass rate" if g["stat"] == "pass_rate" else f"mean {g['metric']}"
         scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
         out.append(f"gate {mark}: {what}{scope} = {value} (required >= {g['limit']:g}, "
