@@ -17,7 +17,7 @@ from .config import ConfigFinder
 from .engine import Hooks, Session
 from .errors import QueryEvalError
 from .report.records import final_outcome
-from .suitecheck import check_options, check_suite, ini_line, usage_message
+from .suitecheck import check_baseline, check_options, check_suite, ini_line, usage_message
 from .thresholds import parse_cli
 
 _T0 = pytest.StashKey[float]()
@@ -157,14 +157,27 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalF
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    """Suite-wide problems of the collected suites' ``queryeval.yaml`` files end the session
-    as one usage error before any case runs. An xdist worker cannot raise it (the worker
+    """Suite-wide problems of the collected suites' ``queryeval.yaml`` files, and a baseline
+    that cannot be read (its path depends on the suite), end the session as one usage error
+    before any case runs. An xdist worker cannot raise it (the worker
     would crash): it runs nothing and sends the message in a collect report, which the
     controller turns into the usage error (``_RecordCollector``)."""
     state = config.stash.get(STATE, None)
     if state is None:
         return
     problems = check_suite(state.finder, state.catalog())
+    baseline = config.getoption("queryeval_baseline")
+    files = {Path(item.path) for item in items
+             if isinstance(item, QueryEvalItem | QueryEvalFileError)}
+    if baseline and files:
+        from .verdict import baseline_file, suite_dir
+
+        path = baseline_file(baseline, str(config.getini("queryeval_baseline")),
+                             suite=suite_dir(state.finder, {f.parent for f in files},
+                                             config.rootpath),
+                             invocation_dir=config.invocation_params.dir,
+                             rootdir=config.rootpath)
+        problems += check_baseline(path, bool(config.getoption("queryeval_update_baseline")))
     if not problems:
         return
     message = usage_message(problems)

@@ -122,8 +122,8 @@ def _line_number(problem: str) -> int:
 
 def usage_message(problems: list[str]) -> str:
     count = f"{len(problems)} problems" if len(problems) > 1 else "a problem"
-    return "\n".join([f"queryeval: {count} in the suite configuration (no case was run):",
-                      *(f"  {p}" for p in problems)])
+    return "\n".join([f"queryeval: {count} in the suite configuration or options "
+                      "(no case was run):", *(f"  {p}" for p in problems)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,13 +180,6 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
         if not baseline:
             problems.append("--queryeval-max-drop needs --queryeval-baseline (the report to "
                             "compare with)")
-    if baseline:
-        from .report.baseline import load_baseline
-
-        try:
-            load_baseline((invocation_dir / baseline).resolve())
-        except QueryEvalError as exc:
-            problems.append(f"--queryeval-baseline: {exc.reason()}")
     for option, value in (outputs or {}).items():
         if value:
             problem = _unwritable((invocation_dir / value).resolve())
@@ -197,6 +190,21 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
     if worst < 0:
         problems.append(f"--queryeval-worst={worst}: must be 0 or more")
     return problems
+
+
+def check_baseline(path: Path, update: bool) -> list[str]:
+    """The baseline to compare with must exist and be a report, unless this run creates it
+    (``--queryeval-update-baseline``). Its path depends on the suite, so this runs after
+    collection."""
+    if update and not path.exists():
+        return []
+    from .report.baseline import load_baseline
+
+    try:
+        load_baseline(path)
+    except QueryEvalError as exc:
+        return [f"--queryeval-baseline: {exc.reason()}"]
+    return []
 
 
 def _unwritable(path: Path) -> str | None:

@@ -104,7 +104,7 @@ def test_every_suite_wide_problem_is_listed_once_at_its_own_line(guarded):
         assert err.count(line) == 1, (line, err)  # once, though two directories use the file
     listed = [int(line.split(":")[1]) for line in err.splitlines() if "queryeval.yaml:" in line]
     assert listed == sorted(listed)  # in the file's order
-    assert "queryeval: 9 problems in the suite configuration (no case was run)" in err
+    assert "queryeval: 9 problems in the suite configuration or options (no case was run)" in err
 
 
 def test_unknown_ini_threshold_metric_is_located_in_the_ini_file(guarded):
@@ -233,6 +233,19 @@ def test_bad_options_are_usage_errors_before_any_case_runs(guarded, args, messag
     result = guarded.runpytest(*args)
     err = _usage_error(result, guarded)
     assert message in err.replace(str(guarded.path) + "/", ""), err
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_broken_baseline_is_found_before_any_case_runs(guarded, workers):
+    _config(guarded)
+    (guarded.path / "b.json").write_text(json.dumps({"version": 1}))
+    result = guarded.runpytest_subprocess("--queryeval-baseline=b.json", *workers)
+    err = _usage_error(result, guarded)
+    assert "b.json: baseline is not a queryeval JSON report (no 'cases')" in err
+    # the first run of --queryeval-update-baseline creates the file it compares with
+    result = guarded.runpytest("--queryeval-baseline=new.json", "--queryeval-update-baseline")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # gdp-wrong
+    assert json.loads((guarded.path / "new.json").read_text())["cases"]
 
 
 def test_missing_xlsxwriter_is_a_usage_error_at_session_start(guarded):
