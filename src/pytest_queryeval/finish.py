@@ -146,6 +146,7 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
                           worst=config.getoption("queryeval_worst"),
                           spider_table=config.getoption("queryeval_spider_table"))
     lines.extend(gate_lines(gates))
+    config.stash[SUMMARY] = lines  # shown even if writing a report fails below
     failed = any(not g["passed"] for g in gates)
 
     comparison = None

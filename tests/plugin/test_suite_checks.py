@@ -268,3 +268,18 @@ def test_an_error_at_the_end_of_the_run_has_one_prefix(guarded):
     out = result.stdout.str()
     assert "error: disk full" in out
     assert "error: error:" not in out
+
+
+def test_a_report_that_fails_to_write_keeps_the_summary(guarded):
+    # stand-in for an extra that disappears between the start and the end of the run
+    guarded.makeconftest("import sys\n"
+                         "def pytest_sessionstart(session):\n"
+                         "    sys.modules['xlsxwriter'] = None\n")
+    _config(guarded)
+    result = guarded.runpytest("--queryeval-xlsx=r.xlsx")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert "overall: 3 cases, 2 passed, 1 failed" in out
+    result.stdout.fnmatch_lines(["error: missing dependency: the Excel report (--queryeval-xlsx) "
+                                 "needs xlsxwriter*"])
+    assert "error: error:" not in out
