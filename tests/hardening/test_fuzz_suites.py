@@ -22,6 +22,7 @@ from pytest_queryeval.config import ConfigFinder, SuiteConfig
 from pytest_queryeval.engine import Session, run_case
 from pytest_queryeval.errors import ConfigError
 from pytest_queryeval.model import Case
+from pytest_queryeval.suitecheck import MetricCatalog, check_suite
 
 from .conftest import by_id, dump, no_traceback, run_suite
 
@@ -237,8 +238,12 @@ def test_random_suite_config(fuzz_dir: Path, session: Session, config: Any, raw:
     directory.mkdir(exist_ok=True)
     text = raw if raw is not None else yaml.safe_dump(config, allow_unicode=True)
     (directory / "queryeval.yaml").write_text(text, encoding="utf-8", errors="surrogatepass")
-    suite = ConfigFinder(fuzz_dir).for_directory(directory)
+    finder = ConfigFinder(fuzz_dir)
+    suite = finder.for_directory(directory)
     for err in suite.errors:
+        _located(err, "cfg/queryeval.yaml")
+    catalog = MetricCatalog(kind_registry.known_kinds(), is_metric)
+    for err in check_suite(finder, catalog):  # the usage errors raised before any case runs
         _located(err, "cfg/queryeval.yaml")
     for ds in suite.datasources.values():
         for err in ds.errors:

@@ -283,3 +283,31 @@ def test_a_report_that_fails_to_write_keeps_the_summary(guarded):
     result.stdout.fnmatch_lines(["error: missing dependency: the Excel report (--queryeval-xlsx) "
                                  "needs xlsxwriter*"])
     assert "error: error:" not in out
+
+
+def test_custom_kinds_and_metrics_count_as_known_and_their_typos_do_not(suite):
+    from .test_thresholds_and_hooks import CONFTEST
+
+    suite.makeconftest(CONFTEST)
+    tables = {"fruit": [["apple"], ["pear"]], "veg": [["leek"]],
+              "food": [["apple"], ["pear"], ["leek"]]}
+    config = {"datasources": {"mem": {"type": "memory", "tables": tables}},
+              "gates": {"overlap": {"mean": 0.5, "kind": "tables"},
+                        "answer_length": {"mean": 1, "kind": "tables"}}}
+    suite.makefile(".yaml", queryeval=dump(config))
+    suite.makefile(".yaml", test_custom=dump({"kind": "tables", "datasource": "mem", "cases": [
+        {"id": "q1", "question": "fruit?", "gold": "fruit"},
+        {"id": "q2", "question": "food?", "gold": "food"}]}))
+    result = suite.runpytest("--queryeval-json=r.json")
+    result.assert_outcomes(passed=2)
+    gates = json.loads((suite.path / "r.json").read_text())["gates"]
+    assert [(g["name"], g["passed"]) for g in gates] == [
+        ("overlap[kind=tables]", True), ("answer_length[kind=tables]", True)]  # means 2/3 and 4
+    config["gates"] = {"answer_lenght": {"mean": 1}, "overlap": {"mean": 0.5, "kind": "sql"}}
+    suite.makefile(".yaml", queryeval=dump(config))
+    result = suite.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert ("gates.answer_lenght: unknown metric 'answer_lenght' (did you mean "
+            "'answer_length'?)") in err
+    assert "gates.overlap: metric 'overlap' is not produced by kind sql (it is by: tables)" in err
