@@ -30,6 +30,9 @@ class ConfigError(QueryEvalError):
         self.key = key
         super().__init__(self.located())
 
+    def __reduce__(self) -> tuple[object, ...]:  # rebuilt whole when it crosses a process
+        return (type(self), (self.message, self.file, self.line, self.key))
+
     def located(self) -> str:
         where = self.file or "<unknown>"
         if self.line is not None:

@@ -57,7 +57,7 @@ def test_postgres_killed_mid_query(suite: pytest.Pytester, postgres: PostgresSer
     monkeypatch.setenv("QE_KILL_AFTER", "1.0")
     monkeypatch.setenv("QE_KILL_PIDFILE", str(postgres.datadir / "postmaster.pid"))
     suite.makefile(".yaml", queryeval=dump({"datasources": {
-        "warehouse": {"type": "sqlalchemy", "url": postgres.url()},
+        "warehouse": {"type": "sqlalchemy", "url": postgres.readonly_url()},
         "local": {"type": "sqlite", "path": "chinook.sqlite"}}}))
     ok = "SELECT count(*) FROM genre"
     cases = [
@@ -82,7 +82,7 @@ def test_postgres_killed_mid_query(suite: pytest.Pytester, postgres: PostgresSer
     for cid in ("pg-3", "pg-4", "pg-5"):
         assert recs[cid]["outcome"] == "error", recs[cid]
         assert recs[cid]["error"].startswith("source unavailable: "), recs[cid]["error"]
-        assert postgres.password not in recs[cid]["error"]
+        assert postgres.readonly_password not in recs[cid]["error"]
     assert recs["sqlite-after"]["outcome"] == "passed"  # the rest of the suite still ran
     result.assert_outcomes(passed=2, failed=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED

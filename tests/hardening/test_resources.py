@@ -108,7 +108,8 @@ def test_sqlite_runaway_queries(pytester: pytest.Pytester, shared_data: Path) ->
 @pytest.mark.postgres
 def test_postgres_runaway_queries(pytester: pytest.Pytester, postgres_server: PostgresServer,
                                   ) -> None:
-    _suite(pytester, {"pg": {"type": "sqlalchemy", "url": postgres_server.url()}}, {"test_pg": {
+    _suite(pytester, {"pg": {"type": "sqlalchemy", "url": postgres_server.readonly_url()}},
+           {"test_pg": {
         "kind": "sql", "datasource": "pg", "timeout": 1, "max_rows": 10_000,
         "thresholds": {"execution_accuracy": 1.0},
         "cases": _cases("pg", SQL_RUNAWAY | PG_BIG_VALUES, "SELECT count(*) FROM genre")}})

@@ -54,14 +54,14 @@ def test_timeout_and_failure(pg_spec: dict[str, Any], session: Session,
     assert s.metrics["execution_accuracy"] == 0.0
     s = KIND.evaluate(case, "SELECT * FROM nowhere", session)
     assert s.reason == 'query failed: relation "nowhere" does not exist'
-    assert postgres_server.password not in repr(s)
+    assert postgres_server.readonly_password not in repr(s)
 
 
 def test_server_down_is_source_unavailable(postgres: PostgresServer, session: Session) -> None:
-    case = make_case("SELECT 1", spec={"type": "sqlalchemy", "url": postgres.url()})
+    case = make_case("SELECT 1", spec={"type": "sqlalchemy", "url": postgres.readonly_url()})
     with postgres.down(), pytest.raises(SourceUnavailable) as info:
         KIND.evaluate(case, "SELECT 1", session)
-    assert postgres.password not in info.value.reason()
+    assert postgres.readonly_password not in info.value.reason()
     assert "***" in info.value.reason()
 
 

@@ -28,7 +28,8 @@ SOURCE_KEYS: dict[str, frozenset[str]] = {
     "sqlite": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory",
                          "isolation"}),
     "sqlalchemy": frozenset({"url", "timeout", "max_rows", "max_bytes", "version", "schema",
-                             "engine_options"}),
+                             "engine_options", "allow_privileged", "isolation",
+                             "max_memory"}),
     "spider-schema": frozenset({"tables", "db_id"}),
 }
 

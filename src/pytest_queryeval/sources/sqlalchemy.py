@@ -4,6 +4,17 @@ SQLAlchemy and the drivers are imported on first use only (the ``sqlalchemy`` ex
 query runs in its own transaction that is made read-only where the dialect allows it
 (PostgreSQL: ``SET TRANSACTION READ ONLY``) and is always rolled back. The URL password never
 leaves this module: fingerprints drop it, and every error message is scrubbed.
+
+PostgreSQL, because a read-only transaction does not stop a superuser (``lo_import``, ``COPY
+... TO PROGRAM``, ``dblink``, functions that write files) and the statement guard can be
+bypassed: before the first query the source checks the role it connects as and refuses a
+superuser, a member of the roles that read or write server files, run programs or signal
+backends, a role with INSERT/UPDATE/DELETE/TRUNCATE on any table, or one that owns tables,
+schemas, functions or the database (:func:`privileges_found`), unless the datasource says
+``allow_privileged: true``. Timeouts: ``SET LOCAL statement_timeout`` per transaction; a
+watchdog cancels the statement 1 s past the timeout, and 1 s later terminates the backend
+from a second connection (``pg_terminate_backend``) and shuts the client socket down, so the
+case ends even when the backend ignores both (a superuser's ``lo_import('/dev/zero')``).
 """
 
 from __future__ import annotations
@@ -25,7 +36,14 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, FetchedRows, positive_int
+from .base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    FetchedRows,
+    payload_bytes,
+    positive_int,
+)
 from .sqlguard import check_read_only, sqlglot_dialect
 
 MASK = "***"
@@ -41,6 +59,55 @@ _FIRST_BATCH = 16
 _BATCH_BYTES = 16 * 1024 * 1024
 #: Extra time the client-side watchdog gives a server-side timeout before cancelling itself.
 _WATCHDOG_GRACE = 1.0
+#: Further time after the cancel before the backend is terminated and the socket dropped.
+_HARD_GRACE = 1.0
+#: Further time after that before the parent kills the worker (``isolation: process``).
+_KILL_GRACE = 2.0
+#: Address space a query may use in the worker (``max_memory``).
+DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
+ISOLATIONS = ("process", "thread")
+#: Built-in PostgreSQL roles whose members reach beyond the database's tables.
+_DANGEROUS_ROLES = ("pg_write_all_data", "pg_write_server_files", "pg_read_server_files",
+                    "pg_execute_server_program", "pg_signal_backend")
+_SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema')"
+_ROLE_SQL = f"""
+SELECT current_user, r.rolsuper, r.rolcreaterole, r.rolreplication,
+       ARRAY(SELECT g.rolname::text FROM pg_roles g
+             WHERE g.rolname IN ({", ".join(f"'{r}'" for r in _DANGEROUS_ROLES)})
+               AND pg_has_role(current_user, g.oid, 'MEMBER') ORDER BY 1)
+FROM pg_roles r WHERE r.rolname = current_user
+"""
+_WRITABLE_SQL = f"""
+SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname),
+       ARRAY(SELECT p FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p
+             WHERE has_table_privilege(c.oid, p)), count(*) OVER ()
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN {_SYSTEM_SCHEMAS}
+  AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp%'
+  AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
+       OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))
+ORDER BY 1 LIMIT 5
+"""
+_OWNED_SQL = f"""
+SELECT kind, name, count(*) OVER () FROM (
+  SELECT 1 AS o, 'database' AS kind, quote_ident(d.datname) AS name FROM pg_database d
+  WHERE d.datname = current_database() AND pg_has_role(current_user, d.datdba, 'USAGE')
+  UNION ALL
+  SELECT 2, 'schema', quote_ident(n.nspname) FROM pg_namespace n
+  WHERE n.nspname NOT IN {_SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg\\_%'
+    AND pg_has_role(current_user, n.nspowner, 'USAGE')
+  UNION ALL
+  SELECT 3, 'table', quote_ident(n.nspname) || '.' || quote_ident(c.relname)
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN {_SYSTEM_SCHEMAS}
+    AND n.nspname NOT LIKE 'pg\\_%' AND pg_has_role(current_user, c.relowner, 'USAGE')
+  UNION ALL
+  SELECT 4, 'function', quote_ident(n.nspname) || '.' || quote_ident(p.proname)
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+  WHERE n.nspname NOT IN {_SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg\\_%'
+    AND pg_has_role(current_user, p.proowner, 'USAGE')
+) owned ORDER BY o, name LIMIT 5
+"""
 #: PostgreSQL SQLSTATEs (and classes) that mean "the server went away", not "bad query".
 _PG_UNAVAILABLE = ("08", "57P01", "57P02", "57P03", "53300")
 
@@ -59,7 +126,8 @@ class SqlAlchemySource:
     def __init__(self, name: str, url: str, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS, version: str | int | None = None,
                  schema: str | None = None, engine_options: dict[str, Any] | None = None,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_bytes: int = DEFAULT_MAX_BYTES, allow_privileged: bool = False,
+                 isolation: str = "process", max_memory: int = DEFAULT_MAX_MEMORY) -> None:
         if not isinstance(url, str) or "://" not in url:
             raise ConfigError("'url' must be a SQLAlchemy URL (dialect+driver://...)",
                               key=f"datasources.{name}.url")
@@ -71,6 +139,18 @@ class SqlAlchemySource:
         self.version = None if version is None else str(version)
         self.schema = schema
         self.engine_options = dict(engine_options or {})
+        if not isinstance(allow_privileged, bool):
+            raise ConfigError(f"must be true or false, not {allow_privileged!r}",
+                              key=f"datasources.{name}.allow_privileged")
+        self.allow_privileged = allow_privileged
+        if isolation not in ISOLATIONS:
+            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
+                              key=f"datasources.{name}.isolation")
+        self.isolation = isolation
+        self.max_memory = positive_int(max_memory, name, "max_memory")
+        #: The outcome of the role check: None before it ran, else the refusal ("" when the
+        #: role is fine or the check does not apply).
+        self._role_problem: str | None = None
         raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
         # Every spelling of the password that could show up in a driver message.
         self._secrets = sorted({s for pw in raw for s in (pw, unquote(pw), quote(unquote(pw)),
@@ -155,6 +235,8 @@ class SqlAlchemySource:
         max_rows = self.max_rows if max_rows is None else int(max_rows)
         if not trusted:
             check_read_only(query, self.dialect)
+        if self.isolation == "process":
+            return self._execute_in_worker(query, timeout, max_rows)
         engine = self._engine()
         from sqlalchemy import exc
 
@@ -166,17 +248,25 @@ class SqlAlchemySource:
         except Exception as e:
             raise SourceUnavailable(self.scrub(
                 f"datasource {self.name!r} ({self.masked_url}): {e}")) from None
+        if self._role_problem is None:
+            try:
+                self._check_role(conn)
+            except BaseException:
+                _rollback_and_close(conn)
+                raise
+        if self._role_problem:
+            _rollback_and_close(conn)
+            raise PrivilegedRole(self._role_problem)
         fired = threading.Event()
-        watchdog: threading.Timer | None = None
+        dropped = threading.Event()
+        watchdog: _Watchdog | None = None
         start = time.perf_counter()
         deadline = time.monotonic() + timeout
         fetched = FetchedRows(max_rows, self.max_bytes)
         try:
             server_side = self._begin(conn, timeout)
-            watchdog = threading.Timer(timeout + (_WATCHDOG_GRACE if server_side else 0.0),
-                                       self._cancel, (conn, fired))
-            watchdog.daemon = True
-            watchdog.start()
+            watchdog = _Watchdog(self, conn, timeout + (_WATCHDOG_GRACE if server_side else 0.0),
+                                 fired, dropped)
             result = conn.execution_options(stream_results=True, max_row_buffer=_FETCH_BATCH) \
                 .exec_driver_sql(*_driver_statement(conn, query))
             if not result.returns_rows:
@@ -197,16 +287,92 @@ class SqlAlchemySource:
         except QueryEvalError:
             raise
         except exc.DBAPIError as e:
+            if dropped.is_set():
+                raise _dropped(timeout) from None
             raise self._classify(e, fired.is_set(), timeout) from None
         except Exception as e:
+            if dropped.is_set():
+                raise _dropped(timeout) from None
+            if isinstance(e, MemoryError):  # a row over the worker's address space
+                raise QueryFailed(f"out of memory: the query went over max_memory "
+                                  f"({self.max_memory:,} bytes)") from None
             if fired.is_set():
                 raise QueryTimeout(f"query exceeded {timeout:g} s") from None
             raise QueryFailed(self.scrub(f"{type(e).__name__}: {e}")) from None
         finally:
             if watchdog is not None:
                 watchdog.cancel()
+            if dropped.is_set():
+                with contextlib.suppress(Exception):
+                    conn.invalidate()
             _rollback_and_close(conn)
         return fetched.table(columns, time.perf_counter() - start)
+
+    def _spec(self) -> tuple[Any, ...]:
+        """What the worker needs to build this source (its connections live there)."""
+        return (self.name, self._url, self.timeout, self.max_rows, self.version, self.schema,
+                tuple(sorted(self.engine_options.items())), self.max_bytes,
+                self.allow_privileged)
+
+    def _execute_in_worker(self, query: str, timeout: float, max_rows: int) -> ResultTable:
+        """The query in the sandbox worker (the guard has run here): connecting, executing
+        and fetching under its ``max_memory``; killed if it outlives the watchdog's stages."""
+        from ..sandbox import (
+            SandboxCrashed,
+            SandboxMemoryError,
+            SandboxTimeout,
+            SandboxTooBig,
+            shared_sandbox,
+        )
+
+        box = shared_sandbox("sqlalchemy", max_memory=self.max_memory, preload=(__name__,))
+        try:
+            columns, rows, truncated, meta, seconds = box.call(
+                worker_execute, self._spec(), query, timeout, max_rows,
+                timeout=timeout + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE,
+                max_reply=2 * self.max_bytes)
+        except SandboxTimeout:
+            raise QueryTimeout(f"query exceeded {timeout:g} s (its worker was killed)") from None
+        except SandboxTooBig:
+            return ResultTable([], [], True, meta={"max_bytes": self.max_bytes})
+        except SandboxMemoryError:
+            raise QueryFailed(f"out of memory: the query went over max_memory "
+                              f"({self.max_memory:,} bytes)") from None
+        except SandboxCrashed:
+            raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
+                              f"{self.max_memory:,} bytes)") from None
+        return ResultTable(columns, rows, truncated, seconds, meta)
+
+    def _check_role(self, conn: Any) -> None:
+        """Refuse (once per source, remembered) a PostgreSQL role that is more than
+        read-only, unless ``allow_privileged``. Other backends cannot be checked here."""
+        if self.allow_privileged or conn.dialect.name != "postgresql":
+            self._role_problem = ""
+            return
+        from sqlalchemy import exc
+
+        try:
+            found = privileges_found(conn)
+        except exc.DBAPIError as e:
+            raise self._classify(e, False, 0.0) from None
+        finally:
+            with contextlib.suppress(Exception):
+                conn.rollback()
+        role, problems = found
+        self._role_problem = "" if not problems else (
+            f"datasource {self.name!r}: the role {role!r} {'; '.join(problems)}: predicted "
+            "queries must run as a read-only role (docs/sql-sources.md, 'A read-only "
+            "PostgreSQL role'), or set allow_privileged: true on the datasource")
+
+    def terminate_backend(self, pid: int) -> None:
+        """``pg_terminate_backend(pid)`` from a fresh connection (the watchdog's last resort
+        before it drops the socket); errors are ignored: the socket is dropped anyway."""
+        from sqlalchemy import text
+
+        with contextlib.suppress(Exception), self._engine().connect() as other:
+            other.execute(text("SELECT pg_cancel_backend(:p), pg_terminate_backend(:p)"),
+                          {"p": pid})
+            other.commit()
 
     def _begin(self, conn: Any, timeout: float) -> bool:
         """Make the new transaction read-only and time-limited; True if the server enforces
@@ -229,21 +395,6 @@ class SqlAlchemySource:
         if backend == "sqlite":
             conn.exec_driver_sql("PRAGMA query_only = ON")
         return False
-
-    @staticmethod
-    def _cancel(conn: Any, fired: threading.Event) -> None:
-        """Watchdog: cancel the running statement through the driver, from another thread."""
-        fired.set()
-        try:
-            driver = conn.connection.driver_connection
-        except Exception:
-            return
-        for method in ("cancel", "interrupt"):  # psycopg / sqlite3 (and most others: cancel)
-            fn = getattr(driver, method, None)
-            if callable(fn):
-                with contextlib.suppress(Exception):
-                    fn()
-                return
 
     def _classify(self, e: Any, fired: bool, timeout: float) -> QueryEvalError:
         orig = getattr(e, "orig", e)
@@ -287,6 +438,138 @@ class SqlAlchemySource:
             raise SourceUnavailable(self.scrub(
                 f"datasource {self.name!r} ({self.masked_url}): {_first_line(e.orig)}")) from None
         return tables, fks
+
+
+def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: int,
+                   ) -> tuple[list[str], list[tuple[Any, ...]], bool, dict[str, Any], float]:
+    """:meth:`SqlAlchemySource.execute` in the sandbox worker, on a source (and its pool)
+    cached there; a result cut by ``max_bytes`` keeps only the rows that fit in it."""
+    from ..sandbox import worker_state
+
+    sources: dict[tuple[Any, ...], SqlAlchemySource] = worker_state().setdefault(
+        "sqlalchemy", {})
+    src = sources.get(spec)
+    if src is None:
+        name, url, default_timeout, default_rows, version, schema, options, max_bytes, \
+            privileged = spec
+        src = sources[spec] = SqlAlchemySource(
+            name, url, timeout=default_timeout, max_rows=default_rows, version=version,
+            schema=schema, engine_options=dict(options), max_bytes=max_bytes,
+            allow_privileged=privileged, isolation="thread")
+    table = src.execute(query, timeout=timeout, max_rows=max_rows, trusted=True)
+    if "max_bytes" in table.meta:
+        size = 0
+        for i, row in enumerate(table.rows):
+            size += payload_bytes([row])
+            if size > src.max_bytes:
+                del table.rows[i:]
+                break
+    return table.columns, table.rows, table.truncated, table.meta, table.seconds
+
+
+class PrivilegedRole(SourceUnavailable):
+    """The datasource connects as a role that can do more than read (see
+    :func:`privileges_found`); refused unless ``allow_privileged: true``."""
+
+    prefix = "unsafe source"
+
+
+def privileges_found(conn: Any) -> tuple[str, list[str]]:
+    """The PostgreSQL role ``conn`` runs as, and what it may do beyond reading, each as a
+    phrase ("is a superuser", "can write (INSERT, UPDATE) on public.album and 9 more tables",
+    "owns table public.x", ...); an empty list for a read-only role."""
+    role, superuser, createrole, replication, members = conn.exec_driver_sql(
+        *_driver_statement(conn, _ROLE_SQL)).one()
+    problems: list[str] = []
+    if superuser:
+        return str(role), ["is a superuser"]
+    if createrole:
+        problems.append("can create roles (CREATEROLE)")
+    if replication:
+        problems.append("has REPLICATION")
+    if members:
+        problems.append("is a member of " + ", ".join(members))
+    rows = conn.exec_driver_sql(*_driver_statement(conn, _WRITABLE_SQL)).all()
+    if rows:
+        privs = sorted({p for r in rows for p in r[1]},
+                       key=["INSERT", "UPDATE", "DELETE", "TRUNCATE"].index)
+        more = int(rows[0][2]) - len(rows)
+        problems.append(f"can write ({', '.join(privs)}) on {', '.join(r[0] for r in rows)}"
+                        + (f" and {more} more tables" if more > 0 else ""))
+    rows = conn.exec_driver_sql(*_driver_statement(conn, _OWNED_SQL)).all()
+    if rows:
+        more = int(rows[0][2]) - len(rows)
+        problems.append("owns " + ", ".join(f"{r[0]} {r[1]}" for r in rows)
+                        + (f" and {more} more objects" if more > 0 else ""))
+    return str(role), problems
+
+
+class _Watchdog:
+    """The client-side timeout, in two stages from a timer thread: at ``after`` seconds the
+    driver's ``cancel()`` (PostgreSQL: a cancel request); :data:`_HARD_GRACE` later, if the
+    statement still runs, ``pg_terminate_backend`` from a second connection and a shutdown of
+    the connection's socket, so the blocked driver call returns whatever the backend does."""
+
+    def __init__(self, source: SqlAlchemySource, conn: Any, after: float,
+                 fired: threading.Event, dropped: threading.Event) -> None:
+        self.source, self.conn, self.fired, self.dropped = source, conn, fired, dropped
+        self.done = threading.Event()
+        try:
+            self.driver = conn.connection.driver_connection
+        except Exception:
+            self.driver = None
+        self.pid = _backend_pid(self.driver)
+        self.timer = threading.Thread(target=self._run, args=(after,), daemon=True,
+                                      name="queryeval-sql-watchdog")
+        self.timer.start()
+
+    def cancel(self) -> None:
+        self.done.set()
+
+    def _run(self, after: float) -> None:
+        if self.done.wait(after):
+            return
+        self.fired.set()
+        for method in ("cancel", "interrupt"):  # psycopg / sqlite3 (and most others: cancel)
+            fn = getattr(self.driver, method, None)
+            if callable(fn):
+                with contextlib.suppress(Exception):
+                    fn()
+                break
+        if self.done.wait(_HARD_GRACE):
+            return
+        self.dropped.set()
+        if self.pid is not None:
+            threading.Thread(target=self.source.terminate_backend, args=(self.pid,),
+                             daemon=True, name="queryeval-sql-terminate").start()
+        _shutdown_socket(self.driver)
+
+
+def _backend_pid(driver: Any) -> int | None:
+    """The server process of a psycopg 3 / psycopg2 connection (None for other drivers)."""
+    with contextlib.suppress(Exception):
+        info = getattr(driver, "info", None)
+        if info is not None and getattr(info, "backend_pid", None):
+            return int(info.backend_pid)
+        return int(driver.get_backend_pid())
+    return None
+
+
+def _shutdown_socket(driver: Any) -> None:
+    """Shut the connection's socket down (not close: the driver still owns the descriptor),
+    so a read blocked on it returns at once."""
+    import os
+    import socket
+
+    with contextlib.suppress(Exception):
+        fd = os.dup(int(driver.fileno()))
+        with socket.socket(fileno=fd) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _dropped(timeout: float) -> QueryTimeout:
+    return QueryTimeout(f"query exceeded {timeout:g} s (the server did not stop it: the "
+                        "backend was terminated and the connection dropped)")
 
 
 def _default_pg_driver() -> str:
