@@ -81,6 +81,9 @@ DEFAULT_MAX_REPLY = 80 * 1024 * 1024
 #: Seconds a worker may take to start (Python start-up plus ``preload`` imports).
 START_TIMEOUT = 60.0
 
+#: Seconds to read a reply once its header has come (it is at most ``max_reply`` bytes).
+_TRANSFER_TIMEOUT = 60.0
+
 _HEADER = struct.Struct(">Q")
 _WORKER_CODE = (
     "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
@@ -283,6 +286,8 @@ class Sandbox:
             [str(Path(__file__).resolve().parents[1]), *sys.path])
         env["QUERYEVAL_SANDBOX_PARENT"] = str(os.getpid())
         env["TMPDIR"] = env["SQLITE_TMPDIR"] = self._tmp
+        # each malloc arena reserves 64 MiB of address space: few, under RLIMIT_AS
+        env.setdefault("MALLOC_ARENA_MAX", "2")
         proc = subprocess.Popen([sys.executable, "-c", _WORKER_CODE], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 cwd=self._tmp, start_new_session=True, bufsize=0)
@@ -421,6 +426,9 @@ class Sandbox:
                 raise SandboxTooBig(f"the reply holds {size:,} bytes, over {max_reply:,}", size)
             buf = bytearray()
             need, header_done = size, True
+            # The step is over once its reply starts: what is left is a copy of a bounded
+            # size, not to be cut by the deadline on a busy machine.
+            deadline = max(deadline, time.monotonic() + _TRANSFER_TIMEOUT)
 
 
 _SHARED: dict[tuple[Any, ...], Sandbox] = {}

@@ -13,8 +13,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.fixtures.postgres import PostgresServer
 
 from .conftest import by_id, dump, read_report
 
@@ -96,3 +99,86 @@ def test_hostile_sqlite_predictions(suite: pytest.Pytester, chinook_copy: Path) 
     assert parent < PARENT_RSS_MIB, out[-2000:]
     assert worker < WORKER_RSS_MIB, out[-2000:]
     assert written < TEMP_WRITES_MIB, out[-2000:]
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+PG_HOSTILE = {
+    # rows of 400 MB: 1.2 GB for three, against max_bytes 64 MiB, before the sandbox
+    "big-rows": ("SELECT repeat('x', 400000000) FROM generate_series(1, 3)",
+                 "query failed: out of memory: the query went over max_memory|truncated: "),
+    # the server ends it (statement_timeout set per transaction)
+    "sleep": ("SELECT pg_sleep(60)", f"timeout: query exceeded {TIMEOUT} s"),
+}
+
+
+def _run_measured(pytester: pytest.Pytester, budget: float) -> tuple[dict[str, Any], str]:
+    (pytester.path / "measure.py").write_text(MEASURE)
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "measure.py", "-p", "no:cacheprovider", "--queryeval-json=report.json"],
+        cwd=pytester.path, capture_output=True, text=True, timeout=budget, check=False)
+    assert time.monotonic() - t0 < budget
+    out = done.stdout + done.stderr
+    assert "Traceback (most recent call last)" not in out, out[-3000:]
+    return by_id(read_report(pytester.path / "report.json")), out
+
+
+@pytest.mark.postgres
+def test_hostile_postgres_predictions(suite: pytest.Pytester,
+                                      postgres_server: PostgresServer) -> None:
+    suite.makefile(".yaml", queryeval=dump({
+        "datasources": {"pg": {"type": "sqlalchemy", "url": postgres_server.readonly_url()}}}))
+    honest = "SELECT count(*) FROM genre"
+    cases = [{"id": "honest", "gold": honest, "predicted": honest}]
+    cases += [{"id": k, "gold": honest, "predicted": q} for k, (q, _) in PG_HOSTILE.items()]
+    cases[1]["timeout"] = 30  # the server needs seconds to build the rows: let them come
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sql", "datasource": "pg", "timeout": TIMEOUT,
+        "thresholds": {"execution_accuracy": 1.0}, "cases": cases}))
+    before = postgres_server.checksum()
+    recs, out = _run_measured(suite, 30 + TIMEOUT + 90)
+    assert recs["honest"]["outcome"] == "passed"
+    for cid, (_, reason) in PG_HOSTILE.items():
+        assert recs[cid]["outcome"] == "failed", (cid, recs[cid])
+        assert any(recs[cid]["reason"].startswith(r) for r in reason.split("|")), \
+            (cid, recs[cid]["reason"])
+    assert postgres_server.checksum() == before
+    assert _value(out, "QE_PEAK_RSS_KIB") / 1024 < PARENT_RSS_MIB, out[-2000:]
+    assert _value(out, "QE_CHILD_RSS_KIB") / 1024 < WORKER_RSS_MIB, out[-2000:]
+
+
+@pytest.mark.postgres
+def test_superuser_lo_import_of_dev_zero_ends(suite: pytest.Pytester,
+                                              postgres: PostgresServer) -> None:
+    """The issue's hang: as a superuser (allowed explicitly), ``lo_import('/dev/zero')`` behind a
+    U& escaped name ignores cancel and terminate; the case must still end at its timeout plus
+    the watchdog's stages. Run in a scratch database, dropped after a server restart."""
+    import psycopg
+
+    with psycopg.connect(postgres.conninfo("postgres"), autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS qe_scratch")
+        conn.execute("CREATE DATABASE qe_scratch")
+    suite.makefile(".yaml", queryeval=dump({"datasources": {"su": {
+        "type": "sqlalchemy", "url": postgres.url("qe_scratch"), "allow_privileged": True}}}))
+    honest = "SELECT 1"
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sql", "datasource": "su", "timeout": TIMEOUT,
+        "thresholds": {"execution_accuracy": 1.0}, "cases": [
+            {"id": "honest", "gold": honest, "predicted": honest},
+            {"id": "lo-import", "gold": honest,
+             "predicted": "SELECT U&\"\\006Co_import\"('/dev/zero')"},
+            {"id": "after", "gold": honest, "predicted": honest}]}))
+    try:
+        recs, _ = _run_measured(suite, TIMEOUT + 60)
+    finally:  # the backend may still be writing zeros: restart the server, drop the database
+        postgres.stop("immediate")
+        postgres.start()
+        with psycopg.connect(postgres.conninfo("postgres"), autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS qe_scratch")
+    assert recs["honest"]["outcome"] == "passed"
+    assert recs["after"]["outcome"] == "passed"
+    assert recs["lo-import"]["outcome"] == "failed"
+    reason = recs["lo-import"]["reason"]
+    assert reason.startswith(f"timeout: query exceeded {TIMEOUT} s") or \
+        reason.startswith("refused: "), reason

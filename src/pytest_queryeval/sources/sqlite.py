@@ -54,7 +54,7 @@ _BATCH_BYTES = 512 * 1024 * 1024
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
 #: Seconds past the timeout before the worker is killed (the progress handler normally ends
 #: the query at the timeout, and the worker survives).
-HARD_GRACE = 0.5
+HARD_GRACE = 1.0
 ISOLATIONS = ("process", "thread")
 
 
