@@ -244,3 +244,43 @@ def test_mexico_target_matches_seed_constants():
     dims = raw["conversation"][0]["target"]["indicator_selection"][0]["dimensions"]
     assert dims[0]["values"] == [LP]
     assert dims[1]["values"] == [MEX]
+
+
+def test_no_machine_path_in_the_report_for_codelists_outside_the_rootdir(
+        pytester: pytest.Pytester, shared_data: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Issue 19: a codelist folder outside the rootdir must not put machine paths in reports."""
+    import shutil
+
+    outside = tmp_path_factory.mktemp("codelists")  # a sibling of the suite, not inside it
+    shutil.copytree(shared_data / "sdmx" / "imf", outside / "imf")
+    pytester.makefile(".yaml", queryeval=f"""\
+        datasources:
+          imf: {{type: sdmx-structure, paths: ["{outside / 'imf'}"]}}
+          gone: {{type: sdmx-structure, paths: ["{outside / 'missing'}"]}}
+        """)
+    text = """\
+        id: {id}
+        datasource: {ds}
+        conversation:
+        - role: user
+          content: Food CPI in Ecuador
+          target:
+            indicator_selection:
+            - dataset_id: IMF.STA:CPI
+              dimensions:
+              - dimension_name: COUNTRY
+                values: [{{id: ECU, name: Ecuador}}]
+          predicted:
+            IMF.STA:CPI:
+              COUNTRY: {{ECU: Ecuador, XXX: Nowhere}}
+        """
+    pytester.makefile(".yaml", test_cpi=text.format(id="cpi", ds="imf"),
+                      test_gone=text.format(id="gone", ds="gone"))
+    result = pytester.runpytest_subprocess("--queryeval-json=out.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    report = (pytester.path / "out.json").read_text()
+    cases = _cases(pytester)
+    assert cases["cpi"]["details"]["structure_files"][0].startswith("../")
+    assert "missing" in cases["gone"]["error"]
+    for machine in (str(outside), str(outside.parent), str(pytester.path)):
+        assert machine not in report, machine

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..config import PATH_KEYS
 from ..engine import CaseOutcome
 from ..model import MISSING, Case
 from ..secrets import Scrubber
@@ -72,21 +74,61 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     }
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)
-    rec = _clean(rec, str(_resolved(rootdir)) + "/", scrubber)
+    rec = _clean(rec, str(_resolved(rootdir)) + "/", scrubber, _outside(case, rootdir))
     # internal (gate scopes); dropped from reports
     rec["path"] = scrubber.text(str(_resolved(case.file)))
     return rec
 
 
-def _clean(value: Any, prefix: str, scrubber: Scrubber) -> Any:
+def _outside(case: Case, rootdir: Path) -> tuple[tuple[str, str], ...]:
+    """The case's configured paths (datasource files and folders, a predictions file) that lie
+    outside the rootdir, each with its rootdir-relative form (``../codelists``): the rootdir
+    prefix alone would leave them absolute in details and error messages."""
+    spec = case.source_spec or {}
+    found = [spec[k] for k in PATH_KEYS if isinstance(spec.get(k), str)]
+    paths = spec.get("paths")
+    found += [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
+    pred = case.prediction_source or {}
+    if pred.get("source") == "file" and isinstance(pred.get("path"), str):
+        found.append(str((case.prediction_base or case.file.parent) / pred["path"]))
+    return _relative_forms(tuple(found), rootdir) if found else ()
+
+
+@lru_cache(maxsize=256)
+def _relative_forms(paths: tuple[str, ...], rootdir: Path) -> tuple[tuple[str, str], ...]:
+    root = _resolved(rootdir)
+    out: dict[str, str] = {}
+    for p in paths:
+        if not os.path.isabs(p):
+            continue
+        resolved = Path(os.path.normpath(p))
+        if resolved == root or root in resolved.parents:
+            continue  # the rootdir prefix takes care of it
+        out[str(resolved)] = os.path.relpath(resolved, root)
+    return tuple(sorted(out.items(), key=lambda kv: -len(kv[0])))  # longest first
+
+
+def _outside_replaced(text: str, outside: tuple[tuple[str, str], ...]) -> str:
+    for absolute, relative in outside:
+        if absolute in text:
+            text = text.replace(absolute, relative)
+    return text
+
+
+def _clean(value: Any, prefix: str, scrubber: Scrubber,
+           outside: tuple[tuple[str, str], ...] = ()) -> Any:
     """One walk doing ``scrubber.data(_relative_paths(_safe(value), prefix))``.
 
     JSON-safe copy (NaN/inf -> null, unknown objects -> their ``str``), machine paths made
-    rootdir-relative in string values (not in keys), every string (keys too) scrubbed. Exact
-    type checks come first: this walks every value of every record.
+    rootdir-relative in string values (not in keys): the rootdir ``prefix`` dropped, and each
+    ``outside`` path (configured, outside the rootdir) replaced by its relative form; every
+    string (keys too) scrubbed. Exact type checks come first: this walks every value of every
+    record.
     """
     t = type(value)
     if t is str:
+        if outside:
+            value = _outside_replaced(value, outside)
         return scrubber.text(value.replace(prefix, "") if prefix in value else value)
     if t is float:
         return value if math.isfinite(value) else None
@@ -106,21 +148,23 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber) -> Any:
             elif v is None or tv is int or tv is bool:
                 out[key] = v
             elif tv is str:
+                if outside:
+                    v = _outside_replaced(v, outside)
                 out[key] = text(v.replace(prefix, "") if prefix in v else v)
             else:
-                out[key] = _clean(v, prefix, scrubber)
+                out[key] = _clean(v, prefix, scrubber, outside)
         return out
     if isinstance(value, str):
-        return _clean(str(value), prefix, scrubber)
+        return _clean(str(value), prefix, scrubber, outside)
     if isinstance(value, float):
-        return _clean(float(value), prefix, scrubber)
+        return _clean(float(value), prefix, scrubber, outside)
     if isinstance(value, dict):
-        return _clean(dict(value), prefix, scrubber)
+        return _clean(dict(value), prefix, scrubber, outside)
     if isinstance(value, list | tuple | set | frozenset):
-        return [_clean(v, prefix, scrubber) for v in value]
+        return [_clean(v, prefix, scrubber, outside) for v in value]
     if isinstance(value, int):  # an int subclass other than bool
         return value
-    return scrubber.text(str(value).replace(prefix, ""))
+    return _clean(str(value), prefix, scrubber, outside)
 
 
 def _one(items: list[Any]) -> Any:
