@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
 def test_missing_binary_fails_clearly(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                      ) -> None:
+                                      shared_data: Path) -> None:
     monkeypatch.setenv("OXIGRAPH_BIN", str(pytester.path / "no-such-oxigraph"))
     pytester.makeconftest(f"""
 import pytest
@@ -14,8 +16,8 @@ from pathlib import Path
 pytest_plugins = ["tests.fixtures.oxigraph"]
 
 @pytest.fixture(scope="session")
-def extra_data():
-    return Path({str(pytester.path)!r})
+def shared_data():
+    return Path({str(shared_data)!r})
 """)
     pytester.makepyfile(test_uses_server="""
 def test_needs_server(oxigraph_endpoint):

@@ -26,24 +26,24 @@ from .test_guard import UPDATES
 XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
-def test_reference_join_on_bldg11(bldg11: Path) -> None:
-    src = open_source("b11", {"type": "rdf", "path": str(bldg11)})
+def test_reference_join_on_soda(soda: Path) -> None:
+    src = open_source("soda", {"type": "rdf", "path": str(soda)})
     assert isinstance(src, RdfSource)
     t = src.execute(AHU_VAV_SENSOR, timeout=30)
     assert t.columns == ["eqp", "sensor"]
-    assert len(t) == 377
+    assert len(t) == 230
     assert not t.truncated
     assert all(isinstance(c, Term) and c.type == "uri" for row in t.rows for c in row)
-    assert src.triple_count() == 62_577  # RDF 1.1 store: "x" and "x"^^xsd:string are one term
+    assert src.triple_count() == 3_774
     assert t.meta["engine"] == "pyoxigraph"
     assert t.meta["order_by"] is False
 
 
-def test_one_load_shared_by_every_source(bldg11: Path) -> None:
-    a = RdfSource("a", {"path": str(bldg11)})
-    b = RdfSource("b", {"path": str(bldg11), "timeout": 5})
+def test_one_load_shared_by_every_source(soda: Path) -> None:
+    a = RdfSource("a", {"path": str(soda)})
+    b = RdfSource("b", {"path": str(soda), "timeout": 5})
     assert a._store() is b._store()
-    assert a.fingerprint() == b.fingerprint() == f"rdf:pyoxigraph:{sha256(bldg11)}"
+    assert a.fingerprint() == b.fingerprint() == f"rdf:pyoxigraph:{sha256(soda)}"
 
 
 def test_changed_file_is_reloaded(brick_examples: Path, tmp_path: Path) -> None:
@@ -62,35 +62,35 @@ def test_changed_file_is_reloaded(brick_examples: Path, tmp_path: Path) -> None:
     assert src.fingerprint() != fp
 
 
-def test_ask_is_a_one_cell_boolean_table(bldg11: Path) -> None:
-    src = RdfSource("b11", {"path": str(bldg11)})
-    yes = src.execute(BRICK + "ASK { ?x a brick:Air_Handling_Unit }")
+def test_ask_is_a_one_cell_boolean_table(soda: Path) -> None:
+    src = RdfSource("soda", {"path": str(soda)})
+    yes = src.execute(BRICK + "ASK { ?x a brick:AHU }")
     no = src.execute(BRICK + "ask { ?x a brick:Nonexistent_Class }")
     assert (yes.columns, yes.rows) == (["boolean"], [(True,)])
     assert (no.columns, no.rows) == (["boolean"], [(False,)])
 
 
-def test_row_cap_marks_truncated(bldg11: Path) -> None:
-    src = RdfSource("b11", {"path": str(bldg11)})
+def test_row_cap_marks_truncated(soda: Path) -> None:
+    src = RdfSource("soda", {"path": str(soda)})
     t = src.execute(AHU_VAV_SENSOR, max_rows=100)
     assert len(t) == 100
     assert t.truncated
-    full = src.execute(AHU_VAV_SENSOR, max_rows=377)
-    assert len(full) == 377
+    full = src.execute(AHU_VAV_SENSOR, max_rows=230)
+    assert len(full) == 230
     assert not full.truncated
 
 
-def test_unbound_optional_is_none(bldg11: Path) -> None:
-    src = RdfSource("b11", {"path": str(bldg11)})
-    q = BRICK + """SELECT ?ahu ?label WHERE { ?ahu a brick:Air_Handling_Unit
+def test_unbound_optional_is_none(soda: Path) -> None:
+    src = RdfSource("soda", {"path": str(soda)})
+    q = BRICK + """SELECT ?ahu ?label WHERE { ?ahu a brick:AHU
                    OPTIONAL { ?ahu <http://example.org/never> ?label } }"""
     t = src.execute(q)
-    assert len(t) == 11
+    assert len(t) == 5
     assert all(row[1] is None for row in t.rows)
 
 
-def test_syntax_error_is_query_failed(bldg11: Path) -> None:
-    src = RdfSource("b11", {"path": str(bldg11)})
+def test_syntax_error_is_query_failed(soda: Path) -> None:
+    src = RdfSource("soda", {"path": str(soda)})
     with pytest.raises(QueryFailed) as info:
         src.execute("SELECT ?x WHERE { ?x a brick:AHU ")
     assert info.value.reason().startswith("query failed: ")
@@ -158,29 +158,29 @@ def test_lenient_parsing_for_invalid_iris(brick_examples: Path) -> None:
     assert RdfSource("lenient", {"path": str(path), "lenient": True}).triple_count() > 14_000
 
 
-def test_config_errors(bldg11: Path, tmp_path: Path) -> None:
+def test_config_errors(soda: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown key"):
-        open_source("x", {"type": "rdf", "path": str(bldg11), "graph": "g"})
+        open_source("x", {"type": "rdf", "path": str(soda), "graph": "g"})
     with pytest.raises(ConfigError, match="unknown engine"):
-        open_source("x", {"type": "rdf", "path": str(bldg11), "engine": "jena"})
+        open_source("x", {"type": "rdf", "path": str(soda), "engine": "jena"})
     with pytest.raises(ConfigError, match="unknown RDF format"):
         open_source("x", {"type": "rdf", "path": str(tmp_path / "g.csv")})
     with pytest.raises(ConfigError, match="needs 'path'"):
         open_source("x", {"type": "rdf"})
     for key, bad in (("timeout", 0), ("max_rows", "many"), ("load_timeout", True)):
         with pytest.raises(ConfigError, match="positive number") as info:
-            open_source("x", {"type": "rdf", "path": str(bldg11), key: bad})
+            open_source("x", {"type": "rdf", "path": str(soda), key: bad})
         assert info.value.key == f"datasources.x.{key}"
     missing = open_source("x", {"type": "rdf", "path": str(tmp_path / "absent.ttl")})
     with pytest.raises(SourceUnavailable, match="not found"):
         missing.execute("ASK {}")
 
 
-def test_registry_key_includes_engine(bldg11: Path) -> None:
+def test_registry_key_includes_engine(soda: Path) -> None:
     fmt = ("TURTLE", "turtle", False)
-    a = loaded_store(bldg11, "pyoxigraph", fmt, False, None, 60)
-    assert a is loaded_store(bldg11, "pyoxigraph", fmt, False, None, 60)
-    assert a is not loaded_store(bldg11, "pyoxigraph", fmt, True, None, 60)
+    a = loaded_store(soda, "pyoxigraph", fmt, False, None, 60)
+    assert a is loaded_store(soda, "pyoxigraph", fmt, False, None, 60)
+    assert a is not loaded_store(soda, "pyoxigraph", fmt, True, None, 60)
 
 
 def test_process_isolation_kills_a_runaway_query(brick_examples: Path) -> None:
@@ -247,7 +247,7 @@ def test_result_over_max_bytes_is_truncated(brick_examples: Path, isolation: str
 
 
 @pytest.mark.parametrize("key", ["max_bytes", "max_memory"])
-def test_size_caps_are_positive_whole_numbers(bldg11: Path, key: str) -> None:
+def test_size_caps_are_positive_whole_numbers(soda: Path, key: str) -> None:
     with pytest.raises(ConfigError, match="positive whole number") as info:
-        open_source("b", {"type": "rdf", "path": str(bldg11), key: 0})
+        open_source("b", {"type": "rdf", "path": str(soda), key: 0})
     assert info.value.key == f"datasources.b.{key}"
