@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures.postgres import PostgresServer
+
 from .conftest import dump, read_report
 
 #: A liveness bound, not a speed assertion: the queries below run for minutes when not stopped.
@@ -124,3 +126,22 @@ def test_ctrl_c_during_a_sqlite_query_under_xdist(suite: pytest.Pytester,
     done, _ = interrupt_mid_query(suite, "-n", "2", "--dist", "load")
     finished = _check(suite, done, [])
     assert set(finished) <= set(ids) and len(finished) == len(set(finished))
+
+
+@pytest.mark.postgres
+def test_ctrl_c_during_a_postgres_query(suite: pytest.Pytester,
+                                        postgres_server: PostgresServer) -> None:
+    ids = _suite(suite, {"type": "sqlalchemy", "url": postgres_server.readonly_url()},
+                 "SELECT pg_sleep(600)", "SELECT count(*) FROM genre", 5, 5)
+    done, _ = interrupt_mid_query(suite)
+    finished = _check(suite, done, ids[:5])
+    assert finished == ids[:5], "exactly the cases finished before Ctrl-C"
+    # and the server is not left running the query for its client that went away
+    import psycopg
+
+    deadline = time.monotonic() + STOP_WITHIN
+    with psycopg.connect(postgres_server.conninfo(), autocommit=True) as conn:
+        while conn.execute("SELECT count(*) FROM pg_stat_activity "
+                           "WHERE query = 'SELECT pg_sleep(600)'").fetchone() != (0,):
+            assert time.monotonic() < deadline, "the backend still runs the query"
+            time.sleep(0.2)

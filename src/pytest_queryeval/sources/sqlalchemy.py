@@ -382,6 +382,10 @@ class SqlAlchemySource:
         if backend == "postgresql":
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             conn.exec_driver_sql(f"SET LOCAL statement_timeout = {ms}")
+            if (conn.dialect.server_version_info or (0,)) >= (14,):
+                # the backend polls its socket while it runs: when the client is gone (worker
+                # killed at a deadline or on Ctrl-C) the query stops within a second
+                conn.exec_driver_sql("SET LOCAL client_connection_check_interval = 1000")
             if self.schema:
                 from sqlalchemy import text
 
