@@ -166,8 +166,11 @@ def _send(fd: int, obj: Any, max_size: int | None = None) -> None:
         size = len(body)
         del body
         body = pickle.dumps(("toobig", size))
-    _write_all(fd, _HEADER.pack(len(body)))
-    _write_all(fd, body)
+    if len(body) < 1 << 20:  # one write: the reader wakes up once
+        _write_all(fd, _HEADER.pack(len(body)) + body)
+    else:
+        _write_all(fd, _HEADER.pack(len(body)))
+        _write_all(fd, body)
 
 
 def _set_limits(max_memory: int, max_file: int) -> None:
@@ -406,29 +409,28 @@ class Sandbox:
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         buf = bytearray()
-        need = _HEADER.size
-        header_done = False
+        size = -1  # the body's size, once the header is in
         while True:
-            while len(buf) < need:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                if not poller.poll(min(left, 3600.0) * 1000):
-                    continue
-                chunk = os.read(fd, min(need - len(buf), 1 << 20))
-                if not chunk:
-                    raise EOFError
-                buf += chunk
-            if header_done:
-                return pickle.loads(bytes(buf))
-            (size,) = _HEADER.unpack(bytes(buf))
-            if size > max_reply + 4096:
-                raise SandboxTooBig(f"the reply holds {size:,} bytes, over {max_reply:,}", size)
-            buf = bytearray()
-            need, header_done = size, True
-            # The step is over once its reply starts: what is left is a copy of a bounded
-            # size, not to be cut by the deadline on a busy machine.
-            deadline = max(deadline, time.monotonic() + _TRANSFER_TIMEOUT)
+            if size < 0 and len(buf) >= _HEADER.size:
+                (size,) = _HEADER.unpack_from(buf)
+                if size > max_reply + 4096:
+                    raise SandboxTooBig(f"the reply holds {size:,} bytes, over {max_reply:,}",
+                                        size)
+                # The step is over once its reply starts: what is left is a copy of a bounded
+                # size, not to be cut by the deadline on a busy machine.
+                deadline = max(deadline, time.monotonic() + _TRANSFER_TIMEOUT)
+            if size >= 0 and len(buf) >= _HEADER.size + size:
+                return pickle.loads(memoryview(buf)[_HEADER.size:_HEADER.size + size])
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            if not poller.poll(min(left, 3600.0) * 1000):
+                continue
+            want = (_HEADER.size + size - len(buf)) if size >= 0 else 1 << 16
+            chunk = os.read(fd, max(1, min(want, 1 << 20)))
+            if not chunk:
+                raise EOFError
+            buf += chunk
 
 
 _SHARED: dict[tuple[Any, ...], Sandbox] = {}
