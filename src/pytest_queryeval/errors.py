@@ -84,6 +84,13 @@ class PredictionError(QueryEvalError):
     prefix = "prediction error"
 
 
+class SearchBudgetExhausted(QueryEvalError):
+    """A comparison search (column alignment, column assignment) hit its deterministic work
+    budget on a hostile or degenerate result: the score is unknown, never guessed."""
+
+    prefix = "search budget exhausted"
+
+
 class GoldError(QueryEvalError):
     """The gold side itself is broken: an error of the suite, not of the model."""
 

@@ -8,7 +8,14 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ConfigError, GoldError, PredictionError, QueryEvalError, SourceUnavailable
+from ..errors import (
+    ConfigError,
+    GoldError,
+    PredictionError,
+    QueryEvalError,
+    QueryRefused,
+    SourceUnavailable,
+)
 from ..model import MISSING, Case, Context
 from ..results import ResultTable
 from ..sources.base import DataSource
@@ -43,6 +50,30 @@ def limits(options: Mapping[str, Any]) -> dict[str, Any]:
                 raise ConfigError("must be a positive number", key=key)
             out[key] = float(v) if key == "timeout" else int(v)
     return out
+
+
+#: Default ``max_query_bytes``: the largest predicted query (UTF-8 bytes) that is parsed or
+#: executed at all. Real predictions are a few KB; a 1 MB ``SELECT 1+1+...`` kept the guard's
+#: parser busy for 36 s. A larger prediction fails with a "refused:" reason, unparsed.
+DEFAULT_MAX_QUERY_BYTES = 64 * 1024
+
+
+def max_query_bytes(options: Mapping[str, Any]) -> int:
+    """The case's ``max_query_bytes`` (a positive integer); ConfigError names the key."""
+    v = options.get("max_query_bytes", DEFAULT_MAX_QUERY_BYTES)
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ConfigError("must be a positive integer (bytes)", key="max_query_bytes")
+    return v
+
+
+def check_query_size(query: str, limit: int) -> None:
+    """Refuse a predicted query longer than ``limit`` UTF-8 bytes before anything parses it."""
+    if len(query) * 4 <= limit:  # no UTF-8 encoding needed to know it fits
+        return
+    size = len(query.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise QueryRefused(f"the predicted query holds {size:,} bytes, over max_query_bytes "
+                           f"({limit:,}); it was not parsed or executed")
 
 
 def short(query: str, limit: int = 120) -> str:

@@ -35,6 +35,7 @@ from ..errors import (
     GoldError,
     QueryEvalError,
     QueryRefused,
+    SearchBudgetExhausted,
     SourceUnavailable,
 )
 from ..fences import note as note_fence
@@ -42,7 +43,15 @@ from ..fences import strip_fence
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DataSource
-from ._query import compare_options, limits, prediction_text, run_gold
+from ._query import (
+    DEFAULT_MAX_QUERY_BYTES,
+    check_query_size,
+    compare_options,
+    limits,
+    max_query_bytes,
+    prediction_text,
+    run_gold,
+)
 from ._query import rank as rank_alternative
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
@@ -57,6 +66,7 @@ class _Options:
     compare: Any = None  # metrics.table.CompareOptions
     arity_from: str = "query"
     limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
+    max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
 
 
 @dataclass
@@ -71,7 +81,7 @@ class SparqlKind:
 
     name: ClassVar[str] = "sparql"
     option_keys: ClassVar[frozenset[str]] = frozenset(
-        {"compare", "timeout", "max_rows", "arity_from"})
+        {"compare", "timeout", "max_rows", "arity_from", "max_query_bytes"})
 
     # -- contract: names and validation ---------------------------------------------------------
 
@@ -142,6 +152,7 @@ class SparqlKind:
         pred_seconds: float | None = None
         if pred_query is not None:
             try:
+                check_query_size(pred_query, opts.max_query_bytes)
                 check_query(pred_query)
             except QueryRefused as e:
                 return _failure(e.reason(), gold_seconds, None, golds)
@@ -164,7 +175,10 @@ class SparqlKind:
 
         best: tuple[tuple[float, float], Scored] | None = None
         for index, gold in enumerate(golds):
-            scored = _score(gold, pred_table, pred_query, opts)
+            try:
+                scored = _score(gold, pred_table, pred_query, opts)
+            except SearchBudgetExhausted as e:  # a score is never guessed
+                return _failure(e.reason(), gold_seconds, pred_seconds, golds)
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
@@ -281,6 +295,7 @@ def _parse_options(case: Case) -> _Options:
                           "'result' (column count of the results)", key="arity_from")
     opts.arity_from = str(arity)
     opts.limits = limits(o)
+    opts.max_query_bytes = max_query_bytes(o)
     return opts
 
 

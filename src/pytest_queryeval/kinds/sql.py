@@ -31,6 +31,7 @@ from ..errors import (
     QueryEvalError,
     QueryRefused,
     QueryTimeout,
+    SearchBudgetExhausted,
     SourceUnavailable,
 )
 from ..fences import note as note_fence
@@ -38,7 +39,15 @@ from ..fences import strip_fence
 from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
-from ._query import compare_options, limits, prediction_text, run_gold
+from ._query import (
+    DEFAULT_MAX_QUERY_BYTES,
+    check_query_size,
+    compare_options,
+    limits,
+    max_query_bytes,
+    prediction_text,
+    run_gold,
+)
 from ._query import rank as rank_alternative
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
@@ -60,6 +69,7 @@ class _Options:
     iterations: int | None = None
     db_id: str | None = None
     limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
+    max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
 
 
 @dataclass
@@ -83,7 +93,7 @@ class SqlKind:
     name: ClassVar[str] = "sql"
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
-        "keep_distinct", "test_suite_rewrite",
+        "keep_distinct", "test_suite_rewrite", "max_query_bytes",
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -162,6 +172,7 @@ class SqlKind:
             try:
                 from ..sources.sqlguard import check_read_only
 
+                check_query_size(pred_sql, opts.max_query_bytes)
                 check_read_only(pred_sql, dialect)
             except QueryRefused as e:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
@@ -191,7 +202,12 @@ class SqlKind:
         # Score every alternative, keep the best.
         best: tuple[tuple[float, float], Scored] | None = None
         for index, gold in enumerate(golds):
-            scored = self._score(case, gold, pred, src, ctx, opts, schema if structure_ok else None)
+            try:
+                scored = self._score(case, gold, pred, src, ctx, opts,
+                                     schema if structure_ok else None)
+            except SearchBudgetExhausted as e:  # a score is never guessed
+                return _failure(planned, e.reason(), gold_seconds,
+                                pred.table.seconds if pred.table else None, golds, case)
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
@@ -475,4 +491,5 @@ def _parse_options(case: Case) -> _Options:
         raise ConfigError("must be a string", key="db_id")
     opts.db_id = db_id
     opts.limits = limits(o)
+    opts.max_query_bytes = max_query_bytes(o)
     return opts

@@ -609,7 +609,7 @@ def _find_permutation(ctx: _Ctx, ordered: bool) -> tuple[int, ...] | None:
     def full_ok(perm: tuple[int, ...]) -> bool:
         return ctx.rows_relation([(g[i], p[perm[i]]) for i in range(ncol)], True)
 
-    return search_assignment(candidates, projection_ok, full_ok)
+    return search_assignment(candidates, projection_ok, full_ok, g[0].n if g else 0)
 
 
 def _quick_rej_implied(ctx: _Ctx, perm: Sequence[int]) -> bool:

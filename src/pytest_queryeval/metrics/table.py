@@ -389,28 +389,54 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
         permuted = zip(map(operator.itemgetter(*perm), p.counter), p.counter.values(), strict=True)
         return dict.__eq__(dict(permuted), g.counter) is True
 
-    return search_assignment(candidates, projection_ok, full_ok)
+    return search_assignment(candidates, projection_ok, full_ok, len(g.rows))
+
+
+#: Work :func:`search_assignment` may do, in deterministic units (100 per check, for its fixed
+#: cost, plus rows x columns, the cells a check may read),
+#: before it stops with SearchBudgetExhausted. Columns with equal value multisets whose
+#: projections all agree but one made the search factorial (12 columns: hours); an honest
+#: comparison needs a few checks. Deterministic, unlike a deadline: the outcome of a case does
+#: not depend on the machine's load.
+ASSIGNMENT_BUDGET = 20_000_000
 
 
 def search_assignment(
     candidates: list[list[int]],
     projection_ok: Callable[[dict[int, int]], bool],
     full_ok: Callable[[tuple[int, ...]], bool],
+    rows: int = 0,
 ) -> tuple[int, ...] | None:
     """The first gold -> predicted column bijection (gold ``i`` takes one of ``candidates[i]``)
     that ``full_ok`` accepts, or None. Gold columns with fewer candidates go first; a partial
     assignment with a choice to make is pruned when ``projection_ok`` rejects it. Shared by the
-    pure and the numpy paths, so both return the same permutation."""
+    pure and the numpy paths, so both return the same permutation. Each check costs
+    ``100 + rows * columns`` units of :data:`ASSIGNMENT_BUDGET`; past it,
+    :class:`SearchBudgetExhausted`."""
+    from ..errors import SearchBudgetExhausted
+
     ncol = len(candidates)
     order = sorted(range(ncol), key=lambda i: len(candidates[i]))
     chosen: dict[int, int] = {}
+    spent = 0
+    cost = 100 + rows * ncol
+
+    def spend() -> None:
+        nonlocal spent
+        spent += cost
+        if spent > ASSIGNMENT_BUDGET:
+            raise SearchBudgetExhausted(
+                f"the column assignment of {ncol} columns (execution accuracy) stopped after "
+                f"{ASSIGNMENT_BUDGET:,} units of work")
 
     def search(depth: int, used: set[int]) -> bool:
         if depth == ncol:
+            spend()
             return full_ok(tuple(chosen[i] for i in range(ncol)))
         i = order[depth]
         options = [j for j in candidates[i] if j not in used]
         for j in options:
+            spend()
             chosen[i] = j
             if len(options) > 1 and 0 < depth < ncol - 1 and not projection_ok(chosen):
                 del chosen[i]

@@ -101,12 +101,55 @@ def sqlglot_dialect(backend: str | None) -> str | None:
     return name
 
 
+#: Statements up to this many characters are parsed in the pytest process (milliseconds);
+#: longer ones in a sandbox worker (:mod:`pytest_queryeval.sandbox`) killed after
+#: :data:`GUARD_TIMEOUT` seconds: sqlglot's parse is superlinear on some shapes (a 200 KB
+#: ``SELECT 1+1+...`` took 8 s, 1 MB 36 s) and runs in one call that no timer can stop.
+GUARD_INLINE_CHARS = 4096
+#: Hard wall-clock deadline of the guard's parse of one long statement (seconds).
+GUARD_TIMEOUT = 10.0
+#: Address space the guard's worker may use beyond its start-up size.
+GUARD_MAX_MEMORY = 512 * 1024 * 1024
+#: Long statements the worker passed recently: the kind and then the source check the same
+#: text, and a second parse would cost the same again.
+_PASSED: dict[tuple[str | None, str], None] = {}
+_PASSED_SIZE = 8
+
+
 def check_read_only(sql: str, dialect: str | None = None) -> None:
     """Raise :class:`QueryRefused` unless ``sql`` is exactly one read-only query.
 
     A statement sqlglot cannot parse is checked on its tokens instead: it may still be a
     query in the engine's own dialect, and then the engine reports its own syntax error.
+    A statement longer than :data:`GUARD_INLINE_CHARS` is checked in a worker process under
+    a hard deadline (:data:`GUARD_TIMEOUT`); past it, it is refused unexecuted.
     """
+    if not isinstance(sql, str) or len(sql) <= GUARD_INLINE_CHARS:
+        _check_read_only(sql, dialect)
+        return
+    key = (dialect, sql)
+    if key in _PASSED:
+        return
+    from ..sandbox import SandboxCrashed, SandboxMemoryError, SandboxTimeout, shared_sandbox
+
+    box = shared_sandbox("sqlguard", max_memory=GUARD_MAX_MEMORY, preload=(__name__, "sqlglot"))
+    try:
+        box.call(_check_read_only, sql, dialect, timeout=GUARD_TIMEOUT, max_reply=1 << 20)
+    except SandboxTimeout:
+        raise QueryRefused(f"the guard could not parse this {len(sql):,}-character statement "
+                           f"within {GUARD_TIMEOUT:g} s; an unchecked statement is never "
+                           "executed") from None
+    except (SandboxMemoryError, SandboxCrashed):
+        raise QueryRefused(f"the guard's parse of this {len(sql):,}-character statement went "
+                           f"over its memory ceiling ({GUARD_MAX_MEMORY:,} bytes); an "
+                           "unchecked statement is never executed") from None
+    _PASSED[key] = None
+    while len(_PASSED) > _PASSED_SIZE:
+        del _PASSED[next(iter(_PASSED))]
+
+
+def _check_read_only(sql: str, dialect: str | None) -> None:
+    """:func:`check_read_only`'s parse and checks (in the pytest process or the worker)."""
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import ParseError, TokenError
