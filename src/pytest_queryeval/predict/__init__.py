@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PredictionError
-from .base import Prediction, Predictor
+from .base import DEFAULT_MAX_BYTES, Prediction, Predictor
 
 __all__ = ["Prediction", "Predictor", "make_predictor", "predictor_from_cli"]
 
@@ -37,7 +37,10 @@ def make_predictor(spec: dict[str, Any], base: Path, search: list[Path]) -> Pred
         command = spec.get("command")
         if not isinstance(command, str | list):
             raise PredictionError("command predictions need command: a string or a list")
-        return CommandPredictor(command, base, float(spec.get("timeout", 60)))
+        from .base import positive_number
+
+        return CommandPredictor(command, base, positive_number(spec, "timeout", 60.0),
+                                int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES)))
     raise PredictionError(f"unknown predictions source {source!r}")
 
 

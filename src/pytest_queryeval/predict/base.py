@@ -6,7 +6,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import PredictionError
 from ..model import Case
+
+#: Default ``max_bytes`` of the http and command sources: the most one answer (body, stdout)
+#: may hold, counted while it is read. A prediction is a query or a small JSON object.
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
+def positive_number(spec: dict[str, Any], key: str, default: float) -> float:
+    """``spec[key]`` as a positive number (PredictionError naming the key otherwise)."""
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise PredictionError(f"predictions {key} must be a positive number, not {value!r}")
+    return float(value)
 
 
 @dataclass

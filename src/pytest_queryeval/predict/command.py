@@ -1,42 +1,60 @@
-"""Predictions from an external command: the case as JSON on stdin, the prediction on stdout."""
+"""Predictions from an external command: the case as JSON on stdin, the prediction on stdout.
+
+``timeout`` is a hard wall-clock deadline on the whole run and ``max_bytes`` caps stdout,
+counted while it is read: past either, the command's whole process group is killed (a command
+printing 1 GiB took over 180 s and 4-6 GB of memory when its output was buffered whole).
+"""
 
 from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import PredictionError
 from ..model import Case
-from .base import Prediction, maybe_json
+from ._bounded import DeadlineExpired, TooBig, run_command
+from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json
 
 
 class CommandPredictor:
-    def __init__(self, command: str | list[str], cwd: Path, timeout: float = 60.0) -> None:
+    def __init__(self, command: str | list[str], cwd: Path, timeout: float = 60.0,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         self.cwd = cwd
         self.timeout = timeout
+        self.max_bytes = max_bytes
 
     def predict(self, case: Case) -> Prediction:
         start = time.perf_counter()
         try:
-            proc = subprocess.run(self.argv, input=json.dumps(case.json_input()), cwd=self.cwd,
-                                  capture_output=True, text=True, timeout=self.timeout, check=False)
+            code, raw, err = run_command(self.argv, json.dumps(case.json_input()).encode("utf-8"),
+                                         self.cwd, self.timeout, self.max_bytes)
         except FileNotFoundError:
             raise PredictionError(f"command not found: {self.argv[0]}") from None
-        except subprocess.TimeoutExpired:
-            raise PredictionError(f"command timed out after {self.timeout:g} s") from None
+        except PermissionError:
+            raise PredictionError(f"command not executable: {self.argv[0]}") from None
+        except DeadlineExpired:
+            raise PredictionError(f"command timed out after {self.timeout:g} s (killed)") \
+                from None
+        except TooBig:
+            raise PredictionError(f"command printed more than max_bytes ({self.max_bytes:,} "
+                                  "bytes) (killed)") from None
         seconds = time.perf_counter() - start
-        if proc.returncode != 0:
-            tail = proc.stderr.strip().splitlines()[-3:]
-            raise PredictionError(f"command exited {proc.returncode}: " + " | ".join(tail))
-        out = proc.stdout.strip()
+        if code != 0:
+            tail = _text(err).strip().splitlines()[-3:]
+            raise PredictionError(f"command exited {code}: " + " | ".join(tail))
+        out = _text(raw).strip()
         if not out:
             raise PredictionError("command printed no prediction")
         value: Any = maybe_json(out)
         if isinstance(value, dict) and "predicted" in value:
             value = value["predicted"]
         return Prediction(value, seconds)
+
+
+def _text(data: bytes) -> str:
+    """UTF-8 text with universal newlines (what ``text=True`` gave)."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")

@@ -2,12 +2,16 @@
 
 stdlib only (urllib): the plugin adds no HTTP client dependency. Retries cover connection
 errors, timeouts, 429 and 5xx with exponential backoff; other 4xx fail at once, since
-repeating a bad request cannot help. An error's message keeps the start of the response body
+repeating a bad request cannot help. ``timeout`` is a hard wall-clock deadline on each attempt
+(connect, request, headers and body: a server trickling a byte every 2 s hung the run under
+per-receive timeouts) and ``max_bytes`` caps the body, counted while it is read (a 3 GiB body
+was buffered whole). An error's message keeps the start of the response body
 (where services say what was wrong), with the request's credentials masked.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import threading
@@ -20,10 +24,11 @@ from typing import Any
 from ..errors import PredictionError
 from ..model import Case
 from ..secrets import Scrubber, url_passwords
-from .base import Prediction, get_path, maybe_json
+from ._bounded import DeadlineExpired, SocketDeadline, TooBig, open_url, read_capped
+from .base import DEFAULT_MAX_BYTES, Prediction, get_path, maybe_json, positive_number
 
 HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
-                       "retries", "backoff", "concurrency", "timing_fields"})
+                       "retries", "backoff", "concurrency", "timing_fields", "max_bytes"})
 #: Characters of an error response's body kept in the message (services explain 4xx there).
 ERROR_BODY_CHARS = 500
 #: Bytes read of an error body: enough to scrub a secret that starts before the cut.
@@ -65,7 +70,8 @@ class HttpPredictor:
         self.headers = {str(k): str(v) for k, v in (spec.get("headers") or {}).items()}
         self.body = spec.get("body")
         self.response_path = spec.get("response_path")
-        self.timeout = float(spec.get("timeout", 60))
+        self.timeout = positive_number(spec, "timeout", 60.0)
+        self.max_bytes = int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES))
         self.retries = int(spec.get("retries", 2))
         self.backoff = float(spec.get("backoff", 0.5))
         self.timing_fields: dict[str, str] = dict(spec.get("timing_fields") or {})
@@ -94,22 +100,38 @@ class HttpPredictor:
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
-            try:
-                with self._slots:
+            with self._slots:
+                guard = SocketDeadline(self.timeout)
+                try:
                     t0 = time.perf_counter()
-                    with urllib.request.urlopen(self._request(case), timeout=self.timeout) as resp:
-                        raw = resp.read()
+                    with open_url(self._request(case), guard) as resp:
+                        raw = read_capped(resp, self.max_bytes, guard)
                         seconds = time.perf_counter() - t0
                         ctype = resp.headers.get("Content-Type", "")
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code} {exc.reason}{self._error_body(exc)}"
-                if exc.code != 429 and exc.code < 500:
-                    break
-                continue
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
-                continue
+                except TooBig as exc:  # the same request would send the same body again
+                    raise PredictionError(
+                        f"{self.method} {_no_query(self.url)}: the response body holds more "
+                        f"than max_bytes ({self.max_bytes:,} bytes; {exc.size:,} read, the "
+                        "rest abandoned)") from None
+                except DeadlineExpired:
+                    last = f"timed out: no complete answer within {self.timeout:g} s"
+                    continue
+                except urllib.error.HTTPError as exc:
+                    last = f"HTTP {exc.code} {exc.reason}{self._error_body(exc)}"
+                    if exc.code != 429 and exc.code < 500:
+                        break
+                    continue
+                except (urllib.error.URLError, TimeoutError, ConnectionError, OSError,
+                        http.client.HTTPException) as exc:
+                    if guard.fired or time.monotonic() >= guard.deadline:
+                        last = f"timed out: no complete answer within {self.timeout:g} s"
+                        continue
+                    reason = getattr(exc, "reason", exc)
+                    last = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) \
+                        else reason
+                    continue
+                finally:
+                    guard.cancel()
             return self._parse(raw, ctype, seconds)
         tries = f" after {attempt + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(f"{self.method} {_no_query(self.url)} failed: {last}{tries}")

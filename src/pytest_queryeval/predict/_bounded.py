@@ -1,0 +1,214 @@
+"""Reading what a prediction source sends under a hard deadline and a byte cap.
+
+Why: per-receive socket timeouts do not bound a read (a server trickling one byte every 2 s
+never trips a 60 s timeout), and ``resp.read()`` / ``subprocess.run(capture_output=True)``
+buffer everything (a 3 GiB body or 1 GiB of command output took 4-6 GB of memory). Here the
+deadline covers the whole exchange (connect, request, headers, body; or the whole command run)
+and bytes are counted as they arrive: past the cap the read stops and nothing more is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: Bytes per read of a body or of command output.
+_CHUNK = 1 << 16
+#: The tail of a command's stderr kept for its error message.
+STDERR_TAIL = 8192
+
+
+class DeadlineExpired(Exception):
+    """The wall-clock deadline passed before the answer was complete."""
+
+
+class TooBig(Exception):
+    """More than ``max_bytes`` arrived (``size``: bytes counted when the read stopped)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+class SocketDeadline:
+    """Shuts the watched socket down when the deadline passes, so a read blocked in the kernel
+    returns at once instead of after as many socket timeouts as bytes trickle in."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self.deadline = time.monotonic() + seconds
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._socks.append(sock)
+            if self.fired:
+                _shutdown(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for sock in self._socks:
+                _shutdown(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(base: type[http.client.HTTPConnection], guard: SocketDeadline) -> Any:
+    class Watched(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            guard.watch(self.sock)
+
+    return Watched
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, guard: SocketDeadline) -> None:
+        super().__init__()
+        self._conn = _watched(http.client.HTTPConnection, guard)
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self._conn, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, guard: SocketDeadline) -> None:
+        super().__init__()
+        self._conn = _watched(http.client.HTTPSConnection, guard)
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self._conn, req)
+
+
+def open_url(request: urllib.request.Request, guard: SocketDeadline) -> Any:
+    """``urlopen`` whose connections are shut when ``guard`` fires (HTTPError as usual)."""
+    left = max(guard.deadline - time.monotonic(), 0.001)
+    opener = urllib.request.build_opener(_HTTPHandler(guard), _HTTPSHandler(guard))
+    return opener.open(request, timeout=left)
+
+
+def read_capped(response: Any, max_bytes: int, guard: SocketDeadline) -> bytes:
+    """The body, one receive at a time; :class:`TooBig` as soon as it passes ``max_bytes``,
+    :class:`DeadlineExpired` when the deadline passes (or closed the socket) mid-way."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        if guard.fired or time.monotonic() >= guard.deadline:
+            raise DeadlineExpired
+        try:
+            chunk = response.read1(_CHUNK)
+        except (OSError, http.client.HTTPException):
+            if guard.fired or time.monotonic() >= guard.deadline:
+                raise DeadlineExpired from None
+            raise
+        if not chunk:
+            if guard.fired:
+                raise DeadlineExpired
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > max_bytes:
+            raise TooBig(total)
+        chunks.append(chunk)
+
+
+def run_command(argv: Sequence[str], stdin: bytes, cwd: Path, timeout: float, max_bytes: int,
+                ) -> tuple[int, bytes, bytes]:
+    """Run ``argv`` in its own process group with ``stdin``; (exit code, stdout, stderr tail).
+
+    stdout is counted while it is read: past ``max_bytes`` (:class:`TooBig`) or ``timeout``
+    seconds (:class:`DeadlineExpired`) the whole process group is killed. Ctrl-C kills it too
+    (the group is not the terminal's, so the terminal's SIGINT does not reach it) and
+    propagates. Only the last :data:`STDERR_TAIL` bytes of stderr are kept.
+    """
+    deadline = time.monotonic() + timeout
+    proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out: list[bytes] = []
+    total = 0
+    err = b""
+    pending = memoryview(stdin)
+    try:
+        with selectors.DefaultSelector() as sel:
+            os.set_blocking(proc.stdin.fileno(), False)
+            if pending:
+                sel.register(proc.stdin, selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            while sel.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DeadlineExpired
+                for key, _ in sel.select(min(left, 1.0)):
+                    f = key.fileobj
+                    if f is proc.stdin:
+                        try:
+                            pending = pending[os.write(proc.stdin.fileno(), pending[:_CHUNK]):]
+                        except (BrokenPipeError, BlockingIOError) as exc:
+                            if isinstance(exc, BlockingIOError):
+                                continue
+                            pending = pending[:0]
+                        if not pending:
+                            sel.unregister(proc.stdin)
+                            with contextlib.suppress(OSError):
+                                proc.stdin.close()
+                        continue
+                    data = os.read(key.fd, _CHUNK)
+                    if not data:
+                        sel.unregister(f)
+                    elif f is proc.stdout:
+                        total += len(data)
+                        if total > max_bytes:
+                            raise TooBig(total)
+                        out.append(data)
+                    else:
+                        err = (err + data)[-STDERR_TAIL:]
+        left = deadline - time.monotonic()
+        try:
+            code = proc.wait(max(left, 0.001))
+        except subprocess.TimeoutExpired:
+            raise DeadlineExpired from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                f.close()
+    return code, b"".join(out), err
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the command's whole process group (a shell's children too) and reap it."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(5)
