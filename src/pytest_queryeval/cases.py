@@ -26,9 +26,10 @@ CASE_KEYS = frozenset({
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
     "conversation", "timeout", "max_rows",
 })
-#: Keys a file-level header may set as defaults for its cases.
+#: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
+#: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
-                       "xfail", "skip", "timeout", "max_rows"})
+                       "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question"})
 #: Marker names pytest reserves: a tag may not shadow them.
 RESERVED_MARKS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
                             "filterwarnings", "xdist_group", "tryfirst", "trylast"})
@@ -297,6 +298,11 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
     if kind is not None and not errors.items:
         try:
             for key_path, message in kind.validate(case):
+                root = re.split(r"[.\[]", key_path, maxsplit=1)[0]
+                if root not in entry and root in header:  # set at file level: point there
+                    errors.items.append(f"{display}:{_line_for(header, key_path)}: "
+                                        f"{key_path}: {message}")
+                    continue
                 errors.items.append(f"{display}:{_line_for(entry, key_path)}: "
                                     f"{kp(key_path)}: {message}")
         except Exception as exc:  # a kind's validator must never break collection

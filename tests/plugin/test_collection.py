@@ -76,3 +76,60 @@ def test_nearest_config_applies_and_child_overrides_parent(suite):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_top.yaml::top FAILED*"])
     result.stdout.fnmatch_lines(["*sub/test_sub.yaml::sub PASSED*"])
+
+
+def _shop(suite):
+    import sqlite3
+
+    conn = sqlite3.connect(suite.path / "shop.sqlite")
+    conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, store_id INTEGER)")
+    conn.executemany("INSERT INTO sales (store_id) VALUES (?)", [(1,), (2,), (2,)])
+    conn.commit()
+    conn.close()
+    suite.makefile(".yaml", queryeval=dump({
+        "datasources": {"shop": {"type": "sqlite", "path": "shop.sqlite"}}}))
+
+
+def test_gold_and_question_at_file_level(suite):
+    """Issue 19: many predictions for one question state the gold once, like datasource."""
+    _shop(suite)
+    suite.makefile(".yaml", test_variants="""\
+kind: sql
+datasource: shop
+question: How many stores sold something?
+gold: SELECT count(DISTINCT store_id) FROM sales
+thresholds: {execution_accuracy: 1.0}
+cases:
+  - id: group-by
+    predicted: SELECT count(*) FROM (SELECT store_id FROM sales GROUP BY store_id)
+  - id: no-distinct
+    predicted: SELECT count(store_id) FROM sales
+  - id: own-gold
+    question: How many sales?
+    gold: SELECT count(*) FROM sales
+    predicted: SELECT count(id) FROM sales
+""")
+    result = suite.runpytest("--queryeval-json=r.json")
+    result.assert_outcomes(passed=2, failed=1)
+    cases = {c["id"]: c for c in json.loads((suite.path / "r.json").read_text())["cases"]}
+    assert {k: c["outcome"] for k, c in cases.items()} == {
+        "group-by": "passed", "no-distinct": "failed", "own-gold": "passed"}
+    assert cases["group-by"]["gold"] == "SELECT count(DISTINCT store_id) FROM sales"
+    assert cases["group-by"]["question"] == "How many stores sold something?"
+    assert cases["own-gold"]["gold"] == "SELECT count(*) FROM sales"
+    assert cases["own-gold"]["question"] == "How many sales?"
+
+
+def test_a_bad_file_level_gold_is_located_at_the_file_header(suite):
+    _shop(suite)
+    suite.makefile(".yaml", test_bad_gold="""\
+kind: sql
+datasource: shop
+gold: 42
+cases:
+  - id: a
+    predicted: SELECT 1
+""")
+    result = suite.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*error: test_bad_gold.yaml:3: gold: must be an SQL string*"])
