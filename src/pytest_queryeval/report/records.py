@@ -12,6 +12,7 @@ from ..config import PATH_KEYS
 from ..engine import CaseOutcome
 from ..model import MISSING, Case
 from ..secrets import Scrubber
+from .caps import cap_record
 
 #: Case options that change scores: runs that differ in them are not comparable.
 SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
@@ -74,7 +75,8 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     }
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)
-    rec = _clean(rec, str(_resolved(rootdir)) + "/", scrubber, _outside(case, rootdir))
+    rec = cap_record(_clean(rec, str(_resolved(rootdir)) + "/", scrubber,
+                            _outside(case, rootdir)))
     # internal (gate scopes); dropped from reports
     rec["path"] = scrubber.text(str(_resolved(case.file)))
     return rec

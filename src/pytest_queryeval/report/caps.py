@@ -1,0 +1,91 @@
+"""Size caps on every report field that can hold user data, each cut saying what it cut.
+
+Why: a 64 MB result (under ``max_bytes``) was copied whole into the diff, and from there into
+every report: a 225 MB JSON report, 189 MB HTML, 186 MB junit and 184 MB of terminal output.
+The record of a case (:mod:`.records`) is capped once, after secrets are scrubbed (a cut must
+never leave the start of a secret behind), so all six reports read the same capped text. A cut
+text ends with ``… [cut: 63.9 MB of 64.0 MB]`` (UTF-8 sizes, decimal units).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: Characters kept of ``predicted``, ``gold``, ``question``, ``error`` and ``reason``.
+MAX_TEXT_CHARS = 10_000
+#: Characters kept of one diff line, and diff lines kept per case.
+MAX_DIFF_LINE_CHARS = 2_000
+MAX_DIFF_LINES = 100
+#: Characters kept of any text inside ``details``, and items kept of any list there.
+MAX_DETAIL_CHARS = 2_000
+MAX_DETAIL_ITEMS = 1_000
+
+
+def size_text(n: int) -> str:
+    """``812 bytes``, ``12.3 kB``, ``63.9 MB``, ``3.2 GB`` (decimal units)."""
+    if n < 1000:
+        return f"{n} bytes"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if n < scale * 1000 or unit == "GB":
+            return f"{n / scale:.1f} {unit}"
+    raise AssertionError  # pragma: no cover
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and what was cut."""
+    if len(text) <= limit:
+        return text
+    kept = text[:limit]
+    total = _utf8(text)
+    return f"{kept}… [cut: {size_text(total - _utf8(kept))} of {size_text(total)}]"
+
+
+def cap_value(value: Any, limit: int = MAX_TEXT_CHARS) -> Any:
+    """A text cut to ``limit``; a structure whose JSON text is longer becomes that text, cut
+    (its shape cannot be kept without guessing what matters)."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return cut_text(value, limit)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= limit else cut_text(text, limit)
+
+
+def cap_lines(lines: list[Any]) -> list[Any]:
+    """Diff lines: each cut to MAX_DIFF_LINE_CHARS, at most MAX_DIFF_LINES of them."""
+    out = [cut_text(x, MAX_DIFF_LINE_CHARS) if isinstance(x, str) else x
+           for x in lines[:MAX_DIFF_LINES]]
+    if len(lines) > MAX_DIFF_LINES:
+        out.append(f"… [cut: {len(lines) - MAX_DIFF_LINES:,} of {len(lines):,} lines]")
+    return out
+
+
+def cap_details(value: Any) -> Any:
+    """Every text in ``details`` cut to MAX_DETAIL_CHARS, every list to MAX_DETAIL_ITEMS."""
+    if isinstance(value, str):
+        return cut_text(value, MAX_DETAIL_CHARS)
+    if isinstance(value, dict):
+        return {cut_text(str(k), MAX_DETAIL_CHARS): cap_details(v) for k, v in value.items()}
+    if isinstance(value, list):
+        out = [cap_details(v) for v in value[:MAX_DETAIL_ITEMS]]
+        if len(value) > MAX_DETAIL_ITEMS:
+            out.append(f"… [cut: {len(value) - MAX_DETAIL_ITEMS:,} of {len(value):,} items]")
+        return out
+    return value
+
+
+def cap_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """The record with each user-data field capped (in place; returned for chaining)."""
+    for key in ("predicted", "gold", "question", "error", "reason"):
+        if rec.get(key) is not None:
+            rec[key] = cap_value(rec[key])
+    if rec.get("diff"):
+        rec["diff"] = cap_lines(rec["diff"])
+    if rec.get("details"):
+        rec["details"] = cap_details(rec["details"])
+    return rec
