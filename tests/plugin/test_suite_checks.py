@@ -201,6 +201,21 @@ def test_a_nan_threshold_never_lets_a_wrong_prediction_pass(suite):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "macro_precision=nan': threshold min for macro_precision must be a finite number" in (
         result.stderr.str())
+    suite.makeini("[pytest]\nqueryeval_files = test_*.yaml\n"
+                  "queryeval_thresholds =\n    macro_recall=max:inf\n")
+    result = suite.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "macro_recall=max:inf': threshold max for macro_recall must be a finite number" in (
+        result.stderr.str())
+    suite.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    suite.makefile(".yaml", test_nan=NAN_CASES.replace(
+        "kind: sdmx\n", "kind: sdmx\nthresholds: {macro_precision: {min: .nan}}\n").replace(
+        "    thresholds: {macro_precision: .nan}\n", "") % {
+        "gold": json.dumps(selection(GDP)), "wrong": json.dumps(selection(MEX))})
+    result = suite.runpytest("-rf")
+    result.assert_outcomes(failed=2)  # a file-level NaN fails each of its cases, located
+    result.stdout.fnmatch_lines(["error: test_nan.yaml:2: thresholds.macro_precision: threshold "
+                                 "min for macro_precision must be a finite number, not nan"] * 2)
 
 
 # ------------------------------------------------------------------------------------------
