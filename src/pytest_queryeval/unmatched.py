@@ -47,7 +47,8 @@ def from_worker(config: pytest.Config, workeroutput: dict[str, Any]) -> None:
 
 
 def warn(config: pytest.Config) -> tuple[list[str], list[str]]:
-    """Issue the warnings; returns (summary lines, errors) — errors when ``-W error``."""
+    """Issue the warnings; returns (summary lines, errors) — errors (prefixed, as the summary
+    prints them) when ``-W error``."""
     lines: list[str] = []
     errors: list[str] = []
     for display, (total, ids) in sorted(config.stash.get(_FOUND, {}).items()):
@@ -55,7 +56,7 @@ def warn(config: pytest.Config) -> tuple[list[str], list[str]]:
         try:
             warnings.warn(QueryEvalWarning(message), stacklevel=1)
         except Warning:  # -W error: the user asked for warnings to fail the run
-            errors.append(message)
+            errors.append(f"error: {message}")
             continue
         lines.append(f"warning: {message}")
     return lines, errors
