@@ -19,7 +19,7 @@ from . import kinds as kind_registry
 from .errors import PredictionError, QueryEvalError, SourceUnavailable
 from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
-from .secrets import Scrubber
+from .secrets import Scrubber, quiet_library_logs
 from .sources.base import DataSource
 from .thresholds import evaluate as check_thresholds
 
@@ -79,6 +79,7 @@ class Session:
         self._shared: dict[str, Any] = {}
         self._predictors: dict[str, Predictor] = {}
         self.scrubber = Scrubber()
+        quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
     @property

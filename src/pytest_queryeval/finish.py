@@ -63,7 +63,10 @@ def _model(state: State, records: list[dict[str, Any]]) -> tuple[str | None, str
     if not predictions:
         predictions = ", ".join(sorted({d for c in configs
                                         if (d := describe_predictions(c.predictions))})) or None
-    scrub = state.session.scrubber.text
+    from .secrets import Scrubber
+
+    # the suites' own secrets too: under xdist the controller's scrubber has seen no case
+    scrub = Scrubber(state.session.scrubber.secrets.union(*(c.secrets for c in configs))).text
     return (scrub(label) if label else None), (scrub(predictions) if predictions else None)
 
 

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
 MASK = "***"
-_URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]+)@")
+#: ``scheme://user:password@`` in free text: the password may hold ``/`` (SQLAlchemy accepts
+#: it), not blanks (the text goes on); a configured URL's password is also a literal secret.
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@\s]+)@")
+#: A whole configured URL, read as SQLAlchemy reads it: the password runs to the first ``@``
+#: (``/`` and blanks included).
+_CONFIG_URL = re.compile(r"^\s*[a-zA-Z][\w+.-]*://[^:/@]*:(?P<pw>[^@]*)@")
+#: Libraries whose log records quote statement text (sqlglot logs a statement it cannot parse
+#: in full, with whatever secret a model echoed into it); pytest captures logs into the
+#: terminal and junit reports, where the scrubber never sees them.
+QUIET_LOGGERS = ("sqlglot",)
 
 
 def mask_url(text: str) -> str:
@@ -16,7 +27,21 @@ def mask_url(text: str) -> str:
 
 
 def url_passwords(text: str) -> set[str]:
-    return {m["pw"] for m in _URL_PASSWORD.finditer(text)}
+    """The passwords of the URLs in ``text`` (a configured value), as written and decoded."""
+    found = {m["pw"] for m in _URL_PASSWORD.finditer(text)}
+    whole = _CONFIG_URL.match(text)
+    if whole and whole["pw"]:
+        found.add(whole["pw"])
+    found |= {urllib.parse.unquote(pw) for pw in found}
+    return found
+
+
+def quiet_library_logs() -> None:
+    """Keep the log records of :data:`QUIET_LOGGERS` below ERROR out of every output."""
+    for name in QUIET_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level < logging.ERROR:
+            logger.setLevel(logging.ERROR)
 
 
 class Scrubber:

@@ -49,6 +49,10 @@ def describe_predictions(spec: Mapping[str, Any] | None) -> str | None:
     for key in ("path", "function", "callable", "url", "command", "model"):
         value = spec.get(key)
         if isinstance(value, str):
+            if key == "url":  # its query string may carry tokens: never shown
+                from .secrets import mask_url
+
+                value = mask_url(value.split("?", 1)[0])
             return f"{source}:{value}"
         if isinstance(value, list):
             return f"{source}:{' '.join(map(str, value))}"
