@@ -44,8 +44,8 @@ def test_the_standin_really_runs_updates(query_update_endpoint: QueryUpdateEndpo
     assert ep.triple_count() == 0
 
 
-@pytest.mark.parametrize(("label", "query"), DISGUISED[1:] + UPDATES,
-                         ids=[u[0] for u in DISGUISED[1:] + UPDATES])
+@pytest.mark.parametrize(("label", "query"), DISGUISED + UPDATES,
+                         ids=[u[0] for u in DISGUISED + UPDATES])
 @pytest.mark.parametrize("method", ["POST", "GET"])
 def test_updates_never_reach_a_query_and_update_url(
         query_update_endpoint: QueryUpdateEndpoint, label: str, query: str,
@@ -103,7 +103,9 @@ def test_a_huge_body_is_never_buffered_whole(query_update_endpoint: QueryUpdateE
     assert table.truncated and table.rows == [] and table.meta["max_bytes"] == 1000
 
 
-def test_error_body_is_kept_short(query_update_endpoint: QueryUpdateEndpoint) -> None:
-    with pytest.raises(QueryEvalError, match=r"^HTTP 400: parse error") as info:
-        _source(query_update_endpoint.url).execute("SELECT ?x WHERE { ?x ?p }")
+def test_the_endpoints_own_error_is_kept_short(query_update_endpoint: QueryUpdateEndpoint,
+                                               ) -> None:
+    # parses (the guard's grammar), but Oxigraph rejects the ungrouped ?x: HTTP 400
+    with pytest.raises(QueryEvalError, match=r"^HTTP 400: parse error: error at 1:41") as info:
+        _source(query_update_endpoint.url).execute("SELECT ?x WHERE { ?x ?p ?o } GROUP BY ?y")
     assert len(str(info.value)) < 600

@@ -56,10 +56,15 @@ def test_graph_forms_are_refused_with_their_reason(query: str) -> None:
         check_query(query)
 
 
-@pytest.mark.parametrize("query", ["", "   ", "# only a comment", "hello world",
-                                   "PREFIX ex: <http://e/>"])
-def test_non_queries_are_refused(query: str) -> None:
-    with pytest.raises(QueryRefused):
+@pytest.mark.parametrize("query", ["", "   "])
+def test_empty_requests_are_refused(query: str) -> None:
+    with pytest.raises(QueryRefused, match="empty query"):
+        check_query(query)
+
+
+@pytest.mark.parametrize("query", ["# only a comment", "SELECT ?x WHERE { ?x ?p }"])
+def test_non_queries_are_syntax_errors_never_run(query: str) -> None:
+    with pytest.raises(QuerySyntaxError, match=r"^syntax error at (line 1, column \d+|the end)"):
         check_query(query)
 
 
@@ -114,3 +119,84 @@ def test_select_star_and_service_are_detected() -> None:
     check_query(q)  # allowed for an endpoint...
     with pytest.raises(QueryRefused, match="SERVICE"):
         check_query(q, allow_service=False)  # ...never from a local graph
+
+
+# --------------------------------------------------------------------------- real grammar
+
+#: Requests a hand-written scanner misread (issue 16): each is an update to a real parser.
+DISGUISED_UPDATES = [
+    ("PREFIX ex:# \\u0053ELECT '''\n<http://x/>\nDROP ALL\n# '''", "DROP"),
+    ("\\u0049NSERT DATA { <http://x/a> <http://x/p> 1 }", "INSERT DATA"),
+    ("SELECT * {} ; \\u0044ROP ALL", "DROP"),
+    ("PREFIX ex: <http://x/>\n# '''\nCLEAR DEFAULT # '''", "CLEAR"),
+]
+
+
+@pytest.mark.parametrize(("query", "ops"), DISGUISED_UPDATES)
+def test_disguised_updates_are_refused_naming_the_operation(query: str, ops: str) -> None:
+    with pytest.raises(QueryRefused) as info:
+        check_query(query)
+    assert info.value.reason() == f"refused: SPARQL Update is not allowed (read-only source): {ops}"
+
+
+SVC = "http://127.0.0.1:9/svc"
+#: SERVICE where a scanner did not see it, each with the target the parser resolves.
+HIDDEN_SERVICES = [
+    (f"SELECT * WHERE {{ ?s ?p true.SERVICE <{SVC}> {{ ?a ?b ?c }} }}", SVC),
+    (f"PREFIX ex: <http://x/> SELECT * WHERE {{ ?s ex:a\\' ?o . SERVICE <{SVC}> {{ ?a ?b ?c }} "
+     "} #'", SVC),
+    ("PREFIX s: <http://127.0.0.1:9/> SELECT * { SERVICE s:svc { ?a ?b ?c } }", SVC),
+    ("BASE <http://127.0.0.1:9/> SELECT * { SERVICE <svc> { ?a ?b ?c } }", SVC),
+    (f"SELECT * {{ ?s ?p ?o FILTER EXISTS {{ SERVICE SILENT <{SVC}> {{ ?a ?b ?c }} }} }}", SVC),
+    (f"SELECT * {{ {{ SELECT ?a {{ SERVICE <{SVC}> {{ ?a ?b ?c }} }} }} }}", SVC),
+    (f"SELECT * {{ \\u0053ERVICE <{SVC}> {{ ?a ?b ?c }} }}", SVC),
+    ("SELECT * { ?s ?p ?o OPTIONAL { SERVICE ?where { ?a ?b ?c } } }", "?where"),
+]
+
+
+@pytest.mark.parametrize(("query", "target"), HIDDEN_SERVICES)
+def test_service_is_found_by_the_parser(query: str, target: str) -> None:
+    c = check_query(query)  # an endpoint may federate: its own policy
+    assert c.services == (target,)
+    shown = target if target.startswith("?") else f"<{target}>"
+    with pytest.raises(QueryRefused) as info:
+        check_query(query, allow_service=False)
+    assert info.value.reason() == (
+        f"refused: SERVICE {shown} (federated query) is not allowed against a local graph: an "
+        "in-process engine never calls out (datasource option allow_service: true allows it)")
+
+
+def test_from_clauses_are_resolved_and_checked_against_the_files_graphs() -> None:
+    q = ("BASE <http://g.example/> PREFIX g: <http://g.example/> SELECT * FROM g:one "
+         "FROM NAMED <two> FROM <file:///etc/passwd> WHERE { ?s ?p ?o }")
+    c = classify(q)
+    assert c.from_graphs == ("http://g.example/one", "file:///etc/passwd")
+    assert c.from_named == ("http://g.example/two",)
+    with pytest.raises(QueryRefused, match=r"^FROM <file:///etc/passwd> names no graph of "
+                                           r"the local file"):
+        check_query(q, allow_service=False, graphs={"http://g.example/one",
+                                                    "http://g.example/two"})
+    with pytest.raises(QueryRefused, match=r"^FROM NAMED <http://g.example/two> names no graph"):
+        check_query(q, allow_service=False, graphs={"http://g.example/one", "file:///etc/passwd"})
+    check_query(q, allow_service=True, graphs=set())  # allowed: runs without loading anything
+    check_query(q)  # an endpoint: its own policy
+
+
+def test_the_parse_is_bounded_by_a_deadline_and_the_worker_recovers() -> None:
+    slow = "SELECT * WHERE { FILTER(" + "+".join(["1"] * 20_000) + ") }"  # ~15 s to parse
+    with pytest.raises(QueryRefused, match=r"^not parsed within 1 s by the guard's SPARQL "
+                                           r"parser \(the query was not run\)$"):
+        check_query(slow, timeout=1)
+    assert check_query("ASK { ?s ?p ?o }", timeout=30).form == "ASK"  # a fresh worker
+
+
+def test_size_cap_and_deep_nesting() -> None:
+    from pytest_queryeval.sources.sparqlguard import MAX_QUERY_CHARS
+
+    big = "SELECT * WHERE { ?s ?p ?o } #" + "x" * MAX_QUERY_CHARS
+    with pytest.raises(QueryRefused, match=r"characters long, over the guard's limit of "
+                                           r"100,000$"):
+        check_query(big)
+    deep = "SELECT * WHERE { FILTER(" + "(" * 5000 + "1" + ")" * 5000 + ") }"
+    with pytest.raises(QuerySyntaxError, match="nested too deeply for the guard's parser"):
+        check_query(deep)

@@ -3,9 +3,10 @@
 Flow of one case (see docs/sparql-sources.md):
 
 1. One Markdown code fence around the prediction is stripped (:mod:`..fences`). The
-   predicted request goes through :func:`~pytest_queryeval.sources.sparqlguard.check_query`:
-   SPARQL Update, CONSTRUCT/DESCRIBE or anything that is not a query scores 0 with
-   ``refused: ...`` and never reaches the source.
+   predicted request goes through :func:`~pytest_queryeval.sources.sparqlguard.check_query`
+   (parsed with a SPARQL 1.1 grammar): SPARQL Update or CONSTRUCT/DESCRIBE scores 0 with
+   ``refused: ...``, a text that does not parse with ``cannot parse: syntax error ...``;
+   neither reaches the source.
 2. Each gold alternative is executed (trusted, cached across sessions by source fingerprint and
    query text; results holding blank nodes are never cached, their labels change per load) or
    taken from ``gold_result``. A gold that is refused, fails, times out or is truncated is an
@@ -153,7 +154,8 @@ class SparqlKind:
         if pred_query is not None:
             try:
                 check_query_size(pred_query, opts.max_query_bytes)
-                check_query(pred_query)
+                check_query(pred_query, timeout=opts.limits.get("timeout",
+                                                                getattr(src, "timeout", None)))
             except QueryRefused as e:
                 return _failure(e.reason(), gold_seconds, None, golds)
         if pred_table is None:

@@ -188,6 +188,8 @@ class _OxStore:
     store: Any
     triples: int
     load_seconds: float
+    #: IRIs of the file's named graphs (the only ones a FROM may name, see the guard).
+    graphs: frozenset[str] = frozenset()
 
     def run(self, query: str, timeout: float, max_rows: int, base_iri: str | None,
             max_bytes: int) -> ResultTable:
@@ -206,7 +208,12 @@ class _OxStore:
 
         worker = threading.Thread(target=work, name="queryeval-pyoxigraph", daemon=True)
         worker.start()
-        if not done.wait(timeout):
+        try:
+            finished = done.wait(timeout)
+        except BaseException:  # Ctrl-C: abandon the query (it stops at its next solution)
+            cancel.set()
+            raise
+        if not finished:
             cancel.set()
             raise QueryTimeout(f"no result within {timeout:g} s (pyoxigraph; query abandoned)")
         if "error" in outcome:
@@ -231,7 +238,45 @@ def _load_pyoxigraph(path: Path, fmt: str, lenient: bool, base_iri: str | None) 
         raise SourceUnavailable(f"cannot parse {path}: {exc}{hint}") from exc
     except OSError as exc:
         raise SourceUnavailable(f"cannot read {path}: {exc}") from exc
-    return _OxStore(store, len(store), time.perf_counter() - t0)
+    return _OxStore(store, len(store), time.perf_counter() - t0, _ox_graphs(store))
+
+
+def _ox_graphs(store: Any) -> frozenset[str]:
+    import pyoxigraph as ox
+
+    return frozenset(g.value for g in store.named_graphs() if isinstance(g, ox.NamedNode))
+
+
+def _rdflib_graphs(graph: Any) -> frozenset[str]:
+    from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+    from rdflib.term import URIRef
+
+    contexts = graph.contexts() if hasattr(graph, "contexts") else []
+    return frozenset(str(c.identifier) for c in contexts
+                     if isinstance(c.identifier, URIRef)
+                     and c.identifier != DATASET_DEFAULT_GRAPH_ID)
+
+
+def _cut_network() -> str:
+    """Take this worker off the network, for good: a new, empty network namespace (Linux,
+    where user namespaces are allowed), else an audit hook that refuses socket and urllib use
+    (Python code: rdflib; pyoxigraph's own HTTP client is out of its reach). The guard refuses
+    SERVICE first; this is the layer under it. Returns which layer holds."""
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        for flags in (0x10000000 | 0x40000000, 0x40000000):  # NEWUSER|NEWNET, NEWNET
+            if libc.unshare(flags) == 0:
+                return "namespace"
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event in ("socket.connect", "socket.getaddrinfo", "socket.sendto",
+                     "urllib.Request"):
+            raise PermissionError(f"network access is off in this worker ({event})")
+
+    sys.addaudithook(hook)
+    return "audit-hook"
 
 
 # --------------------------------------------------------------------------- worker process
@@ -276,6 +321,14 @@ def _limit_memory(extra: int) -> None:
         pass
 
 
+def _orphan_watch(parent: int) -> None:
+    """End the worker when its parent is gone, even in the middle of a query."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
 def _recv(stream: Any) -> Any:
     head = stream.read(4)
     if len(head) < 4:
@@ -317,20 +370,26 @@ def _worker_main() -> None:
     """
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the real stdout
-    engine, path, fmt, lenient, base_iri, max_memory = _recv(inp)
+    engine, path, fmt, lenient, base_iri, max_memory, allow_service = _recv(inp)
     try:
         t0 = time.perf_counter()
         if engine == "rdflib":
             import rdflib
+            import rdflib.plugins.sparql
 
+            # FROM <iri> must never fetch a URL or read a file into the dataset.
+            rdflib.plugins.sparql.SPARQL_LOAD_GRAPHS = False
             graph: Any = rdflib.Dataset(default_union=True) if fmt[2] else rdflib.Graph()
             graph.parse(path, format=fmt[1], publicID=base_iri)
-            triples = len(graph)
+            triples, graphs = len(graph), _rdflib_graphs(graph)
         else:
-            graph = _load_pyoxigraph(Path(path), fmt[0], lenient, base_iri).store
-            triples = len(graph)
+            loaded = _load_pyoxigraph(Path(path), fmt[0], lenient, base_iri)
+            graph, triples, graphs = loaded.store, loaded.triples, loaded.graphs
+        network = "on (allow_service)" if allow_service else _cut_network()
+        parent = os.getppid()
+        threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
         _limit_memory(max_memory)
-        _send(out, ("ready", triples, time.perf_counter() - t0))
+        _send(out, ("ready", triples, time.perf_counter() - t0, graphs, network))
     except Exception as exc:
         msg = exc.reason() if isinstance(exc, QueryEvalError) else f"{type(exc).__name__}: {exc}"
         _send(out, ("error", "load", msg))
@@ -373,9 +432,13 @@ class _Worker:
 
     def __init__(self, engine: str, path: Path, fmt: tuple[str, str, bool], lenient: bool,
                  base_iri: str | None, load_timeout: float,
-                 max_memory: int = DEFAULT_MAX_MEMORY) -> None:
+                 max_memory: int = DEFAULT_MAX_MEMORY, allow_service: bool = False) -> None:
         self.engine, self.path, self.fmt, self.lenient = engine, path, fmt, lenient
         self.base_iri = base_iri
+        self.allow_service = allow_service
+        self.graphs: frozenset[str] = frozenset()
+        #: How the worker is kept off the network ("namespace", "audit-hook", or on).
+        self.network = ""
         self.load_timeout = load_timeout
         self.max_memory = max_memory
         self.proc: subprocess.Popen[bytes] | None = None
@@ -399,8 +462,12 @@ class _Worker:
         env = dict(os.environ)
         env["QUERYEVAL_WORKER_PATH"] = json.dumps(
             [str(Path(__file__).resolve().parents[2]), *sys.path])
+        # Its own session: a terminal's Ctrl-C reaches pytest only, which kills the worker
+        # (a worker dying of SIGINT on its own would read as a failed query, and the run
+        # would go on).
         proc = subprocess.Popen([sys.executable, "-c", _WORKER_CODE], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
         self.proc = proc
         self.replies = queue.Queue()
         self.starts += 1
@@ -408,7 +475,7 @@ class _Worker:
                          name=f"queryeval-{self.engine}-reader").start()
         assert proc.stdin is not None
         _send(proc.stdin, (self.engine, str(self.path), self.fmt, self.lenient, self.base_iri,
-                           self.max_memory))
+                           self.max_memory, self.allow_service))
         try:
             msg = self.replies.get(timeout=self.load_timeout)
         except queue.Empty:
@@ -422,6 +489,7 @@ class _Worker:
             self._kill()
             raise SourceUnavailable(f"cannot load {self.path} with {self.engine}: {msg[2]}")
         self.triples, self.load_seconds = int(msg[1]), float(msg[2])
+        self.graphs, self.network = frozenset(msg[3]), str(msg[4])
 
     def _kill(self) -> None:
         proc, self.proc = self.proc, None
@@ -462,6 +530,9 @@ class _Worker:
                 self._kill()
                 raise QueryTimeout(f"no result within {timeout:g} s ({self.engine} worker "
                                    "killed)") from None
+            except BaseException:  # Ctrl-C: stop the query with the session
+                self._kill()
+                raise
             if isinstance(msg, EOFError):
                 self._kill()
                 raise QueryFailed(f"{self.engine} worker died while evaluating the query "
@@ -513,12 +584,12 @@ def file_sha256(path: Path) -> str:
 
 def loaded_store(path: Path, engine: str, fmt: tuple[str, str, bool], lenient: bool,
                  base_iri: str | None, load_timeout: float, isolation: str = "thread",
-                 max_memory: int = DEFAULT_MAX_MEMORY) -> Any:
+                 max_memory: int = DEFAULT_MAX_MEMORY, allow_service: bool = False) -> Any:
     """The shared loaded store for this file version, engine and isolation (loaded once)."""
     if engine == "rdflib":
         isolation = "process"
     key = (*_file_key(path), engine, isolation, fmt, lenient, base_iri,
-           max_memory if isolation == "process" else None)
+           (max_memory, allow_service) if isolation == "process" else None)
     with _REGISTRY_LOCK:
         if key in _REGISTRY:
             return _REGISTRY[key]
@@ -526,7 +597,8 @@ def loaded_store(path: Path, engine: str, fmt: tuple[str, str, bool], lenient: b
         if isolation == "thread":
             store = _load_pyoxigraph(path, fmt[0], lenient, base_iri)
         else:
-            store = _Worker(engine, path, fmt, lenient, base_iri, load_timeout, max_memory)
+            store = _Worker(engine, path, fmt, lenient, base_iri, load_timeout, max_memory,
+                            allow_service)
             store.ensure_started()
         # An older version of the same file is dropped (its worker stopped), not kept forever.
         for old in [k for k in _REGISTRY if k[0] == key[0] and k[3:] == key[3:]]:
@@ -551,7 +623,7 @@ atexit.register(clear_registry)
 
 #: Spec keys accepted besides ``type``.
 RDF_KEYS = frozenset({"path", "engine", "format", "lenient", "base_iri", "timeout", "max_rows",
-                      "max_bytes", "max_memory", "load_timeout", "isolation"})
+                      "max_bytes", "max_memory", "load_timeout", "isolation", "allow_service"})
 
 
 class RdfSource:
@@ -589,6 +661,12 @@ class RdfSource:
         if self.isolation not in ("thread", "process"):
             raise ConfigError("isolation must be 'thread' or 'process'",
                               key=f"datasources.{name}.isolation")
+        allow = spec.get("allow_service", False)
+        if not isinstance(allow, bool):
+            raise ConfigError(f"must be true or false, not {allow!r}",
+                              key=f"datasources.{name}.allow_service")
+        #: SERVICE (federation) and FROM IRIs outside the file are refused unless this is set.
+        self.allow_service = allow
         if self.engine == "rdflib" and self.isolation != "process":
             raise ConfigError("rdflib always runs in a worker process (it cannot be "
                               "interrupted in a thread): isolation: process",
@@ -596,7 +674,8 @@ class RdfSource:
 
     def _store(self) -> Any:
         return loaded_store(self.path, self.engine, self.format, self.lenient, self.base_iri,
-                            self.load_timeout, self.isolation, self.max_memory)
+                            self.load_timeout, self.isolation, self.max_memory,
+                            self.allow_service)
 
     def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
                 trusted: bool = False) -> ResultTable:
@@ -605,10 +684,12 @@ class RdfSource:
         ``timeout``/``max_rows`` default to the spec's values (``None``).
         """
         del trusted  # gold queries are guarded too: a local graph is never written
-        c = check_query(query, allow_service=False)
         timeout = self.timeout if timeout is None else timeout
         max_rows = self.max_rows if max_rows is None else max_rows
+        c = check_query(query, allow_service=self.allow_service, timeout=timeout)
         store = self._store()
+        if c.from_graphs or c.from_named:  # only graphs of the file (the store knows them)
+            check_query(query, allow_service=self.allow_service, graphs=store.graphs)
         t0 = time.perf_counter()
         table: ResultTable = store.run(query, timeout, max_rows, self.base_iri, self.max_bytes)
         table.seconds = time.perf_counter() - t0

@@ -168,8 +168,8 @@ class SparqlSource:
         ``timeout``/``max_rows`` default to the spec's values (``None``).
         """
         del trusted  # gold queries are guarded too
-        c = check_query(query)
         timeout = self.timeout if timeout is None else timeout
+        c = check_query(query, timeout=timeout)
         max_rows = self.max_rows if max_rows is None else max_rows
         t0 = time.perf_counter()
         last = ""

@@ -1,29 +1,55 @@
 """Read-only guard for SPARQL: classify a request before any engine or endpoint sees it.
 
-A small tokenizer (not a regex over the raw text) skips comments, IRIs and string literals, so
-``INSERT`` hidden after ``PREFIX``/``BASE`` lines or comments is found, while the same word
-inside a string, an IRI, a comment, a variable (``?insert``) or a prefixed name (``ex:drop``)
-is not mistaken for an update. Only SELECT and ASK are scored; CONSTRUCT and DESCRIBE are
-refused with their own reason because they return graphs, not tables.
+The request is parsed with a real SPARQL 1.1 grammar (rdflib's parser, the one the ``rdflib``
+engine runs), not scanned: a hand-written scanner and the engines disagreed on comments,
+escapes (``\\u0053ELECT``), long strings and prefixed names with escapes (``ex:a\\'``), and every
+disagreement was a way past it. What the guard decides comes from the parse tree:
+
+* only a query passes, and of the query forms only SELECT and ASK (CONSTRUCT and DESCRIBE
+  return graphs, not tables); a request that parses as SPARQL Update is refused naming its
+  operations, anything else is refused as a syntax error;
+* ``SERVICE`` (an IRI or a variable, anywhere: sub-queries, EXISTS, OPTIONAL) and the
+  ``FROM`` / ``FROM NAMED`` IRIs are read, with prefixes and BASE resolved, for the local
+  sources to refuse (:func:`check_query`'s ``allow_service`` and ``graphs``);
+* ``ORDER BY`` of the outer query and ``SELECT *`` are read for scoring.
+
+rdflib's parser is pure Python and slow on some inputs (quadratic on ``1+1+...``, deep
+recursion on nesting), so the parse is an untrusted step: it runs in a sandbox worker process
+(:mod:`pytest_queryeval.sandbox`) under a hard deadline and a memory ceiling, on a request of
+at most :data:`MAX_QUERY_CHARS` characters; a parse that does not finish refuses the request.
+Verdicts are cached per text, so gold queries and repeated predictions are parsed once.
+
+The guard is the first layer. The second is in the sources: an endpoint only ever gets the
+query protocol (``query=``); the in-process engines are only asked to *query* and never load
+graphs (docs/sparql-sources.md, threat model).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import re
+import threading
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import QueryRefused, QuerySyntaxError
 
-#: Keywords that only exist in SPARQL 1.1 Update (a query can never contain them bare).
-UPDATE_KEYWORDS = frozenset(
-    {"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY", "WITH"}
-)
 QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
 SCORED_FORMS = frozenset({"SELECT", "ASK"})
+#: Longest request the guard parses (characters); a longer one is refused unparsed.
+MAX_QUERY_CHARS = 100_000
+#: Deadline of one parse (seconds) when the caller has no query timeout to give.
+DEFAULT_PARSE_TIMEOUT = 30.0
+#: Address space the parser may add to its worker (bytes).
+PARSE_MEMORY = 1024 * 1024 * 1024
+_PARSE_STACK = 64 * 1024 * 1024
+_CACHE_SIZE = 4096
 
-# Order matters: long strings before short ones, IRIs before the "<" operator.
+# Order matters: long strings before short ones, IRIs before the "<" operator. Only lists the
+# prefix labels a query uses (the BuildingQA importer); never decides what is safe.
 _TOKEN_PATTERN = (
     r"""
     (?P<ws>\s+)
@@ -48,7 +74,7 @@ def _token_re() -> re.Pattern[str]:
 
 @dataclass(frozen=True, slots=True)
 class Classified:
-    """What the guard learned about one request."""
+    """What the guard learned about one request (from its parse tree)."""
 
     form: str  # SELECT | ASK | CONSTRUCT | DESCRIBE | UPDATE | UNKNOWN
     #: ORDER BY on the outermost query (a sub-select's ORDER BY orders nothing outside it).
@@ -56,29 +82,13 @@ class Classified:
     has_service: bool = False
     #: ``SELECT *``: engines order such columns differently (rdflib: set order).
     select_star: bool = False
-
-
-_CODEPOINT = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
-
-
-def unescape(query: str) -> str:
-    """Apply SPARQL codepoint escapes (``\\u0049NSERT`` is ``INSERT``): SPARQL 1.1 §19.2
-    processes them before parsing, anywhere in the query string."""
-    def repl(m: re.Match[str]) -> str:
-        code = int(m.group(1) or m.group(2), 16)
-        return chr(code) if code <= 0x10FFFF else m.group()
-    return _CODEPOINT.sub(repl, query)
-
-
-def keywords(query: str) -> list[str]:
-    """Bare words of ``query`` upper-cased (prefixed names keep their colon, so never match)."""
-    out: list[str] = []
-    for m in _token_re().finditer(unescape(query)):
-        if m.lastgroup == "word":
-            out.append(m.group().upper())
-        elif m.lastgroup == "other" and m.group() in "{}();.,*":
-            out.append(m.group())
-    return out
+    #: SERVICE targets: absolute IRIs, or ``?name`` for a variable.
+    services: tuple[str, ...] = ()
+    #: ``FROM`` and ``FROM NAMED`` IRIs (absolute).
+    from_graphs: tuple[str, ...] = ()
+    from_named: tuple[str, ...] = ()
+    #: Why it is not a query: the update operations found, or the parser's message.
+    problem: str = ""
 
 
 def used_prefixes(query: str) -> list[str]:
@@ -101,73 +111,200 @@ def declared_prefixes(query: str) -> set[str]:
             if a.lastgroup == "word" and a.group().upper() == "PREFIX" and b.group().endswith(":")}
 
 
-def classify(query: str) -> Classified:
-    """Classify ``query`` by its first keyword after the prologue (BASE / PREFIX)."""
-    toks = keywords(query)
-    form = "UNKNOWN"
-    i = 0
-    while i < len(toks):
-        tok = toks[i]
-        if tok in ("PREFIX", "BASE"):
-            # PREFIX pname: <iri>  -- the pname is a word token, the IRI was skipped.
-            i += 2 if tok == "PREFIX" else 1
-            continue
-        if tok in QUERY_FORMS:
-            form = tok
-        elif tok in UPDATE_KEYWORDS:
-            form = "UPDATE"
-        break
-    if any(t in UPDATE_KEYWORDS for t in toks):
-        form = "UPDATE"  # e.g. "SELECT ... ; INSERT DATA {...}": any update word refuses
-    depth = 0
-    has_order = False
-    for a, b in itertools.pairwise(toks):
-        depth += 1 if a == "{" else -1 if a == "}" else 0
-        has_order = has_order or (depth == 0 and a == "ORDER" and b == "BY")
-    star = False
-    if form == "SELECT":
-        rest = [t for t in toks[i + 1:i + 3] if t not in ("DISTINCT", "REDUCED")]
-        star = bool(rest) and rest[0] == "*"
-    return Classified(form, has_order, "SERVICE" in toks, star)
+
+#: rdflib's names of the SPARQL 1.1 Update operations, as the keywords users know.
+_UPDATE_OPS = {"InsertData": "INSERT DATA", "DeleteData": "DELETE DATA",
+               "DeleteWhere": "DELETE WHERE", "Modify": "DELETE/INSERT", "Load": "LOAD",
+               "Clear": "CLEAR", "Drop": "DROP", "Create": "CREATE", "Add": "ADD",
+               "Move": "MOVE", "Copy": "COPY"}
 
 
-def check_query(query: str, *, allow_service: bool = True) -> Classified:
-    """Refuse anything that is not a scorable read query; return its classification.
+def _walk(node: Any) -> Iterator[Any]:
+    """Every CompValue under ``node`` (parse trees nest CompValues, ParseResults and lists)."""
+    from pyparsing import ParseResults
+    from rdflib.plugins.sparql.parserutils import CompValue
 
-    Raises :class:`QueryRefused` for SPARQL Update (any of INSERT, DELETE, LOAD, CLEAR, DROP,
-    CREATE, ADD, MOVE, COPY, WITH), for CONSTRUCT/DESCRIBE, for an unrecognised request, and
-    for SERVICE when ``allow_service`` is false (a local graph must not reach the network).
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise QueryRefused("empty query")
-    c = classify(query)
-    if c.form == "UPDATE":
-        found = sorted({t for t in keywords(query) if t in UPDATE_KEYWORDS})
-        raise QueryRefused(f"SPARQL Update is not allowed (read-only source): {', '.join(found)}")
-    if c.form in ("CONSTRUCT", "DESCRIBE"):
-        raise QueryRefused(f"{c.form} returns a graph, not a result table; only SELECT and ASK "
-                           "are scored")
-    if c.form not in SCORED_FORMS:
-        raise QuerySyntaxError(_unknown_form(query))
-    if c.has_service and not allow_service:
-        raise QueryRefused("SERVICE (federated query) is not allowed against a local graph")
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, CompValue):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | ParseResults):
+            stack.extend(item)
+
+
+def _update_names(text: str) -> str | None:
+    """The update operations of ``text`` when it parses as SPARQL Update, else None."""
+    from rdflib.plugins.sparql.parser import parseUpdate
+
+    try:
+        tree = parseUpdate(text)
+    except Exception:
+        return None
+    ops = tree["request"] if "request" in tree else None  # noqa: SIM401 (no default arg)
+    names = [_UPDATE_OPS.get(op.name, op.name.upper()) for op in ops or []]
+    return ", ".join(dict.fromkeys(names)) or None
+
+
+def _syntax_problem(query: str, exc: Any) -> str:
+    """``syntax error at line L, column C: expected ..., found 'word'`` from pyparsing's
+    error, in the words of the SPARQL grammar's users."""
+    msg = str(exc.msg)
+    if "SelectQuery" in msg or "AskQuery" in msg:
+        msg = "expected SELECT or ASK after the prologue"
+    else:
+        msg = msg[:1].lower() + msg[1:]
+    rest = query[exc.loc:].strip()
+    if not rest:
+        return f"syntax error at the end: {msg}"
+    found = rest.split(None, 1)[0]
+    found = found if len(found) <= 40 else found[:37] + "..."
+    return f"syntax error at line {exc.lineno}, column {exc.column}: {msg}, found {found!r}"
+
+
+def _analyse_here(query: str) -> Classified:
+    from pyparsing import ParseException
+    from rdflib.plugins.sparql.algebra import translatePrologue
+    from rdflib.plugins.sparql.parser import parseQuery
+    from rdflib.term import Variable
+
+    try:
+        tree = parseQuery(query)
+    except ParseException as exc:
+        ops = _update_names(query)
+        if ops is None:  # a query, then an update: "SELECT ... ; DROP ALL"
+            rest = re.sub(r"^[\s;]+", "", query[exc.loc:])
+            ops = _update_names(rest) if rest.strip() else None
+        if ops is not None:
+            return Classified("UPDATE", problem=ops)
+        return Classified("UNKNOWN", problem=_syntax_problem(query, exc))
+    prologue = translatePrologue(tree[0], None)
+    q = tree[1]
+    form = str(q.name).removesuffix("Query").upper()
+    services: list[str] = []
+    for node in _walk(q):
+        if node.name == "ServiceGraphPattern":
+            term = node["term"]
+            services.append(f"?{term}" if isinstance(term, Variable)
+                            else str(prologue.absolutize(term)))
+    default: list[str] = []
+    named: list[str] = []
+    # not q.get(key, []): CompValue.get's second argument is not a default
+    clauses = q["datasetClause"] if "datasetClause" in q else []  # noqa: SIM401
+    for clause in clauses:
+        if "default" in clause:
+            default.append(str(prologue.absolutize(clause["default"])))
+        if "named" in clause:
+            named.append(str(prologue.absolutize(clause["named"])))
+    return Classified(form, has_order_by="orderby" in q, has_service=bool(services),
+                      select_star=form == "SELECT" and "projection" not in q,
+                      services=tuple(services), from_graphs=tuple(default),
+                      from_named=tuple(named))
+
+
+def _analyse(query: str) -> Classified:
+    """The parse, run in the guard's worker: in a thread with a large stack, so that deep
+    nesting ends in a RecursionError (a refusal) rather than a crash."""
+    import sys
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
+    out: dict[str, Classified] = {}
+
+    def run() -> None:
+        try:
+            out["c"] = _analyse_here(query)
+        except RecursionError:
+            out["c"] = Classified("UNKNOWN", problem="nested too deeply for the guard's parser")
+        except Exception as exc:  # the parser's own failure on odd input: still not a query
+            out["c"] = Classified("UNKNOWN", problem=f"syntax error ({type(exc).__name__}: "
+                                                     f"{str(exc)[:200]})")
+
+    old = threading.stack_size(_PARSE_STACK)
+    try:
+        worker = threading.Thread(target=run, name="queryeval-sparql-parse")
+        worker.start()
+    finally:
+        threading.stack_size(old)
+    worker.join()
+    return out["c"]
+
+
+_CACHE: dict[bytes, Classified] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def classify(query: str, *, timeout: float | None = None) -> Classified:
+    """Parse ``query`` in the guard's sandbox worker (within ``timeout`` seconds) and say what
+    it is. A text that is not a query comes back with form ``UPDATE`` or ``UNKNOWN`` and the
+    reason in ``problem``; raises :class:`QueryRefused` when the text is too long, or cannot
+    be parsed in time or within the worker's memory."""
+    from ..sandbox import SandboxTimeout, shared_sandbox
+
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryRefused(f"the request is {len(query):,} characters long, over the guard's "
+                           f"limit of {MAX_QUERY_CHARS:,}")
+    key = hashlib.sha256(query.encode("utf-8", "surrogatepass")).digest()
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    timeout = DEFAULT_PARSE_TIMEOUT if timeout is None else timeout
+    box = shared_sandbox("sparql-guard", max_memory=PARSE_MEMORY,
+                         preload=("rdflib.plugins.sparql.parser",))
+    try:
+        c = box.call(_analyse, query, timeout=timeout, max_reply=1 << 20)
+    except SandboxTimeout:
+        raise QueryRefused(f"not parsed within {timeout:g} s by the guard's SPARQL parser "
+                           "(the query was not run)") from None
+    except QueryRefused:
+        raise
+    except Exception as exc:  # the parser crashed or ran out of memory in its worker
+        raise QueryRefused(f"too complex for the guard's SPARQL parser ({exc})") from None
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[key] = c
     return c
 
 
-def _unknown_form(query: str) -> str:
-    """Where a request that is no query form goes wrong: its first token after the prologue."""
-    text = unescape(query)
-    toks = [m for m in _token_re().finditer(text) if m.lastgroup not in ("ws", "comment")]
-    i = 0
-    while i < len(toks) and toks[i].lastgroup == "word" and toks[i].group().upper() in (
-            "PREFIX", "BASE"):
-        i += 3 if toks[i].group().upper() == "PREFIX" else 2  # PREFIX pname: <iri> / BASE <iri>
-    if i >= len(toks):
-        return "syntax error at the end: expected SELECT or ASK after the prologue"
-    start = toks[i].start()
-    line = text.count("\n", 0, start) + 1
-    column = start - text.rfind("\n", 0, start)
-    found = toks[i].group()
-    found = found if len(found) <= 40 else found[:37] + "..."
-    return (f"syntax error at line {line}, column {column}: expected SELECT or ASK after the "
-            f"prologue, found {found!r}")
+def check_query(query: str, *, allow_service: bool = True,
+                graphs: Collection[str] | None = None,
+                timeout: float | None = None) -> Classified:
+    """Refuse anything that is not a scorable read query; return its classification.
+
+    Raises :class:`QueryRefused` for SPARQL Update (naming its operations), for
+    CONSTRUCT/DESCRIBE, and, for a local source, for what
+    would make an in-process engine reach outside its file: ``SERVICE`` unless
+    ``allow_service``, and, when ``graphs`` (the named graphs of the loaded file) is given, a
+    ``FROM`` / ``FROM NAMED`` IRI that is none of them, unless ``allow_service``. ``timeout``
+    bounds the parse. A text that is neither a query nor an update raises
+    :class:`QuerySyntaxError` (``cannot parse: syntax error at line L, column C: ...``).
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise QueryRefused("empty query")
+    c = classify(query, timeout=timeout)
+    if c.form == "UPDATE":
+        raise QueryRefused(f"SPARQL Update is not allowed (read-only source): {c.problem}")
+    if c.form in ("CONSTRUCT", "DESCRIBE"):
+        raise QueryRefused(f"{c.form} returns a graph, not a result table; only SELECT and ASK "
+                           "are scored")
+    if c.form not in SCORED_FORMS:  # not run; named for what it is, not 'refused'
+        raise QuerySyntaxError(c.problem or "syntax error: expected SELECT or ASK")
+    if c.has_service and not allow_service:
+        target = c.services[0]
+        shown = target if target.startswith("?") else f"<{target}>"
+        raise QueryRefused(f"SERVICE {shown} (federated query) is not allowed against a local "
+                           "graph: an in-process engine never calls out (datasource option "
+                           "allow_service: true allows it)")
+    if graphs is not None and not allow_service:
+        known = set(graphs)
+        for word, iris in (("FROM", c.from_graphs), ("FROM NAMED", c.from_named)):
+            for iri in iris:
+                if iri not in known:
+                    raise QueryRefused(f"{word} <{iri}> names no graph of the local file: an "
+                                       "in-process engine never loads a graph (datasource "
+                                       "option allow_service: true lets the query run, "
+                                       "without it)")
+    return c
+
