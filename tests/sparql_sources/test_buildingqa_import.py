@@ -167,7 +167,7 @@ def test_imported_suite_with_model_predictions(pytester: pytest.Pytester,
     assert failed == {wrong_id, refused_id, broken_id}
     assert cases["SODA_001-q1"]["metrics"]["execution_accuracy"] == 1.0
     assert cases[refused_id]["reason"].startswith("refused: SPARQL Update")
-    assert cases[broken_id]["reason"].startswith("query failed: ")
+    assert cases[broken_id]["reason"].startswith("cannot parse: syntax error at line ")
     assert cases[wrong_id]["metrics"]["execution_accuracy"] == 0.0
     assert sha256(ttl) == before
 

@@ -13,6 +13,7 @@ from pytest_queryeval.errors import (
     ConfigError,
     QueryFailed,
     QueryRefused,
+    QuerySyntaxError,
     QueryTimeout,
     SourceUnavailable,
 )
@@ -89,11 +90,11 @@ def test_unbound_optional_is_none(soda: Path) -> None:
     assert all(row[1] is None for row in t.rows)
 
 
-def test_syntax_error_is_query_failed(soda: Path) -> None:
+def test_syntax_error_is_cannot_parse(soda: Path) -> None:
     src = RdfSource("soda", {"path": str(soda)})
-    with pytest.raises(QueryFailed) as info:
+    with pytest.raises(QuerySyntaxError) as info:  # the guard's parse: never run
         src.execute("SELECT ?x WHERE { ?x a brick:AHU ")
-    assert info.value.reason().startswith("query failed: ")
+    assert info.value.reason().startswith("cannot parse: syntax error at line 1, column ")
 
 
 def test_timeout_abandons_the_query(brick_examples: Path) -> None:

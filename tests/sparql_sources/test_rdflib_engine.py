@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.errors import QueryFailed, QueryRefused, QueryTimeout
+from pytest_queryeval.errors import QueryRefused, QuerySyntaxError, QueryTimeout
 from pytest_queryeval.results import ResultTable, Term
 from pytest_queryeval.sources.rdf import RdfSource, loaded_store
 
@@ -89,7 +89,7 @@ def test_rdflib_ask_cap_errors_and_refusals(brick_examples: Path) -> None:
     capped = src.execute("SELECT ?s WHERE { ?s ?p ?o }", max_rows=10, timeout=60)
     assert len(capped) == 10
     assert capped.truncated
-    with pytest.raises(QueryFailed):
+    with pytest.raises(QuerySyntaxError):
         src.execute("SELECT ?s WHERE { ?s ?p ", timeout=60)
     with pytest.raises(QueryRefused):
         src.execute("PREFIX ex: <http://e/>\n# harmless\ndelete where { ?s ?p ?o }")

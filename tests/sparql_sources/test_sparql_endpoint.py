@@ -94,7 +94,7 @@ def test_ask_cap_and_syntax_error(oxigraph_endpoint: OxigraphServer) -> None:
     capped = src.execute(AHU_VAV_SENSOR, max_rows=10)
     assert len(capped) == 10
     assert capped.truncated
-    with pytest.raises(QuerySyntaxError, match=r"^syntax error at the end"):
+    with pytest.raises(QuerySyntaxError, match=r"^syntax error at line 1, column \d+: the query"):
         src.execute("SELECT ?x WHERE { ?x a ")  # the guard's parse: never sent
     with pytest.raises(QueryFailed, match=r"HTTP 400: error at"):
         src.execute("SELECT ?x WHERE { ?x a ?t } GROUP BY ?t")  # parses; Oxigraph rejects it

@@ -102,8 +102,8 @@ def test_a_fenced_prediction_is_executed_and_the_fence_recorded(brick_examples: 
     ("PREFIX ex: <http://e/>\n# look, a read\ndrop all", "refused: SPARQL Update"),
     ("CONSTRUCT WHERE { ?s ?p ?o }", "refused: CONSTRUCT returns a graph"),
     ("SELECT * WHERE { SERVICE <http://127.0.0.1:9/q> { ?s ?p ?o } }", "refused: SERVICE"),
-    ("SELECT ?x WHERE { ?x a brick:AHU ", "query failed: "),
-    ({"sparql": "SELECT ?x WHERE { ?x ?p }"}, "query failed: "),
+    ("SELECT ?x WHERE { ?x a brick:AHU ", "cannot parse: syntax error at line 1"),
+    ({"sparql": "SELECT ?x WHERE { ?x ?p }"}, "cannot parse: syntax error at line 1"),
 ])
 def test_failures_score_zero_with_reason(soda_spec: dict[str, Any], soda: Path, pred: Any,
                                          reason: str) -> None:
@@ -138,7 +138,7 @@ def test_truncated_prediction_is_never_scored(soda_spec: dict[str, Any]) -> None
 
 def test_broken_gold_is_an_error_of_the_suite(soda_spec: dict[str, Any]) -> None:
     kind = SparqlKind()
-    with pytest.raises(GoldError, match="gold query: query failed"):
+    with pytest.raises(GoldError, match="gold query: cannot parse: syntax error"):
         kind.evaluate(case(soda_spec, "SELECT ?x WHERE {", "ASK {}"), "ASK {}",
                       Session(cache=DictCache()))
     bad = case(soda_spec, "DELETE WHERE { ?s ?p ?o }", "ASK {}")

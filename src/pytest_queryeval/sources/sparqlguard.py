@@ -147,10 +147,16 @@ def _update_names(text: str) -> str | None:
     return ", ".join(dict.fromkeys(names)) or None
 
 
+_FORM_WORD = re.compile(r"(?i)(?<![\w:?$])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:])")
+
+
 def _syntax_problem(query: str, exc: Any) -> str:
     """``syntax error at line L, column C: expected ..., found 'word'`` from pyparsing's
     error, in the words of the SPARQL grammar's users."""
     msg = str(exc.msg)
+    if _FORM_WORD.search(query):  # a query that goes wrong inside: the parser's own words
+        return f"syntax error at line {exc.lineno}, column {exc.column}: the query does not " \
+               f"parse with the SPARQL 1.1 grammar ({msg[:1].lower() + msg[1:]})"
     if "SelectQuery" in msg or "AskQuery" in msg:
         msg = "expected SELECT or ASK after the prologue"
     else:
