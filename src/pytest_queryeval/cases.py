@@ -17,6 +17,7 @@ from .config import SuiteConfig
 from .errors import ConfigError
 from .model import Case, Threshold
 from .results import ResultTable
+from .safetext import is_safe, printable
 from .thresholds import parse_threshold
 from .yamlload import LocDict, LocList, load_file, plain
 
@@ -186,8 +187,11 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
         errors.add(entry, None, kp("id"), "missing: every case needs a unique id")
     elif not isinstance(case_id, str | int) or not str(case_id).strip():
         errors.add(entry, "id", kp("id"), "must be a non-empty string")
-    elif "::" in str(case_id) or any(c in str(case_id) for c in "\n\r\t"):
-        errors.add(entry, "id", kp("id"), "must not contain '::' or control characters")
+    elif "::" in str(case_id) or not is_safe(str(case_id)):
+        errors.add(entry, "id", kp("id"), "must not contain '::', control characters or lone "
+                   "surrogates")
+        # the id names the pytest item (and goes into an environment variable): keep it safe
+        case.id = printable(case.id).replace("\n", "\\n").replace("\t", "\\t")
 
     q = merged.get("question")
     if q is None and kind_name == "sdmx":

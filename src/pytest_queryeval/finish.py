@@ -268,8 +268,9 @@ def _write_reports(config: pytest.Config, report: dict[str, Any], comparison: An
     if md_target or (step and not config.getoption("queryeval_no_step_summary")):
         from .report.json_report import write_atomic
         from .report.markdown import render_markdown
+        from .safetext import printable
 
-        text = render_markdown(report, comparison)
+        text = printable(render_markdown(report, comparison))  # often read with cat
         if md_target:
             path = (config.invocation_params.dir / md_target).resolve()
             write_atomic(path, text)

@@ -28,6 +28,7 @@ from pytest_queryeval.report.baseline import (
     ordered_metrics,
 )
 from pytest_queryeval.report.json_report import write_atomic
+from pytest_queryeval.safetext import printable
 
 __all__ = ["render_html", "write_html"]
 
@@ -199,7 +200,7 @@ def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
                comparison: Comparison | None = None) -> Path:
     """Render and write atomically (temporary file + rename)."""
     target = Path(path)
-    write_atomic(target, render_html(report, comparison))
+    write_atomic(target, printable(render_html(report, comparison)))
     return target
 
 

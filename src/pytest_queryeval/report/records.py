@@ -11,6 +11,7 @@ from typing import Any
 from ..config import PATH_KEYS
 from ..engine import CaseOutcome
 from ..model import MISSING, Case
+from ..safetext import no_surrogates
 from ..secrets import Scrubber
 from .caps import cap_record
 
@@ -129,6 +130,8 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber,
     """
     t = type(value)
     if t is str:
+        if not value.isascii():
+            value = no_surrogates(value)
         if outside:
             value = _outside_replaced(value, outside)
         return scrubber.text(value.replace(prefix, "") if prefix in value else value)
@@ -150,6 +153,8 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber,
             elif v is None or tv is int or tv is bool:
                 out[key] = v
             elif tv is str:
+                if not v.isascii():
+                    v = no_surrogates(v)
                 if outside:
                     v = _outside_replaced(v, outside)
                 out[key] = text(v.replace(prefix, "") if prefix in v else v)

@@ -6,6 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..safetext import printable
+
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
     "sql": ("execution_accuracy", "exact_set_match", "soft_f1", "row_match_f1"),
@@ -92,7 +94,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
                 f"{m}={_fmt((c.get('metrics') or {}).get(m))}" for m in c.get("failed_metrics", []))
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or '-'}] "
                          f"{c['outcome']}: {_one_line(why)}")
-    return lines
+    return [printable(line) for line in lines]
 
 
 def _score(c: Mapping[str, Any]) -> float:
@@ -141,7 +143,13 @@ def _show(value: Any, limit: int = 2000) -> str:
 
 
 def failure_text(record: Mapping[str, Any]) -> str:
-    """Question, predicted vs gold, metric/value/threshold table, reason and diff."""
+    """Question, predicted vs gold, metric/value/threshold table, reason and diff; control
+    characters written as escapes (a prediction's escape codes never reach the console or
+    the junit XML)."""
+    return printable(_failure_text(record))
+
+
+def _failure_text(record: Mapping[str, Any]) -> str:
     out: list[str] = []
     header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
     out.append(header)
