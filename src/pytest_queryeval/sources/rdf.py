@@ -6,7 +6,8 @@ Spec keys: ``path`` (required), ``engine`` (``pyoxigraph`` default | ``rdflib``)
 (pyoxigraph: skip IRI validation, needed for some real files), ``base_iri``, ``timeout``,
 ``max_rows``, ``max_bytes`` (size of one result, default 64 MiB), ``max_memory`` (memory a
 query may add to a worker process, default 2 GiB), ``load_timeout`` (worker start, default
-300 s).
+300 s), ``allow_service`` (default false: SERVICE and FROM / FROM NAMED IRIs that name no
+graph of the file are refused, and the workers run without network; see the guard).
 
 Loading is done once per process per ``(path, mtime, size, engine, isolation, format, lenient,
 base_iri)`` and shared by every source and case (module-level registry), so a suite of 100
