@@ -36,6 +36,14 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
+from ..sandbox import (
+    Sandbox,
+    SandboxCrashed,
+    SandboxMemoryError,
+    SandboxTimeout,
+    SandboxTooBig,
+    shared_sandbox,
+)
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -148,6 +156,8 @@ class SqlAlchemySource:
                               key=f"datasources.{name}.isolation")
         self.isolation = isolation
         self.max_memory = positive_int(max_memory, name, "max_memory")
+        self._box: Sandbox | None = None
+        self._spec_args: tuple[Any, ...] = ()
         #: The outcome of the role check: None before it ran, else the refusal ("" when the
         #: role is fine or the check does not apply).
         self._role_problem: str | None = None
@@ -317,18 +327,13 @@ class SqlAlchemySource:
     def _execute_in_worker(self, query: str, timeout: float, max_rows: int) -> ResultTable:
         """The query in the sandbox worker (the guard has run here): connecting, executing
         and fetching under its ``max_memory``; killed if it outlives the watchdog's stages."""
-        from ..sandbox import (
-            SandboxCrashed,
-            SandboxMemoryError,
-            SandboxTimeout,
-            SandboxTooBig,
-            shared_sandbox,
-        )
-
-        box = shared_sandbox("sqlalchemy", max_memory=self.max_memory, preload=(__name__,))
+        if self._box is None:
+            self._box = shared_sandbox("sqlalchemy", max_memory=self.max_memory,
+                                       preload=(__name__,))
+            self._spec_args = self._spec()
         try:
-            columns, rows, truncated, meta, seconds = box.call(
-                worker_execute, self._spec(), query, timeout, max_rows,
+            columns, rows, truncated, meta, seconds = self._box.call(
+                worker_execute, self._spec_args, query, timeout, max_rows,
                 timeout=timeout + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE,
                 max_reply=2 * self.max_bytes)
         except SandboxTimeout:

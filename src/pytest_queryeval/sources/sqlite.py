@@ -30,6 +30,14 @@ from urllib.parse import quote
 
 from ..errors import ConfigError, QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
+from ..sandbox import (
+    Sandbox,
+    SandboxCrashed,
+    SandboxMemoryError,
+    SandboxTimeout,
+    SandboxTooBig,
+    shared_sandbox,
+)
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -186,6 +194,8 @@ class SqliteSource:
         self._lock = threading.Lock()
         self._fp_stat: tuple[int, int, int, int] | None = None
         self._fp: str | None = None
+        self._box: Sandbox | None = None
+        self._resolved = ""
 
     def __repr__(self) -> str:
         return f"SqliteSource({self.name!r}, {str(self.path)!r})"
@@ -219,20 +229,16 @@ class SqliteSource:
         if self.isolation == "thread":
             with self._lock:
                 return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
-        if not self.path.is_file():
-            raise SourceUnavailable(f"datasource {self.name!r}: no SQLite file at {self.path}")
-        from ..sandbox import (
-            SandboxCrashed,
-            SandboxMemoryError,
-            SandboxTimeout,
-            SandboxTooBig,
-            shared_sandbox,
-        )
-
-        box = shared_sandbox("sqlite", max_memory=self.max_memory, preload=(__name__,))
+        if self._box is None:  # once: the path resolved, the worker chosen
+            if not self.path.is_file():
+                raise SourceUnavailable(
+                    f"datasource {self.name!r}: no SQLite file at {self.path}")
+            self._resolved = str(self.path.resolve())
+            self._box = shared_sandbox("sqlite", max_memory=self.max_memory,
+                                       preload=(__name__,))
         try:
-            columns, rows, truncated, meta, seconds = box.call(
-                worker_query, str(self.path.resolve()), self.name, query, timeout, max_rows,
+            columns, rows, truncated, meta, seconds = self._box.call(
+                worker_query, self._resolved, self.name, query, timeout, max_rows,
                 self.max_bytes, timeout=timeout + HARD_GRACE, max_reply=2 * self.max_bytes)
         except SandboxTimeout:
             raise QueryTimeout(f"query exceeded {timeout:g} s (the engine did not stop by "
