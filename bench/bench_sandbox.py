@@ -8,15 +8,16 @@ sandbox) and ``isolation: process`` (the default: a warm worker process, started
 Each run executes every query ``--repeat`` times per source, interleaved query by query, so host
 noise hits both alike; the median over ``--runs`` runs is reported. Printed: per-query time of
 each, the overhead per query (process minus thread, in microseconds: pickling the request and the
-rows, two pipe transfers) and the ratio process / thread. Target: overhead under 1 ms per query
-warm. The cold start (a worker's first query: Python start-up and imports) is printed apart; it is
-paid once per session and again after a kill.
+rows, two pipe transfers), the ratio process / thread, and the round trip of an empty call.
+Target: overhead under 1 ms per query warm. The cold start (a worker's first query: Python
+start-up and imports) is printed apart; it is paid once per session and again after a kill.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -30,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import yaml
 
-from pytest_queryeval.sandbox import close_all
+from pytest_queryeval.sandbox import close_all, shared_sandbox
 from pytest_queryeval.sources import open_source
 
 SUITE = ROOT / "example_suite"
@@ -87,6 +88,14 @@ def main() -> None:
         n = len(qs) * args.repeat
         per_thread.append(spent["thread"] / n * 1e6)
         per_process.append(spent["process"] / n * 1e6)
+    box = shared_sandbox("bench")  # the bare round trip: an empty call, no query
+    box.call(os.getpid, timeout=60)
+    trips = []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        for _ in range(2000):
+            box.call(os.getpid, timeout=60)
+        trips.append((time.perf_counter() - t) / 2000 * 1e6)
     close_all()
     th, pr = statistics.median(per_thread), statistics.median(per_process)
     over = pr - th
@@ -96,6 +105,7 @@ def main() -> None:
           f"(runs: {', '.join(f'{x:.1f}' for x in per_thread)})")
     print(f"  sandbox worker (isolation: process) {pr:8.1f} us per query "
           f"(runs: {', '.join(f'{x:.1f}' for x in per_process)})")
+    print(f"  round trip of an empty call (os.getpid) {statistics.median(trips):6.1f} us")
     print(f"  cold start of the worker (first query, once per session and after a kill): "
           f"{cold * 1e3:.0f} ms")
     print(f"\nsandbox overhead per query (warm): {over:.1f} us; ratio process / in-process "

@@ -31,6 +31,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_json.py": ["--cases", "200"],
     "bench_overhead.py": ["--runs", "1"],
     "bench_parallel.py": ["--runs", "2", "--cases", "12"],
+    "bench_sandbox.py": ["--repeat", "50", "--runs", "3"],
     "bench_spider.py": ["--runs", "3"],
     "bench_table_metrics.py": ["--repeat", "1"],  # 1M rows: ~95 s per repetition here
 }
