@@ -35,6 +35,8 @@ API (everything else here is private)::
 * An exception raised by ``fn`` is re-raised in the parent as itself when it pickles (the
   plugin's :class:`~pytest_queryeval.errors.QueryEvalError` subclasses do), else as
   ``QueryFailed("<Type>: <message>")``.
+* The worker runs in the caller's current directory (followed at each call), so relative
+  paths in ``args`` mean the same on both sides.
 * :func:`worker_state` is a dict that lives as long as the worker: cache connections or
   parsed data there (it is empty again after a kill). :func:`in_worker` tells ``fn`` where it
   runs.
@@ -232,9 +234,11 @@ def _worker_main() -> None:
             return
         if request is None:
             return
-        fn, args, max_reply = request
+        fn, args, max_reply, cwd = request
         reply: tuple[Any, ...]
         try:
+            if cwd != os.getcwd():  # relative paths mean what they mean to the caller
+                os.chdir(cwd)
             reply = ("ok", fn(*args))
         except MemoryError:
             reply = ("memory", "")
@@ -293,7 +297,7 @@ class Sandbox:
         env.setdefault("MALLOC_ARENA_MAX", "2")
         proc = subprocess.Popen([sys.executable, "-c", _WORKER_CODE], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                cwd=self._tmp, start_new_session=True, bufsize=0)
+                                start_new_session=True, bufsize=0)
         assert proc.stdin is not None
         _write_all(proc.stdin.fileno(), _frame((self.preload, self.max_memory, self.max_file)))
         self._proc, self._ready = proc, False
@@ -364,7 +368,7 @@ class Sandbox:
     def call(self, fn: Callable[..., T], *args: Any, timeout: float,
              max_reply: int = DEFAULT_MAX_REPLY) -> T:
         """``fn(*args)`` in the worker, within ``timeout`` seconds (wall clock, hard)."""
-        request = _frame((fn, args, max_reply))
+        request = _frame((fn, args, max_reply, os.getcwd()))
         with self._lock:
             try:
                 proc = self._ensure(time.monotonic() + START_TIMEOUT)

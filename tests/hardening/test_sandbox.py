@@ -139,3 +139,16 @@ def test_ctrl_c_while_waiting_kills_the_worker(box: Sandbox) -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert box.call(_add, 1, 2, timeout=30)[0] == 3
+
+
+def _cwd() -> str:
+    return os.getcwd()
+
+
+def test_worker_follows_the_callers_directory(box: Sandbox, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert box.call(_cwd, timeout=30) == str(tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert box.call(_cwd, timeout=30) == str(tmp_path / "sub")
