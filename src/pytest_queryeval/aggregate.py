@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Gate
+from .verdict import judged_outcome
 
 #: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
 JUDGED = ("passed", "failed", "error", "xpassed")
@@ -21,13 +22,16 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """count / scored / passed / failed / errors / pass_rate and mean/std/n per metric.
 
     Metric means include xfailed cases (their scores are real); pass rates exclude skipped
-    and xfailed cases, as pytest's own summary does.
+    and xfailed cases, as pytest's own summary does, except the cases a verdict mode reported
+    as xfailed (``xfailed_by_verdict``): they failed, and count so.
     """
-    count = scored = passed = failed = errors = skipped = xfailed = 0
+    count = scored = passed = failed = errors = skipped = xfailed = granted = 0
     values: dict[str, list[float]] = {}
     for rec in records:
         count += 1
         outcome = rec.get("outcome")
+        if outcome == "xfailed" and judged_outcome(rec) == "failed":
+            granted += 1  # xfailed by --queryeval-verdict: still a failure for the pass rate
         if outcome in ("passed", "xpassed"):
             passed += 1
         elif outcome == "failed":
@@ -44,10 +48,10 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         for name, value in metrics.items():
             if isinstance(value, int | float) and not math.isnan(value):
                 values.setdefault(name, []).append(float(value))
-    judged = passed + failed + errors
+    judged = passed + failed + errors + granted
     out: dict[str, Any] = {
         "count": count, "scored": scored, "passed": passed, "failed": failed, "errors": errors,
-        "skipped": skipped, "xfailed": xfailed,
+        "skipped": skipped, "xfailed": xfailed, "xfailed_by_verdict": granted,
         "pass_rate": passed / judged if judged else None, "metrics": {},
     }
     for name in sorted(values):

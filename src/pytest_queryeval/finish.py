@@ -82,6 +82,7 @@ def build_report(state: State, records: list[dict[str, Any]], started: float, ex
             "duration_s": round(time.time() - started, 3), "exitstatus": exitstatus,
             "interrupted": exitstatus == pytest.ExitCode.INTERRUPTED,
             "queryeval_version": __version__, "model": label, "predictions": predictions,
+            "verdict": state.verdict_mode,
             "settings": _settings(records),
             "workers": getattr(config.option, "numprocesses", None) or 0,
         },

@@ -49,6 +49,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--queryeval-update-baseline", action="store_true",
         help="write this run's JSON report to the baseline (--queryeval-baseline, else ini "
              "queryeval_baseline)")
+    add("--queryeval-verdict", choices=("strict", "baseline", "gates"), default=None,
+        help="what fails the session (ini queryeval_verdict, default strict): strict, every "
+             "case below its threshold; baseline, only cases that passed in "
+             "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
+             "baseline comparison (cases below threshold are xfailed)")
     add("--queryeval-force-baseline", action="store_true",
         help="with --queryeval-update-baseline: write the baseline even from a filtered, "
              "interrupted or erroring run")
@@ -67,6 +72,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="default thresholds, one metric=value per line")
     parser.addini("queryeval_junit_properties", type="bool", default=True,
                   help="write queryeval.<metric> properties on junit testcases")
+    parser.addini("queryeval_verdict", default="strict",
+                  help="strict, baseline or gates (see --queryeval-verdict)")
     parser.addini("queryeval_baseline", default="queryeval-baseline.json",
                   help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
                        "is not given (a bare name lies beside the suite, else rootdir-relative)")
@@ -122,6 +129,14 @@ def pytest_configure(config: pytest.Config) -> None:
             state.custom_metrics.setdefault(kind, set()).update(names or ())
     if not hasattr(config, "workerinput"):  # the controller has checked them for the workers
         _check_options(config, state)
+    try:
+        from .verdict import parse_mode
+
+        state.verdict_mode = parse_mode(config.getoption("queryeval_verdict"),
+                                        str(config.getini("queryeval_verdict")),
+                                        bool(config.getoption("queryeval_baseline")))
+    except ValueError as exc:
+        raise pytest.UsageError(f"queryeval: {exc}") from None
     config.stash[STATE] = state
     config.stash[_T0] = time.time()
     if not hasattr(config, "workerinput"):
@@ -194,6 +209,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE, None)
     if state is not None:
         state.gc.after_collection(len(state.session.cases))  # items made after the last file
+        _load_verdicts(session.config, state)
         unmatched.after_collection(session.config, state)
 
 
@@ -203,6 +219,31 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     output = getattr(node, "workeroutput", None)
     if isinstance(output, dict):
         unmatched.from_worker(node.config, output)
+
+
+def _load_verdicts(config: pytest.Config, state: State) -> None:
+    """Each process that runs cases (serial, or every xdist worker) reads the baseline's case
+    states once its cases are known (a bare baseline name lies beside their suite)."""
+    if state.verdict_mode == "strict" or not config.getoption("queryeval_baseline"):
+        if state.verdict_mode == "gates":
+            from .verdict import Verdicts
+
+            state.verdicts = Verdicts("gates", None)
+        return
+    from .report.baseline import load_baseline
+    from .verdict import Verdicts, baseline_file, suite_dir
+
+    path = baseline_file(config.getoption("queryeval_baseline"),
+                         str(config.getini("queryeval_baseline")),
+                         suite=suite_dir(state.finder, {c.file.parent for c in state.session.cases},
+                                         config.rootpath),
+                         invocation_dir=config.invocation_params.dir, rootdir=config.rootpath)
+    try:
+        base = load_baseline(path) if path.exists() or not config.getoption(
+            "queryeval_update_baseline") else None
+    except QueryEvalError:  # reported before the run (usage error) and again at the end
+        base = None
+    state.verdicts = Verdicts(state.verdict_mode, base)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -234,7 +275,8 @@ def _fallback_record(item: pytest.Item) -> dict[str, Any]:
             "path": str(item.path), "line": 1, "kind": "invalid", "difficulty": None,
             "tags": [], "question": None, "status": "error", "metrics": {}, "labels": {},
             "thresholds": {}, "failed_metrics": [], "predicted": None, "gold": None,
-            "error": message, "reason": None, "diff": [], "details": {}, "settings": {}}
+            "error": message, "reason": None, "diff": [], "details": {}, "settings": {},
+            "baseline_status": None, "verdict": None}
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:

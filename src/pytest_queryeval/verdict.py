@@ -97,3 +97,104 @@ def update_refusals(*, filters: Sequence[str], interrupted: bool, stopped: str |
         shown = ", ".join(errors[:3]) + (f" and {len(errors) - 3} more" if len(errors) > 3 else "")
         why.append(f"{len(errors)} case(s) ended in an error ({shown})")
     return why
+
+
+# --------------------------------------------------------------------------------------------
+# --queryeval-verdict: what a failing case means against the baseline
+
+MODES = ("strict", "baseline", "gates")
+#: Verdicts recorded on a case (the record's ``verdict``).
+KNOWN = "failing since baseline"  #: failed in the baseline too: xfailed in ``baseline`` mode
+BELOW = "below threshold"  #: xfailed in ``gates`` mode
+REGRESSION = "regression"  #: passed in the baseline, fails or errors now
+FIXED = "fixed"  #: failed or errored in the baseline, passes now
+
+
+def parse_mode(cli: str | None, ini: str | None, has_baseline: bool) -> str:
+    """The verdict mode; a usage problem is a ValueError naming the option."""
+    mode = (cli or ini or "strict").strip()
+    where = "--queryeval-verdict" if cli else "ini queryeval_verdict"
+    if mode not in MODES:
+        raise ValueError(f"{where}: {mode!r} is not one of {', '.join(MODES)}")
+    if mode == "baseline" and not has_baseline:
+        raise ValueError(f"{where}=baseline needs --queryeval-baseline PATH: the report whose "
+                         f"failing cases are the known ones")
+    return mode
+
+
+def judged_outcome(record: Mapping[str, Any]) -> Any:
+    """The outcome pass rates and baseline comparisons count: a case the verdict mode turned
+    into an xfail still failed (a 70% model must not show a 100% pass rate)."""
+    outcome = record.get("outcome")
+    if outcome == "xfailed" and record.get("verdict") in (KNOWN, BELOW):
+        return "failed"
+    return outcome
+
+
+def case_state(record: Mapping[str, Any]) -> str | None:
+    """passed / failed / error as the case was judged on its own, before any verdict mode
+    (``status``): an xfail the mode granted in the baseline run still counts as failed."""
+    status = record.get("status")
+    if status in ("passed", "failed", "error"):
+        return str(status)
+    return "error" if record.get("outcome") == "error" else None
+
+
+def _why(record: Mapping[str, Any]) -> str:
+    if record.get("reason"):
+        text = str(record["reason"])
+    else:
+        metrics = record.get("metrics") or {}
+        thresholds = record.get("thresholds") or {}
+        parts = []
+        for metric in record.get("failed_metrics") or []:
+            value = metrics.get(metric)
+            bound = " and ".join(f"{k} {v:g}" for k, v in (thresholds.get(metric) or {}).items())
+            shown = "n/a" if value is None else f"{value:.3f}"
+            parts.append(f"{metric}={shown}" + (f" ({bound})" if bound else ""))
+        text = ", ".join(parts) or "failed"
+    text = " ".join(text.split())
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+class Verdicts:
+    """The per-case verdict of a non-strict mode, from the baseline's case states. Pairs cases
+    by id, or by node id when ids repeat (as the baseline comparison does)."""
+
+    def __init__(self, mode: str, baseline: Mapping[str, Any] | None) -> None:
+        self.mode = mode
+        cases = [c for c in (baseline or {}).get("cases") or [] if isinstance(c, Mapping)]
+        ids = [str(c.get("id")) for c in cases]
+        self.by_id: dict[str, str | None] = {}
+        self.by_nodeid: dict[str, str | None] = {}
+        if len(set(ids)) == len(ids):
+            self.by_id = {i: case_state(c) for i, c in zip(ids, cases, strict=True)}
+        else:
+            self.by_nodeid = {str(c.get("nodeid")): case_state(c) for c in cases}
+
+    def before(self, record: Mapping[str, Any]) -> str | None:
+        if self.by_id:
+            return self.by_id.get(str(record.get("id")))
+        return self.by_nodeid.get(str(record.get("nodeid")))
+
+    def decide(self, record: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+        """(baseline state, verdict, xfail reason): the reason is set when the case is to be
+        reported as xfailed. Infrastructure errors are never forgiven; a query error or a
+        refusal is forgiven only where a below-threshold score would be, with its reason."""
+        before = self.before(record)
+        status = record.get("status")
+        if status == "passed":
+            return before, (FIXED if before in ("failed", "error") else None), None
+        if status != "failed":  # error: the case was not evaluated, the model is unknown
+            return before, (REGRESSION if before == "passed" else None), None
+        why = _why(record)
+        if self.mode == "gates":
+            if record.get("reason") and before == "passed":
+                return before, REGRESSION, None
+            note = " (passed in the baseline)" if before == "passed" else ""
+            return before, BELOW, f"{BELOW}: {why}{note}"
+        if before == "failed":
+            return before, KNOWN, f"{KNOWN}: {why}"
+        if before == "passed":
+            return before, REGRESSION, None
+        return before, None, None  # new, skipped or an error in the baseline: strict

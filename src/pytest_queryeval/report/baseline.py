@@ -29,6 +29,7 @@ from typing import Any
 
 from pytest_queryeval.errors import ConfigError
 from pytest_queryeval.report.json_report import write_atomic
+from pytest_queryeval.verdict import judged_outcome
 
 __all__ = [
     "GLOBAL",
@@ -418,7 +419,7 @@ def _index(cases: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
 
 
 def _change(cur: Mapping[str, Any], base: Mapping[str, Any]) -> OutcomeChange | None:
-    before, after = str(base.get("outcome")), str(cur.get("outcome"))
+    before, after = str(judged_outcome(base)), str(judged_outcome(cur))
     if before == after:
         return None
     return OutcomeChange(
@@ -433,7 +434,7 @@ def _value(case: Mapping[str, Any], other: Mapping[str, Any], metric: str) -> fl
     metrics = case.get("metrics") or {}
     if metric in metrics and metrics[metric] is not None:
         return float(metrics[metric])
-    if (case.get("outcome") in _FAIL and not is_timing(metric)
+    if (judged_outcome(case) in _FAIL and not is_timing(metric)
             and metric in (other.get("metrics") or {})):
         return 0.0
     return None
@@ -451,10 +452,10 @@ def _group_deltas(scope: str, group: str,
     names = {m for c, b in live for m in (*(c.get("metrics") or {}), *(b.get("metrics") or {}))}
     out: list[MetricDelta] = []
     rated = [(c, b) for c, b in live
-             if c.get("outcome") in _SCORED_OUTCOMES and b.get("outcome") in _SCORED_OUTCOMES]
+             if judged_outcome(c) in _SCORED_OUTCOMES and judged_outcome(b) in _SCORED_OUTCOMES]
     if rated:
-        cur_rate = sum(c.get("outcome") in _PASS for c, _ in rated) / len(rated)
-        base_rate = sum(b.get("outcome") in _PASS for _, b in rated) / len(rated)
+        cur_rate = sum(judged_outcome(c) in _PASS for c, _ in rated) / len(rated)
+        base_rate = sum(judged_outcome(b) in _PASS for _, b in rated) / len(rated)
         out.append(_delta(PASS_RATE, scope, group, base_rate, cur_rate, len(rated), limits,
                           gated))
     for metric in ordered_metrics(names):

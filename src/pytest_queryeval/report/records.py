@@ -73,6 +73,9 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "diff": list(outcome.diff) if outcome else [],
         "details": dict(outcome.details) if outcome else {},
         "settings": {k: case.options[k] for k in SCORING_OPTIONS if k in case.options},
+        # --queryeval-verdict baseline/gates: the case's state in the baseline and the verdict
+        "baseline_status": None,
+        "verdict": None,
     }
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)

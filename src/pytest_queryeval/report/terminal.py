@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..safetext import printable
+from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
@@ -82,19 +83,43 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         lines.extend(_table(header, rows))
         lines.append("")
     o = agg["overall"]
+    granted = f" ({o['xfailed_by_verdict']} by the verdict mode)" if o.get(
+        "xfailed_by_verdict") else ""
     lines.append(f"overall: {o['count']} cases, {o['passed']} passed, {o['failed']} failed, "
-                 f"{o['errors']} errors, {o['xfailed']} xfailed, {o['skipped']} skipped; "
+                 f"{o['errors']} errors, {o['xfailed']} xfailed{granted}, {o['skipped']} skipped; "
                  f"pass rate {_pct(o['pass_rate'])}")
-    bad = [c for c in report["cases"] if c.get("outcome") in ("failed", "error")]
+    lines.extend(verdict_lines(report))
+    bad = [c for c in report["cases"] if judged_outcome(c) in ("failed", "error")]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
         bad.sort(key=lambda c: (c.get("outcome") != "error", _score(c)))
         for c in bad[:worst]:
             why = c.get("error") or c.get("reason") or ", ".join(
                 f"{m}={_fmt((c.get('metrics') or {}).get(m))}" for m in c.get("failed_metrics", []))
+            shown = c["outcome"] if not c.get("verdict") else f"{c['outcome']} ({c['verdict']})"
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or '-'}] "
-                         f"{c['outcome']}: {_one_line(why)}")
+                         f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
+
+
+def verdict_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
+    """``--queryeval-verdict baseline/gates``: the counts, and the cases that changed."""
+    mode = (report.get("run") or {}).get("verdict") or "strict"
+    if mode == "strict":
+        return []
+    cases = report["cases"]
+    groups = {v: [str(c["id"]) for c in cases if c.get("verdict") == v]
+              for v in (KNOWN, BELOW, REGRESSION, FIXED)}
+    counts = [f"{len(groups[KNOWN])} failing since baseline (xfailed)"] if mode == "baseline" else []
+    if groups[BELOW]:
+        counts.append(f"{len(groups[BELOW])} below threshold (xfailed)")
+    counts += [f"{len(groups[REGRESSION])} regressions", f"{len(groups[FIXED])} fixed"]
+    lines = [f"verdict {mode}: " + ", ".join(counts)]
+    for title, ids in (("REGRESSION", groups[REGRESSION]), ("fixed", groups[FIXED])):
+        if ids:
+            more = f" … {len(ids) - limit} more" if len(ids) > limit else ""
+            lines.append(f"{title}: {', '.join(ids[:limit])}{more}")
+    return lines
 
 
 def _score(c: Mapping[str, Any]) -> float:
@@ -153,6 +178,8 @@ def _failure_text(record: Mapping[str, Any]) -> str:
     out: list[str] = []
     header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
     out.append(header)
+    if record.get("verdict") == "regression":
+        out.append("REGRESSION: this case passed in the baseline")
     if record.get("error"):
         out.append(f"error: {record['error']}")
         return "\n".join(out)
