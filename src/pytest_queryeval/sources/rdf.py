@@ -455,7 +455,8 @@ class _Worker:
         while True:
             try:
                 replies.put(_recv(proc.stdout))
-            except (EOFError, OSError, pickle.UnpicklingError):
+            # ValueError: _kill() closed the pipe while this thread was still reading it
+            except (EOFError, OSError, ValueError, pickle.UnpicklingError):
                 replies.put(EOFError())
                 return
 
