@@ -170,7 +170,8 @@ class QueryEvalItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):
-            return failure_text(excinfo.value.record)
+            return failure_text(excinfo.value.record, spider_components=bool(
+                self.config.getoption("queryeval_spider_table")))
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:

@@ -55,9 +55,10 @@ def _model(state: State, records: list[dict[str, Any]]) -> tuple[str | None, str
 
     config = state.config
     configs = [state.finder.for_directory(d) for d in sorted(_case_dirs(records))]
-    label = config.getoption("queryeval_model_label") or ", ".join(
-        sorted({c.model for c in configs if c.model})) or None
     predictions = config.getoption("queryeval_predictions")
+    # model: names the suite's own predictions; --queryeval-predictions brings another model
+    label = config.getoption("queryeval_model_label") or (None if predictions else ", ".join(
+        sorted({c.model for c in configs if c.model})) or None)
     if predictions and Path(predictions).is_absolute():
         predictions = _relative(Path(predictions), config.rootpath)
     if not predictions:
@@ -176,7 +177,8 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
         comparison = bl.compare(report, base, max_drop or None)
         report["baseline"] = comparison.to_dict()
         lines.append("")
-        lines.extend(bl.format_comparison(comparison))
+        lines.extend(bl.format_comparison(
+            comparison, spider_components=config.getoption("queryeval_spider_table")))
         failed = failed or not comparison.passed
     elif config.getoption("queryeval_max_drop"):
         lines.append("error: --queryeval-max-drop needs --queryeval-baseline")

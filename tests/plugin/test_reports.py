@@ -263,6 +263,9 @@ def test_reports_and_the_comparison_name_the_model(mixed):
                              "--queryeval-predictions=preds.jsonl")
     result.stdout.fnmatch_lines(["model: gdp-v3 (predictions preds.jsonl) vs baseline gdp-v2"])
     assert _json(mixed)["run"]["model"] == "gdp-v3"
+    # model: labels the suite's own predictions, not another model's brought for one run
+    mixed.runpytest("--queryeval-json=r.json", "--queryeval-predictions=preds.jsonl")
+    assert _json(mixed)["run"]["model"] is None
     mixed.makefile(".yaml", queryeval=dump({"model": "gdp-v2",
                                             "predictions": {"source": "file", "path": "preds.jsonl"}}))
     mixed.runpytest("--queryeval-json=r.json")

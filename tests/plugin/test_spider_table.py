@@ -24,3 +24,30 @@ def test_the_1034_dev_pairs_print_the_official_table(tmp_path, shared_data):
     first = out.index(expected[0])
     got = [line for line in out[first:first + 2 * len(expected)] if line.strip()][: len(expected)]
     assert got == expected
+
+
+def test_a_failing_case_lists_the_spider_components_only_on_request(pytester):
+    """Issue 19: the 30 component scores flooded every failing SQL case's metric table."""
+    import json
+    import sqlite3
+
+    with sqlite3.connect(pytester.path / "db.sqlite") as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+        con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+    con.close()
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=json.dumps({
+        "datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
+        "thresholds": {"execution_accuracy": 1.0}}))
+    pytester.makefile(".yaml", test_q=json.dumps({
+        "kind": "sql", "datasource": "db", "cases": [
+            {"id": "q", "question": "q", "gold": "SELECT x FROM t",
+             "predicted": "SELECT x FROM t WHERE x > 1"}]}))
+    result = pytester.runpytest()
+    out = result.stdout.str()
+    assert "execution_accuracy" in out and "exact_set_match" in out
+    assert "where_f1" not in out and "select_acc" not in out
+    result.stdout.fnmatch_lines(["(30 Spider component metrics: --queryeval-spider-table shows them)",
+                                 "structure: where: gold - | pred t.x > value"])
+    full = pytester.runpytest("--queryeval-spider-table").stdout.str()
+    assert "where_f1" in full and "select_acc" in full and "Spider component metrics" not in full

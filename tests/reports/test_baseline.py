@@ -272,3 +272,29 @@ def test_no_common_cases_warns(current, baseline):
     assert cmp.deltas == []
     assert "no case is in both runs: nothing to compare" in cmp.warnings
     assert cmp.passed  # nothing dropped; the warning is printed
+
+
+def _with_where_f1(report, drop_on):
+    """Spider's where_f1 on the SQL cases that have a Spider-parsable gold (a few only)."""
+    sql = [c for c in report["cases"] if c["kind"] == "sql"][:3]
+    for case in sql:
+        case["metrics"]["where_f1"] = 0.0 if case["id"] in drop_on else 1.0
+    return {c["id"] for c in sql}
+
+
+def test_spider_components_need_a_named_max_drop_and_the_spider_table(current, baseline):
+    """Issue 19: the 30 component metrics flooded the table and failed a global max-drop."""
+    ids = _with_where_f1(baseline, drop_on=set())
+    _with_where_f1(current, drop_on=ids)
+    assert _delta(compare(current, baseline), "where_f1").delta == pytest.approx(-1.0)
+    cmp = compare(current, baseline, 0.5)
+    assert "where_f1" not in {d.metric for d in cmp.failures}
+    assert _delta(cmp, "where_f1").limit is None
+    lines = format_comparison(cmp)
+    assert not any(line.split()[:1] == ["where_f1"] for line in lines)
+    assert "  (1 Spider component metrics: --queryeval-spider-table)" in lines
+    assert any(line.split()[:1] == ["where_f1"]
+               for line in format_comparison(cmp, spider_components=True))
+    named = compare(current, baseline, {"*": 0.5, "where_f1": 0.1})
+    assert ("where_f1", "overall") in {(d.metric, d.scope) for d in named.failures}
+    assert any(line.split()[:1] == ["where_f1"] for line in format_comparison(named))

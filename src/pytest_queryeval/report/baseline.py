@@ -24,6 +24,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "OutcomeChange",
     "compare",
     "format_comparison",
+    "is_spider_component",
     "load_baseline",
     "model_of",
     "parse_max_drop",
@@ -98,6 +100,20 @@ def is_detail_metric(metric: str) -> bool:
     return "[" in metric or metric.endswith(("_acc", "_rec")) or (
         metric.endswith("_f1") and metric not in HEADLINE_METRICS
     )
+
+
+@lru_cache(maxsize=1)
+def _spider_components() -> frozenset[str]:
+    from pytest_queryeval.metrics.spider.match import COMPONENTS
+
+    return frozenset(f"{c}_{m}" for c in COMPONENTS for m in ("acc", "rec", "f1"))
+
+
+def is_spider_component(metric: str) -> bool:
+    """The Spider evaluator's 30 partial-matching scores (``where_f1``...): shown with
+    ``--queryeval-spider-table`` only, and gated by a named max-drop only, since only the
+    Spider-parsable cases have them and they would drown the headline metrics."""
+    return metric in _spider_components()
 
 
 def ordered_metrics(names: Iterable[str]) -> list[str]:
@@ -475,7 +491,7 @@ def _group_deltas(scope: str, group: str,
 def _delta(metric: str, scope: str, group: str, base: float | None, cur: float | None, n: int,
            limits: Mapping[str, float], gated: bool) -> MetricDelta:
     limit = limits.get(metric)
-    if limit is None and not is_timing(metric):
+    if limit is None and not is_timing(metric) and not is_spider_component(metric):
         limit = limits.get(GLOBAL)
     d = MetricDelta(metric, scope, group, base, cur, n, limit)
     if gated and limit is not None and d.worsening > limit + EPSILON:
@@ -532,8 +548,10 @@ def arrow(d: MetricDelta) -> str:
     return "▲" if delta > 0 else "▼"
 
 
-def format_comparison(cmp: Comparison, *, max_cases: int = 10) -> list[str]:
-    """Compact terminal lines: overall deltas with arrows, failed groups, flips, a verdict."""
+def format_comparison(cmp: Comparison, *, max_cases: int = 10,
+                      spider_components: bool = False) -> list[str]:
+    """Compact terminal lines: overall deltas with arrows, failed groups, flips, a verdict.
+    The Spider component scores are left out unless ``spider_components`` (or they failed)."""
     lines: list[str] = []
     models = []
     if cmp.models.get("baseline") or cmp.models.get("current"):
@@ -551,7 +569,9 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10) -> list[str]:
     lines.append(head)
     lines.extend(models)
 
-    overall = cmp.overall()
+    overall = [d for d in cmp.overall()
+               if spider_components or d.failed or not is_spider_component(d.metric)]
+    spider = len(cmp.overall()) - len(overall)
     shown = [d for d in overall
              if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed
              or (d.delta is not None and abs(d.delta) > EPSILON)]
@@ -571,6 +591,8 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10) -> list[str]:
                      f"{mark} {delta:>7}  {limit:>8}{flag}".rstrip())
     if hidden:
         lines.append(f"  ({hidden} per-dimension/component metrics unchanged)")
+    if spider:
+        lines.append(f"  ({spider} Spider component metrics: --queryeval-spider-table)")
 
     for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
         if not changes:

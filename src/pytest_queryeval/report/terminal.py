@@ -8,6 +8,7 @@ from typing import Any
 
 from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
+from .baseline import is_spider_component
 
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
@@ -167,14 +168,14 @@ def _show(value: Any, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
-def failure_text(record: Mapping[str, Any]) -> str:
+def failure_text(record: Mapping[str, Any], *, spider_components: bool = False) -> str:
     """Question, predicted vs gold, metric/value/threshold table, reason and diff; control
     characters written as escapes (a prediction's escape codes never reach the console or
     the junit XML)."""
-    return printable(_failure_text(record))
+    return printable(_failure_text(record, spider_components))
 
 
-def _failure_text(record: Mapping[str, Any]) -> str:
+def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
     out: list[str] = []
     header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
     out.append(header)
@@ -196,6 +197,10 @@ def _failure_text(record: Mapping[str, Any]) -> str:
     thresholds = record.get("thresholds") or {}
     failed = set(record.get("failed_metrics") or [])
     names = [m for m in thresholds] + [m for m in metrics if m not in thresholds]
+    hidden = 0
+    if not spider_components:  # the structure diff lines below name the mismatched parts
+        kept = [m for m in names if m in thresholds or not is_spider_component(m)]
+        hidden, names = len(names) - len(kept), kept
     if names:
         rows = []
         for m in names:
@@ -211,6 +216,8 @@ def _failure_text(record: Mapping[str, Any]) -> str:
                              zip(["metric", "value", "threshold", ""], width, strict=True)).rstrip())
         for r in rows:
             out.append("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip())
+    if hidden:
+        out.append(f"({hidden} Spider component metrics: --queryeval-spider-table shows them)")
     diff = record.get("diff") or []
     if diff:
         out.append("")
