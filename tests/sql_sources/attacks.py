@@ -90,3 +90,47 @@ POSTGRES_ALLOWED = [
     "SELECT pg_sleep(0)",
     "SELECT 1 WHERE EXISTS (SELECT 1 FROM genre)",
 ]
+
+DUCKDB = [
+    *COMMON,
+    "ATTACH 'pwned.duckdb' AS pwned",
+    "DETACH chinook",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "COPY genre TO 'pwned.csv'",
+    "EXPORT DATABASE 'pwned'",
+    "SET enable_external_access = true",
+    "RESET lock_configuration",
+    "PRAGMA enable_profiling",
+    "CHECKPOINT",
+    "USE pwned",
+    "CREATE SECRET s (TYPE s3, KEY_ID 'x', SECRET 'y')",
+    "INSERT OR REPLACE INTO genre VALUES (1, 'x')",
+]
+
+#: What the DuckDB *connection* must stop even when the guard is bypassed (``trusted=True``):
+#: writes (read_only=True), then file, network and extension access and configuration changes
+#: (enable_external_access=false, lock_configuration=true).
+DUCKDB_RAW = [
+    "INSERT INTO genre VALUES (999, 'x')",
+    "UPDATE genre SET name = 'x'",
+    "DELETE FROM genre",
+    "DROP TABLE genre",
+    "CREATE TABLE pwned (a int)",
+    "COPY genre TO 'pwned.csv'",
+    "ATTACH 'pwned.duckdb' AS pwned",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "SET memory_limit = '100GB'",
+    "SELECT * FROM read_csv('/etc/passwd')",
+]
+
+#: Queries the guard lets through but the connection refuses: a SELECT reaching a file.
+DUCKDB_FILE_READS = [
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_text('/etc/passwd')",
+    "SELECT * FROM glob('/etc/*')",
+    "SELECT * FROM read_blob('/etc/passwd')",
+    "SELECT * FROM read_parquet('https://example.invalid/x.parquet')",
+]

@@ -17,6 +17,7 @@ from .base import DataSource, check_keys
 #: ``type:`` value -> ``"module:Class"``. Add a line to support another engine.
 SOURCE_TYPES: dict[str, str] = {
     "sqlite": "pytest_queryeval.sources.sqlite:SqliteSource",
+    "duckdb": "pytest_queryeval.sources.duckdb:DuckdbSource",
     "sqlalchemy": "pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
     "spider-schema": "pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
     "rdf": "pytest_queryeval.sources.rdf:RdfSource",
@@ -26,6 +27,8 @@ SOURCE_TYPES: dict[str, str] = {
 #: Keys each type accepts besides ``type`` (for located validation errors).
 SOURCE_KEYS: dict[str, frozenset[str]] = {
     "sqlite": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory",
+                         "isolation"}),
+    "duckdb": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory", "threads",
                          "isolation"}),
     "sqlalchemy": frozenset({"url", "timeout", "max_rows", "max_bytes", "version", "schema",
                              "engine_options", "allow_privileged", "isolation",

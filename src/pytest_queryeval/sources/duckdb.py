@@ -1,0 +1,335 @@
+"""A DuckDB database file as a SQL source, opened read-only (DuckDB's own ``duckdb`` package,
+the ``[duckdb]`` extra; imported only when a suite uses it).
+
+Spec keys: ``path`` (required), ``timeout``, ``max_rows``, ``max_bytes`` (size of one result,
+default 64 MiB), ``max_memory`` (address space a query may use in the worker, default 1 GiB;
+DuckDB's own ``memory_limit`` is half of it, its spill files at most all of it), ``threads``
+(DuckDB worker threads, default 1), ``isolation`` (``process`` default | ``thread``).
+
+Why the same worker process as SQLite (:mod:`pytest_queryeval.sandbox`): a DuckDB query runs
+in C++ threads that only stop at DuckDB's own interruption points, and a hash join or a
+``repeat()`` can allocate gigabytes in one operator. In the worker, a timer interrupts the
+connection at the timeout (the worker survives), the parent kills it shortly after if the
+engine did not stop, its address space is capped at ``max_memory`` and its spill files live in
+its own temporary directory.
+
+Read-only in three layers: the SQL guard (duckdb dialect) refuses anything but a query before
+execution; the connection is ``read_only=True`` (DuckDB refuses CREATE/INSERT on the file); and
+the configuration, locked before the first predicted query, turns off what a SELECT alone
+could still reach: ``enable_external_access=false`` (no ``read_csv('/etc/passwd')``, COPY TO,
+ATTACH, httpfs), ``autoinstall_known_extensions`` / ``autoload_known_extensions`` false (no
+extension download or load), ``allow_community_extensions`` false, ``memory_limit``, ``threads``
+and ``temp_directory`` bounded, then ``lock_configuration=true`` so that ``SET`` cannot undo any
+of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import (
+    ConfigError,
+    MissingDependency,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    SourceUnavailable,
+)
+from ..results import ResultTable
+from ..sandbox import (
+    Sandbox,
+    SandboxCrashed,
+    SandboxMemoryError,
+    SandboxTimeout,
+    SandboxTooBig,
+    shared_sandbox,
+)
+from .base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    FetchedRows,
+    payload_bytes,
+    positive_int,
+)
+from .sqlguard import check_read_only
+
+DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
+#: Seconds past the timeout before the worker is killed (the interrupt normally ends the query
+#: at the timeout, and the worker survives).
+HARD_GRACE = 1.0
+ISOLATIONS = ("process", "thread")
+_FETCH_BATCH = 1_000
+#: Connections a worker keeps open (one per file and settings, least recently used closed first).
+_WORKER_CONNECTIONS = 8
+_INSTALL = "type: duckdb needs DuckDB: pip install 'pytest-queryeval[duckdb]'"
+
+
+def _require_duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError:
+        raise MissingDependency(_INSTALL) from None
+    return duckdb
+
+
+def settings(max_memory: int, threads: int, temp_dir: str) -> dict[str, Any]:
+    """DuckDB configuration of every connection (``lock_configuration`` is set after)."""
+    return {
+        "enable_external_access": False,
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "allow_community_extensions": False,
+        "memory_limit": f"{max(max_memory // 2, 64 * 1024 * 1024)}B",
+        "max_temp_directory_size": f"{max_memory}B",
+        "threads": threads,
+        "temp_directory": temp_dir,
+    }
+
+
+def open_read_only(path: Path, name: str, max_memory: int, threads: int,
+                   temp_dir: str) -> Any:
+    """A read-only, locked-down connection (see the module docstring)."""
+    duckdb = _require_duckdb()
+    if not path.is_file():
+        raise SourceUnavailable(f"datasource {name!r}: no DuckDB file at {path}")
+    try:
+        conn = duckdb.connect(str(path), read_only=True,
+                              config=settings(max_memory, threads, temp_dir))
+        conn.execute("SET enable_progress_bar = false")  # a session option, not a config one
+        conn.execute("SET lock_configuration = true")
+        conn.execute("SELECT count(*) FROM duckdb_tables()").fetchone()
+    except duckdb.Error as e:
+        raise SourceUnavailable(f"datasource {name!r}: cannot open {path}: {e}") from None
+    return conn
+
+
+def run_query(conn: Any, query: str, timeout: float, max_rows: int,
+              max_bytes: int) -> ResultTable:
+    """Execute and fetch under a deadline: a timer interrupts the connection at ``timeout``
+    (the whole deadline in a thread, the soft one in the worker, backed there by a kill)."""
+    duckdb = _require_duckdb()
+    expired = threading.Event()
+
+    def interrupt() -> None:
+        expired.set()
+        conn.interrupt()
+
+    timer = threading.Timer(timeout, interrupt)
+    timer.daemon = True
+    start = time.perf_counter()
+    fetched = FetchedRows(max_rows, max_bytes)
+    timer.start()
+    try:
+        cur = conn.execute(query)
+        columns = [d[0] for d in cur.description or ()]
+        while fetched.add(cur.fetchmany(fetched.wanted(_FETCH_BATCH))):
+            pass
+    except duckdb.InterruptException:
+        if expired.is_set():
+            raise QueryTimeout(f"query exceeded {timeout:g} s") from None
+        raise KeyboardInterrupt from None
+    except duckdb.PermissionException as e:
+        raise QueryRefused(f"the source allows no file, network or extension access "
+                           f"({_first_line(e)})"
+                           ) from None
+    except duckdb.OutOfMemoryException as e:
+        raise QueryFailed(f"out of memory: {_first_line(e)} (max_memory limits it)") from None
+    except duckdb.Error as e:
+        msg = str(e)
+        if "read-only mode" in msg or "configuration has been locked" in msg:
+            raise QueryRefused(f"the source is read-only ({_first_line(e)})") from None
+        raise QueryFailed(msg) from None
+    finally:
+        timer.cancel()
+    return fetched.table(columns, time.perf_counter() - start)
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int,
+                 max_bytes: int, max_memory: int, threads: int
+                 ) -> tuple[list[str], list[tuple[Any, ...]], bool, dict[str, Any], float]:
+    """:func:`run_query` inside the sandbox worker, on a connection cached there (spilling to
+    the worker's own temporary directory). Only the rows within ``max_bytes`` leave it."""
+    from ..sandbox import worker_state
+
+    conns: dict[tuple[str, int], Any] = worker_state().setdefault("duckdb", {})
+    key = (path, threads)
+    conn = conns.pop(key, None)
+    if conn is None:
+        temp = os.path.join(tempfile.gettempdir(), "duckdb")
+        conn = open_read_only(Path(path), name, max_memory, threads, temp)
+        while len(conns) >= _WORKER_CONNECTIONS:
+            conns.pop(next(iter(conns))).close()
+    try:
+        table = run_query(conn, query, timeout, max_rows, max_bytes)
+    except QueryFailed as e:
+        if e.reason().startswith("query failed: out of memory"):
+            conn.close()  # give DuckDB's buffers back before the next query
+            raise
+        conns[key] = conn
+        raise
+    except BaseException:
+        conns[key] = conn
+        raise
+    conns[key] = conn  # most recently used last
+    if "max_bytes" in table.meta:
+        size = 0
+        for i, row in enumerate(table.rows):
+            size += payload_bytes([row])
+            if size > max_bytes:
+                del table.rows[i:]
+                break
+    return table.columns, table.rows, table.truncated, table.meta, table.seconds
+
+
+class DuckdbSource:
+    """A DuckDB database file, opened ``read_only`` with external access off and the
+    configuration locked. Predicted statements are refused by :func:`check_read_only` before
+    execution, and the connection could not write anyway."""
+
+    type = "duckdb"
+    dialect = "duckdb"
+
+    def __init__(self, name: str, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
+                 max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int = DEFAULT_MAX_BYTES,
+                 max_memory: int = DEFAULT_MAX_MEMORY, threads: int = 1,
+                 isolation: str = "process") -> None:
+        self.name = name
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        self.max_rows = int(max_rows)
+        self.max_bytes = positive_int(max_bytes, name, "max_bytes")
+        self.max_memory = positive_int(max_memory, name, "max_memory")
+        self.threads = positive_int(threads, name, "threads")
+        if isolation not in ISOLATIONS:
+            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
+                              key=f"datasources.{name}.isolation")
+        self.isolation = isolation
+        self._conn: Any = None
+        self._temp: str | None = None
+        self._lock = threading.Lock()
+        self._fp_stat: tuple[int, int, int, int] | None = None
+        self._fp: str | None = None
+        self._box: Sandbox | None = None
+        self._resolved = ""
+
+    def __repr__(self) -> str:
+        return f"DuckdbSource({self.name!r}, {str(self.path)!r})"
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        """The in-process connection (``isolation: thread`` queries, schema introspection)."""
+        if self._conn is None:
+            if self._temp is None:
+                self._temp = tempfile.mkdtemp(prefix="queryeval-duckdb-")
+            self._conn = open_read_only(self.path, self.name, self.max_memory, self.threads,
+                                        os.path.join(self._temp, "spill"))
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._temp is not None:
+                shutil.rmtree(self._temp, ignore_errors=True)
+                self._temp = None
+
+    # -- execution ----------------------------------------------------------------------------
+
+    def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
+                trusted: bool = False) -> ResultTable:
+        """Run one query (in the worker unless ``isolation: thread``); the deadline covers
+        execution and fetching. A result over ``max_rows`` or ``max_bytes`` comes back
+        truncated, with the cap that cut it in ``meta``."""
+        timeout = self.timeout if timeout is None else float(timeout)
+        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        if not trusted:
+            check_read_only(query, self.dialect)
+        if self.isolation == "thread":
+            with self._lock:
+                return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
+        if self._box is None:  # once: the package checked, the path resolved, the worker chosen
+            if importlib.util.find_spec("duckdb") is None:
+                raise MissingDependency(_INSTALL)
+            if not self.path.is_file():
+                raise SourceUnavailable(
+                    f"datasource {self.name!r}: no DuckDB file at {self.path}")
+            self._resolved = str(self.path.resolve())
+            self._box = shared_sandbox("duckdb", max_memory=self.max_memory,
+                                       preload=(__name__, "duckdb"))
+        try:
+            columns, rows, truncated, meta, seconds = self._box.call(
+                worker_query, self._resolved, self.name, query, timeout, max_rows,
+                self.max_bytes, self.max_memory, self.threads,
+                timeout=timeout + HARD_GRACE, max_reply=2 * self.max_bytes)
+        except SandboxTimeout:
+            raise QueryTimeout(f"query exceeded {timeout:g} s (the engine did not stop by "
+                               "itself: its worker was killed)") from None
+        except SandboxTooBig:
+            return ResultTable([], [], True, meta={"max_bytes": self.max_bytes})
+        except SandboxMemoryError:
+            raise QueryFailed(f"out of memory: the query went over max_memory "
+                              f"({self.max_memory:,} bytes)") from None
+        except SandboxCrashed:
+            raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
+                              f"{self.max_memory:,} bytes)") from None
+        return ResultTable(columns, rows, truncated, seconds, meta)
+
+    # -- identity -----------------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        """``duckdb:<size>:<mtime_ns>:<sha256>`` of the file (and of its ``.wal``, if any); the
+        hash is recomputed only when a size or mtime changes."""
+        try:
+            st = self.path.stat()
+            wal = self.path.with_name(self.path.name + ".wal")
+            wst = wal.stat() if wal.exists() else None
+        except OSError as e:
+            raise SourceUnavailable(f"datasource {self.name!r}: {e}") from None
+        key = (st.st_size, st.st_mtime_ns, wst.st_size if wst else -1,
+               wst.st_mtime_ns if wst else -1)
+        if self._fp is None or self._fp_stat != key:
+            h = hashlib.sha256()
+            for p in (self.path, wal) if wst else (self.path,):
+                with p.open("rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+            self._fp = f"duckdb:{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
+            self._fp_stat = key
+        return self._fp
+
+    def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
+        """Tables of the file's ``main`` schema with their columns, and foreign keys as
+        (table, column, ref_table, ref_column)."""
+        with self._lock:
+            conn = self._connect()
+            db = conn.execute("SELECT current_database()").fetchone()[0]
+            tables: dict[str, list[str]] = {}
+            for t, c in conn.execute(
+                    "SELECT table_name, column_name FROM duckdb_columns() "
+                    "WHERE database_name = ? AND schema_name = 'main' "
+                    "ORDER BY table_oid, column_index", [db]).fetchall():
+                tables.setdefault(t, []).append(c)
+            fks: list[tuple[str, str, str, str]] = []
+            for t, cols, rt, rcols in conn.execute(
+                    "SELECT table_name, constraint_column_names, referenced_table, "
+                    "referenced_column_names FROM duckdb_constraints() "
+                    "WHERE database_name = ? AND schema_name = 'main' "
+                    "AND constraint_type = 'FOREIGN KEY' ORDER BY table_oid, constraint_index",
+                    [db]).fetchall():
+                fks.extend((t, c, rt, rc) for c, rc in zip(cols, rcols, strict=False))
+        return tables, fks
