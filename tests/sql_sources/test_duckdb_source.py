@@ -4,7 +4,6 @@ at the connection, read-only, file access off, timeout, row and byte caps, schem
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import sys
 from collections.abc import Iterator
 from decimal import Decimal
@@ -18,50 +17,11 @@ from pytest_queryeval.sources.duckdb import DuckdbSource
 
 from .attacks import DUCKDB, DUCKDB_FILE_READS, DUCKDB_RAW
 from .conftest import run_bounded, sha256
+from .duckdb_data import build_chinook_duckdb
 
 duckdb = pytest.importorskip("duckdb")
 
-ROOT = Path(__file__).resolve().parents[2]
-CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
 RUNAWAY = "SELECT count(*) FROM range(100000) a, range(100000) b"
-
-#: The tables copied from Chinook (DuckDB DDL; rows are copied through Python and a CSV file,
-#: since the sqlite scanner extension would need a download).
-DDL = {
-    "Artist": "CREATE TABLE artist (artist_id INTEGER PRIMARY KEY, name VARCHAR)",
-    "Album": "CREATE TABLE album (album_id INTEGER PRIMARY KEY, title VARCHAR, "
-             "artist_id INTEGER REFERENCES artist (artist_id))",
-    "Genre": "CREATE TABLE genre (genre_id INTEGER PRIMARY KEY, name VARCHAR)",
-    "Track": "CREATE TABLE track (track_id INTEGER PRIMARY KEY, name VARCHAR, "
-             "album_id INTEGER REFERENCES album (album_id), "
-             "genre_id INTEGER REFERENCES genre (genre_id), milliseconds INTEGER, "
-             "unit_price DECIMAL(10, 2))",
-}
-COLUMNS = {
-    "Artist": "ArtistId, Name",
-    "Album": "AlbumId, Title, ArtistId",
-    "Genre": "GenreId, Name",
-    "Track": "TrackId, Name, AlbumId, GenreId, Milliseconds, UnitPrice",
-}
-
-
-def build_chinook_duckdb(dst: Path, work: Path) -> Path:
-    """A DuckDB copy of four Chinook tables (with their keys), written by an unrestricted
-    connection of the test, never by the source under test."""
-    import csv
-
-    src = sqlite3.connect(CHINOOK)
-    con = duckdb.connect(str(dst))
-    for table, ddl in DDL.items():
-        con.execute(ddl)
-        path = work / f"{table}.csv"
-        with path.open("w", newline="") as f:
-            csv.writer(f).writerows(src.execute(f"SELECT {COLUMNS[table]} FROM {table}"))
-        con.execute(f"INSERT INTO {ddl.split()[2]} SELECT * FROM read_csv(?, header = false, "
-                    "nullstr = '')", [str(path)])
-    con.close()
-    src.close()
-    return dst
 
 
 @pytest.fixture(scope="session")
