@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_queryeval.engine import Session
 from pytest_queryeval.errors import ConfigError, MissingDependency, QueryRefused, QueryTimeout
+from pytest_queryeval.kinds import get_kind
 from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.duckdb import DuckdbSource
 
 from .attacks import DUCKDB, DUCKDB_FILE_READS, DUCKDB_RAW
-from .conftest import run_bounded, sha256
+from .conftest import make_case, run_bounded, sha256
 from .duckdb_data import build_chinook_duckdb
 
 duckdb = pytest.importorskip("duckdb")
@@ -157,3 +159,23 @@ def test_missing_package_names_the_extra(chinook_duckdb: Path, isolation: str,
         src.execute("SELECT 1")
     assert info.value.reason() == ("missing dependency: type: duckdb needs DuckDB: "
                                    "pip install 'pytest-queryeval[duckdb]'")
+
+
+def test_sql_kind_scores_execution_and_structure(chinook_duckdb: Path, session: Session) -> None:
+    """Through the SQL kind: execution metrics, and structure metrics from the schema that
+    ``tables()`` reads (the Spider grammar needs the tables and keys)."""
+    spec = {"type": "duckdb", "path": str(chinook_duckdb)}
+    gold = "SELECT name FROM artist WHERE artist_id < 4 ORDER BY name"
+    case = make_case(gold, spec=spec, options={"structure": True})
+    kind = get_kind("sql")
+    same = kind.evaluate(case, "SELECT name FROM artist WHERE artist_id <= 3 ORDER BY name",
+                         session)
+    assert same.reason is None
+    assert same.metrics["execution_accuracy"] == 1.0
+    assert same.metrics["exact_set_match"] == 0.0  # < 4 is not <= 3, structurally
+    assert same.metrics["select_f1"] == 1.0
+    other = kind.evaluate(case, "SELECT name FROM genre WHERE genre_id < 4 ORDER BY name",
+                          session)
+    assert other.metrics["execution_accuracy"] == 0.0
+    refused = kind.evaluate(case, "SET enable_external_access = true", session)
+    assert refused.reason == "refused: SET is not a read-only query"
