@@ -40,7 +40,10 @@ try:
 except ImportError:
     pass
 io = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
-print(f"QE_PEAK_RSS_KIB={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}")
+# VmHWM, not ru_maxrss: a process started by vfork + exec inherits its parent's ru_maxrss
+# (a long-lived xdist worker's), VmHWM is this process's own memory's high-water mark
+hwm = next(x for x in open("/proc/self/status") if x.startswith("VmHWM:")).split()[1]
+print(f"QE_PEAK_RSS_KIB={hwm}")
 print(f"QE_CHILD_RSS_KIB={resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
 print(f"QE_WRITE_BYTES={io['write_bytes']}")
 sys.exit(rc)
