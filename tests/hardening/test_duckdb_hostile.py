@@ -29,7 +29,7 @@ HONEST = [
      "predicted": "SELECT name FROM genre WHERE genre_id < 3"},
 ]
 RUNAWAY = {"id": "runaway", "gold": "SELECT 1", "timeout": 2,
-           "predicted": "SELECT count(*) FROM range(100000) a, range(100000) b"}
+           "predicted": "SELECT count(*) FROM range(1000000) a, range(1000000) b"}
 HUGE = {"id": "huge", "datasource": "small", "gold": "SELECT name FROM track LIMIT 3",
         "predicted": "SELECT repeat('x', 1000) FROM range(200000)"}
 

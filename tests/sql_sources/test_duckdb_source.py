@@ -23,7 +23,7 @@ from .duckdb_data import build_chinook_duckdb
 
 duckdb = pytest.importorskip("duckdb")
 
-RUNAWAY = "SELECT count(*) FROM range(100000) a, range(100000) b"
+RUNAWAY = "SELECT count(*) FROM range(1000000) a, range(1000000) b"
 
 
 @pytest.fixture(scope="session")
