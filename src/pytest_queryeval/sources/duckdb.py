@@ -25,7 +25,6 @@ of it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -44,22 +43,15 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from ..sandbox import (
-    Sandbox,
-    SandboxCrashed,
-    SandboxMemoryError,
-    SandboxTimeout,
-    SandboxTooBig,
-    shared_sandbox,
-)
+from ..sandbox import Sandbox, shared_sandbox
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
-    payload_bytes,
     positive_int,
 )
+from .sandboxed import ENGINE_KILLED, FileFingerprint, Reply, call_query, worker_reply
 from .sqlguard import check_read_only
 
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
@@ -159,7 +151,7 @@ def _first_line(e: BaseException) -> str:
 
 def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int,
                  max_bytes: int, max_memory: int, threads: int
-                 ) -> tuple[list[str], list[tuple[Any, ...]], bool, dict[str, Any], float]:
+                 ) -> Reply:
     """:func:`run_query` inside the sandbox worker, on a connection cached there (spilling to
     the worker's own temporary directory). Only the rows within ``max_bytes`` leave it."""
     from ..sandbox import worker_state
@@ -184,14 +176,7 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
         conns[key] = conn
         raise
     conns[key] = conn  # most recently used last
-    if "max_bytes" in table.meta:
-        size = 0
-        for i, row in enumerate(table.rows):
-            size += payload_bytes([row])
-            if size > max_bytes:
-                del table.rows[i:]
-                break
-    return table.columns, table.rows, table.truncated, table.meta, table.seconds
+    return worker_reply(table, max_bytes)
 
 
 class DuckdbSource:
@@ -220,8 +205,7 @@ class DuckdbSource:
         self._conn: Any = None
         self._temp: str | None = None
         self._lock = threading.Lock()
-        self._fp_stat: tuple[int, int, int, int] | None = None
-        self._fp: str | None = None
+        self._fingerprint = FileFingerprint("duckdb", self.path, ".wal")
         self._box: Sandbox | None = None
         self._resolved = ""
 
@@ -271,46 +255,16 @@ class DuckdbSource:
             self._resolved = str(self.path.resolve())
             self._box = shared_sandbox("duckdb", max_memory=self.max_memory,
                                        preload=(__name__, "duckdb"))
-        try:
-            columns, rows, truncated, meta, seconds = self._box.call(
-                worker_query, self._resolved, self.name, query, timeout, max_rows,
-                self.max_bytes, self.max_memory, self.threads,
-                timeout=timeout + HARD_GRACE, max_reply=2 * self.max_bytes)
-        except SandboxTimeout:
-            raise QueryTimeout(f"query exceeded {timeout:g} s (the engine did not stop by "
-                               "itself: its worker was killed)") from None
-        except SandboxTooBig:
-            return ResultTable([], [], True, meta={"max_bytes": self.max_bytes})
-        except SandboxMemoryError:
-            raise QueryFailed(f"out of memory: the query went over max_memory "
-                              f"({self.max_memory:,} bytes)") from None
-        except SandboxCrashed:
-            raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
-                              f"{self.max_memory:,} bytes)") from None
-        return ResultTable(columns, rows, truncated, seconds, meta)
+        return call_query(self._box, worker_query, self._resolved, self.name, query, timeout,
+                          max_rows, self.max_bytes, self.max_memory, self.threads,
+                          timeout=timeout, hard_timeout=timeout + HARD_GRACE,
+                          max_bytes=self.max_bytes, max_memory=self.max_memory, killed=ENGINE_KILLED)
 
     # -- identity -----------------------------------------------------------------------------
 
     def fingerprint(self) -> str:
-        """``duckdb:<size>:<mtime_ns>:<sha256>`` of the file (and of its ``.wal``, if any); the
-        hash is recomputed only when a size or mtime changes."""
-        try:
-            st = self.path.stat()
-            wal = self.path.with_name(self.path.name + ".wal")
-            wst = wal.stat() if wal.exists() else None
-        except OSError as e:
-            raise SourceUnavailable(f"datasource {self.name!r}: {e}") from None
-        key = (st.st_size, st.st_mtime_ns, wst.st_size if wst else -1,
-               wst.st_mtime_ns if wst else -1)
-        if self._fp is None or self._fp_stat != key:
-            h = hashlib.sha256()
-            for p in (self.path, wal) if wst else (self.path,):
-                with p.open("rb") as f:
-                    for chunk in iter(lambda: f.read(1 << 20), b""):
-                        h.update(chunk)
-            self._fp = f"duckdb:{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
-            self._fp_stat = key
-        return self._fp
+        """``duckdb:<size>:<mtime_ns>:<sha256>`` of the file (and of its ``.wal``, if any)."""
+        return self._fingerprint(self.name)
 
     def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
         """Tables of the file's ``main`` schema with their columns, and foreign keys as

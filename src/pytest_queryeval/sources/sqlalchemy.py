@@ -36,22 +36,15 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from ..sandbox import (
-    Sandbox,
-    SandboxCrashed,
-    SandboxMemoryError,
-    SandboxTimeout,
-    SandboxTooBig,
-    shared_sandbox,
-)
+from ..sandbox import Sandbox, shared_sandbox
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
-    payload_bytes,
     positive_int,
 )
+from .sandboxed import Reply, call_query, worker_reply
 from .sqlguard import check_read_only, sqlglot_dialect
 
 MASK = "***"
@@ -331,22 +324,11 @@ class SqlAlchemySource:
             self._box = shared_sandbox("sqlalchemy", max_memory=self.max_memory,
                                        preload=(__name__,))
             self._spec_args = self._spec()
-        try:
-            columns, rows, truncated, meta, seconds = self._box.call(
-                worker_execute, self._spec_args, query, timeout, max_rows,
-                timeout=timeout + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE,
-                max_reply=2 * self.max_bytes)
-        except SandboxTimeout:
-            raise QueryTimeout(f"query exceeded {timeout:g} s (its worker was killed)") from None
-        except SandboxTooBig:
-            return ResultTable([], [], True, meta={"max_bytes": self.max_bytes})
-        except SandboxMemoryError:
-            raise QueryFailed(f"out of memory: the query went over max_memory "
-                              f"({self.max_memory:,} bytes)") from None
-        except SandboxCrashed:
-            raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
-                              f"{self.max_memory:,} bytes)") from None
-        return ResultTable(columns, rows, truncated, seconds, meta)
+        return call_query(self._box, worker_execute, self._spec_args, query, timeout, max_rows,
+                          timeout=timeout,
+                          hard_timeout=timeout + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE,
+                          max_bytes=self.max_bytes, max_memory=self.max_memory,
+                          killed="its worker was killed")
 
     def _check_role(self, conn: Any) -> None:
         """Refuse (once per source, remembered) a PostgreSQL role that is more than
@@ -450,7 +432,7 @@ class SqlAlchemySource:
 
 
 def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: int,
-                   ) -> tuple[list[str], list[tuple[Any, ...]], bool, dict[str, Any], float]:
+                   ) -> Reply:
     """:meth:`SqlAlchemySource.execute` in the sandbox worker, on a source (and its pool)
     cached there; a result cut by ``max_bytes`` keeps only the rows that fit in it."""
     from ..sandbox import worker_state
@@ -465,15 +447,8 @@ def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: 
             name, url, timeout=default_timeout, max_rows=default_rows, version=version,
             schema=schema, engine_options=dict(options), max_bytes=max_bytes,
             allow_privileged=privileged, isolation="thread")
-    table = src.execute(query, timeout=timeout, max_rows=max_rows, trusted=True)
-    if "max_bytes" in table.meta:
-        size = 0
-        for i, row in enumerate(table.rows):
-            size += payload_bytes([row])
-            if size > src.max_bytes:
-                del table.rows[i:]
-                break
-    return table.columns, table.rows, table.truncated, table.meta, table.seconds
+    return worker_reply(src.execute(query, timeout=timeout, max_rows=max_rows, trusted=True),
+                        src.max_bytes)
 
 
 class PrivilegedRole(SourceUnavailable):

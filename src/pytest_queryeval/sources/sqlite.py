@@ -20,32 +20,23 @@ suites only): the progress handler is then the only deadline and memory is not c
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from ..errors import ConfigError, QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from ..sandbox import (
-    Sandbox,
-    SandboxCrashed,
-    SandboxMemoryError,
-    SandboxTimeout,
-    SandboxTooBig,
-    shared_sandbox,
-)
+from ..sandbox import Sandbox, shared_sandbox
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
-    payload_bytes,
     positive_int,
 )
+from .sandboxed import ENGINE_KILLED, FileFingerprint, Reply, call_query, worker_reply
 from .sqlguard import check_read_only
 
 #: VM instructions between two deadline checks: small enough to stop within milliseconds,
@@ -142,8 +133,7 @@ _WORKER_CONNECTIONS = 32
 
 
 def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int,
-                 max_bytes: int) -> tuple[list[str], list[tuple[Any, ...]], bool,
-                                          dict[str, Any], float]:
+                 max_bytes: int) -> Reply:
     """:func:`run_query` inside the sandbox worker, on a connection cached there. A result
     cut by ``max_bytes`` keeps only the rows that fit in it: the rest never leave the
     worker."""
@@ -156,15 +146,7 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
         while len(conns) >= _WORKER_CONNECTIONS:
             conns.pop(next(iter(conns))).close()
     conns[path] = conn  # most recently used last
-    table = run_query(conn, query, timeout, max_rows, max_bytes)
-    if "max_bytes" in table.meta:
-        size = 0
-        for i, row in enumerate(table.rows):
-            size += payload_bytes([row])
-            if size > max_bytes:
-                del table.rows[i:]
-                break
-    return table.columns, table.rows, table.truncated, table.meta, table.seconds
+    return worker_reply(run_query(conn, query, timeout, max_rows, max_bytes), max_bytes)
 
 
 class SqliteSource:
@@ -192,8 +174,7 @@ class SqliteSource:
         self.isolation = isolation
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
-        self._fp_stat: tuple[int, int, int, int] | None = None
-        self._fp: str | None = None
+        self._fingerprint = FileFingerprint("sqlite", self.path, "-wal")
         self._box: Sandbox | None = None
         self._resolved = ""
 
@@ -236,48 +217,16 @@ class SqliteSource:
             self._resolved = str(self.path.resolve())
             self._box = shared_sandbox("sqlite", max_memory=self.max_memory,
                                        preload=(__name__,))
-        try:
-            columns, rows, truncated, meta, seconds = self._box.call(
-                worker_query, self._resolved, self.name, query, timeout, max_rows,
-                self.max_bytes, timeout=timeout + HARD_GRACE, max_reply=2 * self.max_bytes)
-        except SandboxTimeout:
-            raise QueryTimeout(f"query exceeded {timeout:g} s (the engine did not stop by "
-                               "itself: its worker was killed)") from None
-        except SandboxTooBig:
-            return ResultTable([], [], True, meta={"max_bytes": self.max_bytes})
-        except SandboxMemoryError:
-            raise QueryFailed(f"out of memory: the query went over max_memory "
-                              f"({self.max_memory:,} bytes)") from None
-        except SandboxCrashed:
-            raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
-                              f"{self.max_memory:,} bytes)") from None
-        return ResultTable(columns, rows, truncated, seconds, meta)
+        return call_query(self._box, worker_query, self._resolved, self.name, query, timeout,
+                          max_rows, self.max_bytes, timeout=timeout,
+                          hard_timeout=timeout + HARD_GRACE, max_bytes=self.max_bytes,
+                          max_memory=self.max_memory, killed=ENGINE_KILLED)
 
     # -- identity -----------------------------------------------------------------------------
 
     def fingerprint(self) -> str:
-        """``sqlite:<size>:<mtime_ns>:<sha256>`` of the file (and of its WAL, if any).
-
-        Size and mtime alone would miss a same-size rewrite within the mtime resolution, so the
-        content is hashed too; the hash is recomputed only when size or mtime change.
-        """
-        try:
-            st = self.path.stat()
-            wal = self.path.with_name(self.path.name + "-wal")
-            wst = wal.stat() if wal.exists() else None
-        except OSError as e:
-            raise SourceUnavailable(f"datasource {self.name!r}: {e}") from None
-        key = (st.st_size, st.st_mtime_ns, wst.st_size if wst else -1,
-               wst.st_mtime_ns if wst else -1)
-        if self._fp is None or self._fp_stat != key:
-            h = hashlib.sha256()
-            for p in (self.path, wal) if wst else (self.path,):
-                with p.open("rb") as f:
-                    for chunk in iter(lambda: f.read(1 << 20), b""):
-                        h.update(chunk)
-            self._fp = f"sqlite:{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
-            self._fp_stat = key
-        return self._fp
+        """``sqlite:<size>:<mtime_ns>:<sha256>`` of the file (and of its WAL, if any)."""
+        return self._fingerprint(self.name)
 
     def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
         """Tables with their columns, and foreign keys as (table, column, ref_table, ref_column)."""
