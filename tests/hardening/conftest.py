@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,11 @@ def check_all_reports(directory: Path, ids: list[str]) -> dict[str, str]:
                  or (p.name.startswith(".report") and p.is_file())]
     assert not leftovers, f"partial files left behind: {leftovers}"
     return texts
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of the Ctrl-C tests' pytest processes: SIGINT back to its default, so
+    that Python installs its KeyboardInterrupt handler even when this test process inherited
+    SIGINT ignored (a shell starts a background job so: ``make test &``), as a terminal's
+    foreground process would have it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPORT_ARGS, check_all_reports, dump, read_report
+from .conftest import REPORT_ARGS, check_all_reports, default_sigint, dump, read_report
 
 #: A predictor that hangs on case "c-stuck" after announcing it (so the test knows the run is
 #: mid-way), and answers the others at once.
@@ -45,7 +45,7 @@ def _interrupt(pytester: pytest.Pytester, *args: str) -> subprocess.CompletedPro
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS, *args],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "stuck.marker"
     deadline = time.monotonic() + 120
     while not marker.exists():

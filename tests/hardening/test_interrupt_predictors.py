@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPORT_ARGS, check_all_reports, dump, read_report
+from .conftest import REPORT_ARGS, check_all_reports, default_sigint, dump, read_report
 
 
 def _interrupt(pytester: pytest.Pytester, delay: float = 0.2,
@@ -31,7 +31,7 @@ def _interrupt(pytester: pytest.Pytester, delay: float = 0.2,
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "stuck.marker"
     deadline = time.monotonic() + 300
     while not marker.exists():

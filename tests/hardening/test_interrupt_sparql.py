@@ -19,7 +19,7 @@ import pytest
 
 from tests.fixtures.sparql_standin import TrickleServer
 
-from .conftest import REPORT_ARGS, check_all_reports, dump, read_report
+from .conftest import REPORT_ARGS, check_all_reports, default_sigint, dump, read_report
 
 XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
 #: 60 subjects x 3 properties: a four-way cross product is 1.7e12 rows to filter.
@@ -69,7 +69,7 @@ def _interrupt(pytester: pytest.Pytester) -> tuple[subprocess.CompletedProcess[s
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "stuck.marker"
     deadline = time.monotonic() + 180
     while not marker.exists():

@@ -18,7 +18,7 @@ import pytest
 
 from tests.fixtures.postgres import PostgresServer
 
-from .conftest import dump, read_report
+from .conftest import default_sigint, dump, read_report
 
 #: A liveness bound, not a speed assertion: the queries below run for minutes when not stopped.
 STOP_WITHIN = 20.0
@@ -66,7 +66,7 @@ def interrupt_mid_query(pytester: pytest.Pytester, *args: str,
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--queryeval-json=report.json",
          *args], cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "long.marker"
     deadline = time.monotonic() + 120
     while not marker.exists():
