@@ -38,7 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     import importlib
 
     for name in ("numpy", "sqlalchemy", "sqlalchemy.dialects.postgresql.psycopg", "psycopg",
-                 "pyoxigraph", "yaml", "duckdb", "torch"):
+                 "pyoxigraph", "yaml"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
 
