@@ -40,6 +40,18 @@ def prediction_text(prediction: Any, case: Case, language: str, keys: tuple[str,
     raise PredictionError(f"expected predicted {language} text, got {type(prediction).__name__}")
 
 
+
+def fenced_prediction_text(prediction: Any, case: Case, language: str,
+                           keys: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """:func:`prediction_text` with one enclosing Markdown fence stripped (LLM output), and
+    the fence that was stripped (for :func:`~pytest_queryeval.fences.note`), or None."""
+    text = prediction_text(prediction, case, language, keys)
+    if text is None:
+        return None, None
+    from ..fences import strip_fence
+
+    return strip_fence(text)
+
 def limits(options: Mapping[str, Any]) -> dict[str, Any]:
     """``timeout`` (seconds) and ``max_rows`` overrides of a case; ConfigError names the key."""
     out: dict[str, Any] = {}

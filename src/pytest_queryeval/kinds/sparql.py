@@ -40,7 +40,6 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..fences import note as note_fence
-from ..fences import strip_fence
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DataSource
@@ -48,9 +47,9 @@ from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
     compare_options,
+    fenced_prediction_text,
     limits,
     max_query_bytes,
-    prediction_text,
     run_gold,
 )
 from ._query import rank as rank_alternative
@@ -131,10 +130,7 @@ class SparqlKind:
     # -- evaluation -----------------------------------------------------------------------------
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
-        pred_query = prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
-        fence = None
-        if pred_query is not None:
-            pred_query, fence = strip_fence(pred_query)
+        pred_query, fence = fenced_prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
         scored = self._evaluate(case, pred_query, ctx)
         note_fence(scored.details, fence)
         return scored

@@ -35,7 +35,6 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..fences import note as note_fence
-from ..fences import strip_fence
 from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
@@ -43,9 +42,9 @@ from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
     compare_options,
+    fenced_prediction_text,
     limits,
     max_query_bytes,
-    prediction_text,
     run_gold,
 )
 from ._query import rank as rank_alternative
@@ -140,10 +139,8 @@ class SqlKind:
     # -- evaluation -----------------------------------------------------------------------------
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
-        pred_sql = prediction_text(prediction, case, "SQL", ("sql", "query", "predicted"))
-        fence = None
-        if pred_sql is not None:
-            pred_sql, fence = strip_fence(pred_sql)
+        pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
+                                                 ("sql", "query", "predicted"))
         scored = self._evaluate(case, pred_sql, ctx)
         note_fence(scored.details, fence)
         return scored
