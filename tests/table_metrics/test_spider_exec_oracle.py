@@ -18,12 +18,8 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.metrics.table import (
-    order_matters,
-    table_metrics,
-    tsse_plug_values,
-    tsse_prepare,
-)
+from pytest_queryeval.metrics.table import table_metrics
+from pytest_queryeval.metrics.tsse_sql import order_matters, tsse_plug_values, tsse_prepare
 from pytest_queryeval.results import ResultTable
 
 N = 87

@@ -16,12 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_queryeval.metrics.table import (
-    order_matters,
-    remove_distinct,
-    table_metrics,
-    tsse_prepare,
-)
+from pytest_queryeval.metrics.table import table_metrics
+from pytest_queryeval.metrics.tsse_sql import order_matters, remove_distinct, tsse_prepare
 from pytest_queryeval.results import ResultTable
 
 

@@ -235,7 +235,8 @@ class SqlKind:
         labels: dict[str, str] = {}
         if gold.table is not None and pred.table is not None:
             from ..metrics.alignment import alignment_metrics
-            from ..metrics.table import compare_tables, order_matters, tsse_prepare
+            from ..metrics.table import compare_tables
+            from ..metrics.tsse_sql import order_matters, tsse_prepare
 
             gold_text = gold.sql or ""
             if opts.test_suite_rewrite and gold.sql:
@@ -290,7 +291,8 @@ class SqlKind:
         if src is None or not getattr(src, "executable", True) or not gold.sql or not pred.sql \
                 or gold.recorded or pred.recorded:
             return None
-        from ..metrics.table import compare_tables, tsse_prepare
+        from ..metrics.table import compare_tables
+        from ..metrics.tsse_sql import tsse_prepare
 
         g_text = tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
         p_text = tsse_prepare(pred.sql, keep_distinct=opts.keep_distinct)

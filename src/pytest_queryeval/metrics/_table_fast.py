@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .table import PositionalF1, search_assignment
+from ._table_common import PositionalF1, search_assignment
 
 _NoneType = type(None)
 _ALLOWED = frozenset({int, float, str, _NoneType})

@@ -12,7 +12,9 @@ Each metric reproduces a published reference digit for digit, quirks included (s
 
 Everything is hash based (``Counter``/``set``/``dict``) and linear in the number of cells; no row
 is ever compared with every other row. Large tables take an exact numpy fast path
-(``_table_fast``, see :func:`_fast_compare`) when numpy is installed.
+(``_table_fast``, see :func:`_fast_compare`) when numpy is installed. The test-suite
+evaluator's SQL-text rewriting (DISTINCT removal, ``order by`` detection, value plugging) is in
+:mod:`.tsse_sql`.
 """
 
 from __future__ import annotations
@@ -20,17 +22,17 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import operator
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from decimal import Decimal
 from functools import partial, reduce
-from itertools import chain, compress, product, repeat
+from itertools import chain, compress, repeat
 from typing import Any
 
 from ..gcpolicy import gc_paused
 from ..results import ResultTable
+from ._table_common import PositionalF1, search_assignment
 
 Row = tuple[Any, ...]
 
@@ -392,67 +394,6 @@ def _find_permutation(g: _Side, p: _Side, order_matters: bool) -> tuple[int, ...
     return search_assignment(candidates, projection_ok, full_ok, len(g.rows))
 
 
-#: Work :func:`search_assignment` may do, in deterministic units (100 per check, for its fixed
-#: cost, plus rows x columns, the cells a check may read),
-#: before it stops with SearchBudgetExhausted. Columns with equal value multisets whose
-#: projections all agree but one made the search factorial (12 columns: hours); an honest
-#: comparison needs a few checks. Deterministic, unlike a deadline: the outcome of a case does
-#: not depend on the machine's load.
-ASSIGNMENT_BUDGET = 20_000_000
-
-
-def search_assignment(
-    candidates: list[list[int]],
-    projection_ok: Callable[[dict[int, int]], bool],
-    full_ok: Callable[[tuple[int, ...]], bool],
-    rows: int = 0,
-) -> tuple[int, ...] | None:
-    """The first gold -> predicted column bijection (gold ``i`` takes one of ``candidates[i]``)
-    that ``full_ok`` accepts, or None. Gold columns with fewer candidates go first; a partial
-    assignment with a choice to make is pruned when ``projection_ok`` rejects it. Shared by the
-    pure and the numpy paths, so both return the same permutation. Each check costs
-    ``100 + rows * columns`` units of :data:`ASSIGNMENT_BUDGET`; past it,
-    :class:`SearchBudgetExhausted`."""
-    from ..errors import SearchBudgetExhausted
-
-    ncol = len(candidates)
-    order = sorted(range(ncol), key=lambda i: len(candidates[i]))
-    chosen: dict[int, int] = {}
-    spent = 0
-    cost = 100 + rows * ncol
-
-    def spend() -> None:
-        nonlocal spent
-        spent += cost
-        if spent > ASSIGNMENT_BUDGET:
-            raise SearchBudgetExhausted(
-                f"the column assignment of {ncol} columns (execution accuracy) stopped after "
-                f"{ASSIGNMENT_BUDGET:,} units of work")
-
-    def search(depth: int, used: set[int]) -> bool:
-        if depth == ncol:
-            spend()
-            return full_ok(tuple(chosen[i] for i in range(ncol)))
-        i = order[depth]
-        options = [j for j in candidates[i] if j not in used]
-        for j in options:
-            spend()
-            chosen[i] = j
-            if len(options) > 1 and 0 < depth < ncol - 1 and not projection_ok(chosen):
-                del chosen[i]
-                continue
-            used.add(j)
-            if search(depth + 1, used):
-                return True
-            used.discard(j)
-            del chosen[i]
-        return False
-
-    if search(0, set()):
-        return tuple(chosen[i] for i in range(ncol))
-    return None
-
-
 def _tsse_result_eq(g: _Side, p: _Side, order_matters: bool) -> tuple[bool, tuple[int, ...] | None]:
     """TSSE ``result_eq`` (bag semantics, column permutation, order iff ORDER BY) + the perm."""
     if not g.rows and not p.rows:
@@ -472,17 +413,6 @@ def _tsse_result_eq(g: _Side, p: _Side, order_matters: bool) -> tuple[bool, tupl
 # --------------------------------------------------------------------------------------------
 # BIRD mini-dev Soft-F1 and Denodo "Bird Standard F1" (same positional algorithm)
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PositionalF1:
-    """Outcome of the BIRD/Denodo positional cell F1 (fractions, not percentages)."""
-
-    f1: float
-    precision: float
-    recall: float
-    #: Denodo ``set_precision`` / 100 ("Subsetting Percentage", our ``percent_subset``).
-    set_precision: float
 
 
 def positional_f1(
@@ -1140,230 +1070,16 @@ def table_diff(
     return TableComparison(gold, pred, order_matters=order_matters, compare=compare).diff(limit)
 
 
-# --------------------------------------------------------------------------------------------
-# Query-string helpers of the test-suite evaluator (applied before executing)
-# --------------------------------------------------------------------------------------------
-
-
-def order_matters(gold_sql: str) -> bool:
-    """TSSE: row order counts iff the (prepared) gold text contains ``order by`` literally."""
-    return "order by" in gold_sql.lower()
-
-
-# Port of the sqlparse lexer rules that decide token boundaries (sqlparse/keywords.py
-# SQL_REGEX). Only the boundaries and a few token kinds matter here: TSSE drops every token
-# whose text is "distinct" and keeps only the first statement (``sqlparse.parse(s)[0]``).
-_W, _NL, _CS, _KW, _DDL, _PUNCT, _WORD, _OTHER, _STR = range(9)
-_SQLPARSE_RULES: list[tuple[str, int]] = [
-    (r"(--|# )\+.*?(\r\n|\r|\n|$)", _OTHER),
-    (r"/\*\+[\s\S]*?\*/", _OTHER),
-    (r"(--|# ).*?(\r\n|\r|\n|$)", _CS),
-    (r"/\*[\s\S]*?\*/", _OTHER),
-    (r"(\r\n|\r|\n)", _NL),
-    (r"\s+?", _W),
-    (r":=", _OTHER),
-    (r"::", _PUNCT),
-    (r"\*", _OTHER),
-    (r"`(``|[^`])*`", _OTHER),
-    (r"´(´´|[^´])*´", _OTHER),
-    (r"((?<!\S)\$(?:[_A-ZÀ-Ü]\w*)?\$)[\s\S]*?\1", _OTHER),
-    (r"\?", _OTHER),
-    (r"%(\(\w+\))?s", _OTHER),
-    (r"(?<!\w)[$:?]\w+", _OTHER),
-    (r"\\\w+", _OTHER),
-    (r"(NOT\s+)?(IN)\b", _OTHER),
-    (r"(CASE|IN|VALUES|USING|FROM|AS)\b", _KW),
-    (r"(@|##|#)[A-ZÀ-Ü]\w+", _OTHER),
-    (r"[A-ZÀ-Ü]\w*(?=\s*\.)", _OTHER),
-    (r"(?<=\.)[A-ZÀ-Ü]\w*", _OTHER),
-    (r"[A-ZÀ-Ü]\w*(?=\()", _OTHER),
-    (r"-?0x[\dA-F]+", _OTHER),
-    (r"-?\d+(\.\d+)?E-?\d+", _OTHER),
-    (r"(?![_A-ZÀ-Ü])-?(\d+(\.\d*)|\.\d+)(?![_A-ZÀ-Ü])", _OTHER),
-    (r"(?![_A-ZÀ-Ü])-?\d+(?![_A-ZÀ-Ü])", _OTHER),
-    (r"'(''|\\\\|\\'|[^'])*'", _STR),
-    (r'"(""|\\\\|\\"|[^"])*"', _STR),
-    (r'(""|".*?[^\\]")', _STR),
-    (r"(?<![\w\])])(\[[^\]\[]+\])", _OTHER),
-    (
-        r"((LEFT\s+|RIGHT\s+|FULL\s+)?(INNER\s+|OUTER\s+|STRAIGHT\s+)?"
-        r"|(CROSS\s+|NATURAL\s+)?)?JOIN\b",
-        _KW,
-    ),
-    (r"END(\s+IF|\s+LOOP|\s+WHILE)?\b", _KW),
-    (r"NOT\s+NULL\b", _KW),
-    (r"NULLS\s+(FIRST|LAST)\b", _KW),
-    (r"UNION\s+ALL\b", _KW),
-    (r"CREATE(\s+OR\s+REPLACE)?\b", _DDL),
-    (r"DOUBLE\s+PRECISION\b", _OTHER),
-    (r"GROUP\s+BY\b", _KW),
-    (r"ORDER\s+BY\b", _KW),
-    (r"HANDLER\s+FOR\b", _KW),
-    (r"(LATERAL\s+VIEW\s+)(EXPLODE|INLINE|PARSE_URL_TUPLE|POSEXPLODE|STACK)\b", _KW),
-    (r"(AT|WITH')\s+TIME\s+ZONE\s+'[^']+'", _OTHER),
-    (r"(NOT\s+)?(LIKE|ILIKE|RLIKE)\b", _OTHER),
-    (r"(NOT\s+)?(REGEXP)\b", _OTHER),
-    (r"[0-9_\w][_$#\w]*", _WORD),
-    (r"[;:()\[\],\.]", _PUNCT),
-    (r"[<>=~!]+", _OTHER),
-    (r"[+/@#%^&|^-]+", _OTHER),
-]
-_SQLPARSE_MATCHERS: list[tuple[Callable[[str, int], re.Match[str] | None], int]] = [
-    (re.compile(rx, re.IGNORECASE | re.UNICODE).match, kind) for rx, kind in _SQLPARSE_RULES
-]
-#: Words sqlparse classifies as keywords that move its statement-split level.
-_SPLIT_KEYWORDS = frozenset({"BEGIN", "DECLARE", "IF", "FOR", "WHILE", "GO"})
-
-
-def _sqlparse_tokens(sql: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    pos, n = 0, len(sql)
-    while pos < n:
-        for match, kind in _SQLPARSE_MATCHERS:
-            m = match(sql, pos)
-            if m is None:
-                continue
-            text = m.group()
-            if not text:  # an empty match cannot advance; sqlparse would emit one char
-                continue
-            if kind == _WORD and text.upper() in _SPLIT_KEYWORDS:
-                kind = _KW
-            out.append((kind, text))
-            pos += len(text)
-            break
-        else:
-            out.append((_OTHER, sql[pos]))
-            pos += 1
-    return out
-
-
-def _first_statement(tokens: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """sqlparse's StatementSplitter, stopped after the first statement."""
-    level = 0
-    is_create = False
-    begin_depth = 0
-    consume_ws = False
-    stmt: list[tuple[int, str]] = []
-    for kind, text in tokens:
-        if consume_ws and kind not in (_W, _CS):
-            return stmt
-        unified = text.upper()
-        if kind == _PUNCT and text == "(":
-            level += 1
-        elif kind == _PUNCT and text == ")":
-            level -= 1
-        elif kind == _DDL:
-            is_create = True
-        elif kind == _KW:
-            if unified == "DECLARE" and is_create and begin_depth == 0:
-                level += 1
-            elif unified == "BEGIN":
-                begin_depth += 1
-                level += 1 if is_create else 0
-            elif unified == "END":
-                begin_depth = max(0, begin_depth - 1)
-                level -= 1
-            elif unified in ("IF", "FOR", "WHILE", "CASE") and is_create and begin_depth > 0:
-                level += 1
-            elif re.fullmatch(r"END\s+(IF|WHILE)", unified):
-                level -= 1
-        stmt.append((kind, text))
-        if (level <= 0 and kind == _PUNCT and text == ";") or (kind == _KW and text.split()[0] == "GO"):
-            consume_ws = True
-    return stmt
-
-
-def remove_distinct(sql: str) -> str:
-    """TSSE ``remove_distinct``: drop every ``distinct`` token of the first statement.
-
-    Reproduces ``''.join(t for t in sqlparse.parse(s)[0].flatten() if t.lower() != 'distinct')``
-    without sqlparse: surrounding whitespace stays (``SELECT  name``), quoted text and comments
-    are untouched, and anything after the first top-level ``;`` (plus trailing blanks) is
-    dropped, as sqlparse's statement splitter does.
-    """
-    stmt = _first_statement(_sqlparse_tokens(sql))
-    return "".join(text for _, text in stmt if text.lower() != "distinct")
-
-
-_VALUE_SLOT = "VALUERARE"
-_T_STARS = ("t1.*", "t2.*", "t3.*", "T1.*", "T2.*", "T3.*")
-
-
-def _extract_query_values(sql: str) -> tuple[list[str], set[str]]:
-    """TSSE ``parse.extract_query_values``: lower-cased tokens with value slots, and the values.
-
-    Literals (quoted strings, then float and int tokens) become the slot ``valuerare``. Not
-    reproduced: sqlparse's ``format(keyword_case='upper')`` pass, which only changes the case of
-    keywords that are lower-cased again afterwards.
-    """
-    query = sql.strip().replace(";", "").replace("\t", "")
-    query = " ".join(text for kind, text in _first_statement(_sqlparse_tokens(query)) if kind != _W)
-    for star in _T_STARS:
-        query = query.replace(star, "*")
-    query = re.sub(r"(T\d+\.)\s", r"\1", query)
-    values: list[str] = []
-    strings = [t for k, t in _first_statement(_sqlparse_tokens(query)) if k == _STR]
-    for val in strings:
-        values.append(val)
-        query = query.replace(val.strip(), _VALUE_SLOT)
-    toks = query.split()
-    floats = re.findall(r"[-+]?\d*\.\d+", query)
-    values += [t for t in toks if t in floats]
-    toks = [_VALUE_SLOT if t in floats else t for t in toks]
-    query = " ".join(toks)
-    ints = [i.strip() for i in re.findall(r"[^tT]\d+", query)]
-    values += [t for t in toks if t in ints]
-    toks = [_VALUE_SLOT if t in ints else t for t in toks]
-    keywords: list[str] = []
-    for tok in toks:
-        if "." in tok and re.findall(r"[Tt]\d+\.", tok):
-            keywords.extend(t.lower() for t in tok.replace(".", " . ").split() if t)
-        elif tok:
-            keywords.append(tok.lower())
-    return keywords, set(values)
-
-
-def tsse_plug_values(gold_sql: str, pred_sql: str) -> Iterator[str]:
-    """TSSE ``--plug_value`` candidates: the prediction with gold literals in its value slots.
-
-    Every way of filling the prediction's slots with the gold's values, lazily (there are
-    ``len(values) ** slots``); TSSE tries the raw prediction first, then these, and scores 1
-    if any matches. Pass the texts after :func:`tsse_prepare`.
-    """
-    _, gold_values = _extract_query_values(gold_sql)
-    slotted, _ = _extract_query_values(pred_sql)
-    slot = _VALUE_SLOT.lower()
-    positions = [i for i, t in enumerate(slotted) if t == slot]
-    pool = list(gold_values)
-    for combo in product(pool, repeat=len(positions)):
-        toks = slotted[:]
-        for i, v in zip(positions, combo, strict=True):
-            toks[i] = v
-        yield " ".join(toks)
-
-
-def tsse_prepare(sql: str, *, keep_distinct: bool = False) -> str:
-    """The text TSSE executes: ``'> ='`` fixes, DISTINCT removal, ``YEAR(CURDATE())`` -> 2020."""
-    sql = sql.replace("> =", ">=").replace("< =", "<=").replace("! =", "!=")
-    if not keep_distinct:
-        sql = remove_distinct(sql)
-    return re.sub(r"YEAR\s*\(\s*CURDATE\s*\(\s*\)\s*\)\s*", "2020", sql, flags=re.IGNORECASE)
-
-
 __all__ = [
     "TABLE_METRIC_NAMES",
     "CompareOptions",
     "PositionalF1",
     "TableComparison",
     "compare_tables",
-    "order_matters",
     "percent_overlap",
     "positional_f1",
-    "remove_distinct",
     "soft_f1",
     "str_cast_rows",
     "table_diff",
     "table_metrics",
-    "tsse_plug_values",
-    "tsse_prepare",
 ]

@@ -9,8 +9,7 @@ table. See ``docs/spider-conformance.md`` for the measured agreement.
 from __future__ import annotations
 
 from .aggregate import LEVELS, aggregate, format_table
-from .hardness import hardness
-from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult, structure_scores
+from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult, hardness, structure_scores
 from .parse import SpiderParseError, parse_sql
 from .schema import Schema
 

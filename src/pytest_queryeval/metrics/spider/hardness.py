@@ -3,17 +3,15 @@
 Counts are taken on the raw parse of the gold (before values and DISTINCT are dropped) and keep
 the evaluator's quirks: HAVING adds nothing to component 1, a NOT in WHERE and every element of
 the HAVING list that is not a plain condition (the ``'and'``/``'or'`` strings) count as an
-aggregation, and FROM subqueries are not nested queries.
+aggregation, and FROM subqueries are not nested queries. The public :func:`hardness` of a query
+text (parse, schema-backed cache) is in :mod:`.match`, which this module does not import.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from ...errors import GoldError
-from .parse import SQL, SpiderParseError, parse_sql
-from .schema import Schema
+from .parse import SQL
 
 _LIKE = 9  # WHERE_OPS.index("like")
 
@@ -100,34 +98,3 @@ def level(comp1: int, comp2: int, others: int) -> str:
 
 def hardness_of(sql: SQL) -> str:
     return level(*counts(sql))
-
-
-_FREE_CACHE: dict[str, str] = {}
-_FREE_LOCK = threading.Lock()
-
-
-def hardness(sql: str, schema: Schema | None = None) -> str:
-    """Spider hardness of a gold query. Works without a schema (names are not resolved, which
-    never changes the structure of a query that parses), so it can run at collection time.
-
-    Raises :class:`~pytest_queryeval.errors.GoldError` when the query is outside the grammar.
-    """
-    if schema is not None:
-        from .match import analyse  # local: match imports this module
-
-        entry = analyse(sql, schema)
-        if isinstance(entry, str):
-            raise GoldError(f"gold SQL does not parse (Spider grammar): {entry}")
-        return entry.hardness
-    hit = _FREE_CACHE.get(sql)
-    if hit is not None:
-        return hit
-    try:
-        value = hardness_of(parse_sql(sql, None))
-    except SpiderParseError as exc:
-        raise GoldError(f"gold SQL does not parse (Spider grammar): {exc}") from None
-    with _FREE_LOCK:
-        if len(_FREE_CACHE) > 50_000:
-            _FREE_CACHE.clear()
-        _FREE_CACHE[sql] = value
-    return value

@@ -13,11 +13,12 @@ the evaluator that produced Spider's historical ``eval_result_example.txt``).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import GoldError
-from .hardness import counts, level
+from .hardness import counts, hardness_of, level
 from .parse import AGG_OPS, SQL, UNIT_OPS, WHERE_OPS, SpiderParseError, empty_sql, parse_sql
 from .schema import Schema
 
@@ -99,6 +100,35 @@ def _analyse(text: str, schema: Schema) -> Entry | str:
         # e.g. "a = 1 b = 2 AND c = 3": the grammar accepts two predicates without a
         # connective, and the official evaluator then crashes; we call it unparsable.
         return "malformed condition (two predicates without AND/OR)"
+
+
+_FREE_CACHE: dict[str, str] = {}
+_FREE_LOCK = threading.Lock()
+
+
+def hardness(sql: str, schema: Schema | None = None) -> str:
+    """Spider hardness of a gold query. Works without a schema (names are not resolved, which
+    never changes the structure of a query that parses), so it can run at collection time.
+
+    Raises :class:`~pytest_queryeval.errors.GoldError` when the query is outside the grammar.
+    """
+    if schema is not None:
+        entry = analyse(sql, schema)
+        if isinstance(entry, str):
+            raise GoldError(f"gold SQL does not parse (Spider grammar): {entry}")
+        return entry.hardness
+    hit = _FREE_CACHE.get(sql)
+    if hit is not None:
+        return hit
+    try:
+        value = hardness_of(parse_sql(sql, None))
+    except SpiderParseError as exc:
+        raise GoldError(f"gold SQL does not parse (Spider grammar): {exc}") from None
+    with _FREE_LOCK:
+        if len(_FREE_CACHE) > 50_000:
+            _FREE_CACHE.clear()
+        _FREE_CACHE[sql] = value
+    return value
 
 
 def rebuild(sql: SQL, schema: Schema) -> SQL:

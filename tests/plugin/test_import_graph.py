@@ -1,0 +1,98 @@
+"""The package has no import cycles, counting lazy (function-level) imports too.
+
+A cycle hidden behind a local import still couples two modules both ways (metrics/table.py and
+its numpy fast path, the Spider hardness and match modules did): neither can be read, tested or
+moved without the other. The graph is read from the source with ``ast``, so nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest_queryeval
+
+ROOT = Path(pytest_queryeval.__file__).parent
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    out: dict[str, tuple[Path, bool]] = {}
+    for path in ROOT.rglob("*.py"):
+        parts = ["pytest_queryeval", *path.relative_to(ROOT).with_suffix("").parts]
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere in its source (``from . import x``
+    counts as importing ``x``)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, (path, is_pkg) in mods.items():
+        package = name if is_pkg else name.rsplit(".", 1)[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                candidates = [target, *(f"{target}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                candidates = [a.name for a in node.names]
+            else:
+                continue
+            deps.update(c for c in candidates if c in mods and c != name)
+        graph[name] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_checker_sees_a_lazy_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_graph_reads_relative_and_lazy_imports() -> None:
+    graph = import_graph()
+    assert "pytest_queryeval.metrics._table_fast" in graph["pytest_queryeval.metrics.table"]
+    assert "pytest_queryeval.metrics.table" in graph["pytest_queryeval.kinds.sql"]
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
