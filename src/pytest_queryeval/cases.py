@@ -25,12 +25,13 @@ from .yamlload import LocDict, LocList, load_file, plain
 CASE_KEYS = frozenset({
     "id", "name", "question", "gold", "predicted", "kind", "datasource", "difficulty", "tags",
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
-    "conversation", "timeout", "max_rows",
+    "conversation", "timeout", "max_rows", "repeat", "repeat_verdict",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
-                       "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question"})
+                       "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
+                       "repeat", "repeat_verdict"})
 #: Marker names pytest reserves: a tag may not shadow them.
 RESERVED_MARKS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
                             "filterwarnings", "xdist_group", "tryfirst", "trylast"})
@@ -274,6 +275,7 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
                 errors.add(entry if key in entry else header, key, kp(key),
                            "must be a positive number")
     case.options = options
+    _repeat(case, entry, header, merged, errors, kp)
 
     # thresholds: ini < suite < file < case, metric by metric
     resolved: dict[str, Threshold] = dict(ini_thresholds)
@@ -314,6 +316,35 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
     case.errors.extend(file_errors.items)
     case.errors.extend(errors.items)
     return case
+
+
+def _repeat(case: Case, entry: Any, header: Any, merged: dict[str, Any], errors: _Errors,
+            kp: Callable[[str], str]) -> None:
+    """``repeat`` (a positive integer) and ``repeat_verdict`` (all, majority, any). A case that
+    writes its own prediction and asks for repeats is a mistake: the same text N times."""
+    from .repeats import VERDICTS
+
+    value = merged.get("repeat", 1)
+    where = entry if "repeat" in entry else header
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        errors.add(where, "repeat", kp("repeat"), f"must be a positive integer, not {value!r}")
+    else:
+        case.repeat = value
+        turns = entry.get("conversation")
+        inline = "predicted" in entry or "predicted_result" in entry or (
+            isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t
+                                            for t in turns))
+        if value > 1 and "repeat" in entry and inline:
+            errors.add(entry, "repeat", kp("repeat"),
+                       f"repeat: {value} with an inline prediction scores the same text "
+                       f"{value} times; repeat asks a live predictions source (http, command, "
+                       "python, openai) for N predictions: remove 'repeat' or the inline one")
+    verdict = merged.get("repeat_verdict", "all")
+    if verdict not in VERDICTS:
+        errors.add(entry if "repeat_verdict" in entry else header, "repeat_verdict",
+                   kp("repeat_verdict"), f"must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+    else:
+        case.repeat_verdict = str(verdict)
 
 
 def _line_for(entry: Any, key_path: str) -> int:

@@ -18,6 +18,7 @@ from .engine import Session, run_case
 from .errors import ConfigError
 from .gcpolicy import FreezePolicy, gc_paused
 from .model import Case, Threshold
+from .repeats import REPEAT_METRICS
 from .report.records import case_record
 from .report.terminal import failure_text
 from .suitecheck import MetricCatalog
@@ -47,7 +48,8 @@ class State:
     verdicts: Verdicts | None = None  #: the per-case verdict of a non-strict mode
 
     def is_metric(self, kind: str, name: str) -> bool:
-        if name in kind_registry.TIMING_METRICS or name in self.custom_metrics.get(kind, ()):
+        if name in kind_registry.TIMING_METRICS or name in REPEAT_METRICS \
+                or name in self.custom_metrics.get(kind, ()):
             return True
         try:
             return bool(kind_registry.get_kind(kind).is_metric(name))

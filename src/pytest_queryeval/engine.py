@@ -59,6 +59,8 @@ class CaseOutcome:
     error: str | None = None
     diff: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    #: What the prediction produced (see :func:`repeats.signature`), for ``consistency``.
+    signature: str | None = None
 
 
 class Session:
@@ -79,6 +81,8 @@ class Session:
         self._shared: dict[str, Any] = {}
         self._predictors: dict[str, Predictor] = {}
         self.scrubber = Scrubber()
+        #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
+        self.repeat_override: int | None = None
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -129,13 +133,37 @@ class Session:
         return self._shared[key]
 
     # -- predictions -------------------------------------------------------------------
-    def predict(self, case: Case) -> Prediction:
+    def repeats(self, case: Case) -> int:
+        """How many predictions the case asks for: ``--queryeval-repeat``, else its
+        ``repeat``; 1 when its prediction is written in the suite (inline or a predictions
+        file: the same text every run, see :data:`repeats.FIXED_NOTE`)."""
+        wanted = self.repeat_override or case.repeat
+        if wanted > 1 and self._fixed_prediction(case):
+            return 1
+        return wanted
+
+    def _fixed_prediction(self, case: Case) -> bool:
+        from .predict.file import FilePredictor
+
+        inline = _inline_prediction(case) is not None
+        if self.override is not None and (not inline or self.override_inline):
+            return isinstance(self.override, FilePredictor)
+        if inline:
+            return True
+        if self.hooks.predict is not None:
+            return False  # a plugin's predictor: may be live
+        spec = case.prediction_source
+        return spec is not None and spec.get("source") == "file"
+
+    def predict(self, case: Case, repeat: int = 0) -> Prediction:
         """Inline > ``--queryeval-predictions`` > the predict hook > ``predictions:``.
 
         The command-line override stands for the predictions source (how CI compares model
         versions); a case that carries its own prediction keeps it unless
-        ``override_inline`` is set.
+        ``override_inline`` is set. ``repeat`` is the run's index (0 to
+        :meth:`repeats` - 1): each run is a request of its own, never a cached answer.
         """
+        del repeat  # the sources ask the model again; a prefetch pool keys on (case, repeat)
         inline = _inline_prediction(case)
         if self.override is not None and (inline is None or self.override_inline):
             return self.override.predict(case)
@@ -217,7 +245,8 @@ def _has_turn_predictions(case: Case) -> bool:
 
 
 def run_case(case: Case, session: Session) -> CaseOutcome:
-    """Predict, evaluate and judge one case. Never raises for a problem of the case."""
+    """Predict, evaluate and judge one case (each of its repeats). Never raises for a problem
+    of the case."""
     session.scrubber.add(case.secrets)
     if case.errors:
         return CaseOutcome("error", error="\n".join(case.errors))
@@ -225,12 +254,30 @@ def run_case(case: Case, session: Session) -> CaseOutcome:
         kind = kind_registry.get_kind(case.kind)
     except (KeyError, ImportError) as exc:
         return CaseOutcome("error", error=f"kind {case.kind!r} is not available: {exc}")
+    runs = session.repeats(case)
+    if runs == 1:
+        outcome = _run_once(case, session, kind, 0)
+        if (session.repeat_override or case.repeat) > 1:
+            from .repeats import FIXED_NOTE
+
+            outcome.details["repeat"] = {"n": 1, "note": FIXED_NOTE}
+        return outcome
+    from .repeats import combine
+
+    return combine(case, [_run_once(case, session, kind, r) for r in range(runs)])
+
+
+def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutcome:
+    """One prediction of the case, scored and judged on its own."""
+    from .repeats import REPEAT_METRICS, signature
+
     try:
-        prediction = session.predict(case)
+        prediction = session.predict(case, repeat)
     except QueryEvalError as exc:
-        return CaseOutcome("error", error=exc.reason())
+        return CaseOutcome("error", error=exc.reason(), signature="error:" + exc.reason())
     except Exception as exc:
-        return CaseOutcome("error", error=_internal("predictor", exc))
+        error = _internal("predictor", exc)
+        return CaseOutcome("error", error=error, signature="error:" + error)
     predicted = None if prediction.value is MISSING else prediction.value
     try:
         scored = kind.evaluate(case, prediction.value, session)
@@ -252,10 +299,13 @@ def run_case(case: Case, session: Session) -> CaseOutcome:
         except Exception as exc:
             return CaseOutcome("error", metrics=metrics, predicted=predicted,
                                error=_internal("pytest_queryeval_metrics hook", exc))
-    failed = check_thresholds(case.thresholds, metrics)
+    # consistency, pass_at_k, pass_all_k judge the runs together (repeats.combine)
+    failed = check_thresholds({m: t for m, t in case.thresholds.items()
+                               if m not in REPEAT_METRICS}, metrics)
     status = "failed" if scored.reason or failed else "passed"
     return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, scored.reason,
-                       None, list(scored.diff), details)
+                       None, list(scored.diff), details,
+                       signature(prediction.value, scored.signature, scored.reason))
 
 
 def _internal(where: str, exc: Exception) -> str:

@@ -85,6 +85,10 @@ class Case:
     prediction_source: dict[str, Any] | None = None
     prediction_base: Path | None = None
     prediction_errors: list[str] = field(default_factory=list)
+    #: ``repeat:`` (predictions asked per case, for non-deterministic models) and
+    #: ``repeat_verdict:`` (how the runs' verdicts make the case's: all, majority or any).
+    repeat: int = 1
+    repeat_verdict: str = "all"
 
     @property
     def golds(self) -> list[Any]:
@@ -123,6 +127,9 @@ class Scored:
     #: Why the prediction could not be scored normally ("refused: ...", "timeout: ...",
     #: "query failed: ...", "invalid JSON: ..."). The metrics then hold the failure scores.
     reason: str | None = None
+    #: What the prediction produced, comparable across repeats of one case (the consistency
+    #: metric): a digest of the predicted result; None lets the engine use the query text.
+    signature: str | None = None
 
 
 class Context(Protocol):

@@ -61,6 +61,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
     add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
         help="fail when an aggregate drops more than this versus the baseline (repeatable)")
+    add("--queryeval-repeat", type=int, default=None, metavar="N",
+        help="ask for N predictions per case (non-deterministic models) and score each; "
+             "overrides the cases' repeat:")
+    add("--queryeval-shard", metavar="I/N", default=None,
+        help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
+             "shard); the shards' JSON reports are merged with 'queryeval merge'")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
     add("--queryeval-spider-table", action="store_true",
         help="print the official Spider evaluator's full exact/partial matching table")
@@ -122,6 +128,7 @@ def pytest_configure(config: pytest.Config) -> None:
                       no_cache=config.getoption("queryeval_no_cache"), override=override,
                       override_inline=override_inline, hooks=hooks,
                       search_paths=[config.rootpath])
+    session.repeat_override = config.getoption("queryeval_repeat")
     state = State(config, ConfigFinder(config.rootpath), session, ini_thresholds, cli_thresholds,
                   bool(config.getini("queryeval_junit_properties")))
     for kind in kind_registry.known_kinds():
@@ -155,6 +162,16 @@ def _check_options(config: pytest.Config, state: State) -> None:
         outputs={f"--queryeval-{name}": get(f"queryeval_{name}")
                  for name in ("json", "xlsx", "html", "markdown")},
         xlsx=bool(get("queryeval_xlsx")), worst=get("queryeval_worst"))
+    repeat = get("queryeval_repeat")
+    if repeat is not None and repeat < 1:
+        problems.append(f"--queryeval-repeat={repeat}: must be 1 or more")
+    if get("queryeval_shard"):
+        from .shard import parse_shard
+
+        try:
+            parse_shard(get("queryeval_shard"))
+        except ValueError as exc:
+            problems.append(str(exc))
     if problems:
         raise pytest.UsageError("\n".join(["queryeval: invalid options:",
                                            *(f"  {p}" for p in problems)]))
@@ -180,6 +197,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = config.stash.get(STATE, None)
     if state is None:
         return
+    if config.getoption("queryeval_shard"):
+        _keep_shard(config, items)
     problems = check_suite(state.finder, state.catalog())
     baseline = config.getoption("queryeval_baseline")
     files = {Path(item.path) for item in items
@@ -202,6 +221,22 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     report = pytest.CollectReport("queryeval.yaml", "failed", message, [])
     report.queryeval_usage = message  # type: ignore[attr-defined]
     config.hook.pytest_collectreport(report=report)
+
+
+def _keep_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--queryeval-shard I/N``: deselect the items of the other shards (cases by id, other
+    items by node id), as pytest's own deselection does."""
+    from .shard import parse_shard, shard_of
+
+    index, total = parse_shard(config.getoption("queryeval_shard"))
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        key = item.case.id if isinstance(item, QueryEvalItem) else item.nodeid
+        (keep if shard_of(key, total) == index else drop).append(item)
+    if drop:
+        items[:] = keep
+        config.hook.pytest_deselected(items=drop)
 
 
 @pytest.hookimpl(trylast=True)

@@ -56,6 +56,17 @@ class ResultTable:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def signature(self, ordered: bool = False) -> str:
+        """A digest of the rows (a multiset unless ``ordered``; column names left out, as the
+        execution metrics leave them): two runs of a case that return the same rows share it."""
+        import hashlib
+
+        rows = [repr(tuple(str(v) if v is not None else None for v in r)) for r in self.rows]
+        if not ordered:
+            rows.sort()
+        digest = hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
+        return f"rows:{len(self.rows)}:{digest[:32]}"
+
     def cut_by(self) -> tuple[str, str]:
         """For a truncated table: what cut it, as a phrase and the option to raise
         (``"has more than 100000 rows"``, ``"max_rows"``)."""

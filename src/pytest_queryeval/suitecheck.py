@@ -27,6 +27,7 @@ from . import kinds as kind_registry
 from .cases import FILE_KEYS, OPTION_KEYS_COMMON
 from .config import PASS_RATE, ConfigFinder, suggest
 from .errors import QueryEvalError
+from .repeats import REPEAT_METRICS
 
 #: Keys of ``defaults:`` that are not case keys, with what to write instead.
 _DEFAULTS_INSTEAD = {
@@ -51,7 +52,8 @@ class MetricCatalog:
     def names(self, kind: str) -> list[str]:
         """Names ``kind`` declares (its ``metric_names()``, timing and custom metrics)."""
         if kind not in self._names:
-            names = set(kind_registry.TIMING_METRICS) | set(self._custom.get(kind, ()))
+            names = set(kind_registry.TIMING_METRICS) | set(self._custom.get(kind, ())) \
+                | REPEAT_METRICS
             try:
                 declared = getattr(kind_registry.get_kind(kind), "metric_names", None)
                 names.update(declared() if callable(declared) else declared or ())

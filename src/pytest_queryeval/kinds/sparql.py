@@ -267,7 +267,7 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     metrics["gold_seconds"] = gold.table.seconds
     metrics["predicted_seconds"] = pred.seconds
     details["gold_cached"] = gold.cached
-    return Scored(metrics, {}, diff, details)
+    return Scored(metrics, {}, diff, details, signature=pred.signature(ordered))
 
 
 def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,

@@ -233,6 +233,7 @@ class SqlKind:
         details: dict[str, Any] = {}
         diff: list[str] = []
         labels: dict[str, str] = {}
+        signature = None  # structure only: the engine compares the query texts
         if gold.table is not None and pred.table is not None:
             from ..metrics.alignment import alignment_metrics
             from ..metrics.table import compare_tables
@@ -242,6 +243,7 @@ class SqlKind:
             if opts.test_suite_rewrite and gold.sql:
                 gold_text = tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
             ordered = order_matters(gold_text)
+            signature = pred.table.signature(ordered)
             cmp = compare_tables(gold.table, pred.table, order_matters=ordered,
                                  compare=opts.compare)
             metrics.update(cmp.metrics())
@@ -280,7 +282,7 @@ class SqlKind:
             h = _hardness(gold.sql)
             if h:
                 labels["hardness"] = h
-        return Scored(metrics, labels, diff, details)
+        return Scored(metrics, labels, diff, details, signature=signature)
 
     def _tsse_ex(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
                  opts: _Options, ordered: bool) -> tuple[float, str] | None:

@@ -70,6 +70,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         sdmx = [c for c in report.get("cases") or [] if c.get("kind") == "sdmx"]
         if sdmx:
             _sdmx_overview(wb, fmt, sdmx)
+        if report.get("flaky"):
+            _flaky_sheet(wb, fmt, list(report["flaky"]))
         _run_sheet(wb, fmt, report)
         wb.close()
         os.replace(tmp, target)
@@ -345,6 +347,27 @@ def _sdmx_overview(wb: Any, fmt: dict[str, Any], cases: list[Mapping[str, Any]])
 
 # -------------------------------------------------------------------------------------------
 # Run
+
+
+def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -> None:
+    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    ws = wb.add_worksheet("Flaky")
+    names = ("id", "file", "line", "kind", "passed", "runs", "statuses", "consistency",
+             "verdict", "outcome")
+    for col, name in enumerate(names):
+        ws.write_string(0, col, name, fmt["header"])
+    for row, item in enumerate(flaky, start=1):
+        for col, key in enumerate(names):
+            value = item.get(key)
+            if key == "statuses":
+                value = " ".join(map(str, value or []))
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                _write_num(ws, row, col, value, fmt["num"] if key == "consistency"
+                           else fmt["text"])
+            else:
+                _write_text(ws, row, col, value, fmt["text"])
+    ws.set_column(0, 1, 28)
+    ws.set_column(2, 9, 12)
 
 
 def _run_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:

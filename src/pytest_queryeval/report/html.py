@@ -191,6 +191,8 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     parts.append(_distributions(cases))
     if comparison is not None:
         parts.append(_baseline(comparison))
+    if report.get("flaky"):
+        parts.append(_flaky(list(report["flaky"])))
     parts.append(_case_table(cases))
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
@@ -244,6 +246,22 @@ def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:
     if g.get("value") is None and g.get("reason"):
         return e(g["reason"])
     return str(fmt(g.get("value")))
+
+
+def _flaky(flaky: list[Mapping[str, Any]]) -> str:
+    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    rows = []
+    for f in flaky:
+        statuses = " ".join(str(s) for s in f.get("statuses") or [])
+        rows.append(f"<tr><td>{e(f.get('id'))}</td><td>{e(f.get('file'))}:{e(f.get('line'))}"
+                    f"</td><td class=n>{e(f.get('passed'))}/{e(f.get('runs'))}</td>"
+                    f"<td>{e(statuses)}</td><td class=n>{_num(f.get('consistency'), 2)}</td>"
+                    f"<td>{e(f.get('verdict'))}</td><td>{e(f.get('outcome'))}</td></tr>")
+    return ('<section id="flaky"><h2>Flaky cases</h2><p>The verdict differs across the runs '
+            'of these cases.</p><table><thead><tr><th>case</th><th>where</th>'
+            '<th class=n>runs passed</th><th>runs</th><th class=n>consistency</th>'
+            '<th>repeat_verdict</th><th>outcome</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table></section>")
 
 
 def _gates(gates: list[Mapping[str, Any]]) -> str:

@@ -121,9 +121,25 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     out.extend(_kinds(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
+    out.extend(_flaky(list(report.get("flaky") or [])))
     used = sum(len(line) + 1 for line in out)
     out.extend(_failures(report.get("cases") or [], MAX_CHARS - used))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _flaky(flaky: list[Mapping[str, Any]], limit: int = 20) -> list[str]:
+    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    if not flaky:
+        return []
+    from ..repeats import flaky_line
+
+    out = [f"### Flaky cases ({len(flaky)})", "",
+           "The verdict differs across the runs of these cases (P passed, F failed, E error).",
+           ""]
+    out.extend(f"- {md(flaky_line(item))}" for item in flaky[:limit])
+    if len(flaky) > limit:
+        out.append(f"- … {len(flaky) - limit} more")
+    return [*out, ""]
 
 
 def _gates(gates: list[Mapping[str, Any]]) -> list[str]:

@@ -90,6 +90,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
                  f"{o['errors']} errors, {o['xfailed']} xfailed{granted}, {o['skipped']} skipped; "
                  f"pass rate {_pct(o['pass_rate'])}")
     lines.extend(verdict_lines(report))
+    lines.extend(flaky_lines(report))
     bad = [c for c in report["cases"] if judged_outcome(c) in ("failed", "error")]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
@@ -101,6 +102,20 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or '-'}] "
                          f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
+
+
+def flaky_lines(report: Mapping[str, Any], limit: int = 20) -> list[str]:
+    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    from ..repeats import flaky_line
+
+    flaky = list(report.get("flaky") or [])
+    if not flaky:
+        return []
+    lines = [f"flaky cases ({len(flaky)}: the verdict differs across runs):"]
+    lines.extend(f"  {flaky_line(item)}" for item in flaky[:limit])
+    if len(flaky) > limit:
+        lines.append(f"  … {len(flaky) - limit} more (the JSON report's 'flaky' lists them all)")
+    return lines
 
 
 def verdict_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
