@@ -87,12 +87,23 @@ def build_report(state: State, records: list[dict[str, Any]], started: float, ex
             "verdict": state.verdict_mode,
             "settings": _settings(records),
             "workers": getattr(config.option, "numprocesses", None) or 0,
+            "shard": _shard(config.getoption("queryeval_shard")),
         },
         "cases": records,
         "aggregates": _with_spider(aggregate(records), records),
         "gates": gates,
         "flaky": flaky_cases(records),
     }
+
+
+def _shard(value: str | None) -> str | None:
+    """``--queryeval-shard`` as ``I/N`` (what ``queryeval merge`` checks), or None."""
+    if not value:
+        return None
+    from .shard import parse_shard
+
+    index, total = parse_shard(value)
+    return f"{index}/{total}"
 
 
 def _with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
