@@ -46,6 +46,7 @@ class State:
     deselected: int = 0  #: items deselected in this process (-k, -m, --lf, --deselect)
     verdict_mode: str = "strict"  #: --queryeval-verdict
     verdicts: Verdicts | None = None  #: the per-case verdict of a non-strict mode
+    progress: Any = None  #: the predictions progress line (:class:`~.runahead.ProgressLine`)
 
     def is_metric(self, kind: str, name: str) -> bool:
         if name in kind_registry.TIMING_METRICS or name in REPEAT_METRICS \

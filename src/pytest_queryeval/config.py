@@ -182,6 +182,15 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
             cfg.predictions = None
         else:
             cfg.predictions = expand_env(dict(spec), where, errors, cfg.secrets)
+            if "concurrency" in spec:
+                from .predict.pool import parse_concurrency
+
+                try:  # a ${VAR} expands to text: "8" is 8
+                    cfg.predictions["concurrency"] = parse_concurrency(
+                        cfg.predictions["concurrency"])
+                except ValueError as exc:
+                    errors.append(f"{_loc(display, spec, 'concurrency')}: "
+                                  f"predictions.concurrency: {exc}")
         cfg.predictions_base = base
         cfg.predictions_errors = errors
     if "model" in data:

@@ -19,6 +19,7 @@ from . import kinds as kind_registry
 from .errors import PredictionError, QueryEvalError, SourceUnavailable
 from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
+from .predict.pool import PredictionPool, RequestKey, concurrency_of
 from .secrets import Scrubber, quiet_library_logs
 from .sources.base import DataSource
 from .thresholds import evaluate as check_thresholds
@@ -68,7 +69,8 @@ class Session:
 
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
-                 hooks: Hooks | None = None, search_paths: list[Path] | None = None) -> None:
+                 hooks: Hooks | None = None, search_paths: list[Path] | None = None,
+                 concurrency: int | None = None) -> None:
         self._cache = cache
         self.no_cache = no_cache
         self.override = override
@@ -80,6 +82,12 @@ class Session:
         self._sources: dict[str, DataSource] = {}
         self._shared: dict[str, Any] = {}
         self._predictors: dict[str, Predictor] = {}
+        #: ``--queryeval-concurrency``: the bound of every live source (else its own).
+        self.concurrency = concurrency
+        #: Predictions requested ahead (:meth:`prefetch`); None until the run starts.
+        self.pool: PredictionPool | None = None
+        #: Called about every half second while a case waits for its prediction.
+        self.on_wait: Callable[[], None] | None = None
         self.scrubber = Scrubber()
         #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
         self.repeat_override: int | None = None
@@ -155,15 +163,69 @@ class Session:
         spec = case.prediction_source
         return spec is not None and spec.get("source") == "file"
 
+    def live_request(self, case: Case, *, hook_active: bool = False,
+                     ) -> tuple[str, int, Callable[[], Prediction]] | None:
+        """The request a live source (python, http, command...) would make for ``case``, as
+        ``(source key, concurrency, call)``; None when the prediction is inline, comes from a
+        file, may come from the ``pytest_queryeval_predict`` hook (``hook_active``: the hook
+        runs in the main thread, when the case runs) or cannot be had (the case reports why
+        when it runs). Follows the precedence of :meth:`predict`."""
+        if case.errors or case.skip:
+            return None
+        inline = _inline_prediction(case)
+        spec: dict[str, Any] | None = None
+        if self.override is not None and (inline is None or self.override_inline):
+            predictor, key = self.override, "--queryeval-predictions"
+        elif inline is not None or hook_active or case.prediction_errors:
+            return None
+        else:
+            spec = case.prediction_source
+            if spec is None or spec.get("source") in ("inline", "file"):
+                return None
+            try:
+                predictor = self._source_predictor(case, spec)
+            except QueryEvalError:
+                return None
+            key = self._predictor_key(case, spec)
+        from .predict.file import FilePredictor
+
+        if isinstance(predictor, FilePredictor):
+            return None
+        return key, concurrency_of(spec, self.concurrency), _bind(predictor, case)
+
+    def requests(self, case: Case, *, hook_active: bool = False,
+                 ) -> list[tuple[RequestKey, str, int, Callable[[], Prediction]]]:
+        """The pool requests of ``case``'s live predictions, one per repeat (keys
+        ``(id, 0..n-1)``, see :meth:`repeats`); [] when its prediction is not live."""
+        request = self.live_request(case, hook_active=hook_active)
+        if request is None:
+            return []
+        return [((case.id, r), *request) for r in range(self.repeats(case))]
+
+    def prefetch(self, cases: list[Case], *, hook_active: bool = False) -> int:
+        """Request the live predictions of ``cases`` ahead, in run order, each source bounded
+        by its concurrency. The number of requests queued (a key already queued is not
+        queued again)."""
+        if self.pool is None:
+            self.pool = PredictionPool()
+        return self.pool.submit_many(r for case in cases
+                                     for r in self.requests(case, hook_active=hook_active))
+
     def predict(self, case: Case, repeat: int = 0) -> Prediction:
         """Inline > ``--queryeval-predictions`` > the predict hook > ``predictions:``.
 
         The command-line override stands for the predictions source (how CI compares model
         versions); a case that carries its own prediction keeps it unless
         ``override_inline`` is set. ``repeat`` is the run's index (0 to
-        :meth:`repeats` - 1): each run is a request of its own, never a cached answer.
+        :meth:`repeats` - 1): each run is a request of its own, never a cached answer. A
+        prediction requested ahead (:meth:`prefetch`) is waited for; any other is requested
+        now.
         """
-        del repeat  # the sources ask the model again; a prefetch pool keys on (case, repeat)
+        if self.pool is not None and (case.id, repeat) in self.pool:
+            try:
+                return self.pool.take((case.id, repeat), self.on_wait)
+            except KeyError:  # withdrawn (xdist moved the case) or the pool closed
+                pass
         inline = _inline_prediction(case)
         if self.override is not None and (inline is None or self.override_inline):
             return self.override.predict(case)
@@ -183,9 +245,13 @@ class Session:
                                   "--queryeval-predictions")
         return self._source_predictor(case, spec).predict(case)
 
+    def _predictor_key(self, case: Case, spec: dict[str, Any]) -> str:
+        base = case.prediction_base or case.file.parent
+        return json.dumps(spec, sort_keys=True, default=str) + str(base)
+
     def _source_predictor(self, case: Case, spec: dict[str, Any]) -> Predictor:
         base = case.prediction_base or case.file.parent
-        key = json.dumps(spec, sort_keys=True, default=str) + str(base)
+        key = self._predictor_key(case, spec)
         if key not in self._predictors:
             self._predictors[key] = make_predictor(spec, base, self.search_paths)
         return self._predictors[key]
@@ -222,10 +288,19 @@ class Session:
         return out
 
     def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
         for src in self._sources.values():
             with contextlib.suppress(Exception):  # closing must never hide the session's result
                 src.close()
         self._sources.clear()
+
+
+def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
+    def call() -> Prediction:
+        return predictor.predict(case)
+
+    return call
 
 
 def _inline_prediction(case: Case) -> Prediction | None:

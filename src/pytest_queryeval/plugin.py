@@ -35,6 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="take predictions from this file or callable for this run (compare model versions)")
     add("--queryeval-predictions-override-inline", action="store_true",
         help="let --queryeval-predictions replace the cases' inline predicted: too")
+    add("--queryeval-concurrency", metavar="N",
+        help="simultaneous prediction requests of each live source (python, http, command), "
+             "overriding its concurrency: (default 4)")
     add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
         help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
     add("--queryeval-json", metavar="PATH", help="write the JSON report here (atomically)")
@@ -117,6 +120,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if override_inline and not value:
         raise pytest.UsageError("queryeval: --queryeval-predictions-override-inline needs "
                                 "--queryeval-predictions")
+    concurrency = None
+    if config.getoption("queryeval_concurrency") is not None:
+        from .predict.pool import parse_concurrency
+
+        try:
+            concurrency = parse_concurrency(config.getoption("queryeval_concurrency"))
+        except ValueError as exc:
+            raise pytest.UsageError(f"queryeval: --queryeval-concurrency {exc}") from None
     hooks = Hooks(
         predict=lambda case: config.hook.pytest_queryeval_predict(case=case, config=config),
         datasource=lambda name, spec: config.hook.pytest_queryeval_datasource(
@@ -127,7 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session = Session(cache=getattr(config, "cache", None),
                       no_cache=config.getoption("queryeval_no_cache"), override=override,
                       override_inline=override_inline, hooks=hooks,
-                      search_paths=[config.rootpath])
+                      search_paths=[config.rootpath], concurrency=concurrency)
     session.repeat_override = config.getoption("queryeval_repeat")
     state = State(config, ConfigFinder(config.rootpath), session, ini_thresholds, cli_thresholds,
                   bool(config.getini("queryeval_junit_properties")))
@@ -147,6 +158,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     config.stash[_T0] = time.time()
     if not hasattr(config, "workerinput"):
+        from .runahead import ProgressLine
+
+        state.progress = ProgressLine(config)  # an xdist controller's: its workers' counts
         config.pluginmanager.register(_RecordCollector(state), "queryeval-records")
 
 
@@ -248,6 +262,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         unmatched.after_collection(session.config, state)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    """The run starts: request the predictions of the items this process runs, ahead."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None:
+        from . import runahead
+
+        runahead.start(session, state)
+    return (yield)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """xdist controller: what a worker found after its collection (prediction ids)."""
@@ -295,6 +320,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
                                       hasattr(rep, "wasxfail"))
     rep.queryeval = record  # travels to the xdist controller with the report
+    pool = item.config.stash[STATE].session.pool
+    if pool is not None and hasattr(item.config, "workerinput"):
+        counts = pool.progress()
+        rep.queryeval_predictions = (counts.done, counts.total, counts.running)
     return rep
 
 
@@ -339,6 +368,8 @@ class _RecordCollector:
         record = getattr(report, "queryeval", None)
         if record is not None:
             self.state.records[report.nodeid] = record
+            if self.state.progress is not None:
+                self.state.progress.from_report(report)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPORT_ARGS, check_all_reports, default_sigint, dump, read_report
+from .conftest import (
+    REPORT_ARGS,
+    SCORED_CONFTEST,
+    check_all_reports,
+    default_sigint,
+    dump,
+    read_report,
+    scored,
+)
 
 #: A predictor that hangs on case "c-stuck" after announcing it (so the test knows the run is
 #: mid-way), and answers the others at once.
@@ -30,6 +38,7 @@ def predict(case):
 
 def _suite(pytester: pytest.Pytester, n_before: int, n_after: int) -> list[str]:
     pytester.makepyfile(slow_model=SLOW_MODEL)
+    pytester.makeconftest(SCORED_CONFTEST)
     pytester.makefile(".yaml", queryeval=dump({
         "datasources": {"local": {"type": "sqlite", "path": "chinook.sqlite"}},
         "predictions": {"source": "python", "function": "slow_model:predict"}}))
@@ -41,14 +50,18 @@ def _suite(pytester: pytest.Pytester, n_before: int, n_after: int) -> list[str]:
     return ids
 
 
-def _interrupt(pytester: pytest.Pytester, *args: str) -> subprocess.CompletedProcess[str]:
+def _interrupt(pytester: pytest.Pytester, *args: str, scored_first: int = 0,
+               ) -> subprocess.CompletedProcess[str]:
+    """SIGINT once the stuck case's prediction was requested and ``scored_first`` cases were
+    scored (predictions are requested ahead, so the marker alone does not say the earlier
+    cases are done)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS, *args],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "stuck.marker"
     deadline = time.monotonic() + 120
-    while not marker.exists():
+    while not marker.exists() or len(scored(pytester.path)) < scored_first:
         assert proc.poll() is None, proc.communicate()[0][-3000:]
         assert time.monotonic() < deadline, "the run never reached the stuck case"
         time.sleep(0.05)
@@ -65,14 +78,14 @@ def _interrupt(pytester: pytest.Pytester, *args: str) -> subprocess.CompletedPro
 def _no_partial_files(directory: Path) -> None:
     expected = {"chinook.sqlite", "queryeval.yaml", "test_cases.yaml", "slow_model.py",
                 "stuck.marker", "report.json", "junit.xml", "report.xlsx", "report.html",
-                "report.md", "tox.ini", "__pycache__"}
+                "report.md", "tox.ini", "__pycache__", "conftest.py", "scored.txt"}
     assert {p.name for p in directory.iterdir()} <= expected, sorted(
         p.name for p in directory.iterdir())
 
 
 def test_ctrl_c_serial(suite: pytest.Pytester, chinook_copy: Path) -> None:
     ids = _suite(suite, n_before=6, n_after=4)
-    done = _interrupt(suite)
+    done = _interrupt(suite, scored_first=6)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:]
     assert "KeyboardInterrupt" in done.stdout
     report = read_report(suite.path / "report.json")

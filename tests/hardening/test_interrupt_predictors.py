@@ -21,20 +21,30 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPORT_ARGS, check_all_reports, default_sigint, dump, read_report
+from .conftest import (
+    REPORT_ARGS,
+    SCORED_CONFTEST,
+    check_all_reports,
+    default_sigint,
+    dump,
+    read_report,
+    scored,
+)
 
 
-def _interrupt(pytester: pytest.Pytester, delay: float = 0.2,
+def _interrupt(pytester: pytest.Pytester, delay: float = 0.2, scored_first: int = 0,
                ) -> subprocess.CompletedProcess[str]:
     """tests/hardening/test_interrupt.py's harness: run pytest in its own process group, wait
-    for the stuck step's marker, then ``delay`` seconds, and send SIGINT to the group."""
+    for the stuck step's marker and for ``scored_first`` cases to be scored (predictions are
+    requested ahead of scoring), then ``delay`` seconds, and send SIGINT to the group."""
+    pytester.makeconftest(SCORED_CONFTEST)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "stuck.marker"
     deadline = time.monotonic() + 300
-    while not marker.exists():
+    while not marker.exists() or len(scored(pytester.path)) < scored_first:
         assert proc.poll() is None, proc.communicate()[0][-3000:]
         assert time.monotonic() < deadline, "the run never reached the stuck step"
         time.sleep(0.05)
@@ -114,7 +124,7 @@ def test_ctrl_c_during_an_http_prediction(suite: pytest.Pytester, chinook_copy: 
                                           stuck_server: str) -> None:
     ids = _sql_suite(suite, {"source": "http", "url": stuck_server + "/{id}",
                              "response_path": "sql", "timeout": 300, "retries": 0})
-    _check(suite, _interrupt(suite), ids[:4])
+    _check(suite, _interrupt(suite, scored_first=4), ids[:4])
 
 
 HANG = """
@@ -133,7 +143,7 @@ def test_ctrl_c_during_a_command_prediction(suite: pytest.Pytester, chinook_copy
     suite.makepyfile(hang=HANG)
     ids = _sql_suite(suite, {"source": "command", "command": [sys.executable, "hang.py"],
                              "timeout": 300})
-    _check(suite, _interrupt(suite), ids[:4])
+    _check(suite, _interrupt(suite, scored_first=4), ids[:4])
     pid = int((suite.path / "stuck.pid").read_text())
     deadline = time.monotonic() + 30
     while _alive(pid) and time.monotonic() < deadline:
@@ -186,4 +196,4 @@ def test_ctrl_c_during_embedding(suite: pytest.Pytester, monkeypatch: pytest.Mon
         "kind": "sql", "cases": [{"id": "first", "gold_result": ok, "predicted_result": ok}]}))
     suite.makefile(".yaml", test_json=dump({
         "kind": "json", "cases": [{"id": "c-stuck", "gold": {k: text() for k in keys}}]}))
-    _check(suite, _interrupt(suite, delay=3.0), ["first"])
+    _check(suite, _interrupt(suite, delay=3.0, scored_first=1), ["first"])

@@ -156,7 +156,8 @@ def test_http_endpoint_with_retries_headers_and_response_path(two_cases, http_se
     # gdp: one 503 then success; mex: 500 on every attempt (1 + 2 retries)
     ids = [c["body"]["case"]["id"] for c in _Handler.calls]
     assert ids.count("gdp") == 2 and ids.count("mex") == 3
-    assert _Handler.calls[0]["body"]["q"] == "question gdp"
+    # requested concurrently: the calls arrive in any order
+    assert {c["body"]["q"] for c in _Handler.calls} == {"question gdp", "question mex"}
     gdp = next(c for c in report["cases"] if c["id"] == "gdp")
     assert gdp["details"]["prediction"] == {"server_ms": 12}
     assert gdp["metrics"]["prediction_seconds"] > 0

@@ -23,10 +23,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .pool import ABORT
+
 #: Bytes per read of a body or of command output.
 _CHUNK = 1 << 16
 #: The tail of a command's stderr kept for its error message.
 STDERR_TAIL = 8192
+
+
+class Aborted(Exception):
+    """The session ended (the prediction pool was closed) while the command ran."""
 
 
 class DeadlineExpired(Exception):
@@ -53,6 +59,9 @@ class SocketDeadline:
         self._timer = threading.Timer(max(seconds, 0.0), self._fire)
         self._timer.daemon = True
         self._timer.start()
+        # the session ends (prediction pool closed): shut the request's sockets at once
+        abort = ABORT.get()
+        self._unregister = abort.register(self._fire) if abort is not None else None
 
     def watch(self, sock: socket.socket) -> None:
         with self._lock:
@@ -68,6 +77,8 @@ class SocketDeadline:
 
     def cancel(self) -> None:
         self._timer.cancel()
+        if self._unregister is not None:
+            self._unregister()
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -140,11 +151,15 @@ def run_command(argv: Sequence[str], stdin: bytes, cwd: Path, timeout: float, ma
     stdout is counted while it is read: past ``max_bytes`` (:class:`TooBig`) or ``timeout``
     seconds (:class:`DeadlineExpired`) the whole process group is killed. Ctrl-C kills it too
     (the group is not the terminal's, so the terminal's SIGINT does not reach it) and
-    propagates. Only the last :data:`STDERR_TAIL` bytes of stderr are kept.
+    propagates. When it runs in the prediction pool, the end of the session kills it too
+    (:class:`Aborted`: a Ctrl-C lands in the main thread, not in the pool's). Only the last
+    :data:`STDERR_TAIL` bytes of stderr are kept.
     """
+    abort = ABORT.get()
     deadline = time.monotonic() + timeout
     proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
+    unregister = abort.register(lambda: _kill_group(proc)) if abort is not None else None
     assert proc.stdin is not None
     assert proc.stdout is not None
     assert proc.stderr is not None
@@ -194,10 +209,14 @@ def run_command(argv: Sequence[str], stdin: bytes, cwd: Path, timeout: float, ma
             code = proc.wait(max(left, 0.001))
         except subprocess.TimeoutExpired:
             raise DeadlineExpired from None
+        if abort is not None and abort.is_set():
+            raise Aborted  # killed by the end of the session, not failed
     except BaseException:
         _kill_group(proc)
         raise
     finally:
+        if unregister is not None:
+            unregister()
         for f in (proc.stdin, proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
                 f.close()

@@ -29,9 +29,16 @@ class Prediction:
     seconds: float | None = None
     #: Extra timing or metadata the source reported (recorded, never gated).
     details: dict[str, Any] = field(default_factory=dict)
+    #: What the request cost, as the source reported it: ``prompt_tokens``,
+    #: ``completion_tokens``, ``cost_usd`` (numbers; empty when the source reports none).
+    usage: dict[str, float] = field(default_factory=dict)
 
 
 class Predictor(Protocol):
+    """A prediction source. Live sources (python, http, command) are called from the
+    prediction pool's threads, several cases at once (``concurrency:``): ``predict`` must be
+    safe to call concurrently, and each call makes one request."""
+
     def predict(self, case: Case) -> Prediction:
         """Raise :class:`~pytest_queryeval.errors.PredictionError` when none can be had."""
         ...

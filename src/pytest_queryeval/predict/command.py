@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import PredictionError
 from ..model import Case
-from ._bounded import DeadlineExpired, TooBig, run_command
+from ._bounded import Aborted, DeadlineExpired, TooBig, run_command
 from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json
 
 
@@ -39,6 +39,8 @@ class CommandPredictor:
         except DeadlineExpired:
             raise PredictionError(f"command timed out after {self.timeout:g} s (killed)") \
                 from None
+        except Aborted:
+            raise PredictionError("the session ended while the command ran (killed)") from None
         except TooBig:
             raise PredictionError(f"command printed more than max_bytes ({self.max_bytes:,} "
                                   "bytes) (killed)") from None

@@ -14,7 +14,6 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -75,7 +74,6 @@ class HttpPredictor:
         self.retries = int(spec.get("retries", 2))
         self.backoff = float(spec.get("backoff", 0.5))
         self.timing_fields: dict[str, str] = dict(spec.get("timing_fields") or {})
-        self._slots = threading.BoundedSemaphore(max(1, int(spec.get("concurrency", 4))))
         self._scrubber = Scrubber(_credentials(self.url, self.headers))
 
     def _request(self, case: Case) -> urllib.request.Request:
@@ -100,38 +98,37 @@ class HttpPredictor:
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
-            with self._slots:
-                guard = SocketDeadline(self.timeout)
-                try:
-                    t0 = time.perf_counter()
-                    with open_url(self._request(case), guard) as resp:
-                        raw = read_capped(resp, self.max_bytes, guard)
-                        seconds = time.perf_counter() - t0
-                        ctype = resp.headers.get("Content-Type", "")
-                except TooBig as exc:  # the same request would send the same body again
-                    raise PredictionError(
-                        f"{self.method} {_no_query(self.url)}: the response body holds more "
-                        f"than max_bytes ({self.max_bytes:,} bytes; {exc.size:,} read, the "
-                        "rest abandoned)") from None
-                except DeadlineExpired:
+            guard = SocketDeadline(self.timeout)
+            try:
+                t0 = time.perf_counter()
+                with open_url(self._request(case), guard) as resp:
+                    raw = read_capped(resp, self.max_bytes, guard)
+                    seconds = time.perf_counter() - t0
+                    ctype = resp.headers.get("Content-Type", "")
+            except TooBig as exc:  # the same request would send the same body again
+                raise PredictionError(
+                    f"{self.method} {_no_query(self.url)}: the response body holds more "
+                    f"than max_bytes ({self.max_bytes:,} bytes; {exc.size:,} read, the "
+                    "rest abandoned)") from None
+            except DeadlineExpired:
+                last = f"timed out: no complete answer within {self.timeout:g} s"
+                continue
+            except urllib.error.HTTPError as exc:
+                last = f"HTTP {exc.code} {exc.reason}{self._error_body(exc)}"
+                if exc.code != 429 and exc.code < 500:
+                    break
+                continue
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError,
+                    http.client.HTTPException) as exc:
+                if guard.fired or time.monotonic() >= guard.deadline:
                     last = f"timed out: no complete answer within {self.timeout:g} s"
                     continue
-                except urllib.error.HTTPError as exc:
-                    last = f"HTTP {exc.code} {exc.reason}{self._error_body(exc)}"
-                    if exc.code != 429 and exc.code < 500:
-                        break
-                    continue
-                except (urllib.error.URLError, TimeoutError, ConnectionError, OSError,
-                        http.client.HTTPException) as exc:
-                    if guard.fired or time.monotonic() >= guard.deadline:
-                        last = f"timed out: no complete answer within {self.timeout:g} s"
-                        continue
-                    reason = getattr(exc, "reason", exc)
-                    last = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) \
-                        else reason
-                    continue
-                finally:
-                    guard.cancel()
+                reason = getattr(exc, "reason", exc)
+                last = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) \
+                    else reason
+                continue
+            finally:
+                guard.cancel()
             return self._parse(raw, ctype, seconds)
         tries = f" after {attempt + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(f"{self.method} {_no_query(self.url)} failed: {last}{tries}")

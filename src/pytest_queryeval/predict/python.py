@@ -1,9 +1,17 @@
-"""Predictions from a Python callable ``module:function(case) -> prediction``."""
+"""Predictions from a Python callable ``module:function(case) -> prediction``.
+
+The callable may be ``async def``: its coroutines run on one event loop of the predictor's
+own (a daemon thread), so clients the module creates once (``httpx.AsyncClient``...) stay on
+the loop they were made on, and the prediction pool awaits several at once.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -41,13 +49,32 @@ class PythonPredictor:
         self.target = target
         self.search = search
         self._func: Callable[..., Any] | None = None
+        self._lock = threading.Lock()  # one import, from whichever pool thread is first
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _callable(self) -> Callable[..., Any]:
+        with self._lock:
+            if self._func is None:
+                self._func = load_callable(self.target, self.search)
+            return self._func
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, daemon=True,
+                                 name="queryeval-python-predictor-loop").start()
+                self._loop = loop
+            return self._loop
 
     def predict(self, case: Case) -> Prediction:
-        if self._func is None:
-            self._func = load_callable(self.target, self.search)
+        func = self._callable()
         start = time.perf_counter()
         try:
-            value = self._func(case.json_input())
+            value = func(case.json_input())
+            if inspect.isawaitable(value):
+                value = asyncio.run_coroutine_threadsafe(_awaited(value),
+                                                         self._event_loop()).result()
         except Exception as exc:
             tb = traceback.extract_tb(exc.__traceback__)[-1:]
             where = f" at {tb[0].filename}:{tb[0].lineno}" if tb else ""
@@ -56,3 +83,7 @@ class PythonPredictor:
         if value is None:
             raise PredictionError(f"{self.target} returned None for case {case.id!r}")
         return Prediction(value, seconds)
+
+
+async def _awaited(value: Any) -> Any:
+    return await value

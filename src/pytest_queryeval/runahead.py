@@ -1,0 +1,154 @@
+"""The run's predictions requested ahead of scoring (pytest side of :mod:`.predict.pool`).
+
+When the run starts (after collection, ``-k``/``-m``/``--lf`` and deselection), the live
+predictions of the items this process will run are queued in the session's prediction pool, in
+run order. A serial run knows its items at once. An xdist worker learns them from the
+controller, batch by batch (``runtests``), and may lose pending ones to another worker
+(``steal``, ``--dist worksteal``): the worker's command handler is wrapped so that each batch
+is queued as it arrives and a steal withdraws the stolen cases' requests, or is refused when
+one of them already started. Each case's prediction is thus requested by exactly one worker,
+the one that runs it. Without the hook this relies on (another xdist version), each case is
+requested when it runs, as before: slower, never twice.
+
+A progress line (``predictions done/total``, throttled) goes to the terminal while the pool
+runs ahead; ``-q`` silences it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from .collect import State
+
+#: Seconds between two progress lines.
+PROGRESS_EVERY = 2.0
+
+_Request = tuple[tuple[str, int], str, int, Callable[[], Any]]
+#: The pool requests of the item at each index of ``session.items`` (one per repeat).
+_Requests = dict[int, list[_Request]]
+
+
+def start(session: pytest.Session, state: State) -> None:
+    """Queue the predictions of the items this process runs (see the module docstring)."""
+    config = session.config
+    if config.option.collectonly or not session.items:
+        return
+    if session.testsfailed and not config.option.continue_on_collection_errors:
+        return  # pytest ends the session: "errors during collection"
+    hook_active = bool(config.hook.pytest_queryeval_predict.get_hookimpls())
+    requests: _Requests = {}
+    from .collect import QueryEvalItem
+
+    engine = state.session
+    for index, item in enumerate(session.items):
+        if not isinstance(item, QueryEvalItem) or item.get_closest_marker("skip"):
+            continue
+        wanted = engine.requests(item.case, hook_active=hook_active)
+        if wanted:
+            requests[index] = wanted
+    if not requests:
+        return
+    from .predict.pool import PredictionPool
+
+    pool = engine.pool = PredictionPool()
+    if hasattr(config, "workerinput"):
+        _follow_the_controller(config, pool, requests, len(session.items))
+    else:
+        pool.submit_many(r for rs in requests.values() for r in rs)
+        progress = ProgressLine(config, pool)
+        engine.on_wait = progress.update
+        state.progress = progress
+
+
+def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests,
+                           count: int) -> None:
+    """xdist worker: queue each batch the controller sends this worker, as it arrives."""
+    interactor = next((p for p in config.pluginmanager.get_plugins()
+                       if type(p).__name__ == "WorkerInteractor"), None)
+    original = getattr(interactor, "handle_command", None)
+    if interactor is None or not callable(original) or not hasattr(interactor, "sendevent"):
+        return  # each case is requested when it runs
+
+    def queue(indices: Iterable[int]) -> None:
+        pool.submit_many(r for i in indices for r in requests.get(i, ()))
+
+    def handle_command(command: Any) -> None:
+        if isinstance(command, tuple) and len(command) == 2 and isinstance(command[1], dict):
+            name, kwargs = command
+            if name == "runtests":
+                queue(kwargs.get("indices", ()))
+            elif name == "runtests_all":
+                queue(range(count))
+            elif name == "steal":
+                keys = [r[0] for i in kwargs.get("indices", ()) for r in requests.get(i, ())]
+                if any(pool.started(k) for k in keys):
+                    interactor.sendevent("unscheduled", indices=[])  # none stolen, as xdist
+                    return
+                pool.cancel(keys)  # a cancelled case still run here is requested then
+        original(command)
+
+    interactor.handle_command = handle_command
+
+
+class ProgressLine:
+    """``queryeval: predictions 57/200 done, 12 in flight, 31 cases scored`` at most every
+    :data:`PROGRESS_EVERY` seconds while predictions are outstanding, then one closing line."""
+
+    def __init__(self, config: pytest.Config, pool: Any = None) -> None:
+        self.config = config
+        self.pool = pool
+        self.scored = 0
+        self._last = time.monotonic()
+        self._shown_done = -1
+        self._closed = False
+        #: xdist controller: the latest (done, total, running) of each worker.
+        self.workers: dict[str, tuple[int, int, int]] = {}
+        self._t0 = time.monotonic()
+
+    def counts(self) -> tuple[int, int, int]:
+        if self.pool is not None:
+            p = self.pool.progress()
+            return p.done, p.total, p.running
+        done = sum(w[0] for w in self.workers.values())
+        total = sum(w[1] for w in self.workers.values())
+        return done, total, sum(w[2] for w in self.workers.values())
+
+    def update(self) -> None:
+        if self._closed or self.config.get_verbosity() < 0:
+            return
+        done, total, running = self.counts()
+        if total == 0:
+            return
+        now = time.monotonic()
+        if done >= total:
+            self._closed = True
+            self._write(f"queryeval: predictions {done}/{total} done in "
+                        f"{now - self._t0:.1f} s")
+            return
+        if now - self._last < PROGRESS_EVERY or done == self._shown_done:
+            return
+        self._last = now
+        self._shown_done = done
+        self._write(f"queryeval: predictions {done}/{total} done, {running} in flight, "
+                    f"{self.scored} case(s) scored")
+
+    def _write(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+
+    def from_report(self, report: pytest.TestReport) -> None:
+        """A report reached this process: one more case scored (and, from an xdist worker,
+        its pool's counts)."""
+        if report.when != "call" and not (report.when == "setup" and report.skipped):
+            return
+        self.scored += 1
+        counts = getattr(report, "queryeval_predictions", None)
+        if isinstance(counts, list | tuple) and len(counts) == 3:
+            node = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+            self.workers[str(node)] = (int(counts[0]), int(counts[1]), int(counts[2]))
+        self.update()
