@@ -67,7 +67,10 @@ def model():
 def _config(url: str, **extra: object) -> str:
     return dump({"predictions": {"source": "http", "url": f"{url}/predict",
                                  "body": {"case": "{case}"}, "response_path": "predicted",
-                                 "retries": 0, "timeout": 10}, **extra})
+                                 "retries": 0, "timeout": 10,
+                                 # one request at a time, in run order: the script answers
+                                 # by arrival, so repeat n gets answer n
+                                 "concurrency": 1}, **extra})
 
 
 def _suite(pytester, url, header=None, cases=None, **config):
