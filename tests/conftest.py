@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,59 @@ pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.oxigraph",
                   "tests.fixtures.sparql_standin"]
 
 
+#: Packages with compiled parts that cannot be imported twice in one process: pytester must
+#: never drop them from ``sys.modules`` (see ``_keep_compiled_packages``).
+COMPILED_PACKAGES = frozenset({
+    "torch", "torchgen", "functorch", "sentence_transformers", "transformers", "tokenizers",
+    "safetensors", "huggingface_hub", "numpy", "scipy", "sklearn", "duckdb", "pyoxigraph",
+    "sqlalchemy", "psycopg", "psycopg_binary", "yaml", "rdflib", "openpyxl", "pandas", "openai",
+    "pydantic", "pydantic_core",
+})
+
+
+def _keep_compiled_packages() -> None:
+    """Make every pytester ``sys.modules`` snapshot keep the compiled packages.
+
+    pytester restores ``sys.modules`` when a ``pytester`` test ends, removing every module
+    imported since it started, its own test code included (``pytest.importorskip`` in a test
+    that uses ``pytester``). torch imported there is then imported a second time over its
+    still-loaded C extension: the xdist worker crashed, or ``import torch`` failed with
+    "SystemError: bad call flags", in whichever embedding test that worker ran next.
+    Importing the packages up front is not enough: their submodules imported later (torch
+    loads many lazily) would still be removed, so the snapshot keeps them by package name.
+    """
+    from _pytest import pytester
+
+    snapshot = pytester.SysModulesSnapshot
+    if getattr(snapshot, "_queryeval_keeps_compiled", False):
+        return
+    original = snapshot.__init__
+
+    def init(self: object, preserve: object = None) -> None:
+        def keep(name: str) -> bool:
+            return name.partition(".")[0] in COMPILED_PACKAGES or bool(
+                preserve is not None and preserve(name))  # type: ignore[operator]
+
+        original(self, preserve=keep)  # type: ignore[arg-type]
+
+    snapshot.__init__ = init  # type: ignore[method-assign]
+    snapshot._queryeval_keeps_compiled = True  # type: ignore[attr-defined]
+
+    # The kept packages' import hooks stay too: sentence-transformers and transformers add
+    # finders to ``sys.meta_path`` for their module aliases (``sentence_transformers.models``),
+    # and pytester's path snapshot would drop them while the packages stay imported.
+    paths = pytester.SysPathsSnapshot
+    restore_paths = paths.restore
+
+    def restore(self: object) -> None:
+        hooks = [f for f in sys.meta_path
+                 if type(f).__module__.partition(".")[0] in COMPILED_PACKAGES]
+        restore_paths(self)  # type: ignore[arg-type]
+        sys.meta_path.extend(f for f in hooks if f not in sys.meta_path)
+
+    paths.restore = restore  # type: ignore[method-assign]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Import the C-extension libraries before any in-process pytester run.
 
@@ -36,6 +90,8 @@ def pytest_configure(config: pytest.Config) -> None:
     SQLAlchemy's and numpy's compiled parts for the rest of the session.
     """
     import importlib
+
+    _keep_compiled_packages()
 
     for name in ("numpy", "sqlalchemy", "sqlalchemy.dialects.postgresql.psycopg", "psycopg",
                  "pyoxigraph", "yaml"):
