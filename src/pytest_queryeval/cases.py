@@ -25,13 +25,15 @@ from .yamlload import LocDict, LocList, load_file, plain
 CASE_KEYS = frozenset({
     "id", "name", "question", "gold", "predicted", "kind", "datasource", "difficulty", "tags",
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
-    "conversation", "timeout", "max_rows", "repeat", "repeat_verdict",
+    "conversation", "timeout", "max_rows", "repeat", "repeat_verdict", "severity",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
                        "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
-                       "repeat", "repeat_verdict"})
+                       "repeat", "repeat_verdict", "severity"})
+#: ``severity:`` values; ``critical`` cases fail the baseline gate on any pass → fail flip.
+SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
 RESERVED_MARKS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
                             "filterwarnings", "xdist_group", "tryfirst", "trylast"})
@@ -229,6 +231,14 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
             elif name not in tags:
                 tags.append(name)
     case.tags = tags
+
+    severity = merged.get("severity")
+    if severity is not None:
+        if severity not in SEVERITIES:
+            errors.add(entry if "severity" in entry else header, "severity", kp("severity"),
+                       f"must be one of {', '.join(SEVERITIES)}, not {severity!r}")
+        else:
+            case.severity = str(severity)
 
     for key in ("xfail", "skip"):
         value = merged.get(key)

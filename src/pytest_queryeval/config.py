@@ -86,6 +86,8 @@ class SuiteConfig:
     predictions_errors: list[str] = field(default_factory=list)
     thresholds: dict[str, tuple[Threshold, str]] = field(default_factory=dict)
     gates: dict[str, Gate] = field(default_factory=dict)
+    #: ``gates: {significance: 0.05}``: the baseline gate's alpha (see report.baseline)
+    significance: float | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  #: ``model:``, the label of the model under test in the reports
     errors: list[str] = field(default_factory=list)
@@ -232,6 +234,8 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
 GATE_KEYS = frozenset({"metric", "mean", "min", "kind", "tag", "allow_empty"})
 PASS_RATE = "pass_rate"
+#: ``gates: {significance: alpha}`` sets the baseline gate's significance level.
+SIGNIFICANCE = "significance"
 
 
 def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base: Path,
@@ -244,6 +248,17 @@ def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base
         return
     for name, spec in gates.items():
         loc = f"{_loc(display, gates, name)}: gates.{name}"
+        if name == SIGNIFICANCE:  # not a metric gate: the baseline comparison's alpha
+            from .report.baseline import parse_significance
+
+            try:
+                if not _is_number(spec):
+                    raise ValueError(f"{loc}: must be a significance level such as 0.05, not "
+                                     f"{spec!r}")
+                cfg.significance = parse_significance(spec, loc)
+            except ValueError as exc:
+                report.problems.append(str(exc))
+            continue
         gate = _parse_gate(str(name), spec, loc, base, report.problems)
         if gate is None:
             continue

@@ -187,7 +187,8 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
             base = bl.load_baseline(path)
         except (OSError, ValueError) as exc:
             raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
-        comparison = bl.compare(report, base, max_drop or None)
+        comparison = bl.compare(report, base, max_drop or None,
+                                significance=_significance(config, state, records))
         report["baseline"] = comparison.to_dict()
         lines.append("")
         lines.extend(bl.format_comparison(
@@ -220,6 +221,24 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
         lines.append("queryeval: the session fails on the gates/baseline above")
     _add_junit_properties(config, report)
     config.stash[SUMMARY] = lines
+
+
+def _significance(config: pytest.Config, state: State,
+                  records: list[dict[str, Any]]) -> float | None:
+    """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite configs
+    (the smallest alpha when they differ), else ini ``queryeval_significance``; all were
+    validated before the run."""
+    from .report import baseline as bl
+
+    cli = config.getoption("queryeval_significance")
+    if cli is not None:
+        return bl.parse_significance(cli, "--queryeval-significance")
+    suites = [c.significance for d in sorted(_case_dirs(records))
+              if (c := state.finder.for_directory(d)).significance is not None]
+    if suites:
+        return min(suites)
+    return bl.parse_significance(str(config.getini("queryeval_significance") or ""),
+                                 "queryeval_significance")
 
 
 def _update_refusals(session: pytest.Session, state: State, records: list[dict[str, Any]],

@@ -64,6 +64,9 @@ class Case:
     predicted: Any = MISSING  # inline prediction, or MISSING
     difficulty: str | None = None
     tags: list[str] = field(default_factory=list)
+    #: ``severity:`` (critical | high | medium | low); critical cases fail the baseline gate on
+    #: any pass → fail flip
+    severity: str | None = None
     thresholds: dict[str, Threshold] = field(default_factory=dict)
     xfail: str | None = None
     skip: str | None = None

@@ -70,6 +70,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--queryeval-shard", metavar="I/N", default=None,
         help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
              "shard); the shards' JSON reports are merged with 'queryeval merge'")
+    add("--queryeval-significance", metavar="ALPHA", default=None,
+        help="with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
+             "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
+             "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
     add("--queryeval-spider-table", action="store_true",
         help="print the official Spider evaluator's full exact/partial matching table")
@@ -83,6 +87,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="write queryeval.<metric> properties on junit testcases")
     parser.addini("queryeval_verdict", default="strict",
                   help="strict, baseline or gates (see --queryeval-verdict)")
+    parser.addini("queryeval_significance", default="",
+                  help="significance level of the baseline gate (see --queryeval-significance)")
     parser.addini("queryeval_baseline", default="queryeval-baseline.json",
                   help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
                        "is not given (a bare name lies beside the suite, else rootdir-relative)")
@@ -173,6 +179,10 @@ def _check_options(config: pytest.Config, state: State) -> None:
         catalog=state.catalog(), invocation_dir=config.invocation_params.dir,
         thresholds=state.cli_thresholds, ini_thresholds=ini,
         max_drop=get("queryeval_max_drop"), baseline=get("queryeval_baseline"),
+        significance=(get("queryeval_significance"),
+                      str(config.getini("queryeval_significance") or "")),
+        significance_where=ini_line(config.inipath, "queryeval_significance",
+                                    str(config.getini("queryeval_significance") or "")),
         outputs={f"--queryeval-{name}": get(f"queryeval_{name}")
                  for name in ("json", "xlsx", "html", "markdown")},
         xlsx=bool(get("queryeval_xlsx")), worst=get("queryeval_worst"))

@@ -154,9 +154,23 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
                   thresholds: Iterable[str] = (), ini_thresholds: Iterable[tuple[str, str]] = (),
                   max_drop: Iterable[str] = (), baseline: str | None = None,
                   outputs: Mapping[str, str | None] | None = None, xlsx: bool = False,
-                  worst: int = 0) -> list[str]:
+                  worst: int = 0, significance: tuple[str | None, str] = (None, ""),
+                  significance_where: str = "ini") -> list[str]:
     """Problems of the run's options (each message names its option)."""
     problems: list[str] = []
+    cli_alpha, ini_alpha = significance
+    if cli_alpha is not None or ini_alpha:
+        from .report.baseline import parse_significance
+
+        for value, where in ((cli_alpha, "--queryeval-significance"),
+                             (ini_alpha, f"{significance_where}: queryeval_significance")):
+            try:
+                parse_significance(value, where)
+            except ValueError as exc:
+                problems.append(str(exc))
+        if cli_alpha is not None and not baseline:
+            problems.append("--queryeval-significance needs --queryeval-baseline (the report "
+                            "to compare with)")
     for metric in thresholds:
         problem = catalog.check(metric, "--queryeval-threshold")
         if problem:

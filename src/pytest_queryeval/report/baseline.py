@@ -224,6 +224,13 @@ class MetricDelta:
     n: int  #: paired cases that entered the figure
     limit: float | None = None  #: the max-drop that applies, if any
     failed: bool = False
+    #: ``--queryeval-significance``: the exact McNemar p-value of the pass/fail flips
+    #: (``pass_rate``), and the paired bootstrap interval of the mean difference (metrics)
+    p_value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    #: whether the worsening is significant at ``alpha`` (None: not tested)
+    significant: bool | None = None
 
     @property
     def delta(self) -> float | None:
@@ -276,6 +283,12 @@ class Comparison:
     baseline_run: dict[str, Any] = field(default_factory=dict)
     #: which model produced each run: ``{"baseline": ..., "current": ...}`` (see model_of)
     models: dict[str, str | None] = field(default_factory=dict)
+    #: ``--queryeval-significance`` (None: drops gate on their size alone)
+    significance: float | None = None
+    #: the bootstrap behind the intervals: resamples, seed, confidence, draws
+    bootstrap: dict[str, Any] = field(default_factory=dict)
+    #: pass → fail flips of ``severity: critical`` cases: each fails the gate by itself
+    critical_regressions: list[OutcomeChange] = field(default_factory=list)
 
     @property
     def failures(self) -> list[MetricDelta]:
@@ -283,8 +296,9 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        """False when refused as not comparable or when a drop exceeds its max-drop."""
-        return self.comparable and not self.failures
+        """False when refused as not comparable, when a drop exceeds its max-drop (and, with
+        ``significance``, is significant) or when a critical case flipped pass → fail."""
+        return self.comparable and not self.failures and not self.critical_regressions
 
     def overall(self) -> list[MetricDelta]:
         return [d for d in self.deltas if d.scope == "overall"]
@@ -292,14 +306,19 @@ class Comparison:
     def verdict(self) -> str:
         if not self.comparable:
             return f"baseline not comparable: {self.reason}"
-        if self.failures:
+        if self.failures or self.critical_regressions:
             shown = self.failures[:VERDICT_ITEMS]
-            worst = ", ".join(
-                f"{d.metric} {_signed(d.delta)} > max drop {d.limit:g} ({d.label})"
-                for d in shown if d.limit is not None
-            )
+            items = [f"{d.metric} {_signed(d.delta)} > max drop {d.limit:g} ({d.label}"
+                     + (f", {_evidence(d)}" if self.significance is not None else "") + ")"
+                     for d in shown if d.limit is not None]
+            if self.critical_regressions:
+                ids = ", ".join(ch.id for ch in self.critical_regressions[:VERDICT_ITEMS])
+                items.append(f"critical case(s) passed → failed: {ids}")
             more = len(self.failures) - len(shown)
-            return f"baseline FAILED: {worst}" + (f" and {more} more" if more else "")
+            return f"baseline FAILED: {', '.join(items)}" + (f" and {more} more" if more else "")
+        if self.significance is not None:
+            return (f"baseline OK: no significant drop (alpha {self.significance:g})"
+                    + (" beyond the max-drop" if self.max_drop else ""))
         if not self.max_drop:
             return "baseline compared (no max-drop set)"
         return "baseline OK: no drop beyond the max-drop"
@@ -315,17 +334,28 @@ class Comparison:
 
 def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
             max_drop: Mapping[str, float] | float | None = None, *,
-            gate_scopes: Iterable[str] = ("overall",)) -> Comparison:
+            gate_scopes: Iterable[str] = ("overall",),
+            significance: float | None = None) -> Comparison:
     """Compare two JSON reports; drops beyond ``max_drop`` in ``gate_scopes`` fail.
 
     ``gate_scopes`` defaults to the overall figures: per-kind/difficulty/tag deltas are reported
     but small groups are too noisy to gate on unless asked (``("overall", "kind")``...).
+
+    ``significance`` (alpha): a drop beyond its max-drop (0 for every non-timing metric when no
+    max-drop is given) fails only when it is also significant: for ``pass_rate``, more
+    pass → fail than fail → pass flips with an exact McNemar p-value below alpha; for a
+    metric, a paired bootstrap ``1 - alpha`` interval of the mean difference entirely on the
+    worse side of 0 (:mod:`pytest_queryeval.significance`). With ``significance`` or a max-drop,
+    a ``severity: critical`` case that went pass → fail fails the comparison by itself.
     """
     limits = _normalise_max_drop(max_drop)
+    if significance is not None and not limits:
+        limits = {GLOBAL: 0.0}
     scopes = tuple(gate_scopes)
-    cmp = Comparison(comparable=True, max_drop=limits, gated_scopes=scopes,
+    cmp = Comparison(comparable=True, max_drop=_normalise_max_drop(max_drop), gated_scopes=scopes,
                      baseline_run=dict(baseline.get("run") or {}),
-                     models={"baseline": model_of(baseline), "current": model_of(current)})
+                     models={"baseline": model_of(baseline), "current": model_of(current)},
+                     significance=significance)
     reason = _incomparable(current, baseline)
     if reason is not None:
         cmp.comparable = False
@@ -345,6 +375,8 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
             continue
         if change.before in _PASS and change.after in _FAIL:
             cmp.regressions.append(change)
+            if (limits or significance is not None) and (_critical(cur) or _critical(base)):
+                cmp.critical_regressions.append(change)
         elif change.before in _FAIL and change.after in _PASS:
             cmp.fixes.append(change)
         else:
@@ -369,7 +401,8 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
 
     seen_metrics: set[str] = set()
     for scope, group, members in groups:
-        for d in _group_deltas(scope, group, members, limits, scope in scopes):
+        for d in _group_deltas(scope, group, members, limits, scope in scopes, significance,
+                               cmp):
             seen_metrics.add(d.metric)
             cmp.deltas.append(d)
     for name in limits:
@@ -462,7 +495,8 @@ def _mean(values: list[float]) -> float | None:
 
 def _group_deltas(scope: str, group: str,
                   members: list[tuple[Mapping[str, Any], Mapping[str, Any]]],
-                  limits: Mapping[str, float], gated: bool) -> list[MetricDelta]:
+                  limits: Mapping[str, float], gated: bool, significance: float | None = None,
+                  cmp: Comparison | None = None) -> list[MetricDelta]:
     live = [(c, b) for c, b in members
             if c.get("outcome") != "skipped" and b.get("outcome") != "skipped"]
     names = {m for c, b in live for m in (*(c.get("metrics") or {}), *(b.get("metrics") or {}))}
@@ -472,8 +506,12 @@ def _group_deltas(scope: str, group: str,
     if rated:
         cur_rate = sum(judged_outcome(c) in _PASS for c, _ in rated) / len(rated)
         base_rate = sum(judged_outcome(b) in _PASS for _, b in rated) / len(rated)
-        out.append(_delta(PASS_RATE, scope, group, base_rate, cur_rate, len(rated), limits,
-                          gated))
+        d = _delta(PASS_RATE, scope, group, base_rate, cur_rate, len(rated), limits, gated)
+        if significance is not None:
+            d = _mcnemar(d, rated, significance, gated)
+            if cmp is not None and scope in ("overall", "kind", "difficulty"):
+                _small_group_warning(cmp, d, significance)
+        out.append(d)
     for metric in ordered_metrics(names):
         cur_vals: list[float] = []
         base_vals: list[float] = []
@@ -483,8 +521,11 @@ def _group_deltas(scope: str, group: str,
                 cur_vals.append(cv)
                 base_vals.append(bv)
         if cur_vals:
-            out.append(_delta(metric, scope, group, _mean(base_vals), _mean(cur_vals),
-                              len(cur_vals), limits, gated))
+            d = _delta(metric, scope, group, _mean(base_vals), _mean(cur_vals),
+                       len(cur_vals), limits, gated)
+            if significance is not None and gated and d.limit is not None:
+                d = _bootstrap(d, base_vals, cur_vals, significance, cmp)
+            out.append(d)
     return out
 
 
@@ -497,6 +538,80 @@ def _delta(metric: str, scope: str, group: str, base: float | None, cur: float |
     if gated and limit is not None and d.worsening > limit + EPSILON:
         return MetricDelta(metric, scope, group, base, cur, n, limit, failed=True)
     return d
+
+
+def _critical(case: Mapping[str, Any]) -> bool:
+    """``severity: critical`` (case key) or the tag ``critical`` (a pytest marker)."""
+    return case.get("severity") == "critical" or "critical" in (case.get("tags") or [])
+
+
+def _mcnemar(d: MetricDelta, rated: list[tuple[Mapping[str, Any], Mapping[str, Any]]],
+             alpha: float, gated: bool) -> MetricDelta:
+    """The pass rate's drop counts only with more pass → fail than fail → pass flips and an
+    exact McNemar p-value below ``alpha``."""
+    from dataclasses import replace
+
+    from pytest_queryeval.significance import mcnemar_exact
+
+    worse = sum(judged_outcome(b) in _PASS and judged_outcome(c) in _FAIL for c, b in rated)
+    better = sum(judged_outcome(b) in _FAIL and judged_outcome(c) in _PASS for c, b in rated)
+    p = mcnemar_exact(worse, better)
+    significant = worse > better and p < alpha
+    return replace(d, p_value=p, significant=significant,
+                   failed=d.failed and significant and gated)
+
+
+def _bootstrap(d: MetricDelta, base: list[float], cur: list[float], alpha: float,
+               cmp: Comparison | None) -> MetricDelta:
+    """A metric's drop counts only when the whole ``1 - alpha`` interval of the mean paired
+    difference lies on the worse side of 0 (below it; above it for timings)."""
+    from dataclasses import replace
+
+    from pytest_queryeval.significance import paired_bootstrap
+
+    if len(base) < 2:
+        return replace(d, significant=False, failed=False)
+    iv = paired_bootstrap(base, cur, confidence=1 - alpha)
+    if cmp is not None and not cmp.bootstrap:
+        cmp.bootstrap = {"method": "percentile", "n_resamples": iv.n_resamples,
+                         "seed": iv.seed, "confidence": iv.confidence, "rng": iv.rng}
+    significant = iv.low > EPSILON if is_timing(d.metric) else iv.high < -EPSILON
+    return replace(d, ci_low=iv.low, ci_high=iv.high, significant=significant,
+                   failed=d.failed and significant)
+
+
+def _small_group_warning(cmp: Comparison, d: MetricDelta, alpha: float) -> None:
+    from pytest_queryeval.significance import min_flips_for
+
+    need = min_flips_for(alpha)
+    if d.n < need:
+        cmp.warnings.append(f"{d.label}: {d.n} paired case(s) cannot show a significant "
+                            f"change at alpha {alpha:g} (at least {need} needed)")
+
+
+def _evidence(d: MetricDelta) -> str:
+    """``p = 0.012`` or ``95% CI [-0.2, -0.05]``: why a drop counts as significant."""
+    if d.p_value is not None:
+        return f"McNemar p = {d.p_value:.3g}"
+    if d.ci_low is not None and d.ci_high is not None:
+        return f"CI [{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
+    return "not tested"
+
+
+def parse_significance(value: str | float | None, where: str) -> float | None:
+    """``--queryeval-significance`` / ini ``queryeval_significance`` / ``gates: significance``:
+    an alpha strictly between 0 and 0.5 (ValueError naming ``where`` otherwise)."""
+    if value is None or value == "":
+        return None
+    try:
+        alpha = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {value!r} is not a number (expected an alpha such as "
+                         "0.05)") from None
+    if isinstance(value, bool) or not math.isfinite(alpha) or not 0 < alpha < 0.5:
+        raise ValueError(f"{where}: {value!r} must be a significance level between 0 and 0.5 "
+                         "(for example 0.05)")
+    return alpha
 
 
 # --------------------------------------------------------------------------------------------
@@ -548,6 +663,23 @@ def arrow(d: MetricDelta) -> str:
     return "▲" if delta > 0 else "▼"
 
 
+def significance_header(cmp: Comparison) -> str:
+    """Column title of the p-value / interval column."""
+    level = 1 - (cmp.significance or 0.05)
+    return f"p / {level:.0%} CI"
+
+
+def significance_cell(d: MetricDelta) -> str:
+    """``p=0.031`` (pass rate), ``[-0.210, -0.040]`` (a metric), ``not significant`` marks."""
+    if d.p_value is not None:
+        text = f"p={d.p_value:.3g}"
+    elif d.ci_low is not None and d.ci_high is not None:
+        text = f"[{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
+    else:
+        return ""
+    return text + (" *" if d.significant else "")
+
+
 def format_comparison(cmp: Comparison, *, max_cases: int = 10,
                       spider_components: bool = False) -> list[str]:
     """Compact terminal lines: overall deltas with arrows, failed groups, flips, a verdict.
@@ -580,20 +712,31 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
     rows = [(d.metric if d.scope == "overall" else f"{d.metric} ({d.label})", d)
             for d in [*shown, *extra]]
     width = max([len("metric"), *(len(name) for name, _ in rows)])
+    sig = cmp.significance is not None
     lines.append(f"  {'metric':<{width}}  {'baseline':>8}  {'current':>8}  {'delta':>9}  "
-                 f"{'max drop':>8}")
+                 f"{'max drop':>8}" + (f"  {significance_header(cmp)}" if sig else ""))
     for name, d in rows:
         limit = "" if d.limit is None else f"{d.limit:g}"
         flag = "  FAIL" if d.failed else ""
         mark = arrow(d)
         delta = _num(0.0) if mark == "=" and d.delta is not None else _signed(d.delta)
+        evidence = f"  {significance_cell(d):<24}" if sig else ""
         lines.append(f"  {name:<{width}}  {_num(d.baseline):>8}  {_num(d.current):>8}  "
-                     f"{mark} {delta:>7}  {limit:>8}{flag}".rstrip())
+                     f"{mark} {delta:>7}  {limit:>8}{evidence}{flag}".rstrip())
+    if sig and cmp.bootstrap:
+        lines.append(f"  (p: exact McNemar on the pass/fail flips; CI: paired bootstrap, "
+                     f"{cmp.bootstrap['n_resamples']:,} resamples, seed "
+                     f"{cmp.bootstrap['seed']}, percentile)")
     if hidden:
         lines.append(f"  ({hidden} per-dimension/component metrics unchanged)")
     if spider:
         lines.append(f"  ({spider} Spider component metrics: --queryeval-spider-table)")
 
+    if cmp.critical_regressions:
+        lines.append(f"critical pass → fail: {len(cmp.critical_regressions)} (each fails the "
+                     "baseline gate)")
+        lines.extend(f"  {ch.id} [{ch.kind}/{ch.difficulty}] {ch.before} → {ch.after}"
+                     for ch in cmp.critical_regressions[:max_cases])
     for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
         if not changes:
             continue

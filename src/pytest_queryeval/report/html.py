@@ -26,6 +26,8 @@ from pytest_queryeval.report.baseline import (
     is_timing,
     ordered_difficulties,
     ordered_metrics,
+    significance_cell,
+    significance_header,
 )
 from pytest_queryeval.report.json_report import write_atomic
 from pytest_queryeval.safetext import printable
@@ -465,17 +467,26 @@ def _baseline(cmp: Comparison) -> str:
             *(d for d in cmp.failures if d.scope != "overall")]
     out.append('<table id="delta-table"><thead><tr><th>metric</th><th>scope</th>'
                "<th class=n>baseline</th><th class=n>current</th><th class=n>Δ</th>"
-               "<th class=n>max drop</th></tr></thead><tbody>")
+               "<th class=n>max drop</th>"
+               + (f"<th class=n>{e(significance_header(cmp))}</th>"
+                  if cmp.significance is not None else "")
+               + "</tr></thead><tbody>")
     for d in rows:
         cls = ' class="bad"' if d.failed else ""
         mark = arrow(d)
         delta = ("–" if d.delta is None else "= 0.000" if mark == "=" else
                  f"{mark} {d.delta:+.3f}")
         limit = "" if d.limit is None else f"{d.limit:g}" + (" FAIL" if d.failed else "")
+        sig = (f"<td class=n>{e(significance_cell(d))}</td>"
+               if cmp.significance is not None else "")
         out.append(f"<tr{cls}><td>{e(d.metric)}</td><td>{e(d.label)}</td>"
                    f"<td class=n>{_num(d.baseline)}</td><td class=n>{_num(d.current)}</td>"
-                   f"<td class=n>{e(delta)}</td><td class=n>{e(limit)}</td></tr>")
+                   f"<td class=n>{e(delta)}</td><td class=n>{e(limit)}</td>{sig}</tr>")
     out.append("</tbody></table>")
+    if cmp.critical_regressions:
+        out.append('<p id="critical-regressions"><strong>Critical pass → fail</strong> (each '
+                   "fails the gate): " + ", ".join(f"<code>{e(c.id)}</code>"
+                                                  for c in cmp.critical_regressions) + "</p>")
     for title, ident, changes in (("pass → fail", "regressions", cmp.regressions),
                                   ("fail → pass", "fixes", cmp.fixes)):
         if changes:

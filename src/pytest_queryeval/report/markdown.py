@@ -21,6 +21,8 @@ from pytest_queryeval.report.baseline import (
     is_timing,
     ordered_difficulties,
     ordered_metrics,
+    significance_cell,
+    significance_header,
 )
 
 __all__ = ["render_markdown"]
@@ -211,13 +213,19 @@ def _baseline(cmp: Comparison) -> list[str]:
     rows = [d for d in cmp.overall()
             if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed]
     rows += [d for d in cmp.failures if d.scope != "overall"]
-    out.append(_row(["metric", "baseline", "current", "Δ", "max drop"]))
-    out.append("|---|---:|---:|---:|---:|")
+    sig = cmp.significance is not None
+    out.append(_row(["metric", "baseline", "current", "Δ", "max drop",
+                     *([significance_header(cmp)] if sig else [])]))
+    out.append("|---|---:|---:|---:|---:|" + ("---:|" if sig else ""))
     for d in rows:
         name = md(d.metric) if d.scope == "overall" else f"{md(d.metric)} ({md(d.label)})"
         limit = "" if d.limit is None else f"{d.limit:g}" + (" ❌" if d.failed else "")
-        out.append(_row([name, _num(d.baseline), _num(d.current), _delta_cell(d), limit]))
+        out.append(_row([name, _num(d.baseline), _num(d.current), _delta_cell(d), limit,
+                         *([md(significance_cell(d))] if sig else [])]))
     out.append("")
+    if cmp.critical_regressions:
+        out.extend(["**Critical pass → fail** (each fails the gate): " + ", ".join(
+            code(c.id) for c in cmp.critical_regressions[:MAX_FAILURES]), ""])
     for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
         if changes:
             items = ", ".join(f"{code(c.id)} ({md(c.kind)}/{md(c.difficulty)})"

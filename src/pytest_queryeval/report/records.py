@@ -58,6 +58,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "kind": case.kind,
         "difficulty": case.difficulty,
         "tags": list(case.tags),
+        "severity": case.severity,
         "question": case.question,
         "datasource": case.datasource,
         "outcome": None,
