@@ -419,6 +419,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     from .finish import SUMMARY
 
+    state = config.stash.get(STATE, None)
+    if state is not None and state.progress is not None:
+        state.progress.close()
     lines = config.stash.get(SUMMARY, None)
     errors = config.stash.get(_ERRORS, [])
     notes = config.stash.get(_NOTES, [])

@@ -95,8 +95,9 @@ def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests
 
 
 class ProgressLine:
-    """``queryeval: predictions 57/200 done, 12 in flight, 31 cases scored`` at most every
-    :data:`PROGRESS_EVERY` seconds while predictions are outstanding, then one closing line."""
+    """``queryeval: predictions 57/200 done, 12 in flight, 31 case(s) scored`` at most every
+    :data:`PROGRESS_EVERY` seconds while predictions are outstanding, and one closing line
+    (:meth:`close`). Under xdist the controller sums what its workers report."""
 
     def __init__(self, config: pytest.Config, pool: Any = None) -> None:
         self.config = config
@@ -107,7 +108,6 @@ class ProgressLine:
         self._closed = False
         #: xdist controller: the latest (done, total, running) of each worker.
         self.workers: dict[str, tuple[int, int, int]] = {}
-        self._t0 = time.monotonic()
 
     def counts(self) -> tuple[int, int, int]:
         if self.pool is not None:
@@ -123,18 +123,32 @@ class ProgressLine:
         done, total, running = self.counts()
         if total == 0:
             return
-        now = time.monotonic()
-        if done >= total:
-            self._closed = True
-            self._write(f"queryeval: predictions {done}/{total} done in "
-                        f"{now - self._t0:.1f} s")
+        if done >= total and self.pool is not None:  # a serial run's total is final
+            self.close()
             return
-        if now - self._last < PROGRESS_EVERY or done == self._shown_done:
+        now = time.monotonic()
+        if done >= total or now - self._last < PROGRESS_EVERY or done == self._shown_done:
             return
         self._last = now
         self._shown_done = done
         self._write(f"queryeval: predictions {done}/{total} done, {running} in flight, "
                     f"{self.scored} case(s) scored")
+
+    def close(self) -> None:
+        """The closing line, once, when any prediction was requested ahead."""
+        if self._closed or self.config.get_verbosity() < 0:
+            return
+        self._closed = True
+        done, total, _ = self.counts()
+        if total == 0:
+            return
+        took = ""
+        if self.pool is not None:
+            took = f" in {self.pool.progress().seconds:.1f} s"
+        limits = self.pool.limits() if self.pool is not None else {}
+        bound = f" (concurrency {', '.join(sorted({str(v) for v in limits.values()}))})" \
+            if limits else ""
+        self._write(f"queryeval: predictions {done}/{total} done{took}{bound}")
 
     def _write(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -142,10 +156,8 @@ class ProgressLine:
             reporter.write_line(line)
 
     def from_report(self, report: pytest.TestReport) -> None:
-        """A report reached this process: one more case scored (and, from an xdist worker,
-        its pool's counts)."""
-        if report.when != "call" and not (report.when == "setup" and report.skipped):
-            return
+        """A case's report reached this process: one more case scored (and, from an xdist
+        worker, its pool's counts)."""
         self.scored += 1
         counts = getattr(report, "queryeval_predictions", None)
         if isinstance(counts, list | tuple) and len(counts) == 3:

@@ -1,0 +1,248 @@
+"""Predictions requested ahead in a bounded pool (issue 17 item 1), against a loopback HTTP
+server that stands in for the user's model service (``StandInModelService``): it counts every
+request per case and the most requests it held at once, which is how these tests know that
+requests overlapped, never more than ``concurrency`` of them, and that no case was asked twice.
+No wall-clock time is asserted."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from .conftest import GDP, dump, sdmx_case, selection
+
+RIGHT = selection(GDP)
+
+
+class StandInModelService(ThreadingHTTPServer):
+    """Stand-in for a user's model service: answers every case with ``RIGHT`` after
+    ``latency`` seconds (times 0.5 to 1.5, fixed per case, so answers finish out of order),
+    HTTP 500 for the ids in ``failing``; counts requests per case and the peak in flight."""
+
+    daemon_threads = True
+
+    def __init__(self, latency: float = 0.2, failing: frozenset[str] = frozenset()) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.latency = latency
+        self.failing = failing
+        self.calls: Counter[str] = Counter()
+        self.in_flight = 0
+        self.peak = 0
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: StandInModelService
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        case_id = body["case"]["id"]
+        srv = self.server
+        with srv.lock:
+            srv.calls[case_id] += 1
+            srv.in_flight += 1
+            srv.peak = max(srv.peak, srv.in_flight)
+        try:
+            time.sleep(srv.latency * (0.5 + (zlib.crc32(case_id.encode()) % 100) / 100))
+        finally:
+            with srv.lock:
+                srv.in_flight -= 1
+        if case_id in srv.failing:
+            data = b"model overloaded"
+            self.send_response(500)
+        else:
+            data = json.dumps({"predicted": RIGHT}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def model_service() -> Iterator[StandInModelService]:
+    server = StandInModelService()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _suite(pytester: pytest.Pytester, url: str, n: int, **source: Any) -> list[str]:
+    ids = [f"case-{i:03d}" for i in range(n)]
+    pytester.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "http", "url": f"{url}/predict", "body": {"case": "{case}"},
+        "response_path": "predicted", "retries": 0, "timeout": 30, **source}}))
+    pytester.makefile(".yaml", test_cases=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+        "cases": [sdmx_case(i, selection(GDP)) for i in ids]}))
+    return ids
+
+
+def _report(pytester: pytest.Pytester) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((pytester.path / "r.json").read_text())
+    return data
+
+
+def test_a_serial_run_requests_ahead_within_the_bound(suite, model_service):
+    ids = _suite(suite, model_service.url, 12, concurrency=3)
+    model_service.failing = frozenset({"case-004"})
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:randomly")
+    result.assert_outcomes(passed=11, failed=1)
+    assert model_service.calls == dict.fromkeys(ids, 1)  # each case asked once
+    assert 1 < model_service.peak <= 3, model_service.peak
+    report = _report(suite)
+    assert [c["id"] for c in report["cases"]] == ids  # the run's order, not the answers'
+    failed = next(c for c in report["cases"] if c["id"] == "case-004")
+    assert failed["outcome"] == "error"
+    assert "HTTP 500 Internal Server Error: model overloaded after 1 attempt(s)" in failed["error"]
+    result.stdout.fnmatch_lines(["queryeval: predictions 12/12 done in * s (concurrency 3)"])
+
+
+def test_the_default_bound_is_4_and_the_command_line_overrides_it(suite, model_service):
+    _suite(suite, model_service.url, 12)
+    suite.runpytest("-p", "no:randomly").assert_outcomes(passed=12)
+    assert 1 < model_service.peak <= 4, model_service.peak
+    model_service.calls.clear()
+    model_service.peak = 0
+    _suite(suite, model_service.url, 12, concurrency=2)
+    result = suite.runpytest("-p", "no:randomly", "--queryeval-concurrency", "6")
+    result.assert_outcomes(passed=12)
+    assert 2 < model_service.peak <= 6, model_service.peak
+    result.stdout.fnmatch_lines(["*(concurrency 6)"])
+
+
+def test_deselected_and_skipped_cases_are_not_requested(suite, model_service):
+    ids = _suite(suite, model_service.url, 10)
+    result = suite.runpytest("-p", "no:randomly", "-k", "not case-007 and not case-008")
+    result.assert_outcomes(passed=8, deselected=2)
+    assert model_service.calls == {i: 1 for i in ids if i not in ("case-007", "case-008")}
+
+
+def test_quiet_runs_print_no_progress_line(suite, model_service):
+    _suite(suite, model_service.url, 4)
+    result = suite.runpytest("-q", "-p", "no:randomly")
+    result.assert_outcomes(passed=4)
+    assert "queryeval: predictions" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("dist", ["load", "worksteal"])
+def test_under_xdist_each_case_is_requested_once_by_the_worker_that_runs_it(suite, model_service,
+                                                                             dist):
+    ids = _suite(suite, model_service.url, 40, concurrency=4)
+    skipped = {"case-013", "case-029"}
+    result = suite.runpytest_subprocess(
+        "-n", "2", "--dist", dist, "--queryeval-json=r.json", "-p", "no:randomly",
+        "-k", " and ".join(f"not {i}" for i in sorted(skipped)))
+    result.assert_outcomes(passed=38)
+    assert model_service.calls == {i: 1 for i in ids if i not in skipped}
+    assert 1 < model_service.peak <= 8, model_service.peak  # two workers, 4 each at most
+    assert [c["id"] for c in _report(suite)["cases"]] == [i for i in ids if i not in skipped]
+
+
+def test_concurrency_is_checked_before_the_run(suite, model_service):
+    _suite(suite, model_service.url, 2)
+    for bad in ("0", "many", "-3", "100000"):
+        result = suite.runpytest("--queryeval-concurrency", bad)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "queryeval: --queryeval-concurrency must be" in result.stderr.str()
+    assert not model_service.calls
+
+
+def test_a_bad_concurrency_in_the_suite_config_fails_its_cases_with_file_and_line(suite,
+                                                                                  model_service):
+    _suite(suite, model_service.url, 2, concurrency=0)
+    result = suite.runpytest("--queryeval-json=r.json")
+    result.assert_outcomes(failed=2)
+    line = next(n for n, text in enumerate(
+        (suite.path / "queryeval.yaml").read_text().splitlines(), 1) if "concurrency" in text)
+    assert {c["error"] for c in _report(suite)["cases"]} == {
+        f"prediction error: queryeval.yaml:{line}: predictions.concurrency: must be a positive "
+        "integer, not 0"}
+    assert not model_service.calls
+
+
+ASYNC_MODEL = """
+import asyncio, json, pathlib, urllib.request
+
+state = {"in_flight": 0, "peak": 0, "loops": set()}
+
+async def predict(case):
+    state["in_flight"] += 1
+    state["peak"] = max(state["peak"], state["in_flight"])
+    state["loops"].add(id(asyncio.get_running_loop()))
+    await asyncio.sleep(0.2)
+    state["in_flight"] -= 1
+    pathlib.Path("async.json").write_text(json.dumps(
+        {"peak": state["peak"], "loops": len(state["loops"])}))
+    return json.loads(pathlib.Path("answer.json").read_text())
+"""
+
+
+def test_an_async_python_callable_is_awaited_several_at_once_on_one_loop(suite):
+    suite.makepyfile(async_model=ASYNC_MODEL)
+    (suite.path / "answer.json").write_text(json.dumps(RIGHT))
+    suite.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "python", "function": "async_model:predict", "concurrency": 5}}))
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+        "cases": [sdmx_case(f"a{i}", selection(GDP)) for i in range(10)]}))
+    result = suite.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(passed=10)
+    seen = json.loads((suite.path / "async.json").read_text())
+    assert 1 < seen["peak"] <= 5, seen
+    assert seen["loops"] == 1  # one event loop: clients made once stay usable
+
+
+COMMAND_MODEL = """
+import json, sys, urllib.request
+case = json.load(sys.stdin)
+req = urllib.request.Request(sys.argv[1], data=json.dumps({"case": case}).encode(),
+                             headers={"Content-Type": "application/json"})
+print(json.dumps(json.load(urllib.request.urlopen(req, timeout=30))["predicted"]))
+"""
+
+
+def test_command_predictions_run_several_at_once(suite, model_service):
+    suite.makepyfile(ask=COMMAND_MODEL)
+    suite.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "command", "command": [sys.executable, "ask.py", model_service.url],
+        "concurrency": 3}}))
+    ids = [f"c{i}" for i in range(8)]
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+        "cases": [sdmx_case(i, selection(GDP)) for i in ids]}))
+    suite.runpytest("-p", "no:randomly").assert_outcomes(passed=8)
+    assert model_service.calls == dict.fromkeys(ids, 1)
+    assert 1 < model_service.peak <= 3, model_service.peak
+
+
+HOOK = """
+def pytest_queryeval_predict(case, config):
+    return None  # consulted in the main thread, when each case runs
+"""
+
+
+def test_a_predict_hook_keeps_its_cases_requested_when_they_run(suite, model_service):
+    """The hook may answer a case itself: its source is not asked ahead of it."""
+    ids = _suite(suite, model_service.url, 6)
+    suite.makeconftest(HOOK)
+    suite.runpytest("-p", "no:randomly").assert_outcomes(passed=6)
+    assert model_service.calls == dict.fromkeys(ids, 1)
+    assert model_service.peak == 1

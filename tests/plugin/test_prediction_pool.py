@@ -1,0 +1,176 @@
+"""The prediction pool on its own (no pytest session): bounds, once-only keys, cancellation,
+errors re-raised in the taker, and the end of the session reaching running requests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_queryeval.errors import PredictionError
+from pytest_queryeval.predict._bounded import Aborted, run_command
+from pytest_queryeval.predict.base import Prediction
+from pytest_queryeval.predict.pool import (
+    ABORT,
+    DEFAULT_CONCURRENCY,
+    PredictionPool,
+    concurrency_of,
+    parse_concurrency,
+)
+
+
+class Gate:
+    """Requests that block until released, counting how many run at once."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.running = 0
+        self.peak = 0
+        self.calls: list[str] = []
+        self.arrived = threading.Semaphore(0)
+
+    def request(self, name: str, value: object = None):
+        def call() -> Prediction:
+            with self.lock:
+                self.calls.append(name)
+                self.running += 1
+                self.peak = max(self.peak, self.running)
+            self.arrived.release()
+            self.release.wait(30)
+            with self.lock:
+                self.running -= 1
+            if isinstance(value, BaseException):
+                raise value
+            return Prediction(value if value is not None else name, usage={"prompt_tokens": 3})
+        return call
+
+
+def test_a_group_runs_at_most_its_limit_and_each_key_once():
+    pool, gate = PredictionPool(), Gate()
+    for i in range(10):
+        assert pool.submit((f"c{i}", 0), "model", 3, gate.request(f"c{i}"))
+    assert not pool.submit(("c0", 0), "model", 3, gate.request("again"))  # never twice
+    for _ in range(3):
+        assert gate.arrived.acquire(timeout=30)
+    assert not gate.arrived.acquire(timeout=0.2)  # the fourth waits for a free slot
+    assert pool.progress().running == 3
+    gate.release.set()
+    results = [pool.take((f"c{i}", 0)) for i in range(10)]
+    assert [r.value for r in results] == [f"c{i}" for i in range(10)]
+    assert results[0].usage == {"prompt_tokens": 3}
+    assert sorted(gate.calls) == sorted(f"c{i}" for i in range(10))
+    assert gate.peak == 3 and pool.max_running("model") == 3
+    assert pool.progress().done == pool.progress().total == 10
+    pool.close()
+
+
+def test_groups_are_bounded_separately_and_repeats_are_keys_of_their_own():
+    pool, gate = PredictionPool(), Gate()
+    for r in range(3):
+        pool.submit(("q", r), "a", 1, gate.request(f"a{r}"))
+        pool.submit(("q", 10 + r), "b", 2, gate.request(f"b{r}"))
+    for _ in range(3):
+        assert gate.arrived.acquire(timeout=30)  # 1 of a and 2 of b
+    assert not gate.arrived.acquire(timeout=0.2)
+    gate.release.set()
+    assert [pool.take(("q", r)).value for r in range(3)] == ["a0", "a1", "a2"]
+    assert pool.max_running("a") == 1 and pool.max_running("b") == 2
+    assert pool.limits() == {"a": 1, "b": 2}
+    pool.close()
+
+
+def test_errors_are_raised_where_the_prediction_is_taken():
+    pool, gate = PredictionPool(), Gate()
+    gate.release.set()
+    pool.submit(("bad", 0), "m", 2, gate.request("bad", PredictionError("HTTP 500: overloaded")))
+    pool.submit(("good", 0), "m", 2, gate.request("good"))
+    with pytest.raises(PredictionError, match="HTTP 500: overloaded"):
+        pool.take(("bad", 0))
+    assert pool.take(("good", 0)).value == "good"
+    with pytest.raises(KeyError):
+        pool.take(("never", 0))
+    pool.close()
+
+
+def test_only_requests_not_started_can_be_cancelled():
+    pool, gate = PredictionPool(), Gate()
+    for i in range(4):
+        pool.submit((f"c{i}", 0), "m", 1, gate.request(f"c{i}"))
+    assert gate.arrived.acquire(timeout=30)  # c0 runs, c1..c3 wait
+    assert pool.started(("c0", 0)) and not pool.started(("c2", 0))
+    assert pool.cancel([("c0", 0), ("c2", 0)]) == [("c2", 0)]
+    assert ("c2", 0) not in pool and ("c0", 0) in pool
+    gate.release.set()
+    assert pool.take(("c3", 0)).value == "c3"
+    with pytest.raises(KeyError):  # its caller requests it itself
+        pool.take(("c2", 0))
+    assert "c2" not in gate.calls
+    assert pool.progress().total == 3
+    pool.close()
+
+
+def test_taking_calls_on_wait_while_the_request_runs():
+    pool, gate = PredictionPool(), Gate()
+    pool.submit(("slow", 0), "m", 1, gate.request("slow"))
+    waits: list[int] = []
+
+    def on_wait() -> None:
+        waits.append(1)
+        if len(waits) == 2:
+            gate.release.set()
+
+    assert pool.take(("slow", 0), on_wait, poll=0.01).value == "slow"
+    assert len(waits) >= 2
+    pool.close()
+
+
+def test_closing_the_pool_kills_a_running_command(tmp_path: Path):
+    """A command in the pool ignores SIGINT and sleeps: closing the pool (the session ends)
+    kills its process group at once and the request ends with Aborted."""
+    script = tmp_path / "hang.py"
+    script.write_text("import os, pathlib, signal, time\n"
+                      "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                      "pathlib.Path('pid').write_text(str(os.getpid()))\n"
+                      "time.sleep(300)\n")
+    pool = PredictionPool()
+    outcome: list[BaseException] = []
+
+    def call() -> Prediction:
+        assert ABORT.get() is pool.abort
+        try:
+            run_command([sys.executable, str(script)], b"", tmp_path, 300, 1000)
+        except BaseException as exc:
+            outcome.append(exc)
+            raise
+        return Prediction("unreachable")
+
+    pool.submit(("c", 0), "cmd", 1, call)
+    pid_file = tmp_path / "pid"
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        threading.Event().wait(0.05)
+    pid = int(pid_file.read_text())
+    pool.close()  # kills the group synchronously
+    assert subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True,
+                          text=True).stdout.strip() in ("", "Z")
+    for _ in range(200):
+        if outcome:
+            break
+        threading.Event().wait(0.05)
+    assert isinstance(outcome[0], Aborted)
+    assert ABORT.get() is None  # set only in the pool's threads
+
+
+def test_concurrency_values():
+    assert concurrency_of(None) == DEFAULT_CONCURRENCY == 4
+    assert concurrency_of({"concurrency": 16}) == 16
+    assert concurrency_of({"concurrency": 16}, override=2) == 2
+    assert parse_concurrency("8") == 8 and parse_concurrency(3) == 3
+    for bad in (0, -1, "x", True, 2.5, 10_000):
+        with pytest.raises(ValueError, match="must be"):
+            parse_concurrency(bad)
