@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Gate
+from .kinds import RECORDED_METRICS
 from .verdict import judged_outcome
 
 #: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
@@ -19,7 +20,8 @@ JUDGED = ("passed", "failed", "error", "xpassed")
 
 
 def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """count / scored / passed / failed / errors / pass_rate and mean/std/n per metric.
+    """count / scored / passed / failed / errors / pass_rate and mean/std/n per metric, and
+    the ``total`` of the timing and usage metrics (tokens, ``cost_usd``, seconds).
 
     Metric means include xfailed cases (their scores are real); pass rates exclude skipped
     and xfailed cases, as pytest's own summary does, except the cases a verdict mode reported
@@ -59,6 +61,8 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         mean = math.fsum(xs) / len(xs)
         std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
         out["metrics"][name] = {"mean": mean, "std": std, "n": len(xs)}
+        if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
+            out["metrics"][name]["total"] = math.fsum(xs)
     return out
 
 

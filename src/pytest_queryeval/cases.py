@@ -162,6 +162,8 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
     case.prediction_source = suite.predictions
     case.prediction_base = suite.predictions_base
     case.prediction_errors = list(suite.predictions_errors)
+    case.pricing = suite.pricing
+    case.model_label = suite.model
     case.errors.extend(suite.errors)
     kind = None
     if kind_name is None:

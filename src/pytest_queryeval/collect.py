@@ -49,7 +49,7 @@ class State:
     progress: Any = None  #: the predictions progress line (:class:`~.runahead.ProgressLine`)
 
     def is_metric(self, kind: str, name: str) -> bool:
-        if name in kind_registry.TIMING_METRICS or name in REPEAT_METRICS \
+        if name in kind_registry.RECORDED_METRICS or name in REPEAT_METRICS \
                 or name in self.custom_metrics.get(kind, ()):
             return True
         try:

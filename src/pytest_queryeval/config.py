@@ -20,15 +20,17 @@ from typing import Any
 
 from .errors import ConfigError
 from .model import Threshold
+from .pricing import Price, parse_pricing
 from .secrets import url_passwords
 from .thresholds import parse_threshold
 from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
-SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model"})
+SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
+                        "pricing"})
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
-PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command"})
+PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -90,6 +92,8 @@ class SuiteConfig:
     significance: float | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  #: ``model:``, the label of the model under test in the reports
+    #: ``pricing:``, model by model (a child file's entry replaces its parent's for that model).
+    pricing: dict[str, Price] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
@@ -193,6 +197,9 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                 except ValueError as exc:
                     errors.append(f"{_loc(display, spec, 'concurrency')}: "
                                   f"predictions.concurrency: {exc}")
+            key = cfg.predictions.get("api_key")
+            if isinstance(key, str) and key:  # a key written literally is a secret as well
+                cfg.secrets.add(key)
         cfg.predictions_base = base
         cfg.predictions_errors = errors
     if "model" in data:
@@ -201,6 +208,11 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         else:
             cfg.errors.append(f"{_loc(display, data, 'model')}: model: must be a non-empty "
                               f"string (the label of the model under test)")
+    if "pricing" in data:
+        prices, problems = parse_pricing(data["pricing"], _loc(display, data, "pricing"),
+                                         lambda m, k: _loc(display, m, k))
+        report.problems.extend(problems)
+        cfg.pricing = {**cfg.pricing, **prices}
     thresholds = data.get("thresholds") or {}
     if not isinstance(thresholds, dict):
         report.problems.append(f"{_loc(display, data, 'thresholds')}: thresholds: "

@@ -25,7 +25,7 @@ from .sources.base import DataSource
 from .thresholds import evaluate as check_thresholds
 
 #: Kind-independent metric names the engine itself records.
-ENGINE_METRICS = frozenset({"prediction_seconds"})
+ENGINE_METRICS = frozenset({"prediction_seconds", "prompt_tokens", "completion_tokens", "cost_usd"})
 
 
 class CacheLike:
@@ -253,7 +253,7 @@ class Session:
         base = case.prediction_base or case.file.parent
         key = self._predictor_key(case, spec)
         if key not in self._predictors:
-            self._predictors[key] = make_predictor(spec, base, self.search_paths)
+            self._predictors[key] = make_predictor(spec, base, self.search_paths, context=self)
         return self._predictors[key]
 
     def unmatched_prediction_ids(self) -> list[tuple[Path, list[str]]]:
@@ -366,6 +366,8 @@ def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutco
     details = dict(scored.details)
     if prediction.details:
         details["prediction"] = prediction.details
+    if prediction.usage:
+        record_usage(case, prediction, metrics, details)
     if session.hooks.metrics is not None:
         try:
             for extra in session.hooks.metrics(case, prediction.value, scored):
@@ -381,6 +383,32 @@ def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutco
     return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, scored.reason,
                        None, list(scored.diff), details,
                        signature(prediction.value, scored.signature, scored.reason))
+
+
+def record_usage(case: Case, prediction: Prediction, metrics: dict[str, float],
+                 details: dict[str, Any]) -> None:
+    """The usage the source reported as metrics, and ``cost_usd`` from ``pricing:`` when the
+    source reported none and the table has the model's price."""
+    from .pricing import price_for
+
+    for key, value in prediction.usage.items():
+        metrics[key] = float(value)
+    if not case.pricing or "cost_usd" in prediction.usage:
+        return
+    found = price_for(case.pricing, prediction.model, case.model_label)
+    if found is None:
+        named = prediction.model or case.model_label
+        details["pricing"] = (f"no price for model {named!r} in pricing: (priced: "
+                              f"{', '.join(sorted(case.pricing))})" if named else
+                              "no model named: set model: in queryeval.yaml to price this run")
+        return
+    model, price = found
+    cost = price.cost(prediction.usage)
+    if cost is None:
+        details["pricing"] = "the source reported no prompt_tokens and completion_tokens to price"
+        return
+    metrics["cost_usd"] = cost
+    details["priced_as"] = model
 
 
 def _internal(where: str, exc: Exception) -> str:

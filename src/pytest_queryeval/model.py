@@ -92,6 +92,10 @@ class Case:
     #: ``repeat_verdict:`` (how the runs' verdicts make the case's: all, majority or any).
     repeat: int = 1
     repeat_verdict: str = "all"
+    #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.pricing.Price`) and its
+    #: ``model:`` label, the price looked up when the source does not name its model.
+    pricing: dict[str, Any] = field(default_factory=dict)
+    model_label: str | None = None
 
     @property
     def golds(self) -> list[Any]:

@@ -52,7 +52,7 @@ class MetricCatalog:
     def names(self, kind: str) -> list[str]:
         """Names ``kind`` declares (its ``metric_names()``, timing and custom metrics)."""
         if kind not in self._names:
-            names = set(kind_registry.TIMING_METRICS) | set(self._custom.get(kind, ())) \
+            names = set(kind_registry.RECORDED_METRICS) | set(self._custom.get(kind, ())) \
                 | REPEAT_METRICS
             try:
                 declared = getattr(kind_registry.get_kind(kind), "metric_names", None)

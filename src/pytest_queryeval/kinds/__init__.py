@@ -17,6 +17,10 @@ KIND_CLASSES: dict[str, str] = {
 
 #: Informational timing metrics every kind records (thresholds use ``{max: seconds}``).
 TIMING_METRICS = frozenset({"gold_seconds", "predicted_seconds", "prediction_seconds"})
+#: What a prediction source's usage report records for every kind (lower is better too).
+USAGE_METRICS = frozenset({"prompt_tokens", "completion_tokens", "cost_usd"})
+#: The metrics every kind may carry beside its own (thresholds use ``{max: x}``).
+RECORDED_METRICS = TIMING_METRICS | USAGE_METRICS
 
 _instances: dict[str, Kind] = {}
 #: Kinds registered by plugins or conftests (``pytest_queryeval_kinds``).

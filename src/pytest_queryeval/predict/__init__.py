@@ -1,4 +1,4 @@
-"""Prediction sources: inline, file, python, http and command."""
+"""Prediction sources: inline, file, python, http, command and openai."""
 
 from __future__ import annotations
 
@@ -11,8 +11,13 @@ from .base import DEFAULT_MAX_BYTES, Prediction, Predictor
 __all__ = ["Prediction", "Predictor", "make_predictor", "predictor_from_cli"]
 
 
-def make_predictor(spec: dict[str, Any], base: Path, search: list[Path]) -> Predictor:
-    """Build a predictor from a ``predictions:`` mapping; paths are relative to ``base``."""
+def make_predictor(spec: dict[str, Any], base: Path, search: list[Path],
+                   context: Any = None) -> Predictor:
+    """Build a predictor from a ``predictions:`` mapping; paths are relative to ``base``.
+
+    ``context`` (the session) gives the openai source its datasources (``{schema}``) and the
+    suite's other cases (few-shot examples).
+    """
     source = spec.get("source")
     if source == "file":
         from .file import FilePredictor
@@ -31,6 +36,10 @@ def make_predictor(spec: dict[str, Any], base: Path, search: list[Path]) -> Pred
         from .http import HttpPredictor
 
         return HttpPredictor(spec)
+    if source == "openai":
+        from .chat import ChatPredictor
+
+        return ChatPredictor(spec, context)
     if source == "command":
         from .command import CommandPredictor
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,7 +32,11 @@ class Prediction:
     details: dict[str, Any] = field(default_factory=dict)
     #: What the request cost, as the source reported it: ``prompt_tokens``,
     #: ``completion_tokens``, ``cost_usd`` (numbers; empty when the source reports none).
+    #: Recorded as metrics; ``cost_usd`` is otherwise priced with the suite's ``pricing:``.
     usage: dict[str, float] = field(default_factory=dict)
+    #: The model that answered, the key of its price in ``pricing:`` (None: the suite's
+    #: ``model:`` label is used).
+    model: str | None = None
 
 
 class Predictor(Protocol):
@@ -73,3 +78,24 @@ def maybe_json(text: str) -> Any:
         except ValueError:
             return text
     return text
+
+
+#: The token counts a source may report, under the names of the OpenAI API's ``usage``.
+USAGE_KEYS = ("prompt_tokens", "completion_tokens")
+
+
+def read_usage(data: Any) -> dict[str, float]:
+    """``{prompt_tokens, completion_tokens, cost_usd}`` from a ``usage`` mapping (an
+    OpenAI-shaped reply, a command's or a file's record). Token counts that are not whole
+    non-negative numbers, and a cost that is not a non-negative number, are left out rather
+    than guessed."""
+    if not isinstance(data, dict):
+        return {}
+    out: dict[str, float] = {}
+    for key in (*USAGE_KEYS, "cost_usd"):
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if value >= 0 and math.isfinite(value) and (key == "cost_usd" or float(value).is_integer()):
+            out[key] = float(value)
+    return out

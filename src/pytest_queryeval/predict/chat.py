@@ -1,0 +1,348 @@
+"""Predictions from an OpenAI-compatible chat model (``predictions: {source: openai}``).
+
+The official ``openai`` client (extra ``[llm]``) speaks to OpenAI and to every server that
+serves the same ``/chat/completions`` API (Azure-compatible gateways, vLLM, Ollama, llama.cpp's
+server): ``base_url`` picks the server. The prompt is built from templates (see
+:mod:`pytest_queryeval.predict.prompt`) with the case's question, evidence and the introspected
+schema of its datasource (:mod:`pytest_queryeval.sources.describe`), and the query is taken
+out of the reply.
+
+Retries are ours, not the client's (``max_retries=0``), so that each attempt and each wait is
+recorded: a 429 waits what its ``Retry-After`` (or ``retry-after-ms``) asks, up to
+``max_retry_wait`` seconds; 5xx, timeouts and connection errors back off exponentially; other
+4xx (a wrong key, an unknown model) fail at once. The response is read as a stream and
+abandoned past ``max_bytes``. The API key never reaches a report: it is a suite secret
+(scrubbed from every record) and is masked in this source's own messages.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import os
+import threading
+import time
+from typing import Any
+
+from ..errors import MissingDependency, PredictionError, QueryEvalError
+from ..model import Case
+from ..secrets import Scrubber
+from . import prompt as prompts
+from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json, positive_number, read_usage
+
+OPENAI_KEYS = frozenset({
+    "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
+    "temperature", "seed", "max_tokens", "timeout", "retries", "backoff", "max_retry_wait",
+    "max_bytes", "concurrency", "schema_rows", "schema_codes",
+})
+_INSTALL = "source: openai needs the openai package: pip install 'pytest-queryeval[llm]'"
+#: Characters of the model's reply kept in the case details (the query is kept whole).
+REPLY_CHARS = 4000
+#: Characters of an error body kept in a message.
+ERROR_CHARS = 300
+
+
+class ChatPredictor:
+    def __init__(self, spec: dict[str, Any], context: Any = None) -> None:
+        unknown = sorted(set(spec) - OPENAI_KEYS)
+        if unknown:
+            raise PredictionError(f"unknown openai predictions key(s): {', '.join(unknown)} "
+                                  f"(allowed: {', '.join(sorted(OPENAI_KEYS - {'source'}))})")
+        model = spec.get("model")
+        if not isinstance(model, str) or not model.strip():
+            raise PredictionError("predictions.model: the openai source needs the model's name")
+        self.model = model.strip()
+        base_url = spec.get("base_url")
+        if base_url is not None and (not isinstance(base_url, str) or "://" not in base_url):
+            raise PredictionError("predictions.base_url: must be the URL of an OpenAI-compatible "
+                                  "API (http(s)://host/v1)")
+        self.base_url: str | None = base_url
+        key = spec.get("api_key", os.environ.get("OPENAI_API_KEY"))
+        if key is None:
+            raise PredictionError("predictions.api_key: not set: write api_key: ${VAR} with the "
+                                  "variable holding the key (api_key: none for a server that "
+                                  "takes no key)")
+        if not isinstance(key, str) or not key:
+            raise PredictionError("predictions.api_key: is empty (its environment variable is "
+                                  "set to nothing?)")
+        self._key = key
+        self.system = _template(spec, "system")
+        self.prompt = _template(spec, "prompt")
+        self.example_prompt = _template(spec, "example_prompt")
+        self.few_shot = _whole(spec, "few_shot", 0)
+        self.schema_rows = _whole(spec, "schema_rows", 0)
+        self.schema_codes = _whole(spec, "schema_codes", 40)
+        self.temperature = _number(spec, "temperature", 0.0)
+        self.seed = spec.get("seed")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
+            raise PredictionError(f"predictions.seed: must be a whole number, not {self.seed!r}")
+        self.max_tokens = spec.get("max_tokens")
+        if self.max_tokens is not None:
+            self.max_tokens = int(positive_number(spec, "max_tokens", 1))
+        self.timeout = positive_number(spec, "timeout", 120.0)
+        self.max_bytes = int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES))
+        self.retries = _whole(spec, "retries", 3)
+        self.backoff = _number(spec, "backoff", 1.0)
+        self.max_retry_wait = _number(spec, "max_retry_wait", 60.0)
+        self.concurrency = int(positive_number(spec, "concurrency", 4))
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._context = context
+        self._scrubber = Scrubber([key])
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._schemas: dict[str, str] = {}
+
+    # -- the request ------------------------------------------------------------------------
+    def _openai(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                try:
+                    import openai
+                except ImportError:
+                    raise MissingDependency(_INSTALL) from None
+                self._client = openai.OpenAI(api_key=self._key, base_url=self.base_url,
+                                             max_retries=0, timeout=self.timeout)
+            return self._client
+
+    def messages(self, case: Case) -> list[dict[str, str]]:
+        """The chat sent for ``case`` (system, few-shot pairs, the case's prompt)."""
+        fields = prompts.fields_of(case, self._schema(case))
+        examples: list[tuple[str, str]] = []
+        if self.few_shot:
+            cases = getattr(self._context, "all_cases", None) or []
+            for ex in prompts.pick_examples(case, cases, self.few_shot):
+                answer = prompts.gold_answer(ex)
+                assert answer is not None  # pick_examples keeps cases with a gold
+                ex_fields = prompts.fields_of(ex, fields["schema"]
+                                              if ex.datasource == case.datasource else "")
+                examples.append((prompts.render(self.example_prompt,
+                                                prompts.DEFAULT_EXAMPLE_PROMPT, ex_fields),
+                                 answer))
+        return prompts.messages(prompts.system_prompt(self.system, case.kind, fields), examples,
+                                prompts.render(self.prompt, prompts.DEFAULT_PROMPT, fields))
+
+    def _schema(self, case: Case) -> str:
+        """``{schema}``: the case's datasource described, once per datasource and session."""
+        if case.source_spec is None or self._context is None:
+            return ""
+        spec = case.source_spec
+        datasets: list[str] = []
+        if spec.get("type") == "sdmx-structure":
+            from ..sources.describe import target_datasets
+
+            datasets = target_datasets(case.raw.get("conversation") or [])
+        key = json.dumps([case.datasource, spec, datasets], sort_keys=True, default=str)
+        with self._lock:
+            if key in self._schemas:
+                return self._schemas[key]
+        text = self._describe(case, spec, datasets)
+        with self._lock:
+            self._schemas[key] = text
+        return text
+
+    def _describe(self, case: Case, spec: dict[str, Any], datasets: list[str]) -> str:
+        from ..sources import describe
+
+        try:
+            if spec.get("type") == "sdmx-structure":
+                from ..sources import sdmx_structure
+
+                structure = self._context.shared(sdmx_structure.cache_key(spec),
+                                                 lambda: sdmx_structure.structure_from_spec(spec))
+                return describe.describe_sdmx(structure, datasets, self.schema_codes)
+            if spec.get("type") == "spider-schema":
+                return ""  # no data to introspect: a template needing it says so in review
+            return describe.describe(self._context.source(case), rows=self.schema_rows)
+        except QueryEvalError as exc:
+            raise PredictionError(f"cannot describe datasource {case.datasource!r} for "
+                                  f"{{schema}}: {exc.reason()}") from None
+
+    def predict(self, case: Case) -> Prediction:
+        chat = self.messages(case)
+        client = self._openai()
+        import openai
+
+        params: dict[str, Any] = {"model": self.model, "messages": chat,
+                                  "temperature": self.temperature}
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        start = time.perf_counter()
+        waits: list[float] = []
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(waits[-1])
+            with self._slots:
+                t0 = time.perf_counter()
+                try:
+                    raw = self._send(client, params)
+                except openai.APIStatusError as exc:
+                    last = self._status_message(exc)
+                    if exc.status_code == 429:
+                        wait = retry_after(exc.response.headers)
+                        if wait is not None and wait > self.max_retry_wait:
+                            raise PredictionError(
+                                f"{last}: the server asks to retry after {wait:g} s, more than "
+                                f"max_retry_wait ({self.max_retry_wait:g} s)") from None
+                        waits.append(wait if wait is not None else self._backoff(attempt))
+                        continue
+                    if exc.status_code >= 500:
+                        waits.append(self._backoff(attempt))
+                        continue
+                    raise PredictionError(last) from None
+                except (openai.APITimeoutError, _Deadline):
+                    last = f"timed out: no complete answer within {self.timeout:g} s"
+                    waits.append(self._backoff(attempt))
+                    continue
+                except openai.APIConnectionError as exc:
+                    last = f"cannot connect to {self._where()}: {exc.__cause__ or exc}"
+                    waits.append(self._backoff(attempt))
+                    continue
+                except Exception as exc:
+                    # the HTTP library's own errors while the body streams in (the client
+                    # wraps only those of sending): httpx2 with openai 3, httpx before
+                    names = {c.__name__ for c in type(exc).__mro__}
+                    if "TimeoutException" in names:
+                        last = f"timed out: no complete answer within {self.timeout:g} s"
+                    elif "TransportError" in names:
+                        last = f"the connection to {self._where()} broke: {exc}"
+                    else:
+                        raise
+                    waits.append(self._backoff(attempt))
+                    continue
+                seconds = time.perf_counter() - t0
+            details: dict[str, Any] = {"attempts": attempt + 1}
+            if waits:
+                details["retry_waits"] = [round(w, 3) for w in waits]
+            return self._parse(raw, case, seconds, details)
+        tries = f" after {self.retries + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
+        raise PredictionError(self._scrubber.text(f"{self._where()} failed: {last}{tries}"))
+
+    def _send(self, client: Any, params: dict[str, Any]) -> bytes:
+        """The response body, read as it arrives; past ``max_bytes`` the rest is abandoned."""
+        deadline = time.monotonic() + self.timeout
+        chunks: list[bytes] = []
+        total = 0
+        with client.chat.completions.with_streaming_response.create(**params) as resp:
+            for chunk in resp.iter_bytes():
+                total += len(chunk)
+                if total > self.max_bytes:
+                    raise PredictionError(
+                        f"{self._where()}: the reply holds more than max_bytes "
+                        f"({self.max_bytes:,} bytes; {total:,} read, the rest abandoned)")
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise _Deadline
+        return b"".join(chunks)
+
+    def _backoff(self, attempt: int) -> float:
+        return float(self.backoff * 2 ** attempt)
+
+    def _where(self) -> str:
+        return f"{self.base_url or 'the OpenAI API'} (model {self.model})"
+
+    def _status_message(self, exc: Any) -> str:
+        body = ""
+        try:
+            data = exc.body if isinstance(exc.body, dict) else {}
+            body = str(data.get("message") or data.get("error") or "") or exc.response.text
+        except Exception:  # an unreadable body still has its status
+            body = ""
+        body = " ".join(self._scrubber.text(str(body)).split())[:ERROR_CHARS]
+        hint = ""
+        if exc.status_code == 404:
+            hint = f" (is {self.model!r} a model this server serves, and base_url its /v1?)"
+        elif exc.status_code in (401, 403):
+            hint = " (check the API key's variable)"
+        return self._scrubber.text(
+            f"{self._where()}: HTTP {exc.status_code}{': ' + body if body else ''}{hint}")
+
+    # -- the reply ---------------------------------------------------------------------------
+    def _parse(self, raw: bytes, case: Case, seconds: float, details: dict[str, Any],
+               ) -> Prediction:
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise PredictionError(f"{self._where()}: the reply is not JSON: "
+                                  f"{self._scrubber.text(_excerpt(text))!r}") from None
+        try:
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise PredictionError(f"{self._where()}: the reply has no choices[0].message.content: "
+                                  f"{self._scrubber.text(_excerpt(text))!r}") from None
+        if not isinstance(content, str):
+            raise PredictionError(f"{self._where()}: the model sent no text (content is "
+                                  f"{json.dumps(content)})")
+        answered = data.get("model") if isinstance(data.get("model"), str) else None
+        details["model"] = answered or self.model
+        if isinstance(choice.get("finish_reason"), str):
+            details["finish_reason"] = choice["finish_reason"]
+        details["reply"] = content if len(content) <= REPLY_CHARS else \
+            content[:REPLY_CHARS] + " ... [truncated]"
+        query, how = prompts.extract_query(content, case.kind)
+        details["extraction"] = how
+        value: Any = query
+        if case.kind in ("json", "sdmx"):
+            value = maybe_json(query)
+        usage = read_usage(data.get("usage"))
+        return Prediction(value, seconds, details, usage, self.model)
+
+
+class _Deadline(Exception):
+    """The reply was still arriving when ``timeout`` passed."""
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds a 429 asks to wait: ``retry-after-ms``, ``Retry-After`` in seconds or as an
+    HTTP date; None when it says nothing usable."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            value = float(ms) / 1000
+            if math.isfinite(value) and value >= 0:
+                return value
+        except ValueError:
+            pass
+    text = headers.get("retry-after")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+        return value if math.isfinite(value) and value >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _template(spec: dict[str, Any], key: str) -> str | None:
+    value = spec.get(key)
+    return None if value is None else prompts.check_template(value, key)
+
+
+def _whole(spec: dict[str, Any], key: str, default: int) -> int:
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PredictionError(f"predictions.{key}: must be a whole number >= 0, not {value!r}")
+    return value
+
+
+def _number(spec: dict[str, Any], key: str, default: float) -> float:
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value < 0:
+        raise PredictionError(f"predictions.{key}: must be a number >= 0, not {value!r}")
+    return float(value)
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
