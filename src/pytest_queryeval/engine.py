@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -82,6 +83,8 @@ class Session:
         self._sources: dict[str, DataSource] = {}
         self._shared: dict[str, Any] = {}
         self._predictors: dict[str, Predictor] = {}
+        #: Sources and shared objects are opened once, whichever thread asks first.
+        self._open_lock = threading.RLock()
         #: ``--queryeval-concurrency``: the bound of every live source (else its own).
         self.concurrency = concurrency
         #: Predictions requested ahead (:meth:`prefetch`); None until the run starts.
@@ -104,16 +107,17 @@ class Session:
             raise SourceUnavailable(f"case {case.id!r} names no datasource")
         name = case.datasource or "default"
         key = name + json.dumps(spec, sort_keys=True, default=str)
-        if key not in self._sources:
-            src = None
-            if self.hooks.datasource is not None:
-                src = self.hooks.datasource(name, dict(spec))
-            if src is None:
-                from .sources import open_source
+        with self._open_lock:  # the openai source describes datasources from pool threads
+            if key not in self._sources:
+                src = None
+                if self.hooks.datasource is not None:
+                    src = self.hooks.datasource(name, dict(spec))
+                if src is None:
+                    from .sources import open_source
 
-                src = open_source(name, dict(spec))
-            self._sources[key] = src
-        return self._sources[key]
+                    src = open_source(name, dict(spec))
+                self._sources[key] = src
+            return self._sources[key]
 
     def _cache_key(self, namespace: str, key: str) -> str:
         return f"queryeval/{namespace}/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
@@ -136,9 +140,10 @@ class Session:
         return Path(self._cache.mkdir("queryeval"))
 
     def shared(self, key: str, factory: Callable[[], Any]) -> Any:
-        if key not in self._shared:
-            self._shared[key] = factory()
-        return self._shared[key]
+        with self._open_lock:
+            if key not in self._shared:
+                self._shared[key] = factory()
+            return self._shared[key]
 
     # -- predictions -------------------------------------------------------------------
     def repeats(self, case: Case) -> int:

@@ -91,6 +91,7 @@ class ChatPredictor:
         self._scrubber = Scrubber([key])
         self._client: Any = None
         self._lock = threading.Lock()
+        self._describing = threading.Lock()
         self._schemas: dict[str, str] = {}
 
     # -- the request ------------------------------------------------------------------------
@@ -133,13 +134,10 @@ class ChatPredictor:
 
             datasets = target_datasets(case.raw.get("conversation") or [])
         key = json.dumps([case.datasource, spec, datasets], sort_keys=True, default=str)
-        with self._lock:
-            if key in self._schemas:
-                return self._schemas[key]
-        text = self._describe(case, spec, datasets)
-        with self._lock:
-            self._schemas[key] = text
-        return text
+        with self._describing:  # once per datasource, whichever pool thread asks first
+            if key not in self._schemas:
+                self._schemas[key] = self._describe(case, spec, datasets)
+            return self._schemas[key]
 
     def _describe(self, case: Case, spec: dict[str, Any], datasets: list[str]) -> str:
         from ..sources import describe
