@@ -65,6 +65,24 @@ def _suggest(name: str, options: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def is_turn_list(data: list[Any]) -> bool:
+    """statgpt's documentation writes a test case as a bare list of conversation turns
+    (``- role: user``, ``content``, ``target``); no case has a ``role`` key, so such a list is
+    never mistaken for a list of cases."""
+    return bool(data) and all(isinstance(t, dict) and "role" in t for t in data)
+
+
+def _turn_list_case(turns: list[Any], path: Path) -> LocDict:
+    """The one sdmx case a bare turn list stands for, named by its file like a one-case file."""
+    case = LocDict()
+    case.line = getattr(turns, "line", 1)
+    case["id"] = path.stem.removeprefix("test_")
+    case["kind"] = "sdmx"
+    case["conversation"] = turns
+    case.key_lines = dict.fromkeys(case, case.line)
+    return case
+
+
 def load_cases(path: Path, display: str, suite: SuiteConfig,
                is_metric: MetricCheck | None = None,
                ini_thresholds: dict[str, Threshold] | None = None,
@@ -76,6 +94,8 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
                           display, 1)
     header: Any
     entries: Any
+    if isinstance(data, list) and is_turn_list(data):
+        data = _turn_list_case(data, path)
     if isinstance(data, list):
         header, entries = LocDict(), data
         header.line, header.key_lines = 1, {}

@@ -104,10 +104,19 @@ def test_validate_located_value_problem():
     raw = mexico()
     del raw["conversation"][0]["target"]["indicator_selection"][0]["dimensions"][1][
         "values"][0]["id"]
-    assert _problems(raw) == [(
+    # Without match_on, a target value without an id is matched on its name (issue 20 item 6);
+    # an explicit match_on: [id, name] asks for both.
+    assert _problems(raw) == []
+    assert _problems(raw, match_on=["id", "name"]) == [(
         "conversation[0].target.indicator_selection[0].dimensions[1].values[0]",
         "needs 'id' (match_on: ['id', 'name'])")]
     assert _problems(raw, match_on=["name"]) == []
+    value = raw["conversation"][0]["target"]["indicator_selection"][0]["dimensions"][1][
+        "values"][0]
+    value["id"] = value.pop("name")
+    assert _problems(raw) == [(
+        "conversation[0].target.indicator_selection[0].dimensions[1].values[0]",
+        "needs 'name' (match_on: ['id', 'name'])")]
 
 
 def test_validate_norway_problem():

@@ -25,6 +25,7 @@ from ..metrics.sdmx import (
     Selection,
     SelectionError,
     TurnScore,
+    best_turn,
     check_terms,
     combine_turns,
     failure_metrics,
@@ -38,7 +39,7 @@ from ..model import MISSING, Case, Context, Scored
 
 _PER_DIMENSION = re.compile(r"^(precision|recall|f1)\[[^\[\]]+\]$")
 #: Turn keys; ``predicted`` is the inline prediction of that turn.
-TURN_KEYS = frozenset({"role", "content", "target", "predicted"})
+TURN_KEYS = frozenset({"role", "content", "target", "alternative_targets", "predicted"})
 #: Target keys of statgpt's full schema that this evaluation does not score (accepted, ignored).
 IGNORED_TARGET_KEYS = frozenset({"is_out_of_scope", "tool_calls", "query_normalization"})
 ROLES = frozenset({"user", "assistant", "system", "tool"})
@@ -53,15 +54,23 @@ class TargetTurn:
     content: str | None
     target: Selection
     raw: Mapping[str, Any]
+    #: ``alternative_targets``: other acceptable answers to the turn; the best match wins.
+    alternatives: tuple[Selection, ...] = ()
 
 
 def match_options(options: Mapping[str, Any]) -> MatchOptions:
-    """``match_on`` / ``case_insensitive_names`` from the case options (validated before)."""
+    """``match_on`` / ``case_insensitive_names`` from the case options (validated before).
+
+    Without ``match_on``, terms match on id and name, and a target term without an id on its
+    name alone (statgpt's documented form when ids are not at hand); an explicit
+    ``match_on: [id, name]`` requires both on every target term.
+    """
     match_on = options.get("match_on", list(MATCH_FIELDS))
     if isinstance(match_on, str):
         match_on = [match_on]
     return MatchOptions(tuple(str(m) for m in match_on),
-                        bool(options.get("case_insensitive_names", False)))
+                        bool(options.get("case_insensitive_names", False)),
+                        name_when_no_id="match_on" not in options)
 
 
 def target_turns(raw: Mapping[str, Any]) -> list[TargetTurn]:
@@ -73,15 +82,21 @@ def target_turns(raw: Mapping[str, Any]) -> list[TargetTurn]:
     for i, turn in enumerate(conversation):
         if not isinstance(turn, Mapping) or "target" not in turn:
             continue
-        target = turn["target"]
-        path = f"conversation[{i}].target"
-        if not isinstance(target, Mapping):
-            raise SelectionError(path, "must be a mapping with indicator_selection")
-        sel = parse_indicator_selection(target.get("indicator_selection"),
-                                        f"{path}.indicator_selection", strict=True)
+        sel = _parse_target(turn["target"], f"conversation[{i}].target")
+        alternatives = tuple(
+            _parse_target(alt, f"conversation[{i}].alternative_targets[{j}]")
+            for j, alt in enumerate(turn.get("alternative_targets") or []))
         content = turn.get("content")
-        out.append(TargetTurn(i, None if content is None else str(content), sel, turn))
+        out.append(TargetTurn(i, None if content is None else str(content), sel, turn,
+                              alternatives))
     return out
+
+
+def _parse_target(target: Any, path: str) -> Selection:
+    if not isinstance(target, Mapping):
+        raise SelectionError(path, "must be a mapping with indicator_selection")
+    return parse_indicator_selection(target.get("indicator_selection"),
+                                     f"{path}.indicator_selection", strict=True)
 
 
 class SdmxKind:
@@ -135,31 +150,24 @@ class SdmxKind:
                 problems.append((f"{p}.content", "must be a string"))
             if "predicted" in turn and "target" not in turn:
                 problems.append((f"{p}.predicted", "only a turn with a target takes a prediction"))
+            if "alternative_targets" in turn and "target" not in turn:
+                problems.append((f"{p}.alternative_targets",
+                                 "only a turn with a target takes alternative targets"))
             if "target" not in turn:
                 continue
             if role != "user":
                 problems.append((f"{p}.target", "only user turns carry a target"))
             n_targets += 1
-            target = turn["target"]
-            if not isinstance(target, Mapping):
-                problems.append((f"{p}.target", "must be a mapping with indicator_selection"))
-                continue
-            for key in target:
-                if key != "indicator_selection" and key not in IGNORED_TARGET_KEYS:
-                    problems.append((f"{p}.target.{key}", "unknown key (expected "
-                                     "indicator_selection)"))
-            if "indicator_selection" not in target:
-                problems.append((f"{p}.target.indicator_selection", "missing"))
-                continue
-            try:
-                sel = parse_indicator_selection(target["indicator_selection"],
-                                                f"{p}.target.indicator_selection", strict=True)
-            except SelectionError as exc:
-                problems.append((exc.path, exc.message))
-                continue
-            problems.extend(self._check_match_fields(target["indicator_selection"], sel,
-                                                     match_options(case.options),
-                                                     f"{p}.target.indicator_selection"))
+            problems.extend(self._validate_target(turn["target"], f"{p}.target", case))
+            alternatives = turn.get("alternative_targets")
+            if alternatives is not None:
+                if not isinstance(alternatives, list) or not alternatives:
+                    problems.append((f"{p}.alternative_targets",
+                                     "must be a non-empty list of targets"))
+                else:
+                    for j, alt in enumerate(alternatives):
+                        problems.extend(self._validate_target(
+                            alt, f"{p}.alternative_targets[{j}]", case))
             if "predicted" in turn:
                 try:
                     parse_turn_selection(turn["predicted"], f"{p}.predicted")
@@ -190,8 +198,14 @@ class SdmxKind:
         lookup = self._structure(case, ctx)
         scores: list[TurnScore] = []
         for turn, selected in zip(turns, selections, strict=True):
-            score = score_turn(turn.target, selected, options, primary=primary,
-                               turn=turn.index, content=turn.content)
+            candidates = [score_turn(target, selected, options, primary=primary,
+                                     turn=turn.index, content=turn.content)
+                          for target in (turn.target, *turn.alternatives)]
+            score = best_turn(candidates)
+            if turn.alternatives:
+                which = next(i for i, c in enumerate(candidates) if c is score)
+                score.target_used = ("target" if which == 0
+                                     else f"alternative_targets[{which - 1}]")
             if lookup is not None:
                 check_terms(score, selected, lookup, options)
             scores.append(score)
@@ -229,6 +243,27 @@ class SdmxKind:
             out.append(("case_insensitive_names", "must be true or false"))
         return out
 
+    def _validate_target(self, target: Any, path: str, case: Case) -> list[tuple[str, str]]:
+        """One target (or alternative target): ``{indicator_selection: [...]}``."""
+        if not isinstance(target, Mapping):
+            return [(path, "must be a mapping with indicator_selection")]
+        problems = [(f"{path}.{key}", "unknown key (expected indicator_selection)")
+                    for key in target
+                    if key != "indicator_selection" and key not in IGNORED_TARGET_KEYS]
+        if "indicator_selection" not in target:
+            problems.append((f"{path}.indicator_selection", "missing"))
+            return problems
+        try:
+            sel = parse_indicator_selection(target["indicator_selection"],
+                                            f"{path}.indicator_selection", strict=True)
+        except SelectionError as exc:
+            problems.append((exc.path, exc.message))
+            return problems
+        problems.extend(self._check_match_fields(target["indicator_selection"], sel,
+                                                 match_options(case.options),
+                                                 f"{path}.indicator_selection"))
+        return problems
+
     @staticmethod
     def _check_match_fields(data: Any, sel: Selection, options: MatchOptions,
                             path: str) -> list[tuple[str, str]]:
@@ -238,6 +273,8 @@ class SdmxKind:
             for j, dim in enumerate(entry.get("dimensions") or []):
                 for k, value in enumerate(dim.get("values") or []):
                     for f in options.match_on:
+                        if f == "id" and options.name_when_no_id and value.get("name"):
+                            continue  # matched on its name alone
                         if value.get(f) is None:
                             out.append((f"{path}[{i}].dimensions[{j}].values[{k}]",
                                         f"needs '{f}' (match_on: {list(options.match_on)})"))

@@ -66,6 +66,10 @@ class MatchOptions:
 
     match_on: tuple[str, ...] = MATCH_FIELDS
     case_insensitive_names: bool = False
+    #: A target term without an id is matched on its name alone. statgpt's documentation
+    #: writes such targets when the codelist's ids are not at hand; the kind turns this on
+    #: when the case does not set ``match_on`` itself.
+    name_when_no_id: bool = False
 
     def key(self, term: SdmxTerm) -> tuple[str, ...] | None:
         """The comparison key, or None when a matched field is missing (never matches)."""
@@ -78,6 +82,21 @@ class MatchOptions:
                 value = value.strip().casefold()
             parts.append(value)
         return tuple(parts)
+
+    def name_key(self, term: SdmxTerm) -> tuple[str, ...] | None:
+        """The key of a name-only match (see ``name_when_no_id``); never equal to a full key."""
+        if not self.name_when_no_id or "name" not in self.match_on or term.name is None:
+            return None
+        name = term.name
+        if self.case_insensitive_names:
+            name = name.strip().casefold()
+        return ("\0name-only", name)
+
+    def target_key(self, term: SdmxTerm) -> tuple[str, ...] | None:
+        """A target term's key: its name alone when it has no id and the fallback is on."""
+        if term.id is None and self.name_when_no_id:
+            return self.name_key(term)
+        return self.key(term)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -259,7 +278,7 @@ def score_dimension(target: Sequence[SdmxTerm], selected: Sequence[SdmxTerm],
     matched field is always a false positive."""
     target_keys: dict[tuple[str, ...], SdmxTerm] = {}
     for t in target:
-        k = options.key(t)
+        k = options.target_key(t)
         if k is not None:
             target_keys.setdefault(k, t)
     out = DimensionScore(dataset_id, dimension, key if key is not None else dimension,
@@ -268,6 +287,13 @@ def score_dimension(target: Sequence[SdmxTerm], selected: Sequence[SdmxTerm],
     seen_unkeyed: set[SdmxTerm] = set()
     for s in selected:
         k = options.key(s)
+        if k is None or k not in target_keys:
+            name_only = options.name_key(s)
+            if name_only is not None and name_only in target_keys:
+                if name_only not in matched:  # a name-only target term counts once
+                    matched.add(name_only)
+                    out.tp.append(target_keys[name_only])
+                continue
         if k is None:
             if s not in seen_unkeyed:
                 seen_unkeyed.add(s)
@@ -310,6 +336,9 @@ class TurnScore:
     invalid_terms: list[dict[str, Any]] = field(default_factory=list)
     name_mismatches: list[dict[str, Any]] = field(default_factory=list)
     unchecked_dimensions: list[str] = field(default_factory=list)
+    #: Which of a turn's acceptable targets was scored (``target``,
+    #: ``alternative_targets[0]`` ...); None when the turn has no alternatives.
+    target_used: str | None = None
 
     @property
     def not_in_target(self) -> list[DimensionScore]:
@@ -343,6 +372,8 @@ class TurnScore:
             "dimensions": [d.to_json() for d in self.dimensions],
             "dimensions_not_in_target": [d.key for d in self.not_in_target],
         }
+        if self.target_used is not None:
+            out["target_used"] = self.target_used
         if self.checked_terms is not None:
             out["checked_terms"] = self.checked_terms
             out["invalid_terms"] = self.invalid_terms
@@ -369,6 +400,21 @@ def score_turn(target: Selection, selected: Selection, options: MatchOptions = M
         dims.append(score_dimension([], terms, options, dataset_id=ds, dimension=dim,
                                     key=dimension_key(ds, dim, primary), in_target=False))
     return TurnScore(dims, turn=turn, content=content)
+
+
+def best_turn(candidates: Sequence[TurnScore]) -> TurnScore:
+    """The best of a turn's scores against its acceptable targets: highest macro F1, then
+    macro recall (statgpt favours recall), then macro precision; the first on a tie, so the
+    main target wins over an alternative that scores the same."""
+    def rank(t: TurnScore) -> tuple[float, float, float]:
+        m = t.metrics()
+        return (m["macro_f1"], m["macro_recall"], m["macro_precision"])
+
+    best = candidates[0]
+    for c in candidates[1:]:
+        if rank(c) > rank(best):
+            best = c
+    return best
 
 
 def combine_turns(turns: Sequence[TurnScore]) -> dict[str, float]:
@@ -469,6 +515,8 @@ def format_details(dim: DimensionScore) -> str:
 def format_turn_details(turn: TurnScore) -> str:
     """Every target dimension (its key, then the seed block), then "dimensions not in target"."""
     blocks = [f"{d.key}\n{format_details(d)}" for d in turn.dimensions if d.in_target]
+    if turn.target_used is not None:
+        blocks.insert(0, f"scored against {turn.target_used} (the best-matching target)")
     extra = turn.not_in_target
     if extra:
         blocks.append("dimensions not in target\n" + "\n".join(
