@@ -12,7 +12,8 @@ Flow of one case (see docs/sql-sources.md):
 3. The prediction is executed (or taken from ``predicted_result``). Failure, timeout or
    truncation scores every metric 0 with the reason.
 4. Table metrics (EX on the results of the queries as written, or with ``test_suite_rewrite``
-   on the texts the Spider test-suite evaluator executes; BIRD EX, Soft-F1, Denodo),
+   on the texts the Spider test-suite evaluator executes; BIRD EX, Soft-F1, Denodo; opt-in,
+   BIRD Soft EX on the texts LiveSQLBench executes, see :meth:`SqlKind._soft_ex`),
    BuildingQA alignment metrics, Spider structure metrics (when a schema is available) and,
    opt-in, VES/R-VES are computed per gold alternative; the best alternative wins: highest
    ``execution_accuracy``, then highest mean of the other metrics.
@@ -20,6 +21,7 @@ Flow of one case (see docs/sql-sources.md):
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -69,6 +71,8 @@ class _Options:
     db_id: str | None = None
     limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
+    soft_ex: bool = False  # a ``conditions`` key or a threshold on soft_ex asks for it
+    soft_ex_order: bool = False  # conditions.order: list (true) or set equality of the rows
 
 
 @dataclass
@@ -92,7 +96,7 @@ class SqlKind:
     name: ClassVar[str] = "sql"
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
-        "keep_distinct", "test_suite_rewrite", "max_query_bytes",
+        "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions",
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -161,7 +165,8 @@ class SqlKind:
         structure_ok = schema is not None and pred_sql is not None \
             and self._structure_possible(golds, schema, opts)
         planned = _planned(exec_=bool(can_execute and pred_executable),
-                           structure=structure_ok, efficiency=opts.iterations is not None)
+                           structure=structure_ok, efficiency=opts.iterations is not None,
+                           soft_ex=opts.soft_ex)
         gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
 
         # The prediction: guard first, then recorded or executed.
@@ -261,6 +266,10 @@ class SqlKind:
             metrics.update(alignment_metrics(gold.table, pred.table, gold_query=gold.sql,
                                              pred_query=pred.sql, arity_from=opts.arity_from,
                                              kind="sql"))
+            if opts.soft_ex:
+                metrics["soft_ex"], details["soft_ex"] = self._soft_ex(gold, pred, src, ctx, opts)
+                if metrics["soft_ex"] != 1.0 and "reason" in details["soft_ex"]:
+                    diff.append(f"soft_ex: 0: {details['soft_ex']['reason']}")
             metrics["gold_seconds"] = gold.table.seconds
             metrics["predicted_seconds"] = pred.table.seconds
             details["gold_cached"] = gold.cached
@@ -321,6 +330,56 @@ class SqlKind:
         ex = compare_tables(g_table, p_table, order_matters=ordered, compare=opts.compare).ex
         what = "DISTINCT kept" if opts.keep_distinct else "DISTINCT removed"
         return (1.0 if ex else 0.0), f"test-suite texts ({what})"
+
+    def _soft_ex(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
+                 opts: _Options) -> tuple[float, dict[str, Any]]:
+        """BIRD Soft EX (LiveSQLBench ``test_case_default``): comments, DISTINCT and ROUND
+        removed from both texts, which are executed again when that changes them (prediction
+        first, as the reference does), then the rows compared after rounding.
+
+        Where the reference would score 0 (the rewritten text fails, an empty result) this
+        scores 0 with the reason; recorded results are compared as recorded (there is no text
+        to rewrite)."""
+        from ..metrics.soft_ex import REFERENCE, soft_ex_rewrite, soft_ex_score
+        from ..sources.sqlguard import check_read_only
+
+        assert gold.table is not None
+        assert pred.table is not None
+        info: dict[str, Any] = {"order": opts.soft_ex_order, "reference": REFERENCE}
+        g_table, p_table = gold.table, pred.table
+        executable = src is not None and getattr(src, "executable", True)
+        if gold.recorded or pred.recorded or not executable or not gold.sql or not pred.sql:
+            info["on"] = "recorded results (no SQL rewrite)"
+        else:
+            assert src is not None
+            info["on"] = "rewritten texts"
+            dialect = getattr(src, "dialect", None)
+            p_text, g_text = soft_ex_rewrite(pred.sql), soft_ex_rewrite(gold.sql)
+            if p_text != pred.sql:
+                info["predicted_sql"] = p_text
+                try:
+                    check_read_only(p_text, dialect)
+                    p_table = src.execute(p_text, **opts.limits)
+                except SourceUnavailable:
+                    raise
+                except QueryEvalError as e:
+                    return 0.0, {**info, "reason": f"the rewritten prediction: {e.reason()}"}
+                if p_table.truncated:
+                    return 0.0, {**info, "reason": "the rewritten prediction's result is "
+                                                  f"truncated ({p_table.cut_by()[1]})"}
+            if g_text != gold.sql:
+                info["gold_sql"] = g_text
+                try:
+                    check_read_only(g_text, dialect)
+                    g_table, _ = run_gold(src, g_text, ctx, GOLD_CACHE, opts.limits)
+                except SourceUnavailable:
+                    raise
+                except QueryEvalError as e:  # GoldError, QueryRefused: the reference says 0
+                    return 0.0, {**info, "reason": f"the rewritten gold: {e.reason()}"}
+        score, why = soft_ex_score(g_table.rows, p_table.rows, order=opts.soft_ex_order)
+        if why is not None:
+            info["reason"] = why
+        return score, info
 
     def _efficiency(self, gold: _Gold, pred: _Pred, src: DataSource, opts: _Options, *,
                     correct: bool, details: dict[str, Any]) -> dict[str, float]:
@@ -397,19 +456,22 @@ def _metric_names() -> frozenset[str]:
     global _NAMES
     if _NAMES is None:
         from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
+        from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
         from ..metrics.spider import METRICS
         from ..metrics.table import TABLE_METRIC_NAMES
 
         _NAMES = frozenset((*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES, *METRICS, *EFFICIENCY,
-                            *TIMING))
+                            *TIMING, *SOFT_EX_METRIC_NAMES))
     return _NAMES
 
 
 _NAMES: frozenset[str] | None = None
 
 
-def _planned(*, exec_: bool, structure: bool, efficiency: bool) -> list[str]:
+def _planned(*, exec_: bool, structure: bool, efficiency: bool, soft_ex: bool = False,
+             ) -> list[str]:
     from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
+    from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
     from ..metrics.spider import METRICS
     from ..metrics.table import TABLE_METRIC_NAMES
 
@@ -418,6 +480,8 @@ def _planned(*, exec_: bool, structure: bool, efficiency: bool) -> list[str]:
         names += [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES]
         if efficiency:
             names += list(EFFICIENCY)
+        if soft_ex:
+            names += list(SOFT_EX_METRIC_NAMES)
     if structure:
         names += list(METRICS)
     return names
@@ -493,4 +557,32 @@ def _parse_options(case: Case) -> _Options:
     opts.db_id = db_id
     opts.limits = limits(o)
     opts.max_query_bytes = max_query_bytes(o)
+    if "conditions" in o:
+        opts.soft_ex_order = _conditions_order(o["conditions"])
+    opts.soft_ex = "conditions" in o or "soft_ex" in case.thresholds
     return opts
+
+
+#: The keys of LiveSQLBench's ``conditions``; only ``order`` changes ``soft_ex`` (the reference
+#: reads no other), ``decimal`` and ``distinct`` are accepted so imported cases keep them.
+CONDITION_KEYS = ("order", "decimal", "distinct")
+
+
+def _conditions_order(conditions: Any) -> bool:
+    """``conditions.order`` (default false), after checking the mapping (ConfigError names
+    the key)."""
+    if conditions is None:
+        return False
+    if not isinstance(conditions, dict):
+        raise ConfigError("must be a mapping such as {order: true}", key="conditions")
+    for key, value in conditions.items():
+        if key not in CONDITION_KEYS:
+            hint = difflib.get_close_matches(str(key), CONDITION_KEYS, n=1)
+            raise ConfigError("unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                              + f"; known: {', '.join(CONDITION_KEYS)}", key=f"conditions.{key}")
+        if key in ("order", "distinct") and not isinstance(value, bool):
+            raise ConfigError("must be true or false", key=f"conditions.{key}")
+        if key == "decimal" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError("must be an integer (number of decimal places; -1: none)",
+                              key=f"conditions.{key}")
+    return bool(conditions.get("order", False))
