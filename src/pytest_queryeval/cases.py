@@ -25,7 +25,8 @@ from .yamlload import LocDict, LocList, load_file, plain
 CASE_KEYS = frozenset({
     "id", "name", "question", "gold", "predicted", "kind", "datasource", "difficulty", "tags",
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
-    "conversation", "timeout", "max_rows", "repeat", "repeat_verdict", "severity",
+    "conversation", "timeout", "max_rows", "repeat", "repeat_verdict", "severity", "evidence",
+    "external_knowledge",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
@@ -225,6 +226,7 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
             q = " / ".join(str(t.get("content", "")) for t in turns
                            if isinstance(t, dict) and t.get("role") == "user")
     case.question = None if q is None else str(q)
+    _hints(case, entry, kp, errors)
     case.gold = plain(merged.get("gold"))
     if "predicted" in entry:
         case.predicted = plain(entry["predicted"])
@@ -377,6 +379,28 @@ def _repeat(case: Case, entry: Any, header: Any, merged: dict[str, Any], errors:
                    kp("repeat_verdict"), f"must be one of {', '.join(VERDICTS)}, not {verdict!r}")
     else:
         case.repeat_verdict = str(verdict)
+
+
+def _hints(case: Case, entry: Any, kp: Callable[[str], str], errors: _Errors) -> None:
+    """``evidence`` (a string) and ``external_knowledge`` (a string, or a list of strings or
+    numbers, joined with newlines) onto the case."""
+    evidence = entry.get("evidence")
+    if evidence is not None:
+        if isinstance(evidence, str):
+            case.evidence = evidence
+        else:
+            errors.add(entry, "evidence", kp("evidence"), "must be a string")
+    knowledge = entry.get("external_knowledge")
+    if knowledge is None:
+        return
+    if isinstance(knowledge, str):
+        case.external_knowledge = knowledge
+    elif isinstance(knowledge, list) and all(
+            isinstance(k, str | int | float) and not isinstance(k, bool) for k in knowledge):
+        case.external_knowledge = "\n".join(str(k) for k in knowledge)
+    else:
+        errors.add(entry, "external_knowledge", kp("external_knowledge"),
+                   "must be a string or a list of strings")
 
 
 def _line_for(entry: Any, key_path: str) -> int:

@@ -60,6 +60,12 @@ class Case:
     file: Path
     line: int  # 1-based line of the case in its YAML file
     question: str | None = None
+    #: Hints given to the system under test with the question, as the benchmark ships them:
+    #: BIRD's ``evidence`` and LiveSQLBench's ``external_knowledge`` (a list in YAML is joined
+    #: with newlines). None when the case has none. Predictors receive them in
+    #: :meth:`json_input`; prompt templates read them from here.
+    evidence: str | None = None
+    external_knowledge: str | None = None
     gold: Any = None  # str | list[str] (alternatives) | dict (json) | None (sdmx: see conversation)
     predicted: Any = MISSING  # inline prediction, or MISSING
     difficulty: str | None = None
@@ -111,6 +117,9 @@ class Case:
             out[key] = getattr(self, key)
         if "db_id" in self.options:
             out["db_id"] = self.options["db_id"]
+        for key in ("evidence", "external_knowledge"):  # only when the case has them
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         if self.kind == "sdmx":
             out["conversation"] = [
                 {"role": t.get("role"), "content": t.get("content")}

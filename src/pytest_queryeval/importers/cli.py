@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import sys
 
+#: name -> (module, help text, entry function of the module)
 IMPORTERS = {
-    "spider": ("pytest_queryeval.importers.spider", "Spider gold/pred txt (or dev.json) → SQL suite"),
+    "spider": ("pytest_queryeval.importers.spider", "Spider gold/pred txt (or dev.json) → SQL suite",
+               "main"),
     "buildingqa": ("pytest_queryeval.importers.buildingqa",
-                   "BuildingQA <bldg>_combined.json → SPARQL suite"),
+                   "BuildingQA <bldg>_combined.json → SPARQL suite", "main"),
+    "bird": ("pytest_queryeval.importers.bird",
+             "BIRD dev.json / mini_dev JSON (+ prediction file) → SQL suite", "main"),
+    "bird-predictions": ("pytest_queryeval.importers.bird",
+                         "BIRD prediction file → predictions JSONL", "main_predictions"),
+    "livesqlbench": ("pytest_queryeval.importers.livesqlbench",
+                     "LiveSQLBench jsonl → SQL suite scored by soft_ex", "main"),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in IMPORTERS:
-        lines = ["usage: queryeval-import {spider,buildingqa} [options]", ""]
-        lines += [f"  {name:<11} {text}" for name, (_, text) in IMPORTERS.items()]
+        lines = [f"usage: queryeval-import {{{','.join(IMPORTERS)}}} [options]", ""]
+        lines += [f"  {name:<17} {text}" for name, (_, text, _) in IMPORTERS.items()]
         print("\n".join(lines), file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)
         return 0 if args and args[0] in ("-h", "--help") else 2
-    module = __import__(IMPORTERS[args[0]][0], fromlist=["main"])
-    return int(module.main(args[1:]))
+    module_name, _, function = IMPORTERS[args[0]]
+    module = __import__(module_name, fromlist=[function])
+    return int(getattr(module, function)(args[1:]))
 
 
 if __name__ == "__main__":  # pragma: no cover

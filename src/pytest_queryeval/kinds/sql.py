@@ -563,14 +563,11 @@ def _parse_options(case: Case) -> _Options:
     return opts
 
 
-#: The keys of LiveSQLBench's ``conditions``; only ``order`` changes ``soft_ex`` (the reference
-#: reads no other), ``decimal`` and ``distinct`` are accepted so imported cases keep them.
-CONDITION_KEYS = ("order", "decimal", "distinct")
-
-
 def _conditions_order(conditions: Any) -> bool:
     """``conditions.order`` (default false), after checking the mapping (ConfigError names
     the key)."""
+    from ..metrics.soft_ex import CONDITION_KEYS
+
     if conditions is None:
         return False
     if not isinstance(conditions, dict):

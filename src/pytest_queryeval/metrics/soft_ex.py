@@ -31,6 +31,9 @@ from typing import Any
 SOFT_EX_METRIC_NAMES: tuple[str, ...] = ("soft_ex",)
 #: Decimal places of ``preprocess_results`` (the reference's default, used by ``ex_base``).
 DECIMAL_PLACES = 2
+#: The keys of LiveSQLBench's ``conditions`` case key; only ``order`` changes ``soft_ex`` (the
+#: reference reads no other), ``decimal`` and ``distinct`` are accepted so imported cases keep them.
+CONDITION_KEYS: tuple[str, ...] = ("order", "decimal", "distinct")
 #: The reference's commit, named in reports' details.
 REFERENCE = "bird-bench/livesqlbench@59d7bd0 evaluation/src/test_utils.py"
 
@@ -174,6 +177,7 @@ def soft_ex_score(gold_rows: Sequence[Sequence[Any]], pred_rows: Sequence[Sequen
 
 
 __all__ = [
+    "CONDITION_KEYS",
     "DECIMAL_PLACES",
     "REFERENCE",
     "SOFT_EX_METRIC_NAMES",

@@ -1,0 +1,64 @@
+"""What the benchmark importers share: provenance headers, YAML output, datasource specs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+
+class ImportProblem(ValueError):
+    """A problem of the input files (reported as ``queryeval-import <name>: ...``, exit 2)."""
+
+
+def tag(text: str) -> str:
+    """A marker-safe tag: lower case, runs of other characters become ``_``."""
+    t = re.sub(r"[^a-z0-9_.+-]+", "_", text.strip().lower()).strip("_")
+    if not t or t[0].isdigit():
+        t = "t_" + t
+    return t
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def provenance(tool: str, sources: list[Path], note: str = "") -> str:
+    """A YAML comment block naming the importer and each input file with its SHA-256, so a
+    suite says where its cases came from (file names only: no machine paths)."""
+    lines = [f"# Written by `queryeval-import {tool}` from:"]
+    lines += [f"#   {p.name} (sha256 {sha256(p)})" for p in sources]
+    if note:
+        lines += [f"# {line}" if line else "#" for line in note.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def dump_yaml(data: Any, header: str = "") -> str:
+    """YAML with multi-line strings as literal blocks (SQL stays readable)."""
+    import yaml
+
+    class _Literal(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value and not value.endswith((" ", "\t")) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Literal.add_representer(str, text)
+    out: str = yaml.dump(data, Dumper=_Literal, sort_keys=False, allow_unicode=True,
+                         width=10_000)
+    return header + out
+
+
+def datasource_spec(pattern: str, db: str, out: Path) -> dict[str, Any]:
+    """The datasource of database ``db``: ``pattern`` with ``{db}`` replaced is an SQLAlchemy
+    URL when it has ``://``, else an SQLite file path (written relative to the suite folder
+    when it lies below it, as the plugin resolves paths against ``queryeval.yaml``)."""
+    target = pattern.replace("{db}", db)
+    if "://" in target:
+        return {"type": "sqlalchemy", "url": target}
+    path = Path(target).resolve()
+    rel = Path(os.path.relpath(path, out.resolve()))
+    return {"type": "sqlite", "path": (path if rel.parts[:1] == ("..",) else rel).as_posix()}
