@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import ConfigFinder
+if TYPE_CHECKING:  # annotations only: config imports report.baseline, which imports this module
+    from .config import ConfigFinder
 
 #: ini ``queryeval_baseline``'s default.
 DEFAULT_BASELINE = "queryeval-baseline.json"
