@@ -148,3 +148,43 @@ def test_a_fenced_prediction_is_parsed_and_the_fence_recorded(make_ctx: Any) -> 
     assert bad.details["fence_stripped"] == "```json"
     plain = KIND.evaluate(case({"a": 1, "b": 2}), '{"c": 3}', ctx)
     assert "fence_stripped" not in plain.details
+
+
+WRAPPED_GOLD = {"query": {"<python/Juling>": {"value": 1}, "<property/HDOP>": "Bound"}}
+
+
+@pytest.mark.parametrize(
+    ("gold", "root", "fragment"),
+    [
+        (WRAPPED_GOLD, 3, "must be a key or a non-empty list of keys"),
+        (WRAPPED_GOLD, [], "must be a key or a non-empty list of keys"),
+        (WRAPPED_GOLD, "answer", "gold has no key 'answer' to score below"),
+        (WRAPPED_GOLD, ["query", "x"], "gold has no key 'query.x' to score below"),
+    ],
+)
+def test_root_is_validated_against_the_gold(gold: Any, root: Any, fragment: str) -> None:
+    problems = list(KIND.validate(case(gold, root=root)))
+    assert len(problems) == 1
+    assert fragment in f"{problems[0][0]} {problems[0][1]}"
+
+
+def test_root_scores_below_the_wrapper_key(make_ctx: Any) -> None:
+    """Without root, ``query`` is the only (shared) top-level key; below it, the keys of the
+    object are compared (and here none is shared: no model needed)."""
+    assert list(KIND.validate(case(WRAPPED_GOLD, root="query"))) == []
+    ctx = make_ctx()
+    scored = KIND.evaluate(case(WRAPPED_GOLD, root="query"),
+                           json.dumps({"query": {"<python/Other>": 2}}), ctx)
+    assert scored.details["missing"] == ['."<property/HDOP>"', '."<python/Juling>"']
+    assert scored.details["extra"] == ['."<python/Other>"']
+    assert scored.details["root"] == ["query"]
+    assert scored.metrics["json_similarity"] == 0.0
+    assert ctx.embedder() is None
+
+
+def test_a_prediction_without_the_root_key_scores_zero_with_the_reason(make_ctx: Any) -> None:
+    scored = KIND.evaluate(case(WRAPPED_GOLD, root="query"),
+                           '{"<python/Juling>": {"value": 1}}', make_ctx())
+    assert scored.metrics == dict.fromkeys(
+        ("structural_similarity", "semantic_similarity", "json_similarity"), 0.0)
+    assert scored.reason == "predicted has no key 'query' to score below (root: ['query'])"

@@ -299,3 +299,17 @@ def test_unloadable_model_is_a_clear_error(seed: Any, tmp_path: Path, monkeypatc
     # The failure is remembered: the next case fails the same way without retrying the load.
     with pytest.raises(EmbeddingModelError):
         KIND.evaluate(c, SEED_GEN, ctx)
+
+
+def test_root_scores_the_seed_example_below_its_wrapper(seed: Any, make_ctx: Any) -> None:
+    """The paper's outputs wrap every object in ``query``; ``root: query`` scores what the
+    seed's own code gives for the unwrapped objects."""
+    c = case(SEED_REF, SEED_GEN, root="query")
+    m = KIND.evaluate(c, SEED_GEN, make_ctx([c])).metrics
+    inner_ref, inner_gen = SEED_REF["query"], SEED_GEN["query"]
+    assert m["structural_similarity"] == pytest.approx(
+        seed.structural_similarity_score(inner_ref, inner_gen), abs=1e-12)
+    assert m["semantic_similarity"] == pytest.approx(
+        seed.semantic_similarity_score(inner_ref, inner_gen), abs=1e-6)
+    assert m["json_similarity"] == pytest.approx(
+        seed.overall_json_similarity_score(inner_ref, inner_gen), abs=1e-6)

@@ -55,6 +55,8 @@ class JsonOptions:
     model: str | None = None  # None: the packaged all-MiniLM-L6-v2
     batch_size: int = DEFAULT_BATCH_SIZE
     device: str | None = None  # None: sentence-transformers' choice (CUDA when available)
+    #: ``root``: the key path scored below (``()``: the whole value).
+    root: tuple[str, ...] = ()
 
     @classmethod
     def from_case(cls, case: Case) -> JsonOptions:
@@ -66,7 +68,29 @@ class JsonOptions:
             model=o.get("model"),
             batch_size=int(o.get("batch_size", DEFAULT_BATCH_SIZE)),
             device=o.get("device"),
+            root=root_path(o.get("root")),
         )
+
+
+def root_path(value: Any) -> tuple[str, ...]:
+    """``root: query`` or ``root: [query, filters]`` (validated before) as a key path."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+def below_root(value: Any, root: tuple[str, ...]) -> Any:
+    """The part of a JSON value that is scored. The JSON paper's real outputs wrap every
+    object in one key (``{"query": {...}}``); with ``keys: top`` the whole object would then be
+    one shared key compared as a single embedded text. Raises KeyError naming the first
+    missing step."""
+    for depth, key in enumerate(root):
+        if not isinstance(value, dict) or key not in value:
+            raise KeyError(".".join(root[: depth + 1]))
+        value = value[key]
+    return value
 
 
 def _is_number(value: Any) -> bool:
@@ -116,7 +140,7 @@ class JsonKind:
 
     name: ClassVar[str] = "json"
     option_keys: ClassVar[frozenset[str]] = frozenset(
-        {"alpha", "beta", "keys", "model", "batch_size", "device"}
+        {"alpha", "beta", "keys", "model", "batch_size", "device", "root"}
     )
 
     def is_metric(self, name: str) -> bool:
@@ -144,11 +168,23 @@ class JsonKind:
         bs = o.get("batch_size", 1)
         if not (isinstance(bs, int) and not isinstance(bs, bool) and bs >= 1):
             problems.append(("batch_size", f"must be a positive integer, not {bs!r}"))
+        root = o.get("root")
+        if root is not None and not (
+            (isinstance(root, str) and root)
+            or (isinstance(root, list) and root
+                and all(isinstance(k, str) and k for k in root))):
+            problems.append(("root", "must be a key or a non-empty list of keys (a path), "
+                             f"not {root!r}"))
+            root = None
         if case.gold is None:
             problems.append(("gold", "required: the expected JSON object"))
         else:
             try:
-                parse_json(case.gold)
+                gold = parse_json(case.gold)
+                below_root(gold, root_path(root))
+            except KeyError as exc:
+                problems.append(("gold", f"has no key {exc.args[0]!r} to score below "
+                                 f"(root: {root!r})"))
             except InvalidJson as exc:
                 problems.append(("gold", f"not valid JSON: {exc}"))
             except (TypeError, ValueError) as exc:
@@ -158,7 +194,9 @@ class JsonKind:
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         opts = JsonOptions.from_case(case)
         try:
-            gold = parse_json(case.gold)
+            gold = below_root(parse_json(case.gold), opts.root)
+        except KeyError as exc:
+            raise GoldError(f"gold has no key {exc.args[0]!r} (root)") from exc
         except (TypeError, ValueError) as exc:
             raise GoldError(f"gold is not valid JSON: {exc}") from exc
         fence = None
@@ -176,6 +214,10 @@ class JsonKind:
             return _invalid(prediction, f"invalid JSON: {exc}")
         except (TypeError, ValueError) as exc:
             return _invalid(prediction, f"invalid JSON: not JSON data: {exc}")
+        try:
+            pred = below_root(pred, opts.root)
+        except KeyError as exc:
+            return _no_root(pred, opts.root, exc.args[0])
 
         embedder: Embedder | None = None
         texts = shared_texts(gold, pred, opts.keys)
@@ -195,10 +237,13 @@ class JsonKind:
             beta=opts.beta,
             keys=opts.keys,
         )
+        details = _details(result, opts, embedder.ref if embedder is not None else None)
+        if opts.root:
+            details["root"] = list(opts.root)
         return Scored(
             metrics={m: float(getattr(result, m)) for m in METRICS},
             diff=_diff(gold, pred, result, opts),
-            details=_details(result, opts, embedder.ref if embedder is not None else None),
+            details=details,
         )
 
     # -- embedding model and batching -------------------------------------------------------
@@ -244,11 +289,11 @@ class JsonKind:
                 opts = JsonOptions.from_case(case)
                 if self._embedder_key(self._model_ref(case, opts, ctx), opts) != embedder_key:
                     continue
-                gold = parse_json(case.gold)
+                gold = below_root(parse_json(case.gold), opts.root)
                 gold_values = key_items(gold, opts.keys).values()
                 texts.update(dict.fromkeys(value_text(v) for v in gold_values))
                 if case.predicted is not MISSING:
-                    pred = parse_json(case.predicted)
+                    pred = below_root(parse_json(case.predicted), opts.root)
                     texts.update(dict.fromkeys(shared_texts(gold, pred, opts.keys)))
             except Exception:  # an invalid case is reported by its own item, not here
                 continue
@@ -289,6 +334,15 @@ def _invalid(prediction: Any, reason: str) -> Scored:
     )
 
 
+def _no_root(pred: Any, root: tuple[str, ...], missing: str) -> Scored:
+    """A prediction without the wrapper the case scores below: 0, with the reason (scoring
+    the unwrapped object instead would hide a model that dropped the wrapper)."""
+    reason = f"predicted has no key {missing!r} to score below (root: {list(root)})"
+    shown = json.dumps(pred, ensure_ascii=False, default=str)
+    return Scored(metrics=dict.fromkeys(METRICS, 0.0), diff=[reason, f"  {_short(shown)}"],
+                  reason=reason, details={"root": list(root)})
+
+
 def _diff(gold: Any, pred: Any, result: JsonScore, opts: JsonOptions) -> list[str]:
     lines: list[str] = []
     if isinstance(gold, dict) != isinstance(pred, dict):
@@ -323,7 +377,8 @@ def _diff(gold: Any, pred: Any, result: JsonScore, opts: JsonOptions) -> list[st
     ):
         lines.append(
             "note: the gold has a single top-level key holding an object; with keys: top the "
-            "structure inside it is not compared (keys: paths compares nested keys)"
+            "structure inside it is not compared (keys: paths compares nested keys; "
+            "root: <key> scores below the key)"
         )
     return lines
 
