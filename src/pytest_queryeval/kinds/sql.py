@@ -66,6 +66,7 @@ class _Options:
     legacy_from_check: bool = False
     test_suite_rewrite: bool = False
     keep_distinct: bool = False
+    tie_aware: bool = True
     arity_from: str = "result"
     iterations: int | None = None
     db_id: str | None = None
@@ -96,7 +97,7 @@ class SqlKind:
     name: ClassVar[str] = "sql"
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
-        "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions",
+        "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -259,6 +260,9 @@ class SqlKind:
             if tsse is not None:
                 metrics["execution_accuracy"], note = tsse
                 details["execution_accuracy_on"] = note
+            if (metrics["execution_accuracy"] != 1.0 and ordered and opts.tie_aware
+                    and not opts.test_suite_rewrite):
+                diff.extend(self._ties(gold, pred, src, ctx, opts, metrics, details))
             if metrics["execution_accuracy"] != 1.0:
                 # The row diff of the texts as written; when only the test-suite texts differ
                 # (``test_suite_rewrite``: DISTINCT removed), say so instead of showing nothing.
@@ -292,6 +296,54 @@ class SqlKind:
             if h:
                 labels["hardness"] = h
         return Scored(metrics, labels, diff, details, signature=signature)
+
+    def _ties(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
+              opts: _Options, metrics: dict[str, float], details: dict[str, Any]) -> list[str]:
+        """Tie-aware ``execution_accuracy`` (:mod:`..ties`): when the gold's ORDER BY leaves
+        rows tied, a prediction that orders or picks them differently is correct. Sets EX to 1
+        then (``details.execution_accuracy_strict`` keeps the test-suite value) and returns the
+        diff lines that show the ties; a gold that cannot be analysed leaves EX as it was,
+        with the reason in ``details.ties.skipped``."""
+        from .. import ties
+
+        if src is None or not getattr(src, "executable", True) or not gold.sql \
+                or gold.recorded or gold.table is None or pred.table is None:
+            return []
+        query = ties.keyed_query(gold.sql, getattr(src, "dialect", None))
+        if isinstance(query, str):
+            details["ties"] = {"skipped": query}
+            return []
+        try:
+            keyed, _ = run_gold(src, query.sql, ctx, GOLD_CACHE, opts.limits)
+        except SourceUnavailable:
+            raise
+        except QueryEvalError as e:
+            details["ties"] = {"skipped": f"the keyed gold failed: {e.reason()}"}
+            return []
+        norm = opts.compare.normalise
+        analysis = ties.analyse(query, keyed.rows, gold.table.rows, norm)
+        if isinstance(analysis, str):
+            details["ties"] = {"skipped": analysis}
+            return []
+        if not analysis.tied:
+            return []
+        info = analysis.to_details()
+        perm = ties.tie_match(analysis, pred.table.rows, norm)
+        info["accepted"] = perm is not None
+        details["ties"] = info
+        lines = analysis.describe()
+        if perm is None:
+            lines.append("ties: the prediction differs from the gold even allowing any order "
+                         "and choice among tied rows")
+            return lines
+        details["execution_accuracy_strict"] = metrics["execution_accuracy"]
+        metrics["execution_accuracy"] = 1.0
+        if perm != tuple(range(len(perm))):
+            details["ties"]["column_mapping"] = list(perm)
+        lines.append("execution_accuracy: 1 allowing for ties (the test-suite comparison, "
+                     "which needs the gold's exact order and selection, gives 0: "
+                     "details.execution_accuracy_strict)")
+        return lines
 
     def _tsse_ex(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
                  opts: _Options, ordered: bool) -> tuple[float, str] | None:
@@ -532,8 +584,8 @@ def _parse_options(case: Case) -> _Options:
     elif structure != "auto":
         raise ConfigError("must be auto, true, false or {legacy_from_check: bool}",
                           key="structure")
-    for key in ("test_suite_rewrite", "keep_distinct"):
-        flag = o.get(key, False)
+    for key in ("test_suite_rewrite", "keep_distinct", "tie_aware"):
+        flag = o.get(key, getattr(opts, key))
         if not isinstance(flag, bool):
             raise ConfigError("must be true or false", key=key)
         setattr(opts, key, flag)

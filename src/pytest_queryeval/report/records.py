@@ -17,7 +17,8 @@ from .caps import cap_record
 
 #: Case options that change scores: runs that differ in them are not comparable.
 SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
-                   "case_insensitive_names", "arity_from", "legacy_from_check", "efficiency")
+                   "case_insensitive_names", "arity_from", "legacy_from_check", "efficiency",
+                   "tie_aware")
 
 
 @lru_cache(maxsize=256)
