@@ -261,7 +261,7 @@ def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base
     for name, spec in gates.items():
         loc = f"{_loc(display, gates, name)}: gates.{name}"
         if name == SIGNIFICANCE:  # not a metric gate: the baseline comparison's alpha
-            from .report.baseline import parse_significance
+            from .significance import parse_significance
 
             try:
                 if not _is_number(spec):

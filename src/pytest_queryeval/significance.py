@@ -137,3 +137,19 @@ def _hf7(y: list[float], p: float) -> float:
     lo = int(min(max(j, 0.0), n - 1))
     hi = int(min(max(jp1, 0.0), n - 1))
     return (1 - g) * y[lo] + g * y[hi]
+
+
+def parse_significance(value: str | float | None, where: str) -> float | None:
+    """``--queryeval-significance`` / ini ``queryeval_significance`` / ``gates: significance``:
+    an alpha strictly between 0 and 0.5 (ValueError naming ``where`` otherwise)."""
+    if value is None or value == "":
+        return None
+    try:
+        alpha = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {value!r} is not a number (expected an alpha such as "
+                         "0.05)") from None
+    if isinstance(value, bool) or not math.isfinite(alpha) or not 0 < alpha < 0.5:
+        raise ValueError(f"{where}: {value!r} must be a significance level between 0 and 0.5 "
+                         "(for example 0.05)")
+    return alpha

@@ -160,7 +160,7 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
     problems: list[str] = []
     cli_alpha, ini_alpha = significance
     if cli_alpha is not None or ini_alpha:
-        from .report.baseline import parse_significance
+        from .significance import parse_significance
 
         for value, where in ((cli_alpha, "--queryeval-significance"),
                              (ini_alpha, f"{significance_where}: queryeval_significance")):

@@ -30,6 +30,7 @@ from typing import Any
 
 from pytest_queryeval.errors import ConfigError
 from pytest_queryeval.report.json_report import write_atomic
+from pytest_queryeval.significance import parse_significance
 from pytest_queryeval.verdict import judged_outcome
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "load_baseline",
     "model_of",
     "parse_max_drop",
+    "parse_significance",
     "write_baseline",
 ]
 
@@ -596,22 +598,6 @@ def _evidence(d: MetricDelta) -> str:
     if d.ci_low is not None and d.ci_high is not None:
         return f"CI [{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
     return "not tested"
-
-
-def parse_significance(value: str | float | None, where: str) -> float | None:
-    """``--queryeval-significance`` / ini ``queryeval_significance`` / ``gates: significance``:
-    an alpha strictly between 0 and 0.5 (ValueError naming ``where`` otherwise)."""
-    if value is None or value == "":
-        return None
-    try:
-        alpha = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: {value!r} is not a number (expected an alpha such as "
-                         "0.05)") from None
-    if isinstance(value, bool) or not math.isfinite(alpha) or not 0 < alpha < 0.5:
-        raise ValueError(f"{where}: {value!r} must be a significance level between 0 and 0.5 "
-                         "(for example 0.05)")
-    return alpha
 
 
 # --------------------------------------------------------------------------------------------
