@@ -101,6 +101,35 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """TEXT2SPARQL's and GERBIL's session figures, computed the references' way.
+
+    ``set_f1_ndcg``, ``macro_f1_qald`` and ``micro_f1`` are not means of per-case values (an
+    extra averaged term, a harmonic mean of means, summed counts), so they are computed here
+    from each scored case's metrics and details, in report order (file, line, id), which is
+    the order the references sum their questions in.
+    """
+    from .metrics import gerbil_qa, text2sparql
+
+    questions: list[text2sparql.Question] = []
+    counts: list[gerbil_qa.Counts] = []
+    for rec in records:
+        metrics = rec.get("metrics") or {}
+        details = rec.get("details") or {}
+        t2s = details.get("text2sparql")
+        if isinstance(t2s, Mapping) and "set_f1" in metrics:
+            questions.append(text2sparql.Question(metrics, bool(t2s.get("order_matters"))))
+        gerbil = details.get("gerbil")
+        if isinstance(gerbil, Mapping) and "qald_f1" in metrics:
+            counts.append(gerbil_qa.counts_from_json(gerbil))
+    out: dict[str, Any] = {}
+    if questions:
+        out["text2sparql"] = text2sparql.aggregate(questions)
+    if counts:
+        out["gerbil"] = gerbil_qa.aggregate(counts)
+    return out
+
+
 def _under(record: Mapping[str, Any], scope: Path) -> bool:
     file = record.get("path") or record.get("file") or ""
     try:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from . import __version__
-from .aggregate import aggregate, evaluate_gates
+from .aggregate import aggregate, evaluate_gates, reference_aggregates
 from .collect import State
 from .config import Gate
 from .errors import QueryEvalError
@@ -114,6 +114,7 @@ def _with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> d
         from .metrics.spider import aggregate as spider_aggregate
 
         aggregates["spider"] = spider_aggregate(items)
+    aggregates.update(reference_aggregates(records))
     return aggregates
 
 

@@ -16,8 +16,12 @@ Flow of one case (see docs/sparql-sources.md):
 4. The result-table metrics shared with SQL (``execution_accuracy`` with row order only when the
    gold's outer query has ORDER BY, ``bird_ex``, ``soft_f1``...) and BuildingQA's four alignment
    metrics (arity from the query texts, as the reference agent does, unless
-   ``arity_from: result``). The best gold alternative wins: highest ``execution_accuracy``, then
-   the highest mean of the other metrics.
+   ``arity_from: result``), TEXT2SPARQL's set metrics (``set_precision``, ``set_recall``,
+   ``set_f1``; ``ndcg`` when the case's ``features`` hold RESULT_ORDER_MATTERS or
+   ``result_order_matters: true``) and GERBIL's QALD ones (``qald_*``). The best gold
+   alternative wins: highest ``execution_accuracy``, then the highest mean of the other metrics.
+   A prediction that fails (refused, error, timeout, truncated) is an empty answer for the
+   reference-named metrics, as in their references (QALD: precision 1, recall 0).
 
 ASK results are one-cell tables (column ``boolean``, a Python bool), as recorded SPARQL JSON
 ``{"boolean": ...}`` results are read; for the alignment metrics the cell is the literal
@@ -67,6 +71,7 @@ class _Options:
     arity_from: str = "query"
     limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
+    order_matters: bool = False  # TEXT2SPARQL RESULT_ORDER_MATTERS: ndcg is scored
 
 
 @dataclass
@@ -81,7 +86,8 @@ class SparqlKind:
 
     name: ClassVar[str] = "sparql"
     option_keys: ClassVar[frozenset[str]] = frozenset(
-        {"compare", "timeout", "max_rows", "arity_from", "max_query_bytes"})
+        {"compare", "timeout", "max_rows", "arity_from", "max_query_bytes", "features",
+         "result_order_matters"})
 
     # -- contract: names and validation ---------------------------------------------------------
 
@@ -153,7 +159,7 @@ class SparqlKind:
                 check_query(pred_query, timeout=opts.limits.get("timeout",
                                                                 getattr(src, "timeout", None)))
             except QueryRefused as e:
-                return _failure(e.reason(), gold_seconds, None, golds)
+                return _failure(e.reason(), gold_seconds, None, golds, opts)
         if pred_table is None:
             if src is None or pred_query is None:
                 raise GoldError("nothing to execute the prediction on: no datasource")
@@ -163,20 +169,21 @@ class SparqlKind:
             except SourceUnavailable:
                 raise
             except QueryEvalError as e:  # QueryFailed, QueryTimeout, QueryRefused (SERVICE)
-                return _failure(e.reason(), gold_seconds, time.perf_counter() - start, golds)
+                return _failure(e.reason(), gold_seconds, time.perf_counter() - start, golds,
+                                opts)
         pred_seconds = pred_table.seconds
         if pred_table.truncated:
             what, option = pred_table.cut_by()
             return _failure(f"truncated: the predicted result {what} ({option}); a partial "
                             "result is never scored",
-                            gold_seconds, pred_seconds, golds)
+                            gold_seconds, pred_seconds, golds, opts)
 
         best: tuple[tuple[float, float], Scored] | None = None
         for index, gold in enumerate(golds):
             try:
                 scored = _score(gold, pred_table, pred_query, opts)
             except SearchBudgetExhausted as e:  # a score is never guessed
-                return _failure(e.reason(), gold_seconds, pred_seconds, golds)
+                return _failure(e.reason(), gold_seconds, pred_seconds, golds, opts)
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
@@ -205,18 +212,37 @@ class SparqlKind:
 
 
 def metric_names() -> frozenset[str]:
-    """Every metric a sparql case can produce (table + alignment + timing)."""
-    from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
-    from ..metrics.table import TABLE_METRIC_NAMES
-
-    return frozenset((*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES, *TIMING))
+    """Every metric a sparql case can produce (table + alignment + reference sets + timing)."""
+    return frozenset((*_scored_names(), "ndcg", *TIMING))
 
 
 def _scored_names() -> list[str]:
+    """The metrics every scored case has (``ndcg`` only where the result order matters)."""
     from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
+    from ..metrics.gerbil_qa import QALD_METRIC_NAMES
     from ..metrics.table import TABLE_METRIC_NAMES
 
-    return [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES]
+    return [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES, "set_precision", "set_recall",
+            "set_f1", *QALD_METRIC_NAMES]
+
+
+def _reference_sets(gold: ResultTable, pred: ResultTable | None, opts: _Options,
+                    metrics: dict[str, float], details: dict[str, Any]) -> None:
+    """TEXT2SPARQL's and GERBIL's answer-set metrics; ``pred=None`` is an empty answer.
+
+    The counts and the order flag go into the details: the session aggregates (micro F1,
+    ``set_f1_ndcg``) are computed from them, as the references do over all questions.
+    """
+    from ..metrics import gerbil_qa, text2sparql
+
+    t_pred = text2sparql.answers_from_table(pred) if pred is not None else {}
+    metrics.update(text2sparql.question_metrics(text2sparql.answers_from_table(gold), t_pred,
+                                                order_matters=opts.order_matters))
+    g_pred = gerbil_qa.answers_from_table(pred) if pred is not None else set()
+    counts = gerbil_qa.counts(gerbil_qa.answers_from_table(gold), g_pred)
+    metrics.update(gerbil_qa.question_metrics(counts))
+    details["text2sparql"] = {"order_matters": opts.order_matters}
+    details["gerbil"] = counts.to_json()
 
 
 def _normalized(table: ResultTable | None) -> ResultTable | None:
@@ -264,6 +290,7 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
         details["alignment_mapping"] = [list(pair) for pair in al.mapping]
     if al.metrics["row_match_f1"] < 1.0:
         diff.extend(f"alignment: {line}" for line in alignment_diff(g_al, p_al, details=al))
+    _reference_sets(gold.table, pred, opts, metrics, details)
     metrics["gold_seconds"] = gold.table.seconds
     metrics["predicted_seconds"] = pred.seconds
     details["gold_cached"] = gold.cached
@@ -271,14 +298,17 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
 
 
 def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,
-             golds: list[_Gold]) -> Scored:
-    """Every scored metric at 0, with the reason."""
+             golds: list[_Gold], opts: _Options) -> Scored:
+    """Every scored metric at 0, with the reason; the reference-named set metrics score an
+    empty answer against the first gold, as their references do."""
     metrics = dict.fromkeys(_scored_names(), 0.0)
+    details: dict[str, Any] = {"gold_cached": golds[0].cached} if golds else {}
+    if golds:
+        _reference_sets(golds[0].table, None, opts, metrics, details)
     if gold_seconds is not None:
         metrics["gold_seconds"] = gold_seconds
     if pred_seconds is not None:
         metrics["predicted_seconds"] = pred_seconds
-    details: dict[str, Any] = {"gold_cached": golds[0].cached} if golds else {}
     return Scored(metrics, {}, [reason], details, reason=reason)
 
 
@@ -294,7 +324,26 @@ def _parse_options(case: Case) -> _Options:
     opts.arity_from = str(arity)
     opts.limits = limits(o)
     opts.max_query_bytes = max_query_bytes(o)
+    opts.order_matters = _result_order_matters(o)
     return opts
+
+
+def _result_order_matters(o: dict[str, Any]) -> bool:
+    """``features`` (TEXT2SPARQL's list, e.g. [RESULT_ORDER_MATTERS]) or the flag
+    ``result_order_matters``: either asks for ``ndcg``."""
+    from ..metrics.text2sparql import RESULT_ORDER_MATTERS
+
+    flag = o.get("result_order_matters", False)
+    if not isinstance(flag, bool):
+        raise ConfigError("must be true or false", key="result_order_matters")
+    features = o.get("features", [])
+    if not isinstance(features, list):
+        raise ConfigError(f"must be a list of feature names, e.g. [{RESULT_ORDER_MATTERS}]",
+                          key="features")
+    for i, name in enumerate(features):
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError("must be a feature name (a string)", key=f"features[{i}]")
+    return flag or RESULT_ORDER_MATTERS in features
 
 
 def _no_bnodes(table: ResultTable) -> bool:

@@ -190,6 +190,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     if gates:
         parts.append(_gates(gates))
     parts.append(_summary(agg))
+    parts.append(_references(agg))
     parts.append(_distributions(cases))
     if comparison is not None:
         parts.append(_baseline(comparison))
@@ -278,6 +279,25 @@ def _gates(gates: list[Mapping[str, Any]]) -> str:
     return ('<section id="gates"><h2>Gates</h2><table><thead><tr><th>gate</th>'
             '<th class=n>value</th><th class=n>limit</th><th>verdict</th></tr></thead><tbody>'
             + "".join(rows) + "</tbody></table></section>")
+
+
+def _references(agg: Mapping[str, Any]) -> str:
+    """The references' session figures (TEXT2SPARQL, GERBIL QA), beside the per-kind tables."""
+    from .reference import reference_sections
+
+    sections = reference_sections(agg)
+    if not sections:
+        return ""
+    out = ['<section id="reference-aggregates"><h2>Reference aggregates</h2>']
+    for title, questions, rows in sections:
+        out.append(f"<h3>{e(title)}</h3><p>{questions} questions</p><table><thead><tr>"
+                   "<th>metric</th><th>reference name</th><th class=n>value</th></tr></thead>"
+                   "<tbody>")
+        out.extend(f"<tr><td>{e(name)}</td><td>{e(label)}</td><td class=n>{_num(value, 4)}</td>"
+                   "</tr>" for name, label, value in rows)
+        out.append("</tbody></table>")
+    out.append("</section>")
+    return "".join(out)
 
 
 def _summary(agg: Mapping[str, Any]) -> str:

@@ -121,6 +121,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     if gates:
         out.extend(_gates(gates))
     out.extend(_kinds(agg))
+    out.extend(_references(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))
@@ -142,6 +143,18 @@ def _flaky(flaky: list[Mapping[str, Any]], limit: int = 20) -> list[str]:
     if len(flaky) > limit:
         out.append(f"- … {len(flaky) - limit} more")
     return [*out, ""]
+
+
+def _references(agg: Mapping[str, Any]) -> list[str]:
+    from .reference import reference_sections
+
+    out: list[str] = []
+    for title, questions, rows in reference_sections(agg):
+        out.extend([f"### {md(title)}", "", f"{questions} questions", "",
+                    _row(["metric", "reference name", "value"]), "|---|---|---:|"])
+        out.extend(_row([code(name), md(label), _num(value, 4)]) for name, label, value in rows)
+        out.append("")
+    return out
 
 
 def _gates(gates: list[Mapping[str, Any]]) -> list[str]:

@@ -60,6 +60,17 @@ def spider_lines(spider: Mapping[str, Any], *, full: bool) -> list[str]:
             table[0].rstrip(), table[1].rstrip(), table[4].rstrip(), ""]
 
 
+def reference_lines(agg: Mapping[str, Any]) -> list[str]:
+    """TEXT2SPARQL's and GERBIL's session figures, one line each."""
+    from .reference import reference_sections
+
+    lines = []
+    for title, questions, rows in reference_sections(agg):
+        cells = ", ".join(f"{name}={_fmt(value)}" for name, _, value in rows)
+        lines.extend([f"{title}, {questions} questions: {cells}", ""])
+    return lines
+
+
 def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
                   spider_table: bool = False) -> list[str]:
     agg = report["aggregates"]
@@ -78,6 +89,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         lines.append("")
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
+    lines.extend(reference_lines(agg))
     if tags and agg["by_tag"]:
         header = ["tag", "", "cases", "pass"]
         rows = [[t, "", str(s["count"]), _pct(s["pass_rate"])] for t, s in agg["by_tag"].items()]

@@ -1,0 +1,40 @@
+"""The references' session figures (TEXT2SPARQL, GERBIL QA) as rows every report renders.
+
+They are not means of per-case values, so the per-kind tables cannot show them; each report
+lists them beside those tables, under the references' own labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+#: (aggregate key, title, [(our name, the reference's label)]) in display order.
+SECTIONS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
+    ("text2sparql", "TEXT2SPARQL (text2sparql-client evaluate)", (
+        ("set_f1_ndcg", "set_F_ndcg"), ("set_precision", "set_P"), ("set_recall", "set_recall"),
+        ("set_f1", "set_F"), ("ndcg", "ndcg"))),
+    ("gerbil", "GERBIL QA (FMeasureCalculator)", (
+        ("macro_f1_qald", "Macro F1 QALD"), ("micro_f1", "Micro F1 score"),
+        ("micro_precision", "Micro Precision"), ("micro_recall", "Micro Recall"),
+        ("macro_f1", "Macro F1 score"), ("macro_precision", "Macro Precision"),
+        ("macro_recall", "Macro Recall"))),
+)
+
+
+def reference_sections(agg: Mapping[str, Any]
+                       ) -> list[tuple[str, int, list[tuple[str, str, float | None]]]]:
+    """``[(title, questions, [(name, reference label, value)])]`` for the aggregates present.
+
+    A value is ``None`` where the reference computes none (``set_f1_ndcg`` without an ordered
+    question, ``macro_f1_qald`` when both macro averages are 0).
+    """
+    out = []
+    for key, title, names in SECTIONS:
+        section = agg.get(key)
+        if not isinstance(section, Mapping):
+            continue
+        rows = [(name, label, section.get(name)) for name, label in names
+                if name in section or name == "set_f1_ndcg"]
+        out.append((title, int(section.get("questions") or 0), rows))
+    return out
