@@ -83,13 +83,14 @@ class ResultTable:
             raise ValueError("a recorded result is a mapping with columns/rows or SPARQL JSON results")
         if "head" in data and "results" in data:
             cols = list(data["head"].get("vars", []))
+            bindings = data["results"].get("bindings", [])
             rows = [
                 tuple(
                     Term.from_binding(b[c]) if isinstance(b.get(c), dict) else None for c in cols
                 )
-                for b in data["results"].get("bindings", [])
+                for b in bindings
             ]
-            return cls(cols, rows)
+            return cls(cols, rows, meta=first_row_key_order(cols, bindings))
         if "boolean" in data and "head" in data:
             return cls(["boolean"], [(bool(data["boolean"]),)])
         if "rows" not in data:
@@ -105,3 +106,22 @@ class ResultTable:
         if not isinstance(columns, list):
             raise ValueError("'columns' must be a list of names")
         return cls([str(c) for c in columns], rows)
+
+
+#: ``ResultTable.meta`` key: the variables of a SPARQL JSON result's first binding, in the order
+#: its keys came (BuildingQA's metrics take their columns from ``list(rows[0].keys())``).
+FIRST_ROW_KEYS = "first_row_keys"
+
+
+def first_row_key_order(columns: list[str], bindings: Any) -> dict[str, Any]:
+    """``{FIRST_ROW_KEYS: [...]}`` when the first binding's keys are not in projection order.
+
+    JSON objects keep their key order, and BuildingQA's exact match pairs columns by position in
+    that order, so a result whose keys come in another order than ``head.vars`` scores 0 there.
+    """
+    if not isinstance(bindings, list) or not bindings or not isinstance(bindings[0], dict):
+        return {}
+    keys = [str(k) for k in bindings[0] if k in columns]
+    if keys == [c for c in columns if c in bindings[0]]:
+        return {}
+    return {FIRST_ROW_KEYS: keys}

@@ -26,7 +26,7 @@ from pytest_queryeval.metrics._alignment_search import (
     multiset_tp,
     row_f1,
 )
-from pytest_queryeval.results import ResultTable, Term
+from pytest_queryeval.results import FIRST_ROW_KEYS, ResultTable, Term
 
 __all__ = [
     "ALIGNMENT_METRIC_NAMES",
@@ -144,6 +144,10 @@ def _first_row_columns(table: ResultTable, kind: TableKind) -> list[int]:
         return []
     if kind == "sql":
         return list(range(len(table.columns)))
+    keys = table.meta.get(FIRST_ROW_KEYS)
+    if isinstance(keys, list):  # a recorded JSON result: the order its first binding's keys came
+        index = {name: i for i, name in enumerate(table.columns)}
+        return [index[k] for k in keys if k in index and table.rows[0][index[k]] is not None]
     return [i for i, v in enumerate(table.rows[0]) if v is not None]
 
 

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
-from ..results import ResultTable
+from ..results import ResultTable, first_row_key_order
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys, positive
 from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
@@ -341,4 +341,4 @@ def _to_table(data: dict[str, Any], max_rows: int) -> ResultTable:
         tuple(from_binding(b[v]) if isinstance(b.get(v), dict) else None for v in cols)
         for b in bindings[:max_rows]
     ]
-    return ResultTable(cols, rows, truncated)
+    return ResultTable(cols, rows, truncated, meta=first_row_key_order(cols, bindings))
