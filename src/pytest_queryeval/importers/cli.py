@@ -16,6 +16,10 @@ IMPORTERS = {
                          "BIRD prediction file → predictions JSONL", "main_predictions"),
     "livesqlbench": ("pytest_queryeval.importers.livesqlbench",
                      "LiveSQLBench jsonl → SQL suite scored by soft_ex", "main"),
+    "qald": ("pytest_queryeval.importers.qald",
+             "QALD-9/10 JSON → SPARQL suite (recorded answers)", "main"),
+    "text2sparql": ("pytest_queryeval.importers.text2sparql",
+                    "TEXT2SPARQL questions YAML → SPARQL suite", "main"),
 }
 
 

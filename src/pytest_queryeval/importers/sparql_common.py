@@ -1,0 +1,50 @@
+"""What the QALD and TEXT2SPARQL importers share: the datasource the predictions run on and the
+suite config it goes into."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ._common import ImportProblem, dump_yaml
+
+CONFIG_FILE = "queryeval.yaml"
+
+
+def datasource_spec(endpoint: str | None, graph: Path | None, out: Path,
+                    timeout: float | None) -> dict[str, Any]:
+    """``{type: sparql, endpoint}`` or ``{type: rdf, path}`` (relative to the suite when the
+    graph lies below it); exactly one of the two must be given."""
+    if (endpoint is None) == (graph is None):
+        raise ImportProblem("give the knowledge graph the predictions run on: --endpoint URL "
+                            "or --graph FILE (one of them)")
+    spec: dict[str, Any]
+    if endpoint is not None:
+        spec = {"type": "sparql", "endpoint": endpoint}
+    else:
+        assert graph is not None
+        if not graph.is_file():
+            raise ImportProblem(f"graph file not found: {graph}")
+        path = graph.resolve()
+        rel = Path(os.path.relpath(path, out.resolve()))
+        spec = {"type": "rdf", "path": (path if rel.parts[:1] == ("..",) else rel).as_posix()}
+    if timeout is not None:
+        spec["timeout"] = timeout
+    return spec
+
+
+def write_config(out: Path, name: str, spec: dict[str, Any]) -> Path:
+    """Add (or replace) datasource ``name`` in ``<out>/queryeval.yaml``, keeping the rest."""
+    import yaml
+
+    config_file = out / CONFIG_FILE
+    config: dict[str, Any] = {"datasources": {}}
+    if config_file.is_file():
+        loaded = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        if isinstance(loaded, dict):
+            config = loaded
+            config.setdefault("datasources", {})
+    config["datasources"][name] = spec
+    config_file.write_text(dump_yaml(config), encoding="utf-8")
+    return config_file
