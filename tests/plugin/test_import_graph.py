@@ -61,12 +61,16 @@ def import_graph() -> dict[str, set[str]]:
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                candidates = [target, *(f"{target}.{a.name}" for a in node.names)]
+                # ``from pkg import sub`` imports the submodule; ``from pkg import name``, pkg
+                candidates = [f"{target}.{a.name}" if f"{target}.{a.name}" in mods else target
+                              for a in node.names]
             elif isinstance(node, ast.Import):
                 candidates = [a.name for a in node.names]
             else:
                 continue
-            deps.update(c for c in candidates if c in mods and c != name)
+            # a module's own packages are initialised before it: never an edge of a cycle
+            deps.update(c for c in candidates if c in mods and c != name
+                        and not name.startswith(c + "."))
         graph[name] = deps
     return graph
 
@@ -114,6 +118,7 @@ def test_graph_reads_relative_and_lazy_imports() -> None:
     graph = import_graph()
     assert "pytest_queryeval.metrics._table_fast" in graph["pytest_queryeval.metrics.table"]
     assert "pytest_queryeval.metrics.table" in graph["pytest_queryeval.kinds.sql"]
+    assert "pytest_queryeval.metrics" not in graph["pytest_queryeval.metrics.table"]
     # model.py imports sources.base for annotations only
     assert "pytest_queryeval.sources.base" not in graph["pytest_queryeval.model"]
 
