@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from .conftest import dump
 
 
@@ -24,7 +26,7 @@ def test_session_figures_follow_the_references(suite) -> None:
         _case("q3", ["1", "2"], [], features=["RESULT_ORDER_MATTERS"]),
     ]}))
     result = suite.runpytest("--queryeval-json=r.json", "--queryeval-markdown=r.md",
-                             "--queryeval-html=r.html")
+                             "--queryeval-html=r.html", "--queryeval-xlsx=r.xlsx")
     result.assert_outcomes(passed=3)
     agg = json.loads((suite.path / "r.json").read_text())["aggregates"]
     g = agg["gerbil"]
@@ -45,6 +47,12 @@ def test_session_figures_follow_the_references(suite) -> None:
     md = (suite.path / "r.md").read_text()
     assert f"| `macro_f1_qald` | Macro F1 QALD | {g['macro_f1_qald']:.4f} |" in md
     assert "Reference aggregates" in (suite.path / "r.html").read_text()
+    openpyxl = pytest.importorskip("openpyxl")
+    sheet = openpyxl.load_workbook(suite.path / "r.xlsx")["Reference aggregates"]
+    cells = {row[2]: row[4] for row in sheet.iter_rows(min_row=2, values_only=True)}
+    # xlsx keeps 15 significant digits
+    assert cells["macro_f1_qald"] == pytest.approx(g["macro_f1_qald"], rel=1e-14)
+    assert cells["set_f1_ndcg"] == pytest.approx(t["set_f1_ndcg"], rel=1e-14)
 
 
 def test_bad_features_are_reported_with_file_and_line_and_the_rest_runs(suite) -> None:

@@ -92,6 +92,19 @@ def test_bad_order_keys_are_named(options: dict[str, Any], key: str) -> None:
     assert [k for k, _ in SparqlKind().validate(c)] == [key]
 
 
+def test_an_ndcg_threshold_needs_the_order_feature() -> None:
+    from pytest_queryeval.thresholds import parse_threshold
+
+    def problems(**options: Any) -> list[str]:
+        c = case(None, "SELECT ?a WHERE { ?a ?p ?o }", "x", options=options,
+                 gold_result=_recorded(["a"], []), predicted_result=_recorded(["a"], []))
+        c.thresholds = {"ndcg": parse_threshold("ndcg", 0.5)}
+        return [k for k, _ in SparqlKind().validate(c)]
+
+    assert problems() == ["thresholds.ndcg"]
+    assert problems(features=["RESULT_ORDER_MATTERS"]) == []
+
+
 def test_buildingqa_exact_match_pairs_columns_in_first_binding_key_order() -> None:
     """A recorded result whose first binding lists its keys in another order than head.vars:
     the reference's exact match pairs columns by that key order (``list(rows[0].keys())``) and

@@ -128,9 +128,14 @@ class SparqlKind:
             problems.append(("datasource", "a sparql case needs a datasource (or gold_result "
                                            "and predicted_result)"))
         try:
-            _parse_options(case)
+            opts = _parse_options(case)
         except ConfigError as e:
             problems.append((e.key or "options", e.message))
+        else:
+            if "ndcg" in case.thresholds and not opts.order_matters:
+                problems.append(("thresholds.ndcg", "ndcg is scored only where the result order "
+                                 "matters: add features: [RESULT_ORDER_MATTERS] (or "
+                                 "result_order_matters: true)"))
         return problems
 
     # -- evaluation -----------------------------------------------------------------------------

@@ -72,6 +72,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
             _sdmx_overview(wb, fmt, sdmx)
         if report.get("flaky"):
             _flaky_sheet(wb, fmt, list(report["flaky"]))
+        _reference_sheet(wb, fmt, report.get("aggregates") or {})
         _run_sheet(wb, fmt, report)
         wb.close()
         os.replace(tmp, target)
@@ -347,6 +348,29 @@ def _sdmx_overview(wb: Any, fmt: dict[str, Any], cases: list[Mapping[str, Any]])
 
 # -------------------------------------------------------------------------------------------
 # Run
+
+
+def _reference_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
+    """TEXT2SPARQL's and GERBIL's session figures (not means of the per-case columns)."""
+    from .reference import reference_sections
+
+    sections = reference_sections(agg)
+    if not sections:
+        return
+    ws = wb.add_worksheet("Reference aggregates")
+    for col, name in enumerate(("reference", "questions", "metric", "reference name", "value")):
+        ws.write_string(0, col, name, fmt["header"])
+    row = 1
+    for title, questions, rows in sections:
+        for name, label, value in rows:
+            _write_text(ws, row, 0, title, fmt["text"])
+            _write_num(ws, row, 1, questions, fmt["int"])
+            _write_text(ws, row, 2, name, fmt["text"])
+            _write_text(ws, row, 3, label, fmt["text"])
+            _write_num(ws, row, 4, value, fmt["num"])
+            row += 1
+    ws.set_column(0, 0, 40)
+    ws.set_column(1, 4, 16)
 
 
 def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -> None:
