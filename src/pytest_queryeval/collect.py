@@ -47,6 +47,7 @@ class State:
     verdict_mode: str = "strict"  #: --queryeval-verdict
     verdicts: Verdicts | None = None  #: the per-case verdict of a non-strict mode
     progress: Any = None  #: the predictions progress line (:class:`~.runahead.ProgressLine`)
+    audit: str | None = None  #: --queryeval-audit-golds: "error" or "warn"; None: a normal run
 
     def is_metric(self, kind: str, name: str) -> bool:
         if name in kind_registry.RECORDED_METRICS or name in REPEAT_METRICS \
@@ -138,7 +139,7 @@ class QueryEvalFile(pytest.File):
             item.add_marker(pytest.mark.xdist_group(name=f"queryeval-{case.datasource}"))
         if case.skip:
             item.add_marker(pytest.mark.skip(reason=case.skip))
-        if case.xfail:
+        if case.xfail and not state.audit:  # an xfail is about the model, never the gold
             item.add_marker(pytest.mark.xfail(reason=case.xfail))
         state.session.cases.append(case)
         return item
@@ -151,11 +152,17 @@ class QueryEvalItem(pytest.Item):
 
     def runtest(self) -> None:
         state = self.config.stash[STATE]
-        outcome = run_case(self.case, state.session)
+        if state.audit:
+            from .audit import audit_outcome
+
+            outcome = audit_outcome(self.case, state.session, state.audit)
+        else:
+            outcome = run_case(self.case, state.session)
         record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
                              state.session.scrubber)
         xfail = None
-        if state.verdicts is not None and self.get_closest_marker("xfail") is None:
+        if state.verdicts is not None and not state.audit \
+                and self.get_closest_marker("xfail") is None:
             record["baseline_status"], record["verdict"], xfail = state.verdicts.decide(record)
         self.stash[RECORD] = record
         state.gc.after_case()

@@ -153,18 +153,29 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     records = sorted(state.records.values(),
                      key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
     if not records:
+        if state.audit:
+            config.stash[SUMMARY] = ["gold audit: no gold to audit (no case ran)"]
         return
-    gate_defs = _gates(state, records)
+    # an audit scores the golds against themselves: gates and baselines judge models
+    gate_defs = [] if state.audit else _gates(state, records)
     gates = evaluate_gates(gate_defs, records)
     for gate in gates:  # reports are committed as baselines: no machine paths in them
         gate["scope"] = _relative(Path(gate["scope"]), config.rootpath)
     public = [{k: v for k, v in r.items() if k != "path"} for r in records]
     report = build_report(state, public, started, exitstatus, gates, _model(state, records))
+    if state.audit:
+        from .audit import audit_report
+
+        report["audit"] = audit_report(public, state.audit)
     config.hook.pytest_queryeval_report(report=report, config=config)
     lines = summary_lines(report, tags=config.getoption("queryeval_tags"),
                           worst=config.getoption("queryeval_worst"),
                           spider_table=config.getoption("queryeval_spider_table"))
     lines.extend(gate_lines(gates))
+    if state.audit:
+        from .audit import summary_lines as audit_lines
+
+        lines.extend(["", *audit_lines(report["audit"])])
     config.stash[SUMMARY] = lines  # shown even if writing a report fails below
     failed = any(not g["passed"] for g in gates)
 
@@ -172,7 +183,9 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     baseline_opt = config.getoption("queryeval_baseline")
     first = (baseline_opt and config.getoption("queryeval_update_baseline")
              and not _baseline_path(config, state, records).exists())
-    if first:  # --queryeval-update-baseline creates the file it is asked to compare with
+    if baseline_opt and state.audit:
+        lines.extend(["", "baseline: not compared in a gold audit"])
+    elif first:  # --queryeval-update-baseline creates the file it is asked to compare with
         lines.append("")
         lines.append(f"baseline: {_relative(_baseline_path(config, state, records), config.rootpath)}"
                      " does not exist yet: nothing to compare, this run writes it")

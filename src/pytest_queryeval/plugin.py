@@ -74,6 +74,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
              "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
              "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
+    add("--queryeval-audit-golds", nargs="?", const="error", default=None,
+        choices=("error", "warn"), metavar="warn",
+        help="audit the golds instead of scoring predictions: run every gold as its own "
+             "prediction and lint it (docs/auditing.md); fails on error findings, =warn "
+             "only reports them. Write it as --queryeval-audit-golds=warn, or after the paths")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
     add("--queryeval-spider-table", action="store_true",
         help="print the official Spider evaluator's full exact/partial matching table")
@@ -161,6 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                         bool(config.getoption("queryeval_baseline")))
     except ValueError as exc:
         raise pytest.UsageError(f"queryeval: {exc}") from None
+    state.audit = config.getoption("queryeval_audit_golds")
     config.stash[STATE] = state
     config.stash[_T0] = time.time()
     if not hasattr(config, "workerinput"):
@@ -196,6 +202,9 @@ def _check_options(config: pytest.Config, state: State) -> None:
             parse_shard(get("queryeval_shard"))
         except ValueError as exc:
             problems.append(str(exc))
+    if get("queryeval_audit_golds") and get("queryeval_update_baseline"):
+        problems.append("--queryeval-update-baseline cannot be used with "
+                        "--queryeval-audit-golds: an audit scores the golds, not a model")
     if problems:
         raise pytest.UsageError("\n".join(["queryeval: invalid options:",
                                            *(f"  {p}" for p in problems)]))
@@ -276,7 +285,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtestloop(session: pytest.Session) -> Any:
     """The run starts: request the predictions of the items this process runs, ahead."""
     state = session.config.stash.get(STATE, None)
-    if state is not None:
+    if state is not None and not state.audit:  # an audit asks no predictor for anything
         from . import runahead
 
         runahead.start(session, state)
@@ -294,6 +303,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def _load_verdicts(config: pytest.Config, state: State) -> None:
     """Each process that runs cases (serial, or every xdist worker) reads the baseline's case
     states once its cases are known (a bare baseline name lies beside their suite)."""
+    if state.audit:  # an audit judges the golds: no baseline verdict applies
+        return
     if state.verdict_mode == "strict" or not config.getoption("queryeval_baseline"):
         if state.verdict_mode == "gates":
             from .verdict import Verdicts

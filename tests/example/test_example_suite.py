@@ -118,3 +118,25 @@ def test_baseline_verdict_mode_fails_only_on_regressions(tmp_path):
     assert line.startswith("REGRESSION: zone-temp-c180, hot-zones, ") and "more" in line
     assert "model: model-v1 (predictions example_suite/predictions/model-v1.jsonl) vs baseline " \
            "model-v2" in worse.stdout
+
+
+def test_gold_audit_finds_exactly_the_planted_findings(tmp_path):
+    """The README's audit: the suite's golds are clean but for the six planted findings,
+    one of them an error (exit 1)."""
+    proc = run_suite(tmp_path, "--queryeval-audit-golds", f"--queryeval-json={tmp_path / 'a.json'}")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    audit = json.loads((tmp_path / "a.json").read_text())["audit"]
+    found = {(f["id"], f["code"], f["severity"]) for f in audit["findings"]}
+    assert found == {
+        ("artists-recorded", "gold-drift", "error"),
+        ("most-expensive-track", "ties-at-limit", "warning"),
+        ("invoices-to-date", "clock-dependent", "warning"),
+        ("prague-customers", "redundant-alternative", "warning"),
+        ("tracks-over-five", "empty-result", "warning"),
+        ("audit-cpi-food-korea", "codelist-name-mismatch", "warning"),
+    }
+    assert all(f["file"].endswith("/test_audit_examples.yaml") for f in audit["findings"])
+    assert audit["cases"] >= 80
+    readme = (SUITE / "README.md").read_text()
+    for case_id, code, _ in found:  # each planted finding is documented
+        assert f"| `{case_id}` |" in readme and f"`{code}`" in readme

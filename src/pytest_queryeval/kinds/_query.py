@@ -116,6 +116,12 @@ def compare_options(options: Mapping[str, Any]) -> Any:
         raise ConfigError(str(e), key="compare") from None
 
 
+def gold_cache_key(src: DataSource, query: str) -> str:
+    """The cache key of one gold result: the gold audit hands the kinds the result it has
+    just executed under this key, so a gold runs once per audit, not once per reader."""
+    return json.dumps([src.fingerprint(), query])
+
+
 def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
              limits: dict[str, Any] | None = None,
              cacheable: Callable[[ResultTable], bool] | None = None) -> tuple[ResultTable, bool]:
@@ -126,7 +132,7 @@ def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
     """
     from ..sources.codec import CodecError, decode_table, encode_table
 
-    key = json.dumps([src.fingerprint(), query])
+    key = gold_cache_key(src, query)
     hit = ctx.cache_get(namespace, key)
     if hit is not None:
         with contextlib.suppress(CodecError):  # stale format: execute again

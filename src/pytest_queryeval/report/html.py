@@ -189,6 +189,8 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     ]
     if gates:
         parts.append(_gates(gates))
+    if report.get("audit"):
+        parts.append(_audit(report["audit"]))
     parts.append(_summary(agg))
     parts.append(_references(agg))
     parts.append(_distributions(cases))
@@ -298,6 +300,24 @@ def _references(agg: Mapping[str, Any]) -> str:
         out.append("</tbody></table>")
     out.append("</section>")
     return "".join(out)
+def _audit(audit: Mapping[str, Any]) -> str:
+    """The gold audit's findings table (``--queryeval-audit-golds``), errors first."""
+    rows = []
+    for r in audit.get("findings") or []:
+        gold = f" gold[{r['gold']}]" if r.get("gold") is not None else ""
+        cls = "bad" if r.get("severity") == "error" else ""
+        rows.append(f'<tr data-code="{e(r.get("code"))}"><td class="{cls}">{e(r.get("severity"))}'
+                    f"</td><td>{e(r.get('code'))}</td><td><code>{e(r.get('id'))}{e(gold)}</code>"
+                    f"</td><td>{e(r.get('file'))}:{e(r.get('line'))}</td>"
+                    f"<td>{e(_value_text(r.get('message')))}</td></tr>")
+    note = (" (reported only: --queryeval-audit-golds=warn)"
+            if audit.get("mode") == "warn" and audit.get("errors") else "")
+    head = (f"<p>{int(audit.get('cases') or 0)} cases audited: {int(audit.get('errors') or 0)} "
+            f"errors, {int(audit.get('warnings') or 0)} warnings{e(note)}</p>")
+    table = ("<table><thead><tr><th>severity</th><th>finding</th><th>case</th><th>where</th>"
+             "<th>message</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+             if rows else "")
+    return f'<section id="audit"><h2>Gold audit</h2>{head}{table}</section>'
 
 
 def _summary(agg: Mapping[str, Any]) -> str:

@@ -120,6 +120,8 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
 
     if gates:
         out.extend(_gates(gates))
+    if report.get("audit"):
+        out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg))
     out.extend(_references(agg))
     if comparison is not None:
@@ -166,6 +168,28 @@ def _gates(gates: list[Mapping[str, Any]]) -> list[str]:
         out.append(_row([md(g.get("name")), value,
                          f"{md(g.get('op') or '>=')} {fmt(g.get('limit'))}",
                          "✅" if g.get("passed") else "❌"]))
+    out.append("")
+    return out
+
+
+def _audit(audit: Mapping[str, Any]) -> list[str]:
+    """The gold audit's findings table (``--queryeval-audit-golds``), errors first."""
+    rows = list(audit.get("findings") or [])
+    mark = "❌" if audit.get("errors") else ("⚠️" if rows else "✅")
+    out = ["### Gold audit", "",
+           f"{mark} {audit.get('cases', 0)} cases audited: {audit.get('errors', 0)} errors, "
+           f"{audit.get('warnings', 0)} warnings"
+           + (" (reported only: `--queryeval-audit-golds=warn`)"
+              if audit.get("mode") == "warn" and audit.get("errors") else ""), ""]
+    if not rows:
+        return out
+    out.extend([_row(["severity", "finding", "case", "where", "message"]), "|---|---|---|---|---|"])
+    for r in rows[:MAX_FAILURES * 5]:
+        gold = f" gold[{r['gold']}]" if r.get("gold") is not None else ""
+        out.append(_row([md(r.get("severity")), md(r.get("code")), code(f"{r.get('id')}{gold}"),
+                         md(f"{r.get('file')}:{r.get('line')}"), md(_value_text(r.get("message")))]))
+    if len(rows) > MAX_FAILURES * 5:
+        out.append(f"\n… {len(rows) - MAX_FAILURES * 5} more findings in the JSON report.")
     out.append("")
     return out
 
