@@ -352,7 +352,7 @@ def _ordered(text: str, language: str) -> bool:
             return bool(classify(text).has_order_by)
         except QueryEvalError:
             return False
-    from .metrics.table import order_matters
+    from .metrics.tsse_sql import order_matters
 
     return order_matters(text)
 
