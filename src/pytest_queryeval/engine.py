@@ -385,9 +385,31 @@ def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutco
     failed = check_thresholds({m: t for m, t in case.thresholds.items()
                                if m not in REPEAT_METRICS}, metrics)
     status = "failed" if scored.reason or failed else "passed"
+    diff = list(scored.diff)
+    if failed and not scored.reason and scored.relaxed is not None:
+        _near_miss(case, metrics, scored.relaxed, details, diff)
     return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, scored.reason,
-                       None, list(scored.diff), details,
+                       None, diff, details,
                        signature(prediction.value, scored.signature, scored.reason))
+
+
+def _near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[[], Any],
+               details: dict[str, Any], diff: list[str]) -> None:
+    """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
+    never a metric or a verdict. A relaxation that breaks is left out, never the case."""
+    from .nearmiss import describe, flips
+    from .repeats import REPEAT_METRICS
+
+    try:
+        values = relaxed()
+    except Exception as exc:  # an explanation must never fail the case
+        details["near_miss_error"] = f"{type(exc).__name__}: {exc}"
+        return
+    names = flips({m: t for m, t in case.thresholds.items() if m not in REPEAT_METRICS},
+                  metrics, values)
+    details["near_miss"] = names
+    if names:
+        diff.append(describe(names))
 
 
 def record_usage(case: Case, prediction: Prediction, metrics: dict[str, float],

@@ -20,6 +20,7 @@ from .aggregate import aggregate, evaluate_gates, reference_aggregates
 from .collect import State
 from .config import Gate
 from .errors import QueryEvalError
+from .nearmiss import aggregate as near_miss_aggregate
 from .repeats import flaky_cases
 from .report.json_report import write_report
 from .report.terminal import gate_lines, summary_lines
@@ -93,6 +94,7 @@ def build_report(state: State, records: list[dict[str, Any]], started: float, ex
         "aggregates": _with_spider(aggregate(records), records),
         "gates": gates,
         "flaky": flaky_cases(records),
+        "near_miss": near_miss_aggregate(records),
     }
 
 

@@ -5,7 +5,7 @@ Kept free of pytest so every kind, metric and source can be tested (and reused) 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -146,6 +146,9 @@ class Scored:
     #: What the prediction produced, comparable across repeats of one case (the consistency
     #: metric): a digest of the predicted result; None lets the engine use the query text.
     signature: str | None = None
+    #: The result-table metrics under each near-miss relaxation (:mod:`.nearmiss`), computed
+    #: by the engine only when the case fails; None for kinds without result tables.
+    relaxed: Callable[[], dict[str, dict[str, float]]] | None = None
 
 
 class Context(Protocol):

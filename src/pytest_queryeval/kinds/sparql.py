@@ -299,7 +299,13 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     metrics["gold_seconds"] = gold.table.seconds
     metrics["predicted_seconds"] = pred.seconds
     details["gold_cached"] = gold.cached
-    return Scored(metrics, {}, diff, details, signature=pred.signature(ordered))
+    table, compare = gold.table, opts.compare
+
+    def relaxed() -> dict[str, dict[str, float]]:  # near misses, only if the case fails
+        from ..nearmiss import relaxed_metrics
+
+        return relaxed_metrics(table, pred, order_matters=ordered, compare=compare)
+    return Scored(metrics, {}, diff, details, signature=pred.signature(ordered), relaxed=relaxed)
 
 
 def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,

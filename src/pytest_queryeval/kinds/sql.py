@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -240,6 +240,7 @@ class SqlKind:
         diff: list[str] = []
         labels: dict[str, str] = {}
         signature = None  # structure only: the engine compares the query texts
+        relaxed = None
         if gold.table is not None and pred.table is not None:
             from ..metrics.alignment import alignment_metrics
             from ..metrics.table import compare_tables
@@ -254,6 +255,7 @@ class SqlKind:
                                  compare=opts.compare)
             metrics.update(cmp.metrics())
             details.update(cmp.details())
+            relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare)
             tsse = self._tsse_ex(gold, pred, src, ctx, opts, ordered) \
                 if opts.test_suite_rewrite else None
             note = "texts as written"
@@ -295,7 +297,7 @@ class SqlKind:
             h = _hardness(gold.sql)
             if h:
                 labels["hardness"] = h
-        return Scored(metrics, labels, diff, details, signature=signature)
+        return Scored(metrics, labels, diff, details, signature=signature, relaxed=relaxed)
 
     def _ties(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
               opts: _Options, metrics: dict[str, float], details: dict[str, Any]) -> list[str]:
@@ -502,6 +504,16 @@ class SqlKind:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool,
+                 compare: Any) -> Callable[[], dict[str, dict[str, float]]]:
+    """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails."""
+    def relaxed() -> dict[str, dict[str, float]]:
+        from ..nearmiss import relaxed_metrics
+
+        return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare)
+    return relaxed
 
 
 def _metric_names() -> frozenset[str]:

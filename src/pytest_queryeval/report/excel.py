@@ -73,6 +73,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         if report.get("flaky"):
             _flaky_sheet(wb, fmt, list(report["flaky"]))
         _reference_sheet(wb, fmt, report.get("aggregates") or {})
+        if (report.get("near_miss") or {}).get("overall"):
+            _near_miss_sheet(wb, fmt, report)
         _run_sheet(wb, fmt, report)
         wb.close()
         os.replace(tmp, target)
@@ -371,6 +373,39 @@ def _reference_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> No
             row += 1
     ws.set_column(0, 0, 40)
     ws.set_column(1, 4, 16)
+
+
+def _near_miss_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    """Near misses: counts per relaxation (overall, per kind, per difficulty), then the cases."""
+    from ..nearmiss import RELAXATIONS
+
+    agg: Mapping[str, Any] = report["near_miss"]
+    ws = wb.add_worksheet("Near misses")
+    names = [n for n in RELAXATIONS if n in (agg.get("overall") or {})]
+    for col, name in enumerate(["scope", "group", *(RELAXATIONS[n] for n in names)]):
+        ws.write_string(0, col, name, fmt["header"])
+    groups = [("overall", "", agg.get("overall") or {})]
+    for scope in ("by_kind", "by_difficulty"):
+        groups += [(scope[3:], k, v) for k, v in (agg.get(scope) or {}).items()]
+    row = 1
+    for scope, group, counts in groups:
+        _write_text(ws, row, 0, scope, fmt["text"])
+        _write_text(ws, row, 1, group, fmt["text"])
+        for col, n in enumerate(names, start=2):
+            _write_num(ws, row, col, counts.get(n, 0), fmt["text"])
+        row += 1
+    row += 1
+    for col, name in enumerate(("id", "kind", "difficulty", "would pass with")):
+        ws.write_string(row, col, name, fmt["header"])
+    for case in report.get("cases") or []:
+        if case.get("near_miss"):
+            row += 1
+            values = [case.get("id"), case.get("kind"), case.get("difficulty"),
+                      "; ".join(RELAXATIONS.get(n, n) for n in case["near_miss"])]
+            for col, value in enumerate(values):
+                _write_text(ws, row, col, value, fmt["text"])
+    ws.set_column(0, 1, 24)
+    ws.set_column(2, 2 + len(names), 18)
 
 
 def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -> None:

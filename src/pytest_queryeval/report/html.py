@@ -198,6 +198,8 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
         parts.append(_baseline(comparison))
     if report.get("flaky"):
         parts.append(_flaky(list(report["flaky"])))
+    if (report.get("near_miss") or {}).get("overall"):
+        parts.append(_near_misses(report["near_miss"], cases))
     parts.append(_case_table(cases))
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
@@ -251,6 +253,29 @@ def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:
     if g.get("value") is None and g.get("reason"):
         return e(g["reason"])
     return str(fmt(g.get("value")))
+
+
+def _near_misses(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> str:
+    """Failing cases a documented relaxation would pass (they explain, never change, a verdict)."""
+    from pytest_queryeval.nearmiss import RELAXATIONS
+
+    groups = [("overall", "", agg.get("overall") or {})]
+    for scope in ("by_kind", "by_difficulty"):
+        groups += [(scope[3:], k, v) for k, v in (agg.get(scope) or {}).items()]
+    names = [n for n in RELAXATIONS if n in (agg.get("overall") or {})]
+    head = "".join(f"<th class=n>{e(RELAXATIONS[n])}</th>" for n in names)
+    rows = "".join(f"<tr><td>{e(scope)}</td><td>{e(group)}</td>"
+                   + "".join(f"<td class=n>{int(counts.get(n, 0))}</td>" for n in names)
+                   + "</tr>" for scope, group, counts in groups)
+    items = "".join(f"<li><code>{e(c.get('id'))}</code> {e(c.get('kind'))}/"
+                    f"{e(difficulty_of(c))}: "
+                    f"{e('; '.join(RELAXATIONS.get(n, n) for n in c.get('near_miss') or []))}"
+                    "</li>" for c in cases if c.get("near_miss"))
+    return ('<section id="near-misses"><h2>Near misses</h2><p>Failing cases '
+            f"({int(agg.get('failures') or 0)} with compared results) that one documented "
+            "relaxation would pass; the verdicts stand.</p><table><thead><tr><th>scope</th>"
+            f"<th>group</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+            f'<ul id="near-miss-cases">{items}</ul></section>')
 
 
 def _flaky(flaky: list[Mapping[str, Any]]) -> str:

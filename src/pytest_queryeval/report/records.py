@@ -73,6 +73,8 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "error": outcome.error if outcome else None,
         "reason": outcome.reason if outcome else None,
         "diff": list(outcome.diff) if outcome else [],
+        # the relaxations that would make a failing case pass (None: not attributed)
+        "near_miss": (outcome.details.get("near_miss") if outcome else None),
         "details": dict(outcome.details) if outcome else {},
         "settings": {k: case.options[k] for k in SCORING_OPTIONS if k in case.options},
         # --queryeval-verdict baseline/gates: the case's state in the baseline and the verdict

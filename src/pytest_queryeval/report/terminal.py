@@ -103,6 +103,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
                  f"pass rate {_pct(o['pass_rate'])}")
     lines.extend(verdict_lines(report))
     lines.extend(flaky_lines(report))
+    lines.extend(near_miss_summary(report.get("near_miss") or {}))
     bad = [c for c in report["cases"] if judged_outcome(c) in ("failed", "error")]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
@@ -114,6 +115,12 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or '-'}] "
                          f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
+
+
+def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:
+    from ..nearmiss import summary_lines
+
+    return summary_lines(agg)
 
 
 def flaky_lines(report: Mapping[str, Any], limit: int = 20) -> list[str]:
