@@ -151,7 +151,8 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
             value = stats["pass_rate"]
         else:
             metric = stats["metrics"].get(gate.metric)
-            value = metric["mean"] if metric else None
+            value = None if not metric else metric["mean"] if gate.stat == "mean" else \
+                math.fsum(_values(selected, gate.metric))
         reason = None
         if value is None:
             reason = ("nothing scored: no case matched" if not selected else
@@ -160,9 +161,20 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
         results.append({
             "name": gate.name, "metric": gate.metric, "stat": gate.stat,
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
-            "value": value, "op": ">=", "limit": gate.limit, "cases": stats["count"],
+            "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
             "allow_empty": gate.allow_empty, "reason": reason,
             # a gate that scores nothing cannot vouch for the run: it fails unless allowed
-            "passed": gate.allow_empty if value is None else value >= gate.limit - 1e-12,
+            "passed": gate.allow_empty if value is None else (
+                value >= gate.limit - 1e-12 if gate.op == ">=" else value <= gate.limit + 1e-12),
         })
     return results
+
+
+def _values(records: Iterable[Mapping[str, Any]], metric: str) -> list[float]:
+    """``metric`` of every record that has it (a ``total_max`` gate sums any metric)."""
+    out = []
+    for rec in records:
+        value = (rec.get("metrics") or {}).get(metric)
+        if isinstance(value, int | float) and not math.isnan(value):
+            out.append(float(value))
+    return out

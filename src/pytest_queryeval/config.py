@@ -50,13 +50,16 @@ class Gate:
 
     name: str
     metric: str  # a metric name, or "pass_rate"
-    stat: str  # "mean" or "pass_rate"
+    stat: str  # "mean", "total" or "pass_rate"
     limit: float
     scope: Path
     kind: str | None = None
     tag: str | None = None
     #: A gate that scores nothing fails, unless it says ``allow_empty: true``.
     allow_empty: bool = False
+    #: ``>=`` (``mean:``, ``min:``: a floor) or ``<=`` (``max:``, ``total_max:``: a ceiling,
+    #: for what is better low: latency, tokens, ``cost_usd``).
+    op: str = ">="
 
 
 @dataclass(frozen=True)
@@ -244,7 +247,10 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
 
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
-GATE_KEYS = frozenset({"metric", "mean", "min", "kind", "tag", "allow_empty"})
+GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag",
+                       "allow_empty"})
+#: A metric gate's bound: the key, the statistic it bounds, and how.
+METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("total", "<=")}
 PASS_RATE = "pass_rate"
 #: ``gates: {significance: alpha}`` sets the baseline gate's significance level.
 SIGNIFICANCE = "significance"
@@ -279,7 +285,8 @@ def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base
 
 
 def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str]) -> Gate | None:
-    """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, allow_empty:}`` and
+    """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, allow_empty:}`` (or ``max:`` on
+    the mean, ``total_max:`` on the sum, for metrics that are better low) and
     ``pass_rate: 0.9`` / ``pass_rate: {min: 0.9, kind:, tag:, allow_empty:}``; a gate named
     otherwise says which metric it bounds with ``metric:``."""
     metric = spec.get("metric", name) if isinstance(spec, dict) else name
@@ -287,33 +294,39 @@ def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str])
         problems.append(f"{loc}.metric: must be a metric name (or pass_rate)")
         return None
     rate = metric == PASS_RATE
-    stat = "min" if rate else "mean"
     usage = ("use {min: x} (the share of judged cases that pass, between 0 and 1)" if rate
-             else "use {mean: x}")
+             else "use {mean: x} (a floor on the mean), {max: x} (a ceiling on the mean) or "
+                  "{total_max: x} (a ceiling on the sum)")
     if _is_number(spec):
-        spec = {stat: spec}
+        spec = {"min" if rate else "mean": spec}
     if not isinstance(spec, dict):
         problems.append(f"{loc}: {usage}, optionally with kind:, tag: and allow_empty:")
         return None
+    bounds = ["min"] if rate else list(METRIC_BOUNDS)
+    wrong = [k for k in (["mean", "max", "total_max"] if rate else ["min"]) if k in spec]
+    if wrong:
+        problems.append(f"{loc}.{wrong[0]}: {'a pass_rate gate' if rate else 'a metric gate'} "
+                        f"bounds its {'rate' if rate else 'mean or total'}: {usage}")
+        return None
     unknown = [str(k) for k in spec if k not in GATE_KEYS]
-    other = "mean" if rate else "min"
-    if other in spec:
-        problems.append(f"{loc}.{other}: {'a pass_rate gate' if rate else 'a metric gate'} "
-                        f"bounds its {'rate' if rate else 'mean'}: {usage}")
-        return None
     if unknown:
+        allowed = GATE_KEYS - ({"mean", "max", "total_max"} if rate else {"min"})
         problems.append(f"{loc}.{unknown[0]}: unknown key{suggest(unknown[0], GATE_KEYS)} "
-                        f"(allowed: {', '.join(sorted(GATE_KEYS - {other}))})")
+                        f"(allowed: {', '.join(sorted(allowed))})")
         return None
-    if stat not in spec:
-        problems.append(f"{loc}: {usage}, optionally with kind:, tag: and allow_empty:")
+    given = [k for k in bounds if k in spec]
+    if len(given) != 1:
+        problems.append(f"{loc}: {usage}{' (one of them)' if given else ''}, optionally with "
+                        "kind:, tag: and allow_empty:")
         return None
-    limit = spec[stat]
+    key = given[0]
+    stat, op = ("pass_rate", ">=") if rate else METRIC_BOUNDS[key]
+    limit = spec[key]
     if not _is_number(limit) or not math.isfinite(limit):
-        problems.append(f"{loc}.{stat}: must be a finite number, not {limit!r}")
+        problems.append(f"{loc}.{key}: must be a finite number, not {limit!r}")
         return None
     if rate and not 0 <= limit <= 1:
-        problems.append(f"{loc}.{stat}: a pass rate is a fraction between 0 and 1, not "
+        problems.append(f"{loc}.{key}: a pass rate is a fraction between 0 and 1, not "
                         f"{limit!r}{f' (for {limit:g}%, write {limit / 100:g})' if 1 < limit <= 100 else ''}")
         return None
     kind, tag, allow_empty = spec.get("kind"), spec.get("tag"), spec.get("allow_empty", False)
@@ -325,8 +338,7 @@ def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str])
         problems.append(f"{loc}.allow_empty: must be true or false")
         return None
     label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "")
-    return Gate(label, metric, "pass_rate" if rate else "mean", float(limit), base, kind, tag,
-                allow_empty)
+    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op)
 
 
 def _is_number(value: Any) -> bool:

@@ -335,6 +335,11 @@ def _write_reports(config: pytest.Config, report: dict[str, Any], comparison: An
     return written
 
 
+def _sig(value: float) -> float:
+    """Six significant digits: a cost of $0.0000031 per case is not 0 (six decimals were)."""
+    return float(f"{value:.6g}")
+
+
 def _add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
     """Aggregates as <testsuite> properties; works under xdist, unlike record_testsuite_property."""
     try:
@@ -349,10 +354,26 @@ def _add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None
     if overall["pass_rate"] is not None:
         xml.add_global_property("queryeval.pass_rate", round(overall["pass_rate"], 6))
     for metric, stats in overall["metrics"].items():
-        xml.add_global_property(f"queryeval.mean.{metric}", round(stats["mean"], 6))
+        xml.add_global_property(f"queryeval.mean.{metric}", _sig(stats["mean"]))
+        if "total" in stats:
+            xml.add_global_property(f"queryeval.total.{metric}", _sig(stats["total"]))
     for kind, stats in report["aggregates"]["by_kind"].items():
         for metric, m in stats["metrics"].items():
-            xml.add_global_property(f"queryeval.{kind}.mean.{metric}", round(m["mean"], 6))
+            xml.add_global_property(f"queryeval.{kind}.mean.{metric}", _sig(m["mean"]))
+            if "total" in m:
+                xml.add_global_property(f"queryeval.{kind}.total.{metric}", _sig(m["total"]))
+    # accuracy next to latency and cost, per kind and difficulty
+    for kind, per_diff in report["aggregates"].get("by_kind_difficulty", {}).items():
+        for diff, stats in per_diff.items():
+            prefix = f"queryeval.{kind}.{diff}"
+            if stats.get("pass_rate") is not None:
+                xml.add_global_property(f"{prefix}.pass_rate", _sig(stats["pass_rate"]))
+            metrics = stats.get("metrics") or {}
+            for metric, stat in (("prediction_seconds", "mean"), ("cost_usd", "total"),
+                                 ("prompt_tokens", "total"), ("completion_tokens", "total")):
+                if stat in (metrics.get(metric) or {}):
+                    xml.add_global_property(f"{prefix}.{stat}.{metric}",
+                                            _sig(metrics[metric][stat]))
     for gate in report["gates"]:
         xml.add_global_property(f"queryeval.gate.{gate['name']}",
                                 "pass" if gate["passed"] else "fail")

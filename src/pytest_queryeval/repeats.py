@@ -3,7 +3,9 @@
 A model behind an API may answer the same question differently from one request to the next:
 one passing run says little. The engine asks for N predictions and scores each; this module
 turns the N run outcomes into the case's: per-run means as the case's metrics (so aggregates,
-gates and baselines work unchanged), the minimum of each, ``consistency`` (the share of runs
+gates and baselines work unchanged) except the usage metrics (``prompt_tokens``,
+``completion_tokens``, ``cost_usd``), summed over the runs since the case cost them all, the
+minimum of each, ``consistency`` (the share of runs
 whose result, or query when nothing was executed, is the most frequent one), ``pass_at_k``
 (some run passed) and ``pass_all_k`` (every run passed), and the case verdict by
 ``repeat_verdict``. Plain data in and out: the merge of sharded reports reads the same records.
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .kinds import USAGE_METRICS
 from .model import Case, Threshold
 from .thresholds import evaluate as check_thresholds
 
@@ -93,6 +96,10 @@ def combine(case: Case, runs: Sequence[CaseOutcome]) -> CaseOutcome:
                 values.setdefault(name, []).append(float(value))
     metrics = {name: math.fsum(xs) / len(xs) for name, xs in values.items()}
     info["min"] = {name: min(xs) for name, xs in values.items()}
+    for name in USAGE_METRICS:  # what the case cost is what all its requests cost
+        spent = [float(r.metrics[name]) for r in runs if isinstance(r.metrics.get(name), int | float)]
+        if spent:
+            metrics[name] = math.fsum(spent)
     metrics["consistency"] = counts.most_common(1)[0][1] / n
     metrics["pass_at_k"] = 1.0 if passed else 0.0
     metrics["pass_all_k"] = 1.0 if passed == n else 0.0

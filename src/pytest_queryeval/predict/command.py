@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import PredictionError
 from ..model import Case
 from ._bounded import Aborted, DeadlineExpired, TooBig, run_command
-from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json
+from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json, read_usage
 
 
 class CommandPredictor:
@@ -52,9 +52,14 @@ class CommandPredictor:
         if not out:
             raise PredictionError("command printed no prediction")
         value: Any = maybe_json(out)
+        usage: dict[str, float] = {}
+        model = None
         if isinstance(value, dict) and "predicted" in value:
+            # the envelope may report what the answer cost: usage and the model's name
+            usage = read_usage(value.get("usage"))
+            model = value.get("model") if isinstance(value.get("model"), str) else None
             value = value["predicted"]
-        return Prediction(value, seconds)
+        return Prediction(value, seconds, usage=usage, model=model)
 
 
 def _text(data: bytes) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import PredictionError
 from ..model import Case
 from ..yamlload import load_file, plain
-from .base import Prediction
+from .base import Prediction, read_usage
 
 _ID_KEYS = ("id", "case_id")
 _VALUE_KEYS = ("predicted", "prediction", "pred", "output")
@@ -102,9 +102,13 @@ class FilePredictor:
         if value_key is None:
             raise PredictionError(f"{self.path}: entry for {case.id!r} has no 'predicted' value")
         seconds = next((row[k] for k in _TIME_KEYS if isinstance(row.get(k), int | float)), None)
+        usage = read_usage(row.get("usage")) or read_usage(row)
+        model = row.get("model") if isinstance(row.get("model"), str) else None
         details = {k: v for k, v in row.items()
-                   if k not in (*_ID_KEYS, value_key, "__line") and not isinstance(v, dict | list)}
-        return Prediction(row[value_key], float(seconds) if seconds is not None else None, details)
+                   if k not in (*_ID_KEYS, value_key, "__line", *usage) and
+                   not isinstance(v, dict | list)}
+        return Prediction(row[value_key], float(seconds) if seconds is not None else None, details,
+                          usage, model)
 
 
 #: Unmatched ids listed in the warning; the rest are counted.

@@ -24,10 +24,19 @@ from ..errors import PredictionError
 from ..model import Case
 from ..secrets import Scrubber, url_passwords
 from ._bounded import DeadlineExpired, SocketDeadline, TooBig, open_url, read_capped
-from .base import DEFAULT_MAX_BYTES, Prediction, get_path, maybe_json, positive_number
+from .base import (
+    DEFAULT_MAX_BYTES,
+    USAGE_KEYS,
+    Prediction,
+    get_path,
+    maybe_json,
+    positive_number,
+    read_usage,
+)
 
 HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
-                       "retries", "backoff", "concurrency", "timing_fields", "max_bytes"})
+                       "retries", "backoff", "concurrency", "timing_fields", "max_bytes",
+                       "usage_fields"})
 #: Characters of an error response's body kept in the message (services explain 4xx there).
 ERROR_BODY_CHARS = 500
 #: Bytes read of an error body: enough to scrub a secret that starts before the cut.
@@ -74,6 +83,7 @@ class HttpPredictor:
         self.retries = int(spec.get("retries", 2))
         self.backoff = float(spec.get("backoff", 0.5))
         self.timing_fields: dict[str, str] = dict(spec.get("timing_fields") or {})
+        self.usage_fields = _usage_fields(spec.get("usage_fields"))
         self._scrubber = Scrubber(_credentials(self.url, self.headers))
 
     def _request(self, case: Case) -> urllib.request.Request:
@@ -169,7 +179,41 @@ class HttpPredictor:
                 continue
         if isinstance(value, str):
             value = maybe_json(value) if value.strip()[:1] == "{" else value
-        return Prediction(value, seconds, details)
+        usage, model = self._usage(data)
+        return Prediction(value, seconds, details, usage, model)
+
+    def _usage(self, data: Any) -> tuple[dict[str, float], str | None]:
+        """Token counts (and the model) at ``usage_fields`` paths, else at the OpenAI shape's
+        top-level ``usage`` and ``model``."""
+        if not isinstance(data, dict):
+            return {}, None
+        if not self.usage_fields:
+            model = data.get("model")
+            return read_usage(data.get("usage")), model if isinstance(model, str) else None
+        found: dict[str, Any] = {}
+        for name, path in self.usage_fields.items():
+            try:
+                found[name] = get_path(data, path)
+            except KeyError:
+                continue
+        model = found.pop("model", None)
+        return read_usage(found), str(model) if isinstance(model, str | int) else None
+
+
+def _usage_fields(spec: Any) -> dict[str, str]:
+    """``usage_fields: {prompt_tokens: path, completion_tokens: path, cost_usd: path,
+    model: path}``: where a response that is not OpenAI-shaped reports its usage."""
+    if spec is None:
+        return {}
+    allowed = (*USAGE_KEYS, "cost_usd", "model")
+    if not isinstance(spec, dict) or not all(isinstance(v, str) for v in spec.values()):
+        raise PredictionError("predictions.usage_fields: must map names to response paths "
+                              f"({', '.join(allowed)})")
+    unknown = sorted(str(k) for k in spec if k not in allowed)
+    if unknown:
+        raise PredictionError(f"predictions.usage_fields.{unknown[0]}: unknown (allowed: "
+                              f"{', '.join(allowed)})")
+    return {str(k): v for k, v in spec.items()}
 
 
 def _credentials(url: str, headers: dict[str, str]) -> set[str]:

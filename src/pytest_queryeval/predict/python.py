@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import PredictionError
 from ..model import Case
-from .base import Prediction
+from .base import Prediction, read_usage
 
 
 def load_callable(target: str, search: list[Path]) -> Callable[..., Any]:
@@ -82,6 +82,12 @@ class PythonPredictor:
         seconds = time.perf_counter() - start
         if value is None:
             raise PredictionError(f"{self.target} returned None for case {case.id!r}")
+        if isinstance(value, Prediction):  # the callable reports usage, model or details
+            if value.value is None:
+                raise PredictionError(f"{self.target} returned a Prediction of None for case "
+                                      f"{case.id!r}")
+            return Prediction(value.value, seconds if value.seconds is None else value.seconds,
+                              dict(value.details), read_usage(value.usage), value.model)
         return Prediction(value, seconds)
 
 

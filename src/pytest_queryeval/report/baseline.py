@@ -97,6 +97,20 @@ def is_timing(metric: str) -> bool:
     return metric.endswith("_seconds")
 
 
+#: What a prediction cost (``pricing:``, the sources' usage reports): summed in reports.
+USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_usd")
+
+
+def is_usage(metric: str) -> bool:
+    return metric in USAGE_METRICS
+
+
+def lower_is_better(metric: str) -> bool:
+    """Timings and usage (tokens, cost): a rise is the worsening, a failed case scores no 0
+    for them, and only a named max-drop gates them."""
+    return is_timing(metric) or is_usage(metric)
+
+
 def is_detail_metric(metric: str) -> bool:
     """Per-dimension (``precision[DIM]``) and per-component (``where_f1``) metrics."""
     return "[" in metric or metric.endswith(("_acc", "_rec")) or (
@@ -125,7 +139,7 @@ def ordered_metrics(names: Iterable[str]) -> list[str]:
     def key(m: str) -> tuple[int, int, str]:
         if m in HEADLINE_METRICS:
             return (0, HEADLINE_METRICS.index(m), m)
-        if is_timing(m):
+        if lower_is_better(m):
             return (3, 0, m)
         return (2 if is_detail_metric(m) else 1, 0, m)
 
@@ -246,7 +260,7 @@ class MetricDelta:
         d = self.delta
         if d is None:
             return 0.0
-        return d if is_timing(self.metric) else -d
+        return d if lower_is_better(self.metric) else -d
 
     @property
     def label(self) -> str:
@@ -485,7 +499,7 @@ def _value(case: Mapping[str, Any], other: Mapping[str, Any], metric: str) -> fl
     metrics = case.get("metrics") or {}
     if metric in metrics and metrics[metric] is not None:
         return float(metrics[metric])
-    if (judged_outcome(case) in _FAIL and not is_timing(metric)
+    if (judged_outcome(case) in _FAIL and not lower_is_better(metric)
             and metric in (other.get("metrics") or {})):
         return 0.0
     return None
@@ -534,7 +548,7 @@ def _group_deltas(scope: str, group: str,
 def _delta(metric: str, scope: str, group: str, base: float | None, cur: float | None, n: int,
            limits: Mapping[str, float], gated: bool) -> MetricDelta:
     limit = limits.get(metric)
-    if limit is None and not is_timing(metric) and not is_spider_component(metric):
+    if limit is None and not lower_is_better(metric) and not is_spider_component(metric):
         limit = limits.get(GLOBAL)
     d = MetricDelta(metric, scope, group, base, cur, n, limit)
     if gated and limit is not None and d.worsening > limit + EPSILON:
@@ -577,7 +591,7 @@ def _bootstrap(d: MetricDelta, base: list[float], cur: list[float], alpha: float
     if cmp is not None and not cmp.bootstrap:
         cmp.bootstrap = {"method": "percentile", "n_resamples": iv.n_resamples,
                          "seed": iv.seed, "confidence": iv.confidence, "rng": iv.rng}
-    significant = iv.low > EPSILON if is_timing(d.metric) else iv.high < -EPSILON
+    significant = iv.low > EPSILON if lower_is_better(d.metric) else iv.high < -EPSILON
     return replace(d, ci_low=iv.low, ci_high=iv.high, significant=significant,
                    failed=d.failed and significant)
 

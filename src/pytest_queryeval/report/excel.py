@@ -19,6 +19,7 @@ from pytest_queryeval.errors import MissingDependency
 from pytest_queryeval.report.baseline import (
     is_detail_metric,
     is_timing,
+    is_usage,
     ordered_difficulties,
     ordered_metrics,
 )
@@ -35,6 +36,10 @@ CHART_SERIES = 6
 
 SUMMARY_FIXED = ("Kind", "Difficulty", "Number of samples", "Percent correct")
 LATENCY_HEADERS = ("Mean latency (s)", "Latency std (s)")
+#: What the group's predictions cost (totals), after the latency columns.
+USAGE_COLUMNS = (("prompt_tokens", "Prompt tokens", "int"),
+                 ("completion_tokens", "Completion tokens", "int"),
+                 ("cost_usd", "Cost (USD)", "usd"))
 DETAILS_FIXED = ("ID", "Kind", "Difficulty", "Tags", "Question", "Predicted", "Gold", "Outcome",
                  "Failed metrics")
 SDMX_HEADERS = ("ID", "Difficulty", "Tags", "Question", "Outcome", "macro recall",
@@ -97,6 +102,8 @@ def _formats(wb: Any) -> dict[str, Any]:
         "num": wb.add_format({**base, "num_format": "0.000"}),
         "sec": wb.add_format({**base, "num_format": "0.00"}),
         "int": wb.add_format({**base, "num_format": "0"}),
+        "usd": wb.add_format({**base, "num_format": "$0.000000"}),
+        "total_usd": wb.add_format({**base, "bold": True, "top": 1, "num_format": "$0.000000"}),
         "total": wb.add_format({**base, "bold": True, "top": 1}),
         "total_pct": wb.add_format({**base, "bold": True, "top": 1, "num_format": "0.0%"}),
         "total_num": wb.add_format({**base, "bold": True, "top": 1, "num_format": "0.000"}),
@@ -159,8 +166,10 @@ def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     detail, totals = _summary_groups(report)
     metric_names = ordered_metrics(
         m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})
-        if m != LATENCY_METRIC)
-    headers = [*SUMMARY_FIXED, *metric_names, *LATENCY_HEADERS]
+        if m != LATENCY_METRIC and not is_usage(m))
+    present = {m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})}
+    usage = [c for c in USAGE_COLUMNS if c[0] in present]
+    headers = [*SUMMARY_FIXED, *metric_names, *LATENCY_HEADERS, *(c[1] for c in usage)]
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])
     lat_col = len(SUMMARY_FIXED) + len(metric_names)
@@ -178,6 +187,9 @@ def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
         latency = metrics.get(LATENCY_METRIC) or {}
         _write_num(ws, row, lat_col, latency.get("mean"), fmt[p + "sec"])
         _write_num(ws, row, lat_col + 1, latency.get("std"), fmt[p + "sec"])
+        for i, (name, _, style) in enumerate(usage):
+            spent = metrics.get(name) or {}
+            _write_num(ws, row, lat_col + 2 + i, spent.get("total"), fmt[p + style])
 
     row = 1
     for kind, diff, stats in detail:
@@ -291,8 +303,9 @@ def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
                     fmt["text"])
         metrics = case.get("metrics") or {}
         for i, name in enumerate(metric_names):
-            _write_num(ws, row, first_metric + i, metrics.get(name),
-                       fmt["sec"] if is_timing(name) else fmt["num"])
+            style = ("sec" if is_timing(name) else "usd" if name == "cost_usd" else
+                     "int" if is_usage(name) else "num")
+            _write_num(ws, row, first_metric + i, metrics.get(name), fmt[style])
         _write_text(ws, row, first_metric + len(metric_names), case.get("error"), fmt["wrap"])
         _write_text(ws, row, first_metric + len(metric_names) + 1, case.get("reason"),
                     fmt["wrap"])

@@ -24,12 +24,14 @@ from pytest_queryeval.report.baseline import (
     difficulty_of,
     is_detail_metric,
     is_timing,
+    lower_is_better,
     ordered_difficulties,
     ordered_metrics,
     significance_cell,
     significance_header,
 )
 from pytest_queryeval.report.json_report import write_atomic
+from pytest_queryeval.report.terminal import SPEND_HEADERS, USAGE_METRICS, spend_cell
 from pytest_queryeval.safetext import printable
 
 __all__ = ["render_html", "write_html"]
@@ -354,10 +356,12 @@ def _summary(agg: Mapping[str, Any]) -> str:
         if kind in by_kind:
             groups.append(("all", by_kind[kind], True))
         names = ordered_metrics(m for _, s, _ in groups for m in (s.get("metrics") or {}))
-        shown = [m for m in names if not is_detail_metric(m) and not is_timing(m)]
+        shown = [m for m in names if not is_detail_metric(m) and not lower_is_better(m)]
         latency = LATENCY_METRIC in names
+        spend = [m for m in USAGE_METRICS if m in names]
         head = "".join(f"<th class=n>{e(m)}</th>" for m in shown)
         head += "<th class=n>latency (s)</th>" if latency else ""
+        head += "".join(f"<th class=n>{e(SPEND_HEADERS[m])}</th>" for m in spend)
         out.append(f'<h3>{e(kind)}</h3><table class="summary" data-kind="{e(kind)}"><thead>'
                    f"<tr><th>difficulty</th><th class=n>cases</th><th class=n>pass rate</th>"
                    f"{head}</tr></thead><tbody>")
@@ -369,6 +373,8 @@ def _summary(agg: Mapping[str, Any]) -> str:
                 lat = metrics.get(LATENCY_METRIC)
                 cells += (f"<td class=n>{lat['mean']:.2f} ± {lat['std']:.2f}</td>" if lat
                           else "<td class=n>–</td>")
+            cells += "".join(f"<td class=n>{e(spend_cell(m, metrics.get(m)))}</td>"
+                             for m in spend)
             out.append(f'<tr{" class=total" if total else ""} data-difficulty="{e(diff)}">'
                        f"<td>{e(diff)}</td><td class=n>{int(stats.get('count') or 0)}</td>"
                        f"<td class=n>{_pct(stats.get('pass_rate'))}</td>{cells}</tr>")

@@ -18,12 +18,13 @@ from pytest_queryeval.report.baseline import (
     MetricDelta,
     arrow,
     is_detail_metric,
-    is_timing,
+    lower_is_better,
     ordered_difficulties,
     ordered_metrics,
     significance_cell,
     significance_header,
 )
+from pytest_queryeval.report.terminal import SPEND_HEADERS, USAGE_METRICS, spend_cell
 
 __all__ = ["render_markdown"]
 
@@ -203,14 +204,16 @@ def _kinds(agg: Mapping[str, Any]) -> list[str]:
         if kind in by_kind:
             groups.append(("**all**", by_kind[kind]))
         names = ordered_metrics(m for _, s in groups for m in (s.get("metrics") or {}))
-        shown = [m for m in names if not is_detail_metric(m) and not is_timing(m)]
+        shown = [m for m in names if not is_detail_metric(m) and not lower_is_better(m)]
         latency = LATENCY_METRIC in names
+        spend = [m for m in USAGE_METRICS if m in names]
         out.extend([f"### {md(kind)}", ""])
         header = ["difficulty", "cases", "pass rate", *(md(m) for m in shown)]
         if latency:
             header.append("latency (s)")
+        header += [SPEND_HEADERS[m] for m in spend]
         out.append(_row(header))
-        out.append("|---|---:|---:|" + "---:|" * (len(shown) + int(latency)))
+        out.append("|---|---:|---:|" + "---:|" * (len(shown) + int(latency) + len(spend)))
         for diff, stats in groups:
             metrics = stats.get("metrics") or {}
             cells = [diff if diff == "**all**" else md(diff), str(stats.get("count", 0)),
@@ -219,6 +222,7 @@ def _kinds(agg: Mapping[str, Any]) -> list[str]:
             if latency:
                 lat = metrics.get(LATENCY_METRIC)
                 cells.append(f"{lat['mean']:.2f} ± {lat['std']:.2f}" if lat else "–")
+            cells += [spend_cell(m, metrics.get(m)) for m in spend]
             out.append(_row(cells))
         hidden = len([m for m in names if is_detail_metric(m)])
         if hidden:

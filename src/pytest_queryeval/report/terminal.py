@@ -79,12 +79,14 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         metrics = HEADLINE.get(kind) or tuple(
             sorted(agg["by_kind"][kind]["metrics"])[:4])
         present = [m for m in metrics if m in agg["by_kind"][kind]["metrics"]]
-        header = [kind, "difficulty", "cases", "pass", *[_SHORT.get(m, m) for m in present]]
+        spend = [c for c in _SPEND if c[0] in agg["by_kind"][kind]["metrics"]]
+        header = [kind, "difficulty", "cases", "pass", *[_SHORT.get(m, m) for m in present],
+                  *[c[1] for c in spend]]
         rows = []
         for diff in sorted(per_diff, key=_diff_key):
-            rows.append(_row(kind, diff, per_diff[diff], present))
+            rows.append(_row(kind, diff, per_diff[diff], present, spend))
         if len(per_diff) > 1:
-            rows.append(_row(kind, "all", agg["by_kind"][kind], present))
+            rows.append(_row(kind, "all", agg["by_kind"][kind], present, spend))
         lines.extend(_table(header, rows))
         lines.append("")
     if agg.get("spider"):
@@ -101,6 +103,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     lines.append(f"overall: {o['count']} cases, {o['passed']} passed, {o['failed']} failed, "
                  f"{o['errors']} errors, {o['xfailed']} xfailed{granted}, {o['skipped']} skipped; "
                  f"pass rate {_pct(o['pass_rate'])}")
+    spent = spent_line(o)
+    if spent:
+        lines.append(spent)
     lines.extend(verdict_lines(report))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
@@ -174,10 +179,69 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
-def _row(kind: str, diff: str, stats: Mapping[str, Any], metrics: list[str]) -> list[str]:
+def _row(kind: str, diff: str, stats: Mapping[str, Any], metrics: list[str],
+         spend: Sequence[tuple[str, str, str, Any]] = ()) -> list[str]:
     del kind
     return ["", diff, str(stats["count"]), _pct(stats["pass_rate"]),
-            *[_fmt(stats["metrics"].get(m, {}).get("mean")) for m in metrics]]
+            *[_fmt(stats["metrics"].get(m, {}).get("mean")) for m in metrics],
+            *[show(stats["metrics"].get(m, {}).get(stat)) for m, _, stat, show in spend]]
+
+
+def _seconds(v: Any) -> str:
+    return "-" if v is None else f"{v:.2f}s"
+
+
+def usd(v: Any) -> str:
+    """Dollars with the digits a per-case cost needs ($0.000123) and cents for big sums."""
+    if v is None:
+        return "-"
+    return f"${v:,.2f}" if v >= 100 else f"${v:.4f}" if v >= 0.01 else f"${v:.6f}"
+
+
+def _tokens(v: Any) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+#: Latency and spend beside the accuracy columns: (metric, header, statistic, format).
+_SPEND: tuple[tuple[str, str, str, Any], ...] = (
+    ("prediction_seconds", "latency", "mean", _seconds),
+    ("completion_tokens", "tokens out", "total", _tokens),
+    ("cost_usd", "cost", "total", usd),
+)
+
+
+#: The usage columns of the Markdown and HTML summaries (each a total over the group).
+USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_usd")
+SPEND_HEADERS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens",
+                 "cost_usd": "cost (USD)"}
+
+
+def spend_cell(metric: str, stats: Mapping[str, Any] | None) -> str:
+    """A group's total of a usage metric, formatted (``-`` when no case has it)."""
+    total = (stats or {}).get("total")
+    if total is None and stats:  # a report written before totals: mean x n
+        total = stats.get("mean", 0) * stats.get("n", 0)
+    return usd(total) if metric == "cost_usd" else _tokens(total)
+
+
+def spent_line(stats: Mapping[str, Any]) -> str | None:
+    """``spent: N prompt + M completion tokens, $X (mean $Y per case); latency ...``, or None
+    when the run recorded neither usage nor latency."""
+    metrics = stats.get("metrics") or {}
+    parts = []
+    if "prompt_tokens" in metrics or "completion_tokens" in metrics:
+        parts.append(f"{_tokens((metrics.get('prompt_tokens') or {}).get('total', 0))} prompt + "
+                     f"{_tokens((metrics.get('completion_tokens') or {}).get('total', 0))} "
+                     "completion tokens")
+    if "cost_usd" in metrics:
+        cost = metrics["cost_usd"]
+        parts.append(f"{usd(cost.get('total'))} (mean {usd(cost.get('mean'))} per case)")
+    if not parts:
+        return None
+    latency = metrics.get("prediction_seconds")
+    tail = (f"; latency mean {_seconds(latency.get('mean'))}, total "
+            f"{_seconds(latency.get('total'))}") if latency else ""
+    return "spent: " + ", ".join(parts) + tail
 
 
 def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -190,9 +254,10 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
             value = f"n/a ({g.get('reason') or 'nothing scored'}; allow_empty: true)"
         else:
             value = f"n/a ({g.get('reason') or 'nothing scored'})"
-        what = "pass rate" if g["stat"] == "pass_rate" else f"mean {g['metric']}"
+        what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
         scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
-        out.append(f"gate {mark}: {what}{scope} = {value} (required >= {g['limit']:g}, "
+        out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
+                   f"{g['limit']:g}, "
                    f"{g['cases']} cases)")
     return out
 
@@ -242,7 +307,10 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
             bound = "" if not t else " and ".join(
                 f"{'>=' if k == 'min' else '<='} {v:g}" for k, v in t.items())
             mark = "FAIL" if m in failed else ("ok" if t else "")
-            rows.append([m, _fmt(metrics.get(m)), bound, mark])
+            value = metrics.get(m)
+            shown = usd(value) if m == "cost_usd" else _tokens(value) if m in (
+                "prompt_tokens", "completion_tokens") else _fmt(value)
+            rows.append([m, shown, bound, mark])
         width = [max(len(r[i]) for r in [["metric", "value", "threshold", ""], *rows])
                  for i in range(4)]
         out.append("")
