@@ -189,36 +189,40 @@ def audit_outcome(case: Case, ctx: Any, mode: str) -> Any:
 
 
 _JSON_GOLD_ERROR = re.compile(r"\bgold: not (valid )?JSON")
+_GOLD_PARSE_ERROR = re.compile(r"\bgold(\[\d+\])?: (cannot parse|refused):")
 
 
 def _invalid_case(case: Case, result: AuditResult) -> None:
     for error in case.errors:
         if case.kind == "json" and _JSON_GOLD_ERROR.search(error):
             result.add("invalid-json", error)
+        elif _GOLD_PARSE_ERROR.search(error):  # found at collection: SPARQL golds are parsed
+            result.add("gold-error", error)
         else:
             result.add("invalid-case", error)
 
 
 def _self_check(case: Case, kind: Any, ctx: _AuditContext, result: AuditResult,
                 prediction: Any, gold: int | None, *, explained: Iterable[str] = (),
-                ) -> Scored | None:
-    """Score the gold as its own prediction; every threshold metric must be 1."""
+                where: str = "") -> Scored | None:
+    """Score the gold as its own prediction; every threshold metric must be 1. ``where``
+    names an alternative answer that has no gold index (an SDMX alternative target)."""
     try:
         scored: Scored = kind.evaluate(case, prediction, ctx)
     except SourceUnavailable:
         raise
     except QueryEvalError as exc:
-        result.add("gold-error", exc.reason(), gold)
+        result.add("gold-error", where + exc.reason(), gold)
         return None
     except Exception as exc:  # a kind's bug must not end the audit of the other cases
-        result.add("gold-error", f"internal error scoring the gold: {type(exc).__name__}: "
+        result.add("gold-error", f"{where}internal error scoring the gold: {type(exc).__name__}: "
                                  f"{exc}", gold)
         return None
-    if gold in (None, 0):
+    if gold in (None, 0) and not where:
         result.metrics, result.labels = dict(scored.metrics), dict(scored.labels)
     if scored.reason:
         code = "gold-timeout" if scored.reason.startswith("timeout:") else "gold-error"
-        result.add(code, f"as its own prediction: {scored.reason}", gold)
+        result.add(code, f"{where}as its own prediction: {scored.reason}", gold)
         return scored
     skip = set(explained)
     for metric, bound in sorted(case.thresholds.items()):
@@ -226,10 +230,10 @@ def _self_check(case: Case, kind: Any, ctx: _AuditContext, result: AuditResult,
             continue
         value = scored.metrics.get(metric)
         if value is None:
-            result.add("gold-below-threshold", f"{metric} is never computed for this case, so "
+            result.add("gold-below-threshold", f"{where}{metric} is never computed for this case, so "
                        f"its threshold ({bound.describe()}) cannot be met", gold)
         elif not value >= 1 - TOLERANCE:
-            result.add("gold-below-threshold", f"{metric} = {value:.4f} scoring the gold "
+            result.add("gold-below-threshold", f"{where}{metric} = {value:.4f} scoring the gold "
                        f"against itself (threshold {bound.describe()})", gold)
     return scored
 
@@ -606,24 +610,56 @@ def _audit_sdmx(case: Case, kind: Any, ctx: _AuditContext, result: AuditResult) 
     except SelectionError as exc:
         result.add("invalid-case", f"target: {exc}")
         return
-    prediction = [{"indicator_selection": t.raw["target"]["indicator_selection"]}
-                  for t in turns]
-    scored = _self_check(case, kind, ctx, result, prediction, None,
-                         explained=["valid_term_rate"])
-    if scored is None:
-        return
-    for term in scored.details.get("invalid_terms") or []:
-        result.add("code-not-in-codelist", _term(term) + f": {term.get('reason')}")
-    if "name" in match_options(case.options).match_on:
-        for term in scored.details.get("name_mismatches") or []:
-            result.add("codelist-name-mismatch", _term(term) + f": the codelist calls it "
-                       f"{term.get('codelist_name')!r}")
-    rate = scored.metrics.get("valid_term_rate")
+    primary = [{"indicator_selection": t.raw["target"]["indicator_selection"]} for t in turns]
+    answers: list[tuple[str, list[Any]]] = [("", primary)]
+    for pos, turn in enumerate(turns):  # every alternative target is a gold answer too
+        known = [("target", _selection_key(turn.target))]
+        for j, selection in enumerate(turn.alternatives):
+            key = _selection_key(selection)
+            same = next((name for name, k in known if k == key), None)
+            if same is not None:
+                result.add("redundant-alternative", f"conversation[{turn.index}]."
+                           f"alternative_targets[{j}] selects the same terms as {same}: the "
+                           "alternative adds nothing")
+            known.append((f"alternative_targets[{j}]", key))
+        for j, alt in enumerate(turn.raw.get("alternative_targets") or []):
+            prediction = list(primary)
+            prediction[pos] = {"indicator_selection": alt["indicator_selection"]}
+            answers.append((f"conversation[{turn.index}].alternative_targets[{j}]: ", prediction))
+    by_name = "name" in match_options(case.options).match_on
     bound = case.thresholds.get("valid_term_rate")
-    if bound is not None and bound.min is not None and rate is not None \
-            and not scored.details.get("invalid_terms") and rate < 1 - TOLERANCE:
-        result.add("gold-below-threshold", f"valid_term_rate = {rate:.4f} scoring the gold "
-                   f"against itself (threshold {bound.describe()})")
+    seen: set[str] = set()  # a term an alternative shares with the target is reported once
+    for where, prediction in answers:
+        scored = _self_check(case, kind, ctx, result, prediction, None,
+                             explained=["valid_term_rate"], where=where)
+        if scored is None:
+            continue
+        for term in scored.details.get("invalid_terms") or []:
+            if _first_sight(term, seen):
+                result.add("code-not-in-codelist", where + _term(term) + f": {term.get('reason')}")
+        for term in (scored.details.get("name_mismatches") or []) if by_name else []:
+            if _first_sight(term, seen):
+                result.add("codelist-name-mismatch", where + _term(term) + ": the codelist "
+                           f"calls it {term.get('codelist_name')!r}")
+        rate = scored.metrics.get("valid_term_rate")
+        if bound is not None and bound.min is not None and rate is not None \
+                and not scored.details.get("invalid_terms") and rate < 1 - TOLERANCE:
+            result.add("gold-below-threshold", f"{where}valid_term_rate = {rate:.4f} scoring "
+                       f"the gold against itself (threshold {bound.describe()})")
+
+
+def _selection_key(selection: Mapping[tuple[str, str], list[Any]]) -> Any:
+    """A selection compared as the metrics see it: terms per (dataset, dimension), as sets."""
+    return sorted((k, sorted(set(map(repr, v)))) for k, v in selection.items() if v)
+
+
+def _first_sight(term: Mapping[str, Any], seen: set[str]) -> bool:
+    key = json.dumps({k: v for k, v in term.items() if k != "reason"}, sort_keys=True,
+                     default=str)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def _term(term: Mapping[str, Any]) -> str:

@@ -77,6 +77,8 @@ SQL_CASES = [
     {"id": "never-computed", "gold": "WITH x AS (SELECT 1 AS a) SELECT a FROM x",
      "thresholds": {"exact_set_match": 1.0}},
     {"id": "invalid", "gold": "SELECT 1", "no_such_key": 1},
+    {"id": "no-gold-query", "gold_result": {"columns": ["n"], "rows": []},
+     "predicted_result": {"columns": ["n"], "rows": []}},
 ]
 
 
@@ -115,6 +117,7 @@ def test_sqlite_findings_are_located_and_typed(sqlite_suite: pytest.Pytester) ->
     assert found["not-a-query-as-prediction"] == {"gold-error"}
     assert found["never-computed"] == {"gold-below-threshold"}
     assert found["invalid"] == {"invalid-case"}
+    assert found["no-gold-query"] == {"empty-result"}  # only its recording can be checked
     assert found["unreachable"] == {"source-unavailable"}
 
     lines = {c["id"]: c["line"] for c in report["cases"]}
@@ -138,7 +141,7 @@ def test_sqlite_findings_are_located_and_typed(sqlite_suite: pytest.Pytester) ->
     tie = finding(report, "ties", "ties-at-limit")["message"]
     assert '("Women\'s Appreciation")' in tie  # the other tie-break's answer, shown
     # severities, counts, and the verdict of each item: errors fail, warnings pass
-    assert report["audit"]["errors"] == 8 and report["audit"]["warnings"] == 5
+    assert report["audit"]["errors"] == 8 and report["audit"]["warnings"] == 6
     outcomes = {c["id"]: c["outcome"] for c in report["cases"]}
     assert outcomes["clock"] == outcomes["ties"] == outcomes["fine"] == "passed"
     assert outcomes["missing-table"] == outcomes["drift"] == "failed"
@@ -146,7 +149,7 @@ def test_sqlite_findings_are_located_and_typed(sqlite_suite: pytest.Pytester) ->
     # a gold that fails is its own outcome, never a 0 scored for it
     assert next(c for c in report["cases"] if c["id"] == "missing-table")["metrics"] == {}
     text = result.stdout.str()
-    assert "gold audit: 17 cases, 8 errors, 5 warnings" in text
+    assert "gold audit: 18 cases, 8 errors, 6 warnings" in text
     assert "test_chinook.yaml:" in text and "ERROR   gold-timeout" in text
 
 
@@ -241,6 +244,7 @@ def test_sparql_findings_on_the_brick_model(pytester: pytest.Pytester, shared_da
              "type": "literal", "value": "4",
              "datatype": "http://www.w3.org/2001/XMLSchema#integer"}}]}}},
         {"id": "bad-function", "gold": "SELECT ?x WHERE { ?x ?p ?o FILTER(<http://x/f>(?o)) }"},
+        {"id": "syntax", "gold": BRICK + "SELEC ?ahu WHERE { ?ahu a brick:AHU }"},
     ]}))
     result, report = run(pytester, "--queryeval-audit-golds")
     assert result.ret == 1
@@ -257,6 +261,8 @@ def test_sparql_findings_on_the_brick_model(pytester: pytest.Pytester, shared_da
     assert found["drift"] == {"gold-drift"}
     assert "only recorded: (4); only live: (5)" in finding(report, "drift", "gold-drift")["message"]
     assert found["bad-function"] == {"gold-error"}
+    assert found["syntax"] == {"gold-error"}  # found when the case is read, reported as such
+    assert "gold: cannot parse: " in finding(report, "syntax", "gold-error")["message"]
 
 
 def test_sdmx_codes_checked_against_the_imf_codelists(pytester: pytest.Pytester,
@@ -275,10 +281,16 @@ def test_sdmx_codes_checked_against_the_imf_codelists(pytester: pytest.Pytester,
                     {"dimension_name": d, "values": [{"id": i, "name": n}]}
                     for d, i, n in dims]}]}}]}
 
+    with_alternative = case("alternative", ("ECU", "Ecuador"))
+    turn = with_alternative["conversation"][0]
+    alt = json.loads(json.dumps(turn["target"]))
+    alt["indicator_selection"][0]["dimensions"][2]["values"] = [{"id": "EQU", "name": "Ecuador"}]
+    turn["alternative_targets"] = [turn["target"], alt]
     pytester.makefile(".yaml", test_cpi=_yaml({"kind": "sdmx", "datasource": "imf", "cases": [
         case("fine", ("ECU", "Ecuador")),
         case("made-up-code", ("XKX", "Kosovo")),
         case("other-name", ("KOR", "South Korea")),
+        with_alternative,
     ]}))
     result, report = run(pytester, "--queryeval-audit-golds")
     assert result.ret == 1
@@ -287,6 +299,12 @@ def test_sdmx_codes_checked_against_the_imf_codelists(pytester: pytest.Pytester,
     assert found["made-up-code"] == {"code-not-in-codelist"}  # not also valid_term_rate
     assert finding(report, "made-up-code", "code-not-in-codelist")["message"] == (
         "conversation[0] IMF.STA:CPI COUNTRY=XKX (Kosovo): code not in codelist")
+    assert finding(report, "alternative", "code-not-in-codelist")["message"] == (
+        "conversation[0].alternative_targets[1]: conversation[0] IMF.STA:CPI COUNTRY=EQU "
+        "(Ecuador): code not in codelist")
+    assert found["alternative"] == {"code-not-in-codelist", "redundant-alternative"}
+    assert finding(report, "alternative", "redundant-alternative")["message"].startswith(
+        "conversation[0].alternative_targets[0] selects the same terms as target")
     assert found["other-name"] == {"codelist-name-mismatch"}
     assert "'Korea, Republic of'" in finding(report, "other-name",
                                             "codelist-name-mismatch")["message"]
