@@ -28,6 +28,7 @@ from _common import machine  # noqa: E402
 QUICK_ARGS: dict[str, list[str]] = {
     "bench_alignment.py": ["--quick"],
     "bench_cache.py": ["--runs", "2"],
+    "bench_concurrency.py": ["--cases", "200"],  # ~4 min: 100 s of it concurrency 1, serial
     "bench_json.py": ["--cases", "200"],
     "bench_overhead.py": ["--runs", "1"],
     "bench_parallel.py": ["--runs", "2", "--cases", "12"],

@@ -26,6 +26,8 @@ from .collect import State
 
 #: Seconds between two progress lines.
 PROGRESS_EVERY = 2.0
+#: Seconds before a worker answers a steal it declines (``--dist worksteal``).
+STEAL_DECLINED_PAUSE = 0.2
 
 _Request = tuple[tuple[str, int], str, int, Callable[[], Any]]
 #: The pool requests of the item at each index of ``session.items`` (one per repeat).
@@ -85,10 +87,13 @@ def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests
                 queue(range(count))
             elif name == "steal":
                 keys = [r[0] for i in kwargs.get("indices", ()) for r in requests.get(i, ())]
-                if any(pool.started(k) for k in keys):
-                    interactor.sendevent("unscheduled", indices=[])  # none stolen, as xdist
+                if not pool.withdraw(keys):
+                    # declined, as xdist declines a steal that includes a running test; the
+                    # pause keeps the controller, which asks again at once, from spinning
+                    time.sleep(STEAL_DECLINED_PAUSE)
+                    interactor.sendevent("unscheduled", indices=[])
                     return
-                pool.cancel(keys)  # a cancelled case still run here is requested then
+                # withdrawn: a case xdist then keeps here anyway is requested when it runs
         original(command)
 
     interactor.handle_command = handle_command

@@ -135,6 +135,12 @@ def test_deselected_and_skipped_cases_are_not_requested(suite, model_service):
     assert model_service.calls == {i: 1 for i in ids if i not in ("case-007", "case-008")}
 
 
+def test_collect_only_requests_nothing(suite, model_service):
+    _suite(suite, model_service.url, 5)
+    assert suite.runpytest("--collect-only").ret == pytest.ExitCode.OK
+    assert not model_service.calls
+
+
 def test_quiet_runs_print_no_progress_line(suite, model_service):
     _suite(suite, model_service.url, 4)
     result = suite.runpytest("-q", "-p", "no:randomly")

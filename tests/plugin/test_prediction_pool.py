@@ -113,6 +113,21 @@ def test_only_requests_not_started_can_be_cancelled():
     pool.close()
 
 
+def test_a_steal_withdraws_all_of_its_requests_or_none():
+    pool, gate = PredictionPool(), Gate()
+    for i in range(4):
+        pool.submit((f"c{i}", 0), "m", 1, gate.request(f"c{i}"))
+    assert gate.arrived.acquire(timeout=30)  # c0 runs
+    assert not pool.withdraw([("c0", 0), ("c3", 0)])  # c0 started: nothing withdrawn
+    assert ("c3", 0) in pool
+    assert pool.withdraw([("c2", 0), ("c3", 0)])
+    assert ("c2", 0) not in pool and ("c3", 0) not in pool
+    gate.release.set()
+    assert pool.take(("c1", 0)).value == "c1"
+    assert sorted(gate.calls) == ["c0", "c1"]
+    pool.close()
+
+
 def test_taking_calls_on_wait_while_the_request_runs():
     pool, gate = PredictionPool(), Gate()
     pool.submit(("slow", 0), "m", 1, gate.request("slow"))

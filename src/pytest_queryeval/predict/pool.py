@@ -251,6 +251,17 @@ class PredictionPool:
                     out.append(key)
         return out
 
+    def withdraw(self, keys: Iterable[Hashable]) -> bool:
+        """Withdraw all of ``keys`` or none: False (nothing withdrawn) when any of them has
+        started. Atomic, so a request cannot start between the check and the withdrawal."""
+        keys = list(keys)
+        with self._cond:
+            if any(self._requests[k].state in (_RUNNING, _DONE)
+                   for k in keys if k in self._requests):
+                return False
+            self.cancel(keys)  # the condition's lock is re-entrant
+            return True
+
     def started(self, key: Hashable) -> bool:
         """Whether the request of ``key`` is running or done (it can no longer be cancelled)."""
         with self._cond:
