@@ -31,6 +31,9 @@ SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "de
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
+#: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
+#: credential: they stay readable in the reports.
+PUBLIC_PREDICTION_KEYS = frozenset({"model", "base_url"})
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -190,7 +193,14 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
             errors.append(f"{where}: needs source: one of {', '.join(sorted(PREDICTION_SOURCES))}")
             cfg.predictions = None
         else:
-            cfg.predictions = expand_env(dict(spec), where, errors, cfg.secrets)
+            # which model a run asks, and where, are what its reports are about: a ${VAR} in
+            # them names them (only a password in the URL is a secret); the rest may be keys
+            named = {k: v for k, v in spec.items() if k in PUBLIC_PREDICTION_KEYS}
+            cfg.predictions = expand_env({k: v for k, v in spec.items() if k not in named},
+                                         where, errors, cfg.secrets)
+            cfg.predictions.update(expand_env(named, where, errors, set()))
+            if isinstance(cfg.predictions.get("base_url"), str):
+                cfg.secrets.update(url_passwords(cfg.predictions["base_url"]))
             if "concurrency" in spec:
                 from .predict.pool import parse_concurrency
 
