@@ -189,3 +189,20 @@ def test_missing_key_variable_and_a_wrong_key_never_leak(music, openai_standin, 
     outputs = [result.stdout.str(), result.stderr.str()] + [
         (music.path / name).read_text() for name in ("r.json", "j.xml", "r.md")]
     assert all(wrong not in text for text in outputs)
+
+
+def test_requests_run_ahead_in_the_prediction_pool_bounded_by_concurrency(music, openai_standin,
+                                                                          monkeypatch):
+    questions = (Q_COUNT, Q_TITLES, Q_NAMES)
+    # each reply takes a while: requested one after another, no two would overlap
+    openai_standin.script = {q: [{"delay": 0.4}] for q in questions}
+    config(music, openai_standin, concurrency=2)
+    run(music, monkeypatch)
+    assert len(openai_standin.requests) == 3  # each case asked once
+    assert openai_standin.max_in_flight == 2
+    openai_standin.requests.clear()
+    openai_standin.max_in_flight = 0
+    openai_standin.script = {q: [{"delay": 0.4}] for q in questions}
+    config(music, openai_standin, concurrency=1)
+    run(music, monkeypatch)
+    assert openai_standin.max_in_flight == 1

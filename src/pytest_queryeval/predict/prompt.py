@@ -56,17 +56,18 @@ def check_template(template: Any, key: str) -> str:
     for name in fields:
         if name not in PLACEHOLDERS:
             shown = name or "{}"
+            hint = "" if shown.isidentifier() else "; write a literal brace as {{ or }}"
             raise PredictionError(f"predictions.{key}: unknown placeholder {{{shown}}} "
-                                  f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})")
+                                  f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})"
+                                  f"{hint}")
     return template
 
 
 def evidence_of(case: Case) -> str:
-    """The case's ``evidence`` (external knowledge, BIRD's hint), or ``""``."""
-    value = getattr(case, "evidence", None)
-    if value is None:
-        value = case.options.get("evidence", case.raw.get("evidence"))
-    return "" if value is None else str(value)
+    """``{evidence}``: the case's ``evidence`` (BIRD's hint) and ``external_knowledge``
+    (LiveSQLBench's), one after the other; ``""`` when it has neither."""
+    parts = [case.evidence, case.external_knowledge]
+    return "\n".join(p for p in parts if p)
 
 
 def fields_of(case: Case, schema: str) -> dict[str, str]:
