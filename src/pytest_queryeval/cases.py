@@ -6,6 +6,7 @@ affected case, so that one typo fails one item and the rest of the suite still r
 
 from __future__ import annotations
 
+import csv
 import difflib
 import re
 from collections.abc import Callable, Iterable
@@ -291,6 +292,10 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
             case.secrets = case.secrets | frozenset(ds.secrets)
 
     for key in ("gold_result", "predicted_result"):
+        if key == "gold_result" and _names_files(merged.get(key)):
+            _load_gold_files(case, path, merged[key], entry if key in entry else header,
+                             kp(key), errors)
+            continue
         if key in merged and merged[key] is not None:
             try:
                 data = case.raw[key] if key in entry else plain(merged[key])  # copied once
@@ -401,6 +406,45 @@ def _hints(case: Case, entry: Any, kp: Callable[[str], str], errors: _Errors) ->
     else:
         errors.add(entry, "external_knowledge", kp("external_knowledge"),
                    "must be a string or a list of strings")
+
+
+def _names_files(value: Any) -> bool:
+    """``gold_result`` written as a CSV path or a list of them (not a recorded table)."""
+    return isinstance(value, str) or (isinstance(value, list) and bool(value)
+                                      and all(isinstance(v, str) for v in value))
+
+
+def _load_gold_files(case: Case, path: Path, value: Any, container: Any, key_path: str,
+                     errors: _Errors) -> None:
+    """``gold_result: file.csv`` / ``[a.csv, b.csv]``: gold result CSVs (paths relative to the
+    case file), read the way Spider 2.0's evaluator reads them (:mod:`.metrics.spider2`)."""
+    if case.kind != "sql":
+        errors.add(container, "gold_result", key_path,
+                   "gold result CSV files are for kind sql (elsewhere: a recorded table)")
+        return
+    from .metrics.spider2 import Spider2Error, frame_table, read_csv_file
+
+    names = [value] if isinstance(value, str) else list(value)
+    tables = []
+    for i, name in enumerate(names):
+        where, key, kp_ = (container, "gold_result", key_path) if isinstance(value, str) \
+            else (value if isinstance(value, LocList) else container, i, f"{key_path}[{i}]")
+        file = Path(name) if Path(name).is_absolute() else path.parent / name
+        if not name.lower().endswith(".csv"):
+            errors.add(where, key, kp_, f"{name!r}: a gold result file must be a .csv file")
+            continue
+        try:
+            table = frame_table(read_csv_file(file))
+        except FileNotFoundError:
+            errors.add(where, key, kp_, f"{name!r}: no such file (relative to {path.name})")
+            continue
+        except (OSError, UnicodeDecodeError, Spider2Error, csv.Error) as exc:
+            errors.add(where, key, kp_, f"{name!r}: cannot be read as CSV: {exc}")
+            continue
+        table.meta["file"] = name
+        tables.append(table)
+    case.gold_result_files = tables
+    case.gold_result_multi = not isinstance(value, str)
 
 
 def _line_for(entry: Any, key_path: str) -> int:

@@ -81,6 +81,11 @@ class Case:
     source_spec: dict[str, Any] | None = None
     gold_result: ResultTable | None = None
     predicted_result: ResultTable | None = None
+    #: Gold result CSV files (``gold_result: path`` or a list of paths, SQL cases), read as
+    #: Spider 2.0's evaluator reads them; each is a gold alternative.
+    gold_result_files: list[ResultTable] | None = None
+    #: The files were given as a list: Spider 2.0's several-gold-files mode (``_a``, ``_b``...).
+    gold_result_multi: bool = False
     #: Kind-specific options (``compare``, ``efficiency``, ``alpha``, ``match_on``, ``db_id``...).
     options: dict[str, Any] = field(default_factory=dict)
     #: The case mapping as written (plain data), for kinds that read more (SDMX conversations).

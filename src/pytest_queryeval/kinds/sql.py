@@ -47,6 +47,7 @@ from ._query import (
     fenced_prediction_text,
     limits,
     max_query_bytes,
+    prediction_text,
     run_gold,
 )
 from ._query import rank as rank_alternative
@@ -74,6 +75,9 @@ class _Options:
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
     soft_ex: bool = False  # a ``conditions`` key or a threshold on soft_ex asks for it
     soft_ex_order: bool = False  # conditions.order: list (true) or set equality of the rows
+    condition_cols: Any = None  # Spider 2.0: 0-based gold columns, flat or one list per gold
+    ignore_order: bool = False  # Spider 2.0: compare each column sorted
+    spider2: bool = False  # Spider 2.0 keys, gold CSV files or a threshold ask for spider2_ex
 
 
 @dataclass
@@ -98,6 +102,7 @@ class SqlKind:
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
+        "condition_cols", "ignore_order",
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -112,7 +117,8 @@ class SqlKind:
     def validate(self, case: Case) -> Iterable[tuple[str, str]]:
         problems: list[tuple[str, str]] = []
         golds = case.golds if case.gold is not None else []
-        if case.gold is None and case.gold_result is None:
+        recorded = case.gold_result is not None or case.gold_result_files is not None
+        if case.gold is None and not recorded:
             problems.append(("gold", "a sql case needs 'gold' (SQL text) or 'gold_result'"))
         if isinstance(case.gold, list) and not case.gold:
             problems.append(("gold", "an empty list of gold alternatives"))
@@ -120,10 +126,10 @@ class SqlKind:
             if not isinstance(g, str) or not g.strip():
                 where = f"gold[{i}]" if isinstance(case.gold, list) else "gold"
                 problems.append((where, "must be an SQL string"))
-        if isinstance(case.gold, list) and len(case.gold) > 1 and case.gold_result is not None:
+        if isinstance(case.gold, list) and len(case.gold) > 1 and recorded:
             problems.append(("gold_result", "a recorded gold result cannot go with several "
                                             "gold alternatives"))
-        if case.source_spec is None and case.gold_result is None:
+        if case.source_spec is None and not recorded:
             problems.append(("datasource", "a sql case needs a datasource (or gold_result "
                                            "and predicted_result)"))
         spec = case.source_spec or {}
@@ -146,11 +152,16 @@ class SqlKind:
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
                                                  ("sql", "query", "predicted"))
-        scored = self._evaluate(case, pred_sql, ctx)
+        run: dict[str, Any] = {}
+        scored = self._evaluate(case, pred_sql, ctx, run)
+        if "golds" in run and "spider2_ex" in scored.metrics:
+            raw = prediction_text(prediction, case, "SQL", ("sql", "query", "predicted"))
+            scored = self._spider2(case, scored, raw, pred_sql, run)
         note_fence(scored.details, fence)
         return scored
 
-    def _evaluate(self, case: Case, pred_sql: str | None, ctx: Context) -> Scored:
+    def _evaluate(self, case: Case, pred_sql: str | None, ctx: Context,
+                  run: dict[str, Any]) -> Scored:
         opts = _parse_options(case)
         src = ctx.source(case) if case.source_spec is not None else None
         executable = src is not None and getattr(src, "executable", True)
@@ -161,13 +172,17 @@ class SqlKind:
 
         gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
         golds: list[_Gold] = []
-        for g in gold_sqls:
+        if case.gold_result_files is not None:  # CSV files: each a gold alternative
+            can_execute = True
+            golds = [_Gold(gold_sqls[0], t, recorded=True) for t in case.gold_result_files]
+        for g in gold_sqls if not golds else ():
             golds.append(self._gold(case, g, src, ctx, opts) if can_execute else _Gold(g, None))
+        run.update(golds=golds, src=src, opts=opts, pred=None)
         structure_ok = schema is not None and pred_sql is not None \
             and self._structure_possible(golds, schema, opts)
         planned = _planned(exec_=bool(can_execute and pred_executable),
                            structure=structure_ok, efficiency=opts.iterations is not None,
-                           soft_ex=opts.soft_ex)
+                           soft_ex=opts.soft_ex, spider2=opts.spider2)
         gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
 
         # The prediction: guard first, then recorded or executed.
@@ -180,6 +195,7 @@ class SqlKind:
             except QueryRefused as e:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
         pred = _Pred(pred_sql, case.predicted_result, case.predicted_result is not None)
+        run["pred"] = pred
         if pred.table is None and executable and pred_sql is not None:
             assert src is not None
             start = time.perf_counter()
@@ -220,6 +236,70 @@ class SqlKind:
         assert best is not None
         return best[1]
 
+    def _spider2(self, case: Case, scored: Scored, raw: str | None, pred_sql: str | None,
+                 run: dict[str, Any]) -> Scored:
+        """``spider2_ex`` / ``spider2_ex_aligned`` over all gold alternatives at once (the
+        reference's any-gold-file-matches rule), on the SQL the reference extracts from the
+        prediction (the first ```` ```sql ```` block): when that differs from the query the
+        other metrics scored, it is executed on its own."""
+        from ..metrics.spider2 import SPIDER2_METRIC_NAMES, extract_sql_query, spider2_scores
+
+        golds: list[_Gold] = run["golds"]
+        pred: _Pred | None = run["pred"]
+        src: DataSource | None = run["src"]
+        opts: _Options = run["opts"]
+        tables = [g.table for g in golds if g.table is not None]
+        if len(tables) != len(golds):
+            return scored
+        table = pred.table if pred is not None else None
+        recorded = pred is not None and pred.recorded
+        reason: str | None = None
+        if raw is not None and not recorded:
+            ref_sql = extract_sql_query(raw)
+            if ref_sql.strip() != (pred_sql or "").strip():
+                scored.details["spider2_sql"] = ref_sql
+                table, reason = self._execute_extra(ref_sql, src, opts)
+        if table is not None and table.truncated:
+            reason = "truncated: the predicted result " + table.cut_by()[0]
+            table = None
+        if table is None:
+            for name in SPIDER2_METRIC_NAMES:
+                scored.metrics[name] = 0.0
+            if reason:
+                scored.details["spider2_reason"] = reason
+            return scored
+        multi = case.gold_result_multi if case.gold_result_files is not None \
+            else len(tables) > 1
+        empty_zero = not recorded and getattr(src, "type", None) != "sqlite"
+        try:
+            result = spider2_scores(table, tables, multi=multi,
+                                    condition_cols=opts.condition_cols,
+                                    ignore_order=opts.ignore_order,
+                                    empty_scores_zero=empty_zero)
+        except SearchBudgetExhausted as e:  # a score is never guessed
+            planned = list(scored.metrics)
+            return _failure(planned, e.reason(), None, None, golds, case)
+        scored.metrics.update(result.metrics)
+        if result.reason:
+            scored.details["spider2_reason"] = result.reason
+        return scored
+
+    def _execute_extra(self, sql: str, src: DataSource | None,
+                       opts: _Options) -> tuple[ResultTable | None, str | None]:
+        """Execute a prediction text other than the scored one (guarded): table or reason."""
+        if src is None or not getattr(src, "executable", True):
+            return None, "no executable datasource for the SQL the reference extracts"
+        try:
+            from ..sources.sqlguard import check_read_only
+
+            check_query_size(sql, opts.max_query_bytes)
+            check_read_only(sql, getattr(src, "dialect", None))
+            return src.execute(sql, **opts.limits), None
+        except SourceUnavailable:
+            raise
+        except QueryEvalError as e:
+            return None, e.reason()
+
     # -- pieces ---------------------------------------------------------------------------------
 
     def _gold(self, case: Case, sql: str | None, src: DataSource | None, ctx: Context,
@@ -243,6 +323,7 @@ class SqlKind:
         relaxed = None
         if gold.table is not None and pred.table is not None:
             from ..metrics.alignment import alignment_metrics
+            from ..metrics.spider2 import SPIDER2_METRIC_NAMES
             from ..metrics.table import compare_tables
             from ..metrics.tsse_sql import order_matters, tsse_prepare
 
@@ -254,6 +335,8 @@ class SqlKind:
             cmp = compare_tables(gold.table, pred.table, order_matters=ordered,
                                  compare=opts.compare)
             metrics.update(cmp.metrics())
+            if opts.spider2:  # computed over all golds at once, in _spider2
+                metrics.update(dict.fromkeys(SPIDER2_METRIC_NAMES, 0.0))
             details.update(cmp.details())
             relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare)
             tsse = self._tsse_ex(gold, pred, src, ctx, opts, ordered) \
@@ -522,10 +605,11 @@ def _metric_names() -> frozenset[str]:
         from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
         from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
         from ..metrics.spider import METRICS
+        from ..metrics.spider2 import SPIDER2_METRIC_NAMES
         from ..metrics.table import TABLE_METRIC_NAMES
 
-        _NAMES = frozenset((*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES, *METRICS, *EFFICIENCY,
-                            *TIMING, *SOFT_EX_METRIC_NAMES))
+        _NAMES = frozenset((*TABLE_METRIC_NAMES, *SPIDER2_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES,
+                            *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES))
     return _NAMES
 
 
@@ -533,15 +617,18 @@ _NAMES: frozenset[str] | None = None
 
 
 def _planned(*, exec_: bool, structure: bool, efficiency: bool, soft_ex: bool = False,
-             ) -> list[str]:
+             spider2: bool = False) -> list[str]:
     from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
     from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
     from ..metrics.spider import METRICS
+    from ..metrics.spider2 import SPIDER2_METRIC_NAMES
     from ..metrics.table import TABLE_METRIC_NAMES
 
     names: list[str] = []
     if exec_:
         names += [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES]
+        if spider2:
+            names += list(SPIDER2_METRIC_NAMES)
         if efficiency:
             names += list(EFFICIENCY)
         if soft_ex:
@@ -624,6 +711,20 @@ def _parse_options(case: Case) -> _Options:
     if "conditions" in o:
         opts.soft_ex_order = _conditions_order(o["conditions"])
     opts.soft_ex = "conditions" in o or "soft_ex" in case.thresholds
+    if "condition_cols" in o:
+        from ..metrics.spider2 import check_condition_cols
+
+        problem = check_condition_cols(o["condition_cols"])
+        if problem:
+            raise ConfigError(problem, key="condition_cols")
+        opts.condition_cols = o["condition_cols"]
+    ignore = o.get("ignore_order", False)
+    if not isinstance(ignore, bool):
+        raise ConfigError("must be true or false", key="ignore_order")
+    opts.ignore_order = ignore
+    opts.spider2 = bool({"condition_cols", "ignore_order"} & set(o)) \
+        or case.gold_result_files is not None \
+        or any(name in case.thresholds for name in ("spider2_ex", "spider2_ex_aligned"))
     return opts
 
 

@@ -1,0 +1,115 @@
+"""Spider 2.0 EX in YAML cases: gold result CSV files, condition_cols, ignore_order, the
+reference's SQL extraction, and located errors for bad keys."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CONFIG = "datasources:\n  db: {type: sqlite, path: db.sqlite}\n"
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    con = sqlite3.connect(pytester.path / "db.sqlite")
+    con.executescript("CREATE TABLE t(name TEXT, n INTEGER, x REAL);"
+                      "INSERT INTO t VALUES ('a', 1, 0.5), ('b', 2, NULL), ('c', 3, 1.25);")
+    con.commit()
+    con.close()
+    (pytester.path / "queryeval.yaml").write_text(CONFIG)
+    (pytester.path / "gold").mkdir()
+    (pytester.path / "gold" / "q_a.csv").write_text("name,n\na,1\nb,2\nc,3\n")
+    (pytester.path / "gold" / "q_b.csv").write_text("total\n6\n")
+    return pytester
+
+
+def _cases(suite: pytest.Pytester, cases: list[dict[str, Any]], *args: str) -> dict[str, Any]:
+    suite.makefile(".yaml", test_s2=json.dumps({"kind": "sql", "datasource": "db",
+                                                "cases": cases}, indent=1))
+    suite.runpytest("--queryeval-json=r.json", *args)
+    report = json.loads((Path(suite.path) / "r.json").read_text())
+    return {c["id"]: c for c in report["cases"]}
+
+
+def test_gold_files_condition_cols_and_ignore_order(suite: pytest.Pytester) -> None:
+    files = ["gold/q_a.csv", "gold/q_b.csv"]
+    got = _cases(suite, [
+        # the second gold file matches (any file wins); names ignored
+        {"id": "sum", "gold_result": files, "predicted": "SELECT sum(n) AS s FROM t"},
+        # misaligned rows: the reference accepts them, the aligned variant does not
+        {"id": "misaligned", "gold_result": files, "ignore_order": True,
+         "predicted": "SELECT name, (SELECT max(n) FROM t) + 1 - n FROM t"},
+        # per-gold condition_cols: only the names of the first file are checked
+        {"id": "names", "gold_result": files, "condition_cols": [[0], [0]],
+         "predicted": "SELECT name, x FROM t ORDER BY name DESC", "ignore_order": True},
+        # NULL counts as 0, and 0.004 is within 1e-2
+        {"id": "nulls", "gold": "SELECT coalesce(x, 0.004) FROM t",
+         "predicted": "SELECT x FROM t", "ignore_order": False},
+        # opt-in: a case without Spider 2.0 keys, CSV golds or thresholds has no spider2_ex
+        {"id": "plain", "gold": "SELECT x FROM t", "predicted": "SELECT x FROM t"},
+    ])
+    assert "spider2_ex" not in got.pop("plain")["metrics"]
+    m = {k: (v["metrics"]["spider2_ex"], v["metrics"]["spider2_ex_aligned"])
+         for k, v in got.items()}
+    assert m == {"sum": (1.0, 1.0), "misaligned": (1.0, 0.0), "names": (1.0, 1.0),
+                 "nulls": (1.0, 1.0)}
+    assert got["nulls"]["metrics"]["execution_accuracy"] == 0.0  # the Spider 1 EX differs
+
+
+def test_the_reference_extracts_sql_from_prose(suite: pytest.Pytester) -> None:
+    text = "The query:\n```sql\nSELECT sum(n) FROM t\n```\nIt sums n."
+    got = _cases(suite, [{"id": "prose", "gold_result": ["gold/q_b.csv"], "predicted": text},
+                         {"id": "upper", "gold_result": ["gold/q_b.csv"],
+                          "predicted": "```SQL\nSELECT sum(n) FROM t\n```"}])
+    # the plugin scores a bare answer only; Spider 2.0 EX takes the first ```sql block
+    assert got["prose"]["metrics"]["execution_accuracy"] == 0.0
+    assert got["prose"]["metrics"]["spider2_ex"] == 1.0
+    assert got["prose"]["details"]["spider2_sql"] == "SELECT sum(n) FROM t"
+    # an upper-case tag is not the reference's fence: it runs the text as is, and fails
+    assert got["upper"]["metrics"]["execution_accuracy"] == 1.0
+    assert got["upper"]["metrics"]["spider2_ex"] == 0.0
+
+
+def test_empty_prediction_on_sqlite_is_compared(suite: pytest.Pytester) -> None:
+    (suite.path / "gold" / "empty.csv").write_text("name\n")
+    got = _cases(suite, [{"id": "e", "gold_result": "gold/empty.csv",
+                          "predicted": "SELECT name FROM t WHERE n > 5"}])
+    assert got["e"]["metrics"]["spider2_ex"] == 1.0  # the reference's SQLite path has no check
+
+
+def test_bad_keys_are_located(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", test_bad=(
+        "kind: sql\n"
+        "datasource: db\n"
+        "cases:\n"
+        "- id: cc\n"
+        "  gold: SELECT 1\n"
+        "  predicted: SELECT 1\n"
+        "  condition_cols: [0, [1]]\n"
+        "- id: io\n"
+        "  gold: SELECT 1\n"
+        "  predicted: SELECT 1\n"
+        "  ignore_order: 'yes'\n"
+        "- id: missing\n"
+        "  gold_result: [gold/q_a.csv, gold/nope.csv]\n"
+        "  predicted: SELECT 1\n"
+        "- id: good\n"
+        "  gold: SELECT 1\n"
+        "  predicted: SELECT 1\n"
+        "  condition_cols: [0]\n"
+        "  ignore_order: true\n"))
+    result = suite.runpytest()
+    result.assert_outcomes(passed=1, failed=3)
+    out = result.stdout.str()
+    for line in (
+        "test_bad.yaml:7: cases[0].condition_cols: must be a list of 0-based column positions,"
+        " or one such list per gold file (not a mix of both)",
+        "test_bad.yaml:11: cases[1].ignore_order: must be true or false",
+        "test_bad.yaml:13: cases[2].gold_result[1]: 'gold/nope.csv': no such file",
+    ):
+        assert line in out
