@@ -97,3 +97,9 @@ def test_aligned_search_has_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
 ])
 def test_condition_cols_shapes(value: object, ok: bool) -> None:
     assert (check_condition_cols(value) is None) == ok
+
+
+def test_text_sort_misplaces_values_within_tolerance() -> None:
+    """The documented #225 example: value by value within 1e-2, yet 0 under ignore_order."""
+    assert _score([(9.995,), (2.0,)], "v\n10.0\n2.0\n", ignore_order=True)["spider2_ex"] == 0.0
+    assert _score([(9.995,), (2.0,)], "v\n10.0\n2.0\n")["spider2_ex"] == 1.0

@@ -20,6 +20,8 @@ IMPORTERS = {
              "QALD-9/10 JSON → SPARQL suite (recorded answers)", "main"),
     "text2sparql": ("pytest_queryeval.importers.text2sparql",
                     "TEXT2SPARQL questions YAML → SPARQL suite", "main"),
+    "spider2-lite": ("pytest_queryeval.importers.spider2",
+                     "Spider 2.0-lite eval jsonl + gold CSVs → SQL suite (spider2_ex)", "main"),
 }
 
 
