@@ -130,20 +130,23 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     return out
 
 
-def _under(record: Mapping[str, Any], scope: Path) -> bool:
-    file = record.get("path") or record.get("file") or ""
-    try:
-        Path(str(file)).resolve().relative_to(scope)
-    except ValueError:
-        return False
-    return True
+def _under(record: Mapping[str, Any], scope: Path, seen: dict[tuple[str, Path], bool]) -> bool:
+    """Whether the record's case file lies under ``scope``; ``seen`` keeps the answer per
+    file and scope (resolving the path once per record and gate cost more than the gates)."""
+    file = str(record.get("path") or record.get("file") or "")
+    inside = seen.get((file, scope))
+    if inside is None:
+        path = Path(file).resolve()
+        inside = seen[(file, scope)] = path == scope or scope in path.parents
+    return inside
 
 
 def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each gate over the cases under its config's directory (and kind/tag filter)."""
     results: list[dict[str, Any]] = []
+    seen: dict[tuple[str, Path], bool] = {}
     for gate in gates:
-        selected = [r for r in records if _under(r, gate.scope)
+        selected = [r for r in records if _under(r, gate.scope, seen)
                     and (gate.kind is None or r.get("kind") == gate.kind)
                     and (gate.tag is None or gate.tag in (r.get("tags") or []))]
         stats = group_stats(selected)

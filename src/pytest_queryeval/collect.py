@@ -48,6 +48,9 @@ class State:
     verdicts: Verdicts | None = None  #: the per-case verdict of a non-strict mode
     progress: Any = None  #: the predictions progress line (:class:`~.runahead.ProgressLine`)
     audit: str | None = None  #: --queryeval-audit-golds: "error" or "warn"; None: a normal run
+    #: Ids of every collected case, deselected ones too (a shard's report records them, so
+    #: ``queryeval merge`` can tell a missing case from one that was never in the suite).
+    suite_ids: list[str] | None = None
 
     def is_metric(self, kind: str, name: str) -> bool:
         if name in kind_registry.RECORDED_METRICS or name in REPEAT_METRICS \

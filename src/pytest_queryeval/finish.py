@@ -7,8 +7,6 @@ never overrides an interrupted, internal-error or usage-error status.
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,14 +14,12 @@ from typing import Any
 import pytest
 
 from . import __version__
-from .aggregate import aggregate, evaluate_gates, reference_aggregates
+from .aggregate import evaluate_gates
 from .collect import State
+from .conclude import Outputs, aggregates_of, conclude, run_settings, suite_key
 from .config import Gate
-from .errors import QueryEvalError
 from .nearmiss import aggregate as near_miss_aggregate
 from .repeats import flaky_cases
-from .report.json_report import write_report
-from .report.terminal import gate_lines, summary_lines
 
 SUMMARY = pytest.StashKey[list[str]]()
 #: Statuses that gates and baselines may turn into TESTS_FAILED.
@@ -32,21 +28,6 @@ _GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 
 def _iso(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat(timespec="seconds")
-
-
-def _settings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per kind, the scoring options in force (a list when cases differ)."""
-    seen: dict[str, dict[str, list[str]]] = {}
-    for rec in records:
-        for key, value in (rec.get("settings") or {}).items():
-            enc = json.dumps(value, sort_keys=True)
-            bucket = seen.setdefault(str(rec.get("kind")), {}).setdefault(key, [])
-            if enc not in bucket:
-                bucket.append(enc)
-    out: dict[str, dict[str, Any]] = {}
-    for kind, options in seen.items():
-        out[kind] = {k: json.loads(v[0]) if len(v) == 1 else sorted(v) for k, v in options.items()}
-    return out
 
 
 def _model(state: State, records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
@@ -86,12 +67,13 @@ def build_report(state: State, records: list[dict[str, Any]], started: float, ex
             "interrupted": exitstatus == pytest.ExitCode.INTERRUPTED,
             "queryeval_version": __version__, "model": label, "predictions": predictions,
             "verdict": state.verdict_mode,
-            "settings": _settings(records),
+            "settings": run_settings(records),
             "workers": getattr(config.option, "numprocesses", None) or 0,
             "shard": _shard(config.getoption("queryeval_shard")),
+            **suite_key(state.suite_ids, len(records)),
         },
         "cases": records,
-        "aggregates": _with_spider(aggregate(records), records),
+        "aggregates": aggregates_of(records),
         "gates": gates,
         "flaky": flaky_cases(records),
         "near_miss": near_miss_aggregate(records),
@@ -106,18 +88,6 @@ def _shard(value: str | None) -> str | None:
 
     index, total = parse_shard(value)
     return f"{index}/{total}"
-
-
-def _with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Spider evaluator's own per-hardness table (its averaging rules, not plain means)."""
-    items = [r["details"]["spider"] for r in records
-             if r.get("kind") == "sql" and isinstance((r.get("details") or {}).get("spider"), dict)]
-    if items:
-        from .metrics.spider import aggregate as spider_aggregate
-
-        aggregates["spider"] = spider_aggregate(items)
-    aggregates.update(reference_aggregates(records))
-    return aggregates
 
 
 def _case_dirs(records: list[dict[str, Any]]) -> set[Path]:
@@ -150,6 +120,29 @@ def _baseline_path(config: pytest.Config, state: State, records: list[dict[str, 
                          invocation_dir=config.invocation_params.dir, rootdir=config.rootpath)
 
 
+def outputs(config: pytest.Config, state: State, records: list[dict[str, Any]]) -> Outputs:
+    """The run's report and baseline options."""
+    get = config.getoption
+
+    def path(option: str) -> Path | None:
+        value = get(option)
+        return (config.invocation_params.dir / value).resolve() if value else None
+
+    wants_baseline = bool(get("queryeval_baseline") or get("queryeval_update_baseline"))
+    return Outputs(
+        json=path("queryeval_json"), xlsx=path("queryeval_xlsx"), html=path("queryeval_html"),
+        markdown=path("queryeval_markdown"), step_summary=not get("queryeval_no_step_summary"),
+        compare=bool(get("queryeval_baseline")),
+        baseline_path=_baseline_path(config, state, records) if wants_baseline else None,
+        update_baseline=bool(get("queryeval_update_baseline")),
+        force_baseline=bool(get("queryeval_force_baseline")),
+        max_drop=list(get("queryeval_max_drop")), tags=bool(get("queryeval_tags")),
+        worst=get("queryeval_worst"), spider_table=bool(get("queryeval_spider_table")),
+        significance=_significance(config, state, records) if get("queryeval_baseline")
+        else None,
+        display=lambda p: _relative(p, config.rootpath))
+
+
 def finish_session(session: pytest.Session, state: State, started: float, exitstatus: int) -> None:
     config = session.config
     records = sorted(state.records.values(),
@@ -170,73 +163,21 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
 
         report["audit"] = audit_report(public, state.audit)
     config.hook.pytest_queryeval_report(report=report, config=config)
-    lines = summary_lines(report, tags=config.getoption("queryeval_tags"),
-                          worst=config.getoption("queryeval_worst"),
-                          spider_table=config.getoption("queryeval_spider_table"))
-    lines.extend(gate_lines(gates))
+    lines: list[str] = []
+    config.stash[SUMMARY] = lines  # shown even if writing a report fails in conclude()
+    out = outputs(config, state, records)
     if state.audit:
         from .audit import summary_lines as audit_lines
 
-        lines.extend(["", *audit_lines(report["audit"])])
-    config.stash[SUMMARY] = lines  # shown even if writing a report fails below
-    failed = any(not g["passed"] for g in gates)
-
-    comparison = None
-    baseline_opt = config.getoption("queryeval_baseline")
-    first = (baseline_opt and config.getoption("queryeval_update_baseline")
-             and not _baseline_path(config, state, records).exists())
-    if baseline_opt and state.audit:
-        lines.extend(["", "baseline: not compared in a gold audit"])
-    elif first:  # --queryeval-update-baseline creates the file it is asked to compare with
-        lines.append("")
-        lines.append(f"baseline: {_relative(_baseline_path(config, state, records), config.rootpath)}"
-                     " does not exist yet: nothing to compare, this run writes it")
-    elif baseline_opt:
-        from .report import baseline as bl
-
-        try:
-            max_drop = bl.parse_max_drop(config.getoption("queryeval_max_drop"))
-        except ValueError as exc:
-            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
-        path = _baseline_path(config, state, records)
-        try:
-            base = bl.load_baseline(path)
-        except (OSError, ValueError) as exc:
-            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
-        comparison = bl.compare(report, base, max_drop or None,
-                                significance=_significance(config, state, records))
-        report["baseline"] = comparison.to_dict()
-        lines.append("")
-        lines.extend(bl.format_comparison(
-            comparison, spider_components=config.getoption("queryeval_spider_table")))
-        failed = failed or not comparison.passed
-    elif config.getoption("queryeval_max_drop"):
-        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
-        failed = True
-
-    written = _write_reports(config, report, comparison, lines)
-    if config.getoption("queryeval_update_baseline"):
-        from .report import baseline as bl
-
-        path = _baseline_path(config, state, records)
-        refusals = _update_refusals(session, state, records, exitstatus)
-        if refusals and not config.getoption("queryeval_force_baseline"):
-            written.append(f"error: baseline NOT updated ({_relative(path, config.rootpath)}): "
-                           + "; ".join(refusals)
-                           + ". Run the whole suite cleanly, or add --queryeval-force-baseline "
-                             "to write it anyway.")
-            failed = True
-        else:
-            bl.write_baseline(report, path)
-            forced = f" (forced: {'; '.join(refusals)})" if refusals else ""
-            written.append(f"baseline updated: {path}{forced}")
-    lines.extend(written)
+        out.after_gates = ["", *audit_lines(report["audit"])]
+        out.skip_compare = "baseline: not compared in a gold audit"
+    failed = conclude(report, out, lines,
+                      lambda: _update_refusals(session, state, records, exitstatus))
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if failed and session.exitstatus in _GATEABLE:
         lines.append("queryeval: the session fails on the gates/baseline above")
     _add_junit_properties(config, report)
-    config.stash[SUMMARY] = lines
 
 
 def _significance(config: pytest.Config, state: State,
@@ -285,54 +226,6 @@ def _update_refusals(session: pytest.Session, state: State, records: list[dict[s
     errors = [str(r.get("id")) for r in records if r.get("outcome") == "error"]
     return update_refusals(filters=filters, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
                            stopped=str(stopped) if stopped else None, errors=errors)
-
-
-def _write_reports(config: pytest.Config, report: dict[str, Any], comparison: Any,
-                   lines: list[str]) -> list[str]:
-    written: list[str] = []
-    errors: list[str] = []
-    json_path = config.getoption("queryeval_json")
-    if json_path:
-        path = (config.invocation_params.dir / json_path).resolve()
-        write_report(report, path)
-        written.append(f"JSON report: {path}")
-    for option, module, func, label in (
-        ("queryeval_xlsx", "excel", "write_xlsx", "Excel report"),
-        ("queryeval_html", "html", "write_html", "HTML report"),
-    ):
-        target = config.getoption(option)
-        if not target:
-            continue
-        path = (config.invocation_params.dir / target).resolve()
-        try:
-            mod = __import__(f"pytest_queryeval.report.{module}", fromlist=[func])
-            writer = getattr(mod, func)
-            if func == "write_html":
-                writer(report, path, comparison)
-            else:
-                writer(report, path)
-            written.append(f"{label}: {path}")
-        except QueryEvalError as exc:
-            errors.append(exc.reason())
-    md_target = config.getoption("queryeval_markdown")
-    step = os.environ.get("GITHUB_STEP_SUMMARY")
-    if md_target or (step and not config.getoption("queryeval_no_step_summary")):
-        from .report.json_report import write_atomic
-        from .report.markdown import render_markdown
-        from .safetext import printable
-
-        text = printable(render_markdown(report, comparison))  # often read with cat
-        if md_target:
-            path = (config.invocation_params.dir / md_target).resolve()
-            write_atomic(path, text)
-            written.append(f"Markdown summary: {path}")
-        if step and not config.getoption("queryeval_no_step_summary"):
-            with open(step, "a", encoding="utf-8") as fh:
-                fh.write(text + "\n")
-    if errors:
-        raise QueryEvalError("; ".join(errors))
-    del lines
-    return written
 
 
 def _sig(value: float) -> float:

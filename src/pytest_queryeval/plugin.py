@@ -279,6 +279,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.gc.after_collection(len(state.session.cases))  # items made after the last file
         _load_verdicts(session.config, state)
         unmatched.after_collection(session.config, state)
+        state.suite_ids = sorted(case.id for case in state.session.cases)
+        if hasattr(session.config, "workerinput"):  # the controller collects nothing
+            session.config.workeroutput["queryeval_suite"] = state.suite_ids  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -298,6 +301,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     output = getattr(node, "workeroutput", None)
     if isinstance(output, dict):
         unmatched.from_worker(node.config, output)
+        state = node.config.stash.get(STATE, None)
+        if state is not None and state.suite_ids is None and "queryeval_suite" in output:
+            state.suite_ids = [str(i) for i in output["queryeval_suite"]]
 
 
 def _load_verdicts(config: pytest.Config, state: State) -> None:

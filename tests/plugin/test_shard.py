@@ -53,3 +53,124 @@ def test_bad_shard_is_a_usage_error(many):
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         result.stderr.fnmatch_lines([f"*--queryeval-shard={value}: {message}*"])
     assert parse_shard(" 2/4 ") == (2, 4)
+
+
+def _shards(pytester, total, *extra):
+    for index in range(1, total + 1):
+        pytester.runpytest(f"--queryeval-shard={index}/{total}",
+                           f"--queryeval-json=shard-{index}.json", *extra)
+    return [f"shard-{i}.json" for i in range(1, total + 1)]
+
+
+def _merge(pytester, *args):
+    import sys
+
+    return pytester.run(sys.executable, "-m", "pytest_queryeval.merge", "merge", *args)
+
+
+def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):
+    whole = many.runpytest("--queryeval-json=whole.json")
+    full = json.loads((many.path / "whole.json").read_text())
+    shards = _shards(many, 3)
+    result = _merge(many, *shards, "-o", "merged.json", "--queryeval-markdown=m.md",
+                    "--queryeval-html=m.html", "--queryeval-baseline=whole.json",
+                    "--queryeval-max-drop=0.01")
+    merged = json.loads((many.path / "merged.json").read_text())
+    assert result.ret == whole.ret == 1  # the same failing cases fail both
+    assert [c["id"] for c in merged["cases"]] == [c["id"] for c in full["cases"]]
+    assert merged["aggregates"] == full["aggregates"]
+    assert [(g["name"], g["value"], g["passed"], g["scope"]) for g in merged["gates"]] == \
+        [(g["name"], g["value"], g["passed"], g["scope"]) for g in full["gates"]]
+    assert merged["run"]["exitstatus"] == 1
+    assert [m["shard"] for m in merged["run"]["merged_from"]] == ["1/3", "2/3", "3/3"]
+    assert merged["baseline"]["comparable"] is True and merged["baseline"]["passed"] is True
+    result.stdout.fnmatch_lines(["queryeval merge: 3 shard(s), 24 cases", "*sdmx*",
+                                 "gate PASS*", "*JSON report: *merged.json*"])
+    assert (many.path / "m.md").read_text().startswith("## queryeval: 16/24 passed")
+    assert (many.path / "m.html").is_file()
+
+
+def test_merge_fails_on_a_drop_versus_the_baseline(many):
+    many.runpytest("--queryeval-json=whole.json")
+    better = json.loads((many.path / "whole.json").read_text())
+    for case in better["cases"]:
+        case["metrics"]["macro_f1"] = 1.0
+    (many.path / "better.json").write_text(json.dumps(better))
+    shards = _shards(many, 2)
+    result = _merge(many, *shards, "-o", "merged.json", "--queryeval-baseline=better.json",
+                    "--queryeval-max-drop=macro_f1=0.05")
+    assert result.ret == 1
+    merged = json.loads((many.path / "merged.json").read_text())
+    assert merged["baseline"]["passed"] is False
+    result.stdout.fnmatch_lines(["*macro_f1*", "queryeval: the run fails on the gates/baseline "
+                                               "above"])
+
+
+def test_merge_reports_missing_and_duplicated_cases(many):
+    shards = _shards(many, 3)
+    first = json.loads((many.path / shards[0]).read_text())
+    missing = sorted(set(IDS) - set(first["run"]["suite_ids"]) | (
+        set(_ids(many, shards[2]))))
+    result = _merge(many, shards[0], shards[1], shards[1], "-o", "merged.json")
+    assert result.ret == 1
+    merged = json.loads((many.path / "merged.json").read_text())
+    assert sorted(c["id"] for c in merged["cases"]) == sorted(
+        _ids(many, shards[0]) + _ids(many, shards[1]))  # each case once
+    result.stdout.fnmatch_lines([
+        "error: missing shard(s): 3/3",
+        f"error: {len(missing)} case(s) of the suite are in no shard: {', '.join(missing[:10])}*",
+        f"error: {len(_ids(many, shards[1]))} case(s) ran in more than one shard (the first is "
+        "kept): *(in shard-2.json, shard-2.json)*"])
+    result = _merge(many, shards[0], "-o", "m.json", "--queryeval-update-baseline",
+                    "--queryeval-baseline=base.json")
+    result.stdout.fnmatch_lines(["error: baseline NOT updated (base.json): the run was "
+                                 "filtered (missing shard(s): 2/3, 3/3*"])
+    assert not (many.path / "base.json").exists()
+    # the complete merge may become the baseline
+    result = _merge(many, *shards, "-o", "m.json", "--queryeval-update-baseline",
+                    "--queryeval-baseline=base.json")
+    result.stdout.fnmatch_lines(["baseline updated: *base.json"])
+
+
+def test_merge_refuses_shards_of_another_suite_or_configuration(many):
+    shards = _shards(many, 2)
+    (many.path / "s1.json").write_text((many.path / shards[0]).read_text())
+    many.runpytest("--queryeval-shard=2/2", "--queryeval-json=labelled.json",
+                   "--queryeval-model-label=v2")
+    result = _merge(many, "s1.json", "labelled.json", "-o", "m.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["queryeval merge: refused: labelled.json: run.model is 'v2', "
+                                 "but s1.json has None"])
+    assert not (many.path / "m.json").exists()
+    # a gate of the same name with another limit
+    many.makefile(".yaml", queryeval=dump({"gates": {"macro_f1": {"mean": 0.9}}}))
+    many.runpytest("--queryeval-shard=2/2", "--queryeval-json=gate.json")
+    result = _merge(many, "s1.json", "gate.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*refused: gate.json: gate 'macro_f1' differs from s1.json's "
+                                 "in limit*"])
+    # another suite: one more case
+    many.makefile(".yaml", test_more=dump({"kind": "sdmx", "cases": [
+        sdmx_case("extra", selection(GDP), selection(GDP))]}))
+    many.makefile(".yaml", queryeval=dump({"gates": {"macro_f1": {"mean": 0.5}}}))
+    many.runpytest("--queryeval-shard=2/2", "--queryeval-json=other.json")
+    result = _merge(many, "s1.json", "other.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*refused: other.json: another suite (25 cases, digest *) than "
+                                 "s1.json (24 cases*"])
+    # not a report; bad options
+    (many.path / "junk.json").write_text("[1]")
+    result = _merge(many, "s1.json", "junk.json")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*refused: junk.json: not a queryeval JSON report*"])
+    result = _merge(many, "s1.json", "--queryeval-max-drop=0.1")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--queryeval-max-drop needs --queryeval-baseline*"])
+
+
+def test_a_shard_under_xdist_records_the_suite_from_the_workers(many):
+    many.runpytest("-n", "2", "--queryeval-shard=1/2", "--queryeval-json=x.json")
+    run = json.loads((many.path / "x.json").read_text())["run"]
+    assert run["suite"]["cases"] == len(IDS)
+    assert run["suite_ids"] == IDS
+    assert run["shard"] == "1/2"

@@ -438,6 +438,12 @@ def model_of(report: Mapping[str, Any]) -> str | None:
     return None
 
 
+def incomparable(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> str | None:
+    """Why two reports cannot be compared (another report version, another scoring setting
+    of a kind both hold), or None: the comparability key a baseline and a merge check."""
+    return _incomparable(current, baseline)
+
+
 def _incomparable(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> str | None:
     cv, bv = current.get("version"), baseline.get("version")
     if cv != bv:

@@ -1,0 +1,200 @@
+"""The end of a run once its report is built: summary, baseline comparison, report files and
+the baseline update, and whether the run fails on them.
+
+Free of pytest: the plugin's session finish (:mod:`pytest_queryeval.finish`) and
+``queryeval merge`` (:mod:`pytest_queryeval.merge`) both end here, so a merged report is judged
+and written exactly as a single run's would be.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .aggregate import aggregate, reference_aggregates
+from .errors import QueryEvalError
+from .report.json_report import write_report
+from .report.terminal import gate_lines, summary_lines
+
+
+@dataclass
+class Outputs:
+    """What to do with a finished report: the plugin's options, or ``queryeval merge``'s."""
+
+    json: Path | None = None
+    xlsx: Path | None = None
+    html: Path | None = None
+    markdown: Path | None = None
+    #: Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set.
+    step_summary: bool = True
+    #: ``--queryeval-baseline`` was given: compare with :attr:`baseline_path`.
+    compare: bool = False
+    #: The baseline file (compared with, and written by :attr:`update_baseline`).
+    baseline_path: Path | None = None
+    update_baseline: bool = False
+    force_baseline: bool = False
+    max_drop: Sequence[str] = ()
+    tags: bool = False
+    worst: int = 5
+    spider_table: bool = False
+    #: ``--queryeval-significance``: gate a drop only when it is not noise (alpha).
+    significance: float | None = None
+    #: Lines shown after the gates (the gold audit's findings).
+    after_gates: Sequence[str] = ()
+    #: Why the baseline is not compared although asked for (a gold audit), or None.
+    skip_compare: str | None = None
+    #: How a path is shown in the summary (rootdir-relative in the plugin).
+    display: Callable[[Path], str] = field(default=str)
+
+
+def run_settings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kind, the scoring options in force (a list when cases differ): the report's
+    ``run.settings``, which a baseline comparison and a merge of shards require equal."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for rec in records:
+        for key, value in (rec.get("settings") or {}).items():
+            enc = json.dumps(value, sort_keys=True)
+            bucket = seen.setdefault(str(rec.get("kind")), {}).setdefault(key, [])
+            if enc not in bucket:
+                bucket.append(enc)
+    out: dict[str, dict[str, Any]] = {}
+    for kind, options in seen.items():
+        out[kind] = {k: json.loads(v[0]) if len(v) == 1 else sorted(v) for k, v in options.items()}
+    return out
+
+
+def suite_key(ids: Sequence[str] | None, ran: int) -> dict[str, Any]:
+    """``run.suite`` (how many cases the suite holds, and a digest of their ids: the shards of
+    one suite share it) and, when the run ran only part of it, ``run.suite_ids``."""
+    if ids is None:
+        return {}
+    digest = hashlib.sha256("\n".join(sorted(ids)).encode("utf-8", "surrogatepass")).hexdigest()
+    out: dict[str, Any] = {"suite": {"cases": len(ids), "digest": digest[:32]}}
+    if ran != len(ids):
+        out["suite_ids"] = sorted(ids)
+    return out
+
+
+def with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Spider evaluator's own per-hardness table (its averaging rules, not plain means)."""
+    items = [r["details"]["spider"] for r in records
+             if r.get("kind") == "sql" and isinstance((r.get("details") or {}).get("spider"), dict)]
+    if items:
+        from .metrics.spider import aggregate as spider_aggregate
+
+        aggregates["spider"] = spider_aggregate(items)
+    aggregates.update(reference_aggregates(records))
+    return aggregates
+
+
+def aggregates_of(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every aggregate of a report's cases (plain means, groups, the Spider table)."""
+    return with_spider(aggregate(records), records)
+
+
+def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
+             refusals: Callable[[], list[str]]) -> bool:
+    """Judge and write a built report (``cases``, ``aggregates``, ``gates`` filled in).
+
+    ``lines`` receives the summary as it grows (a caller that shows it even when writing a
+    report fails below keeps the same list); ``refusals`` says why the run may not become the
+    baseline. Returns whether the gates or the baseline fail the run. A report that cannot be
+    written raises QueryEvalError after the others are written.
+    """
+    from .report import baseline as bl
+
+    gates = report.get("gates") or []
+    lines.extend(summary_lines(report, tags=out.tags, worst=out.worst,
+                               spider_table=out.spider_table))
+    lines.extend(gate_lines(gates))
+    lines.extend(out.after_gates)
+    failed = any(not g["passed"] for g in gates)
+
+    comparison = None
+    path = out.baseline_path
+    if out.compare and out.skip_compare:
+        lines.extend(["", out.skip_compare])
+    elif out.compare and out.update_baseline and path is not None and not path.exists():
+        lines.append("")  # --queryeval-update-baseline creates the file it is asked to compare with
+        lines.append(f"baseline: {out.display(path)} does not exist yet: nothing to compare, "
+                     "this run writes it")
+    elif out.compare and path is not None:
+        try:
+            max_drop = bl.parse_max_drop(out.max_drop)
+        except ValueError as exc:
+            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
+        try:
+            base = bl.load_baseline(path)
+        except (OSError, ValueError) as exc:
+            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
+        comparison = bl.compare(report, base, max_drop or None, significance=out.significance)
+        report["baseline"] = comparison.to_dict()
+        lines.append("")
+        lines.extend(bl.format_comparison(comparison, spider_components=out.spider_table))
+        failed = failed or not comparison.passed
+    elif out.max_drop:
+        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
+        failed = True
+
+    written = write_reports(report, comparison, out)
+    if out.update_baseline and path is not None:
+        why = refusals()
+        if why and not out.force_baseline:
+            written.append(f"error: baseline NOT updated ({out.display(path)}): "
+                           + "; ".join(why)
+                           + ". Run the whole suite cleanly, or add --queryeval-force-baseline "
+                             "to write it anyway.")
+            failed = True
+        else:
+            bl.write_baseline(report, path)
+            forced = f" (forced: {'; '.join(why)})" if why else ""
+            written.append(f"baseline updated: {path}{forced}")
+    lines.extend(written)
+    return failed
+
+
+def write_reports(report: dict[str, Any], comparison: Any, out: Outputs) -> list[str]:
+    """Every report file asked for; the lines naming them. The JSON report comes first (the
+    one CI keeps); an Excel or HTML failure is raised after the others are written."""
+    written: list[str] = []
+    errors: list[str] = []
+    if out.json is not None:
+        write_report(report, out.json)
+        written.append(f"JSON report: {out.json}")
+    for target, module, func, label in (
+        (out.xlsx, "excel", "write_xlsx", "Excel report"),
+        (out.html, "html", "write_html", "HTML report"),
+    ):
+        if target is None:
+            continue
+        try:
+            mod = __import__(f"pytest_queryeval.report.{module}", fromlist=[func])
+            writer = getattr(mod, func)
+            if func == "write_html":
+                writer(report, target, comparison)
+            else:
+                writer(report, target)
+            written.append(f"{label}: {target}")
+        except QueryEvalError as exc:
+            errors.append(exc.reason())
+    step = os.environ.get("GITHUB_STEP_SUMMARY") if out.step_summary else None
+    if out.markdown is not None or step:
+        from .report.json_report import write_atomic
+        from .report.markdown import render_markdown
+        from .safetext import printable
+
+        text = printable(render_markdown(report, comparison))  # often read with cat
+        if out.markdown is not None:
+            write_atomic(out.markdown, text)
+            written.append(f"Markdown summary: {out.markdown}")
+        if step:
+            with open(step, "a", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+    if errors:
+        raise QueryEvalError("; ".join(errors))
+    return written

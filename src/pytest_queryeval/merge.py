@@ -1,0 +1,358 @@
+"""``queryeval merge SHARD.json... -o REPORT.json``: the shards of one run, put back together.
+
+Each CI runner ran a shard (``--queryeval-shard I/N`` or pytest-split) and wrote its JSON
+report. The merge takes the union of their cases and ends the run as the plugin would have in
+one process (:func:`pytest_queryeval.conclude.conclude`): aggregates, gates and the baseline
+comparison over the union, every report option of the plugin, and the same exit status.
+
+Shards that cannot be one run are refused (exit 4, nothing written): another report version,
+queryeval version, suite (the digest of its case ids), model, predictions source, verdict mode,
+scoring settings of a kind, shard count, or a gate of the same name defined differently. Cases
+missing from the union, and cases run by more than one shard, are listed and fail the merge
+(exit 1, the report still written, each case once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .aggregate import evaluate_gates
+from .conclude import Outputs, aggregates_of, conclude, run_settings
+from .config import Gate
+from .errors import QueryEvalError
+from .repeats import flaky_cases
+from .verdict import update_refusals
+
+#: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
+OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5
+#: ``run`` fields every shard of one run shares (``suite`` and ``settings`` checked apart).
+SAME_RUN = ("queryeval_version", "model", "predictions", "verdict")
+GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty")
+LISTED = 10
+
+
+class MergeRefused(Exception):
+    """The shards are not parts of one run; the message says which field differs where."""
+
+
+@dataclass
+class Merged:
+    report: dict[str, Any]
+    missing: list[str] = field(default_factory=list)
+    duplicated: list[tuple[str, list[str]]] = field(default_factory=list)
+    missing_shards: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)
+
+
+def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, report) per file; MergeRefused names a file that is not a JSON report."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise MergeRefused(f"{path}: cannot read: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise MergeRefused(f"{path}: not JSON: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("cases"), list) \
+                or not isinstance(data.get("run"), dict):
+            raise MergeRefused(f"{path}: not a queryeval JSON report (no 'run' and 'cases')")
+        out.append((str(path), data))
+    if not out:
+        raise MergeRefused("no shard reports given")
+    return out
+
+
+def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+    from .report.baseline import incomparable
+
+    first_name, first = shards[0]
+    first_run = first["run"]
+    for name, report in shards[1:]:
+        run = report["run"]
+        if report.get("version") != first.get("version"):
+            raise MergeRefused(f"{name}: report version {report.get('version')!r}, but "
+                               f"{first_name} has {first.get('version')!r}")
+        suite_a, suite_b = first_run.get("suite"), run.get("suite")
+        if suite_a and suite_b and suite_a != suite_b:
+            raise MergeRefused(
+                f"{name}: another suite ({suite_b.get('cases')} cases, digest "
+                f"{suite_b.get('digest')}) than {first_name} ({suite_a.get('cases')} cases, "
+                f"digest {suite_a.get('digest')}): shards of one run collect the same suite")
+        for key in SAME_RUN:
+            if run.get(key) != first_run.get(key):
+                raise MergeRefused(f"{name}: run.{key} is {run.get(key)!r}, but {first_name} "
+                                   f"has {first_run.get(key)!r}")
+        a, b = _shard(first_run.get("shard")), _shard(run.get("shard"))
+        if a and b and a[1] != b[1]:
+            raise MergeRefused(f"{name}: shard {run.get('shard')} of another split than "
+                               f"{first_name}'s {first_run.get('shard')}")
+        why = incomparable(report, first)
+        if why:
+            raise MergeRefused(f"{name} and {first_name} were {why}")
+
+
+def _shard(value: Any) -> tuple[int, int] | None:
+    if not isinstance(value, str):
+        return None
+    from .shard import parse_shard
+
+    try:
+        return parse_shard(value)
+    except ValueError:
+        return None
+
+
+def _gates(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The gate definitions of every shard, by name (a shard lists the gates of the suite
+    directories its cases are in); one name defined two ways is refused."""
+    seen: dict[str, tuple[str, dict[str, Any]]] = {}
+    for name, report in shards:
+        for gate in report.get("gates") or []:
+            spec = {k: gate.get(k) for k in ("name", *GATE_FIELDS)}
+            other = seen.get(str(spec["name"]))
+            if other is None:
+                seen[str(spec["name"])] = (name, spec)
+            elif other[1] != spec:
+                diff = [k for k in GATE_FIELDS if other[1].get(k) != spec.get(k)]
+                raise MergeRefused(f"{name}: gate {spec['name']!r} differs from {other[0]}'s "
+                                   f"in {', '.join(diff)}: the shards ran another configuration")
+    return [spec for _, spec in seen.values()]
+
+
+def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
+    """The union report (gates evaluated, no baseline yet); MergeRefused when the shards are
+    not parts of one run."""
+    _check_same(shards)
+    gate_specs = _gates(shards)
+    records: list[dict[str, Any]] = []
+    where: dict[str, list[str]] = {}
+    for name, report in shards:
+        for rec in report["cases"]:
+            if not isinstance(rec, dict):
+                continue
+            key = str(rec.get("nodeid") or rec.get("id"))
+            if key not in where:
+                records.append(rec)
+            where.setdefault(key, []).append(name)
+    records.sort(key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
+    runs = [report["run"] for _, report in shards]
+    first = runs[0]
+    merged = Merged(report={})
+    merged.duplicated = [(k, names) for k, names in where.items() if len(names) > 1]
+    suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
+    if suite_ids is not None:
+        have = {str(r.get("id")) for r in records}
+        merged.missing = [str(i) for i in suite_ids if str(i) not in have]
+    elif isinstance(first.get("suite"), dict):  # every shard ran whole: ids not recorded
+        expected = int(first["suite"].get("cases") or 0)
+        if len(records) < expected:
+            merged.missing = [f"({expected - len(records)} case(s))"]
+    split = [s for s in (_shard(r.get("shard")) for r in runs) if s]
+    if split:
+        total = split[0][1]
+        merged.missing_shards = [f"{i}/{total}" for i in range(1, total + 1)
+                                 if i not in {s[0] for s in split}]
+    merged.interrupted = [name for name, report in shards if report["run"].get("interrupted")]
+
+    cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
+    gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
+                                 float(g["limit"]), cwd / str(g.get("scope") or "."),
+                                 g.get("kind"), g.get("tag"), bool(g.get("allow_empty")))
+                            for g in gate_specs], records)
+    for gate, spec in zip(gates, gate_specs, strict=True):
+        gate["scope"] = spec.get("scope")
+    started = sorted(str(r["started"]) for r in runs if r.get("started"))
+    finished = sorted(str(r["finished"]) for r in runs if r.get("finished"))
+    run: dict[str, Any] = {
+        "started": started[0] if started else None,
+        "finished": finished[-1] if finished else None,
+        "duration_s": round(max((float(r.get("duration_s") or 0) for r in runs), default=0), 3),
+        "exitstatus": None,
+        "interrupted": bool(merged.interrupted),
+        **{key: first.get(key) for key in SAME_RUN},
+        "settings": run_settings(records),
+        "workers": max((int(r.get("workers") or 0) for r in runs), default=0),
+        "shard": None,
+        "merged_from": [{"report": Path(name).name, "shard": r.get("shard"),
+                         "cases": len(report["cases"]), "exitstatus": r.get("exitstatus")}
+                        for (name, report), r in zip(shards, runs, strict=True)],
+    }
+    if first.get("suite"):
+        run["suite"] = first["suite"]
+    merged.report = {"version": shards[0][1].get("version", 1), "run": run, "cases": records,
+                     "aggregates": aggregates_of(records), "gates": gates,
+                     "flaky": flaky_cases(records)}
+    return merged
+
+
+def problems_of(merged: Merged) -> list[str]:
+    """Why the union is not the whole run: missing shards, missing or duplicated cases."""
+    out: list[str] = []
+    if merged.missing_shards:
+        out.append(f"missing shard(s): {', '.join(merged.missing_shards)}")
+    if merged.missing:
+        shown = ", ".join(merged.missing[:LISTED])
+        more = f" and {len(merged.missing) - LISTED} more" if len(merged.missing) > LISTED else ""
+        out.append(f"{len(merged.missing)} case(s) of the suite are in no shard: {shown}{more}")
+    if merged.duplicated:
+        shown = "; ".join(f"{key} (in {', '.join(Path(n).name for n in names)})"
+                          for key, names in merged.duplicated[:LISTED])
+        more = f" and {len(merged.duplicated) - LISTED} more" \
+            if len(merged.duplicated) > LISTED else ""
+        out.append(f"{len(merged.duplicated)} case(s) ran in more than one shard (the first "
+                   f"is kept): {shown}{more}")
+    if merged.interrupted:
+        out.append("interrupted shard(s): " + ", ".join(Path(n).name for n in merged.interrupted))
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="queryeval merge",
+        description="Merge the JSON reports of a sharded run (--queryeval-shard I/N or "
+                    "pytest-split): aggregates, gates and the baseline comparison over the "
+                    "union, with the plugin's report options and exit status.")
+    p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the shards' JSON reports")
+    p.add_argument("-o", "--output", "--queryeval-json", dest="json", metavar="REPORT.json",
+                   help="write the merged JSON report here")
+    p.add_argument("--queryeval-xlsx", dest="xlsx", metavar="PATH")
+    p.add_argument("--queryeval-html", dest="html", metavar="PATH")
+    p.add_argument("--queryeval-markdown", dest="markdown", metavar="PATH")
+    p.add_argument("--queryeval-no-step-summary", dest="no_step_summary", action="store_true")
+    p.add_argument("--queryeval-baseline", dest="baseline", metavar="PATH")
+    p.add_argument("--queryeval-update-baseline", dest="update_baseline", action="store_true")
+    p.add_argument("--queryeval-force-baseline", dest="force_baseline", action="store_true")
+    p.add_argument("--queryeval-max-drop", dest="max_drop", action="append", default=[],
+                   metavar="DELTA|METRIC=DELTA")
+    p.add_argument("--queryeval-significance", dest="significance", metavar="ALPHA",
+                   help="gate a drop versus the baseline only when it is not noise")
+    p.add_argument("--queryeval-verdict", dest="verdict", choices=("strict", "baseline", "gates"),
+                   help="the mode the shards ran with (checked: it is applied as cases run)")
+    p.add_argument("--queryeval-tags", dest="tags", action="store_true")
+    p.add_argument("--queryeval-worst", dest="worst", type=int, default=5, metavar="N")
+    p.add_argument("--queryeval-spider-table", dest="spider_table", action="store_true")
+    return p
+
+
+def _usage(args: argparse.Namespace) -> list[str]:
+    """Option problems found before anything is read (the plugin's checks, where shared)."""
+    from .suitecheck import MetricCatalog, check_options
+
+    # any metric: a max-drop on one the reports do not hold is reported by the comparison
+    catalog = MetricCatalog(["*"], lambda kind, metric: True)
+    cwd = Path.cwd()
+    problems = check_options(catalog=catalog, invocation_dir=cwd, max_drop=args.max_drop,
+                             baseline=args.baseline,
+                             outputs={f"--queryeval-{n}": getattr(args, n)
+                                      for n in ("json", "xlsx", "html", "markdown")},
+                             xlsx=bool(args.xlsx), worst=args.worst)
+    if args.significance is not None:
+        from .report.baseline import parse_significance
+
+        try:
+            parse_significance(args.significance, "--queryeval-significance")
+        except ValueError as exc:
+            problems.append(str(exc))
+    if args.update_baseline and not args.baseline:
+        problems.append("--queryeval-update-baseline needs --queryeval-baseline PATH here "
+                        "(queryeval merge reads no ini file)")
+    return problems
+
+
+def run(argv: Sequence[str]) -> int:
+    args = _parser().parse_args(list(argv))
+    err = sys.stderr
+    problems = _usage(args)
+    if problems:
+        print("queryeval merge: invalid options:", *(f"  {p}" for p in problems), sep="\n",
+              file=err)
+        return USAGE_ERROR
+    try:
+        shards = load_shards([Path(p) for p in args.shards])
+        merged = merge_reports(shards)
+        mode = merged.report["run"].get("verdict") or "strict"
+        if args.verdict and args.verdict != mode:
+            raise MergeRefused(f"--queryeval-verdict={args.verdict}, but the shards ran with "
+                               f"{mode} (a verdict mode is applied as the cases run)")
+    except MergeRefused as exc:
+        print(f"queryeval merge: refused: {exc}", file=err)
+        return USAGE_ERROR
+    report = merged.report
+    if not report["cases"]:
+        print("queryeval merge: the shards hold no cases", file=err)
+        return NO_TESTS
+    cwd = Path.cwd()
+
+    def resolve(value: str | None) -> Path | None:
+        return (cwd / value).resolve() if value else None
+
+    incomplete = problems_of(merged)
+    out = Outputs(json=resolve(args.json), xlsx=resolve(args.xlsx), html=resolve(args.html),
+                  markdown=resolve(args.markdown), step_summary=not args.no_step_summary,
+                  compare=bool(args.baseline), baseline_path=resolve(args.baseline),
+                  update_baseline=args.update_baseline, force_baseline=args.force_baseline,
+                  max_drop=args.max_drop, tags=args.tags, worst=args.worst,
+                  spider_table=args.spider_table, display=lambda p: _display(p, cwd),
+                  significance=_significance(args.significance))
+    outcomes = [str(r.get("outcome")) for r in report["cases"]]
+    failing = any(o in ("failed", "error") for o in outcomes)
+    status = INTERRUPTED if merged.interrupted else TESTS_FAILED if failing or incomplete else OK
+    report["run"]["exitstatus"] = status
+    lines: list[str] = [f"queryeval merge: {len(shards)} shard(s), {len(report['cases'])} cases"]
+    lines.extend(f"error: {p}" for p in incomplete)
+    errors = [str(r.get("id")) for r in report["cases"] if r.get("outcome") == "error"]
+    try:
+        gated = conclude(report, out, lines, lambda: update_refusals(
+            filters=[p for p in incomplete if not p.startswith("interrupted")],
+            interrupted=bool(merged.interrupted), stopped=None, errors=errors))
+    except QueryEvalError as exc:
+        lines.append(exc.reason() if exc.reason().startswith("error") else
+                     f"error: {exc.reason()}")
+        gated = True
+    if gated and status == OK:
+        status = TESTS_FAILED
+    if gated and status in (OK, TESTS_FAILED):
+        lines.append("queryeval: the run fails on the gates/baseline above")
+    from .safetext import printable
+
+    print("\n".join(printable(line) for line in lines))
+    return status
+
+
+def _significance(value: str | None) -> float | None:
+    if value is None:
+        return None
+    from .report.baseline import parse_significance
+
+    return parse_significance(value, "--queryeval-significance")
+
+
+def _display(path: Path, base: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(base.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``queryeval`` console script: ``queryeval merge ...``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help") or args[0] != "merge":
+        usage = ("usage: queryeval merge SHARD.json... -o REPORT.json [report and baseline "
+                 "options]\n\n  merge   merge the JSON reports of a sharded run "
+                 "(queryeval merge --help)")
+        helped = bool(args) and args[0] in ("-h", "--help")
+        print(usage, file=sys.stdout if helped else sys.stderr)
+        return OK if helped else USAGE_ERROR
+    return run(args[1:])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
