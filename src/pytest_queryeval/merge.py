@@ -26,6 +26,7 @@ from .aggregate import evaluate_gates
 from .conclude import Outputs, aggregates_of, conclude, run_settings
 from .config import Gate
 from .errors import QueryEvalError
+from .nearmiss import aggregate as near_miss_aggregate
 from .repeats import flaky_cases
 from .verdict import update_refusals
 
@@ -188,7 +189,8 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
         run["suite"] = first["suite"]
     merged.report = {"version": shards[0][1].get("version", 1), "run": run, "cases": records,
                      "aggregates": aggregates_of(records), "gates": gates,
-                     "flaky": flaky_cases(records)}
+                     "flaky": flaky_cases(records),
+                     "near_miss": near_miss_aggregate(records)}
     return merged
 
 

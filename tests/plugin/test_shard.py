@@ -79,6 +79,7 @@ def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):
     assert result.ret == whole.ret == 1  # the same failing cases fail both
     assert [c["id"] for c in merged["cases"]] == [c["id"] for c in full["cases"]]
     assert merged["aggregates"] == full["aggregates"]
+    assert merged["flaky"] == full["flaky"] and merged["near_miss"] == full["near_miss"]
     assert [(g["name"], g["value"], g["passed"], g["scope"]) for g in merged["gates"]] == \
         [(g["name"], g["value"], g["passed"], g["scope"]) for g in full["gates"]]
     assert merged["run"]["exitstatus"] == 1
