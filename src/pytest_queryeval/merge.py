@@ -34,7 +34,7 @@ from .verdict import update_refusals
 OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5
 #: ``run`` fields every shard of one run shares (``suite`` and ``settings`` checked apart).
 SAME_RUN = ("queryeval_version", "model", "predictions", "verdict")
-GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty")
+GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty", "op")
 LISTED = 10
 
 
@@ -165,7 +165,8 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
     gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
                                  float(g["limit"]), cwd / str(g.get("scope") or "."),
-                                 g.get("kind"), g.get("tag"), bool(g.get("allow_empty")))
+                                 g.get("kind"), g.get("tag"), bool(g.get("allow_empty")),
+                                 str(g.get("op") or ">="))
                             for g in gate_specs], records)
     for gate, spec in zip(gates, gate_specs, strict=True):
         gate["scope"] = spec.get("scope")
