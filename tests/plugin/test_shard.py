@@ -20,7 +20,8 @@ def many(suite):
     suite.makefile(".yaml", test_cases=dump({"kind": "sdmx",
                                              "thresholds": {"macro_precision": 1.0},
                                              "cases": cases}))
-    suite.makefile(".yaml", queryeval=dump({"gates": {"macro_f1": {"mean": 0.5}}}))
+    suite.makefile(".yaml", queryeval=dump({"gates": {
+        "macro_f1": {"mean": 0.5}, "f1_ceiling": {"metric": "macro_f1", "max": 0.5}}}))
     return suite
 
 
@@ -80,13 +81,14 @@ def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):
     assert [c["id"] for c in merged["cases"]] == [c["id"] for c in full["cases"]]
     assert merged["aggregates"] == full["aggregates"]
     assert merged["flaky"] == full["flaky"] and merged["near_miss"] == full["near_miss"]
-    assert [(g["name"], g["value"], g["passed"], g["scope"]) for g in merged["gates"]] == \
-        [(g["name"], g["value"], g["passed"], g["scope"]) for g in full["gates"]]
+    assert [(g["name"], g["value"], g["op"], g["passed"], g["scope"]) for g in merged["gates"]] \
+        == [(g["name"], g["value"], g["op"], g["passed"], g["scope"]) for g in full["gates"]]
+    assert [(g["op"], g["passed"]) for g in merged["gates"]] == [(">=", True), ("<=", False)]
     assert merged["run"]["exitstatus"] == 1
     assert [m["shard"] for m in merged["run"]["merged_from"]] == ["1/3", "2/3", "3/3"]
     assert merged["baseline"]["comparable"] is True and merged["baseline"]["passed"] is True
     result.stdout.fnmatch_lines(["queryeval merge: 3 shard(s), 24 cases", "*sdmx*",
-                                 "gate PASS*", "*JSON report: *merged.json*"])
+                                 "gate PASS*", "gate FAIL*", "*JSON report: *merged.json*"])
     assert (many.path / "m.md").read_text().startswith("## queryeval: 16/24 passed")
     assert (many.path / "m.html").is_file()
 
@@ -153,7 +155,8 @@ def test_merge_refuses_shards_of_another_suite_or_configuration(many):
     # another suite: one more case
     many.makefile(".yaml", test_more=dump({"kind": "sdmx", "cases": [
         sdmx_case("extra", selection(GDP), selection(GDP))]}))
-    many.makefile(".yaml", queryeval=dump({"gates": {"macro_f1": {"mean": 0.5}}}))
+    many.makefile(".yaml", queryeval=dump({"gates": {
+        "macro_f1": {"mean": 0.5}, "f1_ceiling": {"metric": "macro_f1", "max": 0.5}}}))
     many.runpytest("--queryeval-shard=2/2", "--queryeval-json=other.json")
     result = _merge(many, "s1.json", "other.json")
     assert result.ret == 4
