@@ -166,6 +166,11 @@ def audit_case(case: Case, ctx: Any) -> AuditResult:
             _self_check(case, kind, actx, result, case.gold, None)
     except SourceUnavailable as exc:
         result.add("source-unavailable", exc.reason())
+    except QueryEvalError as exc:  # a datasource that cannot be opened as configured
+        result.add("gold-error", exc.reason())
+    except Exception as exc:  # a bug must not end the audit of the other cases
+        result.add("gold-error", f"internal error auditing the case: {type(exc).__name__}: "
+                                 f"{exc}")
     return result
 
 

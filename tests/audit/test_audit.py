@@ -161,12 +161,19 @@ def test_warn_mode_reports_and_exits_0(sqlite_suite: pytest.Pytester) -> None:
 
 
 def test_reports_hold_the_findings_table(sqlite_suite: pytest.Pytester) -> None:
-    run(sqlite_suite, "--queryeval-audit-golds=warn")
+    pytest.importorskip("xlsxwriter")
+    run(sqlite_suite, "--queryeval-audit-golds=warn", "--queryeval-xlsx=audit.xlsx")
     md = (sqlite_suite.path / "audit.md").read_text()
     assert "### Gold audit" in md and "| gold-drift |" in md.replace("\\", "")
     assert "test\\_chinook.yaml:" in md or "test_chinook.yaml:" in md
     html = (sqlite_suite.path / "audit.html").read_text()
     assert 'id="audit"' in html and "ties-at-limit" in html and "gold-timeout" in html
+    openpyxl = pytest.importorskip("openpyxl")
+    sheet = openpyxl.load_workbook(sqlite_suite.path / "audit.xlsx")["Gold audit"]
+    rows = list(sheet.iter_rows(values_only=True))
+    assert rows[0][:3] == ("severity", "code", "id") and len(rows) == 1 + 14
+    assert rows[1][0] == "error" and rows[-1][0] == "warning"
+    assert ("warning", "redundant-alternative", "alternatives", 2) in {r[:4] for r in rows}
 
 
 def test_xdist_findings_equal_the_serial_run(sqlite_suite: pytest.Pytester) -> None:

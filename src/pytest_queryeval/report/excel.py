@@ -77,6 +77,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
             _sdmx_overview(wb, fmt, sdmx)
         if report.get("flaky"):
             _flaky_sheet(wb, fmt, list(report["flaky"]))
+        if report.get("audit"):
+            _audit_sheet(wb, fmt, report["audit"])
         _reference_sheet(wb, fmt, report.get("aggregates") or {})
         if (report.get("near_miss") or {}).get("overall"):
             _near_miss_sheet(wb, fmt, report)
@@ -440,6 +442,29 @@ def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -
                 _write_text(ws, row, col, value, fmt["text"])
     ws.set_column(0, 1, 28)
     ws.set_column(2, 9, 12)
+
+
+def _audit_sheet(wb: Any, fmt: dict[str, Any], audit: Mapping[str, Any]) -> None:
+    """``--queryeval-audit-golds``: one row per finding, errors first (docs/auditing.md)."""
+    ws = wb.add_worksheet("Gold audit")
+    names = ("severity", "code", "id", "gold", "file", "line", "kind", "message")
+    for col, name in enumerate(names):
+        ws.write_string(0, col, name, fmt["header"])
+    for row, item in enumerate(audit.get("findings") or [], start=1):
+        for col, key in enumerate(names):
+            value = item.get(key)
+            if key == "severity":
+                _write_text(ws, row, col, value, fmt["failed" if value == "error" else "other"])
+            elif key in ("gold", "line"):
+                _write_num(ws, row, col, value, fmt["int"])
+            else:
+                _write_text(ws, row, col, value, fmt["wrap" if key == "message" else "text"])
+    ws.set_column(0, 0, 10)
+    ws.set_column(1, 2, 24)
+    ws.set_column(3, 3, 6)
+    ws.set_column(4, 4, 36)
+    ws.set_column(5, 6, 8)
+    ws.set_column(7, 7, 100)
 
 
 def _run_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
