@@ -74,11 +74,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
              "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
              "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
-    add("--queryeval-audit-golds", nargs="?", const="error", default=None,
-        choices=("error", "warn"), metavar="warn",
+    # No argparse choices: a bare flag followed by a path is rewritten to =error in
+    # pytest_load_initial_conftests, after argparse has read the path as its value once.
+    add("--queryeval-audit-golds", nargs="?", const="error", default=None, metavar="warn",
         help="audit the golds instead of scoring predictions: run every gold as its own "
              "prediction and lint it (docs/auditing.md); fails on error findings, =warn "
-             "only reports them. Write it as --queryeval-audit-golds=warn, or after the paths")
+             "only reports them")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
     add("--queryeval-spider-table", action="store_true",
         help="print the official Spider evaluator's full exact/partial matching table")
@@ -97,6 +98,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("queryeval_baseline", default="queryeval-baseline.json",
                   help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
                        "is not given (a bare name lies beside the suite, else rootdir-relative)")
+
+
+AUDIT_FLAG = "--queryeval-audit-golds"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    """A bare ``--queryeval-audit-golds`` means ``=error``: argparse would otherwise take the
+    next word (``pytest --queryeval-audit-golds my_suite``) as the option's value and refuse
+    it. A value is only ever attached with ``=``."""
+    args[:] = [f"{AUDIT_FLAG}=error" if a == AUDIT_FLAG else a for a in args]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -192,6 +205,9 @@ def _check_options(config: pytest.Config, state: State) -> None:
         outputs={f"--queryeval-{name}": get(f"queryeval_{name}")
                  for name in ("json", "xlsx", "html", "markdown")},
         xlsx=bool(get("queryeval_xlsx")), worst=get("queryeval_worst"))
+    audit = get("queryeval_audit_golds")
+    if audit not in (None, "error", "warn"):
+        problems.append(f"--queryeval-audit-golds={audit}: must be error or warn")
     repeat = get("queryeval_repeat")
     if repeat is not None and repeat < 1:
         problems.append(f"--queryeval-repeat={repeat}: must be 1 or more")

@@ -197,6 +197,23 @@ def test_audit_cannot_update_the_baseline(sqlite_suite: pytest.Pytester) -> None
         result.stderr.str() + result.stdout.str())
 
 
+def test_a_bare_audit_flag_before_the_paths_is_not_their_value(
+        sqlite_suite: pytest.Pytester) -> None:
+    """``pytest --queryeval-audit-golds my_suite`` audits my_suite (argparse alone took
+    ``my_suite`` as the option's value and refused it)."""
+    suite = sqlite_suite.path
+    sub = suite / "my_suite"
+    sub.mkdir()
+    for path in list(suite.iterdir()):
+        if path.suffix == ".yaml" and path.name != "queryeval.yaml":
+            path.rename(sub / path.name)
+    result = sqlite_suite.runpytest("-p", "no:cacheprovider", "--queryeval-audit-golds",
+                                    "my_suite")
+    assert result.ret != 4, result.stderr.str()
+    assert "gold audit:" in result.stdout.str()
+    assert "my_suite/" in result.stdout.str()
+
+
 def test_an_audit_with_no_gold_says_so(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-audit-golds")
@@ -207,10 +224,6 @@ def test_an_audit_with_no_gold_says_so(pytester: pytest.Pytester) -> None:
 def test_xfail_does_not_hide_a_broken_gold(pytester: pytest.Pytester, shared_data: Path) -> None:
     db = shared_data / "chinook" / "Chinook_Sqlite.sqlite"
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", test_x=_yaml({
-        "kind": "sql", "datasources": None} if False else {
-        "kind": "sql", "cases": [{"id": "known", "gold": "SELECT nope FROM Artist",
-                                  "xfail": "the model gets this wrong"}]}))
     pytester.makefile(".yaml", queryeval=_yaml({"datasources": {"default": {
         "type": "sqlite", "path": str(db)}}}))
     (pytester.path / "test_x.yaml").write_text(_yaml({
@@ -325,3 +338,9 @@ def test_json_gold_that_is_not_json(pytester: pytest.Pytester) -> None:
     assert result.ret == 1
     assert codes(report) == {"broken": {"invalid-json"}}
     assert "not valid JSON" in finding(report, "broken", "invalid-json")["message"]
+
+
+def test_an_unknown_audit_mode_is_a_usage_error(sqlite_suite: pytest.Pytester) -> None:
+    result = sqlite_suite.runpytest("-p", "no:cacheprovider", "--queryeval-audit-golds=loud")
+    assert result.ret == 4
+    assert "--queryeval-audit-golds=loud: must be error or warn" in result.stderr.str()
