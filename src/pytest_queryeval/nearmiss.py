@@ -55,6 +55,9 @@ RELAXATIONS: dict[str, str] = {
 }
 ABS_TOL = 1e-2
 REL_TOL = 1e-4
+#: Larger results (gold + predicted cells) are not attributed: nine more comparisons of a
+#: million-row failure would cost more than the explanation is worth.
+MAX_CELLS = 2_000_000
 
 Relaxed = Callable[[], dict[str, dict[str, float]]]
 
@@ -64,6 +67,9 @@ def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool
     """The result-table metrics under each relaxation that changes something (by name)."""
     from .metrics.table import CompareOptions, compare_tables
 
+    cells = sum(len(t.rows) * max(_width(t), 1) for t in (gold, pred))
+    if cells > MAX_CELLS:
+        raise ValueError(f"results of {cells:,} cells (over {MAX_CELLS:,}) are not attributed")
     opts = CompareOptions.from_config(compare)
     base = compare_tables(gold, pred, order_matters=order_matters, compare=opts)
     out: dict[str, dict[str, float]] = {}

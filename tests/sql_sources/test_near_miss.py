@@ -128,3 +128,14 @@ def test_through_the_plugin_in_every_report(pytester, chinook_sqlite):
     assert rows[0] == ("scope", "group", "ignore row order", "DISTINCT")
     assert rows[1] == ("overall", None, 1, 1)
     assert ("distinct", "sql", "hard", "DISTINCT") in rows
+
+
+def test_huge_results_are_not_attributed(spec, session: Session, monkeypatch):
+    from pytest_queryeval import nearmiss
+
+    monkeypatch.setattr(nearmiss, "MAX_CELLS", 10)
+    gold, pred, thresholds, _ = CASES["distinct"]
+    out = run_case(make_case(gold, spec=spec, predicted=pred, thresholds=thresholds), session)
+    assert out.status == "failed" and "near_miss" not in out.details
+    assert out.details["near_miss_error"] == (
+        "ValueError: results of 436 cells (over 10) are not attributed")
