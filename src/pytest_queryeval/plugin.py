@@ -414,6 +414,11 @@ class _RecordCollector:
             if self.state.progress is not None:
                 self.state.progress.from_report(report)
 
+    @pytest.hookimpl(trylast=True)  # after the terminal wrote the case's result
+    def pytest_runtest_logfinish(self) -> None:
+        if self.state.progress is not None:
+            self.state.progress.update()  # the predictions progress line, when one is due
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -16,8 +16,9 @@ runs ahead; ``-q`` silences it.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -61,9 +62,7 @@ def start(session: pytest.Session, state: State) -> None:
         _follow_the_controller(config, pool, requests, len(session.items))
     else:
         pool.submit_many(r for rs in requests.values() for r in rs)
-        progress = ProgressLine(config, pool)
-        engine.on_wait = progress.update
-        state.progress = progress
+        state.progress = ProgressLine(config, pool)
 
 
 def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests,
@@ -157,15 +156,26 @@ class ProgressLine:
 
     def _write(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
+        if reporter is None:
+            return
+        # never inside a test's captured output, whoever calls it
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else _nothing():
+            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+                reporter.write("\n")  # xdist's letters: a line without a file name
             reporter.write_line(line)
 
     def from_report(self, report: pytest.TestReport) -> None:
         """A case's report reached this process: one more case scored (and, from an xdist
-        worker, its pool's counts)."""
+        worker, its pool's counts). The line itself waits for :meth:`update`, called once
+        the terminal has written the case's result (``pytest_runtest_logfinish``)."""
         self.scored += 1
         counts = getattr(report, "queryeval_predictions", None)
         if isinstance(counts, list | tuple) and len(counts) == 3:
             node = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
             self.workers[str(node)] = (int(counts[0]), int(counts[1]), int(counts[2]))
-        self.update()
+
+
+@contextlib.contextmanager
+def _nothing() -> Iterator[None]:
+    yield

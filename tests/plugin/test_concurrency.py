@@ -141,6 +141,17 @@ def test_collect_only_requests_nothing(suite, model_service):
     assert not model_service.calls
 
 
+def test_a_progress_line_while_predictions_are_outstanding(suite, model_service):
+    """One request at a time at 0.4 s: the run lasts longer than the line's 2 s interval."""
+    model_service.latency = 0.4
+    _suite(suite, model_service.url, 8, concurrency=1)
+    result = suite.runpytest("-p", "no:randomly")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines([
+        "queryeval: predictions */8 done, 1 in flight, * case(s) scored",
+        "queryeval: predictions 8/8 done in * s (concurrency 1)"])
+
+
 def test_quiet_runs_print_no_progress_line(suite, model_service):
     _suite(suite, model_service.url, 4)
     result = suite.runpytest("-q", "-p", "no:randomly")
