@@ -197,7 +197,10 @@ def test_http_predictor_faults(suite: pytest.Pytester, chinook_copy: Path,
     suite.makefile(".yaml", queryeval=dump({
         "datasources": {"local": {"type": "sqlite", "path": "chinook.sqlite"}},
         "predictions": {"source": "http", "url": faulty_predictor + "/{id}", "response_path": "sql",
-                        "timeout": 0.5, "retries": 1, "backoff": 0.01}}))
+                        "timeout": 0.5, "retries": 1, "backoff": 0.01,
+                        # one request at a time: under a loaded host, four at once (one of
+                        # them the slow one) could pass the 0.5 s deadline and be retried
+                        "concurrency": 1}}))
     ids = ["ok", "wrong", "500", "malformed", "slow", "reset", "html"]
     suite.makefile(".yaml", test_http=dump({
         "kind": "sql", "datasource": "local", "thresholds": {"execution_accuracy": 1.0},

@@ -19,7 +19,15 @@ import pytest
 
 from tests.fixtures.sparql_standin import TrickleServer
 
-from .conftest import REPORT_ARGS, check_all_reports, default_sigint, dump, read_report
+from .conftest import (
+    REPORT_ARGS,
+    SCORED_CONFTEST,
+    check_all_reports,
+    default_sigint,
+    dump,
+    read_report,
+    scored,
+)
 
 XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
 #: 60 subjects x 3 properties: a four-way cross product is 1.7e12 rows to filter.
@@ -52,6 +60,7 @@ def _suite(pytester: pytest.Pytester, source: dict[str, Any], stuck_query: str,
     (pytester.path / "graph.nt").write_text(GRAPH, encoding="utf-8")
     (pytester.path / "stuck.rq").write_text(stuck_query, encoding="utf-8")
     pytester.makepyfile(sparql_model=MODEL.format(honest=HONEST))
+    pytester.makeconftest(SCORED_CONFTEST)
     pytester.makefile(".yaml", queryeval=dump({
         "datasources": {"graph": {**source, "timeout": QUERY_TIMEOUT}},
         "predictions": {"source": "python", "function": "sparql_model:predict"}}))
@@ -63,16 +72,18 @@ def _suite(pytester: pytest.Pytester, source: dict[str, Any], stuck_query: str,
     return ids
 
 
-def _interrupt(pytester: pytest.Pytester) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run pytest, SIGINT its process group once the stuck case has begun; (result, seconds
-    from the signal to the end of the session)."""
+def _interrupt(pytester: pytest.Pytester, scored_first: int = 4,
+               ) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run pytest, SIGINT its process group once the stuck case has begun (its prediction was
+    requested and, predictions being requested ahead, the ``scored_first`` cases before it
+    were scored); (result, seconds from the signal to the end of the session)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "stuck.marker"
     deadline = time.monotonic() + 180
-    while not marker.exists():
+    while not marker.exists() or len(scored(pytester.path)) < scored_first:
         assert proc.poll() is None, proc.communicate()[0][-3000:]
         assert time.monotonic() < deadline, "the run never reached the stuck case"
         time.sleep(0.05)

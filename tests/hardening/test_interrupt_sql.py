@@ -18,7 +18,7 @@ import pytest
 
 from tests.fixtures.postgres import PostgresServer
 
-from .conftest import default_sigint, dump, read_report
+from .conftest import SCORED_CONFTEST, default_sigint, dump, read_report, scored
 
 #: A liveness bound, not a speed assertion: the queries below run for minutes when not stopped.
 STOP_WITHIN = 20.0
@@ -47,6 +47,7 @@ LONG_SQLITE = {
 def _suite(pytester: pytest.Pytester, source: dict[str, Any], long: str, gold: str,
            n_before: int, n_after: int) -> list[str]:
     pytester.makepyfile(model=MODEL.format(long=long))
+    pytester.makeconftest(SCORED_CONFTEST)
     pytester.makefile(".yaml", queryeval=dump({
         "datasources": {"db": source},
         "predictions": {"source": "python", "function": "model:predict"}}))
@@ -59,17 +60,18 @@ def _suite(pytester: pytest.Pytester, source: dict[str, Any], long: str, gold: s
     return ids
 
 
-def interrupt_mid_query(pytester: pytest.Pytester, *args: str,
+def interrupt_mid_query(pytester: pytest.Pytester, *args: str, scored_first: int = 0,
                         ) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run pytest, SIGINT its process group once the long query runs; the output and the
-    seconds from SIGINT to the end of the process."""
+    """Run pytest, SIGINT its process group once the long query runs (its prediction was
+    requested and, predictions being requested ahead, the ``scored_first`` cases before it
+    were scored); the output and the seconds from SIGINT to the end of the process."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--queryeval-json=report.json",
          *args], cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, preexec_fn=default_sigint)
     marker = pytester.path / "long.marker"
     deadline = time.monotonic() + 120
-    while not marker.exists():
+    while not marker.exists() or len(scored(pytester.path)) < scored_first:
         assert proc.poll() is None, proc.communicate()[0][-3000:]
         assert time.monotonic() < deadline, "the run never reached the long case"
         time.sleep(0.05)
@@ -117,7 +119,7 @@ def test_ctrl_c_during_a_sqlite_query(suite: pytest.Pytester, chinook_copy: Path
                                       form: str, isolation: str) -> None:
     ids = _suite(suite, {"type": "sqlite", "path": "chinook.sqlite", "isolation": isolation},
                  LONG_SQLITE[form], "SELECT count(*) FROM genre", 5, 5)
-    done, _ = interrupt_mid_query(suite)
+    done, _ = interrupt_mid_query(suite, scored_first=5)
     finished = _check(suite, done, ids[:5])
     assert finished == ids[:5], "exactly the cases finished before Ctrl-C"
     assert "Traceback" not in done.stdout.split("KeyboardInterrupt")[0], done.stdout[-3000:]
@@ -137,7 +139,7 @@ def test_ctrl_c_during_a_postgres_query(suite: pytest.Pytester,
                                         postgres_server: PostgresServer) -> None:
     ids = _suite(suite, {"type": "sqlalchemy", "url": postgres_server.readonly_url()},
                  "SELECT pg_sleep(600)", "SELECT count(*) FROM genre", 5, 5)
-    done, _ = interrupt_mid_query(suite)
+    done, _ = interrupt_mid_query(suite, scored_first=5)
     finished = _check(suite, done, ids[:5])
     assert finished == ids[:5], "exactly the cases finished before Ctrl-C"
     # and the server is not left running the query for its client that went away
