@@ -206,3 +206,9 @@ def test_requests_run_ahead_in_the_prediction_pool_bounded_by_concurrency(music,
     config(music, openai_standin, concurrency=1)
     run(music, monkeypatch)
     assert openai_standin.max_in_flight == 1
+    # --queryeval-concurrency overrides the source's concurrency: upwards too
+    openai_standin.requests.clear()
+    openai_standin.max_in_flight = 0
+    openai_standin.script = {q: [{"delay": 0.4}] for q in questions}
+    run(music, monkeypatch, "--queryeval-concurrency", "3")
+    assert 1 < openai_standin.max_in_flight <= 3

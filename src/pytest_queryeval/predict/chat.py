@@ -85,8 +85,9 @@ class ChatPredictor:
         self.retries = _whole(spec, "retries", 3)
         self.backoff = _number(spec, "backoff", 1.0)
         self.max_retry_wait = _number(spec, "max_retry_wait", 60.0)
+        # checked here; the prediction pool bounds the requests (--queryeval-concurrency
+        # overrides it: a semaphore of the source's own would cap the override)
         self.concurrency = int(positive_number(spec, "concurrency", 4))
-        self._slots = threading.BoundedSemaphore(self.concurrency)
         self._context = context
         self._scrubber = Scrubber([key])
         self._client: Any = None
@@ -173,45 +174,44 @@ class ChatPredictor:
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(waits[-1])
-            with self._slots:
-                t0 = time.perf_counter()
-                try:
-                    raw = self._send(client, params)
-                except openai.APIStatusError as exc:
-                    last = self._status_message(exc)
-                    if exc.status_code == 429:
-                        wait = retry_after(exc.response.headers)
-                        if wait is not None and wait > self.max_retry_wait:
-                            raise PredictionError(
-                                f"{last}: the server asks to retry after {wait:g} s, more than "
-                                f"max_retry_wait ({self.max_retry_wait:g} s)") from None
-                        waits.append(wait if wait is not None else self._backoff(attempt))
-                        continue
-                    if exc.status_code >= 500:
-                        waits.append(self._backoff(attempt))
-                        continue
-                    raise PredictionError(last) from None
-                except (openai.APITimeoutError, _Deadline):
+            t0 = time.perf_counter()
+            try:
+                raw = self._send(client, params)
+            except openai.APIStatusError as exc:
+                last = self._status_message(exc)
+                if exc.status_code == 429:
+                    wait = retry_after(exc.response.headers)
+                    if wait is not None and wait > self.max_retry_wait:
+                        raise PredictionError(
+                            f"{last}: the server asks to retry after {wait:g} s, more than "
+                            f"max_retry_wait ({self.max_retry_wait:g} s)") from None
+                    waits.append(wait if wait is not None else self._backoff(attempt))
+                    continue
+                if exc.status_code >= 500:
+                    waits.append(self._backoff(attempt))
+                    continue
+                raise PredictionError(last) from None
+            except (openai.APITimeoutError, _Deadline):
+                last = f"timed out: no complete answer within {self.timeout:g} s"
+                waits.append(self._backoff(attempt))
+                continue
+            except openai.APIConnectionError as exc:
+                last = f"cannot connect to {self._where()}: {exc.__cause__ or exc}"
+                waits.append(self._backoff(attempt))
+                continue
+            except Exception as exc:
+                # the HTTP library's own errors while the body streams in (the client
+                # wraps only those of sending): httpx2 with openai 3, httpx before
+                names = {c.__name__ for c in type(exc).__mro__}
+                if "TimeoutException" in names:
                     last = f"timed out: no complete answer within {self.timeout:g} s"
-                    waits.append(self._backoff(attempt))
-                    continue
-                except openai.APIConnectionError as exc:
-                    last = f"cannot connect to {self._where()}: {exc.__cause__ or exc}"
-                    waits.append(self._backoff(attempt))
-                    continue
-                except Exception as exc:
-                    # the HTTP library's own errors while the body streams in (the client
-                    # wraps only those of sending): httpx2 with openai 3, httpx before
-                    names = {c.__name__ for c in type(exc).__mro__}
-                    if "TimeoutException" in names:
-                        last = f"timed out: no complete answer within {self.timeout:g} s"
-                    elif "TransportError" in names:
-                        last = f"the connection to {self._where()} broke: {exc}"
-                    else:
-                        raise
-                    waits.append(self._backoff(attempt))
-                    continue
-                seconds = time.perf_counter() - t0
+                elif "TransportError" in names:
+                    last = f"the connection to {self._where()} broke: {exc}"
+                else:
+                    raise
+                waits.append(self._backoff(attempt))
+                continue
+            seconds = time.perf_counter() - t0
             details: dict[str, Any] = {"attempts": attempt + 1}
             if waits:
                 details["retry_waits"] = [round(w, 3) for w in waits]
