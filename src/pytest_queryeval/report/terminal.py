@@ -115,7 +115,8 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         bad.sort(key=lambda c: (c.get("outcome") != "error", _score(c)))
         for c in bad[:worst]:
             why = c.get("error") or c.get("reason") or ", ".join(
-                f"{m}={_fmt((c.get('metrics') or {}).get(m))}" for m in c.get("failed_metrics", []))
+                f"{m}={metric_text(m, (c.get('metrics') or {}).get(m))}"
+                for m in c.get("failed_metrics", []))
             shown = c["outcome"] if not c.get("verdict") else f"{c['outcome']} ({c['verdict']})"
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or '-'}] "
                          f"{shown}: {_one_line(why)}")
@@ -216,6 +217,15 @@ SPEND_HEADERS = {"prompt_tokens": "prompt tokens", "completion_tokens": "complet
                  "cost_usd": "cost (USD)"}
 
 
+def metric_text(metric: str, value: Any) -> str:
+    """A case's metric as the reports print it: dollars, whole tokens, else 3 decimals."""
+    if metric == "cost_usd":
+        return usd(value)
+    if metric in ("prompt_tokens", "completion_tokens"):
+        return _tokens(value)
+    return _fmt(value)
+
+
 def spend_cell(metric: str, stats: Mapping[str, Any] | None) -> str:
     """A group's total of a usage metric, formatted (``-`` when no case has it)."""
     total = (stats or {}).get("total")
@@ -307,10 +317,7 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
             bound = "" if not t else " and ".join(
                 f"{'>=' if k == 'min' else '<='} {v:g}" for k, v in t.items())
             mark = "FAIL" if m in failed else ("ok" if t else "")
-            value = metrics.get(m)
-            shown = usd(value) if m == "cost_usd" else _tokens(value) if m in (
-                "prompt_tokens", "completion_tokens") else _fmt(value)
-            rows.append([m, shown, bound, mark])
+            rows.append([m, metric_text(m, metrics.get(m)), bound, mark])
         width = [max(len(r[i]) for r in [["metric", "value", "threshold", ""], *rows])
                  for i in range(4)]
         out.append("")
