@@ -21,8 +21,10 @@ regression or the luck of a sampled model is what ``--queryeval-significance=ALP
   on Python's ``random.Random(SEED)`` draws: reproducible run to run, but another sample of
   resamples, so the bounds differ from SciPy's by resampling noise.
 
-SciPy is never imported here: the numbers do not depend on what else is installed (beyond
-numpy's draws, above). Pure functions, no pytest.
+The gate's McNemar p-value (:func:`mcnemar`) is SciPy's own ``binomtest`` when SciPy is
+installed, so the reported figure is the one a user recomputes with SciPy, to the last digit;
+without SciPy it is :func:`mcnemar_exact` (the exact value, checked against SciPy's in the
+tests). Pure functions, no pytest; SciPy is imported only when a gate asks for a p-value.
 """
 
 from __future__ import annotations
@@ -50,6 +52,20 @@ def mcnemar_exact(b: int, c: int) -> float:
     tail = sum(math.comb(n, j) for j in range(k + 1))
     num, den = 2 * tail, 1 << n
     return 1.0 if num >= den else num / den  # int / int: correctly rounded
+
+
+def mcnemar(b: int, c: int) -> float:
+    """The gate's p-value: ``scipy.stats.binomtest(b, b + c, 0.5).pvalue`` with SciPy
+    installed, else :func:`mcnemar_exact` (equal within a relative 4e-14)."""
+    if b < 0 or c < 0:
+        raise ValueError("flip counts must be >= 0")
+    try:
+        from scipy.stats import binomtest  # type: ignore[import-untyped]
+    except ImportError:
+        return mcnemar_exact(b, c)
+    if b + c == 0:
+        return 1.0  # binomtest needs at least one trial: no flip, no evidence
+    return float(binomtest(b, b + c, 0.5).pvalue)
 
 
 def min_flips_for(alpha: float) -> int:

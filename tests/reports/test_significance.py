@@ -15,6 +15,7 @@ from pytest_queryeval.report.baseline import compare, format_comparison, parse_s
 from pytest_queryeval.significance import (
     N_RESAMPLES,
     SEED,
+    mcnemar,
     mcnemar_exact,
     min_flips_for,
     paired_bootstrap,
@@ -40,6 +41,20 @@ def test_mcnemar_is_the_exact_binomial_p_value_and_agrees_with_scipy(n):
         got = mcnemar_exact(b, c)
         assert got == want
         assert got == pytest.approx(stats.binomtest(b, n, 0.5).pvalue, rel=4e-14, abs=0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 6, 15, 40, 101, 400])
+def test_the_gate_reports_scipys_own_p_value(n):
+    """With SciPy installed, the gate's p-value is scipy.stats.binomtest's, to the last digit
+    (the issue's contract: SciPy if present, our exact code otherwise)."""
+    for b in range(n + 1):
+        want = 1.0 if n == 0 else stats.binomtest(b, n, 0.5).pvalue
+        assert mcnemar(b, n - b) == want
+
+
+def test_without_scipy_the_gate_uses_the_exact_value(monkeypatch):
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)  # import fails as if not installed
+    assert mcnemar(10, 2) == mcnemar_exact(10, 2) == 2 * 79 / 4096
 
 
 def test_mcnemar_known_values():

@@ -573,11 +573,11 @@ def _mcnemar(d: MetricDelta, rated: list[tuple[Mapping[str, Any], Mapping[str, A
     exact McNemar p-value below ``alpha``."""
     from dataclasses import replace
 
-    from pytest_queryeval.significance import mcnemar_exact
+    from pytest_queryeval.significance import mcnemar
 
     worse = sum(judged_outcome(b) in _PASS and judged_outcome(c) in _FAIL for c, b in rated)
     better = sum(judged_outcome(b) in _FAIL and judged_outcome(c) in _PASS for c, b in rated)
-    p = mcnemar_exact(worse, better)
+    p = mcnemar(worse, better)
     significant = worse > better and p < alpha
     return replace(d, p_value=p, significant=significant,
                    failed=d.failed and significant and gated)
