@@ -31,11 +31,11 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import (
-    ConfigError,
     MissingDependency,
     QueryFailed,
     QueryRefused,
@@ -43,7 +43,6 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from ..sandbox import Sandbox, shared_sandbox
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -51,14 +50,9 @@ from .base import (
     FetchedRows,
     positive_int,
 )
-from .sandboxed import ENGINE_KILLED, FileFingerprint, Reply, call_query, worker_reply
-from .sqlguard import check_read_only
+from .sandboxed import Reply, SandboxedFileSource, worker_reply
 
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
-#: Seconds past the timeout before the worker is killed (the interrupt normally ends the query
-#: at the timeout, and the worker survives).
-HARD_GRACE = 1.0
-ISOLATIONS = ("process", "thread")
 _FETCH_BATCH = 1_000
 #: Connections a worker keeps open (one per file and settings, least recently used closed first).
 _WORKER_CONNECTIONS = 8
@@ -179,38 +173,26 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
     return worker_reply(table, max_bytes)
 
 
-class DuckdbSource:
+class DuckdbSource(SandboxedFileSource):
     """A DuckDB database file, opened ``read_only`` with external access off and the
     configuration locked. Predicted statements are refused by :func:`check_read_only` before
     execution, and the connection could not write anyway."""
 
     type = "duckdb"
     dialect = "duckdb"
+    label = "DuckDB"
+    wal_suffix = ".wal"
+    preload = ("duckdb",)
 
     def __init__(self, name: str, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int = DEFAULT_MAX_BYTES,
                  max_memory: int = DEFAULT_MAX_MEMORY, threads: int = 1,
                  isolation: str = "process") -> None:
-        self.name = name
-        self.path = Path(path)
-        self.timeout = float(timeout)
-        self.max_rows = int(max_rows)
-        self.max_bytes = positive_int(max_bytes, name, "max_bytes")
-        self.max_memory = positive_int(max_memory, name, "max_memory")
+        super().__init__(name, path, timeout=timeout, max_rows=max_rows, max_bytes=max_bytes,
+                         max_memory=max_memory, isolation=isolation)
         self.threads = positive_int(threads, name, "threads")
-        if isolation not in ISOLATIONS:
-            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
-                              key=f"datasources.{name}.isolation")
-        self.isolation = isolation
         self._conn: Any = None
         self._temp: str | None = None
-        self._lock = threading.Lock()
-        self._fingerprint = FileFingerprint("duckdb", self.path, ".wal")
-        self._box: Sandbox | None = None
-        self._resolved = ""
-
-    def __repr__(self) -> str:
-        return f"DuckdbSource({self.name!r}, {str(self.path)!r})"
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -234,37 +216,19 @@ class DuckdbSource:
 
     # -- execution ----------------------------------------------------------------------------
 
-    def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
-                trusted: bool = False) -> ResultTable:
-        """Run one query (in the worker unless ``isolation: thread``); the deadline covers
-        execution and fetching. A result over ``max_rows`` or ``max_bytes`` comes back
-        truncated, with the cap that cut it in ``meta``."""
-        timeout = self.timeout if timeout is None else float(timeout)
-        max_rows = self.max_rows if max_rows is None else int(max_rows)
-        if not trusted:
-            check_read_only(query, self.dialect)
-        if self.isolation == "thread":
-            with self._lock:
-                return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
-        if self._box is None:  # once: the package checked, the path resolved, the worker chosen
-            if importlib.util.find_spec("duckdb") is None:
-                raise MissingDependency(_INSTALL)
-            if not self.path.is_file():
-                raise SourceUnavailable(
-                    f"datasource {self.name!r}: no DuckDB file at {self.path}")
-            self._resolved = str(self.path.resolve())
-            self._box = shared_sandbox("duckdb", max_memory=self.max_memory,
-                                       preload=(__name__, "duckdb"))
-        return call_query(self._box, worker_query, self._resolved, self.name, query, timeout,
-                          max_rows, self.max_bytes, self.max_memory, self.threads,
-                          timeout=timeout, hard_timeout=timeout + HARD_GRACE,
-                          max_bytes=self.max_bytes, max_memory=self.max_memory, killed=ENGINE_KILLED)
+    def _check_engine(self) -> None:
+        if importlib.util.find_spec("duckdb") is None:
+            raise MissingDependency(_INSTALL)
+
+    def _run_here(self, query: str, timeout: float, max_rows: int) -> ResultTable:
+        return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
+
+    def _worker_call(self, query: str, timeout: float, max_rows: int,
+                     ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
+        return worker_query, (self._resolved, self.name, query, timeout, max_rows,
+                              self.max_bytes, self.max_memory, self.threads)
 
     # -- identity -----------------------------------------------------------------------------
-
-    def fingerprint(self) -> str:
-        """``duckdb:<size>:<mtime_ns>:<sha256>`` of the file (and of its ``.wal``, if any)."""
-        return self._fingerprint(self.name)
 
     def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
         """Tables of the file's ``main`` schema with their columns, and foreign keys as

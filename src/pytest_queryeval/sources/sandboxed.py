@@ -10,19 +10,33 @@ reason worded for one engine reads the same for the others.
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from ..errors import QueryFailed, QueryTimeout, SourceUnavailable
+from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from ..sandbox import Sandbox, SandboxCrashed, SandboxMemoryError, SandboxTimeout, SandboxTooBig
-from .base import payload_bytes
+from ..sandbox import (
+    Sandbox,
+    SandboxCrashed,
+    SandboxMemoryError,
+    SandboxTimeout,
+    SandboxTooBig,
+    shared_sandbox,
+)
+from .base import payload_bytes, positive_int
+from .sqlguard import check_read_only
 
 #: What a worker returns for one query: columns, rows, truncated, meta, seconds (plain values,
 #: cheap to pickle; :class:`ResultTable` itself is rebuilt in the parent).
 Reply = tuple[list[str], list[tuple[Any, ...]], bool, dict[str, Any], float]
 #: Why a file engine's worker was killed at the deadline (its own interrupt did not stop it).
 ENGINE_KILLED = "the engine did not stop by itself: its worker was killed"
+#: Seconds past the timeout before a file engine's worker is killed (the engine's own
+#: interrupt normally ends the query at the timeout, and the worker survives).
+HARD_GRACE = 1.0
+ISOLATIONS = ("process", "thread")
 
 
 def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
@@ -89,3 +103,83 @@ class FileFingerprint:
             self._value = f"{self.prefix}:{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
             self._stat = key
         return self._value
+
+
+class SandboxedFileSource:
+    """A database file queried in a shared sandbox worker (``isolation: process``, the
+    default) or in the pytest process (``isolation: thread``, trusted suites).
+
+    Why a base class: the SQLite and DuckDB sources differ in how they open the file and run
+    a query there (:meth:`_run_here`, :meth:`_worker_call`), not in the caps they take, the
+    guard before execution, when the worker is chosen or what a missing file means.
+    """
+
+    type: ClassVar[str]
+    dialect: ClassVar[str]
+    #: The engine's name in messages ("no SQLite file at ...").
+    label: ClassVar[str]
+    #: Suffix of the engine's write-ahead log beside the file (part of the fingerprint).
+    wal_suffix: ClassVar[str]
+    #: Modules the worker imports when it starts (besides the subclass's own module).
+    preload: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, name: str, path: str | Path, *, timeout: float, max_rows: int,
+                 max_bytes: int, max_memory: int, isolation: str) -> None:
+        self.name = name
+        self.path = Path(path)
+        self.timeout = float(timeout)
+        self.max_rows = int(max_rows)
+        self.max_bytes = positive_int(max_bytes, name, "max_bytes")
+        self.max_memory = positive_int(max_memory, name, "max_memory")
+        if isolation not in ISOLATIONS:
+            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
+                              key=f"datasources.{name}.isolation")
+        self.isolation = isolation
+        self._lock = threading.Lock()
+        self._fingerprint = FileFingerprint(self.type, self.path, self.wal_suffix)
+        self._box: Sandbox | None = None
+        self._resolved = ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, {str(self.path)!r})"
+
+    def fingerprint(self) -> str:
+        """``<type>:<size>:<mtime_ns>:<sha256>`` of the file (and of its WAL, if any)."""
+        return self._fingerprint(self.name)
+
+    def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
+                trusted: bool = False) -> ResultTable:
+        """Run one query (in the worker unless ``isolation: thread``); the deadline covers
+        execution and fetching. A result over ``max_rows`` or ``max_bytes`` comes back
+        truncated, with the cap that cut it in ``meta``."""
+        timeout = self.timeout if timeout is None else float(timeout)
+        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        if not trusted:
+            check_read_only(query, self.dialect)
+        if self.isolation == "thread":
+            with self._lock:
+                return self._run_here(query, timeout, max_rows)
+        if self._box is None:  # once: the engine checked, the path resolved, the worker chosen
+            self._check_engine()
+            if not self.path.is_file():
+                raise SourceUnavailable(
+                    f"datasource {self.name!r}: no {self.label} file at {self.path}")
+            self._resolved = str(self.path.resolve())
+            self._box = shared_sandbox(self.type, max_memory=self.max_memory,
+                                       preload=(type(self).__module__, *self.preload))
+        fn, args = self._worker_call(query, timeout, max_rows)
+        return call_query(self._box, fn, *args, timeout=timeout,
+                          hard_timeout=timeout + HARD_GRACE, max_bytes=self.max_bytes,
+                          max_memory=self.max_memory, killed=ENGINE_KILLED)
+
+    def _check_engine(self) -> None:
+        """Raise when the engine's package is missing (before a worker is started for it)."""
+
+    def _run_here(self, query: str, timeout: float, max_rows: int) -> ResultTable:
+        """The query on the in-process connection (``isolation: thread``; lock held)."""
+        raise NotImplementedError
+
+    def _worker_call(self, query: str, timeout: float, max_rows: int,
+                     ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
+        """The worker function and its arguments for one query (``self._resolved`` is set)."""
+        raise NotImplementedError

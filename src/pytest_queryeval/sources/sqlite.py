@@ -21,23 +21,21 @@ suites only): the progress handler is then the only deadline and memory is not c
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
-from ..errors import ConfigError, QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
+from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
-from ..sandbox import Sandbox, shared_sandbox
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
-    positive_int,
 )
-from .sandboxed import ENGINE_KILLED, FileFingerprint, Reply, call_query, worker_reply
-from .sqlguard import check_read_only
+from .sandboxed import Reply, SandboxedFileSource, worker_reply
 
 #: VM instructions between two deadline checks: small enough to stop within milliseconds,
 #: large enough to cost nothing measurable.
@@ -51,10 +49,6 @@ MAX_VALUE_BYTES = 16 * 1024 * 1024
 _BATCH_BYTES = 512 * 1024 * 1024
 #: Address space a query may use in the worker, and the largest temporary file it may write.
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
-#: Seconds past the timeout before the worker is killed (the progress handler normally ends
-#: the query at the timeout, and the worker survives).
-HARD_GRACE = 1.0
-ISOLATIONS = ("process", "thread")
 
 
 def batch_rows(columns: int) -> int:
@@ -149,7 +143,7 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
     return worker_reply(run_query(conn, query, timeout, max_rows, max_bytes), max_bytes)
 
 
-class SqliteSource:
+class SqliteSource(SandboxedFileSource):
     """A SQLite database file, opened with ``mode=ro`` and ``PRAGMA query_only``.
 
     Two layers keep the file unchanged: predicted statements are refused by
@@ -158,28 +152,15 @@ class SqliteSource:
 
     type = "sqlite"
     dialect = "sqlite"
+    label = "SQLite"
+    wal_suffix = "-wal"
 
     def __init__(self, name: str, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int = DEFAULT_MAX_BYTES,
                  max_memory: int = DEFAULT_MAX_MEMORY, isolation: str = "process") -> None:
-        self.name = name
-        self.path = Path(path)
-        self.timeout = float(timeout)
-        self.max_rows = int(max_rows)
-        self.max_bytes = positive_int(max_bytes, name, "max_bytes")
-        self.max_memory = positive_int(max_memory, name, "max_memory")
-        if isolation not in ISOLATIONS:
-            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
-                              key=f"datasources.{name}.isolation")
-        self.isolation = isolation
+        super().__init__(name, path, timeout=timeout, max_rows=max_rows, max_bytes=max_bytes,
+                         max_memory=max_memory, isolation=isolation)
         self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-        self._fingerprint = FileFingerprint("sqlite", self.path, "-wal")
-        self._box: Sandbox | None = None
-        self._resolved = ""
-
-    def __repr__(self) -> str:
-        return f"SqliteSource({self.name!r}, {str(self.path)!r})"
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -196,37 +177,15 @@ class SqliteSource:
 
     # -- execution ----------------------------------------------------------------------------
 
-    def execute(self, query: str, *, timeout: float | None = None, max_rows: int | None = None,
-                trusted: bool = False) -> ResultTable:
-        """Run one query (in the worker unless ``isolation: thread``); the deadline covers
-        both execution and fetching.
+    def _run_here(self, query: str, timeout: float, max_rows: int) -> ResultTable:
+        return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
 
-        A result over ``max_rows`` rows or ``max_bytes`` (:func:`payload_bytes`, checked after
-        each batch) comes back truncated, with the cap that cut it in ``meta``."""
-        timeout = self.timeout if timeout is None else float(timeout)
-        max_rows = self.max_rows if max_rows is None else int(max_rows)
-        if not trusted:
-            check_read_only(query, self.dialect)
-        if self.isolation == "thread":
-            with self._lock:
-                return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
-        if self._box is None:  # once: the path resolved, the worker chosen
-            if not self.path.is_file():
-                raise SourceUnavailable(
-                    f"datasource {self.name!r}: no SQLite file at {self.path}")
-            self._resolved = str(self.path.resolve())
-            self._box = shared_sandbox("sqlite", max_memory=self.max_memory,
-                                       preload=(__name__,))
-        return call_query(self._box, worker_query, self._resolved, self.name, query, timeout,
-                          max_rows, self.max_bytes, timeout=timeout,
-                          hard_timeout=timeout + HARD_GRACE, max_bytes=self.max_bytes,
-                          max_memory=self.max_memory, killed=ENGINE_KILLED)
+    def _worker_call(self, query: str, timeout: float, max_rows: int,
+                     ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
+        return worker_query, (self._resolved, self.name, query, timeout, max_rows,
+                              self.max_bytes)
 
     # -- identity -----------------------------------------------------------------------------
-
-    def fingerprint(self) -> str:
-        """``sqlite:<size>:<mtime_ns>:<sha256>`` of the file (and of its WAL, if any)."""
-        return self._fingerprint(self.name)
 
     def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
         """Tables with their columns, and foreign keys as (table, column, ref_table, ref_column)."""
