@@ -4,8 +4,12 @@ real plugin, and the reports read back."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +135,44 @@ def scored(directory: Path) -> list[str]:
     """The ids ``SCORED_CONFTEST`` recorded so far."""
     path = directory / "scored.txt"
     return path.read_text().split() if path.exists() else []
+
+
+def ctrl_c(pytester: pytest.Pytester, args: list[str], *, marker: str, scored_first: int = 0,
+           reach_within: float, delay: float, stop_within: float,
+           ) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run ``pytest *args`` in its own process group, wait for ``marker`` (the stuck step has
+    begun) and for ``scored_first`` cases to be scored (predictions are requested ahead, so the
+    marker alone does not say the earlier cases are done), then ``delay`` seconds, and send
+    SIGINT to the group as a terminal's Ctrl-C does. The output, and the seconds from the
+    signal to the end of the process (at most ``stop_within``, or the test fails)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True, preexec_fn=default_sigint)
+    stuck = pytester.path / marker
+    deadline = time.monotonic() + reach_within
+    while not stuck.exists() or len(scored(pytester.path)) < scored_first:
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        assert time.monotonic() < deadline, f"the run never reached the step that writes {marker}"
+        time.sleep(0.05)
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGINT)
+    sent = time.monotonic()
+    try:
+        out, _ = proc.communicate(timeout=stop_within)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"the session did not stop within {stop_within:g} s of Ctrl-C:\n"
+                    f"{out[-3000:]}")
+    took = time.monotonic() - sent
+    while True:  # nothing of the run is left behind (an xdist worker stuck in a query...)
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        if time.monotonic() - sent > stop_within:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail("a process of the interrupted run was still running")
+        time.sleep(0.1)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), took

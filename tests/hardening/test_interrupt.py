@@ -4,11 +4,7 @@ partial or temporary files."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,10 +13,9 @@ from .conftest import (
     REPORT_ARGS,
     SCORED_CONFTEST,
     check_all_reports,
-    default_sigint,
+    ctrl_c,
     dump,
     read_report,
-    scored,
 )
 
 #: A predictor that hangs on case "c-stuck" after announcing it (so the test knows the run is
@@ -53,26 +48,9 @@ def _suite(pytester: pytest.Pytester, n_before: int, n_after: int) -> list[str]:
 def _interrupt(pytester: pytest.Pytester, *args: str, scored_first: int = 0,
                ) -> subprocess.CompletedProcess[str]:
     """SIGINT once the stuck case's prediction was requested and ``scored_first`` cases were
-    scored (predictions are requested ahead, so the marker alone does not say the earlier
-    cases are done)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS, *args],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, preexec_fn=default_sigint)
-    marker = pytester.path / "stuck.marker"
-    deadline = time.monotonic() + 120
-    while not marker.exists() or len(scored(pytester.path)) < scored_first:
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the run never reached the stuck case"
-        time.sleep(0.05)
-    time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
-    try:
-        out, _ = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+    scored."""
+    return ctrl_c(pytester, [*REPORT_ARGS, *args], marker="stuck.marker",
+                  scored_first=scored_first, reach_within=120, delay=0.2, stop_within=120)[0]
 
 
 def _no_partial_files(directory: Path) -> None:

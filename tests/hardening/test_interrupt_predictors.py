@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -25,37 +24,19 @@ from .conftest import (
     REPORT_ARGS,
     SCORED_CONFTEST,
     check_all_reports,
-    default_sigint,
+    ctrl_c,
     dump,
     read_report,
-    scored,
 )
 
 
 def _interrupt(pytester: pytest.Pytester, delay: float = 0.2, scored_first: int = 0,
                ) -> subprocess.CompletedProcess[str]:
-    """tests/hardening/test_interrupt.py's harness: run pytest in its own process group, wait
-    for the stuck step's marker and for ``scored_first`` cases to be scored (predictions are
-    requested ahead of scoring), then ``delay`` seconds, and send SIGINT to the group."""
+    """SIGINT once the stuck step's marker is there and ``scored_first`` cases were scored;
+    the stuck step alone would run for minutes."""
     pytester.makeconftest(SCORED_CONFTEST)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, preexec_fn=default_sigint)
-    marker = pytester.path / "stuck.marker"
-    deadline = time.monotonic() + 300
-    while not marker.exists() or len(scored(pytester.path)) < scored_first:
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the run never reached the stuck step"
-        time.sleep(0.05)
-    time.sleep(delay)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
-    try:
-        out, _ = proc.communicate(timeout=60)  # the stuck step alone would run for minutes
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
+    return ctrl_c(pytester, REPORT_ARGS, marker="stuck.marker", scored_first=scored_first,
+                  reach_within=300, delay=delay, stop_within=60)[0]
 
 
 class _Stuck(BaseHTTPRequestHandler):

@@ -8,9 +8,7 @@ the JSON report of the cases that finished is written, with the other reports.""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,10 +21,9 @@ from .conftest import (
     REPORT_ARGS,
     SCORED_CONFTEST,
     check_all_reports,
-    default_sigint,
+    ctrl_c,
     dump,
     read_report,
-    scored,
 )
 
 XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
@@ -74,29 +71,10 @@ def _suite(pytester: pytest.Pytester, source: dict[str, Any], stuck_query: str,
 
 def _interrupt(pytester: pytest.Pytester, scored_first: int = 4,
                ) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run pytest, SIGINT its process group once the stuck case has begun (its prediction was
-    requested and, predictions being requested ahead, the ``scored_first`` cases before it
-    were scored); (result, seconds from the signal to the end of the session)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *REPORT_ARGS],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, preexec_fn=default_sigint)
-    marker = pytester.path / "stuck.marker"
-    deadline = time.monotonic() + 180
-    while not marker.exists() or len(scored(pytester.path)) < scored_first:
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the run never reached the stuck case"
-        time.sleep(0.05)
-    time.sleep(1.0)  # the query (or its parse) is under way
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
-    sent = time.monotonic()
-    try:
-        out, _ = proc.communicate(timeout=QUERY_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), \
-        time.monotonic() - sent
+    """SIGINT once the stuck case has begun and the ``scored_first`` cases before it were
+    scored, a second later (the query, or its parse, is under way)."""
+    return ctrl_c(pytester, REPORT_ARGS, marker="stuck.marker", scored_first=scored_first,
+                  reach_within=180, delay=1.0, stop_within=QUERY_TIMEOUT)
 
 
 def _check(pytester: pytest.Pytester, ids: list[str]) -> None:

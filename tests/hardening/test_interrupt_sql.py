@@ -6,10 +6,7 @@ went on (and a query inside one long function call did not even see it)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,7 @@ import pytest
 
 from tests.fixtures.postgres import PostgresServer
 
-from .conftest import SCORED_CONFTEST, default_sigint, dump, read_report, scored
+from .conftest import SCORED_CONFTEST, ctrl_c, dump, read_report
 
 #: A liveness bound, not a speed assertion: the queries below run for minutes when not stopped.
 STOP_WITHIN = 20.0
@@ -65,37 +62,9 @@ def interrupt_mid_query(pytester: pytest.Pytester, *args: str, scored_first: int
     """Run pytest, SIGINT its process group once the long query runs (its prediction was
     requested and, predictions being requested ahead, the ``scored_first`` cases before it
     were scored); the output and the seconds from SIGINT to the end of the process."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--queryeval-json=report.json",
-         *args], cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True, preexec_fn=default_sigint)
-    marker = pytester.path / "long.marker"
-    deadline = time.monotonic() + 120
-    while not marker.exists() or len(scored(pytester.path)) < scored_first:
-        assert proc.poll() is None, proc.communicate()[0][-3000:]
-        assert time.monotonic() < deadline, "the run never reached the long case"
-        time.sleep(0.05)
-    time.sleep(1.0)  # the query is running now
-    os.killpg(proc.pid, signal.SIGINT)
-    sent = time.monotonic()
-    try:
-        out, _ = proc.communicate(timeout=STOP_WITHIN)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f"the session did not stop within {STOP_WITHIN:g} s of Ctrl-C:\n"
-                    f"{out[-3000:]}")
-    took = time.monotonic() - sent
-    while True:  # nothing of the run is left behind (an xdist worker stuck in a query...)
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            break
-        if time.monotonic() - sent > STOP_WITHIN:
-            os.killpg(proc.pid, signal.SIGKILL)
-            pytest.fail("a process of the interrupted run was still running")
-        time.sleep(0.1)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, ""), took
+    return ctrl_c(pytester, ["--queryeval-json=report.json", *args], marker="long.marker",
+                  scored_first=scored_first, reach_within=120, delay=1.0,
+                  stop_within=STOP_WITHIN)
 
 
 def _check(pytester: pytest.Pytester, done: subprocess.CompletedProcess[str],
