@@ -14,9 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
-def run_pytest(cwd: Path, *args: str, timeout: float = 900) -> tuple[float, str, int]:
+def run_pytest(cwd: Path, *args: str, timeout: float = 900,
+               env: dict[str, str] | None = None) -> tuple[float, str, int]:
     """Wall seconds of one ``python -m pytest`` process (start-up included), its output, rc."""
-    env = dict(os.environ)
+    env = dict(os.environ) if env is None else env
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)

@@ -51,6 +51,9 @@ class State:
     #: Ids of every collected case, deselected ones too (a shard's report records them, so
     #: ``queryeval merge`` can tell a missing case from one that was never in the suite).
     suite_ids: list[str] | None = None
+    #: xdist controller: the directory its workers on this machine share predictions through
+    #: (:mod:`.predict.exchange`), made when the first worker starts.
+    exchange_root: Any = None
 
     def is_metric(self, kind: str, name: str) -> bool:
         if name in kind_registry.RECORDED_METRICS or name in REPEAT_METRICS \

@@ -292,9 +292,13 @@ class Session:
                 out.append((path, extra))
         return out
 
-    def close(self) -> None:
+    def close(self, drain: bool = False) -> None:
+        """``drain``: the run ended normally; requests other xdist workers wait for finish."""
         if self.pool is not None:
-            self.pool.close()
+            if drain:
+                self.pool.finish()
+            else:
+                self.pool.close()
         for src in self._sources.values():
             with contextlib.suppress(Exception):  # closing must never hide the session's result
                 src.close()

@@ -312,6 +312,24 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: a worker on this machine shares the session's predictions with the
+    others (:mod:`.predict.exchange`); one elsewhere requests each case as it is sent."""
+    state = node.config.stash.get(STATE, None)
+    spec = getattr(getattr(node, "gateway", None), "spec", None)
+    if state is None or state.audit or not getattr(spec, "popen", False) or \
+            getattr(spec, "via", None):
+        return
+    from .predict import exchange
+
+    if not exchange.available():
+        return
+    if state.exchange_root is None:
+        state.exchange_root = exchange.create_root()
+    node.workerinput["queryeval_exchange"] = str(state.exchange_root)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """xdist controller: what a worker found after its collection (prediction ids)."""
     output = getattr(node, "workeroutput", None)
@@ -366,7 +384,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     pool = item.config.stash[STATE].session.pool
     if pool is not None and hasattr(item.config, "workerinput"):
         counts = pool.progress()
-        rep.queryeval_predictions = (counts.done, counts.total, counts.running)
+        rep.queryeval_predictions = (counts.done, counts.total, counts.running,
+                                     pool.exchange is not None)
     return rep
 
 
@@ -427,7 +446,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = config.stash.get(STATE, None)
     if state is None:
         return
-    state.session.close()
+    # a run that ends normally lets the predictions other xdist workers wait for finish
+    state.session.close(drain=exitstatus != pytest.ExitCode.INTERRUPTED
+                        and not session.shouldfail and not session.shouldstop)
     if hasattr(config, "workerinput"):
         return
     from .finish import finish_session
@@ -481,6 +502,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is not None:
         state.gc.release()
+        if state.exchange_root is not None:
+            from .predict.exchange import remove_root
+
+            remove_root(state.exchange_root)
     for name in config.stash.get(_CUSTOM_KINDS, []):
         kind_registry.unregister(name)
 

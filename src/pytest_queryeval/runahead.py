@@ -2,13 +2,20 @@
 
 When the run starts (after collection, ``-k``/``-m``/``--lf`` and deselection), the live
 predictions of the items this process will run are queued in the session's prediction pool, in
-run order. A serial run knows its items at once. An xdist worker learns them from the
-controller, batch by batch (``runtests``), and may lose pending ones to another worker
-(``steal``, ``--dist worksteal``): the worker's command handler is wrapped so that each batch
-is queued as it arrives and a steal withdraws the stolen cases' requests, or is refused when
-one of them already started. Each case's prediction is thus requested by exactly one worker,
-the one that runs it. Without the hook this relies on (another xdist version), each case is
-requested when it runs, as before: slower, never twice.
+run order. A serial run knows its items at once. The xdist workers on the controller's
+machine (the default) all know every item too, and share the session's requests through an
+exchange (:mod:`.predict.exchange`): every worker queues all of them, each request is made by
+the worker that claims it first, and the worker that runs a case reads its answer. The
+controller hands a worker its items a few at a time, so a pool that knew only those ran dry
+between batches.
+
+A worker on another machine (``--tx ssh=...``) learns its items from the controller, batch by
+batch (``runtests``), and may lose pending ones to another worker (``steal``, ``--dist
+worksteal``): the worker's command handler is wrapped so that each batch is queued as it
+arrives and a steal withdraws the stolen cases' requests, or is refused when one of them
+already started. Each case's prediction is thus requested by exactly one worker, the one that
+runs it. Without the hook this relies on (another xdist version), each case is requested when
+it runs, as before: slower, never twice.
 
 A progress line (``predictions done/total``, throttled) goes to the terminal while the pool
 runs ahead; ``-q`` silences it.
@@ -57,12 +64,31 @@ def start(session: pytest.Session, state: State) -> None:
         return
     from .predict.pool import PredictionPool
 
-    pool = engine.pool = PredictionPool()
-    if hasattr(config, "workerinput"):
-        _follow_the_controller(config, pool, requests, len(session.items))
-    else:
+    exchange = _exchange(config)
+    pool = engine.pool = PredictionPool(exchange)
+    if not hasattr(config, "workerinput"):
         pool.submit_many(r for rs in requests.values() for r in rs)
         state.progress = ProgressLine(config, pool)
+    elif exchange is not None:  # every worker queues them all; the first to claim requests
+        pool.submit_many(r for rs in requests.values() for r in rs)
+    else:
+        _follow_the_controller(config, pool, requests, len(session.items))
+
+
+def _exchange(config: pytest.Config) -> Any:
+    """The session's :class:`~.predict.exchange.Exchange` (an xdist worker on the
+    controller's machine), else None."""
+    root = getattr(config, "workerinput", {}).get("queryeval_exchange")
+    if not root:
+        return None
+    from .predict.exchange import Exchange, available
+
+    if not available():
+        return None
+    try:
+        return Exchange(root)
+    except OSError:  # the controller's directory is not here: request cases as they come
+        return None
 
 
 def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests,
@@ -110,15 +136,19 @@ class ProgressLine:
         self._last = time.monotonic()
         self._shown_done = -1
         self._closed = False
-        #: xdist controller: the latest (done, total, running) of each worker.
+        #: xdist controller: the latest (done, total, running) of each worker, and whether
+        #: it shares the session's requests through an exchange (its total is the session's).
         self.workers: dict[str, tuple[int, int, int]] = {}
+        self.shared: dict[str, bool] = {}
 
     def counts(self) -> tuple[int, int, int]:
         if self.pool is not None:
             p = self.pool.progress()
             return p.done, p.total, p.running
         done = sum(w[0] for w in self.workers.values())
-        total = sum(w[1] for w in self.workers.values())
+        # workers sharing an exchange each hold the session's requests; else their own
+        totals = [w[1] for w in self.workers.values()]
+        total = max(totals) if any(self.shared.values()) else sum(totals)
         return done, total, sum(w[2] for w in self.workers.values())
 
     def update(self) -> None:
@@ -171,9 +201,11 @@ class ProgressLine:
         the terminal has written the case's result (``pytest_runtest_logfinish``)."""
         self.scored += 1
         counts = getattr(report, "queryeval_predictions", None)
-        if isinstance(counts, list | tuple) and len(counts) == 3:
-            node = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
-            self.workers[str(node)] = (int(counts[0]), int(counts[1]), int(counts[2]))
+        if isinstance(counts, list | tuple) and len(counts) in (3, 4):
+            node = str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id",
+                               "?"))
+            self.workers[node] = (int(counts[0]), int(counts[1]), int(counts[2]))
+            self.shared[node] = len(counts) == 4 and bool(counts[3])
 
 
 @contextlib.contextmanager

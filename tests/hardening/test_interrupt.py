@@ -78,7 +78,9 @@ def test_ctrl_c_serial(suite: pytest.Pytester, chinook_copy: Path) -> None:
 
 def test_ctrl_c_under_xdist(suite: pytest.Pytester, chinook_copy: Path) -> None:
     ids = _suite(suite, n_before=8, n_after=8)
-    done = _interrupt(suite, "-n", "2", "--dist", "load")
+    # the workers request every prediction at the start (the marker comes at once): wait
+    # until cases are scored while the stuck one's request hangs
+    done = _interrupt(suite, "-n", "2", "--dist", "load", scored_first=6)
     assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout[-3000:]
     report = read_report(suite.path / "report.json")
     assert report["run"]["interrupted"] is True

@@ -34,6 +34,8 @@ class StandInModelService(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.latency = latency
         self.failing = failing
+        #: Seconds for these ids instead.
+        self.latencies: dict[str, float] = {}
         self.calls: Counter[str] = Counter()
         self.in_flight = 0
         self.peak = 0
@@ -56,7 +58,8 @@ class _Handler(BaseHTTPRequestHandler):
             srv.in_flight += 1
             srv.peak = max(srv.peak, srv.in_flight)
         try:
-            time.sleep(srv.latency * (0.5 + (zlib.crc32(case_id.encode()) % 100) / 100))
+            time.sleep(srv.latencies.get(case_id, srv.latency * (
+                0.5 + (zlib.crc32(case_id.encode()) % 100) / 100)))
         finally:
             with srv.lock:
                 srv.in_flight -= 1
@@ -159,9 +162,12 @@ def test_quiet_runs_print_no_progress_line(suite, model_service):
     assert "queryeval: predictions" not in result.stdout.str()
 
 
-@pytest.mark.parametrize("dist", ["load", "worksteal"])
-def test_under_xdist_each_case_is_requested_once_by_the_worker_that_runs_it(suite, model_service,
-                                                                             dist):
+@pytest.mark.parametrize("dist", ["load", "worksteal", "loadgroup"])
+def test_under_xdist_each_case_is_requested_once_within_the_sessions_bound(suite, model_service,
+                                                                           dist):
+    """The workers share the session's requests: ``concurrency: 4`` is what the model service
+    sees from the whole run (two workers used to make up to 8 at once), every case is asked
+    once whichever worker runs it, and the controller's progress counts each once."""
     ids = _suite(suite, model_service.url, 40, concurrency=4)
     skipped = {"case-013", "case-029"}
     result = suite.runpytest_subprocess(
@@ -169,8 +175,36 @@ def test_under_xdist_each_case_is_requested_once_by_the_worker_that_runs_it(suit
         "-k", " and ".join(f"not {i}" for i in sorted(skipped)))
     result.assert_outcomes(passed=38)
     assert model_service.calls == {i: 1 for i in ids if i not in skipped}
-    assert 1 < model_service.peak <= 8, model_service.peak  # two workers, 4 each at most
+    assert 1 < model_service.peak <= 4, model_service.peak
     assert [c["id"] for c in _report(suite)["cases"]] == [i for i in ids if i not in skipped]
+    result.stdout.fnmatch_lines(["queryeval: predictions 38/38 done*"])
+
+
+def test_under_dist_each_every_worker_runs_each_case_on_one_request(suite, model_service):
+    """``--dist each`` runs every case on every worker: the answer is requested once and read
+    by both (each worker asked for its own copy before)."""
+    ids = _suite(suite, model_service.url, 12, concurrency=3)
+    result = suite.runpytest_subprocess("-n", "2", "--dist", "each", "-p", "no:randomly")
+    result.assert_outcomes(passed=24)
+    assert model_service.calls == dict.fromkeys(ids, 1)
+    assert model_service.peak <= 3, model_service.peak
+
+
+def test_under_xdist_a_worker_with_no_cases_left_answers_the_others_first(suite, model_service):
+    """``--dist loadfile``: one worker runs the one fast case of ``test_a.yaml`` and has
+    nothing left while the requests it made at the start for the other worker's file (slow
+    answers) still run. It keeps its process until they are answered, so no case is told its
+    prediction was abandoned."""
+    ids = _suite(suite, model_service.url, 12, concurrency=8)
+    suite.makefile(".yaml", test_a=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+        "cases": [sdmx_case("fast", selection(GDP))]}))
+    model_service.latencies = {"fast": 0.0, **dict.fromkeys(ids, 1.5)}
+    result = suite.runpytest_subprocess("-n", "2", "--dist", "loadfile", "--queryeval-json=r.json",
+                                        "-p", "no:randomly")
+    result.assert_outcomes(passed=13)
+    assert model_service.calls == dict.fromkeys(["fast", *ids], 1)
+    assert {c["outcome"] for c in _report(suite)["cases"]} == {"passed"}
 
 
 def test_concurrency_is_checked_before_the_run(suite, model_service):

@@ -6,11 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from pytest_queryeval.errors import PredictionError
+from pytest_queryeval.model import Case
+from pytest_queryeval.predict import make_predictor
 from pytest_queryeval.predict._bounded import Aborted, run_command
 from pytest_queryeval.predict.base import Prediction
 from pytest_queryeval.predict.pool import (
@@ -20,6 +24,7 @@ from pytest_queryeval.predict.pool import (
     concurrency_of,
     parse_concurrency,
 )
+from tests.fixtures.openai_standin import KEY, MODEL
 
 
 class Gate:
@@ -189,3 +194,69 @@ def test_concurrency_values():
     for bad in (0, -1, "x", True, 2.5, 10_000):
         with pytest.raises(ValueError, match="must be"):
             parse_concurrency(bad)
+
+
+class _Overloaded(ThreadingHTTPServer):
+    """Stand-in for a model service that answers every request with HTTP 500."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _OverloadedHandler)
+        self.calls = 0
+
+
+class _OverloadedHandler(BaseHTTPRequestHandler):
+    server: _Overloaded
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.calls += 1
+        self.send_response(500)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _case() -> Case:
+    return Case(id="c", kind="sql", file=Path("cases.yaml"), line=1, question="How many?")
+
+
+@pytest.mark.parametrize("source", ["http", "openai"])
+def test_a_source_waiting_to_retry_makes_no_request_once_the_session_ends(source, openai_standin):
+    """Retries back off 30 s; the pool closes during the first wait: the request ends with
+    the reason at once and the model service is not asked again (it was, after the wait)."""
+    if source == "http":
+        server = _Overloaded()
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        spec = {"source": "http", "url": f"http://127.0.0.1:{server.server_port}/p",
+                "retries": 3, "backoff": 30}
+        calls = lambda: server.calls  # noqa: E731
+    else:
+        pytest.importorskip("openai")
+        openai_standin.script = {"How many?": [{"status": 500}] * 4}
+        spec = {"source": "openai", "model": MODEL, "base_url": openai_standin.base_url,
+                "api_key": KEY, "retries": 3, "backoff": 30}
+        calls = lambda: len(openai_standin.requests)  # noqa: E731
+    predictor = make_predictor(spec, Path("."), [])
+    pool = PredictionPool()
+    pool.submit(("c", 0), source, 1, lambda: predictor.predict(_case()))
+    limit = time.monotonic() + 60
+    while calls() == 0:
+        assert time.monotonic() < limit, "the model service was never asked"
+        time.sleep(0.01)
+    pool.close()  # the session ends (Ctrl-C, -x) during the 30 s wait
+    limit = time.monotonic() + 20  # well short of the 30 s wait before the next attempt
+    while pool.progress().done == 0:
+        assert time.monotonic() < limit, "the request waited to retry after the session ended"
+        time.sleep(0.01)
+    req = pool._requests[("c", 0)]
+    assert isinstance(req.error, PredictionError)
+    assert "not retried: the session ended during the wait before the next attempt" in str(
+        req.error)
+    assert calls() == 1
+    if source == "http":
+        server.shutdown()
+        server.server_close()

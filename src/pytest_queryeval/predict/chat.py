@@ -30,6 +30,7 @@ from ..model import Case
 from ..secrets import Scrubber
 from . import prompt as prompts
 from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json, positive_number, read_usage
+from .pool import ABORT, NOT_RETRIED, retry_pause
 
 OPENAI_KEYS = frozenset({
     "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
@@ -172,8 +173,9 @@ class ChatPredictor:
         waits: list[float] = []
         last = ""
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(waits[-1])
+            if attempt and not retry_pause(waits[-1]):
+                raise PredictionError(self._scrubber.text(f"{self._where()}: {last}; "
+                                                          f"{NOT_RETRIED}"))
             t0 = time.perf_counter()
             try:
                 raw = self._send(client, params)
@@ -224,16 +226,23 @@ class ChatPredictor:
         deadline = time.monotonic() + self.timeout
         chunks: list[bytes] = []
         total = 0
+        abort = ABORT.get()
         with client.chat.completions.with_streaming_response.create(**params) as resp:
-            for chunk in resp.iter_bytes():
-                total += len(chunk)
-                if total > self.max_bytes:
-                    raise PredictionError(
-                        f"{self._where()}: the reply holds more than max_bytes "
-                        f"({self.max_bytes:,} bytes; {total:,} read, the rest abandoned)")
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise _Deadline
+            # the session ends (the pool closed) while the reply streams in: drop it
+            unregister = abort.register(resp.close) if abort is not None else None
+            try:
+                for chunk in resp.iter_bytes():
+                    total += len(chunk)
+                    if total > self.max_bytes:
+                        raise PredictionError(
+                            f"{self._where()}: the reply holds more than max_bytes "
+                            f"({self.max_bytes:,} bytes; {total:,} read, the rest abandoned)")
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise _Deadline
+            finally:
+                if unregister is not None:
+                    unregister()
         return b"".join(chunks)
 
     def _backoff(self, attempt: int) -> float:

@@ -33,6 +33,7 @@ from .base import (
     positive_number,
     read_usage,
 )
+from .pool import NOT_RETRIED, retry_pause
 
 HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
                        "retries", "backoff", "concurrency", "timing_fields", "max_bytes",
@@ -106,8 +107,9 @@ class HttpPredictor:
         last = ""
         start = time.perf_counter()
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+            if attempt and not retry_pause(self.backoff * 2 ** (attempt - 1)):
+                raise PredictionError(f"{self.method} {_no_query(self.url)}: {last}; "
+                                      f"{NOT_RETRIED}")
             guard = SocketDeadline(self.timeout)
             try:
                 t0 = time.perf_counter()

@@ -20,6 +20,13 @@ requests of one case, share it:
 Requests that are still running when the session ends are abandoned (:meth:`close`): their
 threads are daemons, and what they registered with the :class:`Abort` they see (:data:`ABORT`)
 is run at once: a command's process group is killed, an HTTP request's socket shut.
+
+An xdist worker's pool shares its requests with the other workers' through an
+:class:`~.exchange.Exchange`: each pool is given every request of the session; a request
+runs only in the pool that claims it first, within one of the session's ``limit`` slots, and
+its answer is published for the worker that runs the case (:meth:`take` waits for it there).
+A worker whose own cases are done lets its running requests finish (:meth:`finish`): another
+worker may be waiting for them.
 """
 
 from __future__ import annotations
@@ -31,9 +38,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Prediction
+
+if TYPE_CHECKING:
+    from .exchange import Exchange
 
 #: ``(case id, repeat index)``: what one request of the pool stands for. Repeat 0 is the
 #: case's first (and, without ``repeat:``, only) prediction.
@@ -41,6 +51,9 @@ RequestKey = tuple[str, int]
 
 #: Simultaneous requests of one prediction source when its ``concurrency:`` is not given.
 DEFAULT_CONCURRENCY = 4
+#: Seconds between two looks, with an exchange, at whether another worker claimed the
+#: request a case is waiting for.
+_EXCHANGE_POLL = 0.02
 
 
 
@@ -55,6 +68,10 @@ class Abort:
 
     def is_set(self) -> bool:
         return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep ``seconds``, or less when the session ends meanwhile (True then)."""
+        return self._event.wait(seconds)
 
     def register(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` when the session ends (at once if it has); returns the function
@@ -81,6 +98,20 @@ class Abort:
             _quietly(callback)
 
 
+def retry_pause(seconds: float) -> bool:
+    """A source's wait before retrying, cut short when the session ends: False then, and the
+    source makes no further request (a closed session must not keep asking the model)."""
+    abort = ABORT.get()
+    if abort is None:
+        time.sleep(seconds)
+        return True
+    return not abort.wait(seconds)
+
+
+#: The error of a request whose retry the end of the session cancelled.
+NOT_RETRIED = "not retried: the session ended during the wait before the next attempt"
+
+
 def _quietly(callback: Callable[[], None]) -> None:
     with contextlib.suppress(Exception):  # ending the session must not fail on a clean-up
         callback()
@@ -96,9 +127,11 @@ ABORT: contextvars.ContextVar[Abort | None] = contextvars.ContextVar(
     "queryeval_abort", default=None)
 
 _PENDING, _RUNNING, _DONE, _CANCELLED = "pending", "running", "done", "cancelled"
+#: Claimed by another worker's pool (exchange only): the answer is read from the exchange.
+_REMOTE = "remote"
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity (a queue's remove)
 class _Request:
     key: Hashable
     group: str
@@ -117,6 +150,8 @@ class _Group:
     threads: int = 0
     running: int = 0
     max_running: int = 0
+    #: Exchange slots no thread of this pool holds (each thread keeps one while it lives).
+    free_slots: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -132,7 +167,10 @@ class Progress:
 class PredictionPool:
     """Bounded, per-source pools of prediction requests, each key requested at most once."""
 
-    def __init__(self) -> None:
+    def __init__(self, exchange: Exchange | None = None) -> None:
+        #: Shared with the session's other xdist workers (None: this process's pool only).
+        self.exchange = exchange
+        self._draining = False
         self._cond = threading.Condition()
         self._groups: dict[str, _Group] = {}
         self._requests: dict[Hashable, _Request] = {}
@@ -149,20 +187,21 @@ class PredictionPool:
         first submission of a group fixes its limit). False when ``key`` was already
         submitted or the pool is closed: nothing is requested twice."""
         with self._cond:
-            if self._closed or key in self._requests:
+            if self._closed or self._draining or key in self._requests:
                 return False
             if self._t0 is None:
                 self._t0 = time.perf_counter()
             grp = self._groups.get(group)
             if grp is None:
                 grp = self._groups[group] = _Group(max(1, int(limit)))
+                grp.free_slots = list(range(grp.limit - 1, -1, -1))
             req = _Request(key, group, call)
             self._requests[key] = req
             grp.queue.append(req)
             if grp.threads < grp.limit and grp.threads < len(grp.queue) + grp.running:
                 grp.threads += 1
-                threading.Thread(target=self._work, args=(grp,), daemon=True,
-                                 name=f"queryeval-predict-{group[:24]}").start()
+                threading.Thread(target=self._work, args=(group, grp, grp.free_slots.pop()),
+                                 daemon=True, name=f"queryeval-predict-{group[:24]}").start()
             return True
 
     def submit_many(self, requests: Iterable[tuple[Hashable, str, int, Callable[[], Prediction]]],
@@ -170,36 +209,70 @@ class PredictionPool:
         """:meth:`submit` each; the number actually queued."""
         return sum(self.submit(*r) for r in requests)
 
-    def _work(self, grp: _Group) -> None:
+    def _work(self, name: str, grp: _Group, slot: int) -> None:
+        exchange = self.exchange
         while True:
             with self._cond:
-                req = None
-                while grp.queue:
-                    candidate = grp.queue.popleft()
-                    if candidate.state == _PENDING:
-                        req = candidate
-                        break
-                if req is None or self._closed:
-                    grp.threads -= 1
+                if self._closed or self._draining or not grp.queue:
+                    self._retire(grp, slot)
                     return
-                req.state = _RUNNING
-                req.started = time.perf_counter()
-                grp.running += 1
-                grp.max_running = max(grp.max_running, grp.running)
-            ctx = contextvars.copy_context()
-            try:
-                result = ctx.run(self._call, req.call)
-                error = None
-            except BaseException as exc:  # re-raised in the thread that takes the result
-                result, error = None, exc
-            with self._cond:
-                req.result, req.error = result, error
-                req.state = _DONE
-                req.finished = time.perf_counter()
-                req.call = _spent
-                grp.running -= 1
-                self._done += 1
-                self._cond.notify_all()
+            # the session's slot first (other workers' requests may hold them all)
+            with exchange.slot(name, slot) if exchange is not None else contextlib.nullcontext():
+                if not self._run_next(grp, slot):
+                    return
+
+    def _retire(self, grp: _Group, slot: int) -> None:
+        """A thread ends (the condition's lock held, so a submission sees it gone)."""
+        grp.threads -= 1
+        grp.free_slots.append(slot)
+
+    def _run_next(self, grp: _Group, slot: int) -> bool:
+        """Start and finish the next pending request of ``grp`` that this pool may make
+        (with an exchange: the next one no other worker claimed). False, and the thread
+        retired, when there is none."""
+        exchange = self.exchange
+        with self._cond:
+            req = None
+            while grp.queue and not self._closed and not self._draining:
+                candidate = grp.queue.popleft()
+                if candidate.state != _PENDING:
+                    continue
+                if exchange is not None and not exchange.claim(candidate.key):
+                    candidate.state = _REMOTE  # another worker requests it
+                    candidate.call = _spent
+                    self._cond.notify_all()
+                    continue
+                req = candidate
+                break
+            if req is None:
+                self._retire(grp, slot)
+                return False
+            req.state = _RUNNING
+            req.started = time.perf_counter()
+            grp.running += 1
+            grp.max_running = max(grp.max_running, grp.running)
+        ctx = contextvars.copy_context()
+        try:
+            result = ctx.run(self._call, req.call)
+            error = None
+        except BaseException as exc:  # re-raised in the thread that takes the result
+            result, error = None, exc
+        if exchange is not None:
+            with contextlib.suppress(OSError):  # the session's directory is gone: it ended
+                exchange.publish(req.key, result, error)
+        self._finished(grp, req, result, error)
+        return True
+
+    def _finished(self, grp: _Group, req: _Request, result: Prediction | None,
+                  error: BaseException | None) -> None:
+        with self._cond:
+            req.result, req.error = result, error
+            req.state = _DONE
+            req.finished = time.perf_counter()
+            req.call = _spent
+            grp.running -= 1
+            self._done += 1
+            self._cond.notify_all()
 
     def _call(self, call: Callable[[], Prediction]) -> Prediction:
         ABORT.set(self.abort)
@@ -216,26 +289,53 @@ class PredictionPool:
         """The prediction of ``key``, waiting for it if need be (``on_wait`` is called about
         every ``poll`` seconds meanwhile, in this thread: progress lines). Re-raises what the
         request raised; KeyError when ``key`` was never submitted or was cancelled."""
+        exchange = self.exchange
         with self._cond:
             req = self._requests.get(key)
-            if req is None or req.state == _CANCELLED:
+            if req is None or (req.state == _CANCELLED and exchange is None):
                 raise KeyError(key)
-            while req.state != _DONE:
-                if self._closed:
-                    raise KeyError(key)
-                self._cond.wait(poll)  # interruptible: Ctrl-C lands here
-                if on_wait is not None and req.state != _DONE:
+            last = time.monotonic()
+            prioritized = False
+            while req.state not in (_DONE, _REMOTE):
+                if req.state == _CANCELLED or self._closed:
+                    if exchange is None or exchange.claim(key):
+                        raise KeyError(key)  # the caller requests it (holding the claim)
+                    req.state = _REMOTE
+                    break
+                if exchange is not None and req.state == _PENDING:
+                    if exchange.owner(key) is not None:  # ours would be running
+                        req.state, req.call = _REMOTE, _spent
+                        break
+                    if not prioritized:  # the case runs now: its request goes first
+                        prioritized = True
+                        self._prioritize(req)
+                # interruptible: Ctrl-C lands here
+                self._cond.wait(poll if exchange is None else _EXCHANGE_POLL)
+                if on_wait is not None and req.state != _DONE and \
+                        time.monotonic() - last >= poll:
+                    last = time.monotonic()
                     self._cond.release()
                     try:
                         on_wait()
                     finally:
                         self._cond.acquire()
+            remote = req.state == _REMOTE
             result, error = req.result, req.error
             req.result = req.error = None  # the item holds it now; keep the pool small
+        if remote:
+            assert exchange is not None
+            return exchange.wait(key, on_wait, poll)
         if error is not None:
             raise error.with_traceback(error.__traceback__)
         assert result is not None
         return result
+
+    def _prioritize(self, req: _Request) -> None:
+        queue = self._groups[req.group].queue
+        if queue and queue[0] is not req:
+            with contextlib.suppress(ValueError):
+                queue.remove(req)
+                queue.appendleft(req)
 
     def cancel(self, keys: Iterable[Hashable]) -> list[Hashable]:
         """Withdraw the requests of ``keys`` that have not started; the keys withdrawn. A
@@ -286,16 +386,34 @@ class PredictionPool:
         with self._cond:
             return {name: g.limit for name, g in self._groups.items()}
 
+    def finish(self) -> None:
+        """This process's cases are done (not interrupted): start no more requests and, with
+        an exchange, let the running ones finish, since other workers may be waiting for
+        their answers; then :meth:`close`."""
+        with self._cond:
+            self._draining = True
+            while self.exchange is not None and not self._closed and any(
+                    g.running for g in self._groups.values()):
+                self._cond.wait(0.5)  # interruptible: Ctrl-C lands here
+        self.close()
+
     def close(self) -> None:
         """Stop starting requests and abandon the running ones (their threads are daemons;
-        :data:`ABORT` tells them the session is over)."""
+        :data:`ABORT` tells them the session is over; with an exchange, the workers waiting
+        for their answers are told)."""
         with self._cond:
             self._closed = True
+            running = []
             for req in self._requests.values():
                 if req.state == _PENDING:
                     req.state = _CANCELLED
                     req.call = _spent
+                elif req.state == _RUNNING:
+                    running.append(req.key)
             self._cond.notify_all()
+        if self.exchange is not None:
+            for key in running:
+                self.exchange.abandon(key)
         self.abort.fire()
 
 
