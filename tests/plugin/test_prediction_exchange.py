@@ -79,6 +79,8 @@ def test_errors_reach_the_worker_that_runs_the_case(tmp_path: Path):
     a.submit(("refused", 0), "model", 2, fail(PredictionError("HTTP 500: model overloaded")))
     a.submit(("failed", 0), "model", 2, fail(QueryFailed("no such table: x")))
     a.submit(("odd", 0), "model", 2, fail(Odd(7, "model said no")))
+    while a.progress().done < 3:  # a made all three: b only reads them
+        threading.Event().wait(0.01)
     for key in (("refused", 0), ("failed", 0), ("odd", 0)):
         b.submit(key, "model", 2, fail(AssertionError("requested twice")))
     with pytest.raises(PredictionError, match="HTTP 500: model overloaded"):
@@ -95,6 +97,8 @@ def test_a_value_that_cannot_be_passed_is_an_error_of_the_other_worker_only(tmp_
     a, b = _pools(tmp_path)
     value = (lambda: 1,)  # a python source returned something pickle cannot carry
     a.submit(("c", 0), "model", 1, lambda: Prediction(value))
+    while a.progress().done < 1:
+        threading.Event().wait(0.01)
     b.submit(("c", 0), "model", 1, lambda: Prediction("requested twice"))
     with pytest.raises(PredictionError, match="cannot be passed between xdist workers"):
         b.take(("c", 0))

@@ -178,3 +178,33 @@ def test_a_shard_under_xdist_records_the_suite_from_the_workers(many):
     assert run["suite"]["cases"] == len(IDS)
     assert run["suite_ids"] == IDS
     assert run["shard"] == "1/2"
+
+
+def test_pytest_split_groups_merge_like_one_run(many):
+    """pytest-split (``--splits 3 --group I``) instead of ``--queryeval-shard``: its groups are
+    contiguous runs of the suite's items, chosen by recorded durations; the merge checks their
+    union against the suite's ids just the same."""
+    pytest.importorskip("pytest_split")
+    whole = many.runpytest("--queryeval-json=whole.json")
+    full = json.loads((many.path / "whole.json").read_text())
+    seen: list[str] = []
+    for group in (1, 2, 3):
+        result = many.runpytest("--splits", "3", "--group", str(group),
+                                f"--queryeval-json=group-{group}.json")
+        ids = _ids(many, f"group-{group}.json")
+        assert 0 < len(ids) < len(IDS)
+        result.stdout.fnmatch_lines([f"*{len(IDS) - len(ids)} deselected*"])
+        seen += ids
+    assert sorted(seen) == IDS
+    result = _merge(many, "group-1.json", "group-2.json", "group-3.json", "-o", "merged.json")
+    merged = json.loads((many.path / "merged.json").read_text())
+    assert result.ret == whole.ret == 1
+    assert [c["id"] for c in merged["cases"]] == [c["id"] for c in full["cases"]]
+    assert merged["aggregates"] == full["aggregates"]
+    result.stdout.fnmatch_lines(["queryeval merge: 3 shard(s), 24 cases"])
+    # one group short: the union is incomplete and the merge says which cases are missing
+    result = _merge(many, "group-1.json", "group-3.json", "-o", "short.json")
+    assert result.ret == 1
+    missing = sorted(set(IDS) - set(_ids(many, "group-1.json")) - set(_ids(many, "group-3.json")))
+    result.stdout.fnmatch_lines([f"error: {len(missing)} case(s) of the suite are in no shard: "
+                                 f"{', '.join(missing)}"])
