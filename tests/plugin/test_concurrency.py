@@ -297,3 +297,13 @@ def test_a_predict_hook_keeps_its_cases_requested_when_they_run(suite, model_ser
     suite.runpytest("-p", "no:randomly").assert_outcomes(passed=6)
     assert model_service.calls == dict.fromkeys(ids, 1)
     assert model_service.peak == 1
+
+
+def test_under_xdist_each_repeat_is_its_own_request_made_once(suite, model_service):
+    ids = _suite(suite, model_service.url, 10, concurrency=4)
+    result = suite.runpytest_subprocess("-n", "2", "--queryeval-repeat", "3",
+                                        "--queryeval-json=r.json", "-p", "no:randomly")
+    result.assert_outcomes(passed=10)
+    assert model_service.calls == dict.fromkeys(ids, 3)
+    assert model_service.peak <= 4, model_service.peak
+    assert {len(c["details"]["repeat"]["runs"]) for c in _report(suite)["cases"]} == {3}
