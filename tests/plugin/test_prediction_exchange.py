@@ -107,12 +107,18 @@ def test_a_value_that_cannot_be_passed_is_an_error_of_the_other_worker_only(tmp_
     b.close()
 
 
-def test_a_worker_whose_cases_are_done_answers_the_running_requests_first(tmp_path: Path):
-    a, b = _pools(tmp_path)
+def _running_in_a(root: Path) -> tuple[PredictionPool, PredictionPool, Gate]:
+    """Pool ``a`` claimed ``("c", 0)`` and is requesting it; ``b`` queued it after."""
+    a, b = _pools(root)
     gate = Gate()
     a.submit(("c", 0), "model", 1, gate.request("c"))
-    assert gate.arrived.acquire(timeout=30)  # a claimed it and is requesting it
+    assert gate.arrived.acquire(timeout=30)
     b.submit(("c", 0), "model", 1, gate.request("twice"))
+    return a, b, gate
+
+
+def test_a_worker_whose_cases_are_done_answers_the_running_requests_first(tmp_path: Path):
+    a, b, gate = _running_in_a(tmp_path)
     finished = threading.Event()
     ender = threading.Thread(target=lambda: (a.finish(), finished.set()))
     ender.start()
@@ -126,11 +132,7 @@ def test_a_worker_whose_cases_are_done_answers_the_running_requests_first(tmp_pa
 
 
 def test_an_interrupted_worker_tells_the_others_their_answers_will_not_come(tmp_path: Path):
-    a, b = _pools(tmp_path)
-    gate = Gate()
-    a.submit(("c", 0), "model", 1, gate.request("c"))
-    assert gate.arrived.acquire(timeout=30)
-    b.submit(("c", 0), "model", 1, gate.request("twice"))
+    a, b, gate = _running_in_a(tmp_path)
     a.close()  # Ctrl-C: running requests are abandoned
     with pytest.raises(PredictionError, match="the session stopped while another xdist worker "
                                               "was requesting this prediction"):
