@@ -7,9 +7,12 @@ comparison over the union, every report option of the plugin, and the same exit 
 
 Shards that cannot be one run are refused (exit 4, nothing written): another report version,
 queryeval version, suite (the digest of its case ids), model, predictions source, verdict mode,
-scoring settings of a kind, shard count, or a gate of the same name defined differently. Cases
-missing from the union, and cases run by more than one shard, are listed and fail the merge
-(exit 1, the report still written, each case once).
+scoring settings of a kind, shard count, a gate of the same name defined differently, or a
+gold audit's mode (``--queryeval-audit-golds``). Cases missing from the union, and cases run by
+more than one shard, are listed and fail the merge (exit 1, the report still written, each case
+once). Shards of a gold audit merge into one audit: its findings table is rebuilt over the
+union (the findings travel with each case), and, as in the plugin, no baseline is compared
+or written.
 """
 
 from __future__ import annotations
@@ -97,6 +100,17 @@ def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         why = incomparable(report, first)
         if why:
             raise MergeRefused(f"{name} and {first_name} were {why}")
+        if _audit_mode(report) != _audit_mode(first):
+            def said(r: Mapping[str, Any]) -> str:
+                mode = _audit_mode(r)
+                return f"a gold audit ({mode})" if mode else "not a gold audit"
+
+            raise MergeRefused(f"{name} is {said(report)}, but {first_name} is {said(first)}")
+
+
+def _audit_mode(report: Mapping[str, Any]) -> str | None:
+    audit = report.get("audit")
+    return str(audit.get("mode")) if isinstance(audit, Mapping) else None
 
 
 def _shard(value: Any) -> tuple[int, int] | None:
@@ -192,6 +206,11 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
                      "aggregates": aggregates_of(records), "gates": gates,
                      "flaky": flaky_cases(records),
                      "near_miss": near_miss_aggregate(records)}
+    mode = _audit_mode(shards[0][1])
+    if mode is not None:
+        from .audit import audit_report
+
+        merged.report["audit"] = audit_report(records, mode)
     return merged
 
 
@@ -304,6 +323,16 @@ def run(argv: Sequence[str]) -> int:
                   max_drop=args.max_drop, tags=args.tags, worst=args.worst,
                   spider_table=args.spider_table, display=lambda p: _display(p, cwd),
                   significance=_significance(args.significance))
+    if report.get("audit") is not None:  # as the plugin ends an audit
+        from .audit import summary_lines as audit_lines
+
+        if args.update_baseline:
+            print("queryeval merge: invalid options:\n  --queryeval-update-baseline cannot be "
+                  "used with the shards of a gold audit: an audit scores the golds, not a model",
+                  file=err)
+            return USAGE_ERROR
+        out.after_gates = ["", *audit_lines(report["audit"])]
+        out.skip_compare = "baseline: not compared in a gold audit"
     outcomes = [str(r.get("outcome")) for r in report["cases"]]
     failing = any(o in ("failed", "error") for o in outcomes)
     status = INTERRUPTED if merged.interrupted else TESTS_FAILED if failing or incomplete else OK

@@ -344,3 +344,44 @@ def test_an_unknown_audit_mode_is_a_usage_error(sqlite_suite: pytest.Pytester) -
     result = sqlite_suite.runpytest("-p", "no:cacheprovider", "--queryeval-audit-golds=loud")
     assert result.ret == 4
     assert "--queryeval-audit-golds=loud: must be error or warn" in result.stderr.str()
+
+
+def test_sharded_audits_merge_into_the_whole_audit(sqlite_suite: pytest.Pytester) -> None:
+    """``--queryeval-shard I/2`` audits merged by ``queryeval merge``: the findings table of
+    the union equals the whole run's; a shard of another mode, or of a scored run, is refused;
+    no baseline is compared."""
+    import sys
+
+    def merge(*args: str) -> Any:
+        return sqlite_suite.run(sys.executable, "-m", "pytest_queryeval.merge", "merge", *args)
+
+    _, whole = run(sqlite_suite, "--queryeval-audit-golds")
+    for index in (1, 2):
+        run(sqlite_suite, "--queryeval-audit-golds", f"--queryeval-shard={index}/2",
+            f"--queryeval-json=shard-{index}.json")
+    result = merge("shard-1.json", "shard-2.json", "-o", "merged.json",
+                   "--queryeval-markdown=merged.md", "--queryeval-baseline=audit.json")
+    merged = json.loads((sqlite_suite.path / "merged.json").read_text())
+    assert result.ret == 1  # error findings fail the audit, as the whole run does
+
+    def strip(report: dict[str, Any]) -> list[dict[str, Any]]:  # a timeout's seconds vary
+        return [{k: v for k, v in f.items() if k != "message" or "timeout" not in v}
+                for f in report["audit"]["findings"]]
+
+    assert strip(merged) == strip(whole)
+    assert {k: v for k, v in merged["audit"].items() if k != "findings"} == \
+        {k: v for k, v in whole["audit"].items() if k != "findings"}
+    text = result.stdout.str()
+    assert "gold audit: 18 cases, 8 errors, 6 warnings" in text
+    assert "baseline: not compared in a gold audit" in text and "baseline" not in merged
+    assert "### Gold audit" in (sqlite_suite.path / "merged.md").read_text()
+
+    run(sqlite_suite, "--queryeval-audit-golds=warn", "--queryeval-shard=2/2",
+        "--queryeval-json=warn-2.json")
+    refused = merge("shard-1.json", "warn-2.json", "-o", "x.json")
+    assert refused.ret == 4
+    refused.stderr.fnmatch_lines(["queryeval merge: refused: *warn-2.json is a gold audit "
+                                  "(warn), but *shard-1.json is a gold audit (error)"])
+    refused = merge("shard-1.json", "shard-2.json", "--queryeval-baseline=b.json",
+                    "--queryeval-update-baseline")
+    assert refused.ret == 4 and not (sqlite_suite.path / "b.json").exists()
