@@ -292,9 +292,9 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
             case.secrets = case.secrets | frozenset(ds.secrets)
 
     for key in ("gold_result", "predicted_result"):
-        if key == "gold_result" and _names_files(merged.get(key)):
-            _load_gold_files(case, path, merged[key], entry if key in entry else header,
-                             kp(key), errors)
+        if _names_files(merged.get(key)):
+            _load_result_files(case, path, key, merged[key], entry if key in entry else header,
+                               kp(key), errors)
             continue
         if key in merged and merged[key] is not None:
             try:
@@ -409,29 +409,36 @@ def _hints(case: Case, entry: Any, kp: Callable[[str], str], errors: _Errors) ->
 
 
 def _names_files(value: Any) -> bool:
-    """``gold_result`` written as a CSV path or a list of them (not a recorded table)."""
+    """A result written as a CSV path or a list of them (not a recorded table)."""
     return isinstance(value, str) or (isinstance(value, list) and bool(value)
                                       and all(isinstance(v, str) for v in value))
 
 
-def _load_gold_files(case: Case, path: Path, value: Any, container: Any, key_path: str,
-                     errors: _Errors) -> None:
-    """``gold_result: file.csv`` / ``[a.csv, b.csv]``: gold result CSVs (paths relative to the
-    case file), read the way Spider 2.0's evaluator reads them (:mod:`.metrics.spider2`)."""
+def _load_result_files(case: Case, path: Path, field_name: str, value: Any, container: Any,
+                       key_path: str, errors: _Errors) -> None:
+    """``gold_result: file.csv`` / ``[a.csv, b.csv]`` (gold alternatives) and
+    ``predicted_result: file.csv`` (a result the model's query gave, Spider 2.0's
+    executed-CSV submissions): paths relative to the case file, read the way Spider 2.0's
+    evaluator reads them (:mod:`.metrics.spider2`)."""
+    which = "gold" if field_name == "gold_result" else "predicted"
     if case.kind != "sql":
-        errors.add(container, "gold_result", key_path,
-                   "gold result CSV files are for kind sql (elsewhere: a recorded table)")
+        errors.add(container, field_name, key_path,
+                   f"{which} result CSV files are for kind sql (elsewhere: a recorded table)")
+        return
+    if field_name == "predicted_result" and not isinstance(value, str):
+        errors.add(container, field_name, key_path,
+                   "one predicted result file (a list of files is for gold_result)")
         return
     from .metrics.spider2 import Spider2Error, frame_table, read_csv_file
 
     names = [value] if isinstance(value, str) else list(value)
     tables = []
     for i, name in enumerate(names):
-        where, key, kp_ = (container, "gold_result", key_path) if isinstance(value, str) \
+        where, key, kp_ = (container, field_name, key_path) if isinstance(value, str) \
             else (value if isinstance(value, LocList) else container, i, f"{key_path}[{i}]")
         file = Path(name) if Path(name).is_absolute() else path.parent / name
         if not name.lower().endswith(".csv"):
-            errors.add(where, key, kp_, f"{name!r}: a gold result file must be a .csv file")
+            errors.add(where, key, kp_, f"{name!r}: a {which} result file must be a .csv file")
             continue
         try:
             table = frame_table(read_csv_file(file))
@@ -443,6 +450,9 @@ def _load_gold_files(case: Case, path: Path, value: Any, container: Any, key_pat
             continue
         table.meta["file"] = name
         tables.append(table)
+    if field_name == "predicted_result":
+        case.predicted_result = tables[0] if tables else None
+        return
     case.gold_result_files = tables
     case.gold_result_multi = not isinstance(value, str)
 

@@ -113,3 +113,44 @@ def test_bad_keys_are_located(suite: pytest.Pytester) -> None:
         "test_bad.yaml:13: cases[2].gold_result[1]: 'gold/nope.csv': no such file",
     ):
         assert line in out
+
+
+def test_predicted_result_csv_files_score_as_the_reference_scores_submissions(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    """``predicted_result: file.csv``: Spider 2.0's executed-CSV submissions (the
+    repository's example submission folder), scored against the gold files as the reference's
+    CSV mode scores them (the oracle's ``#submission`` items, from the unmodified
+    ``compare_multi_pandas_table``)."""
+    import shutil
+
+    root = shared_data / "spider2"
+    oracle = json.loads((root / "oracle.json").read_text(encoding="utf-8"))
+    items = [i for i in oracle["items"] if "pred_csv" in i]
+    assert len(items) == 3
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    for sub in ("exec_result", "pred_csv"):
+        shutil.copytree(root / sub, pytester.path / sub)
+    cases = [{"id": i["instance_id"], "predicted_result": i["pred_csv"],
+              "gold_result": [f"exec_result/{f}" for f in i["gold_files"]],
+              "condition_cols": i["condition_cols"], "ignore_order": i["ignore_order"]}
+             for i in items]
+    cases.append({"id": "not-csv", "predicted_result": "pred_csv/bq011.txt",
+                  "gold_result": "exec_result/bq011_a.csv"})
+    cases.append({"id": "missing", "predicted_result": "pred_csv/nowhere.csv",
+                  "gold_result": "exec_result/bq011_a.csv"})
+    cases.append({"id": "two", "predicted_result": ["pred_csv/bq011.csv", "pred_csv/bq003.csv"],
+                  "gold_result": "exec_result/bq011_a.csv"})
+    pytester.makefile(".yaml", test_sub=json.dumps({"kind": "sql", "cases": cases}, indent=1))
+    pytester.runpytest("--queryeval-json=r.json")
+    got = {c["id"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
+    for item in items:
+        case = got[item["instance_id"]]
+        assert case["metrics"]["spider2_ex"] == item["oracle"]["spider2_ex"], case
+    assert got["bq011"]["outcome"] == "passed"
+    assert "'pred_csv/bq011.txt': a predicted result file must be a .csv file" in \
+        got["not-csv"]["error"]
+    assert "'pred_csv/nowhere.csv': no such file (relative to test_sub.yaml)" in \
+        got["missing"]["error"]
+    assert "one predicted result file (a list of files is for gold_result)" in got["two"]["error"]
+    assert all(got[k]["outcome"] == "error" and "test_sub.yaml:" in got[k]["error"]
+               for k in ("not-csv", "missing", "two"))
