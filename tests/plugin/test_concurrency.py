@@ -307,3 +307,47 @@ def test_under_xdist_each_repeat_is_its_own_request_made_once(suite, model_servi
     assert model_service.calls == dict.fromkeys(ids, 3)
     assert model_service.peak <= 4, model_service.peak
     assert {len(c["details"]["repeat"]["runs"]) for c in _report(suite)["cases"]} == {3}
+
+
+CRASHING_MODEL = """
+import json, os, pathlib, time
+
+def predict(case):
+    with open("requests.log", "a") as log:
+        log.write(case["id"] + "\\n")
+    if case["id"] == "boom":
+        time.sleep(0.3)  # the other requests of this worker are in flight too
+        os._exit(3)  # the model's client takes the xdist worker down
+    time.sleep(0.5)
+    return json.loads(pathlib.Path("answer.json").read_text())
+"""
+
+
+def test_a_worker_that_crashes_mid_request_costs_only_its_requests(suite):
+    """A python source kills its xdist worker while it and others are in flight: the session
+    ends, every other case is scored, the cases whose requests died with the worker are errors
+    that name it, and no request is made twice (the replacement worker reads the answers
+    already published and never re-asks a dead worker's claim)."""
+    suite.makepyfile(crashing_model=CRASHING_MODEL)
+    (suite.path / "answer.json").write_text(json.dumps(RIGHT))
+    suite.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "python", "function": "crashing_model:predict", "concurrency": 4}}))
+    ids = [f"c{i:02d}" for i in range(6)] + ["boom"] + [f"d{i:02d}" for i in range(6)]
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+        "cases": [sdmx_case(i, selection(GDP)) for i in ids]}))
+    # (it hung: the dead worker stayed a zombie, and a zombie answers kill(pid, 0))
+    result = suite.runpytest_subprocess("-n", "2", "-p", "no:randomly", "--queryeval-json=r.json",
+                                        timeout=120)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
+    asked = Counter((suite.path / "requests.log").read_text().split())
+    assert set(asked.values()) == {1}, asked  # nothing requested twice
+    cases = {c["id"]: c for c in _report(suite)["cases"]}
+    died = [i for i, c in cases.items() if c["outcome"] != "passed"]
+    assert "boom" not in cases or "boom" in died
+    for i in died:
+        if i in cases and cases[i].get("error"):
+            assert "stopped before it answered" in cases[i]["error"] or i == "boom", cases[i]
+    passed = [i for i, c in cases.items() if c["outcome"] == "passed"]
+    assert len(passed) >= len(ids) - 1 - 4  # at most the dead worker's 4 requests are lost
+    assert all(asked[i] == 1 for i in passed)

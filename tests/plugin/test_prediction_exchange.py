@@ -160,6 +160,43 @@ def test_a_worker_that_died_holding_a_claim_is_named_and_not_replaced(tmp_path: 
     b.close()
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_a_dead_worker_not_yet_reaped_is_dead(tmp_path: Path):
+    """xdist's controller reaps a crashed worker late: until then its pid answers
+    ``kill(pid, 0)``. Its life lock is gone at once."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys, os; from pytest_queryeval.predict.exchange import "
+         "Exchange; Exchange(sys.argv[1]).claim(('c', 0)); print(os.getpid(), flush=True); "
+         "os._exit(3)", str(tmp_path)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert child.stdout is not None
+        pid = int(child.stdout.readline())
+        for _ in range(3000):
+            if "zombie" in _state(pid):
+                break
+            threading.Event().wait(0.01)
+        assert "zombie" in _state(pid)
+        os.kill(pid, 0)  # no error: the zombie looks alive to kill()
+        exchange = Exchange(tmp_path)
+        assert not exchange.alive(pid)
+        assert exchange.alive(os.getpid())
+        b = PredictionPool(exchange)
+        b.submit(("c", 0), "model", 1, lambda: Prediction("requested twice"))
+        with pytest.raises(PredictionError, match=rf"\(pid {pid}\) .* stopped before it"):
+            b.take(("c", 0))
+        b.close()
+    finally:
+        child.wait()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return ""
+
+
 def test_claims_are_exclusive_across_processes(tmp_path: Path):
     here = Exchange(tmp_path)
     assert here.claim(("c", 1))

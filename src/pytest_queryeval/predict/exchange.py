@@ -8,7 +8,10 @@ and they share three things through a directory the xdist controller creates for
 * **claims** (``claims/<key>``): before a request starts, its worker claims the key, a file
   linked into place only if none exists (atomic on every local file system), holding the
   worker's pid. A claimed key is never requested by another worker, so each prediction is
-  requested once per session, by whichever worker reached it first;
+  requested once per session, by whichever worker reached it first. Each worker holds a lock
+  on ``alive/<pid>`` while it lives: the kernel drops it when the process ends, so a worker
+  that died is known as such at once (its pid may still answer ``kill(pid, 0)`` as a zombie
+  until the controller reaps it);
 * **answers** (``answers/<key>``): the claiming worker publishes the prediction, or what its
   request raised, as a pickle renamed into place; the worker that runs the case reads it. A
   worker that stops with requests still running (Ctrl-C) publishes that they were abandoned;
@@ -74,8 +77,9 @@ class Exchange:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self.pid = os.getpid()
-        for sub in ("claims", "answers", "slots"):
+        for sub in ("claims", "answers", "slots", "alive"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        _hold_life_lock(self.root / "alive" / str(self.pid))
 
     # -- claims ------------------------------------------------------------------------
     def claim(self, key: Hashable) -> bool:
@@ -136,7 +140,7 @@ class Exchange:
             if now - last_alive >= ALIVE_EVERY:
                 last_alive = now
                 pid = self.owner(key)
-                if pid is not None and pid != self.pid and not _alive(pid):
+                if pid is not None and pid != self.pid and not self.alive(pid):
                     if path.exists():
                         continue  # published just before it exited
                     raise PredictionError(
@@ -148,6 +152,22 @@ class Exchange:
                 on_wait()
             time.sleep(delay)  # interruptible: Ctrl-C lands here
             delay = min(delay * 2, POLL_MAX)
+
+    def alive(self, pid: int) -> bool:
+        """Whether the worker ``pid`` of this session still runs (holds its life lock)."""
+        import fcntl
+
+        try:
+            fd = os.open(self.root / "alive" / str(pid), os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # (releases the shared lock when it was taken)
+        return False
 
     # -- slots -------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -164,14 +184,21 @@ class Exchange:
             os.close(fd)  # releases the lock
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - another user's process: alive
-        return True
-    return True
+#: The life locks this process holds, by path: one per session directory, kept open (and so
+#: locked) until the process ends.
+_LIFE: dict[Path, int] = {}
+_LIFE_LOCK = threading.Lock()
+
+
+def _hold_life_lock(path: Path) -> None:
+    import fcntl
+
+    with _LIFE_LOCK:
+        if path in _LIFE:
+            return
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _LIFE[path] = fd
 
 
 def _dumps(result: Prediction | None, error: BaseException | None) -> bytes:
