@@ -51,6 +51,11 @@ class State:
     #: Ids of every collected case, deselected ones too (a shard's report records them, so
     #: ``queryeval merge`` can tell a missing case from one that was never in the suite).
     suite_ids: list[str] | None = None
+    #: xdist controller: each case's :func:`~.report.records.case_meta`, by node id, from the
+    #: workers (the record of a case whose worker crashed is completed from it).
+    case_meta: dict[str, Any] = field(default_factory=dict)
+    #: xdist controller: node ids of the cases whose worker crashed while running them.
+    crashed: list[str] = field(default_factory=list)
     #: xdist controller: the directory its workers on this machine share predictions through
     #: (:mod:`.predict.exchange`), made when the first worker starts.
     exchange_root: Any = None

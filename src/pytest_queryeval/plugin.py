@@ -186,7 +186,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from .runahead import ProgressLine
 
         state.progress = ProgressLine(config)  # an xdist controller's: its workers' counts
-        config.pluginmanager.register(_RecordCollector(state), "queryeval-records")
+        config.pluginmanager.register(_RecordCollector(state, config), "queryeval-records")
 
 
 def _check_options(config: pytest.Config, state: State) -> None:
@@ -297,7 +297,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         unmatched.after_collection(session.config, state)
         state.suite_ids = sorted(case.id for case in state.session.cases)
         if hasattr(session.config, "workerinput"):  # the controller collects nothing
-            session.config.workeroutput["queryeval_suite"] = state.suite_ids  # type: ignore[attr-defined]
+            from .report.records import case_meta
+
+            output = session.config.workeroutput  # type: ignore[attr-defined]
+            output["queryeval_suite"] = state.suite_ids
+            output["queryeval_meta"] = {
+                item.nodeid: case_meta(item.case, session.config.rootpath)
+                for item in session.items if isinstance(item, QueryEvalItem)}
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -338,6 +344,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         state = node.config.stash.get(STATE, None)
         if state is not None and state.suite_ids is None and "queryeval_suite" in output:
             state.suite_ids = [str(i) for i in output["queryeval_suite"]]
+        if state is not None and isinstance(output.get("queryeval_meta"), dict):
+            state.case_meta.update(output["queryeval_meta"])
 
 
 def _load_verdicts(config: pytest.Config, state: State) -> None:
@@ -413,12 +421,17 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
             state.deselected += len(items)
 
 
+#: The ``when`` of the report xdist makes for a case whose worker crashed while running it.
+XDIST_CRASH = "???"
+
+
 class _RecordCollector:
     """Receives every case record on the controller (or in a serial run), and the usage
     error an xdist worker found in the suite configuration."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, config: pytest.Config) -> None:
         self.state = state
+        self.config = config
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -432,6 +445,19 @@ class _RecordCollector:
             self.state.records[report.nodeid] = record
             if self.state.progress is not None:
                 self.state.progress.from_report(report)
+        elif str(report.when) == XDIST_CRASH and report.failed and self._is_case(report):
+            # xdist: the worker running this case crashed, and sent no record
+            from .report.records import crash_record
+
+            self.state.records[report.nodeid] = crash_record(
+                report.nodeid, f"{report.longrepr}: the worker process died (a crash in native "
+                "code, os._exit, the out-of-memory killer); the case has no result", None)
+            self.state.crashed.append(report.nodeid)
+
+    def _is_case(self, report: pytest.TestReport) -> bool:
+        name = Path(report.nodeid.split("::", 1)[0]).name
+        return Path(name).suffix in (".yaml", ".yml") and any(
+            fnmatch.fnmatch(name, p) for p in self.config.getini("queryeval_files"))
 
     @pytest.hookimpl(trylast=True)  # after the terminal wrote the case's result
     def pytest_runtest_logfinish(self) -> None:

@@ -235,3 +235,45 @@ def test_http_predictor_faults(suite: pytest.Pytester, chinook_copy: Path,
     check_all_reports(suite.path, ids)
     aggregates = report["aggregates"]["overall"]
     assert aggregates["count"] == 7
+
+
+#: Inner-suite conftest: the model's client takes the xdist worker down on case "boom".
+CRASHING_HOOK = """
+import os
+
+def pytest_queryeval_predict(case):
+    if case.id == "boom":
+        os._exit(3)
+    return "SELECT count(*) FROM Genre"
+"""
+
+
+def test_a_case_whose_xdist_worker_crashes_is_an_error_in_every_report(
+        suite: pytest.Pytester, chinook_copy: Path) -> None:
+    """xdist reports the crash but the worker sent no record: the case used to vanish from
+    the reports, and the run, one case short, could become the baseline."""
+    pytest.importorskip("xdist")
+    suite.makeconftest(CRASHING_HOOK)
+    suite.makefile(".yaml", queryeval=dump({
+        "datasources": {"local": {"type": "sqlite", "path": "chinook.sqlite"}}}))
+    ids = ["a1", "a2", "boom", "b1", "b2", "b3"]
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sql", "datasource": "local", "difficulty": "easy", "tags": ["counts"],
+        "cases": [{"id": i, "gold": "SELECT count(*) FROM Genre"} for i in ids]}))
+    result, report = run_with_all_reports(suite, "-n", "2", "-p", "no:randomly",
+                                          "--queryeval-update-baseline",
+                                          "--queryeval-baseline=base.json", subprocess=True)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    cases = by_id(report)
+    assert list(cases) == ids  # every case, in the suite's order
+    boom = cases["boom"]
+    assert boom["outcome"] == "error" and boom["kind"] == "sql"
+    assert boom["difficulty"] == "easy" and boom["tags"] == ["counts"]
+    assert boom["file"] == "test_cases.yaml" and boom["line"] > 1
+    assert "crashed while running 'test_cases.yaml::boom'" in boom["error"]
+    assert "the worker process died" in boom["error"]
+    assert report["aggregates"]["overall"]["count"] == 6
+    assert {c["outcome"] for i, c in cases.items() if i != "boom"} == {"passed"}
+    check_all_reports(suite.path, ids)
+    assert not (suite.path / "base.json").exists()
+    result.stdout.fnmatch_lines(["*baseline NOT updated*1 case(s) ended in an error (boom)*"])

@@ -35,6 +35,36 @@ def _display(path: Path, rootdir: Path) -> str:
         return str(path)
 
 
+#: What a crash record (:func:`crash_record`) takes from the case, as the workers send it.
+CASE_META = ("id", "file", "path", "line", "kind", "difficulty", "tags", "severity",
+             "datasource")
+
+
+def case_meta(case: Case, rootdir: Path) -> list[Any]:
+    """The :data:`CASE_META` fields of ``case`` (an xdist worker sends them to the controller,
+    which has no cases, in case the worker running one crashes)."""
+    return [case.id, _display(case.file, rootdir), str(_resolved(case.file)), case.line,
+            case.kind, case.difficulty, list(case.tags), case.severity, case.datasource]
+
+
+def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> dict[str, Any]:
+    """The record of a case whose xdist worker crashed while running it (xdist reports the
+    crash, the worker sent no record): an ``error``, so that it counts, fails the run and
+    keeps the run from becoming the baseline. ``meta``: :func:`case_meta` when a worker sent
+    it, else what the node id says."""
+    file = nodeid.split("::", 1)[0]
+    rec: dict[str, Any] = {"id": nodeid.rsplit("::", 1)[-1], "nodeid": nodeid, "file": file,
+                           "path": None, "line": 0, "kind": "unknown", "difficulty": None,
+                           "tags": [], "severity": None, "datasource": None}
+    if meta is not None and len(meta) == len(CASE_META):
+        rec.update(zip(CASE_META, meta, strict=True))
+    rec.update({"question": None, "outcome": "error", "status": "error", "metrics": {},
+                "labels": {}, "thresholds": {}, "failed_metrics": [], "predicted": None,
+                "gold": None, "error": message, "reason": None, "diff": [], "near_miss": None,
+                "details": {}, "settings": {}, "baseline_status": None, "verdict": None})
+    return rec
+
+
 def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
                 scrubber: Scrubber) -> dict[str, Any]:
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
