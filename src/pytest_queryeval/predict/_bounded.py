@@ -14,15 +14,14 @@ import http.client
 import os
 import selectors
 import signal
-import socket
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..socketdeadline import SocketDeadline
 from .pool import ABORT
 
 #: Bytes per read of a body or of command output.
@@ -47,43 +46,11 @@ class TooBig(Exception):
         self.size = size
 
 
-class SocketDeadline:
-    """Shuts the watched socket down when the deadline passes, so a read blocked in the kernel
-    returns at once instead of after as many socket timeouts as bytes trickle in."""
-
-    def __init__(self, seconds: float) -> None:
-        self.fired = False
-        self.deadline = time.monotonic() + seconds
-        self._socks: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-        # the session ends (prediction pool closed): shut the request's sockets at once
-        abort = ABORT.get()
-        self._unregister = abort.register(self._fire) if abort is not None else None
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._socks.append(sock)
-            if self.fired:
-                _shutdown(sock)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            for sock in self._socks:
-                _shutdown(sock)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-        if self._unregister is not None:
-            self._unregister()
-
-
-def _shutdown(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
+def request_deadline(seconds: float) -> SocketDeadline:
+    """A prediction request's deadline: it also fires when the session ends (the prediction
+    pool closes), shutting the request's sockets at once."""
+    abort = ABORT.get()
+    return SocketDeadline(seconds, abort.register if abort is not None else None)
 
 
 def _watched(base: type[http.client.HTTPConnection], guard: SocketDeadline) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import PredictionError
 from ..model import Case
 from ..secrets import Scrubber, url_passwords
-from ._bounded import DeadlineExpired, SocketDeadline, TooBig, open_url, read_capped
+from ._bounded import DeadlineExpired, TooBig, open_url, read_capped, request_deadline
 from .base import (
     DEFAULT_MAX_BYTES,
     USAGE_KEYS,
@@ -110,7 +110,7 @@ class HttpPredictor:
             if attempt and not retry_pause(self.backoff * 2 ** (attempt - 1)):
                 raise PredictionError(f"{self.method} {_no_query(self.url)}: {last}; "
                                       f"{NOT_RETRIED}")
-            guard = SocketDeadline(self.timeout)
+            guard = request_deadline(self.timeout)
             try:
                 t0 = time.perf_counter()
                 with open_url(self._request(case), guard) as resp:

@@ -27,7 +27,6 @@ mid-stream without a streaming parser).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import time
 import urllib.parse
@@ -36,6 +35,7 @@ from typing import Any
 
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, first_row_key_order
+from ..socketdeadline import SocketDeadline
 from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys, positive
 from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
@@ -214,43 +214,6 @@ def _error_text(body: bytes | None) -> str:
     return text if len(text) <= 500 else text[:500] + "..."
 
 
-class _Deadline:
-    """Closes a socket when the wall-clock deadline passes, so a read blocked in the kernel
-    (an endpoint that trickles a byte now and then, in the headers or the body) returns at
-    once instead of after as many socket timeouts as there are bytes."""
-
-    def __init__(self, seconds: float) -> None:
-        import threading
-
-        self.fired = False
-        self._sock: Any = None
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def watch(self, sock: Any) -> None:
-        with self._lock:
-            self._sock = sock
-            if self.fired:
-                self._shutdown()
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            self._shutdown()
-
-    def _shutdown(self) -> None:
-        import socket
-
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-
 def _query_request(endpoint: str, query: str, *, method: str, auth: str | None,
                    timeout: float, max_bytes: int,
                    ) -> tuple[int, Mapping[str, str], bytes | None]:
@@ -282,7 +245,7 @@ def _query_request(endpoint: str, query: str, *, method: str, auth: str | None,
     conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else \
         http.client.HTTPConnection
     deadline = time.monotonic() + timeout
-    guard = _Deadline(timeout)
+    guard = SocketDeadline(timeout)
     conn = conn_cls(parts.hostname or "", parts.port, timeout=timeout)
     try:
         try:
