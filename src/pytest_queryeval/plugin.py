@@ -346,6 +346,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
             state.suite_ids = [str(i) for i in output["queryeval_suite"]]
         if state is not None and isinstance(output.get("queryeval_meta"), dict):
             state.case_meta.update(output["queryeval_meta"])
+        if state is not None and state.progress is not None:
+            state.progress.from_worker(str(getattr(getattr(node, "gateway", None), "id", "?")),
+                                       output.get("queryeval_predictions"))
 
 
 def _load_verdicts(config: pytest.Config, state: State) -> None:
@@ -476,6 +479,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state.session.close(drain=exitstatus != pytest.ExitCode.INTERRUPTED
                         and not session.shouldfail and not session.shouldstop)
     if hasattr(config, "workerinput"):
+        pool = state.session.pool
+        if pool is not None:  # the final counts, for the controller's closing line
+            counts = pool.progress()
+            config.workeroutput["queryeval_predictions"] = [  # type: ignore[attr-defined]
+                counts.done, counts.total, 0, pool.exchange is not None]
         return
     from .finish import finish_session
 

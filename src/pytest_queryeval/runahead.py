@@ -200,10 +200,14 @@ class ProgressLine:
         worker, its pool's counts). The line itself waits for :meth:`update`, called once
         the terminal has written the case's result (``pytest_runtest_logfinish``)."""
         self.scored += 1
-        counts = getattr(report, "queryeval_predictions", None)
+        node = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+        self.from_worker(str(node), getattr(report, "queryeval_predictions", None))
+
+    def from_worker(self, node: str, counts: Any) -> None:
+        """A worker's ``(done, total, running[, shared])``: with a case's report, and its
+        final counts when it ends (its pool may have answered other workers' cases after its
+        own last case)."""
         if isinstance(counts, list | tuple) and len(counts) in (3, 4):
-            node = str(getattr(getattr(getattr(report, "node", None), "gateway", None), "id",
-                               "?"))
             self.workers[node] = (int(counts[0]), int(counts[1]), int(counts[2]))
             self.shared[node] = len(counts) == 4 and bool(counts[3])
 

@@ -8,83 +8,48 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-import time
 import zlib
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from tests.fixtures.model_service import ModelService, Request
 
 from .conftest import GDP, dump, sdmx_case, selection
 
 RIGHT = selection(GDP)
 
 
-class StandInModelService(ThreadingHTTPServer):
+class StandInModelService(ModelService):
     """Stand-in for a user's model service: answers every case with ``RIGHT`` after
-    ``latency`` seconds (times 0.5 to 1.5, fixed per case, so answers finish out of order),
-    HTTP 500 for the ids in ``failing``; counts requests per case and the peak in flight."""
-
-    daemon_threads = True
+    ``latency`` seconds (times 0.5 to 1.5, fixed per case, so answers finish out of order, or
+    ``latencies[id]``), HTTP 500 for the ids in ``failing``."""
 
     def __init__(self, latency: float = 0.2, failing: frozenset[str] = frozenset()) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__()
         self.latency = latency
         self.failing = failing
         #: Seconds for these ids instead.
         self.latencies: dict[str, float] = {}
-        self.calls: Counter[str] = Counter()
-        self.in_flight = 0
-        self.peak = 0
-        self.lock = threading.Lock()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+    def delay(self, request: Request) -> float:
+        case_id = str(request.case_id)
+        return self.latencies.get(case_id, self.latency * (
+            0.5 + (zlib.crc32(case_id.encode()) % 100) / 100))
 
-
-class _Handler(BaseHTTPRequestHandler):
-    server: StandInModelService
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        case_id = body["case"]["id"]
-        srv = self.server
-        with srv.lock:
-            srv.calls[case_id] += 1
-            srv.in_flight += 1
-            srv.peak = max(srv.peak, srv.in_flight)
-        try:
-            time.sleep(srv.latencies.get(case_id, srv.latency * (
-                0.5 + (zlib.crc32(case_id.encode()) % 100) / 100)))
-        finally:
-            with srv.lock:
-                srv.in_flight -= 1
-        if case_id in srv.failing:
-            data = b"model overloaded"
-            self.send_response(500)
-        else:
-            data = json.dumps({"predicted": RIGHT}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+    def answer(self, request: Request) -> tuple[int, Any]:
+        if request.case_id in self.failing:
+            return 500, b"model overloaded"
+        return 200, {"predicted": RIGHT}
 
 
 @pytest.fixture
 def model_service() -> Iterator[StandInModelService]:
-    server = StandInModelService()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = StandInModelService().start()
     yield server
-    server.shutdown()
-    server.server_close()
+    server.stop()
 
 
 def _suite(pytester: pytest.Pytester, url: str, n: int, **source: Any) -> list[str]:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
-from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from tests.fixtures.model_service import ModelService, Request
 
 from .conftest import GDP, MEX, dump, sdmx_case, selection
 
@@ -21,47 +20,28 @@ RIGHT = {"gdp": selection(GDP), "mex": selection(MEX)}
 WRONG = selection(("COUNTRY", [("USA", "United States")]))  # macro_precision 0 against MEX
 
 
-class _StandInModel(BaseHTTPRequestHandler):
-    """Stand-in for a user's model service: answer ``script[case][n % len]`` on request n."""
+class _StandInModel(ModelService):
+    """Stand-in for a user's model service: answer ``script[case][n % len]`` on request n
+    (``"HTTP 500"``: that status)."""
 
-    script: dict[str, list[object]] = {}
-    calls: Counter[str] = Counter()
-    lock = threading.Lock()
+    def __init__(self) -> None:
+        super().__init__()
+        self.script: dict[str, list[object]] = {
+            "gdp": [RIGHT["gdp"]], "mex": [RIGHT["mex"], WRONG, RIGHT["mex"]]}
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        case_id = body["case"]["id"]
-        with self.lock:
-            n = self.calls[case_id]
-            self.calls[case_id] += 1
-        answers = self.script[case_id]
-        answer = answers[n % len(answers)]
+    def answer(self, request: Request) -> tuple[int, object]:
+        answers = self.script[str(request.case_id)]
+        answer = answers[request.n % len(answers)]
         if answer == "HTTP 500":
-            self.send_response(500)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        data = json.dumps({"predicted": answer}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+            return 500, b""
+        return 200, {"predicted": answer}
 
 
 @pytest.fixture
 def model():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _StandInModel)
-    _StandInModel.calls = Counter()
-    _StandInModel.script = {"gdp": [RIGHT["gdp"]], "mex": [RIGHT["mex"], WRONG, RIGHT["mex"]]}
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = _StandInModel().start()
+    yield server
+    server.stop()
 
 
 def _config(url: str, **extra: object) -> str:
@@ -73,8 +53,8 @@ def _config(url: str, **extra: object) -> str:
                                  "concurrency": 1}, **extra})
 
 
-def _suite(pytester, url, header=None, cases=None, **config):
-    pytester.makefile(".yaml", queryeval=_config(url, **config))
+def _suite(pytester, model, header=None, cases=None, **config):
+    pytester.makefile(".yaml", queryeval=_config(model.url, **config))
     pytester.makefile(".yaml", test_cases=dump({
         "kind": "sdmx", "thresholds": {"macro_precision": 1.0}, **(header or {}),
         "cases": cases or [sdmx_case("gdp", selection(GDP)), sdmx_case("mex", selection(MEX))],
@@ -91,7 +71,7 @@ def test_each_repeat_asks_the_model_and_the_case_records_mean_min_consistency(su
     _suite(suite, model, header={"repeat": 3})
     result, report, cases = _run(suite, "--queryeval-markdown=r.md", "--queryeval-html=r.html")
     result.assert_outcomes(passed=1, failed=1)
-    assert _StandInModel.calls == {"gdp": 3, "mex": 3}  # N real requests per case
+    assert model.calls == {"gdp": 3, "mex": 3}  # N real requests per case
     gdp, mex = cases["gdp"], cases["mex"]
     assert gdp["outcome"] == "passed"
     assert gdp["metrics"]["consistency"] == 1.0
@@ -122,15 +102,15 @@ def test_each_repeat_asks_the_model_and_the_case_records_mean_min_consistency(su
 def test_repeat_verdict_decides_the_case(suite, model, verdict, outcome):
     _suite(suite, model, cases=[sdmx_case("mex", selection(MEX), repeat_verdict=verdict)],
            defaults={"repeat": 3})  # repeat from the suite's defaults
-    _StandInModel.script["mex"] = [RIGHT["mex"], WRONG, RIGHT["mex"]]
+    model.script["mex"] = [RIGHT["mex"], WRONG, RIGHT["mex"]]
     _, _, cases = _run(suite)
     assert cases["mex"]["outcome"] == outcome
-    assert _StandInModel.calls["mex"] == 3
+    assert model.calls["mex"] == 3
 
 
 def test_majority_needs_more_than_half_and_errors_count_as_not_passing(suite, model):
     _suite(suite, model, header={"repeat": 4, "repeat_verdict": "majority"})
-    _StandInModel.script["mex"] = [RIGHT["mex"], "HTTP 500", RIGHT["mex"], WRONG]
+    model.script["mex"] = [RIGHT["mex"], "HTTP 500", RIGHT["mex"], WRONG]
     _, _report, cases = _run(suite)
     mex = cases["mex"]
     assert mex["outcome"] == "failed"  # 2 of 4 is not a majority
@@ -143,7 +123,7 @@ def test_majority_needs_more_than_half_and_errors_count_as_not_passing(suite, mo
 def test_consistency_threshold_and_the_command_line_repeat(suite, model):
     _suite(suite, model, header={"repeat_verdict": "any", "thresholds": {"consistency": 0.9}})
     _, _, cases = _run(suite, "--queryeval-repeat", "3")
-    assert _StandInModel.calls == {"gdp": 3, "mex": 3}
+    assert model.calls == {"gdp": 3, "mex": 3}
     assert cases["gdp"]["outcome"] == "passed"
     assert cases["mex"]["outcome"] == "failed"  # some run passed, but consistency 0.67 < 0.9
     assert cases["mex"]["failed_metrics"] == ["consistency"]
@@ -152,7 +132,7 @@ def test_consistency_threshold_and_the_command_line_repeat(suite, model):
 def test_without_repeat_nothing_changes(suite, model):
     _suite(suite, model)
     _, report, cases = _run(suite)
-    assert _StandInModel.calls == {"gdp": 1, "mex": 1}
+    assert model.calls == {"gdp": 1, "mex": 1}
     assert "consistency" not in cases["gdp"]["metrics"]
     assert "repeat" not in cases["gdp"]["details"]
     assert report["flaky"] == []
@@ -171,7 +151,7 @@ def test_inline_prediction_with_its_own_repeat_is_a_located_error(suite, model):
     assert cases["mex"]["outcome"] == "passed"
     assert cases["mex"]["details"]["repeat"]["n"] == 1
     assert "scored once" in cases["mex"]["details"]["repeat"]["note"]
-    assert _StandInModel.calls == {}
+    assert model.calls == {}
 
 
 def test_bad_repeat_values(suite, model):
@@ -197,18 +177,18 @@ def test_sql_consistency_compares_results_and_the_gold_cache_does_not_collapse_r
     conn.close()
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     pytester.makefile(".yaml", queryeval=_config(
-        model, datasources={"music": {"type": "sqlite", "path": "music.sqlite"}}))
+        model.url, datasources={"music": {"type": "sqlite", "path": "music.sqlite"}}))
     pytester.makefile(".yaml", test_sql=dump({
         "kind": "sql", "datasource": "music", "repeat": 3,
         "thresholds": {"execution_accuracy": 1.0},
         "cases": [{"id": "count", "question": "How many artists?",
                    "gold": "SELECT count(*) FROM artists"}]}))
-    _StandInModel.script = {"count": ["SELECT count(*) FROM artists",
+    model.script = {"count": ["SELECT count(*) FROM artists",
                                       "SELECT COUNT(id)  FROM artists",
                                       "SELECT count(*) FROM artists WHERE id > 1"]}
     for session in range(2):
         _, _, cases = _run(pytester)
-        assert _StandInModel.calls["count"] == 3 * (session + 1)
+        assert model.calls["count"] == 3 * (session + 1)
         count = cases["count"]
         assert count["metrics"]["consistency"] == pytest.approx(2 / 3)
         assert count["details"]["repeat"]["distinct"] == 2
