@@ -28,64 +28,31 @@ import json
 import os
 import sys
 import tempfile
-import threading
-import time
-from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests.fixtures
 
 from _common import check, machine, median, run_pytest, spread
+from tests.fixtures.model_service import ModelService, Request
 
 SELECTION = {"indicator_selection": [{"dataset_id": "IMF.RES:WEO", "dimensions": [
     {"dimension_name": "INDICATOR", "values": [{"id": "NGDP", "name": "GDP"}]}]}]}
 
 
-class StandInModelService(ThreadingHTTPServer):
+class StandInModelService(ModelService):
     """Stand-in for the user's model service: every answer takes ``latency`` seconds."""
 
-    daemon_threads = True
-    request_queue_size = 256  # 32 connections at once must not wait in a 5-deep backlog
-
     def __init__(self, latency: float) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__()
         self.latency = latency
-        self.calls: Counter[str] = Counter()
-        self.in_flight = 0
-        self.peak = 0
-        self.lock = threading.Lock()
 
-    def reset(self) -> None:
-        with self.lock:
-            self.calls.clear()
-            self.peak = 0
+    def delay(self, request: Request) -> float:
+        return self.latency
 
-
-class _Handler(BaseHTTPRequestHandler):
-    server: StandInModelService
-    protocol_version = "HTTP/1.0"
-
-    def do_POST(self) -> None:
-        case = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        srv = self.server
-        with srv.lock:
-            srv.calls[case["id"]] += 1
-            srv.in_flight += 1
-            srv.peak = max(srv.peak, srv.in_flight)
-        time.sleep(srv.latency)
-        with srv.lock:
-            srv.in_flight -= 1
-        data = json.dumps({"predicted": SELECTION}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+    def answer(self, request: Request) -> tuple[int, Any]:
+        return 200, {"predicted": SELECTION}
 
 
 def write_suite(root: Path, url: str, n: int) -> None:
@@ -114,9 +81,8 @@ def main() -> None:
     ap.add_argument("--high", type=int, default=16, help="the concurrency compared with 1")
     args = ap.parse_args()
     print(f"machine: {machine()}")
-    server = StandInModelService(args.latency)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/predict"
+    server = StandInModelService(args.latency).start()
+    url = f"{server.url}/predict"
     configs = [(f"concurrency: {c}, {label}", c, workers)
                for label, workers in (("serial", []), ("-n 2", ["-n", "2"]))
                for c in (1, args.high)]

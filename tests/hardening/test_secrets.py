@@ -5,14 +5,12 @@ bad credentials, a failing predictor), and a prediction that echoes a secret bac
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.model_service import ModelService, Request
 from tests.fixtures.postgres import PostgresServer
 
 from .conftest import by_id, check_all_reports, dump, no_traceback, run_with_all_reports
@@ -23,39 +21,26 @@ SPARQL_PW = "sparql-pw-77aa88bb"
 WRONG_PW = "Wr0ng-pw-x1y2z3"
 
 
-class _Echo(BaseHTTPRequestHandler):
+class _Echo(ModelService):
     """A predictor service: /ok answers right, /echo puts the Authorization header it got into
     the predicted SQL (a model leaking its credentials), /e500 fails."""
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        path = self.path.split("?")[0].strip("/")
+    def answer(self, request: Request) -> tuple[int, object]:
+        path = request.path.split("?")[0].strip("/")
         if path == "e500":
-            self.send_response(500)
-            self.end_headers()
-            return
+            return 500, b""
         sql = "SELECT count(*) FROM genre"
         if path == "echo":
-            sql = f"SELECT '{self.headers.get('Authorization')}' AS leaked, '{self.path}' AS url"
-        body = json.dumps({"sql": sql}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            sql = f"SELECT '{request.headers.get('Authorization')}' AS leaked, " \
+                f"'{request.path}' AS url"
+        return 200, {"sql": sql}
 
 
 @pytest.fixture
 def echo_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = _Echo().start()
+    yield server.url
+    server.stop()
 
 
 @pytest.mark.postgres

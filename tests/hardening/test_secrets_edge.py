@@ -6,13 +6,12 @@ terminal and junit reports)."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.model_service import ModelService, Request
 
 from .conftest import by_id, check_all_reports, dump, no_traceback, run_with_all_reports
 
@@ -21,32 +20,19 @@ SPACE_PW = "spa ce-pw-9a8b"
 TOKEN = "tok-echo-5d6c7b8a"
 
 
-class _Echo(BaseHTTPRequestHandler):
+class _Echo(ModelService):
     """A model that puts the Authorization header it got into a statement sqlglot cannot
     parse (it falls back to a Command and logs a warning holding the text)."""
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        sql = f"EXPLAIN SELECT '{self.headers.get('Authorization')}'"
-        body = json.dumps({"sql": sql}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+    def answer(self, request: Request) -> tuple[int, object]:
+        return 200, {"sql": f"EXPLAIN SELECT '{request.headers.get('Authorization')}'"}
 
 
 @pytest.fixture
 def echo_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = _Echo().start()
+    yield server.url
+    server.stop()
 
 
 def test_url_passwords_with_slash_or_space_and_logged_echoes(

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from pytest_queryeval.predict.pool import (
     concurrency_of,
     parse_concurrency,
 )
+from tests.fixtures.model_service import ModelService, Request
 from tests.fixtures.openai_standin import KEY, MODEL
 
 
@@ -196,28 +196,11 @@ def test_concurrency_values():
             parse_concurrency(bad)
 
 
-class _Overloaded(ThreadingHTTPServer):
+class _Overloaded(ModelService):
     """Stand-in for a model service that answers every request with HTTP 500."""
 
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _OverloadedHandler)
-        self.calls = 0
-
-
-class _OverloadedHandler(BaseHTTPRequestHandler):
-    server: _Overloaded
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.calls += 1
-        self.send_response(500)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
+    def answer(self, request: Request) -> tuple[int, object]:
+        return 500, b""
 
 
 def _case() -> Case:
@@ -229,11 +212,10 @@ def test_a_source_waiting_to_retry_makes_no_request_once_the_session_ends(source
     """Retries back off 30 s; the pool closes during the first wait: the request ends with
     the reason at once and the model service is not asked again (it was, after the wait)."""
     if source == "http":
-        server = _Overloaded()
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        spec = {"source": "http", "url": f"http://127.0.0.1:{server.server_port}/p",
+        server = _Overloaded().start()
+        spec = {"source": "http", "url": f"{server.url}/p",
                 "retries": 3, "backoff": 30}
-        calls = lambda: server.calls  # noqa: E731
+        calls = lambda: len(server.requests)  # noqa: E731
     else:
         pytest.importorskip("openai")
         openai_standin.script = {"How many?": [{"status": 500}] * 4}
@@ -258,5 +240,4 @@ def test_a_source_waiting_to_retry_makes_no_request_once_the_session_ends(source
         req.error)
     assert calls() == 1
     if source == "http":
-        server.shutdown()
-        server.server_close()
+        server.stop()

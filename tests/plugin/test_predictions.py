@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from tests.fixtures.model_service import ModelService, Request
 
 from .conftest import GDP, GDP_PLUS, MEX, dump, outcomes_by_id, sdmx_case, selection
 
@@ -101,63 +101,50 @@ def test_command_reads_case_json_on_stdin(two_cases):
     result.assert_outcomes(passed=2)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    calls: list[dict] = []
-    fail_first: dict[str, int] = {}
+class _Service(ModelService):
+    """Stand-in for a model service: 503 on the first ``fail_first[id]`` requests of a case,
+    always 500 for ``mex`` (a body that explains, echoing the credential), else the answer
+    under ``result.selection`` with a server timing."""
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.calls.append({"body": body, "auth": self.headers.get("Authorization")})
-        case_id = body["case"]["id"]
-        if self.fail_first.get(case_id, 0) > 0:
-            self.fail_first[case_id] -= 1
-            self.send_response(503)
-            self.end_headers()
-            return
-        if case_id == "mex":  # a body that explains, echoing the credential
-            data = f"model overloaded; request by {self.headers.get('Authorization')}".encode()
-            self.send_response(500)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        data = json.dumps({"result": {"selection": PERFECT[case_id]}, "meta": {"ms": 12}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail_first = {"gdp": 1}
 
-    def log_message(self, *args):
-        pass
+    def answer(self, request: Request) -> tuple[int, object]:
+        case_id = str(request.case_id)
+        with self.lock:
+            if self.fail_first.get(case_id, 0) > 0:
+                self.fail_first[case_id] -= 1
+                return 503, b""
+        if case_id == "mex":
+            return 500, f"model overloaded; request by {request.headers.get('Authorization')}" \
+                .encode()
+        return 200, {"result": {"selection": PERFECT[case_id]}, "meta": {"ms": 12}}
 
 
 @pytest.fixture
 def http_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    _Handler.calls = []
-    _Handler.fail_first = {"gdp": 1}
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    server = _Service().start()
+    yield server
+    server.stop()
 
 
 def test_http_endpoint_with_retries_headers_and_response_path(two_cases, http_server, monkeypatch):
     monkeypatch.setenv("QE_TOKEN", "s3cr3t-token-value")
     two_cases.makefile(".yaml", queryeval=dump({"predictions": {
-        "source": "http", "url": f"{http_server}/predict", "headers": {"Authorization": "Bearer ${QE_TOKEN}"},
+        "source": "http", "url": f"{http_server.url}/predict", "headers": {"Authorization": "Bearer ${QE_TOKEN}"},
         "body": {"q": "{question}", "case": "{case}"}, "response_path": "result.selection",
         "timing_fields": {"server_ms": "meta.ms"}, "retries": 2, "backoff": 0.01, "timeout": 5,
     }}))
     result, report = _run(two_cases)
     result.assert_outcomes(passed=1, failed=1)
-    assert {c["auth"] for c in _Handler.calls} == {"Bearer s3cr3t-token-value"}
+    calls = http_server.requests
+    assert {c.headers.get("Authorization") for c in calls} == {"Bearer s3cr3t-token-value"}
     # gdp: one 503 then success; mex: 500 on every attempt (1 + 2 retries)
-    ids = [c["body"]["case"]["id"] for c in _Handler.calls]
+    ids = [c.case_id for c in calls]
     assert ids.count("gdp") == 2 and ids.count("mex") == 3
     # requested concurrently: the calls arrive in any order
-    assert {c["body"]["q"] for c in _Handler.calls} == {"question gdp", "question mex"}
+    assert {c.body["q"] for c in calls} == {"question gdp", "question mex"}
     gdp = next(c for c in report["cases"] if c["id"] == "gdp")
     assert gdp["details"]["prediction"] == {"server_ms": 12}
     assert gdp["metrics"]["prediction_seconds"] > 0
@@ -227,24 +214,15 @@ def test_override_inline_needs_a_predictions_override(inline_and_sourced):
     result.stderr.fnmatch_lines(["*--queryeval-predictions-override-inline needs --queryeval-predictions*"])
 
 
-class _ErrorBody(BaseHTTPRequestHandler):
+class _ErrorBody(ModelService):
     """A model service that explains its 4xx/5xx in the body and echoes the key it got."""
 
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        key = self.headers.get("X-Api-Key", "")
-        if self.path.startswith("/short"):
-            code, text = 401, f'{{"error": {{"message": "Incorrect API key provided: {key}"}}}}'
-        else:
-            code, text = 400, "context length exceeded:\n" + "x" * 600 + key
-        data = text.encode()
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+    def answer(self, request: Request) -> tuple[int, object]:
+        key = request.headers.get("X-Api-Key", "")
+        if request.path.startswith("/short"):
+            return 401, f'{{"error": {{"message": "Incorrect API key provided: {key}"}}}}' \
+                .encode()
+        return 400, ("context length exceeded:\n" + "x" * 600 + key).encode()
 
 
 def test_http_error_keeps_the_start_of_the_body_without_the_key():
@@ -254,10 +232,8 @@ def test_http_error_keeps_the_start_of_the_body_without_the_key():
     from pytest_queryeval.model import Case
     from pytest_queryeval.predict.http import HttpPredictor
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ErrorBody)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
+    server = _ErrorBody().start()
+    base = server.url
     key = "sk-literal-key-0123456789"
     case = Case(id="q1", kind="sql", file=Path("test_x.yaml"), line=1, question="how many?")
     try:
@@ -278,7 +254,7 @@ def test_http_error_keeps_the_start_of_the_body_without_the_key():
         assert body == "context length exceeded: " + "x" * (500 - 25) + "..."
         assert key not in message
     finally:
-        server.shutdown()
+        server.stop()
 
 
 def _with_stray_ids(suite):
