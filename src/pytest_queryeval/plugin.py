@@ -36,8 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--queryeval-predictions-override-inline", action="store_true",
         help="let --queryeval-predictions replace the cases' inline predicted: too")
     add("--queryeval-concurrency", metavar="N",
-        help="simultaneous prediction requests of each live source (python, http, command), "
-             "overriding its concurrency: (default 4)")
+        help="simultaneous prediction requests of each live source (python, http, command, "
+             "openai) in the whole session, xdist workers included; overrides its "
+             "concurrency: (default 4)")
     add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
         help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
     add("--queryeval-json", metavar="PATH", help="write the JSON report here (atomically)")
