@@ -54,8 +54,9 @@ class State:
     #: xdist controller: each case's :func:`~.report.records.case_meta`, by node id, from the
     #: workers (the record of a case whose worker crashed is completed from it).
     case_meta: dict[str, Any] = field(default_factory=dict)
-    #: xdist controller: node ids of the cases whose worker crashed while running them.
-    crashed: list[str] = field(default_factory=list)
+    #: xdist controller: the cases whose worker crashed while running them (node id: what
+    #: xdist said); their records are made when the session ends.
+    crashed: dict[str, str] = field(default_factory=dict)
     #: xdist controller: the directory its workers on this machine share predictions through
     #: (:mod:`.predict.exchange`), made when the first worker starts.
     exchange_root: Any = None

@@ -145,13 +145,11 @@ def outputs(config: pytest.Config, state: State, records: list[dict[str, Any]]) 
 
 def finish_session(session: pytest.Session, state: State, started: float, exitstatus: int) -> None:
     config = session.config
-    if state.crashed:  # the workers' case metadata has arrived (testnodedown): complete them
+    if state.crashed:  # after every testnodedown: the workers' case metadata has arrived
         from .report.records import crash_record
 
-        for nodeid in state.crashed:
-            old = state.records[nodeid]
-            state.records[nodeid] = crash_record(nodeid, str(old["error"]),
-                                                 state.case_meta.get(nodeid))
+        for nodeid, message in state.crashed.items():
+            state.records[nodeid] = crash_record(nodeid, message, state.case_meta.get(nodeid))
     records = sorted(state.records.values(),
                      key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
     if not records:

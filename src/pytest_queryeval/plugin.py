@@ -228,12 +228,15 @@ def _check_options(config: pytest.Config, state: State) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:
-    if file_path.suffix not in (".yaml", ".yml"):
-        return None
-    patterns = parent.config.getini("queryeval_files")
-    if any(fnmatch.fnmatch(file_path.name, p) for p in patterns):
+    if _is_case_file(file_path, parent.config):
         return QueryEvalFile.from_parent(parent, path=file_path)
     return None
+
+
+def _is_case_file(path: Path, config: pytest.Config) -> bool:
+    """A YAML file whose name matches ini ``queryeval_files``."""
+    return path.suffix in (".yaml", ".yml") and any(
+        fnmatch.fnmatch(path.name, p) for p in config.getini("queryeval_files"))
 
 
 @pytest.hookimpl(trylast=True)
@@ -340,16 +343,19 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """xdist controller: what a worker found after its collection (prediction ids)."""
     output = getattr(node, "workeroutput", None)
-    if isinstance(output, dict):
-        unmatched.from_worker(node.config, output)
-        state = node.config.stash.get(STATE, None)
-        if state is not None and state.suite_ids is None and "queryeval_suite" in output:
-            state.suite_ids = [str(i) for i in output["queryeval_suite"]]
-        if state is not None and isinstance(output.get("queryeval_meta"), dict):
-            state.case_meta.update(output["queryeval_meta"])
-        if state is not None and state.progress is not None:
-            state.progress.from_worker(str(getattr(getattr(node, "gateway", None), "id", "?")),
-                                       output.get("queryeval_predictions"))
+    if not isinstance(output, dict):
+        return
+    unmatched.from_worker(node.config, output)
+    state = node.config.stash.get(STATE, None)
+    if state is None:
+        return
+    if state.suite_ids is None and "queryeval_suite" in output:
+        state.suite_ids = [str(i) for i in output["queryeval_suite"]]
+    if isinstance(output.get("queryeval_meta"), dict):
+        state.case_meta.update(output["queryeval_meta"])
+    if state.progress is not None:
+        state.progress.from_worker(str(getattr(getattr(node, "gateway", None), "id", "?")),
+                                   output.get("queryeval_predictions"))
 
 
 def _load_verdicts(config: pytest.Config, state: State) -> None:
@@ -395,26 +401,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     rep.queryeval = record  # travels to the xdist controller with the report
     pool = item.config.stash[STATE].session.pool
     if pool is not None and hasattr(item.config, "workerinput"):
-        counts = pool.progress()
-        rep.queryeval_predictions = (counts.done, counts.total, counts.running,
-                                     pool.exchange is not None)
+        from .runahead import worker_counts
+
+        rep.queryeval_predictions = worker_counts(pool)
     return rep
 
 
 def _fallback_record(item: pytest.Item) -> dict[str, Any]:
-    from .report.records import case_record
+    from .report.records import case_record, error_record
 
     state = item.config.stash[STATE]
     if isinstance(item, QueryEvalItem):
         return case_record(item.case, None, item.nodeid, item.config.rootpath,
                            state.session.scrubber)
-    message = getattr(item, "message", "invalid case file")
-    return {"id": item.nodeid, "nodeid": item.nodeid, "file": state.display(item.path),
-            "path": str(item.path), "line": 1, "kind": "invalid", "difficulty": None,
-            "tags": [], "question": None, "status": "error", "metrics": {}, "labels": {},
-            "thresholds": {}, "failed_metrics": [], "predicted": None, "gold": None,
-            "error": message, "reason": None, "diff": [], "details": {}, "settings": {},
-            "baseline_status": None, "verdict": None}
+    return error_record(item.nodeid, getattr(item, "message", "invalid case file"),
+                        file=state.display(item.path), path=str(item.path))
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -449,19 +450,13 @@ class _RecordCollector:
             self.state.records[report.nodeid] = record
             if self.state.progress is not None:
                 self.state.progress.from_report(report)
-        elif str(report.when) == XDIST_CRASH and report.failed and self._is_case(report):
-            # xdist: the worker running this case crashed, and sent no record
-            from .report.records import crash_record
-
-            self.state.records[report.nodeid] = crash_record(
-                report.nodeid, f"{report.longrepr}: the worker process died (a crash in native "
-                "code, os._exit, the out-of-memory killer); the case has no result", None)
-            self.state.crashed.append(report.nodeid)
-
-    def _is_case(self, report: pytest.TestReport) -> bool:
-        name = Path(report.nodeid.split("::", 1)[0]).name
-        return Path(name).suffix in (".yaml", ".yml") and any(
-            fnmatch.fnmatch(name, p) for p in self.config.getini("queryeval_files"))
+        elif str(report.when) == XDIST_CRASH and report.failed and _is_case_file(
+                Path(report.nodeid.split("::", 1)[0]), self.config):
+            # xdist: the worker running this case crashed, and sent no record (its record is
+            # made when the session ends, with what the other workers sent of the case)
+            self.state.crashed[report.nodeid] = (
+                f"{report.longrepr}: the worker process died (a crash in native code, "
+                "os._exit, the out-of-memory killer); the case has no result")
 
     @pytest.hookimpl(trylast=True)  # after the terminal wrote the case's result
     def pytest_runtest_logfinish(self) -> None:
@@ -482,9 +477,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(config, "workerinput"):
         pool = state.session.pool
         if pool is not None:  # the final counts, for the controller's closing line
-            counts = pool.progress()
-            config.workeroutput["queryeval_predictions"] = [  # type: ignore[attr-defined]
-                counts.done, counts.total, 0, pool.exchange is not None]
+            from .runahead import worker_counts
+
+            config.workeroutput["queryeval_predictions"] = worker_counts(pool)  # type: ignore[attr-defined]
         return
     from .finish import finish_session
 

@@ -124,6 +124,13 @@ def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests
     interactor.handle_command = handle_command
 
 
+def worker_counts(pool: Any) -> tuple[int, int, int, bool]:
+    """What an xdist worker tells the controller of its pool (:meth:`ProgressLine.from_worker`):
+    done, total, running, and whether it shares the session's requests (an exchange)."""
+    counts = pool.progress()
+    return counts.done, counts.total, counts.running, pool.exchange is not None
+
+
 class ProgressLine:
     """``queryeval: predictions 57/200 done, 12 in flight, 31 case(s) scored`` at most every
     :data:`PROGRESS_EVERY` seconds while predictions are outstanding, and one closing line

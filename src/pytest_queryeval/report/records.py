@@ -47,22 +47,32 @@ def case_meta(case: Case, rootdir: Path) -> list[Any]:
             case.kind, case.difficulty, list(case.tags), case.severity, case.datasource]
 
 
+def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
+    """The record of an ``error`` with no result to score: a case file that cannot be read
+    (one record for the file), or a case whose xdist worker crashed while running it.
+    ``fields`` replace what the node id says (``id``, ``file``, ``path``, ``line``, ``kind``
+    ...)."""
+    rec: dict[str, Any] = {"id": nodeid, "nodeid": nodeid, "file": nodeid.split("::", 1)[0],
+                           "path": None, "line": 1, "kind": "invalid", "difficulty": None,
+                           "tags": [], "question": None, **fields}
+    rec.update({"status": "error", "metrics": {}, "labels": {}, "thresholds": {},
+                "failed_metrics": [], "predicted": None, "gold": None, "error": message,
+                "reason": None, "diff": [], "details": {}, "settings": {},
+                "baseline_status": None, "verdict": None})
+    return rec
+
+
 def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> dict[str, Any]:
     """The record of a case whose xdist worker crashed while running it (xdist reports the
     crash, the worker sent no record): an ``error``, so that it counts, fails the run and
     keeps the run from becoming the baseline. ``meta``: :func:`case_meta` when a worker sent
     it, else what the node id says."""
-    file = nodeid.split("::", 1)[0]
-    rec: dict[str, Any] = {"id": nodeid.rsplit("::", 1)[-1], "nodeid": nodeid, "file": file,
-                           "path": None, "line": 0, "kind": "unknown", "difficulty": None,
-                           "tags": [], "severity": None, "datasource": None}
     if meta is not None and len(meta) == len(CASE_META):
-        rec.update(zip(CASE_META, meta, strict=True))
-    rec.update({"question": None, "outcome": "error", "status": "error", "metrics": {},
-                "labels": {}, "thresholds": {}, "failed_metrics": [], "predicted": None,
-                "gold": None, "error": message, "reason": None, "diff": [], "near_miss": None,
-                "details": {}, "settings": {}, "baseline_status": None, "verdict": None})
-    return rec
+        fields: dict[str, Any] = dict(zip(CASE_META, meta, strict=True))
+    else:
+        fields = {"id": nodeid.rsplit("::", 1)[-1], "line": 0, "kind": "unknown",
+                  "severity": None, "datasource": None}
+    return error_record(nodeid, message, outcome="error", near_miss=None, **fields)
 
 
 def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
