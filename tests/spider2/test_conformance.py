@@ -9,11 +9,9 @@ extra columns, misaligned rows under ignore_order, several gold files, reference
 
 from __future__ import annotations
 
-import datetime as dt
 import gzip
 import json
 import math
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +26,7 @@ from pytest_queryeval.metrics.spider2 import (
     spider2_scores,
 )
 from pytest_queryeval.results import ResultTable
-
-
-def _dec(v: Any) -> Any:
-    if isinstance(v, dict):
-        (tag, text), = v.items()
-        return {"$float": float, "$decimal": Decimal, "$datetime": dt.datetime.fromisoformat,
-                "$date": dt.date.fromisoformat}[tag](text)
-    return v
+from tests.oracle_values import dec
 
 
 def _same(ours: Any, theirs: Any) -> bool:
@@ -69,7 +60,7 @@ def _pred(item: dict[str, Any], root: Path) -> ResultTable:
         from pytest_queryeval.metrics.spider2 import frame_table
 
         return frame_table(frame)
-    rows = [tuple(_dec(v) for v in r) for r in item["pred"]["rows"]]
+    rows = [tuple(dec(v) for v in r) for r in item["pred"]["rows"]]
     return ResultTable(list(item["pred"]["columns"]), rows)
 
 
@@ -85,7 +76,7 @@ def test_item_agrees_with_reference(item_id: str, oracle: dict[str, Any],
     item = next(i for i in oracle["items"] if i["id"] == item_id)
     pred = _pred(item, root)
     # the round trip gives the values pandas gave, type for type
-    theirs = [[_dec(v) for v in col] for col in item["oracle"]["pred_vectors"]]
+    theirs = [[dec(v) for v in col] for col in item["oracle"]["pred_vectors"]]
     ours = _vectors(_frame(pred).columns)
     assert len(ours) == len(theirs)
     for o, t in zip(ours, theirs, strict=True):
@@ -106,7 +97,7 @@ def test_item_agrees_with_reference(item_id: str, oracle: dict[str, Any],
 def test_gold_csvs_read_as_pandas_reads_them(oracle: dict[str, Any], shared_data: Path) -> None:
     for name, expected in oracle["golds"].items():
         frame = read_csv_file(shared_data / "spider2" / "exec_result" / name)
-        theirs = [[_dec(v) for v in col] for col in expected["vectors"]]
+        theirs = [[dec(v) for v in col] for col in expected["vectors"]]
         ours = _vectors(frame.columns)
         assert [c.dtype for c in frame.columns] == [
             "object" if d == "str" else d for d in expected["dtypes"]], name

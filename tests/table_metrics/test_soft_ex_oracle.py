@@ -26,31 +26,7 @@ from pytest_queryeval.metrics.soft_ex import (
     soft_ex_rewrite,
     soft_ex_score,
 )
-
-
-def dec(v: Any) -> Any:
-    """The typed-value encoding of make_oracle.py, decoded."""
-    if isinstance(v, list):
-        return [dec(x) for x in v]
-    if not isinstance(v, dict):
-        return v
-    (tag, x), = v.items()
-    if tag == "$decimal":
-        return Decimal(x)
-    if tag == "$float":
-        return float(x)
-    if tag == "$datetime":
-        return dt.datetime.fromisoformat(x)
-    if tag == "$date":
-        return dt.date.fromisoformat(x)
-    if tag == "$time":
-        return dt.time.fromisoformat(x)
-    if tag == "$bytes":
-        return base64.b64decode(x)
-    if tag == "$tuple":
-        return tuple(dec(y) for y in x)
-    assert tag == "$dict"
-    return {k: dec(y) for k, y in x.items()}
+from tests.oracle_values import dec
 
 
 def enc(v: Any) -> Any:
