@@ -4,7 +4,7 @@ on the fly, never held), a command printing 256 MiB and a command that hangs wit
 own. Each case ends by its own ``timeout`` or ``max_bytes`` with a precise reason, the honest case
 passes, the hanging command's whole process group is gone, and the peak RSS of the pytest process
 (measured inside that subprocess) stays within PREDICTOR_RSS_BUDGET_MIB of the same suite's honest
-case alone (README, "Limits for untrusted input"). No timing is asserted; a generous outer limit
+case alone (docs/reference.md, "Limits for untrusted input"). No timing is asserted; a generous outer limit
 only proves the run ends."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from .conftest import by_id, check_all_reports, dump, run_with_all_reports
 
-#: Bound on each report file and on the terminal output (README, "Limits for untrusted input").
+#: Bound on each report file and on the terminal output (docs/reference.md, "Limits for untrusted input").
 REPORT_BOUND = 1_000_000
 VALUE = 15_000_000  # characters per value; 4 rows: 60 MB
 
