@@ -184,6 +184,9 @@ def _analyse_here(query: str) -> Classified:
             ops = _update_names(rest) if rest.strip() else None
         if ops is not None:
             return Classified("UPDATE", problem=ops)
+        engine_read = _read_by_the_engine(query)
+        if engine_read is not None:
+            return engine_read
         return Classified("UNKNOWN", problem=_syntax_problem(query, exc))
     prologue = translatePrologue(tree[0], None)
     q = tree[1]
@@ -207,6 +210,72 @@ def _analyse_here(query: str) -> Classified:
                       select_star=form == "SELECT" and "projection" not in q,
                       services=tuple(services), from_graphs=tuple(default),
                       from_named=tuple(named))
+
+
+def _read_by_the_engine(query: str) -> Classified | None:
+    """A query that rdflib's grammar refuses but Oxigraph's parser reads (the default engine and
+    the Oxigraph server): ``?a brick:feeds + ?b`` (a space before a path's ``+``), ``OFFSET
+    5LIMIT 5``. The guard must never refuse what the engine runs (issue 30), so Oxigraph's own
+    parser has the last word on syntax; its ``query()`` cannot parse an update, so a text read
+    here is a query. The features rdflib's tree would give are read from the tokens instead,
+    erring towards refusal: any ``SERVICE`` word keeps the rdflib verdict (Oxigraph evaluates an
+    ASK at once, and would call out), and a ``FROM`` IRI whose prefix is unknown is kept as
+    written, so it names no graph of a local file."""
+    toks = [m for m in _token_re().finditer(query) if m.lastgroup not in ("ws", "comment")]
+    words = [m.group().upper() if m.lastgroup == "word" else m.group() for m in toks]
+    if "SERVICE" in words or any("\\" in w for w in words if not w.startswith(("'", '"'))):
+        return None  # escapes (\u0053ERVICE) only rdflib's tree resolves
+    try:
+        import pyoxigraph
+    except ImportError:
+        return None
+    try:
+        result = pyoxigraph.Store().query(query)
+    except Exception:
+        return None
+    if isinstance(result, pyoxigraph.QuerySolutions):
+        form = "SELECT"
+    elif isinstance(result, pyoxigraph.QueryBoolean):
+        form = "ASK"
+    else:
+        form = "CONSTRUCT" if "CONSTRUCT" in words else "DESCRIBE"
+    return _token_features(form, toks, words)
+
+
+def _token_features(form: str, toks: list[re.Match[str]], words: list[str]) -> Classified:
+    """ORDER BY and ``SELECT *`` of the outer query (brace depth 0), and the FROM IRIs with the
+    query's PREFIX lines resolved, from a token list."""
+    prefixes: dict[str, str] = {}
+    default: list[str] = []
+    named: list[str] = []
+    depth = 0
+    order = star = selected = False
+    for i, (tok, word) in enumerate(zip(toks, words, strict=True)):
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if word == "{":
+            depth += 1
+        elif word == "}":
+            depth -= 1
+        elif word == "PREFIX" and i + 2 < len(toks) and toks[i + 2].lastgroup == "iri":
+            prefixes[toks[i + 1].group().rstrip(":")] = toks[i + 2].group()[1:-1]
+        elif depth == 0 and word == "ORDER" and nxt == "BY":
+            order = True
+        elif depth == 0 and word == "SELECT" and not selected:
+            selected = True
+            rest = [w for w in words[i + 1:i + 3] if w not in ("DISTINCT", "REDUCED")]
+            star = bool(rest) and rest[0] == "*"
+        elif depth == 0 and word == "FROM" and tok.lastgroup == "word":
+            is_named = nxt == "NAMED"
+            target = toks[i + 2] if is_named and i + 2 < len(toks) else toks[i + 1]
+            text = target.group()
+            if target.lastgroup == "iri":
+                iri = text[1:-1]
+            else:
+                label, _, local = text.partition(":")
+                iri = prefixes[label] + local if label in prefixes else text
+            (named if is_named else default).append(iri)
+    return Classified(form, has_order_by=order, select_star=form == "SELECT" and star,
+                      from_graphs=tuple(default), from_named=tuple(named))
 
 
 def _analyse(query: str) -> Classified:
