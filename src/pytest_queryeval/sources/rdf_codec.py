@@ -11,8 +11,10 @@ unequal:
   Normal form: lower case.
 * Numeric and boolean lexical forms: Oxigraph returns canonical forms (``"1.0"^^xsd:double`` comes
   back as ``"1"``), rdflib the form written in the file. Normal form: the canonical lexical form
-  of the value (integers without sign/leading zeros, decimals via :class:`~decimal.Decimal`,
-  doubles via ``repr(float)``, booleans ``true``/``false``). Unparseable lexical forms are kept.
+  of the value as Oxigraph writes it (integers without sign/leading zeros; decimals without
+  trailing zeros, an integral one without a point: ``"3.0"`` and ``"3"`` are ``"3"``, as the
+  engines and the reference evaluators, which compare value strings, see them; doubles via
+  ``repr(float)``; booleans ``true``/``false``). Unparseable lexical forms are kept.
 * Derived integer types (``xsd:int``, ``xsd:short``, ``xsd:nonNegativeInteger``...): Oxigraph
   stores them all as ``xsd:integer``, rdflib keeps the declared type. Normal form:
   ``xsd:integer``.
@@ -49,8 +51,7 @@ def canonical_lexical(value: str, datatype: str) -> str:
             d = Decimal(v)
             if not d.is_finite():
                 return value
-            text = format(d.normalize(), "f")
-            return text if "." in text else text + ".0"
+            return "0" if d.is_zero() else format(d.normalize(), "f")
         if datatype in _FLOATS:
             f = float(v)
             if f != f:
