@@ -9,6 +9,32 @@ shard when other cases are added or removed. The shards' JSON reports are put ba
 from __future__ import annotations
 
 import hashlib
+import heapq
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerVariables:
+    """The environment variables one scheduler sets on every runner of a parallel job."""
+
+    name: str
+    index: str
+    count: str | None  #: None: the scheduler does not say (QUERYEVAL_SHARD_COUNT must)
+    base: int
+
+
+#: ``--queryeval-shard auto``: where each scheduler says which shard this runner is, in the
+#: order they are tried; ``base`` is what the index variable counts from.
+SCHEDULERS: tuple[SchedulerVariables, ...] = (
+    SchedulerVariables("queryeval", "QUERYEVAL_SHARD_INDEX", "QUERYEVAL_SHARD_COUNT", 1),
+    SchedulerVariables("GitLab CI", "CI_NODE_INDEX", "CI_NODE_TOTAL", 1),
+    SchedulerVariables("CircleCI", "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL", 0),
+    SchedulerVariables("Buildkite", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 0),
+    SchedulerVariables("SLURM array", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", 0),
+    SchedulerVariables("Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", None, 0),
+)
 
 
 def parse_shard(value: str) -> tuple[int, int]:
@@ -21,6 +47,82 @@ def parse_shard(value: str) -> tuple[int, int]:
     if total < 1 or not 1 <= index <= total:
         raise ValueError(f"--queryeval-shard={value}: I must be between 1 and N (N >= 1)")
     return index, total
+
+
+def shard_from_environment(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """``--queryeval-shard auto``: (I, N) from the first scheduler whose index variable is set.
+
+    A SLURM array's task ids start at ``SLURM_ARRAY_TASK_MIN`` (``--array=1-8`` counts from 1),
+    so its index is the task id minus that. A Kubernetes Indexed Job says its index but not its
+    completions, so ``QUERYEVAL_SHARD_COUNT`` gives N there. A ValueError names the variables.
+    """
+    env = os.environ if environ is None else environ
+    for sched in SCHEDULERS:
+        raw_index = env.get(sched.index, "").strip()
+        if not raw_index:
+            continue
+        count_var = sched.count if sched.count and env.get(sched.count, "").strip() \
+            else "QUERYEVAL_SHARD_COUNT"
+        raw_count = env.get(count_var, "").strip()
+        base = sched.base
+        if sched.index == "SLURM_ARRAY_TASK_ID":
+            raw_min = env.get("SLURM_ARRAY_TASK_MIN", "0").strip() or "0"
+            base = int(raw_min) if raw_min.isdigit() else -1
+        if not raw_index.isdigit() or not raw_count.isdigit() or base < 0:
+            raise ValueError(f"--queryeval-shard=auto: {sched.name}: {sched.index}={raw_index!r} "
+                             f"and {count_var}={raw_count!r} must be whole numbers")
+        index, total = int(raw_index) - base + 1, int(raw_count)
+        if total < 1 or not 1 <= index <= total:
+            raise ValueError(f"--queryeval-shard=auto: {sched.name}: {sched.index}={raw_index} "
+                             f"is not one of {total} shards ({count_var}={raw_count}, counted "
+                             f"from {base})")
+        return index, total
+    names = ", ".join(s.index for s in SCHEDULERS)
+    raise ValueError(f"--queryeval-shard=auto: no scheduler variable is set (looked for {names}); "
+                     "give --queryeval-shard I/N")
+
+
+def durations_from_report(report: Mapping[str, object]) -> dict[str, float]:
+    """Case id -> seconds the case took, from a JSON report (``duration_s`` of each record, else
+    the sum of its gold, predicted and prediction seconds)."""
+    out: dict[str, float] = {}
+    cases = report.get("cases")
+    for rec in cases if isinstance(cases, list) else []:
+        if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+            continue
+        seconds = rec.get("duration_s")
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+            metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+            assert isinstance(metrics, dict)
+            parts = [metrics.get(k) for k in ("gold_seconds", "predicted_seconds",
+                                               "prediction_seconds")]
+            seconds = sum(v for v in parts if isinstance(v, int | float)
+                          and not isinstance(v, bool))
+        if seconds == seconds and 0 <= seconds < float("inf"):
+            out[rec["id"]] = float(seconds)
+    return out
+
+
+def balanced_shards(case_ids: Sequence[str], durations: Mapping[str, float],
+                    total: int) -> dict[str, int]:
+    """Case id -> 1-based shard, so each shard's recorded seconds are about equal.
+
+    Deterministic (every runner computes the same partition from the same ids and report):
+    longest case first onto the least-loaded shard (ties: the lower shard), ids breaking ties
+    between equal durations. A case the report does not know counts as the median known
+    duration (a new case is most likely an ordinary one); with no durations at all every case
+    counts 1, so the shards are balanced by count.
+    """
+    known = sorted(d for d in durations.values())
+    default = known[len(known) // 2] if known else 1.0
+    weights = {cid: durations.get(cid, default) for cid in dict.fromkeys(case_ids)}
+    loads = [(0.0, shard) for shard in range(1, total + 1)]
+    out: dict[str, int] = {}
+    for cid in sorted(weights, key=lambda c: (-weights[c], c)):
+        load, shard = heapq.heappop(loads)
+        out[cid] = shard
+        heapq.heappush(loads, (load + weights[cid], shard))
+    return out
 
 
 def shard_of(key: str, total: int) -> int:
