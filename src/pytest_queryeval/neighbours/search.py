@@ -1,0 +1,356 @@
+"""Search small databases of the real schema for one on which gold and prediction differ.
+
+Why small databases: a counterexample is only useful when a person can read it, and the
+test-suite method found that small random databases with the queries' values separate
+non-equivalent queries best. Each candidate has at most a handful of rows per table, only in the
+tables the queries read (and the tables those reference), drawn from :mod:`.values`' pools.
+
+Determinism: candidate ``i`` of a gold depends only on the seed, the gold text and the schema
+(:func:`_rng`), so the same seed gives the same databases and the same verdicts, and the first
+databases of a gold (built from the gold's own literals) are the same for every prediction of
+that gold: they are built once per session (:data:`_SUITES`) and a model comparison pays for
+them once. Only later candidates add the prediction's literals. The database budget is the
+deterministic bound; the seconds budget is a safety net, and a search it stops says so.
+
+Proof: a found database is shrunk (:mod:`.shrink`), written to a real SQLite file with the real
+DDL and ``PRAGMA foreign_keys = ON``, checked with ``foreign_key_check`` and
+``integrity_check``, and both queries are run on it again; only a difference that survives that
+is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..results import ResultTable
+from .schema import DbSchema, Table, introspect
+from .values import column_pools
+
+#: How many rows a candidate's table may get (small tables: readable, quick, and separating).
+ROW_CHOICES = (0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8)
+#: Share of a value taken from the pool rather than made up.
+POOL_SHARE = 0.85
+#: Share of a value that repeats an earlier row's in the same column (ties, duplicates).
+REPEAT_SHARE = 0.25
+#: VM steps between two deadline checks of a candidate query.
+_STEPS = 1000
+
+#: True when the two result tables count as the same answer (the case's own comparison).
+Same = Callable[[ResultTable, ResultTable], bool]
+#: Rows of a candidate: table name -> rows, each a tuple in the table's column order.
+Rows = dict[str, list[tuple[Any, ...]]]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How hard one case is searched (documented in docs/neighbours.md)."""
+
+    databases: int = 200
+    seconds: float = 10.0
+
+
+@dataclass
+class Counterexample:
+    """A database of the real schema on which gold and prediction give different results."""
+
+    schema: DbSchema
+    rows: Rows
+    gold: ResultTable
+    predicted: ResultTable
+    #: Which candidate it came from (``database 17 of the gold's suite``).
+    origin: str
+
+    @property
+    def row_count(self) -> int:
+        return sum(len(r) for r in self.rows.values())
+
+    def to_sql(self) -> str:
+        """The database as SQL: the real DDL, then one INSERT per row."""
+        lines = [ddl.rstrip(";") + ";" for ddl in self.schema.ddl()]
+        # a self-reference may point at a later row: checked at COMMIT, not per row
+        lines += ["BEGIN;", "PRAGMA defer_foreign_keys = ON;"]
+        for table in self.schema.tables:
+            for row in self.rows.get(table.name, []):
+                values = ", ".join(_sql_literal(v) for v in row)
+                lines.append(f'INSERT INTO "{table.name}" VALUES ({values});')
+        lines.append("COMMIT;")
+        return "\n".join(lines) + "\n"
+
+    def write_sqlite(self, path: Path) -> None:
+        """Write the database as a SQLite file (replacing ``path``)."""
+        path.unlink(missing_ok=True)
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.executescript(self.to_sql())
+            conn.commit()
+        finally:
+            conn.close()
+
+
+@dataclass
+class SearchResult:
+    #: Candidate databases on which both queries were run.
+    checked: int
+    seconds: float
+    counterexample: Counterexample | None = None
+    #: Why the search stopped without using its whole database budget (``time budget ...``).
+    stopped: str = ""
+    #: Candidates of the gold's suite that were built earlier in the session and reused.
+    reused: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _rng(seed: int, gold: str, index: int, phase: str) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\0{phase}\0{index}\0{gold}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+#: (schema key, gold, seed) -> the gold's suite of candidate databases built so far.
+_SUITES: dict[tuple[str, str, int], list[Rows]] = {}
+
+
+def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 0,
+           budget: Budget = Budget()) -> SearchResult:
+    """Look for a database on which ``gold`` and ``predicted`` differ under ``same``."""
+    start = time.monotonic()
+    deadline = start + budget.seconds
+    real = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        schema = introspect(real)
+        gold_pools = column_pools(real, schema, [gold])
+        both_pools = column_pools(real, schema, [gold, predicted])
+    finally:
+        real.close()
+    tables = _read_tables(schema, [gold, predicted])
+    key = (hashlib.sha256("\n".join(schema.ddl()).encode()).hexdigest(), gold, seed)
+    suite = _SUITES.setdefault(key, [])
+    result = SearchResult(checked=0, seconds=0.0)
+    gold_share = (budget.databases * 3) // 4
+    for i in range(budget.databases):
+        if time.monotonic() > deadline:
+            result.stopped = f"time budget of {budget.seconds:g} s spent"
+            break
+        if i < gold_share:
+            if i < len(suite):
+                rows = suite[i]
+                result.reused += 1
+            else:
+                rows = _candidate(schema, tables, gold_pools, _rng(seed, gold, i, "gold"))
+                suite.append(rows)
+            origin = f"database {i + 1} of the gold's suite"
+        else:
+            rows = _candidate(schema, tables, both_pools, _rng(seed, gold + "\0" + predicted,
+                                                                i, "pair"))
+            origin = f"database {i + 1} (with the prediction's values)"
+        outcome = _differs(schema, rows, gold, predicted, same, deadline)
+        if outcome is None:
+            continue
+        result.checked += 1
+        if outcome[0]:
+            from .shrink import shrink
+
+            def still_differs(rows: Rows) -> bool:
+                out = _differs(schema, rows, gold, predicted, same, deadline + 5.0)
+                return out is not None and out[0]
+
+            small = shrink(schema, outcome[1], still_differs)
+            proof = prove(schema, small, gold, predicted, same)
+            if proof is not None:
+                result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin)
+                break
+            result.notes.append(f"{origin}: the difference did not survive the proof")
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _read_tables(schema: DbSchema, queries: Sequence[str]) -> list[Table]:
+    """The tables the queries read, with every table they reference, parents first."""
+    import sqlglot
+    from sqlglot import exp
+
+    names: set[str] = set()
+    for sql in queries:
+        try:
+            names |= {t.name.lower() for t in sqlglot.parse_one(sql, read="sqlite")
+                      .find_all(exp.Table)}
+        except Exception:
+            continue
+    wanted = {t.name for t in schema.tables if t.name.lower() in names}
+    changed = True
+    while changed:
+        changed = False
+        for t in schema.tables:
+            if t.name in wanted:
+                for col in t.columns:
+                    if col.references and col.references[0] not in wanted and any(
+                            x.name == col.references[0] for x in schema.tables):
+                        wanted.add(col.references[0])
+                        changed = True
+    return [t for t in schema.tables if t.name in wanted]
+
+
+def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str], list[Any]],
+               rng: random.Random) -> Rows:
+    """One candidate's rows; parents first, so a reference picks an existing key (a
+    self-reference, an earlier row's). A key column also draws from the values its referencing
+    columns are compared with (``ReportsTo = 1`` needs employees 0, 1 and 2), and any column
+    may repeat a value of an earlier row (ties, duplicate names)."""
+    rows: Rows = {}
+    keys: dict[tuple[str, str], list[Any]] = {}
+    for table in tables:
+        out: list[tuple[Any, ...]] = []
+        integer_key = table.integer_key
+        for n in range(rng.choice(ROW_CHOICES)):
+            row: list[Any] = []
+            for i, col in enumerate(table.columns):
+                earlier = [r[i] for r in out]
+                if col.references is not None:
+                    parent = (col.references[0], col.references[1].lower())
+                    found = keys.get(parent, [])
+                    if parent[0] == table.name:
+                        key_at = [c.name.lower() for c in table.columns].index(parent[1]) \
+                            if parent[1] in [c.name.lower() for c in table.columns] else None
+                        found = [r[key_at] for r in out if key_at is not None]
+                    if not found or (not col.not_null and rng.random() < 0.15):
+                        row.append(None)
+                    else:
+                        row.append(rng.choice(found))
+                elif earlier and rng.random() < REPEAT_SHARE:
+                    row.append(rng.choice(earlier))
+                elif col is integer_key or col.primary_key:
+                    pool = [v for v in _key_pool(schema, table, col, pools) if isinstance(v, int)]
+                    row.append(rng.choice(pool) if pool and rng.random() < 0.7 else n + 1)
+                else:
+                    row.append(_value(rng, pools.get((table.name, col.name), []), col.affinity))
+            out.append(tuple(row))
+        rows[table.name] = out
+        for i, col in enumerate(table.columns):
+            keys[(table.name, col.name.lower())] = [r[i] for r in out if r[i] is not None]
+    return rows
+
+
+def _key_pool(schema: DbSchema, table: Table, col: Any,
+              pools: dict[tuple[str, str], list[Any]]) -> list[Any]:
+    """A key column's own pool and the pools of the columns that reference it."""
+    out = list(pools.get((table.name, col.name), []))
+    for other in schema.tables:
+        for ref in other.columns:
+            if ref.references and ref.references[0] == table.name \
+                    and ref.references[1].lower() == col.name.lower():
+                out += pools.get((other.name, ref.name), [])
+    return out
+
+
+def _value(rng: random.Random, pool: list[Any], affinity: str) -> Any:
+    if pool and rng.random() < POOL_SHARE:
+        return rng.choice(pool)
+    if affinity == "INTEGER":
+        return rng.randint(-2, 20)
+    if affinity in ("REAL", "NUMERIC"):
+        return round(rng.uniform(-2, 20), 2)
+    return rng.choice(["", "a", "A", "b", "x y", "Zz"])
+
+
+def build(schema: DbSchema, rows: Rows) -> sqlite3.Connection:
+    """An in-memory database of the real DDL with ``rows``; a row a constraint refuses is
+    left out (SQLite enforces the real schema's constraints)."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("PRAGMA foreign_keys = ON")
+    for ddl in schema.ddl():
+        try:
+            conn.execute(ddl)
+        except sqlite3.Error:
+            continue
+    for table in schema.tables:
+        marks = ", ".join("?" for _ in table.columns)
+        for row in rows.get(table.name, []):
+            try:
+                conn.execute(f'INSERT INTO "{table.name}" VALUES ({marks})', row)
+            except sqlite3.Error:
+                continue
+    return conn
+
+
+def held_rows(conn: sqlite3.Connection, schema: DbSchema, tables: Sequence[str]) -> Rows:
+    """The rows the database actually holds (after the constraints refused some)."""
+    out: Rows = {}
+    for name in tables:
+        table = schema.table(name)
+        cols = ", ".join(f'"{c.name}"' for c in table.columns)
+        out[table.name] = [tuple(r) for r in conn.execute(
+            f'SELECT {cols} FROM "{table.name}" ORDER BY rowid')]
+    return out
+
+
+def run(conn: sqlite3.Connection, sql: str, deadline: float) -> ResultTable | None:
+    """The query's result on a candidate, or None when it fails or outlives the deadline."""
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _STEPS)
+    try:
+        cur = conn.execute(sql)
+        rows = [tuple(r) for r in cur.fetchmany(10_000)]
+        cols = [d[0] for d in cur.description or ()]
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.set_progress_handler(None, 0)
+    return ResultTable(cols, rows)
+
+
+def _differs(schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+             deadline: float) -> tuple[bool, Rows] | None:
+    """(whether they differ, the rows held) on one candidate; None when either query fails."""
+    conn = build(schema, rows)
+    try:
+        g = run(conn, gold, deadline)
+        p = run(conn, predicted, deadline) if g is not None else None
+        if g is None or p is None:
+            return None
+        return (not same(g, p)), held_rows(conn, schema, list(rows))
+    finally:
+        conn.close()
+
+
+def prove(schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+          ) -> tuple[ResultTable, ResultTable] | None:
+    """Both results on a real SQLite file of ``rows`` whose constraints check clean, when they
+    still differ there; else None."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="queryeval-neighbour-") as tmp:
+        path = Path(tmp) / "counterexample.sqlite"
+        Counterexample(schema, rows, ResultTable([], []), ResultTable([], []), "").write_sqlite(
+            path)
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            if conn.execute("PRAGMA foreign_key_check").fetchall():
+                return None
+            if conn.execute("PRAGMA integrity_check").fetchone() != ("ok",):
+                return None
+            deadline = time.monotonic() + 30.0
+            g, p = run(conn, gold, deadline), run(conn, predicted, deadline)
+        finally:
+            conn.close()
+    if g is None or p is None or same(g, p):
+        return None
+    return g, p
+
+
+def _sql_literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, bytes):
+        return "X'" + value.hex() + "'"
+    return "'" + str(value).replace("'", "''") + "'"

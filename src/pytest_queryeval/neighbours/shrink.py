@@ -1,0 +1,51 @@
+"""Shrink a counterexample to as few rows as still separate the two queries.
+
+Delta debugging (Zeller and Hildebrandt 2002, the way Hypothesis shrinks): try leaving out
+chunks of rows, halving the chunk size whenever no chunk can go, down to single rows, and start
+again after any success. Children are tried before parents, since a parent row that a child
+still references cannot go (the rebuilt database drops the child, which is a different
+database). The result is 1-minimal: no single remaining row can be left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .schema import DbSchema
+
+Rows = dict[str, list[tuple[object, ...]]]
+#: Attempts at most (each rebuilds a small database and runs both queries).
+MAX_ATTEMPTS = 400
+
+
+def shrink(schema: DbSchema, rows: Rows, differs: Callable[[Rows], bool]) -> Rows:
+    """The smallest ``rows`` found for which ``differs`` still holds."""
+    order = [t.name for t in reversed(schema.tables) if t.name in rows]
+    items = [(name, row) for name in order for row in rows[name]]
+    attempts = 0
+    chunk = max(1, len(items) // 2)
+    while chunk >= 1 and attempts < MAX_ATTEMPTS:
+        progressed = False
+        start = 0
+        while start < len(items) and attempts < MAX_ATTEMPTS:
+            trial = items[:start] + items[start + chunk:]
+            attempts += 1
+            if trial != items and differs(_as_rows(trial, rows)):
+                items = trial
+                progressed = True
+            else:
+                start += chunk
+        if not progressed:
+            chunk //= 2
+        else:
+            chunk = min(chunk, max(1, len(items) // 2))
+    return _as_rows(items, rows)
+
+
+def _as_rows(items: list[tuple[str, tuple[object, ...]]], like: Rows) -> Rows:
+    out: Rows = {name: [] for name in like}
+    for name, row in items:
+        out[name].append(row)
+    return out
+
+
