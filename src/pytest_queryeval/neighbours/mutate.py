@@ -1,0 +1,179 @@
+"""A gold's near neighbours: the queries one small edit away, each obviously different.
+
+The test-suite method (``fuzz/neighbor.py``) keeps a database only when it tells the gold from
+such neighbours. The gold audit asks the reverse question on the real database: when the gold
+returns the same result as a neighbour there, the data cannot tell the two apart, and neither
+can execution accuracy: a model that writes the neighbour passes. ``Total > 10`` that equals
+``Total >= 10`` on this data, a ``WHERE`` whose condition matches every row, a ``DISTINCT`` that
+removes nothing: the audit names each (``this gold cannot tell > from >= here``).
+
+Edits, each applied at one place of the gold: a comparison operator turned into its neighbour
+(``>`` and ``>=``, ``<`` and ``<=``, ``=`` and ``<>``), a ``WHERE``/``HAVING`` conjunct left out,
+``DISTINCT`` removed, ``MIN`` and ``MAX`` exchanged, ``ASC`` and ``DESC`` exchanged, ``LIMIT n``
+made ``n + 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+#: Most neighbours built for one gold (a long gold has many edit places).
+MAX_NEIGHBOURS = 60
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    #: What was edited, in the words of the audit's message (``> for >=``).
+    edit: str
+    sql: str
+
+
+def neighbours(gold: str, dialect: str = "sqlite") -> list[Neighbour]:
+    """The gold's neighbours (in sqlglot's walk order, the same every run); [] when sqlglot
+    cannot read the gold."""
+    import sqlglot
+
+    try:
+        tree = sqlglot.parse_one(gold, read=dialect)
+    except Exception:
+        return []
+    out: list[Neighbour] = []
+    seen = {tree.sql(dialect=dialect)}
+    for edit, changed in _edits(tree):
+        text = changed.sql(dialect=dialect)
+        if text not in seen:
+            seen.add(text)
+            out.append(Neighbour(edit, text))
+        if len(out) >= MAX_NEIGHBOURS:
+            break
+    return out
+
+
+_FLIPS: dict[str, tuple[str, str]] = {
+    "GT": ("GTE", ">= for >"), "GTE": ("GT", "> for >="),
+    "LT": ("LTE", "<= for <"), "LTE": ("LT", "< for <="),
+    "EQ": ("NEQ", "<> for ="), "NEQ": ("EQ", "= for <>"),
+}
+
+
+def _edits(tree: Any) -> Iterator[tuple[str, Any]]:
+    from sqlglot import exp
+
+    for node in list(tree.walk()):
+        path = _path(tree, node)
+        name = type(node).__name__.upper()
+        if name in _FLIPS and isinstance(node, exp.Binary):
+            target, label = _FLIPS[name]
+            yield label, _replace(tree, path, partial(_flipped, getattr(exp, target)))
+        if isinstance(node, exp.Where | exp.Having):
+            conjuncts = list(node.this.flatten()) if isinstance(node.this, exp.And) else [node.this]
+            word = "WHERE" if isinstance(node, exp.Where) else "HAVING"
+            for i, part in enumerate(conjuncts):
+                rest = [c for j, c in enumerate(conjuncts) if j != i]
+                shown = part.sql()[:60]
+                if rest:
+                    yield f"{word} without {shown}", _replace(tree, path, partial(_kept, rest))
+                else:
+                    yield f"no {word} ({shown})", _replace(tree, path, _removed)
+        if isinstance(node, exp.Select) and node.args.get("distinct") is not None:
+            yield "no DISTINCT", _replace(tree, path, partial(_with, "distinct", None))
+        if isinstance(node, exp.Max | exp.Min):
+            other = exp.Min if isinstance(node, exp.Max) else exp.Max
+            label = "MIN for MAX" if isinstance(node, exp.Max) else "MAX for MIN"
+            yield label, _replace(tree, path, partial(_aggregate, other))
+        if isinstance(node, exp.Ordered):
+            desc = bool(node.args.get("desc"))
+            yield ("ASC for DESC" if desc else "DESC for ASC"), _replace(
+                tree, path, partial(_direction, not desc))
+        if isinstance(node, exp.Limit):
+            value = node.expression
+            if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+                n = int(value.this)
+                yield f"LIMIT {n + 1} for LIMIT {n}", _replace(tree, path, partial(_limit, n + 1))
+
+
+def _flipped(cls: Any, node: Any) -> Any:
+    return cls(this=node.this, expression=node.expression)
+
+
+def _kept(rest: list[Any], node: Any) -> Any:
+    from sqlglot import exp
+
+    return type(node)(this=exp.and_(*rest))
+
+
+def _removed(node: Any) -> None:
+    del node
+
+
+def _aggregate(cls: Any, node: Any) -> Any:
+    return cls(this=node.this)
+
+
+def _direction(desc: bool, node: Any) -> Any:
+    """The other direction with that direction's default NULL placement (SQLite: NULLs first
+    ascending, last descending), as if only the keyword had been changed."""
+    copy = _with("desc", desc, node)
+    copy.set("nulls_first", not desc)
+    return copy
+
+
+def _limit(n: int, node: Any) -> Any:
+    from sqlglot import exp
+
+    del node
+    return exp.Limit(expression=exp.Literal.number(n))
+
+
+def _with(key: str, value: Any, node: Any) -> Any:
+    copy = node.copy()
+    copy.set(key, value)
+    return copy
+
+
+def _path(root: Any, node: Any) -> list[tuple[str, int | None]]:
+    """How to reach ``node`` from ``root`` (argument key and list index per step)."""
+    steps: list[tuple[str, int | None]] = []
+    while node is not root and node.parent is not None:
+        key = node.arg_key
+        value = node.parent.args.get(key)
+        index = next(i for i, v in enumerate(value) if v is node) if isinstance(value, list) \
+            else None
+        steps.append((key, index))
+        node = node.parent
+    return list(reversed(steps))
+
+
+def _replace(tree: Any, path: list[tuple[str, int | None]], make: Callable[[Any], Any]) -> Any:
+    """A copy of ``tree`` with the node at ``path`` replaced by ``make(node)`` (None removes it)."""
+    copy = tree.copy()
+    node = copy
+    for key, index in path:
+        value = node.args[key]
+        node = value[index] if index is not None else value
+    new = make(node)
+    if node is copy:
+        return new if new is not None else copy  # the root itself: its replacement
+    if new is None:
+        node.pop()
+    else:
+        node.replace(new)
+    return copy
+
+
+def indistinguishable(gold: str, run: Callable[[str], Any], same: Callable[[Any, Any], bool],
+                      dialect: str = "sqlite") -> list[Neighbour]:
+    """The neighbours whose result ``run`` gives the same as the gold's under ``same``; a
+    neighbour that fails to run is left out."""
+    base = run(gold)
+    if base is None:
+        return []
+    out = []
+    for n in neighbours(gold, dialect):
+        result = run(n.sql)
+        if result is not None and same(base, result):
+            out.append(n)
+    return out
