@@ -1,0 +1,84 @@
+"""Pinned verdicts: a judge's answer stored by the content it judged, so a rerun is
+deterministic (issue 26 item 4).
+
+Why pin: the same model flips about one verdict in ten between runs (ROSE's measurement), so a
+CI gate on an unpinned judge would go red and green by chance. The key is a SHA-256 over the
+judge model, the prompt template, the gold, the prediction and both results' digests: any change
+to what the judge saw asks it again, nothing else does. The file is JSON Lines, one verdict a
+line, sorted by key, so a team commits it and a refresh reads as a diff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .verdict import CATEGORIES, Verdict
+
+
+def pin_key(*, model: str, template: str, gold: str, predicted: str, gold_digest: str,
+            predicted_digest: str) -> str:
+    """The content hash that names one judgement."""
+    payload = json.dumps([model, hashlib.sha256(template.encode()).hexdigest(), gold, predicted,
+                          gold_digest, predicted_digest], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class PinStore:
+    """The verdicts of one pin file, loaded once, written once at the end of the session."""
+
+    path: Path
+    pins: dict[str, Verdict] = field(default_factory=dict)
+    #: Keys answered in this session (written back); the others are kept as they were.
+    fresh: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, path: Path) -> PinStore:
+        """The pins of ``path`` (none when it does not exist); a damaged line is a ValueError
+        naming the file and line."""
+        store = cls(path)
+        if not path.exists():
+            return store
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                    key, category = data["key"], data["category"]
+                    reason = data.get("reason", "")
+                    if category not in CATEGORIES or not isinstance(key, str) \
+                            or not isinstance(reason, str):
+                        raise ValueError(category)
+                except (ValueError, KeyError, TypeError):
+                    raise ValueError(f"{path}:{lineno}: not a pinned verdict "
+                                     "({\"key\", \"category\", \"reason\"})") from None
+                store.pins[key] = Verdict(category, reason)
+        return store
+
+    def get(self, key: str) -> Verdict | None:
+        return self.pins.get(key)
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        self.pins[key] = verdict
+        self.fresh.add(key)
+
+    def write(self) -> None:
+        """Write every pin, sorted by key, atomically (a reader never sees half a file)."""
+        lines = [json.dumps({"key": k, "category": v.category, "reason": v.reason},
+                            ensure_ascii=False, sort_keys=True) for k, v in sorted(
+            self.pins.items())]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".pins-", suffix=".jsonl")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write("".join(line + "\n" for line in lines))
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
