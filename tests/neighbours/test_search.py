@@ -14,6 +14,7 @@ import yaml
 
 from pytest_queryeval.metrics.table import table_metrics
 from pytest_queryeval.neighbours import Budget, search
+from pytest_queryeval.neighbours.engines import ENGINES
 from pytest_queryeval.neighbours.search import Rows, _differs
 from pytest_queryeval.results import ResultTable
 
@@ -68,7 +69,7 @@ def test_a_counterexample_is_a_proof_and_small(pair: dict[str, str], tmp_path: P
     ce = found.counterexample
     assert ce is not None
     path = tmp_path / "counterexample.sqlite"
-    ce.write_sqlite(path)
+    ce.write(path)
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA foreign_keys = ON")
@@ -84,7 +85,7 @@ def test_a_counterexample_is_a_proof_and_small(pair: dict[str, str], tmp_path: P
     for table, rows in ce.rows.items():
         for i in range(len(rows)):
             fewer: Rows = {**ce.rows, table: rows[:i] + rows[i + 1:]}
-            outcome = _differs(ce.schema, fewer, pair["gold"], pair["predicted"], same,
+            outcome = _differs(ENGINES["sqlite"], ce.schema, fewer, pair["gold"], pair["predicted"], same,
                                deadline=float("inf"))
             assert outcome is None or not outcome[0] or outcome[1] != fewer
 

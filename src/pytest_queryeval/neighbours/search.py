@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ResultTable
-from .schema import DbSchema, Table, introspect
+from .engines import ENGINES, Engine, Rows, engine_for, inserts
+from .schema import DbSchema, Table
 from .values import column_pools
 
 #: How many rows a candidate's table may get (small tables: readable, quick, and separating).
@@ -39,13 +39,8 @@ ROW_CHOICES = (0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8)
 POOL_SHARE = 0.85
 #: Share of a value that repeats an earlier row's in the same column (ties, duplicates).
 REPEAT_SHARE = 0.25
-#: VM steps between two deadline checks of a candidate query.
-_STEPS = 1000
-
 #: True when the two result tables count as the same answer (the case's own comparison).
 Same = Callable[[ResultTable, ResultTable], bool]
-#: Rows of a candidate: table name -> rows, each a tuple in the table's column order.
-Rows = dict[str, list[tuple[Any, ...]]]
 
 
 @dataclass(frozen=True)
@@ -66,6 +61,7 @@ class Counterexample:
     predicted: ResultTable
     #: Which candidate it came from (``database 17 of the gold's suite``).
     origin: str
+    engine: str = "sqlite"
 
     @property
     def row_count(self) -> int:
@@ -74,25 +70,11 @@ class Counterexample:
     def to_sql(self) -> str:
         """The database as SQL: the real DDL, then one INSERT per row."""
         lines = [ddl.rstrip(";") + ";" for ddl in self.schema.ddl()]
-        # a self-reference may point at a later row: checked at COMMIT, not per row
-        lines += ["BEGIN;", "PRAGMA defer_foreign_keys = ON;"]
-        for table in self.schema.tables:
-            for row in self.rows.get(table.name, []):
-                values = ", ".join(_sql_literal(v) for v in row)
-                lines.append(f'INSERT INTO "{table.name}" VALUES ({values});')
-        lines.append("COMMIT;")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + inserts(self.schema, self.rows)) + "\n"
 
-    def write_sqlite(self, path: Path) -> None:
-        """Write the database as a SQLite file (replacing ``path``)."""
-        path.unlink(missing_ok=True)
-        conn = sqlite3.connect(path)
-        try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.executescript(self.to_sql())
-            conn.commit()
-        finally:
-            conn.close()
+    def write(self, path: Path) -> None:
+        """Write the database as a file of its engine (replacing ``path``)."""
+        ENGINES[self.engine].write(self.schema, self.rows, path)
 
 
 @dataclass
@@ -118,18 +100,24 @@ _SUITES: dict[tuple[str, str, int], list[Rows]] = {}
 
 
 def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 0,
-           budget: Budget = Budget()) -> SearchResult:
-    """Look for a database on which ``gold`` and ``predicted`` differ under ``same``."""
+           budget: Budget = Budget(), engine: Engine | None = None) -> SearchResult:
+    """Look for a database on which ``gold`` and ``predicted`` differ under ``same``
+    (``engine``: SQLite or DuckDB, from the file when not given)."""
     start = time.monotonic()
     deadline = start + budget.seconds
-    real = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    eng = engine or engine_for(db_path)
+    real = eng.open_real(db_path)
     try:
-        schema = introspect(real)
-        gold_pools = column_pools(real, schema, [gold])
-        both_pools = column_pools(real, schema, [gold, predicted])
+        schema = eng.introspect(real)
+
+        def sample(table: str, column: str) -> list[Any]:
+            return eng.sample(real, table, column)
+
+        gold_pools = column_pools(sample, schema, [gold], eng.dialect)
+        both_pools = column_pools(sample, schema, [gold, predicted], eng.dialect)
     finally:
         real.close()
-    tables = _read_tables(schema, [gold, predicted])
+    tables = _read_tables(schema, [gold, predicted], eng.dialect)
     key = (hashlib.sha256("\n".join(schema.ddl()).encode()).hexdigest(), gold, seed)
     suite = _SUITES.setdefault(key, [])
     result = SearchResult(checked=0, seconds=0.0)
@@ -150,7 +138,7 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
             rows = _candidate(schema, tables, both_pools, _rng(seed, gold + "\0" + predicted,
                                                                 i, "pair"))
             origin = f"database {i + 1} (with the prediction's values)"
-        outcome = _differs(schema, rows, gold, predicted, same, deadline)
+        outcome = _differs(eng, schema, rows, gold, predicted, same, deadline)
         if outcome is None:
             continue
         result.checked += 1
@@ -158,20 +146,21 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
             from .shrink import shrink
 
             def still_differs(rows: Rows) -> bool:
-                out = _differs(schema, rows, gold, predicted, same, deadline + 5.0)
+                out = _differs(eng, schema, rows, gold, predicted, same, deadline + 5.0)
                 return out is not None and out[0]
 
             small = shrink(schema, outcome[1], still_differs)
-            proof = prove(schema, small, gold, predicted, same)
+            proof = prove(eng, schema, small, gold, predicted, same)
             if proof is not None:
-                result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin)
+                result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin,
+                                                       eng.name)
                 break
             result.notes.append(f"{origin}: the difference did not survive the proof")
     result.seconds = time.monotonic() - start
     return result
 
 
-def _read_tables(schema: DbSchema, queries: Sequence[str]) -> list[Table]:
+def _read_tables(schema: DbSchema, queries: Sequence[str], dialect: str) -> list[Table]:
     """The tables the queries read, with every table they reference, parents first."""
     import sqlglot
     from sqlglot import exp
@@ -179,7 +168,7 @@ def _read_tables(schema: DbSchema, queries: Sequence[str]) -> list[Table]:
     names: set[str] = set()
     for sql in queries:
         try:
-            names |= {t.name.lower() for t in sqlglot.parse_one(sql, read="sqlite")
+            names |= {t.name.lower() for t in sqlglot.parse_one(sql, read=dialect)
                       .find_all(exp.Table)}
         except Exception:
             continue
@@ -259,98 +248,37 @@ def _value(rng: random.Random, pool: list[Any], affinity: str) -> Any:
     return rng.choice(["", "a", "A", "b", "x y", "Zz"])
 
 
-def build(schema: DbSchema, rows: Rows) -> sqlite3.Connection:
-    """An in-memory database of the real DDL with ``rows``; a row a constraint refuses is
-    left out (SQLite enforces the real schema's constraints)."""
-    conn = sqlite3.connect(":memory:")
-    conn.execute("PRAGMA foreign_keys = ON")
-    for ddl in schema.ddl():
-        try:
-            conn.execute(ddl)
-        except sqlite3.Error:
-            continue
-    for table in schema.tables:
-        marks = ", ".join("?" for _ in table.columns)
-        for row in rows.get(table.name, []):
-            try:
-                conn.execute(f'INSERT INTO "{table.name}" VALUES ({marks})', row)
-            except sqlite3.Error:
-                continue
-    return conn
-
-
-def held_rows(conn: sqlite3.Connection, schema: DbSchema, tables: Sequence[str]) -> Rows:
-    """The rows the database actually holds (after the constraints refused some)."""
-    out: Rows = {}
-    for name in tables:
-        table = schema.table(name)
-        cols = ", ".join(f'"{c.name}"' for c in table.columns)
-        out[table.name] = [tuple(r) for r in conn.execute(
-            f'SELECT {cols} FROM "{table.name}" ORDER BY rowid')]
-    return out
-
-
-def run(conn: sqlite3.Connection, sql: str, deadline: float) -> ResultTable | None:
-    """The query's result on a candidate, or None when it fails or outlives the deadline."""
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _STEPS)
-    try:
-        cur = conn.execute(sql)
-        rows = [tuple(r) for r in cur.fetchmany(10_000)]
-        cols = [d[0] for d in cur.description or ()]
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.set_progress_handler(None, 0)
-    return ResultTable(cols, rows)
-
-
-def _differs(schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
              deadline: float) -> tuple[bool, Rows] | None:
     """(whether they differ, the rows held) on one candidate; None when either query fails."""
-    conn = build(schema, rows)
+    conn = eng.build(schema, rows)
     try:
-        g = run(conn, gold, deadline)
-        p = run(conn, predicted, deadline) if g is not None else None
+        g = eng.run(conn, gold, deadline)
+        p = eng.run(conn, predicted, deadline) if g is not None else None
         if g is None or p is None:
             return None
-        return (not same(g, p)), held_rows(conn, schema, list(rows))
+        return (not same(g, p)), eng.held_rows(conn, schema, list(rows))
     finally:
         conn.close()
 
 
-def prove(schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+def prove(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
           ) -> tuple[ResultTable, ResultTable] | None:
-    """Both results on a real SQLite file of ``rows`` whose constraints check clean, when they
-    still differ there; else None."""
+    """Both results on a real file of ``rows`` whose constraints check clean, when they still
+    differ there; else None."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="queryeval-neighbour-") as tmp:
-        path = Path(tmp) / "counterexample.sqlite"
-        Counterexample(schema, rows, ResultTable([], []), ResultTable([], []), "").write_sqlite(
-            path)
-        conn = sqlite3.connect(path)
+        path = Path(tmp) / f"counterexample.{eng.name}"
+        eng.write(schema, rows, path)
+        if not eng.checks_clean(path):
+            return None
+        conn = eng.open_written(path)
         try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            if conn.execute("PRAGMA foreign_key_check").fetchall():
-                return None
-            if conn.execute("PRAGMA integrity_check").fetchone() != ("ok",):
-                return None
             deadline = time.monotonic() + 30.0
-            g, p = run(conn, gold, deadline), run(conn, predicted, deadline)
+            g, p = eng.run(conn, gold, deadline), eng.run(conn, predicted, deadline)
         finally:
             conn.close()
     if g is None or p is None or same(g, p):
         return None
     return g, p
-
-
-def _sql_literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, bytes):
-        return "X'" + value.hex() + "'"
-    return "'" + str(value).replace("'", "''") + "'"

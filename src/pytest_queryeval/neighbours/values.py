@@ -12,14 +12,10 @@ pattern's fixed text). NULL is added where the column allows it.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .schema import Column, DbSchema
-
-#: Distinct real values sampled per column (in the file's order, so the same every run).
-SAMPLE = 12
 
 
 def literal_values(sql: str, dialect: str = "sqlite") -> tuple[dict[str, list[Any]], list[Any]]:
@@ -106,13 +102,15 @@ def _number(text: str) -> int | float | None:
             return None
 
 
-def column_pools(conn: sqlite3.Connection, schema: DbSchema,
-                 queries: Iterable[str]) -> dict[tuple[str, str], list[Any]]:
-    """(table, column) -> candidate values, deduplicated in a fixed order."""
+def column_pools(sample: Callable[[str, str], list[Any]], schema: DbSchema,
+                 queries: Iterable[str], dialect: str = "sqlite"
+                 ) -> dict[tuple[str, str], list[Any]]:
+    """(table, column) -> candidate values, deduplicated in a fixed order; ``sample(table,
+    column)`` gives the real values."""
     compared: dict[str, list[Any]] = {}
     loose: list[Any] = []
     for sql in queries:
-        by_col, other = literal_values(sql)
+        by_col, other = literal_values(sql, dialect)
         for name, found in by_col.items():
             compared.setdefault(name, []).extend(found)
         loose.extend(other)
@@ -122,23 +120,12 @@ def column_pools(conn: sqlite3.Connection, schema: DbSchema,
             values: list[Any] = []
             for lit in compared.get(col.name.lower(), []):
                 values += boundaries(lit, col)
-            values += _sample(conn, table.name, col.name)
+            values += sample(table.name, col.name)
             values += [v for v in loose if _fits(v, col)]
             if not col.not_null:
                 values.append(None)
             pools[(table.name, col.name)] = _dedup(values)
     return pools
-
-
-def _sample(conn: sqlite3.Connection, table: str, column: str) -> list[Any]:
-    q = f'"{table.replace(chr(34), chr(34) * 2)}"', f'"{column.replace(chr(34), chr(34) * 2)}"'
-    try:
-        rows = conn.execute(f"SELECT DISTINCT {q[1]} FROM {q[0]} WHERE {q[1]} IS NOT NULL "
-                            f"LIMIT {SAMPLE}").fetchall()
-        ends = conn.execute(f"SELECT min({q[1]}), max({q[1]}) FROM {q[0]}").fetchall()
-    except sqlite3.Error:
-        return []
-    return [r[0] for r in rows] + [v for v in ends[0] if v is not None]
 
 
 def _fits(value: Any, col: Column) -> bool:

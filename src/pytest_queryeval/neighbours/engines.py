@@ -1,0 +1,290 @@
+"""The engines a counterexample database is built and checked on: SQLite and DuckDB.
+
+Why one small adapter per engine (as the sources are): the search, the shrinking and the
+proof are the same for both; what differs is how the real file's schema is read, how a
+candidate is built (both copy the real DDL, so the engine enforces every constraint and a row
+it refuses is left out), how a query runs under a deadline (SQLite's progress handler,
+DuckDB's ``interrupt()`` from a timer) and how the constraints of a written file are checked.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..results import ResultTable
+from .schema import Column, DbSchema, Table
+from .schema import introspect as introspect_sqlite
+
+#: Rows of a candidate: table name -> rows, each a tuple in the table's column order.
+Rows = dict[str, list[tuple[Any, ...]]]
+#: Distinct real values sampled per column (in the file's order, so the same every run).
+SAMPLE = 12
+#: Rows of a result read from a candidate (candidates are small; a blow-up is cut here).
+MAX_RESULT_ROWS = 10_000
+
+
+class Engine(Protocol):
+    name: str
+    dialect: str
+
+    def open_real(self, path: Path) -> Any: ...
+    def introspect(self, conn: Any) -> DbSchema: ...
+    def sample(self, conn: Any, table: str, column: str) -> list[Any]: ...
+    def build(self, schema: DbSchema, rows: Rows) -> Any: ...
+    def held_rows(self, conn: Any, schema: DbSchema, tables: Sequence[str]) -> Rows: ...
+    def run(self, conn: Any, sql: str, deadline: float) -> ResultTable | None: ...
+    def write(self, schema: DbSchema, rows: Rows, path: Path) -> None: ...
+    def checks_clean(self, path: Path) -> bool: ...
+    def open_written(self, path: Path) -> Any: ...
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, bytes):
+        return "X'" + value.hex() + "'"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def inserts(schema: DbSchema, rows: Rows) -> list[str]:
+    return [f"INSERT INTO {_q(t.name)} VALUES ({', '.join(sql_literal(v) for v in row)});"
+            for t in schema.tables for row in rows.get(t.name, [])]
+
+
+class SqliteEngine:
+    name = "sqlite"
+    dialect = "sqlite"
+
+    def open_real(self, path: Path) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+    def introspect(self, conn: sqlite3.Connection) -> DbSchema:
+        return introspect_sqlite(conn)
+
+    def sample(self, conn: sqlite3.Connection, table: str, column: str) -> list[Any]:
+        t, c = _q(table), _q(column)
+        try:
+            rows = conn.execute(f"SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL "
+                                f"LIMIT {SAMPLE}").fetchall()
+            ends = conn.execute(f"SELECT min({c}), max({c}) FROM {t}").fetchall()
+        except sqlite3.Error:
+            return []
+        return [r[0] for r in rows] + [v for v in ends[0] if v is not None]
+
+    def build(self, schema: DbSchema, rows: Rows) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:")
+        conn.execute("PRAGMA foreign_keys = ON")
+        for ddl in schema.ddl():
+            try:
+                conn.execute(ddl)
+            except sqlite3.Error:
+                continue
+        for table in schema.tables:
+            marks = ", ".join("?" for _ in table.columns)
+            for row in rows.get(table.name, []):
+                try:
+                    conn.execute(f"INSERT INTO {_q(table.name)} VALUES ({marks})", row)
+                except sqlite3.Error:
+                    continue
+        return conn
+
+    def held_rows(self, conn: sqlite3.Connection, schema: DbSchema, tables: Sequence[str]) -> Rows:
+        out: Rows = {}
+        for name in tables:
+            table = schema.table(name)
+            cols = ", ".join(_q(c.name) for c in table.columns)
+            out[table.name] = [tuple(r) for r in conn.execute(
+                f"SELECT {cols} FROM {_q(table.name)} ORDER BY rowid")]
+        return out
+
+    def run(self, conn: sqlite3.Connection, sql: str, deadline: float) -> ResultTable | None:
+        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        try:
+            cur = conn.execute(sql)
+            rows = [tuple(r) for r in cur.fetchmany(MAX_RESULT_ROWS)]
+            cols = [d[0] for d in cur.description or ()]
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.set_progress_handler(None, 0)
+        return ResultTable(cols, rows)
+
+    def write(self, schema: DbSchema, rows: Rows, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            # a self-reference may point at a later row: checked at COMMIT, not per row
+            script = [d.rstrip(";") + ";" for d in schema.ddl()]
+            script += ["BEGIN;", "PRAGMA defer_foreign_keys = ON;", *inserts(schema, rows),
+                       "COMMIT;"]
+            conn.executescript("\n".join(script))
+        finally:
+            conn.close()
+
+    def checks_clean(self, path: Path) -> bool:
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            return (not conn.execute("PRAGMA foreign_key_check").fetchall()
+                    and conn.execute("PRAGMA integrity_check").fetchone() == ("ok",))
+        finally:
+            conn.close()
+
+    def open_written(self, path: Path) -> sqlite3.Connection:
+        return sqlite3.connect(path)
+
+
+_DUCKDB_AFFINITY = (("INT", "INTEGER"), ("BOOL", "BOOLEAN"), ("DOUBLE", "REAL"),
+                    ("FLOAT", "REAL"), ("REAL", "REAL"), ("DECIMAL", "REAL"), ("NUMERIC", "REAL"),
+                    ("DATE", "TEMPORAL"), ("TIME", "TEMPORAL"), ("CHAR", "TEXT"),
+                    ("TEXT", "TEXT"), ("STRING", "TEXT"), ("BLOB", "BLOB"))
+
+
+def duckdb_affinity(data_type: str) -> str:
+    upper = data_type.upper()
+    return next((aff for key, aff in _DUCKDB_AFFINITY if key in upper), "TEXT")
+
+
+class DuckdbEngine:
+    """DuckDB's constraints (PRIMARY KEY, UNIQUE, NOT NULL, CHECK, FOREIGN KEY) are enforced on
+    insert, as SQLite's are with ``foreign_keys`` on."""
+
+    name = "duckdb"
+    dialect = "duckdb"
+
+    def open_real(self, path: Path) -> Any:
+        import duckdb
+
+        return duckdb.connect(str(path), read_only=True,
+                              config={"enable_external_access": False})
+
+    def introspect(self, conn: Any) -> DbSchema:
+        tables = conn.execute("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
+                              "current_database() AND NOT internal ORDER BY table_oid").fetchall()
+        cons = conn.execute(
+            "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
+            "referenced_column_names FROM duckdb_constraints() WHERE database_name = "
+            "current_database()").fetchall()
+        keys: dict[str, set[str]] = {}
+        refs: dict[tuple[str, str], tuple[str, str]] = {}
+        for table, kind, cols, ref_table, ref_cols in cons:
+            if kind == "PRIMARY KEY":
+                keys.setdefault(table, set()).update(c.lower() for c in cols)
+            elif kind == "FOREIGN KEY":
+                for col, ref in zip(cols, ref_cols or cols, strict=False):
+                    refs[(table, col.lower())] = (ref_table, ref)
+        out: dict[str, Table] = {}
+        parents: dict[str, set[str]] = {}
+        for name, ddl in tables:
+            columns = tuple(
+                Column(col, duckdb_affinity(dtype), not nullable,
+                       col.lower() in keys.get(name, set()), refs.get((name, col.lower())))
+                for col, dtype, nullable in conn.execute(
+                    "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE "
+                    "database_name = current_database() AND table_name = ? ORDER BY "
+                    "column_index", [name]).fetchall())
+            out[name] = Table(name, columns, ddl)
+            parents[name] = {r[0] for (t, _c), r in refs.items() if t == name and r[0] != name}
+        from .schema import _parents_first
+
+        return DbSchema(tuple(out[n] for n in _parents_first(parents)))
+
+    def sample(self, conn: Any, table: str, column: str) -> list[Any]:
+        t, c = _q(table), _q(column)
+        try:
+            rows = conn.execute(f"SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL "
+                                f"ORDER BY {c} LIMIT {SAMPLE}").fetchall()
+            ends = conn.execute(f"SELECT min({c}), max({c}) FROM {t}").fetchall()
+        except Exception:
+            return []
+        return [r[0] for r in rows] + [v for v in ends[0] if v is not None]
+
+    def build(self, schema: DbSchema, rows: Rows) -> Any:
+        import duckdb
+
+        conn = duckdb.connect(":memory:", config={"enable_external_access": False})
+        for ddl in schema.ddl():
+            try:
+                conn.execute(ddl)
+            except duckdb.Error:
+                continue
+        for table in schema.tables:
+            marks = ", ".join("?" for _ in table.columns)
+            for row in rows.get(table.name, []):
+                try:
+                    conn.execute(f"INSERT INTO {_q(table.name)} VALUES ({marks})", list(row))
+                except duckdb.Error:
+                    continue
+        return conn
+
+    def held_rows(self, conn: Any, schema: DbSchema, tables: Sequence[str]) -> Rows:
+        out: Rows = {}
+        for name in tables:
+            table = schema.table(name)
+            cols = ", ".join(_q(c.name) for c in table.columns)
+            out[table.name] = [tuple(r) for r in conn.execute(
+                f"SELECT {cols} FROM {_q(table.name)} ORDER BY rowid").fetchall()]
+        return out
+
+    def run(self, conn: Any, sql: str, deadline: float) -> ResultTable | None:
+        import duckdb
+
+        timer = threading.Timer(min(max(0.0, deadline - time.monotonic()), 86_400.0), conn.interrupt)
+        timer.start()
+        try:
+            cur = conn.execute(sql)
+            rows = [tuple(r) for r in cur.fetchmany(MAX_RESULT_ROWS)]
+            cols = [d[0] for d in cur.description or ()]
+        except duckdb.Error:
+            return None
+        finally:
+            timer.cancel()
+        return ResultTable(cols, rows)
+
+    def write(self, schema: DbSchema, rows: Rows, path: Path) -> None:
+        import duckdb
+
+        path.unlink(missing_ok=True)
+        conn = duckdb.connect(str(path))
+        try:
+            for ddl in schema.ddl():
+                conn.execute(ddl)
+            for statement in inserts(schema, rows):
+                conn.execute(statement)
+        finally:
+            conn.close()
+
+    def checks_clean(self, path: Path) -> bool:
+        return True  # every constraint was enforced while the file was written
+
+    def open_written(self, path: Path) -> Any:
+        import duckdb
+
+        return duckdb.connect(str(path), read_only=True)
+
+
+ENGINES: dict[str, Engine] = {"sqlite": SqliteEngine(), "duckdb": DuckdbEngine()}
+
+
+def engine_for(path: Path) -> Engine:
+    """DuckDB for a DuckDB file (by its magic bytes), else SQLite."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        head = b""
+    return ENGINES["duckdb"] if head[8:12] == b"DUCK" else ENGINES["sqlite"]
