@@ -149,7 +149,16 @@ def check_read_only(sql: str, dialect: str | None = None) -> None:
 
 
 def _check_read_only(sql: str, dialect: str | None) -> None:
-    """:func:`check_read_only`'s parse and checks (in the pytest process or the worker)."""
+    """:func:`check_read_only`'s parse and checks (in the pytest process or the worker); a
+    PostgreSQL statement is then parsed again as the server reads it (:mod:`.pgguard`)."""
+    _check_sqlglot(sql, dialect)
+    if dialect == "postgres":
+        from .pgguard import check_postgres
+
+        check_postgres(sql)
+
+
+def _check_sqlglot(sql: str, dialect: str | None) -> None:
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import ParseError, TokenError
