@@ -116,9 +116,9 @@ def volatile_refusal(called: Iterable[str], volatile: Iterable[tuple[str, str]])
     for fn in called:
         schema, _, name = fn.rpartition(".")
         if any(n == name and (not schema or s == schema) for s, n in bad):
-            return (f"function {name}() is volatile: it may change state that outlives the "
-                    "rolled-back read-only transaction (only these volatile functions are "
-                    f"allowed: {', '.join(sorted(VOLATILE_ALLOWED))})")
+            return (f"function {name}() is volatile (pg_proc.provolatile = 'v'): it may "
+                    "change state that outlives the rolled-back read-only transaction "
+                    "(docs/sql-sources.md lists the few volatile functions allowed)")
     return None
 
 
