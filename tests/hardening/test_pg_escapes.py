@@ -56,7 +56,7 @@ def _attacks(server: PostgresServer, role: str) -> dict[str, tuple[str, str]]:
         "dblink-connect-send": (
             f"SELECT dblink_connect('qe', '{writer}') FROM (SELECT 1) s "
             f"WHERE dblink_send_query('qe', '{DELETE}') = 1",
-            "refused: function dblink_"),
+            f"refused: function dblink_connect() {TEXT_RUNNER}"),
         "escaped-terminate-victim": (
             "SELECT U&\"\\0070g_terminate_backend\"(pid) FROM pg_stat_activity "
             f"WHERE usename = '{role}' AND pid <> pg_backend_pid()",

@@ -128,6 +128,9 @@ def _parse(sql: str) -> dict[str, Any] | None:
         from pglast import parser
     except ImportError:
         raise QueryRefused(_MISSING.removeprefix("refused: ")) from None
+    if "\x00" in sql:  # the C parser would stop there, and see only what comes before
+        raise QueryRefused("the statement holds a NUL character, which PostgreSQL never "
+                           "receives in a query")
     try:
         text = parser.parse_sql_json(sql)
     except parser.ParseError as e:
@@ -183,18 +186,18 @@ def _loads(text: str) -> Any:
 
 
 def _nodes(tree: Any) -> Iterable[tuple[str, dict[str, Any]]]:
-    """Every ``(node type, fields)`` of the tree, without recursion."""
-    todo = [tree]
+    """Every ``(node type, fields)`` of the tree, outer before inner and in the order of the
+    text (the first refusal is the one a reader sees first), without recursion."""
+    todo: list[tuple[str, Any]] = [("", tree)]
     while todo:
-        item = todo.pop()
-        if isinstance(item, list):
-            todo.extend(item)
-        elif isinstance(item, dict):
-            for k, v in item.items():
-                if isinstance(v, dict) and k[:1].isupper():
-                    yield k, v
-                if isinstance(v, dict | list):
-                    todo.append(v)
+        key, item = todo.pop()
+        if isinstance(item, dict):
+            if key[:1].isupper():
+                yield key, item
+            todo.extend(reversed([(k, v) for k, v in item.items()
+                                  if isinstance(v, dict | list)]))
+        elif isinstance(item, list):
+            todo.extend(reversed([("", v) for v in item if isinstance(v, dict | list)]))
 
 
 def _label(kind: str) -> str:
