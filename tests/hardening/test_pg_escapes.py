@@ -285,3 +285,21 @@ def test_least_privilege_setup_closes_dblink_and_signalling(
             "pg_terminate_backend)"]
     finally:
         src.close()
+
+
+def test_no_session_state_outlives_a_query(postgres_server: PostgresServer) -> None:
+    """A session advisory lock survives the rollback of its transaction: taken by a query
+    past the guard (a trusted gold), it must still be gone once the query is over, although
+    the connection stays in the pool (``DISCARD ALL``), and the pooled connection still works."""
+    src = open_source("ro", {"type": "sqlalchemy", "url": postgres_server.readonly_url(),
+                             "isolation": "thread"})
+    try:
+        assert src.execute("SELECT pg_advisory_lock(7777), pg_backend_pid()",
+                           trusted=True).rows[0][0] == ""
+        assert _server_state(postgres_server)["advisory"] == []
+        assert src.execute(HONEST).rows == [(25,)]
+        assert src.execute(HONEST).rows == [(25,)]
+        pooled = src._engine().pool.checkedin()
+        assert pooled >= 1
+    finally:
+        src.close()
