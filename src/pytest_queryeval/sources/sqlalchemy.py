@@ -14,7 +14,15 @@ schemas, functions or the database (:func:`privileges_found`), unless the dataso
 ``allow_privileged: true``. Timeouts: ``SET LOCAL statement_timeout`` per transaction; a
 watchdog cancels the statement 1 s past the timeout, and 1 s later terminates the backend
 from a second connection (``pg_terminate_backend``) and shuts the client socket down, so the
-case ends even when the backend ignores both (a superuser's ``lo_import('/dev/zero')``).
+case ends even when the backend ignores both (a superuser's ``lo_import('/dev/zero')``); such a
+backend, still running, is then named with its pid.
+
+PostgreSQL predictions are also parsed by PostgreSQL's own parser (:mod:`.pgguard`), and the
+server is asked which functions they call are volatile: those outside a short allow-list are
+refused, in the query's own read-only transaction. After every query the connection is reset
+(``DISCARD ALL``) before it goes back to the pool, so no session state (an advisory lock)
+outlives it. On the first query the source warns once of what the role can still execute that
+a read-only role should not (dblink, server files, signalling its own sessions).
 """
 
 from __future__ import annotations

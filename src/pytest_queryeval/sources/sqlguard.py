@@ -7,7 +7,9 @@ clear "refused: ..." reason (or "cannot parse: syntax error at ..." for a text t
 start like any SQL statement: prose, a misspelled keyword) and also stops what a read-only
 connection would let through
 (``pg_terminate_backend``, ``SELECT ... INTO``, data-modifying CTEs on engines without
-read-only transactions).
+read-only transactions). A PostgreSQL statement is then parsed again by PostgreSQL's own
+parser (:mod:`.pgguard`), which reads escapes such as ``U&"\0064blink_exec"`` as the server
+does.
 """
 
 from __future__ import annotations
