@@ -10,7 +10,7 @@ import pytest
 
 from pytest_queryeval.errors import QueryRefused, QuerySyntaxError
 from pytest_queryeval.sources.pgguard import check_postgres, volatile_refusal
-from pytest_queryeval.sources.sqlguard import check_read_only
+from pytest_queryeval.sources.sqlguard import _FORBIDDEN_FUNCTIONS, check_read_only
 
 from .attacks import POSTGRES_ALLOWED
 
@@ -52,7 +52,7 @@ REFUSED = {
 @pytest.mark.parametrize("sql", sorted(REFUSED))
 def test_refused_as_the_server_reads_it(sql: str) -> None:
     with pytest.raises(QueryRefused) as info:
-        check_postgres(sql)
+        check_postgres(sql, _FORBIDDEN_FUNCTIONS)
     assert info.value.reason() == REFUSED[sql]
 
 
@@ -63,13 +63,16 @@ def test_the_whole_guard_refuses_escaped_names() -> None:
     with pytest.raises(QueryRefused, match=r"^function pg_advisory_lock\(\) has side effects"):
         check_read_only(r"""SELECT U&"\0070g_advisory_lock"(5555)""", "postgres")
     # other dialects keep their own guard: there the escape is not PostgreSQL's
-    check_read_only(r"""SELECT "x"(1)""", "sqlite")
+    assert check_read_only(r"""SELECT "x"(1)""", "sqlite") == ()
+    # a long statement is checked in the guard's worker, and its functions come back from it
+    long = "SELECT pg_sleep(0) + " + "+".join(["1"] * 3000)
+    assert check_read_only(long, "postgres") == ("pg_sleep",)
+    assert check_read_only(long, "postgres") == ("pg_sleep",)  # remembered
 
 
 @pytest.mark.parametrize("sql", POSTGRES_ALLOWED)
 def test_legitimate_queries_pass(sql: str) -> None:
-    check_postgres(sql)
-    check_read_only(sql, "postgres")
+    assert check_read_only(sql, "postgres") == check_postgres(sql, _FORBIDDEN_FUNCTIONS)
 
 
 def test_called_functions_are_named_as_resolved() -> None:

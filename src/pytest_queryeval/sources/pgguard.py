@@ -11,7 +11,7 @@ PostgreSQL statement is parsed again with PostgreSQL's own parser (libpg_query, 
   ``ts_rewrite``, ``crosstab``, ``connectby``, every ``dblink*``): their inner statement is
   never seen by any guard, and dblink's runs on a second connection outside the read-only
   transaction;
-* the functions of :data:`sqlguard._FORBIDDEN_FUNCTIONS` by their real name.
+* the guard's side-effecting functions (``sqlguard``) by their real name.
 
 A text PostgreSQL's parser rejects is passed on: the server's parser, the same grammar,
 rejects it too before anything runs, and its syntax error is the case's reason.
@@ -65,12 +65,11 @@ _MISSING = ("refused: PostgreSQL predictions are checked with PostgreSQL's own p
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^{}\[\]:,\s"]+')
 
 
-def check_postgres(sql: str) -> tuple[str, ...]:
+def check_postgres(sql: str, forbidden: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """Raise :class:`QueryRefused` unless ``sql`` is one read-only PostgreSQL query that
-    calls no SQL-running or forbidden function; else the called functions, each as
-    ``name`` or ``schema.name`` as the server resolves the spelling (escapes decoded)."""
-    from .sqlguard import _FORBIDDEN_FUNCTIONS
-
+    calls no SQL-running function nor one of ``forbidden`` (the guard's side-effecting
+    functions); else the called functions, each as ``name`` or ``schema.name`` as the server
+    resolves the spelling (escapes decoded)."""
     tree = _parse(sql)
     if tree is None:
         return ()
@@ -99,7 +98,7 @@ def check_postgres(sql: str) -> tuple[str, ...]:
             if name in SQL_TEXT_FUNCTIONS or name.startswith(SQL_TEXT_PREFIXES):
                 raise QueryRefused(f"function {name}() executes SQL given as text (or on "
                                    "another connection), which no guard can check")
-            if name in _FORBIDDEN_FUNCTIONS:
+            if name in forbidden:
                 raise QueryRefused(f"function {name}() has side effects")
             qualified = ".".join(parts[-2:])
             if qualified and qualified not in called:

@@ -271,11 +271,7 @@ class SqlAlchemySource:
         max_rows = self.max_rows if max_rows is None else int(max_rows)
         called: tuple[str, ...] | None = None
         if not trusted:
-            check_read_only(query, self.dialect)
-            if self.dialect == "postgres":
-                from .pgguard import check_postgres
-
-                called = check_postgres(query)
+            called = check_read_only(query, self.dialect)
         if self.isolation == "process":
             return self._execute_in_worker(query, timeout, max_rows, called)
         self._report_capabilities(self._capabilities)
