@@ -733,9 +733,12 @@ def _dropped(timeout: float, watchdog: _Watchdog | None) -> QueryTimeout:
             "it ignored the cancel request and pg_terminate_backend, and the connection was "
             f"dropped. End it there (pg_terminate_backend({pid}) as a superuser, or restart the "
             "server)")
+    if pid is None:  # a driver that does not say (not PostgreSQL)
+        return QueryTimeout(f"query exceeded {timeout:g} s (the server did not stop it: the "
+                            "connection was dropped)")
     return QueryTimeout(f"query exceeded {timeout:g} s (the server did not stop it: the "
-                        "connection was dropped; whether backend pid "
-                        f"{pid if pid is not None else '(unknown)'} ended could not be checked)")
+                        f"connection was dropped; whether backend pid {pid} ended could not be "
+                        "checked)")
 
 
 def _default_pg_driver() -> str:
