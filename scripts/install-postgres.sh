@@ -9,16 +9,24 @@ have_pg() {
     compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null 2>&1
 }
 
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=sudo
+else
+    SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+
 if ! have_pg; then
-    if [ "$(id -u)" -ne 0 ]; then
-        SUDO=sudo
-    else
-        SUDO=
-    fi
-    export DEBIAN_FRONTEND=noninteractive
     $SUDO apt-get update -qq
     # policy-rc.d keeps the package's own cluster from being started where services can't run.
     $SUDO apt-get install -y -qq --no-install-recommends postgresql postgresql-client >/dev/null
+fi
+
+# The hardening tests install dblink (a contrib extension: part of Debian's postgresql-NN
+# package since PostgreSQL 10, a separate postgresql-contrib package elsewhere).
+if ! compgen -G "/usr/share/postgresql/*/extension/dblink.control" >/dev/null 2>&1; then
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends postgresql-contrib >/dev/null
 fi
 
 # The server refuses to run as root: the fixture runs it as 'postgres' (created by the package).

@@ -40,7 +40,8 @@ def pg_source(postgres_url: str) -> Iterator[SqlAlchemySource]:
 @pytest.fixture(scope="module")
 def write_function(postgres_server: PostgresServer) -> str:
     """A function that deletes rows: ``SELECT queryeval_pwned()`` is a plain SELECT to any
-    parser, so only the read-only transaction can stop it."""
+    parser, so only the server can stop it: its volatility (pg_proc) for a predicted query,
+    the read-only transaction for any."""
     with psycopg.connect(postgres_server.conninfo(), autocommit=True) as conn:
         conn.execute(
             "CREATE OR REPLACE FUNCTION queryeval_pwned() RETURNS int LANGUAGE sql AS "
@@ -87,8 +88,13 @@ def test_read_only_transaction_stops_hidden_writes(
     pg_source: SqlAlchemySource, postgres_server: PostgresServer, write_function: str
 ) -> None:
     before = postgres_server.checksum()
-    with pytest.raises(QueryRefused, match="read-only") as info:
+    with pytest.raises(QueryRefused) as refused:
         pg_source.execute(write_function)
+    assert refused.value.reason().startswith(
+        "refused: function queryeval_pwned() is volatile (pg_proc.provolatile = 'v')")
+    # past the guard (trusted), the read-only transaction still stops it
+    with pytest.raises(QueryRefused, match="read-only") as info:
+        pg_source.execute(write_function, trusted=True)
     assert info.value.reason().startswith("refused: the source is read-only")
     assert postgres_server.checksum() == before
     assert pg_source.execute("SELECT count(*) FROM genre").rows == [(25,)]

@@ -14,7 +14,15 @@ schemas, functions or the database (:func:`privileges_found`), unless the dataso
 ``allow_privileged: true``. Timeouts: ``SET LOCAL statement_timeout`` per transaction; a
 watchdog cancels the statement 1 s past the timeout, and 1 s later terminates the backend
 from a second connection (``pg_terminate_backend``) and shuts the client socket down, so the
-case ends even when the backend ignores both (a superuser's ``lo_import('/dev/zero')``).
+case ends even when the backend ignores both (a superuser's ``lo_import('/dev/zero')``); such a
+backend, still running, is then named with its pid.
+
+PostgreSQL predictions are also parsed by PostgreSQL's own parser (:mod:`.pgguard`), and the
+server is asked which functions they call are volatile: those outside a short allow-list are
+refused, in the query's own read-only transaction. After every query the connection is reset
+(``DISCARD ALL``) before it goes back to the pool, so no session state (an advisory lock)
+outlives it. On the first query the source warns once of what the role can still execute that
+a read-only role should not (dblink, server files, signalling its own sessions).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from ..errors import (
     ConfigError,
     MissingDependency,
     QueryEvalError,
+    QueryEvalWarning,
     QueryFailed,
     QueryRefused,
     QueryTimeout,
@@ -109,6 +118,26 @@ SELECT kind, name, count(*) OVER () FROM (
     AND pg_has_role(current_user, p.proowner, 'USAGE')
 ) owned ORDER BY o, name LIMIT 5
 """
+#: Every volatile overload of the functions a predicted query calls (pgguard.volatile_refusal).
+_VOLATILE_SQL = """
+SELECT n.nspname::text, p.proname::text FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE p.provolatile = 'v' AND p.proname::text = ANY(:names)
+"""
+#: What a role that passed the role check may still call, though a read-only role should not
+#: (docs/sql-sources.md, 'Least privilege on PostgreSQL'); the guard refuses these calls.
+_SIGNAL_FUNCTIONS = ("pg_cancel_backend", "pg_terminate_backend")
+_FILE_FUNCTIONS = ("lo_export", "lo_import", "pg_file_write", "pg_ls_dir", "pg_read_binary_file",
+                   "pg_read_file", "pg_stat_file")
+_CAPABILITIES_SQL = f"""
+SELECT DISTINCT p.proname::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE (p.proname::text LIKE 'dblink%'
+       OR p.proname::text IN ({", ".join(f"'{f}'" for f in _SIGNAL_FUNCTIONS + _FILE_FUNCTIONS)}))
+  AND has_function_privilege(p.oid, 'EXECUTE') AND has_schema_privilege(n.oid, 'USAGE')
+ORDER BY 1
+"""
+#: How long a query whose backend was terminated waits to learn whether it ended (seconds).
+_VERDICT_WAIT = 1.5
 #: PostgreSQL SQLSTATEs (and classes) that mean "the server went away", not "bad query".
 _PG_UNAVAILABLE = ("08", "57P01", "57P02", "57P03", "53300")
 
@@ -154,6 +183,10 @@ class SqlAlchemySource:
         #: The outcome of the role check: None before it ran, else the refusal ("" when the
         #: role is fine or the check does not apply).
         self._role_problem: str | None = None
+        #: pg_proc's volatile overloads per function name, as the server answered.
+        self._volatile: dict[str, tuple[tuple[str, str], ...]] = {}
+        #: The session-start capability report was given (once per source).
+        self._reported = False
         raw = [m["pw"] for m in (*_URL_PASSWORD.finditer(url), *_QUERY_PASSWORD.finditer(url))]
         # Every spelling of the password that could show up in a driver message.
         self._secrets = sorted({s for pw in raw for s in (pw, unquote(pw), quote(unquote(pw)),
@@ -236,10 +269,18 @@ class SqlAlchemySource:
         """
         timeout = self.timeout if timeout is None else float(timeout)
         max_rows = self.max_rows if max_rows is None else int(max_rows)
+        called: tuple[str, ...] | None = None
         if not trusted:
-            check_read_only(query, self.dialect)
+            called = check_read_only(query, self.dialect)
         if self.isolation == "process":
-            return self._execute_in_worker(query, timeout, max_rows)
+            return self._execute_in_worker(query, timeout, max_rows, called)
+        self._report_capabilities(self._capabilities)
+        return self._execute_here(query, timeout, max_rows, called)
+
+    def _execute_here(self, query: str, timeout: float, max_rows: int,
+                      called: tuple[str, ...] | None) -> ResultTable:
+        """:meth:`execute` on this process's pool; ``called``: the functions a predicted
+        PostgreSQL query calls, to be vetted by the server (None: a trusted query)."""
         engine = self._engine()
         from sqlalchemy import exc
 
@@ -268,6 +309,8 @@ class SqlAlchemySource:
         fetched = FetchedRows(max_rows, self.max_bytes)
         try:
             server_side = self._begin(conn, timeout)
+            if called:
+                self._vet_functions(conn, called)
             watchdog = _Watchdog(self, conn, timeout + (_WATCHDOG_GRACE if server_side else 0.0),
                                  fired, dropped)
             result = conn.execution_options(stream_results=True, max_row_buffer=_FETCH_BATCH) \
@@ -291,11 +334,11 @@ class SqlAlchemySource:
             raise
         except exc.DBAPIError as e:
             if dropped.is_set():
-                raise _dropped(timeout) from None
+                raise _dropped(timeout, watchdog) from None
             raise self._classify(e, fired.is_set(), timeout) from None
         except Exception as e:
             if dropped.is_set():
-                raise _dropped(timeout) from None
+                raise _dropped(timeout, watchdog) from None
             if isinstance(e, MemoryError):  # a row over the worker's address space
                 raise QueryFailed(f"out of memory: the query went over max_memory "
                                   f"({self.max_memory:,} bytes)") from None
@@ -308,7 +351,7 @@ class SqlAlchemySource:
             if dropped.is_set():
                 with contextlib.suppress(Exception):
                     conn.invalidate()
-            _rollback_and_close(conn)
+            _rollback_and_close(conn, reset=conn.dialect.name == "postgresql")
         return fetched.table(columns, time.perf_counter() - start)
 
     def _spec(self) -> tuple[Any, ...]:
@@ -317,15 +360,20 @@ class SqlAlchemySource:
                 tuple(sorted(self.engine_options.items())), self.max_bytes,
                 self.allow_privileged)
 
-    def _execute_in_worker(self, query: str, timeout: float, max_rows: int) -> ResultTable:
+    def _execute_in_worker(self, query: str, timeout: float, max_rows: int,
+                           called: tuple[str, ...] | None) -> ResultTable:
         """The query in the sandbox worker (the guard has run here): connecting, executing
         and fetching under its ``max_memory``; killed if it outlives the watchdog's stages."""
         if self._box is None:
             self._box = shared_sandbox("sqlalchemy", max_memory=self.max_memory,
                                        preload=(__name__,))
             self._spec_args = self._spec()
+        box, spec = self._box, self._spec_args
+        self._report_capabilities(lambda: box.call(
+            worker_capabilities, spec, timeout=self.timeout + _WATCHDOG_GRACE + _HARD_GRACE,
+            max_reply=1 << 16))
         return call_query(self._box, worker_execute, self._spec_args, query, timeout, max_rows,
-                          timeout=timeout,
+                          called, timeout=timeout,
                           hard_timeout=timeout + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE,
                           max_bytes=self.max_bytes, max_memory=self.max_memory,
                           killed="its worker was killed")
@@ -351,15 +399,91 @@ class SqlAlchemySource:
             "queries must run as a read-only role (docs/sql-sources.md, 'A read-only "
             "PostgreSQL role'), or set allow_privileged: true on the datasource")
 
-    def terminate_backend(self, pid: int) -> None:
+    def terminate_backend(self, pid: int) -> bool | None:
         """``pg_terminate_backend(pid)`` from a fresh connection (the watchdog's last resort
-        before it drops the socket); errors are ignored: the socket is dropped anyway."""
+        before it drops the socket), then whether the backend is gone: True when it ended,
+        False when it still runs a second later (a superuser's ``lo_import('/dev/zero')``
+        ignores the signal), None when that cannot be told. A role that may not signal (the
+        least-privilege setup revokes it) still drops the socket, which ends most backends."""
         from sqlalchemy import text
 
-        with contextlib.suppress(Exception), self._engine().connect() as other:
-            other.execute(text("SELECT pg_cancel_backend(:p), pg_terminate_backend(:p)"),
-                          {"p": pid})
-            other.commit()
+        try:
+            with self._engine().connect() as other:
+                with contextlib.suppress(Exception):  # a role that may not signal
+                    other.execute(text("SELECT pg_cancel_backend(:p), pg_terminate_backend(:p)"),
+                                  {"p": pid})
+                other.rollback()
+                alive = text("SELECT count(*) FROM pg_stat_activity WHERE pid = :p")
+                for _ in range(10):
+                    if not other.execute(alive, {"p": pid}).scalar():
+                        return True
+                    other.rollback()
+                    time.sleep(0.1)
+                return False
+        except Exception:
+            return None
+
+    def _vet_functions(self, conn: Any, called: tuple[str, ...]) -> None:
+        """Refuse a predicted query that calls a volatile function outside the allow-list
+        (:func:`pgguard.volatile_refusal`), as the server's ``pg_proc`` says (cached)."""
+        from sqlalchemy import text
+
+        from .pgguard import volatile_refusal
+
+        names = sorted({fn.rpartition(".")[2] for fn in called})
+        unknown = [n for n in names if n not in self._volatile]
+        if unknown:
+            rows = conn.execute(text(_VOLATILE_SQL), {"names": unknown}).all()
+            found: dict[str, tuple[tuple[str, str], ...]] = {n: () for n in unknown}
+            for schema, name in rows:
+                found[name] += ((str(schema), str(name)),)
+            self._volatile.update(found)
+        problem = volatile_refusal(called, [v for n in names for v in self._volatile[n]])
+        if problem:
+            raise QueryRefused(problem)
+
+    def _capabilities(self) -> list[str] | None:
+        """What the role can still do that a read-only role should not (dblink, server
+        files, signalling its own sessions), each a phrase; [] for a role that cannot or a
+        refused one (its refusal says more); None when the server cannot be asked now."""
+        from sqlalchemy import exc
+
+        try:
+            with self._engine().connect() as conn:
+                if conn.dialect.name != "postgresql":
+                    return []
+                if self._role_problem is None:
+                    self._check_role(conn)
+                if self._role_problem:
+                    return []
+                try:
+                    return capabilities_left(conn)
+                finally:
+                    conn.rollback()
+        except (exc.DBAPIError, QueryEvalError):
+            return None
+
+    def _report_capabilities(self, fetch: Any) -> None:
+        """Once per source, on its first PostgreSQL query: a :class:`QueryEvalWarning` naming
+        what the role can still do (:meth:`_capabilities`, fetched by ``fetch()``)."""
+        if self._reported or self.backend != "postgresql":
+            return
+        try:
+            found = fetch()
+        except QueryEvalError:
+            return
+        if found is None:
+            return
+        self._reported = True
+        if found:
+            import warnings
+
+            with contextlib.suppress(Warning):  # -W error: a report, not a failure
+                warnings.warn(QueryEvalWarning(
+                    f"datasource {self.name!r}: the role it connects as can still "
+                    f"{'; '.join(found)}. The guard refuses these calls in predicted queries; "
+                    "a read-only role should not have them (docs/sql-sources.md, 'Least "
+                    "privilege on PostgreSQL')"), stacklevel=2)
 
     def _begin(self, conn: Any, timeout: float) -> bool:
         """Make the new transaction read-only and time-limited; True if the server enforces
@@ -432,9 +556,20 @@ class SqlAlchemySource:
 
 
 def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: int,
-                   ) -> Reply:
+                   called: tuple[str, ...] | None) -> Reply:
     """:meth:`SqlAlchemySource.execute` in the sandbox worker, on a source (and its pool)
     cached there; a result cut by ``max_bytes`` keeps only the rows that fit in it."""
+    src = _worker_source(spec)
+    return worker_reply(src._execute_here(query, timeout, max_rows, called), src.max_bytes)
+
+
+def worker_capabilities(spec: tuple[Any, ...]) -> list[str] | None:
+    """:attr:`SqlAlchemySource._capabilities` in the sandbox worker."""
+    return _worker_source(spec)._capabilities()
+
+
+def _worker_source(spec: tuple[Any, ...]) -> SqlAlchemySource:
+    """The source for ``spec``, built once in the sandbox worker (its pool lives there)."""
     from ..sandbox import worker_state
 
     sources: dict[tuple[Any, ...], SqlAlchemySource] = worker_state().setdefault(
@@ -447,8 +582,7 @@ def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: 
             name, url, timeout=default_timeout, max_rows=default_rows, version=version,
             schema=schema, engine_options=dict(options), max_bytes=max_bytes,
             allow_privileged=privileged, isolation="thread")
-    return worker_reply(src.execute(query, timeout=timeout, max_rows=max_rows, trusted=True),
-                        src.max_bytes)
+    return src
 
 
 class PrivilegedRole(SourceUnavailable):
@@ -488,6 +622,25 @@ def privileges_found(conn: Any) -> tuple[str, list[str]]:
     return str(role), problems
 
 
+def capabilities_left(conn: Any) -> list[str]:
+    """What the role of ``conn`` may still execute that a read-only role should not, each a
+    phrase ("execute dblink (23 functions)..."); [] when nothing."""
+    names = [str(r[0]) for r in conn.exec_driver_sql(
+        *_driver_statement(conn, _CAPABILITIES_SQL)).all()]
+    found: list[str] = []
+    dblink = [n for n in names if n.startswith("dblink")]
+    if dblink:
+        found.append(f"execute dblink ({len(dblink)} functions, e.g. dblink_exec: statements on "
+                     "a connection of their own, outside the read-only transaction)")
+    files = [n for n in names if n in _FILE_FUNCTIONS]
+    if files:
+        found.append(f"read or write server files ({', '.join(files)})")
+    signal = [n for n in names if n in _SIGNAL_FUNCTIONS]
+    if signal:
+        found.append(f"signal the other sessions of its own role ({', '.join(signal)})")
+    return found
+
+
 class _Watchdog:
     """The client-side timeout, in two stages from a timer thread: at ``after`` seconds the
     driver's ``cancel()`` (PostgreSQL: a cancel request); :data:`_HARD_GRACE` later, if the
@@ -498,6 +651,10 @@ class _Watchdog:
                  fired: threading.Event, dropped: threading.Event) -> None:
         self.source, self.conn, self.fired, self.dropped = source, conn, fired, dropped
         self.done = threading.Event()
+        #: Set when the terminated backend's fate is known (:attr:`ended`).
+        self.verdict = threading.Event()
+        #: After a termination: True the backend ended, False it still runs, None unknown.
+        self.ended: bool | None = None
         try:
             self.driver = conn.connection.driver_connection
         except Exception:
@@ -524,9 +681,18 @@ class _Watchdog:
             return
         self.dropped.set()
         if self.pid is not None:
-            threading.Thread(target=self.source.terminate_backend, args=(self.pid,),
-                             daemon=True, name="queryeval-sql-terminate").start()
+            threading.Thread(target=self._terminate, daemon=True,
+                             name="queryeval-sql-terminate").start()
+        else:
+            self.verdict.set()
         _shutdown_socket(self.driver)
+
+    def _terminate(self) -> None:
+        assert self.pid is not None
+        try:
+            self.ended = self.source.terminate_backend(self.pid)
+        finally:
+            self.verdict.set()
 
 
 def _backend_pid(driver: Any) -> int | None:
@@ -551,9 +717,28 @@ def _shutdown_socket(driver: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def _dropped(timeout: float) -> QueryTimeout:
+def _dropped(timeout: float, watchdog: _Watchdog | None) -> QueryTimeout:
+    """The timeout of a query the watchdog had to drop, saying whether its backend ended: one
+    that survives ``pg_terminate_backend`` keeps running on the server, and is named."""
+    ended = None
+    if watchdog is not None and watchdog.verdict.wait(_VERDICT_WAIT):
+        ended = watchdog.ended
+    pid = watchdog.pid if watchdog is not None else None
+    if ended:
+        return QueryTimeout(f"query exceeded {timeout:g} s (the server did not stop it: the "
+                            "backend was terminated and the connection dropped)")
+    if ended is False:
+        return QueryTimeout(
+            f"query exceeded {timeout:g} s; BACKEND PID {pid} IS STILL RUNNING on the server: "
+            "it ignored the cancel request and pg_terminate_backend, and the connection was "
+            f"dropped. End it there (pg_terminate_backend({pid}) as a superuser, or restart the "
+            "server)")
+    if pid is None:  # a driver that does not say (not PostgreSQL)
+        return QueryTimeout(f"query exceeded {timeout:g} s (the server did not stop it: the "
+                            "connection was dropped)")
     return QueryTimeout(f"query exceeded {timeout:g} s (the server did not stop it: the "
-                        "backend was terminated and the connection dropped)")
+                        f"connection was dropped; whether backend pid {pid} ended could not be "
+                        "checked)")
 
 
 def _default_pg_driver() -> str:
@@ -593,11 +778,30 @@ def _first_line(e: Any) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def _rollback_and_close(conn: Any) -> None:
+def _rollback_and_close(conn: Any, *, reset: bool = False) -> None:
+    """Roll back and return the connection to the pool; with ``reset`` (PostgreSQL) first
+    ``DISCARD ALL``, so nothing a query left in the session (an advisory lock, a setting, a
+    prepared statement) reaches the next one; a connection that cannot be reset is dropped."""
     try:
         conn.rollback()
+        if reset and not conn.invalidated:
+            _discard_all(conn.connection.driver_connection)
     except Exception:
         with contextlib.suppress(Exception):
             conn.invalidate()
     with contextlib.suppress(Exception):
         conn.close()
+
+
+def _discard_all(driver: Any) -> None:
+    """``DISCARD ALL`` outside a transaction block (it cannot run in one): psycopg notices
+    it and forgets its own prepared statements too."""
+    driver.autocommit = True
+    try:
+        cur = driver.cursor()
+        try:
+            cur.execute("DISCARD ALL")
+        finally:
+            cur.close()
+    finally:
+        driver.autocommit = False

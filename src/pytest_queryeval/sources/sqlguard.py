@@ -7,7 +7,9 @@ clear "refused: ..." reason (or "cannot parse: syntax error at ..." for a text t
 start like any SQL statement: prose, a misspelled keyword) and also stops what a read-only
 connection would let through
 (``pg_terminate_backend``, ``SELECT ... INTO``, data-modifying CTEs on engines without
-read-only transactions).
+read-only transactions). A PostgreSQL statement is then parsed again by PostgreSQL's own
+parser (:mod:`.pgguard`), which reads escapes such as ``U&"\0064blink_exec"`` as the server
+does.
 """
 
 from __future__ import annotations
@@ -112,12 +114,14 @@ GUARD_TIMEOUT = 10.0
 GUARD_MAX_MEMORY = 512 * 1024 * 1024
 #: Long statements the worker passed recently: the kind and then the source check the same
 #: text, and a second parse would cost the same again.
-_PASSED: dict[tuple[str | None, str], None] = {}
+_PASSED: dict[tuple[str | None, str], tuple[str, ...]] = {}
 _PASSED_SIZE = 8
 
 
-def check_read_only(sql: str, dialect: str | None = None) -> None:
-    """Raise :class:`QueryRefused` unless ``sql`` is exactly one read-only query.
+def check_read_only(sql: str, dialect: str | None = None) -> tuple[str, ...]:
+    """Raise :class:`QueryRefused` unless ``sql`` is exactly one read-only query; return the
+    functions it calls as PostgreSQL resolves their names (``postgres`` only, else ``()``),
+    for the source to ask the server which are volatile.
 
     A statement sqlglot cannot parse is checked on its tokens instead: it may still be a
     query in the engine's own dialect, and then the engine reports its own syntax error.
@@ -125,16 +129,16 @@ def check_read_only(sql: str, dialect: str | None = None) -> None:
     a hard deadline (:data:`GUARD_TIMEOUT`); past it, it is refused unexecuted.
     """
     if not isinstance(sql, str) or len(sql) <= GUARD_INLINE_CHARS:
-        _check_read_only(sql, dialect)
-        return
+        return _check_read_only(sql, dialect)
     key = (dialect, sql)
     if key in _PASSED:
-        return
+        return _PASSED[key]
     from ..sandbox import SandboxCrashed, SandboxMemoryError, SandboxTimeout, shared_sandbox
 
     box = shared_sandbox("sqlguard", max_memory=GUARD_MAX_MEMORY, preload=(__name__, "sqlglot"))
     try:
-        box.call(_check_read_only, sql, dialect, timeout=GUARD_TIMEOUT, max_reply=1 << 20)
+        called = box.call(_check_read_only, sql, dialect, timeout=GUARD_TIMEOUT,
+                          max_reply=1 << 20)
     except SandboxTimeout:
         raise QueryRefused(f"the guard could not parse this {len(sql):,}-character statement "
                            f"within {GUARD_TIMEOUT:g} s; an unchecked statement is never "
@@ -143,13 +147,24 @@ def check_read_only(sql: str, dialect: str | None = None) -> None:
         raise QueryRefused(f"the guard's parse of this {len(sql):,}-character statement went "
                            f"over its memory ceiling ({GUARD_MAX_MEMORY:,} bytes); an "
                            "unchecked statement is never executed") from None
-    _PASSED[key] = None
+    _PASSED[key] = called
     while len(_PASSED) > _PASSED_SIZE:
         del _PASSED[next(iter(_PASSED))]
+    return called
 
 
-def _check_read_only(sql: str, dialect: str | None) -> None:
-    """:func:`check_read_only`'s parse and checks (in the pytest process or the worker)."""
+def _check_read_only(sql: str, dialect: str | None) -> tuple[str, ...]:
+    """:func:`check_read_only`'s parse and checks (in the pytest process or the worker); a
+    PostgreSQL statement is then parsed again as the server reads it (:mod:`.pgguard`)."""
+    _check_sqlglot(sql, dialect)
+    if dialect != "postgres":
+        return ()
+    from .pgguard import check_postgres
+
+    return check_postgres(sql, _FORBIDDEN_FUNCTIONS)
+
+
+def _check_sqlglot(sql: str, dialect: str | None) -> None:
     import sqlglot
     from sqlglot import exp
     from sqlglot.errors import ParseError, TokenError

@@ -1,0 +1,206 @@
+"""The PostgreSQL layer of the read-only guard: the statement as the server will read it.
+
+sqlglot does not read PostgreSQL's escapes the way the server does (``U&"\\0064blink_exec"``
+is ``dblink_exec`` to the server and an unknown name to a text match), so a predicted
+PostgreSQL statement is parsed again with PostgreSQL's own parser (libpg_query, through the
+``pglast`` package of the ``sqlalchemy`` extra). On that tree, :func:`check_postgres` refuses
+
+* anything but exactly one ``SELECT``/``VALUES``/``TABLE`` statement, data-modifying
+  statements anywhere in it (a CTE's ``DELETE``), ``SELECT ... INTO`` and row locks;
+* functions that run SQL given as text (``query_to_xml`` and its family, ``ts_stat``,
+  ``ts_rewrite``, ``crosstab``, ``connectby``, every ``dblink*``): their inner statement is
+  never seen by any guard, and dblink's runs on a second connection outside the read-only
+  transaction;
+* the guard's side-effecting functions (``sqlguard``) by their real name.
+
+A text PostgreSQL's parser rejects is passed on: the server's parser, the same grammar,
+rejects it too before anything runs, and its syntax error is the case's reason.
+
+It returns the names of every called function: the SQLAlchemy source then asks the server
+which of them are volatile (``pg_proc.provolatile``) and refuses those outside
+:data:`VOLATILE_ALLOWED` (:func:`volatile_refusal`), since a volatile function is what can
+change state a rolled-back read-only transaction does not undo (advisory locks, signals,
+replication slots, statistics resets, large objects).
+
+Without pglast a PostgreSQL prediction is refused (never executed unchecked), with a reason
+naming the extra to install.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import QueryRefused, QuerySyntaxError
+
+#: Functions that execute a statement given to them as text (or build one from their
+#: arguments): the text is never parsed by a guard. Matched on the name the server resolves.
+SQL_TEXT_FUNCTIONS = frozenset({
+    "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
+    "cursor_to_xmlschema", "ts_stat", "ts_rewrite", "crosstab", "crosstab2", "crosstab3",
+    "crosstab4", "connectby", "xpath_table",
+})
+#: Prefixes of extension function families that open other connections or run SQL text.
+SQL_TEXT_PREFIXES = ("dblink",)
+
+#: Volatile functions of ``pg_catalog`` a predicted query may call: they read a clock, a
+#: random source or a size, or wait (bounded by the statement timeout); none leaves state.
+VOLATILE_ALLOWED = frozenset({
+    "random", "random_normal", "gen_random_uuid", "clock_timestamp", "timeofday",
+    "pg_sleep", "pg_sleep_for", "pg_sleep_until", "pg_relation_size", "pg_table_size",
+    "pg_total_relation_size", "pg_indexes_size", "pg_database_size",
+})
+
+#: Node types that change data or take row locks, anywhere in the tree.
+_WRITE_NODES = {"InsertStmt": "INSERT", "UpdateStmt": "UPDATE", "DeleteStmt": "DELETE",
+                "MergeStmt": "MERGE"}
+_QUERY_STATEMENTS = ("SelectStmt",)
+_MISSING = ("refused: PostgreSQL predictions are checked with PostgreSQL's own parser, which "
+            "needs pglast: pip install 'pytest-queryeval[sqlalchemy]'; an unchecked statement "
+            "is never executed")
+
+#: JSON tokens of libpg_query's output: strings, structure, and bare literals.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^{}\[\]:,\s"]+')
+
+
+def check_postgres(sql: str, forbidden: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """Raise :class:`QueryRefused` unless ``sql`` is one read-only PostgreSQL query that
+    calls no SQL-running function nor one of ``forbidden`` (the guard's side-effecting
+    functions); else the called functions, each as ``name`` or ``schema.name`` as the server
+    resolves the spelling (escapes decoded)."""
+    tree = _parse(sql)
+    if tree is None:
+        return ()
+    stmts = tree.get("stmts") or []
+    if not stmts:
+        raise QueryRefused("no statement (only comments)")
+    if len(stmts) > 1:
+        raise QueryRefused(f"{len(stmts)} statements; only one query is executed")
+    stmt = stmts[0].get("stmt") or {}
+    kind = next(iter(stmt), "")
+    if kind not in _QUERY_STATEMENTS:
+        raise QueryRefused(f"{_label(kind)} is not a read-only query")
+    called: list[str] = []
+    for key, node in _nodes(stmt):
+        if key in _WRITE_NODES:
+            raise QueryRefused(f"{_WRITE_NODES[key]} inside a query")
+        if key == "SelectStmt":
+            if node.get("intoClause"):
+                raise QueryRefused("SELECT INTO inside a query")
+            if node.get("lockingClause"):
+                raise QueryRefused("FOR UPDATE/SHARE lock inside a query")
+        elif key == "FuncCall":
+            parts = [str(p.get("String", {}).get("sval", "")) for p in node.get("funcname", [])
+                     if isinstance(p, dict)]
+            name = parts[-1] if parts else ""
+            if name in SQL_TEXT_FUNCTIONS or name.startswith(SQL_TEXT_PREFIXES):
+                raise QueryRefused(f"function {name}() executes SQL given as text (or on "
+                                   "another connection), which no guard can check")
+            if name in forbidden:
+                raise QueryRefused(f"function {name}() has side effects")
+            qualified = ".".join(parts[-2:])
+            if qualified and qualified not in called:
+                called.append(qualified)
+    return tuple(called)
+
+
+def volatile_refusal(called: Iterable[str], volatile: Iterable[tuple[str, str]]) -> str | None:
+    """The refusal for a query calling ``called`` (:func:`check_postgres`) when the server
+    says ``volatile`` (``(schema, name)`` of every volatile overload of those names) are
+    volatile, or None. An unqualified name is refused when any schema's overload is volatile
+    and not an allowed ``pg_catalog`` one: the guard does not resolve overloads."""
+    bad = {(s, n) for s, n in volatile if not (s == "pg_catalog" and n in VOLATILE_ALLOWED)}
+    for fn in called:
+        schema, _, name = fn.rpartition(".")
+        if any(n == name and (not schema or s == schema) for s, n in bad):
+            return (f"function {name}() is volatile (pg_proc.provolatile = 'v'): it may "
+                    "change state that outlives the rolled-back read-only transaction "
+                    "(docs/sql-sources.md lists the few volatile functions allowed)")
+    return None
+
+
+def _parse(sql: str) -> dict[str, Any] | None:
+    """The statement tree, or None for a syntax error."""
+    try:
+        from pglast import parser
+    except ImportError:
+        raise QueryRefused(_MISSING.removeprefix("refused: ")) from None
+    if "\x00" in sql:  # the C parser would stop there, and see only what comes before
+        raise QueryRefused("the statement holds a NUL character, which PostgreSQL never "
+                           "receives in a query")
+    try:
+        text = parser.parse_sql_json(sql)
+    except parser.ParseError as e:
+        if "stack depth" in str(e):
+            raise QueryRefused("the statement nests deeper than PostgreSQL's parser allows; "
+                               "it is never executed") from None
+        # The server's parser (the same grammar) rejects it as well, before anything runs,
+        # and reports its own syntax error: the text is passed on, as the sqlglot layer does.
+        return None
+    except Exception as e:  # an invalid encoding, a NUL byte
+        raise QuerySyntaxError(f"PostgreSQL's parser cannot read the statement: {e}") from None
+    tree = _loads(text)
+    if not isinstance(tree, dict):
+        raise QueryRefused("PostgreSQL's parser returned no statement tree")
+    return tree
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` without recursion: the tree of ``SELECT 1+1+...`` is as deep as the sum
+    is long, deeper than Python's recursion limit long before the parser's own."""
+    stack: list[Any] = []
+    key_stack: list[str | None] = []
+    root: Any = None
+    key: str | None = None
+    expect_key = False
+    for m in _JSON_TOKEN.finditer(text):
+        tok = m[0]
+        if tok in ("{", "["):
+            stack.append({} if tok == "{" else [])
+            key_stack.append(key)
+            key, expect_key = None, tok == "{"
+            continue
+        if tok == ",":
+            expect_key = isinstance(stack[-1], dict)
+            continue
+        if tok == ":":
+            continue
+        if tok in ("}", "]"):
+            value = stack.pop()
+            key = key_stack.pop()
+        elif expect_key:
+            key, expect_key = json.loads(tok), False
+            continue
+        else:
+            value = json.loads(tok)
+        if not stack:
+            root = value
+        elif isinstance(stack[-1], dict):
+            stack[-1][key] = value
+        else:
+            stack[-1].append(value)
+    return root
+
+
+def _nodes(tree: Any) -> Iterable[tuple[str, dict[str, Any]]]:
+    """Every ``(node type, fields)`` of the tree, outer before inner and in the order of the
+    text (the first refusal is the one a reader sees first), without recursion."""
+    todo: list[tuple[str, Any]] = [("", tree)]
+    while todo:
+        key, item = todo.pop()
+        if isinstance(item, dict):
+            if key[:1].isupper():
+                yield key, item
+            todo.extend(reversed([(k, v) for k, v in item.items()
+                                  if isinstance(v, dict | list)]))
+        elif isinstance(item, list):
+            todo.extend(reversed([("", v) for v in item if isinstance(v, dict | list)]))
+
+
+def _label(kind: str) -> str:
+    """``DeleteStmt`` -> ``DELETE``, ``ExplainStmt`` -> ``EXPLAIN``."""
+    word = kind.removesuffix("Stmt")
+    return _WRITE_NODES.get(kind) or re.sub(r"(?<=[a-z])(?=[A-Z])", " ", word).upper() \
+        or "an empty statement"
