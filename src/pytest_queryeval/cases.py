@@ -476,14 +476,4 @@ def _line_for(entry: Any, key_path: str) -> int:
 
 
 def _names_hint(kind: str) -> list[str]:
-    try:
-        k = kind_registry.get_kind(kind)
-    except (KeyError, ImportError):
-        return []
-    names = getattr(k, "metric_names", None)
-    if callable(names):
-        try:
-            return list(names())
-        except Exception:
-            return []
-    return list(names) if isinstance(names, Iterable) else []
+    return kind_registry.declared_metrics(kind)

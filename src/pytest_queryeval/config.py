@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .metricnames import PASS_RATE
 from .model import Threshold
 from .pricing import Price, parse_pricing
 from .secrets import url_passwords
@@ -261,7 +262,6 @@ GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag
                        "allow_empty"})
 #: A metric gate's bound: the key, the statistic it bounds, and how.
 METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("total", "<=")}
-PASS_RATE = "pass_rate"
 #: ``gates: {significance: alpha}`` sets the baseline gate's significance level.
 SIGNIFICANCE = "significance"
 

@@ -44,6 +44,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..fences import note as note_fence
+from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DataSource
@@ -60,7 +61,6 @@ from ._query import rank as rank_alternative
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sparql-gold"
-TIMING = ("gold_seconds", "predicted_seconds")
 XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
 _PREDICTION_KEYS = ("sparql", "query", "predicted")
 

@@ -37,6 +37,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..fences import note as note_fence
+from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
@@ -54,7 +55,6 @@ from ._query import rank as rank_alternative
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sql-gold"
-TIMING = ("gold_seconds", "predicted_seconds")
 EFFICIENCY = ("ves", "r_ves")
 #: Iterations allowed for ``efficiency`` (each runs gold and prediction once more).
 MAX_ITERATIONS = 1000

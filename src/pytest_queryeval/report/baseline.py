@@ -29,6 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_queryeval.errors import ConfigError
+from pytest_queryeval.metricnames import FAILED_OUTCOMES as _FAIL
+from pytest_queryeval.metricnames import PASS_RATE, lower_is_better
+from pytest_queryeval.metricnames import PASSED_OUTCOMES as _PASS
+from pytest_queryeval.metricnames import SCORED_OUTCOMES as _SCORED_OUTCOMES
 from pytest_queryeval.report.json_report import write_atomic
 from pytest_queryeval.significance import parse_significance
 from pytest_queryeval.verdict import judged_outcome
@@ -50,8 +54,6 @@ __all__ = [
 
 #: Key of the global entry in a max-drop mapping (applies to every non-timing metric).
 GLOBAL = "*"
-#: Pseudo-metric compared beside the real ones.
-PASS_RATE = "pass_rate"
 #: Differences smaller than this are float noise, neither a drop nor a gain. Embedding-based
 #: scores differ by up to ~2e-7 between batchings and machines (docs/metrics-json.md), so a
 #: baseline committed on one machine must not fail ``--queryeval-max-drop 0`` on another.
@@ -60,11 +62,6 @@ EPSILON = 1e-6
 VERDICT_ITEMS = 3
 #: Label of cases without a difficulty (same as the core's aggregates).
 NO_DIFFICULTY = "unknown"
-
-_PASS = frozenset({"passed", "xpassed"})
-_FAIL = frozenset({"failed", "error"})
-#: Outcomes that count towards pass rates (as in the core's aggregates).
-_SCORED_OUTCOMES = _PASS | _FAIL
 
 #: Metrics shown first, in this order, wherever reports list metrics.
 HEADLINE_METRICS = (
@@ -90,25 +87,6 @@ HEADLINE_METRICS = (
     "macro_recall",
 )
 _DIFFICULTY_ORDER = ("easy", "simple", "medium", "moderate", "hard", "challenging", "extra")
-
-
-def is_timing(metric: str) -> bool:
-    """Timing metrics are lower-is-better and never gated by a global max-drop."""
-    return metric.endswith("_seconds")
-
-
-#: What a prediction cost (``pricing:``, the sources' usage reports): summed in reports.
-USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_usd")
-
-
-def is_usage(metric: str) -> bool:
-    return metric in USAGE_METRICS
-
-
-def lower_is_better(metric: str) -> bool:
-    """Timings and usage (tokens, cost): a rise is the worsening, a failed case scores no 0
-    for them, and only a named max-drop gates them."""
-    return is_timing(metric) or is_usage(metric)
 
 
 def is_detail_metric(metric: str) -> bool:

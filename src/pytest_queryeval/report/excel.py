@@ -16,10 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_queryeval.errors import MissingDependency
-from pytest_queryeval.report.baseline import (
-    is_detail_metric,
+from pytest_queryeval.metricnames import (
+    FAILED_OUTCOMES,
+    PASSED_OUTCOMES,
     is_timing,
     is_usage,
+)
+from pytest_queryeval.report.baseline import (
+    is_detail_metric,
     ordered_difficulties,
     ordered_metrics,
 )
@@ -278,9 +282,9 @@ def _summary_charts(wb: Any, ws: Any, detail: Sequence[tuple[str, str, Mapping[s
 
 
 def _outcome_format(fmt: dict[str, Any], outcome: str) -> Any:
-    if outcome in ("passed", "xpassed"):
+    if outcome in PASSED_OUTCOMES:
         return fmt["passed"]
-    if outcome in ("failed", "error"):
+    if outcome in FAILED_OUTCOMES:
         return fmt["failed"]
     return fmt["other"]
 

@@ -16,22 +16,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_queryeval.report.baseline import (
+from pytest_queryeval.metricnames import (
+    FAILED_OUTCOMES,
     PASS_RATE,
+    PASSED_OUTCOMES,
+    USAGE_METRICS,
+    is_timing,
+    lower_is_better,
+)
+from pytest_queryeval.report.baseline import (
     Comparison,
     MetricDelta,
     arrow,
     difficulty_of,
     is_detail_metric,
-    is_timing,
-    lower_is_better,
     ordered_difficulties,
     ordered_metrics,
     significance_cell,
     significance_header,
 )
 from pytest_queryeval.report.json_report import write_atomic
-from pytest_queryeval.report.terminal import SPEND_HEADERS, USAGE_METRICS, spend_cell
+from pytest_queryeval.report.terminal import SPEND_HEADERS, spend_cell
 from pytest_queryeval.safetext import printable
 
 __all__ = ["render_html", "write_html"]
@@ -41,8 +46,6 @@ LATENCY_METRIC = "prediction_seconds"
 CHARTS_PER_KIND = 3
 #: Characters of a predicted/gold value shown in a case's details.
 MAX_VALUE = 20000
-_FAILED = frozenset({"failed", "error"})
-_PASSED = frozenset({"passed", "xpassed"})
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "img-src data:; base-uri 'none'; form-action 'none'")
@@ -398,9 +401,9 @@ def _nice_max(value: float) -> float:
 
 
 def _outcome_color(outcome: str) -> str:
-    if outcome in _PASSED:
+    if outcome in PASSED_OUTCOMES:
         return "#1a7f37"
-    if outcome in _FAILED:
+    if outcome in FAILED_OUTCOMES:
         return "#cf222e"
     return "#8c959f"
 
@@ -621,7 +624,7 @@ def _case_details(case: Mapping[str, Any]) -> str:
     where = f"{case.get('file') or ''}:{case.get('line') or ''}".strip(":")
     if where:
         parts.append(f'<p class="muted">{e(where)}</p>')
-    label = "failure details" if case.get("outcome") in _FAILED else "details"
+    label = "failure details" if case.get("outcome") in FAILED_OUTCOMES else "details"
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
 
 

@@ -12,19 +12,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_queryeval.metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
 from pytest_queryeval.report.baseline import (
-    PASS_RATE,
     Comparison,
     MetricDelta,
     arrow,
     is_detail_metric,
-    lower_is_better,
     ordered_difficulties,
     ordered_metrics,
     significance_cell,
     significance_header,
 )
-from pytest_queryeval.report.terminal import SPEND_HEADERS, USAGE_METRICS, spend_cell
+from pytest_queryeval.report.terminal import SPEND_HEADERS, spend_cell
 
 __all__ = ["render_markdown"]
 
@@ -35,7 +34,6 @@ MAX_CHARS = 60000
 #: Characters of a predicted/gold value shown per failure.
 MAX_VALUE = 1500
 LATENCY_METRIC = "prediction_seconds"
-_FAILED = ("failed", "error")
 
 #: Inline syntax only (values never start a line): emphasis, code, links, strikethrough, cells.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -282,7 +280,7 @@ def _baseline(cmp: Comparison) -> list[str]:
 
 def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
     """Failure blocks, in report order, while they fit in ``budget`` characters."""
-    failed = [c for c in cases if c.get("outcome") in _FAILED]
+    failed = [c for c in cases if c.get("outcome") in FAILED_OUTCOMES]
     if not failed:
         return []
     out = [f"### Failures ({len(failed)})", ""]

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..metricnames import FAILED_OUTCOMES
 from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from .baseline import is_spider_component
@@ -109,7 +110,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     lines.extend(verdict_lines(report))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
-    bad = [c for c in report["cases"] if judged_outcome(c) in ("failed", "error")]
+    bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
         bad.sort(key=lambda c: (c.get("outcome") != "error", _score(c)))
@@ -211,8 +212,7 @@ _SPEND: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
-#: The usage columns of the Markdown and HTML summaries (each a total over the group).
-USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_usd")
+#: Headers of the usage columns of the Markdown and HTML summaries (each a total over the group).
 SPEND_HEADERS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens",
                  "cost_usd": "cost (USD)"}
 
