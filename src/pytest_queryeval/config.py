@@ -95,7 +95,7 @@ class SuiteConfig:
     predictions_errors: list[str] = field(default_factory=list)
     thresholds: dict[str, tuple[Threshold, str]] = field(default_factory=dict)
     gates: dict[str, Gate] = field(default_factory=dict)
-    #: ``gates: {significance: 0.05}``: the baseline gate's alpha (see report.baseline)
+    #: ``gates: {significance: 0.05}``: the baseline gate's alpha (see baseline.compare)
     significance: float | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  #: ``model:``, the label of the model under test in the reports

@@ -74,7 +74,7 @@ def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    from .report.baseline import incomparable
+    from .baseline.compare import incomparable
 
     first_name, first = shards[0]
     first_run = first["run"]
@@ -276,7 +276,7 @@ def _usage(args: argparse.Namespace) -> list[str]:
                                       for n in ("json", "xlsx", "html", "markdown")},
                              xlsx=bool(args.xlsx), worst=args.worst)
     if args.significance is not None:
-        from .report.baseline import parse_significance
+        from .significance import parse_significance
 
         try:
             parse_significance(args.significance, "--queryeval-significance")
@@ -361,7 +361,7 @@ def run(argv: Sequence[str]) -> int:
 def _significance(value: str | None) -> float | None:
     if value is None:
         return None
-    from .report.baseline import parse_significance
+    from .significance import parse_significance
 
     return parse_significance(value, "--queryeval-significance")
 

@@ -180,7 +180,7 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
             problems.append(problem)
     max_drop = list(max_drop)
     if max_drop:
-        from .report.baseline import GLOBAL, parse_max_drop
+        from .baseline.compare import GLOBAL, parse_max_drop
 
         try:
             drops = parse_max_drop(max_drop)
@@ -213,7 +213,7 @@ def check_baseline(path: Path, update: bool) -> list[str]:
     collection."""
     if update and not path.exists():
         return []
-    from .report.baseline import load_baseline
+    from .baseline.store import load_baseline
 
     try:
         load_baseline(path)

@@ -15,19 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_queryeval.errors import MissingDependency
-from pytest_queryeval.metricnames import (
-    FAILED_OUTCOMES,
-    PASSED_OUTCOMES,
-    is_timing,
-    is_usage,
-)
-from pytest_queryeval.report.baseline import (
-    is_detail_metric,
-    ordered_difficulties,
-    ordered_metrics,
-)
-from pytest_queryeval.report.json_report import create_temp
+from ..errors import MissingDependency
+from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
+from .columns import is_detail_metric, ordered_difficulties, ordered_metrics
+from .json_report import create_temp
 
 __all__ = ["LATENCY_METRIC", "write_xlsx"]
 

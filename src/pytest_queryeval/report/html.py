@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_queryeval.metricnames import (
+from ..baseline.compare import Comparison, MetricDelta
+from ..metricnames import (
     FAILED_OUTCOMES,
     PASS_RATE,
     PASSED_OUTCOMES,
@@ -24,20 +25,10 @@ from pytest_queryeval.metricnames import (
     is_timing,
     lower_is_better,
 )
-from pytest_queryeval.report.baseline import (
-    Comparison,
-    MetricDelta,
-    arrow,
-    difficulty_of,
-    is_detail_metric,
-    ordered_difficulties,
-    ordered_metrics,
-    significance_cell,
-    significance_header,
-)
-from pytest_queryeval.report.json_report import write_atomic
-from pytest_queryeval.report.terminal import SPEND_HEADERS, spend_cell
-from pytest_queryeval.safetext import printable
+from ..safetext import printable
+from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
+from .json_report import write_atomic
+from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
 
 __all__ = ["render_html", "write_html"]
 

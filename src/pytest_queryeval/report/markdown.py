@@ -12,18 +12,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_queryeval.metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
-from pytest_queryeval.report.baseline import (
-    Comparison,
-    MetricDelta,
-    arrow,
-    is_detail_metric,
-    ordered_difficulties,
-    ordered_metrics,
-    significance_cell,
-    significance_header,
-)
-from pytest_queryeval.report.terminal import SPEND_HEADERS, spend_cell
+from ..baseline.compare import Comparison, MetricDelta
+from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
+from .columns import is_detail_metric, ordered_difficulties, ordered_metrics
+from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
 
 __all__ = ["render_markdown"]
 
