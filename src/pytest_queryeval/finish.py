@@ -164,7 +164,7 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     public = [{k: v for k, v in r.items() if k != "path"} for r in records]
     report = build_report(state, public, started, exitstatus, gates, _model(state, records))
     if state.audit:
-        from .audit import audit_report
+        from .report.audit import audit_report
 
         report["audit"] = audit_report(public, state.audit)
     config.hook.pytest_queryeval_report(report=report, config=config)
@@ -172,7 +172,7 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     config.stash[SUMMARY] = lines  # shown even if writing a report fails in conclude()
     out = outputs(config, state, records)
     if state.audit:
-        from .audit import summary_lines as audit_lines
+        from .report.audit import summary_lines as audit_lines
 
         out.after_gates = ["", *audit_lines(report["audit"])]
         out.skip_compare = "baseline: not compared in a gold audit"

@@ -208,7 +208,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
                      "near_miss": near_miss_aggregate(records)}
     mode = _audit_mode(shards[0][1])
     if mode is not None:
-        from .audit import audit_report
+        from .report.audit import audit_report
 
         merged.report["audit"] = audit_report(records, mode)
     return merged
@@ -324,7 +324,7 @@ def run(argv: Sequence[str]) -> int:
                   spider_table=args.spider_table, display=lambda p: _display(p, cwd),
                   significance=_significance(args.significance))
     if report.get("audit") is not None:  # as the plugin ends an audit
-        from .audit import summary_lines as audit_lines
+        from .report.audit import summary_lines as audit_lines
 
         if args.update_baseline:
             print("queryeval merge: invalid options:\n  --queryeval-update-baseline cannot be "

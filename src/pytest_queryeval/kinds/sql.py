@@ -25,7 +25,7 @@ import difflib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import (
     ConfigError,
@@ -52,6 +52,9 @@ from ._query import (
     run_gold,
 )
 from ._query import rank as rank_alternative
+
+if TYPE_CHECKING:
+    from ..audit import AuditResult
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sql-gold"
@@ -148,6 +151,13 @@ class SqlKind:
         return _hardness(first) if isinstance(first, str) else None
 
     # -- evaluation -----------------------------------------------------------------------------
+
+    def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
+        """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
+        prediction (:mod:`..audit.query`)."""
+        from ..audit.query import audit_query
+
+        audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
