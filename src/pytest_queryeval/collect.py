@@ -18,6 +18,7 @@ from .engine import Session, run_case
 from .errors import ConfigError
 from .gcpolicy import FreezePolicy, gc_paused
 from .model import Case, Threshold
+from .paths import display
 from .report.records import case_record
 from .report.terminal import failure_text
 from .suitecheck import MetricCatalog
@@ -68,10 +69,7 @@ class State:
         return MetricCatalog(kind_registry.known_kinds(), self.is_metric, self.custom_metrics)
 
     def display(self, path: Path) -> str:
-        try:
-            return str(path.resolve().relative_to(self.config.rootpath))
-        except ValueError:
-            return str(path)
+        return display(path, self.config.rootpath)
 
     def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None:
         """A marker for a YAML name, registered on the fly so ``--strict-markers`` holds."""

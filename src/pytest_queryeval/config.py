@@ -21,6 +21,7 @@ from typing import Any
 from .errors import ConfigError
 from .metricnames import PASS_RATE
 from .model import Threshold
+from .paths import display
 from .pricing import Price, parse_pricing
 from .secrets import url_passwords
 from .thresholds import parse_threshold
@@ -372,10 +373,7 @@ class ConfigFinder:
         self.reports: dict[Path, LayerReport] = {}
 
     def _display(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.rootdir))
-        except ValueError:
-            return str(path)
+        return display(path, self.rootdir, resolve=False)
 
     def for_directory(self, directory: Path) -> SuiteConfig:
         directory = directory.resolve()

@@ -19,6 +19,7 @@ from .collect import State
 from .conclude import Outputs, aggregates_of, conclude, run_settings, suite_key
 from .config import Gate
 from .nearmiss import aggregate as near_miss_aggregate
+from .paths import display
 from .repeats import flaky_cases
 
 SUMMARY = pytest.StashKey[list[str]]()
@@ -104,10 +105,7 @@ def _gates(state: State, records: list[dict[str, Any]]) -> list[Gate]:
 
 
 def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve())) or "."
-    except ValueError:
-        return str(path)
+    return display(path, root)
 
 
 def _baseline_path(config: pytest.Config, state: State, records: list[dict[str, Any]]) -> Path:

@@ -30,6 +30,7 @@ from .conclude import Outputs, aggregates_of, conclude, run_settings
 from .config import Gate
 from .errors import QueryEvalError
 from .nearmiss import aggregate as near_miss_aggregate
+from .paths import display
 from .repeats import flaky_cases
 from .verdict import update_refusals
 
@@ -367,10 +368,7 @@ def _significance(value: str | None) -> float | None:
 
 
 def _display(path: Path, base: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path)
+    return display(path, base)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
