@@ -21,12 +21,12 @@ Flow of one case (see docs/sql-sources.md):
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..config import suggest
 from ..errors import (
     ConfigError,
     GoldError,
@@ -749,8 +749,7 @@ def _conditions_order(conditions: Any) -> bool:
         raise ConfigError("must be a mapping such as {order: true}", key="conditions")
     for key, value in conditions.items():
         if key not in CONDITION_KEYS:
-            hint = difflib.get_close_matches(str(key), CONDITION_KEYS, n=1)
-            raise ConfigError("unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            raise ConfigError("unknown key" + suggest(str(key), CONDITION_KEYS)
                               + f"; known: {', '.join(CONDITION_KEYS)}", key=f"conditions.{key}")
         if key in ("order", "distinct") and not isinstance(value, bool):
             raise ConfigError("must be true or false", key=f"conditions.{key}")
