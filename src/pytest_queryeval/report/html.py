@@ -28,6 +28,8 @@ from ..metricnames import (
 from ..safetext import printable
 from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
 from .json_report import write_atomic
+from .numbers import doc_num as _num
+from .numbers import doc_pct as _pct
 from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
 
 __all__ = ["render_html", "write_html"]
@@ -151,14 +153,6 @@ SCRIPT = """
 def e(value: Any) -> str:
     """Escape for text and attribute values."""
     return html.escape("" if value is None else str(value), quote=True)
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    return "–" if value is None else f"{float(value):.{digits}f}"
-
-
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{float(value) * 100:.1f} %"
 
 
 def _value_text(value: Any) -> str:

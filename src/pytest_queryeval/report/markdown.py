@@ -15,6 +15,8 @@ from typing import Any
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
 from .columns import is_detail_metric, ordered_difficulties, ordered_metrics
+from .numbers import doc_num as _num
+from .numbers import doc_pct as _pct
 from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
 
 __all__ = ["render_markdown"]
@@ -52,14 +54,6 @@ def fence(text: str, lang: str = "") -> str:
     """A fenced block longer than any backtick run inside (code blocks show text literally)."""
     ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{float(value) * 100:.1f} %"
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    return "–" if value is None else f"{float(value):.{digits}f}"
 
 
 def _value_text(value: Any) -> str:

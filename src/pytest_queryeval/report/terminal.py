@@ -12,6 +12,7 @@ from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from .columns import is_detail_metric, is_spider_component
 from .numbers import num, signed
+from .numbers import pct as _pct
 
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
@@ -177,10 +178,6 @@ def _score(c: Mapping[str, Any]) -> float:
 def _one_line(text: str, limit: int = 110) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
 
 
 def _row(kind: str, diff: str, stats: Mapping[str, Any], metrics: list[str],
