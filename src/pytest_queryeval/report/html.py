@@ -247,7 +247,7 @@ def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:
 
 def _near_misses(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> str:
     """Failing cases a documented relaxation would pass (they explain, never change, a verdict)."""
-    from pytest_queryeval.nearmiss import RELAXATIONS
+    from ..nearmiss import RELAXATIONS
 
     groups = [("overall", "", agg.get("overall") or {})]
     for scope in ("by_kind", "by_difficulty"):
