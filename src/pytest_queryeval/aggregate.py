@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Gate
-from .kinds import RECORDED_METRICS
+from .metricnames import PASSED_OUTCOMES, RECORDED_METRICS
 from .verdict import judged_outcome
 
 #: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
@@ -34,7 +34,7 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         outcome = rec.get("outcome")
         if outcome == "xfailed" and judged_outcome(rec) == "failed":
             granted += 1  # xfailed by --queryeval-verdict: still a failure for the pass rate
-        if outcome in ("passed", "xpassed"):
+        if outcome in PASSED_OUTCOMES:
             passed += 1
         elif outcome == "failed":
             failed += 1

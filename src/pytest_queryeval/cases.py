@@ -7,7 +7,6 @@ affected case, so that one typo fails one item and the rest of the suite still r
 from __future__ import annotations
 
 import csv
-import difflib
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from . import kinds as kind_registry
 from .config import SuiteConfig
+from .config import suggest as _suggest
 from .errors import ConfigError
 from .model import Case, Threshold
 from .results import ResultTable
@@ -60,11 +60,6 @@ class _Errors:
         if not path.strip() or path != " ".join(path.split()):
             path = repr(path)  # a blank or whitespace-padded key must stay visible
         self.items.append(f"{self.file}:{line}: {path}: {message}")
-
-
-def _suggest(name: str, options: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(options), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def is_turn_list(data: list[Any]) -> bool:
@@ -476,14 +471,4 @@ def _line_for(entry: Any, key_path: str) -> int:
 
 
 def _names_hint(kind: str) -> list[str]:
-    try:
-        k = kind_registry.get_kind(kind)
-    except (KeyError, ImportError):
-        return []
-    names = getattr(k, "metric_names", None)
-    if callable(names):
-        try:
-            return list(names())
-        except Exception:
-            return []
-    return list(names) if isinstance(names, Iterable) else []
+    return kind_registry.declared_metrics(kind)

@@ -18,7 +18,7 @@ from .engine import Session, run_case
 from .errors import ConfigError
 from .gcpolicy import FreezePolicy, gc_paused
 from .model import Case, Threshold
-from .repeats import REPEAT_METRICS
+from .paths import display
 from .report.records import case_record
 from .report.terminal import failure_text
 from .suitecheck import MetricCatalog
@@ -62,23 +62,14 @@ class State:
     exchange_root: Any = None
 
     def is_metric(self, kind: str, name: str) -> bool:
-        if name in kind_registry.RECORDED_METRICS or name in REPEAT_METRICS \
-                or name in self.custom_metrics.get(kind, ()):
-            return True
-        try:
-            return bool(kind_registry.get_kind(kind).is_metric(name))
-        except (KeyError, ImportError):
-            return False
+        return kind_registry.is_metric(kind, name, self.custom_metrics.get(kind, ()))
 
     def catalog(self) -> MetricCatalog:
         """The metrics of every kind this session knows (checks of suite-wide names)."""
         return MetricCatalog(kind_registry.known_kinds(), self.is_metric, self.custom_metrics)
 
     def display(self, path: Path) -> str:
-        try:
-            return str(path.resolve().relative_to(self.config.rootpath))
-        except ValueError:
-            return str(path)
+        return display(path, self.config.rootpath)
 
     def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None:
         """A marker for a YAML name, registered on the fly so ``--strict-markers`` holds."""

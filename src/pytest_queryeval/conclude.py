@@ -106,7 +106,9 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     baseline. Returns whether the gates or the baseline fail the run. A report that cannot be
     written raises QueryEvalError after the others are written.
     """
-    from .report import baseline as bl
+    from .baseline.compare import compare, parse_max_drop
+    from .baseline.store import load_baseline, write_baseline
+    from .report.terminal import format_comparison
 
     gates = report.get("gates") or []
     lines.extend(summary_lines(report, tags=out.tags, worst=out.worst,
@@ -125,17 +127,17 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
                      "this run writes it")
     elif out.compare and path is not None:
         try:
-            max_drop = bl.parse_max_drop(out.max_drop)
+            max_drop = parse_max_drop(out.max_drop)
         except ValueError as exc:
             raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
         try:
-            base = bl.load_baseline(path)
+            base = load_baseline(path)
         except (OSError, ValueError) as exc:
             raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
-        comparison = bl.compare(report, base, max_drop or None, significance=out.significance)
+        comparison = compare(report, base, max_drop or None, significance=out.significance)
         report["baseline"] = comparison.to_dict()
         lines.append("")
-        lines.extend(bl.format_comparison(comparison, spider_components=out.spider_table))
+        lines.extend(format_comparison(comparison, spider_components=out.spider_table))
         failed = failed or not comparison.passed
     elif out.max_drop:
         lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
@@ -151,7 +153,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
                              "to write it anyway.")
             failed = True
         else:
-            bl.write_baseline(report, path)
+            write_baseline(report, path)
             forced = f" (forced: {'; '.join(why)})" if why else ""
             written.append(f"baseline updated: {path}{forced}")
     lines.extend(written)

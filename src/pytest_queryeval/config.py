@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .metricnames import PASS_RATE
 from .model import Threshold
+from .paths import display
 from .pricing import Price, parse_pricing
 from .secrets import url_passwords
 from .thresholds import parse_threshold
@@ -94,7 +96,7 @@ class SuiteConfig:
     predictions_errors: list[str] = field(default_factory=list)
     thresholds: dict[str, tuple[Threshold, str]] = field(default_factory=dict)
     gates: dict[str, Gate] = field(default_factory=dict)
-    #: ``gates: {significance: 0.05}``: the baseline gate's alpha (see report.baseline)
+    #: ``gates: {significance: 0.05}``: the baseline gate's alpha (see baseline.compare)
     significance: float | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     model: str | None = None  #: ``model:``, the label of the model under test in the reports
@@ -261,7 +263,6 @@ GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag
                        "allow_empty"})
 #: A metric gate's bound: the key, the statistic it bounds, and how.
 METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("total", "<=")}
-PASS_RATE = "pass_rate"
 #: ``gates: {significance: alpha}`` sets the baseline gate's significance level.
 SIGNIFICANCE = "significance"
 
@@ -372,10 +373,7 @@ class ConfigFinder:
         self.reports: dict[Path, LayerReport] = {}
 
     def _display(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.rootdir))
-        except ValueError:
-            return str(path)
+        return display(path, self.rootdir, resolve=False)
 
     def for_directory(self, directory: Path) -> SuiteConfig:
         directory = directory.resolve()

@@ -353,7 +353,8 @@ def run_case(case: Case, session: Session) -> CaseOutcome:
 
 def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutcome:
     """One prediction of the case, scored and judged on its own."""
-    from .repeats import REPEAT_METRICS, signature
+    from .metricnames import REPEAT_METRICS
+    from .repeats import signature
 
     try:
         prediction = session.predict(case, repeat)
@@ -401,8 +402,8 @@ def _near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[[], Any]
                details: dict[str, Any], diff: list[str]) -> None:
     """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
     never a metric or a verdict. A relaxation that breaks is left out, never the case."""
+    from .metricnames import REPEAT_METRICS
     from .nearmiss import describe, flips
-    from .repeats import REPEAT_METRICS
 
     try:
         values = relaxed()

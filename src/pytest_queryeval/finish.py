@@ -19,6 +19,7 @@ from .collect import State
 from .conclude import Outputs, aggregates_of, conclude, run_settings, suite_key
 from .config import Gate
 from .nearmiss import aggregate as near_miss_aggregate
+from .paths import display
 from .repeats import flaky_cases
 
 SUMMARY = pytest.StashKey[list[str]]()
@@ -104,10 +105,7 @@ def _gates(state: State, records: list[dict[str, Any]]) -> list[Gate]:
 
 
 def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve())) or "."
-    except ValueError:
-        return str(path)
+    return display(path, root)
 
 
 def _baseline_path(config: pytest.Config, state: State, records: list[dict[str, Any]]) -> Path:
@@ -164,7 +162,7 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     public = [{k: v for k, v in r.items() if k != "path"} for r in records]
     report = build_report(state, public, started, exitstatus, gates, _model(state, records))
     if state.audit:
-        from .audit import audit_report
+        from .report.audit import audit_report
 
         report["audit"] = audit_report(public, state.audit)
     config.hook.pytest_queryeval_report(report=report, config=config)
@@ -172,7 +170,7 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
     config.stash[SUMMARY] = lines  # shown even if writing a report fails in conclude()
     out = outputs(config, state, records)
     if state.audit:
-        from .audit import summary_lines as audit_lines
+        from .report.audit import summary_lines as audit_lines
 
         out.after_gates = ["", *audit_lines(report["audit"])]
         out.skip_compare = "baseline: not compared in a gold audit"

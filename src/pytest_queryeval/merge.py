@@ -30,6 +30,7 @@ from .conclude import Outputs, aggregates_of, conclude, run_settings
 from .config import Gate
 from .errors import QueryEvalError
 from .nearmiss import aggregate as near_miss_aggregate
+from .paths import display
 from .repeats import flaky_cases
 from .verdict import update_refusals
 
@@ -74,7 +75,7 @@ def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-    from .report.baseline import incomparable
+    from .baseline.compare import incomparable
 
     first_name, first = shards[0]
     first_run = first["run"]
@@ -208,7 +209,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
                      "near_miss": near_miss_aggregate(records)}
     mode = _audit_mode(shards[0][1])
     if mode is not None:
-        from .audit import audit_report
+        from .report.audit import audit_report
 
         merged.report["audit"] = audit_report(records, mode)
     return merged
@@ -276,7 +277,7 @@ def _usage(args: argparse.Namespace) -> list[str]:
                                       for n in ("json", "xlsx", "html", "markdown")},
                              xlsx=bool(args.xlsx), worst=args.worst)
     if args.significance is not None:
-        from .report.baseline import parse_significance
+        from .significance import parse_significance
 
         try:
             parse_significance(args.significance, "--queryeval-significance")
@@ -324,7 +325,7 @@ def run(argv: Sequence[str]) -> int:
                   spider_table=args.spider_table, display=lambda p: _display(p, cwd),
                   significance=_significance(args.significance))
     if report.get("audit") is not None:  # as the plugin ends an audit
-        from .audit import summary_lines as audit_lines
+        from .report.audit import summary_lines as audit_lines
 
         if args.update_baseline:
             print("queryeval merge: invalid options:\n  --queryeval-update-baseline cannot be "
@@ -361,16 +362,13 @@ def run(argv: Sequence[str]) -> int:
 def _significance(value: str | None) -> float | None:
     if value is None:
         return None
-    from .report.baseline import parse_significance
+    from .significance import parse_significance
 
     return parse_significance(value, "--queryeval-significance")
 
 
 def _display(path: Path, base: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path)
+    return display(path, base)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from .results import ResultTable
 
 if TYPE_CHECKING:
+    from .audit import AuditResult
     from .sources.base import DataSource
 
 #: Marker for "no inline prediction" (``None`` is a legitimate prediction value).
@@ -206,4 +207,18 @@ class Kind(Protocol):
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         """Score one prediction. Raise :class:`~pytest_queryeval.errors.QueryEvalError` for
         infrastructure errors (source unavailable, broken gold); model mistakes are scored."""
+        ...
+
+
+class AuditingKind(Kind, Protocol):
+    """A kind that audits its own golds (``--queryeval-audit-golds``, :mod:`.audit`).
+
+    ``audit`` is optional: a kind without it, a custom kind too, has each gold scored as its
+    own prediction (:func:`.audit.self_check`); one with it adds what only it can check (the
+    query kinds execute and lint their golds, SDMX checks its codelists).
+    """
+
+    def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
+        """Add the case's findings to ``result``; raise
+        :class:`~pytest_queryeval.errors.SourceUnavailable` when the source cannot be reached."""
         ...

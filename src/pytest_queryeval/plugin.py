@@ -369,7 +369,7 @@ def _load_verdicts(config: pytest.Config, state: State) -> None:
 
             state.verdicts = Verdicts("gates", None)
         return
-    from .report.baseline import load_baseline
+    from .baseline.store import load_baseline
     from .verdict import Verdicts, baseline_file, suite_dir
 
     path = baseline_file(config.getoption("queryeval_baseline"),

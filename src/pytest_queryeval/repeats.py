@@ -20,15 +20,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .kinds import USAGE_METRICS
+from .metricnames import REPEAT_METRICS, USAGE_METRICS
 from .model import Case, Threshold
 from .thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
     from .engine import CaseOutcome
 
-#: Metrics only a repeated case records (every kind accepts them in thresholds and gates).
-REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
 #: ``repeat_verdict`` values: the case passes when all, more than half, or any of its runs pass.
 VERDICTS = ("all", "majority", "any")
 #: Why a case with an inline or recorded prediction runs once whatever ``repeat`` says.

@@ -12,6 +12,9 @@ MASK = "***"
 #: ``scheme://user:password@`` in free text: the password may hold ``/`` (SQLAlchemy accepts
 #: it), not blanks (the text goes on); a configured URL's password is also a literal secret.
 _URL_PASSWORD = re.compile(r"(?P<scheme>[a-zA-Z][\w+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@\s]+)@")
+#: ``?password=...`` in a URL's query string (some dialects take credentials there).
+QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pwd|passwd)=)(?P<pw>[^&\s]*)",
+                            re.IGNORECASE)
 #: A whole configured URL, read as SQLAlchemy reads it: the password runs to the first ``@``
 #: (``/`` and blanks included).
 _CONFIG_URL = re.compile(r"^\s*[a-zA-Z][\w+.-]*://[^:/@]*:(?P<pw>[^@]*)@")
@@ -22,8 +25,10 @@ QUIET_LOGGERS = ("sqlglot",)
 
 
 def mask_url(text: str) -> str:
-    """``scheme://user:secret@host`` -> ``scheme://user:***@host``."""
-    return _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    """``scheme://user:secret@host`` -> ``scheme://user:***@host`` and ``?password=secret``
+    -> ``?password=***``, anywhere in ``text``."""
+    text = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    return QUERY_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
 
 
 def url_passwords(text: str) -> set[str]:

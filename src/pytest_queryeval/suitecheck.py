@@ -25,9 +25,9 @@ from pathlib import Path
 
 from . import kinds as kind_registry
 from .cases import FILE_KEYS, OPTION_KEYS_COMMON
-from .config import PASS_RATE, ConfigFinder, suggest
+from .config import ConfigFinder, suggest
 from .errors import QueryEvalError
-from .repeats import REPEAT_METRICS
+from .metricnames import PASS_RATE, RECORDED_METRICS, REPEAT_METRICS
 
 #: Keys of ``defaults:`` that are not case keys, with what to write instead.
 _DEFAULTS_INSTEAD = {
@@ -42,23 +42,22 @@ _LINE = re.compile(r"^[^\n]*?:(\d+): ")
 class MetricCatalog:
     """The metrics each kind of the session can produce, for checks and did-you-mean hints."""
 
-    def __init__(self, kinds: Iterable[str], is_metric: Callable[[str, str], bool],
+    def __init__(self, kinds: Iterable[str], is_metric: Callable[[str, str], bool] | None = None,
                  custom: Mapping[str, Iterable[str]] | None = None) -> None:
         self.kinds = sorted(kinds)
-        self._is_metric = is_metric
         self._custom = {k: list(v) for k, v in (custom or {}).items()}
+        self._is_metric = is_metric or self.is_metric
         self._names: dict[str, list[str]] = {}
+
+    def is_metric(self, kind: str, name: str) -> bool:
+        """Whether ``kind`` produces ``name`` (:func:`.kinds.is_metric` with the custom names)."""
+        return kind_registry.is_metric(kind, name, self._custom.get(kind, ()))
 
     def names(self, kind: str) -> list[str]:
         """Names ``kind`` declares (its ``metric_names()``, timing and custom metrics)."""
         if kind not in self._names:
-            names = set(kind_registry.RECORDED_METRICS) | set(self._custom.get(kind, ())) \
-                | REPEAT_METRICS
-            try:
-                declared = getattr(kind_registry.get_kind(kind), "metric_names", None)
-                names.update(declared() if callable(declared) else declared or ())
-            except Exception:  # a broken custom kind: its cases report it, hints do without
-                pass
+            names = set(RECORDED_METRICS) | set(self._custom.get(kind, ())) | REPEAT_METRICS
+            names.update(kind_registry.declared_metrics(kind))
             self._names[kind] = sorted(map(str, names))
         return self._names[kind]
 
@@ -181,7 +180,7 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
             problems.append(problem)
     max_drop = list(max_drop)
     if max_drop:
-        from .report.baseline import GLOBAL, parse_max_drop
+        from .baseline.compare import GLOBAL, parse_max_drop
 
         try:
             drops = parse_max_drop(max_drop)
@@ -214,7 +213,7 @@ def check_baseline(path: Path, update: bool) -> list[str]:
     collection."""
     if update and not path.exists():
         return []
-    from .report.baseline import load_baseline
+    from .baseline.store import load_baseline
 
     try:
         load_baseline(path)

@@ -21,6 +21,7 @@ from pytest_queryeval.cases import CASE_KEYS, FILE_KEYS, load_cases
 from pytest_queryeval.config import ConfigFinder, SuiteConfig
 from pytest_queryeval.engine import Session, run_case
 from pytest_queryeval.errors import ConfigError
+from pytest_queryeval.metricnames import TIMING_METRICS
 from pytest_queryeval.model import Case
 from pytest_queryeval.suitecheck import MetricCatalog, check_suite
 
@@ -33,7 +34,7 @@ FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
 
 
 def is_metric(kind: str, name: str) -> bool:
-    if name in kind_registry.TIMING_METRICS:
+    if name in TIMING_METRICS:
         return True
     try:
         return bool(kind_registry.get_kind(kind).is_metric(name))

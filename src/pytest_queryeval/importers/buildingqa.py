@@ -26,10 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
+
+from ._common import ImportProblem, dump_yaml, tag
 
 CONFIG_FILE = "queryeval.yaml"
 #: Used only for prefixes the graph file does not declare.
@@ -46,18 +47,6 @@ WELL_KNOWN = {
     "sh": "http://www.w3.org/ns/shacl#",
     "skos": "http://www.w3.org/2004/02/skos/core#",
 }
-
-
-class ImportError_(ValueError):
-    """A problem of the input files (reported as ``queryeval-import buildingqa: ...``)."""
-
-
-def tag(text: str) -> str:
-    """A marker-safe tag: lower case, runs of other characters become ``_``."""
-    t = re.sub(r"[^a-z0-9_.+-]+", "_", text.strip().lower()).strip("_")
-    if not t or t[0].isdigit():
-        t = "t_" + t
-    return t
 
 
 def graph_prefixes(ttl: Path) -> dict[str, str]:
@@ -84,7 +73,7 @@ def with_prefixes(query: str, prefixes: dict[str, str], where: str) -> str:
             continue
         iri = prefixes.get(label, WELL_KNOWN.get(label))
         if iri is None:
-            raise ImportError_(f"{where}: prefix {label!r} is used but neither the graph file "
+            raise ImportProblem(f"{where}: prefix {label!r} is used but neither the graph file "
                                "nor the well-known list declares it")
         lines.append(f"PREFIX {label}: <{iri}>")
     body = query.strip()
@@ -96,12 +85,12 @@ def read_benchmark(path: Path) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ImportError_(f"{path}: not JSON: {exc}") from None
+        raise ImportProblem(f"{path}: not JSON: {exc}") from None
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not all(isinstance(b, dict) and isinstance(
             b.get("queries"), list) for b in data):
-        raise ImportError_(f"{path}: expected a list of {{building_id, queries: [...]}}")
+        raise ImportProblem(f"{path}: expected a list of {{building_id, queries: [...]}}")
     return data
 
 
@@ -116,7 +105,7 @@ def build(buildings: list[dict[str, Any]], prefixes: dict[str, str], *, datasour
             qid = str(q.get("query_id", ""))
             sparql = q.get("sparql_query")
             if not qid or not isinstance(sparql, str):
-                raise ImportError_(f"{source_name}: a query lacks query_id or sparql_query")
+                raise ImportProblem(f"{source_name}: a query lacks query_id or sparql_query")
             gold = with_prefixes(sparql, prefixes, f"{source_name}: {qid}")
             src = q.get("source") or {}
             base_tags = ["buildingqa", tag(bid), tag(qid)]
@@ -131,7 +120,7 @@ def build(buildings: list[dict[str, Any]], prefixes: dict[str, str], *, datasour
                     continue
                 cid = f"{qid}-q{question.get('question_number', len(seen) + 1)}"
                 if cid in seen:
-                    raise ImportError_(f"{source_name}: duplicate case id {cid}")
+                    raise ImportProblem(f"{source_name}: duplicate case id {cid}")
                 seen.add(cid)
                 case: dict[str, Any] = {"id": cid, "question": str(question.get("text", ""))}
                 case["gold"] = gold
@@ -142,22 +131,6 @@ def build(buildings: list[dict[str, Any]], prefixes: dict[str, str], *, datasour
                     case["comments"] = comments
                 cases.append(case)
     return {"kind": "sparql", "datasource": datasource, "cases": cases}
-
-
-def _yaml(data: Any) -> str:
-    import yaml
-
-    class _Literal(yaml.SafeDumper):
-        pass
-
-    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    _Literal.add_representer(str, text)
-    out: str = yaml.dump(data, Dumper=_Literal, sort_keys=False, allow_unicode=True,
-                         width=10_000)
-    return out
 
 
 def _default_ttl(json_path: Path) -> Path:
@@ -190,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     name = args.datasource or tag(bldg)
     try:
         if not graph.is_file():
-            raise ImportError_(f"graph file not found: {graph} (give --graph)")
+            raise ImportProblem(f"graph file not found: {graph} (give --graph)")
         buildings = read_benchmark(bench)
         suite = build(buildings, graph_prefixes(graph), datasource=name,
                       source_name=bench.name, oracle=args.oracle, human_only=args.human_only)
@@ -200,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     cases_file = out / f"test_buildingqa_{tag(bldg)}.yaml"
-    cases_file.write_text(_yaml(suite), encoding="utf-8")
+    cases_file.write_text(dump_yaml(suite), encoding="utf-8")
     spec: dict[str, Any]
     if args.endpoint:
         spec = {"type": "sparql", "endpoint": args.endpoint}
@@ -222,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             config = loaded
             config.setdefault("datasources", {})
     config["datasources"][name] = spec
-    config_file.write_text(_yaml(config), encoding="utf-8")
+    config_file.write_text(dump_yaml(config), encoding="utf-8")
     print(f"wrote {cases_file} ({len(suite['cases'])} cases), {config_file}")
     return 0
 

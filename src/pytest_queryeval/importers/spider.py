@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..errors import QueryEvalError
+from ._common import dump_yaml
 
 CASES_FILE = "test_spider.yaml"
 CONFIG_FILE = "queryeval.yaml"
@@ -71,10 +70,6 @@ def build(gold: list[dict[str, Any]], pred: list[str] | None, *, datasource: str
     return suite, preds
 
 
-def _yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="queryeval-import spider", description=__doc__)
     ap.add_argument("--gold", required=True, type=Path,
@@ -104,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    (out / CASES_FILE).write_text(_yaml(suite), encoding="utf-8")
+    (out / CASES_FILE).write_text(dump_yaml(suite), encoding="utf-8")
     written = [out / CASES_FILE]
     if args.predictions_file:
         path = out / args.predictions_file
@@ -117,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             "type": "spider-schema", "tables": tables.as_posix()}}}
         if args.predictions_file:
             config["predictions"] = {"source": "file", "path": args.predictions_file}
-        (out / CONFIG_FILE).write_text(_yaml(config), encoding="utf-8")
+        (out / CONFIG_FILE).write_text(dump_yaml(config), encoding="utf-8")
         written.append(out / CONFIG_FILE)
     print("wrote " + ", ".join(str(p) for p in written))
     if args.print_table:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from typing import Any
 
+from ..metricnames import RECORDED_METRICS, REPEAT_METRICS
 from ..model import Kind
 
 #: Built-in kinds as ``module:Class`` so that heavy imports stay lazy.
@@ -14,13 +16,6 @@ KIND_CLASSES: dict[str, str] = {
     "json": "pytest_queryeval.kinds.json:JsonKind",
     "sdmx": "pytest_queryeval.kinds.sdmx:SdmxKind",
 }
-
-#: Informational timing metrics every kind records (thresholds use ``{max: seconds}``).
-TIMING_METRICS = frozenset({"gold_seconds", "predicted_seconds", "prediction_seconds"})
-#: What a prediction source's usage report records for every kind (lower is better too).
-USAGE_METRICS = frozenset({"prompt_tokens", "completion_tokens", "cost_usd"})
-#: The metrics every kind may carry beside its own (thresholds use ``{max: x}``).
-RECORDED_METRICS = TIMING_METRICS | USAGE_METRICS
 
 _instances: dict[str, Kind] = {}
 #: Kinds registered by plugins or conftests (``pytest_queryeval_kinds``).
@@ -57,3 +52,26 @@ def get_kind(name: str) -> Kind:
         raise KeyError(name)
     _instances[name] = inst
     return inst  # type: ignore[no-any-return]
+
+
+def is_metric(kind: str, name: str, custom: Iterable[str] = ()) -> bool:
+    """Whether ``name`` is a metric of ``kind``: one every kind records (timing, usage,
+    repeat statistics), one of ``custom`` (``pytest_queryeval_metric_names``) or one the kind
+    itself says it scores. An unknown or unimportable kind has none."""
+    if name in RECORDED_METRICS or name in REPEAT_METRICS or name in custom:
+        return True
+    try:
+        return bool(get_kind(kind).is_metric(name))
+    except (KeyError, ImportError):
+        return False
+
+
+def declared_metrics(kind: str) -> list[str]:
+    """The metric names ``kind`` lists (its ``metric_names``), for did-you-mean hints; none
+    for an unknown or broken kind (its cases report what is wrong with it)."""
+    try:
+        declared = getattr(get_kind(kind), "metric_names", None)
+        names = declared() if callable(declared) else declared
+        return list(names) if isinstance(names, Iterable) else []
+    except Exception:
+        return []

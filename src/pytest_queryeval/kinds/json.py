@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..embeddings import DEFAULT_BATCH_SIZE, Embedder, ModelRef, load_model, resolve_model
 from ..errors import GoldError
@@ -31,6 +31,9 @@ from ..metrics.json_similarity import (
     value_text,
 )
 from ..model import MISSING, Case, Context, Scored
+
+if TYPE_CHECKING:
+    from ..audit import AuditResult
 
 METRICS = ("structural_similarity", "semantic_similarity", "json_similarity")
 #: Shared keys shown in a failure diff, lowest cosine first.
@@ -190,6 +193,15 @@ class JsonKind:
             except (TypeError, ValueError) as exc:
                 problems.append(("gold", f"not JSON data: {exc}"))
         return problems
+
+    def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
+        """``--queryeval-audit-golds``: the gold must be strict JSON (:mod:`..audit.jsonlint`)
+        and score 1 as its own prediction."""
+        from ..audit import self_check
+        from ..audit.jsonlint import lint_json
+
+        lint_json(case.gold, result)
+        self_check(case, self, ctx, result, case.gold, None)
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         opts = JsonOptions.from_case(case)

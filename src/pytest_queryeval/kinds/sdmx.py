@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import GoldError, PredictionError
 from ..fences import note as note_fence
@@ -36,6 +36,9 @@ from ..metrics.sdmx import (
     score_turn,
 )
 from ..model import MISSING, Case, Context, Scored
+
+if TYPE_CHECKING:
+    from ..audit import AuditResult
 
 _PER_DIMENSION = re.compile(r"^(precision|recall|f1)\[[^\[\]]+\]$")
 #: Turn keys; ``predicted`` is the inline prediction of that turn.
@@ -176,6 +179,19 @@ class SdmxKind:
         if n_targets == 0:
             problems.append(("conversation", "no user turn has a target"))
         return problems
+
+    def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
+        """``--queryeval-audit-golds``: every target and alternative target scored as the
+        prediction, its codes checked against the codelists (:mod:`..audit.sdmx`)."""
+        from ..audit.sdmx import audit_targets
+
+        try:
+            turns = target_turns(case.raw)
+        except SelectionError as exc:
+            result.add("invalid-case", f"target: {exc}")
+            return
+        audit_targets(case, self, ctx, result, turns,
+                      by_name="name" in match_options(case.options).match_on)
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         options = match_options(case.options)

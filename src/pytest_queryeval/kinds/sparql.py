@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import (
     ConfigError,
@@ -44,6 +44,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..fences import note as note_fence
+from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DataSource
@@ -58,9 +59,11 @@ from ._query import (
 )
 from ._query import rank as rank_alternative
 
+if TYPE_CHECKING:
+    from ..audit import AuditResult
+
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sparql-gold"
-TIMING = ("gold_seconds", "predicted_seconds")
 XSD_BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
 _PREDICTION_KEYS = ("sparql", "query", "predicted")
 
@@ -139,6 +142,13 @@ class SparqlKind:
         return problems
 
     # -- evaluation -----------------------------------------------------------------------------
+
+    def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
+        """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
+        prediction (:mod:`..audit.query`)."""
+        from ..audit.query import audit_query
+
+        audit_query(case, self, ctx, result, "sparql")
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         pred_query, fence = fenced_prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)

@@ -21,12 +21,12 @@ Flow of one case (see docs/sql-sources.md):
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..config import suggest
 from ..errors import (
     ConfigError,
     GoldError,
@@ -37,6 +37,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..fences import note as note_fence
+from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
@@ -52,9 +53,11 @@ from ._query import (
 )
 from ._query import rank as rank_alternative
 
+if TYPE_CHECKING:
+    from ..audit import AuditResult
+
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sql-gold"
-TIMING = ("gold_seconds", "predicted_seconds")
 EFFICIENCY = ("ves", "r_ves")
 #: Iterations allowed for ``efficiency`` (each runs gold and prediction once more).
 MAX_ITERATIONS = 1000
@@ -148,6 +151,13 @@ class SqlKind:
         return _hardness(first) if isinstance(first, str) else None
 
     # -- evaluation -----------------------------------------------------------------------------
+
+    def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
+        """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
+        prediction (:mod:`..audit.query`)."""
+        from ..audit.query import audit_query
+
+        audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
@@ -739,8 +749,7 @@ def _conditions_order(conditions: Any) -> bool:
         raise ConfigError("must be a mapping such as {order: true}", key="conditions")
     for key, value in conditions.items():
         if key not in CONDITION_KEYS:
-            hint = difflib.get_close_matches(str(key), CONDITION_KEYS, n=1)
-            raise ConfigError("unknown key" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            raise ConfigError("unknown key" + suggest(str(key), CONDITION_KEYS)
                               + f"; known: {', '.join(CONDITION_KEYS)}", key=f"conditions.{key}")
         if key in ("order", "distinct") and not isinstance(value, bool):
             raise ConfigError("must be true or false", key=f"conditions.{key}")

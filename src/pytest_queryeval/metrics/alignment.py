@@ -17,7 +17,8 @@ from math import perm
 from operator import attrgetter, itemgetter
 from typing import Any, Literal
 
-from pytest_queryeval.metrics._alignment_search import (
+from ..results import FIRST_ROW_KEYS, ResultTable, Term
+from ._alignment_search import (
     Matrices,
     best_mapping,
     entity_f1,
@@ -26,7 +27,6 @@ from pytest_queryeval.metrics._alignment_search import (
     multiset_tp,
     row_f1,
 )
-from pytest_queryeval.results import FIRST_ROW_KEYS, ResultTable, Term
 
 __all__ = [
     "ALIGNMENT_METRIC_NAMES",

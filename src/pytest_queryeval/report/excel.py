@@ -15,15 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_queryeval.errors import MissingDependency
-from pytest_queryeval.report.baseline import (
-    is_detail_metric,
-    is_timing,
-    is_usage,
-    ordered_difficulties,
-    ordered_metrics,
-)
-from pytest_queryeval.report.json_report import create_temp
+from ..errors import MissingDependency
+from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
+from .columns import is_detail_metric, ordered_difficulties, ordered_metrics
+from .json_report import create_temp
 
 __all__ = ["LATENCY_METRIC", "write_xlsx"]
 
@@ -278,9 +273,9 @@ def _summary_charts(wb: Any, ws: Any, detail: Sequence[tuple[str, str, Mapping[s
 
 
 def _outcome_format(fmt: dict[str, Any], outcome: str) -> Any:
-    if outcome in ("passed", "xpassed"):
+    if outcome in PASSED_OUTCOMES:
         return fmt["passed"]
-    if outcome in ("failed", "error"):
+    if outcome in FAILED_OUTCOMES:
         return fmt["failed"]
     return fmt["other"]
 

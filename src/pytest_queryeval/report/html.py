@@ -16,23 +16,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_queryeval.report.baseline import (
+from ..baseline.compare import Comparison, MetricDelta
+from ..metricnames import (
+    FAILED_OUTCOMES,
     PASS_RATE,
-    Comparison,
-    MetricDelta,
-    arrow,
-    difficulty_of,
-    is_detail_metric,
+    PASSED_OUTCOMES,
+    USAGE_METRICS,
     is_timing,
     lower_is_better,
-    ordered_difficulties,
-    ordered_metrics,
-    significance_cell,
-    significance_header,
 )
-from pytest_queryeval.report.json_report import write_atomic
-from pytest_queryeval.report.terminal import SPEND_HEADERS, USAGE_METRICS, spend_cell
-from pytest_queryeval.safetext import printable
+from ..safetext import printable
+from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
+from .json_report import write_atomic
+from .numbers import doc_num as _num
+from .numbers import doc_pct as _pct
+from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
 
 __all__ = ["render_html", "write_html"]
 
@@ -41,8 +39,6 @@ LATENCY_METRIC = "prediction_seconds"
 CHARTS_PER_KIND = 3
 #: Characters of a predicted/gold value shown in a case's details.
 MAX_VALUE = 20000
-_FAILED = frozenset({"failed", "error"})
-_PASSED = frozenset({"passed", "xpassed"})
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "img-src data:; base-uri 'none'; form-action 'none'")
@@ -159,14 +155,6 @@ def e(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _num(value: Any, digits: int = 3) -> str:
-    return "–" if value is None else f"{float(value):.{digits}f}"
-
-
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{float(value) * 100:.1f} %"
-
-
 def _value_text(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                           indent=2, default=str)
@@ -259,7 +247,7 @@ def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:
 
 def _near_misses(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> str:
     """Failing cases a documented relaxation would pass (they explain, never change, a verdict)."""
-    from pytest_queryeval.nearmiss import RELAXATIONS
+    from ..nearmiss import RELAXATIONS
 
     groups = [("overall", "", agg.get("overall") or {})]
     for scope in ("by_kind", "by_difficulty"):
@@ -398,9 +386,9 @@ def _nice_max(value: float) -> float:
 
 
 def _outcome_color(outcome: str) -> str:
-    if outcome in _PASSED:
+    if outcome in PASSED_OUTCOMES:
         return "#1a7f37"
-    if outcome in _FAILED:
+    if outcome in FAILED_OUTCOMES:
         return "#cf222e"
     return "#8c959f"
 
@@ -621,7 +609,7 @@ def _case_details(case: Mapping[str, Any]) -> str:
     where = f"{case.get('file') or ''}:{case.get('line') or ''}".strip(":")
     if where:
         parts.append(f'<p class="muted">{e(where)}</p>')
-    label = "failure details" if case.get("outcome") in _FAILED else "details"
+    label = "failure details" if case.get("outcome") in FAILED_OUTCOMES else "details"
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
 
 

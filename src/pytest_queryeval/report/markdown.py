@@ -12,19 +12,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_queryeval.report.baseline import (
-    PASS_RATE,
-    Comparison,
-    MetricDelta,
-    arrow,
-    is_detail_metric,
-    lower_is_better,
-    ordered_difficulties,
-    ordered_metrics,
-    significance_cell,
-    significance_header,
-)
-from pytest_queryeval.report.terminal import SPEND_HEADERS, USAGE_METRICS, spend_cell
+from ..baseline.compare import Comparison, MetricDelta
+from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
+from .columns import is_detail_metric, ordered_difficulties, ordered_metrics
+from .numbers import doc_num as _num
+from .numbers import doc_pct as _pct
+from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
 
 __all__ = ["render_markdown"]
 
@@ -35,7 +28,6 @@ MAX_CHARS = 60000
 #: Characters of a predicted/gold value shown per failure.
 MAX_VALUE = 1500
 LATENCY_METRIC = "prediction_seconds"
-_FAILED = ("failed", "error")
 
 #: Inline syntax only (values never start a line): emphasis, code, links, strikethrough, cells.
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -62,14 +54,6 @@ def fence(text: str, lang: str = "") -> str:
     """A fenced block longer than any backtick run inside (code blocks show text literally)."""
     ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{float(value) * 100:.1f} %"
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    return "–" if value is None else f"{float(value):.{digits}f}"
 
 
 def _value_text(value: Any) -> str:
@@ -282,7 +266,7 @@ def _baseline(cmp: Comparison) -> list[str]:
 
 def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
     """Failure blocks, in report order, while they fit in ``budget`` characters."""
-    failed = [c for c in cases if c.get("outcome") in _FAILED]
+    failed = [c for c in cases if c.get("outcome") in FAILED_OUTCOMES]
     if not failed:
         return []
     out = [f"### Failures ({len(failed)})", ""]

@@ -11,6 +11,7 @@ from typing import Any
 from ..config import PATH_KEYS
 from ..engine import CaseOutcome
 from ..model import MISSING, Case
+from ..paths import display
 from ..safetext import no_surrogates
 from ..secrets import Scrubber
 from .caps import cap_record
@@ -27,12 +28,8 @@ def _resolved(path: Path) -> Path:
     return path.resolve()
 
 
-@lru_cache(maxsize=256)
-def _display(path: Path, rootdir: Path) -> str:
-    try:
-        return str(_resolved(path).relative_to(rootdir))
-    except ValueError:
-        return str(path)
+#: :func:`..paths.display`, once per case file
+_display = lru_cache(maxsize=256)(display)
 
 
 #: What a crash record (:func:`crash_record`) takes from the case, as the workers send it.

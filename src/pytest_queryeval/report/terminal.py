@@ -6,9 +6,13 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..baseline.compare import EPSILON, Comparison, MetricDelta
+from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
-from .baseline import is_spider_component
+from .columns import is_detail_metric, is_spider_component
+from .numbers import num, signed
+from .numbers import pct as _pct
 
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
@@ -109,7 +113,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     lines.extend(verdict_lines(report))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
-    bad = [c for c in report["cases"] if judged_outcome(c) in ("failed", "error")]
+    bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
         bad.sort(key=lambda c: (c.get("outcome") != "error", _score(c)))
@@ -176,10 +180,6 @@ def _one_line(text: str, limit: int = 110) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
 def _row(kind: str, diff: str, stats: Mapping[str, Any], metrics: list[str],
          spend: Sequence[tuple[str, str, str, Any]] = ()) -> list[str]:
     del kind
@@ -211,8 +211,7 @@ _SPEND: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
-#: The usage columns of the Markdown and HTML summaries (each a total over the group).
-USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_usd")
+#: Headers of the usage columns of the Markdown and HTML summaries (each a total over the group).
 SPEND_HEADERS = {"prompt_tokens": "prompt tokens", "completion_tokens": "completion tokens",
                  "cost_usd": "cost (USD)"}
 
@@ -332,3 +331,104 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
         out.append("")
         out.extend(str(d) for d in diff)
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# baseline comparison
+
+
+def arrow(d: MetricDelta) -> str:
+    """▲ value went up, ▼ down, = unchanged (direction of the number, not of quality)."""
+    delta = d.delta
+    if delta is None or abs(delta) <= EPSILON:
+        return "="
+    return "▲" if delta > 0 else "▼"
+
+
+def significance_header(cmp: Comparison) -> str:
+    """Column title of the p-value / interval column."""
+    level = 1 - (cmp.significance or 0.05)
+    return f"p / {level:.0%} CI"
+
+
+def significance_cell(d: MetricDelta) -> str:
+    """``p=0.031`` (pass rate), ``[-0.210, -0.040]`` (a metric), ``not significant`` marks."""
+    if d.p_value is not None:
+        text = f"p={d.p_value:.3g}"
+    elif d.ci_low is not None and d.ci_high is not None:
+        text = f"[{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
+    else:
+        return ""
+    return text + (" *" if d.significant else "")
+
+
+def format_comparison(cmp: Comparison, *, max_cases: int = 10,
+                      spider_components: bool = False) -> list[str]:
+    """Compact terminal lines: overall deltas with arrows, failed groups, flips, a verdict.
+    The Spider component scores are left out unless ``spider_components`` (or they failed)."""
+    lines: list[str] = []
+    models = []
+    if cmp.models.get("baseline") or cmp.models.get("current"):
+        models.append(f"model: {cmp.models.get('current') or 'unnamed'} vs baseline "
+                      f"{cmp.models.get('baseline') or 'unnamed'}")
+    if not cmp.comparable:
+        lines.append(f"baseline: not comparable — {cmp.reason}")
+        lines.extend(models)
+        lines.append(f"verdict: {cmp.verdict()}")
+        return lines
+    head = f"baseline: {cmp.common} cases in both runs"
+    if cmp.new_cases or cmp.removed_cases:
+        head += (f", {len(cmp.new_cases)} new, {len(cmp.removed_cases)} removed "
+                 f"(not compared)")
+    lines.append(head)
+    lines.extend(models)
+
+    overall = [d for d in cmp.overall()
+               if spider_components or d.failed or not is_spider_component(d.metric)]
+    spider = len(cmp.overall()) - len(overall)
+    shown = [d for d in overall
+             if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed
+             or (d.delta is not None and abs(d.delta) > EPSILON)]
+    hidden = len(overall) - len(shown)
+    extra = [d for d in cmp.failures if d.scope != "overall"]
+    rows = [(d.metric if d.scope == "overall" else f"{d.metric} ({d.label})", d)
+            for d in [*shown, *extra]]
+    width = max([len("metric"), *(len(name) for name, _ in rows)])
+    sig = cmp.significance is not None
+    lines.append(f"  {'metric':<{width}}  {'baseline':>8}  {'current':>8}  {'delta':>9}  "
+                 f"{'max drop':>8}" + (f"  {significance_header(cmp)}" if sig else ""))
+    for name, d in rows:
+        limit = "" if d.limit is None else f"{d.limit:g}"
+        flag = "  FAIL" if d.failed else ""
+        mark = arrow(d)
+        delta = num(0.0) if mark == "=" and d.delta is not None else signed(d.delta)
+        evidence = f"  {significance_cell(d):<24}" if sig else ""
+        lines.append(f"  {name:<{width}}  {num(d.baseline):>8}  {num(d.current):>8}  "
+                     f"{mark} {delta:>7}  {limit:>8}{evidence}{flag}".rstrip())
+    if sig and cmp.bootstrap:
+        lines.append(f"  (p: exact McNemar on the pass/fail flips; CI: paired bootstrap, "
+                     f"{cmp.bootstrap['n_resamples']:,} resamples, seed "
+                     f"{cmp.bootstrap['seed']}, percentile)")
+    if hidden:
+        lines.append(f"  ({hidden} per-dimension/component metrics unchanged)")
+    if spider:
+        lines.append(f"  ({spider} Spider component metrics: --queryeval-spider-table)")
+
+    if cmp.critical_regressions:
+        lines.append(f"critical pass → fail: {len(cmp.critical_regressions)} (each fails the "
+                     "baseline gate)")
+        lines.extend(f"  {ch.id} [{ch.kind}/{ch.difficulty}] {ch.before} → {ch.after}"
+                     for ch in cmp.critical_regressions[:max_cases])
+    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
+        if not changes:
+            continue
+        lines.append(f"{title}: {len(changes)}")
+        for ch in changes[:max_cases]:
+            why = ", ".join(ch.failed_metrics) or (ch.error or "")
+            lines.append(f"  {ch.id} [{ch.kind}/{ch.difficulty}] {ch.before} → {ch.after}"
+                         + (f"  ({why})" if why and ch.after != "passed" else ""))
+        if len(changes) > max_cases:
+            lines.append(f"  … {len(changes) - max_cases} more")
+    lines.extend(f"warning: {w}" for w in cmp.warnings)
+    lines.append(f"verdict: {cmp.verdict()}")
+    return lines

@@ -46,6 +46,8 @@ from ..errors import (
 )
 from ..results import ResultTable
 from ..sandbox import Sandbox, shared_sandbox
+from ..secrets import MASK, mask_url
+from ..secrets import QUERY_PASSWORD as _QUERY_PASSWORD
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -56,11 +58,7 @@ from .base import (
 from .sandboxed import Reply, call_query, worker_reply
 from .sqlguard import check_read_only, sqlglot_dialect
 
-MASK = "***"
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<pw>[^@/\s]*)@")
-#: ``?password=...`` in a URL's query string (some dialects take credentials there).
-_QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pwd|passwd)=)(?P<pw>[^&\s]*)",
-                             re.IGNORECASE)
 _FETCH_BATCH = 1_000
 #: Rows of the first fetched batch, and what later batches may hold at the size of the largest
 #: rows seen so far: servers cap no value below 1 GB (PostgreSQL), so the batch size follows the
@@ -140,12 +138,6 @@ ORDER BY 1
 _VERDICT_WAIT = 1.5
 #: PostgreSQL SQLSTATEs (and classes) that mean "the server went away", not "bad query".
 _PG_UNAVAILABLE = ("08", "57P01", "57P02", "57P03", "53300")
-
-
-def mask_url(text: str) -> str:
-    """``scheme://user:secret@host`` -> ``scheme://user:***@host`` anywhere in ``text``."""
-    text = _URL_PASSWORD.sub(lambda m: f"{m['head']}:{MASK}@", text)
-    return _QUERY_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
 
 
 class SqlAlchemySource:

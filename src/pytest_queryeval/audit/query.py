@@ -1,0 +1,341 @@
+"""The gold audit of the query kinds (SQL, SPARQL): each gold executed live, its text and
+result linted, its ties at ``ORDER BY ... LIMIT`` tried both ways."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..errors import QueryEvalError, QueryTimeout, SourceUnavailable
+from ..model import MISSING, Case, Context, Kind
+from ..results import ResultTable
+from ..sources.base import DataSource
+from . import TIE_ROWS_SHOWN, AuditResult, self_check
+
+
+def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult,
+                language: str) -> None:
+    """Every gold text of the case (``language``: ``sql`` or ``sparql``) linted, executed live
+    and scored as its own prediction; a recorded ``gold_result`` checked against the live one."""
+    from ..kinds._query import limits as case_limits
+
+    texts = [g for g in case.golds if isinstance(g, str)] if case.gold is not None else []
+    several = len(texts) > 1
+    src = ctx.source(case) if case.source_spec is not None else None
+    #: the source the golds run on; None when the case has none or it cannot execute
+    live_src = src if src is not None and getattr(src, "executable", True) else None
+    limits = case_limits(case.options)
+    timeout = limits.get("timeout", getattr(src, "timeout", None))
+    tables: list[ResultTable | None] = []
+    for i, text in enumerate(texts):
+        index = i if several else None
+        for code, message in lint_text(text, language):
+            result.add(code, message, index)
+        table = (_execute(live_src, text, limits, language, ctx, result, index)
+                 if live_src is not None else None)
+        tables.append(table)
+        if live_src is not None:
+            if table is None:
+                continue  # the execution finding says it all
+            lint_table(table, result, index, timeout)
+            _ties(live_src, text, table, language, limits, result, index)
+        if case.gold_result is None:
+            single = replace(case, gold=text, predicted=MISSING, predicted_result=None)
+            self_check(single, kind, ctx, result, text, index)
+    if case.gold_result is not None:
+        recorded = _normalized(case.gold_result, language)
+        live = tables[0] if tables else None
+        if live is not None and texts:
+            _drift(recorded, live, texts[0], language, result)
+        else:
+            lint_table(recorded, result, None, None)
+        single = replace(case, predicted=MISSING, predicted_result=case.gold_result)
+        self_check(single, kind, ctx, result, MISSING, None)
+    elif not texts:
+        result.add("gold-error", "no gold query to execute")
+    _redundant(tables, texts, language, result)
+
+
+def _execute(src: DataSource, text: str, limits: Mapping[str, Any], language: str,
+             ctx: Context, result: AuditResult, index: int | None) -> ResultTable | None:
+    """Run one gold live (trusted, as the kinds run golds); hand the result to the kinds."""
+    from ..kinds._query import gold_cache_key, short
+    from ..sources.codec import CodecError, encode_table
+
+    try:
+        table: ResultTable = src.execute(text, trusted=True, **limits)
+    except SourceUnavailable:
+        raise
+    except QueryTimeout as exc:
+        result.add("gold-timeout", f"{exc.reason()} -- {short(text)}", index)
+        return None
+    except QueryEvalError as exc:
+        result.add("gold-error", f"{exc.reason()} -- {short(text)}", index)
+        return None
+    if table.truncated:
+        what, option = table.cut_by()
+        result.add("gold-error", f"the gold result {what} (raise {option}) -- {short(text)}",
+                   index)
+        return None
+    namespace = "sql-gold" if language == "sql" else "sparql-gold"
+    with contextlib.suppress(CodecError):  # else the kind executes it once more
+        ctx.cache_set(namespace, gold_cache_key(src, text), encode_table(table))
+    return table
+
+
+def _normalized(table: ResultTable, language: str) -> ResultTable:
+    """A recorded SPARQL result in the engines' Term normal form (as the kind reads it)."""
+    if language != "sparql":
+        return table
+    from ..sources.rdf_codec import normalize_cell
+
+    rows = [tuple(normalize_cell(c) for c in row) for row in table.rows]
+    return ResultTable(list(table.columns), rows, table.truncated, table.seconds, dict(table.meta))
+
+
+def lint_table(table: ResultTable, result: AuditResult, index: int | None,
+                timeout: float | None) -> None:
+    if not table.rows:
+        result.add("empty-result", "the gold returns no rows: any prediction that returns "
+                   "nothing is right, and some reference metrics (cell_f1, the Denodo BIRD "
+                   "F1; percent_overlap; percent_subset) are 0 even for the gold itself", index)
+    elif len(table.rows) == 1 and table.rows[0] and all(c is None for c in table.rows[0]):
+        result.add("empty-result", "the gold returns one row of NULLs (an aggregate over no "
+                   "rows)", index)
+    if timeout and table.seconds > timeout / 2:
+        result.add("slow-gold", f"took {table.seconds:.2f} s, over half its {timeout:g} s "
+                   "timeout: on a busier machine it times out", index)
+
+
+def _drift(recorded: ResultTable, live: ResultTable, text: str, language: str,
+           result: AuditResult) -> None:
+    from ..metrics.table import compare_tables
+
+    if compare_tables(recorded, live, order_matters=_ordered(text, language)).ex:
+        return
+    old, new = _row_counts(recorded.rows), _row_counts(live.rows)
+    gone = [r for r in recorded.rows if (old - new)[repr(r)]][:TIE_ROWS_SHOWN]
+    came = [r for r in live.rows if (new - old)[repr(r)]][:TIE_ROWS_SHOWN]
+    shown = (f"; only recorded: {_rows(gone)}" if gone else "") + (
+        f"; only live: {_rows(came)}" if came else "")
+    if not shown:
+        shown = "; the same rows in another order"
+    result.add("gold-drift", f"the recorded gold_result ({len(recorded.rows)} rows) differs "
+               f"from executing the gold now ({len(live.rows)} rows){shown}")
+
+
+def _ordered(text: str, language: str) -> bool:
+    if language == "sparql":
+        from ..sources.sparqlguard import classify
+
+        try:
+            return bool(classify(text).has_order_by)
+        except QueryEvalError:
+            return False
+    from ..metrics.tsse_sql import order_matters
+
+    return order_matters(text)
+
+
+def _row_counts(rows: Iterable[tuple[Any, ...]]) -> Counter[str]:
+    return Counter(repr(r) for r in rows)
+
+
+def _redundant(tables: list[ResultTable | None], texts: list[str], language: str,
+               result: AuditResult) -> None:
+    """Alternatives with identical results: same columns in the same order, same rows (in
+    the same order when the alternative orders them)."""
+    seen: list[tuple[int, ResultTable]] = []
+    for i, table in enumerate(tables):
+        if table is None:
+            continue
+        for j, earlier in seen:
+            if len(table.columns) != len(earlier.columns):
+                continue
+            ordered = _ordered(texts[i], language) and _ordered(texts[j], language)
+            same = (table.rows == earlier.rows if ordered
+                    else _row_counts(table.rows) == _row_counts(earlier.rows))
+            if same:
+                result.add("redundant-alternative", f"returns the same result as gold[{j}] "
+                           f"({len(table.rows)} rows): the alternative adds nothing", i)
+                break
+        else:
+            seen.append((i, table))
+
+
+# -- text lints --------------------------------------------------------------------------------
+
+_SQL_CLOCK = re.compile(
+    r"\b(CURRENT_DATE|CURRENT_TIME|CURRENT_TIMESTAMP|LOCALTIME|LOCALTIMESTAMP|SYSDATE|"
+    r"SYSTIMESTAMP)\b(?!\s*\.)"
+    r"|\b(NOW|GETDATE|GETUTCDATE|SYSDATETIME|SYSUTCDATETIME|CURDATE|CURTIME|UTC_DATE|"
+    r"UTC_TIME|UTC_TIMESTAMP|TRANSACTION_TIMESTAMP|STATEMENT_TIMESTAMP|CLOCK_TIMESTAMP|"
+    r"TIMEOFDAY|TODAY)\s*\("
+    r"|\bUNIX_TIMESTAMP\s*\(\s*\)", re.IGNORECASE)
+#: SQLite's date functions read the clock through the string 'now'; PostgreSQL casts
+#: 'now', 'today', 'tomorrow' and 'yesterday' to dates and timestamps.
+_SQL_CLOCK_STRINGS = re.compile(
+    r"\b(?:date|time|datetime|julianday|strftime|unixepoch|timediff)\s*\([^()]*'\s*now\s*'"
+    r"|'\s*(?:now|today|tomorrow|yesterday)\s*'\s*::"
+    r"|\b(?:date|timestamp|timestamptz|time)\s+'\s*(?:now|today|tomorrow|yesterday)\s*'"
+    r"|\bCAST\s*\(\s*'\s*(?:now|today|tomorrow|yesterday)\s*'\s+AS\b", re.IGNORECASE)
+_SQL_RANDOM = re.compile(r"\b(RANDOM|RAND|NEWID|UUID|GEN_RANDOM_UUID|RANDOMBLOB)\s*\(",
+                         re.IGNORECASE)
+_SPARQL_CLOCK = re.compile(r"\bNOW\s*\(\s*\)", re.IGNORECASE)
+_SPARQL_RANDOM = re.compile(r"\b(RAND|UUID|STRUUID)\s*\(\s*\)", re.IGNORECASE)
+
+_SQL_STRING = re.compile(r"'(?:[^']|'')*'")
+_SQL_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+_SPARQL_MASK = re.compile(r'"""(?:.|\n)*?"""|\'\'\'(?:.|\n)*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'
+                          r"'(?:[^'\\\n]|\\.)*'|<[^<>\"{}|^`\\\s]*>|#[^\n]*")
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def _closed(match: str) -> str:
+    """``date('now'`` as ``date('now')``: a match ends at the clock's string argument."""
+    text = " ".join(match.split())
+    return text + ")" * (text.count("(") - text.count(")"))
+
+
+def lint_text(text: str, language: str) -> list[tuple[str, str]]:
+    """Clock and random functions in a gold query: ``(code, message)`` pairs.
+
+    String literals and comments are blanked first, so that a column named ``now_playing``
+    or a comment mentioning NOW() is not a finding; SQLite's ``date('now')`` is found by its
+    string argument.
+    """
+    out: list[tuple[str, str]] = []
+    if language == "sparql":
+        code = _SPARQL_MASK.sub(_blank, text)
+        clock = sorted({m.group(0).upper().replace(" ", "") for m in _SPARQL_CLOCK.finditer(code)})
+        random = sorted({m.group(1).upper() + "()" for m in _SPARQL_RANDOM.finditer(code)})
+    else:
+        code = _SQL_STRING.sub(_blank, _SQL_COMMENT.sub(_blank, text))
+        uncommented = _SQL_COMMENT.sub(_blank, text)
+        clock = sorted({(m.group(1) or (m.group(2) or "UNIX_TIMESTAMP") + "()").upper()
+                        for m in _SQL_CLOCK.finditer(code)}
+                       | {_closed(m.group(0)) for m in _SQL_CLOCK_STRINGS.finditer(uncommented)})
+        random = sorted({m.group(1).upper() + "()" for m in _SQL_RANDOM.finditer(code)})
+    if clock:
+        out.append(("clock-dependent", f"reads the clock ({', '.join(clock)}): its result "
+                    "changes with the day the suite runs; use a fixed date literal"))
+    if random:
+        out.append(("nondeterministic", f"calls {', '.join(random)}: its result changes from "
+                    "one run to the next"))
+    return out
+
+
+# -- ties at ORDER BY ... LIMIT ----------------------------------------------------------------
+
+
+def tie_variants(text: str, language: str, columns: list[str],
+                 dialect: str | None = None) -> tuple[str, str] | None:
+    """The gold with its ORDER BY extended by every selected column, ascending and then
+    descending; None when its outermost query has no ORDER BY with a LIMIT.
+
+    The two extremes of tie-breaking select the same rows exactly when no tie at the cut
+    separates rows with different values (a tied group split by the cut holds, ascending, its
+    smallest rows and, descending, its largest: the same multiset only if all are equal).
+    """
+    if not columns:
+        return None
+    if language == "sparql":
+        return _sparql_tie_variants(text, columns)
+    return _sql_tie_variants(text, len(columns), dialect)
+
+
+def _sql_tie_variants(text: str, width: int, dialect: str | None) -> tuple[str, str] | None:
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read=dialect)
+    except Exception:  # outside sqlglot's grammar: the lint cannot tell
+        return None
+    if tree is None or tree.args.get("order") is None or not (
+            tree.args.get("limit") or tree.args.get("fetch")):
+        return None
+
+    def variant(desc: bool) -> str:
+        copy = tree.copy()
+        order = copy.args["order"]
+        order.set("expressions", [*order.expressions, *(
+            exp.Ordered(this=exp.Literal.number(i + 1), desc=desc) for i in range(width))])
+        return str(copy.sql(dialect=dialect))
+
+    try:
+        return variant(False), variant(True)
+    except Exception:
+        return None
+
+
+_SPARQL_ORDER = re.compile(r"\bORDER\s+BY\b", re.IGNORECASE)
+_SPARQL_CUT = re.compile(r"\b(LIMIT|OFFSET)\b", re.IGNORECASE)
+
+
+def _sparql_tie_variants(text: str, columns: list[str]) -> tuple[str, str] | None:
+    """The solution modifiers follow the outermost group's closing brace."""
+    masked = _SPARQL_MASK.sub(_blank, text)
+    tail = masked.rfind("}")
+    if tail < 0:
+        return None
+    order = _SPARQL_ORDER.search(masked, tail)
+    limit = re.search(r"\bLIMIT\b", masked[tail:], re.IGNORECASE)
+    if order is None or limit is None:
+        return None
+    cut = _SPARQL_CUT.search(masked, order.end())
+    at = cut.start() if cut else len(text)
+    names = [c for c in columns if re.fullmatch(r"[A-Za-z0-9_\u00b7\u00c0-\uffff]+", c)]
+    if len(names) != len(columns):
+        return None
+
+    def variant(direction: str) -> str:
+        extra = " ".join(f"{direction}(?{c})" for c in names)
+        return f"{text[:at].rstrip()} {extra} {text[at:]}".rstrip()
+
+    return variant("ASC"), variant("DESC")
+
+
+def _ties(src: DataSource, text: str, table: ResultTable, language: str,
+          limits: Mapping[str, Any], result: AuditResult, index: int | None) -> None:
+    variants = tie_variants(text, language, list(table.columns), getattr(src, "dialect", None))
+    if variants is None:
+        return
+    found: list[ResultTable] = []
+    for query in variants:
+        try:
+            out: ResultTable = src.execute(query, trusted=True, **limits)
+        except SourceUnavailable:
+            raise
+        except QueryEvalError:
+            return  # the rewritten text does not run here: no verdict, no finding
+        if out.truncated:
+            return
+        found.append(out)
+    low, high = _row_counts(found[0].rows), _row_counts(found[1].rows)
+    if low == high:
+        return
+    only_low = [r for r in found[0].rows if (low - high)[repr(r)]][:TIE_ROWS_SHOWN]
+    only_high = [r for r in found[1].rows if (high - low)[repr(r)]][:TIE_ROWS_SHOWN]
+    result.add("ties-at-limit", "ORDER BY ... LIMIT cuts through rows tied on the ORDER BY "
+               f"keys: breaking the ties one way selects {_rows(only_low)}, the other way "
+               f"{_rows(only_high)}; both answers are correct. Add a tie-breaking key to the "
+               "ORDER BY, or list both answers as alternatives", index)
+
+
+def _rows(rows: list[tuple[Any, ...]]) -> str:
+    return ", ".join("(" + ", ".join(_cell(c) for c in r) + ")" for r in rows)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return "NULL" if value is None else str(value)

@@ -1,0 +1,44 @@
+"""The metric names and outcome sets every part of the plugin agrees on.
+
+Kinds, thresholds, aggregates, baselines and every report writer must classify a metric the
+same way (a timing is lower-is-better everywhere or nowhere), so the families are written here
+once. A leaf module: it imports nothing of the package, so any module may import it.
+"""
+
+from __future__ import annotations
+
+#: What the query engine's clock records for a gold and a prediction (the score of a gold
+#: alternative leaves them out: a faster gold is not a better answer).
+QUERY_TIMING_METRICS = ("gold_seconds", "predicted_seconds")
+#: Informational timing metrics every kind records (thresholds use ``{max: seconds}``).
+TIMING_METRICS = frozenset({*QUERY_TIMING_METRICS, "prediction_seconds"})
+#: What a prediction source's usage report records for every kind (lower is better too); the
+#: order is the order of the reports' usage columns.
+USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_usd")
+#: The metrics every kind may carry beside its own (thresholds use ``{max: x}``).
+RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS)
+#: Metrics only a repeated case records (every kind accepts them in thresholds and gates).
+REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
+#: Pseudo-metric gated and compared beside the real ones: passed / (passed + failed + errors).
+PASS_RATE = "pass_rate"
+
+#: Outcomes that count as a pass and as a failure (skipped and xfailed cases are neither).
+PASSED_OUTCOMES = frozenset({"passed", "xpassed"})
+FAILED_OUTCOMES = frozenset({"failed", "error"})
+#: Outcomes that count towards pass rates.
+SCORED_OUTCOMES = PASSED_OUTCOMES | FAILED_OUTCOMES
+
+
+def is_timing(metric: str) -> bool:
+    """Timing metrics are lower-is-better and never gated by a global max-drop."""
+    return metric.endswith("_seconds")
+
+
+def is_usage(metric: str) -> bool:
+    return metric in USAGE_METRICS
+
+
+def lower_is_better(metric: str) -> bool:
+    """Timings and usage (tokens, cost): a rise is the worsening, a failed case scores no 0
+    for them, and only a named max-drop gates them."""
+    return is_timing(metric) or is_usage(metric)
