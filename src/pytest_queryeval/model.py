@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .results import ResultTable
 
+#: The difficulty of a case that has none (not given, and its kind rates none): spelled the
+#: same in the JSON records and aggregates, the terminal, HTML, Markdown and Excel reports.
+NO_DIFFICULTY = "unknown"
+
 if TYPE_CHECKING:
     from .sources.base import DataSource
 

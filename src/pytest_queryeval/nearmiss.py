@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .model import Threshold
+from .model import NO_DIFFICULTY, Threshold
 from .results import ResultTable, Term
 
 #: name -> label, in report order
@@ -151,7 +151,7 @@ def aggregate(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             continue
         failures += 1
         kind = str(rec.get("kind"))
-        diff = str(rec.get("difficulty") or "unknown")
+        diff = str(rec.get("difficulty") or NO_DIFFICULTY)
         for n in names:
             overall[n] += 1
             by_kind.setdefault(kind, Counter())[n] += 1

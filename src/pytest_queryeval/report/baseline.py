@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_queryeval.errors import ConfigError
+from pytest_queryeval.model import NO_DIFFICULTY  # the one spelling of a missing difficulty
 from pytest_queryeval.report.json_report import write_atomic
 from pytest_queryeval.significance import parse_significance
 from pytest_queryeval.verdict import judged_outcome
@@ -58,8 +59,6 @@ PASS_RATE = "pass_rate"
 EPSILON = 1e-6
 #: Drops named in the one-line verdict (the table lists them all).
 VERDICT_ITEMS = 3
-#: Label of cases without a difficulty (same as the core's aggregates).
-NO_DIFFICULTY = "unknown"
 
 _PASS = frozenset({"passed", "xpassed"})
 _FAIL = frozenset({"failed", "error"})

@@ -17,6 +17,7 @@ from pytest_queryeval.report.baseline import (
     Comparison,
     MetricDelta,
     arrow,
+    difficulty_of,
     is_detail_metric,
     lower_is_better,
     ordered_difficulties,
@@ -303,7 +304,7 @@ def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
 
 def _failure_block(case: Mapping[str, Any]) -> list[str]:
     why = ", ".join(str(m) for m in case.get("failed_metrics") or []) or case.get("outcome")
-    summary = (f"{case.get('id')} — {case.get('kind')}/{case.get('difficulty') or 'unknown'}"
+    summary = (f"{case.get('id')} — {case.get('kind')}/{difficulty_of(case)}"
                f" — {why}")
     out = ["<details>", f"<summary>{html.escape(summary)}</summary>", ""]
     if case.get("question"):
