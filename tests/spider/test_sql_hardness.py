@@ -60,7 +60,8 @@ def test_the_documents_rules_at_their_edges():
 
 
 def test_spiders_grammar_rejects_what_sql_hardness_rates():
-    for sql in (list(BY_HAND)[0], list(BY_HAND)[2], list(BY_HAND)[3]):
+    queries = list(BY_HAND)
+    for sql in (queries[0], queries[2], queries[3]):
         with pytest.raises(GoldError):
             hardness(sql)
         assert sql_hardness(sql) in ("easy", "medium", "hard", "extra")
@@ -80,7 +81,8 @@ def test_agrees_with_spider_on_its_dev_golds_except_where_the_document_differs()
     the document: HAVING is no component there, a NOT in WHERE counts as an aggregation, a
     FROM subquery is no nested query, and chained set operations count once."""
     path = DATA / "spider_head_match__gold_example__per_item.jsonl.gz"
-    items = [json.loads(ln) for ln in gzip.open(path, "rt") if ln.strip()]
+    with gzip.open(path, "rt") as lines:
+        items = [json.loads(ln) for ln in lines if ln.strip()]
     differ = [it for it in items if sql_hardness(it["gold"]) != it["hardness"]]
     assert len(items) == 1034 and len(differ) == 90
     for it in differ:
