@@ -204,7 +204,7 @@ class Kind(Protocol):
         ...
 
     def difficulty(self, case: Case) -> str | None:
-        """A default difficulty label when the case gives none (SQL: Spider hardness)."""
+        """A default difficulty label when the case gives none (SQL: Spider hardness, else sql_hardness)."""
         ...
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
