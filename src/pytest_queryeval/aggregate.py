@@ -13,6 +13,7 @@ from typing import Any
 
 from .config import Gate
 from .metricnames import PASSED_OUTCOMES, RECORDED_METRICS
+from .model import NO_DIFFICULTY
 from .verdict import judged_outcome
 
 #: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
@@ -73,7 +74,7 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     by_tag: dict[str, list[Mapping[str, Any]]] = {}
     for rec in records:
         kind = str(rec.get("kind"))
-        diff = str(rec.get("difficulty") or "unknown")
+        diff = str(rec.get("difficulty") or NO_DIFFICULTY)
         by_kind.setdefault(kind, []).append(rec)
         by_kd.setdefault(kind, {}).setdefault(diff, []).append(rec)
         by_diff.setdefault(diff, []).append(rec)

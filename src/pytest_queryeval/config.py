@@ -35,6 +35,10 @@ PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
 #: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
 #: credential: they stay readable in the reports.
+#: ``predictions: {failures: ...}``: what a prediction that times out or fails after its
+#: retries is. ``error`` (infrastructure: never forgiven, blocks a baseline update) or
+#: ``model`` (the model's failure: a regression or a known failure like a wrong answer).
+PREDICTION_FAILURES = ("error", "model")
 PUBLIC_PREDICTION_KEYS = frozenset({"model", "base_url"})
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -212,6 +216,10 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                 except ValueError as exc:
                     errors.append(f"{_loc(display, spec, 'concurrency')}: "
                                   f"predictions.concurrency: {exc}")
+            if cfg.predictions.get("failures", "error") not in PREDICTION_FAILURES:
+                errors.append(f"{_loc(display, spec, 'failures')}: predictions.failures: must "
+                              f"be error (the default: an infrastructure error) or model (the "
+                              f"model's failure), not {cfg.predictions['failures']!r}")
             key = cfg.predictions.get("api_key")
             if isinstance(key, str) and key:  # a key written literally is a secret as well
                 cfg.secrets.add(key)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import kinds as kind_registry
-from .errors import PredictionError, QueryEvalError, SourceUnavailable
+from .errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
 from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
@@ -248,7 +248,7 @@ class Session:
             raise PredictionError(f"no prediction for case {case.id!r}: give it 'predicted:', "
                                   "configure 'predictions:' in queryeval.yaml or pass "
                                   "--queryeval-predictions")
-        return self._source_predictor(case, spec).predict(case)
+        return _ask(self._source_predictor(case, spec), case)
 
     def _predictor_key(self, case: Case, spec: dict[str, Any]) -> str:
         base = case.prediction_base or case.file.parent
@@ -307,9 +307,25 @@ class Session:
 
 def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
     def call() -> Prediction:
-        return predictor.predict(case)
+        return _ask(predictor, case)
 
     return call
+
+
+def _ask(predictor: Predictor, case: Case) -> Prediction:
+    """``predictor.predict(case)``; a live source's PredictionError is re-raised as
+    :class:`AnswerFailed` (asked, no answer), which ``failures: model`` may count as the
+    model's failure. A file's missing prediction stays what it is."""
+    from .predict.file import FilePredictor
+
+    try:
+        return predictor.predict(case)
+    except AnswerFailed:
+        raise
+    except PredictionError as exc:
+        if isinstance(predictor, FilePredictor):
+            raise
+        raise AnswerFailed(str(exc)) from None
 
 
 def _inline_prediction(case: Case) -> Prediction | None:
@@ -359,6 +375,8 @@ def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutco
     try:
         prediction = session.predict(case, repeat)
     except QueryEvalError as exc:
+        if failures_count_as_model(case, exc):
+            return model_failure(case, exc)
         return CaseOutcome("error", error=exc.reason(), signature="error:" + exc.reason())
     except Exception as exc:
         error = _internal("predictor", exc)
@@ -393,9 +411,36 @@ def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutco
     diff = list(scored.diff)
     if failed and not scored.reason and scored.relaxed is not None:
         _near_miss(case, metrics, scored.relaxed, details, diff)
-    return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, scored.reason,
+    reason = scored.reason
+    if reason and prediction.hint:
+        reason = f"{reason} ({prediction.hint})"
+    return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, reason,
                        None, diff, details,
                        signature(prediction.value, scored.signature, scored.reason))
+
+
+def failures_count_as_model(case: Case, exc: QueryEvalError) -> bool:
+    """Whether the prediction error ``exc`` is the model's failure: its source was asked and
+    gave no answer (:class:`AnswerFailed`) and the suite says ``predictions: {failures:
+    model}``. Otherwise it is an infrastructure error: never forgiven by a verdict mode, and
+    it blocks a baseline update."""
+    spec = case.prediction_source or {}
+    return isinstance(exc, AnswerFailed) and spec.get("failures") == "model"
+
+
+def model_failure(case: Case, exc: QueryEvalError) -> CaseOutcome:
+    """A ``failed`` case for a prediction that failed (see :func:`failures_count_as_model`):
+    the verdict modes and the baseline treat it as any failure with a reason (a regression
+    when it passed in the baseline, known when it failed there too). The metrics its
+    thresholds require a minimum of score 0, as for a query that failed, so that their means
+    count the case."""
+    from .metricnames import REPEAT_METRICS
+
+    metrics = {m: 0.0 for m, t in case.thresholds.items()
+               if t.min is not None and m not in REPEAT_METRICS}
+    reason = f"{exc.reason()} (the model's failure: predictions.failures: model)"
+    return CaseOutcome("failed", metrics, reason=reason,
+                       details={"prediction_failure": str(exc)}, signature="error:" + reason)
 
 
 def _near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[[], Any],

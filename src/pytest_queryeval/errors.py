@@ -84,6 +84,13 @@ class PredictionError(QueryEvalError):
     prefix = "prediction error"
 
 
+class AnswerFailed(PredictionError):
+    """The source was asked and gave no answer: it timed out, failed after its retries or
+    crashed. An infrastructure ``error`` unless the suite counts it as the model's failure
+    (``predictions: {failures: model}``); told apart from a source that cannot even be built
+    (a bad key, a missing file), which stays an error of the suite."""
+
+
 class SearchBudgetExhausted(QueryEvalError):
     """A comparison search (column alignment, column assignment) hit its deterministic work
     budget on a hostile or degenerate result: the score is unknown, never guessed."""

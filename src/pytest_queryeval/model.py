@@ -12,6 +12,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .results import ResultTable
 
+#: The difficulty of a case that has none (not given, and its kind rates none): spelled the
+#: same in the JSON records and aggregates, the terminal, HTML, Markdown and Excel reports.
+NO_DIFFICULTY = "unknown"
+
 if TYPE_CHECKING:
     from .audit import AuditResult
     from .sources.base import DataSource
@@ -201,7 +205,7 @@ class Kind(Protocol):
         ...
 
     def difficulty(self, case: Case) -> str | None:
-        """A default difficulty label when the case gives none (SQL: Spider hardness)."""
+        """A default difficulty label when the case gives none (SQL: Spider hardness, else sql_hardness)."""
         ...
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:

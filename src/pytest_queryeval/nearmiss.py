@@ -23,6 +23,11 @@ name                   what is relaxed (applied to the gold and the predicted ta
 ``int_float``          int and Decimal taken as float (``compare: {numbers_as_float: true}``)
 ``column_order``       the predicted columns put in the gold's order (EX's column mapping, else a
                        match by name or values), for the metrics that compare by position
+``language_tag``       RDF literals compared without their language tag (``"Foundation"@en``
+                       as ``"Foundation"``)
+``text_number``        text that is a number taken as that number, on both sides: ``'2022'``
+                       as ``2022``; an RDF literal, plain or numeric (``"2022"``,
+                       ``"2022"^^xsd:integer``), as its number
 =====================  ======================================================================
 
 Only the result-table metrics are recomputed; a failing threshold on another metric (a Spider
@@ -33,13 +38,14 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .model import Threshold
-from .results import ResultTable
+from .model import NO_DIFFICULTY, Threshold
+from .results import ResultTable, Term
 
 #: name -> label, in report order
 RELAXATIONS: dict[str, str] = {
@@ -52,6 +58,8 @@ RELAXATIONS: dict[str, str] = {
     "distinct": "DISTINCT",
     "int_float": "int versus float",
     "column_order": "column order",
+    "language_tag": "ignore language tags",
+    "text_number": "text versus number",
 }
 ABS_TOL = 1e-2
 REL_TOL = 1e-4
@@ -101,6 +109,10 @@ def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool
     perm = base.perm if base.perm is not None else _column_match(gold, pred)
     if perm is not None and list(perm) != list(range(len(perm))) and _width(pred) == len(perm):
         out["column_order"] = score(gold, _project(pred, perm))
+    if _has(gold, pred, _has_lang):
+        out["language_tag"] = score(_map(gold, _no_lang), _map(pred, _no_lang))
+    if _has(gold, pred, _is_numeric_text):
+        out["text_number"] = score(_map(gold, _as_number), _map(pred, _as_number))
     return out
 
 
@@ -139,7 +151,7 @@ def aggregate(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             continue
         failures += 1
         kind = str(rec.get("kind"))
-        diff = str(rec.get("difficulty") or "unknown")
+        diff = str(rec.get("difficulty") or NO_DIFFICULTY)
         for n in names:
             overall[n] += 1
             by_kind.setdefault(kind, Counter())[n] += 1
@@ -306,3 +318,49 @@ def _snap_numbers(gold: ResultTable, pred: ResultTable) -> ResultTable | None:
                     break
         rows.append(tuple(new))
     return _with_rows(pred, rows) if changed else None
+
+
+def _has_lang(v: Any) -> bool:
+    return isinstance(v, Term) and v.lang is not None
+
+
+def _no_lang(v: Any) -> Any:
+    return Term(v.type, v.value) if _has_lang(v) else v
+
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+#: The RDF literal datatypes whose lexical form :func:`_as_number` reads as a number.
+_NUMERIC_TYPES = frozenset(_XSD + t for t in (
+    "integer", "decimal", "double", "float", "int", "long", "short", "byte",
+    "nonNegativeInteger", "positiveInteger", "nonPositiveInteger", "negativeInteger",
+    "unsignedLong", "unsignedInt", "unsignedShort", "unsignedByte"))
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _text_of(v: Any) -> str | None:
+    """The text of a string or of a text RDF literal (plain, ``xsd:string``), else None."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, Term) and v.type == "literal" and v.lang is None \
+            and v.datatype in (None, _XSD + "string"):
+        return v.value
+    return None
+
+
+def _is_numeric_text(v: Any) -> bool:
+    text = _text_of(v)
+    return text is not None and _NUMBER.fullmatch(text.strip()) is not None
+
+
+def _as_number(v: Any) -> Any:
+    """Numeric text, and an RDF literal of a numeric type, as a Python number (an int when
+    whole digits, else a float); any other value unchanged."""
+    text = _text_of(v)
+    if text is None and isinstance(v, Term) and v.type == "literal" \
+            and v.datatype in _NUMERIC_TYPES:
+        text = v.value
+    if text is None or _NUMBER.fullmatch(text.strip()) is None:
+        return v
+    text = text.strip()
+    return int(text) if _INTEGER.fullmatch(text) else float(text)

@@ -122,7 +122,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in kind_registry.KIND_CLASSES:
         config.addinivalue_line("markers", f"{name}: queryeval kind")
     for name in ("easy", "medium", "hard", "extra"):
-        config.addinivalue_line("markers", f"{name}: queryeval difficulty (Spider hardness)")
+        config.addinivalue_line("markers", f"{name}: queryeval difficulty (given, or the gold's "
+                                            "SQL hardness)")
     custom_kinds: list[str] = []
     for result in config.hook.pytest_queryeval_kinds(config=config):
         for name, kind in (result or {}).items():

@@ -38,6 +38,45 @@ class Term:
     def __str__(self) -> str:
         return self.value
 
+    def sparql(self) -> str:
+        """The term as a SPARQL user writes it: ``<iri>``, ``"Foundation"@en``,
+        ``"3"^^xsd:decimal``, ``_:b0`` (diffs printed the dataclass:
+        ``Term(type='literal', value='Foundation', datatype=None, lang='en')``)."""
+        if self.type == "uri":
+            return f"<{self.value}>"
+        if self.type == "bnode":
+            return f"_:{self.value}"
+        if self.type != "literal":
+            return self.value  # an RDF-star triple: its engine's own text
+        text = '"' + self.value.translate(_ESCAPES) + '"'
+        if self.lang is not None:
+            return f"{text}@{self.lang}"
+        if self.datatype is None:
+            return text
+        if self.datatype.startswith(_XSD):
+            return f"{text}^^xsd:{self.datatype[len(_XSD):]}"
+        return f"{text}^^<{self.datatype}>"
+
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+#: SPARQL string escapes (``ECHAR``) for a literal's lexical form between double quotes.
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r",
+                          "\t": "\\t"})
+
+
+def show_value(value: Any) -> str:
+    """A cell as a diff shows it: an RDF term in SPARQL syntax, anything else as ``repr``."""
+    return value.sparql() if isinstance(value, Term) else repr(value)
+
+
+def show_row(row: tuple[Any, ...]) -> str:
+    """A row as a diff shows it: SPARQL terms as ``("Foundation"@en, <iri>, UNDEF)``, any
+    other row as its ``repr``."""
+    if not any(isinstance(v, Term) for v in row):
+        return repr(row)
+    inner = ", ".join("UNDEF" if v is None else show_value(v) for v in row)  # unbound
+    return f"({inner},)" if len(row) == 1 else f"({inner})"
+
 
 @dataclass(slots=True)
 class ResultTable:

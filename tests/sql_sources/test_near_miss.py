@@ -46,6 +46,8 @@ CASES = {
     "column_order": ("SELECT ArtistId, Name FROM Artist WHERE ArtistId < 5",
                      "SELECT Name, ArtistId FROM Artist WHERE ArtistId < 5",
                      {"bird_ex": Threshold("bird_ex", min=1.0)}, ["column_order"]),
+    "text_number": ("SELECT count(*) FROM Genre", "SELECT CAST(count(*) AS TEXT) FROM Genre", EX,
+                    ["text_number"]),  # issue 24 item 12: '25' against 25 had no hint
     "wrong": ("SELECT Name FROM Genre WHERE GenreId = 1", "SELECT Name FROM Genre WHERE GenreId = 2",
               EX, []),
 }

@@ -22,7 +22,7 @@ Flow of one case (see docs/sql-sources.md):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -146,9 +146,13 @@ class SqlKind:
         return problems
 
     def difficulty(self, case: Case) -> str | None:
-        """Spider hardness of the first gold (None when it is outside the Spider grammar)."""
+        """Spider's reference hardness of the first gold where Spider's grammar parses it,
+        else its ``sql_hardness`` (the same criteria on a sqlglot parse); None when neither
+        parses it."""
         first = case.golds[0] if case.golds else None
-        return _hardness(first) if isinstance(first, str) else None
+        if not isinstance(first, str):
+            return None
+        return _hardness(first) or _sql_hardness(first, _spec_dialect(case.source_spec))
 
     # -- evaluation -----------------------------------------------------------------------------
 
@@ -390,6 +394,8 @@ class SqlKind:
             h = _hardness(gold.sql)
             if h:
                 labels["hardness"] = h
+        if gold.sql is not None:
+            _label_sql_hardness(labels, gold.sql, getattr(src, "dialect", None))
         return Scored(metrics, labels, diff, details, signature=signature, relaxed=relaxed)
 
     def _ties(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
@@ -659,7 +665,10 @@ def _failure(planned: list[str], reason: str, gold_seconds: float | None,
     details: dict[str, Any] = {"gold_cached": golds[0].cached} if golds else {}
     first = golds[0].sql if golds else None
     h = _hardness(first) if first else None
-    return Scored(metrics, {"hardness": h} if h else {}, [], details, reason=reason)
+    labels = {"hardness": h} if h else {}
+    if first:
+        _label_sql_hardness(labels, first, _spec_dialect(case.source_spec))
+    return Scored(metrics, labels, [], details, reason=reason)
 
 
 def _hardness(sql: str) -> str | None:
@@ -669,6 +678,34 @@ def _hardness(sql: str) -> str | None:
         return str(hardness(sql))
     except (QueryEvalError, ValueError, RecursionError):
         return None
+
+
+def _sql_hardness(sql: str, dialect: str | None) -> str | None:
+    """The seq2SQL document's hardness on a sqlglot parse (None when sqlglot cannot parse)."""
+    from ..metrics.sql_hardness import cached_sql_hardness
+
+    return cached_sql_hardness(sql, dialect)
+
+
+def _label_sql_hardness(labels: dict[str, str], sql: str, dialect: str | None) -> None:
+    h = _sql_hardness(sql, dialect)
+    if h is not None:
+        labels["sql_hardness"] = h
+
+
+def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
+    """The sqlglot dialect of a datasource spec, known at collection (None: generic SQL)."""
+    if not spec:
+        return None
+    from ..sources.sqlguard import sqlglot_dialect
+
+    kind = spec.get("type")
+    if kind in ("sqlite", "duckdb"):
+        return str(kind)
+    url = spec.get("url")
+    if kind == "sqlalchemy" and isinstance(url, str) and ":" in url:
+        return sqlglot_dialect(url.split(":", 1)[0].split("+", 1)[0])
+    return None
 
 
 def _parse_options(case: Case) -> _Options:

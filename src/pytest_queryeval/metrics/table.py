@@ -31,7 +31,7 @@ from itertools import chain, compress, repeat
 from typing import Any
 
 from ..gcpolicy import gc_paused
-from ..results import ResultTable
+from ..results import ResultTable, show_row
 from ._table_common import PositionalF1, search_assignment
 
 Row = tuple[Any, ...]
@@ -1004,17 +1004,17 @@ class TableComparison:
         if missing:
             n = sum((g.counter - pcount).values())
             lines.append(f"missing rows ({n} in gold, not in predicted; first {len(missing)}):")
-            lines.extend(f"  - {r!r}" for r in missing)
+            lines.extend(f"  - {show_row(r)}" for r in missing)
         if extra:
             n = sum((pcount - g.counter).values())
             lines.append(f"extra rows ({n} in predicted, not in gold; first {len(extra)}):")
-            lines.extend(f"  + {r!r}" for r in extra)
+            lines.extend(f"  + {show_row(r)}" for r in extra)
         if not missing and not extra and len(g.rows) == len(prows):
             if self.order_matters and g.rows != prows:
                 i = next(i for i, (a, b) in enumerate(zip(g.rows, prows, strict=True)) if a != b)
                 lines.append(
                     f"same rows in a different order (gold has ORDER BY); first difference at row {i}: "
-                    f"gold {g.rows[i]!r}, predicted {prows[i]!r}"
+                    f"gold {show_row(g.rows[i])}, predicted {show_row(prows[i])}"
                 )
             else:
                 lines.append(

@@ -46,10 +46,11 @@ def make_predictor(spec: dict[str, Any], base: Path, search: list[Path],
         command = spec.get("command")
         if not isinstance(command, str | list):
             raise PredictionError("command predictions need command: a string or a list")
-        from .base import positive_number
+        from .base import extract_mode, positive_number
 
         return CommandPredictor(command, base, positive_number(spec, "timeout", 60.0),
-                                int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES)))
+                                int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES)),
+                                extract_mode(spec))
     raise PredictionError(f"unknown predictions source {source!r}")
 
 

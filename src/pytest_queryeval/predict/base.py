@@ -37,6 +37,8 @@ class Prediction:
     #: The model that answered, the key of its price in ``pricing:`` (None: the suite's
     #: ``model:`` label is used).
     model: str | None = None
+    #: A note for the case's failure reason, should the query fail (see :func:`extracted`).
+    hint: str | None = None
 
 
 class Predictor(Protocol):
@@ -99,3 +101,39 @@ def read_usage(data: Any) -> dict[str, float]:
         if value >= 0 and math.isfinite(value) and (key == "cost_usd" or float(value).is_integer()):
             out[key] = float(value)
     return out
+
+
+#: ``extract:`` of the http and command sources: ``fenced`` takes the query out of the
+#: answer's fenced code block, as the openai source does (:func:`.prompt.extract_query`).
+EXTRACT_MODES = ("fenced",)
+#: Added to the failure reason of an answer that holds a fenced block nobody took out.
+FENCE_HINT = ("the answer contains a fenced code block; set extract: fenced in predictions: "
+              "to score the query inside it")
+
+
+def extract_mode(spec: dict[str, Any]) -> str | None:
+    """``spec["extract"]``, checked (PredictionError naming the key), or None."""
+    value = spec.get("extract")
+    if value is None or value in EXTRACT_MODES:
+        return value
+    raise PredictionError(f"predictions.extract: must be {' or '.join(EXTRACT_MODES)} (the "
+                          f"query in the answer's fenced code block), not {value!r}")
+
+
+def extracted(prediction: Prediction, kind: str, mode: str | None) -> Prediction:
+    """The answer of a chat-style service behind ``http`` or ``command``: with ``extract:
+    fenced``, the query of its fenced block (how it was found in ``details.extraction``);
+    without, an answer holding a fenced block gets :data:`FENCE_HINT`, since "'Here' does not
+    start an SQL statement" alone does not say what to change."""
+    value = prediction.value
+    if not isinstance(value, str):
+        return prediction
+    from .prompt import extract_query, has_fenced_block
+
+    if mode == "fenced":
+        query, how = extract_query(value, kind)
+        prediction.details["extraction"] = how
+        prediction.value = maybe_json(query) if kind in ("json", "sdmx") else query
+    elif has_fenced_block(value):
+        prediction.hint = FENCE_HINT
+    return prediction

@@ -35,7 +35,7 @@ from .pool import ABORT, NOT_RETRIED, retry_pause
 OPENAI_KEYS = frozenset({
     "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
     "temperature", "seed", "max_tokens", "timeout", "retries", "backoff", "max_retry_wait",
-    "max_bytes", "concurrency", "schema_rows", "schema_codes",
+    "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures",
 })
 _INSTALL = "source: openai needs the openai package: pip install 'pytest-queryeval[llm]'"
 #: Characters of the model's reply kept in the case details (the query is kept whole).

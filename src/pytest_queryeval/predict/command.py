@@ -16,16 +16,17 @@ from typing import Any
 from ..errors import PredictionError
 from ..model import Case
 from ._bounded import Aborted, DeadlineExpired, TooBig, run_command
-from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json, read_usage
+from .base import DEFAULT_MAX_BYTES, Prediction, extracted, maybe_json, read_usage
 
 
 class CommandPredictor:
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 60.0,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_bytes: int = DEFAULT_MAX_BYTES, extract: str | None = None) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         self.cwd = cwd
         self.timeout = timeout
         self.max_bytes = max_bytes
+        self.extract = extract
 
     def predict(self, case: Case) -> Prediction:
         start = time.perf_counter()
@@ -59,7 +60,8 @@ class CommandPredictor:
             usage = read_usage(value.get("usage"))
             model = value.get("model") if isinstance(value.get("model"), str) else None
             value = value["predicted"]
-        return Prediction(value, seconds, usage=usage, model=model)
+        return extracted(Prediction(value, seconds, usage=usage, model=model), case.kind,
+                         self.extract)
 
 
 def _text(data: bytes) -> str:

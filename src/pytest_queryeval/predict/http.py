@@ -28,6 +28,8 @@ from .base import (
     DEFAULT_MAX_BYTES,
     USAGE_KEYS,
     Prediction,
+    extract_mode,
+    extracted,
     get_path,
     maybe_json,
     positive_number,
@@ -37,7 +39,7 @@ from .pool import NOT_RETRIED, retry_pause
 
 HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
                        "retries", "backoff", "concurrency", "timing_fields", "max_bytes",
-                       "usage_fields"})
+                       "usage_fields", "extract", "failures"})
 #: Characters of an error response's body kept in the message (services explain 4xx there).
 ERROR_BODY_CHARS = 500
 #: Bytes read of an error body: enough to scrub a secret that starts before the cut.
@@ -85,6 +87,7 @@ class HttpPredictor:
         self.backoff = float(spec.get("backoff", 0.5))
         self.timing_fields: dict[str, str] = dict(spec.get("timing_fields") or {})
         self.usage_fields = _usage_fields(spec.get("usage_fields"))
+        self.extract = extract_mode(spec)
         self._scrubber = Scrubber(_credentials(self.url, self.headers))
 
     def _request(self, case: Case) -> urllib.request.Request:
@@ -141,7 +144,7 @@ class HttpPredictor:
                 continue
             finally:
                 guard.cancel()
-            return self._parse(raw, ctype, seconds)
+            return extracted(self._parse(raw, ctype, seconds), case.kind, self.extract)
         tries = f" after {attempt + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(f"{self.method} {_no_query(self.url)} failed: {last}{tries}")
 

@@ -161,6 +161,11 @@ def extract_query(reply: str, kind: str) -> tuple[str, str]:
     return text, how
 
 
+def has_fenced_block(reply: str) -> bool:
+    """Whether ``reply`` holds a fenced block that :func:`extract_query` would take."""
+    return ("```" in reply or "~~~" in reply) and _FENCE.search(reply) is not None
+
+
 def _excerpt(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."

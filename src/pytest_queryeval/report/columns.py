@@ -12,9 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..metricnames import lower_is_better
-
-#: Label of cases without a difficulty (same as the core's aggregates).
-NO_DIFFICULTY = "unknown"
+from ..model import NO_DIFFICULTY  # the one spelling of a missing difficulty
 
 #: Metrics shown first, in this order, wherever reports list metrics.
 HEADLINE_METRICS = (

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import MissingDependency
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
-from .columns import is_detail_metric, ordered_difficulties, ordered_metrics
+from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
 from .json_report import create_temp
 
 __all__ = ["LATENCY_METRIC", "write_xlsx"]
@@ -290,7 +290,7 @@ def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     first_metric = len(DETAILS_FIXED)
     for row, case in enumerate(cases, start=1):
         outcome = str(case.get("outcome") or "")
-        values = [case.get("id"), case.get("kind"), case.get("difficulty"),
+        values = [case.get("id"), case.get("kind"), difficulty_of(case),
                   ", ".join(str(t) for t in case.get("tags") or []), case.get("question"),
                   case.get("predicted"), case.get("gold")]
         for col, value in enumerate(values):
@@ -330,7 +330,7 @@ def _sdmx_overview(wb: Any, fmt: dict[str, Any], cases: list[Mapping[str, Any]])
         metrics = case.get("metrics") or {}
         outcome = str(case.get("outcome") or "")
         _write_text(ws, row, 0, case.get("id"), fmt["wrap"])
-        _write_text(ws, row, 1, case.get("difficulty"), fmt["wrap"])
+        _write_text(ws, row, 1, difficulty_of(case), fmt["wrap"])
         _write_text(ws, row, 2, ", ".join(str(t) for t in case.get("tags") or []), fmt["wrap"])
         _write_text(ws, row, 3, case.get("question"), fmt["wrap"])
         _write_text(ws, row, 4, outcome, _outcome_format(fmt, outcome))
@@ -410,7 +410,7 @@ def _near_miss_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) ->
     for case in report.get("cases") or []:
         if case.get("near_miss"):
             row += 1
-            values = [case.get("id"), case.get("kind"), case.get("difficulty"),
+            values = [case.get("id"), case.get("kind"), difficulty_of(case),
                       "; ".join(RELAXATIONS.get(n, n) for n in case["near_miss"])]
             for col, value in enumerate(values):
                 _write_text(ws, row, col, value, fmt["text"])

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
-from .columns import is_detail_metric, ordered_difficulties, ordered_metrics
+from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
@@ -287,7 +287,7 @@ def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
 
 def _failure_block(case: Mapping[str, Any]) -> list[str]:
     why = ", ".join(str(m) for m in case.get("failed_metrics") or []) or case.get("outcome")
-    summary = (f"{case.get('id')} — {case.get('kind')}/{case.get('difficulty') or 'unknown'}"
+    summary = (f"{case.get('id')} — {case.get('kind')}/{difficulty_of(case)}"
                f" — {why}")
     out = ["<details>", f"<summary>{html.escape(summary)}</summary>", ""]
     if case.get("question"):

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import PATH_KEYS
 from ..engine import CaseOutcome
-from ..model import MISSING, Case
+from ..model import MISSING, NO_DIFFICULTY, Case
 from ..paths import display
 from ..safetext import no_surrogates
 from ..secrets import Scrubber
@@ -50,7 +50,7 @@ def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
     ``fields`` replace what the node id says (``id``, ``file``, ``path``, ``line``, ``kind``
     ...)."""
     rec: dict[str, Any] = {"id": nodeid, "nodeid": nodeid, "file": nodeid.split("::", 1)[0],
-                           "path": None, "line": 1, "kind": "invalid", "difficulty": None,
+                           "path": None, "line": 1, "kind": "invalid", "difficulty": NO_DIFFICULTY,
                            "tags": [], "question": None, **fields}
     rec.update({"status": "error", "metrics": {}, "labels": {}, "thresholds": {},
                 "failed_metrics": [], "predicted": None, "gold": None, "error": message,
@@ -94,7 +94,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "path": str(_resolved(case.file)),
         "line": case.line,
         "kind": case.kind,
-        "difficulty": case.difficulty,
+        "difficulty": case.difficulty or NO_DIFFICULTY,
         "tags": list(case.tags),
         "severity": case.severity,
         "question": case.question,

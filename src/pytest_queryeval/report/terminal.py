@@ -8,6 +8,7 @@ from typing import Any
 
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
+from ..model import NO_DIFFICULTY
 from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from .columns import is_detail_metric, is_spider_component
@@ -122,7 +123,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
                 f"{m}={metric_text(m, (c.get('metrics') or {}).get(m))}"
                 for m in c.get("failed_metrics", []))
             shown = c["outcome"] if not c.get("verdict") else f"{c['outcome']} ({c['verdict']})"
-            lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or '-'}] "
+            lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or NO_DIFFICULTY}] "
                          f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
 

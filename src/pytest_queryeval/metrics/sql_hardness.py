@@ -1,0 +1,181 @@
+"""SQL hardness (easy / medium / hard / extra) by the "SQL Hardness criteria" of the seq2SQL
+evaluation document ("Different Evaluation Metrics for seq2SQL project", the methodology behind
+Spider's hardness), computed on a sqlglot parse, so that any query gets a level.
+
+Why a second hardness: Spider's evaluator computes the same criteria on its own grammar, which
+knows no function call (``lower()``, ``round()``), no FROM subquery, no CTE and no window; a
+quarter of a real user's golds got no difficulty at all. Spider's reference hardness
+(:func:`.spider.hardness`) is kept wherever its grammar parses the query and for Spider
+conformance; this one is the difficulty of the others, under its own label ``sql_hardness``.
+
+The criteria, as the document states them:
+
+* **components 1**: WHERE, GROUP BY, ORDER BY, LIMIT, JOIN, OR, LIKE, HAVING;
+* **components 2**: EXCEPT, UNION, INTERSECT, NESTED;
+* **others**: number of aggregations > 1, of select columns > 1, of WHERE conditions > 1, of
+  GROUP BY clauses > 1 (a column expression such as ``col1 - col2`` is one column);
+* **easy**: at most one component 1, no other, no component 2;
+* **medium**: at most two others and at most one component 1, or exactly two components 1 and
+  fewer than two others; no component 2;
+* **hard**: more than two others and at most two components 1, or three components 1 and at
+  most two others, with no component 2; or at most one component 1, no other and exactly one
+  component 2;
+* **extra** (the document's "extra hard", spelled as Spider spells it): everything else.
+
+How the words are counted on the parse (the document leaves it open; Spider's choices are
+followed except where the document says otherwise): each JOIN (a comma in FROM too) is one,
+each OR (``a OR b OR c``: two) and each LIKE (``NOT LIKE``, ``ILIKE`` too) in the ON, WHERE and
+HAVING conditions is one; HAVING is one (the document lists it; Spider's evaluator does not
+count it). Each set operation is one component 2, and so is each subquery of the query (in
+SELECT, FROM, WHERE, HAVING, ON) and each CTE: a FROM subquery is NESTED here (Spider's
+evaluator does not see it). Only the outermost query is counted: a subquery's own clauses
+make it NESTED, not harder again. ``lower(x)`` or ``round(x, 2)`` add nothing; aggregates are
+sqlglot's aggregate functions (COUNT, SUM, AVG, MIN, MAX and the others) in SELECT, WHERE,
+GROUP BY, ORDER BY and HAVING.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+LEVELS = ("easy", "medium", "hard", "extra")
+
+
+def level(comp1: int, comp2: int, others: int) -> str:
+    """The document's four rules, in its order."""
+    if comp1 <= 1 and others == 0 and comp2 == 0:
+        return "easy"
+    if comp2 == 0 and ((others <= 2 and comp1 <= 1) or (comp1 == 2 and others < 2)):
+        return "medium"
+    if (comp2 == 0 and ((others > 2 and comp1 <= 2) or (2 < comp1 <= 3 and others <= 2))) \
+            or (comp1 <= 1 and others == 0 and comp2 == 1):
+        return "hard"
+    return "extra"
+
+
+def sql_hardness(sql: str, dialect: str | None = None) -> str:
+    """The level of one SELECT query; ValueError when sqlglot cannot parse it as one."""
+    return level(*counts(sql, dialect))
+
+
+@functools.lru_cache(maxsize=4096)
+def cached_sql_hardness(sql: str, dialect: str | None = None) -> str | None:
+    """:func:`sql_hardness`, None when the query does not parse; cached: a gold is rated at
+    collection and again when scored."""
+    try:
+        return sql_hardness(sql, dialect)
+    except (ValueError, RecursionError):
+        return None
+
+
+def counts(sql: str, dialect: str | None = None) -> tuple[int, int, int]:
+    """``(components 1, components 2, others)`` of one SELECT query (ValueError otherwise)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    except SqlglotError as exc:
+        raise ValueError(f"sqlglot cannot parse the query: {exc}") from None
+    if len(trees) != 1:
+        raise ValueError(f"expected one statement, found {len(trees)}")
+    top = trees[0]
+    while isinstance(top, exp.Subquery):  # (SELECT ...) as a whole statement
+        top = top.this
+    comp2 = len(_arg(top, "with").expressions) if _arg(top, "with") is not None else 0
+    outer = top
+    comp2 += _set_operations(top)
+    select = top
+    while isinstance(select, exp.Union | exp.Intersect | exp.Except | exp.Subquery):
+        select = select.this  # the first query of the set operations is the query
+    if not isinstance(select, exp.Select):
+        raise ValueError(f"not a SELECT query ({type(select).__name__})")
+
+    where, having = select.args.get("where"), select.args.get("having")
+    group = select.args.get("group")
+    order = select.args.get("order") or outer.args.get("order")
+    joins = select.args.get("joins") or []
+    conditions = [j.args.get("on") for j in joins] + [where, having]
+    conditions = [c for c in conditions if c is not None]
+    comp1 = sum(1 for clause in (where, group, order, having) if clause is not None)
+    comp1 += 1 if (select.args.get("limit") or outer.args.get("limit")
+                   or select.args.get("fetch")) else 0
+    comp1 += len(joins)
+    in_conditions = [n for c in conditions for n in _shallow(c)]
+    comp1 += sum(1 for n in in_conditions if isinstance(n, exp.Or))
+    comp1 += sum(1 for n in in_conditions if isinstance(n, exp.Like | exp.ILike))
+
+    comp2 += sum(1 for _ in _subqueries(select))
+
+    aggregated = [*select.expressions, where, group, order, having]
+    aggs = sum(1 for part in aggregated if part is not None
+               for n in _shallow(part) if isinstance(n, exp.AggFunc))
+    others = int(aggs > 1) + int(len(select.expressions) > 1)
+    others += int(where is not None and _leaves(where.this) > 1)
+    others += int(group is not None and len(group.expressions) > 1)
+    return comp1, comp2, others
+
+
+def _set_operations(node: Any) -> int:
+    """UNION, INTERSECT and EXCEPT words of a set-operation tree (either side; parentheses
+    looked through)."""
+    from sqlglot import exp
+
+    while isinstance(node, exp.Subquery):
+        node = node.this
+    if not isinstance(node, exp.Union | exp.Intersect | exp.Except):
+        return 0
+    return 1 + _set_operations(node.this) + _set_operations(node.expression)
+
+
+def _arg(node: Any, name: str) -> Any:
+    """``node.args[name]``; sqlglot 30 renamed ``with`` and ``from`` to ``with_``, ``from_``."""
+    value = node.args.get(name)
+    return value if value is not None else node.args.get(name + "_")
+
+
+def _is_query(node: Any) -> bool:
+    from sqlglot import exp
+
+    return isinstance(node, exp.Subquery | exp.Select | exp.Union | exp.Intersect | exp.Except)
+
+
+def _shallow(node: Any) -> Iterator[Any]:
+    """``node`` and its descendants, not entering a subquery."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(c for c in current.iter_expressions() if not _is_query(c))
+
+
+def _subqueries(select: Any) -> Iterator[Any]:
+    """The outermost queries inside ``select`` (its CTEs left out: counted apart)."""
+    stack = [c for k, c in _children(select) if k not in ("with", "with_")]
+    while stack:
+        current = stack.pop()
+        if _is_query(current):
+            yield current
+            continue
+        stack.extend(current.iter_expressions())
+
+
+def _children(node: Any) -> Iterator[tuple[str, Any]]:
+    for key, value in node.args.items():
+        for item in value if isinstance(value, list) else [value]:
+            if hasattr(item, "iter_expressions"):
+                yield key, item
+
+
+def _leaves(condition: Any) -> int:
+    """Conditions joined by AND / OR (parentheses looked through): ``a AND (b OR c)`` is 3."""
+    from sqlglot import exp
+
+    if isinstance(condition, exp.Paren):
+        return _leaves(condition.this)
+    if isinstance(condition, exp.And | exp.Or):
+        return _leaves(condition.this) + _leaves(condition.expression)
+    return 1
