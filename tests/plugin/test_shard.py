@@ -232,7 +232,8 @@ def test_merge_refuses_a_damaged_shard_naming_the_file_and_the_field(many):
         ("limit.json", lambda r: r["gates"][gated].__setitem__("limit", "abc"),
          f'gates[{gated}].limit: expected a finite number, got "abc"'),
         ("big.json", lambda r: r["cases"][0]["metrics"].__setitem__("macro_f1", "__BIG__"),
-         "cases[0].metrics.macro_f1: expected a finite number, true, false or null, got 1000*"),
+         "cases[0].metrics.macro_f1: expected a finite number, true, false or null, got "
+         + "1" + "0" * 36 + "..."),
         ("spider.json", lambda r: r["cases"][0]["details"].__setitem__("spider", {"exact": 1}),
          "cases[0].details.spider.hardness: expected one of easy, medium, hard, extra, got null"),
     ):
