@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -299,7 +300,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.gc.after_collection(len(state.session.cases))  # items made after the last file
         _load_verdicts(session.config, state)
         unmatched.after_collection(session.config, state)
-        state.suite_ids = sorted(case.id for case in state.session.cases)
+        if sys.exc_info()[0] is None:  # else collection was cut short: not the whole suite
+            state.suite_ids = sorted(case.id for case in state.session.cases)
         if hasattr(session.config, "workerinput"):  # the controller collects nothing
             from .report.records import case_meta
 
@@ -457,6 +459,11 @@ class _RecordCollector:
             self.state.crashed[report.nodeid] = (
                 f"{report.longrepr}: the worker process died (a crash in native code, "
                 "os._exit, the out-of-memory killer); the case has no result")
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        from .conclude import interrupt_reason  # Ctrl-C, pytest.exit(), collection errors
+
+        self.state.interrupted = interrupt_reason(excinfo.value)
 
     @pytest.hookimpl(trylast=True)  # after the terminal wrote the case's result
     def pytest_runtest_logfinish(self) -> None:
