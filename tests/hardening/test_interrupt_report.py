@@ -76,3 +76,13 @@ def pytest_collection_finish(session):
     result = suite.runpytest("--queryeval-json=report.json")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     _zero_case_report(suite.path, "pytest.exit: the database server did not start")
+
+
+def test_collection_errors_stop_the_session_with_a_report(suite: pytest.Pytester) -> None:
+    """pytest's own abort: "Interrupted: 1 error during collection" (exit 2), no case run."""
+    suite.makepyfile(test_broken="def test_x(:\n")
+    suite.makefile(".yaml", test_cases=dump({"kind": "sdmx", "cases": [
+        sdmx_case("a", selection(GDP), selection(GDP))]}))
+    result = suite.runpytest("--queryeval-json=report.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    _zero_case_report(suite.path, "1 error during collection")
