@@ -60,6 +60,8 @@ class State:
     #: xdist controller: the directory its workers on this machine share predictions through
     #: (:mod:`.predict.exchange`), made when the first worker starts.
     exchange_root: Any = None
+    #: Why the session was interrupted (:func:`~.conclude.interrupt_reason`), or None.
+    interrupted: str | None = None
 
     def is_metric(self, kind: str, name: str) -> bool:
         return kind_registry.is_metric(kind, name, self.custom_metrics.get(kind, ()))

@@ -160,6 +160,50 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     return failed
 
 
+def interrupt_reason(exc: BaseException | None) -> str:
+    """Why a session stopped early, as ``run.interrupt_reason`` says it: pytest passes Ctrl-C
+    (SIGINT), ``pytest.exit()`` and "N errors during collection" as one kind of exception."""
+    if exc is None:
+        return "interrupted"
+    name = type(exc).__name__
+    text = str(getattr(exc, "msg", None) or exc).strip()
+    if type(exc) is KeyboardInterrupt:
+        return "KeyboardInterrupt: Ctrl-C or SIGINT"
+    if name == "Exit":  # pytest.exit(reason)
+        return f"pytest.exit: {text}" if text else "pytest.exit"
+    if name == "Interrupted":  # pytest's Session.Interrupted: "1 error during collection"
+        return text or "interrupted"
+    return f"{name}: {text}" if text else name
+
+
+def interrupted_report(run: dict[str, Any], reason: str) -> dict[str, Any]:
+    """The report of a session interrupted before any case finished (during collection, or
+    while its only cases were stuck): zero cases, ``run.interrupted`` true and the reason, so
+    CI that keeps ``report.json`` always finds one and sees why it is empty. ``run``: the
+    run fields of a normal report (times, exit status, model ...)."""
+    from .nearmiss import aggregate as near_miss_aggregate
+    from .repeats import flaky_cases
+
+    return {"version": 1,
+            "run": {**run, "interrupted": True, "interrupt_reason": reason,
+                    "settings": run.get("settings") or {}},
+            "cases": [], "aggregates": aggregates_of([]), "gates": [], "flaky": flaky_cases([]),
+            "near_miss": near_miss_aggregate([])}
+
+
+def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:
+    """Write the reports of :func:`interrupted_report`; the summary lines. No baseline is
+    compared with zero cases, nor written from an interrupted run."""
+    reason = report["run"].get("interrupt_reason") or "interrupted"
+    lines = [f"queryeval: the session was interrupted before any case finished ({reason}): "
+             "the reports hold no case"]
+    lines.extend(write_reports(report, None, out))
+    if out.update_baseline and out.baseline_path is not None:
+        lines.append(f"error: baseline NOT updated ({out.display(out.baseline_path)}): "
+                     "the run was interrupted before any case finished")
+    return lines
+
+
 def write_reports(report: dict[str, Any], comparison: Any, out: Outputs) -> list[str]:
     """Every report file asked for; the lines naming them. The JSON report comes first (the
     one CI keeps); an Excel or HTML failure is raised after the others are written."""

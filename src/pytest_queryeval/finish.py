@@ -150,6 +150,15 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
             state.records[nodeid] = crash_record(nodeid, message, state.case_meta.get(nodeid))
     records = sorted(state.records.values(),
                      key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
+    interrupted = state.interrupted or ("interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED
+                                        else None)
+    if not records and interrupted:  # a report all the same: zero cases, and why
+        from .conclude import conclude_interrupted, interrupted_report
+
+        run = build_report(state, [], started, exitstatus, [], _model(state, []))["run"]
+        config.stash[SUMMARY] = conclude_interrupted(interrupted_report(run, interrupted),
+                                                     outputs(config, state, []))
+        return
     if not records:
         if state.audit:
             config.stash[SUMMARY] = ["gold audit: no gold to audit (no case ran)"]
@@ -161,6 +170,8 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
         gate["scope"] = _relative(Path(gate["scope"]), config.rootpath)
     public = [{k: v for k, v in r.items() if k != "path"} for r in records]
     report = build_report(state, public, started, exitstatus, gates, _model(state, records))
+    if interrupted:  # pytest.exit(returncode=...) too
+        report["run"].update(interrupted=True, interrupt_reason=interrupted)
     if state.audit:
         from .report.audit import audit_report
 

@@ -18,7 +18,6 @@ or written.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,18 +55,25 @@ class Merged:
 
 
 def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
-    """(name, report) per file; MergeRefused names a file that is not a JSON report."""
+    """(name, report) per file; MergeRefused names a file that is not a usable JSON report
+    (not a regular file, too large or too deeply nested, or a field of the wrong type)."""
+    from .boundedio import BoundedReadError, load_json_file
+    from .report.shardcheck import check_report, summary
+
     out: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = load_json_file(path)
         except OSError as exc:
             raise MergeRefused(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise MergeRefused(f"{path}: not JSON: {exc}") from None
+        except BoundedReadError as exc:
+            raise MergeRefused(f"{path}: {exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("cases"), list) \
                 or not isinstance(data.get("run"), dict):
             raise MergeRefused(f"{path}: not a queryeval JSON report (no 'run' and 'cases')")
+        problems = check_report(data)
+        if problems:
+            raise MergeRefused(summary(str(path), problems))
         out.append((str(path), data))
     if not out:
         raise MergeRefused("no shard reports given")

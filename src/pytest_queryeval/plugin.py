@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -300,7 +301,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.gc.after_collection(len(state.session.cases))  # items made after the last file
         _load_verdicts(session.config, state)
         unmatched.after_collection(session.config, state)
-        state.suite_ids = sorted(case.id for case in state.session.cases)
+        if sys.exc_info()[0] is None:  # else collection was cut short: not the whole suite
+            state.suite_ids = sorted(case.id for case in state.session.cases)
         if hasattr(session.config, "workerinput"):  # the controller collects nothing
             from .report.records import case_meta
 
@@ -319,7 +321,31 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
         from . import runahead
 
         runahead.start(session, state)
-    return (yield)
+    try:
+        return (yield)
+    except KeyboardInterrupt as exc:
+        if not _shorten(session, exc):
+            raise
+        raise KeyboardInterrupt(*exc.args) from None
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """Ctrl-C during collection: raised afresh here (see :func:`_shorten`)."""
+    try:
+        return (yield)
+    except KeyboardInterrupt as exc:
+        if not _shorten(session, exc):
+            raise
+        raise KeyboardInterrupt(*exc.args) from None
+
+
+def _shorten(session: pytest.Session, exc: BaseException) -> bool:
+    """Whether Ctrl-C is raised afresh from the hook, its traceback cut there: pytest renders
+    every frame (source and arguments) when interrupted, 1.2-1.5 s of the stop on a loaded
+    machine for the 40-55 frames down to a stuck case or the YAML parser, and shows only the
+    last one unless --full-trace (which keeps them all)."""
+    return type(exc) is KeyboardInterrupt and not session.config.option.fulltrace
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -458,6 +484,11 @@ class _RecordCollector:
             self.state.crashed[report.nodeid] = (
                 f"{report.longrepr}: the worker process died (a crash in native code, "
                 "os._exit, the out-of-memory killer); the case has no result")
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        from .conclude import interrupt_reason  # Ctrl-C, pytest.exit(), collection errors
+
+        self.state.interrupted = interrupt_reason(excinfo.value)
 
     @pytest.hookimpl(trylast=True)  # after the terminal wrote the case's result
     def pytest_runtest_logfinish(self) -> None:

@@ -311,11 +311,16 @@ def load_text(text: str, file: str) -> Any:
 
 
 def load_file(path: Path, display: str | None = None) -> Any:
-    """Read and parse a YAML file (UTF-8); unreadable files are located errors too."""
+    """Read and parse a YAML file (UTF-8); unreadable files are located errors too, and so are
+    a device, a FIFO or a file over ``boundedio.MAX_FILE_BYTES`` (``/dev/zero`` never ends)."""
+    from .boundedio import BoundedReadError, read_bytes
+
     name = display or str(path)
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError as exc:
+        raise ConfigError(f"cannot read file: {exc}", name, 1) from None
+    except BoundedReadError as exc:
         raise ConfigError(f"cannot read file: {exc}", name, 1) from None
     try:
         text = data.decode("utf-8")

@@ -208,3 +208,55 @@ def test_pytest_split_groups_merge_like_one_run(many):
     missing = sorted(set(IDS) - set(_ids(many, "group-1.json")) - set(_ids(many, "group-3.json")))
     result.stdout.fnmatch_lines([f"error: {len(missing)} case(s) of the suite are in no shard: "
                                  f"{', '.join(missing)}"])
+
+
+def test_merge_refuses_a_damaged_shard_naming_the_file_and_the_field(many):
+    """A crafted or damaged shard is a usage error (exit 4, nothing written) naming the shard
+    and the field path, not a traceback with exit 1 (the status of failing tests)."""
+    shards = _shards(many, 2)
+    good = json.loads((many.path / shards[0]).read_text())
+    gated = next(i for i, g in enumerate(good["gates"]) if g["name"] == "macro_f1")
+
+    def damaged(name, change):
+        report = json.loads(json.dumps(good))
+        change(report)
+        text = json.dumps(report).replace('"__BIG__"', "1" + "0" * 400)
+        (many.path / name).write_text(text)
+        return name
+
+    for name, change, message in (
+        ("line.json", lambda r: r["cases"][1].__setitem__("line", "abc"),
+         'cases[1].line: expected an integer, got "abc"'),
+        ("workers.json", lambda r: r["run"].__setitem__("workers", "x"),
+         'run.workers: expected an integer, got "x"'),
+        ("limit.json", lambda r: r["gates"][gated].__setitem__("limit", "abc"),
+         f'gates[{gated}].limit: expected a finite number, got "abc"'),
+        ("big.json", lambda r: r["cases"][0]["metrics"].__setitem__("macro_f1", "__BIG__"),
+         "cases[0].metrics.macro_f1: expected a finite number, true, false or null, got "
+         + "1" + "0" * 36 + "..."),
+        ("spider.json", lambda r: r["cases"][0]["details"].__setitem__("spider", {"exact": 1}),
+         "cases[0].details.spider.hardness: expected one of easy, medium, hard, extra, got null"),
+    ):
+        damaged(name, change)
+        result = _merge(many, name, shards[1], "-o", "m.json")
+        assert result.ret == 4, (name, result.stderr.str())
+        result.stderr.fnmatch_lines([f"queryeval merge: refused: {name}: {message}"])
+        assert "Traceback" not in result.stderr.str()
+        assert not (many.path / "m.json").exists()
+    # 100,000-deep JSON: the decoder's RecursionError, and a depth the writers could not take
+    for name, depth in (("deep.json", 100_000), ("deeper.json", 300)):
+        (many.path / name).write_text('{"run": {}, "cases": [' + "[" * depth + "]" * depth
+                                      + "]}")
+        result = _merge(many, name, "-o", "m.json")
+        assert result.ret == 4
+        result.stderr.fnmatch_lines([f"*refused: {name}: not JSON: nested deeper than 200 "
+                                     "levels"])
+    # a device and a FIFO with no writer: refused before reading (both used to hang or OOM)
+    import os
+
+    os.mkfifo(many.path / "fifo.json")
+    for name in ("/dev/zero", "fifo.json"):
+        result = _merge(many, name, "-o", "m.json")
+        assert result.ret == 4
+        result.stderr.fnmatch_lines([f"*refused: {name}: not a regular file*"])
+    assert not (many.path / "m.json").exists()

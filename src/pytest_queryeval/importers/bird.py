@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
+from ._inputs import load_json, plain_name
 
 CASES_FILE = "test_bird.yaml"
 CONFIG_FILE = "queryeval.yaml"
@@ -39,10 +40,7 @@ DEFAULT_DB = "dev_databases/{db}/{db}.sqlite"
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ImportProblem(f"{path.name}: not JSON: {exc}") from None
+    return load_json(path)
 
 
 def read_data(path: Path) -> list[dict[str, Any]]:
@@ -57,6 +55,10 @@ def read_data(path: Path) -> list[dict[str, Any]]:
         for key in ("db_id", "question", "SQL"):
             if not isinstance(item.get(key), str) or not item[key].strip():
                 raise ImportProblem(f"{path.name}: item {i}: {key!r} must be a non-empty string")
+        try:  # {db} of --db: a path below the databases folder
+            plain_name(item["db_id"])
+        except ImportProblem as exc:
+            raise ImportProblem(f"{path.name}: item {i}: {exc}") from None
         for key in ("evidence", "difficulty"):
             if item.get(key) is not None and not isinstance(item[key], str):
                 raise ImportProblem(f"{path.name}: item {i}: {key!r} must be a string")

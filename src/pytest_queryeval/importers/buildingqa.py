@@ -24,13 +24,13 @@ inline prediction too (checks the suite, data and engine end to end: every case 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ._common import ImportProblem, dump_yaml, tag
+from ._inputs import load_json, load_yaml
 
 CONFIG_FILE = "queryeval.yaml"
 #: Used only for prefixes the graph file does not declare.
@@ -82,10 +82,7 @@ def with_prefixes(query: str, prefixes: dict[str, str], where: str) -> str:
 
 def read_benchmark(path: Path) -> list[dict[str, Any]]:
     """The buildings of a ``<bldg>_combined.json`` (a list of ``{building_id, queries}``)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ImportProblem(f"{path}: not JSON: {exc}") from None
+    data = load_json(path)  # ImportProblem: not JSON, too deep, not a regular file
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not all(isinstance(b, dict) and isinstance(
@@ -188,9 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     config_file = out / CONFIG_FILE
     config: dict[str, Any] = {"datasources": {}}
     if config_file.is_file():  # add to an existing suite config (several buildings)
-        import yaml
-
-        loaded = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        loaded = load_yaml(config_file) or {}
         if isinstance(loaded, dict):
             config = loaded
             config.setdefault("datasources", {})

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..metrics.soft_ex import CONDITION_KEYS
 from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
+from ._inputs import json_line, plain_name, read_text
 
 CASES_FILE = "test_livesqlbench.yaml"
 CONFIG_FILE = "queryeval.yaml"
@@ -38,13 +39,10 @@ PREDICTIONS_FILE = "predictions.jsonl"
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportProblem(f"{path.name}: line {n}: not JSON: {exc}") from None
+        item = json_line(line, f"{path.name}: line {n}")
         if not isinstance(item, dict):
             raise ImportProblem(f"{path.name}: line {n}: expected an object")
         item["_line"] = n
@@ -86,6 +84,10 @@ def build(items: list[dict[str, Any]], *, source_name: str,
             raise ImportProblem(f"{where}: 'instance_id' is missing")
         if not isinstance(db, str) or not db.strip():
             raise ImportProblem(f"{where}: 'selected_database' is missing")
+        try:  # {db} of --db: a path below the databases folder
+            plain_name(db, "selected_database")
+        except ImportProblem as exc:
+            raise ImportProblem(f"{where}: {exc}") from None
         cid = str(iid)
         if cid in seen:
             raise ImportProblem(f"{where}: duplicate instance_id {cid!r}")

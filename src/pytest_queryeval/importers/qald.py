@@ -16,21 +16,18 @@ with the provenance comment lines: the source file, its SHA-256 and the dataset 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ._common import ImportProblem, dump_yaml, provenance, tag
+from ._inputs import load_json
 from .sparql_common import datasource_spec, write_config
 
 
 def read_dataset(path: Path) -> dict[str, Any]:
     """The QALD JSON document (``{dataset: {id}, questions: [...]}``), checked for its shape."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ImportProblem(f"{path.name}: not JSON: {exc}") from None
+    data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
         raise ImportProblem(f"{path.name}: expected a QALD JSON document "
                             "{dataset: {id: ...}, questions: [...]}")

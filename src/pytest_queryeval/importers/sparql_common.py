@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common import ImportProblem, dump_yaml
+from ._inputs import load_yaml
 
 CONFIG_FILE = "queryeval.yaml"
 
@@ -36,12 +37,10 @@ def datasource_spec(endpoint: str | None, graph: Path | None, out: Path,
 
 def write_config(out: Path, name: str, spec: dict[str, Any]) -> Path:
     """Add (or replace) datasource ``name`` in ``<out>/queryeval.yaml``, keeping the rest."""
-    import yaml
-
     config_file = out / CONFIG_FILE
     config: dict[str, Any] = {"datasources": {}}
     if config_file.is_file():
-        loaded = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        loaded = load_yaml(config_file) or {}
         if isinstance(loaded, dict):
             config = loaded
             config.setdefault("datasources", {})

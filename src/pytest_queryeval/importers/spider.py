@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import QueryEvalError
 from ._common import dump_yaml
+from ._inputs import json_line, read_text
 
 CASES_FILE = "test_spider.yaml"
 CONFIG_FILE = "queryeval.yaml"
@@ -25,9 +26,9 @@ CONFIG_FILE = "queryeval.yaml"
 
 def read_gold(path: Path) -> list[dict[str, Any]]:
     """Gold cases from ``SQL<TAB>db_id`` lines or a Spider ``dev.json`` (with questions)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if path.suffix == ".json":
-        items = json.loads(text)
+        items = json_line(text, path.name)
         return [{"gold": it["query"], "db_id": it["db_id"], "question": it.get("question")}
                 for it in items]
     out = []
@@ -41,7 +42,7 @@ def read_gold(path: Path) -> list[dict[str, Any]]:
 
 def read_pred(path: Path) -> list[str]:
     return [ln.strip().split("\t")[0] for ln in
-            path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            read_text(path).splitlines() if ln.strip()]
 
 
 def build(gold: list[dict[str, Any]], pred: list[str] | None, *, datasource: str,

@@ -28,8 +28,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..boundedio import loads_json
 from ..errors import QueryEvalError
-from ._common import datasource_spec, dump_yaml, provenance, tag
+from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
+from ._inputs import plain_name, read_text
 
 CASES_FILE = "test_spider2_lite.yaml"
 CONFIG_FILE = "queryeval.yaml"
@@ -48,11 +50,11 @@ def family(instance_id: str) -> str | None:
 def read_jsonl(path: Path) -> dict[str, dict[str, Any]]:
     """``instance_id`` → record; a malformed line is an error naming the file and line."""
     out: dict[str, dict[str, Any]] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
+        try:  # a BoundedReadError (too deep, not JSON) is a ValueError
+            item = loads_json(line)
             out[str(item["instance_id"])] = item
         except (ValueError, KeyError, TypeError) as exc:
             raise QueryEvalError(f"{path}:{n}: not a JSON object with an instance_id ({exc})"
@@ -109,7 +111,7 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
             if not db:
                 warnings.append(f"{iid}: no 'db' in the questions file (skipped)")
                 continue
-            case["datasource"] = str(db)
+            case["datasource"] = plain_name(str(db), f"{iid}: db")  # {db}.sqlite
             if sqlite_dir is not None:
                 sources[str(db)] = datasource_spec(str(sqlite_dir / "{db}.sqlite"), str(db), out)
         elif fam == "bigquery":
@@ -125,8 +127,9 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
         case["tags"] = tags
         doc = meta.get("external_knowledge")
         if isinstance(doc, str) and doc:
-            if documents is not None and (documents / doc).is_file():
-                case["external_knowledge"] = (documents / doc).read_text(encoding="utf-8")
+            if documents is not None and (documents / plain_name(
+                    doc, f"{iid}: external_knowledge")).is_file():
+                case["external_knowledge"] = read_text(documents / doc)
             else:
                 case["comments"] = f"external knowledge document: {doc}"
         cases.append(case)
@@ -168,14 +171,14 @@ def main(argv: list[str] | None = None) -> int:
         questions = read_jsonl(args.questions) if args.questions else {}
         predictions = None
         if args.pred_dir:
-            predictions = {p.stem: p.read_text(encoding="utf-8")
+            predictions = {p.stem: read_text(p)
                            for p in sorted(args.pred_dir.glob("*.sql"))}
         out: Path = args.out
         suite, config, records, warnings = build(
             questions, standard, exec_result, out, predictions=predictions,
             sqlite_dir=args.sqlite_dir, bigquery=args.bigquery, snowflake=args.snowflake,
             documents=args.documents)
-    except (OSError, QueryEvalError) as exc:
+    except (OSError, QueryEvalError, ImportProblem) as exc:
         msg = exc.reason() if isinstance(exc, QueryEvalError) else str(exc)
         print(f"queryeval-import spider2-lite: {msg}", file=sys.stderr)
         return 2

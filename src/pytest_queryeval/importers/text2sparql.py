@@ -21,17 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ._common import ImportProblem, dump_yaml, provenance, tag
+from ._inputs import load_yaml
 from .sparql_common import datasource_spec, write_config
 
 
 def read_questions(path: Path) -> dict[str, Any]:
     """The questions file, checked as the reference's pydantic model checks it."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ImportProblem(f"{path.name}: not YAML: {exc}") from None
+    data = load_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("dataset"), dict) or not isinstance(
             data.get("questions"), list):
         raise ImportProblem(f"{path.name}: expected {{dataset: {{id, prefix}}, questions: [...]}}")

@@ -171,8 +171,9 @@ def verdict_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
 def _score(c: Mapping[str, Any]) -> float:
     metrics = c.get("metrics") or {}
     for m in HEADLINE.get(str(c.get("kind")), ()):
-        if m in metrics:
-            return float(metrics[m])
+        if m in metrics:  # null: a NaN score, written as null in the JSON report
+            value = metrics[m]
+            return float(value) if isinstance(value, int | float) else 0.0
     return 0.0
 
 
