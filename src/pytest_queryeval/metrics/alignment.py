@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pytest_queryeval.metrics._alignment_search import (
     Matrices,
     best_mapping,
+    check_affordable,
     entity_f1,
     entity_matrices,
     entity_scores,
@@ -293,6 +294,7 @@ def alignment_details(
                 _reference_search(g, p)
             details.nodes = details.leaves = details.permutations
         else:
+            check_affordable(ng, np_)  # before the matrices: ng x np_ pairs
             mats = Matrices.build(g.codes, p.codes, g.entities, p.entities)
             found = best_mapping(g.codes, p.codes, mats, len(book.norm_of))
             details.nodes, details.leaves = found.nodes, found.leaves
