@@ -27,6 +27,7 @@ from pytest_queryeval.metrics._alignment_search import (
     multiset_tp,
     row_f1,
 )
+from pytest_queryeval.metrics._deadline import check_deadline
 from pytest_queryeval.results import FIRST_ROW_KEYS, ResultTable, Term
 
 __all__ = [
@@ -176,9 +177,11 @@ class _Side:
     entities: list[frozenset[str]]  # per column: distinct raw value strings, '' for unbound
 
 
-#: normalize_value results across calls: a suite's values repeat from case to case.
+#: normalize_value results across calls: a suite's values repeat from case to case. Only
+#: short values are kept (a 64 MB cell stayed in memory for the rest of the session).
 _NORMALIZED: dict[str, str] = {}
 _NORMALIZED_MAX = 100_000
+_NORMALIZED_CHARS = 256
 
 
 class _Codebook:
@@ -195,9 +198,11 @@ class _Codebook:
             assert s is not None
             n = _NORMALIZED.get(s)
             if n is None:
-                if len(_NORMALIZED) >= _NORMALIZED_MAX:
-                    _NORMALIZED.clear()
-                n = _NORMALIZED[s] = normalize_value(s)
+                n = normalize_value(s)
+                if len(s) <= _NORMALIZED_CHARS:
+                    if len(_NORMALIZED) >= _NORMALIZED_MAX:
+                        _NORMALIZED.clear()
+                    _NORMALIZED[s] = n
             code = self.by_norm.get(n)
             if code is None:
                 code = self.by_norm[n] = len(self.norm_of)
@@ -207,13 +212,21 @@ class _Codebook:
 
 
 def _prepare(table: ResultTable, kind: TableKind, book: _Codebook) -> _Side:
+    """One column at a time, under the comparison's deadline (a 100,000-row result of 40
+    columns takes seconds to encode on a loaded machine)."""
     cols = _first_row_columns(table, kind)
-    raws = [_raw_column(table.rows, c, kind) for c in cols]
+    codes: list[list[int]] = []
+    entities: list[frozenset[str]] = []
+    for c in cols:
+        check_deadline(lambda: f"encoding the {len(cols):,} columns for the column alignment")
+        raw = _raw_column(table.rows, c, kind)
+        codes.append(book.encode(raw))
+        entities.append(frozenset("" if s is None else s for s in set(raw)))
     return _Side(
         names=[table.columns[c] for c in cols],
         n_rows=len(table.rows),
-        codes=[book.encode(r) for r in raws],
-        entities=[frozenset("" if s is None else s for s in set(r)) for r in raws],
+        codes=codes,
+        entities=entities,
     )
 
 
