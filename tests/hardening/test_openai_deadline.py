@@ -5,7 +5,9 @@ answering ``307`` towards another port where the OpenAI stand-in listens.
 
 The trickling case ends by its ``timeout`` (both attempts), with its reason, in a session that
 finishes within the sum of its timeouts plus a margin, and the report is written; the redirect
-is an error that names where it pointed, and the other port receives nothing."""
+is an error that names where it pointed, and the other port receives nothing. The http source
+follows a redirect only within its URL's origin: a 302 elsewhere (urllib turned it into a GET
+with the configured headers, a key among them) is the case's error."""
 
 from __future__ import annotations
 
@@ -144,3 +146,59 @@ def test_a_redirect_to_another_origin_is_not_followed(
     assert _Redirect.seen == ["/v1/chat/completions"]
     assert openai_standin.requests == []  # the prompt never reached the other port
     assert json.dumps(case).count("secret-in-query") == 0
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """The other origin: records whatever reaches it."""
+
+    seen: list[tuple[str, str, str | None]] = []
+
+    def _record(self) -> None:
+        type(self).seen.append((self.command, self.path, self.headers.get("Authorization")))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = _record
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_http_source_follows_no_redirect_to_another_origin(
+        pytester: pytest.Pytester) -> None:
+    _Recorder.seen = []
+    other = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    other.daemon_threads = True
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+
+    class Found(_Redirect):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{other.server_address[1]}/steal")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Found)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/predict"
+    try:
+        _suite(pytester, "http://unused/v1")
+        pytester.makefile(".yaml", queryeval=dump({
+            "datasources": {"db": {"type": "sqlite", "path": "tiny.sqlite"}},
+            "predictions": {"source": "http", "url": url, "retries": 0,
+                            "headers": {"Authorization": "Bearer sk-http-secret-123456"}}}))
+        result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
+        no_traceback(result)
+    finally:
+        for srv in (server, other):
+            srv.shutdown()
+            srv.server_close()
+    case = by_id(read_report(pytester.path / "r.json"))["c1"]
+    assert case["outcome"] == "error"
+    assert case["error"].startswith(
+        f"prediction error: POST {url} failed: HTTP 302 Found after 1 attempt(s)"), case["error"]
+    assert _Recorder.seen == []  # neither the request nor the key reached the other origin
