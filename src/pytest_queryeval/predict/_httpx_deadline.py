@@ -49,6 +49,8 @@ def bounded_client(openai: Any) -> Any:
     backend_type = _backend_type(core)
     transports = [client._transport, *getattr(client, "_mounts", {}).values()]
     for transport in transports:
+        if transport is None:  # a mount that disables a proxy for some hosts
+            continue
         pool = getattr(transport, "_pool", None)
         inner = getattr(pool, "_network_backend", None)
         if inner is None:
