@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice, permutations
 from math import perm
@@ -211,14 +212,14 @@ class _Codebook:
         return list(map(by_raw.__getitem__, raw))
 
 
-def _prepare(table: ResultTable, kind: TableKind, book: _Codebook) -> _Side:
+def _prepare(table: ResultTable, cols: list[int], kind: TableKind, book: _Codebook,
+             what: Callable[[], str]) -> _Side:
     """One column at a time, under the comparison's deadline (a 100,000-row result of 40
-    columns takes seconds to encode on a loaded machine)."""
-    cols = _first_row_columns(table, kind)
+    columns takes seconds to encode on a loaded machine; ``what`` names the work)."""
     codes: list[list[int]] = []
     entities: list[frozenset[str]] = []
     for c in cols:
-        check_deadline(lambda: f"encoding the {len(cols):,} columns for the column alignment")
+        check_deadline(what)
         raw = _raw_column(table.rows, c, kind)
         codes.append(book.encode(raw))
         entities.append(frozenset("" if s is None else s for s in set(raw)))
@@ -274,8 +275,13 @@ def alignment_details(
         raise ValueError(f"arity_from must be 'query' or 'result', not {arity_from!r}")
     k = _resolve_kind(gold, pred, kind)
     book = _Codebook()
-    g = _prepare(gold, k, book)
-    p = _prepare(pred, k, book)
+    gcols, pcols = _first_row_columns(gold, k), _first_row_columns(pred, k)
+
+    def what() -> str:
+        return f"the column alignment of {len(pcols)} predicted to {len(gcols)} gold columns"
+
+    g = _prepare(gold, gcols, k, book, what)
+    p = _prepare(pred, pcols, k, book, what)
 
     if arity_from == "query" and gold_query is not None and pred_query is not None:
         arity = arity_f1(arity_from_query(pred_query), arity_from_query(gold_query))
