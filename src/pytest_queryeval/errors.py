@@ -98,6 +98,13 @@ class SearchBudgetExhausted(QueryEvalError):
     prefix = "search budget exhausted"
 
 
+class ComparisonTimeout(SearchBudgetExhausted):
+    """Comparing the results outlasted the case's ``timeout`` (:mod:`.metrics._deadline`):
+    like an exhausted budget, the score is unknown, never guessed."""
+
+    prefix = "timeout"
+
+
 class GoldError(QueryEvalError):
     """The gold side itself is broken: an error of the suite, not of the model."""
 

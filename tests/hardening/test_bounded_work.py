@@ -134,7 +134,9 @@ def test_comparison_searches_stop_at_their_budget(suite: pytest.Pytester) -> Non
     gold_tsse, pred_tsse = _shifted(12, 5)
     ok = {"columns": ["n"], "rows": [[1]]}
     suite.makefile(".yaml", test_search=dump({
-        "kind": "sql", "thresholds": {"execution_accuracy": 1.0},
+        # the budgets are under test: the comparison's deadline (the case's timeout, 30 s by
+        # default) must not end the ~5 s searches first on a loaded machine
+        "kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "timeout": 600,
         "cases": [
             {"id": "honest", "gold_result": ok, "predicted_result": ok},
             {"id": "alignment-30-vs-6", "gold_result": _lookalike(6, 20, 1),

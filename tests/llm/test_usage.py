@@ -158,7 +158,7 @@ def test_thresholds_and_gates_bound_cost_latency_and_tokens(sdmx_suite):
     assert {i: c["outcome"] for i, c in cases.items()} == {"gdp": "failed", "mex": "passed"}
     assert sorted(cases["gdp"]["failed_metrics"]) == ["completion_tokens", "cost_usd"]
     result.stdout.fnmatch_lines(["cost_usd *$0.3150*<= 0.1*FAIL",
-                                 "*gdp ?sdmx/-? failed: cost_usd=$0.3150, completion_tokens=1,000"])
+                                 "*gdp ?sdmx/unknown? failed: cost_usd=$0.3150, completion_tokens=1,000"])
     gates = {g["name"]: g for g in report["gates"]}
     assert (gates["budget"]["stat"], gates["budget"]["op"], gates["budget"]["passed"]) == \
         ("total", "<=", False)

@@ -45,9 +45,10 @@ from ..errors import (
 )
 from ..fences import note as note_fence
 from ..metricnames import QUERY_TIMING_METRICS as TIMING
+from ..metrics._deadline import comparison_deadline
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
-from ..sources.base import DataSource
+from ..sources.base import DEFAULT_TIMEOUT, DataSource
 from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
@@ -193,18 +194,27 @@ class SparqlKind:
                             "result is never scored",
                             gold_seconds, pred_seconds, golds, opts)
 
+        # Each comparison runs under the case's timeout; a gold whose comparison stops
+        # undecided fails the case only when no other gold matches (as for SQL).
         best: tuple[tuple[float, float], Scored] | None = None
+        undecided: SearchBudgetExhausted | None = None
+        seconds = float(opts.limits.get("timeout", getattr(src, "timeout", DEFAULT_TIMEOUT)))
         for index, gold in enumerate(golds):
             try:
-                scored = _score(gold, pred_table, pred_query, opts)
+                with comparison_deadline(seconds):
+                    scored = _score(gold, pred_table, pred_query, opts)
             except SearchBudgetExhausted as e:  # a score is never guessed
-                return _failure(e.reason(), gold_seconds, pred_seconds, golds, opts)
+                undecided = undecided or e
+                continue
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
             rank = rank_alternative(scored.metrics, TIMING)
             if best is None or rank > best[0]:
                 best = (rank, scored)
+        if undecided is not None and (
+                best is None or best[1].metrics.get("execution_accuracy") != 1.0):
+            return _failure(undecided.reason(), gold_seconds, pred_seconds, golds, opts)
         assert best is not None
         return best[1]
 

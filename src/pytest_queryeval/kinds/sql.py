@@ -38,9 +38,10 @@ from ..errors import (
 )
 from ..fences import note as note_fence
 from ..metricnames import QUERY_TIMING_METRICS as TIMING
+from ..metrics._deadline import comparison_deadline
 from ..model import Case, Context, Scored
 from ..results import ResultTable
-from ..sources.base import DataSource
+from ..sources.base import DEFAULT_TIMEOUT, DataSource
 from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
@@ -232,21 +233,30 @@ class SqlKind:
             raise GoldError("nothing to score: no executable datasource and no recorded "
                             "results, and no schema for structural metrics")
 
-        # Score every alternative, keep the best.
+        # Score every alternative, keep the best. Each comparison runs under the case's
+        # timeout; a gold whose comparison stops undecided fails the case only when no other
+        # gold matches (a score is never guessed, and a match is a match).
         best: tuple[tuple[float, float], Scored] | None = None
+        undecided: SearchBudgetExhausted | None = None
+        seconds = float(opts.limits.get("timeout", getattr(src, "timeout", DEFAULT_TIMEOUT)))
         for index, gold in enumerate(golds):
             try:
-                scored = self._score(case, gold, pred, src, ctx, opts,
-                                     schema if structure_ok else None)
-            except SearchBudgetExhausted as e:  # a score is never guessed
-                return _failure(planned, e.reason(), gold_seconds,
-                                pred.table.seconds if pred.table else None, golds, case)
+                with comparison_deadline(seconds):
+                    scored = self._score(case, gold, pred, src, ctx, opts,
+                                         schema if structure_ok else None)
+            except SearchBudgetExhausted as e:
+                undecided = undecided or e
+                continue
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
             rank = rank_alternative(scored.metrics, TIMING, "exact_set_match")
             if best is None or rank > best[0]:
                 best = (rank, scored)
+        if undecided is not None and (
+                best is None or best[1].metrics.get("execution_accuracy") != 1.0):
+            return _failure(planned, undecided.reason(), gold_seconds,
+                            pred.table.seconds if pred.table else None, golds, case)
         assert best is not None
         return best[1]
 

@@ -44,6 +44,7 @@ def search_assignment(
     ``100 + rows * columns`` units of :data:`ASSIGNMENT_BUDGET`; past it,
     :class:`SearchBudgetExhausted`."""
     from ..errors import SearchBudgetExhausted
+    from ._deadline import check_deadline
 
     ncol = len(candidates)
     order = sorted(range(ncol), key=lambda i: len(candidates[i]))
@@ -58,6 +59,7 @@ def search_assignment(
             raise SearchBudgetExhausted(
                 f"the column assignment of {ncol} columns (execution accuracy) stopped after "
                 f"{ASSIGNMENT_BUDGET:,} units of work")
+        check_deadline(lambda: f"the column assignment of {ncol} columns (execution accuracy)")
 
     def search(depth: int, used: set[int]) -> bool:
         if depth == ncol:

@@ -16,6 +16,7 @@ import selectors
 import signal
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,10 +81,34 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(self._conn, req)
 
 
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the request's origin (scheme, host and port): a
+    redirect elsewhere would carry the configured headers (a key) to a server the
+    configuration did not name. Refused, the 3xx is the HTTPError the caller reports."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> urllib.request.Request | None:
+        if _origin(newurl) != _origin(req.full_url):
+            return None
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or ""), port or {"http": 80, "https": 443}.get(scheme)
+
+
 def open_url(request: urllib.request.Request, guard: SocketDeadline) -> Any:
-    """``urlopen`` whose connections are shut when ``guard`` fires (HTTPError as usual)."""
+    """``urlopen`` whose connections are shut when ``guard`` fires (HTTPError as usual), and
+    that follows redirects only within the request's origin."""
     left = max(guard.deadline - time.monotonic(), 0.001)
-    opener = urllib.request.build_opener(_HTTPHandler(guard), _HTTPSHandler(guard))
+    opener = urllib.request.build_opener(_HTTPHandler(guard), _HTTPSHandler(guard),
+                                         _SameOrigin())
     return opener.open(request, timeout=left)
 
 

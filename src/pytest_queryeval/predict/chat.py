@@ -29,8 +29,10 @@ from ..errors import MissingDependency, PredictionError, QueryEvalError
 from ..model import Case
 from ..secrets import Scrubber
 from . import prompt as prompts
+from ._bounded import request_deadline
+from ._httpx_deadline import bounded_client, watching
 from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json, positive_number, read_usage
-from .pool import ABORT, NOT_RETRIED, retry_pause
+from .pool import NOT_RETRIED, retry_pause
 
 OPENAI_KEYS = frozenset({
     "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
@@ -105,7 +107,8 @@ class ChatPredictor:
                 except ImportError:
                     raise MissingDependency(_INSTALL) from None
                 self._client = openai.OpenAI(api_key=self._key, base_url=self.base_url,
-                                             max_retries=0, timeout=self.timeout)
+                                             max_retries=0, timeout=self.timeout,
+                                             http_client=bounded_client(openai))
             return self._client
 
     def messages(self, case: Case) -> list[dict[str, str]]:
@@ -222,15 +225,19 @@ class ChatPredictor:
         raise PredictionError(self._scrubber.text(f"{self._where()} failed: {last}{tries}"))
 
     def _send(self, client: Any, params: dict[str, Any]) -> bytes:
-        """The response body, read as it arrives; past ``max_bytes`` the rest is abandoned."""
-        deadline = time.monotonic() + self.timeout
+        """The response body, read as it arrives; past ``max_bytes`` the rest is abandoned.
+
+        ``timeout`` is a hard deadline on the whole attempt (request, status line, headers and
+        body), the one the http source has (:func:`._bounded.request_deadline`): it shuts the
+        connection's socket, so a server trickling its headers a byte at a time ends with
+        :class:`_Deadline`; it also fires when the session ends (the prediction pool closes).
+        """
+        guard = request_deadline(self.timeout)
         chunks: list[bytes] = []
         total = 0
-        abort = ABORT.get()
-        with client.chat.completions.with_streaming_response.create(**params) as resp:
-            # the session ends (the pool closed) while the reply streams in: drop it
-            unregister = abort.register(resp.close) if abort is not None else None
-            try:
+        try:
+            with watching(guard), \
+                    client.chat.completions.with_streaming_response.create(**params) as resp:
                 for chunk in resp.iter_bytes():
                     total += len(chunk)
                     if total > self.max_bytes:
@@ -238,11 +245,18 @@ class ChatPredictor:
                             f"{self._where()}: the reply holds more than max_bytes "
                             f"({self.max_bytes:,} bytes; {total:,} read, the rest abandoned)")
                     chunks.append(chunk)
-                    if time.monotonic() > deadline:
+                    if time.monotonic() > guard.deadline:
                         raise _Deadline
-            finally:
-                if unregister is not None:
-                    unregister()
+            if guard.fired:  # the socket was shut mid-body: what arrived is not the reply
+                raise _Deadline
+        except PredictionError:
+            raise
+        except Exception:
+            if guard.fired or time.monotonic() > guard.deadline:
+                raise _Deadline from None
+            raise
+        finally:
+            guard.cancel()
         return b"".join(chunks)
 
     def _backoff(self, attempt: int) -> float:
@@ -264,6 +278,9 @@ class ChatPredictor:
             hint = f" (is {self.model!r} a model this server serves, and base_url its /v1?)"
         elif exc.status_code in (401, 403):
             hint = " (check the API key's variable)"
+        elif 300 <= exc.status_code < 400:
+            hint = (f" (a redirect to {_origin(exc.response.headers.get('location'))}, not "
+                    "followed: requests go only to base_url; set it to the server that answers)")
         return self._scrubber.text(
             f"{self._where()}: HTTP {exc.status_code}{': ' + body if body else ''}{hint}")
 
@@ -348,6 +365,22 @@ def _number(spec: dict[str, Any], key: str, default: float) -> float:
             or value < 0:
         raise PredictionError(f"predictions.{key}: must be a number >= 0, not {value!r}")
     return float(value)
+
+
+def _origin(location: str | None) -> str:
+    """scheme://host:port of a redirect's target (its path and query may carry secrets)."""
+    import urllib.parse
+
+    if not location:
+        return "nowhere (no Location header)"
+    parts = urllib.parse.urlsplit(location)
+    if not parts.scheme or not parts.hostname:
+        return "a path on the same server"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number
+        port = ""
+    return f"{parts.scheme}://{parts.hostname}{port}"
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

@@ -6,6 +6,13 @@ default 64 MiB), ``max_memory`` (address space a query may use in the worker, de
 DuckDB's own ``memory_limit`` is half of it, its spill files at most all of it), ``threads``
 (DuckDB worker threads, default 1), ``isolation`` (``process`` default | ``thread``).
 
+With ``isolation: thread`` the query runs in a thread of the pytest process, interrupted at
+the timeout; an operator that does not stop when interrupted (one ``levenshtein`` of two
+200,000-character strings runs for minutes in a single call) is abandoned
+:data:`~.sandboxed.HARD_GRACE` seconds later: the case ends with its timeout, the source
+continues on a fresh connection, and the abandoned query runs on in its thread until it ends
+or the process exits. Ctrl-C stops the wait at once.
+
 Why the same worker process as SQLite (:mod:`pytest_queryeval.sandbox`): a DuckDB query runs
 in C++ threads that only stop at DuckDB's own interruption points, and a hash join or a
 ``repeat()`` can allocate gigabytes in one operator. In the worker, a timer interrupts the
@@ -50,10 +57,13 @@ from .base import (
     FetchedRows,
     positive_int,
 )
-from .sandboxed import Reply, SandboxedFileSource, worker_reply
+from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, worker_reply
 
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
 _FETCH_BATCH = 1_000
+#: Why a ``thread``-isolated query that outlived its timeout ended the case.
+ABANDONED = ("the engine did not stop by itself: the query was abandoned, still running in a "
+             "thread of this process; isolation: process would kill it")
 #: Connections a worker keeps open (one per file and settings, least recently used closed first).
 _WORKER_CONNECTIONS = 8
 _INSTALL = "type: duckdb needs DuckDB: pip install 'pytest-queryeval[duckdb]'"
@@ -193,6 +203,8 @@ class DuckdbSource(SandboxedFileSource):
         self.threads = positive_int(threads, name, "threads")
         self._conn: Any = None
         self._temp: str | None = None
+        #: Connections left to a query that did not stop (closing one would wait for it).
+        self._abandoned: list[Any] = []
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -221,7 +233,44 @@ class DuckdbSource(SandboxedFileSource):
             raise MissingDependency(_INSTALL)
 
     def _run_here(self, query: str, timeout: float, max_rows: int) -> ResultTable:
-        return run_query(self._connect(), query, timeout, max_rows, self.max_bytes)
+        """:func:`run_query` in a thread of its own, waited for here: the wait ends at the
+        deadline (plus :data:`HARD_GRACE`) and on Ctrl-C even when DuckDB does not, which a
+        call into DuckDB from this thread could not (neither ``conn.interrupt()`` nor a signal
+        stops a single long ``levenshtein``)."""
+        conn = self._connect()
+        done = threading.Event()
+        outcome: list[Any] = []
+
+        def work() -> None:
+            try:
+                outcome.append(run_query(conn, query, timeout, max_rows, self.max_bytes))
+            except BaseException as e:  # handed to the waiting thread
+                outcome.append(e)
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name=f"queryeval-duckdb-{self.name}", daemon=True).start()
+        try:
+            finished = done.wait(timeout + HARD_GRACE)
+        except BaseException:  # Ctrl-C: stop the query; if it will not stop, leave it
+            conn.interrupt()
+            if not done.wait(HARD_GRACE):
+                self._abandon(conn)
+            raise
+        if not finished:
+            conn.interrupt()
+            self._abandon(conn)
+            raise QueryTimeout(f"query exceeded {timeout:g} s ({ABANDONED})")
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        table: ResultTable = outcome[0]
+        return table
+
+    def _abandon(self, conn: Any) -> None:
+        """Leave ``conn`` to its query; later queries use a new connection to the same
+        database (a cursor: same locked configuration)."""
+        self._abandoned.append(conn)
+        self._conn = conn.cursor()
 
     def _worker_call(self, query: str, timeout: float, max_rows: int,
                      ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:

@@ -1,0 +1,204 @@
+"""The openai source under a hard deadline and on the origin it was given, with the real
+``openai`` client against loopback stand-ins for the user's model service (which cannot run
+here): a raw TCP server that sends its status line and headers one byte every 2 s, and a server
+answering ``307`` towards another port where the OpenAI stand-in listens.
+
+The trickling case ends by its ``timeout`` (both attempts), with its reason, in a session that
+finishes within the sum of its timeouts plus a margin, and the report is written; the redirect
+is an error that names where it pointed, and the other port receives nothing. The http source
+follows a redirect only within its URL's origin: a 302 elsewhere (urllib turned it into a GET
+with the configured headers, a key among them) is the case's error."""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.fixtures.openai_standin import KEY, MODEL, OpenAIStandin
+
+from .conftest import by_id, dump, no_traceback, read_report
+
+pytest.importorskip("openai")
+
+#: A session of one trickled case (timeout 5 s, retries 1: two attempts and a short backoff)
+#: ends within its timeouts plus this margin (start-up of a pytest subprocess under load).
+MARGIN_S = 30.0
+STATUS_AND_HEADERS = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                      + b"X-Slow: " + b"a" * 400 + b"\r\n\r\n")
+
+
+class _TrickleHandler(socketserver.BaseRequestHandler):
+    """Reads the request, then sends the status line and headers one byte every 2 s."""
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        data = b""
+        while b"\r\n\r\n" not in data:
+            part = sock.recv(65536)
+            if not part:
+                return
+            data += part
+        for i in range(len(STATUS_AND_HEADERS)):
+            try:
+                sock.sendall(STATUS_AND_HEADERS[i:i + 1])
+            except OSError:
+                return
+            time.sleep(2)
+
+
+class _TrickleServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+@pytest.fixture
+def trickle_url() -> Iterator[str]:
+    server = _TrickleServer(("127.0.0.1", 0), _TrickleHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def _suite(pytester: pytest.Pytester, base_url: str, **extra: object) -> None:
+    conn = sqlite3.connect(pytester.path / "tiny.sqlite")
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.execute("INSERT INTO t VALUES (1)")
+    conn.commit()
+    conn.close()
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=dump({
+        "datasources": {"db": {"type": "sqlite", "path": "tiny.sqlite"}},
+        "predictions": {"source": "openai", "model": MODEL, "base_url": base_url,
+                        "api_key": "${QE_TEST_KEY}", **extra}}))
+    pytester.makefile(".yaml", test_cases=dump({
+        "kind": "sql", "datasource": "db", "thresholds": {"execution_accuracy": 1.0},
+        "cases": [{"id": "c1", "question": "How many rows?", "gold": "SELECT x FROM t"}]}))
+
+
+def test_headers_trickled_a_byte_every_2_s_end_at_the_timeout(
+        pytester: pytest.Pytester, trickle_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QE_TEST_KEY", KEY)
+    _suite(pytester, trickle_url, timeout=5, retries=1, backoff=0.1)
+    start = time.monotonic()
+    # the old client waited per byte: 440 bytes x 2 s; the subprocess limit proves the end
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--queryeval-json=r.json",
+                                           timeout=5 + 5 + 0.1 + MARGIN_S + 60)
+    elapsed = time.monotonic() - start
+    no_traceback(result)
+    case = by_id(read_report(pytester.path / "r.json"))["c1"]
+    assert case["outcome"] == "error"
+    assert case["error"].startswith(
+        f"prediction error: {trickle_url} (model {MODEL}) failed: timed out: no complete "
+        "answer within 5 s after 2 attempt(s)"), case["error"]
+    assert elapsed < 5 + 5 + 0.1 + MARGIN_S, f"the session took {elapsed:.0f} s"
+
+
+class _Redirect(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    target = ""
+    seen: list[str] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).seen.append(self.path)
+        self.send_response(307)
+        self.send_header("Location", self.target + "/chat/completions?token=secret-in-query")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_redirect_to_another_origin_is_not_followed(
+        pytester: pytest.Pytester, openai_standin: OpenAIStandin,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _Redirect.target = openai_standin.base_url
+    _Redirect.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirect)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("QE_TEST_KEY", KEY)
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        _suite(pytester, base, retries=0)
+        result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
+        no_traceback(result)
+    finally:
+        server.shutdown()
+        server.server_close()
+    case = by_id(read_report(pytester.path / "r.json"))["c1"]
+    port = openai_standin.base_url.split(":")[2].split("/")[0]
+    assert case["outcome"] == "error"
+    assert case["error"] == (
+        f"prediction error: {base} (model {MODEL}): HTTP 307 (a redirect to "
+        f"http://127.0.0.1:{port}, not followed: requests go only to base_url; set it to the "
+        "server that answers)"), case["error"]
+    assert _Redirect.seen == ["/v1/chat/completions"]
+    assert openai_standin.requests == []  # the prompt never reached the other port
+    assert json.dumps(case).count("secret-in-query") == 0
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """The other origin: records whatever reaches it."""
+
+    seen: list[tuple[str, str, str | None]] = []
+
+    def _record(self) -> None:
+        type(self).seen.append((self.command, self.path, self.headers.get("Authorization")))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = _record
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_http_source_follows_no_redirect_to_another_origin(
+        pytester: pytest.Pytester) -> None:
+    _Recorder.seen = []
+    other = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    other.daemon_threads = True
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+
+    class Found(_Redirect):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{other.server_address[1]}/steal")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Found)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/predict"
+    try:
+        _suite(pytester, "http://unused/v1")
+        pytester.makefile(".yaml", queryeval=dump({
+            "datasources": {"db": {"type": "sqlite", "path": "tiny.sqlite"}},
+            "predictions": {"source": "http", "url": url, "retries": 0,
+                            "headers": {"Authorization": "Bearer sk-http-secret-123456"}}}))
+        result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
+        no_traceback(result)
+    finally:
+        for srv in (server, other):
+            srv.shutdown()
+            srv.server_close()
+    case = by_id(read_report(pytester.path / "r.json"))["c1"]
+    assert case["outcome"] == "error"
+    assert case["error"].startswith(
+        f"prediction error: POST {url} failed: HTTP 302 Found after 1 attempt(s)"), case["error"]
+    assert _Recorder.seen == []  # neither the request nor the key reached the other origin
