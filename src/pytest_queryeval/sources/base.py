@@ -9,6 +9,7 @@ from itertools import chain
 from typing import Any, Protocol
 
 from ..errors import ConfigError
+from ..numeric import option_limit
 from ..results import ResultTable
 
 DEFAULT_TIMEOUT = 30.0
@@ -72,11 +73,10 @@ def _value_bytes(value: Any) -> int:
 
 def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> float:
     """A positive number from the spec (ConfigError naming the key otherwise)."""
-    value = spec.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"must be a positive number, not {value!r}",
-                          key=f"datasources.{name}.{key}")
-    return float(value)
+    try:
+        return float(option_limit(key, spec.get(key, default)))
+    except ValueError as exc:
+        raise ConfigError(str(exc), key=f"datasources.{name}.{key}") from None
 
 
 def positive_int(value: Any, name: str, key: str) -> int:
