@@ -309,7 +309,7 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
         if key in option_keys:
             options[key] = plain(value)
     for key in ("timeout", "max_rows"):
-        if key in options:
+        if key in options and (key in entry or key in header):  # defaults: config.py says it
             try:
                 option_limit(key, options[key])
             except ValueError as exc:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import numeric, safefile
 from .errors import ConfigError
 from .model import Threshold
 from .pricing import Price, parse_pricing
@@ -128,15 +129,33 @@ def expand_env(value: Any, where: str, errors: list[str], secrets: set[str]) -> 
     return value
 
 
-def _resolve_paths(spec: dict[str, Any], base: Path) -> None:
+def _resolve_paths(spec: dict[str, Any], base: Path) -> list[tuple[str, int | None, str]]:
+    """Make the spec's paths absolute; the paths that can never be read as files (a lone
+    surrogate, a FIFO, ``/dev/zero``) are left out and returned as (key, item, problem)."""
+    problems: list[tuple[str, int | None, str]] = []
+
+    def resolved(value: str, key: str, item: int | None) -> str | None:
+        problem = safefile.path_problem(value)
+        full = "" if problem else str((base / value).resolve())
+        problem = problem or safefile.unreadable(full)
+        if problem:
+            problems.append((key, item, f"{value!r}: {problem}"))
+            return None
+        return full
+
     for key in PATH_KEYS:
         if isinstance(spec.get(key), str):
-            spec[key] = str((base / spec[key]).resolve())
+            spec[key] = resolved(spec[key], key, None)
     if isinstance(spec.get("paths"), str):
         spec["paths"] = [spec["paths"]]
     if isinstance(spec.get("paths"), list):
-        spec["paths"] = [str((base / p).resolve()) if isinstance(p, str) else p
-                         for p in spec["paths"]]
+        spec["paths"] = [resolved(p, "paths", i) if isinstance(p, str) else p
+                         for i, p in enumerate(spec["paths"])]
+    return problems
+
+
+def _line(data: Any, key: Any, default: int) -> int:
+    return data.line_of(key) if isinstance(data, LocDict) else default
 
 
 def _loc(file: str, data: Any, key: Any) -> str:
@@ -181,7 +200,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         else:
             expanded = expand_env(dict(spec), f"{display}:{line}: datasources.{name}",
                                   ds.errors, ds.secrets)
-            _resolve_paths(expanded, base)
+            for key, item, problem in _resolve_paths(expanded, base):
+                node = spec.get(key)
+                at = node.line_of(item) if item is not None and isinstance(node, LocList) \
+                    else _line(spec, key, line)
+                ds.errors.append(f"{display}:{at}: datasources.{name}.{key}"
+                                 f"{'' if item is None else f'[{item}]'}: {problem}")
             ds.spec = expanded
         cfg.secrets |= ds.secrets
         cfg.datasources[str(name)] = ds
@@ -244,9 +268,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
     if isinstance(defaults, dict):
         merged = dict(cfg.defaults)
         for key, value in defaults.items():
-            report.default_keys.append((str(key), f"{_loc(display, defaults, key)}: "
-                                                  f"defaults.{key}"))
-            if key == "tags":
+            where = f"{_loc(display, defaults, key)}: defaults.{key}"
+            report.default_keys.append((str(key), where))
+            wrong = _default_problem(str(key), value)
+            if wrong:  # the cases it governs fail with it; other suites still run
+                cfg.errors.append(f"{where}: {wrong}")
+            elif key == "tags":
                 merged["tags"] = [*merged.get("tags", []), *(value or [])]
             else:
                 merged[key] = value
@@ -254,6 +281,21 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
     else:
         report.problems.append(f"{_loc(display, data, 'defaults')}: defaults: must be a mapping")
     cfg.files.append(path)
+
+
+def _default_problem(key: str, value: Any) -> str | None:
+    """What is wrong with the type of a ``defaults:`` value that no case would locate: a case
+    inherits it from here, so here is where its error points."""
+    if key == "tags":
+        if value is not None and not (isinstance(value, list)
+                                      and all(isinstance(t, str) for t in value)):
+            return f"must be a list of tag names, not {numeric.short_repr(value)}"
+    elif key in ("timeout", "max_rows"):
+        try:
+            numeric.option_limit(key, value)
+        except ValueError as exc:
+            return str(exc)
+    return None
 
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.

@@ -32,15 +32,15 @@ def number(value: Any, *, minimum: float | None = None, maximum: float | None = 
     """
     want = _expected(minimum, maximum, positive, integer)
     if not is_number(value) or (isinstance(value, float) and not math.isfinite(value)):
-        raise ValueError(f"must be {want}, not {_show(value)}")
+        raise ValueError(f"must be {want}, not {short_repr(value)}")
     result: float | int = value
     if integer and isinstance(value, float):
         if not value.is_integer():
-            raise ValueError(f"must be {want}, not {_show(value)}")
+            raise ValueError(f"must be {want}, not {short_repr(value)}")
         result = int(value)
     if (positive and result <= 0) or (minimum is not None and result < minimum) \
             or (maximum is not None and result > maximum):  # int/float comparisons are exact
-        raise ValueError(f"must be {want}, not {_show(value)}")
+        raise ValueError(f"must be {want}, not {short_repr(value)}")
     return result
 
 
@@ -79,7 +79,7 @@ def _plain(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
-def _show(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """``repr`` of the value, short (a 4,000-character string stays readable)."""
     text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 \
         else f"an integer of {value.bit_length():,} bits"

@@ -9,7 +9,8 @@ descriptor (nothing can be swapped in between the check and the read) before a b
 file that grows while it is read is cut at the cap and refused.
 
 The errors are :class:`OSError` subclasses so that the callers' existing ``except OSError``
-turn them into their own located messages (``file:line: key: ...``). The caps are documented in
+turn them into their own located messages (``file:line: key: 'name': ...``); they do not repeat
+the path, which would put a machine path into the reports. The caps are documented in
 ``docs/case-files.md`` ("Files a suite names").
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
@@ -76,14 +77,30 @@ def path_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def unreadable(path: str | os.PathLike[str]) -> str | None:
+    """Why a path a suite names can never be read as a file (bad characters; an existing FIFO,
+    device or socket), or None: a regular file, a directory, or nothing there yet (the reader
+    says "not found" in its own words)."""
+    problem = path_problem(path)
+    if problem:
+        return problem
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return f"{kind_of(mode)}, not a regular file"
+
+
 def _checked(st: os.stat_result, path: str | os.PathLike[str], purpose: str) -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeFile(f"{os.fspath(path)}: {kind_of(st.st_mode)}, not a regular file "
+        raise UnsafeFile(f"{kind_of(st.st_mode)}, not a regular file "
                          f"({LABELS[purpose]} must be one)")
     cap = LIMITS[purpose]
     if cap is not None and st.st_size > cap:
-        raise UnsafeFile(f"{os.fspath(path)}: {st.st_size:,} bytes, over the {_size(cap)} "
-                         f"limit for {LABELS[purpose]}")
+        raise UnsafeFile(f"{st.st_size:,} bytes, over the {_size(cap)} limit for "
+                         f"{LABELS[purpose]}")
     return st
 
 
@@ -123,8 +140,7 @@ def read_bytes(path: str | os.PathLike[str], purpose: str) -> bytes:
     with open_binary(path, purpose) as fh:
         data = fh.read() if cap is None else fh.read(cap + 1)
     if cap is not None and len(data) > cap:  # it grew after the check
-        raise UnsafeFile(f"{os.fspath(path)}: over the {_size(cap)} limit for "
-                         f"{LABELS[purpose]}")
+        raise UnsafeFile(f"over the {_size(cap)} limit for {LABELS[purpose]}")
     return data
 
 
@@ -133,16 +149,16 @@ def read_text(path: str | os.PathLike[str], purpose: str) -> str:
     return read_bytes(path, purpose).decode("utf-8")
 
 
-def sha256(path: str | os.PathLike[str], purpose: str) -> tuple[os.stat_result, str]:
-    """The file's ``fstat`` and the sha256 of its content, read in chunks (for fingerprints)."""
+def sha256(paths: Iterable[str | os.PathLike[str]], purpose: str) -> str:
+    """The sha256 of the files' contents one after the other, read in chunks (fingerprints)."""
     import hashlib
 
     h = hashlib.sha256()
-    with open_binary(path, purpose) as fh:
-        st = os.fstat(fh.fileno())
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return st, h.hexdigest()
+    for path in paths:
+        with open_binary(path, purpose) as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
 
 
 def is_regular(path: str | os.PathLike[str]) -> bool:
