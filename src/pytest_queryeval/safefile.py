@@ -47,6 +47,8 @@ class UnsafeFile(OSError):
 
 
 def _size(n: int) -> str:
+    if n < MiB:
+        return f"{n:,} bytes"
     return f"{n / GiB:g} GiB" if n >= GiB and n % GiB == 0 else f"{n / MiB:g} MiB"
 
 

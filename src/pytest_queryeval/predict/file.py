@@ -31,7 +31,7 @@ class FilePredictor:
         entries: dict[str, dict[str, Any]] = {}
         name = str(self.path)
         try:
-            if not self.path.is_file():
+            if not self.path.exists():
                 raise PredictionError(f"predictions file not found: {name}")
             if self.path.suffix == ".jsonl":
                 with io.StringIO(safefile.read_text(self.path, "predictions"),
