@@ -68,6 +68,7 @@ def test_a_timeout_that_is_not_a_finite_positive_number_of_seconds_is_located(su
     assert (f"test_t.yaml:5: cases[0].timeout: must be a positive number (at most 86,400), "
             f"not {shown}") in out
     assert "internal error" not in out
+    assert outcomes_by_id(report) == {"g1": "passed", "g2": "passed", "t": "error"}
 
 
 def test_an_unterminated_quote_is_reported_where_it_opens(suite):
