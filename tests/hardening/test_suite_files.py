@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,10 @@ import pytest
 
 from pytest_queryeval import safefile
 
+from ..conftest import ROOT
 from ..plugin.conftest import GDP, dump, outcomes_by_id, sdmx_case, selection
+
+CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
 
 GOLD_CSV = "a,b\n1,x\n2,y\n"
 
@@ -216,3 +220,58 @@ def test_safefile_reads_a_regular_file_and_caps_it_by_purpose(tmp_path, monkeypa
         safefile.read_bytes(tmp_path, "yaml")
     with pytest.raises(FileNotFoundError):
         safefile.read_bytes(tmp_path / "absent", "yaml")
+
+
+def test_a_datasource_mistake_found_when_it_opens_names_file_line_and_a_near_miss(suite):
+    shutil.copyfile(CHINOOK, suite.path / "db.sqlite")
+    (suite.path / "queryeval.yaml").write_text(
+        "datasources:\n"
+        "  db: {type: sqlite, path: db.sqlite}\n"
+        "  local:\n"
+        "    type: sqlit\n"
+        "    path: db.sqlite\n"
+        "  typo:\n"
+        "    type: sqlite\n"
+        "    path: db.sqlite\n"
+        "    timeuot: 3\n"
+        "  nan:\n"
+        "    type: sqlite\n"
+        "    path: db.sqlite\n"
+        "    timeout: .nan\n")
+    suite.makefile(".yaml", test_ds=dump({"kind": "sql", "cases": [
+        {"id": name, "question": "q", "gold": "SELECT 1", "predicted": "SELECT 1",
+         "datasource": name} for name in ("db", "local", "typo", "nan")]}))
+    result, report, out = _run(suite)
+    result.assert_outcomes(passed=1, failed=3)
+    assert outcomes_by_id(report)["db"] == "passed"
+    for message in [
+        "queryeval.yaml:4: datasources.local.type: unknown datasource type 'sqlit' "
+        "(did you mean 'sqlite'?)",
+        "queryeval.yaml:9: datasources.typo.timeuot: unknown key(s) timeuot for type sqlite "
+        "(did you mean 'timeout'?)",
+        "queryeval.yaml:13: datasources.nan.timeout: must be a positive number "
+        "(at most 86,400), not nan",
+    ]:
+        assert f"error: {message}" in out, message
+    assert "<unknown>" not in out and "internal error" not in out
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_a_database_or_wal_that_is_not_a_regular_file_is_never_hashed(tmp_path, target):
+    """The fingerprint hashed ``/dev/zero`` forever and blocked opening a FIFO named as the
+    write-ahead log; both are refused before a byte is read."""
+    from pytest_queryeval.errors import SourceUnavailable
+    from pytest_queryeval.sources import open_source
+
+    db = tmp_path / "db.sqlite"
+    if target == "fifo":
+        shutil.copyfile(CHINOOK, db)
+        os.mkfifo(tmp_path / "db.sqlite-wal")
+        expected = "a FIFO (named pipe), not a regular file (a database file must be one)"
+    else:
+        db.symlink_to(target)
+        expected = "a character device, not a regular file (a database file must be one)"
+    src = open_source("d", {"type": "sqlite", "path": str(db)})
+    exc = _in_thread(src.fingerprint)
+    assert isinstance(exc, SourceUnavailable)
+    assert str(exc) == f"datasource 'd': {expected}"

@@ -49,8 +49,13 @@ def check_keys(name: str, type_: str, spec: Mapping[str, Any], allowed: Iterable
     allowed = frozenset(allowed)
     unknown = sorted(set(spec) - allowed - {"type"})
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {type_} "
-                          f"(allowed: {', '.join(sorted(allowed))})", key=f"datasources.{name}")
+        import difflib
+
+        close = difflib.get_close_matches(str(unknown[0]), sorted(allowed), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {type_}{hint} "
+                          f"(allowed: {', '.join(sorted(allowed))})",
+                          key=f"datasources.{name}.{unknown[0]}")
 
 
 def payload_bytes(rows: list[tuple[Any, ...]]) -> int:

@@ -25,7 +25,7 @@ from ..sandbox import (
     SandboxTooBig,
     shared_sandbox,
 )
-from .base import payload_bytes, positive_int
+from .base import payload_bytes, positive, positive_int
 from .sqlguard import check_read_only
 
 #: What a worker returns for one query: columns, rows, truncated, meta, seconds (plain values,
@@ -126,8 +126,9 @@ class SandboxedFileSource:
                  max_bytes: int, max_memory: int, isolation: str) -> None:
         self.name = name
         self.path = Path(path)
-        self.timeout = float(timeout)
-        self.max_rows = int(max_rows)
+        limits = {"timeout": timeout, "max_rows": max_rows}  # NaN, inf: a located error
+        self.timeout = positive(limits, "timeout", timeout, name)
+        self.max_rows = int(positive(limits, "max_rows", max_rows, name))
         self.max_bytes = positive_int(max_bytes, name, "max_bytes")
         self.max_memory = positive_int(max_memory, name, "max_memory")
         if isolation not in ISOLATIONS:
