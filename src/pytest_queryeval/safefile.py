@@ -11,7 +11,7 @@ file that grows while it is read is cut at the cap and refused.
 The errors are :class:`OSError` subclasses so that the callers' existing ``except OSError``
 turn them into their own located messages (``file:line: key: 'name': ...``); they do not repeat
 the path, which would put a machine path into the reports. The caps are documented in
-``docs/case-files.md`` ("Files a suite names").
+``docs/suite-files.md``.
 """
 
 from __future__ import annotations
