@@ -9,7 +9,7 @@ from itertools import chain
 from typing import Any, Protocol
 
 from ..errors import ConfigError
-from ..numeric import option_limit
+from ..numeric import MAX_COUNT, option_limit, short_repr
 from ..results import ResultTable
 
 DEFAULT_TIMEOUT = 30.0
@@ -86,8 +86,9 @@ def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> fl
 
 def positive_int(value: Any, name: str, key: str) -> int:
     """A positive whole number from datasource ``name``'s spec (ConfigError naming the key)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"must be a positive whole number, not {value!r}",
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
+        raise ConfigError(f"must be a positive whole number (at most {MAX_COUNT:,}), not "
+                          f"{short_repr(value)}",
                           key=f"datasources.{name}.{key}")
     return value
 
