@@ -348,9 +348,7 @@ def load_file(path: Path, display: str | None = None) -> Any:
     name = display or str(path)
     try:
         data = safefile.read_bytes(path, "yaml")
-    except safefile.UnsafeFile as exc:
-        raise ConfigError(f"cannot read file: {exc}", name, 1) from None
-    except OSError as exc:
+    except OSError as exc:  # safefile.UnsafeFile too: a FIFO, a device, over the cap
         raise ConfigError(f"cannot read file: {exc}", name, 1) from None
     try:
         text = data.decode("utf-8")

@@ -97,9 +97,7 @@ class FileFingerprint:
                                          "database")
                 self._value = f"{self.prefix}:{st.st_size}:{st.st_mtime_ns}:{digest}"
                 self._stat = key
-        except safefile.UnsafeFile as e:
-            raise SourceUnavailable(f"datasource {name!r}: {e}") from None
-        except OSError as e:
+        except OSError as e:  # safefile.UnsafeFile included
             raise SourceUnavailable(f"datasource {name!r}: {e}") from None
         return self._value
 
