@@ -11,7 +11,6 @@ usage error before any case runs (see :mod:`pytest_queryeval.suitecheck`).
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -404,8 +403,8 @@ def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str])
     key = given[0]
     stat, op = ("pass_rate", ">=") if rate else METRIC_BOUNDS[key]
     limit = spec[key]
-    if not _is_number(limit) or not math.isfinite(limit):
-        problems.append(f"{loc}.{key}: must be a finite number, not {limit!r}")
+    if not numeric.is_finite(limit):
+        problems.append(f"{loc}.{key}: must be a finite number, not {numeric.short_repr(limit)}")
         return None
     if rate and not 0 <= limit <= 1:
         problems.append(f"{loc}.{key}: a pass rate is a fraction between 0 and 1, not "

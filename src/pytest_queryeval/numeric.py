@@ -9,6 +9,7 @@ and within a documented range; the message says which, and the caller says where
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 #: The longest timeout a suite may set, in seconds (one day): longer is a mistake, and
@@ -23,6 +24,19 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def is_finite(value: Any) -> bool:
+    """A number that is finite as a float too: ``math.isfinite`` raises OverflowError on an
+    int beyond a float's range (a 400-digit YAML integer), where this says False."""
+    if not is_number(value):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= _FLOAT_MAX
+    return math.isfinite(value)
+
+
+_FLOAT_MAX = int(sys.float_info.max)
+
+
 def number(value: Any, *, minimum: float | None = None, maximum: float | None = None,
            positive: bool = False, integer: bool = False) -> float | int:
     """``value`` if it is a finite number in range, else ValueError saying what is expected.
@@ -31,7 +45,7 @@ def number(value: Any, *, minimum: float | None = None, maximum: float | None = 
     number (an integral float such as ``100.0`` is taken as the int).
     """
     want = _expected(minimum, maximum, positive, integer)
-    if not is_number(value) or (isinstance(value, float) and not math.isfinite(value)):
+    if not is_finite(value):
         raise ValueError(f"must be {want}, not {short_repr(value)}")
     result: float | int = value
     if integer and isinstance(value, float):

@@ -275,3 +275,24 @@ def test_a_database_or_wal_that_is_not_a_regular_file_is_never_hashed(tmp_path, 
     exc = _in_thread(src.fingerprint)
     assert isinstance(exc, SourceUnavailable)
     assert str(exc) == f"datasource 'd': {expected}"
+
+
+def test_an_integer_beyond_a_float_is_a_located_error_of_a_threshold_or_a_gate(suite):
+    """400 digits are under Python's conversion limit but over a float's range:
+    ``math.isfinite`` raised OverflowError, which ended the session at collection."""
+    huge = "1" + "0" * 400
+    _good_sdmx(suite)
+    turns = json.dumps(sdmx_case("t", selection(GDP), selection(GDP))["conversation"])
+    suite.makefile(".yaml", test_th=f"kind: sdmx\ncases:\n  - id: t\n    conversation: {turns}\n"
+                                    f"    thresholds: {{macro_f1: {huge}}}\n")
+    result, report, out = _run(suite)
+    result.assert_outcomes(passed=2, failed=1)
+    assert "test_th.yaml:5: cases[0].thresholds.macro_f1: threshold min for macro_f1 must be a " \
+           "finite number, not an integer of 1,329 bits" in out
+    assert outcomes_by_id(report) == {"g1": "passed", "g2": "passed", "t": "error"}
+    (suite.path / "queryeval.yaml").write_text(f"gates:\n  macro_f1: {{mean: {huge}}}\n")
+    result = suite.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*queryeval.yaml:2: gates.macro_f1.mean: must be a finite "
+                                 "number, not an integer of 1,329 bits*"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
