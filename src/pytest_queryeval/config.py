@@ -456,7 +456,7 @@ class ConfigFinder:
         cur = directory
         while True:
             candidate = cur / CONFIG_NAME
-            if candidate.is_file():
+            if candidate.exists():  # a FIFO or directory by that name: a located error
                 chain.append(candidate)
             if cur == self.rootdir or cur.parent == cur:
                 break

@@ -296,3 +296,17 @@ def test_an_integer_beyond_a_float_is_a_located_error_of_a_threshold_or_a_gate(s
     result.stderr.fnmatch_lines(["*queryeval.yaml:2: gates.macro_f1.mean: must be a finite "
                                  "number, not an integer of 1,329 bits*"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_queryeval_yaml_that_is_a_fifo_fails_the_cases_it_governs(suite):
+    """Skipped silently before: the suite ran without its configuration."""
+    _good_sdmx(suite)
+    (suite.path / "sub").mkdir()
+    os.mkfifo(suite.path / "sub" / "queryeval.yaml")
+    (suite.path / "sub" / "test_sub.yaml").write_text(dump({"kind": "sdmx", "cases": [
+        sdmx_case("governed", selection(GDP), selection(GDP))]}))
+    result, report, out = _run(suite)
+    result.assert_outcomes(passed=2, failed=1)
+    assert ("sub/queryeval.yaml:1: cannot read file: a FIFO (named pipe), not a regular file "
+            "(a YAML file must be one)") in out
+    assert outcomes_by_id(report) == {"g1": "passed", "g2": "passed", "governed": "error"}
