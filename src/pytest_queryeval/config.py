@@ -316,8 +316,8 @@ def _default_problem(key: str, value: Any) -> str | None:
     """What is wrong with the type of a ``defaults:`` value that no case would locate: a case
     inherits it from here, so here is where its error points."""
     if key == "tags":
-        if value is not None and not (isinstance(value, list)
-                                      and all(isinstance(t, str) for t in value)):
+        if value is not None and not (isinstance(value, list) and not any(
+                isinstance(t, dict | list) for t in value)):  # names: checked per case
             return f"must be a list of tag names, not {numeric.short_repr(value)}"
     elif key in ("timeout", "max_rows"):
         try:
