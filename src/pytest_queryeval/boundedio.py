@@ -10,12 +10,11 @@ files with a :class:`BoundedReadError` whose message names the problem, before a
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
-#: The largest input file read whole (a 10,000-case report is a few tens of MB).
+#: The largest input file read whole (a 10,000-case report is a few tens of MB); the cap of
+#: :mod:`.safefile`'s ``input`` purpose.
 MAX_FILE_BYTES = 1 << 30
 #: The deepest nesting of JSON arrays and objects accepted (a report nests about 10 levels;
 #: the YAML loader's limit, ``yamlload.MAX_NESTING_DEPTH``, is the same).
@@ -27,40 +26,22 @@ class BoundedReadError(ValueError):
     or nested too deeply. The message does not repeat the file's name (callers prefix it)."""
 
 
-def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes.
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`, through
+    :mod:`.safefile` (the one place that opens a named file non-blocking and checks it on the
+    open descriptor). OSError is left to the caller (it has its own message for a missing
+    file); a device, a FIFO or a file over the cap is a :class:`BoundedReadError`."""
+    from . import safefile
 
-    The type is checked on the opened descriptor, opened non-blocking so a FIFO with no writer
-    does not hang the open; a file that grows past ``limit`` while it is read is refused too.
-    OSError is left to the caller (it has its own message for a missing file).
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            if stat.S_ISDIR(info.st_mode):
-                raise BoundedReadError("is a directory")
-            raise BoundedReadError("not a regular file (a device, FIFO or socket is not read)")
-        if info.st_size > limit:
-            raise BoundedReadError(f"{info.st_size} bytes: larger than the {limit}-byte limit")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise BoundedReadError(f"larger than the {limit}-byte limit")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return safefile.read_bytes(path, "input")
+    except safefile.UnsafeFile as exc:
+        raise BoundedReadError(str(exc)) from None
 
 
-def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+def read_text(path: Path) -> str:
     """:func:`read_bytes` decoded as UTF-8 (a BOM is not skipped: JSON has none)."""
-    data = read_bytes(path, limit)
+    data = read_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -99,7 +80,6 @@ def depth_exceeds(value: Any, max_depth: int) -> bool:
     return False
 
 
-def load_json_file(path: Path, limit: int = MAX_FILE_BYTES,
-                   max_depth: int = MAX_JSON_DEPTH) -> Any:
+def load_json_file(path: Path, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """A JSON file read with :func:`read_text` and parsed with :func:`loads_json`."""
-    return loads_json(read_text(path, limit), max_depth)
+    return loads_json(read_text(path), max_depth)

@@ -17,6 +17,7 @@ from .config import SuiteConfig
 from .config import suggest as _suggest
 from .errors import ConfigError
 from .model import Case, Threshold
+from .numeric import option_limit
 from .results import ResultTable
 from .safetext import is_safe, printable
 from .thresholds import parse_threshold
@@ -303,11 +304,11 @@ def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
         if key in option_keys:
             options[key] = plain(value)
     for key in ("timeout", "max_rows"):
-        if key in options:
-            v = options[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
-                errors.add(entry if key in entry else header, key, kp(key),
-                           "must be a positive number")
+        if key in options and (key in entry or key in header):  # defaults: config.py says it
+            try:
+                option_limit(key, options[key])
+            except ValueError as exc:
+                errors.add(entry if key in entry else header, key, kp(key), str(exc))
     case.options = options
     _repeat(case, entry, header, merged, errors, kp)
 

@@ -11,13 +11,13 @@ usage error before any case runs (see :mod:`pytest_queryeval.suitecheck`).
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import numeric, safefile
 from .errors import ConfigError
 from .metricnames import PASS_RATE
 from .model import Threshold
@@ -134,20 +134,66 @@ def expand_env(value: Any, where: str, errors: list[str], secrets: set[str]) -> 
     return value
 
 
-def _resolve_paths(spec: dict[str, Any], base: Path) -> None:
+def _resolve_paths(spec: dict[str, Any], base: Path) -> list[tuple[str, int | None, str]]:
+    """Make the spec's paths absolute; the paths that can never be read as files (a lone
+    surrogate, a FIFO, ``/dev/zero``) are left out and returned as (key, item, problem)."""
+    problems: list[tuple[str, int | None, str]] = []
+
+    def resolved(value: str, key: str, item: int | None) -> str | None:
+        problem = safefile.path_problem(value)
+        full = "" if problem else str((base / value).resolve())
+        problem = problem or safefile.unreadable(full)
+        if problem:
+            problems.append((key, item, f"{value!r}: {problem}"))
+            return None
+        return full
+
     for key in PATH_KEYS:
         if isinstance(spec.get(key), str):
-            spec[key] = str((base / spec[key]).resolve())
+            spec[key] = resolved(spec[key], key, None)
     if isinstance(spec.get("paths"), str):
         spec["paths"] = [spec["paths"]]
     if isinstance(spec.get("paths"), list):
-        spec["paths"] = [str((base / p).resolve()) if isinstance(p, str) else p
-                         for p in spec["paths"]]
+        spec["paths"] = [resolved(p, "paths", i) if isinstance(p, str) else p
+                         for i, p in enumerate(spec["paths"])]
+    return problems
+
+
+def _line(data: Any, key: Any, default: int) -> int:
+    return data.line_of(key) if isinstance(data, LocDict) else default
 
 
 def _loc(file: str, data: Any, key: Any) -> str:
     line = data.line_of(key) if isinstance(data, LocDict) else getattr(data, "line", 0)
     return f"{file}:{line}"
+
+
+#: Where each datasource was written: (name, resolved spec) -> (file, its line, line of each
+#: key). A problem found only when the source opens (an unknown ``type``, a bad ``timeout``,
+#: in :func:`~pytest_queryeval.sources.open_source`) is located from here like one found while
+#: loading. Per process; an xdist worker loads the configuration itself.
+_DEFINED: dict[str, tuple[str, int, dict[str, int]]] = {}
+
+
+def _spec_key(name: str, spec: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps([name, spec], sort_keys=True, default=repr)
+
+
+def locate_datasource(exc: ConfigError, name: str, spec: dict[str, Any]) -> ConfigError:
+    """``exc`` with the file and line where datasource ``name`` (and the key it names) was
+    written, when it has none and ``spec`` came from a ``queryeval.yaml``."""
+    if exc.file is not None:
+        return exc
+    found = _DEFINED.get(_spec_key(name, spec))
+    if found is None:
+        return exc
+    file, line, key_lines = found
+    parts = (exc.key or "").split(".")
+    if len(parts) > 2 and parts[0] == "datasources" and parts[1] == name:
+        line = key_lines.get(parts[2], line)
+    return ConfigError(exc.message, file, line, exc.key)
 
 
 def load_layer(path: Path, display: str) -> tuple[Any, list[str]]:
@@ -187,8 +233,15 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         else:
             expanded = expand_env(dict(spec), f"{display}:{line}: datasources.{name}",
                                   ds.errors, ds.secrets)
-            _resolve_paths(expanded, base)
+            for key, item, problem in _resolve_paths(expanded, base):
+                node = spec.get(key)
+                at = node.line_of(item) if item is not None and isinstance(node, LocList) \
+                    else _line(spec, key, line)
+                ds.errors.append(f"{display}:{at}: datasources.{name}.{key}"
+                                 f"{'' if item is None else f'[{item}]'}: {problem}")
             ds.spec = expanded
+            _DEFINED[_spec_key(ds.name, ds.spec)] = (
+                display, line, {str(k): _line(spec, k, line) for k in spec})
         cfg.secrets |= ds.secrets
         cfg.datasources[str(name)] = ds
     if "predictions" in data:
@@ -254,9 +307,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
     if isinstance(defaults, dict):
         merged = dict(cfg.defaults)
         for key, value in defaults.items():
-            report.default_keys.append((str(key), f"{_loc(display, defaults, key)}: "
-                                                  f"defaults.{key}"))
-            if key == "tags":
+            where = f"{_loc(display, defaults, key)}: defaults.{key}"
+            report.default_keys.append((str(key), where))
+            wrong = _default_problem(str(key), value)
+            if wrong:  # the cases it governs fail with it; other suites still run
+                cfg.errors.append(f"{where}: {wrong}")
+            elif key == "tags":
                 merged["tags"] = [*merged.get("tags", []), *(value or [])]
             else:
                 merged[key] = value
@@ -264,6 +320,21 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
     else:
         report.problems.append(f"{_loc(display, data, 'defaults')}: defaults: must be a mapping")
     cfg.files.append(path)
+
+
+def _default_problem(key: str, value: Any) -> str | None:
+    """What is wrong with the type of a ``defaults:`` value that no case would locate: a case
+    inherits it from here, so here is where its error points."""
+    if key == "tags":
+        if value is not None and not (isinstance(value, list) and not any(
+                isinstance(t, dict | list) for t in value)):  # names: checked per case
+            return f"must be a list of tag names, not {numeric.short_repr(value)}"
+    elif key in ("timeout", "max_rows"):
+        try:
+            numeric.option_limit(key, value)
+        except ValueError as exc:
+            return str(exc)
+    return None
 
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
@@ -341,8 +412,8 @@ def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str])
     key = given[0]
     stat, op = ("pass_rate", ">=") if rate else METRIC_BOUNDS[key]
     limit = spec[key]
-    if not _is_number(limit) or not math.isfinite(limit):
-        problems.append(f"{loc}.{key}: must be a finite number, not {limit!r}")
+    if not numeric.is_finite(limit):
+        problems.append(f"{loc}.{key}: must be a finite number, not {numeric.short_repr(limit)}")
         return None
     if rate and not 0 <= limit <= 1:
         problems.append(f"{loc}.{key}: a pass rate is a fraction between 0 and 1, not "
@@ -391,7 +462,7 @@ class ConfigFinder:
         cur = directory
         while True:
             candidate = cur / CONFIG_NAME
-            if candidate.is_file():
+            if candidate.exists():  # a FIFO or directory by that name: a located error
                 chain.append(candidate)
             if cur == self.rootdir or cur.parent == cur:
                 break

@@ -8,10 +8,11 @@ its token counts and no cost (a cost gate then says that no case has ``cost_usd`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .numeric import is_finite
 
 PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
 
@@ -56,8 +57,7 @@ def parse_pricing(spec: Any, where: str, line_of: Any = None) -> tuple[dict[str,
             if value is None:
                 problems.append(f"{key}.{name}: missing (USD per million tokens)")
                 break
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not math.isfinite(value) or value < 0:
+            if not is_finite(value) or value < 0:
                 problems.append(f"{key}.{name}: must be a non-negative number of USD per "
                                 f"million tokens, not {value!r}")
                 break

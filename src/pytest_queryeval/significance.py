@@ -162,7 +162,7 @@ def parse_significance(value: str | float | None, where: str) -> float | None:
         return None
     try:
         alpha = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit integer
         raise ValueError(f"{where}: {value!r} is not a number (expected an alpha such as "
                          "0.05)") from None
     if isinstance(value, bool) or not math.isfinite(alpha) or not 0 < alpha < 0.5:

@@ -6,11 +6,11 @@ Levels merge metric by metric, so a case overriding one metric keeps the others.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .model import Threshold
+from .numeric import is_finite, short_repr
 
 
 def parse_threshold(metric: str, spec: Any) -> Threshold:
@@ -38,8 +38,8 @@ def parse_threshold(metric: str, spec: Any) -> Threshold:
 
 def _finite(metric: str, key: str, value: float) -> float:
     """NaN compares false with everything: a NaN bound would let any value pass."""
-    if not math.isfinite(value):
-        raise ValueError(f"threshold {key} for {metric} must be a finite number, not {value!r}")
+    if not is_finite(value):
+        raise ValueError(f"threshold {key} for {metric} must be a finite number, not {short_repr(value)}")
     return float(value)
 
 

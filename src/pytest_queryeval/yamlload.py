@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from . import safefile
 from .errors import ConfigError
 
 
@@ -78,9 +79,36 @@ if getattr(yaml, "__with_libyaml__", False):
 
     _FAST = _CLoader
 
+#: The most digits a YAML integer may have: Python refuses to convert longer ones
+#: (``sys.get_int_max_str_digits``), and no count, limit or id in a suite is that long.
+MAX_INT_DIGITS = 4300
+_MAX_INT_BITS = (10 ** MAX_INT_DIGITS - 1).bit_length()
+
+
+def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
+    """SafeLoader's int, refusing an over-long literal as a located error.
+
+    ``int("9" * 5000)`` raised a bare ValueError from inside the constructor, which ended the
+    whole session at collection; a 5,000-digit hexadecimal literal converts, but every message
+    that shows it (``{value!r}``) raises the same error later. Both are YAML errors at their line.
+    """
+    too_long = yaml.constructor.ConstructorError(
+        None, None, f"an integer longer than {MAX_INT_DIGITS:,} digits", node.start_mark)
+    literal = str(node.value).lstrip("+-").replace("_", "")
+    if literal[:2].lower() in ("0x", "0o", "0b"):
+        literal = literal[2:]
+    if len(literal) > MAX_INT_DIGITS:
+        raise too_long
+    value: int = yaml.constructor.SafeConstructor.construct_yaml_int(loader, node)
+    if value.bit_length() > _MAX_INT_BITS:
+        raise too_long
+    return value
+
+
 for _cls in {_Loader, _FAST}:
     _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
     _cls.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+    _cls.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 #: Nodes an alias-expanded document may hold beyond its own: anchors and merge keys are fine,
@@ -297,9 +325,14 @@ def load_text(text: str, file: str) -> Any:
         raise ConfigError("YAML error: nesting too deep", file, 1) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        if exc.context_mark and exc.context and "end of stream" in problem:
+            # an unterminated quote: where it opened, not the end of the file
+            mark = exc.context_mark
+            end = f" at line {exc.problem_mark.line + 1}" if exc.problem_mark else ""
+            problem = f"{exc.context.removeprefix('while ')} that never ends ({problem}{end})"
         line = mark.line + 1 if mark else None
         col = f", column {mark.column + 1}" if mark else ""
-        problem = exc.problem or exc.context or "invalid YAML"
         raise ConfigError(f"YAML syntax error{col}: {problem}", file, line) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (control chars)
         line = text[: exc.position].count("\n") + 1
@@ -312,15 +345,11 @@ def load_text(text: str, file: str) -> Any:
 
 def load_file(path: Path, display: str | None = None) -> Any:
     """Read and parse a YAML file (UTF-8); unreadable files are located errors too, and so are
-    a device, a FIFO or a file over ``boundedio.MAX_FILE_BYTES`` (``/dev/zero`` never ends)."""
-    from .boundedio import BoundedReadError, read_bytes
-
+    a device, a FIFO or a file over its cap (``safefile``: ``/dev/zero`` never ends)."""
     name = display or str(path)
     try:
-        data = read_bytes(path)
-    except OSError as exc:
-        raise ConfigError(f"cannot read file: {exc}", name, 1) from None
-    except BoundedReadError as exc:
+        data = safefile.read_bytes(path, "yaml")
+    except OSError as exc:  # safefile.UnsafeFile too: a FIFO, a device, over the cap
         raise ConfigError(f"cannot read file: {exc}", name, 1) from None
     try:
         text = data.decode("utf-8")

@@ -279,6 +279,16 @@ NASTY: dict[str, bytes] = {
     "test_dupkeys.yaml": b"kind: sql\nkind: json\ncases: []\n",
     "test_two_docs.yaml": b"kind: sql\n---\nkind: json\n",
     "test_python_tag.yaml": b"!!python/object/apply:os.system ['echo pwned']\n",
+    # one value takes nothing else down: a 5,000-digit integer, NaN/inf limits, a path Python
+    # cannot encode, an unterminated quote (issues 24 and 25)
+    "test_bigint.yaml": b"kind: sql\ncases:\n  - id: x\n    timeout: " + b"9" * 5000 + b"\n",
+    "test_limits.yaml": b"kind: sql\ncases:\n  - {id: a, gold: SELECT 1, timeout: .nan}\n"
+                        b"  - {id: b, gold: SELECT 1, max_rows: -.inf}\n"
+                        b"  - {id: c, gold: SELECT 1, timeout: 1.0e+999}\n",
+    "test_result_paths.yaml": b'kind: sql\ncases:\n  - {id: a, gold: SELECT 1, '
+                              b'predicted_result: "\\ud800.csv"}\n',
+    "test_open_quote.yaml": b'kind: sql\ncases:\n  - id: a\n    gold: "SELECT 1\n'
+                            b"    predicted: x\n",
 }
 
 

@@ -258,5 +258,5 @@ def test_merge_refuses_a_damaged_shard_naming_the_file_and_the_field(many):
     for name in ("/dev/zero", "fifo.json"):
         result = _merge(many, name, "-o", "m.json")
         assert result.ret == 4
-        result.stderr.fnmatch_lines([f"*refused: {name}: not a regular file*"])
+        result.stderr.fnmatch_lines([f"*refused: {name}: *not a regular file*"])
     assert not (many.path / "m.json").exists()

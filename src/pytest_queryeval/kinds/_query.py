@@ -17,6 +17,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..model import MISSING, Case, Context
+from ..numeric import option_limit
 from ..results import ResultTable
 from ..sources.base import DataSource
 
@@ -57,10 +58,10 @@ def limits(options: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("timeout", "max_rows"):
         if key in options:
-            v = options[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
-                raise ConfigError("must be a positive number", key=key)
-            out[key] = float(v) if key == "timeout" else int(v)
+            try:
+                out[key] = option_limit(key, options[key])
+            except ValueError as exc:
+                raise ConfigError(str(exc), key=key) from None
     return out
 
 

@@ -211,7 +211,10 @@ def read_csv_text(text: str) -> Frame:
 
 
 def read_csv_file(path: Path) -> Frame:
-    return read_csv_text(path.read_text(encoding="utf-8"))
+    """A CSV result file a case names: a regular file under the cap (:mod:`..safefile`)."""
+    from ..safefile import read_text
+
+    return read_csv_text(read_text(path, "csv"))
 
 
 def frame_table(frame: Frame) -> ResultTable:

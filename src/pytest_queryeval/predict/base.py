@@ -17,10 +17,12 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 def positive_number(spec: dict[str, Any], key: str, default: float) -> float:
     """``spec[key]`` as a positive number (PredictionError naming the key otherwise)."""
-    value = spec.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise PredictionError(f"predictions {key} must be a positive number, not {value!r}")
-    return float(value)
+    from ..numeric import option_limit
+
+    try:
+        return float(option_limit(key, spec.get(key, default)))
+    except ValueError as exc:
+        raise PredictionError(f"predictions {key} {exc}") from None
 
 
 @dataclass

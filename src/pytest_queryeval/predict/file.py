@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+from .. import safefile
 from ..errors import PredictionError
 from ..model import Case
 from ..yamlload import load_file, plain
@@ -29,10 +31,11 @@ class FilePredictor:
         entries: dict[str, dict[str, Any]] = {}
         name = str(self.path)
         try:
-            if not self.path.is_file():
+            if not self.path.exists():
                 raise PredictionError(f"predictions file not found: {name}")
             if self.path.suffix == ".jsonl":
-                with self.path.open(encoding="utf-8") as fh:
+                with io.StringIO(safefile.read_text(self.path, "predictions"),
+                                 newline=None) as fh:
                     for lineno, line in enumerate(fh, 1):
                         if not line.strip():
                             continue
@@ -44,7 +47,7 @@ class FilePredictor:
             else:
                 if self.path.suffix == ".json":
                     try:
-                        data = json.loads(self.path.read_text(encoding="utf-8"))
+                        data = json.loads(safefile.read_text(self.path, "predictions"))
                     except ValueError as exc:
                         raise PredictionError(f"{name}: invalid JSON: {exc}") from None
                 else:

@@ -40,13 +40,26 @@ SOURCE_KEYS: dict[str, frozenset[str]] = {
 def open_source(name: str, spec: dict[str, Any]) -> DataSource:
     """The data source for ``spec`` (paths absolute, ``${VAR}`` expanded by the caller).
 
-    Raises :class:`ConfigError` for an unknown type or bad keys; opening is lazy, so an
-    unreachable server surfaces later, per query, as ``SourceUnavailable``.
+    Raises :class:`ConfigError` for an unknown type or bad keys, located at the
+    ``queryeval.yaml`` line that defines it; opening is lazy, so an unreachable server surfaces
+    later, per query, as ``SourceUnavailable``.
     """
+    try:
+        return _open(name, spec)
+    except ConfigError as exc:
+        from ..config import locate_datasource
+
+        raise locate_datasource(exc, name, spec) from None
+
+
+def _open(name: str, spec: dict[str, Any]) -> DataSource:
     kind = spec.get("type")
     if not isinstance(kind, str) or kind not in SOURCE_TYPES:
+        from ..config import suggest
+
         known = ", ".join(sorted(SOURCE_TYPES))
-        raise ConfigError(f"unknown datasource type {kind!r} (known: {known})",
+        hint = suggest(kind, SOURCE_TYPES) if isinstance(kind, str) else ""
+        raise ConfigError(f"unknown datasource type {kind!r}{hint} (known: {known})",
                           key=f"datasources.{name}.type")
     module, _, cls_name = SOURCE_TYPES[kind].partition(":")
     cls = getattr(importlib.import_module(module), cls_name)

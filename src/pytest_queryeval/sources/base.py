@@ -9,6 +9,7 @@ from itertools import chain
 from typing import Any, Protocol
 
 from ..errors import ConfigError
+from ..numeric import MAX_COUNT, option_limit, short_repr
 from ..results import ResultTable
 
 DEFAULT_TIMEOUT = 30.0
@@ -48,8 +49,13 @@ def check_keys(name: str, type_: str, spec: Mapping[str, Any], allowed: Iterable
     allowed = frozenset(allowed)
     unknown = sorted(set(spec) - allowed - {"type"})
     if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {type_} "
-                          f"(allowed: {', '.join(sorted(allowed))})", key=f"datasources.{name}")
+        import difflib
+
+        close = difflib.get_close_matches(str(unknown[0]), sorted(allowed), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown key(s) {', '.join(unknown)} for type {type_}{hint} "
+                          f"(allowed: {', '.join(sorted(allowed))})",
+                          key=f"datasources.{name}.{unknown[0]}")
 
 
 def payload_bytes(rows: list[tuple[Any, ...]]) -> int:
@@ -72,17 +78,17 @@ def _value_bytes(value: Any) -> int:
 
 def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> float:
     """A positive number from the spec (ConfigError naming the key otherwise)."""
-    value = spec.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"must be a positive number, not {value!r}",
-                          key=f"datasources.{name}.{key}")
-    return float(value)
+    try:
+        return float(option_limit(key, spec.get(key, default)))
+    except ValueError as exc:
+        raise ConfigError(str(exc), key=f"datasources.{name}.{key}") from None
 
 
 def positive_int(value: Any, name: str, key: str) -> int:
     """A positive whole number from datasource ``name``'s spec (ConfigError naming the key)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"must be a positive whole number, not {value!r}",
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
+        raise ConfigError(f"must be a positive whole number (at most {MAX_COUNT:,}), not "
+                          f"{short_repr(value)}",
                           key=f"datasources.{name}.{key}")
     return value
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -108,10 +109,60 @@ def open_read_only(path: Path, name: str, max_memory: int, threads: int,
     return conn
 
 
+#: What a report shows instead of a machine path DuckDB reveals (see :func:`machine_paths`).
+TEMP_LABEL, HOME_LABEL = "<duckdb-temp>", "~"
+
+#: (the path, the pattern matching it whole, its label), longest path first.
+MachinePaths = tuple[tuple[str, "re.Pattern[str]", str], ...]
+
+
+def machine_paths(temp_dir: str) -> MachinePaths:
+    """The absolute paths of this machine that DuckDB puts into results and messages, with
+    what is shown instead.
+
+    ``current_setting('temp_directory')``, ``duckdb_settings()`` (temp, home, extension and
+    secret directories) and the refusal of ``duckdb_extensions()`` ("Cannot access directory
+    /home/.../.duckdb/extensions/...") would otherwise carry the spill directory and the home
+    directory into committed reports. A path matches whole: after it comes a ``/``, a quote,
+    a bracket, a blank or the end of the text, not more of a name (``/root`` in ``/rootfs``).
+    """
+    pairs = {temp_dir.rstrip("/"): TEMP_LABEL}
+    home = os.path.expanduser("~").rstrip("/")
+    pairs.setdefault(home, HOME_LABEL)
+    return tuple((path, re.compile(re.escape(path) + r"(?![\w.-])"), label)
+                 for path, label in sorted(pairs.items(), key=lambda p: -len(p[0])) if path)
+
+
+def scrub_text(text: str, paths: MachinePaths) -> str:
+    """``text`` with each machine path of ``paths`` replaced by its label."""
+    for path, pattern, label in paths:
+        if path in text:
+            text = pattern.sub(label, text)
+    return text
+
+
+def _scrub_rows(rows: list[tuple[Any, ...]], paths: MachinePaths) -> None:
+    needles = [path for path, _, _ in paths]
+    for i, row in enumerate(rows):
+        if any(type(v) is str and any(n in v for n in needles) for v in row):
+            rows[i] = tuple(scrub_text(v, paths) if type(v) is str else v for v in row)
+
+
 def run_query(conn: Any, query: str, timeout: float, max_rows: int,
-              max_bytes: int) -> ResultTable:
+              max_bytes: int, temp_dir: str = "") -> ResultTable:
     """Execute and fetch under a deadline: a timer interrupts the connection at ``timeout``
-    (the whole deadline in a thread, the soft one in the worker, backed there by a kill)."""
+    (the whole deadline in a thread, the soft one in the worker, backed there by a kill).
+    Machine paths in the rows and messages are replaced (:func:`machine_paths`)."""
+    try:
+        table = _run_query(conn, query, timeout, max_rows, max_bytes)
+    except (QueryFailed, QueryRefused) as e:
+        raise type(e)(scrub_text(str(e), machine_paths(temp_dir))) from None
+    _scrub_rows(table.rows, machine_paths(temp_dir))
+    return table
+
+
+def _run_query(conn: Any, query: str, timeout: float, max_rows: int,
+               max_bytes: int) -> ResultTable:
     duckdb = _require_duckdb()
     expired = threading.Event()
 
@@ -163,13 +214,13 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
     conns: dict[tuple[str, int], Any] = worker_state().setdefault("duckdb", {})
     key = (path, threads)
     conn = conns.pop(key, None)
+    temp = os.path.join(tempfile.gettempdir(), "duckdb")
     if conn is None:
-        temp = os.path.join(tempfile.gettempdir(), "duckdb")
         conn = open_read_only(Path(path), name, max_memory, threads, temp)
         while len(conns) >= _WORKER_CONNECTIONS:
             conns.pop(next(iter(conns))).close()
     try:
-        table = run_query(conn, query, timeout, max_rows, max_bytes)
+        table = run_query(conn, query, timeout, max_rows, max_bytes, temp)
     except QueryFailed as e:
         if e.reason().startswith("query failed: out of memory"):
             conn.close()  # give DuckDB's buffers back before the next query
@@ -243,7 +294,8 @@ class DuckdbSource(SandboxedFileSource):
 
         def work() -> None:
             try:
-                outcome.append(run_query(conn, query, timeout, max_rows, self.max_bytes))
+                outcome.append(run_query(conn, query, timeout, max_rows, self.max_bytes,
+                                          os.path.join(self._temp or "", "spill")))
             except BaseException as e:  # handed to the waiting thread
                 outcome.append(e)
             finally:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import json
 import os
 import pickle
@@ -56,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import safefile
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, Term
 from .base import (
@@ -566,7 +566,9 @@ _HASHES: dict[tuple[str, int, int], str] = {}
 
 def _file_key(path: Path) -> tuple[str, int, int]:
     try:
-        st = path.stat()
+        st = safefile.check(path, "graph")  # not /dev/zero, a FIFO or a 5 GB sparse file
+    except safefile.UnsafeFile as exc:
+        raise SourceUnavailable(f"graph file refused: {exc}") from exc
     except OSError as exc:
         raise SourceUnavailable(f"graph file not found: {path}") from exc
     return (str(path), st.st_mtime_ns, st.st_size)
@@ -576,11 +578,7 @@ def file_sha256(path: Path) -> str:
     """sha256 of the graph file (cached per path/mtime/size)."""
     key = _file_key(path)
     if key not in _HASHES:
-        h = hashlib.sha256()
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        _HASHES[key] = h.hexdigest()
+        _HASHES[key] = safefile.sha256([path], "graph")
     return _HASHES[key]
 
 

@@ -9,12 +9,12 @@ reason worded for one engine reads the same for the others.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .. import safefile
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
 from ..sandbox import (
@@ -25,7 +25,7 @@ from ..sandbox import (
     SandboxTooBig,
     shared_sandbox,
 )
-from .base import payload_bytes, positive_int
+from .base import payload_bytes, positive, positive_int
 from .sqlguard import check_read_only
 
 #: What a worker returns for one query: columns, rows, truncated, meta, seconds (plain values,
@@ -87,21 +87,18 @@ class FileFingerprint:
         self._value: str | None = None
 
     def __call__(self, name: str) -> str:
-        try:
-            st = self.path.stat()
-            wst = self.wal.stat() if self.wal.exists() else None
-        except OSError as e:
+        try:  # /dev/zero or a FIFO named as the database would be hashed forever
+            st = safefile.check(self.path, "database")
+            wst = safefile.check(self.wal, "database") if self.wal.exists() else None
+            key = (st.st_size, st.st_mtime_ns, wst.st_size if wst else -1,
+                   wst.st_mtime_ns if wst else -1)
+            if self._value is None or self._stat != key:
+                digest = safefile.sha256((self.path, self.wal) if wst else (self.path,),
+                                         "database")
+                self._value = f"{self.prefix}:{st.st_size}:{st.st_mtime_ns}:{digest}"
+                self._stat = key
+        except OSError as e:  # safefile.UnsafeFile included
             raise SourceUnavailable(f"datasource {name!r}: {e}") from None
-        key = (st.st_size, st.st_mtime_ns, wst.st_size if wst else -1,
-               wst.st_mtime_ns if wst else -1)
-        if self._value is None or self._stat != key:
-            h = hashlib.sha256()
-            for p in (self.path, self.wal) if wst else (self.path,):
-                with p.open("rb") as f:
-                    for chunk in iter(lambda: f.read(1 << 20), b""):
-                        h.update(chunk)
-            self._value = f"{self.prefix}:{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
-            self._stat = key
         return self._value
 
 
@@ -127,8 +124,9 @@ class SandboxedFileSource:
                  max_bytes: int, max_memory: int, isolation: str) -> None:
         self.name = name
         self.path = Path(path)
-        self.timeout = float(timeout)
-        self.max_rows = int(max_rows)
+        limits = {"timeout": timeout, "max_rows": max_rows}  # NaN, inf: a located error
+        self.timeout = positive(limits, "timeout", timeout, name)
+        self.max_rows = int(positive(limits, "max_rows", max_rows, name))
         self.max_bytes = positive_int(max_bytes, name, "max_bytes")
         self.max_memory = positive_int(max_memory, name, "max_memory")
         if isolation not in ISOLATIONS:

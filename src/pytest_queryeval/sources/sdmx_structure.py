@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import safefile
 from ..errors import MissingDependency, SourceUnavailable
 
 SOURCE_TYPE = "sdmx-structure"
@@ -231,6 +232,10 @@ def load_structure(files: Iterable[Path]) -> SdmxStructure:
     start = time.perf_counter()
     out = SdmxStructure()
     for path in files:
+        try:
+            safefile.check(path, "structure")
+        except OSError as exc:
+            raise SourceUnavailable(f"sdmx-structure: {exc}") from exc
         try:
             msg = sdmx.read_sdmx(path)
         except Exception as exc:  # any parser failure means a broken source

@@ -11,6 +11,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from .. import safefile
 from ..errors import ConfigError, QueryFailed, SourceUnavailable
 from ..results import ResultTable
 from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
@@ -49,13 +50,17 @@ class SpiderSchemaSource:
                               "option 'db_id'", key="db_id")
         if not self.tables_path.is_file():
             raise SourceUnavailable(f"datasource {self.name!r}: no file at {self.tables_path}")
+        try:
+            safefile.check(self.tables_path, "structure")
+        except OSError as e:
+            raise SourceUnavailable(f"datasource {self.name!r}: {e}") from None
         from ..metrics.spider import Schema
 
         return Schema.from_tables_json(self.tables_path, db)
 
     def fingerprint(self) -> str:
         try:
-            digest = hashlib.sha256(self.tables_path.read_bytes()).hexdigest()
+            digest = hashlib.sha256(safefile.read_bytes(self.tables_path, "structure")).hexdigest()
         except OSError as e:
             raise SourceUnavailable(f"datasource {self.name!r}: {e}") from None
         return f"spider-schema:{digest}"

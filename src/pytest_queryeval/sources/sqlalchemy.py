@@ -53,6 +53,7 @@ from .base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
+    positive,
     positive_int,
 )
 from .sandboxed import Reply, call_query, worker_reply
@@ -155,8 +156,9 @@ class SqlAlchemySource:
                               key=f"datasources.{name}.url")
         self.name = name
         self._url = url
-        self.timeout = float(timeout)
-        self.max_rows = int(max_rows)
+        limits = {"timeout": timeout, "max_rows": max_rows}  # NaN, inf: a located error
+        self.timeout = positive(limits, "timeout", timeout, name)
+        self.max_rows = int(positive(limits, "max_rows", max_rows, name))
         self.max_bytes = positive_int(max_bytes, name, "max_bytes")
         self.version = None if version is None else str(version)
         self.schema = schema
