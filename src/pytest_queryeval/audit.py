@@ -253,9 +253,9 @@ def _audit_query(case: Case, kind: Any, ctx: _AuditContext, result: AuditResult)
     texts = [g for g in case.golds if isinstance(g, str)] if case.gold is not None else []
     several = len(texts) > 1
     src = ctx.source(case) if case.source_spec is not None else None
-    executable = src is not None and getattr(src, "executable", True)
+    executable = src is not None and src.executable
     limits = case_limits(case.options)
-    timeout = limits.get("timeout", getattr(src, "timeout", None))
+    timeout = limits.get("timeout", src.timeout if src is not None else None)
     tables: list[ResultTable | None] = []
     for i, text in enumerate(texts):
         index = i if several else None
@@ -530,7 +530,7 @@ def _sparql_tie_variants(text: str, columns: list[str]) -> tuple[str, str] | Non
 
 def _ties(src: Any, text: str, table: ResultTable, language: str,
           limits: Mapping[str, Any], result: AuditResult, index: int | None) -> None:
-    variants = tie_variants(text, language, list(table.columns), getattr(src, "dialect", None))
+    variants = tie_variants(text, language, list(table.columns), src.dialect)
     if variants is None:
         return
     found: list[ResultTable] = []

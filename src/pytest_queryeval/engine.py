@@ -22,7 +22,7 @@ from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
 from .secrets import Scrubber, quiet_library_logs
-from .sources.base import DataSource
+from .sources.base import DataSource, declared
 from .thresholds import evaluate as check_thresholds
 
 #: Kind-independent metric names the engine itself records.
@@ -116,6 +116,8 @@ class Session:
                     from .sources import open_source
 
                     src = open_source(name, dict(spec))
+                else:
+                    src = declared(src, name, str(spec.get("type", "")))
                 self._sources[key] = src
             return self._sources[key]
 

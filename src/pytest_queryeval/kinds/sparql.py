@@ -161,8 +161,8 @@ class SparqlKind:
         if pred_query is not None:
             try:
                 check_query_size(pred_query, opts.max_query_bytes)
-                check_query(pred_query, timeout=opts.limits.get("timeout",
-                                                                getattr(src, "timeout", None)))
+                default = src.timeout if src is not None else None
+                check_query(pred_query, timeout=opts.limits.get("timeout", default))
             except QueryRefused as e:
                 return _failure(e.reason(), gold_seconds, None, golds, opts)
         if pred_table is None:

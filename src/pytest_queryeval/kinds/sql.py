@@ -164,8 +164,8 @@ class SqlKind:
                   run: dict[str, Any]) -> Scored:
         opts = _parse_options(case)
         src = ctx.source(case) if case.source_spec is not None else None
-        executable = src is not None and getattr(src, "executable", True)
-        dialect = getattr(src, "dialect", None)
+        executable = src is not None and src.executable
+        dialect = src.dialect if src is not None else None
         can_execute = case.gold_result is not None or executable
         pred_executable = case.predicted_result is not None or (executable and pred_sql is not None)
         schema = self._schema(case, src, ctx, opts)
@@ -270,7 +270,7 @@ class SqlKind:
             return scored
         multi = case.gold_result_multi if case.gold_result_files is not None \
             else len(tables) > 1
-        empty_zero = not recorded and getattr(src, "type", None) != "sqlite"
+        empty_zero = not recorded and (src is None or src.type != "sqlite")
         try:
             result = spider2_scores(table, tables, multi=multi,
                                     condition_cols=opts.condition_cols,
@@ -287,13 +287,13 @@ class SqlKind:
     def _execute_extra(self, sql: str, src: DataSource | None,
                        opts: _Options) -> tuple[ResultTable | None, str | None]:
         """Execute a prediction text other than the scored one (guarded): table or reason."""
-        if src is None or not getattr(src, "executable", True):
+        if src is None or not src.executable:
             return None, "no executable datasource for the SQL the reference extracts"
         try:
             from ..sources.sqlguard import check_read_only
 
             check_query_size(sql, opts.max_query_bytes)
-            check_read_only(sql, getattr(src, "dialect", None))
+            check_read_only(sql, src.dialect)
             return src.execute(sql, **opts.limits), None
         except SourceUnavailable:
             raise
@@ -391,10 +391,10 @@ class SqlKind:
         with the reason in ``details.ties.skipped``."""
         from .. import ties
 
-        if src is None or not getattr(src, "executable", True) or not gold.sql \
+        if src is None or not src.executable or not gold.sql \
                 or gold.recorded or gold.table is None or pred.table is None:
             return []
-        query = ties.keyed_query(gold.sql, getattr(src, "dialect", None))
+        query = ties.keyed_query(gold.sql, src.dialect)
         if isinstance(query, str):
             details["ties"] = {"skipped": query}
             return []
@@ -436,7 +436,7 @@ class SqlKind:
         texts with DISTINCT removed (unless ``keep_distinct``) and ``'> ='`` repaired;
         re-execute only when that changes a text. Opt-in: the removal changes what the
         queries mean (``count(DISTINCT x)`` becomes ``count(x)``)."""
-        if src is None or not getattr(src, "executable", True) or not gold.sql or not pred.sql \
+        if src is None or not src.executable or not gold.sql or not pred.sql \
                 or gold.recorded or pred.recorded:
             return None
         from ..metrics.table import compare_tables
@@ -456,7 +456,7 @@ class SqlKind:
             try:
                 from ..sources.sqlguard import check_read_only
 
-                check_read_only(p_text, getattr(src, "dialect", None))
+                check_read_only(p_text, src.dialect)
                 p_table = src.execute(p_text, **opts.limits)
             except SourceUnavailable:
                 raise
@@ -484,13 +484,13 @@ class SqlKind:
         assert pred.table is not None
         info: dict[str, Any] = {"order": opts.soft_ex_order, "reference": REFERENCE}
         g_table, p_table = gold.table, pred.table
-        executable = src is not None and getattr(src, "executable", True)
+        executable = src is not None and src.executable
         if gold.recorded or pred.recorded or not executable or not gold.sql or not pred.sql:
             info["on"] = "recorded results (no SQL rewrite)"
         else:
             assert src is not None
             info["on"] = "rewritten texts"
-            dialect = getattr(src, "dialect", None)
+            dialect = src.dialect
             p_text, g_text = soft_ex_rewrite(pred.sql), soft_ex_rewrite(gold.sql)
             if p_text != pred.sql:
                 info["predicted_sql"] = p_text
@@ -548,14 +548,14 @@ class SqlKind:
             if opts.structure == "required":
                 raise GoldError("structure: true needs a datasource with a schema")
             return None
-        kind = getattr(src, "type", "")
+        source_type = src.type
         from ..metrics.spider import Schema
 
-        if kind == "spider-schema":
-            db = opts.db_id or getattr(src, "db_id", None)
+        if source_type == "spider-schema":
+            db = opts.db_id or src.db_id
             return ctx.shared(f"sql-schema:{src.fingerprint()}:{db}",
                               lambda: src.schema(db))  # type: ignore[attr-defined]
-        if kind == "sqlite" and hasattr(src, "path"):
+        if source_type == "sqlite" and hasattr(src, "path"):
             path = src.path
             return ctx.shared(f"sql-schema:{src.fingerprint()}",
                               lambda: Schema.from_sqlite(path))
@@ -566,7 +566,7 @@ class SqlKind:
                                                    for t, c, rt, rc in fks])
             return ctx.shared(f"sql-schema:{src.fingerprint()}", build)
         if opts.structure == "required":
-            raise GoldError(f"structure: true, but datasource type {kind!r} has no schema")
+            raise GoldError(f"structure: true, but datasource type {source_type!r} has no schema")
         return None
 
     def _structure_possible(self, golds: list[_Gold], schema: Any, opts: _Options) -> bool:

@@ -62,6 +62,7 @@ from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
+    SourceDefaults,
     check_keys,
     positive,
     positive_int,
@@ -628,10 +629,11 @@ RDF_KEYS = frozenset({"path", "engine", "format", "lenient", "base_iri", "timeou
                       "max_bytes", "max_memory", "load_timeout", "isolation", "allow_service"})
 
 
-class RdfSource:
+class RdfSource(SourceDefaults):
     """A read-only local RDF graph. See the module docstring for the spec keys."""
 
     type = "rdf"
+    timeout: float
 
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> RdfSource:

@@ -25,7 +25,7 @@ from ..sandbox import (
     SandboxTooBig,
     shared_sandbox,
 )
-from .base import payload_bytes, positive_int
+from .base import SourceDefaults, payload_bytes, positive_int
 from .sqlguard import check_read_only
 
 #: What a worker returns for one query: columns, rows, truncated, meta, seconds (plain values,
@@ -105,7 +105,7 @@ class FileFingerprint:
         return self._value
 
 
-class SandboxedFileSource:
+class SandboxedFileSource(SourceDefaults):
     """A database file queried in a shared sandbox worker (``isolation: process``, the
     default) or in the pytest process (``isolation: thread``, trusted suites).
 
@@ -115,7 +115,8 @@ class SandboxedFileSource:
     """
 
     type: ClassVar[str]
-    dialect: ClassVar[str]
+    dialect: str
+    timeout: float
     #: The engine's name in messages ("no SQLite file at ...").
     label: ClassVar[str]
     #: Suffix of the engine's write-ahead log beside the file (part of the fingerprint).

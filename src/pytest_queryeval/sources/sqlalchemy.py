@@ -42,6 +42,7 @@ from .base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
+    SourceDefaults,
     positive_int,
 )
 from .sandboxed import Reply, call_query, worker_reply
@@ -119,10 +120,11 @@ def mask_url(text: str) -> str:
     return _QUERY_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", text)
 
 
-class SqlAlchemySource:
+class SqlAlchemySource(SourceDefaults):
     """A SQLAlchemy URL as a read-only data source."""
 
     type = "sqlalchemy"
+    timeout: float
 
     def __init__(self, name: str, url: str, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS, version: str | int | None = None,
