@@ -59,6 +59,20 @@ class DataSource(Protocol):
     def close(self) -> None: ...
 
 
+#: ``isolation:`` values: queries in a sandbox worker process (the default) or in the pytest
+#: process (trusted suites).
+ISOLATIONS = ("process", "thread")
+
+
+def check_isolation(name: str, value: Any) -> str:
+    """``value`` when it is one of :data:`ISOLATIONS` (ConfigError naming datasource
+    ``name``'s key otherwise): one rule and one message for every source that has the key."""
+    if value not in ISOLATIONS:
+        raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {value!r}",
+                          key=f"datasources.{name}.isolation")
+    return str(value)
+
+
 class SourceDefaults:
     """The capabilities of a source that does not declare them: every built-in source class
     inherits this, so the contract holds without each repeating the common values."""

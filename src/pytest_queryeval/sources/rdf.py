@@ -63,6 +63,7 @@ from .base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     SourceDefaults,
+    check_isolation,
     check_keys,
     positive,
     positive_int,
@@ -661,10 +662,7 @@ class RdfSource(SourceDefaults):
         self.max_bytes = positive_int(spec.get("max_bytes", DEFAULT_MAX_BYTES), name, "max_bytes")
         self.max_memory = positive_int(spec.get("max_memory", DEFAULT_MAX_MEMORY), name,
                                        "max_memory")
-        self.isolation = str(spec.get("isolation", "process")).lower()
-        if self.isolation not in ("thread", "process"):
-            raise ConfigError("isolation must be 'thread' or 'process'",
-                              key=f"datasources.{name}.isolation")
+        self.isolation = check_isolation(name, str(spec.get("isolation", "process")).lower())
         allow = spec.get("allow_service", False)
         if not isinstance(allow, bool):
             raise ConfigError(f"must be true or false, not {allow!r}",

@@ -43,6 +43,7 @@ from .base import (
     DEFAULT_TIMEOUT,
     FetchedRows,
     SourceDefaults,
+    check_isolation,
     positive_int,
 )
 from .sandboxed import Reply, call_query, worker_reply
@@ -67,7 +68,6 @@ _HARD_GRACE = 1.0
 _KILL_GRACE = 2.0
 #: Address space a query may use in the worker (``max_memory``).
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
-ISOLATIONS = ("process", "thread")
 #: Built-in PostgreSQL roles whose members reach beyond the database's tables.
 _DANGEROUS_ROLES = ("pg_write_all_data", "pg_write_server_files", "pg_read_server_files",
                     "pg_execute_server_program", "pg_signal_backend")
@@ -146,10 +146,7 @@ class SqlAlchemySource(SourceDefaults):
             raise ConfigError(f"must be true or false, not {allow_privileged!r}",
                               key=f"datasources.{name}.allow_privileged")
         self.allow_privileged = allow_privileged
-        if isolation not in ISOLATIONS:
-            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
-                              key=f"datasources.{name}.isolation")
-        self.isolation = isolation
+        self.isolation = check_isolation(name, isolation)
         self.max_memory = positive_int(max_memory, name, "max_memory")
         self._box: Sandbox | None = None
         self._spec_args: tuple[Any, ...] = ()
