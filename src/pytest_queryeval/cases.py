@@ -419,7 +419,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: Any, cont
     """``gold_result: file.csv`` / ``[a.csv, b.csv]`` (gold alternatives) and
     ``predicted_result: file.csv`` (a result the model's query gave, Spider 2.0's
     executed-CSV submissions): paths relative to the case file, read the way Spider 2.0's
-    evaluator reads them (:mod:`.metrics.spider2`)."""
+    evaluator reads them (:mod:`.results_csv`)."""
     which = "gold" if field_name == "gold_result" else "predicted"
     if case.kind != "sql":
         errors.add(container, field_name, key_path,
@@ -429,7 +429,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: Any, cont
         errors.add(container, field_name, key_path,
                    "one predicted result file (a list of files is for gold_result)")
         return
-    from .metrics.spider2 import Spider2Error, frame_table, read_csv_file
+    from .results_csv import CsvError, frame_table, read_csv_file
 
     names = [value] if isinstance(value, str) else list(value)
     tables = []
@@ -445,7 +445,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: Any, cont
         except FileNotFoundError:
             errors.add(where, key, kp_, f"{name!r}: no such file (relative to {path.name})")
             continue
-        except (OSError, UnicodeDecodeError, Spider2Error, csv.Error) as exc:
+        except (OSError, UnicodeDecodeError, CsvError, csv.Error) as exc:
             errors.add(where, key, kp_, f"{name!r}: cannot be read as CSV: {exc}")
             continue
         table.meta["file"] = name
