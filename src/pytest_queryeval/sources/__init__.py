@@ -43,19 +43,19 @@ def open_source(name: str, spec: dict[str, Any]) -> DataSource:
     Raises :class:`ConfigError` for an unknown type or bad keys; opening is lazy, so an
     unreachable server surfaces later, per query, as ``SourceUnavailable``.
     """
-    kind = spec.get("type")
-    if not isinstance(kind, str) or kind not in SOURCE_TYPES:
+    source_type = spec.get("type")
+    if not isinstance(source_type, str) or source_type not in SOURCE_TYPES:
         known = ", ".join(sorted(SOURCE_TYPES))
-        raise ConfigError(f"unknown datasource type {kind!r} (known: {known})",
+        raise ConfigError(f"unknown datasource type {source_type!r} (known: {known})",
                           key=f"datasources.{name}.type")
-    module, _, cls_name = SOURCE_TYPES[kind].partition(":")
+    module, _, cls_name = SOURCE_TYPES[source_type].partition(":")
     cls = getattr(importlib.import_module(module), cls_name)
     if hasattr(cls, "from_spec"):
         return cls.from_spec(name, spec)  # type: ignore[no-any-return]
     kwargs = {k: v for k, v in spec.items() if k != "type"}
-    allowed = SOURCE_KEYS.get(kind)
+    allowed = SOURCE_KEYS.get(source_type)
     if allowed is not None:
-        check_keys(name, kind, kwargs, allowed)
+        check_keys(name, source_type, kwargs, allowed)
     try:
         return cls(name, **kwargs)  # type: ignore[no-any-return]
     except (TypeError, ValueError) as e:

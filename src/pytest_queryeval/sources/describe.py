@@ -54,15 +54,15 @@ def describe(source: DataSource, *, rows: int = 0, datasets: Sequence[str] = (),
 
 def sql_ddl(source: Any) -> list[tuple[str, str]]:
     """``(table, CREATE TABLE ...)`` for every table of a SQL source, in definition order."""
-    kind = source.type
-    if kind == "sqlite":
+    source_type = source.type
+    if source_type == "sqlite":
         with source._lock:
             rows = source._connect().execute(
                 "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND sql IS NOT NULL "
                 "ORDER BY rowid").fetchall()
         return [(str(n), _tidy(str(sql))) for n, sql in rows]
-    if kind == "duckdb":
+    if source_type == "duckdb":
         with source._lock:
             conn = source._connect()
             rows = conn.execute(
