@@ -397,7 +397,7 @@ class _Draft:
         """``repeat`` (a positive integer) and ``repeat_verdict`` (all, majority, any). A case
         that writes its own prediction and asks for repeats is a mistake: the same text N
         times."""
-        from .repeats import VERDICTS
+        from .repeats import RULES
 
         case, entry, merged = self.case, self.entry, self.merged
         value = merged.get("repeat", 1)
@@ -417,10 +417,10 @@ class _Draft:
                                 "(http, command, python, openai) for N predictions: remove "
                                 "'repeat' or the inline one")
         verdict = merged.get("repeat_verdict", "all")
-        if verdict not in VERDICTS:
+        if verdict not in RULES:
             self.errors.add(self._where("repeat_verdict"), "repeat_verdict",
                             self.kp("repeat_verdict"),
-                            f"must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+                            f"must be one of {', '.join(RULES)}, not {verdict!r}")
         else:
             case.repeat_verdict = str(verdict)
 

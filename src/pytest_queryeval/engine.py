@@ -21,6 +21,7 @@ from .errors import PredictionError, QueryEvalError, SourceUnavailable
 from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
+from .repeats import FIXED_NOTE, REPEAT_METRICS, combine, signature
 from .secrets import Scrubber, quiet_library_logs
 from .sources.base import DataSource, declared
 from .thresholds import evaluate as check_thresholds
@@ -344,19 +345,13 @@ def run_case(case: Case, session: Session) -> CaseOutcome:
     if runs == 1:
         outcome = _run_once(case, session, kind, 0)
         if (session.repeat_override or case.repeat) > 1:
-            from .repeats import FIXED_NOTE
-
             outcome.details["repeat"] = {"n": 1, "note": FIXED_NOTE}
         return outcome
-    from .repeats import combine
-
     return combine(case, [_run_once(case, session, kind, r) for r in range(runs)])
 
 
 def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutcome:
     """One prediction of the case, scored and judged on its own."""
-    from .repeats import REPEAT_METRICS, signature
-
     try:
         prediction = session.predict(case, repeat)
     except QueryEvalError as exc:
@@ -404,7 +399,6 @@ def _near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[[], Any]
     """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
     never a metric or a verdict. A relaxation that breaks is left out, never the case."""
     from .nearmiss import describe, flips
-    from .repeats import REPEAT_METRICS
 
     try:
         values = relaxed()
