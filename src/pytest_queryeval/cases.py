@@ -16,7 +16,7 @@ from . import kinds as kind_registry
 from .config import SuiteConfig
 from .config import suggest as _suggest
 from .errors import ConfigError
-from .model import Case, Threshold
+from .model import Case, Kind, Threshold
 from .numeric import option_limit
 from .results import ResultTable
 from .safetext import is_safe, printable
@@ -115,12 +115,8 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
         raise ConfigError("expected a case mapping, a list of cases or a mapping with 'cases:'",
                           display, 1)
 
-    file_errors = _Errors(display)
-    file_defaults: dict[str, Any] = {}
-    for key, value in header.items():
-        if key == "cases":
-            continue
-        file_defaults[key] = value
+    reader = CaseReader(path, display, header, suite, is_metric, ini_thresholds or {},
+                        extra_names)
     out: list[Case] = []
     for index, entry in enumerate(entries):
         line = entries.line_of(index) if isinstance(entries, LocList) else 1
@@ -129,8 +125,7 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
             case.errors.append(f"{display}:{line}: cases[{index}]: a case must be a mapping")
             out.append(case)
             continue
-        out.append(_build_case(path, display, index, entry, header, file_defaults, suite,
-                               file_errors, is_metric, ini_thresholds or {}, extra_names))
+        out.append(reader.read(index, entry))
     return out
 
 
@@ -150,258 +145,330 @@ def _threshold_map(spec: Any, where: str, container: Any, errors: _Errors,
     return out
 
 
-def _build_case(path: Path, display: str, index: int, entry: Any, header: Any,
-                file_defaults: dict[str, Any], suite: SuiteConfig, file_errors: _Errors,
-                is_metric: MetricCheck | None, ini_thresholds: dict[str, Threshold],
-                extra_names: Callable[[str], Iterable[str]] | None = None) -> Case:
-    errors = _Errors(display)
-    prefix = f"cases[{index}]" if "cases" in header else ""
+class CaseReader:
+    """One case file's entries → :class:`Case` objects; every problem becomes a located
+    message on the case it belongs to (the file's header applies to each)."""
 
-    def kp(key: str) -> str:
-        return f"{prefix}.{key}" if prefix else key
+    def __init__(self, path: Path, display: str, header: Any, suite: SuiteConfig,
+                 is_metric: MetricCheck | None, ini_thresholds: dict[str, Threshold],
+                 extra_names: Callable[[str], Iterable[str]] | None) -> None:
+        self.path, self.display, self.header, self.suite = path, display, header, suite
+        self.is_metric, self.ini_thresholds, self.extra_names = \
+            is_metric, ini_thresholds, extra_names
+        self.file_defaults = {key: value for key, value in header.items() if key != "cases"}
 
-    merged: dict[str, Any] = {}
-    for layer in (suite.defaults, file_defaults, entry):
-        for key, value in layer.items():
-            if key == "tags":
-                continue
-            merged[key] = value
+    def read(self, index: int, entry: Any) -> Case:
+        """The case of ``cases[index]``; its errors say what is wrong with it."""
+        draft = _Draft(self, index, entry)
+        for step in (draft.kind, draft.unknown_keys, draft.identity, draft.question_and_hints,
+                     draft.difficulty, draft.tags, draft.severity_and_marks, draft.datasource,
+                     draft.recorded_results, draft.options, draft.repeat, draft.thresholds,
+                     draft.kind_validation):
+            step()
+        draft.case.errors.extend(draft.errors.items)
+        return draft.case
 
-    # kind first: it decides which option keys are allowed
-    kind_name = merged.get("kind")
-    if kind_name is None and "conversation" in entry:
-        kind_name = "sdmx"
-    case_id = entry.get("id")
-    line = entry.line
-    case = Case(id=str(case_id) if case_id is not None else f"case-{index + 1}",
-                kind=str(kind_name) if kind_name else "unknown", file=path, line=line)
-    case.raw = plain(entry)
-    case.secrets = frozenset(suite.secrets)
-    case.prediction_source = suite.predictions
-    case.prediction_base = suite.predictions_base
-    case.prediction_errors = list(suite.predictions_errors)
-    case.pricing = suite.pricing
-    case.model_label = suite.model
-    case.errors.extend(suite.errors)
-    kind = None
-    if kind_name is None:
-        errors.add(entry, "id", kp("kind"), "missing: set kind (sql, sparql, json or sdmx) "
-                   "on the case or the file")
-    else:
-        try:
-            kind = kind_registry.get_kind(str(kind_name))
-        except KeyError:
-            where = entry if "kind" in entry else header
-            errors.add(where, "kind", kp("kind"), f"unknown kind {kind_name!r} "
-                       f"(known: {', '.join(kind_registry.known_kinds())})")
-        except ImportError as exc:
-            errors.add(entry, "kind", kp("kind"), f"kind {kind_name!r} cannot be loaded: {exc}")
-    option_keys = (kind.option_keys if kind else frozenset()) | OPTION_KEYS_COMMON
 
-    for key in header:
-        if key not in FILE_KEYS and key not in option_keys:
-            errors.add(header, key, key, f"unknown key{_suggest(str(key), FILE_KEYS | option_keys)}")
-    for key in entry:
-        if key not in CASE_KEYS and key not in option_keys:
-            errors.add(entry, key, kp(str(key)),
-                       f"unknown key{_suggest(str(key), CASE_KEYS | option_keys)}")
+class _Draft:
+    """One case while it is read: the merged layers (suite defaults < file header < case), the
+    case's key prefix, its errors, and the :class:`Case` the steps fill in, in order."""
 
-    if case_id is None:
-        errors.add(entry, None, kp("id"), "missing: every case needs a unique id")
-    elif not isinstance(case_id, str | int) or not str(case_id).strip():
-        errors.add(entry, "id", kp("id"), "must be a non-empty string")
-    elif "::" in str(case_id) or not is_safe(str(case_id)):
-        errors.add(entry, "id", kp("id"), "must not contain '::', control characters or lone "
-                   "surrogates")
-        # the id names the pytest item (and goes into an environment variable): keep it safe
-        case.id = printable(case.id).replace("\n", "\\n").replace("\t", "\\t")
+    def __init__(self, reader: CaseReader, index: int, entry: Any) -> None:
+        self.reader, self.index, self.entry, self.header = reader, index, entry, reader.header
+        suite = reader.suite
+        self.errors = _Errors(reader.display)
+        self.prefix = f"cases[{index}]" if "cases" in self.header else ""
+        self.merged: dict[str, Any] = {}
+        for layer in (suite.defaults, reader.file_defaults, entry):
+            for key, value in layer.items():
+                if key != "tags":
+                    self.merged[key] = value
+        # kind first: it decides which option keys are allowed
+        kind_name = self.merged.get("kind")
+        if kind_name is None and "conversation" in entry:
+            kind_name = "sdmx"
+        self.kind_name = kind_name
+        self.case_id = entry.get("id")
+        case = Case(id=str(self.case_id) if self.case_id is not None else f"case-{index + 1}",
+                    kind=str(kind_name) if kind_name else "unknown", file=reader.path,
+                    line=entry.line)
+        case.raw = plain(entry)
+        case.secrets = frozenset(suite.secrets)
+        case.prediction_source = suite.predictions
+        case.prediction_base = suite.predictions_base
+        case.prediction_errors = list(suite.predictions_errors)
+        case.pricing = suite.pricing
+        case.model_label = suite.model
+        case.errors.extend(suite.errors)
+        self.case = case
+        self.kind_obj: Kind | None = None
+        self.option_keys: frozenset[str] = OPTION_KEYS_COMMON
 
-    q = merged.get("question")
-    if q is None and kind_name == "sdmx":
-        turns = entry.get("conversation")
-        if isinstance(turns, list):
-            q = " / ".join(str(t.get("content", "")) for t in turns
-                           if isinstance(t, dict) and t.get("role") == "user")
-    case.question = None if q is None else str(q)
-    _hints(case, entry, kp, errors)
-    case.gold = plain(merged.get("gold"))
-    if "predicted" in entry:
-        case.predicted = plain(entry["predicted"])
+    def kp(self, key: str) -> str:
+        """``key``'s path as a message names it (``cases[2].gold`` in a list of cases)."""
+        return f"{self.prefix}.{key}" if self.prefix else key
 
-    diff_ = merged.get("difficulty")
-    if diff_ is not None and not isinstance(diff_, str | int):
-        errors.add(entry, "difficulty", kp("difficulty"), "must be a string")
-    case.difficulty = None if diff_ is None else str(diff_)
+    def _where(self, key: str) -> Any:
+        """The mapping that set ``key``: the case, else the file header (for its line)."""
+        return self.entry if key in self.entry else self.header
 
-    tags: list[str] = []
-    for layer, container in ((suite.defaults, None), (file_defaults, header), (entry, entry)):
-        value = layer.get("tags")
-        if value is None:
-            continue
-        if not isinstance(value, list):
-            errors.add(container, "tags", kp("tags") if container is entry else "tags",
-                       "must be a list of names")
-            continue
-        for t in value:
-            name = str(t)
-            if not _TAG.match(name):
-                errors.add(container, "tags", kp("tags"), f"tag {name!r} is not a valid "
-                           "marker name (letters, digits, _ . + -; not starting with a digit)")
-            elif name in RESERVED_MARKS:
-                errors.add(container, "tags", kp("tags"), f"tag {name!r} is reserved by pytest")
-            elif name not in tags:
-                tags.append(name)
-    case.tags = tags
-
-    severity = merged.get("severity")
-    if severity is not None:
-        if severity not in SEVERITIES:
-            errors.add(entry if "severity" in entry else header, "severity", kp("severity"),
-                       f"must be one of {', '.join(SEVERITIES)}, not {severity!r}")
+    def kind(self) -> None:
+        entry, kind_name = self.entry, self.kind_name
+        if kind_name is None:
+            self.errors.add(entry, "id", self.kp("kind"), "missing: set kind (sql, sparql, "
+                            "json or sdmx) on the case or the file")
         else:
-            case.severity = str(severity)
+            try:
+                self.kind_obj = kind_registry.get_kind(str(kind_name))
+            except KeyError:
+                self.errors.add(self._where("kind"), "kind", self.kp("kind"),
+                                f"unknown kind {kind_name!r} "
+                                f"(known: {', '.join(kind_registry.known_kinds())})")
+            except ImportError as exc:
+                self.errors.add(entry, "kind", self.kp("kind"),
+                                f"kind {kind_name!r} cannot be loaded: {exc}")
+        if self.kind_obj is not None:
+            self.option_keys = self.kind_obj.option_keys | OPTION_KEYS_COMMON
 
-    for key in ("xfail", "skip"):
-        value = merged.get(key)
-        if value is None or value is False:
-            continue
-        if value is True:
-            value = f"marked {key} in {display}"
-        if not isinstance(value, str):
-            errors.add(entry, key, kp(key), "must be a reason string")
-            continue
-        setattr(case, key, value)
+    def unknown_keys(self) -> None:
+        header, entry, option_keys = self.header, self.entry, self.option_keys
+        for key in header:
+            if key not in FILE_KEYS and key not in option_keys:
+                self.errors.add(header, key, key,
+                                f"unknown key{_suggest(str(key), FILE_KEYS | option_keys)}")
+        for key in entry:
+            if key not in CASE_KEYS and key not in option_keys:
+                self.errors.add(entry, key, self.kp(str(key)),
+                                f"unknown key{_suggest(str(key), CASE_KEYS | option_keys)}")
 
-    # datasource
-    ds_name = merged.get("datasource")
-    if ds_name is not None:
+    def identity(self) -> None:
+        entry, case_id = self.entry, self.case_id
+        if case_id is None:
+            self.errors.add(entry, None, self.kp("id"), "missing: every case needs a unique id")
+        elif not isinstance(case_id, str | int) or not str(case_id).strip():
+            self.errors.add(entry, "id", self.kp("id"), "must be a non-empty string")
+        elif "::" in str(case_id) or not is_safe(str(case_id)):
+            self.errors.add(entry, "id", self.kp("id"), "must not contain '::', control "
+                            "characters or lone surrogates")
+            # the id names the pytest item (and goes into an environment variable): keep it safe
+            self.case.id = printable(self.case.id).replace("\n", "\\n").replace("\t", "\\t")
+
+    def question_and_hints(self) -> None:
+        """``question`` (an sdmx conversation's user turns when there is none), the hints
+        (``evidence``, ``external_knowledge``), ``gold`` and an inline ``predicted``."""
+        case, entry = self.case, self.entry
+        q = self.merged.get("question")
+        if q is None and self.kind_name == "sdmx":
+            turns = entry.get("conversation")
+            if isinstance(turns, list):
+                q = " / ".join(str(t.get("content", "")) for t in turns
+                               if isinstance(t, dict) and t.get("role") == "user")
+        case.question = None if q is None else str(q)
+        self._hints()
+        case.gold = plain(self.merged.get("gold"))
+        if "predicted" in entry:
+            case.predicted = plain(entry["predicted"])
+
+    def _hints(self) -> None:
+        """``evidence`` (a string) and ``external_knowledge`` (a string, or a list of strings
+        or numbers, joined with newlines) onto the case."""
+        case, entry = self.case, self.entry
+        evidence = entry.get("evidence")
+        if evidence is not None:
+            if isinstance(evidence, str):
+                case.evidence = evidence
+            else:
+                self.errors.add(entry, "evidence", self.kp("evidence"), "must be a string")
+        knowledge = entry.get("external_knowledge")
+        if knowledge is None:
+            return
+        if isinstance(knowledge, str):
+            case.external_knowledge = knowledge
+        elif isinstance(knowledge, list) and all(
+                isinstance(k, str | int | float) and not isinstance(k, bool) for k in knowledge):
+            case.external_knowledge = "\n".join(str(k) for k in knowledge)
+        else:
+            self.errors.add(entry, "external_knowledge", self.kp("external_knowledge"),
+                            "must be a string or a list of strings")
+
+    def difficulty(self) -> None:
+        value = self.merged.get("difficulty")
+        if value is not None and not isinstance(value, str | int):
+            self.errors.add(self.entry, "difficulty", self.kp("difficulty"), "must be a string")
+        self.case.difficulty = None if value is None else str(value)
+
+    def tags(self) -> None:
+        """Tags of every layer, in order, each once; each must be a usable marker name."""
+        entry, header = self.entry, self.header
+        tags: list[str] = []
+        for layer, container in ((self.reader.suite.defaults, None),
+                                 (self.reader.file_defaults, header), (entry, entry)):
+            value = layer.get("tags")
+            if value is None:
+                continue
+            if not isinstance(value, list):
+                self.errors.add(container, "tags",
+                                self.kp("tags") if container is entry else "tags",
+                                "must be a list of names")
+                continue
+            for t in value:
+                name = str(t)
+                if not _TAG.match(name):
+                    self.errors.add(container, "tags", self.kp("tags"),
+                                    f"tag {name!r} is not a valid marker name (letters, "
+                                    "digits, _ . + -; not starting with a digit)")
+                elif name in RESERVED_MARKS:
+                    self.errors.add(container, "tags", self.kp("tags"),
+                                    f"tag {name!r} is reserved by pytest")
+                elif name not in tags:
+                    tags.append(name)
+        self.case.tags = tags
+
+    def severity_and_marks(self) -> None:
+        """``severity`` and the ``xfail`` / ``skip`` reasons."""
+        severity = self.merged.get("severity")
+        if severity is not None:
+            if severity not in SEVERITIES:
+                self.errors.add(self._where("severity"), "severity", self.kp("severity"),
+                                f"must be one of {', '.join(SEVERITIES)}, not {severity!r}")
+            else:
+                self.case.severity = str(severity)
+        for key in ("xfail", "skip"):
+            value = self.merged.get(key)
+            if value is None or value is False:
+                continue
+            if value is True:
+                value = f"marked {key} in {self.reader.display}"
+            if not isinstance(value, str):
+                self.errors.add(self.entry, key, self.kp(key), "must be a reason string")
+                continue
+            setattr(self.case, key, value)
+
+    def datasource(self) -> None:
+        """The named datasource's spec, errors and secrets onto the case."""
+        ds_name = self.merged.get("datasource")
+        if ds_name is None:
+            return
+        suite, case = self.reader.suite, self.case
         ds = suite.datasources.get(str(ds_name))
-        where = entry if "datasource" in entry else header
         if ds is None:
             known = ", ".join(sorted(suite.datasources)) or "none defined in queryeval.yaml"
-            errors.add(where, "datasource", kp("datasource"),
-                       f"unknown datasource {ds_name!r} (known: {known})")
+            self.errors.add(self._where("datasource"), "datasource", self.kp("datasource"),
+                            f"unknown datasource {ds_name!r} (known: {known})")
+            return
+        case.datasource = ds.name
+        case.source_spec = dict(ds.spec)
+        case.errors.extend(ds.errors)
+        case.secrets = case.secrets | frozenset(ds.secrets)
+
+    def recorded_results(self) -> None:
+        """``gold_result`` / ``predicted_result``: CSV files (:func:`_load_result_files`) or
+        a recorded table."""
+        case, entry, merged = self.case, self.entry, self.merged
+        for key in ("gold_result", "predicted_result"):
+            if _names_files(merged.get(key)):
+                _load_result_files(case, self.reader.path, key, merged[key], self._where(key),
+                                   self.kp(key), self.errors)
+                continue
+            if key in merged and merged[key] is not None:
+                try:
+                    data = case.raw[key] if key in entry else plain(merged[key])  # copied once
+                    setattr(case, key, ResultTable.from_recorded(data))
+                except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                    self.errors.add(entry, key, self.kp(key), str(exc))
+
+    def options(self) -> None:
+        """The kind's option keys of every layer; ``timeout`` and ``max_rows`` positive."""
+        options = {key: plain(value) for key, value in self.merged.items()
+                   if key in self.option_keys}
+        for key in ("timeout", "max_rows"):
+            # defaults: are checked where they are written (config.py)
+            if key in options and (key in self.entry or key in self.header):
+                try:
+                    option_limit(key, options[key])
+                except ValueError as exc:
+                    self.errors.add(self._where(key), key, self.kp(key), str(exc))
+        self.case.options = options
+
+    def repeat(self) -> None:
+        """``repeat`` (a positive integer) and ``repeat_verdict`` (all, majority, any). A case
+        that writes its own prediction and asks for repeats is a mistake: the same text N
+        times."""
+        from .repeats import RULES
+
+        case, entry, merged = self.case, self.entry, self.merged
+        value = merged.get("repeat", 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.errors.add(self._where("repeat"), "repeat", self.kp("repeat"),
+                            f"must be a positive integer, not {value!r}")
         else:
-            case.datasource = ds.name
-            case.source_spec = dict(ds.spec)
-            case.errors.extend(ds.errors)
-            case.secrets = case.secrets | frozenset(ds.secrets)
+            case.repeat = value
+            turns = entry.get("conversation")
+            inline = "predicted" in entry or "predicted_result" in entry or (
+                isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t
+                                                for t in turns))
+            if value > 1 and "repeat" in entry and inline:
+                self.errors.add(entry, "repeat", self.kp("repeat"),
+                                f"repeat: {value} with an inline prediction scores the same "
+                                f"text {value} times; repeat asks a live predictions source "
+                                "(http, command, python, openai) for N predictions: remove "
+                                "'repeat' or the inline one")
+        verdict = merged.get("repeat_verdict", "all")
+        if verdict not in RULES:
+            self.errors.add(self._where("repeat_verdict"), "repeat_verdict",
+                            self.kp("repeat_verdict"),
+                            f"must be one of {', '.join(RULES)}, not {verdict!r}")
+        else:
+            case.repeat_verdict = str(verdict)
 
-    for key in ("gold_result", "predicted_result"):
-        if _names_files(merged.get(key)):
-            _load_result_files(case, path, key, merged[key], entry if key in entry else header,
-                               kp(key), errors)
-            continue
-        if key in merged and merged[key] is not None:
-            try:
-                data = case.raw[key] if key in entry else plain(merged[key])  # copied once
-                setattr(case, key, ResultTable.from_recorded(data))
-            except (ValueError, TypeError, AttributeError, KeyError) as exc:
-                errors.add(entry, key, kp(key), str(exc))
-
-    options: dict[str, Any] = {}
-    for key, value in merged.items():
-        if key in option_keys:
-            options[key] = plain(value)
-    for key in ("timeout", "max_rows"):
-        if key in options and (key in entry or key in header):  # defaults: config.py says it
-            try:
-                option_limit(key, options[key])
-            except ValueError as exc:
-                errors.add(entry if key in entry else header, key, kp(key), str(exc))
-    case.options = options
-    _repeat(case, entry, header, merged, errors, kp)
-
-    # thresholds: ini < suite < file < case, metric by metric
-    resolved: dict[str, Threshold] = dict(ini_thresholds)
-    for metric, (bound, _) in suite.thresholds.items():
-        resolved[metric] = bound
-    file_th = _threshold_map(header.get("thresholds"), "thresholds", header, errors)
-    case_th = _threshold_map(entry.get("thresholds"), kp("thresholds"), entry, errors)
-    for metric, (bound, _) in {**file_th, **case_th}.items():
-        resolved[metric] = bound
-    if kind is not None and is_metric is not None:
-        hints = _names_hint(case.kind) + list(extra_names(case.kind) if extra_names else [])
-        for source, label in ((file_th, "thresholds"),
-                                     (case_th, kp("thresholds"))):
-            for metric, (_, container) in source.items():
+    def thresholds(self) -> None:
+        """ini < suite < file < case, metric by metric; names checked against the kind."""
+        reader, case, header, entry = self.reader, self.case, self.header, self.entry
+        ini, suite_th = reader.ini_thresholds, reader.suite.thresholds
+        resolved: dict[str, Threshold] = dict(ini)
+        for metric, (bound, _) in suite_th.items():
+            resolved[metric] = bound
+        file_th = _threshold_map(header.get("thresholds"), "thresholds", header, self.errors)
+        case_th = _threshold_map(entry.get("thresholds"), self.kp("thresholds"), entry,
+                                 self.errors)
+        for metric, (bound, _) in {**file_th, **case_th}.items():
+            resolved[metric] = bound
+        is_metric = reader.is_metric
+        if self.kind_obj is not None and is_metric is not None:
+            hints = _names_hint(case.kind) + list(reader.extra_names(case.kind)
+                                                  if reader.extra_names else [])
+            for source, label in ((file_th, "thresholds"), (case_th, self.kp("thresholds"))):
+                for metric, (_, container) in source.items():
+                    if not is_metric(case.kind, metric):
+                        self.errors.add(container, metric, f"{label}.{metric}",
+                                        f"unknown metric for kind {case.kind}"
+                                        f"{_suggest(metric, hints)}")
+            # suite/ini thresholds may target other kinds: keep only those this kind produces
+            inherited = set(ini) | set(suite_th)
+            for metric in inherited - set(file_th) - set(case_th):
                 if not is_metric(case.kind, metric):
-                    errors.add(container, metric, f"{label}.{metric}",
-                               f"unknown metric for kind {case.kind}"
-                               f"{_suggest(metric, hints)}")
-        # suite/ini thresholds may target other kinds: keep only those this kind produces
-        inherited = set(ini_thresholds) | set(suite.thresholds)
-        for metric in inherited - set(file_th) - set(case_th):
-            if not is_metric(case.kind, metric):
-                resolved.pop(metric, None)
-    case.thresholds = resolved
+                    resolved.pop(metric, None)
+        case.thresholds = resolved
 
-    if kind is not None and not errors.items:
+    def kind_validation(self) -> None:
+        """The kind's own checks, once the generic ones found nothing (a kind's validator
+        never breaks collection)."""
+        kind, errors = self.kind_obj, self.errors
+        if kind is None or errors.items:
+            return
+        display, entry = self.reader.display, self.entry
         try:
-            for key_path, message in kind.validate(case):
+            for key_path, message in kind.validate(self.case):
                 root = re.split(r"[.\[]", key_path, maxsplit=1)[0]
-                if root not in entry and root in header:  # set at file level: point there
-                    errors.items.append(f"{display}:{_line_for(header, key_path)}: "
+                if root not in entry and root in self.header:  # set at file level: point there
+                    errors.items.append(f"{display}:{_line_for(self.header, key_path)}: "
                                         f"{key_path}: {message}")
                     continue
                 errors.items.append(f"{display}:{_line_for(entry, key_path)}: "
-                                    f"{kp(key_path)}: {message}")
-        except Exception as exc:  # a kind's validator must never break collection
-            errors.items.append(f"{display}:{line}: {kp('kind')}: validation failed: {exc!r}")
-    case.errors.extend(file_errors.items)
-    case.errors.extend(errors.items)
-    return case
-
-
-def _repeat(case: Case, entry: Any, header: Any, merged: dict[str, Any], errors: _Errors,
-            kp: Callable[[str], str]) -> None:
-    """``repeat`` (a positive integer) and ``repeat_verdict`` (all, majority, any). A case that
-    writes its own prediction and asks for repeats is a mistake: the same text N times."""
-    from .repeats import VERDICTS
-
-    value = merged.get("repeat", 1)
-    where = entry if "repeat" in entry else header
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        errors.add(where, "repeat", kp("repeat"), f"must be a positive integer, not {value!r}")
-    else:
-        case.repeat = value
-        turns = entry.get("conversation")
-        inline = "predicted" in entry or "predicted_result" in entry or (
-            isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t
-                                            for t in turns))
-        if value > 1 and "repeat" in entry and inline:
-            errors.add(entry, "repeat", kp("repeat"),
-                       f"repeat: {value} with an inline prediction scores the same text "
-                       f"{value} times; repeat asks a live predictions source (http, command, "
-                       "python, openai) for N predictions: remove 'repeat' or the inline one")
-    verdict = merged.get("repeat_verdict", "all")
-    if verdict not in VERDICTS:
-        errors.add(entry if "repeat_verdict" in entry else header, "repeat_verdict",
-                   kp("repeat_verdict"), f"must be one of {', '.join(VERDICTS)}, not {verdict!r}")
-    else:
-        case.repeat_verdict = str(verdict)
-
-
-def _hints(case: Case, entry: Any, kp: Callable[[str], str], errors: _Errors) -> None:
-    """``evidence`` (a string) and ``external_knowledge`` (a string, or a list of strings or
-    numbers, joined with newlines) onto the case."""
-    evidence = entry.get("evidence")
-    if evidence is not None:
-        if isinstance(evidence, str):
-            case.evidence = evidence
-        else:
-            errors.add(entry, "evidence", kp("evidence"), "must be a string")
-    knowledge = entry.get("external_knowledge")
-    if knowledge is None:
-        return
-    if isinstance(knowledge, str):
-        case.external_knowledge = knowledge
-    elif isinstance(knowledge, list) and all(
-            isinstance(k, str | int | float) and not isinstance(k, bool) for k in knowledge):
-        case.external_knowledge = "\n".join(str(k) for k in knowledge)
-    else:
-        errors.add(entry, "external_knowledge", kp("external_knowledge"),
-                   "must be a string or a list of strings")
+                                    f"{self.kp(key_path)}: {message}")
+        except Exception as exc:
+            errors.items.append(f"{display}:{entry.line}: {self.kp('kind')}: "
+                                f"validation failed: {exc!r}")
 
 
 def _names_files(value: Any) -> bool:
@@ -415,7 +482,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: Any, cont
     """``gold_result: file.csv`` / ``[a.csv, b.csv]`` (gold alternatives) and
     ``predicted_result: file.csv`` (a result the model's query gave, Spider 2.0's
     executed-CSV submissions): paths relative to the case file, read the way Spider 2.0's
-    evaluator reads them (:mod:`.metrics.spider2`)."""
+    evaluator reads them (:mod:`.results_csv`)."""
     which = "gold" if field_name == "gold_result" else "predicted"
     if case.kind != "sql":
         errors.add(container, field_name, key_path,
@@ -425,7 +492,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: Any, cont
         errors.add(container, field_name, key_path,
                    "one predicted result file (a list of files is for gold_result)")
         return
-    from .metrics.spider2 import Spider2Error, frame_table, read_csv_file
+    from .results_csv import CsvError, frame_table, read_csv_file
 
     names = [value] if isinstance(value, str) else list(value)
     tables = []
@@ -441,7 +508,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: Any, cont
         except FileNotFoundError:
             errors.add(where, key, kp_, f"{name!r}: no such file (relative to {path.name})")
             continue
-        except (OSError, UnicodeDecodeError, Spider2Error, csv.Error) as exc:
+        except (OSError, UnicodeDecodeError, CsvError, csv.Error) as exc:
             errors.add(where, key, kp_, f"{name!r}: cannot be read as CSV: {exc}")
             continue
         table.meta["file"] = name

@@ -18,11 +18,13 @@ from typing import Any
 
 from . import kinds as kind_registry
 from .errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
+from .metricnames import REPEAT_METRICS
 from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
+from .repeats import FIXED_NOTE, combine, signature
 from .secrets import Scrubber, quiet_library_logs
-from .sources.base import DataSource
+from .sources.base import DataSource, declared
 from .thresholds import evaluate as check_thresholds
 
 #: Kind-independent metric names the engine itself records.
@@ -116,6 +118,8 @@ class Session:
                     from .sources import open_source
 
                     src = open_source(name, dict(spec))
+                else:
+                    src = declared(src, name, str(spec.get("type", "")))
                 self._sources[key] = src
             return self._sources[key]
 
@@ -358,20 +362,13 @@ def run_case(case: Case, session: Session) -> CaseOutcome:
     if runs == 1:
         outcome = _run_once(case, session, kind, 0)
         if (session.repeat_override or case.repeat) > 1:
-            from .repeats import FIXED_NOTE
-
             outcome.details["repeat"] = {"n": 1, "note": FIXED_NOTE}
         return outcome
-    from .repeats import combine
-
     return combine(case, [_run_once(case, session, kind, r) for r in range(runs)])
 
 
 def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutcome:
     """One prediction of the case, scored and judged on its own."""
-    from .metricnames import REPEAT_METRICS
-    from .repeats import signature
-
     try:
         prediction = session.predict(case, repeat)
     except QueryEvalError as exc:
@@ -434,7 +431,6 @@ def model_failure(case: Case, exc: QueryEvalError) -> CaseOutcome:
     when it passed in the baseline, known when it failed there too). The metrics its
     thresholds require a minimum of score 0, as for a query that failed, so that their means
     count the case."""
-    from .metricnames import REPEAT_METRICS
 
     metrics = {m: 0.0 for m, t in case.thresholds.items()
                if t.min is not None and m not in REPEAT_METRICS}
@@ -447,7 +443,6 @@ def _near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[[], Any]
                details: dict[str, Any], diff: list[str]) -> None:
     """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
     never a metric or a verdict. A relaxation that breaks is left out, never the case."""
-    from .metricnames import REPEAT_METRICS
     from .nearmiss import describe, flips
 
     try:

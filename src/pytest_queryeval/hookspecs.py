@@ -20,7 +20,10 @@ def pytest_queryeval_predict(case: Any, config: pytest.Config) -> Any:
 @pytest.hookspec(firstresult=True)
 def pytest_queryeval_datasource(name: str, spec: dict[str, Any], config: pytest.Config) -> Any:
     """Return a data source (see :class:`pytest_queryeval.sources.base.DataSource`) for a
-    ``datasources:`` entry, typically one with a custom ``type``; None for the built-in types."""
+    ``datasources:`` entry, typically one with a custom ``type``; None for the built-in types.
+    It needs ``name``, ``type``, ``execute``, ``fingerprint`` and ``close``; of the
+    capabilities ``dialect``, ``executable``, ``timeout`` and ``db_id``, those it does not
+    declare get the defaults of :class:`pytest_queryeval.sources.base.SourceDefaults`."""
 
 
 def pytest_queryeval_metrics(case: Any, prediction: Any, scored: Any,

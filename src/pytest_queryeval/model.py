@@ -17,7 +17,7 @@ from .results import ResultTable
 NO_DIFFICULTY = "unknown"
 
 if TYPE_CHECKING:
-    from .audit import AuditResult
+    from .audit.findings import AuditResult
     from .sources.base import DataSource
 
 #: Marker for "no inline prediction" (``None`` is a legitimate prediction value).

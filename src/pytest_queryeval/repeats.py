@@ -18,21 +18,39 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from .metricnames import REPEAT_METRICS, USAGE_METRICS
 from .model import Case, Threshold
 from .thresholds import evaluate as check_thresholds
 
-if TYPE_CHECKING:
-    from .engine import CaseOutcome
-
-#: ``repeat_verdict`` values: the case passes when all, more than half, or any of its runs pass.
-VERDICTS = ("all", "majority", "any")
+#: The rules ``repeat_verdict`` names: the case passes when all, more than half, or any of its
+#: runs pass.
+RULES = ("all", "majority", "any")
 #: Why a case with an inline or recorded prediction runs once whatever ``repeat`` says.
 FIXED_NOTE = ("scored once: the prediction is written in the suite (inline or a predictions "
               "file), the same text every run; repeat asks a live source (http, command, "
               "python, openai) for N predictions")
+
+
+class Run(Protocol):
+    """What :func:`combine` reads of one run's outcome (the engine's ``CaseOutcome``), so
+    this module needs nothing from the engine that calls it (no import cycle, not even one
+    for annotations)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    status: str
+    metrics: dict[str, float]
+    failed: list[tuple[Threshold, float | None]]
+    predicted: Any
+    reason: str | None
+    error: str | None
+    diff: list[str]
+    details: dict[str, Any]
+    signature: str | None
+
+
+RunT = TypeVar("RunT", bound=Run)
 
 
 def signature(value: Any, scored_signature: str | None, reason: str | None) -> str:
@@ -59,7 +77,7 @@ def verdict_holds(verdict: str, passed: int, runs: int) -> bool:
     return passed == runs
 
 
-def _run_line(index: int, run: CaseOutcome) -> str:
+def _run_line(index: int, run: Run) -> str:
     if run.status == "error":
         return f"run {index + 1}: error: {' '.join(str(run.error).split())[:160]}"
     if run.status == "passed":
@@ -69,7 +87,7 @@ def _run_line(index: int, run: CaseOutcome) -> str:
     return f"run {index + 1}: failed ({' '.join(why.split())[:160]})"
 
 
-def combine(case: Case, runs: Sequence[CaseOutcome]) -> CaseOutcome:
+def combine(case: Case, runs: Sequence[RunT]) -> RunT:
     """The case's outcome from its runs (at least two)."""
     n = len(runs)
     passed = sum(r.status == "passed" for r in runs)

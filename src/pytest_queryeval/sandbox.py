@@ -46,6 +46,13 @@ API (everything else here is private)::
   (stderr goes to /dev/null), and exits by itself when its parent dies.
 * :func:`shared_sandbox` returns one box per ``(name, limits)`` per process (started lazily,
   closed at interpreter exit); construct :class:`Sandbox` directly for a private one.
+* Data a worker keeps for every call (a loaded graph): ``Sandbox(..., setup=(fn, args),
+  start_timeout=...)``. Each worker runs ``fn(*args)`` once, after the ``preload`` imports and
+  before its memory cap and its first thread (so ``fn`` may ``unshare`` the process, and the
+  data it keeps in :func:`worker_state` does not count against ``max_memory``); its return
+  value is :attr:`Sandbox.setup_value` while that worker runs. A worker that does not get
+  through it within ``start_timeout`` raises :class:`SandboxNotStarted` from
+  :meth:`Sandbox.start` or :meth:`Sandbox.call`.
 
 The worker is a plain ``python -c`` child speaking length-prefixed pickles over its stdin and
 stdout: ``multiprocessing`` spawn re-runs the parent's ``__main__`` and fork is unsafe in a
@@ -115,6 +122,18 @@ class SandboxMemoryError(QueryFailed):
 
 class SandboxCrashed(QueryFailed):
     """The worker died during the step (an engine abort, usually out of memory)."""
+
+
+class SandboxNotStarted(SandboxCrashed):
+    """The worker did not get ready: it died, failed its imports or setup, or ran past
+    ``start_timeout`` (``timed_out``)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.timed_out))
 
 
 # --------------------------------------------------------------------------- worker side
@@ -212,16 +231,18 @@ def _worker_main() -> None:
     sys.stdout = sys.stderr  # nothing but frames on the real stdout
     parent = int(os.environ.get("QUERYEVAL_SANDBOX_PARENT", "0")) or os.getppid()
     threading.stack_size(256 * 1024)
-    threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     try:
         (n,) = _HEADER.unpack(_read_exact(inp, _HEADER.size))
-        preload, max_memory, max_file = pickle.loads(_read_exact(inp, n))
+        preload, max_memory, max_file, setup = pickle.loads(_read_exact(inp, n))
         import importlib
 
         for name in preload:
             importlib.import_module(name)
+        value = setup[0](*setup[1]) if setup is not None else None
         _set_limits(max_memory, max_file)
-        _send(out, ("ready", os.getpid()))
+        # Only now: a setup step may need a single-threaded process (unshare a user namespace).
+        threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
+        _send(out, ("ready", os.getpid(), value))
     except BaseException as exc:
         with contextlib.suppress(BaseException):
             _send(out, ("error", f"{type(exc).__name__}: {exc}"))
@@ -266,11 +287,17 @@ class Sandbox:
     """One worker process (started lazily, restarted after a kill). See the module docstring."""
 
     def __init__(self, name: str, *, max_memory: int = DEFAULT_MAX_MEMORY,
-                 max_file: int | None = None, preload: Iterable[str] = ()) -> None:
+                 max_file: int | None = None, preload: Iterable[str] = (),
+                 setup: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
+                 start_timeout: float = START_TIMEOUT) -> None:
         self.name = name
         self.max_memory = int(max_memory)
         self.max_file = int(max_file if max_file is not None else max_memory)
         self.preload = tuple(preload)
+        self.setup = setup
+        self.start_timeout = float(start_timeout)
+        #: What ``setup`` returned in the worker now running (None before it is ready).
+        self.setup_value: Any = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: str | None = None
         self._ready = False
@@ -299,8 +326,9 @@ class Sandbox:
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True, bufsize=0)
         assert proc.stdin is not None
-        _write_all(proc.stdin.fileno(), _frame((self.preload, self.max_memory, self.max_file)))
-        self._proc, self._ready = proc, False
+        _write_all(proc.stdin.fileno(), _frame((self.preload, self.max_memory, self.max_file,
+                                                self.setup)))
+        self._proc, self._ready, self.setup_value = proc, False, None
         self.starts += 1
 
     def _ensure(self, deadline: float) -> subprocess.Popen[bytes]:
@@ -313,13 +341,14 @@ class Sandbox:
         if not self._ready:
             try:
                 msg = self._read_reply(proc, deadline, 1 << 20)
-            except (EOFError, TimeoutError):
+            except (EOFError, TimeoutError) as exc:
                 self._kill(respawn=False)
-                raise SandboxCrashed(f"the {self.name} worker did not start") from None
+                raise SandboxNotStarted(f"the {self.name} worker did not start",
+                                        timed_out=isinstance(exc, TimeoutError)) from None
             if msg[0] != "ready":
                 self._kill(respawn=False)
-                raise SandboxCrashed(f"the {self.name} worker did not start: {msg[1]}")
-            self._ready = True
+                raise SandboxNotStarted(f"the {self.name} worker did not start: {msg[1]}")
+            self._ready, self.setup_value = True, msg[2]
         return proc
 
     def _kill(self, *, respawn: bool) -> None:
@@ -345,7 +374,7 @@ class Sandbox:
     def start(self) -> None:
         """Start the worker now and wait until it is ready (else: on the first call)."""
         with self._lock:
-            self._ensure(time.monotonic() + START_TIMEOUT)
+            self._ensure(time.monotonic() + self.start_timeout)
 
     def close(self) -> None:
         """Stop the worker (politely, then by force) and remove its temporary directory."""
@@ -371,7 +400,7 @@ class Sandbox:
         request = _frame((fn, args, max_reply, os.getcwd()))
         with self._lock:
             try:
-                proc = self._ensure(time.monotonic() + START_TIMEOUT)
+                proc = self._ensure(time.monotonic() + self.start_timeout)
                 deadline = time.monotonic() + timeout  # start-up is not the step's time
                 assert proc.stdin is not None
                 _write_all(proc.stdin.fileno(), request)

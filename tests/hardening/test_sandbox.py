@@ -16,6 +16,7 @@ from pytest_queryeval.errors import QueryFailed, QueryTimeout
 from pytest_queryeval.sandbox import (
     Sandbox,
     SandboxMemoryError,
+    SandboxNotStarted,
     SandboxTimeout,
     SandboxTooBig,
     in_worker,
@@ -162,3 +163,41 @@ def test_worker_follows_the_callers_directory(box: Sandbox, tmp_path: Path,
     (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "sub")
     assert box.call(_cwd, timeout=30) == str(tmp_path / "sub")
+
+
+def _keep(n: int) -> tuple[int, int]:
+    """A setup step: data every call of the worker reads (as a loaded graph)."""
+    worker_state()["kept"] = b"k" * n
+    return n, threading.active_count()
+
+
+def _kept_and_allocate(n: int) -> tuple[int, int]:
+    return len(worker_state()["kept"]), len(bytearray(n))
+
+
+def _never_ready() -> None:
+    time.sleep(60)
+
+
+def test_setup_runs_in_every_worker_before_its_cap_and_threads() -> None:
+    # 192 MiB kept by the setup, then 160 MiB more in a call: over a 256 MiB budget counted
+    # from the worker's start, within it counted from after the setup
+    b = Sandbox("test-setup", max_memory=256 * MIB, setup=(_keep, (192 * MIB,)))
+    try:
+        assert b.call(_kept_and_allocate, 160 * MIB, timeout=60) == (192 * MIB, 160 * MIB)
+        assert b.setup_value == (192 * MIB, 1)  # no thread yet: the setup may unshare
+        first = b.pid
+        with pytest.raises(SandboxTimeout):
+            b.call(_spin_in_c, 60, timeout=0.5)
+        assert b.call(_kept_and_allocate, 0, timeout=60) == (192 * MIB, 0)  # loaded again
+        assert b.pid != first and b.starts == 2
+    finally:
+        b.close()
+
+
+def test_a_setup_past_its_start_timeout() -> None:
+    b = Sandbox("test-slow-setup", setup=(_never_ready, ()), start_timeout=1.0)
+    with pytest.raises(SandboxNotStarted) as info:
+        b.start()
+    assert info.value.timed_out
+    assert b.pid is None  # killed, not left loading

@@ -28,9 +28,9 @@ def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult,
     several = len(texts) > 1
     src = ctx.source(case) if case.source_spec is not None else None
     #: the source the golds run on; None when the case has none or it cannot execute
-    live_src = src if src is not None and getattr(src, "executable", True) else None
+    live_src = src if src is not None and src.executable else None
     limits = case_limits(case.options)
-    timeout = limits.get("timeout", getattr(src, "timeout", None))
+    timeout = limits.get("timeout", src.timeout if src is not None else None)
     tables: list[ResultTable | None] = []
     for i, text in enumerate(texts):
         index = i if several else None
@@ -306,7 +306,7 @@ def _sparql_tie_variants(text: str, columns: list[str]) -> tuple[str, str] | Non
 
 def _ties(src: DataSource, text: str, table: ResultTable, language: str,
           limits: Mapping[str, Any], result: AuditResult, index: int | None) -> None:
-    variants = tie_variants(text, language, list(table.columns), getattr(src, "dialect", None))
+    variants = tie_variants(text, language, list(table.columns), src.dialect)
     if variants is None:
         return
     found: list[ResultTable] = []

@@ -5,13 +5,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..model import Case, Context, Kind
 from . import TOLERANCE, AuditResult, self_check
 
-if TYPE_CHECKING:
-    from ..kinds.sdmx import TargetTurn
+
+class TargetTurn(Protocol):
+    """What the audit reads of the SDMX kind's parsed turn (``kinds.sdmx.TargetTurn``, which
+    imports this module: a protocol keeps the two from importing each other)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def target(self) -> Any: ...
+    @property
+    def raw(self) -> Any: ...
+    @property
+    def alternatives(self) -> tuple[Any, ...]: ...
 
 
 def audit_targets(case: Case, kind: Kind, ctx: Context, result: AuditResult,

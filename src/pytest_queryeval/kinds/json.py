@@ -33,7 +33,7 @@ from ..metrics.json_similarity import (
 from ..model import MISSING, Case, Context, Scored
 
 if TYPE_CHECKING:
-    from ..audit import AuditResult
+    from ..audit.findings import AuditResult
 
 METRICS = ("structural_similarity", "semantic_similarity", "json_similarity")
 #: Shared keys shown in a failure diff, lowest cosine first.

@@ -38,7 +38,7 @@ from ..metrics.sdmx import (
 from ..model import MISSING, Case, Context, Scored
 
 if TYPE_CHECKING:
-    from ..audit import AuditResult
+    from ..audit.findings import AuditResult
 
 _PER_DIMENSION = re.compile(r"^(precision|recall|f1)\[[^\[\]]+\]$")
 #: Turn keys; ``predicted`` is the inline prediction of that turn.

@@ -61,7 +61,7 @@ from ._query import (
 from ._query import rank as rank_alternative
 
 if TYPE_CHECKING:
-    from ..audit import AuditResult
+    from ..audit.findings import AuditResult
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sparql-gold"
@@ -172,8 +172,8 @@ class SparqlKind:
         if pred_query is not None:
             try:
                 check_query_size(pred_query, opts.max_query_bytes)
-                check_query(pred_query, timeout=opts.limits.get("timeout",
-                                                                getattr(src, "timeout", None)))
+                default = src.timeout if src is not None else None
+                check_query(pred_query, timeout=opts.limits.get("timeout", default))
             except QueryRefused as e:
                 return _failure(e.reason(), gold_seconds, None, golds, opts)
         if pred_table is None:
@@ -198,7 +198,8 @@ class SparqlKind:
         # undecided fails the case only when no other gold matches (as for SQL).
         best: tuple[tuple[float, float], Scored] | None = None
         undecided: SearchBudgetExhausted | None = None
-        seconds = float(opts.limits.get("timeout", getattr(src, "timeout", DEFAULT_TIMEOUT)))
+        timeout = src.timeout if src is not None else DEFAULT_TIMEOUT
+        seconds = float(opts.limits.get("timeout") or timeout or DEFAULT_TIMEOUT)
         for index, gold in enumerate(golds):
             try:
                 with comparison_deadline(seconds):

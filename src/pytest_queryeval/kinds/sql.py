@@ -13,7 +13,7 @@ Flow of one case (see docs/sql-sources.md):
    truncation scores every metric 0 with the reason.
 4. Table metrics (EX on the results of the queries as written, or with ``test_suite_rewrite``
    on the texts the Spider test-suite evaluator executes; BIRD EX, Soft-F1, Denodo; opt-in,
-   BIRD Soft EX on the texts LiveSQLBench executes, see :meth:`SqlKind._soft_ex`),
+   BIRD Soft EX on the texts LiveSQLBench executes, see :meth:`_SqlRun.soft_ex`),
    BuildingQA alignment metrics, Spider structure metrics (when a schema is available) and,
    opt-in, VES/R-VES are computed per gold alternative; the best alternative wins: highest
    ``execution_accuracy``, then highest mean of the other metrics.
@@ -55,7 +55,7 @@ from ._query import (
 from ._query import rank as rank_alternative
 
 if TYPE_CHECKING:
-    from ..audit import AuditResult
+    from ..audit.findings import AuditResult
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sql-gold"
@@ -167,23 +167,38 @@ class SqlKind:
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
                                                  ("sql", "query", "predicted"))
-        run: dict[str, Any] = {}
-        scored = self._evaluate(case, pred_sql, ctx, run)
-        if "golds" in run and "spider2_ex" in scored.metrics:
+        opts = _parse_options(case)
+        run = _SqlRun(case, ctx, opts, ctx.source(case) if case.source_spec is not None else None)
+        scored = run.evaluate(pred_sql)
+        if "spider2_ex" in scored.metrics:
             raw = prediction_text(prediction, case, "SQL", ("sql", "query", "predicted"))
-            scored = self._spider2(case, scored, raw, pred_sql, run)
+            scored = run.spider2(scored, raw, pred_sql)
         note_fence(scored.details, fence)
         return scored
 
-    def _evaluate(self, case: Case, pred_sql: str | None, ctx: Context,
-                  run: dict[str, Any]) -> Scored:
-        opts = _parse_options(case)
-        src = ctx.source(case) if case.source_spec is not None else None
-        executable = src is not None and getattr(src, "executable", True)
-        dialect = getattr(src, "dialect", None)
+
+@dataclass
+class _SqlRun:
+    """One sql case being scored: what every step reads (the case, the session's context, the
+    case's options, its source, the gold alternatives and the prediction once they are known),
+    held once instead of passed to each step."""
+
+    case: Case
+    ctx: Context
+    opts: _Options
+    src: DataSource | None
+    golds: list[_Gold] = field(default_factory=list)
+    #: None until the prediction passed the guard (a refused one is never executed).
+    pred: _Pred | None = None
+
+    def evaluate(self, pred_sql: str | None) -> Scored:
+        """Golds, then the guarded prediction, then every gold alternative scored: the best."""
+        case, src, opts = self.case, self.src, self.opts
+        executable = src is not None and src.executable
+        dialect = src.dialect if src is not None else None
         can_execute = case.gold_result is not None or executable
         pred_executable = case.predicted_result is not None or (executable and pred_sql is not None)
-        schema = self._schema(case, src, ctx, opts)
+        schema = self.schema()
 
         gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
         golds: list[_Gold] = []
@@ -191,10 +206,10 @@ class SqlKind:
             can_execute = True
             golds = [_Gold(gold_sqls[0], t, recorded=True) for t in case.gold_result_files]
         for g in gold_sqls if not golds else ():
-            golds.append(self._gold(case, g, src, ctx, opts) if can_execute else _Gold(g, None))
-        run.update(golds=golds, src=src, opts=opts, pred=None)
+            golds.append(self.gold(g) if can_execute else _Gold(g, None))
+        self.golds = golds
         structure_ok = schema is not None and pred_sql is not None \
-            and self._structure_possible(golds, schema, opts)
+            and self.structure_possible(schema)
         planned = _planned(exec_=bool(can_execute and pred_executable),
                            structure=structure_ok, efficiency=opts.iterations is not None,
                            soft_ex=opts.soft_ex, spider2=opts.spider2)
@@ -209,8 +224,8 @@ class SqlKind:
                 check_read_only(pred_sql, dialect)
             except QueryRefused as e:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
-        pred = _Pred(pred_sql, case.predicted_result, case.predicted_result is not None)
-        run["pred"] = pred
+        pred = self.pred = _Pred(pred_sql, case.predicted_result,
+                                 case.predicted_result is not None)
         if pred.table is None and executable and pred_sql is not None:
             assert src is not None
             start = time.perf_counter()
@@ -232,18 +247,23 @@ class SqlKind:
         if pred.table is None and not structure_ok:
             raise GoldError("nothing to score: no executable datasource and no recorded "
                             "results, and no schema for structural metrics")
+        return self.best(schema if structure_ok else None, planned, gold_seconds)
 
-        # Score every alternative, keep the best. Each comparison runs under the case's
-        # timeout; a gold whose comparison stops undecided fails the case only when no other
-        # gold matches (a score is never guessed, and a match is a match).
+    def best(self, schema: Any, planned: list[str], gold_seconds: float | None) -> Scored:
+        """Every gold alternative scored; the best wins. Each comparison runs under the case's
+        timeout; a gold whose comparison stops undecided (over its budget or past the
+        timeout) fails the case, with the metrics it planned at 0, only when no other gold
+        matches (a score is never guessed, and a match is a match)."""
+        case, golds, pred = self.case, self.golds, self.pred
+        assert pred is not None
         best: tuple[tuple[float, float], Scored] | None = None
         undecided: SearchBudgetExhausted | None = None
-        seconds = float(opts.limits.get("timeout", getattr(src, "timeout", DEFAULT_TIMEOUT)))
+        timeout = self.src.timeout if self.src is not None else DEFAULT_TIMEOUT
+        seconds = float(self.opts.limits.get("timeout") or timeout or DEFAULT_TIMEOUT)
         for index, gold in enumerate(golds):
             try:
                 with comparison_deadline(seconds):
-                    scored = self._score(case, gold, pred, src, ctx, opts,
-                                         schema if structure_ok else None)
+                    scored = self.score(gold, schema)
             except SearchBudgetExhausted as e:
                 undecided = undecided or e
                 continue
@@ -260,18 +280,14 @@ class SqlKind:
         assert best is not None
         return best[1]
 
-    def _spider2(self, case: Case, scored: Scored, raw: str | None, pred_sql: str | None,
-                 run: dict[str, Any]) -> Scored:
+    def spider2(self, scored: Scored, raw: str | None, pred_sql: str | None) -> Scored:
         """``spider2_ex`` / ``spider2_ex_aligned`` over all gold alternatives at once (the
         reference's any-gold-file-matches rule), on the SQL the reference extracts from the
         prediction (the first ```` ```sql ```` block): when that differs from the query the
         other metrics scored, it is executed on its own."""
         from ..metrics.spider2 import SPIDER2_METRIC_NAMES, extract_sql_query, spider2_scores
 
-        golds: list[_Gold] = run["golds"]
-        pred: _Pred | None = run["pred"]
-        src: DataSource | None = run["src"]
-        opts: _Options = run["opts"]
+        case, golds, pred, src, opts = self.case, self.golds, self.pred, self.src, self.opts
         tables = [g.table for g in golds if g.table is not None]
         if len(tables) != len(golds):
             return scored
@@ -282,7 +298,7 @@ class SqlKind:
             ref_sql = extract_sql_query(raw)
             if ref_sql.strip() != (pred_sql or "").strip():
                 scored.details["spider2_sql"] = ref_sql
-                table, reason = self._execute_extra(ref_sql, src, opts)
+                table, reason = self.execute_extra(ref_sql)
         if table is not None and table.truncated:
             reason = "truncated: the predicted result " + table.cut_by()[0]
             table = None
@@ -294,7 +310,7 @@ class SqlKind:
             return scored
         multi = case.gold_result_multi if case.gold_result_files is not None \
             else len(tables) > 1
-        empty_zero = not recorded and getattr(src, "type", None) != "sqlite"
+        empty_zero = not recorded and (src is None or src.type != "sqlite")
         try:
             result = spider2_scores(table, tables, multi=multi,
                                     condition_cols=opts.condition_cols,
@@ -308,16 +324,16 @@ class SqlKind:
             scored.details["spider2_reason"] = result.reason
         return scored
 
-    def _execute_extra(self, sql: str, src: DataSource | None,
-                       opts: _Options) -> tuple[ResultTable | None, str | None]:
+    def execute_extra(self, sql: str) -> tuple[ResultTable | None, str | None]:
         """Execute a prediction text other than the scored one (guarded): table or reason."""
-        if src is None or not getattr(src, "executable", True):
+        src, opts = self.src, self.opts
+        if src is None or not src.executable:
             return None, "no executable datasource for the SQL the reference extracts"
         try:
             from ..sources.sqlguard import check_read_only
 
             check_query_size(sql, opts.max_query_bytes)
-            check_read_only(sql, getattr(src, "dialect", None))
+            check_read_only(sql, src.dialect)
             return src.execute(sql, **opts.limits), None
         except SourceUnavailable:
             raise
@@ -326,8 +342,9 @@ class SqlKind:
 
     # -- pieces ---------------------------------------------------------------------------------
 
-    def _gold(self, case: Case, sql: str | None, src: DataSource | None, ctx: Context,
-              opts: _Options) -> _Gold:
+    def gold(self, sql: str | None) -> _Gold:
+        """One gold alternative's result: recorded, or executed (trusted, cached)."""
+        case, src, ctx, opts = self.case, self.src, self.ctx, self.opts
         if case.gold_result is not None:
             if case.gold_result.truncated:
                 raise GoldError("the recorded gold result is marked truncated")
@@ -337,8 +354,11 @@ class SqlKind:
         table, cached = run_gold(src, sql, ctx, GOLD_CACHE, opts.limits)
         return _Gold(sql, table, cached)
 
-    def _score(self, case: Case, gold: _Gold, pred: _Pred, src: DataSource | None,
-               ctx: Context, opts: _Options, schema: Any) -> Scored:
+    def score(self, gold: _Gold, schema: Any) -> Scored:
+        """The prediction against one gold alternative: table, alignment, opt-in and
+        structure metrics."""
+        pred, src, opts = self.pred, self.src, self.opts
+        assert pred is not None
         metrics: dict[str, float] = {}
         details: dict[str, Any] = {}
         diff: list[str] = []
@@ -363,15 +383,14 @@ class SqlKind:
                 metrics.update(dict.fromkeys(SPIDER2_METRIC_NAMES, 0.0))
             details.update(cmp.details())
             relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare)
-            tsse = self._tsse_ex(gold, pred, src, ctx, opts, ordered) \
-                if opts.test_suite_rewrite else None
+            tsse = self.tsse_ex(gold, ordered) if opts.test_suite_rewrite else None
             note = "texts as written"
             if tsse is not None:
                 metrics["execution_accuracy"], note = tsse
                 details["execution_accuracy_on"] = note
             if (metrics["execution_accuracy"] != 1.0 and ordered and opts.tie_aware
                     and not opts.test_suite_rewrite):
-                diff.extend(self._ties(gold, pred, src, ctx, opts, metrics, details))
+                diff.extend(self.ties(gold, metrics, details))
             if metrics["execution_accuracy"] != 1.0:
                 # The row diff of the texts as written; when only the test-suite texts differ
                 # (``test_suite_rewrite``: DISTINCT removed), say so instead of showing nothing.
@@ -380,15 +399,15 @@ class SqlKind:
                                              pred_query=pred.sql, arity_from=opts.arity_from,
                                              kind="sql"))
             if opts.soft_ex:
-                metrics["soft_ex"], details["soft_ex"] = self._soft_ex(gold, pred, src, ctx, opts)
+                metrics["soft_ex"], details["soft_ex"] = self.soft_ex(gold)
                 if metrics["soft_ex"] != 1.0 and "reason" in details["soft_ex"]:
                     diff.append(f"soft_ex: 0: {details['soft_ex']['reason']}")
             metrics["gold_seconds"] = gold.table.seconds
             metrics["predicted_seconds"] = pred.table.seconds
             details["gold_cached"] = gold.cached
             if opts.iterations is not None and src is not None and gold.sql and pred.sql:
-                metrics.update(self._efficiency(gold, pred, src, opts,
-                                                correct=metrics["bird_ex"] == 1.0, details=details))
+                metrics.update(self.efficiency(gold, correct=metrics["bird_ex"] == 1.0,
+                                               details=details))
         if schema is not None and gold.sql is not None and pred.sql is not None:
             from ..metrics.spider import structure_scores
 
@@ -405,11 +424,10 @@ class SqlKind:
             if h:
                 labels["hardness"] = h
         if gold.sql is not None:
-            _label_sql_hardness(labels, gold.sql, getattr(src, "dialect", None))
+            _label_sql_hardness(labels, gold.sql, src.dialect if src is not None else None)
         return Scored(metrics, labels, diff, details, signature=signature, relaxed=relaxed)
 
-    def _ties(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
-              opts: _Options, metrics: dict[str, float], details: dict[str, Any]) -> list[str]:
+    def ties(self, gold: _Gold, metrics: dict[str, float], details: dict[str, Any]) -> list[str]:
         """Tie-aware ``execution_accuracy`` (:mod:`..ties`): when the gold's ORDER BY leaves
         rows tied, a prediction that orders or picks them differently is correct. Sets EX to 1
         then (``details.execution_accuracy_strict`` keeps the test-suite value) and returns the
@@ -417,10 +435,12 @@ class SqlKind:
         with the reason in ``details.ties.skipped``."""
         from .. import ties
 
-        if src is None or not getattr(src, "executable", True) or not gold.sql \
+        pred, src, ctx, opts = self.pred, self.src, self.ctx, self.opts
+        assert pred is not None
+        if src is None or not src.executable or not gold.sql \
                 or gold.recorded or gold.table is None or pred.table is None:
             return []
-        query = ties.keyed_query(gold.sql, getattr(src, "dialect", None))
+        query = ties.keyed_query(gold.sql, src.dialect)
         if isinstance(query, str):
             details["ties"] = {"skipped": query}
             return []
@@ -456,13 +476,14 @@ class SqlKind:
                      "details.execution_accuracy_strict)")
         return lines
 
-    def _tsse_ex(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
-                 opts: _Options, ordered: bool) -> tuple[float, str] | None:
+    def tsse_ex(self, gold: _Gold, ordered: bool) -> tuple[float, str] | None:
         """``test_suite_rewrite``: EX as the Spider test-suite evaluator computes it, on both
         texts with DISTINCT removed (unless ``keep_distinct``) and ``'> ='`` repaired;
         re-execute only when that changes a text. Opt-in: the removal changes what the
         queries mean (``count(DISTINCT x)`` becomes ``count(x)``)."""
-        if src is None or not getattr(src, "executable", True) or not gold.sql or not pred.sql \
+        pred, src, ctx, opts = self.pred, self.src, self.ctx, self.opts
+        assert pred is not None
+        if src is None or not src.executable or not gold.sql or not pred.sql \
                 or gold.recorded or pred.recorded:
             return None
         from ..metrics.table import compare_tables
@@ -482,7 +503,7 @@ class SqlKind:
             try:
                 from ..sources.sqlguard import check_read_only
 
-                check_read_only(p_text, getattr(src, "dialect", None))
+                check_read_only(p_text, src.dialect)
                 p_table = src.execute(p_text, **opts.limits)
             except SourceUnavailable:
                 raise
@@ -494,8 +515,7 @@ class SqlKind:
         what = "DISTINCT kept" if opts.keep_distinct else "DISTINCT removed"
         return (1.0 if ex else 0.0), f"test-suite texts ({what})"
 
-    def _soft_ex(self, gold: _Gold, pred: _Pred, src: DataSource | None, ctx: Context,
-                 opts: _Options) -> tuple[float, dict[str, Any]]:
+    def soft_ex(self, gold: _Gold) -> tuple[float, dict[str, Any]]:
         """BIRD Soft EX (LiveSQLBench ``test_case_default``): comments, DISTINCT and ROUND
         removed from both texts, which are executed again when that changes them (prediction
         first, as the reference does), then the rows compared after rounding.
@@ -506,17 +526,19 @@ class SqlKind:
         from ..metrics.soft_ex import REFERENCE, soft_ex_rewrite, soft_ex_score
         from ..sources.sqlguard import check_read_only
 
+        pred, src, ctx, opts = self.pred, self.src, self.ctx, self.opts
+        assert pred is not None
         assert gold.table is not None
         assert pred.table is not None
         info: dict[str, Any] = {"order": opts.soft_ex_order, "reference": REFERENCE}
         g_table, p_table = gold.table, pred.table
-        executable = src is not None and getattr(src, "executable", True)
+        executable = src is not None and src.executable
         if gold.recorded or pred.recorded or not executable or not gold.sql or not pred.sql:
             info["on"] = "recorded results (no SQL rewrite)"
         else:
             assert src is not None
             info["on"] = "rewritten texts"
-            dialect = getattr(src, "dialect", None)
+            dialect = src.dialect
             p_text, g_text = soft_ex_rewrite(pred.sql), soft_ex_rewrite(gold.sql)
             if p_text != pred.sql:
                 info["predicted_sql"] = p_text
@@ -544,11 +566,14 @@ class SqlKind:
             info["reason"] = why
         return score, info
 
-    def _efficiency(self, gold: _Gold, pred: _Pred, src: DataSource, opts: _Options, *,
-                    correct: bool, details: dict[str, Any]) -> dict[str, float]:
+    def efficiency(self, gold: _Gold, *, correct: bool,
+                   details: dict[str, Any]) -> dict[str, float]:
         """BIRD VES / R-VES: time gold and prediction ``iterations`` times each."""
         from ..metrics import efficiency
 
+        pred, src, opts = self.pred, self.src, self.opts
+        assert pred is not None
+        assert src is not None
         assert gold.sql is not None
         assert pred.sql is not None
         assert opts.iterations is not None
@@ -568,20 +593,21 @@ class SqlKind:
         details["efficiency"] = {k: v for k, v in out.items() if k not in EFFICIENCY}
         return {k: float(v) for k, v in out.items() if k in EFFICIENCY}
 
-    def _schema(self, case: Case, src: DataSource | None, ctx: Context, opts: _Options) -> Any:
+    def schema(self) -> Any:
         """The Spider schema of the case's source (built once per session), or None."""
+        src, ctx, opts = self.src, self.ctx, self.opts
         if opts.structure == "off" or src is None:
             if opts.structure == "required":
                 raise GoldError("structure: true needs a datasource with a schema")
             return None
-        kind = getattr(src, "type", "")
+        source_type = src.type
         from ..metrics.spider import Schema
 
-        if kind == "spider-schema":
-            db = opts.db_id or getattr(src, "db_id", None)
+        if source_type == "spider-schema":
+            db = opts.db_id or src.db_id
             return ctx.shared(f"sql-schema:{src.fingerprint()}:{db}",
                               lambda: src.schema(db))  # type: ignore[attr-defined]
-        if kind == "sqlite" and hasattr(src, "path"):
+        if source_type == "sqlite" and hasattr(src, "path"):
             path = src.path
             return ctx.shared(f"sql-schema:{src.fingerprint()}",
                               lambda: Schema.from_sqlite(path))
@@ -592,15 +618,16 @@ class SqlKind:
                                                    for t, c, rt, rc in fks])
             return ctx.shared(f"sql-schema:{src.fingerprint()}", build)
         if opts.structure == "required":
-            raise GoldError(f"structure: true, but datasource type {kind!r} has no schema")
+            raise GoldError(f"structure: true, but datasource type {source_type!r} has no schema")
         return None
 
-    def _structure_possible(self, golds: list[_Gold], schema: Any, opts: _Options) -> bool:
+    def structure_possible(self, schema: Any) -> bool:
         """Auto mode skips structure metrics when a gold is outside the Spider grammar;
         ``structure: true`` makes that an error of the suite."""
         from ..metrics.spider import hardness
 
-        for g in golds:
+        opts = self.opts
+        for g in self.golds:
             if g.sql is None:
                 return False
             try:

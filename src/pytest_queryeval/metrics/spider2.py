@@ -12,7 +12,8 @@ string, NaN) is therefore decided by pandas' CSV type inference, column by colum
 ``DataFrame.transpose()``, which gives all columns one common dtype (an int column beside a float
 column becomes floats). Those rules decide string comparison and the sort order under
 ``ignore_order``, so they are reproduced here without pandas: :func:`to_csv_fields` (the writer),
-:func:`infer_column` (the reader) and :func:`_vectors` (the transpose).
+:func:`~pytest_queryeval.results_csv.infer_column` (the reader, shared with case loading) and
+:func:`_vectors` (the transpose).
 
 Quirks kept in ``spider2_ex`` (see docs/metrics-sql.md): NULL/NaN counts as 0; numbers match
 within ``math.isclose(abs_tol=1e-2)`` and booleans are numbers; strings match exactly; names are
@@ -26,20 +27,28 @@ This module is pytest-free and pandas-free.
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
-import io
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import product
-from pathlib import Path
 from typing import Any
 
 from ..errors import SearchBudgetExhausted
 from ..results import ResultTable
+from ..results_csv import (
+    NA_STRINGS,
+    Column,
+    Frame,
+    frame_table,
+    infer_column,
+    is_na,
+    make_frame,
+    read_csv_file,
+    read_csv_text,
+)
 
 #: The metric names this module produces (the contract with reports and thresholds).
 SPIDER2_METRIC_NAMES: tuple[str, ...] = ("spider2_ex", "spider2_ex_aligned")
@@ -49,44 +58,12 @@ TOLERANCE = 1e-2
 #: Column assignments ``spider2_ex_aligned`` tries before giving up (never guessing a score).
 ALIGNED_BUDGET = 20_000
 
-#: pandas' default ``na_values`` (``pandas._libs.parsers.STR_NA_VALUES``): such a field is NaN.
-NA_STRINGS = frozenset({
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
-})
-_NAN = float("nan")
-_INT = re.compile(r"[ \t\n\r\v\f]*[+-]?[0-9]+[ \t\n\r\v\f]*\Z")
-_FLOAT = re.compile(
-    r"[ \t\n\r\v\f]*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity)"
-    r"[ \t\n\r\v\f]*\Z", re.IGNORECASE)
-_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2 ** 63), 2 ** 63 - 1, 2 ** 64 - 1
 _SQL_FENCE = re.compile(r"```sql\n(.*?)\n```", re.DOTALL)
 
 
 class Spider2Error(ValueError):
     """Where the reference raises inside its comparison (an out-of-range ``condition_cols``
     index, a missing per-gold list): it then scores 0 and records the message."""
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One column as ``pd.read_csv`` types it: ``dtype`` is ``int64``, ``uint64``, ``float64``,
-    ``bool`` or ``object`` (strings, or booleans / big integers mixed with NaN); NaN for NA."""
-
-    dtype: str
-    values: tuple[Any, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """A table after the reference's CSV round trip: what ``pd.read_csv`` returns."""
-
-    names: tuple[str, ...]
-    columns: tuple[Column, ...]
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.columns[0].values) if self.columns else 0
 
 
 # -- the CSV round trip -------------------------------------------------------------------------
@@ -98,10 +75,6 @@ def extract_sql_query(text: str) -> str:
     unchanged."""
     m = _SQL_FENCE.search(text)
     return m.group(1).strip() if m else text
-
-
-def _is_na(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _datetime_fields(values: Sequence[_dt.datetime]) -> list[str]:
@@ -122,16 +95,16 @@ def to_csv_fields(column: Sequence[Any]) -> list[str | None]:
     its text, as BigQuery's NUMERIC columns are); a column whose non-null values are all naive
     datetimes, or all aware ones in one zone, becomes ``datetime64`` and is formatted as such.
     """
-    present = [v for v in column if not _is_na(v)]
+    present = [v for v in column if not is_na(v)]
     if present and all(type(v) is _dt.datetime for v in present):
         zones = {v.tzinfo is None for v in present}
         offsets = {v.utcoffset() for v in present}
         if len(zones) == 1 and (None in offsets or len(offsets) == 1):
             texts = iter(_datetime_fields(present))
-            return [None if _is_na(v) else next(texts) for v in column]
+            return [None if is_na(v) else next(texts) for v in column]
     out: list[str | None] = []
     for v in column:
-        if _is_na(v):
+        if is_na(v):
             out.append(None)
         elif isinstance(v, bool):
             out.append("True" if v else "False")
@@ -148,40 +121,6 @@ def to_csv_fields(column: Sequence[Any]) -> list[str | None]:
     return out
 
 
-def infer_column(fields: Sequence[str | None]) -> Column:
-    """``pd.read_csv``'s type inference for one column of text fields (None: empty field)."""
-    texts = [None if f is None or f in NA_STRINGS else f for f in fields]
-    present = [t for t in texts if t is not None]
-    has_na = len(present) != len(texts)
-    if not texts:
-        return Column("object", ())  # a header-only file
-    if not present:
-        return Column("float64", tuple(_NAN for _ in texts))
-    if all(_INT.match(t) for t in present):
-        ints = [int(t) for t in present]
-        if not has_na:
-            if all(_INT64_MIN <= i <= _INT64_MAX for i in ints):
-                return Column("int64", tuple(ints))
-            if all(0 <= i <= _UINT64_MAX for i in ints):
-                return Column("uint64", tuple(ints))
-            return Column("object", tuple(ints))
-        return Column("float64", tuple(_NAN if t is None else float(int(t)) for t in texts))
-    if all(_FLOAT.match(t) for t in present):
-        return Column("float64", tuple(_NAN if t is None else float(t) for t in texts))
-    if all(t.lower() in ("true", "false") for t in present):
-        vals = tuple(_NAN if t is None else t.lower() == "true" for t in texts)
-        return Column("object" if has_na else "bool", vals)
-    return Column("object", tuple(_NAN if t is None else t for t in texts))
-
-
-def _frame(names: Sequence[str], rows: Iterable[Sequence[str | None]]) -> Frame:
-    cols: list[list[str | None]] = [[] for _ in names]
-    for row in rows:
-        for i, col in enumerate(cols):
-            col.append(row[i] if i < len(row) else None)
-    return Frame(tuple(names), tuple(infer_column(c) for c in cols))
-
-
 def round_trip(table: ResultTable) -> Frame:
     """``pd.read_csv(io.StringIO(df.to_csv(index=False)))`` of a result table.
 
@@ -193,35 +132,7 @@ def round_trip(table: ResultTable) -> Frame:
     rows = list(zip(*cols, strict=True)) if cols else []
     if width == 1:
         rows = [r for r in rows if r[0] is None or r[0].strip(" \t\r\n\v\f") or r[0] == ""]
-    return _frame(table.columns, rows)
-
-
-def read_csv_text(text: str) -> Frame:
-    """``pd.read_csv`` of a CSV file's text (a gold result file): the header, blank lines
-    skipped, short rows padded with NA. A row longer than the header is an error."""
-    records = [r for r in csv.reader(io.StringIO(text, newline=""))
-               if r and not (len(r) == 1 and not r[0].strip(" \t\r\n\v\f"))]
-    if not records:
-        raise Spider2Error("no columns to parse from the file")
-    header, body = records[0], records[1:]
-    for n, r in enumerate(body, start=2):
-        if len(r) > len(header):
-            raise Spider2Error(f"record {n} has {len(r)} fields, the header {len(header)}")
-    return _frame(header, ([None if f == "" else f for f in r] for r in body))
-
-
-def read_csv_file(path: Path) -> Frame:
-    """A CSV result file a case names: a regular file under the cap (:mod:`..safefile`)."""
-    from ..safefile import read_text
-
-    return read_csv_text(read_text(path, "csv"))
-
-
-def frame_table(frame: Frame) -> ResultTable:
-    """A gold CSV as a result table for the other metrics (NaN is NULL)."""
-    cols = [[None if _is_na(v) else v for v in c.values] for c in frame.columns]
-    rows = list(zip(*cols, strict=True)) if cols else []
-    return ResultTable(list(frame.names), rows, meta={"spider2_frame": frame})
+    return make_frame(table.columns, rows)
 
 
 def frame_of(table: ResultTable) -> Frame:
@@ -258,7 +169,7 @@ def _vectors(columns: Sequence[Column]) -> list[list[Any]]:
 
 
 def _normalize(value: Any) -> Any:
-    return 0 if _is_na(value) else value
+    return 0 if is_na(value) else value
 
 
 def _key(x: Any) -> tuple[bool, str, bool]:

@@ -53,22 +53,22 @@ def open_source(name: str, spec: dict[str, Any]) -> DataSource:
 
 
 def _open(name: str, spec: dict[str, Any]) -> DataSource:
-    kind = spec.get("type")
-    if not isinstance(kind, str) or kind not in SOURCE_TYPES:
+    source_type = spec.get("type")
+    if not isinstance(source_type, str) or source_type not in SOURCE_TYPES:
         from ..config import suggest
 
         known = ", ".join(sorted(SOURCE_TYPES))
-        hint = suggest(kind, SOURCE_TYPES) if isinstance(kind, str) else ""
-        raise ConfigError(f"unknown datasource type {kind!r}{hint} (known: {known})",
+        hint = suggest(source_type, SOURCE_TYPES) if isinstance(source_type, str) else ""
+        raise ConfigError(f"unknown datasource type {source_type!r}{hint} (known: {known})",
                           key=f"datasources.{name}.type")
-    module, _, cls_name = SOURCE_TYPES[kind].partition(":")
+    module, _, cls_name = SOURCE_TYPES[source_type].partition(":")
     cls = getattr(importlib.import_module(module), cls_name)
     if hasattr(cls, "from_spec"):
         return cls.from_spec(name, spec)  # type: ignore[no-any-return]
     kwargs = {k: v for k, v in spec.items() if k != "type"}
-    allowed = SOURCE_KEYS.get(kind)
+    allowed = SOURCE_KEYS.get(source_type)
     if allowed is not None:
-        check_keys(name, kind, kwargs, allowed)
+        check_keys(name, source_type, kwargs, allowed)
     try:
         return cls(name, **kwargs)  # type: ignore[no-any-return]
     except (TypeError, ValueError) as e:

@@ -6,7 +6,7 @@ import marshal
 import sys
 from collections.abc import Iterable, Mapping
 from itertools import chain
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..errors import ConfigError
 from ..numeric import MAX_COUNT, option_limit, short_repr
@@ -23,10 +23,26 @@ _SIZED = (str, bytes, bytearray)
 
 
 class DataSource(Protocol):
-    """A read-only query engine. Implementations must refuse writes *before* executing."""
+    """A read-only query engine. Implementations must refuse writes *before* executing.
+
+    The four capabilities below are what the kinds and the audit may rely on; a source class
+    gets their defaults from :class:`SourceDefaults`, and a custom source from the
+    ``pytest_queryeval_datasource`` hook that declares none gets them too (:func:`declared`).
+    """
 
     name: str
     type: str
+    #: The sqlglot dialect its SQL is guarded and rewritten in (None: sqlglot's default, or
+    #: not an SQL source).
+    dialect: str | None
+    #: False for a source that only describes a schema (``spider-schema``): nothing is run on
+    #: it, so gold and predicted results must be recorded.
+    executable: bool
+    #: Seconds a query may run unless a case says otherwise (None: the source has no default,
+    #: and a guard that needs one uses its own).
+    timeout: float | None
+    #: The Spider database a case without ``db_id`` means (``spider-schema`` sources).
+    db_id: str | None
 
     def execute(self, query: str, *, timeout: float = DEFAULT_TIMEOUT,
                 max_rows: int = DEFAULT_MAX_ROWS, trusted: bool = False) -> ResultTable:
@@ -42,6 +58,63 @@ class DataSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+#: ``isolation:`` values: queries in a sandbox worker process (the default) or in the pytest
+#: process (trusted suites).
+ISOLATIONS = ("process", "thread")
+
+
+def check_isolation(name: str, value: Any) -> str:
+    """``value`` when it is one of :data:`ISOLATIONS` (ConfigError naming datasource
+    ``name``'s key otherwise): one rule and one message for every source that has the key."""
+    if value not in ISOLATIONS:
+        raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {value!r}",
+                          key=f"datasources.{name}.isolation")
+    return str(value)
+
+
+class SourceDefaults:
+    """The capabilities of a source that does not declare them: every built-in source class
+    inherits this, so the contract holds without each repeating the common values."""
+
+    dialect: str | None = None
+    executable: bool = True
+    timeout: float | None = None
+    db_id: str | None = None
+
+
+#: The capabilities :func:`declared` fills in, with their defaults.
+CAPABILITIES: dict[str, Any] = {key: getattr(SourceDefaults, key)
+                                for key in ("dialect", "executable", "timeout", "db_id")}
+
+
+def declared(source: Any, name: str, type_: str) -> DataSource:
+    """A source from the ``pytest_queryeval_datasource`` hook with the whole contract: what it
+    does not declare of :data:`CAPABILITIES` gets the default (written on the object, as a
+    :class:`SourceDefaults` subclass would have it), and a missing ``name`` or ``type`` the
+    datasource's. Why: a custom source written before the capabilities were part of the
+    contract keeps working, and callers read attributes instead of guessing with getattr."""
+    missing = {key: value for key, value in
+               {**CAPABILITIES, "name": name, "type": type_}.items()
+               if not hasattr(source, key)}
+    try:
+        for key, value in missing.items():
+            setattr(source, key, value)
+    except (AttributeError, TypeError):  # __slots__ or frozen: read through a view instead
+        return cast(DataSource, _Completed(source, missing))
+    return cast(DataSource, source)
+
+
+class _Completed:
+    """A custom source that cannot take attributes, seen with the ones it lacks."""
+
+    def __init__(self, source: Any, missing: dict[str, Any]) -> None:
+        self.__dict__.update(missing)
+        self._source = source
+
+    def __getattr__(self, key: str) -> Any:
+        return getattr(self._source, key)
 
 
 def check_keys(name: str, type_: str, spec: Mapping[str, Any], allowed: Iterable[str]) -> None:

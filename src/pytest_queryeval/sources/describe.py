@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import QueryEvalError, SourceUnavailable
+from .base import DataSource
 
 #: Rows per table shown with ``schema_rows``; and characters per shown value.
 MAX_SAMPLE_ROWS = 20
@@ -35,17 +36,16 @@ RDF_TYPES = ("rdf", "sparql")
 SQL_TYPES = ("sqlite", "duckdb", "sqlalchemy")
 
 
-def describe(source: Any, *, rows: int = 0, datasets: Sequence[str] = (),
+def describe(source: DataSource, *, rows: int = 0, datasets: Sequence[str] = (),
              codes: int = SDMX_CODES, structure: Any = None) -> str:
     """The text of ``{schema}`` for ``source`` (``structure``: a parsed SDMX structure)."""
     if structure is not None:
         return describe_sdmx(structure, datasets, codes)
-    kind = getattr(source, "type", None)
-    if kind in SQL_TYPES:
+    if source.type in SQL_TYPES:
         return describe_sql(source, rows)
-    if kind in RDF_TYPES:
+    if source.type in RDF_TYPES:
         return describe_rdf(source)
-    raise SourceUnavailable(f"datasource {getattr(source, 'name', '?')!r} of type {kind!r} "
+    raise SourceUnavailable(f"datasource {source.name!r} of type {source.type!r} "
                             "cannot be described for {schema}")
 
 
@@ -54,15 +54,15 @@ def describe(source: Any, *, rows: int = 0, datasets: Sequence[str] = (),
 
 def sql_ddl(source: Any) -> list[tuple[str, str]]:
     """``(table, CREATE TABLE ...)`` for every table of a SQL source, in definition order."""
-    kind = source.type
-    if kind == "sqlite":
+    source_type = source.type
+    if source_type == "sqlite":
         with source._lock:
             rows = source._connect().execute(
                 "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND sql IS NOT NULL "
                 "ORDER BY rowid").fetchall()
         return [(str(n), _tidy(str(sql))) for n, sql in rows]
-    if kind == "duckdb":
+    if source_type == "duckdb":
         with source._lock:
             conn = source._connect()
             rows = conn.execute(

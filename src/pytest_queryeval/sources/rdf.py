@@ -25,11 +25,11 @@ Timeouts, and why there are two isolations:
   gets :class:`QueryTimeout` and the thread is abandoned. A streaming query stops at its next
   solution (the thread checks a cancel flag); one that blocks inside the engine (a huge sort,
   aggregate or filtered cross product) keeps a core busy, and its memory, until it completes.
-* ``isolation: process``. The graph lives in a worker *process* (a plain ``python -c``
-  subprocess speaking pickled frames over stdin/stdout: ``multiprocessing`` spawn would re-run
-  the parent's ``__main__``, fork is unsafe in a threaded pytest process) that loads once and
-  serves queries; at the timeout the worker is killed and the next query starts a fresh one
-  (one more load: bldg11 takes 0.2 s with pyoxigraph, 2-3 s with rdflib). rdflib always runs
+* ``isolation: process``. The graph lives in a worker *process*, a private
+  :class:`~pytest_queryeval.sandbox.Sandbox` whose setup step loads it once and then serves
+  queries (the same worker, memory cap and Ctrl-C handling as the SQL engines); at the
+  timeout the worker is killed and a fresh one loads the graph again for the next query
+  (bldg11 takes 0.2 s with pyoxigraph, 2-3 s with rdflib). rdflib always runs
   this way: it holds the GIL in pure Python, so an abandoned thread would slow the whole
   session down for minutes (BuildingQA MORTAR_009 runs > 60 s in rdflib). Use it for
   pyoxigraph too when predictions may be pathological (untrusted model output at scale).
@@ -41,12 +41,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
-import pickle
-import queue
-import struct
-import subprocess
 import sys
 import threading
 import time
@@ -58,10 +53,21 @@ from typing import Any
 from .. import safefile
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, Term
+from ..sandbox import (
+    Sandbox,
+    SandboxCrashed,
+    SandboxMemoryError,
+    SandboxNotStarted,
+    SandboxTimeout,
+    SandboxTooBig,
+    worker_state,
+)
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
+    SourceDefaults,
+    check_isolation,
     check_keys,
     positive,
     positive_int,
@@ -282,15 +288,6 @@ def _cut_network() -> str:
 
 # --------------------------------------------------------------------------- worker process
 
-def _send(stream: Any, obj: Any) -> None:
-    _send_bytes(stream, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
-
-
-def _send_bytes(stream: Any, data: bytes) -> None:
-    stream.write(struct.pack(">I", len(data)) + data)
-    stream.flush()
-
-
 def _terms_bytes(rows: list[tuple[Any, ...]]) -> int:
     """Size of an in-process result: its terms' text and 8 bytes a cell (pickling the rows, as
     a worker does anyway, would cost half as much again as the query in this mode)."""
@@ -301,44 +298,6 @@ def _terms_bytes(rows: list[tuple[Any, ...]]) -> int:
 def _too_big(max_bytes: int) -> ResultTable:
     """A result over ``max_bytes``: truncated, never scored (its rows are not kept)."""
     return ResultTable([], [], True, meta={"max_bytes": max_bytes})
-
-
-def _limit_memory(extra: int) -> None:
-    """Cap this worker's address space at its size now (graph loaded) plus ``extra`` bytes, so
-    a runaway query fails in the worker (MemoryError, or an abort in the engine: the worker
-    dies and the next query starts another) instead of filling the machine. Linux only (the
-    size comes from ``/proc``); elsewhere the timeout is the only bound."""
-    try:
-        import resource
-
-        with open("/proc/self/statm") as fh:
-            size = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        limit = size + extra
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (OSError, ValueError, ImportError):
-        pass
-
-
-def _orphan_watch(parent: int) -> None:
-    """End the worker when its parent is gone, even in the middle of a query."""
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            os._exit(0)
-
-
-def _recv(stream: Any) -> Any:
-    head = stream.read(4)
-    if len(head) < 4:
-        raise EOFError
-    (n,) = struct.unpack(">I", head)
-    data = stream.read(n)
-    if len(data) < n:
-        raise EOFError
-    return pickle.loads(data)
 
 
 def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None) -> ResultTable:
@@ -363,15 +322,13 @@ def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None)
         raise QueryFailed(f"{type(exc).__name__}: {exc}") from None
 
 
-def _worker_main() -> None:
-    """Worker process body (stdin/stdout frames): load once, then answer queries.
-
-    A plain subprocess rather than ``multiprocessing``: spawn re-runs the parent's ``__main__``
-    (breaks unguarded scripts) and fork is unsafe in a threaded pytest process.
-    """
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but frames on the real stdout
-    engine, path, fmt, lenient, base_iri, max_memory, allow_service = _recv(inp)
+def _load_graph(engine: str, path: str, fmt: tuple[str, str, bool], lenient: bool,
+                base_iri: str | None, allow_service: bool) -> tuple[Any, ...]:
+    """The setup of every sandbox worker of one graph: load it into :func:`worker_state`,
+    then take the worker off the network (unless ``allow_service``): after the load, which
+    may read what the file refers to, and before the worker has threads (``unshare``).
+    ``("ready", triples, seconds, graphs, network)``, or ``("error", message)``: a file
+    that does not load is the source's problem, reported by the parent, not a crash."""
     try:
         t0 = time.perf_counter()
         if engine == "rdflib":
@@ -387,49 +344,35 @@ def _worker_main() -> None:
             loaded = _load_pyoxigraph(Path(path), fmt[0], lenient, base_iri)
             graph, triples, graphs = loaded.store, loaded.triples, loaded.graphs
         network = "on (allow_service)" if allow_service else _cut_network()
-        parent = os.getppid()
-        threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
-        _limit_memory(max_memory)
-        _send(out, ("ready", triples, time.perf_counter() - t0, graphs, network))
     except Exception as exc:
-        msg = exc.reason() if isinstance(exc, QueryEvalError) else f"{type(exc).__name__}: {exc}"
-        _send(out, ("error", "load", msg))
-        return
-    while True:
-        try:
-            msg = _recv(inp)
-        except (EOFError, OSError):
-            return
-        if msg is None:
-            return
-        query, max_rows, max_bytes = msg
-        try:
-            if engine == "rdflib":
-                table = _rdflib_collect(graph, query, max_rows, base_iri)
-            else:
-                got = _ox_collect(graph, query, max_rows, base_iri)
-                assert got is not None
-                table = got
-            reply = pickle.dumps(("ok", table.columns, table.rows, table.truncated),
-                                 protocol=pickle.HIGHEST_PROTOCOL)
-            del table
-            if len(reply) > max_bytes:  # the parent never holds it
-                reply = pickle.dumps(("toobig", len(reply)))
-            _send_bytes(out, reply)
-        except QueryFailed as exc:
-            _send(out, ("error", "failed", str(exc)))
-        except MemoryError:
-            _send(out, ("error", "failed", "out of memory: the query went over max_memory"))
+        return ("error", exc.reason() if isinstance(exc, QueryEvalError)
+                else f"{type(exc).__name__}: {exc}")
+    worker_state()[_GRAPH] = (engine, graph, base_iri)
+    return ("ready", triples, time.perf_counter() - t0, graphs, network)
 
 
-_WORKER_CODE = (
-    "import json, os, sys; sys.path[:0] = json.loads(os.environ['QUERYEVAL_WORKER_PATH']); "
-    "from pytest_queryeval.sources.rdf import _worker_main; _worker_main()"
-)
+#: The :func:`worker_state` key of the graph a worker loaded.
+_GRAPH = "rdf-graph"
+
+
+def _query(query: str, max_rows: int) -> tuple[list[str], list[tuple[Any, ...]], bool]:
+    """One query on the worker's graph, as plain values (cheap to pickle)."""
+    if _GRAPH not in worker_state():  # the worker was replaced between two calls
+        raise QueryFailed("the graph is not loaded in this worker; run the query again")
+    engine, graph, base_iri = worker_state()[_GRAPH]
+    if engine == "rdflib":
+        table = _rdflib_collect(graph, query, max_rows, base_iri)
+    else:
+        got = _ox_collect(graph, query, max_rows, base_iri)
+        assert got is not None
+        table = got
+    return table.columns, table.rows, table.truncated
 
 
 class _Worker:
-    """A killable process holding one loaded graph (rdflib, or pyoxigraph isolated)."""
+    """One loaded graph in a private :class:`~pytest_queryeval.sandbox.Sandbox` (rdflib, or
+    pyoxigraph isolated). The graph is loaded by the worker's setup step, so every worker the
+    sandbox starts, the one it starts after a kill too, holds it before its first query."""
 
     def __init__(self, engine: str, path: Path, fmt: tuple[str, str, bool], lenient: bool,
                  base_iri: str | None, load_timeout: float,
@@ -442,75 +385,39 @@ class _Worker:
         self.network = ""
         self.load_timeout = load_timeout
         self.max_memory = max_memory
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.replies: queue.Queue[Any] = queue.Queue()
         self.triples = 0
         self.load_seconds = 0.0
+        #: Workers that loaded the graph so far (a kill and the next query add one).
         self.starts = 0
         self.lock = threading.Lock()
+        self._box = Sandbox(f"rdf-{engine}", max_memory=max_memory, preload=(__name__,),
+                            setup=(_load_graph, (engine, str(path), fmt, lenient, base_iri,
+                                                 allow_service)),
+                            start_timeout=load_timeout)
+        #: The process id of the worker whose load this object has seen.
+        self._loaded: int | None = None
 
-    @staticmethod
-    def _reader(proc: subprocess.Popen[bytes], replies: queue.Queue[Any]) -> None:
-        assert proc.stdout is not None
-        while True:
-            try:
-                replies.put(_recv(proc.stdout))
-            # ValueError: _kill() closed the pipe while this thread was still reading it
-            except (EOFError, OSError, ValueError, pickle.UnpicklingError):
-                replies.put(EOFError())
-                return
-
-    def _start(self) -> None:
-        env = dict(os.environ)
-        env["QUERYEVAL_WORKER_PATH"] = json.dumps(
-            [str(Path(__file__).resolve().parents[2]), *sys.path])
-        # Its own session: a terminal's Ctrl-C reaches pytest only, which kills the worker
-        # (a worker dying of SIGINT on its own would read as a failed query, and the run
-        # would go on).
-        proc = subprocess.Popen([sys.executable, "-c", _WORKER_CODE], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
-        self.proc = proc
-        self.replies = queue.Queue()
-        self.starts += 1
-        threading.Thread(target=self._reader, args=(proc, self.replies), daemon=True,
-                         name=f"queryeval-{self.engine}-reader").start()
-        assert proc.stdin is not None
-        _send(proc.stdin, (self.engine, str(self.path), self.fmt, self.lenient, self.base_iri,
-                           self.max_memory, self.allow_service))
+    def _ensure(self) -> None:
+        """A worker with the graph loaded (SourceUnavailable when the file does not load)."""
         try:
-            msg = self.replies.get(timeout=self.load_timeout)
-        except queue.Empty:
-            self._kill()
-            raise SourceUnavailable(f"{self.engine} did not load {self.path} within "
-                                    f"{self.load_timeout:g} s (load_timeout)") from None
-        if isinstance(msg, EOFError):
-            self._kill()
-            raise SourceUnavailable(f"{self.engine} worker for {self.path} died while loading")
-        if msg[0] != "ready":
-            self._kill()
-            raise SourceUnavailable(f"cannot load {self.path} with {self.engine}: {msg[2]}")
-        self.triples, self.load_seconds = int(msg[1]), float(msg[2])
-        self.graphs, self.network = frozenset(msg[3]), str(msg[4])
-
-    def _kill(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
+            self._box.start()
+        except SandboxNotStarted as exc:
+            if exc.timed_out:
+                raise SourceUnavailable(f"{self.engine} did not load {self.path} within "
+                                        f"{self.load_timeout:g} s (load_timeout)") from None
+            raise SourceUnavailable(f"{self.engine} worker for {self.path} died while "
+                                    "loading") from None
+        pid = self._box.pid
+        if pid == self._loaded:
             return
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-
-    def _ensure(self) -> subprocess.Popen[bytes]:
-        if self.proc is None or self.proc.poll() is not None:
-            self._kill()
-            self._start()
-        assert self.proc is not None
-        return self.proc
+        value = self._box.setup_value
+        if value[0] != "ready":
+            self._box.close()
+            raise SourceUnavailable(f"cannot load {self.path} with {self.engine}: {value[1]}")
+        self._loaded = pid
+        self.starts += 1
+        self.triples, self.load_seconds = int(value[1]), float(value[2])
+        self.graphs, self.network = frozenset(value[3]), str(value[4])
 
     def ensure_started(self) -> None:
         with self.lock:
@@ -520,41 +427,31 @@ class _Worker:
             max_bytes: int) -> ResultTable:
         del base_iri  # fixed at load time for the worker
         with self.lock:
-            proc = self._ensure()
-            assert proc.stdin is not None
+            self._ensure()
             try:
-                _send(proc.stdin, (query, max_rows, max_bytes))
-                msg = self.replies.get(timeout=timeout)
-            except OSError as exc:
-                self._kill()
-                raise SourceUnavailable(f"{self.engine} worker died") from exc
-            except queue.Empty:
-                self._kill()
+                columns, rows, truncated = self._box.call(_query, query, max_rows,
+                                                          timeout=timeout, max_reply=max_bytes)
+            except SandboxTooBig:  # the rows stayed in the worker
+                return _too_big(max_bytes)
+            except SandboxTimeout:
                 raise QueryTimeout(f"no result within {timeout:g} s ({self.engine} worker "
                                    "killed)") from None
-            except BaseException:  # Ctrl-C: stop the query with the session
-                self._kill()
-                raise
-            if isinstance(msg, EOFError):
-                self._kill()
+            except SandboxMemoryError:
+                raise QueryFailed("out of memory: the query went over max_memory") from None
+            except SandboxCrashed:
                 raise QueryFailed(f"{self.engine} worker died while evaluating the query "
-                                  "(out of memory? see max_memory)")
-        if msg[0] == "error":
-            raise QueryFailed(msg[2])
-        if msg[0] == "toobig":
-            return _too_big(max_bytes)
-        return ResultTable(list(msg[1]), list(msg[2]), bool(msg[3]))
+                                  "(out of memory? see max_memory)") from None
+        return ResultTable(list(columns), list(rows), bool(truncated))
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        """True while the worker that loaded the graph runs (after a kill, the sandbox's
+        next worker is not it until a query has seen its load)."""
+        pid = self._box.pid
+        return pid is not None and pid == self._loaded
 
     def close(self) -> None:
         with self.lock:
-            proc = self.proc
-            if proc is not None and proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    _send(proc.stdin, None)
-            self._kill()
+            self._box.close()
 
 
 # --------------------------------------------------------------------------- registry
@@ -626,10 +523,11 @@ RDF_KEYS = frozenset({"path", "engine", "format", "lenient", "base_iri", "timeou
                       "max_bytes", "max_memory", "load_timeout", "isolation", "allow_service"})
 
 
-class RdfSource:
+class RdfSource(SourceDefaults):
     """A read-only local RDF graph. See the module docstring for the spec keys."""
 
     type = "rdf"
+    timeout: float
 
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> RdfSource:
@@ -657,10 +555,7 @@ class RdfSource:
         self.max_bytes = positive_int(spec.get("max_bytes", DEFAULT_MAX_BYTES), name, "max_bytes")
         self.max_memory = positive_int(spec.get("max_memory", DEFAULT_MAX_MEMORY), name,
                                        "max_memory")
-        self.isolation = str(spec.get("isolation", "process")).lower()
-        if self.isolation not in ("thread", "process"):
-            raise ConfigError("isolation must be 'thread' or 'process'",
-                              key=f"datasources.{name}.isolation")
+        self.isolation = check_isolation(name, str(spec.get("isolation", "process")).lower())
         allow = spec.get("allow_service", False)
         if not isinstance(allow, bool):
             raise ConfigError(f"must be true or false, not {allow!r}",

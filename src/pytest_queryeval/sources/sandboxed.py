@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import safefile
-from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
+from ..errors import QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
 from ..sandbox import (
     Sandbox,
@@ -25,7 +25,7 @@ from ..sandbox import (
     SandboxTooBig,
     shared_sandbox,
 )
-from .base import payload_bytes, positive, positive_int
+from .base import SourceDefaults, check_isolation, payload_bytes, positive, positive_int
 from .sqlguard import check_read_only
 
 #: What a worker returns for one query: columns, rows, truncated, meta, seconds (plain values,
@@ -36,7 +36,6 @@ ENGINE_KILLED = "the engine did not stop by itself: its worker was killed"
 #: Seconds past the timeout before a file engine's worker is killed (the engine's own
 #: interrupt normally ends the query at the timeout, and the worker survives).
 HARD_GRACE = 1.0
-ISOLATIONS = ("process", "thread")
 
 
 def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
@@ -102,7 +101,7 @@ class FileFingerprint:
         return self._value
 
 
-class SandboxedFileSource:
+class SandboxedFileSource(SourceDefaults):
     """A database file queried in a shared sandbox worker (``isolation: process``, the
     default) or in the pytest process (``isolation: thread``, trusted suites).
 
@@ -112,7 +111,8 @@ class SandboxedFileSource:
     """
 
     type: ClassVar[str]
-    dialect: ClassVar[str]
+    dialect: str
+    timeout: float
     #: The engine's name in messages ("no SQLite file at ...").
     label: ClassVar[str]
     #: Suffix of the engine's write-ahead log beside the file (part of the fingerprint).
@@ -129,10 +129,7 @@ class SandboxedFileSource:
         self.max_rows = int(positive(limits, "max_rows", max_rows, name))
         self.max_bytes = positive_int(max_bytes, name, "max_bytes")
         self.max_memory = positive_int(max_memory, name, "max_memory")
-        if isolation not in ISOLATIONS:
-            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
-                              key=f"datasources.{name}.isolation")
-        self.isolation = isolation
+        self.isolation = check_isolation(name, isolation)
         self._lock = threading.Lock()
         self._fingerprint = FileFingerprint(self.type, self.path, self.wal_suffix)
         self._box: Sandbox | None = None

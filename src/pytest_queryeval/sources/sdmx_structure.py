@@ -276,10 +276,10 @@ def _collect(msg: Any, out: SdmxStructure) -> None:
 
 def structure_from_spec(spec: Mapping[str, Any]) -> SdmxStructure:
     """Build from a resolved ``sdmx-structure`` datasource spec (paths already absolute)."""
-    kind = spec.get("type")
-    if kind != SOURCE_TYPE:
+    source_type = spec.get("type")
+    if source_type != SOURCE_TYPE:
         raise SourceUnavailable(f"an sdmx case's datasource must have type {SOURCE_TYPE}, "
-                                f"not {kind!r}")
+                                f"not {source_type!r}")
     return load_structure(structure_files(spec))
 
 

@@ -36,7 +36,14 @@ from typing import Any
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, first_row_key_order
 from ..socketdeadline import SocketDeadline
-from .base import DEFAULT_MAX_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, check_keys, positive
+from .base import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    SourceDefaults,
+    check_keys,
+    positive,
+)
 from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
 
@@ -67,10 +74,11 @@ SPARQL_KEYS = frozenset({"endpoint", "url", "timeout", "max_rows", "retries", "b
                           "password", "method", "data_version", "max_bytes"})
 
 
-class SparqlSource:
+class SparqlSource(SourceDefaults):
     """A read-only remote SPARQL endpoint. See the module docstring for the spec keys."""
 
     type = "sparql"
+    timeout: float
 
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> SparqlSource:

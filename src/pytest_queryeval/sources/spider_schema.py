@@ -14,10 +14,10 @@ from typing import Any
 from .. import safefile
 from ..errors import ConfigError, QueryFailed, SourceUnavailable
 from ..results import ResultTable
-from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT
+from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, SourceDefaults
 
 
-class SpiderSchemaSource:
+class SpiderSchemaSource(SourceDefaults):
     """Schemas from a Spider ``tables.json``; :meth:`execute` always fails (no data)."""
 
     type = "spider-schema"

@@ -53,6 +53,8 @@ from .base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
+    SourceDefaults,
+    check_isolation,
     positive,
     positive_int,
 )
@@ -74,7 +76,6 @@ _HARD_GRACE = 1.0
 _KILL_GRACE = 2.0
 #: Address space a query may use in the worker (``max_memory``).
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
-ISOLATIONS = ("process", "thread")
 #: Built-in PostgreSQL roles whose members reach beyond the database's tables.
 _DANGEROUS_ROLES = ("pg_write_all_data", "pg_write_server_files", "pg_read_server_files",
                     "pg_execute_server_program", "pg_signal_backend")
@@ -141,10 +142,11 @@ _VERDICT_WAIT = 1.5
 _PG_UNAVAILABLE = ("08", "57P01", "57P02", "57P03", "53300")
 
 
-class SqlAlchemySource:
+class SqlAlchemySource(SourceDefaults):
     """A SQLAlchemy URL as a read-only data source."""
 
     type = "sqlalchemy"
+    timeout: float
 
     def __init__(self, name: str, url: str, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS, version: str | int | None = None,
@@ -167,10 +169,7 @@ class SqlAlchemySource:
             raise ConfigError(f"must be true or false, not {allow_privileged!r}",
                               key=f"datasources.{name}.allow_privileged")
         self.allow_privileged = allow_privileged
-        if isolation not in ISOLATIONS:
-            raise ConfigError(f"isolation must be {' or '.join(ISOLATIONS)}, not {isolation!r}",
-                              key=f"datasources.{name}.isolation")
-        self.isolation = isolation
+        self.isolation = check_isolation(name, isolation)
         self.max_memory = positive_int(max_memory, name, "max_memory")
         self._box: Sandbox | None = None
         self._spec_args: tuple[Any, ...] = ()
