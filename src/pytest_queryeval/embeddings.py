@@ -45,8 +45,9 @@ MAX_CACHED = 100_000
 FLUSH_EVERY = 512
 
 INSTALL_HINT = (
-    "install the 'semantic' extra with scripts/install-semantic.sh (it installs the CPU torch "
-    "first; TORCH_SPEC=... for another build), or pip install 'pytest-queryeval[semantic]'"
+    "install the 'semantic' extra: pip install 'pytest-queryeval[semantic]' (it needs torch: "
+    "install the torch build you want first, a CPU-only one unless you have a GPU, or pip "
+    "pulls the multi-GB CUDA build)"
 )
 
 

@@ -70,8 +70,8 @@ def test_superuser_refused(postgres_server: PostgresServer) -> None:
         _run(postgres_server.url())
     assert info.value.reason() == (
         "unsafe source: datasource 'warehouse': the role 'queryeval' is a superuser: predicted "
-        "queries must run as a read-only role (docs/sql-sources.md, 'A read-only PostgreSQL "
-        "role'), or set allow_privileged: true on the datasource")
+        "queries must run as a read-only role (one that owns nothing and has only SELECT on "
+        "the tables the suite reads), or set allow_privileged: true on the datasource")
     assert postgres_server.password not in info.value.reason()
     assert postgres_server.checksum() == before
 

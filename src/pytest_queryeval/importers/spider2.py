@@ -187,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     sources = [eval_path] + ([args.questions] if args.questions else [])
     note = (f"Gold result CSVs: {exec_result.name}/ (referred to, not copied). Scored with "
-            "spider2_ex: xlang-ai/Spider2\nspider2-lite/evaluation_suite/evaluate.py (MIT), "
-            "see docs/metrics-sql.md.")
+            "spider2_ex: xlang-ai/Spider2\nspider2-lite/evaluation_suite/evaluate.py (MIT).")
     if args.pred_dir:
         note += f"\nPredictions: {len(records)} .sql files of {args.pred_dir.name}/."
     (out / CASES_FILE).write_text(dump_yaml(suite, provenance("spider2-lite", sources, note)),

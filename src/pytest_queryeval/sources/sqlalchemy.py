@@ -389,8 +389,8 @@ class SqlAlchemySource(SourceDefaults):
         role, problems = found
         self._role_problem = "" if not problems else (
             f"datasource {self.name!r}: the role {role!r} {'; '.join(problems)}: predicted "
-            "queries must run as a read-only role (docs/sql-sources.md, 'A read-only "
-            "PostgreSQL role'), or set allow_privileged: true on the datasource")
+            "queries must run as a read-only role (one that owns nothing and has only SELECT "
+            "on the tables the suite reads), or set allow_privileged: true on the datasource")
 
     def terminate_backend(self, pid: int) -> bool | None:
         """``pg_terminate_backend(pid)`` from a fresh connection (the watchdog's last resort
@@ -475,8 +475,8 @@ class SqlAlchemySource(SourceDefaults):
                 warnings.warn(QueryEvalWarning(
                     f"datasource {self.name!r}: the role it connects as can still "
                     f"{'; '.join(found)}. The guard refuses these calls in predicted queries; "
-                    "a read-only role should not have them (docs/sql-sources.md, 'Least "
-                    "privilege on PostgreSQL')"), stacklevel=2)
+                    "a read-only role should not have them (REVOKE EXECUTE on those functions "
+                    "FROM PUBLIC, as a superuser, in the suite's database)"), stacklevel=2)
 
     def _begin(self, conn: Any, timeout: float) -> bool:
         """Make the new transaction read-only and time-limited; True if the server enforces
