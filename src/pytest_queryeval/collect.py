@@ -14,7 +14,7 @@ import pytest
 from . import kinds as kind_registry
 from .cases import load_cases
 from .config import ConfigFinder
-from .engine import Session, run_case
+from .engine import Evaluator, run_case
 from .errors import ConfigError
 from .gcpolicy import FreezePolicy, gc_paused
 from .model import Case, Threshold
@@ -34,7 +34,7 @@ class State:
 
     config: pytest.Config
     finder: ConfigFinder
-    session: Session
+    session: Evaluator
     ini_thresholds: dict[str, Threshold]
     cli_thresholds: dict[str, Threshold]
     junit_properties: bool

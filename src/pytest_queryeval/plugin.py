@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import fnmatch
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from . import hookspecs, unmatched
 from . import kinds as kind_registry
 from .collect import RECORD, STATE, QueryEvalFile, QueryEvalFileError, QueryEvalItem, State
 from .config import ConfigFinder
-from .engine import Hooks, Session
+from .engine import Evaluator, Hooks
 from .errors import QueryEvalError
 from .report.records import final_outcome
 from .suitecheck import check_baseline, check_options, check_suite, ini_line, usage_message
@@ -160,11 +159,11 @@ def pytest_configure(config: pytest.Config) -> None:
         metrics=lambda case, pred, scored: config.hook.pytest_queryeval_metrics(
             case=case, prediction=pred, scored=scored, config=config),
     )
-    session = Session(cache=getattr(config, "cache", None),
-                      no_cache=config.getoption("queryeval_no_cache"), override=override,
-                      override_inline=override_inline, hooks=hooks,
-                      search_paths=[config.rootpath], concurrency=concurrency)
-    session.repeat_override = config.getoption("queryeval_repeat")
+    session = Evaluator(cache=getattr(config, "cache", None),
+                        no_cache=config.getoption("queryeval_no_cache"), override=override,
+                        override_inline=override_inline, hooks=hooks,
+                        search_paths=[config.rootpath], concurrency=concurrency,
+                        repeat=config.getoption("queryeval_repeat"))
     state = State(config, ConfigFinder(config.rootpath), session, ini_thresholds, cli_thresholds,
                   bool(config.getini("queryeval_junit_properties")))
     for kind in kind_registry.known_kinds():
@@ -543,7 +542,3 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> str | None:
     value = config.getoption("queryeval_predictions")
     return f"queryeval: predictions from {value}" if value else None
-
-
-def now_iso(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat(timespec="seconds")

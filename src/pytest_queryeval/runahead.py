@@ -62,10 +62,8 @@ def start(session: pytest.Session, state: State) -> None:
             requests[index] = wanted
     if not requests:
         return
-    from .predict.pool import PredictionPool
-
     exchange = _exchange(config)
-    pool = engine.pool = PredictionPool(exchange)
+    pool = engine.start_pool(exchange)
     if not hasattr(config, "workerinput"):
         pool.submit_many(r for rs in requests.values() for r in rs)
         state.progress = ProgressLine(config, pool)
