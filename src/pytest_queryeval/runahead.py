@@ -63,7 +63,7 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
             requests[index] = wanted
     if not requests:
         return
-    exchange = _exchange(config)
+    exchange = _exchange(config) if worker else None
     pool = evaluator.start_pool(exchange)
     if not worker or exchange is not None:  # the controller's progress line follows the pool (ProgressLine)
         pool.submit_many(r for rs in requests.values() for r in rs)
@@ -72,9 +72,9 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
 
 
 def _exchange(config: pytest.Config) -> Any:
-    """The session's :class:`~.predict.exchange.Exchange` (an xdist worker on the
-    controller's machine), else None."""
-    root = getattr(config, "workerinput", {}).get("queryeval_exchange")
+    """An xdist worker's :class:`~.predict.exchange.Exchange` when it runs on the controller's
+    machine, else None."""
+    root = config.workerinput.get("queryeval_exchange")  # type: ignore[attr-defined]
     if not root:
         return None
     from .predict.exchange import Exchange, available
@@ -153,8 +153,8 @@ class ProgressLine:
         """The serial run's pool, once the run has started one (the throttle starts then)."""
         if self._pool is None:
             self._pool = self._pool_of()
-            if self._pool is not None:
-                self._last = time.monotonic()
+            if self._pool is not None:  # the throttle counts from the first request
+                self._last = time.monotonic() - self._pool.progress().seconds
         return self._pool
 
     def counts(self) -> tuple[int, int, int]:
