@@ -1,91 +1,67 @@
-"""The pytest collection nodes: one File per case file, one Item per case."""
+"""The pytest collection nodes: one File per case file, one Item per case.
+
+The nodes hold no state of their own: what they share (the suite configs, the ids seen, the
+evaluator) is the process's :class:`~.runner.Runner`, reached through ``config.stash[RUNNER]``.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import re
+import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from . import kinds as kind_registry
 from .cases import load_cases
-from .config import ConfigFinder
-from .engine import Session, run_case
+from .engine import run_case
 from .errors import ConfigError
-from .gcpolicy import FreezePolicy, gc_paused
-from .model import Case, Threshold
-from .paths import display
+from .gcpolicy import gc_paused
+from .model import Case
 from .report.records import case_record
 from .report.terminal import failure_text
-from .suitecheck import MetricCatalog
-from .verdict import Verdicts
 
-_MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
+if TYPE_CHECKING:
+    from .config import ConfigFinder
+    from .engine import Evaluator
+    from .gcpolicy import FreezePolicy
+    from .options import RunOptions
+    from .verdict import Verdicts
+
+
+class Runner(Protocol):
+    """What the collection nodes (and the hook module) use of the process's
+    :class:`~.runner.Runner`, which imports this module: a protocol keeps the two from
+    importing each other."""
+
+    options: RunOptions
+    evaluator: Evaluator
+    finder: ConfigFinder
+    gc: FreezePolicy
+    ids: dict[str, str]
+    custom_metrics: dict[str, set[str]]
+    verdicts: Verdicts | None
+
+    def display(self, path: Path) -> str: ...
+    def is_metric(self, kind: str, name: str) -> bool: ...
+    def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None: ...
+    def finish(self, session: pytest.Session, exitstatus: int) -> None: ...
+    def release(self) -> None: ...
+
+#: A case item's record, made when it runs (read by ``pytest_runtest_makereport``).
 RECORD = pytest.StashKey[dict[str, Any]]()
 
 
-@dataclass
-class State:
-    """Per-process plugin state (controller or xdist worker), kept in ``config.stash``."""
-
-    config: pytest.Config
-    finder: ConfigFinder
-    session: Session
-    ini_thresholds: dict[str, Threshold]
-    cli_thresholds: dict[str, Threshold]
-    junit_properties: bool
-    ids: dict[str, str] = field(default_factory=dict)
-    records: dict[str, dict[str, Any]] = field(default_factory=dict)
-    custom_metrics: dict[str, set[str]] = field(default_factory=dict)
-    marks: dict[str, pytest.MarkDecorator | None] = field(default_factory=dict)
-    gc: FreezePolicy = field(default_factory=FreezePolicy)
-    deselected: int = 0  #: items deselected in this process (-k, -m, --lf, --deselect)
-    verdict_mode: str = "strict"  #: --queryeval-verdict
-    verdicts: Verdicts | None = None  #: the per-case verdict of a non-strict mode
-    progress: Any = None  #: the predictions progress line (:class:`~.runahead.ProgressLine`)
-    audit: str | None = None  #: --queryeval-audit-golds: "error" or "warn"; None: a normal run
-    #: Ids of every collected case, deselected ones too (a shard's report records them, so
-    #: ``queryeval merge`` can tell a missing case from one that was never in the suite).
-    suite_ids: list[str] | None = None
-    #: xdist controller: each case's :func:`~.report.records.case_meta`, by node id, from the
-    #: workers (the record of a case whose worker crashed is completed from it).
-    case_meta: dict[str, Any] = field(default_factory=dict)
-    #: xdist controller: the cases whose worker crashed while running them (node id: what
-    #: xdist said); their records are made when the session ends.
-    crashed: dict[str, str] = field(default_factory=dict)
-    #: xdist controller: the directory its workers on this machine share predictions through
-    #: (:mod:`.predict.exchange`), made when the first worker starts.
-    exchange_root: Any = None
-    #: Why the session was interrupted (:func:`~.conclude.interrupt_reason`), or None.
-    interrupted: str | None = None
-
-    def is_metric(self, kind: str, name: str) -> bool:
-        return kind_registry.is_metric(kind, name, self.custom_metrics.get(kind, ()))
-
-    def catalog(self) -> MetricCatalog:
-        """The metrics of every kind this session knows (checks of suite-wide names)."""
-        return MetricCatalog(kind_registry.known_kinds(), self.is_metric, self.custom_metrics)
-
-    def display(self, path: Path) -> str:
-        return display(path, self.config.rootpath)
-
-    def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None:
-        """A marker for a YAML name, registered on the fly so ``--strict-markers`` holds."""
-        mark = self.marks.get(name)
-        if mark is not None or name in self.marks:
-            return mark
-        if _MARK.match(name):  # first sight of the name: register it
-            self.config.addinivalue_line("markers", f"{name}: {help_text}")
-            mark = getattr(pytest.mark, name)
-        self.marks[name] = mark
-        return mark
+#: The process's :class:`~.runner.Runner`, which the nodes read their suite and run from.
+RUNNER = pytest.StashKey[Runner]()
 
 
-STATE = pytest.StashKey[State]()
+def is_case_file(path: Path, patterns: list[str]) -> bool:
+    """A YAML file whose name matches ini ``queryeval_files`` (``patterns``)."""
+    return path.suffix in (".yaml", ".yml") and any(fnmatch.fnmatch(path.name, p)
+                                                     for p in patterns)
 
 
 class CaseFailure(Exception):
@@ -98,45 +74,46 @@ class CaseFailure(Exception):
 
 class QueryEvalFile(pytest.File):
     def collect(self) -> Any:
-        state = self.config.stash[STATE]
+        runner = self.config.stash[RUNNER]
         with gc_paused():  # parsing allocates objects that stay alive, and no cycles
-            items = list(self._collect(state))
-        state.gc.after_collection(len(state.session.cases))
+            items = list(self._collect(runner))
+        runner.gc.after_collection(len(runner.evaluator.cases))
         return items
 
-    def _collect(self, state: State) -> Iterator[pytest.Item]:
-        display = state.display(self.path)
-        suite = state.finder.for_directory(self.path.parent)
+    def _collect(self, runner: Runner) -> Iterator[pytest.Item]:
+        display = runner.display(self.path)
+        suite = runner.finder.for_directory(self.path.parent)
         try:
-            cases = load_cases(self.path, display, suite, state.is_metric, state.ini_thresholds,
-                               lambda kind: state.custom_metrics.get(kind, ()))
+            cases = load_cases(self.path, display, suite, runner.is_metric,
+                               runner.options.ini_thresholds,
+                               lambda kind: runner.custom_metrics.get(kind, ()))
         except ConfigError as exc:
             yield QueryEvalFileError.from_parent(self, name="<file>", message=exc.located())
             return
         for case in cases:
-            yield self._item(state, case, display)
+            yield self._item(runner, case, display)
 
-    def _item(self, state: State, case: Case, display: str) -> QueryEvalItem:
+    def _item(self, runner: Runner, case: Case, display: str) -> QueryEvalItem:
         name = case.id
-        first = state.ids.get(case.id)
+        first = runner.ids.get(case.id)
         if first is not None:
             case.errors.append(f"{display}:{case.line}: id: duplicate id {case.id!r} "
                                f"(first defined at {first})")
             name = f"{case.id}@{case.line}"
         else:
-            state.ids[case.id] = f"{display}:{case.line}"
-        for metric, bound in state.cli_thresholds.items():
-            if state.is_metric(case.kind, metric):
+            runner.ids[case.id] = f"{display}:{case.line}"
+        for metric, bound in runner.options.cli_thresholds.items():
+            if runner.is_metric(case.kind, metric):
                 case.thresholds[metric] = bound
         if case.difficulty is None and not case.errors:
             # a broken gold is reported when the case runs, not at collection
             with contextlib.suppress(Exception):
                 case.difficulty = kind_registry.get_kind(case.kind).difficulty(case)
         item = QueryEvalItem.from_parent(self, name=name, case=case)
-        marks = [state.mark(case.kind, "queryeval kind")]
+        marks = [runner.mark(case.kind, "queryeval kind")]
         if case.difficulty:
-            marks.append(state.mark(case.difficulty, "queryeval difficulty"))
-        marks.extend(state.mark(t, "queryeval tag") for t in case.tags)
+            marks.append(runner.mark(case.difficulty, "queryeval difficulty"))
+        marks.extend(runner.mark(t, "queryeval tag") for t in case.tags)
         for mark in marks:
             if mark is not None:
                 item.add_marker(mark)
@@ -144,9 +121,9 @@ class QueryEvalFile(pytest.File):
             item.add_marker(pytest.mark.xdist_group(name=f"queryeval-{case.datasource}"))
         if case.skip:
             item.add_marker(pytest.mark.skip(reason=case.skip))
-        if case.xfail and not state.audit:  # an xfail is about the model, never the gold
+        if case.xfail and not runner.options.audit:  # about the model, never the gold
             item.add_marker(pytest.mark.xfail(reason=case.xfail))
-        state.session.cases.append(case)
+        runner.evaluator.cases.append(case)
         return item
 
 
@@ -156,22 +133,23 @@ class QueryEvalItem(pytest.Item):
         self.case = case
 
     def runtest(self) -> None:
-        state = self.config.stash[STATE]
-        if state.audit:
+        runner = self.config.stash[RUNNER]
+        audit = runner.options.audit
+        if audit:
             from .audit import audit_outcome
 
-            outcome = audit_outcome(self.case, state.session, state.audit)
+            outcome = audit_outcome(self.case, runner.evaluator, audit)
         else:
-            outcome = run_case(self.case, state.session)
+            outcome = run_case(self.case, runner.evaluator)
         record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
-                             state.session.scrubber)
+                             runner.evaluator.scrubber)
         xfail = None
-        if state.verdicts is not None and not state.audit \
+        if runner.verdicts is not None and not audit \
                 and self.get_closest_marker("xfail") is None:
-            record["baseline_status"], record["verdict"], xfail = state.verdicts.decide(record)
+            record["baseline_status"], record["verdict"], xfail = runner.verdicts.decide(record)
         self.stash[RECORD] = record
-        state.gc.after_case()
-        if state.junit_properties:
+        runner.gc.after_case()
+        if runner.options.junit_properties:
             self.user_properties.append(("queryeval.kind", self.case.kind))
             if self.case.difficulty:
                 self.user_properties.append(("queryeval.difficulty", self.case.difficulty))
@@ -185,8 +163,8 @@ class QueryEvalItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):
-            return failure_text(excinfo.value.record, spider_components=bool(
-                self.config.getoption("queryeval_spider_table")))
+            return failure_text(excinfo.value.record, spider_components=self.config.stash[
+                RUNNER].options.report.spider_table)
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:
@@ -211,3 +189,26 @@ class QueryEvalFileError(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"case file {self.name}"
+
+
+def register_marks(config: pytest.Config) -> list[str]:
+    """Register every mark the plugin puts on items, and the custom kinds of the
+    ``pytest_queryeval_kinds`` hook (returned, to be unregistered when the config ends).
+
+    Whatever is installed: with --strict-markers or -W error an unregistered mark aborts
+    collection. pytest-xdist registers ``xdist_group`` too, but only when it is installed and
+    enabled."""
+    config.addinivalue_line(
+        "markers", "xdist_group(name): queryeval datasource group (pytest-xdist --dist loadgroup)")
+    for name in kind_registry.KIND_CLASSES:
+        config.addinivalue_line("markers", f"{name}: queryeval kind")
+    for name in ("easy", "medium", "hard", "extra"):
+        config.addinivalue_line("markers", f"{name}: queryeval difficulty (given, or the gold's "
+                                            "SQL hardness)")
+    custom_kinds: list[str] = []
+    for result in config.hook.pytest_queryeval_kinds(config=config):
+        for name, kind in (result or {}).items():
+            kind_registry.register(name, kind)
+            custom_kinds.append(name)
+            config.addinivalue_line("markers", f"{name}: queryeval kind")
+    return custom_kinds

@@ -21,6 +21,9 @@ from .errors import QueryEvalError
 from .report.json_report import write_report
 from .report.terminal import gate_lines, summary_lines
 
+#: ``--queryeval-worst``'s default: the worst cases listed in the summary.
+WORST = 5
+
 
 @dataclass
 class Outputs:
@@ -40,7 +43,7 @@ class Outputs:
     force_baseline: bool = False
     max_drop: Sequence[str] = ()
     tags: bool = False
-    worst: int = 5
+    worst: int = WORST
     spider_table: bool = False
     #: ``--queryeval-significance``: gate a drop only when it is not noise (alpha).
     significance: float | None = None

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import kinds as kind_registry
 from .errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
@@ -27,8 +27,8 @@ from .secrets import Scrubber, quiet_library_logs
 from .sources.base import DataSource, declared
 from .thresholds import evaluate as check_thresholds
 
-#: Kind-independent metric names the engine itself records.
-ENGINE_METRICS = frozenset({"prediction_seconds", "prompt_tokens", "completion_tokens", "cost_usd"})
+if TYPE_CHECKING:
+    from .predict.exchange import Exchange
 
 
 class CacheLike:
@@ -67,13 +67,15 @@ class CaseOutcome:
     signature: str | None = None
 
 
-class Session:
-    """The :class:`~pytest_queryeval.model.Context` of one pytest session (or worker)."""
+class Evaluator:
+    """The :class:`~pytest_queryeval.model.Context` of one pytest session (or worker): what
+    every case of the run shares (sources, predictors, the gold cache, the prediction pool).
+    Named apart from ``pytest.Session``, which the plugin handles beside it."""
 
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
-                 concurrency: int | None = None) -> None:
+                 concurrency: int | None = None, repeat: int | None = None) -> None:
         self._cache = cache
         self.no_cache = no_cache
         self.override = override
@@ -89,13 +91,11 @@ class Session:
         self._open_lock = threading.RLock()
         #: ``--queryeval-concurrency``: the bound of every live source (else its own).
         self.concurrency = concurrency
-        #: Predictions requested ahead (:meth:`prefetch`); None until the run starts.
+        #: Predictions requested ahead (:meth:`start_pool`); None until the run starts.
         self.pool: PredictionPool | None = None
-        #: Called about every half second while a case waits for its prediction.
-        self.on_wait: Callable[[], None] | None = None
         self.scrubber = Scrubber()
         #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
-        self.repeat_override: int | None = None
+        self.repeat_override = repeat
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -211,14 +211,13 @@ class Session:
             return []
         return [((case.id, r), *request) for r in range(self.repeats(case))]
 
-    def prefetch(self, cases: list[Case], *, hook_active: bool = False) -> int:
-        """Request the live predictions of ``cases`` ahead, in run order, each source bounded
-        by its concurrency. The number of requests queued (a key already queued is not
-        queued again)."""
+    def start_pool(self, exchange: Exchange | None = None) -> PredictionPool:
+        """The pool the run's live predictions are requested ahead in (each source bounded by
+        its concurrency; shared with other xdist workers through ``exchange``). Made once,
+        when the run starts; :meth:`predict` takes a case's prediction from it."""
         if self.pool is None:
-            self.pool = PredictionPool()
-        return self.pool.submit_many(r for case in cases
-                                     for r in self.requests(case, hook_active=hook_active))
+            self.pool = PredictionPool(exchange)
+        return self.pool
 
     def predict(self, case: Case, repeat: int = 0) -> Prediction:
         """Inline > ``--queryeval-predictions`` > the predict hook > ``predictions:``.
@@ -227,12 +226,12 @@ class Session:
         versions); a case that carries its own prediction keeps it unless
         ``override_inline`` is set. ``repeat`` is the run's index (0 to
         :meth:`repeats` - 1): each run is a request of its own, never a cached answer. A
-        prediction requested ahead (:meth:`prefetch`) is waited for; any other is requested
+        prediction requested ahead (:meth:`start_pool`) is waited for; any other is requested
         now.
         """
         if self.pool is not None and (case.id, repeat) in self.pool:
             try:
-                return self.pool.take((case.id, repeat), self.on_wait)
+                return self.pool.take((case.id, repeat))
             except KeyError:  # withdrawn (xdist moved the case) or the pool closed
                 pass
         inline = _inline_prediction(case)
@@ -348,29 +347,29 @@ def _has_turn_predictions(case: Case) -> bool:
     return isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t for t in turns)
 
 
-def run_case(case: Case, session: Session) -> CaseOutcome:
+def run_case(case: Case, evaluator: Evaluator) -> CaseOutcome:
     """Predict, evaluate and judge one case (each of its repeats). Never raises for a problem
     of the case."""
-    session.scrubber.add(case.secrets)
+    evaluator.scrubber.add(case.secrets)
     if case.errors:
         return CaseOutcome("error", error="\n".join(case.errors))
     try:
         kind = kind_registry.get_kind(case.kind)
     except (KeyError, ImportError) as exc:
         return CaseOutcome("error", error=f"kind {case.kind!r} is not available: {exc}")
-    runs = session.repeats(case)
+    runs = evaluator.repeats(case)
     if runs == 1:
-        outcome = _run_once(case, session, kind, 0)
-        if (session.repeat_override or case.repeat) > 1:
+        outcome = _run_once(case, evaluator, kind, 0)
+        if (evaluator.repeat_override or case.repeat) > 1:
             outcome.details["repeat"] = {"n": 1, "note": FIXED_NOTE}
         return outcome
-    return combine(case, [_run_once(case, session, kind, r) for r in range(runs)])
+    return combine(case, [_run_once(case, evaluator, kind, r) for r in range(runs)])
 
 
-def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutcome:
+def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseOutcome:
     """One prediction of the case, scored and judged on its own."""
     try:
-        prediction = session.predict(case, repeat)
+        prediction = evaluator.predict(case, repeat)
     except QueryEvalError as exc:
         if failures_count_as_model(case, exc):
             return model_failure(case, exc)
@@ -380,7 +379,7 @@ def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutco
         return CaseOutcome("error", error=error, signature="error:" + error)
     predicted = None if prediction.value is MISSING else prediction.value
     try:
-        scored = kind.evaluate(case, prediction.value, session)
+        scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:
         return CaseOutcome("error", predicted=predicted, error=exc.reason())
     except Exception as exc:
@@ -393,9 +392,9 @@ def _run_once(case: Case, session: Session, kind: Any, repeat: int) -> CaseOutco
         details["prediction"] = prediction.details
     if prediction.usage:
         record_usage(case, prediction, metrics, details)
-    if session.hooks.metrics is not None:
+    if evaluator.hooks.metrics is not None:
         try:
-            for extra in session.hooks.metrics(case, prediction.value, scored):
+            for extra in evaluator.hooks.metrics(case, prediction.value, scored):
                 if extra:
                     metrics.update({str(k): float(v) for k, v in extra.items()})
         except Exception as exc:

@@ -1,7 +1,7 @@
-"""End of session on the controller: aggregate, gate, compare, write every report.
+"""The run's JSON report, built from its records, and its aggregates as junit properties.
 
-Exit status follows pytest's rules: a failed gate or baseline turns OK into TESTS_FAILED and
-never overrides an interrupted, internal-error or usage-error status.
+Used by :class:`~.controller.Controller` when the session finishes; the report's judging and
+writing is :func:`~.conclude.conclude`'s, shared with ``queryeval merge``.
 """
 
 from __future__ import annotations
@@ -14,51 +14,22 @@ from typing import Any
 import pytest
 
 from . import __version__
-from .aggregate import evaluate_gates
-from .collect import State
-from .conclude import Outputs, aggregates_of, conclude, run_settings, suite_key
-from .config import Gate
+from .conclude import aggregates_of, run_settings, suite_key
 from .nearmiss import aggregate as near_miss_aggregate
 from .paths import display
 from .repeats import flaky_cases
-
-SUMMARY = pytest.StashKey[list[str]]()
-#: Statuses that gates and baselines may turn into TESTS_FAILED.
-_GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 
 
 def _iso(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat(timespec="seconds")
 
 
-def _model(state: State, records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    """The model under test: its label (``--queryeval-model-label``, else ``model:`` of the
-    suite configs) and its predictions source (``--queryeval-predictions``, else
-    ``predictions:``), so a baseline says which model produced it."""
-    from .verdict import describe_predictions
-
-    config = state.config
-    configs = [state.finder.for_directory(d) for d in sorted(_case_dirs(records))]
-    predictions = config.getoption("queryeval_predictions")
-    # model: names the suite's own predictions; --queryeval-predictions brings another model
-    label = config.getoption("queryeval_model_label") or (None if predictions else ", ".join(
-        sorted({c.model for c in configs if c.model})) or None)
-    if predictions and Path(predictions).is_absolute():
-        predictions = _relative(Path(predictions), config.rootpath)
-    if not predictions:
-        predictions = ", ".join(sorted({d for c in configs
-                                        if (d := describe_predictions(c.predictions))})) or None
-    from .secrets import Scrubber
-
-    # the suites' own secrets too: under xdist the controller's scrubber has seen no case
-    scrub = Scrubber(state.session.scrubber.secrets.union(*(c.secrets for c in configs))).text
-    return (scrub(label) if label else None), (scrub(predictions) if predictions else None)
-
-
-def build_report(state: State, records: list[dict[str, Any]], started: float, exitstatus: int,
-                 gates: list[dict[str, Any]],
-                 model: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
-    config = state.config
+def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: int,
+                 gates: list[dict[str, Any]], model: tuple[str | None, str | None],
+                 verdict_mode: str, suite_ids: list[str] | None,
+                 shard: tuple[int, int] | None, workers: int) -> dict[str, Any]:
+    """The JSON report of a run (``shard``: ``--queryeval-shard``, recorded as ``I/N``, what
+    ``queryeval merge`` checks)."""
     label, predictions = model
     return {
         "version": 1,
@@ -67,11 +38,11 @@ def build_report(state: State, records: list[dict[str, Any]], started: float, ex
             "duration_s": round(time.time() - started, 3), "exitstatus": exitstatus,
             "interrupted": exitstatus == pytest.ExitCode.INTERRUPTED,
             "queryeval_version": __version__, "model": label, "predictions": predictions,
-            "verdict": state.verdict_mode,
+            "verdict": verdict_mode,
             "settings": run_settings(records),
-            "workers": getattr(config.option, "numprocesses", None) or 0,
-            "shard": _shard(config.getoption("queryeval_shard")),
-            **suite_key(state.suite_ids, len(records)),
+            "workers": workers,
+            "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+            **suite_key(suite_ids, len(records)),
         },
         "cases": records,
         "aggregates": aggregates_of(records),
@@ -81,165 +52,13 @@ def build_report(state: State, records: list[dict[str, Any]], started: float, ex
     }
 
 
-def _shard(value: str | None) -> str | None:
-    """``--queryeval-shard`` as ``I/N`` (what ``queryeval merge`` checks), or None."""
-    if not value:
-        return None
-    from .shard import parse_shard
-
-    index, total = parse_shard(value)
-    return f"{index}/{total}"
-
-
-def _case_dirs(records: list[dict[str, Any]]) -> set[Path]:
+def case_dirs(records: list[dict[str, Any]]) -> set[Path]:
     """The directories of the run's case files (one Path per file, not per record)."""
     return {Path(path).parent for path in {str(r["path"]) for r in records if r.get("path")}}
 
 
-def _gates(state: State, records: list[dict[str, Any]]) -> list[Gate]:
-    seen: dict[str, Gate] = {}
-    for directory in sorted(_case_dirs(records)):
-        for key, gate in state.finder.for_directory(directory).gates.items():
-            seen.setdefault(key, gate)
-    return list(seen.values())
-
-
-def _relative(path: Path, root: Path) -> str:
+def relative(path: Path, root: Path) -> str:
     return display(path, root)
-
-
-def _baseline_path(config: pytest.Config, state: State, records: list[dict[str, Any]]) -> Path:
-    """The one baseline file compared with and updated (see :func:`verdict.baseline_file`)."""
-    from .verdict import baseline_file, suite_dir
-
-    return baseline_file(config.getoption("queryeval_baseline"),
-                         str(config.getini("queryeval_baseline")),
-                         suite=suite_dir(state.finder, _case_dirs(records), config.rootpath),
-                         invocation_dir=config.invocation_params.dir, rootdir=config.rootpath)
-
-
-def outputs(config: pytest.Config, state: State, records: list[dict[str, Any]]) -> Outputs:
-    """The run's report and baseline options."""
-    get = config.getoption
-
-    def path(option: str) -> Path | None:
-        value = get(option)
-        return (config.invocation_params.dir / value).resolve() if value else None
-
-    wants_baseline = bool(get("queryeval_baseline") or get("queryeval_update_baseline"))
-    return Outputs(
-        json=path("queryeval_json"), xlsx=path("queryeval_xlsx"), html=path("queryeval_html"),
-        markdown=path("queryeval_markdown"), step_summary=not get("queryeval_no_step_summary"),
-        compare=bool(get("queryeval_baseline")),
-        baseline_path=_baseline_path(config, state, records) if wants_baseline else None,
-        update_baseline=bool(get("queryeval_update_baseline")),
-        force_baseline=bool(get("queryeval_force_baseline")),
-        max_drop=list(get("queryeval_max_drop")), tags=bool(get("queryeval_tags")),
-        worst=get("queryeval_worst"), spider_table=bool(get("queryeval_spider_table")),
-        significance=_significance(config, state, records) if get("queryeval_baseline")
-        else None,
-        display=lambda p: _relative(p, config.rootpath))
-
-
-def finish_session(session: pytest.Session, state: State, started: float, exitstatus: int) -> None:
-    config = session.config
-    if state.crashed:  # after every testnodedown: the workers' case metadata has arrived
-        from .report.records import crash_record
-
-        for nodeid, message in state.crashed.items():
-            state.records[nodeid] = crash_record(nodeid, message, state.case_meta.get(nodeid))
-    records = sorted(state.records.values(),
-                     key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
-    interrupted = state.interrupted or ("interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED
-                                        else None)
-    if not records and interrupted:  # a report all the same: zero cases, and why
-        from .conclude import conclude_interrupted, interrupted_report
-
-        run = build_report(state, [], started, exitstatus, [], _model(state, []))["run"]
-        config.stash[SUMMARY] = conclude_interrupted(interrupted_report(run, interrupted),
-                                                     outputs(config, state, []))
-        return
-    if not records:
-        if state.audit:
-            config.stash[SUMMARY] = ["gold audit: no gold to audit (no case ran)"]
-        return
-    # an audit scores the golds against themselves: gates and baselines judge models
-    gate_defs = [] if state.audit else _gates(state, records)
-    gates = evaluate_gates(gate_defs, records)
-    for gate in gates:  # reports are committed as baselines: no machine paths in them
-        gate["scope"] = _relative(Path(gate["scope"]), config.rootpath)
-    public = [{k: v for k, v in r.items() if k != "path"} for r in records]
-    report = build_report(state, public, started, exitstatus, gates, _model(state, records))
-    if interrupted:  # pytest.exit(returncode=...) too
-        report["run"].update(interrupted=True, interrupt_reason=interrupted)
-    if state.audit:
-        from .report.audit import audit_report
-
-        report["audit"] = audit_report(public, state.audit)
-    config.hook.pytest_queryeval_report(report=report, config=config)
-    lines: list[str] = []
-    config.stash[SUMMARY] = lines  # shown even if writing a report fails in conclude()
-    out = outputs(config, state, records)
-    if state.audit:
-        from .report.audit import summary_lines as audit_lines
-
-        out.after_gates = ["", *audit_lines(report["audit"])]
-        out.skip_compare = "baseline: not compared in a gold audit"
-    failed = conclude(report, out, lines,
-                      lambda: _update_refusals(session, state, records, exitstatus))
-    if failed and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if failed and session.exitstatus in _GATEABLE:
-        lines.append("queryeval: the session fails on the gates/baseline above")
-    _add_junit_properties(config, report)
-
-
-def _significance(config: pytest.Config, state: State,
-                  records: list[dict[str, Any]]) -> float | None:
-    """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite configs
-    (the smallest alpha when they differ), else ini ``queryeval_significance``; all were
-    validated before the run."""
-    from .report import baseline as bl
-
-    cli = config.getoption("queryeval_significance")
-    if cli is not None:
-        return bl.parse_significance(cli, "--queryeval-significance")
-    suites = [c.significance for d in sorted(_case_dirs(records))
-              if (c := state.finder.for_directory(d)).significance is not None]
-    if suites:
-        return min(suites)
-    return bl.parse_significance(str(config.getini("queryeval_significance") or ""),
-                                 "queryeval_significance")
-
-
-def _update_refusals(session: pytest.Session, state: State, records: list[dict[str, Any]],
-                     exitstatus: int) -> list[str]:
-    """Why this run must not replace the baseline (see :func:`verdict.update_refusals`)."""
-    from .verdict import partial_run, suite_dir, update_refusals
-
-    config = session.config
-    opt = config.option
-    filters = [f"{flag} {value!r}" for flag, value in
-               (("-k", getattr(opt, "keyword", "")), ("-m", getattr(opt, "markexpr", "")))
-               if value]
-    if getattr(opt, "lf", False):
-        filters.append("--lf")
-    if getattr(opt, "deselect", None):
-        filters.append("--deselect")
-    if state.deselected and not filters:
-        filters.append(f"{state.deselected} case(s) deselected")
-    collected = {Path(str(r["path"])).resolve() for r in records if r.get("path")}
-    filters.extend(partial_run(config.args, config.invocation_params.dir,
-                               suite_dir(state.finder, _case_dirs(records), config.rootpath),
-                               config.getini("queryeval_files"), collected))
-    stopped = session.shouldfail or session.shouldstop
-    maxfail = int(getattr(opt, "maxfail", 0) or 0)
-    if not stopped and maxfail and sum(
-            r.get("outcome") in ("failed", "error") for r in records) >= maxfail:
-        stopped = f"--maxfail={maxfail}"
-    errors = [str(r.get("id")) for r in records if r.get("outcome") == "error"]
-    return update_refusals(filters=filters, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
-                           stopped=str(stopped) if stopped else None, errors=errors)
 
 
 def _sig(value: float) -> float:
@@ -247,7 +66,7 @@ def _sig(value: float) -> float:
     return float(f"{value:.6g}")
 
 
-def _add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
+def add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
     """Aggregates as <testsuite> properties; works under xdist, unlike record_testsuite_property."""
     try:
         from _pytest.junitxml import xml_key

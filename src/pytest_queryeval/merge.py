@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import evaluate_gates
-from .conclude import Outputs, aggregates_of, conclude, run_settings
+from .conclude import aggregates_of, conclude, run_settings
 from .config import Gate
 from .errors import QueryEvalError
 from .nearmiss import aggregate as near_miss_aggregate
+from .options import ReportOptions
 from .paths import display
 from .repeats import flaky_cases
 from .verdict import update_refusals
@@ -243,53 +244,32 @@ def problems_of(merged: Merged) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .options import add_report_options
+
     p = argparse.ArgumentParser(
         prog="queryeval merge",
         description="Merge the JSON reports of a sharded run (--queryeval-shard I/N or "
                     "pytest-split): aggregates, gates and the baseline comparison over the "
                     "union, with the plugin's report options and exit status.")
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the shards' JSON reports")
-    p.add_argument("-o", "--output", "--queryeval-json", dest="json", metavar="REPORT.json",
-                   help="write the merged JSON report here")
-    p.add_argument("--queryeval-xlsx", dest="xlsx", metavar="PATH")
-    p.add_argument("--queryeval-html", dest="html", metavar="PATH")
-    p.add_argument("--queryeval-markdown", dest="markdown", metavar="PATH")
-    p.add_argument("--queryeval-no-step-summary", dest="no_step_summary", action="store_true")
-    p.add_argument("--queryeval-baseline", dest="baseline", metavar="PATH")
-    p.add_argument("--queryeval-update-baseline", dest="update_baseline", action="store_true")
-    p.add_argument("--queryeval-force-baseline", dest="force_baseline", action="store_true")
-    p.add_argument("--queryeval-max-drop", dest="max_drop", action="append", default=[],
-                   metavar="DELTA|METRIC=DELTA")
-    p.add_argument("--queryeval-significance", dest="significance", metavar="ALPHA",
-                   help="gate a drop versus the baseline only when it is not noise")
-    p.add_argument("--queryeval-verdict", dest="verdict", choices=("strict", "baseline", "gates"),
-                   help="the mode the shards ran with (checked: it is applied as cases run)")
-    p.add_argument("--queryeval-tags", dest="tags", action="store_true")
-    p.add_argument("--queryeval-worst", dest="worst", type=int, default=5, metavar="N")
-    p.add_argument("--queryeval-spider-table", dest="spider_table", action="store_true")
+    add_report_options(p.add_argument, merge=True)  # the plugin's, declared once
     return p
 
 
-def _usage(args: argparse.Namespace) -> list[str]:
+def _usage(options: ReportOptions) -> list[str]:
     """Option problems found before anything is read (the plugin's checks, where shared)."""
-    from .suitecheck import MetricCatalog, check_options
+    from .suitecheck import MetricCatalog
 
     # any metric: a max-drop on one the reports do not hold is reported by the comparison
-    catalog = MetricCatalog(["*"], lambda kind, metric: True)
-    cwd = Path.cwd()
-    problems = check_options(catalog=catalog, invocation_dir=cwd, max_drop=args.max_drop,
-                             baseline=args.baseline,
-                             outputs={f"--queryeval-{n}": getattr(args, n)
-                                      for n in ("json", "xlsx", "html", "markdown")},
-                             xlsx=bool(args.xlsx), worst=args.worst)
-    if args.significance is not None:
+    problems = options.problems(MetricCatalog(["*"], lambda kind, metric: True))
+    if options.significance is not None:
         from .significance import parse_significance
 
         try:
-            parse_significance(args.significance, "--queryeval-significance")
+            parse_significance(options.significance, "--queryeval-significance")
         except ValueError as exc:
             problems.append(str(exc))
-    if args.update_baseline and not args.baseline:
+    if options.update_baseline and not options.baseline:
         problems.append("--queryeval-update-baseline needs --queryeval-baseline PATH here "
                         "(queryeval merge reads no ini file)")
     return problems
@@ -297,8 +277,10 @@ def _usage(args: argparse.Namespace) -> list[str]:
 
 def run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
+    cwd = Path.cwd()
+    options = ReportOptions.from_namespace(args, cwd)
     err = sys.stderr
-    problems = _usage(args)
+    problems = _usage(options)
     if problems:
         print("queryeval merge: invalid options:", *(f"  {p}" for p in problems), sep="\n",
               file=err)
@@ -307,8 +289,8 @@ def run(argv: Sequence[str]) -> int:
         shards = load_shards([Path(p) for p in args.shards])
         merged = merge_reports(shards)
         mode = merged.report["run"].get("verdict") or "strict"
-        if args.verdict and args.verdict != mode:
-            raise MergeRefused(f"--queryeval-verdict={args.verdict}, but the shards ran with "
+        if options.verdict and options.verdict != mode:
+            raise MergeRefused(f"--queryeval-verdict={options.verdict}, but the shards ran with "
                                f"{mode} (a verdict mode is applied as the cases run)")
     except MergeRefused as exc:
         print(f"queryeval merge: refused: {exc}", file=err)
@@ -317,23 +299,15 @@ def run(argv: Sequence[str]) -> int:
     if not report["cases"]:
         print("queryeval merge: the shards hold no cases", file=err)
         return NO_TESTS
-    cwd = Path.cwd()
-
-    def resolve(value: str | None) -> Path | None:
-        return (cwd / value).resolve() if value else None
-
     incomplete = problems_of(merged)
-    out = Outputs(json=resolve(args.json), xlsx=resolve(args.xlsx), html=resolve(args.html),
-                  markdown=resolve(args.markdown), step_summary=not args.no_step_summary,
-                  compare=bool(args.baseline), baseline_path=resolve(args.baseline),
-                  update_baseline=args.update_baseline, force_baseline=args.force_baseline,
-                  max_drop=args.max_drop, tags=args.tags, worst=args.worst,
-                  spider_table=args.spider_table, display=lambda p: _display(p, cwd),
-                  significance=_significance(args.significance))
+    # no suite here: the baseline is the path given, from the current directory
+    out = options.outputs(
+        baseline_path=(cwd / options.baseline).resolve() if options.baseline else None,
+        significance=_significance(options.significance), display=lambda p: _display(p, cwd))
     if report.get("audit") is not None:  # as the plugin ends an audit
         from .report.audit import summary_lines as audit_lines
 
-        if args.update_baseline:
+        if options.update_baseline:
             print("queryeval merge: invalid options:\n  --queryeval-update-baseline cannot be "
                   "used with the shards of a gold audit: an audit scores the golds, not a model",
                   file=err)

@@ -30,7 +30,8 @@ from typing import Any
 
 import pytest
 
-from .collect import State
+from .engine import Evaluator
+from .predict.pool import PredictionPool
 
 #: Seconds between two progress lines.
 PROGRESS_EVERY = 2.0
@@ -42,8 +43,9 @@ _Request = tuple[tuple[str, int], str, int, Callable[[], Any]]
 _Requests = dict[int, list[_Request]]
 
 
-def start(session: pytest.Session, state: State) -> None:
-    """Queue the predictions of the items this process runs (see the module docstring)."""
+def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> None:
+    """Queue the predictions of the items this process runs (see the module docstring);
+    ``worker``: this process is an xdist worker."""
     config = session.config
     if config.option.collectonly or not session.items:
         return
@@ -53,32 +55,26 @@ def start(session: pytest.Session, state: State) -> None:
     requests: _Requests = {}
     from .collect import QueryEvalItem
 
-    engine = state.session
     for index, item in enumerate(session.items):
         if not isinstance(item, QueryEvalItem) or item.get_closest_marker("skip"):
             continue
-        wanted = engine.requests(item.case, hook_active=hook_active)
+        wanted = evaluator.requests(item.case, hook_active=hook_active)
         if wanted:
             requests[index] = wanted
     if not requests:
         return
-    from .predict.pool import PredictionPool
-
-    exchange = _exchange(config)
-    pool = engine.pool = PredictionPool(exchange)
-    if not hasattr(config, "workerinput"):
-        pool.submit_many(r for rs in requests.values() for r in rs)
-        state.progress = ProgressLine(config, pool)
-    elif exchange is not None:  # every worker queues them all; the first to claim requests
+    exchange = _exchange(config) if worker else None
+    pool = evaluator.start_pool(exchange)
+    if not worker or exchange is not None:  # the controller's progress line follows the pool (ProgressLine)
         pool.submit_many(r for rs in requests.values() for r in rs)
     else:
         _follow_the_controller(config, pool, requests, len(session.items))
 
 
 def _exchange(config: pytest.Config) -> Any:
-    """The session's :class:`~.predict.exchange.Exchange` (an xdist worker on the
-    controller's machine), else None."""
-    root = getattr(config, "workerinput", {}).get("queryeval_exchange")
+    """An xdist worker's :class:`~.predict.exchange.Exchange` when it runs on the controller's
+    machine, else None."""
+    root = config.workerinput.get("queryeval_exchange")  # type: ignore[attr-defined]
     if not root:
         return None
     from .predict.exchange import Exchange, available
@@ -134,11 +130,15 @@ def worker_counts(pool: Any) -> tuple[int, int, int, bool]:
 class ProgressLine:
     """``queryeval: predictions 57/200 done, 12 in flight, 31 case(s) scored`` at most every
     :data:`PROGRESS_EVERY` seconds while predictions are outstanding, and one closing line
-    (:meth:`close`). Under xdist the controller sums what its workers report."""
+    (:meth:`close`). A serial run counts its own pool (``pool()``: the evaluator's, from when
+    the run starts); under xdist the controller, which has none, sums what its workers
+    report."""
 
-    def __init__(self, config: pytest.Config, pool: Any = None) -> None:
+    def __init__(self, config: pytest.Config,
+                 pool: Callable[[], PredictionPool | None] = lambda: None) -> None:
         self.config = config
-        self.pool = pool
+        self._pool_of = pool
+        self._pool: PredictionPool | None = None
         self.scored = 0
         self._last = time.monotonic()
         self._shown_done = -1
@@ -147,6 +147,15 @@ class ProgressLine:
         #: it shares the session's requests through an exchange (its total is the session's).
         self.workers: dict[str, tuple[int, int, int]] = {}
         self.shared: dict[str, bool] = {}
+
+    @property
+    def pool(self) -> PredictionPool | None:
+        """The serial run's pool, once the run has started one (the throttle starts then)."""
+        if self._pool is None:
+            self._pool = self._pool_of()
+            if self._pool is not None:  # the throttle counts from the first request
+                self._last = time.monotonic() - self._pool.progress().seconds
+        return self._pool
 
     def counts(self) -> tuple[int, int, int]:
         if self.pool is not None:

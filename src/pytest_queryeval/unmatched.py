@@ -10,48 +10,50 @@ controller warns once.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .collect import State
+from .engine import Evaluator
 from .errors import QueryEvalWarning
 from .predict.file import UNMATCHED_LISTED, unmatched_message
 
 #: display path -> (number of unmatched ids, the first UNMATCHED_LISTED of them)
 Found = dict[str, tuple[int, list[str]]]
-_FOUND = pytest.StashKey[Found]()
-_WORKER_KEY = "queryeval_unmatched"
+#: The ``workeroutput`` key an xdist worker sends its findings under.
+WORKER_KEY = "queryeval_unmatched"
 
 
-def after_collection(config: pytest.Config, state: State) -> None:
-    """Check the predictions files against every collected case (not on a partial run)."""
+def find(config: pytest.Config, evaluator: Evaluator,
+         display: Callable[[Path], str]) -> Found | None:
+    """The predictions files' ids that match no collected case; None on a partial run."""
     if not _whole_suite(config):
-        return
+        return None
     found: Found = {}
-    for path, ids in state.session.unmatched_prediction_ids():
-        found[state.display(path)] = (len(ids), ids[:UNMATCHED_LISTED])
-    if hasattr(config, "workerinput"):
-        config.workeroutput[_WORKER_KEY] = [  # type: ignore[attr-defined]
-            [k, n, ids] for k, (n, ids) in found.items()]
-    else:
-        config.stash[_FOUND] = found
+    for path, ids in evaluator.unmatched_prediction_ids():
+        found[display(path)] = (len(ids), ids[:UNMATCHED_LISTED])
+    return found
 
 
-def from_worker(config: pytest.Config, workeroutput: dict[str, Any]) -> None:
+def encode(found: Found) -> list[list[Any]]:
+    """What a worker sends (``workeroutput[WORKER_KEY]``)."""
+    return [[k, n, ids] for k, (n, ids) in found.items()]
+
+
+def from_worker(found: Found, workeroutput: dict[str, Any]) -> None:
     """Controller: keep one copy of what the workers found (they all collect the same)."""
-    found = config.stash.setdefault(_FOUND, {})
-    for display, total, ids in workeroutput.get(_WORKER_KEY) or []:
+    for display, total, ids in workeroutput.get(WORKER_KEY) or []:
         found.setdefault(str(display), (int(total), [str(i) for i in ids]))
 
 
-def warn(config: pytest.Config) -> tuple[list[str], list[str]]:
+def warn(found: Found) -> tuple[list[str], list[str]]:
     """Issue the warnings; returns (summary lines, errors) — errors (prefixed, as the summary
     prints them) when ``-W error``."""
     lines: list[str] = []
     errors: list[str] = []
-    for display, (total, ids) in sorted(config.stash.get(_FOUND, {}).items()):
+    for display, (total, ids) in sorted(found.items()):
         message = unmatched_message(display, total, ids)
         try:
             warnings.warn(QueryEvalWarning(message), stacklevel=1)

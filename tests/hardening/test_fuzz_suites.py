@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pytest_queryeval import kinds as kind_registry
 from pytest_queryeval.cases import CASE_KEYS, FILE_KEYS, load_cases
 from pytest_queryeval.config import ConfigFinder, SuiteConfig
-from pytest_queryeval.engine import Session, run_case
+from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.errors import ConfigError
 from pytest_queryeval.metricnames import TIMING_METRICS
 from pytest_queryeval.model import Case
@@ -48,8 +48,8 @@ def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def session() -> Iterator[Session]:
-    s = Session()
+def session() -> Iterator[Evaluator]:
+    s = Evaluator()
     yield s
     s.close()
 
@@ -79,7 +79,7 @@ def load(directory: Path, content: str | bytes, suite: SuiteConfig | None = None
     return cases
 
 
-def run_all(cases: list[Case] | None, session: Session) -> None:
+def run_all(cases: list[Case] | None, session: Evaluator) -> None:
     """Running a loaded case ends in a verdict, never an internal error. JSON cases are only
     validated (their semantic metric loads a model: that is the JSON kind's own test)."""
     for case in cases or []:
@@ -196,7 +196,7 @@ def mutations(draw: Any) -> str:
 
 @FUZZ
 @given(text=st.one_of(yaml_like, st.text(max_size=200)))
-def test_random_text(fuzz_dir: Path, session: Session, text: str) -> None:
+def test_random_text(fuzz_dir: Path, session: Evaluator, text: str) -> None:
     run_all(load(fuzz_dir, text), session)
 
 
@@ -208,14 +208,14 @@ def test_random_bytes(fuzz_dir: Path, data: bytes) -> None:
 
 @FUZZ
 @given(data=case_files())
-def test_random_structures(fuzz_dir: Path, session: Session, data: Any) -> None:
+def test_random_structures(fuzz_dir: Path, session: Evaluator, data: Any) -> None:
     suite = SuiteConfig()
     run_all(load(fuzz_dir, yaml.safe_dump(data, allow_unicode=True), suite), session)
 
 
 @FUZZ
 @given(text=mutations())
-def test_mutated_valid_suite(fuzz_dir: Path, session: Session, text: str) -> None:
+def test_mutated_valid_suite(fuzz_dir: Path, session: Evaluator, text: str) -> None:
     run_all(load(fuzz_dir, text), session)
 
 
@@ -233,7 +233,7 @@ config_dicts = st.dictionaries(
 
 @FUZZ
 @given(config=st.one_of(config_dicts, json_values), raw=st.one_of(st.none(), yaml_like))
-def test_random_suite_config(fuzz_dir: Path, session: Session, config: Any, raw: str | None,
+def test_random_suite_config(fuzz_dir: Path, session: Evaluator, config: Any, raw: str | None,
                              ) -> None:
     directory = fuzz_dir / "cfg"
     directory.mkdir(exist_ok=True)

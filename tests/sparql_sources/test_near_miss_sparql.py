@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_queryeval.engine import Session, run_case
+from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.model import Threshold
 
 from .conftest import BRICK
@@ -17,7 +17,7 @@ GOLD = BRICK + "SELECT ?ahu WHERE { ?ahu a brick:AHU } ORDER BY ?ahu"
 
 def _run(spec: dict[str, Any], pred: str) -> Any:
     c = case(spec, GOLD, pred, thresholds=EX)
-    return run_case(c, Session(cache=DictCache()))
+    return run_case(c, Evaluator(cache=DictCache()))
 
 
 def test_sparql_row_order_and_extra_variable(soda_spec: dict[str, Any]) -> None:  # noqa: F811

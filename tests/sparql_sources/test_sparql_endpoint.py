@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.errors import (
     ConfigError,
     QueryFailed,
@@ -281,7 +281,7 @@ def test_body_over_max_bytes_is_truncated_and_named(oxigraph_endpoint: OxigraphS
     gold = BRICK + "SELECT ?a WHERE { ?a a brick:AHU }"
     c = Case(id="c", kind="sparql", file=Path("test_x.yaml"), line=1, gold=gold,
              datasource="ox", source_spec=spec)
-    s = SparqlKind().evaluate(c, AHU_VAV_SENSOR, Session())
+    s = SparqlKind().evaluate(c, AHU_VAV_SENSOR, Evaluator())
     assert s.reason == ("truncated: the predicted result holds more than 20,000 bytes "
                         "(max_bytes); a partial result is never scored")
     assert s.metrics["execution_accuracy"] == 0.0

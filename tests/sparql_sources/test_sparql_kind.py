@@ -1,4 +1,4 @@
-"""``kind: sparql`` driven through the engine's real Session (the Context) on real graphs."""
+"""``kind: sparql`` driven through the engine's real Evaluator (the Context) on real graphs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session, run_case
+from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.errors import GoldError, SourceUnavailable
 from pytest_queryeval.kinds import get_kind
 from pytest_queryeval.kinds.sparql import SparqlKind
@@ -44,10 +44,10 @@ def soda_spec(soda: Path) -> dict[str, Any]:
     return {"type": "rdf", "path": str(soda)}
 
 
-def evaluate(c: Case, session: Session | None = None) -> Any:
+def evaluate(c: Case, session: Evaluator | None = None) -> Any:
     kind = SparqlKind()
     assert not list(kind.validate(c))
-    return kind.evaluate(c, c.predicted, session or Session(cache=DictCache()))
+    return kind.evaluate(c, c.predicted, session or Evaluator(cache=DictCache()))
 
 
 def _pred(select: str, where: str) -> str:
@@ -143,11 +143,11 @@ def test_broken_gold_is_an_error_of_the_suite(soda_spec: dict[str, Any]) -> None
     kind = SparqlKind()
     with pytest.raises(GoldError, match="gold query: cannot parse: syntax error"):
         kind.evaluate(case(soda_spec, "SELECT ?x WHERE {", "ASK {}"), "ASK {}",
-                      Session(cache=DictCache()))
+                      Evaluator(cache=DictCache()))
     bad = case(soda_spec, "DELETE WHERE { ?s ?p ?o }", "ASK {}")
     assert [k for k, _ in kind.validate(bad)] == ["gold"]
     with pytest.raises(GoldError, match="refused"):
-        kind.evaluate(bad, "ASK {}", Session(cache=DictCache()))
+        kind.evaluate(bad, "ASK {}", Evaluator(cache=DictCache()))
 
 
 def test_unreachable_endpoint_raises() -> None:
@@ -162,15 +162,15 @@ def test_unreachable_endpoint_raises() -> None:
 def test_gold_cache_across_sessions(soda_spec: dict[str, Any]) -> None:
     cache = DictCache()
     c = case(soda_spec, AHU_VAV_SENSOR, _pred("?e ?s", JOIN))
-    first = evaluate(c, Session(cache=cache))
+    first = evaluate(c, Evaluator(cache=cache))
     assert first.details["gold_cached"] is False
     assert len(cache.data) == 1
-    second = evaluate(c, Session(cache=cache))
+    second = evaluate(c, Evaluator(cache=cache))
     assert second.details["gold_cached"] is True
     first.metrics.pop("predicted_seconds")
     second.metrics.pop("predicted_seconds")
     assert second.metrics == first.metrics  # gold_seconds comes from the cached table too
-    third = evaluate(c, Session(cache=cache, no_cache=True))
+    third = evaluate(c, Evaluator(cache=cache, no_cache=True))
     assert third.details["gold_cached"] is False
 
 
@@ -180,7 +180,7 @@ def test_results_with_blank_nodes_are_not_cached(tmp_path: Path) -> None:
     cache = DictCache()
     c = case({"type": "rdf", "path": str(g)}, "SELECT ?o WHERE { <http://e/a> ?p ?o }",
              "SELECT ?n WHERE { ?n <http://e/q> 1 }")
-    s = evaluate(c, Session(cache=cache))
+    s = evaluate(c, Evaluator(cache=cache))
     assert s.metrics["execution_accuracy"] == 1.0
     assert cache.data == {}
 
@@ -260,6 +260,6 @@ def test_run_case_through_the_engine(soda_spec: dict[str, Any], tmp_path: Path,
     spec = {"type": "rdf", "path": str(g)}
     c = case(spec, BRICK + "SELECT ?a WHERE { ?a a brick:AHU }",
              BRICK + "SELECT ?x WHERE { ?x a brick:AHU }")
-    out = run_case(c, Session(cache=DictCache()))
+    out = run_case(c, Evaluator(cache=DictCache()))
     assert out.status == "passed"
     assert out.metrics["execution_accuracy"] == 1.0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.model import Case
 
 
@@ -42,9 +42,9 @@ class JsonCache:
 
 
 @pytest.fixture
-def session() -> Iterator[Session]:
+def session() -> Iterator[Evaluator]:
     """The core's real Context, with an in-memory JSON cache."""
-    s = Session(cache=JsonCache())
+    s = Evaluator(cache=JsonCache())
     yield s
     s.close()
 

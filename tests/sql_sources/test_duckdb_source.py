@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.errors import ConfigError, MissingDependency, QueryRefused, QueryTimeout
 from pytest_queryeval.kinds import get_kind
 from pytest_queryeval.sources import open_source
@@ -161,7 +161,7 @@ def test_missing_package_names_the_extra(chinook_duckdb: Path, isolation: str,
                                    "pip install 'pytest-queryeval[duckdb]'")
 
 
-def test_sql_kind_scores_execution_and_structure(chinook_duckdb: Path, session: Session) -> None:
+def test_sql_kind_scores_execution_and_structure(chinook_duckdb: Path, session: Evaluator) -> None:
     """Through the SQL kind: execution metrics, and structure metrics from the schema that
     ``tables()`` reads (the Spider grammar needs the tables and keys)."""
     spec = {"type": "duckdb", "path": str(chinook_duckdb)}

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session, run_case
+from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.model import Threshold
 from pytest_queryeval.nearmiss import RELAXATIONS, aggregate, summary_lines
 
@@ -54,7 +54,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_each_relaxation_on_a_real_failure(name, spec, session: Session):
+def test_each_relaxation_on_a_real_failure(name, spec, session: Evaluator):
     gold, pred, thresholds, want = CASES[name]
     case = make_case(gold, spec=spec, id=name, predicted=pred, thresholds=thresholds)
     out = run_case(case, session)
@@ -67,7 +67,7 @@ def test_each_relaxation_on_a_real_failure(name, spec, session: Session):
         assert not any(line.startswith("near miss") for line in out.diff)
 
 
-def test_it_never_changes_a_metric_or_a_verdict(spec, session: Session):
+def test_it_never_changes_a_metric_or_a_verdict(spec, session: Evaluator):
     gold, pred, thresholds, _ = CASES["row_order"]
     case = make_case(gold, spec=spec, predicted=pred, thresholds=thresholds)
     out = run_case(case, session)
@@ -132,7 +132,7 @@ def test_through_the_plugin_in_every_report(pytester, chinook_sqlite):
     assert ("distinct", "sql", "hard", "DISTINCT") in rows
 
 
-def test_huge_results_are_not_attributed(spec, session: Session, monkeypatch):
+def test_huge_results_are_not_attributed(spec, session: Evaluator, monkeypatch):
     from pytest_queryeval import nearmiss
 
     monkeypatch.setattr(nearmiss, "MAX_CELLS", 10)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.kinds.sql import SqlKind
 from pytest_queryeval.model import Threshold
 from pytest_queryeval.results import ResultTable
@@ -45,7 +45,7 @@ def _case(pair: dict[str, Any], spec: dict[str, Any]) -> Any:
 
 
 def test_chinook_pairs_agree_with_the_reference(shared_data: Path, spec: dict[str, Any],
-                                                session: Session) -> None:
+                                                session: Evaluator) -> None:
     pairs = _pairs(shared_data)
     assert len(pairs) == 41
     assert 10 < sum(o["soft_ex"] for _, o in pairs) < 41  # both outcomes are exercised
@@ -55,7 +55,7 @@ def test_chinook_pairs_agree_with_the_reference(shared_data: Path, spec: dict[st
     assert got == {p["id"]: float(o["soft_ex"]) for p, o in pairs}
 
 
-def test_reasons_for_a_zero(spec: dict[str, Any], session: Session) -> None:
+def test_reasons_for_a_zero(spec: dict[str, Any], session: Evaluator) -> None:
     rewritten_gold_fails = make_case("SELECT Name FROM Genre WHERE Name <> '--'\nORDER BY 1",
                                      spec=spec, options={"conditions": {"order": True}})
     s = KIND.evaluate(rewritten_gold_fails, "SELECT Name FROM Genre ORDER BY 1", session)
@@ -73,7 +73,7 @@ def test_reasons_for_a_zero(spec: dict[str, Any], session: Session) -> None:
     assert s.details["soft_ex"]["reason"] == "empty gold and predicted results"
 
 
-def test_rewritten_texts_are_what_runs(spec: dict[str, Any], session: Session) -> None:
+def test_rewritten_texts_are_what_runs(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT DISTINCT BillingCountry FROM Invoice", spec=spec,
                      options={"conditions": {"order": False}})
     s = KIND.evaluate(case, "SELECT ROUND(COUNT(*), 0) FROM Invoice", session)
@@ -84,7 +84,7 @@ def test_rewritten_texts_are_what_runs(spec: dict[str, Any], session: Session) -
     assert s.details["soft_ex"]["reference"].startswith("bird-bench/livesqlbench@59d7bd0")
 
 
-def test_opt_in(spec: dict[str, Any], session: Session) -> None:
+def test_opt_in(spec: dict[str, Any], session: Evaluator) -> None:
     s = KIND.evaluate(make_case("SELECT 1", spec=spec), "SELECT 1", session)
     assert "soft_ex" not in s.metrics
     assert KIND.is_metric("soft_ex")
@@ -94,7 +94,7 @@ def test_opt_in(spec: dict[str, Any], session: Session) -> None:
     assert s.metrics["soft_ex"] == 0.0  # planned, so present at 0 on a failure
 
 
-def test_recorded_results_are_compared_as_recorded(session: Session) -> None:
+def test_recorded_results_are_compared_as_recorded(session: Evaluator) -> None:
     gold = ResultTable(["x"], [(2.675,), (1,)])
     pred = ResultTable(["y"], [(1.0,), (2.67,)])
     case = make_case("SELECT DISTINCT x FROM t", gold_result=gold, predicted_result=pred,
@@ -130,7 +130,7 @@ def test_livesqlbench_conditions_are_accepted(spec: dict[str, Any]) -> None:
 
 
 @pytest.mark.postgres
-def test_postgres_decimals_and_timestamps(postgres_url: str, session: Session) -> None:
+def test_postgres_decimals_and_timestamps(postgres_url: str, session: Evaluator) -> None:
     """numeric -> Decimal quantized HALF_UP, timestamp -> its date, as psycopg2 gives them."""
     pg = {"type": "sqlalchemy", "url": postgres_url}
     case = make_case("SELECT invoice_date, total FROM invoice WHERE invoice_id = 1", spec=pg,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.kinds.sql import SqlKind
 
 from .conftest import JsonCache, make_case
@@ -54,7 +54,7 @@ def spider(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 def test_execution_accuracy_per_item(
     spider: dict[str, Any], keep_distinct: bool, field: str, printed: str
 ) -> None:
-    session = Session(cache=JsonCache())
+    session = Evaluator(cache=JsonCache())
     try:
         ours: list[int] = []
         for i in range(N):
@@ -74,7 +74,7 @@ def test_execution_accuracy_per_item(
 
 
 def test_structure_metrics_per_item(spider: dict[str, Any]) -> None:
-    session = Session(cache=JsonCache())
+    session = Evaluator(cache=JsonCache())
     spec = {"type": "spider-schema", "tables": str(spider["tables"])}
     try:
         for i in range(N):

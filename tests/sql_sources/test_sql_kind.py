@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.errors import GoldError, PredictionError, SourceUnavailable
 from pytest_queryeval.kinds import get_kind
 from pytest_queryeval.kinds.sql import SqlKind
@@ -33,7 +33,7 @@ def test_registered() -> None:
     assert isinstance(get_kind("sql"), SqlKind)
 
 
-def test_correct_prediction(spec: dict[str, Any], session: Session) -> None:
+def test_correct_prediction(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT count(*) FROM artist", spec=spec)
     s = KIND.evaluate(case, "SELECT COUNT(*) FROM Artist", session)
     assert s.reason is None
@@ -48,7 +48,7 @@ def test_correct_prediction(spec: dict[str, Any], session: Session) -> None:
     assert all(KIND.is_metric(m) for m in s.metrics)
 
 
-def test_wrong_prediction_has_a_diff(spec: dict[str, Any], session: Session) -> None:
+def test_wrong_prediction_has_a_diff(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT name FROM genre WHERE genreid <= 3", spec=spec)
     s = KIND.evaluate(case, "SELECT name FROM genre WHERE genreid <= 2", session)
     assert s.reason is None
@@ -58,7 +58,7 @@ def test_wrong_prediction_has_a_diff(spec: dict[str, Any], session: Session) -> 
     assert s.metrics["exact_set_match"] == 1.0  # values are dropped by the Spider evaluator
 
 
-def test_distinct_like_test_suite_only_on_request(spec: dict[str, Any], session: Session) -> None:
+def test_distinct_like_test_suite_only_on_request(spec: dict[str, Any], session: Evaluator) -> None:
     pred = "SELECT billingcountry FROM invoice GROUP BY billingcountry"
     # By default the queries run as written: 24 countries on both sides.
     s = KIND.evaluate(make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec), pred,
@@ -92,7 +92,7 @@ def stores(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_count_distinct_gold_is_compared_as_written(stores: dict[str, Any],
-                                                    session: Session) -> None:
+                                                    session: Evaluator) -> None:
     """Issue 19 item 6: the default EX must not rewrite the gold's count(DISTINCT ...)."""
     gold = "SELECT count(DISTINCT store_id) FROM sales"
     wrong = "SELECT count(store_id) FROM sales"  # 10, the gold answers 3
@@ -115,7 +115,7 @@ def test_count_distinct_gold_is_compared_as_written(stores: dict[str, Any],
     "\n~~~\nSELECT COUNT(*) FROM Artist\n~~~",
 ])
 def test_a_fenced_prediction_is_executed_and_the_fence_recorded(
-    spec: dict[str, Any], session: Session, fenced: str
+    spec: dict[str, Any], session: Evaluator, fenced: str
 ) -> None:
     """LLM output in a Markdown code fence: one fence is stripped (issue 19), not refused."""
     s = KIND.evaluate(make_case("SELECT count(*) FROM artist", spec=spec), fenced, session)
@@ -125,7 +125,7 @@ def test_a_fenced_prediction_is_executed_and_the_fence_recorded(
     assert s.details["fence_stripped"] == fenced.strip().split("\n")[0]
 
 
-def test_a_fenced_refusal_keeps_its_fence_note(spec: dict[str, Any], session: Session) -> None:
+def test_a_fenced_refusal_keeps_its_fence_note(spec: dict[str, Any], session: Evaluator) -> None:
     s = KIND.evaluate(make_case("SELECT 1", spec=spec), "```sql\nDELETE FROM artist\n```", session)
     assert s.reason is not None
     assert s.reason.startswith("refused: ")
@@ -134,7 +134,7 @@ def test_a_fenced_refusal_keeps_its_fence_note(spec: dict[str, Any], session: Se
     assert "fence_stripped" not in plain.details
 
 
-def test_a_syntax_error_is_named_so(spec: dict[str, Any], session: Session) -> None:
+def test_a_syntax_error_is_named_so(spec: dict[str, Any], session: Evaluator) -> None:
     s = KIND.evaluate(make_case("SELECT count(*) FROM artist", spec=spec),
                       "SELEC count(*) FROM artist", session)
     assert s.reason == ("cannot parse: syntax error at line 1, column 1: 'SELEC' does not start "
@@ -145,7 +145,7 @@ def test_a_syntax_error_is_named_so(spec: dict[str, Any], session: Session) -> N
 
 @pytest.mark.parametrize("sql", SQLITE)
 def test_refused_predictions(
-    spec: dict[str, Any], chinook_sqlite: Path, session: Session, sql: str
+    spec: dict[str, Any], chinook_sqlite: Path, session: Evaluator, sql: str
 ) -> None:
     before = sha256(chinook_sqlite)
     case = make_case("SELECT count(*) FROM genre", spec=spec)
@@ -159,14 +159,14 @@ def test_refused_predictions(
     assert sha256(chinook_sqlite) == before
 
 
-def test_failed_query(spec: dict[str, Any], session: Session) -> None:
+def test_failed_query(spec: dict[str, Any], session: Evaluator) -> None:
     s = KIND.evaluate(make_case("SELECT 1", spec=spec), "SELECT * FROM nowhere", session)
     assert s.reason == "query failed: no such table: nowhere"
     assert s.metrics["execution_accuracy"] == 0.0
     assert s.metrics["soft_f1"] == 0.0
 
 
-def test_timeout_is_a_failure(spec: dict[str, Any], session: Session) -> None:
+def test_timeout_is_a_failure(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT count(*) FROM track", spec=spec, options={"timeout": 0.5})
     s = KIND.evaluate(case, "SELECT count(*) FROM track a, track b, track c", session)
     assert s.reason == "timeout: query exceeded 0.5 s"
@@ -174,7 +174,7 @@ def test_timeout_is_a_failure(spec: dict[str, Any], session: Session) -> None:
     assert "predicted_seconds" in s.metrics
 
 
-def test_truncated_is_a_failure(spec: dict[str, Any], session: Session) -> None:
+def test_truncated_is_a_failure(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT trackid FROM track WHERE trackid <= 10", spec=spec,
                      options={"max_rows": 100})
     s = KIND.evaluate(case, "SELECT trackid FROM track", session)
@@ -185,7 +185,7 @@ def test_truncated_is_a_failure(spec: dict[str, Any], session: Session) -> None:
 
 
 def test_over_max_bytes_is_a_failure_and_a_gold_error(chinook_sqlite: Path,
-                                                      session: Session) -> None:
+                                                      session: Evaluator) -> None:
     small = {"type": "sqlite", "path": str(chinook_sqlite), "max_bytes": 100_000}
     case = make_case("SELECT name FROM track WHERE trackid <= 10", spec=small)
     s = KIND.evaluate(case, "SELECT name, composer FROM track", session)
@@ -198,7 +198,7 @@ def test_over_max_bytes_is_a_failure_and_a_gold_error(chinook_sqlite: Path,
         KIND.evaluate(make_case("SELECT * FROM track", spec=small), "SELECT 1", session)
 
 
-def test_broken_gold_is_an_error_of_the_suite(spec: dict[str, Any], session: Session) -> None:
+def test_broken_gold_is_an_error_of_the_suite(spec: dict[str, Any], session: Evaluator) -> None:
     with pytest.raises(GoldError, match="no such table"):
         KIND.evaluate(make_case("SELECT * FROM nowhere", spec=spec), "SELECT 1", session)
     big = make_case("SELECT * FROM track", spec=spec, options={"max_rows": 10})
@@ -210,7 +210,7 @@ def test_broken_gold_is_an_error_of_the_suite(spec: dict[str, Any], session: Ses
         KIND.evaluate(slow, "SELECT 1", session)
 
 
-def test_gold_alternatives_best_wins(spec: dict[str, Any], session: Session) -> None:
+def test_gold_alternatives_best_wins(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case(["SELECT name FROM artist WHERE artistid = 1",
                       "SELECT name FROM artist WHERE artistid = 2"], spec=spec)
     s = KIND.evaluate(case, "SELECT name FROM artist WHERE artistid = 2", session)
@@ -220,7 +220,7 @@ def test_gold_alternatives_best_wins(spec: dict[str, Any], session: Session) -> 
 
 
 def test_gold_cache_and_invalidation(
-    spec: dict[str, Any], chinook_sqlite: Path, session: Session
+    spec: dict[str, Any], chinook_sqlite: Path, session: Evaluator
 ) -> None:
     case = make_case("SELECT name FROM genre ORDER BY genreid", spec=spec)
     pred = "SELECT name FROM genre ORDER BY genreid"
@@ -242,7 +242,7 @@ def test_gold_cache_and_invalidation(
 def test_no_cache_session_executes_again(spec: dict[str, Any]) -> None:
     from .conftest import JsonCache
 
-    s = Session(cache=JsonCache(), no_cache=True)
+    s = Evaluator(cache=JsonCache(), no_cache=True)
     try:
         case = make_case("SELECT 1", spec=spec)
         KIND.evaluate(case, "SELECT 1", s)
@@ -251,7 +251,7 @@ def test_no_cache_session_executes_again(spec: dict[str, Any]) -> None:
         s.close()
 
 
-def test_recorded_results_without_datasource(session: Session) -> None:
+def test_recorded_results_without_datasource(session: Evaluator) -> None:
     case = make_case(
         "SELECT a, b FROM t",
         gold_result=ResultTable(["a", "b"], [(1, "x"), (2, "y")]),
@@ -265,7 +265,7 @@ def test_recorded_results_without_datasource(session: Session) -> None:
     assert "exact_set_match" not in s.metrics  # no schema: no structure metrics
 
 
-def test_spider_schema_source_scores_structure_only(shared_data: Path, session: Session) -> None:
+def test_spider_schema_source_scores_structure_only(shared_data: Path, session: Evaluator) -> None:
     spec = {"type": "spider-schema", "tables": str(shared_data / "spider" / "tables.json")}
     gold = "SELECT name, country, age FROM singer ORDER BY age DESC"
     case = make_case(gold, spec=spec, options={"db_id": "concert_singer"})
@@ -283,7 +283,7 @@ def test_spider_schema_source_scores_structure_only(shared_data: Path, session: 
     assert refused.metrics["exact_set_match"] == 0.0
 
 
-def test_structure_auto_skips_non_spider_gold(spec: dict[str, Any], session: Session) -> None:
+def test_structure_auto_skips_non_spider_gold(spec: dict[str, Any], session: Evaluator) -> None:
     gold = ("WITH t AS (SELECT genreid, count(*) AS n FROM track GROUP BY genreid) "
             "SELECT max(n) FROM t")
     s = KIND.evaluate(make_case(gold, spec=spec), gold, session)
@@ -296,7 +296,7 @@ def test_structure_auto_skips_non_spider_gold(spec: dict[str, Any], session: Ses
     assert "exact_set_match" not in KIND.evaluate(off, "SELECT 1", session).metrics
 
 
-def test_compare_options_apply(spec: dict[str, Any], session: Session) -> None:
+def test_compare_options_apply(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT total FROM invoice WHERE invoiceid = 1", spec=spec)
     assert KIND.evaluate(case, "SELECT 1.98", session).metrics["execution_accuracy"] == 1.0
     loose = make_case("SELECT total FROM invoice WHERE invoiceid = 1", spec=spec,
@@ -304,13 +304,13 @@ def test_compare_options_apply(spec: dict[str, Any], session: Session) -> None:
     assert KIND.evaluate(loose, "SELECT 2.0", session).metrics["execution_accuracy"] == 1.0
 
 
-def test_missing_database_is_source_unavailable(tmp_path: Path, session: Session) -> None:
+def test_missing_database_is_source_unavailable(tmp_path: Path, session: Evaluator) -> None:
     case = make_case("SELECT 1", spec={"type": "sqlite", "path": str(tmp_path / "gone.db")})
     with pytest.raises(SourceUnavailable):
         KIND.evaluate(case, "SELECT 1", session)
 
 
-def test_prediction_shapes(spec: dict[str, Any], session: Session) -> None:
+def test_prediction_shapes(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT 1", spec=spec)
     assert KIND.evaluate(case, {"sql": "SELECT 1"}, session).metrics["execution_accuracy"] == 1
     with pytest.raises(PredictionError):
@@ -343,7 +343,7 @@ def test_difficulty() -> None:
     assert KIND.difficulty(make_case("SELECT FROM WHERE (")) is None  # no parse at all
 
 
-def test_efficiency_opt_in(spec: dict[str, Any], session: Session) -> None:
+def test_efficiency_opt_in(spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT count(*) FROM track", spec=spec,
                      options={"efficiency": {"iterations": 3}})
     s = KIND.evaluate(case, "SELECT count(trackid) FROM track", session)
@@ -357,7 +357,7 @@ def test_efficiency_opt_in(spec: dict[str, Any], session: Session) -> None:
     assert refused.metrics["ves"] == 0.0
 
 
-def test_recorded_gold_with_executed_prediction(spec: dict[str, Any], session: Session) -> None:
+def test_recorded_gold_with_executed_prediction(spec: dict[str, Any], session: Evaluator) -> None:
     """A recorded gold is final: the TSSE texts are not re-executed for it."""
     case = make_case("SELECT DISTINCT name FROM genre WHERE genreid < 3", spec=spec,
                      gold_result=ResultTable(["name"], [("Rock",), ("Jazz",)]))
@@ -368,7 +368,7 @@ def test_recorded_gold_with_executed_prediction(spec: dict[str, Any], session: S
     assert s.metrics["exact_set_match"] == 1.0
 
 
-def test_diff_explains_a_test_suite_only_mismatch(spec: dict[str, Any], session: Session) -> None:
+def test_diff_explains_a_test_suite_only_mismatch(spec: dict[str, Any], session: Evaluator) -> None:
     tsse = {"test_suite_rewrite": True}
     case = make_case("SELECT DISTINCT billingcountry FROM invoice", spec=spec, options=tsse)
     s = KIND.evaluate(case, "SELECT billingcountry FROM invoice GROUP BY billingcountry", session)

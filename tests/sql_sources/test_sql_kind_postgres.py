@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.errors import SourceUnavailable
 from pytest_queryeval.kinds.sql import SqlKind
 from tests.fixtures.postgres import PostgresServer
@@ -25,7 +25,7 @@ def pg_spec(postgres_url: str) -> dict[str, Any]:
     return {"type": "sqlalchemy", "url": postgres_url}
 
 
-def test_correct_prediction_with_structure(pg_spec: dict[str, Any], session: Session) -> None:
+def test_correct_prediction_with_structure(pg_spec: dict[str, Any], session: Evaluator) -> None:
     case = make_case("SELECT count(*) FROM album WHERE artist_id = 1", spec=pg_spec)
     s = KIND.evaluate(case, "SELECT COUNT(*) FROM album WHERE artist_id = 1", session)
     assert s.reason is None
@@ -36,7 +36,7 @@ def test_correct_prediction_with_structure(pg_spec: dict[str, Any], session: Ses
 
 @pytest.mark.parametrize("sql", POSTGRES)
 def test_refused_predictions(
-    pg_spec: dict[str, Any], postgres_server: PostgresServer, session: Session, sql: str
+    pg_spec: dict[str, Any], postgres_server: PostgresServer, session: Evaluator, sql: str
 ) -> None:
     before = postgres_server.checksum()
     s = KIND.evaluate(make_case("SELECT count(*) FROM genre", spec=pg_spec), sql, session)
@@ -46,7 +46,7 @@ def test_refused_predictions(
     assert postgres_server.checksum() == before
 
 
-def test_timeout_and_failure(pg_spec: dict[str, Any], session: Session,
+def test_timeout_and_failure(pg_spec: dict[str, Any], session: Evaluator,
                              postgres_server: PostgresServer) -> None:
     case = make_case("SELECT 1", spec=pg_spec, options={"timeout": 0.5})
     s = KIND.evaluate(case, "SELECT count(*) FROM track a, track b, track c", session)
@@ -57,7 +57,7 @@ def test_timeout_and_failure(pg_spec: dict[str, Any], session: Session,
     assert postgres_server.readonly_password not in repr(s)
 
 
-def test_server_down_is_source_unavailable(postgres: PostgresServer, session: Session) -> None:
+def test_server_down_is_source_unavailable(postgres: PostgresServer, session: Evaluator) -> None:
     case = make_case("SELECT 1", spec={"type": "sqlalchemy", "url": postgres.readonly_url()})
     with postgres.down(), pytest.raises(SourceUnavailable) as info:
         KIND.evaluate(case, "SELECT 1", session)
@@ -66,7 +66,7 @@ def test_server_down_is_source_unavailable(postgres: PostgresServer, session: Se
 
 
 def test_same_answer_on_sqlite_and_postgres(
-    pg_spec: dict[str, Any], chinook_sqlite: Path, session: Session
+    pg_spec: dict[str, Any], chinook_sqlite: Path, session: Evaluator
 ) -> None:
     """The same question on both engines: Decimal (PostgreSQL) vs float (SQLite) totals."""
     pg = make_case("SELECT billing_country, sum(total) FROM invoice GROUP BY billing_country",
@@ -79,7 +79,7 @@ def test_same_answer_on_sqlite_and_postgres(
     assert KIND.evaluate(lite, pred_lite, session).metrics["execution_accuracy"] == 1.0
 
 
-def test_gold_cache_keyed_by_url_and_version(postgres_url: str, session: Session) -> None:
+def test_gold_cache_keyed_by_url_and_version(postgres_url: str, session: Evaluator) -> None:
     def run(version: int | None) -> Any:
         spec: dict[str, Any] = {"type": "sqlalchemy", "url": postgres_url}
         if version is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session
+from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.kinds.sql import SqlKind
 from pytest_queryeval.ties import keyed_query
 
@@ -131,7 +131,7 @@ def test_what_is_not_analysed_is_said():
 
 
 @pytest.mark.postgres
-def test_ties_on_postgresql(postgres_url: str, session: Session) -> None:
+def test_ties_on_postgresql(postgres_url: str, session: Evaluator) -> None:
     spec = {"type": "sqlalchemy", "url": postgres_url}
     gold = "SELECT name FROM track ORDER BY unit_price DESC LIMIT 3"
     s = _ex(spec, session, gold, "SELECT name FROM track ORDER BY unit_price DESC, "

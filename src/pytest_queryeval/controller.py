@@ -1,0 +1,277 @@
+"""The end of the run, in the one process that sees every case's record: a serial run, or the
+xdist controller (its workers send each record with the case's report).
+
+:class:`Controller` gathers the records as reports arrive, and when the session finishes
+builds the JSON report (:mod:`.finish`), evaluates the gates and hands it to the pure
+:func:`~.conclude.conclude`, which ``queryeval merge`` ends in too; the lines it prints, and the
+errors and notes met on the way, stay on the object until ``pytest_terminal_summary``.
+
+Exit status follows pytest's rules: a failed gate or baseline turns OK into TESTS_FAILED and
+never overrides an interrupted, internal-error or usage-error status.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import unmatched
+from .aggregate import evaluate_gates
+from .collect import is_case_file
+from .conclude import Outputs, conclude
+from .config import Gate
+from .errors import QueryEvalError
+from .finish import add_junit_properties, build_report, case_dirs, relative
+from .options import RunOptions
+from .runahead import ProgressLine
+from .runner import Runner
+
+#: Statuses that gates and baselines may turn into TESTS_FAILED.
+_GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+#: The ``when`` of the report xdist makes for a case whose worker crashed while running it.
+XDIST_CRASH = "???"
+
+
+class Controller:
+    """Records, the end of the session and the terminal summary (see the module docstring)."""
+
+    def __init__(self, config: pytest.Config, options: RunOptions, runner: Runner) -> None:
+        self.config = config
+        self.options = options
+        #: This process's runner: the suite (configs, ids) of a serial run, the evaluator.
+        self.runner = runner
+        self.started = time.time()
+        #: Every case's record, by node id.
+        self.records: dict[str, dict[str, Any]] = {}
+        #: xdist: each case's :func:`~.report.records.case_meta`, by node id, from the workers
+        #: (the record of a case whose worker crashed is completed from it).
+        self.case_meta: dict[str, Any] = {}
+        #: xdist: the cases whose worker crashed while running them (node id: what xdist
+        #: said); their records are made when the session ends.
+        self.crashed: dict[str, str] = {}
+        #: The predictions progress line (a serial run's pool, else the workers' counts).
+        self.progress = ProgressLine(config, lambda: runner.evaluator.pool)
+        #: What the terminal summary shows: the summary lines (None: no report was built),
+        #: then the errors met while finishing, and the notes (warnings) before them.
+        self.summary: list[str] | None = None
+        self.errors: list[str] = []
+        self.notes: list[str] = []
+        #: Why the session was interrupted (:func:`~.conclude.interrupt_reason`), or None.
+        self.interrupted: str | None = None
+
+    # -- as the run goes -----------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """The usage error an xdist worker found in the suite configuration."""
+        message = getattr(report, "queryeval_usage", None)
+        if message:  # before any worker is given a case: the session ends with exit status 4
+            raise pytest.UsageError(message)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, "queryeval", None)
+        if record is not None:
+            self.records[report.nodeid] = record
+            self.progress.from_report(report)
+        elif str(report.when) == XDIST_CRASH and report.failed and is_case_file(
+                Path(report.nodeid.split("::", 1)[0]), self.options.files):
+            # xdist: the worker running this case crashed, and sent no record (its record is
+            # made when the session ends, with what the other workers sent of the case)
+            self.crashed[report.nodeid] = (
+                f"{report.longrepr}: the worker process died (a crash in native code, "
+                "os._exit, the out-of-memory killer); the case has no result")
+
+    @pytest.hookimpl(trylast=True)  # after the terminal wrote the case's result
+    def pytest_runtest_logfinish(self) -> None:
+        self.progress.update()  # the predictions progress line, when one is due
+
+    # -- the end -------------------------------------------------------------------------
+    def finish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Aggregate, gate, compare and write reports (before junit is written)."""
+        notes, errors = unmatched.warn(self.runner.unmatched)
+        self.notes = notes
+        if errors:
+            self.errors.extend(errors)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        try:
+            self.runner.gc.before_finish()
+            self._finish(session, int(exitstatus))
+        except QueryEvalError as exc:
+            self.errors.append(exc.reason())
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _finish(self, session: pytest.Session, exitstatus: int) -> None:
+        audit = self.options.audit
+        if self.crashed:  # after every testnodedown: the workers' case metadata has arrived
+            from .report.records import crash_record
+
+            for nodeid, message in self.crashed.items():
+                self.records[nodeid] = crash_record(nodeid, message, self.case_meta.get(nodeid))
+        records = sorted(self.records.values(), key=lambda r: (
+            str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
+        interrupted = self.interrupted or (
+            "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else None)
+        if not records and interrupted:  # a report all the same: zero cases, and why
+            from .conclude import conclude_interrupted, interrupted_report
+
+            run = self._report([], [], exitstatus)["run"]
+            self.summary = conclude_interrupted(interrupted_report(run, interrupted),
+                                                self._outputs([]))
+            return
+        if not records:
+            if audit:
+                self.summary = ["gold audit: no gold to audit (no case ran)"]
+            return
+        # an audit scores the golds against themselves: gates and baselines judge models
+        gates = evaluate_gates([] if audit else self._gates(records), records)
+        for gate in gates:  # reports are committed as baselines: no machine paths in them
+            gate["scope"] = relative(Path(gate["scope"]), self.config.rootpath)
+        public = [{k: v for k, v in r.items() if k != "path"} for r in records]
+        report = self._report(public, gates, exitstatus, records)
+        if interrupted:  # pytest.exit(returncode=...) too
+            report["run"].update(interrupted=True, interrupt_reason=interrupted)
+        if audit:
+            from .report.audit import audit_report
+
+            report["audit"] = audit_report(public, audit)
+        self.config.hook.pytest_queryeval_report(report=report, config=self.config)
+        lines: list[str] = []
+        self.summary = lines  # shown even if writing a report fails in conclude()
+        out = self._outputs(records)
+        if audit:
+            from .report.audit import summary_lines as audit_lines
+
+            out.after_gates = ["", *audit_lines(report["audit"])]
+            out.skip_compare = "baseline: not compared in a gold audit"
+        failed = conclude(report, out, lines,
+                          lambda: self._update_refusals(session, records, exitstatus))
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if failed and session.exitstatus in _GATEABLE:
+            lines.append("queryeval: the session fails on the gates/baseline above")
+        add_junit_properties(self.config, report)
+
+    def _suite_dir(self, records: list[dict[str, Any]]) -> Path:
+        from .verdict import suite_dir
+
+        return suite_dir(self.runner.finder, case_dirs(records), self.config.rootpath)
+
+    def _gates(self, records: list[dict[str, Any]]) -> list[Gate]:
+        seen: dict[str, Gate] = {}
+        for directory in sorted(case_dirs(records)):
+            for key, gate in self.runner.finder.for_directory(directory).gates.items():
+                seen.setdefault(key, gate)
+        return list(seen.values())
+
+    def _report(self, public: list[dict[str, Any]], gates: list[dict[str, Any]],
+                exitstatus: int, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return build_report(
+            public, started=self.started, exitstatus=exitstatus, gates=gates,
+            model=self._model(public if records is None else records),
+            verdict_mode=self.options.verdict_mode, suite_ids=self.runner.suite_ids,
+            shard=self.options.shard,
+            workers=getattr(self.config.option, "numprocesses", None) or 0)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        from .conclude import interrupt_reason  # Ctrl-C, pytest.exit(), collection errors
+
+        self.interrupted = interrupt_reason(excinfo.value)
+
+    def _model(self, records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+        """The model under test: its label (``--queryeval-model-label``, else ``model:`` of the
+        suite configs) and its predictions source (``--queryeval-predictions``, else
+        ``predictions:``), so a baseline says which model produced it."""
+        from .secrets import Scrubber
+        from .verdict import describe_predictions
+
+        configs = [self.runner.finder.for_directory(d) for d in sorted(case_dirs(records))]
+        predictions = self.options.predictions
+        # model: names the suite's own predictions; --queryeval-predictions brings another model
+        label = self.options.model_label or (None if predictions else ", ".join(
+            sorted({c.model for c in configs if c.model})) or None)
+        if predictions and Path(predictions).is_absolute():
+            predictions = relative(Path(predictions), self.config.rootpath)
+        if not predictions:
+            predictions = ", ".join(sorted({d for c in configs
+                                            if (d := describe_predictions(c.predictions))})) or None
+        # the suites' own secrets too: under xdist the controller's scrubber has seen no case
+        scrub = Scrubber(self.runner.evaluator.scrubber.secrets.union(
+            *(c.secrets for c in configs))).text
+        return (scrub(label) if label else None), (scrub(predictions) if predictions else None)
+
+    def _outputs(self, records: list[dict[str, Any]]) -> Outputs:
+        """The run's report and baseline options. The baseline file is the one the run's
+        processes resolved after collection (:attr:`Runner.baseline`); only when no process
+        that collected told it (every xdist worker crashed) is it resolved from the records."""
+        baseline = None
+        if self.options.wants_baseline:
+            baseline = self.runner.baseline or self.options.baseline_path(
+                self._suite_dir(records))
+        return self.options.report.outputs(
+            baseline_path=baseline,
+            significance=self._significance(records) if self.options.report.baseline
+            else None,
+            display=lambda p: relative(p, self.config.rootpath))
+
+    def _significance(self, records: list[dict[str, Any]]) -> float | None:
+        """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite
+        configs (the smallest alpha when they differ), else ini ``queryeval_significance``; all
+        were validated before the run."""
+        from .significance import parse_significance
+
+        cli = self.options.report.significance
+        if cli is not None:
+            return parse_significance(cli, "--queryeval-significance")
+        suites = [c.significance for d in sorted(case_dirs(records))
+                  if (c := self.runner.finder.for_directory(d)).significance is not None]
+        if suites:
+            return min(suites)
+        return parse_significance(self.options.significance_ini, "queryeval_significance")
+
+    def _update_refusals(self, session: pytest.Session, records: list[dict[str, Any]],
+                         exitstatus: int) -> list[str]:
+        """Why this run must not replace the baseline (see :func:`verdict.update_refusals`)."""
+        from .verdict import partial_run, update_refusals
+
+        config = self.config
+        opt = config.option
+        filters = [f"{flag} {value!r}" for flag, value in
+                   (("-k", getattr(opt, "keyword", "")), ("-m", getattr(opt, "markexpr", "")))
+                   if value]
+        if getattr(opt, "lf", False):
+            filters.append("--lf")
+        if getattr(opt, "deselect", None):
+            filters.append("--deselect")
+        if self.runner.deselected and not filters:
+            filters.append(f"{self.runner.deselected} case(s) deselected")
+        collected = {Path(str(r["path"])).resolve() for r in records if r.get("path")}
+        filters.extend(partial_run(config.args, config.invocation_params.dir,
+                                   self._suite_dir(records), self.options.files, collected))
+        stopped = session.shouldfail or session.shouldstop
+        maxfail = int(getattr(opt, "maxfail", 0) or 0)
+        if not stopped and maxfail and sum(
+                r.get("outcome") in ("failed", "error") for r in records) >= maxfail:
+            stopped = f"--maxfail={maxfail}"
+        errors = [str(r.get("id")) for r in records if r.get("outcome") == "error"]
+        return update_refusals(filters=filters,
+                               interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+                               stopped=str(stopped) if stopped else None, errors=errors)
+
+    def terminal_summary(self, terminalreporter: Any) -> None:
+        self.progress.close()
+        lines, errors, notes = self.summary, self.errors, self.notes
+        if not lines and not errors and not notes:
+            return
+        terminalreporter.write_sep("=", "queryeval")
+        for line in notes:
+            terminalreporter.write_line(line, yellow=True)
+        for line in lines or []:
+            red = line.startswith(("gate FAIL", "REGRESSION", "error:"))
+            green = line.startswith(("gate PASS", "OK:"))
+            terminalreporter.write_line(line, red=red, green=green and not red)
+        for line in errors:  # already prefixed: "error: ...", "missing dependency: ..."
+            terminalreporter.write_line(line, red=True)
