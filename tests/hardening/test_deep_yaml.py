@@ -22,7 +22,9 @@ def test_deep_yaml_is_a_located_error_and_the_suite_runs(suite: pytest.Pytester,
     elif shape == "flow-map":
         deep = "kind: sql\ncases: " + "{a: " * DEPTH + "1" + "}" * DEPTH + "\n"
     else:
-        deep = "kind: sql\ncases:\n" + "\n".join(" " * i + "-" for i in range(DEPTH)) + "\n"
+        # indentation grows with depth: 30,000 levels would be 450 MB, which the 64 MiB cap
+        # on a YAML file refuses before parsing; 5,000 levels (12 MB) still nest past the bound
+        deep = "kind: sql\ncases:\n" + "\n".join(" " * i + "-" for i in range(5_000)) + "\n"
     (suite.path / "test_deep.yaml").write_text(deep, encoding="utf-8")
     suite.makefile(".yaml", test_good=dump({
         "kind": "sql", "cases": [{"id": "good", "gold_result": {"columns": ["n"], "rows": [[1]]},

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.engine import Session, run_case
+from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.model import Threshold
 from pytest_queryeval.results import Term
 
@@ -32,7 +32,7 @@ def spec(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
 
 
 def _run(spec: dict[str, Any], gold: str, pred: str) -> Any:
-    return run_case(case(spec, P + gold, P + pred, thresholds=EX), Session(cache=DictCache()))
+    return run_case(case(spec, P + gold, P + pred, thresholds=EX), Evaluator(cache=DictCache()))
 
 
 def test_a_diff_prints_terms_as_sparql(spec):

@@ -33,6 +33,7 @@ of it.
 from __future__ import annotations
 
 import importlib.util
+import contextlib
 import os
 import re
 import shutil
@@ -127,8 +128,16 @@ def machine_paths(temp_dir: str) -> MachinePaths:
     a bracket, a blank or the end of the text, not more of a name (``/root`` in ``/rootfs``).
     """
     pairs = {temp_dir.rstrip("/"): TEMP_LABEL}
-    home = os.path.expanduser("~").rstrip("/")
-    pairs.setdefault(home, HOME_LABEL)
+    # $HOME and the account's home from the password database: a process started with
+    # another HOME (a sandbox worker of a test that changed it) still scrubs the real one
+    homes = {os.path.expanduser("~")}
+    with contextlib.suppress(KeyError, ImportError):
+        import pwd
+
+        homes.add(pwd.getpwuid(os.getuid()).pw_dir)
+    for home in homes:
+        if home.rstrip("/"):
+            pairs.setdefault(home.rstrip("/"), HOME_LABEL)
     return tuple((path, re.compile(re.escape(path) + r"(?![\w.-])"), label)
                  for path, label in sorted(pairs.items(), key=lambda p: -len(p[0])) if path)
 
