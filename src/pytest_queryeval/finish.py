@@ -178,8 +178,11 @@ def finish_session(session: pytest.Session, state: State, started: float, exitst
                       lambda: _update_refusals(session, state, records, exitstatus))
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if failed and session.exitstatus in _GATEABLE:
-        lines.append("queryeval: the session fails on the gates/baseline above")
+    if session.exitstatus in _GATEABLE:  # the last line: the outcome and why
+        from .report.terminal import outcome_line
+
+        lines.append(outcome_line(report, failed=session.exitstatus != pytest.ExitCode.OK,
+                                  problems=out.problems))
     _add_junit_properties(config, report)
 
 

@@ -56,7 +56,7 @@ def test_reports_and_baseline_gate(suite):
         "*macro_precision*0.917*0.833*▼*-0.083*0.05*FAIL",
         "pass → fail: 1",
         "  c1 [[]sdmx/easy] passed → failed  (macro_precision)",
-        "verdict: baseline FAILED: macro_precision -0.083 > max drop 0.05 (overall)",
+        "baseline comparison: FAILED: macro_precision -0.083 > max drop 0.05 (overall)",
     ])
     assert "Traceback" not in result.stdout.str()
 
