@@ -184,7 +184,8 @@ class QueryEvalItem(pytest.Item):
                      style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):
             return failure_text(excinfo.value.record, spider_components=bool(
-                self.config.getoption("queryeval_spider_table")))
+                self.config.getoption("queryeval_spider_table")),
+                verbose=self.config.get_verbosity() > 0)
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:

@@ -341,14 +341,16 @@ def _show(value: Any, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
-def failure_text(record: Mapping[str, Any], *, spider_components: bool = False) -> str:
-    """Question, predicted vs gold, metric/value/threshold table, reason and diff; control
-    characters written as escapes (a prediction's escape codes never reach the console or
-    the junit XML)."""
-    return printable(_failure_text(record, spider_components))
+def failure_text(record: Mapping[str, Any], *, spider_components: bool = False,
+                 verbose: bool = False) -> str:
+    """What failed first (the reason and the diff), then question, predicted vs gold and the
+    metric/value/threshold table of the gated metrics (every metric with ``verbose``, pytest's
+    ``-v``); control characters written as escapes (a prediction's escape codes never reach
+    the console or the junit XML)."""
+    return printable(_failure_text(record, spider_components, verbose))
 
 
-def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
+def _failure_text(record: Mapping[str, Any], spider_components: bool, verbose: bool) -> str:
     out: list[str] = []
     header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
     out.append(header)
@@ -357,6 +359,12 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
     if record.get("error"):
         out.append(f"error: {record['error']}")
         return "\n".join(out)
+    if record.get("reason"):
+        out.append(f"reason:    {record['reason']}")
+    diff = record.get("diff") or []
+    if diff:  # what decides comes first: a 13-row metric table used to push it off screen
+        out.extend(str(d) for d in diff)
+        out.append("")
     if record.get("question"):
         out.append(f"question:  {record['question']}")
     out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
@@ -364,16 +372,17 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
     if fence:
         out.append(f"           (Markdown code fence {fence} stripped before scoring)")
     out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
-    if record.get("reason"):
-        out.append(f"reason:    {record['reason']}")
     metrics = record.get("metrics") or {}
     thresholds = record.get("thresholds") or {}
     failed = set(record.get("failed_metrics") or [])
     names = [m for m in thresholds] + [m for m in metrics if m not in thresholds]
-    hidden = 0
-    if not spider_components:  # the structure diff lines below name the mismatched parts
+    hidden = others = 0
+    if not spider_components:  # the structure diff lines above name the mismatched parts
         kept = [m for m in names if m in thresholds or not is_spider_component(m)]
         hidden, names = len(names) - len(kept), kept
+    if not verbose:  # the metrics that decide; the rest with -v
+        kept = [m for m in names if m in thresholds or m in failed]
+        others, names = len(names) - len(kept), kept
     if names:
         rows = []
         for m in names:
@@ -389,12 +398,10 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
                              zip(["metric", "value", "threshold", ""], width, strict=True)).rstrip())
         for r in rows:
             out.append("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip())
+    if others:
+        out.append(f"({plural(others, 'other metric')}: -v shows them)")
     if hidden:
         out.append(f"({hidden} Spider component metrics: --queryeval-spider-table shows them)")
-    diff = record.get("diff") or []
-    if diff:
-        out.append("")
-        out.extend(str(d) for d in diff)
     return "\n".join(out)
 
 
