@@ -105,6 +105,11 @@ def test_summary_leads_with_what_decides(tmp_path, current, baseline):
     assert sum(rows[k]["Regressions"] for k in rows if "all" not in k) == 2
     every = [c.value for c in wb["All metrics"][1]]
     assert {"soft_f1", "exact_set_match", "macro_precision"} <= set(every)
+    details = [c.value for c in wb["Details"][1]]
+    first = details.index("Failed metrics") + 1
+    assert details[first:first + 7] == [
+        "execution_accuracy", "json_similarity", "macro_f1", "completion_tokens", "cost_usd",
+        "prediction_seconds", "prompt_tokens"]
 
 
 def test_summary_number_formats(book):

@@ -346,7 +346,11 @@ def _outcome_format(fmt: dict[str, Any], outcome: str) -> Any:
 def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     ws = wb.add_worksheet("Details")
     cases: list[Mapping[str, Any]] = list(report.get("cases") or [])
-    metric_names = ordered_metrics(m for c in cases for m in (c.get("metrics") or {}))
+    names = ordered_metrics(m for c in cases for m in (c.get("metrics") or {}))
+    # what decides first: the gated metrics, latency, tokens and cost, then the rest
+    lead = lead_metrics(names, gated_metrics(report))
+    spend = [m for m in names if m not in lead and (is_timing(m) or is_usage(m))]
+    metric_names = [*lead, *spend, *(m for m in names if m not in lead and m not in spend)]
     headers = [*DETAILS_FIXED, *metric_names, "Error", "Reason"]
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])
