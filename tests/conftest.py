@@ -26,7 +26,8 @@ FROM_EXAMPLE_SUITE = {
 EXTRA_DATA = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 
 pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.oxigraph",
-                  "tests.fixtures.sparql_standin", "tests.fixtures.openai_standin"]
+                  "tests.fixtures.sparql_standin", "tests.fixtures.openai_standin",
+                  "tests.fixtures.llm_server"]
 
 
 #: Packages with compiled parts that cannot be imported twice in one process: pytester must

@@ -153,10 +153,14 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
         stats = group_stats(selected)
         if gate.stat == "pass_rate":
             value = stats["pass_rate"]
+            # skipped and xfailed cases are selected but not judged
+            over = (stats["passed"] + stats["failed"] + stats["errors"]
+                    + stats["xfailed_by_verdict"])
         else:
             metric = stats["metrics"].get(gate.metric)
             value = None if not metric else metric["mean"] if gate.stat == "mean" else \
                 math.fsum(_values(selected, gate.metric))
+            over = metric["n"] if metric else 0
         reason = None
         if value is None:
             reason = ("nothing scored: no case matched" if not selected else
@@ -166,6 +170,8 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
             "name": gate.name, "metric": gate.metric, "stat": gate.stat,
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
             "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
+            # the cases the value is computed over (``cases`` also counts the unscored ones)
+            "n": over if value is not None else 0,
             "allow_empty": gate.allow_empty, "reason": reason,
             # a gate that scores nothing cannot vouch for the run: it fails unless allowed
             "passed": gate.allow_empty if value is None else (

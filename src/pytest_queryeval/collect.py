@@ -164,7 +164,7 @@ class QueryEvalItem(pytest.Item):
                      style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailure):
             return failure_text(excinfo.value.record, spider_components=self.config.stash[
-                RUNNER].options.report.spider_table)
+                RUNNER].options.report.spider_table, verbose=self.config.get_verbosity() > 0)
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int, str]:

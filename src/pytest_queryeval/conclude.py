@@ -53,6 +53,9 @@ class Outputs:
     skip_compare: str | None = None
     #: How a path is shown in the summary (rootdir-relative in the plugin).
     display: Callable[[Path], str] = field(default=str)
+    #: Filled in by :func:`conclude`: causes of failure the report does not record (for the
+    #: summary's last line, :func:`~pytest_queryeval.report.terminal.outcome_line`).
+    problems: list[str] = field(default_factory=list)
 
 
 def run_settings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -115,7 +118,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
 
     gates = report.get("gates") or []
     lines.extend(summary_lines(report, tags=out.tags, worst=out.worst,
-                               spider_table=out.spider_table))
+                               spider_table=out.spider_table, baseline=out.compare))
     lines.extend(gate_lines(gates))
     lines.extend(out.after_gates)
     failed = any(not g["passed"] for g in gates)
@@ -144,6 +147,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
         failed = failed or not comparison.passed
     elif out.max_drop:
         lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
+        out.problems.append("--queryeval-max-drop without --queryeval-baseline")
         failed = True
 
     written = write_reports(report, comparison, out)
@@ -154,6 +158,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
                            + "; ".join(why)
                            + ". Run the whole suite cleanly, or add --queryeval-force-baseline "
                              "to write it anyway.")
+            out.problems.append("baseline not updated")
             failed = True
         else:
             write_baseline(report, path)

@@ -151,8 +151,11 @@ class Controller:
                           lambda: self._update_refusals(session, records, exitstatus))
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if failed and session.exitstatus in _GATEABLE:
-            lines.append("queryeval: the session fails on the gates/baseline above")
+        if session.exitstatus in _GATEABLE:  # the last line: the outcome and why
+            from .report.terminal import outcome_line
+
+            lines.append(outcome_line(report, failed=session.exitstatus != pytest.ExitCode.OK,
+                                      problems=out.problems))
         add_junit_properties(self.config, report)
 
     def _suite_dir(self, records: list[dict[str, Any]]) -> Path:

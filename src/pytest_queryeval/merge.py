@@ -329,10 +329,14 @@ def run(argv: Sequence[str]) -> int:
         lines.append(exc.reason() if exc.reason().startswith("error") else
                      f"error: {exc.reason()}")
         gated = True
+        out.problems.append("a report was not written")
     if gated and status == OK:
         status = TESTS_FAILED
-    if gated and status in (OK, TESTS_FAILED):
-        lines.append("queryeval: the run fails on the gates/baseline above")
+    if status in (OK, TESTS_FAILED):  # the last line: the outcome and why
+        from .report.terminal import outcome_line
+
+        problems = [*(["the shards are incomplete"] if incomplete else []), *out.problems]
+        lines.append(outcome_line(report, failed=status != OK, problems=problems))
     from .safetext import printable
 
     print("\n".join(printable(line) for line in lines))

@@ -18,6 +18,7 @@ QUOTED = (
     "gold orders.total >= value | pred orders.total > value",
     "50.0%",
     "gate FAIL: pass rate = 0.5000 (required >= 0.9, 2 cases)",
+    "queryeval: FAILED: 1 failed case (big-orders); gate pass_rate 0.5 < 0.9",
 )
 
 

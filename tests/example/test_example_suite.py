@@ -69,7 +69,7 @@ def test_worse_model_fails_the_baseline_gate_and_the_better_one_passes(tmp_path)
                       "--queryeval-baseline", "example_suite/queryeval-baseline.json",
                       "--queryeval-max-drop", "0.0", f"--queryeval-json={tmp_path / 'w.json'}")
     assert worse.returncode == 1
-    assert "verdict: baseline FAILED" in worse.stdout
+    assert "baseline comparison: FAILED" in worse.stdout
     assert "Traceback" not in worse.stdout
     cmp = json.loads((tmp_path / "w.json").read_text())["baseline"]
     flipped = {c["id"] for c in cmp["regressions"]}
@@ -80,7 +80,7 @@ def test_worse_model_fails_the_baseline_gate_and_the_better_one_passes(tmp_path)
                        "--queryeval-baseline", "example_suite/queryeval-baseline.json",
                        "--queryeval-max-drop", "0.0")
     assert better.returncode == 0, better.stdout[-3000:]
-    assert "verdict: baseline OK" in better.stdout
+    assert "baseline comparison: OK" in better.stdout
 
 
 def test_filters_select_what_the_readme_says(tmp_path):

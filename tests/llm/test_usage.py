@@ -74,7 +74,7 @@ def test_file_rows_report_usage_priced_per_model_and_every_report_shows_it(sdmx_
     assert "| latency (s) | prompt tokens | completion tokens | cost (USD) |" in md
     assert f"| 2,200 | 100 | {total} |" in md
     html = (sdmx_suite.path / "r.html").read_text()
-    assert "<th class=n>cost (USD)</th>" in html and f"<td class=n>{total}</td>" in html
+    assert '<th class="n spend">cost (USD)</th>' in html and f"<td class=n>{total}</td>" in html
     props = {p.get("name"): p.get("value") for p in ET.parse(sdmx_suite.path / "j.xml").iter("property")}
     assert float(props["queryeval.total.cost_usd"]) == pytest.approx(gdp_cost + mex_cost)
     assert props["queryeval.sdmx.unknown.pass_rate"] == "1.0"

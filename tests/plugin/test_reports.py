@@ -55,11 +55,18 @@ def test_json_report_schema_and_aggregates(mixed):
 
 def test_failure_shows_question_predicted_gold_and_metric_table(mixed):
     result = mixed.runpytest("-k", "c0")
+    # what decides first: the diff, then the case, then only the gated metrics
     result.stdout.fnmatch_lines([
-        "*sdmx case 'c0' (test_mixed.yaml:*)", "question:  question c0", "predicted: *NGDP_R*",
-        "gold:      *", "metric*value*threshold*", "macro_precision*0.667*>= 0.9*FAIL",
+        "*sdmx case 'c0' (test_mixed.yaml:*)",
         "[[]recall: 1.00, precision: 0.67]", "False Positives [[]1]", "  * NGDP_R: GDP constant",
+        "question:  question c0", "predicted: *NGDP_R*",
+        "gold:      *", "metric*value*threshold*", "macro_precision*0.667*>= 0.9*FAIL",
+        "(5 other metrics: -v shows them)",
     ])
+    assert "macro_recall" not in result.stdout.str()
+    verbose = mixed.runpytest("-k", "c0", "-v")
+    verbose.stdout.fnmatch_lines(["metric*value*threshold*", "macro_precision*0.667*>= 0.9*FAIL",
+                                  "macro_recall*1.000", "macro_f1*0.800"])
 
 
 def test_gates_set_exit_status_cleanly(mixed):

@@ -105,8 +105,8 @@ def test_merge_fails_on_a_drop_versus_the_baseline(many):
     assert result.ret == 1
     merged = json.loads((many.path / "merged.json").read_text())
     assert merged["baseline"]["passed"] is False
-    result.stdout.fnmatch_lines(["*macro_f1*", "queryeval: the run fails on the gates/baseline "
-                                               "above"])
+    result.stdout.fnmatch_lines(["*macro_f1*", "queryeval: FAILED: *failed cases*; "
+                                               "baseline drop: macro_f1 -* > max drop 0.05 *"])
 
 
 def test_merge_reports_missing_and_duplicated_cases(many):

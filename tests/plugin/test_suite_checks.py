@@ -134,7 +134,7 @@ def test_a_gate_that_scores_nothing_fails_unless_allow_empty(guarded):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "gate FAIL: mean execution_accuracy = n/a (nothing scored: no case has "
-        "execution_accuracy) (required >= 0.9, 3 cases)"])
+        "execution_accuracy) (required >= 0.9, 0 of 3 cases scored)"])
     gate = json.loads((guarded.path / "r.json").read_text())["gates"][0]
     assert (gate["passed"], gate["value"], gate["reason"]) == (
         False, None, "nothing scored: no case has execution_accuracy")

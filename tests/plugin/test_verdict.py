@@ -82,6 +82,9 @@ def test_baseline_verdict_forgives_known_failures_only(sql_suite, workers):
     result.stdout.fnmatch_lines([
         "verdict baseline: 2 failing since baseline (xfailed), 2 regressions, 1 fixed",
         "REGRESSION: regressed, broke", "fixed: fixed"])
+    # the summary's last line names the outcome and each cause
+    result.stdout.fnmatch_lines(["queryeval: FAILED: 2 regressions (regressed, broke); "
+                                 "1 failed case (new); 1 error (infra)", "*short test summary*"])
     for line in ("XFAIL test_cases.yaml::known - failing since baseline: "  # -rx, in any order
                  "execution_accuracy=0.000 (min 1)",
                  "XFAIL test_cases.yaml::known-broken - failing since baseline: query failed: "
@@ -116,19 +119,25 @@ def test_a_70_percent_model_is_green_until_it_regresses(suite):
     red = suite.runpytest("--queryeval-verdict=baseline", "--queryeval-baseline=base.json")
     red.assert_outcomes(passed=6, failed=1, xfailed=3)
     assert red.ret == pytest.ExitCode.TESTS_FAILED
-    red.stdout.fnmatch_lines(["REGRESSION: this case passed in the baseline", "REGRESSION: q0"])
+    red.stdout.fnmatch_lines(["REGRESSION: this case passed in the baseline",
+                              "verdict baseline: 3 failing since baseline (xfailed), "
+                              "1 regression, 0 fixed", "REGRESSION: q0",
+                              "queryeval: FAILED: 1 regression (q0); gate execution_accuracy 0.6 < 0.65"])
     # gates mode: the same run is judged by the gate only (EX mean 0.6 < 0.65 fails it)
     gates = suite.runpytest("--queryeval-verdict=gates")
     gates.assert_outcomes(passed=6, xfailed=4)
     assert gates.ret == pytest.ExitCode.TESTS_FAILED
-    gates.stdout.fnmatch_lines(["gate FAIL: mean execution_accuracy = 0.6000*"])
+    gates.stdout.fnmatch_lines(["gate FAIL: mean execution_accuracy = 0.6000*",
+                                "queryeval: FAILED: gate execution_accuracy 0.6 < 0.65"])
     suite.makeini("[pytest]\nqueryeval_files = test_*.yaml\nqueryeval_verdict = gates\n")
     suite.makefile(".yaml", queryeval=dump({
         "datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
         "thresholds": {"execution_accuracy": 1.0}, "gates": {"execution_accuracy": 0.6}}))
     gates = suite.runpytest("-rx")
     assert gates.ret == pytest.ExitCode.OK
-    gates.stdout.fnmatch_lines(["verdict gates: 4 below threshold (xfailed), 0 regressions, 0 fixed",
+    # no baseline: nothing can be a regression or fixed, so neither is counted
+    gates.stdout.fnmatch_lines(["verdict gates: 4 below threshold (xfailed)",
+                                "queryeval: PASSED (4 below threshold, xfailed)",
                                 "*XFAIL test_cases.yaml::q0 - below threshold: "
                                 "execution_accuracy=0.000 (min 1)*"])
 

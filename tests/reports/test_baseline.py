@@ -144,7 +144,7 @@ def test_different_settings_are_refused(current, baseline):
     assert cmp.regressions == []
     lines = format_comparison(cmp)
     assert "not comparable" in lines[0]
-    assert lines[-1].startswith("verdict:")
+    assert lines[-1].startswith("baseline comparison: not comparable:")
 
 
 def test_kind_only_in_one_run_is_comparable(current, baseline):
@@ -216,12 +216,12 @@ def test_format_comparison(current, baseline):
     assert "(execution_accuracy)" in text  # why genre-top failed
     assert "fail → pass: 1" in text
     assert "filter-region" in text
-    assert lines[-1].startswith("verdict: baseline FAILED: execution_accuracy -0.200")
+    assert lines[-1].startswith("baseline comparison: FAILED: execution_accuracy -0.200")
 
 
 def test_format_comparison_ok(current):
     lines = format_comparison(compare(current, current, 0.0))
-    assert lines[-1] == "verdict: baseline OK: no drop beyond the max-drop"
+    assert lines[-1] == "baseline comparison: OK: no drop beyond the max-drop"
     assert not any("FAIL" in ln for ln in lines)
 
 

@@ -33,7 +33,7 @@ def _members(current, kind, difficulty):
 
 def test_sheets(book):
     _, wb = book
-    assert wb.sheetnames == ["Summary", "Details", "SDMX overview", "Run"]
+    assert wb.sheetnames == ["Summary", "All metrics", "Details", "SDMX overview", "Run"]
 
 
 def test_summary_values(book, current):
@@ -46,7 +46,11 @@ def test_summary_values(book, current):
     assert row["Number of samples"] == len(easy) == 3
     assert row["Percent correct"] == pytest.approx(len(passed) / len(judged)) == 2 / 3
     assert row["execution_accuracy"] == pytest.approx(2 / 3)
-    assert row["soft_f1"] == pytest.approx((1.0 + 1.0 + 0.5) / 3)
+    # soft_f1 is neither gated nor a threshold: on the All metrics sheet, not the Summary
+    assert "soft_f1" not in row
+    every = {(r["Kind"], r["Difficulty"]): r for r in _table(wb["All metrics"])}
+    assert every[("sql", "easy")]["soft_f1"] == pytest.approx((1.0 + 1.0 + 0.5) / 3)
+    assert every[("sql", "easy")]["execution_accuracy"] == pytest.approx(2 / 3)
     secs = [c["metrics"]["prediction_seconds"] for c in easy]
     assert row["Mean latency (s)"] == pytest.approx(statistics.fmean(secs))
     assert row["Latency std (s)"] == pytest.approx(statistics.pstdev(secs))
@@ -73,6 +77,39 @@ def test_summary_values(book, current):
     assert keys.index(("sql", "easy")) < keys.index(("sql", "medium")) < keys.index(
         ("sql", "hard")) < keys.index(("sql", "extra"))
     assert keys[-1] == ("all", "all")
+
+
+def test_summary_leads_with_what_decides(tmp_path, current, baseline):
+    """Gated metrics, pass rate, regressions and fixed, latency, tokens and cost come first;
+    the Summary has no other metric column (issue 24 item 5)."""
+    from pytest_queryeval.report.baseline import compare
+
+    for case in current["cases"]:
+        if case.get("metrics"):
+            case["metrics"].update({"prompt_tokens": 900, "completion_tokens": 40,
+                                    "cost_usd": 0.002})
+    from pytest_queryeval.conclude import aggregates_of
+
+    current["aggregates"] = aggregates_of(current["cases"])
+    cmp = compare(current, baseline, 0.1)
+    current["baseline"] = cmp.to_dict()
+    wb = openpyxl.load_workbook(write_xlsx(current, tmp_path / "r.xlsx"))
+    header = [c.value for c in wb["Summary"][1]]
+    assert header == ["Kind", "Difficulty", "Number of samples", "Percent correct",
+                      "Regressions", "Fixed", "execution_accuracy", "json_similarity",
+                      "macro_f1", "Mean latency (s)", "Latency std (s)", "Prompt tokens",
+                      "Completion tokens", "Cost (USD)"]
+    rows = {(r["Kind"], r["Difficulty"]): r for r in _table(wb["Summary"])}
+    assert rows[("all", "all")]["Regressions"] == len(cmp.regressions) == 2
+    assert rows[("all", "all")]["Fixed"] == len(cmp.fixes)
+    assert sum(rows[k]["Regressions"] for k in rows if "all" not in k) == 2
+    every = [c.value for c in wb["All metrics"][1]]
+    assert {"soft_f1", "exact_set_match", "macro_precision"} <= set(every)
+    details = [c.value for c in wb["Details"][1]]
+    first = details.index("Failed metrics") + 1
+    assert details[first:first + 7] == [
+        "execution_accuracy", "json_similarity", "macro_f1", "completion_tokens", "cost_usd",
+        "prediction_seconds", "prompt_tokens"]
 
 
 def test_summary_number_formats(book):
@@ -164,7 +201,7 @@ def test_run_sheet(book, current):
 def test_empty_report(tmp_path):
     report = {"version": 1, "run": {}, "cases": [], "aggregates": {}, "gates": []}
     wb = openpyxl.load_workbook(write_xlsx(report, tmp_path / "empty.xlsx"))
-    assert wb.sheetnames == ["Summary", "Details", "Run"]
+    assert wb.sheetnames == ["Summary", "All metrics", "Details", "Run"]
 
 
 def test_missing_xlsxwriter(tmp_path, current, monkeypatch):

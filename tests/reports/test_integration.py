@@ -56,12 +56,12 @@ def test_reports_and_baseline_gate(suite):
         "*macro_precision*0.917*0.833*▼*-0.083*0.05*FAIL",
         "pass → fail: 1",
         "  c1 [[]sdmx/easy] passed → failed  (macro_precision)",
-        "verdict: baseline FAILED: macro_precision -0.083 > max drop 0.05 (overall)",
+        "baseline comparison: FAILED: macro_precision -0.083 > max drop 0.05 (overall)",
     ])
     assert "Traceback" not in result.stdout.str()
 
     wb = openpyxl.load_workbook(suite.path / "out" / "r.xlsx")
-    assert wb.sheetnames == ["Summary", "Details", "SDMX overview", "Run"]
+    assert wb.sheetnames == ["Summary", "All metrics", "Details", "SDMX overview", "Run"]
     rows = list(wb["Summary"].iter_rows(values_only=True))
     easy = dict(zip(rows[0], next(r for r in rows if r[:2] == ("sdmx", "easy")), strict=True))
     assert easy["Number of samples"] == 2

@@ -165,7 +165,7 @@ def test_a_large_drop_is_significant_and_fails():
     assert any(line.split()[0] == "pass_rate" and "p=0.00391 *" in line
                and line.endswith("FAIL") for line in lines)
     assert any("paired bootstrap, 10,000 resamples, seed 20261123" in line for line in lines)
-    assert lines[-1].startswith("verdict: baseline FAILED: pass_rate -0.300 > max drop 0 "
+    assert lines[-1].startswith("baseline comparison: FAILED: pass_rate -0.300 > max drop 0 "
                                 "(overall, McNemar p = 0.00391)")
 
 
@@ -234,7 +234,7 @@ def test_plugin_significance_gate(suite):
     noise = suite.runpytest(*args, "--queryeval-significance=0.05")
     assert noise.ret == pytest.ExitCode.OK, noise.stdout.str()
     noise.stdout.fnmatch_lines(["*pass_rate*1.000*0.917*▼*-0.083*0.05*p=1*",
-                                "verdict: baseline OK: no significant drop (alpha 0.05) beyond "
+                                "baseline comparison: OK: no significant drop (alpha 0.05) beyond "
                                 "the max-drop"])
     _suite(suite, failing=(3,), critical=(3,))
     critical = suite.runpytest(*args, "--queryeval-significance=0.05")

@@ -75,6 +75,26 @@ def ordered_metrics(names: Iterable[str]) -> list[str]:
     return sorted(unique, key=key)
 
 
+def gated_metrics(report: Mapping[str, Any]) -> set[str]:
+    """The metrics that decide the run: those a gate bounds or a case has a threshold on.
+    Reports show them first; every other metric sits behind a toggle, a sheet or ``-v``."""
+    gated = {str(g["metric"]) for g in report.get("gates") or []
+             if g.get("metric") and g.get("stat") != "pass_rate"}
+    for case in report.get("cases") or []:
+        gated.update(str(m) for m in case.get("thresholds") or {})
+    return gated
+
+
+def lead_metrics(names: Iterable[str], gated: set[str]) -> list[str]:
+    """Of a group's metrics, the accuracy columns a summary leads with: the gated ones, else
+    (nothing gated) the first headline metric, so a summary never leads with none."""
+    ordered = [m for m in ordered_metrics(names) if not lower_is_better(m)]
+    lead = [m for m in ordered if m in gated]
+    if not lead:
+        lead = [m for m in ordered if not is_detail_metric(m)][:1]
+    return lead
+
+
 def ordered_difficulties(names: Iterable[str]) -> list[str]:
     """Known levels in increasing difficulty, then others alphabetically, unknown last."""
     def key(d: str) -> tuple[int, str]:

@@ -17,7 +17,14 @@ from typing import Any
 
 from ..errors import MissingDependency
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
-from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
+from .columns import (
+    difficulty_of,
+    gated_metrics,
+    is_detail_metric,
+    lead_metrics,
+    ordered_difficulties,
+    ordered_metrics,
+)
 from .json_report import create_temp
 
 __all__ = ["LATENCY_METRIC", "write_xlsx"]
@@ -31,6 +38,8 @@ CHART_SERIES = 6
 
 SUMMARY_FIXED = ("Kind", "Difficulty", "Number of samples", "Percent correct")
 LATENCY_HEADERS = ("Mean latency (s)", "Latency std (s)")
+#: With a baseline: the group's cases that passed there and fail now, and the reverse.
+CHANGE_HEADERS = ("Regressions", "Fixed")
 #: What the group's predictions cost (totals), after the latency columns.
 USAGE_COLUMNS = (("prompt_tokens", "Prompt tokens", "int"),
                  ("completion_tokens", "Completion tokens", "int"),
@@ -66,6 +75,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
                                        "strings_to_numbers": False, "nan_inf_to_errors": True})
         fmt = _formats(wb)
         _summary(wb, fmt, report)
+        _all_metrics(wb, fmt, report)
         _details(wb, fmt, report)
         sdmx = [c for c in report.get("cases") or [] if c.get("kind") == "sdmx"]
         if sdmx:
@@ -158,18 +168,40 @@ def _summary_groups(report: Mapping[str, Any]) -> tuple[list[tuple[str, str, Map
     return detail, totals
 
 
+def _changed(report: Mapping[str, Any]) -> dict[str, set[str]] | None:
+    """Regressed and fixed case ids (the verdict mode's and the baseline comparison's flips),
+    or None when the run had no baseline."""
+    cases = report.get("cases") or []
+    cmp = report.get("baseline")
+    if not isinstance(cmp, Mapping) and not any(c.get("baseline_status") is not None
+                                                for c in cases):
+        return None
+    out = {"regressions": {str(c.get("id")) for c in cases if c.get("verdict") == "regression"},
+           "fixed": {str(c.get("id")) for c in cases if c.get("verdict") == "fixed"}}
+    if isinstance(cmp, Mapping):
+        out["regressions"].update(str(ch.get("id")) for ch in cmp.get("regressions") or [])
+        out["fixed"].update(str(ch.get("id")) for ch in cmp.get("fixes") or [])
+    return out
+
+
 def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    """What decides first: samples, percent correct, regressions and fixed (with a baseline),
+    the gated metrics, latency, tokens and cost. Every metric is on the *All metrics* sheet."""
     ws = wb.add_worksheet("Summary")
     detail, totals = _summary_groups(report)
-    metric_names = ordered_metrics(
-        m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})
-        if m != LATENCY_METRIC and not is_usage(m))
+    metric_names = lead_metrics(
+        (m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})
+         if m != LATENCY_METRIC and not is_usage(m)), gated_metrics(report))
     present = {m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})}
     usage = [c for c in USAGE_COLUMNS if c[0] in present]
-    headers = [*SUMMARY_FIXED, *metric_names, *LATENCY_HEADERS, *(c[1] for c in usage)]
+    changed = _changed(report)
+    flips = list(CHANGE_HEADERS) if changed is not None else []
+    headers = [*SUMMARY_FIXED, *flips, *metric_names, *LATENCY_HEADERS, *(c[1] for c in usage)]
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])
-    lat_col = len(SUMMARY_FIXED) + len(metric_names)
+    first_metric = len(SUMMARY_FIXED) + len(flips)
+    lat_col = first_metric + len(metric_names)
+    cases = report.get("cases") or []
 
     def write_row(row: int, kind: str, diff: str, stats: Mapping[str, Any], total: bool) -> None:
         p = "total_" if total else ""
@@ -177,9 +209,15 @@ def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
         ws.write_string(row, 1, diff, fmt["total" if total else "text"])
         _write_num(ws, row, 2, stats.get("count"), fmt[p + "int"])
         _write_num(ws, row, 3, stats.get("pass_rate"), fmt[p + "pct"])
+        if changed is not None:
+            members = {str(c.get("id")) for c in cases
+                       if kind in (ALL, str(c.get("kind"))) and diff in (ALL, difficulty_of(c))}
+            for i, key in enumerate(("regressions", "fixed")):
+                _write_num(ws, row, len(SUMMARY_FIXED) + i, len(members & changed[key]),
+                           fmt[p + "int"])
         metrics = stats.get("metrics") or {}
         for i, name in enumerate(metric_names):
-            _write_num(ws, row, len(SUMMARY_FIXED) + i, (metrics.get(name) or {}).get("mean"),
+            _write_num(ws, row, first_metric + i, (metrics.get(name) or {}).get("mean"),
                        fmt[p + "num"])
         latency = metrics.get(LATENCY_METRIC) or {}
         _write_num(ws, row, lat_col, latency.get("mean"), fmt[p + "sec"])
@@ -204,11 +242,36 @@ def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     ws.set_column(4, len(headers) - 1, 14)
     if detail:
         _summary_charts(wb, ws, detail, metric_names, lat_col, chart_row=first_total
-                        + len(totals) + 2)
+                        + len(totals) + 2, first_metric=first_metric)
+
+
+def _all_metrics(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    """The mean of every metric per kind x difficulty (the Summary keeps the deciding ones)."""
+    ws = wb.add_worksheet("All metrics")
+    detail, totals = _summary_groups(report)
+    names = ordered_metrics(m for _, _, stats in [*detail, *totals]
+                            for m in (stats.get("metrics") or {}))
+    headers = [*SUMMARY_FIXED[:3], *names]
+    for col, name in enumerate(headers):
+        ws.write_string(0, col, name, fmt["header"])
+    for row, (kind, diff, stats) in enumerate([*detail, *totals], start=1):
+        total = row > len(detail)
+        p = "total_" if total else ""
+        ws.write_string(row, 0, kind, fmt["total" if total else "text"])
+        ws.write_string(row, 1, diff, fmt["total" if total else "text"])
+        _write_num(ws, row, 2, stats.get("count"), fmt[p + "int"])
+        metrics = stats.get("metrics") or {}
+        for i, name in enumerate(names):
+            _write_num(ws, row, 3 + i, (metrics.get(name) or {}).get("mean"), fmt[p + "num"])
+    ws.freeze_panes(1, 2)
+    ws.set_row(0, 30)
+    ws.set_column(0, 1, 12)
+    ws.set_column(2, max(2, len(headers) - 1), 14)
 
 
 def _summary_charts(wb: Any, ws: Any, detail: Sequence[tuple[str, str, Mapping[str, Any]]],
-                    metric_names: list[str], lat_col: int, chart_row: int) -> None:
+                    metric_names: list[str], lat_col: int, chart_row: int,
+                    first_metric: int = len(SUMMARY_FIXED)) -> None:
     """Native charts over the kind x difficulty rows (two-level category axis)."""
     last = len(detail)  # detail rows are 1..last
     cats = ["Summary", 1, 0, last, 1]
@@ -253,7 +316,7 @@ def _summary_charts(wb: Any, ws: Any, detail: Sequence[tuple[str, str, Mapping[s
         if present:
             chart = wb.add_chart({"type": "column"})
             for m in present:
-                col = len(SUMMARY_FIXED) + metric_names.index(m)
+                col = first_metric + metric_names.index(m)
                 chart.add_series({"name": ["Summary", 0, col],
                                   "categories": ["Summary", start, 1, end, 1],
                                   "values": ["Summary", start, col, end, col]})
@@ -283,7 +346,11 @@ def _outcome_format(fmt: dict[str, Any], outcome: str) -> Any:
 def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     ws = wb.add_worksheet("Details")
     cases: list[Mapping[str, Any]] = list(report.get("cases") or [])
-    metric_names = ordered_metrics(m for c in cases for m in (c.get("metrics") or {}))
+    names = ordered_metrics(m for c in cases for m in (c.get("metrics") or {}))
+    # what decides first: the gated metrics, latency, tokens and cost, then the rest
+    lead = lead_metrics(names, gated_metrics(report))
+    spend = [m for m in names if m not in lead and (is_timing(m) or is_usage(m))]
+    metric_names = [*lead, *spend, *(m for m in names if m not in lead and m not in spend)]
     headers = [*DETAILS_FIXED, *metric_names, "Error", "Reason"]
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])

@@ -26,7 +26,14 @@ from ..metricnames import (
     lower_is_better,
 )
 from ..safetext import printable
-from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
+from .columns import (
+    difficulty_of,
+    gated_metrics,
+    is_detail_metric,
+    lead_metrics,
+    ordered_difficulties,
+    ordered_metrics,
+)
 from .json_report import write_atomic
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
@@ -78,6 +85,8 @@ font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .controls{display:flex;gap:16px;align-items:center;margin:6px 0}
 .controls input[type=search]{padding:4px 8px;width:280px}
 .failmetric{color:var(--bad);font-weight:600;font-size:12px}
+#all-metrics:not(:checked)~table .more{display:none}
+.summary th.more,.summary td.more{color:var(--muted)}
 """
 
 # Sorting and filtering; reads the DOM only. URL hash: #sort=<key>:<asc|desc>&failures&q=<text>
@@ -181,7 +190,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
         parts.append(_gates(gates))
     if report.get("audit"):
         parts.append(_audit(report["audit"]))
-    parts.append(_summary(agg))
+    parts.append(_summary(agg, cases, gated_metrics(report), _changed(cases, comparison)))
     parts.append(_references(agg))
     parts.append(_distributions(cases))
     if comparison is not None:
@@ -335,38 +344,77 @@ def _audit(audit: Mapping[str, Any]) -> str:
     return f'<section id="audit"><h2>Gold audit</h2>{head}{table}</section>'
 
 
-def _summary(agg: Mapping[str, Any]) -> str:
+def _changed(cases: Sequence[Mapping[str, Any]],
+             cmp: Comparison | None) -> dict[str, set[str]] | None:
+    """The ids of the regressed and fixed cases (the verdict mode's, else the comparison's
+    flips), or None when the run had no baseline to change against."""
+    if cmp is None and not any(c.get("baseline_status") is not None for c in cases):
+        return None
+    out: dict[str, set[str]] = {
+        "regressions": {str(c.get("id")) for c in cases if c.get("verdict") == "regression"},
+        "fixed": {str(c.get("id")) for c in cases if c.get("verdict") == "fixed"}}
+    if cmp is not None and cmp.comparable:
+        out["regressions"].update(ch.id for ch in cmp.regressions)
+        out["fixed"].update(ch.id for ch in cmp.fixes)
+    return out
+
+
+def _summary(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]] = (),
+             gated: set[str] | None = None, changed: dict[str, set[str]] | None = None) -> str:
+    """Per kind, difficulty x what decides (cases, pass rate, regressions and fixed cases, the
+    gated metrics, latency, tokens, cost); every other metric is a ``more`` column the
+    *all metrics* checkbox shows (CSS only: the page reads the same without its script)."""
     by_kd: Mapping[str, Mapping[str, Any]] = agg.get("by_kind_difficulty") or {}
     by_kind: Mapping[str, Any] = agg.get("by_kind") or {}
     out = ['<section id="summary"><h2>Summary by kind and difficulty</h2>']
+    more_total = 0
+    body: list[str] = []
     for kind in sorted(by_kd):
         groups = [(d, by_kd[kind][d], False) for d in ordered_difficulties(by_kd[kind])]
         if kind in by_kind:
             groups.append(("all", by_kind[kind], True))
         names = ordered_metrics(m for _, s, _ in groups for m in (s.get("metrics") or {}))
-        shown = [m for m in names if not is_detail_metric(m) and not lower_is_better(m)]
+        lead = lead_metrics(names, gated or set())
+        more = [m for m in names if m not in lead and not is_detail_metric(m)
+                and not lower_is_better(m)]
+        more += [m for m in names if m not in lead and m not in more and is_detail_metric(m)]
+        more_total = max(more_total, len(more))
         latency = LATENCY_METRIC in names
         spend = [m for m in USAGE_METRICS if m in names]
-        head = "".join(f"<th class=n>{e(m)}</th>" for m in shown)
-        head += "<th class=n>latency (s)</th>" if latency else ""
-        head += "".join(f"<th class=n>{e(SPEND_HEADERS[m])}</th>" for m in spend)
-        out.append(f'<h3>{e(kind)}</h3><table class="summary" data-kind="{e(kind)}"><thead>'
-                   f"<tr><th>difficulty</th><th class=n>cases</th><th class=n>pass rate</th>"
-                   f"{head}</tr></thead><tbody>")
+        head = "".join(f'<th class="n lead">{e(m)}</th>' for m in lead)
+        if changed is not None:
+            head += '<th class="n">regressions</th><th class="n">fixed</th>'
+        head += '<th class="n spend">latency (s)</th>' if latency else ""
+        head += "".join(f'<th class="n spend">{e(SPEND_HEADERS[m])}</th>' for m in spend)
+        head += "".join(f'<th class="n more">{e(m)}</th>' for m in more)
+        body.append(f'<h3>{e(kind)}</h3><table class="summary" data-kind="{e(kind)}"><thead>'
+                    f"<tr><th>difficulty</th><th class=n>cases</th><th class=n>pass rate</th>"
+                    f"{head}</tr></thead><tbody>")
         for diff, stats, total in groups:
             metrics = stats.get("metrics") or {}
             cells = "".join(f"<td class=n>{_num((metrics.get(m) or {}).get('mean'))}</td>"
-                            for m in shown)
+                            for m in lead)
+            if changed is not None:
+                members = {str(c.get("id")) for c in cases if str(c.get("kind")) == kind
+                           and (total or difficulty_of(c) == diff)}
+                cells += "".join(f"<td class=n>{len(members & changed[k])}</td>"
+                                 for k in ("regressions", "fixed"))
             if latency:
                 lat = metrics.get(LATENCY_METRIC)
                 cells += (f"<td class=n>{lat['mean']:.2f} ± {lat['std']:.2f}</td>" if lat
                           else "<td class=n>–</td>")
             cells += "".join(f"<td class=n>{e(spend_cell(m, metrics.get(m)))}</td>"
                              for m in spend)
-            out.append(f'<tr{" class=total" if total else ""} data-difficulty="{e(diff)}">'
-                       f"<td>{e(diff)}</td><td class=n>{int(stats.get('count') or 0)}</td>"
-                       f"<td class=n>{_pct(stats.get('pass_rate'))}</td>{cells}</tr>")
-        out.append("</tbody></table>")
+            cells += "".join(f'<td class="n more">{_num((metrics.get(m) or {}).get("mean"))}</td>'
+                             for m in more)
+            body.append(f'<tr{" class=total" if total else ""} data-difficulty="{e(diff)}">'
+                        f"<td>{e(diff)}</td><td class=n>{int(stats.get('count') or 0)}</td>"
+                        f"<td class=n>{_pct(stats.get('pass_rate'))}</td>{cells}</tr>")
+        body.append("</tbody></table>")
+    if more_total:
+        out.append('<input type="checkbox" id="all-metrics"> <label for="all-metrics">all '
+                   f"metrics (up to {more_total} more columns)</label>")
+    out.extend(body)
     out.append("</section>")
     return "".join(out)
 

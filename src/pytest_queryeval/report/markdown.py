@@ -14,7 +14,14 @@ from typing import Any
 
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
-from .columns import difficulty_of, is_detail_metric, ordered_difficulties, ordered_metrics
+from .columns import (
+    difficulty_of,
+    gated_metrics,
+    is_detail_metric,
+    lead_metrics,
+    ordered_difficulties,
+    ordered_metrics,
+)
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
@@ -107,7 +114,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
         out.extend(_gates(gates))
     if report.get("audit"):
         out.extend(_audit(report["audit"]))
-    out.extend(_kinds(agg))
+    out.extend(_kinds(agg, gated_metrics(report)))
     out.extend(_references(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
@@ -179,7 +186,9 @@ def _audit(audit: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _kinds(agg: Mapping[str, Any]) -> list[str]:
+def _kinds(agg: Mapping[str, Any], gated: set[str] | None = None) -> list[str]:
+    """Per kind, difficulty x what decides first (cases, pass rate, the gated metrics,
+    latency, tokens, cost), then the other headline metrics."""
     out: list[str] = []
     by_kd: Mapping[str, Mapping[str, Any]] = agg.get("by_kind_difficulty") or {}
     by_kind: Mapping[str, Any] = agg.get("by_kind") or {}
@@ -188,25 +197,30 @@ def _kinds(agg: Mapping[str, Any]) -> list[str]:
         if kind in by_kind:
             groups.append(("**all**", by_kind[kind]))
         names = ordered_metrics(m for _, s in groups for m in (s.get("metrics") or {}))
-        shown = [m for m in names if not is_detail_metric(m) and not lower_is_better(m)]
+        lead = lead_metrics(names, gated or set())
+        rest = [m for m in names if m not in lead and not is_detail_metric(m)
+                and not lower_is_better(m)]
         latency = LATENCY_METRIC in names
         spend = [m for m in USAGE_METRICS if m in names]
         out.extend([f"### {md(kind)}", ""])
-        header = ["difficulty", "cases", "pass rate", *(md(m) for m in shown)]
+        header = ["difficulty", "cases", "pass rate", *(md(m) for m in lead)]
         if latency:
             header.append("latency (s)")
         header += [SPEND_HEADERS[m] for m in spend]
+        header += [md(m) for m in rest]
         out.append(_row(header))
-        out.append("|---|---:|---:|" + "---:|" * (len(shown) + int(latency) + len(spend)))
+        out.append("|---|---:|---:|" + "---:|" * (len(lead) + len(rest) + int(latency)
+                                                  + len(spend)))
         for diff, stats in groups:
             metrics = stats.get("metrics") or {}
             cells = [diff if diff == "**all**" else md(diff), str(stats.get("count", 0)),
                      _pct(stats.get("pass_rate")),
-                     *(_num((metrics.get(m) or {}).get("mean")) for m in shown)]
+                     *(_num((metrics.get(m) or {}).get("mean")) for m in lead)]
             if latency:
                 lat = metrics.get(LATENCY_METRIC)
                 cells.append(f"{lat['mean']:.2f} ± {lat['std']:.2f}" if lat else "–")
             cells += [spend_cell(m, metrics.get(m)) for m in spend]
+            cells += [_num((metrics.get(m) or {}).get("mean")) for m in rest]
             out.append(_row(cells))
         hidden = len([m for m in names if is_detail_metric(m)])
         if hidden:

@@ -77,7 +77,7 @@ def reference_lines(agg: Mapping[str, Any]) -> list[str]:
 
 
 def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
-                  spider_table: bool = False) -> list[str]:
+                  spider_table: bool = False, baseline: bool = True) -> list[str]:
     agg = report["aggregates"]
     lines: list[str] = []
     for kind, per_diff in agg["by_kind_difficulty"].items():
@@ -111,7 +111,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     spent = spent_line(o)
     if spent:
         lines.append(spent)
-    lines.extend(verdict_lines(report))
+    lines.extend(verdict_lines(report, baseline=baseline))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
     bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
@@ -148,8 +148,16 @@ def flaky_lines(report: Mapping[str, Any], limit: int = 20) -> list[str]:
     return lines
 
 
-def verdict_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
-    """``--queryeval-verdict baseline/gates``: the counts, and the cases that changed."""
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 regression``, ``2 regressions``: a count with its noun in the right number."""
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+def verdict_lines(report: Mapping[str, Any], limit: int = 10, *,
+                  baseline: bool = True) -> list[str]:
+    """``--queryeval-verdict baseline/gates``: the counts, and the cases that changed.
+    ``baseline`` says whether a baseline was given: without one, ``gates`` mode cannot tell
+    a regression or a fixed case, so it does not count them."""
     mode = (report.get("run") or {}).get("verdict") or "strict"
     if mode == "strict":
         return []
@@ -157,9 +165,10 @@ def verdict_lines(report: Mapping[str, Any], limit: int = 10) -> list[str]:
     groups = {v: [str(c["id"]) for c in cases if c.get("verdict") == v]
               for v in (KNOWN, BELOW, REGRESSION, FIXED)}
     counts = [f"{len(groups[KNOWN])} failing since baseline (xfailed)"] if mode == "baseline" else []
-    if groups[BELOW]:
+    if groups[BELOW] or mode == "gates":
         counts.append(f"{len(groups[BELOW])} below threshold (xfailed)")
-    counts += [f"{len(groups[REGRESSION])} regressions", f"{len(groups[FIXED])} fixed"]
+    if baseline or mode == "baseline":
+        counts += [plural(len(groups[REGRESSION]), "regression"), f"{len(groups[FIXED])} fixed"]
     lines = [f"verdict {mode}: " + ", ".join(counts)]
     for title, ids in (("REGRESSION", groups[REGRESSION]), ("fixed", groups[FIXED])):
         if ids:
@@ -268,9 +277,65 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
         what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
         scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
         out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
-                   f"{g['limit']:g}, "
-                   f"{g['cases']} cases)")
+                   f"{g['limit']:g}, {_gate_cases(g)})")
     return out
+
+
+def _gate_cases(gate: Mapping[str, Any]) -> str:
+    """``66 of 88 cases scored`` when the value is computed over fewer cases than the gate
+    selects (a mean over the cases having the metric, a pass rate over the judged ones)."""
+    cases = int(gate["cases"])
+    over = gate.get("n", cases)  # reports written before ``n`` counted the selection only
+    if over is None or over == cases:
+        return plural(cases, "case")
+    return f"{over} of {plural(cases, 'case')} " + (
+        "judged" if gate["stat"] == "pass_rate" else "scored")
+
+
+def _gate_failure(gate: Mapping[str, Any]) -> str:
+    """``gate pass_rate 0.62 < 0.9``: a failed gate as a cause of the run's failure."""
+    if gate["value"] is None:
+        return f"gate {gate['name']} scored nothing"
+    worse = "<" if (gate.get("op") or ">=") == ">=" else ">"
+    return f"gate {gate['name']} {gate['value']:.4g} {worse} {gate['limit']:g}"
+
+
+def _ids(ids: Sequence[str], limit: int = 3) -> str:
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return f" ({', '.join(ids[:limit])}{more})"
+
+
+def outcome_line(report: Mapping[str, Any], *, failed: bool,
+                 problems: Sequence[str] = ()) -> str:
+    """The summary's last line: the run's outcome and every cause of a failure, e.g.
+    ``queryeval: FAILED: 1 regression (count-patients); gate pass_rate 0.62 < 0.9``.
+
+    ``failed`` is whether the session fails; ``problems`` are causes the report does not
+    record (a baseline that was not updated). A session that fails for none of the report's
+    causes failed on something pytest reports itself (a collection error, a plain test)."""
+    cases = report.get("cases") or []
+    causes: list[str] = []
+    regressions = [str(c["id"]) for c in cases if c.get("verdict") == REGRESSION]
+    if regressions:
+        causes.append(plural(len(regressions), "regression") + _ids(regressions))
+    for outcome, word in (("failed", "failed case"), ("error", "error")):
+        ids = [str(c["id"]) for c in cases
+               if c.get("outcome") == outcome and c.get("verdict") != REGRESSION]
+        if ids:
+            causes.append(plural(len(ids), word) + _ids(ids))
+    causes.extend(_gate_failure(g) for g in report.get("gates") or [] if not g["passed"])
+    comparison = report.get("baseline")
+    if isinstance(comparison, Mapping) and not comparison.get("passed", True):
+        text = str(comparison.get("verdict") or "baseline FAILED")
+        causes.append(text.replace("baseline FAILED: ", "baseline drop: ", 1))
+    causes.extend(problems)
+    if causes:
+        return "queryeval: FAILED: " + "; ".join(causes)
+    if failed:
+        return "queryeval: FAILED outside the cases (see pytest's summary)"
+    forgiven = [f"{n} {v}" for v in (KNOWN, BELOW)
+                if (n := sum(c.get("verdict") == v for c in cases))]
+    return "queryeval: PASSED" + (f" ({', '.join(forgiven)}, xfailed)" if forgiven else "")
 
 
 def _show(value: Any, limit: int = 2000) -> str:
@@ -278,14 +343,16 @@ def _show(value: Any, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
-def failure_text(record: Mapping[str, Any], *, spider_components: bool = False) -> str:
-    """Question, predicted vs gold, metric/value/threshold table, reason and diff; control
-    characters written as escapes (a prediction's escape codes never reach the console or
-    the junit XML)."""
-    return printable(_failure_text(record, spider_components))
+def failure_text(record: Mapping[str, Any], *, spider_components: bool = False,
+                 verbose: bool = False) -> str:
+    """What failed first (the reason and the diff), then question, predicted vs gold and the
+    metric/value/threshold table of the gated metrics (every metric with ``verbose``, pytest's
+    ``-v``); control characters written as escapes (a prediction's escape codes never reach
+    the console or the junit XML)."""
+    return printable(_failure_text(record, spider_components, verbose))
 
 
-def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
+def _failure_text(record: Mapping[str, Any], spider_components: bool, verbose: bool) -> str:
     out: list[str] = []
     header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
     out.append(header)
@@ -294,6 +361,12 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
     if record.get("error"):
         out.append(f"error: {record['error']}")
         return "\n".join(out)
+    if record.get("reason"):
+        out.append(f"reason:    {record['reason']}")
+    diff = record.get("diff") or []
+    if diff:  # what decides comes first: a 13-row metric table used to push it off screen
+        out.extend(str(d) for d in diff)
+        out.append("")
     if record.get("question"):
         out.append(f"question:  {record['question']}")
     out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
@@ -301,16 +374,17 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
     if fence:
         out.append(f"           (Markdown code fence {fence} stripped before scoring)")
     out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
-    if record.get("reason"):
-        out.append(f"reason:    {record['reason']}")
     metrics = record.get("metrics") or {}
     thresholds = record.get("thresholds") or {}
     failed = set(record.get("failed_metrics") or [])
     names = [m for m in thresholds] + [m for m in metrics if m not in thresholds]
-    hidden = 0
-    if not spider_components:  # the structure diff lines below name the mismatched parts
+    hidden = others = 0
+    if not spider_components:  # the structure diff lines above name the mismatched parts
         kept = [m for m in names if m in thresholds or not is_spider_component(m)]
         hidden, names = len(names) - len(kept), kept
+    if not verbose:  # the metrics that decide; the rest with -v
+        kept = [m for m in names if m in thresholds or m in failed]
+        others, names = len(names) - len(kept), kept
     if names:
         rows = []
         for m in names:
@@ -326,12 +400,10 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool) -> str:
                              zip(["metric", "value", "threshold", ""], width, strict=True)).rstrip())
         for r in rows:
             out.append("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip())
+    if others:
+        out.append(f"({plural(others, 'other metric')}: -v shows them)")
     if hidden:
         out.append(f"({hidden} Spider component metrics: --queryeval-spider-table shows them)")
-    diff = record.get("diff") or []
-    if diff:
-        out.append("")
-        out.extend(str(d) for d in diff)
     return "\n".join(out)
 
 
@@ -376,7 +448,7 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
     if not cmp.comparable:
         lines.append(f"baseline: not comparable — {cmp.reason}")
         lines.extend(models)
-        lines.append(f"verdict: {cmp.verdict()}")
+        lines.append(comparison_line(cmp))
         return lines
     head = f"baseline: {cmp.common} cases in both runs"
     if cmp.new_cases or cmp.removed_cases:
@@ -432,5 +504,11 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
         if len(changes) > max_cases:
             lines.append(f"  … {len(changes) - max_cases} more")
     lines.extend(f"warning: {w}" for w in cmp.warnings)
-    lines.append(f"verdict: {cmp.verdict()}")
+    lines.append(comparison_line(cmp))
     return lines
+
+
+def comparison_line(cmp: Comparison) -> str:
+    """``baseline comparison: OK: ...``: the aggregate comparison's result. Not called a
+    verdict: ``--queryeval-verdict`` judges cases, and both appear in one run."""
+    return "baseline comparison: " + cmp.verdict().removeprefix("baseline ")
