@@ -32,8 +32,8 @@ of it.
 
 from __future__ import annotations
 
-import importlib.util
 import contextlib
+import importlib.util
 import os
 import re
 import shutil
