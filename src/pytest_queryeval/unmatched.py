@@ -65,7 +65,24 @@ def warn(found: Found) -> tuple[list[str], list[str]]:
 
 
 def _whole_suite(config: pytest.Config) -> bool:
-    """False when the command line names files or node ids: their cases are a part only,
-    and the other ids of a predictions file are not unmatched."""
+    """False when the command line names files, node ids or a sub-directory of a suite (a
+    directory below one that holds a ``queryeval.yaml``): their cases are a part only, like
+    ``-k`` or ``-m`` selects, and the other ids of a predictions file are not unmatched."""
     base = config.invocation_params.dir
-    return not any("::" in arg or (base / Path(arg)).is_file() for arg in config.args)
+    return not any("::" in arg or (base / Path(arg)).is_file()
+                   or _inside_a_suite((base / Path(arg)).resolve(), config.rootpath)
+                   for arg in config.args)
+
+
+def _inside_a_suite(path: Path, rootdir: Path) -> bool:
+    """A directory strictly below a directory with a ``queryeval.yaml`` (searched up to the
+    rootdir, as the suite configuration is)."""
+    if not path.is_dir():
+        return False
+    root = rootdir.resolve()
+    for parent in path.parents:
+        if (parent / "queryeval.yaml").is_file():
+            return True
+        if parent == root or root not in parent.parents:
+            return False
+    return False

@@ -294,3 +294,29 @@ def test_prediction_ids_of_a_suite_file_and_minus_w_error(two_cases):
     result = two_cases.runpytest("test_cases.yaml")
     result.assert_outcomes(passed=2)
     assert "match no collected case" not in result.stdout.str()
+
+
+def test_a_sub_directory_run_is_partial_and_does_not_cry_wolf(suite):
+    """Issue 24 item 9: ``pytest my_suite/sql`` collects a part of the suite, like -k: the
+    prediction ids of sibling folders are not unmatched, also with -W error and under
+    --collect-only."""
+    suite.makefile(".yaml", queryeval=dump({"predictions": {"source": "file",
+                                                            "path": "preds.jsonl"}}))
+    for folder, case_id, sel in (("a", "gdp", GDP), ("b", "mex", MEX)):
+        (suite.path / folder).mkdir()
+        (suite.path / folder / "test_cases.yaml").write_text(dump({
+            "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+            "cases": [sdmx_case(case_id, selection(sel))]}))
+    (suite.path / "preds.jsonl").write_text("".join(
+        json.dumps({"id": k, "predicted": v}) + "\n" for k, v in PERFECT.items()))
+    whole = suite.runpytest("-W", "error")
+    whole.assert_outcomes(passed=2)
+    for args in (["a"], ["a", "--collect-only"]):
+        result = suite.runpytest("-W", "error", *args)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+        assert "match no collected case" not in result.stdout.str()
+    # a stray id is still named when the whole suite runs
+    with (suite.path / "preds.jsonl").open("a") as fh:
+        fh.write(json.dumps({"id": "gpd", "predicted": PERFECT["gdp"]}) + "\n")
+    assert "1 prediction id(s) in preds.jsonl match no collected case: 'gpd'" in \
+        suite.runpytest().stdout.str()
