@@ -40,6 +40,8 @@ class Outputs:
     #: The baseline file (compared with, and written by :attr:`update_baseline`).
     baseline_path: Path | None = None
     update_baseline: bool = False
+    #: Set by :func:`conclude` when it wrote the baseline.
+    baseline_written: bool = False
     force_baseline: bool = False
     max_drop: Sequence[str] = ()
     tags: bool = False
@@ -162,6 +164,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
             failed = True
         else:
             write_baseline(report, path)
+            out.baseline_written = True
             forced = f" (forced: {'; '.join(why)})" if why else ""
             written.append(f"baseline updated: {path}{forced}")
     lines.extend(written)
@@ -252,3 +255,17 @@ def write_reports(report: dict[str, Any], comparison: Any, out: Outputs) -> list
     if errors:
         raise QueryEvalError("; ".join(errors))
     return written
+
+
+def accepted_by_refresh(report: dict[str, Any], failed: bool, written: bool) -> list[str]:
+    """The ids of the cases below their thresholds that a baseline refresh records as the
+    accepted state, when they are the run's only failures (issue 24 item 4: like syrupy's
+    ``--snapshot-update``, a refresh job on an accepted model at 74 % is green). Empty when it
+    does not apply: no baseline written, a gate or the comparison failed, or a case erred
+    (errors refuse the write unless forced, and a forced write stays red)."""
+    if not written or failed:
+        return []
+    cases = report.get("cases") or []
+    if any(c.get("outcome") == "error" for c in cases):
+        return []
+    return [str(c.get("id")) for c in cases if c.get("outcome") == "failed"]

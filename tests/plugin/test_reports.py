@@ -295,3 +295,22 @@ def test_update_baseline_refuses_a_run_of_part_of_the_suite_directory(mixed):
     assert not (sub / "queryeval-baseline.json").exists()
     mixed.runpytest("suite", "--queryeval-update-baseline").assert_outcomes(passed=6, failed=2)
     assert len(json.loads((sub / "queryeval-baseline.json").read_text())["cases"]) == 8
+
+
+def test_a_baseline_refresh_whose_only_failures_are_below_threshold_is_green(mixed):
+    """Issue 24 item 4: a refresh job on the accepted model (5 of 7 cases pass) writes the
+    baseline and exits 0, like syrupy's --snapshot-update; an error still refuses the write
+    and fails; a plain run of the same suite stays red."""
+    sub = _into_subdir(mixed)
+    result = mixed.runpytest_subprocess("--queryeval-update-baseline")
+    result.assert_outcomes(passed=5, failed=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert (sub / "queryeval-baseline.json").is_file()
+    result.stdout.fnmatch_lines(["queryeval: PASSED as a baseline refresh: 2 cases below threshold "
+                                 "recorded as the accepted state (*); exit status 0"])
+    assert mixed.runpytest_subprocess().ret == pytest.ExitCode.TESTS_FAILED
+    # an error (a case file that does not parse) refuses the write: red
+    (sub / "test_broken.yaml").write_text("kind: sdmx\ncases: [\n")
+    refused = mixed.runpytest_subprocess("--queryeval-update-baseline")
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
+    refused.stdout.fnmatch_lines(["*baseline NOT updated*"])
