@@ -68,8 +68,9 @@ def add_run_options(add: AddOption) -> None:
     # pytest_load_initial_conftests, after argparse has read the path as its value once.
     add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",
         help="audit the golds instead of scoring predictions: run every gold as its own "
-             "prediction and lint it (docs/auditing.md); fails on error findings, =warn "
-             "only reports them")
+             "prediction and lint it (empty results, clock and random functions, ties at "
+             "LIMIT, drift of recorded results, codes outside their codelist); fails on "
+             "error findings, =warn only reports them")
 
 
 def add_report_options(add: AddOption, *, merge: bool = False) -> None:

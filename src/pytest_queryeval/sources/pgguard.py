@@ -117,7 +117,7 @@ def volatile_refusal(called: Iterable[str], volatile: Iterable[tuple[str, str]])
         if any(n == name and (not schema or s == schema) for s, n in bad):
             return (f"function {name}() is volatile (pg_proc.provolatile = 'v'): it may "
                     "change state that outlives the rolled-back read-only transaction "
-                    "(docs/sql-sources.md lists the few volatile functions allowed)")
+                    "(only a few harmless volatile functions, such as random(), are allowed)")
     return None
 
 
