@@ -81,8 +81,7 @@ def test_seed_worked_example_failure_message(pytester: pytest.Pytester):
     _write_predictions(pytester, {CASE_ID: MEXICO_PRED, "gdp-worked-example": gdp})
     result = pytester.runpytest("--queryeval-json=out.json", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "*macro_precision*0.667*>= 0.9*FAIL*",
+    result.stdout.fnmatch_lines([  # the diff first, then the metric that failed (issue 24)
         "INDICATOR",
         "[[]recall: 1.00, precision: 0.67]",
         "True Positives [[]2]",
@@ -91,6 +90,7 @@ def test_seed_worked_example_failure_message(pytester: pytest.Pytester):
         "False Negatives [[]0]",
         "False Positives [[]1]",
         "  [*] GDP_CONST: gross domestic product constant prices",
+        "*macro_precision*0.667*>= 0.9*FAIL*",
     ])
     m = _cases(pytester)["gdp-worked-example"]["metrics"]
     assert round(m["precision[INDICATOR]"], 2) == 0.67
@@ -219,8 +219,9 @@ def test_codelist_validation_end_to_end(pytester: pytest.Pytester, shared_data: 
     # numpy cannot be imported twice in one process
     result = pytester.runpytest_subprocess("--queryeval-json=out.json", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*valid_term_rate*0.75*FAIL*", "Invalid Terms [[]1]",
-                                 "  [*] COICOP_1999: CP99: Made-up division (code not in codelist)"])
+    result.stdout.fnmatch_lines(["Invalid Terms [[]1]",  # the diff first (issue 24 item 5)
+                                 "  [*] COICOP_1999: CP99: Made-up division (code not in codelist)",
+                                 "*valid_term_rate*0.75*FAIL*"])
     case = _cases(pytester)["cpi-ecuador-food"]
     assert case["metrics"]["valid_term_rate"] == 0.75
     assert case["metrics"]["macro_recall"] == 1.0
