@@ -61,9 +61,11 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-repeat", type=int, default=None, metavar="N",
         help="ask for N predictions per case (non-deterministic models) and score each; "
              "overrides the cases' repeat:")
-    add("--queryeval-shard", metavar="I/N", default=None,
+    add("--queryeval-shard", metavar="I/N|auto", default=None,
         help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
-             "shard); the shards' JSON reports are merged with 'queryeval merge'")
+             "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
+             "CI_NODE_INDEX/_TOTAL, CircleCI, Buildkite, SLURM arrays, Kubernetes Indexed "
+             "Jobs); the shards' JSON reports are merged with 'queryeval merge'")
     # No argparse choices: a bare flag followed by a path is rewritten to =error in
     # pytest_load_initial_conftests, after argparse has read the path as its value once.
     add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",

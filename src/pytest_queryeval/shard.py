@@ -37,9 +37,12 @@ SCHEDULERS: tuple[SchedulerVariables, ...] = (
 )
 
 
-def parse_shard(value: str) -> tuple[int, int]:
-    """``"2/4"`` as (2, 4); a ValueError says what is wrong."""
+def parse_shard(value: str, environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """``"2/4"`` as (2, 4); ``"auto"``: the scheduler's own variables
+    (:func:`shard_from_environment`). A ValueError says what is wrong."""
     text = value.strip()
+    if text == "auto":
+        return shard_from_environment(environ)
     left, sep, right = text.partition("/")
     if not sep or not left.strip().isdigit() or not right.strip().isdigit():
         raise ValueError(f"--queryeval-shard={value}: expected I/N, e.g. 1/4")

@@ -260,3 +260,21 @@ def test_merge_refuses_a_damaged_shard_naming_the_file_and_the_field(many):
         assert result.ret == 4
         result.stderr.fnmatch_lines([f"*refused: {name}: *not a regular file*"])
     assert not (many.path / "m.json").exists()
+
+
+def test_shard_auto_reads_the_schedulers_variables(many, monkeypatch):
+    """Issue 30 item 6: ``--queryeval-shard auto`` on a GitLab parallel job (CI_NODE_INDEX is
+    1-based) runs the same cases as the explicit I/N, and a job without the variables is a
+    usage error naming them."""
+    for name in ("QUERYEVAL_SHARD_INDEX", "QUERYEVAL_SHARD_COUNT", "CIRCLE_NODE_INDEX",
+                 "BUILDKITE_PARALLEL_JOB", "SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CI_NODE_INDEX", "2")
+    monkeypatch.setenv("CI_NODE_TOTAL", "3")
+    many.runpytest("--queryeval-shard=auto", "--queryeval-json=auto.json")
+    assert _ids(many, "auto.json") == sorted(i for i in IDS if shard_of(i, 3) == 2)
+    assert json.loads((many.path / "auto.json").read_text())["run"]["shard"] == "2/3"
+    monkeypatch.delenv("CI_NODE_INDEX")
+    result = many.runpytest("--queryeval-shard=auto")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--queryeval-shard=auto: no scheduler variable is set*"])
