@@ -15,9 +15,10 @@ loop is wrapped first (predictions are requested ahead before any case runs).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +40,18 @@ from .verdict import Verdicts
 _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
 
 
-def shorten(session: pytest.Session, exc: BaseException) -> bool:
-    """Whether Ctrl-C is raised afresh from the hook, its traceback cut there: pytest renders
-    every frame (source and arguments) when interrupted, 1.2-1.5 s of the stop on a loaded
-    machine for the 40-55 frames down to a stuck case or the YAML parser, and shows only the
-    last one unless --full-trace (which keeps them all)."""
-    return type(exc) is KeyboardInterrupt and not session.config.option.fulltrace
+@contextlib.contextmanager
+def shortened_interrupt(session: pytest.Session) -> Iterator[None]:
+    """Ctrl-C raised afresh from the hook, its traceback cut there: pytest renders every frame
+    (source and arguments) when interrupted, 1.2-1.5 s of the stop on a loaded machine for the
+    40-55 frames down to a stuck case or the YAML parser, and shows only the last one unless
+    --full-trace (which keeps them all)."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if type(exc) is not KeyboardInterrupt or session.config.option.fulltrace:
+            raise
+        raise KeyboardInterrupt(*exc.args) from None
 
 
 def custom_metric_names(config: pytest.Config) -> dict[str, set[str]]:
@@ -238,22 +245,14 @@ class Runner:
             from . import runahead
 
             runahead.start(session, self.evaluator, worker=self.worker)
-        try:
+        with shortened_interrupt(session):
             return (yield)
-        except KeyboardInterrupt as exc:
-            if not shorten(session, exc):
-                raise
-            raise KeyboardInterrupt(*exc.args) from None
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        """Ctrl-C during collection: raised afresh here (see :func:`shorten`)."""
-        try:
+        """Ctrl-C during collection: raised afresh here (see :func:`shortened_interrupt`)."""
+        with shortened_interrupt(session):
             return (yield)
-        except KeyboardInterrupt as exc:
-            if not shorten(session, exc):
-                raise
-            raise KeyboardInterrupt(*exc.args) from None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None],

@@ -43,16 +43,7 @@ def literal_values(sql: str, dialect: str = "sqlite") -> tuple[dict[str, list[An
 
 
 def _python(lit: Any) -> Any:
-    if lit.is_string:
-        return str(lit.this)
-    text = str(lit.this)
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return None
+    return str(lit.this) if lit.is_string else _number(str(lit.this))
 
 
 def _compared_column(lit: Any) -> str | None:
