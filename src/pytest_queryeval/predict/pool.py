@@ -257,10 +257,12 @@ class PredictionPool:
             error = None
         except BaseException as exc:  # re-raised in the thread that takes the result
             result, error = None, exc
+        # counted as done before another worker can see the answer, so that no worker's
+        # progress (nor the sum the controller prints) ever lags behind an answer taken
+        self._finished(grp, req, result, error)
         if exchange is not None:
             with contextlib.suppress(OSError):  # the session's directory is gone: it ended
                 exchange.publish(req.key, result, error)
-        self._finished(grp, req, result, error)
         return True
 
     def _finished(self, grp: _Group, req: _Request, result: Prediction | None,
