@@ -2,6 +2,9 @@
 
 Nothing here raises for a bad case: each problem becomes ``file:line: key path: message`` on the
 affected case, so that one typo fails one item and the rest of the suite still runs.
+
+Why one module of this size: every rule of a case entry lives with the reader that applies it
+(one ``CaseReader`` step per rule), so a message and the rule that raises it are found together.
 """
 
 from __future__ import annotations

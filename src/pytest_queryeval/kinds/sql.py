@@ -17,6 +17,9 @@ Flow of one case (see docs/sql-sources.md):
    BuildingQA alignment metrics, Spider structure metrics (when a schema is available) and,
    opt-in, VES/R-VES are computed per gold alternative; the best alternative wins: highest
    ``execution_accuracy``, then highest mean of the other metrics.
+
+Why one module of this size: the flow above is one case's path; its steps live on one
+``_SqlRun`` object, one method each, so the order they run in is read in one place.
 """
 
 from __future__ import annotations

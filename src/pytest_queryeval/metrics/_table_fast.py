@@ -12,6 +12,9 @@ is equality of int64/float64 bit patterns, string hashes and a missing mask. Eve
 Floats are summed in the reference's order: on CPython < 3.12 ``sum()`` of floats is a
 sequential double accumulation, which ``np.cumsum`` reproduces; newer versions sum the
 ``tolist()`` with the builtin.
+
+Why one module of this size: it mirrors the pure-Python path of :mod:`.table` step for step, bit
+for bit, and is read beside it.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ is ever compared with every other row. Large tables take an exact numpy fast pat
 (``_table_fast``, see :func:`_fast_compare`) when numpy is installed. The test-suite
 evaluator's SQL-text rewriting (DISTINCT removal, ``order by`` detection, value plugging) is in
 :mod:`.tsse_sql`.
+
+Why one module of this size: the seven metrics share one comparison (``TableComparison``)
+computed once per pair, and each reproduces its reference digit for digit beside the others.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Laid out after the Denodo AI SDK evaluator (Summary grouped by difficulty, nativ
 users can post-process in Excel, one Details row per question) and the SDMX methodology's
 overview sheet (macro recall / precision and the per-dimension detail cell). Everything comes
 from the JSON report dict: nothing else (environment, connection strings) can leak into it.
+
+Why one module of this size: the workbook's sheets share their column order, number formats and
+chart ranges, which must agree cell for cell.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Charts are inline SVG drawn here (no JS library, no CDN), the case table is sort
 filtered by a few lines of inline JS, and a Content-Security-Policy forbids every fetch, so the
 file renders the same offline, in a CI artifact viewer or in a mail attachment. Every value from
 the report is HTML-escaped; the script reads the DOM and never embeds report data.
+
+Why one module of this size: the page is one self-contained file (inline CSS, SVG and JS, a
+strict Content-Security-Policy), written by one renderer.
 """
 
 from __future__ import annotations

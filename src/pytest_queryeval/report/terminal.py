@@ -1,4 +1,9 @@
-"""The ``queryeval`` terminal section and the failure text of one item."""
+"""The ``queryeval`` terminal section and the failure text of one item.
+
+Why one module of this size: the summary, the gate and comparison lines, the last line and a
+failure's text are read together by users and must use one vocabulary (issue 24: one word for
+one thing), so they are kept side by side.
+"""
 
 from __future__ import annotations
 

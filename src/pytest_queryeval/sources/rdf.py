@@ -35,6 +35,9 @@ Timeouts, and why there are two isolations:
   pyoxigraph too when predictions may be pathological (untrusted model output at scale).
 
 Both engines see the union of all graphs as the default graph (TriG/N-Quads files).
+
+Why one module of this size: loading a graph, the two engines, their normal form and the worker
+protocol must agree on every term, so they are kept in one adapter.
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ refused, in the query's own read-only transaction. After every query the connect
 (``DISCARD ALL``) before it goes back to the pool, so no session state (an advisory lock)
 outlives it. On the first query the source warns once of what the role can still execute that
 a read-only role should not (dblink, server files, signalling its own sessions).
+
+Why one module of this size: the transaction, the watchdog, the guard's server-side checks and
+the rollback share one connection's life (``execute`` owns it in one ``try``/``finally``), which
+splitting would scatter.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ their values, the group component compares ordered column lists plus the whole H
 ``and/or`` is a set comparison, IUEN recurses into the full exact match, and the FROM-table
 check applies to every gold with a FROM (``legacy_from_check``: only to multi-table golds, as in
 the evaluator that produced Spider's historical ``eval_result_example.txt``).
+
+Why one module of this size: it ports the reference's matching functions one for one, in their
+order, so each can be compared with the reference line by line.
 """
 
 from __future__ import annotations
