@@ -24,8 +24,9 @@ from .collect import is_case_file
 from .conclude import Outputs, accepted_by_refresh, conclude
 from .config import Gate
 from .errors import QueryEvalError
-from .finish import add_junit_properties, build_report, case_dirs, relative
+from .finish import add_junit_properties, build_report, case_dirs
 from .options import RunOptions
+from .paths import display
 from .runahead import ProgressLine
 from .runner import Runner
 
@@ -129,7 +130,7 @@ class Controller:
         # an audit scores the golds against themselves: gates and baselines judge models
         gates = evaluate_gates([] if audit else self._gates(records), records)
         for gate in gates:  # reports are committed as baselines: no machine paths in them
-            gate["scope"] = relative(Path(gate["scope"]), self.config.rootpath)
+            gate["scope"] = display(Path(gate["scope"]), self.config.rootpath)
         public = [{k: v for k, v in r.items() if k != "path"} for r in records]
         report = self._report(public, gates, exitstatus, records)
         if interrupted:  # pytest.exit(returncode=...) too
@@ -205,7 +206,7 @@ class Controller:
         label = self.options.model_label or (None if predictions else ", ".join(
             sorted({c.model for c in configs if c.model})) or None)
         if predictions and Path(predictions).is_absolute():
-            predictions = relative(Path(predictions), self.config.rootpath)
+            predictions = display(Path(predictions), self.config.rootpath)
         if not predictions:
             predictions = ", ".join(sorted({d for c in configs
                                             if (d := describe_predictions(c.predictions))})) or None
@@ -226,7 +227,7 @@ class Controller:
             baseline_path=baseline,
             significance=self._significance(records) if self.options.report.baseline
             else None,
-            display=lambda p: relative(p, self.config.rootpath))
+            display=lambda p: display(p, self.config.rootpath))
 
     def _significance(self, records: list[dict[str, Any]]) -> float | None:
         """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite

@@ -16,7 +16,6 @@ import pytest
 from . import __version__
 from .conclude import aggregates_of, run_settings, suite_key
 from .nearmiss import aggregate as near_miss_aggregate
-from .paths import display
 from .repeats import flaky_cases
 
 
@@ -55,10 +54,6 @@ def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: i
 def case_dirs(records: list[dict[str, Any]]) -> set[Path]:
     """The directories of the run's case files (one Path per file, not per record)."""
     return {Path(path).parent for path in {str(r["path"]) for r in records if r.get("path")}}
-
-
-def relative(path: Path, root: Path) -> str:
-    return display(path, root)
 
 
 def _sig(value: float) -> float:

@@ -303,7 +303,7 @@ def run(argv: Sequence[str]) -> int:
     # no suite here: the baseline is the path given, from the current directory
     out = options.outputs(
         baseline_path=(cwd / options.baseline).resolve() if options.baseline else None,
-        significance=_significance(options.significance), display=lambda p: _display(p, cwd))
+        significance=_significance(options.significance), display=lambda p: display(p, cwd))
     if report.get("audit") is not None:  # as the plugin ends an audit
         from .report.audit import summary_lines as audit_lines
 
@@ -349,10 +349,6 @@ def _significance(value: str | None) -> float | None:
     from .significance import parse_significance
 
     return parse_significance(value, "--queryeval-significance")
-
-
-def _display(path: Path, base: Path) -> str:
-    return display(path, base)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
