@@ -168,7 +168,7 @@ class Controller:
         add_junit_properties(self.config, report)
 
     def _suite_dir(self, records: list[dict[str, Any]]) -> Path:
-        from .verdict import suite_dir
+        from .baseline.location import suite_dir
 
         return suite_dir(self.runner.finder, case_dirs(records), self.config.rootpath)
 
@@ -197,8 +197,8 @@ class Controller:
         """The model under test: its label (``--queryeval-model-label``, else ``model:`` of the
         suite configs) and its predictions source (``--queryeval-predictions``, else
         ``predictions:``), so a baseline says which model produced it."""
+        from .predict import describe_predictions
         from .secrets import Scrubber
-        from .verdict import describe_predictions
 
         configs = [self.runner.finder.for_directory(d) for d in sorted(case_dirs(records))]
         predictions = self.options.predictions
@@ -246,8 +246,8 @@ class Controller:
 
     def _update_refusals(self, session: pytest.Session, records: list[dict[str, Any]],
                          exitstatus: int) -> list[str]:
-        """Why this run must not replace the baseline (see :func:`verdict.update_refusals`)."""
-        from .verdict import partial_run, update_refusals
+        """Why this run must not replace the baseline (see :func:`baseline.refusals.update_refusals`)."""
+        from .baseline.refusals import partial_run, update_refusals
 
         config = self.config
         opt = config.option

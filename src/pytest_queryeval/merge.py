@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import evaluate_gates
+from .baseline.refusals import update_refusals
 from .conclude import aggregates_of, conclude, run_settings
 from .config import Gate
 from .errors import QueryEvalError
@@ -32,7 +33,6 @@ from .nearmiss import aggregate as near_miss_aggregate
 from .options import ReportOptions
 from .paths import display
 from .repeats import flaky_cases
-from .verdict import update_refusals
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
 OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5

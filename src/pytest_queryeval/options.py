@@ -224,8 +224,8 @@ class RunOptions:
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
-        :func:`verdict.baseline_file`)."""
-        from .verdict import baseline_file
+        :func:`baseline.location.baseline_file`)."""
+        from .baseline.location import baseline_file
 
         return baseline_file(self.report.baseline, self.baseline_ini, suite=suite,
                              invocation_dir=self.report.invocation_dir, rootdir=self.rootdir)

@@ -158,7 +158,7 @@ class Runner:
         files = {Path(item.path) for item in items
                  if isinstance(item, QueryEvalItem | QueryEvalFileError)}
         if self.options.wants_baseline and files:
-            from .verdict import suite_dir
+            from .baseline.location import suite_dir
 
             self.baseline = self.options.baseline_path(
                 suite_dir(self.finder, {f.parent for f in files}, config.rootpath))

@@ -23,6 +23,7 @@ import math
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from ..errors import MissingDependency, PredictionError, QueryEvalError
@@ -47,6 +48,11 @@ ERROR_CHARS = 300
 
 
 class ChatPredictor:
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
+                  context: Any = None) -> ChatPredictor:
+        return cls(spec, context)
+
     def __init__(self, spec: dict[str, Any], context: Any = None) -> None:
         unknown = sorted(set(spec) - OPENAI_KEYS)
         if unknown:

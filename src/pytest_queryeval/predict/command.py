@@ -16,10 +16,27 @@ from typing import Any
 from ..errors import PredictionError
 from ..model import Case
 from ._bounded import Aborted, DeadlineExpired, TooBig, run_command
-from .base import DEFAULT_MAX_BYTES, Prediction, extracted, maybe_json, read_usage
+from .base import (
+    DEFAULT_MAX_BYTES,
+    Prediction,
+    extract_mode,
+    extracted,
+    maybe_json,
+    positive_number,
+    read_usage,
+)
 
 
 class CommandPredictor:
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
+                  context: Any = None) -> CommandPredictor:
+        command = spec.get("command")
+        if not isinstance(command, str | list):
+            raise PredictionError("command predictions need command: a string or a list")
+        return cls(command, base, positive_number(spec, "timeout", 60.0),
+                   int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES)), extract_mode(spec))
+
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 60.0,
                  max_bytes: int = DEFAULT_MAX_BYTES, extract: str | None = None) -> None:
         self.argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]

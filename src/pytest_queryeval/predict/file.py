@@ -21,6 +21,13 @@ _TIME_KEYS = ("prediction_seconds", "latency", "latency_s", "seconds")
 class FilePredictor:
     """Loads the whole file once; problems surface per case, never for the session."""
 
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
+                  context: Any = None) -> FilePredictor:
+        if not isinstance(spec.get("path"), str):
+            raise PredictionError("file predictions need a path")
+        return cls((base / spec["path"]).resolve())
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._entries: dict[str, dict[str, Any]] | None = None

@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from ..errors import PredictionError
@@ -70,6 +71,11 @@ def render(template: Any, fields: dict[str, Any]) -> Any:
 
 
 class HttpPredictor:
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
+                  context: Any = None) -> HttpPredictor:
+        return cls(spec)
+
     def __init__(self, spec: dict[str, Any]) -> None:
         unknown = set(spec) - HTTP_KEYS
         if unknown:

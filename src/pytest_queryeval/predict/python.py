@@ -45,6 +45,14 @@ def load_callable(target: str, search: list[Path]) -> Callable[..., Any]:
 
 
 class PythonPredictor:
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
+                  context: Any = None) -> PythonPredictor:
+        target = spec.get("function") or spec.get("callable")
+        if not isinstance(target, str):
+            raise PredictionError("python predictions need function: module:function")
+        return cls(target, [base, *search])
+
     def __init__(self, target: str, search: list[Path]) -> None:
         self.target = target
         self.search = search
