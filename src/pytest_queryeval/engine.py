@@ -6,6 +6,7 @@ Independent of pytest: the plugin hands it cases and a cache; the tests drive it
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import threading
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import kinds as kind_registry
 from .errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
+from .kinds._optin import relaxed_ex
 from .metricnames import REPEAT_METRICS
 from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
@@ -400,13 +402,17 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
         except Exception as exc:
             return CaseOutcome("error", metrics=metrics, predicted=predicted,
                                error=_internal("pytest_queryeval_metrics hook", exc))
+    relaxed = functools.cache(scored.relaxed) if scored.relaxed is not None else None
+    value = relaxed_ex(case, metrics, relaxed, details)
+    if value is not None:
+        metrics["relaxed_ex"] = value
     # consistency, pass_at_k, pass_all_k judge the runs together (repeats.combine)
     failed = check_thresholds({m: t for m, t in case.thresholds.items()
                                if m not in REPEAT_METRICS}, metrics)
     status = "failed" if scored.reason or failed else "passed"
     diff = list(scored.diff)
-    if failed and not scored.reason and scored.relaxed is not None:
-        _near_miss(case, metrics, scored.relaxed, details, diff)
+    if failed and not scored.reason and relaxed is not None:
+        _near_miss(case, metrics, relaxed, details, diff)
     reason = scored.reason
     if reason and prediction.hint:
         reason = f"{reason} ({prediction.hint})"

@@ -263,3 +263,25 @@ def test_run_case_through_the_engine(soda_spec: dict[str, Any], tmp_path: Path,
     out = run_case(c, Evaluator(cache=DictCache()))
     assert out.status == "passed"
     assert out.metrics["execution_accuracy"] == 1.0
+
+
+def test_iri_hallucination_and_relaxed_ex_through_the_engine(soda_spec: dict[str, Any]) -> None:
+    """Issue 30 item 7: the IRIs the graph does not hold, asked only when the case opts in,
+    also for a prediction that scores; ``relaxed_ex`` beside a strict score that stays 0."""
+    from pytest_queryeval.model import Threshold
+
+    gold = _pred("?ahu", "?ahu a brick:AHU .")
+    pred = _pred("?ahu ?z", "?ahu a brick:AHU . OPTIONAL { ?ahu brick:feedz ?z }")
+    ex = {"execution_accuracy": Threshold("execution_accuracy", min=1.0)}
+    session = Evaluator(cache=DictCache())
+    c = case(soda_spec, gold, pred, thresholds=ex,
+             options={"hallucination": True, "relaxed_ex": ["column_subset"]})
+    out = run_case(c, session)
+    assert out.metrics["iri_hallucination"] == 0.5  # brick:AHU held, brick:feedz invented
+    assert out.details["iri_hallucination"]["unknown"] == [
+        "https://brickschema.org/schema/Brick#feedz"]
+    assert out.metrics["execution_accuracy"] == 0.0 and out.status == "failed"
+    assert out.metrics["relaxed_ex"] == 1.0 and out.details["relaxed_ex"] == "column_subset"
+    plain = run_case(case(soda_spec, gold, pred, thresholds=ex), session)
+    assert "iri_hallucination" not in plain.metrics and "relaxed_ex" not in plain.metrics
+    session.close()

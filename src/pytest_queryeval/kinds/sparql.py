@@ -49,6 +49,8 @@ from ..metrics._deadline import comparison_deadline
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DEFAULT_TIMEOUT, DataSource
+from ._optin import OPTION_KEYS, RELAXED_EX, add_hallucination
+from ._optin import check_options as check_optin
 from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
@@ -91,7 +93,7 @@ class SparqlKind:
     name: ClassVar[str] = "sparql"
     option_keys: ClassVar[frozenset[str]] = frozenset(
         {"compare", "timeout", "max_rows", "arity_from", "max_query_bytes", "features",
-         "result_order_matters"})
+         "result_order_matters", *OPTION_KEYS})
 
     # -- contract: names and validation ---------------------------------------------------------
 
@@ -154,6 +156,8 @@ class SparqlKind:
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         pred_query, fence = fenced_prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
         scored = self._evaluate(case, pred_query, ctx)
+        add_hallucination(scored, case, ctx,
+                          ctx.source(case) if case.source_spec is not None else None, pred_query)
         note_fence(scored.details, fence)
         return scored
 
@@ -239,7 +243,7 @@ class SparqlKind:
 
 def metric_names() -> frozenset[str]:
     """Every metric a sparql case can produce (table + alignment + reference sets + timing)."""
-    return frozenset((*_scored_names(), "ndcg", *TIMING))
+    return frozenset((*_scored_names(), "ndcg", *TIMING, "iri_hallucination", RELAXED_EX))
 
 
 def _scored_names() -> list[str]:
@@ -347,6 +351,7 @@ def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None
 def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
     o = case.options
+    check_optin(case)
     opts = _Options()
     opts.compare = compare_options(o)
     arity = o.get("arity_from", "query")

@@ -45,6 +45,8 @@ from ..metrics._deadline import comparison_deadline
 from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DEFAULT_TIMEOUT, DataSource
+from ._optin import OPTION_KEYS, RELAXED_EX, add_hallucination
+from ._optin import check_options as check_optin
 from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
@@ -109,7 +111,7 @@ class SqlKind:
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
-        "condition_cols", "ignore_order",
+        "condition_cols", "ignore_order", *OPTION_KEYS,
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -176,6 +178,7 @@ class SqlKind:
         if "spider2_ex" in scored.metrics:
             raw = prediction_text(prediction, case, "SQL", ("sql", "query", "predicted"))
             scored = run.spider2(scored, raw, pred_sql)
+        add_hallucination(scored, case, ctx, run.src, pred_sql)
         note_fence(scored.details, fence)
         return scored
 
@@ -665,7 +668,8 @@ def _metric_names() -> frozenset[str]:
         from ..metrics.table import TABLE_METRIC_NAMES
 
         _NAMES = frozenset((*TABLE_METRIC_NAMES, *SPIDER2_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES,
-                            *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES))
+                            *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES,
+                            "schema_hallucination", RELAXED_EX))
     return _NAMES
 
 
@@ -751,6 +755,7 @@ def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
 def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
     o = case.options
+    check_optin(case)
     opts = _Options()
     opts.compare = compare_options(o)
     structure = o.get("structure", "auto")
