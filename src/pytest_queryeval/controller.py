@@ -20,9 +20,9 @@ import pytest
 
 from . import unmatched
 from .aggregate import evaluate_gates
-from .collect import is_case_file
 from .conclude import Outputs, accepted_by_refresh, conclude
 from .config import Gate
+from .declare import matches_files
 from .errors import QueryEvalError
 from .finish import add_junit_properties, build_report, case_dirs
 from .options import RunOptions
@@ -39,12 +39,14 @@ XDIST_CRASH = "???"
 class Controller:
     """Records, the end of the session and the terminal summary (see the module docstring)."""
 
-    def __init__(self, config: pytest.Config, options: RunOptions, runner: Runner) -> None:
+    def __init__(self, config: pytest.Config, options: RunOptions, runner: Runner,
+                 started: float | None = None) -> None:
         self.config = config
         self.options = options
         #: This process's runner: the suite (configs, ids) of a serial run, the evaluator.
         self.runner = runner
-        self.started = time.time()
+        #: When the session was configured (the plugin wakes up when it finds a case file).
+        self.started = time.time() if started is None else started
         #: Every case's record, by node id.
         self.records: dict[str, dict[str, Any]] = {}
         #: xdist: each case's :func:`~.report.records.case_meta`, by node id, from the workers
@@ -76,7 +78,7 @@ class Controller:
         if record is not None:
             self.records[report.nodeid] = record
             self.progress.from_report(report)
-        elif str(report.when) == XDIST_CRASH and report.failed and is_case_file(
+        elif str(report.when) == XDIST_CRASH and report.failed and matches_files(
                 Path(report.nodeid.split("::", 1)[0]), self.options.files):
             # xdist: the worker running this case crashed, and sent no record (its record is
             # made when the session ends, with what the other workers sent of the case)
