@@ -22,7 +22,7 @@ from . import unmatched
 from .aggregate import evaluate_gates
 from .conclude import Outputs, accepted_by_refresh, conclude
 from .config import Gate
-from .declare import matches_files
+from .declare import CONFIG_NAME, matches_files
 from .errors import QueryEvalError
 from .finish import add_junit_properties, build_report, case_dirs
 from .options import RunOptions
@@ -128,6 +128,7 @@ class Controller:
         if not records:
             if audit:
                 self.summary = ["gold audit: no gold to audit (no case ran)"]
+            self.notes.extend(self._nothing_written())
             return
         # an audit scores the golds against themselves: gates and baselines judge models
         gates = evaluate_gates([] if audit else self._gates(records), records)
@@ -168,6 +169,24 @@ class Controller:
             lines.append(outcome_line(report, failed=session.exitstatus != pytest.ExitCode.OK,
                                       problems=out.problems))
         add_junit_properties(self.config, report)
+
+    def _nothing_written(self) -> list[str]:
+        """A run given report or baseline options in which no case ran writes nothing and
+        says so (it does not fail: ``pytest tests/unit --queryeval-json r.json`` in a CI job
+        that always passes the option is a run without cases)."""
+        report = self.options.report
+        asked = [f"--queryeval-{name}" for name, value in report.files.items() if value]
+        asked += [flag for flag, given in (("--queryeval-baseline", report.baseline),
+                                           ("--queryeval-update-baseline",
+                                            report.update_baseline)) if given]
+        if not asked:
+            return []
+        why = "" if self.runner.evaluator.cases or self.runner.suite_ids else (
+            f": no case file was collected (a file matching {' '.join(self.options.files)} is "
+            f"a case file where a {CONFIG_NAME} lies in its folder or above it, or when the "
+            "ini sets queryeval_files)")
+        return [f"queryeval: no case ran, so nothing was written or compared "
+                f"({', '.join(asked)}){why}"]
 
     def _suite_dir(self, records: list[dict[str, Any]]) -> Path:
         from .verdict import suite_dir
