@@ -118,7 +118,9 @@ class Controller:
             str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
         interrupted = self.interrupted or (
             "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else None)
-        if not records and interrupted:  # a report all the same: zero cases, and why
+        if not records and interrupted and (self._asked() or audit or self.runner.evaluator.cases):
+            # a report all the same: zero cases, and why (not in a project without a suite
+            # that was only run under xdist, whose controller is always awake)
             from .conclude import conclude_interrupted, interrupted_report
 
             run = self._report([], [], exitstatus)["run"]
@@ -170,15 +172,19 @@ class Controller:
                                       problems=out.problems))
         add_junit_properties(self.config, report)
 
+    def _asked(self) -> list[str]:
+        """The report and baseline options this run was given."""
+        report = self.options.report
+        asked = [f"--queryeval-{name}" for name, value in report.files.items() if value]
+        return asked + [flag for flag, given in (("--queryeval-baseline", report.baseline),
+                                                 ("--queryeval-update-baseline",
+                                                  report.update_baseline)) if given]
+
     def _nothing_written(self) -> list[str]:
         """A run given report or baseline options in which no case ran writes nothing and
         says so (it does not fail: ``pytest tests/unit --queryeval-json r.json`` in a CI job
         that always passes the option is a run without cases)."""
-        report = self.options.report
-        asked = [f"--queryeval-{name}" for name, value in report.files.items() if value]
-        asked += [flag for flag, given in (("--queryeval-baseline", report.baseline),
-                                           ("--queryeval-update-baseline",
-                                            report.update_baseline)) if given]
+        asked = self._asked()
         if not asked:
             return []
         why = "" if self.runner.evaluator.cases or self.runner.suite_ids else (

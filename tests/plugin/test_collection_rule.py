@@ -111,3 +111,28 @@ def test_report_options_without_a_case_say_nothing_was_written(
     bad = pytester.runpytest_subprocess("--queryeval-threshold", "nonsense")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*queryeval*nonsense*"])
+
+
+def test_a_project_without_suite_under_xdist_prints_nothing_even_when_interrupted(
+        pytester: pytest.Pytester) -> None:
+    """The xdist controller loads the plugin at once (its workers collect): without a case it
+    prints no queryeval section, nor when the session is interrupted."""
+    _plain_project(pytester)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly")
+    assert result.ret == 0
+    result.assert_outcomes(passed=1)
+    assert "test_config.yaml" not in result.stdout.str()
+    assert "= queryeval =" not in result.stdout.str()
+    # the controller stops the session when the first result arrives
+    (pytester.path / "tests" / "conftest.py").write_text(
+        "import pytest\n\n"
+        "WORKER = []\n\n"
+        "def pytest_configure(config):\n"
+        "    WORKER.append(hasattr(config, 'workerinput'))\n\n"
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call' and not WORKER[0]:\n"
+        "        pytest.exit('stopped by the project', returncode=2)\n")
+    stopped = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly")
+    assert stopped.ret == pytest.ExitCode.INTERRUPTED
+    assert "stopped by the project" in stopped.stdout.str()
+    assert "= queryeval =" not in stopped.stdout.str()
