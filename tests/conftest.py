@@ -89,13 +89,19 @@ def pytest_configure(config: pytest.Config) -> None:
     pytester restores ``sys.modules`` after each inner run; a library first imported inside
     one is then imported a second time over its still-loaded extension modules, which breaks
     SQLAlchemy's and numpy's compiled parts for the rest of the session.
+
+    The plugin's own internals too: in this outer session, which has no case file, the plugin
+    sleeps (imports only its hook module); a module of it first imported in an inner run would
+    be dropped after it and imported afresh by the next, while modules imported before keep
+    its former classes and sentinels (``Missing``: "expected predicted SQL text, got Missing").
     """
     import importlib
 
     _keep_compiled_packages()
 
     for name in ("numpy", "sqlalchemy", "sqlalchemy.dialects.postgresql.psycopg", "psycopg",
-                 "pyoxigraph", "yaml"):
+                 "pyoxigraph", "yaml", "pytest_queryeval.runner", "pytest_queryeval.controller",
+                 "pytest_queryeval.xdist_hooks"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
 

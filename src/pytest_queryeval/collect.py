@@ -7,7 +7,6 @@ evaluator) is the process's :class:`~.runner.Runner`, reached through ``config.s
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -56,12 +55,6 @@ RECORD = pytest.StashKey[dict[str, Any]]()
 
 #: The process's :class:`~.runner.Runner`, which the nodes read their suite and run from.
 RUNNER = pytest.StashKey[Runner]()
-
-
-def is_case_file(path: Path, patterns: list[str]) -> bool:
-    """A YAML file whose name matches ini ``queryeval_files`` (``patterns``)."""
-    return path.suffix in (".yaml", ".yml") and any(fnmatch.fnmatch(path.name, p)
-                                                     for p in patterns)
 
 
 class CaseFailure(Exception):

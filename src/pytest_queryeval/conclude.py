@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .aggregate import aggregate, reference_aggregates
+from .declare import WORST
 from .errors import QueryEvalError
 from .report.json_report import write_report
 from .report.terminal import gate_lines, summary_lines
-
-#: ``--queryeval-worst``'s default: the worst cases listed in the summary.
-WORST = 5
 
 
 @dataclass

@@ -20,9 +20,9 @@ import pytest
 
 from . import unmatched
 from .aggregate import evaluate_gates
-from .collect import is_case_file
 from .conclude import Outputs, accepted_by_refresh, conclude
 from .config import Gate
+from .declare import CONFIG_NAME, matches_files
 from .errors import QueryEvalError
 from .finish import add_junit_properties, build_report, case_dirs
 from .options import RunOptions
@@ -39,12 +39,14 @@ XDIST_CRASH = "???"
 class Controller:
     """Records, the end of the session and the terminal summary (see the module docstring)."""
 
-    def __init__(self, config: pytest.Config, options: RunOptions, runner: Runner) -> None:
+    def __init__(self, config: pytest.Config, options: RunOptions, runner: Runner,
+                 started: float | None = None) -> None:
         self.config = config
         self.options = options
         #: This process's runner: the suite (configs, ids) of a serial run, the evaluator.
         self.runner = runner
-        self.started = time.time()
+        #: When the session was configured (the plugin wakes up when it finds a case file).
+        self.started = time.time() if started is None else started
         #: Every case's record, by node id.
         self.records: dict[str, dict[str, Any]] = {}
         #: xdist: each case's :func:`~.report.records.case_meta`, by node id, from the workers
@@ -76,7 +78,7 @@ class Controller:
         if record is not None:
             self.records[report.nodeid] = record
             self.progress.from_report(report)
-        elif str(report.when) == XDIST_CRASH and report.failed and is_case_file(
+        elif str(report.when) == XDIST_CRASH and report.failed and matches_files(
                 Path(report.nodeid.split("::", 1)[0]), self.options.files):
             # xdist: the worker running this case crashed, and sent no record (its record is
             # made when the session ends, with what the other workers sent of the case)
@@ -116,7 +118,9 @@ class Controller:
             str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
         interrupted = self.interrupted or (
             "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else None)
-        if not records and interrupted:  # a report all the same: zero cases, and why
+        if not records and interrupted and (self._asked() or audit or self.runner.evaluator.cases):
+            # a report all the same: zero cases, and why (not in a project without a suite
+            # that was only run under xdist, whose controller is always awake)
             from .conclude import conclude_interrupted, interrupted_report
 
             run = self._report([], [], exitstatus)["run"]
@@ -126,6 +130,7 @@ class Controller:
         if not records:
             if audit:
                 self.summary = ["gold audit: no gold to audit (no case ran)"]
+            self.notes.extend(self._nothing_written())
             return
         # an audit scores the golds against themselves: gates and baselines judge models
         gates = evaluate_gates([] if audit else self._gates(records), records)
@@ -166,6 +171,28 @@ class Controller:
             lines.append(outcome_line(report, failed=session.exitstatus != pytest.ExitCode.OK,
                                       problems=out.problems))
         add_junit_properties(self.config, report)
+
+    def _asked(self) -> list[str]:
+        """The report and baseline options this run was given."""
+        report = self.options.report
+        asked = [f"--queryeval-{name}" for name, value in report.files.items() if value]
+        return asked + [flag for flag, given in (("--queryeval-baseline", report.baseline),
+                                                 ("--queryeval-update-baseline",
+                                                  report.update_baseline)) if given]
+
+    def _nothing_written(self) -> list[str]:
+        """A run given report or baseline options in which no case ran writes nothing and
+        says so (it does not fail: ``pytest tests/unit --queryeval-json r.json`` in a CI job
+        that always passes the option is a run without cases)."""
+        asked = self._asked()
+        if not asked:
+            return []
+        why = "" if self.runner.evaluator.cases or self.runner.suite_ids else (
+            f": no case file was collected (a file matching {' '.join(self.options.files)} is "
+            f"a case file where a {CONFIG_NAME} lies in its folder or above it, or when the "
+            "ini sets queryeval_files)")
+        return [f"queryeval: no case ran, so nothing was written or compared "
+                f"({', '.join(asked)}){why}"]
 
     def _suite_dir(self, records: list[dict[str, Any]]) -> Path:
         from .baseline.location import suite_dir

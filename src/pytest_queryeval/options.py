@@ -2,10 +2,11 @@
 
 Why one place: the pytest plugin and ``queryeval merge`` take the same report and baseline
 options, and a run reads them at several moments (before collection, after it, at the end).
-Declaring them here for both (:func:`add_report_options` takes ``parser.addoption`` or
-``ArgumentParser.add_argument``, as pytest-benchmark's option groups do) keeps one default and
-one help text per option; reading them once (:meth:`RunOptions.from_config`) keeps every check in
-one usage error, as before, and leaves no ``getoption`` anywhere else.
+Declaring them once for both (:mod:`.declare`, re-exported here: :func:`add_report_options`
+takes ``parser.addoption`` or ``ArgumentParser.add_argument``, as pytest-benchmark's option
+groups do) keeps one default and one help text per option; reading them once
+(:meth:`RunOptions.from_config`) keeps every check in one usage error, as before, and leaves
+no ``getoption`` anywhere else.
 
 API (everything else here is private)::
 
@@ -26,111 +27,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .conclude import WORST, Outputs
+from .declare import (
+    AUDIT_FLAG,
+    DEFAULT_FILES,
+    REPORT_FILES,
+    VERDICT_MODES,
+    WORST,
+    AddOption,
+    add_ini,
+    add_report_options,
+    add_run_options,
+)
 
 if TYPE_CHECKING:
     import pytest
 
+    from .conclude import Outputs
     from .model import Threshold
     from .predict import Predictor
     from .suitecheck import MetricCatalog
-
-AddOption = Callable[..., object]
-
-VERDICT_MODES = ("strict", "baseline", "gates")
-AUDIT_FLAG = "--queryeval-audit-golds"
-#: The report files, by option name (``--queryeval-<name>``).
-REPORT_FILES = ("json", "xlsx", "html", "markdown")
-
-
-def add_run_options(add: AddOption) -> None:
-    """The options of a pytest run only (what predicts and scores the cases)."""
-    add("--queryeval-predictions", metavar="PATH|module:function",
-        help="take predictions from this file or callable for this run (compare model versions)")
-    add("--queryeval-predictions-override-inline", action="store_true",
-        help="let --queryeval-predictions replace the cases' inline predicted: too")
-    add("--queryeval-concurrency", metavar="N",
-        help="simultaneous prediction requests of each live source (python, http, command, "
-             "openai) in the whole session, xdist workers included; overrides its "
-             "concurrency: (default 4)")
-    add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
-        help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
-    add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
-    add("--queryeval-model-label", metavar="LABEL",
-        help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
-    add("--queryeval-repeat", type=int, default=None, metavar="N",
-        help="ask for N predictions per case (non-deterministic models) and score each; "
-             "overrides the cases' repeat:")
-    add("--queryeval-shard", metavar="I/N|auto", default=None,
-        help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
-             "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
-             "CI_NODE_INDEX/_TOTAL, CircleCI, Buildkite, SLURM arrays, Kubernetes Indexed "
-             "Jobs); the shards' JSON reports are merged with 'queryeval merge'")
-    # No argparse choices: a bare flag followed by a path is rewritten to =error in
-    # pytest_load_initial_conftests, after argparse has read the path as its value once.
-    add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",
-        help="audit the golds instead of scoring predictions: run every gold as its own "
-             "prediction and lint it (empty results, clock and random functions, ties at "
-             "LIMIT, drift of recorded results, codes outside their codelist); fails on "
-             "error findings, =warn only reports them")
-
-
-def add_report_options(add: AddOption, *, merge: bool = False) -> None:
-    """The report and baseline options, for the plugin and (``merge``) ``queryeval merge``,
-    which also takes ``-o``/``--output`` for the JSON report and reads no ini file."""
-    json_flags = ("-o", "--output", "--queryeval-json") if merge else ("--queryeval-json",)
-    add(*json_flags, dest="queryeval_json", metavar="REPORT.json" if merge else "PATH",
-        help="write the merged JSON report here" if merge else
-        "write the JSON report here (atomically)")
-    add("--queryeval-xlsx", metavar="PATH", help="write the Excel workbook here")
-    add("--queryeval-html", metavar="PATH", help="write the self-contained HTML report here")
-    add("--queryeval-markdown", metavar="PATH", help="write the Markdown summary here")
-    add("--queryeval-no-step-summary", action="store_true",
-        help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
-    add("--queryeval-baseline", metavar="PATH",
-        help="compare with this JSON report" + ("" if merge else
-                                                " (a bare file name lies beside the suite)"))
-    add("--queryeval-update-baseline", action="store_true",
-        help="write this run's JSON report to the baseline (--queryeval-baseline" +
-             (")" if merge else ", else ini queryeval_baseline)"))
-    add("--queryeval-verdict", choices=VERDICT_MODES, default=None,
-        help="the mode the shards ran with (checked: it is applied as cases run)" if merge else
-        "what fails the session (ini queryeval_verdict, default strict): strict, every "
-        "case below its threshold; baseline, only cases that passed in "
-        "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
-        "baseline comparison (cases below threshold are xfailed)")
-    add("--queryeval-force-baseline", action="store_true",
-        help="with --queryeval-update-baseline: write the baseline even from a filtered, "
-             "interrupted or erroring run")
-    add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
-        help="fail when an aggregate drops more than this versus the baseline (repeatable)")
-    add("--queryeval-significance", metavar="ALPHA", default=None,
-        help="gate a drop versus the baseline only when it is not noise" if merge else
-        "with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
-        "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
-        "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
-    add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
-    add("--queryeval-spider-table", action="store_true",
-        help="print the official Spider evaluator's full exact/partial matching table")
-    add("--queryeval-worst", type=int, default=WORST, metavar="N",
-        help=f"list the N worst cases in the summary (default {WORST})")
-
-
-def add_ini(add: Callable[..., object]) -> None:
-    """The ini values (``parser.addini``)."""
-    add("queryeval_files", type="args", default=["test_*.yaml", "test_*.yml"],
-        help="glob patterns of YAML case files")
-    add("queryeval_thresholds", type="linelist", default=[],
-        help="default thresholds, one metric=value per line")
-    add("queryeval_junit_properties", type="bool", default=True,
-        help="write queryeval.<metric> properties on junit testcases")
-    add("queryeval_verdict", default="strict",
-        help="strict, baseline or gates (see --queryeval-verdict)")
-    add("queryeval_significance", default="",
-        help="significance level of the baseline gate (see --queryeval-significance)")
-    add("queryeval_baseline", default="queryeval-baseline.json",
-        help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
-             "is not given (a bare name lies beside the suite, else rootdir-relative)")
 
 
 @dataclass(frozen=True)
@@ -183,6 +98,8 @@ class ReportOptions:
     def outputs(self, *, baseline_path: Path | None, significance: float | None,
                 display: Callable[[Path], str]) -> Outputs:
         """The :class:`~.conclude.Outputs` of a finished run."""
+        from .conclude import Outputs
+
         return Outputs(
             json=self.path("json"), xlsx=self.path("xlsx"), html=self.path("html"),
             markdown=self.path("markdown"), step_summary=self.step_summary,
@@ -199,7 +116,8 @@ class RunOptions:
 
     rootdir: Path
     report: ReportOptions
-    #: ini ``queryeval_files``: the glob patterns of case files.
+    #: ini ``queryeval_files``, else its default: the glob patterns of case files (which of the
+    #: matching files are case files: :class:`~.declare.CaseFiles`).
     files: list[str]
     ini_thresholds: dict[str, Threshold]
     cli_thresholds: dict[str, Threshold]
@@ -274,7 +192,8 @@ class RunOptions:
         significance_ini = str(config.getini("queryeval_significance") or "")
         report = ReportOptions.from_namespace(config.option, config.invocation_params.dir)
         options = cls(
-            rootdir=config.rootpath, report=report, files=list(config.getini("queryeval_files")),
+            rootdir=config.rootpath, report=report,
+            files=list(config.getini("queryeval_files")) or list(DEFAULT_FILES),
             ini_thresholds=ini_thresholds, cli_thresholds=cli_thresholds,
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
@@ -338,5 +257,5 @@ class RunOptions:
         return problems
 
 
-__all__ = ["AUDIT_FLAG", "WORST", "ReportOptions", "RunOptions", "add_ini", "add_report_options",
-           "add_run_options"]
+__all__ = ["AUDIT_FLAG", "REPORT_FILES", "VERDICT_MODES", "WORST", "AddOption", "ReportOptions",
+           "RunOptions", "add_ini", "add_report_options", "add_run_options"]

@@ -1,8 +1,13 @@
 """pytest-queryeval: the pytest entry point (``pytest11``), module-level hooks only.
 
-``pytest_configure`` reads every option once (:class:`~.options.RunOptions`) and registers the
-objects whose methods are the other hooks, as pytest's own stepwise, junitxml and cacheprovider
-plugins do:
+pytest imports this module in every run of every project where the plugin is installed, so it
+imports nothing of the package but :mod:`.hookspecs` and :mod:`.declare` (a test keeps it so):
+the plugin sleeps until it is needed. It wakes up (:func:`_wake`) when ``pytest_collect_file``
+meets a case file (:class:`~.declare.CaseFiles`), or at ``pytest_configure`` when the run was
+given one of its options or ini values (checked before collection, as usage errors) or is an
+xdist controller (whose workers collect). Waking reads every option once
+(:class:`~.options.RunOptions`) and registers the objects whose methods are the other hooks, as
+pytest's own stepwise, junitxml and cacheprovider plugins do:
 
 - :class:`~.runner.Runner`, in every process: collection and the run of the cases;
 - :class:`~.controller.Controller`, in a serial run or on the xdist controller (decided here,
@@ -16,18 +21,23 @@ importable without pytest.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import hookspecs
-from . import kinds as kind_registry
-from .collect import RUNNER, QueryEvalFile, is_case_file, register_marks
-from .controller import Controller
-from .options import AUDIT_FLAG, RunOptions, add_ini, add_report_options, add_run_options
-from .runner import Runner, custom_metric_names, make_evaluator, metric_catalog
+from .declare import AUDIT_FLAG, CaseFiles, add_ini, add_report_options, add_run_options, asked_for
+
+if TYPE_CHECKING:
+    from .collect import QueryEvalFile
+    from .controller import Controller
+    from .runner import Runner
 
 _CUSTOM_KINDS = pytest.StashKey[list[str]]()
+_CASE_FILES = pytest.StashKey[CaseFiles]()
+_STARTED = pytest.StashKey[float]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -51,6 +61,21 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_STARTED] = time.time()
+    config.stash[_CASE_FILES] = CaseFiles(config.getini("queryeval_files"), config.rootpath)
+    controller = not hasattr(config, "workerinput") and \
+        getattr(config.option, "dist", "no") != "no"
+    if controller or asked_for(lambda dest: getattr(config.option, dest, None), config.getini):
+        _wake(config)
+
+
+def _wake(config: pytest.Config) -> Runner:
+    """Read the options and register the hook objects (see the module docstring); once."""
+    from .collect import RUNNER, register_marks
+    from .controller import Controller
+    from .options import RunOptions
+    from .runner import Runner, custom_metric_names, make_evaluator, metric_catalog
+
     config.stash[_CUSTOM_KINDS] = register_marks(config)
     # an xdist worker's options were checked by its controller, which also ends the run
     worker = hasattr(config, "workerinput")
@@ -63,31 +88,42 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(runner, "queryeval-runner")
     controller = None
     if not worker:
-        controller = Controller(config, options, runner)
+        controller = Controller(config, options, runner, started=config.stash[_STARTED])
         config.pluginmanager.register(controller, "queryeval-controller")
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist_hooks import XdistHooks
 
         config.pluginmanager.register(XdistHooks(runner, controller), "queryeval-xdist")
+    return runner
+
+
+def _runner(config: pytest.Config) -> Runner | None:
+    """The process's runner once the plugin woke up (None: it sleeps)."""
+    plugin: Any = config.pluginmanager.get_plugin("queryeval-runner")
+    return plugin  # type: ignore[no-any-return]
 
 
 def _controller(config: pytest.Config) -> Controller | None:
-    plugin = config.pluginmanager.get_plugin("queryeval-controller")
-    return plugin if isinstance(plugin, Controller) else None
+    plugin: Any = config.pluginmanager.get_plugin("queryeval-controller")
+    return plugin  # type: ignore[no-any-return]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:
-    runner = parent.config.stash.get(RUNNER, None)
-    if runner is not None and is_case_file(file_path, runner.options.files):
-        return QueryEvalFile.from_parent(parent, path=file_path)
-    return None
+    case_files = parent.config.stash.get(_CASE_FILES, None)
+    if case_files is None or not case_files(file_path):
+        return None
+    if _runner(parent.config) is None:
+        _wake(parent.config)
+    from .collect import QueryEvalFile
+
+    return QueryEvalFile.from_parent(parent, path=file_path)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every process ends its run; the controller then aggregates, gates, compares and writes
     the reports, before junit is written."""
-    runner = session.config.stash.get(RUNNER, None)
+    runner = _runner(session.config)
     if runner is None:
         return
     runner.finish(session, int(exitstatus))
@@ -105,14 +141,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 
 @pytest.hookimpl(trylast=True)  # after pytest's own end-of-run gc.collect(), which is then cheap
 def pytest_unconfigure(config: pytest.Config) -> None:
-    runner = config.stash.get(RUNNER, None)
+    runner = _runner(config)
     if runner is not None:
         runner.release()
-    for name in config.stash.get(_CUSTOM_KINDS, []):
-        kind_registry.unregister(name)
+    custom_kinds = config.stash.get(_CUSTOM_KINDS, [])
+    if custom_kinds:
+        from . import kinds as kind_registry
+
+        for name in custom_kinds:
+            kind_registry.unregister(name)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    runner = config.stash.get(RUNNER, None)
+    runner = _runner(config)
     value = runner.options.predictions if runner is not None else None
     return f"queryeval: predictions from {value}" if value else None

@@ -48,6 +48,7 @@ def pytest_queryeval_kinds(config):
 
 def test_a_custom_kind_audits_its_golds(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
+    pytester.makefile(".yaml", queryeval="{}")  # a suite: its test_*.yaml are case files
     cases = [{"id": "fine", "gold": "word", "thresholds": {"same": 1}},
              {"id": "broken", "gold": "broken", "thresholds": {"same": 1}}]
     pytester.makefile(".yaml", test_plain=json.dumps({"kind": "echo", "cases": cases}))

@@ -33,6 +33,7 @@ cases:
 def test_yaml_suite(pytester: pytest.Pytester, monkeypatch: Any, seed: Any) -> None:
     monkeypatch.setenv("QUERYEVAL_EMBEDDINGS_CACHE", str(pytester.path / "embeddings"))
     pytester.makefile(".yaml", test_forest=CASES)
+    pytester.makefile(".yaml", queryeval="{}")  # a suite: its test_*.yaml are case files
     result = pytester.runpytest_inprocess("-p", "no:randomly", "--queryeval-json=report.json")
     report = json.loads((pytester.path / "report.json").read_text())
     cases = {c["id"]: c for c in report["cases"]}

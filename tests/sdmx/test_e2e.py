@@ -177,6 +177,7 @@ def test_multi_case_file_with_inline_multi_turn(pytester: pytest.Pytester):
                   values: [{id: MEX, name: mexico}]
           thresholds: {macro_recall: 1.0}
         """)
+    pytester.makefile(".yaml", queryeval="{}")  # a suite: its test_*.yaml are case files
     result = pytester.runpytest("--queryeval-json=out.json", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     cases = _cases(pytester)
@@ -231,6 +232,7 @@ def test_codelist_validation_end_to_end(pytester: pytest.Pytester, shared_data: 
 def test_invalid_case_is_located(pytester: pytest.Pytester):
     pytester.path.joinpath("test_bad.yaml").write_text(
         MEXICO_YAML.replace("        - id: MEX\n", "        - ident: MEX\n"))
+    pytester.makefile(".yaml", queryeval="{}")  # a suite: its test_*.yaml are case files
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["error: test_bad.yaml:20: conversation[[]0].target."

@@ -1,0 +1,183 @@
+"""What the plugin declares to pytest before any case file is found: its options and ini
+values, and the rule that says which YAML files are case files.
+
+Why a module of its own: pytest imports the hook module in every run of every project where
+the plugin is installed. That module and this one are all such a run imports of the package
+until a case file is found (``tests/plugin/test_collection_rule.py``), so a project without a
+suite pays nothing for the plugin. Standard library only; importable without pytest
+(``queryeval merge`` declares its report options here too).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+#: ``--queryeval-worst``'s default: the worst cases listed in the summary.
+WORST = 5
+#: The suite configuration file whose presence in a folder or above makes the test_*.yaml files
+#: there case files.
+CONFIG_NAME = "queryeval.yaml"
+#: ini ``queryeval_files`` when the ini does not set it.
+DEFAULT_FILES = ("test_*.yaml", "test_*.yml")
+
+AddOption = Callable[..., object]
+
+VERDICT_MODES = ("strict", "baseline", "gates")
+AUDIT_FLAG = "--queryeval-audit-golds"
+#: The report files, by option name (``--queryeval-<name>``).
+REPORT_FILES = ("json", "xlsx", "html", "markdown")
+
+
+def add_run_options(add: AddOption) -> None:
+    """The options of a pytest run only (what predicts and scores the cases)."""
+    add("--queryeval-predictions", metavar="PATH|module:function",
+        help="take predictions from this file or callable for this run (compare model versions)")
+    add("--queryeval-predictions-override-inline", action="store_true",
+        help="let --queryeval-predictions replace the cases' inline predicted: too")
+    add("--queryeval-concurrency", metavar="N",
+        help="simultaneous prediction requests of each live source (python, http, command, "
+             "openai) in the whole session, xdist workers included; overrides its "
+             "concurrency: (default 4)")
+    add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
+        help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
+    add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
+    add("--queryeval-model-label", metavar="LABEL",
+        help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
+    add("--queryeval-repeat", type=int, default=None, metavar="N",
+        help="ask for N predictions per case (non-deterministic models) and score each; "
+             "overrides the cases' repeat:")
+    add("--queryeval-shard", metavar="I/N|auto", default=None,
+        help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
+             "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
+             "CI_NODE_INDEX/_TOTAL, CircleCI, Buildkite, SLURM arrays, Kubernetes Indexed "
+             "Jobs); the shards' JSON reports are merged with 'queryeval merge'")
+    # No argparse choices: a bare flag followed by a path is rewritten to =error in
+    # pytest_load_initial_conftests, after argparse has read the path as its value once.
+    add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",
+        help="audit the golds instead of scoring predictions: run every gold as its own "
+             "prediction and lint it (empty results, clock and random functions, ties at "
+             "LIMIT, drift of recorded results, codes outside their codelist); fails on "
+             "error findings, =warn only reports them")
+
+
+def add_report_options(add: AddOption, *, merge: bool = False) -> None:
+    """The report and baseline options, for the plugin and (``merge``) ``queryeval merge``,
+    which also takes ``-o``/``--output`` for the JSON report and reads no ini file."""
+    json_flags = ("-o", "--output", "--queryeval-json") if merge else ("--queryeval-json",)
+    add(*json_flags, dest="queryeval_json", metavar="REPORT.json" if merge else "PATH",
+        help="write the merged JSON report here" if merge else
+        "write the JSON report here (atomically)")
+    add("--queryeval-xlsx", metavar="PATH", help="write the Excel workbook here")
+    add("--queryeval-html", metavar="PATH", help="write the self-contained HTML report here")
+    add("--queryeval-markdown", metavar="PATH", help="write the Markdown summary here")
+    add("--queryeval-no-step-summary", action="store_true",
+        help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
+    add("--queryeval-baseline", metavar="PATH",
+        help="compare with this JSON report" + ("" if merge else
+                                                " (a bare file name lies beside the suite)"))
+    add("--queryeval-update-baseline", action="store_true",
+        help="write this run's JSON report to the baseline (--queryeval-baseline" +
+             (")" if merge else ", else ini queryeval_baseline)"))
+    add("--queryeval-verdict", choices=VERDICT_MODES, default=None,
+        help="the mode the shards ran with (checked: it is applied as cases run)" if merge else
+        "what fails the session (ini queryeval_verdict, default strict): strict, every "
+        "case below its threshold; baseline, only cases that passed in "
+        "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
+        "baseline comparison (cases below threshold are xfailed)")
+    add("--queryeval-force-baseline", action="store_true",
+        help="with --queryeval-update-baseline: write the baseline even from a filtered, "
+             "interrupted or erroring run")
+    add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
+        help="fail when an aggregate drops more than this versus the baseline (repeatable)")
+    add("--queryeval-significance", metavar="ALPHA", default=None,
+        help="gate a drop versus the baseline only when it is not noise" if merge else
+        "with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
+        "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
+        "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
+    add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
+    add("--queryeval-spider-table", action="store_true",
+        help="print the official Spider evaluator's full exact/partial matching table")
+    add("--queryeval-worst", type=int, default=WORST, metavar="N",
+        help=f"list the N worst cases in the summary (default {WORST})")
+
+
+def add_ini(add: Callable[..., object]) -> None:
+    """The ini values (``parser.addini``)."""
+    # default []: pytest offers no public way to tell a value the ini gave from the default,
+    # and an explicit value alone (CaseFiles.explicit) makes matching files case files
+    add("queryeval_files", type="args", default=[],
+        help="glob patterns of YAML case files; when set, every matching file is a case file "
+             f"(default {' '.join(DEFAULT_FILES)}, only where a {CONFIG_NAME} lies in the "
+             "file's folder or above it)")
+    add("queryeval_thresholds", type="linelist", default=[],
+        help="default thresholds, one metric=value per line")
+    add("queryeval_junit_properties", type="bool", default=True,
+        help="write queryeval.<metric> properties on junit testcases")
+    add("queryeval_verdict", default="strict",
+        help="strict, baseline or gates (see --queryeval-verdict)")
+    add("queryeval_significance", default="",
+        help="significance level of the baseline gate (see --queryeval-significance)")
+    add("queryeval_baseline", default="queryeval-baseline.json",
+        help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
+             "is not given (a bare name lies beside the suite, else rootdir-relative)")
+
+
+def matches_files(path: Path, patterns: Sequence[str]) -> bool:
+    """A YAML file whose name matches one of ``patterns`` (the case file patterns)."""
+    return path.suffix in (".yaml", ".yml") and any(fnmatch.fnmatch(path.name, p)
+                                                     for p in patterns)
+
+
+class CaseFiles:
+    """Which files are case files: a YAML file matching ini ``queryeval_files``, and, unless
+    the ini set that value, only where a ``queryeval.yaml`` lies in the file's folder or an
+    ancestor up to the rootdir (the folders :class:`~.config.ConfigFinder` reads). Without
+    that rule any project's ``tests/test_config.yaml`` data file was collected as a failing
+    case."""
+
+    def __init__(self, ini: Sequence[str], rootdir: Path) -> None:
+        #: The ini named the patterns: they alone decide.
+        self.explicit = bool(ini)
+        self.patterns = list(ini) or list(DEFAULT_FILES)
+        self.rootdir = rootdir.resolve()
+        #: Folder: a queryeval.yaml lies there or above (one look per folder per session).
+        self._governed: dict[Path, bool] = {}
+
+    def __call__(self, path: Path) -> bool:
+        return matches_files(path, self.patterns) and (
+            self.explicit or self.governed(path.parent.resolve()))
+
+    def governed(self, directory: Path) -> bool:
+        """A ``queryeval.yaml`` in ``directory`` (resolved) or above it, up to the rootdir
+        (outside it: up to the file system's root, as :class:`~.config.ConfigFinder` looks)."""
+        known = self._governed.get(directory)
+        if known is None:
+            known = (directory / CONFIG_NAME).exists() or (
+                directory != self.rootdir and directory.parent != directory
+                and self.governed(directory.parent))
+            self._governed[directory] = known
+        return known
+
+
+def _defaults(declare: Callable[[AddOption], None]) -> dict[str, object]:
+    """The default of each option (by its dest) or ini value (by its name) ``declare`` adds."""
+    out: dict[str, object] = {}
+
+    def record(*names: str, **kwargs: object) -> None:
+        dest = kwargs.get("dest") or max(names, key=len).lstrip("-").replace("-", "_")
+        out[str(dest)] = kwargs.get("default", False if kwargs.get("action") == "store_true"
+                                    else None)
+    declare(record)
+    return out
+
+
+def asked_for(option: Callable[[str], object], ini: Callable[[str], object]) -> list[str]:
+    """The plugin's options (``option``: by dest) and ini values (``ini``: by name) that a run
+    was given, other than their defaults: such a run means to use the plugin, which then reads
+    and checks them before collection, as usage errors."""
+    asked = [dest for declare in (add_run_options, add_report_options)
+             for dest, default in _defaults(declare).items() if option(dest) != default]
+    return asked + [name for name, default in _defaults(add_ini).items()
+                    if ini(name) != default]
