@@ -22,7 +22,7 @@ Importable without pytest: pytest is imported only by :meth:`RunOptions.from_con
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ AddOption = Callable[..., object]
 
 VERDICT_MODES = ("strict", "baseline", "gates")
 AUDIT_FLAG = "--queryeval-audit-golds"
+NEIGHBOURS_FLAG = "--queryeval-neighbours"
 #: The report files, by option name (``--queryeval-<name>``).
 REPORT_FILES = ("json", "xlsx", "html", "markdown")
 
@@ -73,6 +74,14 @@ def add_run_options(add: AddOption) -> None:
              "prediction and lint it (empty results, clock and random functions, ties at "
              "LIMIT, drift of recorded results, codes outside their codelist); fails on "
              "error findings, =warn only reports them")
+    add(NEIGHBOURS_FLAG, nargs="?", const="default", default=None, metavar="N",
+        help="for each SQL case that passes on its database (SQLite, DuckDB), search up to N "
+             "small databases of the same schema (default 200) for one on which gold and "
+             "prediction differ: metric neighbour_ex, the shrunk counterexample saved beside "
+             "the reports (ini queryeval_neighbours)")
+    add("--queryeval-neighbours-seconds", metavar="S", default=None,
+        help="with --queryeval-neighbours: the seconds budget of one case's search "
+             "(default 10; ini queryeval_neighbours_seconds)")
 
 
 def add_report_options(add: AddOption, *, merge: bool = False) -> None:
@@ -128,6 +137,13 @@ def add_ini(add: Callable[..., object]) -> None:
         help="strict, baseline or gates (see --queryeval-verdict)")
     add("queryeval_significance", default="",
         help="significance level of the baseline gate (see --queryeval-significance)")
+    add("queryeval_neighbours", default="",
+        help="search every passing SQL case for a counterexample database: a number of "
+             "databases, or true for the default 200 (see --queryeval-neighbours)")
+    add("queryeval_neighbours_seconds", default="",
+        help="the seconds budget of one case's counterexample search (default 10)")
+    add("queryeval_neighbours_seed", default="",
+        help="the seed of the counterexample search (default 0: same seed, same databases)")
     add("queryeval_baseline", default="queryeval-baseline.json",
         help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
              "is not given (a bare name lies beside the suite, else rootdir-relative)")
@@ -221,6 +237,11 @@ class RunOptions:
     #: ini ``queryeval_significance``, and where it is written (``file:line``).
     significance_ini: str
     significance_where: str
+    #: ``--queryeval-neighbours`` or ini ``queryeval_neighbours`` (None: each suite's
+    #: ``neighbours:`` decides, see :func:`.neighbour_check.settings_for`).
+    neighbours: Any = None
+    #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
+    neighbour_base: Any = None
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
@@ -285,8 +306,13 @@ class RunOptions:
             significance_ini=significance_ini,
             significance_where=ini_line(config.inipath, "queryeval_significance",
                                         significance_ini))
+        (neighbours, base), neighbour_problems = _neighbour_settings(config)
+        options = replace(options, neighbours=neighbours, neighbour_base=base)
+        if neighbour_problems and not check:
+            neighbour_problems = []
         if check:
-            problems = options._problems(catalog(), config.inipath, get("queryeval_shard"))
+            problems = neighbour_problems + options._problems(catalog(), config.inipath,
+                                                              get("queryeval_shard"))
             if problems:
                 raise pytest.UsageError("\n".join(["queryeval: invalid options:",
                                                    *(f"  {p}" for p in problems)]))
@@ -295,8 +321,6 @@ class RunOptions:
             from .shard import parse_shard
 
             shard = parse_shard(get("queryeval_shard"))
-        from dataclasses import replace
-
         from .verdict import parse_mode
 
         try:
@@ -338,5 +362,55 @@ class RunOptions:
         return problems
 
 
-__all__ = ["AUDIT_FLAG", "WORST", "ReportOptions", "RunOptions", "add_ini", "add_report_options",
-           "add_run_options"]
+def _neighbour_settings(config: pytest.Config) -> tuple[tuple[Any, Any], list[str]]:
+    """((the run's counterexample search, the settings a suite's ``neighbours:`` starts
+    from), problems): :class:`.neighbour_check.Settings` from the option or the ini values;
+    the first is None when neither asks for the search."""
+    from .neighbour_check import (
+        Settings,
+        parse_databases,
+        parse_seconds,
+        parse_seed,
+        with_report_dir,
+    )
+
+    problems: list[str] = []
+    cli = config.getoption("queryeval_neighbours")
+    ini = str(config.getini("queryeval_neighbours") or "")
+    try:
+        databases = parse_databases(cli, f"{NEIGHBOURS_FLAG}={cli}") if cli is not None \
+            else parse_databases(ini, "ini queryeval_neighbours")
+    except ValueError as exc:
+        problems.append(str(exc))
+        databases = None
+    settings = Settings()
+    seconds = config.getoption("queryeval_neighbours_seconds")
+    seconds_ini = str(config.getini("queryeval_neighbours_seconds") or "")
+    seed_ini = str(config.getini("queryeval_neighbours_seed") or "")
+    try:
+        if seconds is not None:
+            settings = replace(settings, seconds=parse_seconds(
+                seconds, "--queryeval-neighbours-seconds"))
+        elif seconds_ini:
+            settings = replace(settings, seconds=parse_seconds(
+                seconds_ini, "ini queryeval_neighbours_seconds"))
+    except ValueError as exc:
+        problems.append(str(exc))
+    try:
+        if seed_ini:
+            settings = replace(settings, seed=parse_seed(seed_ini, "ini queryeval_neighbours_seed"))
+    except ValueError as exc:
+        problems.append(str(exc))
+    if seconds is not None and databases is None and cli is None:
+        problems.append("--queryeval-neighbours-seconds needs --queryeval-neighbours (or ini "
+                        "queryeval_neighbours)")
+    base = with_report_dir(settings, {name: getattr(config.option, f"queryeval_{name}")
+                                      for name in REPORT_FILES},
+                           config.invocation_params.dir, config.rootpath)
+    if databases is None:
+        return (None, base), problems
+    return (replace(base, databases=databases), base), problems
+
+
+__all__ = ["AUDIT_FLAG", "NEIGHBOURS_FLAG", "WORST", "ReportOptions", "RunOptions", "add_ini",
+           "add_report_options", "add_run_options"]
