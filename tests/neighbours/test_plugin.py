@@ -233,3 +233,22 @@ def test_a_duckdb_source(pytester):
         assert conn.execute("SELECT count(*) FROM orders WHERE total >= 12").fetchall() == [(0,)]
     finally:
         conn.close()
+
+
+def test_the_gold_audit_flags_a_gold_its_data_cannot_tell_from_a_neighbour(chinook_suite):
+    write(chinook_suite, [
+        case("fourteen", ("SELECT count(*) FROM Invoice WHERE Total > 14", "SELECT 1")),
+        case("strong", ("SELECT count(*) FROM Invoice WHERE Total > 13.86", "SELECT 1"))])
+    result = chinook_suite.runpytest("--queryeval-audit-golds", "--queryeval-neighbours",
+                                     "--queryeval-json=out/r.json")
+    result.assert_outcomes(passed=2)
+    findings = {c["id"]: c["details"]["audit"]["findings"] for c in report(chinook_suite)["cases"]}
+    assert [f["code"] for f in findings["strong"]] == []
+    assert findings["fourteen"] == [{
+        "code": "weak-gold", "severity": "warning", "gold": None,
+        "message": "this gold cannot tell > from >= here: SELECT COUNT(*) FROM Invoice WHERE "
+                   "Total >= 14 returns the same result on this database, so a model that "
+                   "writes it passes; add rows that tell them apart"}]
+    # without --queryeval-neighbours the audit does not look
+    chinook_suite.runpytest("--queryeval-audit-golds", "--queryeval-json=out/r.json")
+    assert all(c["details"]["audit"]["findings"] == [] for c in report(chinook_suite)["cases"])
