@@ -255,7 +255,7 @@ def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted:
     if data is not None and settings.report_dir is not None:
         target = settings.report_dir / ARTIFACT_DIR / f"{_safe_name(case.id)}.{engine}"
         _write(target, data)
-        found["file"] = _shown(target, settings.rootdir)
+        found["file"] = _shown(target, settings.rootdir, settings.report_dir)
     return {METRIC: 0.0}, info, counterexample_lines(Path(path).name, found)
 
 
@@ -312,12 +312,14 @@ def _write(target: Path, data: bytes) -> None:
     os.replace(tmp, target)
 
 
-def _shown(path: Path, rootdir: Path | None) -> str:
-    if rootdir is not None:
-        try:
-            return path.relative_to(rootdir.resolve()).as_posix()
-        except ValueError:
-            pass
+def _shown(path: Path, *bases: Path | None) -> str:
+    """``path`` relative to the rootdir, else to the report dir (no machine paths)."""
+    for base in bases:
+        if base is not None:
+            try:
+                return path.relative_to(base.resolve()).as_posix()
+            except ValueError:
+                continue
     return path.name
 
 
