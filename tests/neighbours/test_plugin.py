@@ -252,3 +252,24 @@ def test_the_gold_audit_flags_a_gold_its_data_cannot_tell_from_a_neighbour(chino
     # without --queryeval-neighbours the audit does not look
     chinook_suite.runpytest("--queryeval-audit-golds", "--queryeval-json=out/r.json")
     assert all(c["details"]["audit"]["findings"] == [] for c in report(chinook_suite)["cases"])
+
+
+def test_queryeval_merge_sums_the_shards_budgets(chinook_suite):
+    write(chinook_suite, [case(f"c{i}", COINCIDENTAL if i % 2 else EQUIVALENT)
+                          for i in range(4)])
+    for index in (1, 2):
+        chinook_suite.runpytest(f"--queryeval-shard={index}/2", "--queryeval-neighbours=20",
+                                f"--queryeval-json=out/shard-{index}.json")
+    import sys
+
+    result = chinook_suite.run(sys.executable, "-m", "pytest_queryeval.merge", "merge",
+                               "out/shard-1.json", "out/shard-2.json", "-o", "out/r.json")
+    result.stdout.fnmatch_lines(["neighbours: 4 passes checked on * databases in * s *; "
+                                 "2 coincidental passes: c1, c3"])
+    merged = report(chinook_suite)
+    assert merged["neighbours"]["passes_checked"] == 4
+    assert merged["neighbours"]["coincidental_passes"] == ["c1", "c3"]
+    shards = [json.loads((chinook_suite.path / "out" / f"shard-{i}.json").read_text())
+              for i in (1, 2)]
+    assert merged["neighbours"]["databases_checked"] == sum(
+        s["neighbours"]["databases_checked"] for s in shards)
