@@ -401,9 +401,6 @@ def _neighbour_settings(config: pytest.Config) -> tuple[tuple[Any, Any], list[st
             settings = replace(settings, seed=parse_seed(seed_ini, "ini queryeval_neighbours_seed"))
     except ValueError as exc:
         problems.append(str(exc))
-    if seconds is not None and databases is None and cli is None:
-        problems.append("--queryeval-neighbours-seconds needs --queryeval-neighbours (or ini "
-                        "queryeval_neighbours)")
     base = with_report_dir(settings, {name: getattr(config.option, f"queryeval_{name}")
                                       for name in REPORT_FILES},
                            config.invocation_params.dir, config.rootpath)
