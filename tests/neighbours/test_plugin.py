@@ -206,7 +206,8 @@ def test_nothing_is_imported_when_not_asked_for(chinook_suite):
     assert "pytest_queryeval.neighbours.search" in (chinook_suite.path / "modules.txt").read_text()
 
 
-def test_a_duckdb_source(pytester):
+def shop(pytester: pytest.Pytester, thresholds: dict[str, float], gold: str,
+         predicted: str) -> None:
     duckdb = pytest.importorskip("duckdb")
     conn = duckdb.connect(str(pytester.path / "shop.duckdb"))
     conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, total DOUBLE NOT NULL "
@@ -216,11 +217,17 @@ def test_a_duckdb_source(pytester):
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     pytester.makefile(".yaml", queryeval=json.dumps({
         "datasources": {"shop": {"type": "duckdb", "path": "shop.duckdb"}},
-        "thresholds": {"execution_accuracy": 1.0, "neighbour_ex": 1.0}}))
+        "thresholds": thresholds}))
     pytester.makefile(".yaml", test_shop=json.dumps({"cases": [
-        {"id": "big", "kind": "sql", "datasource": "shop",
-         "gold": "SELECT count(*) FROM orders WHERE total > 10",
-         "predicted": "SELECT count(*) FROM orders WHERE total >= 12"}]}))
+        {"id": "big", "kind": "sql", "datasource": "shop", "gold": gold,
+         "predicted": predicted}]}))
+
+
+def test_a_duckdb_source(pytester):
+    duckdb = pytest.importorskip("duckdb")
+    shop(pytester, {"execution_accuracy": 1.0, "neighbour_ex": 1.0},
+         "SELECT count(*) FROM orders WHERE total > 10",
+         "SELECT count(*) FROM orders WHERE total >= 12")
     result = pytester.runpytest("--queryeval-neighbours=40", "--queryeval-json=out/r.json")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*passes on shop.duckdb, but on this 1-row database the gold "
@@ -273,3 +280,16 @@ def test_queryeval_merge_sums_the_shards_budgets(chinook_suite):
               for i in (1, 2)]
     assert merged["neighbours"]["databases_checked"] == sum(
         s["neighbours"]["databases_checked"] for s in shards)
+
+
+def test_the_gold_audit_flags_a_weak_gold_on_duckdb(pytester):
+    shop(pytester, {"execution_accuracy": 1.0}, "SELECT count(*) FROM orders WHERE total > 10",
+         "SELECT 1")
+    result = pytester.runpytest("--queryeval-audit-golds", "--queryeval-neighbours",
+                                "--queryeval-json=out/r.json")
+    result.assert_outcomes(passed=1)
+    findings = report(pytester)["cases"][0]["details"]["audit"]["findings"]
+    assert [f["message"] for f in findings] == [
+        "this gold cannot tell > from >= here: SELECT COUNT(*) FROM orders WHERE total >= 10 "
+        "returns the same result on this database, so a model that writes it passes; add rows "
+        "that tell them apart"]
