@@ -1,9 +1,12 @@
 """Benchmark: counterexample search (issue 27) on the Chinook corpus, against plain execution.
 
-Run: ``.venv/bin/python bench/bench_neighbours.py [--databases 200] [--seed 0]``.
+Run: ``.venv/bin/python bench/bench_neighbours.py [--corpus chinook|concert_singer]
+[--databases 200] [--seed 0]``.
 
-For every pair of ``tests/data/neighbours/chinook.yaml`` (coincidental passes, each with the
-reason it is wrong, and equivalent rewrites), the search runs with the default budget. Printed:
+For every pair of ``tests/data/neighbours/<corpus>.yaml`` (coincidental passes, each with the
+reason it is wrong, and equivalent rewrites; ``concert_singer`` is Spider's database, built
+from ``concert_singer.sql`` in a temporary directory), the search runs with the default
+budget. Printed:
 recall on the coincidental passes (target at least 90 %), false alarms on the equivalent ones
 (target 0), the rows of each shrunk counterexample, the search's seconds per case (median and
 max), and its ratio to the floor measured in the same run: executing the gold and the
@@ -16,6 +19,7 @@ import argparse
 import sqlite3
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,7 +36,18 @@ from pytest_queryeval.neighbours import Budget, search
 from pytest_queryeval.results import ResultTable
 
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
-CORPUS = ROOT / "tests" / "data" / "neighbours" / "chinook.yaml"
+DATA = ROOT / "tests" / "data" / "neighbours"
+
+
+def database(corpus: str, tmp: Path) -> Path:
+    """The corpus's real database file."""
+    if corpus == "chinook":
+        return CHINOOK
+    path = tmp / f"{corpus}.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript((DATA / f"{corpus}.sql").read_text())
+    conn.close()
+    return path
 
 
 def same_for(gold: str):  # type: ignore[no-untyped-def]
@@ -40,8 +55,8 @@ def same_for(gold: str):  # type: ignore[no-untyped-def]
     return lambda g, p: table_metrics(g, p, order_matters=ordered)["execution_accuracy"] == 1.0
 
 
-def floor_seconds(gold: str, predicted: str) -> float:
-    conn = sqlite3.connect(f"file:{CHINOOK}?mode=ro", uri=True)
+def floor_seconds(db: Path, gold: str, predicted: str) -> float:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     t0 = time.perf_counter()
     tables = []
     for sql in (gold, predicted):
@@ -56,17 +71,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--databases", type=int, default=Budget().databases)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--corpus", choices=("chinook", "concert_singer"), default="chinook")
     args = ap.parse_args()
-    corpus = yaml.safe_load(CORPUS.read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        run(args, database(args.corpus, Path(tmp)))
+
+
+def run(args: argparse.Namespace, db: Path) -> None:
+    corpus = yaml.safe_load((DATA / f"{args.corpus}.yaml").read_text())
     budget = Budget(databases=args.databases, seconds=Budget().seconds)
     print(f"machine: {machine()}")
+    print(f"corpus: {args.corpus} ({db.name})")
     print(f"budget: {budget.databases} databases, {budget.seconds:g} s per case; seed {args.seed}")
     for kind in ("coincidental", "equivalent"):
         times, floors, flagged, rows = [], [], 0, []
         for pair in corpus[kind]:
-            floors.append(floor_seconds(pair["gold"], pair["predicted"]))
+            floors.append(floor_seconds(db, pair["gold"], pair["predicted"]))
             t0 = time.perf_counter()
-            found = search(CHINOOK, pair["gold"], pair["predicted"], same_for(pair["gold"]),
+            found = search(db, pair["gold"], pair["predicted"], same_for(pair["gold"]),
                            seed=args.seed, budget=budget)
             times.append(time.perf_counter() - t0)
             if found.counterexample is not None:

@@ -202,6 +202,7 @@ class _Draft:
         case.prediction_errors = list(suite.predictions_errors)
         case.pricing = suite.pricing
         case.model_label = suite.model
+        case.neighbours = suite.neighbours
         case.errors.extend(suite.errors)
         self.case = case
         self.kind_obj: Kind | None = None

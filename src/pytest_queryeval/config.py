@@ -29,7 +29,7 @@ from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
-                        "pricing"})
+                        "pricing", "neighbours"})
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
@@ -106,6 +106,9 @@ class SuiteConfig:
     model: str | None = None  #: ``model:``, the label of the model under test in the reports
     #: ``pricing:``, model by model (a child file's entry replaces its parent's for that model).
     pricing: dict[str, Price] = field(default_factory=dict)
+    #: ``neighbours:``: the counterexample search of the cases it governs (a dict of
+    #: :class:`.neighbour_check.Settings` fields; None: not asked for here).
+    neighbours: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
@@ -289,6 +292,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                                          lambda m, k: _loc(display, m, k))
         report.problems.extend(problems)
         cfg.pricing = {**cfg.pricing, **prices}
+    if "neighbours" in data:
+        from .neighbour_check import parse_suite
+
+        cfg.neighbours, problems = parse_suite(data["neighbours"],
+                                               f"{_loc(display, data, 'neighbours')}: neighbours")
+        report.problems.extend(problems)
     thresholds = data.get("thresholds") or {}
     if not isinstance(thresholds, dict):
         report.problems.append(f"{_loc(display, data, 'thresholds')}: thresholds: "

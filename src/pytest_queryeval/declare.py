@@ -26,6 +26,7 @@ AddOption = Callable[..., object]
 
 VERDICT_MODES = ("strict", "baseline", "gates")
 AUDIT_FLAG = "--queryeval-audit-golds"
+NEIGHBOURS_FLAG = "--queryeval-neighbours"
 #: The report files, by option name (``--queryeval-<name>``).
 REPORT_FILES = ("json", "xlsx", "html", "markdown")
 
@@ -60,6 +61,14 @@ def add_run_options(add: AddOption) -> None:
              "prediction and lint it (empty results, clock and random functions, ties at "
              "LIMIT, drift of recorded results, codes outside their codelist); fails on "
              "error findings, =warn only reports them")
+    add(NEIGHBOURS_FLAG, nargs="?", const="default", default=None, metavar="N",
+        help="for each SQL case that passes on its database (SQLite, DuckDB), search up to N "
+             "small databases of the same schema (default 200) for one on which gold and "
+             "prediction differ: metric neighbour_ex, the shrunk counterexample saved beside "
+             "the reports (ini queryeval_neighbours)")
+    add("--queryeval-neighbours-seconds", metavar="S", default=None,
+        help="with --queryeval-neighbours: the seconds budget of one case's search "
+             "(default 10; ini queryeval_neighbours_seconds)")
 
 
 def add_report_options(add: AddOption, *, merge: bool = False) -> None:
@@ -119,6 +128,13 @@ def add_ini(add: Callable[..., object]) -> None:
         help="strict, baseline or gates (see --queryeval-verdict)")
     add("queryeval_significance", default="",
         help="significance level of the baseline gate (see --queryeval-significance)")
+    add("queryeval_neighbours", default="",
+        help="search every passing SQL case for a counterexample database: a number of "
+             "databases, or true for the default 200 (see --queryeval-neighbours)")
+    add("queryeval_neighbours_seconds", default="",
+        help="the seconds budget of one case's counterexample search (default 10)")
+    add("queryeval_neighbours_seed", default="",
+        help="the seed of the counterexample search (default 0: same seed, same databases)")
     add("queryeval_baseline", default="queryeval-baseline.json",
         help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
              "is not given (a bare name lies beside the suite, else rootdir-relative)")

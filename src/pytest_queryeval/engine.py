@@ -77,7 +77,8 @@ class Evaluator:
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
-                 concurrency: int | None = None, repeat: int | None = None) -> None:
+                 concurrency: int | None = None, repeat: int | None = None,
+                 neighbours: Any = None, neighbour_base: Any = None) -> None:
         self._cache = cache
         self.no_cache = no_cache
         self.override = override
@@ -98,6 +99,10 @@ class Evaluator:
         self.scrubber = Scrubber()
         #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
         self.repeat_override = repeat
+        #: ``--queryeval-neighbours`` / ini (a :class:`.neighbour_check.Settings`, or None),
+        #: and what a suite's ``neighbours:`` starts from.
+        self.neighbours = neighbours
+        self.neighbour_base = neighbour_base
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------

@@ -30,7 +30,10 @@ def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: i
     """The JSON report of a run (``shard``: ``--queryeval-shard``, recorded as ``I/N``, what
     ``queryeval merge`` checks)."""
     label, predictions = model
-    return {
+    from .neighbour_check import summary as neighbour_summary
+
+    neighbours = neighbour_summary(records)
+    report: dict[str, Any] = {
         "version": 1,
         "run": {
             "started": _iso(started), "finished": _iso(time.time()),
@@ -49,6 +52,9 @@ def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: i
         "flaky": flaky_cases(records),
         "near_miss": near_miss_aggregate(records),
     }
+    if neighbours is not None:  # --queryeval-neighbours: the budget spent, passes checked
+        report["neighbours"] = neighbours
+    return report
 
 
 def case_dirs(records: list[dict[str, Any]]) -> set[Path]:

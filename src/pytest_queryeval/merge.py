@@ -214,6 +214,11 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
                      "aggregates": aggregates_of(records), "gates": gates,
                      "flaky": flaky_cases(records),
                      "near_miss": near_miss_aggregate(records)}
+    from .neighbour_check import summary as neighbour_summary
+
+    neighbours = neighbour_summary(records)
+    if neighbours is not None:  # --queryeval-neighbours: the shards' budgets, summed
+        merged.report["neighbours"] = neighbours
     mode = _audit_mode(shards[0][1])
     if mode is not None:
         from .report.audit import audit_report

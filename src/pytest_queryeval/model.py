@@ -112,6 +112,8 @@ class Case:
     #: ``model:`` label, the price looked up when the source does not name its model.
     pricing: dict[str, Any] = field(default_factory=dict)
     model_label: str | None = None
+    #: The suite's ``neighbours:`` (see :func:`~pytest_queryeval.neighbour_check.settings_for`).
+    neighbours: dict[str, Any] | None = None
 
     @property
     def golds(self) -> list[Any]:

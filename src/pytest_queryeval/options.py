@@ -23,13 +23,14 @@ Importable without pytest: pytest is imported only by :meth:`RunOptions.from_con
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .declare import (
     AUDIT_FLAG,
     DEFAULT_FILES,
+    NEIGHBOURS_FLAG,
     REPORT_FILES,
     VERDICT_MODES,
     WORST,
@@ -139,6 +140,11 @@ class RunOptions:
     #: ini ``queryeval_significance``, and where it is written (``file:line``).
     significance_ini: str
     significance_where: str
+    #: ``--queryeval-neighbours`` or ini ``queryeval_neighbours`` (None: each suite's
+    #: ``neighbours:`` decides, see :func:`.neighbour_check.settings_for`).
+    neighbours: Any = None
+    #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
+    neighbour_base: Any = None
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
@@ -204,8 +210,13 @@ class RunOptions:
             significance_ini=significance_ini,
             significance_where=ini_line(config.inipath, "queryeval_significance",
                                         significance_ini))
+        (neighbours, base), neighbour_problems = _neighbour_settings(config)
+        options = replace(options, neighbours=neighbours, neighbour_base=base)
+        if neighbour_problems and not check:
+            neighbour_problems = []
         if check:
-            problems = options._problems(catalog(), config.inipath, get("queryeval_shard"))
+            problems = neighbour_problems + options._problems(catalog(), config.inipath,
+                                                              get("queryeval_shard"))
             if problems:
                 raise pytest.UsageError("\n".join(["queryeval: invalid options:",
                                                    *(f"  {p}" for p in problems)]))
@@ -214,8 +225,6 @@ class RunOptions:
             from .shard import parse_shard
 
             shard = parse_shard(get("queryeval_shard"))
-        from dataclasses import replace
-
         from .verdict import parse_mode
 
         try:
@@ -257,5 +266,52 @@ class RunOptions:
         return problems
 
 
-__all__ = ["AUDIT_FLAG", "REPORT_FILES", "VERDICT_MODES", "WORST", "AddOption", "ReportOptions",
-           "RunOptions", "add_ini", "add_report_options", "add_run_options"]
+def _neighbour_settings(config: pytest.Config) -> tuple[tuple[Any, Any], list[str]]:
+    """((the run's counterexample search, the settings a suite's ``neighbours:`` starts
+    from), problems): :class:`.neighbour_check.Settings` from the option or the ini values;
+    the first is None when neither asks for the search."""
+    from .neighbour_check import (
+        Settings,
+        parse_databases,
+        parse_seconds,
+        parse_seed,
+        with_report_dir,
+    )
+
+    problems: list[str] = []
+    cli = config.getoption("queryeval_neighbours")
+    ini = str(config.getini("queryeval_neighbours") or "")
+    try:
+        databases = parse_databases(cli, f"{NEIGHBOURS_FLAG}={cli}") if cli is not None \
+            else parse_databases(ini, "ini queryeval_neighbours")
+    except ValueError as exc:
+        problems.append(str(exc))
+        databases = None
+    settings = Settings()
+    seconds = config.getoption("queryeval_neighbours_seconds")
+    seconds_ini = str(config.getini("queryeval_neighbours_seconds") or "")
+    seed_ini = str(config.getini("queryeval_neighbours_seed") or "")
+    try:
+        if seconds is not None:
+            settings = replace(settings, seconds=parse_seconds(
+                seconds, "--queryeval-neighbours-seconds"))
+        elif seconds_ini:
+            settings = replace(settings, seconds=parse_seconds(
+                seconds_ini, "ini queryeval_neighbours_seconds"))
+    except ValueError as exc:
+        problems.append(str(exc))
+    try:
+        if seed_ini:
+            settings = replace(settings, seed=parse_seed(seed_ini, "ini queryeval_neighbours_seed"))
+    except ValueError as exc:
+        problems.append(str(exc))
+    base = with_report_dir(settings, {name: getattr(config.option, f"queryeval_{name}")
+                                      for name in REPORT_FILES},
+                           config.invocation_params.dir, config.rootpath)
+    if databases is None:
+        return (None, base), problems
+    return (replace(base, databases=databases), base), problems
+
+
+__all__ = ["AUDIT_FLAG", "NEIGHBOURS_FLAG", "REPORT_FILES", "VERDICT_MODES", "WORST", "AddOption",
+           "ReportOptions", "RunOptions", "add_ini", "add_report_options", "add_run_options"]

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import hookspecs
-from .declare import AUDIT_FLAG, CaseFiles, add_ini, add_report_options, add_run_options, asked_for
+from .declare import (
+    AUDIT_FLAG,
+    NEIGHBOURS_FLAG,
+    CaseFiles,
+    add_ini,
+    add_report_options,
+    add_run_options,
+    asked_for,
+)
 
 if TYPE_CHECKING:
     from .collect import QueryEvalFile
@@ -54,10 +62,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
                                   args: list[str]) -> None:
-    """A bare ``--queryeval-audit-golds`` means ``=error``: argparse would otherwise take the
-    next word (``pytest --queryeval-audit-golds my_suite``) as the option's value and refuse
-    it. A value is only ever attached with ``=``."""
-    args[:] = [f"{AUDIT_FLAG}=error" if a == AUDIT_FLAG else a for a in args]
+    """A bare ``--queryeval-audit-golds`` means ``=error``, a bare ``--queryeval-neighbours``
+    the default budget: argparse would otherwise take the next word (``pytest
+    --queryeval-audit-golds my_suite``) as the option's value and refuse it. A value is only
+    ever attached with ``=``."""
+    bare = {AUDIT_FLAG: f"{AUDIT_FLAG}=error", NEIGHBOURS_FLAG: f"{NEIGHBOURS_FLAG}=default"}
+    args[:] = [bare.get(a, a) for a in args]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -50,6 +50,7 @@ from .findings import Finding as Finding
 #: the repeat statistics measure the run, not the answer.
 UNCHECKED_METRICS = frozenset({
     *TIMING_METRICS, "ves", "r_ves", *USAGE_METRICS, *REPEAT_METRICS,
+    "neighbour_ex",  # a gold is never searched against itself (its audit lints neighbours)
 })
 #: A self-score this close to 1 is 1 (cosines of identical embeddings are 1 +- 1e-7).
 TOLERANCE = 1e-6
@@ -62,9 +63,15 @@ class _AuditContext:
     (never read from pytest's cache, which would hide drift, timeouts and slowness) and once
     per audit (the kinds read the result the audit has just executed)."""
 
+    #: The SQL kind does not search a gold against itself for a counterexample.
+    auditing = True
+
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._memory: dict[tuple[str, str], Any] = {}
+        #: ``--queryeval-neighbours`` (:mod:`..neighbour_check`): also lint weak golds.
+        self.neighbours = getattr(ctx, "neighbours", None)
+        self.neighbour_base = getattr(ctx, "neighbour_base", None)
 
     def source(self, case: Case) -> DataSource:
         return self._ctx.source(case)

@@ -36,6 +36,9 @@ CATALOG: dict[str, tuple[str, str]] = {
     "codelist-name-mismatch": (WARNING, "an SDMX target names a code differently from its "
                                         "codelist"),
     "duplicate-json-key": (WARNING, "a JSON gold repeats a key (the last one wins)"),
+    "weak-gold": (WARNING, "the gold returns the same result as an obviously different query "
+                           "one edit away (> for >=, a condition left out): the data cannot "
+                           "tell them apart (with --queryeval-neighbours)"),
 }
 
 @dataclass(frozen=True)

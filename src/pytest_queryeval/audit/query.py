@@ -44,6 +44,8 @@ def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult,
                 continue  # the execution finding says it all
             lint_table(table, result, index, timeout)
             _ties(live_src, text, table, language, limits, result, index)
+            if language == "sql" and _neighbours_wanted(case, ctx):
+                _weak(live_src, text, table, case, limits, result, index)
         if case.gold_result is None:
             single = replace(case, gold=text, predicted=MISSING, predicted_result=None)
             self_check(single, kind, ctx, result, text, index)
@@ -86,6 +88,56 @@ def _execute(src: DataSource, text: str, limits: Mapping[str, Any], language: st
     with contextlib.suppress(CodecError):  # else the kind executes it once more
         ctx.cache_set(namespace, gold_cache_key(src, text), encode_table(table))
     return table
+
+
+#: Weak-gold findings listed per gold (the last one says how many more there are).
+WEAK_SHOWN = 5
+
+
+def _neighbours_wanted(case: Case, ctx: Context) -> bool:
+    """The run or the case's suite asks for counterexample databases (:mod:`..neighbour_check`):
+    the audit then also looks for the gold's indistinguishable neighbours."""
+    from ..neighbour_check import settings_for
+
+    return settings_for(case, getattr(ctx, "neighbours", None),
+                        getattr(ctx, "neighbour_base", None)) is not None
+
+
+def _weak(src: DataSource, text: str, table: ResultTable, case: Case,
+          limits: Mapping[str, Any], result: AuditResult, index: int | None) -> None:
+    """``weak-gold``: each neighbour of the gold one edit away (:mod:`..neighbours.mutate`)
+    that returns the gold's result on the real database, under the case's comparison. Such a
+    neighbour is an obviously different query that a model can write and pass with."""
+    from ..kinds._query import compare_options, short
+    from ..metrics.table import compare_tables
+    from ..neighbours.mutate import indistinguishable
+
+    ordered = _ordered(text, "sql")
+    compare = compare_options(case.options)
+
+    def run(sql: str) -> ResultTable | None:
+        if sql == text:
+            return table
+        try:
+            found: ResultTable = src.execute(sql, trusted=True, **limits)
+        except SourceUnavailable:
+            raise
+        except QueryEvalError:
+            return None
+        return None if found.truncated else found
+
+    def same(a: ResultTable, b: ResultTable) -> bool:
+        return bool(compare_tables(a, b, order_matters=ordered, compare=compare).ex)
+
+    weak = indistinguishable(text, run, same, src.dialect or "sqlite")
+    for n, neighbour in enumerate(weak[:WEAK_SHOWN]):
+        new, _, old = neighbour.edit.partition(" for ")
+        what = f"{old} from {new}" if old else f"itself from its neighbour ({new})"
+        more = len(weak) - WEAK_SHOWN
+        tail = f" ({more} more such neighbours)" if n == WEAK_SHOWN - 1 and more > 0 else ""
+        result.add("weak-gold", f"this gold cannot tell {what} here: {short(neighbour.sql)} "
+                   "returns the same result on this database, so a model that writes it passes; "
+                   f"add rows that tell them apart{tail}", index)
 
 
 def _normalized(table: ResultTable, language: str) -> ResultTable:

@@ -180,6 +180,13 @@ class SqlKind:
             scored = run.spider2(scored, raw, pred_sql)
         add_hallucination(scored, case, ctx, run.src, pred_sql)
         note_fence(scored.details, fence)
+        if not getattr(ctx, "auditing", False):  # a gold audit scores the gold against itself
+            from ..neighbour_check import settings_for
+
+            settings = settings_for(case, getattr(ctx, "neighbours", None),
+                                    getattr(ctx, "neighbour_base", None))
+            if settings is not None:
+                run.neighbours(scored, settings)
         return scored
 
 
@@ -345,6 +352,26 @@ class _SqlRun:
             raise
         except QueryEvalError as e:
             return None, e.reason()
+
+    def neighbours(self, scored: Scored, settings: Any) -> None:
+        """``--queryeval-neighbours``: a passing prediction searched for a counterexample
+        database (:mod:`..neighbour_check`): ``neighbour_ex``, ``details.neighbours`` and,
+        when one is found, the diff lines that show it."""
+        from ..metrics.tsse_sql import order_matters
+        from ..neighbour_check import check
+
+        index = int(scored.details.get("gold_index") or 0)
+        gold = self.golds[index] if index < len(self.golds) else None
+        gold_sql = gold.sql if gold is not None and not gold.recorded else None
+        pred = self.pred
+        pred_sql = pred.sql if pred is not None and not pred.recorded else None
+        metrics, info, diff = check(
+            self.case, settings, self.src, gold_sql, pred_sql,
+            scored.metrics.get("execution_accuracy"), order_matters(gold_sql or ""),
+            self.opts.compare, self.opts.tie_aware and not self.opts.test_suite_rewrite)
+        scored.metrics.update(metrics)
+        scored.details["neighbours"] = info
+        scored.diff.extend(diff)
 
     # -- pieces ---------------------------------------------------------------------------------
 
@@ -669,7 +696,7 @@ def _metric_names() -> frozenset[str]:
 
         _NAMES = frozenset((*TABLE_METRIC_NAMES, *SPIDER2_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES,
                             *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES,
-                            "schema_hallucination", RELAXED_EX))
+                            "schema_hallucination", RELAXED_EX, "neighbour_ex"))
     return _NAMES
 
 

@@ -41,6 +41,10 @@ POOL_SHARE = 0.85
 REPEAT_SHARE = 0.25
 #: True when the two result tables count as the same answer (the case's own comparison).
 Same = Callable[[ResultTable, ResultTable], bool]
+#: The case's second chance for two results ``Same`` tells apart: true when they are the same
+#: answer after all, given a way to run more SQL on the same database (the tie-aware rule runs
+#: the gold's keyed query there).
+Tied = Callable[[ResultTable, ResultTable, Callable[[str], ResultTable | None]], bool]
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,11 @@ _SUITES: dict[tuple[str, str, int], list[Rows]] = {}
 
 
 def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 0,
-           budget: Budget = Budget(), engine: Engine | None = None) -> SearchResult:
-    """Look for a database on which ``gold`` and ``predicted`` differ under ``same``
-    (``engine``: SQLite or DuckDB, from the file when not given)."""
+           budget: Budget = Budget(), engine: Engine | None = None,
+           tied: Tied | None = None) -> SearchResult:
+    """Look for a database on which ``gold`` and ``predicted`` differ under ``same`` (and
+    ``tied``, when given: ties at the gold's ORDER BY are no difference); ``engine``: SQLite or
+    DuckDB, from the file when not given."""
     start = time.monotonic()
     deadline = start + budget.seconds
     eng = engine or engine_for(db_path)
@@ -138,7 +144,7 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
             rows = _candidate(schema, tables, both_pools, _rng(seed, gold + "\0" + predicted,
                                                                 i, "pair"))
             origin = f"database {i + 1} (with the prediction's values)"
-        outcome = _differs(eng, schema, rows, gold, predicted, same, deadline)
+        outcome = _differs(eng, schema, rows, gold, predicted, same, deadline, tied)
         if outcome is None:
             continue
         result.checked += 1
@@ -146,11 +152,11 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
             from .shrink import shrink
 
             def still_differs(rows: Rows) -> bool:
-                out = _differs(eng, schema, rows, gold, predicted, same, deadline + 5.0)
+                out = _differs(eng, schema, rows, gold, predicted, same, deadline + 5.0, tied)
                 return out is not None and out[0]
 
             small = shrink(schema, outcome[1], still_differs)
-            proof = prove(eng, schema, small, gold, predicted, same)
+            proof = prove(eng, schema, small, gold, predicted, same, tied)
             if proof is not None:
                 result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin,
                                                        eng.name)
@@ -249,7 +255,7 @@ def _value(rng: random.Random, pool: list[Any], affinity: str) -> Any:
 
 
 def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
-             deadline: float) -> tuple[bool, Rows] | None:
+             deadline: float, tied: Tied | None = None) -> tuple[bool, Rows] | None:
     """(whether they differ, the rows held) on one candidate; None when either query fails."""
     conn = eng.build(schema, rows)
     try:
@@ -257,13 +263,21 @@ def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: st
         p = eng.run(conn, predicted, deadline) if g is not None else None
         if g is None or p is None:
             return None
-        return (not same(g, p)), eng.held_rows(conn, schema, list(rows))
+        return _apart(eng, conn, g, p, same, tied, deadline), \
+            eng.held_rows(conn, schema, list(rows))
     finally:
         conn.close()
 
 
+def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
+           tied: Tied | None, deadline: float) -> bool:
+    if same(g, p):
+        return False
+    return tied is None or not tied(g, p, lambda sql: eng.run(conn, sql, deadline))
+
+
 def prove(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
-          ) -> tuple[ResultTable, ResultTable] | None:
+          tied: Tied | None = None) -> tuple[ResultTable, ResultTable] | None:
     """Both results on a real file of ``rows`` whose constraints check clean, when they still
     differ there; else None."""
     import tempfile
@@ -277,8 +291,10 @@ def prove(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, 
         try:
             deadline = time.monotonic() + 30.0
             g, p = eng.run(conn, gold, deadline), eng.run(conn, predicted, deadline)
+            apart = g is not None and p is not None and _apart(eng, conn, g, p, same, tied,
+                                                               deadline)
         finally:
             conn.close()
-    if g is None or p is None or same(g, p):
+    if g is None or p is None or not apart:
         return None
     return g, p

@@ -119,6 +119,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     lines.extend(verdict_lines(report, baseline=baseline))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
+    from ..neighbour_check import summary_line as neighbour_line
+
+    lines.extend(neighbour_line(report.get("neighbours")))
     bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
