@@ -109,7 +109,7 @@ class SqlKind:
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
-        "condition_cols", "ignore_order",
+        "condition_cols", "ignore_order", "task", "setup", "cleanup", "checks",
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -122,6 +122,8 @@ class SqlKind:
         return sorted(_metric_names())
 
     def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        if any(key in case.options for key in ("task", "setup", "cleanup", "checks")):
+            return _validate_task(case)
         problems: list[tuple[str, str]] = []
         golds = case.golds if case.gold is not None else []
         recorded = case.gold_result is not None or case.gold_result_files is not None
@@ -163,11 +165,16 @@ class SqlKind:
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
+        if case.options.get("task") is not None:
+            _audit_task(case, result)
+            return
         from ..audit.query import audit_query
 
         audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        if case.options.get("task") is not None:
+            return _evaluate_task(case, prediction)
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
                                                  ("sql", "query", "predicted"))
         opts = _parse_options(case)
@@ -645,6 +652,65 @@ class _SqlRun:
 # -- helpers --------------------------------------------------------------------------------------
 
 
+def _validate_task(case: Case) -> list[tuple[str, str]]:
+    """A dml/ddl case: its gold is a list of statements run in order (not alternatives)."""
+    from ..tasks.case import validate as validate_task
+
+    problems: list[tuple[str, str]] = []
+    if "task" not in case.options:
+        problems.append(("task", "setup, cleanup and checks belong to a task: dml or task: "
+                                 "ddl case"))
+    elif case.gold is None:
+        problems.append(("gold", f"a task: {case.options['task']} case needs 'gold' (a "
+                                 "statement or a list of statements)"))
+    else:
+        from ..tasks.case import statements
+
+        try:
+            statements(case.gold, "gold")
+        except ConfigError as exc:
+            problems.append((exc.key or "gold", exc.message))
+    try:
+        _conditions_order(case.options.get("conditions"))
+    except ConfigError as exc:
+        problems.append((exc.key or "conditions", exc.message))
+    return problems + validate_task(case)
+
+
+def _audit_task(case: Case, result: AuditResult) -> None:
+    """The gold on its own copy against the case's own checks: a gold that fails them, or a
+    setup, gold or cleanup that fails, is an error finding (BIRD-Interact ships golds that
+    fail their own test cases)."""
+    from ..tasks.case import build, score
+
+    try:
+        scored, _ = score(build(case, case.gold, ()), case, audit=True)
+    except GoldError as exc:
+        result.add("gold-error", exc.reason())
+        return
+    if scored.reason:
+        result.add("gold-error", f"the gold fails its own checks: {scored.reason}")
+    result.metrics.update(scored.metrics)
+
+
+def _evaluate_task(case: Case, prediction: Any) -> Scored:
+    """The prediction's statements run on a throwaway copy and judged by the case's checks
+    (:mod:`..tasks.case`); never guarded read-only, never run on the datasource itself."""
+    from ..tasks.case import build, score
+
+    pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
+                                             ("sql", "query", "predicted"))
+    if pred_sql is None:
+        raise GoldError("a task case scores a predicted statement, not a recorded result")
+    try:
+        check_query_size(pred_sql, max_query_bytes(case.options))
+    except QueryRefused as e:
+        return Scored({"execution_accuracy": 0.0, "checks_passed": 0.0}, reason=e.reason())
+    scored, _ = score(build(case, case.gold, (pred_sql,)), case)
+    note_fence(scored.details, fence)
+    return scored
+
+
 def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool,
                  compare: Any) -> Callable[[], dict[str, dict[str, float]]]:
     """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails."""
@@ -663,9 +729,11 @@ def _metric_names() -> frozenset[str]:
         from ..metrics.spider import METRICS
         from ..metrics.spider2 import SPIDER2_METRIC_NAMES
         from ..metrics.table import TABLE_METRIC_NAMES
+        from ..tasks.case import TASK_METRICS
 
         _NAMES = frozenset((*TABLE_METRIC_NAMES, *SPIDER2_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES,
-                            *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES))
+                            *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES,
+                            *TASK_METRICS))
     return _NAMES
 
 

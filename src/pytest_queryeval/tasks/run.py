@@ -55,6 +55,8 @@ class Task:
     checks: tuple[Check, ...]
     setup: tuple[str, ...] = ()
     cleanup: tuple[str, ...] = ()
+    #: Directories searched first for a Python check's module (the case file's directory).
+    search_path: tuple[str, ...] = ()
 
 
 @dataclass
@@ -238,8 +240,16 @@ def _indexes(conn: Any) -> set[str]:
 
 
 def _python_check(target: str, conn: Any, task: Task) -> CheckResult:
+    import sys
+
     module, _, name = target.partition(":")
-    fn = getattr(importlib.import_module(module), name)
+    missing = [p for p in task.search_path if p not in sys.path]
+    sys.path[:0] = missing
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    finally:
+        for p in missing:
+            sys.path.remove(p)
     try:
         ok = fn(conn, list(task.predicted), list(task.gold))
     except AssertionError as exc:
