@@ -165,6 +165,7 @@ class SqlKind:
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
+        case, _ = _pin_golds(case)
         if case.options.get("task") is not None:
             _audit_task(case, result)
             return
@@ -173,10 +174,13 @@ class SqlKind:
         audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        case, clock = _pin_golds(case)
         if case.options.get("task") is not None:
-            return _evaluate_task(case, prediction)
+            return _evaluate_task(case, prediction, clock)
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
                                                  ("sql", "query", "predicted"))
+        if clock is not None and pred_sql is not None:
+            pred_sql = clock.pin(pred_sql, "predicted")
         opts = _parse_options(case)
         run = _SqlRun(case, ctx, opts, ctx.source(case) if case.source_spec is not None else None)
         scored = run.evaluate(pred_sql)
@@ -184,6 +188,8 @@ class SqlKind:
             raw = prediction_text(prediction, case, "SQL", ("sql", "query", "predicted"))
             scored = run.spider2(scored, raw, pred_sql)
         note_fence(scored.details, fence)
+        if clock is not None:
+            scored.details["clock"] = clock.record()
         return scored
 
 
@@ -693,7 +699,57 @@ def _audit_task(case: Case, result: AuditResult) -> None:
     result.metrics.update(scored.metrics)
 
 
-def _evaluate_task(case: Case, prediction: Any) -> Scored:
+class _Clock:
+    """A datasource's ``now:`` applied to one case's texts (:func:`..clock.pin_clock`), each
+    rewrite remembered for the case's details."""
+
+    def __init__(self, instant: Any, dialect: str) -> None:
+        self.instant, self.dialect = instant, dialect
+        self.rewrites: dict[str, list[str]] = {}
+
+    def pin(self, sql: str, what: str) -> str:
+        from ..clock import pin_clock
+
+        done = pin_clock(sql, self.instant, self.dialect)
+        if done.replaced:
+            self.rewrites.setdefault(what, []).extend(done.replaced)
+        return done.sql
+
+    def pin_all(self, value: Any, what: str) -> Any:
+        if isinstance(value, str):
+            return self.pin(value, what)
+        if isinstance(value, list):
+            return [self.pin(v, what) if isinstance(v, str) else v for v in value]
+        return value
+
+    def record(self) -> dict[str, Any]:
+        return {"now": self.instant.isoformat(sep=" "), "dialect": self.dialect,
+                "replaced": self.rewrites}
+
+
+def _pin_golds(case: Case) -> tuple[Case, _Clock | None]:
+    """The case with its golds (and a task's check queries) read at the datasource's ``now:``
+    instant, and the clock that pins the prediction alike; the case itself when the datasource
+    pins no clock."""
+    spec = case.source_spec or {}
+    if spec.get("now") is None:
+        return case, None
+    from dataclasses import replace
+
+    from ..clock import parse_instant
+
+    clock = _Clock(parse_instant(spec["now"]), _spec_dialect(spec) or "sqlite")
+    options = case.options
+    checks = options.get("checks")
+    if isinstance(checks, list):
+        checks = [{**c, "query": clock.pin(c["query"], "checks")}
+                  if isinstance(c, dict) and isinstance(c.get("query"), str) else c
+                  for c in checks]
+        options = {**options, "checks": checks}
+    return replace(case, gold=clock.pin_all(case.gold, "gold"), options=options), clock
+
+
+def _evaluate_task(case: Case, prediction: Any, clock: _Clock | None = None) -> Scored:
     """The prediction's statements run on a throwaway copy and judged by the case's checks
     (:mod:`..tasks.case`); never guarded read-only, never run on the datasource itself."""
     from ..tasks.case import build, score
@@ -706,8 +762,12 @@ def _evaluate_task(case: Case, prediction: Any) -> Scored:
         check_query_size(pred_sql, max_query_bytes(case.options))
     except QueryRefused as e:
         return Scored({"execution_accuracy": 0.0, "checks_passed": 0.0}, reason=e.reason())
+    if clock is not None:
+        pred_sql = clock.pin(pred_sql, "predicted")
     scored, _ = score(build(case, case.gold, (pred_sql,)), case)
     note_fence(scored.details, fence)
+    if clock is not None:
+        scored.details["clock"] = clock.record()
     return scored
 
 
