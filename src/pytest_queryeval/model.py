@@ -112,6 +112,12 @@ class Case:
     #: ``model:`` label, the price looked up when the source does not name its model.
     pricing: dict[str, Any] = field(default_factory=dict)
     model_label: str | None = None
+    #: A case written with ``datasource:`` a list is one case per source: its id is
+    #: ``<id>[<source>]``, ``fanned_from`` the id as written (predictions files may use it) and
+    #: ``dialect`` the source's SQL dialect (a marker, and a breakdown of the reports). A case
+    #: whose ``gold:`` is keyed by dialect has its ``dialect`` too.
+    fanned_from: str | None = None
+    dialect: str | None = None
 
     @property
     def golds(self) -> list[Any]:

@@ -109,7 +109,7 @@ class SqlKind:
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
-        "condition_cols", "ignore_order", "task", "setup", "cleanup", "checks",
+        "condition_cols", "ignore_order", "task", "setup", "cleanup", "checks", "transpile",
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -122,6 +122,11 @@ class SqlKind:
         return sorted(_metric_names())
 
     def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        dialect_problems = _dialect_problems(case)
+        if dialect_problems:
+            return dialect_problems
+        if isinstance(case.gold, dict):  # validated on the entry its source runs
+            case = _with_dialect_gold(case, transpiled=False)[0]
         if any(key in case.options for key in ("task", "setup", "cleanup", "checks")):
             return _validate_task(case)
         problems: list[tuple[str, str]] = []
@@ -165,6 +170,11 @@ class SqlKind:
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
+        try:
+            case = _with_dialect_gold(case)[0]
+        except GoldError as exc:
+            result.add("gold-error", exc.reason())
+            return
         case, _ = _pin_golds(case)
         if case.options.get("task") is not None:
             _audit_task(case, result)
@@ -174,9 +184,13 @@ class SqlKind:
         audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        case, chosen = _with_dialect_gold(case)
         case, clock = _pin_golds(case)
         if case.options.get("task") is not None:
-            return _evaluate_task(case, prediction, clock)
+            scored = _evaluate_task(case, prediction, clock)
+            if chosen:
+                scored.details["gold_dialect"] = chosen
+            return scored
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
                                                  ("sql", "query", "predicted"))
         if clock is not None and pred_sql is not None:
@@ -190,6 +204,8 @@ class SqlKind:
         note_fence(scored.details, fence)
         if clock is not None:
             scored.details["clock"] = clock.record()
+        if chosen:
+            scored.details["gold_dialect"] = chosen
         return scored
 
 
@@ -697,6 +713,78 @@ def _audit_task(case: Case, result: AuditResult) -> None:
     if scored.reason:
         result.add("gold-error", f"the gold fails its own checks: {scored.reason}")
     result.metrics.update(scored.metrics)
+
+
+def _case_dialect(case: Case) -> str | None:
+    if case.dialect is not None:
+        return case.dialect
+    from ..dialects import dialect_of
+
+    return dialect_of(case.source_spec) if case.source_spec else None
+
+
+def _dialect_problems(case: Case) -> list[tuple[str, str]]:
+    """``gold:`` keyed by dialect and ``transpile: {from: <dialect>}``, checked at collection:
+    each entry a query (or a list), and an entry (or a source to transpile from) for the
+    dialect the case's datasource runs."""
+    from ..dialects import DIALECTS
+
+    problems: list[tuple[str, str]] = []
+    source = None
+    spec = case.options.get("transpile")
+    if spec is not None:
+        if not isinstance(spec, dict) or set(spec) != {"from"} or spec["from"] not in DIALECTS:
+            problems.append(("transpile", "must be {from: <dialect>} with a dialect of "
+                                          f"{', '.join(DIALECTS)}"))
+        else:
+            source = str(spec["from"])
+    if not isinstance(case.gold, dict):
+        if spec is not None and not problems:
+            problems.append(("transpile", "needs gold: keyed by dialect (the entry to "
+                                          "transpile from)"))
+        return problems
+    for key, value in case.gold.items():
+        if key not in DIALECTS:
+            problems.append((f"gold.{key}", f"unknown dialect (known: {', '.join(DIALECTS)})"))
+        elif not (isinstance(value, str) and value.strip()) and not (
+                isinstance(value, list) and value
+                and all(isinstance(v, str) and v.strip() for v in value)):
+            problems.append((f"gold.{key}", "must be an SQL string or a list of them"))
+    dialect = _case_dialect(case)
+    if not problems and dialect is not None and dialect not in case.gold and (
+            source is None or source not in case.gold):
+        have = ", ".join(sorted(map(str, case.gold)))
+        problems.append(("gold", f"no entry for {dialect}, the dialect of datasource "
+                                 f"{case.datasource!r} (the case has {have}; add one, or "
+                                 "transpile: {from: <one of them>})"))
+    return problems
+
+
+def _with_dialect_gold(case: Case, transpiled: bool = True) -> tuple[Case, dict[str, Any]]:
+    """The case with the gold its datasource's dialect runs: its own entry of a ``gold:``
+    mapping, else the ``transpile: {from:}`` entry transpiled (the text actually run goes into
+    the details; a construct sqlglot cannot carry over is a GoldError, never a silent
+    substitute). ``transpiled=False``: the source entry as written (collection checks)."""
+    if not isinstance(case.gold, dict):
+        return case, {}
+    from dataclasses import replace
+
+    from ..dialects import TranspileError, gold_for
+
+    dialect = _case_dialect(case) or "sqlite"
+    spec = case.options.get("transpile")
+    source = str(spec["from"]) if isinstance(spec, dict) and "from" in spec else None
+    if not transpiled:
+        gold = case.gold.get(dialect, case.gold.get(source or ""))
+        return replace(case, gold=gold), {}
+    try:
+        gold, origin = gold_for(case.gold, dialect, source)
+    except (KeyError, TranspileError) as exc:
+        raise GoldError(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+    chosen: dict[str, Any] = {"dialect": dialect}
+    if origin is not None:
+        chosen.update(transpiled_from=origin, gold_run=gold)
+    return replace(case, gold=gold), chosen
 
 
 class _Clock:
