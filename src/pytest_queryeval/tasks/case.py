@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, GoldError, QueryEvalError, QueryTimeout
+from ..errors import ConfigError, GoldError, QueryEvalError, QueryTimeout, SourceUnavailable
 from ..model import Case, Scored
 from .run import Check, Task, TaskOutcome, run_task
 
@@ -28,8 +28,8 @@ TASKS = ("dml", "ddl")
 TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks"})
 #: The value of a datasource's ``writable`` key that allows tasks on it.
 WRITABLE = "sandbox"
-#: Engines whose copies the task worker makes.
-ENGINES = ("sqlite", "duckdb")
+#: Engines tasks run on (PostgreSQL: a sqlalchemy datasource with a postgresql URL).
+ENGINES = ("sqlite", "duckdb", "postgres")
 _CHECK_KINDS = ("rows", "compare", "schema", "python")
 #: Metrics a task case records.
 TASK_METRICS = ("execution_accuracy", "checks_passed", "copy_seconds")
@@ -55,8 +55,9 @@ def validate(case: Case) -> list[tuple[str, str]]:
                                        f"'writable: {WRITABLE}' in queryeval.yaml to score "
                                        "writes on throwaway copies of it"))
     elif engine_of(spec) is None:
-        problems.append(("datasource", f"task: {o['task']} runs on sqlite or duckdb "
-                                       f"datasources, not {spec.get('type')!r}"))
+        problems.append(("datasource", f"task: {o['task']} runs on sqlite, duckdb or "
+                                       "PostgreSQL (sqlalchemy) datasources, not "
+                                       f"{spec.get('type')!r}"))
     for key in ("setup", "cleanup"):
         if key in o:
             try:
@@ -76,8 +77,10 @@ def validate(case: Case) -> list[tuple[str, str]]:
 
 
 def engine_of(spec: Mapping[str, Any]) -> str | None:
-    kind = spec.get("type")
-    return str(kind) if kind in ENGINES else None
+    from ..dialects import dialect_of
+
+    dialect = dialect_of(spec)
+    return dialect if dialect in ENGINES else None
 
 
 def statements(value: Any, key: str) -> tuple[str, ...]:
@@ -166,7 +169,8 @@ def build(case: Case, gold: Any, predicted: tuple[str, ...]) -> Task:
     o = case.options
     engine = engine_of(spec)
     assert engine is not None
-    return Task(engine, Path(str(spec["path"])), gold=statements(gold, "gold"),
+    where = Path(str(spec["path"])) if "path" in spec else Path()
+    return Task(engine, where, gold=statements(gold, "gold"),
                 predicted=predicted,
                 checks=parse_checks(o.get("checks"), o.get("conditions")),
                 setup=statements(o["setup"], "setup") if "setup" in o else (),
@@ -191,12 +195,26 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
     copies cost. A problem of the suite (setup, gold, cleanup, a broken check) raises
     :class:`GoldError`: the case is an error, never a pass or a model failure."""
     timeout, memory = limits_of(case)
+    copies: list[str] = []
+    waited = 0.0
     try:
+        if task.engine == "postgres":
+            task, copies, waited = _with_copies(task, str((case.source_spec or {})["url"]))
         outcome = run_task(task, timeout=timeout, max_memory=memory, audit=audit)
     except QueryTimeout as exc:
         return _failed(f"timeout: {exc.reason()}", {}), None
+    except SourceUnavailable:
+        raise
     except QueryEvalError as exc:
         return _failed(exc.reason(), {}), None
+    finally:
+        if copies:
+            from .pgcopies import pool_for
+
+            pool = pool_for(str((case.source_spec or {})["url"]))
+            for name in copies:
+                pool.drop(name)
+    outcome.copy_seconds += waited
     if outcome.error:
         raise GoldError(outcome.error)
     details: dict[str, Any] = {
@@ -217,6 +235,32 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
         if failing else None
     return Scored(metrics, {}, [f"check failed: {r}" for r in failing], details,
                   reason=reason), outcome
+
+
+def _with_copies(task: Task, url: str) -> tuple[Task, list[str], float]:
+    """The task pointed at two fresh copies from the datasource's pool, their names (to drop)
+    and the seconds waited for them. A server that refuses is SourceUnavailable."""
+    from dataclasses import replace
+
+    from .pgcopies import conninfo, pool_for
+
+    names: list[str] = []
+    waited = 0.0
+    try:
+        pool = pool_for(url)
+        for _ in range(2):
+            name, seconds = pool.take()
+            names.append(name)
+            waited += seconds
+    except Exception as exc:
+        if names:
+            for name in names:
+                pool.drop(name)
+        raise SourceUnavailable(f"cannot make a copy of the PostgreSQL datasource: "
+                                f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                                ) from None
+    return (replace(task, copies=(conninfo(url, names[0]), conninfo(url, names[1]))),
+            names, waited)
 
 
 def _failed(reason: str, details: dict[str, Any]) -> Scored:
