@@ -79,3 +79,21 @@ def test_a_killed_sessions_copies_are_swept(postgres_server: Any, tmp_path: Path
     dropped = pgcopies.sweep(pgcopies.conninfo(url, "postgres"))
     assert left <= set(dropped)
     assert not left & copies(postgres_server)
+
+
+def test_ctrl_c_drops_the_sessions_copies(postgres_server: Any, tmp_path: Path) -> None:
+    """A KeyboardInterrupt ends the process through its exit handlers: the pool drops every
+    copy and the template it made, the one a case holds included."""
+    url = postgres_server.url()
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        "import sys\n"
+        "from pytest_queryeval.tasks import pgcopies\n"
+        "pool = pgcopies.pool_for(sys.argv[1])\n"
+        "print(pool.take()[0], pool.template, flush=True)\n"
+        "raise KeyboardInterrupt\n")
+    out = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True,
+                         timeout=120, check=False)
+    made = set(out.stdout.split())
+    assert len(made) == 2 and "KeyboardInterrupt" in out.stderr
+    assert not made & copies(postgres_server)
