@@ -92,6 +92,9 @@ def test_one_item_per_source_with_dialect_golds(suite: pytest.Pytester) -> None:
         "dialect": "duckdb", "transpiled_from": "sqlite",
         "gold_run": "SELECT COUNT(*) FROM Track WHERE GenreId = 1"}
     assert cases["rock[chinook]"]["details"]["gold_dialect"] == {"dialect": "sqlite"}
+    # the hardness of the entry each source runs (a gold mapping has none of its own)
+    assert cases["rock[duck]"]["difficulty"] == cases["rock[chinook]"]["difficulty"] == "easy"
+    assert cases["raise[duck]"]["difficulty"] == "unknown"  # statements that write: unrated
     assert cases["missing[chinook]"]["outcome"] == "passed"
     assert cases["missing[duck]"]["outcome"] == "error"
     assert "gold: no entry for duckdb, the dialect of datasource 'duck' (the case has " \

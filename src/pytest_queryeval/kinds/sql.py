@@ -160,6 +160,10 @@ class SqlKind:
         """Spider's reference hardness of the first gold where Spider's grammar parses it,
         else its ``sql_hardness`` (the same criteria on a sqlglot parse); None when neither
         parses it."""
+        if isinstance(case.gold, dict):  # the entry its source's dialect runs (or transpiles)
+            case = _with_dialect_gold(case, transpiled=False)[0]
+        if case.options.get("task") is not None:
+            return None  # Spider's hardness rates queries, not statements that write
         first = case.golds[0] if case.golds else None
         if not isinstance(first, str):
             return None
