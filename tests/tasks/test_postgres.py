@@ -97,3 +97,40 @@ def test_ctrl_c_drops_the_sessions_copies(postgres_server: Any, tmp_path: Path) 
     made = set(out.stdout.split())
     assert len(made) == 2 and "KeyboardInterrupt" in out.stderr
     assert not made & copies(postgres_server)
+
+
+def test_fan_out_over_all_three_engines(pytester: pytest.Pytester, postgres_server: Any,
+                                        postgres_url: str) -> None:
+    """One case on SQLite, DuckDB and PostgreSQL Chinook (issue 28's fan-out test): a gold per
+    dialect (DuckDB's transpiled from SQLite's), a prediction per source where the schemas'
+    spellings differ (PostgreSQL's Chinook is snake_case)."""
+    import shutil
+
+    from .test_dialects_fanout import CHINOOK, duckdb_copy
+
+    shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
+    duckdb_copy(pytester.path / "chinook.duckdb")
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=json.dumps({
+        "datasources": {"lite": {"type": "sqlite", "path": "chinook.sqlite"},
+                        "duck": {"type": "duckdb", "path": "chinook.duckdb"},
+                        "pg": {"type": "sqlalchemy", "url": postgres_url}},
+        "predictions": {"source": "file", "path": "predictions.jsonl"},
+        "thresholds": {"execution_accuracy": 1.0}}))
+    pytester.makefile(".yaml", test_three=json.dumps({"kind": "sql", "cases": [
+        {"id": "genres", "datasource": ["lite", "duck", "pg"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT Name FROM Genre WHERE GenreId < 4",
+                  "postgres": "SELECT name FROM genre WHERE genre_id < 4"}}]}))
+    (pytester.path / "predictions.jsonl").write_text(
+        json.dumps({"id": "genres", "predicted": "SELECT Name FROM Genre WHERE GenreId <= 3"})
+        + "\n" + json.dumps({"id": "genres[pg]", "predicted": "SELECT name FROM genre WHERE "
+                                                             "genre_id IN (1, 2, 3)"}) + "\n")
+    pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    data = json.loads((pytester.path / "r.json").read_text())
+    cases = {c["id"]: c for c in data["cases"]}
+    assert {i: (c["outcome"], c["dialect"]) for i, c in cases.items()} == {
+        "genres[lite]": ("passed", "sqlite"), "genres[duck]": ("passed", "duckdb"),
+        "genres[pg]": ("passed", "postgres")}
+    assert cases["genres[duck]"]["details"]["gold_dialect"]["transpiled_from"] == "sqlite"
+    assert cases["genres[pg]"]["details"]["gold_dialect"] == {"dialect": "postgres"}
+    assert sorted(data["aggregates"]["by_dialect"]) == ["duckdb", "postgres", "sqlite"]
