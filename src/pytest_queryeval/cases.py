@@ -187,6 +187,10 @@ class CaseReader:
 
                 case.dialect = dialect_of(case.source_spec)
             out.append(case)
+        sources = {c.datasource: c.source_spec for c in out
+                   if c.datasource is not None and c.source_spec is not None}
+        for case in out:
+            case.fanned_sources = sources
         return out
 
     def read(self, index: int, entry: Any, datasource: str | None = None) -> Case:

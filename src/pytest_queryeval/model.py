@@ -118,6 +118,9 @@ class Case:
     #: whose ``gold:`` is keyed by dialect has its ``dialect`` too.
     fanned_from: str | None = None
     dialect: str | None = None
+    #: Every source of a fanned-out case (name -> resolved spec): the gold audit runs a
+    #: transpiled gold's original on the source of its dialect.
+    fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def golds(self) -> list[Any]:

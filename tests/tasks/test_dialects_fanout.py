@@ -122,3 +122,25 @@ def test_a_construct_sqlglot_cannot_carry_is_an_error(suite: pytest.Pytester) ->
     case = report(suite.path / "r.json")["cases"][0]
     assert case["outcome"] == "error"
     assert "cannot transpile from sqlite to duckdb" in case["error"]
+
+
+def test_the_audit_compares_a_transpiled_gold_with_its_original(suite: pytest.Pytester) -> None:
+    """SQLite's LIKE ignores case and DuckDB's does not: the transpiled gold runs, and only
+    the comparison with the SQLite gold's result shows it means something else."""
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "rock", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = 1"}},
+        {"id": "like", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Genre WHERE Name LIKE 'rock%'"}},
+        {"id": "alone", "datasource": ["duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Genre"}}]}))
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+                             "--queryeval-audit-golds")
+    findings = report(suite.path / "r.json")["audit"]["findings"]
+    found = {(f["id"], f["code"]) for f in findings}
+    assert found == {("like[duck]", "transpile-mismatch"), ("alone[duck]", "transpile-unchecked")}
+    like = next(f for f in findings if f["code"] == "transpile-mismatch")
+    assert like["message"] == ("1 rows [(0,)] on duck, 1 rows [(2,)] from the sqlite gold on "
+                               "chinook; the text run was: SELECT COUNT(*) FROM Genre WHERE Name "
+                               "LIKE 'rock%'")
+    assert result.ret == 1

@@ -174,11 +174,16 @@ class SqlKind:
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
+        written = case
         try:
-            case = _with_dialect_gold(case)[0]
+            case, chosen = _with_dialect_gold(case)
         except GoldError as exc:
             result.add("gold-error", exc.reason())
             return
+        if chosen.get("transpiled_from") and case.options.get("task") is None:
+            from ..audit.transpiled import audit_transpiled
+
+            audit_transpiled(written, case, chosen["transpiled_from"], ctx, result)
         case, _ = _pin_golds(case)
         if case.options.get("task") is not None:
             _audit_task(case, result)
