@@ -169,3 +169,20 @@ def test_gold_audit_runs_each_gold_against_its_own_checks(suite: pytest.Pytester
         "the gold fails its own checks: 1 of 1 checks failed: rows of SELECT count(*) FROM "
         "Track WHERE UnitPrice > 1.0: expected 1 rows [(213,)], got 1 rows [(1510,)]")
     assert result.ret == 1
+
+
+def test_a_hostile_python_check_fails_its_case_at_the_deadline(suite: pytest.Pytester) -> None:
+    """An endless Python check is killed at the case's timeout, never run in pytest's process;
+    the next case runs in a fresh worker."""
+    suite.makepyfile(spinning="def spin(conn, predicted, gold):\n    while True:\n        pass\n")
+    suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
+        {"id": "spin", "task": "dml", "gold": RAISE, "predicted": RAISE, "timeout": 2,
+         "checks": [{"python": "spinning:spin"}]},
+        {"id": "after", "task": "dml", "gold": RAISE, "predicted": RAISE,
+         "checks": [{"query": ROCK, "compare": "gold"}]}]}))
+    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = report(suite.path / "r.json")
+    assert cases["spin"]["outcome"] == "failed"
+    assert cases["spin"]["reason"] == ("timeout: no result within 2 s (the tasks worker was "
+                                       "killed)")
+    assert cases["after"]["outcome"] == "passed"

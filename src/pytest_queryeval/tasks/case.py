@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, GoldError, QueryEvalError, QueryTimeout, SourceUnavailable
+from ..errors import ConfigError, GoldError, QueryEvalError, SourceUnavailable
 from ..model import Case, Scored
 from .run import Check, Task, TaskOutcome, run_task
 
@@ -201,11 +201,9 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
         if task.engine == "postgres":
             task, copies, waited = _with_copies(task, str((case.source_spec or {})["url"]))
         outcome = run_task(task, timeout=timeout, max_memory=memory, audit=audit)
-    except QueryTimeout as exc:
-        return _failed(f"timeout: {exc.reason()}", {}), None
     except SourceUnavailable:
         raise
-    except QueryEvalError as exc:
+    except QueryEvalError as exc:  # a timeout, the memory cap, a crashed worker
         return _failed(exc.reason(), {}), None
     finally:
         if copies:
