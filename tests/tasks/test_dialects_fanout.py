@@ -144,3 +144,21 @@ def test_the_audit_compares_a_transpiled_gold_with_its_original(suite: pytest.Py
                                "chinook; the text run was: SELECT COUNT(*) FROM Genre WHERE Name "
                                "LIKE 'rock%'")
     assert result.ret == 1
+
+
+def test_a_prediction_keyed_by_dialect(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", test_fan=json.dumps({
+        "kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "cases": [
+        {"id": "names", "datasource": ["chinook", "duck"],
+         "gold": "SELECT Name FROM Genre WHERE GenreId < 4",
+         "predicted": {"sqlite": "SELECT Name FROM Genre WHERE GenreId < 4",
+                       "duckdb": "SELECT Name FROM Genre WHERE GenreId < 3"}},
+        {"id": "partial", "datasource": ["duck"], "gold": "SELECT 1",
+         "predicted": {"sqlite": "SELECT 1"}}]}))
+    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    assert cases["names[chinook]"]["outcome"] == "passed"
+    assert cases["names[duck]"]["outcome"] == "failed"  # its own entry ran: one genre short
+    assert cases["partial[duck]"]["outcome"] == "error"
+    assert cases["partial[duck]"]["error"] == ("prediction error: the prediction has no entry "
+                                               "for duckdb (it has sqlite)")

@@ -178,3 +178,20 @@ def evaluate_task(case: Case, prediction: Any, clock: Clock | None = None) -> Sc
     if clock is not None:
         scored.details["clock"] = clock.record()
     return scored
+
+
+def dialect_prediction(case: Case, prediction: Any) -> Any:
+    """A prediction keyed by dialect (``{sqlite: ..., postgres: ...}``, inline or in a
+    predictions file): the entry of the case's dialect; any other prediction as it is. A
+    mapping of dialects without this one is a PredictionError naming what it has."""
+    from ..dialects import DIALECTS
+
+    if not isinstance(prediction, dict) or not prediction or not set(prediction) <= set(DIALECTS):
+        return prediction
+    dialect = case_dialect(case)
+    if dialect not in prediction:
+        from ..errors import PredictionError
+
+        raise PredictionError(f"the prediction has no entry for {dialect} (it has "
+                              f"{', '.join(sorted(map(str, prediction)))})")
+    return prediction[dialect]

@@ -58,6 +58,7 @@ from ._query import (
 from ._query import rank as rank_alternative
 from ._sql_case import (
     audit_task,
+    dialect_prediction,
     dialect_problems,
     evaluate_task,
     pin_golds,
@@ -201,6 +202,7 @@ class SqlKind:
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         case, chosen = with_dialect_gold(case)
+        prediction = dialect_prediction(case, prediction)
         case, clock = pin_golds(case)
         if case.options.get("task") is not None:
             scored = evaluate_task(case, prediction, clock)
