@@ -36,6 +36,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_parallel.py": ["--runs", "2", "--cases", "12"],
     "bench_sandbox.py": ["--repeat", "50", "--runs", "3"],
     "bench_spider.py": ["--runs", "3"],
+    "bench_tasks.py": ["--cases", "20"],
     "bench_table_metrics.py": ["--repeat", "1"],  # 1M rows: ~95 s per repetition here
 }
 #: A line is a result line when it mentions one of these.

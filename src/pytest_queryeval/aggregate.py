@@ -72,6 +72,7 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     by_kd: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     by_diff: dict[str, list[Mapping[str, Any]]] = {}
     by_tag: dict[str, list[Mapping[str, Any]]] = {}
+    by_dialect: dict[str, list[Mapping[str, Any]]] = {}
     for rec in records:
         kind = str(rec.get("kind"))
         diff = str(rec.get("difficulty") or NO_DIFFICULTY)
@@ -80,6 +81,8 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         by_diff.setdefault(diff, []).append(rec)
         for tag in rec.get("tags") or []:
             by_tag.setdefault(str(tag), []).append(rec)
+        if rec.get("dialect"):
+            by_dialect.setdefault(str(rec["dialect"]), []).append(rec)
     # Groups often hold the very same records (one kind, no difficulties, one tag): compute
     # each distinct group once, and hand every place its own copy.
     done: dict[tuple[int, ...], dict[str, Any]] = {}
@@ -92,6 +95,8 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         s = done[key]
         return {**s, "metrics": {m: dict(v) for m, v in s["metrics"].items()}}
 
+    dialects = {"by_dialect": {d: stats(v) for d, v in sorted(by_dialect.items())}} \
+        if by_dialect else {}  # only a suite with fanned-out or per-dialect cases has it
     return {
         "overall": stats(records),
         "by_kind": {k: stats(v) for k, v in sorted(by_kind.items())},
@@ -99,6 +104,7 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                for k, ds in sorted(by_kd.items())},
         "by_difficulty": {d: stats(v) for d, v in sorted(by_diff.items())},
         "by_tag": {t: stats(v) for t, v in sorted(by_tag.items())},
+        **dialects,
     }
 
 

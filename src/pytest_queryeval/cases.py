@@ -128,7 +128,7 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
             case.errors.append(f"{display}:{line}: cases[{index}]: a case must be a mapping")
             out.append(case)
             continue
-        out.append(reader.read(index, entry))
+        out.extend(reader.read_fanned(index, entry))
     return out
 
 
@@ -160,9 +160,45 @@ class CaseReader:
             is_metric, ini_thresholds, extra_names
         self.file_defaults = {key: value for key, value in header.items() if key != "cases"}
 
-    def read(self, index: int, entry: Any) -> Case:
-        """The case of ``cases[index]``; its errors say what is wrong with it."""
+    def read_fanned(self, index: int, entry: Any) -> list[Case]:
+        """The cases of ``cases[index]``: one, or one per source when ``datasource:`` is a
+        list (``<id>[<source>]``, each validated on its own source)."""
+        names = entry.get("datasource", self.file_defaults.get(
+            "datasource", self.suite.defaults.get("datasource")))
+        if not isinstance(names, list):
+            return [self.read(index, entry)]
+        if not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+            case = self.read(index, entry, datasource="")
+            container = entry if "datasource" in entry else self.header
+            key = f"cases[{index}].datasource" if "cases" in self.header and \
+                "datasource" in entry else "datasource"
+            line = container.line_of("datasource") if isinstance(container, LocDict) else \
+                getattr(container, "line", 0)
+            case.errors.append(f"{self.display}:{line}: {key}: a list of datasource names, "
+                               "each once, fans the case out (one item per source)")
+            return [case]
+        out = []
+        for name in names:
+            case = self.read(index, entry, datasource=name)
+            case.fanned_from = case.id
+            case.id = f"{case.id}[{name}]"
+            if case.source_spec is not None:
+                from .dialects import dialect_of
+
+                case.dialect = dialect_of(case.source_spec)
+            out.append(case)
+        sources = {c.datasource: c.source_spec for c in out
+                   if c.datasource is not None and c.source_spec is not None}
+        for case in out:
+            case.fanned_sources = sources
+        return out
+
+    def read(self, index: int, entry: Any, datasource: str | None = None) -> Case:
+        """The case of ``cases[index]`` (on ``datasource`` when it is fanned out); its errors
+        say what is wrong with it."""
         draft = _Draft(self, index, entry)
+        if datasource is not None:
+            draft.merged["datasource"] = datasource or None
         for step in (draft.kind, draft.unknown_keys, draft.identity, draft.question_and_hints,
                      draft.difficulty, draft.tags, draft.severity_and_marks, draft.datasource,
                      draft.recorded_results, draft.options, draft.repeat, draft.thresholds,
@@ -362,6 +398,10 @@ class _Draft:
             return
         case.datasource = ds.name
         case.source_spec = dict(ds.spec)
+        if isinstance(self.merged.get("gold"), dict) and case.kind == "sql":
+            from .dialects import dialect_of
+
+            case.dialect = dialect_of(case.source_spec)
         case.errors.extend(ds.errors)
         case.secrets = case.secrets | frozenset(ds.secrets)
 

@@ -107,6 +107,8 @@ class QueryEvalFile(pytest.File):
         if case.difficulty:
             marks.append(runner.mark(case.difficulty, "queryeval difficulty"))
         marks.extend(runner.mark(t, "queryeval tag") for t in case.tags)
+        if case.dialect:
+            marks.append(runner.mark(case.dialect, "queryeval SQL dialect"))
         for mark in marks:
             if mark is not None:
                 item.add_marker(mark)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import numeric, safefile
+from .datasource_keys import plugin_key_problems
 from .errors import ConfigError
 from .metricnames import PASS_RATE
 from .model import Threshold
@@ -243,6 +244,8 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                 ds.errors.append(f"{display}:{at}: datasources.{name}.{key}"
                                  f"{'' if item is None else f'[{item}]'}: {problem}")
             ds.spec = expanded
+            ds.errors.extend(f"{display}:{_line(spec, key, line)}: datasources.{name}.{key}: "
+                             f"{problem}" for key, problem in plugin_key_problems(expanded))
             _DEFINED[_spec_key(ds.name, ds.spec)] = (
                 display, line, {str(k): _line(spec, k, line) for k in spec})
         cfg.secrets |= ds.secrets

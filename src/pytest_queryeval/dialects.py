@@ -20,6 +20,19 @@ class TranspileError(ValueError):
     """sqlglot cannot carry the query over to the target dialect exactly."""
 
 
+def dialect_of(spec: Mapping[str, Any]) -> str | None:
+    """The dialect a datasource spec runs (the name a ``gold:`` mapping uses), None when it is
+    not a SQL engine's."""
+    kind = spec.get("type")
+    if kind in ("sqlite", "duckdb"):
+        return str(kind)
+    url = spec.get("url")
+    if kind == "sqlalchemy" and isinstance(url, str) and ":" in url:
+        scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+        return {"postgresql": "postgres", "postgres": "postgres"}.get(scheme, scheme)
+    return None
+
+
 def transpile(sql: str, source: str, target: str) -> str:
     """``sql`` written for ``source``, as ``target`` reads it; TranspileError names what could
     not be carried over (sqlglot's ``unsupported_level=RAISE``)."""

@@ -294,7 +294,8 @@ class Evaluator:
                 except QueryEvalError:
                     continue  # each case reports it
                 if isinstance(predictor, FilePredictor):
-                    users.setdefault(predictor.path, (predictor, set()))[1].add(case.id)
+                    users.setdefault(predictor.path, (predictor, set()))[1].update(
+                        i for i in (case.id, case.fanned_from) if i is not None)
         out: list[tuple[Path, list[str]]] = []
         for path, (predictor, ids) in users.items():
             extra = [i for i in predictor.ids() if i not in ids]

@@ -114,6 +114,15 @@ class Case:
     model_label: str | None = None
     #: The suite's ``neighbours:`` (see :func:`~pytest_queryeval.neighbour_check.settings_for`).
     neighbours: dict[str, Any] | None = None
+    #: A case written with ``datasource:`` a list is one case per source: its id is
+    #: ``<id>[<source>]``, ``fanned_from`` the id as written (predictions files may use it) and
+    #: ``dialect`` the source's SQL dialect (a marker, and a breakdown of the reports). A case
+    #: whose ``gold:`` is keyed by dialect has its ``dialect`` too.
+    fanned_from: str | None = None
+    dialect: str | None = None
+    #: Every source of a fanned-out case (name -> resolved spec): the gold audit runs a
+    #: transpiled gold's original on the source of its dialect.
+    fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def golds(self) -> list[Any]:

@@ -126,3 +126,21 @@ def test_sdmx_schema_lists_the_datasets_dimensions_and_codes():
             "    ... and 334 more\n") in text
     assert "  dimension COICOP_1999 (codelist IMF:CL_COICOP_1999, 15 codes):\n" \
            "    CP01: Food and non-alcoholic beverages\n" in text
+
+
+def test_dialect_placeholder_and_a_gold_per_dialect_as_example():
+    """``{dialect}``: each fanned-out source's own dialect (issue 28); a few-shot example whose
+    gold is keyed by dialect answers with the entry of the asking case's dialect."""
+    duck = _case("q[duck]", "Q?", dialect="duckdb",
+                 source_spec={"type": "duckdb", "path": "x.duckdb"})
+    lite = _case("q", "Q?", source_spec={"type": "sqlite", "path": "x.sqlite"})
+    pg = _case("p", "P?", source_spec={"type": "sqlalchemy",
+                                       "url": "postgresql+psycopg://u@127.0.0.1/db"})
+    assert [prompt.fields_of(c, "")["dialect"] for c in (duck, lite, pg)] == \
+        ["duckdb", "sqlite", "postgres"]
+    assert prompt.fields_of(_case("s", "S?", kind="sparql"), "")["dialect"] == ""
+    assert prompt.render("{dialect}: {question}", "", prompt.fields_of(duck, "")) == \
+        "duckdb: Q?"
+    per_dialect = _case("g[duck]", "G?", dialect="duckdb",
+                        gold={"sqlite": "SELECT 1", "duckdb": "SELECT 2"})
+    assert prompt.gold_answer(per_dialect) == "```sql\nSELECT 2\n```"

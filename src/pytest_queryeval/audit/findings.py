@@ -24,6 +24,8 @@ CATALOG: dict[str, tuple[str, str]] = {
     "gold-below-threshold": (ERROR, "scored as its own prediction, the gold is not 1 on a "
                                     "metric its thresholds name"),
     "gold-drift": (ERROR, "the recorded gold_result no longer matches live execution"),
+    "transpile-mismatch": (ERROR, "a gold transpiled to this dialect returns another result "
+                                  "than the gold it was transpiled from"),
     "code-not-in-codelist": (ERROR, "an SDMX target code is not in its codelist"),
     "invalid-json": (ERROR, "a JSON gold is not valid JSON"),
     "empty-result": (WARNING, "the gold returns no rows (or one row of NULLs)"),
@@ -35,6 +37,8 @@ CATALOG: dict[str, tuple[str, str]] = {
     "redundant-alternative": (WARNING, "two gold alternatives return identical results"),
     "codelist-name-mismatch": (WARNING, "an SDMX target names a code differently from its "
                                         "codelist"),
+    "transpile-unchecked": (WARNING, "a transpiled gold has no source of its original dialect "
+                                     "to be compared with"),
     "duplicate-json-key": (WARNING, "a JSON gold repeats a key (the last one wins)"),
     "weak-gold": (WARNING, "the gold returns the same result as an obviously different query "
                            "one edit away (> for >=, a condition left out): the data cannot "

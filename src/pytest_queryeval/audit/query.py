@@ -277,8 +277,9 @@ def lint_text(text: str, language: str) -> list[tuple[str, str]]:
                        | {_closed(m.group(0)) for m in _SQL_CLOCK_STRINGS.finditer(uncommented)})
         random = sorted({m.group(1).upper() + "()" for m in _SQL_RANDOM.finditer(code)})
     if clock:
+        pin = ", or pin the clock with now: on the datasource" if language == "sql" else ""
         out.append(("clock-dependent", f"reads the clock ({', '.join(clock)}): its result "
-                    "changes with the day the suite runs; use a fixed date literal"))
+                    f"changes with the day the suite runs; use a fixed date literal{pin}"))
     if random:
         out.append(("nondeterministic", f"calls {', '.join(random)}: its result changes from "
                     "one run to the next"))

@@ -58,6 +58,14 @@ from ._query import (
     run_gold,
 )
 from ._query import rank as rank_alternative
+from ._sql_case import (
+    audit_task,
+    dialect_prediction,
+    dialect_problems,
+    evaluate_task,
+    pin_golds,
+    with_dialect_gold,
+)
 
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult
@@ -111,7 +119,8 @@ class SqlKind:
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
-        "condition_cols", "ignore_order", *OPTION_KEYS,
+        "condition_cols", "ignore_order", "task", "setup", "cleanup", "checks", "transpile",
+        *OPTION_KEYS,
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -124,6 +133,13 @@ class SqlKind:
         return sorted(_metric_names())
 
     def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        per_dialect = dialect_problems(case)
+        if per_dialect:
+            return per_dialect
+        if isinstance(case.gold, dict):  # validated on the entry its source runs
+            case = with_dialect_gold(case, transpiled=False)[0]
+        if any(key in case.options for key in ("task", "setup", "cleanup", "checks")):
+            return _validate_task(case)
         problems: list[tuple[str, str]] = []
         golds = case.golds if case.gold is not None else []
         recorded = case.gold_result is not None or case.gold_result_files is not None
@@ -155,6 +171,10 @@ class SqlKind:
         """Spider's reference hardness of the first gold where Spider's grammar parses it,
         else its ``sql_hardness`` (the same criteria on a sqlglot parse); None when neither
         parses it."""
+        if isinstance(case.gold, dict):  # the entry its source's dialect runs (or transpiles)
+            case = with_dialect_gold(case, transpiled=False)[0]
+        if case.options.get("task") is not None:
+            return None  # Spider's hardness rates queries, not statements that write
         first = case.golds[0] if case.golds else None
         if not isinstance(first, str):
             return None
@@ -165,13 +185,37 @@ class SqlKind:
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
+        written = case
+        try:
+            case, chosen = with_dialect_gold(case)
+        except GoldError as exc:
+            result.add("gold-error", exc.reason())
+            return
+        if chosen.get("transpiled_from") and case.options.get("task") is None:
+            from ..audit.transpiled import audit_transpiled
+
+            audit_transpiled(written, case, chosen["transpiled_from"], ctx, result)
+        case, _ = pin_golds(case)
+        if case.options.get("task") is not None:
+            audit_task(case, result)
+            return
         from ..audit.query import audit_query
 
         audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+        case, chosen = with_dialect_gold(case)
+        prediction = dialect_prediction(case, prediction)
+        case, clock = pin_golds(case)
+        if case.options.get("task") is not None:
+            scored = evaluate_task(case, prediction, clock)
+            if chosen:
+                scored.details["gold_dialect"] = chosen
+            return scored
         pred_sql, fence = fenced_prediction_text(prediction, case, "SQL",
                                                  ("sql", "query", "predicted"))
+        if clock is not None and pred_sql is not None:
+            pred_sql = clock.pin(pred_sql, "predicted")
         opts = _parse_options(case)
         run = _SqlRun(case, ctx, opts, ctx.source(case) if case.source_spec is not None else None)
         scored = run.evaluate(pred_sql)
@@ -180,6 +224,10 @@ class SqlKind:
             scored = run.spider2(scored, raw, pred_sql)
         add_hallucination(scored, case, ctx, run.src, pred_sql)
         note_fence(scored.details, fence)
+        if clock is not None:
+            scored.details["clock"] = clock.record()
+        if chosen:
+            scored.details["gold_dialect"] = chosen
         if not getattr(ctx, "auditing", False):  # a gold audit scores the gold against itself
             from ..neighbour_check import settings_for
 
@@ -675,6 +723,31 @@ class _SqlRun:
 # -- helpers --------------------------------------------------------------------------------------
 
 
+def _validate_task(case: Case) -> list[tuple[str, str]]:
+    """A dml/ddl case: its gold is a list of statements run in order (not alternatives)."""
+    from ..tasks.case import validate as validate_task
+
+    problems: list[tuple[str, str]] = []
+    if "task" not in case.options:
+        problems.append(("task", "setup, cleanup and checks belong to a task: dml or task: "
+                                 "ddl case"))
+    elif case.gold is None:
+        problems.append(("gold", f"a task: {case.options['task']} case needs 'gold' (a "
+                                 "statement or a list of statements)"))
+    else:
+        from ..tasks.case import statements
+
+        try:
+            statements(case.gold, "gold")
+        except ConfigError as exc:
+            problems.append((exc.key or "gold", exc.message))
+    try:
+        _conditions_order(case.options.get("conditions"))
+    except ConfigError as exc:
+        problems.append((exc.key or "conditions", exc.message))
+    return problems + validate_task(case)
+
+
 def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool,
                  compare: Any) -> Callable[[], dict[str, dict[str, float]]]:
     """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails."""
@@ -693,10 +766,12 @@ def _metric_names() -> frozenset[str]:
         from ..metrics.spider import METRICS
         from ..metrics.spider2 import SPIDER2_METRIC_NAMES
         from ..metrics.table import TABLE_METRIC_NAMES
+        from ..tasks.case import TASK_METRICS
 
         _NAMES = frozenset((*TABLE_METRIC_NAMES, *SPIDER2_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES,
                             *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES,
-                            "schema_hallucination", RELAXED_EX, "neighbour_ex"))
+                            "schema_hallucination", RELAXED_EX, "neighbour_ex",
+                            *TASK_METRICS))
     return _NAMES
 
 

@@ -106,6 +106,8 @@ class FilePredictor:
             raise PredictionError(f"case id {case.id!r} appears more than once in {self.path} "
                                   f"(lines {lines})")
         row = self._entries.get(case.id)
+        if row is None and case.fanned_from is not None:  # one prediction for every source
+            row = self._entries.get(case.fanned_from)
         if row is None:
             raise PredictionError(f"no prediction for case {case.id!r} in {self.path}")
         value_key = next((k for k in _VALUE_KEYS if k in row), None)

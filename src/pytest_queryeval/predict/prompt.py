@@ -1,7 +1,7 @@
 """Prompts for a chat model, and the query taken back out of its reply.
 
 Templates are Python format strings over :data:`PLACEHOLDERS` (``{question}``,
-``{evidence}``, ``{kind}``, ``{db_id}``, ``{schema}``); a literal brace is written twice
+``{evidence}``, ``{kind}``, ``{db_id}``, ``{schema}``, ``{dialect}``); a literal brace is written twice
 (``{{``). A template naming any other field is refused when the source is built, so a typo
 fails the cases with its name instead of sending ``{qestion}`` to a paid model.
 
@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import PredictionError
 from ..model import MISSING, Case
 
-PLACEHOLDERS = ("question", "evidence", "kind", "db_id", "schema")
+PLACEHOLDERS = ("question", "evidence", "kind", "db_id", "schema", "dialect")
 #: The fence language a kind's answer is written in.
 LANGUAGE = {"sql": "sql", "sparql": "sparql", "json": "json", "sdmx": "json"}
 _NAMES = {"sql": "SQL", "sparql": "SPARQL", "json": "JSON", "sdmx": "JSON"}
@@ -73,7 +73,17 @@ def evidence_of(case: Case) -> str:
 def fields_of(case: Case, schema: str) -> dict[str, str]:
     db_id = case.options.get("db_id", case.raw.get("db_id")) or case.datasource or ""
     return {"question": case.question or "", "evidence": evidence_of(case), "kind": case.kind,
-            "db_id": str(db_id), "schema": schema}
+            "db_id": str(db_id), "schema": schema, "dialect": dialect_of_case(case)}
+
+
+def dialect_of_case(case: Case) -> str:
+    """``{dialect}``: the SQL dialect the case's source runs (``sqlite``, ``duckdb``,
+    ``postgres``; a fanned-out case's own source), empty for other kinds."""
+    if case.dialect:
+        return case.dialect
+    from ..dialects import dialect_of
+
+    return (dialect_of(case.source_spec) or "") if case.source_spec else ""
 
 
 def render(template: str | None, default: str, fields: dict[str, str]) -> str:
@@ -99,7 +109,9 @@ def gold_answer(case: Case) -> str | None:
     gold: Any = case.gold
     if case.kind == "sdmx":
         gold = _sdmx_target(case)
-    elif isinstance(gold, list) and case.kind in ("sql", "sparql"):
+    elif isinstance(gold, dict) and case.kind == "sql":  # a gold per dialect: this source's
+        gold = gold.get(dialect_of_case(case), next(iter(gold.values()), None))
+    if isinstance(gold, list) and case.kind in ("sql", "sparql"):
         gold = gold[0] if gold else None
     if gold is None or gold is MISSING:
         return None

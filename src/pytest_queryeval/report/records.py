@@ -99,6 +99,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "severity": case.severity,
         "question": case.question,
         "datasource": case.datasource,
+        **({"dialect": case.dialect} if case.dialect else {}),
         "outcome": None,
         "status": outcome.status if outcome else None,
         "metrics": dict(outcome.metrics) if outcome else {},

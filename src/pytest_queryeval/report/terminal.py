@@ -102,6 +102,12 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
     lines.extend(reference_lines(agg))
+    if agg.get("by_dialect"):
+        header = ["dialect", "", "cases", "pass"]
+        rows = [[d, "", str(s["count"]), _pct(s["pass_rate"])]
+                for d, s in agg["by_dialect"].items()]
+        lines.extend(_table(header, rows))
+        lines.append("")
     if tags and agg["by_tag"]:
         header = ["tag", "", "cases", "pass"]
         rows = [[t, "", str(s["count"]), _pct(s["pass_rate"])] for t, s in agg["by_tag"].items()]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..datasource_keys import PLUGIN_KEYS
 from ..errors import ConfigError
 from .base import DataSource, check_keys
 
@@ -27,12 +28,12 @@ SOURCE_TYPES: dict[str, str] = {
 #: Keys each type accepts besides ``type`` (for located validation errors).
 SOURCE_KEYS: dict[str, frozenset[str]] = {
     "sqlite": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory",
-                         "isolation"}),
+                         "isolation"}) | PLUGIN_KEYS,
     "duckdb": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory", "threads",
-                         "isolation"}),
+                         "isolation"}) | PLUGIN_KEYS,
     "sqlalchemy": frozenset({"url", "timeout", "max_rows", "max_bytes", "version", "schema",
                              "engine_options", "allow_privileged", "isolation",
-                             "max_memory"}),
+                             "max_memory"}) | PLUGIN_KEYS,
     "spider-schema": frozenset({"tables", "db_id"}),
 }
 
@@ -69,6 +70,8 @@ def _open(name: str, spec: dict[str, Any]) -> DataSource:
     allowed = SOURCE_KEYS.get(source_type)
     if allowed is not None:
         check_keys(name, source_type, kwargs, allowed)
+    for key in PLUGIN_KEYS & set(kwargs):
+        del kwargs[key]
     try:
         return cls(name, **kwargs)  # type: ignore[no-any-return]
     except (TypeError, ValueError) as e:

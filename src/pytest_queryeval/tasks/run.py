@@ -48,13 +48,18 @@ class Check:
 
 @dataclass(frozen=True)
 class Task:
-    engine: str  #: sqlite | duckdb
+    engine: str  #: sqlite | duckdb | postgres
     path: Path
     gold: tuple[str, ...]
     predicted: tuple[str, ...]
     checks: tuple[Check, ...]
     setup: tuple[str, ...] = ()
     cleanup: tuple[str, ...] = ()
+    #: Directories searched first for a Python check's module (the case file's directory).
+    search_path: tuple[str, ...] = ()
+    #: PostgreSQL: the libpq connection strings of the gold's and the prediction's copies,
+    #: made (and dropped) by the caller from its pool (:mod:`.pgcopies`).
+    copies: tuple[str, str] | None = None
 
 
 @dataclass
@@ -140,6 +145,11 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
 def _copy(task: Task, dst: Path) -> Any:
     """A connection to a fresh copy: SQLite through the backup API (a consistent copy even of a
     file in use) into memory; DuckDB by copying the file (and its WAL)."""
+    if task.engine == "postgres":
+        from .pgcopies import connect
+
+        assert task.copies is not None
+        return connect(task.copies[0 if dst.name == "gold" else 1])
     if task.engine == "sqlite":
         src = sqlite3.connect(f"file:{task.path}?mode=ro", uri=True)
         conn = sqlite3.connect(":memory:", isolation_level=None)
@@ -173,8 +183,12 @@ def _execute(conn: Any, statements: Sequence[str]) -> str:
 
 
 def _rows(conn: Any, sql: str) -> list[tuple[Any, ...]]:
+    """The rows, DECIMAL values as floats (DuckDB and PostgreSQL return Decimal, which never
+    equals the float a YAML ``rows:`` holds)."""
+    from decimal import Decimal
+
     cur = conn.execute(sql)
-    return [tuple(r) for r in cur.fetchall()]
+    return [tuple(float(v) if isinstance(v, Decimal) else v for v in r) for r in cur.fetchall()]
 
 
 def _check(check: Check, conn: Any, gold_conn: Any, task: Task) -> CheckResult:
@@ -223,6 +237,10 @@ def _schema_check(check: Check, conn: Any) -> CheckResult:
 def _columns(conn: Any, table: str) -> set[str]:
     if isinstance(conn, sqlite3.Connection):
         rows = conn.execute("SELECT name FROM pragma_table_info(?)", (table,)).fetchall()
+    elif _is_postgres(conn):
+        rows = conn.execute("SELECT column_name FROM information_schema.columns WHERE "
+                            "lower(table_name) = lower(%s) AND table_schema = ANY "
+                            "(current_schemas(false))", (table,)).fetchall()
     else:
         rows = conn.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?",
                             [table]).fetchall()
@@ -232,14 +250,29 @@ def _columns(conn: Any, table: str) -> set[str]:
 def _indexes(conn: Any) -> set[str]:
     if isinstance(conn, sqlite3.Connection):
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    elif _is_postgres(conn):
+        rows = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = ANY "
+                            "(current_schemas(false))").fetchall()
     else:
         rows = conn.execute("SELECT index_name FROM duckdb_indexes()").fetchall()
     return {str(r[0]).lower() for r in rows}
 
 
+def _is_postgres(conn: Any) -> bool:
+    return type(conn).__module__.startswith("psycopg")
+
+
 def _python_check(target: str, conn: Any, task: Task) -> CheckResult:
+    import sys
+
     module, _, name = target.partition(":")
-    fn = getattr(importlib.import_module(module), name)
+    missing = [p for p in task.search_path if p not in sys.path]
+    sys.path[:0] = missing
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    finally:
+        for p in missing:
+            sys.path.remove(p)
     try:
         ok = fn(conn, list(task.predicted), list(task.gold))
     except AssertionError as exc:

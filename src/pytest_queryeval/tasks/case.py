@@ -1,0 +1,266 @@
+"""A ``task: dml`` / ``task: ddl`` SQL case: its keys read into a :class:`Task`, and scored.
+
+Why the datasource must say ``writable: sandbox``: a task executes the prediction's writes, so
+the suite author states once, on the datasource, that its file may serve as the template of
+throwaway copies; every other case keeps the read-only guard, and a task case on a datasource
+without that mark is an error found when the suite is collected, before any case runs. The
+real file is only ever read (SQLite's backup API, a file copy for DuckDB).
+
+Case keys (LiveSQLBench's Management tasks and EvalBench's dml/ddl cases map onto them
+one-to-one): ``setup`` and ``cleanup`` (a statement or a list), ``gold`` (a statement or a list
+run in order), ``checks`` (a list; each a query with ``rows``, a query with ``compare: gold``, a
+``schema`` expectation or a ``python`` check) and ``conditions`` (``order: true`` makes row
+checks ordered, as LiveSQLBench's ``conditions`` do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, GoldError, QueryEvalError, SourceUnavailable
+from ..model import Case, Scored
+from .run import Check, Task, TaskOutcome, run_task
+
+TASKS = ("dml", "ddl")
+#: Case keys of a task (beside ``gold``, ``conditions`` and the common ones).
+TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks"})
+#: The value of a datasource's ``writable`` key that allows tasks on it.
+WRITABLE = "sandbox"
+#: Engines tasks run on (PostgreSQL: a sqlalchemy datasource with a postgresql URL).
+ENGINES = ("sqlite", "duckdb", "postgres")
+_CHECK_KINDS = ("rows", "compare", "schema", "python")
+#: Metrics a task case records.
+TASK_METRICS = ("execution_accuracy", "checks_passed", "copy_seconds")
+
+
+def is_task(case: Case) -> bool:
+    return case.options.get("task") is not None
+
+
+def validate(case: Case) -> list[tuple[str, str]]:
+    """``(key path, message)`` for each problem of a task case (none when valid)."""
+    o = case.options
+    problems: list[tuple[str, str]] = []
+    if o.get("task") not in TASKS:
+        return [("task", f"must be one of {', '.join(TASKS)}, not {o.get('task')!r}")]
+    spec = case.source_spec
+    if spec is None:
+        problems.append(("datasource", f"task: {o['task']} needs a datasource marked "
+                                       f"'writable: {WRITABLE}'"))
+    elif spec.get("writable") != WRITABLE:
+        problems.append(("datasource", f"task: {o['task']} writes: datasource "
+                                       f"{case.datasource!r} is read-only; mark it "
+                                       f"'writable: {WRITABLE}' in queryeval.yaml to score "
+                                       "writes on throwaway copies of it"))
+    elif engine_of(spec) is None:
+        problems.append(("datasource", f"task: {o['task']} runs on sqlite, duckdb or "
+                                       "PostgreSQL (sqlalchemy) datasources, not "
+                                       f"{spec.get('type')!r}"))
+    for key in ("setup", "cleanup"):
+        if key in o:
+            try:
+                statements(o[key], key)
+            except ConfigError as exc:
+                problems.append((exc.key or key, exc.message))
+    try:
+        checks = parse_checks(o.get("checks"), o.get("conditions"))
+    except ConfigError as exc:
+        problems.append((exc.key or "checks", exc.message))
+    else:
+        if not checks:
+            problems.append(("checks", f"a task: {o['task']} case needs at least one check "
+                                       "(without one, any prediction that executes would "
+                                       "pass)"))
+    return problems
+
+
+def engine_of(spec: Mapping[str, Any]) -> str | None:
+    from ..dialects import dialect_of
+
+    dialect = dialect_of(spec)
+    return dialect if dialect in ENGINES else None
+
+
+def statements(value: Any, key: str) -> tuple[str, ...]:
+    """A statement or a list of them; ConfigError names the key."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise ConfigError("must be an SQL statement or a list of them", key=key)
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip():
+            raise ConfigError("must be an SQL statement", key=f"{key}[{i}]")
+    return tuple(items)
+
+
+def parse_checks(value: Any, conditions: Any = None) -> tuple[Check, ...]:
+    """``checks:`` as :class:`Check` objects; ConfigError names the check and key."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ConfigError("must be a list of checks", key="checks")
+    ordered = bool(conditions.get("order", False)) if isinstance(conditions, dict) else False
+    return tuple(_check(item, f"checks[{i}]", ordered) for i, item in enumerate(value))
+
+
+def _check(item: Any, where: str, ordered: bool) -> Check:
+    if not isinstance(item, dict):
+        raise ConfigError("must be a mapping: {query, rows}, {query, compare: gold}, "
+                          "{schema} or {python}", key=where)
+    allowed = {"query", "rows", "compare", "order", "schema", "python"}
+    unknown = sorted(set(map(str, item)) - allowed)
+    if unknown:
+        from ..config import suggest
+
+        raise ConfigError(f"unknown key{suggest(unknown[0], allowed)}", key=f"{where}.{unknown[0]}")
+    kinds = [k for k in _CHECK_KINDS if k in item]
+    if len(kinds) != 1:
+        raise ConfigError("needs exactly one of rows, compare, schema or python, not "
+                          f"{', '.join(kinds) or 'none'}", key=where)
+    order = item.get("order", ordered)
+    if not isinstance(order, bool):
+        raise ConfigError("must be true or false", key=f"{where}.order")
+    kind = kinds[0]
+    if kind == "python":
+        target = item["python"]
+        if not isinstance(target, str) or target.count(":") != 1 or not all(
+                part.strip() for part in target.split(":")):
+            raise ConfigError("must be 'module:function' (called as function(conn, predicted, "
+                              "gold))", key=f"{where}.python")
+        return Check(python=target)
+    if kind == "schema":
+        return _schema(item["schema"], f"{where}.schema")
+    query = item.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ConfigError("must be the verification query", key=f"{where}.query")
+    if kind == "compare":
+        if item["compare"] != "gold":
+            raise ConfigError("must be 'gold' (the query's result after the gold)",
+                              key=f"{where}.compare")
+        return Check(query=query, compare="gold", order=order)
+    rows = item["rows"]
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise ConfigError("must be a list of rows, each a list of values", key=f"{where}.rows")
+    return Check(query=query, rows=tuple(tuple(r) for r in rows), order=order)
+
+
+def _schema(spec: Any, where: str) -> Check:
+    if not isinstance(spec, dict) or not spec or set(map(str, spec)) - {"tables", "indexes"}:
+        raise ConfigError("must be a mapping with tables ({table: [columns]}) and/or indexes "
+                          "([names])", key=where)
+    tables = spec.get("tables")
+    if tables is not None and not (isinstance(tables, dict) and all(
+            isinstance(cols, list) and all(isinstance(c, str) for c in cols)
+            for cols in tables.values())):
+        raise ConfigError("must map each table to a list of column names", key=f"{where}.tables")
+    indexes = spec.get("indexes")
+    if indexes is not None and not (isinstance(indexes, list)
+                                    and all(isinstance(i, str) for i in indexes)):
+        raise ConfigError("must be a list of index names", key=f"{where}.indexes")
+    return Check(tables=None if tables is None else tuple(
+                     (str(t), tuple(cols)) for t, cols in tables.items()),
+                 indexes=None if indexes is None else tuple(indexes))
+
+
+def build(case: Case, gold: Any, predicted: tuple[str, ...]) -> Task:
+    """The :class:`Task` of a validated case (``gold``: its statements for this engine)."""
+    spec = case.source_spec or {}
+    o = case.options
+    engine = engine_of(spec)
+    assert engine is not None
+    where = Path(str(spec["path"])) if "path" in spec else Path()
+    return Task(engine, where, gold=statements(gold, "gold"),
+                predicted=predicted,
+                checks=parse_checks(o.get("checks"), o.get("conditions")),
+                setup=statements(o["setup"], "setup") if "setup" in o else (),
+                cleanup=statements(o["cleanup"], "cleanup") if "cleanup" in o else (),
+                search_path=(str(case.file.parent),))
+
+
+def limits_of(case: Case) -> tuple[float, int]:
+    """The task's deadline (the case's ``timeout``, else the datasource's, else 30 s: it bounds
+    the whole task, Python checks included) and memory cap."""
+    from .run import DEFAULT_MAX_MEMORY
+
+    spec = case.source_spec or {}
+    timeout = case.options.get("timeout", spec.get("timeout", 30))
+    memory = spec.get("max_memory", DEFAULT_MAX_MEMORY)
+    return float(timeout), int(memory)
+
+
+def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskOutcome | None]:
+    """The task run in its worker, as a :class:`Scored`: ``execution_accuracy`` 1 when every
+    check passes, ``checks_passed`` the share of checks that pass, ``copy_seconds`` what the two
+    copies cost. A problem of the suite (setup, gold, cleanup, a broken check) raises
+    :class:`GoldError`: the case is an error, never a pass or a model failure."""
+    timeout, memory = limits_of(case)
+    copies: list[str] = []
+    waited = 0.0
+    try:
+        if task.engine == "postgres":
+            task, copies, waited = _with_copies(task, str((case.source_spec or {})["url"]))
+        outcome = run_task(task, timeout=timeout, max_memory=memory, audit=audit)
+    except SourceUnavailable:
+        raise
+    except QueryEvalError as exc:  # a timeout, the memory cap, a crashed worker
+        return _failed(exc.reason(), {}), None
+    finally:
+        if copies:
+            from .pgcopies import pool_for
+
+            pool = pool_for(str((case.source_spec or {})["url"]))
+            for name in copies:
+                pool.drop(name)
+    outcome.copy_seconds += waited
+    if outcome.error:
+        raise GoldError(outcome.error)
+    details: dict[str, Any] = {
+        "task": case.options.get("task"), "copy_seconds": outcome.copy_seconds,
+        "checks": [{"check": c.describe(), "passed": r.passed, **({"reason": r.reason}
+                                                                   if r.reason else {})}
+                   for c, r in zip(task.checks, outcome.checks, strict=False)]}
+    if outcome.predicted_error:
+        scored = _failed(outcome.predicted_error, details)
+        scored.metrics["copy_seconds"] = outcome.copy_seconds
+        return scored, outcome
+    passed = sum(r.passed for r in outcome.checks)
+    metrics = {"execution_accuracy": 1.0 if outcome.passed else 0.0,
+               "checks_passed": passed / len(outcome.checks),
+               "copy_seconds": outcome.copy_seconds}
+    failing = [r.reason for r in outcome.checks if not r.passed]
+    reason = f"{len(failing)} of {len(outcome.checks)} checks failed: {failing[0]}" \
+        if failing else None
+    return Scored(metrics, {}, [f"check failed: {r}" for r in failing], details,
+                  reason=reason), outcome
+
+
+def _with_copies(task: Task, url: str) -> tuple[Task, list[str], float]:
+    """The task pointed at two fresh copies from the datasource's pool, their names (to drop)
+    and the seconds waited for them. A server that refuses is SourceUnavailable."""
+    from dataclasses import replace
+
+    from .pgcopies import conninfo, pool_for
+
+    names: list[str] = []
+    waited = 0.0
+    try:
+        pool = pool_for(url)
+        for _ in range(2):
+            name, seconds = pool.take()
+            names.append(name)
+            waited += seconds
+    except Exception as exc:
+        if names:
+            for name in names:
+                pool.drop(name)
+        raise SourceUnavailable(f"cannot make a copy of the PostgreSQL datasource: "
+                                f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+                                ) from None
+    return (replace(task, copies=(conninfo(url, names[0]), conninfo(url, names[1]))),
+            names, waited)
+
+
+def _failed(reason: str, details: dict[str, Any]) -> Scored:
+    return Scored({"execution_accuracy": 0.0, "checks_passed": 0.0}, {}, [], details,
+                  reason=reason)

@@ -1,0 +1,192 @@
+"""Throwaway PostgreSQL databases for tasks: ``CREATE DATABASE ... TEMPLATE`` from a small pool.
+
+Why a pool: cloning Chinook by template costs about 64 ms and dropping it about 108 ms, twice per
+case (the gold's copy and the prediction's); copies made ahead, in a background thread, take
+that off the case's time, and drops run in the background too.
+
+Why a private template: PostgreSQL refuses to clone a database that another session is
+connected to, and the read-only cases of the same suite keep connections to the datasource's
+database. So the datasource's database is cloned once per process into a private template that
+nothing else ever connects to, and every copy is cloned from that (the first clone retries for a
+few seconds while other sessions are connected).
+
+Why the process id in every name (``qe_task_<pid>_<n>``, ``qe_tpl_<pid>_<n>``): a killed pytest
+(``kill -9``, a crashed xdist worker) drops nothing, so the first pool of each process drops the
+databases of processes of this host that are no longer alive (the sweep); Ctrl-C and a normal
+exit drop the process's own (``atexit``).
+
+The role of the datasource's URL needs ``CREATEDB`` (not superuser): it owns the template and
+the copies, and nothing else it does touches the datasource's database, which it only reads as a
+template.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import re
+import threading
+import time
+from typing import Any
+
+#: Copies kept ready per datasource (each case takes two).
+POOL_SIZE = 4
+_NAME = re.compile(r"^qe_(task|tpl)_(\d+)_\d+$")
+_POOLS: dict[str, CopyPool] = {}
+_LOCK = threading.Lock()
+
+
+def conninfo(url: str, database: str | None = None) -> str:
+    """A libpq connection string for a SQLAlchemy URL (``postgresql+psycopg://...``)."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    parts = {"host": u.host or "127.0.0.1", "port": u.port or 5432, "user": u.username,
+             "password": u.password, "dbname": database or u.database}
+    return " ".join(f"{k}={_quote(str(v))}" for k, v in parts.items() if v is not None)
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def pool_for(url: str) -> CopyPool:
+    """The process's pool of copies of the datasource at ``url`` (made on first use)."""
+    with _LOCK:
+        pool = _POOLS.get(url)
+        if pool is None:
+            pool = _POOLS[url] = CopyPool(url)
+        return pool
+
+
+class CopyPool:
+    """Copies of one database, made ahead in a background thread and dropped after use."""
+
+    def __init__(self, url: str, size: int = POOL_SIZE) -> None:
+        from sqlalchemy.engine import make_url
+
+        self.url, self.size = url, size
+        self.source = str(make_url(url).database)
+        self._admin = conninfo(url, "postgres")
+        self._count = 0
+        self._ready: queue.Queue[str] = queue.Queue()
+        self._drops: queue.Queue[str | None] = queue.Queue()
+        self._alive = set[str]()
+        self._lock = threading.Lock()
+        self.template = ""
+        self.swept = sweep(self._admin)
+        self.template = self._clone(self.source, "tpl", retry=10.0)
+        self._worker = threading.Thread(target=self._run, name="queryeval-pg-copies",
+                                        daemon=True)
+        self._worker.start()
+        atexit.register(self.close)
+
+    def _name(self, what: str) -> str:
+        with self._lock:
+            self._count += 1
+            return f"qe_{what}_{os.getpid()}_{self._count}"
+
+    def _execute(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self._admin, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(sql)
+
+    def _clone(self, source: str, what: str = "task", retry: float = 0.0) -> str:
+        import psycopg
+
+        name = self._name(what)
+        deadline = time.monotonic() + retry
+        while True:
+            try:
+                self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
+                break
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        with self._lock:
+            self._alive.add(name)
+        return name
+
+    def take(self) -> tuple[str, float]:
+        """A fresh copy's name and the seconds the caller waited for it (near 0 when the pool
+        had one ready)."""
+        t0 = time.perf_counter()
+        try:
+            name = self._ready.get_nowait()
+        except queue.Empty:
+            name = self._clone(self.template)
+        self._drops.put(None)  # wake the worker: refill
+        return name, time.perf_counter() - t0
+
+    def drop(self, name: str) -> None:
+        """Drop ``name`` in the background (the case does not wait for it)."""
+        self._drops.put(name)
+
+    def _run(self) -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                while self._ready.qsize() < self.size:
+                    self._ready.put(self._clone(self.template))
+            item = self._drops.get()
+            if item == "":
+                return
+            if item is not None:
+                self._drop_now(item)
+
+    def _drop_now(self, name: str) -> None:
+        with contextlib.suppress(Exception):
+            self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            with self._lock:
+                self._alive.discard(name)
+
+    def close(self) -> None:
+        """Drop every copy and the template this pool made (exit, Ctrl-C)."""
+        self._drops.put("")
+        self._worker.join(30)
+        with self._lock:
+            names = sorted(self._alive)
+        for name in names:
+            self._drop_now(name)
+        with _LOCK:
+            if _POOLS.get(self.url) is self:
+                del _POOLS[self.url]
+
+
+def sweep(admin: str) -> list[str]:
+    """Drop the copies and templates of processes of this host that are gone (a crashed or
+    killed session); the names dropped."""
+    import psycopg
+
+    dropped: list[str] = []
+    with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+        names = [str(r[0]) for r in conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'qe\\_%'").fetchall()]
+        for name in names:
+            match = _NAME.match(name)
+            if match is None or _alive(int(match.group(2))):
+                continue
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                dropped.append(name)
+    return dropped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def connect(info: str) -> Any:
+    """A connection to a copy (autocommit: each statement is applied as it runs)."""
+    import psycopg
+
+    return psycopg.connect(info, autocommit=True, connect_timeout=10)

@@ -1,0 +1,164 @@
+"""A gold per engine and ``datasource:`` a list (issue 28 item 6) through pytest itself: one item
+per source (``id[source]``), a marker per dialect, the reports broken down by dialect, a gold
+transpiled from SQLite recorded as the text actually run, on a real SQLite Chinook file and a
+real DuckDB file holding the same tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
+
+
+def duckdb_copy(path: Path, tables: tuple[str, ...] = ("Genre", "Track")) -> None:
+    """The named Chinook tables in a DuckDB file, as the SQLite file holds them."""
+    duckdb = pytest.importorskip("duckdb")
+    src = sqlite3.connect(CHINOOK)
+    dst = duckdb.connect(str(path))
+    for table in tables:
+        cols = src.execute(f"SELECT name, type FROM pragma_table_info('{table}')").fetchall()
+        types = {"INTEGER": "INTEGER", "NVARCHAR": "VARCHAR", "NUMERIC": "DECIMAL(10,2)"}
+        dst.execute(f"CREATE TABLE {table} (" + ", ".join(
+            f"{n} {types.get(t.split('(')[0], 'VARCHAR')}" for n, t in cols) + ")")
+        rows = src.execute(f"SELECT * FROM {table}").fetchall()
+        dst.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(cols))})", rows)
+    dst.close()
+    src.close()
+
+
+CASES: dict[str, Any] = {"kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "cases": [
+    {"id": "rock", "datasource": ["chinook", "duck"],
+     "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = 1"},
+     "transpile": {"from": "sqlite"}},
+    {"id": "names", "datasource": ["chinook", "duck"],
+     "gold": {"sqlite": "SELECT Name FROM Genre WHERE GenreId < 4",
+              "duckdb": "SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)"},
+     "predicted": "SELECT Name FROM Genre WHERE GenreId <= 3"},
+    {"id": "raise", "datasource": ["chinook", "duck"], "task": "dml",
+     "gold": "UPDATE Track SET UnitPrice = UnitPrice + 0.1 WHERE GenreId = 1",
+     "predicted": "UPDATE Track SET UnitPrice = UnitPrice + 0.1 WHERE GenreId = 1",
+     "checks": [{"query": "SELECT TrackId, UnitPrice FROM Track ORDER BY TrackId",
+                 "compare": "gold"}]},
+    {"id": "missing", "datasource": ["chinook", "duck"],
+     "gold": {"sqlite": "SELECT 1"}, "predicted": "SELECT 1"},
+    {"id": "bad-list", "datasource": ["chinook", "chinook"], "gold": "SELECT 1",
+     "predicted": "SELECT 1"},
+]}
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
+    duckdb_copy(pytester.path / "chinook.duckdb")
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=json.dumps({
+        "datasources": {
+            "chinook": {"type": "sqlite", "path": "chinook.sqlite", "writable": "sandbox"},
+            "duck": {"type": "duckdb", "path": "chinook.duckdb", "writable": "sandbox"}},
+        "predictions": {"source": "file", "path": "predictions.jsonl"}}))
+    pytester.makefile(".yaml", test_fan=json.dumps(CASES, indent=1))
+    # keyed by the id as written: the same prediction for every source
+    (pytester.path / "predictions.jsonl").write_text(json.dumps(
+        {"id": "rock", "predicted": "SELECT COUNT(*) FROM Track WHERE GenreId = 1"}) + "\n")
+    return pytester
+
+
+def report(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def test_one_item_per_source_with_dialect_golds(suite: pytest.Pytester) -> None:
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", "-v")
+    data = report(suite.path / "r.json")
+    cases = {c["id"]: c for c in data["cases"]}
+    assert sorted(cases) == ["bad-list", "missing[chinook]", "missing[duck]", "names[chinook]",
+                             "names[duck]", "raise[chinook]", "raise[duck]", "rock[chinook]",
+                             "rock[duck]"]
+    result.stdout.fnmatch_lines(["*test_fan.yaml::rock?duck? PASSED*"])
+    for source, dialect in (("chinook", "sqlite"), ("duck", "duckdb")):
+        assert cases[f"rock[{source}]"]["outcome"] == "passed"
+        assert cases[f"rock[{source}]"]["dialect"] == dialect
+        assert cases[f"names[{source}]"]["outcome"] == "passed"
+        assert cases[f"raise[{source}]"]["outcome"] == "passed"
+    assert cases["rock[duck]"]["details"]["gold_dialect"] == {
+        "dialect": "duckdb", "transpiled_from": "sqlite",
+        "gold_run": "SELECT COUNT(*) FROM Track WHERE GenreId = 1"}
+    assert cases["rock[chinook]"]["details"]["gold_dialect"] == {"dialect": "sqlite"}
+    # the hardness of the entry each source runs (a gold mapping has none of its own)
+    assert cases["rock[duck]"]["difficulty"] == cases["rock[chinook]"]["difficulty"] == "easy"
+    assert cases["raise[duck]"]["difficulty"] == "unknown"  # statements that write: unrated
+    assert cases["missing[chinook]"]["outcome"] == "passed"
+    assert cases["missing[duck]"]["outcome"] == "error"
+    assert "gold: no entry for duckdb, the dialect of datasource 'duck' (the case has " \
+        "sqlite; add one, or transpile: {from: <one of them>})" in cases["missing[duck]"]["error"]
+    assert "cases[4].datasource: a list of datasource names, each once" in \
+        cases["bad-list"]["error"]
+    by_dialect = data["aggregates"]["by_dialect"]
+    assert {d: (s["count"], s["passed"]) for d, s in by_dialect.items()} == {
+        "duckdb": (4, 3), "sqlite": (4, 4)}
+    result.stdout.fnmatch_lines(["*dialect*cases*pass*", "*duckdb*4*75.0%*"])
+
+
+def test_a_marker_per_dialect(suite: pytest.Pytester) -> None:
+    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", "-m", "duckdb",
+                    "--strict-markers")
+    ids = sorted(c["id"] for c in report(suite.path / "r.json")["cases"])
+    assert ids == ["missing[duck]", "names[duck]", "raise[duck]", "rock[duck]"]
+
+
+def test_a_construct_sqlglot_cannot_carry_is_an_error(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "rock", "datasource": ["duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = "}}]}))
+    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    case = report(suite.path / "r.json")["cases"][0]
+    assert case["outcome"] == "error"
+    assert "cannot transpile from sqlite to duckdb" in case["error"]
+
+
+def test_the_audit_compares_a_transpiled_gold_with_its_original(suite: pytest.Pytester) -> None:
+    """SQLite's LIKE ignores case and DuckDB's does not: the transpiled gold runs, and only
+    the comparison with the SQLite gold's result shows it means something else."""
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "rock", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = 1"}},
+        {"id": "like", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Genre WHERE Name LIKE 'rock%'"}},
+        {"id": "alone", "datasource": ["duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Genre"}}]}))
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+                             "--queryeval-audit-golds")
+    findings = report(suite.path / "r.json")["audit"]["findings"]
+    found = {(f["id"], f["code"]) for f in findings}
+    assert found == {("like[duck]", "transpile-mismatch"), ("alone[duck]", "transpile-unchecked")}
+    like = next(f for f in findings if f["code"] == "transpile-mismatch")
+    assert like["message"] == ("1 rows [(0,)] on duck, 1 rows [(2,)] from the sqlite gold on "
+                               "chinook; the text run was: SELECT COUNT(*) FROM Genre WHERE Name "
+                               "LIKE 'rock%'")
+    assert result.ret == 1
+
+
+def test_a_prediction_keyed_by_dialect(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", test_fan=json.dumps({
+        "kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "cases": [
+        {"id": "names", "datasource": ["chinook", "duck"],
+         "gold": "SELECT Name FROM Genre WHERE GenreId < 4",
+         "predicted": {"sqlite": "SELECT Name FROM Genre WHERE GenreId < 4",
+                       "duckdb": "SELECT Name FROM Genre WHERE GenreId < 3"}},
+        {"id": "partial", "datasource": ["duck"], "gold": "SELECT 1",
+         "predicted": {"sqlite": "SELECT 1"}}]}))
+    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    assert cases["names[chinook]"]["outcome"] == "passed"
+    assert cases["names[duck]"]["outcome"] == "failed"  # its own entry ran: one genre short
+    assert cases["partial[duck]"]["outcome"] == "error"
+    assert cases["partial[duck]"]["error"] == ("prediction error: the prediction has no entry "
+                                               "for duckdb (it has sqlite)")
