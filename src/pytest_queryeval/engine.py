@@ -1,6 +1,10 @@
 """Runs one case from prediction to verdict, and holds the session's shared resources.
 
 Independent of pytest: the plugin hands it cases and a cache; the tests drive it directly.
+
+Why one module of this size: one case's way from prediction to verdict (predict, score, judge,
+thresholds, near misses, usage) is one sequence whose order is the behaviour; the steps that
+have a life of their own (the pool, the kinds, the judge) live in their packages.
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ class Evaluator:
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
-                 concurrency: int | None = None, repeat: int | None = None) -> None:
+                 concurrency: int | None = None, repeat: int | None = None,
+                 judge_refresh: bool = False) -> None:
         self._cache = cache
         self.no_cache = no_cache
         self.override = override
@@ -96,6 +101,9 @@ class Evaluator:
         self.scrubber = Scrubber()
         #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
         self.repeat_override = repeat
+        #: ``--queryeval-judge-refresh``: ask the judge again, whatever is pinned.
+        self.judge_refresh = judge_refresh
+        self._judge: Any = None
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -148,6 +156,16 @@ class Evaluator:
             if key not in self._shared:
                 self._shared[key] = factory()
             return self._shared[key]
+
+    def judge_session(self) -> Any:
+        """The judge's pins, clients and call count (:class:`.judge.run.JudgeSession`), made
+        when the first case is judged."""
+        with self._open_lock:
+            if self._judge is None:
+                from .judge.run import JudgeSession
+
+                self._judge = JudgeSession(refresh=self.judge_refresh)
+            return self._judge
 
     # -- predictions -------------------------------------------------------------------
     def repeats(self, case: Case) -> int:
@@ -296,7 +314,11 @@ class Evaluator:
         return out
 
     def close(self, drain: bool = False) -> None:
-        """``drain``: the run ended normally; requests other xdist workers wait for finish."""
+        """``drain``: the run ended normally; requests other xdist workers wait for finish.
+        The judge's new verdicts are written to their pin files either way (they were paid
+        for)."""
+        if self._judge is not None:
+            self._judge.write()
         if self.pool is not None:
             if drain:
                 self.pool.finish()
@@ -400,6 +422,16 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
         except Exception as exc:
             return CaseOutcome("error", metrics=metrics, predicted=predicted,
                                error=_internal("pytest_queryeval_metrics hook", exc))
+    judge_error = None
+    if case.judge is not None:
+        from .judge.run import judge_case
+
+        try:
+            judge_error = judge_case(case, scored, metrics, details, evaluator,
+                                     evaluator.judge_session())
+        except Exception as exc:  # the judge never breaks the case's own verdict
+            judge_error = _internal("judge", exc)
+            details.setdefault("judge", {})["error"] = judge_error
     # consistency, pass_at_k, pass_all_k judge the runs together (repeats.combine)
     failed = check_thresholds({m: t for m, t in case.thresholds.items()
                                if m not in REPEAT_METRICS}, metrics)
@@ -410,6 +442,11 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     reason = scored.reason
     if reason and prediction.hint:
         reason = f"{reason} ({prediction.hint})"
+    if judge_error is not None and "judge_ex" in case.thresholds:
+        # the judge was to decide and could not: an error, never a silent 0
+        return CaseOutcome("error", metrics, dict(scored.labels), failed, predicted, reason,
+                           judge_error, diff, details,
+                           signature(prediction.value, scored.signature, scored.reason))
     return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, reason,
                        None, diff, details,
                        signature(prediction.value, scored.signature, scored.reason))

@@ -112,6 +112,8 @@ class Case:
     #: ``model:`` label, the price looked up when the source does not name its model.
     pricing: dict[str, Any] = field(default_factory=dict)
     model_label: str | None = None
+    #: ``judge:`` resolved (:class:`~pytest_queryeval.judge.config.JudgeSpec`); None: no judge.
+    judge: Any = None
 
     @property
     def golds(self) -> list[Any]:
@@ -159,6 +161,10 @@ class Scored:
     #: The result-table metrics under each near-miss relaxation (:mod:`.nearmiss`), computed
     #: by the engine only when the case fails; None for kinds without result tables.
     relaxed: Callable[[], dict[str, dict[str, float]]] | None = None
+    #: What a judge is shown (:mod:`.judge`): the gold query that scored and both executed
+    #: results, as ``(gold text, gold table, predicted text, predicted table)``; None when
+    #: either query did not execute (nothing for a judge to compare).
+    compared: tuple[str, ResultTable, str, ResultTable] | None = None
 
 
 class Context(Protocol):

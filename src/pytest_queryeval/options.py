@@ -61,6 +61,12 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-repeat", type=int, default=None, metavar="N",
         help="ask for N predictions per case (non-deterministic models) and score each; "
              "overrides the cases' repeat:")
+    add("--queryeval-judge-refresh", action="store_true",
+        help="ask the LLM judge again for every judged case, whatever its pin file or the "
+             "cache holds (the new verdicts replace the pinned ones; a flip is recorded)")
+    add("--queryeval-audit-judge", metavar="LABELS.jsonl", default=None,
+        help="measure the judge against expert-labelled pairs (Cohen's kappa, precision, "
+             "recall, FP, FN, flip rate), from their recorded verdicts where present")
     add("--queryeval-shard", metavar="I/N|auto", default=None,
         help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
              "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
@@ -211,6 +217,8 @@ class RunOptions:
     no_cache: bool
     model_label: str | None
     repeat: int | None
+    #: ``--queryeval-judge-refresh``: ask the judge again instead of reading pinned verdicts.
+    judge_refresh: bool
     shard: tuple[int, int] | None
     #: ``--queryeval-audit-golds``: "error" or "warn"; None: a normal run.
     audit: str | None
@@ -279,6 +287,7 @@ class RunOptions:
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
+            judge_refresh=bool(get("queryeval_judge_refresh")),
             shard=None, audit=get("queryeval_audit_golds"), verdict_mode="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),
