@@ -185,3 +185,48 @@ def test_a_case_overrides_the_judge_and_a_wrong_case_key_is_its_own_error(music,
     assert "test_music.yaml:1: cases[1].judge.votes: must be a whole number >= 1" \
         in out["bad"]["error"]
     assert out["other"]["metrics"]["judge_ex"] == 1.0
+
+
+TTL = """@prefix ex: <http://example.org/> .
+ex:a ex:name "Ada" . ex:b ex:name "Bob" .
+"""
+SPARQL_GOLD = "SELECT ?n WHERE { ?s <http://example.org/name> ?n }"
+SPARQL_PRED = "SELECT ?s ?n WHERE { ?s <http://example.org/name> ?n }"
+
+
+def test_sparql_cases_are_judged_too(pytester, openai_standin, monkeypatch):
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    (pytester.path / "people.ttl").write_text(TTL)
+    openai_standin.containing = {SPARQL_PRED: ACCEPT}
+    pytester.makefile(".yaml", queryeval=json.dumps({
+        "datasources": {"people": {"type": "rdf", "path": "people.ttl"}},
+        "judge": {"model": MODEL, "base_url": openai_standin.base_url,
+                  "api_key": "${QE_JUDGE_KEY}", "retries": 0}}))
+    pytester.makefile(".yaml", test_people=json.dumps({
+        "kind": "sparql", "datasource": "people",
+        "thresholds": {"execution_accuracy": 0, "judge_ex": 1},
+        "cases": [{"id": "names", "question": "Who has a name?", "gold": SPARQL_GOLD,
+                   "predicted": SPARQL_PRED}]}))
+    result, cases = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=1)
+    case = cases["names"]
+    assert case["metrics"]["execution_accuracy"] == 0.0
+    assert case["metrics"]["judge_ex"] == 1.0
+    assert case["details"]["judge"]["outcome"] == "rescued"
+    prompt = openai_standin.requests[0]["messages"][0]["content"]
+    assert "expert SPARQL reviewer" in prompt and SPARQL_GOLD in prompt
+
+
+def test_a_judge_cost_gate_bounds_the_total(music, openai_standin, monkeypatch):
+    openai_standin.containing = {PRED_EXTRA: ACCEPT, PRED_WRONG: REJECT}
+    suite(music, openai_standin, CASES)
+    config = json.loads((music.path / "queryeval.yaml").read_text())
+    config["gates"] = {"judge_cost_usd": {"total_max": 0.0}}
+    (music.path / "queryeval.yaml").write_text(json.dumps(config))
+    result, cases = run(music, monkeypatch)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = json.loads((music.path / "r.json").read_text())
+    gate = next(g for g in report["gates"] if g["metric"] == "judge_cost_usd")
+    total = sum(c["metrics"].get("judge_cost_usd", 0) for c in cases.values())
+    assert total > 0
+    assert gate["passed"] is False and gate["value"] == pytest.approx(total)
