@@ -145,6 +145,11 @@ class Evaluator:
         self._cache.set(self._cache_key(namespace, key), value)
 
     @property
+    def pytest_cache(self) -> Any:
+        """pytest's cache itself (the judge's last audit is kept there), None with no-cache."""
+        return None if self.no_cache else self._cache
+
+    @property
     def cache_dir(self) -> Path | None:
         """A directory under pytest's cache for file caches (embeddings); None without cache."""
         if self._cache is None or self.no_cache or not hasattr(self._cache, "mkdir"):
@@ -442,6 +447,9 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     reason = scored.reason
     if reason and prediction.hint:
         reason = f"{reason} ({prediction.hint})"
+    refused = (details.get("judge") or {}).get("refused") if case.judge is not None else None
+    if judge_error is None and refused and "judge_ex" in case.thresholds:
+        judge_error = refused  # min_kappa: a judge measured below it decides nothing
     if judge_error is not None and "judge_ex" in case.thresholds:
         # the judge was to decide and could not: an error, never a silent 0
         return CaseOutcome("error", metrics, dict(scored.labels), failed, predicted, reason,

@@ -47,6 +47,7 @@ class JudgeSession:
     stores: dict[Path, PinStore] = field(default_factory=dict)
     clients: dict[str, Any] = field(default_factory=dict)
     calls: int = 0
+    refusals: dict[str, str | None] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def store(self, path: Path) -> PinStore:
@@ -63,6 +64,18 @@ class JudgeSession:
             if key not in self.clients:
                 self.clients[key] = ChatPredictor(spec.chat_spec(), context)
             return self.clients[key]
+
+    def refusal(self, spec: JudgeSpec, cache: Any) -> str | None:
+        """Why ``judge_ex`` may not decide under ``spec`` (``min_kappa``), measured once."""
+        if spec.min_kappa is None:
+            return None
+        key = f"{spec.labels}|{spec.model}|{spec.min_kappa}"
+        with self.lock:
+            if key not in self.refusals:
+                from .audit import kappa_refusal
+
+                self.refusals[key] = kappa_refusal(spec, cache)
+            return self.refusals[key]
 
     def take_calls(self, spec: JudgeSpec, n: int) -> bool:
         """Count ``n`` calls against ``max_calls``; False (none counted) when over."""
@@ -101,6 +114,9 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
     passed = executed == 1.0
     record: dict[str, Any] = {"model": spec.model, "when": spec.when}
     details["judge"] = record
+    refused = session.refusal(spec, getattr(ctx, "pytest_cache", None))
+    if refused:
+        record["refused"] = refused
     if scored.compared is None or executed is None:
         # a query that did not execute: nothing to compare, execution's verdict stands
         metrics[JUDGE_EX] = 1.0 if passed else 0.0
@@ -163,10 +179,7 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
 def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
          metrics: dict[str, float], record: dict[str, Any], ctx: Any,
          session: JudgeSession) -> Verdict:
-    """Ask the model ``votes`` times (at most ``concurrency`` at once); the majority."""
-    if not session.take_calls(spec, spec.votes):
-        raise JudgeError(f"max_calls ({spec.max_calls}) reached: the judge was not asked "
-                         "(raise judge.max_calls, or pin the verdicts in an earlier run)")
+    """The prompt of one case (its schema introspected as the ``openai`` source does), asked."""
     client = session.client(spec, ctx)
     gold, gold_table, predicted, pred_table = scored.compared  # type: ignore[misc]
     try:
@@ -179,6 +192,17 @@ def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
         predicted_result=show_result(pred_table.columns, pred_table.rows), schema=schema,
         evidence="\n".join(e for e in (case.evidence, case.external_knowledge) if e),
         near_misses=_near_misses(scored), language=case.kind.upper(), template=template)
+    return ask_prompt(spec, prompt, metrics, record, ctx, session)
+
+
+def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: dict[str, Any],
+               ctx: Any, session: JudgeSession) -> Verdict:
+    """Ask the model ``votes`` times (at most ``concurrency`` at once) and take the majority;
+    what the calls cost goes into ``metrics``, the answers into ``record``."""
+    if not session.take_calls(spec, spec.votes):
+        raise JudgeError(f"max_calls ({spec.max_calls}) reached: the judge was not asked "
+                         "(raise judge.max_calls, or pin the verdicts in an earlier run)")
+    client = session.client(spec, ctx)
     extra: dict[str, Any] = {}
     if spec.response_format == "json_object":
         extra["response_format"] = {"type": "json_object", "schema": SCHEMA}
@@ -238,3 +262,32 @@ def _near_misses(scored: Scored) -> list[str]:
         return []
     return [f"the results match with {RELAXATIONS[name]}" for name, m in values.items()
             if m.get("execution_accuracy") == 1.0 and name in RELAXATIONS]
+
+
+def ask_labelled(spec: JudgeSpec, data: dict[str, Any], ctx: Any,
+                 session: JudgeSession) -> Verdict:
+    """``--queryeval-audit-judge``: the judge asked about one labelled pair, from what the pair
+    holds (its recorded results when given; "(not given)" otherwise)."""
+    from ..results import ResultTable
+
+    def shown(key: str) -> Any:
+        value = data.get(key)
+        if isinstance(value, dict) and isinstance(value.get("columns"), list) \
+                and isinstance(value.get("rows"), list):
+            table = ResultTable([str(c) for c in value["columns"]],
+                                [tuple(r) for r in value["rows"]])
+            return show_result(table.columns, table.rows)
+        from .prompt import Shown
+
+        return Shown("(not given)", "not executed")
+
+    kind = str(data.get("kind") or "sql")
+    prompt = build_prompt(question=str(data.get("question") or ""),
+                          gold=str(data.get("gold") or ""),
+                          predicted=str(data.get("predicted") or ""),
+                          gold_result=shown("gold_result"),
+                          predicted_result=shown("predicted_result"),
+                          schema=str(data.get("schema") or ""),
+                          evidence=str(data.get("evidence") or ""), language=kind.upper(),
+                          template=template_for(spec))
+    return ask_prompt(spec, prompt, {}, {}, ctx, session)

@@ -282,7 +282,8 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
         what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
         scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
         out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
-                   f"{g['limit']:g}, {_gate_cases(g)})")
+                   f"{g['limit']:g}, {_gate_cases(g)})"
+                   + (f": {g['reason']}" if g["value"] is not None and g.get("reason") else ""))
     return out
 
 
