@@ -217,8 +217,11 @@ def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: 
         raw, _seconds, _details = client.complete(messages, **extra)
         return _content(raw), _usage(raw), time.perf_counter() - start
 
-    with ThreadPoolExecutor(max_workers=max(1, min(spec.concurrency, spec.votes))) as pool:
-        answers = list(pool.map(one, range(spec.votes)))
+    if spec.votes == 1:  # in the case's own thread: Ctrl-C stops the call at once
+        answers = [one(0)]
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, min(spec.concurrency, spec.votes))) as pool:
+            answers = list(pool.map(one, range(spec.votes)))
     tokens = sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for _, u, _ in answers)
     metrics["judge_tokens"] = float(tokens)
     metrics["judge_latency_s"] = sum(s for _, _, s in answers)
