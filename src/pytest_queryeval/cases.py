@@ -484,6 +484,13 @@ class _Draft:
                                 f"the judge compares query results: kind {self.case.kind} has "
                                 "none (sql and sparql cases only)")
             return
+        if "pins" not in merged and "__pins_default__" not in merged:
+            # a judge declared in case files only: its pins beside the nearest queryeval.yaml
+            from .judge.config import DEFAULT_PINS
+
+            files = self.reader.suite.files
+            merged["__pins_default__"] = str(
+                ((files[-1].parent if files else base) / DEFAULT_PINS).resolve())
         spec, unresolved = resolve(merged, f"{self.reader.display}:{self.entry.line}")
         if unresolved:
             self.errors.items.append(unresolved)

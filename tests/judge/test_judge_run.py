@@ -230,3 +230,23 @@ def test_a_judge_cost_gate_bounds_the_total(music, openai_standin, monkeypatch):
     total = sum(c["metrics"].get("judge_cost_usd", 0) for c in cases.values())
     assert total > 0
     assert gate["passed"] is False and gate["value"] == pytest.approx(total)
+
+
+def test_a_judge_declared_in_a_case_file_pins_beside_the_nearest_queryeval_yaml(
+        music, openai_standin, monkeypatch):
+    openai_standin.containing = {PRED_EXTRA: ACCEPT}
+    music.makefile(".yaml", queryeval=json.dumps({
+        "datasources": {"music": {"type": "sqlite", "path": "music.sqlite"}}}))
+    sub = music.path / "judged"
+    sub.mkdir()
+    (sub / "test_judged.yaml").write_text(json.dumps({
+        "kind": "sql", "datasource": "music",
+        "judge": {"model": MODEL, "base_url": openai_standin.base_url, "api_key": KEY,
+                  "retries": 0},
+        "thresholds": {"execution_accuracy": 0, "judge_ex": 1}, "cases": [CASES[1]]}))
+    result, cases = run(music, monkeypatch)
+    result.assert_outcomes(passed=1)
+    assert cases["label"]["metrics"]["judge_ex"] == 1.0
+    pins = (music.path / "queryeval-judge-pins.jsonl").read_text().splitlines()
+    assert [json.loads(line)["key"] for line in pins] == [
+        cases["label"]["details"]["judge"]["key"]]

@@ -14,6 +14,7 @@ The model is named the way ``predictions: {source: openai}`` names one (``model`
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +75,8 @@ class JudgeSpec:
                                 "temperature": self.temperature, "timeout": self.timeout,
                                 "retries": self.retries, "backoff": self.backoff,
                                 "max_tokens": self.max_tokens, "concurrency": self.concurrency,
-                                "api_key": self.api_key or "none"}
+                                "api_key": self.api_key or os.environ.get("OPENAI_API_KEY")
+                                or "none"}
         if self.base_url is not None:
             spec["base_url"] = self.base_url
         if self.seed is not None:
