@@ -250,3 +250,21 @@ def test_a_judge_declared_in_a_case_file_pins_beside_the_nearest_queryeval_yaml(
     pins = (music.path / "queryeval-judge-pins.jsonl").read_text().splitlines()
     assert [json.loads(line)["key"] for line in pins] == [
         cases["label"]["details"]["judge"]["key"]]
+
+
+def test_xdist_workers_merge_their_pins_into_one_file(music, openai_standin, monkeypatch):
+    pytest.importorskip("xdist")
+    preds = [f"SELECT count(*), 'x{i}' FROM artists" for i in range(4)]
+    openai_standin.containing = dict.fromkeys(preds, ACCEPT)
+    suite(music, openai_standin, [])
+    for i, pred in enumerate(preds):  # one file each: the workers split them
+        music.makefile(".yaml", **{f"test_w{i}": json.dumps({
+            "kind": "sql", "datasource": "music",
+            "thresholds": {"execution_accuracy": 0, "judge_ex": 1},
+            "cases": [{"id": f"w{i}", "question": "How many artists?", "gold": GOLD_COUNT,
+                       "predicted": pred}]})})
+    result, cases = run(music, monkeypatch, "-n", "2")
+    result.assert_outcomes(passed=4)
+    pins = (music.path / "queryeval-judge-pins.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["key"] for line in pins) == sorted(
+        cases[f"w{i}"]["details"]["judge"]["key"] for i in range(4))

@@ -15,9 +15,11 @@ thresholds let ``judge_ex`` decide.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,13 +94,36 @@ class JudgeSession:
             for path, store in self.stores.items():
                 if not store.fresh:
                     continue
-                try:
-                    disk = PinStore.load(path)
-                except ValueError:
-                    disk = PinStore(path)
-                disk.pins.update({k: store.pins[k] for k in store.fresh})
-                disk.write()
+                with _file_lock(path):  # read-merge-write, one process at a time
+                    try:
+                        disk = PinStore.load(path)
+                    except ValueError:
+                        disk = PinStore(path)
+                    disk.pins.update({k: store.pins[k] for k in store.fresh})
+                    disk.write()
                 store.fresh.clear()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock for writing ``path`` (xdist workers end together), on a lock file in
+    the temporary directory, so the suite's directory gets no stray file. Without ``fcntl``
+    (Windows) the write is still atomic, and a race may drop the other worker's new pins."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    import hashlib
+    import tempfile
+
+    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    with open(Path(tempfile.gettempdir()) / f"queryeval-pins-{name}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def template_for(spec: JudgeSpec) -> str:
