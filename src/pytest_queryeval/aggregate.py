@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Gate
-from .metricnames import PASSED_OUTCOMES, RECORDED_METRICS
+from .metricnames import JUDGE_EX, PASSED_OUTCOMES, RECORDED_METRICS
 from .model import NO_DIFFICULTY
 from .verdict import judged_outcome
 
@@ -168,6 +168,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
                 math.fsum(_values(selected, gate.metric))
             over = metric["n"] if metric else 0
         reason = None
+        refused = _judge_refusal(selected) if gate.metric == JUDGE_EX else None
         if value is None:
             reason = ("nothing scored: no case matched" if not selected else
                       "nothing scored: no case was judged" if gate.stat == "pass_rate" else
@@ -183,7 +184,18 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
             "passed": gate.allow_empty if value is None else (
                 value >= gate.limit - 1e-12 if gate.op == ">=" else value <= gate.limit + 1e-12),
         })
+        if refused:  # min_kappa: a judge measured below it gates nothing
+            results[-1].update(passed=False, reason=refused)
     return results
+
+
+def _judge_refusal(records: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why ``judge_ex`` may not gate these cases (``judge: {min_kappa:}``), or None."""
+    for rec in records:
+        judge = (rec.get("details") or {}).get("judge")
+        if isinstance(judge, Mapping) and judge.get("refused"):
+            return str(judge["refused"])
+    return None
 
 
 def _values(records: Iterable[Mapping[str, Any]], metric: str) -> list[float]:

@@ -31,13 +31,13 @@ CASE_KEYS = frozenset({
     "id", "name", "question", "gold", "predicted", "kind", "datasource", "difficulty", "tags",
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
     "conversation", "timeout", "max_rows", "repeat", "repeat_verdict", "severity", "evidence",
-    "external_knowledge",
+    "external_knowledge", "judge",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
                        "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
-                       "repeat", "repeat_verdict", "severity"})
+                       "repeat", "repeat_verdict", "severity", "judge"})
 #: ``severity:`` values; ``critical`` cases fail the baseline gate on any pass → fail flip.
 SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
@@ -202,7 +202,7 @@ class CaseReader:
         for step in (draft.kind, draft.unknown_keys, draft.identity, draft.question_and_hints,
                      draft.difficulty, draft.tags, draft.severity_and_marks, draft.datasource,
                      draft.recorded_results, draft.options, draft.repeat, draft.thresholds,
-                     draft.kind_validation):
+                     draft.judge, draft.kind_validation):
             step()
         draft.case.errors.extend(draft.errors.items)
         return draft.case
@@ -493,6 +493,49 @@ class _Draft:
                 if not is_metric(case.kind, metric):
                     resolved.pop(metric, None)
         case.thresholds = resolved
+
+    def judge(self) -> None:
+        """``judge:``: the suite's, then the file header's, then the case's, key by key
+        (``judge: false`` turns it off); only query kinds have results to show a judge."""
+        from .judge.config import check_layer, merge, resolve
+
+        layers: list[dict[str, Any] | None] = [self.reader.suite.judge]
+        base = self.reader.path.parent
+        for container, label in ((self.header, "judge"), (self.entry, self.kp("judge"))):
+            if "judge" not in container or (container is self.header and "cases" not in
+                                            self.header):
+                continue
+            where = f"{self.reader.display}:{container.line_of('judge')}"
+            layer, problems = check_layer(
+                container["judge"], where,
+                lambda m, k: f"{self.reader.display}:"
+                             f"{m.line_of(k) if isinstance(m, LocDict) else getattr(m, 'line', 0)}",
+                base)
+            for problem in problems:  # located already; name the case's key path
+                self.errors.items.append(problem.replace(": judge.", f": {label}.", 1)
+                                         if label != "judge" else problem)
+            layers.append(layer)
+        merged = merge(*layers)
+        if merged is None:
+            return
+        if self.case.kind not in ("sql", "sparql"):
+            if "judge" in self.entry or ("judge" in self.header and "cases" in self.header):
+                container = self.entry if "judge" in self.entry else self.header
+                self.errors.add(container, "judge", self.kp("judge"),
+                                f"the judge compares query results: kind {self.case.kind} has "
+                                "none (sql and sparql cases only)")
+            return
+        if "pins" not in merged and "__pins_default__" not in merged:
+            # a judge declared in case files only: its pins beside the nearest queryeval.yaml
+            from .judge.config import DEFAULT_PINS
+
+            files = self.reader.suite.files
+            merged["__pins_default__"] = str(
+                ((files[-1].parent if files else base) / DEFAULT_PINS).resolve())
+        spec, unresolved = resolve(merged, f"{self.reader.display}:{self.entry.line}")
+        if unresolved:
+            self.errors.items.append(unresolved)
+        self.case.judge = spec
 
     def kind_validation(self) -> None:
         """The kind's own checks, once the generic ones found nothing (a kind's validator

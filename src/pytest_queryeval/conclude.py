@@ -190,6 +190,7 @@ def interrupted_report(run: dict[str, Any], reason: str) -> dict[str, Any]:
     while its only cases were stuck): zero cases, ``run.interrupted`` true and the reason, so
     CI that keeps ``report.json`` always finds one and sees why it is empty. ``run``: the
     run fields of a normal report (times, exit status, model ...)."""
+    from .judge.report import aggregate as judge_aggregate
     from .nearmiss import aggregate as near_miss_aggregate
     from .repeats import flaky_cases
 
@@ -197,7 +198,7 @@ def interrupted_report(run: dict[str, Any], reason: str) -> dict[str, Any]:
             "run": {**run, "interrupted": True, "interrupt_reason": reason,
                     "settings": run.get("settings") or {}},
             "cases": [], "aggregates": aggregates_of([]), "gates": [], "flaky": flaky_cases([]),
-            "near_miss": near_miss_aggregate([])}
+            "near_miss": near_miss_aggregate([]), "judge": judge_aggregate([])}
 
 
 def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:

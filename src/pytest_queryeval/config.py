@@ -6,6 +6,10 @@ Problems of the suite-wide sections (``thresholds``, ``gates``, ``defaults``, un
 keys) and the metric names they use are kept per file in a :class:`LayerReport`: they would
 change the verdict of every case or of the whole session, so the plugin turns them into one
 usage error before any case runs (see :mod:`pytest_queryeval.suitecheck`).
+
+Why one module of this size: every suite-wide section (datasources, predictions, thresholds,
+gates, defaults, pricing, judge) is merged layer by layer by the same rules, and their
+messages are located the same way; split, each part would re-import the others' helpers.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
-                        "pricing", "neighbours"})
+                        "pricing", "neighbours", "judge"})
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
@@ -113,6 +117,9 @@ class SuiteConfig:
     errors: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
+    #: ``judge:`` merged parent to child, key by key (checked values, see :mod:`.judge.config`);
+    #: None when no file asks for a judge (or the nearest says ``judge: false``).
+    judge: dict[str, Any] | None = None
 
 
 def expand_env(value: Any, where: str, errors: list[str], secrets: set[str]) -> Any:
@@ -290,6 +297,8 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         else:
             cfg.errors.append(f"{_loc(display, data, 'model')}: model: must be a non-empty "
                               f"string (the label of the model under test)")
+    if "judge" in data:
+        _merge_judge(cfg, data, display, base, report)
     if "pricing" in data:
         prices, problems = parse_pricing(data["pricing"], _loc(display, data, "pricing"),
                                          lambda m, k: _loc(display, m, k))
@@ -332,6 +341,41 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
     else:
         report.problems.append(f"{_loc(display, data, 'defaults')}: defaults: must be a mapping")
     cfg.files.append(path)
+
+
+def _merge_judge(cfg: SuiteConfig, data: LocDict, display: str, base: Path,
+                 report: LayerReport) -> None:
+    """``judge:`` on top of the parents' (key by key). A problem in it is suite-wide: it would
+    change the verdict of every judged case, so it is a usage error before any case runs. The
+    key's ``${VAR}`` values expand as ``predictions:`` ones do (the model and URL stay readable,
+    the rest are secrets); the pin file defaults to one beside the file declaring the judge."""
+    from .judge.config import DEFAULT_PINS, check_layer, merge
+
+    where = _loc(display, data, "judge")
+    block = data["judge"]
+    errors: list[str] = []
+    if isinstance(block, dict):
+        named = {k: v for k, v in block.items() if k in PUBLIC_PREDICTION_KEYS}
+        expanded = expand_env({k: v for k, v in block.items() if k not in named},
+                              f"{where}: judge", errors, cfg.secrets)
+        expanded.update(expand_env(named, f"{where}: judge", errors, set()))
+        key = expanded.get("api_key")
+        if isinstance(key, str) and key:
+            cfg.secrets.add(key)
+        if isinstance(expanded.get("base_url"), str):
+            cfg.secrets.update(url_passwords(expanded["base_url"]))
+        if isinstance(block, LocDict):
+            located = LocDict(expanded)
+            located.line, located.key_lines = block.line, block.key_lines
+            block = located
+        else:
+            block = expanded
+    layer, problems = check_layer(block, where, lambda m, k: _loc(display, m, k), base)
+    report.problems.extend(errors + problems)
+    if layer is not None:
+        if not layer.get("__off__") and cfg.judge is None:
+            layer["__pins_default__"] = str((base / DEFAULT_PINS).resolve())
+        cfg.judge = merge(cfg.judge, layer)
 
 
 def _default_problem(key: str, value: Any) -> str | None:

@@ -109,6 +109,7 @@ class Controller:
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         audit = self.options.audit
+        judge_audit = self._audit_judge(session) if self.options.audit_judge else None
         if self.crashed:  # after every testnodedown: the workers' case metadata has arrived
             from .report.records import crash_record
 
@@ -138,6 +139,8 @@ class Controller:
             gate["scope"] = display(Path(gate["scope"]), self.config.rootpath)
         public = [{k: v for k, v in r.items() if k != "path"} for r in records]
         report = self._report(public, gates, exitstatus, records)
+        if judge_audit is not None:
+            report["judge_audit"] = judge_audit
         if interrupted:  # pytest.exit(returncode=...) too
             report["run"].update(interrupted=True, interrupt_reason=interrupted)
         if audit:
@@ -193,6 +196,38 @@ class Controller:
             "ini sets queryeval_files)")
         return [f"queryeval: no case ran, so nothing was written or compared "
                 f"({', '.join(asked)}){why}"]
+    def _audit_judge(self, session: pytest.Session) -> dict[str, Any] | None:
+        """``--queryeval-audit-judge``: the judge's agreement with the labels (see
+        :mod:`.judge.audit`), shown first in the summary and kept in the cache for
+        ``min_kappa``; a labels file that cannot be read fails the run with its line."""
+        from .judge.audit import LabelsError, audit, cache_key, load_labels
+        from .judge.config import resolve
+        from .judge.run import ask_labelled
+
+        given = Path(str(self.options.audit_judge))
+        path = given if given.is_absolute() else self.config.invocation_params.dir / given
+        shown = display(path, self.config.rootpath)
+        merged = self.runner.finder.for_directory(self.config.rootpath).judge
+        spec = resolve(merged, "queryeval.yaml")[0] if merged else None
+        try:
+            pairs = load_labels(path, shown)
+            ask = None
+            if spec is not None:
+                session_ = self.runner.evaluator.judge_session()
+                evaluator = self.runner.evaluator
+
+                def ask(pair: Any) -> bool:
+                    return ask_labelled(spec, pair.data, evaluator, session_).accepted
+            result = audit(pairs, shown, ask, spec.model if spec else None)
+        except LabelsError as exc:
+            self.errors.append(f"error: --queryeval-audit-judge: {exc}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return None
+        cache = getattr(self.config, "cache", None)
+        if cache is not None:
+            cache.set(cache_key(path, spec.model if spec else None), result.to_json())
+        self.notes.extend(result.lines())
+        return result.to_json()
 
     def _suite_dir(self, records: list[dict[str, Any]]) -> Path:
         from .baseline.location import suite_dir

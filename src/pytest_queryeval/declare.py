@@ -49,6 +49,12 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-repeat", type=int, default=None, metavar="N",
         help="ask for N predictions per case (non-deterministic models) and score each; "
              "overrides the cases' repeat:")
+    add("--queryeval-judge-refresh", action="store_true",
+        help="ask the LLM judge again for every judged case, whatever its pin file or the "
+             "cache holds (the new verdicts replace the pinned ones; a flip is recorded)")
+    add("--queryeval-audit-judge", metavar="LABELS.jsonl", default=None,
+        help="measure the judge against expert-labelled pairs (Cohen's kappa, precision, "
+             "recall, FP, FN, flip rate), from their recorded verdicts where present")
     add("--queryeval-shard", metavar="I/N|auto", default=None,
         help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
              "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "

@@ -1,6 +1,10 @@
 """Runs one case from prediction to verdict, and holds the session's shared resources.
 
 Independent of pytest: the plugin hands it cases and a cache; the tests drive it directly.
+
+Why one module of this size: one case's way from prediction to verdict (predict, score, judge,
+thresholds, near misses, usage) is one sequence whose order is the behaviour; the steps that
+have a life of their own (the pool, the kinds, the judge) live in their packages.
 """
 
 from __future__ import annotations
@@ -78,7 +82,8 @@ class Evaluator:
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
                  concurrency: int | None = None, repeat: int | None = None,
-                 neighbours: Any = None, neighbour_base: Any = None) -> None:
+                 neighbours: Any = None, neighbour_base: Any = None,
+                 judge_refresh: bool = False) -> None:
         self._cache = cache
         self.no_cache = no_cache
         self.override = override
@@ -103,6 +108,9 @@ class Evaluator:
         #: and what a suite's ``neighbours:`` starts from.
         self.neighbours = neighbours
         self.neighbour_base = neighbour_base
+        #: ``--queryeval-judge-refresh``: ask the judge again, whatever is pinned.
+        self.judge_refresh = judge_refresh
+        self._judge: Any = None
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -144,6 +152,11 @@ class Evaluator:
         self._cache.set(self._cache_key(namespace, key), value)
 
     @property
+    def pytest_cache(self) -> Any:
+        """pytest's cache itself (the judge's last audit is kept there), None with no-cache."""
+        return None if self.no_cache else self._cache
+
+    @property
     def cache_dir(self) -> Path | None:
         """A directory under pytest's cache for file caches (embeddings); None without cache."""
         if self._cache is None or self.no_cache or not hasattr(self._cache, "mkdir"):
@@ -155,6 +168,16 @@ class Evaluator:
             if key not in self._shared:
                 self._shared[key] = factory()
             return self._shared[key]
+
+    def judge_session(self) -> Any:
+        """The judge's pins, clients and call count (:class:`.judge.run.JudgeSession`), made
+        when the first case is judged."""
+        with self._open_lock:
+            if self._judge is None:
+                from .judge.run import JudgeSession
+
+                self._judge = JudgeSession(refresh=self.judge_refresh)
+            return self._judge
 
     # -- predictions -------------------------------------------------------------------
     def repeats(self, case: Case) -> int:
@@ -304,7 +327,11 @@ class Evaluator:
         return out
 
     def close(self, drain: bool = False) -> None:
-        """``drain``: the run ended normally; requests other xdist workers wait for finish."""
+        """``drain``: the run ended normally; requests other xdist workers wait for finish.
+        The judge's new verdicts are written to their pin files either way (they were paid
+        for)."""
+        if self._judge is not None:
+            self._judge.write()
         if self.pool is not None:
             if drain:
                 self.pool.finish()
@@ -412,6 +439,16 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     value = relaxed_ex(case, metrics, relaxed, details)
     if value is not None:
         metrics["relaxed_ex"] = value
+    judge_error = None
+    if case.judge is not None:
+        from .judge.run import judge_case
+
+        try:
+            judge_error = judge_case(case, scored, metrics, details, evaluator,
+                                     evaluator.judge_session())
+        except Exception as exc:  # the judge never breaks the case's own verdict
+            judge_error = _internal("judge", exc)
+            details.setdefault("judge", {})["error"] = judge_error
     # consistency, pass_at_k, pass_all_k judge the runs together (repeats.combine)
     failed = check_thresholds({m: t for m, t in case.thresholds.items()
                                if m not in REPEAT_METRICS}, metrics)
@@ -422,6 +459,14 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     reason = scored.reason
     if reason and prediction.hint:
         reason = f"{reason} ({prediction.hint})"
+    refused = (details.get("judge") or {}).get("refused") if case.judge is not None else None
+    if judge_error is None and refused and "judge_ex" in case.thresholds:
+        judge_error = refused  # min_kappa: a judge measured below it decides nothing
+    if judge_error is not None and "judge_ex" in case.thresholds:
+        # the judge was to decide and could not: an error, never a silent 0
+        return CaseOutcome("error", metrics, dict(scored.labels), failed, predicted, reason,
+                           judge_error, diff, details,
+                           signature(prediction.value, scored.signature, scored.reason))
     return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, reason,
                        None, diff, details,
                        signature(prediction.value, scored.signature, scored.reason))

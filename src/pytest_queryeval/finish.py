@@ -15,6 +15,7 @@ import pytest
 
 from . import __version__
 from .conclude import aggregates_of, run_settings, suite_key
+from .judge.report import aggregate as judge_aggregate
 from .nearmiss import aggregate as near_miss_aggregate
 from .repeats import flaky_cases
 
@@ -51,6 +52,7 @@ def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: i
         "gates": gates,
         "flaky": flaky_cases(records),
         "near_miss": near_miss_aggregate(records),
+        "judge": judge_aggregate(records),
     }
     if neighbours is not None:  # --queryeval-neighbours: the budget spent, passes checked
         report["neighbours"] = neighbours
@@ -97,10 +99,17 @@ def add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
                 xml.add_global_property(f"{prefix}.pass_rate", _sig(stats["pass_rate"]))
             metrics = stats.get("metrics") or {}
             for metric, stat in (("prediction_seconds", "mean"), ("cost_usd", "total"),
-                                 ("prompt_tokens", "total"), ("completion_tokens", "total")):
+                                 ("prompt_tokens", "total"), ("completion_tokens", "total"),
+                                 ("judge_ex", "mean"), ("judge_cost_usd", "total")):
                 if stat in (metrics.get(metric) or {}):
                     xml.add_global_property(f"{prefix}.{stat}.{metric}",
                                             _sig(metrics[metric][stat]))
+    judge = report.get("judge") or {}
+    if judge.get("judged") or judge.get("errors"):
+        for key in ("judged", "asked", "pinned", "calls"):
+            xml.add_global_property(f"queryeval.judge.{key}", int(judge.get(key) or 0))
+        for key in ("rescued", "overturned", "errors"):
+            xml.add_global_property(f"queryeval.judge.{key}", len(judge.get(key) or []))
     for gate in report["gates"]:
         xml.add_global_property(f"queryeval.gate.{gate['name']}",
                                 "pass" if gate["passed"] else "fail")

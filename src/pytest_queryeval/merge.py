@@ -29,6 +29,7 @@ from .baseline.refusals import update_refusals
 from .conclude import aggregates_of, conclude, run_settings
 from .config import Gate
 from .errors import QueryEvalError
+from .judge.report import aggregate as judge_aggregate
 from .nearmiss import aggregate as near_miss_aggregate
 from .options import ReportOptions
 from .paths import display
@@ -213,7 +214,8 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     merged.report = {"version": shards[0][1].get("version", 1), "run": run, "cases": records,
                      "aggregates": aggregates_of(records), "gates": gates,
                      "flaky": flaky_cases(records),
-                     "near_miss": near_miss_aggregate(records)}
+                     "near_miss": near_miss_aggregate(records),
+                     "judge": judge_aggregate(records)}
     from .neighbour_check import summary as neighbour_summary
 
     neighbours = neighbour_summary(records)

@@ -15,8 +15,13 @@ TIMING_METRICS = frozenset({*QUERY_TIMING_METRICS, "prediction_seconds"})
 #: What a prediction source's usage report records for every kind (lower is better too); the
 #: order is the order of the reports' usage columns.
 USAGE_METRICS = ("prompt_tokens", "completion_tokens", "cost_usd")
+#: What the LLM judge's calls cost a case (issue 26): lower is better and summed, like the
+#: prediction's usage, so ``total_max`` gates them.
+JUDGE_USAGE_METRICS = ("judge_tokens", "judge_cost_usd", "judge_latency_s")
+#: The judge's own verdict metric (sql and sparql cases with a ``judge:``).
+JUDGE_EX = "judge_ex"
 #: The metrics every kind may carry beside its own (thresholds use ``{max: x}``).
-RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS)
+RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS) | frozenset(JUDGE_USAGE_METRICS)
 #: Metrics only a repeated case records (every kind accepts them in thresholds and gates).
 REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
 #: Pseudo-metric gated and compared beside the real ones: passed / (passed + failed + errors).
@@ -35,7 +40,7 @@ def is_timing(metric: str) -> bool:
 
 
 def is_usage(metric: str) -> bool:
-    return metric in USAGE_METRICS
+    return metric in USAGE_METRICS or metric in JUDGE_USAGE_METRICS
 
 
 def lower_is_better(metric: str) -> bool:

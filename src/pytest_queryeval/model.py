@@ -123,6 +123,8 @@ class Case:
     #: Every source of a fanned-out case (name -> resolved spec): the gold audit runs a
     #: transpiled gold's original on the source of its dialect.
     fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``judge:`` resolved (:class:`~pytest_queryeval.judge.config.JudgeSpec`); None: no judge.
+    judge: Any = None
 
     @property
     def golds(self) -> list[Any]:
@@ -170,6 +172,10 @@ class Scored:
     #: The result-table metrics under each near-miss relaxation (:mod:`.nearmiss`), computed
     #: by the engine only when the case fails; None for kinds without result tables.
     relaxed: Callable[[], dict[str, dict[str, float]]] | None = None
+    #: What a judge is shown (:mod:`.judge`): the gold query that scored and both executed
+    #: results, as ``(gold text, gold table, predicted text, predicted table)``; None when
+    #: either query did not execute (nothing for a judge to compare).
+    compared: tuple[str, ResultTable, str, ResultTable] | None = None
 
 
 class Context(Protocol):

@@ -130,6 +130,10 @@ class RunOptions:
     no_cache: bool
     model_label: str | None
     repeat: int | None
+    #: ``--queryeval-judge-refresh``: ask the judge again instead of reading pinned verdicts.
+    judge_refresh: bool
+    #: ``--queryeval-audit-judge``: the expert-labelled pairs the judge is measured on.
+    audit_judge: str | None
     shard: tuple[int, int] | None
     #: ``--queryeval-audit-golds``: "error" or "warn"; None: a normal run.
     audit: str | None
@@ -204,6 +208,8 @@ class RunOptions:
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
+            judge_refresh=bool(get("queryeval_judge_refresh")),
+            audit_judge=get("queryeval_audit_judge"),
             shard=None, audit=get("queryeval_audit_golds"), verdict_mode="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),

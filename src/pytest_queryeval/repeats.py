@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from .metricnames import REPEAT_METRICS, USAGE_METRICS
+from .metricnames import JUDGE_USAGE_METRICS, REPEAT_METRICS, USAGE_METRICS
 from .model import Case, Threshold
 from .thresholds import evaluate as check_thresholds
 
@@ -112,7 +112,7 @@ def combine(case: Case, runs: Sequence[RunT]) -> RunT:
                 values.setdefault(name, []).append(float(value))
     metrics = {name: math.fsum(xs) / len(xs) for name, xs in values.items()}
     info["min"] = {name: min(xs) for name, xs in values.items()}
-    for name in USAGE_METRICS:  # what the case cost is what all its requests cost
+    for name in (*USAGE_METRICS, *JUDGE_USAGE_METRICS):  # what all its requests cost
         spent = [float(r.metrics[name]) for r in runs if isinstance(r.metrics.get(name), int | float)]
         if spent:
             metrics[name] = math.fsum(spent)

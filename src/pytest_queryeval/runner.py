@@ -89,7 +89,8 @@ def make_evaluator(config: pytest.Config, options: RunOptions) -> Evaluator:
                      override=options.override, override_inline=options.override_inline,
                      hooks=hooks, search_paths=[config.rootpath],
                      concurrency=options.concurrency, repeat=options.repeat,
-                     neighbours=options.neighbours, neighbour_base=options.neighbour_base)
+                     neighbours=options.neighbours, neighbour_base=options.neighbour_base,
+                     judge_refresh=options.judge_refresh)
 
 
 class Runner:

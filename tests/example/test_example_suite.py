@@ -140,3 +140,22 @@ def test_gold_audit_finds_exactly_the_planted_findings(tmp_path):
     readme = (SUITE / "README.md").read_text()
     for case_id, code, _ in found:  # each planted finding is documented
         assert f"| `{case_id}` |" in readme and f"`{code}`" in readme
+
+
+def test_the_judge_example_is_rescued_by_its_pinned_verdict_offline(default_run):
+    """example_suite/sql/test_judge.yaml: execution fails the prediction, the verdict pinned
+    in example_suite/queryeval-judge-pins.jsonl accepts it; no model is asked (its base_url
+    has no server) and the pin file is left as committed."""
+    proc, report, _ = default_run
+    case = next(c for c in report["cases"] if c["id"] == "brazil-count-judged")
+    assert case["outcome"] == "passed"
+    assert (case["metrics"]["execution_accuracy"], case["metrics"]["judge_ex"]) == (0.0, 1.0)
+    judge = case["details"]["judge"]
+    assert (judge["category"], judge["pinned"], judge["outcome"]) == ("equivalent", True,
+                                                                      "rescued")
+    assert "judge_tokens" not in case["metrics"]
+    assert [i["id"] for i in report["judge"]["rescued"]] == ["brazil-count-judged"]
+    assert report["judge"]["calls"] == 0
+    assert "rescued by the judge (execution failed, the judge accepts):" in proc.stdout
+    pins = (SUITE / "queryeval-judge-pins.jsonl").read_text().splitlines()
+    assert [json.loads(line)["key"] for line in pins] == [judge["key"]]

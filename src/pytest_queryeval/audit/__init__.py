@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 from .. import kinds as kind_registry
 from ..errors import QueryEvalError, SourceUnavailable
-from ..metricnames import REPEAT_METRICS, TIMING_METRICS, USAGE_METRICS
+from ..metricnames import (
+    JUDGE_EX,
+    JUDGE_USAGE_METRICS,
+    REPEAT_METRICS,
+    TIMING_METRICS,
+    USAGE_METRICS,
+)
 from ..model import Case, Context, Kind, Scored
 
 if TYPE_CHECKING:
@@ -47,10 +53,12 @@ from .findings import AuditResult as AuditResult
 from .findings import Finding as Finding
 
 #: Metrics a gold is never required to score 1 on: timings, costs, efficiency ratios and
-#: the repeat statistics measure the run, not the answer.
+#: the repeat statistics measure the run, not the answer; the judge judges predictions, not
+#: golds (a gold audit asks it nothing).
 UNCHECKED_METRICS = frozenset({
     *TIMING_METRICS, "ves", "r_ves", *USAGE_METRICS, *REPEAT_METRICS,
     "neighbour_ex",  # a gold is never searched against itself (its audit lints neighbours)
+    JUDGE_EX, *JUDGE_USAGE_METRICS,
 })
 #: A self-score this close to 1 is 1 (cosines of identical embeddings are 1 +- 1e-7).
 TOLERANCE = 1e-6

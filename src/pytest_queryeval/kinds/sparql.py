@@ -243,7 +243,10 @@ class SparqlKind:
 
 def metric_names() -> frozenset[str]:
     """Every metric a sparql case can produce (table + alignment + reference sets + timing)."""
-    return frozenset((*_scored_names(), "ndcg", *TIMING, "iri_hallucination", RELAXED_EX))
+    from ..metricnames import JUDGE_EX
+
+    return frozenset((*_scored_names(), "ndcg", *TIMING, "iri_hallucination", RELAXED_EX,
+                      JUDGE_EX))
 
 
 def _scored_names() -> list[str]:
@@ -330,7 +333,9 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
         from ..nearmiss import relaxed_metrics
 
         return relaxed_metrics(table, pred, order_matters=ordered, compare=compare)
-    return Scored(metrics, {}, diff, details, signature=pred.signature(ordered), relaxed=relaxed)
+    compared = (gold.query or "", table, pred_query or "", pred)  # what a judge is shown
+    return Scored(metrics, {}, diff, details, signature=pred.signature(ordered), relaxed=relaxed,
+                  compared=compared)
 
 
 def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,

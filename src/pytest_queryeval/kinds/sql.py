@@ -506,7 +506,10 @@ class _SqlRun:
                 labels["hardness"] = h
         if gold.sql is not None:
             _label_sql_hardness(labels, gold.sql, src.dialect if src is not None else None)
-        return Scored(metrics, labels, diff, details, signature=signature, relaxed=relaxed)
+        compared = (gold.sql or "", gold.table, pred.sql or "", pred.table) \
+            if gold.table is not None and pred.table is not None else None  # for a judge
+        return Scored(metrics, labels, diff, details, signature=signature, relaxed=relaxed,
+                      compared=compared)
 
     def ties(self, gold: _Gold, metrics: dict[str, float], details: dict[str, Any]) -> list[str]:
         """Tie-aware ``execution_accuracy`` (:mod:`..ties`): when the gold's ORDER BY leaves
@@ -761,6 +764,7 @@ def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool,
 def _metric_names() -> frozenset[str]:
     global _NAMES
     if _NAMES is None:
+        from ..metricnames import JUDGE_EX
         from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
         from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
         from ..metrics.spider import METRICS
@@ -771,7 +775,7 @@ def _metric_names() -> frozenset[str]:
         _NAMES = frozenset((*TABLE_METRIC_NAMES, *SPIDER2_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES,
                             *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES,
                             "schema_hallucination", RELAXED_EX, "neighbour_ex",
-                            *TASK_METRICS))
+                            *TASK_METRICS, JUDGE_EX))
     return _NAMES
 
 

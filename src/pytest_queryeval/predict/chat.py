@@ -168,12 +168,19 @@ class ChatPredictor:
                                   f"{{schema}}: {exc.reason()}") from None
 
     def predict(self, case: Case) -> Prediction:
-        chat = self.messages(case)
+        raw, seconds, details = self.complete(self.messages(case))
+        return self._parse(raw, case, seconds, details)
+
+    def complete(self, chat: list[dict[str, str]], **extra: Any,
+                 ) -> tuple[bytes, float, dict[str, Any]]:
+        """One chat completion with this source's retries and limits: the raw reply, the
+        seconds of the attempt that answered and ``{"attempts", "retry_waits"}``. ``extra``
+        goes into the request (the judge's ``response_format``)."""
         client = self._openai()
         import openai
 
         params: dict[str, Any] = {"model": self.model, "messages": chat,
-                                  "temperature": self.temperature}
+                                  "temperature": self.temperature, **extra}
         if self.seed is not None:
             params["seed"] = self.seed
         if self.max_tokens is not None:
@@ -226,7 +233,7 @@ class ChatPredictor:
             details: dict[str, Any] = {"attempts": attempt + 1}
             if waits:
                 details["retry_waits"] = [round(w, 3) for w in waits]
-            return self._parse(raw, case, seconds, details)
+            return raw, seconds, details
         tries = f" after {self.retries + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(self._scrubber.text(f"{self._where()} failed: {last}{tries}"))
 

@@ -17,6 +17,7 @@ from ..model import NO_DIFFICULTY  # the one spelling of a missing difficulty
 #: Metrics shown first, in this order, wherever reports list metrics.
 HEADLINE_METRICS = (
     "execution_accuracy",
+    "judge_ex",
     "bird_ex",
     "soft_f1",
     "cell_f1",

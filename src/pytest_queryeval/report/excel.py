@@ -90,6 +90,9 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         _reference_sheet(wb, fmt, report.get("aggregates") or {})
         if (report.get("near_miss") or {}).get("overall"):
             _near_miss_sheet(wb, fmt, report)
+        judge = report.get("judge") or {}
+        if judge.get("judged") or judge.get("errors"):
+            _judge_sheet(wb, fmt, judge)
         _run_sheet(wb, fmt, report)
         wb.close()
         os.replace(tmp, target)
@@ -486,6 +489,25 @@ def _near_miss_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) ->
                 _write_text(ws, row, col, value, fmt["text"])
     ws.set_column(0, 1, 24)
     ws.set_column(2, 2 + len(names), 18)
+
+
+def _judge_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
+    """What the LLM judge rescued and overturned, with its reasons, and its errors."""
+    ws = wb.add_worksheet("Judge")
+    names = ("judge", "id", "kind", "difficulty", "category", "pinned", "reason")
+    for col, name in enumerate(names):
+        ws.write_string(0, col, name, fmt["header"])
+    row = 0
+    for key in ("rescued", "overturned", "errors"):
+        for item in agg.get(key) or []:
+            row += 1
+            values = [key, item.get("id"), item.get("kind"), item.get("difficulty"),
+                      item.get("category"), "yes" if item.get("pinned") else "no",
+                      item.get("error") if key == "errors" else item.get("reason")]
+            for col, value in enumerate(values):
+                _write_text(ws, row, col, value, fmt["text"])
+    ws.set_column(0, 5, 16)
+    ws.set_column(6, 6, 80)
 
 
 def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -> None:

@@ -202,6 +202,9 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
         parts.append(_flaky(list(report["flaky"])))
     if (report.get("near_miss") or {}).get("overall"):
         parts.append(_near_misses(report["near_miss"], cases))
+    judge = report.get("judge") or {}
+    if judge.get("judged") or judge.get("errors"):
+        parts.append(_judge(judge))
     parts.append(_case_table(cases))
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
@@ -255,6 +258,27 @@ def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:
     if g.get("value") is None and g.get("reason"):
         return e(g["reason"])
     return str(fmt(g.get("value")))
+
+
+def _judge(agg: Mapping[str, Any]) -> str:
+    """What the LLM judge rescued and overturned, with its reasons (``judge:``)."""
+    from ..judge.report import summary_lines
+
+    lists = []
+    for key, title in (("rescued", "Rescued by the judge"), ("overturned", "Overturned")):
+        items = "".join(f"<li><code>{e(i.get('id'))}</code> {e(i.get('kind'))}/"
+                        f"{e(i.get('difficulty'))}: <strong>{e(i.get('category'))}</strong>"
+                        f"{' (pinned)' if i.get('pinned') else ''}: {e(i.get('reason'))}</li>"
+                        for i in agg.get(key) or [])
+        if items:
+            lists.append(f'<h3>{title}</h3><ul id="judge-{key}">{items}</ul>')
+    errors = "".join(f"<li><code>{e(i.get('id'))}</code>: {e(i.get('error'))}</li>"
+                     for i in agg.get("errors") or [])
+    if errors:
+        lists.append(f'<h3>Judge errors</h3><ul id="judge-errors">{errors}</ul>')
+    refused = f'<p class="bad">{e(agg["refused"])}</p>' if agg.get("refused") else ""
+    return (f'<section id="judge"><h2>Judge</h2><p>{e(summary_lines(agg)[0])}</p>{refused}'
+            f'{"".join(lists)}</section>')
 
 
 def _near_misses(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> str:

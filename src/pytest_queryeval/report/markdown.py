@@ -119,9 +119,36 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))
+    out.extend(_judge(report.get("judge")))
     used = sum(len(line) + 1 for line in out)
     out.extend(_failures(report.get("cases") or [], MAX_CHARS - used))
     return "\n".join(out).rstrip() + "\n"
+
+
+def _judge(agg: Mapping[str, Any] | None, limit: int = 20) -> list[str]:
+    """What the LLM judge rescued and overturned, with its reasons (``judge:``)."""
+    if not agg or not (agg.get("judged") or agg.get("errors")):
+        return []
+    from ..judge.report import summary_lines
+
+    out = [f"### Judge ({md(summary_lines(agg)[0].removeprefix('judge: '))})", ""]
+    for key, title in (("rescued", "Rescued by the judge"), ("overturned", "Overturned")):
+        items = list(agg.get(key) or [])
+        if not items:
+            continue
+        out.extend([f"**{title}** ({len(items)})", "", _row(["case", "kind", "difficulty",
+                                                              "category", "reason"]),
+                    "|---|---|---|---|---|"])
+        out.extend(_row([code(i.get("id")), md(i.get("kind")), md(i.get("difficulty")),
+                         md(f"{i.get('category')}{' (pinned)' if i.get('pinned') else ''}"),
+                         md(i.get("reason"))]) for i in items[:limit])
+        out.append("")
+    for item in list(agg.get("errors") or [])[:limit]:
+        out.append(f"- judge error in {code(item.get('id'))}: {md(item.get('error'))}")
+    if agg.get("refused"):
+        out.append(f"- {md(agg['refused'])}")
+    out.append("")
+    return out
 
 
 def _flaky(flaky: list[Mapping[str, Any]], limit: int = 20) -> list[str]:

@@ -22,13 +22,13 @@ from .numbers import pct as _pct
 
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
-    "sql": ("execution_accuracy", "exact_set_match", "soft_f1", "row_match_f1"),
-    "sparql": ("execution_accuracy", "row_match_f1", "entity_set_f1", "arity_f1"),
+    "sql": ("execution_accuracy", "judge_ex", "exact_set_match", "soft_f1", "row_match_f1"),
+    "sparql": ("execution_accuracy", "judge_ex", "row_match_f1", "entity_set_f1", "arity_f1"),
     "json": ("json_similarity", "structural_similarity", "semantic_similarity"),
     "sdmx": ("macro_precision", "macro_recall", "macro_f1"),
 }
 _SHORT = {
-    "execution_accuracy": "EX", "exact_set_match": "ESM", "soft_f1": "softF1",
+    "execution_accuracy": "EX", "judge_ex": "judgeEX", "exact_set_match": "ESM", "soft_f1": "softF1",
     "row_match_f1": "rowF1", "entity_set_f1": "entF1", "arity_f1": "arityF1",
     "json_similarity": "OJSS", "structural_similarity": "StrSS",
     "semantic_similarity": "SemSS", "macro_precision": "P", "macro_recall": "R",
@@ -128,6 +128,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     from ..neighbour_check import summary_line as neighbour_line
 
     lines.extend(neighbour_line(report.get("neighbours")))
+    lines.extend(judge_summary(report.get("judge")))
     bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
@@ -140,6 +141,12 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or NO_DIFFICULTY}] "
                          f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
+
+
+def judge_summary(agg: Mapping[str, Any] | None) -> list[str]:
+    from ..judge.report import summary_lines as judge_lines
+
+    return judge_lines(agg)
 
 
 def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:
@@ -291,7 +298,8 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
         what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
         scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
         out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
-                   f"{g['limit']:g}, {_gate_cases(g)})")
+                   f"{g['limit']:g}, {_gate_cases(g)})"
+                   + (f": {g['reason']}" if g["value"] is not None and g.get("reason") else ""))
     return out
 
 
