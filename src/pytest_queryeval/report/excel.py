@@ -88,6 +88,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         if report.get("audit"):
             _audit_sheet(wb, fmt, report["audit"])
         _reference_sheet(wb, fmt, report.get("aggregates") or {})
+        _denominators_sheet(wb, fmt, report.get("aggregates") or {})
         if (report.get("near_miss") or {}).get("overall"):
             _near_miss_sheet(wb, fmt, report)
         _run_sheet(wb, fmt, report)
@@ -453,6 +454,29 @@ def _reference_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> No
             row += 1
     ws.set_column(0, 0, 40)
     ws.set_column(1, 4, 16)
+
+
+def _denominators_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
+    """Over how many cases each kind's means were computed, and why the others are missing."""
+    from .denominators import UNPARSABLE_HEADER, denominators
+
+    rows = denominators(agg)
+    if not rows:
+        return
+    ws = wb.add_worksheet("Denominators")
+    for col, name in enumerate(("kind", "metric", "over", "of cases", "missing (why)",
+                                UNPARSABLE_HEADER)):
+        ws.write_string(0, col, name, fmt["header"])
+    for row, r in enumerate(rows, start=1):
+        _write_text(ws, row, 0, r.kind, fmt["text"])
+        _write_text(ws, row, 1, r.metric, fmt["text"])
+        _write_num(ws, row, 2, r.n, fmt["int"])
+        _write_num(ws, row, 3, r.cases, fmt["int"])
+        _write_text(ws, row, 4, r.missing, fmt["text"])
+        _write_num(ws, row, 5, r.unparsable, fmt["int"])
+    ws.set_column(0, 1, 24)
+    ws.set_column(2, 3, 10)
+    ws.set_column(4, 5, 40)
 
 
 def _near_miss_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:

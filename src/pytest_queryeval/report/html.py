@@ -194,6 +194,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     if report.get("audit"):
         parts.append(_audit(report["audit"]))
     parts.append(_summary(agg, cases, gated_metrics(report), _changed(cases, comparison)))
+    parts.append(_denominators(agg))
     parts.append(_references(agg))
     parts.append(_distributions(cases))
     if comparison is not None:
@@ -213,6 +214,23 @@ def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
     target = Path(path)
     write_atomic(target, printable(render_html(report, comparison)))
     return target
+
+
+def _denominators(agg: Mapping[str, Any]) -> str:
+    """Over how many cases each kind's means were computed, and why the others are missing."""
+    from .denominators import UNPARSABLE_HEADER, denominators
+
+    rows = denominators(agg)
+    if not rows:
+        return ""
+    out = ['<section id="denominators"><h2>Denominators</h2><table><thead><tr><th>kind</th>'
+           '<th>metric</th><th class="n">over</th><th class="n">of cases</th>'
+           f'<th>missing (why)</th><th class="n">{e(UNPARSABLE_HEADER)}</th></tr></thead><tbody>']
+    out.extend(f"<tr><td>{e(r.kind)}</td><td>{e(r.metric)}</td><td class=\"n\">{r.n}</td>"
+               f"<td class=\"n\">{r.cases}</td><td>{e(r.missing or '–')}</td>"
+               f"<td class=\"n\">{r.unparsable}</td></tr>" for r in rows)
+    out.append("</tbody></table></section>")
+    return "".join(out)
 
 
 def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[Any],

@@ -115,6 +115,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     if report.get("audit"):
         out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg, gated_metrics(report)))
+    out.extend(_denominators(agg))
     out.extend(_references(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
@@ -228,6 +229,22 @@ def _kinds(agg: Mapping[str, Any], gated: set[str] | None = None) -> list[str]:
             out.append(f"<sub>{hidden} per-component/per-dimension metrics are in the JSON "
                        f"and Excel reports.</sub>")
         out.append("")
+    return out
+
+
+def _denominators(agg: Mapping[str, Any]) -> list[str]:
+    """Over how many cases each kind's means were computed, and why the others are missing."""
+    from .denominators import UNPARSABLE_HEADER, denominators
+
+    rows = denominators(agg)
+    if not rows:
+        return []
+    out = ["### Denominators", "",
+           _row(["kind", "metric", "over", "of cases", "missing (why)", UNPARSABLE_HEADER]),
+           "|---|---|---:|---:|---|---:|"]
+    out.extend(_row([md(r.kind), md(r.metric), str(r.n), str(r.cases), md(r.missing or "–"),
+                     str(r.unparsable)]) for r in rows)
+    out.append("")
     return out
 
 

@@ -17,6 +17,7 @@ from ..model import NO_DIFFICULTY
 from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from .columns import is_detail_metric, is_spider_component
+from .denominators import kind_line
 from .numbers import num, signed
 from .numbers import pct as _pct
 
@@ -98,6 +99,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         if len(per_diff) > 1:
             rows.append(_row(kind, "all", agg["by_kind"][kind], present, spend))
         lines.extend(_table(header, rows))
+        over = kind_line(agg["by_kind"][kind], present, _SHORT)
+        if over:
+            lines.append(over)
         lines.append("")
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
