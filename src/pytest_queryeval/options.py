@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from .model import Threshold
     from .predict import Predictor
+    from .resume import Resume
     from .suitecheck import MetricCatalog
 
 AddOption = Callable[..., object]
@@ -66,6 +67,9 @@ def add_run_options(add: AddOption) -> None:
              "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
              "CI_NODE_INDEX/_TOTAL, CircleCI, Buildkite, SLURM arrays, Kubernetes Indexed "
              "Jobs); the shards' JSON reports are merged with 'queryeval merge'")
+    add("--queryeval-resume", metavar="REPORT.json", default=None,
+        help="a retry: carry the cases this earlier JSON report scored with the same case "
+             "and prediction source (passed, failed, xfailed) instead of running them again")
     # No argparse choices: a bare flag followed by a path is rewritten to =error in
     # pytest_load_initial_conftests, after argparse has read the path as its value once.
     add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",
@@ -214,6 +218,8 @@ class RunOptions:
     shard: tuple[int, int] | None
     #: ``--queryeval-audit-golds``: "error" or "warn"; None: a normal run.
     audit: str | None
+    #: ``--queryeval-resume``: the previous attempt's carriable records (None: run all).
+    resume: Resume | None
     verdict_mode: str
     junit_properties: bool
     #: ini ``queryeval_baseline`` (the baseline to update when no --queryeval-baseline).
@@ -279,7 +285,8 @@ class RunOptions:
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
-            shard=None, audit=get("queryeval_audit_golds"), verdict_mode="strict",
+            shard=None, audit=get("queryeval_audit_golds"), resume=None,
+            verdict_mode="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),
             significance_ini=significance_ini,
@@ -299,12 +306,25 @@ class RunOptions:
 
         from .verdict import parse_mode
 
+        resume = None
+        if get("queryeval_resume"):
+            from .resume import Resume
+
+            given = str(get("queryeval_resume"))
+            try:
+                resume = Resume.load(config.invocation_params.dir / given, given)
+            except ValueError as exc:
+                raise pytest.UsageError(f"queryeval: {exc}") from None
+            if options.audit:
+                raise pytest.UsageError("queryeval: --queryeval-resume cannot be used with "
+                                        "--queryeval-audit-golds: an audit scores the golds")
+
         try:
             mode = parse_mode(report.verdict, str(config.getini("queryeval_verdict")),
                               bool(report.baseline))
         except ValueError as exc:
             raise pytest.UsageError(f"queryeval: {exc}") from None
-        return replace(options, shard=shard, verdict_mode=mode)
+        return replace(options, shard=shard, verdict_mode=mode, resume=resume)
 
     def _problems(self, catalog: MetricCatalog, inipath: Path | None,
                   shard: str | None) -> list[str]:

@@ -121,6 +121,9 @@ class Runner:
         self.baseline: Path | None = None
         #: Prediction ids that match no case (:mod:`.unmatched`), warned about at the end.
         self.unmatched: unmatched.Found = {}
+        #: ``--queryeval-resume``: node id -> the previous attempt's record, reported instead
+        #: of running the case (and asked of no predictor).
+        self.carried: dict[str, dict[str, Any]] = {}
 
     # -- what the nodes ask ------------------------------------------------------------
     def is_metric(self, kind: str, name: str) -> bool:
@@ -154,6 +157,8 @@ class Runner:
         controller turns into the usage error (:class:`~.controller.Controller`)."""
         if self.options.shard is not None:
             self._keep_shard(items)
+        if self.options.resume is not None:
+            self._carry(items)
         problems = check_suite(self.finder, self.catalog())
         files = {Path(item.path) for item in items
                  if isinstance(item, QueryEvalItem | QueryEvalFileError)}
@@ -189,6 +194,19 @@ class Runner:
         if drop:
             items[:] = keep
             self.config.hook.pytest_deselected(items=drop)
+
+    def _carry(self, items: list[pytest.Item]) -> None:
+        """``--queryeval-resume``: the selected cases the previous attempt already scored."""
+        from .resume import identity
+
+        resume = self.options.resume
+        assert resume is not None
+        for item in items:
+            if isinstance(item, QueryEvalItem):
+                rec = resume.carried(item.case, identity(item.case, self.options.predictions),
+                                     item.nodeid)
+                if rec is not None:
+                    self.carried[item.nodeid] = rec
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Counted so that a baseline is never written from a selection of the suite."""

@@ -103,7 +103,8 @@ CASE: dict[str, Check] = {
     "settings": _nullable(_object), "near_miss": _nullable(_object),
     "error": _nullable(_string), "reason": _nullable(_string),
     "question": _nullable(_string), "verdict": _nullable(_string),
-    "baseline_status": _nullable(_string),
+    "baseline_status": _nullable(_string), "identity": _nullable(_string),
+    "carried": _nullable(_string),
 }
 #: Gate fields: the merge rebuilds each gate and evaluates it over the union.
 GATE: dict[str, Check] = {

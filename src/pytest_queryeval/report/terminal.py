@@ -120,6 +120,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     spent = spent_line(o)
     if spent:
         lines.append(spent)
+    lines.extend(carried_lines(report["cases"]))
     lines.extend(verdict_lines(report, baseline=baseline))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
@@ -135,6 +136,21 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or NO_DIFFICULTY}] "
                          f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
+
+
+def carried_lines(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``--queryeval-resume``: how many cases an earlier attempt scored, and from which report."""
+    sources: dict[str, int] = {}
+    for c in cases:
+        source = c.get("carried")
+        if source:
+            sources[str(source)] = sources.get(str(source), 0) + 1
+    if not sources:
+        return []
+    total = sum(sources.values())
+    where = ", ".join(f"{n} from {name}" for name, n in sources.items())
+    return [f"carried: {plural(total, 'case')} scored by an earlier attempt, not run again "
+            f"({where}; --queryeval-resume)"]
 
 
 def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:
