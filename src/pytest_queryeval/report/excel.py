@@ -359,7 +359,10 @@ def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])
     first_metric = len(DETAILS_FIXED)
+    full = getattr(report.get("cases"), "full", None)  # a merge re-reads each record whole
     for row, case in enumerate(cases, start=1):
+        if full is not None:
+            case = full(row - 1)
         outcome = str(case.get("outcome") or "")
         values = [case.get("id"), case.get("kind"), difficulty_of(case),
                   ", ".join(str(t) for t in case.get("tags") or []), case.get("question"),

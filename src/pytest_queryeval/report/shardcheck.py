@@ -242,3 +242,11 @@ def summary(name: str, problems: list[str]) -> str:
     if len(problems) > LISTED:
         shown.append(f"{name}: and {len(problems) - LISTED} more problem(s)")
     return "\n  ".join(shown)
+
+
+def case_problems(case: Any, where: str) -> list[str]:
+    """:func:`check_report`'s problems of one case (``where``: its path, ``cases[17]``), for a
+    reader that sees the cases one at a time (:mod:`.stream`)."""
+    p = _Problems()
+    _check_case(p, case, where)
+    return p.found
