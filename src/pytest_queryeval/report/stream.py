@@ -55,12 +55,34 @@ class Span:
     start: int
     length: int
 
-    def read(self) -> Any:
+    def read(self, files: _Files | None = None) -> Any:
+        """The record; ``files`` keeps the shard files open across reads."""
         from ..safefile import open_binary
 
+        if files is not None:
+            return self._read(files.get(self.path))
         with open_binary(self.path, "input") as fh:
-            fh.seek(self.start)
-            return json.loads(fh.read(self.length).decode("utf-8", "surrogatepass"))
+            return self._read(fh)
+
+    def _read(self, fh: Any) -> Any:
+        fh.seek(self.start)
+        return json.loads(fh.read(self.length).decode("utf-8", "surrogatepass"))
+
+
+class _Files:
+    """The shard files :meth:`StoredCases.iter_full` has opened, each once."""
+
+    def __init__(self, stack: contextlib.ExitStack) -> None:
+        self.stack = stack
+        self.opened: dict[Path, Any] = {}
+
+    def get(self, path: Path) -> Any:
+        from ..safefile import open_binary
+
+        fh = self.opened.get(path)
+        if fh is None:
+            fh = self.opened[path] = self.stack.enter_context(open_binary(path, "input"))
+        return fh
 
 
 class StoredCases(list[dict[str, Any]]):
@@ -71,10 +93,10 @@ class StoredCases(list[dict[str, Any]]):
         super().__init__(records)
         self.spans = spans
 
-    def full(self, index: int) -> dict[str, Any]:
+    def full(self, index: int, files: _Files | None = None) -> dict[str, Any]:
         """The record as its shard wrote it, with the merge's own fields (those the slim record
         has that the stored one lacks or changed, e.g. ``superseded``) laid over it."""
-        stored = self.spans[index].read()
+        stored = self.spans[index].read(files)
         slim_rec = self[index]
         if isinstance(stored, dict):
             for key, value in slim_rec.items():
@@ -84,8 +106,11 @@ class StoredCases(list[dict[str, Any]]):
         return stored if isinstance(stored, dict) else dict(slim_rec)
 
     def iter_full(self) -> Iterator[dict[str, Any]]:
-        for i in range(len(self)):
-            yield self.full(i)
+        """Every full record in order, each shard file opened once."""
+        with contextlib.ExitStack() as stack:
+            files = _Files(stack)
+            for i in range(len(self)):
+                yield self.full(i, files)
 
     def sort_by(self, key: Any) -> None:
         order = sorted(range(len(self)), key=lambda i: key(self[i]))
