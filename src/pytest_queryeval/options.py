@@ -67,6 +67,10 @@ def add_run_options(add: AddOption) -> None:
              "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
              "CI_NODE_INDEX/_TOTAL, CircleCI, Buildkite, SLURM arrays, Kubernetes Indexed "
              "Jobs); the shards' JSON reports are merged with 'queryeval merge'")
+    add("--queryeval-shard-durations", metavar="REPORT.json", default=None,
+        help="with --queryeval-shard: balance the shards by the case durations this earlier "
+             "JSON report recorded (every runner computes the same partition); ini "
+             "queryeval_shard_durations")
     add("--queryeval-resume", metavar="REPORT.json", default=None,
         help="a retry: carry the cases this earlier JSON report scored with the same case "
              "and prediction source (passed, failed, xfailed) instead of running them again")
@@ -132,6 +136,9 @@ def add_ini(add: Callable[..., object]) -> None:
         help="strict, baseline or gates (see --queryeval-verdict)")
     add("queryeval_significance", default="",
         help="significance level of the baseline gate (see --queryeval-significance)")
+    add("queryeval_shard_durations", default="",
+        help="JSON report whose case durations balance --queryeval-shard (see "
+             "--queryeval-shard-durations)")
     add("queryeval_baseline", default="queryeval-baseline.json",
         help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
              "is not given (a bare name lies beside the suite, else rootdir-relative)")
@@ -220,6 +227,8 @@ class RunOptions:
     audit: str | None
     #: ``--queryeval-resume``: the previous attempt's carriable records (None: run all).
     resume: Resume | None
+    #: ``--queryeval-shard-durations`` (or ini): case id -> seconds; None: shards by hash.
+    shard_durations: dict[str, float] | None
     verdict_mode: str
     junit_properties: bool
     #: ini ``queryeval_baseline`` (the baseline to update when no --queryeval-baseline).
@@ -286,6 +295,7 @@ class RunOptions:
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             shard=None, audit=get("queryeval_audit_golds"), resume=None,
+            shard_durations=None,
             verdict_mode="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),
@@ -324,7 +334,20 @@ class RunOptions:
                               bool(report.baseline))
         except ValueError as exc:
             raise pytest.UsageError(f"queryeval: {exc}") from None
-        return replace(options, shard=shard, verdict_mode=mode, resume=resume)
+        durations = None
+        given = get("queryeval_shard_durations") or str(
+            config.getini("queryeval_shard_durations") or "")
+        if given and shard is not None:
+            from .shard import load_durations
+
+            base = config.invocation_params.dir if get("queryeval_shard_durations") \
+                else config.rootpath
+            try:
+                durations = load_durations(base / given, given)
+            except ValueError as exc:
+                raise pytest.UsageError(f"queryeval: {exc}") from None
+        return replace(options, shard=shard, verdict_mode=mode, resume=resume,
+                       shard_durations=durations)
 
     def _problems(self, catalog: MetricCatalog, inipath: Path | None,
                   shard: str | None) -> list[str]:

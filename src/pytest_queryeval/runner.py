@@ -181,16 +181,25 @@ class Runner:
 
     def _keep_shard(self, items: list[pytest.Item]) -> None:
         """``--queryeval-shard I/N``: deselect the items of the other shards (cases by id,
-        other items by node id), as pytest's own deselection does."""
-        from .shard import shard_of
+        other items by node id), as pytest's own deselection does. With recorded durations
+        (``--queryeval-shard-durations``) the cases are balanced by them instead of hashed."""
+        from .shard import balanced_shards, shard_of
 
         assert self.options.shard is not None
         index, total = self.options.shard
+        durations = self.options.shard_durations
+        balanced = None
+        if durations is not None:  # every runner collects the same cases: the same partition
+            balanced = balanced_shards([i.case.id for i in items if isinstance(i, QueryEvalItem)],
+                                       durations, total)
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
         for item in items:
             key = item.case.id if isinstance(item, QueryEvalItem) else item.nodeid
-            (keep if shard_of(key, total) == index else drop).append(item)
+            shard = balanced.get(key) if balanced is not None else None
+            if shard is None:
+                shard = shard_of(key, total)
+            (keep if shard == index else drop).append(item)
         if drop:
             items[:] = keep
             self.config.hook.pytest_deselected(items=drop)
