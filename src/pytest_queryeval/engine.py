@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import kinds as kind_registry
 from .errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
+from .goldcache import GoldCache
 from .metricnames import REPEAT_METRICS
 from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
@@ -75,8 +76,11 @@ class Evaluator:
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
-                 concurrency: int | None = None, repeat: int | None = None) -> None:
+                 concurrency: int | None = None, repeat: int | None = None,
+                 gold_cache: Path | None = None) -> None:
         self._cache = cache
+        #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
+        self.gold_cache = None if gold_cache is None else GoldCache(gold_cache)
         self.no_cache = no_cache
         self.override = override
         #: ``--queryeval-predictions-override-inline``: the override replaces inline ones too.
@@ -127,14 +131,22 @@ class Evaluator:
         return f"queryeval/{namespace}/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
 
     def cache_get(self, namespace: str, key: str) -> Any | None:
-        if self._cache is None or self.no_cache:
+        """pytest's cache first, then the shared gold directory (a hit is kept locally)."""
+        if self.no_cache:
             return None
-        return self._cache.get(self._cache_key(namespace, key), None)
+        local = self._cache_key(namespace, key)
+        hit = None if self._cache is None else self._cache.get(local, None)
+        if hit is None and self.gold_cache is not None:
+            hit = self.gold_cache.get(namespace, key)  # None for what it does not share
+            if hit is not None and self._cache is not None:
+                self._cache.set(local, hit)
+        return hit
 
     def cache_set(self, namespace: str, key: str, value: Any) -> None:
-        if self._cache is None or self.no_cache:
-            return
-        self._cache.set(self._cache_key(namespace, key), value)
+        if not self.no_cache and self._cache is not None:
+            self._cache.set(self._cache_key(namespace, key), value)
+        if not self.no_cache and self.gold_cache is not None:
+            self.gold_cache.set(namespace, key, value)
 
     @property
     def cache_dir(self) -> Path | None:

@@ -57,6 +57,9 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
         help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
     add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
+    add("--queryeval-gold-cache", metavar="DIR", default=None,
+        help="also keep gold results in this directory, shared by every runner of a sharded "
+             "run (content-addressed entries, atomic writes); ini queryeval_gold_cache")
     add("--queryeval-model-label", metavar="LABEL",
         help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
     add("--queryeval-repeat", type=int, default=None, metavar="N",
@@ -136,6 +139,8 @@ def add_ini(add: Callable[..., object]) -> None:
         help="strict, baseline or gates (see --queryeval-verdict)")
     add("queryeval_significance", default="",
         help="significance level of the baseline gate (see --queryeval-significance)")
+    add("queryeval_gold_cache", default="",
+        help="directory of gold results shared by the runners (see --queryeval-gold-cache)")
     add("queryeval_shard_durations", default="",
         help="JSON report whose case durations balance --queryeval-shard (see "
              "--queryeval-shard-durations)")
@@ -220,6 +225,8 @@ class RunOptions:
     override_inline: bool
     concurrency: int | None
     no_cache: bool
+    #: ``--queryeval-gold-cache`` (or ini): the shared gold directory; None: pytest's cache only.
+    gold_cache: Path | None
     model_label: str | None
     repeat: int | None
     shard: tuple[int, int] | None
@@ -293,6 +300,10 @@ class RunOptions:
             ini_thresholds=ini_thresholds, cli_thresholds=cli_thresholds,
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
+            gold_cache=(config.invocation_params.dir / get("queryeval_gold_cache")
+                        if get("queryeval_gold_cache") else
+                        config.rootpath / str(config.getini("queryeval_gold_cache"))
+                        if config.getini("queryeval_gold_cache") else None),
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             shard=None, audit=get("queryeval_audit_golds"), resume=None,
             shard_durations=None,

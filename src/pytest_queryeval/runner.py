@@ -88,7 +88,8 @@ def make_evaluator(config: pytest.Config, options: RunOptions) -> Evaluator:
     return Evaluator(cache=getattr(config, "cache", None), no_cache=options.no_cache,
                      override=options.override, override_inline=options.override_inline,
                      hooks=hooks, search_paths=[config.rootpath],
-                     concurrency=options.concurrency, repeat=options.repeat)
+                     concurrency=options.concurrency, repeat=options.repeat,
+                     gold_cache=options.gold_cache)
 
 
 class Runner:
