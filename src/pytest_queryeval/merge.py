@@ -8,9 +8,12 @@ comparison over the union, every report option of the plugin, and the same exit 
 Shards that cannot be one run are refused (exit 4, nothing written): another report version,
 queryeval version, suite (the digest of its case ids), model, predictions source, verdict mode,
 scoring settings of a kind, shard count, a gate of the same name defined differently, or a
-gold audit's mode (``--queryeval-audit-golds``). Cases missing from the union, and cases run by
-more than one shard, are listed and fail the merge (exit 1, the report still written, each case
-once). Shards of a gold audit merge into one audit: its findings table is rebuilt over the
+gold audit's mode (``--queryeval-audit-golds``). Several reports of one shard are attempts of it
+(a scheduler's retry): the latest complete record of each case wins and the attempts are listed
+(``run.attempts``). Cases missing from the union, and cases run by more than one shard, are
+listed and fail the merge (exit 1, the report still written, each case once). The shards are
+read case by case (:mod:`.report.stream`): the merge holds slim records, and the full ones are
+read back as the reports are written. Shards of a gold audit merge into one audit: its findings table is rebuilt over the
 union (the findings travel with each case), and, as in the plugin, no baseline is compared
 or written.
 """
