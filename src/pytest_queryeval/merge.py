@@ -13,8 +13,8 @@ gold audit's mode (``--queryeval-audit-golds``). Several reports of one shard ar
 (``run.attempts``). Cases missing from the union, and cases run by more than one shard, are
 listed and fail the merge (exit 1, the report still written, each case once). The shards are
 read case by case (:mod:`.report.stream`): the merge holds slim records, and the full ones are
-read back as the reports are written. Shards of a gold audit merge into one audit: its findings table is rebuilt over the
-union (the findings travel with each case), and, as in the plugin, no baseline is compared
+read back as the reports are written. Shards of a gold audit merge into one audit: its
+findings table is rebuilt over the union (the findings travel with each case), and, as in the plugin, no baseline is compared
 or written.
 """
 
