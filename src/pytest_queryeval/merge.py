@@ -14,8 +14,8 @@ gold audit's mode (``--queryeval-audit-golds``). Several reports of one shard ar
 listed and fail the merge (exit 1, the report still written, each case once). The shards are
 read case by case (:mod:`.report.stream`): the merge holds slim records, and the full ones are
 read back as the reports are written. Shards of a gold audit merge into one audit: its
-findings table is rebuilt over the union (the findings travel with each case), and, as in the plugin, no baseline is compared
-or written.
+findings table is rebuilt over the union (the findings travel with each case), and, as in the
+plugin, no baseline is compared or written.
 """
 
 from __future__ import annotations
