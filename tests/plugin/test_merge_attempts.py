@@ -114,3 +114,14 @@ def test_the_merge_holds_slim_records_and_writes_them_whole(tmp_path):
     assert len(cases) == CASES
     assert "predicted" not in cases[0] and "question" not in cases[0]  # left on disk
     assert cases.full(0)["question"] == "How many rows in table 0?"
+
+
+def test_a_baseline_written_by_the_merge_keeps_the_records_whole(tmp_path, monkeypatch, capsys):
+    _, names = _shards(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    merge_run([*names, "-o", "m.json", "--queryeval-baseline=base.json",
+               "--queryeval-update-baseline"])
+    assert "baseline updated" in capsys.readouterr().out
+    base = json.loads((tmp_path / "base.json").read_text())
+    assert base["cases"][0]["question"] == "How many rows in table 0?"
+    assert base["cases"][0]["gold"] == "SELECT COUNT(*) FROM t0"
