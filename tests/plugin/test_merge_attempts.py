@@ -125,3 +125,13 @@ def test_a_baseline_written_by_the_merge_keeps_the_records_whole(tmp_path, monke
     base = json.loads((tmp_path / "base.json").read_text())
     assert base["cases"][0]["question"] == "How many rows in table 0?"
     assert base["cases"][0]["gold"] == "SELECT COUNT(*) FROM t0"
+
+
+def test_the_markdown_failures_of_a_merge_show_the_whole_record(tmp_path, monkeypatch):
+    failing = _record(1, 1, "failed")
+    failing["diff"] = ["missing rows: (3,)"]
+    names = [_write(tmp_path, 1, 1, [_record(0, 1, "passed"), failing])]
+    monkeypatch.chdir(tmp_path)
+    merge_run([*names, "-o", "m.json", "--queryeval-markdown=m.md"])
+    text = (tmp_path / "m.md").read_text()
+    assert "missing rows: (3,)" in text and "SELECT count(*) FROM t1 -- attempt 1" in text

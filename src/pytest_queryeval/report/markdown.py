@@ -297,13 +297,14 @@ def _baseline(cmp: Comparison) -> list[str]:
 
 def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
     """Failure blocks, in report order, while they fit in ``budget`` characters."""
-    failed = [c for c in cases if c.get("outcome") in FAILED_OUTCOMES]
+    failed = [i for i, c in enumerate(cases) if c.get("outcome") in FAILED_OUTCOMES]
     if not failed:
         return []
+    full = getattr(cases, "full", None)  # a merge's slim records: read back whole
     out = [f"### Failures ({len(failed)})", ""]
     used = shown = 0
-    for case in failed[:MAX_FAILURES]:
-        block = _failure_block(case)
+    for index in failed[:MAX_FAILURES]:
+        block = _failure_block(full(index) if full is not None else cases[index])
         size = sum(len(line) + 1 for line in block)
         if used + size > budget:
             break
