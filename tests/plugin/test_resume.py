@@ -85,3 +85,17 @@ def test_an_unusable_resume_report_is_a_usage_error(suite):
     result = suite.runpytest("--queryeval-resume=bad.json")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--queryeval-resume: bad.json: cases?0?.id: expected a string*"])
+
+
+def test_a_retry_under_xdist_carries_the_same_cases(suite):
+    _suite(suite)
+    (suite.path / "c3-down").write_text("")
+    suite.runpytest("--queryeval-json=attempt-1.json").assert_outcomes(passed=4, failed=2)
+    (suite.path / "c3-down").unlink()
+    _calls(suite)
+    retry = suite.runpytest("-n", "2", "--queryeval-resume=attempt-1.json",
+                            "--queryeval-json=attempt-2.json")
+    retry.assert_outcomes(passed=5, failed=1)
+    assert _calls(suite) == ["c3"]
+    retry.stdout.fnmatch_lines(["carried: 5 cases scored by an earlier attempt, not run again "
+                                "(5 from attempt-1.json; --queryeval-resume)"])
