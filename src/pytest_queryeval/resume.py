@@ -29,7 +29,7 @@ COMPLETE = frozenset({"passed", "failed", "xfailed", "xpassed"})
 
 def identity(case: Case, predictions: str | None) -> str:
     """What a case was scored as: a digest of the case mapping as written (question, gold,
-    inline prediction, options), its kind, datasource name, thresholds in force (file, suite,
+    inline prediction), its kind, datasource name, options and thresholds in force (file, suite,
     ini and command line), the suite's ``predictions:`` source and ``model:`` label, and
     ``--queryeval-predictions``. Two attempts with the same identity ask the same question of
     the same source and judge the answer the same way.
@@ -39,6 +39,7 @@ def identity(case: Case, predictions: str | None) -> str:
     """
     data = {
         "id": case.id, "kind": case.kind, "case": case.raw, "datasource": case.datasource,
+        "options": case.options,
         "thresholds": {m: t.to_json() for m, t in sorted(case.thresholds.items())},
         "prediction_source": case.prediction_source, "predictions": predictions,
         "model": case.model_label,
