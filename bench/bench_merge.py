@@ -11,9 +11,13 @@ interleaved and repeated, in this process:
 * reference: ``json.load`` of the same ten files and nothing else: the least any merge that
   reads the reports must spend.
 
-Printed: the median of each, per 10,000 cases, and the ratio merge / reference.
+Printed: the median of each, per 10,000 cases, and the ratio merge / reference; then one more
+merge under ``tracemalloc`` for its peak memory (Python allocations) per 10,000 cases, with
+the HTML report written (its size is bounded: at most 2,000 case rows); ``--retried 2`` writes
+a second attempt of the first two shards (a retry of an interrupted first attempt), which
+the merge resolves (the latest complete record of each case wins).
 
-    python bench/bench_merge.py [--shards 10] [--cases 10000] [--runs 3]
+    python bench/bench_merge.py [--shards 10] [--cases 10000] [--runs 3] [--retried 2]
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ def _record(case_id: str, n: int) -> dict[str, object]:
     }
 
 
-def write_shards(folder: Path, shards: int, per_shard: int) -> list[Path]:
+def write_shards(folder: Path, shards: int, per_shard: int, retried: int = 0) -> list[Path]:
     ids = [f"case-{n:07d}" for n in range(shards * per_shard)]
     parts: dict[int, list[dict[str, object]]] = {i: [] for i in range(1, shards + 1)}
     for n, case_id in enumerate(ids):
@@ -77,6 +81,14 @@ def write_shards(folder: Path, shards: int, per_shard: int) -> list[Path]:
                "verdict": "strict", "settings": {}, "workers": 0,
                "shard": f"{index}/{shards}", "suite": suite, "suite_ids": ids}
         path = folder / f"shard-{index}.json"
+        if index <= retried:  # an interrupted first attempt (a tenth of the cases), retried
+            first = {**run, "interrupted": True, "exitstatus": 2}
+            path.write_text(json.dumps({"version": 1, "run": first,
+                                        "cases": records[: len(records) // 10],
+                                        "aggregates": {}, "gates": gates, "flaky": []}))
+            paths.append(path)
+            path = folder / f"shard-{index}.try2.json"
+            run = {**run, "started": "2026-11-23T01:00:00+00:00"}
         path.write_text(json.dumps({"version": 1, "run": run, "cases": records,
                                     "aggregates": {}, "gates": gates, "flaky": []}))
         paths.append(path)
@@ -88,11 +100,12 @@ def main() -> int:
     ap.add_argument("--shards", type=int, default=10)
     ap.add_argument("--cases", type=int, default=10000, help="cases per shard (about)")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--retried", type=int, default=2, help="shards with a second attempt")
     args = ap.parse_args()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(prefix="qe-bench-merge-") as tmp:
         folder = Path(tmp)
-        paths = write_shards(folder, args.shards, args.cases)
+        paths = write_shards(folder, args.shards, args.cases, args.retried)
         total = args.shards * args.cases
         size = sum(p.stat().st_size for p in paths) / 1e6
         print(f"{args.shards} shard reports, {total:,} cases in all, {size:.0f} MB of JSON")
@@ -113,6 +126,17 @@ def main() -> int:
             if status != 1 or len(json.loads(out.read_text())["cases"]) != total:
                 print(sink.getvalue()[-2000:])
                 raise SystemExit(f"merge exited {status} or lost cases")
+        import tracemalloc
+
+        sink = io.StringIO()
+        tracemalloc.start()
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            merge_run([*map(str, paths), "-o", str(out), "--queryeval-html",
+                       str(folder / "merged.html")])
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        html_mb = (folder / "merged.html").stat().st_size / 1e6
+        json_mb = out.stat().st_size / 1e6
     per = 10000 / total
     merge_med, load_med = statistics.median(merge_times), statistics.median(load_times)
     print(f"merge     : median {merge_med:6.2f} s  (min {min(merge_times):.2f}, "
@@ -120,6 +144,9 @@ def main() -> int:
     print(f"reference : json.load of the same files, median {load_med:6.2f} s = "
           f"{load_med * per:.2f} s per 10,000 cases")
     print(f"ratio merge / json.load: {merge_med / load_med:.1f}x")
+    print(f"peak memory (tracemalloc, with the HTML report): {peak / 1e6:.0f} MB = "
+          f"{peak / 1e6 * per:.1f} MB per 10,000 cases, for {size:.0f} MB of shard JSON")
+    print(f"merged JSON {json_mb:.0f} MB, HTML report {html_mb:.1f} MB (at most 2,000 case rows)")
     return 0
 
 

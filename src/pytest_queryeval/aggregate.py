@@ -12,12 +12,35 @@ from pathlib import Path
 from typing import Any
 
 from .config import Gate
-from .metricnames import JUDGE_EX, PASSED_OUTCOMES, RECORDED_METRICS
+from .metricnames import JUDGE_EX, PASSED_OUTCOMES, RECORDED_METRICS, SPIDER_STRUCTURE_METRICS
 from .model import NO_DIFFICULTY
 from .verdict import judged_outcome
 
 #: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
 JUDGED = ("passed", "failed", "error", "xpassed")
+#: Why a case of a group has no value of a metric, in the order the reports list them. A mean
+#: over 64 cases of 68 reads as a score over 68 unless the report says so (item 5 of issue 30).
+PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE = (
+    "prediction error", "gold error", "other error", "skipped", "no value")
+MISSING_REASONS = (PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE)
+
+
+def missing_reason(record: Mapping[str, Any]) -> str:
+    """Why ``record`` would lack a metric: the class of its error (the reason's prefix, as
+    :class:`~pytest_queryeval.errors.QueryEvalError` writes it), skipped, else no value (the
+    case ran, and the metric does not apply to it or came out NaN)."""
+    outcome = record.get("outcome")
+    if outcome == "skipped":
+        return SKIPPED
+    text = record.get("error") or (record.get("reason") if outcome == "failed" else None)
+    if isinstance(text, str) and text:
+        if text.startswith("prediction error"):
+            return PREDICTION_ERROR
+        if text.startswith("gold error"):
+            return GOLD_ERROR
+        if outcome == "error":
+            return OTHER_ERROR
+    return NO_VALUE
 
 
 def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -30,6 +53,11 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """
     count = scored = passed = failed = errors = skipped = xfailed = granted = 0
     values: dict[str, list[float]] = {}
+    # Denominators: the cases of each reason, and per metric how many of those still have a
+    # value (a "no value" case is counted by difference, so the common case costs nothing).
+    reasons: dict[str, int] = {}
+    valued: dict[str, dict[str, int]] = {}
+    unparsable: dict[str, int] = {}
     for rec in records:
         count += 1
         outcome = rec.get("outcome")
@@ -45,12 +73,22 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             xfailed += 1
         else:
             skipped += 1
+        why = NO_VALUE if outcome in PASSED_OUTCOMES else missing_reason(rec)
+        reasons[why] = reasons.get(why, 0) + 1
         metrics = rec.get("metrics") or {}
         if metrics:
             scored += 1
         for name, value in metrics.items():
             if isinstance(value, int | float) and not math.isnan(value):
                 values.setdefault(name, []).append(float(value))
+                if why != NO_VALUE:
+                    per = valued.setdefault(name, {})
+                    per[why] = per.get(why, 0) + 1
+        details = rec.get("details")
+        if details and details.get("structure_parse_error"):
+            for name in metrics:  # scored 0 the evaluator's way: counted, and said so
+                if name in SPIDER_STRUCTURE_METRICS:
+                    unparsable[name] = unparsable.get(name, 0) + 1
     judged = passed + failed + errors + granted
     out: dict[str, Any] = {
         "count": count, "scored": scored, "passed": passed, "failed": failed, "errors": errors,
@@ -61,9 +99,29 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         xs = values[name]
         mean = math.fsum(xs) / len(xs)
         std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
-        out["metrics"][name] = {"mean": mean, "std": std, "n": len(xs)}
+        entry: dict[str, Any] = {"mean": mean, "std": std, "n": len(xs)}
         if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
-            out["metrics"][name]["total"] = math.fsum(xs)
+            entry["total"] = math.fsum(xs)
+        entry["missing"] = _missing(reasons, valued.get(name) or {}, len(xs))
+        if name in unparsable:
+            entry["unparsable"] = unparsable[name]
+        out["metrics"][name] = entry
+    return out
+
+
+def _missing(reasons: Mapping[str, int], valued: Mapping[str, int], n: int) -> dict[str, int]:
+    """The cases without a value of one metric, by reason (only the reasons that occur)."""
+    out: dict[str, int] = {}
+    others = 0
+    for why in MISSING_REASONS[:-1]:
+        have = valued.get(why, 0)
+        others += have
+        lacking = reasons.get(why, 0) - have
+        if lacking:
+            out[why] = lacking
+    lacking = reasons.get(NO_VALUE, 0) - (n - others)
+    if lacking:
+        out[NO_VALUE] = lacking
     return out
 
 
@@ -93,7 +151,8 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             done[key] = group_stats(group)
             return done[key]
         s = done[key]
-        return {**s, "metrics": {m: dict(v) for m, v in s["metrics"].items()}}
+        return {**s, "metrics": {m: {**v, "missing": dict(v["missing"])}
+                                 for m, v in s["metrics"].items()}}
 
     dialects = {"by_dialect": {d: stats(v) for d, v in sorted(by_dialect.items())}} \
         if by_dialect else {}  # only a suite with fanned-out or per-dialect cases has it

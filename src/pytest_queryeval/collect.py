@@ -42,6 +42,7 @@ class Runner(Protocol):
     ids: dict[str, str]
     custom_metrics: dict[str, set[str]]
     verdicts: Verdicts | None
+    carried: dict[str, dict[str, Any]]
 
     def display(self, path: Path) -> str: ...
     def is_metric(self, kind: str, name: str) -> bool: ...
@@ -122,6 +123,10 @@ class QueryEvalFile(pytest.File):
         return item
 
 
+#: Record fields that say where a case is in this checkout (a carried record takes them anew).
+_WHERE = ("nodeid", "file", "path", "line")
+
+
 class QueryEvalItem(pytest.Item):
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -130,14 +135,26 @@ class QueryEvalItem(pytest.Item):
     def runtest(self) -> None:
         runner = self.config.stash[RUNNER]
         audit = runner.options.audit
-        if audit:
-            from .audit import audit_outcome
-
-            outcome = audit_outcome(self.case, runner.evaluator, audit)
+        carried = runner.carried.get(self.nodeid)
+        if carried is not None:  # --queryeval-resume: scored by an earlier attempt
+            record = {**carried, **{k: v for k, v in case_record(
+                self.case, None, self.nodeid, self.config.rootpath, runner.evaluator.scrubber,
+            ).items() if k in _WHERE}}
+            status = str(record.get("status"))
         else:
-            outcome = run_case(self.case, runner.evaluator)
-        record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
-                             runner.evaluator.scrubber)
+            if audit:
+                from .audit import audit_outcome
+
+                outcome = audit_outcome(self.case, runner.evaluator, audit)
+            else:
+                outcome = run_case(self.case, runner.evaluator)
+            record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
+                                 runner.evaluator.scrubber)
+            status = outcome.status
+            if not audit:
+                from .resume import identity
+
+                record["identity"] = identity(self.case, runner.options.predictions)
         xfail = None
         if runner.verdicts is not None and not audit \
                 and self.get_closest_marker("xfail") is None:
@@ -152,7 +169,7 @@ class QueryEvalItem(pytest.Item):
                 self.user_properties.append((f"queryeval.{metric}", value))
         if xfail:
             pytest.xfail(xfail)  # reported as xfailed, with the reason, by pytest itself
-        if outcome.status != "passed":
+        if status != "passed":
             raise CaseFailure(record)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],

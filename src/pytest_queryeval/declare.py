@@ -44,6 +44,9 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
         help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
     add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
+    add("--queryeval-gold-cache", metavar="DIR", default=None,
+        help="also keep gold results in this directory, shared by every runner of a sharded "
+             "run (content-addressed entries, atomic writes); ini queryeval_gold_cache")
     add("--queryeval-model-label", metavar="LABEL",
         help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
     add("--queryeval-repeat", type=int, default=None, metavar="N",
@@ -60,6 +63,13 @@ def add_run_options(add: AddOption) -> None:
              "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
              "CI_NODE_INDEX/_TOTAL, CircleCI, Buildkite, SLURM arrays, Kubernetes Indexed "
              "Jobs); the shards' JSON reports are merged with 'queryeval merge'")
+    add("--queryeval-shard-durations", metavar="REPORT.json", default=None,
+        help="with --queryeval-shard: balance the shards by the case durations this earlier "
+             "JSON report recorded (every runner computes the same partition); ini "
+             "queryeval_shard_durations")
+    add("--queryeval-resume", metavar="REPORT.json", default=None,
+        help="a retry: carry the cases this earlier JSON report scored with the same case "
+             "and prediction source (passed, failed, xfailed) instead of running them again")
     # No argparse choices: a bare flag followed by a path is rewritten to =error in
     # pytest_load_initial_conftests, after argparse has read the path as its value once.
     add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",
@@ -134,6 +144,11 @@ def add_ini(add: Callable[..., object]) -> None:
         help="strict, baseline or gates (see --queryeval-verdict)")
     add("queryeval_significance", default="",
         help="significance level of the baseline gate (see --queryeval-significance)")
+    add("queryeval_gold_cache", default="",
+        help="directory of gold results shared by the runners (see --queryeval-gold-cache)")
+    add("queryeval_shard_durations", default="",
+        help="JSON report whose case durations balance --queryeval-shard (see "
+             "--queryeval-shard-durations)")
     add("queryeval_neighbours", default="",
         help="search every passing SQL case for a counterexample database: a number of "
              "databases, or true for the default 200 (see --queryeval-neighbours)")

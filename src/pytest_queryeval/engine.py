@@ -17,15 +17,19 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import kinds as kind_registry
+from .casesteps import CaseOutcome as CaseOutcome
+from .casesteps import failures_count_as_model, model_failure, record_usage
+from .casesteps import near_miss as _near_miss
 from .errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
+from .goldcache import GoldCache
 from .kinds._optin import relaxed_ex
 from .metricnames import REPEAT_METRICS
-from .model import MISSING, Case, Threshold
+from .model import MISSING, Case
 from .predict import Prediction, Predictor, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
 from .repeats import FIXED_NOTE, combine, signature
@@ -56,23 +60,6 @@ class Hooks:
     metrics: Callable[[Case, Any, Any], list[dict[str, float] | None]] | None = None
 
 
-@dataclass
-class CaseOutcome:
-    """The verdict on one case plus everything the reports show about it."""
-
-    status: str  # "passed" | "failed" | "error"
-    metrics: dict[str, float] = field(default_factory=dict)
-    labels: dict[str, str] = field(default_factory=dict)
-    failed: list[tuple[Threshold, float | None]] = field(default_factory=list)
-    predicted: Any = None
-    reason: str | None = None
-    error: str | None = None
-    diff: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-    #: What the prediction produced (see :func:`repeats.signature`), for ``consistency``.
-    signature: str | None = None
-
-
 class Evaluator:
     """The :class:`~pytest_queryeval.model.Context` of one pytest session (or worker): what
     every case of the run shares (sources, predictors, the gold cache, the prediction pool).
@@ -83,8 +70,10 @@ class Evaluator:
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
                  concurrency: int | None = None, repeat: int | None = None,
                  neighbours: Any = None, neighbour_base: Any = None,
-                 judge_refresh: bool = False) -> None:
+                 judge_refresh: bool = False, gold_cache: Path | None = None) -> None:
         self._cache = cache
+        #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
+        self.gold_cache = None if gold_cache is None else GoldCache(gold_cache)
         self.no_cache = no_cache
         self.override = override
         #: ``--queryeval-predictions-override-inline``: the override replaces inline ones too.
@@ -142,14 +131,22 @@ class Evaluator:
         return f"queryeval/{namespace}/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
 
     def cache_get(self, namespace: str, key: str) -> Any | None:
-        if self._cache is None or self.no_cache:
+        """pytest's cache first, then the shared gold directory (a hit is kept locally)."""
+        if self.no_cache:
             return None
-        return self._cache.get(self._cache_key(namespace, key), None)
+        local = self._cache_key(namespace, key)
+        hit = None if self._cache is None else self._cache.get(local, None)
+        if hit is None and self.gold_cache is not None:
+            hit = self.gold_cache.get(namespace, key)  # None for what it does not share
+            if hit is not None and self._cache is not None:
+                self._cache.set(local, hit)
+        return hit
 
     def cache_set(self, namespace: str, key: str, value: Any) -> None:
-        if self._cache is None or self.no_cache:
-            return
-        self._cache.set(self._cache_key(namespace, key), value)
+        if not self.no_cache and self._cache is not None:
+            self._cache.set(self._cache_key(namespace, key), value)
+        if not self.no_cache and self.gold_cache is not None:
+            self.gold_cache.set(namespace, key, value)
 
     @property
     def pytest_cache(self) -> Any:
@@ -470,73 +467,6 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, reason,
                        None, diff, details,
                        signature(prediction.value, scored.signature, scored.reason))
-
-
-def failures_count_as_model(case: Case, exc: QueryEvalError) -> bool:
-    """Whether the prediction error ``exc`` is the model's failure: its source was asked and
-    gave no answer (:class:`AnswerFailed`) and the suite says ``predictions: {failures:
-    model}``. Otherwise it is an infrastructure error: never forgiven by a verdict mode, and
-    it blocks a baseline update."""
-    spec = case.prediction_source or {}
-    return isinstance(exc, AnswerFailed) and spec.get("failures") == "model"
-
-
-def model_failure(case: Case, exc: QueryEvalError) -> CaseOutcome:
-    """A ``failed`` case for a prediction that failed (see :func:`failures_count_as_model`):
-    the verdict modes and the baseline treat it as any failure with a reason (a regression
-    when it passed in the baseline, known when it failed there too). The metrics its
-    thresholds require a minimum of score 0, as for a query that failed, so that their means
-    count the case."""
-
-    metrics = {m: 0.0 for m, t in case.thresholds.items()
-               if t.min is not None and m not in REPEAT_METRICS}
-    reason = f"{exc.reason()} (the model's failure: predictions.failures: model)"
-    return CaseOutcome("failed", metrics, reason=reason,
-                       details={"prediction_failure": str(exc)}, signature="error:" + reason)
-
-
-def _near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[[], Any],
-               details: dict[str, Any], diff: list[str]) -> None:
-    """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
-    never a metric or a verdict. A relaxation that breaks is left out, never the case."""
-    from .nearmiss import describe, flips
-
-    try:
-        values = relaxed()
-    except Exception as exc:  # an explanation must never fail the case
-        details["near_miss_error"] = f"{type(exc).__name__}: {exc}"
-        return
-    names = flips({m: t for m, t in case.thresholds.items() if m not in REPEAT_METRICS},
-                  metrics, values)
-    details["near_miss"] = names
-    if names:
-        diff.append(describe(names))
-
-
-def record_usage(case: Case, prediction: Prediction, metrics: dict[str, float],
-                 details: dict[str, Any]) -> None:
-    """The usage the source reported as metrics, and ``cost_usd`` from ``pricing:`` when the
-    source reported none and the table has the model's price."""
-    from .pricing import price_for
-
-    for key, value in prediction.usage.items():
-        metrics[key] = float(value)
-    if not case.pricing or "cost_usd" in prediction.usage:
-        return
-    found = price_for(case.pricing, prediction.model, case.model_label)
-    if found is None:
-        named = prediction.model or case.model_label
-        details["pricing"] = (f"no price for model {named!r} in pricing: (priced: "
-                              f"{', '.join(sorted(case.pricing))})" if named else
-                              "no model named: set model: in queryeval.yaml to price this run")
-        return
-    model, price = found
-    cost = price.cost(prediction.usage)
-    if cost is None:
-        details["pricing"] = "the source reported no prompt_tokens and completion_tokens to price"
-        return
-    metrics["cost_usd"] = cost
-    details["priced_as"] = model
 
 
 def _internal(where: str, exc: Exception) -> str:

@@ -8,11 +8,14 @@ comparison over the union, every report option of the plugin, and the same exit 
 Shards that cannot be one run are refused (exit 4, nothing written): another report version,
 queryeval version, suite (the digest of its case ids), model, predictions source, verdict mode,
 scoring settings of a kind, shard count, a gate of the same name defined differently, or a
-gold audit's mode (``--queryeval-audit-golds``). Cases missing from the union, and cases run by
-more than one shard, are listed and fail the merge (exit 1, the report still written, each case
-once). Shards of a gold audit merge into one audit: its findings table is rebuilt over the
-union (the findings travel with each case), and, as in the plugin, no baseline is compared
-or written.
+gold audit's mode (``--queryeval-audit-golds``). Several reports of one shard are attempts of it
+(a scheduler's retry): the latest complete record of each case wins and the attempts are listed
+(``run.attempts``). Cases missing from the union, and cases run by more than one shard, are
+listed and fail the merge (exit 1, the report still written, each case once). The shards are
+read case by case (:mod:`.report.stream`): the merge holds slim records, and the full ones are
+read back as the reports are written. Shards of a gold audit merge into one audit: its
+findings table is rebuilt over the union (the findings travel with each case), and, as in the
+plugin, no baseline is compared or written.
 """
 
 from __future__ import annotations
@@ -54,28 +57,35 @@ class Merged:
     duplicated: list[tuple[str, list[str]]] = field(default_factory=list)
     missing_shards: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
+    #: Every attempt of a shard that ran more than once (``run.attempts`` of the report).
+    superseded: list[dict[str, Any]] = field(default_factory=list)
 
 
 def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
-    """(name, report) per file; MergeRefused names a file that is not a usable JSON report
-    (not a regular file, too large or too deeply nested, or a field of the wrong type)."""
-    from .boundedio import BoundedReadError, load_json_file
+    """(name, report) per file, read case by case (:func:`.report.stream.scan`): each report's
+    ``cases`` are slim records whose full text stays in the file (``spans``). MergeRefused names
+    a file that is not a usable JSON report (not a regular file, too large or too deeply nested,
+    or a field of the wrong type)."""
+    from .boundedio import BoundedReadError
     from .report.shardcheck import check_report, summary
+    from .report.stream import scan
 
     out: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
         try:
-            data = load_json_file(path)
+            scanned = scan(path)
         except OSError as exc:
             raise MergeRefused(f"{path}: cannot read: {exc.strerror or exc}") from None
         except BoundedReadError as exc:
             raise MergeRefused(f"{path}: {exc}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("cases"), list) \
-                or not isinstance(data.get("run"), dict):
+        data = scanned.header
+        if "cases" not in data or not isinstance(data.get("run"), dict):
             raise MergeRefused(f"{path}: not a queryeval JSON report (no 'run' and 'cases')")
-        problems = check_report(data)
+        problems = check_report({**data, "cases": []}) + scanned.problems
         if problems:
             raise MergeRefused(summary(str(path), problems))
+        data["cases"] = scanned.cases
+        data["spans"] = scanned.spans
         out.append((str(path), data))
     if not out:
         raise MergeRefused("no shard reports given")
@@ -150,25 +160,80 @@ def _gates(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, An
     return [spec for _, spec in seen.values()]
 
 
+def _attempts(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, list[int]]:
+    """The reports of each shard (``run.shard``; a report of no shard is its own), earliest
+    attempt first: by ``run.started``, then by their order on the command line. Two reports
+    of one shard that started at the same time are one attempt given twice, not a retry: their
+    cases are duplicates, as cases run by two shards are."""
+    groups: dict[str, list[int]] = {}
+    started: dict[str, set[str]] = {}
+    for i, (name, report) in enumerate(shards):
+        shard, start = report["run"].get("shard"), str(report["run"].get("started"))
+        key = str(shard) if shard else f"\0{name}"
+        if start in started.setdefault(key, set()):  # the same attempt twice: duplicates
+            key = f"{key}\0{i}"
+        started.setdefault(key, set()).add(start)
+        groups.setdefault(key, []).append(i)
+    for indices in groups.values():
+        indices.sort(key=lambda i: (str(shards[i][1]["run"].get("started") or ""), i))
+    return groups
+
+
+def _winners(shards: Sequence[tuple[str, Mapping[str, Any]]], indices: list[int],
+             ) -> tuple[dict[str, tuple[int, int]], dict[int, int]]:
+    """Of the attempts ``indices`` of one shard: case key -> (report, position) of the record
+    that wins (the latest complete one, else the latest), and report -> its records that lost."""
+    from .resume import COMPLETE
+
+    best: dict[str, tuple[int, int, bool]] = {}
+    for i in indices:  # earliest first: a later record replaces an earlier one
+        for pos, rec in enumerate(shards[i][1]["cases"]):
+            key = str(rec.get("nodeid") or rec.get("id"))
+            complete = rec.get("outcome") in COMPLETE
+            have = best.get(key)
+            if have is None or complete or not have[2]:
+                best[key] = (i, pos, complete)
+    kept: dict[int, int] = {}
+    for i, _, _ in best.values():
+        kept[i] = kept.get(i, 0) + 1
+    lost = {i: len(shards[i][1]["cases"]) - kept.get(i, 0) for i in indices}
+    return {k: (i, pos) for k, (i, pos, _) in best.items()}, lost
+
+
 def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     """The union report (gates evaluated, no baseline yet); MergeRefused when the shards are
-    not parts of one run."""
+    not parts of one run. Several reports of one shard are attempts of it (a retry): of each
+    case the latest complete record wins, and the attempts it replaced are listed."""
+    from .report.stream import Span, StoredCases
+
     _check_same(shards)
     gate_specs = _gates(shards)
     records: list[dict[str, Any]] = []
+    spans: list[Span] = []
     where: dict[str, list[str]] = {}
-    for name, report in shards:
-        for rec in report["cases"]:
-            if not isinstance(rec, dict):
-                continue
-            key = str(rec.get("nodeid") or rec.get("id"))
+    merged = Merged(report={})
+    latest: list[int] = []
+    for indices in _attempts(shards).values():
+        won, lost = _winners(shards, indices)
+        latest.append(indices[-1])
+        if len(indices) > 1:
+            merged.superseded.extend(
+                {"report": Path(shards[i][0]).name, "shard": shards[i][1]["run"].get("shard"),
+                 "attempt": n, "attempts": len(indices), "superseded": lost[i],
+                 "kept": len(shards[i][1]["cases"]) - lost[i]}
+                for n, i in enumerate(indices, start=1))
+        for key, (i, pos) in won.items():
+            name, report = shards[i]
             if key not in where:
-                records.append(rec)
+                records.append(report["cases"][pos])
+                stored = report.get("spans")
+                spans.append(stored[pos] if stored else Span(Path(name), -1, 0))
             where.setdefault(key, []).append(name)
-    records.sort(key=lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
+    cases = StoredCases(records, spans)
+    cases.sort_by(lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
+    records = cases
     runs = [report["run"] for _, report in shards]
     first = runs[0]
-    merged = Merged(report={})
     merged.duplicated = [(k, names) for k, names in where.items() if len(names) > 1]
     suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
     if suite_ids is not None:
@@ -183,8 +248,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
         total = split[0][1]
         merged.missing_shards = [f"{i}/{total}" for i in range(1, total + 1)
                                  if i not in {s[0] for s in split}]
-    merged.interrupted = [name for name, report in shards if report["run"].get("interrupted")]
-
+    merged.interrupted = [shards[i][0] for i in sorted(latest) if runs[i].get("interrupted")]
     cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
     gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
                                  float(g["limit"]), cwd / str(g.get("scope") or "."),
@@ -209,6 +273,8 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
                          "cases": len(report["cases"]), "exitstatus": r.get("exitstatus")}
                         for (name, report), r in zip(shards, runs, strict=True)],
     }
+    if merged.superseded:  # the attempts of a retried shard, and what each lost
+        run["attempts"] = merged.superseded
     if first.get("suite"):
         run["suite"] = first["suite"]
     merged.report = {"version": shards[0][1].get("version", 1), "run": run, "cases": records,
@@ -248,6 +314,20 @@ def problems_of(merged: Merged) -> list[str]:
     if merged.interrupted:
         out.append("interrupted shard(s): " + ", ".join(Path(n).name for n in merged.interrupted))
     return out
+
+
+def attempt_lines(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``shard 3/10: 2 attempts; shard-3.json superseded (1,000 cases by a later attempt)``."""
+    by_shard: dict[str, list[Mapping[str, Any]]] = {}
+    for a in attempts:
+        by_shard.setdefault(str(a.get("shard")), []).append(a)
+    lines = []
+    for shard, group in by_shard.items():
+        lost = [f"{a['report']} ({a['superseded']:,} of {a['superseded'] + a['kept']:,} "
+                "cases)" for a in group if a["superseded"]]
+        lines.append(f"shard {shard}: {len(group)} attempts, the latest complete record of each "
+                     f"case kept; superseded: {', '.join(lost) or 'none'}")
+    return lines
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -326,6 +406,7 @@ def run(argv: Sequence[str]) -> int:
     status = INTERRUPTED if merged.interrupted else TESTS_FAILED if failing or incomplete else OK
     report["run"]["exitstatus"] = status
     lines: list[str] = [f"queryeval merge: {len(shards)} shard(s), {len(report['cases'])} cases"]
+    lines.extend(attempt_lines(merged.superseded))
     lines.extend(f"error: {p}" for p in incomplete)
     errors = [str(r.get("id")) for r in report["cases"] if r.get("outcome") == "error"]
     try:

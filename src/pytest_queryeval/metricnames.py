@@ -24,6 +24,16 @@ JUDGE_EX = "judge_ex"
 RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS) | frozenset(JUDGE_USAGE_METRICS)
 #: Metrics only a repeated case records (every kind accepts them in thresholds and gates).
 REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
+#: The Spider evaluator's components, in its print order; each is scored as ``<c>_acc``,
+#: ``<c>_rec`` and ``<c>_f1`` beside ``exact_set_match``.
+SPIDER_COMPONENTS: tuple[str, ...] = (
+    "select", "select_no_agg", "where", "where_no_op", "group_no_having", "group", "order",
+    "and_or", "iuen", "keywords",
+)
+#: The metrics the Spider evaluator scores 0 when its parser cannot read the prediction (the
+#: aggregates count those cases as "not parsable by the reference").
+SPIDER_STRUCTURE_METRICS = frozenset({"exact_set_match", *(
+    f"{c}_{s}" for c in SPIDER_COMPONENTS for s in ("acc", "rec", "f1"))})
 #: Pseudo-metric gated and compared beside the real ones: passed / (passed + failed + errors).
 PASS_RATE = "pass_rate"
 

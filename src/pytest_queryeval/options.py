@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .conclude import Outputs
     from .model import Threshold
     from .predict import Predictor
+    from .resume import Resume
     from .suitecheck import MetricCatalog
 
 
@@ -128,6 +129,8 @@ class RunOptions:
     override_inline: bool
     concurrency: int | None
     no_cache: bool
+    #: ``--queryeval-gold-cache`` (or ini): the shared gold directory; None: pytest's cache only.
+    gold_cache: Path | None
     model_label: str | None
     repeat: int | None
     #: ``--queryeval-judge-refresh``: ask the judge again instead of reading pinned verdicts.
@@ -137,6 +140,10 @@ class RunOptions:
     shard: tuple[int, int] | None
     #: ``--queryeval-audit-golds``: "error" or "warn"; None: a normal run.
     audit: str | None
+    #: ``--queryeval-resume``: the previous attempt's carriable records (None: run all).
+    resume: Resume | None
+    #: ``--queryeval-shard-durations`` (or ini): case id -> seconds; None: shards by hash.
+    shard_durations: dict[str, float] | None
     verdict_mode: str
     junit_properties: bool
     #: ini ``queryeval_baseline`` (the baseline to update when no --queryeval-baseline).
@@ -207,10 +214,15 @@ class RunOptions:
             ini_thresholds=ini_thresholds, cli_thresholds=cli_thresholds,
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
+            gold_cache=(config.invocation_params.dir / get("queryeval_gold_cache")
+                        if get("queryeval_gold_cache") else
+                        config.rootpath / str(config.getini("queryeval_gold_cache"))
+                        if config.getini("queryeval_gold_cache") else None),
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             judge_refresh=bool(get("queryeval_judge_refresh")),
             audit_judge=get("queryeval_audit_judge"),
-            shard=None, audit=get("queryeval_audit_golds"), verdict_mode="strict",
+            shard=None, audit=get("queryeval_audit_golds"), resume=None,
+            shard_durations=None, verdict_mode="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),
             significance_ini=significance_ini,
@@ -233,12 +245,38 @@ class RunOptions:
             shard = parse_shard(get("queryeval_shard"))
         from .verdict import parse_mode
 
+        resume = None
+        if get("queryeval_resume"):
+            from .resume import Resume
+
+            given = str(get("queryeval_resume"))
+            try:
+                resume = Resume.load(config.invocation_params.dir / given, given)
+            except ValueError as exc:
+                raise pytest.UsageError(f"queryeval: {exc}") from None
+            if options.audit:
+                raise pytest.UsageError("queryeval: --queryeval-resume cannot be used with "
+                                        "--queryeval-audit-golds: an audit scores the golds")
+
         try:
             mode = parse_mode(report.verdict, str(config.getini("queryeval_verdict")),
                               bool(report.baseline))
         except ValueError as exc:
             raise pytest.UsageError(f"queryeval: {exc}") from None
-        return replace(options, shard=shard, verdict_mode=mode)
+        durations = None
+        given = get("queryeval_shard_durations") or str(
+            config.getini("queryeval_shard_durations") or "")
+        if given and shard is not None:
+            from .shard import load_durations
+
+            base = config.invocation_params.dir if get("queryeval_shard_durations") \
+                else config.rootpath
+            try:
+                durations = load_durations(base / given, given)
+            except ValueError as exc:
+                raise pytest.UsageError(f"queryeval: {exc}") from None
+        return replace(options, shard=shard, verdict_mode=mode, resume=resume,
+                       shard_durations=durations)
 
     def _problems(self, catalog: MetricCatalog, inipath: Path | None,
                   shard: str | None) -> list[str]:

@@ -53,10 +53,12 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
         return  # pytest ends the session: "errors during collection"
     hook_active = bool(config.hook.pytest_queryeval_predict.get_hookimpls())
     requests: _Requests = {}
-    from .collect import QueryEvalItem
+    from .collect import RUNNER, QueryEvalItem
 
+    carried = config.stash[RUNNER].carried  # --queryeval-resume: scored by an earlier attempt
     for index, item in enumerate(session.items):
-        if not isinstance(item, QueryEvalItem) or item.get_closest_marker("skip"):
+        if not isinstance(item, QueryEvalItem) or item.get_closest_marker("skip") \
+                or item.nodeid in carried:
             continue
         wanted = evaluator.requests(item.case, hook_active=hook_active)
         if wanted:

@@ -90,7 +90,7 @@ def make_evaluator(config: pytest.Config, options: RunOptions) -> Evaluator:
                      hooks=hooks, search_paths=[config.rootpath],
                      concurrency=options.concurrency, repeat=options.repeat,
                      neighbours=options.neighbours, neighbour_base=options.neighbour_base,
-                     judge_refresh=options.judge_refresh)
+                     judge_refresh=options.judge_refresh, gold_cache=options.gold_cache)
 
 
 class Runner:
@@ -123,6 +123,9 @@ class Runner:
         self.baseline: Path | None = None
         #: Prediction ids that match no case (:mod:`.unmatched`), warned about at the end.
         self.unmatched: unmatched.Found = {}
+        #: ``--queryeval-resume``: node id -> the previous attempt's record, reported instead
+        #: of running the case (and asked of no predictor).
+        self.carried: dict[str, dict[str, Any]] = {}
 
     # -- what the nodes ask ------------------------------------------------------------
     def is_metric(self, kind: str, name: str) -> bool:
@@ -156,6 +159,8 @@ class Runner:
         controller turns into the usage error (:class:`~.controller.Controller`)."""
         if self.options.shard is not None:
             self._keep_shard(items)
+        if self.options.resume is not None:
+            self._carry(items)
         problems = check_suite(self.finder, self.catalog())
         files = {Path(item.path) for item in items
                  if isinstance(item, QueryEvalItem | QueryEvalFileError)}
@@ -178,19 +183,41 @@ class Runner:
 
     def _keep_shard(self, items: list[pytest.Item]) -> None:
         """``--queryeval-shard I/N``: deselect the items of the other shards (cases by id,
-        other items by node id), as pytest's own deselection does."""
-        from .shard import shard_of
+        other items by node id), as pytest's own deselection does. With recorded durations
+        (``--queryeval-shard-durations``) the cases are balanced by them instead of hashed."""
+        from .shard import balanced_shards, shard_of
 
         assert self.options.shard is not None
         index, total = self.options.shard
+        durations = self.options.shard_durations
+        balanced = None
+        if durations is not None:  # every runner collects the same cases: the same partition
+            balanced = balanced_shards([i.case.id for i in items if isinstance(i, QueryEvalItem)],
+                                       durations, total)
         keep: list[pytest.Item] = []
         drop: list[pytest.Item] = []
         for item in items:
             key = item.case.id if isinstance(item, QueryEvalItem) else item.nodeid
-            (keep if shard_of(key, total) == index else drop).append(item)
+            shard = balanced.get(key) if balanced is not None else None
+            if shard is None:
+                shard = shard_of(key, total)
+            (keep if shard == index else drop).append(item)
         if drop:
             items[:] = keep
             self.config.hook.pytest_deselected(items=drop)
+
+    def _carry(self, items: list[pytest.Item]) -> None:
+        """``--queryeval-resume``: the selected cases the previous attempt already scored."""
+        from .resume import identity
+
+        resume = self.options.resume
+        assert resume is not None
+        for item in items:
+            if isinstance(item, QueryEvalItem):
+                rec = resume.carried(item.case, identity(item.case, self.options.predictions),
+                                     item.nodeid)
+                if rec is not None:
+                    self.carried[item.nodeid] = rec
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """Counted so that a baseline is never written from a selection of the suite."""

@@ -13,6 +13,7 @@ import heapq
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,23 @@ def durations_from_report(report: Mapping[str, object]) -> dict[str, float]:
         if seconds == seconds and 0 <= seconds < float("inf"):
             out[rec["id"]] = float(seconds)
     return out
+
+
+def load_durations(path: Path, name: str) -> dict[str, float]:
+    """:func:`durations_from_report` of the JSON report at ``path``; ValueError names the
+    file and the problem (``name``: the path as given)."""
+    from .boundedio import BoundedReadError, load_json_file
+
+    try:
+        data = load_json_file(path)
+    except OSError as exc:
+        raise ValueError(f"--queryeval-shard-durations: {name}: cannot read: "
+                         f"{exc.strerror or exc}") from None
+    except BoundedReadError as exc:
+        raise ValueError(f"--queryeval-shard-durations: {name}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise ValueError(f"--queryeval-shard-durations: {name}: not a queryeval JSON report")
+    return durations_from_report(data)
 
 
 def balanced_shards(case_ids: Sequence[str], durations: Mapping[str, float],

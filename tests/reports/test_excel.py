@@ -33,7 +33,8 @@ def _members(current, kind, difficulty):
 
 def test_sheets(book):
     _, wb = book
-    assert wb.sheetnames == ["Summary", "All metrics", "Details", "SDMX overview", "Run"]
+    assert wb.sheetnames == ["Summary", "All metrics", "Details", "SDMX overview", "Denominators",
+                             "Run"]
 
 
 def test_summary_values(book, current):

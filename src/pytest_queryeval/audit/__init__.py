@@ -42,7 +42,7 @@ from ..metricnames import (
 from ..model import Case, Context, Kind, Scored
 
 if TYPE_CHECKING:
-    from ..engine import CaseOutcome
+    from ..casesteps import CaseOutcome
     from ..sources.base import DataSource
 
 from .findings import CATALOG as CATALOG
@@ -134,7 +134,7 @@ def audit_outcome(case: Case, ctx: Context, mode: str) -> CaseOutcome:
     """The audit of one case as the engine's :class:`~pytest_queryeval.engine.CaseOutcome`:
     failed when it has an error finding (unless ``mode`` is ``warn``), the findings as its
     diff and in ``details["audit"]``, the first gold's self-scores as its metrics."""
-    from ..engine import CaseOutcome
+    from ..casesteps import CaseOutcome
 
     found = audit_case(case, ctx)
     errors = found.errors

@@ -15,6 +15,9 @@ from ..report.json_report import write_atomic
 def write_baseline(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write the report as the new baseline, atomically: readers never see a partial file."""
     target = Path(path)
+    full = getattr(report.get("cases"), "iter_full", None)
+    if full is not None:  # a merge's slim records (report.stream): the baseline keeps them whole
+        report = {**report, "cases": list(full())}
     write_atomic(target, json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return target
 

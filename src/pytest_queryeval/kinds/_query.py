@@ -118,9 +118,11 @@ def compare_options(options: Mapping[str, Any]) -> Any:
 
 
 def gold_cache_key(src: DataSource, query: str) -> str:
-    """The cache key of one gold result: the gold audit hands the kinds the result it has
-    just executed under this key, so a gold runs once per audit, not once per reader."""
-    return json.dumps([src.fingerprint(), query])
+    """The cache key of one gold result (the engine, the data's fingerprint and the gold
+    text): the gold audit hands the kinds the result it has just executed under this key, so
+    a gold runs once per audit, not once per reader; ``--queryeval-gold-cache`` addresses its
+    entries by it (:mod:`..goldcache`)."""
+    return json.dumps([getattr(src, "type", None), src.fingerprint(), query])
 
 
 def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,

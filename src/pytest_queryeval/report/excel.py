@@ -88,6 +88,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         if report.get("audit"):
             _audit_sheet(wb, fmt, report["audit"])
         _reference_sheet(wb, fmt, report.get("aggregates") or {})
+        _denominators_sheet(wb, fmt, report.get("aggregates") or {})
         if (report.get("near_miss") or {}).get("overall"):
             _near_miss_sheet(wb, fmt, report)
         judge = report.get("judge") or {}
@@ -361,7 +362,10 @@ def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])
     first_metric = len(DETAILS_FIXED)
+    full = getattr(report.get("cases"), "full", None)  # a merge re-reads each record whole
     for row, case in enumerate(cases, start=1):
+        if full is not None:
+            case = full(row - 1)
         outcome = str(case.get("outcome") or "")
         values = [case.get("id"), case.get("kind"), difficulty_of(case),
                   ", ".join(str(t) for t in case.get("tags") or []), case.get("question"),
@@ -456,6 +460,29 @@ def _reference_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> No
             row += 1
     ws.set_column(0, 0, 40)
     ws.set_column(1, 4, 16)
+
+
+def _denominators_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
+    """Over how many cases each kind's means were computed, and why the others are missing."""
+    from .denominators import UNPARSABLE_HEADER, denominators
+
+    rows = denominators(agg)
+    if not rows:
+        return
+    ws = wb.add_worksheet("Denominators")
+    for col, name in enumerate(("kind", "metric", "over", "of cases", "missing (why)",
+                                UNPARSABLE_HEADER)):
+        ws.write_string(0, col, name, fmt["header"])
+    for row, r in enumerate(rows, start=1):
+        _write_text(ws, row, 0, r.kind, fmt["text"])
+        _write_text(ws, row, 1, r.metric, fmt["text"])
+        _write_num(ws, row, 2, r.n, fmt["int"])
+        _write_num(ws, row, 3, r.cases, fmt["int"])
+        _write_text(ws, row, 4, r.missing, fmt["text"])
+        _write_num(ws, row, 5, r.unparsable, fmt["int"])
+    ws.set_column(0, 1, 24)
+    ws.set_column(2, 3, 10)
+    ws.set_column(4, 5, 40)
 
 
 def _near_miss_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:

@@ -49,6 +49,10 @@ LATENCY_METRIC = "prediction_seconds"
 CHARTS_PER_KIND = 3
 #: Characters of a predicted/gold value shown in a case's details.
 MAX_VALUE = 20000
+#: The most case rows the table holds, and dots a distribution chart draws per difficulty:
+#: the page of a 200,000-case merge stays a few MB (the JSON report has every case).
+MAX_CASE_ROWS = 2000
+MAX_DOTS = 400
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "img-src data:; base-uri 'none'; form-action 'none'")
@@ -194,6 +198,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     if report.get("audit"):
         parts.append(_audit(report["audit"]))
     parts.append(_summary(agg, cases, gated_metrics(report), _changed(cases, comparison)))
+    parts.append(_denominators(agg))
     parts.append(_references(agg))
     parts.append(_distributions(cases))
     if comparison is not None:
@@ -205,7 +210,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     judge = report.get("judge") or {}
     if judge.get("judged") or judge.get("errors"):
         parts.append(_judge(judge))
-    parts.append(_case_table(cases))
+    parts.append(_case_table(report.get("cases") or cases))  # a merge's: read back whole
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
 
@@ -216,6 +221,23 @@ def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
     target = Path(path)
     write_atomic(target, printable(render_html(report, comparison)))
     return target
+
+
+def _denominators(agg: Mapping[str, Any]) -> str:
+    """Over how many cases each kind's means were computed, and why the others are missing."""
+    from .denominators import UNPARSABLE_HEADER, denominators
+
+    rows = denominators(agg)
+    if not rows:
+        return ""
+    out = ['<section id="denominators"><h2>Denominators</h2><table><thead><tr><th>kind</th>'
+           '<th>metric</th><th class="n">over</th><th class="n">of cases</th>'
+           f'<th>missing (why)</th><th class="n">{e(UNPARSABLE_HEADER)}</th></tr></thead><tbody>']
+    out.extend(f"<tr><td>{e(r.kind)}</td><td>{e(r.metric)}</td><td class=\"n\">{r.n}</td>"
+               f"<td class=\"n\">{r.cases}</td><td>{e(r.missing or '–')}</td>"
+               f"<td class=\"n\">{r.unparsable}</td></tr>" for r in rows)
+    out.append("</tbody></table></section>")
+    return "".join(out)
 
 
 def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[Any],
@@ -495,7 +517,8 @@ def strip_chart(title: str, metric: str, groups: Sequence[tuple[str, Sequence[tu
         svg.append(f'<text x="{cx:.1f}" y="{height - 18}" text-anchor="middle">{e(label)}'
                    f'</text><text x="{cx:.1f}" y="{height - 5}" text-anchor="middle" '
                    f'fill="#6e7781">n={len(pts)}</text>')
-        for j, (cid, outcome, v) in enumerate(pts):
+        step = max(1, -(-len(pts) // MAX_DOTS))  # a huge group: every step-th dot, mean of all
+        for j, (cid, outcome, v) in enumerate(pts[::step]):
             jitter = ((j * 7919) % 17 - 8) / 8 * min(band * 0.28, 40)
             svg.append(f'<circle class="pt" cx="{cx + jitter:.1f}" cy="{y(v):.1f}" r="4" '
                        f'fill="{_outcome_color(outcome)}" fill-opacity="0.75">'
@@ -688,8 +711,34 @@ def _case_details(case: Mapping[str, Any]) -> str:
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
 
 
-def _case_table(cases: list[Mapping[str, Any]]) -> str:
-    out = ['<section id="cases"><h2>Cases</h2><div class="controls">'
+def shown_cases(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], int]:
+    """The cases the table shows, in report order, and how many it leaves out: at most
+    :data:`MAX_CASE_ROWS`, every failing case first (a 200,000-case merge wrote a 657 MB page).
+    A merge's records are read back whole for the rows shown (``full``)."""
+    from ..metricnames import FAILED_OUTCOMES
+    from ..verdict import judged_outcome
+
+    if len(cases) <= MAX_CASE_ROWS:
+        chosen = list(range(len(cases)))
+    else:
+        failing = [i for i, c in enumerate(cases) if judged_outcome(c) in FAILED_OUTCOMES]
+        chosen = failing[:MAX_CASE_ROWS]
+        if len(chosen) < MAX_CASE_ROWS:
+            taken = set(chosen)
+            chosen += [i for i in range(len(cases)) if i not in taken][
+                :MAX_CASE_ROWS - len(chosen)]
+        chosen.sort()
+    full = getattr(cases, "full", None)
+    rows = [full(i) if full is not None else cases[i] for i in chosen]
+    return rows, len(cases) - len(rows)
+
+
+def _case_table(all_cases: Sequence[Mapping[str, Any]]) -> str:
+    cases, left_out = shown_cases(all_cases)
+    note = (f'<p class="muted" id="cases-left-out">{left_out:,} of {len(all_cases):,} cases are '
+            f"not shown: the table holds at most {MAX_CASE_ROWS:,}, every failing case first; "
+            "the JSON report has them all.</p>") if left_out else ""
+    out = ['<section id="cases"><h2>Cases</h2>' + note + '<div class="controls">'
            '<input type="search" id="case-filter" placeholder="filter: id, question, query…" '
            'aria-label="filter cases"><label><input type="checkbox" id="only-failed"> failures '
            f'only</label><span id="case-count" class="muted">{len(cases)} cases</span></div>',

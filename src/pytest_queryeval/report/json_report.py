@@ -143,7 +143,40 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def write_report(report: dict[str, Any], path: Path) -> None:
-    write_atomic(path, dumps(report))
+    cases = report.get("cases")
+    full = getattr(cases, "iter_full", None)
+    if full is None or not cases:
+        write_atomic(path, dumps(report))
+        return
+    # a merge's cases (report.stream.StoredCases): each record read back and written in turn,
+    # so the whole text is never held at once; the layout is dumps()'s
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = create_temp(path.parent, f".{path.name}.", ".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            sep = "{\n  "
+            for key, value in report.items():
+                fh.write(sep + _encode_str(str(key)) + ": ")
+                if key == "cases":
+                    lead = "[\n    "
+                    for record in full():
+                        fh.write(lead + _case_line(record))
+                        lead = ",\n    "
+                    fh.write("\n  ]")
+                else:
+                    out: list[str] = []
+                    _emit(value, out, "\n  ")
+                    fh.write("".join(out))
+                sep = ",\n  "
+            fh.write("\n}\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def load_report(path: Path) -> dict[str, Any]:

@@ -115,6 +115,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     if report.get("audit"):
         out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg, gated_metrics(report)))
+    out.extend(_denominators(agg))
     out.extend(_references(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
@@ -258,6 +259,22 @@ def _kinds(agg: Mapping[str, Any], gated: set[str] | None = None) -> list[str]:
     return out
 
 
+def _denominators(agg: Mapping[str, Any]) -> list[str]:
+    """Over how many cases each kind's means were computed, and why the others are missing."""
+    from .denominators import UNPARSABLE_HEADER, denominators
+
+    rows = denominators(agg)
+    if not rows:
+        return []
+    out = ["### Denominators", "",
+           _row(["kind", "metric", "over", "of cases", "missing (why)", UNPARSABLE_HEADER]),
+           "|---|---|---:|---:|---|---:|"]
+    out.extend(_row([md(r.kind), md(r.metric), str(r.n), str(r.cases), md(r.missing or "–"),
+                     str(r.unparsable)]) for r in rows)
+    out.append("")
+    return out
+
+
 def _delta_cell(d: MetricDelta) -> str:
     if d.delta is None:
         return "–"
@@ -307,13 +324,14 @@ def _baseline(cmp: Comparison) -> list[str]:
 
 def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
     """Failure blocks, in report order, while they fit in ``budget`` characters."""
-    failed = [c for c in cases if c.get("outcome") in FAILED_OUTCOMES]
+    failed = [i for i, c in enumerate(cases) if c.get("outcome") in FAILED_OUTCOMES]
     if not failed:
         return []
+    full = getattr(cases, "full", None)  # a merge's slim records: read back whole
     out = [f"### Failures ({len(failed)})", ""]
     used = shown = 0
-    for case in failed[:MAX_FAILURES]:
-        block = _failure_block(case)
+    for index in failed[:MAX_FAILURES]:
+        block = _failure_block(full(index) if full is not None else cases[index])
         size = sum(len(line) + 1 for line in block)
         if used + size > budget:
             break

@@ -8,8 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..casesteps import CaseOutcome
 from ..config import PATH_KEYS
-from ..engine import CaseOutcome
 from ..model import MISSING, NO_DIFFICULTY, Case
 from ..paths import display
 from ..safetext import no_surrogates

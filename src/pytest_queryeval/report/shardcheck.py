@@ -103,7 +103,8 @@ CASE: dict[str, Check] = {
     "settings": _nullable(_object), "near_miss": _nullable(_object),
     "error": _nullable(_string), "reason": _nullable(_string),
     "question": _nullable(_string), "verdict": _nullable(_string),
-    "baseline_status": _nullable(_string),
+    "baseline_status": _nullable(_string), "identity": _nullable(_string),
+    "carried": _nullable(_string),
 }
 #: Gate fields: the merge rebuilds each gate and evaluates it over the union.
 GATE: dict[str, Check] = {
@@ -241,3 +242,11 @@ def summary(name: str, problems: list[str]) -> str:
     if len(problems) > LISTED:
         shown.append(f"{name}: and {len(problems) - LISTED} more problem(s)")
     return "\n  ".join(shown)
+
+
+def case_problems(case: Any, where: str) -> list[str]:
+    """:func:`check_report`'s problems of one case (``where``: its path, ``cases[17]``), for a
+    reader that sees the cases one at a time (:mod:`.stream`)."""
+    p = _Problems()
+    _check_case(p, case, where)
+    return p.found

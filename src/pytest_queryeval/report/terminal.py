@@ -17,6 +17,7 @@ from ..model import NO_DIFFICULTY
 from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from .columns import is_detail_metric, is_spider_component
+from .denominators import kind_line
 from .numbers import num, signed
 from .numbers import pct as _pct
 
@@ -98,6 +99,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         if len(per_diff) > 1:
             rows.append(_row(kind, "all", agg["by_kind"][kind], present, spend))
         lines.extend(_table(header, rows))
+        over = kind_line(agg["by_kind"][kind], present, _SHORT)
+        if over:
+            lines.append(over)
         lines.append("")
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
@@ -122,6 +126,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     spent = spent_line(o)
     if spent:
         lines.append(spent)
+    lines.extend(carried_lines(report["cases"]))
     lines.extend(verdict_lines(report, baseline=baseline))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
@@ -147,6 +152,21 @@ def judge_summary(agg: Mapping[str, Any] | None) -> list[str]:
     from ..judge.report import summary_lines as judge_lines
 
     return judge_lines(agg)
+
+
+def carried_lines(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``--queryeval-resume``: how many cases an earlier attempt scored, and from which report."""
+    sources: dict[str, int] = {}
+    for c in cases:
+        source = c.get("carried")
+        if source:
+            sources[str(source)] = sources.get(str(source), 0) + 1
+    if not sources:
+        return []
+    total = sum(sources.values())
+    where = ", ".join(f"{n} from {name}" for name, n in sources.items())
+    return [f"carried: {plural(total, 'case')} scored by an earlier attempt, not run again "
+            f"({where}; --queryeval-resume)"]
 
 
 def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:

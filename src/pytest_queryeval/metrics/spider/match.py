@@ -21,15 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import GoldError
+from ...metricnames import SPIDER_COMPONENTS
 from .hardness import counts, hardness_of, level
 from .parse import AGG_OPS, SQL, UNIT_OPS, WHERE_OPS, SpiderParseError, empty_sql, parse_sql
 from .schema import Schema
 
 #: Our component names, in the evaluator's print order, with the evaluator's labels.
-COMPONENTS: tuple[str, ...] = (
-    "select", "select_no_agg", "where", "where_no_op", "group_no_having", "group", "order",
-    "and_or", "iuen", "keywords",
-)
+COMPONENTS: tuple[str, ...] = SPIDER_COMPONENTS
 OFFICIAL_NAMES: dict[str, str] = dict(zip(COMPONENTS, (
     "select", "select(no AGG)", "where", "where(no OP)", "group(no Having)", "group", "order",
     "and/or", "IUEN", "keywords",

@@ -1,0 +1,101 @@
+"""``--queryeval-resume REPORT``: a retried shard does not ask the model again for what its
+previous attempt already scored.
+
+A scheduler retries a shard that was preempted or timed out; without this the retry asks the
+model (and pays) again for every case. A case is carried from the previous attempt's JSON
+report when that report holds a *complete* record of it (passed, failed, xfailed or xpassed;
+not an error, not skipped, not a prediction that could not be obtained) with the same
+:func:`identity`: the same case as written, scored against the same prediction source. The
+carried record counts in the aggregates, the gates and the exit status as if it had run.
+
+Importable without pytest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model import Case
+
+#: Outcomes of a record a later attempt may carry instead of running the case again.
+COMPLETE = frozenset({"passed", "failed", "xfailed", "xpassed"})
+
+
+def identity(case: Case, predictions: str | None) -> str:
+    """What a case was scored as: a digest of the case mapping as written (question, gold,
+    inline prediction), its kind, datasource name, options and thresholds in force (file, suite,
+    ini and command line), the suite's ``predictions:`` source and ``model:`` label, and
+    ``--queryeval-predictions``. Two attempts with the same identity ask the same question of
+    the same source and judge the answer the same way.
+
+    Not part of it: the content of files the case names (databases, result CSVs, a predictions
+    file): resume from a fresh report when those change.
+    """
+    data = {
+        "id": case.id, "kind": case.kind, "case": case.raw, "datasource": case.datasource,
+        "options": case.options,
+        "thresholds": {m: t.to_json() for m, t in sorted(case.thresholds.items())},
+        "prediction_source": case.prediction_source, "predictions": predictions,
+        "model": case.model_label,
+    }
+    text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def carriable(record: Mapping[str, Any]) -> bool:
+    """A record a retry may keep: complete, with an identity, and not a prediction that
+    failed (a source that failed once is asked again)."""
+    if record.get("outcome") not in COMPLETE or not isinstance(record.get("identity"), str):
+        return False
+    reason = record.get("reason")
+    return not (isinstance(reason, str) and reason.startswith("prediction error"))
+
+
+@dataclass
+class Resume:
+    """The carriable records of a previous attempt, by case id."""
+
+    report: str
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path, name: str) -> Resume:
+        """The records of the JSON report at ``path``; ValueError says why it cannot be used
+        (unreadable, not a report, a damaged field)."""
+        from .boundedio import BoundedReadError, load_json_file
+        from .report.shardcheck import check_report, summary
+
+        try:
+            data = load_json_file(path)
+        except OSError as exc:
+            raise ValueError(f"--queryeval-resume: {name}: cannot read: "
+                             f"{exc.strerror or exc}") from None
+        except BoundedReadError as exc:
+            raise ValueError(f"--queryeval-resume: {name}: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+            raise ValueError(f"--queryeval-resume: {name}: not a queryeval JSON report")
+        problems = check_report(data)
+        if problems:
+            raise ValueError("--queryeval-resume: " + summary(name, problems))
+        out = cls(name)
+        for rec in data["cases"]:
+            if isinstance(rec, dict) and carriable(rec):
+                out.records[str(rec.get("id"))] = rec  # a later record of one id wins
+        return out
+
+    def carried(self, case: Case, ident: str, nodeid: str) -> dict[str, Any] | None:
+        """The record to report for ``case`` instead of running it, or None to run it."""
+        rec = self.records.get(case.id)
+        if rec is None or rec.get("identity") != ident:
+            return None
+        out = {**rec, "nodeid": nodeid, "carried": self.report}
+        out.pop("baseline_status", None)  # judged again against this run's baseline
+        out.pop("verdict", None)
+        out["outcome"] = None
+        return out
