@@ -157,6 +157,8 @@ def extra_data() -> Path:
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     """pytester's directory as a suite: ``test_*.yaml`` case files and a ``{}`` queryeval.yaml
-    (tests/support.py ``write_suite``); a test writes its own cases and config over it."""
+    (tests/support.py ``write_suite``); a test writes its own cases and config over it, and
+    removes that queryeval.yaml when it moves its suite into a sub-directory (the baseline is
+    written beside the top-most one)."""
     write_suite(pytester.path)
     return pytester
