@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import write_suite
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Real data and reference outputs the tests need, in the repository (see tests/data/README.md).
 DATA = ROOT / "tests" / "data"
@@ -156,3 +158,13 @@ def extra_data() -> Path:
         pytest.skip(f"extra cross-check: optional reference data not found at {EXTRA_DATA} "
                     "(set QUERYEVAL_SHARED_DATA to run it)")
     return EXTRA_DATA
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester's directory as a suite: ``test_*.yaml`` case files and a ``{}`` queryeval.yaml
+    (tests/support.py ``write_suite``); a test writes its own cases and config over it, and
+    removes that queryeval.yaml when it moves its suite into a sub-directory (the baseline is
+    written beside the top-most one)."""
+    write_suite(pytester.path)
+    return pytester

@@ -3,7 +3,6 @@ real plugin, and the reports read back."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -15,15 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.plugin.conftest import dump
+from tests.support import Report, dump, read_report, run_report
 
 __all__ = ["dump", "read_report", "run_suite"]
-
-
-@pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    return pytester
 
 
 @pytest.fixture
@@ -35,21 +28,10 @@ def chinook_copy(shared_data: Path, pytester: pytest.Pytester) -> Path:
     return dst
 
 
-def read_report(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
-
-
 def run_suite(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
-              ) -> tuple[pytest.RunResult, dict[str, Any]]:
+              ) -> tuple[pytest.RunResult, Report]:
     """Run the suite with a JSON report; return the result and the parsed report."""
-    report = pytester.path / "report.json"
-    if report.exists():
-        report.unlink()
-    run = pytester.runpytest_subprocess if subprocess else pytester.runpytest
-    result = run("--queryeval-json=report.json", *args)
-    assert report.is_file(), result.stdout.str()[-3000:]
-    return result, read_report(report)
+    return run_report(pytester, *args, name="report.json", subprocess=subprocess, fresh=True)
 
 
 def by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:

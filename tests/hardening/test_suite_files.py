@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_queryeval import safefile
+from tests.support import run_report
 
 from ..conftest import ROOT
 from ..plugin.conftest import GDP, dump, outcomes_by_id, sdmx_case, selection
@@ -36,8 +37,7 @@ def _good_sdmx(suite: pytest.Pytester, name: str = "test_good", ids: tuple[str, 
 
 
 def _run(suite: pytest.Pytester, *args: str) -> tuple[Any, dict[str, Any], str]:
-    result = suite.runpytest("--queryeval-json=r.json", "-rf", *args)
-    report = json.loads((suite.path / "r.json").read_text())
+    result, report = run_report(suite, "-rf", *args)
     return result, report, result.stdout.str()
 
 

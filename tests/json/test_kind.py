@@ -15,12 +15,13 @@ from pytest_queryeval.embeddings import EmbeddingModelError, resolve_model
 from pytest_queryeval.errors import MissingDependency
 from pytest_queryeval.kinds.json import JsonKind, parse_json
 from pytest_queryeval.model import Case
+from tests.support import make_case
 
 KIND = JsonKind()
 
 
 def case(gold: Any = None, **options: Any) -> Case:
-    return Case(id="c", kind="json", file=Path("t.yaml"), line=3, gold=gold, options=options)
+    return make_case("json", file=Path("t.yaml"), line=3, gold=gold, options=options)
 
 
 def test_contract() -> None:

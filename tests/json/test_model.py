@@ -20,6 +20,7 @@ from pytest_queryeval.embeddings import Embedder, EmbeddingModelError, resolve_m
 from pytest_queryeval.kinds.json import JsonKind
 from pytest_queryeval.metrics.json_similarity import cosine
 from pytest_queryeval.model import MISSING, Case
+from tests.support import make_case
 
 from .conftest import FakeContext
 
@@ -31,15 +32,8 @@ KIND = JsonKind()
 
 
 def case(gold: Any, predicted: Any, file: Path = Path("cases/test_x.yaml"), **options: Any) -> Case:
-    return Case(
-        id=f"c{id(gold)}",
-        kind="json",
-        file=file,
-        line=1,
-        gold=gold,
-        predicted=predicted,
-        options=options,
-    )
+    return make_case("json", id=f"c{id(gold)}", file=file, gold=gold, predicted=predicted,
+                     options=options)
 
 
 def seed_one_at_a_time_cosine(model: Any, a: str, b: str) -> float:

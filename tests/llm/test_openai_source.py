@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL, question_of, tokens
+from tests.support import run_report, write_suite
 
 pytest.importorskip("openai")
 
@@ -25,7 +26,7 @@ Q_NAMES = "Which artists are there?"
 
 @pytest.fixture
 def music(pytester):
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    write_suite(pytester.path)
     conn = sqlite3.connect(pytester.path / "music.sqlite")
     for stmt in DDL:
         conn.execute(stmt)
@@ -57,9 +58,8 @@ def config(pytester, standin, **predictions):
 
 def run(pytester, monkeypatch, *args, key=KEY):
     monkeypatch.setenv("QE_TEST_KEY", key)
-    result = pytester.runpytest("--queryeval-json=r.json", *args)
-    report = json.loads((pytester.path / "r.json").read_text())
-    return result, {c["id"]: c for c in report["cases"]}, report
+    result, report = run_report(pytester, *args)
+    return result, report.by_id, report
 
 
 def test_answers_are_scored_with_tokens_cost_and_the_extraction(music, openai_standin,

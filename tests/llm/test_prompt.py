@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.errors import PredictionError
-from pytest_queryeval.model import Case
 from pytest_queryeval.predict import prompt
 from pytest_queryeval.predict.chat import ChatPredictor, retry_after
+from tests.support import make_case
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,8 +48,8 @@ def test_templates_name_only_known_placeholders():
 
 
 def _case(cid, question, gold="SELECT 1", kind="sql", datasource="db", **extra):
-    return Case(id=cid, kind=kind, file=Path("t.yaml"), line=1, question=question, gold=gold,
-                datasource=datasource, **extra)
+    return make_case(kind, id=cid, file=Path("t.yaml"), question=question, gold=gold,
+                     datasource=datasource, **extra)
 
 
 def test_few_shot_never_shows_the_case_or_its_question_and_prefers_its_datasource():

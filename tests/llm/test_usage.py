@@ -12,6 +12,7 @@ import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
 from tests.plugin.conftest import GDP, MEX, dump, sdmx_case, selection
+from tests.support import run_report, write_suite
 
 PERFECT = {"gdp": selection(GDP), "mex": selection(MEX)}
 PRICES = {"big": {"input_per_mtok": 3, "output_per_mtok": 15},
@@ -20,7 +21,7 @@ PRICES = {"big": {"input_per_mtok": 3, "output_per_mtok": 15},
 
 @pytest.fixture
 def sdmx_suite(pytester):
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    write_suite(pytester.path)
     pytester.makefile(".yaml", test_cases=dump({
         "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
         "cases": [sdmx_case("gdp", selection(GDP)), sdmx_case("mex", selection(MEX))]}))
@@ -28,9 +29,8 @@ def sdmx_suite(pytester):
 
 
 def _run(pytester, *args):
-    result = pytester.runpytest("--queryeval-json=r.json", *args)
-    report = json.loads((pytester.path / "r.json").read_text())
-    return result, report, {c["id"]: c for c in report["cases"]}
+    result, report = run_report(pytester, *args)
+    return result, report, report.by_id
 
 
 def cost(usage, price):

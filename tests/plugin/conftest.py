@@ -6,10 +6,11 @@ pytester run exercises collection, predictions, thresholds and reports in well u
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import pytest
+from tests.support import dump
+
+__all__ = ["GDP", "GDP_PLUS", "MEX", "dump", "outcomes_by_id", "sdmx_case", "selection"]
 
 
 def selection(*dims: tuple[str, list[tuple[str, str]]], dataset: str = "IMF.RES:WEO") -> dict[str, Any]:
@@ -32,17 +33,6 @@ def sdmx_case(case_id: str, target: dict[str, Any], predicted: dict[str, Any] | 
     if predicted is not None:
         turn["predicted"] = predicted
     return {"id": case_id, "conversation": [turn], **extra}
-
-
-def dump(data: Any) -> str:
-    """YAML is a superset of JSON: JSON text keeps tests independent of a YAML emitter."""
-    return json.dumps(data, indent=2)
-
-
-@pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    return pytester
 
 
 def outcomes_by_id(report: dict[str, Any]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.support import read_report
 
 from .conftest import GDP, dump, sdmx_case, selection
 
@@ -64,8 +65,7 @@ def _suite(pytester: pytest.Pytester, url: str, n: int, **source: Any) -> list[s
 
 
 def _report(pytester: pytest.Pytester) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((pytester.path / "r.json").read_text())
-    return data
+    return read_report(pytester.path / "r.json")
 
 
 def test_a_serial_run_requests_ahead_within_the_bound(suite, model_service):

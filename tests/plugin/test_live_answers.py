@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.support import run_report
 
 from .conftest import dump, outcomes_by_id
 
@@ -74,8 +75,7 @@ def _http(server: _Chat, **extra: Any) -> dict[str, Any]:
 
 
 def _report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str, Any]]:
-    result = pytester.runpytest("--queryeval-json=r.json", *args)
-    return result, json.loads((pytester.path / "r.json").read_text())
+    return run_report(pytester, *args)
 
 
 def test_http_answer_with_a_fenced_block_fails_with_a_hint_then_extract_fenced_passes(

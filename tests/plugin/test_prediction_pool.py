@@ -25,6 +25,7 @@ from pytest_queryeval.predict.pool import (
 )
 from tests.fixtures.model_service import ModelService, Request
 from tests.fixtures.openai_standin import KEY, MODEL
+from tests.support import make_case
 
 
 class Gate:
@@ -204,7 +205,7 @@ class _Overloaded(ModelService):
 
 
 def _case() -> Case:
-    return Case(id="c", kind="sql", file=Path("cases.yaml"), line=1, question="How many?")
+    return make_case(file=Path("cases.yaml"), question="How many?")
 
 
 @pytest.mark.parametrize("source", ["http", "openai"])

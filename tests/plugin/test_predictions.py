@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.support import make_case, run_report
 
 from .conftest import GDP, GDP_PLUS, MEX, dump, outcomes_by_id, sdmx_case, selection
 
@@ -25,8 +26,7 @@ def two_cases(suite):
 
 
 def _run(pytester, *args):
-    result = pytester.runpytest("--queryeval-json=r.json", *args)
-    return result, json.loads((pytester.path / "r.json").read_text())
+    return run_report(pytester, *args)
 
 
 def test_jsonl_file_with_latency(two_cases):
@@ -226,16 +226,13 @@ class _ErrorBody(ModelService):
 
 
 def test_http_error_keeps_the_start_of_the_body_without_the_key():
-    from pathlib import Path
-
     from pytest_queryeval.errors import PredictionError
-    from pytest_queryeval.model import Case
     from pytest_queryeval.predict.http import HttpPredictor
 
     server = _ErrorBody().start()
     base = server.url
     key = "sk-literal-key-0123456789"
-    case = Case(id="q1", kind="sql", file=Path("test_x.yaml"), line=1, question="how many?")
+    case = make_case(id="q1", question="how many?")
     try:
         short = HttpPredictor({"source": "http", "url": f"{base}/short",
                                "headers": {"X-Api-Key": key}, "retries": 0})

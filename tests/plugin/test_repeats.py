@@ -7,12 +7,12 @@ request, which is how the tests know each repeat really asked the model.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.support import run_report, write_suite
 
 from .conftest import GDP, MEX, dump, sdmx_case, selection
 
@@ -62,9 +62,8 @@ def _suite(pytester, model, header=None, cases=None, **config):
 
 
 def _run(pytester, *args):
-    result = pytester.runpytest("--queryeval-json=r.json", *args)
-    report = json.loads((pytester.path / "r.json").read_text())
-    return result, report, {c["id"]: c for c in report["cases"]}
+    result, report = run_report(pytester, *args)
+    return result, report, report.by_id
 
 
 def test_each_repeat_asks_the_model_and_the_case_records_mean_min_consistency(suite, model):
@@ -175,7 +174,7 @@ def test_sql_consistency_compares_results_and_the_gold_cache_does_not_collapse_r
         conn.executescript("CREATE TABLE artists(id INTEGER PRIMARY KEY, name TEXT);"
                            "INSERT INTO artists(name) VALUES ('a'), ('b'), ('c');")
     conn.close()
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    write_suite(pytester.path)
     pytester.makefile(".yaml", queryeval=_config(
         model.url, datasources={"music": {"type": "sqlite", "path": "music.sqlite"}}))
     pytester.makefile(".yaml", test_sql=dump({

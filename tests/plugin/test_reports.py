@@ -9,6 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests.support import read_report
+
 from .conftest import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
 
 
@@ -26,7 +28,7 @@ def mixed(suite):
 
 
 def _json(pytester, name="r.json"):
-    return json.loads((pytester.path / name).read_text())
+    return read_report(pytester.path / name)
 
 
 def test_json_report_schema_and_aggregates(mixed):
@@ -158,6 +160,7 @@ def test_update_baseline_writes_beside_the_suite_once_under_xdist(mixed):
     for name in ("test_mixed.yaml",):
         (sub / name).write_text((mixed.path / name).read_text())
         (mixed.path / name).unlink()
+    (mixed.path / "queryeval.yaml").unlink()  # the suite, its config included, moves down
     (sub / "queryeval.yaml").write_text(dump({"thresholds": {"macro_recall": 1.0}}))
     result = mixed.runpytest_subprocess("-n", "2", "--queryeval-update-baseline")
     result.assert_outcomes(passed=5, failed=2)
@@ -171,6 +174,7 @@ def _into_subdir(pytester, name="suite"):
     sub = pytester.mkdir(name)
     (sub / "test_mixed.yaml").write_text((pytester.path / "test_mixed.yaml").read_text())
     (pytester.path / "test_mixed.yaml").unlink()
+    (pytester.path / "queryeval.yaml").unlink()  # the suite, its config included, moves down
     (sub / "queryeval.yaml").write_text(dump({"thresholds": {"macro_recall": 1.0}}))
     return sub
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from tests.support import write_suite
+
 
 def test_the_1034_dev_pairs_print_the_official_table(tmp_path, shared_data):
     spider = shared_data / "spider"
@@ -35,10 +37,8 @@ def test_a_failing_case_lists_the_spider_components_only_on_request(pytester):
         con.execute("CREATE TABLE t (x INTEGER)")
         con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
     con.close()
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", queryeval=json.dumps({
-        "datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
-        "thresholds": {"execution_accuracy": 1.0}}))
+    write_suite(pytester.path, {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
+                                "thresholds": {"execution_accuracy": 1.0}})
     pytester.makefile(".yaml", test_q=json.dumps({
         "kind": "sql", "datasource": "db", "cases": [
             {"id": "q", "question": "q", "gold": "SELECT x FROM t",

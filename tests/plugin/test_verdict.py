@@ -6,11 +6,12 @@ the second run's predictions change case by case.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
 import pytest
+
+from tests.support import read_report
 
 from .conftest import dump, outcomes_by_id
 
@@ -59,8 +60,7 @@ def sql_suite(suite: pytest.Pytester) -> pytest.Pytester:
 
 
 def _report(pytester: pytest.Pytester) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((pytester.path / "r.json").read_text())
-    return data
+    return read_report(pytester.path / "r.json")
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])

@@ -31,12 +31,6 @@ def _suite(pytester, worse):
         {"kind": "sdmx", "thresholds": {"macro_precision": 0.9}, "cases": cases}))
 
 
-@pytest.fixture
-def suite(pytester):
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    return pytester
-
-
 def test_reports_and_baseline_gate(suite):
     _suite(suite, worse=False)
     first = suite.runpytest("--queryeval-update-baseline", "-p", "no:cacheprovider")

@@ -216,12 +216,6 @@ def _suite(pytester, failing=(), *, critical=(), gates=None):
     pytester.makefile(".yaml", queryeval=json.dumps(config))
 
 
-@pytest.fixture
-def suite(pytester):
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    return pytester
-
-
 def test_plugin_significance_gate(suite):
     _suite(suite)
     suite.runpytest("--queryeval-update-baseline", "-p", "no:cacheprovider").assert_outcomes(

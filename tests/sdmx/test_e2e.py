@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 from .seed import GDP, GDP_CONST, GDPPC, LP, MEX, MEXICO_YAML
 
 CASE_ID = "c48d7624-d376-48ca-b2d8-386999befb45"
@@ -19,13 +21,8 @@ def _write_predictions(pytester: pytest.Pytester, preds: dict[str, Any]) -> None
     pytester.path.joinpath("preds.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def _report(pytester: pytest.Pytester) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(pytester.path.joinpath("out.json").read_text())
-    return data
-
-
 def _cases(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
-    return {c["id"]: c for c in _report(pytester)["cases"]}
+    return read_report(pytester.path / "out.json").by_id
 
 
 def test_seed_yaml_unchanged_passes(pytester: pytest.Pytester):

@@ -13,6 +13,7 @@ import yaml
 from pytest_queryeval.errors import GoldError, PredictionError
 from pytest_queryeval.kinds.sdmx import SdmxKind
 from pytest_queryeval.model import MISSING, Case
+from tests import support
 
 from .seed import GDP, GDP_CONST, GDPPC, LP, MEX, MEXICO_YAML, selection
 
@@ -38,8 +39,8 @@ class FakeCtx:
 
 
 def make_case(raw: dict[str, Any], **options: Any) -> Case:
-    return Case(id=str(raw.get("id", "c")), kind="sdmx", file=Path("test_x.yaml"), line=1,
-                raw=raw, tags=list(raw.get("tags", [])), options=options)
+    return support.make_case("sdmx", id=str(raw.get("id", "c")), raw=raw,
+                             tags=list(raw.get("tags", [])), options=options)
 
 
 def mexico() -> dict[str, Any]:

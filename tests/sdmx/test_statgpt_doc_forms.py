@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import run_report
+
 #: The document's "Exercise 1" answer (a bare list of turns, INDICATOR values by name only).
 BOP_EXERCISE = """\
 - role: user
@@ -62,8 +64,7 @@ def _run(pytester: pytest.Pytester, case_yaml: str, predicted: Any) -> dict[str,
         json.dumps({"id": "trade_balance_japan", "predicted": predicted}) + "\n")
     pytester.makefile(".yaml", queryeval="predictions: {source: file, path: preds.jsonl}\n"
                                          "thresholds: {macro_f1: 1.0}\n")
-    pytester.runpytest("--queryeval-json=out.json", "-p", "no:cacheprovider")
-    report = json.loads(pytester.path.joinpath("out.json").read_text())
+    _, report = run_report(pytester, "-p", "no:cacheprovider", name="out.json")
     (case,) = report["cases"]
     assert case["id"] == "trade_balance_japan"  # named by its file, like a one-case file
     assert case["kind"] == "sdmx"

@@ -18,6 +18,7 @@ import yaml
 from pytest_queryeval.importers.buildingqa import main
 from pytest_queryeval.sources.rdf import RdfSource
 from tests.fixtures.oxigraph import OxigraphServer
+from tests.support import run_report
 
 from .conftest import buildingqa_root, sha256
 
@@ -123,8 +124,7 @@ def test_import_errors(soda_qa: Path, tmp_path: Path,
 
 def _run(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    result = pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", *args)
-    report: dict[str, Any] = json.loads((pytester.path / "r.json").read_text())
+    result, report = run_report(pytester, "-p", "no:cacheprovider", *args)
     report["_result"] = result
     return report
 

@@ -24,12 +24,12 @@ from pytest_queryeval.errors import (
     SourceUnavailable,
 )
 from pytest_queryeval.kinds.sparql import SparqlKind
-from pytest_queryeval.model import Case
 from pytest_queryeval.results import Term
 from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.rdf import RdfSource
 from pytest_queryeval.sources.sparql import SparqlSource
 from tests.fixtures.oxigraph import OxigraphServer, free_port
+from tests.support import make_case
 
 from .conftest import AHU_VAV_SENSOR, BRICK, gold_queries
 from .test_guard import UPDATES
@@ -279,8 +279,7 @@ def test_body_over_max_bytes_is_truncated_and_named(oxigraph_endpoint: OxigraphS
     assert t.meta["max_bytes"] == 20_000
     assert t.cut_by() == ("holds more than 20,000 bytes", "max_bytes")
     gold = BRICK + "SELECT ?a WHERE { ?a a brick:AHU }"
-    c = Case(id="c", kind="sparql", file=Path("test_x.yaml"), line=1, gold=gold,
-             datasource="ox", source_spec=spec)
+    c = make_case("sparql", gold=gold, datasource="ox", source_spec=spec)
     s = SparqlKind().evaluate(c, AHU_VAV_SENSOR, Evaluator())
     assert s.reason == ("truncated: the predicted result holds more than 20,000 bytes "
                         "(max_bytes); a partial result is never scored")

@@ -14,6 +14,7 @@ from pytest_queryeval.kinds import get_kind
 from pytest_queryeval.kinds.sparql import SparqlKind
 from pytest_queryeval.model import Case
 from pytest_queryeval.results import ResultTable
+from tests.support import make_case
 
 from .conftest import AHU_VAV_SENSOR, BRICK, sha256
 
@@ -32,8 +33,7 @@ class DictCache:
 
 
 def case(spec: dict[str, Any] | None, gold: Any, predicted: Any = None, **kw: Any) -> Case:
-    c = Case(id=kw.pop("id", "c"), kind="sparql", file=Path("test_x.yaml"), line=1, gold=gold,
-             datasource="b" if spec else None, source_spec=spec, **kw)
+    c = make_case("sparql", gold=gold, datasource="b" if spec else None, source_spec=spec, **kw)
     if predicted is not None:
         c.predicted = predicted
     return c

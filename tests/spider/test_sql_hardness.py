@@ -9,13 +9,13 @@ import gzip
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_queryeval.errors import GoldError
 from pytest_queryeval.metrics.spider import hardness
 from pytest_queryeval.metrics.sql_hardness import counts, level, sql_hardness
+from tests.support import read_report, write_suite
 
 DATA = Path(__file__).parent.parent / "data" / "spider" / "oracle"
 
@@ -96,13 +96,11 @@ def test_agrees_with_spider_on_its_dev_golds_except_where_the_document_differs()
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    write_suite(pytester.path, {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}}})
     with sqlite3.connect(pytester.path / "db.sqlite") as con:
         con.execute("CREATE TABLE singer (id INTEGER, name TEXT, age INTEGER)")
         con.executemany("INSERT INTO singer VALUES (?, ?, ?)", [(1, "Ann", 30), (2, "Bo", 40)])
     con.close()
-    pytester.makefile(".yaml", queryeval=json.dumps(
-        {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}}}))
     gold = "SELECT name, round(avg(age), 2) FROM singer GROUP BY name"
     pytester.makefile(".yaml", test_sql=json.dumps({
         "kind": "sql", "datasource": "db", "thresholds": {"execution_accuracy": 1.0},
@@ -123,8 +121,8 @@ def test_difficulty_through_every_report(suite):
     result = suite.runpytest("--queryeval-json=r.json", "--queryeval-markdown=r.md",
                              "--queryeval-xlsx=r.xlsx", "--queryeval-html=r.html",
                              "--queryeval-worst=5")
-    report: dict[str, Any] = json.loads((suite.path / "r.json").read_text())
-    by_id = {c["id"]: c for c in report["cases"]}
+    report = read_report(suite.path / "r.json")
+    by_id = report.by_id
     assert by_id["rounded"]["difficulty"] == "medium"
     assert by_id["rounded"]["labels"] == {"sql_hardness": "medium"}
     assert by_id["spider"]["difficulty"] == "easy"

@@ -10,30 +10,27 @@ from typing import Any
 
 import pytest
 
+from tests.support import run_report, write_suite
+
 CONFIG = "datasources:\n  db: {type: sqlite, path: db.sqlite}\n"
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    write_suite(pytester.path, CONFIG, {"gold/q_a.csv": "name,n\na,1\nb,2\nc,3\n",
+                                        "gold/q_b.csv": "total\n6\n"})
     con = sqlite3.connect(pytester.path / "db.sqlite")
     con.executescript("CREATE TABLE t(name TEXT, n INTEGER, x REAL);"
                       "INSERT INTO t VALUES ('a', 1, 0.5), ('b', 2, NULL), ('c', 3, 1.25);")
     con.commit()
     con.close()
-    (pytester.path / "queryeval.yaml").write_text(CONFIG)
-    (pytester.path / "gold").mkdir()
-    (pytester.path / "gold" / "q_a.csv").write_text("name,n\na,1\nb,2\nc,3\n")
-    (pytester.path / "gold" / "q_b.csv").write_text("total\n6\n")
     return pytester
 
 
 def _cases(suite: pytest.Pytester, cases: list[dict[str, Any]], *args: str) -> dict[str, Any]:
     suite.makefile(".yaml", test_s2=json.dumps({"kind": "sql", "datasource": "db",
                                                 "cases": cases}, indent=1))
-    suite.runpytest("--queryeval-json=r.json", *args)
-    report = json.loads((Path(suite.path) / "r.json").read_text())
-    return {c["id"]: c for c in report["cases"]}
+    return run_report(suite, *args)[1].by_id
 
 
 def test_gold_files_condition_cols_and_ignore_order(suite: pytest.Pytester) -> None:
@@ -127,7 +124,7 @@ def test_predicted_result_csv_files_score_as_the_reference_scores_submissions(
     oracle = json.loads((root / "oracle.json").read_text(encoding="utf-8"))
     items = [i for i in oracle["items"] if "pred_csv" in i]
     assert len(items) == 3
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    write_suite(pytester.path)
     for sub in ("exec_result", "pred_csv"):
         shutil.copytree(root / sub, pytester.path / sub)
     cases = [{"id": i["instance_id"], "predicted_result": i["pred_csv"],
@@ -141,8 +138,7 @@ def test_predicted_result_csv_files_score_as_the_reference_scores_submissions(
     cases.append({"id": "two", "predicted_result": ["pred_csv/bq011.csv", "pred_csv/bq003.csv"],
                   "gold_result": "exec_result/bq011_a.csv"})
     pytester.makefile(".yaml", test_sub=json.dumps({"kind": "sql", "cases": cases}, indent=1))
-    pytester.runpytest("--queryeval-json=r.json")
-    got = {c["id"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
+    got = run_report(pytester)[1].by_id
     for item in items:
         case = got[item["instance_id"]]
         assert case["metrics"]["spider2_ex"] == item["oracle"]["spider2_ex"], case

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.model import Case
+from tests import support
 
 
 def sha256(path: Path) -> str:
@@ -51,8 +52,8 @@ def session() -> Iterator[Evaluator]:
 
 def make_case(gold: Any, *, spec: dict[str, Any] | None = None, name: str = "db",
               **kw: Any) -> Case:
-    return Case(id=kw.pop("id", "case"), kind="sql", file=Path("test_cases.yaml"), line=1,
-                gold=gold, datasource=name if spec else None, source_spec=spec, **kw)
+    return support.make_case("sql", id=kw.pop("id", "case"), file=Path("test_cases.yaml"),
+                             gold=gold, datasource=name if spec else None, source_spec=spec, **kw)
 
 
 def run_bounded(fn: Any, limit: float = 120.0) -> Any:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report, write_suite
+
 from .conftest import sha256
 
 CASES = {
@@ -39,16 +41,14 @@ def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
     db.parent.mkdir()
     shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
     db.chmod(0o644)
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", queryeval=json.dumps(
-        {"datasources": {"chinook": {"type": "sqlite", "path": "data/chinook.sqlite"}}}))
-    pytester.makefile(".yaml", test_chinook=json.dumps(CASES, indent=1))
+    write_suite(pytester.path, {"datasources": {"chinook": {"type": "sqlite",
+                                                          "path": "data/chinook.sqlite"}}},
+                {"test_chinook.yaml": json.dumps(CASES, indent=1)})
     return pytester
 
 
 def _report(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text())
-    return {c["id"]: c for c in data["cases"]}
+    return read_report(path).by_id
 
 
 def test_suite_outcomes(suite: pytest.Pytester) -> None:

@@ -13,6 +13,7 @@ import pytest
 from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.model import Threshold
 from pytest_queryeval.nearmiss import RELAXATIONS, aggregate, summary_lines
+from tests.support import read_report, write_suite
 
 from .conftest import make_case
 
@@ -101,9 +102,7 @@ def test_through_the_plugin_in_every_report(pytester, chinook_sqlite):
     pytest.importorskip("openpyxl")
     import openpyxl
 
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", queryeval=json.dumps(
-        {"datasources": {"db": {"type": "sqlite", "path": str(chinook_sqlite)}}}))
+    write_suite(pytester.path, {"datasources": {"db": {"type": "sqlite", "path": str(chinook_sqlite)}}})
     cases = [{"id": n, "gold": CASES[n][0], "predicted": CASES[n][1], "difficulty": d}
              for n, d in (("row_order", "easy"), ("distinct", "hard"), ("wrong", "easy"))]
     pytester.makefile(".yaml", test_nm=json.dumps(
@@ -117,7 +116,7 @@ def test_through_the_plugin_in_every_report(pytester, chinook_sqlite):
         "near misses (3 failing cases with compared results; a case can count under several):",
         "  1 failure would pass with ignore row order  (sql 1, easy 1)",
         "  1 failure would pass with DISTINCT  (sql 1, hard 1)"])
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     assert {c["id"]: c["near_miss"] for c in report["cases"]} == {
         "row_order": ["row_order"], "distinct": ["distinct"], "wrong": []}
     assert report["near_miss"]["overall"] == {"row_order": 1, "distinct": 1}
