@@ -27,7 +27,8 @@ from ..boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
 #: Case fields no aggregate, gate or summary line reads: left on disk until a report needs them.
 HEAVY = ("predicted", "gold", "question", "diff")
 #: ``details`` entries the aggregates read back (the rest stay on disk).
-KEPT_DETAILS = ("spider", "gerbil", "text2sparql", "repeat", "audit", "structure_parse_error")
+KEPT_DETAILS = ("spider", "gerbil", "text2sparql", "repeat", "audit", "structure_parse_error",
+                "neighbours", "judge")
 #: A case's error or reason is kept up to this many characters (the summary shows 110).
 REASON_CHARS = 2000
 _CHUNK = 1 << 20
