@@ -162,7 +162,7 @@ def with_report_dir(settings: Settings, files: dict[str, str | None], invocation
 
 def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool,
                 compare: Any, tie_aware: bool, databases: int, seconds: float,
-                seed: int) -> dict[str, Any]:
+                seed: int, scope: str = "") -> dict[str, Any]:
     """The search for one pair (module level: it runs in a sandbox worker), as plain values."""
     import tempfile
 
@@ -177,7 +177,8 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
 
     tied = _tied(gold, eng.dialect, compare) if ordered and tie_aware else None
     result = search(Path(path), gold, predicted, same, seed=seed,
-                    budget=Budget(databases=databases, seconds=seconds), engine=eng, tied=tied)
+                    budget=Budget(databases=databases, seconds=seconds), engine=eng, tied=tied,
+                    scope=scope)
     out: dict[str, Any] = {"databases": databases, "checked": result.checked,
                            "seconds": round(result.seconds, 3), "reused": result.reused,
                            "seed": seed, "stopped": result.stopped or None,
@@ -230,8 +231,10 @@ def _tied(gold: str, dialect: str, compare: Any) -> Any:
 
 def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted: str | None,
           execution_accuracy: float | None, ordered: bool, compare: Any,
-          tie_aware: bool) -> tuple[dict[str, float], dict[str, Any], list[str]]:
-    """(metrics, ``details.neighbours``, diff lines) of one scored SQL case."""
+          tie_aware: bool, scope: str = "") -> tuple[dict[str, float], dict[str, Any], list[str]]:
+    """(metrics, ``details.neighbours``, diff lines) of one scored SQL case; ``scope`` names
+    the session, whose golds' suites the sandbox worker keeps apart from another session's
+    (a process may run several, as pytester's in-process runs do)."""
     if execution_accuracy is None:
         return {}, {"skipped": "no execution result to compare"}, []
     if execution_accuracy != 1.0:
@@ -244,7 +247,7 @@ def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted:
     if gold is None or predicted is None:
         return {}, {"skipped": "a recorded result has no query to run on other databases"}, []
     args = (str(Path(path).resolve()), engine, gold, predicted, ordered, compare, tie_aware,
-            settings.databases, settings.seconds, settings.seed)
+            settings.databases, settings.seconds, settings.seed, scope)
     info = _run(src, args, settings)
     if "error" in info:
         return {}, info, []

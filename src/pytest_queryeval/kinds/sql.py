@@ -24,6 +24,7 @@ Why one module of this size: the flow above is one case's path; its steps live o
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -416,7 +417,8 @@ class _SqlRun:
         metrics, info, diff = check(
             self.case, settings, self.src, gold_sql, pred_sql,
             scored.metrics.get("execution_accuracy"), order_matters(gold_sql or ""),
-            self.opts.compare, self.opts.tie_aware and not self.opts.test_suite_rewrite)
+            self.opts.compare, self.opts.tie_aware and not self.opts.test_suite_rewrite,
+            scope=self.ctx.shared("neighbours-scope", lambda: os.urandom(8).hex()))
         scored.metrics.update(metrics)
         scored.details["neighbours"] = info
         scored.diff.extend(diff)

@@ -99,13 +99,14 @@ def _rng(seed: int, gold: str, index: int, phase: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-#: (schema key, gold, seed) -> the gold's suite of candidate databases built so far.
-_SUITES: dict[tuple[str, str, int], list[Rows]] = {}
+#: (scope, schema and sampled values, gold, seed) -> the gold's suite of candidate databases
+#: built so far; a changed database or another session's scope starts a suite of its own.
+_SUITES: dict[tuple[str, str, str, int], list[Rows]] = {}
 
 
 def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 0,
            budget: Budget = Budget(), engine: Engine | None = None,
-           tied: Tied | None = None) -> SearchResult:
+           tied: Tied | None = None, scope: str = "") -> SearchResult:
     """Look for a database on which ``gold`` and ``predicted`` differ under ``same`` (and
     ``tied``, when given: ties at the gold's ORDER BY are no difference); ``engine``: SQLite or
     DuckDB, from the file when not given."""
@@ -124,7 +125,8 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
     finally:
         real.close()
     tables = _read_tables(schema, [gold, predicted], eng.dialect)
-    key = (hashlib.sha256("\n".join(schema.ddl()).encode()).hexdigest(), gold, seed)
+    data = "\n".join(schema.ddl()) + repr(sorted(gold_pools.items(), key=repr))
+    key = (scope, hashlib.sha256(data.encode()).hexdigest(), gold, seed)
     suite = _SUITES.setdefault(key, [])
     result = SearchResult(checked=0, seconds=0.0)
     gold_share = (budget.databases * 3) // 4
