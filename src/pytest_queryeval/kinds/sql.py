@@ -218,13 +218,20 @@ class _SqlRun:
                            soft_ex=opts.soft_ex, spider2=opts.spider2)
         gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
 
-        # The prediction: guard first, then recorded or executed.
+        # The prediction: guard first, then recorded or executed. A schema-only source
+        # (spider-schema) executes nothing, so the guard protects nothing there and only
+        # names why a text is not a query: it runs after the structural scoring, and only
+        # when Spider's parser rejected the text or it may hold several statements (its
+        # parse of every prediction was a fifth of a Spider dev run).
+        from ..sources.sqlguard import check_read_only
+
+        defer_guard = src is not None and not src.executable and structure_ok \
+            and case.predicted_result is None
         if pred_sql is not None:
             try:
-                from ..sources.sqlguard import check_read_only
-
                 check_query_size(pred_sql, opts.max_query_bytes)
-                check_read_only(pred_sql, dialect)
+                if not defer_guard:
+                    check_read_only(pred_sql, dialect)
             except QueryRefused as e:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
         pred = self.pred = _Pred(pred_sql, case.predicted_result,
@@ -250,7 +257,14 @@ class _SqlRun:
         if pred.table is None and not structure_ok:
             raise GoldError("nothing to score: no executable datasource and no recorded "
                             "results, and no schema for structural metrics")
-        return self.best(schema if structure_ok else None, planned, gold_seconds)
+        scored = self.best(schema if structure_ok else None, planned, gold_seconds)
+        if defer_guard and pred_sql is not None and (
+                ";" in pred_sql or "structure_parse_error" in scored.details):
+            try:
+                check_read_only(pred_sql, dialect)
+            except QueryRefused as e:  # the same failure as when the guard runs first
+                return _failure(planned, e.reason(), gold_seconds, None, golds, case)
+        return scored
 
     def best(self, schema: Any, planned: list[str], gold_seconds: float | None) -> Scored:
         """Every gold alternative scored; the best wins. Each comparison runs under the case's
