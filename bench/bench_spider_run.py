@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -68,11 +69,16 @@ def empty_punkt(root: Path) -> Path:
     return root
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str, int]:
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str, int]:
+    """Wall and CPU seconds (user + system of the child) of one whole process."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
                           check=False)
-    return time.perf_counter() - t0, done.stdout + done.stderr, done.returncode
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return wall, cpu, done.stdout + done.stderr, done.returncode
 
 
 def main() -> int:
@@ -103,36 +109,57 @@ def main() -> int:
         official = [args.evaluator_python, str(Path(args.evaluator) / "evaluation.py"),
                     "--gold", str(gold), "--pred", str(pred), "--etype", "match",
                     "--db", str(base / "dbs"), "--table", str(tables)]
-        plugin = [sys.executable, "-m", "pytest", "suite", "-q", "-p", "no:cacheprovider",
-                  "-p", "no:randomly", "-p", "no:hypothesispytest", "--queryeval-spider-table"]
+        flags = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest"]
+        plugin = [sys.executable, "-m", "pytest", "suite", *flags, "--queryeval-spider-table"]
+        (base / "plain").mkdir()
+        (base / "plain" / "test_plain.py").write_text(
+            "import pytest\n\n@pytest.mark.parametrize('i', range(1034))\n"
+            "def test_trivial(i):\n    assert i >= 0\n")
+        plain = [sys.executable, "-m", "pytest", "plain", *flags]
         # one unmeasured warm-up each: bytecode caches written, files in the OS cache
         timed(official, base, off_env)
         timed(plugin, base, env)
-        times: dict[str, list[float]] = {"official": [], "plugin": []}
+        timed(plain, base, env)
+        times: dict[str, list[float]] = {k: [] for k in ("official", "plugin", "plain",
+                                                          "official_cpu", "plugin_cpu",
+                                                          "plain_cpu")}
         loads = [os.getloadavg()[0]]
         for _ in range(args.runs):
-            t, out, rc = timed(official, base, off_env)
+            t, cpu, out, rc = timed(official, base, off_env)
             if rc != 0 or out != oracle:
                 raise SystemExit(f"official evaluator: rc {rc}, output differs from the "
                                  f"oracle\n{out[-2000:]}")
             times["official"].append(t)
-            t, out, rc = timed(plugin, base, env)
+            times["official_cpu"].append(cpu)
+            t, cpu, plain_out, rc = timed(plain, base, env)
+            if rc != 0:
+                raise SystemExit(f"plain pytest: rc {rc}\n{plain_out[-3000:]}")
+            times["plain"].append(t)
+            times["plain_cpu"].append(cpu)
+            t, cpu, out, rc = timed(plugin, base, env)
             if rc != 0:
                 raise SystemExit(f"plugin run: rc {rc}\n{out[-3000:]}")
             times["plugin"].append(t)
+            times["plugin_cpu"].append(cpu)
             loads.append(os.getloadavg()[0])
     official_all = re.search(r"exact match\s+(?:[\d.]+\s+){4}([\d.]+)", oracle)
     plugin_all = re.search(r"exact match\s+(?:[\d.]+\s+){4}([\d.]+)", out)
     same = bool(official_all and plugin_all and official_all[1] == plugin_all[1])
     print(f"\n1,034 Spider dev pairs, --etype match, {args.runs} interleaved runs each "
           f"(whole process; load average {min(loads):.1f}-{max(loads):.1f} during the runs)")
-    print(f"  official evaluation.py            {spread(times['official'])}")
-    print(f"  pytest + queryeval (spider-schema) {spread(times['plugin'])}")
+    for key, label in (("official", "official evaluation.py"),
+                       ("plugin", "pytest + queryeval (spider-schema)"),
+                       ("plain", "plain pytest, 1,034 trivial tests")):
+        print(f"  {label:36s} wall {spread(times[key])}; "
+              f"cpu median {median(times[key + '_cpu']):.2f} s")
     ratio = median(times["plugin"]) / median(times["official"])
+    cpu_ratio = median(times["plugin_cpu"]) / median(times["official_cpu"])
+    floor = median(times["plain_cpu"]) / median(times["official_cpu"])
     print(f"exact match (all): official {official_all[1] if official_all else '?'}, "
           f"plugin {plugin_all[1] if plugin_all else '?'} ({'same' if same else 'DIFFERENT'})")
-    print(f"ratio plugin / official: {ratio:.2f}x (target at most 1.0x: "
-          f"{'MET' if ratio <= 1.0 else 'NOT MET'})")
+    print(f"ratio plugin / official: wall {ratio:.2f}x, cpu {cpu_ratio:.2f}x (target at most "
+          f"1.0x: {'MET' if ratio <= 1.0 else 'NOT MET'}); plain pytest's own cost for as "
+          f"many tests is {floor:.2f}x the official's cpu")
     return 0 if same else 1
 
 
