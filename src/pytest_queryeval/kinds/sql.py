@@ -223,14 +223,19 @@ class _SqlRun:
         # names why a text is not a query: it runs after the structural scoring, and only
         # when Spider's parser rejected the text or it may hold several statements (its
         # parse of every prediction was a fifth of a Spider dev run).
-        from ..sources.sqlguard import check_read_only
+        # A source whose engine refuses every action but reading (SQLite's authorizer) runs a
+        # text that starts like a query unparsed; the guard then runs only when the engine
+        # fails it, and its refusal ends the case exactly as if it had run first.
+        from ..sources.sqlguard import check_read_only, query_led
 
         defer_guard = src is not None and not src.executable and structure_ok \
             and case.predicted_result is None
+        engine_guard = bool(getattr(src, "engine_guard", False)) and pred_sql is not None \
+            and case.predicted_result is None and query_led(pred_sql)
         if pred_sql is not None:
             try:
                 check_query_size(pred_sql, opts.max_query_bytes)
-                if not defer_guard:
+                if not defer_guard and not engine_guard:
                     check_read_only(pred_sql, dialect)
             except QueryRefused as e:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
@@ -247,8 +252,14 @@ class _SqlRun:
                 return _failure(planned, e.reason(), gold_seconds,
                                 time.perf_counter() - start, golds, case)
             except QueryEvalError as e:  # QueryFailed, QueryRefused by the engine
-                return _failure(planned, e.reason(), gold_seconds,
-                                time.perf_counter() - start, golds, case)
+                seconds = time.perf_counter() - start
+                if engine_guard:
+                    try:
+                        check_read_only(pred_sql, dialect)
+                    except QueryRefused as refused:
+                        return _failure(planned, refused.reason(), gold_seconds, None,
+                                        golds, case)
+                return _failure(planned, e.reason(), gold_seconds, seconds, golds, case)
         if pred.table is not None and pred.table.truncated:
             what, option = pred.table.cut_by()
             return _failure(planned, f"truncated: the predicted result {what} ({option}); a "
