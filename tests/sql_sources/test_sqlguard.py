@@ -167,3 +167,17 @@ def test_each_distinct_text_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> N
             check_read_only(prose, "sqlite")
     check_read_only(ok, "duckdb")  # another dialect is another verdict
     assert parsed == [(ok, "sqlite"), (refused, "sqlite"), (prose, "sqlite"), (ok, "duckdb")]
+
+
+def test_the_cached_verdict_is_sqlglots_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL's own parse depends on what is installed and runs each time: a refusal
+    for a missing pglast is not remembered once pglast is back."""
+    import sys
+
+    pytest.importorskip("pglast")
+    sql = "SELECT 1 /* verdict without pglast */"
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "pglast", None)
+        with pytest.raises(QueryRefused, match="needs pglast"):
+            check_read_only(sql, "postgres")
+    assert check_read_only(sql, "postgres") == ()
