@@ -111,3 +111,22 @@ def test_too_wide_to_search_still_scores_a_permuted_copy() -> None:
         alignment.alignment_details(gold, pred, kind="sql")
     assert alignment.alignment_metrics(gold, pred, kind="sql") == {
         "arity_f1": 1.0, "entity_set_f1": 1.0, "row_match_f1": 1.0, "exact_match_f1": 0.0}
+
+
+def test_forced_columns_cost_no_row_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Execution accuracy's column assignment charges a check's rows only for the checks it
+    makes: a gold column with a single candidate is a forced step (1,000,000 rows x 4 columns
+    with one candidate each exhausted the budget before the one check that decides)."""
+    from pytest_queryeval.metrics import _table_common
+
+    rows, ncol = 1_000_000, 4
+    monkeypatch.setattr(_table_common, "ASSIGNMENT_BUDGET", 2 * (100 + rows * ncol))
+    full: list[tuple[int, ...]] = []
+
+    def full_ok(perm: tuple[int, ...]) -> bool:
+        full.append(perm)
+        return True
+
+    found = _table_common.search_assignment([[3], [0], [2], [1]], lambda _: True, full_ok, rows)
+    assert found == (3, 0, 2, 1)
+    assert full == [(3, 0, 2, 1)]
