@@ -30,6 +30,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_cache.py": ["--runs", "2"],
     "bench_concurrency.py": ["--cases", "200"],  # ~4 min: 100 s of it concurrency 1, serial
     "bench_json.py": ["--cases", "200"],
+    "bench_large_sql.py": ["--rows", "200000", "--runs", "1"],
     "bench_merge.py": ["--runs", "1", "--cases", "2000"],
     "bench_no_suite.py": ["--runs", "5"],
     "bench_overhead.py": ["--runs", "1"],
@@ -37,6 +38,8 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_sandbox.py": ["--repeat", "50", "--runs", "3"],
     "bench_spider.py": ["--runs", "3"],
     "bench_tasks.py": ["--cases", "20"],
+    "bench_spider_run.py": ["--runs", "3"],  # skipped without the official evaluator
+    "bench_sql_suite.py": ["--runs", "1"],
     "bench_table_metrics.py": ["--repeat", "1"],  # 1M rows: ~95 s per repetition here
 }
 #: A line is a result line when it mentions one of these.

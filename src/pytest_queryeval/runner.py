@@ -294,6 +294,8 @@ class Runner:
         record = item.stash.get(RECORD, None)
         if record is None:
             record = self._fallback_record(item)
+        elif call.when == "call":  # the report's copy is the one kept from here on (pytest
+            del item.stash[RECORD]  # keeps every item to the end: one record per case, not two)
         record = {**record}
         record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
                                           hasattr(rep, "wasxfail"))

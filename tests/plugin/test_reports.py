@@ -318,3 +318,27 @@ def test_a_baseline_refresh_whose_only_failures_are_below_threshold_is_green(mix
     refused = mixed.runpytest_subprocess("--queryeval-update-baseline")
     assert refused.ret == pytest.ExitCode.TESTS_FAILED
     refused.stdout.fnmatch_lines(["*baseline NOT updated*"])
+
+
+def test_junit_property_names_are_shared_across_cases(pytester: pytest.Pytester) -> None:
+    """pytest keeps every item's properties to the end of the session: one name string per
+    metric, not one per metric and case; and the record is kept once (by the report)."""
+    pytester.makefile(".yaml", test_shared=json.dumps({"kind": "sql", "cases": [
+        {"id": f"c{i}", "gold_result": {"columns": ["a"], "rows": [[i]]},
+         "predicted_result": {"columns": ["a"], "rows": [[i]]}} for i in range(3)]}))
+    pytester.makeconftest('''
+import pytest
+from pytest_queryeval.collect import RECORD
+
+def pytest_sessionfinish(session):
+    items = session.items
+    names = [[name for name, _ in item.user_properties] for item in items]
+    first = {n: n for n in names[0]}
+    shared = all(first[n] is n for ns in names[1:] for n in ns)
+    left = sum(RECORD in item.stash for item in items)
+    print(f"SHARED={shared} PROPERTIES={len(names[0])} STASHED={left}")
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*SHARED=True PROPERTIES=* STASHED=0*"])
+    assert "PROPERTIES=0 " not in result.stdout.str()

@@ -283,6 +283,58 @@ def test_spider_schema_source_scores_structure_only(shared_data: Path, session: 
     assert refused.metrics["exact_set_match"] == 0.0
 
 
+def test_spider_schema_fingerprint_hashes_each_file_version_once(
+        tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_queryeval import safefile
+    from pytest_queryeval.sources.spider_schema import SpiderSchemaSource
+
+    tables = tmp_path / "tables.json"
+    tables.write_bytes((shared_data / "spider" / "tables.json").read_bytes())
+    reads: list[str] = []
+    real = safefile.read_bytes
+
+    def counting(path: Any, purpose: str) -> bytes:
+        reads.append(purpose)
+        return real(path, purpose)
+
+    monkeypatch.setattr(safefile, "read_bytes", counting)
+    src = SpiderSchemaSource("spider", tables)
+    first = src.fingerprint()
+    assert first == "spider-schema:" + sha256(tables)
+    assert {SpiderSchemaSource("again", tables).fingerprint() for _ in range(50)} == {first}
+    assert reads == ["structure"]  # hashed once, not once per case
+    tables.write_bytes(tables.read_bytes() + b"\n")  # a new version: hashed again
+    assert src.fingerprint() == "spider-schema:" + sha256(tables) != first
+    assert reads == ["structure", "structure"]
+
+
+def test_spider_schema_guard_parses_only_what_spider_rejects(
+        shared_data: Path, session: Evaluator, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_queryeval.sources import sqlguard
+
+    spec = {"type": "spider-schema", "tables": str(shared_data / "spider" / "tables.json")}
+    case = make_case("SELECT name FROM singer", spec=spec, options={"db_id": "concert_singer"})
+    parsed: list[str] = []
+    real = sqlguard._check_sqlglot
+
+    def counting(sql: str, dialect: str | None) -> None:
+        parsed.append(sql)
+        real(sql, dialect)
+
+    monkeypatch.setattr(sqlguard, "_check_sqlglot", counting)
+    ok = KIND.evaluate(case, "SELECT name FROM singer", session)
+    assert ok.reason is None and ok.metrics["exact_set_match"] == 1.0
+    assert parsed == []  # nothing executes and Spider's parser took it: no guard parse
+    # Spider's parser reads the first statement only; the guard still refuses the second
+    two = KIND.evaluate(case, "SELECT name FROM singer; DROP TABLE singer", session)
+    assert two.reason is not None and two.reason.startswith("refused:")
+    assert "2 statements" in two.reason
+    assert two.metrics["exact_set_match"] == 0.0
+    bad = KIND.evaluate(case, "SELECT load_extension('x') FROM singer", session)
+    assert bad.reason is not None and "load_extension() has side effects" in bad.reason
+    assert bad.metrics["exact_set_match"] == 0.0
+
+
 def test_structure_auto_skips_non_spider_gold(spec: dict[str, Any], session: Evaluator) -> None:
     gold = ("WITH t AS (SELECT genreid, count(*) AS n FROM track GROUP BY genreid) "
             "SELECT max(n) FROM t")

@@ -135,3 +135,49 @@ def test_a_write_is_refused_whatever_comes_first(sql: str) -> None:
         check_read_only(sql, "sqlite")
     assert not isinstance(info.value, QuerySyntaxError)
     assert info.value.reason().startswith("refused: ")
+
+
+def test_each_distinct_text_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kind and the source both check a prediction, and suites repeat texts: one parse
+    per (dialect, text), with the same verdict (a refusal raised afresh, same class and
+    message)."""
+    from pytest_queryeval.sources import sqlguard
+
+    parsed: list[tuple[str, str | None]] = []
+    real = sqlguard._check_sqlglot
+
+    def counting(sql: str, dialect: str | None) -> None:
+        parsed.append((sql, dialect))
+        real(sql, dialect)
+
+    monkeypatch.setattr(sqlguard, "_check_sqlglot", counting)
+    ok = "SELECT name FROM artist /* parsed once */ ORDER BY 1"
+    assert [check_read_only(ok, "sqlite") for _ in range(3)] == [(), (), ()]
+    refused = "DELETE FROM artist /* parsed once */"
+    reasons = []
+    for _ in range(3):
+        with pytest.raises(QueryRefused) as info:
+            check_read_only(refused, "sqlite")
+        assert type(info.value) is QueryRefused
+        reasons.append(info.value.reason())
+    assert reasons == ["refused: DELETE is not a read-only query"] * 3
+    prose = "Sorry, I cannot answer that /* parsed once */"
+    for _ in range(2):
+        with pytest.raises(QuerySyntaxError, match="'Sorry' does not start"):
+            check_read_only(prose, "sqlite")
+    check_read_only(ok, "duckdb")  # another dialect is another verdict
+    assert parsed == [(ok, "sqlite"), (refused, "sqlite"), (prose, "sqlite"), (ok, "duckdb")]
+
+
+def test_the_cached_verdict_is_sqlglots_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL's own parse depends on what is installed and runs each time: a refusal
+    for a missing pglast is not remembered once pglast is back."""
+    import sys
+
+    pytest.importorskip("pglast")
+    sql = "SELECT 1 /* verdict without pglast */"
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "pglast", None)
+        with pytest.raises(QueryRefused, match="needs pglast"):
+            check_read_only(sql, "postgres")
+    assert check_read_only(sql, "postgres") == ()

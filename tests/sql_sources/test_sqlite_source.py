@@ -220,3 +220,63 @@ def test_max_bytes_must_be_a_positive_whole_number(chinook_sqlite: Path, bad: ob
     with pytest.raises(ConfigError, match="positive whole number") as info:
         open_source("chinook", {"type": "sqlite", "path": str(chinook_sqlite), "max_bytes": bad})
     assert info.value.key == "datasources.chinook.max_bytes"
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_a_query_runs_under_the_engines_check_without_the_guards_parse(
+        chinook_sqlite: Path, isolation: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's authorizer enforces reading only, so a text that starts like a query is not
+    parsed by the guard unless the engine fails it; the guard's reasons stay the same."""
+    from pytest_queryeval.sources import sqlguard
+
+    parsed: list[str] = []
+    real = sqlguard._check_sqlglot
+
+    def counting(sql: str, dialect: str | None) -> None:
+        parsed.append(sql)
+        real(sql, dialect)
+
+    monkeypatch.setattr(sqlguard, "_check_sqlglot", counting)
+    src = open_source("chinook", {"type": "sqlite", "path": str(chinook_sqlite),
+                                  "isolation": isolation})
+    try:
+        tag = f"/* authorizer, {isolation} */"  # the guard's verdicts are cached per text
+        ok = f"SELECT name FROM genre {tag} ORDER BY genreid LIMIT 2"
+        assert src.execute(ok).rows == [("Rock",), ("Jazz",)]
+        assert parsed == []
+        # what the authorizer denies and the guard passes runs as before (a pragma function)
+        pragma = f"SELECT name FROM pragma_table_info('genre') {tag} ORDER BY cid"
+        assert src.execute(pragma).rows == [("GenreId",), ("Name",)]
+        assert parsed == [pragma]
+        # the engine stops these; the guard names why
+        with pytest.raises(QueryRefused, match="2 statements"):
+            src.execute(f"SELECT 1 {tag}; DROP TABLE genre")
+        with pytest.raises(QueryRefused, match=r"load_extension\(\) has side effects"):
+            src.execute(f"SELECT load_extension('/nonexistent') {tag}")
+        with pytest.raises(QueryFailed, match="no such column: nope"):
+            src.execute(f"SELECT nope FROM genre {tag}")
+    finally:
+        src.close()
+
+
+def test_the_authorizer_denies_all_but_reading(chinook_sqlite: Path) -> None:
+    """The engine's own check, with the guard out of the way (run_query as the worker runs
+    a predicted query)."""
+    from pytest_queryeval.sources.sandboxed import EngineDenied
+    from pytest_queryeval.sources.sqlite import open_read_only, run_query
+
+    conn = open_read_only(chinook_sqlite, "chinook")
+    try:
+        for sql in ("SELECT load_extension('/nonexistent')",
+                    "SELECT name FROM pragma_table_info('genre')",
+                    "ATTACH DATABASE ':memory:' AS pwned",
+                    "PRAGMA user_version = 7", "BEGIN", "DELETE FROM genre"):
+            with pytest.raises(EngineDenied, match="not authorized"):
+                run_query(conn, sql, 5.0, 100, 1 << 20, guarded=True)
+        got = run_query(conn, "SELECT count(*) FROM genre", 5.0, 100, 1 << 20, guarded=True)
+        assert got.rows == [(25,)]
+        # unguarded (a gold), the connection is still read-only and pragmas read
+        assert run_query(conn, "SELECT count(*) FROM pragma_table_info('genre')", 5.0, 100,
+                         1 << 20).rows == [(2,)]
+    finally:
+        conn.close()

@@ -277,13 +277,25 @@ class _SqlRun:
                            soft_ex=opts.soft_ex, spider2=opts.spider2)
         gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
 
-        # The prediction: guard first, then recorded or executed.
+        # The prediction: guard first, then recorded or executed. A schema-only source
+        # (spider-schema) executes nothing, so the guard protects nothing there and only
+        # names why a text is not a query: it runs after the structural scoring, and only
+        # when Spider's parser rejected the text or it may hold several statements (its
+        # parse of every prediction was a fifth of a Spider dev run).
+        # A source whose engine refuses every action but reading (SQLite's authorizer) runs a
+        # text that starts like a query unparsed; the guard then runs only when the engine
+        # fails it, and its refusal ends the case exactly as if it had run first.
+        from ..sources.sqlguard import check_read_only, query_led
+
+        defer_guard = src is not None and not src.executable and structure_ok \
+            and case.predicted_result is None
+        engine_guard = bool(getattr(src, "engine_guard", False)) and pred_sql is not None \
+            and case.predicted_result is None and query_led(pred_sql)
         if pred_sql is not None:
             try:
-                from ..sources.sqlguard import check_read_only
-
                 check_query_size(pred_sql, opts.max_query_bytes)
-                check_read_only(pred_sql, dialect)
+                if not defer_guard and not engine_guard:
+                    check_read_only(pred_sql, dialect)
             except QueryRefused as e:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
         pred = self.pred = _Pred(pred_sql, case.predicted_result,
@@ -299,8 +311,14 @@ class _SqlRun:
                 return _failure(planned, e.reason(), gold_seconds,
                                 time.perf_counter() - start, golds, case)
             except QueryEvalError as e:  # QueryFailed, QueryRefused by the engine
-                return _failure(planned, e.reason(), gold_seconds,
-                                time.perf_counter() - start, golds, case)
+                seconds = time.perf_counter() - start
+                if engine_guard:
+                    try:
+                        check_read_only(pred_sql, dialect)
+                    except QueryRefused as refused:
+                        return _failure(planned, refused.reason(), gold_seconds, None,
+                                        golds, case)
+                return _failure(planned, e.reason(), gold_seconds, seconds, golds, case)
         if pred.table is not None and pred.table.truncated:
             what, option = pred.table.cut_by()
             return _failure(planned, f"truncated: the predicted result {what} ({option}); a "
@@ -309,7 +327,14 @@ class _SqlRun:
         if pred.table is None and not structure_ok:
             raise GoldError("nothing to score: no executable datasource and no recorded "
                             "results, and no schema for structural metrics")
-        return self.best(schema if structure_ok else None, planned, gold_seconds)
+        scored = self.best(schema if structure_ok else None, planned, gold_seconds)
+        if defer_guard and pred_sql is not None and (
+                ";" in pred_sql or "structure_parse_error" in scored.details):
+            try:
+                check_read_only(pred_sql, dialect)
+            except QueryRefused as e:  # the same failure as when the guard runs first
+                return _failure(planned, e.reason(), gold_seconds, None, golds, case)
+        return scored
 
     def best(self, schema: Any, planned: list[str], gold_seconds: float | None) -> Scored:
         """Every gold alternative scored; the best wins. Each comparison runs under the case's

@@ -89,6 +89,18 @@ _STATEMENT_WORDS = frozenset({
 })
 
 
+#: A text that starts like a query: comments, blanks and parentheses, then SELECT, WITH or
+#: VALUES as a whole word (anything else, an invisible character included, does not).
+_QUERY_LED = re.compile(r"(?:[ \t\r\n]+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?:SELECT|WITH|VALUES)\b",
+                        re.IGNORECASE | re.DOTALL | re.ASCII)
+
+
+def query_led(sql: str) -> bool:
+    """Whether ``sql`` starts like a query: a source whose engine refuses every other action
+    by itself executes such a text before, or without, the guard's parse."""
+    return isinstance(sql, str) and _QUERY_LED.match(sql) is not None
+
+
 def sqlglot_dialect(backend: str | None) -> str | None:
     """The sqlglot dialect for a source's backend name (None: sqlglot's generic SQL)."""
     if not backend:
@@ -128,9 +140,12 @@ def check_read_only(sql: str, dialect: str | None = None) -> tuple[str, ...]:
     A statement longer than :data:`GUARD_INLINE_CHARS` is checked in a worker process under
     a hard deadline (:data:`GUARD_TIMEOUT`); past it, it is refused unexecuted.
     """
-    if not isinstance(sql, str) or len(sql) <= GUARD_INLINE_CHARS:
-        return _check_read_only(sql, dialect)
+    if not isinstance(sql, str):  # a YAML value of another type: the parse names it
+        return _check_read_only(sql, dialect)  # type: ignore[unreachable]
     key = (dialect, sql)
+    if len(sql) <= GUARD_INLINE_CHARS:
+        _verdict(key)
+        return _check_engine_grammar(sql, dialect)
     if key in _PASSED:
         return _PASSED[key]
     from ..sandbox import SandboxCrashed, SandboxMemoryError, SandboxTimeout, shared_sandbox
@@ -153,10 +168,43 @@ def check_read_only(sql: str, dialect: str | None = None) -> tuple[str, ...]:
     return called
 
 
+#: sqlglot's verdicts on short statements by (dialect, text): the kind checks a prediction
+#: and the source checks it again before executing it, and a suite repeats texts (the same
+#: gold in several cases, the same wrong prediction): each distinct text is parsed once per
+#: process. A refusal is kept as its exception's class and message and raised afresh. Only
+#: the parse's verdict is kept: PostgreSQL's own parse (:mod:`.pgguard`, C-fast) depends on
+#: what is installed and runs each time.
+_VERDICTS: dict[tuple[str | None, str], tuple[type[Exception], str] | None] = {}
+#: Entries kept (each text at most GUARD_INLINE_CHARS characters: at most ~32 MB in all).
+_VERDICTS_SIZE = 4096
+
+
+def _verdict(key: tuple[str | None, str]) -> None:
+    """:func:`_check_sqlglot` of a short statement, once per distinct (dialect, text)."""
+    if key in _VERDICTS:
+        hit = _VERDICTS[key]
+    else:
+        hit = None
+        try:
+            _check_sqlglot(key[1], key[0])
+        except (QueryRefused, QuerySyntaxError) as e:
+            hit = (type(e), str(e))
+        if len(_VERDICTS) >= _VERDICTS_SIZE:
+            del _VERDICTS[next(iter(_VERDICTS))]
+        _VERDICTS[key] = hit
+    if hit is not None:
+        raise hit[0](hit[1])
+
+
 def _check_read_only(sql: str, dialect: str | None) -> tuple[str, ...]:
     """:func:`check_read_only`'s parse and checks (in the pytest process or the worker); a
     PostgreSQL statement is then parsed again as the server reads it (:mod:`.pgguard`)."""
     _check_sqlglot(sql, dialect)
+    return _check_engine_grammar(sql, dialect)
+
+
+def _check_engine_grammar(sql: str, dialect: str | None) -> tuple[str, ...]:
+    """PostgreSQL only: the statement parsed as the server reads it; ``()`` elsewhere."""
     if dialect != "postgres":
         return ()
     from .pgguard import check_postgres

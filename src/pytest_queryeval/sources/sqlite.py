@@ -35,7 +35,7 @@ from .base import (
     DEFAULT_TIMEOUT,
     FetchedRows,
 )
-from .sandboxed import Reply, SandboxedFileSource, worker_reply
+from .sandboxed import EngineDenied, Reply, SandboxedFileSource, worker_reply
 
 #: VM instructions between two deadline checks: small enough to stop within milliseconds,
 #: large enough to cost nothing measurable.
@@ -75,11 +75,32 @@ def open_read_only(path: Path, name: str) -> sqlite3.Connection:
     return conn
 
 
+#: What the authorizer of a predicted query lets a statement do: read tables, select, recurse
+#: and call functions; nothing else (no write, schema change, ATTACH, PRAGMA, transaction).
+_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
+#: Functions the authorizer denies (the guard's SQLite names: extension loading, file access
+#: of the shell's helpers, the FTS3 tokenizer pointer).
+_DENIED_FUNCTIONS = frozenset({"load_extension", "writefile", "readfile", "edit",
+                               "fts3_tokenizer"})
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
+               trigger: str | None) -> int:
+    """SQLite's authorizer for a predicted query: reading only (see :data:`_READ_ACTIONS`)."""
+    if action in _READ_ACTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_FUNCTION:
+        return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS \
+            else sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
 def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: int,
-              max_bytes: int) -> ResultTable:
+              max_bytes: int, guarded: bool = False) -> ResultTable:
     """Execute and fetch under a deadline checked by the progress handler (every
     :data:`_PROGRESS_STEPS` VM steps): the whole deadline in a thread, the soft one in the
-    worker (which the parent backs with a kill)."""
+    worker (which the parent backs with a kill). ``guarded``: a predicted query, prepared
+    under :func:`_authorize` (a denied action raises :class:`EngineDenied`)."""
     deadline = time.monotonic() + timeout
     expired = False
 
@@ -91,6 +112,8 @@ def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: in
         return 0
 
     conn.set_progress_handler(progress, _PROGRESS_STEPS)
+    if guarded:
+        conn.set_authorizer(_authorize)
     start = time.perf_counter()
     fetched = FetchedRows(max_rows, max_bytes)
     try:
@@ -108,6 +131,8 @@ def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: in
             # Not our deadline: an exception inside the progress handler, i.e. Ctrl-C (the
             # sqlite3 module swallows it and aborts the statement). Stop the session.
             raise KeyboardInterrupt from None
+        if guarded and msg.startswith("not authorized"):
+            raise EngineDenied(f"the engine refused it ({msg})") from None
         if "readonly database" in msg:  # mode=ro and query_only both say so
             raise QueryRefused(f"the source is read-only ({msg})") from None
         if "disk is full" in msg or "disk I/O error" in msg:
@@ -117,6 +142,8 @@ def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: in
         raise QueryFailed(str(e)) from None
     finally:
         conn.set_progress_handler(None, 0)
+        if guarded:
+            conn.set_authorizer(None)
         if conn.in_transaction:
             conn.rollback()
     return fetched.table(columns, time.perf_counter() - start)
@@ -127,7 +154,7 @@ _WORKER_CONNECTIONS = 32
 
 
 def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int,
-                 max_bytes: int) -> Reply:
+                 max_bytes: int, guarded: bool = False) -> Reply:
     """:func:`run_query` inside the sandbox worker, on a connection cached there. A result
     cut by ``max_bytes`` keeps only the rows that fit in it: the rest never leave the
     worker."""
@@ -140,20 +167,24 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
         while len(conns) >= _WORKER_CONNECTIONS:
             conns.pop(next(iter(conns))).close()
     conns[path] = conn  # most recently used last
-    return worker_reply(run_query(conn, query, timeout, max_rows, max_bytes), max_bytes)
+    return worker_reply(run_query(conn, query, timeout, max_rows, max_bytes, guarded),
+                        max_bytes)
 
 
 class SqliteSource(SandboxedFileSource):
     """A SQLite database file, opened with ``mode=ro`` and ``PRAGMA query_only``.
 
-    Two layers keep the file unchanged: predicted statements are refused by
-    :func:`check_read_only` before execution, and the connection cannot write anyway.
+    Three layers keep the file unchanged: a predicted statement that does not start like a
+    query is refused by :func:`check_read_only` before execution; one that does runs under
+    SQLite's authorizer (reading only; the guard names the reason when it refuses); and the
+    connection cannot write anyway.
     """
 
     type = "sqlite"
     dialect = "sqlite"
     label = "SQLite"
     wal_suffix = "-wal"
+    engine_guard = True
 
     def __init__(self, name: str, path: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -184,6 +215,14 @@ class SqliteSource(SandboxedFileSource):
                      ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
         return worker_query, (self._resolved, self.name, query, timeout, max_rows,
                               self.max_bytes)
+
+    def _run_here_guarded(self, query: str, timeout: float, max_rows: int) -> ResultTable:
+        return run_query(self._connect(), query, timeout, max_rows, self.max_bytes, True)
+
+    def _guarded_call(self, query: str, timeout: float, max_rows: int,
+                      ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
+        return worker_query, (self._resolved, self.name, query, timeout, max_rows,
+                              self.max_bytes, True)
 
     # -- identity -----------------------------------------------------------------------------
 
