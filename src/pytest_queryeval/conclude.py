@@ -101,8 +101,13 @@ def with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> di
 
 
 def aggregates_of(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every aggregate of a report's cases (plain means, groups, the Spider table)."""
-    return with_spider(aggregate(records), records)
+    """Every aggregate of a report's cases (plain means, groups, the Spider table, how many
+    cases each threshold gated)."""
+    from .thresholds import coverage
+
+    aggregates = with_spider(aggregate(records), records)
+    aggregates["thresholds"] = coverage(records)
+    return aggregates
 
 
 def conclude(report: dict[str, Any], out: Outputs, lines: list[str],

@@ -29,7 +29,7 @@ from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
-                        "pricing"})
+                        "pricing", "record_only"})
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
@@ -106,6 +106,10 @@ class SuiteConfig:
     model: str | None = None  #: ``model:``, the label of the model under test in the reports
     #: ``pricing:``, model by model (a child file's entry replaces its parent's for that model).
     pricing: dict[str, Price] = field(default_factory=dict)
+    #: ``record_only: true``: a case no threshold gates records its scores instead of taking
+    #: its kind's default threshold (:func:`~.thresholds.apply_default`); a child file may
+    #: turn it back off.
+    record_only: bool = False
     errors: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
@@ -289,6 +293,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                                          lambda m, k: _loc(display, m, k))
         report.problems.extend(problems)
         cfg.pricing = {**cfg.pricing, **prices}
+    if "record_only" in data:
+        if isinstance(data["record_only"], bool):
+            cfg.record_only = data["record_only"]
+        else:
+            report.problems.append(f"{_loc(display, data, 'record_only')}: record_only: must be "
+                                   f"true or false, not {data['record_only']!r}")
     thresholds = data.get("thresholds") or {}
     if not isinstance(thresholds, dict):
         report.problems.append(f"{_loc(display, data, 'thresholds')}: thresholds: "

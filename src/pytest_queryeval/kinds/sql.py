@@ -106,6 +106,9 @@ class SqlKind:
     """The SQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sql"
+    #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
+    #: result table, exactly.
+    default_thresholds: ClassVar[Mapping[str, float]] = {"execution_accuracy": 1.0}
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",

@@ -53,7 +53,8 @@ def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
                            "path": None, "line": 1, "kind": "invalid", "difficulty": NO_DIFFICULTY,
                            "tags": [], "question": None, **fields}
     rec.update({"status": "error", "metrics": {}, "labels": {}, "thresholds": {},
-                "failed_metrics": [], "predicted": None, "gold": None, "error": message,
+                "default_thresholds": [], "failed_metrics": [], "predicted": None, "gold": None,
+                "error": message,
                 "reason": None, "diff": [], "details": {}, "settings": {},
                 "baseline_status": None, "verdict": None})
     return rec
@@ -104,6 +105,8 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "metrics": dict(outcome.metrics) if outcome else {},
         "labels": dict(outcome.labels) if outcome else {},
         "thresholds": {m: t.to_json() for m, t in case.thresholds.items()},
+        # the metrics of "thresholds" that are the kind's default (no threshold judged it)
+        "default_thresholds": list(case.default_thresholds),
         "failed_metrics": [t.metric for t, _ in outcome.failed] if outcome else [],
         "predicted": predicted,
         "gold": gold,
