@@ -120,7 +120,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     written raises QueryEvalError after the others are written.
     """
     from .baseline.compare import compare, parse_max_drop
-    from .baseline.store import load_baseline, write_baseline
+    from .baseline.store import compact_baseline, load_baseline, write_baseline
     from .report.terminal import format_comparison
 
     gates = report.get("gates") or []
@@ -168,7 +168,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
             out.problems.append("baseline not updated")
             failed = True
         else:
-            write_baseline(report, path)
+            write_baseline(compact_baseline(report), path)
             out.baseline_written = True
             forced = f" (forced: {'; '.join(why)})" if why else ""
             written.append(f"baseline updated: {path}{forced}")

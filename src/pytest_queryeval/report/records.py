@@ -54,7 +54,7 @@ def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
                            "tags": [], "question": None, **fields}
     rec.update({"status": "error", "metrics": {}, "labels": {}, "thresholds": {},
                 "default_thresholds": [], "failed_metrics": [], "predicted": None, "gold": None,
-                "error": message,
+                "signature": None, "error": message,
                 "reason": None, "diff": [], "details": {}, "settings": {},
                 "baseline_status": None, "verdict": None})
     return rec
@@ -71,6 +71,17 @@ def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> dict[str,
         fields = {"id": nodeid.rsplit("::", 1)[-1], "line": 0, "kind": "unknown",
                   "severity": None, "datasource": None}
     return error_record(nodeid, message, outcome="error", near_miss=None, **fields)
+
+
+def result_digest(signature: str | None) -> str | None:
+    """16 hex digits of the engine's signature of a prediction's result
+    (:func:`~pytest_queryeval.repeats.signature`): enough to tell answers apart, short enough
+    for a baseline line."""
+    if signature is None:
+        return None
+    import hashlib
+
+    return hashlib.sha256(signature.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
@@ -110,6 +121,9 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "failed_metrics": [t.metric for t, _ in outcome.failed] if outcome else [],
         "predicted": predicted,
         "gold": gold,
+        # what the prediction produced (its result rows, else its text), digested: a baseline
+        # refresh shows a changed answer even where the scores stay the same
+        "signature": result_digest(outcome.signature) if outcome else None,
         "error": outcome.error if outcome else None,
         "reason": outcome.reason if outcome else None,
         "diff": list(outcome.diff) if outcome else [],
