@@ -462,7 +462,7 @@ class _Draft:
                 resolved[metric] = bound
         case.thresholds = resolved
         if self.kind_obj is not None:
-            added, problem = apply_default(resolved, self.kind_obj, case.kind,
+            added, problem = apply_default(resolved, self.kind_obj, case,
                                            record_only=reader.suite.record_only)
             case.default_thresholds = added
             if problem:

@@ -96,10 +96,13 @@ def judges_answer(metric: str) -> bool:
     return metric not in RECORDED_METRICS
 
 
-def kind_defaults(kind: Any) -> dict[str, Threshold]:
-    """The thresholds ``kind`` declares for a case that no threshold gates (empty: none);
-    raises ValueError for a declaration that is not ``{metric: bound}``."""
+def kind_defaults(kind: Any, case: Any) -> dict[str, Threshold]:
+    """The thresholds ``kind`` declares for ``case`` when no threshold gates it (empty: none):
+    a mapping, or a method of the case (the SQL kind's depends on its source); raises
+    ValueError for a declaration that is not ``{metric: bound}``."""
     declared = getattr(kind, DEFAULT_ATTRIBUTE, None)
+    if callable(declared):
+        declared = declared(case)
     if declared is None:
         return {}
     if not isinstance(declared, Mapping):
@@ -107,7 +110,7 @@ def kind_defaults(kind: Any) -> dict[str, Threshold]:
     return {str(metric): parse_threshold(str(metric), spec) for metric, spec in declared.items()}
 
 
-def apply_default(thresholds: dict[str, Threshold], kind: Any, kind_name: str, *,
+def apply_default(thresholds: dict[str, Threshold], kind: Any, case: Any, *,
                   record_only: bool) -> tuple[list[str], str | None]:
     """Add ``kind``'s default thresholds to a case's ``thresholds`` when none of them judges
     the answer, so that no case passes unchecked (a regression gate with a silent hole is
@@ -116,8 +119,9 @@ def apply_default(thresholds: dict[str, Threshold], kind: Any, kind_name: str, *
     ``record_only: true``) adds nothing: such a suite records scores and lists the ungated."""
     if record_only or any(judges_answer(metric) for metric in thresholds):
         return [], None
+    kind_name = getattr(case, "kind", "?")
     try:
-        defaults = kind_defaults(kind)
+        defaults = kind_defaults(kind, case)
     except ValueError as exc:
         return [], f"kind {kind_name!r} declares a bad default threshold: {exc}"
     if not defaults:
@@ -150,7 +154,8 @@ def coverage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             entry["by_default"] += metric in defaults
         if not any(judges_answer(str(m)) for m in bounds) and rec.get("outcome") != "error":
             ungated.append(str(rec.get("id")))
-    order = sorted(gated.values(), key=lambda e: (-e["cases"], e["metric"]))
+    # most cases first; ties by name, then bound: the same order however the records came
+    order = [gated[key] for key in sorted(gated, key=lambda k: (-gated[k]["cases"], k))]
     return {"gated": order, "ungated": ungated}
 
 

@@ -245,3 +245,24 @@ def test_a_plugin_kind_with_a_broken_default_is_an_error_naming_it(suite: pytest
     assert _by_id(_report(suite))["same"]["error"] == (
         "test_len.yaml:4: cases[0].thresholds: kind 'length' declares a bad default "
         "threshold: threshold for same_length must be a number or {min: x, max: y}")
+
+
+def test_sql_default_follows_the_source() -> None:
+    """Nothing runs on a schema-only source: its SQL cases are gated on the gold's structure."""
+    from pathlib import Path
+
+    from pytest_queryeval.kinds import get_kind
+    from pytest_queryeval.model import Case
+    from pytest_queryeval.thresholds import apply_default
+
+    def default(spec: dict[str, Any] | None) -> dict[str, Any]:
+        case = Case(id="c", kind="sql", file=Path("test_x.yaml"), line=1, source_spec=spec)
+        thresholds: dict[str, Any] = {}
+        added, problem = apply_default(thresholds, get_kind("sql"), case, record_only=False)
+        assert problem is None and added == list(thresholds)
+        return {m: t.to_json() for m, t in thresholds.items()}
+
+    assert default({"type": "sqlite", "path": "x.sqlite"}) == {"execution_accuracy": {"min": 1.0}}
+    assert default(None) == {"execution_accuracy": {"min": 1.0}}
+    assert default({"type": "spider-schema", "tables": "tables.json"}) == {
+        "exact_set_match": {"min": 1.0}}
