@@ -27,6 +27,7 @@ from _common import machine  # noqa: E402
 #: Arguments of the default (time-boxed) run, per script.
 QUICK_ARGS: dict[str, list[str]] = {
     "bench_alignment.py": ["--quick"],
+    "bench_baseline_size.py": ["--cases", "500"],
     "bench_cache.py": ["--runs", "2"],
     "bench_concurrency.py": ["--cases", "200"],  # ~4 min: 100 s of it concurrency 1, serial
     "bench_json.py": ["--cases", "200"],

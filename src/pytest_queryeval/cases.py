@@ -23,7 +23,7 @@ from .model import Case, Kind, Threshold
 from .numeric import option_limit
 from .results import ResultTable
 from .safetext import is_safe, printable
-from .thresholds import parse_threshold
+from .thresholds import apply_default, parse_threshold
 from .yamlload import LocDict, LocList, load_file, plain
 
 #: Keys every case may carry, whatever its kind.
@@ -87,8 +87,11 @@ def _turn_list_case(turns: list[Any], path: Path) -> LocDict:
 def load_cases(path: Path, display: str, suite: SuiteConfig,
                is_metric: MetricCheck | None = None,
                ini_thresholds: dict[str, Threshold] | None = None,
-               extra_names: Callable[[str], Iterable[str]] | None = None) -> list[Case]:
-    """Load one case file. Raises ConfigError only for a file that is not YAML at all."""
+               extra_names: Callable[[str], Iterable[str]] | None = None,
+               cli_thresholds: dict[str, Threshold] | None = None) -> list[Case]:
+    """Load one case file. Raises ConfigError only for a file that is not YAML at all.
+    ``cli_thresholds`` (``--queryeval-threshold``) win over every level, for the kinds that
+    produce their metric."""
     data: Any = load_file(path, display)
     if data is None:
         raise ConfigError("the file is empty: expected a case or a mapping with 'cases:'",
@@ -119,7 +122,7 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
                           display, 1)
 
     reader = CaseReader(path, display, header, suite, is_metric, ini_thresholds or {},
-                        extra_names)
+                        extra_names, cli_thresholds or {})
     out: list[Case] = []
     for index, entry in enumerate(entries):
         line = entries.line_of(index) if isinstance(entries, LocList) else 1
@@ -154,10 +157,12 @@ class CaseReader:
 
     def __init__(self, path: Path, display: str, header: Any, suite: SuiteConfig,
                  is_metric: MetricCheck | None, ini_thresholds: dict[str, Threshold],
-                 extra_names: Callable[[str], Iterable[str]] | None) -> None:
+                 extra_names: Callable[[str], Iterable[str]] | None,
+                 cli_thresholds: dict[str, Threshold] | None = None) -> None:
         self.path, self.display, self.header, self.suite = path, display, header, suite
         self.is_metric, self.ini_thresholds, self.extra_names = \
             is_metric, ini_thresholds, extra_names
+        self.cli_thresholds = cli_thresholds or {}
         self.file_defaults = {key: value for key, value in header.items() if key != "cases"}
 
     def read_fanned(self, index: int, entry: Any) -> list[Case]:
@@ -466,7 +471,8 @@ class _Draft:
             case.repeat_verdict = str(verdict)
 
     def thresholds(self) -> None:
-        """ini < suite < file < case, metric by metric; names checked against the kind."""
+        """ini < suite < file < case < command line, metric by metric; names checked against
+        the kind; then the kind's default when none of them judges the answer."""
         reader, case, header, entry = self.reader, self.case, self.header, self.entry
         ini, suite_th = reader.ini_thresholds, reader.suite.thresholds
         resolved: dict[str, Threshold] = dict(ini)
@@ -492,7 +498,16 @@ class _Draft:
             for metric in inherited - set(file_th) - set(case_th):
                 if not is_metric(case.kind, metric):
                     resolved.pop(metric, None)
+        for metric, bound in reader.cli_thresholds.items():
+            if is_metric is None or is_metric(case.kind, metric):
+                resolved[metric] = bound
         case.thresholds = resolved
+        if self.kind_obj is not None:
+            added, problem = apply_default(resolved, self.kind_obj, case,
+                                           record_only=reader.suite.record_only)
+            case.default_thresholds = added
+            if problem:
+                self.errors.add(entry, "thresholds", self.kp("thresholds"), problem)
 
     def judge(self) -> None:
         """``judge:``: the suite's, then the file header's, then the case's, key by key

@@ -92,7 +92,8 @@ class QueryEvalFile(pytest.File):
         try:
             cases = load_cases(self.path, display, suite, runner.is_metric,
                                runner.options.ini_thresholds,
-                               lambda kind: runner.custom_metrics.get(kind, ()))
+                               lambda kind: runner.custom_metrics.get(kind, ()),
+                               runner.options.cli_thresholds)
         except ConfigError as exc:
             yield QueryEvalFileError.from_parent(self, name="<file>", message=exc.located())
             return
@@ -108,9 +109,6 @@ class QueryEvalFile(pytest.File):
             name = f"{case.id}@{case.line}"
         else:
             runner.ids[case.id] = f"{display}:{case.line}"
-        for metric, bound in runner.options.cli_thresholds.items():
-            if runner.is_metric(case.kind, metric):
-                case.thresholds[metric] = bound
         if case.difficulty is None and not case.errors:
             # a broken gold is reported when the case runs, not at collection
             with contextlib.suppress(Exception):

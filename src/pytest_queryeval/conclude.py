@@ -99,8 +99,13 @@ def with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> di
 
 
 def aggregates_of(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Every aggregate of a report's cases (plain means, groups, the Spider table)."""
-    return with_spider(aggregate(records), records)
+    """Every aggregate of a report's cases (plain means, groups, the Spider table, how many
+    cases each threshold gated)."""
+    from .thresholds import coverage
+
+    aggregates = with_spider(aggregate(records), records)
+    aggregates["thresholds"] = coverage(records)
+    return aggregates
 
 
 def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
@@ -113,7 +118,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     written raises QueryEvalError after the others are written.
     """
     from .baseline.compare import compare, parse_max_drop
-    from .baseline.store import load_baseline, write_baseline
+    from .baseline.store import compact_baseline, load_baseline, write_baseline
     from .report.terminal import format_comparison
 
     gates = report.get("gates") or []
@@ -161,7 +166,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
             out.problems.append("baseline not updated")
             failed = True
         else:
-            write_baseline(report, path)
+            write_baseline(compact_baseline(report), path)
             out.baseline_written = True
             forced = f" (forced: {'; '.join(why)})" if why else ""
             written.append(f"baseline updated: {path}{forced}")

@@ -34,7 +34,7 @@ from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
-                        "pricing", "neighbours", "judge"})
+                        "pricing", "neighbours", "judge", "record_only"})
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
@@ -114,6 +114,10 @@ class SuiteConfig:
     #: ``neighbours:``: the counterexample search of the cases it governs (a dict of
     #: :class:`.neighbour_check.Settings` fields; None: not asked for here).
     neighbours: dict[str, Any] | None = None
+    #: ``record_only: true``: a case no threshold gates records its scores instead of taking
+    #: its kind's default threshold (:func:`~.thresholds.apply_default`); a child file may
+    #: turn it back off.
+    record_only: bool = False
     errors: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
@@ -310,6 +314,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         cfg.neighbours, problems = parse_suite(data["neighbours"],
                                                f"{_loc(display, data, 'neighbours')}: neighbours")
         report.problems.extend(problems)
+    if "record_only" in data:
+        if isinstance(data["record_only"], bool):
+            cfg.record_only = data["record_only"]
+        else:
+            report.problems.append(f"{_loc(display, data, 'record_only')}: record_only: must be "
+                                   f"true or false, not {data['record_only']!r}")
     thresholds = data.get("thresholds") or {}
     if not isinstance(thresholds, dict):
         report.problems.append(f"{_loc(display, data, 'thresholds')}: thresholds: "

@@ -79,6 +79,9 @@ class Case:
     #: any pass → fail flip
     severity: str | None = None
     thresholds: dict[str, Threshold] = field(default_factory=dict)
+    #: The metrics of ``thresholds`` that are the kind's default (no threshold in effect
+    #: judged the answer): the summary counts them apart.
+    default_thresholds: list[str] = field(default_factory=list)
     xfail: str | None = None
     skip: str | None = None
     datasource: str | None = None
@@ -207,7 +210,12 @@ class Context(Protocol):
 
 
 class Kind(Protocol):
-    """One query language. Implementations live in :mod:`pytest_queryeval.kinds`."""
+    """One query language. Implementations live in :mod:`pytest_queryeval.kinds`.
+
+    Optional: a class attribute ``default_thresholds`` (``{metric: bound}`` as in YAML) gates
+    the cases that no threshold in effect judges; a kind without one makes them errors
+    (:func:`~pytest_queryeval.thresholds.apply_default`).
+    """
 
     name: ClassVar[str]
     #: Case keys accepted by this kind beyond the common ones (see :mod:`pytest_queryeval.cases`).

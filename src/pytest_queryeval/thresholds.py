@@ -81,3 +81,84 @@ def evaluate(thresholds: Mapping[str, Threshold], metrics: Mapping[str, float],
         if not bound.ok(value):
             failed.append((bound, value))
     return failed
+
+
+#: The kinds' default thresholds sit on their classes (``default_thresholds``); this is the
+#: attribute a kind registered by a plugin sets to have one (``{metric: bound}`` as in YAML).
+DEFAULT_ATTRIBUTE = "default_thresholds"
+
+
+def judges_answer(metric: str) -> bool:
+    """Whether a threshold on ``metric`` checks the answer: a timing or usage ceiling (latency,
+    tokens, cost) does not, so a case bounded only by one is still ungated."""
+    from .metricnames import RECORDED_METRICS
+
+    return metric not in RECORDED_METRICS
+
+
+def kind_defaults(kind: Any, case: Any) -> dict[str, Threshold]:
+    """The thresholds ``kind`` declares for ``case`` when no threshold gates it (empty: none):
+    a mapping, or a method of the case (the SQL kind's depends on its source); raises
+    ValueError for a declaration that is not ``{metric: bound}``."""
+    declared = getattr(kind, DEFAULT_ATTRIBUTE, None)
+    if callable(declared):
+        declared = declared(case)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping):
+        raise ValueError(f"{DEFAULT_ATTRIBUTE} must be a mapping of metric: bound")
+    return {str(metric): parse_threshold(str(metric), spec) for metric, spec in declared.items()}
+
+
+def apply_default(thresholds: dict[str, Threshold], kind: Any, case: Any, *,
+                  record_only: bool) -> tuple[list[str], str | None]:
+    """Add ``kind``'s default thresholds to a case's ``thresholds`` when none of them judges
+    the answer, so that no case passes unchecked (a regression gate with a silent hole is
+    worse than none). Returns the metrics added and the problem when the kind has no default
+    (the case is then an error, before any case runs). ``record_only`` (the suite's
+    ``record_only: true``) adds nothing: such a suite records scores and lists the ungated."""
+    if record_only or any(judges_answer(metric) for metric in thresholds):
+        return [], None
+    kind_name = getattr(case, "kind", "?")
+    try:
+        defaults = kind_defaults(kind, case)
+    except ValueError as exc:
+        return [], f"kind {kind_name!r} declares a bad default threshold: {exc}"
+    if not defaults:
+        return [], (f"no threshold applies to this case and kind {kind_name!r} declares no "
+                    "default: set one (thresholds: {metric: bound} on the case, its file or "
+                    "queryeval.yaml), or record_only: true in queryeval.yaml to record its "
+                    "scores ungated")
+    thresholds.update(defaults)
+    return list(defaults), None
+
+
+def coverage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """How many cases each threshold gated (``by_default``: through their kind's default) and
+    the ids of the cases no threshold on a score gated, for the summary and the JSON report.
+    Skipped cases ran no check, and a case in error failed anyway: neither counts as ungated;
+    with the kinds' defaults, only a ``record_only: true`` suite has ungated cases."""
+    gated: dict[tuple[str, str], dict[str, Any]] = {}
+    ungated: list[str] = []
+    for rec in records:
+        if rec.get("outcome") == "skipped":
+            continue
+        bounds = rec.get("thresholds") or {}
+        defaults = set(rec.get("default_thresholds") or ())
+        for metric, bound in bounds.items():
+            bound = bound or {}
+            key = (str(metric), repr(sorted(bound.items())))
+            entry = gated.setdefault(key, {"metric": str(metric), **bound, "cases": 0,
+                                           "by_default": 0})
+            entry["cases"] += 1
+            entry["by_default"] += metric in defaults
+        if not any(judges_answer(str(m)) for m in bounds) and rec.get("outcome") != "error":
+            ungated.append(str(rec.get("id")))
+    # most cases first; ties by name, then bound: the same order however the records came
+    order = [gated[key] for key in sorted(gated, key=lambda k: (-gated[k]["cases"], k))]
+    return {"gated": order, "ungated": ungated}
+
+
+def describe_bound(entry: Mapping[str, Any]) -> str:
+    """``>= 1`` / ``<= 30`` / ``>= 0.5 and <= 2`` of a coverage entry."""
+    return Threshold(str(entry["metric"]), min=entry.get("min"), max=entry.get("max")).describe()

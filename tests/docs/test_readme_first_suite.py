@@ -17,6 +17,7 @@ QUOTED = (
     "(2,)",
     "gold orders.total >= value | pred orders.total > value",
     "50.0%",
+    "thresholds: execution_accuracy >= 1 gated 2 cases",
     "gate FAIL: pass rate = 0.5000 (required >= 0.9, 2 cases)",
     "queryeval: FAILED: 1 failed case (big-orders); gate pass_rate 0.5 < 0.9",
 )

@@ -76,7 +76,8 @@ def test_a_path_is_replaced_only_whole(source: DuckdbSource) -> None:
 def test_the_json_report_holds_no_machine_path(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     _build(pytester.path / "d.duckdb")
-    pytester.makefile(".yaml", queryeval="datasources:\n  d: {type: duckdb, path: d.duckdb}\n")
+    pytester.makefile(".yaml", queryeval="datasources:\n  d: {type: duckdb, path: d.duckdb}\n"
+                                         "record_only: true\n")
     cases = [
         ("temp", "SELECT current_setting('temp_directory')"),
         ("settings", "SELECT name, value FROM duckdb_settings()"),

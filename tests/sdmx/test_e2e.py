@@ -257,6 +257,7 @@ def test_no_machine_path_in_the_report_for_codelists_outside_the_rootdir(
         datasources:
           imf: {{type: sdmx-structure, paths: ["{outside / 'imf'}"]}}
           gone: {{type: sdmx-structure, paths: ["{outside / 'missing'}"]}}
+        record_only: true
         """)
     text = """\
         id: {id}

@@ -106,6 +106,9 @@ class SdmxKind:
     """The ``sdmx`` kind: per-dimension P/R/F1 of (id, name) terms, macro-averaged."""
 
     name: ClassVar[str] = "sdmx"
+    #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): every
+    #: expected term selected, nothing else.
+    default_thresholds: ClassVar[Mapping[str, float]] = {"macro_f1": 1.0}
     option_keys: ClassVar[frozenset[str]] = frozenset({"match_on", "case_insensitive_names"})
 
     # ------------------------------------------------------------ contract

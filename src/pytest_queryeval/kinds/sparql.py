@@ -31,7 +31,7 @@ ASK results are one-cell tables (column ``boolean``, a Python bool), as recorded
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -91,6 +91,9 @@ class SparqlKind:
     """The SPARQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sparql"
+    #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
+    #: bindings, exactly.
+    default_thresholds: ClassVar[Mapping[str, float]] = {"execution_accuracy": 1.0}
     option_keys: ClassVar[frozenset[str]] = frozenset(
         {"compare", "timeout", "max_rows", "arity_from", "max_query_bytes", "features",
          "result_order_matters", *OPTION_KEYS})

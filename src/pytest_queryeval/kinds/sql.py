@@ -126,6 +126,14 @@ class SqlKind:
 
     # -- contract: names and validation ---------------------------------------------------------
 
+    def default_thresholds(self, case: Case) -> Mapping[str, float]:
+        """What gates a case no threshold judges (docs/reference.md, "Thresholds"): the
+        gold's result table, exactly; on a schema-only source (``spider-schema``: nothing
+        runs), the gold's structure, Spider's exact set match."""
+        if (case.source_spec or {}).get("type") == "spider-schema":
+            return {"exact_set_match": 1.0}
+        return {"execution_accuracy": 1.0}
+
     def is_metric(self, name: str) -> bool:
         return name in _metric_names()
 

@@ -16,7 +16,7 @@ from ..baseline.compare import (
     model_of,
     parse_max_drop,
 )
-from ..baseline.store import load_baseline, write_baseline
+from ..baseline.store import compact_baseline, expand_baseline, load_baseline, write_baseline
 from ..significance import parse_significance
 from .columns import is_spider_component
 from .terminal import format_comparison
@@ -26,7 +26,9 @@ __all__ = [
     "Comparison",
     "MetricDelta",
     "OutcomeChange",
+    "compact_baseline",
     "compare",
+    "expand_baseline",
     "format_comparison",
     "is_spider_component",
     "load_baseline",

@@ -53,7 +53,8 @@ def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
                            "path": None, "line": 1, "kind": "invalid", "difficulty": NO_DIFFICULTY,
                            "tags": [], "question": None, **fields}
     rec.update({"status": "error", "metrics": {}, "labels": {}, "thresholds": {},
-                "failed_metrics": [], "predicted": None, "gold": None, "error": message,
+                "default_thresholds": [], "failed_metrics": [], "predicted": None, "gold": None,
+                "signature": None, "error": message,
                 "reason": None, "diff": [], "details": {}, "settings": {},
                 "baseline_status": None, "verdict": None})
     return rec
@@ -70,6 +71,17 @@ def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> dict[str,
         fields = {"id": nodeid.rsplit("::", 1)[-1], "line": 0, "kind": "unknown",
                   "severity": None, "datasource": None}
     return error_record(nodeid, message, outcome="error", near_miss=None, **fields)
+
+
+def result_digest(signature: str | None) -> str | None:
+    """16 hex digits of the engine's signature of a prediction's result
+    (:func:`~pytest_queryeval.repeats.signature`): enough to tell answers apart, short enough
+    for a baseline line."""
+    if signature is None:
+        return None
+    import hashlib
+
+    return hashlib.sha256(signature.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
@@ -105,9 +117,14 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "metrics": dict(outcome.metrics) if outcome else {},
         "labels": dict(outcome.labels) if outcome else {},
         "thresholds": {m: t.to_json() for m, t in case.thresholds.items()},
+        # the metrics of "thresholds" that are the kind's default (no threshold judged it)
+        "default_thresholds": list(case.default_thresholds),
         "failed_metrics": [t.metric for t, _ in outcome.failed] if outcome else [],
         "predicted": predicted,
         "gold": gold,
+        # what the prediction produced (its result rows, else its text), digested: a baseline
+        # refresh shows a changed answer even where the scores stay the same
+        "signature": result_digest(outcome.signature) if outcome else None,
         "error": outcome.error if outcome else None,
         "reason": outcome.reason if outcome else None,
         "diff": list(outcome.diff) if outcome else [],

@@ -99,6 +99,7 @@ CASE: dict[str, Check] = {
     "severity": _nullable(_string), "outcome": _nullable(_string),
     "status": _nullable(_string), "tags": _nullable(_list), "metrics": _nullable(_object),
     "labels": _nullable(_object), "thresholds": _nullable(_object),
+    "default_thresholds": _nullable(_list), "signature": _nullable(_string),
     "failed_metrics": _list, "diff": _nullable(_list), "details": _nullable(_object),
     "settings": _nullable(_object), "near_miss": _nullable(_object),
     "error": _nullable(_string), "reason": _nullable(_string),

@@ -127,6 +127,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     if spent:
         lines.append(spent)
     lines.extend(carried_lines(report["cases"]))
+    lines.extend(threshold_lines(agg.get("thresholds")))
     lines.extend(verdict_lines(report, baseline=baseline))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
@@ -167,6 +168,34 @@ def carried_lines(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     where = ", ".join(f"{n} from {name}" for name, n in sources.items())
     return [f"carried: {plural(total, 'case')} scored by an earlier attempt, not run again "
             f"({where}; --queryeval-resume)"]
+
+
+def threshold_lines(coverage: Mapping[str, Any] | None, limit: int = 10) -> list[str]:
+    """How many cases each threshold gated, and the cases none did (``record_only: true``):
+    a gate with a hole must say so (:func:`~pytest_queryeval.thresholds.coverage`)."""
+    from ..thresholds import describe_bound
+
+    if not coverage:
+        return []
+    gated, ungated = list(coverage.get("gated") or ()), list(coverage.get("ungated") or ())
+    lines: list[str] = []
+    if gated:
+        parts = []
+        for entry in gated:
+            by_default = int(entry.get("by_default") or 0)
+            parts.append(f"{entry['metric']} {describe_bound(entry)} gated "
+                         f"{plural(int(entry['cases']), 'case')}"
+                         + (f" ({by_default} by default)" if by_default else ""))
+        lines.append("thresholds: " + ", ".join(parts))
+    elif ungated:
+        lines.append("thresholds: none applied")
+    if ungated:
+        n = len(ungated)
+        shown = ", ".join(ungated[:limit]) + (f" and {n - limit} more" if n > limit else "")
+        lines.append(f"ungated: {plural(n, 'case')} {'has' if n == 1 else 'have'} no threshold "
+                     f"on a score (record_only: true), {'its' if n == 1 else 'their'} scores "
+                     f"are recorded only: {shown}")
+    return lines
 
 
 def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:
