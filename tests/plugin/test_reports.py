@@ -326,6 +326,7 @@ def test_junit_property_names_are_shared_across_cases(pytester: pytest.Pytester)
     pytester.makefile(".yaml", test_shared=json.dumps({"kind": "sql", "cases": [
         {"id": f"c{i}", "gold_result": {"columns": ["a"], "rows": [[i]]},
          "predicted_result": {"columns": ["a"], "rows": [[i]]}} for i in range(3)]}))
+    pytester.makefile(".yaml", queryeval="{}")
     pytester.makeconftest('''
 import pytest
 from pytest_queryeval.collect import RECORD

@@ -5,6 +5,11 @@ INFERLab/BuildingQA ``metrics.py`` (HEAD 6eaa879) value for value, quirks includ
 docs/metrics-sparql.md). The reference tries every column permutation and compares every gold row
 with every predicted row; here rows are counted as hashed multisets and the permutation search is
 a branch and bound (:mod:`._alignment_search`) that returns the very mapping the reference picks.
+
+Why one module of this size: the four metrics share one column mapping, one encoding of the
+cells and the short cut for results whose columns are only permuted; split apart, each would
+re-encode the cells (the cost that short cut removes) or pass the shared state between modules.
+The search itself already lives in :mod:`._alignment_search`.
 """
 
 from __future__ import annotations
