@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from pytest_queryeval.tasks import pgcopies
+from tests.fixtures.postgres import TASKS_DATABASE
 
 RAISE = "UPDATE track SET unit_price = unit_price + 0.1 WHERE genre_id = 1"
 
@@ -26,8 +27,8 @@ def copies(server: Any) -> set[str]:
 
 
 def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: Any) -> None:
-    before = postgres_server.checksum()
-    url = postgres_server.url()
+    before = postgres_server.checksum(TASKS_DATABASE)
+    url = postgres_server.url(TASKS_DATABASE)
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {
         "pg": {"type": "sqlalchemy", "url": url, "writable": "sandbox", "timeout": 60}}}))
@@ -55,14 +56,14 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
                                                   "SELECT track_id, unit_price FROM track: "
                                                   "expected 3503 rows")
     assert cases["index"]["outcome"] == "passed"
-    assert postgres_server.checksum() == before  # the datasource's database is never written
+    assert postgres_server.checksum(TASKS_DATABASE) == before  # the datasource's database is never written
     pool = pgcopies.pool_for(url)
     pool.close()
     assert {n for n in copies(postgres_server) if f"_{pgcopies.os.getpid()}_" in n} == set()
 
 
 def test_a_killed_sessions_copies_are_swept(postgres_server: Any, tmp_path: Path) -> None:
-    url = postgres_server.url()
+    url = postgres_server.url(TASKS_DATABASE)
     script = tmp_path / "crash.py"
     script.write_text(
         "import os, sys\n"
@@ -84,7 +85,7 @@ def test_a_killed_sessions_copies_are_swept(postgres_server: Any, tmp_path: Path
 def test_ctrl_c_drops_the_sessions_copies(postgres_server: Any, tmp_path: Path) -> None:
     """A KeyboardInterrupt ends the process through its exit handlers: the pool drops every
     copy and the template it made, the one a case holds included."""
-    url = postgres_server.url()
+    url = postgres_server.url(TASKS_DATABASE)
     script = tmp_path / "interrupted.py"
     script.write_text(
         "import sys\n"
@@ -134,3 +135,23 @@ def test_fan_out_over_all_three_engines(pytester: pytest.Pytester, postgres_serv
     assert cases["genres[duck]"]["details"]["gold_dialect"]["transpiled_from"] == "sqlite"
     assert cases["genres[pg]"]["details"]["gold_dialect"] == {"dialect": "postgres"}
     assert sorted(data["aggregates"]["by_dialect"]) == ["duckdb", "postgres", "sqlite"]
+
+
+def test_a_database_in_use_cannot_be_copied_and_the_error_says_what_to_do(
+        pytester: pytest.Pytester, postgres_server: Any) -> None:
+    """``CREATE DATABASE ... TEMPLATE`` needs a database no other session uses: with one
+    connected all along, the task case is an error naming the cause and the fix."""
+    url = postgres_server.url()  # chinook: this test keeps a session on it
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {
+        "pg": {"type": "sqlalchemy", "url": url, "writable": "sandbox", "timeout": 60}}}))
+    pytester.makefile(".yaml", test_busy=json.dumps({"kind": "sql", "datasource": "pg", "cases": [
+        {"id": "raise", "task": "dml", "gold": RAISE, "predicted": RAISE,
+         "checks": [{"query": "SELECT count(*) FROM track", "rows": [[3503]]}]}]}))
+    with psycopg.connect(postgres_server.conninfo()):
+        pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+    assert case["outcome"] == "error"
+    assert "ObjectInUse" in case["error"]
+    assert "point the writable: sandbox datasource at a database of its own" in case["error"]
+    pgcopies._POOLS.pop(url, None)

@@ -254,9 +254,15 @@ def _with_copies(task: Task, url: str) -> tuple[Task, list[str], float]:
         if names:
             for name in names:
                 pool.drop(name)
+        hint = ""
+        if type(exc).__name__ == "ObjectInUse":  # CREATE DATABASE ... TEMPLATE needs it idle
+            hint = ("; copies are made with CREATE DATABASE ... TEMPLATE, which needs a "
+                    "database no other session is connected to (this run's read-only cases "
+                    "included): point the writable: sandbox datasource at a database of its own "
+                    "(docs/tasks.md)")
         raise SourceUnavailable(f"cannot make a copy of the PostgreSQL datasource: "
                                 f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
-                                ) from None
+                                f"{hint}") from None
     return (replace(task, copies=(conninfo(url, names[0]), conninfo(url, names[1]))),
             names, waited)
 
