@@ -54,10 +54,25 @@ def test_under_xdist_the_judge_bound_is_the_sessions_not_each_workers(
     assert len(openai_standin.requests) == 8
     assert openai_standin.max_in_flight == 2  # two workers, 4 votes each: still 2 at once
     assert [cases[f"w{i}"]["details"]["judge"]["calls"] for i in range(2)] == [4, 4]
+    # the judge's calls share the pool, but are not predictions: no progress line counts them
+    assert "queryeval: predictions" not in result.stdout.str()
 
 
-def test_under_xdist_max_calls_caps_the_run_not_each_worker(music, openai_standin,
-                                                            monkeypatch):  # noqa: F811
+def test_the_judge_calls_are_not_counted_as_predictions(openai_standin):
+    from pytest_queryeval.predict.base import Prediction
+    from pytest_queryeval.predict.pool import PredictionPool
+
+    pool = PredictionPool()
+    assert pool.submit(("judge", 1), "judge:m", 2, lambda: Prediction("v"), counted=False)
+    assert pool.submit(("case", 0), "openai:m", 2, lambda: Prediction("p"))
+    assert pool.take(("judge", 1)).value == "v" and pool.take(("case", 0)).value == "p"
+    progress = pool.progress()
+    assert (progress.done, progress.total, progress.running) == (1, 1, 0)
+    pool.close()
+
+
+def test_under_xdist_max_calls_caps_the_run_not_each_worker(
+        music, openai_standin, monkeypatch):  # noqa: F811
     pytest.importorskip("xdist")
     preds = [f"SELECT count(*), 'x{i}' FROM artists" for i in range(4)]
     openai_standin.containing = dict.fromkeys(preds, ACCEPT)

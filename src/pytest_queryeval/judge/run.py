@@ -292,7 +292,7 @@ def _pooled(pool: Any, spec: JudgeSpec,
     keys = [("judge", os.getpid(), ask, i) for i in range(spec.votes)]
     for i, key in enumerate(keys):
         if not pool.submit(key, group, spec.concurrency,
-                           lambda i=i: Prediction(one(i))):
+                           lambda i=i: Prediction(one(i)), counted=False):
             pool.cancel(keys)
             raise JudgeError(STOPPED)
     try:
