@@ -20,6 +20,8 @@ and they share three things through a directory the xdist controller creates for
   worker's: a request runs while its thread holds one of N lock files (``flock``, released
   by the kernel when a process dies), so N workers together make at most N requests at once,
   as the model service sees it.
+* **counts** (``counts/<name>``): a number every worker adds to under a lock; the judge's
+  ``max_calls`` is a cap of the session through it.
 
 Only for workers that share the controller's file system (``popen`` gateways, the default);
 workers elsewhere request each case when the controller sends it (:mod:`..runahead`).

@@ -16,6 +16,9 @@ requests of one case, share it:
   request either started here or never will, so the caller may then make it itself);
 * :meth:`PredictionPool.take` returns the :class:`~.base.Prediction` or re-raises what the
   request raised, so failures, retries and timeouts stay those of each case.
+* the judge's calls are requests too, in an uncounted group of their own (keys
+  ``("judge", pid, ask, vote)``): they share the bound, the session's slots and the end of
+  the session, but the progress line counts predictions only.
 
 Requests that are still running when the session ends are abandoned (:meth:`close`): their
 threads are daemons, and what they registered with the :class:`Abort` they see (:data:`ABORT`)
