@@ -90,6 +90,10 @@ class Evaluator:
         self.concurrency = concurrency
         #: Predictions requested ahead (:meth:`start_pool`); None until the run starts.
         self.pool: PredictionPool | None = None
+        #: An xdist worker's share of the session (:mod:`.predict.exchange`), set when the
+        #: run starts even when no prediction is live: the judge's calls and count use it.
+        self.exchange: Exchange | None = None
+        self._closed = False
         self.scrubber = Scrubber()
         #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
         self.repeat_override = repeat
@@ -246,6 +250,14 @@ class Evaluator:
             self.pool = PredictionPool(exchange)
         return self.pool
 
+    def judge_pool(self) -> PredictionPool:
+        """The pool a case's judge calls are requests of (started here when no prediction
+        was live); a closed one once the session ended, so it takes no further call."""
+        pool = self.start_pool(self.exchange)
+        if self._closed:
+            pool.close()
+        return pool
+
     def predict(self, case: Case, repeat: int = 0) -> Prediction:
         """Inline > ``--queryeval-predictions`` > the predict hook > ``predictions:``.
 
@@ -327,6 +339,7 @@ class Evaluator:
         """``drain``: the run ended normally; requests other xdist workers wait for finish.
         The judge's new verdicts are written to their pin files either way (they were paid
         for)."""
+        self._closed = True
         if self._judge is not None:
             self._judge.write()
         if self.pool is not None:

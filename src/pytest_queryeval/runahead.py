@@ -63,9 +63,10 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
         wanted = evaluator.requests(item.case, hook_active=hook_active)
         if wanted:
             requests[index] = wanted
+    exchange = _exchange(config) if worker else None
+    evaluator.exchange = exchange  # the judge's calls and max_calls use it too
     if not requests:
         return
-    exchange = _exchange(config) if worker else None
     pool = evaluator.start_pool(exchange)
     if not worker or exchange is not None:  # the controller's progress line follows the pool (ProgressLine)
         pool.submit_many(r for rs in requests.values() for r in rs)

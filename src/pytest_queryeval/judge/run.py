@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,7 @@ class JudgeSession:
     stores: dict[Path, PinStore] = field(default_factory=dict)
     clients: dict[str, Any] = field(default_factory=dict)
     calls: int = 0
+    asks: int = 0
     refusals: dict[str, str | None] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -79,13 +81,24 @@ class JudgeSession:
                 self.refusals[key] = kappa_refusal(spec, cache)
             return self.refusals[key]
 
-    def take_calls(self, spec: JudgeSpec, n: int) -> bool:
-        """Count ``n`` calls against ``max_calls``; False (none counted) when over."""
+    def take_calls(self, spec: JudgeSpec, n: int, exchange: Any = None) -> bool:
+        """Count ``n`` calls against ``max_calls``; False (none counted) when over. With an
+        xdist exchange the count is the session's (a counter every worker shares), so
+        ``max_calls`` caps the run, not each worker."""
         with self.lock:
-            if spec.max_calls is not None and self.calls + n > spec.max_calls:
+            if exchange is not None and spec.max_calls is not None:
+                if not exchange.take_count("judge-calls", n, spec.max_calls):
+                    return False
+            elif spec.max_calls is not None and self.calls + n > spec.max_calls:
                 return False
             self.calls += n
             return True
+
+    def next_ask(self) -> int:
+        """A number unique to one ask of this process (the pool keys of its votes)."""
+        with self.lock:
+            self.asks += 1
+            return self.asks
 
     def write(self) -> None:
         """Write each pin file this session added to, merged with what is on disk now (other
@@ -217,14 +230,18 @@ def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
         predicted_result=show_result(pred_table.columns, pred_table.rows), schema=schema,
         evidence="\n".join(e for e in (case.evidence, case.external_knowledge) if e),
         near_misses=_near_misses(scored), language=case.kind.upper(), template=template)
-    return ask_prompt(spec, prompt, metrics, record, ctx, session)
+    return ask_prompt(spec, prompt, metrics, record, ctx, session, pooled=True)
 
 
 def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: dict[str, Any],
-               ctx: Any, session: JudgeSession) -> Verdict:
+               ctx: Any, session: JudgeSession, pooled: bool = False) -> Verdict:
     """Ask the model ``votes`` times (at most ``concurrency`` at once) and take the majority;
-    what the calls cost goes into ``metrics``, the answers into ``record``."""
-    if not session.take_calls(spec, spec.votes):
+    what the calls cost goes into ``metrics``, the answers into ``record``.
+
+    ``pooled`` (a case's judge): the calls are requests of the run's prediction pool
+    (:func:`_pooled`), so they share its bound, its session-wide slots under xdist and its
+    end on Ctrl-C; the audit asks in its own threads."""
+    if not session.take_calls(spec, spec.votes, getattr(ctx, "exchange", None)):
         raise JudgeError(f"max_calls ({spec.max_calls}) reached: the judge was not asked "
                          "(raise judge.max_calls, or pin the verdicts in an earlier run)")
     client = session.client(spec, ctx)
@@ -242,7 +259,10 @@ def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: 
         raw, _seconds, _details = client.complete(messages, **extra)
         return _content(raw), _usage(raw), time.perf_counter() - start
 
-    if spec.votes == 1:  # in the case's own thread: Ctrl-C stops the call at once
+    pool = ctx.judge_pool() if pooled and hasattr(ctx, "judge_pool") else None
+    if pool is not None:
+        answers = _pooled(pool, spec, one, session)
+    elif spec.votes == 1:  # in the case's own thread: Ctrl-C stops the call at once
         answers = [one(0)]
     else:
         with ThreadPoolExecutor(max_workers=max(1, min(spec.concurrency, spec.votes))) as pool:
@@ -256,6 +276,34 @@ def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: 
     record["answers"] = [text[:2000] for text, _, _ in answers]
     verdicts = [parse_verdict(text) for text, _, _ in answers]
     return verdicts[0] if len(verdicts) == 1 else majority(verdicts)
+
+
+def _pooled(pool: Any, spec: JudgeSpec,
+            one: Callable[[int], tuple[str, dict[str, float], float]],
+            session: JudgeSession) -> list[tuple[str, dict[str, float], float]]:
+    """The votes as requests of the prediction pool, in the group of the judge's model (its
+    ``concurrency`` the bound; with an xdist exchange, the session's), the case waiting for
+    them. Keys are unique to this ask (a pool hands an answer out once); a closed pool takes
+    no request, so no call is made once the session ends."""
+    from ..predict.base import Prediction
+
+    group = f"judge:{spec.model}@{spec.base_url}"
+    ask = session.next_ask()
+    keys = [("judge", os.getpid(), ask, i) for i in range(spec.votes)]
+    for i, key in enumerate(keys):
+        if not pool.submit(key, group, spec.concurrency,
+                           lambda i=i: Prediction(one(i)), counted=False):
+            pool.cancel(keys)
+            raise JudgeError(STOPPED)
+    try:
+        return [pool.take(key).value for key in keys]
+    except KeyError:  # the pool closed (Ctrl-C, the session's end) before the call started
+        pool.cancel(keys)
+        raise JudgeError(STOPPED) from None
+
+
+#: A case's judge call that the end of the session withdrew.
+STOPPED = "the judge was not asked: the session ended first"
 
 
 def _content(raw: bytes) -> str:

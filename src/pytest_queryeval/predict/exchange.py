@@ -20,6 +20,8 @@ and they share three things through a directory the xdist controller creates for
   worker's: a request runs while its thread holds one of N lock files (``flock``, released
   by the kernel when a process dies), so N workers together make at most N requests at once,
   as the model service sees it.
+* **counts** (``counts/<name>``): a number every worker adds to under a lock; the judge's
+  ``max_calls`` is a cap of the session through it.
 
 Only for workers that share the controller's file system (``popen`` gateways, the default);
 workers elsewhere request each case when the controller sends it (:mod:`..runahead`).
@@ -77,7 +79,7 @@ class Exchange:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self.pid = os.getpid()
-        for sub in ("claims", "answers", "slots", "alive"):
+        for sub in ("claims", "answers", "slots", "alive", "counts"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         _hold_life_lock(self.root / "alive" / str(self.pid))
 
@@ -168,6 +170,27 @@ class Exchange:
         finally:
             os.close(fd)  # (releases the shared lock when it was taken)
         return False
+
+    # -- counts ------------------------------------------------------------------------
+    def take_count(self, name: str, n: int, limit: int) -> bool:
+        """Add ``n`` to the session's counter ``name`` unless that passes ``limit`` (False
+        then, nothing added): the judge's ``max_calls`` as a cap of the run, not of each
+        worker. A locked read-add-write, so two workers never both take the last call."""
+        import fcntl
+
+        fd = os.open(self.root / "counts" / _name(name), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.read(fd, 64).strip()
+            used = int(raw) if raw.isdigit() else 0
+            if used + n > limit:
+                return False
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(used + n).encode())
+            return True
+        finally:
+            os.close(fd)  # releases the lock
 
     # -- slots -------------------------------------------------------------------------
     @contextlib.contextmanager

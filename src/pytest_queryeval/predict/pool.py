@@ -16,6 +16,9 @@ requests of one case, share it:
   request either started here or never will, so the caller may then make it itself);
 * :meth:`PredictionPool.take` returns the :class:`~.base.Prediction` or re-raises what the
   request raised, so failures, retries and timeouts stay those of each case.
+* the judge's calls are requests too, in an uncounted group of their own (keys
+  ``("judge", pid, ask, vote)``): they share the bound, the session's slots and the end of
+  the session, but the progress line counts predictions only.
 
 Requests that are still running when the session ends are abandoned (:meth:`close`): their
 threads are daemons, and what they registered with the :class:`Abort` they see (:data:`ABORT`)
@@ -152,6 +155,9 @@ class _Group:
     max_running: int = 0
     #: Exchange slots no thread of this pool holds (each thread keeps one while it lives).
     free_slots: list[int] = field(default_factory=list)
+    #: Whether its requests are predictions (:meth:`PredictionPool.progress` counts them);
+    #: False for the judge's calls, which share the bound but are not predictions.
+    counted: bool = True
 
 
 @dataclass(frozen=True)
@@ -176,16 +182,19 @@ class PredictionPool:
         self._requests: dict[Hashable, _Request] = {}
         self._done = 0
         self._cancelled = 0
+        #: Requests submitted in groups :meth:`progress` does not count.
+        self._hidden = 0
         self._closed = False
         self._t0: float | None = None
         self.abort = Abort()
 
     # -- submitting --------------------------------------------------------------------
     def submit(self, key: Hashable, group: str, limit: int,
-               call: Callable[[], Prediction]) -> bool:
+               call: Callable[[], Prediction], counted: bool = True) -> bool:
         """Queue ``call`` under ``key`` in ``group`` (at most ``limit`` running at once; the
-        first submission of a group fixes its limit). False when ``key`` was already
-        submitted or the pool is closed: nothing is requested twice."""
+        first submission of a group fixes its limit and whether :meth:`progress` counts it).
+        False when ``key`` was already submitted or the pool is closed: nothing is requested
+        twice."""
         with self._cond:
             if self._closed or self._draining or key in self._requests:
                 return False
@@ -193,8 +202,10 @@ class PredictionPool:
                 self._t0 = time.perf_counter()
             grp = self._groups.get(group)
             if grp is None:
-                grp = self._groups[group] = _Group(max(1, int(limit)))
+                grp = self._groups[group] = _Group(max(1, int(limit)), counted=counted)
                 grp.free_slots = list(range(grp.limit - 1, -1, -1))
+            if not grp.counted:
+                self._hidden += 1
             req = _Request(key, group, call)
             self._requests[key] = req
             grp.queue.append(req)
@@ -273,7 +284,8 @@ class PredictionPool:
             req.finished = time.perf_counter()
             req.call = _spent
             grp.running -= 1
-            self._done += 1
+            if grp.counted:
+                self._done += 1
             self._cond.notify_all()
 
     def _call(self, call: Callable[[], Prediction]) -> Prediction:
@@ -349,7 +361,8 @@ class PredictionPool:
                 if req is not None and req.state == _PENDING:
                     req.state = _CANCELLED
                     req.call = _spent
-                    self._cancelled += 1
+                    if self._groups[req.group].counted:
+                        self._cancelled += 1
                     out.append(key)
         return out
 
@@ -373,8 +386,8 @@ class PredictionPool:
     # -- state -------------------------------------------------------------------------
     def progress(self) -> Progress:
         with self._cond:
-            running = sum(g.running for g in self._groups.values())
-            total = len(self._requests) - self._cancelled
+            running = sum(g.running for g in self._groups.values() if g.counted)
+            total = len(self._requests) - self._cancelled - self._hidden
             since = time.perf_counter() - self._t0 if self._t0 is not None else 0.0
             return Progress(self._done, total, running, since)
 
