@@ -124,6 +124,7 @@ def main() -> None:
     for kind in ("coincidental", "equivalent"):
         for i, pair in enumerate(corpus[kind]):
             gold, pred = pair["gold"], pair["predicted"]
+            fresh = gold not in suites
             dbs, distilled, build = suite_for(gold)
             t0 = time.perf_counter()
             hits = [db for db in dbs if differ(ref, db, gold, pred)]
@@ -133,7 +134,7 @@ def main() -> None:
                 "distinguished": bool(hits), "databases_distinguishing": len(hits),
                 "distilled": len(distilled),
                 "distilled_distinguished": bool(set(hits) & set(distilled)),
-                "seconds": round(build + check, 3),
+                "seconds": round((build if fresh else 0.0) + check, 3),
             })
     show(rows, args)
     if args.oracle:
@@ -148,7 +149,7 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"{'kind':12} {'#':>2}  {'dist':5} {'dbs':>4} {'suite':>5} {'s':>6}  predicted")
     for r in rows:
         suite = f"{r['distilled']}{'+' if r['distilled_distinguished'] else '-'}" if args.distil else "-"
-        print(f"{r['kind']:12} {r['index']:>2}  {str(r['distinguished']):5} "
+        print(f"{r['kind']:12} {r['index']:>2}  {r['distinguished']!s:5} "
               f"{r['databases_distinguishing']:>4} {suite:>5} {r['seconds']:>6.2f}  {r['predicted']}")
     for kind, word in (("coincidental", "recall"), ("equivalent", "false alarms")):
         sel = [r for r in rows if r["kind"] == kind]
@@ -158,8 +159,8 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             line += f" (distilled suite: {sum(r['distilled_distinguished'] for r in sel)}/{len(sel)})"
         print(line)
     secs = sorted(r["seconds"] for r in rows)
-    print(f"seconds per pair (fuzzing for a new gold included): median {secs[len(secs) // 2]:.2f}, "
-          f"max {secs[-1]:.2f}, total {sum(secs):.1f}")
+    print(f"seconds per pair (fuzzing counted once per gold, at its first pair): median "
+          f"{secs[len(secs) // 2]:.2f}, max {secs[-1]:.2f}, total {sum(secs):.1f}")
 
 
 if __name__ == "__main__":
