@@ -32,6 +32,7 @@ import contextlib
 import io
 import os
 import random
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -142,6 +143,7 @@ def main() -> None:
                 "distilled_distinguished": bool(set(hits) & set(distilled)),
                 "seconds": round((build if fresh else 0.0) + check, 3),
             })
+    shutil.rmtree(tmp)
     show(rows, args)
     if args.oracle:
         args.oracle.write_text(yaml.safe_dump(
