@@ -259,7 +259,7 @@ def _with_copies(task: Task, url: str) -> tuple[Task, list[str], float]:
             hint = ("; copies are made with CREATE DATABASE ... TEMPLATE, which needs a "
                     "database no other session is connected to (this run's read-only cases "
                     "included): point the writable: sandbox datasource at a database of its own "
-                    "(docs/tasks.md)")
+                    "(made once: CREATE DATABASE mydb_tasks TEMPLATE mydb)")
         raise SourceUnavailable(f"cannot make a copy of the PostgreSQL datasource: "
                                 f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
                                 f"{hint}") from None
