@@ -83,3 +83,18 @@ def depth_exceeds(value: Any, max_depth: int) -> bool:
 def load_json_file(path: Path, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """A JSON file read with :func:`read_text` and parsed with :func:`loads_json`."""
     return loads_json(read_text(path), max_depth)
+
+
+def load_report_file(path: Path, option: str, name: str) -> dict[str, Any]:
+    """A queryeval JSON report an option names (``--queryeval-resume``,
+    ``--queryeval-shard-durations``); ValueError names the option, the file as given
+    (``name``) and the problem: unreadable, too deep or large, or not a report."""
+    try:
+        data = load_json_file(path)
+    except OSError as exc:
+        raise ValueError(f"{option}: {name}: cannot read: {exc.strerror or exc}") from None
+    except BoundedReadError as exc:
+        raise ValueError(f"{option}: {name}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise ValueError(f"{option}: {name}: not a queryeval JSON report")
+    return data

@@ -68,18 +68,10 @@ class Resume:
     def load(cls, path: Path, name: str) -> Resume:
         """The records of the JSON report at ``path``; ValueError says why it cannot be used
         (unreadable, not a report, a damaged field)."""
-        from .boundedio import BoundedReadError, load_json_file
+        from .boundedio import load_report_file
         from .report.shardcheck import check_report, summary
 
-        try:
-            data = load_json_file(path)
-        except OSError as exc:
-            raise ValueError(f"--queryeval-resume: {name}: cannot read: "
-                             f"{exc.strerror or exc}") from None
-        except BoundedReadError as exc:
-            raise ValueError(f"--queryeval-resume: {name}: {exc}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-            raise ValueError(f"--queryeval-resume: {name}: not a queryeval JSON report")
+        data = load_report_file(path, "--queryeval-resume", name)
         problems = check_report(data)
         if problems:
             raise ValueError("--queryeval-resume: " + summary(name, problems))

@@ -110,17 +110,9 @@ def durations_from_report(report: Mapping[str, object]) -> dict[str, float]:
 def load_durations(path: Path, name: str) -> dict[str, float]:
     """:func:`durations_from_report` of the JSON report at ``path``; ValueError names the
     file and the problem (``name``: the path as given)."""
-    from .boundedio import BoundedReadError, load_json_file
+    from .boundedio import load_report_file
 
-    try:
-        data = load_json_file(path)
-    except OSError as exc:
-        raise ValueError(f"--queryeval-shard-durations: {name}: cannot read: "
-                         f"{exc.strerror or exc}") from None
-    except BoundedReadError as exc:
-        raise ValueError(f"--queryeval-shard-durations: {name}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-        raise ValueError(f"--queryeval-shard-durations: {name}: not a queryeval JSON report")
+    data = load_report_file(path, "--queryeval-shard-durations", name)
     return durations_from_report(data)
 
 
