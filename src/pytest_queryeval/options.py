@@ -214,10 +214,7 @@ class RunOptions:
             ini_thresholds=ini_thresholds, cli_thresholds=cli_thresholds,
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
-            gold_cache=(config.invocation_params.dir / get("queryeval_gold_cache")
-                        if get("queryeval_gold_cache") else
-                        config.rootpath / str(config.getini("queryeval_gold_cache"))
-                        if config.getini("queryeval_gold_cache") else None),
+            gold_cache=_path_value(config, "queryeval_gold_cache")[0],
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             judge_refresh=bool(get("queryeval_judge_refresh")),
             audit_judge=get("queryeval_audit_judge"),
@@ -230,8 +227,6 @@ class RunOptions:
                                         significance_ini))
         (neighbours, base), neighbour_problems = _neighbour_settings(config)
         options = replace(options, neighbours=neighbours, neighbour_base=base)
-        if neighbour_problems and not check:
-            neighbour_problems = []
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
                                                               get("queryeval_shard"))
@@ -264,15 +259,12 @@ class RunOptions:
         except ValueError as exc:
             raise pytest.UsageError(f"queryeval: {exc}") from None
         durations = None
-        given = get("queryeval_shard_durations") or str(
-            config.getini("queryeval_shard_durations") or "")
-        if given and shard is not None:
+        path, given = _path_value(config, "queryeval_shard_durations")
+        if path is not None and shard is not None:
             from .shard import load_durations
 
-            base = config.invocation_params.dir if get("queryeval_shard_durations") \
-                else config.rootpath
             try:
-                durations = load_durations(base / given, given)
+                durations = load_durations(path, given)
             except ValueError as exc:
                 raise pytest.UsageError(f"queryeval: {exc}") from None
         return replace(options, shard=shard, verdict_mode=mode, resume=resume,
@@ -308,6 +300,17 @@ class RunOptions:
             problems.append("--queryeval-update-baseline cannot be used with "
                             "--queryeval-audit-golds: an audit scores the golds, not a model")
         return problems
+
+
+def _path_value(config: pytest.Config, name: str) -> tuple[Path | None, str]:
+    """(the path, as given) of an option naming a file or folder, else of its ini value
+    (None: neither is set). A path on the command line is taken from the current directory,
+    one in the ini file from the rootdir, as pytest's own path options are."""
+    cli = config.getoption(name)
+    if cli:
+        return config.invocation_params.dir / str(cli), str(cli)
+    ini = str(config.getini(name) or "")
+    return (config.rootpath / ini if ini else None), ini
 
 
 def _neighbour_settings(config: pytest.Config) -> tuple[tuple[Any, Any], list[str]]:
