@@ -147,9 +147,11 @@ class Evaluator:
         return hit
 
     def cache_set(self, namespace: str, key: str, value: Any) -> None:
-        if not self.no_cache and self._cache is not None:
+        if self.no_cache:
+            return
+        if self._cache is not None:
             self._cache.set(self._cache_key(namespace, key), value)
-        if not self.no_cache and self.gold_cache is not None:
+        if self.gold_cache is not None:
             self.gold_cache.set(namespace, key, value)
 
     @property

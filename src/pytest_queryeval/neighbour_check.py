@@ -151,13 +151,6 @@ def settings_for(case: Case, run_settings: Settings | None,
     return None
 
 
-def with_report_dir(settings: Settings, files: dict[str, str | None], invocation_dir: Path,
-                    rootdir: Path) -> Settings:
-    """``settings`` with the directory of the first report file asked for."""
-    report_dir = next(((invocation_dir / v).resolve().parent for v in files.values() if v), None)
-    return replace(settings, report_dir=report_dir, rootdir=rootdir)
-
-
 # -- the search, in the sandbox worker -------------------------------------------------------
 
 def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool,

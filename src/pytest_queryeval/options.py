@@ -225,7 +225,7 @@ class RunOptions:
             significance_ini=significance_ini,
             significance_where=ini_line(config.inipath, "queryeval_significance",
                                         significance_ini))
-        (neighbours, base), neighbour_problems = _neighbour_settings(config)
+        (neighbours, base), neighbour_problems = _neighbour_settings(config, report)
         options = replace(options, neighbours=neighbours, neighbour_base=base)
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
@@ -313,7 +313,8 @@ def _path_value(config: pytest.Config, name: str) -> tuple[Path | None, str]:
     return (config.rootpath / ini if ini else None), ini
 
 
-def _neighbour_settings(config: pytest.Config) -> tuple[tuple[Any, Any], list[str]]:
+def _neighbour_settings(config: pytest.Config, report: ReportOptions
+                        ) -> tuple[tuple[Any, Any], list[str]]:
     """((the run's counterexample search, the settings a suite's ``neighbours:`` starts
     from), problems): :class:`.neighbour_check.Settings` from the option or the ini values;
     the first is None when neither asks for the search."""
@@ -322,7 +323,6 @@ def _neighbour_settings(config: pytest.Config) -> tuple[tuple[Any, Any], list[st
         parse_databases,
         parse_seconds,
         parse_seed,
-        with_report_dir,
     )
 
     problems: list[str] = []
@@ -352,9 +352,9 @@ def _neighbour_settings(config: pytest.Config) -> tuple[tuple[Any, Any], list[st
             settings = replace(settings, seed=parse_seed(seed_ini, "ini queryeval_neighbours_seed"))
     except ValueError as exc:
         problems.append(str(exc))
-    base = with_report_dir(settings, {name: getattr(config.option, f"queryeval_{name}")
-                                      for name in REPORT_FILES},
-                           config.invocation_params.dir, config.rootpath)
+    # counterexamples are saved beside the first report file asked for
+    report_dir = next((p.parent for p in map(report.path, REPORT_FILES) if p is not None), None)
+    base = replace(settings, report_dir=report_dir, rootdir=config.rootpath)
     if databases is None:
         return (None, base), problems
     return (replace(base, databases=databases), base), problems
