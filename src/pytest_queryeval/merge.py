@@ -37,6 +37,7 @@ from .nearmiss import aggregate as near_miss_aggregate
 from .options import ReportOptions
 from .paths import display
 from .repeats import flaky_cases
+from .wording import shortlist
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
 OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5
@@ -301,16 +302,13 @@ def problems_of(merged: Merged) -> list[str]:
     if merged.missing_shards:
         out.append(f"missing shard(s): {', '.join(merged.missing_shards)}")
     if merged.missing:
-        shown = ", ".join(merged.missing[:LISTED])
-        more = f" and {len(merged.missing) - LISTED} more" if len(merged.missing) > LISTED else ""
-        out.append(f"{len(merged.missing)} case(s) of the suite are in no shard: {shown}{more}")
+        out.append(f"{len(merged.missing)} case(s) of the suite are in no shard: "
+                   + shortlist(merged.missing, LISTED))
     if merged.duplicated:
-        shown = "; ".join(f"{key} (in {', '.join(Path(n).name for n in names)})"
-                          for key, names in merged.duplicated[:LISTED])
-        more = f" and {len(merged.duplicated) - LISTED} more" \
-            if len(merged.duplicated) > LISTED else ""
+        shown = shortlist([f"{key} (in {', '.join(Path(n).name for n in names)})"
+                           for key, names in merged.duplicated], LISTED, sep="; ")
         out.append(f"{len(merged.duplicated)} case(s) ran in more than one shard (the first "
-                   f"is kept): {shown}{more}")
+                   f"is kept): {shown}")
     if merged.interrupted:
         out.append("interrupted shard(s): " + ", ".join(Path(n).name for n in merged.interrupted))
     return out

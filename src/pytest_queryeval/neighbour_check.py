@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .wording import plural, shortlist
+
 if TYPE_CHECKING:
     from .model import Case
     from .results import ResultTable
@@ -349,13 +351,13 @@ def summary_line(agg: dict[str, Any] | None) -> list[str]:
     if not agg:
         return []
     n = agg["passes_checked"]
-    line = (f"neighbours: {n} pass{'es' if n != 1 else ''} checked on "
+    line = (f"neighbours: {plural(n, 'pass', 'passes')} checked on "
             f"{agg['databases_checked']:,} databases in {agg['seconds']:.1f} s "
             f"({agg['databases_reused']:,} reused from the golds' suites)")
     found = agg["coincidental_passes"]
     if found:
-        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-        line += f"; {len(found)} coincidental pass{'es' if len(found) != 1 else ''}: {shown}"
+        line += f"; {plural(len(found), 'coincidental pass', 'coincidental passes')}: " \
+            + shortlist(found, 5)
     else:
         line += "; no coincidental pass found"
     if agg.get("time_budget_reached"):

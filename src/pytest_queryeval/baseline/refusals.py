@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..wording import shortlist
+
 
 def partial_run(args: Sequence[str], invocation_dir: Path, suite: Path,
                 patterns: Sequence[str], collected: set[Path]) -> list[str]:
@@ -30,9 +32,8 @@ def partial_run(args: Sequence[str], invocation_dir: Path, suite: Path,
                                                     p.relative_to(suite).parts)
                          and p.resolve() not in collected})
         if missed:
-            names = ", ".join(str(p.relative_to(suite)) for p in missed[:3])
-            more = f" and {len(missed) - 3} more" if len(missed) > 3 else ""
-            why.append(f"the suite's case files {names}{more} were not run")
+            names = shortlist([str(p.relative_to(suite)) for p in missed], 3)
+            why.append(f"the suite's case files {names} were not run")
     return why
 
 
@@ -46,6 +47,6 @@ def update_refusals(*, filters: Sequence[str], interrupted: bool, stopped: str |
     if stopped:
         why.append(f"the run stopped early ({stopped})")
     if errors:
-        shown = ", ".join(errors[:3]) + (f" and {len(errors) - 3} more" if len(errors) > 3 else "")
+        shown = shortlist(errors, 3)
         why.append(f"{len(errors)} case(s) ended in an error ({shown})")
     return why

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import Case, Context, Scored
+from ..wording import shortlist
 
 HALLUCINATION_METRICS = {"sql": "schema_hallucination", "sparql": "iri_hallucination"}
 RELAXED_EX = "relaxed_ex"
@@ -67,9 +68,7 @@ def add_hallucination(scored: Scored, case: Case, ctx: Context, src: Any,
         scored.details[name] = {"referenced": found.referenced, "unknown": list(found.unknown)}
         if found.unknown:
             scored.diff.append(f"{name}: {found.rate:.3f}: not in the datasource: "
-                               + ", ".join(found.unknown[:10])
-                               + (f" and {len(found.unknown) - 10} more"
-                                  if len(found.unknown) > 10 else ""))
+                               + shortlist(found.unknown, 10))
 
 
 def _sql(ctx: Context, src: Any, sql: str) -> Any:

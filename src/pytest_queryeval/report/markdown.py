@@ -14,6 +14,7 @@ from typing import Any
 
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
+from ..wording import shortlist
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -311,11 +312,9 @@ def _baseline(cmp: Comparison) -> list[str]:
             code(c.id) for c in cmp.critical_regressions[:MAX_FAILURES]), ""])
     for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
         if changes:
-            items = ", ".join(f"{code(c.id)} ({md(c.kind)}/{md(c.difficulty)})"
-                              for c in changes[:MAX_FAILURES])
-            more = f" and {len(changes) - MAX_FAILURES} more" if len(changes) > MAX_FAILURES \
-                else ""
-            out.extend([f"**{title} ({len(changes)})**: {items}{more}", ""])
+            items = shortlist([f"{code(c.id)} ({md(c.kind)}/{md(c.difficulty)})"
+                               for c in changes], MAX_FAILURES)
+            out.extend([f"**{title} ({len(changes)})**: {items}", ""])
     out.extend(f"> ⚠️ {md(w)}" for w in cmp.warnings)
     if cmp.warnings:
         out.append("")

@@ -16,6 +16,7 @@ from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
 from ..safetext import printable
 from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
+from ..wording import plural, shortlist
 from .columns import is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .numbers import num, signed
@@ -134,7 +135,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     from ..neighbour_check import summary_line as neighbour_line
 
     lines.extend(neighbour_line(report.get("neighbours")))
-    lines.extend(judge_summary(report.get("judge")))
+    from ..judge.report import summary_lines as judge_lines
+
+    lines.extend(judge_lines(report.get("judge")))
     bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
@@ -147,12 +150,6 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or NO_DIFFICULTY}] "
                          f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
-
-
-def judge_summary(agg: Mapping[str, Any] | None) -> list[str]:
-    from ..judge.report import summary_lines as judge_lines
-
-    return judge_lines(agg)
 
 
 def carried_lines(cases: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -191,7 +188,7 @@ def threshold_lines(coverage: Mapping[str, Any] | None, limit: int = 10) -> list
         lines.append("thresholds: none applied")
     if ungated:
         n = len(ungated)
-        shown = ", ".join(ungated[:limit]) + (f" and {n - limit} more" if n > limit else "")
+        shown = shortlist(ungated, limit)
         lines.append(f"ungated: {plural(n, 'case')} {'has' if n == 1 else 'have'} no threshold "
                      f"on a score (record_only: true), {'its' if n == 1 else 'their'} scores "
                      f"are recorded only: {shown}")
@@ -216,11 +213,6 @@ def flaky_lines(report: Mapping[str, Any], limit: int = 20) -> list[str]:
     if len(flaky) > limit:
         lines.append(f"  … {len(flaky) - limit} more (the JSON report's 'flaky' lists them all)")
     return lines
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 regression``, ``2 regressions``: a count with its noun in the right number."""
-    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def verdict_lines(report: Mapping[str, Any], limit: int = 10, *,
@@ -372,8 +364,7 @@ def _gate_failure(gate: Mapping[str, Any]) -> str:
 
 
 def _ids(ids: Sequence[str], limit: int = 3) -> str:
-    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
-    return f" ({', '.join(ids[:limit])}{more})"
+    return f" ({shortlist(ids, limit)})"
 
 
 def outcome_line(report: Mapping[str, Any], *, failed: bool,
