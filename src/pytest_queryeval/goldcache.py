@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -61,21 +60,12 @@ class GoldCache:
     def set(self, namespace: str, key: str, value: Any) -> None:
         """Store atomically (temporary file + rename); a directory that cannot be written
         costs the next runner a gold execution, never the run."""
-        from .report.json_report import create_temp
+        from .report.json_report import write_atomic
 
         if namespace not in SHARED:
             return
         target = self.path(namespace, key)
         text = json.dumps({"version": VERSION, "namespace": namespace, "key": key,
                            "value": value}, ensure_ascii=False)
-        tmp = None
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = create_temp(target.parent, f".{target.name}.", ".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, target)
-        except OSError:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            write_atomic(target, text)

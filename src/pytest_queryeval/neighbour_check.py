@@ -28,7 +28,6 @@ that gold (per xdist worker; a killed worker starts again empty).
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -304,10 +303,9 @@ def _safe_name(case_id: str) -> str:
 
 def _write(target: Path, data: bytes) -> None:
     """Write ``data`` atomically (another xdist worker may write a sibling at once)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    from .report.json_report import write_atomic
+
+    write_atomic(target, data)
 
 
 def _shown(path: Path, *bases: Path | None) -> str:

@@ -87,3 +87,19 @@ def test_the_prompt_shows_both_queries_and_results_within_the_budget() -> None:
                  "column):\nn\n3", "Predicted result (1 row, 1 column):\nn\nNULL",
                  "- rows match ignoring NULLs", '{"category": "equivalent" | "gold_wrong"'):
         assert part in prompt, part
+
+
+def test_the_pin_file_is_written_with_the_users_umask(tmp_path: Path) -> None:
+    """A team commits and publishes the pin file: it is created as any file the user writes
+    (umask 022: 0644), not 0600 as a bare temporary file would leave it."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        store = PinStore.load(tmp_path / "judge-pins.jsonl")
+        store.put("0" * 64, Verdict("wrong", "no"))
+        store.write()
+    finally:
+        os.umask(old)
+    assert (tmp_path / "judge-pins.jsonl").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["judge-pins.jsonl"]  # no temporary left

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,12 +71,6 @@ class PinStore:
         lines = [json.dumps({"key": k, "category": v.category, "reason": v.reason},
                             ensure_ascii=False, sort_keys=True) for k, v in sorted(
             self.pins.items())]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".pins-", suffix=".jsonl")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write("".join(line + "\n" for line in lines))
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        from ..report.json_report import write_atomic
+
+        write_atomic(self.path, "".join(line + "\n" for line in lines))

@@ -125,14 +125,16 @@ def create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary name in {directory}")
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename: readers never see a partial report."""
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write via a temporary file and rename: readers never see a partial file (a report, a
+    baseline, a pin file, a shared gold entry, a saved counterexample), and it is created with
+    the user's umask (:func:`create_temp`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = create_temp(path.parent, f".{path.name}.", ".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
             fh.flush()
             os.fsync(fh.fileno())  # a baseline is committed: it must survive a crash whole
         os.replace(tmp, path)
