@@ -7,6 +7,7 @@ evaluator) is the process's :class:`~.runner.Runner`, reached through ``config.s
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -53,17 +54,12 @@ class Runner(Protocol):
 #: A case item's record, made when it runs (read by ``pytest_runtest_makereport``).
 RECORD = pytest.StashKey[dict[str, Any]]()
 
-#: ``queryeval.<metric>`` JUnit property names, one string per metric for the session: pytest
-#: keeps every item's properties to the end, and a new string per metric and case was 2 KB
-#: of each case's memory at 27 metrics.
-_PROPERTY_NAMES: dict[str, str] = {}
-
-
+@functools.cache
 def _property_name(metric: str) -> str:
-    name = _PROPERTY_NAMES.get(metric)
-    if name is None:
-        name = _PROPERTY_NAMES[metric] = f"queryeval.{metric}"
-    return name
+    """The ``queryeval.<metric>`` JUnit property name, one string per metric for the session:
+    pytest keeps every item's properties to the end, and a new string per metric and case was
+    2 KB of each case's memory at 27 metrics."""
+    return f"queryeval.{metric}"
 
 
 #: The process's :class:`~.runner.Runner`, which the nodes read their suite and run from.
