@@ -1,4 +1,5 @@
-"""LiveSQLBench jsonl to a queryeval SQL suite scored by BIRD Soft EX (``soft_ex``).
+"""LiveSQLBench jsonl to a queryeval SQL suite: Query tasks scored by BIRD Soft EX (``soft_ex``),
+Management tasks by their own test cases on throwaway copies.
 
 ``queryeval-import livesqlbench livesqlbench_data.jsonl --db PATTERN --out DIR`` writes
 ``DIR/test_livesqlbench.yaml``, one ``kind: sql`` case per task: ``query`` becomes the
@@ -9,22 +10,37 @@ given to predictors and prompt templates, ``selected_database`` the datasource, 
 (``--db``: SQLAlchemy URL or SQLite path with ``{db}``) and the threshold ``soft_ex: 1``,
 LiveSQLBench's own test for a ``Query`` task.
 
-Tasks the SQL kind cannot score as the benchmark does are skipped, each listed with its
-reason on stdout and in the suite's header: ``Management`` tasks (the benchmark runs their
-own test cases after CRUD statements), tasks with ``preprocess_sql`` (it changes the
+A ``Management`` task becomes a ``task: ddl`` case when a statement of its ``sol_sql`` (comments
+aside) begins with CREATE, ALTER, DROP, TRUNCATE, COMMENT, GRANT or REVOKE, else ``task: dml``
+(the plugin scores both alike; the kind is for reports): ``preprocess_sql`` becomes ``setup``,
+``sol_sql`` the ``gold`` statements, ``clean_up_sql`` (or ``clean_up_sqls``, as the published
+files spell it) ``cleanup``, and each of its ``test_cases`` a ``livesqlbench_test`` check, run
+with the reference's helpers in the sandbox worker (:mod:`..tasks.livesqlbench`). Its datasource
+is ``<db>_sandbox`` (``--sandbox-db``, default ``--db``), marked ``writable: sandbox``. A
+Management task without test cases is imported without checks, so the plugin reports it as an
+error (the benchmark passes it whenever the prediction executes), and the import says so. A
+``follow_up`` is not imported (LiveSQLBench's evaluator scores top-level instances only;
+follow-ups are BIRD-Interact's second turn), and the import says so.
+
+Query tasks the SQL kind cannot score as the benchmark does are skipped, each listed with its
+reason on stdout and in the suite's header: tasks with ``preprocess_sql`` (it changes the
 database first), solutions of several statements, and tasks without ``sol_sql`` (the public
 file omits it: merge the ground truth first, with the benchmark's ``integrate_gt_data.py``).
 
 ``--pred FILE.jsonl`` adds predictions in the benchmark's post-processed format
-(``instance_id`` and ``pred_sqls``) as ``DIR/predictions.jsonl``. A prediction of several
-statements is joined with ``;`` and is then refused by the read-only guard (scored 0).
+(``instance_id`` and ``pred_sqls``) as ``DIR/predictions.jsonl``. A Query prediction of several
+statements is joined with ``;`` and is then refused by the read-only guard (scored 0); a
+Management prediction's statements are joined with ``;`` on a line of its own (so a trailing
+``--`` comment cannot swallow it) and run in order on the task's copy.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +51,13 @@ from ._inputs import json_line, plain_name, read_text
 CASES_FILE = "test_livesqlbench.yaml"
 CONFIG_FILE = "queryeval.yaml"
 PREDICTIONS_FILE = "predictions.jsonl"
+#: The suffix of the writable datasource of a database's Management tasks.
+SANDBOX_SUFFIX = "_sandbox"
+#: A Management task whose solution begins a statement with one of these is ``task: ddl``.
+DDL_KEYWORDS = ("CREATE", "ALTER", "DROP", "TRUNCATE", "COMMENT", "GRANT", "REVOKE")
+#: How a Management prediction's statements are joined into the one text a task runs.
+STATEMENT_JOIN = "\n;\n"
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -69,9 +92,54 @@ def _knowledge(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def task_kind(gold: list[str]) -> str:
+    """``ddl`` when a statement of the solution (comments aside) begins with a DDL keyword."""
+    for sql in gold:
+        for stmt in _COMMENTS.sub(" ", sql).split(";"):
+            words = stmt.split(None, 1)
+            if words and words[0].upper() in DDL_KEYWORDS:
+                return "ddl"
+    return "dml"
+
+
+def _management(item: dict[str, Any], cid: str, db: str, gold: list[str], where: str,
+                notes: list[str]) -> dict[str, Any]:
+    """The ``task:`` case of a Management task (see the module doc)."""
+    case: dict[str, Any] = {"id": cid}
+    if isinstance(item.get("query"), str):
+        case["question"] = item["query"]
+    knowledge = item.get("external_knowledge")
+    if knowledge:
+        case["external_knowledge"] = _knowledge(knowledge)
+    case["task"] = task_kind(gold)
+    case["datasource"] = db + SANDBOX_SUFFIX
+    setup = statements(item.get("preprocess_sql"), f"{where}: preprocess_sql")
+    if setup:
+        case["setup"] = setup
+    case["gold"] = gold
+    cleanup = statements(item.get("clean_up_sql") or item.get("clean_up_sqls"),
+                         f"{where}: clean_up_sql")
+    if cleanup:
+        case["cleanup"] = cleanup
+    tests = item.get("test_cases") or []
+    if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
+        raise ImportProblem(f"{where}: 'test_cases' must be a list of Python sources")
+    if tests:
+        case["checks"] = [{"livesqlbench_test": t} for t in tests]
+    else:
+        notes.append(f"{cid}: Management task without test_cases: imported without checks, "
+                     "so the plugin reports it as an error (LiveSQLBench passes it whenever "
+                     "the prediction executes)")
+    if isinstance(item.get("follow_up"), dict):
+        notes.append(f"{cid}: follow_up not imported (LiveSQLBench's evaluator scores "
+                     "top-level instances only)")
+    return case
+
+
 def build(items: list[dict[str, Any]], *, source_name: str,
           ) -> tuple[dict[str, Any], list[str], list[str], set[str]]:
-    """(case-file mapping, skipped ``id: reason`` lines, notes, databases used)."""
+    """(case-file mapping, skipped ``id: reason`` lines, notes, databases used; a database of
+    Management tasks is named with :data:`SANDBOX_SUFFIX`)."""
     cases: list[dict[str, Any]] = []
     skipped: list[str] = []
     notes: list[str] = []
@@ -94,27 +162,30 @@ def build(items: list[dict[str, Any]], *, source_name: str,
         seen.add(cid)
         category = item.get("category", "Query")
         gold = statements(item.get("sol_sql"), f"{where}: sol_sql")
+        conditions = item.get("conditions") or {}
+        if not isinstance(conditions, dict):
+            raise ImportProblem(f"{where}: 'conditions' must be an object")
         reason = None
-        if category != "Query":
-            reason = f"category {category!r}: scored by its own test cases after CRUD statements"
-        elif statements(item.get("preprocess_sql"), f"{where}: preprocess_sql"):
-            reason = "preprocess_sql changes the database before the task"
+        if category == "Management" and gold:
+            case = _management(item, cid, db, gold, where, notes)
+            _conditions(case, conditions, cid, notes)
+            _tags(case, item, db, category)
+            cases.append(case)
+            dbs.add(db + SANDBOX_SUFFIX)
+            continue
+        if category not in ("Query", "Management"):
+            reason = f"category {category!r}: not a LiveSQLBench category (Query, Management)"
         elif not gold:
             reason = ("no sol_sql (the public file omits it: merge the ground truth with the "
                       "benchmark's integrate_gt_data.py)")
+        elif statements(item.get("preprocess_sql"), f"{where}: preprocess_sql"):
+            reason = "preprocess_sql changes the database before the task"
         elif len(gold) > 1:
             reason = f"sol_sql has {len(gold)} statements; the SQL kind runs one query"
         if reason is not None:
             skipped.append(f"{cid}: {reason}")
             continue
-        conditions = item.get("conditions") or {}
-        if not isinstance(conditions, dict):
-            raise ImportProblem(f"{where}: 'conditions' must be an object")
-        dropped = sorted(set(conditions) - set(CONDITION_KEYS))
-        if dropped:
-            notes.append(f"{cid}: conditions key(s) {', '.join(dropped)} dropped (soft_ex reads "
-                         "only 'order')")
-        case: dict[str, Any] = {"id": cid}
+        case = {"id": cid}
         if isinstance(item.get("query"), str):
             case["question"] = item["query"]
         knowledge = item.get("external_knowledge")
@@ -122,26 +193,42 @@ def build(items: list[dict[str, Any]], *, source_name: str,
             case["external_knowledge"] = _knowledge(knowledge)
         case["gold"] = gold[0]
         case["datasource"] = db
-        case["conditions"] = {k: v for k, v in conditions.items() if k in CONDITION_KEYS}
-        if isinstance(item.get("difficulty_tier"), str) and item["difficulty_tier"].strip():
-            case["difficulty"] = tag(item["difficulty_tier"])
-        tags = ["livesqlbench", tag(db), tag(str(category))]
-        if item.get("high_level") is True:
-            tags.append("high_level")
-        case["tags"] = tags
+        _conditions(case, conditions, cid, notes)
+        _tags(case, item, db, category)
         cases.append(case)
         dbs.add(db)
     return {"kind": "sql", "thresholds": {"soft_ex": 1.0}, "cases": cases}, skipped, notes, dbs
 
 
-def prediction_records(path: Path, ids: set[str]) -> list[dict[str, Any]]:
+def _conditions(case: dict[str, Any], conditions: dict[str, Any], cid: str,
+                notes: list[str]) -> None:
+    dropped = sorted(set(conditions) - set(CONDITION_KEYS))
+    if dropped:
+        notes.append(f"{cid}: conditions key(s) {', '.join(dropped)} dropped (soft_ex reads "
+                     "only 'order')")
+    case["conditions"] = {k: v for k, v in conditions.items() if k in CONDITION_KEYS}
+
+
+def _tags(case: dict[str, Any], item: dict[str, Any], db: str, category: Any) -> None:
+    if isinstance(item.get("difficulty_tier"), str) and item["difficulty_tier"].strip():
+        case["difficulty"] = tag(item["difficulty_tier"])
+    tags = ["livesqlbench", tag(db), tag(str(category))]
+    if item.get("high_level") is True:
+        tags.append("high_level")
+    case["tags"] = tags
+
+
+def prediction_records(path: Path, ids: set[str], tasks: Collection[str] = (),
+                       ) -> list[dict[str, Any]]:
+    """The predictions of the imported cases; ``tasks``: the ids of Management cases."""
     records = []
     for item in read_jsonl(path):
         iid = str(item.get("instance_id", ""))
         if iid not in ids:
             continue  # a skipped task, or one of another file
         sqls = statements(item.get("pred_sqls"), f"{path.name}: line {item['_line']}: pred_sqls")
-        records.append({"id": iid, "predicted": ";\n".join(sqls)})
+        join = STATEMENT_JOIN if iid in tasks else ";\n"
+        records.append({"id": iid, "predicted": join.join(sqls)})
     return records
 
 
@@ -153,12 +240,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", required=True, metavar="PATTERN",
                     help="each database's SQLAlchemy URL or SQLite path, {db} for "
                          "selected_database (e.g. 'postgresql://user:${PGPASSWORD}@127.0.0.1/{db}')")
+    ap.add_argument("--sandbox-db", metavar="PATTERN",
+                    help="the database Management tasks are copied from, as --db (default: "
+                         "--db); on PostgreSQL a database of its own, e.g. "
+                         "'postgresql://user:${PGPASSWORD}@127.0.0.1/{db}_sandbox', made once "
+                         "with CREATE DATABASE alien_sandbox TEMPLATE alien")
     ap.add_argument("--pred", type=Path, help="predictions jsonl (instance_id, pred_sqls)")
     args = ap.parse_args(argv)
     out: Path = args.out
     try:
         suite, skipped, notes, dbs = build(read_jsonl(args.data), source_name=args.data.name)
-        records = (prediction_records(args.pred, {c["id"] for c in suite["cases"]})
+        records = (prediction_records(args.pred, {c["id"] for c in suite["cases"]},
+                                      {c["id"] for c in suite["cases"] if "task" in c})
                    if args.pred else None)
     except (OSError, ImportProblem) as exc:
         print(f"queryeval-import livesqlbench: {exc}", file=sys.stderr)
@@ -170,8 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         note += f"\nSkipped {len(skipped)} task(s):\n" + "\n".join(f"  {s}" for s in skipped)
     header = provenance("livesqlbench", sources, note)
     (out / CASES_FILE).write_text(dump_yaml(suite, header), encoding="utf-8")
-    config: dict[str, Any] = {
-        "datasources": {db: datasource_spec(args.db, db, out) for db in sorted(dbs)}}
+    config: dict[str, Any] = {"datasources": {db: _datasource(db, args, out)
+                                              for db in sorted(dbs)}}
     written = [out / CASES_FILE, out / CONFIG_FILE]
     if records is not None:
         (out / PREDICTIONS_FILE).write_text(
@@ -185,6 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     for line in [*(f"skipped {s}" for s in skipped), *notes]:
         print(f"  {line}")
     return 0
+
+
+def _datasource(name: str, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """A database's datasource; ``<db>_sandbox`` is the writable one of its Management tasks."""
+    if not name.endswith(SANDBOX_SUFFIX):
+        return datasource_spec(args.db, name, out)
+    spec = datasource_spec(args.sandbox_db or args.db, name[:-len(SANDBOX_SUFFIX)], out)
+    return {**spec, "writable": "sandbox"}
 
 
 if __name__ == "__main__":

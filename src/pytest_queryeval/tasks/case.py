@@ -9,7 +9,8 @@ real file is only ever read (SQLite's backup API, a file copy for DuckDB).
 Case keys (LiveSQLBench's Management tasks and EvalBench's dml/ddl cases map onto them
 one-to-one): ``setup`` and ``cleanup`` (a statement or a list), ``gold`` (a statement or a list
 run in order), ``checks`` (a list; each a query with ``rows``, a query with ``compare: gold``, a
-``schema`` expectation or a ``python`` check) and ``conditions`` (``order: true`` makes row
+``schema`` expectation, a ``python`` check or a ``livesqlbench_test``, the source of an imported
+LiveSQLBench test case) and ``conditions`` (``order: true`` makes row
 checks ordered, as LiveSQLBench's ``conditions`` do).
 """
 
@@ -30,7 +31,7 @@ TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks"})
 WRITABLE = "sandbox"
 #: Engines tasks run on (PostgreSQL: a sqlalchemy datasource with a postgresql URL).
 ENGINES = ("sqlite", "duckdb", "postgres")
-_CHECK_KINDS = ("rows", "compare", "schema", "python")
+_CHECK_KINDS = ("rows", "compare", "schema", "python", "livesqlbench_test")
 #: Metrics a task case records.
 TASK_METRICS = ("execution_accuracy", "checks_passed", "copy_seconds")
 
@@ -107,8 +108,8 @@ def parse_checks(value: Any, conditions: Any = None) -> tuple[Check, ...]:
 def _check(item: Any, where: str, ordered: bool) -> Check:
     if not isinstance(item, dict):
         raise ConfigError("must be a mapping: {query, rows}, {query, compare: gold}, "
-                          "{schema} or {python}", key=where)
-    allowed = {"query", "rows", "compare", "order", "schema", "python"}
+                          "{schema}, {python} or {livesqlbench_test}", key=where)
+    allowed = {"query", "rows", "compare", "order", "schema", "python", "livesqlbench_test"}
     unknown = sorted(set(map(str, item)) - allowed)
     if unknown:
         from ..config import suggest
@@ -116,12 +117,20 @@ def _check(item: Any, where: str, ordered: bool) -> Check:
         raise ConfigError(f"unknown key{suggest(unknown[0], allowed)}", key=f"{where}.{unknown[0]}")
     kinds = [k for k in _CHECK_KINDS if k in item]
     if len(kinds) != 1:
-        raise ConfigError("needs exactly one of rows, compare, schema or python, not "
+        raise ConfigError("needs exactly one of rows, compare, schema, python or "
+                          "livesqlbench_test, not "
                           f"{', '.join(kinds) or 'none'}", key=where)
     order = item.get("order", ordered)
     if not isinstance(order, bool):
         raise ConfigError("must be true or false", key=f"{where}.order")
     kind = kinds[0]
+    if kind == "livesqlbench_test":
+        source = item["livesqlbench_test"]
+        if not isinstance(source, str) or not source.strip():
+            raise ConfigError("must be the Python source of a LiveSQLBench test case (def "
+                              "test_case(pred_sqls, sol_sqls, db_name, conn): ...)",
+                              key=f"{where}.livesqlbench_test")
+        return Check(livesqlbench_test=source)
     if kind == "python":
         target = item["python"]
         if not isinstance(target, str) or target.count(":") != 1 or not all(

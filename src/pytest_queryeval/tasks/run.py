@@ -37,8 +37,14 @@ class Check:
     #: ``module:function`` called as ``function(conn, predicted, gold)``: a falsy return other
     #: than None, or an AssertionError, fails the check.
     python: str | None = None
+    #: The source of a LiveSQLBench test case (``def test_case(pred_sqls, sol_sqls, db_name,
+    #: conn)``), run with the reference's helpers (:mod:`.livesqlbench`): passes when it raises
+    #: nothing.
+    livesqlbench_test: str | None = None
 
     def describe(self) -> str:
+        if self.livesqlbench_test is not None:
+            return "livesqlbench test case"
         if self.python:
             return f"python {self.python}"
         if self.tables is not None or self.indexes is not None:
@@ -80,6 +86,8 @@ class TaskOutcome:
     predicted_error: str = ""
     #: Seconds spent making the two copies.
     copy_seconds: float = 0.0
+    #: The rows of the judged side's last statement (LiveSQLBench's ``pred_query_result``).
+    last_rows: Any = None
 
 
 def run_task(task: Task, *, timeout: float = 30.0, max_memory: int = DEFAULT_MAX_MEMORY,
@@ -118,17 +126,18 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
         if problem:
             outcome.error = f"setup failed on the {side} copy: {problem}"
             return outcome
-    problem = _execute(conns["gold"], task.gold)
+    problem = _execute(conns["gold"], task.gold, outcome if audit else None)
     if problem:
         outcome.error = f"the gold failed on its copy: {problem}"
         return outcome
     judged = "gold" if audit else "predicted"
     if not audit:
-        problem = _execute(conns["predicted"], task.predicted)
+        problem = _execute(conns["predicted"], task.predicted, outcome)
         if problem:
             outcome.predicted_error = f"the prediction failed on its copy: {problem}"
             return outcome
-    outcome.checks = [_check(c, conns[judged], conns["gold"], task) for c in task.checks]
+    outcome.checks = [_check(c, conns[judged], conns["gold"], task, audit, outcome.last_rows)
+                      for c in task.checks]
     broken = [c.reason for c in outcome.checks if c.broken]
     if broken:
         outcome.error = f"a check broke: {broken[0]}"
@@ -169,17 +178,29 @@ def _copy(task: Task, dst: Path) -> Any:
     return duckdb.connect(str(target), config={"enable_external_access": False})
 
 
-def _execute(conn: Any, statements: Sequence[str]) -> str:
-    """Run ``statements`` in order; the first error's message, or ''."""
+def _execute(conn: Any, statements: Sequence[str], keep: TaskOutcome | None = None) -> str:
+    """Run ``statements`` in order; the first error's message, or ''. With ``keep``, the rows
+    of the last statement (if it returns any) are kept in ``keep.last_rows``."""
     for sql in statements:
         try:
             if isinstance(conn, sqlite3.Connection):
                 conn.executescript(sql)
             else:
-                conn.execute(sql)
+                cur = conn.execute(sql)
+                if keep is not None:
+                    keep.last_rows = _some_rows(cur)
         except Exception as exc:
             return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     return ""
+
+
+def _some_rows(cur: Any) -> Any:
+    """The first rows of a statement's result (as LiveSQLBench keeps them), None without one."""
+    from .livesqlbench import MAX_ROWS
+
+    if getattr(cur, "description", None) is None:
+        return None
+    return [tuple(r) for r in cur.fetchmany(MAX_ROWS)]
 
 
 def _rows(conn: Any, sql: str) -> list[tuple[Any, ...]]:
@@ -191,7 +212,10 @@ def _rows(conn: Any, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(float(v) if isinstance(v, Decimal) else v for v in r) for r in cur.fetchall()]
 
 
-def _check(check: Check, conn: Any, gold_conn: Any, task: Task) -> CheckResult:
+def _check(check: Check, conn: Any, gold_conn: Any, task: Task, audit: bool = False,
+           last_rows: Any = None) -> CheckResult:
+    if check.livesqlbench_test is not None:
+        return _livesqlbench_check(check.livesqlbench_test, conn, task, audit, last_rows)
     if check.python:
         try:
             return _python_check(check.python, conn, task)
@@ -280,3 +304,24 @@ def _python_check(target: str, conn: Any, task: Task) -> CheckResult:
     if ok is None or ok:
         return CheckResult(True)
     return CheckResult(False, f"python {target}: returned {ok!r}")
+
+
+def _livesqlbench_check(source: str, conn: Any, task: Task, audit: bool,
+                        last_rows: Any) -> CheckResult:
+    """A LiveSQLBench test case on the judged copy; in the gold audit the gold stands in for
+    the prediction (``pred_sqls``), as the reference's ``DEBUG_SOL_SQLS`` mode does."""
+    from .livesqlbench import BrokenTest, run_test_case
+
+    predicted = list(task.gold if audit else task.predicted)
+    name = _database_name(conn)
+    try:
+        why = run_test_case(source, conn, predicted, list(task.gold), name, last_rows)
+    except BrokenTest as exc:
+        return CheckResult(False, f"livesqlbench test case: {exc}", broken=True)
+    return CheckResult(not why, f"livesqlbench test case: {why}" if why else "")
+
+
+def _database_name(conn: Any) -> str:
+    """The copy's database name (the reference passes its ephemeral database's)."""
+    info = getattr(conn, "info", None)
+    return str(getattr(info, "dbname", "") or "") if info is not None else ""
