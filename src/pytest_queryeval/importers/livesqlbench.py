@@ -2,7 +2,7 @@
 Management tasks by their own test cases on throwaway copies.
 
 ``queryeval-import livesqlbench livesqlbench_data.jsonl --db PATTERN --out DIR`` writes
-``DIR/test_livesqlbench.yaml``, one ``kind: sql`` case per task: ``query`` becomes the
+``DIR/test_livesqlbench.yaml``, one ``kind: sql`` case per Query task: ``query`` becomes the
 question, ``sol_sql`` the gold, ``conditions`` the case key that decides list versus set
 equality in ``soft_ex``, ``difficulty_tier`` the difficulty, ``external_knowledge`` a case field
 given to predictors and prompt templates, ``selected_database`` the datasource, and
@@ -12,7 +12,9 @@ LiveSQLBench's own test for a ``Query`` task.
 
 A ``Management`` task becomes a ``task: ddl`` case when a statement of its ``sol_sql`` (comments
 aside) begins with CREATE, ALTER, DROP, TRUNCATE, COMMENT, GRANT or REVOKE, else ``task: dml``
-(the plugin scores both alike; the kind is for reports): ``preprocess_sql`` becomes ``setup``,
+(the plugin scores both alike; the kind is for reports), written to
+``DIR/test_livesqlbench_management.yaml`` (gated on ``execution_accuracy``: every test case
+passes): ``preprocess_sql`` becomes ``setup``,
 ``sol_sql`` the ``gold`` statements, ``clean_up_sql`` (or ``clean_up_sqls``, as the published
 files spell it) ``cleanup``, and each of its ``test_cases`` a ``livesqlbench_test`` check, run
 with the reference's helpers in the sandbox worker (:mod:`..tasks.livesqlbench`). Its datasource
@@ -49,6 +51,9 @@ from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
 from ._inputs import json_line, plain_name, read_text
 
 CASES_FILE = "test_livesqlbench.yaml"
+#: The Management tasks' file: its cases are gated on ``execution_accuracy`` (every test case
+#: passes), not on the Query file's ``soft_ex``.
+TASKS_FILE = "test_livesqlbench_management.yaml"
 CONFIG_FILE = "queryeval.yaml"
 PREDICTIONS_FILE = "predictions.jsonl"
 #: The suffix of the writable datasource of a database's Management tasks.
@@ -262,10 +267,21 @@ def main(argv: list[str] | None = None) -> int:
     if skipped:
         note += f"\nSkipped {len(skipped)} task(s):\n" + "\n".join(f"  {s}" for s in skipped)
     header = provenance("livesqlbench", sources, note)
-    (out / CASES_FILE).write_text(dump_yaml(suite, header), encoding="utf-8")
+    tasks = [c for c in suite["cases"] if "task" in c]
+    queries = [c for c in suite["cases"] if "task" not in c]
+    files = []
+    if queries or not tasks:
+        (out / CASES_FILE).write_text(dump_yaml({**suite, "cases": queries}, header),
+                                      encoding="utf-8")
+        files.append(out / CASES_FILE)
+    if tasks:
+        (out / TASKS_FILE).write_text(dump_yaml(
+            {"kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "cases": tasks}, header),
+            encoding="utf-8")
+        files.append(out / TASKS_FILE)
     config: dict[str, Any] = {"datasources": {db: _datasource(db, args, out)
                                               for db in sorted(dbs)}}
-    written = [out / CASES_FILE, out / CONFIG_FILE]
+    written = [*files, out / CONFIG_FILE]
     if records is not None:
         (out / PREDICTIONS_FILE).write_text(
             "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")

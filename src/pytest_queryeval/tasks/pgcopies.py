@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
 import queue
 import re
@@ -36,6 +37,7 @@ POOL_SIZE = 4
 _NAME = re.compile(r"^qe_(task|tpl)_(\d+)_\d+$")
 _POOLS: dict[str, CopyPool] = {}
 _LOCK = threading.Lock()
+_COUNTER = itertools.count(1)
 
 
 def conninfo(url: str, database: str | None = None) -> str:
@@ -70,7 +72,6 @@ class CopyPool:
         self.url, self.size = url, size
         self.source = str(make_url(url).database)
         self._admin = conninfo(url, "postgres")
-        self._count = 0
         self._ready: queue.Queue[str] = queue.Queue()
         self._drops: queue.Queue[str | None] = queue.Queue()
         self._alive = set[str]()
@@ -84,9 +85,9 @@ class CopyPool:
         atexit.register(self.close)
 
     def _name(self, what: str) -> str:
-        with self._lock:
-            self._count += 1
-            return f"qe_{what}_{os.getpid()}_{self._count}"
+        # one counter for the process, not per pool: two writable datasources on one server
+        # (two pools) would otherwise both name their template qe_tpl_<pid>_1
+        return f"qe_{what}_{os.getpid()}_{next(_COUNTER)}"
 
     def _execute(self, sql: str) -> None:
         import psycopg
