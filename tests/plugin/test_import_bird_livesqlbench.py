@@ -143,7 +143,10 @@ LSB_ITEMS: list[dict[str, Any]] = [
      "difficulty_tier": "Moderate"},
     {"instance_id": "chinook_3", "selected_database": "chinook", "query": "Add a genre.",
      "sol_sql": ["INSERT INTO Genre VALUES (99, 'Polka')"], "category": "Management",
-     "test_cases": ["def test_case(...): ..."], "difficulty_tier": "Simple"},
+     "test_cases": ["def test_case(pred_sqls, sol_sqls, db_name, conn):\n"
+                    "    rows, _, _ = execute_queries('SELECT Name FROM Genre WHERE GenreId = 99',"
+                    " db_name, conn)\n    assert rows == [('Polka',)]\n"],
+     "difficulty_tier": "Simple"},
     {"instance_id": "chinook_4", "selected_database": "chinook", "query": "Hidden solution",
      "category": "Query", "conditions": {"order": False}},
     {"instance_id": "chinook_5", "selected_database": "chinook", "query": "Two statements",
@@ -171,10 +174,14 @@ def test_livesqlbench_suite_runs_with_soft_ex(tmp_path: Path, chinook_dir: Path,
     assert cli(["livesqlbench", str(data), "--pred", str(pred), "--out", str(out),
                 "--db", str(chinook_dir / "{db}" / "{db}.sqlite")]) == 0
     printed = capsys.readouterr().out
-    assert "(2 cases, 4 skipped)" in printed
+    assert "(3 cases, 3 skipped)" in printed
     assert "chinook_2: conditions key(s) mystery dropped" in printed
     text = (out / "test_livesqlbench.yaml").read_text(encoding="utf-8")
-    assert "#   chinook_3: category 'Management': scored by its own test cases" in text
+    # a Management task is a task case of its own file, run with its test case (issue 28)
+    task = yaml.safe_load((out / livesqlbench.TASKS_FILE).read_text(encoding="utf-8"))
+    assert task["cases"][0]["id"] == "chinook_3"
+    assert (task["cases"][0]["task"], task["cases"][0]["datasource"]) == ("dml", "chinook_sandbox")
+    assert task["cases"][0]["checks"] == [{"livesqlbench_test": LSB_ITEMS[2]["test_cases"][0]}]
     assert "#   chinook_4: no sol_sql (the public file omits it" in text
     assert "#   chinook_5: sol_sql has 2 statements" in text
     assert "#   chinook_6: preprocess_sql changes the database" in text
@@ -189,9 +196,9 @@ def test_livesqlbench_suite_runs_with_soft_ex(tmp_path: Path, chinook_dir: Path,
     assert second["conditions"] == {"order": False}
     assert second["tags"][-1] == "high_level"
     records = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
-    assert [r["id"] for r in records] == ["chinook_1", "chinook_2"]  # chinook_3 was skipped
+    assert [r["id"] for r in records] == ["chinook_1", "chinook_2", "chinook_3"]
     result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     report = json.loads((out / "r.json").read_text())
     by_id = {c["id"]: c for c in report["cases"]}
     # ROUND removed from the gold, both rounded to 2 places: equal; EX says no

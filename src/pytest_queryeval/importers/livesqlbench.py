@@ -135,10 +135,13 @@ def _management(item: dict[str, Any], cid: str, db: str, gold: list[str], where:
         notes.append(f"{cid}: Management task without test_cases: imported without checks, "
                      "so the plugin reports it as an error (LiveSQLBench passes it whenever "
                      "the prediction executes)")
+    return case
+
+
+def _follow_up(item: dict[str, Any], cid: str, notes: list[str]) -> None:
     if isinstance(item.get("follow_up"), dict):
         notes.append(f"{cid}: follow_up not imported (LiveSQLBench's evaluator scores "
                      "top-level instances only)")
-    return case
 
 
 def build(items: list[dict[str, Any]], *, source_name: str,
@@ -175,6 +178,7 @@ def build(items: list[dict[str, Any]], *, source_name: str,
             case = _management(item, cid, db, gold, where, notes)
             _conditions(case, conditions, cid, notes)
             _tags(case, item, db, category)
+            _follow_up(item, cid, notes)
             cases.append(case)
             dbs.add(db + SANDBOX_SUFFIX)
             continue
@@ -200,6 +204,7 @@ def build(items: list[dict[str, Any]], *, source_name: str,
         case["datasource"] = db
         _conditions(case, conditions, cid, notes)
         _tags(case, item, db, category)
+        _follow_up(item, cid, notes)
         cases.append(case)
         dbs.add(db)
     return {"kind": "sql", "thresholds": {"soft_ex": 1.0}, "cases": cases}, skipped, notes, dbs

@@ -31,6 +31,7 @@ instance for every prediction, its own gold included.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import sys
@@ -162,10 +163,8 @@ def performance_compare_by_qep(old_sqls: Sequence[str], sol_sqls: Sequence[str],
         total = 0.0
         for sql in sql_list:
             if not sql.strip().upper().startswith(("SELECT", "INSERT", "UPDATE", "DELETE")):
-                try:
+                with contextlib.suppress(Exception):
                     perform_query_on_postgresql_databases(sql, db_name, conn=conn)
-                except Exception:
-                    pass
                 continue
             try:
                 rows, _ = perform_query_on_postgresql_databases(
