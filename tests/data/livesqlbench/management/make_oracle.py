@@ -19,6 +19,7 @@ Written once by hand; the tests only read its outputs.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import shutil
@@ -143,9 +144,10 @@ def instances(site: Path) -> list[dict[str, Any]]:
     return items
 
 
-def eval_input(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def eval_input(items: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
     """One line per (instance, prediction): the instance with ``instance_id``
-    ``<instance>__<label>`` and its ``pred_sqls`` (what the reference reads)."""
+    ``<instance>__<label>`` and its ``pred_sqls`` (what the reference reads), written to
+    ``path`` and, gzip-compressed, to ``eval_input.jsonl.gz`` here."""
     by_id = {i["instance_id"]: i for i in items}
     rows = []
     for iid, label, pred, _ in PREDICTIONS:
@@ -153,12 +155,14 @@ def eval_input(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         item["instance_id"] = f"{iid}__{label}"
         item["pred_sqls"] = list(item["sol_sql"]) if pred is None else pred
         rows.append(item)
-    (HERE / "eval_input.jsonl").write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+    path.write_bytes(text)
+    (HERE / "eval_input.jsonl.gz").write_bytes(gzip.compress(text, 9, mtime=0))
     return rows
 
 
-def run_reference(reference: Path, python: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_reference(reference: Path, python: str, rows: list[dict[str, Any]],
+                  jsonl: Path) -> list[dict[str, Any]]:
     sys.path.insert(0, str(ROOT))
     from tests.fixtures.postgres import PostgresServer, _server_user, find_pg_bin
 
@@ -183,7 +187,7 @@ def run_reference(reference: Path, python: str, rows: list[dict[str, Any]]) -> l
             server.superuser_execute((HERE / f"{db}.sql").read_text(encoding="utf-8"),
                                      database=f"{db}_template")
         out = work / "out"
-        subprocess.run([python, "evaluation.py", "--jsonl_file", str(HERE / "eval_input.jsonl"),
+        subprocess.run([python, "evaluation.py", "--jsonl_file", str(jsonl),
                         "--num_threads", "1", "--logging", "true", "--db_host", "127.0.0.1",
                         "--db_port", str(server.port), "--output_dir", str(out)],
                        cwd=src / "evaluation" / "src", check=True, timeout=600)
@@ -222,8 +226,10 @@ def main() -> int:
     ap.add_argument("--site-git", type=Path, required=True)
     ap.add_argument("--python", required=True, help="a python with psycopg2 and tqdm")
     args = ap.parse_args()
-    rows = eval_input(instances(args.site_git))
-    results = run_reference(args.reference_git, args.python, rows)
+    jsonl = Path(tempfile.mkdtemp(prefix="lsb-input-")) / "eval_input.jsonl"
+    rows = eval_input(instances(args.site_git), jsonl)
+    results = run_reference(args.reference_git, args.python, rows, jsonl)
+    shutil.rmtree(jsonl.parent, ignore_errors=True)
     whats = {(i, lab): what for i, lab, _, what in PREDICTIONS}
     for r in results:
         r["what"] = whats[(r["instance"], r["prediction"])]
