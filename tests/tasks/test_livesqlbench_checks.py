@@ -94,7 +94,8 @@ def test_hostile_test_cases_are_bounded(chinook: Path) -> None:
 @pytest.mark.parametrize(("item", "message"), [
     ({"livesqlbench_test": ""}, "checks[0].livesqlbench_test: must be the Python source"),
     ({"livesqlbench_test": "def test_case(): pass", "python": "m:f"},
-     "checks[0]: needs exactly one of rows, compare, schema, python or livesqlbench_test"),
+     "checks[0]: needs exactly one of rows, compare, schema or python, not python, "
+     "livesqlbench_test"),
 ])
 def test_bad_livesqlbench_checks_are_located(item: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError) as exc:

@@ -6,6 +6,7 @@ management: oracle.json, produced by make_oracle.py on the same constructed data
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +15,26 @@ import yaml
 
 from pytest_queryeval.importers import livesqlbench
 from pytest_queryeval.importers.cli import main as cli
+from pytest_queryeval.tasks import pgcopies
 
 DATABASES = ("alien", "archeology")
 
 
 @pytest.fixture(scope="module")
-def lsb_databases(postgres_server: Any, shared_data: Path) -> str:
+def lsb_databases(postgres_server: Any, shared_data: Path) -> Iterator[str]:
     """``lsb_alien`` and ``lsb_archeology`` (constructed rows) on the loopback server; the
-    ``--db`` pattern of the superuser (the sandbox role makes the copies)."""
+    ``--db`` pattern of the superuser (the sandbox role makes the copies). The pools of copies
+    the in-process pytester runs made are closed after (other tests count this process's
+    copies)."""
     folder = shared_data / "livesqlbench" / "management"
     for db in DATABASES:
         postgres_server.superuser_execute(f"DROP DATABASE IF EXISTS lsb_{db}",
                                           f"CREATE DATABASE lsb_{db}", database="postgres")
         postgres_server.superuser_execute((folder / f"{db}.sql").read_text(encoding="utf-8"),
                                           database=f"lsb_{db}")
-    return str(postgres_server.url("lsb_{db}"))
+    yield str(postgres_server.url("lsb_{db}"))
+    for pool in [p for url, p in pgcopies._POOLS.items() if "/lsb_" in url]:
+        pool.close()
 
 
 def test_management_scores_agree_with_the_reference_per_item(

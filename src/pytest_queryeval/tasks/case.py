@@ -117,8 +117,7 @@ def _check(item: Any, where: str, ordered: bool) -> Check:
         raise ConfigError(f"unknown key{suggest(unknown[0], allowed)}", key=f"{where}.{unknown[0]}")
     kinds = [k for k in _CHECK_KINDS if k in item]
     if len(kinds) != 1:
-        raise ConfigError("needs exactly one of rows, compare, schema, python or "
-                          "livesqlbench_test, not "
+        raise ConfigError("needs exactly one of rows, compare, schema or python, not "
                           f"{', '.join(kinds) or 'none'}", key=where)
     order = item.get("order", ordered)
     if not isinstance(order, bool):

@@ -19,8 +19,8 @@ DEFAULT_MAX_MEMORY = 1 << 30
 
 @dataclass(frozen=True)
 class Check:
-    """One check of a task's outcome; exactly one of ``rows``, ``compare``, ``tables`` or
-    ``python`` says what is checked."""
+    """One check of a task's outcome; exactly one of ``rows``, ``compare``, ``tables``,
+    ``python`` or ``livesqlbench_test`` says what is checked."""
 
     #: The verification query (``rows`` and ``compare``).
     query: str | None = None
