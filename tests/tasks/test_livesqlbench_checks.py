@@ -101,3 +101,19 @@ def test_bad_livesqlbench_checks_are_located(item: dict[str, str], message: str)
     with pytest.raises(ConfigError) as exc:
         parse_checks([item])
     assert f"{exc.value.key}: {exc.value.message}".startswith(message)
+
+
+def test_pred_query_result_and_the_helpers_on_a_duckdb_copy(tmp_path: Path) -> None:
+    import duckdb
+
+    path = tmp_path / "t.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE genre (id INTEGER, name TEXT)")
+    body = ("    assert pred_query_result == [(1, 'Polka')], pred_query_result\n"
+            "    rows, err, _ = execute_queries('SELECT count(*) FROM genre', db_name, conn)\n"
+            "    assert rows == [(1,)] and not err, rows\n")
+    outcome = run_task(Task("duckdb", path, gold=("INSERT INTO genre VALUES (1, 'Polka')",),
+                            predicted=("INSERT INTO genre VALUES (1, 'Polka'); "
+                                       "SELECT * FROM genre",),
+                            checks=(Check(livesqlbench_test=HEAD + body),)))
+    assert outcome.passed, outcome

@@ -119,3 +119,20 @@ def test_management_task_without_test_cases_is_an_error(
 ])
 def test_task_kind_from_the_solution(sql: list[str], kind: str) -> None:
     assert livesqlbench.task_kind(sql) == kind
+
+
+def test_pred_query_result_is_the_last_statements_rows_on_postgres(
+        pytester: pytest.Pytester, lsb_databases: str) -> None:
+    url = lsb_databases.replace("{db}", "alien")
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {
+        "pg": {"type": "sqlalchemy", "url": url, "writable": "sandbox", "timeout": 60}}}))
+    pytester.makefile(".yaml", test_pg=json.dumps({"kind": "sql", "datasource": "pg", "cases": [
+        {"id": "last", "task": "ddl", "gold": "CREATE TABLE x (a int)",
+         "predicted": "CREATE TABLE x (a int);\nINSERT INTO x VALUES (7);\nSELECT a FROM x",
+         "checks": [{"livesqlbench_test": "def test_case(pred_sqls, sol_sqls, db_name, conn):\n"
+                                          "    assert pred_query_result == [(7,)], "
+                                          "pred_query_result\n"}]}]}))
+    pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
+    case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+    assert case["outcome"] == "passed", case

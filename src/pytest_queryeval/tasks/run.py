@@ -198,9 +198,12 @@ def _some_rows(cur: Any) -> Any:
     """The first rows of a statement's result (as LiveSQLBench keeps them), None without one."""
     from .livesqlbench import MAX_ROWS
 
-    if getattr(cur, "description", None) is None:
-        return None
-    return [tuple(r) for r in cur.fetchmany(MAX_ROWS)]
+    while True:  # a text of several statements: the last one's result (psycopg: one set each)
+        rows = None if getattr(cur, "description", None) is None else \
+            [tuple(r) for r in cur.fetchmany(MAX_ROWS)]
+        nextset = getattr(cur, "nextset", None)
+        if nextset is None or not nextset():
+            return rows
 
 
 def _rows(conn: Any, sql: str) -> list[tuple[Any, ...]]:
