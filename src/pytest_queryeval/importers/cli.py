@@ -15,7 +15,8 @@ IMPORTERS = {
     "bird-predictions": ("pytest_queryeval.importers.bird",
                          "BIRD prediction file → predictions JSONL", "main_predictions"),
     "livesqlbench": ("pytest_queryeval.importers.livesqlbench",
-                     "LiveSQLBench jsonl → SQL suite scored by soft_ex", "main"),
+                     "LiveSQLBench jsonl → SQL suite (Query: soft_ex; Management: its test cases "
+                     "on copies)", "main"),
     "qald": ("pytest_queryeval.importers.qald",
              "QALD-9/10 JSON → SPARQL suite (recorded answers)", "main"),
     "text2sparql": ("pytest_queryeval.importers.text2sparql",

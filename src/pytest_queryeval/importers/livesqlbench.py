@@ -244,7 +244,9 @@ def prediction_records(path: Path, ids: set[str], tasks: Collection[str] = (),
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="queryeval-import livesqlbench",
-                                 description="LiveSQLBench jsonl to a SQL suite (soft_ex)")
+                                 description="LiveSQLBench jsonl to a SQL suite (Query tasks: "
+                                             "soft_ex; Management tasks: their test cases on "
+                                             "throwaway copies)")
     ap.add_argument("data", type=Path, help="livesqlbench_data.jsonl with the ground truth merged")
     ap.add_argument("--out", required=True, type=Path, help="output directory")
     ap.add_argument("--db", required=True, metavar="PATTERN",
