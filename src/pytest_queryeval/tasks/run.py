@@ -86,8 +86,6 @@ class TaskOutcome:
     predicted_error: str = ""
     #: Seconds spent making the two copies.
     copy_seconds: float = 0.0
-    #: The rows of the judged side's last statement (LiveSQLBench's ``pred_query_result``).
-    last_rows: Any = None
 
 
 def run_task(task: Task, *, timeout: float = 30.0, max_memory: int = DEFAULT_MAX_MEMORY,
@@ -126,18 +124,21 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
         if problem:
             outcome.error = f"setup failed on the {side} copy: {problem}"
             return outcome
-    problem = _execute(conns["gold"], task.gold, outcome if audit else None)
+    # the judged side's last rows, kept only for LiveSQLBench's pred_query_result
+    last: list[Any] | None = [None] if any(
+        c.livesqlbench_test is not None for c in task.checks) else None
+    problem = _execute(conns["gold"], task.gold, last if audit else None)
     if problem:
         outcome.error = f"the gold failed on its copy: {problem}"
         return outcome
     judged = "gold" if audit else "predicted"
     if not audit:
-        problem = _execute(conns["predicted"], task.predicted, outcome)
+        problem = _execute(conns["predicted"], task.predicted, last)
         if problem:
             outcome.predicted_error = f"the prediction failed on its copy: {problem}"
             return outcome
-    outcome.checks = [_check(c, conns[judged], conns["gold"], task, audit, outcome.last_rows)
-                      for c in task.checks]
+    outcome.checks = [_check(c, conns[judged], conns["gold"], task, audit,
+                             last[0] if last else None) for c in task.checks]
     broken = [c.reason for c in outcome.checks if c.broken]
     if broken:
         outcome.error = f"a check broke: {broken[0]}"
@@ -178,9 +179,9 @@ def _copy(task: Task, dst: Path) -> Any:
     return duckdb.connect(str(target), config={"enable_external_access": False})
 
 
-def _execute(conn: Any, statements: Sequence[str], keep: TaskOutcome | None = None) -> str:
+def _execute(conn: Any, statements: Sequence[str], keep: list[Any] | None = None) -> str:
     """Run ``statements`` in order; the first error's message, or ''. With ``keep``, the rows
-    of the last statement (if it returns any) are kept in ``keep.last_rows``."""
+    of the last statement (None if it returns none) are kept in ``keep[0]``."""
     for sql in statements:
         try:
             if isinstance(conn, sqlite3.Connection):
@@ -188,7 +189,7 @@ def _execute(conn: Any, statements: Sequence[str], keep: TaskOutcome | None = No
             else:
                 cur = conn.execute(sql)
                 if keep is not None:
-                    keep.last_rows = _some_rows(cur)
+                    keep[0] = _some_rows(cur)
         except Exception as exc:
             return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     return ""
