@@ -10,15 +10,15 @@ given to predictors and prompt templates, ``selected_database`` the datasource, 
 (``--db``: SQLAlchemy URL or SQLite path with ``{db}``) and the threshold ``soft_ex: 1``,
 LiveSQLBench's own test for a ``Query`` task.
 
-A ``Management`` task becomes a ``task: ddl`` case when a statement of its ``sol_sql`` (comments
-aside) begins with CREATE, ALTER, DROP, TRUNCATE, COMMENT, GRANT or REVOKE, else ``task: dml``
-(the plugin scores both alike; the kind is for reports), written to
-``DIR/test_livesqlbench_management.yaml`` (gated on ``execution_accuracy``: every test case
-passes): ``preprocess_sql`` becomes ``setup``,
-``sol_sql`` the ``gold`` statements, ``clean_up_sql`` (or ``clean_up_sqls``, as the published
-files spell it) ``cleanup``, and each of its ``test_cases`` a ``livesqlbench_test`` check, run
-with the reference's helpers in the sandbox worker (:mod:`..tasks.livesqlbench`). Its datasource
-is ``<db>_sandbox`` (``--sandbox-db``, default ``--db``), marked ``writable: sandbox``. A
+A ``Management`` task becomes a case of ``DIR/test_livesqlbench_management.yaml`` (gated on
+``execution_accuracy``: every test case passes), ``task: ddl`` when a statement of its
+``sol_sql`` (comments aside) begins with CREATE, ALTER, DROP, TRUNCATE, COMMENT, GRANT or
+REVOKE, else ``task: dml`` (the plugin scores both alike; the kind is for reports):
+``preprocess_sql`` becomes ``setup``, ``sol_sql`` the ``gold`` statements, ``clean_up_sql`` (or
+``clean_up_sqls``, as the published files spell it) ``cleanup``, and each of its ``test_cases``
+a ``livesqlbench_test`` check, run with the reference's helpers in the sandbox worker
+(:mod:`..tasks.livesqlbench`). Its datasource is ``<db>_sandbox`` (``--sandbox-db``, default
+``--db``), marked ``writable: sandbox``. A
 Management task without test cases is imported without checks, so the plugin reports it as an
 error (the benchmark passes it whenever the prediction executes), and the import says so. A
 ``follow_up`` is not imported (LiveSQLBench's evaluator scores top-level instances only;
