@@ -34,6 +34,7 @@ from .declare import (
     REPORT_FILES,
     VERDICT_MODES,
     WORST,
+    WRITE_TRANSPILED_FLAG,
     AddOption,
     add_ini,
     add_report_options,
@@ -140,6 +141,9 @@ class RunOptions:
     shard: tuple[int, int] | None
     #: ``--queryeval-audit-golds``: "error" or "warn"; None: a normal run.
     audit: str | None
+    #: ``--queryeval-write-transpiled``: the audit writes checked transpiled golds into the
+    #: case files (:mod:`.audit.writeback`).
+    write_transpiled: bool
     #: ``--queryeval-resume``: the previous attempt's carriable records (None: run all).
     resume: Resume | None
     #: ``--queryeval-shard-durations`` (or ini): case id -> seconds; None: shards by hash.
@@ -218,7 +222,8 @@ class RunOptions:
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             judge_refresh=bool(get("queryeval_judge_refresh")),
             audit_judge=get("queryeval_audit_judge"),
-            shard=None, audit=get("queryeval_audit_golds"), resume=None,
+            shard=None, audit=get("queryeval_audit_golds"),
+            write_transpiled=bool(get("queryeval_write_transpiled")), resume=None,
             shard_durations=None, verdict_mode="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),
@@ -296,6 +301,9 @@ class RunOptions:
                 parse_shard(shard)
             except ValueError as exc:
                 problems.append(str(exc))
+        if self.write_transpiled and not self.audit:
+            problems.append(f"{WRITE_TRANSPILED_FLAG} needs {AUDIT_FLAG}: only the audit "
+                            "checks a transpiled gold before it is written")
         if self.audit and report.update_baseline:
             problems.append("--queryeval-update-baseline cannot be used with "
                             "--queryeval-audit-golds: an audit scores the golds, not a model")

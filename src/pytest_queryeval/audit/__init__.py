@@ -143,7 +143,9 @@ def audit_outcome(case: Case, ctx: Context, mode: str) -> CaseOutcome:
               " warning(s)") if failed else None
     return CaseOutcome("failed" if failed else "passed", found.metrics, found.labels, [], None,
                        reason, None, [f.text() for f in found.findings],
-                       {"audit": {"findings": [f.to_json() for f in found.findings]}})
+                       {"audit": {"findings": [f.to_json() for f in found.findings],
+                                  **({"transpiled": found.transpiled}
+                                     if found.transpiled else {})}})
 
 
 _JSON_GOLD_ERROR = re.compile(r"\bgold: not (valid )?JSON")

@@ -203,7 +203,8 @@ class SqlKind:
         if chosen.get("transpiled_from") and case.options.get("task") is None:
             from ..audit.transpiled import audit_transpiled
 
-            audit_transpiled(written, case, chosen["transpiled_from"], ctx, result)
+            audit_transpiled(written, case, chosen["transpiled_from"], chosen["dialect"], ctx,
+                             result)
         case, _ = pin_golds(case)
         if case.options.get("task") is not None:
             audit_task(case, result)
