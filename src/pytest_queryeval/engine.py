@@ -431,6 +431,10 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
         return CaseOutcome("error", predicted=predicted, error=exc.reason())
     except Exception as exc:
         return CaseOutcome("error", predicted=predicted, error=_internal(f"kind {case.kind}", exc))
+    if scored.relaxed is not None:
+        # computed once for all its readers: relaxed_ex, the judge's near-miss facts and the
+        # failure's near-miss list (each a full table comparison per relaxation)
+        scored.relaxed = functools.cache(scored.relaxed)
     metrics = dict(scored.metrics)
     if prediction.seconds is not None:
         metrics["prediction_seconds"] = prediction.seconds
@@ -447,7 +451,7 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
         except Exception as exc:
             return CaseOutcome("error", metrics=metrics, predicted=predicted,
                                error=_internal("pytest_queryeval_metrics hook", exc))
-    relaxed = functools.cache(scored.relaxed) if scored.relaxed is not None else None
+    relaxed = scored.relaxed
     value = relaxed_ex(case, metrics, relaxed, details)
     if value is not None:
         metrics["relaxed_ex"] = value
