@@ -178,8 +178,9 @@ class RunOptions:
     def from_config(cls, config: pytest.Config, catalog: Callable[[], MetricCatalog],
                     check: bool = True) -> RunOptions:
         """Read and check every option (``check``: an xdist worker's were checked by its
-        controller). A problem is a ``pytest.UsageError``; those of :meth:`_problems` come all
-        in one."""
+        controller). A problem is a ``pytest.UsageError``; those of :meth:`_problems`, an
+        unusable ``--queryeval-resume`` or ``--queryeval-shard-durations`` report come all in
+        one."""
         import pytest
 
         from .thresholds import parse_cli
@@ -232,19 +233,19 @@ class RunOptions:
                                         significance_ini))
         (neighbours, base), neighbour_problems = _neighbour_settings(config, report)
         options = replace(options, neighbours=neighbours, neighbour_base=base)
+        problems: list[str] = []
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
                                                               get("queryeval_shard"))
-            if problems:
-                raise pytest.UsageError("\n".join(["queryeval: invalid options:",
-                                                   *(f"  {p}" for p in problems)]))
         shard = None
         if get("queryeval_shard"):  # checked above (by the controller, under xdist)
             from .shard import parse_shard
 
-            shard = parse_shard(get("queryeval_shard"))
-        from .verdict import parse_mode
-
+            try:
+                shard = parse_shard(get("queryeval_shard"))
+            except ValueError:
+                if not check:
+                    raise
         resume = None
         if get("queryeval_resume"):
             from .resume import Resume
@@ -253,16 +254,10 @@ class RunOptions:
             try:
                 resume = Resume.load(config.invocation_params.dir / given, given)
             except ValueError as exc:
-                raise pytest.UsageError(f"queryeval: {exc}") from None
+                problems.append(str(exc))
             if options.audit:
-                raise pytest.UsageError("queryeval: --queryeval-resume cannot be used with "
-                                        "--queryeval-audit-golds: an audit scores the golds")
-
-        try:
-            mode = parse_mode(report.verdict, str(config.getini("queryeval_verdict")),
-                              bool(report.baseline))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
+                problems.append("--queryeval-resume cannot be used with "
+                                "--queryeval-audit-golds: an audit scores the golds")
         durations = None
         path, given = _path_value(config, "queryeval_shard_durations")
         if path is not None and shard is not None:
@@ -271,7 +266,17 @@ class RunOptions:
             try:
                 durations = load_durations(path, given)
             except ValueError as exc:
-                raise pytest.UsageError(f"queryeval: {exc}") from None
+                problems.append(str(exc))
+        if problems:
+            raise pytest.UsageError("\n".join(["queryeval: invalid options:",
+                                               *(f"  {p}" for p in problems)]))
+        from .verdict import parse_mode
+
+        try:
+            mode = parse_mode(report.verdict, str(config.getini("queryeval_verdict")),
+                              bool(report.baseline))
+        except ValueError as exc:
+            raise pytest.UsageError(f"queryeval: {exc}") from None
         return replace(options, shard=shard, verdict_mode=mode, resume=resume,
                        shard_durations=durations)
 
