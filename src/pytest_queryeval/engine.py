@@ -65,6 +65,9 @@ class Evaluator:
     every case of the run shares (sources, predictors, the gold cache, the prediction pool).
     Named apart from ``pytest.Session``, which the plugin handles beside it."""
 
+    #: A run scores predictions (the gold audit's context says True).
+    auditing = False
+
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,

@@ -78,8 +78,8 @@ class _AuditContext:
         self._ctx = ctx
         self._memory: dict[tuple[str, str], Any] = {}
         #: ``--queryeval-neighbours`` (:mod:`..neighbour_check`): also lint weak golds.
-        self.neighbours = getattr(ctx, "neighbours", None)
-        self.neighbour_base = getattr(ctx, "neighbour_base", None)
+        self.neighbours = ctx.neighbours
+        self.neighbour_base = ctx.neighbour_base
 
     def source(self, case: Case) -> DataSource:
         return self._ctx.source(case)

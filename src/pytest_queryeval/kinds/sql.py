@@ -238,11 +238,10 @@ class SqlKind:
             scored.details["clock"] = clock.record()
         if chosen:
             scored.details["gold_dialect"] = chosen
-        if not getattr(ctx, "auditing", False):  # a gold audit scores the gold against itself
+        if not ctx.auditing:  # a gold audit scores the gold against itself
             from ..neighbour_check import settings_for
 
-            settings = settings_for(case, getattr(ctx, "neighbours", None),
-                                    getattr(ctx, "neighbour_base", None))
+            settings = settings_for(case, ctx.neighbours, ctx.neighbour_base)
             if settings is not None:
                 run.neighbours(scored, settings)
         return scored
