@@ -147,6 +147,10 @@ class Controller:
             from .report.audit import audit_report
 
             report["audit"] = audit_report(public, audit)
+            if self.options.write_transpiled:
+                from .audit.writeback import write_transpiled
+
+                report["audit"]["transpiled"] = write_transpiled(records)
         self.config.hook.pytest_queryeval_report(report=report, config=self.config)
         lines: list[str] = []
         self.summary = lines  # shown even if writing a report fails in conclude()
@@ -155,6 +159,10 @@ class Controller:
             from .report.audit import summary_lines as audit_lines
 
             out.after_gates = ["", *audit_lines(report["audit"])]
+            if "transpiled" in report["audit"]:
+                from .audit.writeback import summary_lines as written_lines
+
+                out.after_gates += written_lines(report["audit"]["transpiled"])
             out.skip_compare = "baseline: not compared in a gold audit"
         failed = conclude(report, out, lines,
                           lambda: self._update_refusals(session, records, exitstatus))

@@ -27,6 +27,7 @@ AddOption = Callable[..., object]
 VERDICT_MODES = ("strict", "baseline", "gates")
 AUDIT_FLAG = "--queryeval-audit-golds"
 NEIGHBOURS_FLAG = "--queryeval-neighbours"
+WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
 #: The report files, by option name (``--queryeval-<name>``).
 REPORT_FILES = ("json", "xlsx", "html", "markdown")
 
@@ -77,6 +78,10 @@ def add_run_options(add: AddOption) -> None:
              "prediction and lint it (empty results, clock and random functions, ties at "
              "LIMIT, drift of recorded results, codes outside their codelist); fails on "
              "error findings, =warn only reports them")
+    add(WRITE_TRANSPILED_FLAG, action="store_true",
+        help=f"with {AUDIT_FLAG}: write each transpiled gold whose result matched the gold "
+             "it was transpiled from into its case file, as that dialect's explicit gold: "
+             "entry (the rest of the file unchanged); the others are listed, never written")
     add(NEIGHBOURS_FLAG, nargs="?", const="default", default=None, metavar="N",
         help="for each SQL case that passes on its database (SQLite, DuckDB), search up to N "
              "small databases of the same schema (default 200) for one on which gold and "

@@ -65,6 +65,9 @@ class Evaluator:
     every case of the run shares (sources, predictors, the gold cache, the prediction pool).
     Named apart from ``pytest.Session``, which the plugin handles beside it."""
 
+    #: A run scores predictions (the gold audit's context says True).
+    auditing = False
+
     def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
@@ -431,6 +434,10 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
         return CaseOutcome("error", predicted=predicted, error=exc.reason())
     except Exception as exc:
         return CaseOutcome("error", predicted=predicted, error=_internal(f"kind {case.kind}", exc))
+    if scored.relaxed is not None:
+        # computed once for all its readers: relaxed_ex, the judge's near-miss facts and the
+        # failure's near-miss list (each a full table comparison per relaxation)
+        scored.relaxed = functools.cache(scored.relaxed)
     metrics = dict(scored.metrics)
     if prediction.seconds is not None:
         metrics["prediction_seconds"] = prediction.seconds
@@ -447,7 +454,7 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
         except Exception as exc:
             return CaseOutcome("error", metrics=metrics, predicted=predicted,
                                error=_internal("pytest_queryeval_metrics hook", exc))
-    relaxed = functools.cache(scored.relaxed) if scored.relaxed is not None else None
+    relaxed = scored.relaxed
     value = relaxed_ex(case, metrics, relaxed, details)
     if value is not None:
         metrics["relaxed_ex"] = value

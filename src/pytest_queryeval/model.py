@@ -184,6 +184,15 @@ class Scored:
 class Context(Protocol):
     """Session-wide resources a kind evaluator may use; shared by all cases of a session."""
 
+    #: ``--queryeval-neighbours`` or its ini value (a :class:`~.neighbour_check.Settings`), or
+    #: None: each suite's ``neighbours:`` decides whether SQL cases search for counterexamples.
+    neighbours: Any
+    #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
+    neighbour_base: Any
+    #: True in the gold audit's context (:mod:`.audit`): a gold is scored against itself, so
+    #: no counterexample is searched for it.
+    auditing: bool
+
     def source(self, case: Case) -> DataSource:
         """The (lazily opened, session-shared) data source named by the case."""
         ...

@@ -34,6 +34,7 @@ from .declare import (
     REPORT_FILES,
     VERDICT_MODES,
     WORST,
+    WRITE_TRANSPILED_FLAG,
     AddOption,
     add_ini,
     add_report_options,
@@ -140,6 +141,9 @@ class RunOptions:
     shard: tuple[int, int] | None
     #: ``--queryeval-audit-golds``: "error" or "warn"; None: a normal run.
     audit: str | None
+    #: ``--queryeval-write-transpiled``: the audit writes checked transpiled golds into the
+    #: case files (:mod:`.audit.writeback`).
+    write_transpiled: bool
     #: ``--queryeval-resume``: the previous attempt's carriable records (None: run all).
     resume: Resume | None
     #: ``--queryeval-shard-durations`` (or ini): case id -> seconds; None: shards by hash.
@@ -174,8 +178,9 @@ class RunOptions:
     def from_config(cls, config: pytest.Config, catalog: Callable[[], MetricCatalog],
                     check: bool = True) -> RunOptions:
         """Read and check every option (``check``: an xdist worker's were checked by its
-        controller). A problem is a ``pytest.UsageError``; those of :meth:`_problems` come all
-        in one."""
+        controller). A problem is a ``pytest.UsageError``; those of :meth:`_problems`, an
+        unusable ``--queryeval-resume`` or ``--queryeval-shard-durations`` report come all in
+        one."""
         import pytest
 
         from .thresholds import parse_cli
@@ -218,7 +223,8 @@ class RunOptions:
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             judge_refresh=bool(get("queryeval_judge_refresh")),
             audit_judge=get("queryeval_audit_judge"),
-            shard=None, audit=get("queryeval_audit_golds"), resume=None,
+            shard=None, audit=get("queryeval_audit_golds"),
+            write_transpiled=bool(get("queryeval_write_transpiled")), resume=None,
             shard_durations=None, verdict_mode="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),
@@ -227,19 +233,19 @@ class RunOptions:
                                         significance_ini))
         (neighbours, base), neighbour_problems = _neighbour_settings(config, report)
         options = replace(options, neighbours=neighbours, neighbour_base=base)
+        problems: list[str] = []
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
                                                               get("queryeval_shard"))
-            if problems:
-                raise pytest.UsageError("\n".join(["queryeval: invalid options:",
-                                                   *(f"  {p}" for p in problems)]))
         shard = None
         if get("queryeval_shard"):  # checked above (by the controller, under xdist)
             from .shard import parse_shard
 
-            shard = parse_shard(get("queryeval_shard"))
-        from .verdict import parse_mode
-
+            try:
+                shard = parse_shard(get("queryeval_shard"))
+            except ValueError:
+                if not check:
+                    raise
         resume = None
         if get("queryeval_resume"):
             from .resume import Resume
@@ -248,16 +254,10 @@ class RunOptions:
             try:
                 resume = Resume.load(config.invocation_params.dir / given, given)
             except ValueError as exc:
-                raise pytest.UsageError(f"queryeval: {exc}") from None
+                problems.append(str(exc))
             if options.audit:
-                raise pytest.UsageError("queryeval: --queryeval-resume cannot be used with "
-                                        "--queryeval-audit-golds: an audit scores the golds")
-
-        try:
-            mode = parse_mode(report.verdict, str(config.getini("queryeval_verdict")),
-                              bool(report.baseline))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
+                problems.append("--queryeval-resume cannot be used with "
+                                "--queryeval-audit-golds: an audit scores the golds")
         durations = None
         path, given = _path_value(config, "queryeval_shard_durations")
         if path is not None and shard is not None:
@@ -266,7 +266,17 @@ class RunOptions:
             try:
                 durations = load_durations(path, given)
             except ValueError as exc:
-                raise pytest.UsageError(f"queryeval: {exc}") from None
+                problems.append(str(exc))
+        if problems:
+            raise pytest.UsageError("\n".join(["queryeval: invalid options:",
+                                               *(f"  {p}" for p in problems)]))
+        from .verdict import parse_mode
+
+        try:
+            mode = parse_mode(report.verdict, str(config.getini("queryeval_verdict")),
+                              bool(report.baseline))
+        except ValueError as exc:
+            raise pytest.UsageError(f"queryeval: {exc}") from None
         return replace(options, shard=shard, verdict_mode=mode, resume=resume,
                        shard_durations=durations)
 
@@ -296,6 +306,9 @@ class RunOptions:
                 parse_shard(shard)
             except ValueError as exc:
                 problems.append(str(exc))
+        if self.write_transpiled and not self.audit:
+            problems.append(f"{WRITE_TRANSPILED_FLAG} needs {AUDIT_FLAG}: only the audit "
+                            "checks a transpiled gold before it is written")
         if self.audit and report.update_baseline:
             problems.append("--queryeval-update-baseline cannot be used with "
                             "--queryeval-audit-golds: an audit scores the golds, not a model")

@@ -268,3 +268,27 @@ def test_xdist_workers_merge_their_pins_into_one_file(music, openai_standin, mon
     pins = (music.path / "queryeval-judge-pins.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["key"] for line in pins) == sorted(
         cases[f"w{i}"]["details"]["judge"]["key"] for i in range(4))
+
+
+def test_relaxed_metrics_are_computed_once_per_case(music, openai_standin, monkeypatch):
+    """relaxed_ex, the judge's near-miss facts and the near-miss list of a failing case read
+    the one cached computation of the relaxed metrics (each is a full table comparison per
+    relaxation). The real function is wrapped to count its calls, nothing else changes."""
+    from pytest_queryeval import nearmiss
+
+    calls = []
+    real = nearmiss.relaxed_metrics
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nearmiss, "relaxed_metrics", counted)
+    openai_standin.containing = {PRED_WRONG: REJECT}
+    suite(music, openai_standin, [{**CASES[2], "relaxed_ex": ["row_order"]}])
+    result, cases = run(music, monkeypatch)
+    result.assert_outcomes(failed=1)
+    case = cases["albums"]
+    assert case["metrics"]["relaxed_ex"] == 0.0 and case["metrics"]["judge_ex"] == 0.0
+    assert case["details"]["judge"]["category"] == "wrong"  # asked, with the near-miss facts
+    assert len(calls) == 1

@@ -54,3 +54,19 @@ def test_an_unreadable_durations_report_is_a_usage_error(suite):
     result = suite.runpytest("--queryeval-shard=1/2", "--queryeval-shard-durations=nowhere.json")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--queryeval-shard-durations: nowhere.json: cannot read:*"])
+
+
+def test_the_retry_options_join_the_one_invalid_options_error(suite):
+    """An unreadable durations report and an unusable resume report are listed with every
+    other problem of the options, in one usage error, not one per run."""
+    _suite(suite)
+    (suite.path / "bad.json").write_text('{"run": {}, "cases": [{"id": 3}]}')
+    result = suite.runpytest("--queryeval-shard=1/2", "--queryeval-shard-durations=nowhere.json",
+                             "--queryeval-resume=bad.json", "--queryeval-repeat=0")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([
+        "*queryeval: invalid options:",
+        "  --queryeval-repeat=0: must be 1 or more",
+        "  --queryeval-resume: bad.json: cases?0?.id: expected a string*",
+        "  --queryeval-shard-durations: nowhere.json: cannot read:*"])
+    assert result.stderr.str().count("queryeval: ") == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -162,3 +163,81 @@ def test_a_prediction_keyed_by_dialect(suite: pytest.Pytester) -> None:
     assert cases["partial[duck]"]["outcome"] == "error"
     assert cases["partial[duck]"]["error"] == ("prediction error: the prediction has no entry "
                                                "for duckdb (it has sqlite)")
+
+
+class _Tables(HTMLParser):
+    """The rows of the HTML report's summary tables (cell texts), keyed by each table's
+    ``data-kind`` or ``dialects``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table: list[list[str]] | None = None
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table" and "summary" in (a.get("class") or ""):
+            self._table = self.tables.setdefault(
+                "dialects" if "data-dialects" in a else str(a.get("data-kind")), [])
+        elif tag == "tr" and self._table is not None:
+            self._table.append([])
+        elif tag in ("td", "th") and self._table is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._table = None
+        elif tag in ("td", "th") and self._table is not None and self._cell is not None:
+            self._table[-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_html_markdown_and_excel_break_results_down_by_dialect(suite: pytest.Pytester) -> None:
+    """The dialect table of the terminal and JSON reports is in the three document reports
+    too, with the columns their per-kind tables have."""
+    openpyxl = pytest.importorskip("openpyxl")
+    pytest.importorskip("xlsxwriter")
+    suite.runpytest("--queryeval-json=r.json", "--queryeval-html=r.html",
+                    "--queryeval-markdown=r.md", "--queryeval-xlsx=r.xlsx",
+                    "-p", "no:cacheprovider")
+    by_dialect = report(suite.path / "r.json")["aggregates"]["by_dialect"]
+    ex = {d: s["metrics"]["execution_accuracy"]["mean"] for d, s in by_dialect.items()}
+
+    tables = _Tables((suite.path / "r.html").read_text(encoding="utf-8")).tables
+    head, *rows = tables["dialects"]
+    assert head[:4] == ["dialect", "cases", "pass rate", "execution_accuracy"]
+    assert [r[:4] for r in rows] == [["duckdb", "4", "75.0 %", f"{ex['duckdb']:.3f}"],
+                                     ["sqlite", "4", "100.0 %", f"{ex['sqlite']:.3f}"]]
+    assert tables["sql"][0][:3] == ["difficulty", "cases", "pass rate"]  # kinds' tables stay
+
+    md = (suite.path / "r.md").read_text(encoding="utf-8").splitlines()
+    at = md.index("### by dialect")
+    assert md[at + 2].startswith("| dialect | cases | pass rate | execution\\_accuracy |")
+    assert md[at + 4].startswith(f"| duckdb | 4 | 75.0 % | {ex['duckdb']:.3f} |")
+    assert md[at + 5].startswith(f"| sqlite | 4 | 100.0 % | {ex['sqlite']:.3f} |")
+
+    wb = openpyxl.load_workbook(suite.path / "r.xlsx")
+    assert wb.sheetnames[:3] == ["Summary", "All metrics", "By dialect"]
+    sheet = [list(r) for r in wb["By dialect"].iter_rows(values_only=True)]
+    assert sheet[0][:4] == ["Dialect", "Number of samples", "Percent correct",
+                            "execution_accuracy"]
+    assert [r[:4] for r in sheet[1:]] == [["duckdb", 4, 0.75, ex["duckdb"]],
+                                          ["sqlite", 4, 1.0, ex["sqlite"]]]
+    assert "By dialect" not in openpyxl.load_workbook(
+        _single_dialect_workbook(suite)).sheetnames
+
+
+def _single_dialect_workbook(suite: pytest.Pytester) -> Path:
+    """A run of one plain SQLite case: no dialect breakdown, no sheet for it."""
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "one", "datasource": "chinook", "gold": "SELECT 1", "predicted": "SELECT 1"}]}))
+    suite.runpytest("--queryeval-xlsx=one.xlsx", "--queryeval-json=one.json",
+                    "-p", "no:cacheprovider")
+    assert "by_dialect" not in report(suite.path / "one.json")["aggregates"]
+    return suite.path / "one.xlsx"

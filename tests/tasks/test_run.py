@@ -5,7 +5,9 @@ error, a failing gold an error, hostile Python checks bounded like hostile queri
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,38 @@ def test_hostile_python_checks_are_bounded(chinook: Path) -> None:
                                     "raised OSError: [Errno 27] File too large")
     # the worker recovers: the next task runs
     assert run_task(task(chinook, RAISE, Check(query=ROCK_PRICES, compare="gold"))).passed
+
+
+def test_a_source_in_wal_mode_is_copied_with_its_wal(chinook: Path) -> None:
+    """The copies hold what a reader of the file sees, committed WAL frames included, and
+    take writes (an in-memory database cannot be in WAL mode: its image says rollback)."""
+    writer = sqlite3.connect(chinook)
+    try:
+        writer.execute("PRAGMA journal_mode = wal")
+        writer.execute("UPDATE Genre SET Name = 'Rock and Roll' WHERE GenreId = 1")
+        writer.commit()  # in the WAL only: the open connection keeps it from a checkpoint
+        wal = Path(str(chinook) + "-wal")
+        before = digest(chinook), digest(wal)
+        names = Check(query="SELECT Name FROM Genre WHERE GenreId = 1",
+                      rows=(("Rock and Roll",),))
+        assert run_task(task(chinook, RAISE, names)).passed
+        assert run_task(task(chinook, RAISE, Check(query=ROCK_PRICES, compare="gold"))).passed
+        assert (digest(chinook), digest(wal)) == before
+    finally:
+        writer.close()
+
+
+def test_a_source_written_between_cases_is_copied_fresh(chinook: Path) -> None:
+    """The worker keeps the file's image between cases; a change to the file (here the same
+    size and modification time) is read again."""
+    def genre_is(name: str) -> Check:
+        return Check(query="SELECT Name FROM Genre WHERE GenreId = 1", rows=((name,),))
+
+    assert run_task(task(chinook, RAISE, genre_is("Rock"))).passed
+    stat = chinook.stat()
+    with sqlite3.connect(chinook) as conn:
+        conn.execute("UPDATE Genre SET Name = 'Rack' WHERE GenreId = 1")
+    conn.close()
+    os.utime(chinook, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the same mtime as before
+    assert chinook.stat().st_size == stat.st_size
+    assert run_task(task(chinook, RAISE, genre_is("Rack"))).passed

@@ -78,8 +78,8 @@ class _AuditContext:
         self._ctx = ctx
         self._memory: dict[tuple[str, str], Any] = {}
         #: ``--queryeval-neighbours`` (:mod:`..neighbour_check`): also lint weak golds.
-        self.neighbours = getattr(ctx, "neighbours", None)
-        self.neighbour_base = getattr(ctx, "neighbour_base", None)
+        self.neighbours = ctx.neighbours
+        self.neighbour_base = ctx.neighbour_base
 
     def source(self, case: Case) -> DataSource:
         return self._ctx.source(case)
@@ -143,7 +143,9 @@ def audit_outcome(case: Case, ctx: Context, mode: str) -> CaseOutcome:
               " warning(s)") if failed else None
     return CaseOutcome("failed" if failed else "passed", found.metrics, found.labels, [], None,
                        reason, None, [f.text() for f in found.findings],
-                       {"audit": {"findings": [f.to_json() for f in found.findings]}})
+                       {"audit": {"findings": [f.to_json() for f in found.findings],
+                                  **({"transpiled": found.transpiled}
+                                     if found.transpiled else {})}})
 
 
 _JSON_GOLD_ERROR = re.compile(r"\bgold: not (valid )?JSON")

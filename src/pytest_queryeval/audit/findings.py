@@ -74,6 +74,10 @@ class AuditResult:
     findings: list[Finding] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    #: A transpiled gold's check (:mod:`.transpiled`): the case as written, the dialect, the
+    #: entry it came from, the text run and ``checked`` (``matched``, ``mismatch``,
+    #: ``unchecked``); what ``--queryeval-write-transpiled`` writes back (:mod:`.writeback`).
+    transpiled: dict[str, Any] | None = None
 
     @property
     def errors(self) -> list[Finding]:

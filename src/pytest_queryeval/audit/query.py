@@ -99,8 +99,7 @@ def _neighbours_wanted(case: Case, ctx: Context) -> bool:
     the audit then also looks for the gold's indistinguishable neighbours."""
     from ..neighbour_check import settings_for
 
-    return settings_for(case, getattr(ctx, "neighbours", None),
-                        getattr(ctx, "neighbour_base", None)) is not None
+    return settings_for(case, ctx.neighbours, ctx.neighbour_base) is not None
 
 
 def _weak(src: DataSource, text: str, table: ResultTable, case: Case,

@@ -17,14 +17,21 @@ from ..model import Case, Context
 from .findings import AuditResult
 
 
-def audit_transpiled(written: Case, resolved: Case, source_dialect: str, ctx: Context,
-                     result: AuditResult) -> None:
+def audit_transpiled(written: Case, resolved: Case, source_dialect: str, dialect: str,
+                     ctx: Context, result: AuditResult) -> None:
     """``written``: the case as collected (its ``gold:`` mapping); ``resolved``: with the
-    transpiled gold of its own dialect."""
+    transpiled gold of its own ``dialect``. The check's outcome is kept in
+    ``result.transpiled``: only a ``matched`` gold may become an explicit one."""
     from ..dialects import dialect_of
     from ..metrics.table import compare_tables
     from ..metrics.tsse_sql import order_matters
+    from ..yamlload import plain
 
+    check: dict[str, Any] = {
+        "case": written.fanned_from or written.id, "dialect": dialect, "from": source_dialect,
+        "source": plain(written.gold[source_dialect]), "gold": plain(resolved.gold),
+        "checked": "unchecked"}
+    result.transpiled = check
     sibling = next(((name, spec) for name, spec in sorted(written.fanned_sources.items())
                     if dialect_of(spec) == source_dialect), None)
     if sibling is None:
@@ -38,18 +45,22 @@ def audit_transpiled(written: Case, resolved: Case, source_dialect: str, ctx: Co
     reference = ctx.source(replace(written, datasource=name, source_spec=dict(spec),
                                    dialect=source_dialect))
     here = ctx.source(resolved)
+    check["checked"] = "matched"
     for index, (src_text, new_text) in enumerate(zip(original, transpiled, strict=True)):
         at = index if len(original) > 1 else None
         try:
             want = reference.execute(src_text, trusted=True)
             got = here.execute(new_text, trusted=True)
         except SourceUnavailable:
+            check["checked"] = "unchecked"
             raise
         except QueryEvalError as exc:
+            check["checked"] = "mismatch"
             result.add("transpile-mismatch", f"not comparable: {exc.reason()}", at)
             continue
         cmp = compare_tables(want, got, order_matters=order_matters(src_text))
         if not cmp.ex:
+            check["checked"] = "mismatch"
             result.add("transpile-mismatch", f"{_show(got.rows)} on {resolved.datasource}, "
                        f"{_show(want.rows)} from the {source_dialect} gold on {name}; the text "
                        f"run was: {' '.join(new_text.split())[:200]}", at)

@@ -203,7 +203,8 @@ class SqlKind:
         if chosen.get("transpiled_from") and case.options.get("task") is None:
             from ..audit.transpiled import audit_transpiled
 
-            audit_transpiled(written, case, chosen["transpiled_from"], ctx, result)
+            audit_transpiled(written, case, chosen["transpiled_from"], chosen["dialect"], ctx,
+                             result)
         case, _ = pin_golds(case)
         if case.options.get("task") is not None:
             audit_task(case, result)
@@ -237,11 +238,10 @@ class SqlKind:
             scored.details["clock"] = clock.record()
         if chosen:
             scored.details["gold_dialect"] = chosen
-        if not getattr(ctx, "auditing", False):  # a gold audit scores the gold against itself
+        if not ctx.auditing:  # a gold audit scores the gold against itself
             from ..neighbour_check import settings_for
 
-            settings = settings_for(case, getattr(ctx, "neighbours", None),
-                                    getattr(ctx, "neighbour_base", None))
+            settings = settings_for(case, ctx.neighbours, ctx.neighbour_base)
             if settings is not None:
                 run.neighbours(scored, settings)
         return scored

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         fmt = _formats(wb)
         _summary(wb, fmt, report)
         _all_metrics(wb, fmt, report)
+        if (report.get("aggregates") or {}).get("by_dialect"):
+            _dialect_sheet(wb, fmt, report)
         _details(wb, fmt, report)
         sdmx = [c for c in report.get("cases") or [] if c.get("kind") == "sdmx"]
         if sdmx:
@@ -194,33 +196,61 @@ def _changed(report: Mapping[str, Any]) -> dict[str, set[str]] | None:
 def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
     """What decides first: samples, percent correct, regressions and fixed (with a baseline),
     the gated metrics, latency, tokens and cost. Every metric is on the *All metrics* sheet."""
-    ws = wb.add_worksheet("Summary")
     detail, totals = _summary_groups(report)
+    ws, first_metric, lat_col, metric_names = _group_sheet(
+        wb, fmt, report, "Summary", SUMMARY_FIXED[:2],
+        [((kind, diff), stats, False) for kind, diff, stats in detail]
+        + [((kind, diff), stats, True) for kind, diff, stats in totals],
+        lambda c, kind, diff: kind in (ALL, str(c.get("kind"))) and diff in (ALL, difficulty_of(c)))
+    if detail:
+        _summary_charts(wb, ws, detail, metric_names, lat_col, chart_row=len(detail)
+                        + len(totals) + 3, first_metric=first_metric)
+
+
+def _dialect_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    """The Summary's columns per dialect, for a suite run on several engines (the JSON's
+    ``by_dialect``)."""
+    by_dialect: Mapping[str, Any] = (report.get("aggregates") or {}).get("by_dialect") or {}
+    _group_sheet(wb, fmt, report, "By dialect", ("Dialect",),
+                 [((d,), stats, False) for d, stats in by_dialect.items()],
+                 lambda c, dialect: str(c.get("dialect")) == dialect)
+
+
+def _group_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any], title: str,
+                 labels: Sequence[str],
+                 groups: Sequence[tuple[tuple[str, ...], Mapping[str, Any], bool]],
+                 member: Callable[..., bool]) -> tuple[Any, int, int, list[str]]:
+    """A sheet of one row per group (its label cells, samples, percent correct, flips, the
+    deciding metrics, latency, spend); ``member(case, *labels)`` says which cases a row's flips
+    count. The Summary and the dialects' sheet share it, so their columns agree. Returns the
+    sheet, the first metric column, the latency column and the metric columns' names."""
+    ws = wb.add_worksheet(title)
+    stats_of = [stats for _, stats, _ in groups]
     metric_names = lead_metrics(
-        (m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})
+        (m for stats in stats_of for m in (stats.get("metrics") or {})
          if m != LATENCY_METRIC and not is_usage(m)), gated_metrics(report))
-    present = {m for _, _, stats in [*detail, *totals] for m in (stats.get("metrics") or {})}
+    present = {m for stats in stats_of for m in (stats.get("metrics") or {})}
     usage = [c for c in USAGE_COLUMNS if c[0] in present]
     changed = _changed(report)
     flips = list(CHANGE_HEADERS) if changed is not None else []
-    headers = [*SUMMARY_FIXED, *flips, *metric_names, *LATENCY_HEADERS, *(c[1] for c in usage)]
+    fixed = [*labels, *SUMMARY_FIXED[2:]]
+    headers = [*fixed, *flips, *metric_names, *LATENCY_HEADERS, *(c[1] for c in usage)]
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])
-    first_metric = len(SUMMARY_FIXED) + len(flips)
+    first_metric = len(fixed) + len(flips)
     lat_col = first_metric + len(metric_names)
+    count_col = len(labels)
     cases = report.get("cases") or []
-
-    def write_row(row: int, kind: str, diff: str, stats: Mapping[str, Any], total: bool) -> None:
+    for row, (names, stats, total) in enumerate(groups, start=1):
         p = "total_" if total else ""
-        ws.write_string(row, 0, kind, fmt["total" if total else "text"])
-        ws.write_string(row, 1, diff, fmt["total" if total else "text"])
-        _write_num(ws, row, 2, stats.get("count"), fmt[p + "int"])
-        _write_num(ws, row, 3, stats.get("pass_rate"), fmt[p + "pct"])
+        for col, name in enumerate(names):
+            ws.write_string(row, col, name, fmt["total" if total else "text"])
+        _write_num(ws, row, count_col, stats.get("count"), fmt[p + "int"])
+        _write_num(ws, row, count_col + 1, stats.get("pass_rate"), fmt[p + "pct"])
         if changed is not None:
-            members = {str(c.get("id")) for c in cases
-                       if kind in (ALL, str(c.get("kind"))) and diff in (ALL, difficulty_of(c))}
+            members = {str(c.get("id")) for c in cases if member(c, *names)}
             for i, key in enumerate(("regressions", "fixed")):
-                _write_num(ws, row, len(SUMMARY_FIXED) + i, len(members & changed[key]),
+                _write_num(ws, row, len(fixed) + i, len(members & changed[key]),
                            fmt[p + "int"])
         metrics = stats.get("metrics") or {}
         for i, name in enumerate(metric_names):
@@ -232,24 +262,12 @@ def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
         for i, (name, _, style) in enumerate(usage):
             spent = metrics.get(name) or {}
             _write_num(ws, row, lat_col + 2 + i, spent.get("total"), fmt[p + style])
-
-    row = 1
-    for kind, diff, stats in detail:
-        write_row(row, kind, diff, stats, total=False)
-        row += 1
-    first_total = row
-    for kind, diff, stats in totals:
-        write_row(row, kind, diff, stats, total=True)
-        row += 1
-
-    ws.freeze_panes(1, 2)
+    ws.freeze_panes(1, len(labels))
     ws.set_row(0, 30)
-    ws.set_column(0, 1, 12)
-    ws.set_column(2, 3, 10)
-    ws.set_column(4, len(headers) - 1, 14)
-    if detail:
-        _summary_charts(wb, ws, detail, metric_names, lat_col, chart_row=first_total
-                        + len(totals) + 2, first_metric=first_metric)
+    ws.set_column(0, len(labels) - 1, 12)
+    ws.set_column(count_col, count_col + 1, 10)
+    ws.set_column(count_col + 2, max(count_col + 2, len(headers) - 1), 14)
+    return ws, first_metric, lat_col, metric_names
 
 
 def _all_metrics(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:

@@ -15,7 +15,7 @@ import html
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -412,60 +412,83 @@ def _summary(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]] = (),
              gated: set[str] | None = None, changed: dict[str, set[str]] | None = None) -> str:
     """Per kind, difficulty x what decides (cases, pass rate, regressions and fixed cases, the
     gated metrics, latency, tokens, cost); every other metric is a ``more`` column the
-    *all metrics* checkbox shows (CSS only: the page reads the same without its script)."""
+    *all metrics* checkbox shows (CSS only: the page reads the same without its script). A
+    suite run on several engines gets the same table per dialect after the kinds'."""
     by_kd: Mapping[str, Mapping[str, Any]] = agg.get("by_kind_difficulty") or {}
     by_kind: Mapping[str, Any] = agg.get("by_kind") or {}
-    out = ['<section id="summary"><h2>Summary by kind and difficulty</h2>']
+    by_dialect: Mapping[str, Any] = agg.get("by_dialect") or {}
+    out = ['<section id="summary"><h2>Summary by kind and difficulty'
+           f'{" and by dialect" if by_dialect else ""}</h2>']
     more_total = 0
     body: list[str] = []
     for kind in sorted(by_kd):
         groups = [(d, by_kd[kind][d], False) for d in ordered_difficulties(by_kd[kind])]
         if kind in by_kind:
             groups.append(("all", by_kind[kind], True))
-        names = ordered_metrics(m for _, s, _ in groups for m in (s.get("metrics") or {}))
-        lead = lead_metrics(names, gated or set())
-        more = [m for m in names if m not in lead and not is_detail_metric(m)
-                and not lower_is_better(m)]
-        more += [m for m in names if m not in lead and m not in more and is_detail_metric(m)]
-        more_total = max(more_total, len(more))
-        latency = LATENCY_METRIC in names
-        spend = [m for m in USAGE_METRICS if m in names]
-        head = "".join(f'<th class="n lead">{e(m)}</th>' for m in lead)
-        if changed is not None:
-            head += '<th class="n">regressions</th><th class="n">fixed</th>'
-        head += '<th class="n spend">latency (s)</th>' if latency else ""
-        head += "".join(f'<th class="n spend">{e(SPEND_HEADERS[m])}</th>' for m in spend)
-        head += "".join(f'<th class="n more">{e(m)}</th>' for m in more)
-        body.append(f'<h3>{e(kind)}</h3><table class="summary" data-kind="{e(kind)}"><thead>'
-                    f"<tr><th>difficulty</th><th class=n>cases</th><th class=n>pass rate</th>"
-                    f"{head}</tr></thead><tbody>")
-        for diff, stats, total in groups:
-            metrics = stats.get("metrics") or {}
-            cells = "".join(f"<td class=n>{_num((metrics.get(m) or {}).get('mean'))}</td>"
-                            for m in lead)
-            if changed is not None:
-                members = {str(c.get("id")) for c in cases if str(c.get("kind")) == kind
-                           and (total or difficulty_of(c) == diff)}
-                cells += "".join(f"<td class=n>{len(members & changed[k])}</td>"
-                                 for k in ("regressions", "fixed"))
-            if latency:
-                lat = metrics.get(LATENCY_METRIC)
-                cells += (f"<td class=n>{lat['mean']:.2f} ± {lat['std']:.2f}</td>" if lat
-                          else "<td class=n>–</td>")
-            cells += "".join(f"<td class=n>{e(spend_cell(m, metrics.get(m)))}</td>"
-                             for m in spend)
-            cells += "".join(f'<td class="n more">{_num((metrics.get(m) or {}).get("mean"))}</td>'
-                             for m in more)
-            body.append(f'<tr{" class=total" if total else ""} data-difficulty="{e(diff)}">'
-                        f"<td>{e(diff)}</td><td class=n>{int(stats.get('count') or 0)}</td>"
-                        f"<td class=n>{_pct(stats.get('pass_rate'))}</td>{cells}</tr>")
-        body.append("</tbody></table>")
+
+        def kind_members(diff: str, total: bool, kind: str = kind) -> set[str]:
+            return {str(c.get("id")) for c in cases if str(c.get("kind")) == kind
+                    and (total or difficulty_of(c) == diff)}
+
+        more_total = max(more_total, _group_table(
+            body, f'<h3>{e(kind)}</h3><table class="summary" data-kind="{e(kind)}">',
+            "difficulty", groups, kind_members, gated, changed))
+    if by_dialect:
+        def dialect_members(dialect: str, total: bool) -> set[str]:
+            return {str(c.get("id")) for c in cases if str(c.get("dialect")) == dialect}
+
+        more_total = max(more_total, _group_table(
+            body, '<h3>by dialect</h3><table class="summary" data-dialects>', "dialect",
+            [(d, s, False) for d, s in by_dialect.items()], dialect_members, gated, changed))
     if more_total:
         out.append('<input type="checkbox" id="all-metrics"> <label for="all-metrics">all '
                    f"metrics (up to {more_total} more columns)</label>")
     out.extend(body)
     out.append("</section>")
     return "".join(out)
+
+
+def _group_table(body: list[str], opening: str, label: str,
+                 groups: Sequence[tuple[str, Mapping[str, Any], bool]],
+                 members: Callable[[str, bool], set[str]], gated: set[str] | None,
+                 changed: dict[str, set[str]] | None) -> int:
+    """One summary table (a row per group, ``total`` rows in bold) appended to ``body``; the
+    number of its ``more`` columns. The kinds' and the dialects' tables share it, so their
+    columns agree."""
+    names = ordered_metrics(m for _, s, _ in groups for m in (s.get("metrics") or {}))
+    lead = lead_metrics(names, gated or set())
+    more = [m for m in names if m not in lead and not is_detail_metric(m)
+            and not lower_is_better(m)]
+    more += [m for m in names if m not in lead and m not in more and is_detail_metric(m)]
+    latency = LATENCY_METRIC in names
+    spend = [m for m in USAGE_METRICS if m in names]
+    head = "".join(f'<th class="n lead">{e(m)}</th>' for m in lead)
+    if changed is not None:
+        head += '<th class="n">regressions</th><th class="n">fixed</th>'
+    head += '<th class="n spend">latency (s)</th>' if latency else ""
+    head += "".join(f'<th class="n spend">{e(SPEND_HEADERS[m])}</th>' for m in spend)
+    head += "".join(f'<th class="n more">{e(m)}</th>' for m in more)
+    body.append(f"{opening}<thead><tr><th>{label}</th><th class=n>cases</th>"
+                f"<th class=n>pass rate</th>{head}</tr></thead><tbody>")
+    for name, stats, total in groups:
+        metrics = stats.get("metrics") or {}
+        cells = "".join(f"<td class=n>{_num((metrics.get(m) or {}).get('mean'))}</td>"
+                        for m in lead)
+        if changed is not None:
+            cells += "".join(f"<td class=n>{len(members(name, total) & changed[k])}</td>"
+                             for k in ("regressions", "fixed"))
+        if latency:
+            lat = metrics.get(LATENCY_METRIC)
+            cells += (f"<td class=n>{lat['mean']:.2f} ± {lat['std']:.2f}</td>" if lat
+                      else "<td class=n>–</td>")
+        cells += "".join(f"<td class=n>{e(spend_cell(m, metrics.get(m)))}</td>" for m in spend)
+        cells += "".join(f'<td class="n more">{_num((metrics.get(m) or {}).get("mean"))}</td>'
+                         for m in more)
+        body.append(f'<tr{" class=total" if total else ""} data-{label}="{e(name)}">'
+                    f"<td>{e(name)}</td><td class=n>{int(stats.get('count') or 0)}</td>"
+                    f"<td class=n>{_pct(stats.get('pass_rate'))}</td>{cells}</tr>")
+    body.append("</tbody></table>")
+    return len(more)
 
 
 # -------------------------------------------------------------------------------------------

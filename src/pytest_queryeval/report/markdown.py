@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..baseline.compare import Comparison, MetricDelta
@@ -217,46 +217,59 @@ def _audit(audit: Mapping[str, Any]) -> list[str]:
 
 def _kinds(agg: Mapping[str, Any], gated: set[str] | None = None) -> list[str]:
     """Per kind, difficulty x what decides first (cases, pass rate, the gated metrics,
-    latency, tokens, cost), then the other headline metrics."""
+    latency, tokens, cost), then the other headline metrics; a suite run on several engines
+    gets the same table per dialect after the kinds'."""
     out: list[str] = []
     by_kd: Mapping[str, Mapping[str, Any]] = agg.get("by_kind_difficulty") or {}
     by_kind: Mapping[str, Any] = agg.get("by_kind") or {}
     for kind in sorted(by_kd):
-        groups = [(d, by_kd[kind][d]) for d in ordered_difficulties(by_kd[kind])]
+        groups = [(md(d), by_kd[kind][d]) for d in ordered_difficulties(by_kd[kind])]
         if kind in by_kind:
             groups.append(("**all**", by_kind[kind]))
-        names = ordered_metrics(m for _, s in groups for m in (s.get("metrics") or {}))
-        lead = lead_metrics(names, gated or set())
-        rest = [m for m in names if m not in lead and not is_detail_metric(m)
-                and not lower_is_better(m)]
-        latency = LATENCY_METRIC in names
-        spend = [m for m in USAGE_METRICS if m in names]
         out.extend([f"### {md(kind)}", ""])
-        header = ["difficulty", "cases", "pass rate", *(md(m) for m in lead)]
+        out.extend(_group_table("difficulty", groups, gated))
+    by_dialect: Mapping[str, Any] = agg.get("by_dialect") or {}
+    if by_dialect:
+        out.extend(["### by dialect", ""])
+        out.extend(_group_table("dialect", [(md(d), s) for d, s in by_dialect.items()], gated))
+    return out
+
+
+def _group_table(label: str, groups: Sequence[tuple[str, Mapping[str, Any]]],
+                 gated: set[str] | None) -> list[str]:
+    """One summary table, a row per (already escaped) group name; the kinds' and the
+    dialects' tables share it, so their columns agree."""
+    out: list[str] = []
+    names = ordered_metrics(m for _, s in groups for m in (s.get("metrics") or {}))
+    lead = lead_metrics(names, gated or set())
+    rest = [m for m in names if m not in lead and not is_detail_metric(m)
+            and not lower_is_better(m)]
+    latency = LATENCY_METRIC in names
+    spend = [m for m in USAGE_METRICS if m in names]
+    header = [label, "cases", "pass rate", *(md(m) for m in lead)]
+    if latency:
+        header.append("latency (s)")
+    header += [SPEND_HEADERS[m] for m in spend]
+    header += [md(m) for m in rest]
+    out.append(_row(header))
+    out.append("|---|---:|---:|" + "---:|" * (len(lead) + len(rest) + int(latency)
+                                              + len(spend)))
+    for name, stats in groups:
+        metrics = stats.get("metrics") or {}
+        cells = [name, str(stats.get("count", 0)), _pct(stats.get("pass_rate")),
+                 *(_num((metrics.get(m) or {}).get("mean")) for m in lead)]
         if latency:
-            header.append("latency (s)")
-        header += [SPEND_HEADERS[m] for m in spend]
-        header += [md(m) for m in rest]
-        out.append(_row(header))
-        out.append("|---|---:|---:|" + "---:|" * (len(lead) + len(rest) + int(latency)
-                                                  + len(spend)))
-        for diff, stats in groups:
-            metrics = stats.get("metrics") or {}
-            cells = [diff if diff == "**all**" else md(diff), str(stats.get("count", 0)),
-                     _pct(stats.get("pass_rate")),
-                     *(_num((metrics.get(m) or {}).get("mean")) for m in lead)]
-            if latency:
-                lat = metrics.get(LATENCY_METRIC)
-                cells.append(f"{lat['mean']:.2f} ± {lat['std']:.2f}" if lat else "–")
-            cells += [spend_cell(m, metrics.get(m)) for m in spend]
-            cells += [_num((metrics.get(m) or {}).get("mean")) for m in rest]
-            out.append(_row(cells))
-        hidden = len([m for m in names if is_detail_metric(m)])
-        if hidden:
-            out.append("")
-            out.append(f"<sub>{hidden} per-component/per-dimension metrics are in the JSON "
-                       f"and Excel reports.</sub>")
+            lat = metrics.get(LATENCY_METRIC)
+            cells.append(f"{lat['mean']:.2f} ± {lat['std']:.2f}" if lat else "–")
+        cells += [spend_cell(m, metrics.get(m)) for m in spend]
+        cells += [_num((metrics.get(m) or {}).get("mean")) for m in rest]
+        out.append(_row(cells))
+    hidden = len([m for m in names if is_detail_metric(m)])
+    if hidden:
         out.append("")
+        out.append(f"<sub>{hidden} per-component/per-dimension metrics are in the JSON "
+                   f"and Excel reports.</sub>")
+    out.append("")
     return out
 
 

@@ -26,9 +26,15 @@ from ..boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
 
 #: Case fields no aggregate, gate or summary line reads: left on disk until a report needs them.
 HEAVY = ("predicted", "gold", "question", "diff")
-#: ``details`` entries the aggregates read back (the rest stay on disk).
-KEPT_DETAILS = ("spider", "gerbil", "text2sparql", "repeat", "audit", "structure_parse_error",
-                "neighbours", "judge")
+#: ``details`` entries only the per-case views show, which can be long (texts, per-row or
+#: per-term lists): left on disk. Every other entry is kept, so an aggregate that starts
+#: reading a detail gets it from a merge too (an allowlist dropped new ones silently).
+HEAVY_DETAILS = frozenset({
+    "prediction", "prediction_failure", "prediction_shape", "sdmx_details", "invalid_terms",
+    "name_mismatches", "structure_files", "alignment_mapping", "ties", "spider2_sql",
+    "spider2_reason", "clock", "gold_dialect", "column_mapping", "compare", "efficiency",
+    "efficiency_error", "soft_ex", "checks", "execution_accuracy_on", "near_miss_error",
+})
 #: A case's error or reason is kept up to this many characters (the summary shows 110).
 REASON_CHARS = 2000
 _CHUNK = 1 << 20
@@ -40,7 +46,7 @@ def slim(record: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in record.items() if k not in HEAVY}
     details = record.get("details")
     if isinstance(details, dict):
-        out["details"] = {k: details[k] for k in KEPT_DETAILS if k in details}
+        out["details"] = {k: v for k, v in details.items() if k not in HEAVY_DETAILS}
     for key in ("error", "reason"):
         text = out.get(key)
         if isinstance(text, str) and len(text) > REASON_CHARS:

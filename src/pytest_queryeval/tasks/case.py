@@ -4,7 +4,8 @@ Why the datasource must say ``writable: sandbox``: a task executes the predictio
 the suite author states once, on the datasource, that its file may serve as the template of
 throwaway copies; every other case keeps the read-only guard, and a task case on a datasource
 without that mark is an error found when the suite is collected, before any case runs. The
-real file is only ever read (SQLite's backup API, a file copy for DuckDB).
+real file is only ever read (an SQLite image read through a read-only connection, a file copy
+for DuckDB).
 
 Case keys (LiveSQLBench's Management tasks and EvalBench's dml/ddl cases map onto them
 one-to-one): ``setup`` and ``cleanup`` (a statement or a list), ``gold`` (a statement or a list
