@@ -135,8 +135,10 @@ def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
     """
     from ..sources.codec import CodecError, decode_table, encode_table
 
-    key = gold_cache_key(src, query)
-    hit = ctx.cache_get(namespace, key)
+    # A context without caches (``--queryeval-no-cache``) neither keys nor encodes a result.
+    caching = getattr(ctx, "caching", True)
+    key = gold_cache_key(src, query) if caching else ""
+    hit = ctx.cache_get(namespace, key) if caching else None
     if hit is not None:
         with contextlib.suppress(CodecError):  # stale format: execute again
             return decode_table(hit), True
@@ -149,7 +151,7 @@ def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
     if table.truncated:
         what, option = table.cut_by()
         raise GoldError(f"gold result {what} (raise {option}) -- {short(query)}")
-    if cacheable is None or cacheable(table):
+    if caching and (cacheable is None or cacheable(table)):
         with contextlib.suppress(CodecError):
             ctx.cache_set(namespace, key, encode_table(table))
     return table, False
