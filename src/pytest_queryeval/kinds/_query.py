@@ -127,11 +127,15 @@ def gold_cache_key(src: DataSource, query: str) -> str:
 
 def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
              limits: dict[str, Any] | None = None,
-             cacheable: Callable[[ResultTable], bool] | None = None) -> tuple[ResultTable, bool]:
+             cacheable: Callable[[ResultTable], bool] | None = None,
+             execute: Callable[[], ResultTable] | None = None) -> tuple[ResultTable, bool]:
     """Execute a gold query (trusted) through the cross-session cache: (table, from_cache).
 
     A failing or truncated gold is an error of the suite (GoldError); an unreachable source
     stays SourceUnavailable. A value the codec cannot keep exactly is never cached.
+    ``execute``: how to run it when the cache has no result (default ``src.execute(query,
+    trusted=True, **limits)``; the SQL kind sends the prediction along in the same round
+    trip).
     """
     from ..sources.codec import CodecError, decode_table, encode_table
 
@@ -143,7 +147,8 @@ def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
         with contextlib.suppress(CodecError):  # stale format: execute again
             return decode_table(hit), True
     try:
-        table = src.execute(query, trusted=True, **(limits or {}))
+        table = execute() if execute is not None \
+            else src.execute(query, trusted=True, **(limits or {}))
     except SourceUnavailable:
         raise
     except QueryEvalError as e:
