@@ -22,6 +22,11 @@ API (everything else here is private)::
   :class:`SandboxTimeout` (a :class:`~pytest_queryeval.errors.QueryTimeout`) is raised.
   Give the step its own, softer deadline inside ``fn`` when it can stop cleanly (the worker
   then survives and keeps its caches); the hard one is the backstop.
+* ``box.pipeline([(fn, args, timeout, max_reply), ...])`` sends several calls at once (one
+  write, one wake-up of the worker: a case's gold and prediction) and returns one outcome per
+  call (call it: the value, or what :meth:`Sandbox.call` would raise); each call's deadline
+  counts from the reply before it, and the calls after one that ended the worker are not run
+  (:class:`SandboxNotRun`).
 * ``max_reply`` caps the pickled reply, counted in the worker before it is sent, and again
   by the parent from the frame header before it reads the body: over it,
   :class:`SandboxTooBig` (a :class:`~pytest_queryeval.errors.QueryFailed`, with ``size``).
