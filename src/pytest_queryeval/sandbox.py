@@ -319,6 +319,8 @@ class Sandbox:
         self.starts = 0
         #: Workers killed at a deadline, on Ctrl-C or after a crash.
         self.kills = 0
+        #: Writes of requests to a worker (a :meth:`pipeline` of small calls is one).
+        self.round_trips = 0
 
     def __repr__(self) -> str:
         return f"Sandbox({self.name!r}, max_memory={self.max_memory})"
@@ -441,6 +443,7 @@ class Sandbox:
                     assert proc.stdin is not None
                     if frame:
                         _write_all(proc.stdin.fileno(), frame)
+                        self.round_trips += 1
                     deadline = time.monotonic() + timeout  # start-up is not the step's time
                     msg = self._read_reply(proc, deadline, max_reply)
                 except TimeoutError:
