@@ -522,7 +522,7 @@ class _SqlRun:
             if opts.spider2:  # computed over all golds at once, in _spider2
                 metrics.update(dict.fromkeys(SPIDER2_METRIC_NAMES, 0.0))
             details.update(cmp.details())
-            relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare)
+            relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare, cmp)
             tsse = self.tsse_ex(gold, ordered) if opts.test_suite_rewrite else None
             note = "texts as written"
             if tsse is not None:
@@ -819,13 +819,14 @@ def _size_ok(sql: str, opts: _Options) -> bool:
     return True
 
 
-def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool,
-                 compare: Any) -> Callable[[], dict[str, dict[str, float]]]:
-    """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails."""
+def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: Any,
+                 base: Any) -> Callable[[], dict[str, dict[str, float]]]:
+    """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails, from the
+    case's own comparison ``base`` (not made again)."""
     def relaxed() -> dict[str, dict[str, float]]:
         from ..nearmiss import relaxed_metrics
 
-        return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare)
+        return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare, base=base)
     return relaxed
 
 
