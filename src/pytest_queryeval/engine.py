@@ -149,6 +149,13 @@ class Evaluator:
                 self._cache.set(local, hit)
         return hit
 
+    @property
+    def caching(self) -> bool:
+        """Whether :meth:`cache_set` keeps anything (off with ``--queryeval-no-cache``, or
+        without pytest's cache and a shared gold directory): a value to cache need not be
+        encoded otherwise."""
+        return not self.no_cache and (self._cache is not None or self.gold_cache is not None)
+
     def cache_set(self, namespace: str, key: str, value: Any) -> None:
         if self.no_cache:
             return

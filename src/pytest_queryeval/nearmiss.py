@@ -71,15 +71,18 @@ Relaxed = Callable[[], dict[str, dict[str, float]]]
 
 
 def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool,
-                    compare: Any = None) -> dict[str, dict[str, float]]:
-    """The result-table metrics under each relaxation that changes something (by name)."""
+                    compare: Any = None, base: Any = None) -> dict[str, dict[str, float]]:
+    """The result-table metrics under each relaxation that changes something (by name).
+    ``base``: the kind's own comparison of the two under the same options, when it has one
+    (else it is made here)."""
     from .metrics.table import CompareOptions, compare_tables
 
     cells = sum(len(t.rows) * max(_width(t), 1) for t in (gold, pred))
     if cells > MAX_CELLS:
         raise ValueError(f"results of {cells:,} cells (over {MAX_CELLS:,}) are not attributed")
     opts = CompareOptions.from_config(compare)
-    base = compare_tables(gold, pred, order_matters=order_matters, compare=opts)
+    if base is None:
+        base = compare_tables(gold, pred, order_matters=order_matters, compare=opts)
     out: dict[str, dict[str, float]] = {}
 
     def score(g: ResultTable, p: ResultTable, ordered: bool = order_matters,

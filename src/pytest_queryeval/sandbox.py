@@ -22,6 +22,11 @@ API (everything else here is private)::
   :class:`SandboxTimeout` (a :class:`~pytest_queryeval.errors.QueryTimeout`) is raised.
   Give the step its own, softer deadline inside ``fn`` when it can stop cleanly (the worker
   then survives and keeps its caches); the hard one is the backstop.
+* ``box.pipeline([(fn, args, timeout, max_reply), ...])`` sends several calls at once (one
+  write, one wake-up of the worker: a case's gold and prediction) and returns one outcome per
+  call (call it: the value, or what :meth:`Sandbox.call` would raise); each call's deadline
+  counts from the reply before it, and the calls after one that ended the worker are not run
+  (:class:`SandboxNotRun`).
 * ``max_reply`` caps the pickled reply, counted in the worker before it is sent, and again
   by the parent from the frame header before it reads the body: over it,
   :class:`SandboxTooBig` (a :class:`~pytest_queryeval.errors.QueryFailed`, with ``size``).
@@ -75,7 +80,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -94,6 +99,8 @@ START_TIMEOUT = 60.0
 _TRANSFER_TIMEOUT = 60.0
 
 _HEADER = struct.Struct(">Q")
+#: Bytes a pipe takes without its reader (one page: Linux's smallest pipe buffer).
+_PIPE_MIN = 4096
 _WORKER_CODE = (
     "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     "import json, os, sys; sys.path[:0] = json.loads(os.environ['QUERYEVAL_SANDBOX_PATH'])\n"
@@ -122,6 +129,10 @@ class SandboxMemoryError(QueryFailed):
 
 class SandboxCrashed(QueryFailed):
     """The worker died during the step (an engine abort, usually out of memory)."""
+
+
+class SandboxNotRun(SandboxCrashed):
+    """A call of a :meth:`Sandbox.pipeline` after one that ended the worker: never run."""
 
 
 class SandboxNotStarted(SandboxCrashed):
@@ -301,11 +312,15 @@ class Sandbox:
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: str | None = None
         self._ready = False
+        #: Bytes of the next reply read with the one before it (:meth:`pipeline`).
+        self._pending = bytearray()
         self._lock = threading.Lock()
         #: Workers started so far (a kill and restart adds one); for tests and diagnostics.
         self.starts = 0
         #: Workers killed at a deadline, on Ctrl-C or after a crash.
         self.kills = 0
+        #: Writes of requests to a worker (a :meth:`pipeline` of small calls is one).
+        self.round_trips = 0
 
     def __repr__(self) -> str:
         return f"Sandbox({self.name!r}, max_memory={self.max_memory})"
@@ -353,6 +368,7 @@ class Sandbox:
 
     def _kill(self, *, respawn: bool) -> None:
         proc, self._proc, self._ready = self._proc, None, False
+        self._pending = bytearray()
         if proc is not None:
             if proc.poll() is None:
                 with contextlib.suppress(OSError):
@@ -397,51 +413,90 @@ class Sandbox:
     def call(self, fn: Callable[..., T], *args: Any, timeout: float,
              max_reply: int = DEFAULT_MAX_REPLY) -> T:
         """``fn(*args)`` in the worker, within ``timeout`` seconds (wall clock, hard)."""
-        request = _frame((fn, args, max_reply, os.getcwd()))
+        (outcome,) = self.pipeline([(fn, args, timeout, max_reply)])
+        return outcome()  # type: ignore[no-any-return]
+
+    def pipeline(self, calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...], float, int]],
+                 ) -> list[Callable[[], Any]]:
+        """Several ``(fn, args, timeout, max_reply)`` calls sent to the worker at once (one
+        write, one wake-up of the worker: the gold and the prediction of a case in one round
+        trip), their replies read in order. Each call keeps its own hard deadline, counted
+        from the moment the reply before it arrived, so a call has exactly the time
+        :meth:`call` would give it.
+
+        Returns one outcome per call: calling it returns the value or raises what
+        :meth:`call` would have raised. After a call that ends the worker (timeout, crash, a
+        reply over ``max_reply``), the calls after it were not run: their outcomes raise
+        :class:`SandboxNotRun`. Ctrl-C propagates at once, as from :meth:`call`."""
+        cwd = os.getcwd()
+        frames = [_frame((fn, args, max_reply, cwd)) for fn, args, _, max_reply in calls]
+        # All at once only when the worker can take them without reading: it reads one
+        # request, then writes its reply, which would block (the parent still writing) were
+        # the requests more than the pipe's smallest capacity.
+        if sum(map(len, frames)) <= _PIPE_MIN:
+            frames = [b"".join(frames)] + [b""] * (len(frames) - 1)
+        outcomes: list[Callable[[], Any]] = []
         with self._lock:
-            try:
-                proc = self._ensure(time.monotonic() + self.start_timeout)
-                deadline = time.monotonic() + timeout  # start-up is not the step's time
-                assert proc.stdin is not None
-                _write_all(proc.stdin.fileno(), request)
-                msg = self._read_reply(proc, deadline, max_reply)
-            except TimeoutError:
-                self._kill(respawn=True)
-                raise SandboxTimeout(f"no result within {timeout:g} s (the {self.name} worker "
-                                     "was killed)") from None
-            except SandboxTooBig:
-                self._kill(respawn=True)
-                raise
-            except (EOFError, OSError):
-                self._kill(respawn=True)
-                raise SandboxCrashed(f"the {self.name} worker died during the call (out of "
-                                     f"memory? max_memory is {self.max_memory:,} bytes)") \
-                    from None
-            except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
-                self._kill(respawn=False)
-                raise
+            for frame, (_, _, timeout, max_reply) in zip(frames, calls, strict=True):
+                try:
+                    proc = self._ensure(time.monotonic() + self.start_timeout)
+                    assert proc.stdin is not None
+                    if frame:
+                        _write_all(proc.stdin.fileno(), frame)
+                        self.round_trips += 1
+                    deadline = time.monotonic() + timeout  # start-up is not the step's time
+                    msg = self._read_reply(proc, deadline, max_reply)
+                except TimeoutError:
+                    self._kill(respawn=True)
+                    outcomes.append(_raising(SandboxTimeout(
+                        f"no result within {timeout:g} s (the {self.name} worker was killed)")))
+                    break
+                except SandboxTooBig as exc:
+                    self._kill(respawn=True)
+                    outcomes.append(_raising(exc))
+                    break
+                except (EOFError, OSError):
+                    self._kill(respawn=True)
+                    outcomes.append(_raising(self._crashed()))
+                    break
+                except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
+                    self._kill(respawn=False)
+                    raise
+                outcomes.append(self._outcome(msg, max_reply))
+        not_run = SandboxNotRun(f"not run: the {self.name} worker ended at an earlier call")
+        return outcomes + [_raising(not_run) for _ in calls[len(outcomes):]]
+
+    def _crashed(self) -> SandboxCrashed:
+        return SandboxCrashed(f"the {self.name} worker died during the call (out of memory? "
+                              f"max_memory is {self.max_memory:,} bytes)")
+
+    def _outcome(self, msg: Any, max_reply: int) -> Callable[[], Any]:
+        """A reply as :meth:`call` returns or raises it."""
         kind = msg[0]
         if kind == "ok":
-            return msg[1]  # type: ignore[no-any-return]
+            value = msg[1]
+            return lambda: value
         if kind == "raise":
-            raise msg[1]
+            return _raising(msg[1])
         if kind == "memory":
-            raise SandboxMemoryError(f"out of memory: the step went over max_memory "
-                                     f"({self.max_memory:,} bytes)")
+            return _raising(SandboxMemoryError(f"out of memory: the step went over max_memory "
+                                               f"({self.max_memory:,} bytes)"))
         if kind == "toobig":
-            raise SandboxTooBig(f"the reply holds {msg[1]:,} bytes, over {max_reply:,}",
-                                int(msg[1]))
-        raise QueryFailed(str(msg[1]))
+            return _raising(SandboxTooBig(f"the reply holds {msg[1]:,} bytes, over "
+                                          f"{max_reply:,}", int(msg[1])))
+        return _raising(QueryFailed(str(msg[1])))
 
     def _read_reply(self, proc: subprocess.Popen[bytes], deadline: float,
                     max_reply: int) -> Any:
         """One frame from the worker, read as it comes until ``deadline`` (TimeoutError);
-        a header announcing more than ``max_reply`` (plus slack) bytes is not read."""
+        a header announcing more than ``max_reply`` (plus slack) bytes is not read. Bytes
+        read past the frame (the start of the next reply of a :meth:`pipeline`) are kept for
+        the next read."""
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        buf = bytearray()
+        buf, self._pending = self._pending, bytearray()
         size = -1  # the body's size, once the header is in
         while True:
             if size < 0 and len(buf) >= _HEADER.size:
@@ -453,7 +508,9 @@ class Sandbox:
                 # size, not to be cut by the deadline on a busy machine.
                 deadline = max(deadline, time.monotonic() + _TRANSFER_TIMEOUT)
             if size >= 0 and len(buf) >= _HEADER.size + size:
-                return pickle.loads(memoryview(buf)[_HEADER.size:_HEADER.size + size])
+                end = _HEADER.size + size
+                self._pending = buf[end:]
+                return pickle.loads(memoryview(buf)[_HEADER.size:end])
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
@@ -464,6 +521,13 @@ class Sandbox:
             if not chunk:
                 raise EOFError
             buf += chunk
+
+
+def _raising(exc: BaseException) -> Callable[[], Any]:
+    def outcome() -> Any:
+        raise exc
+
+    return outcome
 
 
 _SHARED: dict[tuple[Any, ...], Sandbox] = {}

@@ -16,6 +16,7 @@ from pytest_queryeval.errors import QueryFailed, QueryTimeout
 from pytest_queryeval.sandbox import (
     Sandbox,
     SandboxMemoryError,
+    SandboxNotRun,
     SandboxNotStarted,
     SandboxTimeout,
     SandboxTooBig,
@@ -127,6 +128,50 @@ def test_errors_and_state(box: Sandbox) -> None:
     with pytest.raises(QueryFailed, match="no such table: nowhere"):
         box.call(_raise, timeout=30)
     assert [box.call(_count, timeout=30) for _ in range(3)] == [1, 2, 3]
+
+
+def _echo(blob: bytes) -> bytes:
+    return blob * 2
+
+
+def test_pipeline_sends_calls_at_once_and_keeps_each_outcome(box: Sandbox) -> None:
+    """One write for several calls (the gold and the prediction of a case); each outcome
+    returns or raises what :meth:`Sandbox.call` would, and the worker keeps its state."""
+    outcomes = box.pipeline([(_count, (), 30, MIB), (_raise, (), 30, MIB),
+                             (_blob, (2 * MIB,), 30, MIB), (_count, (), 30, MIB)])
+    assert outcomes[0]() == 1
+    with pytest.raises(QueryFailed, match="no such table: nowhere"):
+        outcomes[1]()
+    with pytest.raises(SandboxTooBig):  # over its max_reply, counted by the worker
+        outcomes[2]()
+    assert outcomes[3]() == 2  # which goes on
+    assert box.kills == 0
+
+
+def test_pipeline_timeout_ends_the_rest_and_each_call_has_its_own_deadline(box: Sandbox,
+                                                                          ) -> None:
+    first, hung, never = box.pipeline([(_sleep, (0.3,), 30, MIB), (_spin_in_c, (60,), 0.5, MIB),
+                                       (_add, (1, 2), 30, MIB)])
+    assert first() == 0.3
+    with pytest.raises(SandboxTimeout, match=r"no result within 0\.5 s"):
+        hung()
+    with pytest.raises(SandboxNotRun, match="ended at an earlier call"):
+        never()
+    assert box.kills == 1
+    # the deadline of a call counts from the reply before it: two 2 s calls both fit their
+    # 3 s deadlines, though together they take longer
+    slow = box.pipeline([(_sleep, (2.0,), 3, MIB), (_sleep, (2.0,), 3, MIB)])
+    assert [o() for o in slow] == [2.0, 2.0]
+    assert box.kills == 1
+
+
+def test_pipeline_of_requests_larger_than_a_pipe(box: Sandbox) -> None:
+    """Requests over a pipe's smallest capacity go one by one: all at once, the worker would
+    block writing its first large reply while the parent still wrote the second request."""
+    blobs = [bytes([65 + i]) * (300 * 1024) for i in range(3)]
+    outcomes = box.pipeline([(_echo, (b,), 30, 4 * MIB) for b in blobs])
+    assert [o() for o in outcomes] == [b * 2 for b in blobs]
+    assert box.kills == 0
 
 
 def test_ctrl_c_while_waiting_kills_the_worker(box: Sandbox) -> None:

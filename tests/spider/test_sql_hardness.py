@@ -67,6 +67,22 @@ def test_spiders_grammar_rejects_what_sql_hardness_rates():
         assert sql_hardness(sql) in ("easy", "medium", "hard", "extra")
 
 
+def test_a_gold_outside_spiders_grammar_is_parsed_once():
+    """A rejected gold used to be parsed again at every call (collection, then each case);
+    its refusal is kept with the level of the golds that parse, and raised afresh."""
+    from pytest_queryeval.metrics.spider import match
+
+    sql = next(iter(BY_HAND))
+    match._FREE_CACHE.pop(sql, None)
+    with pytest.raises(GoldError) as first:
+        hardness(sql)
+    assert isinstance(match._FREE_CACHE[sql], GoldError)
+    with pytest.raises(GoldError) as again:
+        hardness(sql)
+    assert str(again.value) == str(first.value)
+    assert again.value is not match._FREE_CACHE[sql]
+
+
 def test_not_a_query_is_a_value_error():
     with pytest.raises(ValueError):
         sql_hardness("SELECT FROM WHERE (")

@@ -72,3 +72,33 @@ def test_another_database_or_gold_is_another_entry(chinook_sqlite, tmp_path):
         assert len(list(shared.rglob("*.json"))) == 3
     finally:
         s.close()
+
+
+def test_without_a_cache_a_gold_is_neither_keyed_nor_encoded(chinook_sqlite, tmp_path):
+    """``--queryeval-no-cache`` (or no pytest cache and no shared directory): run_gold asks
+    no cache and encodes nothing for one (the codec's walk over every cell, the source's
+    fingerprint for the key, per gold of every case)."""
+    from pytest_queryeval.kinds._query import run_gold
+
+    class Counting(Evaluator):
+        asked = 0
+
+        def cache_get(self, namespace: str, key: str) -> Any:
+            self.asked += 1
+            return super().cache_get(namespace, key)
+
+        def cache_set(self, namespace: str, key: str, value: Any) -> None:
+            self.asked += 1
+            super().cache_set(namespace, key, value)
+
+    case = make_case(GOLD, spec=_spec(chinook_sqlite))
+    assert Evaluator().caching is False  # neither pytest's cache nor a shared directory
+    assert Evaluator(gold_cache=tmp_path / "shared").caching is True
+    assert Evaluator(gold_cache=tmp_path / "shared", no_cache=True).caching is False
+    for ctx, asked in ((Counting(no_cache=True), 0), (Counting(), 0),
+                       (Counting(gold_cache=tmp_path / "g"), 2)):
+        try:
+            table, cached = run_gold(ctx.source(case), GOLD, ctx, "sql-gold")
+            assert (ctx.asked, cached, len(table.rows)) == (asked, False, 25)
+        finally:
+            ctx.close()

@@ -198,6 +198,28 @@ def test_over_max_bytes_is_a_failure_and_a_gold_error(chinook_sqlite: Path,
         KIND.evaluate(make_case("SELECT * FROM track", spec=small), "SELECT 1", session)
 
 
+def test_a_case_is_one_round_trip_to_the_worker(spec: dict[str, Any],
+                                                 session: Evaluator) -> None:
+    """The gold and the prediction go to the sandbox worker together (a round trip per query
+    was most of what a small case cost beyond its queries); a cached gold leaves the
+    prediction alone, and the scores are what two trips gave."""
+    gold = "SELECT name FROM genre WHERE genreid < 5 /* one round trip */"
+    case = make_case(gold, spec=spec)
+    src = session.source(case)
+    assert src.execute("SELECT 1", trusted=True).rows == [(1,)]  # the worker runs
+    box = src._box  # type: ignore[attr-defined]
+    before = box.round_trips
+    right = KIND.evaluate(case, "SELECT Name FROM Genre WHERE GenreId <= 4", session)
+    assert right.metrics["execution_accuracy"] == 1.0 and not right.details["gold_cached"]
+    assert box.round_trips == before + 1
+    wrong = KIND.evaluate(case, "SELECT Name FROM Genre WHERE GenreId < 4", session)
+    assert wrong.metrics["execution_accuracy"] == 0.0 and wrong.details["gold_cached"]
+    assert box.round_trips == before + 2
+    refused = KIND.evaluate(make_case(gold + " ", spec=spec), "SELECT 1; DROP TABLE genre",
+                            session)
+    assert refused.reason is not None and refused.reason.startswith("refused: ")
+
+
 def test_broken_gold_is_an_error_of_the_suite(spec: dict[str, Any], session: Evaluator) -> None:
     with pytest.raises(GoldError, match="no such table"):
         KIND.evaluate(make_case("SELECT * FROM nowhere", spec=spec), "SELECT 1", session)

@@ -280,3 +280,44 @@ def test_the_authorizer_denies_all_but_reading(chinook_sqlite: Path) -> None:
                          1 << 20).rows == [(2,)]
     finally:
         conn.close()
+
+
+GENRES = "SELECT count(*) FROM genre"
+INSTR_16MB = "SELECT instr(hex(zeroblob(8000000)), hex(zeroblob(4000000)) || '1')"
+
+
+@pytest.mark.parametrize("predicted", [
+    "SELECT name FROM genre /* pair */ ORDER BY genreid LIMIT 2",
+    "SELECT name FROM pragma_table_info('genre') /* pair */ ORDER BY cid",
+    "SELECT 1 /* pair */; DROP TABLE genre",
+    "SELECT load_extension('/nonexistent') /* pair */",
+    "SELECT nope FROM genre /* pair */",
+    CROSS_JOIN,
+    INSTR_16MB,
+    *(sql for sql in SQLITE if sql.lstrip().upper().startswith(("SELECT", "WITH"))),
+])
+def test_gold_and_prediction_in_one_round_trip_as_each_alone(
+        source: SqliteSource, chinook_sqlite: Path, predicted: str) -> None:
+    """execute_pair sends the gold and the prediction together (one write, one wake-up of the
+    worker); the gold's table and the prediction's table or failure (the guard's reason, a
+    timeout, a worker killed at its own deadline) are what execute gives each alone."""
+    def alone() -> object:
+        try:
+            return source.execute(predicted, timeout=0.5).rows
+        except QueryEvalError as e:
+            return type(e), e.reason()
+
+    before = sha256(chinook_sqlite)
+    expected = alone()
+    pair = source.execute_pair(GENRES, predicted, timeout=0.5)
+    assert pair is not None
+    gold, prediction = pair
+    assert gold.rows == [(25,)]
+    try:
+        got: object = prediction().rows
+    except QueryEvalError as e:
+        got = type(e), e.reason()
+    assert got == expected
+    assert sha256(chinook_sqlite) == before
+    assert source.execute_pair(GENRES, "PRAGMA user_version") is None  # not led like a query
+    assert source.execute(GENRES).rows == [(25,)]

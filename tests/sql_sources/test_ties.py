@@ -130,6 +130,15 @@ def test_what_is_not_analysed_is_said():
     assert (q.keys, q.limit, q.offset) == ((("out", 1), ("added", 0)), 5, 2)
 
 
+def test_a_gold_is_rewritten_once_per_text_and_dialect():
+    """Each failing case with an ordered gold asked sqlglot to parse, copy and rewrite it
+    again; the rewrite (immutable) is now kept per (text, dialect)."""
+    first = keyed_query(PRICE_GOLD, "sqlite")
+    assert not isinstance(first, str)
+    assert keyed_query(PRICE_GOLD, "sqlite") is first
+    assert keyed_query(PRICE_GOLD, "postgres") is not first
+
+
 @pytest.mark.postgres
 def test_ties_on_postgresql(postgres_url: str, session: Evaluator) -> None:
     spec = {"type": "sqlalchemy", "url": postgres_url}

@@ -127,21 +127,28 @@ def gold_cache_key(src: DataSource, query: str) -> str:
 
 def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
              limits: dict[str, Any] | None = None,
-             cacheable: Callable[[ResultTable], bool] | None = None) -> tuple[ResultTable, bool]:
+             cacheable: Callable[[ResultTable], bool] | None = None,
+             execute: Callable[[], ResultTable] | None = None) -> tuple[ResultTable, bool]:
     """Execute a gold query (trusted) through the cross-session cache: (table, from_cache).
 
     A failing or truncated gold is an error of the suite (GoldError); an unreachable source
     stays SourceUnavailable. A value the codec cannot keep exactly is never cached.
+    ``execute``: how to run it when the cache has no result (default ``src.execute(query,
+    trusted=True, **limits)``; the SQL kind sends the prediction along in the same round
+    trip).
     """
     from ..sources.codec import CodecError, decode_table, encode_table
 
-    key = gold_cache_key(src, query)
-    hit = ctx.cache_get(namespace, key)
+    # A context without caches (``--queryeval-no-cache``) neither keys nor encodes a result.
+    caching = getattr(ctx, "caching", True)
+    key = gold_cache_key(src, query) if caching else ""
+    hit = ctx.cache_get(namespace, key) if caching else None
     if hit is not None:
         with contextlib.suppress(CodecError):  # stale format: execute again
             return decode_table(hit), True
     try:
-        table = src.execute(query, trusted=True, **(limits or {}))
+        table = execute() if execute is not None \
+            else src.execute(query, trusted=True, **(limits or {}))
     except SourceUnavailable:
         raise
     except QueryEvalError as e:
@@ -149,7 +156,7 @@ def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
     if table.truncated:
         what, option = table.cut_by()
         raise GoldError(f"gold result {what} (raise {option}) -- {short(query)}")
-    if cacheable is None or cacheable(table):
+    if caching and (cacheable is None or cacheable(table)):
         with contextlib.suppress(CodecError):
             ctx.cache_set(namespace, key, encode_table(table))
     return table, False

@@ -260,6 +260,10 @@ class _SqlRun:
     golds: list[_Gold] = field(default_factory=list)
     #: None until the prediction passed the guard (a refused one is never executed).
     pred: _Pred | None = None
+    #: The prediction to send with the first gold's execution (one round trip, see
+    #: :meth:`gold`), and then its text with the call that returns or raises its result.
+    pair_with: str | None = None
+    prefetched: tuple[str, Callable[[], ResultTable]] | None = None
 
     def evaluate(self, pred_sql: str | None) -> Scored:
         """Golds, then the guarded prediction, then every gold alternative scored: the best."""
@@ -271,6 +275,13 @@ class _SqlRun:
         schema = self.schema()
 
         gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
+        from ..sources.sqlguard import check_read_only, query_led
+
+        engine_guard = bool(getattr(src, "engine_guard", False)) and pred_sql is not None \
+            and case.predicted_result is None and query_led(pred_sql)
+        if engine_guard and pred_sql is not None and executable and case.gold_result is None \
+                and case.gold_result_files is None and _size_ok(pred_sql, opts):
+            self.pair_with = pred_sql
         golds: list[_Gold] = []
         if case.gold_result_files is not None:  # CSV files: each a gold alternative
             can_execute = True
@@ -293,12 +304,8 @@ class _SqlRun:
         # A source whose engine refuses every action but reading (SQLite's authorizer) runs a
         # text that starts like a query unparsed; the guard then runs only when the engine
         # fails it, and its refusal ends the case exactly as if it had run first.
-        from ..sources.sqlguard import check_read_only, query_led
-
         defer_guard = src is not None and not src.executable and structure_ok \
             and case.predicted_result is None
-        engine_guard = bool(getattr(src, "engine_guard", False)) and pred_sql is not None \
-            and case.predicted_result is None and query_led(pred_sql)
         if pred_sql is not None:
             try:
                 check_query_size(pred_sql, opts.max_query_bytes)
@@ -312,7 +319,10 @@ class _SqlRun:
             assert src is not None
             start = time.perf_counter()
             try:
-                pred.table = src.execute(pred_sql, **opts.limits)
+                if self.prefetched is not None and self.prefetched[0] == pred_sql:
+                    pred.table = self.prefetched[1]()  # ran with the gold
+                else:
+                    pred.table = src.execute(pred_sql, **opts.limits)
             except SourceUnavailable:
                 raise
             except QueryTimeout as e:
@@ -467,7 +477,21 @@ class _SqlRun:
             return _Gold(sql, case.gold_result, recorded=True)
         if sql is None or src is None:
             raise GoldError("no gold query to execute")
-        table, cached = run_gold(src, sql, ctx, GOLD_CACHE, opts.limits)
+        pair = getattr(src, "execute_pair", None)
+        predicted, self.pair_with = self.pair_with, None  # with the first gold executed only
+        if predicted is None or pair is None:
+            table, cached = run_gold(src, sql, ctx, GOLD_CACHE, opts.limits)
+            return _Gold(sql, table, cached)
+
+        def execute() -> ResultTable:
+            """The gold and the prediction in one round trip, when the source does that."""
+            both = pair(sql, predicted, **opts.limits)
+            if both is None:
+                return src.execute(sql, trusted=True, **opts.limits)
+            self.prefetched = (predicted, both[1])
+            return both[0]  # type: ignore[no-any-return]
+
+        table, cached = run_gold(src, sql, ctx, GOLD_CACHE, opts.limits, execute=execute)
         return _Gold(sql, table, cached)
 
     def score(self, gold: _Gold, schema: Any) -> Scored:
@@ -498,7 +522,7 @@ class _SqlRun:
             if opts.spider2:  # computed over all golds at once, in _spider2
                 metrics.update(dict.fromkeys(SPIDER2_METRIC_NAMES, 0.0))
             details.update(cmp.details())
-            relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare)
+            relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare, cmp)
             tsse = self.tsse_ex(gold, ordered) if opts.test_suite_rewrite else None
             note = "texts as written"
             if tsse is not None:
@@ -786,13 +810,23 @@ def _validate_task(case: Case) -> list[tuple[str, str]]:
     return problems + validate_task(case)
 
 
-def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool,
-                 compare: Any) -> Callable[[], dict[str, dict[str, float]]]:
-    """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails."""
+def _size_ok(sql: str, opts: _Options) -> bool:
+    """Whether ``sql`` passes :func:`check_query_size` (a longer one is refused unexecuted)."""
+    try:
+        check_query_size(sql, opts.max_query_bytes)
+    except QueryRefused:
+        return False
+    return True
+
+
+def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: Any,
+                 base: Any) -> Callable[[], dict[str, dict[str, float]]]:
+    """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails, from the
+    case's own comparison ``base`` (not made again)."""
     def relaxed() -> dict[str, dict[str, float]]:
         from ..nearmiss import relaxed_metrics
 
-        return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare)
+        return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare, base=base)
     return relaxed
 
 

@@ -65,8 +65,26 @@ def cap_lines(lines: list[Any]) -> list[Any]:
     return out
 
 
+#: Values cap_details returns as they are (exact types: a subclass takes the general path).
+_UNCAPPED = frozenset({int, float, bool, type(None)})
+
+
 def cap_details(value: Any) -> Any:
-    """Every text in ``details`` cut to MAX_DETAIL_CHARS, every list to MAX_DETAIL_ITEMS."""
+    """Every text in ``details`` cut to MAX_DETAIL_CHARS, every list to MAX_DETAIL_ITEMS.
+
+    Exact types first, numbers and short keys kept without a call: this walks the details of
+    every case (a Spider case's hold about seventy values)."""
+    t = type(value)
+    if t is dict:
+        return {k if type(k) is str and len(k) <= MAX_DETAIL_CHARS
+                else cut_text(str(k), MAX_DETAIL_CHARS):
+                v if type(v) in _UNCAPPED else cap_details(v) for k, v in value.items()}
+    if t is list and len(value) <= MAX_DETAIL_ITEMS:
+        return [v if type(v) in _UNCAPPED else cap_details(v) for v in value]
+    if t is str:
+        return value if len(value) <= MAX_DETAIL_CHARS else cut_text(value, MAX_DETAIL_CHARS)
+    if t in _UNCAPPED:
+        return value
     if isinstance(value, str):
         return cut_text(value, MAX_DETAIL_CHARS)
     if isinstance(value, dict):

@@ -60,9 +60,18 @@ def call_query(box: Sandbox, fn: Any, *args: Any, timeout: float, hard_timeout: 
                max_bytes: int, max_memory: int, killed: str) -> ResultTable:
     """``fn(*args)`` in ``box``, its :data:`Reply` as a table; the sandbox's failures become
     the case's reason (``killed`` says why a worker had to be killed at ``timeout``)."""
+    return query_outcome(lambda: box.call(fn, *args, timeout=hard_timeout,
+                                          max_reply=2 * max_bytes),
+                         timeout=timeout, max_bytes=max_bytes, max_memory=max_memory,
+                         killed=killed)
+
+
+def query_outcome(outcome: Callable[[], Reply], *, timeout: float, max_bytes: int,
+                  max_memory: int, killed: str) -> ResultTable:
+    """The table of one query's sandbox outcome (a :meth:`Sandbox.call`, or one call of a
+    :meth:`Sandbox.pipeline`), its failures worded as :func:`call_query` words them."""
     try:
-        columns, rows, truncated, meta, seconds = box.call(
-            fn, *args, timeout=hard_timeout, max_reply=2 * max_bytes)
+        columns, rows, truncated, meta, seconds = outcome()
     except SandboxTimeout:
         raise QueryTimeout(f"query exceeded {timeout:g} s ({killed})") from None
     except SandboxTooBig:
@@ -165,8 +174,46 @@ class SandboxedFileSource(SourceDefaults):
             check_read_only(query, self.dialect)
         if not guarded:
             return self._execute(query, timeout, max_rows, False)
+        return self._guarded(query, timeout, max_rows,
+                             lambda: self._execute(query, timeout, max_rows, True))
+
+    def execute_pair(self, gold: str, predicted: str, *, timeout: float | None = None,
+                     max_rows: int | None = None,
+                     ) -> tuple[ResultTable, Callable[[], ResultTable]] | None:
+        """A trusted gold and a predicted query in one round trip to the worker (one write,
+        one wake-up: a round trip per query was most of what a small case cost beyond its
+        queries); None where that does not apply (``isolation: thread``, an engine without
+        its own read-only check, a prediction that does not start like a query): the caller
+        then runs each with :meth:`execute`.
+
+        Returns the gold's table (or raises as ``execute(gold, trusted=True)`` would) and a
+        call that returns or raises exactly what ``execute(predicted)`` would. Each query
+        keeps its own deadline (:meth:`Sandbox.pipeline`); the prediction ran in the worker
+        right after the gold, under the engine's check, and the guard still names the reason
+        of a refusal."""
+        if self.isolation == "thread" or not self.engine_guard or not query_led(predicted):
+            return None
+        timeout = self.timeout if timeout is None else float(timeout)
+        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        box = self._worker()
+        hard = timeout + HARD_GRACE
+        calls = [(*self._worker_call(gold, timeout, max_rows), hard, 2 * self.max_bytes),
+                 (*self._guarded_call(predicted, timeout, max_rows), hard, 2 * self.max_bytes)]
+        gold_outcome, pred_outcome = box.pipeline(calls)
+        gold_table = self._outcome(gold_outcome, timeout)
+
+        def prediction() -> ResultTable:
+            return self._guarded(predicted, timeout, max_rows,
+                                 lambda: self._outcome(pred_outcome, timeout))
+
+        return gold_table, prediction
+
+    def _guarded(self, query: str, timeout: float, max_rows: int,
+                 first: Callable[[], ResultTable]) -> ResultTable:
+        """``first()``, the query under the engine's own check; the guard names the reason
+        when the engine refuses or fails it."""
         try:
-            return self._execute(query, timeout, max_rows, True)
+            return first()
         except (QueryFailed, QueryRefused) as e:
             check_read_only(query, self.dialect)  # its refusal, as when it runs first
             if not isinstance(e, EngineDenied):
@@ -174,6 +221,22 @@ class SandboxedFileSource(SourceDefaults):
         # The guard passes what the engine's check denied (a pragma table function): run it
         # as every query ran before the engine's check, on the read-only connection.
         return self._execute(query, timeout, max_rows, False)
+
+    def _worker(self) -> Sandbox:
+        """The shared worker; the first time, the engine checked and the path resolved."""
+        if self._box is None:
+            self._check_engine()
+            if not self.path.is_file():
+                raise SourceUnavailable(
+                    f"datasource {self.name!r}: no {self.label} file at {self.path}")
+            self._resolved = str(self.path.resolve())
+            self._box = shared_sandbox(self.type, max_memory=self.max_memory,
+                                       preload=(type(self).__module__, *self.preload))
+        return self._box
+
+    def _outcome(self, outcome: Callable[[], Reply], timeout: float) -> ResultTable:
+        return query_outcome(outcome, timeout=timeout, max_bytes=self.max_bytes,
+                             max_memory=self.max_memory, killed=ENGINE_KILLED)
 
     def _execute(self, query: str, timeout: float, max_rows: int, guarded: bool,
                  ) -> ResultTable:
@@ -183,17 +246,10 @@ class SandboxedFileSource(SourceDefaults):
                 if guarded:
                     return self._run_here_guarded(query, timeout, max_rows)
                 return self._run_here(query, timeout, max_rows)
-        if self._box is None:  # once: the engine checked, the path resolved, the worker chosen
-            self._check_engine()
-            if not self.path.is_file():
-                raise SourceUnavailable(
-                    f"datasource {self.name!r}: no {self.label} file at {self.path}")
-            self._resolved = str(self.path.resolve())
-            self._box = shared_sandbox(self.type, max_memory=self.max_memory,
-                                       preload=(type(self).__module__, *self.preload))
+        box = self._worker()
         fn, args = (self._guarded_call if guarded else self._worker_call)(
             query, timeout, max_rows)
-        return call_query(self._box, fn, *args, timeout=timeout,
+        return call_query(box, fn, *args, timeout=timeout,
                           hard_timeout=timeout + HARD_GRACE, max_bytes=self.max_bytes,
                           max_memory=self.max_memory, killed=ENGINE_KILLED)
 

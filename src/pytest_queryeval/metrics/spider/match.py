@@ -103,7 +103,9 @@ def _analyse(text: str, schema: Schema) -> Entry | str:
         return "malformed condition (two predicates without AND/OR)"
 
 
-_FREE_CACHE: dict[str, str] = {}
+#: Schema-free hardness by gold text: the level, or the GoldError's message for a text outside
+#: the grammar (a suite repeats golds, and a gold is rated at collection and when scored).
+_FREE_CACHE: dict[str, str | GoldError] = {}
 _FREE_LOCK = threading.Lock()
 
 
@@ -119,17 +121,18 @@ def hardness(sql: str, schema: Schema | None = None) -> str:
             raise GoldError(f"gold SQL does not parse (Spider grammar): {entry}")
         return entry.hardness
     hit = _FREE_CACHE.get(sql)
-    if hit is not None:
-        return hit
-    try:
-        value = hardness_of(parse_sql(sql, None))
-    except SpiderParseError as exc:
-        raise GoldError(f"gold SQL does not parse (Spider grammar): {exc}") from None
-    with _FREE_LOCK:
-        if len(_FREE_CACHE) > 50_000:
-            _FREE_CACHE.clear()
-        _FREE_CACHE[sql] = value
-    return value
+    if hit is None:
+        try:
+            hit = hardness_of(parse_sql(sql, None))
+        except SpiderParseError as exc:
+            hit = GoldError(f"gold SQL does not parse (Spider grammar): {exc}")
+        with _FREE_LOCK:
+            if len(_FREE_CACHE) > 50_000:
+                _FREE_CACHE.clear()
+            _FREE_CACHE[sql] = hit
+    if isinstance(hit, GoldError):
+        raise GoldError(str(hit)) from None
+    return hit
 
 
 def rebuild(sql: SQL, schema: Schema) -> SQL:

@@ -1,0 +1,135 @@
+"""BIRD EX, whole process: ``pytest`` on an imported suite against mini_dev's ``evaluation_ex.py``.
+
+Run: ``.venv/bin/python bench/bench_bird_run.py --evaluator DIR --evaluator-python PY [--runs 3]``
+
+* reference: bird-bench/mini_dev's ``evaluation/evaluation_ex.py`` (commit 4d970a9), unmodified,
+  with ``--num_cpus 1`` (one pool process: the figure issue 30 quotes), on ``--cases`` Chinook
+  pairs written as BIRD's files: a prediction JSON (``{"i": "SQL\\t----- bird -----\\tchinook"}``),
+  a gold SQL file (``SQL\\tchinook`` lines), a difficulty JSONL and the database as
+  ``chinook/chinook.sqlite`` under a database folder. ``DIR`` holds ``evaluation_ex.py`` and
+  ``evaluation_utils.py``; ``PY`` is a Python with their imports (``func_timeout``, ``pymysql``,
+  ``psycopg2``: the reference's dependencies, not the plugin's). Its EX is checked against the
+  plugin's ``bird_ex``;
+* plugin: ``queryeval-import bird`` of the same data and predictions (a ``sqlite`` datasource,
+  default isolation: the sandbox worker; the threshold the importer writes, ``bird_ex``), then
+  ``python -m pytest suite -q``;
+* plain pytest running as many trivial tests, the part of the budget that is pytest's own.
+
+The pairs are bench_sql_suite.py's (joins, GROUP BY, ORDER BY/LIMIT, about 70% right). Whole
+processes (the reference's pool worker included), interleaved run by run, bytecode caches on
+(``PYTHONDONTWRITEBYTECODE`` removed), the dev extra's hypothesis plugin off. Prints the CPU
+medians and the ratio plugin / reference (target: at most 2x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine, median, spread
+from bench_spider_run import timed
+from bench_sql_suite import DB, pairs
+
+LEVELS = ("simple", "moderate", "challenging")
+
+
+def write_inputs(base: Path, data: list[tuple[str, str]]) -> None:
+    """BIRD's files for ``data``: the mini_dev JSON (importer), predictions, gold, difficulty."""
+    items = [{"question_id": i, "db_id": "chinook", "question": f"question {i}", "evidence": "",
+              "SQL": gold, "difficulty": LEVELS[i % 3]} for i, (gold, _) in enumerate(data)]
+    (base / "mini_dev_sqlite.json").write_text(json.dumps(items))
+    (base / "predict_mini_dev.json").write_text(json.dumps(
+        {str(i): f"{pred}\t----- bird -----\tchinook" for i, (_, pred) in enumerate(data)}))
+    (base / "mini_dev_gold.sql").write_text("".join(f"{gold}\tchinook\n" for gold, _ in data))
+    (base / "mini_dev_diff.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items))
+    (base / "dbs" / "chinook").mkdir(parents=True)
+    shutil.copyfile(DB, base / "dbs" / "chinook" / "chinook.sqlite")  # BIRD opens it writable
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--evaluator", default=os.environ.get("QUERYEVAL_BIRD_EVALUATOR"),
+                    help="mini_dev's evaluation/ folder (evaluation_ex.py, evaluation_utils.py)")
+    ap.add_argument("--evaluator-python", default=os.environ.get("QUERYEVAL_BIRD_PYTHON"),
+                    help="a Python with func_timeout, pymysql and psycopg2")
+    args = ap.parse_args()
+    if not args.evaluator or not args.evaluator_python:
+        print("skipped: give --evaluator (mini_dev's evaluation/ folder) and --evaluator-python "
+              "(a Python with func_timeout, pymysql, psycopg2), or QUERYEVAL_BIRD_EVALUATOR / "
+              "_PYTHON")
+        return 0
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    print(f"machine: {machine()}")
+    with tempfile.TemporaryDirectory(prefix="qe-bench-bird-") as tmp:
+        base = Path(tmp)
+        write_inputs(base, pairs(args.cases))
+        subprocess.run([sys.executable, "-m", "pytest_queryeval.importers.cli", "bird",
+                        str(base / "mini_dev_sqlite.json"), "--pred",
+                        str(base / "predict_mini_dev.json"), "--db",
+                        str(base / "dbs" / "{db}" / "{db}.sqlite"), "--out", str(base / "suite")],
+                       check=True, capture_output=True, env=env)
+        reference = [args.evaluator_python, str(Path(args.evaluator) / "evaluation_ex.py"),
+                     "--predicted_sql_path", str(base / "predict_mini_dev.json"),
+                     "--ground_truth_path", str(base / "mini_dev_gold.sql"),
+                     "--db_root_path", str(base / "dbs") + "/", "--num_cpus", "1",
+                     "--diff_json_path", str(base / "mini_dev_diff.jsonl"),
+                     "--output_log_path", str(base / "bird.log")]
+        flags = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest"]
+        plugin = [sys.executable, "-m", "pytest", "suite", *flags, "--queryeval-json=report.json"]
+        (base / "plain").mkdir()
+        (base / "plain" / "test_plain.py").write_text(
+            f"import pytest\n\n@pytest.mark.parametrize('i', range({args.cases}))\n"
+            "def test_trivial(i):\n    assert i >= 0\n")
+        plain = [sys.executable, "-m", "pytest", "plain", *flags]
+        runs = {"reference": reference, "plugin": plugin, "plain": plain}
+        for cmd in runs.values():  # unmeasured warm-up: bytecode caches, the OS page cache
+            timed(cmd, base, env)
+        times: dict[str, list[float]] = {f"{k}{s}": [] for k in runs for s in ("", "_cpu")}
+        loads = [os.getloadavg()[0]]
+        ref_out = ""
+        for _ in range(args.runs):
+            for key, cmd in runs.items():
+                wall, cpu, out, rc = timed(cmd, base, env)
+                if rc not in ((0, 1) if key == "plugin" else (0,)):
+                    raise SystemExit(f"{key}: rc {rc}\n{out[-3000:]}")
+                if key == "reference":
+                    ref_out = out
+                times[key].append(wall)
+                times[f"{key}_cpu"].append(cpu)
+            loads.append(os.getloadavg()[0])
+        report = json.loads((base / "report.json").read_text())
+    found = re.search(r"^EX\s+(?:[\d.]+\s+){3}([\d.]+)", ref_out, re.M)
+    ref_ex = float(found[1]) if found else float("nan")
+    plugin_ex = 100 * sum(c["metrics"].get("bird_ex", 0) for c in report["cases"]) \
+        / len(report["cases"])
+    same = f"{ref_ex:.2f}" == f"{plugin_ex:.2f}"
+    print(f"\n{args.cases:,} Chinook pairs, BIRD EX, {args.runs} interleaved runs each (whole "
+          f"processes; load average {min(loads):.1f}-{max(loads):.1f} during the runs)")
+    for key, label in (("reference", "mini_dev evaluation_ex.py, 1 process"),
+                       ("plugin", "pytest + queryeval (imported suite)"),
+                       ("plain", f"plain pytest, {args.cases:,} trivial tests")):
+        print(f"  {label:38s} wall {spread(times[key])}; cpu median "
+              f"{median(times[key + '_cpu']):.2f} s")
+    cpu_ratio = median(times["plugin_cpu"]) / median(times["reference_cpu"])
+    floor = median(times["plain_cpu"]) / median(times["reference_cpu"])
+    print(f"EX (total): reference {ref_ex:.2f}, plugin bird_ex {plugin_ex:.2f} "
+          f"({'same' if same else 'DIFFERENT'})")
+    print(f"ratio plugin / reference: wall {median(times['plugin']) / median(times['reference']):.2f}x, "
+          f"cpu {cpu_ratio:.2f}x (target at most 2x: {'MET' if cpu_ratio <= 2 else 'NOT MET'} "
+          f"on cpu); plain pytest's own cost for as many tests is {floor:.2f}x the reference's")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
