@@ -25,7 +25,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, median
-
 from bench_overhead import write_plain, write_suite
 
 
