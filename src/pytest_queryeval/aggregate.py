@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
+from operator import sub
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,7 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     reasons: dict[str, int] = {}
     valued: dict[str, dict[str, int]] = {}
     unparsable: dict[str, int] = {}
+    values_get = values.get
     for rec in records:
         count += 1
         outcome = rec.get("outcome")
@@ -79,11 +82,21 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if metrics:
             scored += 1
         for name, value in metrics.items():
-            if isinstance(value, int | float) and not math.isnan(value):
-                values.setdefault(name, []).append(float(value))
-                if why != NO_VALUE:
-                    per = valued.setdefault(name, {})
-                    per[why] = per.get(why, 0) + 1
+            if type(value) is float:  # exact type first: this runs per metric and record
+                if value != value:
+                    continue
+            elif isinstance(value, int | float) and not math.isnan(value):
+                value = float(value)
+            else:
+                continue
+            xs = values_get(name)
+            if xs is None:
+                values[name] = [value]
+            else:
+                xs.append(value)
+            if why != NO_VALUE:
+                per = valued.setdefault(name, {})
+                per[why] = per.get(why, 0) + 1
         details = rec.get("details")
         if details and details.get("structure_parse_error"):
             for name in metrics:  # scored 0 the evaluator's way: counted, and said so
@@ -98,7 +111,8 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for name in sorted(values):
         xs = values[name]
         mean = math.fsum(xs) / len(xs)
-        std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
+        # (x - mean) ** 2 of each x, iterated in C
+        std = math.sqrt(math.fsum(map(pow, map(sub, xs, repeat(mean)), repeat(2))) / len(xs))
         entry: dict[str, Any] = {"mean": mean, "std": std, "n": len(xs)}
         if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
             entry["total"] = math.fsum(xs)
