@@ -140,8 +140,10 @@ class _Reader:
         self.buf = ""
         self.pos = 0
         self.byte = 0  # byte offset of buf[pos] in the file
+        self.ascii = True
         self.eof = False
         self.json = json.JSONDecoder()
+        self.last = (0, 0)
 
     def more(self, size: int = _CHUNK) -> bool:
         if self.eof:
@@ -155,11 +157,20 @@ class _Reader:
             self.eof = True
         self.buf = self.buf[self.pos:] + text
         self.pos = 0
+        self.ascii = self.buf.isascii()  # kept by the string: no scan
         return bool(chunk) or bool(text)
 
     def advance(self, to: int) -> None:
-        self.byte += len(self.buf[self.pos:to].encode("utf-8", "surrogatepass"))
+        if self.ascii:  # a character is a byte: no copy of the record's text to count them
+            self.byte += to - self.pos
+        else:
+            self.byte += len(self.buf[self.pos:to].encode("utf-8", "surrogatepass"))
         self.pos = to
+
+    def containers(self, start: int, end: int) -> int:
+        """How many ``{`` and ``[`` ``buf[start:end]`` holds (in strings too): no value in it
+        nests deeper than that."""
+        return self.buf.count("{", start, end) + self.buf.count("[", start, end)
 
     def peek(self) -> str:
         """The next non-blank character ("" at the end), not consumed."""
@@ -180,7 +191,8 @@ class _Reader:
         return ch
 
     def value(self) -> tuple[Any, int, int]:
-        """The next JSON value, its first byte and its length in bytes."""
+        """The next JSON value, its first byte and its length in bytes (:attr:`last` its
+        characters in :attr:`buf`)."""
         self.peek()
         size = _CHUNK
         while True:
@@ -201,6 +213,7 @@ class _Reader:
                 self.more(size)
                 continue
             start = self.byte
+            self.last = (self.pos, end)
             self.advance(end)
             return obj, start, self.byte - start
 
@@ -240,7 +253,8 @@ def scan(path: Path) -> Scanned:
                     if index:
                         r.expect(",")
                     rec, start, length = r.value()
-                    if depth_exceeds(rec, MAX_JSON_DEPTH - 2):
+                    if r.containers(*r.last) > MAX_JSON_DEPTH - 2 and \
+                            depth_exceeds(rec, MAX_JSON_DEPTH - 2):
                         raise BoundedReadError(
                             f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels")
                     out.problems.extend(case_problems(rec, f"cases[{index}]"))
