@@ -230,11 +230,11 @@ def _check_case(p: _Problems, case: Any, where: str) -> None:
 def _check_details(p: _Problems, details: Mapping[str, Any], where: str) -> None:
     """The per-case details the session aggregates read back (the Spider table, GERBIL's
     summed counts, TEXT2SPARQL's order flag)."""
-    from ..metrics.spider.aggregate import LEVELS
-    from ..metrics.spider.match import COMPONENTS
-
     spider = details.get("spider")
     if spider is not None:
+        from ..metrics.spider.aggregate import LEVELS
+        from ..metrics.spider.match import COMPONENTS
+
         path = f"{where}.spider"
         if not isinstance(spider, dict):
             p.add(path, "expected an object", spider)

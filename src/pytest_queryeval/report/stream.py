@@ -29,6 +29,8 @@ HEAVY = ("predicted", "gold", "question", "diff")
 #: ``details`` entries the aggregates read back (the rest stay on disk).
 KEPT_DETAILS = ("spider", "gerbil", "text2sparql", "repeat", "audit", "structure_parse_error",
                 "neighbours", "judge")
+#: The fields :func:`slim` cuts or drops: a full record keeps its own.
+_CUT = (*HEAVY, "details", "error", "reason")
 #: A case's error or reason is kept up to this many characters (the summary shows 110).
 REASON_CHARS = 2000
 _CHUNK = 1 << 20
@@ -100,10 +102,11 @@ class StoredCases(list[dict[str, Any]]):
         stored = self.spans[index].read(files)
         slim_rec = self[index]
         if isinstance(stored, dict):
-            for key, value in slim_rec.items():
-                if key not in stored or (key not in HEAVY and key != "details"
-                                         and key not in ("error", "reason")):
-                    stored[key] = value
+            # every field of the slim record laid over, but the stored record's own of those
+            # the slim one cut (one update in C instead of a loop over the fields)
+            own = {key: stored[key] for key in _CUT if key in stored}
+            stored.update(slim_rec)
+            stored.update(own)
         return stored if isinstance(stored, dict) else dict(slim_rec)
 
     def iter_full(self) -> Iterator[dict[str, Any]]:
