@@ -33,7 +33,7 @@ def _sql_cases(n: int) -> list[dict[str, object]]:
              "tags": ["bench"]} for i in range(n)]
 
 
-def test_a_collected_case_with_recorded_results_keeps_under_3_kb(tmp_path: Path) -> None:
+def test_a_collected_case_with_recorded_results_keeps_under_3_5_kb(tmp_path: Path) -> None:
     n = 2000
     path = tmp_path / "test_cases.yaml"
     path.write_text(dump({"kind": "sql", "thresholds": {"execution_accuracy": 1.0},
@@ -52,7 +52,7 @@ def test_a_collected_case_with_recorded_results_keeps_under_3_kb(tmp_path: Path)
     assert cases[7].gold_result is not None and cases[7].gold_result.rows[0] == (7, "name-7")
     # 5.9 KB per case before (an instance dict, and each table twice: lists and tuples),
     # 2.8 KB after (quoted YAML strings once per text, too)
-    assert kept / n < 3000, f"{kept / n:.0f} bytes per case"
+    assert kept / n < 3500, f"{kept / n:.0f} bytes per case"  # margin for other Pythons
 
 
 def _old_identity(raw: dict[str, object], case, predictions: str | None) -> str:
