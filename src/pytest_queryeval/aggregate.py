@@ -145,12 +145,13 @@ class _Partial:
         }
         for name in sorted(values):
             xs = values[name]
-            mean = math.fsum(xs) / len(xs)
+            total = math.fsum(xs)
+            mean = total / len(xs)
             # (x - mean) ** 2 of each x, iterated in C
             std = math.sqrt(math.fsum(map(pow, map(sub, xs, repeat(mean)), repeat(2))) / len(xs))
             entry: dict[str, Any] = {"mean": mean, "std": std, "n": len(xs)}
             if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
-                entry["total"] = math.fsum(xs)
+                entry["total"] = total
             entry["missing"] = _missing(reasons, valued.get(name) or {}, len(xs))
             if name in unparsable:
                 entry["unparsable"] = unparsable[name]
