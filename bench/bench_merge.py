@@ -11,7 +11,8 @@ interleaved and repeated, in this process:
 * reference: ``json.load`` of the same ten files and nothing else: the least any merge that
   reads the reports must spend.
 
-Printed: the median of each, per 10,000 cases, and the ratio merge / reference; then one more
+Printed: the median of each, per 10,000 cases, and the ratio merge / reference, in wall time
+and in CPU time of this process (the figure to trust on a shared machine); then one more
 merge under ``tracemalloc`` for its peak memory (Python allocations) per 10,000 cases, with
 the HTML report written (its size is bounded: at most 2,000 case rows); ``--retried 2`` writes
 a second attempt of the first two shards (a retry of an interrupted first attempt), which
@@ -111,18 +112,22 @@ def main() -> int:
         print(f"{args.shards} shard reports, {total:,} cases in all, {size:.0f} MB of JSON")
         merge_times: list[float] = []
         load_times: list[float] = []
+        merge_cpu: list[float] = []
+        load_cpu: list[float] = []
         out = folder / "merged.json"
         for _ in range(args.runs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for path in paths:
                 with open(path, encoding="utf-8") as fh:
                     json.load(fh)
             load_times.append(time.perf_counter() - t0)
+            load_cpu.append(time.process_time() - c0)
             sink = io.StringIO()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 status = merge_run([*map(str, paths), "-o", str(out)])
             merge_times.append(time.perf_counter() - t0)
+            merge_cpu.append(time.process_time() - c0)
             if status != 1 or len(json.loads(out.read_text())["cases"]) != total:
                 print(sink.getvalue()[-2000:])
                 raise SystemExit(f"merge exited {status} or lost cases")
@@ -144,6 +149,10 @@ def main() -> int:
     print(f"reference : json.load of the same files, median {load_med:6.2f} s = "
           f"{load_med * per:.2f} s per 10,000 cases")
     print(f"ratio merge / json.load: {merge_med / load_med:.1f}x")
+    cpu_med, lcpu_med = statistics.median(merge_cpu), statistics.median(load_cpu)
+    print(f"cpu time  : merge median {cpu_med:6.2f} s = {cpu_med * per:.2f} s per 10,000 cases "
+          f"(min {min(merge_cpu) * per:.2f}); json.load {lcpu_med * per:.2f} s per 10,000; "
+          f"ratio {cpu_med / lcpu_med:.1f}x")
     print(f"peak memory (tracemalloc, with the HTML report): {peak / 1e6:.0f} MB = "
           f"{peak / 1e6 * per:.1f} MB per 10,000 cases, for {size:.0f} MB of shard JSON")
     print(f"merged JSON {json_mb:.0f} MB, HTML report {html_mb:.1f} MB (at most 2,000 case rows)")

@@ -32,6 +32,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_concurrency.py": ["--cases", "200"],  # ~4 min: 100 s of it concurrency 1, serial
     "bench_json.py": ["--cases", "200"],
     "bench_large_sql.py": ["--rows", "200000", "--runs", "1"],
+    "bench_memory.py": ["--runs", "1"],
     "bench_merge.py": ["--runs", "1", "--cases", "2000"],
     "bench_no_suite.py": ["--runs", "5"],
     "bench_overhead.py": ["--runs", "1"],

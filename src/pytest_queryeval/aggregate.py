@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
+from operator import sub
 from pathlib import Path
 from typing import Any
 
@@ -51,62 +53,110 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     and xfailed cases, as pytest's own summary does, except the cases a verdict mode reported
     as xfailed (``xfailed_by_verdict``): they failed, and count so.
     """
-    count = scored = passed = failed = errors = skipped = xfailed = granted = 0
-    values: dict[str, list[float]] = {}
-    # Denominators: the cases of each reason, and per metric how many of those still have a
-    # value (a "no value" case is counted by difference, so the common case costs nothing).
-    reasons: dict[str, int] = {}
-    valued: dict[str, dict[str, int]] = {}
-    unparsable: dict[str, int] = {}
-    for rec in records:
-        count += 1
-        outcome = rec.get("outcome")
-        if outcome == "xfailed" and judged_outcome(rec) == "failed":
-            granted += 1  # xfailed by --queryeval-verdict: still a failure for the pass rate
-        if outcome in PASSED_OUTCOMES:
-            passed += 1
-        elif outcome == "failed":
-            failed += 1
-        elif outcome == "error":
-            errors += 1
-        elif outcome == "xfailed":
-            xfailed += 1
-        else:
-            skipped += 1
-        why = NO_VALUE if outcome in PASSED_OUTCOMES else missing_reason(rec)
-        reasons[why] = reasons.get(why, 0) + 1
-        metrics = rec.get("metrics") or {}
-        if metrics:
-            scored += 1
-        for name, value in metrics.items():
-            if isinstance(value, int | float) and not math.isnan(value):
-                values.setdefault(name, []).append(float(value))
+    return _Partial(records).stats()
+
+
+class _Partial:
+    """What :func:`group_stats` sums over some records: the partials of disjoint sets of
+    records add up to their union's (:meth:`add`), so :func:`aggregate` reads each record once
+    however many groups it is in. The values are summed with ``math.fsum``, exactly rounded
+    whatever their order: a union's mean and std are those of its records, bit for bit."""
+
+    __slots__ = ("counts", "reasons", "unparsable", "valued", "values")
+
+    def __init__(self, records: Iterable[Mapping[str, Any]] = ()) -> None:
+        count = scored = passed = failed = errors = skipped = xfailed = granted = 0
+        values: dict[str, list[float]] = {}
+        # Denominators: the cases of each reason, and per metric how many of those still have
+        # a value (a "no value" case is counted by difference, so the common case costs
+        # nothing).
+        reasons: dict[str, int] = {}
+        valued: dict[str, dict[str, int]] = {}
+        unparsable: dict[str, int] = {}
+        values_get = values.get
+        for rec in records:
+            count += 1
+            outcome = rec.get("outcome")
+            if outcome == "xfailed" and judged_outcome(rec) == "failed":
+                granted += 1  # xfailed by --queryeval-verdict: still a failure for the pass rate
+            if outcome in PASSED_OUTCOMES:
+                passed += 1
+            elif outcome == "failed":
+                failed += 1
+            elif outcome == "error":
+                errors += 1
+            elif outcome == "xfailed":
+                xfailed += 1
+            else:
+                skipped += 1
+            why = NO_VALUE if outcome in PASSED_OUTCOMES else missing_reason(rec)
+            reasons[why] = reasons.get(why, 0) + 1
+            metrics = rec.get("metrics") or {}
+            if metrics:
+                scored += 1
+            for name, value in metrics.items():
+                if type(value) is float:  # exact type first: this runs per metric and record
+                    if value != value:
+                        continue
+                elif isinstance(value, int | float) and not math.isnan(value):
+                    value = float(value)
+                else:
+                    continue
+                xs = values_get(name)
+                if xs is None:
+                    values[name] = [value]
+                else:
+                    xs.append(value)
                 if why != NO_VALUE:
                     per = valued.setdefault(name, {})
                     per[why] = per.get(why, 0) + 1
-        details = rec.get("details")
-        if details and details.get("structure_parse_error"):
-            for name in metrics:  # scored 0 the evaluator's way: counted, and said so
-                if name in SPIDER_STRUCTURE_METRICS:
-                    unparsable[name] = unparsable.get(name, 0) + 1
-    judged = passed + failed + errors + granted
-    out: dict[str, Any] = {
-        "count": count, "scored": scored, "passed": passed, "failed": failed, "errors": errors,
-        "skipped": skipped, "xfailed": xfailed, "xfailed_by_verdict": granted,
-        "pass_rate": passed / judged if judged else None, "metrics": {},
-    }
-    for name in sorted(values):
-        xs = values[name]
-        mean = math.fsum(xs) / len(xs)
-        std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / len(xs))
-        entry: dict[str, Any] = {"mean": mean, "std": std, "n": len(xs)}
-        if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
-            entry["total"] = math.fsum(xs)
-        entry["missing"] = _missing(reasons, valued.get(name) or {}, len(xs))
-        if name in unparsable:
-            entry["unparsable"] = unparsable[name]
-        out["metrics"][name] = entry
-    return out
+            details = rec.get("details")
+            if details and details.get("structure_parse_error"):
+                for name in metrics:  # scored 0 the evaluator's way: counted, and said so
+                    if name in SPIDER_STRUCTURE_METRICS:
+                        unparsable[name] = unparsable.get(name, 0) + 1
+        self.counts = [count, scored, passed, failed, errors, skipped, xfailed, granted]
+        self.values, self.reasons, self.valued, self.unparsable = \
+            values, reasons, valued, unparsable
+
+    def add(self, other: _Partial) -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        for name, xs in other.values.items():
+            self.values.setdefault(name, []).extend(xs)
+        for why, n in other.reasons.items():
+            self.reasons[why] = self.reasons.get(why, 0) + n
+        for name, per in other.valued.items():
+            mine = self.valued.setdefault(name, {})
+            for why, n in per.items():
+                mine[why] = mine.get(why, 0) + n
+        for name, n in other.unparsable.items():
+            self.unparsable[name] = self.unparsable.get(name, 0) + n
+
+    def stats(self) -> dict[str, Any]:
+        count, scored, passed, failed, errors, skipped, xfailed, granted = self.counts
+        values, reasons, valued, unparsable = \
+            self.values, self.reasons, self.valued, self.unparsable
+        judged = passed + failed + errors + granted
+        out: dict[str, Any] = {
+            "count": count, "scored": scored, "passed": passed, "failed": failed,
+            "errors": errors, "skipped": skipped, "xfailed": xfailed,
+            "xfailed_by_verdict": granted,
+            "pass_rate": passed / judged if judged else None, "metrics": {},
+        }
+        for name in sorted(values):
+            xs = values[name]
+            total = math.fsum(xs)
+            mean = total / len(xs)
+            # (x - mean) ** 2 of each x, iterated in C
+            std = math.sqrt(math.fsum(map(pow, map(sub, xs, repeat(mean)), repeat(2))) / len(xs))
+            entry: dict[str, Any] = {"mean": mean, "std": std, "n": len(xs)}
+            if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
+                entry["total"] = total
+            entry["missing"] = _missing(reasons, valued.get(name) or {}, len(xs))
+            if name in unparsable:
+                entry["unparsable"] = unparsable[name]
+            out["metrics"][name] = entry
+        return out
 
 
 def _missing(reasons: Mapping[str, int], valued: Mapping[str, int], n: int) -> dict[str, int]:
@@ -126,29 +176,45 @@ def _missing(reasons: Mapping[str, int], valued: Mapping[str, int], n: int) -> d
 
 
 def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    by_kind: dict[str, list[Mapping[str, Any]]] = {}
-    by_kd: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
-    by_diff: dict[str, list[Mapping[str, Any]]] = {}
-    by_tag: dict[str, list[Mapping[str, Any]]] = {}
-    by_dialect: dict[str, list[Mapping[str, Any]]] = {}
+    # Each record is read once, into the partial of its atom (kind, difficulty, tags,
+    # dialect); every group is a union of atoms (a record counts once per tag it lists).
+    atoms: dict[tuple[str, str, tuple[str, ...], str | None], list[Mapping[str, Any]]] = {}
     for rec in records:
-        kind = str(rec.get("kind"))
-        diff = str(rec.get("difficulty") or NO_DIFFICULTY)
-        by_kind.setdefault(kind, []).append(rec)
-        by_kd.setdefault(kind, {}).setdefault(diff, []).append(rec)
-        by_diff.setdefault(diff, []).append(rec)
-        for tag in rec.get("tags") or []:
-            by_tag.setdefault(str(tag), []).append(rec)
-        if rec.get("dialect"):
-            by_dialect.setdefault(str(rec["dialect"]), []).append(rec)
-    # Groups often hold the very same records (one kind, no difficulties, one tag): compute
+        dialect = rec.get("dialect")
+        key = (str(rec.get("kind")), str(rec.get("difficulty") or NO_DIFFICULTY),
+               tuple(str(tag) for tag in rec.get("tags") or ()),
+               str(dialect) if dialect else None)
+        atom = atoms.get(key)
+        if atom is None:
+            atoms[key] = [rec]
+        else:
+            atom.append(rec)
+    partials = {key: _Partial(recs) for key, recs in atoms.items()}
+    by_kind: dict[str, list[Any]] = {}
+    by_kd: dict[str, dict[str, list[Any]]] = {}
+    by_diff: dict[str, list[Any]] = {}
+    by_tag: dict[str, list[Any]] = {}
+    by_dialect: dict[str, list[Any]] = {}
+    for key in atoms:
+        kind, diff, tags, dialect = key
+        by_kind.setdefault(kind, []).append(key)
+        by_kd.setdefault(kind, {}).setdefault(diff, []).append(key)
+        by_diff.setdefault(diff, []).append(key)
+        for tag in tags:
+            by_tag.setdefault(tag, []).append(key)
+        if dialect:
+            by_dialect.setdefault(dialect, []).append(key)
+    # Groups often hold the very same atoms (one kind, no difficulties, one tag): compute
     # each distinct group once, and hand every place its own copy.
-    done: dict[tuple[int, ...], dict[str, Any]] = {}
+    done: dict[tuple[Any, ...], dict[str, Any]] = {}
 
-    def stats(group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        key = tuple(map(id, group))
+    def stats(group: Sequence[Any]) -> dict[str, Any]:
+        key = tuple(group)
         if key not in done:
-            done[key] = group_stats(group)
+            total = _Partial()
+            for atom in group:
+                total.add(partials[atom])
+            done[key] = total.stats()
             return done[key]
         s = done[key]
         return {**s, "metrics": {m: {**v, "missing": dict(v["missing"])}
@@ -157,7 +223,7 @@ def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     dialects = {"by_dialect": {d: stats(v) for d, v in sorted(by_dialect.items())}} \
         if by_dialect else {}  # only a suite with fanned-out or per-dialect cases has it
     return {
-        "overall": stats(records),
+        "overall": stats(list(atoms)),
         "by_kind": {k: stats(v) for k, v in sorted(by_kind.items())},
         "by_kind_difficulty": {k: {d: stats(v) for d, v in sorted(ds.items())}
                                for k, ds in sorted(by_kd.items())},

@@ -135,6 +135,24 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
     return out
 
 
+def _set_aside(case: Case, keys: list[str]) -> None:
+    """Take the recorded tables ``keys`` out of ``case.raw`` once they are read: every case
+    lives to the end of the session, and its table twice (lists, and the table's tuples) was
+    most of a case's memory. :func:`~.resume.identity` digests their JSON text instead."""
+    from .resume import encode
+
+    raw = case.raw
+    if not all(type(k) is str for k in raw):
+        return  # json's sort_keys orders only strings here: the mapping stays whole
+    try:
+        encoded = tuple((k, encode(raw[k])) for k in keys)
+    except (TypeError, ValueError, RecursionError):
+        return
+    for k in keys:
+        del raw[k]
+    case.raw_encoded += encoded
+
+
 def _threshold_map(spec: Any, where: str, container: Any, errors: _Errors,
                    ) -> dict[str, tuple[Threshold, Any]]:
     out: dict[str, tuple[Threshold, Any]] = {}
@@ -164,6 +182,8 @@ class CaseReader:
             is_metric, ini_thresholds, extra_names
         self.cli_thresholds = cli_thresholds or {}
         self.file_defaults = {key: value for key, value in header.items() if key != "cases"}
+        #: the suite's secrets, one set for every case of the file
+        self.secrets = frozenset(suite.secrets)
 
     def read_fanned(self, index: int, entry: Any) -> list[Case]:
         """The cases of ``cases[index]``: one, or one per source when ``datasource:`` is a
@@ -237,7 +257,7 @@ class _Draft:
                     kind=str(kind_name) if kind_name else "unknown", file=reader.path,
                     line=entry.line)
         case.raw = plain(entry)
-        case.secrets = frozenset(suite.secrets)
+        case.secrets = reader.secrets
         case.prediction_source = suite.predictions
         case.prediction_base = suite.predictions_base
         case.prediction_errors = list(suite.predictions_errors)
@@ -414,6 +434,7 @@ class _Draft:
         """``gold_result`` / ``predicted_result``: CSV files (:func:`_load_result_files`) or
         a recorded table."""
         case, entry, merged = self.case, self.entry, self.merged
+        read: list[str] = []
         for key in ("gold_result", "predicted_result"):
             if _names_files(merged.get(key)):
                 _load_result_files(case, self.reader.path, key, merged[key], self._where(key),
@@ -425,6 +446,11 @@ class _Draft:
                     setattr(case, key, ResultTable.from_recorded(data))
                 except (ValueError, TypeError, AttributeError, KeyError) as exc:
                     self.errors.add(entry, key, self.kp(key), str(exc))
+                else:
+                    if key in entry:
+                        read.append(key)
+        if read:
+            _set_aside(case, read)
 
     def options(self) -> None:
         """The kind's option keys of every layer; ``timeout`` and ``max_rows`` positive."""

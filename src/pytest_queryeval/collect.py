@@ -62,6 +62,27 @@ def _property_name(metric: str) -> str:
     return f"queryeval.{metric}"
 
 
+#: Shared ``(name, value)`` JUnit properties, by metric and value (see :func:`_property`).
+_PROPERTIES: dict[tuple[str, float], tuple[str, float]] = {}
+_MAX_PROPERTIES = 4096
+
+
+def _property(metric: str, value: Any) -> tuple[str, Any]:
+    """The ``(queryeval.<metric>, value)`` property of a case, one tuple for every case with
+    the same score: most scores are 0, 1 or a few fractions, and a tuple per metric and case
+    was a kilobyte of each case's memory. A float only (1 and 1.0 are written apart), never
+    -0.0 or NaN (equal to another float, or to none)."""
+    if type(value) is not float or value != value or (value == 0.0 and str(value) != "0.0"):
+        return (_property_name(metric), value)
+    key = (metric, value)
+    shared = _PROPERTIES.get(key)
+    if shared is None:
+        shared = (_property_name(metric), value)
+        if len(_PROPERTIES) < _MAX_PROPERTIES:
+            _PROPERTIES[key] = shared
+    return shared
+
+
 #: The process's :class:`~.runner.Runner`, which the nodes read their suite and run from.
 RUNNER = pytest.StashKey[Runner]()
 
@@ -172,7 +193,7 @@ class QueryEvalItem(pytest.Item):
             if self.case.difficulty:
                 self.user_properties.append(("queryeval.difficulty", self.case.difficulty))
             for metric, value in sorted(record["metrics"].items()):
-                self.user_properties.append((_property_name(metric), value))
+                self.user_properties.append(_property(metric, value))
         if xfail:
             pytest.xfail(xfail)  # reported as xfailed, with the reason, by pytest itself
         if status != "passed":

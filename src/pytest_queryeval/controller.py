@@ -36,6 +36,11 @@ _GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 XDIST_CRASH = "???"
 
 
+def _dirs(files: set[str]) -> set[Path]:
+    """The directories of the run's case files."""
+    return {Path(path).parent for path in files}
+
+
 class Controller:
     """Records, the end of the session and the terminal summary (see the module docstring)."""
 
@@ -124,9 +129,9 @@ class Controller:
             # that was only run under xdist, whose controller is always awake)
             from .conclude import conclude_interrupted, interrupted_report
 
-            run = self._report([], [], exitstatus)["run"]
+            run = self._report([], [], exitstatus, set())["run"]
             self.summary = conclude_interrupted(interrupted_report(run, interrupted),
-                                                self._outputs([]))
+                                                self._outputs(set()))
             return
         if not records:
             if audit:
@@ -137,8 +142,11 @@ class Controller:
         gates = evaluate_gates([] if audit else self._gates(records), records)
         for gate in gates:  # reports are committed as baselines: no machine paths in them
             gate["scope"] = display(Path(gate["scope"]), self.config.rootpath)
-        public = [{k: v for k, v in r.items() if k != "path"} for r in records]
-        report = self._report(public, gates, exitstatus, records)
+        # the records become the report's cases without "path" (internal: gate scopes and the
+        # suite's folders), dropped in place: a copy of every record was held at the peak
+        files = {str(path) for r in records if (path := r.pop("path", None))}
+        public = records
+        report = self._report(public, gates, exitstatus, files)
         if judge_audit is not None:
             report["judge_audit"] = judge_audit
         if interrupted:  # pytest.exit(returncode=...) too
@@ -154,7 +162,7 @@ class Controller:
         self.config.hook.pytest_queryeval_report(report=report, config=self.config)
         lines: list[str] = []
         self.summary = lines  # shown even if writing a report fails in conclude()
-        out = self._outputs(records)
+        out = self._outputs(files)
         if audit:
             from .report.audit import summary_lines as audit_lines
 
@@ -165,7 +173,7 @@ class Controller:
                 out.after_gates += written_lines(report["audit"]["transpiled"])
             out.skip_compare = "baseline: not compared in a gold audit"
         failed = conclude(report, out, lines,
-                          lambda: self._update_refusals(session, records, exitstatus))
+                          lambda: self._update_refusals(session, records, files, exitstatus))
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         accepted = accepted_by_refresh(report, failed, out.baseline_written)
@@ -237,10 +245,10 @@ class Controller:
         self.notes.extend(result.lines())
         return result.to_json()
 
-    def _suite_dir(self, records: list[dict[str, Any]]) -> Path:
+    def _suite_dir(self, files: set[str]) -> Path:
         from .baseline.location import suite_dir
 
-        return suite_dir(self.runner.finder, case_dirs(records), self.config.rootpath)
+        return suite_dir(self.runner.finder, _dirs(files), self.config.rootpath)
 
     def _gates(self, records: list[dict[str, Any]]) -> list[Gate]:
         seen: dict[str, Gate] = {}
@@ -250,10 +258,10 @@ class Controller:
         return list(seen.values())
 
     def _report(self, public: list[dict[str, Any]], gates: list[dict[str, Any]],
-                exitstatus: int, records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                exitstatus: int, files: set[str]) -> dict[str, Any]:
         return build_report(
             public, started=self.started, exitstatus=exitstatus, gates=gates,
-            model=self._model(public if records is None else records),
+            model=self._model(files),
             verdict_mode=self.options.verdict_mode, suite_ids=self.runner.suite_ids,
             shard=self.options.shard,
             workers=getattr(self.config.option, "numprocesses", None) or 0)
@@ -263,14 +271,14 @@ class Controller:
 
         self.interrupted = interrupt_reason(excinfo.value)
 
-    def _model(self, records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    def _model(self, files: set[str]) -> tuple[str | None, str | None]:
         """The model under test: its label (``--queryeval-model-label``, else ``model:`` of the
         suite configs) and its predictions source (``--queryeval-predictions``, else
         ``predictions:``), so a baseline says which model produced it."""
         from .predict import describe_predictions
         from .secrets import Scrubber
 
-        configs = [self.runner.finder.for_directory(d) for d in sorted(case_dirs(records))]
+        configs = [self.runner.finder.for_directory(d) for d in sorted(_dirs(files))]
         predictions = self.options.predictions
         # model: names the suite's own predictions; --queryeval-predictions brings another model
         label = self.options.model_label or (None if predictions else ", ".join(
@@ -285,21 +293,21 @@ class Controller:
             *(c.secrets for c in configs))).text
         return (scrub(label) if label else None), (scrub(predictions) if predictions else None)
 
-    def _outputs(self, records: list[dict[str, Any]]) -> Outputs:
+    def _outputs(self, files: set[str]) -> Outputs:
         """The run's report and baseline options. The baseline file is the one the run's
         processes resolved after collection (:attr:`Runner.baseline`); only when no process
         that collected told it (every xdist worker crashed) is it resolved from the records."""
         baseline = None
         if self.options.wants_baseline:
             baseline = self.runner.baseline or self.options.baseline_path(
-                self._suite_dir(records))
+                self._suite_dir(files))
         return self.options.report.outputs(
             baseline_path=baseline,
-            significance=self._significance(records) if self.options.report.baseline
+            significance=self._significance(files) if self.options.report.baseline
             else None,
             display=lambda p: display(p, self.config.rootpath))
 
-    def _significance(self, records: list[dict[str, Any]]) -> float | None:
+    def _significance(self, files: set[str]) -> float | None:
         """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite
         configs (the smallest alpha when they differ), else ini ``queryeval_significance``; all
         were validated before the run."""
@@ -308,14 +316,14 @@ class Controller:
         cli = self.options.report.significance
         if cli is not None:
             return parse_significance(cli, "--queryeval-significance")
-        suites = [c.significance for d in sorted(case_dirs(records))
+        suites = [c.significance for d in sorted(_dirs(files))
                   if (c := self.runner.finder.for_directory(d)).significance is not None]
         if suites:
             return min(suites)
         return parse_significance(self.options.significance_ini, "queryeval_significance")
 
     def _update_refusals(self, session: pytest.Session, records: list[dict[str, Any]],
-                         exitstatus: int) -> list[str]:
+                         files: set[str], exitstatus: int) -> list[str]:
         """Why this run must not replace the baseline (see :func:`baseline.refusals.update_refusals`)."""
         from .baseline.refusals import partial_run, update_refusals
 
@@ -330,9 +338,9 @@ class Controller:
             filters.append("--deselect")
         if self.runner.deselected and not filters:
             filters.append(f"{self.runner.deselected} case(s) deselected")
-        collected = {Path(str(r["path"])).resolve() for r in records if r.get("path")}
+        collected = {Path(path).resolve() for path in files}
         filters.extend(partial_run(config.args, config.invocation_params.dir,
-                                   self._suite_dir(records), self.options.files, collected))
+                                   self._suite_dir(files), self.options.files, collected))
         stopped = session.shouldfail or session.shouldstop
         maxfail = int(getattr(opt, "maxfail", 0) or 0)
         if not stopped and maxfail and sum(

@@ -38,14 +38,32 @@ def identity(case: Case, predictions: str | None) -> str:
     file): resume from a fresh report when those change.
     """
     data = {
-        "id": case.id, "kind": case.kind, "case": case.raw, "datasource": case.datasource,
+        "id": case.id, "kind": case.kind, "datasource": case.datasource,
         "options": case.options,
         "thresholds": {m: t.to_json() for m, t in sorted(case.thresholds.items())},
         "prediction_source": case.prediction_source, "predictions": predictions,
         "model": case.model_label,
     }
-    text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
+    if not case.raw_encoded:
+        text = encode({"case": case.raw, **data})
+    else:  # "case" sorts first: the text json.dumps writes for the mapping as written
+        rest = encode(data)
+        text = f'{{"case": {encode_raw(case.raw, case.raw_encoded)}, {rest[1:]}'
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def encode(value: Any) -> str:
+    """The JSON text :func:`identity` digests."""
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def encode_raw(raw: Mapping[str, Any], encoded: tuple[tuple[str, str], ...]) -> str:
+    """:func:`encode` of the case mapping as written, of which ``raw`` holds some keys and
+    ``encoded`` the others as text (:attr:`.model.Case.raw_encoded`; every key a string)."""
+    texts = dict(encoded)
+    for key, value in raw.items():
+        texts[key] = encode(value)
+    return "{" + ", ".join(f"{encode(k)}: {texts[k]}" for k in sorted(texts)) + "}"
 
 
 def carriable(record: Mapping[str, Any]) -> bool:

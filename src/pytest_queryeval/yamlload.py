@@ -237,6 +237,7 @@ def _events_to_document(loader: Any, stack: list[Any]) -> Any:
     root: Any = None
     key: Any = _NO_KEY  # the key the innermost open mapping waits to fill
     plains: dict[str, Any] = {}
+    quoted: dict[str, str] = {}
     while True:
         event = get()
         kind = type(event)
@@ -256,8 +257,8 @@ def _events_to_document(loader: Any, stack: list[Any]) -> Any:
                     else:
                         raise _Decline
                     plains[raw] = value
-            else:
-                value = raw
+            else:  # quoted: a string, one object per text (JSON-style suites quote every
+                value = quoted.setdefault(raw, raw)  # key and value: 14 copies per case)
         elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             if event.anchor is not None or not event.implicit or len(stack) >= _MAX_EVENT_DEPTH:
                 raise _Decline(1)

@@ -180,6 +180,16 @@ def _outside_replaced(text: str, outside: tuple[tuple[str, str], ...]) -> str:
     return text
 
 
+#: One float object for the scores of 1 and 0 of every record: a record lives to the end of
+#: the session, and most of its dozen metrics are one or the other (a float is 24 bytes).
+_ONE, _ZERO = 1.0, 0.0
+
+
+def _positive(zero: float) -> bool:
+    """0.0, not -0.0 (equal, but written apart)."""
+    return math.copysign(1.0, zero) > 0
+
+
 def _clean(value: Any, prefix: str, scrubber: Scrubber,
            outside: tuple[tuple[str, str], ...] = ()) -> Any:
     """One walk doing ``scrubber.data(_relative_paths(_safe(value), prefix))``.
@@ -211,7 +221,8 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber,
             key = k if quiet and "://" not in k else text(k)
             tv = type(v)
             if tv is float:  # metric dicts: nothing but floats
-                out[key] = v if math.isfinite(v) else None
+                out[key] = _ONE if v == 1.0 else _ZERO if v == 0.0 and _positive(v) else \
+                    v if math.isfinite(v) else None
             elif v is None or tv is int or tv is bool:
                 out[key] = v
             elif tv is str:

@@ -71,6 +71,12 @@ def _list(value: Any) -> str | None:
     return None if isinstance(value, list) else "expected a list"
 
 
+def _finite_floats(values: Any) -> bool:
+    """Whether ``values`` are all floats and all finite (a fast pass: when it fails, each value
+    is checked on its own)."""
+    return set(map(type, values)) <= {float} and math.isfinite(sum(values))
+
+
 def _metric(value: Any) -> str | None:
     """A case metric: a number, true/false (counted as 1/0) or null (not scored)."""
     if value is None or isinstance(value, bool) or _finite(value):
@@ -79,7 +85,17 @@ def _metric(value: Any) -> str | None:
 
 
 def _nullable(check: Check) -> Check:
-    return lambda value: None if value is None else check(value)
+    checked = lambda value: None if value is None else check(value)  # noqa: E731
+    _FINE[checked] = _FINE.get(check, frozenset()) | {type(None)}
+    return checked
+
+
+#: The types whose every value a check accepts, by check: a value of one of them is not
+#: checked further (the merge checks every field of every case it reads).
+_FINE: dict[Check, frozenset[type]] = {
+    _string: frozenset({str}), _boolean: frozenset({bool}), _object: frozenset({dict}),
+    _list: frozenset({list}),
+}
 
 
 #: ``run`` fields: the merge compares, sums or converts them.
@@ -125,10 +141,13 @@ class _Problems:
 
     def fields(self, obj: Mapping[str, Any], spec: Mapping[str, Check], where: str,
                required: tuple[str, ...] = ()) -> None:
+        fine = _FINE.get
         for key, check in spec.items():
             if key not in obj:
                 if key in required:
                     self.found.append(f"{where}.{key}: missing")
+                continue
+            if type(obj[key]) in fine(check, ()):
                 continue
             message = check(obj[key])
             if message:
@@ -136,6 +155,11 @@ class _Problems:
 
     def each(self, value: Any, check: Check, where: str) -> None:
         """Every item of a list, or every value of an object."""
+        values = value.values() if isinstance(value, dict) else value
+        if set(map(type, values)) <= _FINE.get(check, frozenset()):
+            return  # every item of a type the check accepts whole
+        if check is _metric and _finite_floats(values):
+            return
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
             message = check(item)
@@ -206,11 +230,11 @@ def _check_case(p: _Problems, case: Any, where: str) -> None:
 def _check_details(p: _Problems, details: Mapping[str, Any], where: str) -> None:
     """The per-case details the session aggregates read back (the Spider table, GERBIL's
     summed counts, TEXT2SPARQL's order flag)."""
-    from ..metrics.spider.aggregate import LEVELS
-    from ..metrics.spider.match import COMPONENTS
-
     spider = details.get("spider")
     if spider is not None:
+        from ..metrics.spider.aggregate import LEVELS
+        from ..metrics.spider.match import COMPONENTS
+
         path = f"{where}.spider"
         if not isinstance(spider, dict):
             p.add(path, "expected an object", spider)

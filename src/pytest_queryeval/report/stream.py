@@ -35,6 +35,8 @@ HEAVY_DETAILS = frozenset({
     "spider2_reason", "clock", "gold_dialect", "column_mapping", "compare", "efficiency",
     "efficiency_error", "soft_ex", "checks", "execution_accuracy_on", "near_miss_error",
 })
+#: The fields :func:`slim` cuts or drops: a full record keeps its own.
+_CUT = (*HEAVY, "details", "error", "reason")
 #: A case's error or reason is kept up to this many characters (the summary shows 110).
 REASON_CHARS = 2000
 _CHUNK = 1 << 20
@@ -106,10 +108,11 @@ class StoredCases(list[dict[str, Any]]):
         stored = self.spans[index].read(files)
         slim_rec = self[index]
         if isinstance(stored, dict):
-            for key, value in slim_rec.items():
-                if key not in stored or (key not in HEAVY and key != "details"
-                                         and key not in ("error", "reason")):
-                    stored[key] = value
+            # every field of the slim record laid over, but the stored record's own of those
+            # the slim one cut (one update in C instead of a loop over the fields)
+            own = {key: stored[key] for key in _CUT if key in stored}
+            stored.update(slim_rec)
+            stored.update(own)
         return stored if isinstance(stored, dict) else dict(slim_rec)
 
     def iter_full(self) -> Iterator[dict[str, Any]]:
@@ -146,8 +149,10 @@ class _Reader:
         self.buf = ""
         self.pos = 0
         self.byte = 0  # byte offset of buf[pos] in the file
+        self.ascii = True
         self.eof = False
         self.json = json.JSONDecoder()
+        self.last = (0, 0)
 
     def more(self, size: int = _CHUNK) -> bool:
         if self.eof:
@@ -161,11 +166,20 @@ class _Reader:
             self.eof = True
         self.buf = self.buf[self.pos:] + text
         self.pos = 0
+        self.ascii = self.buf.isascii()  # kept by the string: no scan
         return bool(chunk) or bool(text)
 
     def advance(self, to: int) -> None:
-        self.byte += len(self.buf[self.pos:to].encode("utf-8", "surrogatepass"))
+        if self.ascii:  # a character is a byte: no copy of the record's text to count them
+            self.byte += to - self.pos
+        else:
+            self.byte += len(self.buf[self.pos:to].encode("utf-8", "surrogatepass"))
         self.pos = to
+
+    def containers(self, start: int, end: int) -> int:
+        """How many ``{`` and ``[`` ``buf[start:end]`` holds (in strings too): no value in it
+        nests deeper than that."""
+        return self.buf.count("{", start, end) + self.buf.count("[", start, end)
 
     def peek(self) -> str:
         """The next non-blank character ("" at the end), not consumed."""
@@ -186,7 +200,8 @@ class _Reader:
         return ch
 
     def value(self) -> tuple[Any, int, int]:
-        """The next JSON value, its first byte and its length in bytes."""
+        """The next JSON value, its first byte and its length in bytes (:attr:`last` its
+        characters in :attr:`buf`)."""
         self.peek()
         size = _CHUNK
         while True:
@@ -207,6 +222,7 @@ class _Reader:
                 self.more(size)
                 continue
             start = self.byte
+            self.last = (self.pos, end)
             self.advance(end)
             return obj, start, self.byte - start
 
@@ -246,7 +262,8 @@ def scan(path: Path) -> Scanned:
                     if index:
                         r.expect(",")
                     rec, start, length = r.value()
-                    if depth_exceeds(rec, MAX_JSON_DEPTH - 2):
+                    if r.containers(*r.last) > MAX_JSON_DEPTH - 2 and \
+                            depth_exceeds(rec, MAX_JSON_DEPTH - 2):
                         raise BoundedReadError(
                             f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels")
                     out.problems.extend(case_problems(rec, f"cases[{index}]"))
