@@ -482,6 +482,9 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     diff = list(scored.diff)
     if failed and not scored.reason and relaxed is not None:
         _near_miss(case, metrics, relaxed, details, diff)
+    # its readers are done: what it holds (both tables, the case's comparison, the cached
+    # values) is let go with the case, even where something keeps ``scored`` (a metrics hook)
+    scored.relaxed = None
     reason = scored.reason
     if reason and prediction.hint:
         reason = f"{reason} ({prediction.hint})"
