@@ -26,11 +26,13 @@ from ..sandbox import (
     shared_sandbox,
 )
 from .base import SourceDefaults, check_isolation, payload_bytes, positive, positive_int
+from .packed import PackedRows, pack_rows, unpack_rows
 from .sqlguard import check_read_only, query_led
 
-#: What a worker returns for one query: columns, rows, truncated, meta, seconds (plain values,
-#: cheap to pickle; :class:`ResultTable` itself is rebuilt in the parent).
-Reply = tuple[list[str], list[tuple[Any, ...]], bool, dict[str, Any], float]
+#: What a worker returns for one query: columns, rows (as they are, or one
+#: :class:`~.packed.PackedRows`), truncated, meta, seconds (plain values, cheap to pickle;
+#: :class:`ResultTable` itself is rebuilt in the parent).
+Reply = tuple[list[str], "list[tuple[Any, ...]] | PackedRows", bool, dict[str, Any], float]
 #: Why a file engine's worker was killed at the deadline (its own interrupt did not stop it).
 ENGINE_KILLED = "the engine did not stop by itself: its worker was killed"
 #: Seconds past the timeout before a file engine's worker is killed (the engine's own
@@ -53,7 +55,7 @@ def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
             if size > max_bytes:
                 del table.rows[i:]
                 break
-    return table.columns, table.rows, table.truncated, table.meta, table.seconds
+    return table.columns, pack_rows(table.rows), table.truncated, table.meta, table.seconds
 
 
 def call_query(box: Sandbox, fn: Any, *args: Any, timeout: float, hard_timeout: float,
@@ -73,7 +75,7 @@ def call_query(box: Sandbox, fn: Any, *args: Any, timeout: float, hard_timeout: 
     except SandboxCrashed:
         raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
                           f"{max_memory:,} bytes)") from None
-    return ResultTable(columns, rows, truncated, seconds, meta)
+    return ResultTable(columns, unpack_rows(rows), truncated, seconds, meta)
 
 
 class FileFingerprint:
