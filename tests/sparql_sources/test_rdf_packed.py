@@ -1,0 +1,53 @@
+"""RDF results cross the worker's pipe in the column form (sources/packed.py): the rows a
+worker returns are the rows the same engine returns in process, term for term."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pytest_queryeval.results import Term
+from pytest_queryeval.sources.packed import PackedRows
+from pytest_queryeval.sources.rdf import RdfSource, _query, clear_registry
+
+QUERY = """SELECT ?s ?p ?o ?label WHERE { ?s ?p ?o
+  OPTIONAL { ?s <http://www.w3.org/2000/01/rdf-schema#label> ?label } }"""
+
+
+def test_worker_rows_equal_the_in_process_rows(soda: Path) -> None:
+    here = RdfSource("here", {"path": str(soda), "isolation": "thread"})
+    there = RdfSource("there", {"path": str(soda)})
+    other = RdfSource("other", {"path": str(soda), "engine": "rdflib"})
+    try:
+        expected = here.execute(QUERY, timeout=60)
+        got = there.execute(QUERY, timeout=60)
+        by_rdflib = other.execute(QUERY, timeout=120)
+        assert len(expected) == 3_774
+        assert any(c is None for row in expected.rows for c in row)  # unbound labels
+        assert {c.type for row in expected.rows for c in row if c is not None} >= {"uri",
+                                                                                  "literal"}
+        for table in (got, by_rdflib):
+            assert table.columns == expected.columns == ["s", "p", "o", "label"]
+            assert all(c is None or type(c) is Term for row in table.rows for c in row)
+            assert Counter(table.rows) == Counter(expected.rows)
+        ask = there.execute("ASK { ?s ?p ?o }", timeout=60)
+        assert (ask.columns, ask.rows) == (["boolean"], [(True,)])
+    finally:
+        for src in (here, there, other):
+            src.close()
+        clear_registry()
+
+
+def test_the_worker_reply_is_packed(soda: Path) -> None:
+    """What ``_query`` hands the pipe: the column form, not a Term per cell."""
+    from pytest_queryeval.sandbox import worker_state
+    from pytest_queryeval.sources.rdf import _GRAPH, _load_pyoxigraph
+
+    store = _load_pyoxigraph(soda, "TURTLE", False, None)
+    worker_state()[_GRAPH] = ("pyoxigraph", store.store, None)
+    try:
+        columns, rows, truncated = _query(QUERY, 10)
+    finally:
+        del worker_state()[_GRAPH]
+    assert columns == ["s", "p", "o", "label"] and truncated
+    assert isinstance(rows, PackedRows) and rows.kind == "terms"

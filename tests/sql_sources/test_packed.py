@@ -1,0 +1,124 @@
+"""Large results cross the sandbox pipe packed (sources/packed.py) and come back exactly."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pytest_queryeval.results import Term
+from pytest_queryeval.sources import open_source
+from pytest_queryeval.sources.packed import (
+    PackedRows,
+    pack_rows,
+    pack_terms,
+    term_columns,
+    unpack_rows,
+)
+from pytest_queryeval.sources.sqlite import worker_query
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def _same(a: list[tuple[object, ...]], b: list[tuple[object, ...]]) -> bool:
+    """Equal cell by cell, types included (1 == 1.0 == True would hide a changed type)."""
+    if len(a) != len(b):
+        return False
+    for ra, rb in zip(a, b, strict=True):
+        if len(ra) != len(rb):
+            return False
+        for x, y in zip(ra, rb, strict=True):
+            if type(x) is not type(y):
+                return False
+            if isinstance(x, float) and math.isnan(x):
+                if not math.isnan(y):  # type: ignore[arg-type]
+                    return False
+            elif isinstance(x, float):
+                if math.copysign(1.0, x) != math.copysign(1.0, y) or x != y:  # type: ignore
+                    return False
+            elif x != y:
+                return False
+    return True
+
+
+def test_plain_cells_go_as_one_marshal_dump_and_come_back_exactly() -> None:
+    odd = [None, True, False, 0, -0.0, math.nan, math.inf, 10**40, "\ud800", "", b"\x00",
+           1.5, "é"]
+    rows = [tuple(odd[(i + j) % len(odd)] for j in range(5)) for i in range(2000)]
+    packed = pack_rows(rows)
+    assert isinstance(packed, PackedRows) and packed.kind == "marshal"
+    back = unpack_rows(pickle.loads(pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)))
+    assert _same(back, rows)
+
+
+@pytest.mark.parametrize("cell", [bytearray(b"ab"), memoryview(b"ab"), Term("uri", "x"),
+                                  type("S", (str,), {})("sub")])
+def test_other_types_are_sent_as_they_are(cell: object) -> None:
+    """marshal writes a buffer as bytes and refuses subclasses: such rows are not packed."""
+    rows = [(i, "x") for i in range(5000)] + [(1, cell)]
+    assert pack_rows(rows) is rows
+    assert unpack_rows(rows) == rows
+
+
+def test_small_results_are_not_packed() -> None:
+    rows = [(1, "a"), (2, "b")]
+    assert pack_rows(rows) is rows
+
+
+def test_sqlite_worker_reply_is_packed_and_the_source_returns_the_same_rows(
+        tmp_path: Path) -> None:
+    db = tmp_path / "t.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (a INTEGER, b TEXT, c REAL, d BLOB)")
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?)",
+                     [(i, f"n{i % 7}" if i % 5 else None, i / 3, bytes([i % 256]))
+                      for i in range(3000)])
+    conn.commit()
+    conn.close()
+    query = "SELECT a, b, c, d FROM t"
+    reply = worker_query(str(db), "t", query, 10.0, 100_000, 1 << 26)
+    assert isinstance(reply[1], PackedRows)
+    here = open_source("here", {"type": "sqlite", "path": str(db), "isolation": "thread"})
+    there = open_source("there", {"type": "sqlite", "path": str(db)})
+    try:
+        expected = here.execute(query, trusted=True).rows
+        assert len(expected) == 3000
+        assert _same(there.execute(query).rows, expected)
+    finally:
+        here.close()
+        there.close()
+
+
+def test_term_columns_build_one_term_per_distinct_value_and_pack_exactly() -> None:
+    calls: list[object] = []
+
+    def term(t: object) -> Term | None:
+        calls.append(t)
+        if t is None:
+            return None
+        kind, value = str(t).split(":", 1)
+        if kind == "lit":
+            return Term("literal", value, XSD + "integer")
+        if kind == "lang":
+            return Term("literal", value, None, "en")
+        return Term("uri", value)
+
+    raw = [(f"uri:s{i % 3}", None if i % 4 == 0 else f"lit:{i % 2}", f"lang:v{i}")
+           for i in range(12)]
+    n, columns = term_columns(raw, term)
+    assert n == 12
+    assert len(calls) == 3 + 3 + 12  # distinct values per column (None once in column 2)
+    expected = [tuple(term(c) for c in row) for row in raw]
+    packed = pack_terms(n, columns)
+    back = unpack_rows(pickle.loads(pickle.dumps(packed)))
+    assert back == expected
+    assert [tuple(map(type, r)) for r in back] == [tuple(map(type, r)) for r in expected]
+
+
+def test_term_columns_of_rows_without_columns() -> None:
+    n, columns = term_columns([(), ()], lambda t: t)
+    assert (n, columns) == (2, [])
+    assert unpack_rows(pack_terms(n, columns)) == [(), ()]
