@@ -51,3 +51,23 @@ def test_the_worker_reply_is_packed(soda: Path) -> None:
         del worker_state()[_GRAPH]
     assert columns == ["s", "p", "o", "label"] and truncated
     assert isinstance(rows, PackedRows) and rows.kind == "terms"
+
+
+def test_a_term_keeps_no_hash_across_processes(tmp_path: Path) -> None:
+    """Term caches its hash; a pickle must rebuild it (str hashes differ per process)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    term = Term("literal", "3", "http://www.w3.org/2001/XMLSchema#integer")
+    blob = tmp_path / "term.pickle"
+    blob.write_bytes(pickle.dumps({term: 1}))
+    code = ("import pickle, sys; from pytest_queryeval.results import Term; "
+            "d = pickle.loads(open(sys.argv[1], 'rb').read()); "
+            "print(d.get(Term('literal', '3', 'http://www.w3.org/2001/XMLSchema#integer')))")
+    for seed in ("1", "2"):
+        done = subprocess.run([sys.executable, "-c", code, str(blob)], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONHASHSEED": seed},
+                              check=True)
+        assert done.stdout.strip() == "1"

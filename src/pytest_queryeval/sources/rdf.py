@@ -76,7 +76,7 @@ from .base import (
     positive,
     positive_int,
 )
-from .packed import TermColumn, pack_terms, rows_of, term_columns, unpack_rows
+from .packed import TermColumn, pack_terms, rows_of, term_columns, unpack_terms
 from .rdf_codec import make_term, star_columns_sorted
 from .sparqlguard import check_query
 
@@ -436,6 +436,9 @@ class _Worker:
                             setup=(_load_graph, (engine, str(path), fmt, lenient, base_iri,
                                                  allow_service)),
                             start_timeout=load_timeout)
+        #: The terms of the last result, by their fields (:func:`.packed.unpack_terms`: a
+        #: case's gold and predicted results share equal terms).
+        self._terms: dict[Any, Term] = {}
         #: The process id of the worker whose load this object has seen.
         self._loaded: int | None = None
 
@@ -483,7 +486,8 @@ class _Worker:
             except SandboxCrashed:
                 raise QueryFailed(f"{self.engine} worker died while evaluating the query "
                                   "(out of memory? see max_memory)") from None
-        return ResultTable(list(columns), unpack_rows(rows), bool(truncated))
+            rows, self._terms = unpack_terms(rows, self._terms)
+        return ResultTable(list(columns), rows, bool(truncated))
 
     def alive(self) -> bool:
         """True while the worker that loaded the graph runs (after a kill, the sandbox's
