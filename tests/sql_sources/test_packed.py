@@ -15,8 +15,10 @@ from pytest_queryeval.sources.packed import (
     PackedRows,
     pack_rows,
     pack_terms,
+    rows_of,
     term_columns,
     unpack_rows,
+    unpack_terms,
 )
 from pytest_queryeval.sources.sqlite import worker_query
 
@@ -95,27 +97,34 @@ def test_sqlite_worker_reply_is_packed_and_the_source_returns_the_same_rows(
 def test_term_columns_build_one_term_per_distinct_value_and_pack_exactly() -> None:
     calls: list[object] = []
 
-    def term(t: object) -> Term | None:
+    def fields(t: object) -> tuple[str, str, str | None, str | None] | None:
         calls.append(t)
         if t is None:
             return None
         kind, value = str(t).split(":", 1)
         if kind == "lit":
-            return Term("literal", value, XSD + "integer")
+            return ("literal", value, XSD + "integer", None)
         if kind == "lang":
-            return Term("literal", value, None, "en")
-        return Term("uri", value)
+            return ("literal", value, None, "en")
+        return ("uri", value, None, None)
 
     raw = [(f"uri:s{i % 3}", None if i % 4 == 0 else f"lit:{i % 2}", f"lang:v{i}")
            for i in range(12)]
-    n, columns = term_columns(raw, term)
+    n, columns = term_columns(raw, fields)
     assert n == 12
     assert len(calls) == 3 + 3 + 12  # distinct values per column (None once in column 2)
-    expected = [tuple(term(c) for c in row) for row in raw]
+    expected = [tuple(None if f is None else Term(*f) for f in map(fields, row))
+                for row in raw]
+    assert rows_of(n, columns) == expected
     packed = pack_terms(n, columns)
     back = unpack_rows(pickle.loads(pickle.dumps(packed)))
     assert back == expected
     assert [tuple(map(type, r)) for r in back] == [tuple(map(type, r)) for r in expected]
+    again, terms = unpack_terms(packed, None)
+    shared, _ = unpack_terms(pack_terms(n, columns), terms)
+    assert again == shared == expected
+    assert all(a is b for ra, rb in zip(again, shared, strict=True)
+               for a, b in zip(ra, rb, strict=True))  # the previous result's term objects
 
 
 def test_term_columns_of_rows_without_columns() -> None:

@@ -60,15 +60,17 @@ def pack_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]] | PackedRows
         return rows
 
 
-#: One column of a result in the column form: its distinct terms and each cell's index there.
+#: One column of a result in the column form: its distinct terms' fields (type, value,
+#: datatype, lang; None for unbound) and each cell's index there.
 TermColumn = tuple[list[Any], list[int]]
 
 
-def term_columns(rows: Iterable[tuple[Any, ...]], term: Callable[[Any], Any],
+def term_columns(rows: Iterable[tuple[Any, ...]], fields: Callable[[Any], Any],
                  ) -> tuple[int, list[TermColumn]]:
     """An engine's solutions (tuples of its own terms, None when unbound) in the column form:
-    ``term`` (the engine's term to a :class:`Term`, or None) is called once per distinct
-    engine term of a column instead of once per cell. Returns the row count and the columns."""
+    ``fields`` (the engine's term to the fields of its :class:`Term`, or None) is called once
+    per distinct engine term of a column instead of once per cell, and no :class:`Term` is
+    built. Returns the row count and the columns."""
     raw = list(rows)
     columns: list[TermColumn] = []
     width = len(raw[0]) if raw else 0
@@ -76,12 +78,18 @@ def term_columns(rows: Iterable[tuple[Any, ...]], term: Callable[[Any], Any],
         column = list(map(itemgetter(i), raw))
         distinct = list(dict.fromkeys(column))
         index = {t: i for i, t in enumerate(distinct)}
-        columns.append(([term(t) for t in distinct], list(map(index.__getitem__, column))))
+        columns.append(([fields(t) for t in distinct], list(map(index.__getitem__, column))))
     return len(raw), columns
 
 
 def rows_of(n: int, columns: list[TermColumn]) -> list[tuple[Any, ...]]:
-    """The rows of the column form (cells of a column share its term objects)."""
+    """The rows of the column form, one :class:`Term` per distinct value of a column (its
+    cells share it)."""
+    return _rows(n, [([None if t is None else Term(*t) for t in tuples], indices)
+                     for tuples, indices in columns])
+
+
+def _rows(n: int, columns: list[tuple[list[Any], list[int]]]) -> list[tuple[Any, ...]]:
     if not columns:
         return [()] * n
     return list(zip(*(map(terms.__getitem__, indices) for terms, indices in columns),
@@ -89,17 +97,8 @@ def rows_of(n: int, columns: list[TermColumn]) -> list[tuple[Any, ...]]:
 
 
 def pack_terms(n: int, columns: list[TermColumn]) -> PackedRows:
-    """The column form as one marshal dump (terms as plain tuples)."""
-    return PackedRows("terms", marshal.dumps(
-        (n, [([_term_tuple(t) for t in terms], indices) for terms, indices in columns])))
-
-
-def _term_tuple(t: Any) -> tuple[Any, ...] | None:
-    if t is None:
-        return None
-    if isinstance(t, Term):
-        return (t.type, t.value, t.datatype, t.lang)
-    raise TypeError(f"not a term: {type(t).__name__}")
+    """The column form as one marshal dump."""
+    return PackedRows("terms", marshal.dumps((n, columns)))
 
 
 def unpack_terms(rows: Any, previous: dict[Any, Term] | None,
@@ -128,7 +127,7 @@ def unpack_terms(rows: Any, previous: dict[Any, Term] | None,
             seen[t] = term
             terms.append(term)
         built.append((terms, indices))
-    return rows_of(n, built), seen
+    return _rows(n, built), seen
 
 
 def unpack_rows(rows: Any) -> list[tuple[Any, ...]]:
@@ -143,6 +142,5 @@ def unpack_rows(rows: Any) -> list[tuple[Any, ...]]:
         return out
     if rows.kind == "terms":
         n, columns = marshal.loads(rows.data)
-        return rows_of(n, [([None if t is None else Term(*t) for t in tuples], indices)
-                           for tuples, indices in columns])
+        return rows_of(n, columns)
     raise ValueError(f"unknown packed rows {rows.kind!r}")

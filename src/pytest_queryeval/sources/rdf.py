@@ -77,7 +77,7 @@ from .base import (
     positive_int,
 )
 from .packed import TermColumn, pack_terms, rows_of, term_columns, unpack_terms
-from .rdf_codec import make_term, star_columns_sorted
+from .rdf_codec import Fields, star_columns_sorted, term_fields
 from .sparqlguard import check_query
 
 ENGINES = ("pyoxigraph", "rdflib")
@@ -131,33 +131,35 @@ def resolve_format(path: Path, fmt: str | None, key: str = "format") -> tuple[st
 
 # --------------------------------------------------------------------------- term conversion
 
-def _ox_term(t: Any) -> Term | None:
+def _ox_term(t: Any) -> Fields | None:
+    """A pyoxigraph term's fields in the normal form (:func:`.rdf_codec.term_fields`)."""
     if t is None:
         return None
     import pyoxigraph as ox
 
     if isinstance(t, ox.NamedNode):
-        return Term("uri", t.value)
+        return ("uri", t.value, None, None)
     if isinstance(t, ox.BlankNode):
-        return Term("bnode", t.value)
+        return ("bnode", t.value, None, None)
     if isinstance(t, ox.Literal):
-        return make_term("literal", t.value, t.datatype.value, t.language)
-    return Term("triple", str(t))
+        return term_fields("literal", t.value, t.datatype.value, t.language)
+    return ("triple", str(t), None, None)
 
 
-def _rdflib_term(t: Any) -> Term | None:
+def _rdflib_term(t: Any) -> Fields | None:
+    """An rdflib term's fields in the normal form (:func:`.rdf_codec.term_fields`)."""
     if t is None:
         return None
     from rdflib.term import BNode, Literal, URIRef
 
     if isinstance(t, URIRef):
-        return Term("uri", str(t))
+        return ("uri", str(t), None, None)
     if isinstance(t, BNode):
-        return Term("bnode", str(t))
+        return ("bnode", str(t), None, None)
     if isinstance(t, Literal):
         dt = str(t.datatype) if t.datatype is not None else None
-        return make_term("literal", str(t), dt, t.language)
-    return Term("triple", str(t))
+        return term_fields("literal", str(t), dt, t.language)
+    return ("triple", str(t), None, None)
 
 
 # --------------------------------------------------------------------------- pyoxigraph
