@@ -71,3 +71,32 @@ def test_a_term_keeps_no_hash_across_processes(tmp_path: Path) -> None:
                               text=True, env={**os.environ, "PYTHONHASHSEED": seed},
                               check=True)
         assert done.stdout.strip() == "1"
+
+
+def test_max_bytes_counts_every_cell_not_the_packed_reply(tmp_path: Path) -> None:
+    """A result of many equal terms packs small (each distinct term once) but fills the
+    parent's memory as rows: the worker caps what ``isolation: thread`` caps, the terms'
+    text and 8 bytes a cell (_terms_bytes), not the size of its reply."""
+    from pytest_queryeval.sources.rdf import _terms_bytes
+
+    graph = tmp_path / "g.nt"
+    long = "v" * 200
+    graph.write_text("".join(f'<http://e/s{i}> <http://e/p> "{long}" .\n'
+                             for i in range(2000)))
+    query = "SELECT ?o WHERE { ?s <http://e/p> ?o }"
+    full = RdfSource("full", {"path": str(graph), "isolation": "thread"}).execute(query)
+    size = _terms_bytes(full.rows)
+    assert len(full) == 2000 and size == 2000 * (200 + 8)
+    try:
+        for spec in ({"isolation": "thread"}, {}, {"engine": "rdflib"}):
+            capped = RdfSource("capped", {"path": str(graph), "max_bytes": size - 1, **spec})
+            fits = RdfSource("fits", {"path": str(graph), "max_bytes": size, **spec})
+            try:
+                cut = capped.execute(query, timeout=60)
+                assert cut.truncated and cut.rows == [] and cut.meta["max_bytes"] == size - 1
+                assert Counter(fits.execute(query, timeout=60).rows) == Counter(full.rows)
+            finally:
+                capped.close()
+                fits.close()
+    finally:
+        clear_registry()

@@ -15,7 +15,7 @@ from ..results import ResultTable
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
 #: Default ``max_bytes`` of every source: the size of one result (SQL: :func:`payload_bytes`;
-#: local RDF: the pickled reply; SPARQL endpoint: the response body). ``max_rows`` bounds the
+#: local RDF: the terms' text and 8 bytes a cell; SPARQL endpoint: the response body). ``max_rows`` bounds the
 #: rows, this bounds what they hold (``SELECT zeroblob(10000000) FROM big_table``).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 

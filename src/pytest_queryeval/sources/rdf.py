@@ -179,6 +179,18 @@ class _Solutions:
         rows = self.rows if self.rows is not None else rows_of(self.n, self.cells)
         return ResultTable(self.columns, rows, self.truncated)
 
+    def size(self) -> int:
+        """:func:`_terms_bytes` of the rows (what ``isolation: thread`` caps), from the
+        column form: the packed reply holds each distinct term once, so its own size would
+        let a result of many equal terms past ``max_bytes`` and into the parent's memory."""
+        if self.rows is not None:
+            return _terms_bytes(self.rows)
+        size = 0
+        for terms, indices in self.cells:
+            lengths = [16 if t is None else len(t[1]) + 8 for t in terms]
+            size += sum(map(lengths.__getitem__, indices))
+        return size
+
     def reply(self) -> tuple[list[str], Any, bool]:
         """What a worker sends back (:func:`.packed.unpack_rows` reads the rows)."""
         rows = self.rows if self.rows is not None else pack_terms(self.n, self.cells)
@@ -399,8 +411,10 @@ def _load_graph(engine: str, path: str, fmt: tuple[str, str, bool], lenient: boo
 _GRAPH = "rdf-graph"
 
 
-def _query(query: str, max_rows: int) -> tuple[list[str], Any, bool]:
-    """One query on the worker's graph, its rows in the packed form (:mod:`.packed`)."""
+def _query(query: str, max_rows: int, max_bytes: int | None = None,
+           ) -> tuple[list[str], Any, bool] | None:
+    """One query on the worker's graph, its rows in the packed form (:mod:`.packed`); None
+    when they hold more than ``max_bytes`` (:meth:`_Solutions.size`)."""
     if _GRAPH not in worker_state():  # the worker was replaced between two calls
         raise QueryFailed("the graph is not loaded in this worker; run the query again")
     engine, graph, base_iri = worker_state()[_GRAPH]
@@ -410,6 +424,8 @@ def _query(query: str, max_rows: int) -> tuple[list[str], Any, bool]:
         ox = _ox_collect(graph, query, max_rows, base_iri)
         assert ox is not None
         got = ox
+    if max_bytes is not None and got.size() > max_bytes:
+        return None
     return got.reply()
 
 
@@ -476,8 +492,8 @@ class _Worker:
         with self.lock:
             self._ensure()
             try:
-                columns, rows, truncated = self._box.call(_query, query, max_rows,
-                                                          timeout=timeout, max_reply=max_bytes)
+                reply = self._box.call(_query, query, max_rows, max_bytes,
+                                       timeout=timeout, max_reply=max_bytes)
             except SandboxTooBig:  # the rows stayed in the worker
                 return _too_big(max_bytes)
             except SandboxTimeout:
@@ -488,7 +504,10 @@ class _Worker:
             except SandboxCrashed:
                 raise QueryFailed(f"{self.engine} worker died while evaluating the query "
                                   "(out of memory? see max_memory)") from None
-            rows, self._terms = unpack_terms(rows, self._terms)
+            if reply is None:  # the rows stayed in the worker
+                return _too_big(max_bytes)
+            columns, packed, truncated = reply
+            rows, self._terms = unpack_terms(packed, self._terms)
         return ResultTable(list(columns), rows, bool(truncated))
 
     def alive(self) -> bool:
