@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.results import Term
+from pytest_queryeval.results import ResultTable, Term
 from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.packed import (
     PackedRows,
@@ -131,3 +131,54 @@ def test_term_columns_of_rows_without_columns() -> None:
     n, columns = term_columns([(), ()], lambda t: t)
     assert (n, columns) == (2, [])
     assert unpack_rows(pack_terms(n, columns)) == [(), ()]
+
+
+def _fetch(batches: list[list[tuple[object, ...]]], max_rows: int, max_bytes: int,
+           ) -> tuple[list[tuple[object, ...]], bool, dict[str, object]]:
+    """What the parent gets for these batches fetched in a worker (PACK_BATCHES)."""
+    from pytest_queryeval.sources.base import FetchedRows
+    from pytest_queryeval.sources.sandboxed import packing, worker_reply
+
+    def run() -> ResultTable:
+        fetched = FetchedRows(max_rows, max_bytes)
+        for batch in batches:
+            if not fetched.add(batch[: fetched.wanted(len(batch))]):
+                break
+        return fetched.table(["a", "b"], 0.0)
+
+    _, rows, truncated, meta, _ = worker_reply(packing(run), max_bytes)
+    return unpack_rows(pickle.loads(pickle.dumps(rows))), truncated, meta
+
+
+def test_worker_batches_are_kept_packed_and_come_back_exactly() -> None:
+    from pytest_queryeval.sources.base import PackedBatches
+
+    plain = [[(i, f"s{i}") for i in range(k, k + 100)] for k in range(0, 300, 100)]
+    rows, truncated, meta = _fetch(plain, 1000, 1 << 20)
+    assert rows == [r for b in plain for r in b] and not truncated and meta == {}
+    # the table the worker's query function makes holds no row objects
+    from pytest_queryeval.sources.base import FetchedRows
+    from pytest_queryeval.sources.sandboxed import packing
+
+    def run() -> ResultTable:
+        fetched = FetchedRows(1000, 1 << 20)
+        fetched.add(plain[0])
+        return fetched.table(["a", "b"], 0.0)
+
+    table = packing(run)
+    assert isinstance(table.rows, PackedBatches) and len(table.rows.chunks) == 1
+    # a batch marshal cannot carry exactly turns the rest back into rows, types kept
+    mixed = [plain[0], [(1, bytearray(b"x")), (2, 10**40)], plain[1]]
+    rows, _, _ = _fetch(mixed, 1000, 1 << 20)
+    assert rows == [r for b in mixed for r in b]
+    assert type(rows[100][1]) is bytearray and type(rows[0][1]) is str
+
+
+def test_worker_batches_still_cut_at_max_rows_and_max_bytes() -> None:
+    plain = [[(i, f"{i:050d}") for i in range(k, k + 100)] for k in range(0, 300, 100)]
+    rows, truncated, meta = _fetch(plain, 150, 1 << 20)
+    assert len(rows) == 150 and truncated and meta == {"max_rows": 150}
+    assert rows == [r for b in plain for r in b][:150]
+    rows, truncated, meta = _fetch(plain, 1000, 6000)
+    assert truncated and meta == {"max_bytes": 6000}
+    assert 0 < len(rows) < 200 and rows == [r for b in plain for r in b][: len(rows)]

@@ -135,11 +135,16 @@ def unpack_rows(rows: Any) -> list[tuple[Any, ...]]:
     rows pass through)."""
     if not isinstance(rows, PackedRows):
         return list(rows)
-    if rows.kind == "marshal":
-        out = marshal.loads(rows.data)
-        if not isinstance(out, list):
-            raise ValueError("malformed packed rows")
+    if rows.kind == "chunks":  # the batches of a fetch (sources.base.FetchedRows)
+        out: list[tuple[Any, ...]] = []
+        for data in rows.data:
+            out.extend(marshal.loads(data))
         return out
+    if rows.kind == "marshal":
+        whole = marshal.loads(rows.data)
+        if not isinstance(whole, list):
+            raise ValueError("malformed packed rows")
+        return whole
     if rows.kind == "terms":
         n, columns = marshal.loads(rows.data)
         return rows_of(n, columns)

@@ -25,7 +25,15 @@ from ..sandbox import (
     SandboxTooBig,
     shared_sandbox,
 )
-from .base import SourceDefaults, check_isolation, payload_bytes, positive, positive_int
+from .base import (
+    PACK_BATCHES,
+    PackedBatches,
+    SourceDefaults,
+    check_isolation,
+    payload_bytes,
+    positive,
+    positive_int,
+)
 from .packed import PackedRows, pack_rows, unpack_rows
 from .sqlguard import check_read_only, query_led
 
@@ -48,6 +56,9 @@ class EngineDenied(QueryRefused):
 def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
     """The reply for ``table``; a result cut by ``max_bytes`` keeps only the rows that fit,
     so the rest never leave the worker (the parent would hold up to twice the cap)."""
+    if isinstance(table.rows, PackedBatches):  # fetched under PACK_BATCHES: sent as it is
+        return (table.columns, PackedRows("chunks", table.rows.chunks), table.truncated,
+                table.meta, table.seconds)
     if "max_bytes" in table.meta:
         size = 0
         for i, row in enumerate(table.rows):
@@ -56,6 +67,16 @@ def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
                 del table.rows[i:]
                 break
     return table.columns, pack_rows(table.rows), table.truncated, table.meta, table.seconds
+
+
+def packing(fn: Callable[..., ResultTable], *args: Any) -> ResultTable:
+    """``fn(*args)`` with :data:`~.base.PACK_BATCHES` set: for a worker's query function,
+    whose result goes straight into :func:`worker_reply`."""
+    token = PACK_BATCHES.set(True)
+    try:
+        return fn(*args)
+    finally:
+        PACK_BATCHES.reset(token)
 
 
 def call_query(box: Sandbox, fn: Any, *args: Any, timeout: float, hard_timeout: float,

@@ -62,7 +62,7 @@ from .base import (
     positive,
     positive_int,
 )
-from .sandboxed import Reply, call_query, worker_reply
+from .sandboxed import Reply, call_query, packing, worker_reply
 from .sqlguard import check_read_only, sqlglot_dialect
 
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<pw>[^@/\s]*)@")
@@ -557,7 +557,8 @@ def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: 
     """:meth:`SqlAlchemySource.execute` in the sandbox worker, on a source (and its pool)
     cached there; a result cut by ``max_bytes`` keeps only the rows that fit in it."""
     src = _worker_source(spec)
-    return worker_reply(src._execute_here(query, timeout, max_rows, called), src.max_bytes)
+    return worker_reply(packing(src._execute_here, query, timeout, max_rows, called),
+                        src.max_bytes)
 
 
 def worker_capabilities(spec: tuple[Any, ...]) -> list[str] | None:
