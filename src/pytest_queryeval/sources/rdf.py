@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -135,15 +136,20 @@ def _ox_term(t: Any) -> Fields | None:
     """A pyoxigraph term's fields in the normal form (:func:`.rdf_codec.term_fields`)."""
     if t is None:
         return None
+    kind = _ox_kinds().get(type(t))
+    if kind == "literal":
+        return term_fields("literal", t.value, t.datatype.value, t.language)
+    if kind is not None:
+        return (kind, t.value, None, None)
+    return ("triple", str(t), None, None)
+
+
+@functools.cache
+def _ox_kinds() -> dict[type, str]:
+    """pyoxigraph's term classes by kind (looked up once per distinct term of a result)."""
     import pyoxigraph as ox
 
-    if isinstance(t, ox.NamedNode):
-        return ("uri", t.value, None, None)
-    if isinstance(t, ox.BlankNode):
-        return ("bnode", t.value, None, None)
-    if isinstance(t, ox.Literal):
-        return term_fields("literal", t.value, t.datatype.value, t.language)
-    return ("triple", str(t), None, None)
+    return {ox.NamedNode: "uri", ox.BlankNode: "bnode", ox.Literal: "literal"}
 
 
 def _rdflib_term(t: Any) -> Fields | None:
