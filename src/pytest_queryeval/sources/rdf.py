@@ -57,6 +57,7 @@ from typing import Any
 
 from .. import safefile
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
+from ..gcpolicy import gc_paused
 from ..results import ResultTable, Term
 from ..sandbox import (
     Sandbox,
@@ -219,7 +220,8 @@ def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
         if not isinstance(res, ox.QuerySolutions):
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [v.value for v in res.variables]
-        raw = list(map(tuple, islice(_checked(res, cancel), max_rows + 1)))
+        with gc_paused():  # the engine evaluates in Rust: new tuples, no Python garbage
+            raw = list(map(tuple, islice(_checked(res, cancel), max_rows + 1)))
         truncated = len(raw) > max_rows
         if truncated:
             del raw[max_rows:]
