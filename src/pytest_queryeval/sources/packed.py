@@ -11,6 +11,9 @@ both sides. Here:
   already, which are pickles). marshal would write any buffer object (``memoryview``,
   ``bytearray``) as ``bytes`` and refuses subclasses, so rows holding any other type are sent
   as they are;
+* a SQL worker's fetch keeps each batch of plain cells as the marshal dump that counted its
+  bytes (``sources.base.FetchedRows`` under ``PACK_BATCHES``) and sends the dumps
+  (``chunks``), so it never holds a large result as Python objects;
 * RDF results go by column: each column's distinct terms once, as plain tuples, and the cells
   as indices into them (:func:`pack_terms`), so the worker builds one normalised term per
   distinct value and the parent one :class:`Term` per distinct value, rows sharing them.
