@@ -31,6 +31,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_cache.py": ["--runs", "2"],
     "bench_concurrency.py": ["--cases", "200"],  # ~4 min: 100 s of it concurrency 1, serial
     "bench_json.py": ["--cases", "200"],
+    "bench_large_results.py": ["--rows", "100000", "--runs", "1"],  # ~3 min: rdflib's own
     "bench_large_sql.py": ["--rows", "200000", "--runs", "1"],
     "bench_memory.py": ["--runs", "1"],
     "bench_merge.py": ["--runs", "1", "--cases", "2000"],

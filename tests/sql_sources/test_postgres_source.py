@@ -60,6 +60,14 @@ def test_query_and_native_types(pg_source: SqlAlchemySource) -> None:
     t = pg_source.execute("SELECT count(*) FROM artist WHERE name LIKE '%a%' AND '%s' = '%s'")
     assert t.rows[0][0] > 0
     assert pg_source.execute("SELECT ARRAY[1, 2], NULL").rows == [((1, 2), None)]
+    # a batch of plain values is copied as it is; one with an array or a JSON value is
+    # converted cell by cell, whichever row holds it
+    t = pg_source.execute("SELECT i, CASE WHEN i = 3 THEN '{\"b\": 1, \"a\": [2]}'::jsonb "
+                          "END, CASE WHEN i = 2 THEN ARRAY[i] END FROM generate_series(1, 3) i")
+    assert t.rows == [(1, None, None), (2, None, (2,)), (3, '{"a": [2], "b": 1}', None)]
+    t = pg_source.execute("SELECT i, 'x' || i FROM generate_series(1, 3) i")
+    assert t.rows == [(1, "x1"), (2, "x2"), (3, "x3")]
+    assert all(type(r) is tuple for r in t.rows)
 
 
 @pytest.mark.parametrize("sql", POSTGRES)

@@ -34,7 +34,7 @@ from itertools import chain, compress, repeat
 from typing import Any
 
 from ..gcpolicy import gc_paused
-from ..results import ResultTable, show_row
+from ..results import ResultTable, Term, show_row
 from ._table_common import PositionalF1, search_assignment
 
 Row = tuple[Any, ...]
@@ -251,7 +251,9 @@ class _Side:
             if not self.rectangular:
                 w = max(map(len, rows))
                 rows = [r + (None,) * (w - len(r)) for r in rows]
-            self._cols = list(zip(*rows, strict=True)) if rows else []
+            # not zip(*rows): a call with a million arguments costs 4x the column reads
+            self._cols = [tuple(map(operator.itemgetter(i), rows))
+                          for i in range(len(rows[0]))] if rows else []
         return self._cols
 
     def col_count(self, j: int) -> Counter[Any]:
@@ -321,10 +323,19 @@ def _quick_rej_implied(g: _Side, p: _Side, perm: Sequence[int]) -> bool:
     sort keys (``1`` vs ``1.0`` vs ``True``, ``0.0`` vs ``-0.0``, ``Decimal('1.0')`` vs
     ``Decimal('1.00')``); for columns free of such mixes it is implied, so the slow
     per-row sort is skipped.
+
+    RDF terms (columns of :class:`Term` and None): equal terms have equal keys, but distinct
+    terms can share one (``<x>`` and ``"x"``), and the sort then keeps their positions, so it
+    is implied only when no two distinct terms of the compared columns share a value.
     """
+    terms: set[Any] = set()
     for i, j in enumerate(perm):
         gcol, pcol = g.cols[i], p.cols[j]
         types = g.col_types[i] | p.col_types[j]
+        if types <= _TERM_TYPES:
+            # ``perm`` matches the rows, so the predicted column holds the gold's cells
+            terms.update(g.col_count(i))
+            continue
         if not types <= _SAFE_TYPES or len(types & _NUMERIC_TYPES) > 1:
             return False
         if float in types:
@@ -335,7 +346,12 @@ def _quick_rej_implied(g: _Side, p: _Side, perm: Sequence[int]) -> bool:
             cells = (*gcol, *pcol)
             if len(set(map(str, cells))) != len(set(cells)):
                 return False
-    return True
+    terms.discard(None)
+    return len(set(map(_TERM_VALUE, terms))) == len(terms)
+
+
+_TERM_TYPES = frozenset({Term, _NoneType})
+_TERM_VALUE = operator.attrgetter("value")
 
 
 def _same_counts(a: Counter[Any], b: Counter[Any]) -> bool:

@@ -31,9 +31,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
-from ..results import ResultTable
+from ..results import ResultTable, Term
 from ._alignment_search import np_mean
 
 #: Per-question metric names (``ndcg`` only where the result order matters).
@@ -65,12 +67,21 @@ def answers_from_table(table: ResultTable) -> AnswerDict:
     if is_ask(table):
         return {"true": 1 if table.rows[0][0] else 0}
     out: AnswerDict = {}
+    rows = table.rows
     for index in range(len(table.columns)):
-        for row in table.rows:
-            cell = row[index]
+        column = list(map(itemgetter(index), rows))
+        if set(map(type, column)) <= _TERM_OR_NONE:  # in C: a large result's every cell
+            out.update(dict.fromkeys(map(_TERM_VALUE, filter(_BOUND, column)), 1))
+            continue
+        for cell in column:
             if cell is not None:
                 out[_value(cell)] = 1
     return out
+
+
+_TERM_OR_NONE = frozenset({Term, type(None)})
+_TERM_VALUE = attrgetter("value")
+_BOUND = partial(is_not, None)
 
 
 def is_ask(table: ResultTable) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import marshal
 import sys
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from itertools import chain
 from typing import Any, Protocol, cast
 
@@ -15,7 +16,7 @@ from ..results import ResultTable
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
 #: Default ``max_bytes`` of every source: the size of one result (SQL: :func:`payload_bytes`;
-#: local RDF: the pickled reply; SPARQL endpoint: the response body). ``max_rows`` bounds the
+#: local RDF: the terms' text and 8 bytes a cell; SPARQL endpoint: the response body). ``max_rows`` bounds the
 #: rows, this bounds what they hold (``SELECT zeroblob(10000000) FROM big_table``).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
@@ -166,6 +167,24 @@ def positive_int(value: Any, name: str, key: str) -> int:
     return value
 
 
+#: Set (True) by a sandbox worker's query function around the fetch whose result it sends
+#: back: :class:`FetchedRows` then keeps batches of plain cells as the marshal dumps it makes
+#: anyway to count their bytes (:class:`PackedBatches`), not as row objects, so the worker
+#: never holds a large result as Python objects (250 bytes a row instead of 40).
+PACK_BATCHES: ContextVar[bool] = ContextVar("queryeval_pack_batches", default=False)
+#: Cell types marshal writes and reads back as exactly themselves (see ``packed``).
+_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
+
+
+class PackedBatches(list):  # type: ignore[type-arg]
+    """The rows of a :data:`PACK_BATCHES` fetch: an empty list holding the batches' marshal
+    dumps (``chunks``), which only the worker's reply reads."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        super().__init__()
+        self.chunks = chunks
+
+
 class FetchedRows:
     """The rows of one result as they are fetched, batch by batch, under ``max_rows`` and
     ``max_bytes`` (:func:`payload_bytes` of each batch): the one loop state every SQL source
@@ -178,28 +197,52 @@ class FetchedRows:
         #: Bytes of the last batch added.
         self.last = 0
         self.over_bytes = False
+        #: Rows fetched so far.
+        self.count = 0
+        #: Marshal dumps of the batches (:data:`PACK_BATCHES`), while every batch was plain.
+        self.chunks: list[bytes] | None = [] if PACK_BATCHES.get() else None
 
     def wanted(self, step: int) -> int:
         """Rows to ask for next: ``step``, or fewer to stop one past ``max_rows``."""
-        return min(step, self.max_rows + 1 - len(self.rows))
+        return min(step, self.max_rows + 1 - self.count)
 
     def add(self, batch: list[tuple[Any, ...]]) -> bool:
         """Keep a batch; True while there is more to fetch (the batch was not empty and no cap
         has been passed)."""
         if not batch:
             return False
-        self.rows.extend(batch)
-        self.last = payload_bytes(batch)
+        self.count += len(batch)
+        if self.chunks is not None and set(map(type, chain.from_iterable(batch))) <= _PLAIN:
+            data = marshal.dumps(batch)  # what payload_bytes measures
+            self.chunks.append(data)
+            self.last = len(data)
+        else:
+            if self.chunks:  # a batch marshal cannot carry exactly: rows from here on
+                self.rows = self._unpacked()
+            self.chunks = None
+            self.rows.extend(batch)
+            self.last = payload_bytes(batch)
         self.size += self.last
         self.over_bytes = self.size > self.max_bytes
-        return not self.over_bytes and len(self.rows) <= self.max_rows
+        return not self.over_bytes and self.count <= self.max_rows
+
+    def _unpacked(self) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        for data in self.chunks or ():
+            rows.extend(marshal.loads(data))
+        return rows
 
     def table(self, columns: list[str], seconds: float) -> ResultTable:
         """The result, ``truncated`` with ``meta`` naming the cap it went over, if any."""
+        if self.chunks:
+            if not self.over_bytes and self.count <= self.max_rows:
+                return ResultTable(columns, PackedBatches(self.chunks), seconds=seconds)
+            self.rows = self._unpacked()  # cut below, row by row (rare: a cap was passed)
+            self.chunks = None
         rows = self.rows[: self.max_rows]
         if self.over_bytes:
             return ResultTable(columns, rows, truncated=True, seconds=seconds,
                                meta={"max_bytes": self.max_bytes})
-        truncated = len(self.rows) > self.max_rows
+        truncated = self.count > self.max_rows
         return ResultTable(columns, rows, truncated=truncated, seconds=seconds,
                            meta={"max_rows": self.max_rows} if truncated else {})

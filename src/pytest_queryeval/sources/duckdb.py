@@ -59,7 +59,7 @@ from .base import (
     FetchedRows,
     positive_int,
 )
-from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, worker_reply
+from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, packing, worker_reply
 
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
 _FETCH_BATCH = 1_000
@@ -229,7 +229,7 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
         while len(conns) >= _WORKER_CONNECTIONS:
             conns.pop(next(iter(conns))).close()
     try:
-        table = run_query(conn, query, timeout, max_rows, max_bytes, temp)
+        table = packing(run_query, conn, query, timeout, max_rows, max_bytes, temp)
     except QueryFailed as e:
         if e.reason().startswith("query failed: out of memory"):
             conn.close()  # give DuckDB's buffers back before the next query

@@ -44,17 +44,20 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from .. import safefile
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
+from ..gcpolicy import gc_paused
 from ..results import ResultTable, Term
 from ..sandbox import (
     Sandbox,
@@ -75,7 +78,8 @@ from .base import (
     positive,
     positive_int,
 )
-from .rdf_codec import make_term, star_columns_sorted
+from .packed import TermColumn, pack_terms, rows_of, term_columns, unpack_terms
+from .rdf_codec import Fields, star_columns_sorted, term_fields
 from .sparqlguard import check_query
 
 ENGINES = ("pyoxigraph", "rdflib")
@@ -129,66 +133,123 @@ def resolve_format(path: Path, fmt: str | None, key: str = "format") -> tuple[st
 
 # --------------------------------------------------------------------------- term conversion
 
-def _ox_term(t: Any) -> Term | None:
+def _ox_term(t: Any) -> Fields | None:
+    """A pyoxigraph term's fields in the normal form (:func:`.rdf_codec.term_fields`)."""
     if t is None:
         return None
+    kind = _ox_kinds().get(type(t))
+    if kind == "literal":
+        return term_fields("literal", t.value, t.datatype.value, t.language)
+    if kind is not None:
+        return (kind, t.value, None, None)
+    return ("triple", str(t), None, None)
+
+
+@functools.cache
+def _ox_kinds() -> dict[type, str]:
+    """pyoxigraph's term classes by kind (looked up once per distinct term of a result)."""
     import pyoxigraph as ox
 
-    if isinstance(t, ox.NamedNode):
-        return Term("uri", t.value)
-    if isinstance(t, ox.BlankNode):
-        return Term("bnode", t.value)
-    if isinstance(t, ox.Literal):
-        return make_term("literal", t.value, t.datatype.value, t.language)
-    return Term("triple", str(t))
+    return {ox.NamedNode: "uri", ox.BlankNode: "bnode", ox.Literal: "literal"}
 
 
-def _rdflib_term(t: Any) -> Term | None:
+def _rdflib_term(t: Any) -> Fields | None:
+    """An rdflib term's fields in the normal form (:func:`.rdf_codec.term_fields`)."""
     if t is None:
         return None
     from rdflib.term import BNode, Literal, URIRef
 
     if isinstance(t, URIRef):
-        return Term("uri", str(t))
+        return ("uri", str(t), None, None)
     if isinstance(t, BNode):
-        return Term("bnode", str(t))
+        return ("bnode", str(t), None, None)
     if isinstance(t, Literal):
         dt = str(t.datatype) if t.datatype is not None else None
-        return make_term("literal", str(t), dt, t.language)
-    return Term("triple", str(t))
+        return term_fields("literal", str(t), dt, t.language)
+    return ("triple", str(t), None, None)
 
 
 # --------------------------------------------------------------------------- pyoxigraph
 
+@dataclass
+class _Solutions:
+    """A SELECT or ASK result in the column form of :mod:`.packed` (one :class:`Term` per
+    distinct engine term of a column, built once) or as the ASK answer's one row."""
+
+    columns: list[str]
+    n: int
+    cells: list[TermColumn]
+    truncated: bool = False
+    rows: list[tuple[Any, ...]] | None = None  # ASK: [(answer,)]
+
+    def table(self) -> ResultTable:
+        rows = self.rows if self.rows is not None else rows_of(self.n, self.cells)
+        return ResultTable(self.columns, rows, self.truncated)
+
+    def size(self) -> int:
+        """:func:`_terms_bytes` of the rows (what ``isolation: thread`` caps), from the
+        column form: the packed reply holds each distinct term once, so its own size would
+        let a result of many equal terms past ``max_bytes`` and into the parent's memory."""
+        if self.rows is not None:
+            return _terms_bytes(self.rows)
+        size = 0
+        for terms, indices in self.cells:
+            lengths = [16 if t is None else len(t[1]) + 8 for t in terms]
+            size += sum(map(lengths.__getitem__, indices))
+        return size
+
+    def reply(self) -> tuple[list[str], Any, bool]:
+        """What a worker sends back (:func:`.packed.unpack_rows` reads the rows)."""
+        rows = self.rows if self.rows is not None else pack_terms(self.n, self.cells)
+        return self.columns, rows, self.truncated
+
+
+class _Cancelled(Exception):
+    """The caller gave up on an in-process query (its timeout or Ctrl-C)."""
+
+
 def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
-                cancel: threading.Event | None = None) -> ResultTable | None:
-    """Run ``query`` on a pyoxigraph store into a table (None when cancelled mid-way)."""
+                cancel: threading.Event | None = None) -> _Solutions | None:
+    """Run ``query`` on a pyoxigraph store (None when cancelled mid-way)."""
     import pyoxigraph as ox
 
     try:
         res = store.query(query, base_iri=base_iri, use_default_graph_as_union=True)
         if isinstance(res, ox.QueryBoolean):
-            return ResultTable(["boolean"], [(bool(res),)])
+            return _Solutions(["boolean"], 1, [], rows=[(bool(res),)])
         if not isinstance(res, ox.QuerySolutions):
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [v.value for v in res.variables]
-        width = range(len(cols))
-        rows: list[tuple[Any, ...]] = []
-        truncated = False
-        for sol in res:
-            if cancel is not None and cancel.is_set():
-                return None
-            if len(rows) >= max_rows:
-                truncated = True
-                break
-            rows.append(tuple(_ox_term(sol[i]) for i in width))
-        return ResultTable(cols, rows, truncated)
+        with gc_paused():  # the engine evaluates in Rust: new tuples, no Python garbage
+            raw = list(map(tuple, islice(_checked(res, cancel), max_rows + 1)))
+        truncated = len(raw) > max_rows
+        if truncated:
+            del raw[max_rows:]
+        n, cells = term_columns(raw, _ox_term)
+        return _Solutions(cols, n, cells, truncated)
+    except _Cancelled:
+        return None
     except QueryFailed:
         raise
     except SyntaxError as exc:
         raise QueryFailed(f"syntax error: {exc}") from None
     except Exception as exc:  # engine errors (OSError, ValueError...) are model errors
         raise QueryFailed(f"{type(exc).__name__}: {exc}") from None
+
+
+def _checked(solutions: Any, cancel: threading.Event | None) -> Any:
+    """``solutions``, stopping with :class:`_Cancelled` once ``cancel`` is set (in a worker
+    there is no flag: the parent kills it)."""
+    if cancel is None:
+        return solutions
+    return _until(solutions, cancel)
+
+
+def _until(solutions: Any, cancel: threading.Event) -> Any:
+    for sol in solutions:
+        if cancel.is_set():
+            raise _Cancelled
+        yield sol
 
 
 @dataclass
@@ -210,7 +271,8 @@ class _OxStore:
 
         def work() -> None:
             try:
-                outcome["table"] = _ox_collect(store, query, max_rows, base_iri, cancel)
+                got = _ox_collect(store, query, max_rows, base_iri, cancel)
+                outcome["table"] = got.table() if got is not None else None
             except QueryFailed as exc:
                 outcome["error"] = exc
             finally:
@@ -303,22 +365,21 @@ def _too_big(max_bytes: int) -> ResultTable:
     return ResultTable([], [], True, meta={"max_bytes": max_bytes})
 
 
-def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None) -> ResultTable:
+def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None,
+                    ) -> _Solutions:
     try:
         res = graph.query(query, base=base_iri)
         if res.type == "ASK":
-            return ResultTable(["boolean"], [(bool(res.askAnswer),)])
+            return _Solutions(["boolean"], 1, [], rows=[(bool(res.askAnswer),)])
         if res.type != "SELECT":
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [str(v) for v in (res.vars or [])]
-        rows: list[tuple[Any, ...]] = []
-        truncated = False
-        for row in res:
-            if len(rows) >= max_rows:
-                truncated = True
-                break
-            rows.append(tuple(_rdflib_term(t) for t in row))
-        return ResultTable(cols, rows, truncated)
+        raw = list(map(tuple, islice(res, max_rows + 1)))
+        truncated = len(raw) > max_rows
+        if truncated:
+            del raw[max_rows:]
+        n, cells = term_columns(raw, _rdflib_term)
+        return _Solutions(cols, n, cells, truncated)
     except QueryFailed:
         raise
     except Exception as exc:
@@ -358,18 +419,22 @@ def _load_graph(engine: str, path: str, fmt: tuple[str, str, bool], lenient: boo
 _GRAPH = "rdf-graph"
 
 
-def _query(query: str, max_rows: int) -> tuple[list[str], list[tuple[Any, ...]], bool]:
-    """One query on the worker's graph, as plain values (cheap to pickle)."""
+def _query(query: str, max_rows: int, max_bytes: int | None = None,
+           ) -> tuple[list[str], Any, bool] | None:
+    """One query on the worker's graph, its rows in the packed form (:mod:`.packed`); None
+    when they hold more than ``max_bytes`` (:meth:`_Solutions.size`)."""
     if _GRAPH not in worker_state():  # the worker was replaced between two calls
         raise QueryFailed("the graph is not loaded in this worker; run the query again")
     engine, graph, base_iri = worker_state()[_GRAPH]
     if engine == "rdflib":
-        table = _rdflib_collect(graph, query, max_rows, base_iri)
+        got = _rdflib_collect(graph, query, max_rows, base_iri)
     else:
-        got = _ox_collect(graph, query, max_rows, base_iri)
-        assert got is not None
-        table = got
-    return table.columns, table.rows, table.truncated
+        ox = _ox_collect(graph, query, max_rows, base_iri)
+        assert ox is not None
+        got = ox
+    if max_bytes is not None and got.size() > max_bytes:
+        return None
+    return got.reply()
 
 
 class _Worker:
@@ -397,6 +462,9 @@ class _Worker:
                             setup=(_load_graph, (engine, str(path), fmt, lenient, base_iri,
                                                  allow_service)),
                             start_timeout=load_timeout)
+        #: The terms of the last result, by their fields (:func:`.packed.unpack_terms`: a
+        #: case's gold and predicted results share equal terms).
+        self._terms: dict[Any, Term] = {}
         #: The process id of the worker whose load this object has seen.
         self._loaded: int | None = None
 
@@ -432,8 +500,8 @@ class _Worker:
         with self.lock:
             self._ensure()
             try:
-                columns, rows, truncated = self._box.call(_query, query, max_rows,
-                                                          timeout=timeout, max_reply=max_bytes)
+                reply = self._box.call(_query, query, max_rows, max_bytes,
+                                       timeout=timeout, max_reply=max_bytes)
             except SandboxTooBig:  # the rows stayed in the worker
                 return _too_big(max_bytes)
             except SandboxTimeout:
@@ -444,7 +512,11 @@ class _Worker:
             except SandboxCrashed:
                 raise QueryFailed(f"{self.engine} worker died while evaluating the query "
                                   "(out of memory? see max_memory)") from None
-        return ResultTable(list(columns), list(rows), bool(truncated))
+            if reply is None:  # the rows stayed in the worker
+                return _too_big(max_bytes)
+            columns, packed, truncated = reply
+            rows, self._terms = unpack_terms(packed, self._terms)
+        return ResultTable(list(columns), rows, bool(truncated))
 
     def alive(self) -> bool:
         """True while the worker that loaded the graph runs (after a kill, the sandbox's

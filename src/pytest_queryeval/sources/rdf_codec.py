@@ -69,22 +69,32 @@ def canonical_lexical(value: str, datatype: str) -> str:
     return value
 
 
+#: A term's four fields (type, value, datatype, lang): what crosses a worker's pipe.
+Fields = tuple[str, str, "str | None", "str | None"]
+
+
 def make_term(kind: str, value: str, datatype: str | None = None,
               lang: str | None = None) -> Term:
     """Build a :class:`Term` in the normal form described in this module's docstring."""
+    return Term(*term_fields(kind, value, datatype, lang))
+
+
+def term_fields(kind: str, value: str, datatype: str | None = None,
+                lang: str | None = None) -> Fields:
+    """The fields of :func:`make_term`'s term, without building it (a worker sends them)."""
     if kind == "typed-literal":
         kind = "literal"
     if kind != "literal":
-        return Term(kind, value)
+        return (kind, value, None, None)
     if lang:
-        return Term("literal", value, None, lang.lower())
+        return ("literal", value, None, lang.lower())
     if datatype in (None, "", XSD_STRING, RDF_LANGSTRING):
-        return Term("literal", value)
+        return ("literal", value, None, None)
     assert datatype is not None
     lexical = canonical_lexical(value, datatype)
     if datatype in _INTEGERS:  # Oxigraph stores every derived integer type as xsd:integer
         datatype = XSD + "integer"
-    return Term("literal", lexical, datatype)
+    return ("literal", lexical, datatype, None)
 
 
 def normalize_cell(cell: Any) -> Any:

@@ -25,12 +25,22 @@ from ..sandbox import (
     SandboxTooBig,
     shared_sandbox,
 )
-from .base import SourceDefaults, check_isolation, payload_bytes, positive, positive_int
+from .base import (
+    PACK_BATCHES,
+    PackedBatches,
+    SourceDefaults,
+    check_isolation,
+    payload_bytes,
+    positive,
+    positive_int,
+)
+from .packed import PackedRows, pack_rows, unpack_rows
 from .sqlguard import check_read_only, query_led
 
-#: What a worker returns for one query: columns, rows, truncated, meta, seconds (plain values,
-#: cheap to pickle; :class:`ResultTable` itself is rebuilt in the parent).
-Reply = tuple[list[str], list[tuple[Any, ...]], bool, dict[str, Any], float]
+#: What a worker returns for one query: columns, rows (as they are, or one
+#: :class:`~.packed.PackedRows`), truncated, meta, seconds (plain values, cheap to pickle;
+#: :class:`ResultTable` itself is rebuilt in the parent).
+Reply = tuple[list[str], "list[tuple[Any, ...]] | PackedRows", bool, dict[str, Any], float]
 #: Why a file engine's worker was killed at the deadline (its own interrupt did not stop it).
 ENGINE_KILLED = "the engine did not stop by itself: its worker was killed"
 #: Seconds past the timeout before a file engine's worker is killed (the engine's own
@@ -46,6 +56,9 @@ class EngineDenied(QueryRefused):
 def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
     """The reply for ``table``; a result cut by ``max_bytes`` keeps only the rows that fit,
     so the rest never leave the worker (the parent would hold up to twice the cap)."""
+    if isinstance(table.rows, PackedBatches):  # fetched under PACK_BATCHES: sent as it is
+        return (table.columns, PackedRows("chunks", table.rows.chunks), table.truncated,
+                table.meta, table.seconds)
     if "max_bytes" in table.meta:
         size = 0
         for i, row in enumerate(table.rows):
@@ -53,7 +66,17 @@ def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
             if size > max_bytes:
                 del table.rows[i:]
                 break
-    return table.columns, table.rows, table.truncated, table.meta, table.seconds
+    return table.columns, pack_rows(table.rows), table.truncated, table.meta, table.seconds
+
+
+def packing(fn: Callable[..., ResultTable], *args: Any) -> ResultTable:
+    """``fn(*args)`` with :data:`~.base.PACK_BATCHES` set: for a worker's query function,
+    whose result goes straight into :func:`worker_reply`."""
+    token = PACK_BATCHES.set(True)
+    try:
+        return fn(*args)
+    finally:
+        PACK_BATCHES.reset(token)
 
 
 def call_query(box: Sandbox, fn: Any, *args: Any, timeout: float, hard_timeout: float,
@@ -82,7 +105,7 @@ def query_outcome(outcome: Callable[[], Reply], *, timeout: float, max_bytes: in
     except SandboxCrashed:
         raise QueryFailed(f"the query's worker died (out of memory? max_memory is "
                           f"{max_memory:,} bytes)") from None
-    return ResultTable(columns, rows, truncated, seconds, meta)
+    return ResultTable(columns, unpack_rows(rows), truncated, seconds, meta)
 
 
 class FileFingerprint:

@@ -35,7 +35,7 @@ from .base import (
     DEFAULT_TIMEOUT,
     FetchedRows,
 )
-from .sandboxed import EngineDenied, Reply, SandboxedFileSource, worker_reply
+from .sandboxed import EngineDenied, Reply, SandboxedFileSource, packing, worker_reply
 
 #: VM instructions between two deadline checks: small enough to stop within milliseconds,
 #: large enough to cost nothing measurable.
@@ -167,8 +167,8 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
         while len(conns) >= _WORKER_CONNECTIONS:
             conns.pop(next(iter(conns))).close()
     conns[path] = conn  # most recently used last
-    return worker_reply(run_query(conn, query, timeout, max_rows, max_bytes, guarded),
-                        max_bytes)
+    return worker_reply(packing(run_query, conn, query, timeout, max_rows, max_bytes,
+                                guarded), max_bytes)
 
 
 class SqliteSource(SandboxedFileSource):
