@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import marshal
 import os
 import re
 import shutil
@@ -57,6 +58,7 @@ from .base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
+    PackedBatches,
     positive_int,
 )
 from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, packing, worker_reply
@@ -150,8 +152,16 @@ def scrub_text(text: str, paths: MachinePaths) -> str:
     return text
 
 
-def _scrub_rows(rows: list[tuple[Any, ...]], paths: MachinePaths) -> None:
+def _scrub_rows(table: ResultTable, paths: MachinePaths) -> None:
     needles = [path for path, _, _ in paths]
+    rows = table.rows
+    if isinstance(rows, PackedBatches):
+        # the batches' marshal dumps hold every string's UTF-8 bytes whole: unpacked (and
+        # scrubbed) only when a machine path is in one, which a worker's result rarely has
+        raw = [n.encode("utf-8", "surrogatepass") for n in needles]
+        if not any(r in chunk for chunk in rows.chunks for r in raw):
+            return
+        rows = table.rows = [row for chunk in rows.chunks for row in marshal.loads(chunk)]
     for i, row in enumerate(rows):
         if any(type(v) is str and any(n in v for n in needles) for v in row):
             rows[i] = tuple(scrub_text(v, paths) if type(v) is str else v for v in row)
@@ -166,7 +176,7 @@ def run_query(conn: Any, query: str, timeout: float, max_rows: int,
         table = _run_query(conn, query, timeout, max_rows, max_bytes)
     except (QueryFailed, QueryRefused) as e:
         raise type(e)(scrub_text(str(e), machine_paths(temp_dir))) from None
-    _scrub_rows(table.rows, machine_paths(temp_dir))
+    _scrub_rows(table, machine_paths(temp_dir))
     return table
 
 
