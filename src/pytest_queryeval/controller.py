@@ -142,8 +142,14 @@ class Controller:
         gates = evaluate_gates([] if audit else self._gates(records), records)
         for gate in gates:  # reports are committed as baselines: no machine paths in them
             gate["scope"] = display(Path(gate["scope"]), self.config.rootpath)
-        # the records become the report's cases without "path" (internal: gate scopes and the
-        # suite's folders), dropped in place: a copy of every record was held at the peak
+        transpiled = None
+        if audit and self.options.write_transpiled:  # needs each record's case file path
+            from .audit.writeback import write_transpiled
+
+            transpiled = write_transpiled(records)
+        # the records become the report's cases without "path" (internal: gate scopes, the
+        # suite's folders, the write-back above), dropped in place: a copy of every record was
+        # held at the peak
         files = {str(path) for r in records if (path := r.pop("path", None))}
         public = records
         report = self._report(public, gates, exitstatus, files)
@@ -155,10 +161,8 @@ class Controller:
             from .report.audit import audit_report
 
             report["audit"] = audit_report(public, audit)
-            if self.options.write_transpiled:
-                from .audit.writeback import write_transpiled
-
-                report["audit"]["transpiled"] = write_transpiled(records)
+            if transpiled is not None:
+                report["audit"]["transpiled"] = transpiled
         self.config.hook.pytest_queryeval_report(report=report, config=self.config)
         lines: list[str] = []
         self.summary = lines  # shown even if writing a report fails in conclude()

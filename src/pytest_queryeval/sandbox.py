@@ -9,6 +9,11 @@ crash) in the worker instead of in pytest. One runaway call costs its own timeou
 else: the next call starts a fresh worker (spawned right after the kill, so its start-up
 overlaps the parent's work).
 
+Why one module of this size: the parent's side (start, write, wait, kill, respawn) and the
+worker's loop share one wire protocol, its framing, deadlines and reply caps; split, each half
+would have to restate the other's invariants (a pipelined call's deadline counts from the reply
+before it, a reply is capped in the worker and checked again here).
+
 API (everything else here is private)::
 
     from pytest_queryeval.sandbox import Sandbox, shared_sandbox, worker_state
