@@ -208,6 +208,17 @@ class _Cancelled(Exception):
     """The caller gave up on an in-process query (its timeout or Ctrl-C)."""
 
 
+
+def _solutions(cols: list[str], rows: Any, max_rows: int, term: Any) -> _Solutions:
+    """At most ``max_rows`` of an engine's solutions (one more read to know it was cut), by
+    column with each distinct term built once (:func:`term_columns`)."""
+    raw = list(map(tuple, islice(rows, max_rows + 1)))
+    truncated = len(raw) > max_rows
+    if truncated:
+        del raw[max_rows:]
+    n, cells = term_columns(raw, term)
+    return _Solutions(cols, n, cells, truncated)
+
 def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
                 cancel: threading.Event | None = None) -> _Solutions | None:
     """Run ``query`` on a pyoxigraph store (None when cancelled mid-way)."""
@@ -221,12 +232,7 @@ def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [v.value for v in res.variables]
         with gc_paused():  # the engine evaluates in Rust: new tuples, no Python garbage
-            raw = list(map(tuple, islice(_checked(res, cancel), max_rows + 1)))
-        truncated = len(raw) > max_rows
-        if truncated:
-            del raw[max_rows:]
-        n, cells = term_columns(raw, _ox_term)
-        return _Solutions(cols, n, cells, truncated)
+            return _solutions(cols, _checked(res, cancel), max_rows, _ox_term)
     except _Cancelled:
         return None
     except QueryFailed:
@@ -374,12 +380,7 @@ def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None,
         if res.type != "SELECT":
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [str(v) for v in (res.vars or [])]
-        raw = list(map(tuple, islice(res, max_rows + 1)))
-        truncated = len(raw) > max_rows
-        if truncated:
-            del raw[max_rows:]
-        n, cells = term_columns(raw, _rdflib_term)
-        return _Solutions(cols, n, cells, truncated)
+        return _solutions(cols, res, max_rows, _rdflib_term)
     except QueryFailed:
         raise
     except Exception as exc:
