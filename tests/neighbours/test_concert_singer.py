@@ -5,50 +5,20 @@ equivalent rewrites never flagged, within the default budget."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from pytest_queryeval.metrics.table import table_metrics
-from pytest_queryeval.neighbours import Budget, search
-from pytest_queryeval.results import ResultTable
+from pytest_queryeval.neighbours import search
+from tests.neighbours.support import BUDGET, DATA, concert_singer, result, same_as_the_case
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "neighbours"
 CORPUS = yaml.safe_load((DATA / "concert_singer.yaml").read_text())
-#: The default database budget; the seconds bound is generous so that load changes nothing.
-BUDGET = Budget(databases=200, seconds=600)
 
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("concert_singer") / "concert_singer.sqlite"
-    conn = sqlite3.connect(path)
-    try:
-        conn.executescript((DATA / "concert_singer.sql").read_text())
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-    finally:
-        conn.close()
-    return path
-
-
-def same_as_the_case(gold: str) -> Any:
-    ordered = "order by" in gold.lower()
-
-    def same(g: ResultTable, p: ResultTable) -> bool:
-        return table_metrics(g, p, order_matters=ordered)["execution_accuracy"] == 1.0
-    return same
-
-
-def result(db: Path, sql: str) -> ResultTable:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        cur = conn.execute(sql)
-        return ResultTable([d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()])
-    finally:
-        conn.close()
+    return concert_singer(tmp_path_factory.mktemp("concert_singer"))
 
 
 def test_the_database_is_spiders(database: Path) -> None:

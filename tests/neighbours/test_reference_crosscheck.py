@@ -6,42 +6,22 @@ databases per gold), and the reference, like ours, must flag no equivalent rewri
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from pytest_queryeval.metrics.table import table_metrics
-from pytest_queryeval.neighbours import Budget, search
-from pytest_queryeval.results import ResultTable
+from pytest_queryeval.neighbours import search
+from tests.neighbours.support import BUDGET, DATA, concert_singer, same_as_the_case
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "neighbours"
 CORPUS = yaml.safe_load((DATA / "concert_singer.yaml").read_text())
 ORACLE = yaml.safe_load((DATA / "concert_singer.testsuiteeval.yaml").read_text())
-#: The default database budget (the reference's run fuzzed 200 databases per gold too); the
-#: seconds bound is generous so that load changes nothing.
-BUDGET = Budget(databases=200, seconds=600)
 
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("concert_singer") / "concert_singer.sqlite"
-    conn = sqlite3.connect(path)
-    try:
-        conn.executescript((DATA / "concert_singer.sql").read_text())
-    finally:
-        conn.close()
-    return path
-
-
-def same_as_spider(gold: str) -> Any:
-    ordered = "order by" in gold.lower()
-
-    def same(g: ResultTable, p: ResultTable) -> bool:
-        return table_metrics(g, p, order_matters=ordered)["execution_accuracy"] == 1.0
-    return same
+    return concert_singer(tmp_path_factory.mktemp("concert_singer"))
 
 
 def test_the_oracle_covers_the_corpus_pair_by_pair() -> None:
@@ -65,6 +45,6 @@ def test_the_reference_catches_most_but_not_all_coincidental_passes() -> None:
 @pytest.mark.parametrize("pair", CAUGHT, ids=lambda r: f"{r['kind']}-{r['index']}")
 def test_our_search_catches_every_pair_the_reference_catches(
         database: Path, pair: dict[str, Any]) -> None:
-    found = search(database, pair["gold"], pair["predicted"], same_as_spider(pair["gold"]),
+    found = search(database, pair["gold"], pair["predicted"], same_as_the_case(pair["gold"]),
                    budget=BUDGET)
     assert found.counterexample is not None, pair["predicted"]

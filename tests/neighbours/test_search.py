@@ -7,40 +7,18 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from pytest_queryeval.metrics.table import table_metrics
 from pytest_queryeval.neighbours import Budget, search
 from pytest_queryeval.neighbours.engines import ENGINES
 from pytest_queryeval.neighbours.search import Rows, _differs
-from pytest_queryeval.results import ResultTable
+from tests.neighbours.support import BUDGET, result, same_as_the_case
 
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
 CORPUS = yaml.safe_load((ROOT / "tests" / "data" / "neighbours" / "chinook.yaml").read_text())
-#: The default budget's database count; the seconds bound is generous so that a loaded
-#: machine changes nothing (the outcome is decided by the database count).
-BUDGET = Budget(databases=200, seconds=600)
-
-
-def same_as_the_case(gold: str) -> Any:
-    ordered = "order by" in gold.lower()
-
-    def same(g: ResultTable, p: ResultTable) -> bool:
-        return table_metrics(g, p, order_matters=ordered)["execution_accuracy"] == 1.0
-    return same
-
-
-def result(db: Path, sql: str) -> ResultTable:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        cur = conn.execute(sql)
-        return ResultTable([d[0] for d in cur.description], [tuple(r) for r in cur.fetchall()])
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("pair", CORPUS["coincidental"] + CORPUS["equivalent"],
