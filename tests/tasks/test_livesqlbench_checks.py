@@ -4,7 +4,6 @@ quirks kept), in the sandbox worker under the task's deadline and memory cap."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,16 +12,8 @@ from pytest_queryeval.errors import ConfigError, QueryTimeout
 from pytest_queryeval.tasks import Check, Task, run_task
 from pytest_queryeval.tasks.case import parse_checks
 
-ROOT = Path(__file__).resolve().parents[2]
 ADD = "INSERT INTO Genre (GenreId, Name) VALUES (99, 'Polka')"
 HEAD = "def test_case(pred_sqls, sol_sqls, db_name, conn):\n"
-
-
-@pytest.fixture
-def chinook(tmp_path: Path) -> Path:
-    path = tmp_path / "chinook.sqlite"
-    shutil.copyfile(ROOT / "example_suite" / "data" / "chinook.sqlite", path)
-    return path
 
 
 def run(path: Path, body: str, predicted: str = ADD, **limits: float) -> tuple[bool, str, str]:

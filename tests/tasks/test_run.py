@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -15,16 +14,8 @@ import pytest
 from pytest_queryeval.errors import QueryTimeout
 from pytest_queryeval.tasks import Check, Task, run_task
 
-ROOT = Path(__file__).resolve().parents[2]
 RAISE = "UPDATE Track SET UnitPrice = UnitPrice + 0.1 WHERE GenreId = 1"
 ROCK_PRICES = "SELECT TrackId, UnitPrice FROM Track WHERE GenreId = 1"
-
-
-@pytest.fixture
-def chinook(tmp_path: Path) -> Path:
-    path = tmp_path / "chinook.sqlite"
-    shutil.copyfile(ROOT / "example_suite" / "data" / "chinook.sqlite", path)
-    return path
 
 
 def digest(path: Path) -> str:
