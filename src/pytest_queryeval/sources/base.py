@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 from ..errors import ConfigError
 from ..numeric import MAX_COUNT, option_limit, short_repr
 from ..results import ResultTable
+from .packed import PLAIN, PackedRows, unpack_rows
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_ROWS = 100_000
@@ -172,8 +173,6 @@ def positive_int(value: Any, name: str, key: str) -> int:
 #: anyway to count their bytes (:class:`PackedBatches`), not as row objects, so the worker
 #: never holds a large result as Python objects (250 bytes a row instead of 40).
 PACK_BATCHES: ContextVar[bool] = ContextVar("queryeval_pack_batches", default=False)
-#: Cell types marshal writes and reads back as exactly themselves (see ``packed``).
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
 
 
 class PackedBatches(list):  # type: ignore[type-arg]
@@ -212,7 +211,7 @@ class FetchedRows:
         if not batch:
             return False
         self.count += len(batch)
-        if self.chunks is not None and set(map(type, chain.from_iterable(batch))) <= _PLAIN:
+        if self.chunks is not None and set(map(type, chain.from_iterable(batch))) <= PLAIN:
             data = marshal.dumps(batch)  # what payload_bytes measures
             self.chunks.append(data)
             self.last = len(data)
@@ -227,10 +226,7 @@ class FetchedRows:
         return not self.over_bytes and self.count <= self.max_rows
 
     def _unpacked(self) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = []
-        for data in self.chunks or ():
-            rows.extend(marshal.loads(data))
-        return rows
+        return unpack_rows(PackedRows("chunks", self.chunks or []))
 
     def table(self, columns: list[str], seconds: float) -> ResultTable:
         """The result, ``truncated`` with ``meta`` naming the cap it went over, if any."""

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import marshal
 import os
 import re
 import shutil
@@ -61,6 +60,7 @@ from .base import (
     PackedBatches,
     positive_int,
 )
+from .packed import PackedRows, unpack_rows
 from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, packing, worker_reply
 
 DEFAULT_MAX_MEMORY = 1024 * 1024 * 1024
@@ -161,7 +161,7 @@ def _scrub_rows(table: ResultTable, paths: MachinePaths) -> None:
         raw = [n.encode("utf-8", "surrogatepass") for n in needles]
         if not any(r in chunk for chunk in rows.chunks for r in raw):
             return
-        rows = table.rows = [row for chunk in rows.chunks for row in marshal.loads(chunk)]
+        rows = table.rows = unpack_rows(PackedRows("chunks", rows.chunks))
     for i, row in enumerate(rows):
         if any(type(v) is str and any(n in v for n in needles) for v in row):
             rows[i] = tuple(scrub_text(v, paths) if type(v) is str else v for v in row)

@@ -33,7 +33,7 @@ from ..gcpolicy import gc_paused
 from ..results import Term, term_of
 
 #: Cell types marshal writes and reads back as exactly themselves.
-_PLAIN = frozenset({type(None), bool, int, float, str, bytes})
+PLAIN = frozenset({type(None), bool, int, float, str, bytes})
 #: Fewer cells than this go as they are (packing saves nothing measurable on small results).
 _MIN_CELLS = 4096
 
@@ -62,7 +62,7 @@ def pack_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]] | PackedRows
     docstring), else unchanged."""
     if not rows or len(rows) * len(rows[0]) < _MIN_CELLS:
         return rows
-    if not set(map(type, chain.from_iterable(rows))) <= _PLAIN:
+    if not set(map(type, chain.from_iterable(rows))) <= PLAIN:
         return rows
     try:
         return PackedRows("marshal", marshal.dumps(rows))
