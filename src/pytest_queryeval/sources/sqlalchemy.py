@@ -50,7 +50,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from ..sandbox import Sandbox, shared_sandbox
+from ..sandbox import Sandbox, in_worker, shared_sandbox
 from ..secrets import MASK, mask_url
 from ..secrets import QUERY_PASSWORD as _QUERY_PASSWORD
 from .base import (
@@ -517,6 +517,11 @@ class SqlAlchemySource(SourceDefaults):
             return QueryTimeout(f"query exceeded {timeout:g} s")
         if state == "25006" or "read-only transaction" in msg or "readonly database" in msg:
             return QueryRefused(f"the source is read-only ({msg})")
+        if not state and msg.startswith("out of memory") and in_worker():
+            # libpq's own allocation of the result failed (no SQLSTATE: the client, not the
+            # server): in the worker that is RLIMIT_AS, i.e. max_memory, as a MemoryError is
+            return QueryFailed(f"out of memory: the query went over max_memory "
+                               f"({self.max_memory:,} bytes; the client: {msg})")
         if getattr(e, "connection_invalidated", False) or \
                 any(state.startswith(s) for s in _PG_UNAVAILABLE) or \
                 (not state and type(orig).__name__ in ("OperationalError", "InterfaceError")

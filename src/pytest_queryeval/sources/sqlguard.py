@@ -287,7 +287,9 @@ def _tokens(sql: str, dialect: str | None) -> list[Any]:
         words = {w.upper() for w in re.findall(r"\w+", sql)}
         if m is not None and not _starts_a_statement(m[1], "") and not words & _WRITE_WORDS:
             raise _syntax_error(sql, m.start(1), m[1]) from None
-        cause = e.__cause__ or e  # "Missing ' from 1:7" says more than "Error tokenizing"
+        # "Missing ' from 1:7" says more than "Error tokenizing"; sqlglot's compiled build
+        # (sqlglotc) loses the explicit ``from e``, and keeps it only as the context.
+        cause = e.__cause__ or e.__context__ or e
         raise QuerySyntaxError(f"syntax error: {cause}") from None
 
 
