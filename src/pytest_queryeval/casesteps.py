@@ -60,19 +60,20 @@ def model_failure(case: Case, exc: QueryEvalError) -> CaseOutcome:
                        details={"prediction_failure": str(exc)}, signature="error:" + reason)
 
 
-def near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[[], Any],
+def near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[..., Any],
                details: dict[str, Any], diff: list[str]) -> None:
     """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
-    never a metric or a verdict. A relaxation that breaks is left out, never the case."""
-    from .nearmiss import describe, flips
+    never a metric or a verdict. A relaxation that breaks is left out, never the case. Only
+    the metrics the case's thresholds judge are computed under the relaxations."""
+    from .nearmiss import describe, flips, table_metrics_of
 
+    thresholds = {m: t for m, t in case.thresholds.items() if m not in REPEAT_METRICS}
     try:
-        values = relaxed()
+        values = relaxed(table_metrics_of(thresholds))
     except Exception as exc:  # an explanation must never fail the case
         details["near_miss_error"] = f"{type(exc).__name__}: {exc}"
         return
-    names = flips({m: t for m, t in case.thresholds.items() if m not in REPEAT_METRICS},
-                  metrics, values)
+    names = flips(thresholds, metrics, values)
     details["near_miss"] = names
     if names:
         diff.append(describe(names))

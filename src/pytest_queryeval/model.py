@@ -183,7 +183,9 @@ class Scored:
     signature: str | None = None
     #: The result-table metrics under each near-miss relaxation (:mod:`.nearmiss`), computed
     #: by the engine only when the case fails; None for kinds without result tables.
-    relaxed: Callable[[], dict[str, dict[str, float]]] | None = None
+    #: ``relaxed(names=None)``: the table metrics (``names`` of them; None: all) under each
+    #: near-miss relaxation (:func:`..nearmiss.relaxed_metrics`), computed when first asked.
+    relaxed: Callable[..., dict[str, dict[str, float]]] | None = None
     #: What a judge is shown (:mod:`.judge`): the gold query that scored and both executed
     #: results, as ``(gold text, gold table, predicted text, predicted table)``; None when
     #: either query did not execute (nothing for a judge to compare).

@@ -40,7 +40,7 @@ import bisect
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -67,19 +67,44 @@ REL_TOL = 1e-4
 #: million-row failure would cost more than the explanation is worth.
 MAX_CELLS = 2_000_000
 
-Relaxed = Callable[[], dict[str, dict[str, float]]]
+#: ``relaxed(names)``: :func:`relaxed_metrics` of a case's two tables, ``names`` passed on.
+Relaxed = Callable[[frozenset[str] | None], dict[str, dict[str, float]]]
+EX = "execution_accuracy"
+#: What a reader of ``execution_accuracy`` alone passes (``relaxed_ex``, the judge's facts).
+EX_ONLY: frozenset[str] = frozenset({EX})
+
+
+def table_metrics_of(names: Iterable[str]) -> frozenset[str]:
+    """The result-table metrics among ``names``, as ``relaxed(names)`` is asked for them: the
+    readers of a case share one cached computation when they need the same ones."""
+    from .metrics.table import TABLE_METRIC_NAMES
+
+    return frozenset(TABLE_METRIC_NAMES).intersection(names)
 
 
 def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool,
-                    compare: Any = None, base: Any = None) -> dict[str, dict[str, float]]:
+                    compare: Any = None, base: Any = None,
+                    names: Collection[str] | None = None) -> dict[str, dict[str, float]]:
     """The result-table metrics under each relaxation that changes something (by name).
     ``base``: the kind's own comparison of the two under the same options, when it has one
-    (else it is made here)."""
-    from .metrics.table import CompareOptions, compare_tables
+    (else it is made here). ``names``: the metrics the caller reads (None: all seven); only
+    ``execution_accuracy`` is computed alone, on a sixth of the cost of the seven (every
+    reader but a threshold on another table metric needs nothing else), and nothing at all
+    when no table metric is asked for."""
+    from .metrics.table import (
+        TABLE_METRIC_NAMES,
+        CompareOptions,
+        compare_tables,
+        execution_match,
+    )
 
     cells = sum(len(t.rows) * max(_width(t), 1) for t in (gold, pred))
     if cells > MAX_CELLS:
         raise ValueError(f"results of {cells:,} cells (over {MAX_CELLS:,}) are not attributed")
+    wanted = None if names is None else set(TABLE_METRIC_NAMES).intersection(names)
+    if wanted is not None and not wanted:
+        return {}
+    ex_only = wanted == {EX}
     opts = CompareOptions.from_config(compare)
     if base is None:
         base = compare_tables(gold, pred, order_matters=order_matters, compare=opts)
@@ -87,6 +112,8 @@ def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool
 
     def score(g: ResultTable, p: ResultTable, ordered: bool = order_matters,
               o: Any = opts) -> dict[str, float]:
+        if ex_only:
+            return {EX: 1.0 if execution_match(g, p, order_matters=ordered, compare=o) else 0.0}
         return compare_tables(g, p, order_matters=ordered, compare=o).metrics()
 
     if len(gold.rows) > 1 or len(pred.rows) > 1:

@@ -302,3 +302,35 @@ def test_terms_sharing_a_value_keep_quick_rej() -> None:
     u, lit = Term("uri", "x"), Term("literal", "x")
     assert ex([(u, lit)], [(lit, u)]) == float(naive_result_eq([(u, lit)], [(lit, u)], False))
     assert ex([(u, lit)], [(lit, u)]) == 0.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(table_pair())
+def test_execution_match_alone_matches_naive_transcription(
+        data: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool]) -> None:
+    """``execution_match`` (EX without the six other metrics, what the near-miss attribution
+    and ``relaxed_ex`` read) against the published algorithm spelled out naively."""
+    from pytest_queryeval.metrics.table import execution_match
+
+    gold, pred, ordered = data
+    assert execution_match(T(gold), T(pred), order_matters=ordered) \
+        == naive_result_eq(gold, pred, ordered)
+
+
+@settings(max_examples=200, deadline=None)
+@given(table_pair())
+def test_relaxed_ex_alone_equals_the_full_relaxed_metrics(
+        data: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool]) -> None:
+    """The near-miss relaxations asked for ``execution_accuracy`` alone give, per relaxation,
+    the value the full computation of the seven metrics gives; asked for no table metric,
+    nothing is computed."""
+    from pytest_queryeval.nearmiss import EX_ONLY, relaxed_metrics, table_metrics_of
+
+    gold, pred, ordered = data
+    full = relaxed_metrics(T(gold), T(pred), order_matters=ordered)
+    alone = relaxed_metrics(T(gold), T(pred), order_matters=ordered, names=EX_ONLY)
+    assert alone == {name: {"execution_accuracy": m["execution_accuracy"]}
+                     for name, m in full.items()}
+    assert table_metrics_of(["execution_accuracy", "judge_ex"]) == EX_ONLY
+    assert relaxed_metrics(T(gold), T(pred), order_matters=ordered,
+                           names=table_metrics_of(["exact_set_match"])) == {}

@@ -330,10 +330,10 @@ def _near_misses(scored: Scored) -> list[str]:
     """The relaxations under which execution would match, as facts for the prompt."""
     if scored.relaxed is None:
         return []
-    from ..nearmiss import RELAXATIONS
+    from ..nearmiss import EX_ONLY, RELAXATIONS
 
     try:
-        values = scored.relaxed()
+        values = scored.relaxed(EX_ONLY)
     except Exception:  # an explanation must never fail the case
         return []
     return [f"the results match with {RELAXATIONS[name]}" for name, m in values.items()

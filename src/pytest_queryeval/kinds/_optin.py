@@ -99,7 +99,7 @@ def _sparql(ctx: Context, src: Any, query: str) -> Any:
 
 
 def relaxed_ex(case: Case, metrics: Mapping[str, float],
-               relaxed: Callable[[], Mapping[str, Mapping[str, float]]] | None,
+               relaxed: Callable[..., Mapping[str, Mapping[str, float]]] | None,
                details: dict[str, Any]) -> float | None:
     """The ``relaxed_ex`` of a scored case asking for it (None: it does not, or nothing was
     compared); the relaxation that made it 1 goes to ``details.relaxed_ex``."""
@@ -110,8 +110,10 @@ def relaxed_ex(case: Case, metrics: Mapping[str, float],
         return 1.0
     if relaxed is None:
         return 0.0
+    from ..nearmiss import EX_ONLY
+
     try:
-        values = relaxed()
+        values = relaxed(EX_ONLY)
     except Exception as exc:  # too large to relax: strict, and said so
         details[RELAXED_EX] = f"not relaxed: {exc}"
         return 0.0

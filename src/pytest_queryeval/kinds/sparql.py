@@ -332,10 +332,10 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     details["gold_cached"] = gold.cached
     table, compare = gold.table, opts.compare
 
-    def relaxed() -> dict[str, dict[str, float]]:  # near misses, only if the case fails
-        from ..nearmiss import relaxed_metrics
+    def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
+        from ..nearmiss import relaxed_metrics  # near misses, only if the case fails
 
-        return relaxed_metrics(table, pred, order_matters=ordered, compare=compare)
+        return relaxed_metrics(table, pred, order_matters=ordered, compare=compare, names=names)
     compared = (gold.query or "", table, pred_query or "", pred)  # what a judge is shown
     return Scored(metrics, {}, diff, details, signature=pred.signature(ordered), relaxed=relaxed,
                   compared=compared)

@@ -820,13 +820,14 @@ def _size_ok(sql: str, opts: _Options) -> bool:
 
 
 def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: Any,
-                 base: Any) -> Callable[[], dict[str, dict[str, float]]]:
+                 base: Any) -> Callable[..., dict[str, dict[str, float]]]:
     """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails, from the
     case's own comparison ``base`` (not made again)."""
-    def relaxed() -> dict[str, dict[str, float]]:
+    def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
         from ..nearmiss import relaxed_metrics
 
-        return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare, base=base)
+        return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare, base=base,
+                               names=names)
     return relaxed
 
 

@@ -1066,6 +1066,25 @@ def compare_tables(
     return TableComparison(gold, pred, order_matters=order_matters, compare=compare)
 
 
+def execution_match(
+    gold: ResultTable,
+    pred: ResultTable,
+    *,
+    order_matters: bool,
+    compare: CompareOptions | None = None,
+) -> bool:
+    """``execution_accuracy`` alone (as :class:`TableComparison` computes it, without the six
+    other metrics: a sixth of the cost on small tables), for a reader that needs nothing else
+    (near-miss attribution, ``relaxed_ex``)."""
+    opts = compare or _DEFAULT_OPTIONS
+    if opts.is_default:  # TableComparison's own choice of path
+        fast = _fast_compare(gold.rows, pred.rows, order_matters)
+        if fast is not None:
+            return fast[0]
+    with gc_paused():
+        return _tsse_result_eq(_Side(gold, opts), _Side(pred, opts), order_matters)[0]
+
+
 def table_metrics(
     gold: ResultTable,
     pred: ResultTable,
@@ -1095,6 +1114,7 @@ __all__ = [
     "PositionalF1",
     "TableComparison",
     "compare_tables",
+    "execution_match",
     "percent_overlap",
     "positional_f1",
     "soft_f1",
