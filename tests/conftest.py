@@ -39,6 +39,10 @@ COMPILED_PACKAGES = frozenset({
     "safetensors", "huggingface_hub", "numpy", "scipy", "sklearn", "duckdb", "pyoxigraph",
     "sqlalchemy", "psycopg", "psycopg_binary", "yaml", "rdflib", "openpyxl", "pandas", "openai",
     "pydantic", "pydantic_core",
+    # sqlglot's compiled build (sqlglotc, the ``fast`` extra): its compiled parser keeps the
+    # classes of the first import, and a re-imported ``Dialect`` is not theirs ("Invalid
+    # dialect type for '<...SQLite object>'")
+    "sqlglot",
 })
 
 
