@@ -215,6 +215,20 @@ class Evaluator:
         spec = case.prediction_source
         return spec is not None and spec.get("source") == "file"
 
+    def fixed_prediction(self, case: Case) -> Prediction | None:
+        """What :meth:`predict` will return for ``case`` when the suite holds it (inline, or
+        a predictions file: asking twice gives the same and asks no one), so its queries may
+        be run ahead (:mod:`.collect`); None for any other, and for a case that predicts
+        more than once or cannot predict (it reports why when it runs)."""
+        if case.errors or case.skip or case.prediction_errors \
+                or not self._fixed_prediction(case) or self.repeats(case) != 1 \
+                or (self.pool is not None and (case.id, 0) in self.pool):
+            return None
+        try:
+            return self.predict(case, 0)
+        except QueryEvalError:
+            return None
+
     def live_request(self, case: Case, *, hook_active: bool = False,
                      ) -> tuple[str, int, Callable[[], Prediction]] | None:
         """The request a live source (python, http, command...) would make for ``case``, as
