@@ -44,6 +44,9 @@ from .sqlguard import check_read_only, query_led
 Reply = tuple[list[str], "list[tuple[Any, ...]] | PackedRows", bool, dict[str, Any], float]
 #: Why a file engine's worker was killed at the deadline (its own interrupt did not stop it).
 ENGINE_KILLED = "the engine did not stop by itself: its worker was killed"
+#: Pairs a source keeps sent ahead (:meth:`SandboxedFileSource.prefetch_pair`): the next
+#: case's and the one of a case that never came to ask (deselected at run time, stopped).
+_AHEAD = 2
 #: Seconds past the timeout before a file engine's worker is killed (the engine's own
 #: interrupt normally ends the query at the timeout, and the worker survives).
 HARD_GRACE = 1.0
@@ -178,8 +181,9 @@ class SandboxedFileSource(SourceDefaults):
         self._fingerprint = FileFingerprint(self.type, self.path, self.wal_suffix)
         self._box: Sandbox | None = None
         self._resolved = ""
-        #: The pair sent ahead (:meth:`prefetch_pair`): its arguments and its ticket.
-        self._ahead: tuple[tuple[str, str, float, int], Ticket] | None = None
+        #: Pairs sent ahead (:meth:`prefetch_pair`), oldest first: arguments and ticket (the
+        #: next case's is sent before this case's is read).
+        self._ahead: list[tuple[tuple[str, str, float, int], Ticket]] = []
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {str(self.path)!r})"
@@ -221,10 +225,12 @@ class SandboxedFileSource(SourceDefaults):
             return None
         timeout = self.timeout if timeout is None else float(timeout)
         max_rows = self.max_rows if max_rows is None else int(max_rows)
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] == (gold, predicted, timeout, max_rows):
-            ticket = ahead[1]
-        else:  # another pair's replies (if any) are read first, and dropped with its ticket
+        key = (gold, predicted, timeout, max_rows)
+        sent = next((i for i, (args, _) in enumerate(self._ahead) if args == key), None)
+        if sent is not None:  # the pairs sent before it were not asked for: dropped (their
+            ticket = self._ahead[sent][1]  # replies are read, in order, and let go)
+            del self._ahead[:sent + 1]
+        else:
             ticket = Ticket(self._worker(), self._pair_calls(gold, predicted, timeout, max_rows))
         gold_outcome, pred_outcome = ticket.outcomes()
         gold_table = self._outcome(gold_outcome, timeout)
@@ -250,8 +256,9 @@ class SandboxedFileSource(SourceDefaults):
         timeout = self.timeout if timeout is None else float(timeout)
         max_rows = self.max_rows if max_rows is None else int(max_rows)
         box = self._worker()
-        self._ahead = ((gold, predicted, timeout, max_rows),
-                       box.submit(self._pair_calls(gold, predicted, timeout, max_rows)))
+        ticket = box.submit(self._pair_calls(gold, predicted, timeout, max_rows))
+        self._ahead = [*self._ahead[-(_AHEAD - 1):], ((gold, predicted, timeout, max_rows),
+                                                        ticket)]
         return True
 
     def _pairs(self, predicted: str) -> bool:
