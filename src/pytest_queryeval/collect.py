@@ -85,6 +85,9 @@ def _property(metric: str, value: Any) -> tuple[str, Any]:
 
 #: The process's :class:`~.runner.Runner`, which the nodes read their suite and run from.
 RUNNER = pytest.StashKey[Runner]()
+#: The item pytest runs after a case item (``pytest_runtest_protocol``'s ``nextitem``, the
+#: only place pytest names it): the case sends that one's first queries ahead.
+NEXT_ITEM = pytest.StashKey[pytest.Item]()
 
 
 class CaseFailure(Exception):
@@ -174,6 +177,10 @@ class QueryEvalItem(pytest.Item):
 
                 outcome = audit_outcome(self.case, runner.evaluator, audit)
             else:
+                following = self.stash.get(NEXT_ITEM, None)
+                if following is not None:
+                    del self.stash[NEXT_ITEM]
+                    _prefetch(runner, following)
                 outcome = run_case(self.case, runner.evaluator)
             record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
                                  runner.evaluator.scrubber)
@@ -208,6 +215,25 @@ class QueryEvalItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.case.line - 1, f"{self.case.kind} case {self.case.id}"
+
+
+def _prefetch(runner: Runner, item: pytest.Item) -> None:
+    """Send the next case's first queries to its source's worker now (issue 30): the worker
+    runs them while this case is scored and pytest reports it, on the machine's other core.
+    Only for a prediction the suite holds (never one asked of a model or a hook) and where
+    the kind says the queries are exactly those the case will run; anything unsure sends
+    nothing, and a pair sent and not used costs only the worker's time."""
+    if runner.options.no_prefetch or not isinstance(item, QueryEvalItem) \
+            or item.nodeid in runner.carried or item.get_closest_marker("skip") is not None:
+        return
+    case = item.case
+    with contextlib.suppress(Exception):  # the case reports its own problems when it runs
+        prefetch = getattr(kind_registry.get_kind(case.kind), "prefetch", None)
+        hook = bool(item.config.hook.pytest_queryeval_predict.get_hookimpls())
+        prediction = runner.evaluator.fixed_prediction(case, hook_active=hook) \
+            if prefetch is not None else None
+        if prefetch is not None and prediction is not None:
+            prefetch(case, prediction.value, runner.evaluator)
 
 
 class QueryEvalFileError(pytest.Item):

@@ -215,6 +215,32 @@ class Evaluator:
         spec = case.prediction_source
         return spec is not None and spec.get("source") == "file"
 
+    def fixed_prediction(self, case: Case, *, hook_active: bool = True) -> Prediction | None:
+        """What :meth:`predict` will return for ``case`` when the suite holds it (inline, or
+        a predictions file that no ``pytest_queryeval_predict`` hook may answer before:
+        ``hook_active``), so its queries may be run ahead (:mod:`.collect`): asking twice
+        gives the same and asks no one. None for any other, and for a case that predicts
+        more than once or cannot predict (it reports why when it runs)."""
+        from .predict.file import FilePredictor
+
+        if case.errors or case.skip or case.prediction_errors or self.repeats(case) != 1 \
+                or (self.pool is not None and (case.id, 0) in self.pool):
+            return None
+        inline = _inline_prediction(case) is not None
+        if self.override is not None and (not inline or self.override_inline):
+            fixed = isinstance(self.override, FilePredictor)
+        elif inline:
+            fixed = True
+        else:
+            spec = case.prediction_source
+            fixed = not hook_active and spec is not None and spec.get("source") == "file"
+        if not fixed:
+            return None
+        try:
+            return self.predict(case, 0)
+        except QueryEvalError:
+            return None
+
     def live_request(self, case: Case, *, hook_active: bool = False,
                      ) -> tuple[str, int, Callable[[], Prediction]] | None:
         """The request a live source (python, http, command...) would make for ``case``, as

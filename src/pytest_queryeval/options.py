@@ -160,6 +160,8 @@ class RunOptions:
     neighbours: Any = None
     #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
     neighbour_base: Any = None
+    #: ``--queryeval-no-prefetch``: a case does not send the next case's queries ahead.
+    no_prefetch: bool = False
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
@@ -219,6 +221,7 @@ class RunOptions:
             ini_thresholds=ini_thresholds, cli_thresholds=cli_thresholds,
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
+            no_prefetch=bool(get("queryeval_no_prefetch")),
             gold_cache=_path_value(config, "queryeval_gold_cache")[0],
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             judge_refresh=bool(get("queryeval_judge_refresh")),

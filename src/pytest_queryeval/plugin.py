@@ -130,6 +130,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalF
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Tell a case item which item runs after it (:data:`~.collect.NEXT_ITEM`): it sends
+    that case's first queries to the worker ahead."""
+    if nextitem is None or _runner(item.config) is None:
+        return
+    from .collect import NEXT_ITEM, QueryEvalItem
+
+    if isinstance(item, QueryEvalItem):
+        item.stash[NEXT_ITEM] = nextitem
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every process ends its run; the controller then aggregates, gates, compares and writes
     the reports, before junit is written."""

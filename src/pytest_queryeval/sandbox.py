@@ -12,7 +12,8 @@ overlaps the parent's work).
 Why one module of this size: the parent's side (start, write, wait, kill, respawn) and the
 worker's loop share one wire protocol, its framing, deadlines and reply caps; split, each half
 would have to restate the other's invariants (a pipelined call's deadline counts from the reply
-before it, a reply is capped in the worker and checked again here).
+before it, a call sent ahead never makes the parent block on a full pipe, a reply is capped in
+the worker and checked again here).
 
 API (everything else here is private)::
 
@@ -32,6 +33,14 @@ API (everything else here is private)::
   call (call it: the value, or what :meth:`Sandbox.call` would raise); each call's deadline
   counts from the reply before it, and the calls after one that ended the worker are not run
   (:class:`SandboxNotRun`).
+* ``ticket = box.submit(calls)`` sends a pipeline's calls now and reads their replies later,
+  at ``ticket.outcomes()`` (what :meth:`Sandbox.pipeline` returns): the worker runs them
+  while the parent does other work (the next case's queries while this one is scored). Any
+  later read of the box first takes the replies of the calls sent before its own, in order.
+  A sent-ahead call's deadline counts from when the parent starts waiting for it (or from
+  the reply before it, whichever is later): time the parent spent elsewhere is never the
+  call's. Calls a kill (timeout, crash, reply too big) or :meth:`Sandbox.close` ended before
+  the worker reached them are sent again at ``outcomes()``, as a fresh pipeline.
 * ``max_reply`` caps the pickled reply, counted in the worker before it is sent, and again
   by the parent from the frame header before it reads the body: over it,
   :class:`SandboxTooBig` (a :class:`~pytest_queryeval.errors.QueryFailed`, with ``size``).
@@ -85,6 +94,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -326,6 +336,14 @@ class Sandbox:
         self.kills = 0
         #: Writes of requests to a worker (a :meth:`pipeline` of small calls is one).
         self.round_trips = 0
+        #: Writes made while replies to earlier ones were still unread (:meth:`submit`): the
+        #: worker had the next calls before the parent came back for the earlier replies.
+        self.sent_ahead = 0
+        #: Tickets written to the worker whose replies are not all read, in writing order.
+        self._ahead: deque[Ticket] = deque()
+        #: Bytes of requests whose replies have not come: more than the worker may not have
+        #: read yet, so a write that keeps it under :data:`_PIPE_MIN` never blocks.
+        self._unread = 0
 
     def __repr__(self) -> str:
         return f"Sandbox({self.name!r}, max_memory={self.max_memory})"
@@ -374,6 +392,10 @@ class Sandbox:
     def _kill(self, *, respawn: bool) -> None:
         proc, self._proc, self._ready = self._proc, None, False
         self._pending = bytearray()
+        for ticket in self._ahead:  # not reached by the worker: sent again when waited for
+            ticket.sent, ticket.got = False, []
+        self._ahead.clear()
+        self._unread = 0
         if proc is not None:
             if proc.poll() is None:
                 with contextlib.suppress(OSError):
@@ -401,7 +423,9 @@ class Sandbox:
         """Stop the worker (politely, then by force) and remove its temporary directory."""
         with self._lock:
             proc = self._proc
-            if proc is not None and proc.poll() is None and proc.stdin is not None:
+            # Calls sent ahead: the worker may be blocked writing a reply nobody reads.
+            if proc is not None and proc.poll() is None and proc.stdin is not None \
+                    and not self._ahead:
                 with contextlib.suppress(OSError):
                     _write_all(proc.stdin.fileno(), _frame(None))
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -433,43 +457,119 @@ class Sandbox:
         :meth:`call` would have raised. After a call that ends the worker (timeout, crash, a
         reply over ``max_reply``), the calls after it were not run: their outcomes raise
         :class:`SandboxNotRun`. Ctrl-C propagates at once, as from :meth:`call`."""
-        cwd = os.getcwd()
-        frames = [_frame((fn, args, max_reply, cwd)) for fn, args, _, max_reply in calls]
-        # All at once only when the worker can take them without reading: it reads one
-        # request, then writes its reply, which would block (the parent still writing) were
-        # the requests more than the pipe's smallest capacity.
-        if sum(map(len, frames)) <= _PIPE_MIN:
+        return self._collect(Ticket(self, calls))
+
+    def submit(self, calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...], float, int]],
+               ) -> Ticket:
+        """:meth:`pipeline`'s calls written now, their replies read at ``outcomes()``, so the
+        worker runs them while the parent does something else (module docstring).
+
+        Written only to a worker that is ready and when the write cannot block (the requests
+        the worker may not have read yet stay within a pipe's smallest capacity: the worker
+        may itself be blocked writing a reply nobody reads yet); otherwise nothing is sent
+        now and ``outcomes()`` is exactly :meth:`pipeline`."""
+        ticket = Ticket(self, calls)
+        size = sum(ticket.sizes)
+        with self._lock:
+            proc = self._proc
+            if proc is None or not self._ready or proc.poll() is not None \
+                    or proc.stdin is None or self._unread + size > _PIPE_MIN:
+                return ticket
+            try:
+                _write_all(proc.stdin.fileno(), b"".join(ticket.frames))
+            except OSError:  # the worker is gone: outcomes() starts a new one
+                self._kill(respawn=True)
+                return ticket
+            self.round_trips += 1
+            self.sent_ahead += bool(self._ahead)
+            self._unread += size
+            ticket.sent = True
+            self._ahead.append(ticket)
+        return ticket
+
+    def _collect(self, ticket: Ticket) -> list[Callable[[], Any]]:
+        """``ticket``'s outcomes: its replies, read after those of every call sent before it;
+        a ticket not (or no longer) in the worker is run as a pipeline."""
+        with self._lock:
+            while ticket.sent:
+                self._read_ahead()
+            if ticket.done is not None:
+                return ticket.done
+            while self._ahead:  # replies of calls sent ahead come first
+                self._read_ahead()
+            return self._run(ticket)
+
+    def _read_ahead(self) -> None:
+        """The next reply of the oldest ticket sent ahead; its deadline counts from now (the
+        parent waits for it from now on, and the reply before it has come)."""
+        ticket = self._ahead[0]
+        index = len(ticket.got)
+        _, _, timeout, max_reply = ticket.calls[index]
+        proc = self._proc
+        assert proc is not None  # a kill empties the queue
+        error: BaseException
+        try:
+            msg = self._read_reply(proc, time.monotonic() + timeout, max_reply)
+        except TimeoutError:
+            error = self._timeout(timeout)
+        except SandboxTooBig as exc:
+            error = exc
+        except (EOFError, OSError):
+            error = self._crashed()
+        except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
+            self._kill(respawn=False)
+            raise
+        else:
+            ticket.got.append(self._outcome(msg, max_reply))
+            self._unread -= ticket.sizes[index]
+            if len(ticket.got) == len(ticket.calls):
+                self._ahead.popleft()
+                ticket.finish(ticket.got)
+            return
+        self._ahead.popleft()
+        ticket.finish([*ticket.got, _raising(error)])
+        self._kill(respawn=True)
+
+    def _run(self, ticket: Ticket) -> list[Callable[[], Any]]:
+        """A ticket's calls written and read in turn (nothing else is in the worker's pipes):
+        all in one write when the worker can take them without reading (it reads one
+        request, then writes its reply, which would block, the parent still writing, were
+        the requests more than the pipe's smallest capacity)."""
+        calls = ticket.calls
+        frames = ticket.frames
+        if sum(ticket.sizes) <= _PIPE_MIN:
             frames = [b"".join(frames)] + [b""] * (len(frames) - 1)
         outcomes: list[Callable[[], Any]] = []
-        with self._lock:
-            for frame, (_, _, timeout, max_reply) in zip(frames, calls, strict=True):
-                try:
-                    proc = self._ensure(time.monotonic() + self.start_timeout)
-                    assert proc.stdin is not None
-                    if frame:
-                        _write_all(proc.stdin.fileno(), frame)
-                        self.round_trips += 1
-                    deadline = time.monotonic() + timeout  # start-up is not the step's time
-                    msg = self._read_reply(proc, deadline, max_reply)
-                except TimeoutError:
-                    self._kill(respawn=True)
-                    outcomes.append(_raising(SandboxTimeout(
-                        f"no result within {timeout:g} s (the {self.name} worker was killed)")))
-                    break
-                except SandboxTooBig as exc:
-                    self._kill(respawn=True)
-                    outcomes.append(_raising(exc))
-                    break
-                except (EOFError, OSError):
-                    self._kill(respawn=True)
-                    outcomes.append(_raising(self._crashed()))
-                    break
-                except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
-                    self._kill(respawn=False)
-                    raise
-                outcomes.append(self._outcome(msg, max_reply))
-        not_run = SandboxNotRun(f"not run: the {self.name} worker ended at an earlier call")
-        return outcomes + [_raising(not_run) for _ in calls[len(outcomes):]]
+        for frame, (_, _, timeout, max_reply) in zip(frames, calls, strict=True):
+            try:
+                proc = self._ensure(time.monotonic() + self.start_timeout)
+                assert proc.stdin is not None
+                if frame:
+                    _write_all(proc.stdin.fileno(), frame)
+                    self.round_trips += 1
+                deadline = time.monotonic() + timeout  # start-up is not the step's time
+                msg = self._read_reply(proc, deadline, max_reply)
+            except TimeoutError:
+                self._kill(respawn=True)
+                outcomes.append(_raising(self._timeout(timeout)))
+                break
+            except SandboxTooBig as exc:
+                self._kill(respawn=True)
+                outcomes.append(_raising(exc))
+                break
+            except (EOFError, OSError):
+                self._kill(respawn=True)
+                outcomes.append(_raising(self._crashed()))
+                break
+            except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
+                self._kill(respawn=False)
+                raise
+            outcomes.append(self._outcome(msg, max_reply))
+        return ticket.finish(outcomes)
+
+    def _timeout(self, timeout: float) -> SandboxTimeout:
+        return SandboxTimeout(f"no result within {timeout:g} s (the {self.name} worker was "
+                              "killed)")
 
     def _crashed(self) -> SandboxCrashed:
         return SandboxCrashed(f"the {self.name} worker died during the call (out of memory? "
@@ -526,6 +626,37 @@ class Sandbox:
             if not chunk:
                 raise EOFError
             buf += chunk
+
+
+class Ticket:
+    """Calls of one :meth:`Sandbox.pipeline`, sent ahead (:meth:`Sandbox.submit`) or not;
+    its outcomes are read once, then kept."""
+
+    def __init__(self, box: Sandbox,
+                 calls: Sequence[tuple[Callable[..., Any], tuple[Any, ...], float, int]]) -> None:
+        self._box = box
+        self.calls = list(calls)
+        cwd = os.getcwd()
+        self.frames = [_frame((fn, args, max_reply, cwd)) for fn, args, _, max_reply in calls]
+        self.sizes = [len(frame) for frame in self.frames]
+        #: In the worker's pipes: replies still to read (:attr:`Sandbox._ahead`).
+        self.sent = False
+        #: Outcomes of the replies read so far (while sent).
+        self.got: list[Callable[[], Any]] = []
+        #: Every call's outcome, once known.
+        self.done: list[Callable[[], Any]] | None = None
+
+    def finish(self, outcomes: list[Callable[[], Any]]) -> list[Callable[[], Any]]:
+        """Record the outcomes; the calls after one that ended the worker were not run."""
+        not_run = SandboxNotRun(f"not run: the {self._box.name} worker ended at an earlier call")
+        self.done = outcomes + [_raising(not_run) for _ in self.calls[len(outcomes):]]
+        self.sent, self.got, self.frames = False, [], []
+        return self.done
+
+    def outcomes(self) -> list[Callable[[], Any]]:
+        """One outcome per call, as :meth:`Sandbox.pipeline` returns them (waiting for the
+        replies, or running the calls now when they were not sent or never reached)."""
+        return self._box._collect(self)
 
 
 def _raising(exc: BaseException) -> Callable[[], Any]:

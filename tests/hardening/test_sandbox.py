@@ -174,6 +174,90 @@ def test_pipeline_of_requests_larger_than_a_pipe(box: Sandbox) -> None:
     assert box.kills == 0
 
 
+def test_calls_sent_ahead_run_before_later_calls_and_keep_their_outcomes(box: Sandbox,
+                                                                        ) -> None:
+    """submit() writes now and reads later (issue 30: the next case's queries run while this
+    one is scored): a later call's reply is read after the replies sent before it, each
+    reaching its own ticket, and a ticket's outcomes are what pipeline() gives."""
+    box.start()
+    first = box.submit([(_count, (), 30, MIB), (_raise, (), 30, MIB)])
+    second = box.submit([(_count, (), 30, MIB)])
+    assert box.round_trips == 2 and box.sent_ahead == 1  # second: first's replies unread
+    assert box.call(_count, timeout=30) == 3  # the worker ran both tickets first
+    assert box.round_trips == 3
+    assert second.outcomes()[0]() == 2
+    one, failed = first.outcomes()
+    assert one() == 1
+    with pytest.raises(QueryFailed, match="no such table: nowhere"):
+        failed()
+    assert box.kills == 0
+
+
+def test_a_call_sent_ahead_gets_its_whole_deadline(box: Sandbox) -> None:
+    """Its deadline counts from the reply before it (or from when the parent comes to wait,
+    if later), never from when it was sent: the second call, sent with the first, finishes
+    1.6 s after it was sent and keeps within its 1.5 s."""
+    box.start()
+    first = box.submit([(_sleep, (0.8,), 1.5, MIB)])
+    second = box.submit([(_sleep, (0.8,), 1.5, MIB)])
+    time.sleep(0.3)  # the parent busy elsewhere meanwhile
+    assert second.outcomes()[0]() == 0.8
+    assert first.outcomes()[0]() == 0.8
+    assert box.kills == 0
+
+
+def test_a_kill_sends_the_calls_behind_it_again(box: Sandbox) -> None:
+    """A call that ends the worker (past its deadline) is reported as in a pipeline; the tickets sent after it, which the worker never reached, run again on
+    the next worker when their owners ask: never a wrong or lost outcome."""
+    box.start()
+    hung = box.submit([(_spin_in_c, (60,), 0.5, MIB), (_count, (), 30, MIB)])
+    behind = box.submit([(_count, (), 30, MIB), (_add, (1, 2), 30, MIB)])
+    counted, added = behind.outcomes()
+    assert counted() == 1  # a fresh worker's first call
+    assert added()[0] == 3
+    timed_out, never = hung.outcomes()
+    with pytest.raises(SandboxTimeout, match=r"no result within 0\.5 s"):
+        timed_out()
+    with pytest.raises(SandboxNotRun):
+        never()
+    assert box.kills == 1
+    big = box.submit([(_blob, (2 * MIB,), 30, 16 * 1024)])  # capped by the worker: no kill
+    after = box.submit([(_count, (), 30, MIB)])
+    assert after.outcomes()[0]() == 2
+    with pytest.raises(SandboxTooBig):
+        big.outcomes()[0]()
+    assert box.kills == 1
+
+
+def test_close_with_calls_sent_ahead_does_not_wait_for_them(box: Sandbox) -> None:
+    box.start()
+    pid = box.pid
+    assert pid is not None
+    pending = box.submit([(_sleep, (60,), 120, MIB)])
+    closer = threading.Thread(target=box.close)
+    closer.start()
+    closer.join(30)  # liveness bound: far less than the call's 60 s
+    assert not closer.is_alive()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert box.pid is None
+    again = box.submit([(_count, (), 30, MIB)])  # no worker now: sent when asked for
+    assert box.starts == 1
+    assert again.outcomes()[0]() == 1 and box.starts == 2
+    assert pending.done is None  # never asked for: nothing ran it again
+
+
+def test_requests_that_could_fill_the_pipe_are_not_sent_ahead(box: Sandbox) -> None:
+    """A write that might block (the worker may not read while its own reply waits) is not
+    made ahead: the ticket runs as a pipeline when asked for."""
+    box.start()
+    blob = b"x" * 8192
+    ticket = box.submit([(_echo, (blob,), 30, MIB)])
+    assert box.round_trips == 0
+    assert ticket.outcomes()[0]() == blob * 2
+    assert box.round_trips == 1
+
+
 def test_ctrl_c_while_waiting_kills_the_worker(box: Sandbox) -> None:
     # Python's own handler, whatever an earlier test of this xdist worker installed (once,
     # in a full run, the SIGINT was lost and the 60 s call completed)

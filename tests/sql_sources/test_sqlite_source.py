@@ -286,7 +286,7 @@ GENRES = "SELECT count(*) FROM genre"
 INSTR_16MB = "SELECT instr(hex(zeroblob(8000000)), hex(zeroblob(4000000)) || '1')"
 
 
-@pytest.mark.parametrize("predicted", [
+PAIRED = [
     "SELECT name FROM genre /* pair */ ORDER BY genreid LIMIT 2",
     "SELECT name FROM pragma_table_info('genre') /* pair */ ORDER BY cid",
     "SELECT 1 /* pair */; DROP TABLE genre",
@@ -295,7 +295,11 @@ INSTR_16MB = "SELECT instr(hex(zeroblob(8000000)), hex(zeroblob(4000000)) || '1'
     CROSS_JOIN,
     INSTR_16MB,
     *(sql for sql in SQLITE if sql.lstrip().upper().startswith(("SELECT", "WITH"))),
-])
+
+]
+
+
+@pytest.mark.parametrize("predicted", PAIRED)
 def test_gold_and_prediction_in_one_round_trip_as_each_alone(
         source: SqliteSource, chinook_sqlite: Path, predicted: str) -> None:
     """execute_pair sends the gold and the prediction together (one write, one wake-up of the
@@ -321,3 +325,58 @@ def test_gold_and_prediction_in_one_round_trip_as_each_alone(
     assert sha256(chinook_sqlite) == before
     assert source.execute_pair(GENRES, "PRAGMA user_version") is None  # not led like a query
     assert source.execute(GENRES).rows == [(25,)]
+
+
+@pytest.mark.parametrize("predicted", PAIRED)
+def test_a_pair_sent_ahead_gives_what_execute_pair_gives(
+        source: SqliteSource, chinook_sqlite: Path, predicted: str) -> None:
+    """prefetch_pair sends execute_pair's round trip early (issue 30: the worker runs the next
+    case's queries while this one is scored); execute_pair with the same arguments reads it,
+    no second trip, and returns what the prediction gives alone: rows, the guard's reason, a
+    timeout, a worker killed at its own deadline."""
+    def alone() -> object:
+        try:
+            return source.execute(predicted, timeout=0.5).rows
+        except QueryEvalError as e:
+            return type(e), e.reason()
+
+    before = sha256(chinook_sqlite)
+    expected = alone()
+    box = source._box
+    assert box is not None
+    box.start()  # ready again after a kill: a worker still starting is not sent anything ahead
+    assert source.prefetch_pair(GENRES, predicted, timeout=0.5)
+    trips = box.round_trips
+    pair = source.execute_pair(GENRES, predicted, timeout=0.5)
+    assert pair is not None
+    assert box.round_trips == trips  # read from the worker, not sent again
+    gold, prediction = pair
+    assert gold.rows == [(25,)]
+    try:
+        got: object = prediction().rows
+    except QueryEvalError as e:
+        got = type(e), e.reason()
+    assert got == expected
+    assert sha256(chinook_sqlite) == before
+    assert not source.prefetch_pair(GENRES, "PRAGMA user_version")  # not led like a query
+    assert source.execute(GENRES).rows == [(25,)]
+
+
+def test_a_pair_sent_ahead_and_not_asked_for_is_never_mistaken(source: SqliteSource) -> None:
+    """A pair sent ahead whose case never asks (deselected, skipped, the run stopped) is read
+    and dropped before the next reply, never taken for another query's result; a pair asked
+    with other limits is sent again."""
+    source.execute(GENRES)
+    box = source._box
+    assert box is not None
+    kills = box.kills
+    assert source.prefetch_pair(GENRES, "SELECT 1 /* never asked */")
+    assert source.prefetch_pair(GENRES, "SELECT 2", timeout=5)
+    pair = source.execute_pair(GENRES, "SELECT 2", timeout=6)  # not the limits it was sent with
+    assert pair is not None
+    assert pair[0].rows == [(25,)] and pair[1]().rows == [(2,)]
+    assert source.execute("SELECT 3").rows == [(3,)]
+    assert source.prefetch_pair(GENRES, "SELECT 4")
+    pair = source.execute_pair(GENRES, "SELECT 4")
+    assert pair is not None and pair[1]().rows == [(4,)]
+    assert box.kills == kills

@@ -191,6 +191,11 @@ class SqlKind:
 
     # -- evaluation -----------------------------------------------------------------------------
 
+    def prefetch(self, case: Case, prediction: Any, ctx: Context) -> bool:
+        """Run ahead, in the source's worker, the queries :meth:`evaluate` will run first
+        (:meth:`_SqlRun.prefetch`); False when nothing was sent."""
+        return _SqlRun.prefetch(case, prediction, ctx)
+
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
@@ -493,6 +498,41 @@ class _SqlRun:
 
         table, cached = run_gold(src, sql, ctx, GOLD_CACHE, opts.limits, execute=execute)
         return _Gold(sql, table, cached)
+
+    @staticmethod
+    def prefetch(case: Case, prediction: Any, ctx: Context) -> bool:
+        """Send ahead the round trip :meth:`gold` will make for ``case`` (its first gold and
+        its prediction, :meth:`~..sources.sandboxed.SandboxedFileSource.prefetch_pair`), so
+        the worker runs it while the case before is scored. The same steps as
+        :meth:`SqlKind.evaluate` and :meth:`evaluate` find the two texts and limits; only
+        where that is exact and the queries read nothing that changes before the case runs:
+        no task, clock or recorded result, a gold the cache does not hold (:func:`run_gold`
+        would not execute it). False when nothing was sent."""
+        from ..sources.sqlguard import query_led
+        from ._query import gold_cache_key
+
+        case, _ = with_dialect_gold(case)
+        prediction = dialect_prediction(case, prediction)
+        case, clock = pin_golds(case)
+        if clock is not None or case.source_spec is None or case.gold_result is not None \
+                or case.gold_result_files is not None or case.predicted_result is not None \
+                or any(key in case.options for key in ("task", "setup", "cleanup", "checks")):
+            return False
+        pred_sql, _ = fenced_prediction_text(prediction, case, "SQL",
+                                             ("sql", "query", "predicted"))
+        golds = [g for g in case.golds if isinstance(g, str)]
+        if pred_sql is None or not golds or not query_led(pred_sql):
+            return False
+        opts = _parse_options(case)
+        src = ctx.source(case)
+        prefetch_pair = getattr(src, "prefetch_pair", None)
+        if prefetch_pair is None or not src.executable \
+                or not getattr(src, "engine_guard", False) or not _size_ok(pred_sql, opts):
+            return False
+        if getattr(ctx, "caching", True) \
+                and ctx.cache_get(GOLD_CACHE, gold_cache_key(src, golds[0])) is not None:
+            return False
+        return bool(prefetch_pair(golds[0], pred_sql, **opts.limits))
 
     def score(self, gold: _Gold, schema: Any) -> Scored:
         """The prediction against one gold alternative: table, alignment, opt-in and

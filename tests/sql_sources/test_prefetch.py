@@ -1,0 +1,130 @@
+"""A case sends the next SQL case's gold and prediction to the sandbox worker ahead (issue 30):
+the records are those of a run that does not (``--queryeval-no-prefetch``), whatever the
+prediction does (right, wrong, refused, failing, past its timeout, killing the worker) and
+whatever becomes of the next case (skipped, deselected, the run stopped). A real Chinook copy,
+the real worker, pytest itself (pytester)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_queryeval import sandbox
+from tests.support import read_report, run_report, write_suite
+
+INSTR_16MB = "SELECT instr(hex(zeroblob(8000000)), hex(zeroblob(4000000)) || '1')"
+CASES: dict[str, Any] = {
+    "kind": "sql",
+    "datasource": "chinook",
+    "cases": [
+        {"id": "right", "gold": "SELECT count(*) FROM artist",
+         "predicted": "SELECT COUNT(*) FROM Artist"},
+        {"id": "wrong", "gold": "SELECT name FROM genre WHERE genreid < 4",
+         "predicted": "SELECT name FROM genre WHERE genreid < 3"},
+        {"id": "slow", "gold": "SELECT 1", "timeout": 0.5,
+         "predicted": "SELECT count(*) FROM track a, track b, track c"},
+        {"id": "killed", "gold": "SELECT 2", "timeout": 0.5, "predicted": INSTR_16MB},
+        {"id": "after-kill", "gold": "SELECT count(*) FROM album",
+         "predicted": "SELECT count(*) FROM album WHERE albumid > 1"},
+        {"id": "sneaky", "gold": "SELECT count(*) FROM genre",
+         "predicted": "SELECT 1; DELETE FROM genre"},
+        {"id": "pragma", "gold": "SELECT count(*) FROM genre",
+         "predicted": "SELECT name FROM pragma_table_info('genre') ORDER BY cid"},
+        {"id": "extension", "gold": "SELECT 3", "predicted": "SELECT load_extension('/x')"},
+        {"id": "failing", "gold": "SELECT 4", "predicted": "SELECT nope FROM genre"},
+        {"id": "skipped", "gold": "SELECT 5", "predicted": "SELECT 5", "skip": "not today"},
+        {"id": "same-gold", "gold": "SELECT count(*) FROM artist",
+         "predicted": "SELECT count(*) + 0 FROM artist"},
+        {"id": "alternatives", "gold": ["SELECT 6", "SELECT 7"], "predicted": "SELECT 7"},
+        {"id": "broken-gold", "gold": "SELECT * FROM no_such_table", "predicted": "SELECT 1"},
+        {"id": "fenced", "gold": "SELECT 8", "predicted": "```sql\nSELECT 8\n```"},
+        {"id": "from-file", "gold": "SELECT count(*) FROM track WHERE genreid = 1"},
+        {"id": "last", "gold": "SELECT 9", "predicted": "SELECT 9"},
+        *({"id": f"plain-{i}", "gold": f"SELECT count(*) FROM track WHERE genreid = {i}",
+           "predicted": f"SELECT count(*) FROM track WHERE genreid = {i + i % 2}"}
+          for i in range(1, 7)),
+    ],
+}
+#: Record fields that are measured, not computed: they differ between any two runs.
+TIMING = ("seconds", "duration", "started", "finished", "time")
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
+    db = pytester.path / "data" / "chinook.sqlite"
+    db.parent.mkdir()
+    shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
+    db.chmod(0o644)
+    write_suite(pytester.path, {"datasources": {"chinook": {"type": "sqlite",
+                                                          "path": "data/chinook.sqlite"}},
+                                "predictions": {"source": "file",
+                                                "path": "predictions.jsonl"}},
+                {"test_chinook.yaml": json.dumps(CASES, indent=1),
+                 "predictions.jsonl": json.dumps(
+                     {"id": "from-file", "predicted": "SELECT count(*) FROM track "
+                                                      "WHERE genreid <= 1"}) + "\n"})
+    return pytester
+
+
+def _scrubbed(value: Any) -> Any:
+    """``value`` without what is measured (times) or says where the run wrote."""
+    if isinstance(value, dict):
+        return {k: _scrubbed(v) for k, v in value.items()
+                if not any(t in k for t in TIMING)}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
+def _records(pytester: pytest.Pytester, *args: str, name: str) -> dict[str, Any]:
+    _, report = run_report(pytester, "-p", "no:cacheprovider", *args, name=name, fresh=True)
+    return {cid: _scrubbed(record) for cid, record in report.by_id.items()}
+
+
+def _sqlite_boxes() -> list[sandbox.Sandbox]:
+    return [box for key, box in sandbox._SHARED.items() if key[0] == "sqlite"]
+
+
+def test_records_are_those_of_a_run_without_prefetch(suite: pytest.Pytester) -> None:
+    ahead = sum(box.sent_ahead for box in _sqlite_boxes())
+    with_prefetch = _records(suite, name="on.json")
+    # the next case's pair was written while this case's replies were unread (in a run of
+    # cases whose predictions run once, in their pair: no other query reads the replies first)
+    assert sum(box.sent_ahead for box in _sqlite_boxes()) >= ahead + 4
+    ahead = sum(box.sent_ahead for box in _sqlite_boxes())
+    without = _records(suite, "--queryeval-no-prefetch", name="off.json")
+    assert sum(box.sent_ahead for box in _sqlite_boxes()) == ahead
+    assert with_prefetch == without
+    outcomes = {cid: r["outcome"] for cid, r in with_prefetch.items()}
+    assert outcomes == {
+        "right": "passed", "wrong": "failed", "slow": "failed", "killed": "failed",
+        "after-kill": "failed", "sneaky": "failed", "pragma": "failed", "extension": "failed",
+        "failing": "failed", "skipped": "skipped", "same-gold": "passed",
+        "alternatives": "passed", "broken-gold": "error", "fenced": "passed",
+        "from-file": "passed", "last": "passed",
+        **{f"plain-{i}": "failed" if i % 2 else "passed" for i in range(1, 7)}}
+    assert with_prefetch["slow"]["reason"].startswith("timeout: query exceeded 0.5 s")
+    assert with_prefetch["sneaky"]["reason"].startswith("refused: ")
+    assert with_prefetch["from-file"]["predicted"].endswith("genreid <= 1")
+
+
+def test_a_pair_sent_for_a_case_that_never_runs_leaves_nothing_wrong(
+        suite: pytest.Pytester) -> None:
+    """-x stops after the first failure: the next case's pair, sent ahead, is never asked for;
+    the session ends, and the next run in the same process (the same worker) reads right
+    results. A deselected case is never the next item, so nothing is sent for it."""
+    expected = _records(suite, "--queryeval-no-prefetch", name="off.json")
+    result, report = run_report(suite, "-p", "no:cacheprovider", "-x", name="x.json",
+                                fresh=True)
+    assert list(report.by_id) == ["right", "wrong"]  # "slow", sent ahead, never ran
+    result.assert_outcomes(passed=1, failed=1)
+    again = _records(suite, name="again.json")
+    assert again == expected
+    picked = _records(suite, "-k", "not after and not same", name="k.json")
+    assert picked == {cid: r for cid, r in expected.items()
+                      if cid not in ("after-kill", "same-gold")}
+    assert read_report(suite.path / "k.json")["cases"]
