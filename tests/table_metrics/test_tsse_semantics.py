@@ -334,3 +334,23 @@ def test_relaxed_ex_alone_equals_the_full_relaxed_metrics(
     assert table_metrics_of(["execution_accuracy", "judge_ex"]) == EX_ONLY
     assert relaxed_metrics(T(gold), T(pred), order_matters=ordered,
                            names=table_metrics_of(["exact_set_match"])) == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(table_pair(), st.sampled_from([("bird_ex",), ("execution_accuracy", "bird_ex")]))
+def test_match_metrics_equal_the_full_comparison(
+        data: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], bool],
+        names: tuple[str, ...]) -> None:
+    """``bird_ex`` (alone or with EX) without the other metrics equals what the full
+    comparison computes, on the same random tables (NaN, -0.0, int/float/bool mixes); so do
+    the near-miss relaxations of a case gated on ``bird_ex``."""
+    from pytest_queryeval.metrics.table import match_metrics
+    from pytest_queryeval.nearmiss import relaxed_metrics
+
+    gold, pred, ordered = data
+    full = table_metrics(T(gold), T(pred), order_matters=ordered)
+    assert match_metrics(T(gold), T(pred), order_matters=ordered, names=frozenset(names)) \
+        == {n: full[n] for n in names}
+    relaxed = relaxed_metrics(T(gold), T(pred), order_matters=ordered)
+    assert relaxed_metrics(T(gold), T(pred), order_matters=ordered, names=names) \
+        == {r: {n: m[n] for n in names} for r, m in relaxed.items()}

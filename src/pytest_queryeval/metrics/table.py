@@ -1066,6 +1066,45 @@ def compare_tables(
     return TableComparison(gold, pred, order_matters=order_matters, compare=compare)
 
 
+#: The table metrics :func:`match_metrics` computes without the others.
+MATCH_METRICS = frozenset({"execution_accuracy", "bird_ex"})
+
+
+def match_metrics(
+    gold: ResultTable,
+    pred: ResultTable,
+    *,
+    order_matters: bool,
+    compare: CompareOptions | None = None,
+    names: frozenset[str] = MATCH_METRICS,
+) -> dict[str, float]:
+    """``execution_accuracy`` and/or ``bird_ex`` (``names``, of :data:`MATCH_METRICS`), as
+    :class:`TableComparison` computes them, without the other metrics (the cast to text, the
+    positional F1s: five sixths of the cost on small tables), for a reader that needs nothing
+    else (near-miss attribution of a case gated on them, ``relaxed_ex``, the judge's facts).
+    BIRD's set equality needs no column search when it holds."""
+    opts = compare or _DEFAULT_OPTIONS
+    if opts.is_default:  # TableComparison's own choice of path
+        fast = _fast_compare(gold.rows, pred.rows, order_matters)
+        if fast is not None:
+            values = {"execution_accuracy": fast[0], "bird_ex": fast[2]}
+            return {n: 1.0 if values[n] else 0.0 for n in names}
+    with gc_paused():
+        g, p = _Side(gold, opts), _Side(pred, opts)
+        same_rows = "execution_accuracy" not in names and g.counter.keys() == p.counter.keys()
+        if same_rows:  # bird_ex alone, and it holds
+            return {"bird_ex": 1.0}
+        ex, perm = _tsse_result_eq(g, p, order_matters)
+        out: dict[str, float] = {}
+        if "execution_accuracy" in names:
+            out["execution_accuracy"] = 1.0 if ex else 0.0
+        if "bird_ex" in names:  # as TableComparison: the identity match, or the same row set
+            bird = (ex and perm == tuple(range(g.width))) \
+                or g.counter.keys() == p.counter.keys()
+            out["bird_ex"] = 1.0 if bird else 0.0
+        return out
+
+
 def execution_match(
     gold: ResultTable,
     pred: ResultTable,
@@ -1073,16 +1112,12 @@ def execution_match(
     order_matters: bool,
     compare: CompareOptions | None = None,
 ) -> bool:
-    """``execution_accuracy`` alone (as :class:`TableComparison` computes it, without the six
-    other metrics: a sixth of the cost on small tables), for a reader that needs nothing else
-    (near-miss attribution, ``relaxed_ex``)."""
-    opts = compare or _DEFAULT_OPTIONS
-    if opts.is_default:  # TableComparison's own choice of path
-        fast = _fast_compare(gold.rows, pred.rows, order_matters)
-        if fast is not None:
-            return fast[0]
-    with gc_paused():
-        return _tsse_result_eq(_Side(gold, opts), _Side(pred, opts), order_matters)[0]
+    """``execution_accuracy`` alone (:func:`match_metrics`)."""
+    return match_metrics(gold, pred, order_matters=order_matters, compare=compare,
+                         names=_EX_ONLY)["execution_accuracy"] == 1.0
+
+
+_EX_ONLY = frozenset({"execution_accuracy"})
 
 
 def table_metrics(
@@ -1109,12 +1144,14 @@ def table_diff(
 
 
 __all__ = [
+    "MATCH_METRICS",
     "TABLE_METRIC_NAMES",
     "CompareOptions",
     "PositionalF1",
     "TableComparison",
     "compare_tables",
     "execution_match",
+    "match_metrics",
     "percent_overlap",
     "positional_f1",
     "soft_f1",
