@@ -37,10 +37,11 @@ API (everything else here is private)::
   at ``ticket.outcomes()`` (what :meth:`Sandbox.pipeline` returns): the worker runs them
   while the parent does other work (the next case's queries while this one is scored). Any
   later read of the box first takes the replies of the calls sent before its own, in order.
-  A sent-ahead call's deadline counts from when the parent starts waiting for it (or from
-  the reply before it, whichever is later): time the parent spent elsewhere is never the
-  call's. Calls a kill (timeout, crash, reply too big) or :meth:`Sandbox.close` ended before
-  the worker reached them are sent again at ``outcomes()``, as a fresh pipeline.
+  A sent-ahead call's deadline counts from when the worker took it up (the later of its
+  writing and the end of the call before it, which each reply stamps with the worker's
+  ``time.monotonic()``): the parent busy elsewhere neither shortens nor lengthens it.
+  Calls a kill (timeout, crash, reply too big) or :meth:`Sandbox.close` ended before the
+  worker reached them are sent again at ``outcomes()``, as a fresh pipeline.
 * ``max_reply`` caps the pickled reply, counted in the worker before it is sent, and again
   by the parent from the frame header before it reads the body: over it,
   :class:`SandboxTooBig` (a :class:`~pytest_queryeval.errors.QueryFailed`, with ``size``).
@@ -202,17 +203,21 @@ def _frame(obj: Any) -> bytes:
 
 def _send(fd: int, obj: Any, max_size: int | None = None) -> None:
     """Write one frame (header and body apart: no copy of a large body); a body over
-    ``max_size`` is replaced by a ``("toobig", size)`` reply."""
+    ``max_size`` is replaced by a ``("toobig", size)`` reply. The body is ``(obj, when)``:
+    ``when``, the worker's ``time.monotonic()`` as the call ended (one clock for every process
+    of the machine), tells the parent when the worker took up the call sent after it."""
+    when = time.monotonic()
     try:
-        body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        body = pickle.dumps((obj, when), protocol=pickle.HIGHEST_PROTOCOL)
     except MemoryError:
-        body = pickle.dumps(("memory", ""))
+        body = pickle.dumps((("memory", ""), when))
     except Exception as exc:
-        body = pickle.dumps(("failed", f"cannot send the result: {type(exc).__name__}: {exc}"))
+        body = pickle.dumps(((
+            "failed", f"cannot send the result: {type(exc).__name__}: {exc}"), when))
     if max_size is not None and len(body) > max_size:
         size = len(body)
         del body
-        body = pickle.dumps(("toobig", size))
+        body = pickle.dumps((("toobig", size), when))
     if len(body) < 1 << 20:  # one write: the reader wakes up once
         _write_all(fd, _HEADER.pack(len(body)) + body)
     else:
@@ -339,6 +344,9 @@ class Sandbox:
         #: Writes made while replies to earlier ones were still unread (:meth:`submit`): the
         #: worker had the next calls before the parent came back for the earlier replies.
         self.sent_ahead = 0
+        #: When the worker took up the call after the last reply read (``time.monotonic()``,
+        #: :func:`_send`): a call sent ahead has its deadline counted from then.
+        self._next_start = 0.0
         #: Tickets written to the worker whose replies are not all read, in writing order.
         self._ahead: deque[Ticket] = deque()
         #: Bytes of requests whose replies have not come: more than the worker may not have
@@ -483,7 +491,7 @@ class Sandbox:
             self.round_trips += 1
             self.sent_ahead += bool(self._ahead)
             self._unread += size
-            ticket.sent = True
+            ticket.sent, ticket.sent_at = True, time.monotonic()
             self._ahead.append(ticket)
         return ticket
 
@@ -500,16 +508,20 @@ class Sandbox:
             return self._run(ticket)
 
     def _read_ahead(self) -> None:
-        """The next reply of the oldest ticket sent ahead; its deadline counts from now (the
-        parent waits for it from now on, and the reply before it has come)."""
+        """The next reply of the oldest ticket sent ahead. Its deadline counts from when the
+        worker took the call up: the later of its writing and the end of the call before it
+        (the worker's own clock, :func:`_send`), so a call run while the parent was busy
+        elsewhere has the time :meth:`call` would give it, not more (a sort that no
+        interrupt reaches is killed at its deadline, before it fills ``max_memory``)."""
         ticket = self._ahead[0]
         index = len(ticket.got)
         _, _, timeout, max_reply = ticket.calls[index]
         proc = self._proc
         assert proc is not None  # a kill empties the queue
         error: BaseException
+        start = max(ticket.sent_at, self._next_start)
         try:
-            msg = self._read_reply(proc, time.monotonic() + timeout, max_reply)
+            msg = self._read_reply(proc, start + timeout, max_reply)
         except TimeoutError:
             error = self._timeout(timeout)
         except SandboxTooBig as exc:
@@ -615,11 +627,18 @@ class Sandbox:
             if size >= 0 and len(buf) >= _HEADER.size + size:
                 end = _HEADER.size + size
                 self._pending = buf[end:]
-                return pickle.loads(memoryview(buf)[_HEADER.size:end])
+                msg, when = pickle.loads(memoryview(buf)[_HEADER.size:end])
+                # When the worker took up the next call: as it sent this reply, unless the
+                # reply was more than a pipe holds for sure (then its write may have waited
+                # for this read, which is later).
+                self._next_start = when if _HEADER.size + size <= _PIPE_MIN \
+                    else time.monotonic()
+                return msg
             left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            if not poller.poll(min(left, 3600.0) * 1000):
+            if left <= 0:  # past it: a reply already there still counts, nothing more
+                if not poller.poll(0):
+                    raise TimeoutError
+            elif not poller.poll(min(left, 3600.0) * 1000):
                 continue
             want = (_HEADER.size + size - len(buf)) if size >= 0 else 1 << 16
             chunk = os.read(fd, max(1, min(want, 1 << 20)))
@@ -641,6 +660,8 @@ class Ticket:
         self.sizes = [len(frame) for frame in self.frames]
         #: In the worker's pipes: replies still to read (:attr:`Sandbox._ahead`).
         self.sent = False
+        #: When it was written (``time.monotonic()``).
+        self.sent_at = 0.0
         #: Outcomes of the replies read so far (while sent).
         self.got: list[Callable[[], Any]] = []
         #: Every call's outcome, once known.

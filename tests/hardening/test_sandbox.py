@@ -206,6 +206,21 @@ def test_a_call_sent_ahead_gets_its_whole_deadline(box: Sandbox) -> None:
     assert box.kills == 0
 
 
+def test_a_call_sent_ahead_gets_no_more_than_its_deadline(box: Sandbox) -> None:
+    """The parent busy elsewhere for longer than a sent-ahead call's deadline does not lend
+    the call its own time: the call (2 s of work, a 1 s deadline, started at once) is over
+    its deadline when the parent comes to wait after 1.5 s, and is killed then, as
+    :meth:`Sandbox.call` would have killed it; counted from the parent's wait, its deadline
+    would have run to 2.5 s and let it finish (a sort no interrupt reaches filled
+    ``max_memory`` that way instead of being stopped at its deadline)."""
+    box.start()
+    ticket = box.submit([(_sleep, (2.0,), 1.0, MIB)])
+    time.sleep(1.5)
+    with pytest.raises(SandboxTimeout):
+        ticket.outcomes()[0]()
+    assert box.kills == 1
+
+
 def test_a_kill_sends_the_calls_behind_it_again(box: Sandbox) -> None:
     """A call that ends the worker (past its deadline) is reported as in a pipeline; the tickets sent after it, which the worker never reached, run again on
     the next worker when their owners ask: never a wrong or lost outcome."""

@@ -57,9 +57,14 @@ HOSTILE = {
     "wide-row": ("SELECT " + ", ".join(f"zeroblob(16000000) AS c{i}" for i in range(96)),
                  "query failed: out of memory: the query went over max_memory "
                  "(1,073,741,824 bytes)"),
-    # a 12M-row sort: spilled to temporary files (250 MB in 10 s) before the sandbox
+    # a 12M-row sort: spilled to temporary files (250 MB in 10 s) before the sandbox; now
+    # sorted in memory under max_memory, it is stopped by whichever comes first, the cap
+    # (in a fresh worker, as the case's pair may find after the kill of instr-16mb's: the
+    # next case's queries run ahead) or the deadline (in a worker whose heap another
+    # query's MemoryError left grown)
     "temp-sort": ("SELECT a.Name || b.Name || a.Composer AS n FROM track a, track b ORDER BY n",
-                  f"timeout: query exceeded {TIMEOUT} s"),
+                  f"timeout: query exceeded {TIMEOUT} s|query failed: out of memory: the "
+                  "query went over max_memory (1,073,741,824 bytes)"),
 }
 
 
@@ -94,7 +99,8 @@ def test_hostile_sqlite_predictions(suite: pytest.Pytester, chinook_copy: Path) 
     assert recs["honest"]["outcome"] == "passed"
     for cid, (_, reason) in HOSTILE.items():
         assert recs[cid]["outcome"] == "failed", (cid, recs[cid])
-        assert recs[cid]["reason"].startswith(reason), (cid, recs[cid]["reason"])
+        assert any(recs[cid]["reason"].startswith(r) for r in reason.split("|")), \
+            (cid, recs[cid]["reason"])
     assert _sha256(chinook_copy) == before
     parent = _value(out, "QE_PEAK_RSS_KIB") / 1024
     worker = _value(out, "QE_CHILD_RSS_KIB") / 1024
