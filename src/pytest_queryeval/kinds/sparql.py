@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import (
@@ -294,7 +295,8 @@ def _normalized(table: ResultTable | None) -> ResultTable | None:
 
 def _boolean_terms(table: ResultTable) -> ResultTable:
     """ASK cells as ``xsd:boolean`` Terms, the form the alignment metrics read values from."""
-    if not any(isinstance(c, bool) for row in table.rows for c in row):
+    # a bool is exactly a bool (no subclasses): the cell types are read in C
+    if bool not in set(map(type, chain.from_iterable(table.rows))):
         return table
     rows = [tuple(Term("literal", "true" if c else "false", XSD_BOOLEAN)
                   if isinstance(c, bool) else c for c in row) for row in table.rows]
@@ -318,6 +320,10 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     metrics: dict[str, float] = dict(cmp.metrics())
     details: dict[str, Any] = dict(cmp.details())
     diff = list(cmp.diff())
+    # Each step's structures (the table sides' multisets and columns, the alignment's codes
+    # and value sets) are dropped before the next: on a large result they are as large as
+    # the tables, and holding them all set the parent's peak memory.
+    del cmp
     g_al, p_al = _boolean_terms(gold.table), _boolean_terms(pred)
     al = alignment_details(g_al, p_al, gold_query=gold.query, pred_query=pred_query,
                            arity_from=opts.arity_from, kind="sparql")
@@ -326,6 +332,7 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
         details["alignment_mapping"] = [list(pair) for pair in al.mapping]
     if al.metrics["row_match_f1"] < 1.0:
         diff.extend(f"alignment: {line}" for line in alignment_diff(g_al, p_al, details=al))
+    del al, g_al, p_al
     _reference_sets(gold.table, pred, opts, metrics, details)
     metrics["gold_seconds"] = gold.table.seconds
     metrics["predicted_seconds"] = pred.seconds

@@ -113,26 +113,26 @@ def pack_terms(n: int, columns: list[TermColumn]) -> PackedRows:
 
 
 @_no_gc
-def unpack_terms(rows: Any, previous: dict[str, Term] | None,
-                 ) -> tuple[list[tuple[Any, ...]], dict[str, Term]]:
+def unpack_terms(rows: Any, previous: dict[Any, Term] | None,
+                 ) -> tuple[list[tuple[Any, ...]], dict[Any, Term]]:
     """:func:`unpack_rows` of an RDF reply, with the :class:`Term` objects of ``previous``
     (the terms of the result unpacked before) reused for equal terms; returns the rows and
     this result's terms. Why: the gold and the predicted result of a case then share their
     term objects, so that the metrics' dict lookups and row comparisons find equal terms by
     identity instead of calling ``Term.__eq__`` (2.6 million calls on a 100,000-row pair).
 
-    The terms are kept by their value (a string the :class:`Term` holds anyway), one term per
-    value, a hit checked on its other three fields: a map by the four fields kept every
+    The terms are kept by their value (a string the :class:`Term` holds anyway), a hit
+    checked on its other three fields; only a second term of the same value (another type,
+    datatype or language) is kept by its four fields. A map by the four fields kept every
     distinct term's field tuple alive, and on the second result of a pair a second copy of
-    its strings too (70 MB of a 100,000-row pair's parent). A value shared by terms of other
-    types only misses the sharing, never the equality. ``rows``' packed bytes are dropped
+    its strings too (70 MB of a 100,000-row pair's parent). ``rows``' packed bytes are dropped
     once read (a reply is unpacked once)."""
     if not isinstance(rows, PackedRows) or rows.kind != "terms":
         return unpack_rows(rows), {}
     n, columns = marshal.loads(rows.data)
     rows.data = None
     known = previous or {}
-    seen: dict[str, Term] = {}
+    seen: dict[Any, Term] = {}
     built = []
     for tuples, indices in columns:
         terms: list[Any] = []
@@ -142,11 +142,20 @@ def unpack_terms(rows: Any, previous: dict[str, Term] | None,
                 continue
             value = t[1]
             term = seen.get(value) or known.get(value)
-            if term is None or not (term.type == t[0] and term.datatype == t[2]
-                                    and term.lang == t[3]):
+            if term is not None and not (term.type == t[0] and term.datatype == t[2]
+                                         and term.lang == t[3]):
+                # several terms of this value: the others are kept by their four fields
+                term = seen.get(t) or known.get(t)
+                if term is None:
+                    other = known.get(value)
+                    if other is not None and (other.type == t[0] and other.datatype == t[2]
+                                              and other.lang == t[3]):
+                        term = other
+            if term is None:
                 term = term_of(t)
-            if value not in seen:
-                seen[term.value] = term
+            first = seen.setdefault(term.value, term)
+            if first is not term:
+                seen[t] = term
             terms.append(term)
         built.append((terms, indices))
         tuples.clear()  # the field tuples (their strings live on in the terms)

@@ -465,7 +465,7 @@ class _Worker:
                             start_timeout=load_timeout)
         #: The terms of the last result, by their fields (:func:`.packed.unpack_terms`: a
         #: case's gold and predicted results share equal terms).
-        self._terms: dict[str, Term] = {}
+        self._terms: dict[Any, Term] = {}
         #: The process id of the worker whose load this object has seen.
         self._loaded: int | None = None
 

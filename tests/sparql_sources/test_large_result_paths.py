@@ -1,0 +1,86 @@
+"""The column-wise paths a large SPARQL result takes (issue 30): each agrees with the plain
+per-cell transcription it replaces, and the parent keeps one copy of a pair's terms."""
+
+from __future__ import annotations
+
+import marshal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_queryeval.results import ResultTable, Term
+from pytest_queryeval.sources.packed import PackedRows, pack_terms, unpack_terms
+
+XSD_INT = "http://www.w3.org/2001/XMLSchema#integer"
+
+_terms = st.builds(Term, st.sampled_from(["uri", "literal", "bnode"]),
+                   st.sampled_from(["a", "b", "1", "x y", "'q'", "é"]),
+                   st.sampled_from([None, XSD_INT]), st.sampled_from([None, "en"]))
+_cells = st.one_of(st.none(), _terms, st.text(max_size=3), st.integers(-3, 3),
+                   st.floats(allow_nan=True), st.booleans())
+
+
+def _naive_signature(rows: list[tuple[object, ...]], ordered: bool) -> list[str]:
+    texts = [repr(tuple(str(v) if v is not None else None for v in r)) for r in rows]
+    return texts if ordered else sorted(texts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 4).flatmap(lambda w: st.lists(
+    st.one_of(st.tuples(*[_cells] * w), st.tuples(*[_terms] * w),
+              st.tuples(*[st.one_of(st.none(), _terms)] * w)), max_size=12)),
+       st.lists(st.tuples(_cells), max_size=3), st.booleans())
+def test_signature_equals_the_per_row_texts(rows: list[tuple[object, ...]],
+                                            ragged: list[tuple[object, ...]],
+                                            ordered: bool) -> None:
+    import hashlib
+
+    for table_rows in (rows, rows + ragged):
+        naive = _naive_signature(table_rows, ordered)
+        digest = hashlib.sha256("\n".join(naive).encode("utf-8", "surrogatepass")).hexdigest()
+        expected = f"rows:{len(table_rows)}:{digest[:32]}"
+        assert ResultTable(["c"] * 4, table_rows).signature(ordered) == expected
+
+
+def _packed(rows: list[tuple[tuple[str, str, str | None, str | None] | None, ...]],
+            ) -> PackedRows:
+    width = len(rows[0])
+    columns = []
+    for i in range(width):
+        column = [r[i] for r in rows]
+        distinct = list(dict.fromkeys(column))
+        columns.append((distinct, [distinct.index(c) for c in column]))
+    return pack_terms(len(rows), columns)
+
+
+def test_a_pair_shares_its_terms_and_the_map_holds_only_their_own_strings() -> None:
+    """The prediction's terms are the gold's objects; the map kept for the next result is
+    keyed by the terms' own value strings (no field tuple, no second copy of a string), but
+    for a second term of one value (kept by its fields)."""
+    one = ("literal", "1", XSD_INT, None)
+    gold = [(("uri", "http://e/a", None, None), one),
+            (("uri", "http://e/b", None, None), ("literal", "1", None, None))]
+    pred = [(("literal", "1", None, None), ("uri", "http://e/b", None, None)),
+            (one, ("uri", "http://e/a", None, None)),
+            (("literal", "http://e/a", None, None), None)]  # a value shared across types
+    g_rows, g_map = unpack_terms(_packed(gold), None)
+    p_rows, p_map = unpack_terms(_packed(pred), g_map)
+    assert g_rows == [tuple(Term(*f) for f in r) for r in gold]
+    assert p_rows == [tuple(None if f is None else Term(*f) for f in r) for r in pred]
+    g_terms = {t: t for r in g_rows for t in r}
+    assert all(t is g_terms[t] for r in p_rows for t in r if t in g_terms)
+    assert p_rows[2][0] not in g_terms and p_rows[2][0].type == "literal"
+    # the first term of a value in a result is kept by its value, the others by their fields
+    for seen, others in ((g_map, {("literal", "1", None, None)}),
+                         (p_map, {one, ("uri", "http://e/a", None, None)})):
+        by_value = {k: t for k, t in seen.items() if type(k) is str}
+        assert all(k is t.value for k, t in by_value.items())
+        assert {k for k in seen if k not in by_value} == others
+        assert all(seen[k] == Term(*k) for k in others)
+
+
+def test_the_packed_bytes_are_dropped_once_read() -> None:
+    packed = _packed([(("uri", "http://e/a", None, None),)])
+    assert isinstance(marshal.loads(packed.data), tuple)
+    rows, _ = unpack_terms(packed, None)
+    assert rows == [(Term("uri", "http://e/a"),)] and packed.data is None
