@@ -51,7 +51,6 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -212,11 +211,7 @@ class _Cancelled(Exception):
 def _solutions(cols: list[str], rows: Any, max_rows: int, term: Any) -> _Solutions:
     """At most ``max_rows`` of an engine's solutions (one more read to know it was cut), by
     column with each distinct term built once (:func:`term_columns`)."""
-    raw = list(map(tuple, islice(rows, max_rows + 1)))
-    truncated = len(raw) > max_rows
-    if truncated:
-        del raw[max_rows:]
-    n, cells = term_columns(raw, term)
+    n, cells, truncated = term_columns(map(tuple, rows), term, max_rows)
     return _Solutions(cols, n, cells, truncated)
 
 def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
