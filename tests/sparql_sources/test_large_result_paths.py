@@ -84,3 +84,36 @@ def test_the_packed_bytes_are_dropped_once_read() -> None:
     assert isinstance(marshal.loads(packed.data), tuple)
     rows, _ = unpack_terms(packed, None)
     assert rows == [(Term("uri", "http://e/a"),)] and packed.data is None
+
+
+_texts = st.text(alphabet=st.sampled_from(list('aB "^@-\n\tx1İ')), max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_texts, max_size=20))
+def test_normalize_values_equals_the_per_value_form(values: list[str]) -> None:
+    from pytest_queryeval.metrics.alignment import normalize_value, normalize_values
+
+    assert normalize_values(values) == [normalize_value(v) for v in values]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.none(), _texts), max_size=40), st.integers(0, 3))
+def test_many_new_values_get_the_codes_the_loop_gives(raw: list[str | None], many: int,
+                                                      ) -> None:
+    """Coding a column's new values at once (``_Codebook._add_many``) names the same values
+    alike as the loop: equal codes exactly where the normalised values are equal."""
+    from pytest_queryeval.metrics import alignment
+
+    books = []
+    for threshold in (10**9, many):
+        old, alignment._MANY = alignment._MANY, threshold
+        try:
+            book = alignment._Codebook()
+            codes = book.encode(raw) + book.encode(list(reversed(raw)))
+        finally:
+            alignment._MANY = old
+        books.append((book, codes))
+    (loop, a), (bulk, b) = books
+    assert [loop.norm_of[c] for c in a] == [bulk.norm_of[c] for c in b]
+    assert len(loop.norm_of) == len(bulk.norm_of) == len(set(bulk.norm_of))
