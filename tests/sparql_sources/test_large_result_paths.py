@@ -117,3 +117,32 @@ def test_many_new_values_get_the_codes_the_loop_gives(raw: list[str | None], man
     (loop, a), (bulk, b) = books
     assert [loop.norm_of[c] for c in a] == [bulk.norm_of[c] for c in b]
     assert len(loop.norm_of) == len(bulk.norm_of) == len(set(bulk.norm_of))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_terms, st.one_of(st.none(), _terms), _terms), min_size=17,
+                max_size=40), st.randoms(use_true_random=False))
+def test_term_tables_score_alike_shared_or_not(rows: list[tuple[Term | None, ...]],
+                                               rng: object) -> None:
+    """A pair sharing its term objects is compared by identity (``_canonical_terms``), one of
+    equal copies by ``Term.__eq__``: every table metric is the same."""
+    import pickle
+    import random
+
+    from pytest_queryeval.metrics import table
+
+    assert isinstance(rng, random.Random)
+    canon: dict[Term, Term] = {}
+    gold_rows = [tuple(None if c is None else canon.setdefault(c, c) for c in r) for r in rows]
+    pred_rows = [(r[2], r[0], r[1]) for r in gold_rows]
+    rng.shuffle(pred_rows)
+    pred_rows = [*pred_rows[:-1], (*gold_rows[0][:2], gold_rows[-1][0])]
+    shared = table.compare_tables(ResultTable(["a", "b", "c"], gold_rows),
+                                  ResultTable(["c", "a", "b"], pred_rows), order_matters=False)
+    copied = pickle.loads(pickle.dumps(pred_rows))  # equal terms, other objects
+    assert copied == pred_rows and (not copied or copied[0][0] is not pred_rows[0][0])
+    apart = table.compare_tables(ResultTable(["a", "b", "c"], gold_rows),
+                                 ResultTable(["c", "a", "b"], copied), order_matters=False)
+    assert shared.metrics() == apart.metrics()
+    assert table._canonical_terms(shared.gold, shared.pred)
+    assert not table._canonical_terms(apart.gold, apart.pred)
