@@ -273,10 +273,15 @@ def _reference_sets(gold: ResultTable, pred: ResultTable | None, opts: _Options,
     from ..metrics import gerbil_qa, text2sparql
 
     t_pred = text2sparql.answers_from_table(pred) if pred is not None else {}
-    metrics.update(text2sparql.question_metrics(text2sparql.answers_from_table(gold), t_pred,
+    t_gold = text2sparql.answers_from_table(gold)
+    metrics.update(text2sparql.question_metrics(t_gold, t_pred,
                                                 order_matters=opts.order_matters))
-    g_pred = gerbil_qa.answers_from_table(pred) if pred is not None else set()
-    counts = gerbil_qa.counts(gerbil_qa.answers_from_table(gold), g_pred)
+    # GERBIL's answer set is TEXT2SPARQL's values but for an ASK result (every cell's value
+    # read once per table: a large result's 400,000 strings)
+    g_pred = (set() if pred is None else gerbil_qa.answers_from_table(pred)
+              if text2sparql.is_ask(pred) else set(t_pred))
+    g_gold = gerbil_qa.answers_from_table(gold) if text2sparql.is_ask(gold) else set(t_gold)
+    counts = gerbil_qa.counts(g_gold, g_pred)
     metrics.update(gerbil_qa.question_metrics(counts))
     details["text2sparql"] = {"order_matters": opts.order_matters}
     details["gerbil"] = counts.to_json()

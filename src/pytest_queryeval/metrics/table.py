@@ -500,8 +500,8 @@ def _positional(
     m = min(len(gold), len(pred))
     scores = (
         _columnwise_scores(
-            gold[:m], pred[:m], set_precision, nan_free, *classes, *(_head(c, m) for c in cols),
-            same=same,
+            gold[:m], pred[:m], set_precision, nan_free, *classes, _head(cols[0], m),
+            _head(cols[1], m), same=same,
         )
         if m > _ROWWISE_MAX_ROWS
         else None
@@ -576,6 +576,7 @@ def _columnwise_scores(
     pclasses: _Classes = None,
     gold_cols: _Cols = None,
     pred_cols: _Cols = None,
+    *,
     same: bool = False,
 ) -> tuple[list[float], list[float], list[float], list[float]] | None:
     """The same per-pair scores computed column by column at C speed, or None if not applicable.
