@@ -146,3 +146,29 @@ def test_term_tables_score_alike_shared_or_not(rows: list[tuple[Term | None, ...
     assert shared.metrics() == apart.metrics()
     assert table._canonical_terms(shared.gold, shared.pred)
     assert not table._canonical_terms(apart.gold, apart.pred)
+
+
+def test_term_tables_never_reach_the_numpy_path(monkeypatch: object) -> None:
+    """The fast path declines Term cells; a large SPARQL pair is not handed to it (nor is
+    numpy imported for it), and its metrics are the pure path's."""
+    import pytest
+
+    from pytest_queryeval.metrics import _table_fast, table
+
+    assert isinstance(monkeypatch, pytest.MonkeyPatch)
+    assert table.FAST_CELL_TYPES == _table_fast._ALLOWED
+    rows = [(Term("uri", f"http://e/{i}"), Term("literal", str(i % 7))) for i in range(30_000)]
+    expected = table.compare_tables(ResultTable(["a", "b"], rows),
+                                    ResultTable(["b", "a"], [(b, a) for a, b in rows]),
+                                    order_matters=False).metrics()
+    assert _table_fast.compare(rows, [(b, a) for a, b in rows], False) is None
+
+    class Refuse:
+        def compare(self, *args: object) -> None:
+            raise AssertionError("handed to the fast path")
+
+    monkeypatch.setattr(table, "_fast_module", Refuse())
+    got = table.compare_tables(ResultTable(["a", "b"], rows),
+                               ResultTable(["b", "a"], [(b, a) for a, b in rows]),
+                               order_matters=False).metrics()
+    assert got == expected and got["execution_accuracy"] == 1.0
