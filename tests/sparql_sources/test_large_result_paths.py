@@ -172,3 +172,23 @@ def test_term_tables_never_reach_the_numpy_path(monkeypatch: object) -> None:
                                ResultTable(["b", "a"], [(b, a) for a, b in rows]),
                                order_matters=False).metrics()
     assert got == expected and got["execution_accuracy"] == 1.0
+
+
+def test_a_columns_pyoxigraph_terms_at_once_equal_each_term() -> None:
+    """``_ox_terms`` (a column's distinct terms at once) gives ``_ox_term``'s fields for
+    every mix: only IRIs, only literals (plain, tagged, typed), and mixed columns."""
+    import pyoxigraph as ox
+
+    from pytest_queryeval.sources.rdf import _ox_term, _ox_terms
+
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    iris = [ox.NamedNode(f"http://e/{i}") for i in range(5)]
+    literals = [ox.Literal("a"), ox.Literal("b", language="EN-gb"),
+                ox.Literal("x", datatype=ox.NamedNode(xsd + "string")),
+                ox.Literal("007", datatype=ox.NamedNode(xsd + "int")),
+                ox.Literal("1.50", datatype=ox.NamedNode(xsd + "decimal")),
+                ox.Literal("1e0", datatype=ox.NamedNode(xsd + "double")),
+                ox.Literal("y", datatype=ox.NamedNode("http://e/own"))]
+    for column in (iris, literals, [*iris, *literals], [ox.BlankNode("b0"), *iris],
+                   [None, *literals], []):
+        assert _ox_terms(column) == [_ox_term(t) for t in column]

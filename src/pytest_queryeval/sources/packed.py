@@ -81,12 +81,15 @@ _CHUNK = 8192
 
 @_no_gc
 def term_columns(rows: Iterable[tuple[Any, ...]], fields: Callable[[Any], Any],
-                 limit: int | None = None) -> tuple[int, list[TermColumn], bool]:
+                 limit: int | None = None,
+                 fields_of: Callable[[list[Any]], list[Any]] | None = None,
+                 ) -> tuple[int, list[TermColumn], bool]:
     """An engine's solutions (tuples of its own terms, None when unbound) in the column form:
     ``fields`` (the engine's term to the fields of its :class:`Term`, or None) is called once
     per distinct engine term of a column instead of once per cell, and no :class:`Term` is
     built. At most ``limit`` solutions are kept (one more is read, to know the result was
-    cut). Returns the row count, the columns and whether the result was cut.
+    cut). ``fields_of``, when given, is ``fields`` of a column's distinct terms at once.
+    Returns the row count, the columns and whether the result was cut.
 
     The solutions are read a chunk at a time and each chunk's cells replaced by indices at
     once (in C: ``itemgetter``, ``dict.fromkeys``, ``filterfalse``), so the worker never
@@ -116,7 +119,10 @@ def term_columns(rows: Iterable[tuple[Any, ...]], fields: Callable[[Any], Any],
             del out[n:]
     columns: list[TermColumn] = []
     for index, out in zip(indexes, cells, strict=True):
-        columns.append(([fields(t) for t in index], out))
+        distinct = list(index)
+        columns.append((fields_of(distinct) if fields_of is not None
+                        else list(map(fields, distinct)), out))
+        del distinct
         index.clear()
     return n, columns, truncated
 
