@@ -7,6 +7,7 @@ ever see a :class:`ResultTable`, so one implementation of each metric serves eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
 from typing import Any
 
 
@@ -147,7 +148,7 @@ class ResultTable:
         execution metrics leave them): two runs of a case that return the same rows share it."""
         import hashlib
 
-        rows = [repr(tuple(str(v) if v is not None else None for v in r)) for r in self.rows]
+        rows = _row_texts(self.rows)
         if not ordered:
             rows.sort()
         digest = hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
@@ -192,6 +193,29 @@ class ResultTable:
         if not isinstance(columns, list):
             raise ValueError("'columns' must be a list of names")
         return cls([str(c) for c in columns], rows)
+
+
+def _row_texts(rows: list[tuple[Any, ...]]) -> list[str]:
+    """``repr`` of each row with its cells as ``str`` (None kept), column by column: a
+    column of only strings or only :class:`Term` cells (``str`` is the term's value) is
+    read in C, without a Python call per cell (half a second of a 100,000 x 4 SPARQL pair
+    went to the per-row generator)."""
+    width = len(rows[0]) if rows else 0
+    if not width or set(map(len, rows)) != {width}:
+        return [repr(tuple(str(v) if v is not None else None for v in r)) for r in rows]
+    cols: list[Any] = []
+    for i in range(width):
+        col = list(map(itemgetter(i), rows))
+        types = set(map(type, col))
+        if types == {Term}:
+            col = list(map(_TERM_VALUE, col))
+        elif types != {str}:
+            col = [str(v) if v is not None else None for v in col]
+        cols.append(col)
+    return list(map(repr, zip(*cols, strict=True)))
+
+
+_TERM_VALUE = attrgetter("value")
 
 
 #: ``ResultTable.meta`` key: the variables of a SPARQL JSON result's first binding, in the order

@@ -110,8 +110,8 @@ def test_term_columns_build_one_term_per_distinct_value_and_pack_exactly() -> No
 
     raw = [(f"uri:s{i % 3}", None if i % 4 == 0 else f"lit:{i % 2}", f"lang:v{i}")
            for i in range(12)]
-    n, columns = term_columns(raw, fields)
-    assert n == 12
+    n, columns, cut = term_columns(raw, fields)
+    assert (n, cut) == (12, False)
     assert len(calls) == 3 + 3 + 12  # distinct values per column (None once in column 2)
     expected = [tuple(None if f is None else Term(*f) for f in map(fields, row))
                 for row in raw]
@@ -128,9 +128,36 @@ def test_term_columns_build_one_term_per_distinct_value_and_pack_exactly() -> No
 
 
 def test_term_columns_of_rows_without_columns() -> None:
-    n, columns = term_columns([(), ()], lambda t: t)
-    assert (n, columns) == (2, [])
+    n, columns, cut = term_columns([(), ()], lambda t: t)
+    assert (n, columns, cut) == (2, [], False)
     assert unpack_rows(pack_terms(n, columns)) == [(), ()]
+
+
+def test_term_columns_read_chunks_and_stop_one_past_the_limit() -> None:
+    """The solutions are read a chunk at a time (a term seen in an earlier chunk keeps its
+    index), and no more than ``limit + 1`` of them: the rows are the first ``limit``."""
+    from itertools import count
+
+    from pytest_queryeval.sources import packed
+
+    def fields(t: object) -> tuple[str, str, str | None, str | None] | None:
+        return None if t is None else ("uri", str(t), None, None)
+
+    size = 3 * packed._CHUNK + 5
+    raw = [(f"s{i % 1000}", None if i % 7 == 0 else f"o{i % 13}") for i in range(size)]
+    expected = [tuple(None if c is None else Term(*fields(c)) for c in row)  # type: ignore[misc]
+                for row in raw]
+    for limit, cut in ((None, False), (size, False), (size - 1, True),
+                       (packed._CHUNK, True), (0, True)):
+        read = count()
+        solutions = (row for row in raw if next(read) >= 0)
+        n, columns, truncated = packed.term_columns(solutions, fields, limit)
+        keep = size if limit is None else min(size, limit)
+        assert (n, truncated) == (keep, cut)
+        assert next(read) == (size if limit is None else min(size, limit + 1))
+        assert rows_of(n, columns) == expected[:keep]
+        assert all(len(terms) <= most  # each distinct term once, None included
+                   for (terms, _), most in zip(columns, (1000, 14), strict=True))
 
 
 def _fetch(batches: list[list[tuple[object, ...]]], max_rows: int, max_bytes: int,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import (
@@ -272,10 +273,15 @@ def _reference_sets(gold: ResultTable, pred: ResultTable | None, opts: _Options,
     from ..metrics import gerbil_qa, text2sparql
 
     t_pred = text2sparql.answers_from_table(pred) if pred is not None else {}
-    metrics.update(text2sparql.question_metrics(text2sparql.answers_from_table(gold), t_pred,
+    t_gold = text2sparql.answers_from_table(gold)
+    metrics.update(text2sparql.question_metrics(t_gold, t_pred,
                                                 order_matters=opts.order_matters))
-    g_pred = gerbil_qa.answers_from_table(pred) if pred is not None else set()
-    counts = gerbil_qa.counts(gerbil_qa.answers_from_table(gold), g_pred)
+    # GERBIL's answer set is TEXT2SPARQL's values but for an ASK result (every cell's value
+    # read once per table: a large result's 400,000 strings)
+    g_pred = (set() if pred is None else gerbil_qa.answers_from_table(pred)
+              if text2sparql.is_ask(pred) else set(t_pred))
+    g_gold = gerbil_qa.answers_from_table(gold) if text2sparql.is_ask(gold) else set(t_gold)
+    counts = gerbil_qa.counts(g_gold, g_pred)
     metrics.update(gerbil_qa.question_metrics(counts))
     details["text2sparql"] = {"order_matters": opts.order_matters}
     details["gerbil"] = counts.to_json()
@@ -294,7 +300,8 @@ def _normalized(table: ResultTable | None) -> ResultTable | None:
 
 def _boolean_terms(table: ResultTable) -> ResultTable:
     """ASK cells as ``xsd:boolean`` Terms, the form the alignment metrics read values from."""
-    if not any(isinstance(c, bool) for row in table.rows for c in row):
+    # a bool is exactly a bool (no subclasses): the cell types are read in C
+    if bool not in set(map(type, chain.from_iterable(table.rows))):
         return table
     rows = [tuple(Term("literal", "true" if c else "false", XSD_BOOLEAN)
                   if isinstance(c, bool) else c for c in row) for row in table.rows]
@@ -318,6 +325,10 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     metrics: dict[str, float] = dict(cmp.metrics())
     details: dict[str, Any] = dict(cmp.details())
     diff = list(cmp.diff())
+    # Each step's structures (the table sides' multisets and columns, the alignment's codes
+    # and value sets) are dropped before the next: on a large result they are as large as
+    # the tables, and holding them all set the parent's peak memory.
+    del cmp
     g_al, p_al = _boolean_terms(gold.table), _boolean_terms(pred)
     al = alignment_details(g_al, p_al, gold_query=gold.query, pred_query=pred_query,
                            arity_from=opts.arity_from, kind="sparql")
@@ -326,6 +337,7 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
         details["alignment_mapping"] = [list(pair) for pair in al.mapping]
     if al.metrics["row_match_f1"] < 1.0:
         diff.extend(f"alignment: {line}" for line in alignment_diff(g_al, p_al, details=al))
+    del al, g_al, p_al
     _reference_sets(gold.table, pred, opts, metrics, details)
     metrics["gold_seconds"] = gold.table.seconds
     metrics["predicted_seconds"] = pred.seconds

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Callable, Iterable
-from itertools import chain
+from itertools import chain, count, filterfalse, islice
 from operator import itemgetter
 from typing import Any
 
@@ -75,22 +75,56 @@ def pack_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]] | PackedRows
 TermColumn = tuple[list[Any], list[int]]
 
 
+#: Solutions read from the engine at a time by :func:`term_columns`.
+_CHUNK = 8192
+
+
 @_no_gc
 def term_columns(rows: Iterable[tuple[Any, ...]], fields: Callable[[Any], Any],
-                 ) -> tuple[int, list[TermColumn]]:
+                 limit: int | None = None,
+                 fields_of: Callable[[list[Any]], list[Any]] | None = None,
+                 ) -> tuple[int, list[TermColumn], bool]:
     """An engine's solutions (tuples of its own terms, None when unbound) in the column form:
     ``fields`` (the engine's term to the fields of its :class:`Term`, or None) is called once
     per distinct engine term of a column instead of once per cell, and no :class:`Term` is
-    built. Returns the row count and the columns."""
-    raw = list(rows)
+    built. At most ``limit`` solutions are kept (one more is read, to know the result was
+    cut). ``fields_of``, when given, is ``fields`` of a column's distinct terms at once.
+    Returns the row count, the columns and whether the result was cut.
+
+    The solutions are read a chunk at a time and each chunk's cells replaced by indices at
+    once (in C: ``itemgetter``, ``dict.fromkeys``, ``filterfalse``), so the worker never
+    holds every solution's tuple and a Python object per cell, only each distinct term
+    (a third of a 100,000-row result's peak in the worker)."""
+    solutions = iter(rows)
+    stop = None if limit is None else limit + 1
+    indexes: list[dict[Any, int]] = []
+    cells: list[list[int]] = []
+    n = 0
+    while chunk := list(islice(solutions, _CHUNK if stop is None else min(_CHUNK, stop - n))):
+        if not indexes:
+            indexes = [{} for _ in chunk[0]]
+            cells = [[] for _ in chunk[0]]
+        n += len(chunk)
+        for i, (index, out) in enumerate(zip(indexes, cells, strict=True)):
+            column = list(map(itemgetter(i), chunk))
+            new = list(filterfalse(index.__contains__, dict.fromkeys(column)))
+            index.update(zip(new, count(len(index))))
+            out.extend(map(index.__getitem__, column))
+        if stop is not None and n >= stop:
+            break
+    truncated = limit is not None and n > limit
+    if truncated:
+        n = limit  # type: ignore[assignment]
+        for out in cells:
+            del out[n:]
     columns: list[TermColumn] = []
-    width = len(raw[0]) if raw else 0
-    for i in range(width):  # not zip(*raw): a million arguments cost as much as the rest
-        column = list(map(itemgetter(i), raw))
-        distinct = list(dict.fromkeys(column))
-        index = {t: i for i, t in enumerate(distinct)}
-        columns.append(([fields(t) for t in distinct], list(map(index.__getitem__, column))))
-    return len(raw), columns
+    for index, out in zip(indexes, cells, strict=True):
+        distinct = list(index)
+        columns.append((fields_of(distinct) if fields_of is not None
+                        else list(map(fields, distinct)), out))
+        del distinct
+        index.clear()
+    return n, columns, truncated
 
 
 def rows_of(n: int, columns: list[TermColumn]) -> list[tuple[Any, ...]]:
@@ -116,14 +150,21 @@ def pack_terms(n: int, columns: list[TermColumn]) -> PackedRows:
 def unpack_terms(rows: Any, previous: dict[Any, Term] | None,
                  ) -> tuple[list[tuple[Any, ...]], dict[Any, Term]]:
     """:func:`unpack_rows` of an RDF reply, with the :class:`Term` objects of ``previous``
-    (the terms of the result unpacked before, by their four fields) reused for equal terms;
-    returns the rows and this result's terms. Why: the gold and the predicted result of a
-    case then share their term objects, so that the metrics' dict lookups and row
-    comparisons find equal terms by identity instead of calling ``Term.__eq__`` (2.6 million
-    calls on a 100,000-row pair)."""
+    (the terms of the result unpacked before) reused for equal terms; returns the rows and
+    this result's terms. Why: the gold and the predicted result of a case then share their
+    term objects, so that the metrics' dict lookups and row comparisons find equal terms by
+    identity instead of calling ``Term.__eq__`` (2.6 million calls on a 100,000-row pair).
+
+    The terms are kept by their value (a string the :class:`Term` holds anyway), a hit
+    checked on its other three fields; only a second term of the same value (another type,
+    datatype or language) is kept by its four fields. A map by the four fields kept every
+    distinct term's field tuple alive, and on the second result of a pair a second copy of
+    its strings too (70 MB of a 100,000-row pair's parent). ``rows``' packed bytes are dropped
+    once read (a reply is unpacked once)."""
     if not isinstance(rows, PackedRows) or rows.kind != "terms":
         return unpack_rows(rows), {}
     n, columns = marshal.loads(rows.data)
+    rows.data = None
     known = previous or {}
     seen: dict[Any, Term] = {}
     built = []
@@ -133,12 +174,26 @@ def unpack_terms(rows: Any, previous: dict[Any, Term] | None,
             if t is None:
                 terms.append(None)
                 continue
-            term = seen.get(t) or known.get(t)
+            value = t[1]
+            term = seen.get(value) or known.get(value)
+            if term is not None and not (term.type == t[0] and term.datatype == t[2]
+                                         and term.lang == t[3]):
+                # several terms of this value: the others are kept by their four fields
+                term = seen.get(t) or known.get(t)
+                if term is None:
+                    other = known.get(value)
+                    if other is not None and (other.type == t[0] and other.datatype == t[2]
+                                              and other.lang == t[3]):
+                        term = other
             if term is None:
                 term = term_of(t)
-            seen[t] = term
+            first = seen.setdefault(term.value, term)
+            if first is not term:
+                seen[t] = term
             terms.append(term)
         built.append((terms, indices))
+        tuples.clear()  # the field tuples (their strings live on in the terms)
+    del columns
     return _rows(n, built), seen
 
 

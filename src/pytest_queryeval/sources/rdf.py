@@ -51,7 +51,8 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import islice
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ from .base import (
     positive_int,
 )
 from .packed import TermColumn, pack_terms, rows_of, term_columns, unpack_terms
-from .rdf_codec import Fields, star_columns_sorted, term_fields
+from .rdf_codec import XSD_STRING, Fields, star_columns_sorted, term_fields
 from .sparqlguard import check_query
 
 ENGINES = ("pyoxigraph", "rdflib")
@@ -143,6 +144,28 @@ def _ox_term(t: Any) -> Fields | None:
     if kind is not None:
         return (kind, t.value, None, None)
     return ("triple", str(t), None, None)
+
+
+def _ox_terms(terms: list[Any]) -> list[Fields | None]:
+    """``[_ox_term(t) for t in terms]`` for one column's distinct terms, a column of only IRIs
+    in C and one of only literals without a Python call per simple string: the worker's
+    share of a large result is mostly this, once per distinct term."""
+    kinds = _ox_kinds()
+    types = {kinds.get(t) for t in set(map(type, terms))}
+    if types == {"uri"}:
+        return list(zip(repeat("uri"), map(_OX_VALUE, terms), repeat(None), repeat(None),
+                        strict=False))
+    if types != {"literal"}:
+        return list(map(_ox_term, terms))
+    return [("literal", v, None, None) if d == XSD_STRING and not lang
+            else term_fields("literal", v, d, lang)
+            for v, d, lang in zip(map(_OX_VALUE, terms), map(_OX_DATATYPE, terms),
+                                  map(_OX_LANGUAGE, terms), strict=True)]
+
+
+_OX_VALUE = attrgetter("value")
+_OX_DATATYPE = attrgetter("datatype.value")
+_OX_LANGUAGE = attrgetter("language")
 
 
 @functools.cache
@@ -209,14 +232,11 @@ class _Cancelled(Exception):
 
 
 
-def _solutions(cols: list[str], rows: Any, max_rows: int, term: Any) -> _Solutions:
+def _solutions(cols: list[str], rows: Any, max_rows: int, term: Any,
+               terms: Any = None) -> _Solutions:
     """At most ``max_rows`` of an engine's solutions (one more read to know it was cut), by
     column with each distinct term built once (:func:`term_columns`)."""
-    raw = list(map(tuple, islice(rows, max_rows + 1)))
-    truncated = len(raw) > max_rows
-    if truncated:
-        del raw[max_rows:]
-    n, cells = term_columns(raw, term)
+    n, cells, truncated = term_columns(map(tuple, rows), term, max_rows, terms)
     return _Solutions(cols, n, cells, truncated)
 
 def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
@@ -232,7 +252,7 @@ def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [v.value for v in res.variables]
         with gc_paused():  # the engine evaluates in Rust: new tuples, no Python garbage
-            return _solutions(cols, _checked(res, cancel), max_rows, _ox_term)
+            return _solutions(cols, _checked(res, cancel), max_rows, _ox_term, _ox_terms)
     except _Cancelled:
         return None
     except QueryFailed:
