@@ -299,20 +299,22 @@ PAIRED = [
 ]
 
 
+def _alone(source: SqliteSource, predicted: str) -> object:
+    """What the prediction gives executed on its own: its rows, or its failure."""
+    try:
+        return source.execute(predicted, timeout=0.5).rows
+    except QueryEvalError as e:
+        return type(e), e.reason()
+
+
 @pytest.mark.parametrize("predicted", PAIRED)
 def test_gold_and_prediction_in_one_round_trip_as_each_alone(
         source: SqliteSource, chinook_sqlite: Path, predicted: str) -> None:
     """execute_pair sends the gold and the prediction together (one write, one wake-up of the
     worker); the gold's table and the prediction's table or failure (the guard's reason, a
     timeout, a worker killed at its own deadline) are what execute gives each alone."""
-    def alone() -> object:
-        try:
-            return source.execute(predicted, timeout=0.5).rows
-        except QueryEvalError as e:
-            return type(e), e.reason()
-
     before = sha256(chinook_sqlite)
-    expected = alone()
+    expected = _alone(source, predicted)
     pair = source.execute_pair(GENRES, predicted, timeout=0.5)
     assert pair is not None
     gold, prediction = pair
@@ -334,14 +336,8 @@ def test_a_pair_sent_ahead_gives_what_execute_pair_gives(
     case's queries while this one is scored); execute_pair with the same arguments reads it,
     no second trip, and returns what the prediction gives alone: rows, the guard's reason, a
     timeout, a worker killed at its own deadline."""
-    def alone() -> object:
-        try:
-            return source.execute(predicted, timeout=0.5).rows
-        except QueryEvalError as e:
-            return type(e), e.reason()
-
     before = sha256(chinook_sqlite)
-    expected = alone()
+    expected = _alone(source, predicted)
     box = source._box
     assert box is not None
     box.start()  # ready again after a kill: a worker still starting is not sent anything ahead
