@@ -522,12 +522,8 @@ class Sandbox:
         start = max(ticket.sent_at, self._next_start)
         try:
             msg = self._read_reply(proc, start + timeout, max_reply)
-        except TimeoutError:
-            error = self._timeout(timeout)
-        except SandboxTooBig as exc:
-            error = exc
-        except (EOFError, OSError):
-            error = self._crashed()
+        except (TimeoutError, SandboxTooBig, EOFError, OSError) as exc:
+            error = self._ending(exc, timeout)
         except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
             self._kill(respawn=False)
             raise
@@ -561,17 +557,9 @@ class Sandbox:
                     self.round_trips += 1
                 deadline = time.monotonic() + timeout  # start-up is not the step's time
                 msg = self._read_reply(proc, deadline, max_reply)
-            except TimeoutError:
+            except (TimeoutError, SandboxTooBig, EOFError, OSError) as exc:
                 self._kill(respawn=True)
-                outcomes.append(_raising(self._timeout(timeout)))
-                break
-            except SandboxTooBig as exc:
-                self._kill(respawn=True)
-                outcomes.append(_raising(exc))
-                break
-            except (EOFError, OSError):
-                self._kill(respawn=True)
-                outcomes.append(_raising(self._crashed()))
+                outcomes.append(_raising(self._ending(exc, timeout)))
                 break
             except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
                 self._kill(respawn=False)
@@ -579,11 +567,14 @@ class Sandbox:
             outcomes.append(self._outcome(msg, max_reply))
         return ticket.finish(outcomes)
 
-    def _timeout(self, timeout: float) -> SandboxTimeout:
-        return SandboxTimeout(f"no result within {timeout:g} s (the {self.name} worker was "
-                              "killed)")
-
-    def _crashed(self) -> SandboxCrashed:
+    def _ending(self, exc: BaseException, timeout: float) -> BaseException:
+        """What the outcome of a call raises when waiting for its reply ended the worker
+        (past the deadline, a reply over its cap, the worker gone); the caller kills it."""
+        if isinstance(exc, TimeoutError):  # an OSError too: checked first
+            return SandboxTimeout(f"no result within {timeout:g} s (the {self.name} worker "
+                                  "was killed)")
+        if isinstance(exc, SandboxTooBig):
+            return exc
         return SandboxCrashed(f"the {self.name} worker died during the call (out of memory? "
                               f"max_memory is {self.max_memory:,} bytes)")
 
