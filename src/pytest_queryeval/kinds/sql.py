@@ -284,8 +284,7 @@ class _SqlRun:
 
         engine_guard = bool(getattr(src, "engine_guard", False)) and pred_sql is not None \
             and case.predicted_result is None and query_led(pred_sql)
-        if engine_guard and pred_sql is not None and executable and case.gold_result is None \
-                and case.gold_result_files is None and _size_ok(pred_sql, opts):
+        if pred_sql is not None and _paired(case, src, pred_sql, opts):
             self.pair_with = pred_sql
         golds: list[_Gold] = []
         if case.gold_result_files is not None:  # CSV files: each a gold alternative
@@ -508,26 +507,23 @@ class _SqlRun:
         where that is exact and the queries read nothing that changes before the case runs:
         no task, clock or recorded result, a gold the cache does not hold (:func:`run_gold`
         would not execute it). False when nothing was sent."""
-        from ..sources.sqlguard import query_led
         from ._query import gold_cache_key
 
         case, _ = with_dialect_gold(case)
         prediction = dialect_prediction(case, prediction)
         case, clock = pin_golds(case)
-        if clock is not None or case.source_spec is None or case.gold_result is not None \
-                or case.gold_result_files is not None or case.predicted_result is not None \
+        if clock is not None or case.source_spec is None \
                 or any(key in case.options for key in ("task", "setup", "cleanup", "checks")):
             return False
         pred_sql, _ = fenced_prediction_text(prediction, case, "SQL",
                                              ("sql", "query", "predicted"))
         golds = [g for g in case.golds if isinstance(g, str)]
-        if pred_sql is None or not golds or not query_led(pred_sql):
+        if pred_sql is None or not golds:
             return False
         opts = _parse_options(case)
         src = ctx.source(case)
         prefetch_pair = getattr(src, "prefetch_pair", None)
-        if prefetch_pair is None or not src.executable \
-                or not getattr(src, "engine_guard", False) or not _size_ok(pred_sql, opts):
+        if prefetch_pair is None or not _paired(case, src, pred_sql, opts):
             return False
         if getattr(ctx, "caching", True) \
                 and ctx.cache_get(GOLD_CACHE, gold_cache_key(src, golds[0])) is not None:
@@ -848,6 +844,18 @@ def _validate_task(case: Case) -> list[tuple[str, str]]:
     except ConfigError as exc:
         problems.append((exc.key or "conditions", exc.message))
     return problems + validate_task(case)
+
+
+def _paired(case: Case, src: DataSource | None, pred_sql: str, opts: _Options) -> bool:
+    """Whether the prediction goes to the worker with the case's first gold, in one round
+    trip (:meth:`_SqlRun.gold`; and so may be sent ahead, :meth:`_SqlRun.prefetch`): an
+    executable source whose engine refuses by itself whatever does not read, both queries
+    executed (nothing recorded), a text that starts like a query and is not too long."""
+    from ..sources.sqlguard import query_led
+
+    return src is not None and src.executable and bool(getattr(src, "engine_guard", False)) \
+        and case.predicted_result is None and case.gold_result is None \
+        and case.gold_result_files is None and query_led(pred_sql) and _size_ok(pred_sql, opts)
 
 
 def _size_ok(sql: str, opts: _Options) -> bool:
