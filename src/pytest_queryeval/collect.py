@@ -229,10 +229,11 @@ def _prefetch(runner: Runner, item: pytest.Item) -> None:
     case = item.case
     with contextlib.suppress(Exception):  # the case reports its own problems when it runs
         prefetch = getattr(kind_registry.get_kind(case.kind), "prefetch", None)
+        if prefetch is None:
+            return
         hook = bool(item.config.hook.pytest_queryeval_predict.get_hookimpls())
-        prediction = runner.evaluator.fixed_prediction(case, hook_active=hook) \
-            if prefetch is not None else None
-        if prefetch is not None and prediction is not None:
+        prediction = runner.evaluator.fixed_prediction(case, hook_active=hook)
+        if prediction is not None:
             prefetch(case, prediction.value, runner.evaluator)
 
 
