@@ -86,6 +86,13 @@ class SourceDefaults:
     db_id: str | None = None
 
 
+def call_limits(source: Any, timeout: float | None, max_rows: int | None,
+                ) -> tuple[float, int]:
+    """A query's timeout and row cap: those given to the call, else the source's own."""
+    return (float(source.timeout if timeout is None else timeout),
+            int(source.max_rows if max_rows is None else max_rows))
+
+
 #: The capabilities :func:`declared` fills in, with their defaults.
 CAPABILITIES: dict[str, Any] = {key: getattr(SourceDefaults, key)
                                 for key in ("dialect", "executable", "timeout", "db_id")}

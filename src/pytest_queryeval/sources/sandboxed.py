@@ -30,6 +30,7 @@ from .base import (
     PACK_BATCHES,
     PackedBatches,
     SourceDefaults,
+    call_limits,
     check_isolation,
     payload_bytes,
     positive,
@@ -197,8 +198,7 @@ class SandboxedFileSource(SourceDefaults):
         """Run one query (in the worker unless ``isolation: thread``); the deadline covers
         execution and fetching. A result over ``max_rows`` or ``max_bytes`` comes back
         truncated, with the cap that cut it in ``meta``."""
-        timeout = self.timeout if timeout is None else float(timeout)
-        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        timeout, max_rows = call_limits(self, timeout, max_rows)
         guarded = not trusted and self.engine_guard and query_led(query)
         if not trusted and not guarded:
             check_read_only(query, self.dialect)
@@ -223,8 +223,7 @@ class SandboxedFileSource(SourceDefaults):
         of a refusal."""
         if not self._pairs(predicted):
             return None
-        timeout = self.timeout if timeout is None else float(timeout)
-        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        timeout, max_rows = call_limits(self, timeout, max_rows)
         key = (gold, predicted, timeout, max_rows)
         sent = next((i for i, (args, _) in enumerate(self._ahead) if args == key), None)
         if sent is not None:  # the pairs sent before it were not asked for: dropped (their
@@ -253,8 +252,7 @@ class SandboxedFileSource(SourceDefaults):
         A pair sent ahead and never asked for costs the worker's time, nothing else."""
         if not self._pairs(predicted):
             return False
-        timeout = self.timeout if timeout is None else float(timeout)
-        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        timeout, max_rows = call_limits(self, timeout, max_rows)
         box = self._worker()
         ticket = box.submit(self._pair_calls(gold, predicted, timeout, max_rows))
         self._ahead = [*self._ahead[-(_AHEAD - 1):], ((gold, predicted, timeout, max_rows),

@@ -59,6 +59,7 @@ from .base import (
     DEFAULT_TIMEOUT,
     FetchedRows,
     SourceDefaults,
+    call_limits,
     check_isolation,
     positive,
     positive_int,
@@ -265,8 +266,7 @@ class SqlAlchemySource(SourceDefaults):
         ``statement_timeout``, MySQL ``max_execution_time``), by a watchdog that cancels the
         statement from another thread otherwise, and between fetched batches.
         """
-        timeout = self.timeout if timeout is None else float(timeout)
-        max_rows = self.max_rows if max_rows is None else int(max_rows)
+        timeout, max_rows = call_limits(self, timeout, max_rows)
         called: tuple[str, ...] | None = None
         if not trusted:
             called = check_read_only(query, self.dialect)
