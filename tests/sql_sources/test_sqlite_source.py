@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from pytest_queryeval.errors import (
     QueryTimeout,
     SourceUnavailable,
 )
+from pytest_queryeval.results import ResultTable
 from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.sqlite import SqliteSource
 
@@ -299,12 +301,17 @@ PAIRED = [
 ]
 
 
-def _alone(source: SqliteSource, predicted: str) -> object:
-    """What the prediction gives executed on its own: its rows, or its failure."""
+def _outcome(run: Callable[[], ResultTable]) -> object:
+    """What a query gives: its rows, or its failure."""
     try:
-        return source.execute(predicted, timeout=0.5).rows
+        return run().rows
     except QueryEvalError as e:
         return type(e), e.reason()
+
+
+def _alone(source: SqliteSource, predicted: str) -> object:
+    """What the prediction gives executed on its own."""
+    return _outcome(lambda: source.execute(predicted, timeout=0.5))
 
 
 @pytest.mark.parametrize("predicted", PAIRED)
@@ -319,11 +326,7 @@ def test_gold_and_prediction_in_one_round_trip_as_each_alone(
     assert pair is not None
     gold, prediction = pair
     assert gold.rows == [(25,)]
-    try:
-        got: object = prediction().rows
-    except QueryEvalError as e:
-        got = type(e), e.reason()
-    assert got == expected
+    assert _outcome(prediction) == expected
     assert sha256(chinook_sqlite) == before
     assert source.execute_pair(GENRES, "PRAGMA user_version") is None  # not led like a query
     assert source.execute(GENRES).rows == [(25,)]
@@ -348,11 +351,7 @@ def test_a_pair_sent_ahead_gives_what_execute_pair_gives(
     assert box.round_trips == trips  # read from the worker, not sent again
     gold, prediction = pair
     assert gold.rows == [(25,)]
-    try:
-        got: object = prediction().rows
-    except QueryEvalError as e:
-        got = type(e), e.reason()
-    assert got == expected
+    assert _outcome(prediction) == expected
     assert sha256(chinook_sqlite) == before
     assert not source.prefetch_pair(GENRES, "PRAGMA user_version")  # not led like a query
     assert source.execute(GENRES).rows == [(25,)]
