@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -55,3 +57,40 @@ def machine() -> str:
 def check(rc: int, out: str, expected: set[int], what: str) -> None:
     if rc not in expected:
         raise SystemExit(f"{what}: pytest exited with {rc}\n{out[-3000:]}")
+
+
+def score_sql_pair(gold: Any, pred: Any, gold_sql: str, pred_sql: str) -> dict[str, float]:
+    """What a SQL case scores on a large pair (the large-result benches): the seven table
+    metrics, the four alignment metrics, and the prediction's row signature (computed, as
+    the case computes it, not kept). Needs the plugin's ``src`` on ``sys.path``."""
+    from pytest_queryeval.metrics.alignment import alignment_metrics
+    from pytest_queryeval.metrics.table import compare_tables
+
+    metrics = compare_tables(gold, pred, order_matters=False).metrics()
+    metrics.update(alignment_metrics(gold, pred, gold_query=gold_sql, pred_query=pred_sql,
+                                     kind="sql"))
+    pred.signature(False)
+    return metrics
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900,
+          ) -> tuple[float, float, str, int]:
+    """Wall and CPU seconds (user + system of the child and its children) of one whole
+    process, its output and return code."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return wall, cpu, done.stdout + done.stderr, done.returncode
+
+
+def print_sides(times: dict[str, list[float]], sides: list[tuple[str, str]], width: int,
+                ) -> None:
+    """One line per side of a whole-run comparison: wall spread and CPU median (``times``
+    holds each side's walls under its key and its CPU times under ``<key>_cpu``)."""
+    for key, label in sides:
+        print(f"  {label:{width}s} wall {spread(times[key])}; cpu median "
+              f"{median(times[key + '_cpu']):.2f} s")

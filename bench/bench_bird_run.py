@@ -35,8 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, median, spread
-from bench_spider_run import timed
+from _common import machine, median, print_sides, timed
 from bench_sql_suite import DB, pairs
 
 LEVELS = ("simple", "moderate", "challenging")
@@ -116,11 +115,9 @@ def main() -> int:
     same = f"{ref_ex:.2f}" == f"{plugin_ex:.2f}"
     print(f"\n{args.cases:,} Chinook pairs, BIRD EX, {args.runs} interleaved runs each (whole "
           f"processes; load average {min(loads):.1f}-{max(loads):.1f} during the runs)")
-    for key, label in (("reference", "mini_dev evaluation_ex.py, 1 process"),
-                       ("plugin", "pytest + queryeval (imported suite)"),
-                       ("plain", f"plain pytest, {args.cases:,} trivial tests")):
-        print(f"  {label:38s} wall {spread(times[key])}; cpu median "
-              f"{median(times[key + '_cpu']):.2f} s")
+    print_sides(times, [("reference", "mini_dev evaluation_ex.py, 1 process"),
+                        ("plugin", "pytest + queryeval (imported suite)"),
+                        ("plain", f"plain pytest, {args.cases:,} trivial tests")], 38)
     cpu_ratio = median(times["plugin_cpu"]) / median(times["reference_cpu"])
     floor = median(times["plain_cpu"]) / median(times["reference_cpu"])
     print(f"EX (total): reference {ref_ex:.2f}, plugin bird_ex {plugin_ex:.2f} "

@@ -44,7 +44,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import ROOT, machine  # noqa: E402
+from _common import ROOT, machine, score_sql_pair  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -93,25 +93,26 @@ def cpu_of(pids: list[int]) -> dict[int, float]:
     return out
 
 
-def peak_rss(pid: int) -> int:
-    """Peak resident set (VmHWM) of ``pid``, bytes (0 when gone)."""
+def _status_bytes(pid: int, field: str) -> int:
+    """A memory figure of ``pid``'s ``/proc/<pid>/status`` (``VmHWM``, ``VmRSS``), bytes
+    (0 when the process is gone)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def peak_rss(pid: int) -> int:
+    """Peak resident set (VmHWM) of ``pid``, bytes (0 when gone)."""
+    return _status_bytes(pid, "VmHWM")
 
 
 def rss(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    """Resident set (VmRSS) of ``pid`` now, bytes (0 when gone)."""
+    return _status_bytes(pid, "VmRSS")
 
 
 def measured(work: Any) -> dict[str, Any]:
@@ -257,8 +258,9 @@ def _values(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def plugin_sql(engine: str, target: str, rows: int) -> Any:
-    from pytest_queryeval.metrics.alignment import alignment_metrics
-    from pytest_queryeval.metrics.table import compare_tables
+    # what score_sql_pair imports, imported before the timing
+    import pytest_queryeval.metrics.alignment
+    import pytest_queryeval.metrics.table  # noqa: F401
     from pytest_queryeval.sources import open_source
 
     caps = {"timeout": 900, "max_rows": 10 * rows, "max_bytes": 1 << 34,
@@ -272,11 +274,7 @@ def plugin_sql(engine: str, target: str, rows: int) -> Any:
     def work() -> Any:
         g = src.execute(GOLD_SQL, trusted=True)
         p = src.execute(PRED_SQL)
-        metrics = compare_tables(g, p, order_matters=False).metrics()
-        metrics.update(alignment_metrics(g, p, gold_query=GOLD_SQL, pred_query=PRED_SQL,
-                                         kind="sql"))
-        p.signature(False)
-        return len(g.rows), _values(metrics)
+        return len(g.rows), _values(score_sql_pair(g, p, GOLD_SQL, PRED_SQL))
 
     out = measured(work)
     src.close()

@@ -24,17 +24,15 @@ import argparse
 import json
 import os
 import re
-import resource
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import SHARED, machine, median, spread
+from _common import SHARED, machine, median, print_sides, timed
 
 
 def schema_dbs(tables: Path, out: Path) -> None:
@@ -68,17 +66,6 @@ def empty_punkt(root: Path) -> Path:
         (english / name).write_text("")
     return root
 
-
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str, int]:
-    """Wall and CPU seconds (user + system of the child) of one whole process."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return wall, cpu, done.stdout + done.stderr, done.returncode
 
 
 def main() -> int:
@@ -147,11 +134,9 @@ def main() -> int:
     same = bool(official_all and plugin_all and official_all[1] == plugin_all[1])
     print(f"\n1,034 Spider dev pairs, --etype match, {args.runs} interleaved runs each "
           f"(whole process; load average {min(loads):.1f}-{max(loads):.1f} during the runs)")
-    for key, label in (("official", "official evaluation.py"),
-                       ("plugin", "pytest + queryeval (spider-schema)"),
-                       ("plain", "plain pytest, 1,034 trivial tests")):
-        print(f"  {label:36s} wall {spread(times[key])}; "
-              f"cpu median {median(times[key + '_cpu']):.2f} s")
+    print_sides(times, [("official", "official evaluation.py"),
+                        ("plugin", "pytest + queryeval (spider-schema)"),
+                        ("plain", "plain pytest, 1,034 trivial tests")], 36)
     ratio = median(times["plugin"]) / median(times["official"])
     cpu_ratio = median(times["plugin_cpu"]) / median(times["official_cpu"])
     floor = median(times["plain_cpu"]) / median(times["official_cpu"])

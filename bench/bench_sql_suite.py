@@ -21,16 +21,13 @@ import argparse
 import json
 import os
 import random
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import SHARED, machine, median, spread
+from _common import SHARED, machine, median, print_sides, timed
 
 DB = SHARED / "chinook" / "Chinook_Sqlite.sqlite"
 
@@ -125,17 +122,6 @@ print(right)
 '''
 
 
-def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str, int]:
-    """Wall and CPU seconds (user + system of the child and its children) of one process."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900,
-                          check=False)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-    return wall, cpu, done.stdout + done.stderr, done.returncode
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -190,10 +176,8 @@ def main() -> int:
         ex = sum(c["metrics"].get("execution_accuracy", 0) == 1.0 for c in report["cases"])
     print(f"\n{args.cases:,} SQL cases on Chinook, {args.runs} interleaved runs each (whole "
           f"processes; load average {min(loads):.1f}-{max(loads):.1f} during the runs)")
-    for key, label in (("plugin", "pytest + queryeval"), ("loop", "sqlite3 loop (floor part)"),
-                       ("plain", f"plain pytest, {args.cases:,} trivial (floor part)")):
-        print(f"  {label:40s} wall {spread(times[key])}; cpu median "
-              f"{median(times[key + '_cpu']):.2f} s")
+    print_sides(times, [("plugin", "pytest + queryeval"), ("loop", "sqlite3 loop (floor part)"),
+                        ("plain", f"plain pytest, {args.cases:,} trivial (floor part)")], 40)
     floor = median(times["loop"]) + median(times["plain"])
     floor_cpu = median(times["loop_cpu"]) + median(times["plain_cpu"])
     ratio = median(times["plugin"]) / floor
