@@ -29,6 +29,19 @@ def chinook_sqlite(shared_data: Path, tmp_path: Path) -> Path:
     return dst
 
 
+def write_chinook_suite(root: Path, shared_data: Path, config: dict[str, Any],
+                        files: dict[str, str]) -> None:
+    """A suite in ``root`` on a writable copy of Chinook (``data/chinook.sqlite``, the
+    ``chinook`` datasource), with ``config`` added to its queryeval.yaml and ``files``."""
+    db = root / "data" / "chinook.sqlite"
+    db.parent.mkdir()
+    shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
+    db.chmod(0o644)
+    support.write_suite(root, {"datasources": {"chinook": {"type": "sqlite",
+                                                         "path": "data/chinook.sqlite"}},
+                               **config}, files)
+
+
 class JsonCache:
     """pytest's cache stores JSON: round-trip every value through it, as the real one does."""
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support import read_report, write_suite
+from tests.support import read_report
 
-from .conftest import sha256
+from .conftest import sha256, write_chinook_suite
 
 CASES = {
     "kind": "sql",
@@ -37,13 +36,8 @@ CASES = {
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
-    db = pytester.path / "data" / "chinook.sqlite"
-    db.parent.mkdir()
-    shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
-    db.chmod(0o644)
-    write_suite(pytester.path, {"datasources": {"chinook": {"type": "sqlite",
-                                                          "path": "data/chinook.sqlite"}}},
-                {"test_chinook.yaml": json.dumps(CASES, indent=1)})
+    write_chinook_suite(pytester.path, shared_data, {},
+                        {"test_chinook.yaml": json.dumps(CASES, indent=1)})
     return pytester
 
 

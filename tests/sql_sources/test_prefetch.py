@@ -7,14 +7,15 @@ the real worker, pytest itself (pytester)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_queryeval import sandbox
-from tests.support import read_report, run_report, write_suite
+from tests.support import read_report, run_report
+
+from .conftest import write_chinook_suite
 
 INSTR_16MB = "SELECT instr(hex(zeroblob(8000000)), hex(zeroblob(4000000)) || '1')"
 CASES: dict[str, Any] = {
@@ -55,18 +56,12 @@ TIMING = ("seconds", "duration", "started", "finished", "time")
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
-    db = pytester.path / "data" / "chinook.sqlite"
-    db.parent.mkdir()
-    shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
-    db.chmod(0o644)
-    write_suite(pytester.path, {"datasources": {"chinook": {"type": "sqlite",
-                                                          "path": "data/chinook.sqlite"}},
-                                "predictions": {"source": "file",
-                                                "path": "predictions.jsonl"}},
-                {"test_chinook.yaml": json.dumps(CASES, indent=1),
-                 "predictions.jsonl": json.dumps(
-                     {"id": "from-file", "predicted": "SELECT count(*) FROM track "
-                                                      "WHERE genreid <= 1"}) + "\n"})
+    write_chinook_suite(
+        pytester.path, shared_data,
+        {"predictions": {"source": "file", "path": "predictions.jsonl"}},
+        {"test_chinook.yaml": json.dumps(CASES, indent=1),
+         "predictions.jsonl": json.dumps({"id": "from-file", "predicted": "SELECT count(*) "
+                                          "FROM track WHERE genreid <= 1"}) + "\n"})
     return pytester
 
 
