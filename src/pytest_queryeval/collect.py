@@ -85,9 +85,32 @@ def _property(metric: str, value: Any) -> tuple[str, Any]:
 
 #: The process's :class:`~.runner.Runner`, which the nodes read their suite and run from.
 RUNNER = pytest.StashKey[Runner]()
-#: The item pytest runs after a case item (``pytest_runtest_protocol``'s ``nextitem``, the
-#: only place pytest names it): the case sends that one's first queries ahead.
-NEXT_ITEM = pytest.StashKey[pytest.Item]()
+#: The items pytest runs after a case item: ``pytest_runtest_protocol``'s ``nextitem`` (the
+#: only place pytest names it) and, where the session runs its items in their collected order,
+#: the one after it (:func:`upcoming`). The case sends their first queries ahead.
+NEXT_ITEMS = pytest.StashKey[tuple[pytest.Item, ...]]()
+#: Set on an item whose first queries were sent ahead (or found not to be sendable).
+_PREFETCHED = pytest.StashKey[bool]()
+#: The session's items by node id, their positions in ``session.items`` (:func:`upcoming`).
+_ORDER = pytest.StashKey[dict[str, int]]()
+
+
+def upcoming(item: pytest.Item, nextitem: pytest.Item) -> tuple[pytest.Item, ...]:
+    """``nextitem`` and, when it follows ``item`` in ``session.items`` (the order a serial run
+    and a contiguous xdist chunk keep), the item after it: the worker then always has the next
+    case's queries queued while one of the two runs long (a pair took up to a millisecond on
+    Chinook, as long as pytest's own time for an item). Under a scheduler that runs items in
+    another order, only ``nextitem`` (a guess sent and not asked for costs only the worker's
+    time)."""
+    session = item.session
+    order = session.stash.get(_ORDER, None)
+    if order is None or len(order) != len(session.items):
+        order = session.stash[_ORDER] = {it.nodeid: i for i, it in enumerate(session.items)}
+    here = order.get(item.nodeid)
+    if here is None or here + 2 >= len(session.items) \
+            or session.items[here + 1] is not nextitem:
+        return (nextitem,)
+    return nextitem, session.items[here + 2]
 
 
 class CaseFailure(Exception):
@@ -117,6 +140,9 @@ class QueryEvalFile(pytest.File):
         except ConfigError as exc:
             yield QueryEvalFileError.from_parent(self, name="<file>", message=exc.located())
             return
+        if cases and not runner.options.no_prefetch and not self.config.option.collectonly:
+            runner.evaluator.warm(cases[0], hook_active=bool(
+                self.config.hook.pytest_queryeval_datasource.get_hookimpls()))
         for case in cases:
             yield self._item(runner, case, display)
 
@@ -177,11 +203,11 @@ class QueryEvalItem(pytest.Item):
 
                 outcome = audit_outcome(self.case, runner.evaluator, audit)
             else:
-                following = self.stash.get(NEXT_ITEM, None)
-                if following is not None:
-                    del self.stash[NEXT_ITEM]
-                    _prefetch(runner, following)
                 outcome = run_case(self.case, runner.evaluator)
+                # After the case's own queries (a tie analysis of this case would otherwise
+                # wait behind the next case's), for the items not yet sent.
+                for following in self.stash.get(NEXT_ITEMS, ()):
+                    _prefetch(runner, following)
             record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
                                  runner.evaluator.scrubber)
             status = outcome.status
@@ -224,8 +250,10 @@ def _prefetch(runner: Runner, item: pytest.Item) -> None:
     the kind says the queries are exactly those the case will run; anything unsure sends
     nothing, and a pair sent and not used costs only the worker's time."""
     if runner.options.no_prefetch or not isinstance(item, QueryEvalItem) \
-            or item.nodeid in runner.carried or item.get_closest_marker("skip") is not None:
+            or item.stash.get(_PREFETCHED, False) or item.nodeid in runner.carried \
+            or item.get_closest_marker("skip") is not None:
         return
+    item.stash[_PREFETCHED] = True
     case = item.case
     with contextlib.suppress(Exception):  # the case reports its own problems when it runs
         prefetch = getattr(kind_registry.get_kind(case.kind), "prefetch", None)

@@ -46,8 +46,8 @@ def add_run_options(add: AddOption) -> None:
         help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
     add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
     add("--queryeval-no-prefetch", action="store_true",
-        help="do not send the next SQL case's gold and prediction to the sandbox worker "
-             "while the current case is scored")
+        help="do not send the next SQL cases' golds and predictions to the sandbox worker "
+             "while the current case is scored, nor start it during collection")
     add("--queryeval-gold-cache", metavar="DIR", default=None,
         help="also keep gold results in this directory, shared by every runner of a sharded "
              "run (content-addressed entries, atomic writes); ini queryeval_gold_cache")

@@ -215,6 +215,18 @@ class Evaluator:
         spec = case.prediction_source
         return spec is not None and spec.get("source") == "file"
 
+    def warm(self, case: Case, *, hook_active: bool = True) -> None:
+        """Open ``case``'s datasource and let it start what it runs in (a sandbox worker)
+        while the session still collects. Only where no ``pytest_queryeval_datasource`` hook
+        may answer (``hook_active``: a hook is asked when a case first needs its source, as
+        documented); any problem is left for the case to report when it runs."""
+        if hook_active or case.source_spec is None:
+            return
+        with contextlib.suppress(Exception):
+            warm = getattr(self.source(case), "warm", None)
+            if warm is not None:
+                warm()
+
     def fixed_prediction(self, case: Case, *, hook_active: bool = True) -> Prediction | None:
         """What :meth:`predict` will return for ``case`` when the suite holds it (inline, or
         a predictions file that no ``pytest_queryeval_predict`` hook may answer before:

@@ -131,14 +131,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalF
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Tell a case item which item runs after it (:data:`~.collect.NEXT_ITEM`): it sends
-    that case's first queries to the worker ahead."""
+    """Tell a case item which items run after it (:data:`~.collect.NEXT_ITEMS`): it sends
+    their first queries to the worker ahead."""
     if nextitem is None or _runner(item.config) is None:
         return
-    from .collect import NEXT_ITEM, QueryEvalItem
+    from .collect import NEXT_ITEMS, QueryEvalItem, upcoming
 
     if isinstance(item, QueryEvalItem):
-        item.stash[NEXT_ITEM] = nextitem
+        item.stash[NEXT_ITEMS] = upcoming(item, nextitem)
 
 
 @pytest.hookimpl(tryfirst=True)

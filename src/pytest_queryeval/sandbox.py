@@ -422,10 +422,15 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 self._spawn()
 
-    def start(self) -> None:
-        """Start the worker now and wait until it is ready (else: on the first call)."""
+    def start(self, *, wait: bool = True) -> None:
+        """Start the worker now and wait until it is ready (else: on the first call). Without
+        ``wait``, only start it: it imports while the caller goes on (its readiness is read
+        by the first call)."""
         with self._lock:
-            self._ensure(time.monotonic() + self.start_timeout)
+            if wait:
+                self._ensure(time.monotonic() + self.start_timeout)
+            elif self._proc is None:
+                self._spawn()
 
     def close(self) -> None:
         """Stop the worker (politely, then by force) and remove its temporary directory."""
@@ -439,6 +444,11 @@ class Sandbox:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(1)
             self._kill(respawn=False)
+
+    @property
+    def in_flight(self) -> int:
+        """Tickets written to the worker ahead whose replies are not read yet."""
+        return len(self._ahead)
 
     @property
     def pid(self) -> int | None:

@@ -123,3 +123,60 @@ def test_a_pair_sent_for_a_case_that_never_runs_leaves_nothing_wrong(
     assert picked == {cid: r for cid, r in expected.items()
                       if cid not in ("after-kill", "same-gold")}
     assert read_report(suite.path / "k.json")["cases"]
+
+
+#: A conftest that writes what the session's SQLite worker was doing at two moments: when
+#: collection ended (started or not) and, after each case's call, how many pairs it had queued.
+WATCH = '''
+import json
+from pytest_queryeval import sandbox
+
+SEEN = {"in_flight": {}}
+
+def _boxes():
+    return [box for key, box in sandbox._SHARED.items() if key[0] == "sqlite"]
+
+def pytest_collection_finish(session):
+    SEEN["started_while_collecting"] = any(box.pid is not None for box in _boxes())
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        SEEN["in_flight"][report.nodeid.split("::")[-1]] = sum(b.in_flight for b in _boxes())
+
+def pytest_unconfigure(config):
+    with open("seen.json", "w") as f:
+        json.dump(SEEN, f)
+'''
+
+
+def _watched(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
+    """What :data:`WATCH` saw in a run of its own process (a fresh worker registry)."""
+    (pytester.path / "seen.json").unlink(missing_ok=True)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    return json.loads((pytester.path / "seen.json").read_text())  # type: ignore[no-any-return]
+
+
+def test_the_worker_starts_while_the_session_collects(suite: pytest.Pytester) -> None:
+    """Its start (an interpreter, the engine's imports) overlaps the rest of the collection
+    instead of being the first case's wait; not with prefetch off, not when collecting only,
+    and not when a ``pytest_queryeval_datasource`` hook may answer (it is asked when a case
+    first needs the source, as documented)."""
+    suite.makeconftest(WATCH)
+    assert _watched(suite)["started_while_collecting"] is True
+    assert _watched(suite, "--queryeval-no-prefetch")["started_while_collecting"] is False
+    assert _watched(suite, "--collect-only")["started_while_collecting"] is False
+    suite.makeconftest(WATCH + "\ndef pytest_queryeval_datasource(name, spec, config):\n"
+                       "    return None\n")
+    assert _watched(suite)["started_while_collecting"] is False
+
+
+def test_the_two_next_cases_are_queued_after_a_case(suite: pytest.Pytester) -> None:
+    """After a case (its own queries done: a tie analysis never waits behind the next case's
+    pair), the next two cases' pairs are in the worker, so one slow pair does not make the
+    parent wait; the last case has nothing after it, and prefetch off queues nothing."""
+    suite.makeconftest(WATCH)
+    seen = _watched(suite, "-k", "plain")["in_flight"]
+    assert seen == {"plain-1": 2, "plain-2": 2, "plain-3": 2, "plain-4": 2, "plain-5": 1,
+                    "plain-6": 0}
+    off = _watched(suite, "-k", "plain", "--queryeval-no-prefetch")["in_flight"]
+    assert set(off.values()) == {0}

@@ -45,9 +45,10 @@ from .sqlguard import check_read_only, query_led
 Reply = tuple[list[str], "list[tuple[Any, ...]] | PackedRows", bool, dict[str, Any], float]
 #: Why a file engine's worker was killed at the deadline (its own interrupt did not stop it).
 ENGINE_KILLED = "the engine did not stop by itself: its worker was killed"
-#: Pairs a source keeps sent ahead (:meth:`SandboxedFileSource.prefetch_pair`): the next
-#: case's and the one of a case that never came to ask (deselected at run time, stopped).
-_AHEAD = 2
+#: Pairs a source keeps sent ahead (:meth:`SandboxedFileSource.prefetch_pair`): the next two
+#: cases' (:func:`~..collect.upcoming`) and the one of a case that never came to ask
+#: (deselected at run time, stopped).
+_AHEAD = 3
 #: Seconds past the timeout before a file engine's worker is killed (the engine's own
 #: interrupt normally ends the query at the timeout, and the worker survives).
 HARD_GRACE = 1.0
@@ -258,6 +259,13 @@ class SandboxedFileSource(SourceDefaults):
         self._ahead = [*self._ahead[-(_AHEAD - 1):], ((gold, predicted, timeout, max_rows),
                                                         ticket)]
         return True
+
+    def warm(self) -> None:
+        """Start the worker without waiting for it, while the session still collects: its
+        start (an interpreter and the engine's imports, some 50 ms) was otherwise the first
+        case's wait."""
+        if self.isolation != "thread":
+            self._worker().start(wait=False)
 
     def _pairs(self, predicted: str) -> bool:
         """Whether a gold and ``predicted`` go to the worker in one round trip."""
