@@ -220,6 +220,18 @@ def analyse(query: KeyedQuery, keyed_rows: Sequence[Row], gold_rows: Sequence[Ro
     return TieAnalysis(query, groups, width)
 
 
+def could_match(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> bool:
+    """Whether any tie analysis could accept ``pred_rows``: a choice among tied rows never
+    changes how many rows a gold returns (``LIMIT`` keeps as many whichever it picks) nor how
+    wide they are, so a prediction of another count or width fails :func:`tie_match` whatever
+    the ties; its extra query is then not worth running (a wrong ``LIMIT`` is a common
+    failure, and the rewrite and its round trip cost a millisecond)."""
+    if not pred_rows or len(pred_rows) != len(gold_rows):
+        return False
+    width = len(gold_rows[0])
+    return all(len(r) == width for r in pred_rows)
+
+
 def tie_match(analysis: TieAnalysis, pred_rows: Sequence[Row],
               normalise: Callable[[Any], Any]) -> tuple[int, ...] | None:
     """The column permutation (gold column j <- predicted column perm[j]) under which the

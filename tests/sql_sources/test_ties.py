@@ -104,6 +104,21 @@ def test_rows_outside_the_tie_or_out_of_order_still_fail(spec, session):
     assert "ties" not in s.details
 
 
+def test_a_prediction_of_another_row_count_or_width_is_not_analysed(spec, session):
+    """No choice among tied rows changes how many rows the gold returns or how wide they are:
+    such a prediction fails whatever the ties, and the keyed query is not run (the diff shows
+    the rows, as for any wrong result)."""
+    for pred in ("SELECT Name FROM Track ORDER BY UnitPrice DESC, TrackId DESC LIMIT 4",
+                 "SELECT Name, UnitPrice FROM Track ORDER BY UnitPrice DESC, TrackId DESC "
+                 "LIMIT 3"):
+        s = _ex(spec, session, PRICE_GOLD, pred)
+        assert s.metrics["execution_accuracy"] == 0.0
+        assert "ties" not in s.details
+        assert not any(line.startswith("ties:") for line in s.diff)
+    assert "rows: gold 3, predicted 4" in _ex(spec, session, PRICE_GOLD, "SELECT Name FROM "
+                                              "Track ORDER BY UnitPrice DESC LIMIT 4").diff
+
+
 def test_faithful_modes_keep_the_published_comparison(spec, session):
     faithful = _ex(spec, session, PRICE_GOLD, PRICE_OTHER, test_suite_rewrite=True)
     assert faithful.metrics["execution_accuracy"] == 0.0

@@ -617,7 +617,8 @@ class _SqlRun:
         pred, src, ctx, opts = self.pred, self.src, self.ctx, self.opts
         assert pred is not None
         if src is None or not src.executable or not gold.sql \
-                or gold.recorded or gold.table is None or pred.table is None:
+                or gold.recorded or gold.table is None or pred.table is None \
+                or not ties.could_match(gold.table.rows, pred.table.rows):
             return []
         query = ties.keyed_query(gold.sql, src.dialect)
         if isinstance(query, str):
