@@ -85,6 +85,9 @@ class Evaluator:
         self.search_paths = search_paths or []
         self.cases: list[Case] = []
         self._sources: dict[str, DataSource] = {}
+        #: The source of a spec object already asked for, by its id (the spec kept, so an id
+        #: reused by another object never matches): the key below is a JSON dump per call.
+        self._by_spec: dict[int, tuple[Any, str | None, DataSource]] = {}
         self._shared: dict[str, Any] = {}
         self._predictors: dict[str, Predictor] = {}
         #: Sources and shared objects are opened once, whichever thread asks first.
@@ -118,6 +121,9 @@ class Evaluator:
         spec = case.source_spec
         if spec is None:
             raise SourceUnavailable(f"case {case.id!r} names no datasource")
+        known = self._by_spec.get(id(spec))
+        if known is not None and known[0] is spec and known[1] == case.datasource:
+            return known[2]
         name = case.datasource or "default"
         key = name + json.dumps(spec, sort_keys=True, default=str)
         with self._open_lock:  # the openai source describes datasources from pool threads
@@ -132,6 +138,7 @@ class Evaluator:
                 else:
                     src = declared(src, name, str(spec.get("type", "")))
                 self._sources[key] = src
+            self._by_spec[id(spec)] = (spec, case.datasource, self._sources[key])
             return self._sources[key]
 
     def _cache_key(self, namespace: str, key: str) -> str:
@@ -401,6 +408,7 @@ class Evaluator:
             with contextlib.suppress(Exception):  # closing must never hide the session's result
                 src.close()
         self._sources.clear()
+        self._by_spec.clear()
 
 
 def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
