@@ -509,6 +509,9 @@ class _SqlRun:
         would not execute it). False when nothing was sent."""
         from ._query import gold_cache_key
 
+        if case.source_spec is None \
+                or getattr(ctx.source(case), "prefetch_pair", None) is None:
+            return False  # first: a source that runs nothing ahead (spider-schema) costs nothing
         case, _ = with_dialect_gold(case)
         prediction = dialect_prediction(case, prediction)
         case, clock = pin_golds(case)
