@@ -227,8 +227,11 @@ class Evaluator:
         while the session still collects. Only where no ``pytest_queryeval_datasource`` hook
         may answer (``hook_active``: a hook is asked when a case first needs its source, as
         documented); any problem is left for the case to report when it runs."""
-        if hook_active or case.source_spec is None:
-            return
+        from .sources import WARM_TYPES
+
+        if hook_active or case.source_spec is None \
+                or case.source_spec.get("type") not in WARM_TYPES:
+            return  # a server or a graph is opened when a case first needs it, as before
         with contextlib.suppress(Exception):
             warm = getattr(self.source(case), "warm", None)
             if warm is not None:

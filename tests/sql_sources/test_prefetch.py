@@ -180,3 +180,23 @@ def test_the_two_next_cases_are_queued_after_a_case(suite: pytest.Pytester) -> N
                     "plain-6": 0}
     off = _watched(suite, "-k", "plain", "--queryeval-no-prefetch")["in_flight"]
     assert set(off.values()) == {0}
+
+
+def test_only_a_file_engine_is_opened_at_collection(tmp_path: Path) -> None:
+    """Warming opens a SQLite or DuckDB source (its worker starts); a server, a graph or a
+    schema file is opened when a case first needs it, as before."""
+    from pytest_queryeval.engine import Evaluator
+    from tests.support import make_case
+
+    ev = Evaluator()
+    try:
+        for spec in ({"type": "sqlalchemy", "url": "postgresql://127.0.0.1:1/none"},
+                     {"type": "rdf", "paths": [str(tmp_path / "missing.ttl")]},
+                     {"type": "spider-schema", "tables": str(tmp_path / "tables.json")}):
+            ev.warm(make_case(source_spec=spec, datasource="x"), hook_active=False)
+        assert ev._sources == {}
+        ev.warm(make_case(source_spec={"type": "sqlite", "path": str(tmp_path / "none.db")},
+                          datasource="x"), hook_active=False)
+        assert len(ev._sources) == 1  # opened (its missing file is the case's to report)
+    finally:
+        ev.close()

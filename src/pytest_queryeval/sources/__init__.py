@@ -25,6 +25,10 @@ SOURCE_TYPES: dict[str, str] = {
     "sparql": "pytest_queryeval.sources.sparql:SparqlSource",
 }
 
+#: Types whose source, opened at collection, starts only its sandbox worker there
+#: (``warm``, :meth:`~pytest_queryeval.engine.Evaluator.warm`): no connection, no load.
+WARM_TYPES = frozenset({"sqlite", "duckdb"})
+
 #: Keys each type accepts besides ``type`` (for located validation errors).
 SOURCE_KEYS: dict[str, frozenset[str]] = {
     "sqlite": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory",
