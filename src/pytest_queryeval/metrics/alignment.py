@@ -413,6 +413,11 @@ def _exact_match(g: _Side, p: _Side) -> float:
         return 1.0
     if g.n_rows == 0 or p.n_rows == 0 or len(g.names) != len(p.names) or not g.names:
         return 0.0
+    # A position whose codes the two sides do not share matches no row: no need to count the
+    # rows (two Counters of every row were a sixth of a 100,000-row SPARQL pair's scoring,
+    # for a prediction whose columns are merely permuted).
+    if any(set(gc).isdisjoint(pc) for gc, pc in zip(g.codes, p.codes, strict=True)):
+        return row_f1(0, g.n_rows, p.n_rows)
     tp = multiset_tp(Counter(zip(*g.codes, strict=True)), Counter(zip(*p.codes, strict=True)))
     return row_f1(tp, g.n_rows, p.n_rows)
 

@@ -32,7 +32,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter, is_not, itemgetter
+from itertools import repeat
+from operator import attrgetter, ge, is_not, itemgetter
 from typing import Any
 
 from ..results import ResultTable, Term
@@ -99,8 +100,9 @@ def question_metrics(gold: Mapping[str, int], pred: Mapping[str, int], *,
                      order_matters: bool = False) -> dict[str, float]:
     """pytrec_eval's set_P / set_recall / set_F (and ndcg) for one question, bit for bit."""
     num_ret = len(pred)
-    num_rel = sum(1 for rel in gold.values() if rel >= 1)
-    rel_ret = sum(1 for doc in pred if gold.get(doc, 0) >= 1)
+    # the reference's two loops, counted in C (a large result's answers, both sides)
+    num_rel = sum(map(ge, gold.values(), repeat(1)))
+    rel_ret = sum(map(ge, map(gold.get, pred, repeat(0)), repeat(1)))
     precision = rel_ret / num_ret if num_ret else 0.0
     recall = rel_ret / num_rel if num_rel else 0.0
     f1 = 0.0
