@@ -511,11 +511,13 @@ class _Draft:
             resolved[metric] = bound
         is_metric = reader.is_metric
         if self.kind_obj is not None and is_metric is not None:
-            hints = _names_hint(case.kind) + list(reader.extra_names(case.kind)
-                                                  if reader.extra_names else [])
             for source, label in ((file_th, "thresholds"), (case_th, self.kp("thresholds"))):
                 for metric, (_, container) in source.items():
                     if not is_metric(case.kind, metric):
+                        # the did-you-mean list only for a name that needs one: every
+                        # kind's sorted catalogue per case was 2 % of a 1,000-case run
+                        hints = _names_hint(case.kind) + list(
+                            reader.extra_names(case.kind) if reader.extra_names else [])
                         self.errors.add(container, metric, f"{label}.{metric}",
                                         f"unknown metric for kind {case.kind}"
                                         f"{_suggest(metric, hints)}")

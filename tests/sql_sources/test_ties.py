@@ -130,6 +130,57 @@ def test_faithful_modes_keep_the_published_comparison(spec, session):
                       PRICE_OTHER, session)
 
 
+GENRES_18 = "SELECT GenreId FROM Track GROUP BY GenreId ORDER BY count(*) DESC LIMIT 18"
+
+
+def test_the_window_and_one_row_past_it_decide_when_that_row_starts_another_key(spec,
+                                                                                 session):
+    """Genres 13 and 16 tie (28 tracks) at rows 17-18, inside LIMIT 18; the 19th has 26. The
+    keyed gold is asked for 19 rows, not all 25: under ``max_rows: 20`` the whole keyed
+    result (25 rows) would be cut and the tie left unanalysed."""
+    pred = GENRES_18.replace("DESC LIMIT", "DESC, GenreId DESC LIMIT")
+    s = _ex(spec, session, GENRES_18, pred, max_rows=20)
+    assert s.metrics["execution_accuracy"] == 1.0
+    assert s.details["execution_accuracy_strict"] == 0.0
+    assert s.details["ties"]["groups"] == [{"key": [28], "rows": 2, "in_result": 2,
+                                            "positions": [17, 18], "at_cut": False}]
+    # at the cut (LIMIT 17) the row past the window ties: the whole keyed result is needed,
+    # and over max_rows it is cut, so nothing is claimed (as before)
+    gold17 = GENRES_18.replace("LIMIT 18", "LIMIT 17")
+    cut = _ex(spec, session, gold17, pred.replace("LIMIT 18", "LIMIT 17"), max_rows=20)
+    assert cut.metrics["execution_accuracy"] == 0.0
+    assert "gold result has more than 20 rows" in cut.details["ties"]["skipped"]
+
+
+@pytest.mark.parametrize("gold", [
+    *(GENRES_18.replace("LIMIT 18", f"LIMIT {n}") for n in range(1, 27)),
+    GENRES_18.replace("LIMIT 18", "LIMIT 3 OFFSET 15"),
+    GENRES_18.replace("LIMIT 18", "LIMIT 2 OFFSET 16"),
+    PRICE_GOLD, "SELECT Name FROM Track ORDER BY UnitPrice LIMIT 3500",
+    "SELECT Name, Milliseconds FROM Track ORDER BY Milliseconds DESC LIMIT 40",
+])
+def test_a_deciding_probe_analyses_as_the_whole_keyed_result(chinook_sqlite: Path,
+                                                             gold: str) -> None:
+    """Wherever :func:`probe_decides` takes the probe's rows, :func:`analyse` gives what the
+    whole keyed result gives (groups, row multisets, sizes)."""
+    import sqlite3
+
+    from pytest_queryeval.ties import analyse, probe_decides
+
+    query = keyed_query(gold, "sqlite")
+    assert not isinstance(query, str) and query.probe is not None
+    con = sqlite3.connect(chinook_sqlite)
+    gold_rows = con.execute(gold).fetchall()
+    whole = analyse(query, con.execute(query.sql).fetchall(), gold_rows, lambda v: v)
+    probe_rows = con.execute(query.probe).fetchall()
+    assert len(probe_rows) <= query.offset + (query.limit or 0) + 1
+    if probe_decides(query, probe_rows):
+        probed = analyse(query, probe_rows, gold_rows, lambda v: v)
+        assert not isinstance(whole, str) and not isinstance(probed, str)
+        assert probed.to_details() == whole.to_details()
+        assert [g.rows for g in probed.groups] == [g.rows for g in whole.groups]
+
+
 def test_what_is_not_analysed_is_said():
     assert keyed_query("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1") == (
         "the gold is not a plain SELECT (compound queries are not analysed)")

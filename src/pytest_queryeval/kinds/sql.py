@@ -24,6 +24,7 @@ Why one module of this size: the flow above is one case's path; its steps live o
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -627,8 +628,19 @@ class _SqlRun:
         if isinstance(query, str):
             details["ties"] = {"skipped": query}
             return []
+        keyed = None
+        if query.probe is not None:  # the window and one row past it, when that decides
+            try:
+                probe, _ = run_gold(src, query.probe, ctx, GOLD_CACHE, opts.limits)
+            except SourceUnavailable:
+                raise
+            except QueryEvalError:
+                probe = None  # the whole keyed query decides, and says why it fails
+            if probe is not None and ties.probe_decides(query, probe.rows):
+                keyed = probe
         try:
-            keyed, _ = run_gold(src, query.sql, ctx, GOLD_CACHE, opts.limits)
+            if keyed is None:
+                keyed, _ = run_gold(src, query.sql, ctx, GOLD_CACHE, opts.limits)
         except SourceUnavailable:
             raise
         except QueryEvalError as e:
@@ -906,6 +918,15 @@ _NAMES: frozenset[str] | None = None
 
 def _planned(*, exec_: bool, structure: bool, efficiency: bool, soft_ex: bool = False,
              spider2: bool = False) -> list[str]:
+    """The metrics a case of these options scores (each at 0 when it fails)."""
+    return list(_planned_names(exec_, structure, efficiency, soft_ex, spider2))
+
+
+@functools.cache
+def _planned_names(exec_: bool, structure: bool, efficiency: bool, soft_ex: bool,
+                   spider2: bool) -> tuple[str, ...]:
+    """:func:`_planned`, once per combination: five imports and the lists were built again
+    for every case."""
     from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
     from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
     from ..metrics.spider import METRICS
@@ -923,7 +944,7 @@ def _planned(*, exec_: bool, structure: bool, efficiency: bool, soft_ex: bool = 
             names += list(SOFT_EX_METRIC_NAMES)
     if structure:
         names += list(METRICS)
-    return names
+    return tuple(names)
 
 
 def _failure(planned: list[str], reason: str, gold_seconds: float | None,
