@@ -53,8 +53,8 @@ from .spider.parse import SQL, WHERE_OPS, SpiderParseError, parse_sql
 LEVELS = ("easy", "medium", "hard", "extra")
 
 #: Dialects whose sqlglot parse of a strict Spider query cannot count otherwise than generic SQL:
-#: single-quoted strings with only ``''`` as escape (a text with ``"`` or a backslash is
-#: declined: MySQL-like dialects read them differently), ORDER BY and LIMIT after a set
+#: ``'`` strings and ``"`` identifiers with no escape but doubling (a text with a backslash
+#: is declined: MySQL-like dialects escape with it), ORDER BY and LIMIT after a set
 #: operation attached to the whole (``MODIFIERS_ATTACHED_TO_SET_OP``), and no keyword among
 #: the names the strict grammar accepts (the test checks each dialect's keywords).
 FAST_DIALECTS: frozenset[str | None] = frozenset((None, "sqlite"))
@@ -84,13 +84,22 @@ def sql_hardness(sql: str, dialect: str | None = None) -> str:
 def spider_counts(sql: str, dialect: str | None = None) -> tuple[int, int, int] | None:
     """:func:`counts` from a strict Spider parse, without sqlglot; None where that is not
     provably sqlglot's count (the caller then asks sqlglot)."""
-    if dialect not in FAST_DIALECTS or '"' in sql or "\\" in sql:
+    if dialect not in FAST_DIALECTS or "\\" in sql or not _quoted_alike(sql):
         return None
     try:
         parsed = parse_sql(sql, None, strict=True)
     except SpiderParseError:
         return None
     return counts_from_spider(parsed)
+
+
+def _quoted_alike(sql: str) -> bool:
+    """Spider pairs quote characters in turn, ``'`` and ``"`` alike; sqlglot closes a quote
+    with its own kind (``'`` a string, ``"`` an identifier: either is one operand). They
+    delimit the same spans when each pair is of one kind (a doubled quote inside leaves two
+    masked values side by side, which the strict grammar refuses)."""
+    quotes = [c for c in sql if c in "'\""]
+    return len(quotes) % 2 == 0 and quotes[::2] == quotes[1::2]
 
 
 def counts_from_spider(sql: SQL) -> tuple[int, int, int] | None:

@@ -22,7 +22,8 @@ the text: every token consumed, names that are plain identifiers and no SQL keyw
 between SELECT, GROUP BY and ORDER BY items, JOIN before every table but the first, values that
 are exactly one column, number, quoted string or parenthesised subquery, NOT only before IN,
 LIKE and BETWEEN, no IS / EXISTS, no parentheses around a query of the set operations. The dict
-is the one the lenient parse gives; strictness only refuses. :mod:`..sql_hardness` counts the
+is the one the lenient parse gives, but that a column value also ends at OR (the lenient
+scan drops the OR branch after one); otherwise strictness only refuses. :mod:`..sql_hardness` counts the
 seq2SQL criteria on it instead of parsing the query again with sqlglot.
 """
 
@@ -73,6 +74,9 @@ _IDENT = re.compile(r"[a-z_][a-z0-9_]*")
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _DIGITS = re.compile(r"[0-9]+")
 _SPLIT_OPERATOR = re.compile(r"[<>!]\s+=")
+#: A column value ends at OR too: the lenient scan runs to the next AND and drops an OR branch
+#: (``ON a = b OR c = d`` reads as ``ON a = b``), which a strict parse keeps.
+_STRICT_VALUE_END = _VALUE_END | {"or"}
 
 SQL = dict[str, Any]
 
@@ -323,7 +327,8 @@ class _Parser:
                 idx += 1
             except ValueError:
                 end = idx
-                while end < n and toks[end] not in _VALUE_END:
+                stop = _STRICT_VALUE_END if self.strict else _VALUE_END
+                while end < n and toks[end] not in stop:
                     end += 1
                 _, val = self.col_unit(toks[start:end], 0, default_tables)
                 idx = end
