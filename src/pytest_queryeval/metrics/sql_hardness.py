@@ -32,6 +32,14 @@ evaluator does not see it). Only the outermost query is counted: a subquery's ow
 make it NESTED, not harder again. ``lower(x)`` or ``round(x, 2)`` add nothing; aggregates are
 sqlglot's aggregate functions (COUNT, SUM, AVG, MIN, MAX and the others) in SELECT, WHERE,
 GROUP BY, ORDER BY and HAVING.
+
+Where the value is computed: importing sqlglot and parsing with it cost a Spider run more than
+the rest of its gold handling, so a query that Spider's grammar parses *strictly*
+(``parse_sql(strict=True)``: every token consumed, nothing its dict would not show) is counted
+on that dict by :func:`counts_from_spider`, which declines (None) whatever it cannot show to be
+sqlglot's count; everything else, and every dialect but generic SQL and SQLite
+(:data:`FAST_DIALECTS`), goes to sqlglot as before. :func:`counts` is sqlglot's count alone;
+tests/spider/test_sql_hardness_fast.py checks the two agree on every corpus of the repository.
 """
 
 from __future__ import annotations
@@ -40,7 +48,19 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
+from .spider.parse import SQL, WHERE_OPS, SpiderParseError, parse_sql
+
 LEVELS = ("easy", "medium", "hard", "extra")
+
+#: Dialects whose sqlglot parse of a strict Spider query cannot count otherwise than generic SQL:
+#: ``'`` strings and ``"`` identifiers with no escape but doubling (a text with a backslash
+#: is declined: MySQL-like dialects escape with it), ORDER BY and LIMIT after a set
+#: operation attached to the whole (``MODIFIERS_ATTACHED_TO_SET_OP``), and no keyword among
+#: the names the strict grammar accepts (the test checks each dialect's keywords).
+FAST_DIALECTS: frozenset[str | None] = frozenset((None, "sqlite"))
+
+_LIKE = WHERE_OPS.index("like")
+_SET_OPS = ("intersect", "except", "union")
 
 
 def level(comp1: int, comp2: int, others: int) -> str:
@@ -57,7 +77,79 @@ def level(comp1: int, comp2: int, others: int) -> str:
 
 def sql_hardness(sql: str, dialect: str | None = None) -> str:
     """The level of one SELECT query; ValueError when sqlglot cannot parse it as one."""
-    return level(*counts(sql, dialect))
+    fast = spider_counts(sql, dialect)
+    return level(*(fast if fast is not None else counts(sql, dialect)))
+
+
+def spider_counts(sql: str, dialect: str | None = None) -> tuple[int, int, int] | None:
+    """:func:`counts` from a strict Spider parse, without sqlglot; None where that is not
+    provably sqlglot's count (the caller then asks sqlglot)."""
+    if dialect not in FAST_DIALECTS or "\\" in sql or not _quoted_alike(sql):
+        return None
+    try:
+        parsed = parse_sql(sql, None, strict=True)
+    except SpiderParseError:
+        return None
+    return counts_from_spider(parsed)
+
+
+def _quoted_alike(sql: str) -> bool:
+    """Spider pairs quote characters in turn, ``'`` and ``"`` alike; sqlglot closes a quote
+    with its own kind (``'`` a string, ``"`` an identifier: either is one operand). They
+    delimit the same spans when each pair is of one kind (a doubled quote inside leaves two
+    masked values side by side, which the strict grammar refuses)."""
+    quotes = [c for c in sql if c in "'\""]
+    return len(quotes) % 2 == 0 and quotes[::2] == quotes[1::2]
+
+
+def counts_from_spider(sql: SQL) -> tuple[int, int, int] | None:
+    """:func:`counts` of the query whose strict Spider parse is ``sql``, None where the dict
+    does not decide it.
+
+    The grammar chains set operations to the right (``a UNION b ORDER BY x`` puts the ORDER BY
+    in ``b``) where sqlglot attaches the trailing ORDER BY and LIMIT to the whole, so the last
+    query's are the outer ones; an ORDER BY or LIMIT before a set-operation word is declined
+    (sqlglot's placement was not worth proving for it).
+    """
+    chain = [sql]
+    while (nxt := next((chain[-1][op] for op in _SET_OPS if chain[-1][op] is not None),
+                       None)) is not None:
+        chain.append(nxt)
+    if any(q["orderBy"] or q["limit"] is not None for q in chain[:-1]):
+        return None
+    last = chain[-1]
+    order = sql["orderBy"] or last["orderBy"]
+    limit = sql["limit"] if sql["limit"] is not None else last["limit"]
+    where, group, having = sql["where"], sql["groupBy"], sql["having"]
+    units = sql["from"]["table_units"]
+    conditions = (sql["from"]["conds"], where, having)
+    preds = [p for c in conditions for p in c[::2]]
+
+    comp1 = sum(1 for clause in (where, group, order, having) if clause)
+    comp1 += int(limit is not None) + max(len(units) - 1, 0)
+    comp1 += sum(1 for c in conditions for word in c[1::2] if word == "or")
+    comp1 += sum(1 for p in preds if p[1] == _LIKE)
+
+    comp2 = len(chain) - 1 + sum(1 for kind, _ in units if kind == "sql")
+    comp2 += sum(1 for p in preds for v in (p[3], p[4]) if type(v) is dict)
+
+    aggs = sum(int(agg != 0) + _val_aggs(val) for agg, val in sql["select"][1])
+    aggs += sum(_cond_aggs(p) for c in (where, having) for p in c[::2])
+    aggs += sum(int(u[0] != 0) for u in group)
+    aggs += sum(_val_aggs(val) for val in (order[1] if order else []))
+    others = int(aggs > 1) + int(len(sql["select"][1]) > 1)
+    others += int(len(where) > 1) + int(len(group) > 1)
+    return comp1, comp2, others
+
+
+def _val_aggs(val_unit: Any) -> int:
+    """Aggregates of ``(op, col_unit, col_unit)``: ``a + count(b)`` has one in its second."""
+    return sum(1 for unit in val_unit[1:] if unit is not None and unit[0] != 0)
+
+
+def _cond_aggs(pred: Any) -> int:
+    """Aggregates of one predicate outside its subqueries: its left side and column values."""
+    return _val_aggs(pred[2]) + sum(1 for v in pred[3:] if type(v) is tuple and v[0] != 0)
 
 
 @functools.lru_cache(maxsize=4096)

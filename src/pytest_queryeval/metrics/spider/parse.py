@@ -16,10 +16,20 @@ orderBy: [] | (dir, [val_unit]), having, limit, intersect, except, union}``.
 
 With ``schema=None`` names are not resolved (every name is accepted); the structure, and so
 the hardness, is the same as with the schema for any query that parses against it.
+
+``strict=True`` (schema-free) accepts only the part of the grammar whose dict loses nothing of
+the text: every token consumed, names that are plain identifiers and no SQL keyword, commas
+between SELECT, GROUP BY and ORDER BY items, JOIN before every table but the first, values that
+are exactly one column, number, quoted string or parenthesised subquery, NOT only before IN,
+LIKE and BETWEEN, no IS / EXISTS, no parentheses around a query of the set operations. The dict
+is the one the lenient parse gives, but that a column value also ends at OR (the lenient
+scan drops the OR branch after one); otherwise strictness only refuses. :mod:`..sql_hardness` counts the
+seq2SQL criteria on it instead of parsing the query again with sqlglot.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .schema import Schema
@@ -43,6 +53,31 @@ _STOP_CLAUSE = CLAUSE_KEYWORDS | {")", ";"}
 _STOP_COND = _STOP_CLAUSE | JOIN_KEYWORDS
 _VALUE_END = CLAUSE_KEYWORDS | JOIN_KEYWORDS | {",", ")", "and"}
 
+#: Words a strict parse refuses as a table, alias or column name: the grammar's own words and
+#: the SQL keywords a general parser (sqlglot, for one) may read as syntax where a name stands.
+#: tests/spider/test_sql_hardness_fast.py checks sqlglot's keywords against it.
+STRICT_RESERVED = frozenset((
+    *CLAUSE_KEYWORDS, *JOIN_KEYWORDS, *WHERE_OPS, *AGG_OPS, *COND_OPS, *ORDER_OPS,
+    "all", "alter", "any", "by", "case", "cast", "collate", "connect_by_root", "create",
+    "cross", "cube", "current_catalog", "current_date", "current_time", "current_timestamp",
+    "current_user", "default", "describe", "distinct", "drop", "else", "end", "escape", "false",
+    "fetch", "filter", "for", "full", "glob", "grant", "having", "if", "ilike", "inner",
+    "insert", "interval", "into", "isnull", "lateral", "left", "localtime", "localtimestamp",
+    "lock", "natural", "notnull", "null", "nulls", "offset", "outer", "over", "partition",
+    "partitioned_by", "qualify", "regexp", "returning", "revoke", "right", "rlike", "rollback",
+    "rollup", "session_user", "similar", "some", "straight_join", "tablesample", "then", "true",
+    "uncache", "using", "values", "when", "window", "with", "xor",
+))
+_STRICT_NOT_OPS = frozenset((_WHERE_OP_ID["in"], _WHERE_OP_ID["like"], _BETWEEN))
+_STRICT_REFUSED_OPS = frozenset((_WHERE_OP_ID["is"], _WHERE_OP_ID["exists"]))
+_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+_DIGITS = re.compile(r"[0-9]+")
+_SPLIT_OPERATOR = re.compile(r"[<>!]\s+=")
+#: A column value ends at OR too: the lenient scan runs to the next AND and drops an OR branch
+#: (``ON a = b OR c = d`` reads as ``ON a = b``), which a strict parse keeps.
+_STRICT_VALUE_END = _VALUE_END | {"or"}
+
 SQL = dict[str, Any]
 
 
@@ -57,14 +92,24 @@ def empty_sql() -> SQL:
             "select": [False, []], "union": None, "where": []}
 
 
-def parse_sql(query: str, schema: Schema | None) -> SQL:
-    """Parse one query the way ``process_sql.get_sql`` does; raise :class:`SpiderParseError`."""
+def parse_sql(query: str, schema: Schema | None, *, strict: bool = False) -> SQL:
+    """Parse one query the way ``process_sql.get_sql`` does; raise :class:`SpiderParseError`.
+    ``strict`` (with ``schema=None``): refuse what the dict would not represent whole."""
     try:
         toks = tokenize(query)
     except TokenizeError as exc:
         raise SpiderParseError(str(exc)) from None
+    if strict:
+        if schema is not None:
+            raise ValueError("a strict parse resolves no names")
+        if _SPLIT_OPERATOR.search(query):  # the tokens merge '> =' into '>=': not the text
+            raise SpiderParseError("strict: an operator split by spaces")
+        while toks and toks[-1] == ";":  # a trailing ';' ends the statement, nothing else
+            toks.pop()
+        if ";" in toks:
+            raise SpiderParseError("strict: ';' inside the query")
     try:
-        return _Parser(toks, schema).parse()
+        return _Parser(toks, schema, strict).parse()
     except SpiderParseError:
         raise
     except IndexError:
@@ -78,12 +123,13 @@ def _fail(msg: str) -> SpiderParseError:
 
 
 class _Parser:
-    __slots__ = ("aliases", "n", "schema", "toks")
+    __slots__ = ("aliases", "n", "schema", "strict", "toks")
 
-    def __init__(self, toks: list[str], schema: Schema | None) -> None:
+    def __init__(self, toks: list[str], schema: Schema | None, strict: bool = False) -> None:
         self.toks = toks
         self.n = len(toks)
         self.schema = schema
+        self.strict = strict
         aliases: dict[str, str] = {}
         for i, tok in enumerate(toks):
             if tok == "as":
@@ -113,11 +159,21 @@ class _Parser:
             raise _fail(f"unknown table or column {key!r}") from None
 
     def parse(self) -> SQL:
-        return self.sql(0)[1]
+        idx, sql = self.sql(0)
+        if self.strict and idx != self.n:
+            raise _fail(f"strict: tokens left from {self.toks[idx]!r}")
+        return sql
+
+    def _name(self, tok: str) -> None:
+        """Strict: a table, alias or column name is a plain identifier and no keyword."""
+        if not _IDENT.fullmatch(tok) or tok in STRICT_RESERVED or "__val_" in tok:
+            raise _fail(f"strict: {tok!r} is no plain name")
 
     # -- grammar (one method per process_sql function) --------------------------------------
     def col(self, idx: int, default_tables: list[str] | None) -> tuple[int, str]:
         tok = self.toks[idx]
+        if self.strict:
+            self._strict_col(idx)
         if tok == "*":
             return idx + 1, self.id_of(tok)
         if "." in tok:
@@ -140,8 +196,38 @@ class _Parser:
                 return idx + 1, self.id_of(table + "." + tok)
         raise _fail(f"unknown column {tok!r}")
 
+    def _strict_col(self, idx: int) -> None:
+        """``*`` only as ``SELECT *``, ``SELECT DISTINCT *`` or ``count(*)``; else a plain name
+        or ``alias.name``."""
+        toks = self.toks
+        tok = toks[idx]
+        if tok == "*":
+            before = toks[max(idx - 2, 0):idx]
+            if before[-1:] == ["select"] or before in (["select", "distinct"], ["count", "("]):
+                return
+            raise _fail("strict: '*' outside SELECT * and count(*)")
+        parts = tok.split(".")
+        if len(parts) > 2:
+            raise _fail(f"bad column reference {tok!r}")
+        for part in parts:
+            self._name(part)
+
     def col_unit(self, toks: list[str], idx: int,
                  default_tables: list[str] | None) -> tuple[int, tuple[int, str, bool]]:
+        if self.strict:
+            start = idx
+            end, unit = self._col_unit(toks, idx, default_tables)
+            if toks is not self.toks and end != len(toks):
+                raise _fail("strict: a value is more than one column")
+            if unit[2] and unit[0] == 0 and not (  # DISTINCT only right inside count( ...
+                    start >= 2 and toks[start] == "distinct" and toks[start - 1] == "("
+                    and toks[start - 2] in _AGG_ID):
+                raise _fail("strict: DISTINCT outside an aggregate")
+            return end, unit
+        return self._col_unit(toks, idx, default_tables)
+
+    def _col_unit(self, toks: list[str], idx: int,
+                  default_tables: list[str] | None) -> tuple[int, tuple[int, str, bool]]:
         n = len(toks)
         is_block = False
         distinct = False
@@ -205,6 +291,10 @@ class _Parser:
 
     def table_unit(self, idx: int) -> tuple[int, str, str]:
         toks = self.toks
+        if self.strict:
+            self._name(toks[idx])
+            if idx + 1 < self.n and toks[idx + 1] == "as":
+                self._name(toks[idx + 2])
         key = self.table(toks[idx])
         idx += 3 if idx + 1 < self.n and toks[idx + 1] == "as" else 1
         return idx, self.id_of(key), key
@@ -218,6 +308,12 @@ class _Parser:
             idx += 1
         tok = toks[idx]
         val: Any
+        if self.strict:
+            if tok == "select" and not is_block:
+                raise _fail("strict: a subquery without parentheses")
+            if '"' in tok and not (len(tok) >= 2 and tok[0] == tok[-1] == '"'
+                                   and tok.count('"') == 2):
+                raise _fail(f"strict: {tok!r} is no quoted string")
         if tok == "select":
             idx, val = self.sql(idx)
         elif '"' in tok:
@@ -226,10 +322,13 @@ class _Parser:
         else:
             try:
                 val = float(tok)
+                if self.strict and not _NUMBER.fullmatch(tok):
+                    raise _fail(f"strict: {tok!r} is no plain number")
                 idx += 1
             except ValueError:
                 end = idx
-                while end < n and toks[end] not in _VALUE_END:
+                stop = _STRICT_VALUE_END if self.strict else _VALUE_END
+                while end < n and toks[end] not in stop:
                     end += 1
                 _, val = self.col_unit(toks[start:end], 0, default_tables)
                 idx = end
@@ -253,6 +352,9 @@ class _Parser:
                 raise _fail(f"Error condition: expected an operator, got {got!r}")
             op_id = _WHERE_OP_ID[toks[idx]]
             idx += 1
+            if self.strict and (op_id in _STRICT_REFUSED_OPS
+                                or (not_op and op_id not in _STRICT_NOT_OPS)):
+                raise _fail(f"strict: {'not ' if not_op else ''}{WHERE_OPS[op_id]} refused")
             val2 = None
             if op_id == _BETWEEN:
                 idx, val1 = self.value(idx, default_tables)
@@ -262,12 +364,20 @@ class _Parser:
                 idx, val2 = self.value(idx, default_tables)
             else:
                 idx, val1 = self.value(idx, default_tables)
+            if self.strict and op_id == _WHERE_OP_ID["in"] and type(val1) is not dict:
+                raise _fail("strict: IN without a subquery")
             conds.append((not_op, op_id, val_unit, val1, val2))
             if idx < n and toks[idx] in _STOP_COND:
                 break
             if idx < n and toks[idx] in COND_OPS:
                 conds.append(toks[idx])
                 idx += 1
+                if self.strict and (idx >= n or toks[idx] in _STOP_COND):
+                    raise _fail("strict: AND / OR ends a condition")
+            elif self.strict and idx < n:
+                raise _fail("strict: two predicates without AND / OR")
+        if self.strict and not conds:
+            raise _fail("strict: an empty condition")
         return idx, conds
 
     def select(self, idx: int, default_tables: list[str]) -> tuple[int, Any]:
@@ -284,10 +394,18 @@ class _Parser:
             agg = _AGG_ID.get(toks[idx], 0)
             if toks[idx] in _AGG_ID:
                 idx += 1
+                if self.strict and not (idx < n and toks[idx] == "("):
+                    raise _fail("strict: an aggregate without '('")
             idx, val_unit = self.val_unit(idx, default_tables)
             units.append((agg, val_unit))
             if idx < n and toks[idx] == ",":
                 idx += 1
+                if self.strict and (idx >= n or toks[idx] in CLAUSE_KEYWORDS):
+                    raise _fail("strict: ',' ends the SELECT list")
+            elif self.strict and idx < n and toks[idx] not in CLAUSE_KEYWORDS:
+                raise _fail("strict: SELECT items without ','")
+        if self.strict and not units:
+            raise _fail("strict: nothing selected")
         return idx, (distinct, units)
 
     def from_(self, start: int) -> tuple[int, list[Any], list[Any], list[str]]:
@@ -301,18 +419,28 @@ class _Parser:
         conds: list[Any] = []
         while idx < n:
             is_block = False
+            joined = False
             if toks[idx] == "(":
                 is_block = True
                 idx += 1
+                if self.strict and (table_units or toks[idx] != "select"):
+                    raise _fail("strict: '(' in FROM other than a first FROM subquery")
             if toks[idx] == "select":
+                if self.strict and not is_block:
+                    raise _fail("strict: a FROM subquery without parentheses")
                 idx, sub = self.sql(idx)
                 table_units.append(("sql", sub))
             else:
                 if idx < n and toks[idx] == "join":
                     idx += 1
+                    joined = True
+                if self.strict and joined != bool(table_units):
+                    raise _fail("strict: JOIN before every table but the first")
                 idx, table_id, table_name = self.table_unit(idx)
                 table_units.append(("table_unit", table_id))
                 default_tables.append(table_name)
+            if self.strict and idx < n and toks[idx] == "on" and not joined:
+                raise _fail("strict: ON without JOIN")
             if idx < n and toks[idx] == "on":
                 idx += 1
                 idx, these = self.condition(idx, default_tables)
@@ -325,6 +453,8 @@ class _Parser:
                 idx += 1
             if idx < n and toks[idx] in _STOP_CLAUSE:
                 break
+        if self.strict and not table_units:
+            raise _fail("strict: an empty FROM")
         return idx, table_units, conds, default_tables
 
     def group_by(self, idx: int, default_tables: list[str]) -> tuple[int, list[Any]]:
@@ -341,8 +471,12 @@ class _Parser:
             units.append(unit)
             if idx < n and toks[idx] == ",":
                 idx += 1
+                if self.strict and (idx >= n or toks[idx] in _STOP_CLAUSE):
+                    raise _fail("strict: ',' ends GROUP BY")
             else:
                 break
+        if self.strict and not units:
+            raise _fail("strict: an empty GROUP BY")
         return idx, units
 
     def order_by(self, idx: int, default_tables: list[str]) -> tuple[int, Any]:
@@ -363,8 +497,12 @@ class _Parser:
                 idx += 1
             if idx < n and toks[idx] == ",":
                 idx += 1
+                if self.strict and (idx >= n or toks[idx] in _STOP_CLAUSE):
+                    raise _fail("strict: ',' ends ORDER BY")
             else:
                 break
+        if self.strict and not units:
+            raise _fail("strict: an empty ORDER BY")
         return idx, (direction, units)
 
     def sql(self, start: int) -> tuple[int, SQL]:
@@ -372,11 +510,15 @@ class _Parser:
         idx = start
         is_block = False
         if toks[idx] == "(":
+            if self.strict:
+                raise _fail("strict: a parenthesised query of the set operations")
             is_block = True
             idx += 1
         from_end, table_units, from_conds, default_tables = self.from_(start)
         out: SQL = {"from": {"table_units": table_units, "conds": from_conds}}
-        _, out["select"] = self.select(idx, default_tables)
+        select_end, out["select"] = self.select(idx, default_tables)
+        if self.strict and toks[select_end] != "from":  # its FROM, not a later query's
+            raise _fail("strict: SELECT not followed by its FROM")
         idx = from_end
         where: list[Any] = []
         if idx < n and toks[idx] == "where":
@@ -391,6 +533,8 @@ class _Parser:
         limit = None
         if idx < n and toks[idx] == "limit":
             idx += 2
+            if self.strict and not _DIGITS.fullmatch(toks[idx - 1]):
+                raise _fail("strict: LIMIT without a plain count")
             limit = int(toks[idx - 1])
         out["limit"] = limit
         while idx < n and toks[idx] == ";":
