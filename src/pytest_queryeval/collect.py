@@ -256,8 +256,12 @@ def _prefetch(runner: Runner, item: pytest.Item) -> None:
     item.stash[_PREFETCHED] = True
     case = item.case
     with contextlib.suppress(Exception):  # the case reports its own problems when it runs
-        prefetch = getattr(kind_registry.get_kind(case.kind), "prefetch", None)
-        if prefetch is None:
+        kind = kind_registry.get_kind(case.kind)
+        prefetch = getattr(kind, "prefetch", None)
+        sends_ahead = getattr(kind, "sends_ahead", None)
+        # before the prediction is looked up: a schema-only source sends nothing ahead
+        if prefetch is None or (sends_ahead is not None
+                                and not sends_ahead(case, runner.evaluator)):
             return
         hook = bool(item.config.hook.pytest_queryeval_predict.get_hookimpls())
         prediction = runner.evaluator.fixed_prediction(case, hook_active=hook)

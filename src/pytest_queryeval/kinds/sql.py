@@ -197,6 +197,14 @@ class SqlKind:
         (:meth:`_SqlRun.prefetch`); False when nothing was sent."""
         return _SqlRun.prefetch(case, prediction, ctx)
 
+    @staticmethod
+    def sends_ahead(case: Case, ctx: Context) -> bool:
+        """Whether :meth:`prefetch` can send anything for ``case``: its source runs queries
+        ahead (a spider-schema source executes nothing). Asked before the case's prediction
+        is looked up, which was most of a Spider run's cost of the prefetch."""
+        return case.source_spec is not None \
+            and getattr(ctx.source(case), "prefetch_pair", None) is not None
+
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
@@ -510,8 +518,7 @@ class _SqlRun:
         would not execute it). False when nothing was sent."""
         from ._query import gold_cache_key
 
-        if case.source_spec is None \
-                or getattr(ctx.source(case), "prefetch_pair", None) is None:
+        if not SqlKind.sends_ahead(case, ctx):
             return False  # first: a source that runs nothing ahead (spider-schema) costs nothing
         case, _ = with_dialect_gold(case)
         prediction = dialect_prediction(case, prediction)
