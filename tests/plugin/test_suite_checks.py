@@ -330,3 +330,26 @@ def test_custom_kinds_and_metrics_count_as_known_and_their_typos_do_not(suite):
     assert ("gates.answer_lenght: unknown metric 'answer_lenght' (did you mean "
             "'answer_length'?)") in err
     assert "gates.overlap: metric 'overlap' is not produced by kind sql (it is by: tables)" in err
+
+
+def test_a_suite_without_defaults_imports_no_other_kind(pytester: pytest.Pytester) -> None:
+    """The keys a suite's ``defaults:`` may hold are every kind's options, so knowing them
+    imports every kind (the JSON kind's embedding support, the SDMX metrics: 15 ms). A suite
+    without ``defaults:`` does not pay for that; one with defaults is still checked (above)."""
+    import sqlite3
+
+    con = sqlite3.connect(pytester.path / "db.sqlite")
+    con.execute("CREATE TABLE t (a)")
+    con.commit()
+    con.close()
+    pytester.makefile(".yaml", queryeval="datasources:\n  db: {type: sqlite, path: db.sqlite}\n")
+    pytester.makefile(".yaml", test_sql="kind: sql\ndatasource: db\ncases:\n"
+                      "- {id: one, gold: SELECT count(*) FROM t, predicted: SELECT 0}\n")
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_unconfigure(config):\n"
+        "    names = ('pytest_queryeval.kinds.json', 'pytest_queryeval.kinds.sdmx')\n"
+        "    open('imported.txt', 'w').write(' '.join(n for n in names if n in sys.modules))\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "imported.txt").read_text() == ""
