@@ -55,17 +55,19 @@ _VALUE_END = CLAUSE_KEYWORDS | JOIN_KEYWORDS | {",", ")", "and"}
 
 #: Words a strict parse refuses as a table, alias or column name: the grammar's own words and
 #: the SQL keywords a general parser (sqlglot, for one) may read as syntax where a name stands.
-#: tests/spider/test_sql_hardness_fast.py checks sqlglot's keywords against it.
+#: tests/spider/test_sql_hardness_fast.py checks sqlglot's keywords against it (``anti``,
+#: ``asof``, ``semi``: a JOIN's kind to sqlglot where a bare table alias stands).
 STRICT_RESERVED = frozenset((
     *CLAUSE_KEYWORDS, *JOIN_KEYWORDS, *WHERE_OPS, *AGG_OPS, *COND_OPS, *ORDER_OPS,
-    "all", "alter", "any", "by", "case", "cast", "collate", "connect_by_root", "create",
-    "cross", "cube", "current_catalog", "current_date", "current_time", "current_timestamp",
-    "current_user", "default", "describe", "distinct", "drop", "else", "end", "escape", "false",
-    "fetch", "filter", "for", "full", "glob", "grant", "having", "if", "ilike", "inner",
-    "insert", "interval", "into", "isnull", "lateral", "left", "localtime", "localtimestamp",
-    "lock", "natural", "notnull", "null", "nulls", "offset", "outer", "over", "partition",
-    "partitioned_by", "qualify", "regexp", "returning", "revoke", "right", "rlike", "rollback",
-    "rollup", "session_user", "similar", "some", "straight_join", "tablesample", "then", "true",
+    "all", "alter", "anti", "any", "asof", "by", "case", "cast", "collate", "connect_by_root",
+    "create", "cross", "cube", "current_catalog", "current_date", "current_time",
+    "current_timestamp", "current_user", "default", "describe", "distinct", "drop", "else",
+    "end", "escape", "false", "fetch", "filter", "for", "full", "glob", "grant", "having", "if",
+    "ilike", "inner", "insert", "interval", "into", "isnull", "lateral", "left", "localtime",
+    "localtimestamp", "lock", "natural", "notnull", "null", "nulls", "offset", "outer", "over",
+    "partition", "partitioned_by", "qualify", "regexp", "returning", "revoke", "right", "rlike",
+    "rollback", "rollup", "semi", "session_user", "similar", "some", "straight_join",
+    "tablesample", "then", "true",
     "uncache", "using", "values", "when", "window", "with", "xor",
 ))
 _STRICT_NOT_OPS = frozenset((_WHERE_OP_ID["in"], _WHERE_OP_ID["like"], _BETWEEN))
@@ -74,6 +76,11 @@ _IDENT = re.compile(r"[a-z_][a-z0-9_]*")
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _DIGITS = re.compile(r"[0-9]+")
 _SPLIT_OPERATOR = re.compile(r"[<>!]\s+=")
+#: The words after which a bare word following a table can only be its alias (with ``)`` and
+#: the end of the text); a comma is not one, as comma joins are refused.
+_AFTER_TABLE = frozenset(
+    ("join", "on", "where", "group", "order", "limit", "having", "intersect", "union", "except",
+     ")"))
 #: A column value ends at OR too: the lenient scan runs to the next AND and drops an OR branch
 #: (``ON a = b OR c = d`` reads as ``ON a = b``), which a strict parse keeps.
 _STRICT_VALUE_END = _VALUE_END | {"or"}
@@ -296,8 +303,23 @@ class _Parser:
             if idx + 1 < self.n and toks[idx + 1] == "as":
                 self._name(toks[idx + 2])
         key = self.table(toks[idx])
+        if self.strict and self._bare_alias(idx + 1):
+            return idx + 2, self.id_of(key), key
         idx += 3 if idx + 1 < self.n and toks[idx + 1] == "as" else 1
         return idx, self.id_of(key), key
+
+    def _bare_alias(self, idx: int) -> bool:
+        """Strict: ``toks[idx]`` is a table alias written without AS. The lenient grammar (as
+        process_sql) reads such a word as a second table, so only the strict one takes it, and
+        only where nothing else could stand: a plain name followed by a word that only follows
+        a table reference (or the end). The alias is not put into :attr:`aliases` (that map is
+        process_sql's scan for AS): with no schema names stay unresolved, and the counts read
+        no name, only the dict's shape, which is the one ``FROM t AS x`` gives."""
+        toks, n = self.toks, self.n
+        if idx >= n or not _IDENT.fullmatch(toks[idx]) or toks[idx] in STRICT_RESERVED \
+                or "__val_" in toks[idx]:
+            return False
+        return idx + 1 == n or toks[idx + 1] in _AFTER_TABLE
 
     def value(self, idx: int, default_tables: list[str] | None) -> tuple[int, Any]:
         toks, n = self.toks, self.n
