@@ -18,13 +18,21 @@ With ``schema=None`` names are not resolved (every name is accepted); the struct
 the hardness, is the same as with the schema for any query that parses against it.
 
 ``strict=True`` (schema-free) accepts only the part of the grammar whose dict loses nothing of
-the text: every token consumed, names that are plain identifiers and no SQL keyword, commas
-between SELECT, GROUP BY and ORDER BY items, JOIN before every table but the first, values that
-are exactly one column, number, quoted string or parenthesised subquery, NOT only before IN,
-LIKE and BETWEEN, no IS / EXISTS, no parentheses around a query of the set operations. The dict
-is the one the lenient parse gives, but that a column value also ends at OR (the lenient
-scan drops the OR branch after one); otherwise strictness only refuses. :mod:`..sql_hardness` counts the
-seq2SQL criteria on it instead of parsing the query again with sqlglot.
+the text: every token consumed, names that are plain identifiers and no SQL keyword (a whole
+ORDER BY item may be a select item's position, read as a column as the lenient parse does),
+commas between SELECT, GROUP BY and ORDER BY items, JOIN before every table but the first,
+values that are exactly one column, number, quoted string or parenthesised subquery, NOT only
+before IN, LIKE and BETWEEN, no IS / EXISTS, no parentheses around a query of the set
+operations. The dict
+is the one the lenient parse gives, with two exceptions; otherwise strictness only refuses.
+A column value also ends at OR (the lenient scan drops the OR branch after one). And a table
+alias without AS (``FROM track t JOIN genre g``, as real users' golds write it) is read as
+``FROM track AS t`` where the word after it can only follow a table (JOIN, ON, a clause or
+set-operation word, ``)``, the end): process_sql reads it as a second table, which a strict
+parse refuses, so every such query would go to sqlglot. The bare alias is not mapped (the AS
+scan is process_sql's, and names stay unresolved without a schema); the dict's shape, all that
+:mod:`..sql_hardness` reads when it counts the seq2SQL criteria on it instead of parsing the
+query again with sqlglot, is the one the AS form gives.
 """
 
 from __future__ import annotations
@@ -81,6 +89,8 @@ _SPLIT_OPERATOR = re.compile(r"[<>!]\s+=")
 _AFTER_TABLE = frozenset(
     ("join", "on", "where", "group", "order", "limit", "having", "intersect", "union", "except",
      ")"))
+#: What may follow a position in ORDER BY (with the end of the text).
+_AFTER_POSITION = frozenset((*ORDER_OPS, ",", "limit", "intersect", "union", "except", ")"))
 #: A column value ends at OR too: the lenient scan runs to the next AND and drops an OR branch
 #: (``ON a = b OR c = d`` reads as ``ON a = b``), which a strict parse keeps.
 _STRICT_VALUE_END = _VALUE_END | {"or"}
@@ -512,7 +522,11 @@ class _Parser:
             raise _fail("expected 'by' after 'order'")
         idx += 1
         while idx < n and toks[idx] not in _STOP_CLAUSE:
-            idx, unit = self.val_unit(idx, default_tables)
+            if self.strict and self._position(idx):
+                key = f"{self.table(default_tables[0])}.{toks[idx]}"
+                idx, unit = idx + 1, (0, (0, self.id_of(key), False), None)
+            else:
+                idx, unit = self.val_unit(idx, default_tables)
             units.append(unit)
             if idx < n and toks[idx] in ORDER_OPS:
                 direction = toks[idx]
@@ -526,6 +540,15 @@ class _Parser:
         if self.strict and not units:
             raise _fail("strict: an empty ORDER BY")
         return idx, (direction, units)
+
+    def _position(self, idx: int) -> bool:
+        """Strict: ``ORDER BY 2 DESC, 1``, a select item's position as a whole ORDER BY item.
+        The lenient grammar reads the number as a column (the dict above, process_sql's); the
+        strict one refuses it as a name, yet to sqlglot it is one plain operand too, with no
+        aggregate, so the counts are those of a column."""
+        toks, n = self.toks, self.n
+        return bool(_DIGITS.fullmatch(toks[idx])) and (
+            idx + 1 == n or toks[idx + 1] in _AFTER_POSITION)
 
     def sql(self, start: int) -> tuple[int, SQL]:
         toks, n = self.toks, self.n
