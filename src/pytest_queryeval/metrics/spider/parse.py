@@ -18,13 +18,21 @@ With ``schema=None`` names are not resolved (every name is accepted); the struct
 the hardness, is the same as with the schema for any query that parses against it.
 
 ``strict=True`` (schema-free) accepts only the part of the grammar whose dict loses nothing of
-the text: every token consumed, names that are plain identifiers and no SQL keyword, commas
-between SELECT, GROUP BY and ORDER BY items, JOIN before every table but the first, values that
-are exactly one column, number, quoted string or parenthesised subquery, NOT only before IN,
-LIKE and BETWEEN, no IS / EXISTS, no parentheses around a query of the set operations. The dict
-is the one the lenient parse gives, but that a column value also ends at OR (the lenient
-scan drops the OR branch after one); otherwise strictness only refuses. :mod:`..sql_hardness` counts the
-seq2SQL criteria on it instead of parsing the query again with sqlglot.
+the text: every token consumed, names that are plain identifiers and no SQL keyword (a whole
+ORDER BY item may be a select item's position, read as a column as the lenient parse does),
+commas between SELECT, GROUP BY and ORDER BY items, JOIN before every table but the first,
+values that are exactly one column, number, quoted string or parenthesised subquery, NOT only
+before IN, LIKE and BETWEEN, no IS / EXISTS, no parentheses around a query of the set
+operations. The dict
+is the one the lenient parse gives, with two exceptions; otherwise strictness only refuses.
+A column value also ends at OR (the lenient scan drops the OR branch after one). And a table
+alias without AS (``FROM track t JOIN genre g``, as real users' golds write it) is read as
+``FROM track AS t`` where the word after it can only follow a table (JOIN, ON, a clause or
+set-operation word, ``)``, the end): process_sql reads it as a second table, which a strict
+parse refuses, so every such query would go to sqlglot. The bare alias is not mapped (the AS
+scan is process_sql's, and names stay unresolved without a schema); the dict's shape, all that
+:mod:`..sql_hardness` reads when it counts the seq2SQL criteria on it instead of parsing the
+query again with sqlglot, is the one the AS form gives.
 """
 
 from __future__ import annotations
@@ -55,17 +63,19 @@ _VALUE_END = CLAUSE_KEYWORDS | JOIN_KEYWORDS | {",", ")", "and"}
 
 #: Words a strict parse refuses as a table, alias or column name: the grammar's own words and
 #: the SQL keywords a general parser (sqlglot, for one) may read as syntax where a name stands.
-#: tests/spider/test_sql_hardness_fast.py checks sqlglot's keywords against it.
+#: tests/spider/test_sql_hardness_fast.py checks sqlglot's keywords against it (``anti``,
+#: ``asof``, ``semi``: a JOIN's kind to sqlglot where a bare table alias stands).
 STRICT_RESERVED = frozenset((
     *CLAUSE_KEYWORDS, *JOIN_KEYWORDS, *WHERE_OPS, *AGG_OPS, *COND_OPS, *ORDER_OPS,
-    "all", "alter", "any", "by", "case", "cast", "collate", "connect_by_root", "create",
-    "cross", "cube", "current_catalog", "current_date", "current_time", "current_timestamp",
-    "current_user", "default", "describe", "distinct", "drop", "else", "end", "escape", "false",
-    "fetch", "filter", "for", "full", "glob", "grant", "having", "if", "ilike", "inner",
-    "insert", "interval", "into", "isnull", "lateral", "left", "localtime", "localtimestamp",
-    "lock", "natural", "notnull", "null", "nulls", "offset", "outer", "over", "partition",
-    "partitioned_by", "qualify", "regexp", "returning", "revoke", "right", "rlike", "rollback",
-    "rollup", "session_user", "similar", "some", "straight_join", "tablesample", "then", "true",
+    "all", "alter", "anti", "any", "asof", "by", "case", "cast", "collate", "connect_by_root",
+    "create", "cross", "cube", "current_catalog", "current_date", "current_time",
+    "current_timestamp", "current_user", "default", "describe", "distinct", "drop", "else",
+    "end", "escape", "false", "fetch", "filter", "for", "full", "glob", "grant", "having", "if",
+    "ilike", "inner", "insert", "interval", "into", "isnull", "lateral", "left", "localtime",
+    "localtimestamp", "lock", "natural", "notnull", "null", "nulls", "offset", "outer", "over",
+    "partition", "partitioned_by", "qualify", "regexp", "returning", "revoke", "right", "rlike",
+    "rollback", "rollup", "semi", "session_user", "similar", "some", "straight_join",
+    "tablesample", "then", "true",
     "uncache", "using", "values", "when", "window", "with", "xor",
 ))
 _STRICT_NOT_OPS = frozenset((_WHERE_OP_ID["in"], _WHERE_OP_ID["like"], _BETWEEN))
@@ -74,6 +84,13 @@ _IDENT = re.compile(r"[a-z_][a-z0-9_]*")
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _DIGITS = re.compile(r"[0-9]+")
 _SPLIT_OPERATOR = re.compile(r"[<>!]\s+=")
+#: The words after which a bare word following a table can only be its alias (with ``)`` and
+#: the end of the text); a comma is not one, as comma joins are refused.
+_AFTER_TABLE = frozenset(
+    ("join", "on", "where", "group", "order", "limit", "having", "intersect", "union", "except",
+     ")"))
+#: What may follow a position in ORDER BY (with the end of the text).
+_AFTER_POSITION = frozenset((*ORDER_OPS, ",", "limit", "intersect", "union", "except", ")"))
 #: A column value ends at OR too: the lenient scan runs to the next AND and drops an OR branch
 #: (``ON a = b OR c = d`` reads as ``ON a = b``), which a strict parse keeps.
 _STRICT_VALUE_END = _VALUE_END | {"or"}
@@ -296,8 +313,23 @@ class _Parser:
             if idx + 1 < self.n and toks[idx + 1] == "as":
                 self._name(toks[idx + 2])
         key = self.table(toks[idx])
+        if self.strict and self._bare_alias(idx + 1):
+            return idx + 2, self.id_of(key), key
         idx += 3 if idx + 1 < self.n and toks[idx + 1] == "as" else 1
         return idx, self.id_of(key), key
+
+    def _bare_alias(self, idx: int) -> bool:
+        """Strict: ``toks[idx]`` is a table alias written without AS. The lenient grammar (as
+        process_sql) reads such a word as a second table, so only the strict one takes it, and
+        only where nothing else could stand: a plain name followed by a word that only follows
+        a table reference (or the end). The alias is not put into :attr:`aliases` (that map is
+        process_sql's scan for AS): with no schema names stay unresolved, and the counts read
+        no name, only the dict's shape, which is the one ``FROM t AS x`` gives."""
+        toks, n = self.toks, self.n
+        if idx >= n or not _IDENT.fullmatch(toks[idx]) or toks[idx] in STRICT_RESERVED \
+                or "__val_" in toks[idx]:
+            return False
+        return idx + 1 == n or toks[idx + 1] in _AFTER_TABLE
 
     def value(self, idx: int, default_tables: list[str] | None) -> tuple[int, Any]:
         toks, n = self.toks, self.n
@@ -490,7 +522,11 @@ class _Parser:
             raise _fail("expected 'by' after 'order'")
         idx += 1
         while idx < n and toks[idx] not in _STOP_CLAUSE:
-            idx, unit = self.val_unit(idx, default_tables)
+            if self.strict and self._position(idx):
+                key = f"{self.table(default_tables[0])}.{toks[idx]}"
+                idx, unit = idx + 1, (0, (0, self.id_of(key), False), None)
+            else:
+                idx, unit = self.val_unit(idx, default_tables)
             units.append(unit)
             if idx < n and toks[idx] in ORDER_OPS:
                 direction = toks[idx]
@@ -504,6 +540,15 @@ class _Parser:
         if self.strict and not units:
             raise _fail("strict: an empty ORDER BY")
         return idx, (direction, units)
+
+    def _position(self, idx: int) -> bool:
+        """Strict: ``ORDER BY 2 DESC, 1``, a select item's position as a whole ORDER BY item.
+        The lenient grammar reads the number as a column (the dict above, process_sql's); the
+        strict one refuses it as a name, yet to sqlglot it is one plain operand too, with no
+        aggregate, so the counts are those of a column."""
+        toks, n = self.toks, self.n
+        return bool(_DIGITS.fullmatch(toks[idx])) and (
+            idx + 1 == n or toks[idx + 1] in _AFTER_POSITION)
 
     def sql(self, start: int) -> tuple[int, SQL]:
         toks, n = self.toks, self.n
