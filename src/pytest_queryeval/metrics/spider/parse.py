@@ -23,8 +23,8 @@ ORDER BY item may be a select item's position, read as a column as the lenient p
 commas between SELECT, GROUP BY and ORDER BY items, JOIN before every table but the first,
 values that are exactly one column, number, quoted string or parenthesised subquery, NOT only
 before IN, LIKE and BETWEEN, no IS / EXISTS, no parentheses around a query of the set
-operations. The dict
-is the one the lenient parse gives, with two exceptions; otherwise strictness only refuses.
+operations. The dict is the one the lenient parse gives, with two exceptions; otherwise
+strictness only refuses.
 A column value also ends at OR (the lenient scan drops the OR branch after one). And a table
 alias without AS (``FROM track t JOIN genre g``, as real users' golds write it) is read as
 ``FROM track AS t`` where the word after it can only follow a table (JOIN, ON, a clause or
@@ -33,6 +33,11 @@ parse refuses, so every such query would go to sqlglot. The bare alias is not ma
 scan is process_sql's, and names stay unresolved without a schema); the dict's shape, all that
 :mod:`..sql_hardness` reads when it counts the seq2SQL criteria on it instead of parsing the
 query again with sqlglot, is the one the AS form gives.
+
+Why one module of this size: one method per ``process_sql`` function keeps the grammar
+checkable against the reference side by side, and the strict checks sit in the same methods
+(what a strict parse refuses is decided where that token is read); split, each half would
+restate where the other stands in the token stream.
 """
 
 from __future__ import annotations
