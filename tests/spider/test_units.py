@@ -147,6 +147,35 @@ def test_schema_from_tables_json(shared_data: Path) -> None:
         Schema.from_tables_json(tables, "no_such_db")
 
 
+def test_a_tables_json_database_is_built_when_first_used(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Spider dev run uses 20 of tables.json's 166 databases: only those are built (each
+    once, shared); a malformed entry is reported when its database is used, not before."""
+    import json
+
+    from pytest_queryeval.errors import ConfigError
+
+    good = {"db_id": "a", "table_names_original": ["t"], "column_names_original":
+            [[-1, "*"], [0, "x"]], "foreign_keys": []}
+    tables = tmp_path / "tables.json"
+    tables.write_text(json.dumps([good, {**good, "db_id": "b"}, {"db_id": "broken"}]))
+    built: list[str] = []
+    real = Schema.from_spider_entry.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Schema], entry: dict[str, object]) -> Schema:
+        built.append(str(entry["db_id"]))
+        return real(cls, entry)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Schema, "from_spider_entry", classmethod(counting))
+    a = Schema.from_tables_json(tables, "a")
+    assert Schema.from_tables_json(tables, "a") is a
+    assert built == ["a"]
+    with pytest.raises(ConfigError, match=r"not a Spider tables\.json"):
+        Schema.from_tables_json(tables, "broken")
+    with pytest.raises(ConfigError, match="db_id 'c' is not in"):
+        Schema.from_tables_json(tables, "c")
+
+
 def test_aggregate_empty_levels_and_f1_rule(schema: Schema) -> None:
     res = structure_scores("SELECT name FROM singer", "SELECT name FROM singer", schema)
     agg = aggregate([res])
