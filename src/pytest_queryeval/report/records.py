@@ -190,6 +190,20 @@ def _positive(zero: float) -> bool:
     return math.copysign(1.0, zero) > 0
 
 
+def _numbers_only(items: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether :func:`_clean` returns every item of ``items`` as it is: ints, bools, None and
+    finite floats (a Spider case's details hold a dozen such lists, each walked item by item
+    before; a list's floats are not interned as a dict's are)."""
+    for x in items:
+        tx = type(x)
+        if tx is float:
+            if not math.isfinite(x):
+                return False
+        elif not (tx is int or tx is bool or x is None):
+            return False
+    return True
+
+
 def _clean(value: Any, prefix: str, scrubber: Scrubber,
            outside: tuple[tuple[str, str], ...] = ()) -> Any:
     """One walk doing ``scrubber.data(_relative_paths(_safe(value), prefix))``.
@@ -231,6 +245,8 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber,
                 if outside:
                     v = _outside_replaced(v, outside)
                 out[key] = text(v.replace(prefix, "") if prefix in v else v)
+            elif (tv is list or tv is tuple) and _numbers_only(v):
+                out[key] = list(v)  # what the walk gives such a list, without a call per item
             else:
                 out[key] = _clean(v, prefix, scrubber, outside)
         return out
