@@ -20,7 +20,7 @@ API (plain functions, importable without a pytest run):
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +99,16 @@ def make_case(kind: str = "sql", **fields: Any) -> Case:
     fields.setdefault("file", Path("test_x.yaml"))
     fields.setdefault("line", 1)
     return Case(kind=kind, **fields)
+
+
+def strings_in(node: object) -> Iterator[str]:
+    """Every string value of a parsed JSON or YAML document (mapping keys left out): the
+    corpus tests look for the queries among them."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from strings_in(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from strings_in(value)

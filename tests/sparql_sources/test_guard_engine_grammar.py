@@ -14,6 +14,7 @@ import pytest
 from pytest_queryeval.errors import QueryRefused, QuerySyntaxError
 from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.sparqlguard import check_query, classify
+from tests.support import strings_in
 
 from .conftest import BRICK
 
@@ -77,15 +78,8 @@ def test_what_the_guard_refuses_stays_refused() -> None:
 
 
 def _queries(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        for value in node.values():
-            yield from _queries(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _queries(value)
-    elif isinstance(node, str) and "{" in node and any(
-            w in node.upper() for w in ("SELECT", "ASK")):
-        yield node
+    return (s for s in strings_in(node)
+            if "{" in s and any(w in s.upper() for w in ("SELECT", "ASK")))
 
 
 def _corpus(extra: Path | None) -> list[str]:

@@ -18,7 +18,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,22 +32,12 @@ from pytest_queryeval.metrics.sql_hardness import (
     spider_counts,
     sql_hardness,
 )
+from tests.support import strings_in
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 _SQLISH = re.compile(r"\s*\(?\s*(select|with)\b", re.IGNORECASE)
 _SUFFIXES = (".sql", ".txt", ".json", ".jsonl", ".yaml", ".yml")
-
-
-def _strings(node: object) -> Iterator[str]:
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
-        for value in node.values():
-            yield from _strings(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _strings(value)
 
 
 def _texts_of(path: Path) -> list[str]:
@@ -60,14 +49,14 @@ def _texts_of(path: Path) -> list[str]:
         raw = f.read()
     found: list[str] = []
     if name.endswith(".json"):
-        found.extend(_strings(json.loads(raw)))
+        found.extend(strings_in(json.loads(raw)))
     elif name.endswith(".jsonl"):
         for line in raw.splitlines():
             if line.strip():
-                found.extend(_strings(json.loads(line)))
+                found.extend(strings_in(json.loads(line)))
     elif name.endswith((".yaml", ".yml")):
         yaml = pytest.importorskip("yaml")
-        found.extend(_strings(yaml.safe_load(raw)))
+        found.extend(strings_in(yaml.safe_load(raw)))
     else:
         for line in raw.splitlines():
             found.extend(line.split("\t"))
