@@ -216,3 +216,28 @@ def test_any_prediction_scores_without_crashing(schema: Schema) -> None:
             toks.insert(rnd.randint(0, len(toks)), rnd.choice(_VOCAB))
         res = structure_scores("SELECT name FROM singer WHERE age > 1", " ".join(toks), schema)
         assert 0.0 <= res.metrics["exact_set_match"] <= 1.0
+
+
+def test_a_text_is_tokenised_once_and_each_parse_gets_its_own_tokens(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gold is parsed for its difficulty, for ``sql_hardness`` (strictly) and against its
+    schema: the three share one tokenisation, and a strict parse dropping the trailing ';'
+    does not change the tokens the next parse of the text reads."""
+    from pytest_queryeval.metrics.spider import parse as parse_module
+
+    calls: list[str] = []
+    real = parse_module.tokenize
+
+    def counting(query: str) -> list[str]:
+        calls.append(query)
+        return real(query)
+
+    monkeypatch.setattr(parse_module, "tokenize", counting)
+    parse_module._tokens.cache_clear()
+    text = "SELECT name FROM singer WHERE age > 20 ;"
+    lenient = parse_module.parse_sql(text, None)
+    strict = parse_module.parse_sql(text, None, strict=True)
+    assert parse_module.parse_sql(text, None) == lenient
+    assert strict["where"] == lenient["where"]
+    assert calls == [text]
+    parse_module._tokens.cache_clear()

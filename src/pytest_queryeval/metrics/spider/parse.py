@@ -42,6 +42,7 @@ restate where the other stands in the token stream.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -114,11 +115,19 @@ def empty_sql() -> SQL:
             "select": [False, []], "union": None, "where": []}
 
 
+@functools.lru_cache(maxsize=4096)
+def _tokens(query: str) -> tuple[str, ...]:
+    """:func:`tokenize`, once per text: a gold is parsed three times (its difficulty at
+    collection, ``sql_hardness``'s strict parse, and against its schema), and tokenising was
+    half of each parse."""
+    return tuple(tokenize(query))
+
+
 def parse_sql(query: str, schema: Schema | None, *, strict: bool = False) -> SQL:
     """Parse one query the way ``process_sql.get_sql`` does; raise :class:`SpiderParseError`.
     ``strict`` (with ``schema=None``): refuse what the dict would not represent whole."""
     try:
-        toks = tokenize(query)
+        toks = list(_tokens(query))  # a copy: the parse may drop a trailing ';'
     except TokenizeError as exc:
         raise SpiderParseError(str(exc)) from None
     if strict:
