@@ -149,6 +149,11 @@ def parse_sql(query: str, schema: Schema | None, *, strict: bool = False) -> SQL
         raise SpiderParseError(f"{type(exc).__name__}: {exc}") from None
 
 
+def _plain_name(tok: str) -> bool:
+    """A strict parse's test of a name: a plain identifier, no keyword, no masked value."""
+    return bool(_IDENT.fullmatch(tok)) and tok not in STRICT_RESERVED and "__val_" not in tok
+
+
 def _fail(msg: str) -> SpiderParseError:
     return SpiderParseError(msg)
 
@@ -197,7 +202,7 @@ class _Parser:
 
     def _name(self, tok: str) -> None:
         """Strict: a table, alias or column name is a plain identifier and no keyword."""
-        if not _IDENT.fullmatch(tok) or tok in STRICT_RESERVED or "__val_" in tok:
+        if not _plain_name(tok):
             raise _fail(f"strict: {tok!r} is no plain name")
 
     # -- grammar (one method per process_sql function) --------------------------------------
@@ -340,8 +345,7 @@ class _Parser:
         process_sql's scan for AS): with no schema names stay unresolved, and the counts read
         no name, only the dict's shape, which is the one ``FROM t AS x`` gives."""
         toks, n = self.toks, self.n
-        if idx >= n or not _IDENT.fullmatch(toks[idx]) or toks[idx] in STRICT_RESERVED \
-                or "__val_" in toks[idx]:
+        if idx >= n or not _plain_name(toks[idx]):
             return False
         return idx + 1 == n or toks[idx + 1] in _AFTER_TABLE
 
