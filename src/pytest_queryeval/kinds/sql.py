@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -367,7 +367,8 @@ class _SqlRun:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
         return scored
 
-    def best(self, schema: Any, planned: list[str], gold_seconds: float | None) -> Scored:
+    def best(self, schema: Any, planned: Sequence[str], gold_seconds: float | None,
+             ) -> Scored:
         """Every gold alternative scored; the best wins. Each comparison runs under the case's
         timeout; a gold whose comparison stops undecided (over its budget or past the
         timeout) fails the case, with the metrics it planned at 0, only when no other gold
@@ -923,17 +924,11 @@ def _metric_names() -> frozenset[str]:
 _NAMES: frozenset[str] | None = None
 
 
-def _planned(*, exec_: bool, structure: bool, efficiency: bool, soft_ex: bool = False,
-             spider2: bool = False) -> list[str]:
-    """The metrics a case of these options scores (each at 0 when it fails)."""
-    return list(_planned_names(exec_, structure, efficiency, soft_ex, spider2))
-
-
 @functools.cache
-def _planned_names(exec_: bool, structure: bool, efficiency: bool, soft_ex: bool,
-                   spider2: bool) -> tuple[str, ...]:
-    """:func:`_planned`, once per combination: five imports and the lists were built again
-    for every case."""
+def _planned(*, exec_: bool, structure: bool, efficiency: bool, soft_ex: bool = False,
+             spider2: bool = False) -> tuple[str, ...]:
+    """The metrics a case of these options scores (each at 0 when it fails); once per
+    combination: five imports and the lists were built again for every case."""
     from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
     from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
     from ..metrics.spider import METRICS
@@ -954,7 +949,7 @@ def _planned_names(exec_: bool, structure: bool, efficiency: bool, soft_ex: bool
     return tuple(names)
 
 
-def _failure(planned: list[str], reason: str, gold_seconds: float | None,
+def _failure(planned: Sequence[str], reason: str, gold_seconds: float | None,
              pred_seconds: float | None, golds: list[_Gold], case: Case) -> Scored:
     """Every metric the case would have had, at 0, with the reason."""
     metrics = {name: 0.0 for name in planned}
