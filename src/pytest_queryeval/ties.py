@@ -25,7 +25,8 @@ a recorded ``gold_result``, and tables wider than :data:`MAX_PERMUTED_WIDTH` col
 column permutation other than the identity. Values are compared with Python equality after the
 case's ``compare:`` normalisation, as EX compares them, without EX's type-sorting quick reject.
 
-Pure: no pytest, no execution (the SQL kind runs the rewritten query).
+Pure: no pytest, no execution (the SQL kind and the counterexample search run the rewritten
+query, through :func:`probed_rows` first).
 """
 
 from __future__ import annotations
@@ -220,6 +221,17 @@ def probe_decides(query: KeyedQuery, probe_rows: Sequence[Row]) -> bool:
     index = _key_index(query, len(probe_rows[0]) - query.added)
     last, after = probe_rows[stop - 1], probe_rows[stop]
     return tuple(last[k] for k in index) != tuple(after[k] for k in index)  # as analyse()
+
+
+def probed_rows(query: KeyedQuery, run: Callable[[str], Sequence[Row] | None],
+                ) -> Sequence[Row] | None:
+    """The probe's rows read through ``run`` (a query's rows, None where it fails) when they
+    decide the analysis (:func:`probe_decides`); None when the whole keyed result is needed
+    (no LIMIT, a tie at the cut, a failed probe: the whole query then says why it fails)."""
+    if query.probe is None:
+        return None
+    rows = run(query.probe)
+    return rows if rows is not None and probe_decides(query, rows) else None
 
 
 def analyse(query: KeyedQuery, keyed_rows: Sequence[Row], gold_rows: Sequence[Row],

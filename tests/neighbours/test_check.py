@@ -72,3 +72,40 @@ def test_a_budget_is_a_positive_whole_number() -> None:
     for bad in ("0", "1.5", 2.0, "many"):
         with pytest.raises(ValueError, match="is not a number of databases"):
             parse_databases(bad, "x")
+
+
+def test_the_tie_rule_on_a_candidate_reads_the_probe_as_the_case_does() -> None:
+    """The counterexample search's tie rule reads the keyed gold as the case's own tie
+    analysis does (:func:`pytest_queryeval.ties.probed_rows`): the window and one row past it
+    when that row starts another key, the whole keyed result only when it ties; the verdicts
+    are those of the whole result."""
+    import sqlite3
+
+    from pytest_queryeval.neighbour_check import _tied
+    from pytest_queryeval.results import ResultTable
+    from pytest_queryeval.ties import keyed_query
+
+    con = sqlite3.connect(f"file:{CHINOOK}?mode=ro", uri=True)
+    ran: list[str] = []
+
+    def run(sql: str) -> ResultTable:
+        ran.append(sql)
+        cur = con.execute(sql)
+        return ResultTable([d[0] for d in cur.description], cur.fetchall())
+
+    # genres 13 and 16 tie (28 tracks) at rows 17-18, inside LIMIT 18; the 19th has 26
+    gold = "SELECT GenreId FROM Track GROUP BY GenreId ORDER BY count(*) DESC LIMIT 18"
+    swapped = gold.replace("DESC LIMIT", "DESC, GenreId DESC LIMIT")
+    query = keyed_query(gold, "sqlite")
+    assert not isinstance(query, str)
+    tied = _tied(gold, "sqlite", CompareOptions())
+    assert tied(run(gold), run(swapped), run) is True
+    assert ran[2:] == [query.probe]
+    # at the cut (LIMIT 17) the row past the window ties: the whole keyed result is read
+    gold17 = gold.replace("LIMIT 18", "LIMIT 17")
+    query17 = keyed_query(gold17, "sqlite")
+    assert not isinstance(query17, str)
+    ran.clear()
+    assert _tied(gold17, "sqlite", CompareOptions())(
+        run(gold17), run(swapped.replace("LIMIT 18", "LIMIT 17")), run) is True
+    assert ran[2:] == [query17.probe, query17.sql]

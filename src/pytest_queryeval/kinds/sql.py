@@ -636,26 +636,25 @@ class _SqlRun:
         if isinstance(query, str):
             details["ties"] = {"skipped": query}
             return []
-        keyed = None
-        if query.probe is not None:  # the window and one row past it, when that decides
+        def probe(sql: str) -> Sequence[Any] | None:
             try:
-                probe, _ = run_gold(src, query.probe, ctx, GOLD_CACHE, opts.limits)
+                return run_gold(src, sql, ctx, GOLD_CACHE, opts.limits)[0].rows
             except SourceUnavailable:
                 raise
             except QueryEvalError:
-                probe = None  # the whole keyed query decides, and says why it fails
-            if probe is not None and ties.probe_decides(query, probe.rows):
-                keyed = probe
+                return None
+
+        keyed = ties.probed_rows(query, probe)  # the window and one row past it
         try:
             if keyed is None:
-                keyed, _ = run_gold(src, query.sql, ctx, GOLD_CACHE, opts.limits)
+                keyed = run_gold(src, query.sql, ctx, GOLD_CACHE, opts.limits)[0].rows
         except SourceUnavailable:
             raise
         except QueryEvalError as e:
             details["ties"] = {"skipped": f"the keyed gold failed: {e.reason()}"}
             return []
         norm = opts.compare.normalise
-        analysis = ties.analyse(query, keyed.rows, gold.table.rows, norm)
+        analysis = ties.analyse(query, keyed, gold.table.rows, norm)
         if isinstance(analysis, str):
             details["ties"] = {"skipped": analysis}
             return []
