@@ -42,7 +42,7 @@ LONG_SQLITE = {
 
 
 def _suite(pytester: pytest.Pytester, source: dict[str, Any], long: str, gold: str,
-           n_before: int, n_after: int) -> list[str]:
+           n_before: int, n_after: int, **options: Any) -> list[str]:
     pytester.makepyfile(model=MODEL.format(long=long))
     pytester.makeconftest(SCORED_CONFTEST)
     pytester.makefile(".yaml", queryeval=dump({
@@ -52,7 +52,7 @@ def _suite(pytester: pytest.Pytester, source: dict[str, Any], long: str, gold: s
           [f"b-{i:02d}" for i in range(n_after)]
     pytester.makefile(".yaml", test_cases=dump({
         "kind": "sql", "datasource": "db", "timeout": 600,
-        "thresholds": {"execution_accuracy": 1.0},
+        "thresholds": {"execution_accuracy": 1.0}, **options,
         "cases": [{"id": i, "gold": gold} for i in ids]}))
     return ids
 

@@ -7,8 +7,8 @@ DuckDB's own ``memory_limit`` is half of it, its spill files at most all of it),
 (DuckDB worker threads, default 1), ``isolation`` (``process`` default | ``thread``).
 
 With ``isolation: thread`` the query runs in a thread of the pytest process, interrupted at
-the timeout; an operator that does not stop when interrupted (one ``levenshtein`` of two
-200,000-character strings runs for minutes in a single call) is abandoned
+the timeout; a query that does not stop when interrupted (DuckDB plans a WHERE of 60,000
+conjuncts for seconds without looking at the interrupt) is abandoned
 :data:`~.sandboxed.HARD_GRACE` seconds later: the case ends with its timeout, the source
 continues on a fresh connection, and the abandoned query runs on in its thread until it ends
 or the process exits. Ctrl-C stops the wait at once.
@@ -306,7 +306,7 @@ class DuckdbSource(SandboxedFileSource):
         """:func:`run_query` in a thread of its own, waited for here: the wait ends at the
         deadline (plus :data:`HARD_GRACE`) and on Ctrl-C even when DuckDB does not, which a
         call into DuckDB from this thread could not (neither ``conn.interrupt()`` nor a signal
-        stops a single long ``levenshtein``)."""
+        stops DuckDB while it plans)."""
         conn = self._connect()
         done = threading.Event()
         outcome: list[Any] = []
