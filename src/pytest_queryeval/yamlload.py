@@ -309,13 +309,28 @@ class _NoKey:
 _NO_KEY = _NoKey()
 
 
+def _libyaml_too_deep(exc: yaml.YAMLError) -> bool:
+    """libyaml's own nesting bound (PyYAML 6.0.4's wheels on): it scans ahead of the events,
+    so it stops a deep file before :func:`_events_to_document` counts its depth."""
+    return "maximum nesting depth" in str(getattr(exc, "problem", "") or "")
+
+
 def load_text(text: str, file: str) -> Any:
     """Parse one YAML document; syntax errors become a located :class:`ConfigError`."""
     try:
         try:
             try:
                 return _build_from_events(text, _FAST, file)
-            except (_Decline, yaml.YAMLError, TypeError):
+            except yaml.YAMLError as exc:
+                if _libyaml_too_deep(exc):
+                    # where the file first nests past the bound, on Python's parser (libyaml
+                    # stops at its own bound of 1,000, which names no line of ours)
+                    loader = _Loader(text)
+                    try:
+                        _check_depth(loader.get_event, 0, file)
+                    finally:
+                        loader.dispose()
+            except (_Decline, TypeError):
                 pass
             return _parse(text, file, _FAST)
         except yaml.YAMLError:

@@ -251,7 +251,9 @@ def test_sparql_findings_on_the_brick_model(pytester: pytest.Pytester, shared_da
         {"id": "clock", "gold": BRICK + "SELECT ?ahu ?t WHERE { ?ahu a brick:AHU BIND(NOW() AS ?t) }"},
         {"id": "now-in-an-iri", "gold": BRICK + "SELECT ?ahu WHERE { ?ahu a brick:AHU "
                                         "FILTER(?ahu != <http://example.org/NOW()>) } # NOW()"},
-        {"id": "random", "gold": BRICK + "SELECT ?ahu WHERE { ?ahu a brick:AHU } ORDER BY RAND()"},
+        # every typed node (1,695 rows): two runs agree in order with odds of 1 in 1,695!
+        # (the model's 5 AHUs agreed 1 run in 120, and the case then passed)
+        {"id": "random", "gold": "SELECT ?x WHERE { ?x a ?type } ORDER BY RAND()"},
         {"id": "empty", "gold": BRICK + "SELECT ?x WHERE { ?x a brick:Chiller }"},
         {"id": "alternatives", "gold": [
             BRICK + "SELECT ?ahu WHERE { ?ahu a brick:AHU }",

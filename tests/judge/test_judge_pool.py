@@ -101,8 +101,9 @@ def test_no_judge_call_once_the_session_ended(openai_standin):
 
 def test_ctrl_c_withdraws_the_votes_not_yet_asked(openai_standin):
     """The session ends (as on Ctrl-C) while the first of three votes is being answered, one
-    at a time: the other two are never asked."""
-    slow(openai_standin, 0.5)
+    at a time: the other two are never asked. The answer takes 2 s: with 0.5 s, a loaded
+    host once let it arrive before the session ended."""
+    slow(openai_standin, 2.0)
     evaluator = Evaluator()
     spec = spec_of(openai_standin, votes=3, concurrency=1)
     outcome: list[BaseException | None] = []
@@ -124,5 +125,5 @@ def test_ctrl_c_withdraws_the_votes_not_yet_asked(openai_standin):
     thread.join(20)
     assert not thread.is_alive()
     assert isinstance(outcome[0], JudgeError) and STOPPED in str(outcome[0])
-    time.sleep(1.0)  # a vote still queued would have reached the stand-in by now
+    time.sleep(2.5)  # past the first answer: a vote still queued would have been asked
     assert len(openai_standin.requests) == 1
