@@ -17,7 +17,6 @@ untrusted input")."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import time
@@ -123,13 +122,9 @@ def test_comparison_stops_at_the_case_timeout_and_another_gold_still_matches(
     no_traceback(result)
     recs = by_id(report)
     assert recs["deadline"]["outcome"] == "failed"
-    # which search the expired deadline stops first depends on the host's speed: on a loaded
-    # one, already the execution-accuracy assignment that runs before the alignment
-    assert re.fullmatch(
-        r"timeout: comparing the results took longer than the case's timeout \(0\.001 s\): "
-        r"the (column alignment of 30 predicted to 6 gold columns|column assignment of 6 "
-        r"columns \(execution accuracy\)) stopped", recs["deadline"]["reason"]), \
-        recs["deadline"]["reason"]
+    assert recs["deadline"]["reason"] == (
+        "timeout: comparing the results took longer than the case's timeout (0.001 s): the "
+        "column alignment of 30 predicted to 6 gold columns stopped"), recs["deadline"]["reason"]
     assert recs["golds-a-c"]["outcome"] == "passed", recs["golds-a-c"]
     assert recs["golds-a-c"]["metrics"]["execution_accuracy"] == 1.0
     assert recs["golds-a-c"]["metrics"]["spider2_ex"] == 1.0
