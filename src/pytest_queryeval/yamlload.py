@@ -202,6 +202,12 @@ def _check_depth(get: Any, depth: int, file: str) -> None:
             return
 
 
+def _libyaml_too_deep(exc: yaml.YAMLError) -> bool:
+    """libyaml's own nesting bound of 1,000 (PyYAML 6.0.4's wheels on): it scans ahead of the
+    events, so it stops a deep file before :func:`_events_to_document` counts its depth."""
+    return "maximum nesting depth" in str(getattr(exc, "problem", "") or "")
+
+
 def _build_from_events(text: str, loader_class: Any, file: str = "<yaml>") -> Any:
     """Build the located document straight from parser events, without a node tree.
 
@@ -220,6 +226,14 @@ def _build_from_events(text: str, loader_class: Any, file: str = "<yaml>") -> An
         raise
     except TypeError:
         _check_depth(loader.get_event, len(stack), file)
+        raise
+    except yaml.YAMLError as exc:
+        if _libyaml_too_deep(exc):  # where the file first nests past our bound: Python's parser
+            python = _Loader(text)
+            try:
+                _check_depth(python.get_event, 0, file)
+            finally:
+                python.dispose()
         raise
     finally:
         loader.dispose()
@@ -309,28 +323,13 @@ class _NoKey:
 _NO_KEY = _NoKey()
 
 
-def _libyaml_too_deep(exc: yaml.YAMLError) -> bool:
-    """libyaml's own nesting bound (PyYAML 6.0.4's wheels on): it scans ahead of the events,
-    so it stops a deep file before :func:`_events_to_document` counts its depth."""
-    return "maximum nesting depth" in str(getattr(exc, "problem", "") or "")
-
-
 def load_text(text: str, file: str) -> Any:
     """Parse one YAML document; syntax errors become a located :class:`ConfigError`."""
     try:
         try:
             try:
                 return _build_from_events(text, _FAST, file)
-            except yaml.YAMLError as exc:
-                if _libyaml_too_deep(exc):
-                    # where the file first nests past the bound, on Python's parser (libyaml
-                    # stops at its own bound of 1,000, which names no line of ours)
-                    loader = _Loader(text)
-                    try:
-                        _check_depth(loader.get_event, 0, file)
-                    finally:
-                        loader.dispose()
-            except (_Decline, TypeError):
+            except (_Decline, yaml.YAMLError, TypeError):
                 pass
             return _parse(text, file, _FAST)
         except yaml.YAMLError:
