@@ -94,26 +94,27 @@ class MetricCatalog:
 def check_suite(finder: ConfigFinder, catalog: MetricCatalog) -> list[str]:
     """Every suite-wide problem of the ``queryeval.yaml`` files loaded so far, once per file."""
     problems: list[str] = []
-    allowed: frozenset[str] | set[str] | None = None
+    allowed: frozenset[str] | None = None  # made for the first suite that has defaults
     for report in finder.reports.values():
         found = list(report.problems)
         for ref in report.metrics:
             problem = catalog.check(ref.metric, ref.where, ref.kind, pass_rate=ref.gate)
             if problem:
                 found.append(problem)
-        if report.default_keys and allowed is None:
-            allowed = _default_keys_allowed(catalog)
         for key, where in report.default_keys:
             if key in _DEFAULTS_INSTEAD:
                 found.append(f"{where}: not a case default: {_DEFAULTS_INSTEAD[key]}")
-            elif allowed is not None and key not in allowed:
+                continue
+            if allowed is None:
+                allowed = _default_keys_allowed(catalog)
+            if key not in allowed:
                 found.append(f"{where}: unknown key{suggest(key, allowed)} (defaults: "
                              "takes the keys of a case file's header)")
         problems.extend(sorted(found, key=_line_number))
     return problems
 
 
-def _default_keys_allowed(catalog: MetricCatalog) -> frozenset[str] | set[str]:
+def _default_keys_allowed(catalog: MetricCatalog) -> frozenset[str]:
     """The keys a suite's ``defaults:`` may hold: every kind's options. Only for a suite that
     has defaults: the kinds are imported to know them (the JSON and SDMX kinds and their
     metric modules, 15 ms a SQL-only run paid for nothing)."""
