@@ -144,6 +144,9 @@ class _Request:
     error: BaseException | None = None
     started: float | None = None
     finished: float | None = None
+    #: Running when the pool closed: an error it then ends with is the abort's doing (a
+    #: socket shut mid-answer reads as a timeout), not the request's own outcome.
+    abandoned: bool = False
 
 
 @dataclass
@@ -302,7 +305,8 @@ class PredictionPool:
              poll: float = 0.5) -> Prediction:
         """The prediction of ``key``, waiting for it if need be (``on_wait`` is called about
         every ``poll`` seconds meanwhile, in this thread: progress lines). Re-raises what the
-        request raised; KeyError when ``key`` was never submitted or was cancelled."""
+        request raised; KeyError when ``key`` was never submitted, was cancelled, or the pool
+        closed before it answered."""
         exchange = self.exchange
         with self._cond:
             req = self._requests.get(key)
@@ -334,6 +338,9 @@ class PredictionPool:
                     finally:
                         self._cond.acquire()
             remote = req.state == _REMOTE
+            if req.abandoned and req.error is not None:
+                raise KeyError(key)  # as if still running when the pool closed (the race's
+                # other order): the end of the session, never a misleading timeout
             result, error = req.result, req.error
             req.result = req.error = None  # the item holds it now; keep the pool small
         if remote:
@@ -424,6 +431,7 @@ class PredictionPool:
                     req.state = _CANCELLED
                     req.call = _spent
                 elif req.state == _RUNNING:
+                    req.abandoned = True
                     running.append(req.key)
             self._cond.notify_all()
         if self.exchange is not None:
