@@ -6,6 +6,8 @@ proves nothing was read."""
 
 from __future__ import annotations
 
+import gc
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +107,28 @@ def test_allow_service_lets_federation_through(engine: str, isolation: str, trig
     values = {r[0].value for r in t.rows}  # allowed, and still never loaded
     assert SECRET not in values and "leaked" not in values
     assert len(hit_recorder.hits) == hits
+
+
+def test_an_engine_error_leaves_nothing_for_another_thread_to_drop(
+        trig: Path, hit_recorder: HitRecorder) -> None:
+    """pyoxigraph fails the SERVICE call while its solutions are read, in the query's thread.
+    The error once carried that thread's frames (and so the solutions) to the caller, and
+    pyoxigraph reported 'unsendable, but is being dropped on another thread' in whichever
+    later test collected them."""
+    src = RdfSource("fed", {"path": str(trig), "engine": "pyoxigraph", "isolation": "thread",
+                            "allow_service": True, "timeout": 20})
+    seen: list[Any] = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        with pytest.raises(QueryEvalError) as info:
+            src.execute(f"SELECT * WHERE {{ SERVICE <{hit_recorder.base_url}/svc> "
+                        "{ ?s ?p ?o } }")
+        del info
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert [str(u.exc_value) for u in seen] == []
 
 
 @pytest.mark.parametrize("engine", ["pyoxigraph", "rdflib"])
