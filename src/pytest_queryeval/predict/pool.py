@@ -339,8 +339,9 @@ class PredictionPool:
                         self._cond.acquire()
             remote = req.state == _REMOTE
             if req.abandoned and req.error is not None:
-                raise KeyError(key)  # as if still running when the pool closed (the race's
-                # other order): the end of the session, never a misleading timeout
+                # the close cut it short: taken as in the race's other order (still running
+                # when the pool closed), never as the abort's side effect (a "timeout")
+                raise KeyError(key)
             result, error = req.result, req.error
             req.result = req.error = None  # the item holds it now; keep the pool small
         if remote:
