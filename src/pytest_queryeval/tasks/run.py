@@ -139,7 +139,8 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
     if not audit:
         problem = _execute(conns["predicted"], task.predicted, last)
         if problem:
-            outcome.predicted_error = f"the prediction failed on its copy: {problem}"
+            outcome.predicted_error = problem if problem.startswith("refused: ") else \
+                f"the prediction failed on its copy: {problem}"
             return outcome
     outcome.checks = [_check(c, conns[judged], conns["gold"], task, audit,
                              last[0] if last else None) for c in task.checks]
@@ -198,7 +199,9 @@ def _sqlite_copy(path: Path) -> sqlite3.Connection:
     never copied stale. The source is never written; each copy is a new connection, closed
     with its case, so nothing of one case's copy reaches the next (its image is immutable
     bytes)."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+    from .confine import TaskConnection, confine
+
+    conn = sqlite3.connect(":memory:", isolation_level=None, factory=TaskConnection)
     try:
         image = _image(path)
         if image is None:  # too large to keep: page by page from the file
@@ -210,6 +213,7 @@ def _sqlite_copy(path: Path) -> sqlite3.Connection:
         else:
             conn.deserialize(image)
         conn.execute("PRAGMA foreign_keys = ON")
+        confine(conn)
     except BaseException:
         conn.close()
         raise
@@ -281,7 +285,22 @@ def _execute(conn: Any, statements: Sequence[str], keep: list[Any] | None = None
                 if keep is not None:
                     keep[0] = _some_rows(cur)
         except Exception as exc:
-            return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+            return _refusal(conn, exc) or \
+                f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    return ""
+
+
+def _refusal(conn: Any, exc: BaseException) -> str:
+    """``"refused: ..."`` when the engine refused a statement that would reach past the copy:
+    SQLite's authorizer (:mod:`.confine`) or DuckDB's ``enable_external_access = false``."""
+    if isinstance(conn, sqlite3.Connection):
+        from .confine import refusal
+
+        return refusal(conn, exc)
+    if type(exc).__name__ == "PermissionException" and \
+            type(exc).__module__.lstrip("_").startswith("duckdb"):
+        return (f"refused: {' '.join(str(exc).split())[:300]} (a task's copy has no access to "
+                f"files outside it)")
     return ""
 
 
@@ -324,8 +343,9 @@ def _check(check: Check, conn: Any, gold_conn: Any, task: Task, audit: bool = Fa
         want = _rows(gold_conn, check.query) if check.compare == "gold" else \
             [tuple(r) for r in check.rows or ()]
     except Exception as exc:
-        return CheckResult(False, f"{check.describe()}: {type(exc).__name__}: "
-                                  f"{' '.join(str(exc).split())[:300]}")
+        return CheckResult(False, f"{check.describe()}: " + (
+            _refusal(conn, exc) or _refusal(gold_conn, exc)
+            or f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
     same = got == want if check.order else Counter(got) == Counter(want)
     if same:
         return CheckResult(True)
