@@ -10,7 +10,8 @@ cleanup): SQLite's authorizer denies attaching and detaching (``VACUUM`` is auth
 attach of its target, so it is refused with them), every pragma outside
 :data:`ALLOWED_PRAGMAS` and the functions of the read path's guard; and
 ``SQLITE_LIMIT_ATTACHED`` 0 makes any attach fail even past the authorizer. What was refused
-is kept on the connection, so the case's reason names it (:func:`refusal`).
+is kept on the connection, so the case's reason names it (:func:`refusal`). No trace callback
+names the statement: it would run once per row of a row trigger.
 
 DuckDB copies need none of this: they are opened with ``enable_external_access = false``,
 which refuses every file outside the copy (``ATTACH``, ``COPY ... TO``, ``EXPORT DATABASE``,
@@ -38,34 +39,31 @@ ALLOWED_PRAGMAS = frozenset({
     "reverse_unordered_selects", "table_info", "table_list", "table_xinfo", "user_version"})
 
 _FILES = "it would reach files outside the copy"
-#: A statement that starts (after comments) with VACUUM: its refused attach is named VACUUM.
-_VACUUM = re.compile(r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*VACUUM\b", re.IGNORECASE | re.DOTALL)
+#: What names the statement's verb: comments, string literals and quoted names blanked first.
+_NOT_CODE = re.compile(r"--[^\n]*|/\*.*?(?:\*/|$)|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`"
+                       r"|\[[^\]]*\]", re.DOTALL)
+_VERB = re.compile(r"\b(ATTACH|DETACH|VACUUM)\b", re.IGNORECASE)
+#: The authorizer's note for an attach or a detach: named from the statement's text.
+_ATTACHING = "\0attach"
 
 
 class TaskConnection(sqlite3.Connection):
-    """A copy's connection; ``refused`` holds what the authorizer last denied, ``started``
-    the statement last begun (set by :func:`confine`)."""
+    """A copy's connection; ``refused`` holds what the authorizer last denied (set by
+    :func:`confine`)."""
 
     refused: list[str]
-    started: list[str]
 
 
 def confine(conn: TaskConnection) -> None:
     """Refuse, on ``conn``, what would reach past the copy (see the module doc)."""
     refused: list[str] = []
-    started: list[str] = [""]
-    conn.refused, conn.started = refused, started
-
-    def trace(sql: str) -> None:
-        started[0] = sql
+    conn.refused = refused
 
     def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
                   trigger: str | None) -> int:
         why = ""
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
-            verb = "VACUUM" if _VACUUM.match(started[0]) else \
-                "ATTACH" if action == sqlite3.SQLITE_ATTACH else "DETACH"
-            why = f"{verb} is not allowed in a task ({_FILES})"
+            why = _ATTACHING
         elif action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() not in ALLOWED_PRAGMAS:
             why = (f"PRAGMA {(arg1 or '').lower()} is not allowed in a task (only pragmas that "
                    f"neither name a file nor act beyond the copy are)")
@@ -76,17 +74,21 @@ def confine(conn: TaskConnection) -> None:
         refused[:] = [why]
         return sqlite3.SQLITE_DENY
 
-    conn.set_trace_callback(trace)
+    if hasattr(conn, "enable_load_extension"):  # off by default; absent when not compiled in
+        conn.enable_load_extension(False)
     conn.set_authorizer(authorize)
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
 
 
-def refusal(conn: object, exc: BaseException) -> str:
-    """``"refused: <why>"`` when ``exc`` is the authorizer's denial on ``conn``, else ''."""
-    refused, started = getattr(conn, "refused", None), getattr(conn, "started", None)
+def refusal(conn: object, exc: BaseException, sql: str) -> str:
+    """``"refused: <why>"`` when ``exc``, raised by running ``sql`` on ``conn``, is the
+    authorizer's denial, else ''. An attach is named by the verb ``sql`` uses (``VACUUM``
+    attaches its target: the authorizer alone cannot tell them apart)."""
+    refused = getattr(conn, "refused", None)
     if not refused or not isinstance(exc, sqlite3.DatabaseError) or "authoriz" not in str(exc):
         return ""
     why = refused.pop()
-    if started:
-        started[0] = ""
+    if why == _ATTACHING:
+        first = _VERB.search(_NOT_CODE.sub(" ", sql))  # the first refused stops the text
+        why = f"{first[1].upper() if first else 'ATTACH'} is not allowed in a task ({_FILES})"
     return f"refused: {why}"

@@ -285,18 +285,18 @@ def _execute(conn: Any, statements: Sequence[str], keep: list[Any] | None = None
                 if keep is not None:
                     keep[0] = _some_rows(cur)
         except Exception as exc:
-            return _refusal(conn, exc) or \
+            return _refusal(conn, exc, sql) or \
                 f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
     return ""
 
 
-def _refusal(conn: Any, exc: BaseException) -> str:
+def _refusal(conn: Any, exc: BaseException, sql: str) -> str:
     """``"refused: ..."`` when the engine refused a statement that would reach past the copy:
     SQLite's authorizer (:mod:`.confine`) or DuckDB's ``enable_external_access = false``."""
     if isinstance(conn, sqlite3.Connection):
         from .confine import refusal
 
-        return refusal(conn, exc)
+        return refusal(conn, exc, sql)
     if type(exc).__name__ == "PermissionException" and \
             type(exc).__module__.lstrip("_").startswith("duckdb"):
         return (f"refused: {' '.join(str(exc).split())[:300]} (a task's copy has no access to "
@@ -344,7 +344,8 @@ def _check(check: Check, conn: Any, gold_conn: Any, task: Task, audit: bool = Fa
             [tuple(r) for r in check.rows or ()]
     except Exception as exc:
         return CheckResult(False, f"{check.describe()}: " + (
-            _refusal(conn, exc) or _refusal(gold_conn, exc)
+            _refusal(conn, exc, check.query or "")
+            or _refusal(gold_conn, exc, check.query or "")
             or f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
     same = got == want if check.order else Counter(got) == Counter(want)
     if same:
