@@ -43,7 +43,7 @@ SQLITE_FORMS: dict[str, tuple[str, str]] = {
 
 #: DuckDB: the datasource holds ``orders(id, total)``; ``{csv}`` is a file outside the suite.
 #: Each form and how its reason starts: the copy's ``enable_external_access = false`` refuses
-#: every file, and the settings that would lift it cannot change while the copy is open.
+#: every file, and its locked configuration every setting that would lift it or write files.
 FILES_OFF = "refused: Permission Error: Cannot access "
 DUCKDB_FORMS: dict[str, tuple[str, str]] = {
     "attach": ("ATTACH '{db}' AS o; INSERT INTO o.orders VALUES (9, 1)", FILES_OFF),
@@ -55,7 +55,9 @@ DUCKDB_FORMS: dict[str, tuple[str, str]] = {
     "copy-from": ("COPY orders FROM '{csv}'", FILES_OFF),
     "export-database": ("EXPORT DATABASE '{out}/export'", FILES_OFF),
     "install": ("INSTALL httpfs", FILES_OFF),
-    "install-elsewhere": ("SET extension_directory = '{out}'; INSTALL json", FILES_OFF),
+    "install-elsewhere": ("SET extension_directory = '{out}'; INSTALL json",
+                          "refused: Invalid Input Error: Cannot change configuration option "
+                          "\"extension_directory\""),
     "load": ("LOAD '{out}/evil.duckdb_extension'",
              "refused: Permission Error: Loading external extensions is disabled"),
     "read-file": ("CREATE TABLE leak AS SELECT * FROM read_csv('{csv}')", FILES_OFF),
@@ -63,15 +65,17 @@ DUCKDB_FORMS: dict[str, tuple[str, str]] = {
     "persistent-secret": ("CREATE PERSISTENT SECRET s (TYPE S3, KEY_ID 'k', SECRET 's')",
                           FILES_OFF),
     "temp-directory": ("SET temp_directory = '{out}'",
-                       "refused: Permission Error: Modifying the temp_directory has been "
-                       "disabled"),
+                       "refused: Invalid Input Error: Cannot change configuration option "
+                       "\"temp_directory\" - the configuration has been locked"),
     "external-access-on": ("SET enable_external_access = true",
-                           "the prediction failed on its copy: InvalidInputException: Invalid "
-                           "Input Error: Cannot enable external access while database is "
-                           "running"),
-    "unsigned-extensions-on": ("SET allow_unsigned_extensions = true",
-                               "the prediction failed on its copy: InvalidInputException: "
-                               "Invalid Input Error: Cannot change allow_unsigned_extensions"),
+                           "refused: Invalid Input Error: Cannot change configuration option "
+                           "\"enable_external_access\""),
+    "unlock": ("SET lock_configuration = false", "refused: Invalid Input Error: Cannot "
+               "change configuration option \"lock_configuration\""),
+    # DuckDB 2.0.1 aborted the whole worker on this one before the configuration was locked
+    "log-to-file": ("CALL enable_logging(storage = 'file', storage_path = '{out}/log')",
+                    "refused: Invalid Input Error: Cannot change configuration option "
+                    "\"enable_logging\""),
 }
 
 

@@ -15,7 +15,7 @@ names the statement: it would run once per row of a row trigger.
 
 DuckDB copies need none of this: they are opened with ``enable_external_access = false``,
 which refuses every file outside the copy (``ATTACH``, ``COPY ... TO``, ``EXPORT DATABASE``,
-``INSTALL``/``LOAD``, file readers) and cannot be turned back on while the database is open.
+``INSTALL``/``LOAD``, file readers), and their configuration is locked after (``run._copy``).
 """
 
 from __future__ import annotations

@@ -174,7 +174,11 @@ def _copy(task: Task, dst: Path) -> Any:
     wal = Path(str(task.path) + ".wal")
     if wal.exists():
         shutil.copyfile(wal, Path(str(target) + ".wal"))
-    return duckdb.connect(str(target), config={"enable_external_access": False})
+    conn = duckdb.connect(str(target), config={"enable_external_access": False})
+    # no SET can lift it, nor turn on what writes files (CALL enable_logging(storage='file')
+    # even aborted the worker): as on the read path (sources/duckdb.py)
+    conn.execute("SET lock_configuration = true")
+    return conn
 
 
 #: A source's image is kept (per worker) up to this size; a larger one is copied by the backup
@@ -292,15 +296,19 @@ def _execute(conn: Any, statements: Sequence[str], keep: list[Any] | None = None
 
 def _refusal(conn: Any, exc: BaseException, sql: str) -> str:
     """``"refused: ..."`` when the engine refused a statement that would reach past the copy:
-    SQLite's authorizer (:mod:`.confine`) or DuckDB's ``enable_external_access = false``."""
+    SQLite's authorizer (:mod:`.confine`), DuckDB's ``enable_external_access = false`` and
+    ``lock_configuration``."""
     if isinstance(conn, sqlite3.Connection):
         from .confine import refusal
 
         return refusal(conn, exc, sql)
-    if type(exc).__name__ == "PermissionException" and \
-            type(exc).__module__.lstrip("_").startswith("duckdb"):
-        return (f"refused: {' '.join(str(exc).split())[:300]} (a task's copy has no access to "
-                f"files outside it)")
+    if not type(exc).__module__.lstrip("_").startswith("duckdb"):
+        return ""
+    text = ' '.join(str(exc).split())[:300]
+    if type(exc).__name__ == "PermissionException":
+        return f"refused: {text} (a task's copy has no access to files outside it)"
+    if "the configuration has been locked" in text:
+        return f"refused: {text} (a task's copy keeps the configuration it was opened with)"
     return ""
 
 
