@@ -233,3 +233,21 @@ def _walk(tree: Any) -> list[tuple[str, dict[str, Any], bool]]:
         elif isinstance(item, list):
             todo.extend(reversed([("", v, in_name) for v in item if isinstance(v, dict | list)]))
     return out
+
+
+def runs_outside_transactions(statements: tuple[str, ...] | list[str]) -> bool:
+    """Whether ``statements`` hold an in-database statement PostgreSQL runs only outside a
+    transaction block (``VACUUM``, ``CREATE``/``DROP``/``REINDEX ... CONCURRENTLY``): only
+    such a prediction is run again statement by statement after its transaction failed with
+    "cannot run inside a transaction block" (:func:`.pgcopies.run_confined`); anything else
+    that needs it (``CREATE DATABASE``, ``ALTER SYSTEM``) stays refused by the server."""
+    for sql in statements:
+        try:
+            tree = _parse(sql)
+        except QueryRefused:
+            return False
+        for key, node, _ in _walk(tree or {}):
+            if key == "VacuumStmt" or (key in ("IndexStmt", "DropStmt") and node.get("concurrent")) \
+                    or (key == "DefElem" and node.get("defname") == "concurrently"):
+                return True
+    return False

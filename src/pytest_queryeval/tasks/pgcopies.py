@@ -273,28 +273,33 @@ def run_confined(conn: Any, statements: Sequence[str], execute: Callable[..., st
     (:func:`shared_state`) is compared with what it was before; a change is rolled back and
     named (the case fails with it), else the transaction commits. A statement PostgreSQL
     runs only outside a transaction (``CREATE INDEX CONCURRENTLY``, ``VACUUM``) makes the
-    prediction run again, statement by statement, after the rollback; a prediction that
+    prediction run again, statement by statement, after the rollback (those only: ``CREATE
+    DATABASE`` stays refused by the server); a prediction that
     ends the transaction itself (``COMMIT``) is compared after it ends. The session is then
     reset (``DISCARD ALL``: settings, ``SET ROLE``, temporary tables, prepared statements,
     advisory locks), so what the checks read is the copy, not the prediction's session.
     Returns the error ('' when none), as :func:`~.run._execute` does."""
     import psycopg
 
+    from .pgconfine import runs_outside_transactions
+
     before = shared_state(conn)
     conn.execute("BEGIN")
     problem = execute(conn, statements, keep)
-    if "ActiveSqlTransaction" in problem:  # cannot run inside a transaction block
-        conn.execute("ROLLBACK")
+    if "ActiveSqlTransaction" in problem and runs_outside_transactions(statements):
+        conn.execute("ROLLBACK")  # VACUUM, CREATE INDEX CONCURRENTLY: as they are written
         problem = execute(conn, statements, keep)
-    elif conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+    status = psycopg.pq.TransactionStatus
+    if conn.info.transaction_status == status.INERROR:  # a failed statement: nothing applied
         conn.execute("ROLLBACK")
-    changed = sorted(shared_state(conn) ^ before) if conn.info.transaction_status != \
-        psycopg.pq.TransactionStatus.INERROR else []
-    in_transaction = conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+    after = shared_state(conn)
+    changed = sorted(after - before) or [f"gone: {line}" for line in sorted(before - after)]
+    in_transaction = conn.info.transaction_status == status.INTRANS
     if changed:
         if in_transaction:
             conn.execute("ROLLBACK")
-        undone = "rolled back" if in_transaction else "committed by the prediction itself"
+        undone = "rolled back" if in_transaction else \
+            "not undone: the prediction's own COMMIT had applied it"
         return (f"refused: the prediction changed the server outside its copy ({undone}): "
                 f"{changed[0][:300]}")
     if in_transaction:
