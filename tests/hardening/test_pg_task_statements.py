@@ -172,7 +172,8 @@ def test_task_predictions_never_leave_their_copy(pytester: pytest.Pytester,
         assert victim.execute("SELECT 1").fetchone() == (1,)  # the role's session survived
     cases = {c["id"]: c for c in report["cases"]}
     assert cases["honest"]["outcome"] == "passed", cases["honest"]
-    got = {cid: (cases[cid]["outcome"], cases[cid].get("reason", "")[:len(start)])
+    got = {cid: (cases[cid]["outcome"],
+                 (cases[cid].get("reason") or cases[cid].get("error") or "")[:len(start)])
            for cid, (_, start) in forms.items()}
     assert got == {cid: ("failed", start) for cid, (_, start) in forms.items()}
     assert _server_state(hostile) == before
