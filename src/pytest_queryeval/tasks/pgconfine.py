@@ -33,6 +33,7 @@ before anything runs). The refusal names what was refused; the case fails with i
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import QueryRefused
@@ -89,7 +90,7 @@ _MAX_DEPTH = 8
 _ASSIGN = re.compile(r"^[^:=]*?(:=|=)", re.S)
 
 
-def check_task_statements(statements: tuple[str, ...] | list[str]) -> None:
+def check_task_statements(statements: Sequence[str]) -> None:
     """Raise :class:`QueryRefused` naming the first thing in ``statements`` (a task's
     prediction) that reaches beyond its copy's database; without pglast every prediction is
     refused (never run unchecked)."""
@@ -235,7 +236,7 @@ def _walk(tree: Any) -> list[tuple[str, dict[str, Any], bool]]:
     return out
 
 
-def runs_outside_transactions(statements: tuple[str, ...] | list[str]) -> bool:
+def runs_outside_transactions(statements: Sequence[str]) -> bool:
     """Whether ``statements`` hold an in-database statement PostgreSQL runs only outside a
     transaction block (``VACUUM``, ``CREATE``/``DROP``/``REINDEX ... CONCURRENTLY``): only
     such a prediction is run again statement by statement after its transaction failed with

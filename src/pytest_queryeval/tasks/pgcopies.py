@@ -16,8 +16,11 @@ databases of processes of this host that are no longer alive (the sweep); Ctrl-C
 exit drop the process's own (``atexit``).
 
 The role of the datasource's URL needs ``CREATEDB`` (not superuser): it owns the template and
-the copies, and nothing else it does touches the datasource's database, which it only reads as a
-template.
+the copies, and reads the datasource's database only as a template. A prediction runs as that
+role, which could act on the datasource's database and the server: it is held to its copy by
+the statement guard (:mod:`.pgconfine`), then by :func:`run_confined` (its transaction checked
+against the server's shared state, the session reset), and a role that is more than LOGIN
+CREATEDB is refused before any case runs (:func:`role_problems`).
 """
 
 from __future__ import annotations
