@@ -266,20 +266,3 @@ def test_a_superuser_writable_datasource_is_a_usage_error(
     assert not (pytester.path / "r.json").exists() or json.loads(
         (pytester.path / "r.json").read_text())["cases"] == []
 
-
-def test_a_statement_run_often_survives_the_session_reset(hostile: PostgresServer) -> None:
-    """``DISCARD ALL`` deallocates prepared statements: a check whose query the prediction ran
-    five times (psycopg prepares a statement from its fifth run) must still execute."""
-    url = hostile.tasks_url(HOSTILE)
-    pool = pgcopies.pool_for(url)
-    names = [pool.take()[0] for _ in range(2)]
-    try:
-        task = Task("postgres", Path(), gold=(GOLD,),
-                    predicted=(GOLD, *[str(CHECK["query"])] * 6),
-                    checks=(Check(query=CHECK["query"], compare="gold"),),
-                    copies=(pgcopies.conninfo(url, names[0]), pgcopies.conninfo(url, names[1])))
-        outcome = run_task(task, timeout=60)
-    finally:
-        for name in names:
-            pool.drop(name)
-    assert (outcome.passed, outcome.predicted_error, outcome.error) == (True, "", "")

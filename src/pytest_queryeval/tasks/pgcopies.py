@@ -191,10 +191,14 @@ def _alive(pid: int) -> bool:
 
 
 def connect(info: str) -> Any:
-    """A connection to a copy (autocommit: each statement is applied as it runs)."""
+    """A connection to a copy (autocommit: each statement is applied as it runs; the
+    prediction's own transaction is :func:`run_confined`'s). psycopg prepares nothing on it:
+    the session reset (``DISCARD ALL``) deallocates prepared statements behind psycopg's back
+    when it was itself sent as a prepared statement (a connection that runs it five times
+    then fails with ``prepared statement "_pg3_0" does not exist``)."""
     import psycopg
 
-    return psycopg.connect(info, autocommit=True, connect_timeout=10)
+    return psycopg.connect(info, autocommit=True, connect_timeout=10, prepare_threshold=None)
 
 
 #: Built-in roles whose members reach the server beyond a database (files, programs, other
