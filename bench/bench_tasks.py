@@ -141,7 +141,7 @@ def main() -> None:
 
     server = start_server(SHARED)
     try:
-        url = server.url()
+        url = server.tasks_url()  # the LOGIN CREATEDB role of docs/tasks.md, not the superuser
         spec = {"type": "sqlalchemy", "url": url}
         pool = pgcopies.pool_for(url)
         copy, total = [], []

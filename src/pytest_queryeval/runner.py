@@ -162,6 +162,7 @@ class Runner:
         if self.options.resume is not None:
             self._carry(items)
         problems = check_suite(self.finder, self.catalog())
+        problems += _writable_roles(items)
         files = {Path(item.path) for item in items
                  if isinstance(item, QueryEvalItem | QueryEvalFileError)}
         if self.options.wants_baseline and files:
@@ -330,3 +331,16 @@ class Runner:
     def release(self) -> None:
         """The config ends: objects frozen for the session go back to the collector."""
         self.gc.release()
+
+
+def _writable_roles(items: list[pytest.Item]) -> list[str]:
+    """The roles of the PostgreSQL ``writable: sandbox`` datasources the collected task cases
+    use, refused when more than LOGIN CREATEDB (:func:`.tasks.case.writable_role_problems`);
+    the tasks package is imported only when a task case was collected."""
+    cases = [i.case for i in items if isinstance(i, QueryEvalItem)
+             and i.case.options.get("task") is not None]  # tasks.case.is_task, not imported
+    if not cases:
+        return []
+    from .tasks.case import writable_role_problems
+
+    return writable_role_problems(cases)

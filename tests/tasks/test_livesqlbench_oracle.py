@@ -23,7 +23,7 @@ DATABASES = ("alien", "archeology")
 @pytest.fixture(scope="module")
 def lsb_databases(postgres_server: Any, shared_data: Path) -> Iterator[str]:
     """``lsb_alien`` and ``lsb_archeology`` (constructed rows) on the loopback server; the
-    ``--db`` pattern of the superuser (the sandbox role makes the copies). The pools of copies
+    ``--db`` pattern of the tasks role (LOGIN CREATEDB, owning them: it makes the copies). The pools of copies
     the in-process pytester runs made are closed after (other tests count this process's
     copies)."""
     folder = shared_data / "livesqlbench" / "management"
@@ -32,7 +32,8 @@ def lsb_databases(postgres_server: Any, shared_data: Path) -> Iterator[str]:
                                           f"CREATE DATABASE lsb_{db}", database="postgres")
         postgres_server.superuser_execute((folder / f"{db}.sql").read_text(encoding="utf-8"),
                                           database=f"lsb_{db}")
-    yield str(postgres_server.url("lsb_{db}"))
+        postgres_server.hand_to_tasks_role(f"lsb_{db}")
+    yield str(postgres_server.tasks_url("lsb_{db}"))
     for pool in [p for url, p in pgcopies._POOLS.items() if "/lsb_" in url]:
         pool.close()
 

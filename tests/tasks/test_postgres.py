@@ -28,7 +28,7 @@ def copies(server: Any) -> set[str]:
 
 def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: Any) -> None:
     before = postgres_server.checksum(TASKS_DATABASE)
-    url = postgres_server.url(TASKS_DATABASE)
+    url = postgres_server.tasks_url(TASKS_DATABASE)
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {
         "pg": {"type": "sqlalchemy", "url": url, "writable": "sandbox", "timeout": 60}}}))
@@ -63,7 +63,7 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
 
 
 def test_a_killed_sessions_copies_are_swept(postgres_server: Any, tmp_path: Path) -> None:
-    url = postgres_server.url(TASKS_DATABASE)
+    url = postgres_server.tasks_url(TASKS_DATABASE)
     script = tmp_path / "crash.py"
     script.write_text(
         "import os, sys\n"
@@ -85,7 +85,7 @@ def test_a_killed_sessions_copies_are_swept(postgres_server: Any, tmp_path: Path
 def test_ctrl_c_drops_the_sessions_copies(postgres_server: Any, tmp_path: Path) -> None:
     """A KeyboardInterrupt ends the process through its exit handlers: the pool drops every
     copy and the template it made, the one a case holds included."""
-    url = postgres_server.url(TASKS_DATABASE)
+    url = postgres_server.tasks_url(TASKS_DATABASE)
     script = tmp_path / "interrupted.py"
     script.write_text(
         "import sys\n"
@@ -143,8 +143,9 @@ def test_a_database_in_use_cannot_be_copied_and_the_error_says_what_to_do(
     connected all along, the task case is an error naming the cause and the fix."""
     url = postgres_server.url()  # chinook: this test keeps a session on it
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {
-        "pg": {"type": "sqlalchemy", "url": url, "writable": "sandbox", "timeout": 60}}}))
+    pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {  # the owner of chinook
+        "pg": {"type": "sqlalchemy", "url": url, "writable": "sandbox", "timeout": 60,
+               "allow_privileged": True}}}))
     pytester.makefile(".yaml", test_busy=json.dumps({"kind": "sql", "datasource": "pg", "cases": [
         {"id": "raise", "task": "dml", "gold": RAISE, "predicted": RAISE,
          "checks": [{"query": "SELECT count(*) FROM track", "rows": [[3503]]}]}]}))

@@ -206,6 +206,14 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
     timeout, memory = limits_of(case)
     copies: list[str] = []
     waited = 0.0
+    if task.engine == "postgres" and not audit:
+        from ..errors import QueryRefused
+        from .pgconfine import check_task_statements
+
+        try:  # before any copy is made: a refused prediction never reaches the server
+            check_task_statements(task.predicted)
+        except QueryRefused as exc:
+            return _failed(exc.reason(), {"task": case.options.get("task")}), None
     try:
         if task.engine == "postgres":
             task, copies, waited = _with_copies(task, str((case.source_spec or {})["url"]))
@@ -279,3 +287,39 @@ def _with_copies(task: Task, url: str) -> tuple[Task, list[str], float]:
 def _failed(reason: str, details: dict[str, Any]) -> Scored:
     return Scored({"execution_accuracy": 0.0, "checks_passed": 0.0}, {}, [], details,
                   reason=reason)
+
+
+def writable_role_problems(cases: list[Case]) -> list[str]:
+    """A usage problem (located at the datasource in ``queryeval.yaml``) for each PostgreSQL
+    ``writable: sandbox`` datasource of ``cases``' tasks whose role is more than LOGIN
+    CREATEDB (a superuser, a member of the server-file roles, ...), unless the datasource says
+    ``allow_privileged: true``: found before any case runs, as the read-only datasources'
+    roles are refused. A server that cannot be reached is left to the cases (each reports
+    it)."""
+    from ..config import locate_datasource
+
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for case in cases:
+        spec = case.source_spec
+        if not is_task(case) or spec is None or spec.get("writable") != WRITABLE \
+                or engine_of(spec) != "postgres" or spec.get("allow_privileged") is True:
+            continue
+        seen.setdefault((str(case.datasource), str(spec.get("url"))), spec)
+    problems: list[str] = []
+    for (name, url), spec in seen.items():
+        from .pgcopies import role_problems
+
+        try:
+            role, found = role_problems(url)
+        except Exception:  # unreachable, refused login: each case reports it when it runs
+            continue
+        if not found:
+            continue
+        message = (f"the role {role!r} {'; '.join(found)}: a writable: sandbox datasource "
+                   "runs task predictions as its role, which must be LOGIN CREATEDB and own "
+                   "only the task database (docs/tasks.md, 'A role for PostgreSQL tasks'), "
+                   "or set allow_privileged: true on the datasource")
+        exc = locate_datasource(ConfigError(message, key=f"datasources.{name}.url"), name, spec)
+        problems.append(exc.located() if exc.file is not None else
+                        f"datasources.{name}.url: {message}")
+    return problems

@@ -16,8 +16,11 @@ databases of processes of this host that are no longer alive (the sweep); Ctrl-C
 exit drop the process's own (``atexit``).
 
 The role of the datasource's URL needs ``CREATEDB`` (not superuser): it owns the template and
-the copies, and nothing else it does touches the datasource's database, which it only reads as a
-template.
+the copies, and reads the datasource's database only as a template. A prediction runs as that
+role, which could act on the datasource's database and the server: it is held to its copy by
+the statement guard (:mod:`.pgconfine`), then by :func:`run_confined` (its transaction checked
+against the server's shared state, the session reset), and a role that is more than LOGIN
+CREATEDB is refused before any case runs (:func:`role_problems`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 #: Copies kept ready per datasource (each case takes two).
@@ -187,7 +191,125 @@ def _alive(pid: int) -> bool:
 
 
 def connect(info: str) -> Any:
-    """A connection to a copy (autocommit: each statement is applied as it runs)."""
+    """A connection to a copy (autocommit: each statement is applied as it runs; the
+    prediction's own transaction is :func:`run_confined`'s). psycopg prepares nothing on it:
+    the session reset (``DISCARD ALL``) deallocates prepared statements behind psycopg's back
+    when it was itself sent as a prepared statement (a connection that runs it five times
+    then fails with ``prepared statement "_pg3_0" does not exist``)."""
     import psycopg
 
-    return psycopg.connect(info, autocommit=True, connect_timeout=10)
+    return psycopg.connect(info, autocommit=True, connect_timeout=10, prepare_threshold=None)
+
+
+#: Built-in roles whose members reach the server beyond a database (files, programs, other
+#: sessions): a task's prediction runs as the datasource's role.
+_SERVER_ROLES = ("pg_execute_server_program", "pg_write_server_files", "pg_read_server_files",
+                 "pg_signal_backend")
+_TASK_ROLE_SQL = f"""
+SELECT current_user, r.rolsuper, r.rolcreaterole, r.rolreplication, r.rolbypassrls,
+       ARRAY(SELECT g.rolname::text FROM pg_roles g
+             WHERE g.rolname IN ({", ".join(f"'{r}'" for r in _SERVER_ROLES)})
+               AND pg_has_role(current_user, g.oid, 'MEMBER') ORDER BY 1)
+FROM pg_roles r WHERE r.rolname = current_user
+"""
+
+
+def role_problems(url: str) -> tuple[str, list[str]]:
+    """The role of a ``writable: sandbox`` datasource's URL and what it may do beyond its own
+    databases, each as a phrase ("is a superuser", "is a member of pg_execute_server_program",
+    ...); an empty list for a role fit to run predictions (LOGIN CREATEDB, owning the task
+    database). Why refused: the statement guard (:mod:`.pgconfine`) names what a prediction
+    may not do, the role is what the server still allows past it (a superuser's ``COPY ...
+    TO PROGRAM`` runs a shell command as the server's user)."""
+    import psycopg
+
+    with psycopg.connect(conninfo(url), autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute(_TASK_ROLE_SQL).fetchone()
+    if row is None:
+        return "", []
+    role, superuser, createrole, replication, bypassrls, members = row
+    if superuser:
+        return str(role), ["is a superuser"]
+    problems = [phrase for flag, phrase in (
+        (createrole, "can create roles (CREATEROLE)"), (replication, "has REPLICATION"),
+        (bypassrls, "bypasses row-level security (BYPASSRLS)")) if flag]
+    if members:
+        problems.append("is a member of " + ", ".join(members))
+    return str(role), problems
+
+
+#: What a prediction must leave as it was, read from the shared catalogs every role can read:
+#: databases (but this session's pool's copies, made and dropped meanwhile), per-role and
+#: per-database settings, shared comments, roles' attributes and memberships, tablespaces.
+_SHARED_STATE_SQL = r"""
+SELECT 'database ' || quote_ident(datname) || ': owner ' || datdba || ', connection limit '
+       || datconnlimit || ', allow connections ' || datallowconn || ', template '
+       || datistemplate || ', acl ' || coalesce(datacl::text, '-')
+FROM pg_database WHERE datname !~ '^qe_(task|tpl)_\d+_\d+$'
+UNION ALL
+SELECT 'setting of role ' || setrole || ' in database ' || setdatabase || ': '
+       || coalesce(setconfig::text, '-') FROM pg_db_role_setting
+UNION ALL
+SELECT 'comment on shared object ' || classoid || '/' || objoid || ': ' || description
+FROM pg_shdescription
+UNION ALL
+SELECT 'role ' || quote_ident(rolname) || ': super ' || rolsuper || ', createrole '
+       || rolcreaterole || ', createdb ' || rolcreatedb || ', login ' || rolcanlogin
+       || ', replication ' || rolreplication || ', bypassrls ' || rolbypassrls
+       || ', connection limit ' || rolconnlimit || ', valid until '
+       || coalesce(rolvaliduntil::text, '-') FROM pg_roles
+UNION ALL
+SELECT 'membership ' || roleid || ' <- ' || member || ' admin ' || admin_option
+FROM pg_auth_members
+UNION ALL
+SELECT 'tablespace ' || quote_ident(spcname) || ': acl ' || coalesce(spcacl::text, '-')
+       || ', options ' || coalesce(spcoptions::text, '-') FROM pg_tablespace
+"""
+
+
+def shared_state(conn: Any) -> set[str]:
+    """The server's shared state as the connection's transaction sees it (its own changes
+    included), one line per object (:data:`_SHARED_STATE_SQL`)."""
+    return {str(r[0]) for r in conn.execute(_SHARED_STATE_SQL).fetchall()}
+
+
+def run_confined(conn: Any, statements: Sequence[str], execute: Callable[..., str],
+                 keep: list[Any] | None = None) -> str:
+    """A task's prediction on its copy, as the second layer behind the statement guard
+    (:mod:`.pgconfine`): in one transaction, after which the server's shared state
+    (:func:`shared_state`) is compared with what it was before; a change is rolled back and
+    named (the case fails with it), else the transaction commits. A statement PostgreSQL
+    runs only outside a transaction (``CREATE INDEX CONCURRENTLY``, ``VACUUM``) makes the
+    prediction run again, statement by statement, after the rollback (those only: ``CREATE
+    DATABASE`` stays refused by the server); a prediction that
+    ends the transaction itself (``COMMIT``) is compared after it ends. The session is then
+    reset (``DISCARD ALL``: settings, ``SET ROLE``, temporary tables, prepared statements,
+    advisory locks), so what the checks read is the copy, not the prediction's session.
+    Returns the error ('' when none), as :func:`~.run._execute` does."""
+    import psycopg
+
+    from .pgconfine import runs_outside_transactions
+
+    before = shared_state(conn)
+    conn.execute("BEGIN")
+    problem = execute(conn, statements, keep)
+    if "ActiveSqlTransaction" in problem and runs_outside_transactions(statements):
+        conn.execute("ROLLBACK")  # VACUUM, CREATE INDEX CONCURRENTLY: as they are written
+        problem = execute(conn, statements, keep)
+    status = psycopg.pq.TransactionStatus
+    if conn.info.transaction_status == status.INERROR:  # a failed statement: nothing applied
+        conn.execute("ROLLBACK")
+    after = shared_state(conn)
+    changed = sorted(after - before) or [f"gone: {line}" for line in sorted(before - after)]
+    in_transaction = conn.info.transaction_status == status.INTRANS
+    if changed:
+        if in_transaction:
+            conn.execute("ROLLBACK")
+        undone = "rolled back" if in_transaction else \
+            "not undone: the prediction's own COMMIT had applied it"
+        return (f"refused: the prediction changed the server outside its copy ({undone}): "
+                f"{changed[0][:300]}")
+    if in_transaction:
+        conn.execute("COMMIT")
+    conn.execute("DISCARD ALL")
+    return problem

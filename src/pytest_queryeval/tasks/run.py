@@ -137,7 +137,8 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
         return outcome
     judged = "gold" if audit else "predicted"
     if not audit:
-        problem = _execute(conns["predicted"], task.predicted, last)
+        problem = _execute(conns["predicted"], task.predicted, last) \
+            if task.engine != "postgres" else _pg_predicted(conns["predicted"], task, last)
         if problem:
             outcome.predicted_error = problem if problem.startswith("refused: ") else \
                 f"the prediction failed on its copy: {problem}"
@@ -179,6 +180,13 @@ def _copy(task: Task, dst: Path) -> Any:
     # even aborted the worker): as on the read path (sources/duckdb.py)
     conn.execute("SET lock_configuration = true")
     return conn
+
+
+def _pg_predicted(conn: Any, task: Task, last: list[Any] | None) -> str:
+    """The prediction on its PostgreSQL copy, confined (:func:`.pgcopies.run_confined`)."""
+    from .pgcopies import run_confined
+
+    return run_confined(conn, task.predicted, _execute, last)
 
 
 #: A source's image is kept (per worker) up to this size; a larger one is copied by the backup
