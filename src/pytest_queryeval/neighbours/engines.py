@@ -123,6 +123,7 @@ class SqliteEngine:
 
     def build(self, schema: DbSchema, rows: Rows) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         conn.execute("PRAGMA foreign_keys = ON")
         for ddl in schema.ddl():
             try:
@@ -163,7 +164,6 @@ class SqliteEngine:
             stopped = stopped or time.monotonic() > deadline
             return int(stopped)
 
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         conn.set_progress_handler(tick, 1000)
         try:
             cur = conn.execute(sql)
@@ -199,7 +199,9 @@ class SqliteEngine:
             conn.close()
 
     def open_written(self, path: Path) -> sqlite3.Connection:
-        return sqlite3.connect(path)
+        conn = sqlite3.connect(path)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        return conn
 
 
 _DUCKDB_AFFINITY = (("INT", "INTEGER"), ("BOOL", "BOOLEAN"), ("DOUBLE", "REAL"),
