@@ -63,6 +63,8 @@ class GoldCache:
         self.root = Path(root)
         #: What was already warned about (each directory and entry once a session).
         self._warned: set[str] = set()
+        #: Directories already looked at (each is checked once a session).
+        self._checked: set[str] = set()
 
     def path(self, namespace: str, key: str) -> Path:
         digest = address(namespace, key)
@@ -117,8 +119,9 @@ class GoldCache:
         """One warning for the root or an entry's directory that others may write to."""
         for directory in (self.root, sub):
             name = str(directory)
-            if name in self._warned:
+            if name in self._checked:
                 continue
+            self._checked.add(name)
             try:
                 st = os.stat(directory)
             except OSError:
@@ -130,7 +133,7 @@ class GoldCache:
                                       "result that makes a wrong prediction pass; only "
                                       "entries written by this user, not writable by others, "
                                       "with a matching digest are used (chmod go-w, or a "
-                                      "directory of your own)")
+                                      "directory of your own)", stacklevel=4)
 
     def _shown(self, path: Path) -> str:
         """The entry relative to the cache directory (no machine path in a warning), the
@@ -142,7 +145,7 @@ class GoldCache:
         except ValueError:
             return repr(path.name)
 
-    def _warn(self, path: Path, message: str) -> None:
+    def _warn(self, path: Path, message: str, stacklevel: int = 3) -> None:
         import warnings
 
         from .errors import QueryEvalWarning
@@ -151,7 +154,7 @@ class GoldCache:
             return
         self._warned.add(str(path))
         with contextlib.suppress(Warning):  # -W error: a report, not a failure
-            warnings.warn(QueryEvalWarning(message), stacklevel=3)
+            warnings.warn(QueryEvalWarning(message), stacklevel=stacklevel)
 
 
 def _others_may_write(st: os.stat_result) -> str | None:
