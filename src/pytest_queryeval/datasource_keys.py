@@ -125,6 +125,12 @@ ENGINE_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "execution_options": (lambda v: isinstance(v, dict) and _data(v),
                           "a mapping of plain values"),
 }
+#: Driver ``connect()`` arguments (in ``connect_args``) that take Python objects: sqlite3's
+#: ``factory``, psycopg's ``cursor_factory``, ``row_factory``, ``context``, psycopg2's
+#: ``connection_factory``, PyMySQL's ``conv`` and ``cursorclass``, an SSL context.
+_OBJECT_CONNECT_ARGS = frozenset({"factory", "cursor_factory", "row_factory",
+                                  "connection_factory", "context", "conv", "cursorclass",
+                                  "ssl_context", "sslcontext", "creator"})
 #: ``create_engine()`` arguments that take Python objects, named in the refusal.
 _OBJECT_OPTIONS = frozenset({"creator", "poolclass", "pool", "module", "json_serializer",
                              "json_deserializer", "plugins", "strategy", "async_creator",
@@ -137,7 +143,13 @@ def source_problems(spec: dict[str, Any]) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     kind = spec.get("type")
     path = spec.get("path")
-    if kind in _MAGIC and isinstance(path, str):
+    if kind in _MAGIC and "path" not in spec:
+        problems.append(("path", f"missing: a {kind} datasource needs the path of its "
+                                 f"{_ENGINE_NAMES[str(kind)]} database file"))
+    elif kind in _MAGIC and path is not None and not isinstance(path, str):
+        problems.append(("path", f"must be the path of a {_ENGINE_NAMES[str(kind)]} database "
+                                 f"file (a string), not {type(path).__name__}"))
+    elif kind in _MAGIC and isinstance(path, str):
         problem = _database_file_problem(path, str(kind))
         if problem:
             problems.append(("path", problem))
@@ -173,12 +185,19 @@ def _database_file_problem(path: str, kind: str) -> str | None:
 def engine_option_problems(options: Any) -> list[tuple[str, str]]:
     """(key, problem) for a ``sqlalchemy`` datasource's ``engine_options`` (key "" for the
     mapping itself)."""
+    if options is None:
+        return []
     if not isinstance(options, dict):
         return [("", "must be a mapping of SQLAlchemy create_engine() arguments")]
     problems: list[tuple[str, str]] = []
     for key, value in options.items():
         name = str(key)
-        if name in _OBJECT_OPTIONS:
+        if name == "connect_args" and isinstance(value, dict) \
+                and _OBJECT_CONNECT_ARGS & set(map(str, value)):
+            taken = sorted(_OBJECT_CONNECT_ARGS & set(map(str, value)))
+            problems.append((name, f"{', '.join(taken)}: takes a Python object, which a "
+                                   "queryeval.yaml cannot give; not allowed"))
+        elif name in _OBJECT_OPTIONS:
             problems.append((name, "takes a Python object (a callable, class or module), "
                                    "which a queryeval.yaml cannot give; not allowed"))
         elif name not in ENGINE_OPTIONS:

@@ -4,7 +4,8 @@ key of ``queryeval.yaml``, found when the suite loads, failing only the cases th
 
 Before: ``path: /etc/passwd`` was "internal error in kind sql: DatabaseError: file is not a
 database", ``engine_options: {creator: os.system}`` "internal error in kind sql: TypeError:
-'str' object is not callable", and an unknown or misspelt option reached ``create_engine``.
+'str' object is not callable", an unknown or misspelt option reached ``create_engine``, and
+any ``connect_args`` mapping was "internal error ... unhashable type: 'dict'".
 """
 
 from __future__ import annotations
@@ -43,6 +44,16 @@ datasources:
     type: sqlalchemy
     url: sqlite:///chinook.sqlite
     engine_options: [creator]
+  factory:
+    type: sqlalchemy
+    url: sqlite:///chinook.sqlite
+    engine_options: {connect_args: {factory: os.system}}
+  number: {type: sqlite, path: 5}
+  no_path: {type: duckdb}
+  plain_data:
+    type: sqlalchemy
+    url: sqlite:///chinook.sqlite
+    engine_options: {connect_args: {timeout: 5}, execution_options: {}, pool_pre_ping: true}
 """
 
 EXPECTED = {
@@ -61,6 +72,12 @@ EXPECTED = {
                "create_engine() argument (did you mean 'pool_size'?)",
     "not_a_mapping": "queryeval.yaml:24: datasources.not_a_mapping.engine_options: must be a "
                      "mapping of SQLAlchemy create_engine() arguments",
+    "factory": "queryeval.yaml:28: datasources.factory.engine_options.connect_args: factory: "
+               "takes a Python object, which a queryeval.yaml cannot give; not allowed",
+    "number": "queryeval.yaml:29: datasources.number.path: must be the path of a SQLite "
+              "database file (a string), not int",
+    "no_path": "queryeval.yaml:30: datasources.no_path.path: missing: a duckdb datasource needs "
+               "the path of its DuckDB database file",
 }
 
 
@@ -70,13 +87,16 @@ def test_a_datasource_that_is_no_database_or_takes_objects_is_a_located_error(su
     (suite.path / "data").mkdir()
     os.mkfifo(suite.path / "fifo.sqlite")
     (suite.path / "queryeval.yaml").write_text(CONFIG)
-    names = ["good", *EXPECTED]
+    names = ["good", "plain_data", *EXPECTED]
     suite.makefile(".yaml", test_ds="kind: sql\ncases:\n" + "".join(
         f"  - {{id: {name}, datasource: {name}, gold: SELECT count(*) FROM Artist, "
         f"predicted: SELECT count(*) FROM Artist}}\n" for name in names))
     result, report = run_report(suite)
     out = result.stdout.str()
-    assert report.outcomes == {"good": "passed", **{name: "error" for name in EXPECTED}}
+    # plain data in connect_args and execution_options is taken (before: an internal error,
+    # "unhashable type: 'dict'", on the way to the sandbox worker)
+    assert report.outcomes == {"good": "passed", "plain_data": "passed",
+                               **{name: "error" for name in EXPECTED}}
     for name, message in EXPECTED.items():
         assert message in report.by_id[name]["error"], (name, report.by_id[name]["error"])
     options = report.by_id["options"]["error"]
