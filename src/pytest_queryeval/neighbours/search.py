@@ -55,7 +55,9 @@ Tied = Callable[[ResultTable, ResultTable, Callable[[str], ResultTable | None]],
 #: The most seconds one query gets on a candidate (half the budget below 20 s).
 QUERY_SECONDS_MAX = 10.0
 #: Seconds the shrink of a found database may take past the budget (at least; twice a query's
-#: own seconds when that is more, so a prediction that runs out of time can be shrunk too).
+#: own seconds when that is more). A prediction that ran out of its seconds is shrunk for two
+#: of its queries' seconds from when it was found instead: each attempt that still separates
+#: costs a whole query's seconds.
 SHRINK_SECONDS = 5.0
 
 
@@ -178,8 +180,10 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
             continue
         result.checked += 1
         if outcome[0]:
-            small = _shrunk(eng, schema, outcome[1], gold, predicted, same, tied, seconds,
-                            max(deadline, time.monotonic()))
+            failure = outcome[2]
+            until = time.monotonic() + 2 * seconds if failure and failure.kind == "timeout" \
+                else max(deadline, time.monotonic()) + max(SHRINK_SECONDS, 2 * seconds)
+            small = _shrunk(eng, schema, outcome[1], gold, predicted, same, tied, seconds, until)
             proof = prove(eng, schema, small, gold, predicted, same, tied, seconds)
             if proof is not None:
                 result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin,
@@ -308,13 +312,11 @@ def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
 
 
 def _shrunk(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
-            tied: Tied | None, seconds: float, start: float) -> Rows:
-    """``rows`` shrunk (:mod:`.shrink`) within :data:`SHRINK_SECONDS` (or two queries' seconds)
-    of ``start``; an attempt cut short by that window is no difference (only a query that ran
-    out of its own full seconds counts as one)."""
+            tied: Tied | None, seconds: float, until: float) -> Rows:
+    """``rows`` shrunk (:mod:`.shrink`) until ``until`` (:data:`SHRINK_SECONDS`); an attempt
+    cut short by that is no difference (only a query that ran out of its own full seconds
+    counts as one)."""
     from .shrink import shrink
-
-    until = start + max(SHRINK_SECONDS, 2 * seconds)
 
     def still_differs(trial: Rows) -> bool:
         left = until - time.monotonic()
