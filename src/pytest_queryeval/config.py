@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import numeric, safefile
-from .datasource_keys import plugin_key_problems
+from .datasource_keys import plugin_key_problems, source_problems
 from .errors import ConfigError
 from .metricnames import PASS_RATE
 from .model import Threshold
@@ -257,6 +257,11 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
             ds.spec = expanded
             ds.errors.extend(f"{display}:{_line(spec, key, line)}: datasources.{name}.{key}: "
                              f"{problem}" for key, problem in plugin_key_problems(expanded))
+            for key, problem in source_problems(expanded):
+                top, _, sub = key.partition(".")
+                at = _line(spec.get(top), sub, _line(spec, top, line)) if sub \
+                    else _line(spec, top, line)
+                ds.errors.append(f"{display}:{at}: datasources.{name}.{key}: {problem}")
             _DEFINED[_spec_key(ds.name, ds.spec)] = (
                 display, line, {str(k): _line(spec, k, line) for k in spec})
         cfg.secrets |= ds.secrets

@@ -10,7 +10,12 @@ What a case gets (:func:`check`, called by the SQL kind once the case is scored)
 * ``neighbour_ex``: 1 when gold and prediction agree on the real database and on every
   candidate database tried, 0 when they differ on any (the real one included), so its mean is
   the run's test-suite accuracy. ``execution_accuracy`` is never changed. A case fails on it
-  only when a threshold names it: teams gate on it when they want to.
+  only when a threshold names it: teams gate on it when they want to. A prediction that runs
+  out of its own seconds or raises on a candidate where the gold gives a result differs there
+  (a loop or a blow-up on any other data is no pass). A search that checked no candidate
+  records no ``neighbour_ex`` (``details.neighbours.unchecked`` says why): "nothing found"
+  on nothing looked at is not a pass, and a threshold on the metric fails as on any missing
+  metric.
 * ``details.neighbours``: the budget spent (databases checked, seconds, how many came from the
   gold's suite built earlier in the session) and, when one was found, the counterexample: its
   SQL (the real DDL and a few INSERTs), both results, and the file it is saved in
@@ -163,6 +168,7 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
     from .metrics.table import compare_tables
     from .neighbours import Budget, search
     from .neighbours.engines import ENGINES as ENGINE_ADAPTERS
+    from .neighbours.engines import Failed
 
     eng = ENGINE_ADAPTERS[engine]
 
@@ -177,7 +183,11 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
                            "seconds": round(result.seconds, 3), "reused": result.reused,
                            "seed": seed, "stopped": result.stopped or None,
                            "counterexample": None}
+    if result.gold_failures:
+        out["gold_failed"] = result.gold_failures
     found = result.counterexample
+    if found is None and result.checked == 0:
+        out["unchecked"] = _unchecked(result, databases)
     if found is not None:
         with tempfile.TemporaryDirectory(prefix="queryeval-neighbour-") as tmp:
             file = Path(tmp) / f"counterexample.{engine}"
@@ -191,11 +201,26 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
                         if line.startswith("INSERT INTO ")],
             "origin": found.origin, "engine": found.engine,
             "gold": [list(found.gold.columns), [list(r) for r in found.gold.rows]],
-            "predicted": [list(found.predicted.columns),
-                          [list(r) for r in found.predicted.rows]],
+            "predicted": None if isinstance(found.predicted, Failed) else [
+                list(found.predicted.columns), [list(r) for r in found.predicted.rows]],
             "file_bytes": data,
         }
+        if isinstance(found.predicted, Failed):
+            out["counterexample"]["predicted_failure"] = found.predicted.describe()
     return out
+
+
+def _unchecked(result: Any, databases: int) -> str:
+    """Why a search compared the two queries on no candidate at all."""
+    head = "no counterexample database was checked"
+    tried = result.gold_failures
+    if tried:
+        what = f"the gold gave no result on {plural(tried, 'candidate')} tried " \
+               f"({result.gold_failure})"
+        return f"{head}: {what}" + (f"; {result.stopped}" if result.stopped else "")
+    if result.stopped:
+        return f"{head}: {result.stopped} before the first of {databases}"
+    return f"{head} (none of the {databases} could be built)"
 
 
 def _tied(gold: str, dialect: str, compare: Any) -> Any:
@@ -253,6 +278,9 @@ def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted:
     if "error" in info:
         return {}, info, []
     found = info.get("counterexample")
+    if found is None and (info.get("unchecked") or not info.get("checked")):
+        info.setdefault("unchecked", "no counterexample database was checked")
+        return {}, info, []
     if found is None:
         return {METRIC: 1.0}, info, []
     data = found.pop("file_bytes", None)
@@ -288,8 +316,11 @@ def counterexample_lines(real: str, found: dict[str, Any]) -> list[str]:
     """The failure output: the two results on the counterexample, where it is, its SQL."""
     rows = int(found["rows"])
     size = f"{rows}-row" if rows != 1 else "1-row"
+    failure = found.get("predicted_failure")
+    theirs = f"the prediction {failure}" if failure else \
+        f"and the prediction {_result(found['predicted'][1])}"
     lines = [f"{METRIC}: 0: passes on {real}, but on this {size} database the gold returns "
-             f"{_result(found['gold'][1])} and the prediction {_result(found['predicted'][1])}"]
+             f"{_result(found['gold'][1])}{',' if failure else ''} {theirs}"]
     where = found.get("file")
     lines.append(f"  counterexample ({found['origin']})" + (f": {where}" if where else ""))
     lines.extend("    " + line for line in found["inserts"])
@@ -337,17 +368,20 @@ def summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
             infos.append((r, info))
     if not infos:
         return None
-    searched = [(r, i) for r, i in infos if "checked" in i]
+    ran = [(r, i) for r, i in infos if "checked" in i]
+    # a search that compared the two queries on no candidate checked no pass
+    searched = [(r, i) for r, i in ran if not i.get("unchecked")]
     found = [str(r.get("id")) for r, i in searched if i.get("counterexample")]
     return {
         "passes_checked": len(searched),
         "counterexamples": len(found),
         "coincidental_passes": found,
-        "databases_checked": sum(int(i["checked"]) for _, i in searched),
-        "databases_reused": sum(int(i.get("reused") or 0) for _, i in searched),
-        "seconds": round(sum(float(i.get("seconds") or 0.0) for _, i in searched), 3),
-        "time_budget_reached": sum(1 for _, i in searched if i.get("stopped")),
-        "not_searched": len(infos) - len(searched),
+        "databases_checked": sum(int(i["checked"]) for _, i in ran),
+        "databases_reused": sum(int(i.get("reused") or 0) for _, i in ran),
+        "seconds": round(sum(float(i.get("seconds") or 0.0) for _, i in ran), 3),
+        "time_budget_reached": sum(1 for _, i in ran if i.get("stopped")),
+        "unchecked": [str(r.get("id")) for r, i in ran if i.get("unchecked")],
+        "not_searched": len(infos) - len(ran),
     }
 
 
@@ -367,4 +401,8 @@ def summary_line(agg: dict[str, Any] | None) -> list[str]:
         line += "; no coincidental pass found"
     if agg.get("time_budget_reached"):
         line += f" ({agg['time_budget_reached']} stopped by the seconds budget)"
+    unchecked = agg.get("unchecked") or []
+    if unchecked:
+        line += f"; {plural(len(unchecked), 'case')} with no database checked (no " \
+            f"{METRIC}): " + shortlist(unchecked, 5)
     return [line]

@@ -38,6 +38,27 @@ SCHEDULERS: tuple[SchedulerVariables, ...] = (
 )
 
 
+#: Digits a shard index or count may have: a billion shards is more than any scheduler runs,
+#: and Python refuses to read an integer of more than 4,300 digits with an error that names no
+#: variable.
+MAX_DIGITS = 9
+
+
+def _whole(text: str) -> int | None:
+    """``text`` as a whole number of at most :data:`MAX_DIGITS` ASCII digits, else None
+    (``str.isdigit`` also accepts digits such as ``²`` that ``int`` refuses)."""
+    text = text.strip()
+    if not text or len(text) > MAX_DIGITS or not (text.isascii() and text.isdigit()):
+        return None
+    return int(text)
+
+
+def _shown(text: str) -> str:
+    """A value for an error message, cut when long (an environment variable can be huge)."""
+    text = text.strip()
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text):,} characters)"
+
+
 def parse_shard(value: str, environ: Mapping[str, str] | None = None) -> tuple[int, int]:
     """``"2/4"`` as (2, 4); ``"auto"``: the scheduler's own variables
     (:func:`shard_from_environment`). A ValueError says what is wrong."""
@@ -45,9 +66,12 @@ def parse_shard(value: str, environ: Mapping[str, str] | None = None) -> tuple[i
     if text == "auto":
         return shard_from_environment(environ)
     left, sep, right = text.partition("/")
-    if not sep or not left.strip().isdigit() or not right.strip().isdigit():
-        raise ValueError(f"--queryeval-shard={value}: expected I/N, e.g. 1/4")
-    index, total = int(left), int(right)
+    index_or_none, total_or_none = _whole(left), _whole(right)
+    if not sep or index_or_none is None or total_or_none is None:
+        shown = value if len(value) <= 40 else _shown(value)
+        raise ValueError(f"--queryeval-shard={shown}: expected I/N, e.g. 1/4 (whole numbers of "
+                         f"at most {MAX_DIGITS} digits)")
+    index, total = index_or_none, total_or_none
     if total < 1 or not 1 <= index <= total:
         raise ValueError(f"--queryeval-shard={value}: I must be between 1 and N (N >= 1)")
     return index, total
@@ -68,14 +92,17 @@ def shard_from_environment(environ: Mapping[str, str] | None = None) -> tuple[in
         count_var = sched.count if sched.count and env.get(sched.count, "").strip() \
             else "QUERYEVAL_SHARD_COUNT"
         raw_count = env.get(count_var, "").strip()
-        base = sched.base
+        values = {sched.index: raw_index, count_var: raw_count}
         if sched.index == "SLURM_ARRAY_TASK_ID":
-            raw_min = env.get("SLURM_ARRAY_TASK_MIN", "0").strip() or "0"
-            base = int(raw_min) if raw_min.isdigit() else -1
-        if not raw_index.isdigit() or not raw_count.isdigit() or base < 0:
-            raise ValueError(f"--queryeval-shard=auto: {sched.name}: {sched.index}={raw_index!r} "
-                             f"and {count_var}={raw_count!r} must be whole numbers")
-        index, total = int(raw_index) - base + 1, int(raw_count)
+            values["SLURM_ARRAY_TASK_MIN"] = env.get("SLURM_ARRAY_TASK_MIN", "0").strip() or "0"
+        numbers = {name: _whole(raw) for name, raw in values.items()}
+        if any(n is None for n in numbers.values()):
+            named = [f"{name}={_shown(raw)}" for name, raw in values.items()
+                     if name != "SLURM_ARRAY_TASK_MIN" or numbers[name] is None]
+            raise ValueError(f"--queryeval-shard=auto: {sched.name}: {' and '.join(named)} "
+                             f"must be whole numbers (of at most {MAX_DIGITS} digits)")
+        base = numbers.get("SLURM_ARRAY_TASK_MIN", sched.base) or 0
+        index, total = (numbers[sched.index] or 0) - base + 1, numbers[count_var] or 0
         if total < 1 or not 1 <= index <= total:
             raise ValueError(f"--queryeval-shard=auto: {sched.name}: {sched.index}={raw_index} "
                              f"is not one of {total} shards ({count_var}={raw_count}, counted "

@@ -35,6 +35,16 @@ def test_the_shard_comes_from_the_schedulers_variables(env: dict[str, str],
     ({"CI_NODE_INDEX": "4", "CI_NODE_TOTAL": "3"}, "GitLab CI: CI_NODE_INDEX=4 is not one of 3 "
                                                    "shards (CI_NODE_TOTAL=3, counted from 1)"),
     ({"CIRCLE_NODE_INDEX": "x", "CIRCLE_NODE_TOTAL": "2"}, "CircleCI: CIRCLE_NODE_INDEX='x'"),
+    # issue 39 item 7: a number too long for Python's int() names its variable, shown cut
+    ({"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "9" * 5000},
+     "GitLab CI: CI_NODE_INDEX='1' and CI_NODE_TOTAL='99999999999999999999'... (5,000 "
+     "characters) must be whole numbers (of at most 9 digits)"),
+    ({"QUERYEVAL_SHARD_INDEX": "9" * 5000, "QUERYEVAL_SHARD_COUNT": "2"},
+     "queryeval: QUERYEVAL_SHARD_INDEX='99999999999999999999'... (5,000 characters)"),
+    ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "4",
+      "SLURM_ARRAY_TASK_MIN": "1" * 5000}, "SLURM_ARRAY_TASK_MIN='11111111111111111111'..."),
+    ({"CIRCLE_NODE_INDEX": "\u00b2", "CIRCLE_NODE_TOTAL": "2"},  # a digit int() refuses
+     "CircleCI: CIRCLE_NODE_INDEX='\u00b2'"),
 ])
 def test_a_wrong_environment_is_named(env: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match=r"^--queryeval-shard=auto: ") as info:
@@ -73,3 +83,16 @@ def test_new_cases_count_as_the_median_and_no_report_balances_by_count() -> None
     assert {shards["a"], shards["b"], shards["new-1"], shards["new-2"]} == {2}  # 2+2+1+2 < 30
     by_count = balanced_shards([str(i) for i in range(10)], {}, 3)
     assert sorted(list(by_count.values()).count(k) for k in (1, 2, 3)) == [3, 3, 4]
+
+
+def test_a_huge_scheduler_variable_is_a_usage_error_that_names_it(pytester, monkeypatch):
+    """End to end: the run stops before collecting with the variable's name, not Python's
+    "Exceeds the limit (4300 digits) for integer string conversion"."""
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    monkeypatch.setenv("CI_NODE_INDEX", "1")
+    monkeypatch.setenv("CI_NODE_TOTAL", "9" * 5000)
+    result = pytester.runpytest("--queryeval-shard=auto")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "CI_NODE_TOTAL='99999999999999999999'... (5,000 characters)" in err
+    assert "Exceeds the limit" not in err and "9" * 100 not in err

@@ -5,6 +5,13 @@ proof are the same for both; what differs is how the real file's schema is read,
 candidate is built (both copy the real DDL, so the engine enforces every constraint and a row
 it refuses is left out), how a query runs under a deadline (SQLite's progress handler,
 DuckDB's ``interrupt()`` from a timer) and how the constraints of a written file are checked.
+
+A candidate is a few rows, so its queries are bounded hard: each run has its own seconds
+(:meth:`Engine.attempt`), a SQLite candidate refuses a string or blob over
+:data:`MAX_VALUE_BYTES` and a DuckDB candidate has :data:`DUCKDB_MEMORY` and no temporary
+directory to spill to, so a query that loops, cross-joins or allocates without end fails
+quickly with a reason instead of spending the case's whole budget (or the worker's memory)
+on one database.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +34,34 @@ Rows = dict[str, list[tuple[Any, ...]]]
 SAMPLE = 12
 #: Rows of a result read from a candidate (candidates are small; a blow-up is cut here).
 MAX_RESULT_ROWS = 10_000
+#: The longest string or blob a query may make on a SQLite candidate (``SQLITE_LIMIT_LENGTH``):
+#: ``randomblob(900000000)`` is refused, not allocated.
+MAX_VALUE_BYTES = 16 << 20
+#: A DuckDB candidate's ``memory_limit`` (with no temporary directory: past it, an error).
+DUCKDB_MEMORY = "256MB"
+#: Characters of an engine's error message kept in a reason.
+ERROR_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A query that did not give a result on a candidate: it ran out of its seconds
+    (``timeout``) or the engine raised (``error``)."""
+
+    kind: str
+    seconds: float
+    message: str = ""
+
+    def describe(self) -> str:
+        """``did not finish in 5 s`` / ``raised: integer overflow``, for a reason."""
+        if self.kind == "timeout":
+            return f"did not finish in {self.seconds:g} s"
+        return f"raised: {self.message}"
+
+
+def _message(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS - 1] + "\u2026"
 
 
 class Engine(Protocol):
@@ -38,6 +74,7 @@ class Engine(Protocol):
     def build(self, schema: DbSchema, rows: Rows) -> Any: ...
     def held_rows(self, conn: Any, schema: DbSchema, tables: Sequence[str]) -> Rows: ...
     def run(self, conn: Any, sql: str, deadline: float) -> ResultTable | None: ...
+    def attempt(self, conn: Any, sql: str, seconds: float) -> ResultTable | Failed: ...
     def write(self, schema: DbSchema, rows: Rows, path: Path) -> None: ...
     def checks_clean(self, path: Path) -> bool: ...
     def open_written(self, path: Path) -> Any: ...
@@ -86,6 +123,7 @@ class SqliteEngine:
 
     def build(self, schema: DbSchema, rows: Rows) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:")
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         conn.execute("PRAGMA foreign_keys = ON")
         for ddl in schema.ddl():
             try:
@@ -111,13 +149,29 @@ class SqliteEngine:
         return out
 
     def run(self, conn: sqlite3.Connection, sql: str, deadline: float) -> ResultTable | None:
-        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+        out = self.attempt(conn, sql, deadline - time.monotonic())
+        return out if isinstance(out, ResultTable) else None
+
+    def attempt(self, conn: sqlite3.Connection, sql: str, seconds: float) -> ResultTable | Failed:
+        """``sql``'s result, or why there is none; interrupted past ``seconds`` (the
+        progress handler records that it stopped the query, so a timeout is told apart
+        from an engine error)."""
+        deadline = time.monotonic() + max(0.0, seconds)
+        stopped = False
+
+        def tick() -> int:
+            nonlocal stopped
+            stopped = stopped or time.monotonic() > deadline
+            return int(stopped)
+
+        conn.set_progress_handler(tick, 1000)
         try:
             cur = conn.execute(sql)
             rows = [tuple(r) for r in cur.fetchmany(MAX_RESULT_ROWS)]
             cols = [d[0] for d in cur.description or ()]
-        except sqlite3.Error:
-            return None
+        except (sqlite3.Error, MemoryError, OverflowError, ValueError) as exc:
+            return Failed("timeout", seconds) if stopped else Failed("error", seconds,
+                                                                     _message(exc))
         finally:
             conn.set_progress_handler(None, 0)
         return ResultTable(cols, rows)
@@ -145,7 +199,9 @@ class SqliteEngine:
             conn.close()
 
     def open_written(self, path: Path) -> sqlite3.Connection:
-        return sqlite3.connect(path)
+        conn = sqlite3.connect(path)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        return conn
 
 
 _DUCKDB_AFFINITY = (("INT", "INTEGER"), ("BOOL", "BOOLEAN"), ("DOUBLE", "REAL"),
@@ -216,7 +272,9 @@ class DuckdbEngine:
     def build(self, schema: DbSchema, rows: Rows) -> Any:
         import duckdb
 
-        conn = duckdb.connect(":memory:", config={"enable_external_access": False})
+        conn = duckdb.connect(":memory:", config={"enable_external_access": False,
+                                                  "memory_limit": DUCKDB_MEMORY,
+                                                  "temp_directory": ""})
         for ddl in schema.ddl():
             try:
                 conn.execute(ddl)
@@ -241,16 +299,29 @@ class DuckdbEngine:
         return out
 
     def run(self, conn: Any, sql: str, deadline: float) -> ResultTable | None:
+        out = self.attempt(conn, sql, deadline - time.monotonic())
+        return out if isinstance(out, ResultTable) else None
+
+    def attempt(self, conn: Any, sql: str, seconds: float) -> ResultTable | Failed:
+        """``sql``'s result, or why there is none; interrupted by a timer past ``seconds``
+        (which records that it fired: a timeout, not an engine error)."""
         import duckdb
 
-        timer = threading.Timer(min(max(0.0, deadline - time.monotonic()), 86_400.0), conn.interrupt)
+        fired = threading.Event()
+
+        def stop() -> None:
+            fired.set()
+            conn.interrupt()
+
+        timer = threading.Timer(min(max(0.0, seconds), 86_400.0), stop)
         timer.start()
         try:
             cur = conn.execute(sql)
             rows = [tuple(r) for r in cur.fetchmany(MAX_RESULT_ROWS)]
             cols = [d[0] for d in cur.description or ()]
-        except duckdb.Error:
-            return None
+        except (duckdb.Error, MemoryError, OverflowError, ValueError) as exc:
+            return Failed("timeout", seconds) if fired.is_set() else Failed("error", seconds,
+                                                                            _message(exc))
         finally:
             timer.cancel()
         return ResultTable(cols, rows)
@@ -274,7 +345,9 @@ class DuckdbEngine:
     def open_written(self, path: Path) -> Any:
         import duckdb
 
-        return duckdb.connect(str(path), read_only=True)
+        return duckdb.connect(str(path), read_only=True, config={
+            "enable_external_access": False, "memory_limit": DUCKDB_MEMORY,
+            "temp_directory": ""})
 
 
 ENGINES: dict[str, Engine] = {"sqlite": SqliteEngine(), "duckdb": DuckdbEngine()}

@@ -12,6 +12,13 @@ that gold: they are built once per session (:data:`_SUITES`) and a model compari
 them once. Only later candidates add the prediction's literals. The database budget is the
 deterministic bound; the seconds budget is a safety net, and a search it stops says so.
 
+Bounded per database: each query on a candidate has seconds of its own (:func:`query_seconds`),
+so a prediction that loops, cross-joins or allocates without end on any database but the real
+one cannot spend the whole budget on the first candidate and leave "nothing found". Where the
+gold gives a result and the prediction does not (it runs out of its seconds, or the engine
+raises), the candidate separates them like any other difference; where the gold gives none,
+the candidate tells nothing and is not counted as checked (:attr:`SearchResult.gold_failures`).
+
 Proof: a found database is shrunk (:mod:`.shrink`), written to a real SQLite file with the real
 DDL and ``PRAGMA foreign_keys = ON``, checked with ``foreign_key_check`` and
 ``integrity_check``, and both queries are run on it again; only a difference that survives that
@@ -29,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ResultTable
-from .engines import ENGINES, Engine, Rows, engine_for, inserts
+from .engines import ENGINES, Engine, Failed, Rows, engine_for, inserts
 from .schema import DbSchema, Table
 from .values import column_pools
 
@@ -45,6 +52,13 @@ Same = Callable[[ResultTable, ResultTable], bool]
 #: answer after all, given a way to run more SQL on the same database (the tie-aware rule runs
 #: the gold's keyed query there).
 Tied = Callable[[ResultTable, ResultTable, Callable[[str], ResultTable | None]], bool]
+#: The most seconds one query gets on a candidate (half the budget below 20 s).
+QUERY_SECONDS_MAX = 10.0
+#: Seconds the shrink of a found database may take past the budget (at least; twice a query's
+#: own seconds when that is more). A prediction that ran out of its seconds is shrunk for two
+#: of its queries' seconds from when it was found instead: each attempt that still separates
+#: costs a whole query's seconds.
+SHRINK_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,14 @@ class Budget:
     seconds: float = 10.0
 
 
+def query_seconds(budget: Budget) -> float:
+    """One query's own seconds on a candidate: half the seconds budget, at least 1 s and at
+    most :data:`QUERY_SECONDS_MAX` (the whole budget when it is shorter than 1 s). A few rows
+    take milliseconds, so an honest query never meets it; a candidate started just before the
+    budget ends still gets its full seconds (the sandbox's hard deadline allows for it)."""
+    return min(budget.seconds, max(1.0, min(QUERY_SECONDS_MAX, budget.seconds / 2)))
+
+
 @dataclass
 class Counterexample:
     """A database of the real schema on which gold and prediction give different results."""
@@ -62,7 +84,8 @@ class Counterexample:
     schema: DbSchema
     rows: Rows
     gold: ResultTable
-    predicted: ResultTable
+    #: The prediction's result, or why it gave none where the gold did (itself a difference).
+    predicted: ResultTable | Failed
     #: Which candidate it came from (``database 17 of the gold's suite``).
     origin: str
     engine: str = "sqlite"
@@ -91,6 +114,9 @@ class SearchResult:
     stopped: str = ""
     #: Candidates of the gold's suite that were built earlier in the session and reused.
     reused: int = 0
+    #: Candidates on which the gold itself gave no result (not checked), and the first reason.
+    gold_failures: int = 0
+    gold_failure: str = ""
     notes: list[str] = field(default_factory=list)
 
 
@@ -129,6 +155,7 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
     key = (scope, hashlib.sha256(data.encode()).hexdigest(), gold, seed)
     suite = _SUITES.setdefault(key, [])
     result = SearchResult(checked=0, seconds=0.0)
+    seconds = query_seconds(budget)
     gold_share = (budget.databases * 3) // 4
     for i in range(budget.databases):
         if time.monotonic() > deadline:
@@ -146,19 +173,18 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
             rows = _candidate(schema, tables, both_pools, _rng(seed, gold + "\0" + predicted,
                                                                 i, "pair"))
             origin = f"database {i + 1} (with the prediction's values)"
-        outcome = _differs(eng, schema, rows, gold, predicted, same, deadline, tied)
-        if outcome is None:
+        outcome = _differs(eng, schema, rows, gold, predicted, same, seconds, tied)
+        if isinstance(outcome, Failed):
+            result.gold_failures += 1
+            result.gold_failure = result.gold_failure or outcome.describe()
             continue
         result.checked += 1
         if outcome[0]:
-            from .shrink import shrink
-
-            def still_differs(rows: Rows) -> bool:
-                out = _differs(eng, schema, rows, gold, predicted, same, deadline + 5.0, tied)
-                return out is not None and out[0]
-
-            small = shrink(schema, outcome[1], still_differs)
-            proof = prove(eng, schema, small, gold, predicted, same, tied)
+            failure = outcome[2]
+            until = time.monotonic() + 2 * seconds if failure and failure.kind == "timeout" \
+                else max(deadline, time.monotonic()) + max(SHRINK_SECONDS, 2 * seconds)
+            small = _shrunk(eng, schema, outcome[1], gold, predicted, same, tied, seconds, until)
+            proof = prove(eng, schema, small, gold, predicted, same, tied, seconds)
             if proof is not None:
                 result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin,
                                                        eng.name)
@@ -257,31 +283,60 @@ def _value(rng: random.Random, pool: list[Any], affinity: str) -> Any:
 
 
 def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
-             deadline: float, tied: Tied | None = None) -> tuple[bool, Rows] | None:
-    """(whether they differ, the rows held) on one candidate; None when either query fails."""
+             seconds: float, tied: Tied | None = None,
+             ) -> tuple[bool, Rows, Failed | None] | Failed:
+    """(whether they differ, the rows held, the prediction's failure) on one candidate, each
+    query within its own ``seconds``; the gold's failure when the gold gives no result there
+    (then the candidate tells nothing). A prediction that gives none where the gold does
+    differs from it."""
     conn = eng.build(schema, rows)
     try:
-        g = eng.run(conn, gold, deadline)
-        p = eng.run(conn, predicted, deadline) if g is not None else None
-        if g is None or p is None:
-            return None
-        return _apart(eng, conn, g, p, same, tied, deadline), \
-            eng.held_rows(conn, schema, list(rows))
+        g = eng.attempt(conn, gold, seconds)
+        if isinstance(g, Failed):
+            return g
+        p = eng.attempt(conn, predicted, seconds)
+        if isinstance(p, Failed):
+            return True, eng.held_rows(conn, schema, list(rows)), p
+        return _apart(eng, conn, g, p, same, tied, seconds), \
+            eng.held_rows(conn, schema, list(rows)), None
     finally:
         conn.close()
 
 
 def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
-           tied: Tied | None, deadline: float) -> bool:
+           tied: Tied | None, seconds: float) -> bool:
     if same(g, p):
         return False
-    return tied is None or not tied(g, p, lambda sql: eng.run(conn, sql, deadline))
+    return tied is None or not tied(
+        g, p, lambda sql: eng.run(conn, sql, time.monotonic() + seconds))
+
+
+def _shrunk(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+            tied: Tied | None, seconds: float, until: float) -> Rows:
+    """``rows`` shrunk (:mod:`.shrink`) until ``until`` (:data:`SHRINK_SECONDS`); an attempt
+    cut short by that is no difference (only a query that ran out of its own full seconds
+    counts as one)."""
+    from .shrink import shrink
+
+    def still_differs(trial: Rows) -> bool:
+        left = until - time.monotonic()
+        if left <= 0:
+            return False
+        out = _differs(eng, schema, trial, gold, predicted, same, min(seconds, left), tied)
+        if isinstance(out, Failed) or not out[0]:
+            return False
+        failure = out[2]
+        return failure is None or failure.kind != "timeout" or failure.seconds >= seconds
+
+    return shrink(schema, rows, still_differs)
 
 
 def prove(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
-          tied: Tied | None = None) -> tuple[ResultTable, ResultTable] | None:
+          tied: Tied | None = None, seconds: float = 30.0,
+          ) -> tuple[ResultTable, ResultTable | Failed] | None:
     """Both results on a real file of ``rows`` whose constraints check clean, when they still
-    differ there; else None."""
+    differ there (the prediction's failure when it gives no result within ``seconds`` where
+    the gold does); else None."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="queryeval-neighbour-") as tmp:
@@ -291,12 +346,12 @@ def prove(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, 
             return None
         conn = eng.open_written(path)
         try:
-            deadline = time.monotonic() + 30.0
-            g, p = eng.run(conn, gold, deadline), eng.run(conn, predicted, deadline)
-            apart = g is not None and p is not None and _apart(eng, conn, g, p, same, tied,
-                                                               deadline)
+            g = eng.attempt(conn, gold, seconds)
+            if isinstance(g, Failed):
+                return None
+            p = eng.attempt(conn, predicted, seconds)
+            if isinstance(p, ResultTable) and not _apart(eng, conn, g, p, same, tied, seconds):
+                return None
         finally:
             conn.close()
-    if g is None or p is None or not apart:
-        return None
     return g, p

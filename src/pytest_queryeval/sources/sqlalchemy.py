@@ -32,6 +32,7 @@ splitting would scatter.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import threading
 import time
@@ -354,8 +355,10 @@ class SqlAlchemySource(SourceDefaults):
 
     def _spec(self) -> tuple[Any, ...]:
         """What the worker needs to build this source (its connections live there)."""
+        # engine_options as JSON: the spec keys the worker's sources, and connect_args or
+        # execution_options (mappings) made it unhashable
         return (self.name, self._url, self.timeout, self.max_rows, self.version, self.schema,
-                tuple(sorted(self.engine_options.items())), self.max_bytes,
+                json.dumps(self.engine_options, sort_keys=True, default=repr), self.max_bytes,
                 self.allow_privileged)
 
     def _execute_in_worker(self, query: str, timeout: float, max_rows: int,
@@ -584,7 +587,7 @@ def _worker_source(spec: tuple[Any, ...]) -> SqlAlchemySource:
             privileged = spec
         src = sources[spec] = SqlAlchemySource(
             name, url, timeout=default_timeout, max_rows=default_rows, version=version,
-            schema=schema, engine_options=dict(options), max_bytes=max_bytes,
+            schema=schema, engine_options=json.loads(options), max_bytes=max_bytes,
             allow_privileged=privileged, isolation="thread")
     return src
 
