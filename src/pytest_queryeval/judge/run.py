@@ -52,12 +52,25 @@ class JudgeSession:
     calls: int = 0
     asks: int = 0
     refusals: dict[str, str | None] = field(default_factory=dict)
+    #: Pin files that could not be read, with the message every case using them reports.
+    pin_errors: dict[Path, str] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def store(self, path: Path) -> PinStore:
+        """The pin file's verdicts, read once; a file that cannot be read (not a regular file,
+        too large, a damaged or too deeply nested line) is a :class:`JudgeError` of every case
+        that uses it, read once too (issue 39 item 5)."""
         with self.lock:
+            if path in self.pin_errors:
+                raise JudgeError(self.pin_errors[path])
             if path not in self.stores:
-                self.stores[path] = PinStore.load(path)
+                from ..paths import display
+
+                try:
+                    self.stores[path] = PinStore.load(path, display(path, Path.cwd()))
+                except ValueError as exc:
+                    self.pin_errors[path] = f"judge.pins: {exc}"
+                    raise JudgeError(self.pin_errors[path]) from None
             return self.stores[path]
 
     def client(self, spec: JudgeSpec, context: Any) -> Any:
@@ -171,7 +184,11 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
                   predicted=predicted, gold_digest=gold_table.signature(False),
                   predicted_digest=pred_table.signature(False))
     record["key"] = key
-    store = session.store(spec.pins) if spec.pins is not None else None
+    try:
+        store = session.store(spec.pins) if spec.pins is not None else None
+    except JudgeError as exc:
+        record["error"] = exc.reason()
+        return exc.reason()
     pinned = store.get(key) if store is not None else None
     if pinned is None:
         cached = ctx.cache_get(CACHE, key) if hasattr(ctx, "cache_get") else None
