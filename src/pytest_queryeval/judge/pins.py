@@ -63,8 +63,8 @@ class PinStore:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = data[: exc.start].count(b"\n") + 1
-            raise ValueError(f"{name}:{line}: not UTF-8 text ({exc.reason})") from None
+            at = data[: exc.start].count(b"\n") + 1
+            raise ValueError(f"{name}:{at}: not UTF-8 text ({exc.reason})") from None
         # split on \n only: a reason may hold U+2028 or \x1c, which str.splitlines splits on
         for lineno, line in enumerate(text.split("\n"), 1):
             if not line.strip():
