@@ -178,9 +178,14 @@ def view_of(case: Case, scored: Scored) -> View:
 
     _, gold_table, predicted, pred_table = scored.compared  # type: ignore[misc]
     dialect = case.dialect or (dialect_of(case.source_spec) if case.source_spec else None)
+    # SQLite names an unaliased column by its expression's source text, comments included
+    # (``SELECT 3 /* ... */`` has a column ``3 /* ... */``): a name copied from the query is
+    # shown without its comments too
+    columns = [strip_comments(c, case.kind, dialect) if c and c in predicted else c
+               for c in pred_table.columns]
     return View(strip_comments(predicted, case.kind, dialect), predicted,
                 show_result(gold_table.columns, gold_table.rows),
-                show_result(pred_table.columns, pred_table.rows))
+                show_result(columns, pred_table.rows))
 
 
 def _asked_for(case: Case, gold: str, view: View) -> str | None:
