@@ -21,6 +21,7 @@ not judge (:func:`quoted_from`).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -134,14 +135,26 @@ def fold(text: str) -> str:
     import unicodedata
 
     text = unicodedata.normalize("NFKC", text)
-    text = "".join(_LOOKALIKES.get(c, c) for c in text if unicodedata.category(c) != "Cf")
-    return text.casefold()
+    return text.translate(_folding()).casefold()
 
 
-#: Cyrillic and Greek letters drawn like Latin ones (the common confusables), to Latin.
-_LOOKALIKES = dict(zip(
-    "аеорсуххіјѕԁԛԝһкмтвнАЕОРСУХІЈЅКМТВНαεικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxxijsdqwhkmtbhAEOPCYXIJSKMTBHaeikvoptuxABEZHIKMNOPTYX", strict=True))
+#: Cyrillic and Greek letters drawn like Latin ones (the common confusables).
+_LOOKALIKES = ("аеорсуххіјѕԁԛԝһкмтвнАЕОРСУХІЈЅКМТВНαεικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+               "aeopcyxxijsdqwhkmtbhAEOPCYXIJSKMTBHaeikvoptuxABEZHIKMNOPTYX")
+
+
+@functools.cache
+def _folding() -> dict[int, int | None]:
+    """One ``str.translate`` table: lookalike letters to Latin, every invisible format
+    character (Unicode category Cf: zero-width, bidi, BOM...) dropped."""
+    import unicodedata
+
+    table: dict[int, int | None] = dict(str.maketrans(*_LOOKALIKES))
+    # every Cf code point lies in the first two planes or the tags block (Unicode 15)
+    for c in [*range(0x20000), *range(0xE0000, 0xE0080)]:
+        if unicodedata.category(chr(c)) == "Cf":
+            table[c] = None
+    return table
 
 
 def _squeezed(text: str) -> str:
@@ -179,16 +192,24 @@ def _objects(text: str) -> list[dict[str, object]]:
     found: list[dict[str, object]] = []
     decoder = json.JSONDecoder()
     for variant in {text, text.replace('""', '"'), text.replace("''", "'")}:
-        at = variant.find("{")
-        while at >= 0 and len(found) < 100:
+        # only where a "category" key follows, and a bounded number of tries: a text of
+        # many braces costs a bounded number of decodes
+        for tries, start in enumerate(_OBJECT_START.finditer(variant)):
+            if tries >= _MAX_TRIES:
+                break
             try:
-                value, _ = decoder.raw_decode(variant, at)
+                # a verdict is short: decoding a window keeps a long string cheap
+                value, _ = decoder.raw_decode(variant[start.start():start.start() + 4096])
             except (ValueError, RecursionError):
-                value = None
+                continue
             if isinstance(value, dict) and "category" in value:
                 found.append(value)
-            at = variant.find("{", at + 1)
     return found
+
+
+#: Where a planted verdict object may start; at most this many are decoded per text.
+_OBJECT_START = re.compile(r"\{(?=[^{}]{0,200}\"category\")")
+_MAX_TRIES = 200
 
 
 #: The accepting categories, as :func:`fold` and :func:`planted_acceptance` compare them.
