@@ -181,7 +181,8 @@ def view_of(case: Case, scored: Scored) -> View:
     # SQLite names an unaliased column by its expression's source text, comments included
     # (``SELECT 3 /* ... */`` has a column ``3 /* ... */``): a name copied from the query is
     # shown without its comments too
-    columns = [strip_comments(c, case.kind, dialect) if c and c in predicted else c
+    columns = [strip_comments(c, case.kind, dialect)
+               if ("--" in c or "/*" in c or "#" in c) and c in predicted else c
                for c in pred_table.columns]
     return View(strip_comments(predicted, case.kind, dialect), predicted,
                 show_result(gold_table.columns, gold_table.rows),
