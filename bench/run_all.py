@@ -47,8 +47,8 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_table_metrics.py": ["--repeat", "1"],  # 1M rows: ~95 s per repetition here
 }
 #: A line is a result line when it mentions one of these.
-RESULT = re.compile(r"ratio|faster|speed-?up|target|median|per case|pairs/s|\d+(\.\d+)?x\b",
-                    re.IGNORECASE)
+RESULT = re.compile(r"ratio|faster|speed-?up|target|median|per case|pairs/s|rescues|"
+                    r"\d+(\.\d+)?x\b", re.IGNORECASE)
 
 
 def main() -> int:

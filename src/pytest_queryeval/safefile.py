@@ -34,13 +34,14 @@ LIMITS: dict[str, int | None] = {
     "graph": 4 * GiB,  # an RDF graph file loaded into a store
     "database": None,  # a SQLite or DuckDB file: the engine reads it; it is hashed in chunks
     "input": GiB,  # a report shard for queryeval merge, a benchmark file for queryeval-import
+    "judge": 64 * MiB,  # the judge's pin file and labels file (a verdict is ~200 bytes)
 }
 
 #: What each purpose is called in messages.
 LABELS = {
     "yaml": "a YAML file", "csv": "a result CSV file", "predictions": "a predictions file",
     "structure": "a structure file", "graph": "a graph file", "database": "a database file",
-    "input": "an input file",
+    "input": "an input file", "judge": "a judge pins or labels file",
 }
 
 

@@ -83,8 +83,8 @@ def test_items_without_a_verdict_ask_the_judge_and_repeats_give_the_flip_rate(
     assert result.ret == pytest.ExitCode.OK
     audit = json.loads((suite.path / "r.json").read_text())["judge_audit"]
     assert audit["asked"] == 1 and len(openai_standin.requests) == 1
-    assert "| n\n2\n" in openai_standin.requests[0]["messages"][0]["content"] or \
-        "n\n2" in openai_standin.requests[0]["messages"][0]["content"]
+    assert "[BEGIN DATA gold_result]\n| n\n| 2\n[END DATA gold_result]" \
+        in openai_standin.requests[0]["messages"][0]["content"]
     assert (audit["tp"], audit["tn"], audit["fp"], audit["fn"]) == (2, 1, 0, 0)
     assert audit["flip_rate"] == 0.5 and audit["repeated"] == 2
 

@@ -21,7 +21,6 @@ feed the prompt of an item that is asked.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,10 +60,17 @@ def _accepted(value: Any, where: str) -> bool:
 def load_labels(path: Path, display: str | None = None) -> list[LabelledPair]:
     """The pairs of ``path``; a wrong line is a :class:`LabelsError` naming file and line."""
     name = display or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
+    from .. import boundedio, safefile
+
+    try:  # a FIFO, a device or a huge file is refused, never waited on or read whole
+        text = safefile.read_text(path, "judge")
+    except safefile.UnsafeFile as exc:
+        raise LabelsError(f"{name}: cannot read the labels: {exc}") from None
     except OSError as exc:
         raise LabelsError(f"{name}: cannot read the labels: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise LabelsError(f"{name}: cannot read the labels: not UTF-8 text ({exc.reason})"
+                          ) from None
     pairs: list[LabelledPair] = []
     seen: set[str] = set()
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -72,9 +78,9 @@ def load_labels(path: Path, display: str | None = None) -> list[LabelledPair]:
             continue
         where = f"{name}:{lineno}"
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LabelsError(f"{where}: not JSON ({exc.msg})") from None
+            data = boundedio.loads_json(line)
+        except boundedio.BoundedReadError as exc:
+            raise LabelsError(f"{where}: {exc}") from None
         if not isinstance(data, dict):
             raise LabelsError(f"{where}: a labelled pair must be a JSON object")
         unknown = sorted(set(data) - LABEL_KEYS)

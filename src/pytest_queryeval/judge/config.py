@@ -114,11 +114,28 @@ def check_layer(block: Any, where: str, locate: Locate, base: Path,
             problems.append(f"{loc}: {problem}")
             continue
         if key in PATH_KEYS:
+            problem = _file_problem(base / str(value))
+            if problem:
+                problems.append(f"{loc}: {value!r}: {problem}")
+                continue
             value = str((base / str(value)).resolve())
         if key == "pricing":
             value = Price(float(value["input_per_mtok"]), float(value["output_per_mtok"]))
         out[str(key)] = value
     return out, problems
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``pins:`` or ``labels:`` can never be read or written as a file (a FIFO, a device,
+    a socket, a directory, a name the system refuses), or None; a file not there yet is fine
+    (a pin file is created by the first run). Found here, before any case runs, where the
+    datasources' paths are: the file itself is read later through :mod:`..safefile`."""
+    from .. import safefile
+
+    problem = safefile.unreadable(path)
+    if problem is None and safefile.path_problem(path) is None and os.path.isdir(path):
+        problem = "a directory, not a regular file (JSON Lines, one verdict a line)"
+    return problem
 
 
 def _number(value: Any) -> bool:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 from .verdict import CATEGORIES, Verdict
 
+#: The nesting a pin line may have: one object of strings (a deeper line is refused at once).
+MAX_PIN_DEPTH = 4
+
 
 def pin_key(*, model: str, template: str, gold: str, predicted: str, gold_digest: str,
             predicted_digest: str) -> str:
@@ -36,27 +39,50 @@ class PinStore:
     fresh: set[str] = field(default_factory=set)
 
     @classmethod
-    def load(cls, path: Path) -> PinStore:
-        """The pins of ``path`` (none when it does not exist); a damaged line is a ValueError
-        naming the file and line."""
+    def load(cls, path: Path, display: str | None = None) -> PinStore:
+        """The pins of ``path`` (none when it does not exist); any other problem is a
+        ValueError naming the file (``display``, else the path) and, for its content, the line.
+
+        Read as every input file a suite names is (issue 39 item 5): through
+        :mod:`..safefile` (opened non-blocking and checked on the descriptor: a FIFO, a device
+        or a directory is refused before a byte is read, a file over the 64 MiB of its ``judge``
+        purpose is never read) and each line through :func:`..boundedio.loads_json` (a line of
+        100,000 ``[`` is a located error, not a RecursionError)."""
+        from .. import boundedio, safefile
+
         store = cls(path)
-        if not path.exists():
+        name = display or str(path)
+        try:
+            data = safefile.read_bytes(path, "judge")
+        except FileNotFoundError:
             return store
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                    key, category = data["key"], data["category"]
-                    reason = data.get("reason", "")
-                    if category not in CATEGORIES or not isinstance(key, str) \
-                            or not isinstance(reason, str):
-                        raise ValueError(category)
-                except (ValueError, KeyError, TypeError):
-                    raise ValueError(f"{path}:{lineno}: not a pinned verdict "
-                                     "({\"key\", \"category\", \"reason\"})") from None
-                store.pins[key] = Verdict(category, reason)
+        except safefile.UnsafeFile as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        except OSError as exc:
+            raise ValueError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            at = data[: exc.start].count(b"\n") + 1
+            raise ValueError(f"{name}:{at}: not UTF-8 text ({exc.reason})") from None
+        # split on \n only: a reason may hold U+2028 or \x1c, which str.splitlines splits on
+        for lineno, line in enumerate(text.split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                item = boundedio.loads_json(line, MAX_PIN_DEPTH)
+            except boundedio.BoundedReadError as exc:
+                raise ValueError(f"{name}:{lineno}: not a pinned verdict: {exc}") from None
+            try:
+                key, category = item["key"], item["category"]
+                reason = item.get("reason", "")
+                if category not in CATEGORIES or not isinstance(key, str) \
+                        or not isinstance(reason, str):
+                    raise ValueError(category)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                raise ValueError(f"{name}:{lineno}: not a pinned verdict "
+                                 "({\"key\", \"category\", \"reason\"})") from None
+            store.pins[key] = Verdict(category, reason)
         return store
 
     def get(self, key: str) -> Verdict | None:

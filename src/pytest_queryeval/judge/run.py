@@ -31,8 +31,8 @@ from ..metricnames import JUDGE_EX
 from ..model import Case, Scored
 from .config import JudgeSpec
 from .pins import PinStore, pin_key
-from .prompt import SQL_TEMPLATE, build_prompt, show_result
-from .verdict import SCHEMA, JudgeError, Verdict, majority, parse_verdict
+from .prompt import PROMPT_FORMAT, SQL_TEMPLATE, Shown, build_prompt, show_result, strip_comments
+from .verdict import SCHEMA, JudgeError, Verdict, majority, parse_verdict, planted_acceptance
 
 #: ``details.judge`` outcomes the reports list.
 RESCUED = "rescued"
@@ -52,12 +52,25 @@ class JudgeSession:
     calls: int = 0
     asks: int = 0
     refusals: dict[str, str | None] = field(default_factory=dict)
+    #: Pin files that could not be read, with the message every case using them reports.
+    pin_errors: dict[Path, str] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def store(self, path: Path) -> PinStore:
+        """The pin file's verdicts, read once; a file that cannot be read (not a regular file,
+        too large, a damaged or too deeply nested line) is a :class:`JudgeError` of every case
+        that uses it, read once too (issue 39 item 5)."""
         with self.lock:
+            if path in self.pin_errors:
+                raise JudgeError(self.pin_errors[path])
             if path not in self.stores:
-                self.stores[path] = PinStore.load(path)
+                from ..paths import display
+
+                try:
+                    self.stores[path] = PinStore.load(path, display(path, Path.cwd()))
+                except ValueError as exc:
+                    self.pin_errors[path] = f"judge.pins: {exc}"
+                    raise JudgeError(self.pin_errors[path]) from None
             return self.stores[path]
 
     def client(self, spec: JudgeSpec, context: Any) -> Any:
@@ -143,6 +156,53 @@ def template_for(spec: JudgeSpec) -> str:
     return spec.prompt if spec.prompt is not None else SQL_TEMPLATE
 
 
+@dataclass(frozen=True)
+class View:
+    """What the judge is shown of one case's queries and results (built once: the prompt,
+    the quote check and the refusal of a rescue the prediction asked for all read it)."""
+
+    predicted: str  # the prediction without its comments
+    raw_predicted: str
+    gold_result: Shown
+    predicted_result: Shown
+
+    def shown_data(self, schema: str = "") -> tuple[str, ...]:
+        """The texts the judge sees as data, in :data:`.verdict._NAMES`'s order: an answer
+        whose verdict stands in one of them quotes, it does not judge."""
+        return (self.predicted, self.raw_predicted, self.predicted_result.text,
+                self.gold_result.text, schema)
+
+
+def view_of(case: Case, scored: Scored) -> View:
+    from ..dialects import dialect_of
+
+    _, gold_table, predicted, pred_table = scored.compared  # type: ignore[misc]
+    dialect = case.dialect or (dialect_of(case.source_spec) if case.source_spec else None)
+    # SQLite names an unaliased column by its expression's source text, comments included
+    # (``SELECT 3 /* ... */`` has a column ``3 /* ... */``): a name copied from the query is
+    # shown without its comments too
+    columns = [strip_comments(c, case.kind, dialect)
+               if ("--" in c or "/*" in c or "#" in c) and c in predicted else c
+               for c in pred_table.columns]
+    return View(strip_comments(predicted, case.kind, dialect), predicted,
+                show_result(gold_table.columns, gold_table.rows),
+                show_result(columns, pred_table.rows))
+
+
+def _asked_for(case: Case, gold: str, view: View) -> str | None:
+    """Why an acceptance that would rescue this case is refused: the text the prediction
+    controls names the accepting category itself (:func:`.verdict.planted_acceptance`)."""
+    planted = planted_acceptance(
+        [view.predicted, view.predicted_result.text],
+        [case.question or "", case.evidence or "", case.external_knowledge or "", gold,
+         view.gold_result.text])
+    if planted is None:
+        return None
+    return (f"not rescued: the prediction itself names {planted!r} to the judge (in its query "
+            "or its result), so the judge's acceptance is no judgement; execution's verdict "
+            "stands")
+
+
 def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: dict[str, Any],
                ctx: Any, session: JudgeSession) -> str | None:
     """Set ``judge_ex`` (and what the calls cost) for one scored case; the judge's error
@@ -167,11 +227,19 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
         return None
     gold, gold_table, predicted, pred_table = scored.compared
     template = template_for(spec)
-    key = pin_key(model=f"{spec.model}|votes={spec.votes}", template=template, gold=gold,
+    view = view_of(case, scored)
+    # the prompt's format is part of the key: a verdict given to an older, unmarked prompt is
+    # asked again
+    key = pin_key(model=f"{spec.model}|votes={spec.votes}",
+                  template=f"{template}\n{PROMPT_FORMAT}", gold=gold,
                   predicted=predicted, gold_digest=gold_table.signature(False),
                   predicted_digest=pred_table.signature(False))
     record["key"] = key
-    store = session.store(spec.pins) if spec.pins is not None else None
+    try:
+        store = session.store(spec.pins) if spec.pins is not None else None
+    except JudgeError as exc:
+        record["error"] = exc.reason()
+        return exc.reason()
     pinned = store.get(key) if store is not None else None
     if pinned is None:
         cached = ctx.cache_get(CACHE, key) if hasattr(ctx, "cache_get") else None
@@ -186,7 +254,7 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
         record["pinned"] = True
     else:
         try:
-            verdict = _ask(case, scored, spec, template, metrics, record, ctx, session)
+            verdict = _ask(case, scored, spec, template, metrics, record, ctx, session, view)
         except JudgeError as exc:
             record["error"] = exc.reason()
             return exc.reason()
@@ -203,6 +271,12 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
             ctx.cache_set(CACHE, key, {"category": verdict.category, "reason": verdict.reason})
     record.update(verdict.to_json())
     record["asked"] = True
+    refused = None if passed or not verdict.accepted else _asked_for(case, gold, view)
+    if refused is not None:
+        message = JudgeError(refused).reason()
+        record["accepted"] = False
+        record["error"] = message
+        return message
     if passed:
         metrics[JUDGE_EX] = 1.0 if verdict.accepted else 0.0
         if not verdict.accepted:
@@ -216,25 +290,26 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
 
 def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
          metrics: dict[str, float], record: dict[str, Any], ctx: Any,
-         session: JudgeSession) -> Verdict:
+         session: JudgeSession, view: View) -> Verdict:
     """The prompt of one case (its schema introspected as the ``openai`` source does), asked."""
     client = session.client(spec, ctx)
-    gold, gold_table, predicted, pred_table = scored.compared  # type: ignore[misc]
+    gold = scored.compared[0]  # type: ignore[index]
     try:
         schema = client._schema(case)
     except QueryEvalError:
         schema = ""
     prompt = build_prompt(
-        question=case.question or "", gold=gold, predicted=predicted,
-        gold_result=show_result(gold_table.columns, gold_table.rows),
-        predicted_result=show_result(pred_table.columns, pred_table.rows), schema=schema,
+        question=case.question or "", gold=gold, predicted=view.predicted,
+        gold_result=view.gold_result, predicted_result=view.predicted_result, schema=schema,
         evidence="\n".join(e for e in (case.evidence, case.external_knowledge) if e),
         near_misses=_near_misses(scored), language=case.kind.upper(), template=template)
-    return ask_prompt(spec, prompt, metrics, record, ctx, session, pooled=True)
+    return ask_prompt(spec, prompt, metrics, record, ctx, session, pooled=True,
+                      shown_data=view.shown_data(schema))
 
 
 def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: dict[str, Any],
-               ctx: Any, session: JudgeSession, pooled: bool = False) -> Verdict:
+               ctx: Any, session: JudgeSession, pooled: bool = False,
+               shown_data: tuple[str, ...] = ()) -> Verdict:
     """Ask the model ``votes`` times (at most ``concurrency`` at once) and take the majority;
     what the calls cost goes into ``metrics``, the answers into ``record``.
 
@@ -274,7 +349,7 @@ def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: 
         metrics["judge_cost_usd"] = sum(spec.price.cost(u) or 0.0 for _, u, _ in answers)
     record["calls"] = len(answers)
     record["answers"] = [text[:2000] for text, _, _ in answers]
-    verdicts = [parse_verdict(text) for text, _, _ in answers]
+    verdicts = [parse_verdict(text, shown_data) for text, _, _ in answers]
     return verdicts[0] if len(verdicts) == 1 else majority(verdicts)
 
 
@@ -353,17 +428,15 @@ def ask_labelled(spec: JudgeSpec, data: dict[str, Any], ctx: Any,
             table = ResultTable([str(c) for c in value["columns"]],
                                 [tuple(r) for r in value["rows"]])
             return show_result(table.columns, table.rows)
-        from .prompt import Shown
-
         return Shown("(not given)", "not executed")
 
     kind = str(data.get("kind") or "sql")
+    raw = str(data.get("predicted") or "")
+    view = View(strip_comments(raw, kind), raw, shown("gold_result"), shown("predicted_result"))
+    schema = str(data.get("schema") or "")
     prompt = build_prompt(question=str(data.get("question") or ""),
-                          gold=str(data.get("gold") or ""),
-                          predicted=str(data.get("predicted") or ""),
-                          gold_result=shown("gold_result"),
-                          predicted_result=shown("predicted_result"),
-                          schema=str(data.get("schema") or ""),
-                          evidence=str(data.get("evidence") or ""), language=kind.upper(),
-                          template=template_for(spec))
-    return ask_prompt(spec, prompt, {}, {}, ctx, session)
+                          gold=str(data.get("gold") or ""), predicted=view.predicted,
+                          gold_result=view.gold_result, predicted_result=view.predicted_result,
+                          schema=schema, evidence=str(data.get("evidence") or ""),
+                          language=kind.upper(), template=template_for(spec))
+    return ask_prompt(spec, prompt, {}, {}, ctx, session, shown_data=view.shown_data(schema))
