@@ -55,7 +55,7 @@ def test_reports_and_baseline_gate(suite):
     assert "Traceback" not in result.stdout.str()
 
     wb = openpyxl.load_workbook(suite.path / "out" / "r.xlsx")
-    assert wb.sheetnames == ["Summary", "All metrics", "Details", "SDMX overview", "Denominators",
+    assert wb.sheetnames == ["Outcome", "Summary", "All metrics", "Details", "SDMX overview", "Denominators",
                              "Run"]
     rows = list(wb["Summary"].iter_rows(values_only=True))
     easy = dict(zip(rows[0], next(r for r in rows if r[:2] == ("sdmx", "easy")), strict=True))
