@@ -12,10 +12,10 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
+from tests.support import dump, read_report
 
 from pytest_queryeval.report.html import render_html
 from pytest_queryeval.report.markdown import render_markdown
-from tests.support import dump, read_report
 
 RIGHT = "SELECT x FROM t ORDER BY x"
 WRONG = "SELECT x FROM t WHERE x > 1"

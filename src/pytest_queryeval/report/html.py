@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ..baseline.compare import Comparison, MetricDelta
-from ..outcome import Outcome, pass_rate_text, stated
 from ..metricnames import (
     FAILED_OUTCOMES,
     PASS_RATE,
@@ -29,6 +28,7 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
+from ..outcome import Outcome, pass_rate_text, stated
 from ..safetext import printable
 from .columns import (
     difficulty_of,
