@@ -354,8 +354,8 @@ class Controller:
         for line in notes:
             terminalreporter.write_line(line, yellow=True)
         for line in lines or []:
-            red = line.startswith(("gate FAIL", "REGRESSION", "error:"))
-            green = line.startswith(("gate PASS", "OK:"))
+            red = line.startswith(("gate FAIL", "REGRESSION", "error:", "queryeval: FAILED"))
+            green = line.startswith(("gate PASS", "OK:", "queryeval: PASSED"))
             terminalreporter.write_line(line, red=red, green=green and not red)
         for line in errors:  # already prefixed: "error: ...", "missing dependency: ..."
             terminalreporter.write_line(line, red=True)
