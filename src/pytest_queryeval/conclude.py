@@ -19,6 +19,7 @@ from typing import Any
 from .aggregate import aggregate, reference_aggregates
 from .declare import WORST
 from .errors import QueryEvalError
+from .outcome import Outcome, run_outcome
 from .report.json_report import write_report
 from .report.terminal import gate_lines, summary_lines
 
@@ -54,8 +55,14 @@ class Outputs:
     #: How a path is shown in the summary (rootdir-relative in the plugin).
     display: Callable[[Path], str] = field(default=str)
     #: Filled in by :func:`conclude`: causes of failure the report does not record (for the
-    #: summary's last line, :func:`~pytest_queryeval.report.terminal.outcome_line`).
+    #: run's outcome, :func:`~pytest_queryeval.outcome.run_outcome`).
     problems: list[str] = field(default_factory=list)
+    #: Set by :func:`conclude`: the failing cases a baseline refresh recorded as the accepted
+    #: state (:func:`accepted_by_refresh`; the session then exits 0).
+    accepted: list[str] = field(default_factory=list)
+    #: Set by :func:`conclude`: the run's outcome, which every report's headline states and
+    #: the summary ends on.
+    outcome: Outcome | None = None
 
 
 def run_settings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -109,13 +116,16 @@ def aggregates_of(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
-             refusals: Callable[[], list[str]]) -> bool:
+             refusals: Callable[[], list[str]], *, failing: bool = False) -> bool:
     """Judge and write a built report (``cases``, ``aggregates``, ``gates`` filled in).
 
     ``lines`` receives the summary as it grows (a caller that shows it even when writing a
     report fails below keeps the same list); ``refusals`` says why the run may not become the
-    baseline. Returns whether the gates or the baseline fail the run. A report that cannot be
-    written raises QueryEvalError after the others are written.
+    baseline; ``failing``: the session already fails (a failed case, or something pytest
+    reports itself). Returns whether the gates or the baseline fail the run; sets
+    ``out.outcome`` (in the report's ``run`` before any report is written, so every headline
+    states it) and ``out.accepted``. A report that cannot be written raises QueryEvalError
+    after the others are written.
     """
     from .baseline.compare import compare, parse_max_drop
     from .baseline.store import compact_baseline, load_baseline, write_baseline
@@ -155,22 +165,39 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
         out.problems.append("--queryeval-max-drop without --queryeval-baseline")
         failed = True
 
-    written = write_reports(report, comparison, out)
+    # Whether the baseline is written is decided before any report is written: the outcome
+    # every report states says so (a refresh that fails a gate has still written it).
+    why: list[str] = []
+    write = False
     if out.update_baseline and path is not None:
         why = refusals()
-        if why and not out.force_baseline:
-            written.append(f"error: baseline NOT updated ({out.display(path)}): "
-                           + "; ".join(why)
-                           + ". Run the whole suite cleanly, or add --queryeval-force-baseline "
-                             "to write it anyway.")
+        write = not why or out.force_baseline
+        if not write:
             out.problems.append("baseline not updated")
             failed = True
-        else:
+    out.accepted = accepted_by_refresh(report, failed, write)
+    out.outcome = run_outcome(
+        report, failing=(failing or failed) and not out.accepted, problems=out.problems,
+        accepted=out.accepted,
+        baseline_written=out.display(path) if write and path is not None else None)
+    report.setdefault("run", {}).update(out.outcome.fields())
+
+    baseline_lines: list[str] = []
+    if out.update_baseline and path is not None:
+        if write:
             write_baseline(compact_baseline(report), path)
             out.baseline_written = True
             forced = f" (forced: {'; '.join(why)})" if why else ""
-            written.append(f"baseline updated: {path}{forced}")
-    lines.extend(written)
+            baseline_lines.append(f"baseline updated: {path}{forced}")
+        else:
+            baseline_lines.append(
+                f"error: baseline NOT updated ({out.display(path)}): " + "; ".join(why)
+                + ". Run the whole suite cleanly, or add --queryeval-force-baseline to write "
+                  "it anyway.")
+    try:
+        lines.extend(write_reports(report, comparison, out))
+    finally:  # the baseline is written first: a report that cannot be written leaves it so
+        lines.extend(baseline_lines)
     return failed
 
 
@@ -212,10 +239,15 @@ def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:
     reason = report["run"].get("interrupt_reason") or "interrupted"
     lines = [f"queryeval: the session was interrupted before any case finished ({reason}): "
              "the reports hold no case"]
+    path = out.baseline_path if out.update_baseline else None
+    out.outcome = run_outcome(report, failing=True,
+                              problems=["baseline not updated"] if path is not None else [])
+    report["run"].update(out.outcome.fields())
     lines.extend(write_reports(report, None, out))
-    if out.update_baseline and out.baseline_path is not None:
-        lines.append(f"error: baseline NOT updated ({out.display(out.baseline_path)}): "
+    if path is not None:
+        lines.append(f"error: baseline NOT updated ({out.display(path)}): "
                      "the run was interrupted before any case finished")
+    lines.append(out.outcome.line)
     return lines
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from . import unmatched
 from .aggregate import evaluate_gates
-from .conclude import Outputs, accepted_by_refresh, conclude
+from .conclude import Outputs, conclude
 from .config import Gate
 from .declare import CONFIG_NAME, matches_files
 from .errors import QueryEvalError
@@ -30,8 +30,6 @@ from .paths import display
 from .runahead import ProgressLine
 from .runner import Runner
 
-#: Statuses that gates and baselines may turn into TESTS_FAILED.
-_GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 #: The ``when`` of the report xdist makes for a case whose worker crashed while running it.
 XDIST_CRASH = "???"
 
@@ -177,22 +175,14 @@ class Controller:
                 out.after_gates += written_lines(report["audit"]["transpiled"])
             out.skip_compare = "baseline: not compared in a gold audit"
         failed = conclude(report, out, lines,
-                          lambda: self._update_refusals(session, records, files, exitstatus))
+                          lambda: self._update_refusals(session, records, files, exitstatus),
+                          failing=session.exitstatus != pytest.ExitCode.OK)
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        accepted = accepted_by_refresh(report, failed, out.baseline_written)
-        if accepted and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
-            session.exitstatus = pytest.ExitCode.OK
-            n = len(accepted)
-            shown = ", ".join(accepted[:3]) + (f" and {n - 3} more" if n > 3 else "")
-            cases = f"{n} case{'s' if n != 1 else ''}"
-            lines.append(f"queryeval: PASSED as a baseline refresh: {cases} below threshold "
-                         f"recorded as the accepted state ({shown}); exit status 0")
-        elif session.exitstatus in _GATEABLE:  # the last line: the outcome and why
-            from .report.terminal import outcome_line
-
-            lines.append(outcome_line(report, failed=session.exitstatus != pytest.ExitCode.OK,
-                                      problems=out.problems))
+        if out.accepted and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+            session.exitstatus = pytest.ExitCode.OK  # a refresh records its failures as accepted
+        if out.outcome is not None:  # the last line: the outcome and why, as every report says
+            lines.append(out.outcome.line)
         add_junit_properties(self.config, report)
 
     def _asked(self) -> list[str]:
@@ -364,8 +354,8 @@ class Controller:
         for line in notes:
             terminalreporter.write_line(line, yellow=True)
         for line in lines or []:
-            red = line.startswith(("gate FAIL", "REGRESSION", "error:"))
-            green = line.startswith(("gate PASS", "OK:"))
+            red = line.startswith(("gate FAIL", "REGRESSION", "error:", "queryeval: FAILED"))
+            green = line.startswith(("gate PASS", "OK:", "queryeval: PASSED"))
             terminalreporter.write_line(line, red=red, green=green and not red)
         for line in errors:  # already prefixed: "error: ...", "missing dependency: ..."
             terminalreporter.write_line(line, red=True)

@@ -78,6 +78,12 @@ def add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
+    run = report.get("run") or {}
+    if run.get("outcome"):  # the run's outcome first, in the words of the summary's last line
+        xml.add_global_property("queryeval.outcome", str(run["outcome"]))
+        xml.add_global_property("queryeval.outcome_line", str(run.get("outcome_line") or ""))
+        for cause in run.get("causes") or []:
+            xml.add_global_property("queryeval.cause", str(cause))
     overall = report["aggregates"]["overall"]
     xml.add_global_property("queryeval.cases", overall["count"])
     if overall["pass_rate"] is not None:

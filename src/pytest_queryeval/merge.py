@@ -407,22 +407,28 @@ def run(argv: Sequence[str]) -> int:
     lines.extend(attempt_lines(merged.superseded))
     lines.extend(f"error: {p}" for p in incomplete)
     errors = [str(r.get("id")) for r in report["cases"] if r.get("outcome") == "error"]
+    if incomplete:
+        out.problems.append("the shards are incomplete")
     try:
         gated = conclude(report, out, lines, lambda: update_refusals(
             filters=[p for p in incomplete if not p.startswith("interrupted")],
-            interrupted=bool(merged.interrupted), stopped=None, errors=errors))
+            interrupted=bool(merged.interrupted), stopped=None, errors=errors),
+            failing=status != OK)
     except QueryEvalError as exc:
         lines.append(exc.reason() if exc.reason().startswith("error") else
                      f"error: {exc.reason()}")
         gated = True
         out.problems.append("a report was not written")
+        out.accepted, out.outcome = [], None
     if gated and status == OK:
         status = TESTS_FAILED
-    if status in (OK, TESTS_FAILED):  # the last line: the outcome and why
-        from .report.terminal import outcome_line
+    if out.accepted and status == TESTS_FAILED:
+        status = OK  # a refresh records its failures as the accepted state, as the plugin does
+    from .outcome import run_outcome
 
-        problems = [*(["the shards are incomplete"] if incomplete else []), *out.problems]
-        lines.append(outcome_line(report, failed=status != OK, problems=problems))
+    # the last line: the outcome and why, as the reports state it
+    lines.append((out.outcome or run_outcome(report, failing=status != OK,
+                                             problems=out.problems)).line)
     from .safetext import printable
 
     print("\n".join(printable(line) for line in lines))

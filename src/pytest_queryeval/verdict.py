@@ -1,7 +1,10 @@
 """What a case's outcome means against the baseline: the ``--queryeval-verdict`` modes.
 
 ``strict`` fails every case below its thresholds; ``baseline`` turns cases that already failed
-in the baseline into xfails; ``gates`` leaves the decision to the run's gates. Pass rates and
+in the baseline into xfails; ``gates`` leaves the decision to the run's gates. In every mode a
+case that passed in the baseline and fails now is a regression, and counted as one (issue 43:
+``gates`` mode called it "below threshold" beside a listed pass → fail flip); in ``gates`` mode
+one below its thresholds is xfailed all the same, since the gates decide. Pass rates and
 baseline comparisons count a granted xfail as the failure it is (:func:`judged_outcome`).
 """
 
@@ -13,8 +16,9 @@ from typing import Any
 MODES = ("strict", "baseline", "gates")
 #: Verdicts recorded on a case (the record's ``verdict``).
 KNOWN = "failing since baseline"  #: failed in the baseline too: xfailed in ``baseline`` mode
-BELOW = "below threshold"  #: xfailed in ``gates`` mode
-REGRESSION = "regression"  #: passed in the baseline, fails or errors now
+BELOW = "below threshold"  #: xfailed in ``gates`` mode (a regression when it passed in the baseline)
+REGRESSION = "regression"  #: passed in the baseline, fails or errors now (xfailed in ``gates``
+#: mode when below threshold)
 FIXED = "fixed"  #: failed or errored in the baseline, passes now
 
 
@@ -34,7 +38,7 @@ def judged_outcome(record: Mapping[str, Any]) -> Any:
     """The outcome pass rates and baseline comparisons count: a case the verdict mode turned
     into an xfail still failed (a 70% model must not show a 100% pass rate)."""
     outcome = record.get("outcome")
-    if outcome == "xfailed" and record.get("verdict") in (KNOWN, BELOW):
+    if outcome == "xfailed" and record.get("verdict") in (KNOWN, BELOW, REGRESSION):
         return "failed"
     return outcome
 
@@ -96,13 +100,12 @@ class Verdicts:
         if status != "failed":  # error: the case was not evaluated, the model is unknown
             return before, (REGRESSION if before == "passed" else None), None
         why = _why(record)
+        if before == "passed":  # a pass -> fail flip is a regression in every mode (issue 43)
+            if self.mode == "gates" and not record.get("reason"):  # the gates decide
+                return before, REGRESSION, f"{REGRESSION}: {BELOW}: {why} (passed in the baseline)"
+            return before, REGRESSION, None
         if self.mode == "gates":
-            if record.get("reason") and before == "passed":
-                return before, REGRESSION, None
-            note = " (passed in the baseline)" if before == "passed" else ""
-            return before, BELOW, f"{BELOW}: {why}{note}"
+            return before, BELOW, f"{BELOW}: {why}"
         if before == "failed":
             return before, KNOWN, f"{KNOWN}: {why}"
-        if before == "passed":
-            return before, REGRESSION, None
         return before, None, None  # new, skipped or an error in the baseline: strict

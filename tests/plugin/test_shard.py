@@ -89,7 +89,12 @@ def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):
     assert merged["baseline"]["comparable"] is True and merged["baseline"]["passed"] is True
     result.stdout.fnmatch_lines(["queryeval merge: 3 shard(s), 24 cases", "*sdmx*",
                                  "gate PASS*", "gate FAIL*", "*JSON report: *merged.json*"])
-    assert (many.path / "m.md").read_text().startswith("## queryeval: 16/24 passed")
+    line = merged["run"]["outcome_line"]  # every report heads with the last line
+    assert line.startswith("queryeval: FAILED: 8 failed cases (case-00, case-03, case-06 and 5 "
+                           "more); gate f1_ceiling 0.6667 > 0.5")
+    assert result.stdout.lines[-1] == line
+    assert (many.path / "m.md").read_text().startswith(
+        "## ❌ " + line.replace("_", r"\_").replace(">", "&gt;") + "\n\n16 of 24 judged cases passed")
     assert (many.path / "m.html").is_file()
 
 

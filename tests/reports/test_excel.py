@@ -33,7 +33,7 @@ def _members(current, kind, difficulty):
 
 def test_sheets(book):
     _, wb = book
-    assert wb.sheetnames == ["Summary", "All metrics", "Details", "SDMX overview", "Denominators",
+    assert wb.sheetnames == ["Outcome", "Summary", "All metrics", "Details", "SDMX overview", "Denominators",
                              "Run"]
 
 
@@ -202,7 +202,7 @@ def test_run_sheet(book, current):
 def test_empty_report(tmp_path):
     report = {"version": 1, "run": {}, "cases": [], "aggregates": {}, "gates": []}
     wb = openpyxl.load_workbook(write_xlsx(report, tmp_path / "empty.xlsx"))
-    assert wb.sheetnames == ["Summary", "All metrics", "Details", "Run"]
+    assert wb.sheetnames == ["Outcome", "Summary", "All metrics", "Details", "Run"]
 
 
 def test_missing_xlsxwriter(tmp_path, current, monkeypatch):

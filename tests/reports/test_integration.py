@@ -55,7 +55,7 @@ def test_reports_and_baseline_gate(suite):
     assert "Traceback" not in result.stdout.str()
 
     wb = openpyxl.load_workbook(suite.path / "out" / "r.xlsx")
-    assert wb.sheetnames == ["Summary", "All metrics", "Details", "SDMX overview", "Denominators",
+    assert wb.sheetnames == ["Outcome", "Summary", "All metrics", "Details", "SDMX overview", "Denominators",
                              "Run"]
     rows = list(wb["Summary"].iter_rows(values_only=True))
     easy = dict(zip(rows[0], next(r for r in rows if r[:2] == ("sdmx", "easy")), strict=True))
@@ -69,5 +69,12 @@ def test_reports_and_baseline_gate(suite):
     assert '<ul id="regressions"><li><code>c1</code>' in page
 
     md = (suite.path / "out" / "r.md").read_text()
-    assert md.startswith("## queryeval: 2/4 passed (50.0 %) · baseline ❌")
+    # every report heads with the summary's last line (issue 43 item 3)
+    line = ("queryeval: FAILED: 1 regression (c1); 1 failed case (c0); baseline drop: "
+            "macro_precision -0.083 > max drop 0.05 (overall)")
+    assert result.stdout.lines[result.stdout.lines.index(line) + 1].startswith("=")
+    assert md.startswith("## ❌ " + line.replace("_", r"\_").replace(">", "&gt;") + "\n\n"
+                         "2 of 4 judged cases passed (50.0 %) · baseline comparison: FAILED: "
+                         r"macro\_precision -0.083 &gt; max drop 0.05 (overall)")
+    assert f'data-outcome="failed">{line.replace(">", "&gt;")}</p>' in page
     assert r"**Question:** question &lt;b&gt;1&lt;/b&gt; \| x" in md

@@ -223,7 +223,7 @@ def test_html_markdown_and_excel_break_results_down_by_dialect(suite: pytest.Pyt
     assert md[at + 5].startswith(f"| sqlite | 4 | 100.0 % | {ex['sqlite']:.3f} |")
 
     wb = openpyxl.load_workbook(suite.path / "r.xlsx")
-    assert wb.sheetnames[:3] == ["Summary", "All metrics", "By dialect"]
+    assert wb.sheetnames[:4] == ["Outcome", "Summary", "All metrics", "By dialect"]
     sheet = [list(r) for r in wb["By dialect"].iter_rows(values_only=True)]
     assert sheet[0][:4] == ["Dialect", "Number of samples", "Percent correct",
                             "execution_accuracy"]

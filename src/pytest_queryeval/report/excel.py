@@ -1,4 +1,5 @@
-"""Excel report (``--queryeval-xlsx``): Summary with native charts, Details, SDMX overview, Run.
+"""Excel report (``--queryeval-xlsx``): the run's Outcome, Summary with native charts, Details,
+SDMX overview, Run.
 
 Laid out after the Denodo AI SDK evaluator (Summary grouped by difficulty, native charts that
 users can post-process in Excel, one Details row per question) and the SDMX methodology's
@@ -77,6 +78,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
         wb = xlsxwriter.Workbook(tmp, {"strings_to_formulas": False, "strings_to_urls": False,
                                        "strings_to_numbers": False, "nan_inf_to_errors": True})
         fmt = _formats(wb)
+        _outcome_sheet(wb, fmt, report)
         _summary(wb, fmt, report)
         _all_metrics(wb, fmt, report)
         if (report.get("aggregates") or {}).get("by_dialect"):
@@ -129,6 +131,10 @@ def _formats(wb: Any) -> dict[str, Any]:
         "failed": wb.add_format({**base, "bg_color": "#FFC7CE", "font_color": "#9C0006"}),
         "other": wb.add_format({**base, "bg_color": "#EDEDED", "font_color": "#555555"}),
         "title": wb.add_format({"bold": True, "font_size": 13}),
+        "title_passed": wb.add_format({"bold": True, "font_size": 13, "font_color": "#006100",
+                                       "bg_color": "#C6EFCE"}),
+        "title_failed": wb.add_format({"bold": True, "font_size": 13, "font_color": "#9C0006",
+                                       "bg_color": "#FFC7CE"}),
     }
 
 
@@ -597,6 +603,33 @@ def _audit_sheet(wb: Any, fmt: dict[str, Any], audit: Mapping[str, Any]) -> None
     ws.set_column(4, 4, 36)
     ws.set_column(5, 6, 8)
     ws.set_column(7, 7, 100)
+
+
+def _outcome_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+    """The first sheet: the run's outcome in the words of the summary's last line, each
+    cause, then the pass rate with its count, the gates and the baseline comparison."""
+    from ..outcome import pass_rate_text, stated
+    from .numbers import doc_pct
+
+    ws = wb.add_worksheet("Outcome")
+    outcome = stated(report)
+    ws.write_string(0, 0, outcome.line, fmt["title_passed" if outcome.passed else "title_failed"])
+    rows: list[tuple[str, str]] = [("outcome", outcome.word)]
+    rows += [("cause", cause) for cause in outcome.causes]
+    overall = (report.get("aggregates") or {}).get("overall") or {}
+    rows.append(("pass rate", pass_rate_text(overall, doc_pct)))
+    gates = list(report.get("gates") or [])
+    if gates:
+        rows.append(("gates", f"{sum(bool(g.get('passed')) for g in gates)} of {len(gates)} "
+                              "passed"))
+    cmp = report.get("baseline")
+    if isinstance(cmp, Mapping) and cmp.get("verdict"):
+        rows.append(("baseline comparison", str(cmp["verdict"]).removeprefix("baseline ")))
+    for row, (key, value) in enumerate(rows, start=2):
+        ws.write_string(row, 0, key, fmt["text"])
+        _write_text(ws, row, 1, value, fmt["wrap"])
+    ws.set_column(0, 0, 20)
+    ws.set_column(1, 1, 100)
 
 
 def _run_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:

@@ -28,6 +28,7 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
+from ..outcome import Outcome, pass_rate_text, stated
 from ..safetext import printable
 from .columns import (
     difficulty_of,
@@ -40,7 +41,14 @@ from .columns import (
 from .json_report import write_atomic
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
-from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
+from .terminal import (
+    SPEND_HEADERS,
+    arrow,
+    comparison_line,
+    significance_cell,
+    significance_header,
+    spend_cell,
+)
 
 __all__ = ["render_html", "write_html"]
 
@@ -66,6 +74,9 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:32px 0 10px;
 border-bottom:1px solid var(--line);padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
 .facts{color:var(--muted);margin:0 0 8px}
 .verdict{font-size:16px;font-weight:600;margin:8px 0}
+header{border-left:6px solid var(--line);padding-left:12px}
+header.passed{border-color:var(--ok)}header.failed{border-color:var(--bad)}
+.counts{margin:4px 0}
 .ok{color:var(--ok)}.bad{color:var(--bad)}.muted{color:var(--muted)}
 table{border-collapse:collapse;margin:6px 0 12px}
 th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
@@ -184,21 +195,22 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     run: Mapping[str, Any] = report.get("run") or {}
     cases: list[Mapping[str, Any]] = list(report.get("cases") or [])
     gates = list(report.get("gates") or [])
+    outcome = stated(report, comparison)
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="referrer" content="no-referrer">',
-        "<title>queryeval report</title>", f"<style>{STYLE}</style></head><body>",
-        "<header><h1>queryeval report</h1>", _headline(overall, run, gates, comparison),
-        "</header>",
+        f"<title>queryeval report: {outcome.word}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f'<header class="{outcome.word}"><h1>queryeval report</h1>',
+        _headline(outcome, overall, run, gates, comparison), "</header>",
     ]
     if gates:
         parts.append(_gates(gates))
     if report.get("audit"):
         parts.append(_audit(report["audit"]))
     parts.append(_summary(agg, cases, gated_metrics(report), _changed(cases, comparison)))
-    parts.append(_denominators(agg))
     parts.append(_references(agg))
     parts.append(_distributions(cases))
     if comparison is not None:
@@ -211,6 +223,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     if judge.get("judged") or judge.get("errors"):
         parts.append(_judge(judge))
     parts.append(_case_table(report.get("cases") or cases))  # a merge's: read back whole
+    parts.append(_denominators(agg))  # after the cases and their failures: a long table
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
 
@@ -240,19 +253,21 @@ def _denominators(agg: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[Any],
-              cmp: Comparison | None) -> str:
-    judged = sum(int(overall.get(k) or 0) for k in ("passed", "failed", "errors"))
-    bits = [f'<span id="verdict-cases">{int(overall.get("passed") or 0)}/{judged} passed '
-            f"({_pct(overall.get('pass_rate'))})</span>"]
+def _headline(outcome: Outcome, overall: Mapping[str, Any], run: Mapping[str, Any],
+              gates: list[Any], cmp: Comparison | None) -> str:
+    """The run's outcome in the words of the summary's last line (red when it failed), then
+    the pass rate with its count, the gates and the baseline comparison, then the facts."""
+    bits = [f'<span id="verdict-cases">{e(pass_rate_text(overall, _pct))}</span>']
     if gates:
         ok = sum(bool(g.get("passed")) for g in gates)
-        cls = "ok" if ok == len(gates) else "bad"
-        bits.append(f'<span class="{cls}">gates {ok}/{len(gates)}</span>')
+        cls = ' class="bad"' if ok < len(gates) else ""
+        bits.append(f"<span{cls}>gates: {ok} of {len(gates)} passed</span>")
     if cmp is not None:
-        cls = "ok" if cmp.passed else "bad"
-        word = "OK" if cmp.passed else ("not comparable" if not cmp.comparable else "FAILED")
-        bits.append(f'<span class="{cls}">baseline {word}</span>')
+        cls = ' class="bad"' if not cmp.passed else ""
+        bits.append(f'<span{cls} id="verdict-baseline">{e(comparison_line(cmp))}</span>')
+    head = (f'<p class="verdict {"ok" if outcome.passed else "bad"}" id="outcome" '
+            f'data-outcome="{outcome.word}">{e(outcome.line)}</p>'
+            f'<p class="counts">{" · ".join(bits)}</p>')
     facts = []
     if run.get("interrupted"):
         facts.append('<strong class="bad">interrupted: partial results</strong>')
@@ -271,8 +286,7 @@ def _headline(overall: Mapping[str, Any], run: Mapping[str, Any], gates: list[An
         facts.append(f"predictions <code>{e(run['predictions'])}</code>")
     if run.get("queryeval_version"):
         facts.append(f"pytest-queryeval {e(run['queryeval_version'])}")
-    return (f'<p class="verdict">{" · ".join(bits)}</p>'
-            f'<p class="facts">{" · ".join(facts)}</p>')
+    return head + f'<p class="facts">{" · ".join(facts)}</p>'
 
 
 def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:

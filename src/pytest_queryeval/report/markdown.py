@@ -14,7 +14,8 @@ from typing import Any
 
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
-from ..wording import shortlist
+from ..outcome import pass_rate_text, stated
+from ..wording import plural, shortlist
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -25,7 +26,14 @@ from .columns import (
 )
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
-from .terminal import SPEND_HEADERS, arrow, significance_cell, significance_header, spend_cell
+from .terminal import (
+    SPEND_HEADERS,
+    arrow,
+    comparison_line,
+    significance_cell,
+    significance_header,
+    spend_cell,
+)
 
 __all__ = ["render_markdown"]
 
@@ -75,31 +83,29 @@ def _row(cells: list[str]) -> str:
 
 
 def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = None) -> str:
-    """The run summary as GitHub-flavoured Markdown: headline, gates, per kind, baseline."""
+    """The run summary as GitHub-flavoured Markdown: the outcome (the words of the summary's
+    last line), gates, per kind, baseline, failures, then the denominators."""
     out: list[str] = []
     agg: Mapping[str, Any] = report.get("aggregates") or {}
     overall: Mapping[str, Any] = agg.get("overall") or {}
     run: Mapping[str, Any] = report.get("run") or {}
     gates = list(report.get("gates") or [])
-    judged = (overall.get("passed") or 0) + (overall.get("failed") or 0) + (
-        overall.get("errors") or 0)
-    verdicts = []
+    outcome = stated(report, comparison)
+    out.extend([f"## {'✅' if outcome.passed else '❌'} {md(outcome.line)}", ""])
+    counts = [md(pass_rate_text(overall, _pct))]
     if gates:
         ok = sum(bool(g.get("passed")) for g in gates)
-        verdicts.append(f"gates {ok}/{len(gates)} {'✅' if ok == len(gates) else '❌'}")
+        counts.append(f"gates: {ok} of {len(gates)} passed")
     if comparison is not None:
-        verdicts.append("baseline " + ("✅" if comparison.passed else "❌"))
-    head = (f"## queryeval: {overall.get('passed', 0)}/{judged} passed "
-            f"({_pct(overall.get('pass_rate'))})")
-    out.append(head + (" · " + " · ".join(verdicts) if verdicts else ""))
-    out.append("")
+        counts.append(md(comparison_line(comparison)))
+    out.extend([" · ".join(counts), ""])
     facts = []
     if run.get("interrupted"):
         facts.append("**interrupted: partial results**")
-    counts = [f"{overall.get(k)} {label}" for k, label in
-              (("count", "cases"), ("errors", "errors"), ("skipped", "skipped"),
-               ("xfailed", "xfailed")) if overall.get(k)]
-    facts.extend(counts)
+    counted = [f"{overall.get(k)} {label}" for k, label in
+               (("count", "cases"), ("errors", "errors"), ("skipped", "skipped"),
+                ("xfailed", "xfailed")) if overall.get(k)]
+    facts.extend(counted)
     if run.get("duration_s") is not None:
         facts.append(f"{float(run['duration_s']):.1f} s")
     if run.get("model"):
@@ -116,14 +122,17 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     if report.get("audit"):
         out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg, gated_metrics(report)))
-    out.extend(_denominators(agg))
     out.extend(_references(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))
     out.extend(_judge(report.get("judge")))
-    used = sum(len(line) + 1 for line in out)
+    # the failures before the denominators (a 32-row table pushed them down the page), and
+    # the denominators kept within the size cap
+    denominators = _denominators(agg)
+    used = sum(len(line) + 1 for line in [*out, *denominators])
     out.extend(_failures(report.get("cases") or [], MAX_CHARS - used))
+    out.extend(denominators)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -235,25 +244,27 @@ def _kinds(agg: Mapping[str, Any], gated: set[str] | None = None) -> list[str]:
     return out
 
 
+#: The most gated metrics a table leads with: with latency, tokens and cost a per-kind table
+#: stays about ten columns wide (it was 15 to 19); the HTML and Excel reports have them all.
+MAX_LEAD = 4
+
+
 def _group_table(label: str, groups: Sequence[tuple[str, Mapping[str, Any]]],
                  gated: set[str] | None) -> list[str]:
-    """One summary table, a row per (already escaped) group name; the kinds' and the
+    """One summary table, a row per (already escaped) group name: the few columns that
+    decide (cases, pass rate, the gated metrics, latency, tokens, cost); the kinds' and the
     dialects' tables share it, so their columns agree."""
     out: list[str] = []
     names = ordered_metrics(m for _, s in groups for m in (s.get("metrics") or {}))
-    lead = lead_metrics(names, gated or set())
-    rest = [m for m in names if m not in lead and not is_detail_metric(m)
-            and not lower_is_better(m)]
+    lead = lead_metrics(names, gated or set())[:MAX_LEAD]
     latency = LATENCY_METRIC in names
     spend = [m for m in USAGE_METRICS if m in names]
     header = [label, "cases", "pass rate", *(md(m) for m in lead)]
     if latency:
         header.append("latency (s)")
     header += [SPEND_HEADERS[m] for m in spend]
-    header += [md(m) for m in rest]
     out.append(_row(header))
-    out.append("|---|---:|---:|" + "---:|" * (len(lead) + len(rest) + int(latency)
-                                              + len(spend)))
+    out.append("|---|---:|---:|" + "---:|" * (len(lead) + int(latency) + len(spend)))
     for name, stats in groups:
         metrics = stats.get("metrics") or {}
         cells = [name, str(stats.get("count", 0)), _pct(stats.get("pass_rate")),
@@ -262,13 +273,18 @@ def _group_table(label: str, groups: Sequence[tuple[str, Mapping[str, Any]]],
             lat = metrics.get(LATENCY_METRIC)
             cells.append(f"{lat['mean']:.2f} ± {lat['std']:.2f}" if lat else "–")
         cells += [spend_cell(m, metrics.get(m)) for m in spend]
-        cells += [_num((metrics.get(m) or {}).get("mean")) for m in rest]
         out.append(_row(cells))
-    hidden = len([m for m in names if is_detail_metric(m)])
-    if hidden:
+    shown = {*lead, *spend, LATENCY_METRIC}
+    others = [m for m in names if m not in shown and not lower_is_better(m)
+              and not is_detail_metric(m)]
+    detail = sum(is_detail_metric(m) for m in names)
+    parts = [f"{plural(len(others), 'other metric')} ({md(shortlist(others, 4))})"] \
+        if others else []
+    if detail:
+        parts.append(f"{detail} per-component/per-dimension metrics")
+    if parts:
         out.append("")
-        out.append(f"<sub>{hidden} per-component/per-dimension metrics are in the JSON "
-                   f"and Excel reports.</sub>")
+        out.append(f"<sub>{' and '.join(parts)} are in the HTML, Excel and JSON reports.</sub>")
     out.append("")
     return out
 

@@ -230,7 +230,11 @@ def verdict_lines(report: Mapping[str, Any], limit: int = 10, *,
     if groups[BELOW] or mode == "gates":
         counts.append(f"{len(groups[BELOW])} below threshold (xfailed)")
     if baseline or mode == "baseline":
-        counts += [plural(len(groups[REGRESSION]), "regression"), f"{len(groups[FIXED])} fixed"]
+        xfailed = sum(c.get("verdict") == REGRESSION and c.get("outcome") == "xfailed"
+                      for c in cases)  # gates mode: the gates decide
+        counts += [plural(len(groups[REGRESSION]), "regression")
+                   + (f" ({xfailed} xfailed: the gates decide)" if xfailed else ""),
+                   f"{len(groups[FIXED])} fixed"]
     lines = [f"verdict {mode}: " + ", ".join(counts)]
     for title, ids in (("REGRESSION", groups[REGRESSION]), ("fixed", groups[FIXED])):
         if ids:
@@ -355,49 +359,13 @@ def _gate_cases(gate: Mapping[str, Any]) -> str:
         "judged" if gate["stat"] == "pass_rate" else "scored")
 
 
-def _gate_failure(gate: Mapping[str, Any]) -> str:
-    """``gate pass_rate 0.62 < 0.9``: a failed gate as a cause of the run's failure."""
-    if gate["value"] is None:
-        return f"gate {gate['name']} scored nothing"
-    worse = "<" if (gate.get("op") or ">=") == ">=" else ">"
-    return f"gate {gate['name']} {gate['value']:.4g} {worse} {gate['limit']:g}"
-
-
-def _ids(ids: Sequence[str], limit: int = 3) -> str:
-    return f" ({shortlist(ids, limit)})"
-
-
 def outcome_line(report: Mapping[str, Any], *, failed: bool,
                  problems: Sequence[str] = ()) -> str:
-    """The summary's last line: the run's outcome and every cause of a failure, e.g.
-    ``queryeval: FAILED: 1 regression (count-patients); gate pass_rate 0.62 < 0.9``.
+    """The summary's last line: :func:`~pytest_queryeval.outcome.run_outcome`'s (``failed``:
+    the session fails), which every report's headline states in the same words."""
+    from ..outcome import run_outcome
 
-    ``failed`` is whether the session fails; ``problems`` are causes the report does not
-    record (a baseline that was not updated). A session that fails for none of the report's
-    causes failed on something pytest reports itself (a collection error, a plain test)."""
-    cases = report.get("cases") or []
-    causes: list[str] = []
-    regressions = [str(c["id"]) for c in cases if c.get("verdict") == REGRESSION]
-    if regressions:
-        causes.append(plural(len(regressions), "regression") + _ids(regressions))
-    for outcome, word in (("failed", "failed case"), ("error", "error")):
-        ids = [str(c["id"]) for c in cases
-               if c.get("outcome") == outcome and c.get("verdict") != REGRESSION]
-        if ids:
-            causes.append(plural(len(ids), word) + _ids(ids))
-    causes.extend(_gate_failure(g) for g in report.get("gates") or [] if not g["passed"])
-    comparison = report.get("baseline")
-    if isinstance(comparison, Mapping) and not comparison.get("passed", True):
-        text = str(comparison.get("verdict") or "baseline FAILED")
-        causes.append(text.replace("baseline FAILED: ", "baseline drop: ", 1))
-    causes.extend(problems)
-    if causes:
-        return "queryeval: FAILED: " + "; ".join(causes)
-    if failed:
-        return "queryeval: FAILED outside the cases (see pytest's summary)"
-    forgiven = [f"{n} {v}" for v in (KNOWN, BELOW)
-                if (n := sum(c.get("verdict") == v for c in cases))]
-    return "queryeval: PASSED" + (f" ({', '.join(forgiven)}, xfailed)" if forgiven else "")
+    return run_outcome(report, failing=failed, problems=problems).line
 
 
 def _show(value: Any, limit: int = 2000) -> str:
