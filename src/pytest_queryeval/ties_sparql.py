@@ -17,9 +17,9 @@ that is not a projected variable is appended to the projection as
 row past the window).
 
 Out of reach (the strict comparison stands, with the reason in ``details.ties.skipped``):
-a query form other than SELECT, ``SELECT *`` with keys to add (it cannot take more columns), DISTINCT or REDUCED ordered by
-expressions outside the projection, a VALUES clause after the modifiers, and a LIMIT/OFFSET
-that is not a literal integer. Pure: no execution.
+a query form other than SELECT, ``SELECT *`` with keys to add (it cannot take more columns),
+DISTINCT or REDUCED ordered by expressions outside the projection, a VALUES clause after the
+modifiers, and a LIMIT/OFFSET that is not a literal integer. Pure: no execution.
 """
 
 from __future__ import annotations
