@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .results import show_value
+
 #: Widths up to this try every column permutation; wider tables try the identity only.
 MAX_PERMUTED_WIDTH = 6
 #: Name prefix of the appended key columns.
@@ -184,7 +186,7 @@ class TieAnalysis:
         by = ", ".join(self.query.order_by)
         lines: list[str] = []
         for g in self.tied[:limit]:
-            key = ", ".join(map(repr, g.key))
+            key = ", ".join(map(show_value, g.key))  # an RDF term as SPARQL writes it
             kept = g.stop - g.start
             where = f"row {g.start + 1}" if kept == 1 else f"rows {g.start + 1}-{g.stop}"
             if g.at_cut:

@@ -79,6 +79,7 @@ class _Options:
     limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
     order_matters: bool = False  # TEXT2SPARQL RESULT_ORDER_MATTERS: ndcg is scored
+    tie_aware: bool = True  # execution_accuracy accepts another order or choice among ties
 
 
 @dataclass
@@ -86,6 +87,7 @@ class _Gold:
     query: str | None
     table: ResultTable
     cached: bool = False
+    recorded: bool = False  #: a ``gold_result``: nothing to re-run for the tie analysis
 
 
 class SparqlKind:
@@ -97,7 +99,7 @@ class SparqlKind:
     default_thresholds: ClassVar[Mapping[str, float]] = {"execution_accuracy": 1.0}
     option_keys: ClassVar[frozenset[str]] = frozenset(
         {"compare", "timeout", "max_rows", "arity_from", "max_query_bytes", "features",
-         "result_order_matters", *OPTION_KEYS})
+         "result_order_matters", "tie_aware", *OPTION_KEYS})
 
     # -- contract: names and validation ---------------------------------------------------------
 
@@ -215,6 +217,10 @@ class SparqlKind:
             except SearchBudgetExhausted as e:  # a score is never guessed
                 undecided = undecided or e
                 continue
+            if opts.tie_aware and src is not None and gold.query is not None \
+                    and not gold.recorded and scored.metrics.get("execution_accuracy") != 1.0 \
+                    and _order_matters(gold):
+                scored.diff.extend(_ties(gold, pred_table, src, ctx, opts, scored))
             scored.details["gold_index"] = index
             if len(golds) > 1:
                 scored.details["gold_alternatives"] = len(golds)
@@ -234,7 +240,7 @@ class SparqlKind:
                 raise GoldError("the recorded gold result is marked truncated")
             table = _normalized(case.gold_result)
             assert table is not None
-            return _Gold(query, table)
+            return _Gold(query, table, recorded=True)
         if query is None or src is None:
             raise GoldError("no gold query to execute")
         table, cached = run_gold(src, query, ctx, GOLD_CACHE, opts.limits,
@@ -353,6 +359,66 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
                   compared=compared)
 
 
+def _ties(gold: _Gold, pred: ResultTable, src: DataSource, ctx: Context, opts: _Options,
+          scored: Scored) -> list[str]:
+    """Tie-aware ``execution_accuracy``, as the SQL kind's (:meth:`.sql._SqlRun.ties`): when
+    the gold's ORDER BY leaves solutions tied, a prediction that orders or picks them
+    differently scores 1 (``details.execution_accuracy_strict`` keeps the strict value); the
+    reference metrics (TEXT2SPARQL, GERBIL, ndcg) are left as they are. A gold that cannot be
+    analysed keeps the strict value, with the reason in ``details.ties.skipped``."""
+    from .. import ties
+    from ..ties_sparql import keyed_sparql
+
+    assert gold.query is not None
+    details, metrics = scored.details, scored.metrics
+    if not ties.could_match(gold.table.rows, pred.rows):
+        return []
+    query = keyed_sparql(gold.query, tuple(gold.table.columns))
+    if isinstance(query, str):
+        details["ties"] = {"skipped": query}
+        return []
+
+    def run(text: str) -> list[Any] | None:
+        try:
+            return list(run_gold(src, text, ctx, GOLD_CACHE, opts.limits,
+                                 cacheable=_no_bnodes)[0].rows)
+        except SourceUnavailable:
+            raise
+        except QueryEvalError:
+            return None
+
+    keyed = ties.probed_rows(query, run)
+    if keyed is None:
+        keyed = run(query.sql)
+        if keyed is None:
+            details["ties"] = {"skipped": "the keyed gold failed"}
+            return []
+    norm = opts.compare.normalise
+    analysis = ties.analyse(query, keyed, gold.table.rows, norm)
+    if isinstance(analysis, str):
+        details["ties"] = {"skipped": analysis}
+        return []
+    if not analysis.tied:
+        return []
+    info = analysis.to_details()
+    perm = ties.tie_match(analysis, pred.rows, norm)
+    info["accepted"] = perm is not None
+    details["ties"] = info
+    lines = analysis.describe()
+    if perm is None:
+        lines.append("ties: the prediction differs from the gold even allowing any order "
+                     "and choice among tied solutions")
+        return lines
+    details["execution_accuracy_strict"] = metrics["execution_accuracy"]
+    metrics["execution_accuracy"] = 1.0
+    if perm != tuple(range(len(perm))):
+        info["column_mapping"] = list(perm)
+    lines.append("execution_accuracy: 1 allowing for ties (the strict comparison, which "
+                 "needs the gold's exact order and selection, gives 0: "
+                 "details.execution_accuracy_strict)")
+    return lines
+
+
 def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,
              golds: list[_Gold], opts: _Options) -> Scored:
     """Every scored metric at 0, with the reason; the reference-named set metrics score an
@@ -382,6 +448,10 @@ def _parse_options(case: Case) -> _Options:
     opts.limits = limits(o)
     opts.max_query_bytes = max_query_bytes(o)
     opts.order_matters = _result_order_matters(o)
+    tie_aware = o.get("tie_aware", True)
+    if not isinstance(tie_aware, bool):
+        raise ConfigError("must be true or false", key="tie_aware")
+    opts.tie_aware = tie_aware
     return opts
 
 
