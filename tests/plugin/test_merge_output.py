@@ -58,7 +58,7 @@ def _record(n: int, attempt: int) -> dict[str, object]:
         "gold": f"SELECT COUNT(*) FROM t{n}", "signature": f"{n:016x}",
         "error": error, "reason": reason, "diff": [] if ok else [f"missing rows: ({n},)"],
         "near_miss": None, "details": details, "settings": {"compare": {"order": n % 2 == 0}},
-        "baseline_status": None, "verdict": None, "identity": f"{n:032x}",
+        "baseline_status": None, "standing": None, "identity": f"{n:032x}",
     }
 
 
@@ -75,7 +75,7 @@ def _shards(folder: Path) -> list[str]:
             run = {"started": f"2026-11-23T0{attempt}:00:0{index % 10}+00:00",
                    "finished": f"2026-11-23T0{attempt}:30:00+00:00", "duration_s": 12.5 * index,
                    "interrupted": interrupted, "queryeval_version": "0.1.0", "model": "m",
-                   "predictions": "preds.jsonl", "verdict": "strict",
+                   "predictions": "preds.jsonl", "gating": "strict",
                    "settings": {"sql": {"compare": {"order": False}}}, "workers": 2,
                    "shard": f"{index}/{SHARDS}", "suite": {"cases": CASES, "digest": "d"},
                    "suite_ids": IDS, "exitstatus": 2 if interrupted else 1}
