@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from .declare import (
     AUDIT_FLAG,
     DEFAULT_FILES,
+    GATING_MODES,
     NEIGHBOURS_FLAG,
     REPORT_FILES,
-    GATING_MODES,
     WORST,
     WRITE_TRANSPILED_FLAG,
     AddOption,
@@ -385,5 +385,16 @@ def _neighbour_settings(config: pytest.Config, report: ReportOptions
     return (replace(base, databases=databases), base), problems
 
 
-__all__ = ["AUDIT_FLAG", "NEIGHBOURS_FLAG", "REPORT_FILES", "GATING_MODES", "WORST", "AddOption",
-           "ReportOptions", "RunOptions", "add_ini", "add_report_options", "add_run_options"]
+__all__ = [
+    "AUDIT_FLAG",
+    "GATING_MODES",
+    "NEIGHBOURS_FLAG",
+    "REPORT_FILES",
+    "WORST",
+    "AddOption",
+    "ReportOptions",
+    "RunOptions",
+    "add_ini",
+    "add_report_options",
+    "add_run_options",
+]
