@@ -191,3 +191,14 @@ def test_the_old_spellings_still_work_with_a_deprecation_warning(sql_suite):
     keyed = sql_suite.runpytest("-p", "no:cacheprovider")
     keyed.stdout.fnmatch_lines(["*test_cases.yaml:*: cases[[]0[]].repeat_verdict: repeat_verdict "
                                 "is deprecated, use repeat_rule (same values)*"])
+
+
+def test_queryeval_merge_names_the_old_option(tmp_path, monkeypatch, capsys):
+    from pytest_queryeval.merge import run as merge_run
+
+    monkeypatch.chdir(tmp_path)
+    status = merge_run(["missing.json", "--queryeval-verdict=strict"])
+    err = capsys.readouterr().err
+    assert "queryeval merge: warning: --queryeval-verdict is deprecated, use --queryeval-gating " \
+           "(same values)" in err
+    assert status == 4  # the missing shard is still refused, after the warning
