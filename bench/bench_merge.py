@@ -61,7 +61,7 @@ def _record(case_id: str, n: int) -> dict[str, object]:
         "predicted": f"SELECT count(*) FROM t{n}", "gold": f"SELECT COUNT(*) FROM t{n}",
         "error": None, "reason": None, "diff": [] if ok else ["missing rows: (3,)"],
         "details": {"gold_cached": True, "row_counts": {"gold": 1, "predicted": 1}},
-        "settings": {}, "baseline_status": None, "verdict": None,
+        "settings": {}, "baseline_status": None, "standing": None,
     }
 
 
@@ -79,7 +79,7 @@ def write_shards(folder: Path, shards: int, per_shard: int, retried: int = 0) ->
         run = {"started": "2026-11-23T00:00:00+00:00", "finished": "2026-11-23T00:01:00+00:00",
                "duration_s": 60.0, "exitstatus": 1, "interrupted": False,
                "queryeval_version": "bench", "model": None, "predictions": None,
-               "verdict": "strict", "settings": {}, "workers": 0,
+               "gating": "strict", "settings": {}, "workers": 0,
                "shard": f"{index}/{shards}", "suite": suite, "suite_ids": ids}
         path = folder / f"shard-{index}.json"
         if index <= retried:  # an interrupted first attempt (a tenth of the cases), retried

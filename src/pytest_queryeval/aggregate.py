@@ -50,8 +50,8 @@ def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     the ``total`` of the timing and usage metrics (tokens, ``cost_usd``, seconds).
 
     Metric means include xfailed cases (their scores are real); pass rates exclude skipped
-    and xfailed cases, as pytest's own summary does, except the cases a verdict mode reported
-    as xfailed (``xfailed_by_verdict``): they failed, and count so.
+    and xfailed cases, as pytest's own summary does, except the cases a gating mode reported
+    as xfailed (``xfailed_by_gating``): they failed, and count so.
     """
     return _Partial(records).stats()
 
@@ -78,7 +78,7 @@ class _Partial:
             count += 1
             outcome = rec.get("outcome")
             if outcome == "xfailed" and judged_outcome(rec) == "failed":
-                granted += 1  # xfailed by --queryeval-verdict: still a failure for the pass rate
+                granted += 1  # xfailed by --queryeval-gating: still a failure for the pass rate
             if outcome in PASSED_OUTCOMES:
                 passed += 1
             elif outcome == "failed":
@@ -140,7 +140,7 @@ class _Partial:
         out: dict[str, Any] = {
             "count": count, "scored": scored, "passed": passed, "failed": failed,
             "errors": errors, "skipped": skipped, "xfailed": xfailed,
-            "xfailed_by_verdict": granted,
+            "xfailed_by_gating": granted,
             "pass_rate": passed / judged if judged else None, "metrics": {},
         }
         for name in sorted(values):
@@ -286,7 +286,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
             value = stats["pass_rate"]
             # skipped and xfailed cases are selected but not judged
             over = (stats["passed"] + stats["failed"] + stats["errors"]
-                    + stats["xfailed_by_verdict"])
+                    + stats["xfailed_by_gating"])
         else:
             metric = stats["metrics"].get(gate.metric)
             value = None if not metric else metric["mean"] if gate.stat == "mean" else \

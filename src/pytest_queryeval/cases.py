@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from . import kinds as kind_registry
 from .config import SuiteConfig
 from .config import suggest as _suggest
+from .deprecated import QueryevalDeprecationWarning, renamed_key
 from .errors import ConfigError
 from .model import Case, Kind, Threshold
 from .numeric import option_limit
@@ -30,14 +32,15 @@ from .yamlload import LocDict, LocList, load_file, plain
 CASE_KEYS = frozenset({
     "id", "name", "question", "gold", "predicted", "kind", "datasource", "difficulty", "tags",
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
-    "conversation", "timeout", "max_rows", "repeat", "repeat_verdict", "severity", "evidence",
+    "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
+    "evidence",
     "external_knowledge", "judge",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
                        "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
-                       "repeat", "repeat_verdict", "severity", "judge"})
+                       "repeat", "repeat_rule", "repeat_verdict", "severity", "judge"})
 #: ``severity:`` values; ``critical`` cases fail the baseline gate on any pass → fail flip.
 SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
@@ -466,7 +469,7 @@ class _Draft:
         self.case.options = options
 
     def repeat(self) -> None:
-        """``repeat`` (a positive integer) and ``repeat_verdict`` (all, majority, any). A case
+        """``repeat`` (a positive integer) and ``repeat_rule`` (all, majority, any). A case
         that writes its own prediction and asks for repeats is a mistake: the same text N
         times."""
         from .repeats import RULES
@@ -488,13 +491,19 @@ class _Draft:
                                 f"text {value} times; repeat asks a live predictions source "
                                 "(http, command, python, openai) for N predictions: remove "
                                 "'repeat' or the inline one")
-        verdict = merged.get("repeat_verdict", "all")
-        if verdict not in RULES:
-            self.errors.add(self._where("repeat_verdict"), "repeat_verdict",
-                            self.kp("repeat_verdict"),
-                            f"must be one of {', '.join(RULES)}, not {verdict!r}")
+        key = renamed_key(merged, "repeat_rule") or "repeat_rule"
+        if key != "repeat_rule":
+            where = self._where(key)
+            warnings.warn(QueryevalDeprecationWarning(
+                f"{case.file}:{where.line_of(key) if isinstance(where, LocDict) else 0}: "
+                f"{self.kp(key)}: {key} is deprecated, use repeat_rule (same values)"),
+                stacklevel=2)
+        rule = merged.get(key, "all")
+        if rule not in RULES:
+            self.errors.add(self._where(key), key, self.kp(key),
+                            f"must be one of {', '.join(RULES)}, not {rule!r}")
         else:
-            case.repeat_verdict = str(verdict)
+            case.repeat_rule = str(rule)
 
     def thresholds(self) -> None:
         """ini < suite < file < case < command line, metric by metric; names checked against

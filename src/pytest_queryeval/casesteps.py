@@ -40,7 +40,7 @@ class CaseOutcome:
 def failures_count_as_model(case: Case, exc: QueryEvalError) -> bool:
     """Whether the prediction error ``exc`` is the model's failure: its source was asked and
     gave no answer (:class:`AnswerFailed`) and the suite says ``predictions: {failures:
-    model}``. Otherwise it is an infrastructure error: never forgiven by a verdict mode, and
+    model}``. Otherwise it is an infrastructure error: never forgiven by a gating mode, and
     it blocks a baseline update."""
     spec = case.prediction_source or {}
     return isinstance(exc, AnswerFailed) and spec.get("failures") == "model"
@@ -48,7 +48,7 @@ def failures_count_as_model(case: Case, exc: QueryEvalError) -> bool:
 
 def model_failure(case: Case, exc: QueryEvalError) -> CaseOutcome:
     """A ``failed`` case for a prediction that failed (see :func:`failures_count_as_model`):
-    the verdict modes and the baseline treat it as any failure with a reason (a regression
+    the gating modes and the baseline treat it as any failure with a reason (a regression
     when it passed in the baseline, known when it failed there too). The metrics its
     thresholds require a minimum of score 0, as for a query that failed, so that their means
     count the case."""

@@ -218,7 +218,7 @@ class QueryEvalItem(pytest.Item):
         xfail = None
         if runner.verdicts is not None and not audit \
                 and self.get_closest_marker("xfail") is None:
-            record["baseline_status"], record["verdict"], xfail = runner.verdicts.decide(record)
+            record["baseline_status"], record["standing"], xfail = runner.verdicts.decide(record)
         self.stash[RECORD] = record
         runner.gc.after_case()
         if runner.options.junit_properties:

@@ -256,7 +256,7 @@ class Controller:
         return build_report(
             public, started=self.started, exitstatus=exitstatus, gates=gates,
             model=self._model(files),
-            verdict_mode=self.options.verdict_mode, suite_ids=self.runner.suite_ids,
+            gating=self.options.gating, suite_ids=self.runner.suite_ids,
             shard=self.options.shard,
             workers=getattr(self.config.option, "numprocesses", None) or 0)
 

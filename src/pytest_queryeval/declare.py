@@ -24,7 +24,11 @@ DEFAULT_FILES = ("test_*.yaml", "test_*.yml")
 
 AddOption = Callable[..., object]
 
-VERDICT_MODES = ("strict", "baseline", "gates")
+GATING_MODES = ("strict", "baseline", "gates")
+#: Deprecated spellings (old -> new), accepted for one release with a deprecation warning
+#: (docs/reference.md, Glossary).
+RENAMED_OPTIONS = {"--queryeval-verdict": "--queryeval-gating"}
+RENAMED_INI = {"queryeval_verdict": "queryeval_gating"}
 AUDIT_FLAG = "--queryeval-audit-golds"
 NEIGHBOURS_FLAG = "--queryeval-neighbours"
 WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
@@ -113,12 +117,15 @@ def add_report_options(add: AddOption, *, merge: bool = False) -> None:
     add("--queryeval-update-baseline", action="store_true",
         help="write this run's JSON report to the baseline (--queryeval-baseline" +
              (")" if merge else ", else ini queryeval_baseline)"))
-    add("--queryeval-verdict", choices=VERDICT_MODES, default=None,
-        help="the mode the shards ran with (checked: it is applied as cases run)" if merge else
-        "what fails the session (ini queryeval_verdict, default strict): strict, every "
+    add("--queryeval-gating", choices=GATING_MODES, default=None,
+        help="the gating mode the shards ran with (checked: it is applied as cases run)"
+        if merge else
+        "what fails the session (ini queryeval_gating, default strict): strict, every "
         "case below its threshold; baseline, only cases that passed in "
         "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
         "baseline comparison (cases below threshold are xfailed)")
+    add("--queryeval-verdict", choices=GATING_MODES, default=None,
+        help="deprecated spelling of --queryeval-gating")
     add("--queryeval-force-baseline", action="store_true",
         help="with --queryeval-update-baseline: write the baseline even from a filtered, "
              "interrupted or erroring run")
@@ -148,8 +155,9 @@ def add_ini(add: Callable[..., object]) -> None:
         help="default thresholds, one metric=value per line")
     add("queryeval_junit_properties", type="bool", default=True,
         help="write queryeval.<metric> properties on junit testcases")
-    add("queryeval_verdict", default="strict",
-        help="strict, baseline or gates (see --queryeval-verdict)")
+    add("queryeval_gating", default="",
+        help="strict, baseline or gates (see --queryeval-gating; default strict)")
+    add("queryeval_verdict", default="", help="deprecated spelling of queryeval_gating")
     add("queryeval_significance", default="",
         help="significance level of the baseline gate (see --queryeval-significance)")
     add("queryeval_gold_cache", default="",

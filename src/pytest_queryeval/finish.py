@@ -26,7 +26,7 @@ def _iso(ts: float) -> str:
 
 def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: int,
                  gates: list[dict[str, Any]], model: tuple[str | None, str | None],
-                 verdict_mode: str, suite_ids: list[str] | None,
+                 gating: str, suite_ids: list[str] | None,
                  shard: tuple[int, int] | None, workers: int) -> dict[str, Any]:
     """The JSON report of a run (``shard``: ``--queryeval-shard``, recorded as ``I/N``, what
     ``queryeval merge`` checks)."""
@@ -41,7 +41,7 @@ def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: i
             "duration_s": round(time.time() - started, 3), "exitstatus": exitstatus,
             "interrupted": exitstatus == pytest.ExitCode.INTERRUPTED,
             "queryeval_version": __version__, "model": label, "predictions": predictions,
-            "verdict": verdict_mode,
+            "gating": gating,
             "settings": run_settings(records),
             "workers": workers,
             "shard": f"{shard[0]}/{shard[1]}" if shard else None,

@@ -6,7 +6,7 @@ one process (:func:`pytest_queryeval.conclude.conclude`): aggregates, gates and 
 comparison over the union, every report option of the plugin, and the same exit status.
 
 Shards that cannot be one run are refused (exit 4, nothing written): another report version,
-queryeval version, suite (the digest of its case ids), model, predictions source, verdict mode,
+queryeval version, suite (the digest of its case ids), model, predictions source, gating mode,
 scoring settings of a kind, shard count, a gate of the same name defined differently, or a
 gold audit's mode (``--queryeval-audit-golds``). Several reports of one shard are attempts of it
 (a scheduler's retry): the latest complete record of each case wins and the attempts are listed
@@ -42,7 +42,7 @@ from .wording import shortlist
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
 OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5
 #: ``run`` fields every shard of one run shares (``suite`` and ``settings`` checked apart).
-SAME_RUN = ("queryeval_version", "model", "predictions", "verdict")
+SAME_RUN = ("queryeval_version", "model", "predictions", "gating")
 GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty", "op")
 LISTED = 10
 
@@ -365,6 +365,10 @@ def run(argv: Sequence[str]) -> int:
     cwd = Path.cwd()
     options = ReportOptions.from_namespace(args, cwd)
     err = sys.stderr
+    from .deprecated import deprecated_spellings
+
+    for old, new in deprecated_spellings(args):
+        print(f"queryeval merge: warning: {old} is deprecated, use {new} (same values)", file=err)
     problems = _usage(options)
     if problems:
         print("queryeval merge: invalid options:", *(f"  {p}" for p in problems), sep="\n",
@@ -373,10 +377,10 @@ def run(argv: Sequence[str]) -> int:
     try:
         shards = load_shards([Path(p) for p in args.shards])
         merged = merge_reports(shards)
-        mode = merged.report["run"].get("verdict") or "strict"
-        if options.verdict and options.verdict != mode:
-            raise MergeRefused(f"--queryeval-verdict={options.verdict}, but the shards ran with "
-                               f"{mode} (a verdict mode is applied as the cases run)")
+        mode = merged.report["run"].get("gating") or "strict"
+        if options.gating and options.gating != mode:
+            raise MergeRefused(f"--queryeval-gating={options.gating}, but the shards ran with "
+                               f"{mode} (a gating mode is applied as the cases run)")
     except MergeRefused as exc:
         print(f"queryeval merge: refused: {exc}", file=err)
         return USAGE_ERROR

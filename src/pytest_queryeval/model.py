@@ -117,9 +117,9 @@ class Case:
     prediction_base: Path | None = None
     prediction_errors: list[str] = field(default_factory=list)
     #: ``repeat:`` (predictions asked per case, for non-deterministic models) and
-    #: ``repeat_verdict:`` (how the runs' verdicts make the case's: all, majority or any).
+    #: ``repeat_rule:`` (how the runs' outcomes make the case's: all, majority or any).
     repeat: int = 1
-    repeat_verdict: str = "all"
+    repeat_rule: str = "all"
     #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.pricing.Price`) and its
     #: ``model:`` label, the price looked up when the source does not name its model.
     pricing: dict[str, Any] = field(default_factory=dict)

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from .declare import (
     AUDIT_FLAG,
     DEFAULT_FILES,
+    GATING_MODES,
     NEIGHBOURS_FLAG,
     REPORT_FILES,
-    VERDICT_MODES,
     WORST,
     WRITE_TRANSPILED_FLAG,
     AddOption,
@@ -65,7 +65,8 @@ class ReportOptions:
     force_baseline: bool
     max_drop: list[str]
     significance: str | None
-    verdict: str | None
+    #: ``--queryeval-gating`` (or its deprecated spelling ``--queryeval-verdict``).
+    gating: str | None
     tags: bool
     worst: int
     spider_table: bool
@@ -81,7 +82,7 @@ class ReportOptions:
             update_baseline=bool(ns.queryeval_update_baseline),
             force_baseline=bool(ns.queryeval_force_baseline),
             max_drop=list(ns.queryeval_max_drop), significance=ns.queryeval_significance,
-            verdict=ns.queryeval_verdict, tags=bool(ns.queryeval_tags),
+            gating=ns.queryeval_gating or ns.queryeval_verdict, tags=bool(ns.queryeval_tags),
             worst=ns.queryeval_worst, spider_table=bool(ns.queryeval_spider_table))
 
     def path(self, name: str) -> Path | None:
@@ -148,7 +149,8 @@ class RunOptions:
     resume: Resume | None
     #: ``--queryeval-shard-durations`` (or ini): case id -> seconds; None: shards by hash.
     shard_durations: dict[str, float] | None
-    verdict_mode: str
+    #: ``--queryeval-gating``: what fails the session (strict, baseline, gates).
+    gating: str
     junit_properties: bool
     #: ini ``queryeval_baseline`` (the baseline to update when no --queryeval-baseline).
     baseline_ini: str
@@ -228,7 +230,7 @@ class RunOptions:
             audit_judge=get("queryeval_audit_judge"),
             shard=None, audit=get("queryeval_audit_golds"),
             write_transpiled=bool(get("queryeval_write_transpiled")), resume=None,
-            shard_durations=None, verdict_mode="strict",
+            shard_durations=None, gating="strict",
             junit_properties=bool(config.getini("queryeval_junit_properties")),
             baseline_ini=str(config.getini("queryeval_baseline")),
             significance_ini=significance_ini,
@@ -273,14 +275,21 @@ class RunOptions:
         if problems:
             raise pytest.UsageError("\n".join(["queryeval: invalid options:",
                                                *(f"  {p}" for p in problems)]))
+        from .deprecated import QueryevalDeprecationWarning, deprecated_spellings
         from .verdict import parse_mode
 
+        for old, new in deprecated_spellings(config.option, config.getini):
+            config.issue_config_time_warning(QueryevalDeprecationWarning(
+                f"queryeval: {old} is deprecated, use {new} (same values)"), stacklevel=2)
         try:
-            mode = parse_mode(report.verdict, str(config.getini("queryeval_verdict")),
-                              bool(report.baseline))
+            mode = parse_mode(report.gating, str(config.getini("queryeval_gating") or "")
+                              or str(config.getini("queryeval_verdict") or ""),
+                              bool(report.baseline), ini_name=(
+                                  "queryeval_gating" if config.getini("queryeval_gating")
+                                  else "queryeval_verdict"))
         except ValueError as exc:
             raise pytest.UsageError(f"queryeval: {exc}") from None
-        return replace(options, shard=shard, verdict_mode=mode, resume=resume,
+        return replace(options, shard=shard, gating=mode, resume=resume,
                        shard_durations=durations)
 
     def _problems(self, catalog: MetricCatalog, inipath: Path | None,
@@ -376,5 +385,16 @@ def _neighbour_settings(config: pytest.Config, report: ReportOptions
     return (replace(base, databases=databases), base), problems
 
 
-__all__ = ["AUDIT_FLAG", "NEIGHBOURS_FLAG", "REPORT_FILES", "VERDICT_MODES", "WORST", "AddOption",
-           "ReportOptions", "RunOptions", "add_ini", "add_report_options", "add_run_options"]
+__all__ = [
+    "AUDIT_FLAG",
+    "GATING_MODES",
+    "NEIGHBOURS_FLAG",
+    "REPORT_FILES",
+    "WORST",
+    "AddOption",
+    "ReportOptions",
+    "RunOptions",
+    "add_ini",
+    "add_report_options",
+    "add_run_options",
+]

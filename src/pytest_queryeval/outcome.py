@@ -47,13 +47,13 @@ def _ids(ids: Sequence[str], limit: int = 3) -> str:
 
 
 def regressions(report: Mapping[str, Any], *, xfailed: bool = False) -> list[str]:
-    """The cases that passed in the baseline and fail or err now: the verdict mode's
+    """The cases that passed in the baseline and fail or err now: the gating mode's
     regressions, then the comparison's other pass → fail flips (a ``strict`` run compares
-    with a baseline without a verdict per case). A flip is a regression in every mode;
+    with a baseline without a standing per case). A flip is a regression in every mode;
     ``xfailed`` picks those ``gates`` mode xfailed (the gates decide), else the others."""
     cases = report.get("cases") or []
     outcomes = {str(c.get("id")): c.get("outcome") for c in cases}
-    ids = [str(c.get("id")) for c in cases if c.get("verdict") == REGRESSION]
+    ids = [str(c.get("id")) for c in cases if c.get("standing") == REGRESSION]
     comparison = report.get("baseline")
     if isinstance(comparison, Mapping):
         seen = set(ids)
@@ -92,7 +92,7 @@ def causes_of(report: Mapping[str, Any], problems: Sequence[str] = (), *,
     causes.extend(_gate_failure(g) for g in report.get("gates") or [] if not g.get("passed"))
     comparison = report.get("baseline")
     if isinstance(comparison, Mapping) and not comparison.get("passed", True):
-        text = str(comparison.get("verdict") or "baseline FAILED")
+        text = str(comparison.get("summary") or "baseline FAILED")
         causes.append(text.replace("baseline FAILED: ", "baseline drop: ", 1))
     run = report.get("run") or {}
     if interrupted and run.get("interrupted"):
@@ -131,7 +131,7 @@ def run_outcome(report: Mapping[str, Any], *, failing: bool, problems: Sequence[
         return Outcome(False, ("outside the cases (see pytest's summary)",), OUTSIDE + written)
     cases = report.get("cases") or []
     forgiven = [f"{n} {v}" for v in (KNOWN, BELOW)
-                if (n := sum(c.get("verdict") == v for c in cases))]
+                if (n := sum(c.get("standing") == v for c in cases))]
     regressed = regressions(report, xfailed=True)  # gates mode: counted, the gates decided
     if regressed:
         forgiven.insert(0, plural(len(regressed), "regression") + _ids(regressed))
@@ -158,17 +158,17 @@ def stated(report: Mapping[str, Any], comparison: Any = None) -> Outcome:
 
 def judged(stats: Mapping[str, Any]) -> int:
     """The pass rate's denominator: passed (and xpassed), failed and erred cases, and the
-    xfails a verdict mode granted (they failed); skipped cases and ``xfail:`` cases are out."""
+    xfails a gating mode granted (they failed); skipped cases and ``xfail:`` cases are out."""
     return sum(int(stats.get(k) or 0) for k in ("passed", "failed", "errors",
-                                                 "xfailed_by_verdict"))
+                                                 "xfailed_by_gating"))
 
 
 def pass_rate_text(stats: Mapping[str, Any], pct: Callable[[Any], str]) -> str:
-    """``21 of 51 judged cases passed (41.2 %); 29 xfailed by the verdict mode count as
+    """``21 of 51 judged cases passed (41.2 %); 29 xfailed by the gating mode count as
     failed``: the count and the pass rate of one set of cases, never two."""
-    passed, granted = int(stats.get("passed") or 0), int(stats.get("xfailed_by_verdict") or 0)
+    passed, granted = int(stats.get("passed") or 0), int(stats.get("xfailed_by_gating") or 0)
     text = (f"{passed} of {plural(judged(stats), 'judged case')} passed "
             f"({pct(stats.get('pass_rate'))})")
     if granted:
-        text += f"; {granted} xfailed by the verdict mode count as failed"
+        text += f"; {granted} xfailed by the gating mode count as failed"
     return text

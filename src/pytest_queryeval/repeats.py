@@ -7,8 +7,8 @@ gates and baselines work unchanged) except the usage metrics (``prompt_tokens``,
 ``completion_tokens``, ``cost_usd``), summed over the runs since the case cost them all, the
 minimum of each, ``consistency`` (the share of runs
 whose result, or query when nothing was executed, is the most frequent one), ``pass_at_k``
-(some run passed) and ``pass_all_k`` (every run passed), and the case verdict by
-``repeat_verdict``. Plain data in and out: the merge of sharded reports reads the same records.
+(some run passed) and ``pass_all_k`` (every run passed), and the case's outcome by
+``repeat_rule``. Plain data in and out: the merge of sharded reports reads the same records.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .metricnames import JUDGE_USAGE_METRICS, REPEAT_METRICS, USAGE_METRICS
 from .model import Case, Threshold
 from .thresholds import evaluate as check_thresholds
 
-#: The rules ``repeat_verdict`` names: the case passes when all, more than half, or any of its
+#: The rules ``repeat_rule`` names: the case passes when all, more than half, or any of its
 #: runs pass.
 RULES = ("all", "majority", "any")
 #: Why a case with an inline or recorded prediction runs once whatever ``repeat`` says.
@@ -69,10 +69,10 @@ def signature(value: Any, scored_signature: str | None, reason: str | None) -> s
         return "repr:" + repr(value)
 
 
-def verdict_holds(verdict: str, passed: int, runs: int) -> bool:
-    if verdict == "any":
+def rule_holds(rule: str, passed: int, runs: int) -> bool:
+    if rule == "any":
         return passed >= 1
-    if verdict == "majority":
+    if rule == "majority":
         return 2 * passed > runs
     return passed == runs
 
@@ -95,7 +95,7 @@ def combine(case: Case, runs: Sequence[RunT]) -> RunT:
     statuses = [r.status for r in runs]
     counts = Counter(r.signature for r in runs)
     info: dict[str, Any] = {
-        "n": n, "verdict": case.repeat_verdict, "passed": passed,
+        "n": n, "rule": case.repeat_rule, "passed": passed,
         "statuses": statuses, "flaky": len(set(statuses)) > 1,
         "min": {}, "distinct": len(counts),
         "runs": [{"status": r.status, "metrics": dict(r.metrics), "predicted": r.predicted,
@@ -121,10 +121,10 @@ def combine(case: Case, runs: Sequence[RunT]) -> RunT:
     metrics["pass_all_k"] = 1.0 if passed == n else 0.0
     own = {m: t for m, t in case.thresholds.items() if m in REPEAT_METRICS}
     failed_own = check_thresholds(own, metrics)
-    ok = verdict_holds(case.repeat_verdict, passed, n) and not failed_own
+    ok = rule_holds(case.repeat_rule, passed, n) and not failed_own
     status = "passed" if ok else "failed"
     shown = next((r for r in scored if r.status == status), scored[0])
-    head = (f"repeat: {passed} of {n} runs passed (repeat_verdict: {case.repeat_verdict}), "
+    head = (f"repeat: {passed} of {n} runs passed (repeat_rule: {case.repeat_rule}), "
             f"consistency {metrics['consistency']:.2f}")
     diff = [head, *(_run_line(i, r) for i, r in enumerate(runs))] if not ok else []
     failed: list[tuple[Threshold, float | None]] = []
@@ -143,7 +143,7 @@ def combine(case: Case, runs: Sequence[RunT]) -> RunT:
 
 
 def is_flaky(record: Mapping[str, Any]) -> bool:
-    """Whether a case's runs disagreed on the verdict (some passed, some did not)."""
+    """Whether a case's runs disagreed on the outcome (some passed, some did not)."""
     info = (record.get("details") or {}).get("repeat")
     return isinstance(info, Mapping) and bool(info.get("flaky"))
 
@@ -156,7 +156,7 @@ def flaky_cases(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             info = rec["details"]["repeat"]
             out.append({"id": rec.get("id"), "file": rec.get("file"), "line": rec.get("line"),
                         "kind": rec.get("kind"), "passed": info.get("passed"),
-                        "runs": info.get("n"), "verdict": info.get("verdict"),
+                        "runs": info.get("n"), "rule": info.get("rule"),
                         "statuses": list(info.get("statuses") or []),
                         "consistency": (rec.get("metrics") or {}).get("consistency"),
                         "outcome": rec.get("outcome")})
@@ -171,4 +171,4 @@ def flaky_line(item: Mapping[str, Any]) -> str:
     shown = "n/a" if cons is None else f"{cons:.2f}"
     return (f"{item.get('id')} ({item.get('file')}:{item.get('line')}): {item.get('passed')} of "
             f"{item.get('runs')} runs passed [{statuses}], consistency {shown}, "
-            f"verdict {item.get('verdict')} -> {item.get('outcome')}")
+            f"rule {item.get('rule')} -> {item.get('outcome')}")

@@ -106,6 +106,6 @@ class Resume:
             return None
         out = {**rec, "nodeid": nodeid, "carried": self.report}
         out.pop("baseline_status", None)  # judged again against this run's baseline
-        out.pop("verdict", None)
+        out.pop("standing", None)
         out["outcome"] = None
         return out

@@ -112,7 +112,7 @@ class Runner:
         self.gc = FreezePolicy()
         #: Items deselected in this process (-k, -m, --lf, --deselect, --queryeval-shard).
         self.deselected = 0
-        #: The per-case verdict of a non-strict mode.
+        #: The per-case standing under a non-strict gating mode.
         self.verdicts: Verdicts | None = None
         #: Ids of every collected case, deselected ones too (a shard's report records them, so
         #: ``queryeval merge`` can tell a missing case from one that was never in the suite).
@@ -250,8 +250,8 @@ class Runner:
     def _load_verdicts(self) -> None:
         """Each process that runs cases (serial, or every xdist worker) reads the baseline's
         case states once its cases are known."""
-        mode = self.options.verdict_mode
-        if self.options.audit:  # an audit judges the golds: no baseline verdict applies
+        mode = self.options.gating
+        if self.options.audit:  # an audit judges the golds: no gating mode applies
             return
         if mode == "strict" or not self.options.report.baseline:
             if mode == "gates":

@@ -1,4 +1,4 @@
-"""What a case's outcome means against the baseline: the ``--queryeval-verdict`` modes.
+"""What a case's outcome means against the baseline: the ``--queryeval-gating`` modes.
 
 ``strict`` fails every case below its thresholds; ``baseline`` turns cases that already failed
 in the baseline into xfails; ``gates`` leaves the decision to the run's gates. In every mode a
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 MODES = ("strict", "baseline", "gates")
-#: Verdicts recorded on a case (the record's ``verdict``).
+#: A case's standing under the gating mode (the record's ``standing``).
 KNOWN = "failing since baseline"  #: failed in the baseline too: xfailed in ``baseline`` mode
 BELOW = "below threshold"  #: xfailed in ``gates`` mode (a regression when it passed in the baseline)
 REGRESSION = "regression"  #: passed in the baseline, fails or errors now (xfailed in ``gates``
@@ -22,10 +22,11 @@ REGRESSION = "regression"  #: passed in the baseline, fails or errors now (xfail
 FIXED = "fixed"  #: failed or errored in the baseline, passes now
 
 
-def parse_mode(cli: str | None, ini: str | None, has_baseline: bool) -> str:
-    """The verdict mode; a usage problem is a ValueError naming the option."""
+def parse_mode(cli: str | None, ini: str | None, has_baseline: bool,
+               ini_name: str = "queryeval_gating") -> str:
+    """The gating mode; a usage problem is a ValueError naming the option."""
     mode = (cli or ini or "strict").strip()
-    where = "--queryeval-verdict" if cli else "ini queryeval_verdict"
+    where = "--queryeval-gating" if cli else f"ini {ini_name}"
     if mode not in MODES:
         raise ValueError(f"{where}: {mode!r} is not one of {', '.join(MODES)}")
     if mode == "baseline" and not has_baseline:
@@ -35,16 +36,22 @@ def parse_mode(cli: str | None, ini: str | None, has_baseline: bool) -> str:
 
 
 def judged_outcome(record: Mapping[str, Any]) -> Any:
-    """The outcome pass rates and baseline comparisons count: a case the verdict mode turned
-    into an xfail still failed (a 70% model must not show a 100% pass rate)."""
+    """The outcome pass rates and baseline comparisons count: a case the gating mode turned
+    into an xfail still failed (a 70% model must not show a 100% pass rate). A baseline
+    written before the rename holds the standing as ``verdict``."""
     outcome = record.get("outcome")
-    if outcome == "xfailed" and record.get("verdict") in (KNOWN, BELOW, REGRESSION):
+    if outcome == "xfailed" and standing_of(record) in (KNOWN, BELOW, REGRESSION):
         return "failed"
     return outcome
 
 
+def standing_of(record: Mapping[str, Any]) -> Any:
+    """A record's ``standing`` (``verdict`` in reports written before the rename)."""
+    return record["standing"] if "standing" in record else record.get("verdict")
+
+
 def case_state(record: Mapping[str, Any]) -> str | None:
-    """passed / failed / error as the case was judged on its own, before any verdict mode
+    """passed / failed / error as the case was judged on its own, before any gating mode
     (``status``): an xfail the mode granted in the baseline run still counts as failed."""
     status = record.get("status")
     if status in ("passed", "failed", "error"):
@@ -70,7 +77,7 @@ def _why(record: Mapping[str, Any]) -> str:
 
 
 class Verdicts:
-    """The per-case verdict of a non-strict mode, from the baseline's case states. Pairs cases
+    """The per-case standing under a non-strict gating mode, from the baseline's case states. Pairs cases
     by id, or by node id when ids repeat (as the baseline comparison does)."""
 
     def __init__(self, mode: str, baseline: Mapping[str, Any] | None) -> None:
@@ -90,7 +97,7 @@ class Verdicts:
         return self.by_nodeid.get(str(record.get("nodeid")))
 
     def decide(self, record: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
-        """(baseline state, verdict, xfail reason): the reason is set when the case is to be
+        """(baseline state, standing, xfail reason): the reason is set when the case is to be
         reported as xfailed. Infrastructure errors are never forgiven; a query error or a
         refusal is forgiven only where a below-threshold score would be, with its reason."""
         before = self.before(record)

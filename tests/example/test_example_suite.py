@@ -97,10 +97,10 @@ def test_filters_select_what_the_readme_says(tmp_path):
 def test_baseline_verdict_mode_fails_only_on_regressions(tmp_path):
     """The README's baseline verdict recipe: the accepted model is green, model-v1 is red on
     the cases model-v2 answers right, and the comparison names both models."""
-    args = ("--queryeval-verdict=baseline", "--queryeval-baseline=queryeval-baseline.json")
+    args = ("--queryeval-gating=baseline", "--queryeval-baseline=queryeval-baseline.json")
     accepted = run_suite(tmp_path, *args)
     assert accepted.returncode == 0, accepted.stdout[-3000:]
-    assert "verdict baseline: 0 failing since baseline (xfailed), 0 regressions, 0 fixed" in (
+    assert "gating baseline: 0 failing since baseline (xfailed), 0 regressions, 0 fixed" in (
         accepted.stdout)
     assert ("model: model-v2 (predictions file:predictions/model-v2.jsonl) vs baseline model-v2 "
             "(predictions file:predictions/model-v2.jsonl)") in accepted.stdout
@@ -109,7 +109,7 @@ def test_baseline_verdict_mode_fails_only_on_regressions(tmp_path):
                       f"--queryeval-json={tmp_path / 'v1.json'}")
     assert worse.returncode == 1
     report = json.loads((tmp_path / "v1.json").read_text())
-    regressions = {c["id"] for c in report["cases"] if c["verdict"] == "regression"}
+    regressions = {c["id"] for c in report["cases"] if c["standing"] == "regression"}
     assert {"acdc-albums", "jazz-or-blues", "zone-temp-c180"} <= regressions
     assert all(c["outcome"] in ("failed", "error") for c in report["cases"]
                if c["id"] in regressions)

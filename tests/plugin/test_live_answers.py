@@ -133,7 +133,7 @@ def test_failures_model_makes_a_failed_prediction_the_models_failure(sql_suite, 
     result.assert_outcomes(passed=1, failed=1)
     assert (sql_suite.path / "queryeval-baseline.json").is_file()
     chat.broken = {"up", "down"}
-    args = ("--queryeval-verdict=baseline", "--queryeval-baseline=queryeval-baseline.json")
+    args = ("--queryeval-gating=baseline", "--queryeval-baseline=queryeval-baseline.json")
 
     result, report = _report(sql_suite, *args, "--queryeval-update-baseline")
     assert outcomes_by_id(report) == {"up": "error", "down": "error"}
@@ -143,8 +143,8 @@ def test_failures_model_makes_a_failed_prediction_the_models_failure(sql_suite, 
     result, report = _report(sql_suite, *args)
     assert outcomes_by_id(report) == {"up": "failed", "down": "xfailed"}
     by_id = {c["id"]: c for c in report["cases"]}
-    assert by_id["up"]["verdict"] == "regression"
-    assert by_id["down"]["verdict"] == "failing since baseline"
+    assert by_id["up"]["standing"] == "regression"
+    assert by_id["down"]["standing"] == "failing since baseline"
     assert by_id["up"]["status"] == "failed"
     assert by_id["up"]["metrics"] == {"execution_accuracy": 0.0}
     assert "HTTP 500" in by_id["up"]["reason"]

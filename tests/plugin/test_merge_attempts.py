@@ -38,7 +38,7 @@ def _record(n: int, attempt: int, outcome: str) -> dict[str, object]:
 def _write(folder, index, attempt, records, *, interrupted=False, compact=False):
     run = {"started": f"2026-11-23T0{attempt}:00:00+00:00", "interrupted": interrupted,
            "queryeval_version": "0.1.0", "model": None, "predictions": None,
-           "verdict": "strict", "settings": {}, "shard": f"{index}/{SHARDS}",
+           "gating": "strict", "settings": {}, "shard": f"{index}/{SHARDS}",
            "suite": {"cases": CASES, "digest": "d"}, "suite_ids": IDS,
            "exitstatus": 2 if interrupted else 0}
     report = {"version": 1, "run": run, "cases": records, "aggregates": {}, "gates": []}

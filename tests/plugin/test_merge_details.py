@@ -25,7 +25,7 @@ def test_a_detail_no_list_names_survives_a_merge_and_heavy_ones_stay_on_disk(tmp
     for index in (1, 2):
         run = {"started": "2026-11-23T00:00:00+00:00", "interrupted": False,
                "queryeval_version": "0.1.0", "model": None, "predictions": None,
-               "verdict": "strict", "settings": {}, "shard": f"{index}/2",
+               "gating": "strict", "settings": {}, "shard": f"{index}/2",
                "suite": {"cases": 2, "digest": "d"}, "suite_ids": ["case-0", "case-1"],
                "exitstatus": 0}
         write_report({"version": 1, "run": run, "cases": [_record(index - 1)],

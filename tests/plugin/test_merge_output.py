@@ -22,8 +22,9 @@ from pytest_queryeval.shard import shard_of
 SHARDS, CASES = 10, 400
 IDS = [f"case-{n:04d}" for n in range(CASES)]
 OUTCOMES = ("passed", "passed", "passed", "failed", "error", "skipped", "xfailed", "passed")
-#: sha256 of the merged JSON report written by commit 1fba65e (before the merge was made faster)
-EXPECTED = "b758fe86d67c70c804b2130d88cc1be92d69d81e2499d4bb51cfc3bbfdffb3c1"
+#: sha256 of the merged JSON report written by commit 1fba65e (before the merge was made faster),
+#: with the keys renamed by issue 43 item 5 (run.gating, a case's standing)
+EXPECTED = "82e734c9583672313852ebcf064a2425159f1a82f252de6643f965999d052a71"
 
 
 def _record(n: int, attempt: int) -> dict[str, object]:
@@ -58,7 +59,7 @@ def _record(n: int, attempt: int) -> dict[str, object]:
         "gold": f"SELECT COUNT(*) FROM t{n}", "signature": f"{n:016x}",
         "error": error, "reason": reason, "diff": [] if ok else [f"missing rows: ({n},)"],
         "near_miss": None, "details": details, "settings": {"compare": {"order": n % 2 == 0}},
-        "baseline_status": None, "verdict": None, "identity": f"{n:032x}",
+        "baseline_status": None, "standing": None, "identity": f"{n:032x}",
     }
 
 
@@ -75,7 +76,7 @@ def _shards(folder: Path) -> list[str]:
             run = {"started": f"2026-11-23T0{attempt}:00:0{index % 10}+00:00",
                    "finished": f"2026-11-23T0{attempt}:30:00+00:00", "duration_s": 12.5 * index,
                    "interrupted": interrupted, "queryeval_version": "0.1.0", "model": "m",
-                   "predictions": "preds.jsonl", "verdict": "strict",
+                   "predictions": "preds.jsonl", "gating": "strict",
                    "settings": {"sql": {"compare": {"order": False}}}, "workers": 2,
                    "shard": f"{index}/{SHARDS}", "suite": {"cases": CASES, "digest": "d"},
                    "suite_ids": IDS, "exitstatus": 2 if interrupted else 1}

@@ -86,20 +86,20 @@ def test_each_repeat_asks_the_model_and_the_case_records_mean_min_consistency(su
     assert mex["failed_metrics"] == ["macro_precision"]
     # the flaky cases in every report
     assert [f["id"] for f in report["flaky"]] == ["mex"]
-    result.stdout.fnmatch_lines(["*repeat: 2 of 3 runs passed (repeat_verdict: all), "
+    result.stdout.fnmatch_lines(["*repeat: 2 of 3 runs passed (repeat_rule: all), "
                                  "consistency 0.67*", "*run 2: failed (macro_precision=0.000*",
-                                 "*flaky cases (1: the verdict differs across runs)*",
+                                 "*flaky cases (1: the outcome differs across runs)*",
                                  "*mex (test_cases.yaml:*): 2 of 3 runs passed [[]PFP], "
-                                 "consistency 0.67, verdict all -> failed*"])
+                                 "consistency 0.67, rule all -> failed*"])
     assert "mex" in (suite.path / "r.md").read_text().split("Flaky cases", 1)[1]
     assert "Flaky cases" in (suite.path / "r.html").read_text()
     assert report["aggregates"]["overall"]["metrics"]["pass_all_k"]["mean"] == 0.5
 
 
-@pytest.mark.parametrize(("verdict", "outcome"), [("all", "failed"), ("majority", "passed"),
+@pytest.mark.parametrize(("rule", "outcome"), [("all", "failed"), ("majority", "passed"),
                                                   ("any", "passed")])
-def test_repeat_verdict_decides_the_case(suite, model, verdict, outcome):
-    _suite(suite, model, cases=[sdmx_case("mex", selection(MEX), repeat_verdict=verdict)],
+def test_repeat_rule_decides_the_case(suite, model, rule, outcome):
+    _suite(suite, model, cases=[sdmx_case("mex", selection(MEX), repeat_rule=rule)],
            defaults={"repeat": 3})  # repeat from the suite's defaults
     model.script["mex"] = [RIGHT["mex"], WRONG, RIGHT["mex"]]
     _, _, cases = _run(suite)
@@ -108,7 +108,7 @@ def test_repeat_verdict_decides_the_case(suite, model, verdict, outcome):
 
 
 def test_majority_needs_more_than_half_and_errors_count_as_not_passing(suite, model):
-    _suite(suite, model, header={"repeat": 4, "repeat_verdict": "majority"})
+    _suite(suite, model, header={"repeat": 4, "repeat_rule": "majority"})
     model.script["mex"] = [RIGHT["mex"], "HTTP 500", RIGHT["mex"], WRONG]
     _, _report, cases = _run(suite)
     mex = cases["mex"]
@@ -120,7 +120,7 @@ def test_majority_needs_more_than_half_and_errors_count_as_not_passing(suite, mo
 
 
 def test_consistency_threshold_and_the_command_line_repeat(suite, model):
-    _suite(suite, model, header={"repeat_verdict": "any", "thresholds": {"consistency": 0.9}})
+    _suite(suite, model, header={"repeat_rule": "any", "thresholds": {"consistency": 0.9}})
     _, _, cases = _run(suite, "--queryeval-repeat", "3")
     assert model.calls == {"gdp": 3, "mex": 3}
     assert cases["gdp"]["outcome"] == "passed"
@@ -155,10 +155,10 @@ def test_inline_prediction_with_its_own_repeat_is_a_located_error(suite, model):
 
 def test_bad_repeat_values(suite, model):
     _suite(suite, model, cases=[sdmx_case("gdp", selection(GDP), repeat=0),
-                                sdmx_case("mex", selection(MEX), repeat_verdict="most")])
+                                sdmx_case("mex", selection(MEX), repeat_rule="most")])
     _, _, cases = _run(suite)
     assert "cases[0].repeat: must be a positive integer, not 0" in cases["gdp"]["error"]
-    assert "cases[1].repeat_verdict: must be one of all, majority, any, not 'most'" \
+    assert "cases[1].repeat_rule: must be one of all, majority, any, not 'most'" \
         in cases["mex"]["error"]
     result = suite.runpytest("--queryeval-repeat=0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

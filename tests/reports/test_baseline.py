@@ -88,11 +88,11 @@ def test_global_max_drop_fails_overall_only(current, baseline):
     assert failed == {("execution_accuracy", "overall"), ("soft_f1", "overall"),
                       ("exact_set_match", "overall")}
     assert not cmp.passed
-    assert cmp.verdict() == (
+    assert cmp.summary() == (
         "baseline FAILED: execution_accuracy -0.200 > max drop 0.1 (overall), "
         "soft_f1 -0.200 > max drop 0.1 (overall), exact_set_match -0.167 > max drop 0.1 (overall)")
     strict = compare(current, baseline, 0.0, gate_scopes=("overall", "kind"))
-    assert strict.verdict().endswith(f" and {len(strict.failures) - 3} more")
+    assert strict.summary().endswith(f" and {len(strict.failures) - 3} more")
 
 
 def test_per_metric_max_drop(current, baseline):

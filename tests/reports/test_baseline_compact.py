@@ -133,7 +133,7 @@ def test_the_comparison_is_the_same_with_the_compact_baseline(clinic: pytest.Pyt
 
 def test_verdict_baseline_mode_reads_the_compact_baseline(clinic: pytest.Pytester) -> None:
     clinic.runpytest("--queryeval-update-baseline")
-    result = clinic.runpytest("--queryeval-predictions=v2.jsonl", "--queryeval-verdict=baseline",
+    result = clinic.runpytest("--queryeval-predictions=v2.jsonl", "--queryeval-gating=baseline",
                               "--queryeval-baseline=queryeval-baseline.json",
                               "--queryeval-json=cur.json")
     cases = {c["id"]: c for c in _json(clinic.path / "cur.json")["cases"]}

@@ -69,7 +69,7 @@ def test_a_regression_that_fails_the_run_heads_every_report(sql_suite):
     ``2/3 passed (40.0 %) · gates 2/2 ✅ · baseline ✅`` and the HTML's was green."""
     openpyxl = pytest.importorskip("openpyxl")
     result = sql_suite.runpytest(
-        "--queryeval-verdict=baseline", "--queryeval-baseline=base.json",
+        "--queryeval-gating=baseline", "--queryeval-baseline=base.json",
         "--queryeval-json=r.json", "--queryeval-markdown=r.md", "--queryeval-html=r.html",
         "--queryeval-xlsx=r.xlsx", "--junitxml=junit.xml", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -78,8 +78,8 @@ def test_a_regression_that_fails_the_run_heads_every_report(sql_suite):
     md = (sql_suite.path / "r.md").read_text(encoding="utf-8").splitlines()
     assert md[0] == f"## ❌ {line}"
     # one set of cases behind the count and the rate: 2 passed of the 5 judged (the two known
-    # failures xfailed by the verdict mode count as failed), 40 %; not "2/3 passed (40.0 %)"
-    assert md[2] == ("2 of 5 judged cases passed (40.0 %); 2 xfailed by the verdict mode count "
+    # failures xfailed by the gating mode count as failed), 40 %; not "2/3 passed (40.0 %)"
+    assert md[2] == ("2 of 5 judged cases passed (40.0 %); 2 xfailed by the gating mode count "
                      "as failed · gates: 2 of 2 passed · baseline comparison: compared "
                      "(no max-drop set)")
 
@@ -123,14 +123,14 @@ def test_gates_mode_counts_a_pass_to_fail_flip_as_a_regression(sql_suite):
     that cancel in the mean. The flip is a regression, counted and named in every report; in
     ``gates`` mode the gates decide, as documented, so the run is green and says why."""
     result = sql_suite.runpytest(
-        "--queryeval-verdict=gates", "--queryeval-baseline=base.json",
+        "--queryeval-gating=gates", "--queryeval-baseline=base.json",
         "--queryeval-max-drop=execution_accuracy=0.0", "--queryeval-json=r.json",
         "--queryeval-markdown=r.md", "-p", "no:cacheprovider", "-rx")
     report = read_report(sql_suite.path / "r.json")
-    assert report.by_id["regressed"]["verdict"] == "regression"
+    assert report.by_id["regressed"]["standing"] == "regression"
     assert report.outcomes["regressed"] == "xfailed"
     result.stdout.fnmatch_lines([
-        "verdict gates: 2 below threshold (xfailed), 1 regression (1 xfailed: the gates "
+        "gating gates: 2 below threshold (xfailed), 1 regression (1 xfailed: the gates "
         "decide), 1 fixed", "REGRESSION: regressed", "fixed: fixed",
         "pass → fail: 1", "  regressed [[]sql/*] passed → failed  (execution_accuracy)",
         "*XFAIL test_cases.yaml::regressed - regression: below threshold: "
@@ -141,7 +141,7 @@ def test_gates_mode_counts_a_pass_to_fail_flip_as_a_regression(sql_suite):
     assert report["run"]["outcome_line"] == line
     assert (sql_suite.path / "r.md").read_text().splitlines()[0] == f"## ✅ {line}"
     # the pass rate counts the xfailed regression as the failure it is
-    assert report["aggregates"]["overall"]["xfailed_by_verdict"] == 3
+    assert report["aggregates"]["overall"]["xfailed_by_gating"] == 3
 
 
 def test_a_refresh_that_fails_a_gate_says_it_wrote_the_baseline(sql_suite):

@@ -8,12 +8,12 @@ from typing import Any
 
 from pytest_queryeval.aggregate import evaluate_gates
 from pytest_queryeval.config import Gate
-from pytest_queryeval.report.terminal import gate_lines, outcome_line, verdict_lines
+from pytest_queryeval.report.terminal import gate_lines, gating_lines, outcome_line
 
 
-def _case(cid: str, outcome: str, verdict: str | None = None, **metrics: float) -> dict[str, Any]:
+def _case(cid: str, outcome: str, standing: str | None = None, **metrics: float) -> dict[str, Any]:
     return {"id": cid, "kind": "sql", "file": "cases.yaml", "outcome": outcome,
-            "verdict": verdict, "metrics": metrics}
+            "standing": standing, "metrics": metrics}
 
 
 def test_a_gate_counts_the_cases_its_value_is_computed_over(tmp_path: Path):
@@ -39,13 +39,13 @@ def test_a_gate_counts_the_cases_its_value_is_computed_over(tmp_path: Path):
 
 
 def test_gates_mode_without_a_baseline_counts_no_regressions_and_singular_is_singular():
-    report = {"run": {"verdict": "gates"}, "cases": [
+    report = {"run": {"gating": "gates"}, "cases": [
         _case("a", "xfailed", "below threshold"), _case("b", "passed")]}
-    assert verdict_lines(report, baseline=False) == ["verdict gates: 1 below threshold (xfailed)"]
-    report = {"run": {"verdict": "baseline"}, "cases": [
+    assert gating_lines(report, baseline=False) == ["gating gates: 1 below threshold (xfailed)"]
+    report = {"run": {"gating": "baseline"}, "cases": [
         _case("a", "failed", "regression"), _case("b", "passed", "fixed")]}
-    assert verdict_lines(report) == [
-        "verdict baseline: 0 failing since baseline (xfailed), 1 regression, 1 fixed",
+    assert gating_lines(report) == [
+        "gating baseline: 0 failing since baseline (xfailed), 1 regression, 1 fixed",
         "REGRESSION: a", "fixed: b"]
 
 
@@ -59,13 +59,13 @@ def test_the_last_line_names_the_outcome_and_each_cause():
              {"name": "soft_f1", "value": 0.95, "op": ">=", "limit": 0.5, "passed": True}]
     # the aggregate comparison passed; the run still fails, and the line says why
     report = {"cases": cases, "gates": gates,
-              "baseline": {"passed": True, "verdict": "baseline OK: no significant drop"}}
+              "baseline": {"passed": True, "summary": "baseline OK: no significant drop"}}
     assert outcome_line(report, failed=True, problems=["baseline not updated"]) == (
         "queryeval: FAILED: 1 regression (count-patients); 1 failed case (new); 1 error (infra); "
         "gate pass_rate 0.6153 < 0.9; gate cost_usd 0.5 > 0.25; gate bird_ex scored nothing; "
         "baseline not updated")
     report = {"cases": [_case(f"r{i}", "failed", "regression") for i in range(5)], "gates": [],
-              "baseline": {"passed": False, "verdict": "baseline FAILED: pass_rate -0.300 > "
+              "baseline": {"passed": False, "summary": "baseline FAILED: pass_rate -0.300 > "
                                                        "max drop 0 (overall)"}}
     assert outcome_line(report, failed=True) == (
         "queryeval: FAILED: 5 regressions (r0, r1, r2 and 2 more); "

@@ -145,7 +145,7 @@ def test_a_small_drop_beyond_max_drop_is_noise_with_significance():
     assert (ex.ci_low, ex.ci_high) == _scipy_interval([1.0] * 20, [0.0] * 2 + [1.0] * 18, 0.95)
     assert ex.ci_high == 0.0 and not ex.failed
     assert cmp.passed
-    assert cmp.verdict() == "baseline OK: no significant drop (alpha 0.05) beyond the max-drop"
+    assert cmp.summary() == "baseline OK: no significant drop (alpha 0.05) beyond the max-drop"
     assert cmp.bootstrap == {"method": "percentile", "n_resamples": 10_000, "seed": SEED,
                              "confidence": 0.95, "rng": "numpy"}
 
@@ -176,7 +176,7 @@ def test_critical_case_fails_on_any_flip_regardless():
     assert not any(d.failed for d in cmp.deltas)  # one flip is not significant ...
     assert [c.id for c in cmp.critical_regressions] == ["c0"]
     assert not cmp.passed  # ... but the case is critical
-    assert "critical case(s) passed → failed: c0" in cmp.verdict()
+    assert "critical case(s) passed → failed: c0" in cmp.summary()
     assert "critical pass → fail: 1 (each fails the baseline gate)" in format_comparison(cmp)
     tagged = _report(["failed"] + ["passed"] * 19)
     tagged["cases"][0]["tags"] = ["critical"]  # the marker form
@@ -222,7 +222,7 @@ def test_plugin_significance_gate(suite):
         passed=12)
     _suite(suite, failing=(3,))
     args = ["--queryeval-baseline=queryeval-baseline.json", "--queryeval-max-drop=0.05",
-            "-p", "no:cacheprovider", "--queryeval-verdict=gates"]
+            "-p", "no:cacheprovider", "--queryeval-gating=gates"]
     plain = suite.runpytest(*args)
     assert plain.ret == pytest.ExitCode.TESTS_FAILED
     noise = suite.runpytest(*args, "--queryeval-significance=0.05")

@@ -45,7 +45,7 @@ GLOBAL = "*"
 #: scores differ by up to ~2e-7 between batchings and machines (docs/metrics-json.md), so a
 #: baseline committed on one machine must not fail ``--queryeval-max-drop 0`` on another.
 EPSILON = 1e-6
-#: Drops named in the one-line verdict (the table lists them all).
+#: Drops named in the one-line summary (the table lists them all).
 VERDICT_ITEMS = 3
 
 
@@ -198,7 +198,8 @@ class Comparison:
     def overall(self) -> list[MetricDelta]:
         return [d for d in self.deltas if d.scope == "overall"]
 
-    def verdict(self) -> str:
+    def summary(self) -> str:
+        """The comparison in one line (the JSON report's ``baseline.summary``)."""
         if not self.comparable:
             return f"baseline not comparable: {self.reason}"
         if self.failures or self.critical_regressions:
@@ -223,7 +224,7 @@ class Comparison:
         out = asdict(self)
         out["deltas"] = [dict(asdict(d), delta=d.delta) for d in self.deltas]
         out["passed"] = self.passed
-        out["verdict"] = self.verdict()
+        out["summary"] = self.summary()
         return out
 
 

@@ -1,9 +1,9 @@
 """Baseline files: the committed state of a suite, written atomically and read with precise
 errors.
 
-A baseline is committed on every refresh, so it keeps only what a comparison and the verdict
+A baseline is committed on every refresh, so it keeps only what a comparison and the gating
 modes read (docs/reports.md, "The baseline file"): per case its id, kind, outcome, own status,
-verdict mode verdict, severity, a digest of what the prediction produced and its metrics, one
+standing under the gating mode, severity, a digest of what the prediction produced and its metrics, one
 line per case in the report's order (file, line, id), so a refresh reads as a diff. Metric
 names are written once per kind (``metric_names``) and each case line holds the values in that
 order. :func:`load_baseline` reads this compact form and any full JSON report (the baselines
@@ -27,12 +27,12 @@ FORMAT = "queryeval-baseline/1"
 #: What a case line holds beside ``metrics`` (a key whose value is null is left out;
 #: ``nodeid`` is kept only when ids repeat across the suite's folders: cases are then paired
 #: by node id).
-FIELDS = ("id", "kind", "outcome", "status", "verdict", "severity", "signature")
+FIELDS = ("id", "kind", "outcome", "status", "standing", "severity", "signature")
 
 
 def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
     """The baseline of a JSON report: its ``version`` and ``run``, and per case what
-    :func:`~pytest_queryeval.baseline.compare.compare` and the verdict modes read."""
+    :func:`~pytest_queryeval.baseline.compare.compare` and the gating modes read."""
     from ..report.columns import ordered_metrics
 
     cases = [c for c in report.get("cases") or [] if isinstance(c, Mapping)]

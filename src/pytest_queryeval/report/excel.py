@@ -184,15 +184,15 @@ def _summary_groups(report: Mapping[str, Any]) -> tuple[list[tuple[str, str, Map
 
 
 def _changed(report: Mapping[str, Any]) -> dict[str, set[str]] | None:
-    """Regressed and fixed case ids (the verdict mode's and the baseline comparison's flips),
+    """Regressed and fixed case ids (the gating mode's and the baseline comparison's flips),
     or None when the run had no baseline."""
     cases = report.get("cases") or []
     cmp = report.get("baseline")
     if not isinstance(cmp, Mapping) and not any(c.get("baseline_status") is not None
                                                 for c in cases):
         return None
-    out = {"regressions": {str(c.get("id")) for c in cases if c.get("verdict") == "regression"},
-           "fixed": {str(c.get("id")) for c in cases if c.get("verdict") == "fixed"}}
+    out = {"regressions": {str(c.get("id")) for c in cases if c.get("standing") == "regression"},
+           "fixed": {str(c.get("id")) for c in cases if c.get("standing") == "fixed"}}
     if isinstance(cmp, Mapping):
         out["regressions"].update(str(ch.get("id")) for ch in cmp.get("regressions") or [])
         out["fixed"].update(str(ch.get("id")) for ch in cmp.get("fixes") or [])
@@ -562,10 +562,10 @@ def _judge_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
 
 
 def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -> None:
-    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    """``repeat: N``: the cases whose runs disagreed on the outcome."""
     ws = wb.add_worksheet("Flaky")
     names = ("id", "file", "line", "kind", "passed", "runs", "statuses", "consistency",
-             "verdict", "outcome")
+             "rule", "outcome")
     for col, name in enumerate(names):
         ws.write_string(0, col, name, fmt["header"])
     for row, item in enumerate(flaky, start=1):
@@ -623,8 +623,8 @@ def _outcome_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> N
         rows.append(("gates", f"{sum(bool(g.get('passed')) for g in gates)} of {len(gates)} "
                               "passed"))
     cmp = report.get("baseline")
-    if isinstance(cmp, Mapping) and cmp.get("verdict"):
-        rows.append(("baseline comparison", str(cmp["verdict"]).removeprefix("baseline ")))
+    if isinstance(cmp, Mapping) and cmp.get("summary"):
+        rows.append(("baseline comparison", str(cmp["summary"]).removeprefix("baseline ")))
     for row, (key, value) in enumerate(rows, start=2):
         ws.write_string(row, 0, key, fmt["text"])
         _write_text(ws, row, 1, value, fmt["wrap"])

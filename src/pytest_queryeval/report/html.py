@@ -341,18 +341,18 @@ def _near_misses(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> 
 
 
 def _flaky(flaky: list[Mapping[str, Any]]) -> str:
-    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    """``repeat: N``: the cases whose runs disagreed on the outcome."""
     rows = []
     for f in flaky:
         statuses = " ".join(str(s) for s in f.get("statuses") or [])
         rows.append(f"<tr><td>{e(f.get('id'))}</td><td>{e(f.get('file'))}:{e(f.get('line'))}"
                     f"</td><td class=n>{e(f.get('passed'))}/{e(f.get('runs'))}</td>"
                     f"<td>{e(statuses)}</td><td class=n>{_num(f.get('consistency'), 2)}</td>"
-                    f"<td>{e(f.get('verdict'))}</td><td>{e(f.get('outcome'))}</td></tr>")
-    return ('<section id="flaky"><h2>Flaky cases</h2><p>The verdict differs across the runs '
+                    f"<td>{e(f.get('rule'))}</td><td>{e(f.get('outcome'))}</td></tr>")
+    return ('<section id="flaky"><h2>Flaky cases</h2><p>The outcome differs across the runs '
             'of these cases.</p><table><thead><tr><th>case</th><th>where</th>'
             '<th class=n>runs passed</th><th>runs</th><th class=n>consistency</th>'
-            '<th>repeat_verdict</th><th>outcome</th></tr></thead><tbody>'
+            '<th>repeat_rule</th><th>outcome</th></tr></thead><tbody>'
             + "".join(rows) + "</tbody></table></section>")
 
 
@@ -366,7 +366,7 @@ def _gates(gates: list[Mapping[str, Any]]) -> str:
                     f'<td class="{"ok" if ok else "bad"}">{"passed" if ok else "FAILED"}</td>'
                     "</tr>")
     return ('<section id="gates"><h2>Gates</h2><table><thead><tr><th>gate</th>'
-            '<th class=n>value</th><th class=n>limit</th><th>verdict</th></tr></thead><tbody>'
+            '<th class=n>value</th><th class=n>limit</th><th>result</th></tr></thead><tbody>'
             + "".join(rows) + "</tbody></table></section>")
 
 
@@ -409,13 +409,13 @@ def _audit(audit: Mapping[str, Any]) -> str:
 
 def _changed(cases: Sequence[Mapping[str, Any]],
              cmp: Comparison | None) -> dict[str, set[str]] | None:
-    """The ids of the regressed and fixed cases (the verdict mode's, else the comparison's
+    """The ids of the regressed and fixed cases (the gating mode's, else the comparison's
     flips), or None when the run had no baseline to change against."""
     if cmp is None and not any(c.get("baseline_status") is not None for c in cases):
         return None
     out: dict[str, set[str]] = {
-        "regressions": {str(c.get("id")) for c in cases if c.get("verdict") == "regression"},
-        "fixed": {str(c.get("id")) for c in cases if c.get("verdict") == "fixed"}}
+        "regressions": {str(c.get("id")) for c in cases if c.get("standing") == "regression"},
+        "fixed": {str(c.get("id")) for c in cases if c.get("standing") == "fixed"}}
     if cmp is not None and cmp.comparable:
         out["regressions"].update(ch.id for ch in cmp.regressions)
         out["fixed"].update(ch.id for ch in cmp.fixes)
@@ -645,7 +645,7 @@ def _baseline(cmp: Comparison) -> str:
     if not cmp.comparable:
         out.append(f'<p class="verdict bad">not comparable: {e(cmp.reason)}</p></section>')
         return "".join(out)
-    out.append(f'<p class="verdict {"ok" if cmp.passed else "bad"}">{e(cmp.verdict())}</p>')
+    out.append(f'<p class="verdict {"ok" if cmp.passed else "bad"}">{e(cmp.summary())}</p>')
     note = f"{cmp.common} cases in both runs"
     if cmp.new_cases or cmp.removed_cases:
         note += (f"; {len(cmp.new_cases)} new and {len(cmp.removed_cases)} removed "

@@ -163,13 +163,13 @@ def _judge(agg: Mapping[str, Any] | None, limit: int = 20) -> list[str]:
 
 
 def _flaky(flaky: list[Mapping[str, Any]], limit: int = 20) -> list[str]:
-    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    """``repeat: N``: the cases whose runs disagreed on the outcome."""
     if not flaky:
         return []
     from ..repeats import flaky_line
 
     out = [f"### Flaky cases ({len(flaky)})", "",
-           "The verdict differs across the runs of these cases (P passed, F failed, E error).",
+           "The outcome differs across the runs of these cases (P passed, F failed, E error).",
            ""]
     out.extend(f"- {md(flaky_line(item))}" for item in flaky[:limit])
     if len(flaky) > limit:
@@ -317,7 +317,7 @@ def _baseline(cmp: Comparison) -> list[str]:
     if not cmp.comparable:
         out.extend([f"❌ not comparable: {md(cmp.reason)}", ""])
         return out
-    out.append(f"{'✅' if cmp.passed else '❌'} {md(cmp.verdict())}")
+    out.append(f"{'✅' if cmp.passed else '❌'} {md(cmp.summary())}")
     out.append("")
     note = f"{cmp.common} cases in both runs"
     if cmp.new_cases or cmp.removed_cases:

@@ -56,7 +56,7 @@ def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
                 "default_thresholds": [], "failed_metrics": [], "predicted": None, "gold": None,
                 "signature": None, "error": message,
                 "reason": None, "diff": [], "details": {}, "settings": {},
-                "baseline_status": None, "verdict": None})
+                "baseline_status": None, "standing": None})
     return rec
 
 
@@ -132,9 +132,9 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "near_miss": (outcome.details.get("near_miss") if outcome else None),
         "details": dict(outcome.details) if outcome else {},
         "settings": {k: case.options[k] for k in SCORING_OPTIONS if k in case.options},
-        # --queryeval-verdict baseline/gates: the case's state in the baseline and the verdict
+        # --queryeval-gating baseline/gates: the case's state in the baseline and its standing
         "baseline_status": None,
-        "verdict": None,
+        "standing": None,
     }
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)

@@ -106,7 +106,7 @@ RUN: dict[str, Check] = {
     "shard": _nullable(_string), "settings": _nullable(_object), "suite": _nullable(_object),
     "suite_ids": _nullable(_list), "queryeval_version": _nullable(_string),
     "model": _nullable(_string), "predictions": _nullable(_string),
-    "verdict": _nullable(_string),
+    "gating": _nullable(_string),
 }
 #: Case fields: sorted on, grouped by, aggregated, or rendered in the reports.
 CASE: dict[str, Check] = {
@@ -119,7 +119,7 @@ CASE: dict[str, Check] = {
     "failed_metrics": _list, "diff": _nullable(_list), "details": _nullable(_object),
     "settings": _nullable(_object), "near_miss": _nullable(_object),
     "error": _nullable(_string), "reason": _nullable(_string),
-    "question": _nullable(_string), "verdict": _nullable(_string),
+    "question": _nullable(_string), "standing": _nullable(_string),
     "baseline_status": _nullable(_string), "identity": _nullable(_string),
     "carried": _nullable(_string),
 }

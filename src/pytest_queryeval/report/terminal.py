@@ -119,8 +119,8 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         lines.extend(_table(header, rows))
         lines.append("")
     o = agg["overall"]
-    granted = f" ({o['xfailed_by_verdict']} by the verdict mode)" if o.get(
-        "xfailed_by_verdict") else ""
+    granted = f" ({o['xfailed_by_gating']} by the gating mode)" if o.get(
+        "xfailed_by_gating") else ""
     lines.append(f"overall: {o['count']} cases, {o['passed']} passed, {o['failed']} failed, "
                  f"{o['errors']} errors, {o['xfailed']} xfailed{granted}, {o['skipped']} skipped; "
                  f"pass rate {_pct(o['pass_rate'])}")
@@ -129,7 +129,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         lines.append(spent)
     lines.extend(carried_lines(report["cases"]))
     lines.extend(threshold_lines(agg.get("thresholds")))
-    lines.extend(verdict_lines(report, baseline=baseline))
+    lines.extend(gating_lines(report, baseline=baseline))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
     from ..neighbour_check import summary_line as neighbour_line
@@ -146,7 +146,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
             why = c.get("error") or c.get("reason") or ", ".join(
                 f"{m}={metric_text(m, (c.get('metrics') or {}).get(m))}"
                 for m in c.get("failed_metrics", []))
-            shown = c["outcome"] if not c.get("verdict") else f"{c['outcome']} ({c['verdict']})"
+            shown = c["outcome"] if not c.get("standing") else f"{c['outcome']} ({c['standing']})"
             lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or NO_DIFFICULTY}] "
                          f"{shown}: {_one_line(why)}")
     return [printable(line) for line in lines]
@@ -202,40 +202,40 @@ def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:
 
 
 def flaky_lines(report: Mapping[str, Any], limit: int = 20) -> list[str]:
-    """``repeat: N``: the cases whose runs disagreed on the verdict."""
+    """``repeat: N``: the cases whose runs disagreed on the outcome."""
     from ..repeats import flaky_line
 
     flaky = list(report.get("flaky") or [])
     if not flaky:
         return []
-    lines = [f"flaky cases ({len(flaky)}: the verdict differs across runs):"]
+    lines = [f"flaky cases ({len(flaky)}: the outcome differs across runs):"]
     lines.extend(f"  {flaky_line(item)}" for item in flaky[:limit])
     if len(flaky) > limit:
         lines.append(f"  … {len(flaky) - limit} more (the JSON report's 'flaky' lists them all)")
     return lines
 
 
-def verdict_lines(report: Mapping[str, Any], limit: int = 10, *,
+def gating_lines(report: Mapping[str, Any], limit: int = 10, *,
                   baseline: bool = True) -> list[str]:
-    """``--queryeval-verdict baseline/gates``: the counts, and the cases that changed.
+    """``--queryeval-gating baseline/gates``: the counts, and the cases that changed.
     ``baseline`` says whether a baseline was given: without one, ``gates`` mode cannot tell
     a regression or a fixed case, so it does not count them."""
-    mode = (report.get("run") or {}).get("verdict") or "strict"
+    mode = (report.get("run") or {}).get("gating") or "strict"
     if mode == "strict":
         return []
     cases = report["cases"]
-    groups = {v: [str(c["id"]) for c in cases if c.get("verdict") == v]
+    groups = {v: [str(c["id"]) for c in cases if c.get("standing") == v]
               for v in (KNOWN, BELOW, REGRESSION, FIXED)}
     counts = [f"{len(groups[KNOWN])} failing since baseline (xfailed)"] if mode == "baseline" else []
     if groups[BELOW] or mode == "gates":
         counts.append(f"{len(groups[BELOW])} below threshold (xfailed)")
     if baseline or mode == "baseline":
-        xfailed = sum(c.get("verdict") == REGRESSION and c.get("outcome") == "xfailed"
+        xfailed = sum(c.get("standing") == REGRESSION and c.get("outcome") == "xfailed"
                       for c in cases)  # gates mode: the gates decide
         counts += [plural(len(groups[REGRESSION]), "regression")
                    + (f" ({xfailed} xfailed: the gates decide)" if xfailed else ""),
                    f"{len(groups[FIXED])} fixed"]
-    lines = [f"verdict {mode}: " + ", ".join(counts)]
+    lines = [f"gating {mode}: " + ", ".join(counts)]
     for title, ids in (("REGRESSION", groups[REGRESSION]), ("fixed", groups[FIXED])):
         if ids:
             more = f" … {len(ids) - limit} more" if len(ids) > limit else ""
@@ -386,7 +386,7 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool, verbose: b
     out: list[str] = []
     header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
     out.append(header)
-    if record.get("verdict") == "regression":
+    if record.get("standing") == "regression":
         out.append("REGRESSION: this case passed in the baseline")
     if record.get("error"):
         out.append(f"error: {record['error']}")
@@ -540,5 +540,5 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
 
 def comparison_line(cmp: Comparison) -> str:
     """``baseline comparison: OK: ...``: the aggregate comparison's result. Not called a
-    verdict: ``--queryeval-verdict`` judges cases, and both appear in one run."""
-    return "baseline comparison: " + cmp.verdict().removeprefix("baseline ")
+    standing: ``--queryeval-gating`` judges cases, and both appear in one run."""
+    return "baseline comparison: " + cmp.summary().removeprefix("baseline ")
