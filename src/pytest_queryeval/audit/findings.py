@@ -33,6 +33,14 @@ CATALOG: dict[str, tuple[str, str]] = {
     "nondeterministic": (WARNING, "the gold calls a random function (RANDOM(), RAND()...)"),
     "ties-at-limit": (WARNING, "ORDER BY ... LIMIT cuts through tied rows: another answer is "
                                "equally correct"),
+    "limit-without-order": (WARNING, "LIMIT without ORDER BY keeps rows in the engine's scan "
+                                     "order: other rows are as likely an answer"),
+    "text-sorted-numbers": (WARNING, "ORDER BY sorts text that holds numbers ('9.5' above '10')"),
+    "unordered-aggregate": (WARNING, "group_concat, string_agg, array_agg, listagg or "
+                                     "json_group_array joins values in the engine's order"),
+    "text-min-max": (WARNING, "MIN/MAX compares text that holds numbers"),
+    "text-date-compare": (WARNING, "a date stored as text in a format that does not sort is "
+                                   "compared as text"),
     "slow-gold": (WARNING, "the gold takes over half its timeout"),
     "redundant-alternative": (WARNING, "two gold alternatives return identical results"),
     "codelist-name-mismatch": (WARNING, "an SDMX target names a code differently from its "

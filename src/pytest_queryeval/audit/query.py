@@ -44,6 +44,10 @@ def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult,
                 continue  # the execution finding says it all
             lint_table(table, result, index, timeout)
             _ties(live_src, text, table, language, limits, result, index)
+            if language == "sql":
+                from .smells import audit_smells
+
+                audit_smells(live_src, text, table, limits, result, index)
             if language == "sql" and _neighbours_wanted(case, ctx):
                 _weak(live_src, text, table, case, limits, result, index)
         if case.gold_result is None:
