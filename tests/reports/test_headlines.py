@@ -120,28 +120,41 @@ def test_a_strict_run_with_failures_and_green_gates_is_headed_failed(sql_suite):
 def test_gates_mode_counts_a_pass_to_fail_flip_as_a_regression(sql_suite):
     """Issue 43 item 4: ``gates`` mode with a baseline said ``0 regressions`` beside a listed
     ``pass → fail: regressed``, and a max-drop of 0 stayed green on a fix and a regression
-    that cancel in the mean. The flip is a regression, counted and named in every report; in
-    ``gates`` mode the gates decide, as documented, so the run is green and says why."""
-    result = sql_suite.runpytest(
+    that cancel in the mean. The flip is a regression, counted and named in every report. In
+    ``gates`` mode the gates decide: a max-drop that tolerates a drop lets it pass, saying why;
+    a max-drop of 0 (nothing may get worse) fails on it, whatever a fix elsewhere does."""
+    tolerant = sql_suite.runpytest(
         "--queryeval-gating=gates", "--queryeval-baseline=base.json",
-        "--queryeval-max-drop=execution_accuracy=0.0", "--queryeval-json=r.json",
+        "--queryeval-max-drop=execution_accuracy=0.05", "--queryeval-json=r.json",
         "--queryeval-markdown=r.md", "-p", "no:cacheprovider", "-rx")
     report = read_report(sql_suite.path / "r.json")
     assert report.by_id["regressed"]["standing"] == "regression"
     assert report.outcomes["regressed"] == "xfailed"
-    result.stdout.fnmatch_lines([
+    tolerant.stdout.fnmatch_lines([
         "gating gates: 2 below threshold (xfailed), 1 regression (1 xfailed: the gates "
         "decide), 1 fixed", "REGRESSION: regressed", "fixed: fixed",
         "pass → fail: 1", "  regressed [[]sql/*] passed → failed  (execution_accuracy)",
         "*XFAIL test_cases.yaml::regressed - regression: below threshold: "
         "execution_accuracy=0.000 (min 1) (passed in the baseline)"])
     line = "queryeval: PASSED (1 regression (regressed), 2 below threshold, xfailed)"
-    assert _last_line(result) == line
-    assert result.ret == pytest.ExitCode.OK
+    assert _last_line(tolerant) == line
+    assert tolerant.ret == pytest.ExitCode.OK
     assert report["run"]["outcome_line"] == line
     assert (sql_suite.path / "r.md").read_text().splitlines()[0] == f"## ✅ {line}"
     # the pass rate counts the xfailed regression as the failure it is
     assert report["aggregates"]["overall"]["xfailed_by_gating"] == 3
+
+    strict = sql_suite.runpytest(
+        "--queryeval-gating=gates", "--queryeval-baseline=base.json",
+        "--queryeval-max-drop=execution_accuracy=0.0", "--queryeval-json=r.json",
+        "-p", "no:cacheprovider")
+    report = read_report(sql_suite.path / "r.json")
+    assert report["baseline"]["passed"] is False
+    assert [c["id"] for c in report["baseline"]["zero_drop_regressions"]] == ["regressed"]
+    line = ("queryeval: FAILED: baseline drop: max drop 0: case(s) passed → failed: regressed "
+            "(a fix elsewhere does not cancel them)")
+    assert _last_line(strict) == line
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_a_refresh_that_fails_a_gate_says_it_wrote_the_baseline(sql_suite):

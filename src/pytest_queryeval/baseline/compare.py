@@ -184,6 +184,9 @@ class Comparison:
     bootstrap: dict[str, Any] = field(default_factory=dict)
     #: pass → fail flips of ``severity: critical`` cases: each fails the gate by itself
     critical_regressions: list[OutcomeChange] = field(default_factory=list)
+    #: pass → fail flips under a max-drop of 0 (no significance): "nothing may get worse" is
+    #: not met by a fix elsewhere that keeps the mean where it was, so each fails the gate
+    zero_drop_regressions: list[OutcomeChange] = field(default_factory=list)
 
     @property
     def failures(self) -> list[MetricDelta]:
@@ -193,7 +196,8 @@ class Comparison:
     def passed(self) -> bool:
         """False when refused as not comparable, when a drop exceeds its max-drop (and, with
         ``significance``, is significant) or when a critical case flipped pass → fail."""
-        return self.comparable and not self.failures and not self.critical_regressions
+        return self.comparable and not self.failures and not self.critical_regressions \
+            and not self.zero_drop_regressions
 
     def overall(self) -> list[MetricDelta]:
         return [d for d in self.deltas if d.scope == "overall"]
@@ -202,7 +206,7 @@ class Comparison:
         """The comparison in one line (the JSON report's ``baseline.summary``)."""
         if not self.comparable:
             return f"baseline not comparable: {self.reason}"
-        if self.failures or self.critical_regressions:
+        if self.failures or self.critical_regressions or self.zero_drop_regressions:
             shown = self.failures[:VERDICT_ITEMS]
             items = [f"{d.metric} {_signed(d.delta)} > max drop {d.limit:g} ({d.label}"
                      + (f", {_evidence(d)}" if self.significance is not None else "") + ")"
@@ -210,6 +214,12 @@ class Comparison:
             if self.critical_regressions:
                 ids = ", ".join(ch.id for ch in self.critical_regressions[:VERDICT_ITEMS])
                 items.append(f"critical case(s) passed → failed: {ids}")
+            if self.zero_drop_regressions:
+                shown_ids = [ch.id for ch in self.zero_drop_regressions[:VERDICT_ITEMS]]
+                more_ids = len(self.zero_drop_regressions) - len(shown_ids)
+                items.append("max drop 0: case(s) passed → failed: " + ", ".join(shown_ids)
+                             + (f" and {more_ids} more" if more_ids else "")
+                             + " (a fix elsewhere does not cancel them)")
             more = len(self.failures) - len(shown)
             return f"baseline FAILED: {', '.join(items)}" + (f" and {more} more" if more else "")
         if self.significance is not None:
@@ -258,6 +268,10 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
         cmp.reason = reason
         return cmp
 
+    # a max-drop of 0 on the pass rate or on a metric where higher is better (not a timing or
+    # a cost), without a significance level: no case may go pass → fail (issue 43 item 4)
+    zero_drop = significance is None and any(
+        v == 0 and (k == GLOBAL or not lower_is_better(k)) for k, v in limits.items())
     cur_cases = _index(current.get("cases") or [])
     base_cases = _index(baseline.get("cases") or [])
     cmp.new_cases = [k for k in cur_cases if k not in base_cases]
@@ -273,6 +287,8 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
             cmp.regressions.append(change)
             if (limits or significance is not None) and (_critical(cur) or _critical(base)):
                 cmp.critical_regressions.append(change)
+            elif zero_drop:
+                cmp.zero_drop_regressions.append(change)
         elif change.before in _FAIL and change.after in _PASS:
             cmp.fixes.append(change)
         else:
