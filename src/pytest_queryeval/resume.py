@@ -128,7 +128,9 @@ class Resume:
         if rec is None or rec.get("identity") != ident:
             return None
         out = {**rec, "nodeid": nodeid, "carried": self.report}
-        out.pop("baseline_status", None)  # judged again against this run's baseline
-        out.pop("verdict", None)
+        # judged again against this run's baseline (None, as a case that ran has them, when
+        # no verdict mode judges: a resumed report is the report of the run it resumes)
+        out["baseline_status"] = None
+        out["verdict"] = None
         out["outcome"] = None
         return out
