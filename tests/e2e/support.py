@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html as htmllib
 import json
+import math
 import os
 import re
 import subprocess
@@ -141,6 +142,19 @@ def normalise(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: How far two scores of one case may lie apart and be one: an embedding model's vectors differ
+#: in the last bits with the batch they were computed in (a shard batches other texts), so a
+#: semantic similarity moves by about 1e-9, and a detail rounded to 6 decimals by one unit.
+REL_TOL = 1e-5
+
+
+def _close(a: Any, b: Any) -> bool:
+    types = {type(a), type(b)}
+    if float in types and types <= {int, float}:
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=REL_TOL)
+    return False
+
+
 def differences(a: Any, b: Any, path: str = "") -> list[str]:
     """Where two normalised reports differ (the first 20 paths), for an assertion message."""
     found: list[str] = []
@@ -153,6 +167,8 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             found += differences(x, y, f"{path}[{i}]")
+    elif _close(a, b):
+        pass
     elif a != b:
         found.append(f"{path}: {json.dumps(a, default=str)[:200]} != "
                      f"{json.dumps(b, default=str)[:200]}")

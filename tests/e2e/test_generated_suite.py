@@ -7,13 +7,17 @@ report format states the outcome the exit status gives."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from .generated import make_suite
 from .support import (
-    HEADLINES, Run, accepted_everywhere, assert_same, headline_of, outcome_word, run_merge,
+    HEADLINES,
+    Run,
+    accepted_everywhere,
+    assert_same,
+    headline_of,
+    outcome_word,
+    run_merge,
     run_pytest,
 )
 
