@@ -57,7 +57,7 @@ class Run:
         return f"{self.name}: exit {self.status}\n{self.stdout[-4000:]}\n{self.stderr[-2000:]}"
 
 
-def _env() -> dict[str, str]:
+def env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "QUERYEVAL_SHARD", "SLURM_", "CI_NODE", "GITHUB_"))}
     env.pop("PYTEST_XDIST_WORKER", None)
@@ -81,7 +81,7 @@ def run_pytest(folder: Path, name: str, *args: str, target: str = ".",
     cmd = [sys.executable, "-m", "pytest", target, "-q", "-p", "no:randomly",
            "-p", "no:cacheprovider", "--queryeval-no-step-summary", *extra, *args]
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=timeout,
-                          check=False, env=_env())
+                          check=False, env=env())
     return Run(name, proc.returncode, proc.stdout, proc.stderr, folder, reports)
 
 
@@ -97,7 +97,7 @@ def run_merge(folder: Path, name: str, shards: Sequence[Path | str], *args: str,
     cmd = [sys.executable, "-m", "pytest_queryeval.merge", "merge", *map(str, shards), *extra,
            "--queryeval-no-step-summary", *args]
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=300,
-                          check=False, env=_env())
+                          check=False, env=env())
     return Run(name, proc.returncode, proc.stdout, proc.stderr, folder, reports)
 
 
