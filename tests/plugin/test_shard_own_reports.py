@@ -113,3 +113,26 @@ def test_resume_refuses_an_edited_record_naming_the_report_and_the_case(shop):
     result = shop.runpytest("--queryeval-resume=bare.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*bare.json: cases[[]1[]] (case 'big-orders'): no 'digest'*"])
+
+
+def test_the_records_of_errors_and_crashes_are_ones_the_shard_check_knows():
+    """The writers no run of the end-to-end layer reaches (a case file that cannot be read, a
+    worker that crashed), written and read back as a report is."""
+    import json
+
+    from pytest_queryeval.report.json_report import dumps
+    from pytest_queryeval.report.records import CASE_META, crash_record, error_record
+    from pytest_queryeval.report.shardcheck import CASE, CASE_UNCHECKED, check_report
+    from pytest_queryeval.resume import edited
+
+    meta = ["c", "test_x.yaml", "/abs/test_x.yaml", 3, "sql", "easy", ["t"], None, "shop"]
+    assert len(meta) == len(CASE_META)
+    records = [error_record("test_bad.yaml", "cannot read: not YAML", outcome="error",
+                            near_miss=None),
+               crash_record("test_x.yaml::c", "worker crashed", meta),
+               crash_record("test_x.yaml::d", "worker crashed", None)]
+    report = json.loads(dumps({"version": 1, "run": {}, "cases": records}))
+    assert check_report(report) == []
+    assert edited(report["cases"]) == []
+    unknown = {k for c in report["cases"] for k in c} - set(CASE) - CASE_UNCHECKED
+    assert not unknown
