@@ -29,10 +29,11 @@ services: setup
 	bash scripts/install-postgres.sh
 	bash scripts/install-chromium.sh
 	PYTHON=$(PY) bash scripts/install-llm-server.sh
+	bash scripts/install-slurm.sh
 
 ## Quickstart 2: run the project's tests
 test: setup services
-	@QUERYEVAL_REQUIRE_CHROMIUM=1 QUERYEVAL_REQUIRE_LLM_SERVER=1 $(VENV)/bin/pytest -n 2 $(PYTEST_ARGS); status=$$?; \
+	@QUERYEVAL_REQUIRE_CHROMIUM=1 QUERYEVAL_REQUIRE_LLM_SERVER=1 QUERYEVAL_REQUIRE_SLURM=1 $(VENV)/bin/pytest -n 2 $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "FAILED: pytest collected no tests (exit code 5)" >&2; exit 1; fi; \
 	exit $$status
 

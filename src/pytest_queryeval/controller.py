@@ -131,6 +131,9 @@ class Controller:
             self.summary = conclude_interrupted(interrupted_report(run, interrupted),
                                                 self._outputs(set()))
             return
+        if not records and self.options.shard is not None and self.runner.suite_ids:
+            self._empty_shard(session, exitstatus)
+            return
         if not records:
             if audit:
                 self.summary = ["gold audit: no gold to audit (no case ran)"]
@@ -184,6 +187,35 @@ class Controller:
         if out.outcome is not None:  # the last line: the outcome and why, as every report says
             lines.append(out.outcome.line)
         add_junit_properties(self.config, report)
+
+    def _empty_shard(self, session: pytest.Session, exitstatus: int) -> None:
+        """``--queryeval-shard I/N`` that selected none of the suite's cases (more shards than
+        cases, or a hash that gave this one none): the reports are written all the same, with
+        zero cases and the suite they are a shard of, and the run passes, so a CI matrix or a
+        scheduler array whose every task must succeed, and ``queryeval merge`` that counts
+        every shard, take it as the share it is. pytest's "no tests ran" status is kept for a
+        run without the shard option."""
+        from .conclude import write_reports
+
+        assert self.options.shard is not None
+        assert self.runner.suite_ids is not None
+        index, total = self.options.shard
+        count = len(self.runner.suite_ids)
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            exitstatus = pytest.ExitCode.OK
+            session.exitstatus = pytest.ExitCode.OK
+        report = self._report([], [], exitstatus, set())
+        out = self._outputs(set())
+        lines = [f"queryeval: shard {index}/{total} selected none of the suite's {count} "
+                 f"case{'s' if count != 1 else ''}: its reports hold no case "
+                 "(queryeval merge counts it)"]
+        self.summary = lines
+        lines.extend(write_reports(report, None, out))
+        if out.update_baseline and out.baseline_path is not None:
+            lines.append(f"error: baseline NOT updated ({out.display(out.baseline_path)}): "
+                         f"shard {index}/{total} ran no case")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _asked(self) -> list[str]:
         """The report and baseline options this run was given."""

@@ -43,6 +43,9 @@ from .wording import shortlist
 OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5
 #: ``run`` fields every shard of one run shares (``suite`` and ``settings`` checked apart).
 SAME_RUN = ("queryeval_version", "model", "predictions", "gating")
+#: Of :data:`SAME_RUN`, what a shard that selected no case cannot know (it read the suite
+#: config of no case file): not compared with the other shards', nor taken from it.
+EMPTY_UNKNOWN = ("model", "predictions")
 GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty", "op")
 LISTED = 10
 
@@ -96,6 +99,7 @@ def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
 def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
     from .baseline.compare import incomparable
 
+    shards = sorted(shards, key=lambda s: not s[1]["cases"])  # one with cases first
     first_name, first = shards[0]
     first_run = first["run"]
     for name, report in shards[1:]:
@@ -110,6 +114,8 @@ def _check_same(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
                 f"{suite_b.get('digest')}) than {first_name} ({suite_a.get('cases')} cases, "
                 f"digest {suite_a.get('digest')}): shards of one run collect the same suite")
         for key in SAME_RUN:
+            if key in EMPTY_UNKNOWN and not (report["cases"] and first["cases"]):
+                continue  # a shard that selected no case read no suite config's model
             if run.get(key) != first_run.get(key):
                 raise MergeRefused(f"{name}: run.{key} is {run.get(key)!r}, but {first_name} "
                                    f"has {first_run.get(key)!r}")
@@ -234,7 +240,8 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     cases.sort_by(lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
     records = cases
     runs = [report["run"] for _, report in shards]
-    first = runs[0]
+    first = next((r for (_, report), r in zip(shards, runs, strict=True) if report["cases"]),
+                 runs[0])
     merged.duplicated = [(k, names) for k, names in where.items() if len(names) > 1]
     suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
     if suite_ids is not None:

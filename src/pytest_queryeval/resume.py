@@ -8,6 +8,12 @@ not an error, not skipped, not a prediction that could not be obtained) with the
 :func:`identity`: the same case as written, scored against the same prediction source. The
 carried record counts in the aggregates, the gates and the exit status as if it had run.
 
+The report is trusted only as far as each record carries the digest of its own text
+(``digest``, written by the plugin and by ``queryeval merge``): a report with a record edited
+after the run, or written before records carried digests, is refused with the record named. The
+digest is no signature: whoever can write the report can recompute it; it keeps a hand edit or
+a damaged file from being carried as a result.
+
 Importable without pytest.
 """
 
@@ -75,6 +81,21 @@ def carriable(record: Mapping[str, Any]) -> bool:
     return not (isinstance(reason, str) and reason.startswith("prediction error"))
 
 
+def edited(records: list[Any]) -> list[str]:
+    """The records that do not carry the digest of their own content, each named by its place
+    and case id: a carried record is reported as if it had run, so one changed by hand (an
+    outcome turned to ``passed``, a metric raised) must not be carried."""
+    from .report.json_report import digest_problem
+
+    out = []
+    for index, rec in enumerate(records):
+        problem = digest_problem(rec)
+        if problem:
+            out.append(f"cases[{index}] (case {str(rec.get('id'))!r}): {problem}; run the "
+                       "shard again without --queryeval-resume")
+    return out
+
+
 @dataclass
 class Resume:
     """The carriable records of a previous attempt, by case id."""
@@ -91,6 +112,8 @@ class Resume:
 
         data = load_report_file(path, "--queryeval-resume", name)
         problems = check_report(data)
+        if not problems:
+            problems = edited(data["cases"])
         if problems:
             raise ValueError("--queryeval-resume: " + summary(name, problems))
         out = cls(name)
@@ -105,7 +128,9 @@ class Resume:
         if rec is None or rec.get("identity") != ident:
             return None
         out = {**rec, "nodeid": nodeid, "carried": self.report}
-        out.pop("baseline_status", None)  # judged again against this run's baseline
-        out.pop("standing", None)
+        # judged again against this run's baseline (None, as a case that ran has them, when
+        # no gating mode judges: a resumed report is the report of the run it resumes)
+        out["baseline_status"] = None
+        out["standing"] = None
         out["outcome"] = None
         return out

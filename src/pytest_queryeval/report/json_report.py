@@ -81,12 +81,51 @@ def _emit(value: Any, out: list[str], nl: str) -> None:
 _compact = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
 
 
-def _case_line(record: Any) -> str:
-    """One case on one line (the C encoder); the indenting walk for what it refuses."""
+#: The key of a case record that holds the digest of the record's own text
+#: (:func:`record_digest`): ``--queryeval-resume`` refuses a record edited after the run.
+DIGEST = "digest"
+
+
+def record_text(record: Any) -> str:
+    """One case on one line (the C encoder; the indenting walk for what it refuses), without
+    its :data:`DIGEST`: the text the digest is taken of. A record read back from a report
+    gives the text it was written as (keys in their order, floats as ``repr``)."""
+    if isinstance(record, dict) and DIGEST in record:
+        record = {k: v for k, v in record.items() if k != DIGEST}
     try:
         return _compact(record)
     except (TypeError, ValueError):  # NaN, or an object only _safe knows how to write
         return _compact(_safe(record))
+
+
+def record_digest(text: str) -> str:
+    """32 hex digits of SHA-256 of a record's :func:`record_text`."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def digest_problem(record: Any) -> str | None:
+    """Why a record read back from a report does not carry the digest of its own content
+    (None: it does)."""
+    if not isinstance(record, dict):
+        return None
+    given = record.get(DIGEST)
+    if given is None:
+        return f"no {DIGEST!r} (a record written before queryeval recorded one, or removed)"
+    if given != record_digest(record_text(record)):
+        return f"its {DIGEST!r} is not the digest of its content (edited after the run)"
+    return None
+
+
+def _case_line(record: Any) -> str:
+    """:func:`record_text` with the digest of that text as the record's last key (a digest the
+    record held, read from a shard or an earlier attempt, is taken again)."""
+    text = record_text(record)
+    if not isinstance(record, dict):
+        return text
+    mark = f'"{DIGEST}": "{record_digest(text)}"}}'
+    return text[:-1] + mark if text == "{}" else text[:-1] + ", " + mark
 
 
 def dumps(report: dict[str, Any]) -> str:

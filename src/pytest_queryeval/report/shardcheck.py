@@ -117,12 +117,21 @@ CASE: dict[str, Check] = {
     "labels": _nullable(_object), "thresholds": _nullable(_object),
     "default_thresholds": _nullable(_list), "signature": _nullable(_string),
     "failed_metrics": _list, "diff": _nullable(_list), "details": _nullable(_object),
-    "settings": _nullable(_object), "near_miss": _nullable(_object),
+    "settings": _nullable(_object), "near_miss": _nullable(_list),
     "error": _nullable(_string), "reason": _nullable(_string),
     "question": _nullable(_string), "standing": _nullable(_string),
     "baseline_status": _nullable(_string), "identity": _nullable(_string),
-    "carried": _nullable(_string),
+    "carried": _nullable(_string), "digest": _nullable(_string),
 }
+#: Case fields the plugin writes that the merge carries through unread (a value of any type
+#: is kept as it is). Every field a record writer (:mod:`.records`, :mod:`..collect`, the
+#: verdict modes ...) produces is in :data:`CASE` or here: tests/reports/test_record_schema.py
+#: runs every writer and checks its records against both, so a new field, or a field whose
+#: type changes, cannot reach a report that the merge and ``--queryeval-resume`` then refuse.
+CASE_UNCHECKED = frozenset({
+    "id",  # checked apart: required, a string
+    "path", "datasource", "dialect", "predicted", "gold", "duration_s",
+})
 #: Gate fields: the merge rebuilds each gate and evaluates it over the union.
 GATE: dict[str, Check] = {
     "name": _string, "metric": _string, "stat": _string, "limit": _number,
@@ -215,7 +224,7 @@ def _check_case(p: _Problems, case: Any, where: str) -> None:
     p.fields(case, CASE, where)
     if not isinstance(case.get("id"), str):
         p.add(f"{where}.id", "expected a string", case.get("id"))
-    for key in ("tags", "failed_metrics"):
+    for key in ("tags", "failed_metrics", "near_miss"):
         if isinstance(case.get(key), list):
             p.each(case[key], _string, f"{where}.{key}")
     if isinstance(case.get("metrics"), dict):
