@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import io
 import json
-import re
 from pathlib import Path
 
 from pytest_queryeval.merge import run as merge_run
