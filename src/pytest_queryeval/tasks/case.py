@@ -240,7 +240,8 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
     failing = [r.reason for r in outcome.checks if not r.passed]
     reason = f"{len(failing)} of {len(outcome.checks)} checks failed: {failing[0]}" \
         if failing else None
-    return Scored(metrics, {}, [f"check failed: {r}" for r in failing], details,
+    # the reason names the first failing check: the diff lists the others, never it again
+    return Scored(metrics, {}, [f"check failed: {r}" for r in failing[1:]], details,
                   reason=reason), outcome
 
 
