@@ -148,7 +148,7 @@ def test_duckdb_task(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
     cases = report(pytester.path / "r.json")
     assert cases["ok"]["outcome"] == "passed"
-    assert cases["wrong"]["reason"] == ("1 of 1 checks failed: rows of SELECT count(*) FROM "
+    assert cases["wrong"]["reason"] == ("1 of 1 check failed: rows of SELECT count(*) FROM "
                                         "orders: expected 1 rows [(3,)], got 1 rows [(0,)]")
     assert sha256(path) == before
 
@@ -166,7 +166,7 @@ def test_gold_audit_runs_each_gold_against_its_own_checks(suite: pytest.Pytester
     findings = json.loads((suite.path / "r.json").read_text())["audit"]["findings"]
     assert [(f["id"], f["code"]) for f in findings] == [("stale", "gold-error")]
     assert findings[0]["message"] == (
-        "the gold fails its own checks: 1 of 1 checks failed: rows of SELECT count(*) FROM "
+        "the gold fails its own checks: 1 of 1 check failed: rows of SELECT count(*) FROM "
         "Track WHERE UnitPrice > 1.0: expected 1 rows [(213,)], got 1 rows [(1510,)]")
     assert result.ret == 1
 
