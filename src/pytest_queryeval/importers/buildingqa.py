@@ -24,12 +24,11 @@ inline prediction too (checks the suite, data and engine end to end: every case 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, dump_yaml, tag
+from ._common import ImportProblem, dump_yaml, suite_relative, tag
 from ._inputs import load_json, load_yaml
 
 CONFIG_FILE = "queryeval.yaml"
@@ -175,9 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.endpoint:
         spec = {"type": "sparql", "endpoint": args.endpoint}
     else:
-        rel = Path(os.path.relpath(graph, out.resolve()))
-        where = graph if rel.parts[:1] == ("..",) else rel
-        spec = {"type": "rdf", "path": where.as_posix()}
+        spec = {"type": "rdf", "path": suite_relative(graph, out)}
         if args.engine != "pyoxigraph":
             spec["engine"] = args.engine
     if args.timeout is not None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..boundedio import loads_json
 from ..errors import QueryEvalError
-from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
+from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, suite_relative, tag
 from ._inputs import plain_name, read_text
 
 CASES_FILE = "test_spider2_lite.yaml"
@@ -71,8 +71,7 @@ def gold_files(instance_id: str, exec_result: Path, listing: list[str]) -> tuple
 
 
 def _rel(path: Path, out: Path) -> str:
-    rel = Path(os.path.relpath(path.resolve(), out.resolve()))
-    return (path.resolve() if rel.parts[:1] == ("..",) and path.is_absolute() else rel).as_posix()
+    return suite_relative(path, out)
 
 
 def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, Any]],
