@@ -5,12 +5,34 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 
 class ImportProblem(ValueError):
     """A problem of the input files (reported as ``queryeval-import <name>: ...``, exit 2)."""
+
+
+#: The command the importers were reached through, innermost last: ``queryeval-import`` or
+#: ``queryeval import``; their usage and messages name it as the user typed it.
+_COMMAND = ["queryeval-import"]
+
+
+def command() -> str:
+    """``queryeval-import`` or ``queryeval import``: how the user ran the importer."""
+    return _COMMAND[-1]
+
+
+@contextmanager
+def invoked_as(name: str) -> Iterator[None]:
+    """Name the importers' command ``name`` while they run."""
+    _COMMAND.append(name)
+    try:
+        yield
+    finally:
+        _COMMAND.pop()
 
 
 def tag(text: str) -> str:

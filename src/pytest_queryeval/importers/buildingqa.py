@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, dump_yaml, suite_relative, tag
+from ._common import ImportProblem, command, dump_yaml, suite_relative, tag
 from ._inputs import load_json, load_yaml
 
 CONFIG_FILE = "queryeval.yaml"
@@ -136,7 +136,7 @@ def _default_ttl(json_path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="queryeval-import buildingqa",
+        prog=f"{command()} buildingqa",
         description="BuildingQA <bldg>_combined.json to a queryeval SPARQL suite")
     ap.add_argument("benchmark", type=Path, help="Benchmark_QA_pairs/<bldg>_combined.json")
     ap.add_argument("--out", required=True, type=Path, help="output directory")
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         suite = build(buildings, graph_prefixes(graph), datasource=name,
                       source_name=bench.name, oracle=args.oracle, human_only=args.human_only)
     except (OSError, ValueError, SyntaxError) as exc:
-        print(f"queryeval-import buildingqa: {exc}", file=sys.stderr)
+        print(f"{command()} buildingqa: {exc}", file=sys.stderr)
         return 2
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

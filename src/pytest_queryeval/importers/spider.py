@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import QueryEvalError
-from ._common import dump_yaml, suite_relative
+from ._common import command, dump_yaml, suite_relative
 from ._inputs import json_line, read_text
 
 CASES_FILE = "test_spider.yaml"
@@ -71,7 +71,7 @@ def build(gold: list[dict[str, Any]], pred: list[str] | None, *, datasource: str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import spider", description=__doc__)
+    ap = argparse.ArgumentParser(prog=f"{command()} spider", description=__doc__)
     ap.add_argument("--gold", required=True, type=Path,
                     help="gold file (SQL<TAB>db_id per line) or Spider dev.json")
     ap.add_argument("--pred", type=Path, help="predictions, one SQL per line, same order")
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                              inline=args.predictions_file is None)
     except (OSError, ValueError, KeyError, TypeError, QueryEvalError) as exc:
         msg = exc.reason() if isinstance(exc, QueryEvalError) else str(exc)
-        print(f"queryeval-import spider: {msg}", file=sys.stderr)
+        print(f"{command()} spider: {msg}", file=sys.stderr)
         return 2
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..boundedio import loads_json
 from ..errors import QueryEvalError
-from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, suite_relative, tag
+from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, suite_relative, tag
 from ._inputs import plain_name, read_text
 
 CASES_FILE = "test_spider2_lite.yaml"
@@ -144,7 +144,7 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import spider2-lite", description=__doc__,
+    ap = argparse.ArgumentParser(prog=f"{command()} spider2-lite", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gold-dir", required=True, type=Path,
                     help="evaluation_suite/gold (holds exec_result/ and spider2lite_eval.jsonl)")
@@ -179,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             documents=args.documents)
     except (OSError, QueryEvalError, ImportProblem) as exc:
         msg = exc.reason() if isinstance(exc, QueryEvalError) else str(exc)
-        print(f"queryeval-import spider2-lite: {msg}", file=sys.stderr)
+        print(f"{command()} spider2-lite: {msg}", file=sys.stderr)
         return 2
     for w in warnings:
-        print(f"queryeval-import spider2-lite: {w}", file=sys.stderr)
+        print(f"{command()} spider2-lite: {w}", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     sources = [eval_path] + ([args.questions] if args.questions else [])
     note = (f"Gold result CSVs: {exec_result.name}/ (referred to, not copied). Scored with "
