@@ -487,7 +487,8 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:
-        return CaseOutcome("error", predicted=predicted, error=exc.reason())
+        return CaseOutcome("error", predicted=predicted, error=exc.reason(),
+                           details=dict(exc.details or {}))
     except Exception as exc:
         return CaseOutcome("error", predicted=predicted, error=_internal(f"kind {case.kind}", exc))
     if scored.relaxed is not None:

@@ -241,3 +241,31 @@ def _single_dialect_workbook(suite: pytest.Pytester) -> Path:
                     "-p", "no:cacheprovider")
     assert "by_dialect" not in report(suite.path / "one.json")["aggregates"]
     return suite.path / "one.xlsx"
+
+
+def test_on_a_pinned_clock_the_audit_runs_and_reports_the_text_the_run_executed(
+        suite: pytest.Pytester) -> None:
+    """Issue 43: on a ``now:`` source the run executes the transpiled gold as the clock rewrote
+    it; the audit ran and reported the text before the rewrite. Both sides now run pinned, and
+    ``gold_run`` (the audit's and the run's) is the text executed; ``gold``, what
+    ``--queryeval-write-transpiled`` writes, stays the transpiled text, which the run pins."""
+    config = json.loads((suite.path / "queryeval.yaml").read_text())
+    for spec in config["datasources"].values():
+        spec["now"] = "2024-05-01"
+    suite.makefile(".yaml", queryeval=json.dumps(config))
+    # the clock decides: every track before 2025 at the pinned instant, none unpinned today
+    gold = "SELECT count(*) FROM Track WHERE CURRENT_DATE < '2025-01-01'"
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "dated", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": gold}, "predicted": "SELECT 3503"}]}))
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    ran = "SELECT COUNT(*) FROM Track WHERE CAST('2024-05-01' AS DATE) < '2025-01-01'"
+    run = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    assert run["dated[duck]"]["details"]["gold_dialect"]["gold_run"] == ran
+    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+                    "--queryeval-audit-golds")
+    audited = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    check = audited["dated[duck]"]["details"]["audit"]["transpiled"]
+    assert (check["gold_run"], check["checked"]) == (ran, "matched")
+    assert check["gold"] == "SELECT COUNT(*) FROM Track WHERE CURRENT_DATE < '2025-01-01'"
