@@ -243,6 +243,35 @@ def _single_dialect_workbook(suite: pytest.Pytester) -> Path:
     return suite.path / "one.xlsx"
 
 
+def test_a_failing_item_shows_the_gold_that_ran(suite: pytest.Pytester) -> None:
+    """Issue 43: a failing fanned-out item printed the whole per-dialect mapping; it shows its
+    dialect's entry, or the transpiled text it ran, and a failing gold still records which
+    dialect's gold ran (``details.gold_dialect`` was null)."""
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "names", "datasource": ["chinook", "duck"],
+         "gold": {"sqlite": "SELECT Name FROM Genre WHERE GenreId < 4",
+                  "duckdb": "SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)"},
+         "predicted": "SELECT Name FROM Genre WHERE GenreId < 3"},
+        {"id": "rock", "datasource": ["duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = 1"},
+         "predicted": "SELECT 0"},
+        {"id": "broken", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT nope FROM Genre"}, "predicted": "SELECT 1"}]}))
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    assert cases["names[chinook]"]["gold"] == "SELECT Name FROM Genre WHERE GenreId < 4"
+    assert cases["names[duck]"]["gold"] == "SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)"
+    assert cases["rock[duck]"]["gold"] == "SELECT COUNT(*) FROM Track WHERE GenreId = 1"
+    out = result.stdout.str()
+    assert "gold:      SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)\n" in out
+    assert "gold:      SELECT COUNT(*) FROM Track WHERE GenreId = 1\n" in out
+    assert '"duckdb":' not in out and '"sqlite":' not in out
+    assert cases["broken[chinook]"]["outcome"] == cases["broken[duck]"]["outcome"] == "error"
+    assert cases["broken[chinook]"]["details"]["gold_dialect"] == {"dialect": "sqlite"}
+    assert cases["broken[duck]"]["details"]["gold_dialect"] == {
+        "dialect": "duckdb", "transpiled_from": "sqlite", "gold_run": "SELECT nope FROM Genre"}
+
+
 def test_on_a_pinned_clock_the_audit_runs_and_reports_the_text_the_run_executed(
         suite: pytest.Pytester) -> None:
     """Issue 43: on a ``now:`` source the run executes the transpiled gold as the clock rewrote
@@ -263,6 +292,7 @@ def test_on_a_pinned_clock_the_audit_runs_and_reports_the_text_the_run_executed(
     ran = "SELECT COUNT(*) FROM Track WHERE CAST('2024-05-01' AS DATE) < '2025-01-01'"
     run = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
     assert run["dated[duck]"]["details"]["gold_dialect"]["gold_run"] == ran
+    assert run["dated[duck]"]["gold"] == ran
     suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
                     "--queryeval-audit-golds")
     audited = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
