@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,25 @@ def test_the_pin_file_is_written_with_the_users_umask(tmp_path: Path) -> None:
         os.umask(old)
     assert (tmp_path / "judge-pins.jsonl").stat().st_mode & 0o777 == 0o644
     assert [p.name for p in tmp_path.iterdir()] == ["judge-pins.jsonl"]  # no temporary left
+
+
+def test_a_pin_file_without_case_labels_is_read_and_keeps_its_labels_when_rewritten(
+        tmp_path: Path) -> None:
+    """Pin files written before the labels (``{"category", "key", "reason"}``) still load; a
+    rewrite labels the pins answered now and keeps every other pin's labels as read."""
+    path = tmp_path / "judge-pins.jsonl"
+    old, labelled = "a" * 64, "b" * 64
+    path.write_text(json.dumps({"category": "equivalent", "key": old, "reason": "same"}) + "\n"
+                    + json.dumps({"case": "c2", "category": "wrong", "key": labelled,
+                                  "question": "Which?", "reason": "no"}) + "\n")
+    store = PinStore.load(path)
+    assert store.get(old) == Verdict("equivalent", "same")
+    store.put("c" * 64, Verdict("wrong", "counts albums"), case="c3",
+              question="How many artists?")
+    store.write()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines == [
+        {"category": "equivalent", "key": old, "reason": "same"},
+        {"case": "c2", "category": "wrong", "key": labelled, "question": "Which?", "reason": "no"},
+        {"case": "c3", "category": "wrong", "key": "c" * 64, "question": "How many artists?",
+         "reason": "counts albums"}]
