@@ -172,6 +172,16 @@ def _threshold_map(spec: Any, where: str, container: Any, errors: _Errors,
     return out
 
 
+def _inline(entry: Any) -> bool:
+    """Whether a case entry writes its own prediction (``predicted:``, ``predicted_result:``
+    or a conversation turn's ``predicted:``): nothing is requested for it, so it has neither
+    repeats nor a latency."""
+    turns = entry.get("conversation")
+    return "predicted" in entry or "predicted_result" in entry or (
+        isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t
+                                        for t in turns))
+
+
 class CaseReader:
     """One case file's entries → :class:`Case` objects; every problem becomes a located
     message on the case it belongs to (the file's header applies to each)."""
@@ -481,11 +491,7 @@ class _Draft:
                             f"must be a positive integer, not {value!r}")
         else:
             case.repeat = value
-            turns = entry.get("conversation")
-            inline = "predicted" in entry or "predicted_result" in entry or (
-                isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t
-                                                for t in turns))
-            if value > 1 and "repeat" in entry and inline:
+            if value > 1 and "repeat" in entry and _inline(entry):
                 self.errors.add(entry, "repeat", self.kp("repeat"),
                                 f"repeat: {value} with an inline prediction scores the same "
                                 f"text {value} times; repeat asks a live predictions source "
@@ -518,6 +524,16 @@ class _Draft:
                                  self.errors)
         for metric, (bound, _) in {**file_th, **case_th}.items():
             resolved[metric] = bound
+        if _inline(entry):
+            for source, label in ((file_th, "thresholds"), (case_th, self.kp("thresholds"))):
+                if "prediction_seconds" in source:
+                    container = source["prediction_seconds"][1]
+                    self.errors.add(container, "prediction_seconds",
+                                    f"{label}.prediction_seconds",
+                                    "an inline prediction (predicted: in the case file) has no "
+                                    "latency to measure: bound prediction_seconds where the "
+                                    "predictions come from a source (predictions: or "
+                                    "--queryeval-predictions), or remove it here")
         is_metric = reader.is_metric
         if self.kind_obj is not None and is_metric is not None:
             for source, label in ((file_th, "thresholds"), (case_th, self.kp("thresholds"))):

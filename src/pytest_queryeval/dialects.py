@@ -33,6 +33,18 @@ def dialect_of(spec: Mapping[str, Any]) -> str | None:
     return None
 
 
+def gold_that_ran(gold: Mapping[str, Any], chosen: Mapping[str, Any] | None,
+                  dialect: str | None) -> Any:
+    """The gold a record shows for a ``gold:`` keyed by dialect: the text run when it was
+    transpiled (``chosen``: the case's ``details.gold_dialect``), else its dialect's entry as
+    written; the whole mapping only where no dialect is known (a case that never ran). A
+    failing fanned-out item printed every dialect's gold, not the one that failed."""
+    if chosen and "gold_run" in chosen:
+        return chosen["gold_run"]
+    which = (chosen or {}).get("dialect") or dialect
+    return gold.get(which, gold) if which else gold
+
+
 def transpile(sql: str, source: str, target: str) -> str:
     """``sql`` written for ``source``, as ``target`` reads it; TranspileError names what could
     not be carried over (sqlglot's ``unsupported_level=RAISE``)."""

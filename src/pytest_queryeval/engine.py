@@ -29,7 +29,7 @@ from .errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavail
 from .goldcache import GoldCache
 from .kinds._optin import relaxed_ex
 from .metricnames import REPEAT_METRICS
-from .model import MISSING, Case
+from .model import MISSING, Case, Threshold
 from .predict import Prediction, Predictor, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
 from .repeats import FIXED_NOTE, combine, signature
@@ -487,7 +487,8 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:
-        return CaseOutcome("error", predicted=predicted, error=exc.reason())
+        return CaseOutcome("error", predicted=predicted, error=exc.reason(),
+                           details=dict(exc.details or {}))
     except Exception as exc:
         return CaseOutcome("error", predicted=predicted, error=_internal(f"kind {case.kind}", exc))
     if scored.relaxed is not None:
@@ -537,6 +538,9 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     reason = scored.reason
     if reason and prediction.hint:
         reason = f"{reason} ({prediction.hint})"
+    unmeasured = _unmeasured_latency(case, evaluator, failed)
+    if unmeasured:
+        reason = f"{reason}; {unmeasured}" if reason else unmeasured
     refused = (details.get("judge") or {}).get("refused") if case.judge is not None else None
     if judge_error is None and refused and "judge_ex" in case.thresholds:
         judge_error = refused  # min_kappa: a judge measured below it decides nothing
@@ -548,6 +552,22 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseO
     return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, reason,
                        None, diff, details,
                        signature(prediction.value, scored.signature, scored.reason))
+
+
+def _unmeasured_latency(case: Case, evaluator: Evaluator,
+                        failed: list[tuple[Threshold, float | None]]) -> str | None:
+    """Why a ``prediction_seconds`` threshold failed on no value: a bare ``-`` and FAIL told
+    the user nothing. An inline prediction was never requested, so it has no latency (a
+    threshold written beside it is refused when the file is read; one inherited from the
+    suite, the ini or the command line reaches the case); a predictions file may give none."""
+    if not any(t.metric == "prediction_seconds" and value is None for t, value in failed):
+        return None
+    overridden = evaluator.override is not None and evaluator.override_inline
+    if _inline_prediction(case) is not None and not overridden:
+        return ("prediction_seconds not measured: the prediction is inline (written in the "
+                "case file), so it has no latency to bound")
+    return ("prediction_seconds not measured: the predictions source recorded no latency for "
+            "this case (a predictions file gives it as prediction_seconds or latency)")
 
 
 def _internal(where: str, exc: Exception) -> str:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class QueryEvalError(Exception):
     """Base of every error the plugin reports as a reason instead of a traceback."""
 
     #: Short prefix of the reason shown to users ("refused", "timeout", ...).
     prefix = "error"
+    #: What a kind had settled about the case when the error came (the SQL kind's
+    #: ``gold_dialect``): the case's record keeps it, so a failing gold still says which
+    #: dialect's gold ran. Set in the process that raised it, never pickled.
+    details: dict[str, Any] | None = None
 
     def reason(self) -> str:
         return f"{self.prefix}: {self}"

@@ -454,17 +454,33 @@ def _significance(value: str | None) -> float | None:
     return parse_significance(value, "--queryeval-significance")
 
 
+#: The ``queryeval`` subcommands and their one-line help, in the order ``--help`` lists them.
+COMMANDS = {
+    "merge": "merge the JSON reports of a sharded run: queryeval merge SHARD.json... "
+             "-o REPORT.json (queryeval merge --help)",
+    "import": "turn a benchmark's files into a suite: queryeval import NAME [options], "
+              "as queryeval-import (queryeval import --help lists the importers)",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``queryeval`` console script: ``queryeval merge ...``."""
+    """The ``queryeval`` console script: ``queryeval merge ...`` and ``queryeval import ...``
+    (the importers of ``queryeval-import``: a user who typed ``queryeval import`` was shown
+    the merge usage, with no hint that importers exist)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help") or args[0] != "merge":
-        usage = ("usage: queryeval merge SHARD.json... -o REPORT.json [report and baseline "
-                 "options]\n\n  merge   merge the JSON reports of a sharded run "
-                 "(queryeval merge --help)")
-        helped = bool(args) and args[0] in ("-h", "--help")
-        print(usage, file=sys.stdout if helped else sys.stderr)
-        return OK if helped else USAGE_ERROR
-    return run(args[1:])
+    if args and args[0] == "merge":
+        return run(args[1:])
+    if args and args[0] == "import":
+        from .importers.cli import main as import_main
+
+        return import_main(args[1:], prog="queryeval import")
+    helped = bool(args) and args[0] in ("-h", "--help")
+    lines = ["usage: queryeval {" + ",".join(COMMANDS) + "} [options]", ""]
+    lines += [f"  {name:<7} {text}" for name, text in COMMANDS.items()]
+    if args and not helped:
+        lines.insert(0, f"queryeval: unknown command {args[0]!r}")
+    print("\n".join(lines), file=sys.stdout if helped else sys.stderr)
+    return OK if helped else USAGE_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

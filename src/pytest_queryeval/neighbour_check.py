@@ -284,11 +284,13 @@ def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted:
     if found is None:
         return {METRIC: 1.0}, info, []
     data = found.pop("file_bytes", None)
+    opened = None
     if data is not None and settings.report_dir is not None:
         target = settings.report_dir / ARTIFACT_DIR / f"{_safe_name(case.id)}.{engine}"
         _write(target, data)
         found["file"] = _shown(target, settings.rootdir, settings.report_dir)
-    return {METRIC: 0.0}, info, counterexample_lines(Path(path).name, found)
+        opened = openable(target)
+    return {METRIC: 0.0}, info, counterexample_lines(Path(path).name, found, opened)
 
 
 def _run(src: Any, args: tuple[Any, ...], settings: Settings) -> dict[str, Any]:
@@ -312,8 +314,10 @@ def _run(src: Any, args: tuple[Any, ...], settings: Settings) -> dict[str, Any]:
         return {"error": f"the counterexample search failed: {type(exc).__name__}: {exc}"}
 
 
-def counterexample_lines(real: str, found: dict[str, Any]) -> list[str]:
-    """The failure output: the two results on the counterexample, where it is, its SQL."""
+def counterexample_lines(real: str, found: dict[str, Any], where: str | None = None,
+                         ) -> list[str]:
+    """The failure output: the two results on the counterexample, where it is (``where``, a
+    path the user can open, else the record's ``file``), its SQL."""
     rows = int(found["rows"])
     size = f"{rows}-row" if rows != 1 else "1-row"
     failure = found.get("predicted_failure")
@@ -321,7 +325,7 @@ def counterexample_lines(real: str, found: dict[str, Any]) -> list[str]:
         f"and the prediction {_result(found['predicted'][1])}"
     lines = [f"{METRIC}: 0: passes on {real}, but on this {size} database the gold returns "
              f"{_result(found['gold'][1])}{',' if failure else ''} {theirs}"]
-    where = found.get("file")
+    where = where or found.get("file")
     lines.append(f"  counterexample ({found['origin']})" + (f": {where}" if where else ""))
     lines.extend("    " + line for line in found["inserts"])
     return lines
@@ -344,6 +348,18 @@ def _write(target: Path, data: bytes) -> None:
     from .report.json_report import write_atomic
 
     write_atomic(target, data)
+
+
+def openable(path: Path) -> str:
+    """``path`` as the user can open it from where pytest ran: relative to the current
+    directory when it lies under it, else absolute. The record's ``file`` stays relative to
+    the rootdir or the report (no machine path in a shared report); the printed line named it
+    from a report directory outside the rootdir, a path that opened nothing."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return str(resolved)
 
 
 def _shown(path: Path, *bases: Path | None) -> str:

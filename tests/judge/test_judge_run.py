@@ -292,3 +292,22 @@ def test_relaxed_metrics_are_computed_once_per_case(music, openai_standin, monke
     assert case["metrics"]["relaxed_ex"] == 0.0 and case["metrics"]["judge_ex"] == 0.0
     assert case["details"]["judge"]["category"] == "wrong"  # asked, with the near-miss facts
     assert len(calls) == 1
+
+
+def test_each_pin_names_its_case_and_question(music, openai_standin, monkeypatch):
+    """A reviewer reading the pin file's diff in a pull request sees which case a verdict
+    belongs to (issue 43): each line carries the case's id and question beside its key."""
+    openai_standin.containing = {PRED_EXTRA: ACCEPT, PRED_WRONG: REJECT}
+    suite(music, openai_standin, CASES)
+    run(music, monkeypatch)
+    lines = (music.path / "queryeval-judge-pins.jsonl").read_text().splitlines()
+    pins = {json.loads(line)["case"]: json.loads(line) for line in lines}
+    assert sorted(pins) == ["albums", "label"]
+    assert pins["label"]["question"] == "How many artists are there?"
+    assert (pins["label"]["category"], pins["label"]["reason"]) == (
+        "equivalent", "the extra column is a label")
+    assert pins["albums"]["question"] == "Count the artists."
+    # the case comes first on its line, the key stays the sort order of the file
+    assert all(line.startswith('{"case": ') for line in lines)
+    assert [json.loads(line)["key"] for line in lines] == sorted(
+        json.loads(line)["key"] for line in lines)

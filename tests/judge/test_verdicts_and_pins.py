@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -216,3 +217,25 @@ def test_a_suites_own_template_gets_the_data_rules_and_marked_fields() -> None:
                           template="Q: {question}\nG: {gold}\nP: {predicted}\n")
     assert prompt.startswith(DATA_RULES)
     assert "P: [BEGIN DATA predicted_query]\n| SELECT 2\n[END DATA predicted_query]" in prompt
+
+
+def test_a_pin_file_without_case_labels_is_read_and_keeps_its_labels_when_rewritten(
+        tmp_path: Path) -> None:
+    """Pin files written before the labels (``{"category", "key", "reason"}``) still load; a
+    rewrite labels the pins answered now and keeps every other pin's labels as read."""
+    path = tmp_path / "judge-pins.jsonl"
+    old, labelled = "a" * 64, "b" * 64
+    path.write_text(json.dumps({"category": "equivalent", "key": old, "reason": "same"}) + "\n"
+                    + json.dumps({"case": "c2", "category": "wrong", "key": labelled,
+                                  "question": "Which?", "reason": "no"}) + "\n")
+    store = PinStore.load(path)
+    assert store.get(old) == Verdict("equivalent", "same")
+    store.put("c" * 64, Verdict("wrong", "counts albums"), case="c3",
+              question="How many artists?")
+    store.write()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines == [
+        {"category": "equivalent", "key": old, "reason": "same"},
+        {"case": "c2", "category": "wrong", "key": labelled, "question": "Which?", "reason": "no"},
+        {"case": "c3", "category": "wrong", "key": "c" * 64, "question": "How many artists?",
+         "reason": "counts albums"}]

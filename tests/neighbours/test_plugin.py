@@ -293,3 +293,20 @@ def test_the_gold_audit_flags_a_weak_gold_on_duckdb(pytester):
         "this gold cannot tell > from >= here: SELECT COUNT(*) FROM orders WHERE total >= 10 "
         "returns the same result on this database, so a model that writes it passes; add rows "
         "that tell them apart"]
+
+
+def test_a_counterexample_beside_a_report_outside_the_rootdir_is_printed_openable(
+        chinook_suite, tmp_path_factory):
+    """The printed path opened nothing when the report lay outside the rootdir (issue 43: it
+    was named from the report's directory); the record's ``file`` stays relative to it."""
+    write(chinook_suite, [case("gated", COINCIDENTAL, thresholds={"neighbour_ex": 1})])
+    outside = tmp_path_factory.mktemp("elsewhere")
+    result = chinook_suite.runpytest("--queryeval-neighbours=60",
+                                     f"--queryeval-json={outside / 'r.json'}")
+    result.assert_outcomes(failed=1)
+    saved = (outside / "queryeval-neighbours" / "gated.sqlite").resolve()
+    assert saved.is_file()
+    result.stdout.fnmatch_lines([f"*counterexample (database * of the gold's suite): {saved}"])
+    data = json.loads((outside / "r.json").read_text())
+    assert by_id(data)["gated"]["details"]["neighbours"]["counterexample"]["file"] == \
+        "queryeval-neighbours/gated.sqlite"

@@ -4,6 +4,7 @@ run through the plugin on the real Chinook SQLite database, and bad input is a l
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,12 @@ def test_bird_suite_runs_with_its_predictions(tmp_path: Path, chinook_dir: Path,
         "datasource": "chinook", "difficulty": "moderate", "tags": ["bird", "chinook"]}
     assert "evidence" not in suite["cases"][0]  # BIRD's empty evidence is no evidence
     config = yaml.safe_load((out / "queryeval.yaml").read_text(encoding="utf-8"))
-    assert config["datasources"]["chinook"]["type"] == "sqlite"
+    # the databases lie outside the suite: still a path relative to it (issue 43), which the
+    # run below resolves against queryeval.yaml
+    db = (chinook_dir / "chinook" / "chinook.sqlite").resolve()
+    assert config["datasources"]["chinook"] == {
+        "type": "sqlite", "path": Path(os.path.relpath(db, out.resolve())).as_posix()}
+    assert config["datasources"]["chinook"]["path"].startswith("../")
     assert config["thresholds"] == {"bird_ex": 1.0}
     assert config["predictions"] == {"source": "file", "path": "predictions.jsonl"}
     result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")

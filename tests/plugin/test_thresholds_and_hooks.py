@@ -135,3 +135,55 @@ def test_custom_kind_datasource_predictor_and_metric_from_a_conftest(suite):
     assert by_id["q2"]["metrics"]["overlap"] == 1 / 3
     assert "unknown metric for kind tables (did you mean 'answer_length'?)" in by_id["q3"]["error"]
     assert report["run"]["team"] == "search"
+
+
+def _latency_suite(suite, *, case_thresholds=None, suite_thresholds=None):
+    """One SQLite table and one inline-predicted SQL case; the thresholds as given."""
+    import sqlite3
+
+    with sqlite3.connect(suite.path / "db.sqlite") as conn:
+        conn.execute("CREATE TABLE t (a INTEGER)")
+        conn.execute("INSERT INTO t VALUES (1), (2)")
+    config = {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}}}
+    if suite_thresholds:
+        config["thresholds"] = suite_thresholds
+    suite.makefile(".yaml", queryeval=dump(config))
+    case = {"id": "a", "question": "how many", "gold": "SELECT count(*) FROM t",
+            "predicted": "SELECT count(*) FROM t"}
+    if case_thresholds:
+        case["thresholds"] = case_thresholds
+    suite.makefile(".yaml", test_q=dump({"kind": "sql", "datasource": "db", "cases": [case]}))
+
+
+def test_a_latency_threshold_beside_an_inline_prediction_is_a_located_usage_error(suite):
+    """An inline prediction is never requested: a latency bound written beside it can never
+    pass, so the case is refused when its file is read, at the threshold's line."""
+    from tests.support import read_report
+
+    _latency_suite(suite, case_thresholds={"execution_accuracy": 1,
+                                           "prediction_seconds": {"max": 2}})
+    result = suite.runpytest("--queryeval-json=r.json")
+    result.assert_outcomes(failed=1)
+    case = read_report(suite.path / "r.json").by_id["a"]
+    assert case["outcome"] == "error"
+    line = next(n for n, text in enumerate(
+        (suite.path / "test_q.yaml").read_text().splitlines(), 1) if "prediction_seconds" in text)
+    assert case["error"].startswith(
+        f"test_q.yaml:{line}: cases[0].thresholds.prediction_seconds: an inline prediction "
+        "(predicted: in the case file) has no latency to measure")
+
+
+def test_an_inherited_latency_threshold_on_an_inline_prediction_says_why_it_fails(suite):
+    """A suite-wide latency bound also reaches inline cases: the failure names the reason
+    instead of a bare ``-`` and FAIL."""
+    from tests.support import read_report
+
+    _latency_suite(suite, suite_thresholds={"prediction_seconds": {"max": 2}})
+    result = suite.runpytest("--queryeval-json=r.json")
+    result.assert_outcomes(failed=1)
+    case = read_report(suite.path / "r.json").by_id["a"]
+    assert (case["outcome"], case["failed_metrics"]) == ("failed", ["prediction_seconds"])
+    assert case["reason"] == ("prediction_seconds not measured: the prediction is inline "
+                              "(written in the case file), so it has no latency to bound")
+    result.stdout.fnmatch_lines(["reason:    prediction_seconds not measured: the prediction "
+                                 "is inline*"])

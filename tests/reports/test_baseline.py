@@ -292,7 +292,7 @@ def test_spider_components_need_a_named_max_drop_and_the_spider_table(current, b
     assert _delta(cmp, "where_f1").limit is None
     lines = format_comparison(cmp)
     assert not any(line.split()[:1] == ["where_f1"] for line in lines)
-    assert "  (1 Spider component metrics: --queryeval-spider-table)" in lines
+    assert "  (1 Spider component metric: --queryeval-spider-table)" in lines
     assert any(line.split()[:1] == ["where_f1"]
                for line in format_comparison(cmp, spider_components=True))
     named = compare(current, baseline, {"*": 0.5, "where_f1": 0.1})

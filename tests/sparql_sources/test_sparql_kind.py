@@ -110,7 +110,7 @@ def test_failures_score_zero_with_reason(soda_spec: dict[str, Any], soda: Path, 
     before = sha256(soda)
     s = evaluate(case(soda_spec, AHU_VAV_SENSOR, pred))
     assert s.reason.startswith(reason)
-    assert s.diff == [s.reason]
+    assert s.diff == []  # the reason says it: printed once (issue 43)
     scored = {k: v for k, v in s.metrics.items() if not k.endswith("_seconds")}
     assert scored
     # GERBIL's QALD rule scores the failed prediction as an empty answer: precision 1
@@ -285,3 +285,20 @@ def test_iri_hallucination_and_relaxed_ex_through_the_engine(soda_spec: dict[str
     plain = run_case(case(soda_spec, gold, pred, thresholds=ex), session)
     assert "iri_hallucination" not in plain.metrics and "relaxed_ex" not in plain.metrics
     session.close()
+
+
+def test_a_refused_update_prints_its_reason_once(suite: pytest.Pytester) -> None:
+    """The refusal was the reason and again the only diff line: printed twice (issue 43)."""
+    from tests.support import dump, run_report
+
+    (suite.path / "g.ttl").write_text('<http://x/a> <http://x/p> "v" .\n', encoding="utf-8")
+    suite.makefile(".yaml", queryeval=dump({"datasources": {"g": {"type": "rdf",
+                                                                   "path": "g.ttl"}}}))
+    suite.makefile(".yaml", test_q=dump({"kind": "sparql", "datasource": "g", "cases": [
+        {"id": "up", "gold": "SELECT ?o WHERE { ?s ?p ?o }",
+         "predicted": 'INSERT DATA { <http://x/a> <http://x/p> "w" }'}]}))
+    result, report = run_report(suite)
+    reason = "refused: SPARQL Update is not allowed (read-only source): INSERT DATA"
+    assert (report.by_id["up"]["reason"], report.by_id["up"]["diff"]) == (reason, [])
+    section = result.stdout.str().split("sparql case 'up'", 1)[1].split("=" * 20, 1)[0]
+    assert section.count(reason) == 1, section

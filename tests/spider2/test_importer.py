@@ -33,13 +33,14 @@ def test_writes_cases_with_gold_files_condition_cols_and_ignore_order(gold_dir: 
     cases = {c["id"]: c for c in suite["cases"]}
     assert len(cases) == 37
     # bq002: three gold files, per-gold condition_cols, as in spider2lite_eval.jsonl
-    exec_result = (gold_dir / "exec_result").resolve()  # outside the suite: absolute
-    assert cases["bq002"]["gold_result"] == [str(exec_result / f"bq002_{x}.csv") for x in "abc"]
+    # outside the suite: relative to it all the same, so the suite can be committed
+    exec_result = f"../{gold_dir.name}/exec_result"
+    assert cases["bq002"]["gold_result"] == [f"{exec_result}/bq002_{x}.csv" for x in "abc"]
     assert cases["bq002"]["condition_cols"] == [[1, 2, 3], [1, 2, 3], [0]]
     assert cases["bq002"]["ignore_order"] is True
     assert cases["bq002"]["datasource"] == "bigquery"
     # bq051: <id>.csv alone is the single-gold mode (a string, not a list)
-    assert cases["bq051"]["gold_result"] == str(exec_result / "bq051.csv")
+    assert cases["bq051"]["gold_result"] == f"{exec_result}/bq051.csv"
     assert cases["sf_bq421"]["datasource"] == "snowflake"
     assert "condition_cols" not in cases["bq011"]  # [] in the eval file: every column
     assert cases["local002"]["datasource"] == "E_commerce"  # the SQLite database's name

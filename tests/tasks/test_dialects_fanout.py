@@ -241,3 +241,61 @@ def _single_dialect_workbook(suite: pytest.Pytester) -> Path:
                     "-p", "no:cacheprovider")
     assert "by_dialect" not in report(suite.path / "one.json")["aggregates"]
     return suite.path / "one.xlsx"
+
+
+def test_a_failing_item_shows_the_gold_that_ran(suite: pytest.Pytester) -> None:
+    """Issue 43: a failing fanned-out item printed the whole per-dialect mapping; it shows its
+    dialect's entry, or the transpiled text it ran, and a failing gold still records which
+    dialect's gold ran (``details.gold_dialect`` was null)."""
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "names", "datasource": ["chinook", "duck"],
+         "gold": {"sqlite": "SELECT Name FROM Genre WHERE GenreId < 4",
+                  "duckdb": "SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)"},
+         "predicted": "SELECT Name FROM Genre WHERE GenreId < 3"},
+        {"id": "rock", "datasource": ["duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = 1"},
+         "predicted": "SELECT 0"},
+        {"id": "broken", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": "SELECT nope FROM Genre"}, "predicted": "SELECT 1"}]}))
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    assert cases["names[chinook]"]["gold"] == "SELECT Name FROM Genre WHERE GenreId < 4"
+    assert cases["names[duck]"]["gold"] == "SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)"
+    assert cases["rock[duck]"]["gold"] == "SELECT COUNT(*) FROM Track WHERE GenreId = 1"
+    out = result.stdout.str()
+    assert "gold:      SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)\n" in out
+    assert "gold:      SELECT COUNT(*) FROM Track WHERE GenreId = 1\n" in out
+    assert '"duckdb":' not in out and '"sqlite":' not in out
+    assert cases["broken[chinook]"]["outcome"] == cases["broken[duck]"]["outcome"] == "error"
+    assert cases["broken[chinook]"]["details"]["gold_dialect"] == {"dialect": "sqlite"}
+    assert cases["broken[duck]"]["details"]["gold_dialect"] == {
+        "dialect": "duckdb", "transpiled_from": "sqlite", "gold_run": "SELECT nope FROM Genre"}
+
+
+def test_on_a_pinned_clock_the_audit_runs_and_reports_the_text_the_run_executed(
+        suite: pytest.Pytester) -> None:
+    """Issue 43: on a ``now:`` source the run executes the transpiled gold as the clock rewrote
+    it; the audit ran and reported the text before the rewrite. Both sides now run pinned, and
+    ``gold_run`` (the audit's and the run's) is the text executed; ``gold``, what
+    ``--queryeval-write-transpiled`` writes, stays the transpiled text, which the run pins."""
+    config = json.loads((suite.path / "queryeval.yaml").read_text())
+    for spec in config["datasources"].values():
+        spec["now"] = "2024-05-01"
+    suite.makefile(".yaml", queryeval=json.dumps(config))
+    # the clock decides: every track before 2025 at the pinned instant, none unpinned today
+    gold = "SELECT count(*) FROM Track WHERE CURRENT_DATE < '2025-01-01'"
+    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+        {"id": "dated", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
+         "gold": {"sqlite": gold}, "predicted": "SELECT 3503"}]}))
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    ran = "SELECT COUNT(*) FROM Track WHERE CAST('2024-05-01' AS DATE) < '2025-01-01'"
+    run = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    assert run["dated[duck]"]["details"]["gold_dialect"]["gold_run"] == ran
+    assert run["dated[duck]"]["gold"] == ran
+    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+                    "--queryeval-audit-golds")
+    audited = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    check = audited["dated[duck]"]["details"]["audit"]["transpiled"]
+    assert (check["gold_run"], check["checked"]) == (ran, "matched")
+    assert check["gold"] == "SELECT COUNT(*) FROM Track WHERE CURRENT_DATE < '2025-01-01'"

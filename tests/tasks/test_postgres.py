@@ -52,7 +52,7 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
     assert cases["raise"]["outcome"] == "passed", cases["raise"]
     assert cases["raise"]["metrics"]["copy_seconds"] >= 0
     assert cases["too-wide"]["outcome"] == "failed"
-    assert cases["too-wide"]["reason"].startswith("1 of 1 checks failed: compare: gold of "
+    assert cases["too-wide"]["reason"].startswith("1 of 1 check failed: compare: gold of "
                                                   "SELECT track_id, unit_price FROM track: "
                                                   "expected 3503 rows")
     assert cases["index"]["outcome"] == "passed"

@@ -148,7 +148,7 @@ def test_duckdb_task(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
     cases = report(pytester.path / "r.json")
     assert cases["ok"]["outcome"] == "passed"
-    assert cases["wrong"]["reason"] == ("1 of 1 checks failed: rows of SELECT count(*) FROM "
+    assert cases["wrong"]["reason"] == ("1 of 1 check failed: rows of SELECT count(*) FROM "
                                         "orders: expected 1 rows [(3,)], got 1 rows [(0,)]")
     assert sha256(path) == before
 
@@ -166,7 +166,7 @@ def test_gold_audit_runs_each_gold_against_its_own_checks(suite: pytest.Pytester
     findings = json.loads((suite.path / "r.json").read_text())["audit"]["findings"]
     assert [(f["id"], f["code"]) for f in findings] == [("stale", "gold-error")]
     assert findings[0]["message"] == (
-        "the gold fails its own checks: 1 of 1 checks failed: rows of SELECT count(*) FROM "
+        "the gold fails its own checks: 1 of 1 check failed: rows of SELECT count(*) FROM "
         "Track WHERE UnitPrice > 1.0: expected 1 rows [(213,)], got 1 rows [(1510,)]")
     assert result.ret == 1
 
@@ -186,3 +186,22 @@ def test_a_hostile_python_check_fails_its_case_at_the_deadline(suite: pytest.Pyt
     assert cases["spin"]["reason"] == ("timeout: no result within 2 s (the tasks worker was "
                                        "killed)")
     assert cases["after"]["outcome"] == "passed"
+
+
+def test_a_failed_check_is_printed_once(suite: pytest.Pytester) -> None:
+    """The reason names the first failing check; the diff lists only the others (issue 43:
+    each failing check was printed as the reason and again as a diff line)."""
+    suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
+        {"id": "wrong", "task": "dml", "gold": RAISE, "predicted": "UPDATE Track SET UnitPrice = UnitPrice WHERE 0",
+         "checks": [{"query": "SELECT count(*) FROM Track WHERE UnitPrice > 1.1",
+                     "rows": [[0]]},
+                    {"python": "taskchecks:rock_raised"},
+                    {"query": "SELECT count(*) FROM Track", "rows": [[3503]]}]}]}))
+    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    wrong = report(suite.path / "r.json")["wrong"]
+    first = "rows of SELECT count(*) FROM Track WHERE UnitPrice > 1.1: expected"
+    assert wrong["reason"].startswith(f"2 of 3 checks failed: {first}")
+    assert wrong["diff"] == ["check failed: python taskchecks:rock_raised: rock prices not raised"]
+    section = result.stdout.str().split("sql case 'wrong'", 1)[1].split("=" * 20, 1)[0]
+    assert section.count(first) == 1, section
+    assert section.count("rock prices not raised") == 1, section

@@ -18,19 +18,25 @@ from .findings import AuditResult
 
 
 def audit_transpiled(written: Case, resolved: Case, source_dialect: str, dialect: str,
-                     ctx: Context, result: AuditResult) -> None:
+                     ctx: Context, result: AuditResult, ran: Case | None = None) -> None:
     """``written``: the case as collected (its ``gold:`` mapping); ``resolved``: with the
-    transpiled gold of its own ``dialect``. The check's outcome is kept in
-    ``result.transpiled``: only a ``matched`` gold may become an explicit one."""
+    transpiled gold of its own ``dialect``; ``ran``: that case as the run executes it (its
+    source's ``now:`` clock applied; ``resolved`` when none). Both sides run as the run runs
+    them, each pinned to its own source's clock: on a ``now:`` source the audit used to run and
+    report the text before the rewrite, which no run executed. The check's outcome is kept in
+    ``result.transpiled``: only a ``matched`` gold may become an explicit one (its ``gold``, the
+    transpiled text before any rewrite, since the run pins it again; ``gold_run``: the text
+    run)."""
     from ..dialects import dialect_of
     from ..metrics.table import compare_tables
     from ..metrics.tsse_sql import order_matters
     from ..yamlload import plain
 
+    ran = ran or resolved
     check: dict[str, Any] = {
         "case": written.fanned_from or written.id, "dialect": dialect, "from": source_dialect,
         "source": plain(written.gold[source_dialect]), "gold": plain(resolved.gold),
-        "checked": "unchecked"}
+        "gold_run": plain(ran.gold), "checked": "unchecked"}
     result.transpiled = check
     sibling = next(((name, spec) for name, spec in sorted(written.fanned_sources.items())
                     if dialect_of(spec) == source_dialect), None)
@@ -40,10 +46,13 @@ def audit_transpiled(written: Case, resolved: Case, source_dialect: str, dialect
                    "(add one to its datasource: list, or write this dialect's gold)")
         return
     name, spec = sibling
-    original = _texts(written.gold[source_dialect])
-    transpiled = _texts(resolved.gold)
-    reference = ctx.source(replace(written, datasource=name, source_spec=dict(spec),
-                                   dialect=source_dialect))
+    from ..kinds._sql_case import pin_golds
+
+    sibling_case = replace(written, datasource=name, source_spec=dict(spec),
+                           dialect=source_dialect, gold=written.gold[source_dialect])
+    original = _texts(pin_golds(sibling_case)[0].gold)  # as that item's run executes it
+    transpiled = _texts(ran.gold)
+    reference = ctx.source(sibling_case)
     here = ctx.source(resolved)
     check["checked"] = "matched"
     for index, (src_text, new_text) in enumerate(zip(original, transpiled, strict=True)):

@@ -5,12 +5,34 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 
 class ImportProblem(ValueError):
     """A problem of the input files (reported as ``queryeval-import <name>: ...``, exit 2)."""
+
+
+#: The command the importers were reached through, innermost last: ``queryeval-import`` or
+#: ``queryeval import``; their usage and messages name it as the user typed it.
+_COMMAND = ["queryeval-import"]
+
+
+def command() -> str:
+    """``queryeval-import`` or ``queryeval import``: how the user ran the importer."""
+    return _COMMAND[-1]
+
+
+@contextmanager
+def invoked_as(name: str) -> Iterator[None]:
+    """Name the importers' command ``name`` while they run."""
+    _COMMAND.append(name)
+    try:
+        yield
+    finally:
+        _COMMAND.pop()
 
 
 def tag(text: str) -> str:
@@ -52,13 +74,24 @@ def dump_yaml(data: Any, header: str = "") -> str:
     return header + out
 
 
+def suite_relative(path: Path, out: Path) -> str:
+    """``path`` relative to the suite folder ``out``, with ``..`` where it lies outside it:
+    the plugin resolves a path against the ``queryeval.yaml`` (or case file) that names it,
+    and a suite is committed, so it must name no path of this machine (an absolute path was
+    written for a database outside the folder). Only a path on another drive, which no
+    relative path reaches, stays absolute."""
+    resolved = path.resolve()
+    try:
+        return Path(os.path.relpath(resolved, out.resolve())).as_posix()
+    except ValueError:  # Windows: another drive
+        return resolved.as_posix()
+
+
 def datasource_spec(pattern: str, db: str, out: Path) -> dict[str, Any]:
     """The datasource of database ``db``: ``pattern`` with ``{db}`` replaced is an SQLAlchemy
-    URL when it has ``://``, else an SQLite file path (written relative to the suite folder
-    when it lies below it, as the plugin resolves paths against ``queryeval.yaml``)."""
+    URL when it has ``://``, else an SQLite file path, relative to the suite folder
+    (:func:`suite_relative`)."""
     target = pattern.replace("{db}", db)
     if "://" in target:
         return {"type": "sqlalchemy", "url": target}
-    path = Path(target).resolve()
-    rel = Path(os.path.relpath(path, out.resolve()))
-    return {"type": "sqlite", "path": (path if rel.parts[:1] == ("..",) else rel).as_posix()}
+    return {"type": "sqlite", "path": suite_relative(Path(target), out)}

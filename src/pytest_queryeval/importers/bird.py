@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, tag
 from ._inputs import load_json, plain_name
 
 CASES_FILE = "test_bird.yaml"
@@ -133,7 +133,7 @@ def _write_predictions(path: Path, records: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import bird",
+    ap = argparse.ArgumentParser(prog=f"{command()} bird",
                                  description="BIRD dev.json / mini_dev JSON to a SQL suite")
     ap.add_argument("data", type=Path, help="dev.json or mini_dev_{sqlite,mysql,postgresql}.json")
     ap.add_argument("--out", required=True, type=Path, help="output directory")
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         records = (prediction_records(data, read_predictions(args.pred), args.pred.name)
                    if args.pred else None)
     except (OSError, ImportProblem) as exc:
-        print(f"queryeval-import bird: {exc}", file=sys.stderr)
+        print(f"{command()} bird: {exc}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     sources = [args.data, *([args.pred] if args.pred else [])]
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def main_predictions(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="queryeval-import bird-predictions",
+        prog=f"{command()} bird-predictions",
         description="a BIRD prediction file to the plugin's predictions JSONL")
     ap.add_argument("data", type=Path, help="the data file the suite was imported from")
     ap.add_argument("pred", type=Path, help="predict_dev.json ({index: 'SQL\\t----- bird "
@@ -184,7 +184,7 @@ def main_predictions(argv: list[str] | None = None) -> int:
         records = prediction_records(read_data(args.data), read_predictions(args.pred),
                                      args.pred.name)
     except (OSError, ImportProblem) as exc:
-        print(f"queryeval-import bird-predictions: {exc}", file=sys.stderr)
+        print(f"{command()} bird-predictions: {exc}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     _write_predictions(args.out, records)

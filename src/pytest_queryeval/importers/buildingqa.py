@@ -24,12 +24,11 @@ inline prediction too (checks the suite, data and engine end to end: every case 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, dump_yaml, tag
+from ._common import ImportProblem, command, dump_yaml, suite_relative, tag
 from ._inputs import load_json, load_yaml
 
 CONFIG_FILE = "queryeval.yaml"
@@ -137,7 +136,7 @@ def _default_ttl(json_path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="queryeval-import buildingqa",
+        prog=f"{command()} buildingqa",
         description="BuildingQA <bldg>_combined.json to a queryeval SPARQL suite")
     ap.add_argument("benchmark", type=Path, help="Benchmark_QA_pairs/<bldg>_combined.json")
     ap.add_argument("--out", required=True, type=Path, help="output directory")
@@ -165,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         suite = build(buildings, graph_prefixes(graph), datasource=name,
                       source_name=bench.name, oracle=args.oracle, human_only=args.human_only)
     except (OSError, ValueError, SyntaxError) as exc:
-        print(f"queryeval-import buildingqa: {exc}", file=sys.stderr)
+        print(f"{command()} buildingqa: {exc}", file=sys.stderr)
         return 2
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -175,9 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.endpoint:
         spec = {"type": "sparql", "endpoint": args.endpoint}
     else:
-        rel = Path(os.path.relpath(graph, out.resolve()))
-        where = graph if rel.parts[:1] == ("..",) else rel
-        spec = {"type": "rdf", "path": where.as_posix()}
+        spec = {"type": "rdf", "path": suite_relative(graph, out)}
         if args.engine != "pyoxigraph":
             spec["engine"] = args.engine
     if args.timeout is not None:

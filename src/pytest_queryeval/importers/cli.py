@@ -26,16 +26,21 @@ IMPORTERS = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "queryeval-import") -> int:
+    """``queryeval-import NAME ...``, also reached as ``queryeval import NAME ...`` (``prog``
+    names the command in the usage)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in IMPORTERS:
-        lines = [f"usage: queryeval-import {{{','.join(IMPORTERS)}}} [options]", ""]
+        lines = [f"usage: {prog} {{{','.join(IMPORTERS)}}} [options]", ""]
         lines += [f"  {name:<17} {text}" for name, (_, text, _) in IMPORTERS.items()]
         print("\n".join(lines), file=sys.stderr if args and args[0] not in ("-h", "--help") else sys.stdout)
         return 0 if args and args[0] in ("-h", "--help") else 2
+    from ._common import invoked_as
+
     module_name, _, function = IMPORTERS[args[0]]
     module = __import__(module_name, fromlist=[function])
-    return int(getattr(module, function)(args[1:]))
+    with invoked_as(prog):
+        return int(getattr(module, function)(args[1:]))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.soft_ex import CONDITION_KEYS
-from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, tag
 from ._inputs import json_line, plain_name, read_text
 
 CASES_FILE = "test_livesqlbench.yaml"
@@ -243,7 +243,7 @@ def prediction_records(path: Path, ids: set[str], tasks: Collection[str] = (),
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import livesqlbench",
+    ap = argparse.ArgumentParser(prog=f"{command()} livesqlbench",
                                  description="LiveSQLBench jsonl to a SQL suite (Query tasks: "
                                              "soft_ex; Management tasks: their test cases on "
                                              "throwaway copies)")
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                                       {c["id"] for c in suite["cases"] if "task" in c})
                    if args.pred else None)
     except (OSError, ImportProblem) as exc:
-        print(f"queryeval-import livesqlbench: {exc}", file=sys.stderr)
+        print(f"{command()} livesqlbench: {exc}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     sources = [args.data, *([args.pred] if args.pred else [])]

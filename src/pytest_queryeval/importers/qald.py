@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, dump_yaml, provenance, tag
 from ._inputs import load_json
 from .sparql_common import datasource_spec, write_config
 
@@ -89,7 +89,7 @@ def _true(value: Any) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import qald",
+    ap = argparse.ArgumentParser(prog=f"{command()} qald",
                                  description="QALD-9/10 JSON to a queryeval SPARQL suite")
     ap.add_argument("dataset", type=Path, help="QALD JSON file (e.g. qald_10.json)")
     ap.add_argument("--out", required=True, type=Path, help="output directory")
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         suite, skipped = build(data, lang=args.lang, source_name=src.name,
                                with_answers=not args.execute_gold, oracle=args.oracle)
     except (OSError, ValueError) as exc:
-        print(f"queryeval-import qald: {exc}", file=sys.stderr)
+        print(f"{command()} qald: {exc}", file=sys.stderr)
         return 2
     dataset = str((data.get("dataset") or {}).get("id") or "qald")
     out: Path = args.out

@@ -3,11 +3,10 @@ suite config it goes into."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, dump_yaml
+from ._common import ImportProblem, dump_yaml, suite_relative
 from ._inputs import load_yaml
 
 CONFIG_FILE = "queryeval.yaml"
@@ -27,9 +26,7 @@ def datasource_spec(endpoint: str | None, graph: Path | None, out: Path,
         assert graph is not None
         if not graph.is_file():
             raise ImportProblem(f"graph file not found: {graph}")
-        path = graph.resolve()
-        rel = Path(os.path.relpath(path, out.resolve()))
-        spec = {"type": "rdf", "path": (path if rel.parts[:1] == ("..",) else rel).as_posix()}
+        spec = {"type": "rdf", "path": suite_relative(graph, out)}
     if timeout is not None:
         spec["timeout"] = timeout
     return spec

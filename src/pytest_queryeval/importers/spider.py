@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import QueryEvalError
-from ._common import dump_yaml
+from ._common import command, dump_yaml, suite_relative
 from ._inputs import json_line, read_text
 
 CASES_FILE = "test_spider.yaml"
@@ -72,7 +71,7 @@ def build(gold: list[dict[str, Any]], pred: list[str] | None, *, datasource: str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import spider", description=__doc__)
+    ap = argparse.ArgumentParser(prog=f"{command()} spider", description=__doc__)
     ap.add_argument("--gold", required=True, type=Path,
                     help="gold file (SQL<TAB>db_id per line) or Spider dev.json")
     ap.add_argument("--pred", type=Path, help="predictions, one SQL per line, same order")
@@ -96,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                              inline=args.predictions_file is None)
     except (OSError, ValueError, KeyError, TypeError, QueryEvalError) as exc:
         msg = exc.reason() if isinstance(exc, QueryEvalError) else str(exc)
-        print(f"queryeval-import spider: {msg}", file=sys.stderr)
+        print(f"{command()} spider: {msg}", file=sys.stderr)
         return 2
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -107,11 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text("".join(json.dumps(p) + "\n" for p in preds), encoding="utf-8")
         written.append(path)
     if args.tables:
-        rel = Path(os.path.relpath(args.tables.resolve(), out.resolve()))
-        tables = args.tables.resolve() if rel.parts[:1] == ("..",) else rel
         # the official evaluator's scores, recorded: thresholds of the user's gate them
         config: dict[str, Any] = {"datasources": {args.datasource: {
-            "type": "spider-schema", "tables": tables.as_posix()}}, "record_only": True}
+            "type": "spider-schema", "tables": suite_relative(args.tables, out)}},
+            "record_only": True}
         if args.predictions_file:
             config["predictions"] = {"source": "file", "path": args.predictions_file}
         (out / CONFIG_FILE).write_text(dump_yaml(config), encoding="utf-8")

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..boundedio import loads_json
 from ..errors import QueryEvalError
-from ._common import ImportProblem, datasource_spec, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, suite_relative, tag
 from ._inputs import plain_name, read_text
 
 CASES_FILE = "test_spider2_lite.yaml"
@@ -71,8 +71,7 @@ def gold_files(instance_id: str, exec_result: Path, listing: list[str]) -> tuple
 
 
 def _rel(path: Path, out: Path) -> str:
-    rel = Path(os.path.relpath(path.resolve(), out.resolve()))
-    return (path.resolve() if rel.parts[:1] == ("..",) and path.is_absolute() else rel).as_posix()
+    return suite_relative(path, out)
 
 
 def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, Any]],
@@ -145,7 +144,7 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import spider2-lite", description=__doc__,
+    ap = argparse.ArgumentParser(prog=f"{command()} spider2-lite", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gold-dir", required=True, type=Path,
                     help="evaluation_suite/gold (holds exec_result/ and spider2lite_eval.jsonl)")
@@ -180,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             documents=args.documents)
     except (OSError, QueryEvalError, ImportProblem) as exc:
         msg = exc.reason() if isinstance(exc, QueryEvalError) else str(exc)
-        print(f"queryeval-import spider2-lite: {msg}", file=sys.stderr)
+        print(f"{command()} spider2-lite: {msg}", file=sys.stderr)
         return 2
     for w in warnings:
-        print(f"queryeval-import spider2-lite: {w}", file=sys.stderr)
+        print(f"{command()} spider2-lite: {w}", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     sources = [eval_path] + ([args.questions] if args.questions else [])
     note = (f"Gold result CSVs: {exec_result.name}/ (referred to, not copied). Scored with "

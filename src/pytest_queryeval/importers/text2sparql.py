@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, dump_yaml, provenance, tag
 from ._inputs import load_yaml
 from .sparql_common import datasource_spec, write_config
 
@@ -78,7 +78,7 @@ def build(data: dict[str, Any], *, languages: list[str], source_name: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="queryeval-import text2sparql",
+    ap = argparse.ArgumentParser(prog=f"{command()} text2sparql",
                                  description="TEXT2SPARQL questions YAML to a SPARQL suite")
     ap.add_argument("questions", type=Path, help="the questions YAML")
     ap.add_argument("--out", required=True, type=Path, help="output directory")
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         suite, missing = build(data, languages=languages, source_name=src.name,
                                oracle=args.oracle)
     except (OSError, ValueError) as exc:
-        print(f"queryeval-import text2sparql: {exc}", file=sys.stderr)
+        print(f"{command()} text2sparql: {exc}", file=sys.stderr)
         return 2
     dataset = data["dataset"]
     name = str(dataset.get("prefix") or tag(str(dataset["id"]).rstrip("/").rsplit("/", 1)[-1]))

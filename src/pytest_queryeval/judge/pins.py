@@ -5,7 +5,10 @@ Why pin: the same model flips about one verdict in ten between runs (ROSE's meas
 CI gate on an unpinned judge would go red and green by chance. The key is a SHA-256 over the
 judge model, the prompt template, the gold, the prediction and both results' digests: any change
 to what the judge saw asks it again, nothing else does. The file is JSON Lines, one verdict a
-line, sorted by key, so a team commits it and a refresh reads as a diff.
+line, sorted by key, so a team commits it and a refresh reads as a diff. Each line also names
+the case it was answered for (``case``: its id, ``question``), for the reviewer of that diff:
+a key alone says nothing of which case's verdict changed. They are labels, never part of the
+key: the same judgement shared by two cases is one pin, named after the case that asked last.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from .verdict import CATEGORIES, Verdict
 
 #: The nesting a pin line may have: one object of strings (a deeper line is refused at once).
 MAX_PIN_DEPTH = 4
+#: The keys of a pin line that name its case for a reviewer; not part of the pin's key.
+LABELS = ("case", "question")
 
 
 def pin_key(*, model: str, template: str, gold: str, predicted: str, gold_digest: str,
@@ -37,6 +42,9 @@ class PinStore:
     pins: dict[str, Verdict] = field(default_factory=dict)
     #: Keys answered in this session (written back); the others are kept as they were.
     fresh: set[str] = field(default_factory=set)
+    #: Each pin's labels for the reader of the file (``case``, ``question``); a pin file
+    #: written before them has none, and is read all the same.
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path, display: str | None = None) -> PinStore:
@@ -83,20 +91,27 @@ class PinStore:
                 raise ValueError(f"{name}:{lineno}: not a pinned verdict "
                                  "({\"key\", \"category\", \"reason\"})") from None
             store.pins[key] = Verdict(category, reason)
+            store.labels[key] = {k: item[k] for k in LABELS if isinstance(item.get(k), str)}
         return store
 
     def get(self, key: str) -> Verdict | None:
         return self.pins.get(key)
 
-    def put(self, key: str, verdict: Verdict) -> None:
+    def put(self, key: str, verdict: Verdict, *, case: str | None = None,
+            question: str | None = None) -> None:
+        """Pin ``verdict`` under ``key``, labelled with the case that asked (its id and
+        question) for whoever reads the file."""
         self.pins[key] = verdict
         self.fresh.add(key)
+        self.labels[key] = {k: v for k, v in (("case", case), ("question", question))
+                            if isinstance(v, str)}
 
     def write(self) -> None:
-        """Write every pin, sorted by key, atomically (a reader never sees half a file)."""
-        lines = [json.dumps({"key": k, "category": v.category, "reason": v.reason},
-                            ensure_ascii=False, sort_keys=True) for k, v in sorted(
-            self.pins.items())]
+        """Write every pin, sorted by key, atomically (a reader never sees half a file); each
+        line's keys in order: ``case``, ``category``, ``key``, ``question``, ``reason``."""
+        lines = [json.dumps({**self.labels.get(k, {}), "key": k, "category": v.category,
+                             "reason": v.reason}, ensure_ascii=False, sort_keys=True)
+                 for k, v in sorted(self.pins.items())]
         from ..report.json_report import write_atomic
 
         write_atomic(self.path, "".join(line + "\n" for line in lines))

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..model import NO_DIFFICULTY
+from ..wording import plural
 
 #: Items shown per list in the terminal (the files hold all).
 SHOWN = 20
@@ -58,7 +59,7 @@ def summary_lines(agg: Mapping[str, Any] | None) -> list[str]:
     lines = [f"judge: {agg['judged']} case{'s' if agg['judged'] != 1 else ''} judged "
              f"({agg['asked']} asked in {agg['calls']} call{'s' if agg['calls'] != 1 else ''}, "
              f"{agg['pinned']} pinned), {len(agg['rescued'])} rescued, "
-             f"{len(agg['overturned'])} overturned, {len(agg['errors'])} judge errors"]
+             f"{len(agg['overturned'])} overturned, {plural(len(agg['errors']), 'judge error')}"]
     for key, title in (("rescued", "rescued by the judge (execution failed, the judge accepts)"),
                        ("overturned", "overturned by the judge (execution passed, the judge "
                                       "rejects)")):

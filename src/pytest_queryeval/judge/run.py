@@ -126,6 +126,8 @@ class JudgeSession:
                     except ValueError:
                         disk = PinStore(path)
                     disk.pins.update({k: store.pins[k] for k in store.fresh})
+                    disk.labels.update({k: store.labels[k] for k in store.fresh
+                                        if k in store.labels})
                     disk.write()
                 store.fresh.clear()
 
@@ -266,7 +268,7 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
             record["flipped_from"] = pinned.to_json()
         record["pinned"] = False
         if store is not None:
-            store.put(key, verdict)
+            store.put(key, verdict, case=case.id, question=case.question)
         if hasattr(ctx, "cache_set"):
             ctx.cache_set(CACHE, key, {"category": verdict.category, "reason": verdict.reason})
     record.update(verdict.to_json())

@@ -101,11 +101,24 @@ def with_dialect_gold(case: Case, transpiled: bool = True) -> tuple[Case, dict[s
     try:
         gold, origin = gold_for(case.gold, dialect, source)
     except (KeyError, TranspileError) as exc:
-        raise GoldError(str(exc.args[0] if isinstance(exc, KeyError) else exc)) from None
+        error = GoldError(str(exc.args[0] if isinstance(exc, KeyError) else exc))
+        tried = {"dialect": dialect, **({"transpiled_from": source}
+                                        if source is not None and dialect not in case.gold
+                                        else {})}
+        error.details = {"gold_dialect": tried}
+        raise error from None
     chosen: dict[str, Any] = {"dialect": dialect}
     if origin is not None:
         chosen.update(transpiled_from=origin, gold_run=gold)
     return replace(case, gold=gold), chosen
+
+
+def ran_pinned(chosen: dict[str, Any], case: Case) -> None:
+    """``gold_run`` is the text run: on a ``now:`` source, the transpiled gold as the clock
+    rewrote it (``case``: after :func:`pin_golds`), which the gold audit runs and reports too
+    (they named the text before the rewrite, which no run executed)."""
+    if "gold_run" in chosen:
+        chosen["gold_run"] = case.gold
 
 
 class Clock:

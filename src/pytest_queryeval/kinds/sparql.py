@@ -422,7 +422,8 @@ def _ties(gold: _Gold, pred: ResultTable, src: DataSource, ctx: Context, opts: _
 def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,
              golds: list[_Gold], opts: _Options) -> Scored:
     """Every scored metric at 0, with the reason; the reference-named set metrics score an
-    empty answer against the first gold, as their references do."""
+    empty answer against the first gold, as their references do. No diff line: the reason is
+    the whole story, and a diff that repeated it was printed twice (as the SQL kind's is not)."""
     metrics = dict.fromkeys(_scored_names(), 0.0)
     details: dict[str, Any] = {"gold_cached": golds[0].cached} if golds else {}
     if golds:
@@ -431,7 +432,7 @@ def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None
         metrics["gold_seconds"] = gold_seconds
     if pred_seconds is not None:
         metrics["predicted_seconds"] = pred_seconds
-    return Scored(metrics, {}, [reason], details, reason=reason)
+    return Scored(metrics, {}, [], details, reason=reason)
 
 
 def _parse_options(case: Case) -> _Options:

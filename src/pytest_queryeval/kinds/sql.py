@@ -66,6 +66,7 @@ from ._sql_case import (
     dialect_problems,
     evaluate_task,
     pin_golds,
+    ran_pinned,
     with_dialect_gold,
 )
 
@@ -214,12 +215,13 @@ class SqlKind:
         except GoldError as exc:
             result.add("gold-error", exc.reason())
             return
+        resolved = case
+        case, _ = pin_golds(case)
         if chosen.get("transpiled_from") and case.options.get("task") is None:
             from ..audit.transpiled import audit_transpiled
 
-            audit_transpiled(written, case, chosen["transpiled_from"], chosen["dialect"], ctx,
-                             result)
-        case, _ = pin_golds(case)
+            audit_transpiled(written, resolved, chosen["transpiled_from"], chosen["dialect"],
+                             ctx, result, ran=case)
         if case.options.get("task") is not None:
             audit_task(case, result)
             return
@@ -229,8 +231,18 @@ class SqlKind:
 
     def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
         case, chosen = with_dialect_gold(case)
+        try:
+            return self._evaluate(case, chosen, prediction, ctx)
+        except QueryEvalError as exc:  # a failing gold still says which dialect's gold ran
+            if chosen:
+                exc.details = {**(exc.details or {}), "gold_dialect": chosen}
+            raise
+
+    def _evaluate(self, case: Case, chosen: dict[str, Any], prediction: Any,
+                  ctx: Context) -> Scored:
         prediction = dialect_prediction(case, prediction)
         case, clock = pin_golds(case)
+        ran_pinned(chosen, case)
         if case.options.get("task") is not None:
             scored = evaluate_task(case, prediction, clock)
             if chosen:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..audit import ERROR, WARNING
+from ..wording import plural
 
 
 def findings_table(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -38,8 +39,9 @@ def audit_report(records: Sequence[Mapping[str, Any]], mode: str) -> dict[str, A
 def summary_lines(audit: Mapping[str, Any], limit: int = 50) -> list[str]:
     """The terminal's findings table."""
     rows = audit.get("findings") or []
-    head = (f"gold audit: {audit.get('cases', 0)} cases, {audit.get('errors', 0)} errors, "
-            f"{audit.get('warnings', 0)} warnings")
+    head = (f"gold audit: {plural(int(audit.get('cases', 0)), 'case')}, "
+            f"{plural(int(audit.get('errors', 0)), 'error')}, "
+            f"{plural(int(audit.get('warnings', 0)), 'warning')}")
     if audit.get("mode") == "warn" and audit.get("errors"):
         head += " (--queryeval-audit-golds=warn: reported, not failed)"
     lines = [head]

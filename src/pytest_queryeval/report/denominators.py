@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from ..aggregate import MISSING_REASONS
 from ..metricnames import lower_is_better
+from ..wording import plural
 from .columns import is_detail_metric, ordered_metrics
 
 #: How the reports word a case that Spider's parser cannot read (it is scored 0 and counted).
@@ -40,8 +41,8 @@ def over_text(stats: Mapping[str, Any] | None, cases: int) -> str:
     """``8 of 10 cases (2 missing: 1 prediction error, 1 gold error)``; reports written before
     denominators (no ``missing``) say only ``n of cases``."""
     if not stats:
-        return f"0 of {cases} cases"
-    out = f"{stats.get('n', 0)} of {cases} cases"
+        return f"0 of {plural(cases, 'case')}"
+    out = f"{stats.get('n', 0)} of {plural(cases, 'case')}"
     notes = []
     lacking = missing_text(stats)
     if lacking:

@@ -88,6 +88,11 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
                 scrubber: Scrubber) -> dict[str, Any]:
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
     gold: Any = case.gold
+    if case.kind == "sql" and isinstance(gold, dict):
+        from ..dialects import gold_that_ran
+
+        chosen = (outcome.details if outcome else {}).get("gold_dialect")
+        gold = gold_that_ran(gold, chosen, case.dialect)
     predicted = None
     if outcome is not None:
         predicted = outcome.predicted

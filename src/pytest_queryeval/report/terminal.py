@@ -79,7 +79,7 @@ def reference_lines(agg: Mapping[str, Any]) -> list[str]:
     lines = []
     for title, questions, rows in reference_sections(agg):
         cells = ", ".join(f"{name}={_fmt(value)}" for name, _, value in rows)
-        lines.extend([f"{title}, {questions} questions: {cells}", ""])
+        lines.extend([f"{title}, {plural(int(questions), 'question')}: {cells}", ""])
     return lines
 
 
@@ -121,8 +121,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     o = agg["overall"]
     granted = f" ({o['xfailed_by_gating']} by the gating mode)" if o.get(
         "xfailed_by_gating") else ""
-    lines.append(f"overall: {o['count']} cases, {o['passed']} passed, {o['failed']} failed, "
-                 f"{o['errors']} errors, {o['xfailed']} xfailed{granted}, {o['skipped']} skipped; "
+    lines.append(f"overall: {plural(o['count'], 'case')}, {o['passed']} passed, "
+                 f"{o['failed']} failed, {plural(o['errors'], 'error')}, {o['xfailed']} "
+                 f"xfailed{granted}, {o['skipped']} skipped; "
                  f"pass rate {_pct(o['pass_rate'])}")
     spent = spent_line(o)
     if spent:
@@ -433,7 +434,8 @@ def _failure_text(record: Mapping[str, Any], spider_components: bool, verbose: b
     if others:
         out.append(f"({plural(others, 'other metric')}: -v shows them)")
     if hidden:
-        out.append(f"({hidden} Spider component metrics: --queryeval-spider-table shows them)")
+        out.append(f"({plural(hidden, 'Spider component metric')}: --queryeval-spider-table "
+                   "shows them)")
     return "\n".join(out)
 
 
@@ -480,7 +482,7 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
         lines.extend(models)
         lines.append(comparison_line(cmp))
         return lines
-    head = f"baseline: {cmp.common} cases in both runs"
+    head = f"baseline: {plural(cmp.common, 'case')} in both runs"
     if cmp.new_cases or cmp.removed_cases:
         head += (f", {len(cmp.new_cases)} new, {len(cmp.removed_cases)} removed "
                  f"(not compared)")
@@ -516,7 +518,7 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
     if hidden:
         lines.append(f"  ({hidden} per-dimension/component metrics unchanged)")
     if spider:
-        lines.append(f"  ({spider} Spider component metrics: --queryeval-spider-table)")
+        lines.append(f"  ({plural(spider, 'Spider component metric')}: --queryeval-spider-table)")
 
     if cmp.critical_regressions:
         lines.append(f"critical pass → fail: {len(cmp.critical_regressions)} (each fails the "

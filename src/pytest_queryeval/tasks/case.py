@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import ConfigError, GoldError, QueryEvalError, SourceUnavailable
 from ..model import Case, Scored
+from ..wording import plural
 from .run import Check, Task, TaskOutcome, run_task
 
 TASKS = ("dml", "ddl")
@@ -246,9 +247,10 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
                "checks_passed": passed / len(outcome.checks),
                "copy_seconds": outcome.copy_seconds}
     failing = [r.reason for r in outcome.checks if not r.passed]
-    reason = f"{len(failing)} of {len(outcome.checks)} checks failed: {failing[0]}" \
+    reason = f"{len(failing)} of {plural(len(outcome.checks), 'check')} failed: {failing[0]}" \
         if failing else None
-    return Scored(metrics, {}, [f"check failed: {r}" for r in failing], details,
+    # the reason names the first failing check: the diff lists the others, never it again
+    return Scored(metrics, {}, [f"check failed: {r}" for r in failing[1:]], details,
                   reason=reason), outcome
 
 
