@@ -1,5 +1,5 @@
 """Baselines fit in git (issue 24, item 7): a refresh writes one line per case with what the
-comparison and the verdict modes read, under 400 bytes a case; old baselines (whole JSON
+comparison and the gating modes read, under 400 bytes a case; old baselines (whole JSON
 reports) still load; the comparison is the same with either."""
 
 from __future__ import annotations
