@@ -14,7 +14,6 @@ messages are located the same way; split, each part would re-import the others' 
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from .paths import display
 from .pricing import Price, parse_pricing
 from .secrets import url_passwords
 from .thresholds import parse_threshold
+from .wording import suggest as suggest  # re-exported: importers of config.suggest
 from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
@@ -504,12 +504,6 @@ def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str])
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def suggest(name: str, options: Any) -> str:
-    """`` (did you mean 'x'?)`` for a near miss among ``options``, else ``""``."""
-    close = difflib.get_close_matches(name, sorted(map(str, options)), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class ConfigFinder:

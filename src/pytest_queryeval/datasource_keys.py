@@ -201,7 +201,7 @@ def engine_option_problems(options: Any) -> list[tuple[str, str]]:
             problems.append((name, "takes a Python object (a callable, class or module), "
                                    "which a queryeval.yaml cannot give; not allowed"))
         elif name not in ENGINE_OPTIONS:
-            from .config import suggest
+            from .wording import suggest
 
             problems.append((name, f"unknown create_engine() argument"
                                    f"{suggest(name, ENGINE_OPTIONS)} (allowed: "

@@ -9,6 +9,7 @@ anything may import it without cost.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -20,3 +21,13 @@ def shortlist(items: Sequence[str], limit: int, sep: str = ", ") -> str:
     """``a, b, c and 2 more``: the first ``limit`` items, and how many were left out."""
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return sep.join(items[:limit]) + more
+
+
+def suggest(name: str, options: Any) -> str:
+    """`` (did you mean 'x'?)`` for a near miss among ``options``, else ``""``. Here, at the
+    bottom of the package, because the modules that check names (the suite config, the
+    datasource keys, the case reader) sit above and beside each other."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(map(str, options)), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -2,9 +2,10 @@
 files that holds, together, what users combine (issue 43 item 8): a pass, compared failures
 with near misses (``[]`` and ``["distinct"]``), an error (a gold that cannot run), an xfail, a
 case asked twice (``repeat: 2``), one case fanned out over two engines, a task that writes on a
-throwaway copy, and a live stand-in model: a ``source: python`` predictor (a function in the
-suite's folder, standing in for a model service: it is asked through the prediction pool as
-a service is, and answers from a table)."""
+throwaway copy, and a live stand-in model: a loopback HTTP server standing in for a user's
+model service (``source: http``, asked through the prediction pool; :class:`StandInModel`),
+or, where no server can run beside the suite's runners, a ``source: python`` function in the
+suite's folder that answers from the same table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import json
 import sqlite3
 from pathlib import Path
 
+from typing import Any
+
+from tests.fixtures.model_service import ModelService, Request
 from tests.support import write_suite
 
 #: The stand-in model's answers, by case id.
@@ -60,8 +64,21 @@ def predict(case):
 '''
 
 
-def make_suite(root: Path) -> Path:
-    """Write the generated suite under ``root`` (its own rootdir) and return ``root``."""
+class StandInModel(ModelService):
+    """The model service the generated suite asks (a stand-in: a user's service cannot run
+    here): :data:`ANSWERS` by case id, a fanned-out item by its case's."""
+
+    def answer(self, request: Request) -> tuple[int, Any]:
+        case_id = str(request.case_id).split("[")[0]
+        if case_id not in ANSWERS:
+            return 404, b"no such case"
+        return 200, {"predicted": ANSWERS[case_id]}
+
+
+def make_suite(root: Path, service: str | None = None) -> Path:
+    """Write the generated suite under ``root`` (its own rootdir) and return ``root``; its
+    model is the HTTP service at ``service`` (a :class:`StandInModel`'s url), else the python
+    stand-in."""
     import duckdb
 
     config = {
@@ -70,7 +87,9 @@ def make_suite(root: Path) -> Path:
             "duck": {"type": "duckdb", "path": "shop.duckdb"},
             "store": {"type": "sqlite", "path": "shop.db", "writable": "sandbox"},
         },
-        "predictions": {"source": "python", "function": "standin_model:predict"},
+        "predictions": {"source": "http", "url": f"{service}/predict", "body": {"case": "{case}"},
+                        "response_path": "predicted", "retries": 0, "timeout": 30}
+        if service else {"source": "python", "function": "standin_model:predict"},
         "model": "standin",
         "thresholds": {"execution_accuracy": 1.0},
         "gates": {"pass_rate": 0.3, "execution_accuracy": {"mean": 0.3}},

@@ -7,9 +7,11 @@ report format states the outcome the exit status gives."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from .generated import make_suite
+from .generated import StandInModel, make_suite
 from .support import (
     Run,
     accepted_everywhere,
@@ -24,9 +26,17 @@ SHARDS = 3
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def model() -> Iterator[StandInModel]:
+    """The live stand-in model every run of the module asks over HTTP."""
+    server = StandInModel().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, model: StandInModel) -> dict[str, Run]:
     """Every run of the module, made once (the layer's time is that of these runs)."""
-    root = make_suite(tmp_path_factory.mktemp("generated"))
+    root = make_suite(tmp_path_factory.mktemp("generated"), model.url)
     out: dict[str, Run] = {}
     out["serial"] = run_pytest(root, "serial")
     out["xdist"] = run_pytest(root, "xdist", "-n", "2")
@@ -51,7 +61,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     return out
 
 
-def test_the_serial_run_holds_every_feature(runs):
+def test_the_serial_run_holds_every_feature(runs, model):
     serial = runs["serial"]
     assert serial.status == 1, serial.explain()
     report = serial.json
@@ -66,6 +76,9 @@ def test_the_serial_run_holds_every_feature(runs):
     assert by_id["asked-twice"]["details"]["repeat"]["n"] == 2
     assert {by_id[f"on-two-engines[{d}]"]["datasource"] for d in ("shop", "duck")} == {"shop", "duck"}
     assert by_id["raise-prices"]["details"].get("checks")
+    # the live stand-in answered over HTTP: each run asked it, the repeated case twice a run
+    assert report["run"]["predictions"].startswith("http:")
+    assert model.calls["asked-twice"] >= 2 * model.calls["ann-total"] > 0
 
 
 @pytest.mark.parametrize("name", ["xdist", "merged", "resumed"])

@@ -170,7 +170,7 @@ def test_sqlite_task_statements_never_leave_the_copy(pytester: pytest.Pytester,
         "reach files outside the copy)" in got["in-gold"]["error"]
     assert got["in-check"]["outcome"] == "failed"
     assert got["in-check"]["reason"].startswith(
-        "1 of 1 checks failed: rows of VACUUM INTO '"), got["in-check"]["reason"]
+        "1 of 1 check failed: rows of VACUUM INTO '"), got["in-check"]["reason"]
     assert got["in-check"]["reason"].endswith(
         ": refused: VACUUM is not allowed in a task (it would reach files outside the copy)")
     assert got["legitimate"]["outcome"] == "passed", got["legitimate"]

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 from pathlib import Path
 
 from pytest_queryeval.merge import run as merge_run
@@ -116,6 +117,5 @@ def test_the_merged_report_of_ten_shards_is_unchanged(tmp_path: Path, monkeypatc
     assert line.startswith("queryeval: FAILED: 50 failed cases (case-0035, case-0075, case-0115 "
                            "and 47 more); ")
     assert all(digest_problem(c) is None for c in data["cases"])
-    for case in data["cases"]:
-        del case["digest"]
-    assert hashlib.sha256(dumps(data).encode("utf-8")).hexdigest() == EXPECTED
+    bare = re.sub(r', "digest": "[0-9a-f]{32}"}', "}", dumps(data))  # dumps writes them again
+    assert hashlib.sha256(bare.encode("utf-8")).hexdigest() == EXPECTED

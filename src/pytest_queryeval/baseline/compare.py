@@ -15,6 +15,12 @@ Rules (documented in docs/reports.md):
 * Timing metrics (``*_seconds``) are lower-is-better and informational: a global max-drop
   does not apply to them, an explicit ``prediction_seconds=0.5`` bounds their increase.
 * Runs whose ``run.settings`` differ for a kind present in both are refused as not comparable.
+* A max-drop of 0 (without a significance level) means nothing may get worse: a case that went
+  pass → fail while its pass/fail or one of those metrics dropped fails the comparison by
+  itself, since a fix elsewhere would keep the mean where it was (issue 43 item 4).
+
+Why one module of this size: the pairing, the deltas per scope, the flips and their gates are
+one comparison; the significance tests and the report columns live in their own modules.
 """
 
 from __future__ import annotations
@@ -268,10 +274,6 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
         cmp.reason = reason
         return cmp
 
-    # a max-drop of 0 on the pass rate or on a metric where higher is better (not a timing or
-    # a cost), without a significance level: no case may go pass → fail (issue 43 item 4)
-    zero_drop = significance is None and any(
-        v == 0 and (k == GLOBAL or not lower_is_better(k)) for k, v in limits.items())
     cur_cases = _index(current.get("cases") or [])
     base_cases = _index(baseline.get("cases") or [])
     cmp.new_cases = [k for k in cur_cases if k not in base_cases]
@@ -287,7 +289,7 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
             cmp.regressions.append(change)
             if (limits or significance is not None) and (_critical(cur) or _critical(base)):
                 cmp.critical_regressions.append(change)
-            elif zero_drop:
+            elif significance is None and _breaks_zero_drop(cur, base, limits):
                 cmp.zero_drop_regressions.append(change)
         elif change.before in _FAIL and change.after in _PASS:
             cmp.fixes.append(change)
@@ -456,6 +458,27 @@ def _delta(metric: str, scope: str, group: str, base: float | None, cur: float |
     if gated and limit is not None and d.worsening > limit + EPSILON:
         return MetricDelta(metric, scope, group, base, cur, n, limit, failed=True)
     return d
+
+
+def _breaks_zero_drop(cur: Mapping[str, Any], base: Mapping[str, Any],
+                      limits: Mapping[str, float]) -> bool:
+    """Whether a pass → fail flip breaks a max-drop of 0: that of the pass rate (every flip
+    drops it), or of a metric where higher is better whose value the case lost (a metric's own
+    limit, else the global one)."""
+    def limit(name: str) -> float | None:
+        return limits.get(name, limits.get(GLOBAL))
+
+    if limit(PASS_RATE) == 0:
+        return True
+    now, before = cur.get("metrics") or {}, base.get("metrics") or {}
+    for name, old in before.items():
+        new = now.get(name)
+        if lower_is_better(name) or limit(name) != 0 or isinstance(old, bool):
+            continue
+        if isinstance(old, int | float) and (new is None or isinstance(new, int | float)
+                                             and new < old):
+            return True
+    return False
 
 
 def _critical(case: Mapping[str, Any]) -> bool:

@@ -319,7 +319,7 @@ def writable_role_problems(cases: list[Case]) -> list[str]:
             continue
         message = (f"the role {role!r} {'; '.join(found)}: a writable: sandbox datasource "
                    "runs task predictions as its role, which must be LOGIN CREATEDB and own "
-                   "only the task database (docs/tasks.md, 'A role for PostgreSQL tasks'), "
+                   "only the task database (the tasks guide, 'A role for PostgreSQL tasks'), "
                    "or set allow_privileged: true on the datasource")
         exc = locate_datasource(ConfigError(message, key=f"datasources.{name}.url"), name, spec)
         problems.append(exc.located() if exc.file is not None else
