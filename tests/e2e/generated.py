@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-
 from typing import Any
 
 from tests.fixtures.model_service import ModelService, Request

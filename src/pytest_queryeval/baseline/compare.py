@@ -475,8 +475,8 @@ def _breaks_zero_drop(cur: Mapping[str, Any], base: Mapping[str, Any],
         new = now.get(name)
         if lower_is_better(name) or limit(name) != 0 or isinstance(old, bool):
             continue
-        if isinstance(old, int | float) and (new is None or isinstance(new, int | float)
-                                             and new < old):
+        if isinstance(old, int | float) and (new is None or (isinstance(new, int | float)
+                                             and new < old)):
             return True
     return False
 
