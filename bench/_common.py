@@ -94,3 +94,33 @@ def print_sides(times: dict[str, list[float]], sides: list[tuple[str, str]], wid
     for key, label in sides:
         print(f"  {label:{width}s} wall {spread(times[key])}; cpu median "
               f"{median(times[key + '_cpu']):.2f} s")
+
+
+def write_failing_suite(root: Path, n: int, failing: float, *, seed: int = 0,
+                        per_file: int = 1000, ini: str = "") -> set[str]:
+    """``n`` inline SQL cases with recorded results (no data source: only the plugin and
+    pytest work), in files of ``per_file``, threshold ``execution_accuracy >= 1``; a random
+    ``failing`` fraction of them predicts one wrong row (below threshold), the others a right
+    answer in another row order. ``ini`` is added to the ``pytest.ini``. Returns the failing
+    case ids."""
+    import json
+    import random
+
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pytest.ini").write_text(f"[pytest]\nqueryeval_files = test_*.yaml\n{ini}")
+    wrong = set(rng.sample(range(n), round(n * failing)))
+    for f in range((n + per_file - 1) // per_file):
+        cases = []
+        for i in range(f * per_file, min(n, (f + 1) * per_file)):
+            rows = [[rng.randrange(100), f"name-{rng.randrange(50)}"] for _ in range(3)]
+            pred = [list(r) for r in rows]
+            rng.shuffle(pred)
+            if i in wrong:
+                pred[0][0] += 1000
+            cases.append({"id": f"c{i:06d}", "question": f"question {i}",
+                          "gold_result": {"columns": ["n", "name"], "rows": rows},
+                          "predicted_result": {"columns": ["n", "name"], "rows": pred}})
+        (root / f"test_cases_{f:03d}.yaml").write_text(json.dumps(
+            {"kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "cases": cases}))
+    return {f"c{i:06d}" for i in wrong}

@@ -30,6 +30,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_baseline_size.py": ["--cases", "500"],
     "bench_cache.py": ["--runs", "2"],
     "bench_concurrency.py": ["--cases", "200"],  # ~4 min: 100 s of it concurrency 1, serial
+    "bench_failures_scale.py": ["--sizes", "5000", "20000"],  # 100,000: ~10 min alone
     "bench_json.py": ["--cases", "200"],
     "bench_large_results.py": ["--rows", "100000", "--runs", "1"],  # ~3 min: rdflib's own
     "bench_large_sql.py": ["--rows", "200000", "--runs", "1"],
@@ -45,6 +46,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_spider_run.py": ["--runs", "3"],  # skipped without the official evaluator
     "bench_sql_suite.py": ["--runs", "1"],
     "bench_table_metrics.py": ["--repeat", "1"],  # 1M rows: ~95 s per repetition here
+    "bench_verdict_modes.py": ["--runs", "3"],
 }
 #: A line is a result line when it mentions one of these.
 RESULT = re.compile(r"ratio|faster|speed-?up|target|median|per case|pairs/s|rescues|"

@@ -13,6 +13,7 @@ never overrides an interrupted, internal-error or usage-error status.
 from __future__ import annotations
 
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -376,6 +377,19 @@ class Controller:
         return update_refusals(filters=filters,
                                interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
                                stopped=str(stopped) if stopped else None, errors=errors)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # around pytest's own summary sections
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter,
+                                ) -> Generator[None, Any, Any]:
+        """pytest's FAILURES section stays linear in the cases and names every failing case
+        (:mod:`.failure_section`): done before pytest writes it, after every report came."""
+        from .failure_section import compact_failures, prune_passed_phases
+
+        stats = terminalreporter.stats
+        prune_passed_phases(stats, self.records.__contains__)
+        if self.config.option.tbstyle != "no":
+            compact_failures(stats.get("failed", ()), self.options.max_failure_details)
+        return (yield)
 
     def terminal_summary(self, terminalreporter: Any) -> None:
         self.progress.close()

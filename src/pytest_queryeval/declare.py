@@ -172,6 +172,9 @@ def add_ini(add: Callable[..., object]) -> None:
         help="the seconds budget of one case's counterexample search (default 10)")
     add("queryeval_neighbours_seed", default="",
         help="the seed of the counterexample search (default 0: same seed, same databases)")
+    add("queryeval_max_failure_details", default="100",
+        help="failing cases shown in full in pytest's FAILURES section; each further one in "
+             "one line (0: every case in full)")
     add("queryeval_baseline", default="queryeval-baseline.json",
         help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
              "is not given (a bare name lies beside the suite, else rootdir-relative)")

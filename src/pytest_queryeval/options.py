@@ -164,6 +164,8 @@ class RunOptions:
     neighbour_base: Any = None
     #: ``--queryeval-no-prefetch``: a case does not send the next case's queries ahead.
     no_prefetch: bool = False
+    #: ini ``queryeval_max_failure_details`` (:mod:`.failure_section`; 0: no limit).
+    max_failure_details: int = 100
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
@@ -213,8 +215,13 @@ class RunOptions:
                 concurrency = parse_concurrency(get("queryeval_concurrency"))
             except ValueError as exc:
                 raise pytest.UsageError(f"queryeval: --queryeval-concurrency {exc}") from None
+        from .failure_section import parse_max_details
         from .suitecheck import ini_line
 
+        try:
+            max_failure_details = parse_max_details(config.getini("queryeval_max_failure_details"))
+        except ValueError as exc:
+            raise pytest.UsageError(f"queryeval: {exc}") from None
         significance_ini = str(config.getini("queryeval_significance") or "")
         report = ReportOptions.from_namespace(config.option, config.invocation_params.dir)
         options = cls(
@@ -224,6 +231,7 @@ class RunOptions:
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
             no_prefetch=bool(get("queryeval_no_prefetch")),
+            max_failure_details=max_failure_details,
             gold_cache=_path_value(config, "queryeval_gold_cache")[0],
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             judge_refresh=bool(get("queryeval_judge_refresh")),
