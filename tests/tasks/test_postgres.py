@@ -42,7 +42,8 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
          "predicted": "UPDATE track SET unit_price = unit_price + 0.1",
          "checks": [{"query": "SELECT track_id, unit_price FROM track", "compare": "gold"}]},
         {"id": "index", "task": "ddl",
-         "gold": "CREATE INDEX ix_genre ON track (genre_id)",
+         "gold": ["CREATE INDEX ix_genre ON track (genre_id)",
+                  "ALTER TABLE track ADD COLUMN rating INT"],
          "predicted": "CREATE INDEX ix_genre ON track (genre_id); "
                       "ALTER TABLE track ADD COLUMN rating INT",
          "checks": [{"schema": {"tables": {"track": ["genre_id", "rating"]},
@@ -54,7 +55,7 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
     assert cases["too-wide"]["outcome"] == "failed"
     assert cases["too-wide"]["reason"].startswith("1 of 1 checks failed: compare: gold of "
                                                   "SELECT track_id, unit_price FROM track: "
-                                                  "expected 3503 rows")
+                                                  "2206 rows missing")
     assert cases["index"]["outcome"] == "passed"
     assert postgres_server.checksum(TASKS_DATABASE) == before  # the datasource's database is never written
     pool = pgcopies.pool_for(url)
