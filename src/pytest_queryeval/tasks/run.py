@@ -100,8 +100,10 @@ class TaskOutcome:
     copy_cpu_seconds: float = 0.0
     #: The collateral check's verdict (None when it did not run: off, the gold audit).
     collateral: CheckResult | None = None
-    #: Seconds the collateral check took (``bench/bench_tasks.py``).
+    #: Seconds the collateral check took, and the worker's CPU seconds for it
+    #: (``bench/bench_tasks.py``).
     collateral_seconds: float = 0.0
+    collateral_cpu_seconds: float = 0.0
 
 
 def run_task(task: Task, *, timeout: float = 30.0, max_memory: int = DEFAULT_MAX_MEMORY,
@@ -166,7 +168,7 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
     if task.collateral is not None and not audit and all(c.passed for c in outcome.checks):
         from .collateral import compare
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             why, lines = compare(conns["gold"], conns["predicted"], task.collateral)
         except Exception as exc:
@@ -175,6 +177,7 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
                              "'collateral: {ignore: [...]}' or set 'collateral: false')")
             return outcome
         outcome.collateral_seconds = time.perf_counter() - t0
+        outcome.collateral_cpu_seconds = time.process_time() - c0
         outcome.collateral = CheckResult(not why, why, diff=lines)
     for side, conn in conns.items():
         problem = _execute(conn, task.cleanup)
