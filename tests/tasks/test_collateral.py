@@ -171,6 +171,17 @@ def test_duckdb_collateral_counts_then_hashes_then_lists_rows(tmp_path: Path) ->
         "collateral: bookings: 90 rows missing (in the gold's copy, not the prediction's; "
         "first 3):", "  - (91, 91, 141.0)", "  - (92, 92, 142.0)"]
     assert "  + (10, 'cancelled', 10)" in bad.collateral.diff
+    ddl = run_task(Task("duckdb", path, gold=("CREATE INDEX ix_delay ON flights (delay)",),
+                        predicted=("CREATE INDEX ix_d ON flights (delay); ALTER TABLE bookings "
+                                   "ADD COLUMN seat VARCHAR",),
+                        checks=(Check(tables=(("flights", ("delay",)),)),),
+                        collateral=Collateral(schema=True)), timeout=60)
+    assert ddl.collateral is not None
+    assert ddl.collateral.reason == ("collateral: the prediction changed tables the gold did "
+                                     "not: bookings (columns differ), schema (1 only in the "
+                                     "prediction's)")
+    assert ddl.collateral.diff == ["collateral: schema: column bookings.seat VARCHAR only in "
+                                   "the prediction's copy"]
 
 
 def test_a_table_over_the_row_cap_is_reported_by_its_counts(tmp_path: Path) -> None:

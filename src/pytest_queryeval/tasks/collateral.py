@@ -5,11 +5,13 @@ Why: a task's checks look at the tables its author thought of; a prediction that
 the prediction's copy is compared with the same table of the gold's copy (and, for DDL, the
 schema: tables' columns, indexes, views, triggers), and a difference fails the case.
 
-Why bounded this way: a copy may hold a table of millions of rows. Each table costs a
-``count(*)`` on both copies; only when the counts agree, one hash aggregate per copy computed in
-the engine (SQLite: the sum of a per-row hash function registered on the connection; DuckDB:
-``sum(hash(columns))``; PostgreSQL: ``sum(hashtextextended(row::text, 0))``), so no row leaves
-the engine for an unchanged table. Only a table whose count or hash differs has its rows
+Why bounded this way: a copy may hold a table of millions of rows. On SQLite, a table whose
+pages are the same in both copies is unchanged (:func:`_same_pages`); any other costs a
+``count(*)`` on both copies and, only when the counts agree, the sum of a per-row hash function
+registered on the connection. On DuckDB and PostgreSQL, where a round trip costs more than a
+scan of a small table, one query per copy computes every table's count and hash aggregate
+(DuckDB ``sum(hash(columns))``, PostgreSQL ``sum(hashtextextended(row::text, 0))``). Either way
+no row leaves the engine for an unchanged table. Only a table whose count or hash differs has its rows
 fetched, and only when each side holds at most :data:`ROW_CAP` rows; a larger one is reported
 by its counts alone. Hashes are compared within one worker process (both copies are open in
 it), so Python's per-process hash seed is the same on both sides.
@@ -50,8 +52,11 @@ def compare(gold: Any, pred: Any, spec: Collateral) -> tuple[str, list[str]]:
 
     parts: list[str] = []
     lines: list[str] = []
-    same = _same_pages(gold, pred, set(g_tables) & set(p_tables)) \
-        if isinstance(gold, sqlite3.Connection) else set()
+    sqlite = isinstance(gold, sqlite3.Connection)
+    same = _same_pages(gold, pred, set(g_tables) & set(p_tables)) if sqlite else set()
+    g_colmap = {} if sqlite else _all_columns(gold)
+    p_colmap = {} if sqlite else _all_columns(pred)
+    compared: list[tuple[str, list[str]]] = []
     for name in sorted(set(g_tables) | set(p_tables), key=str.lower):
         if not kept(name) or name in same:
             continue
@@ -61,17 +66,32 @@ def compare(gold: Any, pred: Any, spec: Collateral) -> tuple[str, list[str]]:
         if name not in g_tables:
             parts.append(f"{name} (created)")
             continue
-        g_cols, p_cols = _columns(gold, g_tables[name]), _columns(pred, p_tables[name])
+        g_cols = _columns(gold, g_tables[name]) if sqlite else g_colmap.get(name, [])
+        p_cols = _columns(pred, p_tables[name]) if sqlite else p_colmap.get(name, [])
         if [c.lower() for c in g_cols] != [c.lower() for c in p_cols]:
             parts.append(f"{name} (columns differ)")
             if not spec.schema:  # for DDL, the schema's lines name the columns
                 lines.append(f"collateral: {name}: columns: gold's copy "
                              f"({', '.join(g_cols)}), prediction's ({', '.join(p_cols)})")
             continue
-        summary, shown = _table_diff(gold, pred, name, g_tables[name], g_cols)
+        compared.append((name, g_cols))
+    if sqlite:  # counts first, a hash only when they agree (no round trip to pay for)
+        counts = {name: (_count(gold, g_tables[name]), _count(pred, g_tables[name]))
+                  for name, _ in compared}
+        differ = [(name, cols, *counts[name]) for name, cols in compared
+                  if counts[name][0] != counts[name][1] or (counts[name][0] and
+                  _hash(gold, g_tables[name], cols) != _hash(pred, g_tables[name], cols))]
+    else:  # one query per copy for every table's count and hash: round trips cost most here
+        g_stats = _stats(gold, [(g_tables[n], cols) for n, cols in compared])
+        p_stats = _stats(pred, [(g_tables[n], cols) for n, cols in compared])
+        differ = [(name, cols, g[0], p[0]) for (name, cols), g, p
+                  in zip(compared, g_stats, p_stats, strict=True) if g != p]
+    for name, cols, g_count, p_count in differ:
+        summary, shown = _table_diff(gold, pred, name, g_tables[name], cols, g_count, p_count)
         if summary:
             parts.append(f"{name} ({summary})")
             lines += shown
+    parts.sort(key=str.lower)
     if spec.schema:
         only_gold, only_pred = _schema_diff(_schema(gold, kept), _schema(pred, kept))
         if only_gold or only_pred:
@@ -135,9 +155,11 @@ def _same_pages(gold: sqlite3.Connection, pred: sqlite3.Connection,
         if max(int(c.execute("PRAGMA page_count").fetchone()[0]) for c in (gold, pred)) \
                 * size > MAX_PAGED_BYTES:
             return set()
-        g_image, p_image = memoryview(gold.serialize()), memoryview(pred.serialize())
-        if len(g_image) == len(p_image) and g_image[28:92] == p_image[28:92] \
-                and g_image[100:] == p_image[100:]:  # but the change counters: nothing differs
+        # bytes, not memoryviews: a memoryview compares element by element, 100x slower
+        g_image, p_image = gold.serialize(), pred.serialize()
+        if g_image == p_image or (  # else equal but for the change counters (copies slices)
+                len(g_image) == len(p_image) and g_image[28:92] == p_image[28:92]
+                and g_image[100:] == p_image[100:]):
             return set(names)
         sql = "SELECT name, group_concat(pageno) FROM dbstat WHERE aggregate = 0 GROUP BY name"
         g_pages = dict(gold.execute(sql).fetchall())
@@ -161,6 +183,40 @@ def _columns(conn: Any, quoted: str) -> list[str]:
     return names
 
 
+def _all_columns(conn: Any) -> dict[str, list[str]]:
+    """DuckDB, PostgreSQL: shown table name -> its columns in order, in one query."""
+    if _engine(conn) == "duckdb":
+        sql = ("SELECT schema_name, table_name, column_name FROM duckdb_columns() WHERE NOT "
+               "internal AND database_name = current_database() ORDER BY "
+               "schema_name, table_name, column_index")
+        default = "main"
+    else:
+        sql = ("SELECT table_schema, table_name, column_name FROM information_schema.columns "
+               "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY "
+               "table_schema, table_name, ordinal_position")
+        default = "public"
+    out: dict[str, list[str]] = {}
+    for schema, table, column in conn.execute(sql).fetchall():
+        out.setdefault(str(table) if schema == default else f"{schema}.{table}",
+                       []).append(str(column))
+    return out
+
+
+def _stats(conn: Any, tables: list[tuple[str, list[str]]]) -> list[tuple[int, Any]]:
+    """DuckDB, PostgreSQL: ``(count, hash)`` of each table, in one query."""
+    if not tables:
+        return []
+    if _engine(conn) == "duckdb":
+        parts = [f"SELECT {i} AS i, count(*) AS n, sum(hash({', '.join(map(_q, cols))})) AS h "
+                 f"FROM {quoted}" for i, (quoted, cols) in enumerate(tables)]
+    else:
+        parts = [f"SELECT {i} AS i, count(*) AS n, sum(hashtextextended(t::text, 0)) AS h "
+                 f"FROM {quoted} AS t" for i, (quoted, _) in enumerate(tables)]
+    rows = conn.execute(" UNION ALL ".join(parts)).fetchall()
+    by_index = {int(i): (int(n), h) for i, n, h in rows}
+    return [by_index[i] for i in range(len(tables))]
+
+
 def _row_hash(*values: Any) -> int:
     return hash(values) & 0xFFFFFFFF  # 32 bits: SQLite's sum() of a million stays in 64
 
@@ -169,17 +225,11 @@ def _count(conn: Any, quoted: str) -> int:
     return int(conn.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0])
 
 
-def _hash(conn: Any, quoted: str, cols: list[str]) -> Any:
-    engine = _engine(conn)
+def _hash(conn: sqlite3.Connection, quoted: str, cols: list[str]) -> Any:
+    """SQLite: the sum of a 32-bit hash of each row, computed in the engine."""
+    conn.create_function("qe_row_hash", -1, _row_hash, deterministic=True)
     listed = ", ".join(_q(c) for c in cols)
-    if engine == "sqlite":
-        conn.create_function("qe_row_hash", -1, _row_hash, deterministic=True)
-        sql = f"SELECT sum(qe_row_hash({listed})) FROM {quoted}"
-    elif engine == "duckdb":
-        sql = f"SELECT sum(hash({listed})) FROM {quoted}"
-    else:
-        sql = f"SELECT sum(hashtextextended(t::text, 0)) FROM {quoted} AS t"
-    return conn.execute(sql).fetchone()[0]
+    return conn.execute(f"SELECT sum(qe_row_hash({listed})) FROM {quoted}").fetchone()[0]
 
 
 def _key_columns(conn: Any, name: str, quoted: str, cols: list[str]) -> list[int]:
@@ -227,14 +277,10 @@ def _order(row: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
                  else (2, "") if v is None else (1, str(v)) for v in row)
 
 
-def _table_diff(gold: Any, pred: Any, name: str, quoted: str,
-                cols: list[str]) -> tuple[str, list[str]]:
-    """A summary of how the prediction's table differs from the gold's ('' when it does not)
-    and a few diff lines."""
-    g_count, p_count = _count(gold, quoted), _count(pred, quoted)
-    if g_count == p_count and (g_count == 0 or _hash(gold, quoted, cols)
-                               == _hash(pred, quoted, cols)):
-        return "", []
+def _table_diff(gold: Any, pred: Any, name: str, quoted: str, cols: list[str], g_count: int,
+                p_count: int) -> tuple[str, list[str]]:
+    """A summary of how the prediction's table (whose count or hash differs) differs from the
+    gold's ('' when its rows, as a multiset, do not) and a few diff lines."""
     if max(g_count, p_count) > ROW_CAP:
         if g_count == p_count:
             return f"{g_count} rows each, different content; over the {ROW_CAP}-row cap: " \
@@ -277,7 +323,9 @@ def _table_diff(gold: Any, pred: Any, name: str, quoted: str,
         lines.append(f"collateral: {name}: {len(extra)} rows added (in the prediction's copy, "
                      f"not the gold's; first {min(SHOWN, len(extra))}):")
         lines += [f"  + {show_row(r)}" for r in extra[:SHOWN]]
-    return ", ".join(parts) or "different content", lines
+    if not parts:  # the same rows: only a hash that saw something the rows do not
+        return "", []
+    return ", ".join(parts), lines
 
 
 # -- schema (DDL) ---------------------------------------------------------------------------
@@ -314,7 +362,7 @@ def _schema(conn: Any, kept: Any) -> Counter[str]:
     if engine == "duckdb":
         for table, col, typ, nullable in conn.execute(
                 "SELECT table_name, column_name, data_type, is_nullable FROM duckdb_columns() "
-                "WHERE NOT internal AND NOT temporary AND database_name = current_database() "
+                "WHERE NOT internal AND database_name = current_database() "
                 "ORDER BY table_name, column_index").fetchall():
             if kept(str(table)):
                 out[f"column {table}.{col} {typ}{'' if nullable else ' NOT NULL'}"] += 1
@@ -324,7 +372,7 @@ def _schema(conn: Any, kept: Any) -> Counter[str]:
             if kept(str(table)):
                 out[f"{'unique ' if unique else ''}index on {table}{expressions}"] += 1
         for (view,) in conn.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal "
-                                    "AND NOT temporary").fetchall():
+                                    "AND database_name = current_database()").fetchall():
             if kept(str(view)):
                 out[f"view {view}"] += 1
         return out
