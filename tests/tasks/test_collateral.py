@@ -37,6 +37,11 @@ def test_a_ddl_prediction_that_also_writes_other_tables_fails(pytester: pytest.P
         ddl("ignored", f"{INDEX}; {COLLATERAL}",
             collateral={"ignore": ["customer", "InvoiceLine"]}),
         ddl("off", f"{INDEX}; {COLLATERAL}", collateral=False),
+        {"id": "dml-alter", "task": "dml", "gold": "UPDATE Genre SET Name = 'Rock' WHERE "
+                                                   "GenreId = 1",
+         "predicted": "UPDATE Genre SET Name = 'Rock' WHERE GenreId = 1; ALTER TABLE Artist "
+                      "ADD COLUMN Born INTEGER",
+         "checks": [{"query": "SELECT * FROM Genre", "compare": "gold"}]},
         ddl("same-index-other-name", "CREATE INDEX ix_genre ON Track (GenreId)"),
         ddl("extra-index", f"{INDEX}; CREATE UNIQUE INDEX ix_email ON Customer(Email)")])
     _, report = run_report(pytester, "-p", "no:cacheprovider")
@@ -57,6 +62,10 @@ def test_a_ddl_prediction_that_also_writes_other_tables_fails(pytester: pytest.P
     assert "  - (470, 88, 2832, 1.99, 1)" in diff
     assert [cases[c]["outcome"] for c in ("ignored", "off", "same-index-other-name")] == \
         ["passed"] * 3
+    assert cases["dml-alter"]["reason"] == ("collateral: the prediction changed tables the gold "
+                                            "did not: Artist (columns differ)")
+    assert cases["dml-alter"]["diff"] == ["collateral: Artist: columns: gold's copy (ArtistId, "
+                                          "Name), prediction's (ArtistId, Name, Born)"]
     extra = cases["extra-index"]
     assert extra["reason"] == ("collateral: the prediction changed tables the gold did not: "
                                "schema (1 only in the prediction's)")
