@@ -18,7 +18,8 @@ floor, two plain byte copies of the file, cost in this process in the same run.
 
 The collateral check (issue 41: every table of the prediction's copy compared with the gold's
 after the checks) is measured per case on Chinook, SQLite, DuckDB and PostgreSQL, in the
-worker's CPU (``TaskOutcome.collateral_cpu_seconds``) and as the whole task's time with and
+worker's CPU (``TaskOutcome.collateral_cpu_seconds``; PostgreSQL's server work is in the
+check's wall time beside it) and as the whole task's time with and
 without it (``collateral: false``), for three predictions: the gold's own statement (SQLite's
 unchanged pages skip every table), an equivalent one written differently (``UnitPrice + 0.10``)
 and one that also writes another table (the case fails; the differing rows are fetched). And
@@ -146,6 +147,7 @@ def collateral(engine: str, spec: dict[str, object], n: int, label: str) -> None
     for what, predicted in statements.items():
         times: dict[bool, list[float]] = {True: [], False: []}
         cpu: list[float] = []
+        wall: list[float] = []
         for on in (True, False):
             c = Case(id="bench", kind="sql", file=ROOT / "bench" / "bench_tasks.py", line=1,
                      gold=gold, source_spec={**spec, "writable": "sandbox", "timeout": 60})
@@ -163,9 +165,11 @@ def collateral(engine: str, spec: dict[str, object], n: int, label: str) -> None
                     assert outcome is not None
                     assert (scored.reason is None) == (what != "collateral"), scored.reason
                     cpu.append(outcome.collateral_cpu_seconds)
+                    wall.append(outcome.collateral_seconds)
         with_, without = statistics.median(times[True]), statistics.median(times[False])
         print(f"{label + ' collateral, ' + what:40} check CPU median "
-              f"{statistics.median(cpu) * 1000:7.2f} ms; whole task {with_ * 1000:7.1f} ms with, "
+              f"{statistics.median(cpu) * 1000:6.2f} ms, wall {statistics.median(wall) * 1000:6.2f}"
+              f" ms; whole task {with_ * 1000:7.1f} ms with, "
               f"{without * 1000:7.1f} ms without: {with_ / without:.2f}x")
 
 
