@@ -42,11 +42,21 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
          "predicted": "UPDATE track SET unit_price = unit_price + 0.1",
          "checks": [{"query": "SELECT track_id, unit_price FROM track", "compare": "gold"}]},
         {"id": "index", "task": "ddl",
-         "gold": "CREATE INDEX ix_genre ON track (genre_id)",
+         "gold": ["CREATE INDEX ix_genre ON track (genre_id)",
+                  "ALTER TABLE track ADD COLUMN rating INT"],
          "predicted": "CREATE INDEX ix_genre ON track (genre_id); "
                       "ALTER TABLE track ADD COLUMN rating INT",
          "checks": [{"schema": {"tables": {"track": ["genre_id", "rating"]},
-                                "indexes": ["ix_genre"]}}]}]}))
+                                "indexes": ["ix_genre"]}}]},
+        # issue 41: the checks pass, but the prediction also wrote tables the gold did not
+        {"id": "collateral", "task": "dml", "gold": RAISE,
+         "predicted": f"{RAISE}; UPDATE customer SET fax = NULL; DELETE FROM invoice_line "
+                      "WHERE unit_price > 1",
+         "checks": [{"query": "SELECT track_id, unit_price FROM track", "compare": "gold"}]},
+        {"id": "collateral-ignored", "task": "dml", "gold": RAISE,
+         "predicted": f"{RAISE}; UPDATE customer SET fax = NULL",
+         "collateral": {"ignore": ["customer"]},
+         "checks": [{"query": "SELECT track_id, unit_price FROM track", "compare": "gold"}]}]}))
     pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
     cases = {c["id"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
     assert cases["raise"]["outcome"] == "passed", cases["raise"]
@@ -54,8 +64,12 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
     assert cases["too-wide"]["outcome"] == "failed"
     assert cases["too-wide"]["reason"].startswith("1 of 1 check failed: compare: gold of "
                                                   "SELECT track_id, unit_price FROM track: "
-                                                  "expected 3503 rows")
+                                                  "2206 rows missing")
     assert cases["index"]["outcome"] == "passed"
+    assert cases["collateral"]["reason"] == (
+        "collateral: the prediction changed tables the gold did not: customer (12 rows "
+        "differ), invoice_line (111 rows missing)")
+    assert cases["collateral-ignored"]["outcome"] == "passed"
     assert postgres_server.checksum(TASKS_DATABASE) == before  # the datasource's database is never written
     pool = pgcopies.pool_for(url)
     pool.close()

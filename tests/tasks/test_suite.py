@@ -91,7 +91,8 @@ def test_task_cases_end_to_end(suite: pytest.Pytester) -> None:
     assert wide["outcome"] == "failed"
     assert wide["metrics"]["checks_passed"] == 0.5
     assert wide["reason"].startswith("1 of 2 checks failed: compare: gold of SELECT TrackId, "
-                                     "UnitPrice FROM Track: expected 3503 rows")
+                                     "UnitPrice FROM Track: 2206 rows missing (in the gold's "
+                                     "copy, not the prediction's), 2206 rows extra")
     assert cases["index"]["outcome"] == "passed"
     assert cases["index"]["details"]["checks"] == [{"check": "schema", "passed": True}]
     assert cases["no-check"]["outcome"] == "error"

@@ -123,7 +123,7 @@ class SqlKind:
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
         "condition_cols", "ignore_order", "task", "setup", "cleanup", "checks", "transpile",
-        *OPTION_KEYS,
+        "collateral", *OPTION_KEYS,
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -176,6 +176,10 @@ class SqlKind:
             _parse_options(case)
         except ConfigError as e:
             problems.append((e.key or "options", e.message))
+        if "collateral" in case.options:  # a file's or the suite's default reaches SELECT cases
+            from ..tasks.case import collateral_problems
+
+            problems += collateral_problems(case)
         return problems
 
     def difficulty(self, case: Case) -> str | None:

@@ -11,8 +11,10 @@ Case keys (LiveSQLBench's Management tasks and EvalBench's dml/ddl cases map ont
 one-to-one): ``setup`` and ``cleanup`` (a statement or a list), ``gold`` (a statement or a list
 run in order), ``checks`` (a list; each a query with ``rows``, a query with ``compare: gold``, a
 ``schema`` expectation, a ``python`` check or a ``livesqlbench_test``, the source of an imported
-LiveSQLBench test case) and ``conditions`` (``order: true`` makes row
-checks ordered, as LiveSQLBench's ``conditions`` do).
+LiveSQLBench test case), ``conditions`` (``order: true`` makes row
+checks ordered, as LiveSQLBench's ``conditions`` do) and ``collateral`` (``false``, or
+``{ignore: [tables]}``: the check after the checks that the prediction changed nothing the gold
+did not, :mod:`.collateral`; also a file or suite default, so any SQL case accepts it).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .run import Check, Task, TaskOutcome, run_task
 
 TASKS = ("dml", "ddl")
 #: Case keys of a task (beside ``gold``, ``conditions`` and the common ones).
-TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks"})
+TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks", "collateral"})
 #: The value of a datasource's ``writable`` key that allows tasks on it.
 WRITABLE = "sandbox"
 #: Engines tasks run on (PostgreSQL: a sqlalchemy datasource with a postgresql URL).
@@ -67,6 +69,7 @@ def validate(case: Case) -> list[tuple[str, str]]:
                 statements(o[key], key)
             except ConfigError as exc:
                 problems.append((exc.key or key, exc.message))
+    problems += collateral_problems(case)
     try:
         checks = parse_checks(o.get("checks"), o.get("conditions"))
     except ConfigError as exc:
@@ -77,6 +80,49 @@ def validate(case: Case) -> list[tuple[str, str]]:
                                        "(without one, any prediction that executes would "
                                        "pass)"))
     return problems
+
+
+def collateral_problems(case: Case) -> list[tuple[str, str]]:
+    """``(key path, message)`` for a malformed ``collateral:`` (any SQL case: a file's or the
+    suite's ``defaults:`` reach read-only cases too, where it means nothing)."""
+    try:
+        collateral_of(case)
+    except ConfigError as exc:
+        return [(exc.key or "collateral", exc.message)]
+    return []
+
+
+def collateral_of(case: Case) -> Any:
+    """The case's :class:`.collateral.Collateral`, or None when it is off: ``collateral:
+    false``, or by default a case checked by LiveSQLBench test cases (the reference judges
+    only by them); ConfigError names the key."""
+    from .collateral import Collateral
+
+    value = case.options.get("collateral")
+    if value is None:
+        checks = case.options.get("checks")
+        imported = isinstance(checks, list) and any(
+            isinstance(c, dict) and "livesqlbench_test" in c for c in checks)
+        return None if imported else Collateral(schema=case.options.get("task") == "ddl")
+    if value is False:
+        return None
+    if value is True:
+        value = {}
+    if not isinstance(value, dict):
+        raise ConfigError("must be true, false or {ignore: [tables]}", key="collateral")
+    unknown = sorted(set(map(str, value)) - {"ignore"})
+    if unknown:
+        from ..config import suggest
+
+        raise ConfigError(f"unknown key{suggest(unknown[0], {'ignore'})}",
+                          key=f"collateral.{unknown[0]}")
+    ignore = value.get("ignore", [])
+    if not isinstance(ignore, list):
+        raise ConfigError("must be a list of table names", key="collateral.ignore")
+    for i, name in enumerate(ignore):
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError("must be a table name", key=f"collateral.ignore[{i}]")
+    return Collateral(ignore=tuple(ignore), schema=case.options.get("task") == "ddl")
 
 
 def engine_of(spec: Mapping[str, Any]) -> str | None:
@@ -185,7 +231,7 @@ def build(case: Case, gold: Any, predicted: tuple[str, ...]) -> Task:
                 checks=parse_checks(o.get("checks"), o.get("conditions")),
                 setup=statements(o["setup"], "setup") if "setup" in o else (),
                 cleanup=statements(o["cleanup"], "cleanup") if "cleanup" in o else (),
-                search_path=(str(case.file.parent),))
+                search_path=(str(case.file.parent),), collateral=collateral_of(case))
 
 
 def limits_of(case: Case) -> tuple[float, int]:
@@ -238,6 +284,9 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
         "checks": [{"check": c.describe(), "passed": r.passed, **({"reason": r.reason}
                                                                    if r.reason else {})}
                    for c, r in zip(task.checks, outcome.checks, strict=False)]}
+    if outcome.collateral is not None:
+        details["collateral"] = {"passed": outcome.collateral.passed, **(
+            {"reason": outcome.collateral.reason} if outcome.collateral.reason else {})}
     if outcome.predicted_error:
         scored = _failed(outcome.predicted_error, details)
         scored.metrics["copy_seconds"] = outcome.copy_seconds
@@ -246,12 +295,23 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
     metrics = {"execution_accuracy": 1.0 if outcome.passed else 0.0,
                "checks_passed": passed / len(outcome.checks),
                "copy_seconds": outcome.copy_seconds}
-    failing = [r.reason for r in outcome.checks if not r.passed]
-    reason = f"{len(failing)} of {plural(len(outcome.checks), 'check')} failed: {failing[0]}" \
-        if failing else None
-    # the reason names the first failing check: the diff lists the others, never it again
-    return Scored(metrics, {}, [f"check failed: {r}" for r in failing[1:]], details,
-                  reason=reason), outcome
+    failing = [r for r in outcome.checks if not r.passed]
+    collateral = outcome.collateral if outcome.collateral and not outcome.collateral.passed \
+        else None
+    reason = None
+    if failing:
+        reason = (f"{len(failing)} of {plural(len(outcome.checks), 'check')} failed: "
+                  f"{failing[0].reason}")
+    elif collateral is not None:
+        reason = collateral.reason
+    # each failure's one line is said once: the first in the reason, the others here, each
+    # followed by the rows that differ
+    diff: list[str] = []
+    for i, r in enumerate([*failing, *([collateral] if collateral else [])]):
+        if i:
+            diff.append(f"check failed: {r.reason}" if r is not collateral else r.reason)
+        diff += r.diff
+    return Scored(metrics, {}, diff, details, reason=reason), outcome
 
 
 def _with_copies(task: Task, url: str) -> tuple[Task, list[str], float]:

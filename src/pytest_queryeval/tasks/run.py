@@ -12,7 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .collateral import Collateral
 
 #: Memory the task's worker may use beyond its imports (bytes).
 DEFAULT_MAX_MEMORY = 1 << 30
@@ -67,14 +70,20 @@ class Task:
     #: PostgreSQL: the libpq connection strings of the gold's and the prediction's copies,
     #: made (and dropped) by the caller from its pool (:mod:`.pgcopies`).
     copies: tuple[str, str] | None = None
+    #: The collateral check after the checks (:mod:`.collateral`): every table of the
+    #: prediction's copy against the gold's; None turns it off.
+    collateral: Collateral | None = None
 
 
 @dataclass
 class CheckResult:
     passed: bool
+    #: One line: what failed (the case's reason when it is the first failure).
     reason: str = ""
     #: The check itself broke (a Python check that raised, not asserted): the suite's fault.
     broken: bool = False
+    #: The rows that differ (missing, extra, counts), for the failure report.
+    diff: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -89,6 +98,12 @@ class TaskOutcome:
     #: CPU seconds for them: a wall time on a shared machine measures the neighbours too).
     copy_seconds: float = 0.0
     copy_cpu_seconds: float = 0.0
+    #: The collateral check's verdict (None when it did not run: off, the gold audit).
+    collateral: CheckResult | None = None
+    #: Seconds the collateral check took, and the worker's CPU seconds for it
+    #: (``bench/bench_tasks.py``).
+    collateral_seconds: float = 0.0
+    collateral_cpu_seconds: float = 0.0
 
 
 def run_task(task: Task, *, timeout: float = 30.0, max_memory: int = DEFAULT_MAX_MEMORY,
@@ -149,12 +164,28 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
     if broken:
         outcome.error = f"a check broke: {broken[0]}"
         return outcome
+    # only when the checks pass: a failed check already fails the case and shows its rows
+    if task.collateral is not None and not audit and all(c.passed for c in outcome.checks):
+        from .collateral import compare
+
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            why, lines = compare(conns["gold"], conns["predicted"], task.collateral)
+        except Exception as exc:
+            outcome.error = (f"the collateral check broke: {type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:300]} (list the table in "
+                             "'collateral: {ignore: [...]}' or set 'collateral: false')")
+            return outcome
+        outcome.collateral_seconds = time.perf_counter() - t0
+        outcome.collateral_cpu_seconds = time.process_time() - c0
+        outcome.collateral = CheckResult(not why, why, diff=lines)
     for side, conn in conns.items():
         problem = _execute(conn, task.cleanup)
         if problem:
             outcome.error = f"cleanup failed on the {side} copy: {problem}"
             return outcome
-    outcome.passed = all(c.passed for c in outcome.checks)
+    outcome.passed = all(c.passed for c in outcome.checks) and (
+        outcome.collateral is None or outcome.collateral.passed)
     return outcome
 
 
@@ -332,13 +363,15 @@ def _some_rows(cur: Any) -> Any:
             return rows
 
 
-def _rows(conn: Any, sql: str) -> list[tuple[Any, ...]]:
-    """The rows, DECIMAL values as floats (DuckDB and PostgreSQL return Decimal, which never
-    equals the float a YAML ``rows:`` holds)."""
+def _rows(conn: Any, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The column names and rows, DECIMAL values as floats (DuckDB and PostgreSQL return
+    Decimal, which never equals the float a YAML ``rows:`` holds)."""
     from decimal import Decimal
 
     cur = conn.execute(sql)
-    return [tuple(float(v) if isinstance(v, Decimal) else v for v in r) for r in cur.fetchall()]
+    columns = [str(d[0]) for d in cur.description or ()]
+    return columns, [tuple(float(v) if isinstance(v, Decimal) else v for v in r)
+                     for r in cur.fetchall()]
 
 
 def _check(check: Check, conn: Any, gold_conn: Any, task: Task, audit: bool = False,
@@ -355,8 +388,8 @@ def _check(check: Check, conn: Any, gold_conn: Any, task: Task, audit: bool = Fa
         if check.tables is not None or check.indexes is not None:
             return _schema_check(check, conn)
         assert check.query is not None
-        got = _rows(conn, check.query)
-        want = _rows(gold_conn, check.query) if check.compare == "gold" else \
+        columns, got = _rows(conn, check.query)
+        want = _rows(gold_conn, check.query)[1] if check.compare == "gold" else \
             [tuple(r) for r in check.rows or ()]
     except Exception as exc:
         return CheckResult(False, f"{check.describe()}: " + (
@@ -366,12 +399,51 @@ def _check(check: Check, conn: Any, gold_conn: Any, task: Task, audit: bool = Fa
     same = got == want if check.order else Counter(got) == Counter(want)
     if same:
         return CheckResult(True)
-    return CheckResult(False, f"{check.describe()}: expected {_show(want)}, got {_show(got)}")
+    return _rows_differ(check, columns, want, got)
+
+
+def _rows_differ(check: Check, columns: list[str], want: list[tuple[Any, ...]],
+                 got: list[tuple[Any, ...]]) -> CheckResult:
+    """A failed row check as a SELECT case's failure reads: a one-line summary (the counts of
+    missing and extra rows) and the diff of :func:`..metrics.table.compare_tables` (the rows
+    that differ, not the first rows of each side, which are often the same); sides of at most
+    :data:`SMALL` rows are shown whole in the one line."""
+    from ..metrics.table import compare_tables
+    from ..results import ResultTable
+
+    if max(len(want), len(got)) <= SMALL:  # the whole of both sides says it best
+        return CheckResult(False, f"{check.describe()}: expected {_show(want)}, got {_show(got)}")
+    gold = check.compare == "gold"
+    missing = sum((Counter(want) - Counter(got)).values())
+    extra = sum((Counter(got) - Counter(want)).values())
+    if missing or extra:
+        summary = ", ".join(f"{n} rows {what}" for n, what in (
+            (missing, "missing (in the gold's copy, not the prediction's)" if gold
+             else "missing (expected, not in the prediction's copy)"),
+            (extra, "extra (in the prediction's copy, not the gold's)" if gold
+             else "extra (in the prediction's copy, not expected)")) if n)
+    else:
+        summary = "the same rows in another order"
+    where = "in the gold's copy" if gold else "expected"
+    summary += f"; {len(want)} rows {where}, " \
+               f"{len(got)} in the prediction's copy"
+    diff = compare_tables(ResultTable(columns, want), ResultTable(columns, got),
+                          order_matters=check.order).diff()
+    if not diff:  # equal up to a permutation of the columns, which a check does not allow
+        from ..results import show_row
+
+        diff = [f"rows: {'gold' if gold else 'expected'} {len(want)}, predicted {len(got)}"]
+        diff += [f"  - {show_row(r)}" for r in list((Counter(want) - Counter(got)).elements())[:5]]
+        diff += [f"  + {show_row(r)}" for r in list((Counter(got) - Counter(want)).elements())[:5]]
+    return CheckResult(False, f"{check.describe()}: {summary}", diff=diff)
+
+
+#: Row checks whose sides hold at most this many rows show both whole, in the reason.
+SMALL = 5
 
 
 def _show(rows: list[tuple[Any, ...]]) -> str:
-    text = ", ".join(repr(r) for r in rows[:5])
-    return f"{len(rows)} rows [{text}{', ...' if len(rows) > 5 else ''}]"
+    return f"{len(rows)} rows [{', '.join(repr(r) for r in rows)}]"
 
 
 def _schema_check(check: Check, conn: Any) -> CheckResult:
