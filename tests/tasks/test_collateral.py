@@ -219,7 +219,7 @@ def test_a_compare_gold_failure_shows_the_rows_that_differ_once(pytester: pytest
     result, report = run_report(pytester, "-p", "no:cacheprovider")
     case = report.by_id["late"]
     assert case["reason"] == (
-        "1 of 1 checks failed: compare: gold of SELECT TrackId, Name, UnitPrice FROM Track: "
+        "1 of 1 check failed: compare: gold of SELECT TrackId, Name, UnitPrice FROM Track: "
         "2 rows missing (in the gold's copy, not the prediction's), 2 rows extra (in the "
         "prediction's copy, not the gold's); 3503 rows in the gold's copy, 3503 in the "
         "prediction's copy")
