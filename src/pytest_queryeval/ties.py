@@ -269,6 +269,38 @@ def analyse(query: KeyedQuery, keyed_rows: Sequence[Row], gold_rows: Sequence[Ro
     return TieAnalysis(query, groups, width)
 
 
+def accept_ties(query: KeyedQuery, keyed_rows: Sequence[Row], gold_rows: Sequence[Row],
+                pred_rows: Sequence[Row], normalise: Callable[[Any], Any],
+                metrics: dict[str, float], details: dict[str, Any], *, strict: str,
+                rows: str = "rows") -> list[str]:
+    """The tie analysis applied to a prediction, as every kind with tie-aware
+    ``execution_accuracy`` applies it: ``details.ties`` says what tied (or why nothing is
+    claimed), an accepted prediction scores 1 with the strict value (``strict`` names that
+    comparison) kept in ``details.execution_accuracy_strict``; the diff lines are returned."""
+    analysis = analyse(query, keyed_rows, gold_rows, normalise)
+    if isinstance(analysis, str):
+        details["ties"] = {"skipped": analysis}
+        return []
+    if not analysis.tied:
+        return []
+    info = analysis.to_details()
+    perm = tie_match(analysis, pred_rows, normalise)
+    info["accepted"] = perm is not None
+    details["ties"] = info
+    lines = analysis.describe()
+    if perm is None:
+        lines.append("ties: the prediction differs from the gold even allowing any order "
+                     f"and choice among tied {rows}")
+        return lines
+    details["execution_accuracy_strict"] = metrics["execution_accuracy"]
+    metrics["execution_accuracy"] = 1.0
+    if perm != tuple(range(len(perm))):
+        info["column_mapping"] = list(perm)
+    lines.append(f"execution_accuracy: 1 allowing for ties (the {strict}, which needs the "
+                 "gold's exact order and selection, gives 0: details.execution_accuracy_strict)")
+    return lines
+
+
 def could_match(gold_rows: Sequence[Row], pred_rows: Sequence[Row]) -> bool:
     """Whether any tie analysis could accept ``pred_rows``: a choice among tied rows never
     changes how many rows a gold returns (``LIMIT`` keeps as many whichever it picks) nor how

@@ -393,30 +393,8 @@ def _ties(gold: _Gold, pred: ResultTable, src: DataSource, ctx: Context, opts: _
         if keyed is None:
             details["ties"] = {"skipped": "the keyed gold failed"}
             return []
-    norm = opts.compare.normalise
-    analysis = ties.analyse(query, keyed, gold.table.rows, norm)
-    if isinstance(analysis, str):
-        details["ties"] = {"skipped": analysis}
-        return []
-    if not analysis.tied:
-        return []
-    info = analysis.to_details()
-    perm = ties.tie_match(analysis, pred.rows, norm)
-    info["accepted"] = perm is not None
-    details["ties"] = info
-    lines = analysis.describe()
-    if perm is None:
-        lines.append("ties: the prediction differs from the gold even allowing any order "
-                     "and choice among tied solutions")
-        return lines
-    details["execution_accuracy_strict"] = metrics["execution_accuracy"]
-    metrics["execution_accuracy"] = 1.0
-    if perm != tuple(range(len(perm))):
-        info["column_mapping"] = list(perm)
-    lines.append("execution_accuracy: 1 allowing for ties (the strict comparison, which "
-                 "needs the gold's exact order and selection, gives 0: "
-                 "details.execution_accuracy_strict)")
-    return lines
+    return ties.accept_ties(query, keyed, gold.table.rows, pred.rows, opts.compare.normalise,
+                            metrics, details, strict="strict comparison", rows="solutions")
 
 
 def _failure(reason: str, gold_seconds: float | None, pred_seconds: float | None,

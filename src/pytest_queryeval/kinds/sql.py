@@ -669,30 +669,9 @@ class _SqlRun:
         except QueryEvalError as e:
             details["ties"] = {"skipped": f"the keyed gold failed: {e.reason()}"}
             return []
-        norm = opts.compare.normalise
-        analysis = ties.analyse(query, keyed, gold.table.rows, norm)
-        if isinstance(analysis, str):
-            details["ties"] = {"skipped": analysis}
-            return []
-        if not analysis.tied:
-            return []
-        info = analysis.to_details()
-        perm = ties.tie_match(analysis, pred.table.rows, norm)
-        info["accepted"] = perm is not None
-        details["ties"] = info
-        lines = analysis.describe()
-        if perm is None:
-            lines.append("ties: the prediction differs from the gold even allowing any order "
-                         "and choice among tied rows")
-            return lines
-        details["execution_accuracy_strict"] = metrics["execution_accuracy"]
-        metrics["execution_accuracy"] = 1.0
-        if perm != tuple(range(len(perm))):
-            details["ties"]["column_mapping"] = list(perm)
-        lines.append("execution_accuracy: 1 allowing for ties (the test-suite comparison, "
-                     "which needs the gold's exact order and selection, gives 0: "
-                     "details.execution_accuracy_strict)")
-        return lines
+        return ties.accept_ties(query, keyed, gold.table.rows, pred.table.rows,
+                                opts.compare.normalise, metrics, details,
+                                strict="test-suite comparison")
 
     def tsse_ex(self, gold: _Gold, ordered: bool) -> tuple[float, str] | None:
         """``test_suite_rewrite``: EX as the Spider test-suite evaluator computes it, on both
