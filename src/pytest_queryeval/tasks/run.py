@@ -1,4 +1,11 @@
-"""One stateful task, from copies to verdict, run in a sandbox worker (see the package doc)."""
+"""One stateful task, from copies to outcome, run in a sandbox worker (see the package doc).
+
+Why one module of this size: a task's steps (copies, setup, gold, prediction, checks, the
+collateral comparison's wiring, cleanup) run in one worker call and share one deadline and one
+pair of connections; the engines' confinement (:mod:`.confine`, :mod:`.pgconfine`), the
+PostgreSQL copies (:mod:`.pgcopies`) and the collateral comparison (:mod:`.collateral`) are
+modules of their own.
+"""
 
 from __future__ import annotations
 
