@@ -49,3 +49,39 @@ def _as_rows(items: list[tuple[str, tuple[object, ...]]], like: Rows) -> Rows:
     return out
 
 
+#: Attempts at most to replace edge values by realistic ones (each runs both queries once).
+MAX_REALISE_ATTEMPTS = 120
+
+
+def realise(schema: DbSchema, rows: Rows, pools: dict[tuple[str, str], list[object]],
+            realistic: Callable[[object, list[object]], bool],
+            differs: Callable[[Rows], bool]) -> Rows:
+    """``rows`` with each cell that is not ``realistic`` for its column (a cut string, a made-up
+    word) replaced by the first value of the column's realistic pool for which ``differs``
+    still holds; a cell no such value keeps separating stays as it is. Keys and references are
+    left alone (rows point at them). Same rows, same count: only values change, so a reader
+    sees data shaped like the real one wherever the difference allows it."""
+    out = {name: list(table_rows) for name, table_rows in rows.items()}
+    attempts = 0
+    for table in schema.tables:
+        for r, row in enumerate(out.get(table.name, [])):
+            for c, col in enumerate(table.columns):
+                if col.references is not None or col.primary_key or col is table.integer_key:
+                    continue
+                pool = pools.get((table.name, col.name), [])
+                if realistic(row[c], pool):
+                    continue
+                # Non-NULL values first: a value reads better than a missing one.
+                for value in [v for v in pool if v is not None] + [v for v in pool if v is None]:
+                    if attempts >= MAX_REALISE_ATTEMPTS:
+                        return out
+                    attempts += 1
+                    trial_row = (*row[:c], value, *row[c + 1:])
+                    trial = dict(out)
+                    trial[table.name] = [*out[table.name][:r], trial_row,
+                                         *out[table.name][r + 1:]]
+                    if differs(trial):
+                        out = trial
+                        row = trial_row
+                        break
+    return out
