@@ -305,12 +305,33 @@ def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: st
         if isinstance(g, Failed):
             return g
         p = eng.attempt(conn, predicted, seconds)
+        held = _in_order(eng.held_rows(conn, schema, list(rows)), rows)
         if isinstance(p, Failed):
-            return True, eng.held_rows(conn, schema, list(rows)), p
-        return _apart(eng, conn, g, p, same, tied, seconds), \
-            eng.held_rows(conn, schema, list(rows)), None
+            return True, held, p
+        return _apart(eng, conn, g, p, same, tied, seconds), held, None
     finally:
         conn.close()
+
+
+def _in_order(held: Rows, rows: Rows) -> Rows:
+    """The rows the engine held, in the order they were inserted: the engine lists them by
+    rowid, and a row referencing a later key of its own table (an employee whose manager was
+    drawn first with a higher id) would be refused when they are inserted again in that order,
+    so a shrink that rebuilds from them would start from a different database."""
+    out: Rows = {}
+    for name, kept in held.items():
+        given = list(rows.get(name, []))
+        used = [False] * len(given)
+        placed: list[tuple[int, tuple[Any, ...]]] = []
+        for row in kept:
+            at = next((i for i, r in enumerate(given) if not used[i] and r == row), None)
+            if at is None:
+                placed.append((len(given), row))
+            else:
+                used[at] = True
+                placed.append((at, row))
+        out[name] = [row for _, row in sorted(placed, key=lambda x: x[0])]
+    return out
 
 
 def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
