@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.neighbours import search
-from pytest_queryeval.neighbours.values import date_format, date_neighbours
+from pytest_queryeval.neighbours.values import date_format, date_neighbours, is_realistic
 from tests.neighbours.support import BUDGET, result, same_as_the_case
 
 FORMATS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%d %H:%M:%S"}
@@ -89,3 +89,9 @@ def test_a_date_literal_s_neighbours_are_valid_dates_in_the_column_s_format() ->
     assert "2024-02-29 00:00:00" in near and "2024-02-29 23:59:59" in near
     assert "2024-03-01 00:00:00" in near
     assert date_neighbours("JFK", "%Y-%m-%d") == []
+
+
+def test_a_number_within_the_column_s_range_is_realistic() -> None:
+    pool: list[object] = [100, 220, None, "2024-04-02"]
+    assert is_realistic(150, pool) and is_realistic(None, pool) and is_realistic(220, pool)
+    assert not is_realistic(221, pool) and not is_realistic("2024-05-0", pool)

@@ -234,7 +234,7 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
     self-reference, an earlier row's). A key column also draws from the values its referencing
     columns are compared with (``ReportsTo = 1`` needs employees 0, 1 and 2), and any column
     may repeat a value of an earlier row (ties, duplicate names). A ``realistic`` candidate
-    (realistic pools) takes every value of a column with a pool from it, no made-up word."""
+    (realistic pools) makes up no word, and numbers only within a column's range."""
     rows: Rows = {}
     keys: dict[tuple[str, str], list[Any]] = {}
     for table in tables:
@@ -262,7 +262,7 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
                     row.append(rng.choice(pool) if pool and rng.random() < 0.7 else n + 1)
                 else:
                     row.append(_value(rng, pools.get((table.name, col.name), []), col.affinity,
-                                      1.0 if realistic else POOL_SHARE))
+                                      realistic))
             out.append(tuple(row))
         rows[table.name] = out
         for i, col in enumerate(table.columns):
@@ -282,9 +282,19 @@ def _key_pool(schema: DbSchema, table: Table, col: Any,
     return out
 
 
-def _value(rng: random.Random, pool: list[Any], affinity: str, share: float = POOL_SHARE) -> Any:
-    if pool and rng.random() < share:
+def _value(rng: random.Random, pool: list[Any], affinity: str, realistic: bool = False) -> Any:
+    """A pool value, or now and then a made-up one: for a ``realistic`` candidate only a number
+    within the range of the column's numbers (a total between two real totals), never a word."""
+    if pool and rng.random() < POOL_SHARE:
         return rng.choice(pool)
+    if realistic:
+        numbers = [v for v in pool if isinstance(v, int | float) and not isinstance(v, bool)]
+        if affinity == "INTEGER" and numbers:
+            return rng.randint(int(min(numbers)), int(max(numbers)))
+        if affinity in ("REAL", "NUMERIC") and numbers:
+            return round(rng.uniform(min(numbers), max(numbers)), 2)
+        if pool:
+            return rng.choice(pool)
     if affinity == "INTEGER":
         return rng.randint(-2, 20)
     if affinity in ("REAL", "NUMERIC"):

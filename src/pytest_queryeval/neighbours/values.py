@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 from typing import Any
 
 from .schema import Column, DbSchema
@@ -196,6 +197,7 @@ def both_pools(sample: Callable[[str, str], list[Any]], schema: DbSchema,
                 near = boundaries(lit, col, fmt)
                 values += near
                 fitting += _realistic_part(lit, near, col, fmt)
+            fitting += _between(compared.get(col.name.lower(), []), col)
             values += seen
             fitting += seen
             values += [v for v in loose if _fits(v, col)]
@@ -221,6 +223,22 @@ def _realistic_part(literal: Any, near: list[Any], col: Column, fmt: str | None)
     return list(near)
 
 
+def _between(literals: list[Any], col: Column) -> list[Any]:
+    """A number strictly between each two neighbouring numeric literals compared with the
+    column: ``Total > 14`` and ``Total >= 14.5`` differ only on a total such as 14.25, a value
+    of the column's own kind that no literal's ``v - 1``/``v + 1`` reaches."""
+    numbers = sorted({v for v in literals
+                      if isinstance(v, int | float) and not isinstance(v, bool)})
+    out: list[Any] = []
+    for low, high in pairwise(numbers):
+        if col.affinity == "INTEGER":
+            if high - low >= 2:
+                out.append(int(low + (high - low) // 2))
+        elif col.affinity in ("REAL", "NUMERIC"):
+            out.append((low + high) / 2)
+    return out
+
+
 def _in_domain(value: Any, seen: list[Any], fmt: str | None) -> bool:
     """A value not from a literal compared with the column: realistic when it is a date in the
     column's format, one of its existing values, or a number within its observed range."""
@@ -235,11 +253,15 @@ def _in_domain(value: Any, seen: list[Any], fmt: str | None) -> bool:
 
 
 def is_realistic(value: Any, pool: list[Any]) -> bool:
-    """Whether a cell's value is one a reader takes for real data: NULL, or one of the
-    column's realistic pool (:func:`both_pools`)."""
+    """Whether a cell's value is one a reader takes for real data: NULL, one of the column's
+    realistic pool (:func:`both_pools`), or a number within that pool's range."""
     if value is None:
         return True
-    return any(type(v) is type(value) and v == value for v in pool)
+    if any(type(v) is type(value) and v == value for v in pool):
+        return True
+    numbers = [v for v in pool if isinstance(v, int | float) and not isinstance(v, bool)]
+    return isinstance(value, int | float) and not isinstance(value, bool) and bool(numbers) \
+        and min(numbers) <= value <= max(numbers)
 
 
 def _fits(value: Any, col: Column) -> bool:
