@@ -95,3 +95,32 @@ def test_a_number_within_the_column_s_range_is_realistic() -> None:
     pool: list[object] = [100, 220, None, "2024-04-02"]
     assert is_realistic(150, pool) and is_realistic(None, pool) and is_realistic(220, pool)
     assert not is_realistic(221, pool) and not is_realistic("2024-05-0", pool)
+
+
+def test_a_shrink_keeps_a_row_that_references_a_later_key_of_its_own_table(
+        tmp_path: Path) -> None:
+    """The rows a candidate held come back in the order they were inserted: rebuilt in the
+    engine's rowid order, an employee whose manager has a higher id would be refused, and the
+    shrink would start from another database (a 15-row counterexample instead of 4)."""
+    from pytest_queryeval.neighbours.engines import ENGINES
+    from pytest_queryeval.neighbours.search import _differs
+
+    db = tmp_path / "staff.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE staff (id INTEGER PRIMARY KEY, boss INTEGER REFERENCES staff(id))")
+    conn.execute("INSERT INTO staff VALUES (1, NULL)")
+    conn.commit()
+    conn.close()
+    eng = ENGINES["sqlite"]
+    real = eng.open_real(db)
+    schema = eng.introspect(real)
+    real.close()
+    rows = {"staff": [(3, None), (1, 3)]}
+    gold = "SELECT count(*) FROM staff WHERE boss IS NOT NULL"
+    same = same_as_the_case(gold)
+    outcome = _differs(eng, schema, rows, gold, "SELECT 0", same, 5.0)
+    assert isinstance(outcome, tuple) and outcome[0]
+    held = outcome[1]
+    assert held == rows
+    again = _differs(eng, schema, held, gold, "SELECT 0", same, 5.0)
+    assert isinstance(again, tuple) and again[0] and again[1] == rows
