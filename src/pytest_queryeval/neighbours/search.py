@@ -9,7 +9,11 @@ Determinism: candidate ``i`` of a gold depends only on the seed, the gold text a
 (:func:`_rng`), so the same seed gives the same databases and the same verdicts, and the first
 databases of a gold (built from the gold's own literals) are the same for every prediction of
 that gold: they are built once per session (:data:`_SUITES`) and a model comparison pays for
-them once. Only later candidates add the prediction's literals. The database budget is the
+them once. Only later candidates add the prediction's literals. Every other candidate (the
+even ones, starting with the first) draws only realistic values (:func:`.values.both_pools`:
+dates in the column's format, existing codes, numbers in range), so a difference that
+real-looking data shows is found on such data; the odd ones add the edge values. The database
+budget is the
 deterministic bound; the seconds budget is a safety net, and a search it stops says so.
 
 Bounded per database: each query on a candidate has seconds of its own (:func:`query_seconds`),
@@ -19,7 +23,8 @@ gold gives a result and the prediction does not (it runs out of its seconds, or 
 raises), the candidate separates them like any other difference; where the gold gives none,
 the candidate tells nothing and is not counted as checked (:attr:`SearchResult.gold_failures`).
 
-Proof: a found database is shrunk (:mod:`.shrink`), written to a real SQLite file with the real
+Proof: a found database is shrunk (:mod:`.shrink`), its edge values replaced by realistic ones
+where the difference survives (:func:`.shrink.realise`), written to a real SQLite file with the real
 DDL and ``PRAGMA foreign_keys = ON``, checked with ``foreign_key_check`` and
 ``integrity_check``, and both queries are run on it again; only a difference that survives that
 is reported.
@@ -38,7 +43,7 @@ from typing import Any
 from ..results import ResultTable
 from .engines import ENGINES, Engine, Failed, Rows, engine_for, inserts
 from .schema import DbSchema, Table
-from .values import column_pools
+from .values import Pools, both_pools, is_realistic
 
 #: How many rows a candidate's table may get (small tables: readable, quick, and separating).
 ROW_CHOICES = (0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8)
@@ -146,8 +151,8 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
         def sample(table: str, column: str) -> list[Any]:
             return eng.sample(real, table, column)
 
-        gold_pools = column_pools(sample, schema, [gold], eng.dialect)
-        both_pools = column_pools(sample, schema, [gold, predicted], eng.dialect)
+        gold_pools, gold_real = both_pools(sample, schema, [gold], eng.dialect)
+        pair_pools, pair_real = both_pools(sample, schema, [gold, predicted], eng.dialect)
     finally:
         real.close()
     tables = _read_tables(schema, [gold, predicted], eng.dialect)
@@ -166,12 +171,14 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
                 rows = suite[i]
                 result.reused += 1
             else:
-                rows = _candidate(schema, tables, gold_pools, _rng(seed, gold, i, "gold"))
+                rows = _candidate(schema, tables, gold_real if i % 2 == 0 else gold_pools,
+                                  _rng(seed, gold, i, "gold"), realistic=i % 2 == 0)
                 suite.append(rows)
             origin = f"database {i + 1} of the gold's suite"
         else:
-            rows = _candidate(schema, tables, both_pools, _rng(seed, gold + "\0" + predicted,
-                                                                i, "pair"))
+            rows = _candidate(schema, tables, pair_real if i % 2 == 0 else pair_pools,
+                              _rng(seed, gold + "\0" + predicted, i, "pair"),
+                              realistic=i % 2 == 0)
             origin = f"database {i + 1} (with the prediction's values)"
         outcome = _differs(eng, schema, rows, gold, predicted, same, seconds, tied)
         if isinstance(outcome, Failed):
@@ -183,7 +190,8 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
             failure = outcome[2]
             until = time.monotonic() + 2 * seconds if failure and failure.kind == "timeout" \
                 else max(deadline, time.monotonic()) + max(SHRINK_SECONDS, 2 * seconds)
-            small = _shrunk(eng, schema, outcome[1], gold, predicted, same, tied, seconds, until)
+            small = _shrunk(eng, schema, outcome[1], gold, predicted, same, tied, seconds, until,
+                            pair_real)
             proof = prove(eng, schema, small, gold, predicted, same, tied, seconds)
             if proof is not None:
                 result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin,
@@ -221,11 +229,12 @@ def _read_tables(schema: DbSchema, queries: Sequence[str], dialect: str) -> list
 
 
 def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str], list[Any]],
-               rng: random.Random) -> Rows:
+               rng: random.Random, realistic: bool = False) -> Rows:
     """One candidate's rows; parents first, so a reference picks an existing key (a
     self-reference, an earlier row's). A key column also draws from the values its referencing
     columns are compared with (``ReportsTo = 1`` needs employees 0, 1 and 2), and any column
-    may repeat a value of an earlier row (ties, duplicate names)."""
+    may repeat a value of an earlier row (ties, duplicate names). A ``realistic`` candidate
+    (realistic pools) makes up no word, and numbers only within a column's range."""
     rows: Rows = {}
     keys: dict[tuple[str, str], list[Any]] = {}
     for table in tables:
@@ -252,7 +261,8 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
                     pool = [v for v in _key_pool(schema, table, col, pools) if isinstance(v, int)]
                     row.append(rng.choice(pool) if pool and rng.random() < 0.7 else n + 1)
                 else:
-                    row.append(_value(rng, pools.get((table.name, col.name), []), col.affinity))
+                    row.append(_value(rng, pools.get((table.name, col.name), []), col.affinity,
+                                      realistic))
             out.append(tuple(row))
         rows[table.name] = out
         for i, col in enumerate(table.columns):
@@ -272,9 +282,19 @@ def _key_pool(schema: DbSchema, table: Table, col: Any,
     return out
 
 
-def _value(rng: random.Random, pool: list[Any], affinity: str) -> Any:
+def _value(rng: random.Random, pool: list[Any], affinity: str, realistic: bool = False) -> Any:
+    """A pool value, or now and then a made-up one: for a ``realistic`` candidate only a number
+    within the range of the column's numbers (a total between two real totals), never a word."""
     if pool and rng.random() < POOL_SHARE:
         return rng.choice(pool)
+    if realistic:
+        numbers = [v for v in pool if isinstance(v, int | float) and not isinstance(v, bool)]
+        if affinity == "INTEGER" and numbers:
+            return rng.randint(int(min(numbers)), int(max(numbers)))
+        if affinity in ("REAL", "NUMERIC") and numbers:
+            return round(rng.uniform(min(numbers), max(numbers)), 2)
+        if pool:
+            return rng.choice(pool)
     if affinity == "INTEGER":
         return rng.randint(-2, 20)
     if affinity in ("REAL", "NUMERIC"):
@@ -295,12 +315,33 @@ def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: st
         if isinstance(g, Failed):
             return g
         p = eng.attempt(conn, predicted, seconds)
+        held = _in_order(eng.held_rows(conn, schema, list(rows)), rows)
         if isinstance(p, Failed):
-            return True, eng.held_rows(conn, schema, list(rows)), p
-        return _apart(eng, conn, g, p, same, tied, seconds), \
-            eng.held_rows(conn, schema, list(rows)), None
+            return True, held, p
+        return _apart(eng, conn, g, p, same, tied, seconds), held, None
     finally:
         conn.close()
+
+
+def _in_order(held: Rows, rows: Rows) -> Rows:
+    """The rows the engine held, in the order they were inserted: the engine lists them by
+    rowid, and a row referencing a later key of its own table (an employee whose manager was
+    drawn first with a higher id) would be refused when they are inserted again in that order,
+    so a shrink that rebuilds from them would start from a different database."""
+    out: Rows = {}
+    for name, kept in held.items():
+        given = list(rows.get(name, []))
+        used = [False] * len(given)
+        placed: list[tuple[int, tuple[Any, ...]]] = []
+        for row in kept:
+            at = next((i for i, r in enumerate(given) if not used[i] and r == row), None)
+            if at is None:
+                placed.append((len(given), row))
+            else:
+                used[at] = True
+                placed.append((at, row))
+        out[name] = [row for _, row in sorted(placed, key=lambda x: x[0])]
+    return out
 
 
 def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
@@ -312,11 +353,13 @@ def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
 
 
 def _shrunk(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
-            tied: Tied | None, seconds: float, until: float) -> Rows:
-    """``rows`` shrunk (:mod:`.shrink`) until ``until`` (:data:`SHRINK_SECONDS`); an attempt
+            tied: Tied | None, seconds: float, until: float, realistic: Pools | None = None,
+            ) -> Rows:
+    """``rows`` shrunk (:mod:`.shrink`) until ``until`` (:data:`SHRINK_SECONDS`), then with
+    its edge values replaced by ``realistic`` ones where the difference survives; an attempt
     cut short by that is no difference (only a query that ran out of its own full seconds
     counts as one)."""
-    from .shrink import shrink
+    from .shrink import realise, shrink
 
     def still_differs(trial: Rows) -> bool:
         left = until - time.monotonic()
@@ -328,7 +371,21 @@ def _shrunk(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str
         failure = out[2]
         return failure is None or failure.kind != "timeout" or failure.seconds >= seconds
 
-    return shrink(schema, rows, still_differs)
+    def keeps_every_row(trial: Rows) -> bool:
+        """A replaced value must keep every row (one the engine refuses is no replacement)."""
+        left = until - time.monotonic()
+        if left <= 0:
+            return False
+        out = _differs(eng, schema, trial, gold, predicted, same, min(seconds, left), tied)
+        if isinstance(out, Failed) or not out[0] or out[1] != trial:
+            return False
+        failure = out[2]
+        return failure is None or failure.kind != "timeout" or failure.seconds >= seconds
+
+    small = shrink(schema, rows, still_differs)
+    if realistic is None:
+        return small
+    return realise(schema, small, realistic, is_realistic, keeps_every_row)
 
 
 def prove(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
