@@ -461,6 +461,24 @@ class _Workspace:
         self.conn = _duckdb_database(schema)
         self.rows: Rows = {}
         self.spoiled = False
+        #: (table, column) -> its DuckDB type, and (type, text) -> whether the text casts to it
+        self.types: dict[tuple[str, str], str] = {
+            (t, c): d for t, c, d in self.conn.execute(
+                "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE "
+                "database_name = current_database()").fetchall()}
+        self.casts: dict[tuple[str, str], bool] = {}
+
+    def casts_to(self, table: str, column: str, text: str) -> bool:
+        """Whether ``text`` converts to the column's type (an INSERT of it raises when not,
+        whatever rows came before): asked once per type and text, remembered."""
+        kind = self.types.get((table, column), "VARCHAR")
+        if kind == "VARCHAR":
+            return True
+        key = (kind, text)
+        if key not in self.casts:
+            self.casts[key] = self.conn.execute(
+                f"SELECT TRY_CAST(? AS {kind}) IS NOT NULL", [text]).fetchone()[0]
+        return self.casts[key]
 
     def fill(self, rows: Rows) -> bool:
         """Insert ``rows`` in a new transaction, keeping exactly the rows that inserting them
@@ -500,10 +518,15 @@ class _Workspace:
         (table, -1) whose one INSERT or the (table, row index) whose row was refused."""
         import duckdb
 
+        held: dict[str, list[tuple[Any, ...]]] = {}
         for table in self.schema.tables:
             given = [(i, r) for i, r in enumerate(rows.get(table.name, []))
                      if (table.name, i) not in refused]
-            kept = _kept(table, given)
+            kept = [(i, r) for i, r in _kept(table, given) if all(
+                not isinstance(v, str) or self.casts_to(table.name, c.name, v)
+                for c, v in zip(table.columns, r, strict=True))]
+            kept = _referable(self.schema, table, kept, held)
+            held[table.name] = [r for _, r in kept]
             if not kept:
                 continue
             width = len(table.columns)
@@ -551,6 +574,27 @@ class _Workspace:
             _LOCAL.space = None
         with suppress(Exception):
             self.conn.close()
+
+
+def _referable(schema: DbSchema, table: Table, rows: list[tuple[int, tuple[Any, ...]]],
+               held: dict[str, list[tuple[Any, ...]]]) -> list[tuple[int, tuple[Any, ...]]]:
+    """``rows`` without those whose reference to another table finds no row there (DuckDB
+    refuses them, whatever came before). Only where the parent's values and the reference are
+    all of one Python type: across types the engine's casts decide, so such a row is left in."""
+    for at, col in enumerate(table.columns):
+        if col.references is None or col.references[0] == table.name \
+                or col.references[0] not in held:
+            continue
+        parent = schema.table(col.references[0])
+        names = [c.name.lower() for c in parent.columns]
+        if col.references[1].lower() not in names:
+            continue
+        j = names.index(col.references[1].lower())
+        values = [r[j] for r in held[parent.name] if r[j] is not None]
+        kinds = {type(v) for v in values}
+        rows = [(i, r) for i, r in rows if r[at] is None or len(kinds) > 1
+                or (kinds and type(r[at]) is not next(iter(kinds))) or r[at] in values]
+    return rows
 
 
 def _one_statement(table: Table, rows: Sequence[tuple[Any, ...]]) -> bool:
