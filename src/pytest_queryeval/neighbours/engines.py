@@ -520,12 +520,13 @@ class _Workspace:
 
         held: dict[str, list[tuple[Any, ...]]] = {}
         for table in self.schema.tables:
+            # a text that does not convert first: such a row never holds a key
             given = [(i, r) for i, r in enumerate(rows.get(table.name, []))
-                     if (table.name, i) not in refused]
-            kept = [(i, r) for i, r in _kept(table, given) if all(
-                not isinstance(v, str) or self.casts_to(table.name, c.name, v)
-                for c, v in zip(table.columns, r, strict=True))]
-            kept = _referable(self.schema, table, kept, held)
+                     if (table.name, i) not in refused and all(
+                         not isinstance(v, str) or self.casts_to(table.name, c.name, v)
+                         for c, v in zip(table.columns, r, strict=True))]
+            # a row refused whatever came before holds no key for a later one: left out first
+            kept = _kept(table, _referable(self.schema, table, given, held))
             held[table.name] = [r for _, r in kept]
             if not kept:
                 continue
