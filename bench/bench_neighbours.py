@@ -1,7 +1,7 @@
 """Benchmark: counterexample search (issue 27) on the Chinook corpus, against plain execution.
 
 Run: ``.venv/bin/python bench/bench_neighbours.py [--corpus chinook|concert_singer]
-[--databases 200] [--seed 0]``.
+[--databases 200] [--seed 0] [--engines sqlite,duckdb] [--repeat 3]``.
 
 For every pair of ``tests/data/neighbours/<corpus>.yaml`` (coincidental passes, each with the
 reason it is wrong, and equivalent rewrites; ``concert_singer`` is Spider's database, built
@@ -11,6 +11,11 @@ recall on the coincidental passes (target at least 90 %), false alarms on the eq
 (target 0), the rows of each shrunk counterexample, the search's seconds per case (median and
 max), and its ratio to the floor measured in the same run: executing the gold and the
 prediction once on the real file and comparing them (what plain execution accuracy costs).
+
+With ``--engines sqlite,duckdb`` the same pairs are also searched on a DuckDB copy of the
+database (the real DDL transpiled by sqlglot, the same rows), each pair ``--repeat`` times on
+each engine in turn: printed are each engine's median seconds per case, DuckDB's ratio to
+SQLite (target at most 3x) and whether the two engines give every pair the same verdict.
 """
 
 from __future__ import annotations
@@ -72,9 +77,88 @@ def main() -> None:
     ap.add_argument("--databases", type=int, default=Budget().databases)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--corpus", choices=("chinook", "concert_singer"), default="chinook")
+    ap.add_argument("--engines", default="sqlite",
+                    help="comma-separated: sqlite, duckdb (the per-engine comparison)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each pair per engine in the per-engine comparison")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        run(args, database(args.corpus, Path(tmp)))
+        db = database(args.corpus, Path(tmp))
+        engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+        if engines == ["sqlite"]:
+            run(args, db)
+        else:
+            per_engine(args, db, engines, Path(tmp))
+
+
+def duckdb_copy(db: Path, tmp: Path) -> Path:
+    """The SQLite file as a DuckDB file: its DDL transpiled by sqlglot, the same rows."""
+    import duckdb
+    import sqlglot
+
+    from pytest_queryeval.neighbours.schema import introspect
+
+    path = tmp / (db.stem + ".duckdb")
+    src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    dst = duckdb.connect(str(path))
+    try:
+        for table in introspect(src).tables:
+            dst.execute(sqlglot.transpile(table.ddl, read="sqlite", write="duckdb")[0])
+            rows = src.execute(f'SELECT * FROM "{table.name}"').fetchall()
+            if rows:
+                marks = ", ".join("?" for _ in table.columns)
+                dst.executemany(f'INSERT INTO "{table.name}" VALUES ({marks})', rows)
+    finally:
+        dst.close()
+        src.close()
+    return path
+
+
+def per_engine(args: argparse.Namespace, db: Path, engines: list[str], tmp: Path) -> None:
+    """Each pair searched on each engine, ``--repeat`` times in turn (the machine is shared:
+    medians of per-case medians)."""
+    from pytest_queryeval.neighbours.engines import ENGINES
+
+    corpus = yaml.safe_load((DATA / f"{args.corpus}.yaml").read_text())
+    files = {"sqlite": db, "duckdb": duckdb_copy(db, tmp) if "duckdb" in engines else db}
+    budget = Budget(databases=args.databases, seconds=600.0)
+    pairs = [(kind, pair) for kind in ("coincidental", "equivalent") for pair in corpus[kind]]
+    print(f"machine: {machine()}")
+    print(f"corpus: {args.corpus}, {len(pairs)} pairs; budget {budget.databases} databases; "
+          f"seed {args.seed}; {args.repeat} runs per pair and engine")
+    times: dict[str, list[list[float]]] = {e: [[] for _ in pairs] for e in engines}
+    verdicts: dict[str, list[bool]] = {}
+    for rep in range(args.repeat):
+        for engine in engines:
+            found = []
+            for n, (_kind, pair) in enumerate(pairs):
+                t0 = time.perf_counter()
+                out = search(files[engine], pair["gold"], pair["predicted"],
+                             same_for(pair["gold"]), seed=args.seed, budget=budget,
+                             engine=ENGINES[engine], scope=f"{engine}-{rep}")
+                times[engine][n].append(time.perf_counter() - t0)
+                found.append(out.counterexample is not None)
+            verdicts.setdefault(engine, found)
+            if found != verdicts[engine]:
+                print(f"  {engine}: run {rep + 1} gave other verdicts than run 1")
+    medians = {e: [statistics.median(t) for t in times[e]] for e in engines}
+    for engine in engines:
+        flagged = sum(verdicts[engine][n] for n, (k, _p) in enumerate(pairs)
+                      if k == "coincidental")
+        alarms = sum(verdicts[engine][n] for n, (k, _p) in enumerate(pairs)
+                     if k == "equivalent")
+        print(f"{engine}: search per case median {statistics.median(medians[engine]):.3f} s, "
+              f"max {max(medians[engine]):.3f} s, total {sum(medians[engine]):.1f} s; "
+              f"recall {flagged}, false alarms {alarms}")
+    base = medians.get("sqlite")
+    for engine in engines:
+        if engine == "sqlite" or base is None:
+            continue
+        ratios = [t / b for t, b in zip(medians[engine], base, strict=True)]
+        same = sum(a == b for a, b in zip(verdicts[engine], verdicts["sqlite"], strict=True))
+        print(f"{engine} / sqlite: median per-case ratio {statistics.median(ratios):.1f}x, "
+              f"max {max(ratios):.1f}x, total {sum(medians[engine]) / sum(base):.1f}x "
+              f"(target <= 3x); same verdict on {same}/{len(pairs)} pairs")
 
 
 def run(args: argparse.Namespace, db: Path) -> None:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pytest_queryeval.metrics.table import table_metrics
 from pytest_queryeval.neighbours import Budget, search
@@ -79,3 +80,142 @@ def test_equivalent_rewrites_are_not_flagged(shop: Path, gold: str, predicted: s
     found = search(shop, gold, predicted, same, budget=Budget(databases=40, seconds=600))
     assert found.counterexample is None
     assert found.checked == 40
+
+
+# -- one kept database per thread (issue 41 item 6) -------------------------------------------
+
+CHINOOK = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "chinook.sqlite"
+
+
+@pytest.fixture(scope="module")
+def chinook_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Chinook's SQLite file and a DuckDB copy of it (the DDL transpiled, the same rows)."""
+    import sqlite3
+
+    import sqlglot
+
+    from pytest_queryeval.neighbours.schema import introspect
+
+    path = tmp_path_factory.mktemp("chinook") / "chinook.duckdb"
+    src = sqlite3.connect(f"file:{CHINOOK}?mode=ro", uri=True)
+    dst = duckdb.connect(str(path))
+    for table in introspect(src).tables:
+        dst.execute(sqlglot.transpile(table.ddl, read="sqlite", write="duckdb")[0])
+        rows = src.execute(f'SELECT * FROM "{table.name}"').fetchall()
+        marks = "(" + ", ".join("?" for _ in table.columns) + ")"
+        # one INSERT per 500 rows (executemany is slow); one per row where a row may refer to
+        # an earlier one of its table (DuckDB checks a statement against the rows before it)
+        step = 1 if any(c.references and c.references[0] == table.name
+                        for c in table.columns) else 500
+        for at in range(0, len(rows), step):
+            chunk = rows[at:at + step]
+            dst.execute(f'INSERT INTO "{table.name}" VALUES ' + ", ".join([marks] * len(chunk)),
+                        [v for row in chunk for v in row])
+    dst.close()
+    src.close()
+    return CHINOOK, path
+
+
+CORPUS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "neighbours"
+                         / "chinook.yaml").read_text())
+#: (gold, predicted, a counterexample exists): corpus pairs both engines settle within a few
+#: candidates, or, for the equivalent ones, within the 40 checked here.
+PAIRS = [(CORPUS["coincidental"][i]["gold"], CORPUS["coincidental"][i]["predicted"], True)
+         for i in (2, 3, 6, 9)] + [
+         (CORPUS["equivalent"][i]["gold"], CORPUS["equivalent"][i]["predicted"], False)
+         for i in (0, 1, 4)]
+
+
+@pytest.mark.parametrize(("gold", "predicted", "wrong"), PAIRS)
+def test_sqlite_and_duckdb_give_the_same_verdicts(chinook_pair: tuple[Path, Path], gold: str,
+                                                  predicted: str, wrong: bool) -> None:
+    for path, engine in zip(chinook_pair, ("sqlite", "duckdb"), strict=True):
+        found = search(path, gold, predicted, same, budget=Budget(databases=40 if not wrong
+                                                                  else 200, seconds=600),
+                       engine=ENGINES[engine], scope="verdicts")
+        assert (found.counterexample is not None) is wrong, engine
+        if not wrong:
+            assert found.checked == 40, engine
+
+
+def test_a_duckdb_search_opens_no_database_per_candidate(
+        chinook_pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a DuckDB database costs about a hundred times what a candidate's rows and
+    queries cost: the candidates share one kept in-memory database (the real file and the
+    kept database are the only ones opened)."""
+    opened: list[str] = []
+    real_connect = duckdb.connect
+
+    def counting(database: str = ":memory:", *args: object, **kwargs: object) -> object:
+        opened.append(str(database))
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counting)
+    found = search(chinook_pair[1], "SELECT DISTINCT Country FROM Customer",
+                   "SELECT Country FROM Customer GROUP BY Country", same,
+                   budget=Budget(databases=60, seconds=600), scope="opened")
+    assert found.counterexample is None and found.checked == 60
+    assert opened.count(":memory:") <= 1
+    assert len(opened) <= 2
+
+
+def test_kept_database_holds_exactly_the_rows_a_fresh_one_holds(chinook_pair: tuple[Path, Path],
+                                                                shop: Path) -> None:
+    """Rows the engine refuses one by one (a repeated key, a parent that is not there, a
+    timestamp that is no timestamp, a CHECK, a reference to a refused row of the same table)
+    are refused in the kept database too, candidate after candidate, and nothing of one
+    candidate is left for the next. A refused row's key is free for a later row."""
+    eng = ENGINES["duckdb"]
+    cases = []
+    real = eng.open_real(chinook_pair[1])
+    employee_schema = eng.introspect(real)
+    real.close()
+    emp = [c.name for c in employee_schema.table("Employee").columns]
+
+    def employee(key: int, boss: int | None, born: str) -> tuple[object, ...]:
+        values = {"EmployeeId": key, "LastName": f"L{key}", "FirstName": "F",
+                  "ReportsTo": boss, "BirthDate": born}
+        return tuple(values.get(c) for c in emp)
+
+    cases.append((employee_schema, {
+        "Employee": [employee(1, None, "1970-01-01"), employee(2, 1, "x y"),
+                     employee(2, 1, "1975-01-01"), employee(3, 2, "1971-02-03"), employee(1, None, "1972-01-01"),
+                     employee(4, 1, "1973-01-01")],
+        "Customer": []}))
+    real = eng.open_real(shop)
+    shop_schema = eng.introspect(real)
+    real.close()
+    cases.append((shop_schema, {
+        "customer": [(1, "ann", "NO"), (1, "bob", "SE"), (2, "cy", None), (3, None, "NO")],
+        "orders": [(1, 1, 5.0), (2, 3, 6.0), (3, 2, -1.0), (1, 2, 7.0), (4, 2, 8.0),
+                   (2, 1, 9.0)]}))
+    cases.append((shop_schema, {"customer": [(5, "dee", "DK")], "orders": [(9, 5, 1.5)]}))
+    query = ["SELECT 1"]
+    for schema, rows in cases * 2:
+        fresh = eng.build(schema, rows)
+        try:
+            want = eng.held_rows(fresh, schema, list(rows))
+        finally:
+            fresh.close()
+        with eng.candidate(schema, rows, query) as conn:
+            assert eng.held_rows(conn, schema, list(rows)) == want
+        if "orders" in rows and len(rows["orders"]) > 1:
+            assert (2, 1, 9.0) in want["orders"]
+    assert [r[0] for r in want["customer"]] == [5]  # nothing of the earlier candidates
+
+
+@pytest.mark.parametrize("predicted", [
+    "SELECT count(*) FROM orders; DELETE FROM orders",
+    "INSERT INTO orders VALUES (99, 1, 1) RETURNING 1",
+])
+def test_a_query_that_could_write_gets_a_database_of_its_own(shop: Path, predicted: str) -> None:
+    from pytest_queryeval.neighbours.engines import plain_query
+
+    assert not plain_query(predicted)
+    gold = "SELECT count(*) FROM orders"
+    found = search(shop, gold, predicted, same, budget=Budget(databases=30, seconds=600),
+                   scope="writes")
+    again = search(shop, gold, "SELECT count(*) FROM orders", same,
+                   budget=Budget(databases=30, seconds=600), scope="writes")
+    assert again.counterexample is None and again.checked == 30
+    assert found.checked >= 1

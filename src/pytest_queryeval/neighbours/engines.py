@@ -19,8 +19,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -72,6 +74,8 @@ class Engine(Protocol):
     def introspect(self, conn: Any) -> DbSchema: ...
     def sample(self, conn: Any, table: str, column: str) -> list[Any]: ...
     def build(self, schema: DbSchema, rows: Rows) -> Any: ...
+    def candidate(self, schema: DbSchema, rows: Rows,
+                  queries: Sequence[str]) -> Any: ...  # a context manager giving a connection
     def held_rows(self, conn: Any, schema: DbSchema, tables: Sequence[str]) -> Rows: ...
     def run(self, conn: Any, sql: str, deadline: float) -> ResultTable | None: ...
     def attempt(self, conn: Any, sql: str, seconds: float) -> ResultTable | Failed: ...
@@ -138,6 +142,16 @@ class SqliteEngine:
                 except sqlite3.Error:
                     continue
         return conn
+
+    @contextmanager
+    def candidate(self, schema: DbSchema, rows: Rows,
+                  queries: Sequence[str]) -> Iterator[sqlite3.Connection]:
+        """A fresh in-memory database of ``rows`` for the block (cheap on SQLite)."""
+        conn = self.build(schema, rows)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
     def held_rows(self, conn: sqlite3.Connection, schema: DbSchema, tables: Sequence[str]) -> Rows:
         out: Rows = {}
@@ -270,26 +284,47 @@ class DuckdbEngine:
         return [r[0] for r in rows] + [v for v in ends[0] if v is not None]
 
     def build(self, schema: DbSchema, rows: Rows) -> Any:
-        import duckdb
-
-        conn = duckdb.connect(":memory:", config={"enable_external_access": False,
-                                                  "memory_limit": DUCKDB_MEMORY,
-                                                  "temp_directory": ""})
-        for ddl in schema.ddl():
-            try:
-                conn.execute(ddl)
-            except duckdb.Error:
-                continue
+        """A fresh in-memory database of ``rows`` (its own connection, closed by the caller)."""
+        conn = _duckdb_database(schema)
         for table in schema.tables:
-            marks = ", ".join("?" for _ in table.columns)
-            for row in rows.get(table.name, []):
-                try:
-                    conn.execute(f"INSERT INTO {_q(table.name)} VALUES ({marks})", list(row))
-                except duckdb.Error:
-                    continue
+            _insert_rows(conn, table, rows.get(table.name, []))
         return conn
 
+    @contextmanager
+    def candidate(self, schema: DbSchema, rows: Rows, queries: Sequence[str]) -> Iterator[Any]:
+        """A database of ``rows`` for the duration of the block.
+
+        Why a kept database: opening a DuckDB database costs about 20 ms, a hundred times what
+        a candidate's few rows and two queries cost, so a worker thread keeps one in-memory
+        database of the schema (:class:`_Workspace`) and each candidate's rows live in a
+        transaction that is rolled back afterwards. Only queries that cannot change it (one
+        plain query each: :func:`plain_query`) run there; any other query gets a fresh
+        database of its own, as does every candidate whose kept database was left in a state
+        it cannot vouch for (an interrupted query, a failed cleanup)."""
+        if not all(plain_query(q) for q in queries):
+            conn = self.build(schema, rows)
+            try:
+                yield conn
+            finally:
+                conn.close()
+            return
+        space = _workspace(schema)
+        if space is None or not space.fill(rows):
+            conn = self.build(schema, rows)
+            try:
+                yield conn
+            finally:
+                conn.close()
+            return
+        try:
+            yield space.conn
+        finally:
+            space.clear()
+
     def held_rows(self, conn: Any, schema: DbSchema, tables: Sequence[str]) -> Rows:
+        space = getattr(_LOCAL, "space", None)
+        if space is not None and space.conn is conn:
+            space.readable()
         out: Rows = {}
         for name in tables:
             table = schema.table(name)
@@ -307,23 +342,19 @@ class DuckdbEngine:
         (which records that it fired: a timeout, not an engine error)."""
         import duckdb
 
-        fired = threading.Event()
-
-        def stop() -> None:
-            fired.set()
-            conn.interrupt()
-
-        timer = threading.Timer(min(max(0.0, seconds), 86_400.0), stop)
-        timer.start()
+        fired = _ALARM.arm(conn, min(max(0.0, seconds), 86_400.0))
         try:
             cur = conn.execute(sql)
             rows = [tuple(r) for r in cur.fetchmany(MAX_RESULT_ROWS)]
             cols = [d[0] for d in cur.description or ()]
         except (duckdb.Error, MemoryError, OverflowError, ValueError) as exc:
+            _ALARM.disarm(fired)
             return Failed("timeout", seconds) if fired.is_set() else Failed("error", seconds,
                                                                             _message(exc))
         finally:
-            timer.cancel()
+            _ALARM.disarm(fired)
+            if fired.is_set():
+                _spoiled(conn)
         return ResultTable(cols, rows)
 
     def write(self, schema: DbSchema, rows: Rows, path: Path) -> None:
@@ -348,6 +379,297 @@ class DuckdbEngine:
         return duckdb.connect(str(path), read_only=True, config={
             "enable_external_access": False, "memory_limit": DUCKDB_MEMORY,
             "temp_directory": ""})
+
+
+def _duckdb_database(schema: DbSchema) -> Any:
+    """A new in-memory DuckDB database with the real DDL (a statement it refuses is left out)."""
+    import duckdb
+
+    conn = duckdb.connect(":memory:", config={"enable_external_access": False,
+                                              "memory_limit": DUCKDB_MEMORY,
+                                              "temp_directory": ""})
+    for ddl in schema.ddl():
+        try:
+            conn.execute(ddl)
+        except duckdb.Error:
+            continue
+    return conn
+
+
+def _insert_rows(conn: Any, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
+    """One row at a time, each on its own (a row the engine refuses is left out)."""
+    import duckdb
+
+    marks = ", ".join("?" for _ in table.columns)
+    for row in rows:
+        try:
+            conn.execute(f"INSERT INTO {_q(table.name)} VALUES ({marks})", list(row))
+        except duckdb.Error:
+            continue
+
+
+@lru_cache(maxsize=256)
+def plain_query(sql: str) -> bool:
+    """True when ``sql`` is one query that reads and cannot write: no second statement, no
+    DML, DDL, ``SET``, ``PRAGMA`` or transaction control anywhere in it (as sqlglot reads it
+    in DuckDB's dialect; what it cannot read is not plain)."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        statements = [t for t in sqlglot.parse(sql, read="duckdb") if t is not None]
+    except Exception:
+        return False
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        return False
+    unsafe = (exp.Command, exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
+              exp.Alter, exp.Set, exp.Pragma, exp.Transaction, exp.Commit, exp.Rollback,
+              exp.Into, exp.Copy, exp.Attach, exp.Detach, exp.Use)
+    return statements[0].find(*unsafe) is None
+
+
+def _kept(table: Table, rows: Sequence[tuple[int, tuple[Any, ...]]],
+          ) -> list[tuple[int, tuple[Any, ...]]]:
+    """The rows DuckDB keeps of ``rows`` inserted one by one, as far as it can be told here: a
+    NULL in a NOT NULL or key column, or a key an earlier kept row has, is refused. What is
+    not caught here (a CHECK, a UNIQUE, a value of the wrong type) makes the insert raise and
+    the table go in row by row (:meth:`_Workspace.fill`), so a row left out here is one the
+    engine refuses too. Rows come with their index in the candidate."""
+    required = [i for i, c in enumerate(table.columns) if c.not_null or c.primary_key]
+    key = [i for i, c in enumerate(table.columns) if c.primary_key]
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for at, row in rows:
+        if any(row[i] is None for i in required):
+            continue
+        if key:
+            # typed: 1 and 1.0 (or True) are kept apart here and left to the engine
+            mark = tuple((type(row[i]).__name__, row[i]) for i in key)
+            if mark in seen:
+                continue
+            seen.add(mark)
+        out.append((at, row))
+    return out
+
+
+class _Workspace:
+    """One thread's kept in-memory DuckDB database of one schema: its tables are created once,
+    and a candidate's rows are inserted in a transaction that :meth:`clear` rolls back."""
+
+    def __init__(self, schema: DbSchema) -> None:
+        self.schema = schema
+        self.conn = _duckdb_database(schema)
+        self.rows: Rows = {}
+        self.spoiled = False
+        #: (table, column) -> its DuckDB type, and (type, text) -> whether the text casts to it
+        self.types: dict[tuple[str, str], str] = {
+            (t, c): d for t, c, d in self.conn.execute(
+                "SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE "
+                "database_name = current_database()").fetchall()}
+        self.casts: dict[tuple[str, str], bool] = {}
+
+    def casts_to(self, table: str, column: str, text: str) -> bool:
+        """Whether ``text`` converts to the column's type (an INSERT of it raises when not,
+        whatever rows came before): asked once per type and text, remembered."""
+        kind = self.types.get((table, column), "VARCHAR")
+        if kind == "VARCHAR":
+            return True
+        key = (kind, text)
+        if key not in self.casts:
+            self.casts[key] = self.conn.execute(
+                f"SELECT TRY_CAST(? AS {kind}) IS NOT NULL", [text]).fetchone()[0]
+        return self.casts[key]
+
+    def fill(self, rows: Rows) -> bool:
+        """Insert ``rows`` in a new transaction, keeping exactly the rows that inserting them
+        one by one keeps; False (nothing inserted) when that could not be done here.
+
+        Why it retries: DuckDB aborts a transaction at its first refused row, so a table goes
+        in one INSERT (when :func:`_one_statement` allows) and, when that is refused, row by
+        row; the row refused is left out and the transaction is started again. The rows
+        before it are the same each time, so each row meets the same rows it met one by one.
+        """
+        import duckdb
+
+        self.rows = rows
+        refused: set[tuple[str, int]] = set()
+        single: set[str] = set()
+        for _attempt in range(1 + sum(map(len, rows.values())) + len(self.schema.tables)):
+            self.conn.execute("BEGIN TRANSACTION")
+            try:
+                failed = self._insert(rows, refused, single)
+            except duckdb.Error:
+                failed = None
+            if failed is None:
+                self.conn.execute("ROLLBACK")
+                return False
+            if failed == ("", -1):
+                return True
+            self.conn.execute("ROLLBACK")
+            if failed[1] < 0:
+                single.add(failed[0])
+            else:
+                refused.add(failed)
+        return False
+
+    def _insert(self, rows: Rows, refused: set[tuple[str, int]],
+                single: set[str]) -> tuple[str, int]:
+        """Insert what is not ``refused``; ``("", -1)`` when all of it went in, else the
+        (table, -1) whose one INSERT or the (table, row index) whose row was refused."""
+        import duckdb
+
+        held: dict[str, list[tuple[Any, ...]]] = {}
+        for table in self.schema.tables:
+            # a text that does not convert first: such a row never holds a key
+            given = [(i, r) for i, r in enumerate(rows.get(table.name, []))
+                     if (table.name, i) not in refused and all(
+                         not isinstance(v, str) or self.casts_to(table.name, c.name, v)
+                         for c, v in zip(table.columns, r, strict=True))]
+            # a row refused whatever came before holds no key for a later one: left out first
+            kept = _kept(table, _referable(self.schema, table, given, held))
+            held[table.name] = [r for _, r in kept]
+            if not kept:
+                continue
+            width = len(table.columns)
+            marks = "(" + ", ".join("?" * width) + ")"
+            head = f"INSERT INTO {_q(table.name)} VALUES "
+            if table.name not in single and _one_statement(table, [r for _, r in kept]):
+                try:
+                    self.conn.execute(head + ", ".join([marks] * len(kept)),
+                                      [v for _, row in kept for v in row])
+                except duckdb.Error:
+                    return table.name, -1
+                continue
+            for i, row in kept:
+                try:
+                    self.conn.execute(head + marks, list(row))
+                except duckdb.Error:
+                    return table.name, i
+        return "", -1
+
+    def readable(self) -> None:
+        """Make the candidate's rows readable again after a query failed in its transaction
+        (DuckDB aborts the transaction): roll back and insert them once more."""
+        import duckdb
+
+        try:
+            self.conn.execute("SELECT 1").fetchall()
+        except duckdb.Error:
+            self.conn.execute("ROLLBACK")
+            if not self.fill(self.rows):
+                self.spoiled = True
+                raise
+
+    def clear(self) -> None:
+        """Roll the candidate back; a kept database that cannot be is dropped."""
+        try:
+            self.conn.execute("ROLLBACK")
+        except Exception:
+            self.spoiled = True
+        if self.spoiled:
+            self.close()
+
+    def close(self) -> None:
+        self.spoiled = True
+        if getattr(_LOCAL, "space", None) is self:
+            _LOCAL.space = None
+        with suppress(Exception):
+            self.conn.close()
+
+
+def _referable(schema: DbSchema, table: Table, rows: list[tuple[int, tuple[Any, ...]]],
+               held: dict[str, list[tuple[Any, ...]]]) -> list[tuple[int, tuple[Any, ...]]]:
+    """``rows`` without those whose reference to another table finds no row there (DuckDB
+    refuses them, whatever came before). Only where the parent's values and the reference are
+    all of one Python type: across types the engine's casts decide, so such a row is left in."""
+    for at, col in enumerate(table.columns):
+        if col.references is None or col.references[0] == table.name \
+                or col.references[0] not in held:
+            continue
+        parent = schema.table(col.references[0])
+        names = [c.name.lower() for c in parent.columns]
+        if col.references[1].lower() not in names:
+            continue
+        j = names.index(col.references[1].lower())
+        values = [r[j] for r in held[parent.name] if r[j] is not None]
+        kinds = {type(v) for v in values}
+        rows = [(i, r) for i, r in rows if r[at] is None or len(kinds) > 1
+                or (kinds and type(r[at]) is not next(iter(kinds))) or r[at] in values]
+    return rows
+
+
+def _one_statement(table: Table, rows: Sequence[tuple[Any, ...]]) -> bool:
+    """True when ``rows`` can go in one INSERT with the same outcome as one by one: no column
+    refers to the table itself (DuckDB checks a multi-row insert against the rows before it),
+    and each column's values are of one Python type (a VALUES list unifies its types first)."""
+    if any(c.references and c.references[0] == table.name for c in table.columns):
+        return False
+    return all(len({type(r[i]) for r in rows if r[i] is not None}) <= 1
+               for i in range(len(table.columns)))
+
+
+_LOCAL = threading.local()
+
+
+def _workspace(schema: DbSchema) -> _Workspace | None:
+    """This thread's kept database of ``schema`` (a new one for another schema)."""
+    space: _Workspace | None = getattr(_LOCAL, "space", None)
+    if space is not None and space.schema != schema:
+        space.close()
+        space = None
+    if space is None:
+        space = _Workspace(schema)
+        _LOCAL.space = space
+    return space
+
+
+def _spoiled(conn: Any) -> None:
+    """A kept database whose query was interrupted is not reused (its state is unknown)."""
+    space = getattr(_LOCAL, "space", None)
+    if space is not None and space.conn is conn:
+        space.spoiled = True
+
+
+class _Alarm:
+    """One watcher thread that interrupts a DuckDB query past its seconds (a timer thread per
+    query costs about a millisecond, as much as a candidate's whole query)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._jobs: dict[threading.Event, tuple[float, Any]] = {}
+        self._thread: threading.Thread | None = None
+
+    def arm(self, conn: Any, seconds: float) -> threading.Event:
+        fired = threading.Event()
+        with self._cond:
+            self._jobs[fired] = (time.monotonic() + seconds, conn)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch, name="queryeval-duckdb-alarm",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return fired
+
+    def disarm(self, fired: threading.Event) -> None:
+        """After this, ``fired`` is set exactly when the query was interrupted."""
+        with self._cond:
+            self._jobs.pop(fired, None)
+
+    def _watch(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for fired, (deadline, conn) in list(self._jobs.items()):
+                    if deadline <= now:
+                        del self._jobs[fired]
+                        fired.set()
+                        with suppress(Exception):
+                            conn.interrupt()
+                soonest = min((d for d, _ in self._jobs.values()), default=None)
+                self._cond.wait(None if soonest is None else max(0.0, soonest - now))
+
+
+_ALARM = _Alarm()
 
 
 ENGINES: dict[str, Engine] = {"sqlite": SqliteEngine(), "duckdb": DuckdbEngine()}

@@ -309,18 +309,16 @@ def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: st
     query within its own ``seconds``; the gold's failure when the gold gives no result there
     (then the candidate tells nothing). A prediction that gives none where the gold does
     differs from it."""
-    conn = eng.build(schema, rows)
-    try:
+    with eng.candidate(schema, rows, (gold, predicted)) as conn:
         g = eng.attempt(conn, gold, seconds)
         if isinstance(g, Failed):
             return g
         p = eng.attempt(conn, predicted, seconds)
-        held = _in_order(eng.held_rows(conn, schema, list(rows)), rows)
         if isinstance(p, Failed):
-            return True, held, p
-        return _apart(eng, conn, g, p, same, tied, seconds), held, None
-    finally:
-        conn.close()
+            return True, _in_order(eng.held_rows(conn, schema, list(rows)), rows), p
+        if not _apart(eng, conn, g, p, same, tied, seconds):
+            return False, rows, None  # the rows held matter only where the queries differ
+        return True, _in_order(eng.held_rows(conn, schema, list(rows)), rows), None
 
 
 def _in_order(held: Rows, rows: Rows) -> Rows:
