@@ -1,5 +1,9 @@
 """The engines a counterexample database is built and checked on: SQLite and DuckDB.
 
+Why one module of this size: the two adapters share the candidate protocol (build, run under
+a deadline, read back, prove), and DuckDB's kept database (one per thread, each candidate in a
+rolled-back transaction) is a variant of its adapter, not a capability of its own.
+
 Why one small adapter per engine (as the sources are): the search, the shrinking and the
 proof are the same for both; what differs is how the real file's schema is read, how a
 candidate is built (both copy the real DDL, so the engine enforces every constraint and a row
