@@ -9,29 +9,31 @@ and written exactly as a single run's would be.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .aggregate import aggregate, reference_aggregates
-from .declare import WORST
+from .declare import REPORT_WRITERS, WORST, ReportFile
 from .errors import QueryEvalError
 from .outcome import Outcome, run_outcome
-from .report.json_report import write_report
 from .report.terminal import gate_lines, summary_lines
+
+if TYPE_CHECKING:
+    from .baseline.compare import Comparison
 
 
 @dataclass
 class Outputs:
     """What to do with a finished report: the plugin's options, or ``queryeval merge``'s."""
 
-    json: Path | None = None
-    xlsx: Path | None = None
-    html: Path | None = None
-    markdown: Path | None = None
+    #: The report files asked for, by their name in :data:`.declare.REPORT_WRITERS` (in its
+    #: order): where each is written.
+    files: dict[str, Path] = field(default_factory=dict)
     #: Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set.
     step_summary: bool = True
     #: ``--queryeval-baseline`` was given: compare with :attr:`baseline_path`.
@@ -251,46 +253,47 @@ def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:
     return lines
 
 
-def write_reports(report: dict[str, Any], comparison: Any, out: Outputs) -> list[str]:
-    """Every report file asked for; the lines naming them. The JSON report comes first (the
-    one CI keeps); an Excel or HTML failure is raised after the others are written."""
+def write_reports(report: dict[str, Any], comparison: Comparison | None,
+                  out: Outputs) -> list[str]:
+    """Every report file asked for, in the order of :data:`.declare.REPORT_WRITERS`; the lines
+    naming them. The JSON report comes first (the one CI keeps); a writer's QueryEvalError (a
+    missing optional dependency) is raised after the others are written. The Markdown summary
+    is also appended to ``$GITHUB_STEP_SUMMARY`` when that is set, even if no file is asked
+    for."""
     written: list[str] = []
     errors: list[str] = []
-    if out.json is not None:
-        write_report(report, out.json)
-        written.append(f"JSON report: {out.json}")
-    for target, module, func, label in (
-        (out.xlsx, "excel", "write_xlsx", "Excel report"),
-        (out.html, "html", "write_html", "HTML report"),
-    ):
-        if target is None:
-            continue
+    for name, target in out.files.items():
+        entry = REPORT_WRITERS[name]
         try:
-            mod = __import__(f"pytest_queryeval.report.{module}", fromlist=[func])
-            writer = getattr(mod, func)
-            if func == "write_html":
-                writer(report, target, comparison)
-            else:
-                writer(report, target)
-            written.append(f"{label}: {target}")
+            load_writer(entry)(report, target, comparison)
         except QueryEvalError as exc:
             errors.append(exc.reason())
+            continue
+        written.append(f"{entry.label}: {target}")
     step = os.environ.get("GITHUB_STEP_SUMMARY") if out.step_summary else None
-    if out.markdown is not None or step:
-        from .report.json_report import write_atomic
-        from .report.markdown import render_markdown
-        from .safetext import printable
+    if step:
+        from .report.markdown import markdown_text
 
-        text = printable(render_markdown(report, comparison))  # often read with cat
-        if out.markdown is not None:
-            write_atomic(out.markdown, text)
-            written.append(f"Markdown summary: {out.markdown}")
-        if step:
-            with open(step, "a", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+        with open(step, "a", encoding="utf-8") as fh:
+            fh.write(markdown_text(report, comparison) + "\n")
     if errors:
         raise QueryEvalError("; ".join(errors))
     return written
+
+
+class ReportWriter(Protocol):
+    """What :attr:`.declare.ReportFile.writer` names: a function writing one report file."""
+
+    def __call__(self, report: dict[str, Any], path: Path, comparison: Comparison | None,
+                 /) -> object: ...
+
+
+def load_writer(entry: ReportFile) -> ReportWriter:
+    """The function ``entry.writer`` (``module:function``) names, imported now: the report
+    modules and their libraries are loaded only by a run that writes their format."""
+    module, _, function = entry.writer.partition(":")
+    writer: ReportWriter = getattr(importlib.import_module(module), function)
+    return writer
 
 
 def accepted_by_refresh(report: dict[str, Any], failed: bool, written: bool) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 #: ``--queryeval-worst``'s default: the worst cases listed in the summary.
@@ -32,8 +33,47 @@ RENAMED_INI = {"queryeval_verdict": "queryeval_gating"}
 AUDIT_FLAG = "--queryeval-audit-golds"
 NEIGHBOURS_FLAG = "--queryeval-neighbours"
 WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
-#: The report files, by option name (``--queryeval-<name>``).
-REPORT_FILES = ("json", "xlsx", "html", "markdown")
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    """One report format, everything the package knows of it: its option, what the summary
+    calls the file, and its writer. A new format is one writer module and one line of
+    :data:`REPORT_WRITERS`; the options, the end of a run and ``queryeval merge`` loop over it.
+    """
+
+    #: Names the file in the summary: ``"JSON report"`` gives ``JSON report: PATH``.
+    label: str
+    #: The option's help (``--queryeval-<name>``, whose value is the file's path).
+    help: str
+    #: ``module:function``, imported only when the file is written (this module is loaded by
+    #: every pytest process): called ``function(report, path, comparison)``, ``comparison``
+    #: being the baseline comparison or None.
+    writer: str
+    #: ``queryeval merge``'s help, when it differs.
+    merge_help: str | None = None
+    #: Further spellings of the option in ``queryeval merge`` (before ``--queryeval-<name>``).
+    merge_flags: tuple[str, ...] = ()
+    merge_metavar: str = "PATH"
+    #: (module, pip extra): an optional dependency, checked with the options before the run.
+    needs: tuple[str, str] | None = None
+
+
+#: The report formats, by name (option ``--queryeval-<name>``, dest ``queryeval_<name>``), in
+#: the order they are written and named in the summary: the JSON report first (the one CI
+#: keeps), the Markdown summary last (``$GITHUB_STEP_SUMMARY`` is appended after it).
+REPORT_WRITERS: dict[str, ReportFile] = {
+    "json": ReportFile("JSON report", "write the JSON report here (atomically)",
+                       "pytest_queryeval.report.json_report:write_report",
+                       merge_help="write the merged JSON report here",
+                       merge_flags=("-o", "--output"), merge_metavar="REPORT.json"),
+    "xlsx": ReportFile("Excel report", "write the Excel workbook here",
+                       "pytest_queryeval.report.excel:write_xlsx", needs=("xlsxwriter", "excel")),
+    "html": ReportFile("HTML report", "write the self-contained HTML report here",
+                       "pytest_queryeval.report.html:write_html"),
+    "markdown": ReportFile("Markdown summary", "write the Markdown summary here",
+                           "pytest_queryeval.report.markdown:write_markdown"),
+}
 
 
 def add_run_options(add: AddOption) -> None:
@@ -102,13 +142,11 @@ def add_run_options(add: AddOption) -> None:
 def add_report_options(add: AddOption, *, merge: bool = False) -> None:
     """The report and baseline options, for the plugin and (``merge``) ``queryeval merge``,
     which also takes ``-o``/``--output`` for the JSON report and reads no ini file."""
-    json_flags = ("-o", "--output", "--queryeval-json") if merge else ("--queryeval-json",)
-    add(*json_flags, dest="queryeval_json", metavar="REPORT.json" if merge else "PATH",
-        help="write the merged JSON report here" if merge else
-        "write the JSON report here (atomically)")
-    add("--queryeval-xlsx", metavar="PATH", help="write the Excel workbook here")
-    add("--queryeval-html", metavar="PATH", help="write the self-contained HTML report here")
-    add("--queryeval-markdown", metavar="PATH", help="write the Markdown summary here")
+    for name, entry in REPORT_WRITERS.items():
+        option = f"--queryeval-{name}"
+        flags = (*entry.merge_flags, option) if merge else (option,)
+        add(*flags, dest=f"queryeval_{name}", metavar=entry.merge_metavar if merge else "PATH",
+            help=(entry.merge_help or entry.help) if merge else entry.help)
     add("--queryeval-no-step-summary", action="store_true",
         help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
     add("--queryeval-baseline", metavar="PATH",

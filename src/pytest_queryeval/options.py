@@ -32,7 +32,7 @@ from .declare import (
     DEFAULT_FILES,
     GATING_MODES,
     NEIGHBOURS_FLAG,
-    REPORT_FILES,
+    REPORT_WRITERS,
     WORST,
     WRITE_TRANSPILED_FLAG,
     AddOption,
@@ -57,7 +57,7 @@ class ReportOptions:
     ``queryeval merge`` share (:func:`add_report_options`)."""
 
     invocation_dir: Path
-    #: ``--queryeval-json`` ... ``--queryeval-markdown`` as given (None: not written).
+    #: ``--queryeval-<name>`` of each :data:`REPORT_WRITERS` entry as given (None: not written).
     files: dict[str, str | None]
     step_summary: bool
     baseline: str | None
@@ -77,7 +77,7 @@ class ReportOptions:
         the dests of :func:`add_report_options`)."""
         return cls(
             invocation_dir=invocation_dir,
-            files={name: getattr(ns, f"queryeval_{name}") for name in REPORT_FILES},
+            files={name: getattr(ns, f"queryeval_{name}") for name in REPORT_WRITERS},
             step_summary=not ns.queryeval_no_step_summary, baseline=ns.queryeval_baseline,
             update_baseline=bool(ns.queryeval_update_baseline),
             force_baseline=bool(ns.queryeval_force_baseline),
@@ -86,7 +86,8 @@ class ReportOptions:
             worst=ns.queryeval_worst, spider_table=bool(ns.queryeval_spider_table))
 
     def path(self, name: str) -> Path | None:
-        """A report file's path (``name`` in :data:`REPORT_FILES`), from the invocation dir."""
+        """A report file's path (``name`` in :data:`REPORT_WRITERS`), from the invocation
+        dir."""
         value = self.files[name]
         return (self.invocation_dir / value).resolve() if value else None
 
@@ -96,8 +97,14 @@ class ReportOptions:
 
         return check_options(
             catalog=catalog, invocation_dir=self.invocation_dir, max_drop=self.max_drop,
-            baseline=self.baseline, xlsx=bool(self.files["xlsx"]), worst=self.worst,
+            baseline=self.baseline, needs=self.needs(), worst=self.worst,
             outputs={f"--queryeval-{name}": value for name, value in self.files.items()})
+
+    def needs(self) -> list[tuple[str, str, str]]:
+        """(option, module, pip extra): the optional dependency of each report file asked for
+        that has one (:attr:`.declare.ReportFile.needs`)."""
+        return [(f"--queryeval-{name}", *entry.needs) for name, entry in REPORT_WRITERS.items()
+                if entry.needs is not None and self.files[name]]
 
     def outputs(self, *, baseline_path: Path | None, significance: float | None,
                 display: Callable[[Path], str]) -> Outputs:
@@ -105,8 +112,8 @@ class ReportOptions:
         from .conclude import Outputs
 
         return Outputs(
-            json=self.path("json"), xlsx=self.path("xlsx"), html=self.path("html"),
-            markdown=self.path("markdown"), step_summary=self.step_summary,
+            files={name: path for name in REPORT_WRITERS if (path := self.path(name)) is not None},
+            step_summary=self.step_summary,
             compare=bool(self.baseline), baseline_path=baseline_path,
             update_baseline=self.update_baseline, force_baseline=self.force_baseline,
             max_drop=list(self.max_drop), tags=self.tags, worst=self.worst,
@@ -314,7 +321,7 @@ class RunOptions:
             baseline=report.baseline, significance=(report.significance, self.significance_ini),
             significance_where=self.significance_where,
             outputs={f"--queryeval-{name}": value for name, value in report.files.items()},
-            xlsx=bool(report.files["xlsx"]), worst=report.worst)
+            needs=report.needs(), worst=report.worst)
         if self.audit not in (None, "error", "warn"):
             problems.append(f"--queryeval-audit-golds={self.audit}: must be error or warn")
         if self.repeat is not None and self.repeat < 1:
@@ -386,7 +393,7 @@ def _neighbour_settings(config: pytest.Config, report: ReportOptions
     except ValueError as exc:
         problems.append(str(exc))
     # counterexamples are saved beside the first report file asked for
-    report_dir = next((p.parent for p in map(report.path, REPORT_FILES) if p is not None), None)
+    report_dir = next((p.parent for p in map(report.path, REPORT_WRITERS) if p is not None), None)
     base = replace(settings, report_dir=report_dir, rootdir=config.rootpath)
     if databases is None:
         return (None, base), problems
@@ -397,7 +404,7 @@ __all__ = [
     "AUDIT_FLAG",
     "GATING_MODES",
     "NEIGHBOURS_FLAG",
-    "REPORT_FILES",
+    "REPORT_WRITERS",
     "WORST",
     "AddOption",
     "ReportOptions",

@@ -162,7 +162,8 @@ def ini_line(inipath: Path | None, key: str, value: str) -> str:
 def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
                   thresholds: Iterable[str] = (), ini_thresholds: Iterable[tuple[str, str]] = (),
                   max_drop: Iterable[str] = (), baseline: str | None = None,
-                  outputs: Mapping[str, str | None] | None = None, xlsx: bool = False,
+                  outputs: Mapping[str, str | None] | None = None,
+                  needs: Iterable[tuple[str, str, str]] = (),
                   worst: int = 0, significance: tuple[str | None, str] = (None, ""),
                   significance_where: str = "ini") -> list[str]:
     """Problems of the run's options (each message names its option)."""
@@ -210,8 +211,9 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
             problem = _unwritable((invocation_dir / value).resolve())
             if problem:
                 problems.append(f"{option}={value}: {problem}")
-    if xlsx and importlib.util.find_spec("xlsxwriter") is None:
-        problems.append("--queryeval-xlsx needs xlsxwriter: pip install pytest-queryeval[excel]")
+    for option, module, extra in needs:  # a report's optional dependency
+        if importlib.util.find_spec(module) is None:
+            problems.append(f"{option} needs {module}: pip install pytest-queryeval[{extra}]")
     if worst < 0:
         problems.append(f"--queryeval-worst={worst}: must be 0 or more")
     return problems

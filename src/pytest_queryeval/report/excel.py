@@ -65,8 +65,11 @@ def _xlsxwriter() -> Any:
     return xlsxwriter
 
 
-def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write the workbook via a temporary file, so an existing report is replaced whole."""
+def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
+               comparison: object = None) -> Path:
+    """Write the workbook via a temporary file, so an existing report is replaced whole.
+    ``comparison``: unused, the workbook reads the report's ``baseline`` (every writer of
+    :data:`.declare.REPORT_WRITERS` takes it)."""
     xlsxwriter = _xlsxwriter()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

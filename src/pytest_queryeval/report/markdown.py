@@ -10,11 +10,13 @@ import html
 import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
 from ..outcome import pass_rate_text, stated
+from ..safetext import printable
 from ..wording import plural, shortlist
 from .columns import (
     difficulty_of,
@@ -24,6 +26,7 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from .json_report import write_atomic
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import (
@@ -134,6 +137,19 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     out.extend(_failures(report.get("cases") or [], MAX_CHARS - used))
     out.extend(denominators)
     return "\n".join(out).rstrip() + "\n"
+
+
+def markdown_text(report: Mapping[str, Any], comparison: Comparison | None = None) -> str:
+    """:func:`render_markdown` with what a terminal must not show removed: the summary is
+    often read with ``cat``, and appended to ``$GITHUB_STEP_SUMMARY`` as it is."""
+    return printable(render_markdown(report, comparison))
+
+
+def write_markdown(report: Mapping[str, Any], path: Path,
+                   comparison: Comparison | None = None) -> Path:
+    """Write :func:`markdown_text` atomically (temporary file + rename)."""
+    write_atomic(path, markdown_text(report, comparison))
+    return path
 
 
 def _judge(agg: Mapping[str, Any] | None, limit: int = 20) -> list[str]:
