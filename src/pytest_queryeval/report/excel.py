@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingDependency
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
@@ -30,6 +30,14 @@ from .columns import (
     ordered_metrics,
 )
 from .json_report import create_temp
+
+if TYPE_CHECKING:  # xlsxwriter ships no type information: these name what is passed around
+    from xlsxwriter.format import Format
+    from xlsxwriter.workbook import Workbook
+    from xlsxwriter.worksheet import Worksheet
+
+    #: The workbook's cell formats, by the name the sheets use.
+    Formats = dict[str, Format]
 
 __all__ = ["LATENCY_METRIC", "write_xlsx"]
 
@@ -111,7 +119,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
     return target
 
 
-def _formats(wb: Any) -> dict[str, Any]:
+def _formats(wb: Workbook) -> Formats:
     base = {"valign": "top"}
     return {
         "header": wb.add_format({**base, "bold": True, "bg_color": "#DDE4EE", "border": 1,
@@ -141,7 +149,7 @@ def _formats(wb: Any) -> dict[str, Any]:
     }
 
 
-def _cell_text(value: Any) -> str:
+def _cell_text(value: object) -> str:
     """Text for a cell: strings as they are, other JSON values compact, within Excel's limit."""
     if value is None:
         return ""
@@ -153,7 +161,7 @@ def _cell_text(value: Any) -> str:
     return text
 
 
-def _write_text(ws: Any, row: int, col: int, value: Any, fmt: Any) -> None:
+def _write_text(ws: Worksheet, row: int, col: int, value: object, fmt: Format) -> None:
     text = _cell_text(value)
     if text:
         ws.write_string(row, col, text, fmt)
@@ -161,7 +169,7 @@ def _write_text(ws: Any, row: int, col: int, value: Any, fmt: Any) -> None:
         ws.write_blank(row, col, None, fmt)
 
 
-def _write_num(ws: Any, row: int, col: int, value: Any, fmt: Any) -> None:
+def _write_num(ws: Worksheet, row: int, col: int, value: object, fmt: Format) -> None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         ws.write_number(row, col, float(value), fmt)
     else:
@@ -202,7 +210,7 @@ def _changed(report: Mapping[str, Any]) -> dict[str, set[str]] | None:
     return out
 
 
-def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+def _summary(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """What decides first: samples, percent correct, regressions and fixed (with a baseline),
     the gated metrics, latency, tokens and cost. Every metric is on the *All metrics* sheet."""
     detail, totals = _summary_groups(report)
@@ -216,7 +224,7 @@ def _summary(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
                         + len(totals) + 3, first_metric=first_metric)
 
 
-def _dialect_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+def _dialect_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """The Summary's columns per dialect, for a suite run on several engines (the JSON's
     ``by_dialect``)."""
     by_dialect: Mapping[str, Any] = (report.get("aggregates") or {}).get("by_dialect") or {}
@@ -225,7 +233,7 @@ def _dialect_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> N
                  lambda c, dialect: str(c.get("dialect")) == dialect)
 
 
-def _group_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any], title: str,
+def _group_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any], title: str,
                  labels: Sequence[str],
                  groups: Sequence[tuple[tuple[str, ...], Mapping[str, Any], bool]],
                  member: Callable[..., bool]) -> tuple[Any, int, int, list[str]]:
@@ -279,7 +287,7 @@ def _group_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any], title:
     return ws, first_metric, lat_col, metric_names
 
 
-def _all_metrics(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+def _all_metrics(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """The mean of every metric per kind x difficulty (the Summary keeps the deciding ones)."""
     ws = wb.add_worksheet("All metrics")
     detail, totals = _summary_groups(report)
@@ -303,7 +311,7 @@ def _all_metrics(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> Non
     ws.set_column(2, max(2, len(headers) - 1), 14)
 
 
-def _summary_charts(wb: Any, ws: Any, detail: Sequence[tuple[str, str, Mapping[str, Any]]],
+def _summary_charts(wb: Workbook, ws: Worksheet, detail: Sequence[tuple[str, str, Mapping[str, Any]]],
                     metric_names: list[str], lat_col: int, chart_row: int,
                     first_metric: int = len(SUMMARY_FIXED)) -> None:
     """Native charts over the kind x difficulty rows (two-level category axis)."""
@@ -369,7 +377,7 @@ def _summary_charts(wb: Any, ws: Any, detail: Sequence[tuple[str, str, Mapping[s
 # Details
 
 
-def _outcome_format(fmt: dict[str, Any], outcome: str) -> Any:
+def _outcome_format(fmt: Formats, outcome: str) -> Format:
     if outcome in PASSED_OUTCOMES:
         return fmt["passed"]
     if outcome in FAILED_OUTCOMES:
@@ -377,7 +385,7 @@ def _outcome_format(fmt: dict[str, Any], outcome: str) -> Any:
     return fmt["other"]
 
 
-def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+def _details(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     ws = wb.add_worksheet("Details")
     cases: list[Mapping[str, Any]] = list(report.get("cases") or [])
     names = ordered_metrics(m for c in cases for m in (c.get("metrics") or {}))
@@ -426,7 +434,7 @@ def _details(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
 # SDMX overview
 
 
-def _sdmx_overview(wb: Any, fmt: dict[str, Any], cases: list[Mapping[str, Any]]) -> None:
+def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[Mapping[str, Any]]) -> None:
     ws = wb.add_worksheet("SDMX overview")
     for col, name in enumerate(SDMX_HEADERS):
         ws.write_string(0, col, name, fmt["header"])
@@ -466,7 +474,7 @@ def _sdmx_overview(wb: Any, fmt: dict[str, Any], cases: list[Mapping[str, Any]])
 # Run
 
 
-def _reference_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
+def _reference_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> None:
     """TEXT2SPARQL's and GERBIL's session figures (not means of the per-case columns)."""
     from .reference import reference_sections
 
@@ -489,7 +497,7 @@ def _reference_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> No
     ws.set_column(1, 4, 16)
 
 
-def _denominators_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
+def _denominators_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> None:
     """Over how many cases each kind's means were computed, and why the others are missing."""
     from .denominators import UNPARSABLE_HEADER, denominators
 
@@ -512,7 +520,7 @@ def _denominators_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) ->
     ws.set_column(4, 5, 40)
 
 
-def _near_miss_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+def _near_miss_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """Near misses: counts per relaxation (overall, per kind, per difficulty), then the cases."""
     from ..nearmiss import RELAXATIONS
 
@@ -545,7 +553,7 @@ def _near_miss_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) ->
     ws.set_column(2, 2 + len(names), 18)
 
 
-def _judge_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
+def _judge_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> None:
     """What the LLM judge rescued and overturned, with its reasons, and its errors."""
     ws = wb.add_worksheet("Judge")
     names = ("judge", "id", "kind", "difficulty", "category", "pinned", "reason")
@@ -564,7 +572,7 @@ def _judge_sheet(wb: Any, fmt: dict[str, Any], agg: Mapping[str, Any]) -> None:
     ws.set_column(6, 6, 80)
 
 
-def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -> None:
+def _flaky_sheet(wb: Workbook, fmt: Formats, flaky: list[Mapping[str, Any]]) -> None:
     """``repeat: N``: the cases whose runs disagreed on the outcome."""
     ws = wb.add_worksheet("Flaky")
     names = ("id", "file", "line", "kind", "passed", "runs", "statuses", "consistency",
@@ -585,7 +593,7 @@ def _flaky_sheet(wb: Any, fmt: dict[str, Any], flaky: list[Mapping[str, Any]]) -
     ws.set_column(2, 9, 12)
 
 
-def _audit_sheet(wb: Any, fmt: dict[str, Any], audit: Mapping[str, Any]) -> None:
+def _audit_sheet(wb: Workbook, fmt: Formats, audit: Mapping[str, Any]) -> None:
     """``--queryeval-audit-golds``: one row per finding, errors first (docs/auditing.md)."""
     ws = wb.add_worksheet("Gold audit")
     names = ("severity", "code", "id", "gold", "file", "line", "kind", "message")
@@ -608,7 +616,7 @@ def _audit_sheet(wb: Any, fmt: dict[str, Any], audit: Mapping[str, Any]) -> None
     ws.set_column(7, 7, 100)
 
 
-def _outcome_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+def _outcome_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """The first sheet: the run's outcome in the words of the summary's last line, each
     cause, then the pass rate with its count, the gates and the baseline comparison."""
     from ..outcome import pass_rate_text, stated
@@ -635,7 +643,7 @@ def _outcome_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> N
     ws.set_column(1, 1, 100)
 
 
-def _run_sheet(wb: Any, fmt: dict[str, Any], report: Mapping[str, Any]) -> None:
+def _run_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     ws = wb.add_worksheet("Run")
     run: Mapping[str, Any] = report.get("run") or {}
     ws.write_string(0, 0, "Run", fmt["title"])

@@ -177,12 +177,12 @@ SCRIPT = """
 """
 
 
-def e(value: Any) -> str:
+def e(value: object) -> str:
     """Escape for text and attribute values."""
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def _value_text(value: Any) -> str:
+def _value_text(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                           indent=2, default=str)
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + "\n… [truncated]"
@@ -289,7 +289,7 @@ def _headline(outcome: Outcome, overall: Mapping[str, Any], run: Mapping[str, An
     return head + f'<p class="facts">{" · ".join(facts)}</p>'
 
 
-def _gate_value(g: Mapping[str, Any], fmt: Any) -> str:
+def _gate_value(g: Mapping[str, Any], fmt: Callable[[float | None], object]) -> str:
     """The value, or why there is none (a gate that scored nothing)."""
     if g.get("value") is None and g.get("reason"):
         return e(g["reason"])

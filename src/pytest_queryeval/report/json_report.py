@@ -12,8 +12,11 @@ from typing import Any
 
 VERSION = 1
 
+#: A value JSON can hold, as the report is written.
+JSONValue = str | int | float | bool | None | dict[str, "JSONValue"] | list["JSONValue"]
 
-def _safe(value: Any) -> Any:
+
+def _safe(value: object) -> JSONValue:
     """JSON-safe copy: NaN/inf become null, unknown objects their ``str``."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -29,7 +32,7 @@ def _safe(value: Any) -> Any:
 _encode_str = json.encoder.encode_basestring  # the C version when available, as json uses
 
 
-def _emit(value: Any, out: list[str], nl: str) -> None:
+def _emit(value: object, out: list[str], nl: str) -> None:
     """Append the ``json.dumps(_safe(value), indent=2, ensure_ascii=False)`` text of ``value``.
 
     One walk instead of a JSON-safe copy plus the json module's pure-Python indenting
@@ -86,7 +89,7 @@ _compact = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", 
 DIGEST = "digest"
 
 
-def record_text(record: Any) -> str:
+def record_text(record: object) -> str:
     """One case on one line (the C encoder; the indenting walk for what it refuses), without
     its :data:`DIGEST`: the text the digest is taken of. A record read back from a report
     gives the text it was written as (keys in their order, floats as ``repr``)."""
@@ -105,7 +108,7 @@ def record_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def digest_problem(record: Any) -> str | None:
+def digest_problem(record: object) -> str | None:
     """Why a record read back from a report does not carry the digest of its own content
     (None: it does)."""
     if not isinstance(record, dict):
@@ -118,7 +121,7 @@ def digest_problem(record: Any) -> str | None:
     return None
 
 
-def _case_line(record: Any) -> str:
+def _case_line(record: object) -> str:
     """:func:`record_text` with the digest of that text as the record's last key (a digest the
     record held, read from a shard or an earlier attempt, is taken again)."""
     text = record_text(record)

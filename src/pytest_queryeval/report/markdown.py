@@ -52,7 +52,7 @@ LATENCY_METRIC = "prediction_seconds"
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
-def md(value: Any) -> str:
+def md(value: object) -> str:
     """Inline-safe text: HTML-escaped, Markdown punctuation and table pipes neutralised."""
     text = " ".join(str(value).split())  # newlines would break a table row
     # & < > become entities; the rest of Markdown's punctuation is backslash-escaped; a word
@@ -61,7 +61,7 @@ def md(value: Any) -> str:
     return text.replace("@", "@\u2060")
 
 
-def code(value: Any) -> str:
+def code(value: object) -> str:
     """Inline code span that survives backticks and pipes in the value."""
     text = " ".join(str(value).split()).replace("|", "¦")
     ticks = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
@@ -75,7 +75,7 @@ def fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _value_text(value: Any) -> str:
+def _value_text(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                           indent=1, default=str)
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE] + " … [truncated]"

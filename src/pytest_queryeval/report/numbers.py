@@ -7,18 +7,18 @@ reports, read as documents, as an en dash and ``91.7 %`` (:func:`doc_num`, :func
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import SupportsFloat
 
 
 def signed(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:+.{digits}f}"
 
 
-def num(value: Any, digits: int = 3, *, missing: str = "-") -> str:
+def num(value: SupportsFloat | None, digits: int = 3, *, missing: str = "-") -> str:
     return missing if value is None else f"{float(value):.{digits}f}"
 
 
-def pct(value: Any, *, missing: str = "-", unit: str = "%") -> str:
+def pct(value: SupportsFloat | None, *, missing: str = "-", unit: str = "%") -> str:
     """A rate (0..1) as a percentage with one decimal."""
     return missing if value is None else f"{float(value) * 100:.1f}{unit}"
 

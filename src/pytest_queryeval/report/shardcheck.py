@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, cast
 
 #: How many problems of one shard are listed (the rest are counted).
 LISTED = 10
 
-Check = Callable[[Any], str | None]
+Check = Callable[[object], str | None]
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     """A short JSON rendering of a bad value for the message."""
     if isinstance(value, dict):
         return "an object"
@@ -35,7 +35,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: object) -> bool:
     """A JSON number the merge can use as a float (not a bool, not 10**400, not NaN)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
@@ -45,39 +45,40 @@ def _finite(value: Any) -> bool:
         return False
 
 
-def _number(value: Any) -> str | None:
+def _number(value: object) -> str | None:
     return None if _finite(value) else "expected a finite number"
 
 
-def _integer(value: Any) -> str | None:
+def _integer(value: object) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and _finite(value):
         return None
     return "expected an integer"
 
 
-def _string(value: Any) -> str | None:
+def _string(value: object) -> str | None:
     return None if isinstance(value, str) else "expected a string"
 
 
-def _boolean(value: Any) -> str | None:
+def _boolean(value: object) -> str | None:
     return None if isinstance(value, bool) else "expected true or false"
 
 
-def _object(value: Any) -> str | None:
+def _object(value: object) -> str | None:
     return None if isinstance(value, dict) else "expected an object"
 
 
-def _list(value: Any) -> str | None:
+def _list(value: object) -> str | None:
     return None if isinstance(value, list) else "expected a list"
 
 
-def _finite_floats(values: Any) -> bool:
+def _finite_floats(values: Collection[object]) -> bool:
     """Whether ``values`` are all floats and all finite (a fast pass: when it fails, each value
     is checked on its own)."""
-    return set(map(type, values)) <= {float} and math.isfinite(sum(values))
+    return set(map(type, values)) <= {float} and math.isfinite(
+        sum(cast("Collection[float]", values)))
 
 
-def _metric(value: Any) -> str | None:
+def _metric(value: object) -> str | None:
     """A case metric: a number, true/false (counted as 1/0) or null (not scored)."""
     if value is None or isinstance(value, bool) or _finite(value):
         return None
@@ -145,7 +146,7 @@ class _Problems:
     def __init__(self) -> None:
         self.found: list[str] = []
 
-    def add(self, path: str, message: str, value: Any) -> None:
+    def add(self, path: str, message: str, value: object) -> None:
         self.found.append(f"{path}: {message}, got {_show(value)}")
 
     def fields(self, obj: Mapping[str, Any], spec: Mapping[str, Check], where: str,
@@ -162,14 +163,15 @@ class _Problems:
             if message:
                 self.add(f"{where}.{key}", message, obj[key])
 
-    def each(self, value: Any, check: Check, where: str) -> None:
+    def each(self, value: list[object] | dict[str, object], check: Check, where: str) -> None:
         """Every item of a list, or every value of an object."""
         values = value.values() if isinstance(value, dict) else value
         if set(map(type, values)) <= _FINE.get(check, frozenset()):
             return  # every item of a type the check accepts whole
         if check is _metric and _finite_floats(values):
             return
-        items = value.items() if isinstance(value, dict) else enumerate(value)
+        items: Iterable[tuple[object, object]] = (
+            value.items() if isinstance(value, dict) else enumerate(value))
         for key, item in items:
             message = check(item)
             if message:
@@ -217,7 +219,7 @@ def check_report(report: Mapping[str, Any]) -> list[str]:
     return p.found
 
 
-def _check_case(p: _Problems, case: Any, where: str) -> None:
+def _check_case(p: _Problems, case: object, where: str) -> None:
     if not isinstance(case, dict):
         p.add(where, "expected an object", case)
         return
@@ -278,7 +280,7 @@ def summary(name: str, problems: list[str]) -> str:
     return "\n  ".join(shown)
 
 
-def case_problems(case: Any, where: str) -> list[str]:
+def case_problems(case: object, where: str) -> list[str]:
     """:func:`check_report`'s problems of one case (``where``: its path, ``cases[17]``), for a
     reader that sees the cases one at a time (:mod:`.stream`)."""
     p = _Problems()

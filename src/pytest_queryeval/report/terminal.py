@@ -8,7 +8,7 @@ one thing), so they are kept side by side.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
@@ -39,7 +39,7 @@ _SHORT = {
 _ORDER = ("easy", "medium", "hard", "extra", "simple", "moderate", "challenging", "unknown")
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -266,23 +266,23 @@ def _row(kind: str, diff: str, stats: Mapping[str, Any], metrics: list[str],
             *[show(stats["metrics"].get(m, {}).get(stat)) for m, _, stat, show in spend]]
 
 
-def _seconds(v: Any) -> str:
+def _seconds(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}s"
 
 
-def usd(v: Any) -> str:
+def usd(v: float | None) -> str:
     """Dollars with the digits a per-case cost needs ($0.000123) and cents for big sums."""
     if v is None:
         return "-"
     return f"${v:,.2f}" if v >= 100 else f"${v:.4f}" if v >= 0.01 else f"${v:.6f}"
 
 
-def _tokens(v: Any) -> str:
+def _tokens(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
 #: Latency and spend beside the accuracy columns: (metric, header, statistic, format).
-_SPEND: tuple[tuple[str, str, str, Any], ...] = (
+_SPEND: tuple[tuple[str, str, str, Callable[[float | None], str]], ...] = (
     ("prediction_seconds", "latency", "mean", _seconds),
     ("completion_tokens", "tokens out", "total", _tokens),
     ("cost_usd", "cost", "total", usd),
@@ -294,7 +294,7 @@ SPEND_HEADERS = {"prompt_tokens": "prompt tokens", "completion_tokens": "complet
                  "cost_usd": "cost (USD)"}
 
 
-def metric_text(metric: str, value: Any) -> str:
+def metric_text(metric: str, value: float | None) -> str:
     """A case's metric as the reports print it: dollars, whole tokens, else 3 decimals."""
     if metric == "cost_usd":
         return usd(value)
@@ -369,7 +369,7 @@ def outcome_line(report: Mapping[str, Any], *, failed: bool,
     return run_outcome(report, failing=failed, problems=problems).line
 
 
-def _show(value: Any, limit: int = 2000) -> str:
+def _show(value: object, limit: int = 2000) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
