@@ -139,7 +139,7 @@ def _audit_mode(report: Mapping[str, Any]) -> str | None:
     return str(audit.get("mode")) if isinstance(audit, Mapping) else None
 
 
-def _shard(value: Any) -> tuple[int, int] | None:
+def _shard(value: object) -> tuple[int, int] | None:
     if not isinstance(value, str):
         return None
     from .shard import parse_shard

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .declare import (
     AUDIT_FLAG,
@@ -42,10 +42,13 @@ from .declare import (
 )
 
 if TYPE_CHECKING:
+    import argparse
+
     import pytest
 
     from .conclude import Outputs
     from .model import Threshold
+    from .neighbour_check import Settings
     from .predict import Predictor
     from .resume import Resume
     from .suitecheck import MetricCatalog
@@ -72,7 +75,7 @@ class ReportOptions:
     spider_table: bool
 
     @classmethod
-    def from_namespace(cls, ns: Any, invocation_dir: Path) -> ReportOptions:
+    def from_namespace(cls, ns: argparse.Namespace, invocation_dir: Path) -> ReportOptions:
         """From pytest's ``config.option`` or ``queryeval merge``'s parsed arguments (both use
         the dests of :func:`add_report_options`)."""
         return cls(
@@ -166,9 +169,9 @@ class RunOptions:
     significance_where: str
     #: ``--queryeval-neighbours`` or ini ``queryeval_neighbours`` (None: each suite's
     #: ``neighbours:`` decides, see :func:`.neighbour_check.settings_for`).
-    neighbours: Any = None
+    neighbours: Settings | None = None
     #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
-    neighbour_base: Any = None
+    neighbour_base: Settings | None = None
     #: ``--queryeval-no-prefetch``: a case does not send the next case's queries ahead.
     no_prefetch: bool = False
     #: ini ``queryeval_max_failure_details`` (:mod:`.failure_section`; 0: no limit).
@@ -354,7 +357,7 @@ def _path_value(config: pytest.Config, name: str) -> tuple[Path | None, str]:
 
 
 def _neighbour_settings(config: pytest.Config, report: ReportOptions
-                        ) -> tuple[tuple[Any, Any], list[str]]:
+                        ) -> tuple[tuple[Settings | None, Settings], list[str]]:
     """((the run's counterexample search, the settings a suite's ``neighbours:`` starts
     from), problems): :class:`.neighbour_check.Settings` from the option or the ini values;
     the first is None when neither asks for the search."""

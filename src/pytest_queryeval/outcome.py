@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .verdict import BELOW, KNOWN, REGRESSION
 from .wording import plural, shortlist
+
+if TYPE_CHECKING:
+    from .baseline.compare import Comparison
 
 PASSED, FAILED = "passed", "failed"
 #: The line of a session that failed on nothing the report records (a collection error, a
@@ -139,7 +142,7 @@ def run_outcome(report: Mapping[str, Any], *, failing: bool, problems: Sequence[
                    + (f" ({', '.join(forgiven)}, xfailed)" if forgiven else "") + written)
 
 
-def stated(report: Mapping[str, Any], comparison: Any = None) -> Outcome:
+def stated(report: Mapping[str, Any], comparison: Comparison | None = None) -> Outcome:
     """The outcome a report states: its ``run`` fields, or for a report written before them
     (or built by hand for :func:`~.report.markdown.render_markdown`), judged from what it
     holds, with ``comparison`` (a :class:`~.baseline.compare.Comparison`) when the report has

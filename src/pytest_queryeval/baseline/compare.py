@@ -373,7 +373,7 @@ class _Missing:
 _MISSING = _Missing()
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def _short(value: object, limit: int = 60) -> str:
     text = repr(value) if isinstance(value, _Missing) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

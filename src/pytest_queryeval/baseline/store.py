@@ -55,7 +55,7 @@ def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
             "run": dict(report.get("run") or {}), "metric_names": columns, "cases": rows}
 
 
-def _number(value: Any) -> Any:
+def _number(value: object) -> object:
     """``1.0`` as ``1``: most scores are 0 or 1, and the reader turns them back into floats."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer() \
             and abs(value) < 2 ** 53:
@@ -92,7 +92,7 @@ def expand_baseline(data: Mapping[str, Any]) -> dict[str, Any]:
 def baseline_text(data: Mapping[str, Any]) -> str:
     """The file's text of a compact form: indented JSON with each case on one line."""
 
-    def dump(value: Any) -> str:
+    def dump(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
     head = [f'  "{key}": {json.dumps(data[key], ensure_ascii=False, allow_nan=False)}'

@@ -10,7 +10,7 @@ text ends with ``… [cut: 63.9 MB of 64.0 MB]`` (UTF-8 sizes, decimal units).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 #: Characters kept of ``predicted``, ``gold``, ``question``, ``error`` and ``reason``.
 MAX_TEXT_CHARS = 10_000
@@ -45,7 +45,7 @@ def cut_text(text: str, limit: int) -> str:
     return f"{kept}… [cut: {size_text(total - _utf8(kept))} of {size_text(total)}]"
 
 
-def cap_value(value: Any, limit: int = MAX_TEXT_CHARS) -> Any:
+def cap_value(value: object, limit: int = MAX_TEXT_CHARS) -> object:
     """A text cut to ``limit``; a structure whose JSON text is longer becomes that text, cut
     (its shape cannot be kept without guessing what matters)."""
     if value is None or isinstance(value, bool | int | float):
@@ -69,20 +69,22 @@ def cap_lines(lines: list[Any]) -> list[Any]:
 _UNCAPPED = frozenset({int, float, bool, type(None)})
 
 
-def cap_details(value: Any) -> Any:
+def cap_details(value: object) -> object:
     """Every text in ``details`` cut to MAX_DETAIL_CHARS, every list to MAX_DETAIL_ITEMS.
 
     Exact types first, numbers and short keys kept without a call: this walks the details of
     every case (a Spider case's hold about seventy values)."""
-    t = type(value)
+    t = type(value)  # the exact type, tested once (the casts say what ``t is`` proved)
     if t is dict:
         return {k if type(k) is str and len(k) <= MAX_DETAIL_CHARS
                 else cut_text(str(k), MAX_DETAIL_CHARS):
-                v if type(v) in _UNCAPPED else cap_details(v) for k, v in value.items()}
-    if t is list and len(value) <= MAX_DETAIL_ITEMS:
-        return [v if type(v) in _UNCAPPED else cap_details(v) for v in value]
+                v if type(v) in _UNCAPPED else cap_details(v)
+                for k, v in cast("dict[str, object]", value).items()}
+    if t is list and len(items := cast("list[object]", value)) <= MAX_DETAIL_ITEMS:
+        return [v if type(v) in _UNCAPPED else cap_details(v) for v in items]
     if t is str:
-        return value if len(value) <= MAX_DETAIL_CHARS else cut_text(value, MAX_DETAIL_CHARS)
+        text = cast(str, value)
+        return text if len(text) <= MAX_DETAIL_CHARS else cut_text(text, MAX_DETAIL_CHARS)
     if t in _UNCAPPED:
         return value
     if isinstance(value, str):

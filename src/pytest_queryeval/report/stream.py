@@ -17,10 +17,10 @@ from __future__ import annotations
 import codecs
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
 
@@ -73,7 +73,7 @@ class Span:
         with open_binary(self.path, "input") as fh:
             return self._read(fh)
 
-    def _read(self, fh: Any) -> Any:
+    def _read(self, fh: BinaryIO) -> Any:
         fh.seek(self.start)
         return json.loads(fh.read(self.length).decode("utf-8", "surrogatepass"))
 
@@ -83,9 +83,9 @@ class _Files:
 
     def __init__(self, stack: contextlib.ExitStack) -> None:
         self.stack = stack
-        self.opened: dict[Path, Any] = {}
+        self.opened: dict[Path, BinaryIO] = {}
 
-    def get(self, path: Path) -> Any:
+    def get(self, path: Path) -> BinaryIO:
         from ..safefile import open_binary
 
         fh = self.opened.get(path)
@@ -122,7 +122,7 @@ class StoredCases(list[dict[str, Any]]):
             for i in range(len(self)):
                 yield self.full(i, files)
 
-    def sort_by(self, key: Any) -> None:
+    def sort_by(self, key: Callable[[dict[str, Any]], tuple[str, int, str]]) -> None:
         order = sorted(range(len(self)), key=lambda i: key(self[i]))
         records = [self[i] for i in order]
         self.spans = [self.spans[i] for i in order]
@@ -143,7 +143,7 @@ class Scanned:
 class _Reader:
     """A UTF-8 text buffer over a binary file that knows the byte offset of its position."""
 
-    def __init__(self, fh: Any) -> None:
+    def __init__(self, fh: BinaryIO) -> None:
         self.fh = fh
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.buf = ""
