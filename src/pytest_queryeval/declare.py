@@ -61,7 +61,7 @@ class ReportFile:
 
 #: The report formats, by name (option ``--queryeval-<name>``, dest ``queryeval_<name>``), in
 #: the order they are written and named in the summary: the JSON report first (the one CI
-#: keeps), the Markdown summary last (``$GITHUB_STEP_SUMMARY`` is appended after it).
+#: keeps). ``$GITHUB_STEP_SUMMARY`` gets the Markdown summary once every file is written.
 REPORT_WRITERS: dict[str, ReportFile] = {
     "json": ReportFile("JSON report", "write the JSON report here (atomically)",
                        "pytest_queryeval.report.json_report:write_report",
