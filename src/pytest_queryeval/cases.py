@@ -436,7 +436,7 @@ class _Draft:
             return
         case.datasource = ds.name
         case.source_spec = dict(ds.spec)
-        if isinstance(self.merged.get("gold"), dict) and case.kind == "sql":
+        if isinstance(self.merged.get("gold"), dict) and kind_registry.declares(case.kind, "gold_by_dialect"):
             from .dialects import dialect_of
 
             case.dialect = dialect_of(case.source_spec)

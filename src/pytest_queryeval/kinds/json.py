@@ -142,6 +142,8 @@ class JsonKind:
     """Scores a predicted JSON value against the gold with StrSS, SemSS and OJSS."""
 
     name: ClassVar[str] = "json"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    json_answers: ClassVar[bool] = True
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
     #: value, 1 up to the rounding of the embeddings' cosine (an identical value can score
     #: 0.9999999999999999; a wrong value of docs/metrics-json.md scores 0.992 at most).

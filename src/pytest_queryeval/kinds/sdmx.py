@@ -106,6 +106,9 @@ class SdmxKind:
     """The ``sdmx`` kind: per-dimension P/R/F1 of (id, name) terms, macro-averaged."""
 
     name: ClassVar[str] = "sdmx"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    conversation: ClassVar[bool] = True
+    json_answers: ClassVar[bool] = True
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): every
     #: expected term selected, nothing else.
     default_thresholds: ClassVar[Mapping[str, float]] = {"macro_f1": 1.0}

@@ -98,6 +98,8 @@ class SparqlKind:
     """The SPARQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sparql"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    gold_alternatives: ClassVar[bool] = True
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
     #: bindings, exactly.
     default_thresholds: ClassVar[Mapping[str, float]] = {"execution_accuracy": 1.0}

@@ -140,6 +140,9 @@ class SqlKind:
     """The SQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sql"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    gold_alternatives: ClassVar[bool] = True
+    gold_by_dialect: ClassVar[bool] = True
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
