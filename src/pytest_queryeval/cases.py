@@ -336,7 +336,7 @@ class _Draft:
         (``evidence``, ``external_knowledge``), ``gold`` and an inline ``predicted``."""
         case, entry = self.case, self.entry
         q = self.merged.get("question")
-        if q is None and self.kind_name == "sdmx":
+        if q is None and kind_registry.declares(self.kind_name, "conversation"):
             turns = entry.get("conversation")
             if isinstance(turns, list):
                 q = " / ".join(str(t.get("content", "")) for t in turns
