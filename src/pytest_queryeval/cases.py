@@ -336,7 +336,8 @@ class _Draft:
         (``evidence``, ``external_knowledge``), ``gold`` and an inline ``predicted``."""
         case, entry = self.case, self.entry
         q = self.merged.get("question")
-        if q is None and kind_registry.declares(self.kind_name, "conversation"):
+        if q is None and isinstance(self.kind_name, str) \
+                and kind_registry.declares(self.kind_name, "conversation"):
             turns = entry.get("conversation")
             if isinstance(turns, list):
                 q = " / ".join(str(t.get("content", "")) for t in turns

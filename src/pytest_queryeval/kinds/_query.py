@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..metrics.table import CompareOptions
 
 
-def prediction_text(prediction: Any, case: Case, language: str, keys: tuple[str, ...]) -> str | None:
+def prediction_text(prediction: object, case: Case, language: str, keys: tuple[str, ...]) -> str | None:
     """The predicted query: a string, or a mapping holding it under one of ``keys``.
 
     None when the case scores a recorded ``predicted_result`` instead of a query.
@@ -45,7 +45,7 @@ def prediction_text(prediction: Any, case: Case, language: str, keys: tuple[str,
 
 
 
-def fenced_prediction_text(prediction: Any, case: Case, language: str,
+def fenced_prediction_text(prediction: object, case: Case, language: str,
                            keys: tuple[str, ...]) -> tuple[str | None, str | None]:
     """:func:`prediction_text` with one enclosing Markdown fence stripped (LLM output), and
     the fence that was stripped (for :func:`~pytest_queryeval.fences.note`), or None."""

@@ -165,7 +165,7 @@ class SparqlKind:
 
         audit_query(case, self, ctx, result, "sparql")
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         pred_query, fence = fenced_prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
         scored = self._evaluate(case, pred_query, ctx)
         add_hallucination(scored, case, ctx,

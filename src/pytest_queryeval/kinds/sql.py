@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from ..audit.findings import AuditResult
     from ..metrics.spider import Schema
     from ..metrics.table import CompareOptions
+    from ..neighbour_check import Settings
     from ._query import QueryLimits
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
@@ -221,7 +222,7 @@ class SqlKind:
 
     # -- evaluation -----------------------------------------------------------------------------
 
-    def prefetch(self, case: Case, prediction: Any, ctx: Context) -> bool:
+    def prefetch(self, case: Case, prediction: object, ctx: Context) -> bool:
         """Run ahead, in the source's worker, the queries :meth:`evaluate` will run first
         (:meth:`_SqlRun.prefetch`); False when nothing was sent."""
         return _SqlRun.prefetch(case, prediction, ctx)
@@ -257,7 +258,7 @@ class SqlKind:
 
         audit_query(case, self, ctx, result, "sql")
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         case, chosen = with_dialect_gold(case)
         try:
             return self._evaluate(case, chosen, prediction, ctx)
@@ -266,7 +267,7 @@ class SqlKind:
                 exc.details = {**(exc.details or {}), "gold_dialect": chosen}
             raise
 
-    def _evaluate(self, case: Case, chosen: dict[str, Any], prediction: Any,
+    def _evaluate(self, case: Case, chosen: dict[str, Any], prediction: object,
                   ctx: Context) -> Scored:
         prediction = dialect_prediction(case, prediction)
         case, clock = pin_golds(case)
@@ -406,7 +407,7 @@ class _SqlRun:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
         return scored
 
-    def best(self, schema: Any, planned: Sequence[str], gold_seconds: float | None,
+    def best(self, schema: Schema | None, planned: Sequence[str], gold_seconds: float | None,
              ) -> Scored:
         """Every gold alternative scored; the best wins. Each comparison runs under the case's
         timeout; a gold whose comparison stops undecided (over its budget or past the
@@ -498,7 +499,7 @@ class _SqlRun:
         except QueryEvalError as e:
             return None, e.reason()
 
-    def neighbours(self, scored: Scored, settings: Any) -> None:
+    def neighbours(self, scored: Scored, settings: Settings) -> None:
         """``--queryeval-neighbours``: a passing prediction searched for a counterexample
         database (:mod:`..neighbour_check`): ``neighbour_ex``, ``details.neighbours`` and,
         when one is found, the diff lines that show it."""
@@ -548,7 +549,7 @@ class _SqlRun:
         return _Gold(sql, table, cached)
 
     @staticmethod
-    def prefetch(case: Case, prediction: Any, ctx: Context) -> bool:
+    def prefetch(case: Case, prediction: object, ctx: Context) -> bool:
         """Send ahead the round trip :meth:`gold` will make for ``case`` (its first gold and
         its prediction, :meth:`~..sources.sandboxed.SandboxedFileSource.prefetch_pair`), so
         the worker runs it while the case before is scored. The same steps as
@@ -791,7 +792,7 @@ class _SqlRun:
             raise GoldError(f"structure: true, but datasource type {source_type!r} has no schema")
         return None
 
-    def structure_possible(self, schema: Any) -> bool:
+    def structure_possible(self, schema: Schema) -> bool:
         """Auto mode skips structure metrics when a gold is outside the Spider grammar;
         ``structure: true`` makes that an error of the suite."""
         from ..metrics.spider import hardness
@@ -858,8 +859,8 @@ def _size_ok(sql: str, opts: _Options) -> bool:
     return True
 
 
-def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: Any,
-                 base: Any) -> Callable[..., dict[str, dict[str, float]]]:
+def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: object,
+                 base: object) -> Callable[..., dict[str, dict[str, float]]]:
     """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails, from the
     case's own comparison ``base`` (not made again)."""
     def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
@@ -1206,7 +1207,7 @@ def _parse_options(case: Case) -> _Options:
     return opts
 
 
-def _conditions_order(conditions: Any) -> bool:
+def _conditions_order(conditions: object) -> bool:
     """``conditions.order`` (default false), after checking the mapping (ConfigError names
     the key)."""
     from ..metrics.soft_ex import CONDITION_KEYS
