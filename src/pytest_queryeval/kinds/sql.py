@@ -16,7 +16,8 @@ Flow of one case (see docs/sql-sources.md):
    BIRD Soft EX on the texts LiveSQLBench executes, see :meth:`_SqlRun.soft_ex`),
    BuildingQA alignment metrics, Spider structure metrics (when a schema is available) and,
    opt-in, VES/R-VES are computed per gold alternative; the best alternative wins: highest
-   ``execution_accuracy``, then highest mean of the other metrics.
+   ``execution_accuracy``, then highest mean of the other metrics. Each is one entry of
+   :data:`_SQL_METRICS`, the table that scoring, threshold names and failures' zeros read.
 
 Why one module of this size: the flow above is one case's path; its steps live on one
 ``_SqlRun`` object, one method each, so the order they run in is read in one place.
