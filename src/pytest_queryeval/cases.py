@@ -336,7 +336,8 @@ class _Draft:
         (``evidence``, ``external_knowledge``), ``gold`` and an inline ``predicted``."""
         case, entry = self.case, self.entry
         q = self.merged.get("question")
-        if q is None and self.kind_name == "sdmx":
+        if q is None and isinstance(self.kind_name, str) \
+                and kind_registry.declares(self.kind_name, "conversation"):
             turns = entry.get("conversation")
             if isinstance(turns, list):
                 q = " / ".join(str(t.get("content", "")) for t in turns
@@ -436,7 +437,7 @@ class _Draft:
             return
         case.datasource = ds.name
         case.source_spec = dict(ds.spec)
-        if isinstance(self.merged.get("gold"), dict) and case.kind == "sql":
+        if isinstance(self.merged.get("gold"), dict) and kind_registry.declares(case.kind, "gold_by_dialect"):
             from .dialects import dialect_of
 
             case.dialect = dialect_of(case.source_spec)

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 #: Function names (upper case) that read the clock, by what they return.
 _TIMESTAMP_CALLS = frozenset({"NOW", "GET_CURRENT_TIMESTAMP", "TRANSACTION_TIMESTAMP",
@@ -37,7 +40,7 @@ class Rewritten:
     replaced: list[str] = field(default_factory=list)
 
 
-def parse_instant(value: Any) -> dt.datetime:
+def parse_instant(value: object) -> dt.datetime:
     """``now:`` as written in YAML (a date, a timestamp, or their ISO text); ValueError names
     the accepted forms."""
     if isinstance(value, dt.datetime):
@@ -70,7 +73,7 @@ def pin_clock(sql: str, instant: dt.datetime, dialect: str = "sqlite") -> Rewrit
     out = Rewritten(sql)
     literals = _Literals(instant, dialect)
     for node in list(tree.walk()):
-        new: Any = None
+        new: exp.Expression | None = None
         if isinstance(node, exp.CurrentDate):
             new = literals.date()
         elif isinstance(node, exp.CurrentTime):
@@ -92,7 +95,7 @@ def pin_clock(sql: str, instant: dt.datetime, dialect: str = "sqlite") -> Rewrit
     return out
 
 
-def _reads_clock(literal: Any) -> bool:
+def _reads_clock(literal: exp.Expression) -> bool:
     """A 'now' string is the clock as the argument of a SQLite time function (sqlglot may wrap
     it in a conversion node of its own: ``strftime('%Y', 'now')`` parses as ``TimeToStr`` over
     ``TsOrDsToTimestamp``) or of a cast (``'now'::date``)."""

@@ -443,7 +443,7 @@ def _inline_prediction(case: Case) -> Prediction | None:
         return Prediction(case.predicted)
     if case.predicted_result is not None:  # a recorded prediction is an inline one
         return Prediction(MISSING)
-    if case.kind == "sdmx" and _has_turn_predictions(case):
+    if kind_registry.declares(case.kind, "conversation") and _has_turn_predictions(case):
         return Prediction(MISSING)
     return None
 

@@ -141,7 +141,9 @@ class Case:
     @property
     def golds(self) -> list[Any]:
         """Acceptable gold answers (a list in YAML means "best score wins")."""
-        if isinstance(self.gold, list) and self.kind in ("sql", "sparql"):
+        from .kinds._registry import declares
+
+        if isinstance(self.gold, list) and declares(self.kind, "gold_alternatives"):
             return list(self.gold)
         return [self.gold]
 
@@ -155,7 +157,9 @@ class Case:
         for key in ("evidence", "external_knowledge"):  # only when the case has them
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        if self.kind == "sdmx":
+        from .kinds._registry import declares
+
+        if declares(self.kind, "conversation"):
             out["conversation"] = [
                 {"role": t.get("role"), "content": t.get("content")}
                 for t in self.raw.get("conversation", [])

@@ -112,7 +112,7 @@ _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r",
                           "\t": "\\t"})
 
 
-def show_value(value: Any) -> str:
+def show_value(value: object) -> str:
     """A cell as a diff shows it: an RDF term in SPARQL syntax, anything else as ``repr``."""
     return value.sparql() if isinstance(value, Term) else repr(value)
 
@@ -162,7 +162,7 @@ class ResultTable:
         return f"has more than {self.meta.get('max_rows', len(self.rows))} rows", "max_rows"
 
     @classmethod
-    def from_recorded(cls, data: Any) -> ResultTable:
+    def from_recorded(cls, data: object) -> ResultTable:
         """Build from a recorded result: ``{columns, rows}`` or SPARQL JSON results."""
         if isinstance(data, ResultTable):
             return data
@@ -223,7 +223,7 @@ _TERM_VALUE = attrgetter("value")
 FIRST_ROW_KEYS = "first_row_keys"
 
 
-def first_row_key_order(columns: list[str], bindings: Any) -> dict[str, Any]:
+def first_row_key_order(columns: list[str], bindings: object) -> dict[str, Any]:
     """``{FIRST_ROW_KEYS: [...]}`` when the first binding's keys are not in projection order.
 
     JSON objects keep their key order, and BuildingQA's exact match pairs columns by position in

@@ -61,7 +61,7 @@ class Frame:
         return len(self.columns[0].values) if self.columns else 0
 
 
-def is_na(v: Any) -> bool:
+def is_na(v: object) -> bool:
     """NULL, or NaN: what a CSV field read as NA holds."""
     return v is None or (isinstance(v, float) and math.isnan(v))
 

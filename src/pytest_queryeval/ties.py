@@ -35,7 +35,7 @@ import contextlib
 import functools
 import itertools
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,7 +131,7 @@ def keyed_query(sql: str, dialect: str | None = None) -> KeyedQuery | str:
                       tuple(i.sql(dialect=dialect) for i in order.expressions), probe)
 
 
-def _int_arg(node: Any) -> int | None:
+def _int_arg(node: object) -> int | None:
     """The integer of a LIMIT/OFFSET node; None when absent, -1 when not a literal."""
     if node is None:
         return None
@@ -324,8 +324,8 @@ def tie_match(analysis: TieAnalysis, pred_rows: Sequence[Row],
     if any(len(r) != width for r in pred_rows):
         return None
     rows = [_norm(r, normalise) for r in pred_rows]
-    perms: Any = (itertools.permutations(range(width)) if width <= MAX_PERMUTED_WIDTH
-                  else [tuple(range(width))])
+    perms: Iterable[tuple[int, ...]] = (itertools.permutations(range(width)) if width <= MAX_PERMUTED_WIDTH
+                               else [tuple(range(width))])
     for perm in perms:
         if all(not (Counter(tuple(r[p] for p in perm) for r in rows[g.start:g.stop]) - g.rows)
                for g in analysis.groups):

@@ -1,57 +1,31 @@
-"""The registry of query kinds; each kind's module is imported only when a case needs it."""
+"""The registry of query kinds; each kind's module is imported only when a case needs it.
+What a kind declares (:data:`Capability`) is asked with :func:`declares`, never by its name
+outside kinds/ (:mod:`._registry`)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
-from typing import Any
+from typing import cast
 
 from ..metricnames import RECORDED_METRICS, REPEAT_METRICS
 from ..model import Kind
+from ._registry import (
+    KIND_CLASSES,
+    Capability,
+    declares,
+    kind_object,
+    known_kinds,
+    register,
+    unregister,
+)
 
-#: Built-in kinds as ``module:Class`` so that heavy imports stay lazy.
-KIND_CLASSES: dict[str, str] = {
-    "sql": "pytest_queryeval.kinds.sql:SqlKind",
-    "sparql": "pytest_queryeval.kinds.sparql:SparqlKind",
-    "json": "pytest_queryeval.kinds.json:JsonKind",
-    "sdmx": "pytest_queryeval.kinds.sdmx:SdmxKind",
-}
-
-_instances: dict[str, Kind] = {}
-#: Kinds registered by plugins or conftests (``pytest_queryeval_kinds``).
-_extra: dict[str, Any] = {}
-
-
-def register(name: str, kind: Any) -> None:
-    """Add a kind (an instance or a class) under ``name``; later registrations win."""
-    _extra[name] = kind
-    _instances.pop(name, None)
-
-
-def unregister(name: str) -> None:
-    """Forget a registered kind (a session's conftest kinds must not leak into the next)."""
-    _extra.pop(name, None)
-    _instances.pop(name, None)
-
-
-def known_kinds() -> list[str]:
-    return sorted(set(KIND_CLASSES) | set(_extra))
+__all__ = ["KIND_CLASSES", "Capability", "declared_metrics", "declares", "get_kind",
+           "is_metric", "known_kinds", "register", "unregister"]
 
 
 def get_kind(name: str) -> Kind:
     """The (cached) kind instance; raises KeyError for an unknown kind name."""
-    if name in _instances:
-        return _instances[name]
-    if name in _extra:
-        obj = _extra[name]
-        inst = obj() if isinstance(obj, type) else obj
-    elif name in KIND_CLASSES:
-        module, _, cls = KIND_CLASSES[name].partition(":")
-        inst = getattr(importlib.import_module(module), cls)()
-    else:
-        raise KeyError(name)
-    _instances[name] = inst
-    return inst  # type: ignore[no-any-return]
+    return cast(Kind, kind_object(name))
 
 
 def is_metric(kind: str, name: str, custom: Iterable[str] = ()) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..model import Case, Context, Scored
+from ..sources.base import DataSource
 from ..wording import shortlist
 
 HALLUCINATION_METRICS = {"sql": "schema_hallucination", "sparql": "iri_hallucination"}
@@ -55,7 +56,7 @@ def wants_hallucination(case: Case) -> bool:
         or HALLUCINATION_METRICS.get(case.kind, "") in case.thresholds
 
 
-def add_hallucination(scored: Scored, case: Case, ctx: Context, src: Any,
+def add_hallucination(scored: Scored, case: Case, ctx: Context, src: DataSource | None,
                       prediction: str | None) -> None:
     """``schema_hallucination`` / ``iri_hallucination`` and the names it did not find
     (``details``), when the case asks for it and there is a text and a source to check."""
@@ -71,7 +72,7 @@ def add_hallucination(scored: Scored, case: Case, ctx: Context, src: Any,
                                + shortlist(found.unknown, 10))
 
 
-def _sql(ctx: Context, src: Any, sql: str) -> Any:
+def _sql(ctx: Context, src: DataSource, sql: str) -> Any:
     from ..metrics.hallucination import schema_from_ddl, sql_hallucination
     from ..sources.describe import sql_ddl
 
@@ -81,7 +82,7 @@ def _sql(ctx: Context, src: Any, sql: str) -> Any:
     return sql_hallucination(sql, schema, dialect)
 
 
-def _sparql(ctx: Context, src: Any, query: str) -> Any:
+def _sparql(ctx: Context, src: DataSource, query: str) -> Any:
     from ..metrics.hallucination import ask_known, iri_hallucination, sparql_iris
 
     iris = sparql_iris(query)

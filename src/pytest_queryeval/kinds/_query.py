@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import (
     ConfigError,
@@ -21,8 +21,11 @@ from ..numeric import option_limit
 from ..results import ResultTable
 from ..sources.base import DataSource
 
+if TYPE_CHECKING:
+    from ..metrics.table import CompareOptions
 
-def prediction_text(prediction: Any, case: Case, language: str, keys: tuple[str, ...]) -> str | None:
+
+def prediction_text(prediction: object, case: Case, language: str, keys: tuple[str, ...]) -> str | None:
     """The predicted query: a string, or a mapping holding it under one of ``keys``.
 
     None when the case scores a recorded ``predicted_result`` instead of a query.
@@ -42,7 +45,7 @@ def prediction_text(prediction: Any, case: Case, language: str, keys: tuple[str,
 
 
 
-def fenced_prediction_text(prediction: Any, case: Case, language: str,
+def fenced_prediction_text(prediction: object, case: Case, language: str,
                            keys: tuple[str, ...]) -> tuple[str | None, str | None]:
     """:func:`prediction_text` with one enclosing Markdown fence stripped (LLM output), and
     the fence that was stripped (for :func:`~pytest_queryeval.fences.note`), or None."""
@@ -53,15 +56,26 @@ def fenced_prediction_text(prediction: Any, case: Case, language: str,
 
     return strip_fence(text)
 
-def limits(options: Mapping[str, Any]) -> dict[str, Any]:
+class QueryLimits(TypedDict, total=False):
+    """A case's overrides of its source's limits, passed on as ``execute(**limits)``."""
+
+    timeout: float
+    max_rows: int
+
+
+def limits(options: Mapping[str, Any]) -> QueryLimits:
     """``timeout`` (seconds) and ``max_rows`` overrides of a case; ConfigError names the key."""
-    out: dict[str, Any] = {}
+    out = QueryLimits()
     for key in ("timeout", "max_rows"):
         if key in options:
             try:
-                out[key] = option_limit(key, options[key])
+                value = option_limit(key, options[key])
             except ValueError as exc:
                 raise ConfigError(str(exc), key=key) from None
+            if key == "timeout":
+                out["timeout"] = value
+            else:
+                out["max_rows"] = int(value)
     return out
 
 
@@ -107,7 +121,7 @@ def rank(metrics: Mapping[str, float], timing: tuple[str, ...], fallback: str | 
     return first, mean
 
 
-def compare_options(options: Mapping[str, Any]) -> Any:
+def compare_options(options: Mapping[str, Any]) -> CompareOptions:
     """The case's ``compare:`` as CompareOptions; ConfigError names the key."""
     from ..metrics.table import CompareOptions
 
@@ -126,7 +140,7 @@ def gold_cache_key(src: DataSource, query: str) -> str:
 
 
 def run_gold(src: DataSource, query: str, ctx: Context, namespace: str,
-             limits: dict[str, Any] | None = None,
+             limits: QueryLimits | None = None,
              cacheable: Callable[[ResultTable], bool] | None = None,
              execute: Callable[[], ResultTable] | None = None) -> tuple[ResultTable, bool]:
     """Execute a gold query (trusted) through the cross-session cache: (table, from_cache).

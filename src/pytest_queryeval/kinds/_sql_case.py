@@ -17,6 +17,8 @@ from ..model import Case, Scored
 from ._query import check_query_size, fenced_prediction_text, max_query_bytes
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from ..audit.findings import AuditResult
 
 
@@ -125,7 +127,7 @@ class Clock:
     """A datasource's ``now:`` applied to one case's texts (:func:`..clock.pin_clock`), each
     rewrite remembered for the case's details."""
 
-    def __init__(self, instant: Any, dialect: str) -> None:
+    def __init__(self, instant: dt.datetime, dialect: str) -> None:
         self.instant, self.dialect = instant, dialect
         self.rewrites: dict[str, list[str]] = {}
 
@@ -137,7 +139,7 @@ class Clock:
             self.rewrites.setdefault(what, []).extend(done.replaced)
         return done.sql
 
-    def pin_all(self, value: Any, what: str) -> Any:
+    def pin_all(self, value: object, what: str) -> Any:
         if isinstance(value, str):
             return self.pin(value, what)
         if isinstance(value, list):
@@ -171,7 +173,7 @@ def pin_golds(case: Case) -> tuple[Case, Clock | None]:
     return replace(case, gold=clock.pin_all(case.gold, "gold"), options=options), clock
 
 
-def evaluate_task(case: Case, prediction: Any, clock: Clock | None = None) -> Scored:
+def evaluate_task(case: Case, prediction: object, clock: Clock | None = None) -> Scored:
     """The prediction's statements run on a throwaway copy and judged by the case's checks
     (:mod:`..tasks.case`); never guarded read-only, never run on the datasource itself."""
     from ..tasks.case import build, score
@@ -193,7 +195,7 @@ def evaluate_task(case: Case, prediction: Any, clock: Clock | None = None) -> Sc
     return scored
 
 
-def dialect_prediction(case: Case, prediction: Any) -> Any:
+def dialect_prediction(case: Case, prediction: object) -> Any:
     """A prediction keyed by dialect (``{sqlite: ..., postgres: ...}``, inline or in a
     predictions file): the entry of the case's dialect; any other prediction as it is. A
     mapping of dialects without this one is a PredictionError naming what it has."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -75,7 +75,7 @@ class JsonOptions:
         )
 
 
-def root_path(value: Any) -> tuple[str, ...]:
+def root_path(value: str | Sequence[object] | None) -> tuple[str, ...]:
     """``root: query`` or ``root: [query, filters]`` (validated before) as a key path."""
     if value is None:
         return ()
@@ -84,7 +84,7 @@ def root_path(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
-def below_root(value: Any, root: tuple[str, ...]) -> Any:
+def below_root(value: object, root: tuple[str, ...]) -> Any:
     """The part of a JSON value that is scored. The JSON paper's real outputs wrap every
     object in one key (``{"query": {...}}``); with ``keys: top`` the whole object would then be
     one shared key compared as a single embedded text. Raises KeyError naming the first
@@ -96,17 +96,17 @@ def below_root(value: Any, root: tuple[str, ...]) -> Any:
     return value
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def normalize(value: Any) -> Any:
+def normalize(value: object) -> Any:
     """Plain JSON data as ``json.load`` would give it (YAML int keys become strings, dates
     strings), so that ``str(value)`` is what the reference embeds for the same document."""
     return json.loads(json.dumps(value, default=str))
 
 
-def parse_json(value: Any) -> Any:
+def parse_json(value: object) -> Any:
     """A gold or predicted value: a string is JSON text, anything else is already JSON data."""
     if isinstance(value, str):
         try:
@@ -116,7 +116,7 @@ def parse_json(value: Any) -> Any:
     return normalize(value)
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     if isinstance(value, list):
@@ -142,6 +142,8 @@ class JsonKind:
     """Scores a predicted JSON value against the gold with StrSS, SemSS and OJSS."""
 
     name: ClassVar[str] = "json"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    json_answers: ClassVar[bool] = True
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
     #: value, 1 up to the rounding of the embeddings' cosine (an identical value can score
     #: 0.9999999999999999; a wrong value of docs/metrics-json.md scores 0.992 at most).
@@ -207,7 +209,7 @@ class JsonKind:
         lint_json(case.gold, result)
         self_check(case, self, ctx, result, case.gold, None)
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         opts = JsonOptions.from_case(case)
         try:
             gold = below_root(parse_json(case.gold), opts.root)
@@ -222,7 +224,7 @@ class JsonKind:
         note_fence(scored.details, fence)
         return scored
 
-    def _evaluate(self, case: Case, opts: JsonOptions, gold: Any, prediction: Any,
+    def _evaluate(self, case: Case, opts: JsonOptions, gold: object, prediction: object,
                   ctx: Context) -> Scored:
         try:
             pred = parse_json(prediction)
@@ -338,7 +340,7 @@ def _no_embedding(text: str) -> list[float]:
     raise AssertionError("an embedding was requested for a case without shared keys")
 
 
-def _invalid(prediction: Any, reason: str) -> Scored:
+def _invalid(prediction: object, reason: str) -> Scored:
     shown = prediction if isinstance(prediction, str) else repr(prediction)
     return Scored(
         metrics=dict.fromkeys(METRICS, 0.0),
@@ -350,7 +352,7 @@ def _invalid(prediction: Any, reason: str) -> Scored:
     )
 
 
-def _no_root(pred: Any, root: tuple[str, ...], missing: str) -> Scored:
+def _no_root(pred: object, root: tuple[str, ...], missing: str) -> Scored:
     """A prediction without the wrapper the case scores below: 0, with the reason (scoring
     the unwrapped object instead would hide a model that dropped the wrapper)."""
     reason = f"predicted has no key {missing!r} to score below (root: {list(root)})"
@@ -359,7 +361,7 @@ def _no_root(pred: Any, root: tuple[str, ...], missing: str) -> Scored:
                   reason=reason, details={"root": list(root)})
 
 
-def _diff(gold: Any, pred: Any, result: JsonScore, opts: JsonOptions) -> list[str]:
+def _diff(gold: object, pred: object, result: JsonScore, opts: JsonOptions) -> list[str]:
     lines: list[str] = []
     if isinstance(gold, dict) != isinstance(pred, dict):
         lines.append(

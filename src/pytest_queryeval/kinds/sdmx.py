@@ -95,7 +95,7 @@ def target_turns(raw: Mapping[str, Any]) -> list[TargetTurn]:
     return out
 
 
-def _parse_target(target: Any, path: str) -> Selection:
+def _parse_target(target: object, path: str) -> Selection:
     if not isinstance(target, Mapping):
         raise SelectionError(path, "must be a mapping with indicator_selection")
     return parse_indicator_selection(target.get("indicator_selection"),
@@ -106,6 +106,9 @@ class SdmxKind:
     """The ``sdmx`` kind: per-dimension P/R/F1 of (id, name) terms, macro-averaged."""
 
     name: ClassVar[str] = "sdmx"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    conversation: ClassVar[bool] = True
+    json_answers: ClassVar[bool] = True
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): every
     #: expected term selected, nothing else.
     default_thresholds: ClassVar[Mapping[str, float]] = {"macro_f1": 1.0}
@@ -196,7 +199,7 @@ class SdmxKind:
         audit_targets(case, self, ctx, result, turns,
                       by_name="name" in match_options(case.options).match_on)
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         options = match_options(case.options)
         try:
             turns = target_turns(case.raw)
@@ -262,7 +265,7 @@ class SdmxKind:
             out.append(("case_insensitive_names", "must be true or false"))
         return out
 
-    def _validate_target(self, target: Any, path: str, case: Case) -> list[tuple[str, str]]:
+    def _validate_target(self, target: object, path: str, case: Case) -> list[tuple[str, str]]:
         """One target (or alternative target): ``{indicator_selection: [...]}``."""
         if not isinstance(target, Mapping):
             return [(path, "must be a mapping with indicator_selection")]
@@ -284,7 +287,7 @@ class SdmxKind:
         return problems
 
     @staticmethod
-    def _check_match_fields(data: Any, sel: Selection, options: MatchOptions,
+    def _check_match_fields(data: list[dict[str, Any]] | None, sel: Selection, options: MatchOptions,
                             path: str) -> list[tuple[str, str]]:
         """A target value must carry every field it is matched on, or it could never match."""
         out: list[tuple[str, str]] = []
@@ -300,7 +303,7 @@ class SdmxKind:
         return out
 
     @staticmethod
-    def _selections(case: Case, turns: list[TargetTurn], prediction: Any,
+    def _selections(case: Case, turns: list[TargetTurn], prediction: object,
                     fences: list[str | None]) -> list[Selection]:
         """One selection per target turn, from the predictions source or inline turns
         (``fences`` collects the code fences stripped from JSON text)."""
@@ -340,7 +343,7 @@ class SdmxKind:
                           lambda: sdmx_structure.structure_from_spec(spec))
 
 
-def _decode(value: Any, path: str, fences: list[str | None]) -> Any:
+def _decode(value: object, path: str, fences: list[str | None]) -> Any:
     """Predictors (http, command) often return the selection as JSON text, at times in a
     Markdown code fence (stripped, and recorded in ``fences``)."""
     if not isinstance(value, str):

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from ..errors import (
     ConfigError,
@@ -65,6 +65,8 @@ from ._query import rank as rank_alternative
 
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult
+    from ..metrics.table import CompareOptions
+    from ._query import QueryLimits
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sparql-gold"
@@ -74,9 +76,11 @@ _PREDICTION_KEYS = ("sparql", "query", "predicted")
 
 @dataclass
 class _Options:
-    compare: Any = None  # metrics.table.CompareOptions
-    arity_from: str = "query"
-    limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
+    #: ``compare:``, how cells are normalised before every table metric.
+    compare: CompareOptions
+    arity_from: Literal["result", "query"] = "query"
+    #: ``timeout`` / ``max_rows`` overrides of the source's.
+    limits: QueryLimits = field(default_factory=lambda: cast("QueryLimits", {}))
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
     order_matters: bool = False  # TEXT2SPARQL RESULT_ORDER_MATTERS: ndcg is scored
     tie_aware: bool = True  # execution_accuracy accepts another order or choice among ties
@@ -94,6 +98,8 @@ class SparqlKind:
     """The SPARQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sparql"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    gold_alternatives: ClassVar[bool] = True
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
     #: bindings, exactly.
     default_thresholds: ClassVar[Mapping[str, float]] = {"execution_accuracy": 1.0}
@@ -159,7 +165,7 @@ class SparqlKind:
 
         audit_query(case, self, ctx, result, "sparql")
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         pred_query, fence = fenced_prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)
         scored = self._evaluate(case, pred_query, ctx)
         add_hallucination(scored, case, ctx,
@@ -417,13 +423,12 @@ def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
     o = case.options
     check_optin(case)
-    opts = _Options()
-    opts.compare = compare_options(o)
+    opts = _Options(compare_options(o))
     arity = o.get("arity_from", "query")
     if arity not in ("result", "query"):
         raise ConfigError("must be 'query' (projection of the query texts, as BuildingQA) or "
                           "'result' (column count of the results)", key="arity_from")
-    opts.arity_from = str(arity)
+    opts.arity_from = "result" if arity == "result" else "query"
     opts.limits = limits(o)
     opts.max_query_bytes = max_query_bytes(o)
     opts.order_matters = _result_order_matters(o)

@@ -16,7 +16,8 @@ Flow of one case (see docs/sql-sources.md):
    BIRD Soft EX on the texts LiveSQLBench executes, see :meth:`_SqlRun.soft_ex`),
    BuildingQA alignment metrics, Spider structure metrics (when a schema is available) and,
    opt-in, VES/R-VES are computed per gold alternative; the best alternative wins: highest
-   ``execution_accuracy``, then highest mean of the other metrics.
+   ``execution_accuracy``, then highest mean of the other metrics. Each is one entry of
+   :data:`_SQL_METRICS`, the table that scoring, threshold names and failures' zeros read.
 
 Why one module of this size: the flow above is one case's path; its steps live on one
 ``_SqlRun`` object, one method each, so the order they run in is read in one place.
@@ -25,11 +26,12 @@ Why one module of this size: the flow above is one case's path; its steps live o
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from ..config import suggest
 from ..errors import (
@@ -42,6 +44,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..fences import note as note_fence
+from ..metricnames import JUDGE_EX
 from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..metrics._deadline import comparison_deadline
 from ..model import Case, Context, Scored
@@ -72,6 +75,10 @@ from ._sql_case import (
 
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult
+    from ..metrics.spider import Schema
+    from ..metrics.table import CompareOptions
+    from ..neighbour_check import Settings
+    from ._query import QueryLimits
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sql-gold"
@@ -80,24 +87,40 @@ EFFICIENCY = ("ves", "r_ves")
 MAX_ITERATIONS = 1000
 
 
+#: ``condition_cols:`` as :func:`~..metrics.spider2.check_condition_cols` accepts it.
+ConditionCols = int | list[int] | list[list[int]] | list[None] | None
+
+
 @dataclass
 class _Options:
-    compare: Any = None  # metrics.table.CompareOptions
-    structure: str = "auto"  # auto | required | off
+    """A case's options, read and checked once (:func:`_parse_options`)."""
+
+    #: ``compare:``, how cells are normalised before every table metric.
+    compare: CompareOptions
+    #: ``structure:``: auto (when a gold parses in Spider's grammar), required or off.
+    structure: Literal["auto", "required", "off"] = "auto"
     legacy_from_check: bool = False
     test_suite_rewrite: bool = False
     keep_distinct: bool = False
     tie_aware: bool = True
-    arity_from: str = "result"
+    #: ``arity_from:``: the alignment metrics' column count, of the results or the query.
+    arity_from: Literal["result", "query"] = "result"
+    #: ``efficiency.iterations`` (VES/R-VES); None: not asked for.
     iterations: int | None = None
     db_id: str | None = None
-    limits: dict[str, Any] = field(default_factory=dict)  # timeout / max_rows overrides
+    #: ``timeout`` / ``max_rows`` overrides of the source's.
+    limits: QueryLimits = field(default_factory=lambda: cast("QueryLimits", {}))
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
-    soft_ex: bool = False  # a ``conditions`` key or a threshold on soft_ex asks for it
-    soft_ex_order: bool = False  # conditions.order: list (true) or set equality of the rows
-    condition_cols: Any = None  # Spider 2.0: 0-based gold columns, flat or one list per gold
-    ignore_order: bool = False  # Spider 2.0: compare each column sorted
-    spider2: bool = False  # Spider 2.0 keys, gold CSV files or a threshold ask for spider2_ex
+    #: A ``conditions`` key or a threshold on soft_ex asks for it.
+    soft_ex: bool = False
+    #: ``conditions.order``: list (true) or set equality of the rows.
+    soft_ex_order: bool = False
+    #: Spider 2.0: 0-based gold columns, flat or one list per gold.
+    condition_cols: ConditionCols = None
+    #: Spider 2.0: compare each column sorted.
+    ignore_order: bool = False
+    #: Spider 2.0 keys, gold CSV files or a threshold ask for spider2_ex.
+    spider2: bool = False
 
 
 @dataclass
@@ -119,6 +142,9 @@ class SqlKind:
     """The SQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sql"
+    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    gold_alternatives: ClassVar[bool] = True
+    gold_by_dialect: ClassVar[bool] = True
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
@@ -197,7 +223,7 @@ class SqlKind:
 
     # -- evaluation -----------------------------------------------------------------------------
 
-    def prefetch(self, case: Case, prediction: Any, ctx: Context) -> bool:
+    def prefetch(self, case: Case, prediction: object, ctx: Context) -> bool:
         """Run ahead, in the source's worker, the queries :meth:`evaluate` will run first
         (:meth:`_SqlRun.prefetch`); False when nothing was sent."""
         return _SqlRun.prefetch(case, prediction, ctx)
@@ -233,7 +259,7 @@ class SqlKind:
 
         audit_query(case, self, ctx, result, "sql")
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         case, chosen = with_dialect_gold(case)
         try:
             return self._evaluate(case, chosen, prediction, ctx)
@@ -242,7 +268,7 @@ class SqlKind:
                 exc.details = {**(exc.details or {}), "gold_dialect": chosen}
             raise
 
-    def _evaluate(self, case: Case, chosen: dict[str, Any], prediction: Any,
+    def _evaluate(self, case: Case, chosen: dict[str, Any], prediction: object,
                   ctx: Context) -> Scored:
         prediction = dialect_prediction(case, prediction)
         case, clock = pin_golds(case)
@@ -320,9 +346,8 @@ class _SqlRun:
         self.golds = golds
         structure_ok = schema is not None and pred_sql is not None \
             and self.structure_possible(schema)
-        planned = _planned(exec_=bool(can_execute and pred_executable),
-                           structure=structure_ok, efficiency=opts.iterations is not None,
-                           soft_ex=opts.soft_ex, spider2=opts.spider2)
+        planned = _planned(opts, exec_=bool(can_execute and pred_executable),
+                           structure=structure_ok)
         gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
 
         # The prediction: guard first, then recorded or executed. A schema-only source
@@ -383,7 +408,7 @@ class _SqlRun:
                 return _failure(planned, e.reason(), gold_seconds, None, golds, case)
         return scored
 
-    def best(self, schema: Any, planned: Sequence[str], gold_seconds: float | None,
+    def best(self, schema: Schema | None, planned: Sequence[str], gold_seconds: float | None,
              ) -> Scored:
         """Every gold alternative scored; the best wins. Each comparison runs under the case's
         timeout; a gold whose comparison stops undecided (over its budget or past the
@@ -475,7 +500,7 @@ class _SqlRun:
         except QueryEvalError as e:
             return None, e.reason()
 
-    def neighbours(self, scored: Scored, settings: Any) -> None:
+    def neighbours(self, scored: Scored, settings: Settings) -> None:
         """``--queryeval-neighbours``: a passing prediction searched for a counterexample
         database (:mod:`..neighbour_check`): ``neighbour_ex``, ``details.neighbours`` and,
         when one is found, the diff lines that show it."""
@@ -525,7 +550,7 @@ class _SqlRun:
         return _Gold(sql, table, cached)
 
     @staticmethod
-    def prefetch(case: Case, prediction: Any, ctx: Context) -> bool:
+    def prefetch(case: Case, prediction: object, ctx: Context) -> bool:
         """Send ahead the round trip :meth:`gold` will make for ``case`` (its first gold and
         its prediction, :meth:`~..sources.sandboxed.SandboxedFileSource.prefetch_pair`), so
         the worker runs it while the case before is scored. The same steps as
@@ -558,72 +583,21 @@ class _SqlRun:
             return False
         return bool(prefetch_pair(golds[0], pred_sql, **opts.limits))
 
-    def score(self, gold: _Gold, schema: Any) -> Scored:
-        """The prediction against one gold alternative: table, alignment, opt-in and
-        structure metrics."""
-        pred, src, opts = self.pred, self.src, self.opts
+    def score(self, gold: _Gold, schema: Schema | None) -> Scored:
+        """The prediction against one gold alternative: each metric of :data:`_SQL_METRICS`
+        that applies, in the table's order (the order records list them), then the labels."""
+        pred, src = self.pred, self.src
         assert pred is not None
-        metrics: dict[str, float] = {}
-        details: dict[str, Any] = {}
-        diff: list[str] = []
-        labels: dict[str, str] = {}
-        signature = None  # structure only: the engine compares the query texts
-        relaxed = None
-        if gold.table is not None and pred.table is not None:
-            from ..metrics.alignment import alignment_metrics
-            from ..metrics.spider2 import SPIDER2_METRIC_NAMES
-            from ..metrics.table import compare_tables
-            from ..metrics.tsse_sql import order_matters, tsse_prepare
-
-            gold_text = gold.sql or ""
-            if opts.test_suite_rewrite and gold.sql:
-                gold_text = tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
-            ordered = order_matters(gold_text)
-            signature = pred.table.signature(ordered)
-            cmp = compare_tables(gold.table, pred.table, order_matters=ordered,
-                                 compare=opts.compare)
-            metrics.update(cmp.metrics())
-            if opts.spider2:  # computed over all golds at once, in _spider2
-                metrics.update(dict.fromkeys(SPIDER2_METRIC_NAMES, 0.0))
-            details.update(cmp.details())
-            relaxed = _relaxations(gold.table, pred.table, ordered, opts.compare, cmp)
-            tsse = self.tsse_ex(gold, ordered) if opts.test_suite_rewrite else None
-            note = "texts as written"
-            if tsse is not None:
-                metrics["execution_accuracy"], note = tsse
-                details["execution_accuracy_on"] = note
-            if (metrics["execution_accuracy"] != 1.0 and ordered and opts.tie_aware
-                    and not opts.test_suite_rewrite):
-                diff.extend(self.ties(gold, metrics, details))
-            if metrics["execution_accuracy"] != 1.0:
-                # The row diff of the texts as written; when only the test-suite texts differ
-                # (``test_suite_rewrite``: DISTINCT removed), say so instead of showing nothing.
-                diff.extend(cmp.diff() or [f"execution_accuracy: 0 on the {note}"])
-            metrics.update(alignment_metrics(gold.table, pred.table, gold_query=gold.sql,
-                                             pred_query=pred.sql, arity_from=opts.arity_from,
-                                             kind="sql"))
-            if opts.soft_ex:
-                metrics["soft_ex"], details["soft_ex"] = self.soft_ex(gold)
-                if metrics["soft_ex"] != 1.0 and "reason" in details["soft_ex"]:
-                    diff.append(f"soft_ex: 0: {details['soft_ex']['reason']}")
-            metrics["gold_seconds"] = gold.table.seconds
-            metrics["predicted_seconds"] = pred.table.seconds
-            details["gold_cached"] = gold.cached
-            if opts.iterations is not None and src is not None and gold.sql and pred.sql:
-                metrics.update(self.efficiency(gold, correct=metrics["bird_ex"] == 1.0,
-                                               details=details))
-        if schema is not None and gold.sql is not None and pred.sql is not None:
-            from ..metrics.spider import structure_scores
-
-            s = structure_scores(gold.sql, pred.sql, schema,
-                                 legacy_from_check=opts.legacy_from_check)
-            metrics.update(s.metrics)
-            labels["hardness"] = s.hardness
-            details["spider"] = s.to_details()  # for the per-hardness official aggregation
-            if s.pred_parse_error:
-                details["structure_parse_error"] = s.pred_parse_error
-            diff.extend(f"structure: {line}" for line in s.diff)
-        elif gold.sql is not None:
+        comparison = _Comparison(self, gold, pred, schema)
+        applies = {"tables": gold.table is not None and pred.table is not None,
+                   "schema": schema is not None and gold.sql is not None and pred.sql is not None}
+        applies["timings"] = applies["tables"]
+        for metric in _SQL_METRICS:
+            if metric.compute is not None and applies.get(metric.on, False) \
+                    and metric.wanted(self.opts):
+                comparison.metrics.update(metric.compute(comparison))
+        labels = comparison.labels
+        if not applies["schema"] and gold.sql is not None:
             h = _hardness(gold.sql)
             if h:
                 labels["hardness"] = h
@@ -631,7 +605,8 @@ class _SqlRun:
             _label_sql_hardness(labels, gold.sql, src.dialect if src is not None else None)
         compared = (gold.sql or "", gold.table, pred.sql or "", pred.table) \
             if gold.table is not None and pred.table is not None else None  # for a judge
-        return Scored(metrics, labels, diff, details, signature=signature, relaxed=relaxed,
+        return Scored(comparison.metrics, labels, comparison.diff, comparison.details,
+                      signature=comparison.signature, relaxed=comparison.relaxed,
                       compared=compared)
 
     def ties(self, gold: _Gold, metrics: dict[str, float], details: dict[str, Any]) -> list[str]:
@@ -818,7 +793,7 @@ class _SqlRun:
             raise GoldError(f"structure: true, but datasource type {source_type!r} has no schema")
         return None
 
-    def structure_possible(self, schema: Any) -> bool:
+    def structure_possible(self, schema: Schema) -> bool:
         """Auto mode skips structure metrics when a gold is outside the Spider grammar;
         ``structure: true`` makes that an error of the suite."""
         from ..metrics.spider import hardness
@@ -885,8 +860,8 @@ def _size_ok(sql: str, opts: _Options) -> bool:
     return True
 
 
-def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: Any,
-                 base: Any) -> Callable[..., dict[str, dict[str, float]]]:
+def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: object,
+                 base: object) -> Callable[..., dict[str, dict[str, float]]]:
     """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails, from the
     case's own comparison ``base`` (not made again)."""
     def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
@@ -897,50 +872,219 @@ def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: A
     return relaxed
 
 
+# -- the metrics: one table feeds scoring, threshold names and a failed case's zeros --------------
+
+
+@dataclass
+class _Comparison:
+    """One gold alternative being compared with the prediction: what each metric of
+    :data:`_SQL_METRICS` reads, and the details, diff lines and labels they add beside their
+    scores (their scores are what each returns, merged in the table's order)."""
+
+    run: _SqlRun
+    gold: _Gold
+    pred: _Pred
+    schema: Schema | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    diff: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    #: Set by the result-table metrics: what repeats compare, and the near-miss relaxations.
+    signature: str | None = None
+    relaxed: Callable[..., dict[str, dict[str, float]]] | None = None
+
+    @property
+    def opts(self) -> _Options:
+        return self.run.opts
+
+    def tables(self) -> tuple[ResultTable, ResultTable]:
+        """Both result tables (a ``tables`` metric runs only when both exist)."""
+        assert self.gold.table is not None
+        assert self.pred.table is not None
+        return self.gold.table, self.pred.table
+
+
+#: When a metric is computed: ``tables`` (both result tables exist; a refused, failed, timed
+#: out or truncated prediction scores it 0), ``schema`` (both texts and the source's Spider
+#: schema; 0 likewise when the structure was planned), ``timings`` (both tables; a failure
+#: records the seconds it measured instead of a 0) or ``case`` (a later step of the case sets
+#: it: listed here so that a threshold on it is valid).
+MetricOn = Literal["tables", "schema", "timings", "case"]
+
+
+def _always(opts: _Options) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class SqlMetric:
+    """One entry of :data:`_SQL_METRICS`: the SQL kind's scoring, its threshold names and a
+    failed case's zeros all read it, so a metric cannot be scored but refused as a threshold,
+    or vanish from failed cases (pytest-regressions' ``perform_regression_check`` shape: the
+    loop is generic, what differs is injected)."""
+
+    #: The names it sets; a callable so that the metric's module is imported when first asked.
+    names: Callable[[], Sequence[str]]
+    on: MetricOn
+    #: Its scores for one gold alternative (details, diff lines and labels go on the
+    #: comparison); None for a ``case`` metric, set elsewhere.
+    compute: Callable[[_Comparison], Mapping[str, float]] | None = None
+    #: Whether the case's options ask for it (an opt-in metric); default: always.
+    wanted: Callable[[_Options], bool] = _always
+    #: Its place among a failed case's zeros. A failed case has listed the result-table
+    #: metrics, then the opt-in ones, then the structure's, an order the reports keep; a new
+    #: metric keeps the default: after those, in the table's order.
+    failed_rank: int = 99
+
+
+def _names(module: str, attr: str) -> Callable[[], tuple[str, ...]]:
+    """The names tuple ``attr`` of ``module`` (relative to this package), imported when asked."""
+    def names() -> tuple[str, ...]:
+        return tuple(getattr(importlib.import_module(module, __package__), attr))
+    return names
+
+
+def _on_tables(module: str, func: str) -> Callable[[_Comparison], Mapping[str, float]]:
+    """A metric that is a pure function of the two result tables (``func(gold, pred) ->
+    {name: score}`` in ``module``), imported when first computed: the shape of a home-grown
+    metric (docs/metrics-sql.md)."""
+    def compute(comparison: _Comparison) -> Mapping[str, float]:
+        metric: Callable[[ResultTable, ResultTable], Mapping[str, float]] = getattr(
+            importlib.import_module(module, __package__), func)
+        return metric(*comparison.tables())
+    return compute
+
+
+def _table_metrics(c: _Comparison) -> Mapping[str, float]:
+    """EX (tie-aware, or on the test-suite texts), BIRD EX, Soft-F1, Denodo...
+    (:mod:`..metrics.table`), with the row diff of a mismatch."""
+    from ..metrics.table import compare_tables
+    from ..metrics.tsse_sql import order_matters, tsse_prepare
+
+    run, gold, opts = c.run, c.gold, c.opts
+    gold_table, pred_table = c.tables()
+    gold_text = gold.sql or ""
+    if opts.test_suite_rewrite and gold.sql:
+        gold_text = tsse_prepare(gold.sql, keep_distinct=opts.keep_distinct)
+    ordered = order_matters(gold_text)
+    c.signature = pred_table.signature(ordered)
+    cmp = compare_tables(gold_table, pred_table, order_matters=ordered, compare=opts.compare)
+    metrics = dict(cmp.metrics())
+    c.details.update(cmp.details())
+    c.relaxed = _relaxations(gold_table, pred_table, ordered, opts.compare, cmp)
+    tsse = run.tsse_ex(gold, ordered) if opts.test_suite_rewrite else None
+    note = "texts as written"
+    if tsse is not None:
+        metrics["execution_accuracy"], note = tsse
+        c.details["execution_accuracy_on"] = note
+    if (metrics["execution_accuracy"] != 1.0 and ordered and opts.tie_aware
+            and not opts.test_suite_rewrite):
+        c.diff.extend(run.ties(gold, metrics, c.details))
+    if metrics["execution_accuracy"] != 1.0:
+        # The row diff of the texts as written; when only the test-suite texts differ
+        # (``test_suite_rewrite``: DISTINCT removed), say so instead of showing nothing.
+        c.diff.extend(cmp.diff() or [f"execution_accuracy: 0 on the {note}"])
+    return metrics
+
+
+def _spider2_placeholder(c: _Comparison) -> Mapping[str, float]:
+    """Spider 2.0's scores are computed over all golds at once (:meth:`_SqlRun.spider2`);
+    each alternative holds their place."""
+    from ..metrics.spider2 import SPIDER2_METRIC_NAMES
+
+    return dict.fromkeys(SPIDER2_METRIC_NAMES, 0.0)
+
+
+def _alignment(c: _Comparison) -> Mapping[str, float]:
+    from ..metrics.alignment import alignment_metrics
+
+    return alignment_metrics(*c.tables(), gold_query=c.gold.sql, pred_query=c.pred.sql,
+                             arity_from=c.opts.arity_from, kind="sql")
+
+
+def _soft_ex(c: _Comparison) -> Mapping[str, float]:
+    score, info = c.run.soft_ex(c.gold)
+    c.details["soft_ex"] = info
+    if score != 1.0 and "reason" in info:
+        c.diff.append(f"soft_ex: 0: {info['reason']}")
+    return {"soft_ex": score}
+
+
+def _timings(c: _Comparison) -> Mapping[str, float]:
+    gold_table, pred_table = c.tables()
+    c.details["gold_cached"] = c.gold.cached
+    return {"gold_seconds": gold_table.seconds, "predicted_seconds": pred_table.seconds}
+
+
+def _efficiency(c: _Comparison) -> Mapping[str, float]:
+    if c.run.src is None or not c.gold.sql or not c.pred.sql:
+        return {}
+    return c.run.efficiency(c.gold, correct=c.metrics["bird_ex"] == 1.0, details=c.details)
+
+
+def _structure(c: _Comparison) -> Mapping[str, float]:
+    """Spider's component matching and exact set match, with the gold's hardness."""
+    from ..metrics.spider import structure_scores
+
+    assert c.gold.sql is not None
+    assert c.pred.sql is not None
+    assert c.schema is not None
+    s = structure_scores(c.gold.sql, c.pred.sql, c.schema,
+                         legacy_from_check=c.opts.legacy_from_check)
+    c.labels["hardness"] = s.hardness
+    c.details["spider"] = s.to_details()  # for the per-hardness official aggregation
+    if s.pred_parse_error:
+        c.details["structure_parse_error"] = s.pred_parse_error
+    c.diff.extend(f"structure: {line}" for line in s.diff)
+    return s.metrics
+
+
+#: Every metric the SQL kind scores, in the order it computes them (the order a scored case's
+#: record lists them). A per-case metric is one module plus one line here (docs/metrics-sql.md,
+#: "Where a home-grown SQL metric belongs").
+_SQL_METRICS: tuple[SqlMetric, ...] = (
+    SqlMetric(_names("..metrics.table", "TABLE_METRIC_NAMES"), "tables", _table_metrics,
+              failed_rank=0),
+    SqlMetric(_names("..metrics.spider2", "SPIDER2_METRIC_NAMES"), "tables",
+              _spider2_placeholder, wanted=lambda opts: opts.spider2, failed_rank=2),
+    SqlMetric(_names("..metrics.alignment", "ALIGNMENT_METRIC_NAMES"), "tables", _alignment,
+              failed_rank=1),
+    SqlMetric(_names("..metrics.soft_ex", "SOFT_EX_METRIC_NAMES"), "tables", _soft_ex,
+              wanted=lambda opts: opts.soft_ex, failed_rank=4),
+    SqlMetric(lambda: TIMING, "timings", _timings),
+    SqlMetric(lambda: EFFICIENCY, "tables", _efficiency,
+              wanted=lambda opts: opts.iterations is not None, failed_rank=3),
+    SqlMetric(_names("..metrics.spider", "METRICS"), "schema", _structure, failed_rank=5),
+    SqlMetric(lambda: ("schema_hallucination", RELAXED_EX), "case"),  # ._optin
+    SqlMetric(lambda: ("neighbour_ex",), "case"),  # :meth:`_SqlRun.neighbours`
+    SqlMetric(_names("..tasks.case", "TASK_METRICS"), "case"),  # a task: dml|ddl case
+    SqlMetric(lambda: (JUDGE_EX,), "case"),  # the LLM judge (:mod:`..judge`)
+)
+
+
 def _metric_names() -> frozenset[str]:
-    global _NAMES
-    if _NAMES is None:
-        from ..metricnames import JUDGE_EX
-        from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
-        from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
-        from ..metrics.spider import METRICS
-        from ..metrics.spider2 import SPIDER2_METRIC_NAMES
-        from ..metrics.table import TABLE_METRIC_NAMES
-        from ..tasks.case import TASK_METRICS
-
-        _NAMES = frozenset((*TABLE_METRIC_NAMES, *SPIDER2_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES,
-                            *METRICS, *EFFICIENCY, *TIMING, *SOFT_EX_METRIC_NAMES,
-                            "schema_hallucination", RELAXED_EX, "neighbour_ex",
-                            *TASK_METRICS, JUDGE_EX))
-    return _NAMES
-
-
-_NAMES: frozenset[str] | None = None
+    return _names_of(_SQL_METRICS)
 
 
 @functools.cache
-def _planned(*, exec_: bool, structure: bool, efficiency: bool, soft_ex: bool = False,
-             spider2: bool = False) -> tuple[str, ...]:
-    """The metrics a case of these options scores (each at 0 when it fails); once per
-    combination: five imports and the lists were built again for every case."""
-    from ..metrics.alignment import ALIGNMENT_METRIC_NAMES
-    from ..metrics.soft_ex import SOFT_EX_METRIC_NAMES
-    from ..metrics.spider import METRICS
-    from ..metrics.spider2 import SPIDER2_METRIC_NAMES
-    from ..metrics.table import TABLE_METRIC_NAMES
+def _names_of(table: tuple[SqlMetric, ...]) -> frozenset[str]:
+    return frozenset(name for metric in table for name in metric.names())
 
-    names: list[str] = []
-    if exec_:
-        names += [*TABLE_METRIC_NAMES, *ALIGNMENT_METRIC_NAMES]
-        if spider2:
-            names += list(SPIDER2_METRIC_NAMES)
-        if efficiency:
-            names += list(EFFICIENCY)
-        if soft_ex:
-            names += list(SOFT_EX_METRIC_NAMES)
-    if structure:
-        names += list(METRICS)
-    return tuple(names)
+
+def _planned(opts: _Options, *, exec_: bool, structure: bool) -> tuple[str, ...]:
+    """The metrics a case of these options scores (each at 0 when it fails)."""
+    wanted = tuple(metric.wanted(opts) for metric in _SQL_METRICS)
+    return _planned_names(_SQL_METRICS, wanted, exec_, structure)
+
+
+@functools.cache
+def _planned_names(table: tuple[SqlMetric, ...], wanted: tuple[bool, ...], exec_: bool,
+                   structure: bool) -> tuple[str, ...]:
+    """Once per combination: the imports and lists were built again for every case."""
+    on = {"tables": exec_, "schema": structure}
+    chosen = sorted((metric.failed_rank, index) for index, metric in enumerate(table)
+                    if wanted[index] and on.get(metric.on, False))
+    return tuple(name for _, index in chosen for name in table[index].names())
 
 
 def _failure(planned: Sequence[str], reason: str, gold_seconds: float | None,
@@ -1001,8 +1145,7 @@ def _parse_options(case: Case) -> _Options:
     """Validate and normalise the case options (ConfigError names the key)."""
     o = case.options
     check_optin(case)
-    opts = _Options()
-    opts.compare = compare_options(o)
+    opts = _Options(compare_options(o))
     structure = o.get("structure", "auto")
     if isinstance(structure, dict):
         unknown = set(structure) - {"legacy_from_check"}
@@ -1029,7 +1172,7 @@ def _parse_options(case: Case) -> _Options:
     if arity not in ("result", "query"):
         raise ConfigError("must be 'result' (column count of the results) or 'query'",
                           key="arity_from")
-    opts.arity_from = str(arity)
+    opts.arity_from = "query" if arity == "query" else "result"
     eff = o.get("efficiency")
     if eff is not None:
         if not isinstance(eff, dict) or set(eff) - {"iterations"}:
@@ -1054,7 +1197,7 @@ def _parse_options(case: Case) -> _Options:
         problem = check_condition_cols(o["condition_cols"])
         if problem:
             raise ConfigError(problem, key="condition_cols")
-        opts.condition_cols = o["condition_cols"]
+        opts.condition_cols = cast("ConditionCols", o["condition_cols"])
     ignore = o.get("ignore_order", False)
     if not isinstance(ignore, bool):
         raise ConfigError("must be true or false", key="ignore_order")
@@ -1065,7 +1208,7 @@ def _parse_options(case: Case) -> _Options:
     return opts
 
 
-def _conditions_order(conditions: Any) -> bool:
+def _conditions_order(conditions: object) -> bool:
     """``conditions.order`` (default false), after checking the mapping (ConfigError names
     the key)."""
     from ..metrics.soft_ex import CONDITION_KEYS

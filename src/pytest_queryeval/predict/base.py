@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import PredictionError
+from ..kinds._registry import declares
 from ..model import Case
 
 #: Default ``max_bytes`` of the http and command sources: the most one answer (body, stdout)
@@ -135,7 +136,7 @@ def extracted(prediction: Prediction, kind: str, mode: str | None) -> Prediction
     if mode == "fenced":
         query, how = extract_query(value, kind)
         prediction.details["extraction"] = how
-        prediction.value = maybe_json(query) if kind in ("json", "sdmx") else query
+        prediction.value = maybe_json(query) if declares(kind, "json_answers") else query
     elif has_fenced_block(value):
         prediction.hint = FENCE_HINT
     return prediction

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MissingDependency, PredictionError, QueryEvalError
+from ..kinds._registry import declares
 from ..model import Case
 from ..secrets import Scrubber
 from . import prompt as prompts
@@ -324,7 +325,7 @@ class ChatPredictor:
         query, how = prompts.extract_query(content, case.kind)
         details["extraction"] = how
         value: Any = query
-        if case.kind in ("json", "sdmx"):
+        if declares(case.kind, "json_answers"):
             value = maybe_json(query)
         usage = read_usage(data.get("usage"))
         return Prediction(value, seconds, details, usage, self.model)

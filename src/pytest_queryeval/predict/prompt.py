@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import PredictionError
+from ..kinds._registry import declares
 from ..model import MISSING, Case
 
 PLACEHOLDERS = ("question", "evidence", "kind", "db_id", "schema", "dialect")
@@ -107,11 +108,11 @@ def gold_answer(case: Case) -> str | None:
     """The text a few-shot example answers with: its (first) gold in a fence, None for a
     case with nothing to show (no gold, a recorded result only)."""
     gold: Any = case.gold
-    if case.kind == "sdmx":
+    if declares(case.kind, "conversation"):
         gold = _sdmx_target(case)
-    elif isinstance(gold, dict) and case.kind == "sql":  # a gold per dialect: this source's
+    elif isinstance(gold, dict) and declares(case.kind, "gold_by_dialect"):  # this source's
         gold = gold.get(dialect_of_case(case), next(iter(gold.values()), None))
-    if isinstance(gold, list) and case.kind in ("sql", "sparql"):
+    if isinstance(gold, list) and declares(case.kind, "gold_alternatives"):
         gold = gold[0] if gold else None
     if gold is None or gold is MISSING:
         return None

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..casesteps import CaseOutcome
 from ..config import PATH_KEYS
+from ..kinds._registry import declares
 from ..model import MISSING, NO_DIFFICULTY, Case
 from ..paths import display
 from ..safetext import no_surrogates
@@ -88,7 +89,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
                 scrubber: Scrubber) -> dict[str, Any]:
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
     gold: Any = case.gold
-    if case.kind == "sql" and isinstance(gold, dict):
+    if isinstance(gold, dict) and declares(case.kind, "gold_by_dialect"):
         from ..dialects import gold_that_ran
 
         chosen = (outcome.details if outcome else {}).get("gold_dialect")
@@ -98,7 +99,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         predicted = outcome.predicted
     elif case.predicted is not MISSING:
         predicted = case.predicted
-    if case.kind == "sdmx":
+    if declares(case.kind, "conversation"):
         turns = [t for t in case.raw.get("conversation", []) if isinstance(t, dict)]
         if gold is None:
             gold = _one([t["target"] for t in turns if t.get("target") is not None])

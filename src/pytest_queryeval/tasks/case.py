@@ -132,7 +132,7 @@ def engine_of(spec: Mapping[str, Any]) -> str | None:
     return dialect if dialect in ENGINES else None
 
 
-def statements(value: Any, key: str) -> tuple[str, ...]:
+def statements(value: object, key: str) -> tuple[str, ...]:
     """A statement or a list of them; ConfigError names the key."""
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
@@ -143,7 +143,7 @@ def statements(value: Any, key: str) -> tuple[str, ...]:
     return tuple(items)
 
 
-def parse_checks(value: Any, conditions: Any = None) -> tuple[Check, ...]:
+def parse_checks(value: object, conditions: object = None) -> tuple[Check, ...]:
     """``checks:`` as :class:`Check` objects; ConfigError names the check and key."""
     if value is None:
         return ()
@@ -153,7 +153,7 @@ def parse_checks(value: Any, conditions: Any = None) -> tuple[Check, ...]:
     return tuple(_check(item, f"checks[{i}]", ordered) for i, item in enumerate(value))
 
 
-def _check(item: Any, where: str, ordered: bool) -> Check:
+def _check(item: object, where: str, ordered: bool) -> Check:
     if not isinstance(item, dict):
         raise ConfigError("must be a mapping: {query, rows}, {query, compare: gold}, "
                           "{schema}, {python} or {livesqlbench_test}", key=where)
@@ -201,7 +201,7 @@ def _check(item: Any, where: str, ordered: bool) -> Check:
     return Check(query=query, rows=tuple(tuple(r) for r in rows), order=order)
 
 
-def _schema(spec: Any, where: str) -> Check:
+def _schema(spec: object, where: str) -> Check:
     if not isinstance(spec, dict) or not spec or set(map(str, spec)) - {"tables", "indexes"}:
         raise ConfigError("must be a mapping with tables ({table: [columns]}) and/or indexes "
                           "([names])", key=where)
@@ -219,7 +219,7 @@ def _schema(spec: Any, where: str) -> Check:
                  indexes=None if indexes is None else tuple(indexes))
 
 
-def build(case: Case, gold: Any, predicted: tuple[str, ...]) -> Task:
+def build(case: Case, gold: object, predicted: tuple[str, ...]) -> Task:
     """The :class:`Task` of a validated case (``gold``: its statements for this engine)."""
     spec = case.source_spec or {}
     o = case.options

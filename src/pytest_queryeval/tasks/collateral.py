@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from .dbapi import Connection
 
 #: Rows fetched per side of a table whose count or hash differs (over it: counts only).
 ROW_CAP = 10_000
@@ -41,7 +45,7 @@ class Collateral:
     schema: bool = False
 
 
-def compare(gold: Any, pred: Any, spec: Collateral) -> tuple[str, list[str]]:
+def compare(gold: Connection, pred: Connection, spec: Collateral) -> tuple[str, list[str]]:
     """``(reason, diff lines)`` naming what differs between the two copies; ``("", [])`` when
     nothing does."""
     ignored = {i.lower() for i in spec.ignore}
@@ -53,7 +57,8 @@ def compare(gold: Any, pred: Any, spec: Collateral) -> tuple[str, list[str]]:
     parts: list[str] = []
     lines: list[str] = []
     sqlite = isinstance(gold, sqlite3.Connection)
-    same = _same_pages(gold, pred, set(g_tables) & set(p_tables)) if sqlite else set()
+    same = _same_pages(cast(sqlite3.Connection, gold), cast(sqlite3.Connection, pred),
+                       set(g_tables) & set(p_tables)) if sqlite else set()
     g_colmap = {} if sqlite else _all_columns(gold)
     p_colmap = {} if sqlite else _all_columns(pred)
     compared: list[tuple[str, list[str]]] = []
@@ -81,7 +86,8 @@ def compare(gold: Any, pred: Any, spec: Collateral) -> tuple[str, list[str]]:
                   for name, _ in compared}
         differ = [(name, cols, *counts[name]) for name, cols in compared
                   if counts[name][0] != counts[name][1] or (counts[name][0] and
-                  _hash(gold, g_tables[name], cols) != _hash(pred, g_tables[name], cols))]
+                  _hash(cast(sqlite3.Connection, gold), g_tables[name], cols)
+                  != _hash(cast(sqlite3.Connection, pred), g_tables[name], cols))]
     else:  # one query per copy for every table's count and hash: round trips cost most here
         g_stats = _stats(gold, [(g_tables[n], cols) for n, cols in compared])
         p_stats = _stats(pred, [(g_tables[n], cols) for n, cols in compared])
@@ -110,7 +116,7 @@ def compare(gold: Any, pred: Any, spec: Collateral) -> tuple[str, list[str]]:
 # -- per engine -----------------------------------------------------------------------------
 
 
-def _engine(conn: Any) -> str:
+def _engine(conn: Connection) -> str:
     if isinstance(conn, sqlite3.Connection):
         return "sqlite"
     return "postgres" if type(conn).__module__.startswith("psycopg") else "duckdb"
@@ -120,7 +126,7 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _tables(conn: Any) -> dict[str, str]:
+def _tables(conn: Connection) -> dict[str, str]:
     """Shown name -> the quoted (qualified) name of each base table of the copy."""
     engine = _engine(conn)
     if engine == "sqlite":
@@ -177,14 +183,14 @@ def _same_pages(gold: sqlite3.Connection, pred: sqlite3.Connection,
     return same
 
 
-def _columns(conn: Any, quoted: str) -> list[str]:
+def _columns(conn: Connection, quoted: str) -> list[str]:
     cur = conn.execute(f"SELECT * FROM {quoted} WHERE 1 = 0")
-    names = [str(d[0]) for d in cur.description]
+    names = [str(d[0]) for d in cast("Sequence[Sequence[Any]]", cur.description)]
     cur.fetchall()
     return names
 
 
-def _all_columns(conn: Any) -> dict[str, list[str]]:
+def _all_columns(conn: Connection) -> dict[str, list[str]]:
     """DuckDB, PostgreSQL: shown table name -> its columns in order, in one query."""
     if _engine(conn) == "duckdb":
         sql = ("SELECT schema_name, table_name, column_name FROM duckdb_columns() WHERE NOT "
@@ -203,7 +209,7 @@ def _all_columns(conn: Any) -> dict[str, list[str]]:
     return out
 
 
-def _stats(conn: Any, tables: list[tuple[str, list[str]]]) -> list[tuple[int, Any]]:
+def _stats(conn: Connection, tables: list[tuple[str, list[str]]]) -> list[tuple[int, Any]]:
     """DuckDB, PostgreSQL: ``(count, hash)`` of each table, in one query."""
     if not tables:
         return []
@@ -218,11 +224,11 @@ def _stats(conn: Any, tables: list[tuple[str, list[str]]]) -> list[tuple[int, An
     return [by_index[i] for i in range(len(tables))]
 
 
-def _row_hash(*values: Any) -> int:
+def _row_hash(*values: object) -> int:
     return hash(values) & 0xFFFFFFFF  # 32 bits: SQLite's sum() of a million stays in 64
 
 
-def _count(conn: Any, quoted: str) -> int:
+def _count(conn: Connection, quoted: str) -> int:
     return int(conn.execute(f"SELECT count(*) FROM {quoted}").fetchone()[0])
 
 
@@ -233,7 +239,7 @@ def _hash(conn: sqlite3.Connection, quoted: str, cols: list[str]) -> Any:
     return conn.execute(f"SELECT sum(qe_row_hash({listed})) FROM {quoted}").fetchone()[0]
 
 
-def _key_columns(conn: Any, name: str, quoted: str, cols: list[str]) -> list[int]:
+def _key_columns(conn: Connection, name: str, quoted: str, cols: list[str]) -> list[int]:
     """The positions of the table's primary key columns ([] without one)."""
     engine = _engine(conn)
     if engine == "sqlite":
@@ -256,10 +262,10 @@ def _key_columns(conn: Any, name: str, quoted: str, cols: list[str]) -> list[int
     return [lowered.index(k.lower()) for k in keys if k.lower() in lowered]
 
 
-def _fetch(conn: Any, quoted: str) -> list[tuple[Any, ...]]:
+def _fetch(conn: Connection, quoted: str) -> list[tuple[Any, ...]]:
     from decimal import Decimal
 
-    def value(v: Any) -> Any:
+    def value(v: object) -> Any:
         if isinstance(v, Decimal):
             return float(v)
         try:
@@ -278,7 +284,7 @@ def _order(row: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
                  else (2, "") if v is None else (1, str(v)) for v in row)
 
 
-def _table_diff(gold: Any, pred: Any, name: str, quoted: str, cols: list[str], g_count: int,
+def _table_diff(gold: Connection, pred: Connection, name: str, quoted: str, cols: list[str], g_count: int,
                 p_count: int) -> tuple[str, list[str]]:
     """A summary of how the prediction's table (whose count or hash differs) differs from the
     gold's ('' when its rows, as a multiset, do not) and a few diff lines."""
@@ -332,7 +338,7 @@ def _table_diff(gold: Any, pred: Any, name: str, quoted: str, cols: list[str], g
 # -- schema (DDL) ---------------------------------------------------------------------------
 
 
-def _schema(conn: Any, kept: Any) -> Counter[str]:
+def _schema(conn: Connection, kept: Callable[[str], bool]) -> Counter[str]:
     """The copy's schema as lines: each table with its columns and types, each index by its
     table, columns and uniqueness (not its name: the same index under another name is the
     same effect), each view with its columns, each trigger by name and table."""

@@ -36,9 +36,12 @@ import io
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..metrics import soft_ex
+
+if TYPE_CHECKING:
+    from .dbapi import CursorConnection
 
 #: The reference, named in reports and docs.
 REFERENCE = "bird-bench/livesqlbench@59d7bd0 evaluation/src/evaluation.py, test_utils.py, db_utils.py"
@@ -47,14 +50,14 @@ MAX_ROWS = 10000
 
 #: The connection used when a helper is called without one (the task's copy, while a test case
 #: runs): the reference opens a pooled connection to ``db_name`` instead.
-_DEFAULT_CONN: Any = None
+_DEFAULT_CONN: CursorConnection | None = None
 
 
 class BrokenTest(Exception):
     """The test case's source cannot be run at all (does not compile, no ``test_case``)."""
 
 
-def _is_postgres(conn: Any) -> bool:
+def _is_postgres(conn: CursorConnection) -> bool:
     return type(conn).__module__.startswith("psycopg")
 
 
@@ -63,12 +66,12 @@ def _programming_error(exc: Exception) -> bool:
         c.__name__ == "ProgrammingError" for c in type(exc).__mro__)
 
 
-def perform_query_on_postgresql_databases(query: str, db_name: str, conn: Any = None,
+def perform_query_on_postgresql_databases(query: str, db_name: str, conn: CursorConnection | None = None,
                                           ) -> tuple[list[tuple[Any, ...]] | None, Any]:
     """``(rows, conn)``: the query executed and committed; rows up to :data:`MAX_ROWS`, or None
     when the statement returns none. An error rolls back and is raised."""
     if conn is None:
-        conn = _DEFAULT_CONN
+        conn = cast("CursorConnection", _DEFAULT_CONN)  # set while a test case runs
     cursor = conn.cursor()
     if _is_postgres(conn):
         cursor.execute("SET statement_timeout = '60s';")
@@ -90,7 +93,7 @@ def perform_query_on_postgresql_databases(query: str, db_name: str, conn: Any = 
         cursor.close()
 
 
-def execute_queries(queries: str | Sequence[str], db_name: str, conn: Any, logger: Any = None,
+def execute_queries(queries: str | Sequence[str], db_name: str, conn: CursorConnection, logger: object = None,
                     section_title: str = "",
                     ) -> tuple[list[tuple[Any, ...]] | None, bool, bool]:
     """``(rows of the last statement, execution_error, timeout_error)``; stops at the first
@@ -133,7 +136,7 @@ def check_sql_function_usage(sqls: Sequence[str], required_keywords: Sequence[st
     return 1 if all(kw.lower() in combined for kw in required_keywords) else 0
 
 
-def ex_base(pred_sqls: Sequence[str], sol_sqls: Sequence[str], db_name: str, conn: Any,
+def ex_base(pred_sqls: Sequence[str], sol_sqls: Sequence[str], db_name: str, conn: CursorConnection,
             conditions: dict[str, Any] | None = None) -> int:
     """Both statement lists run on ``conn``; 1 when their last results match after
     ``preprocess_results`` (as sets, or as lists with ``conditions.order``)."""
@@ -153,7 +156,7 @@ def ex_base(pred_sqls: Sequence[str], sol_sqls: Sequence[str], db_name: str, con
 
 
 def performance_compare_by_qep(old_sqls: Sequence[str], sol_sqls: Sequence[str], db_name: str,
-                               conn: Any) -> int:
+                               conn: CursorConnection) -> int:
     """1 when the summed EXPLAIN total cost of ``sol_sqls``' DML is lower than ``old_sqls``'
     (each side inside BEGIN ... ROLLBACK; other statements executed, not costed)."""
     if not old_sqls or not sol_sqls:
@@ -193,7 +196,7 @@ def performance_compare_by_qep(old_sqls: Sequence[str], sol_sqls: Sequence[str],
     return 1 if sol_total < old_total else 0
 
 
-def _globals(pred_result: Any) -> dict[str, Any]:
+def _globals(pred_result: object) -> dict[str, Any]:
     """The reference's ``global_env`` of ``run_test_case``."""
     return {
         "perform_query_on_postgresql_databases": perform_query_on_postgresql_databases,
@@ -209,8 +212,8 @@ def _globals(pred_result: Any) -> dict[str, Any]:
     }
 
 
-def run_test_case(source: str, conn: Any, pred_sqls: list[str], sol_sqls: list[str],
-                  db_name: str, pred_result: Any = None) -> str:
+def run_test_case(source: str, conn: CursorConnection, pred_sqls: list[str], sol_sqls: list[str],
+                  db_name: str, pred_result: object = None) -> str:
     """Run one test case: '' when it passed, else why it failed. :class:`BrokenTest` when its
     source cannot run at all."""
     global _DEFAULT_CONN

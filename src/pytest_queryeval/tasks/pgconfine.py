@@ -219,7 +219,7 @@ def _name(node: dict[str, Any]) -> str:
     return parts[-1] if parts else ""
 
 
-def _walk(tree: Any) -> list[tuple[str, dict[str, Any], bool]]:
+def _walk(tree: object) -> list[tuple[str, dict[str, Any], bool]]:
     """Every ``(node type, fields, inside a FuncCall's name)`` of the tree, without
     recursion (a deep expression is deeper than Python's recursion limit)."""
     out: list[tuple[str, dict[str, Any], bool]] = []

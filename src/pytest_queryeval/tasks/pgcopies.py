@@ -34,7 +34,10 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .dbapi import PgConnection
 
 #: Copies kept ready per datasource (each case takes two).
 POOL_SIZE = 4
@@ -267,13 +270,13 @@ SELECT 'tablespace ' || quote_ident(spcname) || ': acl ' || coalesce(spcacl::tex
 """
 
 
-def shared_state(conn: Any) -> set[str]:
+def shared_state(conn: PgConnection) -> set[str]:
     """The server's shared state as the connection's transaction sees it (its own changes
     included), one line per object (:data:`_SHARED_STATE_SQL`)."""
     return {str(r[0]) for r in conn.execute(_SHARED_STATE_SQL).fetchall()}
 
 
-def run_confined(conn: Any, statements: Sequence[str], execute: Callable[..., str],
+def run_confined(conn: PgConnection, statements: Sequence[str], execute: Callable[..., str],
                  keep: list[Any] | None = None) -> str:
     """A task's prediction on its copy, as the second layer behind the statement guard
     (:mod:`.pgconfine`): in one transaction, after which the server's shared state

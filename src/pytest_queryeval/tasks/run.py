@@ -19,10 +19,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from .collateral import Collateral
+    from .dbapi import Connection, Cursor, CursorConnection, PgConnection
 
 #: Memory the task's worker may use beyond its imports (bytes).
 DEFAULT_MAX_MEMORY = 1 << 30
@@ -220,11 +221,11 @@ def _copy(task: Task, dst: Path) -> Any:
     return conn
 
 
-def _pg_predicted(conn: Any, task: Task, last: list[Any] | None) -> str:
+def _pg_predicted(conn: Connection, task: Task, last: list[Any] | None) -> str:
     """The prediction on its PostgreSQL copy, confined (:func:`.pgcopies.run_confined`)."""
     from .pgcopies import run_confined
 
-    return run_confined(conn, task.predicted, _execute, last)
+    return run_confined(cast("PgConnection", conn), task.predicted, _execute, last)
 
 
 #: A source's image is kept (per worker) up to this size; a larger one is copied by the backup
@@ -323,7 +324,7 @@ def _signature(path: Path) -> tuple[Any, ...]:
     return main, stat(wal), head(str(path), 100), head(wal, 32)
 
 
-def _execute(conn: Any, statements: Sequence[str], keep: list[Any] | None = None) -> str:
+def _execute(conn: Connection, statements: Sequence[str], keep: list[Any] | None = None) -> str:
     """Run ``statements`` in order; the first error's message, or ''. With ``keep``, the rows
     of the last statement (None if it returns none) are kept in ``keep[0]``."""
     for sql in statements:
@@ -340,7 +341,7 @@ def _execute(conn: Any, statements: Sequence[str], keep: list[Any] | None = None
     return ""
 
 
-def _refusal(conn: Any, exc: BaseException, sql: str) -> str:
+def _refusal(conn: Connection, exc: BaseException, sql: str) -> str:
     """``"refused: ..."`` when the engine refused a statement that would reach past the copy:
     SQLite's authorizer (:mod:`.confine`), DuckDB's ``enable_external_access = false`` and
     ``lock_configuration``."""
@@ -358,7 +359,7 @@ def _refusal(conn: Any, exc: BaseException, sql: str) -> str:
     return ""
 
 
-def _some_rows(cur: Any) -> Any:
+def _some_rows(cur: Cursor) -> Any:
     """The first rows of a statement's result (as LiveSQLBench keeps them), None without one."""
     from .livesqlbench import MAX_ROWS
 
@@ -370,7 +371,7 @@ def _some_rows(cur: Any) -> Any:
             return rows
 
 
-def _rows(conn: Any, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+def _rows(conn: Connection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     """The column names and rows, DECIMAL values as floats (DuckDB and PostgreSQL return
     Decimal, which never equals the float a YAML ``rows:`` holds)."""
     from decimal import Decimal
@@ -381,8 +382,8 @@ def _rows(conn: Any, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
                      for r in cur.fetchall()]
 
 
-def _check(check: Check, conn: Any, gold_conn: Any, task: Task, audit: bool = False,
-           last_rows: Any = None) -> CheckResult:
+def _check(check: Check, conn: Connection, gold_conn: Connection, task: Task, audit: bool = False,
+           last_rows: object = None) -> CheckResult:
     if check.livesqlbench_test is not None:
         return _livesqlbench_check(check.livesqlbench_test, conn, task, audit, last_rows)
     if check.python:
@@ -453,7 +454,7 @@ def _show(rows: list[tuple[Any, ...]]) -> str:
     return f"{len(rows)} rows [{', '.join(repr(r) for r in rows)}]"
 
 
-def _schema_check(check: Check, conn: Any) -> CheckResult:
+def _schema_check(check: Check, conn: Connection) -> CheckResult:
     problems: list[str] = []
     for table, columns in check.tables or ():
         have = _columns(conn, table)
@@ -468,7 +469,7 @@ def _schema_check(check: Check, conn: Any) -> CheckResult:
     return CheckResult(not problems, "schema: " + "; ".join(problems) if problems else "")
 
 
-def _columns(conn: Any, table: str) -> set[str]:
+def _columns(conn: Connection, table: str) -> set[str]:
     if isinstance(conn, sqlite3.Connection):
         rows = conn.execute("SELECT name FROM pragma_table_info(?)", (table,)).fetchall()
     elif _is_postgres(conn):
@@ -481,7 +482,7 @@ def _columns(conn: Any, table: str) -> set[str]:
     return {str(r[0]).lower() for r in rows}
 
 
-def _indexes(conn: Any) -> set[str]:
+def _indexes(conn: Connection) -> set[str]:
     if isinstance(conn, sqlite3.Connection):
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
     elif _is_postgres(conn):
@@ -492,11 +493,11 @@ def _indexes(conn: Any) -> set[str]:
     return {str(r[0]).lower() for r in rows}
 
 
-def _is_postgres(conn: Any) -> bool:
+def _is_postgres(conn: Connection) -> bool:
     return type(conn).__module__.startswith("psycopg")
 
 
-def _python_check(target: str, conn: Any, task: Task) -> CheckResult:
+def _python_check(target: str, conn: Connection, task: Task) -> CheckResult:
     import sys
 
     module, _, name = target.partition(":")
@@ -516,8 +517,8 @@ def _python_check(target: str, conn: Any, task: Task) -> CheckResult:
     return CheckResult(False, f"python {target}: returned {ok!r}")
 
 
-def _livesqlbench_check(source: str, conn: Any, task: Task, audit: bool,
-                        last_rows: Any) -> CheckResult:
+def _livesqlbench_check(source: str, conn: Connection, task: Task, audit: bool,
+                        last_rows: object) -> CheckResult:
     """A LiveSQLBench test case on the judged copy; in the gold audit the gold stands in for
     the prediction (``pred_sqls``), as the reference's ``DEBUG_SOL_SQLS`` mode does."""
     from .livesqlbench import BrokenTest, run_test_case
@@ -525,13 +526,14 @@ def _livesqlbench_check(source: str, conn: Any, task: Task, audit: bool,
     predicted = list(task.gold if audit else task.predicted)
     name = _database_name(conn)
     try:
-        why = run_test_case(source, conn, predicted, list(task.gold), name, last_rows)
+        why = run_test_case(source, cast("CursorConnection", conn), predicted, list(task.gold),
+                            name, last_rows)
     except BrokenTest as exc:
         return CheckResult(False, f"livesqlbench test case: {exc}", broken=True)
     return CheckResult(not why, f"livesqlbench test case: {why}" if why else "")
 
 
-def _database_name(conn: Any) -> str:
+def _database_name(conn: Connection) -> str:
     """The copy's database name (the reference passes its ephemeral database's)."""
     info = getattr(conn, "info", None)
     return str(getattr(info, "dbname", "") or "") if info is not None else ""
