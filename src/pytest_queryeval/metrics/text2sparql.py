@@ -91,7 +91,7 @@ def is_ask(table: ResultTable) -> bool:
             and isinstance(table.rows[0][0], bool))
 
 
-def _value(cell: Any) -> str:
+def _value(cell: object) -> str:
     value = getattr(cell, "value", None)  # an RDF Term: its lexical form only
     return value if isinstance(value, str) else str(cell)
 
