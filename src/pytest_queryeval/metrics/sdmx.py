@@ -264,7 +264,7 @@ class DimensionScore:
     def f1(self) -> float:
         return f1_score(self.precision, self.recall)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "dataset_id": self.dataset_id, "dimension": self.dimension, "key": self.key,
             "in_target": self.in_target, "precision": self.precision, "recall": self.recall,
@@ -369,8 +369,8 @@ class TurnScore:
             out["valid_term_rate"] = rate
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "turn": self.turn, "content": self.content, "metrics": self.metrics(),
             "dimensions": [d.to_json() for d in self.dimensions],
             "dimensions_not_in_target": [d.key for d in self.not_in_target],

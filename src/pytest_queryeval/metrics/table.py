@@ -155,7 +155,7 @@ class CompareOptions:
             return f + 0.0  # folds -0.0 into 0.0
         return value
 
-    def to_config(self) -> dict[str, Any]:
+    def to_config(self) -> dict[str, object]:
         """The non-default options, as a case file would spell them."""
         if self is _DEFAULT_OPTIONS:
             return {}
@@ -995,7 +995,7 @@ class TableComparison:
             "same_row_count": 1.0 if len(self.gold_table.rows) == len(self.pred_table.rows) else 0.0,
         }
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> dict[str, object]:
         """Supporting values (not gated): Denodo's percent match, row counts, mapping."""
         return {
             "cell_precision": self.cell.precision,

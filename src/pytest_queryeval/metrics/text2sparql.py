@@ -144,14 +144,14 @@ class Question:
     order_matters: bool
 
 
-def aggregate(questions: Sequence[Question] | Iterable[Question]) -> dict[str, Any]:
+def aggregate(questions: Sequence[Question] | Iterable[Question]) -> dict[str, object]:
     """The reference's ``average`` entry: numpy means of each measure and ``set_f1_ndcg``.
 
     numpy's mean is reproduced bit for bit (pairwise summation); ``set_f1_ndcg`` is
     ``statistics.fmean`` (an exact ``fsum``) over the per-question terms plus the mean ``ndcg``.
     """
     qs = list(questions)
-    out: dict[str, Any] = {"questions": len(qs)}
+    out: dict[str, object] = {"questions": len(qs)}
     if not qs:
         return out
     for name in ("set_precision", "set_recall", "set_f1"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from ...errors import GoldError
 from ...metricnames import SPIDER_COMPONENTS
@@ -80,7 +80,7 @@ class StructureResult:
     exact: int = 0
     counts: tuple[int, int, int] = (0, 0, 0)
 
-    def to_details(self) -> dict[str, Any]:
+    def to_details(self) -> dict[str, object]:
         """JSON-safe form that :func:`aggregate` accepts back (for reports that only keep
         per-case details): hardness, exact and the evaluator's per-component tuples."""
         return {"hardness": self.hardness, "exact": self.exact,
@@ -93,7 +93,7 @@ def analyse(text: str, schema: Schema) -> Entry | str:
     key = ("q", text)
     hit = schema.cache_get(key)
     if hit is not None:
-        return hit
+        return cast("Entry | str", hit)  # only analyse() stores under ("q", text)
     value = _analyse(text, schema)
     schema.cache_put(key, value)
     return value

@@ -15,12 +15,9 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import ConfigError
-
-if TYPE_CHECKING:
-    from .match import Entry
 
 #: Entries kept per schema before the parse cache is emptied (bounds memory on huge runs).
 CACHE_LIMIT = 50_000
@@ -55,7 +52,7 @@ class Schema:
             column_order = ["__all__"] + [f"__{t}.{c}__" for t, cols in self.tables.items()
                                           for c in cols]
         self.kmap = _foreign_key_map(list(column_order), foreign_keys)
-        self._cache: dict[tuple[str, str], Entry | str] = {}
+        self._cache: dict[tuple[str, str], object] = {}  # :mod:`.match`'s analyses and reasons
         self._lock = threading.Lock()
 
     # -- construction ---------------------------------------------------------------------
@@ -136,10 +133,10 @@ class Schema:
                 out |= cols
         return frozenset(out)
 
-    def cache_get(self, key: tuple[str, str]) -> Entry | str | None:
+    def cache_get(self, key: tuple[str, str]) -> object:
         return self._cache.get(key)
 
-    def cache_put(self, key: tuple[str, str], value: Entry | str) -> None:
+    def cache_put(self, key: tuple[str, str], value: object) -> None:
         with self._lock:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
