@@ -10,6 +10,7 @@ files with a :class:`BoundedReadError` whose message names the problem, before a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +64,13 @@ def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return data
 
 
-def depth_exceeds(value: Any, max_depth: int) -> bool:
+def depth_exceeds(value: object, max_depth: int) -> bool:
     """Whether lists and dicts nest more than ``max_depth`` levels (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children: Any = item.values()
+            children: Iterable[object] = item.values()
         elif isinstance(item, list):
             children = item
         else:

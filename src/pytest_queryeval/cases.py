@@ -12,9 +12,9 @@ from __future__ import annotations
 import csv
 import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import kinds as kind_registry
 from .config import SuiteConfig
@@ -59,8 +59,10 @@ class _Errors:
         self.file = file
         self.items: list[str] = []
 
-    def add(self, container: Any, key: Any, path: str, message: str) -> None:
-        if isinstance(container, LocDict) or (isinstance(container, LocList) and isinstance(key, int)):
+    def add(self, container: object, key: object, path: str, message: str) -> None:
+        if isinstance(container, LocDict):  # noqa: SIM114 (apart: a list's key must be an int)
+            line = container.line_of(key)
+        elif isinstance(container, LocList) and isinstance(key, int):
             line = container.line_of(key)
         else:
             line = getattr(container, "line", 0)
@@ -95,27 +97,28 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
     """Load one case file. Raises ConfigError only for a file that is not YAML at all.
     ``cli_thresholds`` (``--queryeval-threshold``) win over every level, for the kinds that
     produce their metric."""
-    data: Any = load_file(path, display)
+    data: object = load_file(path, display)
     if data is None:
         raise ConfigError("the file is empty: expected a case or a mapping with 'cases:'",
                           display, 1)
-    header: Any
-    entries: Any
+    header: LocDict
+    entries: object
     if isinstance(data, list) and is_turn_list(data):
         data = _turn_list_case(data, path)
     if isinstance(data, list):
         header, entries = LocDict(), data
         header.line, header.key_lines = 1, {}
     elif isinstance(data, dict) and "cases" in data:
-        header, entries = data, data["cases"]
+        header, entries = cast(LocDict, data), data["cases"]  # the loader builds LocDicts
         if not isinstance(entries, list):
             raise ConfigError("'cases' must be a list of cases", display,
                               getattr(data, "key_lines", {}).get("cases"), "cases")
     elif isinstance(data, dict):
-        header, entries = LocDict(), LocList([data])
+        header, one = LocDict(), LocList([data])
         header.line, header.key_lines = 1, {}
-        entries.line = entries.item_lines = getattr(data, "line", 1)
-        entries.item_lines = [entries.line]
+        one.line = getattr(data, "line", 1)
+        one.item_lines = [one.line]
+        entries = one
         if "id" not in data:  # a one-case file may be named by its file
             data["id"] = path.stem.removeprefix("test_")
             if isinstance(data, LocDict):
@@ -134,7 +137,7 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
             case.errors.append(f"{display}:{line}: cases[{index}]: a case must be a mapping")
             out.append(case)
             continue
-        out.extend(reader.read_fanned(index, entry))
+        out.extend(reader.read_fanned(index, cast(LocDict, entry)))  # as the loader builds it
     return out
 
 
@@ -156,7 +159,7 @@ def _set_aside(case: Case, keys: list[str]) -> None:
     case.raw_encoded += encoded
 
 
-def _threshold_map(spec: Any, where: str, container: Any, errors: _Errors,
+def _threshold_map(spec: object, where: str, container: object, errors: _Errors,
                    ) -> dict[str, tuple[Threshold, Any]]:
     out: dict[str, tuple[Threshold, Any]] = {}
     if spec is None:
@@ -172,7 +175,7 @@ def _threshold_map(spec: Any, where: str, container: Any, errors: _Errors,
     return out
 
 
-def _inline(entry: Any) -> bool:
+def _inline(entry: Mapping[Any, Any]) -> bool:
     """Whether a case entry writes its own prediction (``predicted:``, ``predicted_result:``
     or a conversation turn's ``predicted:``): nothing is requested for it, so it has neither
     repeats nor a latency."""
@@ -186,7 +189,7 @@ class CaseReader:
     """One case file's entries → :class:`Case` objects; every problem becomes a located
     message on the case it belongs to (the file's header applies to each)."""
 
-    def __init__(self, path: Path, display: str, header: Any, suite: SuiteConfig,
+    def __init__(self, path: Path, display: str, header: LocDict, suite: SuiteConfig,
                  is_metric: MetricCheck | None, ini_thresholds: dict[str, Threshold],
                  extra_names: Callable[[str], Iterable[str]] | None,
                  cli_thresholds: dict[str, Threshold] | None = None) -> None:
@@ -198,7 +201,7 @@ class CaseReader:
         #: the suite's secrets, one set for every case of the file
         self.secrets = frozenset(suite.secrets)
 
-    def read_fanned(self, index: int, entry: Any) -> list[Case]:
+    def read_fanned(self, index: int, entry: LocDict) -> list[Case]:
         """The cases of ``cases[index]``: one, or one per source when ``datasource:`` is a
         list (``<id>[<source>]``, each validated on its own source)."""
         names = entry.get("datasource", self.file_defaults.get(
@@ -231,7 +234,7 @@ class CaseReader:
             case.fanned_sources = sources
         return out
 
-    def read(self, index: int, entry: Any, datasource: str | None = None) -> Case:
+    def read(self, index: int, entry: LocDict, datasource: str | None = None) -> Case:
         """The case of ``cases[index]`` (on ``datasource`` when it is fanned out); its errors
         say what is wrong with it."""
         draft = _Draft(self, index, entry)
@@ -250,7 +253,7 @@ class _Draft:
     """One case while it is read: the merged layers (suite defaults < file header < case), the
     case's key prefix, its errors, and the :class:`Case` the steps fill in, in order."""
 
-    def __init__(self, reader: CaseReader, index: int, entry: Any) -> None:
+    def __init__(self, reader: CaseReader, index: int, entry: LocDict) -> None:
         self.reader, self.index, self.entry, self.header = reader, index, entry, reader.header
         suite = reader.suite
         self.errors = _Errors(reader.display)
@@ -627,13 +630,13 @@ class _Draft:
                                 f"validation failed: {exc!r}")
 
 
-def _names_files(value: Any) -> bool:
+def _names_files(value: object) -> bool:
     """A result written as a CSV path or a list of them (not a recorded table)."""
     return isinstance(value, str) or (isinstance(value, list) and bool(value)
                                       and all(isinstance(v, str) for v in value))
 
 
-def _load_result_files(case: Case, path: Path, field_name: str, value: Any, container: Any,
+def _load_result_files(case: Case, path: Path, field_name: str, value: str | list[str], container: object,
                        key_path: str, errors: _Errors) -> None:
     """``gold_result: file.csv`` / ``[a.csv, b.csv]`` (gold alternatives) and
     ``predicted_result: file.csv`` (a result the model's query gave, Spider 2.0's
@@ -676,14 +679,14 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: Any, cont
     case.gold_result_multi = not isinstance(value, str)
 
 
-def _line_for(entry: Any, key_path: str) -> int:
+def _line_for(entry: object, key_path: str) -> int:
     """Best line for a dotted key path inside a case (falls back to the case line)."""
     node: Any = entry
     line: int = getattr(entry, "line", 0)
     for part in re.split(r"[.\[\]]+", key_path):
         if not part:
             continue
-        key: Any = int(part) if part.isdigit() else part
+        key: int | str = int(part) if part.isdigit() else part
         in_dict = isinstance(node, LocDict) and key in node
         in_list = isinstance(node, LocList) and isinstance(key, int) and key < len(node)
         if in_dict or in_list:

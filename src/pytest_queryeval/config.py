@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import numeric, safefile
 from .datasource_keys import plugin_key_problems, source_problems
@@ -126,7 +126,7 @@ class SuiteConfig:
     judge: dict[str, Any] | None = None
 
 
-def expand_env(value: Any, where: str, errors: list[str], secrets: set[str]) -> Any:
+def expand_env(value: object, where: str, errors: list[str], secrets: set[str]) -> Any:
     """Expand ``${VAR}`` / ``${VAR:-default}`` in strings; record values as secrets."""
     if isinstance(value, str):
         def repl(m: re.Match[str]) -> str:
@@ -174,11 +174,11 @@ def _resolve_paths(spec: dict[str, Any], base: Path) -> list[tuple[str, int | No
     return problems
 
 
-def _line(data: Any, key: Any, default: int) -> int:
+def _line(data: object, key: object, default: int) -> int:
     return data.line_of(key) if isinstance(data, LocDict) else default
 
 
-def _loc(file: str, data: Any, key: Any) -> str:
+def _loc(file: str, data: object, key: object) -> str:
     line = data.line_of(key) if isinstance(data, LocDict) else getattr(data, "line", 0)
     return f"{file}:{line}"
 
@@ -211,7 +211,7 @@ def locate_datasource(exc: ConfigError, name: str, spec: dict[str, Any]) -> Conf
     return ConfigError(exc.message, file, line, exc.key)
 
 
-def load_layer(path: Path, display: str) -> tuple[Any, list[str]]:
+def load_layer(path: Path, display: str) -> tuple[LocDict | None, list[str]]:
     try:
         data = load_file(path, display)
     except ConfigError as exc:
@@ -220,7 +220,7 @@ def load_layer(path: Path, display: str) -> tuple[Any, list[str]]:
         return LocDict(), []
     if not isinstance(data, dict):
         return None, [f"{display}:1: the suite config must be a mapping"]
-    return data, []
+    return cast(LocDict, data), []  # the loader builds LocDicts
 
 
 def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
@@ -393,7 +393,7 @@ def _merge_judge(cfg: SuiteConfig, data: LocDict, display: str, base: Path,
         cfg.judge = merge(cfg.judge, layer)
 
 
-def _default_problem(key: str, value: Any) -> str | None:
+def _default_problem(key: str, value: object) -> str | None:
     """What is wrong with the type of a ``defaults:`` value that no case would locate: a case
     inherits it from here, so here is where its error points."""
     if key == "tags":
@@ -417,7 +417,7 @@ METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("t
 SIGNIFICANCE = "significance"
 
 
-def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base: Path,
+def _merge_gates(cfg: SuiteConfig, gates: object, data: LocDict, display: str, base: Path,
                  report: LayerReport) -> None:
     if gates is None:
         return
@@ -445,7 +445,7 @@ def _merge_gates(cfg: SuiteConfig, gates: Any, data: LocDict, display: str, base
         report.metrics.append(MetricRef(gate.metric, loc, gate.kind, gate=True))
 
 
-def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str]) -> Gate | None:
+def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[str]) -> Gate | None:
     """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, allow_empty:}`` (or ``max:`` on
     the mean, ``total_max:`` on the sum, for metrics that are better low) and
     ``pass_rate: 0.9`` / ``pass_rate: {min: 0.9, kind:, tag:, allow_empty:}``; a gate named
@@ -502,7 +502,7 @@ def _parse_gate(name: str, spec: Any, loc: str, base: Path, problems: list[str])
     return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -511,7 +511,7 @@ class ConfigFinder:
 
     def __init__(self, rootdir: Path) -> None:
         self.rootdir = rootdir.resolve()
-        self._layers: dict[Path, tuple[Any, list[str]]] = {}
+        self._layers: dict[Path, tuple[LocDict | None, list[str]]] = {}
         self._merged: dict[Path, SuiteConfig] = {}
         #: Per config file, in load order: its suite-wide problems and the names it uses.
         self.reports: dict[Path, LayerReport] = {}
@@ -549,5 +549,5 @@ class ConfigFinder:
         return list(self._merged.values())
 
 
-def is_list(value: Any) -> bool:
+def is_list(value: object) -> bool:
     return isinstance(value, list | LocList)

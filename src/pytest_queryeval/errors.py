@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class QueryEvalError(Exception):
     """Base of every error the plugin reports as a reason instead of a traceback."""
@@ -13,7 +11,7 @@ class QueryEvalError(Exception):
     #: What a kind had settled about the case when the error came (the SQL kind's
     #: ``gold_dialect``): the case's record keeps it, so a failing gold still says which
     #: dialect's gold ran. Set in the process that raised it, never pickled.
-    details: dict[str, Any] | None = None
+    details: dict[str, object] | None = None
 
     def reason(self) -> str:
         return f"{self.prefix}: {self}"

@@ -49,7 +49,7 @@ def address(namespace: str, key: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def content_digest(namespace: str, key: str, value: Any) -> str:
+def content_digest(namespace: str, key: str, value: object) -> str:
     """SHA-256 of ``[namespace, key, value]`` as canonical JSON (sorted keys, ASCII): what a
     stored entry must still hold when it is read."""
     text = json.dumps([namespace, key, value], sort_keys=True, separators=(",", ":"))
@@ -100,7 +100,7 @@ class GoldCache:
             return None
         return value
 
-    def set(self, namespace: str, key: str, value: Any) -> None:
+    def set(self, namespace: str, key: str, value: object) -> None:
         """Store atomically (temporary file + rename); a directory that cannot be written
         costs the next runner a gold execution, never the run."""
         if namespace not in SHARED:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import TypeGuard
 
 #: The longest timeout a suite may set, in seconds (one day): longer is a mistake, and
 #: deadlines further out overflow the C timeouts they are handed to.
@@ -19,12 +19,12 @@ MAX_SECONDS = 86_400.0
 MAX_COUNT = 2 ** 53
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     """An int or float, not a bool (YAML's ``true`` is an int to Python)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def is_finite(value: Any) -> bool:
+def is_finite(value: object) -> TypeGuard[int | float]:
     """A number that is finite as a float too: ``math.isfinite`` raises OverflowError on an
     int beyond a float's range (a 400-digit YAML integer), where this says False."""
     if not is_number(value):
@@ -37,7 +37,7 @@ def is_finite(value: Any) -> bool:
 _FLOAT_MAX = int(sys.float_info.max)
 
 
-def number(value: Any, *, minimum: float | None = None, maximum: float | None = None,
+def number(value: object, *, minimum: float | None = None, maximum: float | None = None,
            positive: bool = False, integer: bool = False) -> float | int:
     """``value`` if it is a finite number in range, else ValueError saying what is expected.
 
@@ -58,17 +58,17 @@ def number(value: Any, *, minimum: float | None = None, maximum: float | None = 
     return result
 
 
-def seconds(value: Any) -> float:
+def seconds(value: object) -> float:
     """A timeout: a positive finite number of seconds, at most :data:`MAX_SECONDS`."""
     return float(number(value, positive=True, maximum=MAX_SECONDS))
 
 
-def count(value: Any, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+def count(value: object, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """A row, byte or item count: a whole number from ``minimum`` to ``maximum``."""
     return int(number(value, minimum=minimum, maximum=maximum, integer=True))
 
 
-def option_limit(key: str, value: Any) -> float | int:
+def option_limit(key: str, value: object) -> float | int:
     """A limit option by its name: ``*timeout`` keys are :func:`seconds`, ``max_rows`` and the
     other ``max_*`` keys a positive :func:`count` (an integral float is taken as the int)."""
     if key.endswith("timeout"):
@@ -93,7 +93,7 @@ def _plain(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
-def short_repr(value: Any) -> str:
+def short_repr(value: object) -> str:
     """``repr`` of the value, short (a 4,000-character string stays readable)."""
     text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 \
         else f"an integer of {value.bit_length():,} bits"

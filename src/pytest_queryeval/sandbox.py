@@ -196,12 +196,12 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _frame(obj: Any) -> bytes:
+def _frame(obj: object) -> bytes:
     body = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     return _HEADER.pack(len(body)) + body
 
 
-def _send(fd: int, obj: Any, max_size: int | None = None) -> None:
+def _send(fd: int, obj: object, max_size: int | None = None) -> None:
     """Write one frame (header and body apart: no copy of a large body); a body over
     ``max_size`` is replaced by a ``("toobig", size)`` reply. The body is ``(obj, when)``:
     ``when``, the worker's ``time.monotonic()`` as the call ended (one clock for every process
@@ -457,7 +457,7 @@ class Sandbox:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def call(self, fn: Callable[..., T], *args: Any, timeout: float,
+    def call(self, fn: Callable[..., T], *args: object, timeout: float,
              max_reply: int = DEFAULT_MAX_REPLY) -> T:
         """``fn(*args)`` in the worker, within ``timeout`` seconds (wall clock, hard)."""
         (outcome,) = self.pipeline([(fn, args, timeout, max_reply)])

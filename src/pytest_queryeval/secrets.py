@@ -6,7 +6,6 @@ import logging
 import re
 import urllib.parse
 from collections.abc import Iterable
-from typing import Any
 
 MASK = "***"
 #: ``scheme://user:password@`` in free text: the password may hold ``/`` (SQLAlchemy accepts
@@ -74,7 +73,7 @@ class Scrubber:
                 value = value.replace(secret, MASK)
         return value
 
-    def data(self, value: Any) -> Any:
+    def data(self, value: object) -> object:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):

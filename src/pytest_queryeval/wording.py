@@ -8,8 +8,7 @@ anything may import it without cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -23,7 +22,7 @@ def shortlist(items: Sequence[str], limit: int, sep: str = ", ") -> str:
     return sep.join(items[:limit]) + more
 
 
-def suggest(name: str, options: Any) -> str:
+def suggest(name: str, options: Iterable[object]) -> str:
     """`` (did you mean 'x'?)`` for a near miss among ``options``, else ``""``. Here, at the
     bottom of the package, because the modules that check names (the suite config, the
     datasource keys, the case reader) sit above and beside each other."""

@@ -11,13 +11,16 @@ pool's counts) reaches the controller's :class:`~.runner.Runner` and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from . import unmatched
 from .controller import Controller
 from .runner import Runner
+
+if TYPE_CHECKING:  # xdist is optional (and untyped): annotations only
+    from xdist.workermanage import WorkerController
 
 
 class XdistHooks:
@@ -30,7 +33,7 @@ class XdistHooks:
         self.exchange_root: Path | None = None
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
+    def pytest_configure_node(self, node: WorkerController) -> None:
         """A worker on this machine shares the session's predictions with the others; one
         elsewhere requests each case as it is sent."""
         spec = getattr(getattr(node, "gateway", None), "spec", None)
@@ -46,7 +49,7 @@ class XdistHooks:
         node.workerinput["queryeval_exchange"] = str(self.exchange_root)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+    def pytest_testnodedown(self, node: WorkerController, error: object) -> None:
         """What a worker found after its collection (prediction ids, the suite)."""
         output = getattr(node, "workeroutput", None)
         if not isinstance(output, dict):

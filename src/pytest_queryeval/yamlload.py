@@ -7,6 +7,7 @@ so mappings load as :class:`LocDict` and sequences as :class:`LocList`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ class LocDict(dict[Any, Any]):
     line: int = 0
     key_lines: dict[Any, int]
 
-    def line_of(self, key: Any) -> int:
+    def line_of(self, key: object) -> int:
         return self.key_lines.get(key, self.line)
 
 
@@ -72,7 +73,7 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LocList:
 #: libyaml's parser when PyYAML was built with it: parsing is most of collecting a large suite
 #: and the C parser is several times faster (same nodes and line marks). A document it rejects
 #: is parsed again by the pure-Python loader, whose messages and marks are the reference.
-_FAST: Any = _Loader
+_FAST: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = _Loader
 if getattr(yaml, "__with_libyaml__", False):
     class _CLoader(yaml.CSafeLoader):
         """The same loader on libyaml."""
@@ -85,7 +86,7 @@ MAX_INT_DIGITS = 4300
 _MAX_INT_BITS = (10 ** MAX_INT_DIGITS - 1).bit_length()
 
 
-def _construct_int(loader: Any, node: yaml.ScalarNode) -> int:
+def _construct_int(loader: yaml.SafeLoader | yaml.CSafeLoader, node: yaml.ScalarNode) -> int:
     """SafeLoader's int, refusing an over-long literal as a located error.
 
     ``int("9" * 5000)`` raised a bare ValueError from inside the constructor, which ended the
@@ -146,7 +147,8 @@ def _expanded_size(node: yaml.Node, file: str, memo: dict[int, int], unique: set
 _MAYBE_ALIAS = re.compile(r"(?:^|[\s\[{,])\*[^\s,\]}]", re.MULTILINE)
 
 
-def _parse(text: str, file: str, loader_class: Any) -> Any:
+def _parse(text: str, file: str, loader_class: type[yaml.SafeLoader] | type[yaml.CSafeLoader],
+           ) -> Any:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
@@ -186,7 +188,7 @@ _MAX_EVENT_DEPTH = 100
 MAX_NESTING_DEPTH = 200
 
 
-def _check_depth(get: Any, depth: int, file: str) -> None:
+def _check_depth(get: Callable[[], Any], depth: int, file: str) -> None:  # events: untyped in the stubs
     """Consume the rest of the event stream, refusing nesting beyond MAX_NESTING_DEPTH."""
     while True:
         event = get()
@@ -208,7 +210,8 @@ def _libyaml_too_deep(exc: yaml.YAMLError) -> bool:
     return "maximum nesting depth" in str(getattr(exc, "problem", "") or "")
 
 
-def _build_from_events(text: str, loader_class: Any, file: str = "<yaml>") -> Any:
+def _build_from_events(text: str, loader_class: type[yaml.SafeLoader] | type[yaml.CSafeLoader],
+                       file: str = "<yaml>") -> Any:
     """Build the located document straight from parser events, without a node tree.
 
     Composing nodes and then constructing them is most of the cost of collecting a large suite;
@@ -248,8 +251,8 @@ def _events_to_document(loader: Any, stack: list[Any]) -> Any:
     event = get()
     if type(event) is yaml.StreamEndEvent:
         return None
-    root: Any = None
-    key: Any = _NO_KEY  # the key the innermost open mapping waits to fill
+    root: object = None
+    key: object = _NO_KEY  # the key the innermost open mapping waits to fill
     plains: dict[str, Any] = {}
     quoted: dict[str, str] = {}
     while True:

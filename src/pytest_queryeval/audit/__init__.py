@@ -76,7 +76,7 @@ class _AuditContext:
 
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
-        self._memory: dict[tuple[str, str], Any] = {}
+        self._memory: dict[tuple[str, str], object] = {}
         #: ``--queryeval-neighbours`` (:mod:`..neighbour_check`): also lint weak golds.
         self.neighbours = ctx.neighbours
         self.neighbour_base = ctx.neighbour_base
@@ -87,7 +87,7 @@ class _AuditContext:
     def cache_get(self, namespace: str, key: str) -> Any | None:
         return self._memory.get((namespace, key))
 
-    def cache_set(self, namespace: str, key: str, value: Any) -> None:
+    def cache_set(self, namespace: str, key: str, value: object) -> None:
         self._memory[(namespace, key)] = value
 
     @property
@@ -163,7 +163,7 @@ def _invalid_case(case: Case, result: AuditResult) -> None:
 
 
 def self_check(case: Case, kind: Kind, ctx: Context, result: AuditResult,
-                prediction: Any, gold: int | None, *, explained: Iterable[str] = (),
+                prediction: object, gold: int | None, *, explained: Iterable[str] = (),
                 where: str = "") -> Scored | None:
     """Score the gold as its own prediction; every threshold metric must be 1. ``where``
     names an alternative answer that has no gold index (an SDMX alternative target)."""

@@ -70,7 +70,7 @@ class Finding:
         where = f"gold[{self.gold}]: " if self.gold is not None else ""
         return f"{self.severity} {self.code}: {where}{self.message}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"code": self.code, "severity": self.severity, "gold": self.gold,
                 "message": self.message}
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, NoReturn
 
 from . import AuditResult
 
 
-def lint_json(gold: Any, result: AuditResult) -> None:
+def lint_json(gold: object, result: AuditResult) -> None:
     """A gold written as JSON text must be strict JSON: no NaN/Infinity; a repeated key is
     legal but loses all but its last value."""
     if isinstance(gold, str):
@@ -20,7 +20,7 @@ def lint_json(gold: Any, result: AuditResult) -> None:
             duplicates.extend(k for k, n in Counter(keys).items() if n > 1)
             return dict(items)
 
-        def constant(name: str) -> Any:
+        def constant(name: str) -> NoReturn:
             raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
 
         try:

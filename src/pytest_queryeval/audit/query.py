@@ -391,7 +391,7 @@ def _rows(rows: list[tuple[Any, ...]]) -> str:
     return ", ".join("(" + ", ".join(_cell(c) for c in r) + ")" for r in rows)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return "NULL" if value is None else str(value)

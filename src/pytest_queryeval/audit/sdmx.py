@@ -73,7 +73,7 @@ def _selection_key(selection: Mapping[tuple[str, str], list[Any]]) -> Any:
     return sorted((k, sorted(set(map(repr, v)))) for k, v in selection.items() if v)
 
 
-def _first_sight(term: Mapping[str, Any], seen: set[str]) -> bool:
+def _first_sight(term: Mapping[str, object], seen: set[str]) -> bool:
     key = json.dumps({k: v for k, v in term.items() if k != "reason"}, sort_keys=True,
                      default=str)
     if key in seen:
@@ -82,7 +82,7 @@ def _first_sight(term: Mapping[str, Any], seen: set[str]) -> bool:
     return True
 
 
-def _term(term: Mapping[str, Any]) -> str:
+def _term(term: Mapping[str, object]) -> str:
     name = f" ({term['name']})" if term.get("name") else ""
     return (f"conversation[{term.get('turn')}] {term.get('dataset_id')} "
             f"{term.get('dimension')}={term.get('id')}{name}")

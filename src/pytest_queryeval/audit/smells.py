@@ -20,12 +20,15 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryEvalError, SourceUnavailable
 from ..results import ResultTable
 from ..sources.base import DataSource
 from .findings import AuditResult
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 #: Values shown as evidence per finding.
 SHOWN = 3
@@ -80,7 +83,7 @@ def audit_smells(src: DataSource, text: str, table: ResultTable, limits: Mapping
 # -- LIMIT without ORDER BY ------------------------------------------------------------------
 
 
-def _limit_without_order(tree: Any, table: ResultTable, run: Run, dialect: str | None
+def _limit_without_order(tree: exp.Expr, table: ResultTable, run: Run, dialect: str | None
                          ) -> Iterable[tuple[str, str]]:
     from sqlglot import exp
 
@@ -117,7 +120,7 @@ def _limit_without_order(tree: Any, table: ResultTable, run: Run, dialect: str |
 # -- ORDER BY over text that holds numbers ----------------------------------------------------
 
 
-def _text_ordered_numbers(tree: Any, table: ResultTable, run: Run, dialect: str | None
+def _text_ordered_numbers(tree: exp.Expr, table: ResultTable, run: Run, dialect: str | None
                           ) -> Iterable[tuple[str, str]]:
     from sqlglot import exp
 
@@ -157,7 +160,7 @@ def _text_ordered_numbers(tree: Any, table: ResultTable, run: Run, dialect: str 
 # -- order-dependent aggregates without an order ---------------------------------------------
 
 
-def _unordered_aggregates(tree: Any, table: ResultTable, run: Run, dialect: str | None
+def _unordered_aggregates(tree: exp.Expr, table: ResultTable, run: Run, dialect: str | None
                           ) -> Iterable[tuple[str, str]]:
     from sqlglot import exp
 
@@ -189,7 +192,7 @@ def _unordered_aggregates(tree: Any, table: ResultTable, run: Run, dialect: str 
                    "ORDER BY inside the call (or compare the values as a set)")
 
 
-def _ordered_source(select: Any) -> bool:
+def _ordered_source(select: exp.Select) -> bool:
     """A FROM subquery with its own ORDER BY: engines that keep it (SQLite) are relied on."""
     from sqlglot import exp
 
@@ -198,7 +201,7 @@ def _ordered_source(select: Any) -> bool:
     return isinstance(sub, exp.Subquery) and sub.this.args.get("order") is not None
 
 
-def _per_group(select: Any, value: Any) -> Any | None:
+def _per_group(select: exp.Select, value: exp.Expr) -> exp.Select | None:
     """``select`` reduced to its GROUP BY keys and ``value`` (an aggregate), unordered."""
     from sqlglot import exp
 
@@ -216,7 +219,7 @@ def _per_group(select: Any, value: Any) -> Any | None:
 # -- MIN/MAX of text that holds numbers ------------------------------------------------------
 
 
-def _text_min_max(tree: Any, table: ResultTable, run: Run, dialect: str | None
+def _text_min_max(tree: exp.Expr, table: ResultTable, run: Run, dialect: str | None
                   ) -> Iterable[tuple[str, str]]:
     from sqlglot import exp
 
@@ -259,7 +262,7 @@ def _text_min_max(tree: Any, table: ResultTable, run: Run, dialect: str | None
 # -- comparisons of dates stored as text in a format that does not sort ----------------------
 
 
-def _text_dates(tree: Any, table: ResultTable, run: Run, dialect: str | None
+def _text_dates(tree: exp.Expr, table: ResultTable, run: Run, dialect: str | None
                 ) -> Iterable[tuple[str, str]]:
     from sqlglot import exp
 
@@ -304,7 +307,7 @@ def _text_dates(tree: Any, table: ResultTable, run: Run, dialect: str | None
                "not follow the calendar. Compare parsed dates, or store ISO dates (YYYY-MM-DD)")
 
 
-def _table_of(select: Any, column: Any) -> Any | None:
+def _table_of(select: exp.Select, column: exp.Column) -> exp.Table | None:
     """The table ``column`` belongs to: its qualifier's, else the FROM's only table."""
     from sqlglot import exp
 
@@ -355,7 +358,7 @@ def _all_numeric_text(values: Sequence[Any]) -> bool:
         isinstance(v, str) and _NUMBER.fullmatch(v) for v in present)
 
 
-def _literal_int(node: Any) -> int | None:
+def _literal_int(node: object) -> int | None:
     from sqlglot import exp
 
     if node is None:
@@ -366,7 +369,7 @@ def _literal_int(node: Any) -> int | None:
     return None
 
 
-def _quote(value: Any) -> str:
+def _quote(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'" if isinstance(value, str) else repr(value)
 
 

@@ -33,7 +33,7 @@ def audit_transpiled(written: Case, resolved: Case, source_dialect: str, dialect
     from ..yamlload import plain
 
     ran = ran or resolved
-    check: dict[str, Any] = {
+    check: dict[str, object] = {
         "case": written.fanned_from or written.id, "dialect": dialect, "from": source_dialect,
         "source": plain(written.gold[source_dialect]), "gold": plain(resolved.gold),
         "gold_run": plain(ran.gold), "checked": "unchecked"}
@@ -80,5 +80,5 @@ def _show(rows: list[Any]) -> str:
     return f"{len(rows)} rows [{shown}{', ...' if len(rows) > 3 else ''}]"
 
 
-def _texts(value: Any) -> list[str]:
+def _texts(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]

@@ -50,8 +50,8 @@ class _Entry:
     case: str
     dialect: str
     source_dialect: str
-    source: Any
-    gold: Any
+    source: object  # the audited gold text (a query, or a list of acceptable ones)
+    gold: object
     items: tuple[str, ...]
 
 
@@ -59,7 +59,7 @@ class _Refused(Exception):
     """The edit of one entry cannot be made safely (the reason is the message)."""
 
 
-def write_transpiled(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def write_transpiled(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, object]]]:
     """Write every checked transpiled gold of the run's records (with their absolute
     ``path``) into its case file; ``{"written": [...], "not_written": [...]}``, each item
     ``{id, file, line, dialect}`` (``reason`` for the others), in file and line order."""
@@ -70,8 +70,8 @@ def write_transpiled(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dic
             key = (str(rec["path"]), int(rec.get("line") or 0), str(check.get("case")),
                    str(check.get("dialect")))
             groups.setdefault(key, []).append(rec)
-    written: list[dict[str, Any]] = []
-    refused: list[dict[str, Any]] = []
+    written: list[dict[str, object]] = []
+    refused: list[dict[str, object]] = []
     by_file: dict[str, list[_Entry]] = {}
     for (path, line, case, dialect), recs in sorted(groups.items()):
         first = recs[0]
@@ -111,8 +111,8 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _item(entry: _Entry, reason: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": entry.case, "file": entry.file, "line": entry.line,
+def _item(entry: _Entry, reason: str | None = None) -> dict[str, object]:
+    out: dict[str, object] = {"id": entry.case, "file": entry.file, "line": entry.line,
                            "dialect": entry.dialect, "items": list(entry.items)}
     if reason is not None:
         out["reason"] = reason
@@ -184,9 +184,9 @@ def _insert(text: str, entry: _Entry) -> str | None:
     return new
 
 
-def _case_node(root: Any, entry: _Entry) -> tuple[int | None, yaml.MappingNode]:
+def _case_node(root: yaml.Node | None, entry: _Entry) -> tuple[int | None, yaml.MappingNode]:
     """(its index in the case list or None for a one-case file, the case's mapping node)."""
-    candidates: list[tuple[int | None, Any]]
+    candidates: list[tuple[int | None, yaml.Node | None]]
     if isinstance(root, yaml.MappingNode) and _value(root, "cases") is not None:
         items = _value(root, "cases")
         candidates = list(enumerate(items.value)) if isinstance(items, yaml.SequenceNode) \
@@ -204,7 +204,7 @@ def _case_node(root: Any, entry: _Entry) -> tuple[int | None, yaml.MappingNode]:
     raise _Refused(f"the case is no longer at line {entry.line} of its file")
 
 
-def _case_data(data: Any, index: int | None) -> Any:
+def _case_data(data: dict[str, Any] | list[Any], index: int | None) -> Any:
     if index is None:
         return data
     cases = data["cases"] if isinstance(data, dict) else data
@@ -251,7 +251,7 @@ def _edited(text: str, gold: yaml.MappingNode, entry: _Entry) -> str:
     return f"{text[:stop]}{newline}{pad}{key}: {value}{text[stop:]}"
 
 
-def _render(gold: Any, *, flow: bool, quoted: bool) -> str:
+def _render(gold: object, *, flow: bool, quoted: bool) -> str:
     """A gold (a query, or a list of acceptable ones) as a YAML value: a plain scalar where it
     reads back unchanged (unless the entry before it is ``quoted``), else a double-quoted
     (JSON) string; a list as a flow sequence."""

@@ -57,7 +57,7 @@ def provenance(tool: str, sources: list[Path], note: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def dump_yaml(data: Any, header: str = "") -> str:
+def dump_yaml(data: object, header: str = "") -> str:
     """YAML with multi-line strings as literal blocks (SQL stays readable)."""
     import yaml
 

@@ -108,14 +108,14 @@ def prediction_records(data: list[dict[str, Any]], preds: dict[int, tuple[str, s
 
 def build(data: list[dict[str, Any]], *, source_name: str) -> dict[str, Any]:
     """The case-file mapping."""
-    cases: list[dict[str, Any]] = []
+    cases: list[dict[str, object]] = []
     seen: set[str] = set()
     for index, item in enumerate(data):
         cid = case_id(item, index)
         if cid in seen:
             raise ImportProblem(f"{source_name}: item {index}: duplicate question_id ({cid})")
         seen.add(cid)
-        case: dict[str, Any] = {"id": cid, "question": item["question"]}
+        case: dict[str, object] = {"id": cid, "question": item["question"]}
         if item.get("evidence"):
             case["evidence"] = item["evidence"]
         case["gold"] = item["SQL"]
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     header = provenance("bird", sources, "BIRD (bird-bench.github.io): CC BY-SA 4.0.")
     (out / CASES_FILE).write_text(dump_yaml(suite, header), encoding="utf-8")
     dbs = sorted({item["db_id"] for item in data})
-    config: dict[str, Any] = {
+    config: dict[str, object] = {
         "datasources": {db: datasource_spec(args.db, db, out) for db in dbs},
         "thresholds": {"bird_ex": 1.0},
     }

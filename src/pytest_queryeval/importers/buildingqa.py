@@ -93,7 +93,7 @@ def read_benchmark(path: Path) -> list[dict[str, Any]]:
 def build(buildings: list[dict[str, Any]], prefixes: dict[str, str], *, datasource: str,
           source_name: str, oracle: bool = False, human_only: bool = False) -> dict[str, Any]:
     """The case-file mapping for the benchmark's questions."""
-    cases: list[dict[str, Any]] = []
+    cases: list[dict[str, object]] = []
     seen: set[str] = set()
     for b in buildings:
         bid = str(b.get("building_id", datasource)).removesuffix(".ttl")
@@ -118,7 +118,7 @@ def build(buildings: list[dict[str, Any]], prefixes: dict[str, str], *, datasour
                 if cid in seen:
                     raise ImportProblem(f"{source_name}: duplicate case id {cid}")
                 seen.add(cid)
-                case: dict[str, Any] = {"id": cid, "question": str(question.get("text", ""))}
+                case: dict[str, object] = {"id": cid, "question": str(question.get("text", ""))}
                 case["gold"] = gold
                 if oracle:
                     case["predicted"] = gold

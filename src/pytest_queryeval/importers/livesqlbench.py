@@ -78,7 +78,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return items
 
 
-def statements(value: Any, where: str) -> list[str]:
+def statements(value: object, where: str) -> list[str]:
     """``split_field``: a string is one statement, a list is the statements, empty is none."""
     if not value:
         return []
@@ -89,7 +89,7 @@ def statements(value: Any, where: str) -> list[str]:
     raise ImportProblem(f"{where}: expected a string or a list of strings")
 
 
-def _knowledge(value: Any) -> Any:
+def _knowledge(value: object) -> str | list[str | int | float]:
     """``external_knowledge`` as the case field accepts it (a string or a list of names)."""
     if isinstance(value, str) or (isinstance(value, list) and all(
             isinstance(k, str | int | float) and not isinstance(k, bool) for k in value)):
@@ -108,9 +108,9 @@ def task_kind(gold: list[str]) -> str:
 
 
 def _management(item: dict[str, Any], cid: str, db: str, gold: list[str], where: str,
-                notes: list[str]) -> dict[str, Any]:
+                notes: list[str]) -> dict[str, object]:
     """The ``task:`` case of a Management task (see the module doc)."""
-    case: dict[str, Any] = {"id": cid}
+    case: dict[str, object] = {"id": cid}
     if isinstance(item.get("query"), str):
         case["question"] = item["query"]
     knowledge = item.get("external_knowledge")
@@ -148,7 +148,7 @@ def build(items: list[dict[str, Any]], *, source_name: str,
           ) -> tuple[dict[str, Any], list[str], list[str], set[str]]:
     """(case-file mapping, skipped ``id: reason`` lines, notes, databases used; a database of
     Management tasks is named with :data:`SANDBOX_SUFFIX`)."""
-    cases: list[dict[str, Any]] = []
+    cases: list[dict[str, object]] = []
     skipped: list[str] = []
     notes: list[str] = []
     dbs: set[str] = set()
@@ -210,7 +210,7 @@ def build(items: list[dict[str, Any]], *, source_name: str,
     return {"kind": "sql", "thresholds": {"soft_ex": 1.0}, "cases": cases}, skipped, notes, dbs
 
 
-def _conditions(case: dict[str, Any], conditions: dict[str, Any], cid: str,
+def _conditions(case: dict[str, object], conditions: dict[str, Any], cid: str,
                 notes: list[str]) -> None:
     dropped = sorted(set(conditions) - set(CONDITION_KEYS))
     if dropped:
@@ -219,7 +219,7 @@ def _conditions(case: dict[str, Any], conditions: dict[str, Any], cid: str,
     case["conditions"] = {k: v for k, v in conditions.items() if k in CONDITION_KEYS}
 
 
-def _tags(case: dict[str, Any], item: dict[str, Any], db: str, category: Any) -> None:
+def _tags(case: dict[str, object], item: dict[str, Any], db: str, category: object) -> None:
     if isinstance(item.get("difficulty_tier"), str) and item["difficulty_tier"].strip():
         case["difficulty"] = tag(item["difficulty_tier"])
     tags = ["livesqlbench", tag(db), tag(str(category))]
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             {"kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "cases": tasks}, header),
             encoding="utf-8")
         files.append(out / TASKS_FILE)
-    config: dict[str, Any] = {"datasources": {db: _datasource(db, args, out)
+    config: dict[str, object] = {"datasources": {db: _datasource(db, args, out)
                                               for db in sorted(dbs)}}
     written = [*files, out / CONFIG_FILE]
     if records is not None:

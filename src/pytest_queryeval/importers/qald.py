@@ -47,7 +47,7 @@ def build(data: dict[str, Any], *, lang: str, source_name: str, with_answers: bo
           oracle: bool = False) -> tuple[dict[str, Any], int]:
     """The case-file mapping and the number of questions skipped (none in ``lang``)."""
     dataset = str((data.get("dataset") or {}).get("id") or "qald")
-    cases: list[dict[str, Any]] = []
+    cases: list[dict[str, object]] = []
     seen: set[str] = set()
     skipped = 0
     for index, q in enumerate(data["questions"]):
@@ -65,7 +65,7 @@ def build(data: dict[str, Any], *, lang: str, source_name: str, with_answers: bo
         if text is None:
             skipped += 1
             continue
-        case: dict[str, Any] = {"id": qid, "question": text, "gold": query.strip()}
+        case: dict[str, object] = {"id": qid, "question": text, "gold": query.strip()}
         answers = q.get("answers")
         if with_answers:
             if not isinstance(answers, list) or len(answers) != 1 or not isinstance(
@@ -84,7 +84,7 @@ def build(data: dict[str, Any], *, lang: str, source_name: str, with_answers: bo
     return {"kind": "sparql", "datasource": "qald", "cases": cases}, skipped
 
 
-def _true(value: Any) -> bool:
+def _true(value: object) -> bool:
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
 

@@ -51,10 +51,10 @@ def build(gold: list[dict[str, Any]], pred: list[str] | None, *, datasource: str
     if pred is not None and len(pred) != len(gold):
         raise QueryEvalError(f"{len(gold)} gold queries but {len(pred)} predictions")
     width = max(4, len(str(len(gold) - 1)))
-    cases: list[dict[str, Any]] = []
-    preds: list[dict[str, Any]] = []
+    cases: list[dict[str, object]] = []
+    preds: list[dict[str, object]] = []
     for i, g in enumerate(gold):
-        case: dict[str, Any] = {"id": f"{prefix}-{i:0{width}d}"}
+        case: dict[str, object] = {"id": f"{prefix}-{i:0{width}d}"}
         if g.get("question"):
             case["question"] = g["question"]
         case["gold"] = g["gold"]
@@ -65,7 +65,7 @@ def build(gold: list[dict[str, Any]], pred: list[str] | None, *, datasource: str
             else:
                 preds.append({"id": case["id"], "predicted": pred[i]})
         cases.append(case)
-    structure: Any = {"legacy_from_check": True} if legacy_from_check else True
+    structure: dict[str, bool] | bool = {"legacy_from_check": True} if legacy_from_check else True
     suite = {"kind": "sql", "datasource": datasource, "structure": structure, "cases": cases}
     return suite, preds
 
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         written.append(path)
     if args.tables:
         # the official evaluator's scores, recorded: thresholds of the user's gate them
-        config: dict[str, Any] = {"datasources": {args.datasource: {
+        config: dict[str, object] = {"datasources": {args.datasource: {
             "type": "spider-schema", "tables": suite_relative(args.tables, out)}},
             "record_only": True}
         if args.predictions_file:

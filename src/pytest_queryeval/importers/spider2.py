@@ -84,9 +84,9 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
     ids = sorted(standard)
     if predictions is not None:
         ids = [i for i in ids if i in predictions]
-    cases: list[dict[str, Any]] = []
-    sources: dict[str, Any] = {}
-    records: list[dict[str, Any]] = []
+    cases: list[dict[str, object]] = []
+    sources: dict[str, object] = {}
+    records: list[dict[str, object]] = []
     warnings: list[str] = []
     for iid in ids:
         files, multi = gold_files(iid, exec_result, listing)
@@ -96,7 +96,7 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
             continue
         meta = questions.get(iid, {})
         fam = family(iid)
-        case: dict[str, Any] = {"id": iid}
+        case: dict[str, object] = {"id": iid}
         if meta.get("question"):
             case["question"] = meta["question"]
         paths = [_rel(exec_result / f, out) for f in files]
@@ -135,7 +135,7 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
         if predictions is not None:
             records.append({"id": iid, "predicted": predictions[iid]})
     suite = {"kind": "sql", "thresholds": {"spider2_ex": 1.0}, "cases": cases}
-    config: dict[str, Any] = {}
+    config: dict[str, object] = {}
     if sources:
         config["datasources"] = dict(sorted(sources.items()))
     if predictions is not None:

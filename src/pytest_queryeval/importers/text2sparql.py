@@ -46,7 +46,7 @@ def build(data: dict[str, Any], *, languages: list[str], source_name: str,
           oracle: bool = False) -> tuple[dict[str, Any], int]:
     """The case-file mapping and how many (question, language) pairs had no text."""
     prefix = str(data["dataset"].get("prefix") or "")
-    cases: list[dict[str, Any]] = []
+    cases: list[dict[str, object]] = []
     missing = 0
     for index, q in enumerate(data["questions"]):
         where = f"{source_name}: questions[{index}]"
@@ -65,7 +65,7 @@ def build(data: dict[str, Any], *, languages: list[str], source_name: str,
             if text is None:
                 missing += 1
                 continue
-            case: dict[str, Any] = {"id": f"{qid}-{lang}", "question": str(text),
+            case: dict[str, object] = {"id": f"{qid}-{lang}", "question": str(text),
                                     "gold": sparql.strip()}
             if features:
                 case["features"] = list(features)

@@ -65,7 +65,7 @@ TableKind = Literal["sparql", "sql"]
 _SELECT_CLAUSE = re.compile(r"SELECT\s+(.+?)\s+WHERE", re.IGNORECASE | re.DOTALL)
 
 
-def arity_from_query(query: Any) -> int:
+def arity_from_query(query: object) -> int:
     """Projection width as the reference reads it from the text (quirks kept, see the docs).
 
     The text between the first ``SELECT`` and the first following ``WHERE`` is split on

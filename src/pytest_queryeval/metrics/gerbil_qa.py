@@ -103,7 +103,7 @@ def _div(a: float, b: float) -> float:
     return a / b
 
 
-def aggregate(all_counts: Iterable[Counts]) -> dict[str, Any]:
+def aggregate(all_counts: Iterable[Counts]) -> dict[str, object]:
     """Macro (plain and QALD) and micro figures over the questions, in their order.
 
     With no question GERBIL divides by zero: every macro figure is NaN there, reported as
@@ -124,7 +124,7 @@ def aggregate(all_counts: Iterable[Counts]) -> dict[str, Any]:
     qald = [_div(v, n) for v in qald]
     f1_qald = _div(2 * qald[0] * qald[1], qald[0] + qald[1])
     micro = measures(Counts(tp, fp, fn))
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "questions": n,
         "macro_f1_qald": f1_qald,
         "macro_precision": plain[0], "macro_recall": plain[1], "macro_f1": plain[2],

@@ -23,9 +23,13 @@ prediction that does not parse has no value (its other metrics already say so).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+    from sqlglot.optimizer.scope import Scope
 
 #: IRIs of the standard vocabularies: a query may use them whatever the graph holds.
 STANDARD_NAMESPACES = (
@@ -107,7 +111,7 @@ class _Resolver:
     def __init__(self, schema: Mapping[str, set[str]]) -> None:
         self.schema = schema
 
-    def column(self, column: Any, scope: Any) -> tuple[str, bool] | None:
+    def column(self, column: exp.Column, scope: Scope) -> tuple[str, bool] | None:
         """(``table.column`` as shown, whether the source has it), or None when the column
         cannot be placed. A qualifier is looked up in this scope, then in the enclosing ones
         (a correlated sub-query)."""
@@ -136,12 +140,12 @@ class _Resolver:
             return None  # the query's own column, or a SELECT * that may hold it
         return (f"{tables[0].name.lower()}.{name}" if len(tables) == 1 else name), False
 
-    def in_table(self, table: Any, name: str) -> tuple[str, bool]:
+    def in_table(self, table: exp.Table, name: str) -> tuple[str, bool]:
         lowered = table.name.lower()
         return f"{lowered}.{name}", name in self.schema.get(lowered, ())
 
 
-def _derived_has(source: Any, name: str) -> bool | None:
+def _derived_has(source: exp.Table | Scope, name: str) -> bool | None:
     """Whether a CTE's or derived table's scope outputs ``name``; None when it selects ``*``."""
     from sqlglot import exp
 
@@ -152,7 +156,7 @@ def _derived_has(source: Any, name: str) -> bool | None:
     return name in {s.alias_or_name.lower() for s in selects}
 
 
-def _lookup(scope: Any, alias: str) -> Any:
+def _lookup(scope: Scope | None, alias: str) -> exp.Table | Scope | None:
     while scope is not None:
         for key, source in scope.sources.items():
             if key.lower() == alias.lower():
@@ -161,7 +165,7 @@ def _lookup(scope: Any, alias: str) -> Any:
     return None
 
 
-def _candidates(scope: Any) -> list[Any]:
+def _candidates(scope: Scope | None) -> list[exp.Table | Scope]:
     """Sources an unqualified column may come from: this scope's, else the enclosing ones'."""
     while scope is not None:
         if scope.sources:
@@ -215,7 +219,7 @@ def sparql_iris(query: str) -> list[str] | None:
     return list(out)
 
 
-def iri_hallucination(iris: Iterable[str], known: Any) -> Hallucination:
+def iri_hallucination(iris: Iterable[str], known: Callable[[str], object]) -> Hallucination:
     """The IRIs of ``iris`` for which ``known(iri)`` is false (the graph does not hold them)."""
     listed = list(dict.fromkeys(iris))
     return Hallucination(len(listed), tuple(sorted(i for i in listed if not known(i))))

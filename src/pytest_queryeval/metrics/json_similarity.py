@@ -20,10 +20,10 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 #: A key path: the object keys from the root to a value; ``()`` is the root itself.
-Path = tuple[Any, ...]
+Path = tuple[object, ...]
 #: Maps a text to its embedding (any sequence of floats; numpy arrays are fastest).
 Embed = Callable[[str], Sequence[float]]
 KeyLevel = Literal["top", "paths"]
@@ -36,7 +36,7 @@ ROOT: Path = ()
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def key_items(value: Any, keys: str = "top") -> dict[Path, Any]:
+def key_items(value: object, keys: str = "top") -> dict[Path, object]:
     """The compared (path -> value) items of one JSON value at the given key level.
 
     ``top``: the object's own keys (the reference). ``paths``: every leaf under the root object,
@@ -49,12 +49,12 @@ def key_items(value: Any, keys: str = "top") -> dict[Path, Any]:
         return {ROOT: value}
     if keys == "top":
         return {(k,): v for k, v in value.items()}
-    out: dict[Path, Any] = {}
+    out: dict[Path, object] = {}
     _flatten(value, ROOT, out)
     return out
 
 
-def _flatten(value: Any, prefix: Path, out: dict[Path, Any]) -> None:
+def _flatten(value: object, prefix: Path, out: dict[Path, object]) -> None:
     # The root object is always expanded (so {} has no keys, as in "top"); a nested empty object
     # is a leaf, so that a key holding {} still counts as present.
     if isinstance(value, Mapping) and (value or not prefix):
@@ -64,7 +64,7 @@ def _flatten(value: Any, prefix: Path, out: dict[Path, Any]) -> None:
         out[prefix] = value
 
 
-def value_text(value: Any) -> str:
+def value_text(value: object) -> str:
     """The text embedded for a value: ``str(value)`` as in the reference (a dict's Python repr)."""
     return str(value)
 
@@ -108,14 +108,15 @@ def _sort_key(path: Path) -> str:
     return path_label(path)
 
 
-def structural_from_items(ref: Mapping[Path, Any], gen: Mapping[Path, Any], beta: float) -> float:
+def structural_from_items(ref: Mapping[Path, object], gen: Mapping[Path, object], beta: float) -> float:
     keys_ref = set(ref)
     keys_gen = set(gen)
     adjusted_union = len(keys_ref) + beta * len(keys_gen - keys_ref)
     return len(keys_ref & keys_gen) / adjusted_union if adjusted_union > 0 else 1.0
 
 
-def key_similarities(ref: Mapping[Path, Any], gen: Mapping[Path, Any], embed: Embed) -> dict[Path, float]:
+def key_similarities(ref: Mapping[Path, object], gen: Mapping[Path, object],
+                     embed: Embed) -> dict[Path, float]:
     """Cosine of the embedded ``str(value)`` of each shared key, in a stable (label) order."""
     shared = sorted(set(ref) & set(gen), key=_sort_key)
     return {k: cosine(embed(value_text(ref[k])), embed(value_text(gen[k]))) for k in shared}
@@ -127,7 +128,7 @@ def semantic_from_similarities(similarities: Mapping[Path, float]) -> float:
     return clamp(sum(sims) / len(sims) if sims else 0.0)
 
 
-def structural_similarity(ref: Any, gen: Any, beta: float = DEFAULT_BETA, keys: str = "top") -> float:
+def structural_similarity(ref: object, gen: object, beta: float = DEFAULT_BETA, keys: str = "top") -> float:
     """StrSS = |K_r ∩ K_g| / (|K_r| + beta·|K_g \\ K_r|), 1 when that denominator is 0.
 
     Missing keys cost a full key, extra keys only ``beta`` of one (the reference's asymmetry).
@@ -135,14 +136,14 @@ def structural_similarity(ref: Any, gen: Any, beta: float = DEFAULT_BETA, keys: 
     return structural_from_items(key_items(ref, keys), key_items(gen, keys), beta)
 
 
-def semantic_similarity(ref: Any, gen: Any, embed: Embed, keys: str = "top") -> float:
+def semantic_similarity(ref: object, gen: object, embed: Embed, keys: str = "top") -> float:
     """SemSS: mean cosine of the embeddings of ``str(value)`` of the shared keys, clamped."""
     return semantic_from_similarities(key_similarities(key_items(ref, keys), key_items(gen, keys), embed))
 
 
 def json_similarity(
-    ref: Any,
-    gen: Any,
+    ref: object,
+    gen: object,
     embed: Embed,
     alpha: float = DEFAULT_ALPHA,
     beta: float = DEFAULT_BETA,
@@ -165,8 +166,8 @@ class JsonScore:
 
 
 def score(
-    ref: Any,
-    gen: Any,
+    ref: object,
+    gen: object,
     embed: Embed,
     alpha: float = DEFAULT_ALPHA,
     beta: float = DEFAULT_BETA,
@@ -188,7 +189,7 @@ def score(
     )
 
 
-def shared_texts(ref: Any, gen: Any, keys: str = "top") -> set[str]:
+def shared_texts(ref: object, gen: object, keys: str = "top") -> set[str]:
     """The texts :func:`score` will embed: both sides' values of the shared keys."""
     ref_items = key_items(ref, keys)
     gen_items = key_items(gen, keys)

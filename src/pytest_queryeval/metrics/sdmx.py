@@ -105,7 +105,7 @@ class MatchOptions:
 # --------------------------------------------------------------------------- parsing
 
 
-def _scalar(value: Any, path: str) -> str | None:
+def _scalar(value: object, path: str) -> str | None:
     """A code or label as text; YAML turns ``NO``/``ON`` into booleans, which is refused."""
     if value is None:
         return None
@@ -126,7 +126,7 @@ def _add(sel: Selection, dataset: str, dim: str, terms: Iterable[SdmxTerm]) -> N
     sel.setdefault((dataset, dim), []).extend(terms)
 
 
-def parse_indicator_selection(data: Any, path: str = "indicator_selection",
+def parse_indicator_selection(data: object, path: str = "indicator_selection",
                               *, strict: bool = False) -> Selection:
     """Parse the seed's ``indicator_selection`` list (one entry per dataset).
 
@@ -213,7 +213,7 @@ def parse_adapter_mapping(data: Mapping[Any, Any], path: str = "") -> Selection:
     return sel
 
 
-def parse_turn_selection(data: Any, path: str = "") -> Selection:
+def parse_turn_selection(data: object, path: str = "") -> Selection:
     """One turn's selection: ``{indicator_selection: [...]}`` (target shape) or the adapter
     mapping; ``None`` is an empty selection (the system selected nothing)."""
     if data is None:
@@ -264,7 +264,7 @@ class DimensionScore:
     def f1(self) -> float:
         return f1_score(self.precision, self.recall)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "dataset_id": self.dataset_id, "dimension": self.dimension, "key": self.key,
             "in_target": self.in_target, "precision": self.precision, "recall": self.recall,
@@ -369,8 +369,8 @@ class TurnScore:
             out["valid_term_rate"] = rate
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "turn": self.turn, "content": self.content, "metrics": self.metrics(),
             "dimensions": [d.to_json() for d in self.dimensions],
             "dimensions_not_in_target": [d.key for d in self.not_in_target],

@@ -106,7 +106,7 @@ def soft_ex_rewrite(sql: str) -> str:
     return remove_round(remove_distinct(remove_comments(sql)))
 
 
-def _round_recursive(item: Any, quantizer: Decimal, places: int) -> Any:
+def _round_recursive(item: object, quantizer: Decimal, places: int) -> object:
     """``process_decimals_recursive``."""
     if isinstance(item, Decimal):
         return item.quantize(quantizer, rounding=ROUND_HALF_UP)
@@ -150,7 +150,7 @@ def array_cells_as_lists(rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]
     metrics); the reference's driver (psycopg2) returns lists, which ``preprocess_results``
     turns into JSON text. A cell is never a tuple otherwise.
     """
-    def cell(v: Any) -> Any:
+    def cell(v: object) -> object:
         return [cell(x) for x in v] if isinstance(v, tuple) else v
 
     return [tuple(cell(v) for v in row) for row in rows]

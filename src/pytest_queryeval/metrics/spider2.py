@@ -144,7 +144,7 @@ def frame_of(table: ResultTable) -> Frame:
 # -- the comparison ---------------------------------------------------------------------------
 
 
-def _iloc(frame: Frame, condition_cols: Any) -> list[Column]:
+def _iloc(frame: Frame, condition_cols: object) -> list[Column]:
     """``gold.iloc[:, condition_cols]`` (or the whole frame when falsy, as the reference)."""
     if not condition_cols:
         return list(frame.columns)
@@ -168,15 +168,15 @@ def _vectors(columns: Sequence[Column]) -> list[list[Any]]:
     return [list(c.values) for c in columns]
 
 
-def _normalize(value: Any) -> Any:
+def _normalize(value: object) -> object:
     return 0 if is_na(value) else value
 
 
-def _key(x: Any) -> tuple[bool, str, bool]:
+def _key(x: object) -> tuple[bool, str, bool]:
     return (x is None, str(x), isinstance(x, int | float))
 
 
-def _cells_match(a: Any, b: Any) -> bool:
+def _cells_match(a: object, b: object) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return math.isclose(float(a), float(b), abs_tol=TOLERANCE)
     return bool(a == b)  # values here are str, bool, int or float: == is the negation of !=
@@ -226,7 +226,7 @@ def _aligned(gold: list[list[Any]], pred: list[list[Any]], candidates: list[list
     return False
 
 
-def compare_table(pred: Frame, gold: Frame, condition_cols: Any = None,
+def compare_table(pred: Frame, gold: Frame, condition_cols: object = None,
                   ignore_order: bool = False, *, aligned: bool = False) -> int:
     """``compare_pandas_table``: 1 when every gold column (or the ``condition_cols``) equals
     some predicted column; ``aligned`` also requires the rows to line up under
@@ -251,7 +251,7 @@ def compare_table(pred: Frame, gold: Frame, condition_cols: Any = None,
     return 1
 
 
-def compare_multi(pred: Frame, golds: Sequence[Frame], condition_cols: Any = None,
+def compare_multi(pred: Frame, golds: Sequence[Frame], condition_cols: object = None,
                   ignore_order: bool = False, *, aligned: bool = False) -> int:
     """``compare_multi_pandas_table``: 1 when any gold matches. A flat ``condition_cols`` is
     shared by all golds only when there are several (with one gold, its first element is
@@ -261,7 +261,7 @@ def compare_multi(pred: Frame, golds: Sequence[Frame], condition_cols: Any = Non
     if condition_cols is not None and not isinstance(condition_cols, list):
         raise Spider2Error(f"condition_cols {condition_cols!r} is not a list")
     if condition_cols in (None, [], [[]], [None]):
-        per_gold: Any = [[] for _ in golds]
+        per_gold: list[object] = [[] for _ in golds]
     elif len(golds) > 1 and not all(isinstance(s, list) for s in condition_cols):
         per_gold = [condition_cols for _ in golds]
     else:
@@ -281,7 +281,7 @@ class Spider2Result:
 
 
 def spider2_scores(pred: ResultTable, golds: Sequence[ResultTable], *, multi: bool,
-                   condition_cols: Any = None, ignore_order: bool = False,
+                   condition_cols: object = None, ignore_order: bool = False,
                    empty_scores_zero: bool = True) -> Spider2Result:
     """Both metrics for one case. ``multi``: the golds are the reference's ``_a``, ``_b``...
     files (``compare_multi_pandas_table``), else one gold (``compare_pandas_table``).
@@ -306,10 +306,10 @@ def spider2_scores(pred: ResultTable, golds: Sequence[ResultTable], *, multi: bo
     return Spider2Result(out)
 
 
-def check_condition_cols(value: Any) -> str | None:
+def check_condition_cols(value: object) -> str | None:
     """Why ``value`` is not a valid ``condition_cols`` (None when it is): null, an integer, a
     list of integers, or a list of such lists (one per gold result file)."""
-    def is_int(x: Any) -> bool:
+    def is_int(x: object) -> bool:
         return isinstance(x, int) and not isinstance(x, bool)
 
     if value is None or is_int(value):

@@ -48,9 +48,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .spider.parse import SQL, WHERE_OPS, SpiderParseError, parse_sql
+from .spider.parse import SQL, WHERE_OPS, SpiderParseError, ValUnit, parse_sql
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+#: ``(not_op, op_id, val_unit, val1, val2)``: a value is a number, a text, a column or a subquery.
+CondUnit = tuple[bool, int, ValUnit, object, object]
 
 LEVELS = ("easy", "medium", "hard", "extra")
 
@@ -144,12 +150,12 @@ def counts_from_spider(sql: SQL) -> tuple[int, int, int] | None:
     return comp1, comp2, others
 
 
-def _val_aggs(val_unit: Any) -> int:
+def _val_aggs(val_unit: ValUnit) -> int:
     """Aggregates of ``(op, col_unit, col_unit)``: ``a + count(b)`` has one in its second."""
     return sum(1 for unit in val_unit[1:] if unit is not None and unit[0] != 0)
 
 
-def _cond_aggs(pred: Any) -> int:
+def _cond_aggs(pred: CondUnit) -> int:
     """Aggregates of one predicate outside its subqueries: its left side and column values."""
     return _val_aggs(pred[2]) + sum(1 for v in pred[3:] if type(v) is tuple and v[0] != 0)
 
@@ -213,7 +219,7 @@ def counts(sql: str, dialect: str | None = None) -> tuple[int, int, int]:
     return comp1, comp2, others
 
 
-def _set_operations(node: Any) -> int:
+def _set_operations(node: exp.Expr) -> int:
     """UNION, INTERSECT and EXCEPT words of a set-operation tree (either side; parentheses
     looked through)."""
     from sqlglot import exp
@@ -225,19 +231,19 @@ def _set_operations(node: Any) -> int:
     return 1 + _set_operations(node.this) + _set_operations(node.expression)
 
 
-def _arg(node: Any, name: str) -> Any:
+def _arg(node: exp.Expr, name: str) -> Any:
     """``node.args[name]``; sqlglot 30 renamed ``with`` and ``from`` to ``with_``, ``from_``."""
     value = node.args.get(name)
     return value if value is not None else node.args.get(name + "_")
 
 
-def _is_query(node: Any) -> bool:
+def _is_query(node: object) -> bool:
     from sqlglot import exp
 
     return isinstance(node, exp.Subquery | exp.Select | exp.Union | exp.Intersect | exp.Except)
 
 
-def _shallow(node: Any) -> Iterator[Any]:
+def _shallow(node: exp.Expr) -> Iterator[exp.Expr]:
     """``node`` and its descendants, not entering a subquery."""
     stack = [node]
     while stack:
@@ -246,7 +252,7 @@ def _shallow(node: Any) -> Iterator[Any]:
         stack.extend(c for c in current.iter_expressions() if not _is_query(c))
 
 
-def _subqueries(select: Any) -> Iterator[Any]:
+def _subqueries(select: exp.Expr) -> Iterator[exp.Expr]:
     """The outermost queries inside ``select`` (its CTEs left out: counted apart)."""
     stack = [c for k, c in _children(select) if k not in ("with", "with_")]
     while stack:
@@ -257,14 +263,14 @@ def _subqueries(select: Any) -> Iterator[Any]:
         stack.extend(current.iter_expressions())
 
 
-def _children(node: Any) -> Iterator[tuple[str, Any]]:
+def _children(node: exp.Expr) -> Iterator[tuple[str, exp.Expr]]:
     for key, value in node.args.items():
         for item in value if isinstance(value, list) else [value]:
             if hasattr(item, "iter_expressions"):
                 yield key, item
 
 
-def _leaves(condition: Any) -> int:
+def _leaves(condition: exp.Expr) -> int:
     """Conditions joined by AND / OR (parentheses looked through): ``a AND (b OR c)`` is 3."""
     from sqlglot import exp
 

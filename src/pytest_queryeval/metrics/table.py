@@ -31,7 +31,8 @@ from dataclasses import dataclass, fields
 from decimal import Decimal
 from functools import partial, reduce
 from itertools import chain, compress, repeat
-from typing import Any
+from types import ModuleType
+from typing import Any, Literal
 
 from ..gcpolicy import gc_paused
 from ..results import ResultTable, Term, show_row
@@ -91,7 +92,7 @@ class CompareOptions:
     case_insensitive: bool = False
 
     @classmethod
-    def from_config(cls, value: Any) -> CompareOptions:
+    def from_config(cls, value: object) -> CompareOptions:
         """Validate a case's ``compare:`` mapping; ValueError names the offending key."""
         if value is None:
             return _DEFAULT_OPTIONS if cls is CompareOptions else cls()
@@ -131,7 +132,7 @@ class CompareOptions:
     def is_default(self) -> bool:
         return self is _DEFAULT_OPTIONS or self == _DEFAULT_OPTIONS
 
-    def normalise(self, value: Any) -> Any:
+    def normalise(self, value: object) -> object:
         """One cell, normalised; None and bool are never touched."""
         if value is None or isinstance(value, bool):
             return value
@@ -154,7 +155,7 @@ class CompareOptions:
             return f + 0.0  # folds -0.0 into 0.0
         return value
 
-    def to_config(self) -> dict[str, Any]:
+    def to_config(self) -> dict[str, object]:
         """The non-default options, as a case file would spell them."""
         if self is _DEFAULT_OPTIONS:
             return {}
@@ -173,7 +174,7 @@ class _Frozen:
 
     __slots__ = ("key", "value")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: object) -> None:
         self.value = value
         self.key = _freeze_key(value)
 
@@ -190,7 +191,7 @@ class _Frozen:
         return repr(self.value)
 
 
-def _freeze_key(value: Any) -> Any:
+def _freeze_key(value: object) -> object:
     if isinstance(value, Mapping):
         return ("map", tuple(sorted((str(k), _freeze_key(v)) for k, v in value.items())))
     if isinstance(value, list | tuple):
@@ -290,7 +291,7 @@ class _Side:
 _TYPE_STR: dict[type, str] = {}
 
 
-def _sort_key(x: Any) -> str:
+def _sort_key(x: object) -> str:
     t = type(x)
     ts = _TYPE_STR.get(t)
     if ts is None:
@@ -703,7 +704,7 @@ _EQ_CLASS[_Missing] = "missing"  # compares by identity: equals only itself
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def _is_missing(v: Any) -> bool:
+def _is_missing(v: object) -> bool:
     return v is None or (isinstance(v, float | Decimal) and v != v)
 
 
@@ -833,7 +834,7 @@ FAST_MIN_CELLS = 50_000
 #: The cell types the fast path handles (``_table_fast._ALLOWED``, kept equal by a test).
 FAST_CELL_TYPES = frozenset({int, float, str, _NoneType})
 #: The fast path module once imported; False when numpy is missing.
-_fast_module: Any = None
+_fast_module: ModuleType | Literal[False] | None = None
 
 
 def _fast_compare(
@@ -994,7 +995,7 @@ class TableComparison:
             "same_row_count": 1.0 if len(self.gold_table.rows) == len(self.pred_table.rows) else 0.0,
         }
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> dict[str, object]:
         """Supporting values (not gated): Denodo's percent match, row counts, mapping."""
         return {
             "cell_precision": self.cell.precision,

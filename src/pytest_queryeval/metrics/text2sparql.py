@@ -91,7 +91,7 @@ def is_ask(table: ResultTable) -> bool:
             and isinstance(table.rows[0][0], bool))
 
 
-def _value(cell: Any) -> str:
+def _value(cell: object) -> str:
     value = getattr(cell, "value", None)  # an RDF Term: its lexical form only
     return value if isinstance(value, str) else str(cell)
 
@@ -144,14 +144,14 @@ class Question:
     order_matters: bool
 
 
-def aggregate(questions: Sequence[Question] | Iterable[Question]) -> dict[str, Any]:
+def aggregate(questions: Sequence[Question] | Iterable[Question]) -> dict[str, object]:
     """The reference's ``average`` entry: numpy means of each measure and ``set_f1_ndcg``.
 
     numpy's mean is reproduced bit for bit (pairwise summation); ``set_f1_ndcg`` is
     ``statistics.fmean`` (an exact ``fsum``) over the per-question terms plus the mean ``ndcg``.
     """
     qs = list(questions)
-    out: dict[str, Any] = {"questions": len(qs)}
+    out: dict[str, object] = {"questions": len(qs)}
     if not qs:
         return out
     for name in ("set_precision", "set_recall", "set_f1"):

@@ -16,7 +16,7 @@ from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult
 LEVELS = ("easy", "medium", "hard", "extra", "all")
 
 
-def aggregate(results: Iterable[StructureResult | Mapping[str, Any]]) -> dict[str, Any]:
+def aggregate(results: Iterable[StructureResult | Mapping[str, Any]]) -> dict[str, object]:
     """``{level: {count, exact, partial: {component: {acc, rec, f1}}}}`` for easy, medium,
     hard, extra and all (JSON-safe). Items are results or their ``to_details()`` mappings."""
     sums: dict[str, dict[str, Any]] = {
@@ -42,7 +42,7 @@ def aggregate(results: Iterable[StructureResult | Mapping[str, Any]]) -> dict[st
                 if item[3] > 0:  # label_total
                     p[2] += item[1]
                     p[3] += 1
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for lv in LEVELS:
         s = sums[lv]
         count = s["count"]

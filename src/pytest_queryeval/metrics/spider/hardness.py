@@ -9,7 +9,7 @@ text (parse, schema-backed cache) is in :mod:`.match`, which this module does no
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from .parse import SQL
 
@@ -18,7 +18,7 @@ _LIKE = 9  # WHERE_OPS.index("like")
 LEVELS = ("easy", "medium", "hard", "extra")
 
 
-def _has_agg(unit: Any) -> bool:
+def _has_agg(unit: Sequence[object]) -> bool:
     return bool(unit[0] != 0)
 
 

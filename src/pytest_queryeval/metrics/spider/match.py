@@ -17,13 +17,24 @@ order, so each can be compared with the reference line by line.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast, overload
 
 from ...errors import GoldError
 from ...metricnames import SPIDER_COMPONENTS
 from .hardness import counts, hardness_of, level
-from .parse import AGG_OPS, SQL, UNIT_OPS, WHERE_OPS, SpiderParseError, empty_sql, parse_sql
+from .parse import (
+    AGG_OPS,
+    SQL,
+    UNIT_OPS,
+    WHERE_OPS,
+    ColUnit,
+    SpiderParseError,
+    ValUnit,
+    empty_sql,
+    parse_sql,
+)
 from .schema import Schema
 
 #: Our component names, in the evaluator's print order, with the evaluator's labels.
@@ -69,7 +80,7 @@ class StructureResult:
     exact: int = 0
     counts: tuple[int, int, int] = (0, 0, 0)
 
-    def to_details(self) -> dict[str, Any]:
+    def to_details(self) -> dict[str, object]:
         """JSON-safe form that :func:`aggregate` accepts back (for reports that only keep
         per-case details): hardness, exact and the evaluator's per-component tuples."""
         return {"hardness": self.hardness, "exact": self.exact,
@@ -82,7 +93,7 @@ def analyse(text: str, schema: Schema) -> Entry | str:
     key = ("q", text)
     hit = schema.cache_get(key)
     if hit is not None:
-        return hit  # type: ignore[no-any-return]
+        return cast("Entry | str", hit)  # only analyse() stores under ("q", text)
     value = _analyse(text, schema)
     schema.cache_put(key, value)
     return value
@@ -168,7 +179,13 @@ def _drop_cond_values(cond: list[Any]) -> list[Any]:
     return res
 
 
-def _col(unit: Any, valid: frozenset[str], kmap: dict[str, str]) -> Any:
+@overload
+def _col(unit: ColUnit, valid: frozenset[str], kmap: dict[str, str]) -> ColUnit: ...
+@overload
+def _col(unit: None, valid: frozenset[str], kmap: dict[str, str]) -> None: ...
+@overload
+def _col(unit: ColUnit | None, valid: frozenset[str], kmap: dict[str, str]) -> ColUnit | None: ...
+def _col(unit: ColUnit | None, valid: frozenset[str], kmap: dict[str, str]) -> ColUnit | None:
     if unit is None:
         return None
     agg, col_id, _ = unit
@@ -177,7 +194,7 @@ def _col(unit: Any, valid: frozenset[str], kmap: dict[str, str]) -> Any:
     return (agg, col_id, None)
 
 
-def _val(unit: Any, valid: frozenset[str], kmap: dict[str, str]) -> Any:
+def _val(unit: ValUnit | None, valid: frozenset[str], kmap: dict[str, str]) -> ValUnit | None:
     if unit is None:
         return None
     op, c1, c2 = unit
@@ -296,7 +313,8 @@ class Features:
         self.keywords = _keywords(sql)
 
 
-def _component(cnt_of: Any, pred: list[Any], label: list[Any]) -> Partial:
+def _component(cnt_of: Callable[[list[Any], list[Any]], int], pred: list[Any],
+               label: list[Any]) -> Partial:
     lt, pt = len(label), len(pred)
     if lt != pt:
         return (0, 0, 0, lt, pt)
@@ -439,7 +457,7 @@ def _reason(pred_sql: str, message: str) -> str:
 
 
 # -- human-readable diff ------------------------------------------------------------------------
-def _col_text(unit: Any) -> str:
+def _col_text(unit: ColUnit | None) -> str:
     if unit is None:
         return ""
     agg, col_id, distinct = unit
@@ -449,13 +467,13 @@ def _col_text(unit: Any) -> str:
     return f"{AGG_OPS[agg]}({name})" if agg else name
 
 
-def _val_text(unit: Any) -> str:
+def _val_text(unit: ValUnit) -> str:
     op, c1, c2 = unit
     text = _col_text(c1)
     return f"{text} {UNIT_OPS[op]} {_col_text(c2)}" if op else text
 
 
-def _value_text(val: Any) -> str:
+def _value_text(val: object) -> str:
     if val is None:
         return "value"
     if isinstance(val, dict):

@@ -102,6 +102,10 @@ _AFTER_POSITION = frozenset((*ORDER_OPS, ",", "limit", "intersect", "union", "ex
 _STRICT_VALUE_END = _VALUE_END | {"or"}
 
 SQL = dict[str, Any]
+#: ``(agg_id, col_id, distinct)``; a rebuilt unit for comparison holds None for ``distinct``.
+ColUnit = tuple[int, str, bool | None]
+#: ``(unit_op, col_unit1, col_unit2)``; the second column only with an arithmetic operator.
+ValUnit = tuple[int, ColUnit, ColUnit | None]
 
 
 class SpiderParseError(ValueError):
@@ -357,7 +361,7 @@ class _Parser:
             is_block = True
             idx += 1
         tok = toks[idx]
-        val: Any
+        val: SQL | str | float | ColUnit
         if self.strict:
             if tok == "select" and not is_block:
                 raise _fail("strict: a subquery without parentheses")

@@ -52,7 +52,7 @@ class Schema:
             column_order = ["__all__"] + [f"__{t}.{c}__" for t, cols in self.tables.items()
                                           for c in cols]
         self.kmap = _foreign_key_map(list(column_order), foreign_keys)
-        self._cache: dict[tuple[str, str], Any] = {}
+        self._cache: dict[tuple[str, str], object] = {}  # :mod:`.match`'s analyses and reasons
         self._lock = threading.Lock()
 
     # -- construction ---------------------------------------------------------------------
@@ -133,10 +133,10 @@ class Schema:
                 out |= cols
         return frozenset(out)
 
-    def cache_get(self, key: tuple[str, str]) -> Any:
+    def cache_get(self, key: tuple[str, str]) -> object:
         return self._cache.get(key)
 
-    def cache_put(self, key: tuple[str, str], value: Any) -> None:
+    def cache_put(self, key: tuple[str, str], value: object) -> None:
         with self._lock:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
