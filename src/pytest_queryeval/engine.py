@@ -30,7 +30,7 @@ from .goldcache import GoldCache
 from .kinds._optin import relaxed_ex
 from .metricnames import REPEAT_METRICS
 from .model import MISSING, Case, Threshold
-from .predict import Prediction, Predictor, make_predictor
+from .predict import INLINE, Prediction, Predictor, fixed_source, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
 from .repeats import FIXED_NOTE, combine, signature
 from .secrets import Scrubber, quiet_library_logs
@@ -210,17 +210,14 @@ class Evaluator:
         return wanted
 
     def _fixed_prediction(self, case: Case) -> bool:
-        from .predict.file import FilePredictor
-
         inline = _inline_prediction(case) is not None
         if self.override is not None and (not inline or self.override_inline):
-            return isinstance(self.override, FilePredictor)
+            return self.override.fixed
         if inline:
             return True
         if self.hooks.predict is not None:
             return False  # a plugin's predictor: may be live
-        spec = case.prediction_source
-        return spec is not None and spec.get("source") == "file"
+        return fixed_source(case.prediction_source)
 
     def warm(self, case: Case, *, hook_active: bool = True) -> None:
         """Open ``case``'s datasource and let it start what it runs in (a sandbox worker)
@@ -243,19 +240,16 @@ class Evaluator:
         ``hook_active``), so its queries may be run ahead (:mod:`.collect`): asking twice
         gives the same and asks no one. None for any other, and for a case that predicts
         more than once or cannot predict (it reports why when it runs)."""
-        from .predict.file import FilePredictor
-
         if case.errors or case.skip or case.prediction_errors or self.repeats(case) != 1 \
                 or (self.pool is not None and (case.id, 0) in self.pool):
             return None
         inline = _inline_prediction(case) is not None
         if self.override is not None and (not inline or self.override_inline):
-            fixed = isinstance(self.override, FilePredictor)
+            fixed = self.override.fixed
         elif inline:
             fixed = True
         else:
-            spec = case.prediction_source
-            fixed = not hook_active and spec is not None and spec.get("source") == "file"
+            fixed = not hook_active and fixed_source(case.prediction_source)
         if not fixed:
             return None
         try:
@@ -280,16 +274,14 @@ class Evaluator:
             return None
         else:
             spec = case.prediction_source
-            if spec is None or spec.get("source") in ("inline", "file"):
+            if spec is None or spec.get("source") == INLINE or fixed_source(spec):
                 return None
             try:
                 predictor = self._source_predictor(case, spec)
             except QueryEvalError:
                 return None
             key = self._predictor_key(case, spec)
-        from .predict.file import FilePredictor
-
-        if isinstance(predictor, FilePredictor):
+        if predictor.fixed:
             return None
         return key, concurrency_of(spec, self.concurrency), _bind(predictor, case)
 
@@ -346,7 +338,7 @@ class Evaluator:
         if case.prediction_errors:
             raise PredictionError("; ".join(case.prediction_errors))
         spec = case.prediction_source
-        if spec is None or spec.get("source") == "inline":
+        if spec is None or spec.get("source") == INLINE:
             raise PredictionError(f"no prediction for case {case.id!r}: give it 'predicted:', "
                                   "configure 'predictions:' in queryeval.yaml or pass "
                                   "--queryeval-predictions")
@@ -364,29 +356,28 @@ class Evaluator:
         return self._predictors[key]
 
     def unmatched_prediction_ids(self) -> list[tuple[Path, list[str]]]:
-        """Ids in predictions files that match no collected case, per file.
+        """Ids of fixed sources (predictions files) that match no collected case, per file
+        (the first the source reads: :meth:`.Predictor.paths`).
 
         A typo or a renamed case would otherwise go unnoticed: its prediction is silently
         unused. Checked against the file's users: every case for ``--queryeval-predictions``,
         the cases whose ``predictions:`` names the file otherwise.
         """
-        from .predict.file import FilePredictor
-
-        users: dict[Path, tuple[FilePredictor, set[str]]] = {}
+        users: dict[Path, tuple[Predictor, set[str]]] = {}
         if self.override is not None:
-            if isinstance(self.override, FilePredictor):
-                users[self.override.path] = (self.override, {c.id for c in self.cases})
+            if self.override.fixed and self.override.paths():
+                users[self.override.paths()[0]] = (self.override, {c.id for c in self.cases})
         else:
             for case in self.cases:
                 spec = case.prediction_source
-                if not spec or spec.get("source") != "file":
+                if not spec or not fixed_source(spec):
                     continue
                 try:
                     predictor = self._source_predictor(case, spec)
                 except QueryEvalError:
                     continue  # each case reports it
-                if isinstance(predictor, FilePredictor):
-                    users.setdefault(predictor.path, (predictor, set()))[1].update(
+                if predictor.fixed and predictor.paths():
+                    users.setdefault(predictor.paths()[0], (predictor, set()))[1].update(
                         i for i in (case.id, case.fanned_from) if i is not None)
         out: list[tuple[Path, list[str]]] = []
         for path, (predictor, ids) in users.items():
@@ -424,15 +415,13 @@ def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
 def _ask(predictor: Predictor, case: Case) -> Prediction:
     """``predictor.predict(case)``; a live source's PredictionError is re-raised as
     :class:`AnswerFailed` (asked, no answer), which ``failures: model`` may count as the
-    model's failure. A file's missing prediction stays what it is."""
-    from .predict.file import FilePredictor
-
+    model's failure. A fixed source's (a file's) missing prediction stays what it is."""
     try:
         return predictor.predict(case)
     except AnswerFailed:
         raise
     except PredictionError as exc:
-        if isinstance(predictor, FilePredictor):
+        if predictor.fixed:
             raise
         raise AnswerFailed(str(exc)) from None
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
 from ..errors import PredictionError
-from ..model import Case
+from ..model import Case, Context
 
 #: Default ``max_bytes`` of the http and command sources: the most one answer (body, stdout)
 #: may hold, counted while it is read. A prediction is a query or a small JSON object.
@@ -44,13 +45,57 @@ class Prediction:
 
 
 class Predictor(Protocol):
-    """A prediction source. Live sources (python, http, command) are called from the
-    prediction pool's threads, several cases at once (``concurrency:``): ``predict`` must be
-    safe to call concurrently, and each call makes one request."""
+    """A prediction source: everything the engine asks of one, so a new source is one module
+    plus one line in :data:`~pytest_queryeval.predict.PREDICTOR_SOURCES` (never a test of its
+    class or its ``source:`` name). Live sources (python, http, command, openai) are called
+    from the prediction pool's threads, several cases at once (``concurrency:``): ``predict``
+    must be safe to call concurrently, and each call makes one request."""
+
+    #: The answers come from a fixed set written before the run (a predictions file): no live
+    #: request, so the pool never asks ahead, a repeated case runs once (the same answer each
+    #: time) and a missing answer is the suite's error, never the model's failure. Asked of
+    #: the class too, before a case's source is built (a spec that cannot build still says).
+    fixed: ClassVar[bool]
+    #: The keys of its ``predictions:`` mapping that name files, relative to the file that
+    #: defines them: reports show those outside the rootdir relative to it, without building
+    #: the source (a report is written for cases that never asked it).
+    path_keys: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
+                  context: Context | None = None) -> Predictor:
+        """Build it from a ``predictions:`` mapping (paths relative to ``base``; ``context``,
+        the evaluator, gives the openai source its datasources and the suite's cases).
+        Raises PredictionError naming what is wrong."""
+        ...
 
     def predict(self, case: Case) -> Prediction:
         """Raise :class:`~pytest_queryeval.errors.PredictionError` when none can be had."""
         ...
+
+    def paths(self) -> list[Path]:
+        """The files it reads ([] for a live source): ids of a fixed source that match no
+        collected case are warned about under the first."""
+        ...
+
+    def ids(self) -> list[str]:
+        """The case ids a fixed source holds, in its order ([] for a live one, which answers
+        any case, and for a set that cannot be read: that error is each case's)."""
+        ...
+
+
+class LiveSource:
+    """What every live source (python, http, command, openai) declares alike: each answer is
+    a request made when asked, the pool may make it ahead, and it reads no file of answers."""
+
+    fixed: ClassVar[bool] = False
+    path_keys: ClassVar[tuple[str, ...]] = ()
+
+    def paths(self) -> list[Path]:
+        return []
+
+    def ids(self) -> list[str]:
+        return []
 
 
 def get_path(data: Any, path: str | None) -> Any:

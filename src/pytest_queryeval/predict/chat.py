@@ -32,7 +32,14 @@ from ..secrets import Scrubber
 from . import prompt as prompts
 from ._bounded import request_deadline
 from ._httpx_deadline import bounded_client, watching
-from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json, positive_number, read_usage
+from .base import (
+    DEFAULT_MAX_BYTES,
+    LiveSource,
+    Prediction,
+    maybe_json,
+    positive_number,
+    read_usage,
+)
 from .pool import NOT_RETRIED, retry_pause
 
 OPENAI_KEYS = frozenset({
@@ -47,7 +54,7 @@ REPLY_CHARS = 4000
 ERROR_CHARS = 300
 
 
-class ChatPredictor:
+class ChatPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Any = None) -> ChatPredictor:

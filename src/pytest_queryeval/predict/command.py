@@ -18,6 +18,7 @@ from ..model import Case
 from ._bounded import Aborted, DeadlineExpired, TooBig, run_command
 from .base import (
     DEFAULT_MAX_BYTES,
+    LiveSource,
     Prediction,
     extract_mode,
     extracted,
@@ -27,7 +28,7 @@ from .base import (
 )
 
 
-class CommandPredictor:
+class CommandPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Any = None) -> CommandPredictor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .. import safefile
 from ..errors import PredictionError
@@ -20,6 +20,10 @@ _TIME_KEYS = ("prediction_seconds", "latency", "latency_s", "seconds")
 
 class FilePredictor:
     """Loads the whole file once; problems surface per case, never for the session."""
+
+    #: Its answers are the file's: nothing is requested (:attr:`.base.Predictor.fixed`).
+    fixed: ClassVar[bool] = True
+    path_keys: ClassVar[tuple[str, ...]] = ("path",)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
@@ -86,6 +90,9 @@ class FilePredictor:
         if key in entries:
             self._dupes.setdefault(key, [entries[key]["__line"]]).append(lineno)
         entries[key] = {**row, "__line": lineno}
+
+    def paths(self) -> list[Path]:
+        return [self.path]
 
     def ids(self) -> list[str]:
         """The case ids the file holds, in file order ([] when it cannot be read: that

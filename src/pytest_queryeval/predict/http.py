@@ -28,6 +28,7 @@ from ._bounded import DeadlineExpired, TooBig, open_url, read_capped, request_de
 from .base import (
     DEFAULT_MAX_BYTES,
     USAGE_KEYS,
+    LiveSource,
     Prediction,
     extract_mode,
     extracted,
@@ -70,7 +71,7 @@ def render(template: Any, fields: dict[str, Any]) -> Any:
     return template
 
 
-class HttpPredictor:
+class HttpPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Any = None) -> HttpPredictor:

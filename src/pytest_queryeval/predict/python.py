@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import PredictionError
 from ..model import Case
-from .base import Prediction, read_usage
+from .base import LiveSource, Prediction, read_usage
 
 
 def load_callable(target: str, search: list[Path]) -> Callable[..., Any]:
@@ -44,7 +44,7 @@ def load_callable(target: str, search: list[Path]) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-class PythonPredictor:
+class PythonPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Any = None) -> PythonPredictor:
