@@ -28,7 +28,9 @@ def positive_number(spec: dict[str, Any], key: str, default: float) -> float:
 
 @dataclass
 class Prediction:
-    value: Any
+    #: The answer: a query's text, a JSON object or an SDMX selection (``MISSING`` when the
+    #: case's turns carry their own).
+    value: object
     #: Wall time of obtaining the prediction (HTTP round trip, callable, command), if measured.
     seconds: float | None = None
     #: Extra timing or metadata the source reported (recorded, never gated).
@@ -98,7 +100,7 @@ class LiveSource:
         return []
 
 
-def get_path(data: Any, path: str | None) -> Any:
+def get_path(data: object, path: str | None) -> object:
     """Follow ``a.b.0.c`` into nested JSON; raises KeyError naming the missing step."""
     if not path:
         return data
@@ -118,7 +120,7 @@ def get_path(data: Any, path: str | None) -> Any:
     return node
 
 
-def maybe_json(text: str) -> Any:
+def maybe_json(text: str) -> object:
     """Structured predictions (JSON objects, SDMX selections) may arrive as JSON text."""
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
@@ -133,7 +135,7 @@ def maybe_json(text: str) -> Any:
 USAGE_KEYS = ("prompt_tokens", "completion_tokens")
 
 
-def read_usage(data: Any) -> dict[str, float]:
+def read_usage(data: object) -> dict[str, float]:
     """``{prompt_tokens, completion_tokens, cost_usd}`` from a ``usage`` mapping (an
     OpenAI-shaped reply, a command's or a file's record). Token counts that are not whole
     non-negative numbers, and a cost that is not a non-negative number, are left out rather

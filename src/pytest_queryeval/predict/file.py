@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from .. import safefile
 from ..errors import PredictionError
-from ..model import Case
+from ..model import Case, Context
 from ..yamlload import load_file, plain
 from .base import Prediction, read_usage
 
@@ -27,7 +27,7 @@ class FilePredictor:
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
-                  context: Any = None) -> FilePredictor:
+                  context: Context | None = None) -> FilePredictor:
         if not isinstance(spec.get("path"), str):
             raise PredictionError("file predictions need a path")
         return cls((base / spec["path"]).resolve())
@@ -80,7 +80,8 @@ class FilePredictor:
             self._error = f"cannot read predictions file {name}: {exc}"
         self._entries = entries
 
-    def _add(self, entries: dict[str, dict[str, Any]], row: Any, where: str, lineno: int) -> None:
+    def _add(self, entries: dict[str, dict[str, Any]], row: object, where: str, lineno: int,
+             ) -> None:
         if not isinstance(row, dict):
             raise PredictionError(f"{where}: expected an object with id and predicted")
         case_id = next((row[k] for k in _ID_KEYS if k in row), None)
