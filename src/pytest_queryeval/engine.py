@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import kinds as kind_registry
 from .casesteps import CaseOutcome as CaseOutcome
@@ -38,6 +38,9 @@ from .sources.base import DataSource, declared
 from .thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
+    from .judge.run import JudgeSession
+    from .model import Kind
+    from .neighbour_check import Settings
     from .predict.exchange import Exchange
 
 
@@ -49,6 +52,15 @@ class CacheLike:
 
     def set(self, key: str, value: Any) -> None:  # pragma: no cover - protocol
         raise NotImplementedError
+
+
+class _Cache(Protocol):
+    """What the engine asks of pytest's ``config.cache`` (JSON values by key); a
+    ``mkdir(name)`` of its own, when it has one, gives :attr:`Evaluator.cache_dir`."""
+
+    def get(self, key: str, default: object) -> object: ...
+
+    def set(self, key: str, value: object) -> None: ...
 
 
 @dataclass
@@ -68,11 +80,11 @@ class Evaluator:
     #: A run scores predictions (the gold audit's context says True).
     auditing = False
 
-    def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
+    def __init__(self, *, cache: _Cache | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
                  concurrency: int | None = None, repeat: int | None = None,
-                 neighbours: Any = None, neighbour_base: Any = None,
+                 neighbours: Settings | None = None, neighbour_base: Settings | None = None,
                  judge_refresh: bool = False, gold_cache: Path | None = None) -> None:
         self._cache = cache
         #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
@@ -109,7 +121,7 @@ class Evaluator:
         self.neighbour_base = neighbour_base
         #: ``--queryeval-judge-refresh``: ask the judge again, whatever is pinned.
         self.judge_refresh = judge_refresh
-        self._judge: Any = None
+        self._judge: JudgeSession | None = None
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -163,7 +175,7 @@ class Evaluator:
         encoded otherwise."""
         return not self.no_cache and (self._cache is not None or self.gold_cache is not None)
 
-    def cache_set(self, namespace: str, key: str, value: Any) -> None:
+    def cache_set(self, namespace: str, key: str, value: object) -> None:
         if self.no_cache:
             return
         if self._cache is not None:
@@ -179,9 +191,10 @@ class Evaluator:
     @property
     def cache_dir(self) -> Path | None:
         """A directory under pytest's cache for file caches (embeddings); None without cache."""
-        if self._cache is None or self.no_cache or not hasattr(self._cache, "mkdir"):
+        mkdir = getattr(self._cache, "mkdir", None)
+        if self._cache is None or self.no_cache or mkdir is None:
             return None
-        return Path(self._cache.mkdir("queryeval"))
+        return Path(mkdir("queryeval"))
 
     def shared(self, key: str, factory: Callable[[], Any]) -> Any:
         with self._open_lock:
@@ -189,7 +202,7 @@ class Evaluator:
                 self._shared[key] = factory()
             return self._shared[key]
 
-    def judge_session(self) -> Any:
+    def judge_session(self) -> JudgeSession:
         """The judge's pins, clients and call count (:class:`.judge.run.JudgeSession`), made
         when the first case is judged."""
         with self._open_lock:
@@ -461,7 +474,7 @@ def run_case(case: Case, evaluator: Evaluator) -> CaseOutcome:
     return combine(case, [_run_once(case, evaluator, kind, r) for r in range(runs)])
 
 
-def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseOutcome:
+def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> CaseOutcome:
     """One prediction of the case, scored and judged on its own."""
     try:
         prediction = evaluator.predict(case, repeat)
