@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -16,7 +17,7 @@ from ..model import Case, Context
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
-def positive_number(spec: dict[str, Any], key: str, default: float) -> float:
+def positive_number(spec: Mapping[str, object], key: str, default: float) -> float:
     """``spec[key]`` as a positive number (PredictionError naming the key otherwise)."""
     from ..numeric import option_limit
 
@@ -34,7 +35,7 @@ class Prediction:
     #: Wall time of obtaining the prediction (HTTP round trip, callable, command), if measured.
     seconds: float | None = None
     #: Extra timing or metadata the source reported (recorded, never gated).
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     #: What the request cost, as the source reported it: ``prompt_tokens``,
     #: ``completion_tokens``, ``cost_usd`` (numbers; empty when the source reports none).
     #: Recorded as metrics; ``cost_usd`` is otherwise priced with the suite's ``pricing:``.
@@ -160,7 +161,7 @@ FENCE_HINT = ("the answer contains a fenced code block; set extract: fenced in p
               "to score the query inside it")
 
 
-def extract_mode(spec: dict[str, Any]) -> str | None:
+def extract_mode(spec: Mapping[str, object]) -> str | None:
     """``spec["extract"]``, checked (PredictionError naming the key), or None."""
     value = spec.get("extract")
     if value is None or value in EXTRACT_MODES:
