@@ -26,6 +26,7 @@ from .errors import ConfigError
 from .metricnames import PASS_RATE
 from .model import Threshold
 from .paths import display
+from .predict import SOURCE_NAMES
 from .pricing import Price, parse_pricing
 from .secrets import url_passwords
 from .thresholds import parse_threshold
@@ -37,7 +38,7 @@ SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "de
                         "pricing", "neighbours", "judge", "record_only"})
 #: Datasource keys holding paths, resolved against the directory of the file defining them.
 PATH_KEYS = ("path", "tables", "file", "directory")
-PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
+PREDICTION_SOURCES = SOURCE_NAMES  # the registered sources and inline, one list
 #: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
 #: credential: they stay readable in the reports.
 #: ``predictions: {failures: ...}``: what a prediction that times out or fails after its

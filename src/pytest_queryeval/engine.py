@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import kinds as kind_registry
 from .casesteps import CaseOutcome as CaseOutcome
@@ -30,7 +30,7 @@ from .goldcache import GoldCache
 from .kinds._optin import relaxed_ex
 from .metricnames import REPEAT_METRICS
 from .model import MISSING, Case, Threshold
-from .predict import Prediction, Predictor, make_predictor
+from .predict import INLINE, Prediction, Predictor, fixed_source, make_predictor
 from .predict.pool import PredictionPool, RequestKey, concurrency_of
 from .repeats import FIXED_NOTE, combine, signature
 from .secrets import Scrubber, quiet_library_logs
@@ -38,6 +38,9 @@ from .sources.base import DataSource, declared
 from .thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
+    from .judge.run import JudgeSession
+    from .model import Kind
+    from .neighbour_check import Settings
     from .predict.exchange import Exchange
 
 
@@ -49,6 +52,15 @@ class CacheLike:
 
     def set(self, key: str, value: Any) -> None:  # pragma: no cover - protocol
         raise NotImplementedError
+
+
+class _Cache(Protocol):
+    """What the engine asks of pytest's ``config.cache`` (JSON values by key); a
+    ``mkdir(name)`` of its own, when it has one, gives :attr:`Evaluator.cache_dir`."""
+
+    def get(self, key: str, default: object) -> object: ...
+
+    def set(self, key: str, value: object) -> None: ...
 
 
 @dataclass
@@ -68,11 +80,11 @@ class Evaluator:
     #: A run scores predictions (the gold audit's context says True).
     auditing = False
 
-    def __init__(self, *, cache: Any | None = None, no_cache: bool = False,
+    def __init__(self, *, cache: _Cache | None = None, no_cache: bool = False,
                  override: Predictor | None = None, override_inline: bool = False,
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
                  concurrency: int | None = None, repeat: int | None = None,
-                 neighbours: Any = None, neighbour_base: Any = None,
+                 neighbours: Settings | None = None, neighbour_base: Settings | None = None,
                  judge_refresh: bool = False, gold_cache: Path | None = None) -> None:
         self._cache = cache
         #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
@@ -109,7 +121,7 @@ class Evaluator:
         self.neighbour_base = neighbour_base
         #: ``--queryeval-judge-refresh``: ask the judge again, whatever is pinned.
         self.judge_refresh = judge_refresh
-        self._judge: Any = None
+        self._judge: JudgeSession | None = None
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -163,7 +175,7 @@ class Evaluator:
         encoded otherwise."""
         return not self.no_cache and (self._cache is not None or self.gold_cache is not None)
 
-    def cache_set(self, namespace: str, key: str, value: Any) -> None:
+    def cache_set(self, namespace: str, key: str, value: object) -> None:
         if self.no_cache:
             return
         if self._cache is not None:
@@ -179,9 +191,10 @@ class Evaluator:
     @property
     def cache_dir(self) -> Path | None:
         """A directory under pytest's cache for file caches (embeddings); None without cache."""
-        if self._cache is None or self.no_cache or not hasattr(self._cache, "mkdir"):
+        mkdir = getattr(self._cache, "mkdir", None)
+        if self._cache is None or self.no_cache or mkdir is None:
             return None
-        return Path(self._cache.mkdir("queryeval"))
+        return Path(mkdir("queryeval"))
 
     def shared(self, key: str, factory: Callable[[], Any]) -> Any:
         with self._open_lock:
@@ -189,7 +202,7 @@ class Evaluator:
                 self._shared[key] = factory()
             return self._shared[key]
 
-    def judge_session(self) -> Any:
+    def judge_session(self) -> JudgeSession:
         """The judge's pins, clients and call count (:class:`.judge.run.JudgeSession`), made
         when the first case is judged."""
         with self._open_lock:
@@ -210,17 +223,14 @@ class Evaluator:
         return wanted
 
     def _fixed_prediction(self, case: Case) -> bool:
-        from .predict.file import FilePredictor
-
         inline = _inline_prediction(case) is not None
         if self.override is not None and (not inline or self.override_inline):
-            return isinstance(self.override, FilePredictor)
+            return self.override.fixed
         if inline:
             return True
         if self.hooks.predict is not None:
             return False  # a plugin's predictor: may be live
-        spec = case.prediction_source
-        return spec is not None and spec.get("source") == "file"
+        return fixed_source(case.prediction_source)
 
     def warm(self, case: Case, *, hook_active: bool = True) -> None:
         """Open ``case``'s datasource and let it start what it runs in (a sandbox worker)
@@ -243,19 +253,16 @@ class Evaluator:
         ``hook_active``), so its queries may be run ahead (:mod:`.collect`): asking twice
         gives the same and asks no one. None for any other, and for a case that predicts
         more than once or cannot predict (it reports why when it runs)."""
-        from .predict.file import FilePredictor
-
         if case.errors or case.skip or case.prediction_errors or self.repeats(case) != 1 \
                 or (self.pool is not None and (case.id, 0) in self.pool):
             return None
         inline = _inline_prediction(case) is not None
         if self.override is not None and (not inline or self.override_inline):
-            fixed = isinstance(self.override, FilePredictor)
+            fixed = self.override.fixed
         elif inline:
             fixed = True
         else:
-            spec = case.prediction_source
-            fixed = not hook_active and spec is not None and spec.get("source") == "file"
+            fixed = not hook_active and fixed_source(case.prediction_source)
         if not fixed:
             return None
         try:
@@ -280,16 +287,14 @@ class Evaluator:
             return None
         else:
             spec = case.prediction_source
-            if spec is None or spec.get("source") in ("inline", "file"):
+            if spec is None or spec.get("source") == INLINE or fixed_source(spec):
                 return None
             try:
                 predictor = self._source_predictor(case, spec)
             except QueryEvalError:
                 return None
             key = self._predictor_key(case, spec)
-        from .predict.file import FilePredictor
-
-        if isinstance(predictor, FilePredictor):
+        if predictor.fixed:
             return None
         return key, concurrency_of(spec, self.concurrency), _bind(predictor, case)
 
@@ -346,7 +351,7 @@ class Evaluator:
         if case.prediction_errors:
             raise PredictionError("; ".join(case.prediction_errors))
         spec = case.prediction_source
-        if spec is None or spec.get("source") == "inline":
+        if spec is None or spec.get("source") == INLINE:
             raise PredictionError(f"no prediction for case {case.id!r}: give it 'predicted:', "
                                   "configure 'predictions:' in queryeval.yaml or pass "
                                   "--queryeval-predictions")
@@ -364,29 +369,28 @@ class Evaluator:
         return self._predictors[key]
 
     def unmatched_prediction_ids(self) -> list[tuple[Path, list[str]]]:
-        """Ids in predictions files that match no collected case, per file.
+        """Ids of fixed sources (predictions files) that match no collected case, per file
+        (the first the source reads: :meth:`.Predictor.paths`).
 
         A typo or a renamed case would otherwise go unnoticed: its prediction is silently
         unused. Checked against the file's users: every case for ``--queryeval-predictions``,
         the cases whose ``predictions:`` names the file otherwise.
         """
-        from .predict.file import FilePredictor
-
-        users: dict[Path, tuple[FilePredictor, set[str]]] = {}
+        users: dict[Path, tuple[Predictor, set[str]]] = {}
         if self.override is not None:
-            if isinstance(self.override, FilePredictor):
-                users[self.override.path] = (self.override, {c.id for c in self.cases})
+            if self.override.fixed and self.override.paths():
+                users[self.override.paths()[0]] = (self.override, {c.id for c in self.cases})
         else:
             for case in self.cases:
                 spec = case.prediction_source
-                if not spec or spec.get("source") != "file":
+                if not spec or not fixed_source(spec):
                     continue
                 try:
                     predictor = self._source_predictor(case, spec)
                 except QueryEvalError:
                     continue  # each case reports it
-                if isinstance(predictor, FilePredictor):
-                    users.setdefault(predictor.path, (predictor, set()))[1].update(
+                if predictor.fixed and predictor.paths():
+                    users.setdefault(predictor.paths()[0], (predictor, set()))[1].update(
                         i for i in (case.id, case.fanned_from) if i is not None)
         out: list[tuple[Path, list[str]]] = []
         for path, (predictor, ids) in users.items():
@@ -424,15 +428,13 @@ def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
 def _ask(predictor: Predictor, case: Case) -> Prediction:
     """``predictor.predict(case)``; a live source's PredictionError is re-raised as
     :class:`AnswerFailed` (asked, no answer), which ``failures: model`` may count as the
-    model's failure. A file's missing prediction stays what it is."""
-    from .predict.file import FilePredictor
-
+    model's failure. A fixed source's (a file's) missing prediction stays what it is."""
     try:
         return predictor.predict(case)
     except AnswerFailed:
         raise
     except PredictionError as exc:
-        if isinstance(predictor, FilePredictor):
+        if predictor.fixed:
             raise
         raise AnswerFailed(str(exc)) from None
 
@@ -472,7 +474,7 @@ def run_case(case: Case, evaluator: Evaluator) -> CaseOutcome:
     return combine(case, [_run_once(case, evaluator, kind, r) for r in range(runs)])
 
 
-def _run_once(case: Case, evaluator: Evaluator, kind: Any, repeat: int) -> CaseOutcome:
+def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> CaseOutcome:
     """One prediction of the case, scored and judged on its own."""
     try:
         prediction = evaluator.predict(case, repeat)

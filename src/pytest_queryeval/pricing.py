@@ -8,9 +8,8 @@ its token counts and no cost (a cost gate then says that no case has ``cost_usd`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from .numeric import is_finite
 
@@ -30,7 +29,9 @@ class Price:
                 + usage["completion_tokens"] * self.output_per_mtok) / 1_000_000
 
 
-def parse_pricing(spec: Any, where: str, line_of: Any = None) -> tuple[dict[str, Price], list[str]]:
+def parse_pricing(spec: object, where: str,
+                  line_of: Callable[[Mapping[object, object], object], str] | None = None,
+                  ) -> tuple[dict[str, Price], list[str]]:
     """``{model: {input_per_mtok: x, output_per_mtok: y}}`` and located problems.
 
     ``where`` is ``file:line`` of the ``pricing`` key; ``line_of(mapping, key)`` gives a

@@ -26,19 +26,23 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .engine import Evaluator
+from .predict import Prediction
 from .predict.pool import PredictionPool
+
+if TYPE_CHECKING:
+    from .predict.exchange import Exchange
 
 #: Seconds between two progress lines.
 PROGRESS_EVERY = 2.0
 #: Seconds before a worker answers a steal it declines (``--dist worksteal``).
 STEAL_DECLINED_PAUSE = 0.2
 
-_Request = tuple[tuple[str, int], str, int, Callable[[], Any]]
+_Request = tuple[tuple[str, int], str, int, Callable[[], Prediction]]
 #: The pool requests of the item at each index of ``session.items`` (one per repeat).
 _Requests = dict[int, list[_Request]]
 
@@ -74,7 +78,7 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
         _follow_the_controller(config, pool, requests, len(session.items))
 
 
-def _exchange(config: pytest.Config) -> Any:
+def _exchange(config: pytest.Config) -> Exchange | None:
     """An xdist worker's :class:`~.predict.exchange.Exchange` when it runs on the controller's
     machine, else None."""
     root = config.workerinput.get("queryeval_exchange")  # type: ignore[attr-defined]
@@ -90,7 +94,7 @@ def _exchange(config: pytest.Config) -> Any:
         return None
 
 
-def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests,
+def _follow_the_controller(config: pytest.Config, pool: PredictionPool, requests: _Requests,
                            count: int) -> None:
     """xdist worker: queue each batch the controller sends this worker, as it arrives."""
     interactor = next((p for p in config.pluginmanager.get_plugins()
@@ -102,7 +106,7 @@ def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests
     def queue(indices: Iterable[int]) -> None:
         pool.submit_many(r for i in indices for r in requests.get(i, ()))
 
-    def handle_command(command: Any) -> None:
+    def handle_command(command: object) -> None:
         if isinstance(command, tuple) and len(command) == 2 and isinstance(command[1], dict):
             name, kwargs = command
             if name == "runtests":
@@ -123,7 +127,7 @@ def _follow_the_controller(config: pytest.Config, pool: Any, requests: _Requests
     interactor.handle_command = handle_command
 
 
-def worker_counts(pool: Any) -> tuple[int, int, int, bool]:
+def worker_counts(pool: PredictionPool) -> tuple[int, int, int, bool]:
     """What an xdist worker tells the controller of its pool (:meth:`ProgressLine.from_worker`):
     done, total, running, and whether it shares the session's requests (an exchange)."""
     counts = pool.progress()
@@ -222,7 +226,7 @@ class ProgressLine:
         node = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
         self.from_worker(str(node), getattr(report, "queryeval_predictions", None))
 
-    def from_worker(self, node: str, counts: Any) -> None:
+    def from_worker(self, node: str, counts: object) -> None:
         """A worker's ``(done, total, running[, shared])``: with a case's report, and its
         final counts when it ends (its pool may have answered other workers' cases after its
         own last case)."""

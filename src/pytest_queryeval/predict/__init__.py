@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections import ChainMap
+from collections.abc import KeysView, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import PredictionError
+from ..model import Context
 from .base import Prediction, Predictor
 
-__all__ = ["Prediction", "Predictor", "describe_predictions", "make_predictor",
-           "predictor_from_cli"]
+__all__ = ["INLINE", "PREDICTOR_SOURCES", "SOURCE_NAMES", "Prediction", "Predictor",
+           "describe_predictions", "fixed_source", "make_predictor", "predictor_from_cli",
+           "source_class", "spec_paths"]
 
 
 #: ``source:`` value -> ``"module:Class"``, imported only when a suite names it (the ``openai``
 #: source pulls in httpx). Each class builds itself with ``from_spec(spec, base, search,
-#: context)``, as data sources (``sources.SOURCE_TYPES``) and kinds (``kinds.KIND_CLASSES``) do.
+#: context)``, as data sources (``sources.SOURCE_TYPES``) and kinds (``kinds.KIND_CLASSES``) do,
+#: and declares what the engine and the reports ask of it (:class:`.base.Predictor`): adding
+#: a source is its module and one line here.
 PREDICTOR_SOURCES: dict[str, str] = {
     "file": "pytest_queryeval.predict.file:FilePredictor",
     "python": "pytest_queryeval.predict.python:PythonPredictor",
@@ -24,21 +29,51 @@ PREDICTOR_SOURCES: dict[str, str] = {
     "openai": "pytest_queryeval.predict.chat:ChatPredictor",
     "command": "pytest_queryeval.predict.command:CommandPredictor",
 }
+#: ``source: inline``: every case carries its own ``predicted:``; no source is built.
+INLINE = "inline"
+#: Every ``source:`` a suite may name (``config`` checks it): the registered ones and
+#: :data:`INLINE`. A view of the registry, so a source added to it is accepted with no
+#: second list to keep in step.
+SOURCE_NAMES: KeysView[str] = ChainMap(PREDICTOR_SOURCES, {INLINE: ""}).keys()
+
+
+def source_class(source: object) -> type[Predictor] | None:
+    """The class registered for a ``source:`` value (its module imported now); None for
+    ``inline``, a missing or an unknown name (the case says so when it runs)."""
+    if not isinstance(source, str) or source not in PREDICTOR_SOURCES:
+        return None
+    module, _, cls_name = PREDICTOR_SOURCES[source].partition(":")
+    return cast("type[Predictor]", getattr(importlib.import_module(module), cls_name))
+
+
+def fixed_source(spec: Mapping[str, object] | None) -> bool:
+    """Whether a ``predictions:`` mapping names a fixed source (:attr:`.Predictor.fixed`),
+    asked before its predictor is built."""
+    cls = source_class(spec.get("source")) if spec else None
+    return cls is not None and cls.fixed
+
+
+def spec_paths(spec: Mapping[str, object] | None, base: Path) -> list[Path]:
+    """The files a ``predictions:`` mapping names (its source's ``path_keys``), joined to
+    ``base`` as written (not resolved), without building the source."""
+    cls = source_class(spec.get("source")) if spec else None
+    if spec is None or cls is None:
+        return []
+    return [base / value for key in cls.path_keys
+            if isinstance(value := spec.get(key), str)]
 
 
 def make_predictor(spec: dict[str, Any], base: Path, search: list[Path],
-                   context: Any = None) -> Predictor:
+                   context: Context | None = None) -> Predictor:
     """Build a predictor from a ``predictions:`` mapping; paths are relative to ``base``.
 
     ``context`` (the evaluator) gives the openai source its datasources (``{schema}``) and the
     suite's other cases (few-shot examples).
     """
-    source = spec.get("source")
-    if not isinstance(source, str) or source not in PREDICTOR_SOURCES:
-        raise PredictionError(f"unknown predictions source {source!r}")
-    module, _, cls_name = PREDICTOR_SOURCES[source].partition(":")
-    cls = getattr(importlib.import_module(module), cls_name)
-    return cls.from_spec(spec, base, search, context)  # type: ignore[no-any-return]
+    cls = source_class(spec.get("source"))
+    if cls is None:
+        raise PredictionError(f"unknown predictions source {spec.get('source')!r}")
+    return cls.from_spec(spec, base, search, context)
 
 
 def predictor_from_cli(value: str, invocation_dir: Path) -> Predictor:

@@ -20,7 +20,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
 from ..socketdeadline import SocketDeadline
 from .pool import ABORT
@@ -86,8 +86,9 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
     redirect elsewhere would carry the configured headers (a key) to a server the
     configuration did not name. Refused, the 3xx is the HTTPError the caller reports."""
 
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
-                         headers: Any, newurl: str) -> urllib.request.Request | None:
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
+                         headers: http.client.HTTPMessage, newurl: str,
+                         ) -> urllib.request.Request | None:
         if _origin(newurl) != _origin(req.full_url):
             return None
         return super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -103,6 +104,12 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return scheme, (parts.hostname or ""), port or {"http": 80, "https": 443}.get(scheme)
 
 
+class _Body(Protocol):
+    """A response whose body is read one receive at a time (``HTTPResponse.read1``)."""
+
+    def read1(self, n: int, /) -> bytes: ...
+
+
 def open_url(request: urllib.request.Request, guard: SocketDeadline) -> Any:
     """``urlopen`` whose connections are shut when ``guard`` fires (HTTPError as usual), and
     that follows redirects only within the request's origin."""
@@ -112,7 +119,7 @@ def open_url(request: urllib.request.Request, guard: SocketDeadline) -> Any:
     return opener.open(request, timeout=left)
 
 
-def read_capped(response: Any, max_bytes: int, guard: SocketDeadline) -> bytes:
+def read_capped(response: _Body, max_bytes: int, guard: SocketDeadline) -> bytes:
     """The body, one receive at a time; :class:`TooBig` as soon as it passes ``max_bytes``,
     :class:`DeadlineExpired` when the deadline passes (or closed the socket) mid-way."""
     chunks: list[bytes] = []

@@ -19,16 +19,44 @@ httpx is imported lazily (it comes with the ``[llm]`` extra): ``httpx2`` with op
 from __future__ import annotations
 
 import importlib
+import socket
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from types import ModuleType
+from typing import Any, Protocol, cast
 
 from ..socketdeadline import SocketDeadline
 
 #: The deadline of the attempt running in this thread (None outside an attempt).
 _GUARD: ContextVar[SocketDeadline | None] = ContextVar("queryeval_openai_deadline",
                                                        default=None)
+
+
+class _Stream(Protocol):
+    """What the wrapper calls on the network stream it wraps (httpcore's, of either name)."""
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes: ...
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> _Stream: ...
+
+    def get_extra_info(self, info: str) -> object: ...
+
+
+class _Backend(Protocol):
+    """What the wrapper calls on the network backend it wraps."""
+
+    def connect_tcp(self, *args: object, **kwargs: object) -> _Stream: ...
+
+    def connect_unix_socket(self, *args: object, **kwargs: object) -> _Stream: ...
+
+    def sleep(self, seconds: float) -> None: ...
 
 
 @contextmanager
@@ -41,11 +69,11 @@ def watching(guard: SocketDeadline) -> Iterator[None]:
         _GUARD.reset(token)
 
 
-def bounded_client(openai: Any) -> Any:
+def bounded_client(openai: ModuleType) -> Any:  # an httpx(2).Client: optional package
     """The ``http_client`` for ``openai.OpenAI``: the package's own defaults (limits, proxies
     from the environment), no redirects, every connection watched (:func:`watching`)."""
     client = openai.DefaultHttpxClient(follow_redirects=False)
-    core = importlib.import_module(_core_name(client))
+    core = importlib.import_module(_core_name(client._transport))
     backend_type = _backend_type(core)
     transports = [client._transport, *getattr(client, "_mounts", {}).values()]
     for transport in transports:
@@ -60,18 +88,21 @@ def bounded_client(openai: Any) -> Any:
     return client
 
 
-def _core_name(client: Any) -> str:
-    """``httpcore2`` under ``httpx2``, ``httpcore`` under ``httpx``."""
-    top = type(client._transport).__module__.split(".")[0]
+def _core_name(transport: object) -> str:
+    """``httpcore2`` under ``httpx2``, ``httpcore`` under ``httpx`` (of the client's transport)."""
+    top = type(transport).__module__.split(".")[0]
     return "httpcore2" if top == "httpx2" else "httpcore"
 
 
-def _backend_type(core: Any) -> type:
+def _backend_type(core: ModuleType) -> type:
     """A network backend (of ``core``) whose streams register their socket with the current
     attempt's deadline before each read and write."""
 
-    class Stream(core.NetworkStream):  # type: ignore[misc]
-        def __init__(self, inner: Any) -> None:
+    stream_base: type = core.NetworkStream
+    backend_base: type = core.NetworkBackend
+
+    class Stream(stream_base):  # type: ignore[misc]
+        def __init__(self, inner: _Stream) -> None:
             self._inner = inner
             self._guard: SocketDeadline | None = None
             self._watch()
@@ -79,15 +110,14 @@ def _backend_type(core: Any) -> type:
         def _watch(self) -> None:
             guard = _GUARD.get()
             if guard is not None and guard is not self._guard:
-                sock = self._inner.get_extra_info("socket")
+                sock = cast("socket.socket | None", self._inner.get_extra_info("socket"))
                 if sock is not None:
                     guard.watch(sock)
                     self._guard = guard
 
         def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
             self._watch()
-            data: bytes = self._inner.read(max_bytes, timeout)
-            return data
+            return self._inner.read(max_bytes, timeout)
 
         def write(self, buffer: bytes, timeout: float | None = None) -> None:
             self._watch()
@@ -96,21 +126,21 @@ def _backend_type(core: Any) -> type:
         def close(self) -> None:
             self._inner.close()
 
-        def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                      timeout: float | None = None) -> Any:
+        def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                      timeout: float | None = None) -> _Stream:
             return Stream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
-        def get_extra_info(self, info: str) -> Any:
+        def get_extra_info(self, info: str) -> object:
             return self._inner.get_extra_info(info)
 
-    class Backend(core.NetworkBackend):  # type: ignore[misc]
-        def __init__(self, inner: Any) -> None:
+    class Backend(backend_base):  # type: ignore[misc]
+        def __init__(self, inner: _Backend) -> None:
             self._inner = inner
 
-        def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+        def connect_tcp(self, *args: object, **kwargs: object) -> _Stream:
             return Stream(self._inner.connect_tcp(*args, **kwargs))
 
-        def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        def connect_unix_socket(self, *args: object, **kwargs: object) -> _Stream:
             return Stream(self._inner.connect_unix_socket(*args, **kwargs))
 
         def sleep(self, seconds: float) -> None:

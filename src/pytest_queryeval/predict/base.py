@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
 
 from ..errors import PredictionError
 from ..kinds._registry import declares
-from ..model import Case
+from ..model import Case, Context
 
 #: Default ``max_bytes`` of the http and command sources: the most one answer (body, stdout)
 #: may hold, counted while it is read. A prediction is a query or a small JSON object.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 
-def positive_number(spec: dict[str, Any], key: str, default: float) -> float:
+def positive_number(spec: Mapping[str, object], key: str, default: float) -> float:
     """``spec[key]`` as a positive number (PredictionError naming the key otherwise)."""
     from ..numeric import option_limit
 
@@ -28,11 +30,13 @@ def positive_number(spec: dict[str, Any], key: str, default: float) -> float:
 
 @dataclass
 class Prediction:
-    value: Any
+    #: The answer: a query's text, a JSON object or an SDMX selection (``MISSING`` when the
+    #: case's turns carry their own).
+    value: object
     #: Wall time of obtaining the prediction (HTTP round trip, callable, command), if measured.
     seconds: float | None = None
     #: Extra timing or metadata the source reported (recorded, never gated).
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     #: What the request cost, as the source reported it: ``prompt_tokens``,
     #: ``completion_tokens``, ``cost_usd`` (numbers; empty when the source reports none).
     #: Recorded as metrics; ``cost_usd`` is otherwise priced with the suite's ``pricing:``.
@@ -45,16 +49,60 @@ class Prediction:
 
 
 class Predictor(Protocol):
-    """A prediction source. Live sources (python, http, command) are called from the
-    prediction pool's threads, several cases at once (``concurrency:``): ``predict`` must be
-    safe to call concurrently, and each call makes one request."""
+    """A prediction source: everything the engine asks of one, so a new source is one module
+    plus one line in :data:`~pytest_queryeval.predict.PREDICTOR_SOURCES` (never a test of its
+    class or its ``source:`` name). Live sources (python, http, command, openai) are called
+    from the prediction pool's threads, several cases at once (``concurrency:``): ``predict``
+    must be safe to call concurrently, and each call makes one request."""
+
+    #: The answers come from a fixed set written before the run (a predictions file): no live
+    #: request, so the pool never asks ahead, a repeated case runs once (the same answer each
+    #: time) and a missing answer is the suite's error, never the model's failure. Asked of
+    #: the class too, before a case's source is built (a spec that cannot build still says).
+    fixed: ClassVar[bool]
+    #: The keys of its ``predictions:`` mapping that name files, relative to the file that
+    #: defines them: reports show those outside the rootdir relative to it, without building
+    #: the source (a report is written for cases that never asked it).
+    path_keys: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
+                  context: Context | None = None) -> Predictor:
+        """Build it from a ``predictions:`` mapping (paths relative to ``base``; ``context``,
+        the evaluator, gives the openai source its datasources and the suite's cases).
+        Raises PredictionError naming what is wrong."""
+        ...
 
     def predict(self, case: Case) -> Prediction:
         """Raise :class:`~pytest_queryeval.errors.PredictionError` when none can be had."""
         ...
 
+    def paths(self) -> list[Path]:
+        """The files it reads ([] for a live source): ids of a fixed source that match no
+        collected case are warned about under the first."""
+        ...
 
-def get_path(data: Any, path: str | None) -> Any:
+    def ids(self) -> list[str]:
+        """The case ids a fixed source holds, in its order ([] for a live one, which answers
+        any case, and for a set that cannot be read: that error is each case's)."""
+        ...
+
+
+class LiveSource:
+    """What every live source (python, http, command, openai) declares alike: each answer is
+    a request made when asked, the pool may make it ahead, and it reads no file of answers."""
+
+    fixed: ClassVar[bool] = False
+    path_keys: ClassVar[tuple[str, ...]] = ()
+
+    def paths(self) -> list[Path]:
+        return []
+
+    def ids(self) -> list[str]:
+        return []
+
+
+def get_path(data: object, path: str | None) -> object:
     """Follow ``a.b.0.c`` into nested JSON; raises KeyError naming the missing step."""
     if not path:
         return data
@@ -74,7 +122,7 @@ def get_path(data: Any, path: str | None) -> Any:
     return node
 
 
-def maybe_json(text: str) -> Any:
+def maybe_json(text: str) -> object:
     """Structured predictions (JSON objects, SDMX selections) may arrive as JSON text."""
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
@@ -89,7 +137,7 @@ def maybe_json(text: str) -> Any:
 USAGE_KEYS = ("prompt_tokens", "completion_tokens")
 
 
-def read_usage(data: Any) -> dict[str, float]:
+def read_usage(data: object) -> dict[str, float]:
     """``{prompt_tokens, completion_tokens, cost_usd}`` from a ``usage`` mapping (an
     OpenAI-shaped reply, a command's or a file's record). Token counts that are not whole
     non-negative numbers, and a cost that is not a non-negative number, are left out rather
@@ -114,7 +162,7 @@ FENCE_HINT = ("the answer contains a fenced code block; set extract: fenced in p
               "to score the query inside it")
 
 
-def extract_mode(spec: dict[str, Any]) -> str | None:
+def extract_mode(spec: Mapping[str, object]) -> str | None:
     """``spec["extract"]``, checked (PredictionError naming the key), or None."""
     value = spec.get("extract")
     if value is None or value in EXTRACT_MODES:

@@ -23,17 +23,25 @@ import math
 import os
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import MissingDependency, PredictionError, QueryEvalError
 from ..kinds._registry import declares
-from ..model import Case
+from ..model import Case, Context
 from ..secrets import Scrubber
 from . import prompt as prompts
 from ._bounded import request_deadline
 from ._httpx_deadline import bounded_client, watching
-from .base import DEFAULT_MAX_BYTES, Prediction, maybe_json, positive_number, read_usage
+from .base import (
+    DEFAULT_MAX_BYTES,
+    LiveSource,
+    Prediction,
+    maybe_json,
+    positive_number,
+    read_usage,
+)
 from .pool import NOT_RETRIED, retry_pause
 
 OPENAI_KEYS = frozenset({
@@ -48,13 +56,13 @@ REPLY_CHARS = 4000
 ERROR_CHARS = 300
 
 
-class ChatPredictor:
+class ChatPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
-                  context: Any = None) -> ChatPredictor:
+                  context: Context | None = None) -> ChatPredictor:
         return cls(spec, context)
 
-    def __init__(self, spec: dict[str, Any], context: Any = None) -> None:
+    def __init__(self, spec: dict[str, Any], context: Context | None = None) -> None:
         unknown = sorted(set(spec) - OPENAI_KEYS)
         if unknown:
             raise PredictionError(f"unknown openai predictions key(s): {', '.join(unknown)} "
@@ -137,7 +145,8 @@ class ChatPredictor:
 
     def _schema(self, case: Case) -> str:
         """``{schema}``: the case's datasource described, once per datasource and session."""
-        if case.source_spec is None or self._context is None:
+        context = self._context
+        if case.source_spec is None or context is None:
             return ""
         spec = case.source_spec
         datasets: list[str] = []
@@ -148,22 +157,23 @@ class ChatPredictor:
         key = json.dumps([case.datasource, spec, datasets], sort_keys=True, default=str)
         with self._describing:  # once per datasource, whichever pool thread asks first
             if key not in self._schemas:
-                self._schemas[key] = self._describe(case, spec, datasets)
+                self._schemas[key] = self._describe(context, case, spec, datasets)
             return self._schemas[key]
 
-    def _describe(self, case: Case, spec: dict[str, Any], datasets: list[str]) -> str:
+    def _describe(self, context: Context, case: Case, spec: dict[str, Any],
+                  datasets: list[str]) -> str:
         from ..sources import describe
 
         try:
             if spec.get("type") == "sdmx-structure":
                 from ..sources import sdmx_structure
 
-                structure = self._context.shared(sdmx_structure.cache_key(spec),
+                structure = context.shared(sdmx_structure.cache_key(spec),
                                                  lambda: sdmx_structure.structure_from_spec(spec))
                 return describe.describe_sdmx(structure, datasets, self.schema_codes)
             if spec.get("type") == "spider-schema":
                 return ""  # no data to introspect: a template needing it says so in review
-            return describe.describe(self._context.source(case), rows=self.schema_rows)
+            return describe.describe(context.source(case), rows=self.schema_rows)
         except QueryEvalError as exc:
             raise PredictionError(f"cannot describe datasource {case.datasource!r} for "
                                   f"{{schema}}: {exc.reason()}") from None
@@ -172,7 +182,7 @@ class ChatPredictor:
         raw, seconds, details = self.complete(self.messages(case))
         return self._parse(raw, case, seconds, details)
 
-    def complete(self, chat: list[dict[str, str]], **extra: Any,
+    def complete(self, chat: list[dict[str, str]], **extra: object,
                  ) -> tuple[bytes, float, dict[str, Any]]:
         """One chat completion with this source's retries and limits: the raw reply, the
         seconds of the attempt that answered and ``{"attempts", "retry_waits"}``. ``extra``
@@ -279,7 +289,7 @@ class ChatPredictor:
     def _where(self) -> str:
         return f"{self.base_url or 'the OpenAI API'} (model {self.model})"
 
-    def _status_message(self, exc: Any) -> str:
+    def _status_message(self, exc: _StatusError) -> str:
         body = ""
         try:
             data = exc.body if isinstance(exc.body, dict) else {}
@@ -331,11 +341,34 @@ class ChatPredictor:
         return Prediction(value, seconds, details, usage, self.model)
 
 
+class _Reply(Protocol):
+    """What an error message reads of the reply (``httpx.Response``)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+class _StatusError(Protocol):
+    """What an error message reads of ``openai.APIStatusError`` (an optional package)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def body(self) -> object: ...
+
+    @property
+    def response(self) -> _Reply: ...
+
+
 class _Deadline(Exception):
     """The reply was still arriving when ``timeout`` passed."""
 
 
-def retry_after(headers: Any) -> float | None:
+def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds a 429 asks to wait: ``retry-after-ms``, ``Retry-After`` in seconds or as an
     HTTP date; None when it says nothing usable."""
     ms = headers.get("retry-after-ms")

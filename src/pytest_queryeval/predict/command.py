@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PredictionError
-from ..model import Case
+from ..model import Case, Context
 from ._bounded import Aborted, DeadlineExpired, TooBig, run_command
 from .base import (
     DEFAULT_MAX_BYTES,
+    LiveSource,
     Prediction,
     extract_mode,
     extracted,
@@ -27,10 +28,10 @@ from .base import (
 )
 
 
-class CommandPredictor:
+class CommandPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
-                  context: Any = None) -> CommandPredictor:
+                  context: Context | None = None) -> CommandPredictor:
         command = spec.get("command")
         if not isinstance(command, str | list):
             raise PredictionError("command predictions need command: a string or a list")
@@ -69,7 +70,7 @@ class CommandPredictor:
         out = _text(raw).strip()
         if not out:
             raise PredictionError("command printed no prediction")
-        value: Any = maybe_json(out)
+        value = maybe_json(out)
         usage: dict[str, float] = {}
         model = None
         if isinstance(value, dict) and "predicted" in value:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .. import safefile
 from ..errors import PredictionError
-from ..model import Case
+from ..model import Case, Context
 from ..yamlload import load_file, plain
 from .base import Prediction, read_usage
 
@@ -21,9 +21,13 @@ _TIME_KEYS = ("prediction_seconds", "latency", "latency_s", "seconds")
 class FilePredictor:
     """Loads the whole file once; problems surface per case, never for the session."""
 
+    #: Its answers are the file's: nothing is requested (:attr:`.base.Predictor.fixed`).
+    fixed: ClassVar[bool] = True
+    path_keys: ClassVar[tuple[str, ...]] = ("path",)
+
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
-                  context: Any = None) -> FilePredictor:
+                  context: Context | None = None) -> FilePredictor:
         if not isinstance(spec.get("path"), str):
             raise PredictionError("file predictions need a path")
         return cls((base / spec["path"]).resolve())
@@ -76,7 +80,8 @@ class FilePredictor:
             self._error = f"cannot read predictions file {name}: {exc}"
         self._entries = entries
 
-    def _add(self, entries: dict[str, dict[str, Any]], row: Any, where: str, lineno: int) -> None:
+    def _add(self, entries: dict[str, dict[str, Any]], row: object, where: str, lineno: int,
+             ) -> None:
         if not isinstance(row, dict):
             raise PredictionError(f"{where}: expected an object with id and predicted")
         case_id = next((row[k] for k in _ID_KEYS if k in row), None)
@@ -86,6 +91,9 @@ class FilePredictor:
         if key in entries:
             self._dupes.setdefault(key, [entries[key]["__line"]]).append(lineno)
         entries[key] = {**row, "__line": lineno}
+
+    def paths(self) -> list[Path]:
+        return [self.path]
 
     def ids(self) -> list[str]:
         """The case ids the file holds, in file order ([] when it cannot be read: that

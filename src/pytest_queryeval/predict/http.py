@@ -18,16 +18,18 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import PredictionError
-from ..model import Case
+from ..model import Case, Context
 from ..secrets import Scrubber, url_passwords
 from ._bounded import DeadlineExpired, TooBig, open_url, read_capped, request_deadline
 from .base import (
     DEFAULT_MAX_BYTES,
     USAGE_KEYS,
+    LiveSource,
     Prediction,
     extract_mode,
     extracted,
@@ -56,7 +58,7 @@ class _Fields(dict[str, Any]):
         return "{" + key + "}"
 
 
-def render(template: Any, fields: dict[str, Any]) -> Any:
+def render(template: object, fields: Mapping[str, object]) -> object:
     """Fill ``{question}``-style placeholders in every string of a body template."""
     if isinstance(template, str):
         if template.startswith("{") and template.endswith("}") and template[1:-1] in fields:
@@ -70,10 +72,10 @@ def render(template: Any, fields: dict[str, Any]) -> Any:
     return template
 
 
-class HttpPredictor:
+class HttpPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
-                  context: Any = None) -> HttpPredictor:
+                  context: Context | None = None) -> HttpPredictor:
         return cls(spec)
 
     def __init__(self, spec: dict[str, Any]) -> None:
@@ -109,7 +111,8 @@ class HttpPredictor:
             else:
                 data = json.dumps(payload).encode("utf-8")
                 headers.setdefault("Content-Type", "application/json")
-        url = render(self.url, {k: v for k, v in fields.items() if isinstance(v, str)})
+        # a template of text filled with text only: the URL stays text
+        url = cast(str, render(self.url, {k: v for k, v in fields.items() if isinstance(v, str)}))
         return urllib.request.Request(url, data=data, headers=headers, method=self.method)
 
     def predict(self, case: Case) -> Prediction:
@@ -171,7 +174,7 @@ class HttpPredictor:
         text = raw.decode("utf-8", errors="replace")
         if "json" in ctype or text.strip()[:1] in ("{", "["):
             try:
-                data: Any = json.loads(text)
+                data: object = json.loads(text)
             except ValueError as exc:
                 if self.response_path:
                     raise PredictionError(f"response is not valid JSON: {exc}") from None
@@ -193,7 +196,7 @@ class HttpPredictor:
         usage, model = self._usage(data)
         return Prediction(value, seconds, details, usage, model)
 
-    def _usage(self, data: Any) -> tuple[dict[str, float], str | None]:
+    def _usage(self, data: object) -> tuple[dict[str, float], str | None]:
         """Token counts (and the model) at ``usage_fields`` paths, else at the OpenAI shape's
         top-level ``usage`` and ``model``."""
         if not isinstance(data, dict):
@@ -211,7 +214,7 @@ class HttpPredictor:
         return read_usage(found), str(model) if isinstance(model, str | int) else None
 
 
-def _usage_fields(spec: Any) -> dict[str, str]:
+def _usage_fields(spec: object) -> dict[str, str]:
     """``usage_fields: {prompt_tokens: path, completion_tokens: path, cost_usd: path,
     model: path}``: where a response that is not OpenAI-shaped reports its usage."""
     if spec is None:

@@ -456,7 +456,7 @@ def concurrency_of(spec: dict[str, Any] | None, override: int | None = None) -> 
     return value
 
 
-def parse_concurrency(value: Any) -> int:
+def parse_concurrency(value: object) -> int:
     """``--queryeval-concurrency`` / ``concurrency:``: a positive integer (ValueError else)."""
     if isinstance(value, bool):
         raise ValueError(f"must be a positive integer, not {value!r}")

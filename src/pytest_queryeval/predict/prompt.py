@@ -45,7 +45,7 @@ _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<
                     r"(?:(?<=\n)[ \t]*(?P=fence)[`~]*[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
 
 
-def check_template(template: Any, key: str) -> str:
+def check_template(template: object, key: str) -> str:
     """``template`` itself when it is a string naming only :data:`PLACEHOLDERS`."""
     if not isinstance(template, str):
         raise PredictionError(f"predictions.{key}: must be a string (a prompt template)")

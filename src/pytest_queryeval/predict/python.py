@@ -14,13 +14,13 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import PredictionError
-from ..model import Case
-from .base import Prediction, read_usage
+from ..model import Case, Context
+from .base import LiveSource, Prediction, read_usage
 
 
 def load_callable(target: str, search: list[Path]) -> Callable[..., Any]:
@@ -34,20 +34,20 @@ def load_callable(target: str, search: list[Path]) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except Exception as exc:
         raise PredictionError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
-    obj: Any = module
+    obj: object = module
     for part in func_name.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
             raise PredictionError(f"{module_name!r} has no attribute {func_name!r}")
     if not callable(obj):
         raise PredictionError(f"{target!r} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
-class PythonPredictor:
+class PythonPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
-                  context: Any = None) -> PythonPredictor:
+                  context: Context | None = None) -> PythonPredictor:
         target = spec.get("function") or spec.get("callable")
         if not isinstance(target, str):
             raise PredictionError("python predictions need function: module:function")
@@ -99,5 +99,5 @@ class PythonPredictor:
         return Prediction(value, seconds)
 
 
-async def _awaited(value: Any) -> Any:
+async def _awaited(value: Awaitable[object]) -> object:
     return await value

@@ -13,6 +13,7 @@ from ..config import PATH_KEYS
 from ..kinds._registry import declares
 from ..model import MISSING, NO_DIFFICULTY, Case
 from ..paths import display
+from ..predict import spec_paths
 from ..safetext import no_surrogates
 from ..secrets import Scrubber
 from .caps import cap_record
@@ -159,9 +160,7 @@ def _outside(case: Case, rootdir: Path) -> tuple[tuple[str, str], ...]:
     found = [spec[k] for k in PATH_KEYS if isinstance(spec.get(k), str)]
     paths = spec.get("paths")
     found += [p for p in paths if isinstance(p, str)] if isinstance(paths, list) else []
-    pred = case.prediction_source or {}
-    if pred.get("source") == "file" and isinstance(pred.get("path"), str):
-        found.append(str((case.prediction_base or case.file.parent) / pred["path"]))
+    found += map(str, spec_paths(case.prediction_source, case.prediction_base or case.file.parent))
     return _relative_forms(tuple(found), rootdir) if found else ()
 
 
