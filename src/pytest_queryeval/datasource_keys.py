@@ -20,21 +20,26 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-PLUGIN_KEYS = frozenset({"writable", "now"})
-#: Datasource types that accept :data:`PLUGIN_KEYS`.
-PLUGIN_KEY_TYPES = ("sqlite", "duckdb", "sqlalchemy")
+from .sources import PLUGIN_KEYS as PLUGIN_KEYS  # re-exported: read here before the table
+from .sources import SOURCE_TYPES, source_type
 
 
-def plugin_key_problems(spec: dict[str, Any]) -> list[tuple[str, str]]:
+def plugin_key_types() -> tuple[str, ...]:
+    """The datasource types that accept :data:`PLUGIN_KEYS` (their table entries say
+    ``plugin_keys``), in the table's order."""
+    return tuple(name for name, entry in SOURCE_TYPES.items() if entry.plugin_keys)
+
+
+def plugin_key_problems(spec: Mapping[str, object]) -> list[tuple[str, str]]:
     """``writable`` and ``now`` of a datasource, checked when the suite loads: a typo in
     either would otherwise surface only when a case runs (or never, for ``now``)."""
     problems: list[tuple[str, str]] = []
     for key in sorted(PLUGIN_KEYS & set(spec)):
-        if spec.get("type") not in PLUGIN_KEY_TYPES:
-            problems.append((key, f"only SQL datasources ({', '.join(PLUGIN_KEY_TYPES)}) "
+        if not source_type(spec.get("type")).plugin_keys:
+            problems.append((key, f"only SQL datasources ({', '.join(plugin_key_types())}) "
                                   f"take {key}:"))
         elif key == "writable" and spec[key] not in ("sandbox", False):
             problems.append((key, f"must be 'sandbox' (dml/ddl tasks run on throwaway copies "

@@ -20,17 +20,12 @@ class TranspileError(ValueError):
     """sqlglot cannot carry the query over to the target dialect exactly."""
 
 
-def dialect_of(spec: Mapping[str, Any]) -> str | None:
+def dialect_of(spec: Mapping[str, object]) -> str | None:
     """The dialect a datasource spec runs (the name a ``gold:`` mapping uses), None when it is
-    not a SQL engine's."""
-    kind = spec.get("type")
-    if kind in ("sqlite", "duckdb"):
-        return str(kind)
-    url = spec.get("url")
-    if kind == "sqlalchemy" and isinstance(url, str) and ":" in url:
-        scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
-        return {"postgresql": "postgres", "postgres": "postgres"}.get(scheme, scheme)
-    return None
+    not a SQL engine's: its type's entry in ``sources.SOURCE_TYPES`` says."""
+    from .sources import source_type
+
+    return source_type(spec.get("type")).dialect(spec)
 
 
 def gold_that_ran(gold: Mapping[str, Any], chosen: Mapping[str, Any] | None,

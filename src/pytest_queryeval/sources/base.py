@@ -6,10 +6,11 @@ import marshal
 import sys
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
+from functools import partial
 from itertools import chain
 from typing import Any, Protocol, cast
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SourceUnavailable
 from ..numeric import MAX_COUNT, option_limit, short_repr
 from ..results import ResultTable
 from .packed import PLAIN, PackedRows, unpack_rows
@@ -59,6 +60,13 @@ class DataSource(Protocol):
         """Identity of the data (for the gold-result cache); never contains a password."""
         ...
 
+    def ddl(self) -> list[tuple[str, str]]:
+        """``(table, CREATE TABLE ...;)`` for every table, in definition order: what a model's
+        ``{schema}`` shows and what the hallucination metric reads. A source that cannot say
+        raises SourceUnavailable (:meth:`SourceDefaults.ddl`, and :func:`declared` for a
+        custom source without it)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -85,6 +93,23 @@ class SourceDefaults:
     timeout: float | None = None
     db_id: str | None = None
 
+    def ddl(self) -> list[tuple[str, str]]:
+        """Not available: a source that is no SQL engine has no ``CREATE TABLE`` to show."""
+        raise no_ddl(str(getattr(self, "name", "")), str(getattr(self, "type", "")))
+
+
+def no_ddl(name: str, type_: str) -> SourceUnavailable:
+    """What :meth:`DataSource.ddl` raises where it is not available."""
+    return SourceUnavailable(f"datasource {name!r} of type {type_!r} cannot be described "
+                             "for {schema}")
+
+
+def tidy_ddl(ddl: str) -> str:
+    """One statement, trailing blanks and empty lines gone, ending with ``;``."""
+    lines = [line.rstrip() for line in ddl.strip().splitlines() if line.strip()]
+    text = "\n".join(lines)
+    return text if text.endswith(";") else text + ";"
+
 
 def call_limits(source: Any, timeout: float | None, max_rows: int | None,
                 ) -> tuple[float, int]:
@@ -107,12 +132,18 @@ def declared(source: Any, name: str, type_: str) -> DataSource:
     missing = {key: value for key, value in
                {**CAPABILITIES, "name": name, "type": type_}.items()
                if not hasattr(source, key)}
+    if not hasattr(source, "ddl"):
+        missing["ddl"] = partial(_raise_no_ddl, name, type_)
     try:
         for key, value in missing.items():
             setattr(source, key, value)
     except (AttributeError, TypeError):  # __slots__ or frozen: read through a view instead
         return cast(DataSource, _Completed(source, missing))
     return cast(DataSource, source)
+
+
+def _raise_no_ddl(name: str, type_: str) -> list[tuple[str, str]]:
+    raise no_ddl(name, type_)
 
 
 class _Completed:

@@ -64,6 +64,7 @@ from .base import (
     check_isolation,
     positive,
     positive_int,
+    tidy_ddl,
 )
 from .sandboxed import Reply, call_query, packing, worker_reply
 from .sqlguard import check_read_only, sqlglot_dialect
@@ -214,6 +215,23 @@ class SqlAlchemySource(SourceDefaults):
         for s in self._secrets:
             text = text.replace(s, MASK)
         return text
+
+    def ddl(self) -> list[tuple[str, str]]:
+        """Each table of the schema as SQLAlchemy's reflection writes its ``CREATE TABLE``
+        for this engine, in dependency order."""
+        from sqlalchemy import MetaData, exc
+        from sqlalchemy.schema import CreateTable
+
+        engine = self._engine()
+        try:
+            meta = MetaData()
+            meta.reflect(engine, schema=self.schema)
+            return [(t.name, tidy_ddl(str(CreateTable(t).compile(engine))))
+                    for t in meta.sorted_tables]
+        except exc.DBAPIError as e:
+            raise SourceUnavailable(self.scrub(f"datasource {self.name!r}: cannot read its "
+                                               f"schema: {str(e.orig).splitlines()[0]}")
+                                    ) from None
 
     # -- engine -------------------------------------------------------------------------------
 
