@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from .sources import PLUGIN_KEYS as PLUGIN_KEYS  # re-exported: read here before the table
 from .sources import SOURCE_TYPES, source_type
@@ -64,11 +63,11 @@ _MAGIC: dict[str, Callable[[bytes], bool]] = {
 _ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB"}
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: object) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def _data(value: Any, depth: int = 0) -> bool:
+def _data(value: object, depth: int = 0) -> bool:
     """Plain data (scalars, and lists and string-keyed mappings of them, a few levels)."""
     if _scalar(value):
         return True
@@ -81,26 +80,26 @@ def _data(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     return isinstance(value, bool)
 
 
-def _text(value: Any) -> bool:
+def _text(value: object) -> bool:
     return isinstance(value, str)
 
 
 #: ``engine_options`` keys (SQLAlchemy ``create_engine()`` arguments) a datasource may set,
 #: each with what its value must be. Everything else is refused: an argument that takes a
 #: callable, a class or a module cannot be written in YAML, and an unknown one is a typo.
-ENGINE_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
+ENGINE_OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "pool_size": (_whole, "a whole number"),
     "max_overflow": (lambda v: isinstance(v, int) and not isinstance(v, bool),
                      "a whole number"),
@@ -142,7 +141,7 @@ _OBJECT_OPTIONS = frozenset({"creator", "poolclass", "pool", "module", "json_ser
                              "execution_options_hook"})
 
 
-def source_problems(spec: dict[str, Any]) -> list[tuple[str, str]]:
+def source_problems(spec: Mapping[str, object]) -> list[tuple[str, str]]:
     """``path`` of a file engine and ``engine_options`` of SQLAlchemy, checked when the suite
     loads (``spec`` with its paths made absolute): (key, problem) for each."""
     problems: list[tuple[str, str]] = []
@@ -187,7 +186,7 @@ def _database_file_problem(path: str, kind: str) -> str | None:
     return None
 
 
-def engine_option_problems(options: Any) -> list[tuple[str, str]]:
+def engine_option_problems(options: object) -> list[tuple[str, str]]:
     """(key, problem) for a ``sqlalchemy`` datasource's ``engine_options`` (key "" for the
     mapping itself)."""
     if options is None:

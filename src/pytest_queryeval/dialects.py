@@ -58,7 +58,7 @@ def transpile(sql: str, source: str, target: str) -> str:
     return out[0]
 
 
-def gold_for(gold: Any, dialect: str, transpile_from: str | None = None
+def gold_for(gold: object, dialect: str, transpile_from: str | None = None
              ) -> tuple[Any, str | None]:
     """The gold a case runs on ``dialect``: its own entry of a ``gold:`` mapping, else the
     ``transpile_from`` entry transpiled (the second value names the source dialect then), else

@@ -75,7 +75,7 @@ class DataSource(Protocol):
 ISOLATIONS = ("process", "thread")
 
 
-def check_isolation(name: str, value: Any) -> str:
+def check_isolation(name: str, value: object) -> str:
     """``value`` when it is one of :data:`ISOLATIONS` (ConfigError naming datasource
     ``name``'s key otherwise): one rule and one message for every source that has the key."""
     if value not in ISOLATIONS:
@@ -123,7 +123,7 @@ CAPABILITIES: dict[str, Any] = {key: getattr(SourceDefaults, key)
                                 for key in ("dialect", "executable", "timeout", "db_id")}
 
 
-def declared(source: Any, name: str, type_: str) -> DataSource:
+def declared(source: object, name: str, type_: str) -> DataSource:
     """A source from the ``pytest_queryeval_datasource`` hook with the whole contract: what it
     does not declare of :data:`CAPABILITIES` gets the default (written on the object, as a
     :class:`SourceDefaults` subclass would have it), and a missing ``name`` or ``type`` the
@@ -149,7 +149,7 @@ def _raise_no_ddl(name: str, type_: str) -> list[tuple[str, str]]:
 class _Completed:
     """A custom source that cannot take attributes, seen with the ones it lacks."""
 
-    def __init__(self, source: Any, missing: dict[str, Any]) -> None:
+    def __init__(self, source: object, missing: dict[str, object]) -> None:
         self.__dict__.update(missing)
         self._source = source
 
@@ -181,7 +181,7 @@ def payload_bytes(rows: list[tuple[Any, ...]]) -> int:
         return sum(map(_value_bytes, chain.from_iterable(rows)))
 
 
-def _value_bytes(value: Any) -> int:
+def _value_bytes(value: object) -> int:
     if isinstance(value, _SIZED):
         return len(value)
     if isinstance(value, dict | list | tuple):  # JSON documents from the driver
@@ -197,7 +197,7 @@ def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> fl
         raise ConfigError(str(exc), key=f"datasources.{name}.{key}") from None
 
 
-def positive_int(value: Any, name: str, key: str) -> int:
+def positive_int(value: object, name: str, key: str) -> int:
     """A positive whole number from datasource ``name``'s spec (ConfigError naming the key)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
         raise ConfigError(f"must be a positive whole number (at most {MAX_COUNT:,}), not "
