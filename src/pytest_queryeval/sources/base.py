@@ -111,7 +111,17 @@ def tidy_ddl(ddl: str) -> str:
     return text if text.endswith(";") else text + ";"
 
 
-def call_limits(source: Any, timeout: float | None, max_rows: int | None,
+class _Limited(Protocol):
+    """A source's own limits (read by :func:`call_limits`)."""
+
+    @property
+    def timeout(self) -> float: ...
+
+    @property
+    def max_rows(self) -> int: ...
+
+
+def call_limits(source: _Limited, timeout: float | None, max_rows: int | None,
                 ) -> tuple[float, int]:
     """A query's timeout and row cap: those given to the call, else the source's own."""
     return (float(source.timeout if timeout is None else timeout),

@@ -49,7 +49,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
@@ -239,8 +239,9 @@ class _Cancelled(Exception):
 
 
 
-def _solutions(cols: list[str], rows: Any, max_rows: int, term: Any,
-               terms: Any = None) -> _Solutions:
+def _solutions(cols: list[str], rows: Iterable[Iterable[object]], max_rows: int,
+               term: Callable[[Any], Fields | None],
+               terms: Callable[[list[Any]], list[Fields | None]] | None = None) -> _Solutions:
     """At most ``max_rows`` of an engine's solutions (one more read to know it was cut), by
     column with each distinct term built once (:func:`term_columns`)."""
     n, cells, truncated = term_columns(map(tuple, rows), term, max_rows, terms)
@@ -411,7 +412,9 @@ def _rdflib_collect(graph: rdflib.Graph, query: str, max_rows: int, base_iri: st
         if res.type != "SELECT":
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [str(v) for v in (res.vars or [])]
-        return _solutions(cols, res, max_rows, _rdflib_term)
+        # a SELECT result iterates its rows
+        return _solutions(cols, cast("Iterable[tuple[object, ...]]", res), max_rows,
+                          _rdflib_term)
     except QueryFailed:
         raise
     except Exception as exc:
