@@ -53,9 +53,9 @@ def plugin_key_problems(spec: Mapping[str, object]) -> list[tuple[str, str]]:
     return problems
 
 
-#: The first bytes of a database file of each file engine: SQLite's 16-byte header string;
-#: DuckDB's magic ``DUCK`` after an 8-byte checksum. An empty file is a new, empty SQLite
-#: database to SQLite; DuckDB refuses one.
+#: The first bytes of a database file of each file engine (a type's ``database_file``):
+#: SQLite's 16-byte header string; DuckDB's magic ``DUCK`` after an 8-byte checksum. An empty
+#: file is a new, empty SQLite database to SQLite; DuckDB refuses one.
 _MAGIC: dict[str, Callable[[bytes], bool]] = {
     "sqlite": lambda head: head == b"" or head.startswith(b"SQLite format 3\x00"),
     "duckdb": lambda head: head[8:12] == b"DUCK",
@@ -142,22 +142,25 @@ _OBJECT_OPTIONS = frozenset({"creator", "poolclass", "pool", "module", "json_ser
 
 
 def source_problems(spec: Mapping[str, object]) -> list[tuple[str, str]]:
-    """``path`` of a file engine and ``engine_options`` of SQLAlchemy, checked when the suite
-    loads (``spec`` with its paths made absolute): (key, problem) for each."""
+    """``path`` of a file engine (its entry's ``database_file``) and ``engine_options`` (of a
+    type whose keys have it: SQLAlchemy), checked when the suite loads (``spec`` with its
+    paths made absolute): (key, problem) for each."""
     problems: list[tuple[str, str]] = []
     kind = spec.get("type")
+    entry = source_type(kind)
+    engine = entry.database_file
     path = spec.get("path")
-    if kind in _MAGIC and "path" not in spec:
+    if engine is not None and "path" not in spec:
         problems.append(("path", f"missing: a {kind} datasource needs the path of its "
-                                 f"{_ENGINE_NAMES[str(kind)]} database file"))
-    elif kind in _MAGIC and path is not None and not isinstance(path, str):
-        problems.append(("path", f"must be the path of a {_ENGINE_NAMES[str(kind)]} database "
+                                 f"{_ENGINE_NAMES[engine]} database file"))
+    elif engine is not None and path is not None and not isinstance(path, str):
+        problems.append(("path", f"must be the path of a {_ENGINE_NAMES[engine]} database "
                                  f"file (a string), not {type(path).__name__}"))
-    elif kind in _MAGIC and isinstance(path, str):
-        problem = _database_file_problem(path, str(kind))
+    elif engine is not None and isinstance(path, str):
+        problem = _database_file_problem(path, engine)
         if problem:
             problems.append(("path", problem))
-    if kind == "sqlalchemy" and "engine_options" in spec:
+    if "engine_options" in (entry.keys or ()) and "engine_options" in spec:
         problems.extend((f"engine_options{'.' + key if key else ''}", problem)
                         for key, problem in engine_option_problems(spec["engine_options"]))
     return problems

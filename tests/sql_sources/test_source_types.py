@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval import sources
-from pytest_queryeval.datasource_keys import plugin_key_problems, plugin_key_types
+from pytest_queryeval.datasource_keys import (
+    plugin_key_problems,
+    plugin_key_types,
+    source_problems,
+)
 from pytest_queryeval.dialects import DIALECTS, dialect_of
 from pytest_queryeval.errors import SourceUnavailable
 from pytest_queryeval.kinds.sql import _spec_dialect
@@ -38,7 +42,7 @@ class CopiedSqlite(SqliteSource):
 
 ENTRY = SourceType(CopiedSqlite, frozenset({"path", "isolation"}), lambda spec: "sqlite",
                    warm=True, sql=True, plugin_keys=True, neighbours="sqlite",
-                   tasks=frozenset({"sqlite"}))
+                   tasks=frozenset({"sqlite"}), database_file="sqlite")
 SPEC: dict[str, object] = {"type": "copied-sqlite", "path": str(CHINOOK), "isolation": "thread"}
 
 
@@ -82,6 +86,10 @@ def test_a_new_type_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
         # writable: and now: are taken, and named among the types that take them
         assert plugin_key_problems({**SPEC, "writable": "sandbox"}) == []
         assert plugin_key_types() == ("sqlite", "duckdb", "sqlalchemy", "copied-sqlite")
+        # its path must name a SQLite file, checked when the suite loads
+        assert source_problems({**SPEC, "path": __file__}) == [
+            ("path", "'test_source_types.py' is not a SQLite database file (its first bytes "
+                     "are not the SQLite header)")]
         # tasks run on it, the counterexample search reads its file, it is warmed
         assert engine_of(SPEC) == "sqlite"
         searched = _search_details(src)
@@ -101,6 +109,7 @@ def test_a_new_type_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
         assert plugin_key_problems({**SPEC, "writable": "sandbox"}) == [
             ("writable", "only SQL datasources (sqlite, duckdb, sqlalchemy) take writable:")]
         assert engine_of(SPEC) is None
+        assert source_problems({**SPEC, "path": __file__}) == []
         assert _search_details(src) == {"skipped": "counterexample databases are built for "
                                                    "SQLite and DuckDB files only"}
         assert _warmed(SPEC) == 0
@@ -147,6 +156,8 @@ def test_every_entry_claims_what_its_class_does(name: str) -> None:
     allowed = entry.allowed()
     assert entry.plugin_keys == (allowed is not None and allowed >= PLUGIN_KEYS)
     assert entry.tasks <= set(DIALECTS)
+    assert entry.database_file in (None, entry.neighbours)  # the file engines: both
+    assert entry.database_file is None or "path" in (allowed or ())
     if entry.neighbours is not None:
         assert SEARCH_ENGINES[entry.neighbours].dialect == entry.dialect(SPECS[name])
     if name in ("sqlite", "sqlalchemy"):  # opened without a server or a file of its own

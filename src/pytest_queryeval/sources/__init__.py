@@ -80,6 +80,9 @@ class SourceType:
     neighbours: str | None = None
     #: The dialects (of :attr:`dialect`) ``task: dml|ddl`` cases run on.
     tasks: frozenset[str] = frozenset()
+    #: The engine whose database file its ``path`` must name, checked when the suite loads
+    #: (``datasource_keys``: ``"sqlite"`` or ``"duckdb"``; None: no such check).
+    database_file: str | None = None
 
     def load(self) -> type:
         """The class, imported the first time a datasource of the type opens."""
@@ -101,10 +104,12 @@ _FILE_KEYS = frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory"
 SOURCE_TYPES: dict[str, SourceType] = {
     "sqlite": SourceType("pytest_queryeval.sources.sqlite:SqliteSource", _FILE_KEYS,
                          _named("sqlite"), warm=True, sql=True, plugin_keys=True,
-                         neighbours="sqlite", tasks=frozenset({"sqlite"})),
+                         neighbours="sqlite", tasks=frozenset({"sqlite"}),
+                         database_file="sqlite"),
     "duckdb": SourceType("pytest_queryeval.sources.duckdb:DuckdbSource",
                          _FILE_KEYS | {"threads"}, _named("duckdb"), warm=True, sql=True,
-                         plugin_keys=True, neighbours="duckdb", tasks=frozenset({"duckdb"})),
+                         plugin_keys=True, neighbours="duckdb", tasks=frozenset({"duckdb"}),
+                         database_file="duckdb"),
     "sqlalchemy": SourceType("pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
                              frozenset({"url", "timeout", "max_rows", "max_bytes", "version",
                                         "schema", "engine_options", "allow_privileged",
