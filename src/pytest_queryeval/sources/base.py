@@ -28,9 +28,11 @@ _SIZED = (str, bytes, bytearray)
 class DataSource(Protocol):
     """A read-only query engine. Implementations must refuse writes *before* executing.
 
-    The four capabilities below are what the kinds and the audit may rely on; a source class
-    gets their defaults from :class:`SourceDefaults`, and a custom source from the
-    ``pytest_queryeval_datasource`` hook that declares none gets them too (:func:`declared`).
+    The four capabilities below and :meth:`ddl` are what the kinds and the audit may rely on;
+    a source class gets their defaults from :class:`SourceDefaults`, and a custom source from
+    the ``pytest_queryeval_datasource`` hook that declares none gets them too
+    (:func:`declared`). What a *type* can do before a source opens is its
+    :class:`~pytest_queryeval.sources.SourceType` entry.
     """
 
     name: str
