@@ -29,6 +29,7 @@ from .paths import display
 from .predict import SOURCE_NAMES
 from .pricing import Price, parse_pricing
 from .secrets import url_passwords
+from .sources.defined import define
 from .thresholds import parse_threshold
 from .wording import suggest as suggest  # re-exported: importers of config.suggest
 from .yamlload import LocDict, LocList, load_file
@@ -184,34 +185,6 @@ def _loc(file: str, data: object, key: object) -> str:
     return f"{file}:{line}"
 
 
-#: Where each datasource was written: (name, resolved spec) -> (file, its line, line of each
-#: key). A problem found only when the source opens (an unknown ``type``, a bad ``timeout``,
-#: in :func:`~pytest_queryeval.sources.open_source`) is located from here like one found while
-#: loading. Per process; an xdist worker loads the configuration itself.
-_DEFINED: dict[str, tuple[str, int, dict[str, int]]] = {}
-
-
-def _spec_key(name: str, spec: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps([name, spec], sort_keys=True, default=repr)
-
-
-def locate_datasource(exc: ConfigError, name: str, spec: dict[str, Any]) -> ConfigError:
-    """``exc`` with the file and line where datasource ``name`` (and the key it names) was
-    written, when it has none and ``spec`` came from a ``queryeval.yaml``."""
-    if exc.file is not None:
-        return exc
-    found = _DEFINED.get(_spec_key(name, spec))
-    if found is None:
-        return exc
-    file, line, key_lines = found
-    parts = (exc.key or "").split(".")
-    if len(parts) > 2 and parts[0] == "datasources" and parts[1] == name:
-        line = key_lines.get(parts[2], line)
-    return ConfigError(exc.message, file, line, exc.key)
-
-
 def load_layer(path: Path, display: str) -> tuple[LocDict | None, list[str]]:
     try:
         data = load_file(path, display)
@@ -263,8 +236,8 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                 at = _line(spec.get(top), sub, _line(spec, top, line)) if sub \
                     else _line(spec, top, line)
                 ds.errors.append(f"{display}:{at}: datasources.{name}.{key}: {problem}")
-            _DEFINED[_spec_key(ds.name, ds.spec)] = (
-                display, line, {str(k): _line(spec, k, line) for k in spec})
+            define(ds.name, ds.spec, display, line,
+                   {str(k): _line(spec, k, line) for k in spec})
         cfg.secrets |= ds.secrets
         cfg.datasources[str(name)] = ds
     if "predictions" in data:

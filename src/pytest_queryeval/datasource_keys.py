@@ -20,21 +20,25 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
-PLUGIN_KEYS = frozenset({"writable", "now"})
-#: Datasource types that accept :data:`PLUGIN_KEYS`.
-PLUGIN_KEY_TYPES = ("sqlite", "duckdb", "sqlalchemy")
+from .sources import PLUGIN_KEYS as PLUGIN_KEYS  # re-exported: read here before the table
+from .sources import SOURCE_TYPES, source_type
 
 
-def plugin_key_problems(spec: dict[str, Any]) -> list[tuple[str, str]]:
+def plugin_key_types() -> tuple[str, ...]:
+    """The datasource types that accept :data:`PLUGIN_KEYS` (their table entries say
+    ``plugin_keys``), in the table's order."""
+    return tuple(name for name, entry in SOURCE_TYPES.items() if entry.plugin_keys)
+
+
+def plugin_key_problems(spec: Mapping[str, object]) -> list[tuple[str, str]]:
     """``writable`` and ``now`` of a datasource, checked when the suite loads: a typo in
     either would otherwise surface only when a case runs (or never, for ``now``)."""
     problems: list[tuple[str, str]] = []
     for key in sorted(PLUGIN_KEYS & set(spec)):
-        if spec.get("type") not in PLUGIN_KEY_TYPES:
-            problems.append((key, f"only SQL datasources ({', '.join(PLUGIN_KEY_TYPES)}) "
+        if not source_type(spec.get("type")).plugin_keys:
+            problems.append((key, f"only SQL datasources ({', '.join(plugin_key_types())}) "
                                   f"take {key}:"))
         elif key == "writable" and spec[key] not in ("sandbox", False):
             problems.append((key, f"must be 'sandbox' (dml/ddl tasks run on throwaway copies "
@@ -49,9 +53,9 @@ def plugin_key_problems(spec: dict[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
-#: The first bytes of a database file of each file engine: SQLite's 16-byte header string;
-#: DuckDB's magic ``DUCK`` after an 8-byte checksum. An empty file is a new, empty SQLite
-#: database to SQLite; DuckDB refuses one.
+#: The first bytes of a database file of each file engine (a type's ``database_file``):
+#: SQLite's 16-byte header string; DuckDB's magic ``DUCK`` after an 8-byte checksum. An empty
+#: file is a new, empty SQLite database to SQLite; DuckDB refuses one.
 _MAGIC: dict[str, Callable[[bytes], bool]] = {
     "sqlite": lambda head: head == b"" or head.startswith(b"SQLite format 3\x00"),
     "duckdb": lambda head: head[8:12] == b"DUCK",
@@ -59,11 +63,11 @@ _MAGIC: dict[str, Callable[[bytes], bool]] = {
 _ENGINE_NAMES = {"sqlite": "SQLite", "duckdb": "DuckDB"}
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: object) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
-def _data(value: Any, depth: int = 0) -> bool:
+def _data(value: object, depth: int = 0) -> bool:
     """Plain data (scalars, and lists and string-keyed mappings of them, a few levels)."""
     if _scalar(value):
         return True
@@ -76,26 +80,26 @@ def _data(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
-def _flag(value: Any) -> bool:
+def _flag(value: object) -> bool:
     return isinstance(value, bool)
 
 
-def _text(value: Any) -> bool:
+def _text(value: object) -> bool:
     return isinstance(value, str)
 
 
 #: ``engine_options`` keys (SQLAlchemy ``create_engine()`` arguments) a datasource may set,
 #: each with what its value must be. Everything else is refused: an argument that takes a
 #: callable, a class or a module cannot be written in YAML, and an unknown one is a typo.
-ENGINE_OPTIONS: dict[str, tuple[Callable[[Any], bool], str]] = {
+ENGINE_OPTIONS: dict[str, tuple[Callable[[object], bool], str]] = {
     "pool_size": (_whole, "a whole number"),
     "max_overflow": (lambda v: isinstance(v, int) and not isinstance(v, bool),
                      "a whole number"),
@@ -137,23 +141,26 @@ _OBJECT_OPTIONS = frozenset({"creator", "poolclass", "pool", "module", "json_ser
                              "execution_options_hook"})
 
 
-def source_problems(spec: dict[str, Any]) -> list[tuple[str, str]]:
-    """``path`` of a file engine and ``engine_options`` of SQLAlchemy, checked when the suite
-    loads (``spec`` with its paths made absolute): (key, problem) for each."""
+def source_problems(spec: Mapping[str, object]) -> list[tuple[str, str]]:
+    """``path`` of a file engine (its entry's ``database_file``) and ``engine_options`` (of a
+    type whose keys have it: SQLAlchemy), checked when the suite loads (``spec`` with its
+    paths made absolute): (key, problem) for each."""
     problems: list[tuple[str, str]] = []
     kind = spec.get("type")
+    entry = source_type(kind)
+    engine = entry.database_file
     path = spec.get("path")
-    if kind in _MAGIC and "path" not in spec:
+    if engine is not None and "path" not in spec:
         problems.append(("path", f"missing: a {kind} datasource needs the path of its "
-                                 f"{_ENGINE_NAMES[str(kind)]} database file"))
-    elif kind in _MAGIC and path is not None and not isinstance(path, str):
-        problems.append(("path", f"must be the path of a {_ENGINE_NAMES[str(kind)]} database "
+                                 f"{_ENGINE_NAMES[engine]} database file"))
+    elif engine is not None and path is not None and not isinstance(path, str):
+        problems.append(("path", f"must be the path of a {_ENGINE_NAMES[engine]} database "
                                  f"file (a string), not {type(path).__name__}"))
-    elif kind in _MAGIC and isinstance(path, str):
-        problem = _database_file_problem(path, str(kind))
+    elif engine is not None and isinstance(path, str):
+        problem = _database_file_problem(path, engine)
         if problem:
             problems.append(("path", problem))
-    if kind == "sqlalchemy" and "engine_options" in spec:
+    if "engine_options" in (entry.keys or ()) and "engine_options" in spec:
         problems.extend((f"engine_options{'.' + key if key else ''}", problem)
                         for key, problem in engine_option_problems(spec["engine_options"]))
     return problems
@@ -182,7 +189,7 @@ def _database_file_problem(path: str, kind: str) -> str | None:
     return None
 
 
-def engine_option_problems(options: Any) -> list[tuple[str, str]]:
+def engine_option_problems(options: object) -> list[tuple[str, str]]:
     """(key, problem) for a ``sqlalchemy`` datasource's ``engine_options`` (key "" for the
     mapping itself)."""
     if options is None:

@@ -20,17 +20,12 @@ class TranspileError(ValueError):
     """sqlglot cannot carry the query over to the target dialect exactly."""
 
 
-def dialect_of(spec: Mapping[str, Any]) -> str | None:
+def dialect_of(spec: Mapping[str, object]) -> str | None:
     """The dialect a datasource spec runs (the name a ``gold:`` mapping uses), None when it is
-    not a SQL engine's."""
-    kind = spec.get("type")
-    if kind in ("sqlite", "duckdb"):
-        return str(kind)
-    url = spec.get("url")
-    if kind == "sqlalchemy" and isinstance(url, str) and ":" in url:
-        scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
-        return {"postgresql": "postgres", "postgres": "postgres"}.get(scheme, scheme)
-    return None
+    not a SQL engine's: its type's entry in ``sources.SOURCE_TYPES`` says."""
+    from .sources import source_type
+
+    return source_type(spec.get("type")).dialect(spec)
 
 
 def gold_that_ran(gold: Mapping[str, Any], chosen: Mapping[str, Any] | None,
@@ -63,7 +58,7 @@ def transpile(sql: str, source: str, target: str) -> str:
     return out[0]
 
 
-def gold_for(gold: Any, dialect: str, transpile_from: str | None = None
+def gold_for(gold: object, dialect: str, transpile_from: str | None = None
              ) -> tuple[Any, str | None]:
     """The gold a case runs on ``dialect``: its own entry of a ``gold:`` mapping, else the
     ``transpile_from`` entry transpiled (the second value names the source dialect then), else

@@ -237,10 +237,10 @@ class Evaluator:
         while the session still collects. Only where no ``pytest_queryeval_datasource`` hook
         may answer (``hook_active``: a hook is asked when a case first needs its source, as
         documented); any problem is left for the case to report when it runs."""
-        from .sources import WARM_TYPES
+        from .sources import source_type
 
         if hook_active or case.source_spec is None \
-                or case.source_spec.get("type") not in WARM_TYPES:
+                or not source_type(case.source_spec.get("type")).warm:
             return  # a server or a graph is opened when a case first needs it, as before
         with contextlib.suppress(Exception):
             warm = getattr(self.source(case), "warm", None)

@@ -57,8 +57,6 @@ ARTIFACT_DIR = "queryeval-neighbours"
 GRACE = 45.0
 #: Result rows shown per side in the failure output.
 ROWS_SHOWN = 5
-#: Source types whose files the search can read.
-ENGINES = {"sqlite": "sqlite", "duckdb": "duckdb"}
 
 
 @dataclass(frozen=True)
@@ -265,7 +263,9 @@ def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted:
         return {}, {"skipped": "no execution result to compare"}, []
     if execution_accuracy != 1.0:
         return {METRIC: 0.0}, {"skipped": "the prediction does not pass on the real database"}, []
-    engine = ENGINES.get(getattr(src, "type", None) or "")
+    from .sources import source_type  # the types whose files the search can read
+
+    engine = source_type(getattr(src, "type", None)).neighbours
     path = getattr(src, "path", None)
     if engine is None or path is None:
         return {}, {"skipped": "counterexample databases are built for SQLite and DuckDB "

@@ -1130,15 +1130,11 @@ def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
     """The sqlglot dialect of a datasource spec, known at collection (None: generic SQL)."""
     if not spec:
         return None
+    from ..dialects import dialect_of
     from ..sources.sqlguard import sqlglot_dialect
 
-    kind = spec.get("type")
-    if kind in ("sqlite", "duckdb"):
-        return str(kind)
-    url = spec.get("url")
-    if kind == "sqlalchemy" and isinstance(url, str) and ":" in url:
-        return sqlglot_dialect(url.split(":", 1)[0].split("+", 1)[0])
-    return None
+    dialect = dialect_of(spec)
+    return dialect if dialect in ("sqlite", "duckdb") else sqlglot_dialect(dialect)
 
 
 def _parse_options(case: Case) -> _Options:

@@ -1,7 +1,12 @@
 """Data sources: build one from a resolved ``datasources:`` spec.
 
-Each type maps to a ``module:Class`` string so that only the engines a suite uses get imported
-(SQLAlchemy, psycopg and rdflib are costly to import). A class is constructed as
+Each type is one :class:`SourceType` entry of :data:`SOURCE_TYPES`: its class (a
+``module:Class`` string, so that only the engines a suite uses get imported: SQLAlchemy,
+psycopg and rdflib are costly to import), the keys it takes, and every capability the rest of
+the plugin asks of a type before or without opening a source (its dialect, the warm-up at
+collection, the ``{schema}`` description, ``writable:``/``now:``, the counterexample search,
+tasks). Why one table: a type name switched on in several modules made a new type a change in
+eight files, and a forgotten one left it silently unsupported. A class is constructed as
 ``Class(name, spec)`` through its ``from_spec`` classmethod when it has one, else with the
 spec's keys as keyword arguments (minus ``type``).
 """
@@ -9,40 +14,126 @@ spec's keys as keyword arguments (minus ``type``).
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import cast
 
-from ..datasource_keys import PLUGIN_KEYS
 from ..errors import ConfigError
 from .base import DataSource, check_keys
+from .defined import locate_datasource
 
-#: ``type:`` value -> ``"module:Class"``. Add a line to support another engine.
-SOURCE_TYPES: dict[str, str] = {
-    "sqlite": "pytest_queryeval.sources.sqlite:SqliteSource",
-    "duckdb": "pytest_queryeval.sources.duckdb:DuckdbSource",
-    "sqlalchemy": "pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
-    "spider-schema": "pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
-    "rdf": "pytest_queryeval.sources.rdf:RdfSource",
-    "sparql": "pytest_queryeval.sources.sparql:SparqlSource",
+__all__ = ["PLUGIN_KEYS", "SOURCE_TYPES", "UNKNOWN", "DataSource", "SourceType",
+           "locate_datasource", "open_source", "source_type"]
+
+#: The keys the plugin itself reads from a SQL datasource (``writable:``, ``now:``), checked
+#: in :mod:`pytest_queryeval.datasource_keys`; a type takes them when its entry says
+#: ``plugin_keys``.
+PLUGIN_KEYS = frozenset({"writable", "now"})
+
+#: A datasource spec as the suite config resolved it.
+Spec = Mapping[str, object]
+
+
+def _no_dialect(spec: Spec) -> None:
+    return None
+
+
+def _named(dialect: str) -> Callable[[Spec], str | None]:
+    """The dialect of every spec of a type that runs one engine."""
+    def of(spec: Spec) -> str | None:
+        return dialect
+    return of
+
+
+def url_dialect(spec: Spec) -> str | None:
+    """The dialect a SQLAlchemy URL's scheme names (``postgresql+psycopg`` is ``postgres``)."""
+    url = spec.get("url")
+    if not isinstance(url, str) or ":" not in url:
+        return None
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
+    return {"postgresql": "postgres", "postgres": "postgres"}.get(scheme, scheme)
+
+
+@dataclass(frozen=True)
+class SourceType:
+    """One ``type:`` of datasource and what the plugin may rely on it for."""
+
+    #: The class, or ``"module:Class"`` imported when a datasource of the type first opens.
+    cls: str | type
+    #: The keys its spec takes besides ``type`` and the plugin keys (None: the class's
+    #: ``from_spec`` checks its own).
+    keys: frozenset[str] | None = None
+    #: The dialect of a spec, known before the source opens (the name a ``gold:`` mapping
+    #: uses; None: not a SQL engine's).
+    dialect: Callable[[Spec], str | None] = _no_dialect
+    #: Opened at collection, it starts only its sandbox worker there
+    #: (:meth:`~pytest_queryeval.engine.Evaluator.warm`): no connection, no load.
+    warm: bool = False
+    #: A SQL engine whose ``ddl()`` describes it for ``{schema}`` (:mod:`.describe`).
+    sql: bool = False
+    #: Answers SPARQL: described for ``{schema}`` by its classes and properties.
+    sparql: bool = False
+    #: Takes :data:`PLUGIN_KEYS` (``writable:``, ``now:``).
+    plugin_keys: bool = False
+    #: The counterexample search's engine for its files (``neighbours.engines.ENGINES``;
+    #: None: not searched).
+    neighbours: str | None = None
+    #: The dialects (of :attr:`dialect`) ``task: dml|ddl`` cases run on.
+    tasks: frozenset[str] = frozenset()
+    #: The engine whose database file its ``path`` must name, checked when the suite loads
+    #: (``datasource_keys``: ``"sqlite"`` or ``"duckdb"``; None: no such check).
+    database_file: str | None = None
+
+    def load(self) -> type:
+        """The class, imported the first time a datasource of the type opens."""
+        if isinstance(self.cls, type):
+            return self.cls
+        module, _, name = self.cls.partition(":")
+        return cast(type, getattr(importlib.import_module(module), name))
+
+    def allowed(self) -> frozenset[str] | None:
+        """Every key its spec takes besides ``type`` (None: its class checks them)."""
+        if self.keys is None:
+            return None
+        return self.keys | PLUGIN_KEYS if self.plugin_keys else self.keys
+
+
+_FILE_KEYS = frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory", "isolation"})
+
+#: ``type:`` value -> its entry. Add an entry to support another engine.
+SOURCE_TYPES: dict[str, SourceType] = {
+    "sqlite": SourceType("pytest_queryeval.sources.sqlite:SqliteSource", _FILE_KEYS,
+                         _named("sqlite"), warm=True, sql=True, plugin_keys=True,
+                         neighbours="sqlite", tasks=frozenset({"sqlite"}),
+                         database_file="sqlite"),
+    "duckdb": SourceType("pytest_queryeval.sources.duckdb:DuckdbSource",
+                         _FILE_KEYS | {"threads"}, _named("duckdb"), warm=True, sql=True,
+                         plugin_keys=True, neighbours="duckdb", tasks=frozenset({"duckdb"}),
+                         database_file="duckdb"),
+    "sqlalchemy": SourceType("pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
+                             frozenset({"url", "timeout", "max_rows", "max_bytes", "version",
+                                        "schema", "engine_options", "allow_privileged",
+                                        "isolation", "max_memory"}),
+                             url_dialect, sql=True, plugin_keys=True,
+                             # PostgreSQL; a sqlite: or duckdb: URL was always let through
+                             tasks=frozenset({"postgres", "sqlite", "duckdb"})),
+    "spider-schema": SourceType("pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
+                                frozenset({"tables", "db_id"})),
+    "rdf": SourceType("pytest_queryeval.sources.rdf:RdfSource", sparql=True),
+    "sparql": SourceType("pytest_queryeval.sources.sparql:SparqlSource", sparql=True),
 }
 
-#: Types whose source, opened at collection, starts only its sandbox worker there
-#: (``warm``, :meth:`~pytest_queryeval.engine.Evaluator.warm`): no connection, no load.
-WARM_TYPES = frozenset({"sqlite", "duckdb"})
-
-#: Keys each type accepts besides ``type`` (for located validation errors).
-SOURCE_KEYS: dict[str, frozenset[str]] = {
-    "sqlite": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory",
-                         "isolation"}) | PLUGIN_KEYS,
-    "duckdb": frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory", "threads",
-                         "isolation"}) | PLUGIN_KEYS,
-    "sqlalchemy": frozenset({"url", "timeout", "max_rows", "max_bytes", "version", "schema",
-                             "engine_options", "allow_privileged", "isolation",
-                             "max_memory"}) | PLUGIN_KEYS,
-    "spider-schema": frozenset({"tables", "db_id"}),
-}
+#: What a type not in :data:`SOURCE_TYPES` (a ``pytest_queryeval_datasource`` hook's own)
+#: is relied on for: nothing.
+UNKNOWN = SourceType("")
 
 
-def open_source(name: str, spec: dict[str, Any]) -> DataSource:
+def source_type(name: object) -> SourceType:
+    """The entry of type ``name`` (:data:`UNKNOWN` for a type the table does not hold)."""
+    return SOURCE_TYPES.get(name, UNKNOWN) if isinstance(name, str) else UNKNOWN
+
+
+def open_source(name: str, spec: dict[str, object]) -> DataSource:
     """The data source for ``spec`` (paths absolute, ``${VAR}`` expanded by the caller).
 
     Raises :class:`ConfigError` for an unknown type or bad keys, located at the
@@ -52,31 +143,31 @@ def open_source(name: str, spec: dict[str, Any]) -> DataSource:
     try:
         return _open(name, spec)
     except ConfigError as exc:
-        from ..config import locate_datasource
-
         raise locate_datasource(exc, name, spec) from None
 
 
-def _open(name: str, spec: dict[str, Any]) -> DataSource:
-    source_type = spec.get("type")
-    if not isinstance(source_type, str) or source_type not in SOURCE_TYPES:
-        from ..config import suggest
+def _open(name: str, spec: dict[str, object]) -> DataSource:
+    source_type_name = spec.get("type")
+    if not isinstance(source_type_name, str) or source_type_name not in SOURCE_TYPES:
+        from ..wording import suggest
 
         known = ", ".join(sorted(SOURCE_TYPES))
-        hint = suggest(source_type, SOURCE_TYPES) if isinstance(source_type, str) else ""
-        raise ConfigError(f"unknown datasource type {source_type!r}{hint} (known: {known})",
-                          key=f"datasources.{name}.type")
-    module, _, cls_name = SOURCE_TYPES[source_type].partition(":")
-    cls = getattr(importlib.import_module(module), cls_name)
-    if hasattr(cls, "from_spec"):
-        return cls.from_spec(name, spec)  # type: ignore[no-any-return]
+        hint = suggest(source_type_name, SOURCE_TYPES) \
+            if isinstance(source_type_name, str) else ""
+        raise ConfigError(f"unknown datasource type {source_type_name!r}{hint} "
+                          f"(known: {known})", key=f"datasources.{name}.type")
+    entry = SOURCE_TYPES[source_type_name]
+    cls = entry.load()
+    from_spec = getattr(cls, "from_spec", None)
+    if from_spec is not None:
+        return cast(DataSource, from_spec(name, spec))
     kwargs = {k: v for k, v in spec.items() if k != "type"}
-    allowed = SOURCE_KEYS.get(source_type)
+    allowed = entry.allowed()
     if allowed is not None:
-        check_keys(name, source_type, kwargs, allowed)
+        check_keys(name, source_type_name, kwargs, allowed)
     for key in PLUGIN_KEYS & set(kwargs):
         del kwargs[key]
     try:
-        return cls(name, **kwargs)  # type: ignore[no-any-return]
+        return cast(DataSource, cls(name, **kwargs))
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e), key=f"datasources.{name}") from None

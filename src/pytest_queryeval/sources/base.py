@@ -6,10 +6,11 @@ import marshal
 import sys
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
+from functools import partial
 from itertools import chain
 from typing import Any, Protocol, cast
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SourceUnavailable
 from ..numeric import MAX_COUNT, option_limit, short_repr
 from ..results import ResultTable
 from .packed import PLAIN, PackedRows, unpack_rows
@@ -27,9 +28,11 @@ _SIZED = (str, bytes, bytearray)
 class DataSource(Protocol):
     """A read-only query engine. Implementations must refuse writes *before* executing.
 
-    The four capabilities below are what the kinds and the audit may rely on; a source class
-    gets their defaults from :class:`SourceDefaults`, and a custom source from the
-    ``pytest_queryeval_datasource`` hook that declares none gets them too (:func:`declared`).
+    The four capabilities below and :meth:`ddl` are what the kinds and the audit may rely on;
+    a source class gets their defaults from :class:`SourceDefaults`, and a custom source from
+    the ``pytest_queryeval_datasource`` hook that declares none gets them too
+    (:func:`declared`). What a *type* can do before a source opens is its
+    :class:`~pytest_queryeval.sources.SourceType` entry.
     """
 
     name: str
@@ -59,6 +62,13 @@ class DataSource(Protocol):
         """Identity of the data (for the gold-result cache); never contains a password."""
         ...
 
+    def ddl(self) -> list[tuple[str, str]]:
+        """``(table, CREATE TABLE ...;)`` for every table, in definition order: what a model's
+        ``{schema}`` shows and what the hallucination metric reads. A source that cannot say
+        raises SourceUnavailable (:meth:`SourceDefaults.ddl`, and :func:`declared` for a
+        custom source without it)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -67,7 +77,7 @@ class DataSource(Protocol):
 ISOLATIONS = ("process", "thread")
 
 
-def check_isolation(name: str, value: Any) -> str:
+def check_isolation(name: str, value: object) -> str:
     """``value`` when it is one of :data:`ISOLATIONS` (ConfigError naming datasource
     ``name``'s key otherwise): one rule and one message for every source that has the key."""
     if value not in ISOLATIONS:
@@ -85,8 +95,35 @@ class SourceDefaults:
     timeout: float | None = None
     db_id: str | None = None
 
+    def ddl(self) -> list[tuple[str, str]]:
+        """Not available: a source that is no SQL engine has no ``CREATE TABLE`` to show."""
+        raise no_ddl(str(getattr(self, "name", "")), str(getattr(self, "type", "")))
 
-def call_limits(source: Any, timeout: float | None, max_rows: int | None,
+
+def no_ddl(name: str, type_: str) -> SourceUnavailable:
+    """What :meth:`DataSource.ddl` raises where it is not available."""
+    return SourceUnavailable(f"datasource {name!r} of type {type_!r} cannot be described "
+                             "for {schema}")
+
+
+def tidy_ddl(ddl: str) -> str:
+    """One statement, trailing blanks and empty lines gone, ending with ``;``."""
+    lines = [line.rstrip() for line in ddl.strip().splitlines() if line.strip()]
+    text = "\n".join(lines)
+    return text if text.endswith(";") else text + ";"
+
+
+class _Limited(Protocol):
+    """A source's own limits (read by :func:`call_limits`)."""
+
+    @property
+    def timeout(self) -> float: ...
+
+    @property
+    def max_rows(self) -> int: ...
+
+
+def call_limits(source: _Limited, timeout: float | None, max_rows: int | None,
                 ) -> tuple[float, int]:
     """A query's timeout and row cap: those given to the call, else the source's own."""
     return (float(source.timeout if timeout is None else timeout),
@@ -98,7 +135,7 @@ CAPABILITIES: dict[str, Any] = {key: getattr(SourceDefaults, key)
                                 for key in ("dialect", "executable", "timeout", "db_id")}
 
 
-def declared(source: Any, name: str, type_: str) -> DataSource:
+def declared(source: object, name: str, type_: str) -> DataSource:
     """A source from the ``pytest_queryeval_datasource`` hook with the whole contract: what it
     does not declare of :data:`CAPABILITIES` gets the default (written on the object, as a
     :class:`SourceDefaults` subclass would have it), and a missing ``name`` or ``type`` the
@@ -107,6 +144,8 @@ def declared(source: Any, name: str, type_: str) -> DataSource:
     missing = {key: value for key, value in
                {**CAPABILITIES, "name": name, "type": type_}.items()
                if not hasattr(source, key)}
+    if not hasattr(source, "ddl"):
+        missing["ddl"] = partial(_raise_no_ddl, name, type_)
     try:
         for key, value in missing.items():
             setattr(source, key, value)
@@ -115,10 +154,14 @@ def declared(source: Any, name: str, type_: str) -> DataSource:
     return cast(DataSource, source)
 
 
+def _raise_no_ddl(name: str, type_: str) -> list[tuple[str, str]]:
+    raise no_ddl(name, type_)
+
+
 class _Completed:
     """A custom source that cannot take attributes, seen with the ones it lacks."""
 
-    def __init__(self, source: Any, missing: dict[str, Any]) -> None:
+    def __init__(self, source: object, missing: dict[str, object]) -> None:
         self.__dict__.update(missing)
         self._source = source
 
@@ -150,7 +193,7 @@ def payload_bytes(rows: list[tuple[Any, ...]]) -> int:
         return sum(map(_value_bytes, chain.from_iterable(rows)))
 
 
-def _value_bytes(value: Any) -> int:
+def _value_bytes(value: object) -> int:
     if isinstance(value, _SIZED):
         return len(value)
     if isinstance(value, dict | list | tuple):  # JSON documents from the driver
@@ -166,7 +209,7 @@ def positive(spec: Mapping[str, Any], key: str, default: float, name: str) -> fl
         raise ConfigError(str(exc), key=f"datasources.{name}.{key}") from None
 
 
-def positive_int(value: Any, name: str, key: str) -> int:
+def positive_int(value: object, name: str, key: str) -> int:
     """A positive whole number from datasource ``name``'s spec (ConfigError naming the key)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_COUNT:
         raise ConfigError(f"must be a positive whole number (at most {MAX_COUNT:,}), not "

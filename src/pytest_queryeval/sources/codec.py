@@ -27,7 +27,7 @@ class CodecError(ValueError):
     """A value the codec cannot represent losslessly (the result is then not cached)."""
 
 
-def encode_value(v: Any) -> Any:
+def encode_value(v: object) -> object:
     if v is None or isinstance(v, bool | int | str):
         return v
     if isinstance(v, float):
@@ -64,7 +64,7 @@ def encode_value(v: Any) -> Any:
     raise CodecError(f"cannot encode a {type(v).__name__} cell losslessly")
 
 
-def decode_value(v: Any) -> Any:
+def decode_value(v: object) -> Any:
     if not isinstance(v, dict):
         return v
     if len(v) != 1:
@@ -100,7 +100,7 @@ def decode_value(v: Any) -> Any:
     raise CodecError(f"unknown cell tag {tag!r}")
 
 
-def encode_table(table: ResultTable) -> dict[str, Any]:
+def encode_table(table: ResultTable) -> dict[str, object]:
     """A JSON-safe mapping from which :func:`decode_table` rebuilds an equal table."""
     return {
         "v": VERSION,
@@ -112,7 +112,7 @@ def encode_table(table: ResultTable) -> dict[str, Any]:
     }
 
 
-def decode_table(data: Any) -> ResultTable:
+def decode_table(data: object) -> ResultTable:
     """Inverse of :func:`encode_table`; raises :class:`CodecError` on anything else."""
     if not isinstance(data, dict) or data.get("v") != VERSION:
         raise CodecError("not an encoded result table of this version")

@@ -19,10 +19,14 @@ its ``tables()`` uses); SQLAlchemy through its engine's inspector.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ..errors import QueryEvalError, SourceUnavailable
-from .base import DataSource
+from ..errors import QueryEvalError
+from . import source_type
+from .base import DataSource, no_ddl
+
+if TYPE_CHECKING:
+    from .sdmx_structure import SdmxStructure
 
 #: Rows per table shown with ``schema_rows``; and characters per shown value.
 MAX_SAMPLE_ROWS = 20
@@ -32,69 +36,31 @@ RDF_LIMIT = 60
 #: Codes listed per SDMX dimension unless ``schema_codes`` says otherwise.
 SDMX_CODES = 40
 
-RDF_TYPES = ("rdf", "sparql")
-SQL_TYPES = ("sqlite", "duckdb", "sqlalchemy")
-
 
 def describe(source: DataSource, *, rows: int = 0, datasets: Sequence[str] = (),
-             codes: int = SDMX_CODES, structure: Any = None) -> str:
-    """The text of ``{schema}`` for ``source`` (``structure``: a parsed SDMX structure)."""
+             codes: int = SDMX_CODES, structure: SdmxStructure | None = None) -> str:
+    """The text of ``{schema}`` for ``source`` (``structure``: a parsed SDMX structure); how
+    a type is described is its entry's ``sql`` or ``sparql`` (``sources.SOURCE_TYPES``)."""
     if structure is not None:
         return describe_sdmx(structure, datasets, codes)
-    if source.type in SQL_TYPES:
+    entry = source_type(source.type)
+    if entry.sql:
         return describe_sql(source, rows)
-    if source.type in RDF_TYPES:
+    if entry.sparql:
         return describe_rdf(source)
-    raise SourceUnavailable(f"datasource {source.name!r} of type {source.type!r} "
-                            "cannot be described for {schema}")
+    raise no_ddl(source.name, source.type)
 
 
 # ------------------------------------------------------------------------------- SQL
 
 
-def sql_ddl(source: Any) -> list[tuple[str, str]]:
-    """``(table, CREATE TABLE ...)`` for every table of a SQL source, in definition order."""
-    source_type = source.type
-    if source_type == "sqlite":
-        with source._lock:
-            rows = source._connect().execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
-                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND sql IS NOT NULL "
-                "ORDER BY rowid").fetchall()
-        return [(str(n), _tidy(str(sql))) for n, sql in rows]
-    if source_type == "duckdb":
-        with source._lock:
-            conn = source._connect()
-            rows = conn.execute(
-                "SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
-                "current_database() AND schema_name = 'main' ORDER BY table_oid").fetchall()
-        return [(str(n), _tidy(str(sql))) for n, sql in rows]
-    return _sqlalchemy_ddl(source)
+def sql_ddl(source: DataSource) -> list[tuple[str, str]]:
+    """``(table, CREATE TABLE ...)`` for every table of a SQL source, in definition order
+    (:meth:`DataSource.ddl`)."""
+    return source.ddl()
 
 
-def _sqlalchemy_ddl(source: Any) -> list[tuple[str, str]]:
-    from sqlalchemy import MetaData, exc
-    from sqlalchemy.schema import CreateTable
-
-    engine = source._engine()
-    try:
-        meta = MetaData()
-        meta.reflect(engine, schema=source.schema)
-        return [(t.name, _tidy(str(CreateTable(t).compile(engine))))
-                for t in meta.sorted_tables]
-    except exc.DBAPIError as e:
-        raise SourceUnavailable(source.scrub(f"datasource {source.name!r}: cannot read its "
-                                             f"schema: {str(e.orig).splitlines()[0]}")) from None
-
-
-def _tidy(ddl: str) -> str:
-    """One statement, trailing blanks and empty lines gone, ending with ``;``."""
-    lines = [line.rstrip() for line in ddl.strip().splitlines() if line.strip()]
-    text = "\n".join(lines)
-    return text if text.endswith(";") else text + ";"
-
-
-def describe_sql(source: Any, rows: int = 0) -> str:
+def describe_sql(source: DataSource, rows: int = 0) -> str:
     parts: list[str] = []
     for table, ddl in sql_ddl(source):
         parts.append(ddl)
@@ -105,7 +71,7 @@ def describe_sql(source: Any, rows: int = 0) -> str:
     return "\n\n".join(parts)
 
 
-def _sample(source: Any, table: str, rows: int) -> str:
+def _sample(source: DataSource, table: str, rows: int) -> str:
     quoted = '"' + table.replace('"', '""') + '"'
     try:
         result = source.execute(f"SELECT * FROM {quoted} LIMIT {int(rows)}", trusted=True)
@@ -119,7 +85,7 @@ def _sample(source: Any, table: str, rows: int) -> str:
     return "\n".join(lines) + " */"
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = " ".join(str(value).split())
     return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 3] + "..."
 
@@ -132,7 +98,7 @@ _PROPERTIES = ("SELECT ?property (COUNT(*) AS ?n) WHERE { ?s ?property ?o } GROU
                "ORDER BY DESC(?n) ?property LIMIT %d")
 
 
-def describe_rdf(source: Any, limit: int = RDF_LIMIT) -> str:
+def describe_rdf(source: DataSource, limit: int = RDF_LIMIT) -> str:
     classes = source.execute(_CLASSES % limit, trusted=True)
     props = source.execute(_PROPERTIES % limit, trusted=True)
     out = ["Classes (instances):"]
@@ -142,19 +108,19 @@ def describe_rdf(source: Any, limit: int = RDF_LIMIT) -> str:
     return "\n".join(out)
 
 
-def _iri(term: Any) -> str:
+def _iri(term: object) -> str:
     text = str(getattr(term, "value", term))
     return text if text.startswith(("<", "_:")) else f"<{text}>"
 
 
-def _count(term: Any) -> str:
+def _count(term: object) -> str:
     return str(getattr(term, "value", term))
 
 
 # ------------------------------------------------------------------------------- SDMX
 
 
-def describe_sdmx(structure: Any, datasets: Sequence[str], codes: int = SDMX_CODES) -> str:
+def describe_sdmx(structure: SdmxStructure, datasets: Sequence[str], codes: int = SDMX_CODES) -> str:
     """Each dataset's dimensions with their codelists; every parsed dataflow without
     ``datasets``."""
     names = list(datasets) or [f"{d.agency}:{d.id}" for d in structure.dataflows]
@@ -179,7 +145,7 @@ def describe_sdmx(structure: Any, datasets: Sequence[str], codes: int = SDMX_COD
     return "\n".join(out)
 
 
-def target_datasets(turns: Iterable[Any]) -> list[str]:
+def target_datasets(turns: Iterable[object]) -> list[str]:
     """The dataset ids an SDMX case's conversation targets (the datasets the question is
     about), in order of first mention."""
     found: list[str] = []

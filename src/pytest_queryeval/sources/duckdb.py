@@ -59,6 +59,7 @@ from .base import (
     FetchedRows,
     PackedBatches,
     positive_int,
+    tidy_ddl,
 )
 from .packed import PackedRows, unpack_rows
 from .sandboxed import HARD_GRACE, Reply, SandboxedFileSource, packing, worker_reply
@@ -349,6 +350,16 @@ class DuckdbSource(SandboxedFileSource):
                               self.max_bytes, self.max_memory, self.threads)
 
     # -- identity -----------------------------------------------------------------------------
+
+    def ddl(self) -> list[tuple[str, str]]:
+        """Each table of the file's ``main`` schema as DuckDB writes its ``CREATE TABLE``, in
+        definition order, read through the in-process read-only connection."""
+        with self._lock:
+            conn = self._connect()
+            rows = conn.execute(
+                "SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
+                "current_database() AND schema_name = 'main' ORDER BY table_oid").fetchall()
+        return [(str(n), tidy_ddl(str(sql))) for n, sql in rows]
 
     def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
         """Tables of the file's ``main`` schema with their columns, and foreign keys as

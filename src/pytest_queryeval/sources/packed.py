@@ -147,7 +147,7 @@ def pack_terms(n: int, columns: list[TermColumn]) -> PackedRows:
 
 
 @_no_gc
-def unpack_terms(rows: Any, previous: dict[Any, Term] | None,
+def unpack_terms(rows: PackedRows | Iterable[tuple[Any, ...]], previous: dict[Any, Term] | None,
                  ) -> tuple[list[tuple[Any, ...]], dict[Any, Term]]:
     """:func:`unpack_rows` of an RDF reply, with the :class:`Term` objects of ``previous``
     (the terms of the result unpacked before) reused for equal terms; returns the rows and
@@ -198,7 +198,7 @@ def unpack_terms(rows: Any, previous: dict[Any, Term] | None,
 
 
 @_no_gc
-def unpack_rows(rows: Any) -> list[tuple[Any, ...]]:
+def unpack_rows(rows: PackedRows | Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """The rows of a reply: :func:`pack_rows`' or :func:`pack_terms`' form undone (plain
     rows pass through)."""
     if not isinstance(rows, PackedRows):

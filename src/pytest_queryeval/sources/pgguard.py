@@ -152,7 +152,7 @@ def _loads(text: str) -> Any:
     is long, deeper than Python's recursion limit long before the parser's own."""
     stack: list[Any] = []
     key_stack: list[str | None] = []
-    root: Any = None
+    root: object = None
     key: str | None = None
     expect_key = False
     for m in _JSON_TOKEN.finditer(text):
@@ -184,10 +184,10 @@ def _loads(text: str) -> Any:
     return root
 
 
-def _nodes(tree: Any) -> Iterable[tuple[str, dict[str, Any]]]:
+def _nodes(tree: object) -> Iterable[tuple[str, dict[str, Any]]]:
     """Every ``(node type, fields)`` of the tree, outer before inner and in the order of the
     text (the first refusal is the one a reader sees first), without recursion."""
-    todo: list[tuple[str, Any]] = [("", tree)]
+    todo: list[tuple[str, object]] = [("", tree)]
     while todo:
         key, item = todo.pop()
         if isinstance(item, dict):

@@ -49,12 +49,12 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import safefile
 from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
@@ -82,6 +82,12 @@ from .base import (
 from .packed import TermColumn, pack_terms, rows_of, term_columns, unpack_terms
 from .rdf_codec import XSD_STRING, Fields, star_columns_sorted, term_fields
 from .sparqlguard import check_query
+
+if TYPE_CHECKING:
+    import pyoxigraph
+    import rdflib
+
+_T = TypeVar("_T")
 
 ENGINES = ("pyoxigraph", "rdflib")
 DEFAULT_LOAD_TIMEOUT = 300.0
@@ -134,15 +140,16 @@ def resolve_format(path: Path, fmt: str | None, key: str = "format") -> tuple[st
 
 # --------------------------------------------------------------------------- term conversion
 
-def _ox_term(t: Any) -> Fields | None:
+def _ox_term(t: object) -> Fields | None:
     """A pyoxigraph term's fields in the normal form (:func:`.rdf_codec.term_fields`)."""
     if t is None:
         return None
     kind = _ox_kinds().get(type(t))
     if kind == "literal":
-        return term_fields("literal", t.value, t.datatype.value, t.language)
+        lit = cast("pyoxigraph.Literal", t)
+        return term_fields("literal", lit.value, lit.datatype.value, lit.language)
     if kind is not None:
-        return (kind, t.value, None, None)
+        return (kind, cast("pyoxigraph.NamedNode | pyoxigraph.BlankNode", t).value, None, None)
     return ("triple", str(t), None, None)
 
 
@@ -176,7 +183,7 @@ def _ox_kinds() -> dict[type, str]:
     return {ox.NamedNode: "uri", ox.BlankNode: "bnode", ox.Literal: "literal"}
 
 
-def _rdflib_term(t: Any) -> Fields | None:
+def _rdflib_term(t: object) -> Fields | None:
     """An rdflib term's fields in the normal form (:func:`.rdf_codec.term_fields`)."""
     if t is None:
         return None
@@ -232,14 +239,15 @@ class _Cancelled(Exception):
 
 
 
-def _solutions(cols: list[str], rows: Any, max_rows: int, term: Any,
-               terms: Any = None) -> _Solutions:
+def _solutions(cols: list[str], rows: Iterable[Iterable[object]], max_rows: int,
+               term: Callable[[Any], Fields | None],
+               terms: Callable[[list[Any]], list[Fields | None]] | None = None) -> _Solutions:
     """At most ``max_rows`` of an engine's solutions (one more read to know it was cut), by
     column with each distinct term built once (:func:`term_columns`)."""
     n, cells, truncated = term_columns(map(tuple, rows), term, max_rows, terms)
     return _Solutions(cols, n, cells, truncated)
 
-def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
+def _ox_collect(store: pyoxigraph.Store, query: str, max_rows: int, base_iri: str | None,
                 cancel: threading.Event | None = None) -> _Solutions | None:
     """Run ``query`` on a pyoxigraph store (None when cancelled mid-way)."""
     import pyoxigraph as ox
@@ -263,7 +271,7 @@ def _ox_collect(store: Any, query: str, max_rows: int, base_iri: str | None,
         raise QueryFailed(f"{type(exc).__name__}: {exc}") from None
 
 
-def _checked(solutions: Any, cancel: threading.Event | None) -> Any:
+def _checked(solutions: Iterable[_T], cancel: threading.Event | None) -> Iterable[_T]:
     """``solutions``, stopping with :class:`_Cancelled` once ``cancel`` is set (in a worker
     there is no flag: the parent kills it)."""
     if cancel is None:
@@ -271,7 +279,7 @@ def _checked(solutions: Any, cancel: threading.Event | None) -> Any:
     return _until(solutions, cancel)
 
 
-def _until(solutions: Any, cancel: threading.Event) -> Any:
+def _until(solutions: Iterable[_T], cancel: threading.Event) -> Iterator[_T]:
     for sol in solutions:
         if cancel.is_set():
             raise _Cancelled
@@ -282,7 +290,7 @@ def _until(solutions: Any, cancel: threading.Event) -> Any:
 class _OxStore:
     """A pyoxigraph store in this process; queries run in abandonable daemon threads."""
 
-    store: Any
+    store: Any  # pyoxigraph.Store, None once closed
     triples: int
     load_seconds: float
     #: IRIs of the file's named graphs (the only ones a FROM may name, see the guard).
@@ -343,13 +351,13 @@ def _load_pyoxigraph(path: Path, fmt: str, lenient: bool, base_iri: str | None) 
     return _OxStore(store, len(store), time.perf_counter() - t0, _ox_graphs(store))
 
 
-def _ox_graphs(store: Any) -> frozenset[str]:
+def _ox_graphs(store: pyoxigraph.Store) -> frozenset[str]:
     import pyoxigraph as ox
 
     return frozenset(g.value for g in store.named_graphs() if isinstance(g, ox.NamedNode))
 
 
-def _rdflib_graphs(graph: Any) -> frozenset[str]:
+def _rdflib_graphs(graph: rdflib.Graph) -> frozenset[str]:
     from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
     from rdflib.term import URIRef
 
@@ -395,7 +403,7 @@ def _too_big(max_bytes: int) -> ResultTable:
     return ResultTable([], [], True, meta={"max_bytes": max_bytes})
 
 
-def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None,
+def _rdflib_collect(graph: rdflib.Graph, query: str, max_rows: int, base_iri: str | None,
                     ) -> _Solutions:
     try:
         res = graph.query(query, base=base_iri)
@@ -404,7 +412,9 @@ def _rdflib_collect(graph: Any, query: str, max_rows: int, base_iri: str | None,
         if res.type != "SELECT":
             raise QueryFailed("only SELECT and ASK results are tables")
         cols = [str(v) for v in (res.vars or [])]
-        return _solutions(cols, res, max_rows, _rdflib_term)
+        # a SELECT result iterates its rows
+        return _solutions(cols, cast("Iterable[tuple[object, ...]]", res), max_rows,
+                          _rdflib_term)
     except QueryFailed:
         raise
     except Exception as exc:

@@ -97,7 +97,7 @@ def term_fields(kind: str, value: str, datatype: str | None = None,
     return ("literal", lexical, datatype, None)
 
 
-def normalize_cell(cell: Any) -> Any:
+def normalize_cell(cell: object) -> object:
     """Re-normalise one cell (a Term from an endpoint or a recorded result; other values kept)."""
     if isinstance(cell, Term):
         return make_term(cell.type, cell.value, cell.datatype, cell.lang)

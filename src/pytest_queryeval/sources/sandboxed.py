@@ -75,7 +75,7 @@ def worker_reply(table: ResultTable, max_bytes: int) -> Reply:
     return table.columns, pack_rows(table.rows), table.truncated, table.meta, table.seconds
 
 
-def packing(fn: Callable[..., ResultTable], *args: Any) -> ResultTable:
+def packing(fn: Callable[..., ResultTable], *args: object) -> ResultTable:
     """``fn(*args)`` with :data:`~.base.PACK_BATCHES` set: for a worker's query function,
     whose result goes straight into :func:`worker_reply`."""
     token = PACK_BATCHES.set(True)
@@ -85,7 +85,7 @@ def packing(fn: Callable[..., ResultTable], *args: Any) -> ResultTable:
         PACK_BATCHES.reset(token)
 
 
-def call_query(box: Sandbox, fn: Any, *args: Any, timeout: float, hard_timeout: float,
+def call_query(box: Sandbox, fn: Callable[..., Reply], *args: object, timeout: float, hard_timeout: float,
                max_bytes: int, max_memory: int, killed: str) -> ResultTable:
     """``fn(*args)`` in ``box``, its :data:`Reply` as a table; the sandbox's failures become
     the case's reason (``killed`` says why a worker had to be killed at ``timeout``)."""

@@ -167,13 +167,13 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.\-]", version or "0"))
 
 
-def _text(name: Any) -> str:
+def _text(name: object) -> str:
     """English label of an InternationalString (first localisation otherwise)."""
     locs: Mapping[str, str] = getattr(name, "localizations", {}) or {}
     return locs.get("en") or next(iter(locs.values()), "")
 
 
-def _ident(obj: Any) -> str | None:
+def _ident(obj: object) -> str | None:
     return None if obj is None else str(getattr(obj, "id", obj))
 
 
@@ -185,7 +185,7 @@ def _ref(cl: Any) -> CodelistRef | None:
                        None if version is None else str(version))
 
 
-def _enumerated(representation: Any) -> CodelistRef | None:
+def _enumerated(representation: object) -> CodelistRef | None:
     return _ref(getattr(representation, "enumerated", None)) if representation else None
 
 
@@ -246,7 +246,7 @@ def load_structure(files: Iterable[Path]) -> SdmxStructure:
     return out
 
 
-def _collect(msg: Any, out: SdmxStructure) -> None:
+def _collect(msg: object, out: SdmxStructure) -> None:
     for cl in getattr(msg, "codelist", {}).values():
         if getattr(cl, "is_external_reference", False) and not len(cl):
             continue

@@ -31,7 +31,7 @@ import hashlib
 import time
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, first_row_key_order
@@ -46,6 +46,9 @@ from .base import (
 )
 from .rdf_codec import from_binding, star_columns_sorted
 from .sparqlguard import check_query
+
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
 
 _RETRY_HTTP = frozenset({502, 503, 504})
 _CHUNK = 1 << 16
@@ -275,7 +278,7 @@ def _query_request(endpoint: str, query: str, *, method: str, auth: str | None,
         conn.close()
 
 
-def _read_capped(response: Any, max_bytes: int, deadline: float) -> bytes | None:
+def _read_capped(response: HTTPResponse, max_bytes: int, deadline: float) -> bytes | None:
     """The body, one ``read1`` (one receive) at a time: None as soon as it passes
     ``max_bytes``; an OSError or IncompleteRead when the deadline closes the socket mid-way."""
     import http.client

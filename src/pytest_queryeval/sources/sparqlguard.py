@@ -33,9 +33,12 @@ import re
 import threading
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryRefused, QuerySyntaxError
+
+if TYPE_CHECKING:
+    from pyparsing import ParseException
 
 QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
 SCORED_FORMS = frozenset({"SELECT", "ASK"})
@@ -119,7 +122,7 @@ _UPDATE_OPS = {"InsertData": "INSERT DATA", "DeleteData": "DELETE DATA",
                "Move": "MOVE", "Copy": "COPY"}
 
 
-def _walk(node: Any) -> Iterator[Any]:
+def _walk(node: object) -> Iterator[Any]:
     """Every CompValue under ``node`` (parse trees nest CompValues, ParseResults and lists)."""
     from pyparsing import ParseResults
     from rdflib.plugins.sparql.parserutils import CompValue
@@ -150,7 +153,7 @@ def _update_names(text: str) -> str | None:
 _FORM_WORD = re.compile(r"(?i)(?<![\w:?$])(SELECT|ASK|CONSTRUCT|DESCRIBE)(?![\w:])")
 
 
-def _syntax_problem(query: str, exc: Any) -> str:
+def _syntax_problem(query: str, exc: ParseException) -> str:
     """``syntax error at line L, column C: expected ..., found 'word'`` from pyparsing's
     error, in the words of the SPARQL grammar's users."""
     msg = str(exc.msg)

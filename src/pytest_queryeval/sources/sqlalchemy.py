@@ -36,8 +36,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote
 
 from ..errors import (
@@ -64,9 +65,13 @@ from .base import (
     check_isolation,
     positive,
     positive_int,
+    tidy_ddl,
 )
 from .sandboxed import Reply, call_query, packing, worker_reply
 from .sqlguard import check_read_only, sqlglot_dialect
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
 
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*):(?P<pw>[^@/\s]*)@")
 _FETCH_BATCH = 1_000
@@ -192,7 +197,7 @@ class SqlAlchemySource(SourceDefaults):
         self._secrets = sorted({s for pw in raw for s in (pw, unquote(pw), quote(unquote(pw)),
                                                           quote_plus(unquote(pw))) if s},
                                key=len, reverse=True)
-        self._engine_obj: Any = None
+        self._engine_obj: Engine | None = None
         self._lock = threading.Lock()
         self.backend = url.split("://", 1)[0].split("+", 1)[0].lower()
         self.dialect = sqlglot_dialect(self.backend)
@@ -214,6 +219,23 @@ class SqlAlchemySource(SourceDefaults):
         for s in self._secrets:
             text = text.replace(s, MASK)
         return text
+
+    def ddl(self) -> list[tuple[str, str]]:
+        """Each table of the schema as SQLAlchemy's reflection writes its ``CREATE TABLE``
+        for this engine, in dependency order."""
+        from sqlalchemy import MetaData, exc
+        from sqlalchemy.schema import CreateTable
+
+        engine = self._engine()
+        try:
+            meta = MetaData()
+            meta.reflect(engine, schema=self.schema)
+            return [(t.name, tidy_ddl(str(CreateTable(t).compile(engine))))
+                    for t in meta.sorted_tables]
+        except exc.DBAPIError as e:
+            raise SourceUnavailable(self.scrub(f"datasource {self.name!r}: cannot read its "
+                                               f"schema: {str(e.orig).splitlines()[0]}")
+                                    ) from None
 
     # -- engine -------------------------------------------------------------------------------
 
@@ -379,7 +401,7 @@ class SqlAlchemySource(SourceDefaults):
                           max_bytes=self.max_bytes, max_memory=self.max_memory,
                           killed="its worker was killed")
 
-    def _check_role(self, conn: Any) -> None:
+    def _check_role(self, conn: Connection) -> None:
         """Refuse (once per source, remembered) a PostgreSQL role that is more than
         read-only, unless ``allow_privileged``. Other backends cannot be checked here."""
         if self.allow_privileged or conn.dialect.name != "postgresql":
@@ -424,7 +446,7 @@ class SqlAlchemySource(SourceDefaults):
         except Exception:
             return None
 
-    def _vet_functions(self, conn: Any, called: tuple[str, ...]) -> None:
+    def _vet_functions(self, conn: Connection, called: tuple[str, ...]) -> None:
         """Refuse a predicted query that calls a volatile function outside the allow-list
         (:func:`pgguard.volatile_refusal`), as the server's ``pg_proc`` says (cached)."""
         from sqlalchemy import text
@@ -464,7 +486,7 @@ class SqlAlchemySource(SourceDefaults):
         except (exc.DBAPIError, QueryEvalError):
             return None
 
-    def _report_capabilities(self, fetch: Any) -> None:
+    def _report_capabilities(self, fetch: Callable[[], list[str] | None]) -> None:
         """Once per source, on its first PostgreSQL query: a :class:`QueryEvalWarning` naming
         what the role can still do (:meth:`_capabilities`, fetched by ``fetch()``)."""
         if self._reported or self.backend != "postgresql":
@@ -486,7 +508,7 @@ class SqlAlchemySource(SourceDefaults):
                     "a read-only role should not have them (REVOKE EXECUTE on those functions "
                     "FROM PUBLIC, as a superuser, in the suite's database)"), stacklevel=2)
 
-    def _begin(self, conn: Any, timeout: float) -> bool:
+    def _begin(self, conn: Connection, timeout: float) -> bool:
         """Make the new transaction read-only and time-limited; True if the server enforces
         the timeout itself."""
         backend = conn.dialect.name
@@ -512,7 +534,7 @@ class SqlAlchemySource(SourceDefaults):
             conn.exec_driver_sql("PRAGMA query_only = ON")
         return False
 
-    def _classify(self, e: Any, fired: bool, timeout: float) -> QueryEvalError:
+    def _classify(self, e: BaseException, fired: bool, timeout: float) -> QueryEvalError:
         orig = getattr(e, "orig", e)
         state = str(getattr(orig, "sqlstate", "") or "")
         msg = self.scrub(_first_line(orig))
@@ -599,7 +621,7 @@ class PrivilegedRole(SourceUnavailable):
     prefix = "unsafe source"
 
 
-def privileges_found(conn: Any) -> tuple[str, list[str]]:
+def privileges_found(conn: Connection) -> tuple[str, list[str]]:
     """The PostgreSQL role ``conn`` runs as, and what it may do beyond reading, each as a
     phrase ("is a superuser", "can write (INSERT, UPDATE) on public.album and 9 more tables",
     "owns table public.x", ...); an empty list for a read-only role."""
@@ -629,7 +651,7 @@ def privileges_found(conn: Any) -> tuple[str, list[str]]:
     return str(role), problems
 
 
-def capabilities_left(conn: Any) -> list[str]:
+def capabilities_left(conn: Connection) -> list[str]:
     """What the role of ``conn`` may still execute that a read-only role should not, each a
     phrase ("execute dblink (23 functions)..."); [] when nothing."""
     names = [str(r[0]) for r in conn.exec_driver_sql(
@@ -654,7 +676,7 @@ class _Watchdog:
     statement still runs, ``pg_terminate_backend`` from a second connection and a shutdown of
     the connection's socket, so the blocked driver call returns whatever the backend does."""
 
-    def __init__(self, source: SqlAlchemySource, conn: Any, after: float,
+    def __init__(self, source: SqlAlchemySource, conn: Connection, after: float,
                  fired: threading.Event, dropped: threading.Event) -> None:
         self.source, self.conn, self.fired, self.dropped = source, conn, fired, dropped
         self.done = threading.Event()
@@ -757,7 +779,7 @@ def _default_pg_driver() -> str:
     return "postgresql"
 
 
-def _driver_statement(conn: Any, query: str) -> tuple[str, tuple[()]] | tuple[str]:
+def _driver_statement(conn: Connection, query: str) -> tuple[str, tuple[()]] | tuple[str]:
     """The query as the DBAPI must receive it: ``format``/``pyformat`` drivers (psycopg)
     read ``%`` as a placeholder once any parameters are passed, and SQLAlchemy may pass an
     empty tuple, so ``%`` is doubled and an explicit empty tuple always given."""
@@ -766,7 +788,7 @@ def _driver_statement(conn: Any, query: str) -> tuple[str, tuple[()]] | tuple[st
     return (query,)
 
 
-def _cells(batch: Any) -> list[tuple[Any, ...]]:
+def _cells(batch: Iterable[Iterable[object]]) -> list[tuple[Any, ...]]:
     """A fetched batch as tuples of :func:`_cell` values; a batch with no array, JSON or
     buffer value is copied as it is (a Python call per cell was a fifth of a
     1,000,000-row PostgreSQL result's cost)."""
@@ -780,7 +802,7 @@ def _cells(batch: Any) -> list[tuple[Any, ...]]:
 _CONVERTED = (list, dict, memoryview)
 
 
-def _cell(v: Any) -> Any:
+def _cell(v: object) -> object:
     """Make driver values hashable (rows are counted as multisets): arrays become tuples,
     JSON objects their canonical text."""
     if isinstance(v, list):
@@ -794,12 +816,12 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def _first_line(e: Any) -> str:
+def _first_line(e: object) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def _rollback_and_close(conn: Any, *, reset: bool = False) -> None:
+def _rollback_and_close(conn: Connection, *, reset: bool = False) -> None:
     """Roll back and return the connection to the pool; with ``reset`` (PostgreSQL) first
     ``DISCARD ALL``, so nothing a query left in the session (an advisory lock, a setting, a
     prepared statement) reaches the next one; a connection that cannot be reset is dropped."""

@@ -248,7 +248,7 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
                 raise QueryRefused(f"function {fname}() has side effects")
 
 
-def _label(node: Any) -> str:
+def _label(node: object) -> str:
     """A short statement label for messages: ``DELETE``, ``DROP``, ``VACUUM``, ``SELECT INTO``."""
     from sqlglot import exp
 
@@ -303,7 +303,7 @@ def _starts_a_statement(text: str, token_type: str) -> bool:
         or token_type in _QUERY_STARTS or token_type == "COMMAND"
 
 
-def _position(sql: str, offset: Any) -> str:
+def _position(sql: str, offset: object) -> str:
     if not isinstance(offset, int) or not 0 <= offset <= len(sql):
         return ""
     line = sql.count("\n", 0, offset) + 1

@@ -34,6 +34,7 @@ from .base import (
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     FetchedRows,
+    tidy_ddl,
 )
 from .sandboxed import EngineDenied, Reply, SandboxedFileSource, packing, worker_reply
 
@@ -225,6 +226,16 @@ class SqliteSource(SandboxedFileSource):
                               self.max_bytes, True)
 
     # -- identity -----------------------------------------------------------------------------
+
+    def ddl(self) -> list[tuple[str, str]]:
+        """Each table's ``CREATE TABLE`` as SQLite keeps it, in definition order, read through
+        the in-process read-only connection (the one :meth:`tables` uses)."""
+        with self._lock:
+            rows = self._connect().execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND sql IS NOT NULL "
+                "ORDER BY rowid").fetchall()
+        return [(str(n), tidy_ddl(str(sql))) for n, sql in rows]
 
     def tables(self) -> tuple[dict[str, list[str]], list[tuple[str, str, str, str]]]:
         """Tables with their columns, and foreign keys as (table, column, ref_table, ref_column)."""

@@ -33,8 +33,6 @@ TASKS = ("dml", "ddl")
 TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks", "collateral"})
 #: The value of a datasource's ``writable`` key that allows tasks on it.
 WRITABLE = "sandbox"
-#: Engines tasks run on (PostgreSQL: a sqlalchemy datasource with a postgresql URL).
-ENGINES = ("sqlite", "duckdb", "postgres")
 _CHECK_KINDS = ("rows", "compare", "schema", "python", "livesqlbench_test")
 #: Metrics a task case records.
 TASK_METRICS = ("execution_accuracy", "checks_passed", "copy_seconds")
@@ -127,9 +125,10 @@ def collateral_of(case: Case) -> Any:
 
 def engine_of(spec: Mapping[str, Any]) -> str | None:
     from ..dialects import dialect_of
+    from ..sources import source_type  # the dialects tasks run on, per type
 
     dialect = dialect_of(spec)
-    return dialect if dialect in ENGINES else None
+    return dialect if dialect in source_type(spec.get("type")).tasks else None
 
 
 def statements(value: object, key: str) -> tuple[str, ...]:
@@ -358,7 +357,7 @@ def writable_role_problems(cases: list[Case]) -> list[str]:
     ``allow_privileged: true``: found before any case runs, as the read-only datasources'
     roles are refused. A server that cannot be reached is left to the cases (each reports
     it)."""
-    from ..config import locate_datasource
+    from ..sources import locate_datasource
 
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for case in cases:
