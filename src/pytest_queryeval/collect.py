@@ -10,7 +10,7 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import pytest
 
@@ -20,7 +20,7 @@ from .engine import run_case
 from .errors import ConfigError
 from .gcpolicy import gc_paused
 from .model import Case
-from .report.records import case_record
+from .report.records import CaseRecord, case_record
 from .report.terminal import failure_text
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Runner(Protocol):
     ids: dict[str, str]
     custom_metrics: dict[str, set[str]]
     verdicts: Verdicts | None
-    carried: dict[str, dict[str, Any]]
+    carried: dict[str, CaseRecord]
 
     def display(self, path: Path) -> str: ...
     def is_metric(self, kind: str, name: str) -> bool: ...
@@ -52,7 +52,7 @@ class Runner(Protocol):
     def release(self) -> None: ...
 
 #: A case item's record, made when it runs (read by ``pytest_runtest_makereport``).
-RECORD = pytest.StashKey[dict[str, Any]]()
+RECORD = pytest.StashKey[CaseRecord]()
 
 @functools.cache
 def _property_name(metric: str) -> str:
@@ -116,7 +116,7 @@ def upcoming(item: pytest.Item, nextitem: pytest.Item) -> tuple[pytest.Item, ...
 class CaseFailure(Exception):
     """Raised by an item whose case failed or errored; rendered by ``repr_failure``."""
 
-    def __init__(self, record: dict[str, Any]) -> None:
+    def __init__(self, record: CaseRecord) -> None:
         super().__init__(record.get("id"))
         self.record = record
 
@@ -134,7 +134,7 @@ class CaseXfail(XFailed):
     pytest would build (issue 43: ~60 ms a case, the source of every frame re-parsed, for a
     text only ``--xfail-tb`` ever shows)."""
 
-    def __init__(self, record: dict[str, Any], reason: str) -> None:
+    def __init__(self, record: CaseRecord, reason: str) -> None:
         super().__init__(reason, pytrace=False)
         self.record = record
 
@@ -211,9 +211,9 @@ class QueryEvalItem(pytest.Item):
         audit = runner.options.audit
         carried = runner.carried.get(self.nodeid)
         if carried is not None:  # --queryeval-resume: scored by an earlier attempt
-            record = {**carried, **{k: v for k, v in case_record(
+            record = cast(CaseRecord, {**carried, **{k: v for k, v in case_record(
                 self.case, None, self.nodeid, self.config.rootpath, runner.evaluator.scrubber,
-            ).items() if k in _WHERE}}
+            ).items() if k in _WHERE}})  # the carried record, where the case is now
             status = str(record.get("status"))
         else:
             if audit:

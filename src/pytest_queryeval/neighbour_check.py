@@ -34,6 +34,7 @@ that gold (per xdist worker; a killed worker starts again empty).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from .wording import plural, shortlist
 
 if TYPE_CHECKING:
     from .model import Case
+    from .report.records import CaseRecord
     from .results import ResultTable
 
 #: The metric this module records.
@@ -375,9 +377,9 @@ def _shown(path: Path, *bases: Path | None) -> str:
 
 # -- the run's summary ------------------------------------------------------------------------
 
-def summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def summary(records: Sequence[CaseRecord | Mapping[str, Any]]) -> dict[str, Any] | None:
     """The budget spent over the run (the JSON report's ``neighbours``); None: no search."""
-    infos: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    infos: list[tuple[CaseRecord | Mapping[str, Any], dict[str, Any]]] = []
     for r in records:
         info = (r.get("details") or {}).get("neighbours")
         if isinstance(info, dict):
