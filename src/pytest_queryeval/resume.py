@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from .report.records import CaseRecord
     from .model import Case
+    from .report.records import CaseRecord
 
 #: Outcomes of a record a later attempt may carry instead of running the case again.
 COMPLETE = frozenset({"passed", "failed", "xfailed", "xpassed"})
