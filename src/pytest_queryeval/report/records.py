@@ -85,7 +85,7 @@ class CaseRecord(TypedDict):
     #: when not attributed; absent in the record of a case file that could not be read.
     near_miss: NotRequired[list[str] | None]
     #: The kind's and the engine's extras, JSON-safe and capped: each kind, the judge
-    #: (``_judge``, :class:`..judge.run.JudgeRecord`), the counterexample search
+    #: (``judge``, :class:`..judge.run.JudgeRecord`), the counterexample search
     #: (``neighbours``, :class:`..neighbour_check.NeighboursDetail`) and the repeats write
     #: their own keys, read by the report writers of each.
     details: dict[str, Any]
