@@ -24,6 +24,8 @@ from .report.records import CaseRecord, case_record
 from .report.terminal import failure_text
 
 if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
     from .config import ConfigFinder
     from .engine import Evaluator
     from .gcpolicy import FreezePolicy
@@ -67,7 +69,7 @@ _PROPERTIES: dict[tuple[str, float], tuple[str, float]] = {}
 _MAX_PROPERTIES = 4096
 
 
-def _property(metric: str, value: Any) -> tuple[str, Any]:
+def _property(metric: str, value: float | None) -> tuple[str, float | None]:
     """The ``(queryeval.<metric>, value)`` property of a case, one tuple for every case with
     the same score: most scores are 0, 1 or a few fractions, and a tuple per metric and case
     was a kilobyte of each case's memory. A float only (1 and 1.0 are written apart), never
@@ -251,7 +253,7 @@ class QueryEvalItem(pytest.Item):
             raise CaseFailure(record)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> Any:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         value = excinfo.value
         if isinstance(value, CaseXfail) and not getattr(self.config.option, "xfail_tb", False):
             # shown by no summary (-rx prints the reason): the reason, for report plugins;
@@ -303,7 +305,7 @@ class QueryEvalFileError(pytest.Item):
         raise ConfigError(self.message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> Any:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, ConfigError):
             return self.message
         return super().repr_failure(excinfo)

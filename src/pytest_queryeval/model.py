@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from .results import ResultTable
 
@@ -18,7 +18,12 @@ NO_DIFFICULTY = "unknown"
 
 if TYPE_CHECKING:
     from .audit.findings import AuditResult
+    from .judge.config import JudgeSpec
+    from .neighbour_check import Settings as NeighbourSettings
     from .sources.base import DataSource
+
+#: What a session-wide shared object is (:meth:`Context.shared`).
+T = TypeVar("T")
 
 #: Marker for "no inline prediction" (``None`` is a legitimate prediction value).
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
@@ -136,7 +141,7 @@ class Case:
     #: transpiled gold's original on the source of its dialect.
     fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``judge:`` resolved (:class:`~pytest_queryeval.judge.config.JudgeSpec`); None: no judge.
-    judge: Any = None
+    judge: JudgeSpec | None = None
 
     @property
     def golds(self) -> list[Any]:
@@ -197,9 +202,9 @@ class Context(Protocol):
 
     #: ``--queryeval-neighbours`` or its ini value (a :class:`~.neighbour_check.Settings`), or
     #: None: each suite's ``neighbours:`` decides whether SQL cases search for counterexamples.
-    neighbours: Any
+    neighbours: NeighbourSettings | None
     #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
-    neighbour_base: Any
+    neighbour_base: NeighbourSettings | None
     #: True in the gold audit's context (:mod:`.audit`): a gold is scored against itself, so
     #: no counterexample is searched for it.
     auditing: bool
@@ -212,14 +217,14 @@ class Context(Protocol):
         """A JSON value cached across sessions (pytest cache dir), or None (also with no-cache)."""
         ...
 
-    def cache_set(self, namespace: str, key: str, value: Any) -> None: ...
+    def cache_set(self, namespace: str, key: str, value: object) -> None: ...
 
     @property
     def cache_dir(self) -> Path | None:
         """A directory for file caches under pytest's cache dir; None with no-cache."""
         ...
 
-    def shared(self, key: str, factory: Any) -> Any:
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
         """A session-wide object built once by ``factory()`` (a loaded model, a parsed schema)."""
         ...
 
@@ -253,7 +258,7 @@ class Kind(Protocol):
         """A default difficulty label when the case gives none (SQL: Spider hardness, else sql_hardness)."""
         ...
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         """Score one prediction. Raise :class:`~pytest_queryeval.errors.QueryEvalError` for
         infrastructure errors (source unavailable, broken gold); model mistakes are scored."""
         ...

@@ -42,7 +42,7 @@ class Run(Protocol):
     status: str
     metrics: dict[str, float]
     failed: list[tuple[Threshold, float | None]]
-    predicted: Any
+    predicted: object
     reason: str | None
     error: str | None
     diff: list[str]
@@ -53,7 +53,7 @@ class Run(Protocol):
 RunT = TypeVar("RunT", bound=Run)
 
 
-def signature(value: Any, scored_signature: str | None, reason: str | None) -> str:
+def signature(value: object, scored_signature: str | None, reason: str | None) -> str:
     """What one run produced, for ``consistency``: the kind's digest of the predicted result
     when it executed one, else the failure reason, else the prediction text (whitespace
     collapsed) or canonical JSON."""

@@ -59,7 +59,7 @@ def identity(case: Case, predictions: str | None) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def encode(value: Any) -> str:
+def encode(value: object) -> str:
     """The JSON text :func:`identity` digests."""
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ..errors import QueryEvalError
 from ..metricnames import JUDGE_EX
@@ -256,7 +256,7 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
                ctx: Context, session: JudgeSession) -> str | None:
     """Set ``judge_ex`` (and what the calls cost) for one scored case; the judge's error
     message, or None."""
-    spec: JudgeSpec = case.judge
+    spec = cast(JudgeSpec, case.judge)  # the engine asks only for a case with a judge
     executed = metrics.get("execution_accuracy")
     passed = executed == 1.0
     record: JudgeRecord = {"model": spec.model, "when": spec.when}

@@ -177,7 +177,7 @@ def result_digest(signature: str | None) -> str | None:
 def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
                 scrubber: Scrubber) -> CaseRecord:
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
-    gold: Any = case.gold
+    gold: object = case.gold
     if case.kind == "sql" and isinstance(gold, dict):
         from ..dialects import gold_that_ran
 
