@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from .report.json_report import write_report
 from .report.terminal import gate_lines, summary_lines
 
 if TYPE_CHECKING:
-    from .report.records import CaseRecord
+    from .report.records import RecordLike
 
 
 @dataclass
@@ -68,7 +68,7 @@ class Outputs:
     outcome: Outcome | None = None
 
 
-def run_settings(records: Sequence[CaseRecord | Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def run_settings(records: Sequence[RecordLike]) -> dict[str, dict[str, Any]]:
     """Per kind, the scoring options in force (a list when cases differ): the report's
     ``run.settings``, which a baseline comparison and a merge of shards require equal."""
     seen: dict[str, dict[str, list[str]]] = {}
@@ -96,8 +96,7 @@ def suite_key(ids: Sequence[str] | None, ran: int) -> dict[str, Any]:
     return out
 
 
-def with_spider(aggregates: dict[str, Any],
-                records: Sequence[CaseRecord | Mapping[str, Any]]) -> dict[str, Any]:
+def with_spider(aggregates: dict[str, Any], records: Sequence[RecordLike]) -> dict[str, Any]:
     """The Spider evaluator's own per-hardness table (its averaging rules, not plain means)."""
     items = [r["details"]["spider"] for r in records
              if r.get("kind") == "sql" and isinstance((r.get("details") or {}).get("spider"), dict)]
@@ -109,7 +108,7 @@ def with_spider(aggregates: dict[str, Any],
     return aggregates
 
 
-def aggregates_of(records: Sequence[CaseRecord | Mapping[str, Any]]) -> dict[str, Any]:
+def aggregates_of(records: Sequence[RecordLike]) -> dict[str, Any]:
     """Every aggregate of a report's cases (plain means, groups, the Spider table, how many
     cases each threshold gated)."""
     from .thresholds import coverage

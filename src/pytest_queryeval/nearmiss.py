@@ -49,6 +49,7 @@ from .results import ResultTable, Term
 
 if TYPE_CHECKING:
     from .metrics.table import CompareOptions, TableComparison
+    from .report.records import RecordLike
 
 #: name -> label, in report order
 RELAXATIONS: dict[str, str] = {
@@ -173,7 +174,7 @@ def describe(names: Sequence[str]) -> str:
     return "near miss: would pass with " + "; ".join(RELAXATIONS[n] for n in names)
 
 
-def aggregate(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def aggregate(records: Iterable[RecordLike]) -> dict[str, Any]:
     """Counts of failing cases per relaxation, overall and per kind and difficulty, from the
     records' ``near_miss`` lists (``failures``: the failing cases with compared results)."""
     overall: Counter[str] = Counter()

@@ -34,7 +34,7 @@ that gold (per xdist worker; a killed worker starts again empty).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .metrics.table import CompareOptions
     from .model import Case
     from .neighbours.search import SearchResult, Tied
-    from .report.records import CaseRecord
+    from .report.records import RecordLike
     from .results import ResultTable
     from .ties import Row
 
@@ -430,9 +430,9 @@ def _shown(path: Path, *bases: Path | None) -> str:
 
 # -- the run's summary ------------------------------------------------------------------------
 
-def summary(records: Sequence[CaseRecord | Mapping[str, Any]]) -> dict[str, Any] | None:
+def summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     """The budget spent over the run (the JSON report's ``neighbours``); None: no search."""
-    infos: list[tuple[CaseRecord | Mapping[str, Any], NeighboursDetail]] = []
+    infos: list[tuple[RecordLike, NeighboursDetail]] = []
     for r in records:
         info = (r.get("details") or {}).get("neighbours")
         if isinstance(info, dict):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from .model import Case
-    from .report.records import CaseRecord
+    from .report.records import CaseRecord, RecordLike
 
 #: Outcomes of a record a later attempt may carry instead of running the case again.
 COMPLETE = frozenset({"passed", "failed", "xfailed", "xpassed"})
@@ -73,7 +73,7 @@ def encode_raw(raw: Mapping[str, Any], encoded: tuple[tuple[str, str], ...]) -> 
     return "{" + ", ".join(f"{encode(k)}: {texts[k]}" for k in sorted(texts)) + "}"
 
 
-def carriable(record: Mapping[str, Any]) -> bool:
+def carriable(record: RecordLike) -> bool:
     """A record a retry may keep: complete, with an identity, and not a prediction that
     failed (a source that failed once is asked again)."""
     if record.get("outcome") not in COMPLETE or not isinstance(record.get("identity"), str):

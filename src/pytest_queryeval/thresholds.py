@@ -7,10 +7,13 @@ Levels merge metric by metric, so a case overriding one metric keeps the others.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import Threshold
 from .numeric import is_finite, short_repr
+
+if TYPE_CHECKING:
+    from .report.records import RecordLike
 
 
 def parse_threshold(metric: str, spec: object) -> Threshold:
@@ -133,7 +136,7 @@ def apply_default(thresholds: dict[str, Threshold], kind: object, case: object, 
     return list(defaults), None
 
 
-def coverage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def coverage(records: Iterable[RecordLike]) -> dict[str, Any]:
     """How many cases each threshold gated (``by_default``: through their kind's default) and
     the ids of the cases no threshold on a score gated, for the summary and the JSON report.
     Skipped cases ran no check, and a case in error failed anyway: neither counts as ungated;

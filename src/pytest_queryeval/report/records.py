@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
@@ -104,6 +105,12 @@ class CaseRecord(TypedDict):
     digest: NotRequired[str]
     #: Seconds the case took: read by ``--queryeval-shard-durations`` where a report has it.
     duration_s: NotRequired[float | None]
+
+
+#: A record as its readers take it: a :class:`CaseRecord`, or a record read back from a
+#: JSON report (a shard's slim record in ``queryeval merge``, a carried or baseline record),
+#: checked by :mod:`.shardcheck` but typed only as a mapping.
+RecordLike = CaseRecord | Mapping[str, Any]
 
 
 #: Case options that change scores: runs that differ in them are not comparable.
