@@ -199,3 +199,12 @@ def test_every_record_of_a_real_run_is_a_case_record(run):
     assert len(kept) == len(written) == 10
     for record in [*kept, *written]:
         assert record_problems(record) == []
+
+
+def test_the_type_and_the_shard_check_know_the_same_keys():
+    """Every CaseRecord key is one ``queryeval merge`` and ``--queryeval-resume`` check or
+    carry unread (:mod:`~pytest_queryeval.report.shardcheck`), and every key they know is
+    declared: a key added to one and not the other fails here."""
+    from pytest_queryeval.report.shardcheck import CASE, CASE_UNCHECKED
+
+    assert set(typing.get_type_hints(CaseRecord)) == set(CASE) | CASE_UNCHECKED
