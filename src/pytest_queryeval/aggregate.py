@@ -19,7 +19,7 @@ from .model import NO_DIFFICULTY
 from .verdict import judged_outcome
 
 if TYPE_CHECKING:
-    from .report.records import RecordLike
+    from .model import RecordLike
 
 #: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
 JUDGED = ("passed", "failed", "error", "xpassed")

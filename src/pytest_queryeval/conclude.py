@@ -24,7 +24,7 @@ from .report.json_report import write_report
 from .report.terminal import gate_lines, summary_lines
 
 if TYPE_CHECKING:
-    from .report.records import RecordLike
+    from .model import RecordLike
 
 
 @dataclass

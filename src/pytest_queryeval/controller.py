@@ -32,7 +32,7 @@ from .runahead import ProgressLine
 from .runner import Runner
 
 if TYPE_CHECKING:
-    from .report.records import CaseRecord
+    from .model import CaseRecord
 
 #: The ``when`` of the report xdist makes for a case whose worker crashed while running it.
 XDIST_CRASH = "???"

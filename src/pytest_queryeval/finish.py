@@ -20,7 +20,7 @@ from .nearmiss import aggregate as near_miss_aggregate
 from .repeats import flaky_cases
 
 if TYPE_CHECKING:
-    from .report.records import CaseRecord
+    from .model import CaseRecord
 
 
 def _iso(ts: float) -> str:

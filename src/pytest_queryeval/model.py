@@ -5,10 +5,10 @@ Kept free of pytest so every kind, metric and source can be tested (and reused) 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NotRequired, Protocol, TypedDict, TypeVar
 
 from .results import ResultTable
 
@@ -19,7 +19,6 @@ NO_DIFFICULTY = "unknown"
 if TYPE_CHECKING:
     from .audit.findings import AuditResult
     from .judge.config import JudgeSpec
-    from .neighbour_check import Settings as NeighbourSettings
     from .sources.base import DataSource
 
 #: What a session-wide shared object is (:meth:`Context.shared`).
@@ -202,9 +201,9 @@ class Context(Protocol):
 
     #: ``--queryeval-neighbours`` or its ini value (a :class:`~.neighbour_check.Settings`), or
     #: None: each suite's ``neighbours:`` decides whether SQL cases search for counterexamples.
-    neighbours: NeighbourSettings | None
+    neighbours: Any
     #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
-    neighbour_base: NeighbourSettings | None
+    neighbour_base: Any
     #: True in the gold audit's context (:mod:`.audit`): a gold is scored against itself, so
     #: no counterexample is searched for it.
     auditing: bool
@@ -276,3 +275,99 @@ class AuditingKind(Kind, Protocol):
         """Add the case's findings to ``result``; raise
         :class:`~pytest_queryeval.errors.SourceUnavailable` when the source cannot be reached."""
         ...
+
+
+#: A JSON value as a record holds it (what ``report.records._clean`` returns: YAML-given golds and
+#: predictions, case options, report details read back from a file).
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+
+
+class CaseRecord(TypedDict):
+    """One case's record, from :func:`.report.records.case_record` (or ``error_record``) to every report
+    writer, ``queryeval merge``, ``--queryeval-resume`` and the baseline.
+
+    The keys every record maker writes are required; the others are ``NotRequired``.
+    tests/reports/test_case_record.py checks the records of real runs against it.
+    """
+
+    #: The case id (the node id of a case file that could not be read).
+    id: str
+    #: pytest's node id: the record's key in the controller, and in a resumed run.
+    nodeid: str
+    #: The case file, rootdir-relative: what the reports group and sort on.
+    file: str
+    #: The case file, absolute: internal (gate scopes, the gold write-back), popped before
+    #: the report is written; None for a case file that could not be read.
+    path: NotRequired[str | None]
+    #: The case's line in its file (0 when a crashed worker sent no case metadata).
+    line: int
+    #: The case's kind; ``invalid`` (unreadable file) or ``unknown`` (crash) for error records.
+    kind: str
+    #: The difficulty, :data:`NO_DIFFICULTY` when none (None from a crashed worker's case).
+    difficulty: str | None
+    #: The case's tags, in the order its file gives them.
+    tags: list[str]
+    #: ``severity:``: absent in the record of a case file that could not be read.
+    severity: NotRequired[str | None]
+    #: The question asked (capped); None for a case with none and for error records.
+    question: str | None
+    #: The datasource named; absent in the record of a case file that could not be read.
+    datasource: NotRequired[str | None]
+    #: The SQL dialect, only for a case that names one.
+    dialect: NotRequired[str]
+    #: pytest's verdict in the report's vocabulary (:func:`.report.records.final_outcome`), None until pytest
+    #: reports the case (set there); None again in a resumed run's carried record.
+    outcome: NotRequired[str | None]
+    #: The engine's verdict (passed | failed | error), None for a case not run.
+    status: str | None
+    #: The scores, by metric; None for a score that was not finite.
+    metrics: dict[str, float | None]
+    #: Categorical labels (``hardness``), by name.
+    labels: dict[str, str]
+    #: The thresholds in effect, by metric: ``{"min": ..., "max": ...}``.
+    thresholds: dict[str, dict[str, float]]
+    #: The metrics of ``thresholds`` that are the kind's default (no threshold judged them).
+    default_thresholds: list[str]
+    #: The metrics whose thresholds failed.
+    failed_metrics: list[str]
+    #: The prediction (a query, a JSON value, an SDMX turn's list), capped.
+    predicted: JSONValue
+    #: The gold that scored (the dialect's gold, the one SDMX target ...), capped.
+    gold: JSONValue
+    #: 16 hex digits of what the prediction produced (:func:`.report.records.result_digest`).
+    signature: str | None
+    #: Why the case is an error (infrastructure, an unreadable file, a crash).
+    error: str | None
+    #: Why the prediction could not be scored normally (refused, timeout, failed query).
+    reason: str | None
+    #: The failure report's lines (missing and extra rows, SQL components), capped.
+    diff: list[str]
+    #: The relaxations that would make a failing case pass (:func:`.nearmiss.flips`), None
+    #: when not attributed; absent in the record of a case file that could not be read.
+    near_miss: NotRequired[list[str] | None]
+    #: The kind's and the engine's extras, JSON-safe and capped: each kind, the judge
+    #: (``judge``, :class:`.judge.run.JudgeRecord`), the counterexample search
+    #: (``neighbours``, :class:`.neighbour_check.NeighboursDetail`) and the repeats write
+    #: their own keys, read by the report writers of each.
+    details: dict[str, Any]
+    #: The case options that change scores (:data:`.report.records.SCORING_OPTIONS`), as the case gives them.
+    settings: dict[str, JSONValue]
+    #: --queryeval-gating: the case's state in the baseline (None without gating).
+    baseline_status: str | None
+    #: --queryeval-gating: the case's standing against the baseline (None without gating).
+    standing: str | None
+    #: What ``--queryeval-resume`` matches on (:func:`.resume.identity`); absent in an audit
+    #: and in the records that no case scored.
+    identity: NotRequired[str]
+    #: ``--queryeval-resume``: the report the record was carried from.
+    carried: NotRequired[str]
+    #: The digest of a record read back from a JSON report (:mod:`.report.json_report`).
+    digest: NotRequired[str]
+    #: Seconds the case took: read by ``--queryeval-shard-durations`` where a report has it.
+    duration_s: NotRequired[float | None]
+
+
+#: A record as its readers take it: a :class:`CaseRecord`, or a record read back from a
+#: JSON report (a shard's slim record in ``queryeval merge``, a carried or baseline record),
+#: checked by :mod:`.report.shardcheck` but typed only as a mapping.
+RecordLike = CaseRecord | Mapping[str, Any]

@@ -49,7 +49,7 @@ from .results import ResultTable, Term
 
 if TYPE_CHECKING:
     from .metrics.table import CompareOptions, TableComparison
-    from .report.records import RecordLike
+    from .model import RecordLike
 
 #: name -> label, in report order
 RELAXATIONS: dict[str, str] = {

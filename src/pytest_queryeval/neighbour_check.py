@@ -43,9 +43,8 @@ from .wording import plural, shortlist
 
 if TYPE_CHECKING:
     from .metrics.table import CompareOptions
-    from .model import Case
+    from .model import Case, RecordLike
     from .neighbours.search import SearchResult, Tied
-    from .report.records import RecordLike
     from .results import ResultTable
     from .ties import Row
 

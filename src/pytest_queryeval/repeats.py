@@ -25,7 +25,7 @@ from .model import Case, Threshold
 from .thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
-    from .report.records import RecordLike
+    from .model import RecordLike
 
 #: The rules ``repeat_rule`` names: the case passes when all, more than half, or any of its
 #: runs pass.

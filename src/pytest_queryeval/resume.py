@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from .model import Case
-    from .report.records import CaseRecord, RecordLike
+    from .model import Case, CaseRecord, RecordLike
 
 #: Outcomes of a record a later attempt may carry instead of running the case again.
 COMPLETE = frozenset({"passed", "failed", "xfailed", "xpassed"})

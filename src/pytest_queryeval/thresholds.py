@@ -13,7 +13,7 @@ from .model import Threshold
 from .numeric import is_finite, short_repr
 
 if TYPE_CHECKING:
-    from .report.records import RecordLike
+    from .model import RecordLike
 
 
 def parse_threshold(metric: str, spec: object) -> Threshold:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .report.records import RecordLike
+    from .model import RecordLike
 
 MODES = ("strict", "baseline", "gates")
 #: A case's standing under the gating mode (the record's ``standing``).

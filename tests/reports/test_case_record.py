@@ -20,7 +20,7 @@ from typing import Any, NotRequired, Union, get_args, get_origin
 import pytest
 from tests.support import read_report, write_suite
 
-from pytest_queryeval.report import records as records_module
+from pytest_queryeval import model
 from pytest_queryeval.report.records import CaseRecord
 
 DATA = Path(__file__).resolve().parents[2] / "example_suite" / "data"
@@ -31,8 +31,8 @@ def problems(value: object, tp: object, where: str) -> list[str]:
     the JSON scalars, ``list[X]``, ``dict[str, X]``, ``Any`` and the ``JSONValue`` alias)."""
     if isinstance(tp, typing.ForwardRef):
         tp = tp.__forward_arg__
-    if isinstance(tp, str):  # list["JSONValue"]: a name in the records module
-        tp = getattr(records_module, tp)
+    if isinstance(tp, str):  # list["JSONValue"]: a name in the model module
+        tp = getattr(model, tp)
     if tp is Any:
         return []
     if tp is None or tp is type(None):

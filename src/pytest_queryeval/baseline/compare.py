@@ -46,7 +46,7 @@ from ..report.numbers import signed as _signed
 from ..verdict import judged_outcome
 
 if TYPE_CHECKING:
-    from ..report.records import RecordLike
+    from ..model import RecordLike
 
 #: Key of the global entry in a max-drop mapping (applies to every non-timing metric).
 GLOBAL = "*"

@@ -14,7 +14,7 @@ from ..model import NO_DIFFICULTY
 from ..wording import plural
 
 if TYPE_CHECKING:
-    from ..report.records import RecordLike
+    from ..model import RecordLike
 
 #: Items shown per list in the terminal (the files hold all).
 SHOWN = 20

@@ -11,7 +11,7 @@ from ..audit import ERROR, WARNING
 from ..wording import plural
 
 if TYPE_CHECKING:
-    from .records import RecordLike
+    from ..model import RecordLike
 
 
 def findings_table(records: Iterable[RecordLike]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from ..metricnames import lower_is_better
 from ..model import NO_DIFFICULTY  # the one spelling of a missing difficulty
 
 if TYPE_CHECKING:
-    from .records import RecordLike
+    from ..model import RecordLike
 
 #: Metrics shown first, in this order, wherever reports list metrics.
 HEADLINE_METRICS = (

@@ -51,7 +51,7 @@ from .terminal import (
 )
 
 if TYPE_CHECKING:
-    from .records import RecordLike
+    from ..model import RecordLike
 
 __all__ = ["render_html", "write_html"]
 

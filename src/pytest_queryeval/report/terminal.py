@@ -23,7 +23,7 @@ from .numbers import num, signed
 from .numbers import pct as _pct
 
 if TYPE_CHECKING:
-    from .records import RecordLike
+    from ..model import RecordLike
 
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
