@@ -11,12 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import sub
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Gate
 from .metricnames import JUDGE_EX, PASSED_OUTCOMES, RECORDED_METRICS, SPIDER_STRUCTURE_METRICS
 from .model import NO_DIFFICULTY
 from .verdict import judged_outcome
+
+if TYPE_CHECKING:
+    from .model import RecordLike
 
 #: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
 JUDGED = ("passed", "failed", "error", "xpassed")
@@ -27,7 +30,7 @@ PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE = (
 MISSING_REASONS = (PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE)
 
 
-def missing_reason(record: Mapping[str, Any]) -> str:
+def missing_reason(record: RecordLike) -> str:
     """Why ``record`` would lack a metric: the class of its error (the reason's prefix, as
     :class:`~pytest_queryeval.errors.QueryEvalError` writes it), skipped, else no value (the
     case ran, and the metric does not apply to it or came out NaN)."""
@@ -45,7 +48,7 @@ def missing_reason(record: Mapping[str, Any]) -> str:
     return NO_VALUE
 
 
-def group_stats(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def group_stats(records: Iterable[RecordLike]) -> dict[str, Any]:
     """count / scored / passed / failed / errors / pass_rate and mean/std/n per metric, and
     the ``total`` of the timing and usage metrics (tokens, ``cost_usd``, seconds).
 
@@ -64,7 +67,7 @@ class _Partial:
 
     __slots__ = ("counts", "reasons", "unparsable", "valued", "values")
 
-    def __init__(self, records: Iterable[Mapping[str, Any]] = ()) -> None:
+    def __init__(self, records: Iterable[RecordLike] = ()) -> None:
         count = scored = passed = failed = errors = skipped = xfailed = granted = 0
         values: dict[str, list[float]] = {}
         # Denominators: the cases of each reason, and per metric how many of those still have
@@ -175,7 +178,7 @@ def _missing(reasons: Mapping[str, int], valued: Mapping[str, int], n: int) -> d
     return out
 
 
-def aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
     # Each record is read once, into the partial of its atom (kind, difficulty, tags,
     # dialect); every group is a union of atoms (a record counts once per tag it lists).
     atoms: dict[tuple[str, str, tuple[str, ...], str | None], list[Mapping[str, Any]]] = {}
@@ -262,7 +265,7 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     return out
 
 
-def _under(record: Mapping[str, Any], scope: Path, seen: dict[tuple[str, Path], bool]) -> bool:
+def _under(record: RecordLike, scope: Path, seen: dict[tuple[str, Path], bool]) -> bool:
     """Whether the record's case file lies under ``scope``; ``seen`` keeps the answer per
     file and scope (resolving the path once per record and gate cost more than the gates)."""
     file = str(record.get("path") or record.get("file") or "")
@@ -273,7 +276,7 @@ def _under(record: Mapping[str, Any], scope: Path, seen: dict[tuple[str, Path], 
     return inside
 
 
-def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list[dict[str, Any]]:
     """Each gate over the cases under its config's directory (and kind/tag filter)."""
     results: list[dict[str, Any]] = []
     seen: dict[tuple[str, Path], bool] = {}
@@ -314,7 +317,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[Mapping[str, Any]]) 
     return results
 
 
-def _judge_refusal(records: Sequence[Mapping[str, Any]]) -> str | None:
+def _judge_refusal(records: Sequence[RecordLike]) -> str | None:
     """Why ``judge_ex`` may not gate these cases (``judge: {min_kappa:}``), or None."""
     for rec in records:
         judge = (rec.get("details") or {}).get("judge")
@@ -323,7 +326,7 @@ def _judge_refusal(records: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def _values(records: Iterable[Mapping[str, Any]], metric: str) -> list[float]:
+def _values(records: Iterable[RecordLike], metric: str) -> list[float]:
     """``metric`` of every record that has it (a ``total_max`` gate sums any metric)."""
     out = []
     for rec in records:

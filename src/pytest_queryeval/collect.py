@@ -10,7 +10,7 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import pytest
 
@@ -20,10 +20,12 @@ from .engine import run_case
 from .errors import ConfigError
 from .gcpolicy import gc_paused
 from .model import Case
-from .report.records import case_record
+from .report.records import CaseRecord, case_record
 from .report.terminal import failure_text
 
 if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+
     from .config import ConfigFinder
     from .engine import Evaluator
     from .gcpolicy import FreezePolicy
@@ -43,7 +45,7 @@ class Runner(Protocol):
     ids: dict[str, str]
     custom_metrics: dict[str, set[str]]
     verdicts: Verdicts | None
-    carried: dict[str, dict[str, Any]]
+    carried: dict[str, CaseRecord]
 
     def display(self, path: Path) -> str: ...
     def is_metric(self, kind: str, name: str) -> bool: ...
@@ -52,7 +54,7 @@ class Runner(Protocol):
     def release(self) -> None: ...
 
 #: A case item's record, made when it runs (read by ``pytest_runtest_makereport``).
-RECORD = pytest.StashKey[dict[str, Any]]()
+RECORD = pytest.StashKey[CaseRecord]()
 
 @functools.cache
 def _property_name(metric: str) -> str:
@@ -67,7 +69,7 @@ _PROPERTIES: dict[tuple[str, float], tuple[str, float]] = {}
 _MAX_PROPERTIES = 4096
 
 
-def _property(metric: str, value: Any) -> tuple[str, Any]:
+def _property(metric: str, value: float | None) -> tuple[str, float | None]:
     """The ``(queryeval.<metric>, value)`` property of a case, one tuple for every case with
     the same score: most scores are 0, 1 or a few fractions, and a tuple per metric and case
     was a kilobyte of each case's memory. A float only (1 and 1.0 are written apart), never
@@ -116,7 +118,7 @@ def upcoming(item: pytest.Item, nextitem: pytest.Item) -> tuple[pytest.Item, ...
 class CaseFailure(Exception):
     """Raised by an item whose case failed or errored; rendered by ``repr_failure``."""
 
-    def __init__(self, record: dict[str, Any]) -> None:
+    def __init__(self, record: CaseRecord) -> None:
         super().__init__(record.get("id"))
         self.record = record
 
@@ -134,7 +136,7 @@ class CaseXfail(XFailed):
     pytest would build (issue 43: ~60 ms a case, the source of every frame re-parsed, for a
     text only ``--xfail-tb`` ever shows)."""
 
-    def __init__(self, record: dict[str, Any], reason: str) -> None:
+    def __init__(self, record: CaseRecord, reason: str) -> None:
         super().__init__(reason, pytrace=False)
         self.record = record
 
@@ -211,9 +213,9 @@ class QueryEvalItem(pytest.Item):
         audit = runner.options.audit
         carried = runner.carried.get(self.nodeid)
         if carried is not None:  # --queryeval-resume: scored by an earlier attempt
-            record = {**carried, **{k: v for k, v in case_record(
+            record = cast(CaseRecord, {**carried, **{k: v for k, v in case_record(
                 self.case, None, self.nodeid, self.config.rootpath, runner.evaluator.scrubber,
-            ).items() if k in _WHERE}}
+            ).items() if k in _WHERE}})  # the carried record, where the case is now
             status = str(record.get("status"))
         else:
             if audit:
@@ -251,7 +253,7 @@ class QueryEvalItem(pytest.Item):
             raise CaseFailure(record)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> Any:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         value = excinfo.value
         if isinstance(value, CaseXfail) and not getattr(self.config.option, "xfail_tb", False):
             # shown by no summary (-rx prints the reason): the reason, for report plugins;
@@ -303,7 +305,7 @@ class QueryEvalFileError(pytest.Item):
         raise ConfigError(self.message)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: Any = None) -> Any:
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, ConfigError):
             return self.message
         return super().repr_failure(excinfo)

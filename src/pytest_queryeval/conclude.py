@@ -25,6 +25,7 @@ from .report.terminal import gate_lines, summary_lines
 
 if TYPE_CHECKING:
     from .baseline.compare import Comparison
+    from .model import RecordLike
 
 
 @dataclass
@@ -67,7 +68,7 @@ class Outputs:
     outcome: Outcome | None = None
 
 
-def run_settings(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def run_settings(records: Sequence[RecordLike]) -> dict[str, dict[str, Any]]:
     """Per kind, the scoring options in force (a list when cases differ): the report's
     ``run.settings``, which a baseline comparison and a merge of shards require equal."""
     seen: dict[str, dict[str, list[str]]] = {}
@@ -95,7 +96,7 @@ def suite_key(ids: Sequence[str] | None, ran: int) -> dict[str, Any]:
     return out
 
 
-def with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def with_spider(aggregates: dict[str, Any], records: Sequence[RecordLike]) -> dict[str, Any]:
     """The Spider evaluator's own per-hardness table (its averaging rules, not plain means)."""
     items = [r["details"]["spider"] for r in records
              if r.get("kind") == "sql" and isinstance((r.get("details") or {}).get("spider"), dict)]
@@ -107,7 +108,7 @@ def with_spider(aggregates: dict[str, Any], records: list[dict[str, Any]]) -> di
     return aggregates
 
 
-def aggregates_of(records: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregates_of(records: Sequence[RecordLike]) -> dict[str, Any]:
     """Every aggregate of a report's cases (plain means, groups, the Spider table, how many
     cases each threshold gated)."""
     from .thresholds import coverage

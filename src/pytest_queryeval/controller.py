@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -30,6 +30,9 @@ from .options import RunOptions
 from .paths import display
 from .runahead import ProgressLine
 from .runner import Runner
+
+if TYPE_CHECKING:
+    from .model import CaseRecord
 
 #: The ``when`` of the report xdist makes for a case whose worker crashed while running it.
 XDIST_CRASH = "???"
@@ -52,7 +55,7 @@ class Controller:
         #: When the session was configured (the plugin wakes up when it finds a case file).
         self.started = time.time() if started is None else started
         #: Every case's record, by node id.
-        self.records: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, CaseRecord] = {}
         #: xdist: each case's :func:`~.report.records.case_meta`, by node id, from the workers
         #: (the record of a case whose worker crashed is completed from it).
         self.case_meta: dict[str, Any] = {}
@@ -277,14 +280,14 @@ class Controller:
 
         return suite_dir(self.runner.finder, _dirs(files), self.config.rootpath)
 
-    def _gates(self, records: list[dict[str, Any]]) -> list[Gate]:
+    def _gates(self, records: list[CaseRecord]) -> list[Gate]:
         seen: dict[str, Gate] = {}
         for directory in sorted(case_dirs(records)):
             for key, gate in self.runner.finder.for_directory(directory).gates.items():
                 seen.setdefault(key, gate)
         return list(seen.values())
 
-    def _report(self, public: list[dict[str, Any]], gates: list[dict[str, Any]],
+    def _report(self, public: list[CaseRecord], gates: list[dict[str, Any]],
                 exitstatus: int, files: set[str]) -> dict[str, Any]:
         return build_report(
             public, started=self.started, exitstatus=exitstatus, gates=gates,
@@ -349,7 +352,7 @@ class Controller:
             return min(suites)
         return parse_significance(self.options.significance_ini, "queryeval_significance")
 
-    def _update_refusals(self, session: pytest.Session, records: list[dict[str, Any]],
+    def _update_refusals(self, session: pytest.Session, records: list[CaseRecord],
                          files: set[str], exitstatus: int) -> list[str]:
         """Why this run must not replace the baseline (see :func:`baseline.refusals.update_refusals`)."""
         from .baseline.refusals import partial_run, update_refusals

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,12 +19,15 @@ from .judge.report import aggregate as judge_aggregate
 from .nearmiss import aggregate as near_miss_aggregate
 from .repeats import flaky_cases
 
+if TYPE_CHECKING:
+    from .model import CaseRecord
+
 
 def _iso(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, tz=dt.UTC).isoformat(timespec="seconds")
 
 
-def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: int,
+def build_report(records: list[CaseRecord], *, started: float, exitstatus: int,
                  gates: list[dict[str, Any]], model: tuple[str | None, str | None],
                  gating: str, suite_ids: list[str] | None,
                  shard: tuple[int, int] | None, workers: int) -> dict[str, Any]:
@@ -59,7 +62,7 @@ def build_report(records: list[dict[str, Any]], *, started: float, exitstatus: i
     return report
 
 
-def case_dirs(records: list[dict[str, Any]]) -> set[Path]:
+def case_dirs(records: list[CaseRecord]) -> set[Path]:
     """The directories of the run's case files (one Path per file, not per record)."""
     return {Path(path).parent for path in {str(r["path"]) for r in records if r.get("path")}}
 

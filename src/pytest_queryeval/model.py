@@ -5,10 +5,10 @@ Kept free of pytest so every kind, metric and source can be tested (and reused) 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NotRequired, Protocol, TypedDict, TypeVar
 
 from .results import ResultTable
 
@@ -18,7 +18,11 @@ NO_DIFFICULTY = "unknown"
 
 if TYPE_CHECKING:
     from .audit.findings import AuditResult
+    from .judge.config import JudgeSpec
     from .sources.base import DataSource
+
+#: What a session-wide shared object is (:meth:`Context.shared`).
+T = TypeVar("T")
 
 #: Marker for "no inline prediction" (``None`` is a legitimate prediction value).
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()
@@ -136,7 +140,7 @@ class Case:
     #: transpiled gold's original on the source of its dialect.
     fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``judge:`` resolved (:class:`~pytest_queryeval.judge.config.JudgeSpec`); None: no judge.
-    judge: Any = None
+    judge: JudgeSpec | None = None
 
     @property
     def golds(self) -> list[Any]:
@@ -216,14 +220,14 @@ class Context(Protocol):
         """A JSON value cached across sessions (pytest cache dir), or None (also with no-cache)."""
         ...
 
-    def cache_set(self, namespace: str, key: str, value: Any) -> None: ...
+    def cache_set(self, namespace: str, key: str, value: object) -> None: ...
 
     @property
     def cache_dir(self) -> Path | None:
         """A directory for file caches under pytest's cache dir; None with no-cache."""
         ...
 
-    def shared(self, key: str, factory: Any) -> Any:
+    def shared(self, key: str, factory: Callable[[], T]) -> T:
         """A session-wide object built once by ``factory()`` (a loaded model, a parsed schema)."""
         ...
 
@@ -257,7 +261,7 @@ class Kind(Protocol):
         """A default difficulty label when the case gives none (SQL: Spider hardness, else sql_hardness)."""
         ...
 
-    def evaluate(self, case: Case, prediction: Any, ctx: Context) -> Scored:
+    def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         """Score one prediction. Raise :class:`~pytest_queryeval.errors.QueryEvalError` for
         infrastructure errors (source unavailable, broken gold); model mistakes are scored."""
         ...
@@ -275,3 +279,99 @@ class AuditingKind(Kind, Protocol):
         """Add the case's findings to ``result``; raise
         :class:`~pytest_queryeval.errors.SourceUnavailable` when the source cannot be reached."""
         ...
+
+
+#: A JSON value as a record holds it (what ``report.records._clean`` returns: YAML-given golds and
+#: predictions, case options, report details read back from a file).
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+
+
+class CaseRecord(TypedDict):
+    """One case's record, from :func:`.report.records.case_record` (or ``error_record``) to every report
+    writer, ``queryeval merge``, ``--queryeval-resume`` and the baseline.
+
+    The keys every record maker writes are required; the others are ``NotRequired``.
+    tests/reports/test_case_record.py checks the records of real runs against it.
+    """
+
+    #: The case id (the node id of a case file that could not be read).
+    id: str
+    #: pytest's node id: the record's key in the controller, and in a resumed run.
+    nodeid: str
+    #: The case file, rootdir-relative: what the reports group and sort on.
+    file: str
+    #: The case file, absolute: internal (gate scopes, the gold write-back), popped before
+    #: the report is written; None for a case file that could not be read.
+    path: NotRequired[str | None]
+    #: The case's line in its file (0 when a crashed worker sent no case metadata).
+    line: int
+    #: The case's kind; ``invalid`` (unreadable file) or ``unknown`` (crash) for error records.
+    kind: str
+    #: The difficulty, :data:`NO_DIFFICULTY` when none (None from a crashed worker's case).
+    difficulty: str | None
+    #: The case's tags, in the order its file gives them.
+    tags: list[str]
+    #: ``severity:``: absent in the record of a case file that could not be read.
+    severity: NotRequired[str | None]
+    #: The question asked (capped); None for a case with none and for error records.
+    question: str | None
+    #: The datasource named; absent in the record of a case file that could not be read.
+    datasource: NotRequired[str | None]
+    #: The SQL dialect, only for a case that names one.
+    dialect: NotRequired[str]
+    #: pytest's verdict in the report's vocabulary (:func:`.report.records.final_outcome`), None until pytest
+    #: reports the case (set there); None again in a resumed run's carried record.
+    outcome: NotRequired[str | None]
+    #: The engine's verdict (passed | failed | error), None for a case not run.
+    status: str | None
+    #: The scores, by metric; None for a score that was not finite.
+    metrics: dict[str, float | None]
+    #: Categorical labels (``hardness``), by name.
+    labels: dict[str, str]
+    #: The thresholds in effect, by metric: ``{"min": ..., "max": ...}``.
+    thresholds: dict[str, dict[str, float]]
+    #: The metrics of ``thresholds`` that are the kind's default (no threshold judged them).
+    default_thresholds: list[str]
+    #: The metrics whose thresholds failed.
+    failed_metrics: list[str]
+    #: The prediction (a query, a JSON value, an SDMX turn's list), capped.
+    predicted: JSONValue
+    #: The gold that scored (the dialect's gold, the one SDMX target ...), capped.
+    gold: JSONValue
+    #: 16 hex digits of what the prediction produced (:func:`.report.records.result_digest`).
+    signature: str | None
+    #: Why the case is an error (infrastructure, an unreadable file, a crash).
+    error: str | None
+    #: Why the prediction could not be scored normally (refused, timeout, failed query).
+    reason: str | None
+    #: The failure report's lines (missing and extra rows, SQL components), capped.
+    diff: list[str]
+    #: The relaxations that would make a failing case pass (:func:`.nearmiss.flips`), None
+    #: when not attributed; absent in the record of a case file that could not be read.
+    near_miss: NotRequired[list[str] | None]
+    #: The kind's and the engine's extras, JSON-safe and capped: each kind, the judge
+    #: (``judge``, :class:`.judge.run.JudgeRecord`), the counterexample search
+    #: (``neighbours``, :class:`.neighbour_check.NeighboursDetail`) and the repeats write
+    #: their own keys, read by the report writers of each.
+    details: dict[str, Any]
+    #: The case options that change scores (:data:`.report.records.SCORING_OPTIONS`), as the case gives them.
+    settings: dict[str, JSONValue]
+    #: --queryeval-gating: the case's state in the baseline (None without gating).
+    baseline_status: str | None
+    #: --queryeval-gating: the case's standing against the baseline (None without gating).
+    standing: str | None
+    #: What ``--queryeval-resume`` matches on (:func:`.resume.identity`); absent in an audit
+    #: and in the records that no case scored.
+    identity: NotRequired[str]
+    #: ``--queryeval-resume``: the report the record was carried from.
+    carried: NotRequired[str]
+    #: The digest of a record read back from a JSON report (:mod:`.report.json_report`).
+    digest: NotRequired[str]
+    #: Seconds the case took: read by ``--queryeval-shard-durations`` where a report has it.
+    duration_s: NotRequired[float | None]
+
+
+#: A record as its readers take it: a :class:`CaseRecord`, or a record read back from a
+#: JSON report (a shard's slim record in ``queryeval merge``, a carried or baseline record),
+#: checked by :mod:`.report.shardcheck` but typed only as a mapping.
+RecordLike = CaseRecord | Mapping[str, Any]

@@ -42,10 +42,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from .model import NO_DIFFICULTY, Threshold
 from .results import ResultTable, Term
+
+if TYPE_CHECKING:
+    from .metrics.table import CompareOptions, TableComparison
+    from .model import RecordLike
 
 #: name -> label, in report order
 RELAXATIONS: dict[str, str] = {
@@ -83,7 +87,8 @@ def table_metrics_of(names: Iterable[str]) -> frozenset[str]:
 
 
 def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool,
-                    compare: Any = None, base: Any = None,
+                    compare: CompareOptions | Mapping[str, object] | None = None,
+                    base: TableComparison | None = None,
                     names: Collection[str] | None = None) -> dict[str, dict[str, float]]:
     """The result-table metrics under each relaxation that changes something (by name).
     ``base``: the kind's own comparison of the two under the same options, when it has one
@@ -112,7 +117,7 @@ def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool
     out: dict[str, dict[str, float]] = {}
 
     def score(g: ResultTable, p: ResultTable, ordered: bool = order_matters,
-              o: Any = opts) -> dict[str, float]:
+              o: CompareOptions = opts) -> dict[str, float]:
         if matches is not None:
             return match_metrics(g, p, order_matters=ordered, compare=o, names=matches)
         return compare_tables(g, p, order_matters=ordered, compare=o).metrics()
@@ -169,7 +174,7 @@ def describe(names: Sequence[str]) -> str:
     return "near miss: would pass with " + "; ".join(RELAXATIONS[n] for n in names)
 
 
-def aggregate(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def aggregate(records: Iterable[RecordLike]) -> dict[str, Any]:
     """Counts of failing cases per relaxation, overall and per kind and difficulty, from the
     records' ``near_miss`` lists (``failures``: the failing cases with compared results)."""
     overall: Counter[str] = Counter()
@@ -227,11 +232,11 @@ def _map(t: ResultTable, fn: Callable[[Any], Any]) -> ResultTable:
     return _with_rows(t, [tuple(map(fn, r)) for r in t.rows])
 
 
-def _null_zero(v: Any) -> Any:
+def _null_zero(v: object) -> object:
     return 0 if v is None else v
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> bool:
     from decimal import Decimal
 
     return isinstance(v, int | float | Decimal) and not isinstance(v, bool)
@@ -351,11 +356,11 @@ def _snap_numbers(gold: ResultTable, pred: ResultTable) -> ResultTable | None:
     return _with_rows(pred, rows) if changed else None
 
 
-def _has_lang(v: Any) -> bool:
+def _has_lang(v: object) -> TypeGuard[Term]:
     return isinstance(v, Term) and v.lang is not None
 
 
-def _no_lang(v: Any) -> Any:
+def _no_lang(v: object) -> object:
     return Term(v.type, v.value) if _has_lang(v) else v
 
 
@@ -369,7 +374,7 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
 
 
-def _text_of(v: Any) -> str | None:
+def _text_of(v: object) -> str | None:
     """The text of a string or of a text RDF literal (plain, ``xsd:string``), else None."""
     if isinstance(v, str):
         return v
@@ -379,12 +384,12 @@ def _text_of(v: Any) -> str | None:
     return None
 
 
-def _is_numeric_text(v: Any) -> bool:
+def _is_numeric_text(v: object) -> bool:
     text = _text_of(v)
     return text is not None and _NUMBER.fullmatch(text.strip()) is not None
 
 
-def _as_number(v: Any) -> Any:
+def _as_number(v: object) -> object:
     """Numeric text, and an RDF literal of a numeric type, as a Python number (an int when
     whole digits, else a float); any other value unchanged."""
     text = _text_of(v)

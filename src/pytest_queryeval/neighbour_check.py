@@ -34,15 +34,19 @@ that gold (per xdist worker; a killed worker starts again empty).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from .wording import plural, shortlist
 
 if TYPE_CHECKING:
-    from .model import Case
+    from .metrics.table import CompareOptions
+    from .model import Case, RecordLike
+    from .neighbours.search import SearchResult, Tied
     from .results import ResultTable
+    from .ties import Row
 
 #: The metric this module records.
 METRIC = "neighbour_ex"
@@ -59,6 +63,54 @@ GRACE = 45.0
 ROWS_SHOWN = 5
 
 
+class Counterexample(TypedDict):
+    """``details.neighbours.counterexample``: the database on which gold and prediction differ."""
+
+    #: Rows in the database, and per table (tables without rows left out).
+    rows: int
+    tables: dict[str, int]
+    #: Its rows as INSERT statements (the real database's DDL is in the saved file).
+    inserts: list[str]
+    #: Which phase found it (a mutation of the gold, a random candidate ...).
+    origin: str
+    #: The engine it was built for (``sqlite``, ``duckdb``).
+    engine: str
+    #: ``[columns, rows]`` of the gold's result on it, and of the prediction's (None: failed).
+    gold: list[list[Any]]
+    predicted: list[list[Any]] | None
+    #: Why the prediction gave no result there.
+    predicted_failure: NotRequired[str]
+    #: The saved file's bytes, from the sandbox worker: popped before the record.
+    file_bytes: NotRequired[bytes]
+    #: Where the file was saved, relative to the rootdir or the report.
+    file: NotRequired[str]
+
+
+class NeighboursDetail(TypedDict, total=False):
+    """``details.neighbours`` of a SQL case (the record's, read by :func:`summary` and the
+    report writers): the budget spent and what was found, or why no search ran."""
+
+    #: The database budget, how many candidates were checked, the seconds spent, how many
+    #: candidates came from the gold's suite built earlier, the seed.
+    databases: int
+    checked: int
+    seconds: float
+    reused: int
+    seed: int
+    #: Why the search stopped before its budget (None: it used it all).
+    stopped: str | None
+    #: The counterexample found, None when none was.
+    counterexample: Counterexample | None
+    #: Candidates on which the gold gave no result.
+    gold_failed: int
+    #: Why no candidate was checked at all.
+    unchecked: str
+    #: Why no search ran (the prediction fails, the source is no SQLite or DuckDB file ...).
+    skipped: str
+    #: The search broke (no metric then).
+    error: str
+
+
 @dataclass(frozen=True)
 class Settings:
     """How hard each passing case is searched, and where counterexamples are saved."""
@@ -72,7 +124,7 @@ class Settings:
     rootdir: Path | None = None
 
 
-def parse_databases(value: Any, where: str, off: bool = True) -> int | None:
+def parse_databases(value: object, where: str, off: bool = True) -> int | None:
     """A budget of databases from the option, the ini value or ``neighbours:`` (None: off,
     where ``off`` allows it); ValueError names ``where``."""
     text = str(value).strip().lower()
@@ -92,9 +144,9 @@ def parse_databases(value: Any, where: str, off: bool = True) -> int | None:
     return n
 
 
-def parse_seconds(value: Any, where: str) -> float:
-    try:
-        seconds = float(value)
+def parse_seconds(value: object, where: str) -> float:
+    try:  # (float() of any other value raises TypeError)
+        seconds = float(value) if isinstance(value, str | int | float) else float("nan")
     except (TypeError, ValueError):
         seconds = float("nan")
     if isinstance(value, bool) or not seconds > 0 or seconds == float("inf"):
@@ -103,7 +155,7 @@ def parse_seconds(value: Any, where: str) -> float:
     return seconds
 
 
-def parse_seed(value: Any, where: str) -> int:
+def parse_seed(value: object, where: str) -> int:
     try:
         if isinstance(value, bool | float):
             raise ValueError
@@ -112,7 +164,7 @@ def parse_seed(value: Any, where: str) -> int:
         raise ValueError(f"{where}: {value!r} is not an integer seed") from None
 
 
-def parse_suite(value: Any, where: str) -> tuple[dict[str, Any] | None, list[str]]:
+def parse_suite(value: object, where: str) -> tuple[dict[str, Any] | None, list[str]]:
     """``neighbours:`` of a ``queryeval.yaml``: true, false, a number of databases, or a
     mapping ``{databases: N, seconds: S, seed: K}``; (the settings as a dict, problems)."""
     problems: list[str] = []
@@ -158,8 +210,8 @@ def settings_for(case: Case, run_settings: Settings | None,
 # -- the search, in the sandbox worker -------------------------------------------------------
 
 def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool,
-                compare: Any, tie_aware: bool, databases: int, seconds: float,
-                seed: int, scope: str = "") -> dict[str, Any]:
+                compare: CompareOptions, tie_aware: bool, databases: int, seconds: float,
+                seed: int, scope: str = "") -> NeighboursDetail:
     """The search for one pair (module level: it runs in a sandbox worker), as plain values."""
     import tempfile
 
@@ -177,7 +229,7 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
     result = search(Path(path), gold, predicted, same, seed=seed,
                     budget=Budget(databases=databases, seconds=seconds), engine=eng, tied=tied,
                     scope=scope)
-    out: dict[str, Any] = {"databases": databases, "checked": result.checked,
+    out: NeighboursDetail = {"databases": databases, "checked": result.checked,
                            "seconds": round(result.seconds, 3), "reused": result.reused,
                            "seed": seed, "stopped": result.stopped or None,
                            "counterexample": None}
@@ -191,7 +243,7 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
             file = Path(tmp) / f"counterexample.{engine}"
             found.write(file)
             data = file.read_bytes()
-        out["counterexample"] = {
+        example: Counterexample = {
             "rows": found.row_count,
             "tables": {t: len(r) for t, r in found.rows.items() if r},
             # the real database's DDL is not repeated: the saved file has it, and it is long
@@ -203,12 +255,13 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
                 list(found.predicted.columns), [list(r) for r in found.predicted.rows]],
             "file_bytes": data,
         }
+        out["counterexample"] = example
         if isinstance(found.predicted, Failed):
-            out["counterexample"]["predicted_failure"] = found.predicted.describe()
+            example["predicted_failure"] = found.predicted.describe()
     return out
 
 
-def _unchecked(result: Any, databases: int) -> str:
+def _unchecked(result: SearchResult, databases: int) -> str:
     """Why a search compared the two queries on no candidate at all."""
     head = "no counterexample database was checked"
     tried = result.gold_failures
@@ -221,7 +274,7 @@ def _unchecked(result: Any, databases: int) -> str:
     return f"{head} (none of the {databases} could be built)"
 
 
-def _tied(gold: str, dialect: str, compare: Any) -> Any:
+def _tied(gold: str, dialect: str, compare: CompareOptions) -> Tied | None:
     """The tie-aware rule of the case (:mod:`.ties`) on a candidate: a prediction that orders
     or picks tied rows differently is not a difference (no false alarm from ties)."""
     from . import ties
@@ -231,10 +284,10 @@ def _tied(gold: str, dialect: str, compare: Any) -> Any:
         return None
     norm = compare.normalise
 
-    def tied(g: ResultTable, p: ResultTable, run: Any) -> bool:
+    def tied(g: ResultTable, p: ResultTable, run: Callable[[str], ResultTable | None]) -> bool:
         assert not isinstance(query, str)
 
-        def rows(sql: str) -> Any:
+        def rows(sql: str) -> list[Row] | None:
             table = run(sql)
             return None if table is None else table.rows
 
@@ -253,9 +306,10 @@ def _tied(gold: str, dialect: str, compare: Any) -> Any:
 
 # -- the case's side ---------------------------------------------------------------------------
 
-def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted: str | None,
-          execution_accuracy: float | None, ordered: bool, compare: Any,
-          tie_aware: bool, scope: str = "") -> tuple[dict[str, float], dict[str, Any], list[str]]:
+def check(case: Case, settings: Settings, src: object, gold: str | None, predicted: str | None,
+          execution_accuracy: float | None, ordered: bool, compare: CompareOptions,
+          tie_aware: bool, scope: str = "",
+          ) -> tuple[dict[str, float], NeighboursDetail, list[str]]:
     """(metrics, ``details.neighbours``, diff lines) of one scored SQL case; ``scope`` names
     the session, whose golds' suites the sandbox worker keeps apart from another session's
     (a process may run several, as pytester's in-process runs do)."""
@@ -293,7 +347,7 @@ def check(case: Case, settings: Settings, src: Any, gold: str | None, predicted:
     return {METRIC: 0.0}, info, counterexample_lines(Path(path).name, found, opened)
 
 
-def _run(src: Any, args: tuple[Any, ...], settings: Settings) -> dict[str, Any]:
+def _run(src: object, args: tuple[Any, ...], settings: Settings) -> NeighboursDetail:
     """The search in the source's kind of place: a sandbox worker (``isolation: process``)
     or the pytest process (``isolation: thread``). A search that breaks leaves no metric."""
     from .errors import QueryEvalError
@@ -305,7 +359,7 @@ def _run(src: Any, args: tuple[Any, ...], settings: Settings) -> dict[str, Any]:
 
         box = shared_sandbox("neighbours", max_memory=int(getattr(src, "max_memory", 1 << 30)),
                              preload=("pytest_queryeval.neighbours.search",))
-        result: dict[str, Any] = box.call(search_call, *args,
+        result: NeighboursDetail = box.call(search_call, *args,
                                           timeout=settings.seconds * 2 + GRACE)
         return result
     except QueryEvalError as exc:
@@ -314,7 +368,7 @@ def _run(src: Any, args: tuple[Any, ...], settings: Settings) -> dict[str, Any]:
         return {"error": f"the counterexample search failed: {type(exc).__name__}: {exc}"}
 
 
-def counterexample_lines(real: str, found: dict[str, Any], where: str | None = None,
+def counterexample_lines(real: str, found: Counterexample, where: str | None = None,
                          ) -> list[str]:
     """The failure output: the two results on the counterexample, where it is (``where``, a
     path the user can open, else the record's ``file``), its SQL."""
@@ -322,7 +376,7 @@ def counterexample_lines(real: str, found: dict[str, Any], where: str | None = N
     size = f"{rows}-row" if rows != 1 else "1-row"
     failure = found.get("predicted_failure")
     theirs = f"the prediction {failure}" if failure else \
-        f"and the prediction {_result(found['predicted'][1])}"
+        f"and the prediction {_result(cast('list[list[Any]]', found['predicted'])[1])}"
     lines = [f"{METRIC}: 0: passes on {real}, but on this {size} database the gold returns "
              f"{_result(found['gold'][1])}{',' if failure else ''} {theirs}"]
     where = where or found.get("file")
@@ -375,13 +429,13 @@ def _shown(path: Path, *bases: Path | None) -> str:
 
 # -- the run's summary ------------------------------------------------------------------------
 
-def summary(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     """The budget spent over the run (the JSON report's ``neighbours``); None: no search."""
-    infos: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    infos: list[tuple[RecordLike, NeighboursDetail]] = []
     for r in records:
         info = (r.get("details") or {}).get("neighbours")
         if isinstance(info, dict):
-            infos.append((r, info))
+            infos.append((r, cast(NeighboursDetail, info)))  # as search_call wrote it
     if not infos:
         return None
     ran = [(r, i) for r, i in infos if "checked" in i]

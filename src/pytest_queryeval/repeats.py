@@ -18,11 +18,14 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from .metricnames import JUDGE_USAGE_METRICS, REPEAT_METRICS, USAGE_METRICS
 from .model import Case, Threshold
 from .thresholds import evaluate as check_thresholds
+
+if TYPE_CHECKING:
+    from .model import RecordLike
 
 #: The rules ``repeat_rule`` names: the case passes when all, more than half, or any of its
 #: runs pass.
@@ -42,7 +45,7 @@ class Run(Protocol):
     status: str
     metrics: dict[str, float]
     failed: list[tuple[Threshold, float | None]]
-    predicted: Any
+    predicted: object
     reason: str | None
     error: str | None
     diff: list[str]
@@ -53,7 +56,7 @@ class Run(Protocol):
 RunT = TypeVar("RunT", bound=Run)
 
 
-def signature(value: Any, scored_signature: str | None, reason: str | None) -> str:
+def signature(value: object, scored_signature: str | None, reason: str | None) -> str:
     """What one run produced, for ``consistency``: the kind's digest of the predicted result
     when it executed one, else the failure reason, else the prediction text (whitespace
     collapsed) or canonical JSON."""
@@ -142,13 +145,13 @@ def combine(case: Case, runs: Sequence[RunT]) -> RunT:
                    details={**shown.details, "repeat": info})
 
 
-def is_flaky(record: Mapping[str, Any]) -> bool:
+def is_flaky(record: RecordLike) -> bool:
     """Whether a case's runs disagreed on the outcome (some passed, some did not)."""
     info = (record.get("details") or {}).get("repeat")
     return isinstance(info, Mapping) and bool(info.get("flaky"))
 
 
-def flaky_cases(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def flaky_cases(records: Iterable[RecordLike]) -> list[dict[str, Any]]:
     """The flaky cases of a report, for every report format: id, file, line, runs passed."""
     out = []
     for rec in records:

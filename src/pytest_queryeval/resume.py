@@ -24,10 +24,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from .model import Case
+    from .model import Case, CaseRecord, RecordLike
 
 #: Outcomes of a record a later attempt may carry instead of running the case again.
 COMPLETE = frozenset({"passed", "failed", "xfailed", "xpassed"})
@@ -58,7 +58,7 @@ def identity(case: Case, predictions: str | None) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def encode(value: Any) -> str:
+def encode(value: object) -> str:
     """The JSON text :func:`identity` digests."""
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
@@ -72,7 +72,7 @@ def encode_raw(raw: Mapping[str, Any], encoded: tuple[tuple[str, str], ...]) -> 
     return "{" + ", ".join(f"{encode(k)}: {texts[k]}" for k in sorted(texts)) + "}"
 
 
-def carriable(record: Mapping[str, Any]) -> bool:
+def carriable(record: RecordLike) -> bool:
     """A record a retry may keep: complete, with an identity, and not a prediction that
     failed (a source that failed once is asked again)."""
     if record.get("outcome") not in COMPLETE or not isinstance(record.get("identity"), str):
@@ -101,7 +101,7 @@ class Resume:
     """The carriable records of a previous attempt, by case id."""
 
     report: str
-    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    records: dict[str, CaseRecord] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path, name: str) -> Resume:
@@ -119,15 +119,15 @@ class Resume:
         out = cls(name)
         for rec in data["cases"]:
             if isinstance(rec, dict) and carriable(rec):
-                out.records[str(rec.get("id"))] = rec  # a later record of one id wins
+                out.records[str(rec.get("id"))] = cast("CaseRecord", rec)  # a later record of one id wins
         return out
 
-    def carried(self, case: Case, ident: str, nodeid: str) -> dict[str, Any] | None:
+    def carried(self, case: Case, ident: str, nodeid: str) -> CaseRecord | None:
         """The record to report for ``case`` instead of running it, or None to run it."""
         rec = self.records.get(case.id)
         if rec is None or rec.get("identity") != ident:
             return None
-        out = {**rec, "nodeid": nodeid, "carried": self.report}
+        out: CaseRecord = {**rec, "nodeid": nodeid, "carried": self.report}
         # judged again against this run's baseline (None, as a case that ran has them, when
         # no gating mode judges: a resumed report is the report of the run it resumes)
         out["baseline_status"] = None

@@ -33,7 +33,7 @@ from .errors import QueryEvalError
 from .gcpolicy import FreezePolicy
 from .options import RunOptions
 from .paths import display
-from .report.records import final_outcome
+from .report.records import CaseRecord, final_outcome
 from .suitecheck import MetricCatalog, check_baseline, check_suite, usage_message
 from .verdict import Verdicts
 
@@ -125,7 +125,7 @@ class Runner:
         self.unmatched: unmatched.Found = {}
         #: ``--queryeval-resume``: node id -> the previous attempt's record, reported instead
         #: of running the case (and asked of no predictor).
-        self.carried: dict[str, dict[str, Any]] = {}
+        self.carried: dict[str, CaseRecord] = {}
 
     # -- what the nodes ask ------------------------------------------------------------
     def is_metric(self, kind: str, name: str) -> bool:
@@ -308,7 +308,7 @@ class Runner:
             rep.queryeval_predictions = worker_counts(pool)
         return rep
 
-    def _fallback_record(self, item: pytest.Item) -> dict[str, Any]:
+    def _fallback_record(self, item: pytest.Item) -> CaseRecord:
         from .report.records import case_record, error_record
 
         if isinstance(item, QueryEvalItem):

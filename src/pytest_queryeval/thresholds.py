@@ -7,13 +7,16 @@ Levels merge metric by metric, so a case overriding one metric keeps the others.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import Threshold
 from .numeric import is_finite, short_repr
 
+if TYPE_CHECKING:
+    from .model import RecordLike
 
-def parse_threshold(metric: str, spec: Any) -> Threshold:
+
+def parse_threshold(metric: str, spec: object) -> Threshold:
     """``0.8`` / ``{min: 0.8}`` / ``{max: 2.0}`` / ``{min: a, max: b}``; raises ValueError."""
     if isinstance(spec, bool):
         raise ValueError(f"threshold for {metric} must be a number or {{min: x, max: y}}")
@@ -96,7 +99,7 @@ def judges_answer(metric: str) -> bool:
     return metric not in RECORDED_METRICS
 
 
-def kind_defaults(kind: Any, case: Any) -> dict[str, Threshold]:
+def kind_defaults(kind: object, case: object) -> dict[str, Threshold]:
     """The thresholds ``kind`` declares for ``case`` when no threshold gates it (empty: none):
     a mapping, or a method of the case (the SQL kind's depends on its source); raises
     ValueError for a declaration that is not ``{metric: bound}``."""
@@ -110,7 +113,7 @@ def kind_defaults(kind: Any, case: Any) -> dict[str, Threshold]:
     return {str(metric): parse_threshold(str(metric), spec) for metric, spec in declared.items()}
 
 
-def apply_default(thresholds: dict[str, Threshold], kind: Any, case: Any, *,
+def apply_default(thresholds: dict[str, Threshold], kind: object, case: object, *,
                   record_only: bool) -> tuple[list[str], str | None]:
     """Add ``kind``'s default thresholds to a case's ``thresholds`` when none of them judges
     the answer, so that no case passes unchecked (a regression gate with a silent hole is
@@ -133,7 +136,7 @@ def apply_default(thresholds: dict[str, Threshold], kind: Any, case: Any, *,
     return list(defaults), None
 
 
-def coverage(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def coverage(records: Iterable[RecordLike]) -> dict[str, Any]:
     """How many cases each threshold gated (``by_default``: through their kind's default) and
     the ids of the cases no threshold on a score gated, for the summary and the JSON report.
     Skipped cases ran no check, and a case in error failed anyway: neither counts as ungated;

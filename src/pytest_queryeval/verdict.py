@@ -11,7 +11,10 @@ baseline comparisons count a granted xfail as the failure it is (:func:`judged_o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model import RecordLike
 
 MODES = ("strict", "baseline", "gates")
 #: A case's standing under the gating mode (the record's ``standing``).
@@ -35,7 +38,7 @@ def parse_mode(cli: str | None, ini: str | None, has_baseline: bool,
     return mode
 
 
-def judged_outcome(record: Mapping[str, Any]) -> Any:
+def judged_outcome(record: RecordLike) -> Any:
     """The outcome pass rates and baseline comparisons count: a case the gating mode turned
     into an xfail still failed (a 70% model must not show a 100% pass rate). A baseline
     written before the rename holds the standing as ``verdict``."""
@@ -45,12 +48,12 @@ def judged_outcome(record: Mapping[str, Any]) -> Any:
     return outcome
 
 
-def standing_of(record: Mapping[str, Any]) -> Any:
+def standing_of(record: RecordLike) -> Any:
     """A record's ``standing`` (``verdict`` in reports written before the rename)."""
     return record["standing"] if "standing" in record else record.get("verdict")
 
 
-def case_state(record: Mapping[str, Any]) -> str | None:
+def case_state(record: RecordLike) -> str | None:
     """passed / failed / error as the case was judged on its own, before any gating mode
     (``status``): an xfail the mode granted in the baseline run still counts as failed."""
     status = record.get("status")
@@ -59,7 +62,7 @@ def case_state(record: Mapping[str, Any]) -> str | None:
     return "error" if record.get("outcome") == "error" else None
 
 
-def _why(record: Mapping[str, Any]) -> str:
+def _why(record: RecordLike) -> str:
     if record.get("reason"):
         text = str(record["reason"])
     else:

@@ -29,7 +29,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..metricnames import FAILED_OUTCOMES as _FAIL
 from ..metricnames import PASS_RATE, lower_is_better
@@ -44,6 +44,9 @@ from ..report.columns import (
 )
 from ..report.numbers import signed as _signed
 from ..verdict import judged_outcome
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 #: Key of the global entry in a max-drop mapping (applies to every non-timing metric).
 GLOBAL = "*"
@@ -378,7 +381,7 @@ def _short(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _index(cases: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def _index(cases: Iterable[RecordLike]) -> dict[str, Mapping[str, Any]]:
     """Key cases by id (the suite's unique name); by nodeid if ids repeat across suites."""
     items = list(cases)
     ids = [str(c.get("id")) for c in items]
@@ -481,7 +484,7 @@ def _breaks_zero_drop(cur: Mapping[str, Any], base: Mapping[str, Any],
     return False
 
 
-def _critical(case: Mapping[str, Any]) -> bool:
+def _critical(case: RecordLike) -> bool:
     """``severity: critical`` (case key) or the tag ``critical`` (a pytest marker)."""
     return case.get("severity") == "critical" or "critical" in (case.get("tags") or [])
 

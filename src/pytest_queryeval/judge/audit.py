@@ -25,10 +25,19 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .agreement import agreement, flip_rate
 from .verdict import CATEGORIES
+
+if TYPE_CHECKING:
+    from .config import JudgeSpec
+
+
+class ValueCache(Protocol):
+    """Where the last ``--queryeval-audit-judge`` kappa is kept: pytest's cache (``get``)."""
+
+    def get(self, key: str, default: object, /) -> object: ...
 
 #: Keys of one labelled pair.
 LABEL_KEYS = frozenset({"id", "question", "gold", "predicted", "label", "verdict", "schema",
@@ -48,7 +57,7 @@ class LabelsError(ValueError):
     """A labels file that cannot be read (the message names the file and line)."""
 
 
-def _accepted(value: Any, where: str) -> bool:
+def _accepted(value: object, where: str) -> bool:
     if isinstance(value, bool):
         return value
     if value in CATEGORIES:
@@ -187,7 +196,7 @@ def audit(pairs: list[LabelledPair], labels: str, ask: Ask | None = None,
                        sum(1 for v in asks if len(v) > 1))
 
 
-def measured_kappa(labels: Path, cache: Any = None, model: str | None = None,
+def measured_kappa(labels: Path, cache: ValueCache | None = None, model: str | None = None,
                    ) -> tuple[float | None, str]:
     """The judge's last measured kappa on ``labels`` and where it comes from: the labels'
     recorded verdicts when every item has one, else the last ``--queryeval-audit-judge`` of
@@ -215,7 +224,7 @@ def cache_key(labels: Path, model: str | None) -> str:
     return f"queryeval/judge-audit/{digest}"
 
 
-def kappa_refusal(spec: Any, cache: Any = None) -> str | None:
+def kappa_refusal(spec: JudgeSpec | None, cache: ValueCache | None = None) -> str | None:
     """Why ``judge_ex`` may not decide under ``spec`` (its ``min_kappa``), or None."""
     if spec is None or spec.min_kappa is None or spec.labels is None:
         return None

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..pricing import PRICE_KEYS, Price
 
@@ -87,7 +87,7 @@ class JudgeSpec:
 Locate = Callable[[Any, Any], str]
 
 
-def check_layer(block: Any, where: str, locate: Locate, base: Path,
+def check_layer(block: object, where: str, locate: Locate, base: Path,
                 ) -> tuple[dict[str, Any] | None, list[str]]:
     """One layer's ``judge:`` (a mapping, or ``false``/``off`` to turn the judge off there):
     its values with paths made absolute against ``base``, and located problems. ``where`` is
@@ -138,16 +138,16 @@ def _file_problem(path: Path) -> str | None:
     return problem
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) \
         and math.isfinite(value)
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _value_problem(key: str, value: Any) -> str | None:
+def _value_problem(key: str, value: object) -> str | None:
     """What is wrong with one value, or None."""
     if key in ("model", "prompt", "pins", "labels", "api_key"):
         if not isinstance(value, str) or not value.strip():

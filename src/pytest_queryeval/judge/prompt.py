@@ -96,7 +96,7 @@ def show_result(columns: Sequence[str], rows: Sequence[Sequence[Any]],
     return Shown("\n".join(lines), shape)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = "NULL" if value is None else str(getattr(value, "value", value))
     text = " ".join(text.split())
     return text if len(text) <= CELL_CHARS else text[:CELL_CHARS - 1] + "…"

@@ -8,16 +8,19 @@ why, beside the near misses that explain the same failures mechanically, before 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import NO_DIFFICULTY
 from ..wording import plural
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 #: Items shown per list in the terminal (the files hold all).
 SHOWN = 20
 
 
-def aggregate(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def aggregate(records: Iterable[RecordLike]) -> dict[str, Any]:
     """``{"judged", "asked", "pinned", "rescued": [...], "overturned": [...], "errors": [...]}``;
     each item ``{id, kind, difficulty, category, reason}`` (errors: ``error``)."""
     out: dict[str, Any] = {"judged": 0, "asked": 0, "pinned": 0, "calls": 0, "rescued": [],

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ..errors import QueryEvalError
 from ..metricnames import JUDGE_EX
@@ -32,7 +32,54 @@ from ..model import Case, Scored
 from .config import JudgeSpec
 from .pins import PinStore, pin_key
 from .prompt import PROMPT_FORMAT, SQL_TEMPLATE, Shown, build_prompt, show_result, strip_comments
-from .verdict import SCHEMA, JudgeError, Verdict, majority, parse_verdict, planted_acceptance
+from .verdict import (
+    SCHEMA,
+    JudgeError,
+    Verdict,
+    VerdictJSON,
+    majority,
+    parse_verdict,
+    planted_acceptance,
+)
+
+if TYPE_CHECKING:
+    from ..model import Context
+    from ..predict.chat import ChatPredictor
+    from ..predict.exchange import Exchange
+    from ..predict.pool import PredictionPool
+    from .audit import ValueCache
+
+
+class JudgeRecord(TypedDict, total=False):
+    """``details.judge`` of a case: what the judge was asked and said, for the reports (the
+    run's ``judge`` aggregate, the HTML and Markdown judge sections)."""
+
+    #: The judge's model and when it is asked (``failures``, ``always``).
+    model: str
+    when: str
+    #: Why judge_ex may not decide (a kappa below ``min_kappa``).
+    refused: str
+    #: Whether the judge was asked in this run (False: execution decided, or a pin did).
+    asked: bool
+    #: Why it was not asked.
+    note: str
+    #: The pin key of the question (model, prompt, both queries and results).
+    key: str
+    #: The judge's error (no verdict), or why its acceptance was refused.
+    error: str
+    #: Whether the verdict came from the pin file or the cache.
+    pinned: bool
+    #: The pinned verdict this run's answer contradicts (``--queryeval-judge-refresh``).
+    flipped_from: VerdictJSON
+    #: The verdict (:meth:`.verdict.Verdict.to_json`).
+    category: str
+    reason: str
+    accepted: bool
+    #: ``overturned`` (execution passed, the judge rejects) or ``rescued`` (the reverse).
+    outcome: str
+    #: How many calls were made, and each answer's text (cut).
+    calls: int
+    answers: list[str]
 
 #: ``details.judge`` outcomes the reports list.
 RESCUED = "rescued"
@@ -48,7 +95,7 @@ class JudgeSession:
 
     refresh: bool = False
     stores: dict[Path, PinStore] = field(default_factory=dict)
-    clients: dict[str, Any] = field(default_factory=dict)
+    clients: dict[str, ChatPredictor] = field(default_factory=dict)
     calls: int = 0
     asks: int = 0
     refusals: dict[str, str | None] = field(default_factory=dict)
@@ -73,7 +120,7 @@ class JudgeSession:
                     raise JudgeError(self.pin_errors[path]) from None
             return self.stores[path]
 
-    def client(self, spec: JudgeSpec, context: Any) -> Any:
+    def client(self, spec: JudgeSpec, context: Context) -> ChatPredictor:
         from ..predict.chat import ChatPredictor
 
         key = json.dumps(spec.chat_spec(), sort_keys=True, default=str)
@@ -82,7 +129,7 @@ class JudgeSession:
                 self.clients[key] = ChatPredictor(spec.chat_spec(), context)
             return self.clients[key]
 
-    def refusal(self, spec: JudgeSpec, cache: Any) -> str | None:
+    def refusal(self, spec: JudgeSpec, cache: ValueCache | None) -> str | None:
         """Why ``judge_ex`` may not decide under ``spec`` (``min_kappa``), measured once."""
         if spec.min_kappa is None:
             return None
@@ -94,7 +141,7 @@ class JudgeSession:
                 self.refusals[key] = kappa_refusal(spec, cache)
             return self.refusals[key]
 
-    def take_calls(self, spec: JudgeSpec, n: int, exchange: Any = None) -> bool:
+    def take_calls(self, spec: JudgeSpec, n: int, exchange: Exchange | None = None) -> bool:
         """Count ``n`` calls against ``max_calls``; False (none counted) when over. With an
         xdist exchange the count is the session's (a counter every worker shares), so
         ``max_calls`` caps the run, not each worker."""
@@ -206,13 +253,13 @@ def _asked_for(case: Case, gold: str, view: View) -> str | None:
 
 
 def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: dict[str, Any],
-               ctx: Any, session: JudgeSession) -> str | None:
+               ctx: Context, session: JudgeSession) -> str | None:
     """Set ``judge_ex`` (and what the calls cost) for one scored case; the judge's error
     message, or None."""
-    spec: JudgeSpec = case.judge
+    spec = cast(JudgeSpec, case.judge)  # the engine asks only for a case with a judge
     executed = metrics.get("execution_accuracy")
     passed = executed == 1.0
-    record: dict[str, Any] = {"model": spec.model, "when": spec.when}
+    record: JudgeRecord = {"model": spec.model, "when": spec.when}
     details["judge"] = record
     refused = session.refusal(spec, getattr(ctx, "pytest_cache", None))
     if refused:
@@ -271,7 +318,9 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
             store.put(key, verdict, case=case.id, question=case.question)
         if hasattr(ctx, "cache_set"):
             ctx.cache_set(CACHE, key, {"category": verdict.category, "reason": verdict.reason})
-    record.update(verdict.to_json())
+    said = verdict.to_json()  # its three keys, in its order
+    record["category"], record["reason"], record["accepted"] = \
+        said["category"], said["reason"], said["accepted"]
     record["asked"] = True
     refused = None if passed or not verdict.accepted else _asked_for(case, gold, view)
     if refused is not None:
@@ -291,7 +340,7 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
 
 
 def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
-         metrics: dict[str, float], record: dict[str, Any], ctx: Any,
+         metrics: dict[str, float], record: JudgeRecord, ctx: Context,
          session: JudgeSession, view: View) -> Verdict:
     """The prompt of one case (its schema introspected as the ``openai`` source does), asked."""
     client = session.client(spec, ctx)
@@ -309,8 +358,8 @@ def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
                       shown_data=view.shown_data(schema))
 
 
-def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: dict[str, Any],
-               ctx: Any, session: JudgeSession, pooled: bool = False,
+def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: JudgeRecord,
+               ctx: Context, session: JudgeSession, pooled: bool = False,
                shown_data: tuple[str, ...] = ()) -> Verdict:
     """Ask the model ``votes`` times (at most ``concurrency`` at once) and take the majority;
     what the calls cost goes into ``metrics``, the answers into ``record``.
@@ -355,7 +404,7 @@ def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: 
     return verdicts[0] if len(verdicts) == 1 else majority(verdicts)
 
 
-def _pooled(pool: Any, spec: JudgeSpec,
+def _pooled(pool: PredictionPool, spec: JudgeSpec,
             one: Callable[[int], tuple[str, dict[str, float], float]],
             session: JudgeSession) -> list[tuple[str, dict[str, float], float]]:
     """The votes as requests of the prediction pool, in the group of the judge's model (its
@@ -368,12 +417,16 @@ def _pooled(pool: Any, spec: JudgeSpec,
     ask = session.next_ask()
     keys = [("judge", os.getpid(), ask, i) for i in range(spec.votes)]
     for i, key in enumerate(keys):
-        if not pool.submit(key, group, spec.concurrency,
-                           lambda i=i: Prediction(one(i)), counted=False):
+        def call(i: int = i) -> Prediction:
+            return Prediction(one(i))
+
+        if not pool.submit(key, group, spec.concurrency, call, counted=False):
             pool.cancel(keys)
             raise JudgeError(STOPPED)
     try:
-        return [pool.take(key).value for key in keys]
+        # each value is what ``call`` returned: one vote's (text, usage, seconds)
+        return [cast("tuple[str, dict[str, float], float]", pool.take(key).value)
+                for key in keys]
     except KeyError:  # the pool closed (Ctrl-C, the session's end) before the call started
         pool.cancel(keys)
         raise JudgeError(STOPPED) from None
@@ -417,7 +470,7 @@ def _near_misses(scored: Scored) -> list[str]:
             if m.get("execution_accuracy") == 1.0 and name in RELAXATIONS]
 
 
-def ask_labelled(spec: JudgeSpec, data: dict[str, Any], ctx: Any,
+def ask_labelled(spec: JudgeSpec, data: dict[str, Any], ctx: Context,
                  session: JudgeSession) -> Verdict:
     """``--queryeval-audit-judge``: the judge asked about one labelled pair, from what the pair
     holds (its recorded results when given; "(not given)" otherwise)."""

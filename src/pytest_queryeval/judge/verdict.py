@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from ..errors import QueryEvalError
 
@@ -47,6 +48,17 @@ class JudgeError(QueryEvalError):
     prefix = "judge error"
 
 
+class VerdictJSON(TypedDict):
+    """A verdict as the record (``details.judge``), the pin file and the cache hold it."""
+
+    #: The judge's category (``correct``, ``equivalent`` ..., ``wrong``).
+    category: str
+    #: Its reason, as it gave it.
+    reason: str
+    #: Whether the category accepts the prediction (every one but ``wrong``).
+    accepted: bool
+
+
 @dataclass(frozen=True)
 class Verdict:
     category: str
@@ -56,7 +68,7 @@ class Verdict:
     def accepted(self) -> bool:
         return self.category != "wrong"
 
-    def to_json(self) -> dict[str, str | bool]:
+    def to_json(self) -> VerdictJSON:
         return {"category": self.category, "reason": self.reason, "accepted": self.accepted}
 
 

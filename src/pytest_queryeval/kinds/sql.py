@@ -76,7 +76,7 @@ from ._sql_case import (
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult
     from ..metrics.spider import Schema
-    from ..metrics.table import CompareOptions
+    from ..metrics.table import CompareOptions, TableComparison
     from ..neighbour_check import Settings
     from ._query import QueryLimits
 
@@ -860,8 +860,8 @@ def _size_ok(sql: str, opts: _Options) -> bool:
     return True
 
 
-def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: object,
-                 base: object) -> Callable[..., dict[str, dict[str, float]]]:
+def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: CompareOptions,
+                 base: TableComparison | None) -> Callable[..., dict[str, dict[str, float]]]:
     """Near-miss attribution (:mod:`..nearmiss`), computed only if the case fails, from the
     case's own comparison ``base`` (not made again)."""
     def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:

@@ -24,11 +24,11 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from ..results import ResultTable
 from .schema import Column, DbSchema, Table
@@ -70,29 +70,57 @@ def _message(exc: BaseException) -> str:
     return text if len(text) <= ERROR_CHARS else text[:ERROR_CHARS - 1] + "\u2026"
 
 
-class Engine(Protocol):
+class Closable(Protocol):
+    """What the search does with an engine's connection itself: close it (everything else
+    goes back through the engine that opened it)."""
+
+    def close(self) -> None: ...
+
+
+#: An engine's connection type (``sqlite3.Connection``, :class:`DuckConnection`).
+C = TypeVar("C", bound=Closable)
+
+
+class DuckConnection(Protocol):
+    """What :class:`DuckdbEngine` uses of a ``duckdb.DuckDBPyConnection`` (DuckDB is an
+    optional back-end: typed by what is called, not imported for the type checker). Its
+    ``execute`` returns the connection, which then fetches."""
+
+    def execute(self, query: str, parameters: object = ..., /) -> DuckConnection: ...
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+    def fetchmany(self, size: int = ..., /) -> list[tuple[Any, ...]]: ...
+    def fetchone(self) -> tuple[Any, ...] | None: ...
+    @property
+    def description(self) -> list[Any] | None: ...
+    def close(self) -> None: ...
+    def interrupt(self) -> None: ...
+
+
+class Engine(Protocol[C]):
+    """One engine's candidate protocol; ``C`` is its connection type, handed back to it."""
+
     name: str
     dialect: str
 
-    def open_real(self, path: Path) -> Any: ...
-    def introspect(self, conn: Any) -> DbSchema: ...
-    def sample(self, conn: Any, table: str, column: str) -> list[Any]: ...
-    def build(self, schema: DbSchema, rows: Rows) -> Any: ...
+    def open_real(self, path: Path) -> C: ...
+    def introspect(self, conn: C) -> DbSchema: ...
+    def sample(self, conn: C, table: str, column: str) -> list[object]: ...
+    def build(self, schema: DbSchema, rows: Rows) -> C: ...
     def candidate(self, schema: DbSchema, rows: Rows,
-                  queries: Sequence[str]) -> Any: ...  # a context manager giving a connection
-    def held_rows(self, conn: Any, schema: DbSchema, tables: Sequence[str]) -> Rows: ...
-    def run(self, conn: Any, sql: str, deadline: float) -> ResultTable | None: ...
-    def attempt(self, conn: Any, sql: str, seconds: float) -> ResultTable | Failed: ...
+                  queries: Sequence[str]) -> AbstractContextManager[C]: ...
+    def held_rows(self, conn: C, schema: DbSchema, tables: Sequence[str]) -> Rows: ...
+    def run(self, conn: C, sql: str, deadline: float) -> ResultTable | None: ...
+    def attempt(self, conn: C, sql: str, seconds: float) -> ResultTable | Failed: ...
     def write(self, schema: DbSchema, rows: Rows, path: Path) -> None: ...
     def checks_clean(self, path: Path) -> bool: ...
-    def open_written(self, path: Path) -> Any: ...
+    def open_written(self, path: Path) -> C: ...
 
 
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def sql_literal(value: Any) -> str:
+def sql_literal(value: object) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, bool):
@@ -119,7 +147,7 @@ class SqliteEngine:
     def introspect(self, conn: sqlite3.Connection) -> DbSchema:
         return introspect_sqlite(conn)
 
-    def sample(self, conn: sqlite3.Connection, table: str, column: str) -> list[Any]:
+    def sample(self, conn: sqlite3.Connection, table: str, column: str) -> list[object]:
         t, c = _q(table), _q(column)
         try:
             rows = conn.execute(f"SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL "
@@ -240,13 +268,13 @@ class DuckdbEngine:
     name = "duckdb"
     dialect = "duckdb"
 
-    def open_real(self, path: Path) -> Any:
+    def open_real(self, path: Path) -> DuckConnection:
         import duckdb
 
         return duckdb.connect(str(path), read_only=True,
                               config={"enable_external_access": False})
 
-    def introspect(self, conn: Any) -> DbSchema:
+    def introspect(self, conn: DuckConnection) -> DbSchema:
         tables = conn.execute("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
                               "current_database() AND NOT internal ORDER BY table_oid").fetchall()
         cons = conn.execute(
@@ -277,7 +305,7 @@ class DuckdbEngine:
 
         return DbSchema(tuple(out[n] for n in _parents_first(parents)))
 
-    def sample(self, conn: Any, table: str, column: str) -> list[Any]:
+    def sample(self, conn: DuckConnection, table: str, column: str) -> list[object]:
         t, c = _q(table), _q(column)
         try:
             rows = conn.execute(f"SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL "
@@ -287,7 +315,7 @@ class DuckdbEngine:
             return []
         return [r[0] for r in rows] + [v for v in ends[0] if v is not None]
 
-    def build(self, schema: DbSchema, rows: Rows) -> Any:
+    def build(self, schema: DbSchema, rows: Rows) -> DuckConnection:
         """A fresh in-memory database of ``rows`` (its own connection, closed by the caller)."""
         conn = _duckdb_database(schema)
         for table in schema.tables:
@@ -295,7 +323,8 @@ class DuckdbEngine:
         return conn
 
     @contextmanager
-    def candidate(self, schema: DbSchema, rows: Rows, queries: Sequence[str]) -> Iterator[Any]:
+    def candidate(self, schema: DbSchema, rows: Rows,
+                  queries: Sequence[str]) -> Iterator[DuckConnection]:
         """A database of ``rows`` for the duration of the block.
 
         Why a kept database: opening a DuckDB database costs about 20 ms, a hundred times what
@@ -325,7 +354,7 @@ class DuckdbEngine:
         finally:
             space.clear()
 
-    def held_rows(self, conn: Any, schema: DbSchema, tables: Sequence[str]) -> Rows:
+    def held_rows(self, conn: DuckConnection, schema: DbSchema, tables: Sequence[str]) -> Rows:
         space = getattr(_LOCAL, "space", None)
         if space is not None and space.conn is conn:
             space.readable()
@@ -337,11 +366,11 @@ class DuckdbEngine:
                 f"SELECT {cols} FROM {_q(table.name)} ORDER BY rowid").fetchall()]
         return out
 
-    def run(self, conn: Any, sql: str, deadline: float) -> ResultTable | None:
+    def run(self, conn: DuckConnection, sql: str, deadline: float) -> ResultTable | None:
         out = self.attempt(conn, sql, deadline - time.monotonic())
         return out if isinstance(out, ResultTable) else None
 
-    def attempt(self, conn: Any, sql: str, seconds: float) -> ResultTable | Failed:
+    def attempt(self, conn: DuckConnection, sql: str, seconds: float) -> ResultTable | Failed:
         """``sql``'s result, or why there is none; interrupted by a timer past ``seconds``
         (which records that it fired: a timeout, not an engine error)."""
         import duckdb
@@ -377,7 +406,7 @@ class DuckdbEngine:
     def checks_clean(self, path: Path) -> bool:
         return True  # every constraint was enforced while the file was written
 
-    def open_written(self, path: Path) -> Any:
+    def open_written(self, path: Path) -> DuckConnection:
         import duckdb
 
         return duckdb.connect(str(path), read_only=True, config={
@@ -385,7 +414,7 @@ class DuckdbEngine:
             "temp_directory": ""})
 
 
-def _duckdb_database(schema: DbSchema) -> Any:
+def _duckdb_database(schema: DbSchema) -> DuckConnection:
     """A new in-memory DuckDB database with the real DDL (a statement it refuses is left out)."""
     import duckdb
 
@@ -400,7 +429,7 @@ def _duckdb_database(schema: DbSchema) -> Any:
     return conn
 
 
-def _insert_rows(conn: Any, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
+def _insert_rows(conn: DuckConnection, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
     """One row at a time, each on its own (a row the engine refuses is left out)."""
     import duckdb
 
@@ -480,8 +509,8 @@ class _Workspace:
             return True
         key = (kind, text)
         if key not in self.casts:
-            self.casts[key] = self.conn.execute(
-                f"SELECT TRY_CAST(? AS {kind}) IS NOT NULL", [text]).fetchone()[0]
+            self.casts[key] = cast("tuple[bool]", self.conn.execute(  # one row, always
+                f"SELECT TRY_CAST(? AS {kind}) IS NOT NULL", [text]).fetchone())[0]
         return self.casts[key]
 
     def fill(self, rows: Rows) -> bool:
@@ -627,7 +656,7 @@ def _workspace(schema: DbSchema) -> _Workspace | None:
     return space
 
 
-def _spoiled(conn: Any) -> None:
+def _spoiled(conn: DuckConnection) -> None:
     """A kept database whose query was interrupted is not reused (its state is unknown)."""
     space = getattr(_LOCAL, "space", None)
     if space is not None and space.conn is conn:
@@ -640,10 +669,10 @@ class _Alarm:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._jobs: dict[threading.Event, tuple[float, Any]] = {}
+        self._jobs: dict[threading.Event, tuple[float, DuckConnection]] = {}
         self._thread: threading.Thread | None = None
 
-    def arm(self, conn: Any, seconds: float) -> threading.Event:
+    def arm(self, conn: DuckConnection, seconds: float) -> threading.Event:
         fired = threading.Event()
         with self._cond:
             self._jobs[fired] = (time.monotonic() + seconds, conn)
@@ -676,10 +705,12 @@ class _Alarm:
 _ALARM = _Alarm()
 
 
-ENGINES: dict[str, Engine] = {"sqlite": SqliteEngine(), "duckdb": DuckdbEngine()}
+#: The engines by name (each with its own connection type: a caller hands an engine only
+#: the connections it opened).
+ENGINES: dict[str, Engine[Any]] = {"sqlite": SqliteEngine(), "duckdb": DuckdbEngine()}
 
 
-def engine_for(path: Path) -> Engine:
+def engine_for(path: Path) -> Engine[Any]:
     """DuckDB for a DuckDB file (by its magic bytes), else SQLite."""
     try:
         with path.open("rb") as fh:

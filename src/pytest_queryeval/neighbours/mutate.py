@@ -18,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 #: Most neighbours built for one gold (a long gold has many edit places).
 MAX_NEIGHBOURS = 60
@@ -59,7 +62,7 @@ _FLIPS: dict[str, tuple[str, str]] = {
 }
 
 
-def _edits(tree: Any) -> Iterator[tuple[str, Any]]:
+def _edits(tree: exp.Expr) -> Iterator[tuple[str, exp.Expr]]:
     from sqlglot import exp
 
     for node in list(tree.walk()):
@@ -95,25 +98,25 @@ def _edits(tree: Any) -> Iterator[tuple[str, Any]]:
                 yield f"LIMIT {n + 1} for LIMIT {n}", _replace(tree, path, partial(_limit, n + 1))
 
 
-def _flipped(cls: Any, node: Any) -> Any:
+def _flipped(cls: type[exp.Binary], node: exp.Expr) -> exp.Expr:
     return cls(this=node.this, expression=node.expression)
 
 
-def _kept(rest: list[Any], node: Any) -> Any:
+def _kept(rest: list[exp.Expr], node: exp.Expr) -> exp.Expr:
     from sqlglot import exp
 
     return type(node)(this=exp.and_(*rest))
 
 
-def _removed(node: Any) -> None:
+def _removed(node: exp.Expr) -> None:
     del node
 
 
-def _aggregate(cls: Any, node: Any) -> Any:
+def _aggregate(cls: type[exp.Max | exp.Min], node: exp.Expr) -> exp.Expr:
     return cls(this=node.this)
 
 
-def _direction(desc: bool, node: Any) -> Any:
+def _direction(desc: bool, node: exp.Expr) -> exp.Expr:
     """The other direction with that direction's default NULL placement (SQLite: NULLs first
     ascending, last descending), as if only the keyword had been changed."""
     copy = _with("desc", desc, node)
@@ -121,24 +124,24 @@ def _direction(desc: bool, node: Any) -> Any:
     return copy
 
 
-def _limit(n: int, node: Any) -> Any:
+def _limit(n: int, node: exp.Expr) -> exp.Expr:
     from sqlglot import exp
 
     del node
     return exp.Limit(expression=exp.Literal.number(n))
 
 
-def _with(key: str, value: Any, node: Any) -> Any:
+def _with(key: str, value: bool | None, node: exp.Expr) -> exp.Expr:
     copy = node.copy()
     copy.set(key, value)
     return copy
 
 
-def _path(root: Any, node: Any) -> list[tuple[str, int | None]]:
+def _path(root: exp.Expr, node: exp.Expr) -> list[tuple[str, int | None]]:
     """How to reach ``node`` from ``root`` (argument key and list index per step)."""
     steps: list[tuple[str, int | None]] = []
     while node is not root and node.parent is not None:
-        key = node.arg_key
+        key = cast(str, node.arg_key)  # set on every node that has a parent
         value = node.parent.args.get(key)
         index = next(i for i, v in enumerate(value) if v is node) if isinstance(value, list) \
             else None
@@ -147,7 +150,8 @@ def _path(root: Any, node: Any) -> list[tuple[str, int | None]]:
     return list(reversed(steps))
 
 
-def _replace(tree: Any, path: list[tuple[str, int | None]], make: Callable[[Any], Any]) -> Any:
+def _replace(tree: exp.Expr, path: list[tuple[str, int | None]],
+             make: Callable[[exp.Expr], exp.Expr | None]) -> exp.Expr:
     """A copy of ``tree`` with the node at ``path`` replaced by ``make(node)`` (None removes it)."""
     copy = tree.copy()
     node = copy

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ResultTable
-from .engines import ENGINES, Engine, Failed, Rows, engine_for, inserts
-from .schema import DbSchema, Table
+from .engines import ENGINES, C, Engine, Failed, Rows, engine_for, inserts
+from .schema import Column, DbSchema, Table
 from .values import Pools, both_pools, is_realistic
 
 #: How many rows a candidate's table may get (small tables: readable, quick, and separating).
@@ -136,7 +136,7 @@ _SUITES: dict[tuple[str, str, str, int], list[Rows]] = {}
 
 
 def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 0,
-           budget: Budget = Budget(), engine: Engine | None = None,
+           budget: Budget = Budget(), engine: Engine[Any] | None = None,
            tied: Tied | None = None, scope: str = "") -> SearchResult:
     """Look for a database on which ``gold`` and ``predicted`` differ under ``same`` (and
     ``tied``, when given: ties at the gold's ORDER BY are no difference); ``engine``: SQLite or
@@ -270,7 +270,7 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
     return rows
 
 
-def _key_pool(schema: DbSchema, table: Table, col: Any,
+def _key_pool(schema: DbSchema, table: Table, col: Column,
               pools: dict[tuple[str, str], list[Any]]) -> list[Any]:
     """A key column's own pool and the pools of the columns that reference it."""
     out = list(pools.get((table.name, col.name), []))
@@ -302,7 +302,7 @@ def _value(rng: random.Random, pool: list[Any], affinity: str, realistic: bool =
     return rng.choice(["", "a", "A", "b", "x y", "Zz"])
 
 
-def _differs(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+def _differs(eng: Engine[C], schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
              seconds: float, tied: Tied | None = None,
              ) -> tuple[bool, Rows, Failed | None] | Failed:
     """(whether they differ, the rows held, the prediction's failure) on one candidate, each
@@ -342,7 +342,7 @@ def _in_order(held: Rows, rows: Rows) -> Rows:
     return out
 
 
-def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
+def _apart(eng: Engine[C], conn: C, g: ResultTable, p: ResultTable, same: Same,
            tied: Tied | None, seconds: float) -> bool:
     if same(g, p):
         return False
@@ -350,7 +350,7 @@ def _apart(eng: Engine, conn: Any, g: ResultTable, p: ResultTable, same: Same,
         g, p, lambda sql: eng.run(conn, sql, time.monotonic() + seconds))
 
 
-def _shrunk(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+def _shrunk(eng: Engine[C], schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
             tied: Tied | None, seconds: float, until: float, realistic: Pools | None = None,
             ) -> Rows:
     """``rows`` shrunk (:mod:`.shrink`) until ``until`` (:data:`SHRINK_SECONDS`), then with
@@ -386,7 +386,7 @@ def _shrunk(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str
     return realise(schema, small, realistic, is_realistic, keeps_every_row)
 
 
-def prove(eng: Engine, schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
+def prove(eng: Engine[C], schema: DbSchema, rows: Rows, gold: str, predicted: str, same: Same,
           tied: Tied | None = None, seconds: float = 30.0,
           ) -> tuple[ResultTable, ResultTable | Failed] | None:
     """Both results on a real file of ``rows`` whose constraints check clean, when they still

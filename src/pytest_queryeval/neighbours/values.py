@@ -26,9 +26,12 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable, Iterable
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .schema import Column, DbSchema
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 
 def literal_values(sql: str, dialect: str = "sqlite") -> tuple[dict[str, list[Any]], list[Any]]:
@@ -55,11 +58,11 @@ def literal_values(sql: str, dialect: str = "sqlite") -> tuple[dict[str, list[An
     return by_column, loose
 
 
-def _python(lit: Any) -> Any:
+def _python(lit: exp.Literal) -> str | int | float | None:
     return str(lit.this) if lit.is_string else _number(str(lit.this))
 
 
-def _compared_column(lit: Any) -> str | None:
+def _compared_column(lit: exp.Expr) -> str | None:
     """The column a literal is compared with (``col > 3``, ``col IN (1, 2)``, ``col BETWEEN 1
     AND 3``, ``col LIKE 'A%'``), looking through a negation, a cast or arithmetic."""
     from sqlglot import exp
@@ -133,7 +136,7 @@ def date_neighbours(value: str, fmt: str) -> list[str]:
     return _dedup(formatted)
 
 
-def boundaries(value: Any, column: Column, fmt: str | None = None) -> list[Any]:
+def boundaries(value: str | int | float, column: Column, fmt: str | None = None) -> list[Any]:
     """A literal and the values just around it, in the column's affinity; for a date column
     (``fmt``), valid dates around it first."""
     if isinstance(value, str):
@@ -210,7 +213,7 @@ def both_pools(sample: Callable[[str, str], list[Any]], schema: DbSchema,
     return pools, real
 
 
-def _realistic_part(literal: Any, near: list[Any], col: Column, fmt: str | None) -> list[Any]:
+def _realistic_part(literal: object, near: list[Any], col: Column, fmt: str | None) -> list[Any]:
     """Of a literal's boundaries, those of the column's domain: valid dates in a date column's
     format; the literal itself (a LIKE pattern's fixed text) in another text column; the
     numbers around a number (``v - 1``, ``v``, ``v + 1``, halves)."""
@@ -239,7 +242,7 @@ def _between(literals: list[Any], col: Column) -> list[Any]:
     return out
 
 
-def _in_domain(value: Any, seen: list[Any], fmt: str | None) -> bool:
+def _in_domain(value: object, seen: list[Any], fmt: str | None) -> bool:
     """A value not from a literal compared with the column: realistic when it is a date in the
     column's format, one of its existing values, or a number within its observed range."""
     if fmt is not None:
@@ -252,7 +255,7 @@ def _in_domain(value: Any, seen: list[Any], fmt: str | None) -> bool:
     return False
 
 
-def is_realistic(value: Any, pool: list[Any]) -> bool:
+def is_realistic(value: object, pool: list[Any]) -> bool:
     """Whether a cell's value is one a reader takes for real data: NULL, one of the column's
     realistic pool (:func:`both_pools`), or a number within that pool's range."""
     if value is None:
@@ -264,7 +267,7 @@ def is_realistic(value: Any, pool: list[Any]) -> bool:
         and min(numbers) <= value <= max(numbers)
 
 
-def _fits(value: Any, col: Column) -> bool:
+def _fits(value: object, col: Column) -> bool:
     if isinstance(value, str):
         return col.affinity in ("TEXT", "BLOB")
     return col.affinity in ("INTEGER", "REAL", "NUMERIC")

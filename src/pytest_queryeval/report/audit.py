@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..audit import ERROR, WARNING
 from ..wording import plural
 
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
-def findings_table(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+
+def findings_table(records: Iterable[RecordLike]) -> list[dict[str, Any]]:
     """Every finding of the run, one row each, located: ``file:line`` of the case, errors
     first, then by file and line."""
     rows: list[dict[str, Any]] = []
@@ -24,7 +27,7 @@ def findings_table(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
     return rows
 
 
-def audit_report(records: Sequence[Mapping[str, Any]], mode: str) -> dict[str, Any]:
+def audit_report(records: Sequence[RecordLike], mode: str) -> dict[str, Any]:
     """The ``audit`` section of the JSON report."""
     rows = findings_table(records)
     audited = [r for r in records if r.get("outcome") not in ("skipped",)]

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..metricnames import lower_is_better
 from ..model import NO_DIFFICULTY  # the one spelling of a missing difficulty
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 #: Metrics shown first, in this order, wherever reports list metrics.
 HEADLINE_METRICS = (
@@ -106,12 +109,12 @@ def ordered_difficulties(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=key)
 
 
-def difficulty_of(case: Mapping[str, Any]) -> str:
+def difficulty_of(case: RecordLike) -> str:
     d = case.get("difficulty")
     return str(d) if d not in (None, "") else NO_DIFFICULTY
 
 
-def group_keys(case: Mapping[str, Any], scope: str) -> list[str]:
+def group_keys(case: RecordLike, scope: str) -> list[str]:
     """The groups of ``scope`` ("kind", "difficulty", "tag") a case belongs to."""
     if scope == "kind":
         return [str(case.get("kind"))]

@@ -17,7 +17,7 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import (
@@ -49,6 +49,9 @@ from .terminal import (
     significance_header,
     spend_cell,
 )
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 __all__ = ["render_html", "write_html"]
 
@@ -317,7 +320,7 @@ def _judge(agg: Mapping[str, Any]) -> str:
             f'{"".join(lists)}</section>')
 
 
-def _near_misses(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> str:
+def _near_misses(agg: Mapping[str, Any], cases: Sequence[RecordLike]) -> str:
     """Failing cases a documented relaxation would pass (they explain, never change, a verdict)."""
     from ..nearmiss import RELAXATIONS
 
@@ -407,7 +410,7 @@ def _audit(audit: Mapping[str, Any]) -> str:
     return f'<section id="audit"><h2>Gold audit</h2>{head}{table}</section>'
 
 
-def _changed(cases: Sequence[Mapping[str, Any]],
+def _changed(cases: Sequence[RecordLike],
              cmp: Comparison | None) -> dict[str, set[str]] | None:
     """The ids of the regressed and fixed cases (the gating mode's, else the comparison's
     flips), or None when the run had no baseline to change against."""
@@ -748,7 +751,7 @@ def _case_details(case: Mapping[str, Any]) -> str:
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
 
 
-def shown_cases(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], int]:
+def shown_cases(cases: Sequence[RecordLike]) -> tuple[list[Mapping[str, Any]], int]:
     """The cases the table shows, in report order, and how many it leaves out: at most
     :data:`MAX_CASE_ROWS`, every failing case first (a 200,000-case merge wrote a 657 MB page).
     A merge's records are read back whole for the rows shown (``full``)."""
@@ -770,7 +773,7 @@ def shown_cases(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, A
     return rows, len(cases) - len(rows)
 
 
-def _case_table(all_cases: Sequence[Mapping[str, Any]]) -> str:
+def _case_table(all_cases: Sequence[RecordLike]) -> str:
     cases, left_out = shown_cases(all_cases)
     note = (f'<p class="muted" id="cases-left-out">{left_out:,} of {len(all_cases):,} cases are '
             f"not shown: the table holds at most {MAX_CASE_ROWS:,}, every failing case first; "

@@ -6,17 +6,21 @@ import math
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..casesteps import CaseOutcome
 from ..config import PATH_KEYS
 from ..kinds._registry import declares
-from ..model import MISSING, NO_DIFFICULTY, Case
+from ..model import MISSING, NO_DIFFICULTY, Case, CaseRecord, JSONValue, RecordLike
 from ..paths import display
 from ..predict import spec_paths
 from ..safetext import no_surrogates
 from ..secrets import Scrubber
 from .caps import cap_record
+
+#: The record's type lives in :mod:`..model` (low modules read records too); named here too,
+#: where the records are made.
+__all__ = ["CaseRecord", "JSONValue", "RecordLike"]
 
 #: Case options that change scores: runs that differ in them are not comparable.
 SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
@@ -46,7 +50,7 @@ def case_meta(case: Case, rootdir: Path) -> list[Any]:
             case.kind, case.difficulty, list(case.tags), case.severity, case.datasource]
 
 
-def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
+def error_record(nodeid: str, message: str, **fields: object) -> CaseRecord:
     """The record of an ``error`` with no result to score: a case file that cannot be read
     (one record for the file), or a case whose xdist worker crashed while running it.
     ``fields`` replace what the node id says (``id``, ``file``, ``path``, ``line``, ``kind``
@@ -59,16 +63,16 @@ def error_record(nodeid: str, message: str, **fields: Any) -> dict[str, Any]:
                 "signature": None, "error": message,
                 "reason": None, "diff": [], "details": {}, "settings": {},
                 "baseline_status": None, "standing": None})
-    return rec
+    return cast(CaseRecord, rec)  # the keys above, and the CASE_META ones of ``fields``
 
 
-def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> dict[str, Any]:
+def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> CaseRecord:
     """The record of a case whose xdist worker crashed while running it (xdist reports the
     crash, the worker sent no record): an ``error``, so that it counts, fails the run and
     keeps the run from becoming the baseline. ``meta``: :func:`case_meta` when a worker sent
     it, else what the node id says."""
     if meta is not None and len(meta) == len(CASE_META):
-        fields: dict[str, Any] = dict(zip(CASE_META, meta, strict=True))
+        fields: dict[str, object] = dict(zip(CASE_META, meta, strict=True))
     else:
         fields = {"id": nodeid.rsplit("::", 1)[-1], "line": 0, "kind": "unknown",
                   "severity": None, "datasource": None}
@@ -87,9 +91,9 @@ def result_digest(signature: str | None) -> str | None:
 
 
 def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
-                scrubber: Scrubber) -> dict[str, Any]:
+                scrubber: Scrubber) -> CaseRecord:
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
-    gold: Any = case.gold
+    gold: object = case.gold
     if isinstance(gold, dict) and declares(case.kind, "gold_by_dialect"):
         from ..dialects import gold_that_ran
 
@@ -149,7 +153,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
                             _outside(case, rootdir)))
     # internal (gate scopes); dropped from reports
     rec["path"] = scrubber.text(str(_resolved(case.file)))
-    return rec
+    return cast(CaseRecord, rec)  # the dict above, made JSON-safe key for key
 
 
 def _outside(case: Case, rootdir: Path) -> tuple[tuple[str, str], ...]:
@@ -275,7 +279,7 @@ def _one(items: list[Any]) -> Any:
     return items[0] if len(items) == 1 else items
 
 
-def final_outcome(record: dict[str, Any], when: str, passed: bool, skipped: bool,
+def final_outcome(record: CaseRecord, when: str, passed: bool, skipped: bool,
                   wasxfail: bool) -> str:
     """Map pytest's report flags onto the report's outcome vocabulary."""
     if when == "setup":

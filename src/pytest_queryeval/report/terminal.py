@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
@@ -21,6 +21,9 @@ from .columns import is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .numbers import num, signed
 from .numbers import pct as _pct
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 #: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
 HEADLINE: dict[str, tuple[str, ...]] = {
@@ -153,7 +156,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     return [printable(line) for line in lines]
 
 
-def carried_lines(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+def carried_lines(cases: Sequence[RecordLike]) -> list[str]:
     """``--queryeval-resume``: how many cases an earlier attempt scored, and from which report."""
     sources: dict[str, int] = {}
     for c in cases:
@@ -244,7 +247,7 @@ def gating_lines(report: Mapping[str, Any], limit: int = 10, *,
     return lines
 
 
-def _score(c: Mapping[str, Any]) -> float:
+def _score(c: RecordLike) -> float:
     metrics = c.get("metrics") or {}
     for m in HEADLINE.get(str(c.get("kind")), ()):
         if m in metrics:  # null: a NaN score, written as null in the JSON report
@@ -374,7 +377,7 @@ def _show(value: object, limit: int = 2000) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
-def failure_text(record: Mapping[str, Any], *, spider_components: bool = False,
+def failure_text(record: RecordLike, *, spider_components: bool = False,
                  verbose: bool = False) -> str:
     """What failed first (the reason and the diff), then question, predicted vs gold and the
     metric/value/threshold table of the gated metrics (every metric with ``verbose``, pytest's
@@ -383,7 +386,7 @@ def failure_text(record: Mapping[str, Any], *, spider_components: bool = False,
     return printable(_failure_text(record, spider_components, verbose))
 
 
-def _failure_text(record: Mapping[str, Any], spider_components: bool, verbose: bool) -> str:
+def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) -> str:
     out: list[str] = []
     header = f"{record['kind']} case {record['id']!r} ({record.get('file')}:{record.get('line')})"
     out.append(header)
