@@ -83,7 +83,7 @@ def _turn_list_case(turns: list[Any], path: Path) -> LocDict:
     case = LocDict()
     case.line = getattr(turns, "line", 1)
     case["id"] = path.stem.removeprefix("test_")
-    case["kind"] = "sdmx"
+    case["kind"] = kind_registry.declaring("inferred_from_conversation")
     case["conversation"] = turns
     case.key_lines = dict.fromkeys(case, case.line)
     return case
@@ -266,7 +266,7 @@ class _Draft:
         # kind first: it decides which option keys are allowed
         kind_name = self.merged.get("kind")
         if kind_name is None and "conversation" in entry:
-            kind_name = "sdmx"
+            kind_name = kind_registry.declaring("inferred_from_conversation")
         self.kind_name = kind_name
         self.case_id = entry.get("id")
         case = Case(id=str(self.case_id) if self.case_id is not None else f"case-{index + 1}",
@@ -590,7 +590,7 @@ class _Draft:
         merged = merge(*layers)
         if merged is None:
             return
-        if self.case.kind not in ("sql", "sparql"):
+        if not kind_registry.declares(self.case.kind, "judged"):
             if "judge" in self.entry or ("judge" in self.header and "cases" in self.header):
                 container = self.entry if "judge" in self.entry else self.header
                 self.errors.add(container, "judge", self.kp("judge"),
@@ -643,7 +643,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: str | lis
     executed-CSV submissions): paths relative to the case file, read the way Spider 2.0's
     evaluator reads them (:mod:`.results_csv`)."""
     which = "gold" if field_name == "gold_result" else "predicted"
-    if case.kind != "sql":
+    if not kind_registry.declares(case.kind, "result_files"):
         errors.add(container, field_name, key_path,
                    f"{which} result CSV files are for kind sql (elsewhere: a recorded table)")
         return

@@ -25,22 +25,6 @@ ALLOWED = {
     "metrics/alignment.py": "a result table's flavour",
     # Not a query kind: a Spider table unit that is a subquery (``("sql", sub)``).
     "metrics/sql_hardness.py": "a Spider table unit",
-    # Reports of a finished run read records, where ``kind`` is a field of the data (also in
-    # ``queryeval merge``, which scores nothing): Spider's per-hardness table for SQL records,
-    # the SDMX sheet, the summary's columns per kind. Left to the report writers' table.
-    "conclude.py": "records: Spider's per-hardness table",
-    "report/excel.py": "records: the SDMX sheet",
-    "report/terminal.py": "records: the summary's columns per kind",
-    # Reading a file: a case with a ``conversation`` and no ``kind`` is an SDMX case (the
-    # kind inferred from the file's shape), judge and CSV result keys only where they mean
-    # something. Left to the suite reader's owner.
-    "cases.py": "the kind inferred from a file, keys per kind",
-    # A gold audit finding on a JSON gold's error text; the judge's default kind of a pinned
-    # verdict written before kinds were recorded. Left to their owners.
-    "audit/__init__.py": "a JSON gold's error text",
-    "judge/run.py": "an old pin's default kind",
-    # The fence language and name of each kind's default system prompt.
-    "predict/prompt.py": "the prompt's language per kind",
 }
 
 
@@ -108,3 +92,30 @@ def test_every_allowed_module_still_needs_it() -> None:
     stale = [rel for rel in ALLOWED
              if not kind_name_lines((SRC / rel).read_text(encoding="utf-8"))]
     assert stale == []
+
+
+def test_the_declarations_are_what_their_users_relied_on() -> None:
+    """The values the kinds declare are the tables the prompt and the summary held before
+    (the answers' fence, the language's name, the headline columns), and each capability a
+    module outside kinds/ asks is declared by the kinds it meant."""
+    from pytest_queryeval.kinds import declared_names, declared_text, declares, declaring
+
+    assert {k: declared_text(k, "fence_language") for k in sorted(NAMES)} == {
+        "json": "json", "sdmx": "json", "sparql": "sparql", "sql": "sql"}
+    assert {k: declared_text(k, "language_name") for k in sorted(NAMES)} == {
+        "json": "JSON", "sdmx": "JSON", "sparql": "SPARQL", "sql": "SQL"}
+    assert declared_names("sdmx", "headline_metrics") == (
+        "macro_precision", "macro_recall", "macro_f1")
+    assert declared_names("sql", "headline_metrics")[:3] == (
+        "execution_accuracy", "judge_ex", "exact_set_match")
+    assert declared_text("nosuch", "fence_language") is None
+    assert declared_names("nosuch", "headline_metrics") == ()
+    who = {cap: sorted(k for k in NAMES if declares(k, cap))
+           for cap in ("judged", "result_files", "spider_details", "code_selection",
+                       "json_gold", "inferred_from_conversation", "pinned_before_kinds")}
+    assert who == {"judged": ["sparql", "sql"], "result_files": ["sql"],
+                   "spider_details": ["sql"], "code_selection": ["sdmx"],
+                   "json_gold": ["json"], "inferred_from_conversation": ["sdmx"],
+                   "pinned_before_kinds": ["sql"]}
+    assert declaring("inferred_from_conversation") == "sdmx"
+    assert declaring("pinned_before_kinds") == "sql"

@@ -154,7 +154,7 @@ _GOLD_PARSE_ERROR = re.compile(r"\bgold(\[\d+\])?: (cannot parse|refused):")
 
 def _invalid_case(case: Case, result: AuditResult) -> None:
     for error in case.errors:
-        if case.kind == "json" and _JSON_GOLD_ERROR.search(error):
+        if kind_registry.declares(case.kind, "json_gold") and _JSON_GOLD_ERROR.search(error):
             result.add("invalid-json", error)
         elif _GOLD_PARSE_ERROR.search(error):  # found at collection: SPARQL golds are parsed
             result.add("gold-error", error)

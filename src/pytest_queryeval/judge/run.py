@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ..errors import QueryEvalError
+from ..kinds._registry import declaring
 from ..metricnames import JUDGE_EX
 from ..model import Case, Scored
 from .config import JudgeSpec
@@ -485,7 +486,7 @@ def ask_labelled(spec: JudgeSpec, data: dict[str, Any], ctx: Context,
             return show_result(table.columns, table.rows)
         return Shown("(not given)", "not executed")
 
-    kind = str(data.get("kind") or "sql")
+    kind = str(data.get("kind") or declaring("pinned_before_kinds"))
     raw = str(data.get("predicted") or "")
     view = View(strip_comments(raw, kind), raw, shown("gold_result"), shown("predicted_result"))
     schema = str(data.get("schema") or "")

@@ -12,15 +12,19 @@ from ..model import Kind
 from ._registry import (
     KIND_CLASSES,
     Capability,
+    declared_names,
+    declared_text,
     declares,
+    declaring,
     kind_object,
     known_kinds,
     register,
     unregister,
 )
 
-__all__ = ["KIND_CLASSES", "Capability", "declared_metrics", "declares", "get_kind",
-           "is_metric", "known_kinds", "register", "unregister"]
+__all__ = ["KIND_CLASSES", "Capability", "declared_metrics", "declared_names", "declared_text",
+           "declares", "declaring", "get_kind", "is_metric", "known_kinds", "register",
+           "unregister"]
 
 
 def get_kind(name: str) -> Kind:

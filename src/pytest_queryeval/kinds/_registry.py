@@ -17,6 +17,36 @@ such as a ``pytest_queryeval_kinds`` one, does not declare them):
 ``json_answers``
     a prediction is a JSON value: a text the model returns is parsed when it is JSON (JSON,
     SDMX).
+``json_gold``
+    ``gold:`` is JSON text: its "gold: not JSON" error is an audit's ``invalid-json``
+    finding (JSON).
+``inferred_from_conversation``
+    a case file with a ``conversation:`` and no ``kind:`` is of this kind (SDMX).
+``judged``
+    the LLM judge may compare its query results (SQL, SPARQL).
+``result_files``
+    ``gold_result:``/``predicted_result:`` may name CSV files (SQL, Spider 2.0's).
+``spider_details``
+    its records carry Spider's per-case details, aggregated by Spider's own per-hardness
+    table (SQL).
+``code_selection``
+    it scores a selection of codes by macro precision, recall and F1: the Excel report
+    lists its cases on the "SDMX overview" sheet (SDMX).
+``pinned_before_kinds``
+    a judge pin written before pins recorded their kind is of this kind (SQL, the only one
+    judged then).
+
+and values, read with :func:`declared_text` and :func:`declared_names`:
+
+``fence_language``
+    the language of the code fence of its default system prompt and few-shot answers.
+``language_name``
+    what its default system prompt calls the language the model answers in.
+``headline_metrics``
+    the metrics the terminal summary shows for it (others are in JSON, Excel, HTML).
+
+Records a report reads carry the kind as a string: asking imports the kind's module, which
+imports no heavy library at module level (``python -X importtime``: tens of milliseconds).
 """
 
 from __future__ import annotations
@@ -25,7 +55,13 @@ import importlib
 from typing import Literal
 
 #: The capabilities a kind may declare (see the module docstring).
-Capability = Literal["gold_alternatives", "gold_by_dialect", "conversation", "json_answers"]
+Capability = Literal["gold_alternatives", "gold_by_dialect", "conversation", "json_answers",
+                     "json_gold", "inferred_from_conversation", "judged", "result_files",
+                     "spider_details", "code_selection", "pinned_before_kinds"]
+#: The text values a kind may declare.
+TextDeclaration = Literal["fence_language", "language_name"]
+#: The name lists a kind may declare.
+NamesDeclaration = Literal["headline_metrics"]
 
 #: Built-in kinds as ``module:Class`` so that heavy imports stay lazy.
 KIND_CLASSES: dict[str, str] = {
@@ -79,3 +115,29 @@ def declares(kind: str, capability: Capability) -> bool:
         return getattr(kind_object(kind), capability, False) is True
     except (KeyError, ImportError):
         return False
+
+
+def declared_text(kind: str, name: TextDeclaration) -> str | None:
+    """The text the kind named ``kind`` declares as ``name``; None when it declares none or
+    is unknown."""
+    try:
+        value = getattr(kind_object(kind), name, None)
+    except (KeyError, ImportError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def declared_names(kind: str, name: NamesDeclaration) -> tuple[str, ...]:
+    """The names the kind named ``kind`` declares as ``name``; none when it declares none or
+    is unknown."""
+    try:
+        value = getattr(kind_object(kind), name, None)
+    except (KeyError, ImportError):
+        return ()
+    return tuple(value) if isinstance(value, tuple) else ()
+
+
+def declaring(capability: Capability) -> str | None:
+    """The first built-in kind (in :data:`KIND_CLASSES`' order) that declares
+    ``capability``, for a record or a file that names no kind; None when none does."""
+    return next((name for name in KIND_CLASSES if declares(name, capability)), None)

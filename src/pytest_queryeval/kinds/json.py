@@ -144,6 +144,11 @@ class JsonKind:
     name: ClassVar[str] = "json"
     #: What it declares to the modules outside kinds/ (:mod:`._registry`).
     json_answers: ClassVar[bool] = True
+    json_gold: ClassVar[bool] = True
+    fence_language: ClassVar[str] = "json"
+    language_name: ClassVar[str] = "JSON"
+    headline_metrics: ClassVar[tuple[str, ...]] = (
+        "json_similarity", "structural_similarity", "semantic_similarity")
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
     #: value, 1 up to the rounding of the embeddings' cosine (an identical value can score
     #: 0.9999999999999999; a wrong value of docs/metrics-json.md scores 0.992 at most).

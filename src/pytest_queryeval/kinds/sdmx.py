@@ -109,6 +109,11 @@ class SdmxKind:
     #: What it declares to the modules outside kinds/ (:mod:`._registry`).
     conversation: ClassVar[bool] = True
     json_answers: ClassVar[bool] = True
+    inferred_from_conversation: ClassVar[bool] = True
+    code_selection: ClassVar[bool] = True
+    fence_language: ClassVar[str] = "json"
+    language_name: ClassVar[str] = "JSON"
+    headline_metrics: ClassVar[tuple[str, ...]] = ("macro_precision", "macro_recall", "macro_f1")
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): every
     #: expected term selected, nothing else.
     default_thresholds: ClassVar[Mapping[str, float]] = {"macro_f1": 1.0}

@@ -100,6 +100,11 @@ class SparqlKind:
     name: ClassVar[str] = "sparql"
     #: What it declares to the modules outside kinds/ (:mod:`._registry`).
     gold_alternatives: ClassVar[bool] = True
+    judged: ClassVar[bool] = True
+    fence_language: ClassVar[str] = "sparql"
+    language_name: ClassVar[str] = "SPARQL"
+    headline_metrics: ClassVar[tuple[str, ...]] = (
+        "execution_accuracy", "judge_ex", "row_match_f1", "entity_set_f1", "arity_f1")
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's
     #: bindings, exactly.
     default_thresholds: ClassVar[Mapping[str, float]] = {"execution_accuracy": 1.0}

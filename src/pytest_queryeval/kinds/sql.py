@@ -145,6 +145,14 @@ class SqlKind:
     #: What it declares to the modules outside kinds/ (:mod:`._registry`).
     gold_alternatives: ClassVar[bool] = True
     gold_by_dialect: ClassVar[bool] = True
+    judged: ClassVar[bool] = True
+    result_files: ClassVar[bool] = True
+    spider_details: ClassVar[bool] = True
+    pinned_before_kinds: ClassVar[bool] = True
+    fence_language: ClassVar[str] = "sql"
+    language_name: ClassVar[str] = "SQL"
+    headline_metrics: ClassVar[tuple[str, ...]] = (
+        "execution_accuracy", "judge_ex", "exact_set_match", "soft_f1", "row_match_f1")
     option_keys: ClassVar[frozenset[str]] = frozenset({
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",

@@ -24,13 +24,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import PredictionError
-from ..kinds._registry import declares
+from ..kinds._registry import declared_text, declares
 from ..model import MISSING, Case
 
 PLACEHOLDERS = ("question", "evidence", "kind", "db_id", "schema", "dialect")
-#: The fence language a kind's answer is written in.
-LANGUAGE = {"sql": "sql", "sparql": "sparql", "json": "json", "sdmx": "json"}
-_NAMES = {"sql": "SQL", "sparql": "SPARQL", "json": "JSON", "sdmx": "JSON"}
 
 DEFAULT_SYSTEM = (
     "You translate questions into {language} for the data described by the user. Answer with "
@@ -99,9 +96,14 @@ def render(template: str | None, default: str, fields: dict[str, str]) -> str:
 def system_prompt(template: str | None, kind: str, fields: dict[str, str]) -> str:
     if template is not None:
         return template.format_map(fields)
-    name = _NAMES.get(kind, kind)
+    name = declared_text(kind, "language_name") or kind
     what = "object" if name == "JSON" else "query"
-    return DEFAULT_SYSTEM.format(language=name, what=what, fence=LANGUAGE.get(kind, ""))
+    return DEFAULT_SYSTEM.format(language=name, what=what, fence=_fence(kind) or "")
+
+
+def _fence(kind: str) -> str | None:
+    """The fence language a kind's answer is written in (its ``fence_language``)."""
+    return declared_text(kind, "fence_language")
 
 
 def gold_answer(case: Case) -> str | None:
@@ -120,7 +122,7 @@ def gold_answer(case: Case) -> str | None:
         import json
 
         gold = json.dumps(gold, ensure_ascii=False)
-    return f"```{LANGUAGE.get(case.kind, '')}\n{gold.strip()}\n```"
+    return f"```{_fence(case.kind) or ''}\n{gold.strip()}\n```"
 
 
 def _sdmx_target(case: Case) -> Any:
@@ -154,7 +156,7 @@ def extract_query(reply: str, kind: str) -> tuple[str, str]:
     first one, else the whole reply. PredictionError when nothing is left."""
     blocks = [(m["info"].strip().split()[0].lower() if m["info"].strip() else "", m["body"])
               for m in _FENCE.finditer(reply)]
-    lang = LANGUAGE.get(kind, kind)
+    lang = _fence(kind) or kind
     chosen: tuple[str, str] | None = None
     how = "whole reply"
     for want, label in ((lang, f"```{lang} block"), ("", "unlabelled fenced block")):

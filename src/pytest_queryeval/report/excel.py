@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingDependency
+from ..kinds._registry import declares
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
 from .columns import (
     difficulty_of,
@@ -95,7 +96,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
         if (report.get("aggregates") or {}).get("by_dialect"):
             _dialect_sheet(wb, fmt, report)
         _details(wb, fmt, report)
-        sdmx = [c for c in report.get("cases") or [] if c.get("kind") == "sdmx"]
+        sdmx = [c for c in report.get("cases") or []
+                if declares(str(c.get("kind")), "code_selection")]
         if sdmx:
             _sdmx_overview(wb, fmt, sdmx)
         if report.get("flaky"):

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
+from ..kinds._registry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
 from ..safetext import printable
@@ -25,13 +26,6 @@ from .numbers import pct as _pct
 if TYPE_CHECKING:
     from ..model import RecordLike
 
-#: The metrics shown per kind in the summary table (others are in JSON/Excel/HTML).
-HEADLINE: dict[str, tuple[str, ...]] = {
-    "sql": ("execution_accuracy", "judge_ex", "exact_set_match", "soft_f1", "row_match_f1"),
-    "sparql": ("execution_accuracy", "judge_ex", "row_match_f1", "entity_set_f1", "arity_f1"),
-    "json": ("json_similarity", "structural_similarity", "semantic_similarity"),
-    "sdmx": ("macro_precision", "macro_recall", "macro_f1"),
-}
 _SHORT = {
     "execution_accuracy": "EX", "judge_ex": "judgeEX", "exact_set_match": "ESM", "soft_f1": "softF1",
     "row_match_f1": "rowF1", "entity_set_f1": "entF1", "arity_f1": "arityF1",
@@ -91,7 +85,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     agg = report["aggregates"]
     lines: list[str] = []
     for kind, per_diff in agg["by_kind_difficulty"].items():
-        metrics = HEADLINE.get(kind) or tuple(
+        metrics = declared_names(kind, "headline_metrics") or tuple(
             sorted(agg["by_kind"][kind]["metrics"])[:4])
         present = [m for m in metrics if m in agg["by_kind"][kind]["metrics"]]
         spend = [c for c in _SPEND if c[0] in agg["by_kind"][kind]["metrics"]]
@@ -249,7 +243,7 @@ def gating_lines(report: Mapping[str, Any], limit: int = 10, *,
 
 def _score(c: RecordLike) -> float:
     metrics = c.get("metrics") or {}
-    for m in HEADLINE.get(str(c.get("kind")), ()):
+    for m in declared_names(str(c.get("kind")), "headline_metrics"):
         if m in metrics:  # null: a NaN score, written as null in the JSON report
             value = metrics[m]
             return float(value) if isinstance(value, int | float) else 0.0
