@@ -49,6 +49,7 @@ from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..metrics._deadline import comparison_deadline
 from ..model import Case, Context, Scored
 from ..results import ResultTable
+from ..sources import source_type
 from ..sources.base import DEFAULT_TIMEOUT, DataSource
 from ._optin import OPTION_KEYS, RELAXED_EX, add_hallucination
 from ._optin import check_options as check_optin
@@ -166,7 +167,7 @@ class SqlKind:
         """What gates a case no threshold judges (docs/reference.md, "Thresholds"): the
         gold's result table, exactly; on a schema-only source (``spider-schema``: nothing
         runs), the gold's structure, Spider's exact set match."""
-        if (case.source_spec or {}).get("type") == "spider-schema":
+        if source_type((case.source_spec or {}).get("type")).schema_only:
             return {"exact_set_match": 1.0}
         return {"execution_accuracy": 1.0}
 
@@ -203,8 +204,8 @@ class SqlKind:
             problems.append(("datasource", "a sql case needs a datasource (or gold_result "
                                            "and predicted_result)"))
         spec = case.source_spec or {}
-        if spec.get("type") == "spider-schema" and not (case.options.get("db_id")
-                                                       or spec.get("db_id")):
+        if source_type(spec.get("type")).schema_only and not (case.options.get("db_id")
+                                                              or spec.get("db_id")):
             problems.append(("db_id", "required with a spider-schema datasource"))
         try:
             _parse_options(case)
@@ -478,7 +479,8 @@ class _SqlRun:
             return scored
         multi = case.gold_result_multi if case.gold_result_files is not None \
             else len(tables) > 1
-        empty_zero = not recorded and (src is None or src.type != "sqlite")
+        empty_zero = not recorded and (src is None
+                                       or source_type(src.type).empty_result_scores_zero)
         try:
             result = spider2_scores(table, tables, multi=multi,
                                     condition_cols=opts.condition_cols,
@@ -780,14 +782,15 @@ class _SqlRun:
             if opts.structure == "required":
                 raise GoldError("structure: true needs a datasource with a schema")
             return None
-        source_type = src.type
+        type_name = src.type
+        entry = source_type(type_name)
         from ..metrics.spider import Schema
 
-        if source_type == "spider-schema":
+        if entry.schema_only:
             db = opts.db_id or src.db_id
             return ctx.shared(f"sql-schema:{src.fingerprint()}:{db}",
                               lambda: src.schema(db))  # type: ignore[attr-defined]
-        if source_type == "sqlite" and hasattr(src, "path"):
+        if entry.sqlite_file and hasattr(src, "path"):
             path = src.path
             return ctx.shared(f"sql-schema:{src.fingerprint()}",
                               lambda: Schema.from_sqlite(path))
@@ -798,7 +801,7 @@ class _SqlRun:
                                                    for t, c, rt, rc in fks])
             return ctx.shared(f"sql-schema:{src.fingerprint()}", build)
         if opts.structure == "required":
-            raise GoldError(f"structure: true, but datasource type {source_type!r} has no schema")
+            raise GoldError(f"structure: true, but datasource type {type_name!r} has no schema")
         return None
 
     def structure_possible(self, schema: Schema) -> bool:

@@ -162,7 +162,7 @@ class ChatPredictor(LiveSource):
 
     def _describe(self, context: Context, case: Case, spec: dict[str, Any],
                   datasets: list[str]) -> str:
-        from ..sources import describe
+        from ..sources import describe, source_type
 
         try:
             if spec.get("type") == "sdmx-structure":
@@ -171,7 +171,7 @@ class ChatPredictor(LiveSource):
                 structure = context.shared(sdmx_structure.cache_key(spec),
                                                  lambda: sdmx_structure.structure_from_spec(spec))
                 return describe.describe_sdmx(structure, datasets, self.schema_codes)
-            if spec.get("type") == "spider-schema":
+            if source_type(spec.get("type")).schema_only:
                 return ""  # no data to introspect: a template needing it says so in review
             return describe.describe(context.source(case), rows=self.schema_rows)
         except QueryEvalError as exc:

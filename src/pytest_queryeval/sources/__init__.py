@@ -83,6 +83,15 @@ class SourceType:
     #: The engine whose database file its ``path`` must name, checked when the suite loads
     #: (``datasource_keys``: ``"sqlite"`` or ``"duckdb"``; None: no such check).
     database_file: str | None = None
+    #: Holds a schema and no data: nothing runs (Spider's exact set match gates a SQL case
+    #: by default, a case names its ``db_id``, ``{schema}`` describes nothing), and its Spider
+    #: schema is its own, per ``db_id``.
+    schema_only: bool = False
+    #: Its ``path`` is a SQLite file that Spider's schema reader opens itself.
+    sqlite_file: bool = False
+    #: Spider 2.0's evaluator scores an empty predicted result zero (it compares empty
+    #: results only on its SQLite instances).
+    empty_result_scores_zero: bool = True
 
     def load(self) -> type:
         """The class, imported the first time a datasource of the type opens."""
@@ -105,7 +114,8 @@ SOURCE_TYPES: dict[str, SourceType] = {
     "sqlite": SourceType("pytest_queryeval.sources.sqlite:SqliteSource", _FILE_KEYS,
                          _named("sqlite"), warm=True, sql=True, plugin_keys=True,
                          neighbours="sqlite", tasks=frozenset({"sqlite"}),
-                         database_file="sqlite"),
+                         database_file="sqlite", sqlite_file=True,
+                         empty_result_scores_zero=False),
     "duckdb": SourceType("pytest_queryeval.sources.duckdb:DuckdbSource",
                          _FILE_KEYS | {"threads"}, _named("duckdb"), warm=True, sql=True,
                          plugin_keys=True, neighbours="duckdb", tasks=frozenset({"duckdb"}),
@@ -118,7 +128,7 @@ SOURCE_TYPES: dict[str, SourceType] = {
                              # PostgreSQL; a sqlite: or duckdb: URL was always let through
                              tasks=frozenset({"postgres", "sqlite", "duckdb"})),
     "spider-schema": SourceType("pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
-                                frozenset({"tables", "db_id"})),
+                                frozenset({"tables", "db_id"}), schema_only=True),
     "rdf": SourceType("pytest_queryeval.sources.rdf:RdfSource", sparql=True),
     "sparql": SourceType("pytest_queryeval.sources.sparql:SparqlSource", sparql=True),
 }
