@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .aggregate import aggregate, reference_aggregates
-from .kinds._registry import declares
 from .declare import REPORT_WRITERS, WORST, ReportFile
 from .errors import QueryEvalError
+from .kinds._registry import declares
 from .outcome import Outcome, run_outcome
 from .report.terminal import gate_lines, summary_lines
 
@@ -100,7 +100,8 @@ def suite_key(ids: Sequence[str] | None, ran: int) -> dict[str, Any]:
 def with_spider(aggregates: dict[str, Any], records: Sequence[RecordLike]) -> dict[str, Any]:
     """The Spider evaluator's own per-hardness table (its averaging rules, not plain means)."""
     items = [r["details"]["spider"] for r in records
-             if declares(str(r.get("kind")), "spider_details") and isinstance((r.get("details") or {}).get("spider"), dict)]
+             if declares(str(r.get("kind")), "spider_details")
+             and isinstance((r.get("details") or {}).get("spider"), dict)]
     if items:
         from .metrics.spider import aggregate as spider_aggregate
 

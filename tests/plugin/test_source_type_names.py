@@ -19,13 +19,9 @@ SRC = Path(pytest_queryeval.__file__).parent
 NAMES = frozenset(SOURCE_TYPES) | {"sdmx-structure"}
 _TYPE_WORDS = ("type", "type_name", "source_type", "source_type_name")
 
-#: The modules still allowed a type name, each with why.
-ALLOWED = {
-    # ``sdmx-structure`` is not an entry of SOURCE_TYPES: it is never opened as a
-    # DataSource (the SDMX kind parses it, kinds/sdmx.py STRUCTURE_TYPE), and an entry would
-    # change the "known: ..." list of the unknown-type error. ``{schema}`` describes it.
-    "predict/chat.py": "an sdmx-structure datasource described for {schema}",
-}
+#: The modules still allowed a type name, each with why (none: ``sdmx-structure``, which is
+#: not an entry of SOURCE_TYPES, is asked with ``sources.sdmx_structure.is_structure``).
+ALLOWED: dict[str, str] = {}
 
 
 def _mentions_type(node: ast.AST) -> bool:
@@ -54,11 +50,9 @@ def type_name_lines(source: str) -> list[int]:
             operands = [node.left, *node.comparators]
             if any(_mentions_type(o) for o in operands) and _names_in(operands):
                 found.append(node.lineno)
-        elif isinstance(node, ast.BoolOp):
-            if any(_mentions_type(v) for v in node.values) \
-                    and any(isinstance(v, ast.Constant) and v.value in NAMES
-                            for v in node.values):
-                found.append(node.lineno)
+        elif isinstance(node, ast.BoolOp) and any(_mentions_type(v) for v in node.values) \
+                and any(isinstance(v, ast.Constant) and v.value in NAMES for v in node.values):
+            found.append(node.lineno)
     return sorted(found)
 
 

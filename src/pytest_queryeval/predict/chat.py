@@ -150,7 +150,9 @@ class ChatPredictor(LiveSource):
             return ""
         spec = case.source_spec
         datasets: list[str] = []
-        if spec.get("type") == "sdmx-structure":
+        from ..sources.sdmx_structure import is_structure
+
+        if is_structure(spec):
             from ..sources.describe import target_datasets
 
             datasets = target_datasets(case.raw.get("conversation") or [])
@@ -162,14 +164,12 @@ class ChatPredictor(LiveSource):
 
     def _describe(self, context: Context, case: Case, spec: dict[str, Any],
                   datasets: list[str]) -> str:
-        from ..sources import describe, source_type
+        from ..sources import describe, sdmx_structure, source_type
 
         try:
-            if spec.get("type") == "sdmx-structure":
-                from ..sources import sdmx_structure
-
+            if sdmx_structure.is_structure(spec):
                 structure = context.shared(sdmx_structure.cache_key(spec),
-                                                 lambda: sdmx_structure.structure_from_spec(spec))
+                                           lambda: sdmx_structure.structure_from_spec(spec))
                 return describe.describe_sdmx(structure, datasets, self.schema_codes)
             if source_type(spec.get("type")).schema_only:
                 return ""  # no data to introspect: a template needing it says so in review

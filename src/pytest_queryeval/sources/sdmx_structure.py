@@ -24,6 +24,13 @@ SOURCE_TYPE = "sdmx-structure"
 SUFFIXES = (".xml",)
 
 
+def is_structure(spec: Mapping[str, object]) -> bool:
+    """Whether ``spec`` is an ``sdmx-structure`` datasource: read here, never opened as a
+    DataSource, so not an entry of ``sources.SOURCE_TYPES`` (whose names the unknown-type
+    error lists); modules outside sources/ ask this instead of naming the type."""
+    return spec.get("type") == SOURCE_TYPE
+
+
 @dataclass(frozen=True, slots=True)
 class CodelistRef:
     """A codelist reference as a DSD or concept gives it (agency and version may be unknown)."""
