@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from .conftest import GDP, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 
 #: What a run of a project without a case file imports of the package.
 SLEEPING = ["pytest_queryeval", "pytest_queryeval.declare", "pytest_queryeval.hookspecs",
