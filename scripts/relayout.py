@@ -349,9 +349,10 @@ def documented() -> dict[str, str]:
 def shim_text(old: str, new: str) -> str:
     parent, leaf = new.rsplit(".", 1)
     level, mod = _relative(PKG, parent)
-    return (f'"""Moved to :mod:`{new}` ({SHIM_MARK}, which docs named).\n\n'
-            "Importing this name gives that module itself, so imports and patches written\n"
-            'against the old path reach the module the package uses.\n"""\n\n'
+    return (f'"""Moved to :mod:`{new}`; docs named this path.\n\n'
+            f"Kept by the folder move ({SHIM_MARK} keeps working): importing it gives that\n"
+            "module itself, so imports and patches written against the old path reach the\n"
+            'module the package uses.\n"""\n\n'
             "from __future__ import annotations\n\n"
             "import sys\n\n"
             f"from {'.' * level}{mod} import {leaf} as _moved\n\n"
@@ -495,8 +496,8 @@ def main() -> None:
     if pending:
         print(merge_architecture_doc())
     # 6. the imports it changed, in order
-    py = [str(p if p.exists() else SRC / MOVES[Path(*p.parts[2:]).as_posix()])
-          for p in changed if p.suffix == ".py"]
+    py = [str(SRC / MOVES[rel] if (rel := Path(*p.parts[2:]).as_posix()) in pending
+              and p.parts[:2] == ("src", PKG) else p) for p in changed if p.suffix == ".py"]
     if py:
         ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
         if Path(ruff).exists():
