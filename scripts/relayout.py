@@ -247,6 +247,7 @@ def rewrite_imports(text: str, rel_file: str | None, modules: set[str]) -> str:
         old_pkg = _package_of(old_mod, rel_file.endswith("__init__.py"))
         new_rel = MOVES.get(rel_file, rel_file)
         new_pkg = _package_of(module_of(new_rel), new_rel.endswith("__init__.py"))
+    moved_file = rel_file is not None and rel_file in MOVES
     lines = text.splitlines(keepends=True)
     edits: list[tuple[int, int, int, int, str]] = []
     for node in ast.walk(tree):
@@ -261,6 +262,9 @@ def rewrite_imports(text: str, rel_file: str | None, modules: set[str]) -> str:
             target = node.module or ""
             if not target.startswith(PKG):
                 continue
+        names_full = [target, *(f"{target}.{a.name}" for a in node.names)]
+        if not (moved_file and node.level) and all(map_module(n) == n for n in names_full):
+            continue  # neither the file nor what it imports moves: left as written
         groups: dict[str, list[str]] = {}  # new ``from`` module -> names (with ``as``)
         for alias in node.names:
             full = f"{target}.{alias.name}"
@@ -310,6 +314,32 @@ def rewrite_imports(text: str, rel_file: str | None, modules: set[str]) -> str:
         first, last = lines[line - 1], lines[end_line - 1]
         lines[line - 1: end_line] = [first[:col] + new + last[end_col:]]
     return "".join(lines)
+
+
+SPHINX_REF = re.compile(r"(?P<role>:[a-z]+:`~?)(?P<dots>\.+)(?P<name>[A-Za-z_][\w.]*)`")
+
+
+def rewrite_doc_refs(text: str, rel_file: str, modules: set[str]) -> str:
+    """Docstring cross-references written package-relative (``:mod:`..socketdeadline```,
+    ``:class:`.neighbour_check.Settings```): resolved from the file's place, mapped, written
+    back from its new place. A reference that names no module of the package is left alone."""
+    old_pkg = _package_of(module_of(rel_file), rel_file.endswith("__init__.py"))
+    new_rel = MOVES.get(rel_file, rel_file)
+    new_pkg = _package_of(module_of(new_rel), new_rel.endswith("__init__.py"))
+
+    def one(m: re.Match[str]) -> str:
+        base = old_pkg.split(".")[: len(old_pkg.split(".")) - len(m.group("dots")) + 1]
+        full = ".".join([*base, m.group("name")])
+        parts = full.split(".")
+        if not any(".".join(parts[:end]) in modules for end in range(len(parts), 1, -1)):
+            return m.group(0)
+        if new_rel == rel_file and map_module(full) == full:
+            return m.group(0)  # neither the file nor what it names moves
+        level, rest = _relative(new_pkg, map_module(full))
+        if not rest:
+            return m.group(0)
+        return f"{m.group('role')}{'.' * level}{rest}`"
+    return SPHINX_REF.sub(one, text)
 
 
 LAYER_KEY = re.compile(r"""(?P<q>["'])(?P<name>[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(?P=q)""")
@@ -464,6 +494,8 @@ def main() -> None:
                 if is_shim(path):
                     continue
             new = rewrite_imports(new, rel_file, modules)
+            if rel_file is not None:
+                new = rewrite_doc_refs(new, rel_file, modules)
         if path == IMPORT_GRAPH_TEST:
             new = rewrite_layer_keys(new, modules)
         new = rewrite_paths(rewrite_dotted(new))
