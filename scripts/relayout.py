@@ -14,7 +14,8 @@ moves (:data:`MOVES`), not the code. It
    names kept: ``from . import xdist_hooks`` becomes ``from . import xdist as xdist_hooks``),
    and file paths (``src/pytest_queryeval/engine.py``, a backticked ``kinds/sql.py``);
    layer keys of ``tests/architecture/test_import_graph.py`` (module names relative to the
-   package) through the same mapping;
+   package) through the same mapping; and what a branch merged after tests/plugin/ was split
+   still says of it (:data:`TEST_MOVES`);
 3. ``git mv``s the files, adds the new packages' empty ``__init__.py``, and leaves a shim at each
    old path that docs/ or the README named as an import path (:func:`documented`), so user code
    written against the docs keeps working;
@@ -110,6 +111,52 @@ MOVES: dict[str, str] = {
     "socketdeadline.py": "_isolation/socketdeadline.py",
     "predict/_httpx_deadline.py": "_isolation/httpx_deadline.py",
     "metrics/_deadline.py": "_isolation/comparison_deadline.py",
+}
+#: tests/plugin/ as split by capability (issue 40 item 5, committed before this script): a
+#: branch merged after that split may still name the old paths, or import the SDMX helpers
+#: of tests/plugin/conftest.py (now tests/sdmx_cases.py) as ``.conftest``.
+TEST_MOVES: dict[str, str] = {
+    "test_case_memory.py": "collection",
+    "test_collection.py": "collection",
+    "test_collection_rule.py": "architecture",
+    "test_concurrency.py": "predictions",
+    "test_context_protocol.py": "architecture",
+    "test_default_thresholds.py": "engine",
+    "test_failure_cost.py": "conclude",
+    "test_fences.py": "predictions",
+    "test_gc_freeze.py": "collection",
+    "test_import_bird_livesqlbench.py": "imports",
+    "test_import_cli.py": "imports",
+    "test_import_graph.py": "architecture",
+    "test_import_hostile.py": "imports",
+    "test_import_qald_text2sparql.py": "imports",
+    "test_live_answers.py": "predictions",
+    "test_markers.py": "collection",
+    "test_mask_url.py": "architecture",
+    "test_merge_attempts.py": "shards",
+    "test_merge_details.py": "shards",
+    "test_merge_output.py": "shards",
+    "test_module_sizes.py": "architecture",
+    "test_paths.py": "architecture",
+    "test_prediction_exchange.py": "predictions",
+    "test_prediction_pool.py": "predictions",
+    "test_predictions.py": "predictions",
+    "test_reference_aggregates.py": "conclude",
+    "test_repeats.py": "engine",
+    "test_reports.py": "conclude",
+    "test_resume.py": "shards",
+    "test_shard.py": "shards",
+    "test_shard_durations.py": "shards",
+    "test_shard_own_reports.py": "shards",
+    "test_shard_schedulers.py": "shards",
+    "test_spider_table.py": "conclude",
+    "test_suite_checks.py": "options",
+    "test_thresholds_and_hooks.py": "engine",
+    "test_validation.py": "collection",
+    "test_verdict.py": "conclude",
+    "test_wheel_pointers.py": "architecture",
+    "test_wording.py": "architecture",
+    "test_yamlload.py": "collection",
 }
 #: Top-level modules that stay: the package itself and the contracts every room shares.
 STAY = {"__init__.py", "hookspecs.py", "model.py", "errors.py", "results.py", "metricnames.py"}
@@ -347,6 +394,32 @@ def rewrite_doc_refs(text: str, rel_file: str, modules: set[str]) -> str:
     return SPHINX_REF.sub(one, text)
 
 
+TEST_PATH = re.compile(r"\btests/plugin/(test_[a-z0-9_]+\.py)\b")
+SDMX_CASES = re.compile(r"^(?P<indent>[ \t]*)from \.conftest import", re.MULTILINE)
+SIBLING_TEST = re.compile(r"^(?P<indent>[ \t]*)from \.(?P<name>test_[a-z0-9_]+) import", re.MULTILINE)
+
+
+def rewrite_tests(text: str, path: Path) -> str:
+    """References to tests/plugin/ as it was before its split."""
+    text = TEST_PATH.sub(lambda m: (f"tests/{TEST_MOVES[m.group(1)]}/{m.group(1)}"
+                                    if m.group(1) in TEST_MOVES else m.group(0)), text)
+    text = text.replace("tests.plugin.conftest", "tests.sdmx_cases")
+    text = text.replace("tests/plugin/conftest.py", "tests/sdmx_cases.py")
+    if path.suffix != ".py" or path.parts[:1] != ("tests",) or len(path.parts) != 3:
+        return text
+    folder = path.parts[1]
+    if folder in set(TEST_MOVES.values()) and not (path.parent / "conftest.py").exists():
+        text = SDMX_CASES.sub(lambda m: f"{m.group('indent')}from tests.sdmx_cases import", text)
+
+    def sibling(m: re.Match[str]) -> str:
+        name = m.group("name") + ".py"
+        home = TEST_MOVES.get(name)
+        if home is None or home == folder or (path.parent / name).exists():
+            return m.group(0)
+        return f"{m.group('indent')}from tests.{home}.{m.group('name')} import"
+    return SIBLING_TEST.sub(sibling, text)
+
+
 LAYER_KEY = re.compile(r"""(?P<q>["'])(?P<name>[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(?P=q)""")
 
 
@@ -503,6 +576,7 @@ def main() -> None:
                 new = rewrite_doc_refs(new, rel_file, modules)
         if path == IMPORT_GRAPH_TEST:
             new = rewrite_layer_keys(new, modules)
+        new = rewrite_tests(new, path)
         new = rewrite_paths(rewrite_dotted(new), bare=bool(pending))
         if new != text:
             path.write_text(new, encoding="utf-8")
