@@ -25,7 +25,7 @@ moves (:data:`MOVES`), not the code. It
 5. merges the new text of docs/architecture.md (``scripts/relayout_architecture.md``, whose
    rooms are the folders) with whatever was changed in that doc since it was written
    (``git merge-file`` against the doc it was written from);
-6. sorts the imports it changed (``ruff check --select I --fix``).
+6. sorts the imports (``ruff check --select I --fix``).
 
 It prints what it did. A second run finds nothing to do and changes nothing.
 """
@@ -606,15 +606,14 @@ def main() -> None:
     # 5. the architecture doc
     if pending:
         print(merge_architecture_doc())
-    # 6. the imports it changed, in order
-    py = [str(SRC / MOVES[rel] if (rel := Path(*p.parts[2:]).as_posix()) in pending
-              and p.parts[:2] == ("src", PKG) else p) for p in changed if p.suffix == ".py"]
-    if py:
+    # 6. imports in order, everywhere (a merge may have left a block unsorted too)
+    if pending or changed or shims:
         ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+        dirs = [d for d in ("src", "tests", "bench", "scripts") if Path(d).is_dir()]
         if Path(ruff).exists():
-            subprocess.run([ruff, "check", "--quiet", "--select", "I", "--fix", *py],
+            subprocess.run([ruff, "check", "--quiet", "--select", "I", "--fix", *dirs],
                            check=False)
-            print(f"sorted imports of {len(py)} file(s) (ruff --select I --fix)")
+            print(f"sorted imports in {' '.join(dirs)} (ruff check --select I --fix)")
         else:
             print("ruff not found: run `ruff check --select I --fix src tests bench` yourself")
     if not (pending or changed or shims):
