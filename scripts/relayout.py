@@ -424,15 +424,26 @@ LAYER_KEY = re.compile(r"""(?P<q>["'])(?P<name>[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-
 
 
 def rewrite_layer_keys(text: str, modules: set[str]) -> str:
-    """Module names relative to the package, as the layering test's tables write them
-    (``"safefile"``, ``"metrics._deadline"``): each string that names a moved module."""
+    """Module names relative to the package, as the layering test's module-level tables write
+    them (``"safefile"``, ``"metrics._deadline"``): each string that names a moved module, in
+    the module-level assignments only (a test function's own synthetic package keeps its
+    names)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    tables = {line for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+              for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+
     def one(m: re.Match[str]) -> str:
         full = f"{PKG}.{m.group('name')}"
         if full not in modules or full not in MODULE_MAP:
             return m.group(0)
         new = MODULE_MAP[full][len(PKG) + 1:]
         return f"{m.group('q')}{new}{m.group('q')}"
-    return LAYER_KEY.sub(one, text)
+    lines = text.splitlines(keepends=True)
+    return "".join(LAYER_KEY.sub(one, line) if number in tables else line
+                   for number, line in enumerate(lines, start=1))
 
 
 # ---- the steps -------------------------------------------------------------------------------
