@@ -627,6 +627,10 @@ def main() -> None:
             print(f"sorted imports in {' '.join(dirs)} (ruff check --select I --fix)")
         else:
             print("ruff not found: run `ruff check --select I --fix src tests bench` yourself")
+    stray = sorted(Path("tests/plugin").glob("*.py")) if Path("tests/plugin").is_dir() else []
+    if stray:
+        print("relayout: tests/plugin/ was split by capability; give these a folder by hand "
+              "(and a line in TEST_MOVES): " + ", ".join(map(str, stray)))
     if not (pending or changed or shims):
         print("relayout: nothing to do (already laid out)")
     else:
