@@ -12,7 +12,8 @@ moves (:data:`MOVES`), not the code. It
    ``importlib``, ``monkeypatch.setattr``, ``python -m``, docs), relative imports (resolved to
    the module they name, mapped, written back relative to the file's new place, the bound
    names kept: ``from . import xdist_hooks`` becomes ``from . import xdist as xdist_hooks``),
-   and file paths (``src/pytest_queryeval/engine.py``, a backticked ``kinds/sql.py``);
+   package-relative docstring references (``:mod:`..socketdeadline```) the same way, and
+   file paths (``src/pytest_queryeval/engine.py``, a backticked ``kinds/sql.py``);
    layer keys of ``tests/architecture/test_import_graph.py`` (module names relative to the
    package) through the same mapping; and what a branch merged after tests/plugin/ was split
    still says of it (:data:`TEST_MOVES`);
