@@ -405,6 +405,12 @@ def rewrite_tests(text: str, path: Path) -> str:
     text = TEST_PATH.sub(lambda m: (f"tests/{TEST_MOVES[m.group(1)]}/{m.group(1)}"
                                     if m.group(1) in TEST_MOVES else m.group(0)), text)
     text = text.replace("tests.plugin.conftest", "tests.sdmx_cases")
+    text = re.sub(r"^(?P<indent>[ \t]*)from \.\.plugin\.conftest import",
+                  lambda m: f"{m.group('indent')}from tests.sdmx_cases import", text,
+                  flags=re.MULTILINE)
+    text = re.sub(r"\btests\.plugin\.(test_[a-z0-9_]+)\b",
+                  lambda m: (f"tests.{TEST_MOVES[m.group(1) + '.py']}.{m.group(1)}"
+                             if m.group(1) + ".py" in TEST_MOVES else m.group(0)), text)
     text = text.replace("tests/plugin/conftest.py", "tests/sdmx_cases.py")
     if path.suffix != ".py" or path.parts[:1] != ("tests",) or len(path.parts) != 3:
         return text
