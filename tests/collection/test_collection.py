@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
 
 
 def test_cases_file_and_single_case_file_are_collected_with_ids_and_lines(suite):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import GDP, GDP_PLUS, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, GDP_PLUS, dump, sdmx_case, selection
 
 
 def _report(pytester: pytest.Pytester, name: str = "r.json") -> dict[str, Any]:

@@ -8,8 +8,7 @@ import json
 import pytest
 
 from pytest_queryeval import gcpolicy
-
-from .conftest import GDP, MEX, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 
 CONFTEST = """
 import gc

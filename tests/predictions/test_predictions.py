@@ -8,9 +8,8 @@ import sys
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, outcomes_by_id, sdmx_case, selection
 from tests.support import make_case, run_report
-
-from .conftest import GDP, GDP_PLUS, MEX, dump, outcomes_by_id, sdmx_case, selection
 
 PERFECT = {"gdp": selection(GDP), "mex": selection(MEX)}
 WORSE = {"gdp": selection(GDP_PLUS), "mex": selection(MEX)}

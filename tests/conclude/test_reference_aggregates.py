@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import dump
+from tests.sdmx_cases import dump
 
 
 def _res(*values: str) -> dict:

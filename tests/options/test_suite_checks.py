@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from .conftest import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
 
 MODEL = """
 import json, pathlib
@@ -304,7 +304,7 @@ def test_a_report_that_fails_to_write_keeps_the_summary(guarded):
 
 
 def test_custom_kinds_and_metrics_count_as_known_and_their_typos_do_not(suite):
-    from .test_thresholds_and_hooks import CONFTEST
+    from tests.engine.test_thresholds_and_hooks import CONFTEST
 
     suite.makeconftest(CONFTEST)
     tables = {"fruit": [["apple"], ["pear"]], "veg": [["leek"]],

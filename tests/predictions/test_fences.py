@@ -7,8 +7,7 @@ import json
 import pytest
 
 from pytest_queryeval.fences import strip_fence
-
-from .conftest import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
 
 
 @pytest.mark.parametrize(("text", "body", "opener"), [

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.sdmx_cases import dump, outcomes_by_id
 from tests.support import run_report
-
-from .conftest import dump, outcomes_by_id
 
 GOLD = "SELECT x FROM t ORDER BY x"
 CHATTY = "Here is the query:\n\n```sql\nSELECT x FROM t ORDER BY x\n```\n\nIt lists every x."

@@ -12,9 +12,8 @@ import sqlite3
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 from tests.support import run_report, write_suite
-
-from .conftest import GDP, MEX, dump, sdmx_case, selection
 
 RIGHT = {"gdp": selection(GDP), "mex": selection(MEX)}
 WRONG = selection(("COUNTRY", [("USA", "United States")]))  # macro_precision 0 against MEX

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 from pytest_queryeval.shard import balanced_shards
-
-from .conftest import GDP, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 
 IDS = [f"case-{i:02d}" for i in range(12)]
 #: case-00 took as long as all the others together, ten times over

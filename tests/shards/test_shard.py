@@ -7,8 +7,7 @@ import json
 import pytest
 
 from pytest_queryeval.shard import parse_shard, shard_of
-
-from .conftest import GDP, MEX, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 
 IDS = [f"case-{i:02d}" for i in range(24)]
 

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.sdmx_cases import dump, outcomes_by_id
 from tests.support import read_report
-
-from .conftest import dump, outcomes_by_id
 
 GOLD = "SELECT x FROM t ORDER BY x"
 RIGHT = "SELECT x FROM t ORDER BY x"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import GDP, GDP_PLUS, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, GDP_PLUS, dump, sdmx_case, selection
 
 
 def _thresholds(pytester):

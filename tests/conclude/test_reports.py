@@ -9,9 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
 from tests.support import read_report
-
-from .conftest import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import GDP, MEX, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 
 
 def _lines(pytester, name):

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import ast
 import typing
+from importlib.util import find_spec
 from pathlib import Path
 
 from pytest_queryeval.audit import _AuditContext
 from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.model import Context
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "pytest_queryeval"
 DECLARED = ("neighbours", "neighbour_base", "auditing")
 
 
@@ -28,7 +28,10 @@ def test_the_protocol_declares_what_the_kinds_read() -> None:
 
 def test_no_context_attribute_is_probed_with_getattr() -> None:
     probed = []
-    for path in (SRC / "kinds" / "sql.py", SRC / "audit" / "query.py", SRC / "audit" / "__init__.py"):
+    for module in ("pytest_queryeval.kinds.sql", "pytest_queryeval.audit.query", "pytest_queryeval.audit"):
+        spec = find_spec(module)
+        assert spec is not None and spec.origin is not None
+        path = Path(spec.origin)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" \
                     and isinstance(node.args[0], ast.Name) and node.args[0].id == "ctx" \

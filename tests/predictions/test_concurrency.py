@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
+from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 from tests.support import read_report
-
-from .conftest import GDP, dump, sdmx_case, selection
 
 RIGHT = selection(GDP)
 
