@@ -19,9 +19,8 @@ from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.errors import AnswerFailed, PredictionError
 from pytest_queryeval.model import Case
 from pytest_queryeval.predict import PREDICTOR_SOURCES, Prediction
+from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 from tests.support import make_case, run_report
-
-from .conftest import GDP, MEX, dump, sdmx_case, selection
 
 
 class CsvPredictor:
