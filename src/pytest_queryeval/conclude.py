@@ -277,8 +277,8 @@ def write_reports(report: dict[str, Any], comparison: Any, out: Outputs) -> list
             errors.append(exc.reason())
     step = os.environ.get("GITHUB_STEP_SUMMARY") if out.step_summary else None
     if out.markdown is not None or step:
-        from .report.json_report import write_atomic
         from .report.markdown import render_markdown
+        from .safefile import write_atomic
         from .safetext import printable
 
         text = printable(render_markdown(report, comparison))  # often read with cat

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import numeric, safefile
-from .datasource_keys import plugin_key_problems, source_problems
+from .datasource_keys import PATH_KEYS, plugin_key_problems, source_problems
 from .errors import ConfigError
 from .metricnames import PASS_RATE
 from .model import Threshold
@@ -29,14 +29,12 @@ from .paths import display
 from .pricing import Price, parse_pricing
 from .secrets import url_passwords
 from .thresholds import parse_threshold
-from .wording import suggest as suggest  # re-exported: importers of config.suggest
+from .wording import suggest
 from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
                         "pricing", "neighbours", "judge", "record_only"})
-#: Datasource keys holding paths, resolved against the directory of the file defining them.
-PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = frozenset({"inline", "file", "python", "http", "command", "openai"})
 #: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
 #: credential: they stay readable in the reports.

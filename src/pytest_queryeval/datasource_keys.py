@@ -23,6 +23,10 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
+#: Datasource keys holding paths, resolved against the directory of the file defining them
+#: (config.py); the reports show them relative (report/records.py), which is why they live
+#: here, below both, and not in config.py.
+PATH_KEYS = ("path", "tables", "file", "directory")
 PLUGIN_KEYS = frozenset({"writable", "now"})
 #: Datasource types that accept :data:`PLUGIN_KEYS`.
 PLUGIN_KEY_TYPES = ("sqlite", "duckdb", "sqlalchemy")

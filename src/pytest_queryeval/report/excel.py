@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import MissingDependency
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
+from ..safefile import create_temp
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -29,7 +30,6 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
-from .json_report import create_temp
 
 __all__ = ["LATENCY_METRIC", "write_xlsx"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..casesteps import CaseOutcome
-from ..config import PATH_KEYS
+from ..datasource_keys import PATH_KEYS
 from ..model import MISSING, NO_DIFFICULTY, Case
 from ..paths import display
 from ..safetext import no_surrogates

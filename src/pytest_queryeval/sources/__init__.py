@@ -60,7 +60,7 @@ def open_source(name: str, spec: dict[str, Any]) -> DataSource:
 def _open(name: str, spec: dict[str, Any]) -> DataSource:
     source_type = spec.get("type")
     if not isinstance(source_type, str) or source_type not in SOURCE_TYPES:
-        from ..config import suggest
+        from ..wording import suggest
 
         known = ", ".join(sorted(SOURCE_TYPES))
         hint = suggest(source_type, SOURCE_TYPES) if isinstance(source_type, str) else ""

@@ -112,7 +112,7 @@ def collateral_of(case: Case) -> Any:
         raise ConfigError("must be true, false or {ignore: [tables]}", key="collateral")
     unknown = sorted(set(map(str, value)) - {"ignore"})
     if unknown:
-        from ..config import suggest
+        from ..wording import suggest
 
         raise ConfigError(f"unknown key{suggest(unknown[0], {'ignore'})}",
                           key=f"collateral.{unknown[0]}")
@@ -160,7 +160,7 @@ def _check(item: Any, where: str, ordered: bool) -> Check:
     allowed = {"query", "rows", "compare", "order", "schema", "python", "livesqlbench_test"}
     unknown = sorted(set(map(str, item)) - allowed)
     if unknown:
-        from ..config import suggest
+        from ..wording import suggest
 
         raise ConfigError(f"unknown key{suggest(unknown[0], allowed)}", key=f"{where}.{unknown[0]}")
     kinds = [k for k in _CHECK_KINDS if k in item]
