@@ -41,6 +41,10 @@ lint: setup
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
 
+## mypy --strict on a core install (no extras), in a throwaway venv: scripts/mypy-core.sh
+lint-core: setup
+	bash scripts/mypy-core.sh $(PY)
+
 bench: setup
 	$(PY) bench/run_all.py
 
