@@ -542,10 +542,3 @@ class ConfigFinder:
                 self.reports.setdefault(path, report)
         self._merged[directory] = cfg
         return cfg
-
-    def all_configs(self) -> list[SuiteConfig]:
-        return list(self._merged.values())
-
-
-def is_list(value: Any) -> bool:
-    return isinstance(value, list | LocList)

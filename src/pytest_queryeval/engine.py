@@ -41,16 +41,6 @@ if TYPE_CHECKING:
     from .predict.exchange import Exchange
 
 
-class CacheLike:
-    """What the engine needs of pytest's ``config.cache`` (get/set of JSON values)."""
-
-    def get(self, key: str, default: Any) -> Any:  # pragma: no cover - protocol
-        raise NotImplementedError
-
-    def set(self, key: str, value: Any) -> None:  # pragma: no cover - protocol
-        raise NotImplementedError
-
-
 @dataclass
 class Hooks:
     """Extension callbacks (the plugin wires them to ``pytest_queryeval_*`` hooks)."""

@@ -173,16 +173,6 @@ def sha256(paths: Iterable[str | os.PathLike[str]], purpose: str) -> str:
     return h.hexdigest()
 
 
-def is_regular(path: str | os.PathLike[str]) -> bool:
-    """True for an existing regular file (``Path.is_file`` without its surrogate traceback)."""
-    if path_problem(path):
-        return False
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
 def create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, str]:
     """A new temporary file in ``directory``, created with the user's umask (as ``open`` and
     pytest's junit writer do): ``tempfile.mkstemp`` makes it 0600, and a report renamed from

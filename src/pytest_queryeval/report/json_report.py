@@ -190,10 +190,3 @@ def write_report(report: dict[str, Any], path: Path) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def load_report(path: Path) -> dict[str, Any]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or data.get("version") != VERSION or "cases" not in data:
-        raise ValueError(f"{path} is not a queryeval JSON report (version {VERSION})")
-    return data

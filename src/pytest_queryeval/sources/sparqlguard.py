@@ -37,7 +37,6 @@ from typing import Any
 
 from ..errors import QueryRefused, QuerySyntaxError
 
-QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
 SCORED_FORMS = frozenset({"SELECT", "ASK"})
 #: Longest request the guard parses (characters); a longer one is refused unparsed.
 MAX_QUERY_CHARS = 100_000

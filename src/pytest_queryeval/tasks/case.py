@@ -29,8 +29,6 @@ from ..wording import plural
 from .run import Check, Task, TaskOutcome, run_task
 
 TASKS = ("dml", "ddl")
-#: Case keys of a task (beside ``gold``, ``conditions`` and the common ones).
-TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks", "collateral"})
 #: The value of a datasource's ``writable`` key that allows tasks on it.
 WRITABLE = "sandbox"
 #: Engines tasks run on (PostgreSQL: a sqlalchemy datasource with a postgresql URL).
