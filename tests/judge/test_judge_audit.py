@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
+from tests.support import read_report
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 pytest.importorskip("openai")
@@ -48,7 +49,7 @@ def test_the_audit_recomputes_kappa_from_recorded_verdicts_as_scikit_learn(suite
     result = suite.runpytest("--queryeval-audit-judge=labels.jsonl", "--queryeval-json=r.json",
                              "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
-    audit = json.loads((suite.path / "r.json").read_text())["judge_audit"]
+    audit = read_report(suite.path / "r.json")["judge_audit"]
     expert = [e for e, _ in ROSE_BIRD_EX]
     judge = [j for _, j in ROSE_BIRD_EX]
     assert audit["kappa"] == sklearn_metrics.cohen_kappa_score(expert, judge)
@@ -81,7 +82,7 @@ def test_items_without_a_verdict_ask_the_judge_and_repeats_give_the_flip_rate(
     result = suite.runpytest("--queryeval-audit-judge=labels.jsonl", "--queryeval-json=r.json",
                              "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
-    audit = json.loads((suite.path / "r.json").read_text())["judge_audit"]
+    audit = read_report(suite.path / "r.json")["judge_audit"]
     assert audit["asked"] == 1 and len(openai_standin.requests) == 1
     assert "[BEGIN DATA gold_result]\n| n\n| 2\n[END DATA gold_result]" \
         in openai_standin.requests[0]["messages"][0]["content"]
@@ -111,7 +112,7 @@ def test_min_kappa_refuses_judge_ex_as_decider_below_it(suite, openai_standin, m
                   "labels": "labels.jsonl"}}))
     monkeypatch.setenv("QE_JUDGE_KEY", KEY)
     result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    report = json.loads((suite.path / "r.json").read_text())
+    report = read_report(suite.path / "r.json")
     case = report["cases"][0]
     gate = next(g for g in report["gates"] if g["metric"] == "judge_ex")
     if min_kappa == 0.4:  # measured 0.4356: the judge may decide

@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
+from tests.support import read_report
 
 pytest.importorskip("openai")
 
@@ -50,7 +51,7 @@ def suite(pytester, standin, cases, **judge):
 def run(pytester, monkeypatch, *args):
     monkeypatch.setenv("QE_JUDGE_KEY", KEY)
     result = pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", *args)
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     return result, {c["id"]: c for c in report["cases"]}
 
 
@@ -225,7 +226,7 @@ def test_a_judge_cost_gate_bounds_the_total(music, openai_standin, monkeypatch):
     (music.path / "queryeval.yaml").write_text(json.dumps(config))
     result, cases = run(music, monkeypatch)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    report = json.loads((music.path / "r.json").read_text())
+    report = read_report(music.path / "r.json")
     gate = next(g for g in report["gates"] if g["metric"] == "judge_cost_usd")
     total = sum(c["metrics"].get("judge_cost_usd", 0) for c in cases.values())
     assert total > 0

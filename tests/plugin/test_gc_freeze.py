@@ -8,6 +8,7 @@ import json
 import pytest
 
 from pytest_queryeval import gcpolicy
+from tests.support import read_report
 
 from .conftest import GDP, MEX, dump, sdmx_case, selection
 
@@ -39,5 +40,5 @@ def test_collected_objects_are_frozen_for_the_run_and_released(
     assert gc.get_freeze_count() == before  # everything handed back to the GC
     if frozen:  # and frozen again at interpreter exit, where the finalizer would rescan it all
         assert gcpolicy._EXIT_FREEZE == [True]
-    report = json.loads((suite.path / "r.json").read_text())
+    report = read_report(suite.path / "r.json")
     assert [c["metrics"]["macro_f1"] for c in report["cases"]] == [0.0, 1.0] * 3 + [0.0]

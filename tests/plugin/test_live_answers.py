@@ -9,7 +9,6 @@ loopback HTTP server standing in for the model service, a real command.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import sys
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.model_service import ModelService, Request
-from tests.support import run_report
+from tests.support import read_report, run_report
 
 from .conftest import dump, outcomes_by_id
 
@@ -153,6 +152,6 @@ def test_failures_model_makes_a_failed_prediction_the_models_failure(sql_suite, 
     result, report = _report(sql_suite, *args, "--queryeval-update-baseline")
     assert "ended in an error" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*baseline updated:*"])
-    baseline = json.loads((sql_suite.path / "queryeval-baseline.json").read_text())
+    baseline = read_report(sql_suite.path / "queryeval-baseline.json")
     assert {c["id"]: c["status"] for c in baseline["cases"]} == {"up": "failed",
                                                                  "down": "failed"}

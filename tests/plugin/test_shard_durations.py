@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from pytest_queryeval.shard import balanced_shards
+from tests.support import read_report
 
 from .conftest import GDP, dump, sdmx_case, selection
 
@@ -23,7 +24,7 @@ def _suite(pytester):
 
 
 def _ran(pytester, report):
-    return [c["id"] for c in json.loads((pytester.path / report).read_text())["cases"]]
+    return [c["id"] for c in read_report(pytester.path / report)["cases"]]
 
 
 def test_shards_are_balanced_by_recorded_durations(suite, monkeypatch):

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
 
@@ -72,7 +74,7 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def report(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text())
+    data: dict[str, Any] = read_report(path)
     return data
 
 

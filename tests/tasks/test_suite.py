@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 ROOT = Path(__file__).resolve().parents[2]
 RAISE = "UPDATE Track SET UnitPrice = UnitPrice + 0.1 WHERE GenreId = 1"
 ROCK = "SELECT TrackId, UnitPrice FROM Track WHERE GenreId = 1"
@@ -73,7 +75,7 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def report(path: Path) -> dict[str, Any]:
-    return {c["id"]: c for c in json.loads(path.read_text())["cases"]}
+    return {c["id"]: c for c in read_report(path)["cases"]}
 
 
 def test_task_cases_end_to_end(suite: pytest.Pytester) -> None:
@@ -164,7 +166,7 @@ def test_gold_audit_runs_each_gold_against_its_own_checks(suite: pytest.Pytester
                      "rows": [[213]]}]}]}))
     result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
                              "--queryeval-audit-golds")
-    findings = json.loads((suite.path / "r.json").read_text())["audit"]["findings"]
+    findings = read_report(suite.path / "r.json")["audit"]["findings"]
     assert [(f["id"], f["code"]) for f in findings] == [("stale", "gold-error")]
     assert findings[0]["message"] == (
         "the gold fails its own checks: 1 of 1 check failed: rows of SELECT count(*) FROM "
