@@ -23,7 +23,8 @@ fi
 if [ ! -x "$VENV_DIR/bin/python" ]; then
     "$PYTHON" -m venv "$VENV_DIR"
     constraints=$(mktemp)
-    "$BIN/pip" freeze --exclude-editable >"$constraints"
+    # name==version lines only: a direct reference (name @ url) is no constraint pip takes
+    "$PYTHON" -m pip freeze --exclude-editable | grep -E '^[A-Za-z0-9_.-]+==' >"$constraints" || true
     stubs=$(grep -i '^types-pyyaml==' "$constraints" || echo types-PyYAML)
     "$VENV_DIR/bin/pip" install -q -c "$constraints" -e . "$stubs"
     rm -f "$constraints"
