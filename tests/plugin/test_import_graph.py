@@ -173,8 +173,8 @@ LAYERS: dict[str, str] = {
                     ENGINE),
     **dict.fromkeys(("plugin", "declare", "options", "runner", "controller", "xdist_hooks",
                      "collect", "runahead", "unmatched", "finish", "shard", "resume"), SURFACE),
-    **dict.fromkeys(("conclude", "aggregate", "merge", "verdict", "significance", "outcome"),
-                    END),
+    **dict.fromkeys(("conclude", "aggregate", "merge", "verdict", "significance", "outcome",
+                     "baseline"), END),
 }
 #: A layer here imports nothing of the package outside the layers listed: utilities only each
 #: other; process isolation the utilities, each other and errors.py's exceptions (a contract).
@@ -206,6 +206,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "what the comparison sections print",
     ("report.baseline", "significance"): "the documented report.baseline facade re-exports the "
         "significance option parser",
+    ("report", "baseline.compare"): "the reports print the baseline comparison (Comparison, "
+        "MetricDelta, EPSILON) that the end of the run computes",
+    ("report.baseline", "baseline"): "report.baseline is the documented facade over baseline/ "
+        "(docs/reports.md, API summary)",
     ("report.denominators", "aggregate"): "the reasons a case leaves a mean (MISSING_REASONS) "
         "are defined where the means are taken",
 }
