@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-import json
-
 from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+from tests.support import read_report
 
 
 def test_cases_file_and_single_case_file_are_collected_with_ids_and_lines(suite):
@@ -56,7 +55,7 @@ def test_xfail_and_skip_reasons(suite):
     result = suite.runpytest("-rxs", "--queryeval-json=r.json")
     result.assert_outcomes(passed=1, xfailed=1, skipped=1)
     result.stdout.fnmatch_lines(["*XFAIL*known-gap*extra GDP term*", "*SKIPPED*dataset not loaded yet*"])
-    report = json.loads((suite.path / "r.json").read_text())
+    report = read_report(suite.path / "r.json")
     assert {c["id"]: c["outcome"] for c in report["cases"]} == {
         "known-gap": "xfailed", "later": "skipped", "ok": "passed"}
     # the xfailed case's real scores still count in the metric means
@@ -111,7 +110,7 @@ cases:
 """)
     result = suite.runpytest("--queryeval-json=r.json")
     result.assert_outcomes(passed=2, failed=1)
-    cases = {c["id"]: c for c in json.loads((suite.path / "r.json").read_text())["cases"]}
+    cases = {c["id"]: c for c in read_report(suite.path / "r.json")["cases"]}
     assert {k: c["outcome"] for k, c in cases.items()} == {
         "group-by": "passed", "no-distinct": "failed", "own-gold": "passed"}
     assert cases["group-by"]["gold"] == "SELECT count(DISTINCT store_id) FROM sales"

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_queryeval import gcpolicy
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
+from tests.support import read_report
 
 CONFTEST = """
 import gc
@@ -38,5 +39,5 @@ def test_collected_objects_are_frozen_for_the_run_and_released(
     assert gc.get_freeze_count() == before  # everything handed back to the GC
     if frozen:  # and frozen again at interpreter exit, where the finalizer would rescan it all
         assert gcpolicy._EXIT_FREEZE == [True]
-    report = json.loads((suite.path / "r.json").read_text())
+    report = read_report(suite.path / "r.json")
     assert [c["metrics"]["macro_f1"] for c in report["cases"]] == [0.0, 1.0] * 3 + [0.0]

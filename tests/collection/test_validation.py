@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
+from tests.support import read_report
 
 
 def _lines(pytester, name):
@@ -50,7 +49,7 @@ def test_each_problem_fails_only_its_own_case(suite, monkeypatch):
     out = result.stdout.str()
     for line in expected:
         assert f"error: {line}" in out, line
-    report = json.loads((suite.path / "r.json").read_text())
+    report = read_report(suite.path / "r.json")
     outcomes = [(c["id"], c["outcome"]) for c in report["cases"]]
     assert outcomes.count(("good", "passed")) == 1
     assert sum(1 for _, o in outcomes if o == "error") == 5

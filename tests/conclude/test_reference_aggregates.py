@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.sdmx_cases import dump
+from tests.support import read_report
 
 
 def _res(*values: str) -> dict:
@@ -29,7 +28,7 @@ def test_session_figures_follow_the_references(suite) -> None:
     result = suite.runpytest("--queryeval-json=r.json", "--queryeval-markdown=r.md",
                              "--queryeval-html=r.html", "--queryeval-xlsx=r.xlsx")
     result.assert_outcomes(passed=3)
-    agg = json.loads((suite.path / "r.json").read_text())["aggregates"]
+    agg = read_report(suite.path / "r.json")["aggregates"]
     g = agg["gerbil"]
     # QALD rule: q3's empty answer is P = 1, R = 0; Macro F1 QALD = F1 of the macro P and R
     p, r = (0.5 + 1.0 + 1.0) / 3, (1.0 + 0.25 + 0.0) / 3

@@ -163,7 +163,7 @@ def test_update_baseline_writes_beside_the_suite_once_under_xdist(mixed):
     (sub / "queryeval.yaml").write_text(dump({"thresholds": {"macro_recall": 1.0}}))
     result = mixed.runpytest_subprocess("-n", "2", "--queryeval-update-baseline")
     result.assert_outcomes(passed=5, failed=2)
-    baseline = json.loads((sub / "queryeval-baseline.json").read_text())
+    baseline = read_report(sub / "queryeval-baseline.json")
     assert len(baseline["cases"]) == 7
     assert "/tmp/" not in json.dumps(baseline)  # no machine paths in a committed file
     assert result.stdout.str().count("baseline updated:") == 1
@@ -195,7 +195,7 @@ def test_a_bare_baseline_name_is_read_where_update_writes_it(mixed):
     result.stdout.fnmatch_lines(["baseline: 7 cases in both runs"])
     # one file for both: --queryeval-update-baseline writes the --queryeval-baseline it compared
     mixed.runpytest("--queryeval-baseline", "other.json", "--queryeval-update-baseline")
-    assert json.loads((sub / "other.json").read_text())["cases"]
+    assert read_report(sub / "other.json")["cases"]
     assert not (mixed.path / "other.json").exists()
 
 
@@ -265,7 +265,7 @@ def test_reports_and_the_comparison_name_the_model(mixed):
     """Issue 19 item 3: the report records which model produced it."""
     mixed.makefile(".yaml", queryeval=dump({"model": "gdp-v2"}))
     mixed.runpytest("--queryeval-update-baseline")
-    run = json.loads((mixed.path / "queryeval-baseline.json").read_text())["run"]
+    run = read_report(mixed.path / "queryeval-baseline.json")["run"]
     assert (run["model"], run["predictions"]) == ("gdp-v2", None)
     (mixed.path / "preds.jsonl").write_text("")
     result = mixed.runpytest("--queryeval-baseline=queryeval-baseline.json",
@@ -297,7 +297,7 @@ def test_update_baseline_refuses_a_run_of_part_of_the_suite_directory(mixed):
                                  "was filtered (the suite's case files b/test_other.yaml were not run)*"])
     assert not (sub / "queryeval-baseline.json").exists()
     mixed.runpytest("suite", "--queryeval-update-baseline").assert_outcomes(passed=6, failed=2)
-    assert len(json.loads((sub / "queryeval-baseline.json").read_text())["cases"]) == 8
+    assert len(read_report(sub / "queryeval-baseline.json")["cases"]) == 8
 
 
 def test_a_baseline_refresh_whose_only_failures_are_below_threshold_is_green(mixed):

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from tests.sdmx_cases import GDP, GDP_PLUS, dump, sdmx_case, selection
+from tests.support import read_report
 
 
 def _report(pytester: pytest.Pytester, name: str = "r.json") -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((pytester.path / name).read_text())
+    data: dict[str, Any] = read_report(pytester.path / name)
     return data
 
 

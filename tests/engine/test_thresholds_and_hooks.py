@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 from tests.sdmx_cases import GDP, GDP_PLUS, dump, sdmx_case, selection
+from tests.support import read_report
 
 
 def _thresholds(pytester):
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     return {c["id"]: c["thresholds"] for c in report["cases"]}
 
 
@@ -128,7 +127,7 @@ def test_custom_kind_datasource_predictor_and_metric_from_a_conftest(suite):
     ]}))
     result = suite.runpytest("--strict-markers", "-m", "tables", "--queryeval-json=r.json")
     result.assert_outcomes(passed=1, failed=2)
-    report = json.loads((suite.path / "r.json").read_text())
+    report = read_report(suite.path / "r.json")
     by_id = {c["id"]: c for c in report["cases"]}
     assert by_id["q1"]["metrics"]["overlap"] == 1.0
     assert by_id["q1"]["metrics"]["answer_length"] == 5.0

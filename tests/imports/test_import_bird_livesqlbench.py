@@ -14,6 +14,7 @@ import yaml
 
 from pytest_queryeval.importers import bird, livesqlbench
 from pytest_queryeval.importers.cli import main as cli
+from tests.support import read_report
 
 SEP = "\t----- bird -----\t"
 
@@ -81,7 +82,7 @@ def test_bird_suite_runs_with_its_predictions(tmp_path: Path, chinook_dir: Path,
     assert config["predictions"] == {"source": "file", "path": "predictions.jsonl"}
     result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
     result.assert_outcomes(passed=2, failed=1)
-    report = json.loads((out / "r.json").read_text())
+    report = read_report(out / "r.json")
     by_id = {c["id"]: c for c in report["cases"]}
     assert by_id["bird-7"]["metrics"]["bird_ex"] == 1.0
     assert by_id["bird-12"]["metrics"]["bird_ex"] == 1.0
@@ -205,7 +206,7 @@ def test_livesqlbench_suite_runs_with_soft_ex(tmp_path: Path, chinook_dir: Path,
     assert [r["id"] for r in records] == ["chinook_1", "chinook_2", "chinook_3"]
     result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
     result.assert_outcomes(passed=3)
-    report = json.loads((out / "r.json").read_text())
+    report = read_report(out / "r.json")
     by_id = {c["id"]: c for c in report["cases"]}
     # ROUND removed from the gold, both rounded to 2 places: equal; EX says no
     assert by_id["chinook_2"]["metrics"]["soft_ex"] == 1.0

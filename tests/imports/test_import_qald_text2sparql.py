@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from pytest_queryeval.importers.cli import main
+from tests.support import read_report
 
 
 def _suite(out: Path, prefix: str) -> tuple[str, dict]:
@@ -69,7 +70,7 @@ def test_text2sparql_questions_run_end_to_end(shared_data: Path, pytester: pytes
     assert suite["cases"][0]["tags"] == ["text2sparql", "cd25", "en"]
     result = pytester.runpytest(str(out), f"--queryeval-json={pytester.path / 'r.json'}")
     result.assert_outcomes(passed=6)
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     assert {c["metrics"]["set_f1"] for c in report["cases"]} == {1.0}
     assert report["aggregates"]["gerbil"]["macro_f1_qald"] == 1.0
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
 
@@ -43,7 +45,7 @@ def write(pytester: pytest.Pytester, cases: list[dict[str, Any]],
 
 
 def report(pytester: pytest.Pytester) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((pytester.path / "out" / "r.json").read_text())
+    data: dict[str, Any] = read_report(pytester.path / "out" / "r.json")
     return data
 
 
@@ -279,7 +281,7 @@ def test_queryeval_merge_sums_the_shards_budgets(chinook_suite):
     merged = report(chinook_suite)
     assert merged["neighbours"]["passes_checked"] == 4
     assert merged["neighbours"]["coincidental_passes"] == ["c1", "c3"]
-    shards = [json.loads((chinook_suite.path / "out" / f"shard-{i}.json").read_text())
+    shards = [read_report(chinook_suite.path / "out" / f"shard-{i}.json")
               for i in (1, 2)]
     assert merged["neighbours"]["databases_checked"] == sum(
         s["neighbours"]["databases_checked"] for s in shards)
@@ -310,6 +312,6 @@ def test_a_counterexample_beside_a_report_outside_the_rootdir_is_printed_openabl
     saved = (outside / "queryeval-neighbours" / "gated.sqlite").resolve()
     assert saved.is_file()
     result.stdout.fnmatch_lines([f"*counterexample (database * of the gold's suite): {saved}"])
-    data = json.loads((outside / "r.json").read_text())
+    data = read_report(outside / "r.json")
     assert by_id(data)["gated"]["details"]["neighbours"]["counterexample"]["file"] == \
         "queryeval-neighbours/gated.sqlite"

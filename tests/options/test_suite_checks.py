@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+from tests.support import read_report
 
 MODEL = """
 import json, pathlib
@@ -135,7 +136,7 @@ def test_a_gate_that_scores_nothing_fails_unless_allow_empty(guarded):
     result.stdout.fnmatch_lines([
         "gate FAIL: mean execution_accuracy = n/a (nothing scored: no case has "
         "execution_accuracy) (required >= 0.9, 0 of 3 cases scored)"])
-    gate = json.loads((guarded.path / "r.json").read_text())["gates"][0]
+    gate = read_report(guarded.path / "r.json")["gates"][0]
     assert (gate["passed"], gate["value"], gate["reason"]) == (
         False, None, "nothing scored: no case has execution_accuracy")
     _config(guarded, gates=["execution_accuracy: {mean: 0.9, allow_empty: true}",
@@ -157,7 +158,7 @@ def test_pass_rate_gates_filter_by_kind_and_tag(guarded):
                             "weo_precision: {metric: macro_precision, mean: 0.8, tag: weo}"])
     result = guarded.runpytest("--queryeval-json=r.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # gdp-wrong fails its threshold
-    gates = {g["name"]: g for g in json.loads((guarded.path / "r.json").read_text())["gates"]}
+    gates = {g["name"]: g for g in read_report(guarded.path / "r.json")["gates"]}
     weo = gates["pass_rate[kind=sdmx][tag=weo]"]
     assert (weo["stat"], weo["kind"], weo["tag"], weo["cases"], weo["value"], weo["passed"]) == (
         "pass_rate", "sdmx", "weo", 2, 0.5, False)
@@ -263,7 +264,7 @@ def test_a_broken_baseline_is_found_before_any_case_runs(guarded, workers):
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["queryeval: PASSED as a baseline refresh: 1 case below "
                                  "threshold recorded as the accepted state (gdp-wrong)*"])
-    assert json.loads((guarded.path / "new.json").read_text())["cases"]
+    assert read_report(guarded.path / "new.json")["cases"]
 
 
 def test_missing_xlsxwriter_is_a_usage_error_at_session_start(guarded):
@@ -319,7 +320,7 @@ def test_custom_kinds_and_metrics_count_as_known_and_their_typos_do_not(suite):
         {"id": "q2", "question": "food?", "gold": "food"}]}))
     result = suite.runpytest("--queryeval-json=r.json")
     result.assert_outcomes(passed=2)
-    gates = json.loads((suite.path / "r.json").read_text())["gates"]
+    gates = read_report(suite.path / "r.json")["gates"]
     assert [(g["name"], g["passed"]) for g in gates] == [
         ("overlap[kind=tables]", True), ("answer_length[kind=tables]", True)]  # means 2/3 and 4
     config["gates"] = {"answer_lenght": {"mean": 1}, "overlap": {"mean": 0.5, "kind": "sql"}}

@@ -8,6 +8,7 @@ import pytest
 
 from pytest_queryeval.fences import strip_fence
 from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
+from tests.support import read_report
 
 
 @pytest.mark.parametrize(("text", "body", "opener"), [
@@ -48,7 +49,7 @@ def test_the_stripped_fence_shows_in_the_failure_and_the_json_report(suite):
     result.assert_outcomes(passed=1, failed=1)  # scored, not "invalid prediction"
     result.stdout.fnmatch_lines(["predicted: *", "*(Markdown code fence ```json stripped before "
                                  "scoring)*"])
-    report = json.loads((suite.path / "r.json").read_text())
+    report = read_report(suite.path / "r.json")
     assert {c["id"]: c["details"]["fence_stripped"] for c in report["cases"]} == {
         "gdp": "```json", "mex": "```json"}
     assert "Markdown code fence ```json stripped before scoring" in (suite.path / "r.html").read_text()

@@ -9,7 +9,6 @@ loopback HTTP server standing in for the model service, a real command.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import sys
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 
 from tests.fixtures.model_service import ModelService, Request
 from tests.sdmx_cases import dump, outcomes_by_id
-from tests.support import run_report
+from tests.support import read_report, run_report
 
 GOLD = "SELECT x FROM t ORDER BY x"
 CHATTY = "Here is the query:\n\n```sql\nSELECT x FROM t ORDER BY x\n```\n\nIt lists every x."
@@ -152,6 +151,6 @@ def test_failures_model_makes_a_failed_prediction_the_models_failure(sql_suite, 
     result, report = _report(sql_suite, *args, "--queryeval-update-baseline")
     assert "ended in an error" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*baseline updated:*"])
-    baseline = json.loads((sql_suite.path / "queryeval-baseline.json").read_text())
+    baseline = read_report(sql_suite.path / "queryeval-baseline.json")
     assert {c["id"]: c["status"] for c in baseline["cases"]} == {"up": "failed",
                                                                  "down": "failed"}

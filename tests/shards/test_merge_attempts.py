@@ -11,6 +11,7 @@ from pytest_queryeval.merge import run as merge_run
 from pytest_queryeval.report.html import MAX_CASE_ROWS
 from pytest_queryeval.report.json_report import write_report
 from pytest_queryeval.shard import shard_of
+from tests.support import read_report
 
 SHARDS, CASES = 10, 10_000
 IDS = [f"case-{n:05d}" for n in range(CASES)]
@@ -78,7 +79,7 @@ def test_ten_shards_two_retried_merge_into_one_run(tmp_path, monkeypatch, capsys
     status = merge_run([*reversed(names), "-o", "merged.json", "--queryeval-html=m.html"])
     out = capsys.readouterr().out
     assert status == 0, out  # the interrupted attempt was retried whole: not an interrupt
-    merged = json.loads((tmp_path / "merged.json").read_text())
+    merged = read_report(tmp_path / "merged.json")
     ids = [c["id"] for c in merged["cases"]]
     assert len(ids) == CASES and sorted(ids) == IDS  # each case once
     assert ids == [c["id"] for c in sorted(merged["cases"], key=lambda c: (c["file"], c["line"]))]
@@ -128,7 +129,7 @@ def test_a_baseline_written_by_the_merge_keeps_every_case_it_compares(tmp_path, 
                "--queryeval-update-baseline"])
     assert "baseline updated" in capsys.readouterr().out
     base = load_baseline(tmp_path / "base.json")
-    merged = json.loads((tmp_path / "m.json").read_text())
+    merged = read_report(tmp_path / "m.json")
 
     def compared(cases):
         return [(c["id"], c.get("outcome"), c.get("status"), c.get("metrics") or {})

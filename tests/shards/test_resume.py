@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
+from tests.support import read_report
 
 IDS = [f"c{i}" for i in range(6)]
 
@@ -58,7 +59,7 @@ def test_a_retry_asks_only_for_what_the_first_attempt_did_not_score(suite):
     assert _calls(suite) == ["c3"]
     retry.stdout.fnmatch_lines(["carried: 5 cases scored by an earlier attempt, not run again "
                                 "(5 from attempt-1.json; --queryeval-resume)"])
-    report = json.loads((suite.path / "attempt-2.json").read_text())
+    report = read_report(suite.path / "attempt-2.json")
     by_id = {c["id"]: c for c in report["cases"]}
     assert [c["id"] for c in report["cases"]] == IDS
     assert {i for i, c in by_id.items() if c.get("carried")} == {"c0", "c1", "c2", "c4", "c5"}

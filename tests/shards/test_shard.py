@@ -8,6 +8,7 @@ import pytest
 
 from pytest_queryeval.shard import parse_shard, shard_of
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
+from tests.support import read_report
 
 IDS = [f"case-{i:02d}" for i in range(24)]
 
@@ -25,7 +26,7 @@ def many(suite):
 
 
 def _ids(pytester, path):
-    return [c["id"] for c in json.loads((pytester.path / path).read_text())["cases"]]
+    return [c["id"] for c in read_report(pytester.path / path)["cases"]]
 
 
 def test_shards_partition_the_suite_by_a_stable_hash_of_the_case_id(many):
@@ -37,7 +38,7 @@ def test_shards_partition_the_suite_by_a_stable_hash_of_the_case_id(many):
         assert ids == sorted(i for i in IDS if shard_of(i, 3) == index)
         assert 0 < len(ids) < len(IDS)
         result.stdout.fnmatch_lines([f"*{len(IDS) - len(ids)} deselected*"])
-        report = json.loads((many.path / f"shard-{index}.json").read_text())
+        report = read_report(many.path / f"shard-{index}.json")
         assert report["run"]["shard"] == f"{index}/3"
         seen += ids
     assert sorted(seen) == IDS  # every case in exactly one shard
@@ -70,12 +71,12 @@ def _merge(pytester, *args):
 
 def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):
     whole = many.runpytest("--queryeval-json=whole.json")
-    full = json.loads((many.path / "whole.json").read_text())
+    full = read_report(many.path / "whole.json")
     shards = _shards(many, 3)
     result = _merge(many, *shards, "-o", "merged.json", "--queryeval-markdown=m.md",
                     "--queryeval-html=m.html", "--queryeval-baseline=whole.json",
                     "--queryeval-max-drop=0.01")
-    merged = json.loads((many.path / "merged.json").read_text())
+    merged = read_report(many.path / "merged.json")
     assert result.ret == whole.ret == 1  # the same failing cases fail both
     assert [c["id"] for c in merged["cases"]] == [c["id"] for c in full["cases"]]
     assert merged["aggregates"] == full["aggregates"]
@@ -99,7 +100,7 @@ def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):
 
 def test_merge_fails_on_a_drop_versus_the_baseline(many):
     many.runpytest("--queryeval-json=whole.json")
-    better = json.loads((many.path / "whole.json").read_text())
+    better = read_report(many.path / "whole.json")
     for case in better["cases"]:
         case["metrics"]["macro_f1"] = 1.0
     (many.path / "better.json").write_text(json.dumps(better))
@@ -107,7 +108,7 @@ def test_merge_fails_on_a_drop_versus_the_baseline(many):
     result = _merge(many, *shards, "-o", "merged.json", "--queryeval-baseline=better.json",
                     "--queryeval-max-drop=macro_f1=0.05")
     assert result.ret == 1
-    merged = json.loads((many.path / "merged.json").read_text())
+    merged = read_report(many.path / "merged.json")
     assert merged["baseline"]["passed"] is False
     result.stdout.fnmatch_lines(["*macro_f1*", "queryeval: FAILED: *failed cases*; "
                                                "baseline drop: macro_f1 -* > max drop 0.05 *"])
@@ -115,12 +116,12 @@ def test_merge_fails_on_a_drop_versus_the_baseline(many):
 
 def test_merge_reports_missing_and_duplicated_cases(many):
     shards = _shards(many, 3)
-    first = json.loads((many.path / shards[0]).read_text())
+    first = read_report(many.path / shards[0])
     missing = sorted(set(IDS) - set(first["run"]["suite_ids"]) | (
         set(_ids(many, shards[2]))))
     result = _merge(many, shards[0], shards[1], shards[1], "-o", "merged.json")
     assert result.ret == 1
-    merged = json.loads((many.path / "merged.json").read_text())
+    merged = read_report(many.path / "merged.json")
     assert sorted(c["id"] for c in merged["cases"]) == sorted(
         _ids(many, shards[0]) + _ids(many, shards[1]))  # each case once
     result.stdout.fnmatch_lines([
@@ -178,7 +179,7 @@ def test_merge_refuses_shards_of_another_suite_or_configuration(many):
 
 def test_a_shard_under_xdist_records_the_suite_from_the_workers(many):
     many.runpytest("-n", "2", "--queryeval-shard=1/2", "--queryeval-json=x.json")
-    run = json.loads((many.path / "x.json").read_text())["run"]
+    run = read_report(many.path / "x.json")["run"]
     assert run["suite"]["cases"] == len(IDS)
     assert run["suite_ids"] == IDS
     assert run["shard"] == "1/2"
@@ -190,7 +191,7 @@ def test_pytest_split_groups_merge_like_one_run(many):
     union against the suite's ids just the same."""
     pytest.importorskip("pytest_split")
     whole = many.runpytest("--queryeval-json=whole.json")
-    full = json.loads((many.path / "whole.json").read_text())
+    full = read_report(many.path / "whole.json")
     seen: list[str] = []
     for group in (1, 2, 3):
         result = many.runpytest("--splits", "3", "--group", str(group),
@@ -201,7 +202,7 @@ def test_pytest_split_groups_merge_like_one_run(many):
         seen += ids
     assert sorted(seen) == IDS
     result = _merge(many, "group-1.json", "group-2.json", "group-3.json", "-o", "merged.json")
-    merged = json.loads((many.path / "merged.json").read_text())
+    merged = read_report(many.path / "merged.json")
     assert result.ret == whole.ret == 1
     assert [c["id"] for c in merged["cases"]] == [c["id"] for c in full["cases"]]
     assert merged["aggregates"] == full["aggregates"]
@@ -218,7 +219,7 @@ def test_merge_refuses_a_damaged_shard_naming_the_file_and_the_field(many):
     """A crafted or damaged shard is a usage error (exit 4, nothing written) naming the shard
     and the field path, not a traceback with exit 1 (the status of failing tests)."""
     shards = _shards(many, 2)
-    good = json.loads((many.path / shards[0]).read_text())
+    good = read_report(many.path / shards[0])
     gated = next(i for i, g in enumerate(good["gates"]) if g["name"] == "macro_f1")
 
     def damaged(name, change):
@@ -277,7 +278,7 @@ def test_shard_auto_reads_the_schedulers_variables(many, monkeypatch):
     monkeypatch.setenv("CI_NODE_TOTAL", "3")
     many.runpytest("--queryeval-shard=auto", "--queryeval-json=auto.json")
     assert _ids(many, "auto.json") == sorted(i for i in IDS if shard_of(i, 3) == 2)
-    assert json.loads((many.path / "auto.json").read_text())["run"]["shard"] == "2/3"
+    assert read_report(many.path / "auto.json")["run"]["shard"] == "2/3"
     monkeypatch.delenv("CI_NODE_INDEX")
     result = many.runpytest("--queryeval-shard=auto")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -7,6 +7,7 @@ import json
 
 from pytest_queryeval.shard import balanced_shards
 from tests.sdmx_cases import GDP, dump, sdmx_case, selection
+from tests.support import read_report
 
 IDS = [f"case-{i:02d}" for i in range(12)]
 #: case-00 took as long as all the others together, ten times over
@@ -22,7 +23,7 @@ def _suite(pytester):
 
 
 def _ran(pytester, report):
-    return [c["id"] for c in json.loads((pytester.path / report).read_text())["cases"]]
+    return [c["id"] for c in read_report(pytester.path / report)["cases"]]
 
 
 def test_shards_are_balanced_by_recorded_durations(suite, monkeypatch):
