@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 PYTEST_ARGS ?=
 
-.PHONY: setup example test lint services bench clean
+.PHONY: setup example test lint lint-core services bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,6 +40,10 @@ test: setup services
 lint: setup
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
+
+## mypy --strict on a core install (no extras), in a throwaway venv: scripts/mypy-core.sh
+lint-core: setup
+	bash scripts/mypy-core.sh $(PY)
 
 bench: setup
 	$(PY) bench/run_all.py

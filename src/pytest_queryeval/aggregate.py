@@ -21,8 +21,6 @@ from .verdict import judged_outcome
 if TYPE_CHECKING:
     from .model import RecordLike
 
-#: Outcomes that count towards pass rates (skipped and xfailed cases are expected not to pass).
-JUDGED = ("passed", "failed", "error", "xpassed")
 #: Why a case of a group has no value of a metric, in the order the reports list them. A mean
 #: over 64 cases of 68 reads as a score over 68 unless the report says so (item 5 of issue 30).
 PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE = (

@@ -18,7 +18,6 @@ from typing import Any, cast
 
 from . import kinds as kind_registry
 from .config import SuiteConfig
-from .config import suggest as _suggest
 from .deprecated import QueryevalDeprecationWarning, renamed_key
 from .errors import ConfigError
 from .model import Case, Kind, Threshold
@@ -26,6 +25,7 @@ from .numeric import option_limit
 from .results import ResultTable
 from .safetext import is_safe, printable
 from .thresholds import apply_default, parse_threshold
+from .wording import suggest as _suggest
 from .yamlload import LocDict, LocList, load_file, plain
 
 #: Keys every case may carry, whatever its kind.

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from . import numeric, safefile
-from .datasource_keys import plugin_key_problems, source_problems
+from .datasource_keys import PATH_KEYS, plugin_key_problems, source_problems
 from .errors import ConfigError
 from .metricnames import PASS_RATE
 from .model import Threshold
@@ -31,14 +31,12 @@ from .pricing import Price, parse_pricing
 from .secrets import url_passwords
 from .sources.defined import define
 from .thresholds import parse_threshold
-from .wording import suggest as suggest  # re-exported: importers of config.suggest
+from .wording import suggest
 from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
                         "pricing", "neighbours", "judge", "record_only"})
-#: Datasource keys holding paths, resolved against the directory of the file defining them.
-PATH_KEYS = ("path", "tables", "file", "directory")
 PREDICTION_SOURCES = SOURCE_NAMES  # the registered sources and inline, one list
 #: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
 #: credential: they stay readable in the reports.
@@ -518,10 +516,3 @@ class ConfigFinder:
                 self.reports.setdefault(path, report)
         self._merged[directory] = cfg
         return cfg
-
-    def all_configs(self) -> list[SuiteConfig]:
-        return list(self._merged.values())
-
-
-def is_list(value: object) -> bool:
-    return isinstance(value, list | LocList)

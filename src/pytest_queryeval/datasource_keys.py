@@ -25,6 +25,11 @@ from collections.abc import Callable, Mapping
 from .sources import PLUGIN_KEYS as PLUGIN_KEYS  # re-exported: read here before the table
 from .sources import SOURCE_TYPES, source_type
 
+#: Datasource keys holding paths, resolved against the directory of the file defining them
+#: (config.py); the reports show them relative (report/records.py), which is why they live
+#: here, below both, and not in config.py.
+PATH_KEYS = ("path", "tables", "file", "directory")
+
 
 def plugin_key_types() -> tuple[str, ...]:
     """The datasource types that accept :data:`PLUGIN_KEYS` (their table entries say

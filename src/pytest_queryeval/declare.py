@@ -3,7 +3,7 @@ values, and the rule that says which YAML files are case files.
 
 Why a module of its own: pytest imports the hook module in every run of every project where
 the plugin is installed. That module and this one are all such a run imports of the package
-until a case file is found (``tests/plugin/test_collection_rule.py``), so a project without a
+until a case file is found (``tests/architecture/test_collection_rule.py``), so a project without a
 suite pays nothing for the plugin. Standard library only; importable without pytest
 (``queryeval merge`` declares its report options here too).
 """

@@ -189,13 +189,18 @@ def _quiet_loading() -> Iterator[None]:
     except ImportError:
         yield
         return
+    # typed here: transformers leaves these two unannotated, and a core install (mypy-core.sh)
+    # has no transformers at all, so an ignore comment is needed in one install and unused in
+    # the other
+    disable: Callable[[], None] = hf_logging.disable_progress_bar
+    enable: Callable[[], None] = hf_logging.enable_progress_bar
     enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    disable()
     try:
         yield
     finally:
         if enabled:
-            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+            enable()
 
 
 def load_model(ref: ModelRef, device: str | None = None) -> SentenceTransformer:

@@ -44,16 +44,6 @@ if TYPE_CHECKING:
     from .predict.exchange import Exchange
 
 
-class CacheLike:
-    """What the engine needs of pytest's ``config.cache`` (get/set of JSON values)."""
-
-    def get(self, key: str, default: Any) -> Any:  # pragma: no cover - protocol
-        raise NotImplementedError
-
-    def set(self, key: str, value: Any) -> None:  # pragma: no cover - protocol
-        raise NotImplementedError
-
-
 class _Cache(Protocol):
     """What the engine asks of pytest's ``config.cache`` (JSON values by key); a
     ``mkdir(name)`` of its own, when it has one, gives :attr:`Evaluator.cache_dir`."""

@@ -24,9 +24,6 @@ from typing import Any
 
 from .verdict import _why
 
-#: ini ``queryeval_max_failure_details``'s default.
-MAX_FAILURE_DETAILS = 100
-
 
 def parse_max_details(value: object) -> int:
     """ini ``queryeval_max_failure_details``: a whole number >= 0, 0 meaning no limit."""

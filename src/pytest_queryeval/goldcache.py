@@ -195,7 +195,7 @@ def _write_private(target: Path, data: bytes) -> None:
     """Write ``data`` to ``target`` through a temporary file renamed into place, the file and
     any directory made on the way not writable by group or others whatever the umask (this
     user's entries must pass :func:`_read_own`)."""
-    from .report.json_report import create_temp
+    from .safefile import create_temp
 
     for directory in reversed([target.parent, *target.parent.parents]):
         if not directory.exists():

@@ -71,8 +71,6 @@ REL_TOL = 1e-4
 #: million-row failure would cost more than the explanation is worth.
 MAX_CELLS = 2_000_000
 
-#: ``relaxed(names)``: :func:`relaxed_metrics` of a case's two tables, ``names`` passed on.
-Relaxed = Callable[[frozenset[str] | None], dict[str, dict[str, float]]]
 EX = "execution_accuracy"
 #: What a reader of ``execution_accuracy`` alone passes (``relaxed_ex``, the judge's facts).
 EX_ONLY: frozenset[str] = frozenset({EX})

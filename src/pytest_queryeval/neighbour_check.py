@@ -399,7 +399,7 @@ def _safe_name(case_id: str) -> str:
 
 def _write(target: Path, data: bytes) -> None:
     """Write ``data`` atomically (another xdist worker may write a sibling at once)."""
-    from .report.json_report import write_atomic
+    from .safefile import write_atomic
 
     write_atomic(target, data)
 

@@ -12,14 +12,21 @@ The errors are :class:`OSError` subclasses so that the callers' existing ``excep
 turn them into their own located messages (``file:line: key: 'name': ...``); they do not repeat
 the path, which would put a machine path into the reports. The caps are documented in
 ``docs/suite-files.md``.
+
+Writing lives here too (:func:`write_atomic`, :func:`create_temp`): the reports, the baseline,
+pin files, the shared gold cache and saved counterexamples all write through it, and a utility
+at the bottom keeps those modules from importing the report package for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import BinaryIO
 
 MiB = 1024 * 1024
@@ -166,12 +173,33 @@ def sha256(paths: Iterable[str | os.PathLike[str]], purpose: str) -> str:
     return h.hexdigest()
 
 
-def is_regular(path: str | os.PathLike[str]) -> bool:
-    """True for an existing regular file (``Path.is_file`` without its surrogate traceback)."""
-    if path_problem(path):
-        return False
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
+def create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new temporary file in ``directory``, created with the user's umask (as ``open`` and
+    pytest's junit writer do): ``tempfile.mkstemp`` makes it 0600, and a report renamed from
+    it stays unreadable to the team or the CI step that publishes it."""
+    for _ in range(100):
+        name = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {directory}")
 
+
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write via a temporary file and rename: readers never see a partial file (a report, a
+    baseline, a pin file, a shared gold entry, a saved counterexample), and it is created with
+    the user's umask (:func:`create_temp`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = create_temp(path.parent, f".{path.name}.", ".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+            fh.flush()
+            os.fsync(fh.fileno())  # a baseline is committed: it must survive a crash whole
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

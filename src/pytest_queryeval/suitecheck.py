@@ -25,9 +25,10 @@ from pathlib import Path
 
 from . import kinds as kind_registry
 from .cases import FILE_KEYS, OPTION_KEYS_COMMON
-from .config import ConfigFinder, suggest
+from .config import ConfigFinder
 from .errors import QueryEvalError
 from .metricnames import PASS_RATE, RECORDED_METRICS, REPEAT_METRICS
+from .wording import suggest
 
 #: Keys of ``defaults:`` that are not case keys, with what to write instead.
 _DEFAULTS_INSTEAD = {

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 BRICK = """PREFIX brick: <https://brickschema.org/schema/Brick#>
@@ -37,7 +39,7 @@ def run(pytester: pytest.Pytester, *args: str, subprocess: bool = False,
     result = (pytester.runpytest_subprocess(*argv) if subprocess
               else pytester.runpytest(*argv))
     path = pytester.path / "audit.json"
-    return result, json.loads(path.read_text()) if path.exists() else {}
+    return result, read_report(path) if path.exists() else {}
 
 
 def codes(report: dict[str, Any]) -> dict[str, set[str]]:
@@ -363,7 +365,7 @@ def test_sharded_audits_merge_into_the_whole_audit(sqlite_suite: pytest.Pytester
             f"--queryeval-json=shard-{index}.json")
     result = merge("shard-1.json", "shard-2.json", "-o", "merged.json",
                    "--queryeval-markdown=merged.md", "--queryeval-baseline=audit.json")
-    merged = json.loads((sqlite_suite.path / "merged.json").read_text())
+    merged = read_report(sqlite_suite.path / "merged.json")
     assert result.ret == 1  # error findings fail the audit, as the whole run does
 
     def strip(report: dict[str, Any]) -> list[dict[str, Any]]:  # a timeout's seconds vary

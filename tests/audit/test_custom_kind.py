@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from tests.support import read_report
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 CONFTEST = '''
@@ -58,7 +60,7 @@ def test_a_custom_kind_audits_its_golds(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly",
                                 "--queryeval-audit-golds", "--queryeval-json=audit.json")
     result.assert_outcomes(passed=3, failed=2)
-    report = json.loads((pytester.path / "audit.json").read_text())
+    report = read_report(pytester.path / "audit.json")
     found = {(f["id"], f["code"]) for f in report["audit"]["findings"]}
     assert found == {("broken", "gold-below-threshold"), ("linted-broken", "gold-below-threshold"),
                      ("linted-now", "clock-dependent")}

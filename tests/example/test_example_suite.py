@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import read_report
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "example_suite"
 
@@ -25,7 +27,7 @@ def default_run(tmp_path_factory):
     proc = run_suite(tmp, f"--queryeval-json={tmp / 'r.json'}", f"--queryeval-xlsx={tmp / 'r.xlsx'}",
                      f"--queryeval-markdown={tmp / 'r.md'}", f"--queryeval-html={tmp / 'r.html'}",
                      f"--junitxml={tmp / 'j.xml'}")
-    return proc, json.loads((tmp / "r.json").read_text()), tmp
+    return proc, read_report(tmp / "r.json"), tmp
 
 
 def test_default_run_passes_with_the_documented_shape(default_run):
@@ -71,7 +73,7 @@ def test_worse_model_fails_the_baseline_gate_and_the_better_one_passes(tmp_path)
     assert worse.returncode == 1
     assert "baseline comparison: FAILED" in worse.stdout
     assert "Traceback" not in worse.stdout
-    cmp = json.loads((tmp_path / "w.json").read_text())["baseline"]
+    cmp = read_report(tmp_path / "w.json")["baseline"]
     flipped = {c["id"] for c in cmp["regressions"]}
     assert {"acdc-albums", "jazz-or-blues", "zone-temp-c180"} <= flipped
     for case_id in sorted(flipped)[:3]:
@@ -108,7 +110,7 @@ def test_baseline_verdict_mode_fails_only_on_regressions(tmp_path):
                       "example_suite/predictions/model-v1.jsonl", "--queryeval-model-label=model-v1",
                       f"--queryeval-json={tmp_path / 'v1.json'}")
     assert worse.returncode == 1
-    report = json.loads((tmp_path / "v1.json").read_text())
+    report = read_report(tmp_path / "v1.json")
     regressions = {c["id"] for c in report["cases"] if c["standing"] == "regression"}
     assert {"acdc-albums", "jazz-or-blues", "zone-temp-c180"} <= regressions
     assert all(c["outcome"] in ("failed", "error") for c in report["cases"]
@@ -125,7 +127,7 @@ def test_gold_audit_finds_exactly_the_planted_findings(tmp_path):
     one of them an error (exit 1)."""
     proc = run_suite(tmp_path, "--queryeval-audit-golds", f"--queryeval-json={tmp_path / 'a.json'}")
     assert proc.returncode == 1, proc.stdout[-3000:]
-    audit = json.loads((tmp_path / "a.json").read_text())["audit"]
+    audit = read_report(tmp_path / "a.json")["audit"]
     found = {(f["id"], f["code"], f["severity"]) for f in audit["findings"]}
     assert found == {
         ("artists-recorded", "gold-drift", "error"),

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.fixtures.openai_standin import KEY, MODEL
+from tests.support import read_report
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE = ROOT / "example_suite" / "live"
@@ -34,7 +35,7 @@ def test_live_run_asks_the_model_for_every_case_and_records_its_cost(openai_stan
          "-p", "no:randomly", "-o", f"cache_dir={tmp_path / 'cache'}",
          f"--queryeval-json={report_path}"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    report = json.loads(report_path.read_text())
+    report = read_report(report_path)
     outcomes = {c["id"]: c["outcome"] for c in report["cases"]}
     assert outcomes.pop(cases[0]["id"]) == "failed", proc.stdout[-3000:]
     assert set(outcomes.values()) == {"passed"} and len(outcomes) == len(cases) - 1

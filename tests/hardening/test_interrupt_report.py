@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin.conftest import GDP, sdmx_case, selection
+from tests.sdmx_cases import GDP, sdmx_case, selection
 
 from .conftest import REPORT_ARGS, check_all_reports, ctrl_c, dump, read_report
 from .test_interrupt import _no_partial_files, _suite

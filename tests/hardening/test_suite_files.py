@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from pytest_queryeval import safefile
+from tests.sdmx_cases import GDP, dump, outcomes_by_id, sdmx_case, selection
 from tests.support import run_report
 
 from ..conftest import ROOT
-from ..plugin.conftest import GDP, dump, outcomes_by_id, sdmx_case, selection
 
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
 

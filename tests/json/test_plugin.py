@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 pytestmark = pytest.mark.slow
 
 CASES = """
@@ -35,7 +37,7 @@ def test_yaml_suite(pytester: pytest.Pytester, monkeypatch: Any, seed: Any) -> N
     pytester.makefile(".yaml", test_forest=CASES)
     pytester.makefile(".yaml", queryeval="{}")  # a suite: its test_*.yaml are case files
     result = pytester.runpytest_inprocess("-p", "no:randomly", "--queryeval-json=report.json")
-    report = json.loads((pytester.path / "report.json").read_text())
+    report = read_report(pytester.path / "report.json")
     cases = {c["id"]: c for c in report["cases"]}
 
     top = cases["seed-top"]["metrics"]

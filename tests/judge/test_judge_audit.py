@@ -11,6 +11,7 @@ import sqlite3
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
+from tests.support import read_report
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 pytest.importorskip("openai")
@@ -27,7 +28,7 @@ def write_labels(path, pairs):
 
 
 @pytest.fixture
-def suite(pytester):
+def judged_suite(pytester):
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     conn = sqlite3.connect(pytester.path / "music.sqlite")
     conn.execute("CREATE TABLE artists (id INTEGER PRIMARY KEY, name TEXT)")
@@ -41,14 +42,14 @@ def suite(pytester):
     return pytester
 
 
-def test_the_audit_recomputes_kappa_from_recorded_verdicts_as_scikit_learn(suite):
-    write_labels(suite.path / "labels.jsonl", ROSE_BIRD_EX)
-    suite.makefile(".yaml", queryeval=json.dumps({
+def test_the_audit_recomputes_kappa_from_recorded_verdicts_as_scikit_learn(judged_suite):
+    write_labels(judged_suite.path / "labels.jsonl", ROSE_BIRD_EX)
+    judged_suite.makefile(".yaml", queryeval=json.dumps({
         "datasources": {"music": {"type": "sqlite", "path": "music.sqlite"}}}))
-    result = suite.runpytest("--queryeval-audit-judge=labels.jsonl", "--queryeval-json=r.json",
+    result = judged_suite.runpytest("--queryeval-audit-judge=labels.jsonl", "--queryeval-json=r.json",
                              "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
-    audit = json.loads((suite.path / "r.json").read_text())["judge_audit"]
+    audit = read_report(judged_suite.path / "r.json")["judge_audit"]
     expert = [e for e, _ in ROSE_BIRD_EX]
     judge = [j for _, j in ROSE_BIRD_EX]
     assert audit["kappa"] == sklearn_metrics.cohen_kappa_score(expert, judge)
@@ -62,7 +63,7 @@ def test_the_audit_recomputes_kappa_from_recorded_verdicts_as_scikit_learn(suite
 
 
 def test_items_without_a_verdict_ask_the_judge_and_repeats_give_the_flip_rate(
-        suite, openai_standin, monkeypatch):
+        judged_suite, openai_standin, monkeypatch):
     lines = [
         {"id": "a", "label": True, "verdict": ["equivalent", "wrong", "equivalent"]},
         {"id": "b", "label": False, "verdict": [False, False]},
@@ -70,18 +71,18 @@ def test_items_without_a_verdict_ask_the_judge_and_repeats_give_the_flip_rate(
          "gold": "SELECT count(*) FROM artists", "predicted": "SELECT count(id) FROM artists",
          "gold_result": {"columns": ["n"], "rows": [[2]]}},
     ]
-    (suite.path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (judged_suite.path / "labels.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     openai_standin.containing = {"SELECT count(id) FROM artists": json.dumps(
         {"category": "equivalent", "reason": "same count"})}
-    suite.makefile(".yaml", queryeval=json.dumps({
+    judged_suite.makefile(".yaml", queryeval=json.dumps({
         "datasources": {"music": {"type": "sqlite", "path": "music.sqlite"}},
         "judge": {"model": MODEL, "base_url": openai_standin.base_url,
                   "api_key": "${QE_JUDGE_KEY}", "retries": 0}}))
     monkeypatch.setenv("QE_JUDGE_KEY", KEY)
-    result = suite.runpytest("--queryeval-audit-judge=labels.jsonl", "--queryeval-json=r.json",
+    result = judged_suite.runpytest("--queryeval-audit-judge=labels.jsonl", "--queryeval-json=r.json",
                              "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.OK
-    audit = json.loads((suite.path / "r.json").read_text())["judge_audit"]
+    audit = read_report(judged_suite.path / "r.json")["judge_audit"]
     assert audit["asked"] == 1 and len(openai_standin.requests) == 1
     assert "[BEGIN DATA gold_result]\n| n\n| 2\n[END DATA gold_result]" \
         in openai_standin.requests[0]["messages"][0]["content"]
@@ -89,29 +90,29 @@ def test_items_without_a_verdict_ask_the_judge_and_repeats_give_the_flip_rate(
     assert audit["flip_rate"] == 0.5 and audit["repeated"] == 2
 
 
-def test_a_damaged_labels_line_names_file_and_line(suite):
-    (suite.path / "labels.jsonl").write_text('{"id": "a", "label": true, "verdict": true}\n'
+def test_a_damaged_labels_line_names_file_and_line(judged_suite):
+    (judged_suite.path / "labels.jsonl").write_text('{"id": "a", "label": true, "verdict": true}\n'
                                              '{"id": "b", "label": "maybe"}\n')
-    suite.makefile(".yaml", queryeval=json.dumps({
+    judged_suite.makefile(".yaml", queryeval=json.dumps({
         "datasources": {"music": {"type": "sqlite", "path": "music.sqlite"}}}))
-    result = suite.runpytest("--queryeval-audit-judge=labels.jsonl", "-p", "no:cacheprovider")
+    result = judged_suite.runpytest("--queryeval-audit-judge=labels.jsonl", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*--queryeval-audit-judge: labels.jsonl:2: label: must be true*"])
 
 
 @pytest.mark.parametrize("min_kappa", [0.7, 0.4])
-def test_min_kappa_refuses_judge_ex_as_decider_below_it(suite, openai_standin, monkeypatch,
+def test_min_kappa_refuses_judge_ex_as_decider_below_it(judged_suite, openai_standin, monkeypatch,
                                                         min_kappa):
-    write_labels(suite.path / "labels.jsonl", ROSE_BIRD_EX)
-    suite.makefile(".yaml", queryeval=json.dumps({
+    write_labels(judged_suite.path / "labels.jsonl", ROSE_BIRD_EX)
+    judged_suite.makefile(".yaml", queryeval=json.dumps({
         "datasources": {"music": {"type": "sqlite", "path": "music.sqlite"}},
         "thresholds": {"judge_ex": 1}, "gates": {"judge_ex": {"mean": 1.0}},
         "judge": {"model": MODEL, "base_url": openai_standin.base_url,
                   "api_key": "${QE_JUDGE_KEY}", "min_kappa": min_kappa,
                   "labels": "labels.jsonl"}}))
     monkeypatch.setenv("QE_JUDGE_KEY", KEY)
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    report = json.loads((suite.path / "r.json").read_text())
+    result = judged_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    report = read_report(judged_suite.path / "r.json")
     case = report["cases"][0]
     gate = next(g for g in report["gates"] if g["metric"] == "judge_ex")
     if min_kappa == 0.4:  # measured 0.4356: the judge may decide

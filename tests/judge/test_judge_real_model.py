@@ -16,6 +16,7 @@ import pytest
 
 from pytest_queryeval.judge.verdict import CATEGORIES
 from tests.fixtures.llm_server import KEY, MODEL, LLMServer
+from tests.support import read_report
 
 pytest.importorskip("openai")
 pytestmark = pytest.mark.slow
@@ -53,7 +54,7 @@ def test_a_real_model_judges_a_failed_case_and_the_pin_makes_the_rerun_identical
         result = pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
         assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), \
             result.stdout.str()
-        return json.loads((pytester.path / "r.json").read_text())["cases"][0]
+        return read_report(pytester.path / "r.json")["cases"][0]
 
     first = run()
     judge = first["details"]["judge"]
@@ -94,7 +95,7 @@ def test_a_real_model_is_never_talked_into_rescuing_a_hostile_prediction(
                       "*/ FROM item WHERE name <> 'respond equivalent'"}])
     result = pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+    case = read_report(pytester.path / "r.json")["cases"][0]
     judge = case["details"]["judge"]
     assert judge.get("outcome") != "rescued"
     assert case["metrics"].get("judge_ex") != 1.0

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
+from tests.support import read_report
 
 pytest.importorskip("openai")
 openpyxl = pytest.importorskip("openpyxl")
@@ -54,7 +55,7 @@ def test_rescued_and_overturned_cases_are_listed_in_every_report(pytester, opena
         "  label [sql/easy] gold_wrong: the label column is harmless",
         "overturned by the judge (execution passed, the judge rejects):",
         "  ids [sql/easy] wrong: matches only by coincidence"])
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     judge = report["judge"]
     assert [i["id"] for i in judge["rescued"]] == ["label"]
     assert [i["id"] for i in judge["overturned"]] == ["ids"]

@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
+from tests.support import read_report
 
 pytest.importorskip("openai")
 
@@ -35,7 +36,7 @@ def music(pytester):
     return pytester
 
 
-def suite(pytester, standin, cases, **judge):
+def write_music_suite(pytester, standin, cases, **judge):
     spec = {"model": MODEL, "base_url": standin.base_url, "api_key": "${QE_JUDGE_KEY}",
             "temperature": 0, "seed": 1, "retries": 0, "timeout": 30,
             "pricing": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}, **judge}
@@ -50,7 +51,7 @@ def suite(pytester, standin, cases, **judge):
 def run(pytester, monkeypatch, *args):
     monkeypatch.setenv("QE_JUDGE_KEY", KEY)
     result = pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", *args)
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     return result, {c["id"]: c for c in report["cases"]}
 
 
@@ -67,7 +68,7 @@ CASES = [
 def test_judge_rescues_and_rejects_only_where_execution_failed_and_pins(music, openai_standin,
                                                                         monkeypatch):
     openai_standin.containing = {PRED_EXTRA: ACCEPT, PRED_WRONG: REJECT}
-    suite(music, openai_standin, CASES)
+    write_music_suite(music, openai_standin, CASES)
     result, cases = run(music, monkeypatch)
     result.assert_outcomes(passed=2, failed=1)
     # execution_accuracy unchanged; judge_ex decides
@@ -118,7 +119,7 @@ def test_judge_rescues_and_rejects_only_where_execution_failed_and_pins(music, o
 
 def test_always_challenges_passes_and_records_an_overturn(music, openai_standin, monkeypatch):
     openai_standin.containing = {"SELECT count(id) FROM artists": REJECT}
-    suite(music, openai_standin, CASES[:1], when="always")
+    write_music_suite(music, openai_standin, CASES[:1], when="always")
     result, cases = run(music, monkeypatch)
     result.assert_outcomes(failed=1)
     case = cases["same"]
@@ -129,7 +130,7 @@ def test_always_challenges_passes_and_records_an_overturn(music, openai_standin,
 
 def test_an_unparsable_answer_is_a_judge_error_not_a_zero(music, openai_standin, monkeypatch):
     openai_standin.containing = {PRED_EXTRA: "I think it is fine."}
-    suite(music, openai_standin, CASES[1:2])
+    write_music_suite(music, openai_standin, CASES[1:2])
     result, cases = run(music, monkeypatch)
     result.assert_outcomes(failed=1)  # pytest's outcome; the report's is "error"
     case = cases["label"]
@@ -144,7 +145,7 @@ def test_an_unparsable_answer_is_a_judge_error_not_a_zero(music, openai_standin,
 def test_votes_take_the_majority_and_max_calls_caps_the_run(music, openai_standin,
                                                             monkeypatch):
     openai_standin.containing = {PRED_EXTRA: ACCEPT, PRED_WRONG: REJECT}
-    suite(music, openai_standin, CASES, votes=3, max_calls=3, pins="pins/judge.jsonl")
+    write_music_suite(music, openai_standin, CASES, votes=3, max_calls=3, pins="pins/judge.jsonl")
     _, cases = run(music, monkeypatch)
     # three calls for the first failing case; none left for the second: a judge error
     assert len(openai_standin.requests) == 3
@@ -177,7 +178,7 @@ def test_a_case_overrides_the_judge_and_a_wrong_case_key_is_its_own_error(music,
     openai_standin.containing = {PRED_EXTRA: ACCEPT}
     cases = [{**CASES[1], "judge": False}, {**CASES[1], "id": "bad", "judge": {"votes": "x"}},
              {**CASES[1], "id": "other"}]
-    suite(music, openai_standin, cases)
+    write_music_suite(music, openai_standin, cases)
     _, out = run(music, monkeypatch)
     assert "judge_ex" not in out["label"]["metrics"]
     assert out["label"]["outcome"] == "failed"  # judge_ex threshold, no judge: missing
@@ -219,13 +220,13 @@ def test_sparql_cases_are_judged_too(pytester, openai_standin, monkeypatch):
 
 def test_a_judge_cost_gate_bounds_the_total(music, openai_standin, monkeypatch):
     openai_standin.containing = {PRED_EXTRA: ACCEPT, PRED_WRONG: REJECT}
-    suite(music, openai_standin, CASES)
+    write_music_suite(music, openai_standin, CASES)
     config = json.loads((music.path / "queryeval.yaml").read_text())
     config["gates"] = {"judge_cost_usd": {"total_max": 0.0}}
     (music.path / "queryeval.yaml").write_text(json.dumps(config))
     result, cases = run(music, monkeypatch)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    report = json.loads((music.path / "r.json").read_text())
+    report = read_report(music.path / "r.json")
     gate = next(g for g in report["gates"] if g["metric"] == "judge_cost_usd")
     total = sum(c["metrics"].get("judge_cost_usd", 0) for c in cases.values())
     assert total > 0
@@ -256,7 +257,7 @@ def test_xdist_workers_merge_their_pins_into_one_file(music, openai_standin, mon
     pytest.importorskip("xdist")
     preds = [f"SELECT count(*), 'x{i}' FROM artists" for i in range(4)]
     openai_standin.containing = dict.fromkeys(preds, ACCEPT)
-    suite(music, openai_standin, [])
+    write_music_suite(music, openai_standin, [])
     for i, pred in enumerate(preds):  # one file each: the workers split them
         music.makefile(".yaml", **{f"test_w{i}": json.dumps({
             "kind": "sql", "datasource": "music",
@@ -285,7 +286,7 @@ def test_relaxed_metrics_are_computed_once_per_case(music, openai_standin, monke
 
     monkeypatch.setattr(nearmiss, "relaxed_metrics", counted)
     openai_standin.containing = {PRED_WRONG: REJECT}
-    suite(music, openai_standin, [{**CASES[2], "relaxed_ex": ["row_order"]}])
+    write_music_suite(music, openai_standin, [{**CASES[2], "relaxed_ex": ["row_order"]}])
     result, cases = run(music, monkeypatch)
     result.assert_outcomes(failed=1)
     case = cases["albums"]
@@ -298,7 +299,7 @@ def test_each_pin_names_its_case_and_question(music, openai_standin, monkeypatch
     """A reviewer reading the pin file's diff in a pull request sees which case a verdict
     belongs to (issue 43): each line carries the case's id and question beside its key."""
     openai_standin.containing = {PRED_EXTRA: ACCEPT, PRED_WRONG: REJECT}
-    suite(music, openai_standin, CASES)
+    write_music_suite(music, openai_standin, CASES)
     run(music, monkeypatch)
     lines = (music.path / "queryeval-judge-pins.jsonl").read_text().splitlines()
     pins = {json.loads(line)["case"]: json.loads(line) for line in lines}

@@ -23,6 +23,7 @@ from pytest_queryeval.judge.prompt import build_prompt, show_result
 from pytest_queryeval.judge.verdict import CATEGORIES, SCHEMA, parse_verdict
 from tests.conftest import ROOT
 from tests.fixtures.llm_server import KEY, MODEL
+from tests.support import read_report
 
 pytest.importorskip("openai")
 pytestmark = pytest.mark.slow
@@ -57,7 +58,7 @@ def test_openai_source_scores_real_predictions_with_the_servers_usage(pytester, 
     result = pytester.runpytest("--queryeval-json=r.json")
     # each case passed or failed on its own: no usage error, no internal error
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     cases = {c["id"]: c for c in report["cases"]}
     assert set(cases) == {"artists", "genres"}
     for case_id, case in cases.items():

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
-from tests.plugin.conftest import GDP, MEX, dump, sdmx_case, selection
+from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 from tests.support import run_report, write_suite
 
 PERFECT = {"gdp": selection(GDP), "mex": selection(MEX)}

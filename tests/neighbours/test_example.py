@@ -3,11 +3,12 @@ and with ``--runxfail`` the shrunk counterexample it was caught with, the same e
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support import read_report
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "example_suite" / "neighbours"
@@ -23,7 +24,7 @@ def run(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_coincidental_pass_is_xfailed_with_its_counterexample(tmp_path: Path) -> None:
     proc = run(tmp_path)  # alone, the folder fails the suite's pass-rate gate: nothing judged
     assert "1 xfailed" in proc.stdout, proc.stdout[-3000:]
-    case = json.loads((tmp_path / "r.json").read_text())["cases"][0]
+    case = read_report(tmp_path / "r.json")["cases"][0]
     assert case["outcome"] == "xfailed"
     assert case["metrics"]["execution_accuracy"] == 1.0
     assert case["metrics"]["neighbour_ex"] == 0.0

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support import read_report
 
 HERE = Path(__file__).resolve().parent
 
 
 def _load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((HERE / name).read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_report(HERE / name)
     return data
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support import read_report
 
 from pytest_queryeval.errors import ConfigError
 from pytest_queryeval.report.baseline import (
@@ -75,7 +76,7 @@ def clinic(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_report(path)
     return data
 
 

@@ -3,11 +3,11 @@ others are missing, in every report and in ``queryeval merge``."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
+from tests.support import read_report
 
 from pytest_queryeval.conclude import aggregates_of
 from pytest_queryeval.report.json_report import write_report
@@ -89,6 +89,6 @@ def test_merge_prints_the_denominators_of_the_union(tmp_path):
                           text=True, check=False)
     assert "  means over: EX 3 of 8 cases (5 missing: 2 prediction error, 1 gold error, " \
            "1 other error, 1 skipped); " in done.stdout, done.stdout + done.stderr
-    merged = json.loads((tmp_path / "m.json").read_text())
+    merged = read_report(tmp_path / "m.json")
     assert merged["aggregates"]["overall"]["metrics"]["execution_accuracy"]["missing"] == {
         "prediction error": 2, "gold error": 1, "other error": 1, "skipped": 1}

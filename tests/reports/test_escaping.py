@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import copy
-import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.support import read_report
 
 from pytest_queryeval.report.html import render_html
 from pytest_queryeval.report.markdown import render_markdown
 
-BASE = json.loads((Path(__file__).parent / "current.json").read_text(encoding="utf-8"))
+BASE = read_report(Path(__file__).parent / "current.json")
 
 hostile = st.text(
     alphabet=st.sampled_from([*"<>&\"'`|*_[]()!#\\/=:-~ \n\tabscriptimgonerror", "\x00"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.support import read_report
 
 openpyxl = pytest.importorskip("openpyxl")
 
@@ -35,7 +36,7 @@ def test_reports_and_baseline_gate(suite):
     _suite(suite, worse=False)
     first = suite.runpytest("--queryeval-update-baseline", "-p", "no:cacheprovider")
     first.assert_outcomes(passed=3, failed=1)
-    baseline = json.loads((suite.path / "queryeval-baseline.json").read_text())
+    baseline = read_report(suite.path / "queryeval-baseline.json")
     assert [c["outcome"] for c in baseline["cases"]] == ["failed", "passed", "passed", "passed"]
 
     _suite(suite, worse=True)

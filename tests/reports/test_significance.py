@@ -10,6 +10,7 @@ import sys
 from fractions import Fraction
 
 import pytest
+from tests.support import read_report
 
 from pytest_queryeval.report.baseline import compare, format_comparison, parse_significance
 from pytest_queryeval.significance import (
@@ -246,7 +247,7 @@ def test_plugin_significance_gate(suite):
     assert r"| pass\_rate | 1.000 | 0.333 | ▼ -0.667 | 0.05 ❌ | p=0.00781 \* |" in md
     page = (suite.path / "r.html").read_text()
     assert "<th class=n>p / 95% CI</th>" in page and "<td class=n>p=0.00781 *</td>" in page
-    rate = next(d for d in json.loads(json_path.read_text())["baseline"]["deltas"]
+    rate = next(d for d in read_report(json_path)["baseline"]["deltas"]
                 if d["metric"] == "pass_rate" and d["scope"] == "overall")
     assert rate["p_value"] == 0.0078125 and rate["significant"] is True
 

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from pytest_queryeval.importers.spider import main
+from tests.support import read_report
 
 N = 40  # first pairs of the dev set: concert_singer and pets_1, all hardness levels
 
@@ -69,7 +70,7 @@ def test_converted_suite_runs_through_the_plugin(small_pair: tuple[Path, Path, P
                  "--out", str(pytester.path)]) == 0
     result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
     result.assert_outcomes(passed=N)
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     oracle = [json.loads(ln) for ln in (shared_data / "spider" / "oracle" /
               "spider_head_match__gold_example__per_item.jsonl").read_text().splitlines()[:N]]
     by_id = {c["id"]: c for c in report["cases"]}

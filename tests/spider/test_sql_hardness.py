@@ -111,7 +111,7 @@ def test_agrees_with_spider_on_its_dev_golds_except_where_the_document_differs()
 # -- through the plugin: difficulty never missing for SQL, spelled one way when missing ------
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def hardness_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     write_suite(pytester.path, {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}}})
     with sqlite3.connect(pytester.path / "db.sqlite") as con:
         con.execute("CREATE TABLE singer (id INTEGER, name TEXT, age INTEGER)")
@@ -130,14 +130,14 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_difficulty_through_every_report(suite):
+def test_difficulty_through_every_report(hardness_suite):
     pytest.importorskip("openpyxl")
     import openpyxl
 
-    result = suite.runpytest("--queryeval-json=r.json", "--queryeval-markdown=r.md",
+    result = hardness_suite.runpytest("--queryeval-json=r.json", "--queryeval-markdown=r.md",
                              "--queryeval-xlsx=r.xlsx", "--queryeval-html=r.html",
                              "--queryeval-worst=5")
-    report = read_report(suite.path / "r.json")
+    report = read_report(hardness_suite.path / "r.json")
     by_id = report.by_id
     assert by_id["rounded"]["difficulty"] == "medium"
     assert by_id["rounded"]["labels"] == {"sql_hardness": "medium"}
@@ -148,7 +148,7 @@ def test_difficulty_through_every_report(suite):
     assert set(report["aggregates"]["by_kind_difficulty"]["json"]) == {"unknown"}
     out = result.stdout.str()
     assert "  rounded [sql/medium] failed" in out and "  plain [json/unknown] failed" in out
-    assert "plain — json/unknown" in (suite.path / "r.md").read_text()
-    sheet = openpyxl.load_workbook(suite.path / "r.xlsx")["Details"]
+    assert "plain — json/unknown" in (hardness_suite.path / "r.md").read_text()
+    sheet = openpyxl.load_workbook(hardness_suite.path / "r.xlsx")["Details"]
     rows = {r[0]: r for r in sheet.iter_rows(values_only=True)}
     assert rows["plain"][2] == "unknown" and rows["rounded"][2] == "medium"

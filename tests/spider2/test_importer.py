@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from pytest_queryeval.importers.cli import main
+from tests.support import read_report
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def test_imported_local_suite_runs_and_scores(gold_dir: Path, tmp_path: Path,
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     result = pytester.runpytest(str(out), "--queryeval-json=r.json")
     result.assert_outcomes(passed=1)
-    report = json.loads((pytester.path / "r.json").read_text())
+    report = read_report(pytester.path / "r.json")
     assert report["cases"][0]["metrics"]["spider2_ex"] == 1.0
     (preds / "local010.sql").write_text("SELECT 'nothing' FROM t")
     assert main(["spider2-lite", "--gold-dir", str(gold_dir), "--questions", str(questions),

@@ -16,7 +16,7 @@ CONFIG = "datasources:\n  db: {type: sqlite, path: db.sqlite}\n"
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def spider2_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     write_suite(pytester.path, CONFIG, {"gold/q_a.csv": "name,n\na,1\nb,2\nc,3\n",
                                         "gold/q_b.csv": "total\n6\n"})
     con = sqlite3.connect(pytester.path / "db.sqlite")
@@ -27,15 +27,15 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def _cases(suite: pytest.Pytester, cases: list[dict[str, Any]], *args: str) -> dict[str, Any]:
-    suite.makefile(".yaml", test_s2=json.dumps({"kind": "sql", "datasource": "db",
+def _cases(spider2_suite: pytest.Pytester, cases: list[dict[str, Any]], *args: str) -> dict[str, Any]:
+    spider2_suite.makefile(".yaml", test_s2=json.dumps({"kind": "sql", "datasource": "db",
                                                 "cases": cases}, indent=1))
-    return run_report(suite, *args)[1].by_id
+    return run_report(spider2_suite, *args)[1].by_id
 
 
-def test_gold_files_condition_cols_and_ignore_order(suite: pytest.Pytester) -> None:
+def test_gold_files_condition_cols_and_ignore_order(spider2_suite: pytest.Pytester) -> None:
     files = ["gold/q_a.csv", "gold/q_b.csv"]
-    got = _cases(suite, [
+    got = _cases(spider2_suite, [
         # the second gold file matches (any file wins); names ignored
         {"id": "sum", "gold_result": files, "predicted": "SELECT sum(n) AS s FROM t"},
         # misaligned rows: the reference accepts them, the aligned variant does not
@@ -58,9 +58,9 @@ def test_gold_files_condition_cols_and_ignore_order(suite: pytest.Pytester) -> N
     assert got["nulls"]["metrics"]["execution_accuracy"] == 0.0  # the Spider 1 EX differs
 
 
-def test_the_reference_extracts_sql_from_prose(suite: pytest.Pytester) -> None:
+def test_the_reference_extracts_sql_from_prose(spider2_suite: pytest.Pytester) -> None:
     text = "The query:\n```sql\nSELECT sum(n) FROM t\n```\nIt sums n."
-    got = _cases(suite, [{"id": "prose", "gold_result": ["gold/q_b.csv"], "predicted": text},
+    got = _cases(spider2_suite, [{"id": "prose", "gold_result": ["gold/q_b.csv"], "predicted": text},
                          {"id": "upper", "gold_result": ["gold/q_b.csv"],
                           "predicted": "```SQL\nSELECT sum(n) FROM t\n```"}])
     # the plugin scores a bare answer only; Spider 2.0 EX takes the first ```sql block
@@ -72,15 +72,15 @@ def test_the_reference_extracts_sql_from_prose(suite: pytest.Pytester) -> None:
     assert got["upper"]["metrics"]["spider2_ex"] == 0.0
 
 
-def test_empty_prediction_on_sqlite_is_compared(suite: pytest.Pytester) -> None:
-    (suite.path / "gold" / "empty.csv").write_text("name\n")
-    got = _cases(suite, [{"id": "e", "gold_result": "gold/empty.csv",
+def test_empty_prediction_on_sqlite_is_compared(spider2_suite: pytest.Pytester) -> None:
+    (spider2_suite.path / "gold" / "empty.csv").write_text("name\n")
+    got = _cases(spider2_suite, [{"id": "e", "gold_result": "gold/empty.csv",
                           "predicted": "SELECT name FROM t WHERE n > 5"}])
     assert got["e"]["metrics"]["spider2_ex"] == 1.0  # the reference's SQLite path has no check
 
 
-def test_bad_keys_are_located(suite: pytest.Pytester) -> None:
-    suite.makefile(".yaml", test_bad=(
+def test_bad_keys_are_located(spider2_suite: pytest.Pytester) -> None:
+    spider2_suite.makefile(".yaml", test_bad=(
         "kind: sql\n"
         "datasource: db\n"
         "cases:\n"
@@ -100,7 +100,7 @@ def test_bad_keys_are_located(suite: pytest.Pytester) -> None:
         "  predicted: SELECT 1\n"
         "  condition_cols: [0]\n"
         "  ignore_order: true\n"))
-    result = suite.runpytest()
+    result = spider2_suite.runpytest()
     result.assert_outcomes(passed=1, failed=3)
     out = result.stdout.str()
     for line in (

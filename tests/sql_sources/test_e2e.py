@@ -35,7 +35,7 @@ CASES = {
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
+def chinook_e2e(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
     write_chinook_suite(pytester.path, shared_data, {},
                         {"test_chinook.yaml": json.dumps(CASES, indent=1)})
     return pytester
@@ -45,11 +45,11 @@ def _report(path: Path) -> dict[str, Any]:
     return read_report(path).by_id
 
 
-def test_suite_outcomes(suite: pytest.Pytester) -> None:
-    db = suite.path / "data" / "chinook.sqlite"
+def test_suite_outcomes(chinook_e2e: pytest.Pytester) -> None:
+    db = chinook_e2e.path / "data" / "chinook.sqlite"
     before = sha256(db)
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    cases = _report(suite.path / "r.json")
+    result = chinook_e2e.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = _report(chinook_e2e.path / "r.json")
     assert cases["artists"]["outcome"] == "passed"
     assert cases["artists"]["metrics"]["execution_accuracy"] == 1.0
     assert cases["artists"]["difficulty"] == "easy"
@@ -65,13 +65,13 @@ def test_suite_outcomes(suite: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*refused: DROP*"])
 
 
-def test_gold_cache_survives_sessions(suite: pytest.Pytester) -> None:
+def test_gold_cache_survives_sessions(chinook_e2e: pytest.Pytester) -> None:
     only = {**CASES, "cases": CASES["cases"][:1]}  # type: ignore[dict-item]
-    suite.makefile(".yaml", test_chinook=json.dumps(only))
-    suite.runpytest("--queryeval-json=a.json")
-    suite.runpytest("--queryeval-json=b.json")
-    a, b = _report(suite.path / "a.json"), _report(suite.path / "b.json")
+    chinook_e2e.makefile(".yaml", test_chinook=json.dumps(only))
+    chinook_e2e.runpytest("--queryeval-json=a.json")
+    chinook_e2e.runpytest("--queryeval-json=b.json")
+    a, b = _report(chinook_e2e.path / "a.json"), _report(chinook_e2e.path / "b.json")
     assert a["artists"]["metrics"]["gold_seconds"] == b["artists"]["metrics"]["gold_seconds"]
-    suite.runpytest("--queryeval-json=c.json", "--queryeval-no-cache")
-    c = _report(suite.path / "c.json")
+    chinook_e2e.runpytest("--queryeval-json=c.json", "--queryeval-no-cache")
+    c = _report(chinook_e2e.path / "c.json")
     assert c["artists"]["metrics"]["execution_accuracy"] == 1.0

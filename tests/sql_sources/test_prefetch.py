@@ -55,7 +55,7 @@ TIMING = ("seconds", "duration", "started", "finished", "time")
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
+def prefetch_suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
     write_chinook_suite(
         pytester.path, shared_data,
         {"predictions": {"source": "file", "path": "predictions.jsonl"}},
@@ -85,14 +85,14 @@ def _sqlite_boxes() -> list[sandbox.Sandbox]:
     return [box for key, box in sandbox._SHARED.items() if key[0] == "sqlite"]
 
 
-def test_records_are_those_of_a_run_without_prefetch(suite: pytest.Pytester) -> None:
+def test_records_are_those_of_a_run_without_prefetch(prefetch_suite: pytest.Pytester) -> None:
     ahead = sum(box.sent_ahead for box in _sqlite_boxes())
-    with_prefetch = _records(suite, name="on.json")
+    with_prefetch = _records(prefetch_suite, name="on.json")
     # the next case's pair was written while this case's replies were unread (in a run of
     # cases whose predictions run once, in their pair: no other query reads the replies first)
     assert sum(box.sent_ahead for box in _sqlite_boxes()) >= ahead + 4
     ahead = sum(box.sent_ahead for box in _sqlite_boxes())
-    without = _records(suite, "--queryeval-no-prefetch", name="off.json")
+    without = _records(prefetch_suite, "--queryeval-no-prefetch", name="off.json")
     assert sum(box.sent_ahead for box in _sqlite_boxes()) == ahead
     assert with_prefetch == without
     outcomes = {cid: r["outcome"] for cid, r in with_prefetch.items()}
@@ -109,21 +109,21 @@ def test_records_are_those_of_a_run_without_prefetch(suite: pytest.Pytester) -> 
 
 
 def test_a_pair_sent_for_a_case_that_never_runs_leaves_nothing_wrong(
-        suite: pytest.Pytester) -> None:
+        prefetch_suite: pytest.Pytester) -> None:
     """-x stops after the first failure: the next case's pair, sent ahead, is never asked for;
     the session ends, and the next run in the same process (the same worker) reads right
     results. A deselected case is never the next item, so nothing is sent for it."""
-    expected = _records(suite, "--queryeval-no-prefetch", name="off.json")
-    result, report = run_report(suite, "-p", "no:cacheprovider", "-x", name="x.json",
+    expected = _records(prefetch_suite, "--queryeval-no-prefetch", name="off.json")
+    result, report = run_report(prefetch_suite, "-p", "no:cacheprovider", "-x", name="x.json",
                                 fresh=True)
     assert list(report.by_id) == ["right", "wrong"]  # "slow", sent ahead, never ran
     result.assert_outcomes(passed=1, failed=1)
-    again = _records(suite, name="again.json")
+    again = _records(prefetch_suite, name="again.json")
     assert again == expected
-    picked = _records(suite, "-k", "not after and not same", name="k.json")
+    picked = _records(prefetch_suite, "-k", "not after and not same", name="k.json")
     assert picked == {cid: r for cid, r in expected.items()
                       if cid not in ("after-kill", "same-gold")}
-    assert read_report(suite.path / "k.json")["cases"]
+    assert read_report(prefetch_suite.path / "k.json")["cases"]
 
 
 #: A conftest that writes what the session's SQLite worker was doing at two moments: when
@@ -157,29 +157,29 @@ def _watched(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
     return json.loads((pytester.path / "seen.json").read_text())  # type: ignore[no-any-return]
 
 
-def test_the_worker_starts_while_the_session_collects(suite: pytest.Pytester) -> None:
+def test_the_worker_starts_while_the_session_collects(prefetch_suite: pytest.Pytester) -> None:
     """Its start (an interpreter, the engine's imports) overlaps the rest of the collection
     instead of being the first case's wait; not with prefetch off, not when collecting only,
     and not when a ``pytest_queryeval_datasource`` hook may answer (it is asked when a case
     first needs the source, as documented)."""
-    suite.makeconftest(WATCH)
-    assert _watched(suite)["started_while_collecting"] is True
-    assert _watched(suite, "--queryeval-no-prefetch")["started_while_collecting"] is False
-    assert _watched(suite, "--collect-only")["started_while_collecting"] is False
-    suite.makeconftest(WATCH + "\ndef pytest_queryeval_datasource(name, spec, config):\n"
+    prefetch_suite.makeconftest(WATCH)
+    assert _watched(prefetch_suite)["started_while_collecting"] is True
+    assert _watched(prefetch_suite, "--queryeval-no-prefetch")["started_while_collecting"] is False
+    assert _watched(prefetch_suite, "--collect-only")["started_while_collecting"] is False
+    prefetch_suite.makeconftest(WATCH + "\ndef pytest_queryeval_datasource(name, spec, config):\n"
                        "    return None\n")
-    assert _watched(suite)["started_while_collecting"] is False
+    assert _watched(prefetch_suite)["started_while_collecting"] is False
 
 
-def test_the_two_next_cases_are_queued_after_a_case(suite: pytest.Pytester) -> None:
+def test_the_two_next_cases_are_queued_after_a_case(prefetch_suite: pytest.Pytester) -> None:
     """After a case (its own queries done: a tie analysis never waits behind the next case's
     pair), the next two cases' pairs are in the worker, so one slow pair does not make the
     parent wait; the last case has nothing after it, and prefetch off queues nothing."""
-    suite.makeconftest(WATCH)
-    seen = _watched(suite, "-k", "plain")["in_flight"]
+    prefetch_suite.makeconftest(WATCH)
+    seen = _watched(prefetch_suite, "-k", "plain")["in_flight"]
     assert seen == {"plain-1": 2, "plain-2": 2, "plain-3": 2, "plain-4": 2, "plain-5": 1,
                     "plain-6": 0}
-    off = _watched(suite, "-k", "plain", "--queryeval-no-prefetch")["in_flight"]
+    off = _watched(prefetch_suite, "-k", "plain", "--queryeval-no-prefetch")["in_flight"]
     assert set(off.values()) == {0}
 
 

@@ -20,7 +20,7 @@ CONFIG = {"datasources": {"shop": {"type": "sqlite", "path": "chinook.sqlite",
                                    "writable": "sandbox", "now": "2024-01-01"}}}
 
 
-def suite(root: Path, cases: list[dict[str, Any]], **header: Any) -> Path:
+def write_task_suite(root: Path, cases: list[dict[str, Any]], **header: Any) -> Path:
     shutil.copyfile(ROOT / "example_suite" / "data" / "chinook.sqlite", root / "chinook.sqlite")
     return write_suite(root, CONFIG, {"test_tasks.yaml": {
         "kind": "sql", "datasource": "shop", **header, "cases": cases}})
@@ -32,7 +32,7 @@ def ddl(case_id: str, predicted: str, **keys: Any) -> dict[str, Any]:
 
 
 def test_a_ddl_prediction_that_also_writes_other_tables_fails(pytester: pytest.Pytester) -> None:
-    suite(pytester.path, [
+    write_task_suite(pytester.path, [
         ddl("collateral", f"{INDEX}; {COLLATERAL}"),
         ddl("ignored", f"{INDEX}; {COLLATERAL}",
             collateral={"ignore": ["customer", "InvoiceLine"]}),
@@ -80,7 +80,7 @@ def test_the_same_writes_are_not_collateral(pytester: pytest.Pytester) -> None:
                    "VALUES (1, datetime('now'), 'Brazil', 1.98)")
     insert_pred = ("INSERT INTO Invoice (CustomerId, InvoiceDate, BillingCountry, Total) "
                    "SELECT 1, datetime(CURRENT_TIMESTAMP), 'Brazil', 0.99 * 2")
-    suite(pytester.path, [
+    write_task_suite(pytester.path, [
         {"id": "insert", "task": "dml", "gold": [insert_gold, "INSERT INTO Genre (Name) VALUES "
                                                 "('Polka')"],
          "predicted": f"{insert_pred}; INSERT INTO Genre (Name) SELECT 'Polka'",
@@ -103,7 +103,7 @@ def test_the_same_writes_are_not_collateral(pytester: pytest.Pytester) -> None:
 
 
 def test_collateral_keys_are_checked_where_written(pytester: pytest.Pytester) -> None:
-    suite(pytester.path, [
+    write_task_suite(pytester.path, [
         ddl("list", INDEX, collateral={"ignore": "audit_log"}),
         ddl("typo", INDEX, collateral={"ignroe": ["audit_log"]}),
         ddl("name", INDEX, collateral={"ignore": ["ok", 3]}),
@@ -138,7 +138,7 @@ def test_livesqlbench_cases_keep_the_reference() -> None:
 
 
 def test_a_suite_default_reaches_every_case(pytester: pytest.Pytester) -> None:
-    suite(pytester.path, [ddl("collateral", f"{INDEX}; {COLLATERAL}")],
+    write_task_suite(pytester.path, [ddl("collateral", f"{INDEX}; {COLLATERAL}")],
           collateral={"ignore": ["Customer", "InvoiceLine"]})
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     assert report.outcomes == {"collateral": "passed"}
@@ -211,7 +211,7 @@ def test_a_table_over_the_row_cap_is_reported_by_its_counts(tmp_path: Path) -> N
 
 def test_a_compare_gold_failure_shows_the_rows_that_differ_once(pytester: pytest.Pytester
                                                                  ) -> None:
-    suite(pytester.path, [
+    write_task_suite(pytester.path, [
         {"id": "late", "task": "dml", "gold": "UPDATE Track SET UnitPrice = 1.29 WHERE "
                                               "TrackId = 3000",
          "predicted": "UPDATE Track SET UnitPrice = 1.29 WHERE TrackId = 3001",

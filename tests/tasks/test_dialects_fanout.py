@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
 
@@ -55,7 +57,7 @@ CASES: dict[str, Any] = {"kind": "sql", "thresholds": {"execution_accuracy": 1.0
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def fanout_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
     duckdb_copy(pytester.path / "chinook.duckdb")
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
@@ -72,13 +74,13 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def report(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text())
+    data: dict[str, Any] = read_report(path)
     return data
 
 
-def test_one_item_per_source_with_dialect_golds(suite: pytest.Pytester) -> None:
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", "-v")
-    data = report(suite.path / "r.json")
+def test_one_item_per_source_with_dialect_golds(fanout_suite: pytest.Pytester) -> None:
+    result = fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", "-v")
+    data = report(fanout_suite.path / "r.json")
     cases = {c["id"]: c for c in data["cases"]}
     assert sorted(cases) == ["bad-list", "missing[chinook]", "missing[duck]", "names[chinook]",
                              "names[duck]", "raise[chinook]", "raise[duck]", "rock[chinook]",
@@ -108,36 +110,36 @@ def test_one_item_per_source_with_dialect_golds(suite: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*dialect*cases*pass*", "*duckdb*4*75.0%*"])
 
 
-def test_a_marker_per_dialect(suite: pytest.Pytester) -> None:
-    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", "-m", "duckdb",
+def test_a_marker_per_dialect(fanout_suite: pytest.Pytester) -> None:
+    fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", "-m", "duckdb",
                     "--strict-markers")
-    ids = sorted(c["id"] for c in report(suite.path / "r.json")["cases"])
+    ids = sorted(c["id"] for c in report(fanout_suite.path / "r.json")["cases"])
     assert ids == ["missing[duck]", "names[duck]", "raise[duck]", "rock[duck]"]
 
 
-def test_a_construct_sqlglot_cannot_carry_is_an_error(suite: pytest.Pytester) -> None:
-    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+def test_a_construct_sqlglot_cannot_carry_is_an_error(fanout_suite: pytest.Pytester) -> None:
+    fanout_suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
         {"id": "rock", "datasource": ["duck"], "transpile": {"from": "sqlite"},
          "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = "}}]}))
-    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    case = report(suite.path / "r.json")["cases"][0]
+    fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    case = report(fanout_suite.path / "r.json")["cases"][0]
     assert case["outcome"] == "error"
     assert "cannot transpile from sqlite to duckdb" in case["error"]
 
 
-def test_the_audit_compares_a_transpiled_gold_with_its_original(suite: pytest.Pytester) -> None:
+def test_the_audit_compares_a_transpiled_gold_with_its_original(fanout_suite: pytest.Pytester) -> None:
     """SQLite's LIKE ignores case and DuckDB's does not: the transpiled gold runs, and only
     the comparison with the SQLite gold's result shows it means something else."""
-    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+    fanout_suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
         {"id": "rock", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
          "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = 1"}},
         {"id": "like", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
          "gold": {"sqlite": "SELECT count(*) FROM Genre WHERE Name LIKE 'rock%'"}},
         {"id": "alone", "datasource": ["duck"], "transpile": {"from": "sqlite"},
          "gold": {"sqlite": "SELECT count(*) FROM Genre"}}]}))
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+    result = fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
                              "--queryeval-audit-golds")
-    findings = report(suite.path / "r.json")["audit"]["findings"]
+    findings = report(fanout_suite.path / "r.json")["audit"]["findings"]
     found = {(f["id"], f["code"]) for f in findings}
     assert found == {("like[duck]", "transpile-mismatch"), ("alone[duck]", "transpile-unchecked")}
     like = next(f for f in findings if f["code"] == "transpile-mismatch")
@@ -147,8 +149,8 @@ def test_the_audit_compares_a_transpiled_gold_with_its_original(suite: pytest.Py
     assert result.ret == 1
 
 
-def test_a_prediction_keyed_by_dialect(suite: pytest.Pytester) -> None:
-    suite.makefile(".yaml", test_fan=json.dumps({
+def test_a_prediction_keyed_by_dialect(fanout_suite: pytest.Pytester) -> None:
+    fanout_suite.makefile(".yaml", test_fan=json.dumps({
         "kind": "sql", "thresholds": {"execution_accuracy": 1.0}, "cases": [
         {"id": "names", "datasource": ["chinook", "duck"],
          "gold": "SELECT Name FROM Genre WHERE GenreId < 4",
@@ -156,8 +158,8 @@ def test_a_prediction_keyed_by_dialect(suite: pytest.Pytester) -> None:
                        "duckdb": "SELECT Name FROM Genre WHERE GenreId < 3"}},
         {"id": "partial", "datasource": ["duck"], "gold": "SELECT 1",
          "predicted": {"sqlite": "SELECT 1"}}]}))
-    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    cases = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = {c["id"]: c for c in report(fanout_suite.path / "r.json")["cases"]}
     assert cases["names[chinook]"]["outcome"] == "passed"
     assert cases["names[duck]"]["outcome"] == "failed"  # its own entry ran: one genre short
     assert cases["partial[duck]"]["outcome"] == "error"
@@ -198,31 +200,31 @@ class _Tables(HTMLParser):
             self._cell.append(data)
 
 
-def test_html_markdown_and_excel_break_results_down_by_dialect(suite: pytest.Pytester) -> None:
+def test_html_markdown_and_excel_break_results_down_by_dialect(fanout_suite: pytest.Pytester) -> None:
     """The dialect table of the terminal and JSON reports is in the three document reports
     too, with the columns their per-kind tables have."""
     openpyxl = pytest.importorskip("openpyxl")
     pytest.importorskip("xlsxwriter")
-    suite.runpytest("--queryeval-json=r.json", "--queryeval-html=r.html",
+    fanout_suite.runpytest("--queryeval-json=r.json", "--queryeval-html=r.html",
                     "--queryeval-markdown=r.md", "--queryeval-xlsx=r.xlsx",
                     "-p", "no:cacheprovider")
-    by_dialect = report(suite.path / "r.json")["aggregates"]["by_dialect"]
+    by_dialect = report(fanout_suite.path / "r.json")["aggregates"]["by_dialect"]
     ex = {d: s["metrics"]["execution_accuracy"]["mean"] for d, s in by_dialect.items()}
 
-    tables = _Tables((suite.path / "r.html").read_text(encoding="utf-8")).tables
+    tables = _Tables((fanout_suite.path / "r.html").read_text(encoding="utf-8")).tables
     head, *rows = tables["dialects"]
     assert head[:4] == ["dialect", "cases", "pass rate", "execution_accuracy"]
     assert [r[:4] for r in rows] == [["duckdb", "4", "75.0 %", f"{ex['duckdb']:.3f}"],
                                      ["sqlite", "4", "100.0 %", f"{ex['sqlite']:.3f}"]]
     assert tables["sql"][0][:3] == ["difficulty", "cases", "pass rate"]  # kinds' tables stay
 
-    md = (suite.path / "r.md").read_text(encoding="utf-8").splitlines()
+    md = (fanout_suite.path / "r.md").read_text(encoding="utf-8").splitlines()
     at = md.index("### by dialect")
     assert md[at + 2].startswith("| dialect | cases | pass rate | execution\\_accuracy |")
     assert md[at + 4].startswith(f"| duckdb | 4 | 75.0 % | {ex['duckdb']:.3f} |")
     assert md[at + 5].startswith(f"| sqlite | 4 | 100.0 % | {ex['sqlite']:.3f} |")
 
-    wb = openpyxl.load_workbook(suite.path / "r.xlsx")
+    wb = openpyxl.load_workbook(fanout_suite.path / "r.xlsx")
     assert wb.sheetnames[:4] == ["Outcome", "Summary", "All metrics", "By dialect"]
     sheet = [list(r) for r in wb["By dialect"].iter_rows(values_only=True)]
     assert sheet[0][:4] == ["Dialect", "Number of samples", "Percent correct",
@@ -230,24 +232,24 @@ def test_html_markdown_and_excel_break_results_down_by_dialect(suite: pytest.Pyt
     assert [r[:4] for r in sheet[1:]] == [["duckdb", 4, 0.75, ex["duckdb"]],
                                           ["sqlite", 4, 1.0, ex["sqlite"]]]
     assert "By dialect" not in openpyxl.load_workbook(
-        _single_dialect_workbook(suite)).sheetnames
+        _single_dialect_workbook(fanout_suite)).sheetnames
 
 
-def _single_dialect_workbook(suite: pytest.Pytester) -> Path:
+def _single_dialect_workbook(fanout_suite: pytest.Pytester) -> Path:
     """A run of one plain SQLite case: no dialect breakdown, no sheet for it."""
-    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+    fanout_suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
         {"id": "one", "datasource": "chinook", "gold": "SELECT 1", "predicted": "SELECT 1"}]}))
-    suite.runpytest("--queryeval-xlsx=one.xlsx", "--queryeval-json=one.json",
+    fanout_suite.runpytest("--queryeval-xlsx=one.xlsx", "--queryeval-json=one.json",
                     "-p", "no:cacheprovider")
-    assert "by_dialect" not in report(suite.path / "one.json")["aggregates"]
-    return suite.path / "one.xlsx"
+    assert "by_dialect" not in report(fanout_suite.path / "one.json")["aggregates"]
+    return fanout_suite.path / "one.xlsx"
 
 
-def test_a_failing_item_shows_the_gold_that_ran(suite: pytest.Pytester) -> None:
+def test_a_failing_item_shows_the_gold_that_ran(fanout_suite: pytest.Pytester) -> None:
     """Issue 43: a failing fanned-out item printed the whole per-dialect mapping; it shows its
     dialect's entry, or the transpiled text it ran, and a failing gold still records which
     dialect's gold ran (``details.gold_dialect`` was null)."""
-    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+    fanout_suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
         {"id": "names", "datasource": ["chinook", "duck"],
          "gold": {"sqlite": "SELECT Name FROM Genre WHERE GenreId < 4",
                   "duckdb": "SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)"},
@@ -257,8 +259,8 @@ def test_a_failing_item_shows_the_gold_that_ran(suite: pytest.Pytester) -> None:
          "predicted": "SELECT 0"},
         {"id": "broken", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
          "gold": {"sqlite": "SELECT nope FROM Genre"}, "predicted": "SELECT 1"}]}))
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    cases = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    result = fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = {c["id"]: c for c in report(fanout_suite.path / "r.json")["cases"]}
     assert cases["names[chinook]"]["gold"] == "SELECT Name FROM Genre WHERE GenreId < 4"
     assert cases["names[duck]"]["gold"] == "SELECT Name FROM Genre WHERE GenreId IN (1, 2, 3)"
     assert cases["rock[duck]"]["gold"] == "SELECT COUNT(*) FROM Track WHERE GenreId = 1"
@@ -273,29 +275,29 @@ def test_a_failing_item_shows_the_gold_that_ran(suite: pytest.Pytester) -> None:
 
 
 def test_on_a_pinned_clock_the_audit_runs_and_reports_the_text_the_run_executed(
-        suite: pytest.Pytester) -> None:
+        fanout_suite: pytest.Pytester) -> None:
     """Issue 43: on a ``now:`` source the run executes the transpiled gold as the clock rewrote
     it; the audit ran and reported the text before the rewrite. Both sides now run pinned, and
     ``gold_run`` (the audit's and the run's) is the text executed; ``gold``, what
     ``--queryeval-write-transpiled`` writes, stays the transpiled text, which the run pins."""
-    config = json.loads((suite.path / "queryeval.yaml").read_text())
+    config = json.loads((fanout_suite.path / "queryeval.yaml").read_text())
     for spec in config["datasources"].values():
         spec["now"] = "2024-05-01"
-    suite.makefile(".yaml", queryeval=json.dumps(config))
+    fanout_suite.makefile(".yaml", queryeval=json.dumps(config))
     # the clock decides: every track before 2025 at the pinned instant, none unpinned today
     gold = "SELECT count(*) FROM Track WHERE CURRENT_DATE < '2025-01-01'"
-    suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
+    fanout_suite.makefile(".yaml", test_fan=json.dumps({"kind": "sql", "cases": [
         {"id": "dated", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
          "gold": {"sqlite": gold}, "predicted": "SELECT 3503"}]}))
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    result = fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     ran = "SELECT COUNT(*) FROM Track WHERE CAST('2024-05-01' AS DATE) < '2025-01-01'"
-    run = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    run = {c["id"]: c for c in report(fanout_suite.path / "r.json")["cases"]}
     assert run["dated[duck]"]["details"]["gold_dialect"]["gold_run"] == ran
     assert run["dated[duck]"]["gold"] == ran
-    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+    fanout_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
                     "--queryeval-audit-golds")
-    audited = {c["id"]: c for c in report(suite.path / "r.json")["cases"]}
+    audited = {c["id"]: c for c in report(fanout_suite.path / "r.json")["cases"]}
     check = audited["dated[duck]"]["details"]["audit"]["transpiled"]
     assert (check["gold_run"], check["checked"]) == (ran, "matched")
     assert check["gold"] == "SELECT COUNT(*) FROM Track WHERE CURRENT_DATE < '2025-01-01'"

@@ -16,6 +16,7 @@ import yaml
 from pytest_queryeval.importers import livesqlbench
 from pytest_queryeval.importers.cli import main as cli
 from pytest_queryeval.tasks import pgcopies
+from tests.support import read_report
 
 DATABASES = ("alien", "archeology")
 
@@ -62,7 +63,7 @@ def test_management_scores_agree_with_the_reference_per_item(
 
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
-    report = {c["id"]: c for c in json.loads((out / "r.json").read_text())["cases"]}
+    report = {c["id"]: c for c in read_report(out / "r.json")["cases"]}
     oracle = json.loads((folder / "oracle.json").read_text(encoding="utf-8"))
     assert len(oracle) == 24
     verdicts = {}
@@ -106,7 +107,7 @@ def test_management_task_without_test_cases_is_an_error(
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     result = pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
     assert result.ret != 0
-    case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+    case = read_report(pytester.path / "r.json")["cases"][0]
     assert case["outcome"] == "error"
     assert "needs at least one check" in json.dumps(case)
 
@@ -135,5 +136,5 @@ def test_pred_query_result_is_the_last_statements_rows_on_postgres(
                                           "    assert pred_query_result == [(7,)], "
                                           "pred_query_result\n"}]}]}))
     pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=r.json")
-    case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+    case = read_report(pytester.path / "r.json")["cases"][0]
     assert case["outcome"] == "passed", case

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 ROOT = Path(__file__).resolve().parents[2]
 LAST_YEAR = "SELECT count(*) FROM Invoice WHERE InvoiceDate >= date('now', '-1 year')"
 
@@ -28,7 +30,7 @@ def run(pytester: pytest.Pytester, now: str | None, cases: list[dict[str, Any]],
         {"kind": "sql", "datasource": "chinook", "thresholds": {"execution_accuracy": 1.0},
          "cases": cases}))
     pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", *args)
-    return {c["id"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
+    return {c["id"]: c for c in read_report(pytester.path / "r.json")["cases"]}
 
 
 CASES = [
@@ -71,10 +73,10 @@ def test_without_now_the_clock_runs(pytester: pytest.Pytester) -> None:
 def test_the_audit_reads_the_pinned_gold(pytester: pytest.Pytester) -> None:
     report = run(pytester, "2024-01-01", CASES[:1], "--queryeval-audit-golds=warn")
     assert report["last-year"]["outcome"] == "passed"
-    findings = json.loads((pytester.path / "r.json").read_text())["audit"]["findings"]
+    findings = read_report(pytester.path / "r.json")["audit"]["findings"]
     assert [f["code"] for f in findings] == []
     run(pytester, None, CASES[:1], "--queryeval-audit-golds=warn")
-    findings = json.loads((pytester.path / "r.json").read_text())["audit"]["findings"]
+    findings = read_report(pytester.path / "r.json")["audit"]["findings"]
     assert [f["code"] for f in findings] == ["clock-dependent"]
     assert findings[0]["message"].endswith("use a fixed date literal, or pin the clock with "
                                            "now: on the datasource")

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_queryeval.tasks import pgcopies
 from tests.fixtures.postgres import TASKS_DATABASE
+from tests.support import read_report
 
 RAISE = "UPDATE track SET unit_price = unit_price + 0.1 WHERE genre_id = 1"
 
@@ -58,7 +59,7 @@ def test_tasks_on_template_copies(pytester: pytest.Pytester, postgres_server: An
          "collateral": {"ignore": ["customer"]},
          "checks": [{"query": "SELECT track_id, unit_price FROM track", "compare": "gold"}]}]}))
     pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    cases = {c["id"]: c for c in json.loads((pytester.path / "r.json").read_text())["cases"]}
+    cases = {c["id"]: c for c in read_report(pytester.path / "r.json")["cases"]}
     assert cases["raise"]["outcome"] == "passed", cases["raise"]
     assert cases["raise"]["metrics"]["copy_seconds"] >= 0
     assert cases["too-wide"]["outcome"] == "failed"
@@ -141,7 +142,7 @@ def test_fan_out_over_all_three_engines(pytester: pytest.Pytester, postgres_serv
         + "\n" + json.dumps({"id": "genres[pg]", "predicted": "SELECT name FROM genre WHERE "
                                                              "genre_id IN (1, 2, 3)"}) + "\n")
     pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    data = json.loads((pytester.path / "r.json").read_text())
+    data = read_report(pytester.path / "r.json")
     cases = {c["id"]: c for c in data["cases"]}
     assert {i: (c["outcome"], c["dialect"]) for i, c in cases.items()} == {
         "genres[lite]": ("passed", "sqlite"), "genres[duck]": ("passed", "duckdb"),
@@ -165,7 +166,7 @@ def test_a_database_in_use_cannot_be_copied_and_the_error_says_what_to_do(
          "checks": [{"query": "SELECT count(*) FROM track", "rows": [[3503]]}]}]}))
     with psycopg.connect(postgres_server.conninfo()):
         pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+    case = read_report(pytester.path / "r.json")["cases"][0]
     assert case["outcome"] == "error"
     assert "ObjectInUse" in case["error"]
     assert "point the writable: sandbox datasource at a database of its own" in case["error"]

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import read_report
+
 ROOT = Path(__file__).resolve().parents[2]
 RAISE = "UPDATE Track SET UnitPrice = UnitPrice + 0.1 WHERE GenreId = 1"
 ROCK = "SELECT TrackId, UnitPrice FROM Track WHERE GenreId = 1"
@@ -60,7 +62,7 @@ def sha256(path: Path) -> str:
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def task_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     db = pytester.path / "chinook.sqlite"
     shutil.copyfile(ROOT / "example_suite" / "data" / "chinook.sqlite", db)
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
@@ -73,14 +75,14 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def report(path: Path) -> dict[str, Any]:
-    return {c["id"]: c for c in json.loads(path.read_text())["cases"]}
+    return {c["id"]: c for c in read_report(path)["cases"]}
 
 
-def test_task_cases_end_to_end(suite: pytest.Pytester) -> None:
-    db = suite.path / "chinook.sqlite"
+def test_task_cases_end_to_end(task_suite: pytest.Pytester) -> None:
+    db = task_suite.path / "chinook.sqlite"
     before = sha256(db)
-    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    cases = report(suite.path / "r.json")
+    task_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = report(task_suite.path / "r.json")
     same = cases["same-change"]
     assert same["outcome"] == "passed"
     assert same["metrics"]["execution_accuracy"] == 1.0
@@ -154,17 +156,17 @@ def test_duckdb_task(pytester: pytest.Pytester) -> None:
     assert sha256(path) == before
 
 
-def test_gold_audit_runs_each_gold_against_its_own_checks(suite: pytest.Pytester) -> None:
-    suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
+def test_gold_audit_runs_each_gold_against_its_own_checks(task_suite: pytest.Pytester) -> None:
+    task_suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
         {"id": "good", "task": "dml", "gold": RAISE,
          "checks": [{"query": "SELECT count(*) FROM Track WHERE UnitPrice > 1.0",
                      "rows": [[1510]]}]},
         {"id": "stale", "task": "dml", "gold": RAISE,  # written before the change
          "checks": [{"query": "SELECT count(*) FROM Track WHERE UnitPrice > 1.0",
                      "rows": [[213]]}]}]}))
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+    result = task_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
                              "--queryeval-audit-golds")
-    findings = json.loads((suite.path / "r.json").read_text())["audit"]["findings"]
+    findings = read_report(task_suite.path / "r.json")["audit"]["findings"]
     assert [(f["id"], f["code"]) for f in findings] == [("stale", "gold-error")]
     assert findings[0]["message"] == (
         "the gold fails its own checks: 1 of 1 check failed: rows of SELECT count(*) FROM "
@@ -172,34 +174,34 @@ def test_gold_audit_runs_each_gold_against_its_own_checks(suite: pytest.Pytester
     assert result.ret == 1
 
 
-def test_a_hostile_python_check_fails_its_case_at_the_deadline(suite: pytest.Pytester) -> None:
+def test_a_hostile_python_check_fails_its_case_at_the_deadline(task_suite: pytest.Pytester) -> None:
     """An endless Python check is killed at the case's timeout, never run in pytest's process;
     the next case runs in a fresh worker."""
-    suite.makepyfile(spinning="def spin(conn, predicted, gold):\n    while True:\n        pass\n")
-    suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
+    task_suite.makepyfile(spinning="def spin(conn, predicted, gold):\n    while True:\n        pass\n")
+    task_suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
         {"id": "spin", "task": "dml", "gold": RAISE, "predicted": RAISE, "timeout": 2,
          "checks": [{"python": "spinning:spin"}]},
         {"id": "after", "task": "dml", "gold": RAISE, "predicted": RAISE,
          "checks": [{"query": ROCK, "compare": "gold"}]}]}))
-    suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    cases = report(suite.path / "r.json")
+    task_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    cases = report(task_suite.path / "r.json")
     assert cases["spin"]["outcome"] == "failed"
     assert cases["spin"]["reason"] == ("timeout: no result within 2 s (the tasks worker was "
                                        "killed)")
     assert cases["after"]["outcome"] == "passed"
 
 
-def test_a_failed_check_is_printed_once(suite: pytest.Pytester) -> None:
+def test_a_failed_check_is_printed_once(task_suite: pytest.Pytester) -> None:
     """The reason names the first failing check; the diff lists only the others (issue 43:
     each failing check was printed as the reason and again as a diff line)."""
-    suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
+    task_suite.makefile(".yaml", test_tasks=json.dumps({"kind": "sql", "datasource": "shop", "cases": [
         {"id": "wrong", "task": "dml", "gold": RAISE, "predicted": "UPDATE Track SET UnitPrice = UnitPrice WHERE 0",
          "checks": [{"query": "SELECT count(*) FROM Track WHERE UnitPrice > 1.1",
                      "rows": [[0]]},
                     {"python": "taskchecks:rock_raised"},
                     {"query": "SELECT count(*) FROM Track", "rows": [[3503]]}]}]}))
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
-    wrong = report(suite.path / "r.json")["wrong"]
+    result = task_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider")
+    wrong = report(task_suite.path / "r.json")["wrong"]
     first = "rows of SELECT count(*) FROM Track WHERE UnitPrice > 1.1: expected"
     assert wrong["reason"].startswith(f"2 of 3 checks failed: {first}")
     assert wrong["diff"] == ["check failed: python taskchecks:rock_raised: rock prices not raised"]

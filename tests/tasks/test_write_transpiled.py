@@ -42,7 +42,7 @@ cases:
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+def transpile_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
     duckdb_copy(pytester.path / "chinook.duckdb")
     pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
@@ -60,11 +60,11 @@ def load(path: Path) -> Any:
 
 
 def test_a_checked_transpile_is_written_and_the_others_are_listed(
-        suite: pytest.Pytester) -> None:
-    path = suite.path / "test_rock.yaml"
+        transpile_suite: pytest.Pytester) -> None:
+    path = transpile_suite.path / "test_rock.yaml"
     os.chmod(path, 0o640)
     before = load(path)
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+    result = transpile_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
                              "--queryeval-audit-golds", "--queryeval-write-transpiled")
     text = path.read_text()
     assert text == CASES.replace(
@@ -81,7 +81,7 @@ def test_a_checked_transpile_is_written_and_the_others_are_listed(
     assert after == before
     assert os.stat(path).st_mode & 0o777 == 0o640
 
-    written = report(suite.path / "r.json")["audit"]["transpiled"]
+    written = report(transpile_suite.path / "r.json")["audit"]["transpiled"]
     assert [(i["id"], i["line"], i["dialect"], i["items"]) for i in written["written"]] == [
         ("rock", 4, "duckdb", ["rock[duck]"]), ("flow", 18, "duckdb", ["flow[duck]"])]
     assert [(i["id"], i["dialect"], i["reason"]) for i in written["not_written"]] == [
@@ -98,21 +98,21 @@ def test_a_checked_transpile_is_written_and_the_others_are_listed(
     assert result.ret == 1  # the mismatch is still an error finding
 
     # the written golds are explicit now: a second audit transpiles only the refused ones
-    suite.runpytest("--queryeval-json=r2.json", "-p", "no:cacheprovider",
+    transpile_suite.runpytest("--queryeval-json=r2.json", "-p", "no:cacheprovider",
                     "--queryeval-audit-golds", "--queryeval-write-transpiled")
     assert path.read_text() == text
-    cases = {c["id"]: c for c in report(suite.path / "r2.json")["cases"]}
+    cases = {c["id"]: c for c in report(transpile_suite.path / "r2.json")["cases"]}
     assert "transpiled" not in cases["rock[duck]"]["details"]["audit"]
-    again = report(suite.path / "r2.json")["audit"]["transpiled"]
+    again = report(transpile_suite.path / "r2.json")["audit"]["transpiled"]
     assert again["written"] == [] and len(again["not_written"]) == 2
 
 
-def test_a_json_case_file_stays_json(suite: pytest.Pytester) -> None:
-    path = suite.path / "test_rock.yaml"
+def test_a_json_case_file_stays_json(transpile_suite: pytest.Pytester) -> None:
+    path = transpile_suite.path / "test_rock.yaml"
     path.write_text(json.dumps({"kind": "sql", "cases": [
         {"id": "rock", "datasource": ["chinook", "duck"], "transpile": {"from": "sqlite"},
          "gold": {"sqlite": "SELECT count(*) FROM Track WHERE GenreId = 1"}}]}, indent=1))
-    result = suite.runpytest("-p", "no:cacheprovider", "--queryeval-audit-golds",
+    result = transpile_suite.runpytest("-p", "no:cacheprovider", "--queryeval-audit-golds",
                              "--queryeval-write-transpiled")
     assert result.ret == 0
     assert json.loads(path.read_text())["cases"][0]["gold"] == {
@@ -120,29 +120,29 @@ def test_a_json_case_file_stays_json(suite: pytest.Pytester) -> None:
         "duckdb": "SELECT COUNT(*) FROM Track WHERE GenreId = 1"}
 
 
-def test_a_gold_edited_during_the_run_is_not_overwritten(suite: pytest.Pytester) -> None:
+def test_a_gold_edited_during_the_run_is_not_overwritten(transpile_suite: pytest.Pytester) -> None:
     """The file is read again at the end: an entry written after collection wins."""
-    path = suite.path / "test_rock.yaml"
-    suite.makeconftest(f"""
+    path = transpile_suite.path / "test_rock.yaml"
+    transpile_suite.makeconftest(f"""
 import pathlib
 def pytest_collection_finish(session):
     p = pathlib.Path({str(path)!r})
     p.write_text(p.read_text().replace(
         "  # checked by hand", "\\n      duckdb: SELECT 42"))
 """)
-    result = suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
+    result = transpile_suite.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider",
                              "--queryeval-audit-golds", "--queryeval-write-transpiled")
     assert "duckdb: SELECT 42" in path.read_text()
     assert "SELECT COUNT(*) FROM Track" not in path.read_text()
-    refused = report(suite.path / "r.json")["audit"]["transpiled"]["not_written"]
+    refused = report(transpile_suite.path / "r.json")["audit"]["transpiled"]["not_written"]
     assert ("rock", "the case already has a duckdb gold") in {
         (i["id"], i["reason"]) for i in refused}
     assert result.ret == 1
 
 
-def test_the_option_needs_the_audit(suite: pytest.Pytester) -> None:
-    result = suite.runpytest("-p", "no:cacheprovider", "--queryeval-write-transpiled")
+def test_the_option_needs_the_audit(transpile_suite: pytest.Pytester) -> None:
+    result = transpile_suite.runpytest("-p", "no:cacheprovider", "--queryeval-write-transpiled")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*invalid options:*", "*--queryeval-write-transpiled needs "
                                  "--queryeval-audit-golds*"])
-    assert (suite.path / "test_rock.yaml").read_text() == CASES
+    assert (transpile_suite.path / "test_rock.yaml").read_text() == CASES

@@ -122,7 +122,7 @@ def _item(entry: _Entry, reason: str | None = None) -> dict[str, object]:
 def _write_file(path: Path, entries: list[_Entry]) -> tuple[list[_Entry],
                                                              list[tuple[_Entry, str]]]:
     """Apply each entry's edit to the file's text in turn; one atomic write at the end."""
-    from ..report.json_report import write_atomic
+    from ..safefile import write_atomic
 
     try:
         original = path.read_bytes().decode("utf-8")

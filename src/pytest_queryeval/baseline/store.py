@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..report.json_report import write_atomic
+from ..safefile import write_atomic
 
 #: The compact form's name and version (its ``format`` key).
 FORMAT = "queryeval-baseline/1"

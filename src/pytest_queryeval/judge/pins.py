@@ -112,6 +112,6 @@ class PinStore:
         lines = [json.dumps({**self.labels.get(k, {}), "key": k, "category": v.category,
                              "reason": v.reason}, ensure_ascii=False, sort_keys=True)
                  for k, v in sorted(self.pins.items())]
-        from ..report.json_report import write_atomic
+        from ..safefile import write_atomic
 
         write_atomic(self.path, "".join(line + "\n" for line in lines))

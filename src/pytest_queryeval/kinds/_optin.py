@@ -38,8 +38,8 @@ def check_options(case: Case) -> None:
     chosen = case.options.get(RELAXED_EX)
     if chosen is None:
         return
-    from ..config import suggest
     from ..nearmiss import RELAXATIONS
+    from ..wording import suggest
 
     if not isinstance(chosen, list) or not chosen:
         raise ConfigError("must be a list of near-miss relaxations, e.g. [row_order]; known: "

@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
-from ..config import suggest
 from ..errors import (
     ConfigError,
     GoldError,
@@ -51,6 +50,7 @@ from ..model import Case, Context, Scored
 from ..results import ResultTable
 from ..sources import source_type
 from ..sources.base import DEFAULT_TIMEOUT, DataSource
+from ..wording import suggest
 from ._optin import OPTION_KEYS, RELAXED_EX, add_hallucination
 from ._optin import check_options as check_optin
 from ._query import (

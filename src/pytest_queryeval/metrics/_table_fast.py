@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import countOf
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,9 +41,9 @@ _I, _F, _SC, _M = 10, 11, 12, 13
 _NUM_START = frozenset("0123456789-")
 _SEQUENTIAL_SUM = sys.version_info < (3, 12)
 
-BoolArr = NDArray[np.bool_]
-IntArr = NDArray[np.int64]
-Index = NDArray[np.intp] | None
+BoolArr: TypeAlias = NDArray[np.bool_]
+IntArr: TypeAlias = NDArray[np.int64]
+Index: TypeAlias = NDArray[np.intp] | None
 Result = tuple[bool, tuple[int, ...] | None, bool, float, PositionalF1, float]
 
 

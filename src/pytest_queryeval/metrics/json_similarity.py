@@ -20,13 +20,11 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 #: A key path: the object keys from the root to a value; ``()`` is the root itself.
 Path = tuple[object, ...]
 #: Maps a text to its embedding (any sequence of floats; numpy arrays are fastest).
 Embed = Callable[[str], Sequence[float]]
-KeyLevel = Literal["top", "paths"]
 
 KEY_LEVELS: tuple[str, ...] = ("top", "paths")
 DEFAULT_ALPHA = 0.5

@@ -39,8 +39,6 @@ from typing import Any
 from ..results import ResultTable, Term
 from ._alignment_search import np_mean
 
-#: Per-question metric names (``ndcg`` only where the result order matters).
-TEXT2SPARQL_METRIC_NAMES = ("set_precision", "set_recall", "set_f1", "ndcg")
 #: The feature that asks for ``ndcg`` (questions YAML ``features``).
 RESULT_ORDER_MATTERS = "RESULT_ORDER_MATTERS"
 #: The reference's own names, for readers of its output files.

@@ -170,17 +170,11 @@ def _number(text: str) -> int | float | None:
 Pools = dict[tuple[str, str], list[Any]]
 
 
-def column_pools(sample: Callable[[str, str], list[Any]], schema: DbSchema,
-                 queries: Iterable[str], dialect: str = "sqlite") -> Pools:
-    """(table, column) -> candidate values, deduplicated in a fixed order; ``sample(table,
-    column)`` gives the real values."""
-    return both_pools(sample, schema, queries, dialect)[0]
-
-
 def both_pools(sample: Callable[[str, str], list[Any]], schema: DbSchema,
                queries: Iterable[str], dialect: str = "sqlite") -> tuple[Pools, Pools]:
-    """The full pools (:func:`column_pools`) and the realistic ones: per column, only values
-    of its own domain and format (module docstring)."""
+    """(table, column) -> candidate values, deduplicated in a fixed order (``sample(table,
+    column)`` gives the real values), and the realistic ones: per column, only values of its
+    own domain and format (module docstring)."""
     compared: dict[str, list[Any]] = {}
     loose: list[Any] = []
     for sql in queries:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import MissingDependency
 from ..kinds._registry import declares
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
+from ..safefile import create_temp
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -30,7 +31,6 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
-from .json_report import create_temp
 
 if TYPE_CHECKING:  # xlsxwriter ships no type information: these name what is passed around
     from xlsxwriter.format import Format

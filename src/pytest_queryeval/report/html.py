@@ -29,6 +29,7 @@ from ..metricnames import (
     lower_is_better,
 )
 from ..outcome import Outcome, pass_rate_text, stated
+from ..safefile import write_atomic
 from ..safetext import printable
 from .columns import (
     difficulty_of,
@@ -38,7 +39,6 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
-from .json_report import write_atomic
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import (

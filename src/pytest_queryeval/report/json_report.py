@@ -6,9 +6,10 @@ import contextlib
 import json
 import math
 import os
-import secrets
 from pathlib import Path
 from typing import Any
+
+from ..safefile import create_temp, write_atomic
 
 VERSION = 1
 
@@ -154,38 +155,6 @@ def dumps(report: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, str]:
-    """A new temporary file in ``directory``, created with the user's umask (as ``open`` and
-    pytest's junit writer do): ``tempfile.mkstemp`` makes it 0600, and a report renamed from
-    it stays unreadable to the team or the CI step that publishes it."""
-    for _ in range(100):
-        name = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
-        try:
-            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name in {directory}")
-
-
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write via a temporary file and rename: readers never see a partial file (a report, a
-    baseline, a pin file, a shared gold entry, a saved counterexample), and it is created with
-    the user's umask (:func:`create_temp`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = create_temp(path.parent, f".{path.name}.", ".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
-            fh.flush()
-            os.fsync(fh.fileno())  # a baseline is committed: it must survive a crash whole
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def write_report(report: dict[str, Any], path: Path, comparison: object = None) -> None:
     """Write ``dumps(report)``, one case at a time: the text of 100,000 cases held at once, as
     a list of lines, joined, then encoded, was three copies of the report at the session's
@@ -225,10 +194,3 @@ def write_report(report: dict[str, Any], path: Path, comparison: object = None) 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def load_report(path: Path) -> dict[str, Any]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or data.get("version") != VERSION or "cases" not in data:
-        raise ValueError(f"{path} is not a queryeval JSON report (version {VERSION})")
-    return data

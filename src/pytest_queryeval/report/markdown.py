@@ -16,6 +16,7 @@ from typing import Any
 from ..baseline.compare import Comparison, MetricDelta
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
 from ..outcome import pass_rate_text, stated
+from ..safefile import write_atomic
 from ..safetext import printable
 from ..wording import plural, shortlist
 from .columns import (
@@ -26,7 +27,6 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
-from .json_report import write_atomic
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import (

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..casesteps import CaseOutcome
-from ..config import PATH_KEYS
+from ..datasource_keys import PATH_KEYS
 from ..kinds._registry import declares
 from ..model import MISSING, NO_DIFFICULTY, Case, CaseRecord, JSONValue, RecordLike
 from ..paths import display

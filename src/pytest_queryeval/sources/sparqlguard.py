@@ -40,7 +40,6 @@ from ..errors import QueryRefused, QuerySyntaxError
 if TYPE_CHECKING:
     from pyparsing import ParseException
 
-QUERY_FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
 SCORED_FORMS = frozenset({"SELECT", "ASK"})
 #: Longest request the guard parses (characters); a longer one is refused unparsed.
 MAX_QUERY_CHARS = 100_000

@@ -29,8 +29,6 @@ from ..wording import plural
 from .run import Check, Task, TaskOutcome, run_task
 
 TASKS = ("dml", "ddl")
-#: Case keys of a task (beside ``gold``, ``conditions`` and the common ones).
-TASK_KEYS = frozenset({"task", "setup", "cleanup", "checks", "collateral"})
 #: The value of a datasource's ``writable`` key that allows tasks on it.
 WRITABLE = "sandbox"
 _CHECK_KINDS = ("rows", "compare", "schema", "python", "livesqlbench_test")
@@ -110,7 +108,7 @@ def collateral_of(case: Case) -> Any:
         raise ConfigError("must be true, false or {ignore: [tables]}", key="collateral")
     unknown = sorted(set(map(str, value)) - {"ignore"})
     if unknown:
-        from ..config import suggest
+        from ..wording import suggest
 
         raise ConfigError(f"unknown key{suggest(unknown[0], {'ignore'})}",
                           key=f"collateral.{unknown[0]}")
@@ -159,7 +157,7 @@ def _check(item: object, where: str, ordered: bool) -> Check:
     allowed = {"query", "rows", "compare", "order", "schema", "python", "livesqlbench_test"}
     unknown = sorted(set(map(str, item)) - allowed)
     if unknown:
-        from ..config import suggest
+        from ..wording import suggest
 
         raise ConfigError(f"unknown key{suggest(unknown[0], allowed)}", key=f"{where}.{unknown[0]}")
     kinds = [k for k in _CHECK_KINDS if k in item]
