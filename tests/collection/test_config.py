@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.config import ConfigFinder, SuiteConfig, expand_env, is_list
+from pytest_queryeval.config import ConfigFinder, SuiteConfig, expand_env
 
 
 def test_expand_env_fills_variables_defaults_and_records_secrets(
@@ -35,14 +35,9 @@ def test_a_child_layer_overrides_its_parent_key_by_key(tmp_path: Path) -> None:
     assert (below.model, below.record_only) == ("child-model", True)
     assert top.errors == below.errors == []
     assert finder.for_directory(child) is below  # merged once per folder
-    assert len(finder.all_configs()) == 2
 
 
 def test_a_folder_without_config_gets_the_defaults(tmp_path: Path) -> None:
     cfg = ConfigFinder(tmp_path).for_directory(tmp_path)
     assert (cfg.model, cfg.record_only, cfg.datasources, cfg.errors) == (
         SuiteConfig().model, False, {}, [])
-
-
-def test_is_list() -> None:
-    assert is_list([1]) and not is_list((1,)) and not is_list("ab")

@@ -16,7 +16,7 @@ from pytest_queryeval.judge.config import JudgeSpec
 from pytest_queryeval.judge.run import STOPPED, ask_prompt
 from pytest_queryeval.judge.verdict import JudgeError
 from tests.fixtures.openai_standin import KEY, MODEL
-from tests.judge.test_judge_run import ACCEPT, GOLD_COUNT, music, run, suite  # noqa: F401
+from tests.judge.test_judge_run import ACCEPT, GOLD_COUNT, music, run, write_music_suite  # noqa: F401
 
 pytest.importorskip("openai")
 
@@ -47,7 +47,7 @@ def test_under_xdist_the_judge_bound_is_the_sessions_not_each_workers(
     preds = [f"SELECT count(*), 'x{i}' FROM artists" for i in range(2)]
     openai_standin.containing = dict.fromkeys(preds, ACCEPT)
     slow(openai_standin, 0.4)
-    suite(music, openai_standin, [], votes=4, concurrency=2)
+    write_music_suite(music, openai_standin, [], votes=4, concurrency=2)
     one_case_per_file(music, preds)
     result, cases = run(music, monkeypatch, "-n", "2")
     result.assert_outcomes(passed=2)
@@ -76,7 +76,7 @@ def test_under_xdist_max_calls_caps_the_run_not_each_worker(
     pytest.importorskip("xdist")
     preds = [f"SELECT count(*), 'x{i}' FROM artists" for i in range(4)]
     openai_standin.containing = dict.fromkeys(preds, ACCEPT)
-    suite(music, openai_standin, [], max_calls=2)
+    write_music_suite(music, openai_standin, [], max_calls=2)
     one_case_per_file(music, preds)
     result, cases = run(music, monkeypatch, "-n", "2")
     result.assert_outcomes(passed=2, failed=2)  # a judge error fails its item
