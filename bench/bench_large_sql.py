@@ -37,8 +37,8 @@ from _common import ROOT, machine, score_sql_pair
 sys.path.insert(0, str(ROOT / "src"))
 
 import pytest_queryeval.metrics.table  # noqa: F401 - score_sql_pair's, before the timing
+from pytest_queryeval._isolation.sandbox import close_all
 from pytest_queryeval.metrics.alignment import alignment_details, alignment_metrics
-from pytest_queryeval.sandbox import close_all
 from pytest_queryeval.sources import open_source
 
 GOLD = "SELECT id, name, score, city FROM t"

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import yaml
 
-from pytest_queryeval.sandbox import close_all, shared_sandbox
+from pytest_queryeval._isolation.sandbox import close_all, shared_sandbox
 from pytest_queryeval.sources import open_source
 
 SUITE = ROOT / "example_suite"

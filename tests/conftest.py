@@ -106,8 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _keep_compiled_packages()
 
     for name in ("numpy", "sqlalchemy", "sqlalchemy.dialects.postgresql.psycopg", "psycopg",
-                 "pyoxigraph", "yaml", "pytest_queryeval.runner", "pytest_queryeval.controller",
-                 "pytest_queryeval.xdist_hooks"):
+                 "pyoxigraph", "yaml", "pytest_queryeval.plugin.runner", "pytest_queryeval.plugin.controller",
+                 "pytest_queryeval.plugin.xdist"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
 

@@ -103,7 +103,7 @@ class SearchBudgetExhausted(QueryEvalError):
 
 
 class ComparisonTimeout(SearchBudgetExhausted):
-    """Comparing the results outlasted the case's ``timeout`` (:mod:`.metrics._deadline`):
+    """Comparing the results outlasted the case's ``timeout`` (:mod:`._isolation.comparison_deadline`):
     like an exhausted budget, the score is unknown, never guessed."""
 
     prefix = "timeout"

@@ -108,7 +108,7 @@ class Case:
     #: is read into its table: :attr:`raw_encoded` keeps its JSON text instead.
     raw: dict[str, Any] = field(default_factory=dict)
     #: The keys of the case mapping that :attr:`raw` leaves out, each with the JSON text
-    #: :func:`~pytest_queryeval.resume.identity` digests (``json.dumps(value, sort_keys=True,
+    #: :func:`~pytest_queryeval.plugin.resume.identity` digests (``json.dumps(value, sort_keys=True,
     #: default=str, ensure_ascii=False)``): a recorded table as text is a fraction of its lists.
     raw_encoded: tuple[tuple[str, str], ...] = ()
     #: Located validation errors; a case with errors fails with them and is never scored.
@@ -124,11 +124,11 @@ class Case:
     #: ``repeat_rule:`` (how the runs' outcomes make the case's: all, majority or any).
     repeat: int = 1
     repeat_rule: str = "all"
-    #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.pricing.Price`) and its
+    #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.suite.pricing.Price`) and its
     #: ``model:`` label, the price looked up when the source does not name its model.
     pricing: dict[str, Any] = field(default_factory=dict)
     model_label: str | None = None
-    #: The suite's ``neighbours:`` (see :func:`~pytest_queryeval.neighbour_check.settings_for`).
+    #: The suite's ``neighbours:`` (see :func:`~pytest_queryeval.neighbours.check.settings_for`).
     neighbours: dict[str, Any] | None = None
     #: A case written with ``datasource:`` a list is one case per source: its id is
     #: ``<id>[<source>]``, ``fanned_from`` the id as written (predictions files may use it) and
@@ -189,7 +189,7 @@ class Scored:
     #: What the prediction produced, comparable across repeats of one case (the consistency
     #: metric): a digest of the predicted result; None lets the engine use the query text.
     signature: str | None = None
-    #: The result-table metrics under each near-miss relaxation (:mod:`.nearmiss`), computed
+    #: The result-table metrics under each near-miss relaxation (:mod:`.engine.nearmiss`), computed
     #: by the engine only when the case fails; None for kinds without result tables.
     #: ``relaxed(names=None)``: the table metrics (``names`` of them; None: all) under each
     #: near-miss relaxation (:func:`..nearmiss.relaxed_metrics`), computed when first asked.
@@ -203,7 +203,7 @@ class Scored:
 class Context(Protocol):
     """Session-wide resources a kind evaluator may use; shared by all cases of a session."""
 
-    #: ``--queryeval-neighbours`` or its ini value (a :class:`~.neighbour_check.Settings`), or
+    #: ``--queryeval-neighbours`` or its ini value (a :class:`~.neighbours.check.Settings`), or
     #: None: each suite's ``neighbours:`` decides whether SQL cases search for counterexamples.
     neighbours: Any
     #: What a suite's ``neighbours:`` starts from (the ini seconds and seed, the report dir).
@@ -242,11 +242,11 @@ class Kind(Protocol):
 
     Optional: a class attribute ``default_thresholds`` (``{metric: bound}`` as in YAML) gates
     the cases that no threshold in effect judges; a kind without one makes them errors
-    (:func:`~pytest_queryeval.thresholds.apply_default`).
+    (:func:`~pytest_queryeval.engine.thresholds.apply_default`).
     """
 
     name: ClassVar[str]
-    #: Case keys accepted by this kind beyond the common ones (see :mod:`pytest_queryeval.cases`).
+    #: Case keys accepted by this kind beyond the common ones (see :mod:`pytest_queryeval.suite.cases`).
     option_keys: ClassVar[frozenset[str]]
 
     def is_metric(self, name: str) -> bool:
@@ -346,12 +346,12 @@ class CaseRecord(TypedDict):
     reason: str | None
     #: The failure report's lines (missing and extra rows, SQL components), capped.
     diff: list[str]
-    #: The relaxations that would make a failing case pass (:func:`.nearmiss.flips`), None
+    #: The relaxations that would make a failing case pass (:func:`.engine.nearmiss.flips`), None
     #: when not attributed; absent in the record of a case file that could not be read.
     near_miss: NotRequired[list[str] | None]
     #: The kind's and the engine's extras, JSON-safe and capped: each kind, the judge
     #: (``judge``, :class:`.judge.run.JudgeRecord`), the counterexample search
-    #: (``neighbours``, :class:`.neighbour_check.NeighboursDetail`) and the repeats write
+    #: (``neighbours``, :class:`.neighbours.check.NeighboursDetail`) and the repeats write
     #: their own keys, read by the report writers of each.
     details: dict[str, Any]
     #: The case options that change scores (:data:`.report.records.SCORING_OPTIONS`), as the case gives them.
@@ -360,7 +360,7 @@ class CaseRecord(TypedDict):
     baseline_status: str | None
     #: --queryeval-gating: the case's standing against the baseline (None without gating).
     standing: str | None
-    #: What ``--queryeval-resume`` matches on (:func:`.resume.identity`); absent in an audit
+    #: What ``--queryeval-resume`` matches on (:func:`.plugin.resume.identity`); absent in an audit
     #: and in the records that no case scored.
     identity: NotRequired[str]
     #: ``--queryeval-resume``: the report the record was carried from.

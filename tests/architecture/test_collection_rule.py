@@ -15,7 +15,7 @@ import pytest
 from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 
 #: What a run of a project without a case file imports of the package.
-SLEEPING = ["pytest_queryeval", "pytest_queryeval.declare", "pytest_queryeval.hookspecs",
+SLEEPING = ["pytest_queryeval", "pytest_queryeval.plugin.declare", "pytest_queryeval.hookspecs",
             "pytest_queryeval.plugin"]
 
 #: Writes the package's imported modules when the session ends, for the assertions below.
@@ -77,7 +77,7 @@ def test_a_queryeval_yaml_above_makes_the_yaml_files_below_case_files(
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=1)
     modules = json.loads((pytester.path / "modules.json").read_text())
-    assert "pytest_queryeval.runner" in modules and "pytest_queryeval.controller" in modules
+    assert "pytest_queryeval.plugin.runner" in modules and "pytest_queryeval.plugin.controller" in modules
 
 
 def test_ini_queryeval_files_alone_decides(pytester: pytest.Pytester) -> None:

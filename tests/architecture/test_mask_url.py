@@ -6,7 +6,7 @@ source's copy did not but also masked ``?password=``: each missed what the other
 
 from __future__ import annotations
 
-from pytest_queryeval.secrets import Scrubber, mask_url
+from pytest_queryeval._util.secrets import Scrubber, mask_url
 from pytest_queryeval.sources import sqlalchemy
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_queryeval.paths import display
+from pytest_queryeval._util.paths import display
 
 
 def test_relative_to_the_root_and_dot_for_the_root(tmp_path: Path) -> None:

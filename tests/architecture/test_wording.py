@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_queryeval.wording import plural, shortlist
+from pytest_queryeval._util.wording import plural, shortlist
 
 
 def test_plural() -> None:

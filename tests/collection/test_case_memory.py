@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_queryeval.cases import load_cases
-from pytest_queryeval.config import SuiteConfig
 from pytest_queryeval.model import Threshold
-from pytest_queryeval.resume import identity
+from pytest_queryeval.plugin.resume import identity
+from pytest_queryeval.suite.cases import load_cases
+from pytest_queryeval.suite.config import SuiteConfig
 
 from ..support import dump
 

@@ -1,11 +1,11 @@
-"""``cases.py`` on its own: a case file into ``Case`` objects, each problem located."""
+"""``suite/cases.py`` on its own: a case file into ``Case`` objects, each problem located."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_queryeval.cases import is_turn_list, load_cases
-from pytest_queryeval.config import SuiteConfig
+from pytest_queryeval.suite.cases import is_turn_list, load_cases
+from pytest_queryeval.suite.config import SuiteConfig
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 
 

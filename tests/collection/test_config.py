@@ -1,4 +1,4 @@
-"""``config.py`` on its own: ``${VAR}`` expansion and the ``queryeval.yaml`` layers a folder
+"""``suite/config.py`` on its own: ``${VAR}`` expansion and the ``queryeval.yaml`` layers a folder
 inherits, child over parent."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.config import ConfigFinder, SuiteConfig, expand_env
+from pytest_queryeval.suite.config import ConfigFinder, SuiteConfig, expand_env
 
 
 def test_expand_env_fills_variables_defaults_and_records_secrets(

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_queryeval import gcpolicy
+from pytest_queryeval._util import gcpolicy
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 from tests.support import read_report
 

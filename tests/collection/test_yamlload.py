@@ -18,9 +18,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_queryeval import yamlload
 from pytest_queryeval.errors import ConfigError
-from pytest_queryeval.yamlload import LocDict, LocList, load_text
+from pytest_queryeval.suite import yamlload
+from pytest_queryeval.suite.yamlload import LocDict, LocList, load_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""``conclude.py`` on its own: the run fields a report's end writes, from records."""
+"""``conclude/__init__.py`` on its own: the run fields a report's end writes, from records."""
 
 from __future__ import annotations
 

@@ -328,7 +328,7 @@ def test_junit_property_names_are_shared_across_cases(pytester: pytest.Pytester)
     pytester.makefile(".yaml", queryeval="{}")
     pytester.makeconftest('''
 import pytest
-from pytest_queryeval.collect import RECORD
+from pytest_queryeval.plugin.nodes import RECORD
 
 def pytest_sessionfinish(session):
     items = session.items

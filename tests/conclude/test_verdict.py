@@ -193,7 +193,7 @@ def test_the_old_spellings_still_work_with_a_deprecation_warning(sql_suite):
 
 
 def test_queryeval_merge_names_the_old_option(tmp_path, monkeypatch, capsys):
-    from pytest_queryeval.merge import run as merge_run
+    from pytest_queryeval.conclude.merge import run as merge_run
 
     monkeypatch.chdir(tmp_path)
     status = merge_run(["missing.json", "--queryeval-verdict=strict"])

@@ -93,7 +93,7 @@ def run_merge(folder: Path, name: str, shards: Sequence[Path | str], *args: str,
     for fmt in formats:
         reports[fmt] = out / f"{name}.{fmt}"
         extra.append(f"{FORMATS[fmt]}={reports[fmt]}")
-    cmd = [sys.executable, "-m", "pytest_queryeval.merge", "merge", *map(str, shards), *extra,
+    cmd = [sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *map(str, shards), *extra,
            "--queryeval-no-step-summary", *args]
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=300,
                           check=False, env=env())
@@ -232,10 +232,10 @@ def accepted_everywhere(path: Path) -> None:
     exercised by the modules' own runs). Every field of every record is one the shard check
     knows (checked or carried unread), so a field a writer adds is a decision, not a refusal
     found by a user."""
-    from pytest_queryeval.merge import load_shards, merge_reports
+    from pytest_queryeval.conclude.merge import load_shards, merge_reports
+    from pytest_queryeval.plugin.resume import Resume
+    from pytest_queryeval.plugin.shard import load_durations
     from pytest_queryeval.report.shardcheck import CASE, CASE_UNCHECKED
-    from pytest_queryeval.resume import Resume
-    from pytest_queryeval.shard import load_durations
 
     merged = merge_reports(load_shards([path]))  # MergeRefused names the file and field
     report = read_report(path)

@@ -1,4 +1,4 @@
-"""``engine.py`` on its own: ``run_case`` scores a loaded case with an ``Evaluator`` and
+"""``engine/__init__.py`` on its own: ``run_case`` scores a loaded case with an ``Evaluator`` and
 checks its thresholds, without pytest."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.cases import load_cases
-from pytest_queryeval.config import SuiteConfig
 from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.model import Case
+from pytest_queryeval.suite.cases import load_cases
+from pytest_queryeval.suite.config import SuiteConfig
 from tests.sdmx_cases import GDP, GDP_PLUS, dump, sdmx_case, selection
 
 

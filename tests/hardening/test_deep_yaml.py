@@ -9,7 +9,7 @@ import pytest
 from .conftest import by_id, dump, no_traceback, run_suite
 
 DEPTH = 30_000
-#: pytest_queryeval.yamlload.MAX_NESTING_DEPTH, the documented bound (not imported: the test
+#: pytest_queryeval.suite.yamlload.MAX_NESTING_DEPTH, the documented bound (not imported: the test
 #: must collect on code without it).
 MAX_NESTING_DEPTH = 200
 

@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_queryeval import kinds as kind_registry
-from pytest_queryeval.cases import CASE_KEYS, FILE_KEYS, load_cases
-from pytest_queryeval.config import ConfigFinder, SuiteConfig
 from pytest_queryeval.engine import Evaluator, run_case
 from pytest_queryeval.errors import ConfigError
 from pytest_queryeval.metricnames import TIMING_METRICS
 from pytest_queryeval.model import Case
-from pytest_queryeval.suitecheck import MetricCatalog, check_suite
+from pytest_queryeval.suite.cases import CASE_KEYS, FILE_KEYS, load_cases
+from pytest_queryeval.suite.checks import MetricCatalog, check_suite
+from pytest_queryeval.suite.config import ConfigFinder, SuiteConfig
 
 from .conftest import by_id, dump, no_traceback, run_suite
 
@@ -346,7 +346,7 @@ def test_suite_config_bomb_is_a_located_error_and_governed_cases_error(suite: py
 def test_alias_precheck_never_misses_an_alias(text: str) -> None:
     """The loader skips the alias-expansion walk when its pattern finds no alias syntax: any
     document in which the YAML parser sees an alias must match that pattern."""
-    from pytest_queryeval.yamlload import _MAYBE_ALIAS
+    from pytest_queryeval.suite.yamlload import _MAYBE_ALIAS
 
     try:
         events = list(yaml.parse(text, Loader=yaml.SafeLoader))

@@ -1,4 +1,4 @@
-"""The sandbox worker (pytest_queryeval.sandbox): hard deadline, memory ceiling, file-size cap,
+"""The sandbox worker (pytest_queryeval._isolation.sandbox): hard deadline, memory ceiling, file-size cap,
 reply cap, errors carried back, state kept between calls, and Ctrl-C while waiting. Real
 processes throughout; the functions below run in the worker (imported there by name)."""
 
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.errors import QueryFailed, QueryTimeout
-from pytest_queryeval.sandbox import (
+from pytest_queryeval._isolation.sandbox import (
     Sandbox,
     SandboxMemoryError,
     SandboxNotRun,
@@ -23,6 +22,7 @@ from pytest_queryeval.sandbox import (
     in_worker,
     worker_state,
 )
+from pytest_queryeval.errors import QueryFailed, QueryTimeout
 
 MIB = 1024 * 1024
 

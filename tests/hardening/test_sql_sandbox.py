@@ -35,7 +35,7 @@ import resource, sys
 import pytest
 rc = pytest.main(sys.argv[1:])
 try:
-    from pytest_queryeval.sandbox import close_all
+    from pytest_queryeval._isolation.sandbox import close_all
     close_all()  # stop (and wait for) the workers: their usage joins ours
 except ImportError:
     pass

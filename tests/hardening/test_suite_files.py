@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval import safefile
+from pytest_queryeval._util import safefile
 from tests.sdmx_cases import GDP, dump, outcomes_by_id, sdmx_case, selection
 from tests.support import run_report
 

@@ -228,8 +228,8 @@ def test_livesqlbench_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_evidence_and_external_knowledge_reach_the_case(tmp_path: Path) -> None:
     """The case fields prompt templates and predictors read."""
-    from pytest_queryeval.cases import load_cases
-    from pytest_queryeval.config import SuiteConfig
+    from pytest_queryeval.suite.cases import load_cases
+    from pytest_queryeval.suite.config import SuiteConfig
 
     path = tmp_path / "test_hints.yaml"
     path.write_text(

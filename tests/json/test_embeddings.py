@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.embeddings import Embedder, ModelRef, VectorCache, text_key
 from pytest_queryeval.kinds.json import JsonKind
+from pytest_queryeval.metrics.embeddings import Embedder, ModelRef, VectorCache, text_key
 
 from .conftest import FakeContext
 

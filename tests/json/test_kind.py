@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.embeddings import EmbeddingModelError, resolve_model
 from pytest_queryeval.errors import MissingDependency
 from pytest_queryeval.kinds.json import JsonKind, parse_json
+from pytest_queryeval.metrics.embeddings import EmbeddingModelError, resolve_model
 from pytest_queryeval.model import Case
 from tests.support import make_case
 
@@ -130,7 +130,7 @@ def test_missing_default_model_package_is_a_clear_error(monkeypatch: Any) -> Non
 
 def test_importing_the_kind_does_not_import_torch() -> None:
     script = (
-        "import sys, pytest_queryeval.kinds.json, pytest_queryeval.embeddings;"
+        "import sys, pytest_queryeval.kinds.json, pytest_queryeval.metrics.embeddings;"
         "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'numpy')"
         " if m in sys.modules]; print(','.join(heavy))"
     )

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.embeddings import Embedder, EmbeddingModelError, resolve_model
 from pytest_queryeval.kinds.json import JsonKind
+from pytest_queryeval.metrics.embeddings import Embedder, EmbeddingModelError, resolve_model
 from pytest_queryeval.metrics.json_similarity import cosine
 from pytest_queryeval.model import MISSING, Case
 from tests.support import make_case

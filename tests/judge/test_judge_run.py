@@ -275,7 +275,7 @@ def test_relaxed_metrics_are_computed_once_per_case(music, openai_standin, monke
     """relaxed_ex, the judge's near-miss facts and the near-miss list of a failing case read
     the one cached computation of the relaxed metrics (each is a full table comparison per
     relaxation). The real function is wrapped to count its calls, nothing else changes."""
-    from pytest_queryeval import nearmiss
+    from pytest_queryeval.engine import nearmiss
 
     calls = []
     real = nearmiss.relaxed_metrics

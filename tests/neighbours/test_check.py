@@ -1,4 +1,4 @@
-"""The case's side of the counterexample search (:mod:`pytest_queryeval.neighbour_check`), on
+"""The case's side of the counterexample search (:mod:`pytest_queryeval.neighbours.check`), on
 the real Chinook file: the case's tie-aware rule holds on every candidate (a prediction that
 breaks a tie differently is never a counterexample), and the settings are read strictly."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.metrics.table import CompareOptions
-from pytest_queryeval.neighbour_check import (
+from pytest_queryeval.neighbours.check import (
     counterexample_lines,
     parse_databases,
     parse_suite,
@@ -76,14 +76,14 @@ def test_a_budget_is_a_positive_whole_number() -> None:
 
 def test_the_tie_rule_on_a_candidate_reads_the_probe_as_the_case_does() -> None:
     """The counterexample search's tie rule reads the keyed gold as the case's own tie
-    analysis does (:func:`pytest_queryeval.ties.probed_rows`): the window and one row past it
+    analysis does (:func:`pytest_queryeval.kinds.sql.ties.probed_rows`): the window and one row past it
     when that row starts another key, the whole keyed result only when it ties; the verdicts
     are those of the whole result."""
     import sqlite3
 
-    from pytest_queryeval.neighbour_check import _tied
+    from pytest_queryeval.kinds.sql.ties import keyed_query
+    from pytest_queryeval.neighbours.check import _tied
     from pytest_queryeval.results import ResultTable
-    from pytest_queryeval.ties import keyed_query
 
     con = sqlite3.connect(f"file:{CHINOOK}?mode=ro", uri=True)
     ran: list[str] = []

@@ -189,7 +189,7 @@ def pytest_unconfigure(config):
     # (read by every run) are no import of the search
     Path("modules.txt").write_text(" ".join(sorted(
         m for m in sys.modules if m.startswith("pytest_queryeval.neighbours")
-        and m not in ("pytest_queryeval.neighbours", "pytest_queryeval.neighbour_check"))))
+        and m not in ("pytest_queryeval.neighbours", "pytest_queryeval.neighbours.check"))))
 """
 
 
@@ -274,7 +274,7 @@ def test_queryeval_merge_sums_the_shards_budgets(chinook_suite):
                                 f"--queryeval-json=out/shard-{index}.json")
     import sys
 
-    result = chinook_suite.run(sys.executable, "-m", "pytest_queryeval.merge", "merge",
+    result = chinook_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge",
                                "out/shard-1.json", "out/shard-2.json", "-o", "out/r.json")
     result.stdout.fnmatch_lines(["neighbours: 4 passes checked on * databases in * s *; "
                                  "2 coincidental passes: c1, c3"])

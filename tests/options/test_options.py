@@ -1,4 +1,4 @@
-"""``options.py`` on its own: the report options read once from parsed arguments, as
+"""``plugin/options.py`` on its own: the report options read once from parsed arguments, as
 ``queryeval merge`` reads them (the plugin reads pytest's ``config.option`` the same way)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_queryeval.declare import WORST
-from pytest_queryeval.options import ReportOptions, add_report_options
+from pytest_queryeval.plugin.declare import WORST
+from pytest_queryeval.plugin.options import ReportOptions, add_report_options
 
 
 def _merge_args(*args: str) -> argparse.Namespace:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_queryeval.fences import strip_fence
+from pytest_queryeval.kinds._fences import strip_fence
 from tests.sdmx_cases import GDP, GDP_PLUS, MEX, dump, sdmx_case, selection
 from tests.support import read_report
 

@@ -151,8 +151,8 @@ def test_a_suite_run_gets_what_a_predictions_file_gets(suite, source):
 def test_the_registry_and_its_users_agree():
     """Every registered class declares what the engine and the reports ask; the names a
     suite may give are the registry's plus ``inline``; only ``file`` is fixed."""
-    from pytest_queryeval import config
     from pytest_queryeval.predict import INLINE, source_class
+    from pytest_queryeval.suite import config
 
     assert set(config.PREDICTION_SOURCES) == {*PREDICTOR_SOURCES, INLINE}
     assert source_class(INLINE) is None
@@ -171,8 +171,8 @@ def test_the_registry_and_its_users_agree():
 
 @pytest.mark.usefixtures("registered")
 def test_one_registry_line_is_the_whole_wiring():
-    from pytest_queryeval import config
     from pytest_queryeval.predict import fixed_source, spec_paths
+    from pytest_queryeval.suite import config
 
     assert "csv" in config.PREDICTION_SOURCES
     assert fixed_source({"source": "csv", "path": "p.csv"})

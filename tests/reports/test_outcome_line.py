@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_queryeval.aggregate import evaluate_gates
-from pytest_queryeval.config import Gate
+from pytest_queryeval.conclude.aggregate import evaluate_gates
 from pytest_queryeval.report.terminal import gate_lines, gating_lines, outcome_line
+from pytest_queryeval.suite.config import Gate
 
 
 def _case(cid: str, outcome: str, standing: str | None = None, **metrics: float) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_queryeval._util.secrets import Scrubber
 from pytest_queryeval.report.records import _clean
-from pytest_queryeval.secrets import Scrubber
 
 PREFIX = "/root/dir/"
 SCRUB = Scrubber(frozenset({"s3cret"}))

@@ -12,8 +12,7 @@ from fractions import Fraction
 import pytest
 from tests.support import read_report
 
-from pytest_queryeval.report.baseline import compare, format_comparison, parse_significance
-from pytest_queryeval.significance import (
+from pytest_queryeval.baseline.significance import (
     N_RESAMPLES,
     SEED,
     mcnemar,
@@ -21,6 +20,7 @@ from pytest_queryeval.significance import (
     min_flips_for,
     paired_bootstrap,
 )
+from pytest_queryeval.report.baseline import compare, format_comparison, parse_significance
 
 np = pytest.importorskip("numpy")
 stats = pytest.importorskip("scipy.stats")

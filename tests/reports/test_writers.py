@@ -1,4 +1,4 @@
-"""The report formats are one table, :data:`pytest_queryeval.declare.REPORT_WRITERS` (issue 40
+"""The report formats are one table, :data:`pytest_queryeval.plugin.declare.REPORT_WRITERS` (issue 40
 item 1): its entries and the options, the end of a run and ``queryeval merge`` agree, and a new
 format is one writer module plus one entry. A format used to be four hand-made lists (the
 option, ``ReportOptions.outputs``, a field of ``Outputs`` and a branch of ``write_reports``)."""
@@ -15,11 +15,11 @@ import pytest
 from tests.support import dump, read_report
 
 from pytest_queryeval.conclude import load_writer
-from pytest_queryeval.declare import REPORT_WRITERS, ReportFile, add_report_options
-from pytest_queryeval.merge import _parser as merge_parser
-from pytest_queryeval.merge import run as merge_run
-from pytest_queryeval.options import ReportOptions
-from pytest_queryeval.suitecheck import MetricCatalog
+from pytest_queryeval.conclude.merge import _parser as merge_parser
+from pytest_queryeval.conclude.merge import run as merge_run
+from pytest_queryeval.plugin.declare import REPORT_WRITERS, ReportFile, add_report_options
+from pytest_queryeval.plugin.options import ReportOptions
+from pytest_queryeval.suite.checks import MetricCatalog
 
 #: A format the package does not have, as a contributor would add it: one module.
 CSV_WRITER = '''

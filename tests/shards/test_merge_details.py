@@ -4,7 +4,7 @@ that reads a detail is never silently fed nothing by a merge."""
 
 from __future__ import annotations
 
-from pytest_queryeval.merge import load_shards, merge_reports
+from pytest_queryeval.conclude.merge import load_shards, merge_reports
 from pytest_queryeval.report.json_report import write_report
 from pytest_queryeval.report.stream import HEAVY_DETAILS
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_queryeval.shard import parse_shard, shard_of
+from pytest_queryeval.plugin.shard import parse_shard, shard_of
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 from tests.support import read_report
 
@@ -66,7 +66,7 @@ def _shards(pytester, total, *extra):
 def _merge(pytester, *args):
     import sys
 
-    return pytester.run(sys.executable, "-m", "pytest_queryeval.merge", "merge", *args)
+    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *args)
 
 
 def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_queryeval.shard import shard_of
+from pytest_queryeval.plugin.shard import shard_of
 from tests.support import read_report, run_report, write_suite
 
 #: Three cases: a pass, a failure no relaxation explains (``near_miss: []``) and one DISTINCT
@@ -37,7 +37,7 @@ def shop(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def merge(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.run(sys.executable, "-m", "pytest_queryeval.merge", "merge", *args)
+    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *args)
 
 
 def test_shards_with_near_miss_lists_merge_and_resume_as_one_run(shop):
@@ -120,10 +120,10 @@ def test_the_records_of_errors_and_crashes_are_ones_the_shard_check_knows():
     worker that crashed), written and read back as a report is."""
     import json
 
+    from pytest_queryeval.plugin.resume import edited
     from pytest_queryeval.report.json_report import dumps
     from pytest_queryeval.report.records import CASE_META, crash_record, error_record
     from pytest_queryeval.report.shardcheck import CASE, CASE_UNCHECKED, check_report
-    from pytest_queryeval.resume import edited
 
     meta = ["c", "test_x.yaml", "/abs/test_x.yaml", 3, "sql", "easy", ["t"], None, "shop"]
     assert len(meta) == len(CASE_META)

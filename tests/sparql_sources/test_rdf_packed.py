@@ -40,7 +40,7 @@ def test_worker_rows_equal_the_in_process_rows(soda: Path) -> None:
 
 def test_the_worker_reply_is_packed(soda: Path) -> None:
     """What ``_query`` hands the pipe: the column form, not a Term per cell."""
-    from pytest_queryeval.sandbox import worker_state
+    from pytest_queryeval._isolation.sandbox import worker_state
     from pytest_queryeval.sources.rdf import _GRAPH, _load_pyoxigraph
 
     store = _load_pyoxigraph(soda, "TURTLE", False, None)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.engine import Evaluator, run_case
+from pytest_queryeval.kinds._ties_sparql import keyed_sparql
 from pytest_queryeval.model import Threshold
-from pytest_queryeval.ties_sparql import keyed_sparql
 
 from .test_sparql_kind import DictCache, case
 

@@ -160,7 +160,7 @@ def test_an_edited_entry_is_ignored_with_a_warning_that_names_it(chinook_sqlite,
 
 
 def test_an_entry_others_may_write_is_not_trusted_even_with_its_digest(chinook_sqlite, tmp_path):
-    from pytest_queryeval.goldcache import content_digest
+    from pytest_queryeval.engine.goldcache import content_digest
 
     shared = tmp_path / "gold-cache"
     case, entry, forged = _forge(chinook_sqlite, shared)

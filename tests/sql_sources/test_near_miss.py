@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.engine import Evaluator, run_case
+from pytest_queryeval.engine.nearmiss import RELAXATIONS, aggregate, summary_lines
 from pytest_queryeval.model import Threshold
-from pytest_queryeval.nearmiss import RELAXATIONS, aggregate, summary_lines
 from tests.support import read_report, write_suite
 
 from .conftest import make_case
@@ -132,7 +132,7 @@ def test_through_the_plugin_in_every_report(pytester, chinook_sqlite):
 
 
 def test_huge_results_are_not_attributed(spec, session: Evaluator, monkeypatch):
-    from pytest_queryeval import nearmiss
+    from pytest_queryeval.engine import nearmiss
 
     monkeypatch.setattr(nearmiss, "MAX_CELLS", 10)
     gold, pred, thresholds, _ = CASES["distinct"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval import sandbox
+from pytest_queryeval._isolation import sandbox
 from tests.support import read_report, run_report
 
 from .conftest import write_chinook_suite

@@ -11,20 +11,20 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval import sources
-from pytest_queryeval.datasource_keys import (
-    plugin_key_problems,
-    plugin_key_types,
-    source_problems,
-)
-from pytest_queryeval.dialects import DIALECTS, dialect_of
 from pytest_queryeval.errors import SourceUnavailable
 from pytest_queryeval.kinds.sql import _spec_dialect
 from pytest_queryeval.metrics.table import CompareOptions
-from pytest_queryeval.neighbour_check import Settings, check
+from pytest_queryeval.neighbours.check import Settings, check
 from pytest_queryeval.neighbours.engines import ENGINES as SEARCH_ENGINES
 from pytest_queryeval.sources import PLUGIN_KEYS, SOURCE_TYPES, SourceType, open_source
 from pytest_queryeval.sources.base import SourceDefaults
 from pytest_queryeval.sources.describe import describe
+from pytest_queryeval.sources.dialects import DIALECTS, dialect_of
+from pytest_queryeval.sources.keys import (
+    plugin_key_problems,
+    plugin_key_types,
+    source_problems,
+)
 from pytest_queryeval.sources.sqlguard import sqlglot_dialect
 from pytest_queryeval.sources.sqlite import SqliteSource
 from pytest_queryeval.tasks.case import engine_of

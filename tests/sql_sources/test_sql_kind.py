@@ -307,7 +307,7 @@ def test_spider_schema_source_scores_structure_only(shared_data: Path, session: 
 
 def test_spider_schema_fingerprint_hashes_each_file_version_once(
         tmp_path: Path, shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_queryeval import safefile
+    from pytest_queryeval._util import safefile
     from pytest_queryeval.sources.spider_schema import SpiderSchemaSource
 
     tables = tmp_path / "tables.json"

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.kinds.sql import SqlKind
-from pytest_queryeval.ties import keyed_query
+from pytest_queryeval.kinds.sql.ties import keyed_query
 
 from .conftest import make_case
 
@@ -165,7 +165,7 @@ def test_a_deciding_probe_analyses_as_the_whole_keyed_result(chinook_sqlite: Pat
     whole keyed result gives (groups, row multisets, sizes)."""
     import sqlite3
 
-    from pytest_queryeval.ties import analyse, probe_decides
+    from pytest_queryeval.kinds.sql.ties import analyse, probe_decides
 
     query = keyed_query(gold, "sqlite")
     assert not isinstance(query, str) and query.probe is not None

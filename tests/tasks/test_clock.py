@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from pytest_queryeval.clock import parse_instant, pin_clock
+from pytest_queryeval.sources.clock import parse_instant, pin_clock
 
 INSTANT = dt.datetime(2024, 5, 1, 12, 0, 0)
 

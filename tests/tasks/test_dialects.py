@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_queryeval.dialects import TranspileError, gold_for, transpile
+from pytest_queryeval.sources.dialects import TranspileError, gold_for, transpile
 
 ROOT = Path(__file__).resolve().parents[2]
 

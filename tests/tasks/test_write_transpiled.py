@@ -54,7 +54,7 @@ def transpile_suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def load(path: Path) -> Any:
-    from pytest_queryeval.yamlload import load_file, plain
+    from pytest_queryeval.suite.yamlload import load_file, plain
 
     return plain(load_file(path))
 

@@ -42,7 +42,7 @@ from ..metricnames import (
 from ..model import Case, Context, Kind, Scored
 
 if TYPE_CHECKING:
-    from ..casesteps import CaseOutcome
+    from ..engine.steps import CaseOutcome
     from ..sources.base import DataSource
 
 from .findings import CATALOG as CATALOG
@@ -77,7 +77,7 @@ class _AuditContext:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
         self._memory: dict[tuple[str, str], object] = {}
-        #: ``--queryeval-neighbours`` (:mod:`..neighbour_check`): also lint weak golds.
+        #: ``--queryeval-neighbours`` (:mod:`..neighbours.check`): also lint weak golds.
         self.neighbours = ctx.neighbours
         self.neighbour_base = ctx.neighbour_base
 
@@ -134,7 +134,7 @@ def audit_outcome(case: Case, ctx: Context, mode: str) -> CaseOutcome:
     """The audit of one case as the engine's :class:`~pytest_queryeval.engine.CaseOutcome`:
     failed when it has an error finding (unless ``mode`` is ``warn``), the findings as its
     diff and in ``details["audit"]``, the first gold's self-scores as its metrics."""
-    from ..casesteps import CaseOutcome
+    from ..engine.steps import CaseOutcome
 
     found = audit_case(case, ctx)
     errors = found.errors

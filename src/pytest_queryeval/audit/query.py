@@ -99,9 +99,9 @@ WEAK_SHOWN = 5
 
 
 def _neighbours_wanted(case: Case, ctx: Context) -> bool:
-    """The run or the case's suite asks for counterexample databases (:mod:`..neighbour_check`):
+    """The run or the case's suite asks for counterexample databases (:mod:`..neighbours.check`):
     the audit then also looks for the gold's indistinguishable neighbours."""
-    from ..neighbour_check import settings_for
+    from ..neighbours.check import settings_for
 
     return settings_for(case, ctx.neighbours, ctx.neighbour_base) is not None
 

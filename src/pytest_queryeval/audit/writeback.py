@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from ..yamlload import load_text, plain
+from ..suite.yamlload import load_text, plain
 
 #: Why a transpiled gold was not written, by its audit's ``checked``.
 _NOT_CHECKED = {
@@ -122,7 +122,7 @@ def _item(entry: _Entry, reason: str | None = None) -> dict[str, object]:
 def _write_file(path: Path, entries: list[_Entry]) -> tuple[list[_Entry],
                                                              list[tuple[_Entry, str]]]:
     """Apply each entry's edit to the file's text in turn; one atomic write at the end."""
-    from ..safefile import write_atomic
+    from .._util.safefile import write_atomic
 
     try:
         original = path.read_bytes().decode("utf-8")

@@ -43,7 +43,7 @@ from ..report.columns import (
     ordered_metrics,
 )
 from ..report.numbers import signed as _signed
-from ..verdict import judged_outcome
+from .verdicts import judged_outcome
 
 if TYPE_CHECKING:
     from ..model import RecordLike
@@ -260,7 +260,7 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
     max-drop is given) fails only when it is also significant: for ``pass_rate``, more
     pass → fail than fail → pass flips with an exact McNemar p-value below alpha; for a
     metric, a paired bootstrap ``1 - alpha`` interval of the mean difference entirely on the
-    worse side of 0 (:mod:`pytest_queryeval.significance`). With ``significance`` or a max-drop,
+    worse side of 0 (:mod:`pytest_queryeval.baseline.significance`). With ``significance`` or a max-drop,
     a ``severity: critical`` case that went pass → fail fails the comparison by itself.
     """
     limits = _normalise_max_drop(max_drop)
@@ -495,7 +495,7 @@ def _mcnemar(d: MetricDelta, rated: list[tuple[Mapping[str, Any], Mapping[str, A
     exact McNemar p-value below ``alpha``."""
     from dataclasses import replace
 
-    from ..significance import mcnemar
+    from .significance import mcnemar
 
     worse = sum(judged_outcome(b) in _PASS and judged_outcome(c) in _FAIL for c, b in rated)
     better = sum(judged_outcome(b) in _FAIL and judged_outcome(c) in _PASS for c, b in rated)
@@ -511,7 +511,7 @@ def _bootstrap(d: MetricDelta, base: list[float], cur: list[float], alpha: float
     difference lies on the worse side of 0 (below it; above it for timings)."""
     from dataclasses import replace
 
-    from ..significance import paired_bootstrap
+    from .significance import paired_bootstrap
 
     if len(base) < 2:
         return replace(d, significant=False, failed=False)
@@ -525,7 +525,7 @@ def _bootstrap(d: MetricDelta, base: list[float], cur: list[float], alpha: float
 
 
 def _small_group_warning(cmp: Comparison, d: MetricDelta, alpha: float) -> None:
-    from ..significance import min_flips_for
+    from .significance import min_flips_for
 
     need = min_flips_for(alpha)
     if d.n < need:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: config imports report.baseline, which imports baseline
-    from ..config import ConfigFinder
+    from ..suite.config import ConfigFinder
 
 #: ini ``queryeval_baseline``'s default.
 DEFAULT_BASELINE = "queryeval-baseline.json"

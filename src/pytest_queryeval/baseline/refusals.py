@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..wording import shortlist
+from .._util.wording import shortlist
 
 
 def partial_run(args: Sequence[str], invocation_dir: Path, suite: Path,

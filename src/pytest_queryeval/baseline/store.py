@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._util.safefile import write_atomic
 from ..errors import ConfigError
-from ..safefile import write_atomic
 
 #: The compact form's name and version (its ``format`` key).
 FORMAT = "queryeval-baseline/1"

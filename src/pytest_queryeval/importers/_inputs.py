@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..boundedio import BoundedReadError, load_json_file, loads_json
-from ..boundedio import read_text as _read_text
+from .._util.boundedio import BoundedReadError, load_json_file, loads_json
+from .._util.boundedio import read_text as _read_text
 from ._common import ImportProblem
 
 #: A database name as the benchmarks spell them (``california_schools``, ``E_commerce``):
@@ -49,7 +49,7 @@ def load_yaml(path: Path) -> Any:
     """A YAML file through the plugin's bounded loader (nesting, alias expansion), as plain
     dicts and lists."""
     from ..errors import ConfigError
-    from ..yamlload import load_file, plain
+    from ..suite.yamlload import load_file, plain
 
     try:
         return plain(load_file(path, path.name))

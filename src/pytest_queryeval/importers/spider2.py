@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..boundedio import loads_json
+from .._util.boundedio import loads_json
 from ..errors import QueryEvalError
 from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, suite_relative, tag
 from ._inputs import plain_name, read_text

@@ -69,7 +69,7 @@ def _accepted(value: object, where: str) -> bool:
 def load_labels(path: Path, display: str | None = None) -> list[LabelledPair]:
     """The pairs of ``path``; a wrong line is a :class:`LabelsError` naming file and line."""
     name = display or str(path)
-    from .. import boundedio, safefile
+    from .._util import boundedio, safefile
 
     try:  # a FIFO, a device or a huge file is refused, never waited on or read whole
         text = safefile.read_text(path, "judge")

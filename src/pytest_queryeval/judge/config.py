@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from ..pricing import PRICE_KEYS, Price
+from ..suite.pricing import PRICE_KEYS, Price
 
 #: Keys of ``judge:``.
 JUDGE_KEYS = frozenset({
@@ -129,8 +129,8 @@ def _file_problem(path: Path) -> str | None:
     """Why ``pins:`` or ``labels:`` can never be read or written as a file (a FIFO, a device,
     a socket, a directory, a name the system refuses), or None; a file not there yet is fine
     (a pin file is created by the first run). Found here, before any case runs, where the
-    datasources' paths are: the file itself is read later through :mod:`..safefile`."""
-    from .. import safefile
+    datasources' paths are: the file itself is read later through :mod:`.._util.safefile`."""
+    from .._util import safefile
 
     problem = safefile.unreadable(path)
     if problem is None and safefile.path_problem(path) is None and os.path.isdir(path):

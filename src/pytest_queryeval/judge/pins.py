@@ -52,11 +52,11 @@ class PinStore:
         ValueError naming the file (``display``, else the path) and, for its content, the line.
 
         Read as every input file a suite names is (issue 39 item 5): through
-        :mod:`..safefile` (opened non-blocking and checked on the descriptor: a FIFO, a device
+        :mod:`.._util.safefile` (opened non-blocking and checked on the descriptor: a FIFO, a device
         or a directory is refused before a byte is read, a file over the 64 MiB of its ``judge``
-        purpose is never read) and each line through :func:`..boundedio.loads_json` (a line of
+        purpose is never read) and each line through :func:`.._util.boundedio.loads_json` (a line of
         100,000 ``[`` is a located error, not a RecursionError)."""
-        from .. import boundedio, safefile
+        from .._util import boundedio, safefile
 
         store = cls(path)
         name = display or str(path)
@@ -112,6 +112,6 @@ class PinStore:
         lines = [json.dumps({**self.labels.get(k, {}), "key": k, "category": v.category,
                              "reason": v.reason}, ensure_ascii=False, sort_keys=True)
                  for k, v in sorted(self.pins.items())]
-        from ..safefile import write_atomic
+        from .._util.safefile import write_atomic
 
         write_atomic(self.path, "".join(line + "\n" for line in lines))

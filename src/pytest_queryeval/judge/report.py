@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._util.wording import plural
 from ..model import NO_DIFFICULTY
-from ..wording import plural
 
 if TYPE_CHECKING:
     from ..model import RecordLike

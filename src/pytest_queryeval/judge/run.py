@@ -112,7 +112,7 @@ class JudgeSession:
             if path in self.pin_errors:
                 raise JudgeError(self.pin_errors[path])
             if path not in self.stores:
-                from ..paths import display
+                from .._util.paths import display
 
                 try:
                     self.stores[path] = PinStore.load(path, display(path, Path.cwd()))
@@ -224,7 +224,7 @@ class View:
 
 
 def view_of(case: Case, scored: Scored) -> View:
-    from ..dialects import dialect_of
+    from ..sources.dialects import dialect_of
 
     _, gold_table, predicted, pred_table = scored.compared  # type: ignore[misc]
     dialect = case.dialect or (dialect_of(case.source_spec) if case.source_spec else None)
@@ -461,7 +461,7 @@ def _near_misses(scored: Scored) -> list[str]:
     """The relaxations under which execution would match, as facts for the prompt."""
     if scored.relaxed is None:
         return []
-    from ..nearmiss import EX_ONLY, RELAXATIONS
+    from ..engine.nearmiss import EX_ONLY, RELAXATIONS
 
     try:
         values = scored.relaxed(EX_ONLY)

@@ -9,7 +9,7 @@ strict score. A case asks for one by naming it in a threshold, or by its option:
   true`` or a threshold (``{max: 0}``). Computed for every prediction that has a text, also
   when it failed to execute: an invented column is the usual reason it failed.
 * ``relaxed_ex``: option ``relaxed_ex: [row_order, numeric_tolerance, ...]``, the near-miss
-  relaxations (:data:`..nearmiss.RELAXATIONS`) the suite accepts. 1 when execution accuracy is 1,
+  relaxations (:data:`..engine.nearmiss.RELAXATIONS`) the suite accepts. 1 when execution accuracy is 1,
   or when any one chosen relaxation, applied alone, makes it 1; else 0. ``execution_accuracy``
   and every reference metric keep their values (the acceptance test of Spider2#220).
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._util.wording import shortlist
 from ..errors import ConfigError
 from ..model import Case, Context, Scored
 from ..sources.base import DataSource
-from ..wording import shortlist
 
 HALLUCINATION_METRICS = {"sql": "schema_hallucination", "sparql": "iri_hallucination"}
 RELAXED_EX = "relaxed_ex"
@@ -38,8 +38,8 @@ def check_options(case: Case) -> None:
     chosen = case.options.get(RELAXED_EX)
     if chosen is None:
         return
-    from ..nearmiss import RELAXATIONS
-    from ..wording import suggest
+    from .._util.wording import suggest
+    from ..engine.nearmiss import RELAXATIONS
 
     if not isinstance(chosen, list) or not chosen:
         raise ConfigError("must be a list of near-miss relaxations, e.g. [row_order]; known: "
@@ -111,7 +111,7 @@ def relaxed_ex(case: Case, metrics: Mapping[str, float],
         return 1.0
     if relaxed is None:
         return 0.0
-    from ..nearmiss import EX_ONLY
+    from ..engine.nearmiss import EX_ONLY
 
     try:
         values = relaxed(EX_ONLY)

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from .._util.numeric import option_limit
 from ..errors import (
     ConfigError,
     GoldError,
@@ -17,7 +18,6 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..model import MISSING, Case, Context
-from ..numeric import option_limit
 from ..results import ResultTable
 from ..sources.base import DataSource
 
@@ -48,11 +48,11 @@ def prediction_text(prediction: object, case: Case, language: str, keys: tuple[s
 def fenced_prediction_text(prediction: object, case: Case, language: str,
                            keys: tuple[str, ...]) -> tuple[str | None, str | None]:
     """:func:`prediction_text` with one enclosing Markdown fence stripped (LLM output), and
-    the fence that was stripped (for :func:`~pytest_queryeval.fences.note`), or None."""
+    the fence that was stripped (for :func:`~pytest_queryeval.kinds._fences.note`), or None."""
     text = prediction_text(prediction, case, language, keys)
     if text is None:
         return None, None
-    from ..fences import strip_fence
+    from ._fences import strip_fence
 
     return strip_fence(text)
 
@@ -135,7 +135,7 @@ def gold_cache_key(src: DataSource, query: str) -> str:
     """The cache key of one gold result (the engine, the data's fingerprint and the gold
     text): the gold audit hands the kinds the result it has just executed under this key, so
     a gold runs once per audit, not once per reader; ``--queryeval-gold-cache`` addresses its
-    entries by it (:mod:`..goldcache`)."""
+    entries by it (:mod:`..engine.goldcache`)."""
     return json.dumps([getattr(src, "type", None), src.fingerprint(), query])
 
 

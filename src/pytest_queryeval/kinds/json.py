@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..embeddings import DEFAULT_BATCH_SIZE, Embedder, ModelRef, load_model, resolve_model
 from ..errors import GoldError
-from ..fences import note as note_fence
-from ..fences import strip_fence
+from ..metrics.embeddings import DEFAULT_BATCH_SIZE, Embedder, ModelRef, load_model, resolve_model
 from ..metrics.json_similarity import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
@@ -31,6 +29,8 @@ from ..metrics.json_similarity import (
     value_text,
 )
 from ..model import MISSING, Case, Context, Scored
+from ._fences import note as note_fence
+from ._fences import strip_fence
 
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult

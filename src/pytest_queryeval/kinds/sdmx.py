@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import GoldError, PredictionError
-from ..fences import note as note_fence
-from ..fences import strip_fence
 from ..metrics.sdmx import (
     MACRO_METRICS,
     MATCH_FIELDS,
@@ -36,6 +34,8 @@ from ..metrics.sdmx import (
     score_turn,
 )
 from ..model import MISSING, Case, Context, Scored
+from ._fences import note as note_fence
+from ._fences import strip_fence
 
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult

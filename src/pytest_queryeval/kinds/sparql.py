@@ -2,7 +2,7 @@
 
 Flow of one case (see docs/sparql-sources.md):
 
-1. One Markdown code fence around the prediction is stripped (:mod:`..fences`). The
+1. One Markdown code fence around the prediction is stripped (:mod:`._fences`). The
    predicted request goes through :func:`~pytest_queryeval.sources.sparqlguard.check_query`
    (parsed with a SPARQL 1.1 grammar): SPARQL Update or CONSTRUCT/DESCRIBE scores 0 with
    ``refused: ...``, a text that does not parse with ``cannot parse: syntax error ...``;
@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
+from .._isolation.comparison_deadline import comparison_deadline
 from ..errors import (
     ConfigError,
     GoldError,
@@ -44,12 +45,11 @@ from ..errors import (
     SearchBudgetExhausted,
     SourceUnavailable,
 )
-from ..fences import note as note_fence
 from ..metricnames import QUERY_TIMING_METRICS as TIMING
-from ..metrics._deadline import comparison_deadline
 from ..model import Case, Context, Scored
 from ..results import ResultTable, Term
 from ..sources.base import DEFAULT_TIMEOUT, DataSource
+from ._fences import note as note_fence
 from ._optin import OPTION_KEYS, RELAXED_EX, add_hallucination
 from ._optin import check_options as check_optin
 from ._query import (
@@ -362,7 +362,7 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     table, compare = gold.table, opts.compare
 
     def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
-        from ..nearmiss import relaxed_metrics  # near misses, only if the case fails
+        from ..engine.nearmiss import relaxed_metrics  # near misses, only if the case fails
 
         return relaxed_metrics(table, pred, order_matters=ordered, compare=compare, names=names)
     compared = (gold.query or "", table, pred_query or "", pred)  # what a judge is shown
@@ -377,8 +377,8 @@ def _ties(gold: _Gold, pred: ResultTable, src: DataSource, ctx: Context, opts: _
     differently scores 1 (``details.execution_accuracy_strict`` keeps the strict value); the
     reference metrics (TEXT2SPARQL, GERBIL, ndcg) are left as they are. A gold that cannot be
     analysed keeps the strict value, with the reason in ``details.ties.skipped``."""
-    from .. import ties
-    from ..ties_sparql import keyed_sparql
+    from ._ties_sparql import keyed_sparql
+    from .sql import ties
 
     assert gold.query is not None
     details, metrics = scored.details, scored.metrics

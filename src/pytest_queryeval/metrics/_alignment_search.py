@@ -34,8 +34,8 @@ from itertools import compress, repeat
 from operator import add, itemgetter, mul
 from typing import TypeVar
 
+from .._isolation.comparison_deadline import check_deadline
 from ..errors import SearchBudgetExhausted
-from ._deadline import check_deadline
 
 _K = TypeVar("_K")
 #: Predicted rows still able to match (None: all) and their prefix ids (None before depth 1).

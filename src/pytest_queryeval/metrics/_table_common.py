@@ -43,8 +43,8 @@ def search_assignment(
     pure and the numpy paths, so both return the same permutation. Each check costs
     ``100 + rows * columns`` units of :data:`ASSIGNMENT_BUDGET`; past it,
     :class:`SearchBudgetExhausted`."""
+    from .._isolation.comparison_deadline import check_deadline
     from ..errors import SearchBudgetExhausted
-    from ._deadline import check_deadline
 
     ncol = len(candidates)
     order = sorted(range(ncol), key=lambda i: len(candidates[i]))

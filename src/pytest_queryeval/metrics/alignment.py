@@ -25,6 +25,7 @@ from math import perm
 from operator import attrgetter, itemgetter
 from typing import Any, Literal
 
+from .._isolation.comparison_deadline import check_deadline
 from ..results import FIRST_ROW_KEYS, ResultTable, Term
 from ._alignment_search import (
     Matrices,
@@ -36,7 +37,6 @@ from ._alignment_search import (
     multiset_tp,
     row_f1,
 )
-from ._deadline import check_deadline
 
 __all__ = [
     "ALIGNMENT_METRIC_NAMES",

@@ -34,7 +34,7 @@ from itertools import chain, compress, repeat
 from types import ModuleType
 from typing import Any, Literal
 
-from ..gcpolicy import gc_paused
+from .._util.gcpolicy import gc_paused
 from ..results import ResultTable, Term, show_row
 from ._table_common import PositionalF1, search_assignment
 

@@ -22,6 +22,29 @@ passed by.
 
 from __future__ import annotations
 
-from .search import Budget, Counterexample, SearchResult, search
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .search import Budget, Counterexample, SearchResult, search
 
 __all__ = ["Budget", "Counterexample", "SearchResult", "search"]
+
+#: Public name -> the submodule that defines it, imported on first use (as pluggy's
+#: ``__init__`` does): ``neighbours/check.py`` reads the settings of every run, and a run
+#: without the option must not import the search.
+_LAZY = {"Budget": "search", "Counterexample": "search", "SearchResult": "search", "search": "search"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    loaded = import_module(f".{module}", __name__)
+    # importing the submodule bound its name here (``search`` the module): every public name
+    # of it is bound now, so ``search`` is the function, as with the eager import
+    for public, where in _LAZY.items():
+        if where == module:
+            globals()[public] = getattr(loaded, public)
+    return globals()[name]

@@ -97,7 +97,7 @@ def describe_predictions(spec: Mapping[str, Any] | None) -> str | None:
         value = spec.get(key)
         if isinstance(value, str):
             if key == "url":  # its query string may carry tokens: never shown
-                from ..secrets import mask_url
+                from .._util.secrets import mask_url
 
                 value = mask_url(value.split("?", 1)[0])
             return f"{source}:{value}"

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..socketdeadline import SocketDeadline
+from .._isolation.socketdeadline import SocketDeadline
 from .pool import ABORT
 
 #: Bytes per read of a body or of command output.

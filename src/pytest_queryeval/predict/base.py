@@ -20,7 +20,7 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 def positive_number(spec: Mapping[str, object], key: str, default: float) -> float:
     """``spec[key]`` as a positive number (PredictionError naming the key otherwise)."""
-    from ..numeric import option_limit
+    from .._util.numeric import option_limit
 
     try:
         return float(option_limit(key, spec.get(key, default)))

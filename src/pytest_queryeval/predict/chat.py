@@ -27,13 +27,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from .._isolation.httpx_deadline import bounded_client, watching
+from .._util.secrets import Scrubber
 from ..errors import MissingDependency, PredictionError, QueryEvalError
 from ..kinds._registry import declares
 from ..model import Case, Context
-from ..secrets import Scrubber
 from . import prompt as prompts
 from ._bounded import request_deadline
-from ._httpx_deadline import bounded_client, watching
 from .base import (
     DEFAULT_MAX_BYTES,
     LiveSource,

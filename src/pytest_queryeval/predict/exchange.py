@@ -24,7 +24,7 @@ and they share three things through a directory the xdist controller creates for
   ``max_calls`` is a cap of the session through it.
 
 Only for workers that share the controller's file system (``popen`` gateways, the default);
-workers elsewhere request each case when the controller sends it (:mod:`..runahead`).
+workers elsewhere request each case when the controller sends it (:mod:`..plugin.runahead`).
 """
 
 from __future__ import annotations

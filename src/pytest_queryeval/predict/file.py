@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .. import safefile
+from .._util import safefile
 from ..errors import PredictionError
 from ..model import Case, Context
-from ..yamlload import load_file, plain
+from ..suite.yamlload import load_file, plain
 from .base import Prediction, read_usage
 
 _ID_KEYS = ("id", "case_id")

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from .._util.secrets import Scrubber, url_passwords
 from ..errors import PredictionError
 from ..model import Case, Context
-from ..secrets import Scrubber, url_passwords
 from ._bounded import DeadlineExpired, TooBig, open_url, read_capped, request_deadline
 from .base import (
     DEFAULT_MAX_BYTES,

@@ -79,7 +79,7 @@ def dialect_of_case(case: Case) -> str:
     ``postgres``; a fanned-out case's own source), empty for other kinds."""
     if case.dialect:
         return case.dialect
-    from ..dialects import dialect_of
+    from ..sources.dialects import dialect_of
 
     return (dialect_of(case.source_spec) or "") if case.source_spec else ""
 

@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._util.wording import plural
 from ..audit import ERROR, WARNING
-from ..wording import plural
 
 if TYPE_CHECKING:
     from ..model import RecordLike

@@ -16,8 +16,8 @@ from ..baseline.compare import (
     model_of,
     parse_max_drop,
 )
+from ..baseline.significance import parse_significance
 from ..baseline.store import compact_baseline, expand_baseline, load_baseline, write_baseline
-from ..significance import parse_significance
 from .columns import is_spider_component
 from .terminal import format_comparison
 

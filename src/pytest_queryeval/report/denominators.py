@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..aggregate import MISSING_REASONS
+from .._util.wording import plural
+from ..conclude.aggregate import MISSING_REASONS
 from ..metricnames import lower_is_better
-from ..wording import plural
 from .columns import is_detail_metric, ordered_metrics
 
 #: How the reports word a case that Spider's parser cannot read (it is scored 0 and counted).

@@ -19,10 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._util.safefile import create_temp
 from ..errors import MissingDependency
 from ..kinds._registry import declares
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
-from ..safefile import create_temp
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -524,7 +524,7 @@ def _denominators_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> N
 
 def _near_miss_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """Near misses: counts per relaxation (overall, per kind, per difficulty), then the cases."""
-    from ..nearmiss import RELAXATIONS
+    from ..engine.nearmiss import RELAXATIONS
 
     agg: Mapping[str, Any] = report["near_miss"]
     ws = wb.add_worksheet("Near misses")
@@ -621,7 +621,7 @@ def _audit_sheet(wb: Workbook, fmt: Formats, audit: Mapping[str, Any]) -> None:
 def _outcome_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """The first sheet: the run's outcome in the words of the summary's last line, each
     cause, then the pass rate with its count, the gates and the baseline comparison."""
-    from ..outcome import pass_rate_text, stated
+    from ..conclude.outcome import pass_rate_text, stated
     from .numbers import doc_pct
 
     ws = wb.add_worksheet("Outcome")

@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._util.safefile import write_atomic
+from .._util.safetext import printable
 from ..baseline.compare import Comparison, MetricDelta
+from ..conclude.outcome import Outcome, pass_rate_text, stated
 from ..metricnames import (
     FAILED_OUTCOMES,
     PASS_RATE,
@@ -28,9 +31,6 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
-from ..outcome import Outcome, pass_rate_text, stated
-from ..safefile import write_atomic
-from ..safetext import printable
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -322,7 +322,7 @@ def _judge(agg: Mapping[str, Any]) -> str:
 
 def _near_misses(agg: Mapping[str, Any], cases: Sequence[RecordLike]) -> str:
     """Failing cases a documented relaxation would pass (they explain, never change, a verdict)."""
-    from ..nearmiss import RELAXATIONS
+    from ..engine.nearmiss import RELAXATIONS
 
     groups = [("overall", "", agg.get("overall") or {})]
     for scope in ("by_kind", "by_difficulty"):
@@ -755,8 +755,8 @@ def shown_cases(cases: Sequence[RecordLike]) -> tuple[list[Mapping[str, Any]], i
     """The cases the table shows, in report order, and how many it leaves out: at most
     :data:`MAX_CASE_ROWS`, every failing case first (a 200,000-case merge wrote a 657 MB page).
     A merge's records are read back whole for the rows shown (``full``)."""
+    from ..baseline.verdicts import judged_outcome
     from ..metricnames import FAILED_OUTCOMES
-    from ..verdict import judged_outcome
 
     if len(cases) <= MAX_CASE_ROWS:
         chosen = list(range(len(cases)))

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..safefile import create_temp, write_atomic
+from .._util.safefile import create_temp, write_atomic
 
 VERSION = 1
 

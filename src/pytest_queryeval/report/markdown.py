@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._util.safefile import write_atomic
+from .._util.safetext import printable
+from .._util.wording import plural, shortlist
 from ..baseline.compare import Comparison, MetricDelta
+from ..conclude.outcome import pass_rate_text, stated
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
-from ..outcome import pass_rate_text, stated
-from ..safefile import write_atomic
-from ..safetext import printable
-from ..wording import plural, shortlist
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -182,7 +182,7 @@ def _flaky(flaky: list[Mapping[str, Any]], limit: int = 20) -> list[str]:
     """``repeat: N``: the cases whose runs disagreed on the outcome."""
     if not flaky:
         return []
-    from ..repeats import flaky_line
+    from ..engine.repeats import flaky_line
 
     out = [f"### Flaky cases ({len(flaky)})", "",
            "The outcome differs across the runs of these cases (P passed, F failed, E error).",

@@ -8,14 +8,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
-from ..casesteps import CaseOutcome
-from ..datasource_keys import PATH_KEYS
+from .._util.paths import display
+from .._util.safetext import no_surrogates
+from .._util.secrets import Scrubber
+from ..engine.steps import CaseOutcome
 from ..kinds._registry import declares
 from ..model import MISSING, NO_DIFFICULTY, Case, CaseRecord, JSONValue, RecordLike
-from ..paths import display
 from ..predict import spec_paths
-from ..safetext import no_surrogates
-from ..secrets import Scrubber
+from ..sources.keys import PATH_KEYS
 from .caps import cap_record
 
 #: The record's type lives in :mod:`..model` (low modules read records too); named here too,
@@ -34,7 +34,7 @@ def _resolved(path: Path) -> Path:
     return path.resolve()
 
 
-#: :func:`..paths.display`, once per case file
+#: :func:`.._util.paths.display`, once per case file
 _display = lru_cache(maxsize=256)(display)
 
 
@@ -81,7 +81,7 @@ def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> CaseRecor
 
 def result_digest(signature: str | None) -> str | None:
     """16 hex digits of the engine's signature of a prediction's result
-    (:func:`~pytest_queryeval.repeats.signature`): enough to tell answers apart, short enough
+    (:func:`~pytest_queryeval.engine.repeats.signature`): enough to tell answers apart, short enough
     for a baseline line."""
     if signature is None:
         return None
@@ -95,7 +95,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
     gold: object = case.gold
     if isinstance(gold, dict) and declares(case.kind, "gold_by_dialect"):
-        from ..dialects import gold_that_ran
+        from ..sources.dialects import gold_that_ran
 
         chosen = (outcome.details if outcome else {}).get("gold_dialect")
         gold = gold_that_ran(gold, chosen, case.dialect)

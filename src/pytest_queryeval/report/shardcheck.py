@@ -125,7 +125,7 @@ CASE: dict[str, Check] = {
     "carried": _nullable(_string), "digest": _nullable(_string),
 }
 #: Case fields the plugin writes that the merge carries through unread (a value of any type
-#: is kept as it is). Every field a record writer (:mod:`.records`, :mod:`..collect`, the
+#: is kept as it is). Every field a record writer (:mod:`.records`, :mod:`..plugin.nodes`, the
 #: gating modes ...) produces is in :data:`CASE` or here: tests/reports/test_record_schema.py
 #: runs every writer and checks its records against both, so a new field, or a field whose
 #: type changes, cannot reach a report that the merge and ``--queryeval-resume`` then refuse.

@@ -9,7 +9,7 @@ the rows the HTML and Excel reports show re-read the full records from there
 (:class:`StoredCases`), one at a time.
 
 Any JSON layout is read (not only the one-case-per-line layout the plugin writes); the bounds
-of :mod:`..boundedio` hold (a regular file of at most 1 GiB, nesting of at most 200 levels).
+of :mod:`.._util.boundedio` hold (a regular file of at most 1 GiB, nesting of at most 200 levels).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
+from .._util.boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
 
 #: Case fields no aggregate, gate or summary line reads: left on disk until a report needs them.
 HEAVY = ("predicted", "gold", "question", "diff")
@@ -66,7 +66,7 @@ class Span:
 
     def read(self, files: _Files | None = None) -> Any:
         """The record; ``files`` keeps the shard files open across reads."""
-        from ..safefile import open_binary
+        from .._util.safefile import open_binary
 
         if files is not None:
             return self._read(files.get(self.path))
@@ -86,7 +86,7 @@ class _Files:
         self.opened: dict[Path, BinaryIO] = {}
 
     def get(self, path: Path) -> BinaryIO:
-        from ..safefile import open_binary
+        from .._util.safefile import open_binary
 
         fh = self.opened.get(path)
         if fh is None:
@@ -234,8 +234,8 @@ def _cut(buf: str, pos: int) -> bool:
 
 def scan(path: Path) -> Scanned:
     """Read the report at ``path`` case by case. OSError and BoundedReadError are the
-    caller's to word (as :func:`..boundedio.load_json_file`'s)."""
-    from ..safefile import UnsafeFile, open_binary
+    caller's to word (as :func:`.._util.boundedio.load_json_file`'s)."""
+    from .._util.safefile import UnsafeFile, open_binary
     from .shardcheck import case_problems
 
     out = Scanned()

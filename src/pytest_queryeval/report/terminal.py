@@ -11,13 +11,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._util.safetext import printable
+from .._util.wording import plural, shortlist
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
+from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from ..kinds._registry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
-from ..safetext import printable
-from ..verdict import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
-from ..wording import plural, shortlist
 from .columns import is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .numbers import num, signed
@@ -130,7 +130,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     lines.extend(gating_lines(report, baseline=baseline))
     lines.extend(flaky_lines(report))
     lines.extend(near_miss_summary(report.get("near_miss") or {}))
-    from ..neighbour_check import summary_line as neighbour_line
+    from ..neighbours.check import summary_line as neighbour_line
 
     lines.extend(neighbour_line(report.get("neighbours")))
     from ..judge.report import summary_lines as judge_lines
@@ -167,8 +167,8 @@ def carried_lines(cases: Sequence[RecordLike]) -> list[str]:
 
 def threshold_lines(coverage: Mapping[str, Any] | None, limit: int = 10) -> list[str]:
     """How many cases each threshold gated, and the cases none did (``record_only: true``):
-    a gate with a hole must say so (:func:`~pytest_queryeval.thresholds.coverage`)."""
-    from ..thresholds import describe_bound
+    a gate with a hole must say so (:func:`~pytest_queryeval.engine.thresholds.coverage`)."""
+    from ..engine.thresholds import describe_bound
 
     if not coverage:
         return []
@@ -194,14 +194,14 @@ def threshold_lines(coverage: Mapping[str, Any] | None, limit: int = 10) -> list
 
 
 def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:
-    from ..nearmiss import summary_lines
+    from ..engine.nearmiss import summary_lines
 
     return summary_lines(agg)
 
 
 def flaky_lines(report: Mapping[str, Any], limit: int = 20) -> list[str]:
     """``repeat: N``: the cases whose runs disagreed on the outcome."""
-    from ..repeats import flaky_line
+    from ..engine.repeats import flaky_line
 
     flaky = list(report.get("flaky") or [])
     if not flaky:
@@ -359,9 +359,9 @@ def _gate_cases(gate: Mapping[str, Any]) -> str:
 
 def outcome_line(report: Mapping[str, Any], *, failed: bool,
                  problems: Sequence[str] = ()) -> str:
-    """The summary's last line: :func:`~pytest_queryeval.outcome.run_outcome`'s (``failed``:
+    """The summary's last line: :func:`~pytest_queryeval.conclude.outcome.run_outcome`'s (``failed``:
     the session fails), which every report's headline states in the same words."""
-    from ..outcome import run_outcome
+    from ..conclude.outcome import run_outcome
 
     return run_outcome(report, failing=failed, problems=problems).line
 

@@ -26,7 +26,7 @@ __all__ = ["PLUGIN_KEYS", "SOURCE_TYPES", "UNKNOWN", "DataSource", "SourceType",
            "locate_datasource", "open_source", "source_type"]
 
 #: The keys the plugin itself reads from a SQL datasource (``writable:``, ``now:``), checked
-#: in :mod:`pytest_queryeval.datasource_keys`; a type takes them when its entry says
+#: in :mod:`pytest_queryeval.sources.keys`; a type takes them when its entry says
 #: ``plugin_keys``.
 PLUGIN_KEYS = frozenset({"writable", "now"})
 
@@ -159,7 +159,7 @@ def open_source(name: str, spec: dict[str, object]) -> DataSource:
 def _open(name: str, spec: dict[str, object]) -> DataSource:
     source_type_name = spec.get("type")
     if not isinstance(source_type_name, str) or source_type_name not in SOURCE_TYPES:
-        from ..wording import suggest
+        from .._util.wording import suggest
 
         known = ", ".join(sorted(SOURCE_TYPES))
         hint = suggest(source_type_name, SOURCE_TYPES) \

@@ -10,8 +10,8 @@ from functools import partial
 from itertools import chain
 from typing import Any, Protocol, cast
 
+from .._util.numeric import MAX_COUNT, option_limit, short_repr
 from ..errors import ConfigError, SourceUnavailable
-from ..numeric import MAX_COUNT, option_limit, short_repr
 from ..results import ResultTable
 from .packed import PLAIN, PackedRows, unpack_rows
 

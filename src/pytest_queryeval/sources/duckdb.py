@@ -13,7 +13,7 @@ conjuncts for seconds without looking at the interrupt) is abandoned
 continues on a fresh connection, and the abandoned query runs on in its thread until it ends
 or the process exits. Ctrl-C stops the wait at once.
 
-Why the same worker process as SQLite (:mod:`pytest_queryeval.sandbox`): a DuckDB query runs
+Why the same worker process as SQLite (:mod:`pytest_queryeval._isolation.sandbox`): a DuckDB query runs
 in C++ threads that only stop at DuckDB's own interruption points, and a hash join or a
 ``repeat()`` can allocate gigabytes in one operator. In the worker, a timer interrupts the
 connection at the timeout (the worker survives), the parent kills it shortly after if the
@@ -229,7 +229,7 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
                  ) -> Reply:
     """:func:`run_query` inside the sandbox worker, on a connection cached there (spilling to
     the worker's own temporary directory). Only the rows within ``max_bytes`` leave it."""
-    from ..sandbox import worker_state
+    from .._isolation.sandbox import worker_state
 
     conns: dict[tuple[str, int], Any] = worker_state().setdefault("duckdb", {})
     key = (path, threads)

@@ -29,7 +29,7 @@ from itertools import chain, count, filterfalse, islice
 from operator import itemgetter
 from typing import Any
 
-from ..gcpolicy import gc_paused
+from .._util.gcpolicy import gc_paused
 from ..results import Term, term_of
 
 #: Cell types marshal writes and reads back as exactly themselves.

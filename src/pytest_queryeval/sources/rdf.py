@@ -26,7 +26,7 @@ Timeouts, and why there are two isolations:
   solution (the thread checks a cancel flag); one that blocks inside the engine (a huge sort,
   aggregate or filtered cross product) keeps a core busy, and its memory, until it completes.
 * ``isolation: process``. The graph lives in a worker *process*, a private
-  :class:`~pytest_queryeval.sandbox.Sandbox` whose setup step loads it once and then serves
+  :class:`~pytest_queryeval._isolation.sandbox.Sandbox` whose setup step loads it once and then serves
   queries (the same worker, memory cap and Ctrl-C handling as the SQL engines); at the
   timeout the worker is killed and a fresh one loads the graph again for the next query
   (bldg11 takes 0.2 s with pyoxigraph, 2-3 s with rdflib). rdflib always runs
@@ -56,11 +56,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from .. import safefile
-from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
-from ..gcpolicy import gc_paused
-from ..results import ResultTable, Term
-from ..sandbox import (
+from .._isolation.sandbox import (
     Sandbox,
     SandboxCrashed,
     SandboxMemoryError,
@@ -69,6 +65,10 @@ from ..sandbox import (
     SandboxTooBig,
     worker_state,
 )
+from .._util import safefile
+from .._util.gcpolicy import gc_paused
+from ..errors import ConfigError, QueryEvalError, QueryFailed, QueryTimeout, SourceUnavailable
+from ..results import ResultTable, Term
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -473,7 +473,7 @@ def _query(query: str, max_rows: int, max_bytes: int | None = None,
 
 
 class _Worker:
-    """One loaded graph in a private :class:`~pytest_queryeval.sandbox.Sandbox` (rdflib, or
+    """One loaded graph in a private :class:`~pytest_queryeval._isolation.sandbox.Sandbox` (rdflib, or
     pyoxigraph isolated). The graph is loaded by the worker's setup step, so every worker the
     sandbox starts, the one it starts after a kill too, holds it before its first query."""
 

@@ -1,4 +1,4 @@
-"""What the SQL sources that run queries in a :mod:`~pytest_queryeval.sandbox` worker share:
+"""What the SQL sources that run queries in a :mod:`~pytest_queryeval._isolation.sandbox` worker share:
 the reply a worker sends back, the sandbox's failures turned into per-case reasons, and the
 fingerprint of a database file.
 
@@ -14,10 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .. import safefile
-from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
-from ..results import ResultTable
-from ..sandbox import (
+from .._isolation.sandbox import (
     Sandbox,
     SandboxCrashed,
     SandboxMemoryError,
@@ -26,6 +23,9 @@ from ..sandbox import (
     Ticket,
     shared_sandbox,
 )
+from .._util import safefile
+from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
+from ..results import ResultTable
 from .base import (
     PACK_BATCHES,
     PackedBatches,
@@ -46,7 +46,7 @@ Reply = tuple[list[str], "list[tuple[Any, ...]] | PackedRows", bool, dict[str, A
 #: Why a file engine's worker was killed at the deadline (its own interrupt did not stop it).
 ENGINE_KILLED = "the engine did not stop by itself: its worker was killed"
 #: Pairs a source keeps sent ahead (:meth:`SandboxedFileSource.prefetch_pair`): the next two
-#: cases' (:func:`~..collect.upcoming`) and the one of a case that never came to ask
+#: cases' (:func:`~..plugin.nodes.upcoming`) and the one of a case that never came to ask
 #: (deselected at run time, stopped).
 _AHEAD = 3
 #: Seconds past the timeout before a file engine's worker is killed (the engine's own

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import safefile
+from .._util import safefile
 from ..errors import MissingDependency, SourceUnavailable
 
 SOURCE_TYPE = "sdmx-structure"

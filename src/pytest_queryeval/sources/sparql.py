@@ -33,9 +33,9 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._isolation.socketdeadline import SocketDeadline
 from ..errors import ConfigError, QueryFailed, QueryTimeout, SourceUnavailable
 from ..results import ResultTable, first_row_key_order
-from ..socketdeadline import SocketDeadline
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,

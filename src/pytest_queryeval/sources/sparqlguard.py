@@ -15,7 +15,7 @@ disagreement was a way past it. What the guard decides comes from the parse tree
 
 rdflib's parser is pure Python and slow on some inputs (quadratic on ``1+1+...``, deep
 recursion on nesting), so the parse is an untrusted step: it runs in a sandbox worker process
-(:mod:`pytest_queryeval.sandbox`) under a hard deadline and a memory ceiling, on a request of
+(:mod:`pytest_queryeval._isolation.sandbox`) under a hard deadline and a memory ceiling, on a request of
 at most :data:`MAX_QUERY_CHARS` characters; a parse that does not finish refuses the request.
 Verdicts are cached per text, so gold queries and repeated predictions are parsed once.
 
@@ -316,7 +316,7 @@ def classify(query: str, *, timeout: float | None = None) -> Classified:
     it is. A text that is not a query comes back with form ``UPDATE`` or ``UNKNOWN`` and the
     reason in ``problem``; raises :class:`QueryRefused` when the text is too long, or cannot
     be parsed in time or within the worker's memory."""
-    from ..sandbox import SandboxTimeout, shared_sandbox
+    from .._isolation.sandbox import SandboxTimeout, shared_sandbox
 
     if len(query) > MAX_QUERY_CHARS:
         raise QueryRefused(f"the request is {len(query):,} characters long, over the guard's "

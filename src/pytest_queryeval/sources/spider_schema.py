@@ -11,7 +11,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from .. import safefile
+from .._util import safefile
 from ..errors import ConfigError, QueryFailed, SourceUnavailable
 from ..results import ResultTable
 from .base import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT, SourceDefaults

@@ -41,6 +41,9 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote
 
+from .._isolation.sandbox import Sandbox, in_worker, shared_sandbox
+from .._util.secrets import MASK, mask_url
+from .._util.secrets import QUERY_PASSWORD as _QUERY_PASSWORD
 from ..errors import (
     ConfigError,
     MissingDependency,
@@ -52,9 +55,6 @@ from ..errors import (
     SourceUnavailable,
 )
 from ..results import ResultTable
-from ..sandbox import Sandbox, in_worker, shared_sandbox
-from ..secrets import MASK, mask_url
-from ..secrets import QUERY_PASSWORD as _QUERY_PASSWORD
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -599,7 +599,7 @@ def worker_capabilities(spec: tuple[Any, ...]) -> list[str] | None:
 
 def _worker_source(spec: tuple[Any, ...]) -> SqlAlchemySource:
     """The source for ``spec``, built once in the sandbox worker (its pool lives there)."""
-    from ..sandbox import worker_state
+    from .._isolation.sandbox import worker_state
 
     sources: dict[tuple[Any, ...], SqlAlchemySource] = worker_state().setdefault(
         "sqlalchemy", {})

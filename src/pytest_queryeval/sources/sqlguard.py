@@ -116,7 +116,7 @@ def sqlglot_dialect(backend: str | None) -> str | None:
 
 
 #: Statements up to this many characters are parsed in the pytest process (milliseconds);
-#: longer ones in a sandbox worker (:mod:`pytest_queryeval.sandbox`) killed after
+#: longer ones in a sandbox worker (:mod:`pytest_queryeval._isolation.sandbox`) killed after
 #: :data:`GUARD_TIMEOUT` seconds: sqlglot's parse is superlinear on some shapes (a 200 KB
 #: ``SELECT 1+1+...`` took 8 s, 1 MB 36 s) and runs in one call that no timer can stop.
 GUARD_INLINE_CHARS = 4096
@@ -148,7 +148,7 @@ def check_read_only(sql: str, dialect: str | None = None) -> tuple[str, ...]:
         return _check_engine_grammar(sql, dialect)
     if key in _PASSED:
         return _PASSED[key]
-    from ..sandbox import SandboxCrashed, SandboxMemoryError, SandboxTimeout, shared_sandbox
+    from .._isolation.sandbox import SandboxCrashed, SandboxMemoryError, SandboxTimeout, shared_sandbox
 
     box = shared_sandbox("sqlguard", max_memory=GUARD_MAX_MEMORY, preload=(__name__, "sqlglot"))
     try:

@@ -4,7 +4,7 @@ Spec keys: ``path`` (required), ``timeout``, ``max_rows``, ``max_bytes`` (size o
 default 64 MiB), ``max_memory`` (address space a query may use in the worker, default 1 GiB;
 also the largest temporary file), ``isolation`` (``process`` default | ``thread``).
 
-Why a worker process by default (``isolation: process``, :mod:`pytest_queryeval.sandbox`):
+Why a worker process by default (``isolation: process``, :mod:`pytest_queryeval._isolation.sandbox`):
 SQLite checks its progress handler between VM steps only, never inside one function call
 (``instr()`` over two 16 MB strings ran past a 5 s timeout for minutes), a result of 128
 columns of 16 MB values takes 2 GB in one row before any byte cap can see it, and a sort can
@@ -159,7 +159,7 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
     """:func:`run_query` inside the sandbox worker, on a connection cached there. A result
     cut by ``max_bytes`` keeps only the rows that fit in it: the rest never leave the
     worker."""
-    from ..sandbox import worker_state
+    from .._isolation.sandbox import worker_state
 
     conns: dict[str, sqlite3.Connection] = worker_state().setdefault("sqlite", {})
     conn = conns.pop(path, None)

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._util.wording import plural
 from ..errors import ConfigError, GoldError, QueryEvalError, SourceUnavailable
 from ..model import Case, Scored
-from ..wording import plural
 from .run import Check, Task, TaskOutcome, run_task
 
 TASKS = ("dml", "ddl")
@@ -108,7 +108,7 @@ def collateral_of(case: Case) -> Any:
         raise ConfigError("must be true, false or {ignore: [tables]}", key="collateral")
     unknown = sorted(set(map(str, value)) - {"ignore"})
     if unknown:
-        from ..wording import suggest
+        from .._util.wording import suggest
 
         raise ConfigError(f"unknown key{suggest(unknown[0], {'ignore'})}",
                           key=f"collateral.{unknown[0]}")
@@ -122,8 +122,8 @@ def collateral_of(case: Case) -> Any:
 
 
 def engine_of(spec: Mapping[str, Any]) -> str | None:
-    from ..dialects import dialect_of
     from ..sources import source_type  # the dialects tasks run on, per type
+    from ..sources.dialects import dialect_of
 
     dialect = dialect_of(spec)
     return dialect if dialect in source_type(spec.get("type")).tasks else None
@@ -157,7 +157,7 @@ def _check(item: object, where: str, ordered: bool) -> Check:
     allowed = {"query", "rows", "compare", "order", "schema", "python", "livesqlbench_test"}
     unknown = sorted(set(map(str, item)) - allowed)
     if unknown:
-        from ..wording import suggest
+        from .._util.wording import suggest
 
         raise ConfigError(f"unknown key{suggest(unknown[0], allowed)}", key=f"{where}.{unknown[0]}")
     kinds = [k for k in _CHECK_KINDS if k in item]

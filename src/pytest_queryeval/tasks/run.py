@@ -122,7 +122,7 @@ def run_task(task: Task, *, timeout: float = 30.0, max_memory: int = DEFAULT_MAX
     if not task.checks:
         return TaskOutcome(False, error="a dml/ddl task needs at least one check: without one "
                                         "any prediction that executes would pass")
-    from ..sandbox import shared_sandbox
+    from .._isolation.sandbox import shared_sandbox
 
     box = shared_sandbox("tasks", max_memory=max_memory, preload=("pytest_queryeval.tasks.run",))
     result: TaskOutcome = box.call(_run_here, task, audit, timeout=timeout, max_reply=16 << 20)

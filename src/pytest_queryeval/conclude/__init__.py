@@ -1,0 +1,313 @@
+"""The end of a run once its report is built: summary, baseline comparison, report files and
+the baseline update, and whether the run fails on them.
+
+Free of pytest: the plugin's session finish (:mod:`pytest_queryeval.plugin.finish`) and
+``queryeval merge`` (:mod:`pytest_queryeval.conclude.merge`) both end here, so a merged report is judged
+and written exactly as a single run's would be.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import QueryEvalError
+from ..kinds._registry import declares
+from ..plugin.declare import REPORT_WRITERS, WORST, ReportFile
+from ..report.terminal import gate_lines, summary_lines
+from .aggregate import aggregate, reference_aggregates
+from .outcome import Outcome, run_outcome
+
+if TYPE_CHECKING:
+    from ..baseline.compare import Comparison
+    from ..model import RecordLike
+
+
+@dataclass
+class Outputs:
+    """What to do with a finished report: the plugin's options, or ``queryeval merge``'s."""
+
+    #: The report files asked for, by their name in :data:`..plugin.declare.REPORT_WRITERS` (in its
+    #: order): where each is written.
+    files: dict[str, Path] = field(default_factory=dict)
+    #: Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set.
+    step_summary: bool = True
+    #: ``--queryeval-baseline`` was given: compare with :attr:`baseline_path`.
+    compare: bool = False
+    #: The baseline file (compared with, and written by :attr:`update_baseline`).
+    baseline_path: Path | None = None
+    update_baseline: bool = False
+    #: Set by :func:`conclude` when it wrote the baseline.
+    baseline_written: bool = False
+    force_baseline: bool = False
+    max_drop: Sequence[str] = ()
+    tags: bool = False
+    worst: int = WORST
+    spider_table: bool = False
+    #: ``--queryeval-significance``: gate a drop only when it is not noise (alpha).
+    significance: float | None = None
+    #: Lines shown after the gates (the gold audit's findings).
+    after_gates: Sequence[str] = ()
+    #: Why the baseline is not compared although asked for (a gold audit), or None.
+    skip_compare: str | None = None
+    #: How a path is shown in the summary (rootdir-relative in the plugin).
+    display: Callable[[Path], str] = field(default=str)
+    #: Filled in by :func:`conclude`: causes of failure the report does not record (for the
+    #: run's outcome, :func:`~pytest_queryeval.conclude.outcome.run_outcome`).
+    problems: list[str] = field(default_factory=list)
+    #: Set by :func:`conclude`: the failing cases a baseline refresh recorded as the accepted
+    #: state (:func:`accepted_by_refresh`; the session then exits 0).
+    accepted: list[str] = field(default_factory=list)
+    #: Set by :func:`conclude`: the run's outcome, which every report's headline states and
+    #: the summary ends on.
+    outcome: Outcome | None = None
+
+
+def run_settings(records: Sequence[RecordLike]) -> dict[str, dict[str, Any]]:
+    """Per kind, the scoring options in force (a list when cases differ): the report's
+    ``run.settings``, which a baseline comparison and a merge of shards require equal."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for rec in records:
+        for key, value in (rec.get("settings") or {}).items():
+            enc = json.dumps(value, sort_keys=True)
+            bucket = seen.setdefault(str(rec.get("kind")), {}).setdefault(key, [])
+            if enc not in bucket:
+                bucket.append(enc)
+    out: dict[str, dict[str, Any]] = {}
+    for kind, options in seen.items():
+        out[kind] = {k: json.loads(v[0]) if len(v) == 1 else sorted(v) for k, v in options.items()}
+    return out
+
+
+def suite_key(ids: Sequence[str] | None, ran: int) -> dict[str, Any]:
+    """``run.suite`` (how many cases the suite holds, and a digest of their ids: the shards of
+    one suite share it) and, when the run ran only part of it, ``run.suite_ids``."""
+    if ids is None:
+        return {}
+    digest = hashlib.sha256("\n".join(sorted(ids)).encode("utf-8", "surrogatepass")).hexdigest()
+    out: dict[str, Any] = {"suite": {"cases": len(ids), "digest": digest[:32]}}
+    if ran != len(ids):
+        out["suite_ids"] = sorted(ids)
+    return out
+
+
+def with_spider(aggregates: dict[str, Any], records: Sequence[RecordLike]) -> dict[str, Any]:
+    """The Spider evaluator's own per-hardness table (its averaging rules, not plain means)."""
+    items = [r["details"]["spider"] for r in records
+             if declares(str(r.get("kind")), "spider_details")
+             and isinstance((r.get("details") or {}).get("spider"), dict)]
+    if items:
+        from ..metrics.spider import aggregate as spider_aggregate
+
+        aggregates["spider"] = spider_aggregate(items)
+    aggregates.update(reference_aggregates(records))
+    return aggregates
+
+
+def aggregates_of(records: Sequence[RecordLike]) -> dict[str, Any]:
+    """Every aggregate of a report's cases (plain means, groups, the Spider table, how many
+    cases each threshold gated)."""
+    from ..engine.thresholds import coverage
+
+    aggregates = with_spider(aggregate(records), records)
+    aggregates["thresholds"] = coverage(records)
+    return aggregates
+
+
+def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
+             refusals: Callable[[], list[str]], *, failing: bool = False) -> bool:
+    """Judge and write a built report (``cases``, ``aggregates``, ``gates`` filled in).
+
+    ``lines`` receives the summary as it grows (a caller that shows it even when writing a
+    report fails below keeps the same list); ``refusals`` says why the run may not become the
+    baseline; ``failing``: the session already fails (a failed case, or something pytest
+    reports itself). Returns whether the gates or the baseline fail the run; sets
+    ``out.outcome`` (in the report's ``run`` before any report is written, so every headline
+    states it) and ``out.accepted``. A report that cannot be written raises QueryEvalError
+    after the others are written.
+    """
+    from ..baseline.compare import compare, parse_max_drop
+    from ..baseline.store import compact_baseline, load_baseline, write_baseline
+    from ..report.terminal import format_comparison
+
+    gates = report.get("gates") or []
+    lines.extend(summary_lines(report, tags=out.tags, worst=out.worst,
+                               spider_table=out.spider_table, baseline=out.compare))
+    lines.extend(gate_lines(gates))
+    lines.extend(out.after_gates)
+    failed = any(not g["passed"] for g in gates)
+
+    comparison = None
+    path = out.baseline_path
+    if out.compare and out.skip_compare:
+        lines.extend(["", out.skip_compare])
+    elif out.compare and out.update_baseline and path is not None and not path.exists():
+        lines.append("")  # --queryeval-update-baseline creates the file it is asked to compare with
+        lines.append(f"baseline: {out.display(path)} does not exist yet: nothing to compare, "
+                     "this run writes it")
+    elif out.compare and path is not None:
+        try:
+            max_drop = parse_max_drop(out.max_drop)
+        except ValueError as exc:
+            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
+        try:
+            base = load_baseline(path)
+        except (OSError, ValueError) as exc:
+            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
+        comparison = compare(report, base, max_drop or None, significance=out.significance)
+        report["baseline"] = comparison.to_dict()
+        lines.append("")
+        lines.extend(format_comparison(comparison, spider_components=out.spider_table))
+        failed = failed or not comparison.passed
+    elif out.max_drop:
+        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
+        out.problems.append("--queryeval-max-drop without --queryeval-baseline")
+        failed = True
+
+    # Whether the baseline is written is decided before any report is written: the outcome
+    # every report states says so (a refresh that fails a gate has still written it).
+    why: list[str] = []
+    write = False
+    if out.update_baseline and path is not None:
+        why = refusals()
+        write = not why or out.force_baseline
+        if not write:
+            out.problems.append("baseline not updated")
+            failed = True
+    out.accepted = accepted_by_refresh(report, failed, write)
+    out.outcome = run_outcome(
+        report, failing=(failing or failed) and not out.accepted, problems=out.problems,
+        accepted=out.accepted,
+        baseline_written=out.display(path) if write and path is not None else None)
+    report.setdefault("run", {}).update(out.outcome.fields())
+
+    baseline_lines: list[str] = []
+    if out.update_baseline and path is not None:
+        if write:
+            write_baseline(compact_baseline(report), path)
+            out.baseline_written = True
+            forced = f" (forced: {'; '.join(why)})" if why else ""
+            baseline_lines.append(f"baseline updated: {path}{forced}")
+        else:
+            baseline_lines.append(
+                f"error: baseline NOT updated ({out.display(path)}): " + "; ".join(why)
+                + ". Run the whole suite cleanly, or add --queryeval-force-baseline to write "
+                  "it anyway.")
+    try:
+        lines.extend(write_reports(report, comparison, out))
+    finally:  # the baseline is written first: a report that cannot be written leaves it so
+        lines.extend(baseline_lines)
+    return failed
+
+
+def interrupt_reason(exc: BaseException | None) -> str:
+    """Why a session stopped early, as ``run.interrupt_reason`` says it: pytest passes Ctrl-C
+    (SIGINT), ``pytest.exit()`` and "N errors during collection" as one kind of exception."""
+    if exc is None:
+        return "interrupted"
+    name = type(exc).__name__
+    text = str(getattr(exc, "msg", None) or exc).strip()
+    if type(exc) is KeyboardInterrupt:
+        return "KeyboardInterrupt: Ctrl-C or SIGINT"
+    if name == "Exit":  # pytest.exit(reason)
+        return f"pytest.exit: {text}" if text else "pytest.exit"
+    if name == "Interrupted":  # pytest's Session.Interrupted: "1 error during collection"
+        return text or "interrupted"
+    return f"{name}: {text}" if text else name
+
+
+def interrupted_report(run: dict[str, Any], reason: str) -> dict[str, Any]:
+    """The report of a session interrupted before any case finished (during collection, or
+    while its only cases were stuck): zero cases, ``run.interrupted`` true and the reason, so
+    CI that keeps ``report.json`` always finds one and sees why it is empty. ``run``: the
+    run fields of a normal report (times, exit status, model ...)."""
+    from ..engine.nearmiss import aggregate as near_miss_aggregate
+    from ..engine.repeats import flaky_cases
+    from ..judge.report import aggregate as judge_aggregate
+
+    return {"version": 1,
+            "run": {**run, "interrupted": True, "interrupt_reason": reason,
+                    "settings": run.get("settings") or {}},
+            "cases": [], "aggregates": aggregates_of([]), "gates": [], "flaky": flaky_cases([]),
+            "near_miss": near_miss_aggregate([]), "judge": judge_aggregate([])}
+
+
+def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:
+    """Write the reports of :func:`interrupted_report`; the summary lines. No baseline is
+    compared with zero cases, nor written from an interrupted run."""
+    reason = report["run"].get("interrupt_reason") or "interrupted"
+    lines = [f"queryeval: the session was interrupted before any case finished ({reason}): "
+             "the reports hold no case"]
+    path = out.baseline_path if out.update_baseline else None
+    out.outcome = run_outcome(report, failing=True,
+                              problems=["baseline not updated"] if path is not None else [])
+    report["run"].update(out.outcome.fields())
+    lines.extend(write_reports(report, None, out))
+    if path is not None:
+        lines.append(f"error: baseline NOT updated ({out.display(path)}): "
+                     "the run was interrupted before any case finished")
+    lines.append(out.outcome.line)
+    return lines
+
+
+def write_reports(report: dict[str, Any], comparison: Comparison | None,
+                  out: Outputs) -> list[str]:
+    """Every report file asked for, in the order of :data:`..plugin.declare.REPORT_WRITERS`; the lines
+    naming them. The JSON report comes first (the one CI keeps); a writer's QueryEvalError (a
+    missing optional dependency) is raised after the others are written. The Markdown summary
+    is also appended to ``$GITHUB_STEP_SUMMARY`` when that is set, even if no file is asked
+    for."""
+    written: list[str] = []
+    errors: list[str] = []
+    for name, target in out.files.items():
+        entry = REPORT_WRITERS[name]
+        try:
+            load_writer(entry)(report, target, comparison)
+        except QueryEvalError as exc:
+            errors.append(exc.reason())
+            continue
+        written.append(f"{entry.label}: {target}")
+    step = os.environ.get("GITHUB_STEP_SUMMARY") if out.step_summary else None
+    if step:
+        from ..report.markdown import markdown_text
+
+        with open(step, "a", encoding="utf-8") as fh:
+            fh.write(markdown_text(report, comparison) + "\n")
+    if errors:
+        raise QueryEvalError("; ".join(errors))
+    return written
+
+
+class ReportWriter(Protocol):
+    """What :attr:`..plugin.declare.ReportFile.writer` names: a function writing one report file."""
+
+    def __call__(self, report: dict[str, Any], path: Path, comparison: Comparison | None,
+                 /) -> object: ...
+
+
+def load_writer(entry: ReportFile) -> ReportWriter:
+    """The function ``entry.writer`` (``module:function``) names, imported now: the report
+    modules and their libraries are loaded only by a run that writes their format."""
+    module, _, function = entry.writer.partition(":")
+    writer: ReportWriter = getattr(importlib.import_module(module), function)
+    return writer
+
+
+def accepted_by_refresh(report: dict[str, Any], failed: bool, written: bool) -> list[str]:
+    """The ids of the cases below their thresholds that a baseline refresh records as the
+    accepted state, when they are the run's only failures (issue 24 item 4: like syrupy's
+    ``--snapshot-update``, a refresh job on an accepted model at 74 % is green). Empty when it
+    does not apply: no baseline written, a gate or the comparison failed, or a case erred
+    (errors refuse the write unless forced, and a forced write stays red)."""
+    if not written or failed:
+        return []
+    cases = report.get("cases") or []
+    if any(c.get("outcome") == "error" for c in cases):
+        return []
+    return [str(c.get("id")) for c in cases if c.get("outcome") == "failed"]

@@ -1,0 +1,334 @@
+"""Aggregates over case records (the JSON report's ``cases``) and the session gates.
+
+Works on plain JSON records so the controller can aggregate what xdist workers sent, and so
+baselines written by an earlier run aggregate the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
+from operator import sub
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..baseline.verdicts import judged_outcome
+from ..metricnames import JUDGE_EX, PASSED_OUTCOMES, RECORDED_METRICS, SPIDER_STRUCTURE_METRICS
+from ..model import NO_DIFFICULTY
+from ..suite.config import Gate
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
+
+#: Why a case of a group has no value of a metric, in the order the reports list them. A mean
+#: over 64 cases of 68 reads as a score over 68 unless the report says so (item 5 of issue 30).
+PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE = (
+    "prediction error", "gold error", "other error", "skipped", "no value")
+MISSING_REASONS = (PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE)
+
+
+def missing_reason(record: RecordLike) -> str:
+    """Why ``record`` would lack a metric: the class of its error (the reason's prefix, as
+    :class:`~pytest_queryeval.errors.QueryEvalError` writes it), skipped, else no value (the
+    case ran, and the metric does not apply to it or came out NaN)."""
+    outcome = record.get("outcome")
+    if outcome == "skipped":
+        return SKIPPED
+    text = record.get("error") or (record.get("reason") if outcome == "failed" else None)
+    if isinstance(text, str) and text:
+        if text.startswith("prediction error"):
+            return PREDICTION_ERROR
+        if text.startswith("gold error"):
+            return GOLD_ERROR
+        if outcome == "error":
+            return OTHER_ERROR
+    return NO_VALUE
+
+
+def group_stats(records: Iterable[RecordLike]) -> dict[str, Any]:
+    """count / scored / passed / failed / errors / pass_rate and mean/std/n per metric, and
+    the ``total`` of the timing and usage metrics (tokens, ``cost_usd``, seconds).
+
+    Metric means include xfailed cases (their scores are real); pass rates exclude skipped
+    and xfailed cases, as pytest's own summary does, except the cases a gating mode reported
+    as xfailed (``xfailed_by_gating``): they failed, and count so.
+    """
+    return _Partial(records).stats()
+
+
+class _Partial:
+    """What :func:`group_stats` sums over some records: the partials of disjoint sets of
+    records add up to their union's (:meth:`add`), so :func:`aggregate` reads each record once
+    however many groups it is in. The values are summed with ``math.fsum``, exactly rounded
+    whatever their order: a union's mean and std are those of its records, bit for bit."""
+
+    __slots__ = ("counts", "reasons", "unparsable", "valued", "values")
+
+    def __init__(self, records: Iterable[RecordLike] = ()) -> None:
+        count = scored = passed = failed = errors = skipped = xfailed = granted = 0
+        values: dict[str, list[float]] = {}
+        # Denominators: the cases of each reason, and per metric how many of those still have
+        # a value (a "no value" case is counted by difference, so the common case costs
+        # nothing).
+        reasons: dict[str, int] = {}
+        valued: dict[str, dict[str, int]] = {}
+        unparsable: dict[str, int] = {}
+        values_get = values.get
+        for rec in records:
+            count += 1
+            outcome = rec.get("outcome")
+            if outcome == "xfailed" and judged_outcome(rec) == "failed":
+                granted += 1  # xfailed by --queryeval-gating: still a failure for the pass rate
+            if outcome in PASSED_OUTCOMES:
+                passed += 1
+            elif outcome == "failed":
+                failed += 1
+            elif outcome == "error":
+                errors += 1
+            elif outcome == "xfailed":
+                xfailed += 1
+            else:
+                skipped += 1
+            why = NO_VALUE if outcome in PASSED_OUTCOMES else missing_reason(rec)
+            reasons[why] = reasons.get(why, 0) + 1
+            metrics = rec.get("metrics") or {}
+            if metrics:
+                scored += 1
+            for name, value in metrics.items():
+                if type(value) is float:  # exact type first: this runs per metric and record
+                    if value != value:
+                        continue
+                elif isinstance(value, int | float) and not math.isnan(value):
+                    value = float(value)
+                else:
+                    continue
+                xs = values_get(name)
+                if xs is None:
+                    values[name] = [value]
+                else:
+                    xs.append(value)
+                if why != NO_VALUE:
+                    per = valued.setdefault(name, {})
+                    per[why] = per.get(why, 0) + 1
+            details = rec.get("details")
+            if details and details.get("structure_parse_error"):
+                for name in metrics:  # scored 0 the evaluator's way: counted, and said so
+                    if name in SPIDER_STRUCTURE_METRICS:
+                        unparsable[name] = unparsable.get(name, 0) + 1
+        self.counts = [count, scored, passed, failed, errors, skipped, xfailed, granted]
+        self.values, self.reasons, self.valued, self.unparsable = \
+            values, reasons, valued, unparsable
+
+    def add(self, other: _Partial) -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        for name, xs in other.values.items():
+            self.values.setdefault(name, []).extend(xs)
+        for why, n in other.reasons.items():
+            self.reasons[why] = self.reasons.get(why, 0) + n
+        for name, per in other.valued.items():
+            mine = self.valued.setdefault(name, {})
+            for why, n in per.items():
+                mine[why] = mine.get(why, 0) + n
+        for name, n in other.unparsable.items():
+            self.unparsable[name] = self.unparsable.get(name, 0) + n
+
+    def stats(self) -> dict[str, Any]:
+        count, scored, passed, failed, errors, skipped, xfailed, granted = self.counts
+        values, reasons, valued, unparsable = \
+            self.values, self.reasons, self.valued, self.unparsable
+        judged = passed + failed + errors + granted
+        out: dict[str, Any] = {
+            "count": count, "scored": scored, "passed": passed, "failed": failed,
+            "errors": errors, "skipped": skipped, "xfailed": xfailed,
+            "xfailed_by_gating": granted,
+            "pass_rate": passed / judged if judged else None, "metrics": {},
+        }
+        for name in sorted(values):
+            xs = values[name]
+            total = math.fsum(xs)
+            mean = total / len(xs)
+            # (x - mean) ** 2 of each x, iterated in C
+            std = math.sqrt(math.fsum(map(pow, map(sub, xs, repeat(mean)), repeat(2))) / len(xs))
+            entry: dict[str, Any] = {"mean": mean, "std": std, "n": len(xs)}
+            if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
+                entry["total"] = total
+            entry["missing"] = _missing(reasons, valued.get(name) or {}, len(xs))
+            if name in unparsable:
+                entry["unparsable"] = unparsable[name]
+            out["metrics"][name] = entry
+        return out
+
+
+def _missing(reasons: Mapping[str, int], valued: Mapping[str, int], n: int) -> dict[str, int]:
+    """The cases without a value of one metric, by reason (only the reasons that occur)."""
+    out: dict[str, int] = {}
+    others = 0
+    for why in MISSING_REASONS[:-1]:
+        have = valued.get(why, 0)
+        others += have
+        lacking = reasons.get(why, 0) - have
+        if lacking:
+            out[why] = lacking
+    lacking = reasons.get(NO_VALUE, 0) - (n - others)
+    if lacking:
+        out[NO_VALUE] = lacking
+    return out
+
+
+def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
+    # Each record is read once, into the partial of its atom (kind, difficulty, tags,
+    # dialect); every group is a union of atoms (a record counts once per tag it lists).
+    atoms: dict[tuple[str, str, tuple[str, ...], str | None], list[Mapping[str, Any]]] = {}
+    for rec in records:
+        dialect = rec.get("dialect")
+        key = (str(rec.get("kind")), str(rec.get("difficulty") or NO_DIFFICULTY),
+               tuple(str(tag) for tag in rec.get("tags") or ()),
+               str(dialect) if dialect else None)
+        atom = atoms.get(key)
+        if atom is None:
+            atoms[key] = [rec]
+        else:
+            atom.append(rec)
+    partials = {key: _Partial(recs) for key, recs in atoms.items()}
+    by_kind: dict[str, list[Any]] = {}
+    by_kd: dict[str, dict[str, list[Any]]] = {}
+    by_diff: dict[str, list[Any]] = {}
+    by_tag: dict[str, list[Any]] = {}
+    by_dialect: dict[str, list[Any]] = {}
+    for key in atoms:
+        kind, diff, tags, dialect = key
+        by_kind.setdefault(kind, []).append(key)
+        by_kd.setdefault(kind, {}).setdefault(diff, []).append(key)
+        by_diff.setdefault(diff, []).append(key)
+        for tag in tags:
+            by_tag.setdefault(tag, []).append(key)
+        if dialect:
+            by_dialect.setdefault(dialect, []).append(key)
+    # Groups often hold the very same atoms (one kind, no difficulties, one tag): compute
+    # each distinct group once, and hand every place its own copy.
+    done: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def stats(group: Sequence[Any]) -> dict[str, Any]:
+        key = tuple(group)
+        if key not in done:
+            total = _Partial()
+            for atom in group:
+                total.add(partials[atom])
+            done[key] = total.stats()
+            return done[key]
+        s = done[key]
+        return {**s, "metrics": {m: {**v, "missing": dict(v["missing"])}
+                                 for m, v in s["metrics"].items()}}
+
+    dialects = {"by_dialect": {d: stats(v) for d, v in sorted(by_dialect.items())}} \
+        if by_dialect else {}  # only a suite with fanned-out or per-dialect cases has it
+    return {
+        "overall": stats(list(atoms)),
+        "by_kind": {k: stats(v) for k, v in sorted(by_kind.items())},
+        "by_kind_difficulty": {k: {d: stats(v) for d, v in sorted(ds.items())}
+                               for k, ds in sorted(by_kd.items())},
+        "by_difficulty": {d: stats(v) for d, v in sorted(by_diff.items())},
+        "by_tag": {t: stats(v) for t, v in sorted(by_tag.items())},
+        **dialects,
+    }
+
+
+def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """TEXT2SPARQL's and GERBIL's session figures, computed the references' way.
+
+    ``set_f1_ndcg``, ``macro_f1_qald`` and ``micro_f1`` are not means of per-case values (an
+    extra averaged term, a harmonic mean of means, summed counts), so they are computed here
+    from each scored case's metrics and details, in report order (file, line, id), which is
+    the order the references sum their questions in.
+    """
+    from ..metrics import gerbil_qa, text2sparql
+
+    questions: list[text2sparql.Question] = []
+    counts: list[gerbil_qa.Counts] = []
+    for rec in records:
+        metrics = rec.get("metrics") or {}
+        details = rec.get("details") or {}
+        t2s = details.get("text2sparql")
+        if isinstance(t2s, Mapping) and "set_f1" in metrics:
+            questions.append(text2sparql.Question(metrics, bool(t2s.get("order_matters"))))
+        gerbil = details.get("gerbil")
+        if isinstance(gerbil, Mapping) and "qald_f1" in metrics:
+            counts.append(gerbil_qa.counts_from_json(gerbil))
+    out: dict[str, Any] = {}
+    if questions:
+        out["text2sparql"] = text2sparql.aggregate(questions)
+    if counts:
+        out["gerbil"] = gerbil_qa.aggregate(counts)
+    return out
+
+
+def _under(record: RecordLike, scope: Path, seen: dict[tuple[str, Path], bool]) -> bool:
+    """Whether the record's case file lies under ``scope``; ``seen`` keeps the answer per
+    file and scope (resolving the path once per record and gate cost more than the gates)."""
+    file = str(record.get("path") or record.get("file") or "")
+    inside = seen.get((file, scope))
+    if inside is None:
+        path = Path(file).resolve()
+        inside = seen[(file, scope)] = path == scope or scope in path.parents
+    return inside
+
+
+def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list[dict[str, Any]]:
+    """Each gate over the cases under its config's directory (and kind/tag filter)."""
+    results: list[dict[str, Any]] = []
+    seen: dict[tuple[str, Path], bool] = {}
+    for gate in gates:
+        selected = [r for r in records if _under(r, gate.scope, seen)
+                    and (gate.kind is None or r.get("kind") == gate.kind)
+                    and (gate.tag is None or gate.tag in (r.get("tags") or []))]
+        stats = group_stats(selected)
+        if gate.stat == "pass_rate":
+            value = stats["pass_rate"]
+            # skipped and xfailed cases are selected but not judged
+            over = (stats["passed"] + stats["failed"] + stats["errors"]
+                    + stats["xfailed_by_gating"])
+        else:
+            metric = stats["metrics"].get(gate.metric)
+            value = None if not metric else metric["mean"] if gate.stat == "mean" else \
+                math.fsum(_values(selected, gate.metric))
+            over = metric["n"] if metric else 0
+        reason = None
+        refused = _judge_refusal(selected) if gate.metric == JUDGE_EX else None
+        if value is None:
+            reason = ("nothing scored: no case matched" if not selected else
+                      "nothing scored: no case was judged" if gate.stat == "pass_rate" else
+                      f"nothing scored: no case has {gate.metric}")
+        results.append({
+            "name": gate.name, "metric": gate.metric, "stat": gate.stat,
+            "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
+            "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
+            # the cases the value is computed over (``cases`` also counts the unscored ones)
+            "n": over if value is not None else 0,
+            "allow_empty": gate.allow_empty, "reason": reason,
+            # a gate that scores nothing cannot vouch for the run: it fails unless allowed
+            "passed": gate.allow_empty if value is None else (
+                value >= gate.limit - 1e-12 if gate.op == ">=" else value <= gate.limit + 1e-12),
+        })
+        if refused:  # min_kappa: a judge measured below it gates nothing
+            results[-1].update(passed=False, reason=refused)
+    return results
+
+
+def _judge_refusal(records: Sequence[RecordLike]) -> str | None:
+    """Why ``judge_ex`` may not gate these cases (``judge: {min_kappa:}``), or None."""
+    for rec in records:
+        judge = (rec.get("details") or {}).get("judge")
+        if isinstance(judge, Mapping) and judge.get("refused"):
+            return str(judge["refused"])
+    return None
+
+
+def _values(records: Iterable[RecordLike], metric: str) -> list[float]:
+    """``metric`` of every record that has it (a ``total_max`` gate sums any metric)."""
+    out = []
+    for rec in records:
+        value = (rec.get("metrics") or {}).get(metric)
+        if isinstance(value, int | float) and not math.isnan(value):
+            out.append(float(value))
+    return out

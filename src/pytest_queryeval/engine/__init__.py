@@ -1,0 +1,568 @@
+"""Runs one case from prediction to verdict, and holds the session's shared resources.
+
+Independent of pytest: the plugin hands it cases and a cache; the tests drive it directly.
+
+Why one module of this size: one case's way from prediction to verdict (predict, score, judge,
+thresholds, near misses, usage) is one sequence whose order is the behaviour; the steps that
+have a life of their own (the pool, the kinds, the judge) live in their packages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import kinds as kind_registry
+from .._util.secrets import Scrubber, quiet_library_logs
+from ..errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
+from ..kinds._optin import relaxed_ex
+from ..metricnames import REPEAT_METRICS
+from ..model import MISSING, Case, Threshold
+from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predictor
+from ..predict.pool import PredictionPool, RequestKey, concurrency_of
+from ..sources.base import DataSource, declared
+from .goldcache import GoldCache
+from .repeats import FIXED_NOTE, combine, signature
+from .steps import CaseOutcome as CaseOutcome
+from .steps import failures_count_as_model, model_failure, record_usage
+from .steps import near_miss as _near_miss
+from .thresholds import evaluate as check_thresholds
+
+if TYPE_CHECKING:
+    from ..judge.run import JudgeSession
+    from ..model import Kind
+    from ..neighbours.check import Settings
+    from ..predict.exchange import Exchange
+
+
+class _Cache(Protocol):
+    """What the engine asks of pytest's ``config.cache`` (JSON values by key); a
+    ``mkdir(name)`` of its own, when it has one, gives :attr:`Evaluator.cache_dir`."""
+
+    def get(self, key: str, default: object) -> object: ...
+
+    def set(self, key: str, value: object) -> None: ...
+
+
+@dataclass
+class Hooks:
+    """Extension callbacks (the plugin wires them to ``pytest_queryeval_*`` hooks)."""
+
+    predict: Callable[[Case], Any] | None = None
+    datasource: Callable[[str, dict[str, Any]], Any] | None = None
+    metrics: Callable[[Case, Any, Any], list[dict[str, float] | None]] | None = None
+
+
+class Evaluator:
+    """The :class:`~pytest_queryeval.model.Context` of one pytest session (or worker): what
+    every case of the run shares (sources, predictors, the gold cache, the prediction pool).
+    Named apart from ``pytest.Session``, which the plugin handles beside it."""
+
+    #: A run scores predictions (the gold audit's context says True).
+    auditing = False
+
+    def __init__(self, *, cache: _Cache | None = None, no_cache: bool = False,
+                 override: Predictor | None = None, override_inline: bool = False,
+                 hooks: Hooks | None = None, search_paths: list[Path] | None = None,
+                 concurrency: int | None = None, repeat: int | None = None,
+                 neighbours: Settings | None = None, neighbour_base: Settings | None = None,
+                 judge_refresh: bool = False, gold_cache: Path | None = None) -> None:
+        self._cache = cache
+        #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
+        self.gold_cache = None if gold_cache is None else GoldCache(gold_cache)
+        self.no_cache = no_cache
+        self.override = override
+        #: ``--queryeval-predictions-override-inline``: the override replaces inline ones too.
+        self.override_inline = override_inline
+        self.hooks = hooks or Hooks()
+        self.search_paths = search_paths or []
+        self.cases: list[Case] = []
+        self._sources: dict[str, DataSource] = {}
+        #: The source of a spec object already asked for, by its id (the spec kept, so an id
+        #: reused by another object never matches): the key below is a JSON dump per call.
+        self._by_spec: dict[int, tuple[Any, str | None, DataSource]] = {}
+        self._shared: dict[str, Any] = {}
+        self._predictors: dict[str, Predictor] = {}
+        #: Sources and shared objects are opened once, whichever thread asks first.
+        self._open_lock = threading.RLock()
+        #: ``--queryeval-concurrency``: the bound of every live source (else its own).
+        self.concurrency = concurrency
+        #: Predictions requested ahead (:meth:`start_pool`); None until the run starts.
+        self.pool: PredictionPool | None = None
+        #: An xdist worker's share of the session (:mod:`..predict.exchange`), set when the
+        #: run starts even when no prediction is live: the judge's calls and count use it.
+        self.exchange: Exchange | None = None
+        self._closed = False
+        self.scrubber = Scrubber()
+        #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
+        self.repeat_override = repeat
+        #: ``--queryeval-neighbours`` / ini (a :class:`..neighbours.check.Settings`, or None),
+        #: and what a suite's ``neighbours:`` starts from.
+        self.neighbours = neighbours
+        self.neighbour_base = neighbour_base
+        #: ``--queryeval-judge-refresh``: ask the judge again, whatever is pinned.
+        self.judge_refresh = judge_refresh
+        self._judge: JudgeSession | None = None
+        quiet_library_logs()
+
+    # -- Context protocol ---------------------------------------------------------------
+    @property
+    def all_cases(self) -> list[Case]:
+        return self.cases
+
+    def source(self, case: Case) -> DataSource:
+        spec = case.source_spec
+        if spec is None:
+            raise SourceUnavailable(f"case {case.id!r} names no datasource")
+        known = self._by_spec.get(id(spec))
+        if known is not None and known[0] is spec and known[1] == case.datasource:
+            return known[2]
+        name = case.datasource or "default"
+        key = name + json.dumps(spec, sort_keys=True, default=str)
+        with self._open_lock:  # the openai source describes datasources from pool threads
+            if key not in self._sources:
+                src = None
+                if self.hooks.datasource is not None:
+                    src = self.hooks.datasource(name, dict(spec))
+                if src is None:
+                    from ..sources import open_source
+
+                    src = open_source(name, dict(spec))
+                else:
+                    src = declared(src, name, str(spec.get("type", "")))
+                self._sources[key] = src
+            self._by_spec[id(spec)] = (spec, case.datasource, self._sources[key])
+            return self._sources[key]
+
+    def _cache_key(self, namespace: str, key: str) -> str:
+        return f"queryeval/{namespace}/{hashlib.sha256(key.encode()).hexdigest()[:40]}"
+
+    def cache_get(self, namespace: str, key: str) -> Any | None:
+        """pytest's cache first, then the shared gold directory (a hit is kept locally)."""
+        if self.no_cache:
+            return None
+        local = self._cache_key(namespace, key)
+        hit = None if self._cache is None else self._cache.get(local, None)
+        if hit is None and self.gold_cache is not None:
+            hit = self.gold_cache.get(namespace, key)  # None for what it does not share
+            if hit is not None and self._cache is not None:
+                self._cache.set(local, hit)
+        return hit
+
+    @property
+    def caching(self) -> bool:
+        """Whether :meth:`cache_set` keeps anything (off with ``--queryeval-no-cache``, or
+        without pytest's cache and a shared gold directory): a value to cache need not be
+        encoded otherwise."""
+        return not self.no_cache and (self._cache is not None or self.gold_cache is not None)
+
+    def cache_set(self, namespace: str, key: str, value: object) -> None:
+        if self.no_cache:
+            return
+        if self._cache is not None:
+            self._cache.set(self._cache_key(namespace, key), value)
+        if self.gold_cache is not None:
+            self.gold_cache.set(namespace, key, value)
+
+    @property
+    def pytest_cache(self) -> Any:
+        """pytest's cache itself (the judge's last audit is kept there), None with no-cache."""
+        return None if self.no_cache else self._cache
+
+    @property
+    def cache_dir(self) -> Path | None:
+        """A directory under pytest's cache for file caches (embeddings); None without cache."""
+        mkdir = getattr(self._cache, "mkdir", None)
+        if self._cache is None or self.no_cache or mkdir is None:
+            return None
+        return Path(mkdir("queryeval"))
+
+    def shared(self, key: str, factory: Callable[[], Any]) -> Any:
+        with self._open_lock:
+            if key not in self._shared:
+                self._shared[key] = factory()
+            return self._shared[key]
+
+    def judge_session(self) -> JudgeSession:
+        """The judge's pins, clients and call count (:class:`..judge.run.JudgeSession`), made
+        when the first case is judged."""
+        with self._open_lock:
+            if self._judge is None:
+                from ..judge.run import JudgeSession
+
+                self._judge = JudgeSession(refresh=self.judge_refresh)
+            return self._judge
+
+    # -- predictions -------------------------------------------------------------------
+    def repeats(self, case: Case) -> int:
+        """How many predictions the case asks for: ``--queryeval-repeat``, else its
+        ``repeat``; 1 when its prediction is written in the suite (inline or a predictions
+        file: the same text every run, see :data:`repeats.FIXED_NOTE`)."""
+        wanted = self.repeat_override or case.repeat
+        if wanted > 1 and self._fixed_prediction(case):
+            return 1
+        return wanted
+
+    def _fixed_prediction(self, case: Case) -> bool:
+        inline = _inline_prediction(case) is not None
+        if self.override is not None and (not inline or self.override_inline):
+            return self.override.fixed
+        if inline:
+            return True
+        if self.hooks.predict is not None:
+            return False  # a plugin's predictor: may be live
+        return fixed_source(case.prediction_source)
+
+    def warm(self, case: Case, *, hook_active: bool = True) -> None:
+        """Open ``case``'s datasource and let it start what it runs in (a sandbox worker)
+        while the session still collects. Only where no ``pytest_queryeval_datasource`` hook
+        may answer (``hook_active``: a hook is asked when a case first needs its source, as
+        documented); any problem is left for the case to report when it runs."""
+        from ..sources import source_type
+
+        if hook_active or case.source_spec is None \
+                or not source_type(case.source_spec.get("type")).warm:
+            return  # a server or a graph is opened when a case first needs it, as before
+        with contextlib.suppress(Exception):
+            warm = getattr(self.source(case), "warm", None)
+            if warm is not None:
+                warm()
+
+    def fixed_prediction(self, case: Case, *, hook_active: bool = True) -> Prediction | None:
+        """What :meth:`predict` will return for ``case`` when the suite holds it (inline, or
+        a predictions file that no ``pytest_queryeval_predict`` hook may answer before:
+        ``hook_active``), so its queries may be run ahead (:mod:`..plugin.nodes`): asking twice
+        gives the same and asks no one. None for any other, and for a case that predicts
+        more than once or cannot predict (it reports why when it runs)."""
+        if case.errors or case.skip or case.prediction_errors or self.repeats(case) != 1 \
+                or (self.pool is not None and (case.id, 0) in self.pool):
+            return None
+        inline = _inline_prediction(case) is not None
+        if self.override is not None and (not inline or self.override_inline):
+            fixed = self.override.fixed
+        elif inline:
+            fixed = True
+        else:
+            fixed = not hook_active and fixed_source(case.prediction_source)
+        if not fixed:
+            return None
+        try:
+            return self.predict(case, 0)
+        except QueryEvalError:
+            return None
+
+    def live_request(self, case: Case, *, hook_active: bool = False,
+                     ) -> tuple[str, int, Callable[[], Prediction]] | None:
+        """The request a live source (python, http, command...) would make for ``case``, as
+        ``(source key, concurrency, call)``; None when the prediction is inline, comes from a
+        file, may come from the ``pytest_queryeval_predict`` hook (``hook_active``: the hook
+        runs in the main thread, when the case runs) or cannot be had (the case reports why
+        when it runs). Follows the precedence of :meth:`predict`."""
+        if case.errors or case.skip:
+            return None
+        inline = _inline_prediction(case)
+        spec: dict[str, Any] | None = None
+        if self.override is not None and (inline is None or self.override_inline):
+            predictor, key = self.override, "--queryeval-predictions"
+        elif inline is not None or hook_active or case.prediction_errors:
+            return None
+        else:
+            spec = case.prediction_source
+            if spec is None or spec.get("source") == INLINE or fixed_source(spec):
+                return None
+            try:
+                predictor = self._source_predictor(case, spec)
+            except QueryEvalError:
+                return None
+            key = self._predictor_key(case, spec)
+        if predictor.fixed:
+            return None
+        return key, concurrency_of(spec, self.concurrency), _bind(predictor, case)
+
+    def requests(self, case: Case, *, hook_active: bool = False,
+                 ) -> list[tuple[RequestKey, str, int, Callable[[], Prediction]]]:
+        """The pool requests of ``case``'s live predictions, one per repeat (keys
+        ``(id, 0..n-1)``, see :meth:`repeats`); [] when its prediction is not live."""
+        request = self.live_request(case, hook_active=hook_active)
+        if request is None:
+            return []
+        return [((case.id, r), *request) for r in range(self.repeats(case))]
+
+    def start_pool(self, exchange: Exchange | None = None) -> PredictionPool:
+        """The pool the run's live predictions are requested ahead in (each source bounded by
+        its concurrency; shared with other xdist workers through ``exchange``). Made once,
+        when the run starts; :meth:`predict` takes a case's prediction from it."""
+        if self.pool is None:
+            self.pool = PredictionPool(exchange)
+        return self.pool
+
+    def judge_pool(self) -> PredictionPool:
+        """The pool a case's judge calls are requests of (started here when no prediction
+        was live); a closed one once the session ended, so it takes no further call."""
+        pool = self.start_pool(self.exchange)
+        if self._closed:
+            pool.close()
+        return pool
+
+    def predict(self, case: Case, repeat: int = 0) -> Prediction:
+        """Inline > ``--queryeval-predictions`` > the predict hook > ``predictions:``.
+
+        The command-line override stands for the predictions source (how CI compares model
+        versions); a case that carries its own prediction keeps it unless
+        ``override_inline`` is set. ``repeat`` is the run's index (0 to
+        :meth:`repeats` - 1): each run is a request of its own, never a cached answer. A
+        prediction requested ahead (:meth:`start_pool`) is waited for; any other is requested
+        now.
+        """
+        if self.pool is not None and (case.id, repeat) in self.pool:
+            try:
+                return self.pool.take((case.id, repeat))
+            except KeyError:  # withdrawn (xdist moved the case) or the pool closed
+                pass
+        inline = _inline_prediction(case)
+        if self.override is not None and (inline is None or self.override_inline):
+            return self.override.predict(case)
+        if inline is not None:
+            return inline
+        if self.hooks.predict is not None:
+            start = time.perf_counter()
+            value = self.hooks.predict(case)
+            if value is not None:
+                return Prediction(value, time.perf_counter() - start)
+        if case.prediction_errors:
+            raise PredictionError("; ".join(case.prediction_errors))
+        spec = case.prediction_source
+        if spec is None or spec.get("source") == INLINE:
+            raise PredictionError(f"no prediction for case {case.id!r}: give it 'predicted:', "
+                                  "configure 'predictions:' in queryeval.yaml or pass "
+                                  "--queryeval-predictions")
+        return _ask(self._source_predictor(case, spec), case)
+
+    def _predictor_key(self, case: Case, spec: dict[str, Any]) -> str:
+        base = case.prediction_base or case.file.parent
+        return json.dumps(spec, sort_keys=True, default=str) + str(base)
+
+    def _source_predictor(self, case: Case, spec: dict[str, Any]) -> Predictor:
+        base = case.prediction_base or case.file.parent
+        key = self._predictor_key(case, spec)
+        if key not in self._predictors:
+            self._predictors[key] = make_predictor(spec, base, self.search_paths, context=self)
+        return self._predictors[key]
+
+    def unmatched_prediction_ids(self) -> list[tuple[Path, list[str]]]:
+        """Ids of fixed sources (predictions files) that match no collected case, per file
+        (the first the source reads: :meth:`.Predictor.paths`).
+
+        A typo or a renamed case would otherwise go unnoticed: its prediction is silently
+        unused. Checked against the file's users: every case for ``--queryeval-predictions``,
+        the cases whose ``predictions:`` names the file otherwise.
+        """
+        users: dict[Path, tuple[Predictor, set[str]]] = {}
+        if self.override is not None:
+            if self.override.fixed and self.override.paths():
+                users[self.override.paths()[0]] = (self.override, {c.id for c in self.cases})
+        else:
+            for case in self.cases:
+                spec = case.prediction_source
+                if not spec or not fixed_source(spec):
+                    continue
+                try:
+                    predictor = self._source_predictor(case, spec)
+                except QueryEvalError:
+                    continue  # each case reports it
+                if predictor.fixed and predictor.paths():
+                    users.setdefault(predictor.paths()[0], (predictor, set()))[1].update(
+                        i for i in (case.id, case.fanned_from) if i is not None)
+        out: list[tuple[Path, list[str]]] = []
+        for path, (predictor, ids) in users.items():
+            extra = [i for i in predictor.ids() if i not in ids]
+            if extra:
+                out.append((path, extra))
+        return out
+
+    def close(self, drain: bool = False) -> None:
+        """``drain``: the run ended normally; requests other xdist workers wait for finish.
+        The judge's new verdicts are written to their pin files either way (they were paid
+        for)."""
+        self._closed = True
+        if self._judge is not None:
+            self._judge.write()
+        if self.pool is not None:
+            if drain:
+                self.pool.finish()
+            else:
+                self.pool.close()
+        for src in self._sources.values():
+            with contextlib.suppress(Exception):  # closing must never hide the session's result
+                src.close()
+        self._sources.clear()
+        self._by_spec.clear()
+
+
+def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
+    def call() -> Prediction:
+        return _ask(predictor, case)
+
+    return call
+
+
+def _ask(predictor: Predictor, case: Case) -> Prediction:
+    """``predictor.predict(case)``; a live source's PredictionError is re-raised as
+    :class:`AnswerFailed` (asked, no answer), which ``failures: model`` may count as the
+    model's failure. A fixed source's (a file's) missing prediction stays what it is."""
+    try:
+        return predictor.predict(case)
+    except AnswerFailed:
+        raise
+    except PredictionError as exc:
+        if predictor.fixed:
+            raise
+        raise AnswerFailed(str(exc)) from None
+
+
+def _inline_prediction(case: Case) -> Prediction | None:
+    """The prediction written in the case file, or None when it must come from a source."""
+    if case.predicted is not MISSING:
+        return Prediction(case.predicted)
+    if case.predicted_result is not None:  # a recorded prediction is an inline one
+        return Prediction(MISSING)
+    if kind_registry.declares(case.kind, "conversation") and _has_turn_predictions(case):
+        return Prediction(MISSING)
+    return None
+
+
+def _has_turn_predictions(case: Case) -> bool:
+    turns = case.raw.get("conversation")
+    return isinstance(turns, list) and any(isinstance(t, dict) and "predicted" in t for t in turns)
+
+
+def run_case(case: Case, evaluator: Evaluator) -> CaseOutcome:
+    """Predict, evaluate and judge one case (each of its repeats). Never raises for a problem
+    of the case."""
+    evaluator.scrubber.add(case.secrets)
+    if case.errors:
+        return CaseOutcome("error", error="\n".join(case.errors))
+    try:
+        kind = kind_registry.get_kind(case.kind)
+    except (KeyError, ImportError) as exc:
+        return CaseOutcome("error", error=f"kind {case.kind!r} is not available: {exc}")
+    runs = evaluator.repeats(case)
+    if runs == 1:
+        outcome = _run_once(case, evaluator, kind, 0)
+        if (evaluator.repeat_override or case.repeat) > 1:
+            outcome.details["repeat"] = {"n": 1, "note": FIXED_NOTE}
+        return outcome
+    return combine(case, [_run_once(case, evaluator, kind, r) for r in range(runs)])
+
+
+def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> CaseOutcome:
+    """One prediction of the case, scored and judged on its own."""
+    try:
+        prediction = evaluator.predict(case, repeat)
+    except QueryEvalError as exc:
+        if failures_count_as_model(case, exc):
+            return model_failure(case, exc)
+        return CaseOutcome("error", error=exc.reason(), signature="error:" + exc.reason())
+    except Exception as exc:
+        error = _internal("predictor", exc)
+        return CaseOutcome("error", error=error, signature="error:" + error)
+    predicted = None if prediction.value is MISSING else prediction.value
+    try:
+        scored = kind.evaluate(case, prediction.value, evaluator)
+    except QueryEvalError as exc:
+        return CaseOutcome("error", predicted=predicted, error=exc.reason(),
+                           details=dict(exc.details or {}))
+    except Exception as exc:
+        return CaseOutcome("error", predicted=predicted, error=_internal(f"kind {case.kind}", exc))
+    if scored.relaxed is not None:
+        # computed once for all its readers: relaxed_ex, the judge's near-miss facts and the
+        # failure's near-miss list (each a full table comparison per relaxation)
+        scored.relaxed = functools.cache(scored.relaxed)
+    metrics = dict(scored.metrics)
+    if prediction.seconds is not None:
+        metrics["prediction_seconds"] = prediction.seconds
+    details = dict(scored.details)
+    if prediction.details:
+        details["prediction"] = prediction.details
+    if prediction.usage:
+        record_usage(case, prediction, metrics, details)
+    if evaluator.hooks.metrics is not None:
+        try:
+            for extra in evaluator.hooks.metrics(case, prediction.value, scored):
+                if extra:
+                    metrics.update({str(k): float(v) for k, v in extra.items()})
+        except Exception as exc:
+            return CaseOutcome("error", metrics=metrics, predicted=predicted,
+                               error=_internal("pytest_queryeval_metrics hook", exc))
+    relaxed = scored.relaxed
+    value = relaxed_ex(case, metrics, relaxed, details)
+    if value is not None:
+        metrics["relaxed_ex"] = value
+    judge_error = None
+    if case.judge is not None:
+        from ..judge.run import judge_case
+
+        try:
+            judge_error = judge_case(case, scored, metrics, details, evaluator,
+                                     evaluator.judge_session())
+        except Exception as exc:  # the judge never breaks the case's own verdict
+            judge_error = _internal("judge", exc)
+            details.setdefault("judge", {})["error"] = judge_error
+    # consistency, pass_at_k, pass_all_k judge the runs together (repeats.combine)
+    failed = check_thresholds({m: t for m, t in case.thresholds.items()
+                               if m not in REPEAT_METRICS}, metrics)
+    status = "failed" if scored.reason or failed else "passed"
+    diff = list(scored.diff)
+    if failed and not scored.reason and relaxed is not None:
+        _near_miss(case, metrics, relaxed, details, diff)
+    # its readers are done: what it holds (both tables, the case's comparison, the cached
+    # values) is let go with the case, even where something keeps ``scored`` (a metrics hook)
+    scored.relaxed = None
+    reason = scored.reason
+    if reason and prediction.hint:
+        reason = f"{reason} ({prediction.hint})"
+    unmeasured = _unmeasured_latency(case, evaluator, failed)
+    if unmeasured:
+        reason = f"{reason}; {unmeasured}" if reason else unmeasured
+    refused = (details.get("judge") or {}).get("refused") if case.judge is not None else None
+    if judge_error is None and refused and "judge_ex" in case.thresholds:
+        judge_error = refused  # min_kappa: a judge measured below it decides nothing
+    if judge_error is not None and "judge_ex" in case.thresholds:
+        # the judge was to decide and could not: an error, never a silent 0
+        return CaseOutcome("error", metrics, dict(scored.labels), failed, predicted, reason,
+                           judge_error, diff, details,
+                           signature(prediction.value, scored.signature, scored.reason))
+    return CaseOutcome(status, metrics, dict(scored.labels), failed, predicted, reason,
+                       None, diff, details,
+                       signature(prediction.value, scored.signature, scored.reason))
+
+
+def _unmeasured_latency(case: Case, evaluator: Evaluator,
+                        failed: list[tuple[Threshold, float | None]]) -> str | None:
+    """Why a ``prediction_seconds`` threshold failed on no value: a bare ``-`` and FAIL told
+    the user nothing. An inline prediction was never requested, so it has no latency (a
+    threshold written beside it is refused when the file is read; one inherited from the
+    suite, the ini or the command line reaches the case); a predictions file may give none."""
+    if not any(t.metric == "prediction_seconds" and value is None for t, value in failed):
+        return None
+    overridden = evaluator.override is not None and evaluator.override_inline
+    if _inline_prediction(case) is not None and not overridden:
+        return ("prediction_seconds not measured: the prediction is inline (written in the "
+                "case file), so it has no latency to bound")
+    return ("prediction_seconds not measured: the predictions source recorded no latency for "
+            "this case (a predictions file gives it as prediction_seconds or latency)")
+
+
+def _internal(where: str, exc: Exception) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"internal error in {where}: {type(exc).__name__}: {exc}{last}"

@@ -1,0 +1,277 @@
+"""What the plugin declares to pytest before any case file is found: its options and ini
+values, and the rule that says which YAML files are case files.
+
+Why a module of its own: pytest imports the hook module in every run of every project where
+the plugin is installed. That module and this one are all such a run imports of the package
+until a case file is found (``tests/architecture/test_collection_rule.py``), so a project without a
+suite pays nothing for the plugin. Standard library only; importable without pytest
+(``queryeval merge`` declares its report options here too).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: ``--queryeval-worst``'s default: the worst cases listed in the summary.
+WORST = 5
+#: The suite configuration file whose presence in a folder or above makes the test_*.yaml files
+#: there case files.
+CONFIG_NAME = "queryeval.yaml"
+#: ini ``queryeval_files`` when the ini does not set it.
+DEFAULT_FILES = ("test_*.yaml", "test_*.yml")
+
+AddOption = Callable[..., object]
+
+GATING_MODES = ("strict", "baseline", "gates")
+#: Deprecated spellings (old -> new), accepted for one release with a deprecation warning
+#: (docs/reference.md, Glossary).
+RENAMED_OPTIONS = {"--queryeval-verdict": "--queryeval-gating"}
+RENAMED_INI = {"queryeval_verdict": "queryeval_gating"}
+AUDIT_FLAG = "--queryeval-audit-golds"
+NEIGHBOURS_FLAG = "--queryeval-neighbours"
+WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    """One report format, everything the package knows of it: its option, what the summary
+    calls the file, and its writer. A new format is one writer module and one line of
+    :data:`REPORT_WRITERS`; the options, the end of a run and ``queryeval merge`` loop over it.
+    """
+
+    #: Names the file in the summary: ``"JSON report"`` gives ``JSON report: PATH``.
+    label: str
+    #: The option's help (``--queryeval-<name>``, whose value is the file's path).
+    help: str
+    #: ``module:function``, imported only when the file is written (this module is loaded by
+    #: every pytest process): called ``function(report, path, comparison)``, ``comparison``
+    #: being the baseline comparison or None.
+    writer: str
+    #: ``queryeval merge``'s help, when it differs.
+    merge_help: str | None = None
+    #: Further spellings of the option in ``queryeval merge`` (before ``--queryeval-<name>``).
+    merge_flags: tuple[str, ...] = ()
+    merge_metavar: str = "PATH"
+    #: (module, pip extra): an optional dependency, checked with the options before the run.
+    needs: tuple[str, str] | None = None
+
+
+#: The report formats, by name (option ``--queryeval-<name>``, dest ``queryeval_<name>``), in
+#: the order they are written and named in the summary: the JSON report first (the one CI
+#: keeps). ``$GITHUB_STEP_SUMMARY`` gets the Markdown summary once every file is written.
+REPORT_WRITERS: dict[str, ReportFile] = {
+    "json": ReportFile("JSON report", "write the JSON report here (atomically)",
+                       "pytest_queryeval.report.json_report:write_report",
+                       merge_help="write the merged JSON report here",
+                       merge_flags=("-o", "--output"), merge_metavar="REPORT.json"),
+    "xlsx": ReportFile("Excel report", "write the Excel workbook here",
+                       "pytest_queryeval.report.excel:write_xlsx", needs=("xlsxwriter", "excel")),
+    "html": ReportFile("HTML report", "write the self-contained HTML report here",
+                       "pytest_queryeval.report.html:write_html"),
+    "markdown": ReportFile("Markdown summary", "write the Markdown summary here",
+                           "pytest_queryeval.report.markdown:write_markdown"),
+}
+
+
+def add_run_options(add: AddOption) -> None:
+    """The options of a pytest run only (what predicts and scores the cases)."""
+    add("--queryeval-predictions", metavar="PATH|module:function",
+        help="take predictions from this file or callable for this run (compare model versions)")
+    add("--queryeval-predictions-override-inline", action="store_true",
+        help="let --queryeval-predictions replace the cases' inline predicted: too")
+    add("--queryeval-concurrency", metavar="N",
+        help="simultaneous prediction requests of each live source (python, http, command, "
+             "openai) in the whole session, xdist workers included; overrides its "
+             "concurrency: (default 4)")
+    add("--queryeval-threshold", action="append", default=[], metavar="METRIC=VALUE",
+        help="override a threshold for this run: metric=0.8, metric=min:0.8, metric=max:2")
+    add("--queryeval-no-cache", action="store_true", help="bypass the gold-result cache")
+    add("--queryeval-no-prefetch", action="store_true",
+        help="do not send the next SQL cases' golds and predictions to the sandbox worker "
+             "while the current case is scored, nor start it during collection")
+    add("--queryeval-gold-cache", metavar="DIR", default=None,
+        help="also keep gold results in this directory, shared by every runner of a sharded "
+             "run (content-addressed entries, atomic writes); ini queryeval_gold_cache")
+    add("--queryeval-model-label", metavar="LABEL",
+        help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
+    add("--queryeval-repeat", type=int, default=None, metavar="N",
+        help="ask for N predictions per case (non-deterministic models) and score each; "
+             "overrides the cases' repeat:")
+    add("--queryeval-judge-refresh", action="store_true",
+        help="ask the LLM judge again for every judged case, whatever its pin file or the "
+             "cache holds (the new verdicts replace the pinned ones; a flip is recorded)")
+    add("--queryeval-audit-judge", metavar="LABELS.jsonl", default=None,
+        help="measure the judge against expert-labelled pairs (Cohen's kappa, precision, "
+             "recall, FP, FN, flip rate), from their recorded verdicts where present")
+    add("--queryeval-shard", metavar="I/N|auto", default=None,
+        help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
+             "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
+             "CI_NODE_INDEX/_TOTAL, CircleCI, Buildkite, SLURM arrays, Kubernetes Indexed "
+             "Jobs); the shards' JSON reports are merged with 'queryeval merge'")
+    add("--queryeval-shard-durations", metavar="REPORT.json", default=None,
+        help="with --queryeval-shard: balance the shards by the case durations this earlier "
+             "JSON report recorded (every runner computes the same partition); ini "
+             "queryeval_shard_durations")
+    add("--queryeval-resume", metavar="REPORT.json", default=None,
+        help="a retry: carry the cases this earlier JSON report scored with the same case "
+             "and prediction source (passed, failed, xfailed) instead of running them again")
+    # No argparse choices: a bare flag followed by a path is rewritten to =error in
+    # pytest_load_initial_conftests, after argparse has read the path as its value once.
+    add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",
+        help="audit the golds instead of scoring predictions: run every gold as its own "
+             "prediction and lint it (empty results, clock and random functions, ties at "
+             "LIMIT, drift of recorded results, codes outside their codelist); fails on "
+             "error findings, =warn only reports them")
+    add(WRITE_TRANSPILED_FLAG, action="store_true",
+        help=f"with {AUDIT_FLAG}: write each transpiled gold whose result matched the gold "
+             "it was transpiled from into its case file, as that dialect's explicit gold: "
+             "entry (the rest of the file unchanged); the others are listed, never written")
+    add(NEIGHBOURS_FLAG, nargs="?", const="default", default=None, metavar="N",
+        help="for each SQL case that passes on its database (SQLite, DuckDB), search up to N "
+             "small databases of the same schema (default 200) for one on which gold and "
+             "prediction differ: metric neighbour_ex, the shrunk counterexample saved beside "
+             "the reports (ini queryeval_neighbours)")
+    add("--queryeval-neighbours-seconds", metavar="S", default=None,
+        help="with --queryeval-neighbours: the seconds budget of one case's search "
+             "(default 10; ini queryeval_neighbours_seconds)")
+
+
+def add_report_options(add: AddOption, *, merge: bool = False) -> None:
+    """The report and baseline options, for the plugin and (``merge``) ``queryeval merge``,
+    which also takes ``-o``/``--output`` for the JSON report and reads no ini file."""
+    for name, entry in REPORT_WRITERS.items():
+        option = f"--queryeval-{name}"
+        flags = (*entry.merge_flags, option) if merge else (option,)
+        add(*flags, dest=f"queryeval_{name}", metavar=entry.merge_metavar if merge else "PATH",
+            help=(entry.merge_help or entry.help) if merge else entry.help)
+    add("--queryeval-no-step-summary", action="store_true",
+        help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
+    add("--queryeval-baseline", metavar="PATH",
+        help="compare with this JSON report" + ("" if merge else
+                                                " (a bare file name lies beside the suite)"))
+    add("--queryeval-update-baseline", action="store_true",
+        help="write this run's JSON report to the baseline (--queryeval-baseline" +
+             (")" if merge else ", else ini queryeval_baseline)"))
+    add("--queryeval-gating", choices=GATING_MODES, default=None,
+        help="the gating mode the shards ran with (checked: it is applied as cases run)"
+        if merge else
+        "what fails the session (ini queryeval_gating, default strict): strict, every "
+        "case below its threshold; baseline, only cases that passed in "
+        "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
+        "baseline comparison (cases below threshold are xfailed)")
+    add("--queryeval-verdict", choices=GATING_MODES, default=None,
+        help="deprecated spelling of --queryeval-gating")
+    add("--queryeval-force-baseline", action="store_true",
+        help="with --queryeval-update-baseline: write the baseline even from a filtered, "
+             "interrupted or erroring run")
+    add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
+        help="fail when an aggregate drops more than this versus the baseline (repeatable)")
+    add("--queryeval-significance", metavar="ALPHA", default=None,
+        help="gate a drop versus the baseline only when it is not noise" if merge else
+        "with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
+        "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
+        "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
+    add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
+    add("--queryeval-spider-table", action="store_true",
+        help="print the official Spider evaluator's full exact/partial matching table")
+    add("--queryeval-worst", type=int, default=WORST, metavar="N",
+        help=f"list the N worst cases in the summary (default {WORST})")
+
+
+def add_ini(add: Callable[..., object]) -> None:
+    """The ini values (``parser.addini``)."""
+    # default []: pytest offers no public way to tell a value the ini gave from the default,
+    # and an explicit value alone (CaseFiles.explicit) makes matching files case files
+    add("queryeval_files", type="args", default=[],
+        help="glob patterns of YAML case files; when set, every matching file is a case file "
+             f"(default {' '.join(DEFAULT_FILES)}, only where a {CONFIG_NAME} lies in the "
+             "file's folder or above it)")
+    add("queryeval_thresholds", type="linelist", default=[],
+        help="default thresholds, one metric=value per line")
+    add("queryeval_junit_properties", type="bool", default=True,
+        help="write queryeval.<metric> properties on junit testcases")
+    add("queryeval_gating", default="",
+        help="strict, baseline or gates (see --queryeval-gating; default strict)")
+    add("queryeval_verdict", default="", help="deprecated spelling of queryeval_gating")
+    add("queryeval_significance", default="",
+        help="significance level of the baseline gate (see --queryeval-significance)")
+    add("queryeval_gold_cache", default="",
+        help="directory of gold results shared by the runners (see --queryeval-gold-cache)")
+    add("queryeval_shard_durations", default="",
+        help="JSON report whose case durations balance --queryeval-shard (see "
+             "--queryeval-shard-durations)")
+    add("queryeval_neighbours", default="",
+        help="search every passing SQL case for a counterexample database: a number of "
+             "databases, or true for the default 200 (see --queryeval-neighbours)")
+    add("queryeval_neighbours_seconds", default="",
+        help="the seconds budget of one case's counterexample search (default 10)")
+    add("queryeval_neighbours_seed", default="",
+        help="the seed of the counterexample search (default 0: same seed, same databases)")
+    add("queryeval_max_failure_details", default="100",
+        help="failing cases shown in full in pytest's FAILURES section; each further one in "
+             "one line (0: every case in full)")
+    add("queryeval_baseline", default="queryeval-baseline.json",
+        help="baseline file for --queryeval-update-baseline when --queryeval-baseline "
+             "is not given (a bare name lies beside the suite, else rootdir-relative)")
+
+
+def matches_files(path: Path, patterns: Sequence[str]) -> bool:
+    """A YAML file whose name matches one of ``patterns`` (the case file patterns)."""
+    return path.suffix in (".yaml", ".yml") and any(fnmatch.fnmatch(path.name, p)
+                                                     for p in patterns)
+
+
+class CaseFiles:
+    """Which files are case files: a YAML file matching ini ``queryeval_files``, and, unless
+    the ini set that value, only where a ``queryeval.yaml`` lies in the file's folder or an
+    ancestor up to the rootdir (the folders :class:`~..suite.config.ConfigFinder` reads). Without
+    that rule any project's ``tests/test_config.yaml`` data file was collected as a failing
+    case."""
+
+    def __init__(self, ini: Sequence[str], rootdir: Path) -> None:
+        #: The ini named the patterns: they alone decide.
+        self.explicit = bool(ini)
+        self.patterns = list(ini) or list(DEFAULT_FILES)
+        self.rootdir = rootdir.resolve()
+        #: Folder: a queryeval.yaml lies there or above (one look per folder per session).
+        self._governed: dict[Path, bool] = {}
+
+    def __call__(self, path: Path) -> bool:
+        return matches_files(path, self.patterns) and (
+            self.explicit or self.governed(path.parent.resolve()))
+
+    def governed(self, directory: Path) -> bool:
+        """A ``queryeval.yaml`` in ``directory`` (resolved) or above it, up to the rootdir
+        (outside it: up to the file system's root, as :class:`~..suite.config.ConfigFinder` looks)."""
+        known = self._governed.get(directory)
+        if known is None:
+            known = (directory / CONFIG_NAME).exists() or (
+                directory != self.rootdir and directory.parent != directory
+                and self.governed(directory.parent))
+            self._governed[directory] = known
+        return known
+
+
+def _defaults(declare: Callable[[AddOption], None]) -> dict[str, object]:
+    """The default of each option (by its dest) or ini value (by its name) ``declare`` adds."""
+    out: dict[str, object] = {}
+
+    def record(*names: str, **kwargs: object) -> None:
+        dest = kwargs.get("dest") or max(names, key=len).lstrip("-").replace("-", "_")
+        out[str(dest)] = kwargs.get("default", False if kwargs.get("action") == "store_true"
+                                    else None)
+    declare(record)
+    return out
+
+
+def asked_for(option: Callable[[str], object], ini: Callable[[str], object]) -> list[str]:
+    """The plugin's options (``option``: by dest) and ini values (``ini``: by name) that a run
+    was given, other than their defaults: such a run means to use the plugin, which then reads
+    and checks them before collection, as usage errors."""
+    asked = [dest for declare in (add_run_options, add_report_options)
+             for dest, default in _defaults(declare).items() if option(dest) != default]
+    return asked + [name for name, default in _defaults(add_ini).items()
+                    if ini(name) != default]

@@ -1,0 +1,346 @@
+"""Collection and the run of the cases, in every process: a serial run, an xdist controller
+(which collects and runs nothing) and each xdist worker.
+
+Why an object: what collection learns (the suite configs, the case ids, the marks, the
+baseline's case states) is what the run needs, in the same process. pytest's own plugins keep
+such state on the object whose methods are the hooks (``StepwisePlugin``, ``LogXML``), so the
+hooks here are methods of :class:`Runner`, registered by ``plugin.pytest_configure``; the
+collection nodes reach it through ``config.stash[RUNNER]``. The end of the run (records,
+reports, terminal summary) is :class:`~.controller.Controller`'s, in one process only.
+
+Ordering kept from the module-level hooks this replaces: ``pytest_collection_modifyitems`` and
+``pytest_collection_finish`` run last (after ``-k``/``-m``/``--lf`` deselection), and the run
+loop is wrapped first (predictions are requested ahead before any case runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import kinds as kind_registry
+from .._util.gcpolicy import FreezePolicy
+from .._util.paths import display
+from ..baseline.verdicts import Verdicts
+from ..engine import Evaluator, Hooks
+from ..errors import QueryEvalError
+from ..report.records import CaseRecord, final_outcome
+from ..suite.checks import MetricCatalog, check_baseline, check_suite, usage_message
+from ..suite.config import ConfigFinder
+from . import unmatched
+from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
+from .options import RunOptions
+
+_MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
+
+
+@contextlib.contextmanager
+def shortened_interrupt(session: pytest.Session) -> Iterator[None]:
+    """Ctrl-C raised afresh from the hook, its traceback cut there: pytest renders every frame
+    (source and arguments) when interrupted, 1.2-1.5 s of the stop on a loaded machine for the
+    40-55 frames down to a stuck case or the YAML parser, and shows only the last one unless
+    --full-trace (which keeps them all)."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if type(exc) is not KeyboardInterrupt or session.config.option.fulltrace:
+            raise
+        raise KeyboardInterrupt(*exc.args) from None
+
+
+def custom_metric_names(config: pytest.Config) -> dict[str, set[str]]:
+    """The metric names each kind's ``pytest_queryeval_metric_names`` hooks declare."""
+    custom: dict[str, set[str]] = {}
+    for kind in kind_registry.known_kinds():
+        for names in config.hook.pytest_queryeval_metric_names(kind=kind, config=config):
+            custom.setdefault(kind, set()).update(names or ())
+    return custom
+
+
+def is_metric(custom_metrics: dict[str, set[str]], kind: str, name: str) -> bool:
+    """``name`` is a metric of ``kind`` (recorded by every kind, of the kind, or declared):
+    :func:`..kinds.is_metric`, the one home of that question."""
+    return kind_registry.is_metric(kind, name, custom_metrics.get(kind, ()))
+
+
+def metric_catalog(custom_metrics: dict[str, set[str]]) -> MetricCatalog:
+    """The metrics of every kind this session knows (checks of suite-wide names)."""
+    return MetricCatalog(kind_registry.known_kinds(),
+                         lambda kind, name: is_metric(custom_metrics, kind, name), custom_metrics)
+
+
+def make_evaluator(config: pytest.Config, options: RunOptions) -> Evaluator:
+    """The process's evaluator, its extension callbacks wired to the ``pytest_queryeval_*``
+    hooks."""
+    hooks = Hooks(
+        predict=lambda case: config.hook.pytest_queryeval_predict(case=case, config=config),
+        datasource=lambda name, spec: config.hook.pytest_queryeval_datasource(
+            name=name, spec=spec, config=config),
+        metrics=lambda case, pred, scored: config.hook.pytest_queryeval_metrics(
+            case=case, prediction=pred, scored=scored, config=config),
+    )
+    return Evaluator(cache=getattr(config, "cache", None), no_cache=options.no_cache,
+                     override=options.override, override_inline=options.override_inline,
+                     hooks=hooks, search_paths=[config.rootpath],
+                     concurrency=options.concurrency, repeat=options.repeat,
+                     neighbours=options.neighbours, neighbour_base=options.neighbour_base,
+                     judge_refresh=options.judge_refresh, gold_cache=options.gold_cache)
+
+
+class Runner:
+    """The suite and the run of one process (see the module docstring)."""
+
+    def __init__(self, config: pytest.Config, options: RunOptions, evaluator: Evaluator,
+                 custom_metrics: dict[str, set[str]], *, worker: bool) -> None:
+        self.config = config
+        self.options = options
+        self.evaluator = evaluator
+        #: Metric names declared by ``pytest_queryeval_metric_names``, per kind.
+        self.custom_metrics = custom_metrics
+        #: This process is an xdist worker (decided once, in ``pytest_configure``).
+        self.worker = worker
+        self.finder = ConfigFinder(config.rootpath)
+        #: Case id: where it was first defined (duplicates are errors of the later case).
+        self.ids: dict[str, str] = {}
+        self.marks: dict[str, pytest.MarkDecorator | None] = {}
+        self.gc = FreezePolicy()
+        #: Items deselected in this process (-k, -m, --lf, --deselect, --queryeval-shard).
+        self.deselected = 0
+        #: The per-case standing under a non-strict gating mode.
+        self.verdicts: Verdicts | None = None
+        #: Ids of every collected case, deselected ones too (a shard's report records them, so
+        #: ``queryeval merge`` can tell a missing case from one that was never in the suite).
+        #: An xdist controller, which collects nothing, has them from its workers.
+        self.suite_ids: list[str] | None = None
+        #: The baseline file, resolved once from the selected case files' suite (see
+        #: :meth:`RunOptions.baseline_path`); an xdist controller has it from its workers.
+        self.baseline: Path | None = None
+        #: Prediction ids that match no case (:mod:`.unmatched`), warned about at the end.
+        self.unmatched: unmatched.Found = {}
+        #: ``--queryeval-resume``: node id -> the previous attempt's record, reported instead
+        #: of running the case (and asked of no predictor).
+        self.carried: dict[str, CaseRecord] = {}
+
+    # -- what the nodes ask ------------------------------------------------------------
+    def is_metric(self, kind: str, name: str) -> bool:
+        return is_metric(self.custom_metrics, kind, name)
+
+    def catalog(self) -> MetricCatalog:
+        return metric_catalog(self.custom_metrics)
+
+    def display(self, path: Path) -> str:
+        return display(path, self.config.rootpath)
+
+    def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None:
+        """A marker for a YAML name, registered on the fly so ``--strict-markers`` holds."""
+        mark = self.marks.get(name)
+        if mark is not None or name in self.marks:
+            return mark
+        if _MARK.match(name):  # first sight of the name: register it
+            self.config.addinivalue_line("markers", f"{name}: {help_text}")
+            mark = getattr(pytest.mark, name)
+        self.marks[name] = mark
+        return mark
+
+    # -- collection --------------------------------------------------------------------
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        """Suite-wide problems of the collected suites' ``queryeval.yaml`` files, and a
+        baseline that cannot be read (its path depends on the suite), end the session as one
+        usage error before any case runs. An xdist worker cannot raise it (the worker would
+        crash): it runs nothing and sends the message in a collect report, which the
+        controller turns into the usage error (:class:`~.controller.Controller`)."""
+        if self.options.shard is not None:
+            self._keep_shard(items)
+        if self.options.resume is not None:
+            self._carry(items)
+        problems = check_suite(self.finder, self.catalog())
+        problems += _writable_roles(items)
+        files = {Path(item.path) for item in items
+                 if isinstance(item, QueryEvalItem | QueryEvalFileError)}
+        if self.options.wants_baseline and files:
+            from ..baseline.location import suite_dir
+
+            self.baseline = self.options.baseline_path(
+                suite_dir(self.finder, {f.parent for f in files}, config.rootpath))
+            if self.options.report.baseline:
+                problems += check_baseline(self.baseline, self.options.report.update_baseline)
+        if not problems:
+            return
+        message = usage_message(problems)
+        if not self.worker:
+            raise pytest.UsageError(message)
+        items.clear()
+        report = pytest.CollectReport("queryeval.yaml", "failed", message, [])
+        report.queryeval_usage = message  # type: ignore[attr-defined]
+        config.hook.pytest_collectreport(report=report)
+
+    def _keep_shard(self, items: list[pytest.Item]) -> None:
+        """``--queryeval-shard I/N``: deselect the items of the other shards (cases by id,
+        other items by node id), as pytest's own deselection does. With recorded durations
+        (``--queryeval-shard-durations``) the cases are balanced by them instead of hashed."""
+        from .shard import balanced_shards, shard_of
+
+        assert self.options.shard is not None
+        index, total = self.options.shard
+        durations = self.options.shard_durations
+        balanced = None
+        if durations is not None:  # every runner collects the same cases: the same partition
+            balanced = balanced_shards([i.case.id for i in items if isinstance(i, QueryEvalItem)],
+                                       durations, total)
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            key = item.case.id if isinstance(item, QueryEvalItem) else item.nodeid
+            shard = balanced.get(key) if balanced is not None else None
+            if shard is None:
+                shard = shard_of(key, total)
+            (keep if shard == index else drop).append(item)
+        if drop:
+            items[:] = keep
+            self.config.hook.pytest_deselected(items=drop)
+
+    def _carry(self, items: list[pytest.Item]) -> None:
+        """``--queryeval-resume``: the selected cases the previous attempt already scored."""
+        from .resume import identity
+
+        resume = self.options.resume
+        assert resume is not None
+        for item in items:
+            if isinstance(item, QueryEvalItem):
+                rec = resume.carried(item.case, identity(item.case, self.options.predictions),
+                                     item.nodeid)
+                if rec is not None:
+                    self.carried[item.nodeid] = rec
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Counted so that a baseline is never written from a selection of the suite."""
+        self.deselected += len(items)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        cases = self.evaluator.cases
+        self.gc.after_collection(len(cases))  # items made after the last file
+        self._load_verdicts()
+        found = unmatched.find(self.config, self.evaluator, self.display)
+        if found is not None and not self.worker:
+            self.unmatched = found
+        if sys.exc_info()[0] is None:  # else collection was cut short: not the whole suite
+            self.suite_ids = sorted(case.id for case in cases)
+        if self.worker:  # the controller collects nothing
+            from ..report.records import case_meta
+
+            output = self.config.workeroutput  # type: ignore[attr-defined]
+            if found is not None:
+                output[unmatched.WORKER_KEY] = unmatched.encode(found)
+            output["queryeval_suite"] = self.suite_ids
+            output["queryeval_meta"] = {
+                item.nodeid: case_meta(item.case, self.config.rootpath)
+                for item in session.items if isinstance(item, QueryEvalItem)}
+            if self.baseline is not None:
+                output["queryeval_baseline"] = str(self.baseline)
+
+    def _load_verdicts(self) -> None:
+        """Each process that runs cases (serial, or every xdist worker) reads the baseline's
+        case states once its cases are known."""
+        mode = self.options.gating
+        if self.options.audit:  # an audit judges the golds: no gating mode applies
+            return
+        if mode == "strict" or not self.options.report.baseline:
+            if mode == "gates":
+                self.verdicts = Verdicts("gates", None)
+            return
+        from ..report.baseline import load_baseline
+
+        path = self.baseline
+        try:
+            base = load_baseline(path) if path is not None and (
+                path.exists() or not self.options.report.update_baseline) else None
+        except QueryEvalError:  # reported before the run (usage error) and again at the end
+            base = None
+        self.verdicts = Verdicts(mode, base)
+
+    # -- the run -----------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        """The run starts: request the predictions of the items this process runs, ahead."""
+        if not self.options.audit:  # an audit asks no predictor for anything
+            from . import runahead
+
+            runahead.start(session, self.evaluator, worker=self.worker)
+        with shortened_interrupt(session):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        """Ctrl-C during collection: raised afresh here (see :func:`shortened_interrupt`)."""
+        with shortened_interrupt(session):
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None],
+                                  ) -> Generator[None, Any, Any]:
+        rep = yield
+        if call.when == "teardown" or not isinstance(item, QueryEvalItem | QueryEvalFileError):
+            return rep
+        if call.when == "setup" and not rep.skipped:
+            return rep
+        record = item.stash.get(RECORD, None)
+        if record is None:
+            record = self._fallback_record(item)
+        elif call.when == "call":  # the report's copy is the one kept from here on (pytest
+            del item.stash[RECORD]  # keeps every item to the end: one record per case, not two)
+        record = {**record}
+        record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
+                                          hasattr(rep, "wasxfail"))
+        rep.queryeval = record  # travels to the xdist controller with the report
+        pool = self.evaluator.pool
+        if pool is not None and self.worker:
+            from .runahead import worker_counts
+
+            rep.queryeval_predictions = worker_counts(pool)
+        return rep
+
+    def _fallback_record(self, item: pytest.Item) -> CaseRecord:
+        from ..report.records import case_record, error_record
+
+        if isinstance(item, QueryEvalItem):
+            return case_record(item.case, None, item.nodeid, item.config.rootpath,
+                               self.evaluator.scrubber)
+        return error_record(item.nodeid, getattr(item, "message", "invalid case file"),
+                            file=self.display(item.path), path=str(item.path))
+
+    def finish(self, session: pytest.Session, exitstatus: int) -> None:
+        """The run is over in this process: sources closed and the pool ended (a run that
+        ends normally lets the predictions other xdist workers wait for finish)."""
+        self.evaluator.close(drain=exitstatus != pytest.ExitCode.INTERRUPTED
+                             and not session.shouldfail and not session.shouldstop)
+        pool = self.evaluator.pool
+        if self.worker and pool is not None:  # the final counts, for the controller's line
+            from .runahead import worker_counts
+
+            self.config.workeroutput["queryeval_predictions"] = worker_counts(pool)  # type: ignore[attr-defined]
+
+    def release(self) -> None:
+        """The config ends: objects frozen for the session go back to the collector."""
+        self.gc.release()
+
+
+def _writable_roles(items: list[pytest.Item]) -> list[str]:
+    """The roles of the PostgreSQL ``writable: sandbox`` datasources the collected task cases
+    use, refused when more than LOGIN CREATEDB (:func:`..tasks.case.writable_role_problems`);
+    the tasks package is imported only when a task case was collected."""
+    cases = [i.case for i in items if isinstance(i, QueryEvalItem)
+             and i.case.options.get("task") is not None]  # tasks.case.is_task, not imported
+    if not cases:
+        return []
+    from ..tasks.case import writable_role_problems
+
+    return writable_role_problems(cases)
