@@ -130,7 +130,7 @@ def test_a_pair_sent_for_a_case_that_never_runs_leaves_nothing_wrong(
 #: collection ended (started or not) and, after each case's call, how many pairs it had queued.
 WATCH = '''
 import json
-from pytest_queryeval import sandbox
+from pytest_queryeval._isolation import sandbox
 
 SEEN = {"in_flight": {}}
 
