@@ -55,11 +55,10 @@ def test_suites_equal_scoring_v2_run_unmodified(oracle: dict[str, object]) -> No
         keys = [f"q{i}" for i in range(len(pairs))]
         if "crash" in suite:
             with pytest.raises(rel.ReferenceCrash):
-                real = {k: rel.process_answer(r) for k, (r, _) in zip(keys, pairs)}
-                pred = {k: rel.process_answer(p) for k, (_, p) in zip(keys, pairs)}
+                _process_all(pairs)
             continue
-        real = {k: rel.process_answer(r) for k, (r, _) in zip(keys, pairs)}
-        pred = {k: rel.process_answer(p) for k, (_, p) in zip(keys, pairs)}
+        real = {k: rel.process_answer(r) for k, (r, _) in zip(keys, pairs, strict=True)}
+        pred = {k: rel.process_answer(p) for k, (_, p) in zip(keys, pairs, strict=True)}
         scores = rel.reliability_score(real, pred)
         assert scores == suite["scores"], name
         for penalty, value in suite["penalize"].items():
@@ -76,6 +75,12 @@ def test_suites_equal_scoring_v2_run_unmodified(oracle: dict[str, object]) -> No
                 assert value is None
             else:
                 assert value is not None and value * 100 == expected, (name, key)
+
+
+def _process_all(pairs: list[tuple[object, object]]) -> None:
+    for real, pred in pairs:
+        rel.process_answer(real)
+        rel.process_answer(pred)
 
 
 def test_every_branch_is_covered(oracle: dict[str, object]) -> None:

@@ -22,6 +22,7 @@ question list, whose mean NumPy gives as NaN with a warning, gives ``None`` here
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 
 #: What the reference reads as "no answer" on either side (``skip_indicator``).
@@ -41,10 +42,8 @@ def process_item(item: object) -> str:
     ``float`` accepts ints, bools, numeric strings with spaces or underscores, ``"nan"`` and
     ``"Infinity"``; an int too large for a float and every other value keep their ``str``.
     """
-    try:
+    with contextlib.suppress(Exception):  # the reference's bare except
         item = round(float(item), 3)  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001, S110 - the reference's bare except
-        pass
     return str(item)
 
 
@@ -56,10 +55,8 @@ def process_answer(ans: object) -> str:
     returned as it is. Anything else is iterated as rows of cells, sorted, cut to 100 rows.
     """
     if isinstance(ans, str):
-        try:
+        with contextlib.suppress(Exception):  # the reference's bare except
             ans = ast.literal_eval(ans)
-        except Exception:  # noqa: BLE001, S110 - the reference's bare except
-            pass
     if isinstance(ans, str):
         return ans
     try:

@@ -69,7 +69,7 @@ ANSWERS: list[object] = [
 def outcome(fn: object, arg: object) -> dict[str, object]:
     try:
         return {"output": fn(arg)}  # type: ignore[operator]
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"crash": type(exc).__name__}
 
 
@@ -112,9 +112,9 @@ def run_v2(pairs: list[tuple[str, object]]) -> dict[str, object]:
         (root / "out").mkdir()
         keys = [f"q{i}" for i in range(len(pairs))]
         (root / "in" / "ref" / "answer.json").write_text(
-            json.dumps({k: r for k, (r, _) in zip(keys, pairs)}))
+            json.dumps({k: r for k, (r, _) in zip(keys, pairs, strict=True)}))
         (root / "in" / "res" / "prediction.json").write_text(
-            json.dumps({k: p for k, (_, p) in zip(keys, pairs)}))
+            json.dumps({k: p for k, (_, p) in zip(keys, pairs, strict=True)}))
         run = subprocess.run(
             [sys.executable, str(CHECKOUT / "scoring_program" / "scoring_v2.py"),
              str(root / "in"), str(root / "out")],
@@ -123,8 +123,8 @@ def run_v2(pairs: list[tuple[str, object]]) -> dict[str, object]:
             last = run.stderr.strip().splitlines()[-1]
             return {"crash": last.split(":")[0]}
         scores_json = json.loads((root / "out" / "scores.json").read_text())
-    real = {k: scoring_utils.process_answer(r) for k, (r, _) in zip(keys, pairs)}
-    pred = {k: scoring_utils.process_answer(p) for k, (_, p) in zip(keys, pairs)}
+    real = {k: scoring_utils.process_answer(r) for k, (r, _) in zip(keys, pairs, strict=True)}
+    pred = {k: scoring_utils.process_answer(p) for k, (_, p) in zip(keys, pairs, strict=True)}
     scores = scoring_utils.reliability_score(real, pred)
     return {"scores": scores, "scores_json": scores_json,
             "penalize": {str(c): float(scoring_utils.penalize(scores, penalty=c))
