@@ -24,12 +24,18 @@ from __future__ import annotations
 import ast
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..results import ResultTable
 
 #: What the reference reads as "no answer" on either side (``skip_indicator``).
 SKIP = "null"
 #: The penalties the EHRSQL 2024 leaderboard reports; ``N`` is the number of questions.
 PENALTIES: tuple[str, ...] = ("0", "5", "10", "N")
 REFERENCE = "glee4810/ehrsql-2024 scoring_program/scoring_utils.py @46597893"
+#: The SQL kind's metric of the reference's answer comparison (opt-in: a threshold asks for it).
+EHRSQL_METRIC_NAMES = ("ehrsql_ex",)
 
 
 class ReferenceCrash(ValueError):
@@ -113,3 +119,9 @@ def reliability_scores(scores: Sequence[int]) -> dict[str, float | None]:
     return {
         penalty: penalize(scores, len(scores) if penalty == "N" else int(penalty)) for penalty in PENALTIES
     }
+
+
+def ehrsql_ex(gold: ResultTable, pred: ResultTable) -> dict[str, float]:
+    """1 when the two results are equal after the reference's ``process_answer`` (cells rounded
+    to 3 decimals and made text, rows sorted, the first 100 compared), else 0."""
+    return {"ehrsql_ex": 1.0 if process_answer(gold.rows) == process_answer(pred.rows) else 0.0}
