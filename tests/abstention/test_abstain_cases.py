@@ -166,3 +166,26 @@ def test_abstention_forms(value, how) -> None:
 
 def test_inline_json_text_is_not_parsed_into_an_abstention() -> None:
     assert abstention(json.dumps({"abstain": True}), ()) is None
+
+
+def test_the_gold_audit_has_nothing_to_run_for_an_abstain_case(abstain_suite: pytest.Pytester) -> None:
+    """An ``expect: abstain`` case has no gold: the audit finds nothing rather than a gold error."""
+    _, report = run_report(abstain_suite, "--queryeval-audit-golds")
+    for case_id in ("unknowable", "unknowable-obj", "unknowable-tool", "answered"):
+        assert report.outcomes[case_id] == "passed", report.by_id[case_id]
+        assert report.by_id[case_id]["details"]["audit"]["findings"] == []
+
+
+def test_other_kinds_abstain_alike(pytester: pytest.Pytester) -> None:
+    """The engine recognises abstention before any kind scores: a json case behaves as SQL."""
+    write_suite(pytester.path, None, {"test_j.yaml": {"kind": "json", "cases": [
+        {"id": "j-abs", "question": "q", "expect": "abstain", "predicted": {"abstain": True}},
+        {"id": "j-ans", "question": "q", "gold": {"a": 1}, "predicted": None},
+        {"id": "j-ok", "question": "q", "gold": {"a": 1}, "predicted": {"a": 1}}]}})
+    _, report = run_report(pytester)
+    assert report.outcomes == {"j-abs": "passed", "j-ans": "failed", "j-ok": "passed"}
+    assert report.by_id["j-ans"]["reason"] == "abstained (null) on a question that expects an answer"
+    agg = report["aggregates"]["abstention"]
+    assert (agg["abstention_precision"], agg["abstention_recall"]) == (0.5, 1.0)
+    # scores +1, 0, +1: RS(c) = 2/3 whatever c (no -1)
+    assert {agg[f"reliability_score_{p}"] for p in ("0", "5", "10", "n")} == {2 / 3}
