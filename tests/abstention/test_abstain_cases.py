@@ -189,3 +189,17 @@ def test_other_kinds_abstain_alike(pytester: pytest.Pytester) -> None:
     assert (agg["abstention_precision"], agg["abstention_recall"]) == (0.5, 1.0)
     # scores +1, 0, +1: RS(c) = 2/3 whatever c (no -1)
     assert {agg[f"reliability_score_{p}"] for p in ("0", "5", "10", "n")} == {2 / 3}
+
+
+def test_a_python_source_abstains_by_returning_none(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(model="""
+        def predict(case):
+            return None if case["id"] == "j-abs" else {"a": 1}
+    """)
+    write_suite(pytester.path, {"predictions": {"source": "python", "function": "model:predict"}},
+                {"test_j.yaml": {"kind": "json", "cases": [
+                    {"id": "j-abs", "question": "q", "expect": "abstain"},
+                    {"id": "j-ok", "question": "q", "gold": {"a": 1}}]}})
+    _, report = run_report(pytester)
+    assert report.outcomes == {"j-abs": "passed", "j-ok": "passed"}
+    assert report.by_id["j-abs"]["details"]["abstention"]["how"] == "null"
