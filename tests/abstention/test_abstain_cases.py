@@ -203,3 +203,23 @@ def test_a_python_source_abstains_by_returning_none(pytester: pytest.Pytester) -
     _, report = run_report(pytester)
     assert report.outcomes == {"j-abs": "passed", "j-ok": "passed"}
     assert report.by_id["j-abs"]["details"]["abstention"]["how"] == "null"
+
+
+def test_a_predictions_file_abstains_with_null_and_abstain_objects(pytester: pytest.Pytester) -> None:
+    rows = [{"id": "a", "predicted": None}, {"id": "b", "predicted": {"abstain": True}},
+            {"id": "c", "predicted": ""}, {"id": "d", "predicted": {"a": 2}}]
+    write_suite(pytester.path, {"predictions": {"source": "file", "path": "p.jsonl"}},
+                {"p.jsonl": "".join(json.dumps(r) + "\n" for r in rows),
+                 "test_j.yaml": {"kind": "json", "cases": [
+                     {"id": "a", "question": "q", "expect": "abstain"},
+                     {"id": "b", "question": "q", "expect": "abstain"},
+                     {"id": "c", "question": "q", "gold": {"a": 1}},
+                     {"id": "d", "question": "q", "expect": "abstain"}]}})
+    _, report = run_report(pytester)
+    assert report.outcomes == {"a": "passed", "b": "passed", "c": "failed", "d": "failed"}
+    assert report.by_id["c"]["reason"] == "abstained (empty answer) on a question that expects an answer"
+    agg = report["aggregates"]["abstention"]
+    # scores +1 +1 0 -1; abstained a b c, expected a b d
+    assert (agg["abstention_precision"], agg["abstention_recall"]) == (2 / 3, 2 / 3)
+    assert (agg["reliability_score_0"], agg["reliability_score_10"], agg["reliability_score_n"]) == \
+        (2 / 4, (2 - 10) / 4, (2 - 4) / 4)
