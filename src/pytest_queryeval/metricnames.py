@@ -24,6 +24,9 @@ JUDGE_EX = "judge_ex"
 RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS) | frozenset(JUDGE_USAGE_METRICS)
 #: Metrics only a repeated case records (every kind accepts them in thresholds and gates).
 REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
+#: What every kind records where abstention is in play (``expect: abstain``, or a prediction
+#: that abstained): 1 when the prediction gave no answer (see ``engine/abstain.py``).
+ABSTENTION_METRICS = frozenset({"abstained"})
 #: The Spider evaluator's components, in its print order; each is scored as ``<c>_acc``,
 #: ``<c>_rec`` and ``<c>_f1`` beside ``exact_set_match``.
 SPIDER_COMPONENTS: tuple[str, ...] = (

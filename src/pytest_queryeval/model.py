@@ -141,6 +141,12 @@ class Case:
     fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``judge:`` resolved (:class:`~pytest_queryeval.judge.config.JudgeSpec`); None: no judge.
     judge: JudgeSpec | None = None
+    #: ``expect:``: ``answer`` (the default) or ``abstain`` (no answer is right: the question
+    #: cannot be answered from the data; see :mod:`.engine.abstain`).
+    expect: str = "answer"
+    #: The suite's ``abstain_patterns:``: regular expressions whose match makes a text
+    #: prediction a refusal.
+    abstain_patterns: tuple[str, ...] = ()
 
     @property
     def golds(self) -> list[Any]:

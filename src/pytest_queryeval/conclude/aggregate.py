@@ -260,7 +260,52 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         out["text2sparql"] = text2sparql.aggregate(questions)
     if counts:
         out["gerbil"] = gerbil_qa.aggregate(counts)
+    abstention = abstention_aggregate(records)
+    if abstention is not None:
+        out["abstention"] = abstention
     return out
+
+
+def abstention_aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Abstention precision and recall and the EHRSQL 2024 reliability score RS(0/5/10/N), from
+    the records alone (so ``queryeval merge`` recomputes them); None when no case expects
+    abstention and no prediction abstained.
+
+    Every case the engine judged (passed, failed or in error) is one question: one that expects
+    abstention scores +1 when the prediction abstained, else -1; one that expects an answer
+    scores 0 when the prediction abstained, +1 when the case passed, else -1 (a right answer
+    is a passing case: bound ``ehrsql_ex`` to compare results exactly as the reference does).
+    """
+    from ..metrics.reliability import reliability_scores
+
+    judged = [r for r in records if r.get("status") in ("passed", "failed", "error")]
+    flags = [_abstention_flags(r) for r in judged]
+    if not any(expected or abstained for expected, abstained in flags):
+        return None
+    scores = []
+    for rec, (expected, abstained) in zip(judged, flags, strict=True):
+        if expected:
+            scores.append(1 if abstained else -1)
+        else:
+            scores.append(0 if abstained else 1 if rec.get("status") == "passed" else -1)
+    both = sum(1 for expected, abstained in flags if expected and abstained)
+    abstained_n = sum(1 for _, abstained in flags if abstained)
+    expected_n = sum(1 for expected, _ in flags if expected)
+    rs = reliability_scores(scores)
+    return {
+        "questions": len(scores), "expected": expected_n, "abstained": abstained_n,
+        "abstention_precision": both / abstained_n if abstained_n else None,
+        "abstention_recall": both / expected_n if expected_n else None,
+        **{f"reliability_score_{p.lower()}": value for p, value in rs.items()},
+    }
+
+
+def _abstention_flags(record: Mapping[str, Any]) -> tuple[bool, bool]:
+    """(expects abstention, the prediction abstained), from ``details.abstention``."""
+    info = (record.get("details") or {}).get("abstention")
+    if not isinstance(info, Mapping):
+        return False, False
+    return bool(info.get("expected")), bool(info.get("abstained"))
 
 
 def _under(record: RecordLike, scope: Path, seen: dict[tuple[str, Path], bool]) -> bool:

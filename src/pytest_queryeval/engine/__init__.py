@@ -30,6 +30,7 @@ from ..model import MISSING, Case, Threshold
 from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predictor
 from ..predict.pool import PredictionPool, RequestKey, concurrency_of
 from ..sources.base import DataSource, declared
+from .abstain import abstain_outcome, abstention
 from .goldcache import GoldCache
 from .repeats import FIXED_NOTE, combine, signature
 from .steps import CaseOutcome as CaseOutcome
@@ -476,6 +477,9 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> Case
         error = _internal("predictor", exc)
         return CaseOutcome("error", error=error, signature="error:" + error)
     predicted = None if prediction.value is MISSING else prediction.value
+    how = None if prediction.value is MISSING else abstention(prediction.value, case.abstain_patterns)
+    if how is not None or case.expect == "abstain":
+        return abstain_outcome(case, predicted, how)
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:

@@ -88,12 +88,8 @@ class PythonPredictor(LiveSource):
             where = f" at {tb[0].filename}:{tb[0].lineno}" if tb else ""
             raise PredictionError(f"{self.target} raised {type(exc).__name__}: {exc}{where}") from None
         seconds = time.perf_counter() - start
-        if value is None:
-            raise PredictionError(f"{self.target} returned None for case {case.id!r}")
+        # None is an answer: the model abstains (engine/abstain.py), as null does in a file
         if isinstance(value, Prediction):  # the callable reports usage, model or details
-            if value.value is None:
-                raise PredictionError(f"{self.target} returned a Prediction of None for case "
-                                      f"{case.id!r}")
             return Prediction(value.value, seconds if value.seconds is None else value.seconds,
                               dict(value.details), read_usage(value.usage), value.model)
         return Prediction(value, seconds)

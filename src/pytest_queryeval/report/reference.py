@@ -1,4 +1,4 @@
-"""The references' session figures (TEXT2SPARQL, GERBIL QA) as rows every report renders.
+"""The references' session figures (TEXT2SPARQL, GERBIL QA, abstention with EHRSQL's RS) as rows
 
 They are not means of per-case values, so the per-kind tables cannot show them; each report
 lists them beside those tables, under the references' own labels.
@@ -19,6 +19,10 @@ SECTIONS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
         ("micro_precision", "Micro Precision"), ("micro_recall", "Micro Recall"),
         ("macro_f1", "Macro F1 score"), ("macro_precision", "Macro Precision"),
         ("macro_recall", "Macro Recall"))),
+    ("abstention", "Abstention; EHRSQL 2024 reliability score (scoring_utils.py)", (
+        ("abstention_precision", "abstention precision"), ("abstention_recall", "abstention recall"),
+        ("reliability_score_0", "RS(0)"), ("reliability_score_5", "RS(5)"),
+        ("reliability_score_10", "RS(10)"), ("reliability_score_n", "RS(N)"))),
 )
 
 

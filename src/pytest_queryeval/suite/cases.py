@@ -34,13 +34,13 @@ CASE_KEYS = frozenset({
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
-    "external_knowledge", "judge",
+    "external_knowledge", "judge", "expect",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
                        "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
-                       "repeat", "repeat_rule", "repeat_verdict", "severity", "judge"})
+                       "repeat", "repeat_rule", "repeat_verdict", "severity", "judge", "expect"})
 #: ``severity:`` values; ``critical`` cases fail the baseline gate on any pass → fail flip.
 SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
@@ -243,7 +243,7 @@ class CaseReader:
         for step in (draft.kind, draft.unknown_keys, draft.identity, draft.question_and_hints,
                      draft.difficulty, draft.tags, draft.severity_and_marks, draft.datasource,
                      draft.recorded_results, draft.options, draft.repeat, draft.thresholds,
-                     draft.judge, draft.kind_validation):
+                     draft.judge, draft.expect, draft.kind_validation):
             step()
         draft.case.errors.extend(draft.errors.items)
         return draft.case
@@ -609,11 +609,41 @@ class _Draft:
             self.errors.items.append(unresolved)
         self.case.judge = spec
 
+    def expect(self) -> None:
+        """``expect: abstain``: no answer is right. Such a case has no gold to run, and is
+        judged by ``abstained`` alone (a bound on an answer metric means nothing there)."""
+        from ..engine.abstain import ABSTAINED, EXPECT_VALUES
+        from ..engine.thresholds import judges_answer
+
+        case = self.case
+        case.abstain_patterns = self.reader.suite.abstain_patterns
+        value = self.merged.get("expect")
+        if value is None:
+            return
+        where = self._where("expect")
+        if value not in EXPECT_VALUES:
+            self.errors.add(where, "expect", self.kp("expect"),
+                            f"must be one of {', '.join(EXPECT_VALUES)}, not {value!r}")
+            return
+        case.expect = str(value)
+        if value != "abstain":
+            return
+        for key in ("gold", "gold_result", "conversation"):
+            if key in self.entry:
+                self.errors.add(self.entry, key, self.kp(key),
+                                f"a case with expect: abstain has no {key}: the right output is "
+                                "no answer (remove one of the two)")
+        kept = {m: t for m, t in case.thresholds.items() if not judges_answer(m)}
+        bound = case.thresholds.get(ABSTAINED, Threshold(ABSTAINED, min=1.0))
+        case.thresholds = {**kept, ABSTAINED: bound}
+        case.default_thresholds = [] if ABSTAINED in (self.entry.get("thresholds") or {}) \
+            else [ABSTAINED]
+
     def kind_validation(self) -> None:
         """The kind's own checks, once the generic ones found nothing (a kind's validator
         never breaks collection)."""
         kind, errors = self.kind_obj, self.errors
-        if kind is None or errors.items:
+        if kind is None or errors.items or self.case.expect == "abstain":  # nothing to run
             return
         display, entry = self.reader.display, self.entry
         try:

@@ -36,7 +36,7 @@ from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
-                        "pricing", "neighbours", "judge", "record_only"})
+                        "pricing", "neighbours", "judge", "record_only", "abstain_patterns"})
 PREDICTION_SOURCES = SOURCE_NAMES  # the registered sources and inline, one list
 #: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
 #: credential: they stay readable in the reports.
@@ -124,6 +124,9 @@ class SuiteConfig:
     #: ``judge:`` merged parent to child, key by key (checked values, see :mod:`..judge.config`);
     #: None when no file asks for a judge (or the nearest says ``judge: false``).
     judge: dict[str, Any] | None = None
+    #: ``abstain_patterns:``: regular expressions that make a text prediction a refusal (see
+    #: :mod:`..engine.abstain`); a child file's list replaces its parent's.
+    abstain_patterns: tuple[str, ...] = ()
 
 
 def expand_env(value: object, where: str, errors: list[str], secrets: set[str]) -> Any:
@@ -278,6 +281,13 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         else:
             cfg.errors.append(f"{_loc(display, data, 'model')}: model: must be a non-empty "
                               f"string (the label of the model under test)")
+    if "abstain_patterns" in data:
+        from ..engine.abstain import check_patterns
+
+        patterns, bad = check_patterns(data["abstain_patterns"])
+        if bad:
+            cfg.errors.append(f"{_loc(display, data, 'abstain_patterns')}: abstain_patterns: {bad}")
+        cfg.abstain_patterns = patterns
     if "judge" in data:
         _merge_judge(cfg, data, display, base, report)
     if "pricing" in data:

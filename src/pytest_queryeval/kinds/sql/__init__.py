@@ -122,6 +122,8 @@ class _Options:
     ignore_order: bool = False
     #: Spider 2.0 keys, gold CSV files or a threshold ask for spider2_ex.
     spider2: bool = False
+    #: A threshold on ehrsql_ex asks for it (the EHRSQL 2024 answer comparison).
+    ehrsql: bool = False
 
 
 @dataclass
@@ -1065,6 +1067,8 @@ _SQL_METRICS: tuple[SqlMetric, ...] = (
               failed_rank=1),
     SqlMetric(_names(f"{_METRICS}.soft_ex", "SOFT_EX_METRIC_NAMES"), "tables", _soft_ex,
               wanted=lambda opts: opts.soft_ex, failed_rank=4),
+    SqlMetric(_names(f"{_METRICS}.reliability", "EHRSQL_METRIC_NAMES"), "tables",
+              _on_tables(f"{_METRICS}.reliability", "ehrsql_ex"), wanted=lambda opts: opts.ehrsql),
     SqlMetric(lambda: TIMING, "timings", _timings),
     SqlMetric(lambda: EFFICIENCY, "tables", _efficiency,
               wanted=lambda opts: opts.iterations is not None, failed_rank=3),
@@ -1201,6 +1205,7 @@ def _parse_options(case: Case) -> _Options:
     if "conditions" in o:
         opts.soft_ex_order = _conditions_order(o["conditions"])
     opts.soft_ex = "conditions" in o or "soft_ex" in case.thresholds
+    opts.ehrsql = "ehrsql_ex" in case.thresholds
     if "condition_cols" in o:
         from ...metrics.spider2 import check_condition_cols
 

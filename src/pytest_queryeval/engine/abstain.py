@@ -1,0 +1,100 @@
+"""Abstention: whether a prediction declines to answer, and the outcome of a case where one side
+of (expected, predicted) is "no answer".
+
+The one place that recognises an abstention, for every kind and every prediction source, so
+that a predictions file, a python callable and an HTTP service are read alike: ``null``, an
+empty text, ``{"abstain": true}``, an ``abstain`` tool call, or a text matching one of the
+suite's ``abstain_patterns:``. A case with ``expect: abstain`` passes when the prediction
+abstains and is never executed; a case that expects an answer fails when the prediction
+abstains, with a reason that says so (the EHRSQL reliability score counts it 0, not -1:
+:mod:`..metrics.reliability`, aggregated in :func:`..conclude.aggregate.abstention_aggregate`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ..metricnames import REPEAT_METRICS
+from ..model import Case, Threshold
+from .steps import CaseOutcome
+
+#: ``expect:`` values: the default, an answer; ``abstain``: no answer is the right output.
+EXPECT_VALUES = ("answer", "abstain")
+#: The tool names an agent calls to decline.
+ABSTAIN_TOOLS = frozenset({"abstain"})
+#: The threshold an ``expect: abstain`` case is judged by.
+ABSTAINED = "abstained"
+
+
+def check_patterns(value: object) -> tuple[tuple[str, ...], str | None]:
+    """``abstain_patterns:`` as regular expressions (searched case-insensitively), or why not."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        return (), "must be a list of regular expressions (strings)"
+    for pattern in value:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            return (), f"{pattern!r} is not a regular expression: {exc}"
+    return tuple(value), None
+
+
+def abstention(value: object, patterns: Sequence[str]) -> str | None:
+    """How ``value`` abstains (``null``, ``empty``, ``{"abstain": true}``, ``tool call abstain``,
+    ``pattern <p>``), or None when it is an answer."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        if not value.strip():
+            return "empty answer"
+        for pattern in patterns:
+            if re.search(pattern, value, re.IGNORECASE):
+                return f"refusal matching abstain_patterns {pattern!r}"
+        return None
+    if isinstance(value, Mapping):
+        if value.get("abstain") is True:
+            return '{"abstain": true}'
+        if _tool_name(value) in ABSTAIN_TOOLS:
+            return "abstain tool call"
+        calls = value.get("tool_calls")
+        if isinstance(calls, list) and any(isinstance(c, Mapping) and _tool_name(c) in ABSTAIN_TOOLS
+                                           for c in calls):
+            return "abstain tool call"
+    return None
+
+
+def _tool_name(call: Mapping[object, object]) -> object:
+    """A tool call's name: ``{"name": ...}``, ``{"tool": ...}`` or ``{"function": {"name": ...}}``."""
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        return function.get("name")
+    if "tool_calls" in call:
+        return None
+    return call.get("tool", call.get("name"))
+
+
+def abstain_outcome(case: Case, predicted: object, how: str | None) -> CaseOutcome:
+    """The outcome of a case that expects abstention, or whose prediction abstained."""
+    details: dict[str, object] = {"abstention": {"expected": case.expect == "abstain",
+                                                 "abstained": how is not None, "how": how}}
+    if case.expect == "abstain":
+        metrics = {ABSTAINED: 1.0 if how is not None else 0.0}
+        threshold = case.thresholds.get(ABSTAINED, Threshold(ABSTAINED, min=1.0))
+        failed: list[tuple[Threshold, float | None]] = (
+            [] if threshold.ok(metrics[ABSTAINED]) else [(threshold, metrics[ABSTAINED])])
+        reason = None if how is not None else (
+            "answered a question that expects no answer (expect: abstain): the prediction "
+            "should abstain (null, an empty answer, {\"abstain\": true}, an abstain tool call "
+            "or a text matching abstain_patterns)")
+        return CaseOutcome("failed" if failed or reason else "passed", metrics, {}, failed,
+                           predicted, reason, None, [], details, f"abstain:{how is not None}")
+    metrics = {m: 0.0 for m, t in case.thresholds.items()
+               if t.min is not None and m not in REPEAT_METRICS}
+    metrics[ABSTAINED] = 1.0
+    reason = f"abstained ({how}) on a question that expects an answer"
+    failed = [(t, metrics.get(m)) for m, t in case.thresholds.items()
+              if m not in REPEAT_METRICS and not t.ok(metrics.get(m))]
+    return CaseOutcome("failed", metrics, {}, failed, predicted, reason, None, [], details,
+                       "abstain:True")
