@@ -271,8 +271,9 @@ class DuckdbEngine:
     def open_real(self, path: Path) -> DuckConnection:
         import duckdb
 
-        return duckdb.connect(str(path), read_only=True,
-                              config={"enable_external_access": False})
+        conn: DuckConnection = duckdb.connect(str(path), read_only=True,
+                                              config={"enable_external_access": False})
+        return conn
 
     def introspect(self, conn: DuckConnection) -> DbSchema:
         tables = conn.execute("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
@@ -409,18 +410,18 @@ class DuckdbEngine:
     def open_written(self, path: Path) -> DuckConnection:
         import duckdb
 
-        return duckdb.connect(str(path), read_only=True, config={
+        conn: DuckConnection = duckdb.connect(str(path), read_only=True, config={
             "enable_external_access": False, "memory_limit": DUCKDB_MEMORY,
             "temp_directory": ""})
+        return conn
 
 
 def _duckdb_database(schema: DbSchema) -> DuckConnection:
     """A new in-memory DuckDB database with the real DDL (a statement it refuses is left out)."""
     import duckdb
 
-    conn = duckdb.connect(":memory:", config={"enable_external_access": False,
-                                              "memory_limit": DUCKDB_MEMORY,
-                                              "temp_directory": ""})
+    conn: DuckConnection = duckdb.connect(":memory:", config={
+        "enable_external_access": False, "memory_limit": DUCKDB_MEMORY, "temp_directory": ""})
     for ddl in schema.ddl():
         try:
             conn.execute(ddl)
