@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
-from tests.support import read_report
+from tests.support import read_report, write_suite
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 pytest.importorskip("openai")
@@ -29,16 +29,16 @@ def write_labels(path, pairs):
 
 @pytest.fixture
 def judged_suite(pytester):
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
     conn = sqlite3.connect(pytester.path / "music.sqlite")
     conn.execute("CREATE TABLE artists (id INTEGER PRIMARY KEY, name TEXT)")
     conn.executemany("INSERT INTO artists VALUES (?, ?)", [(1, "AC/DC"), (2, "Accept")])
     conn.commit()
     conn.close()
-    pytester.makefile(".yaml", test_music=json.dumps({
+    # each test writes its own queryeval.yaml (datasource, judge) over the empty one
+    write_suite(pytester.path, files={"test_music.yaml": json.dumps({
         "kind": "sql", "datasource": "music", "cases": [
             {"id": "ok", "question": "How many artists?", "gold": "SELECT count(*) FROM artists",
-             "predicted": "SELECT count(id) FROM artists"}]}))
+             "predicted": "SELECT count(id) FROM artists"}]})})
     return pytester
 
 

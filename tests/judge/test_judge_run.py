@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL
-from tests.support import read_report
+from tests.support import read_report, write_suite
 
 pytest.importorskip("openai")
 
@@ -25,7 +25,7 @@ REJECT = json.dumps({"category": "wrong", "reason": "counts albums, not artists"
 
 @pytest.fixture
 def music(pytester):
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    write_suite(pytester.path)
     conn = sqlite3.connect(pytester.path / "music.sqlite")
     conn.execute("CREATE TABLE artists (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
     conn.execute("CREATE TABLE albums (id INTEGER PRIMARY KEY, title TEXT)")
@@ -40,12 +40,12 @@ def write_music_suite(pytester, standin, cases, **judge):
     spec = {"model": MODEL, "base_url": standin.base_url, "api_key": "${QE_JUDGE_KEY}",
             "temperature": 0, "seed": 1, "retries": 0, "timeout": 30,
             "pricing": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}, **judge}
-    pytester.makefile(".yaml", queryeval=json.dumps({
+    # the cases on one line: errors are located at test_music.yaml:1
+    write_suite(pytester.path, {
         "datasources": {"music": {"type": "sqlite", "path": "music.sqlite"}},
-        "judge": spec}))
-    pytester.makefile(".yaml", test_music=json.dumps({
-        "kind": "sql", "datasource": "music",
-        "thresholds": {"execution_accuracy": 0, "judge_ex": 1}, "cases": cases}))
+        "judge": spec}, {"test_music.yaml": json.dumps({
+            "kind": "sql", "datasource": "music",
+            "thresholds": {"execution_accuracy": 0, "judge_ex": 1}, "cases": cases})})
 
 
 def run(pytester, monkeypatch, *args):

@@ -112,21 +112,22 @@ def test_agrees_with_spider_on_its_dev_golds_except_where_the_document_differs()
 
 @pytest.fixture
 def hardness_suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    write_suite(pytester.path, {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}}})
+    gold = "SELECT name, round(avg(age), 2) FROM singer GROUP BY name"
+    write_suite(pytester.path, {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}}}, {
+        "test_sql.yaml": json.dumps({
+            "kind": "sql", "datasource": "db", "thresholds": {"execution_accuracy": 1.0},
+            "cases": [{"id": "rounded", "question": "q", "gold": gold,
+                       "predicted": "SELECT name, avg(age) + 1 FROM singer GROUP BY name"},
+                      {"id": "spider", "question": "q", "gold": "SELECT name FROM singer",
+                       "predicted": "SELECT name FROM singer"}]}),
+        "test_json.yaml": json.dumps({
+            "kind": "json", "thresholds": {"json_similarity": 1.0},
+            "cases": [{"id": "plain", "question": "q", "gold": {"a": 1},
+                       "predicted": {"a": 2}}]})})
     with sqlite3.connect(pytester.path / "db.sqlite") as con:
         con.execute("CREATE TABLE singer (id INTEGER, name TEXT, age INTEGER)")
         con.executemany("INSERT INTO singer VALUES (?, ?, ?)", [(1, "Ann", 30), (2, "Bo", 40)])
     con.close()
-    gold = "SELECT name, round(avg(age), 2) FROM singer GROUP BY name"
-    pytester.makefile(".yaml", test_sql=json.dumps({
-        "kind": "sql", "datasource": "db", "thresholds": {"execution_accuracy": 1.0},
-        "cases": [{"id": "rounded", "question": "q", "gold": gold,
-                   "predicted": "SELECT name, avg(age) + 1 FROM singer GROUP BY name"},
-                  {"id": "spider", "question": "q", "gold": "SELECT name FROM singer",
-                   "predicted": "SELECT name FROM singer"}]}))
-    pytester.makefile(".yaml", test_json=json.dumps({
-        "kind": "json", "thresholds": {"json_similarity": 1.0},
-        "cases": [{"id": "plain", "question": "q", "gold": {"a": 1}, "predicted": {"a": 2}}]}))
     return pytester
 
 

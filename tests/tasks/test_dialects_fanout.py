@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import read_report
+from tests.support import read_report, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
@@ -60,16 +60,15 @@ CASES: dict[str, Any] = {"kind": "sql", "thresholds": {"execution_accuracy": 1.0
 def fanout_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
     duckdb_copy(pytester.path / "chinook.duckdb")
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", queryeval=json.dumps({
+    write_suite(pytester.path, {
         "datasources": {
             "chinook": {"type": "sqlite", "path": "chinook.sqlite", "writable": "sandbox"},
             "duck": {"type": "duckdb", "path": "chinook.duckdb", "writable": "sandbox"}},
-        "predictions": {"source": "file", "path": "predictions.jsonl"}}))
-    pytester.makefile(".yaml", test_fan=json.dumps(CASES, indent=1))
-    # keyed by the id as written: the same prediction for every source
-    (pytester.path / "predictions.jsonl").write_text(json.dumps(
-        {"id": "rock", "predicted": "SELECT COUNT(*) FROM Track WHERE GenreId = 1"}) + "\n")
+        "predictions": {"source": "file", "path": "predictions.jsonl"}}, {
+        "test_fan.yaml": json.dumps(CASES, indent=1),
+        # keyed by the id as written: the same prediction for every source
+        "predictions.jsonl": json.dumps(
+            {"id": "rock", "predicted": "SELECT COUNT(*) FROM Track WHERE GenreId = 1"}) + "\n"})
     return pytester
 
 

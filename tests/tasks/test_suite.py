@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import read_report
+from tests.support import read_report, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 RAISE = "UPDATE Track SET UnitPrice = UnitPrice + 0.1 WHERE GenreId = 1"
@@ -65,12 +65,10 @@ def sha256(path: Path) -> str:
 def task_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     db = pytester.path / "chinook.sqlite"
     shutil.copyfile(ROOT / "example_suite" / "data" / "chinook.sqlite", db)
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {
+    write_suite(pytester.path, {"datasources": {
         "chinook": {"type": "sqlite", "path": "chinook.sqlite"},
-        "shop": {"type": "sqlite", "path": "chinook.sqlite", "writable": "sandbox"}}}))
-    pytester.makefile(".yaml", test_tasks=json.dumps(CASES, indent=1))
-    pytester.makepyfile(taskchecks=CHECKS_PY)
+        "shop": {"type": "sqlite", "path": "chinook.sqlite", "writable": "sandbox"}}},
+        {"test_tasks.yaml": json.dumps(CASES, indent=1), "taskchecks.py": CHECKS_PY})
     return pytester
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import write_suite
 from tests.tasks.test_dialects_fanout import CHINOOK, duckdb_copy, report
 
 #: A case file as a person writes it: comments, flow and block mappings, quoting.
@@ -45,11 +46,9 @@ cases:
 def transpile_suite(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
     duckdb_copy(pytester.path / "chinook.duckdb")
-    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
-    pytester.makefile(".yaml", queryeval=json.dumps({"datasources": {
+    write_suite(pytester.path, {"datasources": {
         "chinook": {"type": "sqlite", "path": "chinook.sqlite"},
-        "duck": {"type": "duckdb", "path": "chinook.duckdb"}}}))
-    (pytester.path / "test_rock.yaml").write_text(CASES)
+        "duck": {"type": "duckdb", "path": "chinook.duckdb"}}}, {"test_rock.yaml": CASES})
     return pytester
 
 
