@@ -124,7 +124,7 @@ SOURCE_TYPES: dict[str, SourceType] = {
                              frozenset({"url", "timeout", "max_rows", "max_bytes", "version",
                                         "schema", "engine_options", "allow_privileged",
                                         "isolation", "max_memory"}),
-                             url_dialect, sql=True, plugin_keys=True,
+                             url_dialect, sql=True, plugin_keys=True, neighbours="postgres",
                              # PostgreSQL; a sqlite: or duckdb: URL was always let through
                              tasks=frozenset({"postgres", "sqlite", "duckdb"})),
     "spider-schema": SourceType("pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
