@@ -15,7 +15,7 @@ import yaml
 from pytest_queryeval.metrics.table import CompareOptions, table_metrics
 from pytest_queryeval.neighbours import Budget, search
 from pytest_queryeval.neighbours.check import Settings, check
-from pytest_queryeval.neighbours.engines import ENGINES, engine_named
+from pytest_queryeval.neighbours.engines import ENGINES
 from pytest_queryeval.results import ResultTable
 from tests.support import make_case
 
@@ -29,6 +29,14 @@ SHOP = ("CREATE TABLE customer (id integer PRIMARY KEY, name text NOT NULL, coun
         "REFERENCES customer(id), total numeric(8,2) NOT NULL CHECK (total >= 0))",
         "INSERT INTO customer VALUES (1, 'ann', 'NO'), (2, 'bob', 'SE'), (3, 'cy', 'NO')",
         "INSERT INTO orders VALUES (1, 1, 30), (2, 2, 12), (3, 1, 7), (4, 3, 50)")
+
+
+def _pg(url: str) -> Any:
+    """The PostgreSQL engine bound to ``url`` (imported here: the case-check test runs on a
+    tree without it, where it fails as it should)."""
+    from pytest_queryeval.neighbours.engines import engine_named
+
+    return engine_named("postgres", url)
 
 
 def same(g: ResultTable, p: ResultTable) -> bool:
@@ -71,7 +79,7 @@ def _qe_databases(server: Any) -> set[str]:
 def test_coincidental_passes_are_proven_wrong_and_the_database_is_untouched(
         postgres_server: Any, shop: str, gold: str, predicted: str, tmp_path: Path) -> None:
     before = postgres_server.checksum("nb_shop")
-    found = search(Path("unused"), gold, predicted, same, engine=engine_named("postgres", shop),
+    found = search(Path("unused"), gold, predicted, same, engine=_pg(shop),
                    budget=Budget(databases=200, seconds=600))
     ce = found.counterexample
     assert ce is not None and ce.engine == "postgres"
@@ -99,7 +107,7 @@ def test_coincidental_passes_are_proven_wrong_and_the_database_is_untouched(
     ("SELECT DISTINCT country FROM customer", "SELECT country FROM customer GROUP BY country"),
 ])
 def test_equivalent_rewrites_are_not_flagged(shop: str, gold: str, predicted: str) -> None:
-    found = search(Path("unused"), gold, predicted, same, engine=engine_named("postgres", shop),
+    found = search(Path("unused"), gold, predicted, same, engine=_pg(shop),
                    budget=Budget(databases=40, seconds=600))
     assert found.counterexample is None
     assert found.checked == 40
@@ -182,7 +190,7 @@ def test_sqlite_and_postgres_give_the_same_verdicts(postgres_server: Any, chinoo
                                                     gold: str, predicted: str,
                                                     wrong: bool) -> None:
     before = postgres_server.checksum("nb_chinook")
-    for engine in (ENGINES["sqlite"], engine_named("postgres", chinook_pg)):
+    for engine in (ENGINES["sqlite"], _pg(chinook_pg)):
         found = search(CHINOOK, gold, predicted, same,
                        budget=Budget(databases=40 if not wrong else 200, seconds=600),
                        engine=engine, scope="verdicts")

@@ -240,6 +240,8 @@ class _Space:
 
 
 _LOCAL = threading.local()
+#: (URL, allow_privileged) -> why its role cannot search ('' when it can)
+_ROLE_CHECKED: dict[tuple[str, bool], str] = {}
 _MADE: set[tuple[str, str]] = set()
 _SWEPT: set[str] = set()
 
@@ -304,7 +306,9 @@ class PostgresEngine:
 
         from ..tasks.pgcopies import conninfo
 
-        problem = self.role_problem()
+        problem = _ROLE_CHECKED.get((self.url, self.allow_privileged))
+        if problem is None:  # asked once per datasource and process (two connections)
+            problem = _ROLE_CHECKED[(self.url, self.allow_privileged)] = self.role_problem()
         if problem:
             raise RuntimeError(problem)
         conn = psycopg.connect(conninfo(self.url), autocommit=False, connect_timeout=10,
@@ -454,11 +458,15 @@ class PostgresEngine:
 
 
 def _affinity_name(pg_type: str) -> str:
+    """The type name the affinity rules read. Dates and times are text here: their samples
+    are ISO text (:func:`_sampled`), so the values module recognises the format and draws
+    valid dates around a query's date literals, which PostgreSQL reads back into the column's
+    type (a made-up word is refused, and the row left out)."""
     upper = pg_type.upper()
     if "BYTEA" in upper:
         return "BLOB"
-    if "TIMESTAMP" in upper or upper.startswith("DATE") or upper.startswith("TIME"):
-        return "DATE"
+    if "TIMESTAMP" in upper or upper.startswith(("DATE", "TIME", "INTERVAL")):
+        return "TEXT"
     if "CHARACTER" in upper:
         return "TEXT"
     return upper
