@@ -210,7 +210,8 @@ def per_engine(args: argparse.Namespace, db: Path, engines: list[str], tmp: Path
 
 def _per_engine(args: argparse.Namespace, db: Path, engines: list[str], tmp: Path,
                 stack: ExitStack) -> None:
-    from pytest_queryeval.neighbours.engines import ENGINES, engine_named
+    from pytest_queryeval.neighbours.engines import ENGINES
+    from pytest_queryeval.neighbours.named import engine_named
 
     corpus = yaml.safe_load((DATA / f"{args.corpus}.yaml").read_text())
     files = {"sqlite": db, "duckdb": duckdb_copy(db, tmp) if "duckdb" in engines else db}

@@ -34,7 +34,7 @@ SHOP = ("CREATE TABLE customer (id integer PRIMARY KEY, name text NOT NULL, coun
 def _pg(url: str) -> Any:
     """The PostgreSQL engine bound to ``url`` (imported here: the case-check test runs on a
     tree without it, where it fails as it should)."""
-    from pytest_queryeval.neighbours.engines import engine_named
+    from pytest_queryeval.neighbours.named import engine_named
 
     return engine_named("postgres", url)
 

@@ -218,7 +218,8 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
 
     from ..metrics.table import compare_tables
     from . import Budget, search
-    from .engines import FILE_SUFFIX, Failed, engine_named
+    from .engines import Failed
+    from .named import FILE_SUFFIX, engine_named
 
     eng = engine_named(engine, path, allow_privileged)
 
@@ -345,7 +346,7 @@ def check(case: Case, settings: Settings, src: object, gold: str | None, predict
     data = found.pop("file_bytes", None)
     opened = None
     if data is not None and settings.report_dir is not None:
-        from .engines import FILE_SUFFIX
+        from .named import FILE_SUFFIX
 
         saved = settings.report_dir / ARTIFACT_DIR / \
             f"{_safe_name(case.id)}.{FILE_SUFFIX.get(engine, engine)}"

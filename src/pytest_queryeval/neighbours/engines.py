@@ -711,33 +711,6 @@ _ALARM = _Alarm()
 ENGINES: dict[str, Engine[Any]] = {"sqlite": SqliteEngine(), "duckdb": DuckdbEngine()}
 
 
-def engine_named(name: str, target: str, allow_privileged: bool = False) -> Engine[Any]:
-    """The engine ``name`` for ``target``: a file's engine is the same for every file; a
-    server's (PostgreSQL) is bound to the datasource's URL, its role and database."""
-    if name == "postgres":
-        from .pgengine import PostgresEngine
-
-        return PostgresEngine(target, allow_privileged)
-    return ENGINES[name]
-
-
-def engine_inserts(name: str, schema: DbSchema, rows: Rows) -> list[str]:
-    """A counterexample's rows as its engine reads INSERTs (PostgreSQL's literals differ)."""
-    if name == "postgres":
-        from .pgengine import pg_inserts
-
-        return pg_inserts(schema, rows)
-    return inserts(schema, rows)
-
-
-def engine_writer(name: str) -> Engine[Any]:
-    """The engine that writes a counterexample of ``name`` (no server needed to write)."""
-    return engine_named(name, "")
-
-
-#: The suffix of a saved counterexample per engine (PostgreSQL's is a SQL script).
-FILE_SUFFIX = {"sqlite": "sqlite", "duckdb": "duckdb", "postgres": "sql"}
-
 
 def engine_for(path: Path) -> Engine[Any]:
     """DuckDB for a DuckDB file (by its magic bytes), else SQLite."""

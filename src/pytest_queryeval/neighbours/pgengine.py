@@ -189,7 +189,7 @@ class _Space:
         self.url, self.schema = url, schema
         self.admin = pgcopies.conninfo(url, "postgres")
         _sweep_once(self.admin)
-        self.name = f"qe_task_{pgcopies.os.getpid()}_{next(pgcopies._COUNTER)}"
+        self.name = pgcopies.new_name()
         self._admin_execute(f'CREATE DATABASE "{self.name}" TEMPLATE template0')
         _MADE.add((self.admin, self.name))
         import psycopg

@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ResultTable
-from .engines import C, Engine, Failed, Rows, engine_for, engine_inserts, engine_writer
+from .engines import C, Engine, Failed, Rows, engine_for
+from .named import engine_inserts, engine_writer
 from .schema import Column, DbSchema, Table
 from .values import Pools, both_pools, is_realistic
 
