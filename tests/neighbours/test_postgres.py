@@ -62,6 +62,21 @@ def shop(postgres_server: Any) -> str:
     return _database(postgres_server, "nb_shop", SHOP)
 
 
+SEARCH_ROLE = ("nb_search", "nb-search-pw")
+
+
+@pytest.fixture(scope="module")
+def shop_readonly(postgres_server: Any, shop: str) -> str:
+    """``nb_shop`` through the read-only role of docs/sql-sources.md (reads everything, read
+    only by default) with CREATEDB added, as docs/neighbours.md asks for a searched source."""
+    role, password = SEARCH_ROLE
+    postgres_server.superuser_execute(
+        f"DROP ROLE IF EXISTS {role}", f"CREATE ROLE {role} LOGIN CREATEDB PASSWORD '{password}'",
+        f"GRANT pg_read_all_data TO {role}",
+        f"ALTER ROLE {role} SET default_transaction_read_only = on", database="postgres")
+    return f"postgresql+psycopg://{role}:{password}@127.0.0.1:{postgres_server.port}/nb_shop"
+
+
 def _qe_databases(server: Any) -> set[str]:
     import psycopg
 
@@ -198,3 +213,38 @@ def test_sqlite_and_postgres_give_the_same_verdicts(postgres_server: Any, chinoo
         if not wrong:
             assert found.checked == 40, engine.name
     assert postgres_server.checksum("nb_chinook") == before
+
+
+def test_a_postgres_suite_run_records_neighbour_ex(pytester: pytest.Pytester,
+                                                  postgres_server: Any,
+                                                  shop_readonly: str) -> None:
+    """A whole run on a PostgreSQL datasource, the search in its sandbox worker: the
+    coincidental pass (its results hold numeric values) gets ``neighbour_ex`` 0 with a SQL
+    script saved beside the report, the equivalent one 1, and the database is unchanged."""
+    import json
+
+    from tests.support import read_report
+
+    before = postgres_server.checksum("nb_shop")
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=json.dumps({
+        "datasources": {"shop": {"type": "sqlalchemy", "url": shop_readonly}},
+        "thresholds": {"execution_accuracy": 1.0}}))
+    pytester.makefile(".yaml", test_nb=json.dumps({"cases": [
+        {"id": "wrong", "kind": "sql", "datasource": "shop",
+         "gold": "SELECT id, total FROM orders WHERE total >= 12",
+         "predicted": "SELECT id, total FROM orders WHERE total > 7"},
+        {"id": "right", "kind": "sql", "datasource": "shop",
+         "gold": "SELECT DISTINCT country FROM customer",
+         "predicted": "SELECT country FROM customer GROUP BY country"}]}))
+    result = pytester.runpytest("--queryeval-neighbours", "--queryeval-json", "out/r.json")
+    data = read_report(pytester.path / "out" / "r.json")
+    cases = {c["id"]: c for c in data["cases"]}
+    assert cases["wrong"]["metrics"]["neighbour_ex"] == 0.0, cases["wrong"]["details"]
+    assert cases["right"]["metrics"]["neighbour_ex"] == 1.0, cases["right"]["details"]
+    found = cases["wrong"]["details"]["neighbours"]["counterexample"]
+    assert found["engine"] == "postgres" and found["file"].endswith("wrong.sql")
+    assert (pytester.path / "out" / found["file"]).is_file() or \
+        (pytester.path / found["file"]).is_file()
+    assert result.ret == 0  # no threshold names neighbour_ex
+    assert postgres_server.checksum("nb_shop") == before

@@ -49,6 +49,10 @@ from ..results import ResultTable
 from .engines import MAX_RESULT_ROWS, SAMPLE, Failed, Rows, _message, _q, duckdb_affinity
 from .schema import Column, DbSchema, Table, _parents_first
 
+#: The throwaway database is written: a read-only role's own default (``ALTER ROLE ... SET
+#: default_transaction_read_only = on``, as docs/sql-sources.md recommends) is lifted there
+#: only; the real database is read with it forced on.
+_WRITABLE = "-c default_transaction_read_only=off"
 #: Seconds the rows of one candidate may take to go in (a trigger or CHECK that loops).
 FILL_SECONDS = 10.0
 
@@ -195,7 +199,8 @@ class _Space:
         import psycopg
 
         self.conn = psycopg.connect(pgcopies.conninfo(url, self.name), autocommit=True,
-                                    connect_timeout=10, prepare_threshold=None)
+                                    connect_timeout=10, prepare_threshold=None,
+                                    options=_WRITABLE)
         for ddl in schema.ddl():
             with contextlib.suppress(psycopg.Error):
                 self.conn.execute(ddl.encode())
@@ -206,7 +211,8 @@ class _Space:
     def _admin_execute(self, sql: str) -> None:
         import psycopg
 
-        with psycopg.connect(self.admin, autocommit=True, connect_timeout=10) as conn:
+        with psycopg.connect(self.admin, autocommit=True, connect_timeout=10,
+                             options=_WRITABLE) as conn:
             conn.execute(sql.encode())
 
     def fill(self, cand: PgCandidate, statements: Sequence[tuple[str, int, str]]) -> None:
@@ -261,7 +267,7 @@ def _drop_all() -> None:
 
     for admin, name in sorted(_MADE):
         with contextlib.suppress(Exception), psycopg.connect(
-                admin, autocommit=True, connect_timeout=5) as conn:
+                admin, autocommit=True, connect_timeout=5, options=_WRITABLE) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
     _MADE.clear()
 

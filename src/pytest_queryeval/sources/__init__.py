@@ -75,8 +75,9 @@ class SourceType:
     sparql: bool = False
     #: Takes :data:`PLUGIN_KEYS` (``writable:``, ``now:``).
     plugin_keys: bool = False
-    #: The counterexample search's engine for its files (``neighbours.engines.ENGINES``;
-    #: None: not searched).
+    #: The counterexample search's engine for its files (``neighbours.named.engine_named``;
+    #: None: not searched); a source with no file is searched through its URL when its
+    #: dialect is the engine's (a PostgreSQL ``sqlalchemy`` URL).
     neighbours: str | None = None
     #: The dialects (of :attr:`dialect`) ``task: dml|ddl`` cases run on.
     tasks: frozenset[str] = frozenset()
