@@ -128,6 +128,33 @@ def test_equivalent_rewrites_are_not_flagged(shop: str, gold: str, predicted: st
     assert found.checked == 40
 
 
+def test_a_candidate_is_read_only_bounded_and_kept_as_one_by_one_inserts(shop: str) -> None:
+    from pytest_queryeval.neighbours.engines import Failed
+
+    eng = _pg(shop)
+    real = eng.open_real(Path("unused"))
+    schema = eng.introspect(real)
+    real.close()
+    rows = {"customer": [(1, "a", None), (1, "dup", "NO"), (2, None, "SE"), (3, "c", "SE")],
+            "orders": [(1, 3, 5.5), (2, 9, 1.0), (3, 1, -1.0)]}
+    with eng.candidate(schema, rows, ()) as cand:
+        # a repeated key, a NULL name, a missing parent and a failed CHECK are left out
+        assert eng.held_rows(cand, schema, ["customer", "orders"]) == {
+            "customer": [(1, "a", None), (3, "c", "SE")], "orders": [(1, 3, 5.5)]}
+        slow = eng.attempt(cand, "SELECT pg_sleep(5)", 0.3)
+        assert isinstance(slow, Failed) and slow.kind == "timeout"
+        count = eng.attempt(cand, "SELECT count(*) FROM customer", 5)
+        assert isinstance(count, ResultTable) and count.rows == [(2,)]  # put in again
+        write = eng.attempt(cand, "WITH x AS (DELETE FROM customer RETURNING 1) "
+                                  "SELECT count(*) FROM x", 5)
+        assert isinstance(write, Failed) and "refused" in write.message
+    import psycopg
+
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), \
+            eng.candidate(schema, rows, ()) as cand:
+        cand.space.conn.execute(b"DELETE FROM customer")  # past the guard: the transaction
+
+
 def test_a_role_without_createdb_is_not_searched(postgres_server: Any, shop: str) -> None:
     found = check(make_case(source_spec={"type": "sqlalchemy", "url": postgres_server.readonly_url()}),
                   Settings(databases=5), _source(postgres_server.readonly_url()),

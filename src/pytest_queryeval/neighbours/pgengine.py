@@ -370,18 +370,15 @@ class PostgresEngine:
         return DbSchema(tuple(out[n] for n in order), tuple(indexes))
 
     def sample(self, conn: Any, table: str, column: str) -> list[object]:
-        import psycopg
-
         t, c = _q(table), _q(column)
-        try:
-            rows = conn.execute(f"SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL "
-                                f"ORDER BY {c} LIMIT {SAMPLE}".encode()).fetchall()
-            ends = conn.execute(f"SELECT min({c}), max({c}) FROM {t}".encode()).fetchall()
-        except psycopg.Error:
-            conn.rollback()
-            return []
-        conn.rollback()
-        return [_sampled(r[0]) for r in rows] + [_sampled(v) for v in ends[0] if v is not None]
+        # each on its own: a type with no order or equality (json) or no min() (boolean)
+        # keeps what the others give
+        values = _read(conn, f"SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL "
+                             f"ORDER BY {c} LIMIT {SAMPLE}")
+        if values is None:
+            values = _read(conn, f"SELECT {c} FROM {t} WHERE {c} IS NOT NULL LIMIT {SAMPLE}")
+        ends = _read(conn, f"SELECT min({c}) FROM {t} UNION ALL SELECT max({c}) FROM {t}")
+        return [v for v in [*(values or []), *(ends or [])] if v is not None]
 
     # -- candidates ------------------------------------------------------------------------------
 
@@ -415,7 +412,8 @@ class PostgresEngine:
         if why:
             return Failed("error", seconds, why)
         space = conn.space
-        if conn.aborted:
+        if conn.aborted or space.conn.info.transaction_status == \
+                psycopg.pq.TransactionStatus.INERROR:
             space.fill(conn, conn.statements)
         ms = max(1, int(min(max(0.0, seconds), 86_400.0) * 1000))
         try:
@@ -461,6 +459,18 @@ class PostgresEngine:
 
     def inserts(self, schema: DbSchema, rows: Rows) -> list[str]:
         return pg_inserts(schema, rows)
+
+
+def _read(conn: Any, sql: str) -> list[object] | None:
+    """The first column of ``sql``'s rows as samples (None: the server refused it)."""
+    import psycopg
+
+    try:
+        return [_sampled(r[0]) for r in conn.execute(sql.encode()).fetchall()]
+    except psycopg.Error:
+        return None
+    finally:
+        conn.rollback()
 
 
 def _affinity_name(pg_type: str) -> str:
