@@ -49,10 +49,11 @@ from ..results import ResultTable
 from .engines import MAX_RESULT_ROWS, SAMPLE, Failed, Rows, _message, _q, duckdb_affinity
 from .schema import Column, DbSchema, Table, _parents_first
 
-#: The throwaway database is written: a read-only role's own default (``ALTER ROLE ... SET
-#: default_transaction_read_only = on``, as docs/sql-sources.md recommends) is lifted there
-#: only; the real database is read with it forced on.
-_WRITABLE = "-c default_transaction_read_only=off"
+#: The throwaway database is written: a read-only role's own defaults (``ALTER ROLE ... SET
+#: default_transaction_read_only = on``, an idle timeout, as docs/sql-sources.md recommends)
+#: are lifted there only (a candidate's transaction stays open until the next one's rows go
+#: in); the real database is read with read-only forced on.
+_WRITABLE = "-c default_transaction_read_only=off -c idle_in_transaction_session_timeout=0"
 #: Seconds the rows of one candidate may take to go in (a trigger or CHECK that loops).
 FILL_SECONDS = 10.0
 
@@ -198,8 +199,10 @@ class _Space:
         _MADE.add((self.admin, self.name))
         import psycopg
 
+        # a query run on every candidate is prepared on its second run (parsed and planned
+        # once: about a third of a candidate's server time on Chinook)
         self.conn = psycopg.connect(pgcopies.conninfo(url, self.name), autocommit=True,
-                                    connect_timeout=10, prepare_threshold=None,
+                                    connect_timeout=10, prepare_threshold=1,
                                     options=_WRITABLE)
         for ddl in schema.ddl():
             with contextlib.suppress(psycopg.Error):
@@ -207,6 +210,8 @@ class _Space:
         self.conn.execute(_FILL_FUNCTION.encode())
         self.conn.execute(f"SET statement_timeout = {int(FILL_SECONDS * 1000)}".encode())
         self.in_transaction = False
+        #: The query seconds last set (each candidate's transaction starts with them).
+        self.timeout_ms = -1
 
     def _admin_execute(self, sql: str) -> None:
         import psycopg
@@ -216,26 +221,33 @@ class _Space:
             conn.execute(sql.encode())
 
     def fill(self, cand: PgCandidate, statements: Sequence[tuple[str, int, str]]) -> None:
-        """Begin a transaction and insert ``statements`` ((table, index, INSERT)); the rows the
-        server kept are recorded on ``cand``."""
-        self.rollback()
+        """End the last candidate's transaction, begin one and insert ``statements`` ((table,
+        index, INSERT)); the rows the server kept are recorded on ``cand``. One round trip
+        (a pipeline): the rollback of the last candidate, the new transaction, its rows and
+        the last query seconds go together."""
         cand.statements = list(statements)
-        self.conn.execute(b"BEGIN")
-        self.in_transaction = True
-        row = self.conn.execute("SELECT pg_temp.qe_fill(%s)",
-                                [[s for _, _, s in statements]]).fetchone()
+        with self.conn.pipeline():
+            if self.in_transaction:
+                self.conn.execute(b"ROLLBACK")
+            self.conn.execute(b"BEGIN")
+            self.in_transaction = True
+            cur = self.conn.execute("SELECT pg_temp.qe_fill(%s)",
+                                    [[s for _, _, s in statements]])
+            if self.timeout_ms > 0:
+                self.conn.execute(f"SET LOCAL statement_timeout = {self.timeout_ms}".encode())
+        row = cur.fetchone()
         kept = set(row[0] if row and row[0] else [])
         cand.kept = {}
         for at, (table, index, _) in enumerate(statements, start=1):
             if at in kept:
                 cand.kept.setdefault(table, []).append(index)
-        cand.timeout_ms = -1
+        cand.timeout_ms = self.timeout_ms
         cand.aborted = False
 
     def rollback(self) -> None:
-        if self.in_transaction:
-            self.conn.execute(b"ROLLBACK")
-            self.in_transaction = False
+        """Nothing now: the next candidate's :meth:`fill` rolls this one back in its own round
+        trip (the transaction left open is read-only, in a database holding only it, and the
+        session never times out idle in it: :data:`_WRITABLE`)."""
 
     def drop(self) -> None:
         with contextlib.suppress(Exception):
@@ -274,7 +286,7 @@ def _drop_all() -> None:
 
 def _space(url: str, schema: DbSchema) -> _Space:
     space: _Space | None = getattr(_LOCAL, "space", None)
-    if space is not None and (space.url != url or space.schema != schema):
+    if space is not None and (space.url != url or space.schema != schema or space.conn.broken):
         space.drop()
         space = None
     if space is None:
@@ -303,6 +315,7 @@ class PostgresEngine:
     def __init__(self, url: str = "", allow_privileged: bool = False) -> None:
         self.url = url
         self.allow_privileged = allow_privileged
+        self._samples: dict[tuple[int, str, str], list[object]] = {}
 
     # -- the real database: read only ---------------------------------------------------------
 
@@ -321,6 +334,7 @@ class PostgresEngine:
                                prepare_threshold=None,
                                options="-c default_transaction_read_only=on "
                                        "-c statement_timeout=30000")
+        self._samples.clear()
         return conn
 
     def role_problem(self) -> str:
@@ -370,6 +384,14 @@ class PostgresEngine:
         return DbSchema(tuple(out[n] for n in order), tuple(indexes))
 
     def sample(self, conn: Any, table: str, column: str) -> list[object]:
+        """The column's sampled values, read once per opened connection (the search asks for
+        each column twice: the gold's pools and the pair's)."""
+        key = (id(conn), table, column)
+        if key not in self._samples:
+            self._samples[key] = self._sample(conn, table, column)
+        return list(self._samples[key])
+
+    def _sample(self, conn: Any, table: str, column: str) -> list[object]:
         t, c = _q(table), _q(column)
         # each on its own: a type with no order or equality (json) or no min() (boolean)
         # keeps what the others give
@@ -419,7 +441,7 @@ class PostgresEngine:
         try:
             if ms != conn.timeout_ms:
                 space.conn.execute(f"SET LOCAL statement_timeout = {ms}".encode())
-                conn.timeout_ms = ms
+                conn.timeout_ms = space.timeout_ms = ms
             cur = space.conn.execute(sql.encode())
             rows = [tuple(map(_cell, r)) for r in cur.fetchmany(MAX_RESULT_ROWS)]
             cols = [d.name for d in cur.description or ()]
@@ -468,9 +490,8 @@ def _read(conn: Any, sql: str) -> list[object] | None:
     try:
         return [_sampled(r[0]) for r in conn.execute(sql.encode()).fetchall()]
     except psycopg.Error:
+        conn.rollback()  # the read-only transaction is aborted: a new one for the next read
         return None
-    finally:
-        conn.rollback()
 
 
 def _affinity_name(pg_type: str) -> str:
