@@ -275,3 +275,17 @@ def test_a_postgres_suite_run_records_neighbour_ex(pytester: pytest.Pytester,
         (pytester.path / found["file"]).is_file()
     assert result.ret == 0  # no threshold names neighbour_ex
     assert postgres_server.checksum("nb_shop") == before
+
+
+@pytest.mark.parametrize("index", [
+    i for i, p in enumerate(CORPUS["coincidental"]) if "LIKE ignores case" in p["reason"]])
+def test_a_pair_wrong_only_where_like_ignores_case_is_not_flagged(chinook_pg: str,
+                                                                   index: int) -> None:
+    """The two corpus pairs SQLite flags and PostgreSQL does not: PostgreSQL's LIKE is
+    case-sensitive, so on it each pair is equivalent (no counterexample exists)."""
+    pair = CORPUS["coincidental"][index]
+    assert search(CHINOOK, pair["gold"], pair["predicted"], same, engine=ENGINES["sqlite"],
+                  budget=Budget(databases=200, seconds=600)).counterexample is not None
+    found = search(CHINOOK, pair["gold"], pair["predicted"], same, engine=_pg(chinook_pg),
+                   budget=Budget(databases=60, seconds=600))
+    assert found.counterexample is None and found.checked == 60
