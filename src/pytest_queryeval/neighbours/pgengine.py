@@ -28,6 +28,10 @@ The counterexample "file" is a SQL script (``.sql``): the schema as this engine 
 (columns with their PostgreSQL types, NOT NULL, every constraint as ``pg_get_constraintdef``
 writes it, unique indexes) and one INSERT per row, parents first. The proof loads the script's
 INSERTs into the throwaway database (each must go in) and runs both queries there.
+
+Why one module of this size: the engine, its throwaway database and the catalog queries that
+read the schema are one adapter of the :class:`~.engines.Engine` protocol, as each engine of
+:mod:`.engines` is; split, each part would be used by the other only.
 """
 
 from __future__ import annotations
