@@ -148,6 +148,8 @@ def test_a_candidate_is_read_only_bounded_and_kept_as_one_by_one_inserts(shop: s
         write = eng.attempt(cand, "WITH x AS (DELETE FROM customer RETURNING 1) "
                                   "SELECT count(*) FROM x", 5)
         assert isinstance(write, Failed) and "refused" in write.message
+        signal = eng.attempt(cand, "SELECT pg_terminate_backend(pg_backend_pid())", 5)
+        assert isinstance(signal, Failed) and "pg_terminate_backend" in signal.message
     import psycopg
 
     with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), \

@@ -161,12 +161,17 @@ def _cell(value: object) -> object:
 
 @lru_cache(maxsize=512)
 def refused(sql: str) -> str:
-    """Why the read-only guard refuses ``sql`` on a candidate ('' when it does not)."""
+    """Why ``sql`` is refused on a candidate ('' when it is not): by the datasource's read-only
+    guard, and by the task confinement guard (:mod:`..tasks.pgconfine`: what reaches beyond
+    the database: other sessions, server files, dblink), since the connection it runs on can
+    write its throwaway database."""
     from ..errors import QueryRefused
     from ..sources.sqlguard import check_read_only
+    from ..tasks.pgconfine import check_task_statements
 
     try:
         check_read_only(sql, "postgres")
+        check_task_statements([sql])
     except QueryRefused as exc:
         return exc.reason()
     return ""
