@@ -73,7 +73,7 @@ class Counterexample(TypedDict):
     inserts: list[str]
     #: Which phase found it (a mutation of the gold, a random candidate ...).
     origin: str
-    #: The engine it was built for (``sqlite``, ``duckdb``).
+    #: The engine it was built for (``sqlite``, ``duckdb``, ``postgres``).
     engine: str
     #: ``[columns, rows]`` of the gold's result on it, and of the prediction's (None: failed).
     gold: list[list[Any]]
@@ -105,7 +105,8 @@ class NeighboursDetail(TypedDict, total=False):
     gold_failed: int
     #: Why no candidate was checked at all.
     unchecked: str
-    #: Why no search ran (the prediction fails, the source is no SQLite or DuckDB file ...).
+    #: Why no search ran (the prediction fails, the source is no SQLite or DuckDB file nor a
+    #: PostgreSQL server ...).
     skipped: str
     #: The search broke (no metric then).
     error: str
@@ -336,6 +337,9 @@ def check(case: Case, settings: Settings, src: object, gold: str | None, predict
             spec.get("allow_privileged") is True)
     info = _run(src, args, settings)
     if "error" in info:
+        scrub = getattr(src, "scrub", None)  # a server's message may carry its URL
+        if callable(scrub):
+            info["error"] = str(scrub(info["error"]))
         return {}, info, []
     found = info.get("counterexample")
     if found is None and (info.get("unchecked") or not info.get("checked")):
