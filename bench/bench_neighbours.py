@@ -147,6 +147,11 @@ def postgres_statements(db: Path) -> list[str]:
             for ident in tree.find_all(exp.Identifier):
                 ident.set("quoted", False)
             out.append(tree.sql(dialect="postgres"))
+            # a reference between columns of different types (Spider's concert_singer: text
+            # to integer), which SQLite allows and PostgreSQL refuses, is left out
+            for fk in list(tree.find_all(exp.ForeignKey)):
+                fk.parent.pop() if isinstance(fk.parent, exp.Constraint) else fk.pop()
+            out.append("-- or: " + tree.sql(dialect="postgres"))
             rows = src.execute(f'SELECT * FROM "{table.name}"').fetchall()
             for at in range(0, len(rows), 500):
                 values = ", ".join("(" + ", ".join(pg_literal(v) for v in r) + ")"
@@ -184,9 +189,18 @@ def postgres_copy(args: argparse.Namespace, db: Path, tmp: Path, stack: ExitStac
     with psycopg.connect(conninfo(url), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"'.encode())
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0'.encode())
-    with psycopg.connect(conninfo(url, name), autocommit=True) as conn, conn.transaction():
+    with psycopg.connect(conninfo(url, name), autocommit=True) as conn:
+        created = False
         for statement in postgres_statements(db):
-            conn.execute(statement.encode())
+            if statement.startswith("-- or: "):
+                if not created:
+                    conn.execute(statement.removeprefix("-- or: ").encode())
+                continue
+            try:
+                conn.execute(statement.encode())
+                created = True
+            except psycopg.errors.DatatypeMismatch:
+                created = False
 
     def drop() -> None:
         from pytest_queryeval.neighbours.pgengine import _drop_all
