@@ -184,6 +184,7 @@ def postgres_copy(args: argparse.Namespace, db: Path, tmp: Path, stack: ExitStac
             print(f"postgres: SKIPPED, no server: give --postgres-url or install PostgreSQL "
                   f"(scripts/install-postgres.sh): {type(exc).__name__}: {exc}")
             return ""
+        stack.callback(shutil.rmtree, server.root, True)
         stack.callback(server.stop, "immediate")
         url = server.tasks_url("postgres")
     with psycopg.connect(conninfo(url), autocommit=True) as conn:
