@@ -15,7 +15,7 @@ from pytest_queryeval.errors import SourceUnavailable
 from pytest_queryeval.kinds.sql import _spec_dialect
 from pytest_queryeval.metrics.table import CompareOptions
 from pytest_queryeval.neighbours.check import Settings, check
-from pytest_queryeval.neighbours.engines import ENGINES as SEARCH_ENGINES
+from pytest_queryeval.neighbours.named import engine_named
 from pytest_queryeval.sources import PLUGIN_KEYS, SOURCE_TYPES, SourceType, open_source
 from pytest_queryeval.sources.base import SourceDefaults
 from pytest_queryeval.sources.describe import describe
@@ -111,7 +111,8 @@ def test_a_new_type_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
         assert engine_of(SPEC) is None
         assert source_problems({**SPEC, "path": __file__}) == []
         assert _search_details(src) == {"skipped": "counterexample databases are built for "
-                                                   "SQLite and DuckDB files only"}
+                                                   "SQLite and DuckDB files and PostgreSQL "
+                                                   "servers only"}
         assert _warmed(SPEC) == 0
     finally:
         src.close()
@@ -129,7 +130,7 @@ def test_the_table_says_what_the_modules_said_before() -> None:
     assert having("sparql") == {"rdf", "sparql"}
     assert plugin_key_types() == ("sqlite", "duckdb", "sqlalchemy")
     assert {n: e.neighbours for n, e in SOURCE_TYPES.items() if e.neighbours} == {
-        "sqlite": "sqlite", "duckdb": "duckdb"}
+        "sqlite": "sqlite", "duckdb": "duckdb", "sqlalchemy": "postgres"}
     assert dialect_of({"type": "sqlalchemy", "url": "postgresql+psycopg://h/db"}) == "postgres"
     assert dialect_of({"type": "sqlalchemy", "url": "MySQL://h/db"}) == "mysql"
     assert dialect_of({"type": "rdf"}) is None
@@ -158,8 +159,9 @@ def test_every_entry_claims_what_its_class_does(name: str) -> None:
     assert entry.tasks <= set(DIALECTS)
     assert entry.database_file in (None, entry.neighbours)  # the file engines: both
     assert entry.database_file is None or "path" in (allowed or ())
-    if entry.neighbours is not None:
-        assert SEARCH_ENGINES[entry.neighbours].dialect == entry.dialect(SPECS[name])
+    if entry.neighbours is not None:  # a file's engine, or a server's through its URL
+        spec = SPECS[name] if entry.database_file else {"type": name, "url": "postgresql://h/d"}
+        assert engine_named(entry.neighbours, "").dialect == entry.dialect(spec)
     if name in ("sqlite", "sqlalchemy"):  # opened without a server or a file of its own
         src = open_source("x", dict(SPECS[name]))
         try:  # the dialect known before it opens is the one the opened source runs

@@ -73,7 +73,7 @@ class Counterexample(TypedDict):
     inserts: list[str]
     #: Which phase found it (a mutation of the gold, a random candidate ...).
     origin: str
-    #: The engine it was built for (``sqlite``, ``duckdb``).
+    #: The engine it was built for (``sqlite``, ``duckdb``, ``postgres``).
     engine: str
     #: ``[columns, rows]`` of the gold's result on it, and of the prediction's (None: failed).
     gold: list[list[Any]]
@@ -105,7 +105,8 @@ class NeighboursDetail(TypedDict, total=False):
     gold_failed: int
     #: Why no candidate was checked at all.
     unchecked: str
-    #: Why no search ran (the prediction fails, the source is no SQLite or DuckDB file ...).
+    #: Why no search ran (the prediction fails, the source is no SQLite or DuckDB file nor a
+    #: PostgreSQL server ...).
     skipped: str
     #: The search broke (no metric then).
     error: str
@@ -211,16 +212,17 @@ def settings_for(case: Case, run_settings: Settings | None,
 
 def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool,
                 compare: CompareOptions, tie_aware: bool, databases: int, seconds: float,
-                seed: int, scope: str = "") -> NeighboursDetail:
-    """The search for one pair (module level: it runs in a sandbox worker), as plain values."""
+                seed: int, scope: str = "", allow_privileged: bool = False) -> NeighboursDetail:
+    """The search for one pair (module level: it runs in a sandbox worker), as plain values;
+    ``path`` is a file, or a server's URL for an engine that builds on a server."""
     import tempfile
 
     from ..metrics.table import compare_tables
     from . import Budget, search
-    from .engines import ENGINES as ENGINE_ADAPTERS
     from .engines import Failed
+    from .named import FILE_SUFFIX, engine_named
 
-    eng = ENGINE_ADAPTERS[engine]
+    eng = engine_named(engine, path, allow_privileged)
 
     def same(g: ResultTable, p: ResultTable) -> bool:
         return bool(compare_tables(g, p, order_matters=ordered, compare=compare).ex)
@@ -240,7 +242,7 @@ def search_call(path: str, engine: str, gold: str, predicted: str, ordered: bool
         out["unchecked"] = _unchecked(result, databases)
     if found is not None:
         with tempfile.TemporaryDirectory(prefix="queryeval-neighbour-") as tmp:
-            file = Path(tmp) / f"counterexample.{engine}"
+            file = Path(tmp) / f"counterexample.{FILE_SUFFIX[engine]}"
             found.write(file)
             data = file.read_bytes()
         example: Counterexample = {
@@ -321,15 +323,23 @@ def check(case: Case, settings: Settings, src: object, gold: str | None, predict
 
     engine = source_type(getattr(src, "type", None)).neighbours
     path = getattr(src, "path", None)
-    if engine is None or path is None:
+    spec = case.source_spec or {}
+    # a server's source (no file) is searched through its URL when its dialect is the engine's
+    url = spec.get("url") if path is None and getattr(src, "dialect", None) == engine else None
+    if engine is None or (path is None and not isinstance(url, str)):
         return {}, {"skipped": "counterexample databases are built for SQLite and DuckDB "
-                               "files only"}, []
+                               "files and PostgreSQL servers only"}, []
     if gold is None or predicted is None:
         return {}, {"skipped": "a recorded result has no query to run on other databases"}, []
-    args = (str(Path(path).resolve()), engine, gold, predicted, ordered, compare, tie_aware,
-            settings.databases, settings.seconds, settings.seed, scope)
+    target = str(Path(path).resolve()) if path is not None else str(url)
+    args = (target, engine, gold, predicted, ordered, compare, tie_aware,
+            settings.databases, settings.seconds, settings.seed, scope,
+            spec.get("allow_privileged") is True)
     info = _run(src, args, settings)
     if "error" in info:
+        scrub = getattr(src, "scrub", None)  # a server's message may carry its URL
+        if callable(scrub):
+            info["error"] = str(scrub(info["error"]))
         return {}, info, []
     found = info.get("counterexample")
     if found is None and (info.get("unchecked") or not info.get("checked")):
@@ -340,11 +350,16 @@ def check(case: Case, settings: Settings, src: object, gold: str | None, predict
     data = found.pop("file_bytes", None)
     opened = None
     if data is not None and settings.report_dir is not None:
-        target = settings.report_dir / ARTIFACT_DIR / f"{_safe_name(case.id)}.{engine}"
-        _write(target, data)
-        found["file"] = _shown(target, settings.rootdir, settings.report_dir)
-        opened = openable(target)
-    return {METRIC: 0.0}, info, counterexample_lines(Path(path).name, found, opened)
+        from .named import FILE_SUFFIX
+
+        saved = settings.report_dir / ARTIFACT_DIR / \
+            f"{_safe_name(case.id)}.{FILE_SUFFIX.get(engine, engine)}"
+        _write(saved, data)
+        found["file"] = _shown(saved, settings.rootdir, settings.report_dir)
+        opened = openable(saved)
+    real = Path(path).name if path is not None else f"the {getattr(src, 'name', 'PostgreSQL')} " \
+        "database"
+    return {METRIC: 0.0}, info, counterexample_lines(real, found, opened)
 
 
 def _run(src: object, args: tuple[Any, ...], settings: Settings) -> NeighboursDetail:

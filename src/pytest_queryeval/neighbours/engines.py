@@ -1,4 +1,5 @@
-"""The engines a counterexample database is built and checked on: SQLite and DuckDB.
+"""The engines a counterexample database is built and checked on: SQLite and DuckDB
+(PostgreSQL's, which builds in a throwaway database of a server, is :mod:`.pgengine`).
 
 Why one module of this size: the two adapters share the candidate protocol (build, run under
 a deadline, read back, prove), and DuckDB's kept database (one per thread, each candidate in a
@@ -709,6 +710,7 @@ _ALARM = _Alarm()
 #: The engines by name (each with its own connection type: a caller hands an engine only
 #: the connections it opened).
 ENGINES: dict[str, Engine[Any]] = {"sqlite": SqliteEngine(), "duckdb": DuckdbEngine()}
+
 
 
 def engine_for(path: Path) -> Engine[Any]:

@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ResultTable
-from .engines import ENGINES, C, Engine, Failed, Rows, engine_for, inserts
+from .engines import C, Engine, Failed, Rows, engine_for
+from .named import engine_inserts, engine_writer
 from .schema import Column, DbSchema, Table
 from .values import Pools, both_pools, is_realistic
 
@@ -102,11 +103,11 @@ class Counterexample:
     def to_sql(self) -> str:
         """The database as SQL: the real DDL, then one INSERT per row."""
         lines = [ddl.rstrip(";") + ";" for ddl in self.schema.ddl()]
-        return "\n".join(lines + inserts(self.schema, self.rows)) + "\n"
+        return "\n".join(lines + engine_inserts(self.engine, self.schema, self.rows)) + "\n"
 
     def write(self, path: Path) -> None:
         """Write the database as a file of its engine (replacing ``path``)."""
-        ENGINES[self.engine].write(self.schema, self.rows, path)
+        engine_writer(self.engine).write(self.schema, self.rows, path)
 
 
 @dataclass

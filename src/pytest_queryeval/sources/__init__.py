@@ -75,8 +75,9 @@ class SourceType:
     sparql: bool = False
     #: Takes :data:`PLUGIN_KEYS` (``writable:``, ``now:``).
     plugin_keys: bool = False
-    #: The counterexample search's engine for its files (``neighbours.engines.ENGINES``;
-    #: None: not searched).
+    #: The counterexample search's engine for its files (``neighbours.named.engine_named``;
+    #: None: not searched); a source with no file is searched through its URL when its
+    #: dialect is the engine's (a PostgreSQL ``sqlalchemy`` URL).
     neighbours: str | None = None
     #: The dialects (of :attr:`dialect`) ``task: dml|ddl`` cases run on.
     tasks: frozenset[str] = frozenset()
@@ -124,7 +125,7 @@ SOURCE_TYPES: dict[str, SourceType] = {
                              frozenset({"url", "timeout", "max_rows", "max_bytes", "version",
                                         "schema", "engine_options", "allow_privileged",
                                         "isolation", "max_memory"}),
-                             url_dialect, sql=True, plugin_keys=True,
+                             url_dialect, sql=True, plugin_keys=True, neighbours="postgres",
                              # PostgreSQL; a sqlite: or duckdb: URL was always let through
                              tasks=frozenset({"postgres", "sqlite", "duckdb"})),
     "spider-schema": SourceType("pytest_queryeval.sources.spider_schema:SpiderSchemaSource",

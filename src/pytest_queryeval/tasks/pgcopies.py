@@ -61,6 +61,14 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def new_name(what: str = "task") -> str:
+    """A new database name the sweep knows (``qe_<what>_<pid>_<n>``). One counter for the
+    process, not per pool: two writable datasources on one server (two pools) would otherwise
+    both name their template qe_tpl_<pid>_1; the counterexample search's throwaway databases
+    (:mod:`..neighbours.pgengine`) are named here too."""
+    return f"qe_{what}_{os.getpid()}_{next(_COUNTER)}"
+
+
 def pool_for(url: str) -> CopyPool:
     """The process's pool of copies of the datasource at ``url`` (made on first use)."""
     with _LOCK:
@@ -92,9 +100,7 @@ class CopyPool:
         atexit.register(self.close)
 
     def _name(self, what: str) -> str:
-        # one counter for the process, not per pool: two writable datasources on one server
-        # (two pools) would otherwise both name their template qe_tpl_<pid>_1
-        return f"qe_{what}_{os.getpid()}_{next(_COUNTER)}"
+        return new_name(what)
 
     def _execute(self, sql: str) -> None:
         import psycopg
