@@ -235,3 +235,18 @@ def first_row_key_order(columns: list[str], bindings: object) -> dict[str, Any]:
     if keys == [c for c in columns if c in bindings[0]]:
         return {}
     return {FIRST_ROW_KEYS: keys}
+
+
+def hashable_cell(value: object) -> object:
+    """A driver's cell made hashable, since rows are counted as multisets: arrays become tuples,
+    JSON objects their canonical text, a ``memoryview`` its bytes (PostgreSQL's drivers return
+    all three)."""
+    if isinstance(value, list):
+        return tuple(hashable_cell(v) for v in value)
+    if isinstance(value, dict):
+        import json
+
+        return json.dumps(value, sort_keys=True, default=str)
+    if isinstance(value, memoryview):
+        return bytes(value)
+    return value

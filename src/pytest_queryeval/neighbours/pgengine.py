@@ -49,7 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..results import ResultTable
+from ..results import ResultTable, hashable_cell
 from .engines import MAX_RESULT_ROWS, SAMPLE, Failed, Rows, _message, _q, duckdb_affinity
 from .schema import Column, DbSchema, Table, _parents_first
 
@@ -146,17 +146,6 @@ def _sampled(value: object) -> object:
     return str(value)
 
 
-def _cell(value: object) -> object:
-    """A result cell made hashable (rows are compared as multisets)."""
-    if isinstance(value, list):
-        return tuple(_cell(v) for v in value)
-    if isinstance(value, dict):
-        import json
-
-        return json.dumps(value, sort_keys=True, default=str)
-    if isinstance(value, memoryview):
-        return bytes(value)
-    return value
 
 
 @lru_cache(maxsize=512)
@@ -452,7 +441,7 @@ class PostgresEngine:
                 space.conn.execute(f"SET LOCAL statement_timeout = {ms}".encode())
                 conn.timeout_ms = space.timeout_ms = ms
             cur = space.conn.execute(sql.encode())
-            rows = [tuple(map(_cell, r)) for r in cur.fetchmany(MAX_RESULT_ROWS)]
+            rows = [tuple(map(hashable_cell, r)) for r in cur.fetchmany(MAX_RESULT_ROWS)]
             cols = [d.name for d in cur.description or ()]
         except psycopg.errors.QueryCanceled:
             conn.aborted = True

@@ -54,7 +54,7 @@ from ..errors import (
     QueryTimeout,
     SourceUnavailable,
 )
-from ..results import ResultTable
+from ..results import ResultTable, hashable_cell
 from .base import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
@@ -789,31 +789,19 @@ def _driver_statement(conn: Connection, query: str) -> tuple[str, tuple[()]] | t
 
 
 def _cells(batch: Iterable[Iterable[object]]) -> list[tuple[Any, ...]]:
-    """A fetched batch as tuples of :func:`_cell` values; a batch with no array, JSON or
-    buffer value is copied as it is (a Python call per cell was a fifth of a
+    """A fetched batch as tuples of :func:`~pytest_queryeval.results.hashable_cell` values; a
+    batch with no array, JSON or buffer value is copied as it is (a Python call per cell was a fifth of a
     1,000,000-row PostgreSQL result's cost)."""
     rows = [tuple(r) for r in batch]
     types = set(map(type, chain.from_iterable(rows)))
     if any(issubclass(t, _CONVERTED) for t in types):
-        return [tuple(map(_cell, r)) for r in rows]
+        return [tuple(map(hashable_cell, r)) for r in rows]
     return rows
 
 
 _CONVERTED = (list, dict, memoryview)
 
 
-def _cell(v: object) -> object:
-    """Make driver values hashable (rows are counted as multisets): arrays become tuples,
-    JSON objects their canonical text."""
-    if isinstance(v, list):
-        return tuple(_cell(x) for x in v)
-    if isinstance(v, dict):
-        import json
-
-        return json.dumps(v, sort_keys=True, default=str)
-    if isinstance(v, memoryview):
-        return bytes(v)
-    return v
 
 
 def _first_line(e: object) -> str:
