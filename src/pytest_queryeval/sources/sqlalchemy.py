@@ -790,8 +790,8 @@ def _driver_statement(conn: Connection, query: str) -> tuple[str, tuple[()]] | t
 
 def _cells(batch: Iterable[Iterable[object]]) -> list[tuple[Any, ...]]:
     """A fetched batch as tuples of :func:`~pytest_queryeval.results.hashable_cell` values; a
-    batch with no array, JSON or buffer value is copied as it is (a Python call per cell was a fifth of a
-    1,000,000-row PostgreSQL result's cost)."""
+    batch with no array, JSON or buffer value is copied as it is (a Python call per cell was a
+    fifth of a 1,000,000-row PostgreSQL result's cost)."""
     rows = [tuple(r) for r in batch]
     types = set(map(type, chain.from_iterable(rows)))
     if any(issubclass(t, _CONVERTED) for t in types):
