@@ -126,6 +126,16 @@ def _numbered(queries: list[str]) -> list[tuple[str, str]]:
     return [(f"attack-{i:03d}", q) for i, q in enumerate(seen)]
 
 
+#: An empty prediction is an abstention (docs/abstention.md): on a question that expects an
+#: answer it fails as one, scoring 0, before any query runs.
+ABSTAINED = "abstained (empty answer) on a question that expects an answer"
+
+
+def expected_reason(query: str, refused: str | tuple[str, ...] = "refused: ") -> str | tuple[str, ...]:
+    """How a hostile prediction must fail: refused, or abstained when it is empty."""
+    return ABSTAINED if not query.strip() else refused
+
+
 def _check(report: dict[str, Any], attacks: list[tuple[str, str]]) -> None:
     cases = by_id(report)
     assert len(report["cases"]) == len(attacks) + 2, "a case went missing from the report"
@@ -134,7 +144,7 @@ def _check(report: dict[str, Any], attacks: list[tuple[str, str]]) -> None:
     wrong = []
     for cid, query in attacks:
         rec = cases[cid]
-        if rec["outcome"] != "failed" or not str(rec["reason"]).startswith("refused: ") \
+        if rec["outcome"] != "failed" or not str(rec["reason"]).startswith(expected_reason(query)) \
                 or rec["metrics"].get("execution_accuracy") != 0.0 or rec["predicted"] != query:
             wrong.append((query, rec["outcome"], rec["reason"] or rec["error"]))
     assert not wrong, "\n".join(map(repr, wrong))
@@ -156,7 +166,7 @@ def test_sqlite_file_is_unchanged(suite: pytest.Pytester, chinook_copy: Path) ->
     assert sorted(p.name for p in chinook_copy.parent.glob("chinook.sqlite*")) == ["chinook.sqlite"]
     assert not Path("/tmp/queryeval-pwned.db").exists()
     # every reason is on the terminal too, once per case
-    assert result.stdout.str().count("refused: ") >= len(attacks)
+    assert result.stdout.str().count("refused: ") >= len([q for _, q in attacks if q.strip()])
 
 
 def _pg_side_effects(server: PostgresServer) -> dict[str, Any]:
