@@ -219,3 +219,79 @@ def test_a_query_that_could_write_gets_a_database_of_its_own(shop: Path, predict
                    budget=Budget(databases=30, seconds=600), scope="writes")
     assert again.counterexample is None and again.checked == 30
     assert found.checked >= 1
+
+
+def test_a_refused_row_in_one_multi_row_insert_keeps_what_one_by_one_keeps(tmp_path: Path) -> None:
+    """A UNIQUE or CHECK that only the engine can judge refuses the table's one INSERT: the
+    table then goes in row by row, and the kept database holds exactly the rows one-by-one
+    inserts into a fresh database hold (the refused ones out, the rest in their order)."""
+    path = tmp_path / "tags.duckdb"
+    conn = duckdb.connect(str(path))
+    conn.execute("CREATE TABLE tag (id INTEGER PRIMARY KEY, label VARCHAR UNIQUE, "
+                 "weight INTEGER CHECK (weight < 10))")
+    conn.execute("INSERT INTO tag VALUES (1, 'a', 1)")
+    conn.close()
+    eng = ENGINES["duckdb"]
+    real = eng.open_real(path)
+    schema = eng.introspect(real)
+    real.close()
+    candidates = [
+        {"tag": [(1, "a", 1), (2, "a", 2), (3, "b", 3), (4, "c", 12), (5, "c", 4)]},
+        {"tag": [(1, "x", 1), (2, "y", 2)]},
+        {"tag": [(7, "q", 11), (8, "q", 1)]},
+    ]
+    for rows in candidates * 2:
+        fresh = eng.build(schema, rows)
+        try:
+            want = eng.held_rows(fresh, schema, list(rows))
+        finally:
+            fresh.close()
+        with eng.candidate(schema, rows, ["SELECT count(*) FROM tag"]) as kept:
+            assert eng.held_rows(kept, schema, list(rows)) == want
+            assert eng.attempt(kept, "SELECT count(*) FROM tag", 5) == ResultTable(
+                ["count_star()"], [(len(want["tag"]),)])
+    assert want == {"tag": [(8, "q", 1)]}
+
+
+def test_a_prepared_query_fails_with_the_engines_own_message(shop: Path) -> None:
+    """The kept database runs the gold and prediction as prepared statements; one that fails
+    on a candidate says what the plain query says on a fresh database (with its LINE), and
+    the candidate's rows are still there to be read afterwards."""
+    eng = ENGINES["duckdb"]
+    real = eng.open_real(shop)
+    schema = eng.introspect(real)
+    real.close()
+    rows = {"customer": [(1, "ann", "NO"), (2, "bob", None)], "orders": [(1, 2, 3.0)]}
+    bad = "SELECT CAST(name AS INTEGER) FROM customer"
+    good = "SELECT count(*) FROM orders"
+    fresh = eng.build(schema, rows)
+    try:
+        want = eng.attempt(fresh, bad, 5)
+    finally:
+        fresh.close()
+    assert not isinstance(want, ResultTable) and "LINE 1" in want.message
+    for _ in range(2):
+        with eng.candidate(schema, rows, (good, bad)) as kept:
+            assert eng.attempt(kept, good, 5) == ResultTable(["count_star()"], [(1,)])
+            assert eng.attempt(kept, bad, 5) == want
+            assert eng.held_rows(kept, schema, ["customer"]) == {"customer": rows["customer"]}
+    from pytest_queryeval.neighbours import engines
+
+    assert {good, bad} <= set(engines._LOCAL.space.names)  # both ran as prepared statements
+
+
+def test_sampled_values_are_read_again_when_the_file_changes(shop: Path) -> None:
+    """A file's sampled values are remembered between cases, not across a change of it."""
+    eng = ENGINES["duckdb"]
+    real = eng.open_real(shop)
+    first = eng.sample(real, "customer", "country")
+    assert eng.sample(real, "customer", "country") == first
+    real.close()
+    conn = duckdb.connect(str(shop))
+    conn.execute("INSERT INTO customer VALUES (4, 'dee', 'DK')")
+    conn.close()
+    real = eng.open_real(shop)
+    try:
+        assert "DK" in eng.sample(real, "customer", "country") and "DK" not in first
+    finally:
+        real.close()
