@@ -351,14 +351,7 @@ class DuckdbEngine:
         plain query each: :func:`plain_query`) run there; any other query gets a fresh
         database of its own, as does every candidate whose kept database was left in a state
         it cannot vouch for (an interrupted query, a failed cleanup)."""
-        if not all(plain_query(q) for q in queries):
-            conn = self.build(schema, rows)
-            try:
-                yield conn
-            finally:
-                conn.close()
-            return
-        space = _workspace(schema)
+        space = _workspace(schema) if all(plain_query(q) for q in queries) else None
         if space is not None:
             space.prepare(queries)
         if space is None or not space.fill(rows):
