@@ -91,6 +91,7 @@ class CopyPool:
         self._drops: queue.Queue[str | None] = queue.Queue()
         self._alive = set[str]()
         self._lock = threading.Lock()
+        self._closed = threading.Event()
         self.template = ""
         self.swept = sweep(self._admin)
         self.template = self._clone(self.source, "tpl", retry=10.0)
@@ -112,6 +113,10 @@ class CopyPool:
         import psycopg
 
         name = self._name(what)
+        # known before it exists: a close() racing this CREATE drops it (IF EXISTS) or, when
+        # the CREATE finishes after close() has looked, the check below does
+        with self._lock:
+            self._alive.add(name)
         deadline = time.monotonic() + retry
         while True:
             try:
@@ -121,8 +126,8 @@ class CopyPool:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
-        with self._lock:
-            self._alive.add(name)
+        if self._closed.is_set():
+            self._drop_now(name)
         return name
 
     def take(self) -> tuple[str, float]:
@@ -143,7 +148,7 @@ class CopyPool:
     def _run(self) -> None:
         while True:
             with contextlib.suppress(Exception):
-                while self._ready.qsize() < self.size:
+                while self._ready.qsize() < self.size and not self._closed.is_set():
                     self._ready.put(self._clone(self.template))
             item = self._drops.get()
             if item == "":
@@ -151,16 +156,26 @@ class CopyPool:
             if item is not None:
                 self._drop_now(item)
 
-    def _drop_now(self, name: str) -> None:
-        with contextlib.suppress(Exception):
-            self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    def _drop_now(self, name: str, attempts: int = 3) -> None:
+        """Drop ``name``; a refusal (a connect timeout on a loaded server) is retried, and a
+        name still there after that is left to the next process's sweep."""
+        for attempt in range(attempts):
+            try:
+                self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            except Exception:
+                time.sleep(0.2 * (attempt + 1))
+                continue
             with self._lock:
                 self._alive.discard(name)
+            return
 
     def close(self) -> None:
-        """Drop every copy and the template this pool made (exit, Ctrl-C)."""
+        """Drop every copy and the template this pool made (exit, Ctrl-C). The worker stops
+        cloning first; a clone it has in flight is dropped by whichever of the two sees it
+        last (:meth:`_clone`)."""
+        self._closed.set()
         self._drops.put("")
-        self._worker.join(30)
+        self._worker.join(60)
         with self._lock:
             names = sorted(self._alive)
         for name in names:
