@@ -7,6 +7,7 @@ request, which is how the tests know each repeat really asked the model.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -194,3 +195,25 @@ def test_sql_consistency_compares_results_and_the_gold_cache_does_not_collapse_r
         assert count["outcome"] == "failed"
         # the failing run shown is the third: its gold came from the cache (it ran once)
         assert count["details"]["gold_cached"] is True
+
+
+def test_a_predictions_file_is_scored_once_whatever_repeat_says(pytester: pytest.Pytester) -> None:
+    """docs/reference.md: a repeat inherited by a case whose prediction comes from a
+    ``source: file`` predictions file scores it once, with a note (it was scored N times)."""
+    db = pytester.path / "db.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE t (a INT)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    pytester.makefile(".yaml", queryeval="datasources:\n  db: {type: sqlite, path: db.sqlite}\n"
+                      "predictions: {source: file, path: preds.jsonl}\ndefaults: {repeat: 3}\n")
+    pytester.makefile(".yaml", test_a="kind: sql\ndatasource: db\ncases:\n"
+                      "  - {id: c1, question: q, gold: SELECT a FROM t}\n")
+    pytester.makefile(".jsonl", preds='{"id": "c1", "predicted": "SELECT a FROM t"}\n')
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    for extra in ([], ["--queryeval-repeat", "4"]):
+        result = pytester.runpytest("--queryeval-json=r.json", "-p", "no:cacheprovider", *extra)
+        result.assert_outcomes(passed=1)
+        case = json.loads((pytester.path / "r.json").read_text())["cases"][0]
+        assert case["details"]["repeat"]["n"] == 1, extra
+        assert case["details"]["repeat"]["note"].startswith("scored once")
+        assert "consistency" not in case["metrics"]

@@ -59,6 +59,10 @@ class Hooks:
     """Extension callbacks (the plugin wires them to ``pytest_queryeval_*`` hooks)."""
 
     predict: Callable[[Case], Any] | None = None
+    #: Whether a ``pytest_queryeval_predict`` implementation is registered now (None: whenever
+    #: ``predict`` is set). The plugin always wires ``predict``; without an implementation a
+    #: predictions file is still the same text every run.
+    predict_active: Callable[[], bool] | None = None
     datasource: Callable[[str, dict[str, Any]], Any] | None = None
     metrics: Callable[[Case, Any, Any], list[dict[str, float] | None]] | None = None
 
@@ -219,7 +223,8 @@ class Evaluator:
             return self.override.fixed
         if inline:
             return True
-        if self.hooks.predict is not None:
+        if self.hooks.predict is not None and (self.hooks.predict_active is None
+                                               or self.hooks.predict_active()):
             return False  # a plugin's predictor: may be live
         return fixed_source(case.prediction_source)
 

@@ -80,6 +80,7 @@ def make_evaluator(config: pytest.Config, options: RunOptions) -> Evaluator:
     hooks."""
     hooks = Hooks(
         predict=lambda case: config.hook.pytest_queryeval_predict(case=case, config=config),
+        predict_active=lambda: bool(config.hook.pytest_queryeval_predict.get_hookimpls()),
         datasource=lambda name, spec: config.hook.pytest_queryeval_datasource(
             name=name, spec=spec, config=config),
         metrics=lambda case, pred, scored: config.hook.pytest_queryeval_metrics(
