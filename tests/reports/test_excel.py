@@ -222,3 +222,14 @@ def test_awkward_strings_round_trip(tmp_path, current):
     assert "=1+1, @SUM(A1), http://x.example, +1, -2 émoji 🙂" in row["Question"]
     assert len(row["Predicted"]) == 32767
     assert row["Predicted"].endswith("… [truncated]")
+
+
+def test_sdmx_overview_mean_skips_a_null_metric(tmp_path, current):
+    """A report read back (merge, --queryeval-resume) may hold a metric as null: the mean is
+    over the numbers, not a TypeError that loses the workbook."""
+    sdmx = [c for c in current["cases"] if c["kind"] == "sdmx"]
+    sdmx[0]["metrics"]["macro_recall"] = None
+    wb = openpyxl.load_workbook(write_xlsx(current, tmp_path / "r.xlsx"))
+    rows = _table(wb["SDMX overview"])
+    assert rows[-1]["macro recall"] == pytest.approx(
+        statistics.fmean(c["metrics"]["macro_recall"] for c in sdmx[1:]))

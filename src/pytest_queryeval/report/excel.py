@@ -460,7 +460,10 @@ def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[Mapping[str, Any]]) -
     for col in range(1, 5):
         ws.write_blank(total, col, None, fmt["total"])
     for col, name in ((5, "macro_recall"), (6, "macro_precision"), (7, "macro_f1")):
-        vals = [float(c["metrics"][name]) for c in cases if name in (c.get("metrics") or {})]
+        # a metric a record holds as null (a NaN written by JSON, a merged report) is no number
+        vals = [float(v) for c in cases
+                if isinstance(v := (c.get("metrics") or {}).get(name), int | float)
+                and not isinstance(v, bool)]
         _write_num(ws, total, col, sum(vals) / len(vals) if vals else None, fmt["total_num"])
     ws.write_blank(total, 8, None, fmt["total"])
     ws.freeze_panes(1, 1)
