@@ -10,14 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .engine.pycheck import CaseFailed, check
     from .model import Case, Scored, Threshold
     from .results import ResultTable, Term
 
 __version__ = "0.1.0"
-__all__ = ["Case", "ResultTable", "Scored", "Term", "Threshold", "__version__"]
+__all__ = ["Case", "CaseFailed", "ResultTable", "Scored", "Term", "Threshold", "__version__",
+           "check"]
 
 _LAZY = {"Case": "model", "Scored": "model", "Threshold": "model", "ResultTable": "results",
-         "Term": "results"}
+         "Term": "results", "check": "engine.pycheck", "CaseFailed": "engine.pycheck"}
 
 
 def __getattr__(name: str) -> Any:

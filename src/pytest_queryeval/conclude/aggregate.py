@@ -14,18 +14,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..baseline.verdicts import judged_outcome
-from ..metricnames import JUDGE_EX, PASSED_OUTCOMES, RECORDED_METRICS, SPIDER_STRUCTURE_METRICS
+from ..metricnames import (
+    GOLD_ERROR,
+    JUDGE_EX,
+    MISSING_REASONS,
+    NO_VALUE,
+    OTHER_ERROR,
+    PASSED_OUTCOMES,
+    PREDICTION_ERROR,
+    RECORDED_METRICS,
+    SKIPPED,
+    SPIDER_STRUCTURE_METRICS,
+)
 from ..model import NO_DIFFICULTY
 from ..suite.config import Gate
 
 if TYPE_CHECKING:
     from ..model import RecordLike
 
-#: Why a case of a group has no value of a metric, in the order the reports list them. A mean
-#: over 64 cases of 68 reads as a score over 68 unless the report says so (item 5 of issue 30).
-PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE = (
-    "prediction error", "gold error", "other error", "skipped", "no value")
-MISSING_REASONS = (PREDICTION_ERROR, GOLD_ERROR, OTHER_ERROR, SKIPPED, NO_VALUE)
 
 
 def missing_reason(record: RecordLike) -> str:

@@ -30,6 +30,7 @@ import pytest
 from .. import hookspecs
 from .declare import (
     AUDIT_FLAG,
+    FIXTURE,
     NEIGHBOURS_FLAG,
     CaseFiles,
     add_ini,
@@ -41,6 +42,7 @@ from .declare import (
 if TYPE_CHECKING:
     from .controller import Controller
     from .nodes import QueryEvalFile
+    from .pycases import QueryEval
     from .runner import Runner
 
 _CUSTOM_KINDS = pytest.StashKey[list[str]]()
@@ -116,6 +118,22 @@ def _runner(config: pytest.Config) -> Runner | None:
 def _controller(config: pytest.Config) -> Controller | None:
     plugin: Any = config.pluginmanager.get_plugin("queryeval-controller")
     return plugin  # type: ignore[no-any-return]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests using the ``queryeval`` fixture wake the plugin before selection, shards and
+    resume (its runner registers after this call began: called once by hand)."""
+    if _runner(config) is None and any(FIXTURE in getattr(i, "fixturenames", ()) for i in items):
+        _wake(config).pytest_collection_modifyitems(config, items)
+
+
+@pytest.fixture
+def queryeval(request: pytest.FixtureRequest) -> QueryEval:
+    """``queryeval.check(kind=..., id=..., gold=..., ...)``: a case written in Python."""
+    from .pycases import fixture_value
+
+    return fixture_value(request, _wake)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:

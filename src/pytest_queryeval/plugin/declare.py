@@ -31,6 +31,9 @@ GATING_MODES = ("strict", "baseline", "gates")
 RENAMED_OPTIONS = {"--queryeval-verdict": "--queryeval-gating"}
 RENAMED_INI = {"queryeval_verdict": "queryeval_gating"}
 AUDIT_FLAG = "--queryeval-audit-golds"
+#: The fixture that scores a case written in a test function (:mod:`.pycases`): a run whose
+#: tests use it wakes the plugin at collection.
+FIXTURE = "queryeval"
 NEIGHBOURS_FLAG = "--queryeval-neighbours"
 WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
 

@@ -34,6 +34,7 @@ from ..report.records import CaseRecord, final_outcome
 from ..suite.checks import MetricCatalog, check_baseline, check_suite, usage_message
 from ..suite.config import ConfigFinder
 from . import unmatched
+from .declare import FIXTURE
 from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
 
@@ -119,6 +120,7 @@ class Runner:
         #: ``queryeval merge`` can tell a missing case from one that was never in the suite).
         #: An xdist controller, which collects nothing, has them from its workers.
         self.suite_ids: list[str] | None = None
+        self.python_ids: list[str] = []
         #: The baseline file, resolved once from the selected case files' suite (see
         #: :meth:`RunOptions.baseline_path`); an xdist controller has it from its workers.
         self.baseline: Path | None = None
@@ -158,6 +160,9 @@ class Runner:
         usage error before any case runs. An xdist worker cannot raise it (the worker would
         crash): it runs nothing and sends the message in a collect report, which the
         controller turns into the usage error (:class:`~.controller.Controller`)."""
+        # the tests that score a case written in Python, by node id (their case ids are
+        # known when they run): part of the suite a shard's report says it is a share of
+        self.python_ids = [i.nodeid for i in items if FIXTURE in getattr(i, "fixturenames", ())]
         if self.options.shard is not None:
             self._keep_shard(items)
         if self.options.resume is not None:
@@ -165,7 +170,8 @@ class Runner:
         problems = check_suite(self.finder, self.catalog())
         problems += _writable_roles(items)
         files = {Path(item.path) for item in items
-                 if isinstance(item, QueryEvalItem | QueryEvalFileError)}
+                 if isinstance(item, QueryEvalItem | QueryEvalFileError)
+                 or FIXTURE in getattr(item, "fixturenames", ())}
         if self.options.wants_baseline and files:
             from ..baseline.location import suite_dir
 
@@ -234,7 +240,7 @@ class Runner:
         if found is not None and not self.worker:
             self.unmatched = found
         if sys.exc_info()[0] is None:  # else collection was cut short: not the whole suite
-            self.suite_ids = sorted(case.id for case in cases)
+            self.suite_ids = sorted([case.id for case in cases] + self.python_ids)
         if self.worker:  # the controller collects nothing
             from ..report.records import case_meta
 
@@ -289,8 +295,9 @@ class Runner:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None],
                                   ) -> Generator[None, Any, Any]:
         rep = yield
-        if call.when == "teardown" or not isinstance(item, QueryEvalItem | QueryEvalFileError):
-            return rep
+        if call.when == "teardown" or not (isinstance(item, QueryEvalItem | QueryEvalFileError)
+                                           or RECORD in item.stash):
+            return rep  # (a test that scored a case written in Python holds its record)
         if call.when == "setup" and not rep.skipped:
             return rep
         record = item.stash.get(RECORD, None)

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .._util.wording import plural
-from ..conclude.aggregate import MISSING_REASONS
-from ..metricnames import lower_is_better
+from ..metricnames import MISSING_REASONS, lower_is_better
 from .columns import is_detail_metric, ordered_metrics
 
 #: How the reports word a case that Spider's parser cannot read (it is scored 0 and counted).

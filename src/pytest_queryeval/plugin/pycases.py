@@ -1,0 +1,116 @@
+"""The ``queryeval`` fixture: a case written in a test function, scored by the machinery of a
+YAML case, landing in the same records, reports, gates and baseline.
+
+Why the record rides on the test's own report: the controller gathers records from
+``pytest_runtest_logreport`` (on xdist, from the workers' reports), keyed by node id, so a test
+function that scored a case is, to every report, gate, shard merge and resume, one more case.
+That is also why a test scores one case: parametrize for many (one node id, one record).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .. import kinds as kind_registry
+from ..engine import run_case
+from ..report.records import CaseRecord, case_record
+from ..report.terminal import failure_text
+from ..suite.pycase import case_from_fields
+from .nodes import RECORD, RUNNER, Runner, _property
+
+if TYPE_CHECKING:
+    from ..model import Case
+
+
+def _caller_line(path: Path) -> int:
+    """The line of the ``check`` call in the test file (where a located error points)."""
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            if Path(frame.f_code.co_filename) == path:
+                return frame.f_lineno
+            frame = frame.f_back
+    finally:
+        del frame
+    return 1
+
+
+class QueryEval:
+    """What the ``queryeval`` fixture gives a test: :meth:`check`."""
+
+    def __init__(self, item: pytest.Item, runner: Runner) -> None:
+        self._item, self._runner = item, runner
+        self._scored = False
+
+    def case(self, **fields: object) -> Case:
+        """The case ``fields`` describe, read as a YAML case of this test file's folder would
+        be (its ``queryeval.yaml`` chain gives the datasources and defaults)."""
+        runner, path = self._runner, Path(self._item.path)
+        return case_from_fields(
+            fields, path=path, display=runner.display(path), line=_caller_line(path),
+            suite=runner.finder.for_directory(path.parent), is_metric=runner.is_metric,
+            ini_thresholds=runner.options.ini_thresholds,
+            extra_names=lambda kind: runner.custom_metrics.get(kind, ()),
+            cli_thresholds=runner.options.cli_thresholds)
+
+    def check(self, **fields: object) -> CaseRecord:
+        """Score the case ``fields`` describe (``kind``, ``id``, ``question``, ``gold``,
+        ``predicted``, ``datasource``, ``thresholds`` and every other key of a YAML case);
+        the scored record when it passes, else the test fails with the case's diff (an
+        ``xfail`` by the baseline's verdict when the run gates on one)."""
+        if self._scored:
+            raise pytest.UsageError(
+                f"{self._item.nodeid}: queryeval.check scores one case per test (its record "
+                "is the test's): parametrize the test over the cases")
+        self._scored = True
+        runner, item = self._runner, self._item
+        case = self.case(**fields)
+        if case.difficulty is None and not case.errors:  # as a collected case gets it
+            with contextlib.suppress(Exception):
+                case.difficulty = kind_registry.get_kind(case.kind).difficulty(case)
+        runner.evaluator.cases.append(case)
+        resume = runner.options.resume
+        record: CaseRecord | None = None
+        if resume is not None and not case.errors:
+            from .resume import identity
+
+            carried = resume.carried(case, identity(case, runner.options.predictions),
+                                     item.nodeid)
+            if carried is not None:
+                record = carried
+        if record is None:
+            outcome = run_case(case, runner.evaluator)
+            record = case_record(case, outcome, item.nodeid, item.config.rootpath,
+                                 runner.evaluator.scrubber)
+            if not runner.options.audit:
+                from .resume import identity
+
+                record["identity"] = identity(case, runner.options.predictions)
+        xfail = None
+        if runner.verdicts is not None and item.get_closest_marker("xfail") is None:
+            record["baseline_status"], record["standing"], xfail = runner.verdicts.decide(record)
+        item.stash[RECORD] = record
+        if runner.options.junit_properties:
+            item.user_properties.append(("queryeval.kind", case.kind))
+            for metric, value in sorted(record["metrics"].items()):
+                item.user_properties.append(_property(metric, value))
+        if xfail and not item.config.option.runxfail:
+            pytest.xfail(xfail)
+        if record.get("status") != "passed":
+            pytest.fail(failure_text(record, spider_components=runner.options.report.spider_table,
+                                     verbose=item.config.get_verbosity() > 0), pytrace=False)
+        return record
+
+
+def fixture_value(request: pytest.FixtureRequest, wake: object) -> QueryEval:
+    """The fixture's object; ``wake`` wakes a sleeping plugin (a run of Python cases only)."""
+    config = request.config
+    runner = config.stash.get(RUNNER, None)
+    if runner is None:
+        runner = wake(config)  # type: ignore[operator]
+    return QueryEval(request.node, runner)

@@ -1,0 +1,58 @@
+"""A case written in Python (``queryeval.check(kind=..., id=..., gold=...)``) read by exactly
+the reader of a YAML case.
+
+Why the YAML reader and not a second constructor: a case in a test function must mean what
+the same mapping means in a case file (defaults of the governing ``queryeval.yaml``, the
+datasource's dialect, thresholds from every level, the kind's validation), and its mistakes
+must read the same (``test_shop.py:12: gold: ...``, the line of the ``check`` call). The
+mapping is wrapped as the YAML loader's located dict, every key on the call's line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..model import Case, Threshold
+from .cases import CaseReader, MetricCheck
+from .config import SuiteConfig
+from .yamlload import LocDict, LocList
+
+
+def _located(value: object, line: int) -> object:
+    """``value`` as the YAML loader builds it (dicts and lists that know their line)."""
+    if isinstance(value, Mapping):
+        out = LocDict((k, _located(v, line)) for k, v in value.items())
+        out.line, out.key_lines = line, dict.fromkeys(out, line)
+        return out
+    if isinstance(value, list | tuple):
+        items = LocList(_located(v, line) for v in value)
+        items.line, items.item_lines = line, [line] * len(items)
+        return items
+    return value
+
+
+def case_from_fields(fields: Mapping[str, object], *, path: Path, display: str, line: int,
+                     suite: SuiteConfig, is_metric: MetricCheck | None = None,
+                     ini_thresholds: dict[str, Threshold] | None = None,
+                     extra_names: Callable[[str], Iterable[str]] | None = None,
+                     cli_thresholds: dict[str, Threshold] | None = None) -> Case:
+    """The case ``fields`` describe, as if they were a one-case file at ``path``, ``line``;
+    its problems are in ``case.errors`` as a case file's are. A ``datasource`` list (the
+    fan-out of a case file) is refused: a test function is one case, and ``parametrize``
+    makes one test per source."""
+    if not isinstance(fields.get("id"), str) or not fields.get("id"):
+        raise ConfigError("a case written in Python needs an id (a non-empty string)",
+                          display, line, "id")
+    if isinstance(fields.get("datasource"), list | tuple):
+        raise ConfigError("one name per case written in Python (parametrize the "
+                          "test over the names for one case per source)", display, line,
+                          "datasource")
+    entry = _located({k: v for k, v in fields.items() if v is not None}, line)
+    assert isinstance(entry, LocDict)
+    header = LocDict()
+    header.line, header.key_lines = line, {}
+    reader = CaseReader(path, display, header, suite, is_metric, ini_thresholds or {},
+                        extra_names, cli_thresholds or {})
+    return reader.read(0, entry)
