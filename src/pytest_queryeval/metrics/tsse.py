@@ -81,19 +81,23 @@ def turn_column(number: int) -> str:
     return TURN_COLUMNS[min(number, 5) - 1]
 
 
-def turn_table(interactions: Iterable[Sequence[Turn]], mode: str = ALL) -> TurnTable:
-    """Count interactions as ``evaluate`` does; each is its gold turns in order."""
-    if mode not in MODES:
-        raise ValueError(f"conversation_scoring must be one of {', '.join(MODES)}, got {mode!r}")
+def turn_table(interactions: Iterable[Sequence[Turn]], mode: str = ALL,
+               modes: Sequence[str] | None = None) -> TurnTable:
+    """Count interactions as ``evaluate`` does; each is its gold turns in order. ``modes``
+    gives each interaction its own ``conversation_scoring`` (a suite may set it per case)."""
+    for m in (mode, *(modes or ())):
+        if m not in MODES:
+            raise ValueError(f"conversation_scoring must be one of {', '.join(MODES)}, got {m!r}")
     table = TurnTable(mode)
-    for turns in interactions:
+    for i, turns in enumerate(interactions):
+        drop = (modes[i] if modes is not None else mode) == TSSE
         table.levels["joint_all"].count += 1
         joint = True
         for number, turn in enumerate(turns, 1):
             exact = turn.exact
             if exact is None:
                 table.missing += 1
-                if mode == TSSE:
+                if drop:
                     table.dropped += 1
                     continue
                 exact = 0.0
@@ -154,10 +158,18 @@ class TextTurn:
 def read_sessions(path: str | Path) -> list[list[TextTurn]]:
     """Interactions as ``evaluate`` reads them: a blank line ends one (two in a row make an empty
     one), the last counts without a trailing blank line, fields split on tabs."""
+    return parse_sessions(Path(path).read_text(encoding="utf-8"))
+
+
+def parse_sessions(text: str) -> list[list[TextTurn]]:
+    """:func:`read_sessions` of a file's text (line numbers from 1)."""
     sessions: list[list[TextTurn]] = []
     current: list[TextTurn] = []
-    text = Path(path).read_text(encoding="utf-8")
-    for n, line in enumerate(text.splitlines(), 1):
+    # ``readlines()`` of a file opened in text mode: universal newlines, and only those
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             sessions.append(current)
             current = []
