@@ -42,6 +42,7 @@ def test_text_files_become_conversations(shared_data: Path, tmp_path: Path,
     assert [("predicted" in t) for t in cases[2]["conversation"]] == [True, False]
     # the empty predicted session: no turn predicted
     assert not any("predicted" in t for t in cases[15]["conversation"])
+    assert cases[15]["predicted"] == [] and "predicted" not in cases[14]
     assert len(cases[9]["conversation"]) == 5
     # the value placeholder is kept as written by default
     assert cases[1]["conversation"][1]["predicted"].endswith("=  value")

@@ -176,7 +176,13 @@ def build(gold: list[Interaction], pred: list[list[str]] | None, *, datasource: 
                 else:
                     records.append({"id": cid, "turn": n, "predicted": text})
             conversation.append(entry)
-        cases.append({"id": cid, "db_id": item.db_id, "conversation": conversation})
+        case: dict[str, object] = {"id": cid, "db_id": item.db_id}
+        if pred is not None and inline and not pred[i]:
+            # no predicted turn at all: an empty list of the case's predictions says so (every
+            # turn missing), where no `predicted:` anywhere would ask another source
+            case["predicted"] = []
+        case["conversation"] = conversation
+        cases.append(case)
     suite: dict[str, Any] = {"kind": "sql", "datasource": datasource, "structure": True}
     if reference:
         suite["conversation_scoring"] = TSSE
