@@ -4,7 +4,9 @@
 ``DIR/test_sparc.yaml``: one ``kind: sql`` case per interaction, whose ``conversation:`` holds
 one user turn per gold query (``gold``, and ``predicted`` when PRED has that turn), and, given
 ``--tables``, ``DIR/queryeval.yaml`` with a ``spider-schema`` datasource, so ``pytest DIR
---queryeval-spider-table`` prints the Spider test-suite evaluator's turn table.
+--queryeval-spider-table`` prints the Spider test-suite evaluator's turn table. A turn passes
+on exact set match (``thresholds: {exact_set_match: 1.0}``): a case passes when its whole
+interaction matches.
 
 GOLD is either the evaluator's text format (``SQL<TAB>db_id`` per line, one blank line between
 interactions, the last one counted without a trailing blank line) or a SParC / CoSQL JSON file
@@ -183,7 +185,10 @@ def build(gold: list[Interaction], pred: list[list[str]] | None, *, datasource: 
             case["predicted"] = []
         case["conversation"] = conversation
         cases.append(case)
-    suite: dict[str, Any] = {"kind": "sql", "datasource": datasource, "structure": True}
+    # a turn passes on exact set match, so turn_accuracy is the reference's question match and
+    # interaction_accuracy (a case passes) its interaction match
+    suite: dict[str, Any] = {"kind": "sql", "datasource": datasource, "structure": True,
+                             "thresholds": {"exact_set_match": 1.0}}
     if reference:
         suite["conversation_scoring"] = TSSE
     suite["cases"] = cases
@@ -249,8 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         written.append(path)
     if args.tables:
         config: dict[str, object] = {"datasources": {args.datasource: {
-            "type": "spider-schema", "tables": suite_relative(args.tables, out)}},
-            "record_only": True}
+            "type": "spider-schema", "tables": suite_relative(args.tables, out)}}}
         if args.predictions_file:
             config["predictions"] = {"source": "file", "path": args.predictions_file}
         (out / CONFIG_FILE).write_text(dump_yaml(config, header), encoding="utf-8")

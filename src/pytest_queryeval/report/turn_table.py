@@ -40,9 +40,10 @@ def _hardness(gold: object) -> str | None:
         return None
 
 
-def _turns(record: RecordLike) -> list[Turn] | None:
-    """The record's scored turns as the table counts them, or None when it is not a
-    conversation scored with exact set match."""
+def _turns(record: RecordLike) -> tuple[list[Turn], bool] | None:
+    """The record's scored turns as the table counts them and whether one of them was scored
+    with exact set match; None when it is not a conversation that could have been (an answered
+    turn without the metric)."""
     from ..metrics.tsse import Turn
 
     details = record.get("details")
@@ -56,11 +57,15 @@ def _turns(record: RecordLike) -> list[Turn] | None:
             return None
         metrics = entry.get("metrics")
         value = metrics.get(EXACT) if isinstance(metrics, Mapping) else None
-        seen = seen or isinstance(value, int | float)
-        exact = None if entry.get("outcome") == "missing" else (
+        outcome = entry.get("outcome")
+        if isinstance(value, int | float):
+            seen = True
+        elif outcome not in ("missing", "error"):
+            return None  # answered, but not scored with exact set match
+        exact = None if outcome == "missing" else (
             float(value) if isinstance(value, int | float) else 0.0)
         out.append(Turn(exact, _hardness(entry.get("gold"))))
-    return out if seen else None
+    return out, seen
 
 
 def _mode(record: RecordLike) -> str:
@@ -78,12 +83,14 @@ def turn_table_lines(records: Sequence[RecordLike], *, full: bool) -> list[str]:
 
     interactions: list[list[Turn]] = []
     modes: list[str] = []
+    scored = False  # a conversation with every turn missing counts when others were scored
     for record in records:
-        turns = _turns(record)
-        if turns is not None:
-            interactions.append(turns)
+        found = _turns(record)
+        if found is not None:
+            interactions.append(found[0])
             modes.append(_mode(record))
-    if not interactions:
+            scored = scored or found[1]
+    if not scored:
         return []
     table = turn_table(interactions, ALL, modes)
     lines: list[str] = []
