@@ -180,6 +180,9 @@ class Case:
     turns: list[Turn] | None = None
     #: ``history:``: what the assistant said in earlier turns, ``gold`` or ``predicted``.
     history_mode: str = "gold"
+    #: ``conversation_scoring:``: ``all`` (a missing turn scores 0) or ``tsse`` (dropped, as the
+    #: Spider test-suite evaluator's ``zip`` does; :mod:`.metrics.tsse`).
+    conversation_scoring: str = "all"
     #: On the case of one turn (:func:`.engine.conversation.turn_case`): its number and the
     #: earlier turns as ``{"role", "content"}`` messages, sent to every source.
     turn: int | None = None

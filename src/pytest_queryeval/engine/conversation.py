@@ -195,13 +195,19 @@ def _conclude(case: Case, entries: list[dict[str, Any]],
               outcomes: list[CaseOutcome | None]) -> CaseOutcome:
     """The conversation's verdict: an error when a turn could not be scored, else its
     thresholds on ``turn_accuracy`` / ``interaction_accuracy`` (by default every turn passes)."""
+    details: dict[str, Any] = {"turns": entries, "history": case.history_mode}
+    all_entries = entries
+    if case.conversation_scoring == "tsse":  # the reference's zip: missing turns not counted
+        entries = [e for e in entries if e["outcome"] != MISSING_TURN]
+        details["dropped_turns"] = len(all_entries) - len(entries)
     n = len(entries)
     passed = sum(1 for e in entries if e["outcome"] == PASSED)
     metrics = _means(entries)
     metrics[TURN_ACCURACY] = passed / n if n else 0.0
-    metrics[INTERACTION_ACCURACY] = 1.0 if n and passed == n else 0.0
-    details: dict[str, Any] = {"turns": entries, "history": case.history_mode}
-    predicted = [e["predicted"] for e in entries]
+    # tsse: a conversation of dropped turns only passes too, as the reference's all([])
+    tsse = "dropped_turns" in details
+    metrics[INTERACTION_ACCURACY] = 1.0 if passed == n and (n or tsse) else 0.0
+    predicted = [e["predicted"] for e in all_entries]
     signature = "conversation:" + json.dumps(
         [None if o is None else o.signature for o in outcomes], default=str)
     errors = [f"turn {e['turn']}: {e['reason']}" for e in entries if e["outcome"] == ERROR]

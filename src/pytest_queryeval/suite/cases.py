@@ -35,13 +35,14 @@ CASE_KEYS = frozenset({
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
     "external_knowledge", "judge", "expect", "history",
+    "conversation_scoring",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
                        "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
                        "repeat", "repeat_rule", "repeat_verdict", "severity", "judge", "expect",
-                       "history"})
+                       "history", "conversation_scoring"})
 #: ``severity:`` values; ``critical`` cases fail the baseline gate on any pass → fail flip.
 SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.

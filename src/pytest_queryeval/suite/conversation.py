@@ -31,6 +31,9 @@ class _Errors(Protocol):
 
 #: ``history:`` values: what an earlier turn's assistant answer is when a later turn is asked.
 HISTORY_MODES = ("gold", "predicted")
+#: ``conversation_scoring:`` values (:mod:`..metrics.tsse`): a missing turn scores 0, or is
+#: dropped as the Spider test-suite evaluator's ``zip`` drops it.
+SCORING_MODES = ("all", "tsse")
 #: Keys of a user turn (``expect``, ``clarification``, ``reply``: abstention and
 #: clarification per turn, docs/abstention.md).
 USER_TURN_KEYS = frozenset({"role", "content", "gold", "gold_result", "predicted", "expect",
@@ -60,6 +63,13 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
                    f"must be one of {', '.join(HISTORY_MODES)}, not {mode!r}")
     else:
         case.history_mode = str(mode)
+    scoring = merged.get("conversation_scoring", "all")
+    if scoring not in SCORING_MODES:
+        key = "conversation_scoring" if "conversation_scoring" in entry else "conversation"
+        errors.add(entry, key, kp("conversation_scoring"),
+                   f"must be one of {', '.join(SCORING_MODES)}, not {scoring!r}")
+    else:
+        case.conversation_scoring = str(scoring)
     for key in ("gold", "gold_result", "predicted_result"):
         if merged.get(key) is not None and key in entry:
             errors.add(entry, key, kp(key), f"a conversation case gives its golds on its user "
