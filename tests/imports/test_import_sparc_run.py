@@ -105,3 +105,25 @@ def test_conversation_scoring_is_checked_and_set_by_the_suite(pytester: pytest.P
     assert report.by_id["sparc-0002"]["details"]["dropped_turns"] == 1
     result.stdout.fnmatch_lines(["conversation_scoring: tsse dropped 6 gold turns without a "
                                  "predicted turn from every count (the reference's zip)"])
+
+
+def test_shards_merge_and_xdist_print_the_same_table(pytester: pytest.Pytester,
+                                                     shared_data: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Two shards then ``queryeval merge``, and ``-n 2``: the records carry their turns, so
+    every way of running prints the table of a serial run."""
+    from pytest_queryeval.conclude.merge import main as queryeval
+
+    lines, oracle, _ = _run(pytester, shared_data, "sparc", "--reference")
+    serial = _table(lines, "tsse")
+    for index in (1, 2):
+        pytester.runpytest("-p", "no:cacheprovider", f"--queryeval-shard={index}/2",
+                           f"--queryeval-json=s{index}.json")
+    capsys.readouterr()
+    queryeval(["merge", str(pytester.path / "s1.json"), str(pytester.path / "s2.json"),
+               "--queryeval-spider-table"])
+    merged = capsys.readouterr().out.splitlines()
+    assert _table(merged, "tsse") == serial
+    assert any(line.startswith("conversation_scoring: tsse dropped 6") for line in merged)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", "--queryeval-spider-table")
+    assert _table(result.stdout.lines, "tsse") == serial == _expected(oracle, serial[0])
