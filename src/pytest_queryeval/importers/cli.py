@@ -23,6 +23,8 @@ IMPORTERS = {
                     "TEXT2SPARQL questions YAML → SPARQL suite", "main"),
     "spider2-lite": ("pytest_queryeval.importers.spider2",
                      "Spider 2.0-lite eval jsonl + gold CSVs → SQL suite (spider2_ex)", "main"),
+    "sparc": ("pytest_queryeval.importers.sparc",
+              "SParC/CoSQL interactions (TSSE text or JSON) → SQL conversation suite", "main"),
 }
 
 

@@ -103,6 +103,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         lines.append("")
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
+    from .turn_table import turn_table_lines
+
+    lines.extend(turn_table_lines(report["cases"], full=spider_table))
     lines.extend(reference_lines(agg))
     if agg.get("by_dialect"):
         header = ["dialect", "", "cases", "pass"]
