@@ -295,6 +295,10 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     neighbours = neighbour_summary(records)
     if neighbours is not None:  # --queryeval-neighbours: the shards' budgets, summed
         merged.report["neighbours"] = neighbours
+    from ..predict.cache import summary as cache_summary
+
+    if (cached := cache_summary(records)) is not None:  # answers kept between runs
+        merged.report["prediction_cache"] = cached
     mode = _audit_mode(shards[0][1])
     if mode is not None:
         from ..report.audit import audit_report
