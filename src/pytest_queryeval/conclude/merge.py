@@ -464,6 +464,8 @@ COMMANDS = {
              "-o REPORT.json (queryeval merge --help)",
     "import": "turn a benchmark's files into a suite: queryeval import NAME [options], "
               "as queryeval-import (queryeval import --help lists the importers)",
+    "init": "write a first suite for a database: queryeval init --datasource PATH_OR_URL "
+            "[--kind sql|sparql] [--dir DIR]",
 }
 
 
@@ -478,6 +480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..importers.cli import main as import_main
 
         return import_main(args[1:], prog="queryeval import")
+    if args and args[0] == "init":
+        from ..suite.init import main as init_main
+
+        return init_main(args[1:])
     helped = bool(args) and args[0] in ("-h", "--help")
     lines = ["usage: queryeval {" + ",".join(COMMANDS) + "} [options]", ""]
     lines += [f"  {name:<7} {text}" for name, text in COMMANDS.items()]
