@@ -305,7 +305,7 @@ def _sparql_examples(source: DataSource) -> list[Example]:
 
 def _config_text(name: str, spec: dict[str, object], kind: str, note: str | None) -> str:
     lines = ["# queryeval.yaml, written by queryeval init: where queries run, where your",
-             "# model's answers are, what must hold (docs/reference.md has every key).",
+             "# model's answers are, what must hold.",
              *([f"# {note}"] if note else []),
              f"datasources: {{{json.dumps(name)}: {_flow(spec)}}}",
              "predictions: {source: file, path: predictions.jsonl}  # one line per case id: "
