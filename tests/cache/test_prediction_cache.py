@@ -12,6 +12,7 @@ unchanged suite sends nothing; a changed parameter, ``repeat:`` and
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 from pathlib import Path
@@ -201,3 +202,26 @@ def test_two_xdist_workers_share_the_cache(sql_suite, service, tmp_path):
     result.assert_outcomes(passed=4)
     assert len(service.requests) == first
     assert report["prediction_cache"]["from_cache"] == 4
+
+
+def test_shards_merge_and_resume_keep_the_count(sql_suite, service, tmp_path):
+    """Two shards of a cached run, merged: the merged report counts both shards' answers from
+    the cache; a retry with --queryeval-resume carries the records as they were."""
+    from pytest_queryeval.conclude.merge import main
+
+    _config(sql_suite, {"source": "http", "url": f"{service.url}/predict", "retries": 0,
+                        "cache": True})
+    run_report(sql_suite)  # fills the cache
+    assert len(service.requests) == 2
+    for i in (1, 2):
+        run_report(sql_suite, f"--queryeval-shard={i}/2", name=f"shard-{i}.json")
+    assert len(service.requests) == 2
+    out = sql_suite.path / "merged.json"
+    assert main(["merge", str(sql_suite.path / "shard-1.json"),
+                 str(sql_suite.path / "shard-2.json"), "-o", str(out)]) == 0
+    merged = json.loads(out.read_text())
+    assert merged["prediction_cache"]["answers"] == 2
+    assert merged["prediction_cache"]["from_cache"] == 2
+    _, resumed = run_report(sql_suite, "--queryeval-resume=shard-1.json", name="retry.json")
+    assert resumed["prediction_cache"]["from_cache"] == 2
+    assert len(service.requests) == 2
