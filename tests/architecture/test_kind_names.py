@@ -25,6 +25,8 @@ ALLOWED = {
     "metrics/alignment.py": "a result table's flavour",
     # Not a query kind: a Spider table unit that is a subquery (``("sql", sub)``).
     "metrics/sql_hardness.py": "a Spider table unit",
+    # `queryeval init --kind sql|sparql`: writes example queries in the language asked for.
+    "suite/init.py": "the language of a first suite's example queries",
 }
 
 

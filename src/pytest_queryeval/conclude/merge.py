@@ -296,6 +296,10 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     neighbours = neighbour_summary(records)
     if neighbours is not None:  # --queryeval-neighbours: the shards' budgets, summed
         merged.report["neighbours"] = neighbours
+    from ..predict.cache import summary as cache_summary
+
+    if (cached := cache_summary(records)) is not None:  # answers kept between runs
+        merged.report["prediction_cache"] = cached
     mode = _audit_mode(shards[0][1])
     if mode is not None:
         from ..report.audit import audit_report
@@ -461,6 +465,8 @@ COMMANDS = {
              "-o REPORT.json (queryeval merge --help)",
     "import": "turn a benchmark's files into a suite: queryeval import NAME [options], "
               "as queryeval-import (queryeval import --help lists the importers)",
+    "init": "write a first suite for a database: queryeval init --datasource PATH_OR_URL "
+            "[--kind sql|sparql] [--dir DIR]",
 }
 
 
@@ -475,6 +481,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..importers.cli import main as import_main
 
         return import_main(args[1:], prog="queryeval import")
+    if args and args[0] == "init":
+        from ..suite.init import main as init_main
+
+        return init_main(args[1:])
     helped = bool(args) and args[0] in ("-h", "--help")
     lines = ["usage: queryeval {" + ",".join(COMMANDS) + "} [options]", ""]
     lines += [f"  {name:<7} {text}" for name, text in COMMANDS.items()]

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ..judge.run import JudgeSession
     from ..model import Kind
     from ..neighbours.check import Settings
+    from ..predict.cache import CacheSettings
     from ..predict.exchange import Exchange
 
 
@@ -80,7 +81,8 @@ class Evaluator:
                  hooks: Hooks | None = None, search_paths: list[Path] | None = None,
                  concurrency: int | None = None, repeat: int | None = None,
                  neighbours: Settings | None = None, neighbour_base: Settings | None = None,
-                 judge_refresh: bool = False, gold_cache: Path | None = None) -> None:
+                 judge_refresh: bool = False, gold_cache: Path | None = None,
+                 prediction_cache: CacheSettings | None = None) -> None:
         self._cache = cache
         #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
         self.gold_cache = None if gold_cache is None else GoldCache(gold_cache)
@@ -116,6 +118,8 @@ class Evaluator:
         self.neighbour_base = neighbour_base
         #: ``--queryeval-judge-refresh``: ask the judge again, whatever is pinned.
         self.judge_refresh = judge_refresh
+        #: The prediction cache's run options (read by the live sources, :mod:`..predict.cache`).
+        self.prediction_cache = prediction_cache
         self._judge: JudgeSession | None = None
         quiet_library_logs()
 

@@ -98,6 +98,11 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-gold-cache", metavar="DIR", default=None,
         help="also keep gold results in this directory, shared by every runner of a sharded "
              "run (content-addressed entries, atomic writes); ini queryeval_gold_cache")
+    add("--queryeval-prediction-cache", metavar="DIR", default=None,
+        help="keep the answers of the openai, http and command sources in this directory and "
+             "reuse them while the request is unchanged (as cache: true does, there)")
+    add("--queryeval-refresh-predictions", action="store_true",
+        help="ask every cached source again and rewrite its cache entries")
     add("--queryeval-model-label", metavar="LABEL",
         help="name the model under test in the reports and the baseline (queryeval.yaml model:)")
     add("--queryeval-repeat", type=int, default=None, metavar="N",

@@ -59,6 +59,10 @@ def build_report(records: list[CaseRecord], *, started: float, exitstatus: int,
     }
     if neighbours is not None:  # --queryeval-neighbours: the budget spent, passes checked
         report["neighbours"] = neighbours
+    from ..predict.cache import summary as cache_summary
+
+    if (cached := cache_summary(records)) is not None:  # answers kept between runs
+        report["prediction_cache"] = cached
     return report
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ..model import Threshold
     from ..neighbours.check import Settings
     from ..predict import Predictor
+    from ..predict.cache import CacheSettings
     from ..suite.checks import MetricCatalog
     from .resume import Resume
 
@@ -176,6 +177,8 @@ class RunOptions:
     no_prefetch: bool = False
     #: ini ``queryeval_max_failure_details`` (:mod:`.failure_section`; 0: no limit).
     max_failure_details: int = 100
+    #: ``--queryeval-prediction-cache``, ``--queryeval-refresh-predictions`` (:mod:`..predict.cache`).
+    prediction_cache: CacheSettings | None = None
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
@@ -255,7 +258,8 @@ class RunOptions:
             significance_where=ini_line(config.inipath, "queryeval_significance",
                                         significance_ini))
         (neighbours, base), neighbour_problems = _neighbour_settings(config, report)
-        options = replace(options, neighbours=neighbours, neighbour_base=base)
+        options = replace(options, neighbours=neighbours, neighbour_base=base,
+                          prediction_cache=_cache_settings(config))
         problems: list[str] = []
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
@@ -354,6 +358,19 @@ def _path_value(config: pytest.Config, name: str) -> tuple[Path | None, str]:
         return config.invocation_params.dir / str(cli), str(cli)
     ini = str(config.getini(name) or "")
     return (config.rootpath / ini if ini else None), ini
+
+
+def _cache_settings(config: pytest.Config) -> CacheSettings | None:
+    """The prediction cache's options (None: neither is given; ``cache:`` keys decide)."""
+    directory = config.getoption("queryeval_prediction_cache")
+    refresh = bool(config.getoption("queryeval_refresh_predictions"))
+    repeat = config.getoption("queryeval_repeat")
+    if not directory and not refresh and not repeat:
+        return None
+    from ..predict.cache import CacheSettings
+
+    return CacheSettings(config.invocation_params.dir / str(directory) if directory else None,
+                         refresh, repeat)
 
 
 def _neighbour_settings(config: pytest.Config, report: ReportOptions

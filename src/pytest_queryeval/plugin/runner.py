@@ -92,7 +92,8 @@ def make_evaluator(config: pytest.Config, options: RunOptions) -> Evaluator:
                      hooks=hooks, search_paths=[config.rootpath],
                      concurrency=options.concurrency, repeat=options.repeat,
                      neighbours=options.neighbours, neighbour_base=options.neighbour_base,
-                     judge_refresh=options.judge_refresh, gold_cache=options.gold_cache)
+                     judge_refresh=options.judge_refresh, gold_cache=options.gold_cache,
+                     prediction_cache=options.prediction_cache)
 
 
 class Runner:

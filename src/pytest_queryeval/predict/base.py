@@ -7,11 +7,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import PredictionError
 from ..kinds._registry import declares
 from ..model import Case, Context
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: Default ``max_bytes`` of the http and command sources: the most one answer (body, stdout)
 #: may hold, counted while it is read. A prediction is a query or a small JSON object.
@@ -88,12 +91,27 @@ class Predictor(Protocol):
         ...
 
 
+class AnswerStore(Protocol):
+    """Answers kept between runs (:class:`.cache.PredictionCache`)."""
+
+    def answer(self, case: Case, request: object, ask: Callable[[], Prediction]) -> Prediction:
+        """The answer stored for ``request``, else ``ask()``'s."""
+        ...
+
+
 class LiveSource:
     """What every live source (python, http, command, openai) declares alike: each answer is
     a request made when asked, the pool may make it ahead, and it reads no file of answers."""
 
     fixed: ClassVar[bool] = False
     path_keys: ClassVar[tuple[str, ...]] = ()
+    #: Its answers kept between runs (``cache: true``: set by ``from_spec`` through
+    #: :func:`.cache.use_cache`); None: each is asked when wanted.
+    answers: AnswerStore | None = None
+
+    def cached(self, case: Case, request: object, ask: Callable[[], Prediction]) -> Prediction:
+        """``ask()``, or the answer stored for ``request`` (what is sent for ``case``)."""
+        return ask() if self.answers is None else self.answers.answer(case, request, ask)
 
     def paths(self) -> list[Path]:
         return []

@@ -42,12 +42,13 @@ from .base import (
     positive_number,
     read_usage,
 )
+from .cache import use_cache
 from .pool import NOT_RETRIED, retry_pause
 
 OPENAI_KEYS = frozenset({
     "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
     "temperature", "seed", "max_tokens", "timeout", "retries", "backoff", "max_retry_wait",
-    "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures",
+    "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures", "cache",
 })
 _INSTALL = "source: openai needs the openai package: pip install 'pytest-queryeval[llm]'"
 #: Characters of the model's reply kept in the case details (the query is kept whole).
@@ -60,7 +61,8 @@ class ChatPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Context | None = None) -> ChatPredictor:
-        return cls(spec, context)
+        source = cls(spec, context)
+        return use_cache(source, spec, context, [source._key])
 
     def __init__(self, spec: dict[str, Any], context: Context | None = None) -> None:
         unknown = sorted(set(spec) - OPENAI_KEYS)
@@ -180,7 +182,11 @@ class ChatPredictor(LiveSource):
                                   f"{{schema}}: {exc.reason()}") from None
 
     def predict(self, case: Case) -> Prediction:
-        raw, seconds, details = self.complete(self.messages(case))
+        chat = self.messages(case)
+        return self.cached(case, {"messages": chat}, lambda: self._answer(chat, case))
+
+    def _answer(self, chat: list[dict[str, str]], case: Case) -> Prediction:
+        raw, seconds, details = self.complete(chat)
         return self._parse(raw, case, seconds, details)
 
     def complete(self, chat: list[dict[str, str]], **extra: object,

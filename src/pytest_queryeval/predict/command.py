@@ -26,6 +26,7 @@ from .base import (
     positive_number,
     read_usage,
 )
+from .cache import use_cache
 
 
 class CommandPredictor(LiveSource):
@@ -35,8 +36,9 @@ class CommandPredictor(LiveSource):
         command = spec.get("command")
         if not isinstance(command, str | list):
             raise PredictionError("command predictions need command: a string or a list")
-        return cls(command, base, positive_number(spec, "timeout", 60.0),
-                   int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES)), extract_mode(spec))
+        return use_cache(cls(command, base, positive_number(spec, "timeout", 60.0),
+                             int(positive_number(spec, "max_bytes", DEFAULT_MAX_BYTES)),
+                             extract_mode(spec)), spec, context)
 
     def __init__(self, command: str | list[str], cwd: Path, timeout: float = 60.0,
                  max_bytes: int = DEFAULT_MAX_BYTES, extract: str | None = None) -> None:
@@ -47,6 +49,10 @@ class CommandPredictor(LiveSource):
         self.extract = extract
 
     def predict(self, case: Case) -> Prediction:
+        return self.cached(case, {"argv": self.argv, "stdin": case.json_input()},
+                           lambda: self._run(case))
+
+    def _run(self, case: Case) -> Prediction:
         start = time.perf_counter()
         try:
             code, raw, err = run_command(self.argv, json.dumps(case.json_input()).encode("utf-8"),

@@ -38,11 +38,12 @@ from .base import (
     positive_number,
     read_usage,
 )
+from .cache import request_material, use_cache
 from .pool import NOT_RETRIED, retry_pause
 
 HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
                        "retries", "backoff", "concurrency", "timing_fields", "max_bytes",
-                       "usage_fields", "extract", "failures"})
+                       "usage_fields", "extract", "failures", "cache"})
 #: Characters of an error response's body kept in the message (services explain 4xx there).
 ERROR_BODY_CHARS = 500
 #: Bytes read of an error body: enough to scrub a secret that starts before the cut.
@@ -76,7 +77,8 @@ class HttpPredictor(LiveSource):
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Context | None = None) -> HttpPredictor:
-        return cls(spec)
+        source = cls(spec)
+        return use_cache(source, spec, context, source._scrubber.secrets)
 
     def __init__(self, spec: dict[str, Any]) -> None:
         unknown = set(spec) - HTTP_KEYS
@@ -116,6 +118,9 @@ class HttpPredictor(LiveSource):
         return urllib.request.Request(url, data=data, headers=headers, method=self.method)
 
     def predict(self, case: Case) -> Prediction:
+        return self.cached(case, request_material(self._request(case)), lambda: self._send(case))
+
+    def _send(self, case: Case) -> Prediction:
         last = ""
         start = time.perf_counter()
         for attempt in range(self.retries + 1):

@@ -49,6 +49,10 @@ def slim(record: dict[str, Any]) -> dict[str, Any]:
     details = record.get("details")
     if isinstance(details, dict):
         out["details"] = {k: v for k, v in details.items() if k not in HEAVY_DETAILS}
+        pred = details.get("prediction")
+        if isinstance(pred, dict) and "cache" in pred:  # counted by predict.cache.summary
+            out["details"]["prediction"] = {k: pred[k] for k in ("cache", "cache_ignored")
+                                            if k in pred}
     for key in ("error", "reason"):
         text = out.get(key)
         if isinstance(text, str) and len(text) > REASON_CHARS:

@@ -139,6 +139,9 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     from ..judge.report import summary_lines as judge_lines
 
     lines.extend(judge_lines(report.get("judge")))
+    from ..predict.cache import summary_lines as cache_lines
+
+    lines.extend(cache_lines(report.get("prediction_cache")))
     bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
     if bad and worst:
         lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")

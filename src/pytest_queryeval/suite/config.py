@@ -270,6 +270,9 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                 errors.append(f"{_loc(display, spec, 'failures')}: predictions.failures: must "
                               f"be error (the default: an infrastructure error) or model (the "
                               f"model's failure), not {cfg.predictions['failures']!r}")
+            if not isinstance(cfg.predictions.get("cache", False), bool):  # predict/cache.py
+                errors.append(f"{_loc(display, spec, 'cache')}: predictions.cache: must be true "
+                              f"or false, not {cfg.predictions['cache']!r}")
             key = cfg.predictions.get("api_key")
             if isinstance(key, str) and key:  # a key written literally is a secret as well
                 cfg.secrets.add(key)
