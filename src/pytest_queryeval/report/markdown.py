@@ -126,6 +126,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
         out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg, gated_metrics(report)))
     out.extend(_references(agg))
+    out.extend(_by_turn(agg))
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))
@@ -202,6 +203,27 @@ def _references(agg: Mapping[str, Any]) -> list[str]:
                     _row(["metric", "reference name", "value"]), "|---|---|---:|"])
         out.extend(_row([code(name), md(label), _num(value, 4)]) for name, label, value in rows)
         out.append("")
+    return out
+
+
+def _by_turn(agg: Mapping[str, Any]) -> list[str]:
+    """Conversation cases: a row per turn number (``aggregates.by_turn``), then the
+    conversations' interaction and turn accuracy; nothing without a conversation case."""
+    from .by_turn import SHOWN_METRICS, conversations_line, turn_table
+
+    table = turn_table(agg, SHOWN_METRICS)
+    if table is None:
+        return []
+    missing = table.missing
+    out = ["### By turn", "", md(conversations_line(table.conversations)), "",
+           _row(["turn", "turns", "passed", *(["missing"] if missing else []), "turn accuracy",
+                 *(md(m) for m in table.metrics)]),
+           "|---|---:|---:|" + "---:|" * (int(missing) + 1 + len(table.metrics))]
+    for label, turns, passed, lost, rate, means in table.rows:
+        out.append(_row([f"**{label}**" if label == "all" else label, str(turns), str(passed),
+                         *([str(lost)] if missing else []), _pct(rate),
+                         *(_num(v) for v in means)]))
+    out.append("")
     return out
 
 
@@ -355,7 +377,9 @@ def _baseline(cmp: Comparison) -> list[str]:
     if cmp.critical_regressions:
         out.extend(["**Critical pass → fail** (each fails the gate): " + ", ".join(
             code(c.id) for c in cmp.critical_regressions[:MAX_FAILURES]), ""])
-    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
+    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes),
+                           ("turns pass → fail", cmp.turn_regressions),
+                           ("turns fail → pass", cmp.turn_fixes)):
         if changes:
             items = shortlist([f"{code(c.id)} ({md(c.kind)}/{md(c.difficulty)})"
                                for c in changes], MAX_FAILURES)

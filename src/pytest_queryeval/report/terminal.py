@@ -80,6 +80,22 @@ def reference_lines(agg: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def turn_lines(agg: Mapping[str, Any]) -> list[str]:
+    """Conversation cases: the by-turn table (a row per turn number) and the conversations
+    line; none without a conversation case."""
+    from .by_turn import SHOWN_METRICS, conversations_line, turn_table
+
+    table = turn_table(agg, SHOWN_METRICS)
+    if table is None:
+        return []
+    header = ["turn", "", "turns", "pass", *(["missing"] if table.missing else []),
+              *(_SHORT.get(m, m) for m in table.metrics)]
+    rows = [[label, "", str(turns), _pct(rate), *([str(missing)] if table.missing else []),
+             *(_fmt(v) for v in means)]
+            for label, turns, _, missing, rate, means in table.rows]
+    return [*_table(header, rows), conversations_line(table.conversations), ""]
+
+
 def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
                   spider_table: bool = False, baseline: bool = True) -> list[str]:
     agg = report["aggregates"]
@@ -104,6 +120,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
     lines.extend(reference_lines(agg))
+    lines.extend(turn_lines(agg))
     if agg.get("by_dialect"):
         header = ["dialect", "", "cases", "pass"]
         rows = [[d, "", str(s["count"]), _pct(s["pass_rate"])]
@@ -522,7 +539,9 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
                      "baseline gate)")
         lines.extend(f"  {ch.id} [{ch.kind}/{ch.difficulty}] {ch.before} → {ch.after}"
                      for ch in cmp.critical_regressions[:max_cases])
-    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
+    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes),
+                           ("turns pass → fail", cmp.turn_regressions),
+                           ("turns fail → pass", cmp.turn_fixes)):
         if not changes:
             continue
         lines.append(f"{title}: {len(changes)}")
