@@ -297,6 +297,7 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
 
     for cur, base in pairs:
         change = _change(cur, base)
+        _turn_flips(cmp, cur, base, change, limits, significance)
         if change is None:
             continue
         if change.before in _PASS and change.after in _FAIL:
@@ -309,7 +310,6 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
             cmp.fixes.append(change)
         else:
             cmp.other_changes.append(change)
-        _turn_flips(cmp, cur, base, change, limits, significance)
 
     if not pairs:
         cmp.warnings.append("no case is in both runs: nothing to compare")
