@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._util.wording import plural
-from ..metricnames import lower_is_better
-from .columns import is_detail_metric, ordered_metrics
+from .columns import is_detail_metric, lead_metrics, ordered_metrics
 from .numbers import pct
 
 if TYPE_CHECKING:
@@ -94,18 +93,21 @@ class TurnTable:
         return any(row[3] for row in self.rows)
 
 
-def turn_table(agg: Mapping[str, Any], limit: int | None = None) -> TurnTable | None:
-    """The table of ``agg["by_turn"]``, None when the run has no conversation case. ``limit``:
-    at most this many metric columns (the higher-is-better, non-detail ones first)."""
+def turn_table(agg: Mapping[str, Any], gated: set[str] | None = None, *,
+               every: bool = False) -> TurnTable | None:
+    """The table of ``agg["by_turn"]``, None when the run has no conversation case.
+    ``gated`` (the report's :func:`~.columns.gated_metrics`): only the columns a summary leads
+    with, as the kinds' tables (the gated metrics, else the first headline one; at most
+    :data:`SHOWN_METRICS`); ``every``: the per-component ones too (the Excel sheet: a SQL
+    turn has 30 Spider component scores)."""
     by_turn = agg.get("by_turn")
     if not isinstance(by_turn, Mapping) or not by_turn:
         return None
     names = {m for entry in by_turn.values() if isinstance(entry, Mapping)
              for m in entry if m not in COUNTS}
-    metrics = ordered_metrics(names)
-    if limit is not None:
-        metrics = [m for m in metrics if not lower_is_better(m)
-                   and not is_detail_metric(m)][:limit]
+    metrics = [m for m in ordered_metrics(names) if every or not is_detail_metric(m)]
+    if gated is not None:
+        metrics = lead_metrics(metrics, gated)[:SHOWN_METRICS]
     rows: list[tuple[str, int, int, int, float | None, list[float | None]]] = []
     for key in sorted(by_turn, key=_turn_key):
         entry = by_turn[key]

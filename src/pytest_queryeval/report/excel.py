@@ -483,7 +483,7 @@ def _by_turn_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> None:
     conversations' line above the table."""
     from .by_turn import conversations_line, turn_table
 
-    table = turn_table(agg)
+    table = turn_table(agg, every=True)
     if table is None:
         return
     ws = wb.add_worksheet("By turn")

@@ -393,8 +393,9 @@ def _references(agg: Mapping[str, Any]) -> str:
     out.append("</section>")
     return "".join(out)
 def _by_turn(agg: Mapping[str, Any]) -> str:
-    """Conversation cases: a row per turn number with every metric's mean, then the
-    conversations' interaction and turn accuracy ("" without a conversation case)."""
+    """Conversation cases: a row per turn number with the mean of every metric but the
+    per-component ones (the Excel sheet has those), then the conversations' interaction and
+    turn accuracy ("" without a conversation case)."""
     from .by_turn import conversations_line, turn_table
 
     table = turn_table(agg)

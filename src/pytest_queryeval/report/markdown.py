@@ -126,7 +126,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
         out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg, gated_metrics(report)))
     out.extend(_references(agg))
-    out.extend(_by_turn(agg))
+    out.extend(_by_turn(agg, gated_metrics(report)))
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))
@@ -206,12 +206,13 @@ def _references(agg: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _by_turn(agg: Mapping[str, Any]) -> list[str]:
-    """Conversation cases: a row per turn number (``aggregates.by_turn``), then the
-    conversations' interaction and turn accuracy; nothing without a conversation case."""
-    from .by_turn import SHOWN_METRICS, conversations_line, turn_table
+def _by_turn(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
+    """Conversation cases: a row per turn number (``aggregates.by_turn``) with the metrics a
+    summary leads with, under the conversations' interaction and turn accuracy; nothing
+    without a conversation case."""
+    from .by_turn import conversations_line, turn_table
 
-    table = turn_table(agg, SHOWN_METRICS)
+    table = turn_table(agg, gated)
     if table is None:
         return []
     missing = table.missing

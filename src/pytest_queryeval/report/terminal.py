@@ -18,7 +18,7 @@ from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from ..kinds._registry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
-from .columns import is_detail_metric, is_spider_component
+from .columns import gated_metrics, is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .numbers import num, signed
 from .numbers import pct as _pct
@@ -80,12 +80,12 @@ def reference_lines(agg: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def turn_lines(agg: Mapping[str, Any]) -> list[str]:
-    """Conversation cases: the by-turn table (a row per turn number) and the conversations
-    line; none without a conversation case."""
-    from .by_turn import SHOWN_METRICS, conversations_line, turn_table
+def turn_lines(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
+    """Conversation cases: the by-turn table (a row per turn number, the metrics a summary
+    leads with) and the conversations line; none without a conversation case."""
+    from .by_turn import conversations_line, turn_table
 
-    table = turn_table(agg, SHOWN_METRICS)
+    table = turn_table(agg, gated)
     if table is None:
         return []
     header = ["turn", "", "turns", "pass", *(["missing"] if table.missing else []),
@@ -120,7 +120,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
     lines.extend(reference_lines(agg))
-    lines.extend(turn_lines(agg))
+    lines.extend(turn_lines(agg, gated_metrics(report)))
     if agg.get("by_dialect"):
         header = ["dialect", "", "cases", "pass"]
         rows = [[d, "", str(s["count"]), _pct(s["pass_rate"])]
