@@ -8,7 +8,6 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from tests.conversations.chat_suite import COUNT, COUNT_2024, COUNT_2024_BIG, chat, conversation_suite
 from tests.support import dump, run_report
 
