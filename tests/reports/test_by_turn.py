@@ -328,3 +328,22 @@ def test_a_skipped_or_a_new_turn_is_not_a_flip() -> None:
     skipped["outcome"] = "skipped"
     skipped["details"]["turns"][0]["outcome"] = "failed"
     assert compare(_report([skipped]), _report([before])).turn_regressions == []
+
+
+def test_a_failing_conversation_shows_each_turn() -> None:
+    """The failure views show each scored turn's question, prediction and gold (the case's
+    own ``gold`` is none: a conversation has one per turn)."""
+    from pytest_queryeval.report.terminal import failure_text
+
+    case = _records()[2]  # albums-chat: turns 2 and 3 missing
+    case["gold"], case["predicted"] = None, ["SELECT 1"]
+    text = failure_text(case)
+    assert "turn 2 (missing): q 2\n  predicted: null\n  gold:      SELECT 1" in text
+    assert "gold:      null" not in text
+    report = _report(_records()[:3])
+    md = render_markdown(report)
+    assert "| 2 | failed | q 2 | `SELECT 1` | `SELECT 1` |" in md  # invoices-chat's turn 2
+    assert "| 2 | missing | q 2 | – | `SELECT 1` |" in md
+    page = render_html(report)
+    assert ("<tr><td class=n>2</td><td>missing</td><td>q 2</td><td>–</td>"
+            "<td><pre>SELECT 1</pre></td></tr>") in page

@@ -31,6 +31,7 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
+from .by_turn import scored_turns
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -758,8 +759,17 @@ def _case_details(case: Mapping[str, Any]) -> str:
                         f"<td>{e(limit)}</td></tr>")
         parts.append("<table><thead><tr><th>metric</th><th class=n>value</th><th>threshold"
                      "</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    turns = scored_turns(case)
+    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
+        parts.append('<table class="turns"><thead><tr><th class=n>turn</th><th>outcome</th>'
+                     "<th>question</th><th>predicted</th><th>gold</th></tr></thead><tbody>"
+                     + "".join(f"<tr><td class=n>{e(t.get('turn'))}</td><td>"
+                               f"{e(t.get('outcome'))}</td><td>{e(t.get('question'))}</td>"
+                               f"<td>{_turn_value(t.get('predicted'))}</td>"
+                               f"<td>{_turn_value(t.get('gold'))}</td></tr>"
+                               for t in turns) + "</tbody></table>")
     for label, key in (("predicted", "predicted"), ("gold", "gold")):
-        if case.get(key) is not None:
+        if case.get(key) is not None and turns is None:
             parts.append(f"<div><strong>{label}</strong><pre>{e(_value_text(case[key]))}</pre>"
                          "</div>")
     fence = (case.get("details") or {}).get("fence_stripped")
@@ -778,6 +788,11 @@ def _case_details(case: Mapping[str, Any]) -> str:
         parts.append(f'<p class="muted">{e(where)}</p>')
     label = "failure details" if case.get("outcome") in FAILED_OUTCOMES else "details"
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
+
+
+def _turn_value(value: object) -> str:
+    """A turn's prediction or gold in the case details (a missing turn's none: a dash)."""
+    return "–" if value is None else f"<pre>{e(_value_text(value))}</pre>"
 
 
 def shown_cases(cases: Sequence[RecordLike]) -> tuple[list[Mapping[str, Any]], int]:

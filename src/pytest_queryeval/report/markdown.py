@@ -19,6 +19,7 @@ from .._util.wording import plural, shortlist
 from ..baseline.compare import Comparison, MetricDelta
 from ..conclude.outcome import pass_rate_text, stated
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
+from .by_turn import scored_turns
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -432,8 +433,17 @@ def _failure_block(case: Mapping[str, Any]) -> list[str]:
             limit = " ".join(f"{k} {v:g}" for k, v in t.items() if isinstance(v, int | float))
             out.append(_row([md(m), _num(metrics[m]), md(limit)]))
         out.append("")
+    turns = scored_turns(case)
+    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
+        out.extend([_row(["turn", "outcome", "question", "predicted", "gold"]),
+                    "|---:|---|---|---|---|"])
+        out.extend(_row([md(t.get("turn")), md(t.get("outcome")), md(t.get("question") or ""),
+                         code(_value_text(t["predicted"])) if t.get("predicted") is not None
+                         else "–", code(_value_text(t["gold"])) if t.get("gold") is not None
+                         else "–"]) for t in turns[:MAX_FAILURES])
+        out.append("")
     for label, key in (("Predicted", "predicted"), ("Gold", "gold")):
-        if case.get(key) is not None:
+        if case.get(key) is not None and turns is None:
             out.extend([f"**{label}:**", "", fence(_value_text(case[key])), ""])
     diff = [str(line) for line in case.get("diff") or []]
     if diff:

@@ -18,6 +18,7 @@ from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from ..kinds._registry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
+from .by_turn import scored_turns
 from .columns import gated_metrics, is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .numbers import num, signed
@@ -412,13 +413,17 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
     if diff:  # what decides comes first: a 13-row metric table used to push it off screen
         out.extend(str(d) for d in diff)
         out.append("")
-    if record.get("question"):
-        out.append(f"question:  {record['question']}")
-    out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
-    fence = (record.get("details") or {}).get("fence_stripped")
-    if fence:
-        out.append(f"           (Markdown code fence {fence} stripped before scoring)")
-    out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
+    turns = scored_turns(record)
+    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
+        out.extend(_turn_blocks(turns))
+    else:
+        if record.get("question"):
+            out.append(f"question:  {record['question']}")
+        out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
+        fence = (record.get("details") or {}).get("fence_stripped")
+        if fence:
+            out.append(f"           (Markdown code fence {fence} stripped before scoring)")
+        out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
     metrics = record.get("metrics") or {}
     thresholds = record.get("thresholds") or {}
     failed = set(record.get("failed_metrics") or [])
@@ -451,6 +456,18 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
         out.append(f"({plural(hidden, 'Spider component metric')}: --queryeval-spider-table "
                    "shows them)")
     return "\n".join(out)
+
+
+def _turn_blocks(turns: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``turn 2 (failed): question`` then its predicted and gold, indented, per scored turn."""
+    out: list[str] = []
+    for entry in turns:
+        out.append(f"turn {entry.get('turn')} ({entry.get('outcome')}): "
+                   f"{_one_line(str(entry.get('question') or ''), 200)}")
+        for label, key in (("predicted", "predicted"), ("gold", "gold")):
+            text = _show(entry.get(key)).replace("\n", "\n             ")
+            out.append(f"  {label + ':':<10} {text}")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
