@@ -127,7 +127,8 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
         out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg, gated_metrics(report)))
     out.extend(_references(agg))
-    out.extend(_by_turn(agg, gated_metrics(report)))
+    if agg.get("by_turn"):  # conversation cases only (the gated set reads every case)
+        out.extend(_by_turn(agg, gated_metrics(report)))
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))

@@ -121,7 +121,8 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
     lines.extend(reference_lines(agg))
-    lines.extend(turn_lines(agg, gated_metrics(report)))
+    if agg.get("by_turn"):  # conversation cases only (the gated set reads every case)
+        lines.extend(turn_lines(agg, gated_metrics(report)))
     if agg.get("by_dialect"):
         header = ["dialect", "", "cases", "pass"]
         rows = [[d, "", str(s["count"]), _pct(s["pass_rate"])]
