@@ -18,6 +18,9 @@ Rules (documented in docs/reports.md):
 * A max-drop of 0 (without a significance level) means nothing may get worse: a case that went
   pass → fail while its pass/fail or one of those metrics dropped fails the comparison by
   itself, since a fix elsewhere would keep the mean where it was (issue 43 item 4).
+* A conversation case's turns are paired by turn number: a turn that passed in one run and not
+  in the other is a flip named ``<case-id>#turn<N>``; under a max-drop of 0 a turn that stopped
+  passing fails the comparison by itself, as a case does (issue 42 item 1).
 
 Why one module of this size: the pairing, the deltas per scope, the flips and their gates are
 one comparison; the significance tests and the report columns live in their own modules.
@@ -35,6 +38,8 @@ from ..metricnames import FAILED_OUTCOMES as _FAIL
 from ..metricnames import PASS_RATE, lower_is_better
 from ..metricnames import PASSED_OUTCOMES as _PASS
 from ..metricnames import SCORED_OUTCOMES as _SCORED_OUTCOMES
+from ..report.by_turn import PASSED as TURN_PASSED
+from ..report.by_turn import flip_id, turn_outcomes
 from ..report.columns import (
     difficulty_of,
     group_keys,
@@ -196,6 +201,10 @@ class Comparison:
     #: pass → fail flips under a max-drop of 0 (no significance): "nothing may get worse" is
     #: not met by a fix elsewhere that keeps the mean where it was, so each fails the gate
     zero_drop_regressions: list[OutcomeChange] = field(default_factory=list)
+    #: conversation cases: the turns that went passed → failed/missing/error, and back, each
+    #: named ``<case-id>#turn<N>`` (a case's flip says that it changed, these say where)
+    turn_regressions: list[OutcomeChange] = field(default_factory=list)
+    turn_fixes: list[OutcomeChange] = field(default_factory=list)
 
     @property
     def failures(self) -> list[MetricDelta]:
@@ -244,6 +253,8 @@ class Comparison:
         out["deltas"] = [dict(asdict(d), delta=d.delta) for d in self.deltas]
         out["passed"] = self.passed
         out["summary"] = self.summary()
+        if not self.turn_regressions and not self.turn_fixes:
+            del out["turn_regressions"], out["turn_fixes"]  # a run without conversations
         return out
 
 
@@ -286,6 +297,7 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
 
     for cur, base in pairs:
         change = _change(cur, base)
+        _turn_flips(cmp, cur, base, change, limits, significance)
         if change is None:
             continue
         if change.before in _PASS and change.after in _FAIL:
@@ -400,6 +412,34 @@ def _change(cur: Mapping[str, Any], base: Mapping[str, Any]) -> OutcomeChange | 
         failed_metrics=tuple(str(m) for m in cur.get("failed_metrics") or []),
         error=cur.get("error"),
     )
+
+
+def _turn_flips(cmp: Comparison, cur: Mapping[str, Any], base: Mapping[str, Any],
+                change: OutcomeChange | None, limits: Mapping[str, float],
+                significance: float | None) -> None:
+    """The turns of a paired conversation case that passed in one run and not in the other
+    (turns only one run scored are not compared). Under a max-drop of 0 on the pass rate or
+    ``turn_accuracy`` (no significance), a turn that stopped passing fails the comparison by
+    itself unless its case's own flip already does: nothing may get worse, and a turn fixed
+    elsewhere in the conversation does not cancel it."""
+    now, before = turn_outcomes(cur), turn_outcomes(base)
+    if not now or not before or "skipped" in (cur.get("outcome"), base.get("outcome")):
+        return
+    case_flipped = change is not None and change.before in _PASS and change.after in _FAIL
+    zero = significance is None and any(
+        limits.get(name, limits.get(GLOBAL)) == 0 for name in (PASS_RATE, "turn_accuracy"))
+    for turn in sorted(now.keys() & before.keys()):
+        after, was = now[turn], before[turn]
+        if (after == TURN_PASSED) == (was == TURN_PASSED):
+            continue
+        flip = OutcomeChange(id=flip_id(str(cur.get("id")), turn), kind=str(cur.get("kind")),
+                             difficulty=difficulty_of(cur), before=was, after=after)
+        if was == TURN_PASSED:
+            cmp.turn_regressions.append(flip)
+            if zero and not case_flipped:
+                cmp.zero_drop_regressions.append(flip)
+        else:
+            cmp.turn_fixes.append(flip)
 
 
 def _value(case: Mapping[str, Any], other: Mapping[str, Any], metric: str) -> float | None:

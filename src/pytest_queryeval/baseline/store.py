@@ -3,7 +3,8 @@ errors.
 
 A baseline is committed on every refresh, so it keeps only what a comparison and the gating
 modes read (docs/reports.md, "The baseline file"): per case its id, kind, outcome, own status,
-standing under the gating mode, severity, a digest of what the prediction produced and its metrics, one
+standing under the gating mode, severity, a digest of what the prediction produced, its metrics
+and, for a conversation, each scored turn's outcome (``turns``), one
 line per case in the report's order (file, line, id), so a refresh reads as a diff. Metric
 names are written once per kind (``metric_names``) and each case line holds the values in that
 order. :func:`load_baseline` reads this compact form and any full JSON report (the baselines
@@ -33,6 +34,7 @@ FIELDS = ("id", "kind", "outcome", "status", "standing", "severity", "signature"
 def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
     """The baseline of a JSON report: its ``version`` and ``run``, and per case what
     :func:`~pytest_queryeval.baseline.compare.compare` and the gating modes read."""
+    from ..report.by_turn import turn_outcomes
     from ..report.columns import ordered_metrics
 
     cases = [c for c in report.get("cases") or [] if isinstance(c, Mapping)]
@@ -50,6 +52,9 @@ def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
         while values and values[-1] is None:
             values.pop()
         row["metrics"] = values
+        turns = turn_outcomes(case)
+        if turns:  # a conversation: each scored turn's outcome, for its flips
+            row["turns"] = {str(turn): outcome for turn, outcome in sorted(turns.items())}
         rows.append(row)
     return {"version": report.get("version"), "format": FORMAT,
             "run": dict(report.get("run") or {}), "metric_names": columns, "cases": rows}
@@ -85,8 +90,21 @@ def expand_baseline(data: Mapping[str, Any]) -> dict[str, Any]:
         case = {f: row.get(f) for f in (*FIELDS, "nodeid")}
         case["metrics"] = {name: float(value) for name, value in zip(names, values, strict=False)
                            if value is not None}
+        if "turns" in row:
+            case["details"] = {"turns": _turns(row["turns"], index)}
         cases.append(case)
     return {"version": data.get("version"), "run": dict(data.get("run") or {}), "cases": cases}
+
+
+def _turns(value: object, index: int) -> list[dict[str, Any]]:
+    """A compact row's ``turns`` (``{"2": "failed"}``) as a record's ``details.turns``."""
+    if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and k.isdigit() and int(k) >= 1 and isinstance(v, str)
+            for k, v in value.items()):
+        raise ValueError(f"cases[{index}].turns: expected a mapping of turn numbers to "
+                         "outcomes, as {\"1\": \"passed\", \"2\": \"failed\"}")
+    return [{"turn": int(k), "outcome": v} for k, v in sorted(value.items(),
+                                                             key=lambda kv: int(kv[0]))]
 
 
 def baseline_text(data: Mapping[str, Any]) -> str:

@@ -27,6 +27,8 @@ from ..metricnames import (
     SPIDER_STRUCTURE_METRICS,
 )
 from ..model import NO_DIFFICULTY
+from ..report.by_turn import COUNTS, MISSING, PASSED, scored_turns
+from ..report.columns import ordered_metrics
 from ..suite.config import Gate
 
 if TYPE_CHECKING:
@@ -237,7 +239,90 @@ def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
         "by_difficulty": {d: stats(v) for d, v in sorted(by_diff.items())},
         "by_tag": {t: stats(v) for t, v in sorted(by_tag.items())},
         **dialects,
+        **conversation_aggregates(records),
     }
+
+
+def conversation_aggregates(records: Sequence[RecordLike]) -> dict[str, Any]:
+    """``by_turn`` and ``conversations``: per turn number, over every conversation case's
+    scored turns, how many there are, how many passed (``turn_accuracy``) or are missing and
+    each metric's mean; over the conversations, their ``interaction_accuracy`` (the mean of the
+    case metric) and the share of all scored turns that passed. Empty when no record is a
+    conversation (a suite without one reports as before).
+
+    Only the records are read (each turn's outcome and metrics), so ``queryeval merge`` and
+    ``--queryeval-resume`` compute what a serial run does; the sums are ``math.fsum``, exact
+    whatever the order of the records.
+    """
+    per_turn: dict[int, _Turns] = {}
+    cases = interactions_passed = dropped = 0
+    interaction: list[float] = []
+    dropped_seen = False
+    for rec in records:
+        turns = scored_turns(rec)
+        if turns is None:
+            continue
+        cases += 1
+        value = (rec.get("metrics") or {}).get("interaction_accuracy")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value == value:
+            interaction.append(float(value))
+            interactions_passed += value == 1
+        tsse = (rec.get("details") or {}).get("dropped_turns")
+        if isinstance(tsse, int) and not isinstance(tsse, bool):
+            dropped_seen, dropped = True, dropped + tsse
+        for entry in turns:
+            slot = per_turn.setdefault(int(entry["turn"]), _Turns())
+            slot.add(entry)
+    if not cases:
+        return {}
+    by_turn = {str(number): per_turn[number].stats() for number in sorted(per_turn)}
+    turns_n = sum(s.turns for s in per_turn.values())
+    passed_n = sum(s.passed for s in per_turn.values())
+    missing_n = sum(s.missing for s in per_turn.values())
+    conversations: dict[str, Any] = {
+        "cases": cases,
+        "interaction_accuracy": math.fsum(interaction) / len(interaction) if interaction
+        else None,
+        "interactions_passed": interactions_passed,
+        "turn_accuracy": passed_n / turns_n if turns_n else None,
+        "turns": turns_n, "passed": passed_n,
+    }
+    if missing_n:
+        conversations["missing"] = missing_n
+    if dropped_seen:  # conversation_scoring: tsse
+        conversations["dropped_turns"] = dropped
+    return {"by_turn": by_turn, "conversations": conversations}
+
+
+class _Turns:
+    """The scored turns of one turn number, over every conversation case."""
+
+    __slots__ = ("missing", "passed", "turns", "values")
+
+    def __init__(self) -> None:
+        self.turns = self.passed = self.missing = 0
+        self.values: dict[str, list[float]] = {}
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        self.turns += 1
+        outcome = entry.get("outcome")
+        self.passed += outcome == PASSED
+        self.missing += outcome == MISSING
+        for name, value in (entry.get("metrics") or {}).items():
+            if isinstance(value, int | float) and not (isinstance(value, float)
+                                                        and math.isnan(value)):
+                self.values.setdefault(str(name), []).append(float(value))
+
+    def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"turns": self.turns, "passed": self.passed}
+        if self.missing:
+            out["missing"] = self.missing
+        out["turn_accuracy"] = self.passed / self.turns
+        for name in ordered_metrics(self.values):
+            if name not in COUNTS:
+                xs = self.values[name]
+                out[name] = math.fsum(xs) / len(xs)
+        return out
 
 
 def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

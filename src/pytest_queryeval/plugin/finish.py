@@ -117,6 +117,10 @@ def add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
                 if stat in (metrics.get(metric) or {}):
                     xml.add_global_property(f"{prefix}.{stat}.{metric}",
                                             _sig(metrics[metric][stat]))
+    from ..report.by_turn import junit_properties  # conversation cases: the by-turn table
+
+    for name, value in junit_properties(report["aggregates"]):
+        xml.add_global_property(name, value)
     judge = report.get("judge") or {}
     if judge.get("judged") or judge.get("errors"):
         for key in ("judged", "asked", "pinned", "calls"):

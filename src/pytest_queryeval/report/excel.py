@@ -95,6 +95,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
         _all_metrics(wb, fmt, report)
         if (report.get("aggregates") or {}).get("by_dialect"):
             _dialect_sheet(wb, fmt, report)
+        if (report.get("aggregates") or {}).get("by_turn"):
+            _by_turn_sheet(wb, fmt, report["aggregates"])
         _details(wb, fmt, report)
         sdmx = [c for c in report.get("cases") or []
                 if declares(str(c.get("kind")), "code_selection")]
@@ -477,6 +479,32 @@ def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[Mapping[str, Any]]) -
 
 # -------------------------------------------------------------------------------------------
 # Run
+
+
+def _by_turn_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> None:
+    """Conversation cases: a row per turn number with every metric's mean, the
+    conversations' line above the table."""
+    from .by_turn import conversations_line, turn_table
+
+    table = turn_table(agg, every=True)
+    if table is None:
+        return
+    ws = wb.add_worksheet("By turn")
+    _write_text(ws, 0, 0, conversations_line(table.conversations), fmt["text"])
+    headers = ("Turn", "Turns", "Passed", "Missing", "Turn accuracy", *table.metrics)
+    for col, name in enumerate(headers):
+        ws.write_string(2, col, name, fmt["header"])
+    for row, (label, turns, passed, missing, rate, means) in enumerate(table.rows, start=3):
+        total = label == ALL
+        _write_text(ws, row, 0, label, fmt["total" if total else "text"])
+        for col, count in enumerate((turns, passed, missing), start=1):
+            _write_num(ws, row, col, count, fmt["total_int" if total else "int"])
+        _write_num(ws, row, 4, rate, fmt["total_pct" if total else "pct"])
+        for col, mean in enumerate(means, start=5):
+            _write_num(ws, row, col, mean, fmt["total_num" if total else "num"])
+    ws.set_column(0, 0, 10)
+    ws.set_column(1, len(headers) - 1, 16)
+    ws.freeze_panes(3, 1)
 
 
 def _reference_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> None:

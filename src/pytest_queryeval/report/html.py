@@ -31,6 +31,7 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
+from .by_turn import scored_turns
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -215,6 +216,8 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
         parts.append(_audit(report["audit"]))
     parts.append(_summary(agg, cases, gated_metrics(report), _changed(cases, comparison)))
     parts.append(_references(agg))
+    if agg.get("by_turn"):  # conversation cases only: no line at all otherwise
+        parts.append(_by_turn(agg))
     parts.append(_distributions(cases))
     if comparison is not None:
         parts.append(_baseline(comparison))
@@ -390,6 +393,31 @@ def _references(agg: Mapping[str, Any]) -> str:
         out.append("</tbody></table>")
     out.append("</section>")
     return "".join(out)
+def _by_turn(agg: Mapping[str, Any]) -> str:
+    """Conversation cases: a row per turn number with the mean of every metric but the
+    per-component ones (the Excel sheet has those), then the conversations' interaction and
+    turn accuracy ("" without a conversation case)."""
+    from .by_turn import conversations_line, turn_table
+
+    table = turn_table(agg)
+    if table is None:
+        return ""
+    missing = table.missing
+    out = ['<section id="by-turn"><h2>By turn</h2>',
+           f'<p id="conversations">{e(conversations_line(table.conversations))}</p>',
+           "<table><thead><tr><th>turn</th><th class=n>turns</th><th class=n>passed</th>"
+           + ("<th class=n>missing</th>" if missing else "") + "<th class=n>turn accuracy</th>"
+           + "".join(f"<th class=n>{e(m)}</th>" for m in table.metrics) + "</tr></thead><tbody>"]
+    for label, turns, passed, lost, rate, means in table.rows:
+        out.append(f'<tr data-turn="{e(label)}"><td>{e(label)}</td><td class=n>{turns}</td>'
+                   f"<td class=n>{passed}</td>"
+                   + (f"<td class=n>{lost}</td>" if missing else "")
+                   + f"<td class=n>{_pct(rate)}</td>"
+                   + "".join(f"<td class=n>{_num(v)}</td>" for v in means) + "</tr>")
+    out.append("</tbody></table></section>")
+    return "".join(out)
+
+
 def _audit(audit: Mapping[str, Any]) -> str:
     """The gold audit's findings table (``--queryeval-audit-golds``), errors first."""
     rows = []
@@ -685,7 +713,9 @@ def _baseline(cmp: Comparison) -> str:
                    "fails the gate): " + ", ".join(f"<code>{e(c.id)}</code>"
                                                   for c in cmp.critical_regressions) + "</p>")
     for title, ident, changes in (("pass → fail", "regressions", cmp.regressions),
-                                  ("fail → pass", "fixes", cmp.fixes)):
+                                  ("fail → pass", "fixes", cmp.fixes),
+                                  ("turns pass → fail", "turn-regressions", cmp.turn_regressions),
+                                  ("turns fail → pass", "turn-fixes", cmp.turn_fixes)):
         if changes:
             items = "".join(f"<li><code>{e(c.id)}</code> {e(c.kind)}/{e(c.difficulty)}: "
                             f"{e(c.before)} → {e(c.after)}"
@@ -729,8 +759,17 @@ def _case_details(case: Mapping[str, Any]) -> str:
                         f"<td>{e(limit)}</td></tr>")
         parts.append("<table><thead><tr><th>metric</th><th class=n>value</th><th>threshold"
                      "</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    turns = scored_turns(case)
+    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
+        parts.append('<table class="turns"><thead><tr><th class=n>turn</th><th>outcome</th>'
+                     "<th>question</th><th>predicted</th><th>gold</th></tr></thead><tbody>"
+                     + "".join(f"<tr><td class=n>{e(t.get('turn'))}</td><td>"
+                               f"{e(t.get('outcome'))}</td><td>{e(t.get('question'))}</td>"
+                               f"<td>{_turn_value(t.get('predicted'))}</td>"
+                               f"<td>{_turn_value(t.get('gold'))}</td></tr>"
+                               for t in turns) + "</tbody></table>")
     for label, key in (("predicted", "predicted"), ("gold", "gold")):
-        if case.get(key) is not None:
+        if case.get(key) is not None and turns is None:
             parts.append(f"<div><strong>{label}</strong><pre>{e(_value_text(case[key]))}</pre>"
                          "</div>")
     fence = (case.get("details") or {}).get("fence_stripped")
@@ -749,6 +788,11 @@ def _case_details(case: Mapping[str, Any]) -> str:
         parts.append(f'<p class="muted">{e(where)}</p>')
     label = "failure details" if case.get("outcome") in FAILED_OUTCOMES else "details"
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
+
+
+def _turn_value(value: object) -> str:
+    """A turn's prediction or gold in the case details (a missing turn's none: a dash)."""
+    return "–" if value is None else f"<pre>{e(_value_text(value))}</pre>"
 
 
 def shown_cases(cases: Sequence[RecordLike]) -> tuple[list[Mapping[str, Any]], int]:

@@ -19,6 +19,7 @@ from .._util.wording import plural, shortlist
 from ..baseline.compare import Comparison, MetricDelta
 from ..conclude.outcome import pass_rate_text, stated
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
+from .by_turn import scored_turns
 from .columns import (
     difficulty_of,
     gated_metrics,
@@ -126,6 +127,8 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
         out.extend(_audit(report["audit"]))
     out.extend(_kinds(agg, gated_metrics(report)))
     out.extend(_references(agg))
+    if agg.get("by_turn"):  # conversation cases only (the gated set reads every case)
+        out.extend(_by_turn(agg, gated_metrics(report)))
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))
@@ -202,6 +205,28 @@ def _references(agg: Mapping[str, Any]) -> list[str]:
                     _row(["metric", "reference name", "value"]), "|---|---|---:|"])
         out.extend(_row([code(name), md(label), _num(value, 4)]) for name, label, value in rows)
         out.append("")
+    return out
+
+
+def _by_turn(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
+    """Conversation cases: a row per turn number (``aggregates.by_turn``) with the metrics a
+    summary leads with, under the conversations' interaction and turn accuracy; nothing
+    without a conversation case."""
+    from .by_turn import conversations_line, turn_table
+
+    table = turn_table(agg, gated)
+    if table is None:
+        return []
+    missing = table.missing
+    out = ["### By turn", "", md(conversations_line(table.conversations)), "",
+           _row(["turn", "turns", "passed", *(["missing"] if missing else []), "turn accuracy",
+                 *(md(m) for m in table.metrics)]),
+           "|---|---:|---:|" + "---:|" * (int(missing) + 1 + len(table.metrics))]
+    for label, turns, passed, lost, rate, means in table.rows:
+        out.append(_row([f"**{label}**" if label == "all" else label, str(turns), str(passed),
+                         *([str(lost)] if missing else []), _pct(rate),
+                         *(_num(v) for v in means)]))
+    out.append("")
     return out
 
 
@@ -355,7 +380,9 @@ def _baseline(cmp: Comparison) -> list[str]:
     if cmp.critical_regressions:
         out.extend(["**Critical pass → fail** (each fails the gate): " + ", ".join(
             code(c.id) for c in cmp.critical_regressions[:MAX_FAILURES]), ""])
-    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
+    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes),
+                           ("turns pass → fail", cmp.turn_regressions),
+                           ("turns fail → pass", cmp.turn_fixes)):
         if changes:
             items = shortlist([f"{code(c.id)} ({md(c.kind)}/{md(c.difficulty)})"
                                for c in changes], MAX_FAILURES)
@@ -407,8 +434,17 @@ def _failure_block(case: Mapping[str, Any]) -> list[str]:
             limit = " ".join(f"{k} {v:g}" for k, v in t.items() if isinstance(v, int | float))
             out.append(_row([md(m), _num(metrics[m]), md(limit)]))
         out.append("")
+    turns = scored_turns(case)
+    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
+        out.extend([_row(["turn", "outcome", "question", "predicted", "gold"]),
+                    "|---:|---|---|---|---|"])
+        out.extend(_row([md(t.get("turn")), md(t.get("outcome")), md(t.get("question") or ""),
+                         code(_value_text(t["predicted"])) if t.get("predicted") is not None
+                         else "–", code(_value_text(t["gold"])) if t.get("gold") is not None
+                         else "–"]) for t in turns[:MAX_FAILURES])
+        out.append("")
     for label, key in (("Predicted", "predicted"), ("Gold", "gold")):
-        if case.get(key) is not None:
+        if case.get(key) is not None and turns is None:
             out.extend([f"**{label}:**", "", fence(_value_text(case[key])), ""])
     diff = [str(line) for line in case.get("diff") or []]
     if diff:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .._util.boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
+from .by_turn import slim_turns
 
 #: Case fields no aggregate, gate or summary line reads: left on disk until a report needs them.
 HEAVY = ("predicted", "gold", "question", "diff")
@@ -53,6 +54,8 @@ def slim(record: dict[str, Any]) -> dict[str, Any]:
         if isinstance(pred, dict) and "cache" in pred:  # counted by predict.cache.summary
             out["details"]["prediction"] = {k: pred[k] for k in ("cache", "cache_ignored")
                                             if k in pred}
+        if "turns" in details:  # a conversation's turns: their outcomes and metrics
+            out["details"]["turns"] = slim_turns(details["turns"])
     for key in ("error", "reason"):
         text = out.get(key)
         if isinstance(text, str) and len(text) > REASON_CHARS:

@@ -18,7 +18,8 @@ from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from ..kinds._registry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
-from .columns import is_detail_metric, is_spider_component
+from .by_turn import scored_turns
+from .columns import gated_metrics, is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .numbers import num, signed
 from .numbers import pct as _pct
@@ -80,6 +81,22 @@ def reference_lines(agg: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def turn_lines(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
+    """Conversation cases: the by-turn table (a row per turn number, the metrics a summary
+    leads with) and the conversations line; none without a conversation case."""
+    from .by_turn import conversations_line, turn_table
+
+    table = turn_table(agg, gated)
+    if table is None:
+        return []
+    header = ["turn", "", "turns", "pass", *(["missing"] if table.missing else []),
+              *(_SHORT.get(m, m) for m in table.metrics)]
+    rows = [[label, "", str(turns), _pct(rate), *([str(missing)] if table.missing else []),
+             *(_fmt(v) for v in means)]
+            for label, turns, _, missing, rate, means in table.rows]
+    return [*_table(header, rows), conversations_line(table.conversations), ""]
+
+
 def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
                   spider_table: bool = False, baseline: bool = True) -> list[str]:
     agg = report["aggregates"]
@@ -107,6 +124,8 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
 
     lines.extend(turn_table_lines(report["cases"], full=spider_table))
     lines.extend(reference_lines(agg))
+    if agg.get("by_turn"):  # conversation cases only (the gated set reads every case)
+        lines.extend(turn_lines(agg, gated_metrics(report)))
     if agg.get("by_dialect"):
         header = ["dialect", "", "cases", "pass"]
         rows = [[d, "", str(s["count"]), _pct(s["pass_rate"])]
@@ -401,13 +420,17 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
     if diff:  # what decides comes first: a 13-row metric table used to push it off screen
         out.extend(str(d) for d in diff)
         out.append("")
-    if record.get("question"):
-        out.append(f"question:  {record['question']}")
-    out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
-    fence = (record.get("details") or {}).get("fence_stripped")
-    if fence:
-        out.append(f"           (Markdown code fence {fence} stripped before scoring)")
-    out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
+    turns = scored_turns(record)
+    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
+        out.extend(_turn_blocks(turns))
+    else:
+        if record.get("question"):
+            out.append(f"question:  {record['question']}")
+        out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
+        fence = (record.get("details") or {}).get("fence_stripped")
+        if fence:
+            out.append(f"           (Markdown code fence {fence} stripped before scoring)")
+        out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
     metrics = record.get("metrics") or {}
     thresholds = record.get("thresholds") or {}
     failed = set(record.get("failed_metrics") or [])
@@ -440,6 +463,18 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
         out.append(f"({plural(hidden, 'Spider component metric')}: --queryeval-spider-table "
                    "shows them)")
     return "\n".join(out)
+
+
+def _turn_blocks(turns: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``turn 2 (failed): question`` then its predicted and gold, indented, per scored turn."""
+    out: list[str] = []
+    for entry in turns:
+        out.append(f"turn {entry.get('turn')} ({entry.get('outcome')}): "
+                   f"{_one_line(str(entry.get('question') or ''), 200)}")
+        for label, key in (("predicted", "predicted"), ("gold", "gold")):
+            text = _show(entry.get(key)).replace("\n", "\n             ")
+            out.append(f"  {label + ':':<10} {text}")
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,7 +563,9 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
                      "baseline gate)")
         lines.extend(f"  {ch.id} [{ch.kind}/{ch.difficulty}] {ch.before} → {ch.after}"
                      for ch in cmp.critical_regressions[:max_cases])
-    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes)):
+    for title, changes in (("pass → fail", cmp.regressions), ("fail → pass", cmp.fixes),
+                           ("turns pass → fail", cmp.turn_regressions),
+                           ("turns fail → pass", cmp.turn_fixes)):
         if not changes:
             continue
         lines.append(f"{title}: {len(changes)}")
