@@ -54,16 +54,16 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Literal, TypedDict
+from typing import Final, Literal, TypedDict
 
 REFERENCE = "saparina/ambrosia src/evaluation/metrics.py @7de80a41"
 #: The SQL kind's metrics of an ``interpretations:`` case, in the reference's order.
 AMBROSIA_METRIC_NAMES = ("interpretation_recall", "interpretation_precision",
                          "interpretation_f1", "all_found")
 #: Our default: first-occurrence order, a failed prediction equals nothing, no crash.
-DETERMINISTIC = "deterministic"
+DETERMINISTIC: Final = "deterministic"
 #: The reference: ``list(set(...))`` order of this process, its ``TypeError`` raised.
-AMBROSIA = "ambrosia"
+AMBROSIA: Final = "ambrosia"
 Mode = Literal["deterministic", "ambrosia"]
 MODES: tuple[str, ...] = (DETERMINISTIC, AMBROSIA)
 
