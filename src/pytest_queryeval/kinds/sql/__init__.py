@@ -45,6 +45,7 @@ from ...errors import (
     SourceUnavailable,
 )
 from ...metricnames import JUDGE_EX
+from ...metrics.ambrosia import AMBROSIA_METRIC_NAMES
 from ...metricnames import QUERY_TIMING_METRICS as TIMING
 from ...model import Case, Context, Scored
 from ...results import ResultTable
@@ -64,6 +65,8 @@ from .._query import (
     run_gold,
 )
 from .._query import rank as rank_alternative
+from .interpretations import KEYS as INTERPRETATION_KEYS
+from .interpretations import applies as has_interpretations
 from .case import (
     audit_task,
     dialect_prediction,
@@ -160,7 +163,7 @@ class SqlKind:
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
         "condition_cols", "ignore_order", "task", "setup", "cleanup", "checks", "transpile",
-        "collateral", *OPTION_KEYS,
+        "collateral", *OPTION_KEYS, *INTERPRETATION_KEYS,
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -169,18 +172,24 @@ class SqlKind:
         """What gates a case no threshold judges (docs/reference.md, "Thresholds"): the
         gold's result table, exactly; on a schema-only source (``spider-schema``: nothing
         runs), the gold's structure, Spider's exact set match."""
+        if has_interpretations(case):
+            return {"all_found": 1.0}
         if source_type((case.source_spec or {}).get("type")).schema_only:
             return {"exact_set_match": 1.0}
         return {"execution_accuracy": 1.0}
 
     def is_metric(self, name: str) -> bool:
-        return name in _metric_names()
+        return name in _metric_names() or name in AMBROSIA_METRIC_NAMES
 
     def metric_names(self) -> list[str]:
         """Names for "did you mean" hints."""
-        return sorted(_metric_names())
+        return sorted(_metric_names() | set(AMBROSIA_METRIC_NAMES))
 
     def validate(self, case: Case) -> Iterable[tuple[str, str]]:
+        if has_interpretations(case):
+            from .interpretations import validate as validate_interpretations
+
+            return validate_interpretations(case)
         per_dialect = dialect_problems(case)
         if per_dialect:
             return per_dialect
@@ -237,6 +246,8 @@ class SqlKind:
     def prefetch(self, case: Case, prediction: object, ctx: Context) -> bool:
         """Run ahead, in the source's worker, the queries :meth:`evaluate` will run first
         (:meth:`_SqlRun.prefetch`); False when nothing was sent."""
+        if has_interpretations(case):
+            return False
         return _SqlRun.prefetch(case, prediction, ctx)
 
     @staticmethod
@@ -244,7 +255,7 @@ class SqlKind:
         """Whether :meth:`prefetch` can send anything for ``case``: its source runs queries
         ahead (a spider-schema source executes nothing). Asked before the case's prediction
         is looked up, which was most of a Spider run's cost of the prefetch."""
-        return case.source_spec is not None \
+        return case.source_spec is not None and not has_interpretations(case) \
             and getattr(ctx.source(case), "prefetch_pair", None) is not None
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
@@ -271,6 +282,10 @@ class SqlKind:
         audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
+        if has_interpretations(case):
+            from .interpretations import evaluate as evaluate_interpretations
+
+            return evaluate_interpretations(case, prediction, ctx)
         case, chosen = with_dialect_gold(case)
         try:
             return self._evaluate(case, chosen, prediction, ctx)
