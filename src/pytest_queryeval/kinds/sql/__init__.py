@@ -67,6 +67,7 @@ from .._query import (
 from .._query import rank as rank_alternative
 from .interpretations import KEYS as INTERPRETATION_KEYS
 from .interpretations import applies as has_interpretations
+from .interpretations import probe_problems
 from .case import (
     audit_task,
     dialect_prediction,
@@ -190,7 +191,7 @@ class SqlKind:
             from .interpretations import validate as validate_interpretations
 
             return validate_interpretations(case)
-        per_dialect = dialect_problems(case)
+        per_dialect = dialect_problems(case) + probe_problems(case)
         if per_dialect:
             return per_dialect
         if isinstance(case.gold, dict):  # validated on the entry its source runs
@@ -261,6 +262,11 @@ class SqlKind:
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`...audit.query`)."""
+        if has_interpretations(case):
+            from ...audit.interpretations import audit_interpretations
+
+            audit_interpretations(case, ctx, result)
+            return
         written = case
         try:
             case, chosen = with_dialect_gold(case)

@@ -37,8 +37,9 @@ from ...model import MISSING, Case, Context, Scored, Threshold
 if TYPE_CHECKING:
     from ...results import ResultTable
 
-#: The case keys this module reads (the SQL kind's ``option_keys`` include them).
-KEYS = frozenset({"interpretations", "interpretation_scoring"})
+#: The case keys this module reads (the SQL kind's ``option_keys`` include them), and
+#: ``probe``: an ``expect: abstain`` case's queries for the gold audit (:mod:`...audit.abstain`).
+KEYS = frozenset({"interpretations", "interpretation_scoring", "probe"})
 #: Keys of one reading written as a mapping.
 READING_KEYS = ("gold", "label")
 #: Keys an ``interpretations`` case cannot have (it has one gold per reading instead).
@@ -60,6 +61,14 @@ class Reading(TypedDict):
 def applies(case: Case) -> bool:
     """Whether ``case`` is an ``interpretations`` case."""
     return "interpretations" in case.options
+
+
+def probe_problems(case: Case) -> list[tuple[str, str]]:
+    """``probe:`` on a case that expects an answer: what it would check has a gold."""
+    if "probe" in case.options:
+        return [("probe", "only for an expect: abstain case (the gold audit runs it to check "
+                          "that the data does not answer the question)")]
+    return []
 
 
 def readings(case: Case) -> list[tuple[str, str]]:
@@ -125,6 +134,7 @@ def validate(case: Case) -> list[tuple[str, str]]:
     if mode not in MODES:
         problems.append(("interpretation_scoring", f"must be one of {', '.join(MODES)}, not "
                                                    f"{mode!r}"))
+    problems += probe_problems(case)
     if case.predicted is not MISSING:
         try:
             predicted_queries(case.predicted)
