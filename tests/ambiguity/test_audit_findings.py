@@ -7,7 +7,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from tests.support import run_report, write_suite
 
 X = "SELECT id FROM t WHERE grp = 'x'"

@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from tests.support import run_report, write_suite
 
 from pytest_queryeval.errors import PredictionError
 from pytest_queryeval.kinds.sql.interpretations import predicted_queries
-from tests.support import run_report, write_suite
 
 X = "SELECT id FROM t WHERE grp = 'x'"
 Y = "SELECT id FROM t WHERE grp = 'y'"

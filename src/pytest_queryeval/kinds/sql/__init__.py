@@ -45,8 +45,8 @@ from ...errors import (
     SourceUnavailable,
 )
 from ...metricnames import JUDGE_EX
-from ...metrics.ambrosia import AMBROSIA_METRIC_NAMES
 from ...metricnames import QUERY_TIMING_METRICS as TIMING
+from ...metrics.ambrosia import AMBROSIA_METRIC_NAMES
 from ...model import Case, Context, Scored
 from ...results import ResultTable
 from ...sources import source_type
@@ -65,9 +65,6 @@ from .._query import (
     run_gold,
 )
 from .._query import rank as rank_alternative
-from .interpretations import KEYS as INTERPRETATION_KEYS
-from .interpretations import applies as has_interpretations
-from .interpretations import probe_problems
 from .case import (
     audit_task,
     dialect_prediction,
@@ -77,6 +74,9 @@ from .case import (
     ran_pinned,
     with_dialect_gold,
 )
+from .interpretations import KEYS as INTERPRETATION_KEYS
+from .interpretations import applies as has_interpretations
+from .interpretations import probe_problems
 
 if TYPE_CHECKING:
     from ...audit.findings import AuditResult
