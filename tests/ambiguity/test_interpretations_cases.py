@@ -179,6 +179,7 @@ def test_predictions_from_a_file_may_be_lists(pytester: pytest.Pytester) -> None
     (f"```sql\n{X}\n```\n\n```sql\n{Y}\n```", [X, Y]),
     (f"Reading one:\n```\n{X}\n```\nReading two:\n~~~sql\n{Y}\n~~~", [X, Y]),
     (json.dumps([X, Y]), [X, Y]),
+    (f"```json\n{json.dumps([X, Y])}\n```", [X, Y]),
     ("[not json", ["[not json"]),
     ({"queries": [X, Y]}, [X, Y]),
     ({"sql": X}, [X]),
@@ -192,3 +193,29 @@ def test_prediction_forms(prediction: object, queries: list[str]) -> None:
 def test_prediction_forms_that_are_errors(prediction: object) -> None:
     with pytest.raises(PredictionError):
         predicted_queries(prediction)
+
+
+def test_openai_replies_with_several_blocks_or_a_json_list(
+        pytester: pytest.Pytester, openai_standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``openai`` source keeps the whole reply of an interpretations case (its usual
+    extraction keeps one block): each fenced block, or a JSON list, is a reading's query."""
+    pytest.importorskip("openai")
+    from tests.fixtures.openai_standin import KEY, MODEL
+
+    openai_standin.answers = {
+        "blocks?": f"It is ambiguous. Group x:\n```sql\n{X}\n```\nGroup y:\n```sql\n{Y}\n```",
+        "json?": f"```json\n{json.dumps([X])}\n```",
+    }
+    config = {**CONFIG, "predictions": {
+        "source": "openai", "model": MODEL, "base_url": openai_standin.base_url,
+        "api_key": "${QE_TEST_KEY}", "retries": 1, "backoff": 0.01}}
+    write_suite(pytester.path, config, {"test_q.yaml": {"kind": "sql", "datasource": "db", "cases": [
+        {"id": "blocks", "question": "blocks?", "interpretations": READINGS},
+        {"id": "json", "question": "json?", "interpretations": READINGS}]}})
+    _db(pytester)
+    monkeypatch.setenv("QE_TEST_KEY", KEY)
+    _, report = run_report(pytester)
+    assert report.outcomes == {"blocks": "passed", "json": "failed"}
+    assert report.by_id["json"]["metrics"]["interpretation_recall"] == 0.5
+    assert report.by_id["blocks"]["details"]["prediction"]["extraction"] == \
+        "whole reply: a query per reading"

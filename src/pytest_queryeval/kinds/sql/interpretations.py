@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from ...errors import GoldError, PredictionError, QueryEvalError, SourceUnavailable
 from ...metrics.ambrosia import (
@@ -33,9 +33,6 @@ from ...metrics.ambrosia import (
     score_predicted_statements,
 )
 from ...model import MISSING, Case, Context, Scored, Threshold
-
-if TYPE_CHECKING:
-    pass
 
 #: The case keys this module reads (the SQL kind's ``option_keys`` include them), and
 #: ``probe``: an ``expect: abstain`` case's queries for the gold audit (:mod:`...audit.abstain`).
@@ -168,8 +165,9 @@ def _own_thresholds(case: Case) -> None:
 
 def predicted_queries(prediction: object) -> list[str]:
     """The predicted queries: a list of texts; a mapping's ``queries`` (or ``sql``, ``query``,
-    ``predicted``); or a text: a JSON list of texts, else each fenced code block, else the
-    text as one query (one enclosing fence stripped, as every kind does)."""
+    ``predicted``); or a text: a JSON list of texts (bare, or in one enclosing fence), else
+    each fenced code block, else the text as one query (one enclosing fence stripped, as
+    every kind does)."""
     if isinstance(prediction, Mapping):
         for key in PREDICTION_KEYS:
             if key in prediction:
@@ -184,21 +182,29 @@ def predicted_queries(prediction: object) -> list[str]:
     if not isinstance(prediction, str):
         raise PredictionError(f"expected a list of SQL texts (or one), got "
                               f"{type(prediction).__name__}")
-    text = prediction.strip()
-    if text.startswith("["):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
-        if isinstance(data, list) and all(isinstance(q, str) for q in data):
-            return [str(q) for q in data]
     from .._fences import strip_fence
 
     body, fence = strip_fence(prediction)
+    listed = _json_list(body)
+    if listed is not None:
+        return listed
     if fence is not None:
         return [body]
     blocks = [m["body"] for m in _BLOCK.finditer(prediction)]
     return blocks or [prediction]
+
+
+def _json_list(text: str) -> list[str] | None:
+    """``text`` read as a JSON list of texts, else None."""
+    if not text.strip().startswith("["):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, list) and all(isinstance(q, str) for q in data):
+        return [str(q) for q in data]
+    return None
 
 
 def evaluate(case: Case, prediction: object, ctx: Context) -> Scored:
