@@ -238,6 +238,10 @@ class SqlKind:
         if case.options.get("task") is not None:
             return None  # Spider's hardness rates queries, not statements that write
         first = case.golds[0] if case.golds else None
+        if has_interpretations(case):  # rated by its first reading
+            from .interpretations import readings
+
+            first = next((gold for _, gold in readings(case)), None)
         if not isinstance(first, str):
             return None
         return _hardness(first) or _sql_hardness(first, _spec_dialect(case.source_spec))
