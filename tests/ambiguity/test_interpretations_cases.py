@@ -148,6 +148,7 @@ def test_reference_mode_crashes_where_the_reference_does(
     ({"interpretations": READINGS, "gold": X}, "cases?0?.gold: an interpretations case has no gold*"),
     ({"interpretations": READINGS, "interpretation_scoring": "hash"},
      "cases?0?.interpretation_scoring: must be one of deterministic, ambrosia, not 'hash'"),
+    ({"interpretations": READINGS, "timeout": "soon"}, "cases?0?.timeout: *"),
     ({"interpretations": READINGS, "predicted": [X, 3]}, "cases?0?.predicted?1?: expected SQL text, got int"),
 ])
 def test_bad_shapes_are_located_errors(pytester: pytest.Pytester, case: dict[str, object],

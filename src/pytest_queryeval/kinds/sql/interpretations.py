@@ -127,6 +127,14 @@ def validate(case: Case) -> list[tuple[str, str]]:
     if case.source_spec is None:
         problems.append(("datasource", "an interpretations case runs its golds: it needs a "
                                        "datasource"))
+    from ...errors import ConfigError
+    from .._query import limits, max_query_bytes
+
+    try:
+        limits(case.options)
+        max_query_bytes(case.options)
+    except ConfigError as exc:
+        problems.append((exc.key or "options", exc.message))
     mode = case.options.get("interpretation_scoring", DETERMINISTIC)
     if mode not in MODES:
         problems.append(("interpretation_scoring", f"must be one of {', '.join(MODES)}, not "
