@@ -27,6 +27,8 @@ ANSWERS = {
     "asked-twice": "SELECT count(*) FROM orders",
     "on-two-engines": "SELECT customer, count(*) FROM orders GROUP BY customer ORDER BY customer",
     "raise-prices": "UPDATE orders SET total = total + 1",
+    "two-readings": ["SELECT id FROM orders WHERE total > 10",
+                     "SELECT id FROM orders WHERE total >= 30"],
 }
 
 CASES = [
@@ -43,6 +45,9 @@ CASES = [
      "gold": "SELECT count(*) FROM orders"},
     {"id": "on-two-engines", "question": "Orders per customer?", "datasource": ["shop", "duck"],
      "gold": "SELECT customer, count(*) FROM orders GROUP BY customer ORDER BY customer"},
+    {"id": "two-readings", "question": "Which orders are large?", "interpretations": [
+        {"label": "over 10", "gold": "SELECT id FROM orders WHERE total > 10"},
+        {"label": "30 or more", "gold": "SELECT id FROM orders WHERE total >= 30"}]},
 ]
 TASKS = [
     {"id": "raise-prices", "question": "Add 1 to every order's total.", "task": "dml",

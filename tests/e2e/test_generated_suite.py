@@ -69,8 +69,10 @@ def test_the_serial_run_holds_every_feature(runs, model):
         "ann-total": "passed", "big-orders": "failed", "customers": "failed",
         "broken-gold": "error", "known-gap": "xfailed", "asked-twice": "passed",
         "on-two-engines[shop]": "passed", "on-two-engines[duck]": "passed",
-        "raise-prices": "passed"}
+        "raise-prices": "passed", "two-readings": "passed"}
     by_id = report.by_id
+    assert by_id["two-readings"]["metrics"]["interpretation_recall"] == 1.0
+    assert report.by_id["two-readings"]["metrics"]["all_found"] == 1.0
     assert by_id["big-orders"]["near_miss"] == [] and by_id["customers"]["near_miss"] == ["distinct"]
     assert report["near_miss"]["overall"] == {"distinct": 1}
     assert by_id["asked-twice"]["details"]["repeat"]["n"] == 2

@@ -108,7 +108,15 @@ def audit_case(case: Case, ctx: Context) -> AuditResult:
     if case.errors:
         _invalid_case(case, result)
         return result
-    if case.expect == "abstain":  # no gold: the right output is no answer
+    if case.expect == "abstain":  # no gold: its probes, if any, must not answer it
+        from .abstain import audit_abstain
+
+        try:
+            audit_abstain(case, _AuditContext(ctx), result)
+        except SourceUnavailable as exc:
+            result.add("source-unavailable", exc.reason())
+        except QueryEvalError as exc:  # a datasource that cannot be opened as configured
+            result.add("gold-error", exc.reason())
         return result
     try:
         kind = kind_registry.get_kind(case.kind)

@@ -28,6 +28,10 @@ CATALOG: dict[str, tuple[str, str]] = {
                                   "than the gold it was transpiled from"),
     "code-not-in-codelist": (ERROR, "an SDMX target code is not in its codelist"),
     "invalid-json": (ERROR, "a JSON gold is not valid JSON"),
+    "readings-not-distinct": (ERROR, "two readings of an interpretations case return the same "
+                                     "result (Ambrosia's DublicatesError)"),
+    "abstain-answerable": (ERROR, "an expect: abstain case's probe query answers it from the "
+                                  "data"),
     "empty-result": (WARNING, "the gold returns no rows (or one row of NULLs)"),
     "clock-dependent": (WARNING, "the gold reads the clock (CURRENT_DATE, now(), NOW()...)"),
     "nondeterministic": (WARNING, "the gold calls a random function (RANDOM(), RAND()...)"),

@@ -339,7 +339,8 @@ class ChatPredictor(LiveSource):
             details["finish_reason"] = choice["finish_reason"]
         details["reply"] = content if len(content) <= REPLY_CHARS else \
             content[:REPLY_CHARS] + " ... [truncated]"
-        query, how = prompts.extract_query(content, case.kind)
+        query, how = (content, "whole reply: a query per reading") \
+            if "interpretations" in case.options else prompts.extract_query(content, case.kind)
         details["extraction"] = how
         value: Any = query
         if declares(case.kind, "json_answers"):

@@ -46,6 +46,7 @@ from ...errors import (
 )
 from ...metricnames import JUDGE_EX
 from ...metricnames import QUERY_TIMING_METRICS as TIMING
+from ...metrics.ambrosia import AMBROSIA_METRIC_NAMES
 from ...model import Case, Context, Scored
 from ...results import ResultTable
 from ...sources import source_type
@@ -73,6 +74,9 @@ from .case import (
     ran_pinned,
     with_dialect_gold,
 )
+from .interpretations import KEYS as INTERPRETATION_KEYS
+from .interpretations import applies as has_interpretations
+from .interpretations import probe_problems
 
 if TYPE_CHECKING:
     from ...audit.findings import AuditResult
@@ -161,7 +165,7 @@ class SqlKind:
         "compare", "efficiency", "db_id", "timeout", "max_rows", "structure", "arity_from",
         "keep_distinct", "test_suite_rewrite", "max_query_bytes", "conditions", "tie_aware",
         "condition_cols", "ignore_order", "task", "setup", "cleanup", "checks", "transpile",
-        "collateral", *OPTION_KEYS,
+        "collateral", *OPTION_KEYS, *INTERPRETATION_KEYS,
     })
 
     # -- contract: names and validation ---------------------------------------------------------
@@ -170,19 +174,25 @@ class SqlKind:
         """What gates a case no threshold judges (docs/reference.md, "Thresholds"): the
         gold's result table, exactly; on a schema-only source (``spider-schema``: nothing
         runs), the gold's structure, Spider's exact set match."""
+        if has_interpretations(case):
+            return {"all_found": 1.0}
         if source_type((case.source_spec or {}).get("type")).schema_only:
             return {"exact_set_match": 1.0}
         return {"execution_accuracy": 1.0}
 
     def is_metric(self, name: str) -> bool:
-        return name in _metric_names()
+        return name in _metric_names() or name in AMBROSIA_METRIC_NAMES
 
     def metric_names(self) -> list[str]:
         """Names for "did you mean" hints."""
-        return sorted(_metric_names())
+        return sorted(_metric_names() | set(AMBROSIA_METRIC_NAMES))
 
     def validate(self, case: Case) -> Iterable[tuple[str, str]]:
-        per_dialect = dialect_problems(case)
+        if has_interpretations(case):
+            from .interpretations import validate as validate_interpretations
+
+            return validate_interpretations(case)
+        per_dialect = dialect_problems(case) + probe_problems(case)
         if per_dialect:
             return per_dialect
         if isinstance(case.gold, dict):  # validated on the entry its source runs
@@ -229,6 +239,10 @@ class SqlKind:
         if case.options.get("task") is not None:
             return None  # Spider's hardness rates queries, not statements that write
         first = case.golds[0] if case.golds else None
+        if has_interpretations(case):  # rated by its first reading
+            from .interpretations import readings
+
+            first = next((gold for _, gold in readings(case)), None)
         if not isinstance(first, str):
             return None
         return _hardness(first) or _sql_hardness(first, _spec_dialect(case.source_spec))
@@ -238,6 +252,8 @@ class SqlKind:
     def prefetch(self, case: Case, prediction: object, ctx: Context) -> bool:
         """Run ahead, in the source's worker, the queries :meth:`evaluate` will run first
         (:meth:`_SqlRun.prefetch`); False when nothing was sent."""
+        if has_interpretations(case):
+            return False
         return _SqlRun.prefetch(case, prediction, ctx)
 
     @staticmethod
@@ -245,12 +261,17 @@ class SqlKind:
         """Whether :meth:`prefetch` can send anything for ``case``: its source runs queries
         ahead (a spider-schema source executes nothing). Asked before the case's prediction
         is looked up, which was most of a Spider run's cost of the prefetch."""
-        return case.source_spec is not None \
+        return case.source_spec is not None and not has_interpretations(case) \
             and getattr(ctx.source(case), "prefetch_pair", None) is not None
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`...audit.query`)."""
+        if has_interpretations(case):
+            from ...audit.interpretations import audit_interpretations
+
+            audit_interpretations(case, ctx, result)
+            return
         written = case
         try:
             case, chosen = with_dialect_gold(case)
@@ -272,6 +293,10 @@ class SqlKind:
         audit_query(case, self, ctx, result, "sql")
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
+        if has_interpretations(case):
+            from .interpretations import evaluate as evaluate_interpretations
+
+            return evaluate_interpretations(case, prediction, ctx)
         case, chosen = with_dialect_gold(case)
         try:
             return self._evaluate(case, chosen, prediction, ctx)
