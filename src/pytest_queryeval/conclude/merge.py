@@ -460,6 +460,7 @@ COMMANDS = {
              "-o REPORT.json (queryeval merge --help)",
     "import": "turn a benchmark's files into a suite: queryeval import NAME [options], "
               "as queryeval-import (queryeval import --help lists the importers)",
+    "view": "one offline HTML page over several runs: queryeval view RUN.json... -o view.html",
 }
 
 
@@ -474,6 +475,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..importers.cli import main as import_main
 
         return import_main(args[1:], prog="queryeval import")
+    if args and args[0] == "view":
+        from ..report.view import main as view_main
+
+        return view_main(args[1:])
     helped = bool(args) and args[0] in ("-h", "--help")
     lines = ["usage: queryeval {" + ",".join(COMMANDS) + "} [options]", ""]
     lines += [f"  {name:<7} {text}" for name, text in COMMANDS.items()]
