@@ -25,6 +25,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from importlib import resources
+from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict
 
@@ -180,7 +181,7 @@ def _flags(states: Sequence[str | None]) -> int:
     present = [s for s in states if s is not None]
     flags = CHANGED if len(set(present)) > 1 else 0
     judged = [s == PASSED for s in present if s in (PASSED, FAILED, ERROR)]
-    if sum(a != b for a, b in zip(judged, judged[1:], strict=False)) >= 2:
+    if sum(a != b for a, b in pairwise(judged)) >= 2:
         flags |= FLAKY
     if states and states[-1] in (FAILED, ERROR):
         flags |= FAILING
@@ -190,8 +191,8 @@ def _flags(states: Sequence[str | None]) -> int:
 def _headline(records: Sequence[Mapping[str, object]]) -> str | None:
     """The metric a case's cells show: one its thresholds judge (latest run first), else the
     first headline metric it has, else its first non-timing metric."""
-    from .columns import HEADLINE_METRICS, ordered_metrics
     from ..metricnames import lower_is_better
+    from .columns import HEADLINE_METRICS, ordered_metrics
 
     for record in reversed(records):
         thresholds = record.get("thresholds")
@@ -229,12 +230,14 @@ def _run(label: str, name: str, report: Mapping[str, object]) -> Run:
     overall = agg.get("overall") if isinstance(agg, Mapping) else None
     overall = overall if isinstance(overall, Mapping) else {}
     metrics: dict[str, float | None] = {}
-    for metric, stats in (overall.get("metrics") or {}).items():
+    means = overall.get("metrics")
+    for metric, stats in (means.items() if isinstance(means, Mapping) else ()):
         metrics[str(metric)] = _number(stats.get("mean")) if isinstance(stats, Mapping) else None
     counts = {k: int(v) for k in ("count", "passed", "failed", "errors", "skipped", "xfailed")
               if isinstance(v := overall.get(k), int) and not isinstance(v, bool)}
     gates: list[Gate] = []
-    for g in report.get("gates") or []:
+    listed = report.get("gates")
+    for g in listed if isinstance(listed, list) else ():
         if isinstance(g, Mapping):
             gates.append(Gate(name=_text(g.get("name"), 200), value=_number(g.get("value")),
                               limit=_number(g.get("limit")), op=_text(g.get("op") or ">=", 2),
