@@ -143,9 +143,9 @@ class Dom(HTMLParser):
             self._in_case = True
         if tag == "del":
             self._in_del = True
-        if self._where and self._where[-1] == "grid" and tag == "tr" and "data-id" in a:
+        if tag == "tr" and "data-id" in a:  # a row of the grid (its tables hold only these)
             self.rows.append({**a, "states": ""})
-        if self._where and self._where[-1] == "grid" and tag == "td" and "data-state" in a:
+        if tag == "td" and "data-state" in a:
             self.rows[-1]["states"] += a["data-state"]
         if self._where and self._where[-1] == "trend" and tag == "tr" and "data-row" in a:
             self._trend_row = self.trend.setdefault(a["data-row"], [])
@@ -212,7 +212,7 @@ def test_the_page_in_chromium_filters_from_the_url_fragment(runs, browser, tmp_p
         assert dom.find("body", data_ready="1"), "the page's script did not run"
         assert [r["data-id"] for r in dom.rows] == ORDER
         assert dom.visible() == expected, name
-        assert dom.find("table", id="grid")[0]["data-filter"] == name
+        assert dom.find("div", id="grid")[0]["data-filter"] == name
     # the grid: one cell per run, with the state of the case in that run
     assert {r["data-id"]: r["states"] for r in dom.rows} == STATES
     # the search box's words in the fragment filter too, with a filter
