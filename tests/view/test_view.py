@@ -246,6 +246,24 @@ def test_the_page_shows_the_trend_and_one_case_beside_the_gold(runs, browser, tm
     assert any(t == "ins" for t, _ in dom.tags)
 
 
+#: Clicks a reader makes, run in the page after its own script: the *flaky* filter, then a row.
+_CLICKS = """<script>
+document.querySelector('#controls [data-filter="flaky"]').click();
+setTimeout(function () { document.querySelector('tr[data-id="flaky-fail"] td').click(); }, 50);
+</script></body>"""
+
+
+def test_the_pages_controls_set_the_filter_and_the_case(runs, browser, tmp_path):
+    """A click on a filter or a row goes through the URL fragment like a link does."""
+    page = render_view(build_view(load_runs(runs)))
+    out = tmp_path / "clicked.html"
+    out.write_text(page.replace("</body>", _CLICKS, 1), encoding="utf-8")
+    dom = Dom(browser(out.as_uri(), "--virtual-time-budget=3000", "--dump-dom"))
+    assert dom.visible() == EXPECTED["flaky"]
+    assert dom.find("section", id="case")[0]["data-case"] == "flaky-fail"
+    assert [r["data-id"] for r in dom.rows if r.get("class") == "sel"] == ["flaky-fail"]
+
+
 def test_a_merged_shard_report_is_a_run(runs, suite_dir):
     """The suite of run 3 again, as two shards put together by ``queryeval merge``."""
     for index in (1, 2):
