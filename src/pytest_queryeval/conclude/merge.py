@@ -460,8 +460,8 @@ COMMANDS = {
              "-o REPORT.json (queryeval merge --help)",
     "import": "turn a benchmark's files into a suite: queryeval import NAME [options], "
               "as queryeval-import (queryeval import --help lists the importers)",
-    "view": "one offline HTML page over several runs: queryeval view RUN.json... -o view.html",
 }
+COMMANDS["view"] = "one offline HTML page over several runs: queryeval view RUN.json... -o view.html"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -469,16 +469,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     (the importers of ``queryeval-import``: a user who typed ``queryeval import`` was shown
     the merge usage, with no hint that importers exist)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "view":
+        from ..report.view import main as view_main
+
+        return view_main(args[1:])
     if args and args[0] == "merge":
         return run(args[1:])
     if args and args[0] == "import":
         from ..importers.cli import main as import_main
 
         return import_main(args[1:], prog="queryeval import")
-    if args and args[0] == "view":
-        from ..report.view import main as view_main
-
-        return view_main(args[1:])
     helped = bool(args) and args[0] in ("-h", "--help")
     lines = ["usage: queryeval {" + ",".join(COMMANDS) + "} [options]", ""]
     lines += [f"  {name:<7} {text}" for name, text in COMMANDS.items()]
