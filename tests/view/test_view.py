@@ -280,6 +280,37 @@ def test_a_merged_shard_report_is_a_run(runs, suite_dir):
         == {k: s[0] + s[2] for k, s in STATES.items()}
 
 
+def test_the_result_tables_a_record_holds_are_shown_with_their_differences(tmp_path, browser):
+    """A prediction that passes by luck: ``--queryeval-neighbours`` finds a database on which
+    its result differs from the gold's, and the record holds both tables."""
+    root = write_suite(tmp_path / "suite", {
+        "datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
+        "thresholds": {"execution_accuracy": 1.0}},
+        {"test_c.yaml": {"kind": "sql", "datasource": "db", "cases": [
+            {"id": "lucky", "question": "q", "gold": GOLD,
+             "predicted": "SELECT DISTINCT x FROM t ORDER BY x"}]}})
+    with sqlite3.connect(root / "db.sqlite") as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+        con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+    con.close()
+    proc = _pytest(root, "--queryeval-neighbours", "--queryeval-json=nb.json")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    example = json.loads((root / "nb.json").read_text())["cases"][0]["details"]["neighbours"][
+        "counterexample"]
+    data = build_view(load_runs([root / "nb.json"]))
+    title, gold, predicted = data["cases"][0]["cells"][0][7]
+    assert title == f"on a counterexample database ({example['rows']} rows, {example['origin']})"
+    assert gold == (["x"], [[str(v) for v in row] for row in example["gold"][1]])
+    assert predicted == (["x"], [[str(v) for v in row] for row in example["predicted"][1]])
+    assert len(gold[1]) == len(predicted[1]) + 1  # the duplicate row DISTINCT drops
+    out = tmp_path / "view.html"
+    out.write_text(render_view(data), encoding="utf-8")
+    dom = Dom(browser(out.as_uri() + "#case=lucky", "--dump-dom"))
+    tables = [a["data-result"] for a in dom.find("table") if a.get("data-result")]
+    assert tables == ["gold", "predicted"]
+    assert len(dom.find("td", **{"class": "differs"})) == 1  # the gold's row the prediction lacks
+
+
 # ---- located errors -------------------------------------------------------------------------
 
 

@@ -34,6 +34,8 @@ MAX_TEXT = 10_000
 #: Diff lines kept per case and run (the report's own cap), each cut at :data:`MAX_LINE`.
 MAX_DIFF_LINES = 100
 MAX_LINE = 2_000
+#: Rows and columns of a result table shown per case and run.
+MAX_TABLE_ROWS, MAX_TABLE_COLUMNS = 50, 20
 #: Overall metrics shown in the trend (headline metrics first, per-dimension ones left out).
 MAX_TREND_METRICS = 8
 #: A case's state in one run, one letter each: passed (or xpassed), failed (a gating mode's
@@ -72,9 +74,13 @@ class Run(TypedDict):
     gates: list[Gate]
 
 
+#: A result table as shown: its column names and rows, every value as display text.
+Table = tuple[list[str], list[list[str]]]
 #: One case in one run: state, outcome, headline value, predicted, gold, diff lines, why
-#: (error or reason): strings as indices into the page's string table, -1 for none.
-Cell = tuple[str, int, float | None, int, int, list[int], int]
+#: (error or reason): strings as indices into the page's string table, -1 for none; last, the
+#: gold's and the prediction's result tables where the record holds them (the counterexample
+#: database of ``--queryeval-neighbours``), else None.
+Cell = tuple[str, int, float | None, int, int, list[int], int, tuple[str, Table, Table] | None]
 
 
 class CaseRow(TypedDict):
@@ -208,6 +214,43 @@ def _headline(records: Sequence[Mapping[str, object]]) -> str | None:
     return None
 
 
+def _table(value: object) -> Table | None:
+    """A ``[columns, rows]`` result as display text, cut at :data:`MAX_TABLE_ROWS` rows and
+    :data:`MAX_TABLE_COLUMNS` columns (the report keeps them whole)."""
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list)
+            and isinstance(value[1], list)):
+        return None
+
+    def cell(v: object) -> str:
+        return "NULL" if v is None else _text(v, 200)
+
+    columns = [cell(c) for c in value[0][:MAX_TABLE_COLUMNS]]
+    rows = [[cell(v) for v in row[:MAX_TABLE_COLUMNS]] for row in value[1][:MAX_TABLE_ROWS]
+            if isinstance(row, list)]
+    if len(value[1]) > MAX_TABLE_ROWS:
+        rows.append([f"… [cut: {len(value[1]) - MAX_TABLE_ROWS} more rows]"])
+    return columns, rows
+
+
+def _tables(record: Mapping[str, object]) -> tuple[str, Table, Table] | None:
+    """The result tables a record holds: the gold's and the prediction's on the counterexample
+    database (``details.neighbours.counterexample``), with what the database is."""
+    details = record.get("details")
+    found = details.get("neighbours") if isinstance(details, Mapping) else None
+    example = found.get("counterexample") if isinstance(found, Mapping) else None
+    if not isinstance(example, Mapping):
+        return None
+    gold = _table(example.get("gold"))
+    if gold is None:
+        return None
+    predicted = _table(example.get("predicted")) or (
+        [], [[_text(example.get("predicted_failure") or "no result", 300)]])
+    rows = example.get("rows")
+    title = (f"on a counterexample database ({rows} rows, {_text(example.get('origin'), 100)})"
+             if isinstance(rows, int) else "on a counterexample database")
+    return title, gold, predicted
+
+
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -306,7 +349,8 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
                 lines.append(strings.add(f"… [cut: {len(diff) - MAX_DIFF_LINES} more lines]"))
             cells.append((state, strings.add(record.get("outcome") or "", 40), value,
                           strings.add(record.get("predicted")), strings.add(record.get("gold")),
-                          lines, strings.add(record.get("error") or record.get("reason"))))
+                          lines, strings.add(record.get("error") or record.get("reason")),
+                          _tables(record)))
         rows.append(CaseRow(id=_text(latest.get(key) or latest.get("id"), 1000),
                             kind=_text(latest.get("kind"), 100),
                             difficulty=_text(latest.get("difficulty"), 100),
