@@ -237,7 +237,10 @@ def test_the_page_shows_the_trend_and_one_case_beside_the_gold(runs, browser, tm
     # the case: its question, the gold once, each run's prediction and the result diff
     (panel,) = dom.find("section", id="case")
     assert panel["data-case"] == "regressed"
+    assert [a["data-result"] for a in dom.find("table") if a.get("data-result")] == ["gold",
+                                                                                     "predicted"]
     text = "".join(dom.case_text)
+    assert "<img src=x onerror=alert(1)>" in text and "[cut: 30 more rows]" in text
     assert "Which x are there? (regressed)" in text
     assert text.count(GOLD) >= 1 and "gold" in text
     assert [a["data-run"] for a in dom.find("div", **{"class": "col run"})] == ["0", "1", "2"]
@@ -360,6 +363,9 @@ def _hostile_report(path):
     case.update(HOSTILE)
     case["id"] = HOSTILE_ID
     case["diff"] = ["missing rows (1 of 1):", "  ('</script>',)", *(["x"] * 500)]
+    case["details"] = {"neighbours": {"counterexample": {
+        "rows": 1, "origin": "<b>o</b>", "gold": [["</script>"], [["<img src=x onerror=alert(1)>"]]],
+        "predicted": [["<i>c</i>"], [[None]] * 80]}}}
     report["cases"][1]["predicted"] = "A" * 3_000_000  # far above the report's own cap
     report["cases"][1]["question"] = "é" * 50_000
     report["run"]["model"] = "<script>alert(1)</script> https://user:secret@example.invalid/"
