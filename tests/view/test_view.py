@@ -237,10 +237,7 @@ def test_the_page_shows_the_trend_and_one_case_beside_the_gold(runs, browser, tm
     # the case: its question, the gold once, each run's prediction and the result diff
     (panel,) = dom.find("section", id="case")
     assert panel["data-case"] == "regressed"
-    assert [a["data-result"] for a in dom.find("table") if a.get("data-result")] == ["gold",
-                                                                                     "predicted"]
     text = "".join(dom.case_text)
-    assert "<img src=x onerror=alert(1)>" in text and "[cut: 30 more rows]" in text
     assert "Which x are there? (regressed)" in text
     assert text.count(GOLD) >= 1 and "gold" in text
     assert [a["data-run"] for a in dom.find("div", **{"class": "col run"})] == ["0", "1", "2"]
@@ -401,7 +398,10 @@ def test_hostile_report_text_stays_text(runs, tmp_path, browser):
         assert tag not in ("img", "a", "iframe", "b"), (tag, attrs)
         assert not any(k.startswith("on") or k in ("href", "src") for k in attrs), (tag, attrs)
         assert tag != "svg" or attrs.get("class") == "spark"
+    assert [a["data-result"] for a in dom.find("table") if a.get("data-result")] == ["gold",
+                                                                                     "predicted"]
     text = "".join(dom.case_text)
+    assert "<img src=x onerror=alert(1)>" in text and "[cut: 30 more rows]" in text
     assert HOSTILE["question"].replace("\u2028", "") in text.replace("\u2028", "")
     assert HOSTILE["predicted"] in "".join(dom.shown_predictions)
     scripts = [a for t, a in dom.tags if t == "script"]
