@@ -132,3 +132,18 @@ def test_every_report_format_states_the_outcome_of_the_last_line(runs, name, fmt
     run = runs[name]
     text = headline_of(run, fmt)
     assert run.last_line.removeprefix("queryeval: ") in text, (run.last_line, text[:2000])
+
+
+def test_queryeval_view_over_every_way_of_running(runs):
+    """``queryeval view`` (issue 44 item 1) over the whole runs: the same case states in each
+    (a gating mode's xfail is a failure, as in the pass rate), so no case changed."""
+    from pytest_queryeval.report.view import FAILING, build_view, load_runs
+
+    data = build_view(load_runs([runs[name].reports["json"] for name in WHOLE]))
+    states = {c["id"]: {x[0] for x in c["cells"]} for c in data["cases"]}
+    assert states == {"ann-total": {"P"}, "big-orders": {"F"}, "customers": {"F"},
+                      "broken-gold": {"E"}, "known-gap": {"X"}, "asked-twice": {"P"},
+                      "on-two-engines[shop]": {"P"}, "on-two-engines[duck]": {"P"},
+                      "raise-prices": {"P"}}
+    assert [c["id"] for c in data["cases"] if c["f"]] == ["big-orders", "customers", "broken-gold"]
+    assert all(c["f"] == FAILING for c in data["cases"] if c["f"])

@@ -468,6 +468,7 @@ COMMANDS = {
     "init": "write a first suite for a database: queryeval init --datasource PATH_OR_URL "
             "[--kind sql|sparql] [--dir DIR]",
 }
+COMMANDS["view"] = "one offline HTML page over several runs: queryeval view RUN.json... -o view.html"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -475,6 +476,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     (the importers of ``queryeval-import``: a user who typed ``queryeval import`` was shown
     the merge usage, with no hint that importers exist)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "view":
+        from ..report.view import main as view_main
+
+        return view_main(args[1:])
     if args and args[0] == "merge":
         return run(args[1:])
     if args and args[0] == "import":
