@@ -133,6 +133,11 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
                    f"must be one of {', '.join(known)}, not {expect!r}")
     else:
         turn.expect = str(expect)
+    if turn.expect == "abstain":
+        for key in _GOLD_KEYS:
+            if key in raw:
+                errors.add(raw, key, f"{path}.{key}", f"a turn with expect: abstain has no "
+                           f"{key}: the right output is no answer (remove one of the two)")
     recorded = raw.get("gold_result")
     if recorded is not None:
         if isinstance(recorded, str | list) and all(isinstance(v, str) for v in
