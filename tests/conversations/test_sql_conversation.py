@@ -60,9 +60,9 @@ def test_case_level_prediction_list_and_a_turn_accuracy_bound(pytester: pytest.P
 def test_predicted_history_and_a_turn_that_must_abstain(pytester: pytest.Pytester) -> None:
     """A turn may expect no answer (docs/abstention.md): it passes when the prediction
     abstains, and counts in turn_accuracy like any turn."""
-    turns = chat(p1=COUNT, p2=COUNT_2024, p3=COUNT_2024_BIG) + [
-        {"role": "user", "content": "And what did each customer earn?", "expect": "abstain",
-         "predicted": None}]
+    turns = [*chat(p1=COUNT, p2=COUNT_2024, p3=COUNT_2024_BIG),
+             {"role": "user", "content": "And what did each customer earn?",
+              "expect": "abstain", "predicted": None}]
     conversation_suite(pytester.path, [{"id": "chat", "history": "predicted",
                                         "conversation": turns}])
     _, report = run_report(pytester)
