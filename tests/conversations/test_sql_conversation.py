@@ -72,3 +72,11 @@ def test_predicted_history_and_a_turn_that_must_abstain(pytester: pytest.Pyteste
     assert (last["turn"], last["outcome"], last["expect"]) == (4, "passed", "abstain")
     assert last["metrics"] == {"abstained": 1.0}
     assert rec["details"]["history"] == "predicted"
+
+
+def test_a_conversation_is_as_hard_as_its_hardest_turn(pytester: pytest.Pytester) -> None:
+    conversation_suite(pytester.path, [{"id": "chat", "conversation": chat(
+        p1=COUNT, p2=COUNT_2024, p3=COUNT_2024_BIG)}])
+    _, report = run_report(pytester)
+    # Spider's hardness: turn 1 easy, turn 2 easy, turn 3 medium (two conditions)
+    assert report.by_id["chat"]["difficulty"] == "medium"

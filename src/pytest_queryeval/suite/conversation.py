@@ -114,6 +114,10 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
     _case_predictions(case, entry, scored, kp, errors)
     _thresholds(case, turns, entry, kp, errors, kind, is_metric, record_only)
     case.turns = turns
+    if case.difficulty is None and len(errors.items) == before:
+        from ..engine.conversation import conversation_difficulty
+
+        case.difficulty = conversation_difficulty(kind, case)
     if case.question is None:
         case.question = " / ".join(t.question for t in turns)
 
