@@ -29,6 +29,10 @@ ANSWERS = {
     "raise-prices": "UPDATE orders SET total = total + 1",
     "two-readings": ["SELECT id FROM orders WHERE total > 10",
                      "SELECT id FROM orders WHERE total >= 30"],
+    # a conversation (issue 42): asked turn by turn; turn 3 takes the largest order, not the sum
+    "orders-chat": {"1": "SELECT count(*) FROM orders",
+                    "2": "SELECT count(*) FROM orders WHERE customer = 'ann'",
+                    "3": "SELECT max(total) FROM orders WHERE customer = 'ann'"},
 }
 
 CASES = [
@@ -48,6 +52,14 @@ CASES = [
     {"id": "two-readings", "question": "Which orders are large?", "interpretations": [
         {"label": "over 10", "gold": "SELECT id FROM orders WHERE total > 10"},
         {"label": "30 or more", "gold": "SELECT id FROM orders WHERE total >= 30"}]},
+    {"id": "orders-chat", "conversation": [
+        {"role": "user", "content": "How many orders are there?",
+         "gold": "SELECT count(*) FROM orders"},
+        {"role": "assistant", "content": "There are 3 orders."},
+        {"role": "user", "content": "And how many are ann's?",
+         "gold": "SELECT count(*) FROM orders WHERE customer = 'ann'"},
+        {"role": "user", "content": "What did she spend?",
+         "gold": "SELECT sum(total) FROM orders WHERE customer = 'ann'"}]},
 ]
 TASKS = [
     {"id": "raise-prices", "question": "Add 1 to every order's total.", "task": "dml",
@@ -64,7 +76,8 @@ ANSWERS = json.loads({json.dumps(json.dumps(ANSWERS))})
 
 
 def predict(case):
-    return ANSWERS[case["id"].split("[")[0]]  # a fanned-out item: the case's own answer
+    answer = ANSWERS[case["id"].split("[")[0]]  # a fanned-out item: the case's own answer
+    return answer[str(case["turn"])] if isinstance(answer, dict) else answer  # a turn's
 '''
 
 
@@ -76,7 +89,10 @@ class StandInModel(ModelService):
         case_id = str(request.case_id).split("[")[0]
         if case_id not in ANSWERS:
             return 404, b"no such case"
-        return 200, {"predicted": ANSWERS[case_id]}
+        answer = ANSWERS[case_id]
+        if isinstance(answer, dict):  # a conversation: the turn's answer
+            answer = answer[str(request.body["case"]["turn"])]
+        return 200, {"predicted": answer}
 
 
 def make_suite(root: Path, service: str | None = None) -> Path:

@@ -53,6 +53,29 @@ def turn_problems(kind: Kind, case: Case) -> Iterator[tuple[str, str]]:
             yield f"conversation[{turn.index}].{key_path}", message
 
 
+#: Spider's hardness levels, easiest first: a conversation is as hard as its hardest turn.
+_LEVELS = ("easy", "medium", "hard", "extra")
+
+
+def conversation_difficulty(kind: Kind, case: Case) -> str | None:
+    """The difficulty the kind rates a conversation: its hardest scored turn's (SQL: Spider's
+    hardness of the turn's gold), else the last rated turn's; None when no turn is rated."""
+    rated: list[str] = []
+    for turn in case.turns or ():
+        if turn.scored and turn.expect == "answer":
+            try:
+                level = kind.difficulty(turn_case(case, turn, []))
+            except Exception:  # a broken gold is reported when the case runs
+                level = None
+            if level:
+                rated.append(level)
+    if not rated:
+        return None
+    if all(level in _LEVELS for level in rated):
+        return max(rated, key=_LEVELS.index)
+    return rated[-1]
+
+
 def gold_text(gold: object) -> str | None:
     """The assistant's answer a gold history shows: the gold query (the first of several
     alternatives, the first dialect's of a per-dialect gold), a JSON gold as JSON text."""

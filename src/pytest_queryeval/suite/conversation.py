@@ -124,6 +124,10 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
     _case_predictions(case, entry, scored, kp, errors)
     _thresholds(case, turns, entry, kp, errors, kind, is_metric, record_only)
     case.turns = turns
+    if case.difficulty is None and len(errors.items) == before:
+        from ..engine.conversation import conversation_difficulty
+
+        case.difficulty = conversation_difficulty(kind, case)
     if case.question is None:
         case.question = " / ".join(t.question for t in turns)
 
@@ -143,6 +147,11 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
                    f"must be one of {', '.join(known)}, not {expect!r}")
     else:
         turn.expect = str(expect)
+    if turn.expect == "abstain":
+        for key in _GOLD_KEYS:
+            if key in raw:
+                errors.add(raw, key, f"{path}.{key}", f"a turn with expect: abstain has no "
+                           f"{key}: the right output is no answer (remove one of the two)")
     recorded = raw.get("gold_result")
     if recorded is not None:
         if isinstance(recorded, str | list) and all(isinstance(v, str) for v in
