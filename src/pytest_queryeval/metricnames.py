@@ -26,7 +26,10 @@ RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS) | frozenset(JUDGE_U
 REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
 #: What every kind records where abstention is in play (``expect: abstain``, or a prediction
 #: that abstained): 1 when the prediction gave no answer (see ``engine/abstain.py``).
-ABSTENTION_METRICS = frozenset({"abstained"})
+#: With them, where a question back is in play (``expect: clarify``, or a prediction that
+#: asked one): ``clarified``, and ``asks_about`` (the question names what is ambiguous; see
+#: ``engine/clarify.py``).
+ABSTENTION_METRICS = frozenset({"abstained", "clarified", "asks_about"})
 #: The Spider evaluator's components, in its print order; each is scored as ``<c>_acc``,
 #: ``<c>_rec`` and ``<c>_f1`` beside ``exact_set_match``.
 SPIDER_COMPONENTS: tuple[str, ...] = (

@@ -31,6 +31,7 @@ from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predicto
 from ..predict.pool import PredictionPool, RequestKey, concurrency_of
 from ..sources.base import DataSource, declared
 from .abstain import abstain_outcome, abstention
+from .clarify import clarification, clarify_outcome
 from .goldcache import GoldCache
 from .repeats import FIXED_NOTE, combine, signature
 from .steps import CaseOutcome as CaseOutcome
@@ -478,6 +479,10 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> Case
         return CaseOutcome("error", error=error, signature="error:" + error)
     predicted = None if prediction.value is MISSING else prediction.value
     how = None if prediction.value is MISSING else abstention(prediction.value, case.abstain_patterns)
+    asked = None if prediction.value is MISSING else clarification(prediction.value,
+                                                                   case.clarify_patterns)
+    if asked is not None or case.expect == "clarify":
+        return clarify_outcome(case, predicted, asked, how, evaluator)
     if how is not None or case.expect == "abstain":
         return abstain_outcome(case, predicted, how)
     try:
