@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING
 from ..metricnames import REPEAT_METRICS
 from ..model import Case, Threshold
 from .abstain import tool_name
-from .steps import CaseOutcome
+from .steps import CaseOutcome, record_usage
 
 if TYPE_CHECKING:
     from ..model import Context
+    from ..predict import Prediction
 
 #: ``expect:`` value: a question back is the right output.
 CLARIFY = "clarify"
@@ -272,6 +273,18 @@ def clarify_outcome(case: Case, predicted: object, asked: Asked | None, abstaine
         details["abstention"] = {"expected": True, "abstained": False, "how": None}
     return CaseOutcome("failed", metrics, {}, failed, predicted, reason, None, [], details,
                        "clarify:True")
+
+
+def with_prediction(case: Case, prediction: Prediction, outcome: CaseOutcome) -> CaseOutcome:
+    """What the source reported of a prediction that abstained or asked back (its seconds, its
+    details, its tokens and cost), kept as for a scored one: a tool call costs tokens too."""
+    if prediction.seconds is not None:
+        outcome.metrics["prediction_seconds"] = prediction.seconds
+    if prediction.details:
+        outcome.details["prediction"] = prediction.details
+    if prediction.usage:
+        record_usage(case, prediction, outcome.metrics, outcome.details)
+    return outcome
 
 
 def _cut(text: str, limit: int = QUESTION_CHARS) -> str:
