@@ -30,6 +30,11 @@ REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
 #: asked one): ``clarified``, and ``asks_about`` (the question names what is ambiguous; see
 #: ``engine/clarify.py``).
 ABSTENTION_METRICS = frozenset({"abstained", "clarified", "asks_about"})
+#: A sql/sparql/json conversation's case metrics (docs/conversations.md): the share of its
+#: scored turns that pass, and 1 when every one passes (SParC's question and interaction match).
+TURN_ACCURACY = "turn_accuracy"
+INTERACTION_ACCURACY = "interaction_accuracy"
+CONVERSATION_METRICS = frozenset({TURN_ACCURACY, INTERACTION_ACCURACY})
 #: The Spider evaluator's components, in its print order; each is scored as ``<c>_acc``,
 #: ``<c>_rec`` and ``<c>_f1`` beside ``exact_set_match``.
 SPIDER_COMPONENTS: tuple[str, ...] = (

@@ -61,6 +61,33 @@ class Threshold:
 
 
 @dataclass(slots=True)
+class Turn:
+    """One user turn of a sql/sparql/json ``conversation:`` as read (:mod:`.suite.conversation`).
+    ``number`` is its place among the user turns (1-based); a turn with a gold is scored."""
+
+    number: int
+    #: Its index in the ``conversation:`` list (for located messages).
+    index: int
+    question: str
+    #: The turn's gold (as the kind reads ``gold:``), its recorded result, its inline prediction.
+    gold: Any = None
+    gold_result: ResultTable | None = None
+    predicted: Any = MISSING
+    #: ``expect:`` of the turn: answer (the default), abstain or clarify.
+    expect: str = "answer"
+    #: The turn's thresholds (the case's, then the turn's own); empty for a history-only turn.
+    thresholds: dict[str, Threshold] = field(default_factory=dict)
+    #: The scripted assistant turns that follow it, as written (sent as history).
+    replies: list[str] = field(default_factory=list)
+    #: The turn mapping as written (plain data): per-turn keys other readers add.
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        return self.gold is not None or self.gold_result is not None or self.expect != "answer"
+
+
+@dataclass(slots=True)
 class Case:
     """One evaluation case, fully resolved (file defaults and suite config merged in).
 
@@ -154,6 +181,16 @@ class Case:
     clarify_patterns: tuple[str, ...] = ()
     clarification: dict[str, object] | None = None
     reply: str | None = None
+    # -- conversations of sql/sparql/json cases (issue 42, docs/conversations.md) --------
+    #: The scored user turns of a ``conversation:`` (:mod:`.suite.conversation`); None for a
+    #: one-question case (and for SDMX conversations, which keep their own format).
+    turns: list[Turn] | None = None
+    #: ``history:``: what the assistant said in earlier turns, ``gold`` or ``predicted``.
+    history_mode: str = "gold"
+    #: On the case of one turn (:func:`.engine.conversation.turn_case`): its number and the
+    #: earlier turns as ``{"role", "content"}`` messages, sent to every source.
+    turn: int | None = None
+    history: list[dict[str, str]] | None = None
 
     @property
     def golds(self) -> list[Any]:
@@ -176,6 +213,9 @@ class Case:
                 out[key] = getattr(self, key)
         from .kinds._registry import declares
 
+        if self.turn is not None:
+            out["turn"] = self.turn
+            out["history"] = [dict(m) for m in self.history or []]
         if declares(self.kind, "conversation"):
             out["conversation"] = [
                 {"role": t.get("role"), "content": t.get("content")}

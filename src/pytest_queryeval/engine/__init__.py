@@ -246,6 +246,7 @@ class Evaluator:
         gives the same and asks no one. None for any other, and for a case that predicts
         more than once or cannot predict (it reports why when it runs)."""
         if case.errors or case.skip or case.prediction_errors or self.repeats(case) != 1 \
+                or case.turns is not None \
                 or (self.pool is not None and (case.id, 0) in self.pool):
             return None
         inline = _inline_prediction(case) is not None
@@ -269,7 +270,7 @@ class Evaluator:
         file, may come from the ``pytest_queryeval_predict`` hook (``hook_active``: the hook
         runs in the main thread, when the case runs) or cannot be had (the case reports why
         when it runs). Follows the precedence of :meth:`predict`."""
-        if case.errors or case.skip:
+        if case.errors or case.skip or case.turns is not None:  # asked turn by turn
             return None
         inline = _inline_prediction(case)
         spec: dict[str, Any] | None = None
@@ -437,7 +438,8 @@ def _inline_prediction(case: Case) -> Prediction | None:
         return Prediction(case.predicted)
     if case.predicted_result is not None:  # a recorded prediction is an inline one
         return Prediction(MISSING)
-    if kind_registry.declares(case.kind, "conversation") and _has_turn_predictions(case):
+    if (case.turns is not None or kind_registry.declares(case.kind, "conversation")) \
+            and _has_turn_predictions(case):
         return Prediction(MISSING)
     return None
 
@@ -458,6 +460,12 @@ def run_case(case: Case, evaluator: Evaluator) -> CaseOutcome:
     except (KeyError, ImportError) as exc:
         return CaseOutcome("error", error=f"kind {case.kind!r} is not available: {exc}")
     runs = evaluator.repeats(case)
+    if case.turns is not None:  # a conversation: each scored turn is asked and scored
+        from .conversation import run_conversation
+
+        if runs == 1:
+            return run_conversation(case, evaluator, kind)
+        return combine(case, [run_conversation(case, evaluator, kind) for _ in range(runs)])
     if runs == 1:
         outcome = _run_once(case, evaluator, kind, 0)
         if (evaluator.repeat_override or case.repeat) > 1:
@@ -477,6 +485,14 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> Case
     except Exception as exc:
         error = _internal("predictor", exc)
         return CaseOutcome("error", error=error, signature="error:" + error)
+    return score_prediction(case, evaluator, kind, prediction)
+
+
+def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
+                     prediction: Prediction) -> CaseOutcome:
+    """One prediction of the case scored and judged: its kind's metrics, the hooks' metrics,
+    the judge, the thresholds and the near misses (each turn of a conversation too:
+    :mod:`.conversation`)."""
     predicted = None if prediction.value is MISSING else prediction.value
     how = None if prediction.value is MISSING else abstention(prediction.value, case.abstain_patterns)
     asked = None if prediction.value is MISSING else clarification(prediction.value,

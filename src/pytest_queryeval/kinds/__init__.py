@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from ..metricnames import ABSTENTION_METRICS, RECORDED_METRICS, REPEAT_METRICS
+from ..metricnames import ABSTENTION_METRICS, CONVERSATION_METRICS, RECORDED_METRICS, REPEAT_METRICS
 from ..model import Kind
 from ._registry import (
     KIND_CLASSES,
@@ -39,6 +39,8 @@ def is_metric(kind: str, name: str, custom: Iterable[str] = ()) -> bool:
     if name in RECORDED_METRICS or name in REPEAT_METRICS or name in ABSTENTION_METRICS or name in custom:
         return True
     try:
+        if name in CONVERSATION_METRICS and declares(kind, "conversation_turns"):
+            return True
         return bool(get_kind(kind).is_metric(name))
     except (KeyError, ImportError):
         return False

@@ -14,6 +14,9 @@ such as a ``pytest_queryeval_kinds`` one, does not declare them):
 ``conversation``
     a case is a ``conversation:`` whose turns carry the targets and may carry inline
     predictions (SDMX): predictors receive its turns, reports show the turns' targets.
+``conversation_turns``
+    a case may be a ``conversation:`` of user turns, each turn with a gold scored as one case
+    of this kind (SQL, SPARQL, JSON; :mod:`..suite.conversation`, docs/conversations.md).
 ``json_answers``
     a prediction is a JSON value: a text the model returns is parsed when it is JSON (JSON,
     SDMX).
@@ -55,7 +58,8 @@ import importlib
 from typing import Literal
 
 #: The capabilities a kind may declare (see the module docstring).
-Capability = Literal["gold_alternatives", "gold_by_dialect", "conversation", "json_answers",
+Capability = Literal["gold_alternatives", "gold_by_dialect", "conversation",
+                     "conversation_turns", "json_answers",
                      "json_gold", "inferred_from_conversation", "judged", "result_files",
                      "spider_details", "code_selection", "pinned_before_kinds"]
 #: The text values a kind may declare.

@@ -145,6 +145,7 @@ class JsonKind:
     #: What it declares to the modules outside kinds/ (:mod:`._registry`).
     json_answers: ClassVar[bool] = True
     json_gold: ClassVar[bool] = True
+    conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
     fence_language: ClassVar[str] = "json"
     language_name: ClassVar[str] = "JSON"
     headline_metrics: ClassVar[tuple[str, ...]] = (

@@ -101,6 +101,7 @@ class SparqlKind:
     #: What it declares to the modules outside kinds/ (:mod:`._registry`).
     gold_alternatives: ClassVar[bool] = True
     judged: ClassVar[bool] = True
+    conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
     fence_language: ClassVar[str] = "sparql"
     language_name: ClassVar[str] = "SPARQL"
     headline_metrics: ClassVar[tuple[str, ...]] = (

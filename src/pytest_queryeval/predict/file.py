@@ -18,6 +18,11 @@ _VALUE_KEYS = ("predicted", "prediction", "pred", "output")
 _TIME_KEYS = ("prediction_seconds", "latency", "latency_s", "seconds")
 
 
+class MissingTurn(PredictionError):
+    """The file holds rows for a conversation but none for this turn: the turn is scored as
+    ``missing`` (:mod:`..engine.conversation`), not as the suite's error."""
+
+
 class FilePredictor:
     """Loads the whole file once; problems surface per case, never for the session."""
 
@@ -37,6 +42,8 @@ class FilePredictor:
         self._entries: dict[str, dict[str, Any]] | None = None
         self._error: str | None = None
         self._dupes: dict[str, list[int]] = {}
+        #: Rows with a ``turn`` (a conversation's user-turn number), by (id, turn).
+        self._turns: dict[tuple[str, int], dict[str, Any]] = {}
 
     def _load(self) -> None:
         entries: dict[str, dict[str, Any]] = {}
@@ -88,6 +95,17 @@ class FilePredictor:
         if case_id is None:
             raise PredictionError(f"{where}: missing 'id'")
         key = str(case_id)
+        turn = row.get("turn")
+        if turn is not None:  # one row per turn of a conversation (docs/conversations.md)
+            if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+                raise PredictionError(f"{where}: turn must be a user-turn number (1, 2, ...), "
+                                      f"not {turn!r}")
+            if (key, turn) in self._turns:
+                self._dupes.setdefault(f"{key}#turn{turn}",
+                                       [self._turns[key, turn]["__line"]]).append(lineno)
+            self._turns[key, turn] = {**row, "__line": lineno}
+            entries.setdefault(key, {"__turns": True, "__line": lineno})
+            return
         if key in entries:
             self._dupes.setdefault(key, [entries[key]["__line"]]).append(lineno)
         entries[key] = {**row, "__line": lineno}
@@ -113,11 +131,33 @@ class FilePredictor:
             lines = ", ".join(map(str, self._dupes[case.id]))
             raise PredictionError(f"case id {case.id!r} appears more than once in {self.path} "
                                   f"(lines {lines})")
+        if case.turn is not None:
+            return self._turn(case, case.turn)
         row = self._entries.get(case.id)
         if row is None and case.fanned_from is not None:  # one prediction for every source
             row = self._entries.get(case.fanned_from)
+        if row is not None and row.get("__turns"):
+            raise PredictionError(f"{self.path}: the rows for {case.id!r} have a turn, but "
+                                  "the case is not a conversation")
         if row is None:
             raise PredictionError(f"no prediction for case {case.id!r} in {self.path}")
+        return self._prediction(case, row)
+
+    def _turn(self, case: Case, turn: int) -> Prediction:
+        """Turn ``turn`` of conversation ``case``: its row, else :class:`MissingTurn`."""
+        for key in (case.id, case.fanned_from):
+            if key is None:
+                continue
+            if f"{key}#turn{turn}" in self._dupes:
+                lines = ", ".join(map(str, self._dupes[f"{key}#turn{turn}"]))
+                raise PredictionError(f"case id {key!r} turn {turn} appears more than once in "
+                                      f"{self.path} (lines {lines})")
+            row = self._turns.get((key, turn))
+            if row is not None:
+                return self._prediction(case, row)
+        raise MissingTurn(f"no prediction for case {case.id!r} turn {turn} in {self.path}")
+
+    def _prediction(self, case: Case, row: dict[str, Any]) -> Prediction:
         value_key = next((k for k in _VALUE_KEYS if k in row), None)
         if value_key is None:
             raise PredictionError(f"{self.path}: entry for {case.id!r} has no 'predicted' value")
@@ -125,7 +165,7 @@ class FilePredictor:
         usage = read_usage(row.get("usage")) or read_usage(row)
         model = row.get("model") if isinstance(row.get("model"), str) else None
         details = {k: v for k, v in row.items()
-                   if k not in (*_ID_KEYS, value_key, "__line", *usage) and
+                   if k not in (*_ID_KEYS, value_key, "__line", "turn", *usage) and
                    not isinstance(v, dict | list)}
         return Prediction(row[value_key], float(seconds) if seconds is not None else None, details,
                           usage, model)

@@ -34,13 +34,14 @@ CASE_KEYS = frozenset({
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
-    "external_knowledge", "judge", "expect", "clarification", "reply",
+    "external_knowledge", "judge", "expect", "clarification", "reply", "history",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
                        "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
-                       "repeat", "repeat_rule", "repeat_verdict", "severity", "judge", "expect"})
+                       "repeat", "repeat_rule", "repeat_verdict", "severity", "judge", "expect",
+                       "history"})
 #: ``severity:`` values; ``critical`` cases fail the baseline gate on any pass → fail flip.
 SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
@@ -243,7 +244,7 @@ class CaseReader:
         for step in (draft.kind, draft.unknown_keys, draft.identity, draft.question_and_hints,
                      draft.difficulty, draft.tags, draft.severity_and_marks, draft.datasource,
                      draft.recorded_results, draft.options, draft.repeat, draft.thresholds,
-                     draft.judge, draft.expect, draft.kind_validation):
+                     draft.judge, draft.expect, draft.conversation, draft.kind_validation):
             step()
         draft.case.errors.extend(draft.errors.items)
         return draft.case
@@ -653,6 +654,18 @@ class _Draft:
         case.default_thresholds = [] if ABSTAINED in (self.entry.get("thresholds") or {}) \
             else [ABSTAINED]
 
+    def conversation(self) -> None:
+        """A sql/sparql/json ``conversation:``: its turns (:mod:`.conversation`)."""
+        from .conversation import has_turns, read_conversation
+
+        if self.kind_obj is None or not has_turns(self.entry, self.case.kind):
+            if "history" in self.entry:
+                self.errors.add(self.entry, "history", self.kp("history"),
+                                "history: is for a conversation case of kind sql, sparql or json")
+            return
+        read_conversation(self.case, self.entry, self.merged, self.kp, self.errors,
+                          self.kind_obj, self.reader.is_metric, self.reader.suite.record_only)
+
     def kind_validation(self) -> None:
         """The kind's own checks, once the generic ones found nothing (a kind's validator
         never breaks collection)."""
@@ -661,6 +674,13 @@ class _Draft:
                 self.case.expect == "clarify" and self.case.reply is None):  # nothing to run
             return
         display, entry = self.reader.display, self.entry
+        if self.case.turns is not None:
+            from ..engine.conversation import turn_problems
+
+            for key_path, message in turn_problems(kind, self.case):
+                errors.items.append(f"{display}:{_line_for(entry, key_path)}: "
+                                    f"{self.kp(key_path)}: {message}")
+            return
         try:
             for key_path, message in kind.validate(self.case):
                 root = re.split(r"[.\[]", key_path, maxsplit=1)[0]

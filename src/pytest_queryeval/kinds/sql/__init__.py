@@ -149,6 +149,7 @@ class SqlKind:
     gold_alternatives: ClassVar[bool] = True
     gold_by_dialect: ClassVar[bool] = True
     judged: ClassVar[bool] = True
+    conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
     result_files: ClassVar[bool] = True
     spider_details: ClassVar[bool] = True
     pinned_before_kinds: ClassVar[bool] = True

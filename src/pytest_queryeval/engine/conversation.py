@@ -1,0 +1,242 @@
+"""A sql/sparql/json conversation (issue 42, docs/conversations.md): each scored turn asked
+and scored as one case of its kind, the case's verdict from its turns.
+
+Each scored turn becomes a case of its own (:func:`turn_case`: the turn's question, gold and
+thresholds, its number and the history before it) and goes through the same steps as any case
+(:func:`..engine.score_prediction`: the kind's metrics, gold alternatives, recorded results,
+the judge, thresholds, near misses). The conversation's record holds every turn
+(``details.turns``) and the two case metrics, ``turn_accuracy`` (passed scored turns over all
+of them: a turn with no prediction counts, as failed) and ``interaction_accuracy`` (1 when
+every scored turn passed). Predictions are asked turn by turn, never ahead: with ``history:
+predicted`` a turn's request holds the answers to the turns before it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AnswerFailed, PredictionError, QueryEvalError
+from ..metricnames import INTERACTION_ACCURACY, REPEAT_METRICS, TURN_ACCURACY, is_timing, is_usage
+from ..model import MISSING, Case, Kind, Turn
+from ..predict import INLINE, Prediction, Predictor
+from .steps import CaseOutcome, failures_count_as_model
+from .thresholds import evaluate as check_thresholds
+
+if TYPE_CHECKING:
+    from . import Evaluator
+
+#: A turn's outcomes in ``details.turns``.
+PASSED, FAILED, MISSING_TURN, ERROR = "passed", "failed", "missing", "error"
+
+
+def turn_case(case: Case, turn: Turn, history: list[dict[str, str]]) -> Case:
+    """The case one scored turn is asked and scored as: the conversation case with the turn's
+    question, gold, inline prediction and thresholds, its number and the history before it."""
+    return dataclasses.replace(
+        case, question=turn.question, gold=turn.gold, gold_result=turn.gold_result,
+        gold_result_files=None, gold_result_multi=False, predicted=turn.predicted,
+        predicted_result=None, thresholds=dict(turn.thresholds), default_thresholds=[],
+        errors=[], expect=turn.expect, turns=None, turn=turn.number, history=history,
+        raw={k: v for k, v in case.raw.items() if k != "conversation"})
+
+
+def turn_problems(kind: Kind, case: Case) -> Iterator[tuple[str, str]]:
+    """The kind's own checks of each scored turn's gold, as ``conversation[i].<key>`` paths."""
+    for turn in case.turns or ():
+        if not turn.scored or turn.expect != "answer":
+            continue
+        for key_path, message in kind.validate(turn_case(case, turn, [])):
+            yield f"conversation[{turn.index}].{key_path}", message
+
+
+def gold_text(gold: object) -> str | None:
+    """The assistant's answer a gold history shows: the gold query (the first of several
+    alternatives, the first dialect's of a per-dialect gold), a JSON gold as JSON text."""
+    if isinstance(gold, list) and gold and all(isinstance(g, str) for g in gold):
+        gold = gold[0]
+    elif isinstance(gold, dict) and gold and all(isinstance(g, str) for g in gold.values()):
+        gold = next(iter(gold.values()))
+    if gold is None:
+        return None
+    return gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)
+
+
+def answer_text(value: object) -> str:
+    """A prediction as the assistant's message of a predicted history."""
+    if value is None or value is MISSING:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def run_conversation(case: Case, evaluator: Evaluator, kind: Kind) -> CaseOutcome:
+    """Ask and score every scored turn in order; never raises for a problem of the case."""
+    from . import score_prediction
+
+    history: list[dict[str, str]] = []
+    entries: list[dict[str, Any]] = []
+    outcomes: list[CaseOutcome | None] = []
+    inline = _inline(case)
+    for turn in case.turns or ():
+        answer: str | None = None
+        if turn.scored:
+            one = turn_case(case, turn, [dict(m) for m in history])
+            outcome: CaseOutcome | None
+            try:
+                prediction = _predict(one, case, evaluator, inline)
+            except QueryEvalError as exc:
+                outcome = _failed_prediction(one, exc)
+            except Exception as exc:
+                from . import _internal
+
+                outcome = CaseOutcome(ERROR, error=_internal("predictor", exc))
+            else:
+                outcome = None if prediction is None else \
+                    score_prediction(one, evaluator, kind, prediction)
+            outcomes.append(outcome)
+            entries.append(_entry(one, turn, outcome))
+            answer = gold_text(turn.gold) if case.history_mode == "gold" else (
+                None if outcome is None else answer_text(outcome.predicted))
+        history.append({"role": "user", "content": turn.question})
+        if answer is not None:
+            history.append({"role": "assistant", "content": answer})
+        history.extend({"role": "assistant", "content": reply} for reply in turn.replies)
+    return _conclude(case, entries, outcomes)
+
+
+def _inline(case: Case) -> bool:
+    """Whether the case writes its predictions (per turn, or the case's list)."""
+    return case.predicted is not MISSING or any(t.predicted is not MISSING
+                                                for t in case.turns or ())
+
+
+def _predict(one: Case, case: Case, evaluator: Evaluator, inline: bool) -> Prediction | None:
+    """The turn's prediction, by the precedence of :meth:`..Evaluator.predict`; None when the
+    suite holds none for this turn (an inline conversation without it, a predictions file
+    without its row): the turn is ``missing``."""
+    from ..predict.file import MissingTurn
+
+    if evaluator.override is not None and (not inline or evaluator.override_inline):
+        predictor: Predictor = evaluator.override
+    elif inline:
+        return None if one.predicted is MISSING else Prediction(one.predicted)
+    else:
+        if evaluator.hooks.predict is not None:
+            start = time.perf_counter()
+            value = evaluator.hooks.predict(one)
+            if value is not None:
+                return Prediction(value, time.perf_counter() - start)
+        if case.prediction_errors:
+            raise PredictionError("; ".join(case.prediction_errors))
+        spec = case.prediction_source
+        if spec is None or spec.get("source") == INLINE:
+            raise PredictionError(f"no prediction for case {case.id!r}: give its turns "
+                                  "'predicted:', configure 'predictions:' in queryeval.yaml "
+                                  "or pass --queryeval-predictions")
+        predictor = evaluator._source_predictor(case, spec)
+    try:
+        return predictor.predict(one)
+    except MissingTurn:
+        return None
+    except AnswerFailed:
+        raise
+    except PredictionError as exc:
+        if predictor.fixed:
+            raise
+        raise AnswerFailed(str(exc)) from None
+
+
+def _failed_prediction(one: Case, exc: QueryEvalError) -> CaseOutcome:
+    """A turn whose source failed: the model's failure under ``failures: model``, else an
+    error (the case's, as for a one-question case)."""
+    if failures_count_as_model(one, exc):
+        from .steps import model_failure
+
+        return model_failure(one, exc)
+    return CaseOutcome(ERROR, error=exc.reason())
+
+
+def _zeros(one: Case) -> dict[str, float]:
+    """What a missing turn scores: 0 on every metric its thresholds require a minimum of (the
+    zeros of a prediction that failed), so that every mean counts it."""
+    return {m: 0.0 for m, t in one.thresholds.items()
+            if t.min is not None and m not in REPEAT_METRICS}
+
+
+def _entry(one: Case, turn: Turn, outcome: CaseOutcome | None) -> dict[str, Any]:
+    """The turn's ``details.turns`` entry (docs/conversations.md)."""
+    entry: dict[str, Any] = {"turn": turn.number, "question": turn.question, "gold": turn.gold}
+    if outcome is None:
+        entry.update(predicted=None, outcome=MISSING_TURN, metrics=_zeros(one),
+                     reason="no prediction for this turn")
+        return entry
+    entry.update(predicted=outcome.predicted, outcome=outcome.status,
+                 metrics=dict(outcome.metrics),
+                 reason=outcome.error if outcome.status == ERROR else (
+                     outcome.reason or _failed_text(outcome)))
+    if turn.expect != "answer":
+        entry["expect"] = turn.expect
+    if outcome.diff:
+        entry["diff"] = list(outcome.diff)
+    return entry
+
+
+def _failed_text(outcome: CaseOutcome) -> str | None:
+    if not outcome.failed:
+        return None
+    return ", ".join(f"{t.metric} = {'-' if v is None else f'{v:g}'} (needs {t.describe()})"
+                     for t, v in outcome.failed)
+
+
+def _conclude(case: Case, entries: list[dict[str, Any]],
+              outcomes: list[CaseOutcome | None]) -> CaseOutcome:
+    """The conversation's verdict: an error when a turn could not be scored, else its
+    thresholds on ``turn_accuracy`` / ``interaction_accuracy`` (by default every turn passes)."""
+    n = len(entries)
+    passed = sum(1 for e in entries if e["outcome"] == PASSED)
+    metrics = _means(entries)
+    metrics[TURN_ACCURACY] = passed / n if n else 0.0
+    metrics[INTERACTION_ACCURACY] = 1.0 if n and passed == n else 0.0
+    details: dict[str, Any] = {"turns": entries, "history": case.history_mode}
+    predicted = [e["predicted"] for e in entries]
+    signature = "conversation:" + json.dumps(
+        [None if o is None else o.signature for o in outcomes], default=str)
+    errors = [f"turn {e['turn']}: {e['reason']}" for e in entries if e["outcome"] == ERROR]
+    if errors:
+        return CaseOutcome(ERROR, metrics, predicted=predicted, error="; ".join(errors),
+                       details=details, signature=signature)
+    failed = check_thresholds(case.thresholds, metrics)
+    diff: list[str] = []
+    reasons: list[str] = []
+    for entry in entries:
+        if entry["outcome"] == PASSED:
+            continue
+        text = f"turn {entry['turn']}: {entry['outcome']}" + (
+            f": {entry['reason']}" if entry["reason"] else "")
+        reasons.append(text)
+        diff.append(text)
+        diff.extend(f"  {line}" for line in entry.get("diff", ()))
+    status = FAILED if failed else PASSED
+    return CaseOutcome(status, metrics, {}, failed, predicted,
+                       "; ".join(reasons) if failed and reasons else None, None, diff, details,
+                       signature)
+
+
+def _means(entries: list[dict[str, Any]]) -> dict[str, float]:
+    """The kind's metrics over the scored turns: a score's mean (a turn without it counts 0),
+    a timing's or a usage's total (what the whole conversation took and cost)."""
+    names: list[str] = []
+    for entry in entries:
+        names.extend(m for m in entry["metrics"] if m not in names)
+    out: dict[str, float] = {}
+    for name in names:
+        values = [e["metrics"].get(name) for e in entries]
+        numbers = [float(v) for v in values if isinstance(v, int | float)]
+        if is_timing(name) or is_usage(name):
+            out[name] = sum(numbers)
+        elif entries:
+            out[name] = sum(numbers) / len(entries)
+    return out
