@@ -287,5 +287,18 @@ def with_prediction(case: Case, prediction: Prediction, outcome: CaseOutcome) ->
     return outcome
 
 
+def asked_back(outcome: CaseOutcome) -> str:
+    """What the assistant said in a turn that expects a question back, as the next turn's
+    history: its clarification question (whatever the history mode: such a turn has no gold
+    to show), else its answer as given."""
+    info = outcome.details.get("clarification")
+    if isinstance(info, dict) and info.get("clarified") and isinstance(info.get("question"), str):
+        return str(info["question"])
+    value = outcome.predicted
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _cut(text: str, limit: int = QUESTION_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + " ... [truncated]"

@@ -41,6 +41,7 @@ def turn_case(case: Case, turn: Turn, history: list[dict[str, str]]) -> Case:
         gold_result_files=None, gold_result_multi=False, predicted=turn.predicted,
         predicted_result=None, thresholds=dict(turn.thresholds), default_thresholds=[],
         errors=[], expect=turn.expect, turns=None, turn=turn.number, history=history,
+        clarification=turn.raw.get("clarification") if turn.expect == "clarify" else None,
         raw={k: v for k, v in case.raw.items() if k != "conversation"})
 
 
@@ -100,6 +101,10 @@ def run_conversation(case: Case, evaluator: Evaluator, kind: Kind) -> CaseOutcom
             entries.append(_entry(one, turn, outcome))
             answer = gold_text(turn.gold) if case.history_mode == "gold" else (
                 None if outcome is None else answer_text(outcome.predicted))
+            if turn.expect == "clarify" and outcome is not None:  # no gold: what it asked
+                from .clarify import asked_back
+
+                answer = asked_back(outcome)
         history.append({"role": "user", "content": turn.question})
         if answer is not None:
             history.append({"role": "assistant", "content": answer})
@@ -179,6 +184,9 @@ def _entry(one: Case, turn: Turn, outcome: CaseOutcome | None) -> dict[str, Any]
                      outcome.reason or _failed_text(outcome)))
     if turn.expect != "answer":
         entry["expect"] = turn.expect
+    asked = outcome.details.get("clarification")  # engine/clarify.py: asked back or expected
+    if isinstance(asked, dict):
+        entry["clarified"] = bool(asked.get("clarified"))
     if outcome.diff:
         entry["diff"] = list(outcome.diff)
     return entry

@@ -641,6 +641,10 @@ class _Draft:
                 case.clarification = dict(spec) if isinstance(spec, dict) else None
                 case.reply = reply if isinstance(reply, str) else None
                 clarify_thresholds(case, self.entry.get("thresholds") or {})
+                if case.reply is not None:  # two turns: the question back, then the gold
+                    from .reply import reply_conversation
+
+                    reply_conversation(case, self.entry, self.kp, self.errors)
         if value != "abstain":
             return
         for key in ("gold", "gold_result", "conversation"):
