@@ -160,3 +160,47 @@ def test_bad_reply_predictions_are_located_errors(pytester: pytest.Pytester, cas
     result = pytester.runpytest("--queryeval-json=r.json")
     assert read_report(pytester.path / "r.json").outcomes == {"a": "error"}
     result.stdout.fnmatch_lines([f"*test_q.yaml:*: {message}"])
+
+
+def test_a_clarify_turn_in_a_written_conversation(pytester: pytest.Pytester) -> None:
+    """expect: clarify on a user turn of a conversation; the next user turn is the reply, and
+    a live source sees the prediction's clarification question as the assistant's turn."""
+    write_suite(pytester.path, {**CONFIG, "predictions": {"source": "python",
+                                                          "callable": "model_standin:predict"}},
+                {"test_q.yaml": {"kind": "sql", "datasource": "db", "cases": [
+                    {"id": "chat", "conversation": [
+                        {"role": "user", "content": QUESTION, "expect": "clarify",
+                         "clarification": {"asks_about": "total amount"}},
+                        {"role": "user", "content": REPLY, "gold": GOLD}]}]}})
+    (pytester.path / "model_standin.py").write_text(STANDIN, encoding="utf-8")
+    _db(pytester.path)
+    _, report = run_report(pytester)
+    assert report.outcomes == {"chat": "passed"}
+    first = report.by_id["chat"]["details"]["turns"][0]
+    assert (first["expect"], first["clarified"]) == ("clarify", True)
+    assert (first["metrics"]["clarified"], first["metrics"]["asks_about"]) == (1.0, 1.0)
+    seen = [json.loads(line) for line in
+            (pytester.path / "seen.jsonl").read_text("utf-8").splitlines()]
+    assert seen[1]["history"] == [{"role": "user", "content": QUESTION},
+                                  {"role": "assistant", "content": ASK}]
+
+
+@pytest.mark.parametrize(("turn", "message"), [
+    ({"reply": "x", "expect": "clarify"}, "conversation?0?.reply: in a conversation the "
+                                          "user's reply is the next user turn*"),
+    ({"expect": "clarify", "gold": GOLD}, "conversation?0?.gold: a turn with expect: clarify "
+                                          "has no gold*"),
+    ({"gold": GOLD, "clarification": {"asks_about": "x"}},
+     "conversation?0?.clarification: only a turn with expect: clarify has clarification:*"),
+    ({"expect": "clarify", "clarification": {"asks_about": [1]}},
+     "conversation?0?.clarification.asks_about: must be a term or a non-empty list*"),
+])
+def test_bad_clarify_turns_are_located_errors(pytester: pytest.Pytester, turn, message) -> None:
+    write_suite(pytester.path, CONFIG, {"test_q.yaml": {"kind": "sql", "datasource": "db",
+                                                        "cases": [{"id": "a", "conversation": [
+        {"role": "user", "content": QUESTION, "predicted": "SELECT 1", **turn},
+        {"role": "user", "content": REPLY, "gold": GOLD, "predicted": GOLD}]}]}})
+    _db(pytester.path)
+    result = pytester.runpytest("--queryeval-json=r.json")
+    assert read_report(pytester.path / "r.json").outcomes == {"a": "error"}
+    result.stdout.fnmatch_lines([f"*test_q.yaml:*: cases?0?.{message}"])

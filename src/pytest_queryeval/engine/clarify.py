@@ -110,20 +110,7 @@ def check_case(entry: Mapping[str, object], expect: object
                              f"{key}: (expect is {expect or 'answer'!r})"))
     if problems:
         return problems
-    spec = entry.get("clarification")
-    if spec is not None:
-        if not isinstance(spec, Mapping):
-            problems.append((entry, "clarification", "clarification",
-                             "must be a mapping: {asks_about: [terms]}"))
-        else:
-            for key in spec:
-                if key not in CLARIFICATION_KEYS:
-                    problems.append((spec, key, f"clarification.{key}", "unknown key (known: "
-                                     f"{', '.join(CLARIFICATION_KEYS)})"))
-            terms = spec.get("asks_about")
-            if "asks_about" in spec and not _terms_ok(terms):
-                problems.append((spec, "asks_about", "clarification.asks_about",
-                                 "must be a term or a non-empty list of terms (non-blank text)"))
+    problems.extend(_spec_problems(entry))
     if "reply" in entry:
         reply = entry["reply"]
         if not isinstance(reply, str) or not reply.strip():
@@ -140,6 +127,43 @@ def check_case(entry: Mapping[str, object], expect: object
     if "conversation" in entry:
         problems.append((entry, "conversation", "conversation", "expect: clarify on a "
                          "conversation belongs on the user turn that should be clarified"))
+    return problems
+
+
+def check_turn(raw: Mapping[str, object], expect: object
+               ) -> list[tuple[object, object, str, str]]:
+    """The same for a user turn of a written ``conversation:`` (paths below the turn's): a
+    turn that expects a question back has no gold, and its user's answer is the next user
+    turn, written as such."""
+    problems: list[tuple[object, object, str, str]] = []
+    if "clarification" in raw and expect != CLARIFY:
+        problems.append((raw, "clarification", "clarification", "only a turn with expect: "
+                         f"clarify has clarification: (expect is {expect or 'answer'!r})"))
+    if "reply" in raw:
+        problems.append((raw, "reply", "reply", "in a conversation the user's reply is the "
+                         "next user turn: write it as one (role: user, content: ..., gold: ...)"))
+    if expect == CLARIFY:
+        problems.extend((raw, k, k, f"a turn with expect: clarify has no {k}: the right output "
+                         "is a question back") for k in ("gold", "gold_result") if k in raw)
+        problems.extend(_spec_problems(raw))
+    return problems
+
+
+def _spec_problems(entry: Mapping[str, object]) -> list[tuple[object, object, str, str]]:
+    """The problems of ``clarification:`` in ``entry`` (a case or a turn)."""
+    spec = entry.get("clarification")
+    if spec is None:
+        return []
+    if not isinstance(spec, Mapping):
+        return [(entry, "clarification", "clarification",
+                 "must be a mapping: {asks_about: [terms]}")]
+    problems: list[tuple[object, object, str, str]] = [
+        (spec, key, f"clarification.{key}",
+         f"unknown key (known: {', '.join(CLARIFICATION_KEYS)})")
+        for key in spec if key not in CLARIFICATION_KEYS]
+    if "asks_about" in spec and not _terms_ok(spec.get("asks_about")):
+        problems.append((spec, "asks_about", "clarification.asks_about",
+                         "must be a term or a non-empty list of terms (non-blank text)"))
     return problems
 
 

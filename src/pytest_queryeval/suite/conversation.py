@@ -133,6 +133,11 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
                    f"must be one of {', '.join(known)}, not {expect!r}")
     else:
         turn.expect = str(expect)
+    if turn.expect == "clarify" or "clarification" in raw or "reply" in raw:
+        from ..engine.clarify import check_turn
+
+        for container, key, sub, message in check_turn(raw, turn.expect):
+            errors.add(container, key, f"{path}.{sub}", message)
     recorded = raw.get("gold_result")
     if recorded is not None:
         if isinstance(recorded, str | list) and all(isinstance(v, str) for v in
