@@ -61,6 +61,9 @@ def test_a_reply_case_is_two_scored_turns(reply_suite: pytest.Pytester) -> None:
     both = report.by_id["both"]
     assert both["metrics"]["turn_accuracy"] == 1.0
     assert both["metrics"]["interaction_accuracy"] == 1.0
+    # the clarify turn has no execution_accuracy to count 0: the case's mean is turn 2's
+    assert both["metrics"]["execution_accuracy"] == 1.0
+    assert both["metrics"]["clarified"] == 1.0
     first, second = both["details"]["turns"]
     assert (first["turn"], first["question"], first["expect"], first["clarified"]) == \
         (1, QUESTION, "clarify", True)

@@ -241,10 +241,13 @@ def _means(entries: list[dict[str, Any]]) -> dict[str, float]:
         names.extend(m for m in entry["metrics"] if m not in names)
     out: dict[str, float] = {}
     for name in names:
-        values = [e["metrics"].get(name) for e in entries]
+        # a turn that expects no answer or a question back has no answer metric to count 0
+        # (and an answer turn no clarified): a score averages over the turns it applies to
+        over = [e for e in entries if name in e["metrics"] or e.get("expect", "answer") == "answer"]
+        values = [e["metrics"].get(name) for e in over]
         numbers = [float(v) for v in values if isinstance(v, int | float)]
         if is_timing(name) or is_usage(name):
             out[name] = sum(numbers)
-        elif entries:
-            out[name] = sum(numbers) / len(entries)
+        elif over:
+            out[name] = sum(numbers) / len(over)
     return out
