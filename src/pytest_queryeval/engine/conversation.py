@@ -20,7 +20,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AnswerFailed, PredictionError, QueryEvalError
-from ..metricnames import INTERACTION_ACCURACY, REPEAT_METRICS, TURN_ACCURACY, is_timing, is_usage
+from ..metricnames import (
+    ABSTENTION_METRICS,
+    INTERACTION_ACCURACY,
+    REPEAT_METRICS,
+    TURN_ACCURACY,
+    is_timing,
+    is_usage,
+)
 from ..model import MISSING, Case, Kind, Turn
 from ..predict import INLINE, Prediction, Predictor
 from .steps import CaseOutcome, failures_count_as_model
@@ -243,7 +250,8 @@ def _means(entries: list[dict[str, Any]]) -> dict[str, float]:
     for name in names:
         # a turn that expects no answer or a question back has no answer metric to count 0
         # (and an answer turn no clarified): a score averages over the turns it applies to
-        over = [e for e in entries if name in e["metrics"] or e.get("expect", "answer") == "answer"]
+        over = [e for e in entries if name in e["metrics"] or (
+            e.get("expect", "answer") == "answer" and name not in ABSTENTION_METRICS)]
         values = [e["metrics"].get(name) for e in over]
         numbers = [float(v) for v in values if isinstance(v, int | float)]
         if is_timing(name) or is_usage(name):
