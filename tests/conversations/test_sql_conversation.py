@@ -55,3 +55,20 @@ def test_case_level_prediction_list_and_a_turn_accuracy_bound(pytester: pytest.P
     assert rec["metrics"]["turn_accuracy"] == pytest.approx(2 / 3)
     assert report.outcomes == {"lenient": "passed"}
     assert rec["thresholds"] == {"turn_accuracy": {"min": 0.6}}
+
+
+def test_predicted_history_and_a_turn_that_must_abstain(pytester: pytest.Pytester) -> None:
+    """A turn may expect no answer (docs/abstention.md): it passes when the prediction
+    abstains, and counts in turn_accuracy like any turn."""
+    turns = [*chat(p1=COUNT, p2=COUNT_2024, p3=COUNT_2024_BIG),
+             {"role": "user", "content": "And what did each customer earn?",
+              "expect": "abstain", "predicted": None}]
+    conversation_suite(pytester.path, [{"id": "chat", "history": "predicted",
+                                        "conversation": turns}])
+    _, report = run_report(pytester)
+    rec = report.by_id["chat"]
+    assert report.outcomes == {"chat": "passed"}
+    last = rec["details"]["turns"][-1]
+    assert (last["turn"], last["outcome"], last["expect"]) == (4, "passed", "abstain")
+    assert last["metrics"] == {"abstained": 1.0}
+    assert rec["details"]["history"] == "predicted"

@@ -27,6 +27,10 @@ ANSWERS = {
     "asked-twice": "SELECT count(*) FROM orders",
     "on-two-engines": "SELECT customer, count(*) FROM orders GROUP BY customer ORDER BY customer",
     "raise-prices": "UPDATE orders SET total = total + 1",
+    # a conversation (issue 42): asked turn by turn; turn 3 takes the largest order, not the sum
+    "orders-chat": {"1": "SELECT count(*) FROM orders",
+                    "2": "SELECT count(*) FROM orders WHERE customer = 'ann'",
+                    "3": "SELECT max(total) FROM orders WHERE customer = 'ann'"},
 }
 
 CASES = [
@@ -43,6 +47,14 @@ CASES = [
      "gold": "SELECT count(*) FROM orders"},
     {"id": "on-two-engines", "question": "Orders per customer?", "datasource": ["shop", "duck"],
      "gold": "SELECT customer, count(*) FROM orders GROUP BY customer ORDER BY customer"},
+    {"id": "orders-chat", "conversation": [
+        {"role": "user", "content": "How many orders are there?",
+         "gold": "SELECT count(*) FROM orders"},
+        {"role": "assistant", "content": "There are 3 orders."},
+        {"role": "user", "content": "And how many are ann's?",
+         "gold": "SELECT count(*) FROM orders WHERE customer = 'ann'"},
+        {"role": "user", "content": "What did she spend?",
+         "gold": "SELECT sum(total) FROM orders WHERE customer = 'ann'"}]},
 ]
 TASKS = [
     {"id": "raise-prices", "question": "Add 1 to every order's total.", "task": "dml",
@@ -59,7 +71,8 @@ ANSWERS = json.loads({json.dumps(json.dumps(ANSWERS))})
 
 
 def predict(case):
-    return ANSWERS[case["id"].split("[")[0]]  # a fanned-out item: the case's own answer
+    answer = ANSWERS[case["id"].split("[")[0]]  # a fanned-out item: the case's own answer
+    return answer[str(case["turn"])] if isinstance(answer, dict) else answer  # a turn's
 '''
 
 
@@ -71,7 +84,10 @@ class StandInModel(ModelService):
         case_id = str(request.case_id).split("[")[0]
         if case_id not in ANSWERS:
             return 404, b"no such case"
-        return 200, {"predicted": ANSWERS[case_id]}
+        answer = ANSWERS[case_id]
+        if isinstance(answer, dict):  # a conversation: the turn's answer
+            answer = answer[str(request.body["case"]["turn"])]
+        return 200, {"predicted": answer}
 
 
 def make_suite(root: Path, service: str | None = None) -> Path:

@@ -69,13 +69,20 @@ def test_the_serial_run_holds_every_feature(runs, model):
         "ann-total": "passed", "big-orders": "failed", "customers": "failed",
         "broken-gold": "error", "known-gap": "xfailed", "asked-twice": "passed",
         "on-two-engines[shop]": "passed", "on-two-engines[duck]": "passed",
-        "raise-prices": "passed"}
+        "raise-prices": "passed", "orders-chat": "failed"}
     by_id = report.by_id
     assert by_id["big-orders"]["near_miss"] == [] and by_id["customers"]["near_miss"] == ["distinct"]
     assert report["near_miss"]["overall"] == {"distinct": 1}
     assert by_id["asked-twice"]["details"]["repeat"]["n"] == 2
     assert {by_id[f"on-two-engines[{d}]"]["datasource"] for d in ("shop", "duck")} == {"shop", "duck"}
     assert by_id["raise-prices"]["details"].get("checks")
+    chat = by_id["orders-chat"]
+    assert [t["outcome"] for t in chat["details"]["turns"]] == ["passed", "passed", "failed"]
+    assert chat["metrics"]["turn_accuracy"] == pytest.approx(2 / 3)
+    third = next(r.body["case"] for r in model.requests
+                 if r.case_id == "orders-chat" and r.body["case"].get("turn") == 3)
+    assert [m["content"] for m in third["history"]][:3] == [
+        "How many orders are there?", "SELECT count(*) FROM orders", "There are 3 orders."]
     # the live stand-in answered over HTTP: each run asked it, the repeated case twice a run
     assert report["run"]["predictions"].startswith("http:")
     assert model.calls["asked-twice"] >= 2 * model.calls["ann-total"] > 0

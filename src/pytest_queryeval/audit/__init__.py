@@ -112,6 +112,14 @@ def audit_case(case: Case, ctx: Context) -> AuditResult:
         return result
     if case.expect == "clarify" and case.turns is None:  # no gold: a question back is right
         return result
+    if case.turns is not None:  # a conversation (issue 42): each scored turn's gold
+        from ..engine.conversation import turn_case
+
+        for turn in case.turns:
+            if turn.scored and turn.expect == "answer":
+                for f in audit_case(turn_case(case, turn, []), ctx).findings:
+                    result.add(f.code, f"turn {turn.number}: {f.message}", f.gold)
+        return result
     try:
         kind = kind_registry.get_kind(case.kind)
     except (KeyError, ImportError) as exc:

@@ -158,7 +158,8 @@ class ChatPredictor(LiveSource):
                                                 prompts.DEFAULT_EXAMPLE_PROMPT, ex_fields),
                                  answer))
         return prompts.messages(prompts.system_prompt(self.system, case.kind, fields), examples,
-                                prompts.render(self.prompt, prompts.DEFAULT_PROMPT, fields))
+                                prompts.render(self.prompt, prompts.DEFAULT_PROMPT, fields),
+                                case.history or ())  # a conversation's turns before this one
 
     def _schema(self, case: Case) -> str:
         """``{schema}``: the case's datasource described, once per datasource and session."""

@@ -187,10 +187,12 @@ def _excerpt(text: str, limit: int = 200) -> str:
 
 
 def messages(system: str, examples: Sequence[tuple[str, str]], prompt: str,
-             ) -> list[dict[str, str]]:
-    """The chat: the system message, each example as a user/assistant turn pair, the case."""
+             history: Sequence[dict[str, str]] = ()) -> list[dict[str, str]]:
+    """The chat: the system message, each example as a user/assistant turn pair, a
+    conversation's earlier turns as they were said (docs/conversations.md), the case."""
     out = [{"role": "system", "content": system}]
     for question, answer in examples:
         out += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+    out += [{"role": m["role"], "content": m["content"]} for m in history]
     out.append({"role": "user", "content": prompt})
     return out

@@ -666,6 +666,15 @@ class _Draft:
             if "history" in self.entry:
                 self.errors.add(self.entry, "history", self.kp("history"),
                                 "history: is for a conversation case of kind sql, sparql or json")
+            from ..metricnames import CONVERSATION_METRICS
+
+            for metric in CONVERSATION_METRICS & set(self.case.thresholds):
+                del self.case.thresholds[metric]  # a suite's bound: for its conversations
+                own = self.entry.get("thresholds")
+                if isinstance(own, dict) and metric in own:
+                    self.errors.add(own, metric, self.kp(f"thresholds.{metric}"),
+                                    "a metric of conversation cases: this case has no "
+                                    "conversation")
             return
         read_conversation(self.case, self.entry, self.merged, self.kp, self.errors,
                           self.kind_obj, self.reader.is_metric, self.reader.suite.record_only)

@@ -127,7 +127,7 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
     expect = raw.get("expect", "answer")
     from ..engine.abstain import EXPECT_VALUES
 
-    known = (*EXPECT_VALUES, "clarify")
+    known = EXPECT_VALUES  # answer, abstain, clarify
     if expect not in known:
         errors.add(raw, "expect", f"{path}.expect",
                    f"must be one of {', '.join(known)}, not {expect!r}")
@@ -138,6 +138,11 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
 
         for container, key, sub, message in check_turn(raw, turn.expect):
             errors.add(container, key, f"{path}.{sub}", message)
+    if turn.expect == "abstain":
+        for key in _GOLD_KEYS:
+            if key in raw:
+                errors.add(raw, key, f"{path}.{key}", f"a turn with expect: abstain has no "
+                           f"{key}: the right output is no answer (remove one of the two)")
     recorded = raw.get("gold_result")
     if recorded is not None:
         if isinstance(recorded, str | list) and all(isinstance(v, str) for v in
