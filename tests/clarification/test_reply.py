@@ -207,3 +207,18 @@ def test_bad_clarify_turns_are_located_errors(pytester: pytest.Pytester, turn, m
     result = pytester.runpytest("--queryeval-json=r.json")
     assert read_report(pytester.path / "r.json").outcomes == {"a": "error"}
     result.stdout.fnmatch_lines([f"*test_q.yaml:*: cases?0?.{message}"])
+
+
+def test_the_gold_audit_runs_the_reply_s_gold_and_nothing_for_a_question_back(
+        pytester: pytest.Pytester) -> None:
+    write_suite(pytester.path, CONFIG, {"test_q.yaml": {"kind": "sql", "datasource": "db",
+                                                        "cases": [
+        _case("good", [ASK, GOLD]),
+        _case("broken", [ASK, GOLD], gold="SELECT nope FROM invoice"),
+        {"id": "plain", "question": QUESTION, "expect": "clarify", "predicted": {"clarify": ASK}},
+    ]}})
+    _db(pytester.path)
+    _, report = run_report(pytester, "--queryeval-audit-golds")
+    assert report.outcomes == {"good": "passed", "broken": "failed", "plain": "passed"}
+    text = json.dumps(report.by_id["broken"])
+    assert "turn 2: " in text and "nope" in text
