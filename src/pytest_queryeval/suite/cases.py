@@ -666,6 +666,8 @@ class _Draft:
             if "history" in self.entry:
                 self.errors.add(self.entry, "history", self.kp("history"),
                                 "history: is for a conversation case of kind sql, sparql or json")
+            if self.case.turns is not None:  # a reply: case's turns (suite/reply.py)
+                return
             from ..metricnames import CONVERSATION_METRICS
 
             for metric in CONVERSATION_METRICS & set(self.case.thresholds):
