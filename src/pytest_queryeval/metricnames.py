@@ -26,7 +26,10 @@ RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS) | frozenset(JUDGE_U
 REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
 #: What every kind records where abstention is in play (``expect: abstain``, or a prediction
 #: that abstained): 1 when the prediction gave no answer (see ``engine/abstain.py``).
-ABSTENTION_METRICS = frozenset({"abstained"})
+#: With them, where a question back is in play (``expect: clarify``, or a prediction that
+#: asked one): ``clarified``, and ``asks_about`` (the question names what is ambiguous; see
+#: ``engine/clarify.py``).
+ABSTENTION_METRICS = frozenset({"abstained", "clarified", "asks_about"})
 #: A sql/sparql/json conversation's case metrics (docs/conversations.md): the share of its
 #: scored turns that pass, and 1 when every one passes (SParC's question and interaction match).
 TURN_ACCURACY = "turn_accuracy"

@@ -168,12 +168,19 @@ class Case:
     fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``judge:`` resolved (:class:`~pytest_queryeval.judge.config.JudgeSpec`); None: no judge.
     judge: JudgeSpec | None = None
-    #: ``expect:``: ``answer`` (the default) or ``abstain`` (no answer is right: the question
-    #: cannot be answered from the data; see :mod:`.engine.abstain`).
+    #: ``expect:``: ``answer`` (the default), ``abstain`` (no answer is right: the question
+    #: cannot be answered from the data; see :mod:`.engine.abstain`) or ``clarify`` (a
+    #: question back is right).
     expect: str = "answer"
     #: The suite's ``abstain_patterns:``: regular expressions whose match makes a text
     #: prediction a refusal.
     abstain_patterns: tuple[str, ...] = ()
+    #: The suite's ``clarify_patterns:``: regular expressions whose match makes a text
+    #: prediction a question back; ``clarification:`` and ``reply:`` of an ``expect: clarify``
+    #: case (see :mod:`.engine.clarify`).
+    clarify_patterns: tuple[str, ...] = ()
+    clarification: dict[str, object] | None = None
+    reply: str | None = None
     # -- conversations of sql/sparql/json cases (issue 42, docs/conversations.md) --------
     #: The scored user turns of a ``conversation:`` (:mod:`.suite.conversation`); None for a
     #: one-question case (and for SDMX conversations, which keep their own format).

@@ -118,7 +118,7 @@ def test_no_abstention_in_play_adds_no_aggregate(pytester: pytest.Pytester) -> N
 
 @pytest.mark.parametrize(("case", "config", "message"), [
     ({"id": "a", "expect": "refuse", "predicted": None},
-     {}, "test_q.yaml:*: cases?0?.expect: must be one of answer, abstain, not 'refuse'"),
+     {}, "test_q.yaml:*: cases?0?.expect: must be one of answer, abstain, clarify, not 'refuse'"),
     ({"id": "a", "expect": "abstain", "gold": GOLD, "predicted": None},
      {}, "test_q.yaml:*: cases?0?.gold: a case with expect: abstain has no gold*"),
     ({"id": "a", "expect": "abstain", "predicted": None},

@@ -57,6 +57,10 @@ def test_the_serial_run_holds_the_features(runs):
     assert any((c.get("details") or {}).get("checks") for c in report["cases"])  # a task
     assert any("[" in c["id"] for c in report["cases"])  # a fanned-out case
     assert any(c["outcome"] == "xfailed" for c in report["cases"])
+    # a clarification with a scripted reply: two scored turns, both passing
+    clarified = next(c for c in report["cases"] if c["id"] == "biggest-customers-clarified")
+    assert [t["outcome"] for t in clarified["details"]["turns"]] == ["passed", "passed"]
+    assert report["aggregates"]["clarification"]["clarification_recall"] == 1.0
 
 
 @pytest.mark.parametrize("name", ["xdist", "merged", "resumed"])

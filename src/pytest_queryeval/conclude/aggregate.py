@@ -354,6 +354,11 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     abstention = abstention_aggregate(records)
     if abstention is not None:
         out["abstention"] = abstention
+    from ..metrics.clarification import clarification_aggregate
+
+    clarification = clarification_aggregate(records)
+    if clarification is not None:
+        out["clarification"] = clarification
     return out
 
 

@@ -31,6 +31,7 @@ from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predicto
 from ..predict.pool import PredictionPool, RequestKey, concurrency_of
 from ..sources.base import DataSource, declared
 from .abstain import abstain_outcome, abstention
+from .clarify import clarification, clarify_outcome, with_prediction
 from .goldcache import GoldCache
 from .repeats import FIXED_NOTE, combine, signature
 from .steps import CaseOutcome as CaseOutcome
@@ -503,8 +504,13 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
     :mod:`.conversation`)."""
     predicted = None if prediction.value is MISSING else prediction.value
     how = None if prediction.value is MISSING else abstention(prediction.value, case.abstain_patterns)
+    asked = None if prediction.value is MISSING else clarification(prediction.value,
+                                                                   case.clarify_patterns)
+    if asked is not None or case.expect == "clarify":
+        return with_prediction(case, prediction,
+                               clarify_outcome(case, predicted, asked, how, evaluator))
     if how is not None or case.expect == "abstain":
-        return abstain_outcome(case, predicted, how)
+        return with_prediction(case, prediction, abstain_outcome(case, predicted, how))
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:

@@ -19,8 +19,9 @@ from ..metricnames import REPEAT_METRICS
 from ..model import Case, Threshold
 from .steps import CaseOutcome
 
-#: ``expect:`` values: the default, an answer; ``abstain``: no answer is the right output.
-EXPECT_VALUES = ("answer", "abstain")
+#: ``expect:`` values: the default, an answer; ``abstain``: no answer is the right output;
+#: ``clarify``: a question back is (:mod:`.clarify`).
+EXPECT_VALUES = ("answer", "abstain", "clarify")
 #: The tool names an agent calls to decline.
 ABSTAIN_TOOLS = frozenset({"abstain"})
 #: The threshold an ``expect: abstain`` case is judged by.
@@ -56,17 +57,18 @@ def abstention(value: object, patterns: Sequence[str]) -> str | None:
     if isinstance(value, Mapping):
         if value.get("abstain") is True:
             return '{"abstain": true}'
-        if _tool_name(value) in ABSTAIN_TOOLS:
+        if tool_name(value) in ABSTAIN_TOOLS:
             return "abstain tool call"
         calls = value.get("tool_calls")
-        if isinstance(calls, list) and any(isinstance(c, Mapping) and _tool_name(c) in ABSTAIN_TOOLS
+        if isinstance(calls, list) and any(isinstance(c, Mapping) and tool_name(c) in ABSTAIN_TOOLS
                                            for c in calls):
             return "abstain tool call"
     return None
 
 
-def _tool_name(call: Mapping[object, object]) -> object:
-    """A tool call's name: ``{"name": ...}``, ``{"tool": ...}`` or ``{"function": {"name": ...}}``."""
+def tool_name(call: Mapping[object, object]) -> object:
+    """A tool call's name (shared with :mod:`.clarify`'s ``ask_user``): ``{"name": ...}``,
+    ``{"tool": ...}`` or ``{"function": {"name": ...}}``."""
     function = call.get("function")
     if isinstance(function, Mapping):
         return function.get("name")

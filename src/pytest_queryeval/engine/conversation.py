@@ -20,7 +20,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AnswerFailed, PredictionError, QueryEvalError
-from ..metricnames import INTERACTION_ACCURACY, REPEAT_METRICS, TURN_ACCURACY, is_timing, is_usage
+from ..metricnames import (
+    ABSTENTION_METRICS,
+    INTERACTION_ACCURACY,
+    REPEAT_METRICS,
+    TURN_ACCURACY,
+    is_timing,
+    is_usage,
+)
 from ..model import MISSING, Case, Kind, Turn
 from ..predict import INLINE, Prediction, Predictor
 from .steps import CaseOutcome, failures_count_as_model
@@ -41,6 +48,7 @@ def turn_case(case: Case, turn: Turn, history: list[dict[str, str]]) -> Case:
         gold_result_files=None, gold_result_multi=False, predicted=turn.predicted,
         predicted_result=None, thresholds=dict(turn.thresholds), default_thresholds=[],
         errors=[], expect=turn.expect, turns=None, turn=turn.number, history=history,
+        clarification=turn.raw.get("clarification") if turn.expect == "clarify" else None,
         raw={k: v for k, v in case.raw.items() if k != "conversation"})
 
 
@@ -123,6 +131,10 @@ def run_conversation(case: Case, evaluator: Evaluator, kind: Kind) -> CaseOutcom
             entries.append(_entry(one, turn, outcome))
             answer = gold_text(turn.gold) if case.history_mode == "gold" else (
                 None if outcome is None else answer_text(outcome.predicted))
+            if turn.expect == "clarify" and outcome is not None:  # no gold: what it asked
+                from .clarify import asked_back
+
+                answer = asked_back(outcome)
         history.append({"role": "user", "content": turn.question})
         if answer is not None:
             history.append({"role": "assistant", "content": answer})
@@ -202,6 +214,9 @@ def _entry(one: Case, turn: Turn, outcome: CaseOutcome | None) -> dict[str, Any]
                      outcome.reason or _failed_text(outcome)))
     if turn.expect != "answer":
         entry["expect"] = turn.expect
+    asked = outcome.details.get("clarification")  # engine/clarify.py: asked back or expected
+    if isinstance(asked, dict):
+        entry["clarified"] = bool(asked.get("clarified"))
     if outcome.diff:
         entry["diff"] = list(outcome.diff)
     return entry
@@ -262,10 +277,14 @@ def _means(entries: list[dict[str, Any]]) -> dict[str, float]:
         names.extend(m for m in entry["metrics"] if m not in names)
     out: dict[str, float] = {}
     for name in names:
-        values = [e["metrics"].get(name) for e in entries]
+        # a turn that expects no answer or a question back has no answer metric to count 0
+        # (and an answer turn no clarified): a score averages over the turns it applies to
+        over = [e for e in entries if name in e["metrics"] or (
+            e.get("expect", "answer") == "answer" and name not in ABSTENTION_METRICS)]
+        values = [e["metrics"].get(name) for e in over]
         numbers = [float(v) for v in values if isinstance(v, int | float)]
         if is_timing(name) or is_usage(name):
             out[name] = sum(numbers)
-        elif entries:
-            out[name] = sum(numbers) / len(entries)
+        elif over:
+            out[name] = sum(numbers) / len(over)
     return out

@@ -20,7 +20,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -361,7 +361,9 @@ def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
 
 def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: JudgeRecord,
                ctx: Context, session: JudgeSession, pooled: bool = False,
-               shown_data: tuple[str, ...] = ()) -> Verdict:
+               shown_data: tuple[str, ...] = (),
+               parse: Callable[[str, tuple[str, ...]], Verdict] = parse_verdict,
+               schema: Mapping[str, object] = SCHEMA) -> Verdict:
     """Ask the model ``votes`` times (at most ``concurrency`` at once) and take the majority;
     what the calls cost goes into ``metrics``, the answers into ``record``.
 
@@ -374,10 +376,10 @@ def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: 
     client = session.client(spec, ctx)
     extra: dict[str, Any] = {}
     if spec.response_format == "json_object":
-        extra["response_format"] = {"type": "json_object", "schema": SCHEMA}
+        extra["response_format"] = {"type": "json_object", "schema": schema}
     elif spec.response_format == "json_schema":
         extra["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": "verdict", "schema": {**SCHEMA, "additionalProperties": False},
+            "name": "verdict", "schema": {**schema, "additionalProperties": False},
             "strict": True}}
     messages = [{"role": "user", "content": prompt}]
 
@@ -401,7 +403,7 @@ def ask_prompt(spec: JudgeSpec, prompt: str, metrics: dict[str, float], record: 
         metrics["judge_cost_usd"] = sum(spec.price.cost(u) or 0.0 for _, u, _ in answers)
     record["calls"] = len(answers)
     record["answers"] = [text[:2000] for text, _, _ in answers]
-    verdicts = [parse_verdict(text, shown_data) for text, _, _ in answers]
+    verdicts = [parse(text, shown_data) for text, _, _ in answers]
     return verdicts[0] if len(verdicts) == 1 else majority(verdicts)
 
 

@@ -48,8 +48,21 @@ from .pool import NOT_RETRIED, retry_pause
 OPENAI_KEYS = frozenset({
     "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
     "temperature", "seed", "max_tokens", "timeout", "retries", "backoff", "max_retry_wait",
-    "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures", "cache",
+    "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures", "cache", "tools",
 })
+#: The tools offered to decline or to ask back (``tools:``; engine/abstain.py and
+#: engine/clarify.py recognise a call of either by these names).
+DECISION_TOOLS = [
+    {"type": "function", "function": {
+        "name": "abstain", "description": "Decline: the question cannot be answered from the data.",
+        "parameters": {"type": "object", "properties": {"reason": {"type": "string"}}}}},
+    {"type": "function", "function": {
+        "name": "ask_user", "description": "Ask the user a clarifying question instead of "
+        "answering, when the question is ambiguous.",
+        "parameters": {"type": "object", "properties": {"question": {"type": "string"}},
+                       "required": ["question"]}}},
+]
+DECISION_TOOL_NAMES = frozenset({"abstain", "ask_user"})
 _INSTALL = "source: openai needs the openai package: pip install 'pytest-queryeval[llm]'"
 #: Characters of the model's reply kept in the case details (the query is kept whole).
 REPLY_CHARS = 4000
@@ -108,6 +121,10 @@ class ChatPredictor(LiveSource):
         # checked here; the prediction pool bounds the requests (--queryeval-concurrency
         # overrides it: a semaphore of the source's own would cap the override)
         self.concurrency = int(positive_number(spec, "concurrency", 4))
+        self.tools = spec.get("tools", "auto")
+        if self.tools not in ("auto", True, False):
+            raise PredictionError(f"predictions.tools: must be auto, true or false, not "
+                                  f"{self.tools!r}")
         self._context = context
         self._scrubber = Scrubber([key])
         self._client: Any = None
@@ -183,11 +200,23 @@ class ChatPredictor(LiveSource):
 
     def predict(self, case: Case) -> Prediction:
         chat = self.messages(case)
-        return self.cached(case, {"messages": chat}, lambda: self._answer(chat, case))
+        tools = self._tools()  # part of the request, so of the cached answer's key
+        return self.cached(case, {"messages": chat, **tools},
+                           lambda: self._answer(chat, case, tools))
 
-    def _answer(self, chat: list[dict[str, str]], case: Case) -> Prediction:
-        raw, seconds, details = self.complete(chat)
+    def _answer(self, chat: list[dict[str, str]], case: Case,
+                tools: dict[str, object]) -> Prediction:
+        raw, seconds, details = self.complete(chat, **tools)
         return self._parse(raw, case, seconds, details)
+
+    def _tools(self) -> dict[str, object]:
+        """``tools: auto`` (the default) offers :data:`DECISION_TOOLS` when some collected
+        case expects abstention or a question back (the same for every case and shard, so
+        the offer never tells the model which answer a case expects); true always, false
+        never."""
+        offer = self.tools is True or (self.tools == "auto" and any(
+            c.expect != "answer" for c in getattr(self._context, "all_cases", None) or []))
+        return {"tools": DECISION_TOOLS} if offer else {}
 
     def complete(self, chat: list[dict[str, str]], **extra: object,
                  ) -> tuple[bytes, float, dict[str, Any]]:
@@ -327,9 +356,17 @@ class ChatPredictor(LiveSource):
         try:
             choice = data["choices"][0]
             content = choice["message"]["content"]
-        except (KeyError, IndexError, TypeError):
+            calls = choice["message"].get("tool_calls")
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise PredictionError(f"{self._where()}: the reply has no choices[0].message.content: "
                                   f"{self._scrubber.text(_excerpt(text))!r}") from None
+        named = [c["function"].get("name") for c in calls if isinstance(c, dict)
+                 and isinstance(c.get("function"), dict)] if isinstance(calls, list) else []
+        if set(named) & DECISION_TOOL_NAMES:
+            # abstained or asked back by a tool call: the engine reads the calls as given
+            details["tool_calls"] = named
+            return Prediction({"tool_calls": calls}, seconds, details,
+                              read_usage(data.get("usage")), self.model)
         if not isinstance(content, str):
             raise PredictionError(f"{self._where()}: the model sent no text (content is "
                                   f"{json.dumps(content)})")

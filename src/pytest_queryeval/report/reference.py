@@ -23,6 +23,9 @@ SECTIONS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
         ("abstention_precision", "abstention precision"), ("abstention_recall", "abstention recall"),
         ("reliability_score_0", "RS(0)"), ("reliability_score_5", "RS(5)"),
         ("reliability_score_10", "RS(10)"), ("reliability_score_n", "RS(N)"))),
+    ("clarification", "Clarification (asked when and only when it should)", (
+        ("clarification_precision", "clarification precision"),
+        ("clarification_recall", "clarification recall"))),
 )
 
 

@@ -34,7 +34,7 @@ CASE_KEYS = frozenset({
     "thresholds", "xfail", "skip", "gold_result", "predicted_result", "comments",
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
-    "external_knowledge", "judge", "expect", "history",
+    "external_knowledge", "judge", "expect", "clarification", "reply", "history",
     "conversation_scoring",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
@@ -619,7 +619,10 @@ class _Draft:
 
         case = self.case
         case.abstain_patterns = self.reader.suite.abstain_patterns
+        case.clarify_patterns = self.reader.suite.clarify_patterns
         value = self.merged.get("expect")
+        if value is None and ("clarification" in self.entry or "reply" in self.entry):
+            value = "answer"  # located below: only expect: clarify takes them
         if value is None:
             return
         where = self._where("expect")
@@ -628,6 +631,21 @@ class _Draft:
                             f"must be one of {', '.join(EXPECT_VALUES)}, not {value!r}")
             return
         case.expect = str(value)
+        if value == "clarify" or "clarification" in self.entry or "reply" in self.entry:
+            from ..engine.clarify import check_case, clarify_thresholds
+
+            problems = check_case(self.entry, value)
+            for container, key, path, message in problems:
+                self.errors.add(container, key, self.kp(path), message)
+            if value == "clarify" and not problems:
+                spec, reply = self.entry.get("clarification"), self.entry.get("reply")
+                case.clarification = dict(spec) if isinstance(spec, dict) else None
+                case.reply = reply if isinstance(reply, str) else None
+                clarify_thresholds(case, self.entry.get("thresholds") or {})
+                if case.reply is not None:  # two turns: the question back, then the gold
+                    from .reply import reply_conversation
+
+                    reply_conversation(case, self.entry, self.kp, self.errors)
         if value != "abstain":
             return
         for key in ("gold", "gold_result", "conversation"):
@@ -649,6 +667,8 @@ class _Draft:
             if "history" in self.entry:
                 self.errors.add(self.entry, "history", self.kp("history"),
                                 "history: is for a conversation case of kind sql, sparql or json")
+            if self.case.turns is not None:  # a reply: case's turns (suite/reply.py)
+                return
             from ..metricnames import CONVERSATION_METRICS
 
             for metric in CONVERSATION_METRICS & set(self.case.thresholds):
@@ -666,7 +686,8 @@ class _Draft:
         """The kind's own checks, once the generic ones found nothing (a kind's validator
         never breaks collection)."""
         kind, errors = self.kind_obj, self.errors
-        if kind is None or errors.items or self.case.expect == "abstain":  # nothing to run
+        if kind is None or errors.items or self.case.expect == "abstain" or (
+                self.case.expect == "clarify" and self.case.reply is None):  # nothing to run
             return
         display, entry = self.reader.display, self.entry
         if self.case.turns is not None:

@@ -36,7 +36,8 @@ from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
-                        "pricing", "neighbours", "judge", "record_only", "abstain_patterns"})
+                        "pricing", "neighbours", "judge", "record_only", "abstain_patterns",
+                        "clarify_patterns"})
 PREDICTION_SOURCES = SOURCE_NAMES  # the registered sources and inline, one list
 #: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
 #: credential: they stay readable in the reports.
@@ -127,6 +128,8 @@ class SuiteConfig:
     #: ``abstain_patterns:``: regular expressions that make a text prediction a refusal (see
     #: :mod:`..engine.abstain`); a child file's list replaces its parent's.
     abstain_patterns: tuple[str, ...] = ()
+    #: ``clarify_patterns:``: the same for a question back (:mod:`..engine.clarify`).
+    clarify_patterns: tuple[str, ...] = ()
 
 
 def expand_env(value: object, where: str, errors: list[str], secrets: set[str]) -> Any:
@@ -284,13 +287,14 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         else:
             cfg.errors.append(f"{_loc(display, data, 'model')}: model: must be a non-empty "
                               f"string (the label of the model under test)")
-    if "abstain_patterns" in data:
-        from ..engine.abstain import check_patterns
+    for name in ("abstain_patterns", "clarify_patterns"):
+        if name in data:
+            from ..engine.abstain import check_patterns
 
-        patterns, bad = check_patterns(data["abstain_patterns"])
-        if bad:
-            cfg.errors.append(f"{_loc(display, data, 'abstain_patterns')}: abstain_patterns: {bad}")
-        cfg.abstain_patterns = patterns
+            patterns, bad = check_patterns(data[name])
+            if bad:
+                cfg.errors.append(f"{_loc(display, data, name)}: {name}: {bad}")
+            setattr(cfg, name, patterns)
     if "judge" in data:
         _merge_judge(cfg, data, display, base, report)
     if "pricing" in data:

@@ -141,12 +141,17 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
     expect = raw.get("expect", "answer")
     from ..engine.abstain import EXPECT_VALUES
 
-    known = (*EXPECT_VALUES, "clarify")
+    known = EXPECT_VALUES  # answer, abstain, clarify
     if expect not in known:
         errors.add(raw, "expect", f"{path}.expect",
                    f"must be one of {', '.join(known)}, not {expect!r}")
     else:
         turn.expect = str(expect)
+    if turn.expect == "clarify" or "clarification" in raw or "reply" in raw:
+        from ..engine.clarify import check_turn
+
+        for container, key, sub, message in check_turn(raw, turn.expect):
+            errors.add(container, key, f"{path}.{sub}", message)
     if turn.expect == "abstain":
         for key in _GOLD_KEYS:
             if key in raw:
