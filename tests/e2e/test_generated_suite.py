@@ -152,6 +152,6 @@ def test_queryeval_view_over_every_way_of_running(runs):
     assert states == {"ann-total": {"P"}, "big-orders": {"F"}, "customers": {"F"},
                       "broken-gold": {"E"}, "known-gap": {"X"}, "asked-twice": {"P"},
                       "on-two-engines[shop]": {"P"}, "on-two-engines[duck]": {"P"},
-                      "raise-prices": {"P"}}
+                      "raise-prices": {"P"}, "two-readings": {"P"}, "orders-chat": {"F"}}
     assert [c["id"] for c in data["cases"] if c["f"]] == ["big-orders", "customers", "broken-gold"]
     assert all(c["f"] == FAILING for c in data["cases"] if c["f"])

@@ -73,7 +73,12 @@ def slim_turns(turns: object) -> object:
     if not isinstance(turns, list) or not all(isinstance(t, Mapping) and "outcome" in t
                                               for t in turns):
         return turns
-    return [{k: v for k, v in t.items() if k not in ("question", "gold", "predicted", "reason")}
+    from .turn_table import turn_hardness
+
+    # the gold's Spider hardness stays (the turn table counts by it), not the gold's text
+    return [{**{k: v for k, v in t.items() if k not in ("question", "gold", "predicted",
+                                                          "reason")},
+             **({"hardness": turn_hardness(t["gold"])} if "gold" in t else {})}
             for t in turns]
 
 

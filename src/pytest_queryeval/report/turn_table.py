@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 EXACT = "exact_set_match"
 
 
-def _hardness(gold: object) -> str | None:
+def turn_hardness(gold: object) -> str | None:
     """The gold's Spider hardness (schema-free, as the collection rates it); the first of
     several alternatives; None outside the grammar (counted under ``all`` only)."""
     from ..errors import GoldError
@@ -64,7 +64,9 @@ def _turns(record: RecordLike) -> tuple[list[Turn], bool] | None:
             return None  # answered, but not scored with exact set match
         exact = None if outcome == "missing" else (
             float(value) if isinstance(value, int | float) else 0.0)
-        out.append(Turn(exact, _hardness(entry.get("gold"))))
+        # a merged report's slimmed turn holds the hardness instead of the gold
+        hard = entry.get("hardness") if "hardness" in entry else turn_hardness(entry.get("gold"))
+        out.append(Turn(exact, hard if isinstance(hard, str) else None))
     return out, seen
 
 
