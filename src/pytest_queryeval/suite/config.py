@@ -31,6 +31,7 @@ from ..model import Threshold
 from ..predict import SOURCE_NAMES
 from ..sources.defined import define
 from ..sources.keys import PATH_KEYS, plugin_key_problems, source_problems
+from .models import is_models_mapping, parse_models
 from .pricing import Price, parse_pricing
 from .yamlload import LocDict, LocList, load_file
 
@@ -103,6 +104,11 @@ class SuiteConfig:
     predictions: dict[str, Any] | None = None
     predictions_base: Path | None = None
     predictions_errors: list[str] = field(default_factory=list)
+    #: ``predictions:`` as a mapping of model names to sources (several models in one run:
+    #: each case is fanned out per model, :mod:`.models`); empty for a single source.
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: each model's located problems (which fail only that model's cases)
+    model_errors: dict[str, list[str]] = field(default_factory=dict)
     thresholds: dict[str, tuple[Threshold, str]] = field(default_factory=dict)
     gates: dict[str, Gate] = field(default_factory=dict)
     #: ``gates: {significance: 0.05}``: the baseline gate's alpha (see baseline.compare)
@@ -245,34 +251,12 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         spec = data["predictions"]
         where = f"{_loc(display, data, 'predictions')}: predictions"
         errors: list[str] = []
-        if not isinstance(spec, dict) or spec.get("source") not in PREDICTION_SOURCES:
-            errors.append(f"{where}: needs source: one of {', '.join(sorted(PREDICTION_SOURCES))}")
-            cfg.predictions = None
+        cfg.predictions, cfg.models, cfg.model_errors = None, {}, {}
+        if is_models_mapping(spec):
+            cfg.models, cfg.model_errors = parse_models(
+                spec, where, lambda s, w: prediction_spec(s, w, display, cfg))
         else:
-            # which model a run asks, and where, are what its reports are about: a ${VAR} in
-            # them names them (only a password in the URL is a secret); the rest may be keys
-            named = {k: v for k, v in spec.items() if k in PUBLIC_PREDICTION_KEYS}
-            cfg.predictions = expand_env({k: v for k, v in spec.items() if k not in named},
-                                         where, errors, cfg.secrets)
-            cfg.predictions.update(expand_env(named, where, errors, set()))
-            if isinstance(cfg.predictions.get("base_url"), str):
-                cfg.secrets.update(url_passwords(cfg.predictions["base_url"]))
-            if "concurrency" in spec:
-                from ..predict.pool import parse_concurrency
-
-                try:  # a ${VAR} expands to text: "8" is 8
-                    cfg.predictions["concurrency"] = parse_concurrency(
-                        cfg.predictions["concurrency"])
-                except ValueError as exc:
-                    errors.append(f"{_loc(display, spec, 'concurrency')}: "
-                                  f"predictions.concurrency: {exc}")
-            if cfg.predictions.get("failures", "error") not in PREDICTION_FAILURES:
-                errors.append(f"{_loc(display, spec, 'failures')}: predictions.failures: must "
-                              f"be error (the default: an infrastructure error) or model (the "
-                              f"model's failure), not {cfg.predictions['failures']!r}")
-            key = cfg.predictions.get("api_key")
-            if isinstance(key, str) and key:  # a key written literally is a secret as well
-                cfg.secrets.add(key)
+            cfg.predictions, errors = prediction_spec(spec, where, display, cfg)
         cfg.predictions_base = base
         cfg.predictions_errors = errors
     if "model" in data:
@@ -425,6 +409,44 @@ def _merge_gates(cfg: SuiteConfig, gates: object, data: LocDict, display: str, b
             continue
         cfg.gates[f"{base}:{gate.name}"] = gate
         report.metrics.append(MetricRef(gate.metric, loc, gate.kind, gate=True))
+
+
+def prediction_spec(spec: object, where: str, display: str, cfg: SuiteConfig,
+                    ) -> tuple[dict[str, Any] | None, list[str]]:
+    """One prediction source of ``predictions:`` (the suite's, or one model's of a models
+    mapping) with its ``${VAR}`` expanded and its problems located; the secrets it holds are
+    added to ``cfg``."""
+    errors: list[str] = []
+    if not isinstance(spec, dict) or spec.get("source") not in PREDICTION_SOURCES:
+        errors.append(f"{where}: needs source: one of {', '.join(sorted(PREDICTION_SOURCES))}")
+        return None, errors
+    # which model a run asks, and where, are what its reports are about: a ${VAR} in
+    # them names them (only a password in the URL is a secret); the rest may be keys
+    named = {k: v for k, v in spec.items() if k in PUBLIC_PREDICTION_KEYS}
+    out = expand_env({k: v for k, v in spec.items() if k not in named}, where, errors, cfg.secrets)
+    out.update(expand_env(named, where, errors, set()))
+    if isinstance(out.get("base_url"), str):
+        cfg.secrets.update(url_passwords(out["base_url"]))
+    if "concurrency" in spec:
+        from ..predict.pool import parse_concurrency
+
+        try:  # a ${VAR} expands to text: "8" is 8
+            out["concurrency"] = parse_concurrency(out["concurrency"])
+        except ValueError as exc:
+            errors.append(f"{_loc(display, spec, 'concurrency')}: {_key(where)}.concurrency: {exc}")
+    if out.get("failures", "error") not in PREDICTION_FAILURES:
+        errors.append(f"{_loc(display, spec, 'failures')}: {_key(where)}.failures: must "
+                      f"be error (the default: an infrastructure error) or model (the "
+                      f"model's failure), not {out['failures']!r}")
+    key = out.get("api_key")
+    if isinstance(key, str) and key:  # a key written literally is a secret as well
+        cfg.secrets.add(key)
+    return out, errors
+
+
+def _key(where: str) -> str:
+    """The key path of a ``file:line: key`` location."""
+    return where.rsplit(": ", 1)[-1]
 
 
 def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[str]) -> Gate | None:
