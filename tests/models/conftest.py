@@ -15,8 +15,8 @@ RIGHT = {"q1": "SELECT COUNT(*) FROM t", "q2": "SELECT MAX(x) FROM t",
          "q3": "SELECT MIN(x) FROM t", "q4": "SELECT SUM(x) FROM t",
          "q5": "SELECT x FROM t WHERE x > 1 ORDER BY x", "q6": "SELECT AVG(x) FROM t"}
 WRONG = "SELECT 42"
-#: model-a is wrong on q6 only; model-b on q1..q4: four disagreements, all model-a's way
-#: (McNemar exact: b=4, c=0, p = 2 / 16 = 0.125).
+#: model-a is wrong on q6 only, model-b on q1..q4: five disagreements, four model-a's way
+#: (exact McNemar: 4 against 1 discordant cases, p = 2 * (1 + 5) / 2 ** 5 = 0.375).
 MODEL_A = {**RIGHT, "q6": WRONG}
 MODEL_B = {**RIGHT, **dict.fromkeys(("q1", "q2", "q3", "q4"), WRONG)}
 

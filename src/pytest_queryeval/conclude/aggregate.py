@@ -17,6 +17,7 @@ from ..baseline.verdicts import judged_outcome
 from ..metricnames import JUDGE_EX, PASSED_OUTCOMES, RECORDED_METRICS, SPIDER_STRUCTURE_METRICS
 from ..model import NO_DIFFICULTY
 from ..suite.config import Gate
+from .models import models_aggregates
 
 if TYPE_CHECKING:
     from ..model import RecordLike
@@ -231,6 +232,7 @@ def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
         "by_difficulty": {d: stats(v) for d, v in sorted(by_diff.items())},
         "by_tag": {t: stats(v) for t, v in sorted(by_tag.items())},
         **dialects,
+        **models_aggregates(records),  # only a run that fans its cases out per model has it
     }
 
 

@@ -20,6 +20,7 @@ from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
 from .columns import is_detail_metric, is_spider_component
 from .denominators import kind_line
+from .models import terminal_lines as model_lines
 from .numbers import num, signed
 from .numbers import pct as _pct
 
@@ -110,6 +111,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
                 for d, s in agg["by_dialect"].items()]
         lines.extend(_table(header, rows))
         lines.append("")
+    lines.extend(model_lines(agg))
     if tags and agg["by_tag"]:
         header = ["tag", "", "cases", "pass"]
         rows = [[t, "", str(s["count"]), _pct(s["pass_rate"])] for t, s in agg["by_tag"].items()]
