@@ -328,7 +328,8 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
     for gate in gates:
         selected = [r for r in records if _under(r, gate.scope, seen)
                     and (gate.kind is None or r.get("kind") == gate.kind)
-                    and (gate.tag is None or gate.tag in (r.get("tags") or []))]
+                    and (gate.tag is None or gate.tag in (r.get("tags") or []))
+                    and (gate.model is None or r.get("model") == gate.model)]
         stats = group_stats(selected)
         if gate.stat == "pass_rate":
             value = stats["pass_rate"]
@@ -349,6 +350,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
         results.append({
             "name": gate.name, "metric": gate.metric, "stat": gate.stat,
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
+            **({"model": gate.model} if gate.model else {}),
             "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
             # the cases the value is computed over (``cases`` also counts the unscored ones)
             "n": over if value is not None else 0,

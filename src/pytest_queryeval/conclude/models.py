@@ -49,7 +49,8 @@ class Disagreement(TypedDict):
 class ModelComparison(TypedDict):
     models: list[str]
     pairs: list[ModelPair]
-    #: the cases whose outcomes differ (at most :data:`MAX_DISAGREEMENTS`, in report order)
+    #: the cases every model ran whose outcomes differ (at most :data:`MAX_DISAGREEMENTS`,
+    #: by file and id)
     disagreements: list[Disagreement]
     disagreement_count: int
 
@@ -107,6 +108,6 @@ def compare_models(by_model: Mapping[str, Sequence[RecordLike]]) -> ModelCompari
     disagree: list[Disagreement] = [
         {"case": cid, "file": file, "outcomes": {m: per.get(m) for m in names}}
         for (file, cid), per in sorted(outcomes.items())
-        if len({per.get(m) for m in names}) > 1]
+        if len(per) == len(names) and len(set(per.values())) > 1]
     return {"models": names, "pairs": pairs, "disagreements": disagree[:MAX_DISAGREEMENTS],
             "disagreement_count": len(disagree)}

@@ -39,6 +39,7 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from .models import html_section as models_section
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import (
@@ -215,6 +216,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
         parts.append(_audit(report["audit"]))
     parts.append(_summary(agg, cases, gated_metrics(report), _changed(cases, comparison)))
     parts.append(_references(agg))
+    parts.append(models_section(agg))
     parts.append(_distributions(cases))
     if comparison is not None:
         parts.append(_baseline(comparison))

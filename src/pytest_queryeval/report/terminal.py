@@ -341,7 +341,7 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
         else:
             value = f"n/a ({g.get('reason') or 'nothing scored'})"
         what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
-        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
+        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag", "model") if g.get(k))
         out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
                    f"{g['limit']:g}, {_gate_cases(g)})"
                    + (f": {g['reason']}" if g["value"] is not None and g.get("reason") else ""))

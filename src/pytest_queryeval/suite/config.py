@@ -75,6 +75,8 @@ class Gate:
     #: ``>=`` (``mean:``, ``min:``: a floor) or ``<=`` (``max:``, ``total_max:``: a ceiling,
     #: for what is better low: latency, tokens, ``cost_usd``).
     op: str = ">="
+    #: ``model:``: only the cases of that model (a run fanned out per model, :mod:`.models`)
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,8 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         cfg.predictions, cfg.models, cfg.model_errors = None, {}, {}
         if is_models_mapping(spec):
             cfg.models, cfg.model_errors = parse_models(
-                spec, where, lambda s, w: prediction_spec(s, w, display, cfg))
+                spec, lambda key: _loc(display, spec, key),
+                lambda one, at: prediction_spec(one, at, display, cfg))
         else:
             cfg.predictions, errors = prediction_spec(spec, where, display, cfg)
         cfg.predictions_base = base
@@ -375,7 +378,7 @@ def _default_problem(key: str, value: object) -> str | None:
 
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
-GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag",
+GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag", "model",
                        "allow_empty"})
 #: A metric gate's bound: the key, the statistic it bounds, and how.
 METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("total", "<=")}
@@ -450,7 +453,7 @@ def _key(where: str) -> str:
 
 
 def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[str]) -> Gate | None:
-    """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, allow_empty:}`` (or ``max:`` on
+    """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, model:, allow_empty:}`` (or ``max:`` on
     the mean, ``total_max:`` on the sum, for metrics that are better low) and
     ``pass_rate: 0.9`` / ``pass_rate: {min: 0.9, kind:, tag:, allow_empty:}``; a gate named
     otherwise says which metric it bounds with ``metric:``."""
@@ -495,15 +498,17 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
                         f"{limit!r}{f' (for {limit:g}%, write {limit / 100:g})' if 1 < limit <= 100 else ''}")
         return None
     kind, tag, allow_empty = spec.get("kind"), spec.get("tag"), spec.get("allow_empty", False)
-    for key, value in (("kind", kind), ("tag", tag)):
+    model = spec.get("model")
+    for key, value in (("kind", kind), ("tag", tag), ("model", model)):
         if value is not None and (not isinstance(value, str) or not value):
             problems.append(f"{loc}.{key}: must be a {key} name")
             return None
     if not isinstance(allow_empty, bool):
         problems.append(f"{loc}.allow_empty: must be true or false")
         return None
-    label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "")
-    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op)
+    label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "") + (
+        f"[model={model}]" if model else "")
+    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op, model)
 
 
 def _is_number(value: object) -> bool:

@@ -32,17 +32,19 @@ def is_models_mapping(spec: object) -> bool:
         isinstance(v, Mapping) for v in spec.values())
 
 
-def parse_models(spec: Mapping[Any, Any], where: str, parse_one: SpecParser,
+def parse_models(spec: Mapping[Any, Any], locate: Callable[[object], str], parse_one: SpecParser,
                  ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
     """Each model's source (parsed by ``parse_one`` exactly as a single ``predictions:`` is)
-    and each model's located problems. A bad name is a problem of that model's cases."""
+    and each model's located problems (``locate``: the ``file:line`` of a model's key). A bad
+    name is a problem of that model's cases."""
     models: dict[str, dict[str, Any]] = {}
     errors: dict[str, list[str]] = {}
     for name, one in spec.items():
         key = str(name)
-        parsed, problems = parse_one(one, f"{where}.{key}")
+        where = f"{locate(name)}: predictions.{key}"
+        parsed, problems = parse_one(one, where)
         if not MODEL_NAME.match(key):
-            problems.insert(0, f"{where}.{key}: a model name is letters, digits and _ . + - "
+            problems.insert(0, f"{where}: a model name is letters, digits and _ . + - "
                                "(it becomes part of the case id and a marker)")
         models[key] = parsed or {}
         errors[key] = problems
