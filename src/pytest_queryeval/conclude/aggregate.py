@@ -232,7 +232,7 @@ def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
         "by_difficulty": {d: stats(v) for d, v in sorted(by_diff.items())},
         "by_tag": {t: stats(v) for t, v in sorted(by_tag.items())},
         **dialects,
-        **models_aggregates(records),  # only a run that fans its cases out per model has it
+        **models_aggregates(records, group_stats),  # only a run that fans its cases out per model has it
     }
 
 

@@ -9,7 +9,7 @@ Computed from the case records alone, so a serial run, ``-n 2``, ``--queryeval-r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -67,11 +67,12 @@ def written_id(record: RecordLike) -> str:
     return cid[:-len(suffix)] if model and cid.endswith(suffix) else cid
 
 
-def models_aggregates(records: Sequence[RecordLike]) -> dict[str, Any]:
-    """``{"models": {name: group stats}, "model_comparison": ...}`` for a run with per-model
-    cases; ``{}`` otherwise (the reports of a single-model run are unchanged)."""
-    from .aggregate import group_stats
-
+def models_aggregates(records: Sequence[RecordLike],
+                      group_stats: Callable[[Sequence[RecordLike]], dict[str, Any]],
+                      ) -> dict[str, Any]:
+    """``{"models": {name: group_stats(its records)}, "model_comparison": ...}`` for a run
+    with per-model cases; ``{}`` otherwise (the reports of a single-model run are unchanged).
+    ``group_stats`` is :func:`.aggregate.group_stats`, passed in (that module calls this one)."""
     by_model: dict[str, list[RecordLike]] = {}
     for rec in records:
         model = model_of(rec)

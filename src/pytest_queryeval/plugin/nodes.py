@@ -22,7 +22,8 @@ from ..model import Case
 from ..report.records import CaseRecord, case_record
 from ..report.terminal import failure_text
 from ..suite.cases import load_cases
-from ..suite.models import marker_name, with_cli_models
+from ..suite.config import with_cli_models
+from ..suite.models import marker_name
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle

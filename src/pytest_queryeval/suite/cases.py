@@ -208,7 +208,8 @@ class CaseReader:
             return self._read_sources(index, entry)
         from .models import assign
 
-        return [assign(case, model, self.suite) for model in self.suite.models
+        return [assign(case, model, self.suite.models, self.suite.model_errors)
+                for model in self.suite.models
                 for case in self._read_sources(index, entry)]
 
     def _read_sources(self, index: int, entry: LocDict) -> list[Case]:

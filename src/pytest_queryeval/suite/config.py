@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -553,3 +554,13 @@ class ConfigFinder:
                 self.reports.setdefault(path, report)
         self._merged[directory] = cfg
         return cfg
+
+
+def with_cli_models(suite: SuiteConfig, models: Mapping[str, dict[str, Any]]) -> SuiteConfig:
+    """``suite`` with the models of ``--queryeval-predictions NAME=PATH`` in place of its own
+    ``predictions:`` (the command line names the models a run compares)."""
+    if not models:
+        return suite
+    return replace(suite, predictions=None, predictions_errors=[],
+                   models={k: dict(v) for k, v in models.items()},
+                   model_errors={k: [] for k in models}, predictions_base=Path("/"))

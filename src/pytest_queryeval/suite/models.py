@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..model import Case
-    from .config import SuiteConfig
 
 #: A model name: it becomes part of a pytest id (``q1[model-a]``) and of a marker.
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -59,18 +58,6 @@ def marker_name(model: str) -> str:
     return f"model_{name}" if name[:1].isdigit() else name
 
 
-def with_cli_models(suite: SuiteConfig, models: Mapping[str, dict[str, Any]]) -> SuiteConfig:
-    """``suite`` with the models of ``--queryeval-predictions NAME=PATH`` in place of its own
-    ``predictions:`` (the command line names the models a run compares)."""
-    if not models:
-        return suite
-    from dataclasses import replace
-
-    return replace(suite, predictions=None, predictions_errors=[],
-                   models={k: dict(v) for k, v in models.items()},
-                   model_errors={k: [] for k in models}, predictions_base=Path("/"))
-
-
 def cli_models(values: list[str], invocation_dir: Path) -> dict[str, dict[str, Any]] | None:
     """``--queryeval-predictions`` given as ``NAME=PATH`` (or ``NAME=module:function``) each
     time: the models' sources; None when the option names one source (today's meaning).
@@ -107,12 +94,14 @@ def _named(value: str, invocation_dir: Path) -> bool:
     return bool(eq and name and "/" not in name and not (invocation_dir / value).exists())
 
 
-def assign(case: Case, model: str, suite: SuiteConfig) -> Case:
-    """``case`` as model ``model``'s: its id ``<id>[<model>]``, its source and its problems."""
+def assign(case: Case, model: str, sources: Mapping[str, dict[str, Any]],
+           errors: Mapping[str, list[str]]) -> Case:
+    """``case`` as model ``model``'s: its id ``<id>[<model>]``, its source (of ``sources``,
+    the suite's models) and its problems."""
     case.fanned_from = case.fanned_from or case.id
     case.id = f"{case.id}[{model}]"
     case.model = model
     case.model_label = model
-    case.prediction_source = suite.models.get(model) or None
-    case.prediction_errors = list(suite.model_errors.get(model) or [])
+    case.prediction_source = sources.get(model) or None
+    case.prediction_errors = list(errors.get(model) or [])
     return case
