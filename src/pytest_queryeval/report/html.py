@@ -216,7 +216,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
         parts.append(_audit(report["audit"]))
     parts.append(_summary(agg, cases, gated_metrics(report), _changed(cases, comparison)))
     parts.append(_references(agg))
-    parts.append(models_section(agg))
+    parts.extend(filter(None, [models_section(agg)]))  # nothing at all without models
     parts.append(_distributions(cases))
     if comparison is not None:
         parts.append(_baseline(comparison))
