@@ -28,6 +28,7 @@ def test_each_case_fans_out_per_model_and_the_report_compares_them(models_suite)
     assert "model" not in report.by_id["inline"]  # an inline prediction is asked of no model
     assert _passed(report) == {"q1[model-a]", "q2[model-a]", "q3[model-a]", "q4[model-a]",
                                "q5[model-a]", "q5[model-b]", "q6[model-b]", "inline"}
+    assert report["run"]["predictions"] == "model-a=file:a.jsonl, model-b=file:b.jsonl"
     models = report["aggregates"]["models"]
     assert list(models) == ["model-a", "model-b"]
     assert [(m["count"], m["passed"], m["pass_rate"]) for m in models.values()] == \
@@ -77,6 +78,7 @@ def test_the_command_line_names_the_models(pytester):
                            "--queryeval-predictions", "model-b=b.jsonl", name="cli.json")
     assert sorted(report.by_id) == sorted([*MODEL_IDS, "inline"])
     assert report["aggregates"]["model_comparison"]["pairs"][0]["p_value"] == 0.375
+    assert report["run"]["predictions"] == "model-a=file:a.jsonl, model-b=file:b.jsonl"
 
 
 @pytest.mark.parametrize(("values", "message"), [
@@ -150,3 +152,18 @@ def test_shards_merged_and_two_workers_give_the_serial_models_table(models_suite
     assert _models(workers) == _models(serial)
     _, resumed = run_report(models_suite, "--queryeval-resume=serial.json", name="resumed.json")
     assert _models(resumed) == _models(serial)
+
+
+def test_a_case_on_several_datasources_fans_out_per_source_then_per_model(pytester):
+    two_model_suite(pytester.path)
+    config = (pytester.path / "queryeval.yaml").read_text(encoding="utf-8").replace(
+        '"db": {', '"db2": {"type": "sqlite", "path": "data.sqlite"}, "db": {')
+    (pytester.path / "queryeval.yaml").write_text(config, encoding="utf-8")
+    pytester.makefile(".yaml", test_cases=dump({
+        "kind": "sql", "datasource": ["db", "db2"],
+        "cases": [{"id": "q1", "question": "how many", "gold": RIGHT["q1"]}]}))
+    _, report = run_report(pytester, "-m", "model_b")
+    assert {i: (c["datasource"], c["model"], c["outcome"]) for i, c in report.by_id.items()} == {
+        "q1[db][model-b]": ("db", "model-b", "failed"),
+        "q1[db2][model-b]": ("db2", "model-b", "failed")}
+    assert report["aggregates"]["models"]["model-b"]["count"] == 2

@@ -10,12 +10,18 @@ stays as it was for suites with one source.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..model import Case
+
+
+class SuiteModels(Protocol):
+    """What :func:`describe_models` reads of a suite config (:class:`.config.SuiteConfig`)."""
+
+    models: dict[str, dict[str, Any]]
 
 #: A model name: it becomes part of a pytest id (``q1[model-a]``) and of a marker.
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
@@ -105,3 +111,18 @@ def assign(case: Case, model: str, sources: Mapping[str, dict[str, Any]],
     case.prediction_source = sources.get(model) or None
     case.prediction_errors = list(errors.get(model) or [])
     return case
+
+
+def describe_models(configs: Iterable[SuiteModels], cli: Mapping[str, Mapping[str, Any]],
+                    rootdir: Path) -> list[str]:
+    """The models a run compared, for the report's ``run.predictions``: ``model-a=file:a.jsonl``
+    each (the command line's, else each suite config's ``predictions:`` models)."""
+    from .._util.paths import display
+    from ..predict import describe_predictions
+
+    if cli:
+        return [f"{name}={spec['source']}:" + (
+            display(Path(str(spec["path"])), rootdir) if "path" in spec
+            else str(spec.get("function"))) for name, spec in cli.items()]
+    return [f"{name}={describe_predictions(spec) or '?'}"
+            for cfg in configs for name, spec in cfg.models.items()]
