@@ -167,3 +167,10 @@ def test_a_case_on_several_datasources_fans_out_per_source_then_per_model(pytest
         "q1[db][model-b]": ("db", "model-b", "failed"),
         "q1[db2][model-b]": ("db2", "model-b", "failed")}
     assert report["aggregates"]["models"]["model-b"]["count"] == 2
+
+
+def test_one_predictions_path_on_the_command_line_runs_that_source_alone(models_suite):
+    _, report = run_report(models_suite, "--queryeval-predictions=b.jsonl")
+    assert sorted(report.by_id) == sorted([*RIGHT, "inline"])
+    assert "models" not in report["aggregates"]
+    assert report.outcomes["q1"] == "failed" and report.outcomes["q6"] == "passed"

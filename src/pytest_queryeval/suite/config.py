@@ -556,9 +556,14 @@ class ConfigFinder:
         return cfg
 
 
-def with_cli_models(suite: SuiteConfig, models: Mapping[str, dict[str, Any]]) -> SuiteConfig:
+def with_cli_models(suite: SuiteConfig, models: Mapping[str, dict[str, Any]],
+                    single: bool = False) -> SuiteConfig:
     """``suite`` with the models of ``--queryeval-predictions NAME=PATH`` in place of its own
-    ``predictions:`` (the command line names the models a run compares)."""
+    ``predictions:`` (the command line names the models a run compares); ``single``: one
+    ``--queryeval-predictions PATH`` replaces every source, so a suite's models fan nothing
+    out (the run is of that one source)."""
+    if single and suite.models:
+        return replace(suite, models={}, model_errors={})
     if not models:
         return suite
     return replace(suite, predictions=None, predictions_errors=[],
