@@ -174,3 +174,14 @@ def test_one_predictions_path_on_the_command_line_runs_that_source_alone(models_
     assert sorted(report.by_id) == sorted([*RIGHT, "inline"])
     assert "models" not in report["aggregates"]
     assert report.outcomes["q1"] == "failed" and report.outcomes["q6"] == "passed"
+
+
+def test_the_excel_report_has_a_sheet_by_model(models_suite):
+    openpyxl = pytest.importorskip("openpyxl")
+    run_report(models_suite, "--queryeval-xlsx=r.xlsx")
+    sheet = openpyxl.load_workbook(models_suite.path / "r.xlsx")["By model"]
+    rows = [[cell for cell in row if cell is not None]
+            for row in sheet.iter_rows(values_only=True)]
+    by_model = {row[0]: tuple(row[1:3]) for row in rows if row and row[0] in ("model-a", "model-b")}
+    assert by_model == {"model-a": (6, pytest.approx(5 / 6)),
+                        "model-b": (6, pytest.approx(2 / 6))}
