@@ -185,3 +185,28 @@ def test_the_excel_report_has_a_sheet_by_model(models_suite):
     by_model = {row[0]: tuple(row[1:3]) for row in rows if row and row[0] in ("model-a", "model-b")}
     assert by_model == {"model-a": (6, pytest.approx(5 / 6)),
                         "model-b": (6, pytest.approx(2 / 6))}
+
+
+def test_live_sources_are_asked_per_model_and_ahead(pytester):
+    two_model_suite(pytester.path, {
+        "right": {"source": "python", "function": "stand_in:right"},
+        "wrong": {"source": "python", "function": "stand_in:wrong"}})
+    pytester.makepyfile(stand_in=f"""
+RIGHT = {RIGHT!r}
+ASKED = []
+
+def right(case):
+    ASKED.append(("right", case["id"]))
+    return RIGHT[case["id"].split("[")[0]]
+
+def wrong(case):
+    ASKED.append(("wrong", case["id"]))
+    return "SELECT 42"
+""")
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    assert {i for i, o in report.outcomes.items() if o == "passed"} == \
+        {f"{q}[right]" for q in RIGHT} | {"inline"}
+    assert report["aggregates"]["model_comparison"]["pairs"][0] | {"p_value": None} == {
+        "a": "right", "b": "wrong", "cases": 6, "a_only": 6, "b_only": 0, "p_value": None,
+        "better": "right"}
+    assert report["aggregates"]["model_comparison"]["pairs"][0]["p_value"] == 2 / 2 ** 6
