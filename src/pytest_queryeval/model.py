@@ -163,6 +163,9 @@ class Case:
     #: whose ``gold:`` is keyed by dialect has its ``dialect`` too.
     fanned_from: str | None = None
     dialect: str | None = None
+    #: The model of a case fanned out per model (``predictions:`` naming several, see
+    #: :mod:`.suite.models`): its id is ``<id>[<model>]`` and its record says ``model``.
+    model: str | None = None
     #: Every source of a fanned-out case (name -> resolved spec): the gold audit runs a
     #: transpiled gold's original on the source of its dialect.
     fanned_sources: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -375,6 +378,8 @@ class CaseRecord(TypedDict):
     datasource: NotRequired[str | None]
     #: The SQL dialect, only for a case that names one.
     dialect: NotRequired[str]
+    #: The model, only for a case fanned out per model (``predictions:`` naming several).
+    model: NotRequired[str]
     #: pytest's verdict in the report's vocabulary (:func:`.report.records.final_outcome`), None until pytest
     #: reports the case (set there); None again in a resumed run's carried record.
     outcome: NotRequired[str | None]

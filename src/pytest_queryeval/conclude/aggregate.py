@@ -30,6 +30,7 @@ from ..model import NO_DIFFICULTY
 from ..report.by_turn import COUNTS, MISSING, PASSED, scored_turns
 from ..report.columns import ordered_metrics
 from ..suite.config import Gate
+from .models import models_aggregates
 
 if TYPE_CHECKING:
     from ..model import RecordLike
@@ -240,6 +241,7 @@ def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
         "by_tag": {t: stats(v) for t, v in sorted(by_tag.items())},
         **dialects,
         **conversation_aggregates(records),
+        **models_aggregates(records, group_stats),  # only a run that fans its cases out per model has it
     }
 
 
@@ -422,7 +424,8 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
     for gate in gates:
         selected = [r for r in records if _under(r, gate.scope, seen)
                     and (gate.kind is None or r.get("kind") == gate.kind)
-                    and (gate.tag is None or gate.tag in (r.get("tags") or []))]
+                    and (gate.tag is None or gate.tag in (r.get("tags") or []))
+                    and (gate.model is None or r.get("model") == gate.model)]
         stats = group_stats(selected)
         if gate.stat == "pass_rate":
             value = stats["pass_rate"]
@@ -443,6 +446,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
         results.append({
             "name": gate.name, "metric": gate.metric, "stat": gate.stat,
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
+            **({"model": gate.model} if gate.model else {}),
             "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
             # the cases the value is computed over (``cases`` also counts the unscored ones)
             "n": over if value is not None else 0,

@@ -262,7 +262,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
                                  float(g["limit"]), cwd / str(g.get("scope") or "."),
                                  g.get("kind"), g.get("tag"), bool(g.get("allow_empty")),
-                                 str(g.get("op") or ">="))
+                                 str(g.get("op") or ">="), g.get("model"))
                             for g in gate_specs], records)
     for gate, spec in zip(gates, gate_specs, strict=True):
         gate["scope"] = spec.get("scope")

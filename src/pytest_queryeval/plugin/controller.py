@@ -307,6 +307,7 @@ class Controller:
         ``predictions:``), so a baseline says which model produced it."""
         from .._util.secrets import Scrubber
         from ..predict import describe_predictions
+        from ..suite.models import describe_models
 
         configs = [self.runner.finder.for_directory(d) for d in sorted(_dirs(files))]
         predictions = self.options.predictions
@@ -317,7 +318,10 @@ class Controller:
             predictions = display(Path(predictions), self.config.rootpath)
         if not predictions:
             predictions = ", ".join(sorted({d for c in configs
-                                            if (d := describe_predictions(c.predictions))})) or None
+                                            if (d := describe_predictions(c.predictions))
+                                            and not self.options.cli_models}
+                                           | set(describe_models(configs, self.options.cli_models,
+                                                                 self.config.rootpath)))) or None
         # the suites' own secrets too: under xdist the controller's scrubber has seen no case
         scrub = Scrubber(self.runner.evaluator.scrubber.secrets.union(
             *(c.secrets for c in configs))).text

@@ -81,8 +81,9 @@ REPORT_WRITERS: dict[str, ReportFile] = {
 
 def add_run_options(add: AddOption) -> None:
     """The options of a pytest run only (what predicts and scores the cases)."""
-    add("--queryeval-predictions", metavar="PATH|module:function",
-        help="take predictions from this file or callable for this run (compare model versions)")
+    add("--queryeval-predictions", action="append", metavar="PATH|module:function|NAME=PATH",
+        help="take predictions from this file or callable for this run (compare model "
+             "versions); NAME=PATH repeated compares several models in one run")
     add("--queryeval-predictions-override-inline", action="store_true",
         help="let --queryeval-predictions replace the cases' inline predicted: too")
     add("--queryeval-concurrency", metavar="N",

@@ -22,6 +22,8 @@ from ..model import Case
 from ..report.records import CaseRecord, case_record
 from ..report.terminal import failure_text
 from ..suite.cases import load_cases
+from ..suite.config import with_cli_models
+from ..suite.models import marker_name
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
@@ -151,7 +153,8 @@ class QueryEvalFile(pytest.File):
 
     def _collect(self, runner: Runner) -> Iterator[pytest.Item]:
         display = runner.display(self.path)
-        suite = runner.finder.for_directory(self.path.parent)
+        suite = with_cli_models(runner.finder.for_directory(self.path.parent),
+                                runner.options.cli_models, runner.options.predictions is not None)
         try:
             cases = load_cases(self.path, display, suite, runner.is_metric,
                                runner.options.ini_thresholds,
@@ -186,6 +189,8 @@ class QueryEvalFile(pytest.File):
         marks.extend(runner.mark(t, "queryeval tag") for t in case.tags)
         if case.dialect:
             marks.append(runner.mark(case.dialect, "queryeval SQL dialect"))
+        if case.model:
+            marks.append(runner.mark(marker_name(case.model), "queryeval model"))
         for mark in marks:
             if mark is not None:
                 item.add_marker(mark)

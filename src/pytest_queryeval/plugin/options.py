@@ -22,10 +22,10 @@ Importable without pytest: pytest is imported only by :meth:`RunOptions.from_con
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .declare import (
     AUDIT_FLAG,
@@ -179,6 +179,9 @@ class RunOptions:
     max_failure_details: int = 100
     #: ``--queryeval-prediction-cache``, ``--queryeval-refresh-predictions`` (:mod:`..predict.cache`).
     prediction_cache: CacheSettings | None = None
+    #: ``--queryeval-predictions NAME=PATH`` repeated: the models a run compares (name ->
+    #: predictions source, :func:`~..suite.models.cli_models`); empty otherwise.
+    cli_models: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
@@ -210,7 +213,14 @@ class RunOptions:
             cli_thresholds = parse_cli(get("queryeval_threshold"))
         except ValueError as exc:
             raise pytest.UsageError(f"queryeval: {exc}") from None
-        predictions = get("queryeval_predictions")
+        given = get("queryeval_predictions") or []
+        from ..suite.models import cli_models
+
+        try:
+            models = cli_models(list(given), config.invocation_params.dir) or {}
+        except ValueError as exc:
+            raise pytest.UsageError(f"queryeval: {exc}") from None
+        predictions = None if models or not given else str(given[0])
         override = None
         if predictions:
             from ..predict import predictor_from_cli
@@ -244,7 +254,7 @@ class RunOptions:
             predictions=predictions, override=override, override_inline=override_inline,
             concurrency=concurrency, no_cache=bool(get("queryeval_no_cache")),
             no_prefetch=bool(get("queryeval_no_prefetch")),
-            max_failure_details=max_failure_details,
+            max_failure_details=max_failure_details, cli_models=models,
             gold_cache=_path_value(config, "queryeval_gold_cache")[0],
             model_label=get("queryeval_model_label"), repeat=get("queryeval_repeat"),
             judge_refresh=bool(get("queryeval_judge_refresh")),

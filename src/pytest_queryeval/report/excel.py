@@ -97,6 +97,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
             _dialect_sheet(wb, fmt, report)
         if (report.get("aggregates") or {}).get("by_turn"):
             _by_turn_sheet(wb, fmt, report["aggregates"])
+        if (report.get("aggregates") or {}).get("models"):
+            _model_sheet(wb, fmt, report)
         _details(wb, fmt, report)
         sdmx = [c for c in report.get("cases") or []
                 if declares(str(c.get("kind")), "code_selection")]
@@ -235,6 +237,14 @@ def _dialect_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> Non
     _group_sheet(wb, fmt, report, "By dialect", ("Dialect",),
                  [((d,), stats, False) for d, stats in by_dialect.items()],
                  lambda c, dialect: str(c.get("dialect")) == dialect)
+
+
+def _model_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
+    """The Summary's columns per model, for a run of several models (``aggregates.models``)."""
+    models: Mapping[str, Any] = (report.get("aggregates") or {}).get("models") or {}
+    _group_sheet(wb, fmt, report, "By model", ("Model",),
+                 [((m,), stats, False) for m, stats in models.items()],
+                 lambda c, model: c.get("model") == model)
 
 
 def _group_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any], title: str,

@@ -40,6 +40,7 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from .models import html_section as models_section
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import (
@@ -218,6 +219,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     parts.append(_references(agg))
     if agg.get("by_turn"):  # conversation cases only: no line at all otherwise
         parts.append(_by_turn(agg))
+    parts.extend(filter(None, [models_section(agg)]))  # nothing at all without models
     parts.append(_distributions(cases))
     if comparison is not None:
         parts.append(_baseline(comparison))

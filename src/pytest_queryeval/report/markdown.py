@@ -28,6 +28,7 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from .models import markdown_lines as model_lines
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
 from .terminal import (
@@ -129,6 +130,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     out.extend(_references(agg))
     if agg.get("by_turn"):  # conversation cases only (the gated set reads every case)
         out.extend(_by_turn(agg, gated_metrics(report)))
+    out.extend(model_lines(agg, md))
     if comparison is not None:
         out.extend(_baseline(comparison))
     out.extend(_flaky(list(report.get("flaky") or [])))

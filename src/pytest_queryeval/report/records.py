@@ -123,6 +123,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "question": case.question,
         "datasource": case.datasource,
         **({"dialect": case.dialect} if case.dialect else {}),
+        **({"model": case.model} if case.model else {}),
         "outcome": None,
         "status": outcome.status if outcome else None,
         "metrics": dict(outcome.metrics) if outcome else {},

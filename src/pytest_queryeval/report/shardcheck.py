@@ -123,6 +123,7 @@ CASE: dict[str, Check] = {
     "question": _nullable(_string), "standing": _nullable(_string),
     "baseline_status": _nullable(_string), "identity": _nullable(_string),
     "carried": _nullable(_string), "digest": _nullable(_string),
+    "model": _nullable(_string),
 }
 #: Case fields the plugin writes that the merge carries through unread (a value of any type
 #: is kept as it is). Every field a record writer (:mod:`.records`, :mod:`..plugin.nodes`, the
@@ -137,7 +138,7 @@ CASE_UNCHECKED = frozenset({
 GATE: dict[str, Check] = {
     "name": _string, "metric": _string, "stat": _string, "limit": _number,
     "scope": _nullable(_string), "kind": _nullable(_string), "tag": _nullable(_string),
-    "allow_empty": _nullable(_boolean), "op": _nullable(_string),
+    "allow_empty": _nullable(_boolean), "op": _nullable(_string), "model": _nullable(_string),
 }
 OPS = (">=", "<=")
 

@@ -21,6 +21,7 @@ from ..model import NO_DIFFICULTY
 from .by_turn import scored_turns
 from .columns import gated_metrics, is_detail_metric, is_spider_component
 from .denominators import kind_line
+from .models import terminal_lines as model_lines
 from .numbers import num, signed
 from .numbers import pct as _pct
 
@@ -132,6 +133,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
                 for d, s in agg["by_dialect"].items()]
         lines.extend(_table(header, rows))
         lines.append("")
+    lines.extend(model_lines(agg))
     if tags and agg["by_tag"]:
         header = ["tag", "", "cases", "pass"]
         rows = [[t, "", str(s["count"]), _pct(s["pass_rate"])] for t, s in agg["by_tag"].items()]
@@ -364,7 +366,7 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
         else:
             value = f"n/a ({g.get('reason') or 'nothing scored'})"
         what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
-        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag") if g.get(k))
+        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag", "model") if g.get(k))
         out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
                    f"{g['limit']:g}, {_gate_cases(g)})"
                    + (f": {g['reason']}" if g["value"] is not None and g.get("reason") else ""))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,6 +32,7 @@ from ..model import Threshold
 from ..predict import SOURCE_NAMES
 from ..sources.defined import define
 from ..sources.keys import PATH_KEYS, plugin_key_problems, source_problems
+from .models import is_models_mapping, parse_models
 from .pricing import Price, parse_pricing
 from .yamlload import LocDict, LocList, load_file
 
@@ -75,6 +77,8 @@ class Gate:
     #: ``>=`` (``mean:``, ``min:``: a floor) or ``<=`` (``max:``, ``total_max:``: a ceiling,
     #: for what is better low: latency, tokens, ``cost_usd``).
     op: str = ">="
+    #: ``model:``: only the cases of that model (a run fanned out per model, :mod:`.models`)
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,11 @@ class SuiteConfig:
     predictions: dict[str, Any] | None = None
     predictions_base: Path | None = None
     predictions_errors: list[str] = field(default_factory=list)
+    #: ``predictions:`` as a mapping of model names to sources (several models in one run:
+    #: each case is fanned out per model, :mod:`.models`); empty for a single source.
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: each model's located problems (which fail only that model's cases)
+    model_errors: dict[str, list[str]] = field(default_factory=dict)
     thresholds: dict[str, tuple[Threshold, str]] = field(default_factory=dict)
     gates: dict[str, Gate] = field(default_factory=dict)
     #: ``gates: {significance: 0.05}``: the baseline gate's alpha (see baseline.compare)
@@ -248,37 +257,13 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         spec = data["predictions"]
         where = f"{_loc(display, data, 'predictions')}: predictions"
         errors: list[str] = []
-        if not isinstance(spec, dict) or spec.get("source") not in PREDICTION_SOURCES:
-            errors.append(f"{where}: needs source: one of {', '.join(sorted(PREDICTION_SOURCES))}")
-            cfg.predictions = None
+        cfg.predictions, cfg.models, cfg.model_errors = None, {}, {}
+        if is_models_mapping(spec):
+            cfg.models, cfg.model_errors = parse_models(
+                spec, lambda key: _loc(display, spec, key),
+                lambda one, at: prediction_spec(one, at, display, cfg))
         else:
-            # which model a run asks, and where, are what its reports are about: a ${VAR} in
-            # them names them (only a password in the URL is a secret); the rest may be keys
-            named = {k: v for k, v in spec.items() if k in PUBLIC_PREDICTION_KEYS}
-            cfg.predictions = expand_env({k: v for k, v in spec.items() if k not in named},
-                                         where, errors, cfg.secrets)
-            cfg.predictions.update(expand_env(named, where, errors, set()))
-            if isinstance(cfg.predictions.get("base_url"), str):
-                cfg.secrets.update(url_passwords(cfg.predictions["base_url"]))
-            if "concurrency" in spec:
-                from ..predict.pool import parse_concurrency
-
-                try:  # a ${VAR} expands to text: "8" is 8
-                    cfg.predictions["concurrency"] = parse_concurrency(
-                        cfg.predictions["concurrency"])
-                except ValueError as exc:
-                    errors.append(f"{_loc(display, spec, 'concurrency')}: "
-                                  f"predictions.concurrency: {exc}")
-            if cfg.predictions.get("failures", "error") not in PREDICTION_FAILURES:
-                errors.append(f"{_loc(display, spec, 'failures')}: predictions.failures: must "
-                              f"be error (the default: an infrastructure error) or model (the "
-                              f"model's failure), not {cfg.predictions['failures']!r}")
-            if not isinstance(cfg.predictions.get("cache", False), bool):  # predict/cache.py
-                errors.append(f"{_loc(display, spec, 'cache')}: predictions.cache: must be true "
-                              f"or false, not {cfg.predictions['cache']!r}")
-            key = cfg.predictions.get("api_key")
-            if isinstance(key, str) and key:  # a key written literally is a secret as well
-                cfg.secrets.add(key)
+            cfg.predictions, errors = prediction_spec(spec, where, display, cfg)
         cfg.predictions_base = base
         cfg.predictions_errors = errors
     if "model" in data:
@@ -398,7 +383,7 @@ def _default_problem(key: str, value: object) -> str | None:
 
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
-GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag",
+GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag", "model",
                        "allow_empty"})
 #: A metric gate's bound: the key, the statistic it bounds, and how.
 METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("total", "<=")}
@@ -434,8 +419,49 @@ def _merge_gates(cfg: SuiteConfig, gates: object, data: LocDict, display: str, b
         report.metrics.append(MetricRef(gate.metric, loc, gate.kind, gate=True))
 
 
+def prediction_spec(spec: object, where: str, display: str, cfg: SuiteConfig,
+                    ) -> tuple[dict[str, Any] | None, list[str]]:
+    """One prediction source of ``predictions:`` (the suite's, or one model's of a models
+    mapping) with its ``${VAR}`` expanded and its problems located; the secrets it holds are
+    added to ``cfg``."""
+    errors: list[str] = []
+    if not isinstance(spec, dict) or spec.get("source") not in PREDICTION_SOURCES:
+        errors.append(f"{where}: needs source: one of {', '.join(sorted(PREDICTION_SOURCES))}")
+        return None, errors
+    # which model a run asks, and where, are what its reports are about: a ${VAR} in
+    # them names them (only a password in the URL is a secret); the rest may be keys
+    named = {k: v for k, v in spec.items() if k in PUBLIC_PREDICTION_KEYS}
+    out = expand_env({k: v for k, v in spec.items() if k not in named}, where, errors, cfg.secrets)
+    out.update(expand_env(named, where, errors, set()))
+    if isinstance(out.get("base_url"), str):
+        cfg.secrets.update(url_passwords(out["base_url"]))
+    if "concurrency" in spec:
+        from ..predict.pool import parse_concurrency
+
+        try:  # a ${VAR} expands to text: "8" is 8
+            out["concurrency"] = parse_concurrency(out["concurrency"])
+        except ValueError as exc:
+            errors.append(f"{_loc(display, spec, 'concurrency')}: {_key(where)}.concurrency: {exc}")
+    if out.get("failures", "error") not in PREDICTION_FAILURES:
+        errors.append(f"{_loc(display, spec, 'failures')}: {_key(where)}.failures: must "
+                      f"be error (the default: an infrastructure error) or model (the "
+                      f"model's failure), not {out['failures']!r}")
+    if not isinstance(out.get("cache", False), bool):  # predict/cache.py
+        errors.append(f"{_loc(display, spec, 'cache')}: {_key(where)}.cache: must be true "
+                      f"or false, not {out['cache']!r}")
+    key = out.get("api_key")
+    if isinstance(key, str) and key:  # a key written literally is a secret as well
+        cfg.secrets.add(key)
+    return out, errors
+
+
+def _key(where: str) -> str:
+    """The key path of a ``file:line: key`` location."""
+    return where.rsplit(": ", 1)[-1]
+
+
 def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[str]) -> Gate | None:
-    """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, allow_empty:}`` (or ``max:`` on
+    """``metric: 0.8`` / ``metric: {mean: 0.8, kind:, tag:, model:, allow_empty:}`` (or ``max:`` on
     the mean, ``total_max:`` on the sum, for metrics that are better low) and
     ``pass_rate: 0.9`` / ``pass_rate: {min: 0.9, kind:, tag:, allow_empty:}``; a gate named
     otherwise says which metric it bounds with ``metric:``."""
@@ -480,15 +506,17 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
                         f"{limit!r}{f' (for {limit:g}%, write {limit / 100:g})' if 1 < limit <= 100 else ''}")
         return None
     kind, tag, allow_empty = spec.get("kind"), spec.get("tag"), spec.get("allow_empty", False)
-    for key, value in (("kind", kind), ("tag", tag)):
+    model = spec.get("model")
+    for key, value in (("kind", kind), ("tag", tag), ("model", model)):
         if value is not None and (not isinstance(value, str) or not value):
             problems.append(f"{loc}.{key}: must be a {key} name")
             return None
     if not isinstance(allow_empty, bool):
         problems.append(f"{loc}.allow_empty: must be true or false")
         return None
-    label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "")
-    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op)
+    label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "") + (
+        f"[model={model}]" if model else "")
+    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op, model)
 
 
 def _is_number(value: object) -> bool:
@@ -533,3 +561,18 @@ class ConfigFinder:
                 self.reports.setdefault(path, report)
         self._merged[directory] = cfg
         return cfg
+
+
+def with_cli_models(suite: SuiteConfig, models: Mapping[str, dict[str, Any]],
+                    single: bool = False) -> SuiteConfig:
+    """``suite`` with the models of ``--queryeval-predictions NAME=PATH`` in place of its own
+    ``predictions:`` (the command line names the models a run compares); ``single``: one
+    ``--queryeval-predictions PATH`` replaces every source, so a suite's models fan nothing
+    out (the run is of that one source)."""
+    if single and suite.models:
+        return replace(suite, models={}, model_errors={})
+    if not models:
+        return suite
+    return replace(suite, predictions=None, predictions_errors=[],
+                   models={k: dict(v) for k, v in models.items()},
+                   model_errors={k: [] for k in models}, predictions_base=Path("/"))
