@@ -344,7 +344,7 @@ class DuckdbEngine:
         space = _workspace(schema) if all(plain_query(q) for q in queries) else None
         if space is not None:
             space.prepare(queries)
-        if space is None or not space.fill(rows):
+        if space is None or space.spoiled or not space.fill(rows):
             conn = self.build(schema, rows)
             try:
                 yield conn
@@ -686,7 +686,8 @@ class _Workspace:
 
     def settle(self) -> None:
         """Roll the last candidate back now (something other than the next candidate's rows
-        is to use the connection); a kept database that cannot be is dropped."""
+        is to use the connection); a kept database that cannot be is dropped (``spoiled``:
+        the candidate gets a fresh database)."""
         if not self.ending:
             return
         self.ending = False
@@ -694,7 +695,6 @@ class _Workspace:
             self.conn.execute("ROLLBACK")
         except Exception:
             self.close()
-            raise
 
     def readable(self) -> None:
         """Make the candidate's rows readable again after a query failed in its transaction
