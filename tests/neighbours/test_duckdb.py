@@ -159,6 +159,46 @@ def test_a_duckdb_search_opens_no_database_per_candidate(
     assert len(opened) <= 2
 
 
+def test_a_known_file_is_not_opened_again_and_candidates_run_on_one_thread(
+        shop: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second search of an unchanged file opens no database at all: the file's schema and
+    samples are remembered and the kept database is reused (opening the file is about 40 ms a
+    case). The kept database runs on one thread (a candidate's few rows make no second task;
+    more threads only wake DuckDB's workers). A changed file is opened and read again."""
+    gold, predicted = "SELECT count(*) FROM orders", "SELECT count(id) FROM orders"
+    first = search(shop, gold, predicted, same, budget=Budget(databases=20, seconds=600),
+                   scope="known")
+    opened: list[str] = []
+    real_connect = duckdb.connect
+
+    def counting(database: str = ":memory:", *args: object, **kwargs: object) -> object:
+        opened.append(str(database))
+        return real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counting)
+    again = search(shop, gold, predicted, same, budget=Budget(databases=20, seconds=600),
+                   scope="known")
+    assert (again.checked, again.counterexample) == (first.checked, None) == (20, None)
+    assert opened == []
+    from pytest_queryeval.neighbours import engines
+
+    assert engines._LOCAL.space.conn.execute(
+        "SELECT current_setting('threads')").fetchone() == (1,)
+    monkeypatch.setattr(duckdb, "connect", real_connect)
+    conn = duckdb.connect(str(shop))
+    conn.execute("ALTER TABLE orders ADD COLUMN note VARCHAR")
+    conn.close()
+    monkeypatch.setattr(duckdb, "connect", counting)
+    changed = search(shop, gold, predicted, same, budget=Budget(databases=5, seconds=600),
+                     scope="known")
+    assert changed.checked == 5 and str(shop) in opened
+    real = ENGINES["duckdb"].open_real(shop)
+    try:
+        assert ENGINES["duckdb"].introspect(real).table("orders").columns[-1].name == "note"
+    finally:
+        real.close()
+
+
 def test_kept_database_holds_exactly_the_rows_a_fresh_one_holds(chinook_pair: tuple[Path, Path],
                                                                 shop: Path) -> None:
     """Rows the engine refuses one by one (a repeated key, a parent that is not there, a

@@ -46,6 +46,14 @@ MAX_RESULT_ROWS = 10_000
 MAX_VALUE_BYTES = 16 << 20
 #: A DuckDB candidate's ``memory_limit`` (with no temporary directory: past it, an error).
 DUCKDB_MEMORY = "256MB"
+#: A DuckDB candidate's settings: no file access, :data:`DUCKDB_MEMORY` and no temporary
+#: directory to spill to, and one thread. Why one: a candidate's few rows never make a second
+#: task, but with more threads each call still hands its work to DuckDB's scheduler and wakes
+#: its workers, which on a busy machine doubled an INSERT's time (0.6 against 1.1 ms median
+#: at load 9, the same at rest).
+_CANDIDATE_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False, "memory_limit": DUCKDB_MEMORY, "temp_directory": "",
+    "threads": 1}
 #: Characters of an engine's error message kept in a reason.
 ERROR_CHARS = 200
 
@@ -270,48 +278,30 @@ class DuckdbEngine:
     dialect = "duckdb"
 
     def open_real(self, path: Path) -> DuckConnection:
-        import duckdb
-
-        conn: DuckConnection = duckdb.connect(str(path), read_only=True,
-                                              config={"enable_external_access": False})
-        _LOCAL.real = (conn, _file_key(path))
-        return conn
+        """The file, opened read-only when first asked something (:class:`_RealFile`)."""
+        return _RealFile(path)
 
     def introspect(self, conn: DuckConnection) -> DbSchema:
-        tables = conn.execute("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
-                              "current_database() AND NOT internal ORDER BY table_oid").fetchall()
-        cons = conn.execute(
-            "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
-            "referenced_column_names FROM duckdb_constraints() WHERE database_name = "
-            "current_database()").fetchall()
-        keys: dict[str, set[str]] = {}
-        refs: dict[tuple[str, str], tuple[str, str]] = {}
-        for table, kind, cols, ref_table, ref_cols in cons:
-            if kind == "PRIMARY KEY":
-                keys.setdefault(table, set()).update(c.lower() for c in cols)
-            elif kind == "FOREIGN KEY":
-                for col, ref in zip(cols, ref_cols or cols, strict=False):
-                    refs[(table, col.lower())] = (ref_table, ref)
-        out: dict[str, Table] = {}
-        parents: dict[str, set[str]] = {}
-        for name, ddl in tables:
-            columns = tuple(
-                Column(col, duckdb_affinity(dtype), not nullable,
-                       col.lower() in keys.get(name, set()), refs.get((name, col.lower())))
-                for col, dtype, nullable in conn.execute(
-                    "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE "
-                    "database_name = current_database() AND table_name = ? ORDER BY "
-                    "column_index", [name]).fetchall())
-            out[name] = Table(name, columns, ddl)
-            parents[name] = {r[0] for (t, _c), r in refs.items() if t == name and r[0] != name}
-        from .schema import _parents_first
-
-        return DbSchema(tuple(out[n] for n in _parents_first(parents)))
+        """The file's schema, remembered per file as its samples are (:data:`_SAMPLES`):
+        reading it is five queries and more per case, about 50 ms, and opening the file for
+        them 40 ms more (a search that knows the schema and samples does not open it)."""
+        key = conn.key if isinstance(conn, _RealFile) else None
+        if key is not None:
+            with _SAMPLES_LOCK:
+                known = _SCHEMAS.get(key)
+            if known is not None:
+                return known
+        schema = _introspect_duckdb(conn)
+        if key is not None:
+            with _SAMPLES_LOCK:
+                if len(_SCHEMAS) >= 256:
+                    _SCHEMAS.clear()
+                _SCHEMAS[key] = schema
+        return schema
 
     def sample(self, conn: DuckConnection, table: str, column: str) -> list[object]:
         """The column's sampled values, remembered per file (:data:`_SAMPLES`)."""
-        real = getattr(_LOCAL, "real", None)
-        key = (real[1], table, column) if real is not None and real[0] is conn else None
+        key = (conn.key, table, column) if isinstance(conn, _RealFile) else None
         if key is not None:
             with _SAMPLES_LOCK:
                 known = _SAMPLES.get(key)
@@ -354,7 +344,7 @@ class DuckdbEngine:
         space = _workspace(schema) if all(plain_query(q) for q in queries) else None
         if space is not None:
             space.prepare(queries)
-        if space is None or not space.fill(rows):
+        if space is None or space.spoiled or not space.fill(rows):
             conn = self.build(schema, rows)
             try:
                 yield conn
@@ -423,12 +413,16 @@ class DuckdbEngine:
         import duckdb
 
         path.unlink(missing_ok=True)
-        conn = duckdb.connect(str(path))
+        conn = duckdb.connect(str(path), config={"threads": 1})
         try:
             for ddl in schema.ddl():
                 conn.execute(ddl)
+            # one transaction: each INSERT on its own was a commit to the file, 0.2 s for a
+            # counterexample of a dozen rows; every constraint is still checked per statement
+            conn.execute("BEGIN TRANSACTION")
             for statement in inserts(schema, rows):
                 conn.execute(statement)
+            conn.execute("COMMIT")
         finally:
             conn.close()
 
@@ -438,18 +432,49 @@ class DuckdbEngine:
     def open_written(self, path: Path) -> DuckConnection:
         import duckdb
 
-        conn: DuckConnection = duckdb.connect(str(path), read_only=True, config={
-            "enable_external_access": False, "memory_limit": DUCKDB_MEMORY,
-            "temp_directory": ""})
+        conn: DuckConnection = duckdb.connect(str(path), read_only=True,
+                                              config=_CANDIDATE_CONFIG)
         return conn
+
+
+def _introspect_duckdb(conn: DuckConnection) -> DbSchema:
+    """The tables of the file's own database, parents first, with their keys and references."""
+    tables = conn.execute("SELECT table_name, sql FROM duckdb_tables() WHERE database_name = "
+                          "current_database() AND NOT internal ORDER BY table_oid").fetchall()
+    cons = conn.execute(
+        "SELECT table_name, constraint_type, constraint_column_names, referenced_table, "
+        "referenced_column_names FROM duckdb_constraints() WHERE database_name = "
+        "current_database()").fetchall()
+    keys: dict[str, set[str]] = {}
+    refs: dict[tuple[str, str], tuple[str, str]] = {}
+    for table, kind, cols, ref_table, ref_cols in cons:
+        if kind == "PRIMARY KEY":
+            keys.setdefault(table, set()).update(c.lower() for c in cols)
+        elif kind == "FOREIGN KEY":
+            for col, ref in zip(cols, ref_cols or cols, strict=False):
+                refs[(table, col.lower())] = (ref_table, ref)
+    out: dict[str, Table] = {}
+    parents: dict[str, set[str]] = {}
+    for name, ddl in tables:
+        columns = tuple(
+            Column(col, duckdb_affinity(dtype), not nullable,
+                   col.lower() in keys.get(name, set()), refs.get((name, col.lower())))
+            for col, dtype, nullable in conn.execute(
+                "SELECT column_name, data_type, is_nullable FROM duckdb_columns() WHERE "
+                "database_name = current_database() AND table_name = ? ORDER BY "
+                "column_index", [name]).fetchall())
+        out[name] = Table(name, columns, ddl)
+        parents[name] = {r[0] for (t, _c), r in refs.items() if t == name and r[0] != name}
+    from .schema import _parents_first
+
+    return DbSchema(tuple(out[n] for n in _parents_first(parents)))
 
 
 def _duckdb_database(schema: DbSchema) -> DuckConnection:
     """A new in-memory DuckDB database with the real DDL (a statement it refuses is left out)."""
     import duckdb
 
-    conn: DuckConnection = duckdb.connect(":memory:", config={
-        "enable_external_access": False, "memory_limit": DUCKDB_MEMORY, "temp_directory": ""})
+    conn: DuckConnection = duckdb.connect(":memory:", config=_CANDIDATE_CONFIG)
     for ddl in schema.ddl():
         try:
             conn.execute(ddl)
@@ -516,7 +541,9 @@ def _kept(table: Table, rows: Sequence[tuple[int, tuple[Any, ...]]],
 
 class _Workspace:
     """One thread's kept in-memory DuckDB database of one schema: its tables are created once,
-    and a candidate's rows are inserted in a transaction that :meth:`clear` rolls back."""
+    and a candidate's rows are inserted in a transaction that is rolled back after its block:
+    in the same call as the next candidate's first INSERT (:attr:`ending`), or on its own
+    before anything else uses the connection (:meth:`settle`)."""
 
     def __init__(self, schema: DbSchema) -> None:
         self.schema = schema
@@ -525,6 +552,8 @@ class _Workspace:
         self.spoiled = False
         #: the candidate's transaction is still to be opened (by its first INSERT)
         self.opening = False
+        #: the last candidate's transaction is still to be rolled back
+        self.ending = False
         #: (table, column) -> its DuckDB type, and (type, text) -> whether the text casts to it
         self.types: dict[tuple[str, str], str] = {
             (t, c): d for t, c, d in self.conn.execute(
@@ -546,6 +575,7 @@ class _Workspace:
         for sql in queries:
             if sql in self.names or sql in self.unprepared or len(self.names) >= 256:
                 continue
+            self.settle()
             name = f"queryeval_q{len(self.names)}"
             try:
                 self.conn.execute(f"PREPARE {name} AS {sql}")
@@ -562,6 +592,7 @@ class _Workspace:
             return True
         key = (kind, text)
         if key not in self.casts:
+            self.settle()  # not in the last candidate's transaction: a failed query aborted it
             self.casts[key] = cast("tuple[bool]", self.conn.execute(  # one row, always
                 f"SELECT TRY_CAST(? AS {kind}) IS NOT NULL", [text]).fetchone())[0]
         return self.casts[key]
@@ -587,9 +618,11 @@ class _Workspace:
             except duckdb.Error:
                 failed = None
             if failed == ("", -1):
-                if self.opening:  # no row went in: the transaction clear() rolls back
+                if self.opening:  # no row went in: the transaction to be rolled back after
                     self.opening = False
-                    self.conn.execute("BEGIN TRANSACTION")
+                    self.conn.execute(("ROLLBACK; " if self.ending else "")
+                                      + "BEGIN TRANSACTION")
+                    self.ending = False
                 return True
             if not self.opening:
                 with suppress(duckdb.Error):  # nothing to roll back when nothing began
@@ -639,13 +672,29 @@ class _Workspace:
         return "", -1
 
     def _execute(self, sql: str, params: list[Any]) -> None:
-        """Run an INSERT of the candidate, the first one opening its transaction in the same
-        call (a statement costs DuckDB about 0.3 ms whatever it does; the transaction is open
-        after the call even when the INSERT is refused)."""
+        """Run an INSERT of the candidate, the first one ending the last candidate's
+        transaction and opening this one's in the same call (a call costs DuckDB about 0.3 ms
+        whatever it does; the transaction is open after the call even when the INSERT is
+        refused, and a ROLLBACK of a transaction a failed query aborted does not fail)."""
         if self.opening:
             self.opening = False
             sql = "BEGIN TRANSACTION; " + sql
+            if self.ending:
+                self.ending = False
+                sql = "ROLLBACK; " + sql
         self.conn.execute(sql, params)
+
+    def settle(self) -> None:
+        """Roll the last candidate back now (something other than the next candidate's rows
+        is to use the connection); a kept database that cannot be is dropped (``spoiled``:
+        the candidate gets a fresh database)."""
+        if not self.ending:
+            return
+        self.ending = False
+        try:
+            self.conn.execute("ROLLBACK")
+        except Exception:
+            self.close()
 
     def readable(self) -> None:
         """Make the candidate's rows readable again after a query failed in its transaction
@@ -661,13 +710,12 @@ class _Workspace:
                 raise
 
     def clear(self) -> None:
-        """Roll the candidate back; a kept database that cannot be is dropped."""
-        try:
-            self.conn.execute("ROLLBACK")
-        except Exception:
-            self.spoiled = True
+        """End the candidate's block: its rollback waits for the next call (:attr:`ending`);
+        a kept database left in a state it cannot vouch for is dropped."""
         if self.spoiled:
             self.close()
+        else:
+            self.ending = True
 
     def close(self) -> None:
         self.spoiled = True
@@ -719,6 +767,55 @@ _SAMPLES: dict[tuple[tuple[object, ...], str, str], tuple[object, ...]] = {}
 _SAMPLES_LOCK = threading.Lock()
 
 
+#: file (as :func:`_file_key` names it) -> its schema as :meth:`DuckdbEngine.introspect` read it
+_SCHEMAS: dict[tuple[object, ...], DbSchema] = {}
+
+
+class _RealFile:
+    """The user's DuckDB file for one search, opened read-only (with no access to other files)
+    only when a question about it is not answered from what was remembered of it
+    (:data:`_SCHEMAS`, :data:`_SAMPLES`): opening it costs about 40 ms a case. ``key`` names
+    the file's state when the search began."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.key = _file_key(path)
+        self._conn: DuckConnection | None = None
+
+    def _open(self) -> DuckConnection:
+        if self._conn is None:
+            import duckdb
+
+            self._conn = duckdb.connect(str(self.path), read_only=True,
+                                        config={"enable_external_access": False})
+        return self._conn
+
+    def execute(self, query: str, parameters: object = None, /) -> DuckConnection:
+        return self._open().execute(query, parameters)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._open().fetchall()
+
+    def fetchmany(self, size: int = 1, /) -> list[tuple[Any, ...]]:
+        return self._open().fetchmany(size)
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._open().fetchone()
+
+    @property
+    def description(self) -> list[Any] | None:
+        return self._open().description
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def interrupt(self) -> None:
+        if self._conn is not None:
+            self._conn.interrupt()
+
+
 def _file_key(path: Path) -> tuple[object, ...]:
     """What tells one state of a database file from another (a missing file: its path)."""
     out: list[object] = [str(path.resolve())]
@@ -753,22 +850,30 @@ def _spoiled(conn: DuckConnection) -> None:
 
 class _Alarm:
     """One watcher thread that interrupts a DuckDB query past its seconds (a timer thread per
-    query costs about a millisecond, as much as a candidate's whole query)."""
+    query costs about a millisecond, as much as a candidate's whole query). The watcher is
+    woken only when a new deadline comes before the time it already wakes at: a query's
+    seconds are the same for a whole search, so it wakes about once per query's seconds, not
+    twice per query (each wake a thread switch on a busy machine)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._jobs: dict[threading.Event, tuple[float, DuckConnection]] = {}
         self._thread: threading.Thread | None = None
+        #: when the watcher wakes next (None: only when woken)
+        self._wake: float | None = None
 
     def arm(self, conn: DuckConnection, seconds: float) -> threading.Event:
         fired = threading.Event()
         with self._cond:
-            self._jobs[fired] = (time.monotonic() + seconds, conn)
+            deadline = time.monotonic() + seconds
+            self._jobs[fired] = (deadline, conn)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._watch, name="queryeval-duckdb-alarm",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if self._wake is None or deadline < self._wake:
+                self._wake = deadline
+                self._cond.notify()
         return fired
 
     def disarm(self, fired: threading.Event) -> None:
@@ -787,6 +892,7 @@ class _Alarm:
                         with suppress(Exception):
                             conn.interrupt()
                 soonest = min((d for d, _ in self._jobs.values()), default=None)
+                self._wake = soonest
                 self._cond.wait(None if soonest is None else max(0.0, soonest - now))
 
 
