@@ -149,7 +149,7 @@ def measure(exe: str, folder: Path, name: str, paths: list[Path], repeat: int,
             ) -> tuple[int, float]:
     """Write the page of ``paths`` and load it; (its size in bytes, the slowest median time to
     interactive in seconds)."""
-    from pytest_queryeval.conclude.merge import main as queryeval
+    from pytest_queryeval.conclude.cli import main as queryeval
 
     out = folder / f"{name}.html"
     t0 = time.perf_counter()

@@ -99,7 +99,7 @@ def test_merge_recomputes_the_abstention_aggregates(abstain_suite: pytest.Pytest
     _, whole = run_report(abstain_suite, name="whole.json")
     for index in (1, 2):
         abstain_suite.runpytest(f"--queryeval-shard={index}/2", f"--queryeval-json=s{index}.json")
-    merged = abstain_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge",
+    merged = abstain_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge",
                                "s1.json", "s2.json", "--queryeval-json=m.json")
     assert (abstain_suite.path / "m.json").is_file(), merged.stdout.str()
     assert read_report(abstain_suite.path / "m.json")["aggregates"]["abstention"] == \

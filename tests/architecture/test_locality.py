@@ -303,7 +303,7 @@ def test_a_report_format_is_one_module_and_one_table_line(copy: Path, tmp_path: 
     assert rows[0] == "id,outcome,metric,value"
     assert "two-genres,passed,execution_accuracy,1.0" in rows
     merged = subprocess.run(
-        [sys.executable, "-c", "from pytest_queryeval.conclude.merge import main; "
+        [sys.executable, "-c", "from pytest_queryeval.conclude.cli import main; "
          "raise SystemExit(main())", "merge", "r.json", "-o", "m.json", "--queryeval-csv",
          "m.csv"],
         cwd=suite, capture_output=True, text=True, timeout=120,

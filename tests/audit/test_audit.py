@@ -357,7 +357,7 @@ def test_sharded_audits_merge_into_the_whole_audit(sqlite_suite: pytest.Pytester
     import sys
 
     def merge(*args: str) -> Any:
-        return sqlite_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *args)
+        return sqlite_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge", *args)
 
     _, whole = run(sqlite_suite, "--queryeval-audit-golds")
     for index in (1, 2):

@@ -207,7 +207,7 @@ def test_two_xdist_workers_share_the_cache(sql_suite, service, tmp_path):
 def test_shards_merge_and_resume_keep_the_count(sql_suite, service, tmp_path):
     """Two shards of a cached run, merged: the merged report counts both shards' answers from
     the cache; a retry with --queryeval-resume carries the records as they were."""
-    from pytest_queryeval.conclude.merge import main
+    from pytest_queryeval.conclude.cli import main
 
     _config(sql_suite, {"source": "http", "url": f"{service.url}/predict", "retries": 0,
                         "cache": True})

@@ -112,7 +112,7 @@ def test_merge_recomputes_the_clarification_aggregates(clarify_suite: pytest.Pyt
     _, whole = run_report(clarify_suite, name="whole.json")
     for index in (1, 2):
         clarify_suite.runpytest(f"--queryeval-shard={index}/2", f"--queryeval-json=s{index}.json")
-    merged = clarify_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge",
+    merged = clarify_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge",
                                "s1.json", "s2.json", "--queryeval-json=m.json")
     assert (clarify_suite.path / "m.json").is_file(), merged.stdout.str()
     assert read_report(clarify_suite.path / "m.json")["aggregates"]["clarification"] == \

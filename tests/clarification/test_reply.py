@@ -96,7 +96,7 @@ def test_merge_recomputes_reply_aggregates(reply_suite: pytest.Pytester) -> None
     _, whole = run_report(reply_suite, name="whole.json")
     for index in (1, 2):
         reply_suite.runpytest(f"--queryeval-shard={index}/2", f"--queryeval-json=s{index}.json")
-    reply_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge",
+    reply_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge",
                     "s1.json", "s2.json", "--queryeval-json=m.json")
     assert read_report(reply_suite.path / "m.json")["aggregates"]["clarification"] == \
         whole["aggregates"]["clarification"]

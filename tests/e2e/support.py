@@ -93,7 +93,7 @@ def run_merge(folder: Path, name: str, shards: Sequence[Path | str], *args: str,
     for fmt in formats:
         reports[fmt] = out / f"{name}.{fmt}"
         extra.append(f"{FORMATS[fmt]}={reports[fmt]}")
-    cmd = [sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *map(str, shards), *extra,
+    cmd = [sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge", *map(str, shards), *extra,
            "--queryeval-no-step-summary", *args]
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=300,
                           check=False, env=env())

@@ -42,7 +42,7 @@ def _bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     # the step's commands, with this interpreter's pytest and queryeval
     script = re.sub(r"^pytest ", f"{sys.executable} -m pytest -p no:cacheprovider ", script,
                     flags=re.M)
-    script = re.sub(r"^queryeval merge ", f"{sys.executable} -m pytest_queryeval.conclude.merge merge ",
+    script = re.sub(r"^queryeval merge ", f"{sys.executable} -m pytest_queryeval.conclude.cli merge ",
                     script, flags=re.M)
     return subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=cwd,
                           capture_output=True, text=True, timeout=600, check=False, env=env())

@@ -25,7 +25,7 @@ def test_queryeval_import_is_a_subcommand_with_the_same_arguments(tmp_path, shar
     """``queryeval import ...`` printed the merge usage with no hint that importers exist
     (issue 43): it runs the importers, named as typed; ``queryeval --help`` lists both
     subcommands; ``queryeval-import`` keeps working (the test above)."""
-    from pytest_queryeval.conclude.merge import main as queryeval
+    from pytest_queryeval.conclude.cli import main as queryeval
 
     gold = tmp_path / "gold.txt"
     gold.write_text("SELECT count(*) FROM singer\tconcert_singer\n")

@@ -112,7 +112,7 @@ def test_shards_merge_and_xdist_print_the_same_table(pytester: pytest.Pytester,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Two shards then ``queryeval merge``, and ``-n 2``: the records carry their turns, so
     every way of running prints the table of a serial run."""
-    from pytest_queryeval.conclude.merge import main as queryeval
+    from pytest_queryeval.conclude.cli import main as queryeval
 
     lines, oracle, _ = _run(pytester, shared_data, "sparc", "--reference")
     serial = _table(lines, "tsse")

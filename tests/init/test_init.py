@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_queryeval.conclude.merge import main
+from pytest_queryeval.conclude.cli import main
 from pytest_queryeval.suite.init import PASSWORD_VAR, _spec
 
 DATA = Path(__file__).resolve().parents[2] / "example_suite" / "data"

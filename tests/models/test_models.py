@@ -126,7 +126,7 @@ def test_a_gate_may_name_a_model(models_suite):
 
 
 def _merge(pytester, *args):
-    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *args)
+    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge", *args)
 
 
 def _models(report):

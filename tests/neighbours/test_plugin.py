@@ -274,7 +274,7 @@ def test_queryeval_merge_sums_the_shards_budgets(chinook_suite):
                                 f"--queryeval-json=out/shard-{index}.json")
     import sys
 
-    result = chinook_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge",
+    result = chinook_suite.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge",
                                "out/shard-1.json", "out/shard-2.json", "-o", "out/r.json")
     result.stdout.fnmatch_lines(["neighbours: 4 passes checked on * databases in * s *; "
                                  "2 coincidental passes: c1, c3"])

@@ -123,7 +123,7 @@ def test_xdist_and_shards_merge_to_the_serial_report(suite: pytest.Pytester) -> 
     for i in (1, 2):
         suite.runpytest_subprocess(f"--queryeval-json=s{i}.json", "-p", "no:cacheprovider",
                                    f"--queryeval-shard={i}/2")
-    merged = subprocess.run([sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge",
+    merged = subprocess.run([sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge",
                              "s1.json", "s2.json", "--queryeval-json=merged.json"],
                             cwd=suite.path, capture_output=True, text=True, check=False)
     assert merged.returncode in (0, 1), merged.stderr

@@ -65,7 +65,7 @@ def test_a_run_reports_by_turn_and_flips_per_turn(pytester: pytest.Pytester) -> 
         "| 3 | 2 | 1 | 1 | 50.0 % | 0.500 |",
         "| **all** | 6 | 3 | 2 | 50.0 % | – |",
     ]
-    assert "**turns pass → fail (1)**: `invoices-chat#turn2` (sql/unknown)" in md
+    assert "**turns pass → fail (1)**: `invoices-chat#turn2` (sql/medium)" in md
 
     flips = report["baseline"]["turn_regressions"]
     assert [(f["id"], f["before"], f["after"]) for f in flips] == [

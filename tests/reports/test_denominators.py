@@ -84,7 +84,7 @@ def test_every_report_prints_the_denominators(tmp_path):
 def test_merge_prints_the_denominators_of_the_union(tmp_path):
     for name, part in (("a.json", CASES[:4]), ("b.json", CASES[4:])):
         write_report(_report(part), tmp_path / name)
-    done = subprocess.run([sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", "a.json",
+    done = subprocess.run([sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge", "a.json",
                            "b.json", "-o", "m.json"], cwd=tmp_path, capture_output=True,
                           text=True, check=False)
     assert "  means over: EX 3 of 8 cases (5 missing: 2 prediction error, 1 gold error, " \

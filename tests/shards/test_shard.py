@@ -66,7 +66,7 @@ def _shards(pytester, total, *extra):
 def _merge(pytester, *args):
     import sys
 
-    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *args)
+    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge", *args)
 
 
 def test_merge_recomputes_aggregates_gates_and_exit_like_one_run(many):

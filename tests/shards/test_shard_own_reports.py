@@ -37,7 +37,7 @@ def shop(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def merge(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.merge", "merge", *args)
+    return pytester.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge", *args)
 
 
 def test_shards_with_near_miss_lists_merge_and_resume_as_one_run(shop):

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.conclude.merge import main as queryeval
+from pytest_queryeval.conclude.cli import main as queryeval
 from pytest_queryeval.report.view import (
     CHANGED,
     FAILING,

@@ -46,3 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.insert(0, f"queryeval: unknown command {args[0]!r}")
     print("\n".join(lines), file=sys.stdout if helped else sys.stderr)
     return OK if helped else USAGE_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -457,15 +457,3 @@ def _significance(value: str | None) -> float | None:
     from ..baseline.significance import parse_significance
 
     return parse_significance(value, "--queryeval-significance")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``queryeval`` console script (the entry point names it here); its subcommands are
-    dispatched by :mod:`.cli`."""
-    from .cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

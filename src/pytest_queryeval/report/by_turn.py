@@ -78,7 +78,7 @@ def slim_turns(turns: object) -> object:
     # the gold's Spider hardness stays (the turn table counts by it), not the gold's text
     return [{**{k: v for k, v in t.items() if k not in ("question", "gold", "predicted",
                                                           "reason")},
-             **({"hardness": turn_hardness(t["gold"])} if "gold" in t else {})}
+             **({"hardness": hard} if (hard := turn_hardness(t.get("gold"))) else {})}
             for t in turns]
 
 
