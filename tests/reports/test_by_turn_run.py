@@ -73,7 +73,7 @@ def test_a_run_reports_by_turn_and_flips_per_turn(pytester: pytest.Pytester) -> 
     assert [c["id"] for c in report["baseline"]["regressions"]] == ["invoices-chat"]
     out = result.stdout.str()
     assert "turns pass → fail: 1" in out
-    assert "  invoices-chat#turn2 [sql/unknown] passed → failed" in out
+    assert "  invoices-chat#turn2 [sql/medium] passed → failed" in out
     assert ("conversations: 2 cases, interaction accuracy 0.0% (0 of 2), turn accuracy 50.0% "
             "(3 of 6 scored turns, 2 missing)") in out
 

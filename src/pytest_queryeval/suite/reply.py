@@ -15,6 +15,8 @@ written ``conversation:``.
 
 from __future__ import annotations
 
+import contextlib
+
 from collections.abc import Callable
 from typing import Protocol
 
@@ -55,6 +57,12 @@ def reply_conversation(case: Case, entry: LocDict, kp: Callable[[str], str],
             turn.predicted = predicted
     case.turns = [first, second]
     case.gold, case.gold_result = None, None
+    if case.difficulty is None:  # as a written conversation: its answered turn's
+        from .. import kinds as kind_registry
+        from ..engine.conversation import conversation_difficulty
+
+        with contextlib.suppress(KeyError, ImportError):
+            case.difficulty = conversation_difficulty(kind_registry.get_kind(case.kind), case)
     own = entry.get("thresholds") or {}
     case.thresholds = {INTERACTION_ACCURACY: case.thresholds.get(
         INTERACTION_ACCURACY, Threshold(INTERACTION_ACCURACY, min=1.0))}
