@@ -95,7 +95,7 @@ def test_filters_select_what_the_readme_says(tmp_path):
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
     assert len(ids) == 11 and all("/sdmx/" in i for i in ids)
     proc = run_suite(tmp_path, "-k", "chinook", "--co")
-    assert len([line for line in proc.stdout.splitlines() if "::" in line]) == 35
+    assert len([line for line in proc.stdout.splitlines() if "::" in line]) == 36
 
 
 def test_baseline_verdict_mode_fails_only_on_regressions(tmp_path):
