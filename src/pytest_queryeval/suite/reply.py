@@ -16,7 +16,6 @@ written ``conversation:``.
 from __future__ import annotations
 
 import contextlib
-
 from collections.abc import Callable
 from typing import Protocol
 
