@@ -345,19 +345,26 @@ class Evaluator:
             return self.override.predict(case)
         if inline is not None:
             return inline
+        got = self.hook_or_source(case, case, "it 'predicted:'")
+        return got if isinstance(got, Prediction) else _ask(got, case)
+
+    def hook_or_source(self, case: Case, asked: Case, give: str) -> Prediction | Predictor:
+        """The ``pytest_queryeval_predict`` hook's answer for ``asked`` (the case, or one turn
+        of a conversation), else the predictor of ``case``'s ``predictions:`` source; a case
+        with neither is a PredictionError that says what to ``give``."""
         if self.hooks.predict is not None:
             start = time.perf_counter()
-            value = self.hooks.predict(case)
+            value = self.hooks.predict(asked)
             if value is not None:
                 return Prediction(value, time.perf_counter() - start)
         if case.prediction_errors:
             raise PredictionError("; ".join(case.prediction_errors))
         spec = case.prediction_source
         if spec is None or spec.get("source") == INLINE:
-            raise PredictionError(f"no prediction for case {case.id!r}: give it 'predicted:', "
+            raise PredictionError(f"no prediction for case {case.id!r}: give {give}, "
                                   "configure 'predictions:' in queryeval.yaml or pass "
                                   "--queryeval-predictions")
-        return _ask(self._source_predictor(case, spec), case)
+        return self._source_predictor(case, spec)
 
     def _predictor_key(self, case: Case, spec: dict[str, Any]) -> str:
         base = case.prediction_base or case.file.parent

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ from ..metricnames import (
     is_usage,
 )
 from ..model import MISSING, Case, Kind, Turn
-from ..predict import INLINE, Prediction, Predictor
+from ..predict import Prediction, Predictor
 from .steps import CaseOutcome, failures_count_as_model
 from .thresholds import evaluate as check_thresholds
 
@@ -159,19 +158,10 @@ def _predict(one: Case, case: Case, evaluator: Evaluator, inline: bool) -> Predi
     elif inline:
         return None if one.predicted is MISSING else Prediction(one.predicted)
     else:
-        if evaluator.hooks.predict is not None:
-            start = time.perf_counter()
-            value = evaluator.hooks.predict(one)
-            if value is not None:
-                return Prediction(value, time.perf_counter() - start)
-        if case.prediction_errors:
-            raise PredictionError("; ".join(case.prediction_errors))
-        spec = case.prediction_source
-        if spec is None or spec.get("source") == INLINE:
-            raise PredictionError(f"no prediction for case {case.id!r}: give its turns "
-                                  "'predicted:', configure 'predictions:' in queryeval.yaml "
-                                  "or pass --queryeval-predictions")
-        predictor = evaluator._source_predictor(case, spec)
+        got = evaluator.hook_or_source(case, one, "its turns 'predicted:'")
+        if isinstance(got, Prediction):
+            return got
+        predictor = got
     try:
         return predictor.predict(one)
     except MissingTurn:
