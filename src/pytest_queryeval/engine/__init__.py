@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import kinds as kind_registry
 from .._util.secrets import Scrubber, quiet_library_logs
-from ..errors import AnswerFailed, PredictionError, QueryEvalError, SourceUnavailable
+from ..errors import PredictionError, QueryEvalError, SourceUnavailable
 from ..kinds._optin import relaxed_ex
 from ..metricnames import REPEAT_METRICS
 from ..model import MISSING, Case, Threshold
@@ -35,7 +35,7 @@ from .clarify import clarification, clarify_outcome, with_prediction
 from .goldcache import GoldCache
 from .repeats import FIXED_NOTE, combine, signature
 from .steps import CaseOutcome as CaseOutcome
-from .steps import failures_count_as_model, model_failure, record_usage
+from .steps import ask, failures_count_as_model, model_failure, record_usage
 from .steps import near_miss as _near_miss
 from .thresholds import evaluate as check_thresholds
 
@@ -346,7 +346,7 @@ class Evaluator:
         if inline is not None:
             return inline
         got = self.hook_or_source(case, case, "it 'predicted:'")
-        return got if isinstance(got, Prediction) else _ask(got, case)
+        return got if isinstance(got, Prediction) else ask(got, case)
 
     def hook_or_source(self, case: Case, asked: Case, give: str) -> Prediction | Predictor:
         """The ``pytest_queryeval_predict`` hook's answer for ``asked`` (the case, or one turn
@@ -429,23 +429,9 @@ class Evaluator:
 
 def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
     def call() -> Prediction:
-        return _ask(predictor, case)
+        return ask(predictor, case)
 
     return call
-
-
-def _ask(predictor: Predictor, case: Case) -> Prediction:
-    """``predictor.predict(case)``; a live source's PredictionError is re-raised as
-    :class:`AnswerFailed` (asked, no answer), which ``failures: model`` may count as the
-    model's failure. A fixed source's (a file's) missing prediction stays what it is."""
-    try:
-        return predictor.predict(case)
-    except AnswerFailed:
-        raise
-    except PredictionError as exc:
-        if predictor.fixed:
-            raise
-        raise AnswerFailed(str(exc)) from None
 
 
 def _inline_prediction(case: Case) -> Prediction | None:

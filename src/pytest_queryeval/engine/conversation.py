@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AnswerFailed, PredictionError, QueryEvalError
+from ..errors import QueryEvalError
 from ..metricnames import (
     ABSTENTION_METRICS,
     INTERACTION_ACCURACY,
@@ -29,7 +29,7 @@ from ..metricnames import (
 )
 from ..model import MISSING, Case, Kind, Turn
 from ..predict import Prediction, Predictor
-from .steps import CaseOutcome, failures_count_as_model
+from .steps import CaseOutcome, ask, failures_count_as_model
 from .thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
@@ -163,15 +163,9 @@ def _predict(one: Case, case: Case, evaluator: Evaluator, inline: bool) -> Predi
             return got
         predictor = got
     try:
-        return predictor.predict(one)
-    except MissingTurn:
+        return ask(predictor, one)
+    except MissingTurn:  # a file's (fixed: re-raised as is by ask)
         return None
-    except AnswerFailed:
-        raise
-    except PredictionError as exc:
-        if predictor.fixed:
-            raise
-        raise AnswerFailed(str(exc)) from None
 
 
 def _failed_prediction(one: Case, exc: QueryEvalError) -> CaseOutcome:

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AnswerFailed, QueryEvalError
+from ..errors import AnswerFailed, PredictionError, QueryEvalError
 from ..metricnames import REPEAT_METRICS
 from ..model import Case, Threshold
-from ..predict import Prediction
+from ..predict import Prediction, Predictor
 
 
 @dataclass
@@ -103,3 +103,18 @@ def record_usage(case: Case, prediction: Prediction, metrics: dict[str, float],
         return
     metrics["cost_usd"] = cost
     details["priced_as"] = model
+
+
+def ask(predictor: Predictor, case: Case) -> Prediction:
+    """``predictor.predict(case)``; a live source's PredictionError is re-raised as
+    :class:`AnswerFailed` (asked, no answer), which ``failures: model`` may count as the
+    model's failure. A fixed source's (a file's) missing prediction stays what it is. Used for
+    a case and for each turn of a conversation."""
+    try:
+        return predictor.predict(case)
+    except AnswerFailed:
+        raise
+    except PredictionError as exc:
+        if predictor.fixed:
+            raise
+        raise AnswerFailed(str(exc)) from None
