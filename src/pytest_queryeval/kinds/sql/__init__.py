@@ -5,7 +5,9 @@ Flow of one case (see docs/sql-sources.md):
 1. One Markdown code fence around the prediction is stripped (:mod:`.._fences`). The
    predicted statement is checked by :func:`~pytest_queryeval.sources.sqlguard.
    check_read_only`; a statement that is not a single read-only query scores 0 with
-   ``refused: ...`` and never reaches the source.
+   ``refused: ...`` and never reaches the source. On a schema-only source, which executes
+   nothing, a text Spider's parser reads is scored as the reference parses it (text after
+   its first ``;`` ignored); the guard there only names why Spider's parser rejected a text.
 2. Each gold alternative is executed (trusted, cached by source fingerprint and query text) or
    taken from ``gold_result``. A gold that fails, times out or is truncated is an error of the
    suite (:class:`GoldError`), not a model failure.
