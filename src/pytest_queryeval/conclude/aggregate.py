@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..baseline.verdicts import judged_outcome
+from ..engine.repeats import run_counts
 from ..metricnames import (
     GOLD_ERROR,
     JUDGE_EX,
@@ -30,7 +31,7 @@ from ..model import NO_DIFFICULTY
 from ..report.by_turn import COUNTS, MISSING, PASSED, scored_turns
 from ..report.columns import ordered_metrics
 from ..suite.config import Gate
-from .models import models_aggregates
+from .models import model_of, models_aggregates
 
 if TYPE_CHECKING:
     from ..model import RecordLike
@@ -353,6 +354,9 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         out["text2sparql"] = text2sparql.aggregate(questions)
     if counts:
         out["gerbil"] = gerbil_qa.aggregate(counts)
+    pass_k = pass_k_aggregate(records)
+    if pass_k is not None:
+        out["pass_k"] = pass_k
     abstention = abstention_aggregate(records)
     if abstention is not None:
         out["abstention"] = abstention
@@ -361,6 +365,29 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     clarification = clarification_aggregate(records)
     if clarification is not None:
         out["clarification"] = clarification
+    return out
+
+
+def pass_k_aggregate(records: Sequence[RecordLike]) -> dict[str, Any] | None:
+    """pass@k and pass^k for k = 1 .. N over the repeated cases (``metrics/pass_k.py``), and
+    per model in a run fanned out per model; None when no case was repeated. From each
+    record's runs (``details.repeat``), in report order, so ``queryeval merge`` and
+    ``--queryeval-resume`` recompute what a serial run gives rather than average shard figures."""
+    from ..metrics.pass_k import pass_k_figures
+
+    counts: list[tuple[int, int]] = []
+    by_model: dict[str, list[tuple[int, int]]] = {}
+    for rec in records:
+        runs = run_counts(rec)
+        if runs is None:
+            continue
+        counts.append(runs)
+        model = model_of(rec)
+        if model is not None:
+            by_model.setdefault(model, []).append(runs)
+    out = pass_k_figures(counts)
+    if out is not None and by_model:
+        out["models"] = {m: pass_k_figures(c) for m, c in sorted(by_model.items())}
     return out
 
 
@@ -427,7 +454,10 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
                     and (gate.tag is None or gate.tag in (r.get("tags") or []))
                     and (gate.model is None or r.get("model") == gate.model)]
         stats = group_stats(selected)
-        if gate.stat == "pass_rate":
+        reason = None
+        if gate.k is not None:  # pass@k / pass^k of the repeated cases, for the gate's k
+            value, over, reason = _pass_k_value(gate, selected)
+        elif gate.stat == "pass_rate":
             value = stats["pass_rate"]
             # skipped and xfailed cases are selected but not judged
             over = (stats["passed"] + stats["failed"] + stats["errors"]
@@ -437,9 +467,8 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
             value = None if not metric else metric["mean"] if gate.stat == "mean" else \
                 math.fsum(_values(selected, gate.metric))
             over = metric["n"] if metric else 0
-        reason = None
         refused = _judge_refusal(selected) if gate.metric == JUDGE_EX else None
-        if value is None:
+        if value is None and reason is None:
             reason = ("nothing scored: no case matched" if not selected else
                       "nothing scored: no case was judged" if gate.stat == "pass_rate" else
                       f"nothing scored: no case has {gate.metric}")
@@ -447,6 +476,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
             "name": gate.name, "metric": gate.metric, "stat": gate.stat,
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
             **({"model": gate.model} if gate.model else {}),
+            **({"k": gate.k} if gate.k is not None else {}),
             "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
             # the cases the value is computed over (``cases`` also counts the unscored ones)
             "n": over if value is not None else 0,
@@ -458,6 +488,23 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
         if refused:  # min_kappa: a judge measured below it gates nothing
             results[-1].update(passed=False, reason=refused)
     return results
+
+
+def _pass_k_value(gate: Gate, records: Sequence[RecordLike],
+                  ) -> tuple[float | None, int, str | None]:
+    """A ``k:`` gate's figure over ``records`` (value, cases it averages, why there is none)."""
+    from ..metrics.pass_k import figure_label, pass_k_figures
+
+    assert gate.k is not None
+    figures = pass_k_figures([runs for r in records if (runs := run_counts(r)) is not None])
+    if figures is None:
+        return None, 0, ("nothing scored: no case was repeated (repeat: N runs each case N "
+                         "times)" if records else None)
+    value = figures[gate.metric].get(str(gate.k))
+    if value is None:
+        return None, 0, (f"{figure_label(gate.metric, gate.k)} needs k runs of every case: "
+                         f"k is out of 1..{figures['n']} (the fewest runs of a gated case)")
+    return value, int(figures["cases"]), None
 
 
 def _judge_refusal(records: Sequence[RecordLike]) -> str | None:

@@ -145,6 +145,21 @@ def combine(case: Case, runs: Sequence[RunT]) -> RunT:
                    details={**shown.details, "repeat": info})
 
 
+def run_counts(record: RecordLike) -> tuple[int, int] | None:
+    """``(n, c)``: how many times a repeated case ran and how many of its runs passed, for
+    pass@k and pass^k (``metrics/pass_k.py``); None for a case that ran once (not repeated, or
+    its prediction fixed). A case whose every run erred counts with c = 0, as the references
+    count a problem or task that never succeeded (it has no ``pass_at_k`` metric: an errored
+    case has no metrics)."""
+    info = (record.get("details") or {}).get("repeat")
+    if not isinstance(info, Mapping):
+        return None
+    n, passed = info.get("n"), info.get("passed")
+    if type(n) is not int or type(passed) is not int or n < 2 or not 0 <= passed <= n:
+        return None
+    return n, passed
+
+
 def is_flaky(record: RecordLike) -> bool:
     """Whether a case's runs disagreed on the outcome (some passed, some did not)."""
     info = (record.get("details") or {}).get("repeat")
