@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..baseline.verdicts import judged_outcome
-from ..engine.repeats import run_counts
 from ..metricnames import (
     GOLD_ERROR,
     JUDGE_EX,
@@ -31,7 +30,7 @@ from ..model import NO_DIFFICULTY
 from ..report.by_turn import COUNTS, MISSING, PASSED, scored_turns
 from ..report.columns import ordered_metrics
 from ..suite.config import Gate
-from .models import model_of, models_aggregates
+from .models import models_aggregates
 
 if TYPE_CHECKING:
     from ..model import RecordLike
@@ -354,6 +353,8 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         out["text2sparql"] = text2sparql.aggregate(questions)
     if counts:
         out["gerbil"] = gerbil_qa.aggregate(counts)
+    from ..metrics.pass_k import pass_k_aggregate
+
     pass_k = pass_k_aggregate(records)
     if pass_k is not None:
         out["pass_k"] = pass_k
@@ -365,29 +366,6 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     clarification = clarification_aggregate(records)
     if clarification is not None:
         out["clarification"] = clarification
-    return out
-
-
-def pass_k_aggregate(records: Sequence[RecordLike]) -> dict[str, Any] | None:
-    """pass@k and pass^k for k = 1 .. N over the repeated cases (``metrics/pass_k.py``), and
-    per model in a run fanned out per model; None when no case was repeated. From each
-    record's runs (``details.repeat``), in report order, so ``queryeval merge`` and
-    ``--queryeval-resume`` recompute what a serial run gives rather than average shard figures."""
-    from ..metrics.pass_k import pass_k_figures
-
-    counts: list[tuple[int, int]] = []
-    by_model: dict[str, list[tuple[int, int]]] = {}
-    for rec in records:
-        runs = run_counts(rec)
-        if runs is None:
-            continue
-        counts.append(runs)
-        model = model_of(rec)
-        if model is not None:
-            by_model.setdefault(model, []).append(runs)
-    out = pass_k_figures(counts)
-    if out is not None and by_model:
-        out["models"] = {m: pass_k_figures(c) for m, c in sorted(by_model.items())}
     return out
 
 
@@ -493,18 +471,10 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
 def _pass_k_value(gate: Gate, records: Sequence[RecordLike],
                   ) -> tuple[float | None, int, str | None]:
     """A ``k:`` gate's figure over ``records`` (value, cases it averages, why there is none)."""
-    from ..metrics.pass_k import figure_label, pass_k_figures
+    from ..metrics.pass_k import gate_figure
 
     assert gate.k is not None
-    figures = pass_k_figures([runs for r in records if (runs := run_counts(r)) is not None])
-    if figures is None:
-        return None, 0, ("nothing scored: no case was repeated (repeat: N runs each case N "
-                         "times)" if records else None)
-    value = figures[gate.metric].get(str(gate.k))
-    if value is None:
-        return None, 0, (f"{figure_label(gate.metric, gate.k)} needs k runs of every case: "
-                         f"k is out of 1..{figures['n']} (the fewest runs of a gated case)")
-    return value, int(figures["cases"]), None
+    return gate_figure(records, gate.metric, gate.k)
 
 
 def _judge_refusal(records: Sequence[RecordLike]) -> str | None:

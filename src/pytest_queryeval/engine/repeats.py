@@ -9,6 +9,9 @@ minimum of each, ``consistency`` (the share of runs
 whose result, or query when nothing was executed, is the most frequent one), ``pass_at_k``
 (some run passed) and ``pass_all_k`` (every run passed), and the case's outcome by
 ``repeat_rule``. Plain data in and out: the merge of sharded reports reads the same records.
+``details.repeat``'s ``n`` and ``passed`` are what pass@k and pass^k for every k are computed
+from at the end of the run (``metrics/pass_k.py``): ``pass_at_k`` and ``pass_all_k`` are their
+k = N.
 """
 
 from __future__ import annotations
@@ -143,21 +146,6 @@ def combine(case: Case, runs: Sequence[RunT]) -> RunT:
     return replace(shown, status=status, metrics=metrics, failed=failed,
                    reason=shown.reason if not ok else None, error=None, diff=diff,
                    details={**shown.details, "repeat": info})
-
-
-def run_counts(record: RecordLike) -> tuple[int, int] | None:
-    """``(n, c)``: how many times a repeated case ran and how many of its runs passed, for
-    pass@k and pass^k (``metrics/pass_k.py``); None for a case that ran once (not repeated, or
-    its prediction fixed). A case whose every run erred counts with c = 0, as the references
-    count a problem or task that never succeeded (it has no ``pass_at_k`` metric: an errored
-    case has no metrics)."""
-    info = (record.get("details") or {}).get("repeat")
-    if not isinstance(info, Mapping):
-        return None
-    n, passed = info.get("n"), info.get("passed")
-    if type(n) is not int or type(passed) is not int or n < 2 or not 0 <= passed <= n:
-        return None
-    return n, passed
 
 
 def is_flaky(record: RecordLike) -> bool:

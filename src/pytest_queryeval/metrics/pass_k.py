@@ -30,11 +30,14 @@ a case's ``pass_at_k`` and ``pass_all_k``, whose means are therefore the figures
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..metricnames import PASS_AT_K, PASS_HAT_K
 from ._alignment_search import np_mean
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 HUMAN_EVAL = ("HumanEval estimate_pass_at_k (openai/human-eval "
               "@6d43fb980f9fee3c892a914eda09951f772ad10d)")
@@ -92,3 +95,54 @@ def pass_k_figures(cases: Sequence[tuple[int, int]]) -> dict[str, Any] | None:
 def figure_label(metric: str, k: int) -> str:
     """``pass@2`` / ``pass^2``: the name the references print."""
     return f"pass@{k}" if metric == PASS_AT_K else f"pass^{k}"
+
+
+def case_runs(record: RecordLike) -> tuple[int, int] | None:
+    """``(n, c)`` of a repeated case's record: how many times it ran and how many of its runs
+    passed (``details.repeat``, written by ``engine/repeats.py``); None for a case that ran
+    once (not repeated, or its prediction fixed). A case whose every run erred counts with
+    c = 0, as the references count a problem or task never solved (it has no ``pass_at_k``
+    metric: an errored case has no metrics)."""
+    info = (record.get("details") or {}).get("repeat")
+    if not isinstance(info, Mapping):
+        return None
+    n, passed = info.get("n"), info.get("passed")
+    if type(n) is not int or type(passed) is not int or n < 2 or not 0 <= passed <= n:
+        return None
+    return n, passed
+
+
+def pass_k_aggregate(records: Sequence[RecordLike]) -> dict[str, Any] | None:
+    """The report's ``aggregates.pass_k``: :func:`pass_k_figures` over the repeated cases, and
+    per model in a run fanned out per model (``models``); None when no case was repeated.
+    From the records alone, in report order, so ``queryeval merge`` and
+    ``--queryeval-resume`` recompute what a serial run gives (never an average of shards')."""
+    counts: list[tuple[int, int]] = []
+    by_model: dict[str, list[tuple[int, int]]] = {}
+    for rec in records:
+        runs = case_runs(rec)
+        if runs is None:
+            continue
+        counts.append(runs)
+        model = rec.get("model")
+        if isinstance(model, str) and model:
+            by_model.setdefault(model, []).append(runs)
+    out = pass_k_figures(counts)
+    if out is not None and by_model:
+        out["models"] = {m: pass_k_figures(c) for m, c in sorted(by_model.items())}
+    return out
+
+
+def gate_figure(records: Sequence[RecordLike], metric: str, k: int,
+                ) -> tuple[float | None, int, str | None]:
+    """A ``pass_at_k`` / ``pass_hat_k`` gate's value for its ``k`` over the records it selects:
+    (value, how many cases it averages, why there is none)."""
+    figures = pass_k_figures([runs for r in records if (runs := case_runs(r)) is not None])
+    if figures is None:
+        return None, 0, ("nothing scored: no case was repeated (repeat: N runs each case N "
+                         "times)" if records else None)
+    value = figures[metric].get(str(k))
+    if value is None:
+        return None, 0, (f"{figure_label(metric, k)} needs k runs of every case: k is out of "
+                         f"1..{figures['n']} (the fewest runs of a gated case)")
+    return value, int(figures["cases"]), None
