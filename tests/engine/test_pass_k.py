@@ -130,3 +130,32 @@ def test_k_equal_n_is_the_case_metrics_pass_at_k_and_pass_all_k(n, c):
 
 def test_no_repeated_case_gives_no_figures():
     assert pass_k_figures([]) is None
+
+
+def test_a_gate_takes_its_k_from_the_records_it_selects():
+    """What ``queryeval merge`` and a resumed run evaluate: the gate over plain records. A case
+    that ran once is not a repeated case; a k beyond the fewest runs gates nothing, and says so."""
+    from pathlib import Path
+
+    from pytest_queryeval.conclude.aggregate import evaluate_gates
+    from pytest_queryeval.suite.config import Gate
+
+    records = [{"id": f"c{c}", "file": "test_x.yaml", "outcome": "passed",
+                "details": {"repeat": {"n": 4, "passed": c}}} for c in (4, 2, 0)]
+    records.append({"id": "once", "file": "test_x.yaml", "outcome": "passed", "details": {}})
+    root = Path("/")
+    gates = evaluate_gates([Gate("hat2", "pass_hat_k", "mean", 0.3, root, k=2),
+                            Gate("at1", "pass_at_k", "mean", 0.6, root, k=1),
+                            Gate("hat5", "pass_hat_k", "mean", 0.1, root, k=5),
+                            Gate("none", "pass_hat_k", "mean", 0.1, root, tag="smoke", k=1)],
+                           records)
+    got = {g["name"]: (g["k"], g["value"], g["cases"], g["n"], g["passed"], g["reason"])
+           for g in gates}
+    assert got["hat2"] == (2, (1 + 1 / 6 + 0) / 3, 4, 3, True, None)
+    assert got["at1"] == (1, 0.5, 4, 3, False, None)
+    assert got["hat5"] == (5, None, 4, 0, False, "pass^5 needs k runs of every case: k is out "
+                           "of 1..4 (the fewest runs of a gated case)")
+    assert got["none"][1:] == (None, 0, 0, False, "nothing scored: no case matched")
+    alone = evaluate_gates([Gate("hat1", "pass_hat_k", "mean", 0.1, root, k=1)], records[-1:])
+    assert (alone[0]["value"], alone[0]["passed"]) == (None, False)
+    assert alone[0]["reason"].startswith("nothing scored: no case was repeated")
