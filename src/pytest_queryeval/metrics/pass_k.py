@@ -39,12 +39,6 @@ from ._alignment_search import np_mean
 if TYPE_CHECKING:
     from ..model import RecordLike
 
-HUMAN_EVAL = ("HumanEval estimate_pass_at_k (openai/human-eval "
-              "@6d43fb980f9fee3c892a914eda09951f772ad10d)")
-TAU_BENCH = ("tau-bench display_metrics (sierra-research/tau-bench "
-             "@59a200c6d575d595120f1cb70fea53cef0632f6b)")
-
-
 def pass_at_k(n: int, c: int, k: int) -> float:
     """HumanEval's estimate of pass@k for one case with ``c`` of ``n`` runs passed."""
     if n - c < k:
