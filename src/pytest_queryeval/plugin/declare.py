@@ -11,7 +11,7 @@ suite pays nothing for the plugin. Standard library only; importable without pyt
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -274,6 +274,28 @@ def _defaults(declare: Callable[[AddOption], None]) -> dict[str, object]:
                                     else None)
     declare(record)
     return out
+
+
+def _takes_value(declare: Callable[[AddOption], None]) -> list[str]:
+    """The option strings ``declare`` adds that take one value, which may be the next word."""
+    out: list[str] = []
+
+    def record(*names: str, **kwargs: object) -> None:
+        if kwargs.get("action", "store") in ("store", "append") and kwargs.get("nargs") is None:
+            out.extend(names)
+    declare(record)
+    return out
+
+
+#: The plugin's options whose value may be given as the next word (``--opt value``): pytest
+#: takes such a value for a test path when it decides its rootdir (:mod:`.rootdir`).
+VALUE_OPTIONS = frozenset(_takes_value(add_run_options) + _takes_value(add_report_options))
+
+
+def separated(args: Sequence[str], options: Iterable[str]) -> list[str]:
+    """The ``options`` given with their value as the next word (``--opt value``), in order."""
+    names = set(options)
+    return [a for a, nxt in zip(args, args[1:], strict=False) if a in names and nxt[:1] != "-"]
 
 
 def asked_for(option: Callable[[str], object], ini: Callable[[str], object]) -> list[str]:
