@@ -11,6 +11,7 @@ suite pays nothing for the plugin. Standard library only; importable without pyt
 from __future__ import annotations
 
 import fnmatch
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,7 +296,7 @@ VALUE_OPTIONS = frozenset(_takes_value(add_run_options) + _takes_value(add_repor
 def separated(args: Sequence[str], options: Iterable[str]) -> list[str]:
     """The ``options`` given with their value as the next word (``--opt value``), in order."""
     names = set(options)
-    return [a for a, nxt in zip(args, args[1:], strict=False) if a in names and nxt[:1] != "-"]
+    return [a for a, nxt in itertools.pairwise(args) if a in names and nxt[:1] != "-"]
 
 
 def asked_for(option: Callable[[str], object], ini: Callable[[str], object]) -> list[str]:

@@ -94,8 +94,22 @@ class PredictionCache:
         self.refresh = refresh
         self.repeat = repeat
         self._secrets = frozenset(secrets)
+        #: The warning that nothing can be stored was given (once per cache).
+        self._warned = False
         self.params = Scrubber(self._secrets).data(
             {k: v for k, v in sorted(params.items()) if k not in TRANSPORT_KEYS})
+
+    def _unstorable(self, exc: OSError) -> None:
+        """Say once that nothing can be stored (a read-only or full folder): each answer's
+        ``cache`` detail says ``not stored``, but a run that was meant to save its answers for
+        the next one went on silently, and that one paid for every answer again."""
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(QueryEvalWarning(
+            f"queryeval: prediction cache {self.directory}: nothing can be stored "
+            f"({exc.strerror or type(exc).__name__}): the answers of this run will be "
+            "requested again by the next one"), stacklevel=3)
 
     @classmethod
     def for_source(cls, spec: Mapping[str, object], context: Context | None,
@@ -154,6 +168,7 @@ class PredictionCache:
                                           ensure_ascii=False))
         except OSError as exc:
             status = f"not stored: {type(exc).__name__}"
+            self._unstorable(exc)
         prediction = _marked(prediction, status)
         if problem is not None:
             prediction.details["cache_ignored"] = problem
