@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support import make_case, write_suite
 
 from pytest_queryeval.errors import QueryEvalWarning
 from pytest_queryeval.predict import exchange
 from pytest_queryeval.predict.base import Prediction
 from pytest_queryeval.predict.cache import PredictionCache
+from tests.support import make_case, write_suite
 
 CASES = {"test_q.yaml": {"kind": "json", "cases": [
     {"id": "a", "question": "q", "gold": {"x": 1}, "predicted": {"x": 1}}]}}

@@ -25,8 +25,8 @@ CASES = {"test_q.yaml": {"kind": "json", "cases": [
 def _table() -> dict[str, dict[str, Any]]:
     """Every option the plugin declares to pytest, by option string: its argparse keywords."""
     table: dict[str, dict[str, Any]] = {}
-    for declare in (add_run_options, add_report_options):
-        declare(lambda *names, **kwargs: table.update(dict.fromkeys(names, kwargs)))
+    for add_options in (add_run_options, add_report_options):
+        add_options(lambda *names, **kwargs: table.update(dict.fromkeys(names, kwargs)))
     return table
 
 

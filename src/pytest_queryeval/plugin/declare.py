@@ -293,10 +293,21 @@ def _takes_value(declare: Callable[[AddOption], None]) -> list[str]:
 VALUE_OPTIONS = frozenset(_takes_value(add_run_options) + _takes_value(add_report_options))
 
 
-def separated(args: Sequence[str], options: Iterable[str]) -> list[str]:
+def separated(args: Sequence[str], options: Iterable[str] = VALUE_OPTIONS) -> list[str]:
     """The ``options`` given with their value as the next word (``--opt value``), in order."""
     names = set(options)
     return [a for a, nxt in itertools.pairwise(args) if a in names and nxt[:1] != "-"]
+
+
+def rewrite_bare(args: list[str]) -> list[str]:
+    """Rewrite, in place, a bare ``--queryeval-audit-golds`` as ``=error`` and a bare
+    ``--queryeval-neighbours`` as the default budget: argparse would otherwise take the next
+    word (``pytest --queryeval-audit-golds my_suite``) as the option's value and refuse it (a
+    value of theirs is only ever attached with ``=``). Returns the other options given as
+    ``--opt value`` (:func:`separated`), whose value pytest took for a test path."""
+    bare = {AUDIT_FLAG: f"{AUDIT_FLAG}=error", NEIGHBOURS_FLAG: f"{NEIGHBOURS_FLAG}=default"}
+    args[:] = [bare.get(a, a) for a in args]
+    return separated(args)
 
 
 def asked_for(option: Callable[[str], object], ini: Callable[[str], object]) -> list[str]:

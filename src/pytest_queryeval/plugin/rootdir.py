@@ -64,8 +64,8 @@ def redecide(config: pytest.Config, parser: pytest.Parser, args: list[str],
     _set(config, ini_attr, rootpath, inipath, inicfg, setup[3] if len(setup) > 3 else None)
     now = {name: config.getini(name) for name in early}
     added = list(early["addopts"])
-    checks = [getattr(config, check, None) for name, check in _READ_EARLY.items()
-              if now[name] != early[name]]
+    checks: list[Any] = [getattr(config, check, None) for name, check in _READ_EARLY.items()
+                         if now[name] != early[name]]
     if None in checks or args[:len(added)] != added:
         _set(config, ini_attr, *wrong, None)
         _refuse(config, given, rootpath)
