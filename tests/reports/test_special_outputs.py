@@ -86,7 +86,7 @@ def test_a_block_device_is_refused_and_kept(tmp_path: Path) -> None:
     node = tmp_path / "disk"
     os.mknod(node, stat.S_IFBLK | 0o600, os.makedev(7, 250))  # a loop device's numbers
     with pytest.raises(UnsafeFile, match="a block device, not a regular file: never replaced"):
-        write_atomic(node, "{}", stream=True)
+        write_atomic(node, "{}", special="stream")
     assert stat.S_ISBLK(os.lstat(node).st_mode)
 
 

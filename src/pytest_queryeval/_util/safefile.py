@@ -28,7 +28,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -302,26 +302,34 @@ def temp_prefix(path: Path, suffix: str) -> str:
     return f".{path.name}." if suffix == ".tmp" else f".{path.stem}."
 
 
+#: What a writer does with a special file at its path (:func:`atomic_output`).
+Special = Literal["stream", "refuse", "replace"]
+
+
 class NotReplaced(UnsafeFile):
     """An output path that names a special file, which a write never replaces."""
 
 
 @contextmanager
-def atomic_output(path: Path, *, suffix: str = ".tmp", stream: bool = False
+def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refuse"
                   ) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content to, put in place only when the block ends
     without an exception: a temporary file beside it (:func:`create_temp`), synced and renamed
     over it, removed on any failure, so readers never see a partial file.
 
-    A special file is never replaced (as root, a report written to ``/dev/null`` by rename
-    replaced the machine's ``/dev/null`` for every later process): with ``stream`` (the report
-    writers) a FIFO or character device is written to as a stream, in place, and a descriptor
-    of this process (``/dev/stdout``) through that descriptor; without it, or for a block
-    device or a socket, :class:`NotReplaced` is raised before anything is written."""
+    A path the user named is never replaced when it is a special file (as root, a report
+    written to ``/dev/null`` by rename replaced the machine's ``/dev/null`` for every later
+    process): ``special="stream"`` (the report writers) writes a FIFO or character device as a
+    stream, in place, and a descriptor of this process (``/dev/stdout``) through that
+    descriptor; ``"refuse"`` (the default), or a block device or a socket, raises
+    :class:`NotReplaced` before anything is written. ``"replace"`` is for a path inside a
+    folder the writer owns (a prediction cache entry), where a special file is a planted entry
+    that the new one replaces."""
     path = Path(path)
     kind = special_output(path)
     number = _descriptor(os.fspath(path))
-    if kind is not None or number is not None:
+    if special != "replace" and (kind is not None or number is not None):
+        stream = special == "stream"
         if not stream or not streamable(path):
             raise NotReplaced(f"{kind or 'a descriptor'}, not a regular file: never replaced"
                               + ("" if stream else ", and this file is not written as a stream"))
@@ -331,7 +339,7 @@ def atomic_output(path: Path, *, suffix: str = ".tmp", stream: bool = False
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = temp_prefix(path, suffix)
-    if stream:  # a report: one look at its folder for what a killed run left
+    if special == "stream":  # a report: one look at its folder for what a killed run left
         clean_stale_temps(path.parent, prefix, suffix)
     fd, tmp = create_temp(path.parent, prefix, suffix)
     try:
@@ -346,12 +354,12 @@ def atomic_output(path: Path, *, suffix: str = ".tmp", stream: bool = False
         raise
 
 
-def write_atomic(path: Path, text: str | bytes, *, stream: bool = False) -> None:
+def write_atomic(path: Path, text: str | bytes, *, special: Special = "refuse") -> None:
     """Write via a temporary file and rename: readers never see a partial file (a report, a
     baseline, a pin file, a shared gold entry, a saved counterexample), and it is created with
-    the user's umask (:func:`create_temp`). A special file is never replaced: ``stream`` writes
-    a FIFO or a character device in place, else it is refused (:func:`atomic_output`)."""
-    with atomic_output(path, stream=stream) as fh:
+    the user's umask (:func:`create_temp`). What becomes of a special file at ``path``:
+    ``special`` (:func:`atomic_output`)."""
+    with atomic_output(path, special=special) as fh:
         fh.write(text.encode("utf-8") if isinstance(text, str) else text)
 
 

@@ -81,7 +81,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
     :data:`.declare.REPORT_WRITERS` takes it)."""
     xlsxwriter = _xlsxwriter()
     target = Path(path)
-    with atomic_output(target, suffix=".xlsx", stream=True) as fh:
+    with atomic_output(target, suffix=".xlsx", special="stream") as fh:
         # Strings stay strings: a question or a predicted query starting with "=" must never
         # become a formula, and URLs are not turned into links. A stream (a FIFO, a terminal)
         # cannot be seeked: the zip is built in memory, then written to it.

@@ -162,11 +162,11 @@ def write_report(report: dict[str, Any], path: Path, comparison: object = None) 
     taken as every writer of :data:`.declare.REPORT_WRITERS` takes it."""
     cases = report.get("cases")
     if not isinstance(cases, list) or not cases:
-        write_atomic(path, dumps(report), stream=True)
+        write_atomic(path, dumps(report), special="stream")
         return
     full = getattr(cases, "iter_full", None)
     records = full() if full is not None else iter(cases)
-    with atomic_output(Path(path), stream=True) as raw:
+    with atomic_output(Path(path), special="stream") as raw:
         fh = io.TextIOWrapper(raw, encoding="utf-8")
         sep = "{\n  "
         for key, value in report.items():

@@ -392,7 +392,7 @@ def write_view(paths: Sequence[Path], out: Path, title: str = "queryeval view") 
     from .._util.safefile import write_atomic
 
     data = build_view(load_runs(paths))
-    write_atomic(Path(out), render_view(data, title), stream=True)
+    write_atomic(Path(out), render_view(data, title), special="stream")
     return data
 
 
