@@ -133,3 +133,16 @@ def test_a_read_only_prediction_cache_says_once_that_nothing_is_stored(tmp_path:
     assert [a.details["cache"] for a in answers] == ["not stored: OSError"] * 3
     if os.geteuid() == 0:
         next(folders, None)
+
+
+def test_a_baseline_the_full_disk_refuses_is_named(pytester: pytest.Pytester,
+                                                   full_disk: Path) -> None:
+    write_suite(pytester.path, files=CASES)
+    result = pytester.runpytest(f"--queryeval-baseline={full_disk}/b.json",
+                                "--queryeval-update-baseline", "--queryeval-json=r.json")
+    out = result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out[-3000:]
+    result.stdout.fnmatch_lines([f"JSON report: {pytester.path}/r.json",
+                                 f"error: baseline NOT updated ({full_disk}/b.json): "
+                                 "No space left on device"])
+    assert sorted(os.listdir(full_disk)) == ["filler"]

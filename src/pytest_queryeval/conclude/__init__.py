@@ -190,10 +190,15 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     baseline_lines: list[str] = []
     if out.update_baseline and path is not None:
         if write:
-            write_baseline(compact_baseline(report), path)
-            out.baseline_written = True
-            forced = f" (forced: {'; '.join(why)})" if why else ""
-            baseline_lines.append(f"baseline updated: {path}{forced}")
+            try:
+                write_baseline(compact_baseline(report), path)
+            except OSError as exc:  # a full disk: named, as a report is (write_reports)
+                baseline_lines.append(f"error: baseline NOT updated ({out.display(path)}): "
+                                      f"{_os_reason(exc)}")
+            else:
+                out.baseline_written = True
+                forced = f" (forced: {'; '.join(why)})" if why else ""
+                baseline_lines.append(f"baseline updated: {path}{forced}")
         else:
             baseline_lines.append(
                 f"error: baseline NOT updated ({out.display(path)}): " + "; ".join(why)
