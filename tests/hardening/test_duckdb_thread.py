@@ -3,13 +3,12 @@ plans a WHERE of 60,000 conjuncts for about 13 s and looks at the interrupt only
 done; a single ``levenshtein`` of two 200,000-character strings did the same until DuckDB
 2.0.1 made it interruptible, which turned this test's premise false): the case
 ends with its timeout and a precise reason, the cases after it run on a fresh connection, and
-the session finishes within its timeouts plus a margin; Ctrl-C stops the session within
+the query's own recorded seconds end at its deadline; Ctrl-C stops the session within
 seconds and the report of the finished cases is written. Before, both the timeout and Ctrl-C
 were ignored (killed at 60 s, no report). Real DuckDB file, real plugin in a subprocess."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -25,8 +24,8 @@ duckdb = pytest.importorskip("duckdb")
 UNINTERRUPTIBLE = ("SELECT count(*) FROM range(10) t(x) WHERE "
                    + " AND ".join(f"x <> {i}" for i in range(60_000)))
 MAX_QUERY_BYTES = 1_000_000
-#: Start-up of a pytest subprocess and DuckDB under load, on top of the case's timeouts.
-MARGIN_S = 30.0
+#: The slow case's timeout.
+TIMEOUT_S = 3
 
 
 def _genre(path: Path) -> None:
@@ -44,23 +43,32 @@ def test_an_uninterruptible_query_ends_at_its_timeout(suite: pytest.Pytester) ->
         "max_query_bytes": MAX_QUERY_BYTES, "cases": [
             {"id": "before", "gold": "SELECT count(*) FROM genre",
              "predicted": "SELECT count(*) FROM genre"},
-            {"id": "slow", "gold": "SELECT 1", "predicted": UNINTERRUPTIBLE, "timeout": 3},
+            {"id": "slow", "gold": "SELECT 1", "predicted": UNINTERRUPTIBLE,
+             "timeout": TIMEOUT_S},
             {"id": "after", "gold": "SELECT count(*) FROM genre",
              "predicted": "SELECT count(id) FROM genre"},
         ]}))
-    start = time.monotonic()
     result, report = run_suite(suite, "-p", "no:cacheprovider", subprocess=True)
-    elapsed = time.monotonic() - start
     no_traceback(result)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the process ended by itself
     cases = by_id(report)
     assert cases["before"]["outcome"] == "passed"
     assert cases["after"]["outcome"] == "passed"  # on a fresh connection
     assert cases["slow"]["outcome"] == "failed"
     assert cases["slow"]["reason"] == (
-        "timeout: query exceeded 3 s (the engine did not stop by itself: the query was "
+        f"timeout: query exceeded {TIMEOUT_S} s (the engine did not stop by itself: the query was "
         "abandoned, still running in a thread of this process; isolation: process would "
         "kill it)"), cases["slow"]["reason"]
-    assert elapsed < 3 + HARD_GRACE + MARGIN_S, f"the session took {elapsed:.0f} s"
+    # The bound is proved from what the run recorded, not from the wall clock around a pytest
+    # subprocess (its start-up on a loaded machine took more than any fixed margin): the
+    # plugin measures the predicted query from its start to its QueryTimeout. The wait ends
+    # at the deadline, TIMEOUT_S + HARD_GRACE, whatever the load (it sleeps; only waking up
+    # may lag): twice that is the slack. A query that is not abandoned at its deadline
+    # records the whole of its plan (13 s on an idle machine, longer on a loaded one) or the
+    # 60 s kill, both above the bound.
+    waited = cases["slow"]["metrics"]["predicted_seconds"]
+    deadline = TIMEOUT_S + HARD_GRACE
+    assert deadline <= waited < 2 * deadline, f"the query was waited for {waited:.1f} s"
 
 
 def test_ctrl_c_during_an_uninterruptible_query(suite: pytest.Pytester) -> None:

@@ -6,8 +6,8 @@ item 3), through the real plugin on a real DuckDB file:
   before, the pairing of interchangeable columns ran 107 s against ``timeout: 10`` and took
   5.2 GB before a MemoryError;
 * a 64 MB row is compared within :data:`COMPARE_RSS_BUDGET_MIB` of the honest cases alone;
-* the session ends within the sum of its cases' timeouts plus a margin, and its report is
-  written;
+* each case ends within its three deadlines (gold, predicted query, comparison) as the run
+  records them, and the report is written;
 * the comparison runs under the case's timeout (a search the budget would allow stops at the
   deadline with its own reason), and a gold whose comparison stops undecided does not fail a
   case that another gold matches (issue 30 item 3).
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -35,27 +35,29 @@ duckdb = pytest.importorskip("duckdb")
 #: honest cases alone (docs/limits.md): the 64 MB row is held by the result table, its
 #: signature and the comparison's casts (about 4 x 64 MB); the wide cases need a few MB.
 COMPARE_RSS_BUDGET_MIB = 400
-#: Every case's timeout: the session ends within the sum over its cases plus MARGIN_S.
+#: Every case's timeout: each of its queries and its comparison end within it.
 TIMEOUT_S = 10
-MARGIN_S = 30.0
 WIDE_SQL = "SELECT " + ",".join(["1"] * 30_000)  # 60,006 bytes
 ROW_64MB = ("SELECT repeat('ab', 16 * 1024 * 1024 - 100) AS a, "
             "repeat('cd', 16 * 1024 * 1024 - 100) AS b")
 
 
-def _measure(directory: Path, *args: str) -> tuple[dict[str, Any], float, float]:
-    """Run the suite in a pytest subprocess: its report, peak RSS (MiB) and seconds."""
+def _measure(directory: Path, *args: str) -> tuple[dict[str, Any], float, dict[str, float]]:
+    """Run the suite in a pytest subprocess: its report, peak RSS (MiB) and each case's
+    seconds as pytest recorded them (junit: setup, call and teardown)."""
     (directory / "measure.py").write_text(MEASURE)
     (directory / "report.json").unlink(missing_ok=True)
-    start = time.monotonic()
     done = subprocess.run(
         [sys.executable, "measure.py", "-p", "no:cacheprovider", "--queryeval-json=report.json",
-         *args], cwd=directory, capture_output=True, text=True, timeout=600, check=False)
-    elapsed = time.monotonic() - start
+         "--junitxml=junit.xml", *args], cwd=directory, capture_output=True, text=True,
+        timeout=600, check=False)
     out = done.stdout + done.stderr
     assert "Traceback (most recent call last)" not in out, out[-3000:]
     line = next(x for x in out.splitlines() if x.startswith("QE_PEAK_RSS_KIB="))
-    return read_report(directory / "report.json"), int(line.split("=")[1]) / 1024, elapsed
+    junit = ElementTree.parse(directory / "junit.xml").getroot()
+    seconds = {case.get("name", ""): float(case.get("time", "nan"))
+               for case in junit.iter("testcase")}
+    return read_report(directory / "report.json"), int(line.split("=")[1]) / 1024, seconds
 
 
 def test_wide_and_large_predictions_are_bounded(pytester: pytest.Pytester) -> None:
@@ -81,7 +83,7 @@ def test_wide_and_large_predictions_are_bounded(pytester: pytest.Pytester) -> No
 
     honest, honest_rss, _ = _measure(pytester.path, "-k", "honest")
     assert [c["outcome"] for c in honest["cases"]] == ["passed", "passed"]
-    report, rss, elapsed = _measure(pytester.path)
+    report, rss, seconds = _measure(pytester.path)
     recs = by_id(report)
     assert recs["honest"]["outcome"] == recs["honest-after"]["outcome"] == "passed"
     for cid, width in (("wide-sql", 30_000), ("wide-csv", 20_000)):
@@ -94,8 +96,17 @@ def test_wide_and_large_predictions_are_bounded(pytester: pytest.Pytester) -> No
     assert row["outcome"] == "failed"
     assert row["metrics"]["execution_accuracy"] == 0.0
     assert row["failed_metrics"] == ["execution_accuracy"]
-    # gold and predicted query and the comparison, each under the case's timeout
-    assert elapsed < 3 * TIMEOUT_S * len(cases) + MARGIN_S, f"the session took {elapsed:.0f} s"
+    # The bound is proved from what the run recorded, not from the wall clock around a pytest
+    # subprocess (its start-up on a loaded machine took more than any fixed margin): the
+    # queries' own seconds, as the plugin measured them, are under the case's timeout, and
+    # each case, as pytest timed it, within its three deadlines (gold, predicted query and
+    # the comparison, each under the timeout). An alignment that ran past its budget, or a
+    # comparison past its deadline, records minutes.
+    assert set(seconds) == {c["id"] for c in cases}, seconds
+    for cid, took in seconds.items():
+        assert took < 3 * TIMEOUT_S, f"{cid} took {took:.1f} s"
+        for metric in ("gold_seconds", "predicted_seconds"):
+            assert recs[cid]["metrics"].get(metric, 0.0) < TIMEOUT_S, (cid, recs[cid]["metrics"])
     assert rss - honest_rss < COMPARE_RSS_BUDGET_MIB, (
         f"peak RSS {rss:.0f} MiB vs {honest_rss:.0f} MiB for the honest cases alone")
 

@@ -92,7 +92,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -100,6 +99,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._util.safefile import private_tempdir
 from ..errors import QueryFailed, QueryTimeout
 
 T = TypeVar("T")
@@ -360,7 +360,7 @@ class Sandbox:
 
     def _spawn(self) -> None:
         """Start a worker process (not waiting for it: it imports while the caller goes on)."""
-        self._tmp = tempfile.mkdtemp(prefix=f"queryeval-{self.name}-")
+        self._tmp = private_tempdir(f"queryeval-{self.name}-")
         env = dict(os.environ)
         env["QUERYEVAL_SANDBOX_PATH"] = json.dumps(
             [str(Path(__file__).resolve().parents[1]), *sys.path])

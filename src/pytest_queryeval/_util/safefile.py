@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -173,12 +174,68 @@ def sha256(paths: Iterable[str | os.PathLike[str]], purpose: str) -> str:
     return h.hexdigest()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def _stale(entry: os.DirEntry[str], pattern: re.Pattern[str]) -> bool:
+    """A temporary of this package whose process is gone: its name (``pattern``, with the pid
+    of the process that made it) and owner (this user) say so; a process of that pid still
+    running (even another program that took the pid) keeps it."""
+    match = pattern.fullmatch(entry.name)
+    if match is None:
+        return False
+    try:
+        owner = entry.stat(follow_symlinks=False).st_uid
+    except OSError:
+        return False
+    return owner == os.geteuid() and not _alive(int(match.group(1)))
+
+
+def clean_stale_temps(directory: Path, prefix: str, suffix: str) -> list[str]:
+    """Remove the temporaries :func:`create_temp` made with ``prefix`` and ``suffix`` in
+    ``directory`` for a process that no longer runs (a run killed while it wrote a report left
+    ``.report.xlsx`` temporaries of 0 bytes); the names removed."""
+    pattern = re.compile(re.escape(prefix) + r"(\d+)-[0-9a-f]{12}" + re.escape(suffix))
+    removed = []
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False) and _stale(entry, pattern):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(entry.name)
+    return removed
+
+
+def private_tempdir(prefix: str) -> str:
+    """``tempfile.mkdtemp`` named with this process's pid (``queryeval-xdist-PID-...``), after
+    removing the empty folders of that prefix whose process no longer runs: a killed run could
+    not remove its own, and every later run left them in the temporary folder."""
+    import tempfile
+
+    parent = tempfile.gettempdir()
+    pattern = re.compile(re.escape(prefix) + r"(\d+)-[a-z0-9_]{8}")
+    with contextlib.suppress(OSError), os.scandir(parent) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and _stale(entry, pattern):
+                with contextlib.suppress(OSError):
+                    os.rmdir(entry.path)  # only an empty one: nothing of a run is lost
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
+
+
 def create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, str]:
     """A new temporary file in ``directory``, created with the user's umask (as ``open`` and
     pytest's junit writer do): ``tempfile.mkstemp`` makes it 0600, and a report renamed from
-    it stays unreadable to the team or the CI step that publishes it."""
+    it stays unreadable to the team or the CI step that publishes it. Its name carries this
+    process's pid, so a later run knows a killed run's (:func:`clean_stale_temps`)."""
     for _ in range(100):
-        name = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        name = os.path.join(directory, f"{prefix}{os.getpid()}-{secrets.token_hex(6)}{suffix}")
         try:
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
         except FileExistsError:
@@ -186,16 +243,108 @@ def create_temp(directory: Path, prefix: str, suffix: str) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary name in {directory}")
 
 
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Write via a temporary file and rename: readers never see a partial file (a report, a
-    baseline, a pin file, a shared gold entry, a saved counterexample), and it is created with
-    the user's umask (:func:`create_temp`)."""
+def _descriptor(path: str) -> int | None:
+    """The descriptor number when ``path`` is, or links to, one of this process's own
+    descriptors (``/dev/stdout``, ``/dev/fd/3``, ``/proc/self/fd/1``): writing there means
+    writing to that descriptor, not reopening what it points to."""
+    here = os.path.abspath(path)
+    own = ("/dev/fd/", "/proc/self/fd/", f"/proc/{os.getpid()}/fd/")
+    for _ in range(40):
+        for prefix in own:
+            if here.startswith(prefix) and here[len(prefix):].isdigit():
+                return int(here[len(prefix):])
+        if not os.path.islink(here):
+            return None
+        here = os.path.normpath(os.path.join(os.path.dirname(here), os.readlink(here)))
+    return None
+
+
+def special_output(path: str | os.PathLike[str]) -> str | None:
+    """What an existing output path is when it is no regular file (symlinks followed; None for a
+    regular file, a missing one, or a directory, which the writer reports in its own words):
+    a FIFO or a character device (``/dev/null``, a terminal, a pipe behind ``/dev/stdout``) is
+    written to as a stream; anything else (a block device, a socket) is refused."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return kind_of(mode)
+
+
+def streamable(path: str | os.PathLike[str]) -> bool:
+    """An output path a report is written to as a stream: an existing FIFO or character device
+    (symlinks followed), or a descriptor of this process (``/dev/stdout``)."""
+    if _descriptor(os.fspath(path)) is not None:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def output_path(path: str | os.PathLike[str]) -> Path:
+    """The absolute path an output option names: resolved (symlinks followed), except a path to
+    a special file or a descriptor (``/dev/stdout`` resolves to ``/proc/PID/fd/pipe:[N]``, a
+    name that does not exist), which is written to where it is."""
+    text = os.path.abspath(path)
+    if _descriptor(text) is not None or special_output(text) is not None:
+        return Path(text)
+    return Path(text).resolve()
+
+
+def temp_prefix(path: Path, suffix: str) -> str:
+    """The prefix of ``path``'s temporaries: ``.NAME.`` (``.NAME.PID-HEX.tmp``), or ``.STEM.``
+    for a suffix of its own (a workbook's ``.report.PID-HEX.xlsx``, which a reader of the
+    folder takes for a workbook)."""
+    return f".{path.name}." if suffix == ".tmp" else f".{path.stem}."
+
+
+#: What a writer does with a special file at its path (:func:`atomic_output`).
+Special = Literal["stream", "refuse", "replace"]
+
+
+class NotReplaced(UnsafeFile):
+    """An output path that names a special file, which a write never replaces."""
+
+
+@contextmanager
+def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refuse"
+                  ) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s new content to, put in place only when the block ends
+    without an exception: a temporary file beside it (:func:`create_temp`), synced and renamed
+    over it, removed on any failure, so readers never see a partial file.
+
+    A path the user named is never replaced when it is a special file (as root, a report
+    written to ``/dev/null`` by rename replaced the machine's ``/dev/null`` for every later
+    process): ``special="stream"`` (the report writers) writes a FIFO or character device as a
+    stream, in place, and a descriptor of this process (``/dev/stdout``) through that
+    descriptor; ``"refuse"`` (the default), or a block device or a socket, raises
+    :class:`NotReplaced` before anything is written. ``"replace"`` is for a path inside a
+    folder the writer owns (a prediction cache entry), where a special file is a planted entry
+    that the new one replaces."""
     path = Path(path)
+    kind = special_output(path)
+    number = _descriptor(os.fspath(path))
+    if special != "replace" and (kind is not None or number is not None):
+        stream = special == "stream"
+        if not stream or not streamable(path):
+            raise NotReplaced(f"{kind or 'a descriptor'}, not a regular file: never replaced"
+                              + ("" if stream else ", and this file is not written as a stream"))
+        fd = os.dup(number) if number is not None else os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = create_temp(path.parent, f".{path.name}.", ".tmp")
+    prefix = temp_prefix(path, suffix)
+    if special == "stream":  # a report: one look at its folder for what a killed run left
+        clean_stale_temps(path.parent, prefix, suffix)
+    fd, tmp = create_temp(path.parent, prefix, suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())  # a baseline is committed: it must survive a crash whole
         os.replace(tmp, path)
@@ -203,3 +352,31 @@ def write_atomic(path: Path, text: str | bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_atomic(path: Path, text: str | bytes, *, special: Special = "refuse") -> None:
+    """Write via a temporary file and rename: readers never see a partial file (a report, a
+    baseline, a pin file, a shared gold entry, a saved counterexample), and it is created with
+    the user's umask (:func:`create_temp`). What becomes of a special file at ``path``:
+    ``special`` (:func:`atomic_output`)."""
+    with atomic_output(path, special=special) as fh:
+        fh.write(text.encode("utf-8") if isinstance(text, str) else text)
+
+
+def same_file(output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]]
+              ) -> int | None:
+    """The index of the first of ``inputs`` that is the very file ``output`` names (same
+    device and inode, symlinks followed), or None: a command must not write over what it
+    reads."""
+    try:
+        out = os.stat(output)
+    except (OSError, ValueError):
+        return None
+    for index, path in enumerate(inputs):
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            return index
+    return None

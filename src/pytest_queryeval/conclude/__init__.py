@@ -190,10 +190,15 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     baseline_lines: list[str] = []
     if out.update_baseline and path is not None:
         if write:
-            write_baseline(compact_baseline(report), path)
-            out.baseline_written = True
-            forced = f" (forced: {'; '.join(why)})" if why else ""
-            baseline_lines.append(f"baseline updated: {path}{forced}")
+            try:
+                write_baseline(compact_baseline(report), path)
+            except OSError as exc:  # a full disk: named, as a report is (write_reports)
+                baseline_lines.append(f"error: baseline NOT updated ({out.display(path)}): "
+                                      f"{_os_reason(exc)}")
+            else:
+                out.baseline_written = True
+                forced = f" (forced: {'; '.join(why)})" if why else ""
+                baseline_lines.append(f"baseline updated: {path}{forced}")
         else:
             baseline_lines.append(
                 f"error: baseline NOT updated ({out.display(path)}): " + "; ".join(why)
@@ -259,8 +264,11 @@ def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:
 def write_reports(report: dict[str, Any], comparison: Comparison | None,
                   out: Outputs) -> list[str]:
     """Every report file asked for, in the order of :data:`..plugin.declare.REPORT_WRITERS`; the lines
-    naming them. The JSON report comes first (the one CI keeps); a writer's QueryEvalError (a
-    missing optional dependency) is raised after the others are written. The Markdown summary
+    naming them. The JSON report comes first (the one CI keeps). A file the system refuses (an
+    OSError: a full disk, a file too large) is named in an ``error:`` line and the others are
+    written; the run's exit status stays the one its cases and gates decide, which the written
+    reports state (docs/reports.md). A writer's QueryEvalError (a missing optional dependency)
+    is raised after the others are written. The Markdown summary
     is also appended to ``$GITHUB_STEP_SUMMARY`` when that is set, even if no file is asked
     for."""
     written: list[str] = []
@@ -272,16 +280,28 @@ def write_reports(report: dict[str, Any], comparison: Comparison | None,
         except QueryEvalError as exc:
             errors.append(exc.reason())
             continue
+        except OSError as exc:  # a full disk, a file too large, a special file refused
+            written.append(f"error: {entry.label} NOT written: {target}: {_os_reason(exc)}")
+            continue
         written.append(f"{entry.label}: {target}")
     step = os.environ.get("GITHUB_STEP_SUMMARY") if out.step_summary else None
     if step:
         from ..report.markdown import markdown_text
 
-        with open(step, "a", encoding="utf-8") as fh:
-            fh.write(markdown_text(report, comparison) + "\n")
+        try:
+            with open(step, "a", encoding="utf-8") as fh:
+                fh.write(markdown_text(report, comparison) + "\n")
+        except OSError as exc:
+            written.append(f"error: $GITHUB_STEP_SUMMARY NOT appended: {step}: "
+                           f"{_os_reason(exc)}")
     if errors:
         raise QueryEvalError("; ".join(errors))
     return written
+
+
+def _os_reason(exc: OSError) -> str:
+    """An OSError in words, without the temporary file's name it may carry."""
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
 class ReportWriter(Protocol):

@@ -373,6 +373,26 @@ def _usage(options: ReportOptions) -> list[str]:
     return problems
 
 
+def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
+    """An output that is one of the inputs (the same file, symlinks followed): refused before
+    anything is read or written, as ``queryeval merge r.json -o r.json`` once overwrote its
+    own shard."""
+    from .._util.safefile import same_file
+    from ..plugin.declare import REPORT_WRITERS
+
+    inputs = [(f"shard {i} ({path})", path) for i, path in enumerate(shards, 1)]
+    if options.baseline:
+        inputs.append((f"the --queryeval-baseline file ({options.baseline})", options.baseline))
+    problems = []
+    for name, value in options.files.items():
+        index = same_file(value, [p for _, p in inputs]) if value else None
+        if index is not None:
+            flag = "-o/--queryeval-json" if name == "json" else f"--queryeval-{name}"
+            problems.append(f"{flag} {value}: is {inputs[index][0]}, which this merge reads: "
+                            f"write the {REPORT_WRITERS[name].label} elsewhere")
+    return problems
+
+
 def run(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
     cwd = Path.cwd()
@@ -382,7 +402,7 @@ def run(argv: Sequence[str]) -> int:
 
     for old, new in deprecated_spellings(args):
         print(f"queryeval merge: warning: {old} is deprecated, use {new} (same values)", file=err)
-    problems = _usage(options)
+    problems = _usage(options) + _overwrites(options, args.shards)
     if problems:
         print("queryeval merge: invalid options:", *(f"  {p}" for p in problems), sep="\n",
               file=err)

@@ -29,14 +29,13 @@ import pytest
 
 from .. import hookspecs
 from .declare import (
-    AUDIT_FLAG,
     FIXTURE,
-    NEIGHBOURS_FLAG,
     CaseFiles,
     add_ini,
     add_report_options,
     add_run_options,
     asked_for,
+    rewrite_bare,
 )
 
 if TYPE_CHECKING:
@@ -64,12 +63,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
                                   args: list[str]) -> None:
-    """A bare ``--queryeval-audit-golds`` means ``=error``, a bare ``--queryeval-neighbours``
-    the default budget: argparse would otherwise take the next word (``pytest
-    --queryeval-audit-golds my_suite``) as the option's value and refuse it. A value is only
-    ever attached with ``=``."""
-    bare = {AUDIT_FLAG: f"{AUDIT_FLAG}=error", NEIGHBOURS_FLAG: f"{NEIGHBOURS_FLAG}=default"}
-    args[:] = [bare.get(a, a) for a in args]
+    """The plugin's options on the command line, before the conftests are read: a bare flag's
+    value (:func:`.declare.rewrite_bare`), and a value given as the next word, which moved
+    pytest's rootdir, decided again with every option known (:mod:`.rootdir`)."""
+    if given := rewrite_bare(args):
+        from .rootdir import redecide
+
+        redecide(early_config, parser, args, given)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -11,7 +11,8 @@ suite pays nothing for the plugin. Standard library only; importable without pyt
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -274,6 +275,39 @@ def _defaults(declare: Callable[[AddOption], None]) -> dict[str, object]:
                                     else None)
     declare(record)
     return out
+
+
+def _takes_value(declare: Callable[[AddOption], None]) -> list[str]:
+    """The option strings ``declare`` adds that take one value, which may be the next word."""
+    out: list[str] = []
+
+    def record(*names: str, **kwargs: object) -> None:
+        if kwargs.get("action", "store") in ("store", "append") and kwargs.get("nargs") is None:
+            out.extend(names)
+    declare(record)
+    return out
+
+
+#: The plugin's options whose value may be given as the next word (``--opt value``): pytest
+#: takes such a value for a test path when it decides its rootdir (:mod:`.rootdir`).
+VALUE_OPTIONS = frozenset(_takes_value(add_run_options) + _takes_value(add_report_options))
+
+
+def separated(args: Sequence[str], options: Iterable[str] = VALUE_OPTIONS) -> list[str]:
+    """The ``options`` given with their value as the next word (``--opt value``), in order."""
+    names = set(options)
+    return [a for a, nxt in itertools.pairwise(args) if a in names and nxt[:1] != "-"]
+
+
+def rewrite_bare(args: list[str]) -> list[str]:
+    """Rewrite, in place, a bare ``--queryeval-audit-golds`` as ``=error`` and a bare
+    ``--queryeval-neighbours`` as the default budget: argparse would otherwise take the next
+    word (``pytest --queryeval-audit-golds my_suite``) as the option's value and refuse it (a
+    value of theirs is only ever attached with ``=``). Returns the other options given as
+    ``--opt value`` (:func:`separated`), whose value pytest took for a test path."""
+    bare = {AUDIT_FLAG: f"{AUDIT_FLAG}=error", NEIGHBOURS_FLAG: f"{NEIGHBOURS_FLAG}=default"}
+    args[:] = [bare.get(a, a) for a in args]
+    return separated(args)
 
 
 def asked_for(option: Callable[[str], object], ini: Callable[[str], object]) -> list[str]:

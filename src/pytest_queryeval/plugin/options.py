@@ -92,8 +92,10 @@ class ReportOptions:
     def path(self, name: str) -> Path | None:
         """A report file's path (``name`` in :data:`REPORT_WRITERS`), from the invocation
         dir."""
+        from .._util.safefile import output_path
+
         value = self.files[name]
-        return (self.invocation_dir / value).resolve() if value else None
+        return output_path(self.invocation_dir / value) if value else None
 
     def problems(self, catalog: MetricCatalog) -> list[str]:
         """The checks of :func:`suitecheck.check_options` these options take part in."""

@@ -25,6 +25,7 @@ rewrites its entry.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
@@ -52,6 +53,9 @@ FORMAT = "pytest-queryeval prediction cache 1"
 #: key (a longer timeout does not change the answer), ``api_key`` above all (a secret).
 TRANSPORT_KEYS = frozenset({"api_key", "timeout", "retries", "backoff", "max_retry_wait",
                             "concurrency", "failures", "cache", "max_bytes"})
+#: Errors of writing an entry that say the folder stores nothing (read-only, full, denied).
+_FOLDER_ERRORS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC,
+                            errno.EDQUOT, errno.EFBIG})
 #: ``details.prediction.cache`` of a case: how its answer was had.
 HIT, STORED, REFRESHED, REPEATED = "hit", "stored", "refreshed", "repeat"
 
@@ -94,8 +98,22 @@ class PredictionCache:
         self.refresh = refresh
         self.repeat = repeat
         self._secrets = frozenset(secrets)
+        #: The warning that nothing can be stored was given (once per cache).
+        self._warned = False
         self.params = Scrubber(self._secrets).data(
             {k: v for k, v in sorted(params.items()) if k not in TRANSPORT_KEYS})
+
+    def _unstorable(self, exc: OSError) -> None:
+        """Say once that nothing can be stored (a read-only or full folder): each answer's
+        ``cache`` detail says ``not stored``, but a run that was meant to save its answers for
+        the next one went on silently, and that one paid for every answer again."""
+        if self._warned or exc.errno not in _FOLDER_ERRORS:  # not one planted entry's
+            return
+        self._warned = True
+        warnings.warn(QueryEvalWarning(
+            f"queryeval: prediction cache {self.directory}: nothing can be stored "
+            f"({exc.strerror or type(exc).__name__}): the answers of this run will be "
+            "requested again by the next one"), stacklevel=3)
 
     @classmethod
     def for_source(cls, spec: Mapping[str, object], context: Context | None,
@@ -151,9 +169,10 @@ class PredictionCache:
         status = REFRESHED if self.refresh else STORED
         try:
             write_atomic(path, json.dumps(stored, sort_keys=True, default=str,
-                                          ensure_ascii=False))
+                                          ensure_ascii=False), special="replace")
         except OSError as exc:
             status = f"not stored: {type(exc).__name__}"
+            self._unstorable(exc)
         prediction = _marked(prediction, status)
         if problem is not None:
             prediction.details["cache_ignored"] = problem

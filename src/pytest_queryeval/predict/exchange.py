@@ -35,12 +35,12 @@ import json
 import os
 import pickle
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 
+from .._util.safefile import private_tempdir
 from ..errors import PredictionError
 from .base import Prediction
 
@@ -53,7 +53,7 @@ ALIVE_EVERY = 0.5
 
 def create_root() -> Path:
     """The controller's directory for one session (removed with :func:`remove_root`)."""
-    return Path(tempfile.mkdtemp(prefix="queryeval-xdist-"))
+    return Path(private_tempdir("queryeval-xdist-"))
 
 
 def remove_root(root: Path) -> None:

@@ -12,14 +12,14 @@ chart ranges, which must agree cell for cell.
 
 from __future__ import annotations
 
-import contextlib
+import io
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._util.safefile import create_temp
+from .._util.safefile import atomic_output
 from ..errors import MissingDependency
 from ..kinds._registry import declares
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
@@ -81,14 +81,13 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
     :data:`.declare.REPORT_WRITERS` takes it)."""
     xlsxwriter = _xlsxwriter()
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = create_temp(target.parent, f".{target.stem}.", ".xlsx")
-    os.close(fd)
-    try:
+    with atomic_output(target, suffix=".xlsx", special="stream") as fh:
         # Strings stay strings: a question or a predicted query starting with "=" must never
-        # become a formula, and URLs are not turned into links.
-        wb = xlsxwriter.Workbook(tmp, {"strings_to_formulas": False, "strings_to_urls": False,
-                                       "strings_to_numbers": False, "nan_inf_to_errors": True})
+        # become a formula, and URLs are not turned into links. A stream (a FIFO, a terminal)
+        # cannot be seeked: the zip is built in memory, then written to it.
+        wb = xlsxwriter.Workbook(fh if fh.seekable() else io.BytesIO(), {
+            "strings_to_formulas": False, "strings_to_urls": False,
+            "strings_to_numbers": False, "nan_inf_to_errors": True})
         fmt = _formats(wb)
         _outcome_sheet(wb, fmt, report)
         _summary(wb, fmt, report)
@@ -117,11 +116,8 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
             _judge_sheet(wb, fmt, judge)
         _run_sheet(wb, fmt, report)
         wb.close()
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        if not fh.seekable():
+            fh.write(wb.filename.getvalue())
     return target
 
 

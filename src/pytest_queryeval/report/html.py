@@ -240,7 +240,7 @@ def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
                comparison: Comparison | None = None) -> Path:
     """Render and write atomically (temporary file + rename)."""
     target = Path(path)
-    write_atomic(target, printable(render_html(report, comparison)))
+    write_atomic(target, printable(render_html(report, comparison)), special="stream")
     return target
 
 

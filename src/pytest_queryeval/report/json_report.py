@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
+import io
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
-from .._util.safefile import create_temp, write_atomic
+from .._util.safefile import atomic_output, write_atomic
 
 VERSION = 1
 
@@ -163,34 +162,26 @@ def write_report(report: dict[str, Any], path: Path, comparison: object = None) 
     taken as every writer of :data:`.declare.REPORT_WRITERS` takes it."""
     cases = report.get("cases")
     if not isinstance(cases, list) or not cases:
-        write_atomic(path, dumps(report))
+        write_atomic(path, dumps(report), special="stream")
         return
     full = getattr(cases, "iter_full", None)
     records = full() if full is not None else iter(cases)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = create_temp(path.parent, f".{path.name}.", ".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            sep = "{\n  "
-            for key, value in report.items():
-                fh.write(sep + _encode_str(str(key)) + ": ")
-                if key == "cases":
-                    lead = "[\n    "
-                    for record in records:
-                        fh.write(lead + _case_line(record))
-                        lead = ",\n    "
-                    fh.write("\n  ]")
-                else:
-                    out: list[str] = []
-                    _emit(value, out, "\n  ")
-                    fh.write("".join(out))
-                sep = ",\n  "
-            fh.write("\n}\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_output(Path(path), special="stream") as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8")
+        sep = "{\n  "
+        for key, value in report.items():
+            fh.write(sep + _encode_str(str(key)) + ": ")
+            if key == "cases":
+                lead = "[\n    "
+                for record in records:
+                    fh.write(lead + _case_line(record))
+                    lead = ",\n    "
+                fh.write("\n  ]")
+            else:
+                out: list[str] = []
+                _emit(value, out, "\n  ")
+                fh.write("".join(out))
+            sep = ",\n  "
+        fh.write("\n}\n")
+        fh.flush()
+        fh.detach()  # the file is atomic_output's to sync, rename and close

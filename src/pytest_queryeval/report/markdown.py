@@ -153,7 +153,7 @@ def markdown_text(report: Mapping[str, Any], comparison: Comparison | None = Non
 def write_markdown(report: Mapping[str, Any], path: Path,
                    comparison: Comparison | None = None) -> Path:
     """Write :func:`markdown_text` atomically (temporary file + rename)."""
-    write_atomic(path, markdown_text(report, comparison))
+    write_atomic(path, markdown_text(report, comparison), special="stream")
     return path
 
 

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._util.safefile import private_tempdir
 from ..errors import (
     MissingDependency,
     QueryFailed,
@@ -283,7 +284,7 @@ class DuckdbSource(SandboxedFileSource):
         """The in-process connection (``isolation: thread`` queries, schema introspection)."""
         if self._conn is None:
             if self._temp is None:
-                self._temp = tempfile.mkdtemp(prefix="queryeval-duckdb-")
+                self._temp = private_tempdir("queryeval-duckdb-")
             self._conn = open_read_only(self.path, self.name, self.max_memory, self.threads,
                                         os.path.join(self._temp, "spill"))
         return self._conn

@@ -238,7 +238,7 @@ def check_options(*, catalog: MetricCatalog, invocation_dir: Path,
                             "compare with)")
     for option, value in (outputs or {}).items():
         if value:
-            problem = _unwritable((invocation_dir / value).resolve())
+            problem = _unwritable(invocation_dir / value)
             if problem:
                 problems.append(f"{option}={value}: {problem}")
     for option, module, extra in needs:  # a report's optional dependency
@@ -265,7 +265,17 @@ def check_baseline(path: Path, update: bool) -> list[str]:
 
 
 def _unwritable(path: Path) -> str | None:
-    """Why a report cannot be written at ``path`` (its missing parents are created), or None."""
+    """Why a report cannot be written at ``path`` (its missing parents are created), or None.
+    A FIFO or a character device is written as a stream (``_util.safefile.atomic_output``);
+    another special file is refused, never replaced."""
+    from .._util.safefile import output_path, special_output, streamable
+
+    path = output_path(path)
+    kind = special_output(path)
+    if kind is not None:
+        return None if streamable(path) else f"{kind}: a report is never written over it"
+    if streamable(path):  # a descriptor of this process (/dev/stdout)
+        return None
     if path.is_dir():
         return "is a directory"
     parent = path.parent
