@@ -501,10 +501,11 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
     asked = None if prediction.value is MISSING else clarification(prediction.value,
                                                                    case.clarify_patterns)
     if asked is not None or case.expect == "clarify":
+        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
         return with_prediction(case, prediction,
-                               clarify_outcome(case, predicted, asked, how, evaluator))
+                               clarify_outcome(case, predicted, asked, how, evaluator, empty))
     if how is not None or case.expect == "abstain":
-        empty = unanswered(case, kind, evaluator) if case.expect != "abstain" else None
+        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
         return with_prediction(case, prediction, abstain_outcome(case, predicted, how, empty))
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
