@@ -90,6 +90,7 @@ def test_empty_texts_and_flat_string_lists(ehrsql_run: tuple[Path, Any]) -> None
     assert (len(empty), len(flat)) == (3, 4)
     for key in empty:
         assert "abstained" not in report.by_id[key]["metrics"]
+        assert report.by_id[key]["metrics"]["ehrsql_ex"] == 0.0  # in every mean, at 0
         assert _score(report.by_id[key]) == oracle[key] == -1
     assert [oracle[k] for k in flat] == [_score(report.by_id[k]) for k in flat]
     quoted = next(k for k, v in preds.items() if v == "'null'")

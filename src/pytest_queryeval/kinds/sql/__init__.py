@@ -364,7 +364,10 @@ class _SqlRun:
         executable = src is not None and src.executable
         dialect = src.dialect if src is not None else None
         can_execute = case.gold_result is not None or executable
-        pred_executable = case.predicted_result is not None or (executable and pred_sql is not None)
+        # with no datasource, a recorded gold still plans the table metrics of a text
+        # prediction: one that is no query (an empty text) scores them 0, in every mean
+        pred_executable = case.predicted_result is not None or (pred_sql is not None and (
+            executable or (src is None and can_execute)))
         schema = self.schema()
 
         gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
