@@ -14,7 +14,6 @@ its scores.json and the per-question scores of the reference's reliability_score
 from __future__ import annotations
 
 import ast
-import gzip
 import json
 import random
 import subprocess
@@ -89,9 +88,8 @@ real = {k: scoring_utils.process_answer(v) for k, v in golds.items()}
 pred = {k: scoring_utils.process_answer(v) for k, v in preds.items()}
 scores, per_key = scoring_utils.reliability_score(real, pred, return_dict=True)
 OUT.mkdir(parents=True, exist_ok=True)
-for name, data in (("answer.json.gz", golds), ("prediction.json.gz", preds)):
-    with gzip.open(OUT / name, "wt", encoding="utf-8") as f:
-        json.dump(data, f)
+for name, data in (("answer.json", golds), ("prediction.json", preds)):
+    (OUT / name).write_text(json.dumps(data), encoding="utf-8")  # then gzip -9n (PROVENANCE.md)
 oracle = {
     "reference": "glee4810/ehrsql-2024@46597893d9ffc6b9e67785b9c6dcbb06f1b62568",
     "scores_json": scores_json,
