@@ -178,6 +178,9 @@ class Case:
     #: The suite's ``abstain_patterns:``: regular expressions whose match makes a text
     #: prediction a refusal.
     abstain_patterns: tuple[str, ...] = ()
+    #: The suite's ``abstention:`` rule: ``default``, or ``ehrsql`` (the EHRSQL reference's
+    #: ``'null'`` text abstains too; see :mod:`.engine.abstain`).
+    abstention: str = "default"
     #: The suite's ``clarify_patterns:``: regular expressions whose match makes a text
     #: prediction a question back; ``clarification:`` and ``reply:`` of an ``expect: clarify``
     #: case (see :mod:`.engine.clarify`).

@@ -58,7 +58,14 @@ def test_outcomes_metrics_and_reasons(abstain_suite: pytest.Pytester) -> None:
         "answered": "failed"}
     cases = report.by_id
     assert "abstained" not in cases["right"]["metrics"]  # no abstention in play: unchanged
-    assert cases["declined"]["metrics"] == {"execution_accuracy": 0.0, "abstained": 1.0}
+    # every reference metric, as its reference scores a question left unanswered (0 here):
+    # the metrics a wrong answer has, but no predicted_seconds (nothing ran)
+    declined = cases["declined"]["metrics"]
+    assert set(declined) == set(cases["wrong"]["metrics"]) - {"predicted_seconds"} | {"abstained"}
+    assert {k: v for k, v in declined.items() if k not in ("gold_seconds", "abstained")} == \
+        dict.fromkeys(set(declined) - {"gold_seconds", "abstained"}, 0.0)
+    assert declined["abstained"] == 1.0 and declined["bird_ex"] == 0.0
+    assert cases["declined"]["details"]["spider"]["exact"] == 0  # in Spider's table too
     assert cases["declined"]["reason"] == "abstained (null) on a question that expects an answer"
     assert cases["refused"]["reason"] == ("abstained (refusal matching abstain_patterns "
                                           "'^I cannot answer') on a question that expects an answer")
@@ -152,7 +159,7 @@ def test_ehrsql_ex_compares_as_the_reference(pytester: pytest.Pytester) -> None:
 
 
 @pytest.mark.parametrize(("value", "how"), [
-    (None, "null"), ("", "empty answer"), ("  \n", "empty answer"),
+    (None, "null"), ("", None), ("  \n", None), ("null", None),
     ({"abstain": True}, '{"abstain": true}'), ({"abstain": False}, None),
     ({"name": "abstain"}, "abstain tool call"), ({"tool": "abstain"}, "abstain tool call"),
     ({"tool_calls": [{"name": "run_sql"}, {"name": "abstain"}]}, "abstain tool call"),
@@ -217,9 +224,12 @@ def test_a_predictions_file_abstains_with_null_and_abstain_objects(pytester: pyt
                      {"id": "d", "question": "q", "expect": "abstain"}]}})
     _, report = run_report(pytester)
     assert report.outcomes == {"a": "passed", "b": "passed", "c": "failed", "d": "failed"}
-    assert report.by_id["c"]["reason"] == "abstained (empty answer) on a question that expects an answer"
+    # an empty text is an answer (a wrong one), not an abstention
+    assert "abstention" not in report.by_id["c"]["details"]
+    assert "abstained" not in report.by_id["c"]["metrics"]
     agg = report["aggregates"]["abstention"]
-    # scores +1 +1 0 -1; abstained a b c, expected a b d
-    assert (agg["abstention_precision"], agg["abstention_recall"]) == (2 / 3, 2 / 3)
+    # scores +1 +1 -1 -1; abstained a b, expected a b d
+    assert (agg["abstained"], agg["abstention_precision"], agg["abstention_recall"]) == \
+        (2, 1.0, 2 / 3)
     assert (agg["reliability_score_0"], agg["reliability_score_10"], agg["reliability_score_n"]) == \
-        (2 / 4, (2 - 10) / 4, (2 - 4) / 4)
+        (2 / 4, (2 - 20) / 4, (2 - 8) / 4)

@@ -88,7 +88,10 @@ def test_outcomes_metrics_and_reasons(clarify_suite: pytest.Pytester) -> None:
                                                   "a question back")
     assert cases["declined"]["details"]["abstention"] == {"expected": False, "abstained": True,
                                                          "how": "null"}
-    assert cases["over-asked"]["metrics"] == {"execution_accuracy": 0.0, "clarified": 1.0}
+    # every reference metric, as for an abstention: what its reference gives no answer (0)
+    over = cases["over-asked"]["metrics"]
+    assert over["clarified"] == 1.0 and over["execution_accuracy"] == over["bird_ex"] == 0.0
+    assert {v for k, v in over.items() if k not in ("clarified", "gold_seconds")} == {0.0}
     assert cases["over-asked"]["reason"] == (
         "asked a question back (question matching clarify_patterns '^(do|did) you mean') on a "
         "question that expects an answer: 'Did you mean the sum?'")

@@ -30,7 +30,7 @@ from ..model import MISSING, Case, Threshold
 from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predictor
 from ..predict.pool import PredictionPool, RequestKey, concurrency_of
 from ..sources.base import DataSource, declared
-from .abstain import abstain_outcome, abstention
+from .abstain import abstain_outcome, abstention, unanswered
 from .clarify import clarification, clarify_outcome, with_prediction
 from .goldcache import GoldCache
 from .repeats import FIXED_NOTE, combine, signature
@@ -496,14 +496,17 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
     the judge, the thresholds and the near misses (each turn of a conversation too:
     :mod:`.conversation`)."""
     predicted = None if prediction.value is MISSING else prediction.value
-    how = None if prediction.value is MISSING else abstention(prediction.value, case.abstain_patterns)
+    how = None if prediction.value is MISSING else abstention(prediction.value, case.abstain_patterns,
+                                                               case.abstention)
     asked = None if prediction.value is MISSING else clarification(prediction.value,
                                                                    case.clarify_patterns)
     if asked is not None or case.expect == "clarify":
+        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
         return with_prediction(case, prediction,
-                               clarify_outcome(case, predicted, asked, how, evaluator))
+                               clarify_outcome(case, predicted, asked, how, evaluator, empty))
     if how is not None or case.expect == "abstain":
-        return with_prediction(case, prediction, abstain_outcome(case, predicted, how))
+        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
+        return with_prediction(case, prediction, abstain_outcome(case, predicted, how, empty))
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:

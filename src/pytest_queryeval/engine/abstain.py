@@ -2,9 +2,11 @@
 of (expected, predicted) is "no answer".
 
 The one place that recognises an abstention, for every kind and every prediction source, so
-that a predictions file, a python callable and an HTTP service are read alike: ``null``, an
-empty text, ``{"abstain": true}``, an ``abstain`` tool call, or a text matching one of the
-suite's ``abstain_patterns:``. A case with ``expect: abstain`` passes when the prediction
+that a predictions file, a python callable and an HTTP service are read alike: ``null``,
+``{"abstain": true}``, an ``abstain`` tool call, a text matching one of the suite's
+``abstain_patterns:``, and under ``abstention: ehrsql`` the EHRSQL reference's ``'null'`` text.
+An empty text is an answer (every reference scores it as a wrong one): an abstention is only
+what the suite declares as one. A case with ``expect: abstain`` passes when the prediction
 abstains and is never executed; a case that expects an answer fails when the prediction
 abstains, with a reason that says so (the EHRSQL reliability score counts it 0, not -1:
 :mod:`..metrics.reliability`, aggregated in :func:`..conclude.aggregate.abstention_aggregate`).
@@ -16,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..metricnames import REPEAT_METRICS
-from ..model import Case, Threshold
+from ..model import Case, Context, Kind, Scored, Threshold
 from .steps import CaseOutcome
 
 #: ``expect:`` values: the default, an answer; ``abstain``: no answer is the right output;
@@ -26,6 +28,12 @@ EXPECT_VALUES = ("answer", "abstain", "clarify")
 ABSTAIN_TOOLS = frozenset({"abstain"})
 #: The threshold an ``expect: abstain`` case is judged by.
 ABSTAINED = "abstained"
+#: ``abstention:`` in ``queryeval.yaml``: which texts abstain. ``default``: none but those
+#: matching ``abstain_patterns`` (an empty text is an answer); ``ehrsql``: also the text the
+#: EHRSQL 2024 reference reads as its skip indicator ``'null'`` (:func:`..metrics.reliability.
+#: skips`), so a suite of its files scores as its ``scoring_v2.py`` does.
+ABSTENTION_RULES = ("default", "ehrsql")
+EHRSQL_SKIP = "the EHRSQL skip text 'null'"
 
 
 def check_patterns(value: object) -> tuple[tuple[str, ...], str | None]:
@@ -42,14 +50,26 @@ def check_patterns(value: object) -> tuple[tuple[str, ...], str | None]:
     return tuple(value), None
 
 
-def abstention(value: object, patterns: Sequence[str]) -> str | None:
-    """How ``value`` abstains (``null``, ``empty``, ``{"abstain": true}``, ``tool call abstain``,
-    ``pattern <p>``), or None when it is an answer."""
+def check_rule(value: object) -> str | None:
+    """Why ``abstention:`` is not one of :data:`ABSTENTION_RULES`, or None."""
+    if value in ABSTENTION_RULES:
+        return None
+    return f"must be one of {', '.join(ABSTENTION_RULES)}, not {value!r}"
+
+
+def abstention(value: object, patterns: Sequence[str], rule: str = "default") -> str | None:
+    """How ``value`` abstains (``null``, ``{"abstain": true}``, ``tool call abstain``,
+    ``pattern <p>``; under ``rule`` ``ehrsql`` also the reference's ``'null'`` text), or None
+    when it is an answer. An empty or blank text is an answer: every reference evaluator scores
+    it as a wrong one, and only what the suite declares abstains."""
     if value is None:
         return "null"
     if isinstance(value, str):
-        if not value.strip():
-            return "empty answer"
+        if rule == "ehrsql":
+            from ..metrics.reliability import skips
+
+            if skips(value):
+                return EHRSQL_SKIP
         for pattern in patterns:
             if re.search(pattern, value, re.IGNORECASE):
                 return f"refusal matching abstain_patterns {pattern!r}"
@@ -77,8 +97,29 @@ def tool_name(call: Mapping[object, object]) -> object:
     return call.get("tool", call.get("name"))
 
 
-def abstain_outcome(case: Case, predicted: object, how: str | None) -> CaseOutcome:
-    """The outcome of a case that expects abstention, or whose prediction abstained."""
+#: What a question left unanswered is scored as: the empty text, which every kind reads as an
+#: answer that answers nothing, as its references read a missing answer (an SQL or SPARQL text
+#: that is no query, a JSON text that is no value).
+NO_ANSWER = ""
+
+
+def unanswered(case: Case, kind: Kind, ctx: Context) -> Scored | None:
+    """The kind's scores of an empty answer to ``case`` (0 where its references give 0), or
+    None when it has none: its gold fails, or a custom kind raises on the empty text (the
+    case then records only the metrics its thresholds bound from below, at 0)."""
+    try:
+        return kind.evaluate(case, NO_ANSWER, ctx)
+    except Exception:
+        return None
+
+
+def abstain_outcome(case: Case, predicted: object, how: str | None,
+                    unanswered: Scored | None = None) -> CaseOutcome:
+    """The outcome of a case that expects abstention, or whose prediction abstained.
+
+    ``unanswered`` is the kind's scoring of an empty answer to a case that expects one
+    (:func:`unanswered`): its metrics are what every reference gives a question left
+    unanswered, so the case keeps its place in every reference aggregate."""
     details: dict[str, object] = {"abstention": {"expected": case.expect == "abstain",
                                                  "abstained": how is not None, "how": how}}
     if case.expect == "abstain":
@@ -88,15 +129,22 @@ def abstain_outcome(case: Case, predicted: object, how: str | None) -> CaseOutco
             [] if threshold.ok(metrics[ABSTAINED]) else [(threshold, metrics[ABSTAINED])])
         reason = None if how is not None else (
             "answered a question that expects no answer (expect: abstain): the prediction "
-            "should abstain (null, an empty answer, {\"abstain\": true}, an abstain tool call "
-            "or a text matching abstain_patterns)")
+            "should abstain (null, {\"abstain\": true}, an abstain tool call or a text matching "
+            "abstain_patterns)")
         return CaseOutcome("failed" if failed or reason else "passed", metrics, {}, failed,
                            predicted, reason, None, [], details, f"abstain:{how is not None}")
+    # every reference metric, as its reference scores a question with no answer (the kind's
+    # scoring of an empty answer): the case stays in every aggregate's denominator
     metrics = {m: 0.0 for m, t in case.thresholds.items()
                if t.min is not None and m not in REPEAT_METRICS}
+    labels: dict[str, str] = {}
+    if unanswered is not None:
+        metrics.update(unanswered.metrics)
+        labels = dict(unanswered.labels)
+        details = {**unanswered.details, **details}
     metrics[ABSTAINED] = 1.0
     reason = f"abstained ({how}) on a question that expects an answer"
     failed = [(t, metrics.get(m)) for m, t in case.thresholds.items()
               if m not in REPEAT_METRICS and not t.ok(metrics.get(m))]
-    return CaseOutcome("failed", metrics, {}, failed, predicted, reason, None, [], details,
+    return CaseOutcome("failed", metrics, labels, failed, predicted, reason, None, [], details,
                        "abstain:True")

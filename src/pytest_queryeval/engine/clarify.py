@@ -30,7 +30,7 @@ from .abstain import tool_name
 from .steps import CaseOutcome, record_usage
 
 if TYPE_CHECKING:
-    from ..model import Context
+    from ..model import Context, Scored
     from ..predict import Prediction
 
 #: ``expect:`` value: a question back is the right output.
@@ -265,9 +265,11 @@ def judge_turn(case: Case, asked: Asked | None, abstained: str | None,
 
 
 def clarify_outcome(case: Case, predicted: object, asked: Asked | None, abstained: str | None,
-                    ctx: Context | None) -> CaseOutcome:
+                    ctx: Context | None, unanswered: Scored | None = None) -> CaseOutcome:
     """The outcome of a one-turn case that expects a question back, or whose prediction asked
-    one."""
+    one. ``unanswered``: as for an abstention (:func:`.abstain.abstain_outcome`), the kind's
+    scores of an empty answer to a case that expects an answer, so it stays in every
+    reference aggregate."""
     if case.expect == CLARIFY:
         judged = judge_turn(case, asked, abstained, ctx)
         details: dict[str, object] = {"clarification": judged.details}
@@ -285,17 +287,22 @@ def clarify_outcome(case: Case, predicted: object, asked: Asked | None, abstaine
     assert asked is not None  # the engine calls this only when one side is a question back
     metrics = {m: 0.0 for m, t in case.thresholds.items()
                if t.min is not None and m not in REPEAT_METRICS}
+    labels: dict[str, str] = {}
+    if unanswered is not None:
+        metrics.update(unanswered.metrics)
+        labels = dict(unanswered.labels)
     metrics[CLARIFIED] = 1.0
     expects = "no answer" if case.expect == "abstain" else "an answer"
     reason = (f"asked a question back ({asked.how}) on a question that expects {expects}: "
               f"{_cut(asked.question, 200)!r}")
     failed = [(t, metrics.get(m)) for m, t in case.thresholds.items()
               if m not in REPEAT_METRICS and not t.ok(metrics.get(m))]
-    details = {"clarification": {"expected": False, "clarified": True, "how": asked.how,
+    details = {**(unanswered.details if unanswered is not None else {}),
+               "clarification": {"expected": False, "clarified": True, "how": asked.how,
                                  "question": _cut(asked.question)}}
     if case.expect == "abstain":
         details["abstention"] = {"expected": True, "abstained": False, "how": None}
-    return CaseOutcome("failed", metrics, {}, failed, predicted, reason, None, [], details,
+    return CaseOutcome("failed", metrics, labels, failed, predicted, reason, None, [], details,
                        "clarify:True")
 
 

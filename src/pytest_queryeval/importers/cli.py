@@ -23,6 +23,9 @@ IMPORTERS = {
                     "TEXT2SPARQL questions YAML → SPARQL suite", "main"),
     "spider2-lite": ("pytest_queryeval.importers.spider2",
                      "Spider 2.0-lite eval jsonl + gold CSVs → SQL suite (spider2_ex)", "main"),
+    "ehrsql": ("pytest_queryeval.importers.ehrsql",
+               "EHRSQL 2024 / TrustSQL answer.json + prediction.json → SQL suite "
+               "(abstention: ehrsql)", "main"),
     "sparc": ("pytest_queryeval.importers.sparc",
               "SParC/CoSQL interactions (TSSE text or JSON) → SQL conversation suite", "main"),
 }

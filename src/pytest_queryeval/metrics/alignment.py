@@ -176,8 +176,13 @@ def _first_row_columns(table: ResultTable, kind: TableKind) -> list[int]:
 
 
 def _raw_column(rows: list[tuple[Any, ...]], index: int, kind: TableKind) -> list[str | None]:
-    """One column as the reference's ``binding['value']`` strings, None where unbound/NULL."""
-    cells = list(map(itemgetter(index), rows))
+    """One column as the reference's ``binding['value']`` strings, None where unbound/NULL (and
+    where a recorded row is shorter than the table: a ragged ``rows:`` list, such as the rows of
+    characters a flat list of strings is to the EHRSQL reference, docs/abstention.md)."""
+    try:
+        cells = list(map(itemgetter(index), rows))
+    except IndexError:
+        cells = [row[index] if index < len(row) else None for row in rows]
     if kind == "sparql":
         try:
             return list(map(_VALUE, cells))  # the common case: no unbound cell

@@ -86,6 +86,18 @@ def _short(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def skips(answer: object) -> bool:
+    """Whether the reference reads ``answer`` as its skip indicator: ``process_answer`` gives
+    ``'null'`` for the text ``null`` and for a literal of that string (``"'null'"``), and for
+    nothing else (an empty text stays ``''``, an answer; rows become a text that starts
+    ``[``). Never raises, where ``process_answer`` does on a text that is not rows."""
+    if not isinstance(answer, str):
+        return False
+    with contextlib.suppress(Exception):  # the reference's bare except
+        answer = ast.literal_eval(answer)
+    return answer == SKIP
+
+
 def question_score(ans_real: str, ans_pred: str) -> int:
     """One question's score from the two processed answers (``reliability_score``'s body)."""
     exec_acc = ans_real == ans_pred

@@ -630,6 +630,7 @@ class _Draft:
 
         case = self.case
         case.abstain_patterns = self.reader.suite.abstain_patterns
+        case.abstention = self.reader.suite.abstention
         case.clarify_patterns = self.reader.suite.clarify_patterns
         value = self.merged.get("expect")
         if value is None and ("clarification" in self.entry or "reply" in self.entry):

@@ -39,7 +39,7 @@ from .yamlload import LocDict, LocList, load_file
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",
                         "pricing", "neighbours", "judge", "record_only", "abstain_patterns",
-                        "clarify_patterns"})
+                        "clarify_patterns", "abstention"})
 PREDICTION_SOURCES = SOURCE_NAMES  # the registered sources and inline, one list
 #: ``predictions:`` keys whose ``${VAR}`` values name the model under test rather than hide a
 #: credential: they stay readable in the reports.
@@ -143,6 +143,9 @@ class SuiteConfig:
     #: ``abstain_patterns:``: regular expressions that make a text prediction a refusal (see
     #: :mod:`..engine.abstain`); a child file's list replaces its parent's.
     abstain_patterns: tuple[str, ...] = ()
+    #: ``abstention:``: ``default`` or ``ehrsql`` (:data:`..engine.abstain.ABSTENTION_RULES`);
+    #: a child file's value replaces its parent's.
+    abstention: str = "default"
     #: ``clarify_patterns:``: the same for a question back (:mod:`..engine.clarify`).
     clarify_patterns: tuple[str, ...] = ()
 
@@ -286,6 +289,14 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
             if bad:
                 cfg.errors.append(f"{_loc(display, data, name)}: {name}: {bad}")
             setattr(cfg, name, patterns)
+    if "abstention" in data:
+        from ..engine.abstain import check_rule
+
+        bad = check_rule(data["abstention"])
+        if bad:
+            cfg.errors.append(f"{_loc(display, data, 'abstention')}: abstention: {bad}")
+        else:
+            cfg.abstention = str(data["abstention"])
     if "judge" in data:
         _merge_judge(cfg, data, display, base, report)
     if "pricing" in data:

@@ -366,7 +366,10 @@ class _SqlRun:
         executable = src is not None and src.executable
         dialect = src.dialect if src is not None else None
         can_execute = case.gold_result is not None or executable
-        pred_executable = case.predicted_result is not None or (executable and pred_sql is not None)
+        # with no datasource, a recorded gold still plans the table metrics of a text
+        # prediction: one that is no query (an empty text) scores them 0, in every mean
+        pred_executable = case.predicted_result is not None or (pred_sql is not None and (
+            executable or (src is None and can_execute)))
         schema = self.schema()
 
         gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
@@ -399,6 +402,13 @@ class _SqlRun:
         # A source whose engine refuses every action but reading (SQLite's authorizer) runs a
         # text that starts like a query unparsed; the guard then runs only when the engine
         # fails it, and its refusal ends the case exactly as if it had run first.
+        def failure(reason: str, gold_s: float | None, pred_s: float | None) -> Scored:
+            """Every planned metric at 0; Spider's table still counts the question."""
+            scored = _failure(planned, reason, gold_s, pred_s, golds, case)
+            if structure_ok and schema is not None:
+                _spider_of_no_answer(scored, golds, schema, opts)
+            return scored
+
         defer_guard = src is not None and not src.executable and structure_ok \
             and case.predicted_result is None
         if pred_sql is not None:
@@ -407,7 +417,7 @@ class _SqlRun:
                 if not defer_guard and not engine_guard:
                     check_read_only(pred_sql, dialect)
             except QueryRefused as e:
-                return _failure(planned, e.reason(), gold_seconds, None, golds, case)
+                return failure(e.reason(), gold_seconds, None)
         pred = self.pred = _Pred(pred_sql, case.predicted_result,
                                  case.predicted_result is not None)
         if pred.table is None and executable and pred_sql is not None:
@@ -421,22 +431,19 @@ class _SqlRun:
             except SourceUnavailable:
                 raise
             except QueryTimeout as e:
-                return _failure(planned, e.reason(), gold_seconds,
-                                time.perf_counter() - start, golds, case)
+                return failure(e.reason(), gold_seconds, time.perf_counter() - start)
             except QueryEvalError as e:  # QueryFailed, QueryRefused by the engine
                 seconds = time.perf_counter() - start
                 if engine_guard:
                     try:
                         check_read_only(pred_sql, dialect)
                     except QueryRefused as refused:
-                        return _failure(planned, refused.reason(), gold_seconds, None,
-                                        golds, case)
-                return _failure(planned, e.reason(), gold_seconds, seconds, golds, case)
+                        return failure(refused.reason(), gold_seconds, None)
+                return failure(e.reason(), gold_seconds, seconds)
         if pred.table is not None and pred.table.truncated:
             what, option = pred.table.cut_by()
-            return _failure(planned, f"truncated: the predicted result {what} ({option}); a "
-                            "partial result is never scored",
-                            gold_seconds, pred.table.seconds, golds, case)
+            return failure(f"truncated: the predicted result {what} ({option}); a "
+                           "partial result is never scored", gold_seconds, pred.table.seconds)
         if pred.table is None and not structure_ok:
             raise GoldError("nothing to score: no executable datasource and no recorded "
                             "results, and no schema for structural metrics")
@@ -445,7 +452,7 @@ class _SqlRun:
             try:
                 check_read_only(pred_sql, dialect)
             except QueryRefused as e:  # the same failure as when the guard runs first
-                return _failure(planned, e.reason(), gold_seconds, None, golds, case)
+                return failure(e.reason(), gold_seconds, None)
         return scored
 
     def best(self, schema: Schema | None, planned: Sequence[str], gold_seconds: float | None,
@@ -1149,6 +1156,24 @@ def _failure(planned: Sequence[str], reason: str, gold_seconds: float | None,
     if first:
         _label_sql_hardness(labels, first, _spec_dialect(case.source_spec))
     return Scored(metrics, labels, [], details, reason=reason)
+
+
+def _spider_of_no_answer(scored: Scored, golds: list[_Gold], schema: Schema,
+                         opts: _Options) -> None:
+    """A prediction that never reached the structural scoring (empty, refused, failed, timed
+    out, truncated) is still one question of Spider's table: its evaluator scores a text it
+    cannot parse as the empty query against the gold and counts it in the gold's hardness
+    (``evaluation.py``), so the table's denominators are every question, as the reference's."""
+    from ...metrics.spider import structure_scores
+
+    gold_sql = golds[0].sql if golds else None
+    if not gold_sql:
+        return
+    try:
+        result = structure_scores(gold_sql, "", schema, legacy_from_check=opts.legacy_from_check)
+    except (QueryEvalError, ValueError, RecursionError):  # a gold outside the grammar
+        return
+    scored.details["spider"] = result.to_details()
 
 
 def _hardness(sql: str) -> str | None:
