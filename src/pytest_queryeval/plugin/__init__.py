@@ -136,6 +136,16 @@ def queryeval(request: pytest.FixtureRequest) -> QueryEval:
     return fixture_value(request, _wake)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test using the ``queryeval`` fixture in a suite of several models: one item per
+    model, as a case file's case (:func:`~.pycases.fan_out`)."""
+    if FIXTURE not in metafunc.fixturenames:
+        return
+    from .pycases import fan_out
+
+    fan_out(metafunc, _runner(metafunc.config) or _wake(metafunc.config), FIXTURE)
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:
     case_files = parent.config.stash.get(_CASE_FILES, None)
     if case_files is None or not case_files(file_path):
