@@ -38,7 +38,8 @@ from .declare import FIXTURE
 from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
 
-_MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
+#: A name pytest takes as a marker (it refuses one starting with ``_``); another gets none.
+_MARK = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")
 
 
 @contextlib.contextmanager

@@ -48,7 +48,7 @@ SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
 RESERVED_MARKS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
                             "filterwarnings", "xdist_group", "tryfirst", "trylast"})
-_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
+_TAG = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")  # pytest refuses a marker "_x"
 OPTION_KEYS_COMMON = frozenset({"timeout", "max_rows"})
 
 MetricCheck = Callable[[str, str], bool]
@@ -411,7 +411,7 @@ class _Draft:
                 if not _TAG.match(name):
                     self.errors.add(container, "tags", self.kp("tags"),
                                     f"tag {name!r} is not a valid marker name (letters, "
-                                    "digits, _ . + -; not starting with a digit)")
+                                    "digits, _ . + -; starting with a letter)")
                 elif name in RESERVED_MARKS:
                     self.errors.add(container, "tags", self.kp("tags"),
                                     f"tag {name!r} is reserved by pytest")
