@@ -305,9 +305,12 @@ def test_a_baseline_refresh_whose_only_failures_are_below_threshold_is_green(mix
     baseline and exits 0, like syrupy's --snapshot-update; an error still refuses the write
     and fails; a plain run of the same suite stays red."""
     sub = _into_subdir(mixed)
-    result = mixed.runpytest_subprocess("--queryeval-update-baseline")
+    result = mixed.runpytest_subprocess("--queryeval-update-baseline", "--queryeval-json=r.json")
     result.assert_outcomes(passed=5, failed=2)
     assert result.ret == pytest.ExitCode.OK
+    # the report states the status the process ends with (issue 49 item 5)
+    run = read_report(mixed.path / "r.json")["run"]
+    assert (run["outcome"], run["exitstatus"]) == ("passed", 0)
     assert (sub / "queryeval-baseline.json").is_file()
     result.stdout.fnmatch_lines(["queryeval: PASSED as a baseline refresh: 2 cases below threshold "
                                  "recorded as the accepted state (*); exit status 0"])
