@@ -30,8 +30,12 @@ SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
 
 @lru_cache(maxsize=256)
 def _resolved(path: Path) -> Path:
-    """``path.resolve()``, once per case file (and rootdir), not four times per case."""
-    return path.resolve()
+    """The absolute path of a case file as the suite has it: its folder resolved, its own
+    name kept, so a case file linked from another folder stays the file of the folder it is
+    found in, whose ``queryeval.yaml`` governs it (the model, the predictions source, the
+    gates and the baseline every report names; docs/reference.md "Which files are case
+    files"). Once per case file (and rootdir), not four times per case."""
+    return path.parent.resolve() / path.name
 
 
 #: :func:`.._util.paths.display`, once per case file
