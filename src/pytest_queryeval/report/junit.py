@@ -123,7 +123,7 @@ def _testcase(record: RecordLike) -> ET.Element:
     return case
 
 
-def junit_tree(report: Mapping[str, Any], records: Iterable[RecordLike]) -> ET.ElementTree:
+def junit_tree(report: Mapping[str, Any], records: Iterable[RecordLike]) -> ET.Element:
     """The junit XML of a run: one ``<testsuite>`` with the run's :func:`properties` and a
     ``<testcase>`` per record (``records``: the full ones, whose failure text is shown)."""
     run = report.get("run") or {}
@@ -146,19 +146,18 @@ def junit_tree(report: Mapping[str, Any], records: Iterable[RecordLike]) -> ET.E
         suite.set("timestamp", _text(run["started"]))
     root = ET.Element("testsuites", name="queryeval merge")
     root.append(suite)
-    return ET.ElementTree(root)
+    return root
 
 
-def _full(cases: object) -> Iterator[RecordLike]:
+def _full(cases: Iterable[RecordLike]) -> Iterator[RecordLike]:
     full = getattr(cases, "iter_full", None)
-    return iter(full() if full is not None else cases)  # type: ignore[call-overload]
+    return iter(full() if full is not None else cases)
 
 
 def write_junit(report: Mapping[str, Any], path: Path) -> None:
     """Write the junit XML of ``report`` (a merge's cases are read back whole, one at a time)."""
     from .._util.safefile import write_atomic
 
-    tree = junit_tree(report, _full(report.get("cases") or []))
-    ET.indent(tree)
-    write_atomic(Path(path), ET.tostring(tree.getroot(), encoding="utf-8",
-                                         xml_declaration=True))
+    root = junit_tree(report, _full(report.get("cases") or []))
+    ET.indent(root)
+    write_atomic(Path(path), ET.tostring(root, encoding="utf-8", xml_declaration=True))
