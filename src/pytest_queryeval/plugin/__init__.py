@@ -120,14 +120,6 @@ def _controller(config: pytest.Config) -> Controller | None:
     return plugin  # type: ignore[no-any-return]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests using the ``queryeval`` fixture wake the plugin before selection, shards and
-    resume (its runner registers after this call began: called once by hand)."""
-    if _runner(config) is None and any(FIXTURE in getattr(i, "fixturenames", ()) for i in items):
-        _wake(config).pytest_collection_modifyitems(config, items)
-
-
 @pytest.fixture
 def queryeval(request: pytest.FixtureRequest) -> QueryEval:
     """``queryeval.check(kind=..., id=..., gold=..., ...)``: a case written in Python."""
@@ -137,13 +129,12 @@ def queryeval(request: pytest.FixtureRequest) -> QueryEval:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test using the ``queryeval`` fixture in a suite of several models: one item per
-    model, as a case file's case (:func:`~.pycases.fan_out`)."""
-    if FIXTURE not in metafunc.fixturenames:
-        return
-    from .pycases import fan_out
+    """A test using the ``queryeval`` fixture wakes the plugin (before selection, shards and
+    resume) and, in a suite of several models, is one item per model (:func:`~.pycases.fan_out`)."""
+    if FIXTURE in metafunc.fixturenames:
+        from .pycases import fan_out
 
-    fan_out(metafunc, _runner(metafunc.config) or _wake(metafunc.config), FIXTURE)
+        fan_out(metafunc, _runner(metafunc.config) or _wake(metafunc.config), FIXTURE)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:
