@@ -84,6 +84,23 @@ def _settings(context: Context | None) -> CacheSettings:
     return found if isinstance(found, CacheSettings) else CacheSettings()
 
 
+def warn_kept_nowhere(specs: Iterable[Mapping[str, object] | None],
+                      context: Context | None) -> None:
+    """A ``QueryEvalWarning`` when a source of the run asks for ``cache: true`` and the run
+    has nowhere to keep an answer (no pytest cache: ``-p no:cacheprovider``, common in CI, or
+    ``--queryeval-no-cache``; no ``--queryeval-prediction-cache DIR``): every answer would be
+    requested again, run after run, with no word. Called at collection, where pytest shows
+    a warning (a source is built later, in the pool's threads too)."""
+    if not any(spec is not None and spec.get("cache") is True for spec in specs):
+        return
+    if _settings(context).directory is not None or getattr(context, "cache_dir", None):
+        return
+    warnings.warn(QueryEvalWarning(
+        "predictions.cache: true keeps nothing in this run: pytest's cache is off "
+        "(-p no:cacheprovider or --queryeval-no-cache), so every answer is requested again; "
+        "give --queryeval-prediction-cache DIR to keep them"), stacklevel=2)
+
+
 class PredictionCache:
     """The entries of one source: its parameters are part of every key."""
 
@@ -113,12 +130,7 @@ class PredictionCache:
         if directory is None:
             base = context.cache_dir if context is not None else None
             if base is None:  # -p no:cacheprovider, --queryeval-no-cache: nowhere to keep it
-                warnings.warn(QueryEvalWarning(
-                    "predictions.cache: true keeps nothing in this run: pytest's cache is off "
-                    "(-p no:cacheprovider or --queryeval-no-cache), so every answer is "
-                    "requested again; give --queryeval-prediction-cache DIR to keep them"),
-                    stacklevel=2)
-                return None
+                return None  # (said once, at collection: warn_kept_nowhere)
             directory = base / "predictions"
         return cls(directory, spec, refresh=settings.refresh, repeat=settings.repeat,
                    secrets=secrets)
