@@ -389,3 +389,49 @@ def test_sharded_audits_merge_into_the_whole_audit(sqlite_suite: pytest.Pytester
     refused = merge("shard-1.json", "shard-2.json", "--queryeval-baseline=b.json",
                     "--queryeval-update-baseline")
     assert refused.ret == 4 and not (sqlite_suite.path / "b.json").exists()
+
+
+def test_python_cases_are_audited_and_no_model_is_asked(pytester: pytest.Pytester) -> None:
+    """Issue 49 item 2: a case written in Python has its gold audited as a case file's has,
+    and the audit asks the suite's predictor nothing (a predictor that would fail: a model
+    down)."""
+    import sqlite3
+
+    with sqlite3.connect(pytester.path / "shop.sqlite") as conn:
+        conn.execute("CREATE TABLE customer (id INT, name TEXT)")
+        conn.executemany("INSERT INTO customer VALUES (?, ?)", [(1, "Anne"), (2, "Bob")])
+    conn.close()
+    pytester.makeini("[pytest]\nqueryeval_files = test_*.yaml\n")
+    pytester.makefile(".yaml", queryeval=_yaml({
+        "datasources": {"shop": {"type": "sqlite", "path": "shop.sqlite"}},
+        "predictions": {"source": "python", "function": "model_down:predict"}}))
+    pytester.makepyfile(model_down="""
+from pathlib import Path
+
+def predict(case):
+    Path("asked.txt").open("a").write(case["id"] + "\\n")
+    raise RuntimeError("the model is down")
+""")
+    pytester.makefile(".yaml", test_shop=_yaml({"kind": "sql", "datasource": "shop", "cases": [
+        {"id": "yaml-fine", "gold": "SELECT name FROM customer ORDER BY name"}]}))
+    pytester.makepyfile(test_py_shop="""
+def test_unordered(queryeval):
+    queryeval.check(kind="sql", id="py-unordered", datasource="shop",
+                    gold="SELECT name FROM customer LIMIT 1")
+
+
+def test_broken(queryeval):
+    queryeval.check(kind="sql", id="py-broken", datasource="shop",
+                    gold="SELECT nope FROM customer")
+""")
+    result, report = run(pytester, "--queryeval-audit-golds")
+    assert not (pytester.path / "asked.txt").exists()
+    assert codes(report) == {"py-unordered": {"limit-without-order"},
+                             "py-broken": {"gold-error"}}
+    assert report.outcomes == {"yaml-fine": "passed", "py-unordered": "passed",
+                               "py-broken": "failed"}
+    assert (report["audit"]["cases"], report["audit"]["errors"],
+            report["audit"]["warnings"]) == (3, 1, 1)
+    found = finding(report, "py-unordered", "limit-without-order")
+    assert (found["file"], found["line"]) == ("test_py_shop.py", 2)  # the check call
+    assert result.ret == 1

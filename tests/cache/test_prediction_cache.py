@@ -23,7 +23,7 @@ import pytest
 from tests.fixtures.model_service import ModelService, Request
 from tests.fixtures.openai_standin import KEY, MODEL, OpenAIStandin
 from tests.sdmx_cases import dump
-from tests.support import run_report
+from tests.support import read_report, run_report
 
 GOLD = "SELECT x FROM t ORDER BY x"
 SECRET = "tok-cache-secret-0123456789"
@@ -77,7 +77,8 @@ def test_openai_second_run_sends_no_request_and_a_change_asks_again(sql_suite, o
     result.assert_outcomes(passed=2)
     assert len(openai_standin.requests) == 2
     assert report["prediction_cache"] == {"answers": 2, "from_cache": 0, "requested": 2,
-                                          "refreshed": 0, "repeated": 0, "ignored": 0}
+                                          "carried": 0, "refreshed": 0, "repeated": 0,
+                                          "ignored": 0}
     assert report.by_id["a"]["details"]["prediction"]["cache"] == "stored"
     # the default directory: under pytest's cache dir; the key is in no entry
     store = sql_suite.path / ".pytest_cache" / "d" / "queryeval" / "predictions"
@@ -106,7 +107,9 @@ def test_openai_second_run_sends_no_request_and_a_change_asks_again(sql_suite, o
     assert len(openai_standin.requests) == 6
     result, report = run_report(sql_suite, "--queryeval-repeat", "3")
     assert len(openai_standin.requests) == 12  # 3 runs of 2 cases, none from the cache
-    assert report["prediction_cache"]["repeated"] == 2
+    # each run is a request the counter counts (issue 49 item 5: it was 2, a case each)
+    assert (report["prediction_cache"]["requested"], report["prediction_cache"]["repeated"]) \
+        == (6, 6)
     result, report = run_report(sql_suite)
     assert len(openai_standin.requests) == 12  # the refreshed entries answer
     assert report["prediction_cache"]["from_cache"] == 2
@@ -223,5 +226,48 @@ def test_shards_merge_and_resume_keep_the_count(sql_suite, service, tmp_path):
     assert merged["prediction_cache"]["answers"] == 2
     assert merged["prediction_cache"]["from_cache"] == 2
     _, resumed = run_report(sql_suite, "--queryeval-resume=shard-1.json", name="retry.json")
-    assert resumed["prediction_cache"]["from_cache"] == 2
+    # shard 1's cases are carried: neither read from the cache nor requested now
+    carried = len(read_report(sql_suite.path / "shard-1.json")["cases"])
+    assert {k: resumed["prediction_cache"][k] for k in ("from_cache", "requested", "carried")} \
+        == {"from_cache": 2 - carried, "requested": 0, "carried": carried}
     assert len(service.requests) == 2
+
+
+def test_the_counter_counts_every_turn_and_not_what_a_resume_carries(sql_suite, service):
+    """Issue 49 item 5: each conversation turn (a clarification's reply too) is a request the
+    counter counts, as the server does; a retry with --queryeval-resume requests nothing for
+    the cases it carries, and says so."""
+    _config(sql_suite, {"source": "http", "url": f"{service.url}/predict", "retries": 0,
+                        "cache": True})
+    sql_suite.makefile(".yaml", test_talk=dump({"kind": "sql", "datasource": "db", "cases": [
+        {"id": "talk", "conversation": [
+            {"role": "user", "content": "all x", "gold": GOLD},
+            {"role": "user", "content": "and again", "gold": GOLD}]},
+        {"id": "ask", "question": "which x?", "expect": "clarify",
+         "reply": "all of them", "gold": GOLD}]}))
+    result, report = run_report(sql_suite)
+    asked = len(service.requests)
+    assert asked == 2 + 2 + 2  # two cases, two turns, a clarification and its reply
+    assert {k: report["prediction_cache"][k] for k in ("answers", "requested", "from_cache")} \
+        == {"answers": asked, "requested": asked, "from_cache": 0}
+    result.stdout.fnmatch_lines([f"prediction cache: 0 of {asked} answers from the cache, "
+                                 f"{asked} requested"])
+    result, carried = run_report(sql_suite, "--queryeval-resume=r.json", name="retry.json")
+    assert len(service.requests) == asked
+    assert {k: carried["prediction_cache"][k] for k in ("answers", "requested", "carried")} \
+        == {"answers": asked, "requested": 0, "carried": asked}
+    result.stdout.fnmatch_lines([f"prediction cache: 0 of {asked} answers from the cache, "
+                                 f"0 requested, {asked} carried from an earlier attempt"])
+
+
+def test_cache_true_without_pytest_cache_says_it_keeps_nothing(sql_suite, service):
+    """Issue 49 item 5: under -p no:cacheprovider (common in CI) ``cache: true`` has nowhere
+    to keep an answer: the run says so instead of asking again in silence."""
+    _config(sql_suite, {"source": "http", "url": f"{service.url}/predict", "retries": 0,
+                        "cache": True})
+    for _ in range(2):
+        result, report = run_report(sql_suite, "-p", "no:cacheprovider")
+        result.stdout.fnmatch_lines(["*QueryEvalWarning: predictions.cache: true keeps nothing "
+                                     "in this run: pytest's cache is off*"])
+    assert len(service.requests) == 4
+    assert "prediction_cache" not in report

@@ -100,3 +100,15 @@ def test_core_install_only(tmp_path: Path) -> None:
     make_suite(suite)
     run = _run([str(python), "-m", "pytest", *STRICT], suite, 300)
     assert "1 passed, 1 skipped, 1 xfailed" in run.stdout, run.stdout
+
+
+def test_a_tag_pytest_refuses_as_a_marker_is_a_located_error(pytester: pytest.Pytester) -> None:
+    """Issue 49 item 3: pytest refuses a marker starting with ``_``; such a tag failed the
+    collection of every file, it is now its case's located error and the other cases run."""
+    make_suite(pytester.path)
+    suite = {**SUITE, "tags": None, "cases": [{**SUITE["cases"][0], "tags": ["_x"]},
+                                              {**SUITE["cases"][0], "id": "other"}]}
+    (pytester.path / "test_shop.yaml").write_text(json.dumps(suite, indent=1))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=0, failed=1)
+    result.stdout.fnmatch_lines(["*test_shop.yaml:*tags: tag '_x' is not a valid marker name*"])

@@ -285,6 +285,33 @@ def test_reports_and_the_comparison_name_the_model(mixed):
     result.stdout.fnmatch_lines(["*queryeval.yaml:2: model: must be a non-empty string*"])
 
 
+def test_a_linked_case_file_is_governed_by_the_folder_it_is_found_in(pytester):
+    """Issue 49 item 5: a case file symlinked from another folder is a case file of the
+    folder it is found in: that folder's queryeval.yaml names the model and the predictions
+    source in every report, not the link target's."""
+    suite, other = pytester.path / "suite", pytester.path / "other"
+    suite.mkdir()
+    other.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\nqueryeval_files = test_*.yaml\n")
+    for folder, label in ((suite, "suite-model"), (other, "other-model")):
+        (folder / "preds.jsonl").write_text("")
+        (folder / "queryeval.yaml").write_text(dump({
+            "model": label, "predictions": {"source": "file", "path": "preds.jsonl"},
+            "gates": {f"{label}-gate": {"metric": "pass_rate", "min": 0.5}}}))
+    (other / "test_linked.yaml").write_text(dump({"kind": "sdmx", "cases": [
+        sdmx_case("mex", selection(MEX), selection(MEX))]}))
+    (suite / "test_linked.yaml").symlink_to(other / "test_linked.yaml")
+    result = pytester.runpytest(str(suite), "--rootdir", str(suite), "-c",
+                                str(suite / "pytest.ini"), "--queryeval-json=r.json",
+                                "--queryeval-markdown=r.md")
+    result.assert_outcomes(passed=1)
+    report = read_report(pytester.path / "r.json")
+    assert (report["run"]["model"], report["run"]["predictions"]) == \
+        ("suite-model", "file:preds.jsonl")
+    assert [g["name"] for g in report["gates"]] == ["suite-model-gate"]
+    assert "other-model" not in (pytester.path / "r.md").read_text()
+
+
 def test_update_baseline_refuses_a_run_of_part_of_the_suite_directory(mixed):
     sub = _into_subdir(mixed)
     (sub / "a").mkdir()
@@ -305,9 +332,12 @@ def test_a_baseline_refresh_whose_only_failures_are_below_threshold_is_green(mix
     baseline and exits 0, like syrupy's --snapshot-update; an error still refuses the write
     and fails; a plain run of the same suite stays red."""
     sub = _into_subdir(mixed)
-    result = mixed.runpytest_subprocess("--queryeval-update-baseline")
+    result = mixed.runpytest_subprocess("--queryeval-update-baseline", "--queryeval-json=r.json")
     result.assert_outcomes(passed=5, failed=2)
     assert result.ret == pytest.ExitCode.OK
+    # the report states the status the process ends with (issue 49 item 5)
+    run = read_report(mixed.path / "r.json")["run"]
+    assert (run["outcome"], run["exitstatus"]) == ("passed", 0)
     assert (sub / "queryeval-baseline.json").is_file()
     result.stdout.fnmatch_lines(["queryeval: PASSED as a baseline refresh: 2 cases below threshold "
                                  "recorded as the accepted state (*); exit status 0"])

@@ -210,3 +210,23 @@ def wrong(case):
         "a": "right", "b": "wrong", "cases": 6, "a_only": 6, "b_only": 0, "p_value": None,
         "better": "right"}
     assert report["aggregates"]["model_comparison"]["pairs"][0]["p_value"] == 2 / 2 ** 6
+
+
+def test_model_names_pytest_cannot_mark_fail_only_their_own_cases(pytester):
+    """Issue 49 item 3: a name pytest refuses as a marker (``_x``) or that is no marker at
+    all (``..``, ``-x``, ``.x``, ``é``) never ends collection: each model gets a marker pytest
+    takes, a bad name is a located error of that model's cases, the other models' run."""
+    names = ["..", "_x", "-x", ".x", "é"]
+    two_model_suite(pytester.path, {"model-a": {"source": "file", "path": "a.jsonl"},
+                                    **{n: {"source": "file", "path": "b.jsonl"} for n in names}})
+    result, report = run_report(pytester, "--strict-markers")
+    assert result.ret == 1
+    assert {i: c["outcome"] for i, c in report.by_id.items() if i.endswith("[model-a]")} == {
+        f"{q}[model-a]": "failed" if q == "q6" else "passed" for q in RIGHT}
+    assert report.outcomes["q1[_x]"] == "failed"  # a valid name, model-b's answers
+    for name in ("..", "-x", ".x", "é"):
+        assert report.outcomes[f"q1[{name}]"] == "error"
+        assert f"predictions.{name}: a model name is letters" in report.by_id[f"q1[{name}]"][
+            "error"]
+    _, marked = run_report(pytester, "-m", "model__x", "--strict-markers", name="m.json")
+    assert sorted(marked.by_id) == sorted(f"{q}[{n}]" for q in RIGHT for n in ("_x", "-x", ".x"))

@@ -89,7 +89,7 @@ def write_transpiled(records: Iterable[Mapping[str, Any]]) -> dict[str, list[dic
             continue
         by_file.setdefault(path, []).append(entry)
     for path, entries in sorted(by_file.items()):
-        done, problems = _write_file(Path(path), entries)
+        done, problems = _write_file(Path(path).resolve(), entries)  # a link's target
         written.extend(_item(e) for e in done)
         refused.extend(_item(e, why) for e, why in problems)
     return {"written": sorted(written, key=_order), "not_written": sorted(refused, key=_order)}

@@ -417,7 +417,8 @@ def _under(record: RecordLike, scope: Path, seen: dict[tuple[str, Path], bool]) 
     file = str(record.get("path") or record.get("file") or "")
     inside = seen.get((file, scope))
     if inside is None:
-        path = Path(file).resolve()
+        path = Path(file)
+        path = path.parent.resolve() / path.name  # a linked case file is where it is found
         inside = seen[(file, scope)] = path == scope or scope in path.parents
     return inside
 

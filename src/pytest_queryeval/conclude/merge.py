@@ -351,6 +351,10 @@ def _parser() -> argparse.ArgumentParser:
                     "union, with the plugin's report options and exit status.")
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the shards' JSON reports")
     add_report_options(p.add_argument, merge=True)  # the plugin's, declared once
+    p.add_argument("--junitxml", "--junit-xml", metavar="PATH", default=None,
+                   help="write the merged run's junit XML here (a testcase per case, the "
+                        "merged aggregates and gates as properties), for a CI test-results "
+                        "page that would otherwise show each shard's own figures")
     return p
 
 
@@ -461,6 +465,16 @@ def run(argv: Sequence[str]) -> int:
         status = TESTS_FAILED
     if out.accepted and status == TESTS_FAILED:
         status = OK  # a refresh records its failures as the accepted state, as the plugin does
+    if args.junitxml:  # after the outcome: its properties state it, as pytest's junit does
+        from ..report.junit import write_junit
+
+        target = cwd / args.junitxml
+        try:
+            write_junit(report, target)
+            lines.append(f"junit XML: {display(target, cwd)}")
+        except (OSError, QueryEvalError) as exc:
+            lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")
+            status = TESTS_FAILED if status == OK else status
     from .outcome import run_outcome
 
     # the last line: the outcome and why, as the reports state it

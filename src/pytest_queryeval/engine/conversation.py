@@ -198,6 +198,10 @@ def _entry(one: Case, turn: Turn, outcome: CaseOutcome | None) -> dict[str, Any]
                      outcome.reason or _failed_text(outcome)))
     if turn.expect != "answer":
         entry["expect"] = turn.expect
+    prediction = outcome.details.get("prediction")
+    if isinstance(prediction, dict) and isinstance(prediction.get("cache"), str):
+        # how the turn's answer was had (a turn is one request): the run's cache counter
+        entry["prediction_cache"] = prediction["cache"]
     asked = outcome.details.get("clarification")  # engine/clarify.py: asked back or expected
     if isinstance(asked, dict):
         entry["clarified"] = bool(asked.get("clarified"))

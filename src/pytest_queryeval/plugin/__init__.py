@@ -120,20 +120,21 @@ def _controller(config: pytest.Config) -> Controller | None:
     return plugin  # type: ignore[no-any-return]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests using the ``queryeval`` fixture wake the plugin before selection, shards and
-    resume (its runner registers after this call began: called once by hand)."""
-    if _runner(config) is None and any(FIXTURE in getattr(i, "fixturenames", ()) for i in items):
-        _wake(config).pytest_collection_modifyitems(config, items)
-
-
 @pytest.fixture
 def queryeval(request: pytest.FixtureRequest) -> QueryEval:
     """``queryeval.check(kind=..., id=..., gold=..., ...)``: a case written in Python."""
     from .pycases import fixture_value
 
     return fixture_value(request, _wake)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test using the ``queryeval`` fixture wakes the plugin (before selection, shards and
+    resume) and, in a suite of several models, is one item per model (:func:`~.pycases.fan_out`)."""
+    if FIXTURE in metafunc.fixturenames:
+        from .pycases import fan_out
+
+        fan_out(metafunc, _runner(metafunc.config) or _wake(metafunc.config), FIXTURE)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> QueryEvalFile | None:

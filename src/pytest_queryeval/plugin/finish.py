@@ -71,11 +71,6 @@ def case_dirs(records: list[CaseRecord]) -> set[Path]:
     return {Path(path).parent for path in {str(r["path"]) for r in records if r.get("path")}}
 
 
-def _sig(value: float) -> float:
-    """Six significant digits: a cost of $0.0000031 per case is not 0 (six decimals were)."""
-    return float(f"{value:.6g}")
-
-
 def add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
     """Aggregates as <testsuite> properties; works under xdist, unlike record_testsuite_property."""
     try:
@@ -85,48 +80,7 @@ def add_junit_properties(config: pytest.Config, report: dict[str, Any]) -> None:
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
-    run = report.get("run") or {}
-    if run.get("outcome"):  # the run's outcome first, in the words of the summary's last line
-        xml.add_global_property("queryeval.outcome", str(run["outcome"]))
-        xml.add_global_property("queryeval.outcome_line", str(run.get("outcome_line") or ""))
-        for cause in run.get("causes") or []:
-            xml.add_global_property("queryeval.cause", str(cause))
-    overall = report["aggregates"]["overall"]
-    xml.add_global_property("queryeval.cases", overall["count"])
-    if overall["pass_rate"] is not None:
-        xml.add_global_property("queryeval.pass_rate", round(overall["pass_rate"], 6))
-    for metric, stats in overall["metrics"].items():
-        xml.add_global_property(f"queryeval.mean.{metric}", _sig(stats["mean"]))
-        if "total" in stats:
-            xml.add_global_property(f"queryeval.total.{metric}", _sig(stats["total"]))
-    for kind, stats in report["aggregates"]["by_kind"].items():
-        for metric, m in stats["metrics"].items():
-            xml.add_global_property(f"queryeval.{kind}.mean.{metric}", _sig(m["mean"]))
-            if "total" in m:
-                xml.add_global_property(f"queryeval.{kind}.total.{metric}", _sig(m["total"]))
-    # accuracy next to latency and cost, per kind and difficulty
-    for kind, per_diff in report["aggregates"].get("by_kind_difficulty", {}).items():
-        for diff, stats in per_diff.items():
-            prefix = f"queryeval.{kind}.{diff}"
-            if stats.get("pass_rate") is not None:
-                xml.add_global_property(f"{prefix}.pass_rate", _sig(stats["pass_rate"]))
-            metrics = stats.get("metrics") or {}
-            for metric, stat in (("prediction_seconds", "mean"), ("cost_usd", "total"),
-                                 ("prompt_tokens", "total"), ("completion_tokens", "total"),
-                                 ("judge_ex", "mean"), ("judge_cost_usd", "total")):
-                if stat in (metrics.get(metric) or {}):
-                    xml.add_global_property(f"{prefix}.{stat}.{metric}",
-                                            _sig(metrics[metric][stat]))
-    from ..report.by_turn import junit_properties  # conversation cases: the by-turn table
+    from ..report.junit import properties  # one list: queryeval merge --junitxml's too
 
-    for name, value in junit_properties(report["aggregates"]):
+    for name, value in properties(report):
         xml.add_global_property(name, value)
-    judge = report.get("judge") or {}
-    if judge.get("judged") or judge.get("errors"):
-        for key in ("judged", "asked", "pinned", "calls"):
-            xml.add_global_property(f"queryeval.judge.{key}", int(judge.get(key) or 0))
-        for key in ("rescued", "overturned", "errors"):
-            xml.add_global_property(f"queryeval.judge.{key}", len(judge.get(key) or []))
-    for gate in report["gates"]:
-        xml.add_global_property(f"queryeval.gate.{gate['name']}",
-                                "pass" if gate["passed"] else "fail")

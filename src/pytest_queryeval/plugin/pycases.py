@@ -5,6 +5,13 @@ Why the record rides on the test's own report: the controller gathers records fr
 ``pytest_runtest_logreport`` (on xdist, from the workers' reports), keyed by node id, so a test
 function that scored a case is, to every report, gate, shard merge and resume, one more case.
 That is also why a test scores one case: parametrize for many (one node id, one record).
+
+Why a run of several models parametrizes the test (:func:`fan_out`): a YAML case is one item
+per model (``<id>[<model>]``, a marker per model, ``-m`` and shards and resume see each), and
+the fields of a Python case are only known when its test runs, after collection. The test is
+made one item per model at collection (``test_shop[model-a]``), each item scoring the case as
+that model's; a case that writes its own prediction is asked of no model, so it is scored by
+the first model's item, without a model, and the others skip.
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ from .. import kinds as kind_registry
 from ..engine import run_case
 from ..report.records import CaseRecord, case_record
 from ..report.terminal import failure_text
-from ..suite.pycase import case_from_fields
+from ..suite.config import with_cli_models
+from ..suite.models import marker_name
+from ..suite.pycase import case_from_fields, fans_out
 from .nodes import RECORD, RUNNER, Runner, _property
 
 if TYPE_CHECKING:
     from ..model import Case
+    from ..suite.config import SuiteConfig
 
 
 def _caller_line(path: Path) -> int:
@@ -43,8 +53,10 @@ def _caller_line(path: Path) -> int:
 class QueryEval:
     """What the ``queryeval`` fixture gives a test: :meth:`check`."""
 
-    def __init__(self, item: pytest.Item, runner: Runner) -> None:
+    def __init__(self, item: pytest.Item, runner: Runner, model: str | None = None) -> None:
         self._item, self._runner = item, runner
+        #: the model this item was fanned out for (:func:`fan_out`), None in a run of one
+        self._model = model
         self._scored = False
 
     def case(self, **fields: object) -> Case:
@@ -53,10 +65,10 @@ class QueryEval:
         runner, path = self._runner, Path(self._item.path)
         return case_from_fields(
             fields, path=path, display=runner.display(path), line=_caller_line(path),
-            suite=runner.finder.for_directory(path.parent), is_metric=runner.is_metric,
+            suite=_suite(runner, path.parent), is_metric=runner.is_metric,
             ini_thresholds=runner.options.ini_thresholds,
             extra_names=lambda kind: runner.custom_metrics.get(kind, ()),
-            cli_thresholds=runner.options.cli_thresholds)
+            cli_thresholds=runner.options.cli_thresholds, model=self._model)
 
     def check(self, **fields: object) -> CaseRecord:
         """Score the case ``fields`` describe (``kind``, ``id``, ``question``, ``gold``,
@@ -69,14 +81,19 @@ class QueryEval:
                 "is the test's): parametrize the test over the cases")
         self._scored = True
         runner, item = self._runner, self._item
+        if self._model is not None and not fans_out(fields) \
+                and self._model != next(iter(_suite(runner, Path(item.path).parent).models)):
+            pytest.skip(f"case {fields.get('id')!r} writes its own prediction: asked of no "
+                        "model, it is scored once, by the first model's test")
         case = self.case(**fields)
         if case.difficulty is None and not case.errors:  # as a collected case gets it
             with contextlib.suppress(Exception):
                 case.difficulty = kind_registry.get_kind(case.kind).difficulty(case)
         runner.evaluator.cases.append(case)
+        audit = runner.options.audit
         resume = runner.options.resume
         record: CaseRecord | None = None
-        if resume is not None and not case.errors:
+        if resume is not None and not case.errors and not audit:
             from .resume import identity
 
             carried = resume.carried(case, identity(case, runner.options.predictions),
@@ -84,15 +101,21 @@ class QueryEval:
             if carried is not None:
                 record = carried
         if record is None:
-            outcome = run_case(case, runner.evaluator)
+            if audit:  # the gold is checked, as a case file's is; no model is asked
+                from ..audit import audit_outcome
+
+                outcome = audit_outcome(case, runner.evaluator, audit)
+            else:
+                outcome = run_case(case, runner.evaluator)
             record = case_record(case, outcome, item.nodeid, item.config.rootpath,
                                  runner.evaluator.scrubber)
-            if not runner.options.audit:
+            if not audit:
                 from .resume import identity
 
                 record["identity"] = identity(case, runner.options.predictions)
         xfail = None
-        if runner.verdicts is not None and item.get_closest_marker("xfail") is None:
+        if runner.verdicts is not None and not audit \
+                and item.get_closest_marker("xfail") is None:
             record["baseline_status"], record["standing"], xfail = runner.verdicts.decide(record)
         item.stash[RECORD] = record
         if runner.options.junit_properties:
@@ -107,10 +130,30 @@ class QueryEval:
         return record
 
 
+def _suite(runner: Runner, folder: Path) -> SuiteConfig:
+    """The suite config governing ``folder``, with the command line's models, as a case file
+    of that folder reads it (:class:`~.nodes.QueryEvalFile`)."""
+    return with_cli_models(runner.finder.for_directory(folder), runner.options.cli_models,
+                           runner.options.predictions is not None)
+
+
+def fan_out(metafunc: pytest.Metafunc, runner: Runner, fixture: str) -> None:
+    """A test using the fixture, in a folder whose suite compares models: one item per model
+    (``[<model>]``, its model's marker), as a case file's case (the module docstring)."""
+    models = list(_suite(runner, Path(metafunc.definition.path).parent).models)
+    if not models:
+        return
+    params = []
+    for model in models:
+        mark = runner.mark(marker_name(model), "queryeval model")
+        params.append(pytest.param(model, id=model, marks=() if mark is None else (mark,)))
+    metafunc.parametrize(fixture, params, indirect=True)
+
+
 def fixture_value(request: pytest.FixtureRequest, wake: object) -> QueryEval:
     """The fixture's object; ``wake`` wakes a sleeping plugin (a run of Python cases only)."""
     config = request.config
     runner = config.stash.get(RUNNER, None)
     if runner is None:
         runner = wake(config)  # type: ignore[operator]
-    return QueryEval(request.node, runner)
+    return QueryEval(request.node, runner, getattr(request, "param", None))

@@ -44,7 +44,8 @@ from .declare import FIXTURE
 from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
 
-_MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
+#: A name pytest takes as a marker (it refuses one starting with ``_``); another gets none.
+_MARK = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")
 
 
 @contextlib.contextmanager
@@ -170,6 +171,13 @@ class Runner:
         # the tests that score a case written in Python, by node id (their case ids are
         # known when they run): part of the suite a shard's report says it is a share of
         self.python_ids = [i.nodeid for i in items if FIXTURE in getattr(i, "fixturenames", ())]
+        from ..predict.cache import warn_kept_nowhere
+
+        suites = [self.finder.for_directory(d) for d in {Path(i.path).parent for i in items
+                  if FIXTURE in getattr(i, "fixturenames", ())}]  # (a case file's: its cases')
+        warn_kept_nowhere([*(i.case.prediction_source for i in items if isinstance(
+            i, QueryEvalItem)), *(s for c in suites for s in (c.predictions, *c.models.values()))],
+            self.evaluator)
         if self.options.shard is not None:
             self._keep_shard(items)
         if self.options.resume is not None:

@@ -88,6 +88,23 @@ def _settings(context: Context | None) -> CacheSettings:
     return found if isinstance(found, CacheSettings) else CacheSettings()
 
 
+def warn_kept_nowhere(specs: Iterable[Mapping[str, object] | None],
+                      context: Context | None) -> None:
+    """A ``QueryEvalWarning`` when a source of the run asks for ``cache: true`` and the run
+    has nowhere to keep an answer (no pytest cache: ``-p no:cacheprovider``, common in CI, or
+    ``--queryeval-no-cache``; no ``--queryeval-prediction-cache DIR``): every answer would be
+    requested again, run after run, with no word. Called at collection, where pytest shows
+    a warning (a source is built later, in the pool's threads too)."""
+    if not any(spec is not None and spec.get("cache") is True for spec in specs):
+        return
+    if _settings(context).directory is not None or getattr(context, "cache_dir", None):
+        return
+    warnings.warn(QueryEvalWarning(
+        "predictions.cache: true keeps nothing in this run: pytest's cache is off "
+        "(-p no:cacheprovider or --queryeval-no-cache), so every answer is requested again; "
+        "give --queryeval-prediction-cache DIR to keep them"), stacklevel=2)
+
+
 class PredictionCache:
     """The entries of one source: its parameters are part of every key."""
 
@@ -131,7 +148,7 @@ class PredictionCache:
         if directory is None:
             base = context.cache_dir if context is not None else None
             if base is None:  # -p no:cacheprovider, --queryeval-no-cache: nowhere to keep it
-                return None
+                return None  # (said once, at collection: warn_kept_nowhere)
             directory = base / "predictions"
         return cls(directory, spec, refresh=settings.refresh, repeat=settings.repeat,
                    secrets=secrets)
@@ -250,23 +267,44 @@ def request_material(request: urllib.request.Request) -> dict[str, object]:
             "headers": sorted(request.header_items()), "body": body}
 
 
+def _answers(record: Mapping[str, object]) -> list[tuple[str, bool]]:
+    """``(cache status, entry ignored)`` of each answer a record holds: a one-question case's,
+    or each turn's of a conversation (a clarification's reply is one), each its own request."""
+    details = record.get("details")
+    if not isinstance(details, Mapping):
+        return []
+    pred = details.get("prediction")
+    status = pred.get("cache") if isinstance(pred, Mapping) else None
+    if isinstance(status, str):
+        repeat = details.get("repeat")
+        runs = repeat.get("n") if status == REPEATED and isinstance(repeat, Mapping) else 1
+        ignored = isinstance(pred, Mapping) and "cache_ignored" in pred
+        # a repeated case's runs are each a request
+        return [(status, ignored)] * (runs if type(runs) is int and runs > 0 else 1)
+    turns = details.get("turns")
+    return [(t["prediction_cache"], False) for t in turns if isinstance(t, Mapping)
+            and isinstance(t.get("prediction_cache"), str)] if isinstance(turns, list) else []
+
+
 def summary(records: Iterable[Mapping[str, object]]) -> dict[str, int] | None:
-    """The report's ``prediction_cache``: how many answers came from the cache, how many were
-    requested (stored, refreshed, repeated runs) and how many entries were ignored; None when
-    no case's source caches (the report has no such key)."""
-    out = {"answers": 0, "from_cache": 0, "requested": 0, "refreshed": 0, "repeated": 0,
-           "ignored": 0}
+    """The report's ``prediction_cache``: how many answers (a conversation's turns each) came
+    from the cache, how many were requested in this run (stored, refreshed, repeated runs),
+    how many were carried with their case from an earlier attempt (``--queryeval-resume``:
+    neither read nor requested now) and how many entries were ignored; None when no case's
+    source caches (the report has no such key)."""
+    out = {"answers": 0, "from_cache": 0, "requested": 0, "carried": 0, "refreshed": 0,
+           "repeated": 0, "ignored": 0}
     for rec in records:
-        details = rec.get("details")
-        pred = details.get("prediction") if isinstance(details, Mapping) else None
-        status = pred.get("cache") if isinstance(pred, Mapping) else None
-        if not isinstance(status, str):
-            continue
-        out["answers"] += 1
-        out["from_cache" if status == HIT else "requested"] += 1
-        out["refreshed"] += status == REFRESHED
-        out["repeated"] += status == REPEATED
-        out["ignored"] += isinstance(pred, Mapping) and "cache_ignored" in pred
+        carried = bool(rec.get("carried"))
+        for status, ignored in _answers(rec):
+            out["answers"] += 1
+            if carried:
+                out["carried"] += 1
+                continue
+            out["from_cache" if status == HIT else "requested"] += 1
+            out["refreshed"] += status == REFRESHED
+            out["repeated"] += status == REPEATED
+            out["ignored"] += ignored
     return out if out["answers"] else None
 
 
@@ -277,6 +315,8 @@ def summary_lines(block: object) -> list[str]:
     extra = [f"{block[k]} {label}" for k, label in (
         ("refreshed", "refreshed"), ("repeated", "repeated (never cached)"),
         ("ignored", "unusable entries ignored")) if block.get(k)]
+    carried = (f", {block['carried']} carried from an earlier attempt"
+               if block.get("carried") else "")
     return [f"prediction cache: {block.get('from_cache', 0)} of {block['answers']} answers "
-            f"from the cache, {block.get('requested', 0)} requested"
+            f"from the cache, {block.get('requested', 0)} requested{carried}"
             + (f" ({', '.join(extra)})" if extra else "")]

@@ -30,8 +30,18 @@ SCORING_OPTIONS = ("compare", "alpha", "beta", "model", "keys", "match_on",
 
 @lru_cache(maxsize=256)
 def _resolved(path: Path) -> Path:
-    """``path.resolve()``, once per case file (and rootdir), not four times per case."""
+    """``path.resolve()``, once per rootdir, not four times per case."""
     return path.resolve()
+
+
+@lru_cache(maxsize=256)
+def _found(path: Path) -> Path:
+    """The absolute path of a case file as the suite has it: its folder resolved, its own
+    name kept, so a case file linked from another folder stays the file of the folder it is
+    found in, whose ``queryeval.yaml`` governs it (the model, the predictions source, the
+    gates and the baseline every report names; docs/reference.md "Which files are case
+    files"). Once per case file, not four times per case."""
+    return path.parent.resolve() / path.name
 
 
 #: :func:`.._util.paths.display`, once per case file
@@ -46,7 +56,7 @@ CASE_META = ("id", "file", "path", "line", "kind", "difficulty", "tags", "severi
 def case_meta(case: Case, rootdir: Path) -> list[Any]:
     """The :data:`CASE_META` fields of ``case`` (an xdist worker sends them to the controller,
     which has no cases, in case the worker running one crashes)."""
-    return [case.id, _display(case.file, rootdir), str(_resolved(case.file)), case.line,
+    return [case.id, _display(case.file, rootdir), str(_found(case.file)), case.line,
             case.kind, case.difficulty, list(case.tags), case.severity, case.datasource]
 
 
@@ -114,7 +124,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "id": case.id,
         "nodeid": nodeid,
         "file": _display(case.file, rootdir),
-        "path": str(_resolved(case.file)),
+        "path": str(_found(case.file)),
         "line": case.line,
         "kind": case.kind,
         "difficulty": case.difficulty or NO_DIFFICULTY,
@@ -153,7 +163,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     rec = cap_record(_clean(rec, str(_resolved(rootdir)) + "/", scrubber,
                             _outside(case, rootdir)))
     # internal (gate scopes); dropped from reports
-    rec["path"] = scrubber.text(str(_resolved(case.file)))
+    rec["path"] = scrubber.text(str(_found(case.file)))
     return cast(CaseRecord, rec)  # the dict above, made JSON-safe key for key
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import codecs
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, overload
 
 from .._util.boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
 from .by_turn import slim_turns
@@ -129,11 +129,49 @@ class StoredCases(list[dict[str, Any]]):
             for i in range(len(self)):
                 yield self.full(i, files)
 
+    def whole(self) -> FullCases:
+        """These cases as full records, for a report writer that reads ``report["cases"]``
+        as a run's list (:class:`FullCases`)."""
+        return FullCases(self)
+
     def sort_by(self, key: Callable[[dict[str, Any]], tuple[str, int, str]]) -> None:
         order = sorted(range(len(self)), key=lambda i: key(self[i]))
         records = [self[i] for i in order]
         self.spans = [self.spans[i] for i in order]
         self[:] = records
+
+
+class FullCases(Sequence[dict[str, Any]]):
+    """A merge's cases as a run has them: every item the full record (read back from its
+    shard when it is reached), so a report writer of another package gets after ``queryeval
+    merge`` the records it gets from a run (``predicted``, ``gold``, ``question``, ``diff``
+    and all), not the slim ones the merge keeps. ``full`` and ``iter_full`` are the
+    package's own writers' way in (:class:`StoredCases`), kept."""
+
+    def __init__(self, stored: StoredCases) -> None:
+        self.stored = stored
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self.stored.full(i) for i in range(len(self.stored))[index]]
+        return self.stored.full(range(len(self.stored))[index])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.stored.iter_full()
+
+    def full(self, index: int, files: _Files | None = None) -> dict[str, Any]:
+        return self.stored.full(index, files)
+
+    def iter_full(self) -> Iterator[dict[str, Any]]:
+        return self.stored.iter_full()
 
 
 @dataclass

@@ -48,7 +48,7 @@ SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
 RESERVED_MARKS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures",
                             "filterwarnings", "xdist_group", "tryfirst", "trylast"})
-_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
+_TAG = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")  # pytest refuses a marker "_x"
 OPTION_KEYS_COMMON = frozenset({"timeout", "max_rows"})
 
 MetricCheck = Callable[[str, str], bool]
@@ -177,7 +177,7 @@ def _threshold_map(spec: object, where: str, container: object, errors: _Errors,
     return out
 
 
-def _inline(entry: Mapping[Any, Any]) -> bool:
+def inline(entry: Mapping[Any, Any]) -> bool:
     """Whether a case entry writes its own prediction (``predicted:``, ``predicted_result:``
     or a conversation turn's ``predicted:``): nothing is requested for it, so it has neither
     repeats nor a latency."""
@@ -206,7 +206,7 @@ class CaseReader:
     def read_fanned(self, index: int, entry: LocDict) -> list[Case]:
         """The cases of ``cases[index]``, once per model when ``predictions:`` names several
         and the case writes no prediction of its own (:mod:`.models`)."""
-        if not self.suite.models or _inline({**self.file_defaults, **entry}):
+        if not self.suite.models or inline({**self.file_defaults, **entry}):
             return self._read_sources(index, entry)
         from .models import assign
 
@@ -411,7 +411,7 @@ class _Draft:
                 if not _TAG.match(name):
                     self.errors.add(container, "tags", self.kp("tags"),
                                     f"tag {name!r} is not a valid marker name (letters, "
-                                    "digits, _ . + -; not starting with a digit)")
+                                    "digits, _ . + -; starting with a letter)")
                 elif name in RESERVED_MARKS:
                     self.errors.add(container, "tags", self.kp("tags"),
                                     f"tag {name!r} is reserved by pytest")
@@ -508,7 +508,7 @@ class _Draft:
                             f"must be a positive integer, not {value!r}")
         else:
             case.repeat = value
-            if value > 1 and "repeat" in entry and _inline(entry):
+            if value > 1 and "repeat" in entry and inline(entry):
                 self.errors.add(entry, "repeat", self.kp("repeat"),
                                 f"repeat: {value} with an inline prediction scores the same "
                                 f"text {value} times; repeat asks a live predictions source "
@@ -541,7 +541,7 @@ class _Draft:
                                  self.errors)
         for metric, (bound, _) in {**file_th, **case_th}.items():
             resolved[metric] = bound
-        if _inline(entry):
+        if inline(entry):
             for source, label in ((file_th, "thresholds"), (case_th, self.kp("thresholds"))):
                 if "prediction_seconds" in source:
                     container = source["prediction_seconds"][1]

@@ -57,11 +57,13 @@ def parse_models(spec: Mapping[Any, Any], locate: Callable[[object], str], parse
 
 
 def marker_name(model: str) -> str:
-    """The pytest marker of a model: its name with every character other than a letter, a
-    digit or ``_`` made ``_`` (``gpt-4o`` → ``gpt_4o``), prefixed ``model_`` when it would
-    start with a digit, so ``-m gpt_4o`` selects its cases."""
+    """The pytest marker of a model: its name with every character other than an ASCII
+    letter, a digit or ``_`` made ``_`` (``gpt-4o`` → ``gpt_4o``), prefixed ``model_`` when it
+    would not start with a letter (``4o`` → ``model_4o``, ``_x`` and ``-x`` → ``model__x``:
+    pytest refuses a marker that starts with ``_``, and ``-m`` one that starts with a digit),
+    so ``-m gpt_4o`` selects its cases."""
     name = _NOT_IDENT.sub("_", model)
-    return f"model_{name}" if name[:1].isdigit() else name
+    return name if name[:1].isascii() and name[:1].isalpha() else f"model_{name}"
 
 
 def cli_models(values: list[str], invocation_dir: Path) -> dict[str, dict[str, Any]] | None:

@@ -37,11 +37,14 @@ def case_from_fields(fields: Mapping[str, object], *, path: Path, display: str, 
                      suite: SuiteConfig, is_metric: MetricCheck | None = None,
                      ini_thresholds: dict[str, Threshold] | None = None,
                      extra_names: Callable[[str], Iterable[str]] | None = None,
-                     cli_thresholds: dict[str, Threshold] | None = None) -> Case:
+                     cli_thresholds: dict[str, Threshold] | None = None,
+                     model: str | None = None) -> Case:
     """The case ``fields`` describe, as if they were a one-case file at ``path``, ``line``;
-    its problems are in ``case.errors`` as a case file's are. A ``datasource`` list (the
-    fan-out of a case file) is refused: a test function is one case, and ``parametrize``
-    makes one test per source."""
+    its problems are in ``case.errors`` as a case file's are. ``model``: the model of the
+    suite's ``predictions:`` this test's item was fanned out for (:func:`fans_out` says
+    whether the case is asked of it), the case then being that model's (``<id>[<model>]``)
+    exactly as a case file's. A ``datasource`` list (the fan-out of a case file) is refused:
+    a test function is one case, and ``parametrize`` makes one test per source."""
     if not isinstance(fields.get("id"), str) or not fields.get("id"):
         raise ConfigError("a case written in Python needs an id (a non-empty string)",
                           display, line, "id")
@@ -55,4 +58,17 @@ def case_from_fields(fields: Mapping[str, object], *, path: Path, display: str, 
     header.line, header.key_lines = line, {}
     reader = CaseReader(path, display, header, suite, is_metric, ini_thresholds or {},
                         extra_names, cli_thresholds or {})
-    return reader.read(0, entry)
+    case = reader.read(0, entry)
+    if model is not None and fans_out(fields):
+        from .models import assign
+
+        assign(case, model, suite.models, suite.model_errors)
+    return case
+
+
+def fans_out(fields: Mapping[str, object]) -> bool:
+    """Whether a case written in Python is asked of the suite's models, as a case file's
+    entry is: unless it writes its own prediction."""
+    from .cases import inline
+
+    return not inline({k: v for k, v in fields.items() if v is not None})

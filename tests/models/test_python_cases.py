@@ -1,0 +1,86 @@
+"""Cases written in Python in a run of several models (issue 49 item 1): a test using the
+``queryeval`` fixture fans out per model as a case file's case does, with the same ids,
+markers, records and gates. One run holds a YAML case and its Python twin (the two-model
+suite of the conftest, predictions for the twin's id appended to each model's file)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.models.conftest import MODEL_A, MODEL_B, RIGHT, two_model_suite
+from tests.support import dump, run_report
+
+TEST_PY = f'''
+def test_twin(queryeval):
+    queryeval.check(kind="sql", id="py6", question="question q6", datasource="db",
+                    gold={RIGHT["q6"]!r})
+
+
+def test_inline(queryeval):
+    queryeval.check(kind="sql", id="py-inline", question="count", datasource="db",
+                    gold={RIGHT["q1"]!r}, predicted={RIGHT["q1"]!r})
+'''
+
+#: What says where a case is, or digests the record's text (which holds its id): the rest of
+#: the two records must match.
+_WHERE = {"id", "nodeid", "file", "path", "line", "identity", "digest"}
+
+
+def _twin_suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    two_model_suite(pytester.path)
+    for name, answers in (("a.jsonl", MODEL_A), ("b.jsonl", MODEL_B)):
+        with (pytester.path / name).open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"id": "py6", "predicted": answers["q6"],
+                                  "latency": 0.5 if name == "a.jsonl" else 1.5}) + "\n")
+    pytester.makepyfile(test_py_cases=TEST_PY)
+    return pytester
+
+
+def _comparable(record: dict[str, object]) -> dict[str, object]:
+    metrics = {k: v for k, v in dict(record["metrics"]).items()  # type: ignore[call-overload]
+               if k == "prediction_seconds" or not k.endswith("_seconds")}
+    return {**{k: v for k, v in record.items() if k not in _WHERE}, "metrics": metrics}
+
+
+def test_a_python_case_fans_out_per_model_as_its_yaml_twin(pytester: pytest.Pytester) -> None:
+    suite = _twin_suite(pytester)
+    (suite.path / "queryeval.yaml").write_text(dump({
+        "datasources": {"db": {"type": "sqlite", "path": "data.sqlite"}},
+        "predictions": {"model-a": {"source": "file", "path": "a.jsonl"},
+                        "model-b": {"source": "file", "path": "b.jsonl"}},
+        "gates": {"ex_b": {"metric": "execution_accuracy", "mean": 0.3, "model": "model-b"}}}),
+        encoding="utf-8")
+    result, report = run_report(suite, "-p", "no:cacheprovider")
+    assert "no prediction for case" not in result.stdout.str()
+    assert {i: report.by_id[i]["outcome"] for i in report.by_id if i.startswith("py")} == {
+        "py6[model-a]": "failed", "py6[model-b]": "passed", "py-inline": "passed"}
+    for model in ("model-a", "model-b"):
+        yaml_case, py_case = report.by_id[f"q6[{model}]"], report.by_id[f"py6[{model}]"]
+        assert py_case["nodeid"] == f"test_py_cases.py::test_twin[{model}]"
+        assert py_case["model"] == model
+        assert _comparable(py_case) == _comparable(yaml_case)
+    # an inline prediction is asked of no model: scored once, without a model
+    assert "model" not in report.by_id["py-inline"]
+    result.assert_outcomes(passed=10, failed=6, skipped=1)
+    # the models table and a gate by model count the Python case as one more case
+    models = report["aggregates"]["models"]
+    assert [(m["count"], m["passed"]) for m in models.values()] == [(7, 5), (7, 3)]
+    assert [(g["name"], g["cases"], round(g["value"], 4)) for g in report["gates"]] == [
+        ("ex_b[model=model-b]", 7, round(3 / 7, 4))]
+
+
+def test_a_marker_per_model_selects_the_python_case_too(pytester: pytest.Pytester) -> None:
+    suite = _twin_suite(pytester)
+    _, report = run_report(suite, "-m", "model_b", "--strict-markers", "-p", "no:cacheprovider")
+    assert sorted(report.by_id) == sorted([f"{q}[model-b]" for q in RIGHT] + ["py6[model-b]"])
+
+
+def test_the_command_line_models_fan_the_python_case_out(pytester: pytest.Pytester) -> None:
+    suite = _twin_suite(pytester)
+    (suite.path / "queryeval.yaml").write_text(dump({
+        "datasources": {"db": {"type": "sqlite", "path": "data.sqlite"}}}), encoding="utf-8")
+    _, report = run_report(suite, "--queryeval-predictions=x=a.jsonl",
+                           "--queryeval-predictions=y=b.jsonl", "-k", "twin")
+    assert report.outcomes == {"py6[x]": "failed", "py6[y]": "passed"}
