@@ -44,10 +44,17 @@ from ..results import ResultTable
 from .engines import C, Engine, Failed, Rows, engine_for
 from .named import engine_inserts, engine_writer
 from .schema import Column, DbSchema, Table
-from .values import Pools, both_pools, is_realistic
+from .values import Pools, both_pools, date_columns, is_realistic, size_thresholds
 
 #: How many rows a candidate's table may get (small tables: readable, quick, and separating).
 ROW_CHOICES = (0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8)
+#: The most rows a candidate's table gets to reach a count the queries compare with
+#: (``HAVING COUNT(*) >= 15`` needs a group of 15): a threshold above it is not reached, and
+#: the search says so in its notes. Bounds a candidate's rows and its shrink.
+GROUP_ROWS_MAX = 64
+#: In a candidate sized to such a count, the share of rows that copy the table's first row
+#: (all but its key), drawn per candidate: all of them make one group of exactly the size.
+GROUP_COPY_SHARES = (1.0, 1.0, 0.9, 0.75)
 #: Share of a value taken from the pool rather than made up.
 POOL_SHARE = 0.85
 #: Share of a value that repeats an earlier row's in the same column (ties, duplicates).
@@ -157,10 +164,17 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
     finally:
         real.close()
     tables = _read_tables(schema, [gold, predicted], eng.dialect)
+    dated = date_columns(pair_pools)
+    gold_sizes, _ = group_sizes([gold], eng.dialect)
+    pair_sizes, too_big = group_sizes([gold, predicted], eng.dialect)
     data = "\n".join(schema.ddl()) + repr(sorted(gold_pools.items(), key=repr))
     key = (scope, hashlib.sha256(data.encode()).hexdigest(), gold, seed)
     suite = _SUITES.setdefault(key, [])
     result = SearchResult(checked=0, seconds=0.0)
+    if too_big:
+        result.notes.append(
+            f"a count of {too_big} compared with is beyond the {GROUP_ROWS_MAX} rows a candidate's"
+            f" table gets: a difference only a group that large shows is not looked for")
     seconds = query_seconds(budget)
     gold_share = (budget.databases * 3) // 4
     for i in range(budget.databases):
@@ -173,13 +187,14 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
                 result.reused += 1
             else:
                 rows = _candidate(schema, tables, gold_real if i % 2 == 0 else gold_pools,
-                                  _rng(seed, gold, i, "gold"), realistic=i % 2 == 0)
+                                  _rng(seed, gold, i, "gold"), realistic=i % 2 == 0,
+                                  dated=dated, sizes=gold_sizes)
                 suite.append(rows)
             origin = f"database {i + 1} of the gold's suite"
         else:
             rows = _candidate(schema, tables, pair_real if i % 2 == 0 else pair_pools,
                               _rng(seed, gold + "\0" + predicted, i, "pair"),
-                              realistic=i % 2 == 0)
+                              realistic=i % 2 == 0, dated=dated, sizes=pair_sizes)
             origin = f"database {i + 1} (with the prediction's values)"
         outcome = _differs(eng, schema, rows, gold, predicted, same, seconds, tied)
         if isinstance(outcome, Failed):
@@ -229,19 +244,41 @@ def _read_tables(schema: DbSchema, queries: Sequence[str], dialect: str) -> list
     return [t for t in schema.tables if t.name in wanted]
 
 
+def group_sizes(queries: Sequence[str], dialect: str) -> tuple[tuple[int, ...], int]:
+    """Table sizes around the counts the queries compare with (:func:`.values.size_thresholds`:
+    ``t - 1``, ``t`` and ``t + 1`` rows), up to :data:`GROUP_ROWS_MAX`; and the largest count
+    beyond that cap (0 when none is)."""
+    counts = sorted({t for sql in queries for t in size_thresholds(sql, dialect)})
+    sizes = sorted({n for t in counts for n in (t - 1, t, t + 1) if 2 <= n <= GROUP_ROWS_MAX})
+    beyond = [t for t in counts if t > GROUP_ROWS_MAX]
+    return tuple(sizes), max(beyond, default=0)
+
+
 def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str], list[Any]],
-               rng: random.Random, realistic: bool = False) -> Rows:
+               rng: random.Random, realistic: bool = False,
+               dated: frozenset[tuple[str, str]] = frozenset(),
+               sizes: Sequence[int] = ()) -> Rows:
     """One candidate's rows; parents first, so a reference picks an existing key (a
     self-reference, an earlier row's). A key column also draws from the values its referencing
     columns are compared with (``ReportsTo = 1`` needs employees 0, 1 and 2), and any column
     may repeat a value of an earlier row (ties, duplicate names). A ``realistic`` candidate
-    (realistic pools) makes up no word, and numbers only within a column's range."""
+    (realistic pools) makes up no word, and numbers only within a column's range; a ``dated``
+    column (dates only) never gets a made-up value. With ``sizes`` (:func:`group_sizes`), half
+    the candidates give a table one of those sizes and make most of its rows copies of its
+    first (all but the key): one group of exactly the count a ``HAVING`` compares with. Without
+    them a candidate draws exactly what it drew before they existed."""
     rows: Rows = {}
     keys: dict[tuple[str, str], list[Any]] = {}
+    grouped = bool(sizes) and rng.random() < 0.5
+    copies = rng.choice(GROUP_COPY_SHARES) if grouped else 0.0
     for table in tables:
         out: list[tuple[Any, ...]] = []
         integer_key = table.integer_key
-        for n in range(rng.choice(ROW_CHOICES)):
+        count = rng.choice(sizes) if grouped and rng.random() < 0.7 else rng.choice(ROW_CHOICES)
+        for n in range(count):
+            if grouped and out and rng.random() < copies:
+                out.append(_copy(table, out, n))
+                continue
             row: list[Any] = []
             for i, col in enumerate(table.columns):
                 earlier = [r[i] for r in out]
@@ -263,12 +300,23 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
                     row.append(rng.choice(pool) if pool and rng.random() < 0.7 else n + 1)
                 else:
                     row.append(_value(rng, pools.get((table.name, col.name), []), col.affinity,
-                                      realistic))
+                                      realistic or (table.name, col.name) in dated))
             out.append(tuple(row))
         rows[table.name] = out
         for i, col in enumerate(table.columns):
             keys[(table.name, col.name.lower())] = [r[i] for r in out if r[i] is not None]
     return rows
+
+
+def _copy(table: Table, out: list[tuple[Any, ...]], n: int) -> tuple[Any, ...]:
+    """The table's first row again with a key of its own (one past the largest so far): one
+    more row in the first row's group."""
+    row = list(out[0])
+    for i, col in enumerate(table.columns):
+        if col.primary_key:
+            taken = [r[i] for r in out if isinstance(r[i], int) and not isinstance(r[i], bool)]
+            row[i] = max(taken) + 1 if taken else n + 1
+    return tuple(row)
 
 
 def _key_pool(schema: DbSchema, table: Table, col: Column,
