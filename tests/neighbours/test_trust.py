@@ -20,13 +20,11 @@ from pytest_queryeval.neighbours import Budget, search
 from pytest_queryeval.neighbours.schema import introspect
 from pytest_queryeval.neighbours.values import both_pools, parse_date
 from pytest_queryeval.results import ResultTable
+from tests.neighbours.support import HAVING_15 as HAVING
+from tests.neighbours.support import LIBRARY_LOANS as LOANS
+from tests.neighbours.support import LIBRARY_MEMBERS as MEMBERS
 
 BUDGET = Budget(databases=200, seconds=600)
-MEMBERS = [(1, "Ada"), (2, "Ben"), (3, "Cleo"), (4, "Dev")]
-#: Member 1 borrowed 17 books, the others a few: ``COUNT(*) >= 15`` and ``> 15`` agree here.
-LOANS = ([(i, 1, f"2024-{1 + i % 12:02d}-{1 + i % 27:02d}") for i in range(1, 18)]
-         + [(18, 2, "2023-12-31"), (19, 2, "2024-01-01"), (20, 3, "2025-01-01"),
-            (21, 3, "2023-06-30"), (22, 4, "2025-02-14")])
 DDL = ("CREATE TABLE members (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
        "CREATE TABLE loans (id INTEGER PRIMARY KEY, member_id INTEGER NOT NULL "
        "REFERENCES members(id), loan_date TEXT)")
@@ -119,9 +117,6 @@ def test_a_wrong_date_prediction_is_still_caught_on_dates(library: Path) -> None
     assert ce is not None
     dates = [row[2] for row in ce.rows["loans"]]
     assert dates == ["2024-12-31"]  # the last day of the year, and nothing made up
-
-
-HAVING = "SELECT member_id FROM loans GROUP BY member_id HAVING COUNT(*) {} 15"
 
 
 @pytest.mark.parametrize("predicted", [HAVING.format(">"),
