@@ -166,3 +166,18 @@ def test_duckdb_a_group_of_exactly_the_threshold_tells_ge_from_gt(library_duckdb
     assert ce is not None and ce.engine == "duckdb"
     members = [row[1] for row in ce.rows["loans"]]
     assert len(members) == 15 and len(set(members)) == 1
+
+
+def test_a_junction_table_groups_under_one_parent() -> None:
+    """A composite key (``PlaylistTrack``: playlist, track) keeps its first column and takes a
+    free parent key for the last: one playlist with exactly 20 tracks."""
+    db = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "chinook.sqlite"
+    query = ("SELECT PlaylistId FROM PlaylistTrack GROUP BY PlaylistId "
+             "HAVING count(*) {} 20 AND count(*) < 100")
+    gold, predicted = query.format(">="), query.format(">")
+    assert _real(db, gold) == _real(db, predicted)
+    ce = search(db, gold, predicted, same, budget=BUDGET).counterexample
+    assert ce is not None
+    playlists = [row[0] for row in ce.rows["PlaylistTrack"]]
+    assert len(playlists) == 20 and len(set(playlists)) == 1
+    assert ce.gold.rows == [(playlists[0],)] and ce.predicted.rows == []  # type: ignore[union-attr]

@@ -3,7 +3,10 @@
 Why small databases: a counterexample is only useful when a person can read it, and the
 test-suite method found that small random databases with the queries' values separate
 non-equivalent queries best. Each candidate has at most a handful of rows per table, only in the
-tables the queries read (and the tables those reference), drawn from :mod:`.values`' pools.
+tables the queries read (and the tables those reference), drawn from :mod:`.values`' pools;
+where a query compares a count (``HAVING COUNT(*) >= 15``), half the candidates size tables to
+it, up to :data:`GROUP_ROWS_MAX` rows, since only a group of exactly that size tells ``>=``
+from ``>`` (:func:`group_sizes`).
 
 Determinism: candidate ``i`` of a gold depends only on the seed, the gold text and the schema
 (:func:`_rng`), so the same seed gives the same databases and the same verdicts, and the first
@@ -277,7 +280,7 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
         count = rng.choice(sizes) if grouped and rng.random() < 0.7 else rng.choice(ROW_CHOICES)
         for n in range(count):
             if grouped and out and rng.random() < copies:
-                out.append(_copy(table, out, n))
+                out.append(_copy(table, out, n, keys))
                 continue
             row: list[Any] = []
             for i, col in enumerate(table.columns):
@@ -308,14 +311,27 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
     return rows
 
 
-def _copy(table: Table, out: list[tuple[Any, ...]], n: int) -> tuple[Any, ...]:
-    """The table's first row again with a key of its own (one past the largest so far): one
-    more row in the first row's group."""
+def _copy(table: Table, out: list[tuple[Any, ...]], n: int,
+          keys: dict[tuple[str, str], list[Any]]) -> tuple[Any, ...]:
+    """The table's first row again with a key of its own: one more row in the first row's
+    group. Of a composite key only the last column changes (``PlaylistTrack``: the same
+    playlist, another track); a key column that references a parent takes a parent key the
+    column does not hold yet, another one past the largest so far."""
     row = list(out[0])
-    for i, col in enumerate(table.columns):
-        if col.primary_key:
-            taken = [r[i] for r in out if isinstance(r[i], int) and not isinstance(r[i], bool)]
-            row[i] = max(taken) + 1 if taken else n + 1
+    key_at = [i for i, col in enumerate(table.columns) if col.primary_key]
+    if not key_at:
+        return tuple(row)
+    i = key_at[-1]
+    col = table.columns[i]
+    used = {r[i] for r in out}
+    if col.references is not None:
+        free = [k for k in keys.get((col.references[0], col.references[1].lower()), [])
+                if k not in used]
+        row[i] = free[0] if free else row[i]
+    else:
+        taken = [v for v in used if isinstance(v, int) and not isinstance(v, bool)]
+        fresh = max(taken) + 1 if taken else n + 1
+        row[i] = fresh if col.affinity in ("INTEGER", "REAL", "NUMERIC") else str(fresh)
     return tuple(row)
 
 

@@ -18,7 +18,9 @@ other values gets its existing values and the literals as written; a number colu
 values, the literals with ``v - 1`` and ``v + 1``, and loose numbers within its range. The edge
 values (a string cut, extended, case-changed) stay in the full pool: the search tries realistic
 candidates first and falls back to them, and a found database has its edge values replaced by
-realistic ones wherever the difference survives (:func:`is_realistic`).
+realistic ones wherever the difference survives (:func:`is_realistic`). A date column's full
+pool holds dates only: a row dated ``'2024'`` is data the column never holds, and a
+"counterexample" built on it refutes a prediction that is right on every real row.
 """
 
 from __future__ import annotations
