@@ -46,3 +46,13 @@ def concert_singer(directory: Path) -> Path:
     finally:
         conn.close()
     return path
+
+
+#: A small library-lending database (issue 49 item 7): member 1 borrowed 17 books, the others a
+#: few, and every loan_date is an ISO date; ``COUNT(*) >= 15`` and ``> 15`` agree on it.
+LIBRARY_MEMBERS = [(1, "Ada"), (2, "Ben"), (3, "Cleo"), (4, "Dev")]
+LIBRARY_LOANS = ([(i, 1, f"2024-{1 + i % 12:02d}-{1 + i % 27:02d}") for i in range(1, 18)]
+                 + [(18, 2, "2023-12-31"), (19, 2, "2024-01-01"), (20, 3, "2025-01-01"),
+                    (21, 3, "2023-06-30"), (22, 4, "2025-02-14")])
+#: Members with at least (or more than) 15 loans.
+HAVING_15 = "SELECT member_id FROM loans GROUP BY member_id HAVING COUNT(*) {} 15"

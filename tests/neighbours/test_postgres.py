@@ -17,6 +17,7 @@ from pytest_queryeval.neighbours import Budget, search
 from pytest_queryeval.neighbours.check import Settings, check
 from pytest_queryeval.neighbours.engines import ENGINES
 from pytest_queryeval.results import ResultTable
+from tests.neighbours.support import HAVING_15, LIBRARY_LOANS, LIBRARY_MEMBERS
 from tests.support import make_case
 
 pytest.importorskip("psycopg")
@@ -291,3 +292,35 @@ def test_a_pair_wrong_only_where_like_ignores_case_is_not_flagged(chinook_pg: st
     found = search(CHINOOK, pair["gold"], pair["predicted"], same, engine=_pg(chinook_pg),
                    budget=Budget(databases=60, seconds=600))
     assert found.counterexample is None and found.checked == 60
+
+
+# -- counterexamples a user can trust (issue 49 item 7), on PostgreSQL too ---------------------
+
+@pytest.fixture(scope="module")
+def library_pg(postgres_server: Any) -> str:
+    from pytest_queryeval.neighbours.pgengine import pg_literal
+
+    rows = [f"INSERT INTO members VALUES ({m}, {pg_literal(n)})" for m, n in LIBRARY_MEMBERS]
+    rows += [f"INSERT INTO loans VALUES ({i}, {m}, {pg_literal(d)})" for i, m, d in LIBRARY_LOANS]
+    return _database(postgres_server, "nb_library", [
+        "CREATE TABLE members (id integer PRIMARY KEY, name text NOT NULL)",
+        "CREATE TABLE loans (id integer PRIMARY KEY, member_id integer NOT NULL "
+        "REFERENCES members(id), loan_date text)", *rows])
+
+
+def test_a_right_date_prediction_is_not_refuted(library_pg: str) -> None:
+    gold = "SELECT count(*) FROM loans WHERE substr(loan_date, 1, 4) = '2024'"
+    predicted = "SELECT count(*) FROM loans WHERE loan_date LIKE '2024-%'"
+    found = search(Path("unused"), gold, predicted, same, engine=_pg(library_pg),
+                   budget=Budget(databases=200, seconds=600))
+    assert found.counterexample is None, found.counterexample.to_sql()  # type: ignore[union-attr]
+    assert found.checked == 200
+
+
+def test_a_group_of_exactly_the_threshold_tells_ge_from_gt(library_pg: str) -> None:
+    found = search(Path("unused"), HAVING_15.format(">="), HAVING_15.format(">"), same,
+                   engine=_pg(library_pg), budget=Budget(databases=200, seconds=600))
+    ce = found.counterexample
+    assert ce is not None and ce.engine == "postgres"
+    members = [row[1] for row in ce.rows["loans"]]
+    assert len(members) == 15 and len(set(members)) == 1

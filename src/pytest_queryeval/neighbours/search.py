@@ -3,7 +3,10 @@
 Why small databases: a counterexample is only useful when a person can read it, and the
 test-suite method found that small random databases with the queries' values separate
 non-equivalent queries best. Each candidate has at most a handful of rows per table, only in the
-tables the queries read (and the tables those reference), drawn from :mod:`.values`' pools.
+tables the queries read (and the tables those reference), drawn from :mod:`.values`' pools;
+where a query compares a count (``HAVING COUNT(*) >= 15``), half the candidates size tables to
+it, up to :data:`GROUP_ROWS_MAX` rows, since only a group of exactly that size tells ``>=``
+from ``>`` (:func:`group_sizes`).
 
 Determinism: candidate ``i`` of a gold depends only on the seed, the gold text and the schema
 (:func:`_rng`), so the same seed gives the same databases and the same verdicts, and the first
@@ -44,10 +47,17 @@ from ..results import ResultTable
 from .engines import C, Engine, Failed, Rows, engine_for
 from .named import engine_inserts, engine_writer
 from .schema import Column, DbSchema, Table
-from .values import Pools, both_pools, is_realistic
+from .values import Pools, both_pools, date_columns, is_realistic, size_thresholds
 
 #: How many rows a candidate's table may get (small tables: readable, quick, and separating).
 ROW_CHOICES = (0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 8)
+#: The most rows a candidate's table gets to reach a count the queries compare with
+#: (``HAVING COUNT(*) >= 15`` needs a group of 15): a threshold above it is not reached, and
+#: the search says so in its notes. Bounds a candidate's rows and its shrink.
+GROUP_ROWS_MAX = 64
+#: In a candidate sized to such a count, the share of rows that copy the table's first row
+#: (all but its key), drawn per candidate: all of them make one group of exactly the size.
+GROUP_COPY_SHARES = (1.0, 1.0, 0.9, 0.75)
 #: Share of a value taken from the pool rather than made up.
 POOL_SHARE = 0.85
 #: Share of a value that repeats an earlier row's in the same column (ties, duplicates).
@@ -157,10 +167,17 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
     finally:
         real.close()
     tables = _read_tables(schema, [gold, predicted], eng.dialect)
+    dated = date_columns(pair_pools)
+    gold_sizes, _ = group_sizes([gold], eng.dialect)
+    pair_sizes, too_big = group_sizes([gold, predicted], eng.dialect)
     data = "\n".join(schema.ddl()) + repr(sorted(gold_pools.items(), key=repr))
     key = (scope, hashlib.sha256(data.encode()).hexdigest(), gold, seed)
     suite = _SUITES.setdefault(key, [])
     result = SearchResult(checked=0, seconds=0.0)
+    if too_big:
+        result.notes.append(
+            f"a count of {too_big} compared with is beyond the {GROUP_ROWS_MAX} rows a candidate's"
+            f" table gets: a difference only a group that large shows is not looked for")
     seconds = query_seconds(budget)
     gold_share = (budget.databases * 3) // 4
     for i in range(budget.databases):
@@ -173,13 +190,14 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
                 result.reused += 1
             else:
                 rows = _candidate(schema, tables, gold_real if i % 2 == 0 else gold_pools,
-                                  _rng(seed, gold, i, "gold"), realistic=i % 2 == 0)
+                                  _rng(seed, gold, i, "gold"), realistic=i % 2 == 0,
+                                  dated=dated, sizes=gold_sizes)
                 suite.append(rows)
             origin = f"database {i + 1} of the gold's suite"
         else:
             rows = _candidate(schema, tables, pair_real if i % 2 == 0 else pair_pools,
                               _rng(seed, gold + "\0" + predicted, i, "pair"),
-                              realistic=i % 2 == 0)
+                              realistic=i % 2 == 0, dated=dated, sizes=pair_sizes)
             origin = f"database {i + 1} (with the prediction's values)"
         outcome = _differs(eng, schema, rows, gold, predicted, same, seconds, tied)
         if isinstance(outcome, Failed):
@@ -229,19 +247,41 @@ def _read_tables(schema: DbSchema, queries: Sequence[str], dialect: str) -> list
     return [t for t in schema.tables if t.name in wanted]
 
 
+def group_sizes(queries: Sequence[str], dialect: str) -> tuple[tuple[int, ...], int]:
+    """Table sizes around the counts the queries compare with (:func:`.values.size_thresholds`:
+    ``t - 1``, ``t`` and ``t + 1`` rows), up to :data:`GROUP_ROWS_MAX`; and the largest count
+    beyond that cap (0 when none is)."""
+    counts = sorted({t for sql in queries for t in size_thresholds(sql, dialect)})
+    sizes = sorted({n for t in counts for n in (t - 1, t, t + 1) if 2 <= n <= GROUP_ROWS_MAX})
+    beyond = [t for t in counts if t > GROUP_ROWS_MAX]
+    return tuple(sizes), max(beyond, default=0)
+
+
 def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str], list[Any]],
-               rng: random.Random, realistic: bool = False) -> Rows:
+               rng: random.Random, realistic: bool = False,
+               dated: frozenset[tuple[str, str]] = frozenset(),
+               sizes: Sequence[int] = ()) -> Rows:
     """One candidate's rows; parents first, so a reference picks an existing key (a
     self-reference, an earlier row's). A key column also draws from the values its referencing
     columns are compared with (``ReportsTo = 1`` needs employees 0, 1 and 2), and any column
     may repeat a value of an earlier row (ties, duplicate names). A ``realistic`` candidate
-    (realistic pools) makes up no word, and numbers only within a column's range."""
+    (realistic pools) makes up no word, and numbers only within a column's range; a ``dated``
+    column (dates only) never gets a made-up value. With ``sizes`` (:func:`group_sizes`), half
+    the candidates give a table one of those sizes and make most of its rows copies of its
+    first (all but the key): one group of exactly the count a ``HAVING`` compares with. Without
+    them a candidate draws exactly what it drew before they existed."""
     rows: Rows = {}
     keys: dict[tuple[str, str], list[Any]] = {}
+    grouped = bool(sizes) and rng.random() < 0.5
+    copies = rng.choice(GROUP_COPY_SHARES) if grouped else 0.0
     for table in tables:
         out: list[tuple[Any, ...]] = []
         integer_key = table.integer_key
-        for n in range(rng.choice(ROW_CHOICES)):
+        count = rng.choice(sizes) if grouped and rng.random() < 0.7 else rng.choice(ROW_CHOICES)
+        for n in range(count):
+            if grouped and out and rng.random() < copies:
+                out.append(_copy(table, out, n, keys))
+                continue
             row: list[Any] = []
             for i, col in enumerate(table.columns):
                 earlier = [r[i] for r in out]
@@ -263,12 +303,36 @@ def _candidate(schema: DbSchema, tables: list[Table], pools: dict[tuple[str, str
                     row.append(rng.choice(pool) if pool and rng.random() < 0.7 else n + 1)
                 else:
                     row.append(_value(rng, pools.get((table.name, col.name), []), col.affinity,
-                                      realistic))
+                                      realistic or (table.name, col.name) in dated))
             out.append(tuple(row))
         rows[table.name] = out
         for i, col in enumerate(table.columns):
             keys[(table.name, col.name.lower())] = [r[i] for r in out if r[i] is not None]
     return rows
+
+
+def _copy(table: Table, out: list[tuple[Any, ...]], n: int,
+          keys: dict[tuple[str, str], list[Any]]) -> tuple[Any, ...]:
+    """The table's first row again with a key of its own: one more row in the first row's
+    group. Of a composite key only the last column changes (``PlaylistTrack``: the same
+    playlist, another track); a key column that references a parent takes a parent key the
+    column does not hold yet, another one past the largest so far."""
+    row = list(out[0])
+    key_at = [i for i, col in enumerate(table.columns) if col.primary_key]
+    if not key_at:
+        return tuple(row)
+    i = key_at[-1]
+    col = table.columns[i]
+    used = {r[i] for r in out}
+    if col.references is not None:
+        free = [k for k in keys.get((col.references[0], col.references[1].lower()), [])
+                if k not in used]
+        row[i] = free[0] if free else row[i]
+    else:
+        taken = [v for v in used if isinstance(v, int) and not isinstance(v, bool)]
+        fresh = max(taken) + 1 if taken else n + 1
+        row[i] = fresh if col.affinity in ("INTEGER", "REAL", "NUMERIC") else str(fresh)
+    return tuple(row)
 
 
 def _key_pool(schema: DbSchema, table: Table, col: Column,

@@ -18,7 +18,9 @@ other values gets its existing values and the literals as written; a number colu
 values, the literals with ``v - 1`` and ``v + 1``, and loose numbers within its range. The edge
 values (a string cut, extended, case-changed) stay in the full pool: the search tries realistic
 candidates first and falls back to them, and a found database has its edge values replaced by
-realistic ones wherever the difference survives (:func:`is_realistic`).
+realistic ones wherever the difference survives (:func:`is_realistic`). A date column's full
+pool holds dates only: a row dated ``'2024'`` is data the column never holds, and a
+"counterexample" built on it refutes a prediction that is right on every real row.
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ def date_neighbours(value: str, fmt: str) -> list[str]:
     before. Empty when the literal is no date."""
     text = value.replace("%", "").replace("_", "").rstrip("-/ T:")
     when = None
+    lit_fmt = ""
     for lit_fmt in _LITERAL_FORMATS:
         when = parse_date(text, lit_fmt)
         if when is not None:
@@ -126,9 +129,15 @@ def date_neighbours(value: str, fmt: str) -> list[str]:
     first = when.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     next_first = (first + 32 * day).replace(day=1)
     out = [when, when - day, when + day, first, first - day, next_first - day, next_first]
+    if lit_fmt == "%Y" and when.year < 9999:
+        # a year (``strftime('%Y', d) = '2024'``) ends on Dec 31: its last day and the next
+        # year's first are where a range written for it goes wrong
+        out += [when.replace(month=12, day=31), when.replace(year=when.year + 1)]
     if "%H" in fmt:
         out += [when - _dt.timedelta(seconds=1), next_first - _dt.timedelta(seconds=1),
                 when + _dt.timedelta(hours=12)]
+        if lit_fmt == "%Y" and when.year < 9999:
+            out.append(when.replace(year=when.year + 1) - _dt.timedelta(seconds=1))
     formatted = []
     for w in out:
         if 1 <= w.year <= 9999:
@@ -202,9 +211,53 @@ def both_pools(sample: Callable[[str, str], list[Any]], schema: DbSchema,
             if not col.not_null:
                 values.append(None)
                 fitting.append(None)
+            if fmt is not None:
+                # a date column gets dates: a row dated '2024' or '2024%a' is data the column
+                # never holds, and a difference only it shows refutes nothing a user wrote
+                values = [v for v in values if v is None
+                          or (isinstance(v, str) and parse_date(v, fmt) is not None)]
             pools[(table.name, col.name)] = _dedup(values)
             real[(table.name, col.name)] = _dedup(fitting)
     return pools, real
+
+
+def date_columns(pools: Pools) -> frozenset[tuple[str, str]]:
+    """The columns whose pool holds only dates of one format (:func:`both_pools` keeps a date
+    column's pool so): a candidate makes up no value for them, not even an edge one."""
+    return frozenset(key for key, pool in pools.items() if date_format(pool) is not None)
+
+
+def size_thresholds(sql: str, dialect: str = "sqlite") -> list[int]:
+    """Row counts ``sql`` tells apart: each whole number it compares a ``COUNT`` with
+    (``HAVING COUNT(*) >= 15`` differs from ``> 15`` only on a group of exactly 15 rows), and
+    a ``LIMIT``/``OFFSET`` of 8 or more (``LIMIT 10`` differs from ``LIMIT 11`` only on 11
+    rows; smaller ones the candidates' own sizes reach). A text sqlglot cannot read gives none."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except Exception:
+        return []
+    out: list[int] = []
+    for lit in tree.find_all(exp.Literal):
+        value = None if lit.is_string else _number(str(lit.this))
+        if not isinstance(value, int) or value < 1:
+            continue
+        node = lit.parent
+        while isinstance(node, exp.Neg | exp.Cast | exp.Paren | exp.Tuple):
+            node = node.parent
+        if isinstance(node, exp.Limit | exp.Offset):
+            if value >= 8:
+                out.append(value)
+        elif isinstance(node, exp.In | exp.Between):
+            if node.this.find(exp.Count) is not None:
+                out.append(value)
+        elif isinstance(node, exp.Binary) and not isinstance(node, exp.Connector):
+            other = node.left if node.right is lit or lit in node.right.walk() else node.right
+            if other.find(exp.Count) is not None:
+                out.append(value)
+    return sorted(set(out))
 
 
 def _realistic_part(literal: object, near: list[Any], col: Column, fmt: str | None) -> list[Any]:
