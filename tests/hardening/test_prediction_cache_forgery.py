@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.errors import QueryEvalWarning
-from pytest_queryeval.predict.base import Prediction
 from pytest_queryeval.predict import cache as cache_module
+from pytest_queryeval.predict.base import Prediction
 from pytest_queryeval.predict.cache import PredictionCache
 from tests.support import dump, make_case, run_report
 

@@ -12,9 +12,10 @@ entry or none; an entry that cannot be read is a miss and is written again.
 Trust (issue 39): a gold result decides whether a prediction passes, so an entry someone else
 could write is a way to pass a wrong prediction. An entry is used only when it is a regular
 file (neither it nor its folder a link) owned by the user running the tests, not writable
-by group or others, and its stored ``digest`` (SHA-256 of the namespace, the key and the value) matches what it holds;
-any other entry is ignored with a :class:`~..errors.QueryEvalWarning` naming it, the gold is
-executed and the entry written again. A directory writable by group or others, or owned by
+by group or others, and its stored ``digest`` (SHA-256 of the namespace, the key and the
+value) matches what it holds; any other entry is ignored with a
+:class:`~..errors.QueryEvalWarning` naming it, the gold is executed and the entry written
+again. A directory writable by group or others, or owned by
 another user, is used (the checks above hold each entry) with one warning naming it. Entries
 and directories this module creates are never writable by group or others, whatever the umask.
 The digest binds an entry to its content against an edit or a damaged copy; against another

@@ -19,9 +19,10 @@ with a warning naming the entry and why, and the answer requested again, which t
 it. A directory others may write (or another user's, or a linked folder) is named in one
 warning. An entry of the previous format (no digest) is a silent miss, requested again.
 Writes are atomic (a reader sees the old entry or the new one, never half) and never
-writable by group or others, so two xdist workers writing the same entry leave one whole. Secrets never reach the key or the file: the key's
-material and the stored answer are scrubbed of the case's suite secrets and the source's
-credentials, and ``api_key`` is not a parameter of the answer.
+writable by group or others, so two xdist workers writing the same entry leave one whole.
+Secrets never reach the key or the file: the key's material and the stored answer are
+scrubbed of the case's suite secrets and the source's credentials, and ``api_key`` is not a
+parameter of the answer.
 
 A repeated case (``repeat:``, ``--queryeval-repeat``) asks for several answers of one request:
 its runs are never cached. ``--queryeval-refresh-predictions`` asks every request again and
