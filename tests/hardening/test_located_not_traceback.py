@@ -93,6 +93,14 @@ def test_a_reply_nested_200000_deep_is_a_located_prediction_error(
         assert "the reply is not JSON: '[[[[" in case["error"], case["error"]
 
 
+def test_a_judge_reply_nested_200000_deep_is_a_judge_error() -> None:
+    from pytest_queryeval.judge.run import JudgeError, _content, _usage
+
+    with pytest.raises(JudgeError, match="no choices"):  # before: RecursionError
+        _content(DEEP)
+    assert _usage(DEEP) == {}
+
+
 PY_CASES = '''
 import pytest
 
