@@ -27,10 +27,10 @@ def _failing_report(pytester: pytest.Pytester) -> dict:
     return json.loads((pytester.path / "attempt-1.json").read_text())
 
 
-def _with_forged_pass(pytester: pytest.Pytester, report: dict) -> None:
+def _with_forged_pass(pytester: pytest.Pytester, report: dict, **changed: str) -> None:
     genuine = report["cases"][0]
     forged = {k: v for k, v in genuine.items() if k != DIGEST}
-    forged.update(outcome="passed", reason=None, failed_metrics=[])
+    forged.update(outcome="passed", reason=None, failed_metrics=[], **changed)
     forged[DIGEST] = record_digest(record_text(forged))
     report["cases"].append(forged)
     (pytester.path / "attempt-1.json").write_text(json.dumps(report))
@@ -42,6 +42,15 @@ REFUSAL = ("cases[1].id: duplicate case id 'c1' (also cases[0]): a report holds 
 
 def test_resume_refuses_a_report_holding_a_case_twice(suite):
     _with_forged_pass(suite, _failing_report(suite))
+    retry = suite.runpytest("--queryeval-resume=attempt-1.json")
+    assert retry.ret == pytest.ExitCode.USAGE_ERROR  # before: 1 passed, carried
+    assert f"--queryeval-resume: attempt-1.json: {REFUSAL}" in retry.stderr.str()
+
+
+def test_resume_refuses_the_forged_record_under_another_node_id(suite):
+    """The same forgery with the node id changed: one id asked the same way twice."""
+    report = _failing_report(suite)
+    _with_forged_pass(suite, report, nodeid="test_cases.yaml::c1-again")
     retry = suite.runpytest("--queryeval-resume=attempt-1.json")
     assert retry.ret == pytest.ExitCode.USAGE_ERROR  # before: 1 passed, carried
     assert f"--queryeval-resume: attempt-1.json: {REFUSAL}" in retry.stderr.str()

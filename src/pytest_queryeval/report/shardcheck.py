@@ -16,6 +16,8 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, cast
 
+#: The outcomes of a complete record (one a retry may carry: ``plugin.resume.COMPLETE``).
+COMPLETE_OUTCOMES = frozenset({"passed", "failed", "xfailed", "xpassed"})
 #: How many problems of one shard are listed (the rest are counted).
 LISTED = 10
 
@@ -283,11 +285,13 @@ class SeenCases:
     ``--queryeval-resume`` as passed (a later record of an id wins) and counted twice by
     ``queryeval merge`` (``2 cases, 2 passed``) without a word. A case is its node id when
     the record has one (two cases of one id in two files are two node ids: the second is
-    the located ``duplicate id`` error, ``id@line``), else its id. Every reader of a report's
-    records checks them through here (:func:`check_report`, :func:`..report.stream.scan`)."""
+    the located ``duplicate id`` error, ``id@line``), else its id; and two complete records
+    of one id asked the same way (one ``identity``: what a retry carries by) are one case
+    whatever node ids they give. Every reader of a report's records checks them through here
+    (:func:`check_report`, :func:`..report.stream.scan`)."""
 
     def __init__(self) -> None:
-        self._first: dict[str, int] = {}
+        self._first: dict[object, int] = {}
 
     def problems(self, case: object, index: int) -> list[str]:
         """``[]``, or the problem of ``case`` (at ``cases[index]``) when its case was seen."""
@@ -298,6 +302,10 @@ class SeenCases:
         if not isinstance(key, str):
             return []
         first = self._first.setdefault(key, index)
+        identity = case.get("identity")
+        if first == index and isinstance(identity, str) \
+                and case.get("outcome") in COMPLETE_OUTCOMES:
+            first = self._first.setdefault(("asked", case_id, identity), index)
         if first == index:
             return []
         shown = case_id if isinstance(case_id, str) else key
