@@ -31,6 +31,7 @@ from ..errors import QueryEvalError
 from ..kinds._registry import declaring
 from ..metricnames import JUDGE_EX
 from ..model import Case, Scored
+from ..predict.base import read_usage
 from .config import JudgeSpec
 from .pins import PinStore, pin_key
 from .prompt import PROMPT_FORMAT, SQL_TEMPLATE, Shown, build_prompt, show_result, strip_comments
@@ -452,8 +453,6 @@ def _content(raw: bytes) -> str:
 
 
 def _usage(raw: bytes) -> dict[str, float]:
-    from ..predict.base import read_usage
-
     try:
         return read_usage(loads_json(raw.decode("utf-8", errors="replace")).get("usage"))
     except (ValueError, AttributeError):
