@@ -163,7 +163,7 @@ SOURCES, KINDS, METRICS, REPORT = "sources", "kinds", "metrics", "report"
 SUITE, ENGINE, SURFACE, END = "suite reading", "engine", "pytest surface", "end of the run"
 LAYERS: dict[str, str] = {
     **dict.fromkeys(("_util.safefile", "_util.safetext", "_util.boundedio", "_util.numeric", "_util.paths", "_util.wording",
-                     "_util.gcpolicy", "_util.secrets"), UTILITIES),
+                     "_util.gcpolicy", "_util.secrets", "_util.ownedfiles"), UTILITIES),
     **dict.fromkeys(("_isolation.sandbox", "_isolation.socketdeadline", "_isolation.httpx_deadline",
                      "_isolation.comparison_deadline"), ISOLATION),
     **dict.fromkeys(("hookspecs", "model", "errors", "results", "metricnames"), CONTRACTS),

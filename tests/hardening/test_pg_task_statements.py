@@ -4,8 +4,9 @@ On the loopback server with dblink installed in the task datasource (``chinook_h
 owned by the fixture's LOGIN CREATEDB role), each form that reached the server on the
 unconfined runner (dropping, creating, commenting on and altering databases, altering the
 role's settings and password, committing through dblink, signalling other sessions, running a
-program, ALTER SYSTEM, SET ROLE, the same from a DO block or a function body) is a task case's
-prediction: as the least-privilege role, and as a superuser allowed explicitly. Each case fails
+program, ALTER SYSTEM, SET ROLE, the same from a DO block or a function body; issue 50 item 3:
+writes to the system catalogs, a function's ``pg_proc`` row rewritten to run
+``pg_terminate_backend``, a password cleared in ``pg_authid``) is a task case's prediction: as the least-privilege role, and as a superuser allowed explicitly. Each case fails
 with the refusal that names what it did, and nothing outside the copies changed: the list of
 databases and their settings, per-role settings, roles (passwords included), comments on
 shared objects, ``postgresql.auto.conf``, the datasource's and another database's rows, a
@@ -40,6 +41,7 @@ HOSTILE = "chinook_hostile"
 GOLD = "UPDATE genre SET name = upper(name) WHERE genre_id = 1"
 CHECK = {"query": "SELECT genre_id, name FROM genre", "compare": "gold"}
 OUTSIDE = "acts outside the task's copy of the database"
+CATALOG = "writes the system catalogs, which no task may do (not even with allow_privileged"
 
 
 def _forms(server: PostgresServer, tmp: Path) -> dict[str, tuple[str, str]]:
@@ -97,6 +99,33 @@ def _forms(server: PostgresServer, tmp: Path) -> dict[str, tuple[str, str]]:
                       f"refused: function lo_export() {OUTSIDE}"),
         "prepared-transaction": ("BEGIN; UPDATE genre SET name = 'x'; PREPARE TRANSACTION 'qe'",
                                  f"refused: a prepared (two-phase) transaction {OUTSIDE}"),
+        # issue 50 item 3: a harmless function whose pg_proc row is rewritten so that calling
+        # it runs what the guard refuses by name; another role's password cleared in pg_authid
+        "catalog-rewrite-function": (
+            "CREATE FUNCTION qe_f(integer) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$; "
+            "UPDATE pg_proc SET prolang = (SELECT oid FROM pg_language WHERE lanname = "
+            "'internal'), prosrc = 'pg_terminate_backend' WHERE proname = 'qe_f'; "
+            "SELECT qe_f(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
+            f"refused: UPDATE of pg_catalog.pg_proc {CATALOG}"),
+        "catalog-quoted": ("UPDATE \"pg_catalog\".\"pg_proc\" SET prosrc = 'pg_read_file_all' "
+                           "WHERE proname = 'qe_f'",
+                           f"refused: UPDATE of pg_catalog.pg_proc {CATALOG}"),
+        "catalog-password": (f"UPDATE pg_authid SET rolpassword = NULL WHERE rolname = "
+                             f"'{server.tasks_user}'",
+                             f"refused: UPDATE of pg_catalog.pg_authid {CATALOG}"),
+        "catalog-in-a-cte": ("WITH w AS (UPDATE PG_CATALOG.PG_AUTHID SET rolpassword = NULL "
+                             "RETURNING 1) SELECT count(*) FROM w",
+                             f"refused: UPDATE of pg_catalog.pg_authid {CATALOG}"),
+        "catalog-through-a-view": ("CREATE VIEW qe_v AS SELECT * FROM pg_proc; UPDATE qe_v SET "
+                                   "prosrc = 'pg_terminate_backend' WHERE proname = 'qe_f'",
+                                   f"refused: CREATE VIEW over pg_catalog.pg_proc {CATALOG}"),
+        "catalog-in-a-function": (
+            "CREATE FUNCTION qe_g() RETURNS void LANGUAGE plpgsql AS $$ BEGIN DELETE FROM "
+            "pg_catalog.pg_auth_members; END $$; SELECT qe_g()",
+            f"refused: DELETE of pg_catalog.pg_auth_members {CATALOG}"),
+        "catalog-new-function": ("CREATE FUNCTION pg_catalog.qe_h() RETURNS int LANGUAGE sql "
+                                 "AS $$ SELECT 1 $$",
+                                 f"refused: CREATE FUNCTION of pg_catalog.qe_h {CATALOG}"),
     }
 
 

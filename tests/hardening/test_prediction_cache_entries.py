@@ -20,7 +20,7 @@ import pytest
 
 from pytest_queryeval.errors import QueryEvalWarning
 from pytest_queryeval.predict.base import Prediction
-from pytest_queryeval.predict.cache import PredictionCache, read_entry
+from pytest_queryeval.predict.cache import PredictionCache, entry_digest, read_entry
 from tests.support import make_case
 
 CASE = make_case(question="how many?", datasource="db")
@@ -46,10 +46,15 @@ def _good(tmp_path: Path) -> tuple[PredictionCache, Model, Path]:
 
 
 def _json_edit(change: Callable[[dict], object]) -> Callable[[Path], None]:
+    """An edit whose digest is computed again (as whoever edits can): the checks after the
+    digest must hold on their own."""
     def apply(path: Path) -> None:
         entry = json.loads(path.read_text())
         new = change(entry)
-        path.write_text(json.dumps(entry if new is None else new))
+        new = entry if new is None else new
+        if isinstance(new, dict):
+            new["digest"] = entry_digest(new)
+        path.write_text(json.dumps(new))
     return apply
 
 
@@ -78,6 +83,7 @@ def _huge(path: Path) -> None:
 def _other_request(path: Path) -> None:
     entry = json.loads(path.read_text())
     entry["request"]["request"]["messages"][0]["content"] = "DROP everything"
+    entry["digest"] = entry_digest(entry)
     path.write_text(json.dumps(entry))
 
 

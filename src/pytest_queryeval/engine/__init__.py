@@ -496,8 +496,8 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
     the judge, the thresholds and the near misses (each turn of a conversation too:
     :mod:`.conversation`)."""
     predicted = None if prediction.value is MISSING else prediction.value
-    how = None if prediction.value is MISSING else abstention(prediction.value, case.abstain_patterns,
-                                                               case.abstention)
+    how = None if prediction.value is MISSING else abstention(
+        prediction.value, case.abstain_patterns, case.abstention, case.kind)
     asked = None if prediction.value is MISSING else clarification(prediction.value,
                                                                    case.clarify_patterns)
     if asked is not None or case.expect == "clarify":

@@ -57,11 +57,13 @@ def check_rule(value: object) -> str | None:
     return f"must be one of {', '.join(ABSTENTION_RULES)}, not {value!r}"
 
 
-def abstention(value: object, patterns: Sequence[str], rule: str = "default") -> str | None:
+def abstention(value: object, patterns: Sequence[str], rule: str = "default",
+               kind: str | None = None) -> str | None:
     """How ``value`` abstains (``null``, ``{"abstain": true}``, ``tool call abstain``,
     ``pattern <p>``; under ``rule`` ``ehrsql`` also the reference's ``'null'`` text), or None
-    when it is an answer. An empty or blank text is an answer: every reference evaluator scores
-    it as a wrong one, and only what the suite declares abstains."""
+    when it is an answer (``kind``: the case's, for the patterns). An empty or blank text is an
+    answer: every reference evaluator scores it as a wrong one, and only what the suite
+    declares abstains."""
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -70,10 +72,7 @@ def abstention(value: object, patterns: Sequence[str], rule: str = "default") ->
 
             if skips(value):
                 return EHRSQL_SKIP
-        for pattern in patterns:
-            if re.search(pattern, value, re.IGNORECASE):
-                return f"refusal matching abstain_patterns {pattern!r}"
-        return None
+        return pattern_abstention(value, patterns, kind)
     if isinstance(value, Mapping):
         if value.get("abstain") is True:
             return '{"abstain": true}'
@@ -83,6 +82,61 @@ def abstention(value: object, patterns: Sequence[str], rule: str = "default") ->
         if isinstance(calls, list) and any(isinstance(c, Mapping) and tool_name(c) in ABSTAIN_TOOLS
                                            for c in calls):
             return "abstain tool call"
+    return None
+
+
+#: A fenced block (```` ```sql ... ``` ````, ``~~~``): its body, when a query, is code.
+_FENCED_BLOCK = re.compile(r"(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<body>.*?)(?:\n[ \t]*(?P=fence)[`~]*|\Z)",
+                           re.DOTALL)
+#: What may stand before a query's first word: blanks, comments, opening parentheses.
+_LEADING = re.compile(r"(?:\s+|--[^\n]*|#[^\n]*|/\*.*?(?:\*/|\Z)|\()*", re.DOTALL)
+_WORD = re.compile(r"[A-Za-z]+\b")
+
+
+def is_query_text(text: str, kind: str) -> bool:
+    """Whether ``text`` is a query of ``kind``: it starts (past blanks, comments and opening
+    parentheses) with a word the kind declares a query starts with (``query_keywords``:
+    ``SELECT``, ``WITH``, ... for SQL; ``PREFIX``, ``SELECT``, ``ASK``, ... for SPARQL), or,
+    for a kind whose answers are JSON, it is a JSON object or array."""
+    from ..kinds import _registry
+
+    rest = text[_LEADING.match(text).end():]  # type: ignore[union-attr]  # matches ''
+    word = _WORD.match(rest)
+    if word and word[0].upper() in _registry.declared_names(kind, "query_keywords"):
+        return True
+    if rest[:1] in ("{", "[") and _registry.declares(kind, "json_answers"):
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        try:
+            return isinstance(loads_json(rest), dict | list)
+        except BoundedReadError:
+            return False
+    return False
+
+
+def pattern_abstention(text: str, patterns: Sequence[str], kind: str | None) -> str | None:
+    """The ``abstain_patterns`` refusal ``text`` is, or None (issue 50 item 4).
+
+    Why not a search of the whole text: with the docs' own ``"not in the (data|database)"``,
+    ``SELECT FirstName, 'not in the data' AS salary FROM Employee`` was credited as an
+    abstention and a right answer ``SELECT 'not in the database' AS note`` failed as
+    ``abstained``. So a text that is a query of the case's kind (:func:`is_query_text`, also
+    inside the one fence that encloses it) is never a refusal, and in a text that is not, the
+    fenced blocks that hold such a query are left out of the search: the patterns read the
+    prose around the code, never the code."""
+    if not patterns:
+        return None
+    searched = text
+    if kind is not None:
+        from ..kinds._fences import strip_fence
+
+        if is_query_text(strip_fence(text)[0], kind):
+            return None
+        searched = _FENCED_BLOCK.sub(
+            lambda m: " " if is_query_text(m["body"], kind) else m[0], text)
+    for pattern in patterns:
+        if re.search(pattern, searched, re.IGNORECASE):
+            return f"refusal matching abstain_patterns {pattern!r}"
     return None
 
 

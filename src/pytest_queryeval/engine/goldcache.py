@@ -11,14 +11,16 @@ entry or none; an entry that cannot be read is a miss and is written again.
 
 Trust (issue 39): a gold result decides whether a prediction passes, so an entry someone else
 could write is a way to pass a wrong prediction. An entry is used only when it is a regular
-file (not a link) owned by the user running the tests, not writable by group or others, and
-its stored ``digest`` (SHA-256 of the namespace, the key and the value) matches what it holds;
-any other entry is ignored with a :class:`~..errors.QueryEvalWarning` naming it, the gold is
-executed and the entry written again. A directory writable by group or others, or owned by
+file (neither it nor its folder a link) owned by the user running the tests, not writable
+by group or others, and its stored ``digest`` (SHA-256 of the namespace, the key and the
+value) matches what it holds; any other entry is ignored with a
+:class:`~..errors.QueryEvalWarning` naming it, the gold is executed and the entry written
+again. A directory writable by group or others, or owned by
 another user, is used (the checks above hold each entry) with one warning naming it. Entries
 and directories this module creates are never writable by group or others, whatever the umask.
 The digest binds an entry to its content against an edit or a damaged copy; against another
-user, who can compute the digest too, the owner and mode checks are what hold.
+user, who can compute the digest too, the owner and mode checks are what hold. The checks, the
+digest and the writes are :mod:`.._util.ownedfiles`', shared with the prediction cache.
 
 Importable without pytest.
 """
@@ -28,17 +30,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
+
+from .._util import ownedfiles
 
 #: The cache namespaces the directory holds: gold results only (what every shard shares).
 SHARED = frozenset({"sql-gold", "sparql-gold"})
 #: 2: entries carry the digest of their content (an entry of version 1 is a miss).
 VERSION = 2
 #: Mode bits that let someone other than the owner change a file or a directory's entries.
-OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+OTHERS_WRITE = ownedfiles.OTHERS_WRITE
 #: The largest entry read (a gold result the codec keeps; far above any real one).
 MAX_ENTRY_BYTES = 256 << 20
 
@@ -52,8 +54,7 @@ def address(namespace: str, key: str) -> str:
 def content_digest(namespace: str, key: str, value: object) -> str:
     """SHA-256 of ``[namespace, key, value]`` as canonical JSON (sorted keys, ASCII): what a
     stored entry must still hold when it is read."""
-    text = json.dumps([namespace, key, value], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    return ownedfiles.content_digest(namespace, key, value)
 
 
 class GoldCache:
@@ -80,7 +81,7 @@ class GoldCache:
         target = self.path(namespace, key)
         self._check_directories(target.parent)
         try:
-            text, problem = _read_own(target)
+            text, problem = ownedfiles.read_own(target, MAX_ENTRY_BYTES)
             if problem is not None:
                 self._warn(target, f"the gold cache entry {self._shown(target)} is ignored: "
                                    f"{problem}; the gold is executed again and the entry "
@@ -113,7 +114,7 @@ class GoldCache:
         except (TypeError, ValueError):
             return
         with contextlib.suppress(OSError, UnicodeEncodeError):
-            _write_private(target, text.encode("utf-8"))
+            ownedfiles.write_private(target, text.encode("utf-8"))
 
     def _check_directories(self, sub: Path) -> None:
         """One warning for the root or an entry's directory that others may write to."""
@@ -122,11 +123,8 @@ class GoldCache:
             if name in self._checked:
                 continue
             self._checked.add(name)
-            try:
-                st = os.stat(directory)
-            except OSError:
-                continue
-            problem = _others_may_write(st)
+            problem = ownedfiles.directory_problem(directory,
+                                                   link_allowed=directory == self.root)
             if problem:
                 self._warn(directory, f"the gold cache directory {self._shown(directory)} is "
                                       f"{problem}: whoever can write there can plant a gold "
@@ -155,61 +153,3 @@ class GoldCache:
         self._warned.add(str(path))
         with contextlib.suppress(Warning):  # -W error: a report, not a failure
             warnings.warn(QueryEvalWarning(message), stacklevel=stacklevel)
-
-
-def _others_may_write(st: os.stat_result) -> str | None:
-    """Why someone else could change a file or a directory's entries (None: nobody can)."""
-    if st.st_uid != os.geteuid():
-        return f"owned by another user (uid {st.st_uid})"
-    if st.st_mode & OTHERS_WRITE:
-        who = "group and others" if st.st_mode & OTHERS_WRITE == OTHERS_WRITE else \
-            "group" if st.st_mode & stat.S_IWGRP else "others"
-        return f"writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
-
-
-def _read_own(path: Path) -> tuple[str, str | None]:
-    """The entry's text, or why it is not to be trusted (a link, not a regular file, another
-    user's, writable by others, too large); OSError when there is none. The checks are made on
-    the file opened (``fstat``), not on the name, so it cannot be swapped in between."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if os.path.islink(path):
-            return "", "it is a symbolic link"
-        raise exc
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return "", "it is not a regular file"
-        problem = _others_may_write(st)
-        if problem:
-            return "", f"it is {problem}"
-        if st.st_size > MAX_ENTRY_BYTES:
-            return "", f"{st.st_size:,} bytes, over the {MAX_ENTRY_BYTES >> 20} MiB limit"
-        return fh.read(MAX_ENTRY_BYTES + 1).decode("utf-8"), None
-
-
-def _write_private(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a temporary file renamed into place, the file and
-    any directory made on the way not writable by group or others whatever the umask (this
-    user's entries must pass :func:`_read_own`)."""
-    from .._util.safefile import create_temp
-
-    for directory in reversed([target.parent, *target.parent.parents]):
-        if not directory.exists():
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(directory, 0o755)
-    fd, tmp = create_temp(target.parent, f".{target.name}.", ".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & ~OTHERS_WRITE)
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

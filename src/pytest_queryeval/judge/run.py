@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
+from .._util.boundedio import loads_json
 from ..errors import QueryEvalError
 from ..kinds._registry import declaring
 from ..metricnames import JUDGE_EX
 from ..model import Case, Scored
+from ..predict.base import read_usage
 from .config import JudgeSpec
 from .pins import PinStore, pin_key
 from .prompt import PROMPT_FORMAT, SQL_TEMPLATE, Shown, build_prompt, show_result, strip_comments
@@ -441,7 +443,7 @@ STOPPED = "the judge was not asked: the session ended first"
 
 def _content(raw: bytes) -> str:
     try:
-        data = json.loads(raw.decode("utf-8", errors="replace"))
+        data = loads_json(raw.decode("utf-8", errors="replace"))
         content = data["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
         raise JudgeError("the judge's reply has no choices[0].message.content") from None
@@ -451,10 +453,8 @@ def _content(raw: bytes) -> str:
 
 
 def _usage(raw: bytes) -> dict[str, float]:
-    from ..predict.base import read_usage
-
     try:
-        return read_usage(json.loads(raw).get("usage"))
+        return read_usage(loads_json(raw.decode("utf-8", errors="replace")).get("usage"))
     except (ValueError, AttributeError):
         return {}
 

@@ -47,6 +47,9 @@ and values, read with :func:`declared_text` and :func:`declared_names`:
     what its default system prompt calls the language the model answers in.
 ``headline_metrics``
     the metrics the terminal summary shows for it (others are in JSON, Excel, HTML).
+``query_keywords``
+    the words (upper case) a query of its language starts with: a text that starts with one
+    is a query, never matched by ``abstain_patterns`` (:func:`..engine.abstain.pattern_abstention`).
 
 Records a report reads carry the kind as a string: asking imports the kind's module, which
 imports no heavy library at module level (``python -X importtime``: tens of milliseconds).
@@ -65,7 +68,7 @@ Capability = Literal["gold_alternatives", "gold_by_dialect", "conversation",
 #: The text values a kind may declare.
 TextDeclaration = Literal["fence_language", "language_name"]
 #: The name lists a kind may declare.
-NamesDeclaration = Literal["headline_metrics"]
+NamesDeclaration = Literal["headline_metrics", "query_keywords"]
 
 #: Built-in kinds as ``module:Class`` so that heavy imports stay lazy.
 KIND_CLASSES: dict[str, str] = {

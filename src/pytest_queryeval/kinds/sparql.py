@@ -104,6 +104,9 @@ class SparqlKind:
     conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
     fence_language: ClassVar[str] = "sparql"
     language_name: ClassVar[str] = "SPARQL"
+    query_keywords: ClassVar[tuple[str, ...]] = (
+        "SELECT", "ASK", "CONSTRUCT", "DESCRIBE", "PREFIX", "BASE", "INSERT", "DELETE", "WITH",
+        "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY")
     headline_metrics: ClassVar[tuple[str, ...]] = (
         "execution_accuracy", "judge_ex", "row_match_f1", "entity_set_f1", "arity_f1")
     #: What gates a case no threshold judges (docs/reference.md, "Thresholds"): the gold's

@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ..report.shardcheck import COMPLETE_OUTCOMES
+
 if TYPE_CHECKING:
     from ..model import Case, CaseRecord, RecordLike
 
 #: Outcomes of a record a later attempt may carry instead of running the case again.
-COMPLETE = frozenset({"passed", "failed", "xfailed", "xpassed"})
+COMPLETE = COMPLETE_OUTCOMES
 
 
 def identity(case: Case, predictions: str | None) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -144,9 +143,11 @@ def maybe_json(text: str) -> object:
     """Structured predictions (JSON objects, SDMX selections) may arrive as JSON text."""
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
+        from .._util.boundedio import loads_json
+
         try:
-            return json.loads(stripped)
-        except ValueError:
+            return loads_json(stripped)
+        except ValueError:  # not JSON, or nested deeper than Python reads: the text
             return text
     return text
 

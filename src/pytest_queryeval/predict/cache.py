@@ -9,14 +9,20 @@ answer is read). An unchanged request is answered from the file on the next run;
 asks again.
 
 The directory is untrusted input (another process, a shared CI cache, an attacker with write
-access to it): an entry is a regular file read up to a cap (:mod:`.._util.safefile`, no link
-followed), and it is used only when its name, its ``key`` and the hash of the request it
-holds all match the request being made, and every field of its answer has its type. Anything
-else is ignored with a warning and the answer requested again, which then replaces it. Writes
-are atomic (a reader sees the old entry or the new one, never half), so two xdist workers
-writing the same entry leave one whole. Secrets never reach the key or the file: the key's
-material and the stored answer are scrubbed of the case's suite secrets and the source's
-credentials, and ``api_key`` is not a parameter of the answer.
+access to it), held to the shared gold cache's guarantees (:mod:`.._util.ownedfiles`, issue
+50): an entry is a regular file read up to a cap, neither it nor its folder a link, owned by
+the user running the tests and not writable by group or others; its ``digest`` (SHA-256 of
+its format, key, request and answer) matches what it holds, so an edited answer is not used;
+and it is used only when its name, its ``key`` and the hash of the request it holds all match
+the request being made, and every field of its answer has its type. Anything else is ignored
+with a warning naming the entry and why, and the answer requested again, which then replaces
+it. A directory others may write (or another user's, or a linked folder) is named in one
+warning. An entry of the previous format (no digest) is a silent miss, requested again.
+Writes are atomic (a reader sees the old entry or the new one, never half) and never
+writable by group or others, so two xdist workers writing the same entry leave one whole.
+Secrets never reach the key or the file: the key's material and the stored answer are
+scrubbed of the case's suite secrets and the source's credentials, and ``api_key`` is not a
+parameter of the answer.
 
 A repeated case (``repeat:``, ``--queryeval-repeat``) asks for several answers of one request:
 its runs are never cached. ``--queryeval-refresh-predictions`` asks every request again and
@@ -29,15 +35,14 @@ import errno
 import hashlib
 import json
 import math
-import os
-import stat
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from .._util.safefile import read_text, write_atomic
+from .._util import ownedfiles
+from .._util.safefile import LIMITS
 from .._util.secrets import Scrubber
 from ..errors import PredictionError, QueryEvalWarning
 from .base import LiveSource, Prediction, read_usage
@@ -48,7 +53,9 @@ if TYPE_CHECKING:
     from ..model import Case, Context
 
 #: The ``format`` of an entry; another value is not read (a later layout asks again).
-FORMAT = "pytest-queryeval prediction cache 1"
+FORMAT = "pytest-queryeval prediction cache 2"
+#: The previous format (no digest): a miss, asked again and replaced, without a warning.
+OLD_FORMATS = frozenset({"pytest-queryeval prediction cache 1"})
 #: Keys of a ``predictions:`` mapping that say how to ask, not what is asked: left out of the
 #: key (a longer timeout does not change the answer), ``api_key`` above all (a secret).
 TRANSPORT_KEYS = frozenset({"api_key", "timeout", "retries", "backoff", "max_retry_wait",
@@ -119,6 +126,8 @@ class PredictionCache:
         self._warned = False
         self.params = Scrubber(self._secrets).data(
             {k: v for k, v in sorted(params.items()) if k not in TRANSPORT_KEYS})
+        #: Directories already looked at (each warned about once).
+        self._checked: set[Path] = set()
 
     def _unstorable(self, exc: OSError) -> None:
         """Say once that nothing can be stored (a read-only or full folder): each answer's
@@ -172,6 +181,7 @@ class PredictionCache:
         path = self.path(key)
         problem = None
         if not self.refresh:
+            self._check_directories(path.parent)
             found, problem = read_entry(path, key, text)
             if found is not None:
                 return _marked(found, HIT)
@@ -183,10 +193,13 @@ class PredictionCache:
         stored = Scrubber(self._secrets | case.secrets).data(
             {"format": FORMAT, "key": key, "request": json.loads(text),
              "answer": _answer_data(prediction)})
+        # the digest of what is stored as it will be read back (JSON round trip)
+        stored = json.loads(json.dumps(stored, default=str))
+        stored["digest"] = entry_digest(stored)
         status = REFRESHED if self.refresh else STORED
         try:
-            write_atomic(path, json.dumps(stored, sort_keys=True, default=str,
-                                          ensure_ascii=False), special="replace")
+            ownedfiles.write_private(path, json.dumps(stored, sort_keys=True,
+                                                      ensure_ascii=False).encode("utf-8"))
         except OSError as exc:
             status = f"not stored: {type(exc).__name__}"
             self._unstorable(exc)
@@ -194,6 +207,32 @@ class PredictionCache:
         if problem is not None:
             prediction.details["cache_ignored"] = problem
         return prediction
+
+
+    def _check_directories(self, sub: Path) -> None:
+        """One warning for the cache directory or an entry's folder that others may plant
+        entries in (its entries are each checked all the same)."""
+        for directory in (self.directory, sub):
+            if directory in self._checked:
+                continue
+            self._checked.add(directory)
+            problem = ownedfiles.directory_problem(directory,
+                                                   link_allowed=directory == self.directory)
+            if problem:
+                shown = directory.name if directory == self.directory else \
+                    f"{self.directory.name}/{directory.name}"
+                warnings.warn(QueryEvalWarning(
+                    f"queryeval: the prediction cache directory {shown!r} is {problem}: "
+                    "whoever can write there can plant an answer that makes a wrong model "
+                    "pass; only entries written by this user, not writable by others, with a "
+                    "matching digest are used (chmod go-w, or a directory of your own)"),
+                    stacklevel=4)
+
+
+def entry_digest(entry: Mapping[str, object]) -> str:
+    """The digest an entry stores: of its format, key, request and answer."""
+    return ownedfiles.content_digest(entry.get("format"), entry.get("key"),
+                                     entry.get("request"), entry.get("answer"))
 
 
 def _marked(prediction: Prediction, status: str) -> Prediction:
@@ -210,20 +249,26 @@ def _answer_data(prediction: Prediction) -> dict[str, object]:
 def read_entry(path: Path, key: str, material: str) -> tuple[Prediction | None, str | None]:
     """``(answer, None)`` for a usable entry; ``(None, why)`` for one that is not; ``(None,
     None)`` when there is none."""
+    from .._util.boundedio import BoundedReadError, loads_json
+
     try:
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            return None, "a symbolic link, not followed"
-        text = read_text(path, "predictions")
+        text, untrusted = ownedfiles.read_own(path, LIMITS["predictions"] or 0)
     except FileNotFoundError:
         return None, None
     except (OSError, UnicodeDecodeError) as exc:
-        return None, f"unreadable: {exc}"
+        return None, f"unreadable: {type(exc).__name__}"
+    if untrusted:
+        return None, untrusted
     try:
-        entry = json.loads(text)
-    except ValueError:
+        entry = loads_json(text)
+    except BoundedReadError:
         return None, "not JSON (truncated?)"
+    if isinstance(entry, dict) and entry.get("format") in OLD_FORMATS:
+        return None, None
     if not isinstance(entry, dict) or entry.get("format") != FORMAT:
         return None, "not an entry of this format"
+    if entry.get("digest") != entry_digest(entry):
+        return None, "its content does not match its digest (edited or damaged)"
     if entry.get("key") != key or path.stem != key:
         return None, "its key is not its name"
     request = json.dumps(entry.get("request"), sort_keys=True, separators=(",", ":"),

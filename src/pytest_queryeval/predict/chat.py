@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._isolation.httpx_deadline import bounded_client, watching
+from .._util.boundedio import loads_json
 from .._util.secrets import Scrubber
 from ..errors import MissingDependency, PredictionError, QueryEvalError
 from ..kinds._registry import declares
@@ -349,8 +350,8 @@ class ChatPredictor(LiveSource):
                ) -> Prediction:
         text = raw.decode("utf-8", errors="replace")
         try:
-            data = json.loads(text)
-        except ValueError:
+            data = loads_json(text)
+        except ValueError:  # BoundedReadError too: nested deeper than Python reads
             raise PredictionError(f"{self._where()}: the reply is not JSON: "
                                   f"{self._scrubber.text(_excerpt(text))!r}") from None
         try:

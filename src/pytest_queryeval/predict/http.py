@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from .._util.boundedio import loads_json
 from .._util.secrets import Scrubber, url_passwords
 from ..errors import PredictionError
 from ..model import Case, Context
@@ -179,8 +180,8 @@ class HttpPredictor(LiveSource):
         text = raw.decode("utf-8", errors="replace")
         if "json" in ctype or text.strip()[:1] in ("{", "["):
             try:
-                data: object = json.loads(text)
-            except ValueError as exc:
+                data: object = loads_json(text)
+            except ValueError as exc:  # BoundedReadError too: nested deeper than Python reads
                 if self.response_path:
                     raise PredictionError(f"response is not valid JSON: {exc}") from None
                 data = text

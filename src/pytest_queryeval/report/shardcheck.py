@@ -16,6 +16,8 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, cast
 
+#: The outcomes of a complete record (one a retry may carry: ``plugin.resume.COMPLETE``).
+COMPLETE_OUTCOMES = frozenset({"passed", "failed", "xfailed", "xpassed"})
 #: How many problems of one shard are listed (the rest are counted).
 LISTED = 10
 
@@ -201,8 +203,10 @@ def check_report(report: Mapping[str, Any]) -> list[str]:
     if not isinstance(cases, list):
         p.add("cases", "expected a list", cases)
     else:
+        seen = SeenCases()
         for index, case in enumerate(cases):
             _check_case(p, case, f"cases[{index}]")
+            p.found.extend(seen.problems(case, index))
     gates = report.get("gates")
     if gates is not None and not isinstance(gates, list):
         p.add("gates", "expected a list", gates)
@@ -272,6 +276,43 @@ def _check_details(p: _Problems, details: Mapping[str, Any], where: str) -> None
                  ("tp", "fp", "fn"))
     elif gerbil is not None:
         p.add(f"{where}.gerbil", "expected an object", gerbil)
+
+
+class SeenCases:
+    """The cases of one report seen so far, to refuse a second record of one case.
+
+    Why: a report holds one record per case. A second record of a case (a genuine failure
+    followed by a forged pass whose digest was computed again) was carried by
+    ``--queryeval-resume`` as passed (a later record of an id wins) and counted twice by
+    ``queryeval merge`` (``2 cases, 2 passed``) without a word. A case is its node id when
+    the record has one (two cases of one id in two files are two node ids: the second is
+    the located ``duplicate id`` error, ``id@line``), else its id; and two complete records
+    of one id asked the same way (one ``identity``: what a retry carries by) are one case
+    whatever node ids they give. Every reader of a report's records checks them through here
+    (:func:`check_report`, :func:`..report.stream.scan`)."""
+
+    def __init__(self) -> None:
+        self._first: dict[object, int] = {}
+
+    def problems(self, case: object, index: int) -> list[str]:
+        """``[]``, or the problem of ``case`` (at ``cases[index]``) when its case was seen."""
+        if not isinstance(case, dict):
+            return []
+        nodeid, case_id = case.get("nodeid"), case.get("id")
+        key = nodeid if isinstance(nodeid, str) and nodeid else case_id
+        if not isinstance(key, str):
+            return []
+        first = self._first.setdefault(key, index)
+        identity = case.get("identity")
+        if first == index and isinstance(identity, str) \
+                and case.get("outcome") in COMPLETE_OUTCOMES:
+            first = self._first.setdefault(("asked", case_id, identity), index)
+        if first == index:
+            return []
+        shown = case_id if isinstance(case_id, str) else key
+        return [f"cases[{index}].id: duplicate case id {shown!r} (also cases[{first}]): a "
+                "report holds one record per case; run the shard again rather than edit its "
+                "report"]
 
 
 def summary(name: str, problems: list[str]) -> str:

@@ -281,9 +281,10 @@ def scan(path: Path) -> Scanned:
     """Read the report at ``path`` case by case. OSError and BoundedReadError are the
     caller's to word (as :func:`.._util.boundedio.load_json_file`'s)."""
     from .._util.safefile import UnsafeFile, open_binary
-    from .shardcheck import case_problems
+    from .shardcheck import SeenCases, case_problems
 
     out = Scanned()
+    seen = SeenCases()
     with contextlib.ExitStack() as stack:
         try:
             fh = stack.enter_context(open_binary(path, "input"))
@@ -312,6 +313,7 @@ def scan(path: Path) -> Scanned:
                         raise BoundedReadError(
                             f"not JSON: nested deeper than {MAX_JSON_DEPTH} levels")
                     out.problems.extend(case_problems(rec, f"cases[{index}]"))
+                    out.problems.extend(seen.problems(rec, index))
                     if isinstance(rec, dict):
                         out.cases.append(slim(rec))
                         out.spans.append(Span(path, start, length))

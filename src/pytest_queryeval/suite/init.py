@@ -88,7 +88,14 @@ def main(argv: Sequence[str]) -> int:
 def init(datasource: str, *, kind: str | None = None, directory: Path = Path("."),
          name: str | None = None) -> list[Path]:
     """Write the three files into ``directory``; their paths. InitError: nothing written."""
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InitError(f"--dir {directory}: exists and is not a directory; nothing was "
+                        "written") from None
+    except OSError as exc:
+        raise InitError(f"--dir {directory}: cannot be made: {exc.strerror or exc}; nothing "
+                        "was written") from None
     targets = [directory / n for n in (CONFIG, CASES, PREDICTIONS)]
     existing = [str(p) for p in targets if os.path.lexists(p)]
     if existing:
@@ -151,7 +158,15 @@ def _spec(datasource: str, kind: str, directory: Path, is_url: bool,
                 {"type": "sqlalchemy", "url": urllib.parse.urlunsplit(parts._replace(
                     netloc=netloc))},
                 f"the password is read from ${PASSWORD_VAR}: set it before running pytest")
+    from .._util.safefile import unreadable
+
+    problem = unreadable(datasource)  # a device or a FIFO is there, not "no such file"
+    if problem:
+        raise InitError(f"{datasource}: {problem} (a SQLite, DuckDB or RDF file, or a URL)")
     path = Path(datasource).resolve()
+    if path.is_dir():
+        raise InitError(f"{datasource}: a directory, not a regular file (a SQLite, DuckDB or "
+                        "RDF file, or a URL)")
     if not path.is_file():
         raise InitError(f"{datasource}: no such file (a SQLite, DuckDB or RDF file, or a URL)")
     if kind == "sparql":
@@ -200,10 +215,9 @@ def _sql_examples(source: DataSource) -> list[Example]:
     dialect = source.dialect
     tables: list[tuple[str, list[str], list[tuple[object, ...]]]] = []
     for table, _ddl in source.ddl():
-        q = _quote(table, dialect)
-        result = source.execute(f"SELECT * FROM {q} LIMIT {SAMPLE_ROWS}", trusted=True)
-        if result.rows:
-            tables.append((table, list(map(str, result.columns)), list(result.rows)))
+        sample = _sample(source, table, dialect)
+        if sample is not None:
+            tables.append((table, *sample))
     out: list[Example] = []
     if not tables:
         return out
@@ -237,6 +251,39 @@ def _sql_examples(source: DataSource) -> list[Example]:
                               f"What is the number of rows in {last[0]}?",
                               f"SELECT count(*) AS n FROM {_quote(last[0], dialect)}"))
     return out
+
+
+def _sample(source: DataSource, table: str, dialect: str | None,
+            ) -> tuple[list[str], list[tuple[object, ...]]] | None:
+    """``(columns, rows)`` of a few rows of ``table``, or None when it has none to show. A
+    table whose rows the source refuses whole (a 200 MB blob is over its ``max_bytes``) is
+    sampled column by column, the refused columns left out: the examples come from the
+    others, never a refusal of the whole datasource (issue 50 item 7)."""
+    q = _quote(table, dialect)
+    try:
+        result = source.execute(f"SELECT * FROM {q} LIMIT {SAMPLE_ROWS}", trusted=True)
+    except QueryEvalError:
+        pass
+    else:
+        return (list(map(str, result.columns)), list(result.rows)) if result.rows else None
+    try:
+        names = [str(c) for c in source.execute(f"SELECT * FROM {q} WHERE 1 = 0",
+                                                trusted=True).columns]
+    except QueryEvalError:
+        return None
+    kept: list[str] = []
+    values: list[list[object]] = []
+    for name in names:
+        try:
+            column = source.execute(f"SELECT {_quote(name, dialect)} FROM {q} LIMIT "
+                                    f"{SAMPLE_ROWS}", trusted=True)
+        except QueryEvalError:
+            continue
+        kept.append(name)
+        values.append([row[0] for row in column.rows])
+    if not kept or not values[0]:
+        return None
+    return kept, list(zip(*values, strict=False))
 
 
 def _value(columns: list[str], rows: list[tuple[object, ...]]) -> tuple[str, str, str] | None:

@@ -17,7 +17,41 @@ from ..errors import ConfigError
 from ..model import Case, Threshold
 from .cases import CaseReader, MetricCheck
 from .config import SuiteConfig
-from .yamlload import LocDict, LocList
+from .yamlload import MAX_NESTING_DEPTH, LocDict, LocList
+
+
+def _nesting_problem(value: object) -> str | None:
+    """Why a field's value cannot be read as a YAML value: nested deeper than the YAML
+    loader allows, or holding itself (a Python list appended to itself), else None. A case
+    file cannot be either; a test function's arguments can, and the reader below (and every
+    reader after it) would end in a RecursionError (issue 50 item 7)."""
+    heights: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def height(item: object) -> int:  # recursion bounded by MAX_NESTING_DEPTH
+        if not isinstance(item, Mapping | list | tuple):
+            return 0
+        key = id(item)
+        if key in on_path:
+            raise ValueError("contains itself (a list or mapping that holds itself is no "
+                             "YAML value)")
+        if key in heights:
+            return heights[key]
+        if len(on_path) >= MAX_NESTING_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_NESTING_DEPTH} levels (the limit of a "
+                             "case file's YAML)")
+        on_path.add(key)
+        children = item.values() if isinstance(item, Mapping) else item
+        found = 1 + max((height(c) for c in children), default=0)
+        on_path.discard(key)
+        heights[key] = found
+        return found
+
+    try:
+        height(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _located(value: object, line: int) -> object:
@@ -52,6 +86,10 @@ def case_from_fields(fields: Mapping[str, object], *, path: Path, display: str, 
         raise ConfigError("one name per case written in Python (parametrize the "
                           "test over the names for one case per source)", display, line,
                           "datasource")
+    for key, value in fields.items():
+        problem = _nesting_problem(value)
+        if problem:
+            raise ConfigError(problem, display, line, str(key))
     entry = _located({k: v for k, v in fields.items() if v is not None}, line)
     assert isinstance(entry, LocDict)
     header = LocDict()

@@ -82,19 +82,20 @@ def compare(gold: Connection, pred: Connection, spec: Collateral) -> tuple[str, 
         if name not in same:  # SQLite pages say nothing of columns (ADD COLUMN keeps them)
             compared.append((name, g_cols))
     if sqlite:  # counts first, a hash only when they agree (no round trip to pay for)
-        counts = {name: (_count(gold, g_tables[name]), _count(pred, g_tables[name]))
+        counts = {name: (_count(gold, g_tables[name]), _count(pred, p_tables[name]))
                   for name, _ in compared}
         differ = [(name, cols, *counts[name]) for name, cols in compared
                   if counts[name][0] != counts[name][1] or (counts[name][0] and
                   _hash(cast(sqlite3.Connection, gold), g_tables[name], cols)
-                  != _hash(cast(sqlite3.Connection, pred), g_tables[name], cols))]
+                  != _hash(cast(sqlite3.Connection, pred), p_tables[name], cols))]
     else:  # one query per copy for every table's count and hash: round trips cost most here
         g_stats = _stats(gold, [(g_tables[n], cols) for n, cols in compared])
-        p_stats = _stats(pred, [(g_tables[n], cols) for n, cols in compared])
+        p_stats = _stats(pred, [(p_tables[n], cols) for n, cols in compared])
         differ = [(name, cols, g[0], p[0]) for (name, cols), g, p
                   in zip(compared, g_stats, p_stats, strict=True) if g != p]
     for name, cols, g_count, p_count in differ:
-        summary, shown = _table_diff(gold, pred, name, g_tables[name], cols, g_count, p_count)
+        summary, shown = _table_diff(gold, pred, name, (g_tables[name], p_tables[name]), cols,
+                                     g_count, p_count)
         if summary:
             parts.append(f"{name} ({summary})")
             lines += shown
@@ -132,12 +133,16 @@ def _tables(conn: Connection) -> dict[str, str]:
     if engine == "sqlite":
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
                             "LIKE 'sqlite\\_%' ESCAPE '\\'").fetchall()
-        return {str(r[0]): _q(str(r[0])) for r in rows}
+        # qualified: an unqualified name resolves to a temporary object first
+        return {str(r[0]): f'"main".{_q(str(r[0]))}' for r in rows}
     if engine == "duckdb":
         rows = conn.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT "
                             "internal AND NOT temporary AND database_name = "
                             "current_database()").fetchall()
-        default = "main"
+        # by the database too: in DuckDB, main.t resolves to a temporary t first
+        database = _q(str(conn.execute("SELECT current_database()").fetchone()[0]))
+        return {(str(t) if s == "main" else f"{s}.{t}"): f"{database}.{_q(str(s))}.{_q(str(t))}"
+                for s, t in rows}
     else:
         rows = conn.execute(
             "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = "
@@ -243,8 +248,8 @@ def _key_columns(conn: Connection, name: str, quoted: str, cols: list[str]) -> l
     """The positions of the table's primary key columns ([] without one)."""
     engine = _engine(conn)
     if engine == "sqlite":
-        rows = conn.execute("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk",
-                            (name,)).fetchall()
+        rows = conn.execute("SELECT name FROM pragma_table_info(?, 'main') WHERE pk > 0 "
+                            "ORDER BY pk", (name,)).fetchall()
         keys = [str(r[0]) for r in rows]
     elif engine == "duckdb":
         schema, _, table = name.rpartition(".")
@@ -284,7 +289,8 @@ def _order(row: tuple[Any, ...]) -> tuple[tuple[int, Any], ...]:
                  else (2, "") if v is None else (1, str(v)) for v in row)
 
 
-def _table_diff(gold: Connection, pred: Connection, name: str, quoted: str, cols: list[str], g_count: int,
+def _table_diff(gold: Connection, pred: Connection, name: str, names: tuple[str, str],
+                cols: list[str], g_count: int,
                 p_count: int) -> tuple[str, list[str]]:
     """A summary of how the prediction's table (whose count or hash differs) differs from the
     gold's ('' when its rows, as a multiset, do not) and a few diff lines."""
@@ -296,7 +302,8 @@ def _table_diff(gold: Connection, pred: Connection, name: str, quoted: str, cols
                f"{ROW_CAP}-row cap: rows not listed", []
     from ..results import show_row
 
-    g_rows, p_rows = _fetch(gold, quoted), _fetch(pred, quoted)
+    quoted = names[0]  # each copy's table by its own qualified name
+    g_rows, p_rows = _fetch(gold, quoted), _fetch(pred, names[1])
     missing_c = Counter(g_rows) - Counter(p_rows)
     extra_c = Counter(p_rows) - Counter(g_rows)
     missing = sorted(missing_c.elements(), key=_order)

@@ -20,6 +20,16 @@ so it is refused before the copy is even made, by the statement tree PostgreSQL'
   statistics resets), named anywhere in the tree (a call, a trigger, an operator's or an
   aggregate's function, a rename), ``set_config`` of the role, and the functions that run SQL
   given as text;
+* writes to the system catalogs (issue 50 item 3), by any spelling (``pg_proc``,
+  ``pg_catalog.pg_proc``, ``"pg_catalog"."pg_proc"``, in a CTE, a rule, a function body):
+  ``INSERT``/``UPDATE``/``DELETE``/``MERGE``/``TRUNCATE``/``COPY FROM``, ``ALTER``, ``GRANT``,
+  triggers, rules, policies and indexes on a relation of ``pg_catalog``/``pg_toast`` (or an
+  unqualified ``pg_*`` name, which resolves there), creating, altering, renaming or dropping
+  objects there (``CREATE FUNCTION pg_catalog.f``, ``ALTER ... SET SCHEMA pg_catalog``), and a
+  view over such a relation (a view of one table can be written through). A superuser with
+  ``allow_privileged: true`` could otherwise rewrite a function's ``pg_proc`` row so that
+  calling it runs ``pg_terminate_backend`` or ``pg_read_file`` without naming them, or clear
+  another role's password in ``pg_authid``;
 * the bodies of ``DO`` blocks and of functions and procedures created by the prediction:
   ``LANGUAGE sql`` bodies are parsed and held to the same rules, ``plpgsql`` bodies are parsed
   with PL/pgSQL's parser and every embedded statement and expression checked; a statement
@@ -81,6 +91,39 @@ OUTSIDE_FUNCTIONS = frozenset({
 #: writes; logical decoding and replication origins; shared statistics resets).
 OUTSIDE_PREFIXES = (*SQL_TEXT_PREFIXES, "pg_ls_", "pg_file_", "pg_logical_",
                     "pg_replication_origin", "pg_stat_reset")
+#: The schemas of the system catalogs: no statement of a task writes there.
+SYSTEM_SCHEMAS = frozenset({"pg_catalog", "pg_toast"})
+#: Statements that write what these fields name (a relation, a name list, an object), and
+#: how a refusal calls them.
+WRITE_TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "InsertStmt": ("INSERT", ("relation",)), "UpdateStmt": ("UPDATE", ("relation",)),
+    "DeleteStmt": ("DELETE", ("relation",)), "MergeStmt": ("MERGE", ("relation",)),
+    "TruncateStmt": ("TRUNCATE", ("relations",)),
+    "AlterTableStmt": ("ALTER TABLE", ("relation",)),
+    "CreateTrigStmt": ("CREATE TRIGGER", ("relation",)),
+    "RuleStmt": ("CREATE RULE", ("relation",)), "IndexStmt": ("CREATE INDEX", ("relation",)),
+    "CreatePolicyStmt": ("CREATE POLICY", ("table",)),
+    "AlterPolicyStmt": ("ALTER POLICY", ("table",)),
+    "CreateStmt": ("CREATE TABLE", ("relation",)), "ViewStmt": ("CREATE VIEW", ("view",)),
+    "CreateTableAsStmt": ("CREATE TABLE AS", ("into",)),
+    "CreateSeqStmt": ("CREATE SEQUENCE", ("sequence",)),
+    "AlterSeqStmt": ("ALTER SEQUENCE", ("sequence",)),
+    "RenameStmt": ("ALTER ... RENAME", ("relation", "object")),
+    "AlterObjectSchemaStmt": ("ALTER ... SET SCHEMA", ("relation", "object")),
+    "AlterOwnerStmt": ("ALTER ... OWNER TO", ("relation", "object")),
+    "GrantStmt": ("GRANT/REVOKE", ("objects",)), "DropStmt": ("DROP", ("objects",)),
+    "ClusterStmt": ("CLUSTER", ("relation",)),
+    "CreateFunctionStmt": ("CREATE FUNCTION", ("funcname",)),
+    "AlterFunctionStmt": ("ALTER FUNCTION", ("func",)),
+    "DefineStmt": ("CREATE AGGREGATE/OPERATOR/TYPE", ("defnames",)),
+    "CompositeTypeStmt": ("CREATE TYPE", ("typevar",)),
+    "CreateEnumStmt": ("CREATE TYPE", ("typeName",)),
+    "AlterEnumStmt": ("ALTER TYPE", ("typeName",)),
+    "CreateDomainStmt": ("CREATE DOMAIN", ("domainname",)),
+    "AlterDomainStmt": ("ALTER DOMAIN", ("typeName",)), "CommentStmt": ("COMMENT", ("object",)),
+    "RefreshMatViewStmt": ("REFRESH MATERIALIZED VIEW", ("relation",)),
+    "CopyStmt": ("COPY ... FROM", ("relation",)),  # COPY FROM only: a COPY TO reads
+}
 #: Languages whose bodies are checked; a function in any other is refused.
 CHECKED_LANGUAGES = ("sql", "plpgsql")
 #: PL/pgSQL statements that run a statement built at run time.
@@ -125,6 +168,11 @@ def _check_tree(stmt: dict[str, Any], text: str, depth: int) -> None:
         what = _outside(key, node)
         if what:
             raise QueryRefused(f"{what} acts outside the task's copy of the database")
+        catalog = _catalog_write(key, node)
+        if catalog:
+            raise QueryRefused(f"{catalog} writes the system catalogs, which no task may do "
+                               "(not even with allow_privileged: true: a superuser's write "
+                               "there changes what the server runs or who may log in)")
         if key == "String":
             name = str(node.get("sval", ""))
             if name == "set_config" and in_funcname:
@@ -168,6 +216,54 @@ def _outside(key: str, node: dict[str, Any]) -> str:
                 "GrantStmt": f"GRANT/REVOKE ON {shared}", "RenameStmt": f"ALTER {shared} ... RENAME",
                 "AlterOwnerStmt": f"ALTER {shared} ... OWNER TO"}[key]
     return ""
+
+
+def _catalog_write(key: str, node: dict[str, Any]) -> str:
+    """What statement ``key``/``node`` writes in the system catalogs (``UPDATE of
+    pg_catalog.pg_proc``), else ''."""
+    if key not in WRITE_TARGETS or (key == "CopyStmt" and not node.get("is_from")):
+        return ""
+    verb, fields = WRITE_TARGETS[key]
+    if key == "AlterObjectSchemaStmt" and node.get("newschema") in SYSTEM_SCHEMAS:
+        return f"{verb} {node['newschema']}"
+    if key == "ViewStmt":  # a view of one catalog table can be written through
+        for inner, found, _ in _walk(node.get("query")):
+            name = _system_name(found) if inner == "RangeVar" else None
+            if name:
+                return f"CREATE VIEW over {name}"
+    for field in fields:
+        name = _system_name(node.get(field))
+        if name:
+            return f"{verb} of {name}"
+    return ""
+
+
+def _system_name(value: object) -> str | None:
+    """The system catalog object ``value`` (a relation, a name list, an object with
+    arguments, a list of them, as pglast's JSON has them) names, else None. A relation named
+    ``pg_*`` without a schema resolves to ``pg_catalog`` first, so it counts as one."""
+    todo: list[object] = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, list):
+            parts = [p["String"].get("sval") for p in item
+                     if isinstance(p, dict) and isinstance(p.get("String"), dict)]
+            if parts and len(parts) == len(item):
+                if len(parts) > 1 and parts[0] in SYSTEM_SCHEMAS:
+                    return ".".join(map(str, parts))
+                continue
+            todo.extend(item)
+        elif isinstance(item, dict):
+            if isinstance(item.get("relname"), str):
+                schema, rel = item.get("schemaname"), item["relname"]
+                if schema in SYSTEM_SCHEMAS or (not schema and rel.startswith("pg_")):
+                    return f"{schema or 'pg_catalog'}.{rel}"
+                continue
+            for inner in ("RangeVar", "ObjectWithArgs", "List", "rel", "objname", "items",
+                          "TypeName", "names"):
+                if inner in item:
+                    todo.append(item[inner])
+    return None
 
 
 def _check_body(key: str, node: dict[str, Any], text: str, depth: int) -> None:

@@ -166,6 +166,12 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
             outcome.predicted_error = problem if problem.startswith("refused: ") else \
                 f"the prediction failed on its copy: {problem}"
             return outcome
+    if task.engine != "postgres":  # PostgreSQL: DISCARD ALL (pgcopies.run_confined)
+        for side, conn in conns.items():
+            problem = _drop_temporary(conn)
+            if problem:
+                outcome.error = f"the temporary objects of the {side} copy: {problem}"
+                return outcome
     outcome.checks = [_check(c, conns[judged], conns["gold"], task, audit,
                              last[0] if last else None) for c in task.checks]
     broken = [c.reason for c in outcome.checks if c.broken]
@@ -195,6 +201,46 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
     outcome.passed = all(c.passed for c in outcome.checks) and (
         outcome.collateral is None or outcome.collateral.passed)
     return outcome
+
+
+#: What a copy's temporary objects are and how each is dropped, per engine (issue 50 item 2).
+_TEMPORARY = {
+    "sqlite": ("SELECT type, name FROM sqlite_temp_master WHERE type IN ('trigger', 'view', "
+               "'table') ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 ELSE 2 END",
+               {"trigger": "TRIGGER", "view": "VIEW", "table": "TABLE"}),
+    "duckdb": ("SELECT 'view', view_name FROM duckdb_views() WHERE temporary AND NOT internal "
+               "UNION ALL SELECT 'table', table_name FROM duckdb_tables() WHERE temporary "
+               "UNION ALL SELECT 'macro', function_name FROM duckdb_functions() WHERE "
+               "database_name = 'temp' AND NOT internal AND function_type = 'macro' "
+               "UNION ALL SELECT 'table macro', function_name FROM duckdb_functions() WHERE "
+               "database_name = 'temp' AND NOT internal AND function_type = 'table_macro' "
+               "UNION ALL SELECT 'sequence', sequence_name FROM duckdb_sequences() WHERE "
+               "temporary",
+               {"view": "VIEW", "table": "TABLE", "macro": "MACRO",
+                "table macro": "MACRO TABLE", "sequence": "SEQUENCE"}),
+}
+
+
+def _drop_temporary(conn: Connection) -> str:
+    """Drop every temporary object of a SQLite or DuckDB copy; '' or why it failed.
+
+    Why: an unqualified name resolves to a temporary object before the copy's table, so a
+    prediction that only runs ``CREATE TEMP VIEW Artist AS ...`` (or ``TEMP TABLE``) holding
+    the rows the gold would leave passed every check of ``Artist`` and the collateral check
+    while the copy's table was untouched. The checks judge the copy's tables, so nothing
+    temporary (of the setup, the gold or the prediction) outlives the statements; PostgreSQL's
+    are dropped by ``DISCARD ALL`` before its checks."""
+    engine = "sqlite" if isinstance(conn, sqlite3.Connection) else "duckdb"
+    sql, verbs = _TEMPORARY[engine]
+    try:
+        found = [(str(t), str(n)) for t, n in conn.execute(sql).fetchall()]
+        for kind, name in found:
+            quoted = '"' + name.replace('"', '""') + '"'
+            conn.execute(f"DROP {verbs[kind]} IF EXISTS temp.{quoted}" if engine == "sqlite"
+                         else f"DROP {verbs[kind]} IF EXISTS temp.main.{quoted}")
+    except Exception as exc:  # a copy that cannot be read is the checks' to report
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    return ""
 
 
 def _copy(task: Task, dst: Path) -> Any:

@@ -161,6 +161,10 @@ class SqlKind:
     pinned_before_kinds: ClassVar[bool] = True
     fence_language: ClassVar[str] = "sql"
     language_name: ClassVar[str] = "SQL"
+    query_keywords: ClassVar[tuple[str, ...]] = (
+        "SELECT", "WITH", "VALUES", "TABLE", "FROM", "INSERT", "UPDATE", "DELETE", "MERGE",
+        "UPSERT", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "PRAGMA", "EXPLAIN", "SHOW",
+        "DESCRIBE", "CALL", "BEGIN", "SET", "COPY", "GRANT", "REVOKE", "DO")
     headline_metrics: ClassVar[tuple[str, ...]] = (
         "execution_accuracy", "judge_ex", "exact_set_match", "soft_f1", "row_match_f1")
     option_keys: ClassVar[frozenset[str]] = frozenset({
