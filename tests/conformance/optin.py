@@ -7,7 +7,8 @@ an opt-in capability has been seen to take over), with or without a SPARQL file 
 TEXT2SPARQL / GERBIL answers (an empty answer among them). The added file is drawn from
 :data:`CAPABILITIES`, under a name that sorts before or after the base's files, at the top or
 in a folder of its own with its own ``queryeval.yaml`` (where the capability is configured:
-several models, a python source for repeats, a writable copy for a task, counterexamples).
+several models, a python source for repeats, a writable copy for a task, counterexamples, a
+judge: the stand-in judge of tests/fixtures/openai_standin.py, as no model can run here).
 """
 
 from __future__ import annotations
@@ -99,6 +100,10 @@ def _folder(config: dict[str, Any], cases: list[dict[str, Any]],
 
 
 COUNT = "SELECT count(*) FROM orders"
+#: Right, with a label column execution does not accept: the judge is asked, and accepts it.
+JUDGED = "SELECT count(*), 'orders' FROM orders"
+#: The stand-in judge's verdict on it (tests/fixtures/openai_standin.py answers by content).
+VERDICT = '{"category": "equivalent", "reason": "the extra column is a label"}'
 STANDIN = '''"""A stand-in model for the repeats capability: a fixed answer."""
 
 
@@ -139,6 +144,13 @@ CAPABILITIES: dict[str, Added] = {
           "predicted": "UPDATE orders SET total = total + 2",
           "checks": [{"query": "SELECT id, total FROM orders", "compare": "gold"}]}],
         datasource="store"),
+    "judge": _folder(
+        {"judge": {"model": "standin-model", "base_url": "JUDGE_URL",
+                   "api_key": "${QE_JUDGE_KEY}", "temperature": 0, "seed": 1, "retries": 0,
+                   "timeout": 30}},
+        [{"id": "cap-judge", "question": "How many orders?", "gold": COUNT,
+          "predicted": JUDGED}],
+        datasource="shop", thresholds={"execution_accuracy": 0, "judge_ex": 1}),
     "counterexamples": _folder(
         {"neighbours": {"databases": 5, "seconds": 5, "seed": 0}},
         [{"id": "cap-neighbours", "question": "How many of ann's orders?",
@@ -178,11 +190,13 @@ def combinations(count: int, seed: int = 48) -> list[Combination]:
     return out
 
 
-def write(root: Path, combo: Combination, *, added: bool) -> Path:
-    """The combination's base under ``root``, with its added files when ``added``."""
+def write(root: Path, combo: Combination, *, added: bool, judge_url: str = "") -> Path:
+    """The combination's base under ``root``, with its added files when ``added`` (a judge's
+    at ``judge_url``: the stand-in judge the test serves)."""
     files = combo.base.files()
     if added:
-        files.update(CAPABILITIES[combo.capability](combo.name))
+        files.update({k: v.replace("JUDGE_URL", judge_url)
+                      for k, v in CAPABILITIES[combo.capability](combo.name).items()})
     write_suite(root, {"datasources": {"shop": {"type": "sqlite", "path": "shop.db"}},
                        "thresholds": {"execution_accuracy": 1.0}}, files)
     with sqlite3.connect(root / "shop.db") as db:

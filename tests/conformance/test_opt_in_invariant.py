@@ -1,5 +1,6 @@
 """A capability is opt-in (issue 48 item 6): adding a file that uses one (abstention,
-clarification, a conversation, several models, counterexamples, a task, repeats) to a suite
+clarification, a conversation, several models, a judge, counterexamples, a task, repeats) to a
+suite
 changes no record of the suite's other files, times and run bookkeeping aside. The suites are
 generated (:mod:`.optin`): ``QUERYEVAL_COMBINATIONS`` of them, every capability once in the
 default count, each base drawn from a seed with right, empty, wrong and unparsable answers.
@@ -17,14 +18,15 @@ metric missing."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.e2e.support import Run, differences, normalise, run_pytest
+from tests.fixtures.openai_standin import KEY, OpenAIStandin
 
-from .optin import CAPABILITIES, Combination, combinations, write
+from .optin import CAPABILITIES, JUDGED, VERDICT, Combination, combinations, write
 
 #: Combinations run: every capability once by default; more with QUERYEVAL_COMBINATIONS.
 COUNT = int(os.environ.get("QUERYEVAL_COMBINATIONS", len(CAPABILITIES)))
@@ -45,13 +47,29 @@ def combo(request: pytest.FixtureRequest) -> Combination:
 
 
 @pytest.fixture(scope="module")
-def runs(combo: Combination, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+def judge() -> Iterator[OpenAIStandin]:
+    """The judge the ``judge`` capability asks: a loopback stand-in (no model runs here) that
+    accepts the labelled count."""
+    server = OpenAIStandin()
+    server.containing = {JUDGED: VERDICT}
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def runs(combo: Combination, judge: OpenAIStandin,
+         tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """The base alone and the base with the added capability, each run once."""
     out = {}
-    for name, added in (("base", False), ("added", True)):
-        folder = write(tmp_path_factory.mktemp(f"{combo.id}-{name}"), combo, added=added)
-        out[name] = run_pytest(folder, name, formats=(), junit=False)
-        assert out[name].reports["json"].is_file(), out[name].explain()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("QE_JUDGE_KEY", KEY)  # the runs' environment: run_pytest passes it on
+        for name, added in (("base", False), ("added", True)):
+            folder = write(tmp_path_factory.mktemp(f"{combo.id}-{name}"), combo, added=added,
+                           judge_url=judge.base_url)
+            out[name] = run_pytest(folder, name, formats=(), junit=False)
+            assert out[name].reports["json"].is_file(), out[name].explain()
     return out
 
 
@@ -111,12 +129,21 @@ def test_every_capability_is_generated() -> None:
                for c in COMBINATIONS)
 
 
-def test_the_generated_suites_use_their_capability(tmp_path: Path) -> None:
-    """Each added file holds what opts in (so the invariant compares a run that uses it)."""
-    from .optin import Base
+#: What each capability's added case records when it is used (its own metric or detail).
+USED = {"abstention": ("metrics", "abstained"), "clarification": ("metrics", "clarified"),
+        "conversation": ("details", "turns"), "models": ("aggregates", "models"),
+        "repeats": ("metrics", "consistency"), "task": ("metrics", "checks_passed"),
+        "judge": ("metrics", "judge_ex"), "counterexamples": ("metrics", "neighbour_ex")}
 
-    base = Base(("right", "empty", "wrong", "unparsable", "right"), False)
-    for capability in CAPABILITIES:
-        combo = Combination(0, base, capability, "test_z_added", False)
-        files = write(tmp_path / capability, combo, added=True)
-        assert any(p.name == "test_z_added.yaml" for p in files.rglob("*.yaml")), capability
+
+def test_the_added_file_uses_its_capability(combo: Combination, runs: dict[str, Run]) -> None:
+    """The comparison is of a run that really uses the capability: its added case records
+    the capability's own metric, detail or aggregate."""
+    report = runs["added"].json
+    where, name = USED[combo.capability]
+    if where == "aggregates":
+        assert name in report["aggregates"], runs["added"].explain()
+        return
+    added = [c for c in report["cases"] if c["id"].startswith("cap-")]
+    assert added and all(name in (c.get(where) or {}) for c in added), (
+        [(c["id"], c.get("reason"), sorted(c.get(where) or {})) for c in added])
