@@ -15,12 +15,14 @@ in ``tests/data`` yet, and no figure is invented):
 * ``tau-bench``: pass^k from the tau-bench oracle data (``tests/data/passk/``, helper passk48);
 * ``humaneval-estimator``: HumanEval's unbiased pass@k estimator on the same data (passk48);
 * ``ehrsql-1000``: EHRSQL 2024 reliability score RS(0/5/10/N) on its 1,000-pair data
-  (``tests/data/ehrsql/``, helper abst48).
+  (``tests/data/ehrsql/``, helper abst48; the ``ehrsql-scoring-*`` entries below are the
+  scorer's own runs on synthetic pairs).
 
 Artifacts whose reference figures are per item only (no printed session figure to compare a
 run's headline with) are checked where their oracle is (docs/metrics.md, "Reference
-artifacts"): BIRD / Denodo, Soft EX, Spider 2.0-lite, Ambrosia, EHRSQL's synthetic scoring
-runs, SDMX and the JSON paper's worked examples, BuildingQA (no reference run at all).
+artifacts"): BIRD / Denodo, Soft EX, Spider 2.0-lite, Ambrosia, EHRSQL's scoring runs with
+the scorer's rounding and error branches (``every_branch``, ``first_100_rows``), SDMX and the
+JSON paper's worked examples, BuildingQA (no reference run at all).
 """
 
 from __future__ import annotations
@@ -243,6 +245,53 @@ def _tsse_expected(name: str) -> Callable[[Path], Any]:
     return expected
 
 
+# -- EHRSQL 2024 scoring program (scoring_v2.py run unmodified) ---------------------------------
+def _select(answer: str) -> str:
+    """The query whose result is an answer of the scorer's ``answer.json`` (``[['x']]``)."""
+    import ast
+
+    rows = ast.literal_eval(answer)
+    return " UNION ALL ".join("SELECT " + ", ".join(repr(v) for v in row) for row in rows)
+
+
+def _ehrsql_build(run: str) -> Callable[[Path, Path], None]:
+    def build(data: Path, folder: Path) -> None:
+        import sqlite3
+
+        pairs = _load(data / "ehrsql" / "oracle.json")["suites"][run]["pairs"]
+        cases = []
+        for i, (real, pred) in enumerate(pairs):
+            case: dict[str, Any] = {"id": f"q{i}", "question": f"question {i}",
+                                    "predicted": None if pred == "null" else _select(pred)}
+            if real == "null":  # unanswerable: the right output is no answer
+                case["expect"] = "abstain"
+            else:
+                case["gold"] = _select(real)
+            cases.append(case)
+        write_suite(folder, {"datasources": {"db": {"type": "sqlite", "path": "empty.sqlite"}},
+                             "thresholds": {"execution_accuracy": 1.0}},
+                    {f"test_{run}.yaml": dump({"kind": "sql", "datasource": "db",
+                                               "cases": cases})})
+        sqlite3.connect(folder / "empty.sqlite").close()
+    return build
+
+
+EHRSQL_KEYS = {"accuracy0": "0", "accuracy5": "5", "accuracy10": "10", "accuracyN": "n"}
+
+
+def _ehrsql_headline(report: Report) -> Any:
+    """RS(0/5/10/N) as ``scores.json`` prints them (percent)."""
+    agg = report["aggregates"].get("abstention") or {}
+    return {key: None if agg.get(f"reliability_score_{p}") is None
+            else agg[f"reliability_score_{p}"] * 100 for key, p in EHRSQL_KEYS.items()}
+
+
+def _ehrsql_expected(run: str) -> Callable[[Path], Any]:
+    def expected(data: Path) -> Any:
+        return dict(_load(data / "ehrsql" / "oracle.json")["suites"][run]["scores_json"])
+    return expected
+
+
 #: Every reference artifact the layer runs. The ids are cited in docs/metrics.md.
 ARTIFACTS: list[Artifact] = [
     Artifact(
@@ -292,4 +341,19 @@ ARTIFACTS: list[Artifact] = [
         _gerbil_build("all_empty_answers"), _gerbil_headline,
         _gerbil_expected("all_empty_answers"), "gerbil/oracle.json all_empty_answers",
         "every answer empty"),
+    Artifact(
+        "ehrsql-scoring-three", "glee4810/ehrsql-2024 scoring_v2.py @ 4659789",
+        _ehrsql_build("three"), _ehrsql_headline, _ehrsql_expected("three"),
+        "ehrsql/oracle.json suites.three.scores_json",
+        "a right answer, a wrong one, an abstention (null) on an unanswerable question"),
+    Artifact(
+        "ehrsql-scoring-all-abstain", "glee4810/ehrsql-2024 scoring_v2.py @ 4659789",
+        _ehrsql_build("all_abstain"), _ehrsql_headline, _ehrsql_expected("all_abstain"),
+        "ehrsql/oracle.json suites.all_abstain.scores_json",
+        "abstentions (null) on answerable and unanswerable questions"),
+    Artifact(
+        "ehrsql-scoring-all-wrong", "glee4810/ehrsql-2024 scoring_v2.py @ 4659789",
+        _ehrsql_build("all_wrong"), _ehrsql_headline, _ehrsql_expected("all_wrong"),
+        "ehrsql/oracle.json suites.all_wrong.scores_json",
+        "a wrong answer, and an answer to an unanswerable question"),
 ]
