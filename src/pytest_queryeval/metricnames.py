@@ -24,6 +24,12 @@ JUDGE_EX = "judge_ex"
 RECORDED_METRICS = TIMING_METRICS | frozenset(USAGE_METRICS) | frozenset(JUDGE_USAGE_METRICS)
 #: Metrics only a repeated case records (every kind accepts them in thresholds and gates).
 REPEAT_METRICS = frozenset({"consistency", "pass_at_k", "pass_all_k"})
+#: The gates that bound pass@k or pass^k of the repeated cases for one k of their own
+#: (``gates: {pass_hat_k: {k: 2, mean: 0.5}}``; ``metrics/pass_k.py``). ``pass_at_k`` without
+#: a ``k:`` is the mean of the case metric, which is pass@N; ``pass_hat_k`` always takes one.
+PASS_AT_K = "pass_at_k"
+PASS_HAT_K = "pass_hat_k"
+PASS_K_GATES = (PASS_AT_K, PASS_HAT_K)
 #: What every kind records where abstention is in play (``expect: abstain``, or a prediction
 #: that abstained): 1 when the prediction gave no answer (see ``engine/abstain.py``).
 #: With them, where a question back is in play (``expect: clarify``, or a prediction that

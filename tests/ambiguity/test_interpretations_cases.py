@@ -134,6 +134,30 @@ def test_reference_mode_crashes_where_the_reference_does(
         assert report.by_id["default"]["metrics"]["interpretation_precision"] == 0.5
 
 
+def test_reference_mode_records_each_prediction_and_its_error(
+        pytester: pytest.Pytester) -> None:
+    """Issue 48 item 5: under ``interpretation_scoring: ambrosia`` the record lists each
+    distinct prediction, whether it found a reading and the error of one that failed, as the
+    default does (first occurrences: a record the same in every process). Neither case has a
+    failed query after a working one, so the reference does not crash in any hash order."""
+    mode = {"interpretation_scoring": "ambrosia"}
+    working = [Y, X, "SELECT 99", X]
+    failing = ["SELECT nope FROM t", "SELECT nix FROM t"]
+    _suite(pytester, [_case("ref-working", working, **mode), _case("working", working),
+                      _case("ref-failing", failing, **mode), _case("failing", failing)])
+    _, report = run_report(pytester)
+    cases = report.by_id
+    listed = cases["ref-working"]["details"]["interpretations"]["predictions"]
+    assert listed == [{"sql": Y, "matched": True}, {"sql": X, "matched": True},
+                      {"sql": "SELECT 99", "matched": False}]
+    assert listed == cases["working"]["details"]["interpretations"]["predictions"]
+    failed = cases["ref-failing"]["details"]["interpretations"]["predictions"]
+    assert [(p["sql"], p["matched"]) for p in failed] == [(q, False) for q in failing]
+    assert "no such column: nope" in failed[0]["error"]
+    assert "no such column: nix" in failed[1]["error"]
+    assert failed == cases["failing"]["details"]["interpretations"]["predictions"]
+
+
 @pytest.mark.parametrize(("case", "message"), [
     ({"interpretations": []}, "cases?0?.interpretations: a list of gold queries*"),
     ({"interpretations": "SELECT 1"}, "cases?0?.interpretations: a list of gold queries*"),

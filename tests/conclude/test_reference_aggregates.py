@@ -66,3 +66,33 @@ def test_bad_features_are_reported_with_file_and_line_and_the_rest_runs(suite) -
     line = next(i for i, text in enumerate(lines, 1) if text.strip() == "7")
     assert f"error: test_bad.yaml:{line}: cases[1].features[1]: must be a feature name" in (
         result.stdout.str())
+
+
+def test_a_null_measure_read_back_counts_zero_as_in_the_reference(suite) -> None:
+    """Issue 48 item 5: a report read back (merge, resume) can hold a measure as null (a NaN
+    written to JSON). The TEXT2SPARQL totals count it 0, as the reference scores a question it
+    has no answer for, instead of crashing on it."""
+    import json
+
+    from pytest_queryeval.conclude.cli import main as queryeval
+
+    suite.makefile(".yaml", queryeval="record_only: true\n")
+    suite.makefile(".yaml", test_t2s=dump({"kind": "sparql", "cases": [
+        _case("q1", ["1"], ["1", "2"]),
+        _case("q2", ["1", "2", "3", "4"], ["1"]),
+        _case("q3", ["1", "2"], ["1", "2"], features=["RESULT_ORDER_MATTERS"]),
+    ]}))
+    suite.runpytest("--queryeval-json=r.json").assert_outcomes(passed=3)
+    data = json.loads((suite.path / "r.json").read_text())
+    by_id = {rec["id"]: rec for rec in data["cases"]}
+    assert by_id["q3"]["metrics"]["ndcg"] == 1.0
+    by_id["q2"]["metrics"]["set_f1"] = None
+    by_id["q3"]["metrics"]["ndcg"] = None
+    (suite.path / "r.json").write_text(json.dumps(data))
+    assert queryeval(["merge", str(suite.path / "r.json"),
+                      f"--queryeval-json={suite.path / 'm.json'}"]) == 0
+    t = read_report(suite.path / "m.json")["aggregates"]["text2sparql"]
+    f1 = 2 * 0.5 * 1.0 / 1.5
+    assert t["set_f1"] == (f1 + 0.0 + 1.0) / 3  # q2's null set_f1 is 0
+    assert t["ndcg"] == 0.0  # q3's null ndcg is 0
+    assert t["set_f1_ndcg"] == (f1 + 0.0 + 0.0 + 0.0) / 4

@@ -8,6 +8,8 @@ their records: the whole path of a user's run.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,8 @@ from tests.support import Report, read_report
 SETS = {
     "tsse": ("spider/tsse_gold.txt", "spider/tsse_predict.txt", "tsse/oracle_tsse_match.txt"),
     "sparc": ("tsse/sparc_gold.txt", "tsse/sparc_predict.txt", "tsse/oracle_sparc_match.txt"),
+    "semicolon": ("tsse/sparc_semicolon_gold.txt", "tsse/sparc_semicolon_predict.txt",
+                  "tsse/oracle_sparc_semicolon_match.txt"),
 }
 HEADER = "Spider test-suite turn table (official evaluator layout, conversation_scoring: {})"
 
@@ -127,3 +131,37 @@ def test_shards_merge_and_xdist_print_the_same_table(pytester: pytest.Pytester,
     assert any(line.startswith("conversation_scoring: tsse dropped 6") for line in merged)
     result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", "--queryeval-spider-table")
     assert _table(result.stdout.lines, "tsse") == serial == _expected(oracle, serial[0])
+
+
+def test_text_after_a_semicolon_is_scored_as_the_reference_parses_it(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    """Issue 48: SParC's car_1 golds end in ';'. On the schema-only source nothing executes,
+    so a turn whose prediction (or gold) has text after its first ';' (prose, a write, a
+    second query, a set operation) is scored as the reference's parser reads it: the
+    reference's own table, 10 of 11 turns and joint_all 2 of 3."""
+    lines, oracle, report = _run(pytester, shared_data, "semicolon")
+    table = _table(lines, "all")
+    assert table == _expected(oracle, table[0])
+    assert table[4].split()[-2:] == ["0.909", "0.667"]
+    turns = {cid: [(t["outcome"], t.get("metrics", {}).get("exact_set_match"))
+                   for t in case["details"]["turns"]] for cid, case in report.by_id.items()}
+    assert turns["sparc-0000"][:2] == [("passed", 1.0), ("failed", 0.0)]  # the first is read
+    assert turns["sparc-0001"][:2] == [("passed", 1.0), ("passed", 1.0)]  # prose; a DROP
+    assert turns["sparc-0002"][0] == ("passed", 1.0)  # the gold's tail
+    assert turns["sparc-0002"][2] == ("passed", 1.0)  # '; EXCEPT ...' is one query there
+
+    # Where the turns are executed (a SQLite file of car_1's schema) the refusal stays.
+    schema_dbs = pytester.path / "dbs"
+    builder = shared_data / "tsse" / "make_schema_dbs.py"
+    subprocess.run([sys.executable, str(builder), str(shared_data / "spider" / "tables.json"),
+                    str(schema_dbs)], check=True)
+    car_1 = schema_dbs / "car_1" / "car_1.sqlite"
+    (pytester.path / "queryeval.yaml").write_text(
+        f"datasources:\n  spider:\n    type: sqlite\n    path: {car_1.as_posix()}\n")
+    pytester.runpytest("-p", "no:cacheprovider", "--queryeval-json=x.json")
+    executed = read_report(pytester.path / "x.json").by_id
+    first = executed["sparc-0001"]["details"]["turns"][:2]
+    assert [t["outcome"] for t in first] == ["failed", "failed"]
+    assert [t["reason"] for t in first] == [
+        "refused: multiple statements; only one query is executed",
+        "refused: 2 statements (SELECT, DROP); only one query is executed"]

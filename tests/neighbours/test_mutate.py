@@ -32,6 +32,26 @@ def test_each_edit_makes_one_neighbour() -> None:
     assert neighbours("not sql at all (") == []
 
 
+def test_a_null_filter_an_aggregate_skips_anyway_is_no_neighbour() -> None:
+    """Issue 48 item 5: AVG (SUM, MIN, MAX, COUNT) skips NULLs, so ``WHERE x IS NOT NULL``
+    under an aggregate of x alone is the same query without it; with another output, a
+    GROUP BY or another column it is a real neighbour."""
+    def edits(sql: str) -> list[str]:
+        return sorted(n.edit for n in neighbours(sql))
+
+    assert edits("SELECT avg(ReportsTo) FROM Employee WHERE ReportsTo IS NOT NULL") == []
+    assert edits("SELECT AVG(DISTINCT reportsto) AS a, max(ReportsTo) FROM Employee "
+                 "WHERE ReportsTo IS NOT NULL AND Title = 'IT Staff'") == [
+        "<> for =", "MIN for MAX", "WHERE without Title = 'IT Staff'"]
+    dropped = "no WHERE (NOT ReportsTo IS NULL)"
+    assert edits("SELECT ReportsTo FROM Employee WHERE ReportsTo IS NOT NULL") == [dropped]
+    assert edits("SELECT avg(ReportsTo), count(*) FROM Employee "
+                 "WHERE ReportsTo IS NOT NULL") == [dropped]
+    assert edits("SELECT avg(EmployeeId) FROM Employee WHERE ReportsTo IS NOT NULL") == [dropped]
+    assert edits("SELECT Title, avg(ReportsTo) FROM Employee WHERE ReportsTo IS NOT NULL "
+                 "GROUP BY Title") == [dropped]
+
+
 @pytest.fixture(scope="module")
 def run():  # type: ignore[no-untyped-def]
     conn = sqlite3.connect(f"file:{CHINOOK}?mode=ro", uri=True)
@@ -57,6 +77,8 @@ def same(a: ResultTable, b: ResultTable) -> bool:
     ("SELECT count(*) FROM Invoice WHERE Total > 14", [">= for >"]),
     # genre names are unique: DISTINCT removes nothing
     ("SELECT DISTINCT Name FROM Genre", ["no DISTINCT"]),
+    # AVG skips NULLs: the neighbour without IS NOT NULL is the same query (issue 48)
+    ("SELECT avg(ReportsTo) FROM Employee WHERE ReportsTo IS NOT NULL", []),
     # a strong gold: every neighbour gives another result
     ("SELECT count(*) FROM Invoice WHERE Total > 13.86", []),
 ])

@@ -250,12 +250,16 @@ def test_a_duckdb_source(pytester):
 def test_the_gold_audit_flags_a_gold_its_data_cannot_tell_from_a_neighbour(chinook_suite):
     write(chinook_suite, [
         case("fourteen", ("SELECT count(*) FROM Invoice WHERE Total > 14", "SELECT 1")),
-        case("strong", ("SELECT count(*) FROM Invoice WHERE Total > 13.86", "SELECT 1"))])
+        case("strong", ("SELECT count(*) FROM Invoice WHERE Total > 13.86", "SELECT 1")),
+        # AVG skips NULLs: without the IS NOT NULL it is the same query, not a weakness
+        case("average", ("SELECT avg(ReportsTo) FROM Employee WHERE ReportsTo IS NOT NULL",
+                         "SELECT 1"))])
     result = chinook_suite.runpytest("--queryeval-audit-golds", "--queryeval-neighbours",
                                      "--queryeval-json=out/r.json")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     findings = {c["id"]: c["details"]["audit"]["findings"] for c in report(chinook_suite)["cases"]}
     assert [f["code"] for f in findings["strong"]] == []
+    assert [f["code"] for f in findings["average"]] == []
     assert findings["fourteen"] == [{
         "code": "weak-gold", "severity": "warning", "gold": None,
         "message": "this gold cannot tell > from >= here: SELECT COUNT(*) FROM Invoice WHERE "

@@ -347,11 +347,11 @@ def test_spider_schema_guard_parses_only_what_spider_rejects(
     ok = KIND.evaluate(case, "SELECT name FROM singer", session)
     assert ok.reason is None and ok.metrics["exact_set_match"] == 1.0
     assert parsed == []  # nothing executes and Spider's parser took it: no guard parse
-    # Spider's parser reads the first statement only; the guard still refuses the second
+    # Spider's parser reads what comes before the first ';', and nothing is executed: scored
+    # as the reference scores it (issue 48), the guard not asked
     two = KIND.evaluate(case, "SELECT name FROM singer; DROP TABLE singer", session)
-    assert two.reason is not None and two.reason.startswith("refused:")
-    assert "2 statements" in two.reason
-    assert two.metrics["exact_set_match"] == 0.0
+    assert two.reason is None and two.metrics["exact_set_match"] == 1.0
+    assert parsed == []
     bad = KIND.evaluate(case, "SELECT load_extension('x') FROM singer", session)
     assert bad.reason is not None and "load_extension() has side effects" in bad.reason
     assert bad.metrics["exact_set_match"] == 0.0

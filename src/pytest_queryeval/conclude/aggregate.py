@@ -353,6 +353,11 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         out["text2sparql"] = text2sparql.aggregate(questions)
     if counts:
         out["gerbil"] = gerbil_qa.aggregate(counts)
+    from ..metrics.pass_k import pass_k_aggregate
+
+    pass_k = pass_k_aggregate(records)
+    if pass_k is not None:
+        out["pass_k"] = pass_k
     abstention = abstention_aggregate(records)
     if abstention is not None:
         out["abstention"] = abstention
@@ -427,7 +432,10 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
                     and (gate.tag is None or gate.tag in (r.get("tags") or []))
                     and (gate.model is None or r.get("model") == gate.model)]
         stats = group_stats(selected)
-        if gate.stat == "pass_rate":
+        reason = None
+        if gate.k is not None:  # pass@k / pass^k of the repeated cases, for the gate's k
+            value, over, reason = _pass_k_value(gate, selected)
+        elif gate.stat == "pass_rate":
             value = stats["pass_rate"]
             # skipped and xfailed cases are selected but not judged
             over = (stats["passed"] + stats["failed"] + stats["errors"]
@@ -437,9 +445,8 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
             value = None if not metric else metric["mean"] if gate.stat == "mean" else \
                 math.fsum(_values(selected, gate.metric))
             over = metric["n"] if metric else 0
-        reason = None
         refused = _judge_refusal(selected) if gate.metric == JUDGE_EX else None
-        if value is None:
+        if value is None and reason is None:
             reason = ("nothing scored: no case matched" if not selected else
                       "nothing scored: no case was judged" if gate.stat == "pass_rate" else
                       f"nothing scored: no case has {gate.metric}")
@@ -447,6 +454,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
             "name": gate.name, "metric": gate.metric, "stat": gate.stat,
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
             **({"model": gate.model} if gate.model else {}),
+            **({"k": gate.k} if gate.k is not None else {}),
             "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
             # the cases the value is computed over (``cases`` also counts the unscored ones)
             "n": over if value is not None else 0,
@@ -458,6 +466,15 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
         if refused:  # min_kappa: a judge measured below it gates nothing
             results[-1].update(passed=False, reason=refused)
     return results
+
+
+def _pass_k_value(gate: Gate, records: Sequence[RecordLike],
+                  ) -> tuple[float | None, int, str | None]:
+    """A ``k:`` gate's figure over ``records`` (value, cases it averages, why there is none)."""
+    from ..metrics.pass_k import gate_figure
+
+    assert gate.k is not None
+    return gate_figure(records, gate.metric, gate.k)
 
 
 def _judge_refusal(records: Sequence[RecordLike]) -> str | None:

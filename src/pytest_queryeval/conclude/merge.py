@@ -46,7 +46,7 @@ SAME_RUN = ("queryeval_version", "model", "predictions", "gating")
 #: Of :data:`SAME_RUN`, what a shard that selected no case cannot know (it read the suite
 #: config of no case file): not compared with the other shards', nor taken from it.
 EMPTY_UNKNOWN = ("model", "predictions")
-GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty", "op")
+GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty", "op", "k")
 LISTED = 10
 
 
@@ -262,7 +262,8 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
                                  float(g["limit"]), cwd / str(g.get("scope") or "."),
                                  g.get("kind"), g.get("tag"), bool(g.get("allow_empty")),
-                                 str(g.get("op") or ">="), g.get("model"))
+                                 str(g.get("op") or ">="), g.get("model"),
+                                 g["k"] if isinstance(g.get("k"), int) else None)
                             for g in gate_specs], records)
     for gate, spec in zip(gates, gate_specs, strict=True):
         gate["scope"] = spec.get("scope")

@@ -9,6 +9,9 @@ minimum of each, ``consistency`` (the share of runs
 whose result, or query when nothing was executed, is the most frequent one), ``pass_at_k``
 (some run passed) and ``pass_all_k`` (every run passed), and the case's outcome by
 ``repeat_rule``. Plain data in and out: the merge of sharded reports reads the same records.
+``details.repeat``'s ``n`` and ``passed`` are what pass@k and pass^k for every k are computed
+from at the end of the run (``metrics/pass_k.py``): ``pass_at_k`` and ``pass_all_k`` are their
+k = N.
 """
 
 from __future__ import annotations

@@ -123,9 +123,11 @@ class AmbrosiaMetrics(TypedDict):
     execution_errors: list[dict[str, str]]
     all_found: bool
     #: Not the reference's: which golds were found and which predictions found one
-    #: (by position in the list given, and in the de-duplicated predictions).
+    #: (by position in the list given, and in the de-duplicated predictions, ``statements``:
+    #: first occurrences, or the reference's hash order under ``mode="ambrosia"``).
     found: list[bool]
     matched: list[bool]
+    statements: list[str]
 
 
 def sort_key(x: Cell) -> tuple[int, float | str]:
@@ -294,7 +296,8 @@ def score_predicted_statements(
         recall=recall, precision=precision, f1_score=f1_score, num_queries=num_queries,
         num_unique_queries=len(statements), unique_results=unique,
         unique_results_filtered=unique, execution_errors=execution_errors,
-        all_found=all_found, found=found_by_position, matched=matched)
+        all_found=all_found, found=found_by_position, matched=matched,
+        statements=list(statements))
 
 
 def evaluate_predicted_statements(

@@ -138,8 +138,19 @@ def ndcg(gold: Mapping[str, int], pred: Mapping[str, int]) -> float:
 class Question:
     """One question's metrics, in the reference's question order."""
 
-    metrics: Mapping[str, float]
+    metrics: Mapping[str, float | None]
     order_matters: bool
+
+
+def _measure(question: Question, name: str) -> float:
+    """A question's measure; one that a report read back holds as null (a NaN written to JSON,
+    a record edited or of another version) or lacks counts 0, as the reference scores a
+    question it got no answer for (``commands/evaluate.py``: a missing response is an empty
+    result, every measure 0), never a crash of the whole aggregate."""
+    value = question.metrics.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return 0.0
+    return float(value)
 
 
 def aggregate(questions: Sequence[Question] | Iterable[Question]) -> dict[str, object]:
@@ -153,14 +164,14 @@ def aggregate(questions: Sequence[Question] | Iterable[Question]) -> dict[str, o
     if not qs:
         return out
     for name in ("set_precision", "set_recall", "set_f1"):
-        out[name] = np_mean([float(q.metrics[name]) for q in qs])
+        out[name] = np_mean([_measure(q, name) for q in qs])
     ordered = [q for q in qs if q.order_matters]
     if not ordered:
         out["set_f1_ndcg"] = None
         return out
-    mean_ndcg = np_mean([float(q.metrics["ndcg"]) for q in ordered])
+    mean_ndcg = np_mean([_measure(q, "ndcg") for q in ordered])
     out["ndcg"] = mean_ndcg
-    terms = [float(q.metrics["ndcg"] if q.order_matters else q.metrics["set_f1"]) for q in qs]
+    terms = [_measure(q, "ndcg" if q.order_matters else "set_f1") for q in qs]
     terms.append(mean_ndcg)  # the reference's loop visits its "average" entry too
     out["set_f1_ndcg"] = math.fsum(terms) / len(terms)
     out["ordered_questions"] = len(ordered)

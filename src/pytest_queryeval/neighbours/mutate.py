@@ -10,7 +10,8 @@ removes nothing: the audit names each (``this gold cannot tell > from >= here``)
 Edits, each applied at one place of the gold: a comparison operator turned into its neighbour
 (``>`` and ``>=``, ``<`` and ``<=``, ``=`` and ``<>``), a ``WHERE``/``HAVING`` conjunct left out,
 ``DISTINCT`` removed, ``MIN`` and ``MAX`` exchanged, ``ASC`` and ``DESC`` exchanged, ``LIMIT n``
-made ``n + 1``.
+made ``n + 1``. An edit that gives the same query in other words is left out: ``x IS NOT NULL``
+under ``AVG(x)`` (the aggregate skips NULLs) is no neighbour.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def _edits(tree: exp.Expr) -> Iterator[tuple[str, exp.Expr]]:
             conjuncts = list(node.this.flatten()) if isinstance(node.this, exp.And) else [node.this]
             word = "WHERE" if isinstance(node, exp.Where) else "HAVING"
             for i, part in enumerate(conjuncts):
+                if isinstance(node, exp.Where) and _null_filter_needless(node, part):
+                    continue  # leaving it out is the same query: no neighbour
                 rest = [c for j, c in enumerate(conjuncts) if j != i]
                 shown = part.sql()[:60]
                 if rest:
@@ -96,6 +99,46 @@ def _edits(tree: exp.Expr) -> Iterator[tuple[str, exp.Expr]]:
             if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
                 n = int(value.this)
                 yield f"LIMIT {n + 1} for LIMIT {n}", _replace(tree, path, partial(_limit, n + 1))
+
+
+def _null_filter_needless(where: exp.Where, part: exp.Expr) -> bool:
+    """``col IS NOT NULL`` in the WHERE of a SELECT whose every output is an aggregate that
+    skips NULLs (AVG, SUM, MIN, MAX, COUNT) over that very column, without GROUP BY or HAVING:
+    the aggregate leaves the NULL rows out anyway, so the query without the condition returns
+    the same on every database. No data can tell the two apart, and none needs to: it is the
+    same query written twice, not a weakness of the gold."""
+    from sqlglot import exp
+
+    if not (isinstance(part, exp.Not) and isinstance(part.this, exp.Is)
+            and isinstance(part.this.expression, exp.Null)):
+        return False
+    column = part.this.this
+    select = where.parent
+    if not isinstance(select, exp.Select) or not select.expressions \
+            or select.args.get("group") or select.args.get("having"):
+        return False
+    for projection in select.expressions:
+        agg = projection.unalias()
+        if not isinstance(agg, exp.Avg | exp.Sum | exp.Min | exp.Max | exp.Count):
+            return False
+        arg = agg.this
+        if isinstance(arg, exp.Distinct) and len(arg.expressions) == 1:
+            arg = arg.expressions[0]
+        if not _same_column(arg, column):
+            return False
+    return True
+
+
+def _same_column(a: exp.Expr | None, b: exp.Expr) -> bool:
+    """The same column reference; unquoted names compared as SQL does, case-insensitively."""
+    from sqlglot import exp
+
+    if not isinstance(a, exp.Column) or not isinstance(b, exp.Column):
+        return False
+    if a == b:
+        return True
+    quoted = any(i.quoted for node in (a, b) for i in node.find_all(exp.Identifier))
+    return not quoted and a.sql().lower() == b.sql().lower()
 
 
 def _flipped(cls: type[exp.Binary], node: exp.Expr) -> exp.Expr:

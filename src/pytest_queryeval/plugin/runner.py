@@ -31,7 +31,13 @@ from ..baseline.verdicts import Verdicts
 from ..engine import Evaluator, Hooks
 from ..errors import QueryEvalError
 from ..report.records import CaseRecord, final_outcome
-from ..suite.checks import MetricCatalog, check_baseline, check_suite, usage_message
+from ..suite.checks import (
+    MetricCatalog,
+    check_baseline,
+    check_pass_k_gates,
+    check_suite,
+    usage_message,
+)
 from ..suite.config import ConfigFinder
 from . import unmatched
 from .declare import FIXTURE
@@ -169,6 +175,9 @@ class Runner:
         if self.options.resume is not None:
             self._carry(items)
         problems = check_suite(self.finder, self.catalog())
+        problems += check_pass_k_gates(self.finder, (
+            (item.case, self.evaluator.repeats(item.case)) for item in items
+            if isinstance(item, QueryEvalItem)))
         problems += _writable_roles(items)
         files = {Path(item.path) for item in items
                  if isinstance(item, QueryEvalItem | QueryEvalFileError)

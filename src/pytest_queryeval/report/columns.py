@@ -82,8 +82,8 @@ def ordered_metrics(names: Iterable[str]) -> list[str]:
 def gated_metrics(report: Mapping[str, Any]) -> set[str]:
     """The metrics that decide the run: those a gate bounds or a case has a threshold on.
     Reports show them first; every other metric sits behind a toggle, a sheet or ``-v``."""
-    gated = {str(g["metric"]) for g in report.get("gates") or []
-             if g.get("metric") and g.get("stat") != "pass_rate"}
+    gated = {str(g["metric"]) for g in report.get("gates") or []  # a k: gate bounds pass@k
+             if g.get("metric") and g.get("stat") != "pass_rate" and g.get("k") is None}
     for case in report.get("cases") or []:
         gated.update(str(m) for m in case.get("thresholds") or {})
     return gated

@@ -31,12 +31,13 @@ SECTIONS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
 
 def reference_sections(agg: Mapping[str, Any]
                        ) -> list[tuple[str, int, list[tuple[str, str, float | None]]]]:
-    """``[(title, questions, [(name, reference label, value)])]`` for the aggregates present.
+    """``[(title, questions, [(name, reference label, value)])]`` for the aggregates present
+    (pass@k and pass^k of repeated cases first, per model too: :func:`pass_k_sections`).
 
     A value is ``None`` where the reference computes none (``set_f1_ndcg`` without an ordered
     question, ``macro_f1_qald`` when both macro averages are 0).
     """
-    out = []
+    out = pass_k_sections(agg)
     for key, title, names in SECTIONS:
         section = agg.get(key)
         if not isinstance(section, Mapping):
@@ -44,4 +45,30 @@ def reference_sections(agg: Mapping[str, Any]
         rows = [(name, label, section.get(name)) for name, label in names
                 if name in section or name == "set_f1_ndcg"]
         out.append((title, int(section.get("questions") or 0), rows))
+    return out
+
+
+def pass_k_sections(agg: Mapping[str, Any]
+                    ) -> list[tuple[str, int, list[tuple[str, str, float | None]]]]:
+    """pass@k and pass^k for every k (``aggregates.pass_k``, :mod:`..metrics.pass_k`) as
+    sections: the run's, then each model's in a run fanned out per model."""
+    figures = agg.get("pass_k")
+    if not isinstance(figures, Mapping):
+        return []
+    groups: list[tuple[str, Mapping[str, Any]]] = [("", figures)]
+    models = figures.get("models")
+    if isinstance(models, Mapping):
+        groups.extend((f" [model {m}]", v) for m, v in models.items() if isinstance(v, Mapping))
+    out = []
+    for suffix, group in groups:
+        runs = group.get("runs") or {}
+        each = (f"{group.get('n')} runs each" if len(runs) <= 1
+                else f"{'/'.join(str(n) for n in runs)} runs, k up to {group.get('n')}")
+        title = (f"pass@k (HumanEval estimate_pass_at_k) and pass^k (tau-bench display_metrics), "
+                 f"{each}{suffix}")
+        rows: list[tuple[str, str, float | None]] = []
+        for metric, label, ref in (("pass_at_k", "pass@", "pass@"), ("pass_hat_k", "pass^", "Pass^k k=")):
+            values = group.get(metric) or {}
+            rows.extend((f"{label}{k}", f"{ref}{k}", values[k]) for k in values)
+        out.append((title, int(group.get("cases") or 0), rows))
     return out

@@ -139,6 +139,7 @@ GATE: dict[str, Check] = {
     "name": _string, "metric": _string, "stat": _string, "limit": _number,
     "scope": _nullable(_string), "kind": _nullable(_string), "tag": _nullable(_string),
     "allow_empty": _nullable(_boolean), "op": _nullable(_string), "model": _nullable(_string),
+    "k": _nullable(_integer),
 }
 OPS = (">=", "<=")
 

@@ -27,6 +27,7 @@ from .. import kinds as kind_registry
 from .._util.wording import suggest
 from ..errors import QueryEvalError
 from ..metricnames import PASS_RATE, RECORDED_METRICS, REPEAT_METRICS
+from ..model import Case
 from .cases import FILE_KEYS, OPTION_KEYS_COMMON
 from .config import ConfigFinder
 
@@ -112,6 +113,34 @@ def check_suite(finder: ConfigFinder, catalog: MetricCatalog) -> list[str]:
                 found.append(f"{where}: unknown key{suggest(key, allowed)} (defaults: "
                              "takes the keys of a case file's header)")
         problems.extend(sorted(found, key=_line_number))
+    return problems
+
+
+def check_pass_k_gates(finder: ConfigFinder, cases: Iterable[tuple[Case, int]]) -> list[str]:
+    """A pass@k / pass^k gate's ``k:`` against the runs of the selected cases it gates
+    (``cases``: each with how many times it will run): k beyond the fewest runs of a repeated
+    case would gate nothing at the end, so it is an error before the first case runs. A gate
+    whose selected cases run once each is left to the end ("nothing scored"): a shard may hold
+    none of the repeated ones."""
+    problems: list[str] = []
+    gated = [(gate, where) for report in finder.reports.values() for gate, where in report.k_gates]
+    if not gated:
+        return problems
+    runs = [(case, n, case.file.resolve()) for case, n in cases if n > 1]
+    for gate, where in gated:
+        assert gate.k is not None
+        counts = [n for case, n, path in runs
+                  if (path == gate.scope or gate.scope in path.parents)
+                  and (gate.kind is None or case.kind == gate.kind)
+                  and (gate.tag is None or gate.tag in case.tags)
+                  and (gate.model is None or case.model == gate.model)]
+        if counts and gate.k > min(counts):
+            fewest = min(counts)
+            which = "its cases run" if fewest == max(counts) else "the case it gates that runs " \
+                "fewest times runs"
+            problems.append(f"{where}.k: {gate.k} is out of 1..{fewest}: {which} {fewest} "
+                            f"times (repeat: {fewest}); {gate.metric} with k: {gate.k} needs "
+                            f"{gate.k} runs of every case")
     return problems
 
 

@@ -27,7 +27,7 @@ from .._util.secrets import url_passwords
 from .._util.wording import suggest
 from ..engine.thresholds import parse_threshold
 from ..errors import ConfigError
-from ..metricnames import PASS_RATE
+from ..metricnames import PASS_HAT_K, PASS_K_GATES, PASS_RATE
 from ..model import Threshold
 from ..predict import SOURCE_NAMES
 from ..sources.defined import define
@@ -79,6 +79,9 @@ class Gate:
     op: str = ">="
     #: ``model:``: only the cases of that model (a run fanned out per model, :mod:`.models`)
     model: str | None = None
+    #: ``k:`` of a ``pass_at_k`` / ``pass_hat_k`` gate: it bounds pass@k or pass^k of the
+    #: repeated cases for that k (:mod:`..metrics.pass_k`); None: any other gate.
+    k: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,9 @@ class LayerReport:
     metrics: list[MetricRef] = field(default_factory=list)
     #: ``defaults:`` keys with their location (valid keys depend on the kinds' options).
     default_keys: list[tuple[str, str]] = field(default_factory=list)
+    #: The gates with a ``k:`` and their location: checked against the runs of the cases
+    #: they gate once those are collected (:func:`.checks.check_pass_k_gates`).
+    k_gates: list[tuple[Gate, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -384,7 +390,7 @@ def _default_problem(key: str, value: object) -> str | None:
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
 GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag", "model",
-                       "allow_empty"})
+                       "allow_empty", "k"})
 #: A metric gate's bound: the key, the statistic it bounds, and how.
 METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("total", "<=")}
 #: ``gates: {significance: alpha}`` sets the baseline gate's significance level.
@@ -416,7 +422,12 @@ def _merge_gates(cfg: SuiteConfig, gates: object, data: LocDict, display: str, b
         if gate is None:
             continue
         cfg.gates[f"{base}:{gate.name}"] = gate
-        report.metrics.append(MetricRef(gate.metric, loc, gate.kind, gate=True))
+        if gate.k is not None:  # pass@k / pass^k: no case metric, the runs of its cases
+            report.k_gates.append((gate, loc))
+            if gate.kind is not None:
+                report.metrics.append(MetricRef(PASS_RATE, loc, gate.kind, gate=True))
+        else:
+            report.metrics.append(MetricRef(gate.metric, loc, gate.kind, gate=True))
 
 
 def prediction_spec(spec: object, where: str, display: str, cfg: SuiteConfig,
@@ -496,6 +507,9 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
                         "kind:, tag: and allow_empty:")
         return None
     key = given[0]
+    k = _pass_k(metric, spec, key, loc, problems)
+    if k is False:
+        return None
     stat, op = ("pass_rate", ">=") if rate else METRIC_BOUNDS[key]
     limit = spec[key]
     if not numeric.is_finite(limit):
@@ -516,7 +530,35 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
         return None
     label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "") + (
         f"[model={model}]" if model else "")
-    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op, model)
+    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op, model,
+                k if isinstance(k, int) else None)
+
+
+def _pass_k(metric: str, spec: Mapping[str, Any], bound: str, loc: str,
+            problems: list[str]) -> int | bool | None:
+    """A gate's ``k:`` (pass@k / pass^k for that k); None when it has none, False (with the
+    problem added) when it is wrong. ``pass_hat_k`` always takes one: its k = N is
+    ``pass_all_k``."""
+    if "k" not in spec:
+        if metric == PASS_HAT_K:
+            problems.append(f"{loc}: a {PASS_HAT_K} gate needs k: (pass^k, the chance that k "
+                            f"runs of N all pass), e.g. {{k: 2, mean: 0.5}}")
+            return False
+        return None
+    k = spec["k"]
+    if metric not in PASS_K_GATES:
+        problems.append(f"{loc}.k: only a {' or '.join(PASS_K_GATES)} gate takes k: (pass@k or "
+                        f"pass^k of the repeated cases), not a {metric} gate")
+        return False
+    if not numeric.is_finite(k) or k != int(k) or k < 1:
+        problems.append(f"{loc}.k: must be a whole number of runs from 1 to the cases' "
+                        f"repeat:, not {numeric.short_repr(k)}")
+        return False
+    if bound == "total_max":
+        problems.append(f"{loc}.total_max: a {metric} gate with k: bounds the mean over the "
+                        "cases: use {mean: x} (a floor) or {max: x} (a ceiling)")
+        return False
+    return int(k)
 
 
 def _is_number(value: object) -> bool:

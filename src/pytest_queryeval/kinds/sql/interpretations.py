@@ -272,15 +272,18 @@ def evaluate(case: Case, prediction: object, ctx: Context) -> Scored:
         "interpretation_f1": float(result["f1_score"]),
         "all_found": 1.0 if result["all_found"] else 0.0,
     }
-    unique = list(dict.fromkeys(queries)) if mode == DETERMINISTIC else None
+    # each distinct prediction in first-occurrence order in both modes (the reference's hash
+    # order would make the record differ from one process to the next)
+    matched = dict(zip(result["statements"], result["matched"], strict=True))
     errors = {e["query"]: e["original_exception"] for e in result["execution_errors"]}
     details: dict[str, object] = {"interpretations": {
         "reference": REFERENCE,
         "scoring": mode,
         "readings": [Reading(label=label, gold=gold, found=found)
                      for (label, gold), found in zip(golds, result["found"], strict=True)],
-        "predictions": [{"sql": q, "matched": m, **({"error": errors[q]} if q in errors else {})}
-                        for q, m in zip(unique or [], result["matched"], strict=False)],
+        "predictions": [{"sql": q, "matched": matched[q],
+                         **({"error": errors[q]} if q in errors else {})}
+                        for q in dict.fromkeys(queries)],
         "num_queries": result["num_queries"],
         "num_unique_queries": result["num_unique_queries"],
         "unique_results": result["unique_results"],
