@@ -12,7 +12,6 @@ it 0), a prediction the evaluator cannot parse stays as written, a missing turn 
 Entries the other helpers of issue 48 add when their data lands (not here: their data is not
 in ``tests/data`` yet, and no figure is invented):
 
-* ``tau-bench``: pass^k from the tau-bench oracle data (``tests/data/passk/``, helper passk48);
 * ``humaneval-estimator``: HumanEval's unbiased pass@k estimator on the same data (passk48);
 * ``ehrsql-1000``: EHRSQL 2024 reliability score RS(0/5/10/N) on its 1,000-pair data
   (``tests/data/ehrsql/``, helper abst48; the ``ehrsql-scoring-*`` entries below are the
@@ -61,6 +60,10 @@ class Artifact:
     answers: str
     #: options of every run of the suite beside strict gating and the reports
     options: tuple[str, ...] = field(default=())
+    #: a case's repeated runs may be recorded in another order by another way of running: the
+    #: stand-in model answers a task's n-th request as trial n, and which run asks n-th is the
+    #: prediction pool's scheduling (the pass counts, all pass@k and pass^k read, are the same)
+    runs_in_any_order: bool = False
 
 
 def _load(path: Path) -> Any:
@@ -292,6 +295,26 @@ def _ehrsql_expected(run: str) -> Callable[[Path], Any]:
     return expected
 
 
+# -- tau-bench display_metrics (pass^k) and HumanEval estimate_pass_at_k (pass@k) -------------
+def _airline_build(data: Path, folder: Path) -> None:
+    """tau-bench's stored gpt-4o airline trajectories (50 tasks x 4 trials) as the suite of
+    tests/engine/test_pass_k_runs.py: ``repeat: 4`` against a stand-in model that answers each
+    request of a task as that trial's reward says (no model runs here)."""
+    from tests.engine.test_pass_k_runs import _airline_suite
+
+    _airline_suite(folder, data)
+
+
+def _pass_k_headline(figure: str) -> Callable[[Report], Any]:
+    def headline(report: Report) -> Any:
+        return (report["aggregates"].get("pass_k") or {}).get(figure)
+    return headline
+
+
+def _airline_expected(data: Path) -> Any:
+    return _load(data / "passk" / "airline.json")["pass_hat_k"]
+
+
 #: Every reference artifact the layer runs. The ids are cited in docs/metrics.md.
 ARTIFACTS: list[Artifact] = [
     Artifact(
@@ -356,4 +379,9 @@ ARTIFACTS: list[Artifact] = [
         _ehrsql_build("all_wrong"), _ehrsql_headline, _ehrsql_expected("all_wrong"),
         "ehrsql/oracle.json suites.all_wrong.scores_json",
         "a wrong answer, and an answer to an unanswerable question"),
+    Artifact(
+        "tau-bench-airline", "sierra-research/tau-bench run.py display_metrics @ 59a200c",
+        _airline_build, _pass_k_headline("pass_hat_k"), _airline_expected,
+        "passk/airline.json pass_hat_k (display_metrics' printed pass^k, k = 1..4)",
+        "failed trials (reward 0) of 50 tasks x 4", runs_in_any_order=True),
 ]
