@@ -9,10 +9,9 @@ with the file that prints it. Every artifact's empty, unparsable and missing ans
 they are: an answer set the system left empty is an empty ``predicted:`` (the reference scores
 it 0), a prediction the evaluator cannot parse stays as written, a missing turn stays missing.
 
-Entries the other helpers of issue 48 add when their data lands (not here: their data is not
-in ``tests/data`` yet, and no figure is invented):
+The entry another helper of issue 48 adds when its data lands (not here: the data is not in
+``tests/data`` yet, and no figure is invented):
 
-* ``humaneval-estimator``: HumanEval's unbiased pass@k estimator on the same data (passk48);
 * ``ehrsql-1000``: EHRSQL 2024 reliability score RS(0/5/10/N) on its 1,000-pair data
   (``tests/data/ehrsql/``, helper abst48; the ``ehrsql-scoring-*`` entries below are the
   scorer's own runs on synthetic pairs).
@@ -315,6 +314,31 @@ def _airline_expected(data: Path) -> Any:
     return _load(data / "passk" / "airline.json")["pass_hat_k"]
 
 
+def _humaneval_build(index: int) -> Callable[[Path, Path], None]:
+    def build(data: Path, folder: Path) -> None:
+        """A generated suite of (n samples, c correct) cases: case i runs ``repeat: n`` against
+        the same stand-in model, c of its n answers right."""
+        from tests.engine.test_pass_k_runs import MODEL
+        from tests.sdmx_cases import GDP, sdmx_case, selection
+
+        pairs = _load(data / "passk" / "humaneval.json")["suites"][index]["cases"]
+        trials = {f"task-{i:02d}": [1.0] * c + [0.0] * (n - c) for i, (n, c) in enumerate(pairs)}
+        cases = [{**sdmx_case(task, selection(GDP)), "repeat": len(rewards)}
+                 for task, rewards in trials.items()]
+        write_suite(folder, {"predictions": {"source": "python", "function": "stand_in:predict"}},
+                    {"test_humaneval.yaml": {"kind": "sdmx", "repeat_rule": "any",
+                                             "thresholds": {"macro_precision": 1.0},
+                                             "cases": cases},
+                     "trials.json": trials, "stand_in.py": MODEL})
+    return build
+
+
+def _humaneval_expected(index: int) -> Callable[[Path], Any]:
+    def expected(data: Path) -> Any:
+        return _load(data / "passk" / "humaneval.json")["suites"][index]["mean"]
+    return expected
+
+
 #: Every reference artifact the layer runs. The ids are cited in docs/metrics.md.
 ARTIFACTS: list[Artifact] = [
     Artifact(
@@ -384,4 +408,9 @@ ARTIFACTS: list[Artifact] = [
         _airline_build, _pass_k_headline("pass_hat_k"), _airline_expected,
         "passk/airline.json pass_hat_k (display_metrics' printed pass^k, k = 1..4)",
         "failed trials (reward 0) of 50 tasks x 4", runs_in_any_order=True),
+    Artifact(
+        "humaneval-estimator-uneven", "openai/human-eval estimate_pass_at_k @ 6d43fb9",
+        _humaneval_build(1), _pass_k_headline("pass_at_k"), _humaneval_expected(1),
+        "passk/humaneval.json suites[1].mean (estimate_pass_at_k(...).mean(), k = 1..3)",
+        "12 cases of 3 to 6 samples, three with none correct", runs_in_any_order=True),
 ]
