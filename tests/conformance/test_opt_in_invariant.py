@@ -1,7 +1,6 @@
 """A capability is opt-in (issue 48 item 6): adding a file that uses one (abstention,
 clarification, a conversation, several models, a judge, counterexamples, a task, repeats) to a
-suite
-changes no record of the suite's other files, times and run bookkeeping aside. The suites are
+suite changes no record of the suite's other files, times and run bookkeeping aside. The suites are
 generated (:mod:`.optin`): ``QUERYEVAL_COMBINATIONS`` of them, every capability once in the
 default count, each base drawn from a seed with right, empty, wrong and unparsable answers.
 
@@ -38,7 +37,7 @@ CAPABILITY_METRICS = frozenset({"abstained", "clarified", "consistency", "pass_a
 CAPABILITY_DETAILS = frozenset({"abstention", "clarification", "repeat", "neighbours", "judge",
                                 "task", "checks", "turns"})
 CAPABILITY_AGGREGATES = frozenset({"abstention", "clarification", "models", "judge",
-                                   "neighbours"})
+                                   "neighbours", "pass_k"})
 
 
 @pytest.fixture(scope="module", params=COMBINATIONS, ids=[c.id for c in COMBINATIONS])
