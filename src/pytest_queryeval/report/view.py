@@ -14,8 +14,15 @@ report text only with ``textContent`` or its own escaper, and never into a URL.
 
 What is decided per case is decided here, once, with the rules the reports use: a case's
 state per run (:func:`.baseline.verdicts.judged_outcome`: a gating mode's xfail failed), its
-headline metric (a threshold's metric, else the first headline metric it has), and the three
+headline metric (a threshold's metric, else the first headline metric it has), and the
 filters' flags (see :func:`_flags`). The page only shows and filters.
+
+Models are columns: a run that fans its cases out per model (records with a ``model``, ids
+``case[model]``) gives one column per model, its rows paired by the id as written; a run of one
+model is one column, its model the run's ``run.model`` label, else its ``run.predictions``
+source (:func:`run_model`). The models' comparison (the per-run reports' models table, each
+pair's McNemar test, the cases they disagree on) is :mod:`..conclude.models` and :mod:`.models`
+applied to each model's latest column, so the page says what the run's own report says.
 """
 
 from __future__ import annotations
@@ -41,8 +48,8 @@ MAX_TREND_METRICS = 8
 #: A case's state in one run, one letter each: passed (or xpassed), failed (a gating mode's
 #: xfail included), error, skipped, expected to fail (an ``xfail:`` the case declares), other.
 PASSED, FAILED, ERROR, SKIPPED, XFAIL, OTHER = "P", "F", "E", "S", "X", "O"
-#: The filter flags of a case (bits of its ``f``).
-CHANGED, FLAKY, FAILING = 1, 2, 4
+#: The filter flags of a case (bits of its ``f``); DISAGREE: the models' latest outcomes differ.
+CHANGED, FLAKY, FAILING, DISAGREE = 1, 2, 4, 8
 _TEMPLATE = "view_page.html"
 _DATA_MARK = "/*QUERYEVAL_VIEW_DATA*/"
 
@@ -59,6 +66,48 @@ class Gate(TypedDict):
     op: str
     passed: bool | None
     reason: str | None
+
+
+class Column(TypedDict):
+    """One column of the grid: the records of one model in one run."""
+
+    run: int
+    #: the model of the column's records (None: a run that names none, or the cases of a
+    #: multi-model run that bring their own prediction)
+    model: str | None
+    label: str
+
+
+class ModelsRow(TypedDict):
+    """One row of the models table, one cell per model (``rate``: the pass rate it shows)."""
+
+    group: str
+    label: str
+    cells: list[str]
+    rates: list[float | None]
+
+
+class Pair(TypedDict):
+    a: str
+    b: str
+    cases: int
+    a_only: int
+    b_only: int
+    p_value: float
+    better: str | None
+    text: str
+
+
+class Models(TypedDict):
+    """The models compared: each one's latest column, the table (models as columns), each
+    pair's McNemar test and the cases the models disagree on (case, outcome per model)."""
+
+    names: list[str]
+    columns: list[int]
+    rows: list[ModelsRow]
+    pairs: list[Pair]
+    disagreements: list[tuple[str, list[str]]]
+    disagreement_count: int
 
 
 class Run(TypedDict):
@@ -96,6 +145,8 @@ class CaseRow(TypedDict):
 class ViewData(TypedDict):
     version: int
     runs: list[Run]
+    columns: list[Column]
+    models: Models | None
     metrics: list[str]
     gates: list[str]
     cases: list[CaseRow]
@@ -179,17 +230,25 @@ def _state(record: Mapping[str, object]) -> str:
             "xfailed": XFAIL}.get(str(outcome), OTHER)
 
 
-def _flags(states: Sequence[str | None]) -> int:
-    """The filters a case is in, from its states in run order (None: not in that run, which
-    changes nothing). *changed*: its state is not the same in every run that has it;
-    *flaky*: it went between passing and not passing more than once (pass, fail, pass or
-    fail, pass, fail); *failing*: it failed or erred in the latest run."""
+def _flags(states: Sequence[str | None], models: Sequence[str | None], last: Sequence[bool],
+           repeated_flaky: bool = False) -> int:
+    """The filters a case is in, from its states per column in run order (None: not in that
+    column, which changes nothing), each column's model, and which columns are the latest
+    run's. *changed*: its state is not the same in every column that has it; *flaky*: one
+    model's runs of it went between passing and not passing more than once (pass, fail, pass
+    or fail, pass, fail), or ``--queryeval-repeat`` found its repeats disagree
+    (``repeated_flaky``): two models that differ never make a case flaky; *failing*: it
+    failed or erred in a column of the latest run."""
     present = [s for s in states if s is not None]
     flags = CHANGED if len(set(present)) > 1 else 0
-    judged = [s == PASSED for s in present if s in (PASSED, FAILED, ERROR)]
-    if sum(a != b for a, b in pairwise(judged)) >= 2:
+    by_model: dict[str | None, list[bool]] = {}
+    for state, model in zip(states, models, strict=True):
+        if state in (PASSED, FAILED, ERROR):
+            by_model.setdefault(model, []).append(state == PASSED)
+    if repeated_flaky or any(sum(a != b for a, b in pairwise(judged)) >= 2
+                             for judged in by_model.values()):
         flags |= FLAKY
-    if states and states[-1] in (FAILED, ERROR):
+    if any(s in (FAILED, ERROR) for s, latest in zip(states, last, strict=True) if latest):
         flags |= FAILING
     return flags
 
@@ -287,19 +346,69 @@ def _run(label: str, name: str, report: Mapping[str, object]) -> Run:
                               passed=g["passed"] if isinstance(g.get("passed"), bool) else None,
                               reason=_text(g["reason"], 300) if g.get("reason") else None))
     outcome = stated(report)
-    model = run.get("model") or run.get("predictions")
-    return Run(label=_text(label, 300), file=_text(mask_url(name), 1000),
-               model=_text(mask_url(str(model)), 300) if model else None,
+    return Run(label=_text(label, 300), file=_text(mask_url(name), 1000), model=run_model(report),
                started=_text(run.get("started"), 40) or None,
                outcome="passed" if outcome.passed else "failed",
                outcome_line=_text(outcome.line, 2000), pass_rate=_number(overall.get("pass_rate")),
                counts=counts, metrics=metrics, gates=gates)
 
 
-def _key_of(reports: Sequence[Mapping[str, object]]) -> str:
-    """Cases pair by ``id``, by ``nodeid`` when a run repeats an id (as the baseline pairs)."""
-    for report in reports:
-        ids = [c.get("id") for c in _cases(report)]
+def run_model(report: Mapping[str, object]) -> str | None:
+    """The model of a run that fans out no model: its ``run.model`` label
+    (``--queryeval-model-label``, else the suite's ``model:``), else its ``run.predictions``
+    source (``file:preds.jsonl``, as :func:`..predict.describe_predictions` writes it), as
+    shown; None when the report names neither (such runs count as runs of one model)."""
+    from .._util.secrets import mask_url
+
+    run = report.get("run")
+    run = run if isinstance(run, Mapping) else {}
+    model = run.get("model") or run.get("predictions")
+    return _text(mask_url(str(model)), 300) if model else None
+
+
+def _columns(reports: Sequence[Mapping[str, object]], labels: Sequence[str],
+             ) -> list[tuple[Column, list[Mapping[str, object]]]]:
+    """Each run's columns and their records: one per model a multi-model run's records name
+    (by name), then one for its records of no model; a run of one model is one column."""
+    from ..conclude.models import model_of
+
+    single = all(not any(model_of(c) for c in _cases(r)) for r in reports)
+    out: list[tuple[Column, list[Mapping[str, object]]]] = []
+    for index, (report, label) in enumerate(zip(reports, labels, strict=True)):
+        groups: dict[str | None, list[Mapping[str, object]]] = {}
+        for case in _cases(report):
+            groups.setdefault(model_of(case), []).append(case)
+        if not any(groups):  # no record names a model: the run's model
+            model = run_model(report)
+            out.append((Column(run=index, model=model, label=label), groups.get(None, [])))
+            continue
+        names: list[str | None] = [*sorted(m for m in groups if m is not None)]
+        if None in groups:
+            names.append(None)
+        for name in names:
+            shown = _text(name, 300) if name else "no model"
+            out.append((Column(run=index, model=_text(name, 300) if name else None,
+                               label=shown if single or len(reports) == 1 else
+                               f"{label} · {shown}"), groups[name]))
+    return out
+
+
+def _written(record: Mapping[str, object], key: str) -> str:
+    """The record's ``key`` (id or nodeid) as the case is written: without the ``[model]``
+    a multi-model run's fan-out appends, so a case's models share its row."""
+    from ..conclude.models import model_of
+
+    value = str(record.get(key) or record.get("id"))
+    model = model_of(record)
+    suffix = f"[{model}]"
+    return value[:-len(suffix)] if model and value.endswith(suffix) else value
+
+
+def _key_of(columns: Sequence[Sequence[Mapping[str, object]]]) -> str:
+    """Cases pair by ``id``, by ``nodeid`` when a column repeats an id (as the baseline
+    pairs)."""
+    for records in columns:
+        ids = [_written(c, "id") for c in records]
         if len(ids) != len(set(ids)):
             return "nodeid"
     return "id"
@@ -310,29 +419,109 @@ def _cases(report: Mapping[str, object]) -> list[Mapping[str, object]]:
     return [c for c in cases if isinstance(c, Mapping)] if isinstance(cases, list) else []
 
 
+def _models(columns: Sequence[Column], tables: Sequence[Mapping[str, Mapping[str, object]]],
+            ) -> tuple[Models | None, dict[str, int]]:
+    """The models' comparison (None for fewer than two models) and the cases they disagree
+    on, as flags by row key. Each model is its latest column; the table is
+    :func:`.models.table` turned to one column per model, then the pass rate per kind and per
+    difficulty (:func:`..conclude.aggregate.group_stats`, as every report counts it); the
+    pairs and disagreements are :func:`..conclude.models.compare_models` of those columns."""
+    from ..baseline.verdicts import judged_outcome
+    from ..conclude.aggregate import group_stats
+    from ..conclude.models import compare_models
+    from .columns import difficulty_of, ordered_difficulties
+    from .models import pair_text, table
+    from .numbers import doc_num, doc_pct
+
+    latest: dict[str, int] = {}
+    for index, column in enumerate(columns):
+        if column["model"] is not None:
+            latest[column["model"]] = index
+    if len(latest) < 2:
+        return None, {}
+    names = sorted(latest)
+    # the records as compare_models pairs them: by the row's key, whatever the file or model
+    by_model = {m: [{**{k: v for k, v in rec.items() if k != "model"}, "id": key, "file": ""}
+                    for key, rec in tables[latest[m]].items()] for m in names}
+    stats = {m: group_stats(by_model[m]) for m in names}
+    kinds = sorted({str(r.get("kind")) for recs in by_model.values() for r in recs})
+    header, rows = table({"models": stats, "by_kind": dict.fromkeys(kinds)}, doc_num, doc_pct)
+    out_rows: list[ModelsRow] = [
+        ModelsRow(group="model", label=h, cells=[r[i] for r in rows],
+                  rates=[stats[m]["pass_rate"] if h == "pass" else None for m in names])
+        for i, h in enumerate(header) if i > 0]
+
+    def rates(group: str, label: str, kind: str | None, diff: str | None) -> None:
+        cells, values = [], []
+        for m in names:
+            found = group_stats([r for r in by_model[m]
+                                 if (kind is None or str(r.get("kind")) == kind)
+                                 and (diff is None or difficulty_of(r) == diff)])
+            judged = found["passed"] + found["failed"] + found["errors"] \
+                + found["xfailed_by_gating"]
+            cells.append(f"{doc_pct(found['pass_rate'])} of {judged}" if found["count"] else "")
+            values.append(found["pass_rate"])
+        out_rows.append(ModelsRow(group=group, label=label, cells=cells, rates=values))
+
+    for kind in kinds:
+        rates("kind", kind, kind, None)
+    diffs = ordered_difficulties(difficulty_of(r) for recs in by_model.values() for r in recs)
+    for diff in diffs:
+        rates("difficulty", diff, None, diff)
+    if len(kinds) > 1:
+        for kind in kinds:
+            for diff in diffs:
+                if any(str(r.get("kind")) == kind and difficulty_of(r) == diff
+                       for recs in by_model.values() for r in recs):
+                    rates("kind_difficulty", f"{kind} · {diff}", kind, diff)
+    compared = compare_models(by_model)
+    pairs = [Pair(a=p["a"], b=p["b"], cases=p["cases"], a_only=p["a_only"], b_only=p["b_only"],
+                  p_value=p["p_value"], better=p["better"], text=pair_text(p))
+             for p in compared["pairs"]]
+    # the same rule as compare_models, for every case (it lists at most 200)
+    disagree: dict[str, int] = {}
+    for key in tables[latest[names[0]]]:
+        outcomes = [judged_outcome(tables[latest[m]][key]) if key in tables[latest[m]] else None
+                    for m in names]
+        if all(key in tables[latest[m]] for m in names) and len(set(outcomes)) > 1:
+            disagree[key] = DISAGREE
+    return Models(names=names, columns=[latest[m] for m in names], rows=out_rows, pairs=pairs,
+                  disagreements=[(d["case"], [str(d["outcomes"][m] or "not run") for m in names])
+                                 for d in compared["disagreements"]],
+                  disagreement_count=compared["disagreement_count"]), disagree
+
+
 def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
-    """The page's data: the runs in the order given, and one row per case of any run (in
-    the order the runs first list them) with one cell per run (None where the run lacks it)."""
+    """The page's data: the runs in the order given, their columns (one per model of a run),
+    and one row per case of any run (in the order the runs first list them) with one cell per
+    column (None where the column lacks it)."""
+    from ..engine.repeats import is_flaky
     from .columns import is_detail_metric, ordered_metrics
 
     strings = _Strings()
     reports = [r for _, r in runs]
-    key = _key_of(reports)
-    by_run: list[dict[str, Mapping[str, object]]] = []
+    labels = _labels([n for n, _ in runs])
+    columns = _columns(reports, labels)
+    key = _key_of([records for _, records in columns])
+    by_column: list[dict[str, Mapping[str, object]]] = []
     order: dict[str, None] = {}
-    for report in reports:
-        table = {str(c.get(key) or c.get("id")): c for c in _cases(report)}
-        by_run.append(table)
+    for _, records in columns:
+        table = {_written(c, key): c for c in records}
+        by_column.append(table)
         order.update(dict.fromkeys(table))
+    models, disagree = _models([c for c, _ in columns], by_column)
+    column_models = [c["model"] for c, _ in columns]
+    last_run = len(reports) - 1
+    latest_columns = [c["run"] == last_run for c, _ in columns]
     rows: list[CaseRow] = []
     for case_key in order:
-        records = [t.get(case_key) for t in by_run]
-        present = [r for r in records if r is not None]
+        found = [t.get(case_key) for t in by_column]
+        present = [r for r in found if r is not None]
         latest = present[-1]
         metric = _headline(present)
         cells: list[Cell | None] = []
         states: list[str | None] = []
-        for record in records:
+        for record in found:
             if record is None:
                 cells.append(None)
                 states.append(None)
@@ -351,19 +540,23 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
                           strings.add(record.get("predicted")), strings.add(record.get("gold")),
                           lines, strings.add(record.get("error") or record.get("reason")),
                           _tables(record)))
-        rows.append(CaseRow(id=_text(latest.get(key) or latest.get("id"), 1000),
+        flags = _flags(states, column_models, latest_columns,
+                       any(is_flaky(r) for r in present)) | disagree.get(case_key, 0)
+        rows.append(CaseRow(id=_text(case_key, 1000),
                             kind=_text(latest.get("kind"), 100),
                             difficulty=_text(latest.get("difficulty"), 100),
                             question=strings.add(latest.get("question")),
                             metric=_text(metric, 200) if metric else None,
-                            f=_flags(states), cells=cells))
+                            f=flags, cells=cells))
     run_rows = [_run(label, name, report) for label, (name, report)
-                in zip(_labels([n for n, _ in runs]), runs, strict=True)]
+                in zip(labels, runs, strict=True)]
     names = ordered_metrics(m for r in run_rows for m in r["metrics"])
     metrics = [m for m in names if not is_detail_metric(m)][:MAX_TREND_METRICS]
     gates = list(dict.fromkeys(g["name"] for r in run_rows for g in r["gates"]))
-    return ViewData(version=1, runs=run_rows, metrics=metrics, gates=gates, cases=rows,
-                    strings=strings.items)
+    if models is not None:
+        models["disagreements"] = [(_text(c, 1000), o) for c, o in models["disagreements"]]
+    return ViewData(version=2, runs=run_rows, columns=[c for c, _ in columns], models=models,
+                    metrics=metrics, gates=gates, cases=rows, strings=strings.items)
 
 
 def embed(data: object) -> str:
