@@ -20,9 +20,7 @@ filters' flags (see :func:`_flags`). The page only shows and filters.
 Models are columns: a run that fans its cases out per model (records with a ``model``, ids
 ``case[model]``) gives one column per model, its rows paired by the id as written; a run of one
 model is one column, its model the run's ``run.model`` label, else its ``run.predictions``
-source (:func:`run_model`). The models' comparison (the per-run reports' models table, each
-pair's McNemar test, the cases they disagree on) is :mod:`..conclude.models` and :mod:`.models`
-applied to each model's latest column, so the page says what the run's own report says.
+source. Which model a column is, and how the models compare, is :mod:`.view_models`.
 """
 
 from __future__ import annotations
@@ -35,6 +33,8 @@ from importlib import resources
 from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict
+
+from .view_models import Models
 
 #: Characters of one embedded text (the report's own cap: a report from elsewhere may hold more).
 MAX_TEXT = 10_000
@@ -76,38 +76,6 @@ class Column(TypedDict):
     #: multi-model run that bring their own prediction)
     model: str | None
     label: str
-
-
-class ModelsRow(TypedDict):
-    """One row of the models table, one cell per model (``rate``: the pass rate it shows)."""
-
-    group: str
-    label: str
-    cells: list[str]
-    rates: list[float | None]
-
-
-class Pair(TypedDict):
-    a: str
-    b: str
-    cases: int
-    a_only: int
-    b_only: int
-    p_value: float
-    better: str | None
-    text: str
-
-
-class Models(TypedDict):
-    """The models compared: each one's latest column, the table (models as columns), each
-    pair's McNemar test and the cases the models disagree on (case, outcome per model)."""
-
-    names: list[str]
-    columns: list[int]
-    rows: list[ModelsRow]
-    pairs: list[Pair]
-    disagreements: list[tuple[str, list[str]]]
-    disagreement_count: int
 
 
 class Run(TypedDict):
@@ -345,70 +313,46 @@ def _run(label: str, name: str, report: Mapping[str, object]) -> Run:
                               limit=_number(g.get("limit")), op=_text(g.get("op") or ">=", 2),
                               passed=g["passed"] if isinstance(g.get("passed"), bool) else None,
                               reason=_text(g["reason"], 300) if g.get("reason") else None))
+    from .view_models import run_model
+
     outcome = stated(report)
-    return Run(label=_text(label, 300), file=_text(mask_url(name), 1000), model=run_model(report),
+    model = run_model(report)
+    return Run(label=_text(label, 300), file=_text(mask_url(name), 1000),
+               model=_text(model, 300) if model else None,
                started=_text(run.get("started"), 40) or None,
                outcome="passed" if outcome.passed else "failed",
                outcome_line=_text(outcome.line, 2000), pass_rate=_number(overall.get("pass_rate")),
                counts=counts, metrics=metrics, gates=gates)
 
 
-def run_model(report: Mapping[str, object]) -> str | None:
-    """The model of a run that fans out no model: its ``run.model`` label
-    (``--queryeval-model-label``, else the suite's ``model:``), else its ``run.predictions``
-    source (``file:preds.jsonl``, as :func:`..predict.describe_predictions` writes it), as
-    shown; None when the report names neither (such runs count as runs of one model)."""
-    from .._util.secrets import mask_url
-
-    run = report.get("run")
-    run = run if isinstance(run, Mapping) else {}
-    model = run.get("model") or run.get("predictions")
-    return _text(mask_url(str(model)), 300) if model else None
-
-
 def _columns(reports: Sequence[Mapping[str, object]], labels: Sequence[str],
              ) -> list[tuple[Column, list[Mapping[str, object]]]]:
-    """Each run's columns and their records: one per model a multi-model run's records name
-    (by name), then one for its records of no model; a run of one model is one column."""
-    from ..conclude.models import model_of
+    """Each run's columns (:func:`.view_models.model_columns`) and their records, labelled."""
+    from .view_models import model_columns, run_model
 
-    single = all(not any(model_of(c) for c in _cases(r)) for r in reports)
     out: list[tuple[Column, list[Mapping[str, object]]]] = []
     for index, (report, label) in enumerate(zip(reports, labels, strict=True)):
-        groups: dict[str | None, list[Mapping[str, object]]] = {}
-        for case in _cases(report):
-            groups.setdefault(model_of(case), []).append(case)
-        if not any(groups):  # no record names a model: the run's model
+        found = model_columns(_cases(report))
+        if found[0][0] is None and len(found) == 1:  # a run of one model
             model = run_model(report)
-            out.append((Column(run=index, model=model, label=label), groups.get(None, [])))
+            out.append((Column(run=index, model=_text(model, 300) if model else None,
+                               label=label), found[0][1]))
             continue
-        names: list[str | None] = [*sorted(m for m in groups if m is not None)]
-        if None in groups:
-            names.append(None)
-        for name in names:
+        for name, records in found:
             shown = _text(name, 300) if name else "no model"
             out.append((Column(run=index, model=_text(name, 300) if name else None,
-                               label=shown if single or len(reports) == 1 else
-                               f"{label} · {shown}"), groups[name]))
+                               label=shown if len(reports) == 1 else f"{label} · {shown}"),
+                        records))
     return out
-
-
-def _written(record: Mapping[str, object], key: str) -> str:
-    """The record's ``key`` (id or nodeid) as the case is written: without the ``[model]``
-    a multi-model run's fan-out appends, so a case's models share its row."""
-    from ..conclude.models import model_of
-
-    value = str(record.get(key) or record.get("id"))
-    model = model_of(record)
-    suffix = f"[{model}]"
-    return value[:-len(suffix)] if model and value.endswith(suffix) else value
 
 
 def _key_of(columns: Sequence[Sequence[Mapping[str, object]]]) -> str:
     """Cases pair by ``id``, by ``nodeid`` when a column repeats an id (as the baseline
     pairs)."""
+    from .view_models import written
+
     for records in columns:
-        ids = [_written(c, "id") for c in records]
+        ids = [written(c, "id") for c in records]
         if len(ids) != len(set(ids)):
             return "nodeid"
     return "id"
@@ -419,84 +363,13 @@ def _cases(report: Mapping[str, object]) -> list[Mapping[str, object]]:
     return [c for c in cases if isinstance(c, Mapping)] if isinstance(cases, list) else []
 
 
-def _models(columns: Sequence[Column], tables: Sequence[Mapping[str, Mapping[str, object]]],
-            ) -> tuple[Models | None, dict[str, int]]:
-    """The models' comparison (None for fewer than two models) and the cases they disagree
-    on, as flags by row key. Each model is its latest column; the table is
-    :func:`.models.table` turned to one column per model, then the pass rate per kind and per
-    difficulty (:func:`..conclude.aggregate.group_stats`, as every report counts it); the
-    pairs and disagreements are :func:`..conclude.models.compare_models` of those columns."""
-    from ..baseline.verdicts import judged_outcome
-    from ..conclude.aggregate import group_stats
-    from ..conclude.models import compare_models
-    from .columns import difficulty_of, ordered_difficulties
-    from .models import pair_text, table
-    from .numbers import doc_num, doc_pct
-
-    latest: dict[str, int] = {}
-    for index, column in enumerate(columns):
-        if column["model"] is not None:
-            latest[column["model"]] = index
-    if len(latest) < 2:
-        return None, {}
-    names = sorted(latest)
-    # the records as compare_models pairs them: by the row's key, whatever the file or model
-    by_model = {m: [{**{k: v for k, v in rec.items() if k != "model"}, "id": key, "file": ""}
-                    for key, rec in tables[latest[m]].items()] for m in names}
-    stats = {m: group_stats(by_model[m]) for m in names}
-    kinds = sorted({str(r.get("kind")) for recs in by_model.values() for r in recs})
-    header, rows = table({"models": stats, "by_kind": dict.fromkeys(kinds)}, doc_num, doc_pct)
-    out_rows: list[ModelsRow] = [
-        ModelsRow(group="model", label=h, cells=[r[i] for r in rows],
-                  rates=[stats[m]["pass_rate"] if h == "pass" else None for m in names])
-        for i, h in enumerate(header) if i > 0]
-
-    def rates(group: str, label: str, kind: str | None, diff: str | None) -> None:
-        cells, values = [], []
-        for m in names:
-            found = group_stats([r for r in by_model[m]
-                                 if (kind is None or str(r.get("kind")) == kind)
-                                 and (diff is None or difficulty_of(r) == diff)])
-            judged = found["passed"] + found["failed"] + found["errors"] \
-                + found["xfailed_by_gating"]
-            cells.append(f"{doc_pct(found['pass_rate'])} of {judged}" if found["count"] else "")
-            values.append(found["pass_rate"])
-        out_rows.append(ModelsRow(group=group, label=label, cells=cells, rates=values))
-
-    for kind in kinds:
-        rates("kind", kind, kind, None)
-    diffs = ordered_difficulties(difficulty_of(r) for recs in by_model.values() for r in recs)
-    for diff in diffs:
-        rates("difficulty", diff, None, diff)
-    if len(kinds) > 1:
-        for kind in kinds:
-            for diff in diffs:
-                if any(str(r.get("kind")) == kind and difficulty_of(r) == diff
-                       for recs in by_model.values() for r in recs):
-                    rates("kind_difficulty", f"{kind} · {diff}", kind, diff)
-    compared = compare_models(by_model)
-    pairs = [Pair(a=p["a"], b=p["b"], cases=p["cases"], a_only=p["a_only"], b_only=p["b_only"],
-                  p_value=p["p_value"], better=p["better"], text=pair_text(p))
-             for p in compared["pairs"]]
-    # the same rule as compare_models, for every case (it lists at most 200)
-    disagree: dict[str, int] = {}
-    for key in tables[latest[names[0]]]:
-        outcomes = [judged_outcome(tables[latest[m]][key]) if key in tables[latest[m]] else None
-                    for m in names]
-        if all(key in tables[latest[m]] for m in names) and len(set(outcomes)) > 1:
-            disagree[key] = DISAGREE
-    return Models(names=names, columns=[latest[m] for m in names], rows=out_rows, pairs=pairs,
-                  disagreements=[(d["case"], [str(d["outcomes"][m] or "not run") for m in names])
-                                 for d in compared["disagreements"]],
-                  disagreement_count=compared["disagreement_count"]), disagree
-
-
 def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
     """The page's data: the runs in the order given, their columns (one per model of a run),
     and one row per case of any run (in the order the runs first list them) with one cell per
     column (None where the column lacks it)."""
     from ..engine.repeats import is_flaky
     from .columns import is_detail_metric, ordered_metrics
+    from .view_models import compare, written
 
     strings = _Strings()
     reports = [r for _, r in runs]
@@ -506,11 +379,11 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
     by_column: list[dict[str, Mapping[str, object]]] = []
     order: dict[str, None] = {}
     for _, records in columns:
-        table = {_written(c, key): c for c in records}
+        table = {written(c, key): c for c in records}
         by_column.append(table)
         order.update(dict.fromkeys(table))
-    models, disagree = _models([c for c, _ in columns], by_column)
     column_models = [c["model"] for c, _ in columns]
+    models, disagree = compare(column_models, by_column, _text)
     last_run = len(reports) - 1
     latest_columns = [c["run"] == last_run for c, _ in columns]
     rows: list[CaseRow] = []
@@ -541,7 +414,7 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
                           lines, strings.add(record.get("error") or record.get("reason")),
                           _tables(record)))
         flags = _flags(states, column_models, latest_columns,
-                       any(is_flaky(r) for r in present)) | disagree.get(case_key, 0)
+                       any(is_flaky(r) for r in present)) | (DISAGREE if case_key in disagree else 0)
         rows.append(CaseRow(id=_text(case_key, 1000),
                             kind=_text(latest.get("kind"), 100),
                             difficulty=_text(latest.get("difficulty"), 100),
@@ -553,8 +426,6 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
     names = ordered_metrics(m for r in run_rows for m in r["metrics"])
     metrics = [m for m in names if not is_detail_metric(m)][:MAX_TREND_METRICS]
     gates = list(dict.fromkeys(g["name"] for r in run_rows for g in r["gates"]))
-    if models is not None:
-        models["disagreements"] = [(_text(c, 1000), o) for c, o in models["disagreements"]]
     return ViewData(version=2, runs=run_rows, columns=[c for c, _ in columns], models=models,
                     metrics=metrics, gates=gates, cases=rows, strings=strings.items)
 
