@@ -16,7 +16,7 @@ place; this module knows nothing of the page.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypedDict
 
 Record = Mapping[str, object]
@@ -55,6 +55,31 @@ class Models(TypedDict):
     pairs: list[Pair]
     disagreements: list[tuple[str, list[str]]]
     disagreement_count: int
+
+
+class _AsRow(Mapping[str, object]):
+    """A record as its row of the page: ``id`` the row's key, no ``file`` and no ``model``
+    (one run per model pairs a case by its id, a multi-model run by its id as written)."""
+
+    __slots__ = ("_key", "_record")
+
+    def __init__(self, key: str, record: Record) -> None:
+        self._key, self._record = key, record
+
+    def __getitem__(self, name: str) -> object:
+        if name == "id":
+            return self._key
+        if name == "file":
+            return ""
+        if name == "model":
+            raise KeyError(name)
+        return self._record[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["id", "file", *(k for k in self._record if k not in ("id", "file", "model"))])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def run_model(report: Record) -> str | None:
@@ -122,11 +147,15 @@ def compare(models: Sequence[str | None], tables: Sequence[Mapping[str, Record]]
     if len(latest) < 2:
         return None, set()
     names = sorted(latest)
-    # the records as compare_models pairs them: by the row's key, whatever the file or model
-    by_model = {m: [{**{k: v for k, v in rec.items() if k != "model"}, "id": key, "file": ""}
-                    for key, rec in tables[latest[m]].items()] for m in names}
+    by_model = {m: list(tables[latest[m]].values()) for m in names}
     stats = {m: group_stats(by_model[m]) for m in names}
-    kinds = sorted({str(r.get("kind")) for recs in by_model.values() for r in recs})
+    # each model's records by kind and difficulty, read once: its groups are unions of these
+    atoms: dict[str, dict[tuple[str, str], list[Record]]] = {}
+    for m in names:
+        mine = atoms[m] = {}
+        for r in by_model[m]:
+            mine.setdefault((str(r.get("kind")), difficulty_of(r)), []).append(r)
+    kinds = sorted({k for found in atoms.values() for k, _ in found})
     header, rows = table({"models": stats, "by_kind": dict.fromkeys(kinds)}, doc_num, doc_pct)
     out: list[ModelsRow] = [
         ModelsRow(group="model", label=h, cells=[r[i] for r in rows],
@@ -136,9 +165,10 @@ def compare(models: Sequence[str | None], tables: Sequence[Mapping[str, Record]]
     def rates(group: str, label: str, kind: str | None, diff: str | None) -> None:
         cells, values = [], []
         for m in names:
-            found = group_stats([r for r in by_model[m]
-                                 if (kind is None or str(r.get("kind")) == kind)
-                                 and (diff is None or difficulty_of(r) == diff)])
+            groups = [recs for (k, d), recs in atoms[m].items()
+                      if (kind is None or k == kind) and (diff is None or d == diff)]
+            found = stats[m] if len(groups) == len(atoms[m]) else \
+                group_stats([r for recs in groups for r in recs])
             judged = found["passed"] + found["failed"] + found["errors"] \
                 + found["xfailed_by_gating"]
             cells.append(f"{doc_pct(found['pass_rate'])} of {judged}" if found["count"] else "")
@@ -147,16 +177,17 @@ def compare(models: Sequence[str | None], tables: Sequence[Mapping[str, Record]]
 
     for kind in kinds:
         rates("kind", kind, kind, None)
-    diffs = ordered_difficulties(difficulty_of(r) for recs in by_model.values() for r in recs)
+    diffs = ordered_difficulties(d for found in atoms.values() for _, d in found)
     for diff in diffs:
         rates("difficulty", diff, None, diff)
     if len(kinds) > 1:
         for kind in kinds:
             for diff in diffs:
-                if any(str(r.get("kind")) == kind and difficulty_of(r) == diff
-                       for recs in by_model.values() for r in recs):
+                if any((kind, diff) in found for found in atoms.values()):
                     rates("kind_difficulty", f"{kind} · {diff}", kind, diff)
-    compared = compare_models(by_model)
+    # the records as compare_models pairs them: by the row's key, whatever the file or model
+    compared = compare_models({m: [_AsRow(key, rec) for key, rec in tables[latest[m]].items()]
+                               for m in names})
     pairs = [Pair(a=p["a"], b=p["b"], cases=p["cases"], a_only=p["a_only"], b_only=p["b_only"],
                   p_value=p["p_value"], better=p["better"], text=pair_text(p))
              for p in compared["pairs"]]
