@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypedDict
 
+from ..conclude.models import model_of
+
 Record = Mapping[str, object]
 
 
@@ -99,8 +101,6 @@ def model_columns(records: Sequence[Record]) -> list[tuple[str | None, list[Reco
     """A run's columns: one per model its records name (by name), then one for its records of
     no model (a multi-model run's cases with their own prediction); [(None, all)] when no
     record names a model (the run's model is then :func:`run_model`)."""
-    from ..conclude.models import model_of
-
     groups: dict[str | None, list[Record]] = {}
     for record in records:
         groups.setdefault(model_of(record), []).append(record)
@@ -115,8 +115,6 @@ def model_columns(records: Sequence[Record]) -> list[tuple[str | None, list[Reco
 def written(record: Record, key: str) -> str:
     """The record's ``key`` (id or nodeid) as the case is written: without the ``[model]``
     a multi-model run's fan-out appends, so a case's models share its row."""
-    from ..conclude.models import model_of
-
     value = str(record.get(key) or record.get("id"))
     model = model_of(record)
     suffix = f"[{model}]"
