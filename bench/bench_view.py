@@ -6,7 +6,10 @@ the plugin's own JSON writer and aggregates: records as a live model's run has t
 metrics, a threshold, a question, a gold and a prediction of 100-200 characters, the diff
 lines of a failure), the model's answers drifting from run to run (each case right with its
 own probability, three answers per case, so texts repeat across runs as they do), one gate on
-the mean and one on the pass rate. It then runs ``queryeval view`` on them and prints:
+the mean and one on the pass rate. Each run names its model (``text2sql-v1`` to ``-v10``), so
+the page also holds the models' comparison (issue 49 item 4): one column per model with its
+pass rate per kind and difficulty, 45 McNemar pairs and the cases the models disagree on. It
+then runs ``queryeval view`` on them and prints:
 
 * the file's size, and the seconds ``queryeval view`` took (reading, building, writing);
 * the time to interactive: ``performance.now()`` when the page's script has rendered the grid,

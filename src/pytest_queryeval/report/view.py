@@ -14,8 +14,13 @@ report text only with ``textContent`` or its own escaper, and never into a URL.
 
 What is decided per case is decided here, once, with the rules the reports use: a case's
 state per run (:func:`.baseline.verdicts.judged_outcome`: a gating mode's xfail failed), its
-headline metric (a threshold's metric, else the first headline metric it has), and the three
+headline metric (a threshold's metric, else the first headline metric it has), and the
 filters' flags (see :func:`_flags`). The page only shows and filters.
+
+Models are columns: a run that fans its cases out per model (records with a ``model``, ids
+``case[model]``) gives one column per model, its rows paired by the id as written; a run of one
+model is one column, its model the run's ``run.model`` label, else its ``run.predictions``
+source. Which model a column is, and how the models compare, is :mod:`.view_models`.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict
 
+from .view_models import Models
+
 #: Characters of one embedded text (the report's own cap: a report from elsewhere may hold more).
 MAX_TEXT = 10_000
 #: Diff lines kept per case and run (the report's own cap), each cut at :data:`MAX_LINE`.
@@ -41,8 +48,8 @@ MAX_TREND_METRICS = 8
 #: A case's state in one run, one letter each: passed (or xpassed), failed (a gating mode's
 #: xfail included), error, skipped, expected to fail (an ``xfail:`` the case declares), other.
 PASSED, FAILED, ERROR, SKIPPED, XFAIL, OTHER = "P", "F", "E", "S", "X", "O"
-#: The filter flags of a case (bits of its ``f``).
-CHANGED, FLAKY, FAILING = 1, 2, 4
+#: The filter flags of a case (bits of its ``f``); DISAGREE: the models' latest outcomes differ.
+CHANGED, FLAKY, FAILING, DISAGREE = 1, 2, 4, 8
 _TEMPLATE = "view_page.html"
 _DATA_MARK = "/*QUERYEVAL_VIEW_DATA*/"
 
@@ -59,6 +66,16 @@ class Gate(TypedDict):
     op: str
     passed: bool | None
     reason: str | None
+
+
+class Column(TypedDict):
+    """One column of the grid: the records of one model in one run."""
+
+    run: int
+    #: the model of the column's records (None: a run that names none, or the cases of a
+    #: multi-model run that bring their own prediction)
+    model: str | None
+    label: str
 
 
 class Run(TypedDict):
@@ -96,6 +113,8 @@ class CaseRow(TypedDict):
 class ViewData(TypedDict):
     version: int
     runs: list[Run]
+    columns: list[Column]
+    models: Models | None
     metrics: list[str]
     gates: list[str]
     cases: list[CaseRow]
@@ -179,17 +198,25 @@ def _state(record: Mapping[str, object]) -> str:
             "xfailed": XFAIL}.get(str(outcome), OTHER)
 
 
-def _flags(states: Sequence[str | None]) -> int:
-    """The filters a case is in, from its states in run order (None: not in that run, which
-    changes nothing). *changed*: its state is not the same in every run that has it;
-    *flaky*: it went between passing and not passing more than once (pass, fail, pass or
-    fail, pass, fail); *failing*: it failed or erred in the latest run."""
+def _flags(states: Sequence[str | None], models: Sequence[str | None], last: Sequence[bool],
+           repeated_flaky: bool = False) -> int:
+    """The filters a case is in, from its states per column in run order (None: not in that
+    column, which changes nothing), each column's model, and which columns are the latest
+    run's. *changed*: its state is not the same in every column that has it; *flaky*: one
+    model's runs of it went between passing and not passing more than once (pass, fail, pass
+    or fail, pass, fail), or ``--queryeval-repeat`` found its repeats disagree
+    (``repeated_flaky``): two models that differ never make a case flaky; *failing*: it
+    failed or erred in a column of the latest run."""
     present = [s for s in states if s is not None]
     flags = CHANGED if len(set(present)) > 1 else 0
-    judged = [s == PASSED for s in present if s in (PASSED, FAILED, ERROR)]
-    if sum(a != b for a, b in pairwise(judged)) >= 2:
+    by_model: dict[str | None, list[bool]] = {}
+    for state, model in zip(states, models, strict=True):
+        if state in (PASSED, FAILED, ERROR):
+            by_model.setdefault(model, []).append(state == PASSED)
+    if repeated_flaky or any(sum(a != b for a, b in pairwise(judged)) >= 2
+                             for judged in by_model.values()):
         flags |= FLAKY
-    if states and states[-1] in (FAILED, ERROR):
+    if any(s in (FAILED, ERROR) for s, latest in zip(states, last, strict=True) if latest):
         flags |= FAILING
     return flags
 
@@ -286,20 +313,46 @@ def _run(label: str, name: str, report: Mapping[str, object]) -> Run:
                               limit=_number(g.get("limit")), op=_text(g.get("op") or ">=", 2),
                               passed=g["passed"] if isinstance(g.get("passed"), bool) else None,
                               reason=_text(g["reason"], 300) if g.get("reason") else None))
+    from .view_models import run_model
+
     outcome = stated(report)
-    model = run.get("model") or run.get("predictions")
+    model = run_model(report)
     return Run(label=_text(label, 300), file=_text(mask_url(name), 1000),
-               model=_text(mask_url(str(model)), 300) if model else None,
+               model=_text(model, 300) if model else None,
                started=_text(run.get("started"), 40) or None,
                outcome="passed" if outcome.passed else "failed",
                outcome_line=_text(outcome.line, 2000), pass_rate=_number(overall.get("pass_rate")),
                counts=counts, metrics=metrics, gates=gates)
 
 
-def _key_of(reports: Sequence[Mapping[str, object]]) -> str:
-    """Cases pair by ``id``, by ``nodeid`` when a run repeats an id (as the baseline pairs)."""
-    for report in reports:
-        ids = [c.get("id") for c in _cases(report)]
+def _columns(reports: Sequence[Mapping[str, object]], labels: Sequence[str],
+             ) -> list[tuple[Column, list[Mapping[str, object]]]]:
+    """Each run's columns (:func:`.view_models.model_columns`) and their records, labelled."""
+    from .view_models import model_columns, run_model
+
+    out: list[tuple[Column, list[Mapping[str, object]]]] = []
+    for index, (report, label) in enumerate(zip(reports, labels, strict=True)):
+        found = model_columns(_cases(report))
+        if found[0][0] is None and len(found) == 1:  # a run of one model
+            model = run_model(report)
+            out.append((Column(run=index, model=_text(model, 300) if model else None,
+                               label=label), found[0][1]))
+            continue
+        for name, records in found:
+            shown = _text(name, 300) if name else "no model"
+            out.append((Column(run=index, model=_text(name, 300) if name else None,
+                               label=shown if len(reports) == 1 else f"{label} · {shown}"),
+                        records))
+    return out
+
+
+def _key_of(columns: Sequence[Sequence[Mapping[str, object]]]) -> str:
+    """Cases pair by ``id``, by ``nodeid`` when a column repeats an id (as the baseline
+    pairs)."""
+    from .view_models import written
+
+    for records in columns:
+        ids = [written(c, "id") for c in records]
         if len(ids) != len(set(ids)):
             return "nodeid"
     return "id"
@@ -311,28 +364,37 @@ def _cases(report: Mapping[str, object]) -> list[Mapping[str, object]]:
 
 
 def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
-    """The page's data: the runs in the order given, and one row per case of any run (in
-    the order the runs first list them) with one cell per run (None where the run lacks it)."""
+    """The page's data: the runs in the order given, their columns (one per model of a run),
+    and one row per case of any run (in the order the runs first list them) with one cell per
+    column (None where the column lacks it)."""
+    from ..engine.repeats import is_flaky
     from .columns import is_detail_metric, ordered_metrics
+    from .view_models import compare, written
 
     strings = _Strings()
     reports = [r for _, r in runs]
-    key = _key_of(reports)
-    by_run: list[dict[str, Mapping[str, object]]] = []
+    labels = _labels([n for n, _ in runs])
+    columns = _columns(reports, labels)
+    key = _key_of([records for _, records in columns])
+    by_column: list[dict[str, Mapping[str, object]]] = []
     order: dict[str, None] = {}
-    for report in reports:
-        table = {str(c.get(key) or c.get("id")): c for c in _cases(report)}
-        by_run.append(table)
+    for _, records in columns:
+        table = {written(c, key): c for c in records}
+        by_column.append(table)
         order.update(dict.fromkeys(table))
+    column_models = [c["model"] for c, _ in columns]
+    models, disagree = compare(column_models, by_column, _text)
+    last_run = len(reports) - 1
+    latest_columns = [c["run"] == last_run for c, _ in columns]
     rows: list[CaseRow] = []
     for case_key in order:
-        records = [t.get(case_key) for t in by_run]
-        present = [r for r in records if r is not None]
+        found = [t.get(case_key) for t in by_column]
+        present = [r for r in found if r is not None]
         latest = present[-1]
         metric = _headline(present)
         cells: list[Cell | None] = []
         states: list[str | None] = []
-        for record in records:
+        for record in found:
             if record is None:
                 cells.append(None)
                 states.append(None)
@@ -351,19 +413,21 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
                           strings.add(record.get("predicted")), strings.add(record.get("gold")),
                           lines, strings.add(record.get("error") or record.get("reason")),
                           _tables(record)))
-        rows.append(CaseRow(id=_text(latest.get(key) or latest.get("id"), 1000),
+        flags = _flags(states, column_models, latest_columns,
+                       any(is_flaky(r) for r in present)) | (DISAGREE if case_key in disagree else 0)
+        rows.append(CaseRow(id=_text(case_key, 1000),
                             kind=_text(latest.get("kind"), 100),
                             difficulty=_text(latest.get("difficulty"), 100),
                             question=strings.add(latest.get("question")),
                             metric=_text(metric, 200) if metric else None,
-                            f=_flags(states), cells=cells))
+                            f=flags, cells=cells))
     run_rows = [_run(label, name, report) for label, (name, report)
-                in zip(_labels([n for n, _ in runs]), runs, strict=True)]
+                in zip(labels, runs, strict=True)]
     names = ordered_metrics(m for r in run_rows for m in r["metrics"])
     metrics = [m for m in names if not is_detail_metric(m)][:MAX_TREND_METRICS]
     gates = list(dict.fromkeys(g["name"] for r in run_rows for g in r["gates"]))
-    return ViewData(version=1, runs=run_rows, metrics=metrics, gates=gates, cases=rows,
-                    strings=strings.items)
+    return ViewData(version=2, runs=run_rows, columns=[c for c, _ in columns], models=models,
+                    metrics=metrics, gates=gates, cases=rows, strings=strings.items)
 
 
 def embed(data: object) -> str:
