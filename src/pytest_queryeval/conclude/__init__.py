@@ -208,9 +208,13 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
 
 def interrupt_reason(exc: BaseException | None) -> str:
     """Why a session stopped early, as ``run.interrupt_reason`` says it: pytest passes Ctrl-C
-    (SIGINT), ``pytest.exit()`` and "N errors during collection" as one kind of exception."""
+    (SIGINT), SIGTERM, ``pytest.exit()`` and "N errors during collection" as one kind of
+    exception."""
     if exc is None:
         return "interrupted"
+    own = getattr(exc, "queryeval_reason", None)  # SIGTERM (plugin/terminate.py)
+    if isinstance(own, str):
+        return own
     name = type(exc).__name__
     text = str(getattr(exc, "msg", None) or exc).strip()
     if type(exc) is KeyboardInterrupt:

@@ -37,6 +37,7 @@ from . import unmatched
 from .declare import FIXTURE
 from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
+from .terminate import Terminated, TermHandler
 
 _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
 
@@ -50,9 +51,9 @@ def shortened_interrupt(session: pytest.Session) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as exc:
-        if type(exc) is not KeyboardInterrupt or session.config.option.fulltrace:
+        if type(exc) not in (KeyboardInterrupt, Terminated) or session.config.option.fulltrace:
             raise
-        raise KeyboardInterrupt(*exc.args) from None
+        raise type(exc)(*exc.args) from None
 
 
 def custom_metric_names(config: pytest.Config) -> dict[str, set[str]]:
@@ -130,6 +131,8 @@ class Runner:
         #: ``--queryeval-resume``: node id -> the previous attempt's record, reported instead
         #: of running the case (and asked of no predictor).
         self.carried: dict[str, CaseRecord] = {}
+        #: SIGTERM as an interrupt while the session runs (:mod:`.terminate`).
+        self.term = TermHandler()
 
     # -- what the nodes ask ------------------------------------------------------------
     def is_metric(self, kind: str, name: str) -> bool:
@@ -338,8 +341,10 @@ class Runner:
             self.config.workeroutput["queryeval_predictions"] = worker_counts(pool)  # type: ignore[attr-defined]
 
     def release(self) -> None:
-        """The config ends: objects frozen for the session go back to the collector."""
+        """The config ends: objects frozen for the session go back to the collector, and
+        SIGTERM to the handler it had before."""
         self.gc.release()
+        self.term.restore()
 
 
 def _writable_roles(items: list[pytest.Item]) -> list[str]:

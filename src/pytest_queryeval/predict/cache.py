@@ -147,7 +147,7 @@ class PredictionCache:
         prediction = ask()
         stored = Scrubber(self._secrets | case.secrets).data(
             {"format": FORMAT, "key": key, "request": json.loads(text),
-             "answer": _answer_data(prediction)})
+             "answer": answer_data(prediction)})
         status = REFRESHED if self.refresh else STORED
         try:
             write_atomic(path, json.dumps(stored, sort_keys=True, default=str,
@@ -165,7 +165,8 @@ def _marked(prediction: Prediction, status: str) -> Prediction:
     return prediction
 
 
-def _answer_data(prediction: Prediction) -> dict[str, object]:
+def answer_data(prediction: Prediction) -> dict[str, object]:
+    """A prediction as an entry (and a line of the run's journal) stores it."""
     return {"value": prediction.value, "seconds": prediction.seconds,
             "details": prediction.details, "usage": prediction.usage,
             "model": prediction.model, "hint": prediction.hint}
@@ -195,12 +196,12 @@ def read_entry(path: Path, key: str, material: str) -> tuple[Prediction | None, 
     if request != material:
         return None, "it answers another request"
     try:
-        return _prediction(entry.get("answer")), None
+        return prediction_of(entry.get("answer")), None
     except ValueError as exc:
         return None, str(exc)
 
 
-def _prediction(data: object) -> Prediction:
+def prediction_of(data: object) -> Prediction:
     """The stored answer, every field checked (ValueError naming the first wrong one)."""
     if not isinstance(data, dict):
         raise ValueError("answer: not a mapping")
