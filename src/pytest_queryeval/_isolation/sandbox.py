@@ -62,8 +62,9 @@ API (everything else here is private)::
   runs.
 * Ctrl-C: the worker runs in its own session (a terminal's SIGINT reaches only pytest) and
   ignores SIGINT, and SIGTERM (a scheduler signals every process of a job, whatever its
-  session: the interrupted session ends the worker, as on Ctrl-C); the parent's wait is interruptible, so ``KeyboardInterrupt`` propagates
-  from :meth:`Sandbox.call` at once, after the worker is killed. The worker never prints
+  session: the interrupted session ends the worker, as on Ctrl-C); the parent's wait is
+  interruptible, so ``KeyboardInterrupt`` propagates from :meth:`Sandbox.call` at once, after
+  the worker is killed. The worker never prints
   (stderr goes to /dev/null), and exits by itself when its parent dies.
 * :func:`shared_sandbox` returns one box per ``(name, limits)`` per process (started lazily,
   closed at interpreter exit); construct :class:`Sandbox` directly for a private one.

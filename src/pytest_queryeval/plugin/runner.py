@@ -37,7 +37,7 @@ from . import unmatched
 from .declare import FIXTURE
 from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
-from .terminate import Terminated, TermHandler
+from .terminate import TermHandler, Terminated
 
 _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
 

@@ -19,6 +19,7 @@ Importable without pytest.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from types import FrameType
@@ -68,8 +69,6 @@ class TermHandler:
         if not self._installed:
             return
         self._installed = False
-        try:
+        with contextlib.suppress(ValueError, OSError, TypeError):
             signal.signal(signal.SIGTERM, signal.SIG_DFL if self._previous is None
                           else self._previous)
-        except (ValueError, OSError, TypeError):
-            pass
