@@ -42,7 +42,6 @@ from .declare import (
 if TYPE_CHECKING:
     from .controller import Controller
     from .nodes import QueryEvalFile
-    from .options import RunOptions
     from .pycases import QueryEval
     from .runner import Runner
 
@@ -97,44 +96,18 @@ def _wake(config: pytest.Config) -> Runner:
                                      check=not worker)
     runner = Runner(config, options, make_evaluator(config, options), custom_metrics,
                     worker=worker)
-    runner.term.install()  # SIGTERM interrupts as Ctrl-C does (plugin/terminate.py)
+    runner.begin()  # SIGTERM as an interrupt, the journal beside the JSON report
     config.stash[RUNNER] = runner  # the collection nodes reach it there
     config.pluginmanager.register(runner, "queryeval-runner")
     controller = None
     if not worker:
         controller = Controller(config, options, runner, started=config.stash[_STARTED])
         config.pluginmanager.register(controller, "queryeval-controller")
-    _start_journal(config, options, runner, controller)
     if config.pluginmanager.hasplugin("xdist"):
         from .xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(runner, controller), "queryeval-xdist")
     return runner
-
-
-def _start_journal(config: pytest.Config, options: RunOptions, runner: Runner,
-                   controller: Controller | None) -> None:
-    """``--queryeval-json``: the journal beside it (:mod:`.journal`), started by the process
-    that ends the run with what ``--queryeval-resume`` carries, and a file of its own for the
-    answers each xdist worker receives."""
-    report = options.report.path("json")
-    if report is None or options.audit:  # an audit asks no model, and has no identities
-        return
-    from .journal import AnswerLog, Journal, journal_path
-    from .resume import identity
-
-    main = journal_path(report)
-    resume = options.resume
-    if controller is None:  # an xdist worker, started after its controller's journal
-        worker_id = str(config.workerinput.get("workerid", "gw"))  # type: ignore[attr-defined]
-        journal = Journal.worker(main.with_name(f"{main.name}.{worker_id}"))
-    else:
-        journal = Journal.start(main, resume.records.values() if resume else (),
-                                resume.answers if resume else None)
-        controller.journal = journal
-    predictions = options.predictions
-    runner.evaluator.answer_log = AnswerLog(resume.answers if resume else {}, journal,
-                                            lambda case: identity(case, predictions))
 
 
 def _runner(config: pytest.Config) -> Runner | None:
@@ -194,7 +167,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     runner = _runner(session.config)
     if runner is None:
         return
-    runner.term.finishing = True  # a later SIGTERM does not cut the reports short
     runner.finish(session, int(exitstatus))
     controller = _controller(session.config)
     if controller is not None:

@@ -73,7 +73,7 @@ class Controller:
         #: Why the session was interrupted (:func:`~..conclude.interrupt_reason`), or None.
         self.interrupted: str | None = None
         #: ``--queryeval-json``: the journal of finished records beside it (:mod:`.journal`).
-        self.journal: Journal | None = None
+        self.journal: Journal | None = runner.journal
 
     # -- as the run goes -----------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)

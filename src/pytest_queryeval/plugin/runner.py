@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -38,6 +38,9 @@ from .declare import FIXTURE
 from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
 from .terminate import TermHandler, Terminated
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 _MARK = re.compile(r"^[A-Za-z_][A-Za-z0-9_.+-]*$")
 
@@ -133,6 +136,38 @@ class Runner:
         self.carried: dict[str, CaseRecord] = {}
         #: SIGTERM as an interrupt while the session runs (:mod:`.terminate`).
         self.term = TermHandler()
+        #: ``--queryeval-json``: this process's journal beside it (:mod:`.journal`; the
+        #: controller's records, a serial run's answers too, an xdist worker's answers).
+        self.journal: Journal | None = None
+
+    def begin(self) -> None:
+        """The plugin woke up: SIGTERM interrupts the session as Ctrl-C does, and the journal
+        beside the JSON report is started (:meth:`_start_journal`)."""
+        self.term.install()
+        self._start_journal()
+
+    def _start_journal(self) -> None:
+        """The process that ends the run starts the journal with what ``--queryeval-resume``
+        carries (before any xdist worker starts); each worker appends the answers it receives
+        to a file of its own."""
+        options = self.options
+        report = options.report.path("json")
+        if report is None or options.audit:  # an audit asks no model, and has no identities
+            return
+        from .journal import AnswerLog, Journal, journal_path
+        from .resume import identity
+
+        main = journal_path(report)
+        resume = options.resume
+        if self.worker:
+            worker_id = str(self.config.workerinput.get("workerid", "gw"))  # type: ignore[attr-defined]
+            self.journal = Journal.worker(main.with_name(f"{main.name}.{worker_id}"))
+        else:
+            self.journal = Journal.start(main, resume.records.values() if resume else (),
+                                         resume.answers if resume else None)
+        predictions = options.predictions
+        self.evaluator.answer_log = AnswerLog(resume.answers if resume else {}, self.journal,
+                                              lambda case: identity(case, predictions))
 
     # -- what the nodes ask ------------------------------------------------------------
     def is_metric(self, kind: str, name: str) -> bool:
@@ -331,7 +366,9 @@ class Runner:
 
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
         """The run is over in this process: sources closed and the pool ended (a run that
-        ends normally lets the predictions other xdist workers wait for finish)."""
+        ends normally lets the predictions other xdist workers wait for finish). A SIGTERM
+        from here on does not cut the reports short."""
+        self.term.finishing = True
         self.evaluator.close(drain=exitstatus != pytest.ExitCode.INTERRUPTED
                              and not session.shouldfail and not session.shouldstop)
         pool = self.evaluator.pool
