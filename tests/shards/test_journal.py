@@ -70,6 +70,13 @@ def _journal(path: Path) -> tuple[int, int]:
     return records, answers
 
 
+def _stuck(path: Path, records: int) -> bool:
+    """c5's request hangs, every other answer and at least ``records`` records journaled."""
+    got_records, got_answers = _journal(path)
+    return (path / "stuck.marker").exists() and got_records >= records \
+        and got_answers >= len(IDS) - 1
+
+
 def _kill_when_stuck(path: Path, sig: int, *args: str, records: int = 5,
                      ) -> subprocess.CompletedProcess[str]:
     """Run the command, wait until every answer but c5's and ``records`` records are
@@ -80,7 +87,7 @@ def _kill_when_stuck(path: Path, sig: int, *args: str, records: int = 5,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 180
     try:
-        while _journal(path) < (records, len(IDS) - 1) or not (path / "stuck.marker").exists():
+        while not _stuck(path, records):
             assert proc.poll() is None, proc.communicate()[0][-3000:]
             assert time.monotonic() < deadline, f"never stuck: journal {_journal(path)}"
             time.sleep(0.05)
