@@ -38,7 +38,8 @@ PREEMPTED = 2
 SCORED_FIRST = ["ann-total", "big-orders", "customers"]
 AHEAD = ["on-two-engines", "two-readings"]  # on-two-engines[shop]: its [duck] is shard 1's
 IN_FLIGHT = "known-gap"
-#: The generated suite's stand-in, counting each request (calls.log) and hanging on
+#: The generated suite's stand-in, counting each request (calls.log, calls-I.log in task I of
+#: an array) and hanging on
 #: known-gap while the file "hold" exists.
 COUNTING_STANDIN = f'''"""A stand-in for a live model service that counts its requests and hangs on one case
 while told to (tests/e2e/test_preempted_shards.py)."""
@@ -49,7 +50,8 @@ ANSWERS = json.loads({repr(__import__("json").dumps(ANSWERS))})
 
 def predict(case):
     cid = case["id"].split("[")[0]
-    with open("calls.log", "a") as fh:
+    task = os.environ.get("SLURM_ARRAY_TASK_ID")  # the tasks of an array run at once
+    with open(f"calls-{{task}}.log" if task else "calls.log", "a") as fh:
         fh.write(cid + "\\n")
     if cid == {IN_FLIGHT!r} and os.path.exists("hold"):
         pathlib.Path("stuck.marker").write_text("x")
@@ -66,8 +68,8 @@ def _suite(folder: Path) -> Path:
     return suite
 
 
-def _calls(suite: Path) -> list[str]:
-    log = suite / "calls.log"
+def _calls(suite: Path, task: int | None = None) -> list[str]:
+    log = suite / ("calls.log" if task is None else f"calls-{task}.log")
     calls = sorted(log.read_text().split()) if log.exists() else []
     log.unlink(missing_ok=True)
     return calls
@@ -117,7 +119,8 @@ def _merged(suite: Path, reference: dict) -> None:
 def test_a_killed_plain_shard_is_run_again_with_the_same_command(tmp_path: Path) -> None:
     suite = _suite(tmp_path / "suite")
     reference = _serial(suite)
-    line = shlex.split(documented_line().replace("${SLURM_ARRAY_TASK_ID}", "{i}"))[1:]
+    line = shlex.split(documented_line().replace("${SLURM_ARRAY_TASK_ID}", "{i}"))
+    line = line[line.index("pytest") + 1:]
     assert line[:3] == ["suite", "--queryeval-shard", "auto"]
     command = [sys.executable, "-m", "pytest", ".", "-p", "no:cacheprovider", "-p",
                "no:randomly", "--queryeval-no-step-summary", *line[3:]]
@@ -170,6 +173,7 @@ def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
     line = documented_line().replace("pytest suite", f"{shlex.quote(sys.executable)} -m pytest . "
                                      "-p no:cacheprovider -p no:randomly", 1)
     assert "--queryeval-resume" in line, "the documented line resumes its own report"
+    assert line.startswith("exec "), "pytest is the task's process: SIGTERM reaches it"
     script = suite / "eval.sh"
     script.write_text(f"#!/bin/bash\n{line}\n", encoding="utf-8")
     (suite / "hold").write_text("")
@@ -199,18 +203,20 @@ def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
     stop = slurm_cluster.run("scancel", "--full", "--signal=TERM", task, timeout=60)
     assert stop.returncode == 0, stop.stderr
     _wait(ended, f"task {task} ends on SIGTERM")
+    assert (suite / f"shard-{PREEMPTED}.json").is_file(), \
+        f"{_task_state(slurm_cluster, task)}\n{logs()}"
     first = read_report(suite / f"shard-{PREEMPTED}.json")
     assert first["run"]["interrupted"] is True, logs()
     assert first["run"]["interrupt_reason"].startswith("SIGTERM: ")
     assert first["run"]["exitstatus"] == 143
     assert sorted(c["id"] for c in first["cases"]) == SCORED_FIRST
-    assert _calls(suite) == sorted([*SCORED_FIRST, *AHEAD, IN_FLIGHT])
+    assert _calls(suite, PREEMPTED) == sorted([*SCORED_FIRST, *AHEAD, IN_FLIGHT])
 
     # try 2: requeued, the same line resumes; SIGKILL while known-gap hangs again
     (suite / "stuck.marker").unlink()
     requeue()
     _wait(lambda: (suite / "stuck.marker").exists(), f"try 2 of {task} hangs\n{logs()}")
-    assert _calls(suite) == [IN_FLIGHT], "try 2 asks only the case in flight"
+    assert _calls(suite, PREEMPTED) == [IN_FLIGHT], "try 2 asks only the case in flight"
     kill = slurm_cluster.run("scancel", "--full", "--signal=KILL", task, timeout=60)
     assert kill.returncode == 0, kill.stderr
     _wait(ended, f"task {task} ends on SIGKILL")
@@ -226,7 +232,7 @@ def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
           and not read_report(suite / f"shard-{PREEMPTED}.json")["run"].get("interrupted"),
           f"try 3 of {task} finishes\n{logs()}", timeout=600)
     assert _task_state(slurm_cluster, task)[1] >= 2, "requeued twice"
-    calls = _calls(suite)
+    calls = _calls(suite, PREEMPTED)
     assert calls.count(IN_FLIGHT) == 1 and not set(calls) & {*SCORED_FIRST, *AHEAD}, calls
     assert not list(suite.glob(f"shard-{PREEMPTED}.json.journal*")), logs()
     _merged(suite, reference)
