@@ -195,8 +195,10 @@ def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
     def requeue() -> None:
         done = slurm_cluster.run("scontrol", "requeue", task, timeout=60)
         assert done.returncode == 0, f"{done.stderr}\n{logs()}"
-        # a requeued job waits for its begin time: let it start now
-        slurm_cluster.run("scontrol", "update", f"jobid={task}", "begintime=now", timeout=60)
+        # a requeued job waits about two minutes for its begin time: let it start now
+        now = slurm_cluster.run("scontrol", "update", f"jobid={task}", "StartTime=now",
+                                timeout=60)
+        assert now.returncode == 0, now.stderr
 
     # try 1: SIGTERM, as a preemption sends it; the task writes its reports and exits 143
     _wait(lambda: _stuck(suite, len(SCORED_FIRST)), f"task {task} hangs on known-gap\n{logs()}")
