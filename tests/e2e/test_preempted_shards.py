@@ -45,7 +45,7 @@ COUNTING_STANDIN = f'''"""A stand-in for a live model service that counts its re
 while told to (tests/e2e/test_preempted_shards.py)."""
 import json, os, pathlib, time
 
-ANSWERS = json.loads({repr(__import__("json").dumps(ANSWERS))})
+ANSWERS = json.loads({__import__("json").dumps(ANSWERS)!r})
 
 
 def predict(case):
