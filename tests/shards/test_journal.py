@@ -188,3 +188,53 @@ def test_the_first_attempt_of_the_retry_command_has_nothing_to_carry(killable: P
     again = _retry(path)  # the same command once more: everything carried from the report
     assert again.returncode == 1
     assert _calls(path) == []
+
+
+#: The stand-in as a command (a cacheable live source): the case on stdin, the answer on
+#: stdout; counts its requests and hangs on c5 while "block" exists.
+COMMAND_MODEL = f"""
+import json, os, pathlib, sys, time
+case = json.load(sys.stdin)
+with open("calls.log", "a") as fh:
+    fh.write(case["id"] + "\\n")
+if case["id"] == {STUCK!r} and os.path.exists("block"):
+    pathlib.Path("stuck.marker").write_text("x")
+    time.sleep(600)
+print(json.dumps({json.dumps(selection(GDP))}))
+"""
+
+
+def test_the_prediction_cache_keeps_each_answer_as_it_arrives(suite: pytest.Pytester) -> None:
+    """``--queryeval-prediction-cache`` without a JSON report (no journal): a killed run's
+    answers are each an entry already, and the next run asks only the case in flight."""
+    path = suite.path
+    (path / "model_cmd.py").write_text(COMMAND_MODEL)
+    (path / "queryeval.yaml").write_text(dump({"predictions": {
+        "source": "command", "command": [sys.executable, "model_cmd.py"], "concurrency": 2}}))
+    (path / "test_cases.yaml").write_text(dump({
+        "kind": "sdmx", "cases": [sdmx_case(cid, selection(GDP)) for cid in IDS]}))
+    cache = path / "answers"
+    command = _pytest("--queryeval-prediction-cache=answers")
+    (path / "block").write_text("")
+    proc = subprocess.Popen(command, cwd=path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while len(list(cache.glob("*/*.json"))) < len(IDS) - 1 \
+                or not (path / "stuck.marker").exists():
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
+            assert time.monotonic() < deadline, sorted(p.name for p in cache.glob("*/*"))
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert _calls(path) == IDS
+    (path / "block").unlink()
+    again = subprocess.run(command, cwd=path, capture_output=True, text=True, timeout=300,
+                           check=False)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert _calls(path) == [STUCK]
+    assert "prediction cache: 9 of 10 answers from the cache, 1 requested" in again.stdout

@@ -64,6 +64,9 @@ class Outputs:
     #: Set by :func:`conclude`: the failing cases a baseline refresh recorded as the accepted
     #: state (:func:`accepted_by_refresh`; the session then exits 0).
     accepted: list[str] = field(default_factory=list)
+    #: Set by :func:`write_reports`: the report files written (their names in
+    #: :data:`..plugin.declare.REPORT_WRITERS`).
+    written: list[str] = field(default_factory=list)
     #: Set by :func:`conclude`: the run's outcome, which every report's headline states and
     #: the summary ends on.
     outcome: Outcome | None = None
@@ -277,6 +280,7 @@ def write_reports(report: dict[str, Any], comparison: Comparison | None,
             errors.append(exc.reason())
             continue
         written.append(f"{entry.label}: {target}")
+        out.written.append(name)
     step = os.environ.get("GITHUB_STEP_SUMMARY") if out.step_summary else None
     if step:
         from ..report.markdown import markdown_text

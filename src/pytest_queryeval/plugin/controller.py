@@ -74,6 +74,9 @@ class Controller:
         self.interrupted: str | None = None
         #: ``--queryeval-json``: the journal of finished records beside it (:mod:`.journal`).
         self.journal: Journal | None = runner.journal
+        #: The report and baseline options of the end of the run, once made (which report
+        #: files were written).
+        self.outputs: Outputs | None = None
 
     # -- as the run goes -----------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -134,15 +137,15 @@ class Controller:
         return self.runner.term.received and self.interrupted is not None
 
     def _end_journal(self, exitstatus: int) -> None:
-        """The JSON report of a run that was not interrupted supersedes its journal; an
-        interrupted run's is kept (the answers of cases not scored yet are only there)."""
+        """The JSON report this run wrote supersedes its journal, unless the run was
+        interrupted: the answers of cases not scored yet are only in the journal."""
         journal = self.journal
         report = self.options.report.path("json")
         if journal is None or report is None:
             return
         journal.close()
-        if self.interrupted is None and exitstatus != pytest.ExitCode.INTERRUPTED \
-                and report.is_file():
+        written = self.outputs is not None and "json" in self.outputs.written
+        if written and self.interrupted is None and exitstatus != pytest.ExitCode.INTERRUPTED:
             from .journal import remove
 
             remove(report)
@@ -383,11 +386,13 @@ class Controller:
         if self.options.wants_baseline:
             baseline = self.runner.baseline or self.options.baseline_path(
                 self._suite_dir(files))
-        return self.options.report.outputs(
+        out = self.options.report.outputs(
             baseline_path=baseline,
             significance=self._significance(files) if self.options.report.baseline
             else None,
             display=lambda p: display(p, self.config.rootpath))
+        self.outputs = out  # what was written, once conclude() wrote it
+        return out
 
     def _significance(self, files: set[str]) -> float | None:
         """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite
