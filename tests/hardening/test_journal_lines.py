@@ -124,3 +124,26 @@ def test_a_file_that_is_no_journal_is_refused(suite: pytest.Pytester) -> None:
         _load(suite)
     _write(suite, [""])  # empty (killed before its first line): nothing in it
     assert _load(suite).records == {}
+
+
+def test_workers_files_are_read_and_carried_into_the_next_journal(tmp_path: Path) -> None:
+    """Each xdist worker's answers are a file of its own (``.journal.gw0``), read with the
+    controller's; the next attempt's journal carries them whole and removes the workers'
+    files, whatever the report's name holds (``[`` is a glob pattern)."""
+    from pytest_queryeval.plugin.journal import answer_key, journal_files
+
+    report = tmp_path / "r[1].json"
+    main = journal_path(report)
+    Journal.start(main).close()
+    worker = Journal.worker(main.with_name(main.name + ".gw0"))
+    answer = {"value": "SELECT 1", "seconds": 0.5, "details": {}, "usage": {}, "model": None,
+              "hint": None}
+    worker.answer(answer_key("abc", 0), answer)
+    worker.close()
+    assert [p.name for p in journal_files(report)] == ["r[1].json.journal",
+                                                        "r[1].json.journal.gw0"]
+    resume = Resume.load(report, "r[1].json")
+    assert resume.answers == {"abc#0": answer} and resume.notes == []
+    Journal.start(main, resume.records.values(), resume.answers).close()
+    assert [p.name for p in journal_files(report)] == ["r[1].json.journal"]
+    assert Resume.load(report, "r[1].json").answers == {"abc#0": answer}

@@ -61,9 +61,10 @@ def journal_files(report: Path) -> list[Path]:
     """Every journal file of ``report`` that exists: the controller's, then the workers'."""
     main = journal_path(report)
     out = [main] if main.is_file() else []
-    with contextlib.suppress(OSError):
-        out.extend(sorted(p for p in report.parent.glob(f"{main.name}.*") if p.is_file()
-                          and not p.name.endswith(".tmp")))
+    with contextlib.suppress(OSError):  # not glob(): a report's name may hold "[" or "*"
+        out.extend(sorted(report.parent / name for name in os.listdir(report.parent)
+                          if name.startswith(f"{main.name}.") and not name.endswith(".tmp")
+                          and (report.parent / name).is_file()))
     return out
 
 
