@@ -7,6 +7,7 @@ carried."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -122,8 +123,16 @@ def test_a_file_that_is_no_journal_is_refused(suite: pytest.Pytester) -> None:
     _write(suite, ['{"cases": []}\n'])
     with pytest.raises(ValueError, match=r"r\.json\.journal:1: not a queryeval journal"):
         _load(suite)
+    _write(suite, ["\x7fELF\x02\x01\n", *_journal(suite)[1:]])
+    with pytest.raises(ValueError, match=r"r\.json\.journal:1: not a queryeval journal \(its "
+                                         r"first line is not JSON\)"):
+        _load(suite)
     _write(suite, [""])  # empty (killed before its first line): nothing in it
     assert _load(suite).records == {}
+    (suite.path / "r.json.journal").unlink()
+    os.mkfifo(suite.path / "r.json.journal")  # not a regular file: not a journal, never read
+    assert _load(suite).notes == ["queryeval: --queryeval-resume r.json: no report or journal "
+                                  "of an earlier attempt yet: nothing to carry, every case runs"]
 
 
 def test_workers_files_are_read_and_carried_into_the_next_journal(tmp_path: Path) -> None:

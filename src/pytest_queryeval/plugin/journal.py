@@ -108,14 +108,15 @@ def read(paths: Iterable[Path], shown: str) -> Read:
     """The lines of the journal files ``paths`` (``shown``: the journal as the user named its
     report); never raises for what a file holds: each problem is one located warning or
     error."""
+    from .._util.safefile import read_bytes
     from ..report.json_report import digest_problem
     from ..report.shardcheck import case_problems
 
     out = Read()
     for path in paths:
         name = f"{shown}{path.name[len(path.name.split(SUFFIX, 1)[0]):]}"
-        try:
-            data = path.read_bytes()
+        try:  # a regular file of at most 1 GiB, as a report a shard merge reads
+            data = read_bytes(path, "input")
         except OSError as exc:
             out.errors.append(f"{name}: cannot read: {exc.strerror or exc}")
             continue
@@ -129,6 +130,10 @@ def read(paths: Iterable[Path], shown: str) -> Read:
             try:
                 line = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError, RecursionError):
+                if number == 1 and number != last + 1:
+                    out.errors.append(f"{where}: not a queryeval journal (its first line is "
+                                      "not JSON)")
+                    break
                 if number == last + 1:  # no newline after it: the write was cut short
                     out.warnings.append(f"{where}: a truncated last line (the run was stopped "
                                         "while writing it) is dropped")
