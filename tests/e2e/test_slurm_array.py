@@ -20,10 +20,10 @@ TASKS = 3
 
 
 def documented_line() -> str:
-    """The recipe's pytest line, as docs/live-models.md has it."""
+    """The recipe's pytest line, as docs/live-models.md has it (``exec pytest suite ...``)."""
     text = (ROOT / "docs" / "live-models.md").read_text(encoding="utf-8")
-    match = re.search(r"# SLURM: sbatch --array=.*\n(pytest suite --queryeval-shard auto .*)\n",
-                      text)
+    match = re.search(r"# SLURM: sbatch --array=.*\n((?:exec )?pytest suite --queryeval-shard "
+                      r"auto .*)\n", text)
     assert match, "docs/live-models.md no longer holds the SLURM array recipe"
     return match.group(1)
 

@@ -121,12 +121,15 @@ def scored(directory: Path) -> list[str]:
 
 def ctrl_c(pytester: pytest.Pytester, args: list[str], *, marker: str, scored_first: int = 0,
            reach_within: float, delay: float, stop_within: float,
+           sig: int = signal.SIGINT, group: bool = True,
            ) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run ``pytest *args`` in its own process group, wait for ``marker`` (the stuck step has
     begun) and for ``scored_first`` cases to be scored (predictions are requested ahead, so the
     marker alone does not say the earlier cases are done), then ``delay`` seconds, and send
-    SIGINT to the group as a terminal's Ctrl-C does. The output, and the seconds from the
-    signal to the end of the process (at most ``stop_within``, or the test fails)."""
+    SIGINT to the group as a terminal's Ctrl-C does (``sig``: another signal, SIGTERM as a
+    scheduler sends it; ``group=False``: to the pytest process alone, as ``kill PID``). The
+    output, and the seconds from the signal to the end of the process (at most
+    ``stop_within``, or the test fails)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -138,14 +141,17 @@ def ctrl_c(pytester: pytest.Pytester, args: list[str], *, marker: str, scored_fi
         assert time.monotonic() < deadline, f"the run never reached the step that writes {marker}"
         time.sleep(0.05)
     time.sleep(delay)
-    os.killpg(proc.pid, signal.SIGINT)
+    if group:
+        os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)
     sent = time.monotonic()
     try:
         out, _ = proc.communicate(timeout=stop_within)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
-        pytest.fail(f"the session did not stop within {stop_within:g} s of Ctrl-C:\n"
+        pytest.fail(f"the session did not stop within {stop_within:g} s of the signal:\n"
                     f"{out[-3000:]}")
     took = time.monotonic() - sent
     while True:  # nothing of the run is left behind (an xdist worker stuck in a query...)

@@ -61,8 +61,10 @@ API (everything else here is private)::
   parsed data there (it is empty again after a kill). :func:`in_worker` tells ``fn`` where it
   runs.
 * Ctrl-C: the worker runs in its own session (a terminal's SIGINT reaches only pytest) and
-  ignores SIGINT; the parent's wait is interruptible, so ``KeyboardInterrupt`` propagates
-  from :meth:`Sandbox.call` at once, after the worker is killed. The worker never prints
+  ignores SIGINT, and SIGTERM (a scheduler signals every process of a job, whatever its
+  session: the interrupted session ends the worker, as on Ctrl-C); the parent's wait is
+  interruptible, so ``KeyboardInterrupt`` propagates from :meth:`Sandbox.call` at once, after
+  the worker is killed. The worker never prints
   (stderr goes to /dev/null), and exits by itself when its parent dies.
 * :func:`shared_sandbox` returns one box per ``(name, limits)`` per process (started lazily,
   closed at interpreter exit); construct :class:`Sandbox` directly for a private one.
@@ -118,7 +120,8 @@ _HEADER = struct.Struct(">Q")
 #: Bytes a pipe takes without its reader (one page: Linux's smallest pipe buffer).
 _PIPE_MIN = 4096
 _WORKER_CODE = (
-    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "import json, os, sys; sys.path[:0] = json.loads(os.environ['QUERYEVAL_SANDBOX_PATH'])\n"
     "from pytest_queryeval._isolation.sandbox import _worker_main; _worker_main()\n"
 )

@@ -64,6 +64,9 @@ class Outputs:
     #: Set by :func:`conclude`: the failing cases a baseline refresh recorded as the accepted
     #: state (:func:`accepted_by_refresh`; the session then exits 0).
     accepted: list[str] = field(default_factory=list)
+    #: Set by :func:`write_reports`: the report files written (their names in
+    #: :data:`..plugin.declare.REPORT_WRITERS`).
+    written: list[str] = field(default_factory=list)
     #: Set by :func:`conclude`: the run's outcome, which every report's headline states and
     #: the summary ends on.
     outcome: Outcome | None = None
@@ -217,9 +220,13 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
 
 def interrupt_reason(exc: BaseException | None) -> str:
     """Why a session stopped early, as ``run.interrupt_reason`` says it: pytest passes Ctrl-C
-    (SIGINT), ``pytest.exit()`` and "N errors during collection" as one kind of exception."""
+    (SIGINT), SIGTERM, ``pytest.exit()`` and "N errors during collection" as one kind of
+    exception."""
     if exc is None:
         return "interrupted"
+    own = getattr(exc, "queryeval_reason", None)  # SIGTERM (plugin/terminate.py)
+    if isinstance(own, str):
+        return own
     name = type(exc).__name__
     text = str(getattr(exc, "msg", None) or exc).strip()
     if type(exc) is KeyboardInterrupt:
@@ -294,6 +301,7 @@ def write_reports(report: dict[str, Any], comparison: Comparison | None,
             written.append(f"error: {entry.label} NOT written: {target}: {_os_reason(exc)}")
             continue
         written.append(f"{entry.label}: {target}")
+        out.written.append(name)
     step = os.environ.get("GITHUB_STEP_SUMMARY") if out.step_summary else None
     if step:
         from ..report.markdown import markdown_text

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..judge.run import JudgeSession
     from ..model import Kind
     from ..neighbours.check import Settings
+    from ..predict.base import AnswerLog
     from ..predict.cache import CacheSettings
     from ..predict.exchange import Exchange
 
@@ -122,6 +123,9 @@ class Evaluator:
         #: The prediction cache's run options (read by the live sources, :mod:`..predict.cache`).
         self.prediction_cache = prediction_cache
         self._judge: JudgeSession | None = None
+        #: The run's journal of live answers, and the answers earlier attempts received
+        #: (``--queryeval-json``, ``--queryeval-resume``: :mod:`..plugin.journal`); None: none.
+        self.answer_log: AnswerLog | None = None
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -307,7 +311,27 @@ class Evaluator:
         request = self.live_request(case, hook_active=hook_active)
         if request is None:
             return []
-        return [((case.id, r), *request) for r in range(self.repeats(case))]
+        key, limit, call = request
+        return [((case.id, r), key, limit, self._logged(call, case, r))
+                for r in range(self.repeats(case))]
+
+    def _logged(self, call: Callable[[], Prediction], case: Case, repeat: int,
+                ) -> Callable[[], Prediction]:
+        """``call``, a live request, answered from the journal of an earlier attempt when it
+        holds the answer, and journaled when it is made (:attr:`answer_log`)."""
+        log = self.answer_log
+        if log is None:
+            return call
+
+        def logged() -> Prediction:
+            got = log.get(case, repeat)
+            if got is not None:
+                return got
+            prediction = call()
+            log.put(case, repeat, prediction)
+            return prediction
+
+        return logged
 
     def start_pool(self, exchange: Exchange | None = None) -> PredictionPool:
         """The pool the run's live predictions are requested ahead in (each source bounded by
@@ -341,12 +365,20 @@ class Evaluator:
             except KeyError:  # withdrawn (xdist moved the case) or the pool closed
                 pass
         inline = _inline_prediction(case)
-        if self.override is not None and (inline is None or self.override_inline):
-            return self.override.predict(case)
+        override = self.override
+        if override is not None and (inline is None or self.override_inline):
+            if override.fixed:
+                return override.predict(case)
+            return self._logged(lambda: override.predict(case), case, repeat)()
         if inline is not None:
             return inline
         got = self.hook_or_source(case, case, "it 'predicted:'")
-        return got if isinstance(got, Prediction) else ask(got, case)
+        if isinstance(got, Prediction):
+            return got
+        if got.fixed:
+            return ask(got, case)
+        source = got
+        return self._logged(lambda: ask(source, case), case, repeat)()
 
     def hook_or_source(self, case: Case, asked: Case, give: str) -> Prediction | Predictor:
         """The ``pytest_queryeval_predict`` hook's answer for ``asked`` (the case, or one turn

@@ -96,6 +96,7 @@ def _wake(config: pytest.Config) -> Runner:
                                      check=not worker)
     runner = Runner(config, options, make_evaluator(config, options), custom_metrics,
                     worker=worker)
+    runner.begin()  # SIGTERM as an interrupt, the journal beside the JSON report
     config.stash[RUNNER] = runner  # the collection nodes reach it there
     config.pluginmanager.register(runner, "queryeval-runner")
     controller = None

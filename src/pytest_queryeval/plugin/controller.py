@@ -33,6 +33,7 @@ from .runner import Runner
 
 if TYPE_CHECKING:
     from ..model import CaseRecord
+    from .journal import Journal
 
 #: The ``when`` of the report xdist makes for a case whose worker crashed while running it.
 XDIST_CRASH = "???"
@@ -71,6 +72,11 @@ class Controller:
         self.notes: list[str] = []
         #: Why the session was interrupted (:func:`~..conclude.interrupt_reason`), or None.
         self.interrupted: str | None = None
+        #: ``--queryeval-json``: the journal of finished records beside it (:mod:`.journal`).
+        self.journal: Journal | None = runner.journal
+        #: The report and baseline options of the end of the run, once made (which report
+        #: files were written).
+        self.outputs: Outputs | None = None
 
     # -- as the run goes -----------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -84,6 +90,8 @@ class Controller:
         record = getattr(report, "queryeval", None)
         if record is not None:
             self.records[report.nodeid] = record
+            if self.journal is not None and not record.get("carried"):  # carried: in it
+                self.journal.record(record)
             self.progress.from_report(report)
         elif str(report.when) == XDIST_CRASH and report.failed and matches_files(
                 Path(report.nodeid.split("::", 1)[0]), self.options.files):
@@ -101,7 +109,7 @@ class Controller:
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
         """Aggregate, gate, compare and write reports (before junit is written)."""
         notes, errors = unmatched.warn(self.runner.unmatched)
-        self.notes = notes
+        self.notes = [*(self.options.resume.notes if self.options.resume else ()), *notes]
         if errors:
             self.errors.extend(errors)
             if session.exitstatus == pytest.ExitCode.OK:
@@ -113,6 +121,34 @@ class Controller:
             self.errors.append(exc.reason())
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        else:
+            self._end_journal(int(exitstatus))
+        if self.terminated:  # after the reports: every one of them is written as before
+            from .terminate import EXIT_STATUS
+
+            session.exitstatus = EXIT_STATUS
+        if self.journal is not None and self.journal.problem:
+            self.notes.append(f"queryeval: {self.journal.problem}: a killed run would lose "
+                              "what it finished")
+
+    @property
+    def terminated(self) -> bool:
+        """The session was interrupted by SIGTERM (:mod:`.terminate`)."""
+        return self.runner.term.received and self.interrupted is not None
+
+    def _end_journal(self, exitstatus: int) -> None:
+        """The JSON report this run wrote supersedes its journal, unless the run was
+        interrupted: the answers of cases not scored yet are only in the journal."""
+        journal = self.journal
+        report = self.options.report.path("json")
+        if journal is None or report is None:
+            return
+        journal.close()
+        written = self.outputs is not None and "json" in self.outputs.written
+        if written and self.interrupted is None and exitstatus != pytest.ExitCode.INTERRUPTED:
+            from .journal import remove
+
+            remove(report)
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         audit = self.options.audit
@@ -132,6 +168,7 @@ class Controller:
             from ..conclude import conclude_interrupted, interrupted_report
 
             run = self._report([], [], exitstatus, set())["run"]
+            self._terminated_status(run)
             self.summary = conclude_interrupted(interrupted_report(run, interrupted),
                                                 self._outputs(set()))
             return
@@ -162,6 +199,7 @@ class Controller:
             report["judge_audit"] = judge_audit
         if interrupted:  # pytest.exit(returncode=...) too
             report["run"].update(interrupted=True, interrupt_reason=interrupted)
+            self._terminated_status(report["run"])
         if audit:
             from ..report.audit import audit_report
 
@@ -191,6 +229,14 @@ class Controller:
         if out.outcome is not None:  # the last line: the outcome and why, as every report says
             lines.append(out.outcome.line)
         add_junit_properties(self.config, report)
+
+    def _terminated_status(self, run: dict[str, Any]) -> None:
+        """A session SIGTERM interrupted exits with :data:`.terminate.EXIT_STATUS`: its
+        reports say so."""
+        if self.terminated:
+            from .terminate import EXIT_STATUS
+
+            run["exitstatus"] = EXIT_STATUS
 
     def _empty_shard(self, session: pytest.Session, exitstatus: int) -> None:
         """``--queryeval-shard I/N`` that selected none of the suite's cases (more shards than
@@ -300,6 +346,11 @@ class Controller:
         from ..conclude import interrupt_reason  # Ctrl-C, pytest.exit(), collection errors
 
         self.interrupted = interrupt_reason(excinfo.value)
+        if self.runner.term.received and type(excinfo.value) is KeyboardInterrupt:
+            # xdist: a worker stopped by the same SIGTERM ("gw0 received keyboard-interrupt")
+            from .terminate import Terminated
+
+            self.interrupted = Terminated.queryeval_reason
 
     def _model(self, files: set[str]) -> tuple[str | None, str | None]:
         """The model under test: its label (``--queryeval-model-label``, else ``model:`` of the
@@ -335,11 +386,13 @@ class Controller:
         if self.options.wants_baseline:
             baseline = self.runner.baseline or self.options.baseline_path(
                 self._suite_dir(files))
-        return self.options.report.outputs(
+        out = self.options.report.outputs(
             baseline_path=baseline,
             significance=self._significance(files) if self.options.report.baseline
             else None,
             display=lambda p: display(p, self.config.rootpath))
+        self.outputs = out  # what was written, once conclude() wrote it
+        return out
 
     def _significance(self, files: set[str]) -> float | None:
         """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite

@@ -100,28 +100,56 @@ def edited(records: list[Any]) -> list[str]:
 
 @dataclass
 class Resume:
-    """The carriable records of a previous attempt, by case id."""
+    """The carriable records of a previous attempt, by case id, and the live answers it
+    received (:mod:`.journal`)."""
 
     report: str
     records: dict[str, CaseRecord] = field(default_factory=dict)
+    #: Where each record was read, by case id, when not the report (its journal).
+    sources: dict[str, str] = field(default_factory=dict)
+    #: Live answers the earlier attempts' journals hold (:func:`.journal.answer_key`).
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What the terminal says of the files read: nothing to carry yet, a journal line
+    #: dropped.
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path, name: str) -> Resume:
-        """The records of the JSON report at ``path``; ValueError says why it cannot be used
-        (unreadable, not a report, a damaged field)."""
+        """The records of the JSON report at ``path``, and of its journal (:mod:`.journal`);
+        ValueError says why they cannot be used (unreadable, not a report, a damaged field, an
+        edited record). Neither file is there on a first attempt: then nothing is carried
+        (a note, not an error), so a retry is the same command as the first attempt."""
         from .._util.boundedio import load_report_file
         from ..report.shardcheck import check_report, summary
+        from .journal import journal_files, read
 
-        data = load_report_file(path, "--queryeval-resume", name)
-        problems = check_report(data)
-        if not problems:
-            problems = edited(data["cases"])
-        if problems:
-            raise ValueError("--queryeval-resume: " + summary(name, problems))
         out = cls(name)
-        for rec in data["cases"]:
-            if isinstance(rec, dict) and carriable(rec):
-                out.records[str(rec.get("id"))] = cast("CaseRecord", rec)  # a later record of one id wins
+        journals = journal_files(path)
+        if not path.exists() and not journals:
+            out.notes.append(f"queryeval: --queryeval-resume {name}: no report or journal of an "
+                             "earlier attempt yet: nothing to carry, every case runs")
+            return out
+        if path.exists():
+            data = load_report_file(path, "--queryeval-resume", name)
+            problems = check_report(data)
+            if not problems:
+                problems = edited(data["cases"])
+            if problems:
+                raise ValueError("--queryeval-resume: " + summary(name, problems))
+            for rec in data["cases"]:
+                if isinstance(rec, dict) and carriable(rec):
+                    out.records[str(rec.get("id"))] = cast("CaseRecord", rec)  # a later record of one id wins
+        if journals:
+            got = read(journals, name)
+            if got.errors:
+                raise ValueError("--queryeval-resume: " + "; ".join(got.errors)
+                                 + "; run again without --queryeval-resume")
+            out.notes.extend(f"queryeval: --queryeval-resume: {w}" for w in got.warnings)
+            for cid, rec in got.records.items():
+                if carriable(rec):
+                    out.records[cid] = cast("CaseRecord", rec)
+                    out.sources[cid] = f"{name}.journal"
+            out.answers = got.answers
         return out
 
     def carried(self, case: Case, ident: str, nodeid: str) -> CaseRecord | None:
@@ -129,7 +157,8 @@ class Resume:
         rec = self.records.get(case.id)
         if rec is None or rec.get("identity") != ident:
             return None
-        out: CaseRecord = {**rec, "nodeid": nodeid, "carried": self.report}
+        out: CaseRecord = {**rec, "nodeid": nodeid,
+                           "carried": self.sources.get(case.id, self.report)}
         # judged again against this run's baseline (None, as a case that ran has them, when
         # no gating mode judges: a resumed report is the report of the run it resumes)
         out["baseline_status"] = None

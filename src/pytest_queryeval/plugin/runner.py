@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -43,6 +43,10 @@ from . import unmatched
 from .declare import FIXTURE
 from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
+from .terminate import TermHandler, Terminated
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 #: A name pytest takes as a marker (it refuses one starting with ``_``); another gets none.
 _MARK = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")
@@ -57,9 +61,9 @@ def shortened_interrupt(session: pytest.Session) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as exc:
-        if type(exc) is not KeyboardInterrupt or session.config.option.fulltrace:
+        if type(exc) not in (KeyboardInterrupt, Terminated) or session.config.option.fulltrace:
             raise
-        raise KeyboardInterrupt(*exc.args) from None
+        raise type(exc)(*exc.args) from None
 
 
 def custom_metric_names(config: pytest.Config) -> dict[str, set[str]]:
@@ -137,6 +141,40 @@ class Runner:
         #: ``--queryeval-resume``: node id -> the previous attempt's record, reported instead
         #: of running the case (and asked of no predictor).
         self.carried: dict[str, CaseRecord] = {}
+        #: SIGTERM as an interrupt while the session runs (:mod:`.terminate`).
+        self.term = TermHandler()
+        #: ``--queryeval-json``: this process's journal beside it (:mod:`.journal`; the
+        #: controller's records, a serial run's answers too, an xdist worker's answers).
+        self.journal: Journal | None = None
+
+    def begin(self) -> None:
+        """The plugin woke up: SIGTERM interrupts the session as Ctrl-C does, and the journal
+        beside the JSON report is started (:meth:`_start_journal`)."""
+        self.term.install()
+        self._start_journal()
+
+    def _start_journal(self) -> None:
+        """The process that ends the run starts the journal with what ``--queryeval-resume``
+        carries (before any xdist worker starts); each worker appends the answers it receives
+        to a file of its own."""
+        options = self.options
+        report = options.report.path("json")
+        if report is None or options.audit:  # an audit asks no model, and has no identities
+            return
+        from .journal import AnswerLog, Journal, journal_path
+        from .resume import identity
+
+        main = journal_path(report)
+        resume = options.resume
+        if self.worker:
+            worker_id = str(self.config.workerinput.get("workerid", "gw"))  # type: ignore[attr-defined]
+            self.journal = Journal.worker(main.with_name(f"{main.name}.{worker_id}"))
+        else:
+            self.journal = Journal.start(main, resume.records.values() if resume else (),
+                                         resume.answers if resume else None)
+        predictions = options.predictions
+        self.evaluator.answer_log = AnswerLog(resume.answers if resume else {}, self.journal,
+                                              lambda case: identity(case, predictions))
 
     # -- what the nodes ask ------------------------------------------------------------
     def is_metric(self, kind: str, name: str) -> bool:
@@ -345,7 +383,9 @@ class Runner:
 
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
         """The run is over in this process: sources closed and the pool ended (a run that
-        ends normally lets the predictions other xdist workers wait for finish)."""
+        ends normally lets the predictions other xdist workers wait for finish). A SIGTERM
+        from here on does not cut the reports short."""
+        self.term.finishing = True
         self.evaluator.close(drain=exitstatus != pytest.ExitCode.INTERRUPTED
                              and not session.shouldfail and not session.shouldstop)
         pool = self.evaluator.pool
@@ -355,8 +395,10 @@ class Runner:
             self.config.workeroutput["queryeval_predictions"] = worker_counts(pool)  # type: ignore[attr-defined]
 
     def release(self) -> None:
-        """The config ends: objects frozen for the session go back to the collector."""
+        """The config ends: objects frozen for the session go back to the collector, and
+        SIGTERM to the handler it had before."""
         self.gc.release()
+        self.term.restore()
 
 
 def _writable_roles(items: list[pytest.Item]) -> list[str]:

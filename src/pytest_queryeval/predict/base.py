@@ -98,6 +98,20 @@ class AnswerStore(Protocol):
         ...
 
 
+class AnswerLog(Protocol):
+    """Live answers kept as they arrive in the run's journal (:mod:`..plugin.journal`), and
+    those an earlier attempt of the run received: a retry does not ask again what it paid
+    for."""
+
+    def get(self, case: Case, repeat: int) -> Prediction | None:
+        """The answer an earlier attempt received for run ``repeat`` of ``case``."""
+        ...
+
+    def put(self, case: Case, repeat: int, prediction: Prediction) -> None:
+        """Journal an answer just received."""
+        ...
+
+
 class LiveSource:
     """What every live source (python, http, command, openai) declares alike: each answer is
     a request made when asked, the pool may make it ahead, and it reads no file of answers."""

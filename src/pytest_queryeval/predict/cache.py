@@ -192,7 +192,7 @@ class PredictionCache:
         prediction = ask()
         stored = Scrubber(self._secrets | case.secrets).data(
             {"format": FORMAT, "key": key, "request": json.loads(text),
-             "answer": _answer_data(prediction)})
+             "answer": answer_data(prediction)})
         # the digest of what is stored as it will be read back (JSON round trip)
         stored = json.loads(json.dumps(stored, default=str))
         stored["digest"] = entry_digest(stored)
@@ -240,7 +240,8 @@ def _marked(prediction: Prediction, status: str) -> Prediction:
     return prediction
 
 
-def _answer_data(prediction: Prediction) -> dict[str, object]:
+def answer_data(prediction: Prediction) -> dict[str, object]:
+    """A prediction as an entry (and a line of the run's journal) stores it."""
     return {"value": prediction.value, "seconds": prediction.seconds,
             "details": prediction.details, "usage": prediction.usage,
             "model": prediction.model, "hint": prediction.hint}
@@ -276,12 +277,12 @@ def read_entry(path: Path, key: str, material: str) -> tuple[Prediction | None, 
     if request != material:
         return None, "it answers another request"
     try:
-        return _prediction(entry.get("answer")), None
+        return prediction_of(entry.get("answer")), None
     except ValueError as exc:
         return None, str(exc)
 
 
-def _prediction(data: object) -> Prediction:
+def prediction_of(data: object) -> Prediction:
     """The stored answer, every field checked (ValueError naming the first wrong one)."""
     if not isinstance(data, dict):
         raise ValueError("answer: not a mapping")

@@ -121,9 +121,10 @@ def digest_problem(record: object) -> str | None:
     return None
 
 
-def _case_line(record: object) -> str:
+def case_line(record: object) -> str:
     """:func:`record_text` with the digest of that text as the record's last key (a digest the
-    record held, read from a shard or an earlier attempt, is taken again)."""
+    record held, read from a shard or an earlier attempt, is taken again): a report's case
+    line, and a line of the journal (:mod:`..plugin.journal`)."""
     text = record_text(record)
     if not isinstance(record, dict):
         return text
@@ -146,7 +147,7 @@ def dumps(report: dict[str, Any]) -> str:
     for key, value in report.items():
         out.append(sep + _encode_str(str(key)) + ": ")
         if key == "cases":
-            out.append("[\n    " + ",\n    ".join(map(_case_line, cases)) + "\n  ]")
+            out.append("[\n    " + ",\n    ".join(map(case_line, cases)) + "\n  ]")
         else:
             _emit(value, out, "\n  ")
         sep = ",\n  "
@@ -174,7 +175,7 @@ def write_report(report: dict[str, Any], path: Path, comparison: object = None) 
             if key == "cases":
                 lead = "[\n    "
                 for record in records:
-                    fh.write(lead + _case_line(record))
+                    fh.write(lead + case_line(record))
                     lead = ",\n    "
                 fh.write("\n  ]")
             else:
