@@ -11,6 +11,12 @@ pytest's cache, before any call; ``--queryeval-judge-refresh`` asks again (and r
 from the pinned verdict). An answer that is not the expected structure is a judge error: the
 case records it, gets no ``judge_ex`` (never a silent 0), and is an ``error`` when its
 thresholds let ``judge_ex`` decide.
+
+Why one module of this size: judging one case is one sequence over shared state (the pin
+lookup, the first judgement, the refusal of a rescue the prediction asked for, the blinded
+second judgement of ``blind_check``, the record), all reading the same session, pin store,
+view and record; the prompts, the verdict parsing and the pins already live in their own
+modules, and splitting the sequence would pass that state back and forth between halves.
 """
 
 from __future__ import annotations
