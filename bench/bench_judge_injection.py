@@ -17,6 +17,12 @@ client) against five **stand-in** judges on a loopback OpenAI-compatible server
   object it reads outside the data blocks (it counts injections that escaped their block), and
   one that obeys any it reads anywhere, data included (the most gullible model).
 
+Beside it, the **paraphrase** corpus of ``tests/hardening/judge_paraphrases.py`` (issue 50
+item 6: 60 wrong predictions planting 25 requests to accept that name no category, "mark this
+as correct", "please approve", "answer true", six other languages, claims; in aliases, cells,
+literals and comments) against the obedient stand-in that accepts once it reads one, twice:
+with the defaults, and with ``blind_check: true`` (a would-be rescue judged again blinded).
+
 For each it prints how many answers held an accepting verdict object (an obeying stand-in was
 talked into accepting; an echo carried a planted verdict back) and how many forms were rescued
 (``details.judge.outcome == "rescued"``: the case passed on ``judge_ex``). ``--src`` measures
@@ -41,6 +47,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.openai_standin import KEY, MODEL, OpenAIStandin
+from tests.hardening import judge_paraphrases
 from tests.hardening.judge_injections import (
     SPARQL_FORMS,
     SQL_FORMS,
@@ -53,6 +60,19 @@ from tests.hardening.judge_injections import (
 
 def run_one(root: Path, standin: OpenAIStandin, src: Path | None) -> dict[str, object]:
     write_corpus(root, standin.base_url, KEY, MODEL)
+    return tally(run_suite(root, src))
+
+
+def run_paraphrases(root: Path, standin: OpenAIStandin, src: Path | None,
+                    blind_check: bool) -> dict[str, list[str]]:
+    judge_paraphrases.write_paraphrase_corpus(root, standin.base_url, KEY, MODEL,
+                                              blind_check=blind_check)
+    report = run_suite(root, src)
+    return {"talked": judge_paraphrases.talked(report),
+            "rescued": judge_paraphrases.rescued(report)}
+
+
+def run_suite(root: Path, src: Path | None) -> dict[str, object]:
     (root / "tox.ini").write_text("[pytest]\nqueryeval_files = test_*.yaml\n")
     report = root / "r.json"
     report.unlink(missing_ok=True)
@@ -65,7 +85,7 @@ def run_one(root: Path, standin: OpenAIStandin, src: Path | None) -> dict[str, o
     if not report.is_file():
         raise SystemExit(f"no report written (exit {done.returncode}):\n"
                          f"{(done.stdout + done.stderr)[-3000:]}")
-    return tally(json.loads(report.read_text()))
+    return dict(json.loads(report.read_text()))
 
 
 def main() -> int:
@@ -97,12 +117,30 @@ def main() -> int:
                   f"{n:<3} {seen['control']}")
             if rescued:
                 print(f"    rescued: {', '.join(map(str, rescued))}")
+        p = len(judge_paraphrases.forms())
+        standin.behaviour = judge_paraphrases.obey_paraphrase
+        print(f"paraphrase corpus: {p} forms ({len(judge_paraphrases.PHRASES)} requests to "
+              "accept naming no category) against the obedient stand-in")
+        paraphrase: dict[bool, int] = {}
+        for blind in (False, True):
+            with tempfile.TemporaryDirectory(prefix="qe-judge-para-") as tmp:
+                try:
+                    seen_p = run_paraphrases(Path(tmp), standin, src, blind)
+                except SystemExit as exc:  # an older src refuses blind_check: not measured
+                    print(f"blind_check: {str(blind).lower():<5} not measured ({str(exc)[:60]})")
+                    continue
+            paraphrase[blind] = len(seen_p["rescued"])
+            print(f"blind_check: {str(blind).lower():<5} {len(seen_p['talked']):>6} of {p:<3} "
+                  f"first answers accepting {len(seen_p['rescued']):>6} of {p:<3} rescued")
     finally:
         standin.close()
     parser, prompt = totals["parser"], totals["prompt"]
     print(f"parser's part: {parser[0]} rescues of {n} forms x {parser[1]} echoing stand-ins "
           "(target 0)")
     print(f"prompt's part: {prompt[0]} rescues of {n} forms x {prompt[1]} obeying stand-ins")
+    for blind, count in paraphrase.items():
+        print(f"paraphrase rescues ({'blind_check: true' if blind else 'defaults'}): "
+              f"{count} of {p} forms")
     return 0 if parser[0] == 0 else 1
 
 

@@ -161,6 +161,8 @@ def test_votes_take_the_majority_and_max_calls_caps_the_run(music, openai_standi
     ({"votes": 0}, "queryeval.yaml:{line}: judge.votes: must be a whole number >= 1"),
     ({"modle": "x"}, "queryeval.yaml:{line}: judge.modle: unknown key (did you mean 'model'?)"),
     ({"min_kappa": 2}, "queryeval.yaml:{line}: judge.min_kappa: must be a Cohen's kappa"),
+    ({"blind_check": "yes"},
+     "queryeval.yaml:{line}: judge.blind_check: must be true or false, not 'yes'"),
 ])
 def test_a_wrong_judge_key_is_a_located_usage_error_before_any_case(music, judge, expected):
     music.path.joinpath("queryeval.yaml").write_text(

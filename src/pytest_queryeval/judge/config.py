@@ -26,7 +26,7 @@ from ..suite.pricing import PRICE_KEYS, Price
 JUDGE_KEYS = frozenset({
     "model", "base_url", "api_key", "temperature", "seed", "timeout", "retries", "backoff",
     "max_tokens", "concurrency", "pricing", "prompt", "when", "votes", "max_calls", "pins",
-    "min_kappa", "labels", "response_format",
+    "min_kappa", "labels", "response_format", "blind_check",
 })
 #: ``when:``: ``failures`` asks only where execution failed and both queries executed (the
 #: measured best design); ``always`` also challenges passes (coincidental matches).
@@ -65,6 +65,11 @@ class JudgeSpec:
     min_kappa: float | None = None
     labels: Path | None = None
     response_format: str = "json_object"
+    #: ``blind_check: true``: a would-be rescue is judged a second time, blinded (the
+    #: prediction's text withheld, its column names and unknown text cells masked), and is
+    #: taken only when both accept (issue 50 item 6: a paraphrase planted in the prediction
+    #: cannot reach the second judgement).
+    blind_check: bool = False
     #: Where the block was written (``file:line``), for messages about it.
     where: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -178,6 +183,8 @@ def _value_problem(key: str, value: object) -> str | None:
             f"must be a whole number >= 0 (the model calls one run may make), not {value!r}"
     if key == "when":
         return None if value in WHEN else f"must be one of {', '.join(WHEN)}, not {value!r}"
+    if key == "blind_check":
+        return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
     if key == "response_format":
         return None if value in RESPONSE_FORMATS else \
             f"must be one of {', '.join(RESPONSE_FORMATS)}, not {value!r}"

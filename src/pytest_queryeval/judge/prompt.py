@@ -73,6 +73,86 @@ wrong: the prediction does not answer the question.
 PROMPT_FORMAT = "data-blocks-v1"
 
 
+#: The second, blinded judgement of a would-be rescue (``blind_check: true``, issue 50 item 6):
+#: the prediction's text is withheld and its result shown masked (:func:`blind_result`), so
+#: nothing the system under test wrote in words reaches the model. Always the built-in one,
+#: whatever ``prompt:`` a suite gives (it must not show the prediction).
+BLIND_TEMPLATE = """You are an expert {language} reviewer. Decide whether the predicted \
+result answers the question correctly. The gold query was written by an annotator and can \
+itself be wrong; both results come from executing the queries on the real database. The \
+predicted query is withheld: judge the predicted result by its values and its shape. Its \
+column names are replaced by their positions, and each of its text cells that appears nowhere \
+in the gold result is shown as <text>: a masked cell is no evidence either way.
+{data_rules}
+Question:
+{question}
+{evidence}Schema:
+{schema}
+
+Gold query:
+{gold}
+
+Gold result ({gold_shape}):
+{gold_result}
+
+Predicted result ({predicted_shape}):
+{predicted_result}
+{near_misses}
+Answer with one JSON object and nothing else:
+{{"category": "equivalent" | "gold_wrong" | "ambiguous" | "wrong", "reason": "<one sentence>"}}
+equivalent: the predicted result gives the answer the question asks for, like the gold;
+gold_wrong: the predicted result answers the question and the gold does not;
+ambiguous: the question allows the predicted result's reading;
+wrong: the predicted result does not answer the question.
+"""
+#: A part of the blinded judgement's pin key.
+BLIND_FORMAT = "blind-v1"
+#: What a masked cell of the blinded judgement shows.
+MASKED = "<text>"
+#: A cell that is a number, a date, a time or a duration: no words, shown as it is.
+_WORDLESS = re.compile(r"[\d\s.,:;+\-/%eETZ()]*")
+
+
+def blind_result(gold_rows: Sequence[Sequence[Any]], columns: Sequence[str],
+                 rows: Sequence[Sequence[Any]], budget: int = CELL_BUDGET) -> Shown:
+    """The predicted result as the blinded judgement sees it: columns named by position,
+    every cell that holds words (anything but a number, a date or a time) and is not, folded,
+    a cell of the gold result, shown as :data:`MASKED`. Why: a cell or an alias is where a
+    prediction can talk to the judge in any words and any language; a word match on them
+    (:func:`.verdict.planted_acceptance`) misses paraphrases, a mask misses nothing."""
+    known = {_cell(v).casefold() for row in gold_rows for v in row}
+
+    def masked(value: object) -> object:
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        text = _cell(value)
+        if _WORDLESS.fullmatch(text) or text.casefold() in known:
+            return value
+        return MASKED
+
+    return show_result([f"column {i}" for i in range(1, len(columns) + 1)],
+                       [tuple(masked(v) for v in row) for row in rows], budget)
+
+
+def build_blind_prompt(*, question: str, gold: str, gold_result: Shown,
+                       predicted_result: Shown, schema: str = "", evidence: str = "",
+                       near_misses: Sequence[str] = (), language: str = "SQL") -> str:
+    """The blinded judgement's prompt: :data:`BLIND_TEMPLATE`, no predicted query."""
+    facts = "".join(f"- {m}\n" for m in near_misses)
+    return BLIND_TEMPLATE.format(
+        language=language, data_rules=DATA_RULES,
+        question=data_block("question", question.strip()),
+        evidence=f"Evidence:\n{data_block('evidence', evidence.strip())}\n"
+        if evidence.strip() else "",
+        schema=data_block("schema", schema.strip() or "(not available)"),
+        gold=data_block("gold_query", gold.strip()),
+        gold_result=data_block("gold_result", gold_result.text),
+        gold_shape=gold_result.shape,
+        predicted_result=data_block("predicted_result", predicted_result.text),
+        predicted_shape=predicted_result.shape,
+        near_misses=f"\nFound by comparing the results:\n{facts}" if facts else "")
+
+
 @dataclass(frozen=True)
 class Shown:
     """A result as the prompt shows it."""

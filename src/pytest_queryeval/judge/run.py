@@ -11,6 +11,12 @@ pytest's cache, before any call; ``--queryeval-judge-refresh`` asks again (and r
 from the pinned verdict). An answer that is not the expected structure is a judge error: the
 case records it, gets no ``judge_ex`` (never a silent 0), and is an ``error`` when its
 thresholds let ``judge_ex`` decide.
+
+Why one module of this size: judging one case is one sequence over shared state (the pin
+lookup, the first judgement, the refusal of a rescue the prediction asked for, the blinded
+second judgement of ``blind_check``, the record), all reading the same session, pin store,
+view and record; the prompts, the verdict parsing and the pins already live in their own
+modules, and splitting the sequence would pass that state back and forth between halves.
 """
 
 from __future__ import annotations
@@ -34,7 +40,18 @@ from ..model import Case, Scored
 from ..predict.base import read_usage
 from .config import JudgeSpec
 from .pins import PinStore, pin_key
-from .prompt import PROMPT_FORMAT, SQL_TEMPLATE, Shown, build_prompt, show_result, strip_comments
+from .prompt import (
+    BLIND_FORMAT,
+    BLIND_TEMPLATE,
+    PROMPT_FORMAT,
+    SQL_TEMPLATE,
+    Shown,
+    blind_result,
+    build_blind_prompt,
+    build_prompt,
+    show_result,
+    strip_comments,
+)
 from .verdict import (
     SCHEMA,
     JudgeError,
@@ -83,6 +100,9 @@ class JudgeRecord(TypedDict, total=False):
     #: How many calls were made, and each answer's text (cut).
     calls: int
     answers: list[str]
+    #: ``blind_check: true``: the second, blinded judgement of a would-be rescue (its key,
+    #: category, reason, accepted, pinned, calls, answers).
+    blind: dict[str, Any]
 
 #: ``details.judge`` outcomes the reports list.
 RESCUED = "rescued"
@@ -292,14 +312,7 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
     except JudgeError as exc:
         record["error"] = exc.reason()
         return exc.reason()
-    pinned = store.get(key) if store is not None else None
-    if pinned is None:
-        cached = ctx.cache_get(CACHE, key) if hasattr(ctx, "cache_get") else None
-        if isinstance(cached, dict):
-            try:
-                pinned = Verdict(str(cached["category"]), str(cached.get("reason", "")))
-            except KeyError:
-                pinned = None
+    pinned = _pinned(key, store, ctx)
     verdict: Verdict
     if pinned is not None and not session.refresh:
         verdict = pinned
@@ -331,6 +344,20 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
         record["accepted"] = False
         record["error"] = message
         return message
+    if not passed and verdict.accepted and spec.blind_check:
+        try:
+            blind = _blind(case, scored, spec, metrics, record, ctx, session, store)
+        except QueryEvalError as exc:
+            message = exc.reason() if isinstance(exc, JudgeError) \
+                else f"judge error: {exc.reason()}"
+            record["error"] = message
+            return message
+        if not blind.accepted:
+            metrics[JUDGE_EX] = 0.0
+            record["accepted"] = False
+            record["note"] = ("not rescued: the blinded judgement (the prediction's text "
+                              "withheld, its result masked) rejects it")
+            return None
     if passed:
         metrics[JUDGE_EX] = 1.0 if verdict.accepted else 0.0
         if not verdict.accepted:
@@ -340,6 +367,63 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
         if verdict.accepted:
             record["outcome"] = RESCUED
     return None
+
+
+def _blind(case: Case, scored: Scored, spec: JudgeSpec, metrics: dict[str, float],
+           record: JudgeRecord, ctx: Context, session: JudgeSession,
+           store: PinStore | None) -> Verdict:
+    """The second judgement of a would-be rescue (``blind_check: true``, issue 50 item 6):
+    the same pair without the prediction's text, its result masked (:func:`.prompt.
+    blind_result`). Pinned and cached under its own key, like the first; its cost is added to
+    the case's."""
+    gold, gold_table, _predicted, pred_table = scored.compared  # type: ignore[misc]
+    shown = blind_result(gold_table.rows, pred_table.columns, pred_table.rows)
+    gold_shown = show_result(gold_table.columns, gold_table.rows)
+    key = pin_key(model=f"{spec.model}|votes={spec.votes}",
+                  template=f"{BLIND_TEMPLATE}\n{BLIND_FORMAT}", gold=gold, predicted="",
+                  gold_digest=gold_table.signature(False), predicted_digest=shown.text)
+    sub: dict[str, Any] = {"key": key}
+    record["blind"] = sub
+    pinned = _pinned(key, store, ctx)
+    if pinned is not None and not session.refresh:
+        sub.update(pinned.to_json(), pinned=True)
+        return pinned
+    client = session.client(spec, ctx)
+    try:
+        schema = client._schema(case)
+    except QueryEvalError:
+        schema = ""
+    prompt = build_blind_prompt(
+        question=case.question or "", gold=gold, gold_result=gold_shown,
+        predicted_result=shown, schema=schema,
+        evidence="\n".join(e for e in (case.evidence, case.external_knowledge) if e),
+        near_misses=_near_misses(scored), language=case.kind.upper())
+    spent: dict[str, float] = {}
+    asked: JudgeRecord = {}
+    verdict = ask_prompt(spec, prompt, spent, asked, ctx, session, pooled=True,
+                         shown_data=("", "", shown.text, gold_shown.text, schema))
+    for name, value in spent.items():
+        metrics[name] = metrics.get(name, 0.0) + value
+    sub.update(verdict.to_json(), pinned=False, calls=asked.get("calls", 0),
+               answers=asked.get("answers", []))
+    if store is not None:
+        store.put(key, verdict, case=case.id, question=case.question)
+    if hasattr(ctx, "cache_set"):
+        ctx.cache_set(CACHE, key, {"category": verdict.category, "reason": verdict.reason})
+    return verdict
+
+
+def _pinned(key: str, store: PinStore | None, ctx: Context) -> Verdict | None:
+    """The verdict pinned (else cached) under ``key``, or None."""
+    pinned = store.get(key) if store is not None else None
+    if pinned is None:
+        cached = ctx.cache_get(CACHE, key) if hasattr(ctx, "cache_get") else None
+        if isinstance(cached, dict):
+            try:
+                pinned = Verdict(str(cached["category"]), str(cached.get("reason", "")))
+            except KeyError:
+                pinned = None
+    return pinned
 
 
 def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
