@@ -9,22 +9,19 @@ with the file that prints it. Every artifact's empty, unparsable and missing ans
 they are: an answer set the system left empty is an empty ``predicted:`` (the reference scores
 it 0), a prediction the evaluator cannot parse stays as written, a missing turn stays missing.
 
-Not entries yet. tau-bench's airline trajectories and HumanEval's estimator (``passk/``):
-their suites (``_airline_build``, ``_humaneval_build``) need a stand-in model that answers a
-task's n-th request as trial n, counted per process; under ``-n 2`` the prediction pool may ask
-a case's runs from both workers, and the headline then varied between runs (seen once in
-three). They wait for a stand-in that keys a trial by the run's index, not by a count. And the
-entry another helper of issue 48 adds when its data lands (no figure is invented):
-
-* ``ehrsql-1000``: EHRSQL 2024 reliability score RS(0/5/10/N) on its 1,000-pair data
-  (``tests/data/ehrsql/``, helper abst48; the ``ehrsql-scoring-*`` entries below are the
-  scorer's own runs on synthetic pairs).
+tau-bench's airline trajectories and HumanEval's estimator (``passk/``) run ``repeat:`` against
+a stand-in model (:data:`STAND_IN`) that gives a task's requests its trials in the order the
+session makes them, counted in a file the xdist workers share: which run gets which trial is
+scheduling (``runs_in_any_order``), how many runs of a task pass, all pass@k and pass^k read,
+is not.
 
 Artifacts whose reference figures are per item only (no printed session figure to compare a
 run's headline with) are checked where their oracle is (docs/metrics.md, "Reference
-artifacts"): BIRD / Denodo, Soft EX, Spider 2.0-lite, Ambrosia, EHRSQL's scoring runs with
-the scorer's rounding and error branches (``every_branch``, ``first_100_rows``), SDMX and the
-JSON paper's worked examples, BuildingQA (no reference run at all).
+artifacts"): BIRD / Denodo (``calculate_ex`` / ``calculate_f1_score`` per row-set pair; no
+BIRD database here to run a prediction file's printed EX on), Soft EX (per text, value pair
+and Chinook pair), Spider 2.0-lite, Ambrosia (per fixture and hash order), EHRSQL's scoring
+runs with the scorer's rounding and error branches (``every_branch``, ``first_100_rows``),
+SDMX and the JSON paper's worked examples (per example), BuildingQA (no reference run at all).
 """
 
 from __future__ import annotations
@@ -298,14 +295,67 @@ def _ehrsql_expected(run: str) -> Callable[[Path], Any]:
     return expected
 
 
+def _ehrsql_1000_build(data: Path, folder: Path) -> None:
+    """The 1,000 pairs of ``ehrsql/pairs1000`` through ``queryeval-import ehrsql`` (its
+    ``abstention: ehrsql``), as tests/abstention/test_ehrsql_preset.py imports them."""
+    from pytest_queryeval.importers.cli import main as queryeval_import
+
+    inputs = data / "ehrsql" / "pairs1000"  # shared_data: decompressed
+    assert queryeval_import(["ehrsql", str(inputs / "answer.json"), "--predictions",
+                             str(inputs / "prediction.json"), "--out", str(folder)]) == 0
+    (folder / "tox.ini").write_text("[pytest]\nqueryeval_files = test_*.yaml\n",
+                                    encoding="utf-8")
+
+
+def _ehrsql_1000_expected(data: Path) -> Any:
+    return dict(_load(data / "ehrsql" / "pairs1000" / "oracle.json")["scores_json"])
+
+
 # -- tau-bench display_metrics (pass^k) and HumanEval estimate_pass_at_k (pass@k) -------------
+#: The stand-in model of the pass^k entries (no model runs here): a task's n-th request is
+#: its trial n mod N, n counted in a file per task under an exclusive lock, so the count is the
+#: session's, whichever xdist worker's pool makes the request (tests/engine's stand-in counts
+#: per process, which ``-n 2`` splits: a worker asking two runs of a task gave trials 0 and 1
+#: twice). A live source is not told the run's index (``Case.json_input`` has none), and each
+#: run of a session is one request (``PredictionPool``: a key is requested once), so every
+#: session asks each task N times and gets each trial once, in some order.
+STAND_IN = """
+import fcntl
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+TRIALS = json.loads((HERE / "trials.json").read_text())
+RIGHT = {right}
+WRONG = {wrong}
+
+
+def predict(case):
+    task = case["id"].split("[")[0]
+    with open(HERE / ("calls-" + task), "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        n = len(f.read())
+        f.write("x")
+    reward = TRIALS[task][n % len(TRIALS[task])]
+    return RIGHT if 1 - 1e-6 <= reward <= 1 + 1e-6 else WRONG
+"""
+
+
+def _stand_in() -> str:
+    from tests.sdmx_cases import GDP, MEX, selection
+
+    return STAND_IN.format(right=json.dumps(selection(GDP)), wrong=json.dumps(selection(MEX)))
+
+
 def _airline_build(data: Path, folder: Path) -> None:
     """tau-bench's stored gpt-4o airline trajectories (50 tasks x 4 trials) as the suite of
-    tests/engine/test_pass_k_runs.py: ``repeat: 4`` against a stand-in model that answers each
-    request of a task as that trial's reward says (no model runs here)."""
+    tests/engine/test_pass_k_runs.py: ``repeat: 4`` against the stand-in model, each request
+    of a task answered as a trial's reward says."""
     from tests.engine.test_pass_k_runs import _airline_suite
 
     _airline_suite(folder, data)
+    (folder / "stand_in.py").write_text(_stand_in(), encoding="utf-8")
 
 
 def _pass_k_headline(figure: str) -> Callable[[Report], Any]:
@@ -322,7 +372,6 @@ def _humaneval_build(index: int) -> Callable[[Path, Path], None]:
     def build(data: Path, folder: Path) -> None:
         """A generated suite of (n samples, c correct) cases: case i runs ``repeat: n`` against
         the same stand-in model, c of its n answers right."""
-        from tests.engine.test_pass_k_runs import MODEL
         from tests.sdmx_cases import GDP, sdmx_case, selection
 
         pairs = _load(data / "passk" / "humaneval.json")["suites"][index]["cases"]
@@ -333,7 +382,7 @@ def _humaneval_build(index: int) -> Callable[[Path, Path], None]:
                     {"test_humaneval.yaml": {"kind": "sdmx", "repeat_rule": "any",
                                              "thresholds": {"macro_precision": 1.0},
                                              "cases": cases},
-                     "trials.json": trials, "stand_in.py": MODEL})
+                     "trials.json": trials, "stand_in.py": _stand_in()})
     return build
 
 
@@ -407,4 +456,22 @@ ARTIFACTS: list[Artifact] = [
         _ehrsql_build("all_wrong"), _ehrsql_headline, _ehrsql_expected("all_wrong"),
         "ehrsql/oracle.json suites.all_wrong.scores_json",
         "a wrong answer, and an answer to an unanswerable question"),
+    Artifact(
+        "ehrsql-1000", "glee4810/ehrsql-2024 scoring_v2.py @ 4659789",
+        _ehrsql_1000_build, _ehrsql_headline, _ehrsql_1000_expected,
+        "ehrsql/pairs1000/oracle.json scores_json",
+        "1,000 MIMIC-IV valid pairs, 69 unanswerable: null and 'null' abstentions, 3 empty "
+        "texts (answers), 4 flat lists of strings, ' null', error_pred"),
+    Artifact(
+        "tau-bench-airline", "sierra-research/tau-bench run.py display_metrics @ 59a200c",
+        _airline_build, _pass_k_headline("pass_hat_k"), _airline_expected,
+        "passk/airline.json pass_hat_k (display_metrics's printed pass^1..4)",
+        "gpt-4o airline trajectories, 50 tasks x 4 trials (repeat: 4, a stand-in model)",
+        runs_in_any_order=True),
+    Artifact(
+        "humaneval-estimator", "openai/human-eval estimate_pass_at_k @ 6d43fb9",
+        _humaneval_build(1), _pass_k_headline("pass_at_k"), _humaneval_expected(1),
+        "passk/humaneval.json suites[1].mean (mean pass@1..3)",
+        "12 tasks of 3 to 6 samples, uneven (repeat: n, c of n answers right)",
+        runs_in_any_order=True),
 ]

@@ -6,9 +6,9 @@ with the artifact's empty, unparsable and missing answers in it; and the three r
 are one (times and run bookkeeping aside: ``e2e/support.py``'s normaliser).
 
 The artifacts are the table of :mod:`.artifacts`; a module fixture runs each one once and all
-the assertions read its runs. The entries with empty answers (TEXT2SPARQL, GERBIL) fail while an
-empty answer is recorded as an abstention in a suite that has no abstention case (issue 48 item
-1): the case then has no reference metric and leaves the session's averages."""
+the assertions read its runs. The entries with empty answers (TEXT2SPARQL, GERBIL) fail where an
+empty answer is recorded as an abstention in a suite that has no abstention case (before issue 48
+item 1): the case then has no reference metric and leaves the session's averages."""
 
 from __future__ import annotations
 
