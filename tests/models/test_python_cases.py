@@ -6,11 +6,12 @@ suite of the conftest, predictions for the twin's id appended to each model's fi
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
 from tests.models.conftest import MODEL_A, MODEL_B, RIGHT, two_model_suite
-from tests.support import dump, run_report
+from tests.support import dump, read_report, run_report
 
 TEST_PY = f'''
 def test_twin(queryeval):
@@ -84,3 +85,23 @@ def test_the_command_line_models_fan_the_python_case_out(pytester: pytest.Pytest
     _, report = run_report(suite, "--queryeval-predictions=x=a.jsonl",
                            "--queryeval-predictions=y=b.jsonl", "-k", "twin")
     assert report.outcomes == {"py6[x]": "failed", "py6[y]": "passed"}
+
+
+def test_three_shards_merged_give_the_serial_run_of_python_cases(pytester: pytest.Pytester) -> None:
+    """A Python case with its own prediction is scored by one model's item and skipped by the
+    others: the merge of the shards counts it as present, not missing (issue 49 item 1)."""
+    from tests.e2e.support import assert_same
+
+    suite = _twin_suite(pytester)
+    serial_result, serial = run_report(suite, "-p", "no:cacheprovider", name="serial.json")
+    for index in (1, 2, 3):
+        suite.runpytest("-p", "no:cacheprovider", f"--queryeval-shard={index}/3",
+                        f"--queryeval-json=shard-{index}.json")
+    merge = suite.run(sys.executable, "-m", "pytest_queryeval.conclude.cli", "merge",
+                      "shard-1.json", "shard-2.json", "shard-3.json", "-o", "merged.json")
+    assert "incomplete" not in merge.stdout.str() + merge.stderr.str()
+    merged = read_report(suite.path / "merged.json")
+    assert "py-inline" in merged.by_id
+    assert merge.ret == serial_result.ret == 1
+    assert merged["run"]["outcome"] == serial["run"]["outcome"]
+    assert_same(merged, serial, "3 shards merged")

@@ -247,6 +247,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     if suite_ids is not None:
         # a case written in Python is in the suite by its test's node id (plugin/pycases.py)
         have = {str(r.get("id")) for r in records} | {str(r.get("nodeid")) for r in records}
+        have |= _stood_for(records, have)
         merged.missing = [str(i) for i in suite_ids if str(i) not in have]
     elif isinstance(first.get("suite"), dict):  # every shard ran whole: ids not recorded
         expected = int(first["suite"].get("cases") or 0)
@@ -492,3 +493,27 @@ def _significance(value: str | None) -> float | None:
     from ..baseline.significance import parse_significance
 
     return parse_significance(value, "--queryeval-significance")
+
+
+def _stood_for(records: Sequence[Mapping[str, Any]], have: set[str]) -> set[str]:
+    """The node ids of the other models' items of a Python case with its own prediction: it
+    is asked of no model, so the first model's item scores it (a record without ``model``)
+    and the others skip with no record (plugin/pycases.py); in whichever shard they ran, they
+    are that record, not missing cases. A sibling differs from the record's node id in the
+    model's part of the parameter id only."""
+    models = {str(r["model"]) for r in records if r.get("model")}
+    out: set[str] = set()
+    for record in records:
+        nodeid = str(record.get("nodeid") or "")
+        if record.get("model") or not nodeid.endswith("]") or "[" not in nodeid:
+            continue
+        head, _, params = nodeid[:-1].rpartition("[")
+        parts = params.split("-")
+        for model in models:
+            width = model.count("-") + 1
+            for start in range(len(parts) - width + 1):
+                if "-".join(parts[start:start + width]) != model:
+                    continue
+                for other in models - {model}:
+                    out.add(f"{head}[{'-'.join([*parts[:start], other, *parts[start + width:]])}]")
+    return out - have
