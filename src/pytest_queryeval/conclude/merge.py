@@ -248,7 +248,9 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
         # a case written in Python is in the suite by its test's node id (plugin/pycases.py)
         have = {str(r.get("id")) for r in records} | {str(r.get("nodeid")) for r in records}
         have |= _stood_for(records, have)
-        merged.missing = [str(i) for i in suite_ids if str(i) not in have]
+        # (a Python case on a list of datasources: a record per source, ``<node id>[<source>]``)
+        fanned = {n.rpartition("[")[0] for n in have if n.endswith("]")}
+        merged.missing = [str(i) for i in suite_ids if str(i) not in have | fanned]
     elif isinstance(first.get("suite"), dict):  # every shard ran whole: ids not recorded
         expected = int(first["suite"].get("cases") or 0)
         if len(records) < expected:

@@ -84,6 +84,8 @@ class Controller:
         record = getattr(report, "queryeval", None)
         if record is not None:
             self.records[report.nodeid] = record
+            for more in getattr(report, "queryeval_more", None) or ():  # other sources'
+                self.records[str(more.get("nodeid"))] = more
             self.progress.from_report(report)
         elif str(report.when) == XDIST_CRASH and report.failed and matches_files(
                 Path(report.nodeid.split("::", 1)[0]), self.options.files):
