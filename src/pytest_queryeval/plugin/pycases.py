@@ -5,6 +5,9 @@ Why the record rides on the test's own report: the controller gathers records fr
 ``pytest_runtest_logreport`` (on xdist, from the workers' reports), keyed by node id, so a test
 function that scored a case is, to every report, gate, shard merge and resume, one more case.
 That is also why a test scores one case: parametrize for many (one node id, one record).
+The exception is a ``datasource`` list, the case file's fan-out: its sources are only known
+when the test runs, so the one test scores the case once per source, and the other sources'
+records ride on the same report (``queryeval_more``), each named ``<node id>[<source>]``.
 
 Why a run of several models parametrizes the test (:func:`fan_out`): a YAML case is one item
 per model (``<id>[<model>]``, a marker per model, ``-m`` and shards and resume see each), and
