@@ -38,6 +38,7 @@ from ..plugin.options import ReportOptions
 from ..suite.config import Gate
 from . import aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
+from .pyids import accounted_for
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
 OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5
@@ -246,11 +247,8 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
     if suite_ids is not None:
         # a case written in Python is in the suite by its test's node id (plugin/pycases.py)
-        have = {str(r.get("id")) for r in records} | {str(r.get("nodeid")) for r in records}
-        have |= _stood_for(records, have)
-        # (a Python case on a list of datasources: a record per source, ``<node id>[<source>]``)
-        fanned = {n.rpartition("[")[0] for n in have if n.endswith("]")}
-        merged.missing = [str(i) for i in suite_ids if str(i) not in have | fanned]
+        have = accounted_for(records)
+        merged.missing = [str(i) for i in suite_ids if str(i) not in have]
     elif isinstance(first.get("suite"), dict):  # every shard ran whole: ids not recorded
         expected = int(first["suite"].get("cases") or 0)
         if len(records) < expected:
@@ -496,26 +494,3 @@ def _significance(value: str | None) -> float | None:
 
     return parse_significance(value, "--queryeval-significance")
 
-
-def _stood_for(records: Sequence[Mapping[str, Any]], have: set[str]) -> set[str]:
-    """The node ids of the other models' items of a Python case with its own prediction: it
-    is asked of no model, so the first model's item scores it (a record without ``model``)
-    and the others skip with no record (plugin/pycases.py); in whichever shard they ran, they
-    are that record, not missing cases. A sibling differs from the record's node id in the
-    model's part of the parameter id only."""
-    models = {str(r["model"]) for r in records if r.get("model")}
-    out: set[str] = set()
-    for record in records:
-        nodeid = str(record.get("nodeid") or "")
-        if record.get("model") or not nodeid.endswith("]") or "[" not in nodeid:
-            continue
-        head, _, params = nodeid[:-1].rpartition("[")
-        parts = params.split("-")
-        for model in models:
-            width = model.count("-") + 1
-            for start in range(len(parts) - width + 1):
-                if "-".join(parts[start:start + width]) != model:
-                    continue
-                for other in models - {model}:
-                    out.add(f"{head}[{'-'.join([*parts[:start], other, *parts[start + width:]])}]")
-    return out - have
