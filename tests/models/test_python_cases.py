@@ -151,3 +151,8 @@ def test_a_python_case_on_two_datasources_fans_out_as_its_yaml_twin(
         assert _comparable(py_case) == _comparable(yaml_case)
     models = report["aggregates"]["models"]
     assert [m["count"] for m in models.values()] == [10, 10]
+    # under xdist the other sources' records travel on the worker's report as well
+    _, workers = run_report(suite, "-n", "2", "-p", "xdist", "-p", "no:cacheprovider",
+                            name="xdist.json")
+    assert {i: _comparable(c) for i, c in workers.by_id.items()} == {
+        i: _comparable(c) for i, c in report.by_id.items()}
