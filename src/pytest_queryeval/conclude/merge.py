@@ -38,6 +38,7 @@ from ..plugin.options import ReportOptions
 from ..suite.config import Gate
 from . import aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
+from .pyids import accounted_for
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
 OK, TESTS_FAILED, INTERRUPTED, USAGE_ERROR, NO_TESTS = 0, 1, 2, 4, 5
@@ -246,7 +247,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
     if suite_ids is not None:
         # a case written in Python is in the suite by its test's node id (plugin/pycases.py)
-        have = {str(r.get("id")) for r in records} | {str(r.get("nodeid")) for r in records}
+        have = accounted_for(records)
         merged.missing = [str(i) for i in suite_ids if str(i) not in have]
     elif isinstance(first.get("suite"), dict):  # every shard ran whole: ids not recorded
         expected = int(first["suite"].get("cases") or 0)
@@ -492,3 +493,4 @@ def _significance(value: str | None) -> float | None:
     from ..baseline.significance import parse_significance
 
     return parse_significance(value, "--queryeval-significance")
+

@@ -92,6 +92,10 @@ class Controller:
             self.records[report.nodeid] = record
             if self.journal is not None and not record.get("carried"):  # carried: in it
                 self.journal.record(record)
+            for more in getattr(report, "queryeval_more", None) or ():  # other sources'
+                self.records[str(more.get("nodeid"))] = more
+                if self.journal is not None and not more.get("carried"):
+                    self.journal.record(more)
             self.progress.from_report(report)
         elif str(report.when) == XDIST_CRASH and report.failed and matches_files(
                 Path(report.nodeid.split("::", 1)[0]), self.options.files):

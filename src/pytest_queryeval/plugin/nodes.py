@@ -57,6 +57,8 @@ class Runner(Protocol):
 
 #: A case item's record, made when it runs (read by ``pytest_runtest_makereport``).
 RECORD = pytest.StashKey[CaseRecord]()
+#: A Python case on a list of datasources: the records of its other sources (plugin/pycases.py).
+MORE_RECORDS = pytest.StashKey[list[CaseRecord]]()
 
 @functools.cache
 def _property_name(metric: str) -> str:

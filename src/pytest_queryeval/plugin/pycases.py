@@ -5,6 +5,9 @@ Why the record rides on the test's own report: the controller gathers records fr
 ``pytest_runtest_logreport`` (on xdist, from the workers' reports), keyed by node id, so a test
 function that scored a case is, to every report, gate, shard merge and resume, one more case.
 That is also why a test scores one case: parametrize for many (one node id, one record).
+The exception is a ``datasource`` list, the case file's fan-out: its sources are only known
+when the test runs, so the one test scores the case once per source, and the other sources'
+records ride on the same report (``queryeval_more``), each named ``<node id>[<source>]``.
 
 Why a run of several models parametrizes the test (:func:`fan_out`): a YAML case is one item
 per model (``<id>[<model>]``, a marker per model, ``-m`` and shards and resume see each), and
@@ -25,12 +28,12 @@ import pytest
 
 from .. import kinds as kind_registry
 from ..engine import run_case
-from ..report.records import CaseRecord, case_record
+from ..report.records import CaseRecord, case_record, final_outcome
 from ..report.terminal import failure_text
 from ..suite.config import with_cli_models
 from ..suite.models import marker_name
-from ..suite.pycase import case_from_fields, fans_out
-from .nodes import RECORD, RUNNER, Runner, _property
+from ..suite.pycase import cases_from_fields, fans_out
+from .nodes import MORE_RECORDS, RECORD, RUNNER, Runner, _property
 
 if TYPE_CHECKING:
     from ..model import Case
@@ -62,8 +65,12 @@ class QueryEval:
     def case(self, **fields: object) -> Case:
         """The case ``fields`` describe, read as a YAML case of this test file's folder would
         be (its ``queryeval.yaml`` chain gives the datasources and defaults)."""
+        return self.cases(**fields)[0]
+
+    def cases(self, **fields: object) -> list[Case]:
+        """The cases ``fields`` describe: one, or one per source of a ``datasource`` list."""
         runner, path = self._runner, Path(self._item.path)
-        return case_from_fields(
+        return cases_from_fields(
             fields, path=path, display=runner.display(path), line=_caller_line(path),
             suite=_suite(runner, path.parent), is_metric=runner.is_metric,
             ini_thresholds=runner.options.ini_thresholds,
@@ -85,7 +92,29 @@ class QueryEval:
                 and self._model != next(iter(_suite(runner, Path(item.path).parent).models)):
             pytest.skip(f"case {fields.get('id')!r} writes its own prediction: asked of no "
                         "model, it is scored once, by the first model's test")
-        case = self.case(**fields)
+        cases = self.cases(**fields)
+        fanned = isinstance(fields.get("datasource"), list | tuple)
+        scored = [self._score(case, f"{item.nodeid}[{case.datasource}]" if fanned
+                              else item.nodeid, fanned) for case in cases]
+        records = [record for record, _ in scored]
+        item.stash[RECORD] = records[0]
+        if fanned:  # every source's case its own record, as the case file's items are
+            item.stash[MORE_RECORDS] = records[1:]
+        xfail = next((why for _, why in scored if why), None)
+        if xfail and not item.config.option.runxfail \
+                and all(r.get("status") == "passed" or why for r, why in scored):
+            pytest.xfail(xfail)
+        failing = [r for r in records if r.get("status") != "passed"]
+        if failing:
+            pytest.fail("\n\n".join(failure_text(
+                r, spider_components=runner.options.report.spider_table,
+                verbose=item.config.get_verbosity() > 0) for r in failing), pytrace=False)
+        return records[0]
+
+    def _score(self, case: Case, nodeid: str, fanned: bool) -> tuple[CaseRecord, str | None]:
+        """``case`` scored (or carried by a resume, or audited), with its baseline verdict's
+        xfail reason; ``nodeid`` names its record (one per source when ``fanned``)."""
+        runner, item = self._runner, self._item
         if case.difficulty is None and not case.errors:  # as a collected case gets it
             with contextlib.suppress(Exception):
                 case.difficulty = kind_registry.get_kind(case.kind).difficulty(case)
@@ -96,8 +125,7 @@ class QueryEval:
         if resume is not None and not case.errors and not audit:
             from .resume import identity
 
-            carried = resume.carried(case, identity(case, runner.options.predictions),
-                                     item.nodeid)
+            carried = resume.carried(case, identity(case, runner.options.predictions), nodeid)
             if carried is not None:
                 record = carried
         if record is None:
@@ -107,7 +135,7 @@ class QueryEval:
                 outcome = audit_outcome(case, runner.evaluator, audit)
             else:
                 outcome = run_case(case, runner.evaluator)
-            record = case_record(case, outcome, item.nodeid, item.config.rootpath,
+            record = case_record(case, outcome, nodeid, item.config.rootpath,
                                  runner.evaluator.scrubber)
             if not audit:
                 from .resume import identity
@@ -117,17 +145,14 @@ class QueryEval:
         if runner.verdicts is not None and not audit \
                 and item.get_closest_marker("xfail") is None:
             record["baseline_status"], record["standing"], xfail = runner.verdicts.decide(record)
-        item.stash[RECORD] = record
+        if fanned:  # each record's outcome is its own case's, not the test's
+            record["outcome"] = final_outcome(record, "call", record.get("status") == "passed",
+                                              False, bool(xfail))
         if runner.options.junit_properties:
             item.user_properties.append(("queryeval.kind", case.kind))
             for metric, value in sorted(record["metrics"].items()):
                 item.user_properties.append(_property(metric, value))
-        if xfail and not item.config.option.runxfail:
-            pytest.xfail(xfail)
-        if record.get("status") != "passed":
-            pytest.fail(failure_text(record, spider_components=runner.options.report.spider_table,
-                                     verbose=item.config.get_verbosity() > 0), pytrace=False)
-        return record
+        return record, xfail
 
 
 def _suite(runner: Runner, folder: Path) -> SuiteConfig:

@@ -41,7 +41,7 @@ from ..suite.checks import (
 from ..suite.config import ConfigFinder
 from . import unmatched
 from .declare import FIXTURE
-from .nodes import RECORD, QueryEvalFileError, QueryEvalItem
+from .nodes import MORE_RECORDS, RECORD, QueryEvalFileError, QueryEvalItem
 from .options import RunOptions
 from .terminate import TermHandler, Terminated
 
@@ -361,9 +361,14 @@ class Runner:
             record = self._fallback_record(item)
         elif call.when == "call":  # the report's copy is the one kept from here on (pytest
             del item.stash[RECORD]  # keeps every item to the end: one record per case, not two)
+        more = item.stash.get(MORE_RECORDS, None)
+        if more is not None and call.when == "call":  # a Python case on several sources:
+            del item.stash[MORE_RECORDS]  # each record has its own case's outcome
+            rep.queryeval_more = more
         record = {**record}
-        record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
-                                          hasattr(rep, "wasxfail"))
+        if more is None or call.when != "call":
+            record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
+                                              hasattr(rep, "wasxfail"))
         rep.queryeval = record  # travels to the xdist controller with the report
         pool = self.evaluator.pool
         if pool is not None and self.worker:

@@ -207,14 +207,14 @@ class CaseReader:
         """The cases of ``cases[index]``, once per model when ``predictions:`` names several
         and the case writes no prediction of its own (:mod:`.models`)."""
         if not self.suite.models or inline({**self.file_defaults, **entry}):
-            return self._read_sources(index, entry)
+            return self.fanned_sources(index, entry)
         from .models import assign
 
         return [assign(case, model, self.suite.models, self.suite.model_errors)
                 for model in self.suite.models
-                for case in self._read_sources(index, entry)]
+                for case in self.fanned_sources(index, entry)]
 
-    def _read_sources(self, index: int, entry: LocDict) -> list[Case]:
+    def fanned_sources(self, index: int, entry: LocDict) -> list[Case]:
         """The cases of ``cases[index]``: one, or one per source when ``datasource:`` is a
         list (``<id>[<source>]``, each validated on its own source)."""
         names = entry.get("datasource", self.file_defaults.get(

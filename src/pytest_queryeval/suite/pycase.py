@@ -86,6 +86,24 @@ def case_from_fields(fields: Mapping[str, object], *, path: Path, display: str, 
         raise ConfigError("one name per case written in Python (parametrize the "
                           "test over the names for one case per source)", display, line,
                           "datasource")
+    return cases_from_fields(fields, path=path, display=display, line=line, suite=suite,
+                             is_metric=is_metric, ini_thresholds=ini_thresholds,
+                             extra_names=extra_names, cli_thresholds=cli_thresholds,
+                             model=model)[0]
+
+
+def cases_from_fields(fields: Mapping[str, object], *, path: Path, display: str, line: int,
+                      suite: SuiteConfig, is_metric: MetricCheck | None = None,
+                      ini_thresholds: dict[str, Threshold] | None = None,
+                      extra_names: Callable[[str], Iterable[str]] | None = None,
+                      cli_thresholds: dict[str, Threshold] | None = None,
+                      model: str | None = None) -> list[Case]:
+    """The cases ``fields`` describe (:func:`case_from_fields`): one, or one per source when
+    ``datasource`` is a list, read by the case file's fan-out (``<id>[<source>]``, each on its
+    own source, then ``[<model>]``), so that their ids and records are the YAML case's."""
+    if not isinstance(fields.get("id"), str) or not fields.get("id"):
+        raise ConfigError("a case written in Python needs an id (a non-empty string)",
+                          display, line, "id")
     for key, value in fields.items():
         problem = _nesting_problem(value)
         if problem:
@@ -96,12 +114,13 @@ def case_from_fields(fields: Mapping[str, object], *, path: Path, display: str, 
     header.line, header.key_lines = line, {}
     reader = CaseReader(path, display, header, suite, is_metric, ini_thresholds or {},
                         extra_names, cli_thresholds or {})
-    case = reader.read(0, entry)
+    cases = reader.fanned_sources(0, entry)
     if model is not None and fans_out(fields):
         from .models import assign
 
-        assign(case, model, suite.models, suite.model_errors)
-    return case
+        for case in cases:
+            assign(case, model, suite.models, suite.model_errors)
+    return cases
 
 
 def fans_out(fields: Mapping[str, object]) -> bool:
