@@ -167,7 +167,8 @@ def test_combination(combo: Combination, tmp_path: Path,
         assert _requests(model, openai) == 0, \
             f"the audit asked a model: {dict(model.calls)} {len(openai.requests)}"
         ids = {str(r["id"]).split("[")[0] for r in audit.json["cases"]}
-        audited = audit.json.get("audit") or {}
         planned = {i for ids_ in plan["expected"].values() for i in ids_}  # type: ignore[attr-defined]
         assert planned <= ids, (planned - ids, audit.explain())
-        assert audited, audit.json.keys()
+        unchecked = [r["id"] for r in audit.json["cases"] if "audit" not in r.get("details", {})]
+        assert not unchecked, f"reported audited, golds never checked: {unchecked}"
+        assert audit.json["audit"]["cases"] == len(audit.json["cases"])
