@@ -18,6 +18,7 @@ end-to-end layer's runner and normaliser (``tests/e2e/support.py``)."""
 
 from __future__ import annotations
 
+import html
 import itertools
 import os
 import re
@@ -83,8 +84,8 @@ def _check_outcome(run: Run, formats: tuple[str, ...] = ()) -> None:
     assert run.last_line.startswith(f"queryeval: {outcome_word(run.status)}"), run.explain()
     for fmt in ("json", *formats):
         text = headline_of(run, fmt)
-        if fmt == "md":  # Markdown escapes a node id's brackets; rendered, it is the same text
-            text = re.sub(r"\\(.)", r"\1", text)
+        if fmt == "md":  # Markdown escapes brackets and "<" (``&lt;``); rendered, the same text
+            text = html.unescape(re.sub(r"\\(.)", r"\1", text))
         assert run.last_line.removeprefix("queryeval: ") in text, (run.name, fmt, text[:1500])
 
 
