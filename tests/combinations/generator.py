@@ -1,0 +1,300 @@
+"""Generated combinations of what a user combines (issue 49 item 8): a seeded pairwise
+covering array over the dimensions of :data:`DIMENSIONS`, and the small suite each
+combination stands for (:func:`build`).
+
+Why a covering array, not examples: each hand-written example covers the pairs its author
+thought of; a greedy all-pairs array covers every pair of values of every two dimensions in a
+few dozen suites, so a defect that needs two features together (a Python case and a models
+mapping, an audit and a Python case, an odd model name and any run) is met by construction.
+``QUERYEVAL_COMBINATIONS=N`` adds seeded random rows past the array (more triples met).
+
+Every model is a stand-in (:class:`CountingModel`: a loopback service that counts requests):
+the ``http``, ``python`` and ``command`` sources ask it over HTTP (the python function and the
+command script post the case to it), the ``openai`` source and the judge ask
+:class:`~tests.fixtures.openai_standin.OpenAIStandin`; both count every request, which is how
+the cache and audit invariants are checked."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import sqlite3
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.fixtures.model_service import ModelService, Request
+from tests.support import write_suite
+
+#: Each dimension a user combines and its values (docs/architecture.md lists them).
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    "origin": ("yaml", "python", "turn"),          # where the extra case comes from
+    "kind": ("sql", "sql+sdmx"),                   # a second kind's file beside the SQL one
+    "source": ("inline", "file", "python", "http", "openai", "command"),
+    "models": ("one", "two", "odd"),               # odd: names the docs allow ("_x", "é", ...)
+    "fanout": ("no", "yes"),                       # datasource: [shop, duck]
+    "repeat": ("1", "2"),
+    "cache": ("off", "on"),
+    "judge": ("off", "on"),
+    "counterexamples": ("off", "on"),              # --queryeval-neighbours
+    "tasks": ("off", "on"),
+    "audit": ("off", "on"),
+    "verdict": ("strict", "gates", "gates+baseline", "baseline+baseline"),
+    "mode": ("serial", "xdist", "shards", "resume"),  # the costly ways of running
+}
+#: The model names of each ``models`` value (``odd``: each name the docs allow that once
+#: crashed the collection, issue 49 item 3).
+MODEL_NAMES = {"one": ("standin",), "two": ("model-a", "model-b"),
+               "odd": ("_x", "é", ".x", "-x", "..")}
+SEED = 49
+
+
+@dataclass(frozen=True)
+class Combination:
+    values: tuple[tuple[str, str], ...]
+
+    def __getitem__(self, key: str) -> str:
+        return dict(self.values)[key]
+
+    @property
+    def id(self) -> str:
+        return "-".join(f"{k}:{v}" for k, v in self.values if v not in ("off", "no", "1"))
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return MODEL_NAMES[self["models"]]
+
+
+def pairwise(dimensions: Mapping[str, Sequence[str]], seed: int = SEED) -> list[Combination]:
+    """A greedy all-pairs covering array: each row is the best of a few seeded candidates by
+    the number of uncovered pairs it covers, until every pair of values of every two
+    dimensions is in some row."""
+    rng = random.Random(seed)
+    names = list(dimensions)
+    uncovered = {((a, x), (b, y)) for a, b in itertools.combinations(names, 2)
+                 for x in dimensions[a] for y in dimensions[b]}
+    rows: list[Combination] = []
+    while uncovered:
+        best: dict[str, str] = {}
+        best_score = -1
+        for _ in range(30):
+            # start from an uncovered pair so every row covers at least one
+            (a, x), (b, y) = rng.choice(sorted(uncovered))
+            row = {a: x, b: y}
+            for name in rng.sample(names, len(names)):
+                if name in row:
+                    continue
+                row[name] = max(dimensions[name], key=lambda v: (sum(
+                    ((n, row[n]), (name, v)) in uncovered or ((name, v), (n, row[n])) in uncovered
+                    for n in row), rng.random()))
+            score = sum(((a2, row[a2]), (b2, row[b2])) in uncovered
+                        for a2, b2 in itertools.combinations(names, 2))
+            if score > best_score:
+                best, best_score = row, score
+        uncovered -= {((a2, best[a2]), (b2, best[b2])) for a2, b2 in itertools.combinations(names, 2)}
+        rows.append(Combination(tuple((n, best[n]) for n in names)))
+    return rows
+
+
+#: Rows a CI run takes (the greedy array's first rows cover most pairs: about 4 minutes on two
+#: idle cores); ``QUERYEVAL_COMBINATIONS=N`` takes N: the whole array (about 30) and then seeded
+#: random rows.
+CI_ROWS = 16
+
+
+def combinations(count: int = CI_ROWS, seed: int = SEED) -> list[Combination]:
+    """The first ``count`` rows of the covering array, then seeded random rows past it."""
+    rows = pairwise(DIMENSIONS, seed)[:count]
+    rng = random.Random(seed + 1)
+    seen = set(rows)
+    while len(rows) < count:
+        row = Combination(tuple((n, rng.choice(v)) for n, v in DIMENSIONS.items()))
+        if row not in seen:
+            seen.add(row)
+            rows.append(row)
+    return rows
+
+
+# -- the suite of one combination -----------------------------------------------------------
+SCHEMA = "CREATE TABLE orders (id INTEGER, customer TEXT, total REAL);"
+ROWS = "INSERT INTO orders VALUES (1, 'ann', 30), (2, 'bob', 12), (3, 'ann', 7);"
+#: case id -> (question, gold, what every model answers). ``near`` fails (a near miss).
+CASES = {
+    "ann": ("How much did ann spend?", "SELECT sum(total) FROM orders WHERE customer = 'ann'",
+            "SELECT SUM(total) FROM orders WHERE customer = 'ann'"),
+    "near": ("Which orders are 12 or more?", "SELECT id FROM orders WHERE total >= 12",
+             "SELECT id FROM orders WHERE total > 12"),
+    "py-count": ("How many orders?", "SELECT count(*) FROM orders", "SELECT COUNT(*) FROM orders"),
+    "raise": ("Add 1 to every total.", "UPDATE orders SET total = total + 1",
+              "UPDATE orders SET total = total + 1"),
+}
+TURNS = [("How many orders are there?", "SELECT count(*) FROM orders",
+          "SELECT count(*) FROM orders"),
+         ("And how many are ann's?", "SELECT count(*) FROM orders WHERE customer = 'ann'",
+          "SELECT count(*) FROM orders WHERE customer = 'ann'")]
+#: What a model answers, by question (the openai stand-in's key) and by case id and turn.
+BY_QUESTION = {q: p for q, _, p in [*CASES.values(), *TURNS]}
+
+
+def answer_of(case_id: str, turn: object = None) -> str:
+    base = case_id.split("[")[0]
+    if base == "chat":
+        return TURNS[int(str(turn)) - 1][2]
+    return CASES[base][2]
+
+
+class CountingModel(ModelService):
+    """The stand-in model service of every combination: what :data:`CASES` says, counted."""
+
+    def answer(self, request: Request) -> tuple[int, Any]:
+        case = request.body.get("case") if isinstance(request.body, dict) else None
+        if not isinstance(case, dict):
+            return 400, b"no case"
+        return 200, {"predicted": answer_of(str(case["id"]), case.get("turn"))}
+
+
+CLIENT = '''"""A stand-in model (generated combinations): posts the case to the counting service."""
+import json
+import sys
+import urllib.request
+
+URL = {url!r}
+
+
+def ask(case, model):
+    data = json.dumps({{"case": case, "model": model}}, default=str).encode()
+    req = urllib.request.Request(URL, data=data, headers={{"Content-Type": "application/json"}})
+    with urllib.request.urlopen(req, timeout=30) as reply:
+        return json.loads(reply.read())["predicted"]
+
+{functions}
+
+if __name__ == "__main__":  # the command source: case JSON on stdin, the query on stdout
+    sys.stdout.write(ask(json.load(sys.stdin), sys.argv[1]))
+'''
+
+
+def _source(combo: Combination, model: str, index: int, service: str, openai_url: str,
+            ) -> dict[str, Any]:
+    source = combo["source"]
+    cache = {"cache": True} if combo["cache"] == "on" else {}
+    if source == "file":
+        return {"source": "file", "path": f"predictions-{index}.jsonl"}
+    if source == "python":
+        return {"source": "python", "function": f"standin_model:predict_{index}"}
+    if source == "http":
+        return {"source": "http", "url": f"{service}/predict/{index}", "retries": 0,
+                "body": {"case": "{case}", "model": model}, "response_path": "predicted",
+                **cache}
+    if source == "command":
+        return {"source": "command", "command": [sys.executable, "standin_model.py", model],
+                **cache}
+    return {"source": "openai", "model": model, "base_url": openai_url,
+            "api_key": "sk-standin-0123456789abcdef", "retries": 0, **cache}
+
+
+def _file_rows(combo: Combination) -> str:
+    rows = [{"id": i, "predicted": p} for i, (_, _, p) in CASES.items()]
+    rows += [{"id": "chat", "turn": n, "predicted": p} for n, (_, _, p) in enumerate(TURNS, 1)]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def _case(case_id: str, combo: Combination, inline: bool) -> dict[str, Any]:
+    question, gold, predicted = CASES[case_id]
+    case: dict[str, Any] = {"id": case_id, "question": question, "gold": gold}
+    if inline:
+        case["predicted"] = predicted
+    return case
+
+
+PY_CASES = '''import pytest
+
+CASES = [{case!r}]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_python_case(queryeval, case):
+    queryeval.check(kind="sql", datasource="shop", **case)
+'''
+
+
+def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict[str, Any]:
+    """Write ``combo``'s suite under ``root``; return what the checks expect of it: the ids of
+    the YAML, Python and conversation cases (before any fan-out) and whether a model is asked."""
+    inline = combo["source"] == "inline"
+    models = combo.models
+    config: dict[str, Any] = {
+        "datasources": {"shop": {"type": "sqlite", "path": "shop.db"},
+                        "duck": {"type": "duckdb", "path": "shop.duckdb"},
+                        "store": {"type": "sqlite", "path": "shop.db", "writable": "sandbox"}},
+        "thresholds": {"execution_accuracy": 1.0},
+        "gates": {"pass_rate": 0.3},
+    }
+    if not inline:
+        sources = {m: _source(combo, m, i, service, openai_url) for i, m in enumerate(models)}
+        config["predictions"] = next(iter(sources.values())) if len(models) == 1 else sources
+        if len(models) == 1:
+            config["model"] = models[0]
+    if combo["judge"] == "on":
+        config["judge"] = {"model": "standin-model", "base_url": openai_url,
+                           "api_key": "sk-standin-0123456789abcdef", "retries": 0}
+    shop: list[dict[str, Any]] = [_case("ann", combo, inline), _case("near", combo, inline)]
+    if combo["repeat"] == "2":
+        shop[0]["repeat"] = 2
+    if combo["fanout"] == "yes":
+        shop[0]["datasource"] = ["shop", "duck"]
+    files: dict[str, Any] = {"test_shop.yaml": {"kind": "sql", "datasource": "shop",
+                                                "cases": shop}}
+    expected = {"yaml": ["ann", "near"], "python": [], "turn": []}
+    if combo["origin"] == "turn":
+        turns: list[dict[str, Any]] = []
+        for question, gold, predicted in TURNS:
+            turns.append({"role": "user", "content": question, "gold": gold,
+                          **({"predicted": predicted} if inline else {})})
+        files["test_shop.yaml"]["cases"].append({"id": "chat", "conversation": turns})
+        expected["turn"] = ["chat"]
+    if combo["origin"] == "python":
+        files["test_py_cases.py"] = PY_CASES.format(case=_case("py-count", combo, inline))
+        expected["python"] = ["py-count"]
+    if combo["tasks"] == "on":
+        task = _case("raise", combo, inline)
+        task.update(task="dml", checks=[{"query": "SELECT id, total FROM orders",
+                                         "compare": "gold"}])
+        files["test_tasks.yaml"] = {"kind": "sql", "datasource": "store", "cases": [task]}
+        expected["yaml"].append("raise")
+    if combo["kind"] == "sql+sdmx":
+        from tests.sdmx_cases import GDP, sdmx_case, selection
+        files["test_sdmx.yaml"] = {"cases": [sdmx_case("gdp", selection(GDP),
+                                                       predicted=selection(GDP))]}
+        expected["sdmx"] = ["gdp"]
+    functions = "\n".join(f"def predict_{i}(case):\n    return ask(case, {m!r})\n"
+                          for i, m in enumerate(models))
+    files["standin_model.py"] = CLIENT.format(url=f"{service}/predict/py", functions=functions)
+    for i, _ in enumerate(models):
+        files[f"predictions-{i}.jsonl"] = _file_rows(combo)
+    write_suite(root, config, files)
+    with sqlite3.connect(root / "shop.db") as db:
+        db.executescript(SCHEMA + ROWS)
+    db.close()
+    if combo["fanout"] == "yes":
+        import duckdb
+        con = duckdb.connect(str(root / "shop.duckdb"))
+        con.execute(SCHEMA)
+        con.execute(ROWS)
+        con.close()
+    return {"expected": expected, "asks": not inline, "models": models if not inline else ()}
+
+
+def fanned_ids(case_id: str, combo: Combination, models: Sequence[str]) -> Iterator[str]:
+    """The ids a case fans out to (datasources for ``ann`` when fanned out, then models)."""
+    bases = [f"{case_id}[{d}]" for d in ("shop", "duck")] \
+        if case_id == "ann" and combo["fanout"] == "yes" else [case_id]
+    if len(models) < 2:
+        yield from bases
+        return
+    for base in bases:
+        for model in models:
+            yield f"{base[:-1]}|{model}]" if base.endswith("]") else f"{base}[{model}]"
