@@ -117,7 +117,7 @@ def test_a_killed_runs_empty_temporary_folders_are_cleaned() -> None:
 
 def test_a_read_only_prediction_cache_says_once_that_nothing_is_stored(tmp_path: Path) -> None:
     if os.geteuid() == 0:  # root writes through permission bits: a read-only file system
-        folders = _mount(tmp_path / "ro", "ro,size=64k")
+        folders = _mount(tmp_path / "ro", "ro,size=64k,mode=0755")
         directory = next(folders)
     else:
         directory = tmp_path / "ro"

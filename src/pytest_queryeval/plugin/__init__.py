@@ -130,8 +130,7 @@ def queryeval(request: pytest.FixtureRequest) -> QueryEval:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test using the ``queryeval`` fixture wakes the plugin (before selection, shards and
-    resume) and, in a suite of several models, is one item per model (:func:`~.pycases.fan_out`)."""
+    """A ``queryeval`` fixture's test wakes the plugin, one item per model (:mod:`.pycases`)."""
     if FIXTURE in metafunc.fixturenames:
         from .pycases import fan_out
 

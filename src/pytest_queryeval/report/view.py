@@ -452,9 +452,14 @@ def render_view(data: ViewData, title: str = "queryeval view") -> str:
 
 
 def write_view(paths: Sequence[Path], out: Path, title: str = "queryeval view") -> ViewData:
-    """Read the reports, and write the page atomically (nothing when a report is refused)."""
-    from .._util.safefile import write_atomic
+    """Read the reports, and write the page atomically (nothing when a report is refused, or
+    when the page would replace one of them: checked before anything is read or written)."""
+    from .._util.safefile import same_file, write_atomic
 
+    index = same_file(out, paths)
+    if index is not None:
+        raise ViewRefused(f"-o {out}: is RUN.json {index + 1} ({paths[index]}), which the page "
+                          "is made from: write the page elsewhere")
     data = build_view(load_runs(paths))
     write_atomic(Path(out), render_view(data, title), special="stream")
     return data
@@ -479,14 +484,6 @@ def main(argv: Sequence[str]) -> int:
     """``queryeval view``: 0 when the page is written, 4 (a usage error) when an input is
     refused (each file named with what is wrong), before anything is written."""
     args = _parser().parse_args(list(argv))
-    from .._util.safefile import same_file
-
-    index = same_file(args.output, args.reports)
-    if index is not None:  # checked before anything is read or written
-        print(f"queryeval view: refused, nothing written:\n  -o {args.output}: is RUN.json "
-              f"{index + 1} ({args.reports[index]}), which the page is made from: write the "
-              "page elsewhere", file=sys.stderr)
-        return 4
     try:
         data = write_view(args.reports, args.output, args.title)
     except ViewRefused as exc:
