@@ -97,13 +97,8 @@ def unreadable(path: str | os.PathLike[str]) -> str | None:
     problem = path_problem(path)
     if problem:
         return problem
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    return f"{kind_of(mode)}, not a regular file"
+    kind = special_output(path)
+    return f"{kind}, not a regular file" if kind else None
 
 
 def _checked(st: os.stat_result, path: str | os.PathLike[str], purpose: str) -> os.stat_result:

@@ -138,8 +138,19 @@ def build_blind_prompt(*, question: str, gold: str, gold_result: Shown,
                        predicted_result: Shown, schema: str = "", evidence: str = "",
                        near_misses: Sequence[str] = (), language: str = "SQL") -> str:
     """The blinded judgement's prompt: :data:`BLIND_TEMPLATE`, no predicted query."""
+    return BLIND_TEMPLATE.format(**_fields(
+        question=question, gold=gold, gold_result=gold_result,
+        predicted_result=predicted_result, schema=schema, evidence=evidence,
+        near_misses=near_misses, language=language))
+
+
+def _fields(*, question: str, gold: str, gold_result: Shown, predicted_result: Shown,
+            schema: str, evidence: str, near_misses: Sequence[str],
+            language: str) -> dict[str, str]:
+    """The fields both prompts share: every one but the shapes and the near-miss facts
+    (written by this module) a data block (:func:`data_block`)."""
     facts = "".join(f"- {m}\n" for m in near_misses)
-    return BLIND_TEMPLATE.format(
+    return dict(
         language=language, data_rules=DATA_RULES,
         question=data_block("question", question.strip()),
         evidence=f"Evidence:\n{data_block('evidence', evidence.strip())}\n"
@@ -191,23 +202,13 @@ def build_prompt(*, question: str, gold: str, predicted: str, gold_result: Shown
     ``predicted`` is inserted as given: the caller passes it through :func:`strip_comments`.
     Every field but the shapes and the near-miss facts (written by this module) is a data
     block (:func:`data_block`)."""
-    facts = "".join(f"- {m}\n" for m in near_misses)
-    rules = DATA_RULES
     if "{data_rules}" not in template:
         template = "{data_rules}\n" + template
     return template.format(
-        language=language, data_rules=rules,
-        question=data_block("question", question.strip()),
-        evidence=f"Evidence:\n{data_block('evidence', evidence.strip())}\n"
-        if evidence.strip() else "",
-        schema=data_block("schema", schema.strip() or "(not available)"),
-        gold=data_block("gold_query", gold.strip()),
         predicted=data_block("predicted_query", predicted.strip()),
-        gold_result=data_block("gold_result", gold_result.text),
-        gold_shape=gold_result.shape,
-        predicted_result=data_block("predicted_result", predicted_result.text),
-        predicted_shape=predicted_result.shape,
-        near_misses=f"\nFound by comparing the results:\n{facts}" if facts else "")
+        **_fields(question=question, gold=gold, gold_result=gold_result,
+                  predicted_result=predicted_result, schema=schema, evidence=evidence,
+                  near_misses=near_misses, language=language))
 
 
 #: Characters shown escaped inside data: controls (but tab), and the invisible format

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypedDict
 
-from ..conclude.models import model_of
+from ..conclude.models import ModelPair, model_of
 
 Record = Mapping[str, object]
 
@@ -34,16 +34,9 @@ class ModelsRow(TypedDict):
     rates: list[float | None]
 
 
-class Pair(TypedDict):
+class Pair(ModelPair):
     """:class:`..conclude.models.ModelPair` and its sentence (:func:`.models.pair_text`)."""
 
-    a: str
-    b: str
-    cases: int
-    a_only: int
-    b_only: int
-    p_value: float
-    better: str | None
     text: str
 
 
