@@ -17,8 +17,8 @@ is not.
 
 Artifacts whose reference figures are per item only (no printed session figure to compare a
 run's headline with) are checked where their oracle is (docs/metrics.md, "Reference
-artifacts"): BIRD / Denodo (``calculate_ex`` / ``calculate_f1_score`` per row-set pair; no
-BIRD database here to run a prediction file's printed EX on), Soft EX (per text, value pair
+artifacts"): BIRD's Soft-F1 / Denodo (``calculate_f1_score`` per row-set pair; BIRD's printed
+EX table is ``bird-chinook-ex``, on Chinook: no BIRD database is here), Soft EX (per text, value pair
 and Chinook pair), Spider 2.0-lite, Ambrosia (per fixture and hash order), EHRSQL's scoring
 runs with the scorer's rounding and error branches (``every_branch``, ``first_100_rows``),
 SDMX and the JSON paper's worked examples (per example), BuildingQA (no reference run at all).
