@@ -17,8 +17,8 @@ is not.
 
 Artifacts whose reference figures are per item only (no printed session figure to compare a
 run's headline with) are checked where their oracle is (docs/metrics.md, "Reference
-artifacts"): BIRD / Denodo (``calculate_ex`` / ``calculate_f1_score`` per row-set pair; no
-BIRD database here to run a prediction file's printed EX on), Soft EX (per text, value pair
+artifacts"): BIRD's Soft-F1 / Denodo (``calculate_f1_score`` per row-set pair; BIRD's printed
+EX table is ``bird-chinook-ex``, on Chinook: no BIRD database is here), Soft EX (per text, value pair
 and Chinook pair), Spider 2.0-lite, Ambrosia (per fixture and hash order), EHRSQL's scoring
 runs with the scorer's rounding and error branches (``every_branch``, ``first_100_rows``),
 SDMX and the JSON paper's worked examples (per example), BuildingQA (no reference run at all).
@@ -213,6 +213,46 @@ def _spider_expected(data: Path) -> Any:
     return printed[printed.index(" " * 21 + "easy"):]
 
 
+# -- BIRD mini_dev evaluation_ex.py (its printed EX table) ---------------------------------------
+#: evaluation_utils.print_data's two rows of figures: counts, then EX (percent, two decimals)
+BIRD_LEVELS = ("simple", "moderate", "challenging")
+
+
+def _bird_build(data: Path, folder: Path) -> None:
+    """``bird_chinook/``'s mini_dev files through ``queryeval-import bird``, the database laid
+    out as the reference read it (``dbs/chinook/chinook.sqlite``)."""
+    import shutil
+
+    from pytest_queryeval.importers.cli import main as queryeval_import
+
+    inputs = data / "bird_chinook"
+    (folder / "dbs" / "chinook").mkdir(parents=True)
+    shutil.copyfile(data / "chinook" / "Chinook_Sqlite.sqlite",
+                    folder / "dbs" / "chinook" / "chinook.sqlite")
+    assert queryeval_import(["bird", str(inputs / "mini_dev_sqlite.json"), "--pred",
+                             str(inputs / "predict_mini_dev.json"), "--db",
+                             str(folder / "dbs" / "{db}" / "{db}.sqlite"),
+                             "--out", str(folder)]) == 0
+
+
+def _bird_headline(report: Report) -> Any:
+    """The count and EX rows as ``print_data`` lays them out, from the report's bird_ex means
+    (per difficulty, then the session's)."""
+    agg = report["aggregates"]
+    groups = [agg["by_difficulty"].get(level) or {} for level in BIRD_LEVELS]
+    counts = [g.get("count") for g in groups] + [agg["overall"]["count"]]
+    means = [(g.get("metrics") or {}).get("bird_ex", {}).get("mean") for g in groups]
+    means.append(agg["overall"]["metrics"]["bird_ex"]["mean"])
+    return ["{:20} {:<20} {:<20} {:<20} {:<20}".format("count", *counts),
+            "{:20} {:<20.2f} {:<20.2f} {:<20.2f} {:<20.2f}".format(
+                "EX", *(None if m is None else m * 100 for m in means))]
+
+
+def _bird_expected(data: Path) -> Any:
+    printed = (data / "bird_chinook" / "oracle_evaluation_ex.txt").read_text().splitlines()
+    return [line for line in printed if line.split()[:1] in (["count"], ["EX"])]
+
+
 # -- test-suite-sql-eval's turn table (SParC) --------------------------------------------------
 TSSE_SETS = {
     "tsse": ("spider/tsse_gold.txt", "spider/tsse_predict.txt", "tsse/oracle_tsse_match.txt"),
@@ -400,6 +440,13 @@ ARTIFACTS: list[Artifact] = [
         "spider/oracle/spider_head_match__gold_example.txt (the whole printed table)",
         "1,034 dev pairs; predictions the evaluator cannot parse",
         ("--queryeval-spider-table",)),
+    Artifact(
+        "bird-chinook-ex", "bird-bench/mini_dev evaluation_ex.py @ 4d970a9 (--num_cpus 1)",
+        _bird_build, _bird_headline, _bird_expected,
+        "bird_chinook/oracle_evaluation_ex.txt (the count and EX rows: simple, moderate, "
+        "challenging, total)",
+        "60 Chinook pairs: empty and blank answers, unparsable text, queries that fail on the "
+        "schema, an empty gold result"),
     Artifact(
         "tsse-example", "taoyds/test-suite-sql-eval evaluation.py @ e97acc5 (turn table)",
         _tsse_build("tsse"), _tsse_headline, _tsse_expected("tsse"),
