@@ -22,8 +22,9 @@ import html
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -206,7 +207,10 @@ def test_combination(combo: Combination, tmp_path: Path,
                             formats=())
         _check_outcome(resumed)
         assert resumed.status == serial.status, resumed.explain()
-        assert_same(serial.json, resumed.json, "an interrupted shard resumed, merged, versus serial")
+        # the cache counters say what each attempt asked (a carried case is counted `carried`,
+        # not `requested`: issue 49 item 5), so a retried run's differ by design
+        assert_same(_without_counters(serial.json), _without_counters(resumed.json),
+                    "an interrupted shard resumed, merged, versus serial")
 
     # the audit asks no model and audits every gold, whatever its origin
     if combo["audit"] == "on":
@@ -222,3 +226,8 @@ def test_combination(combo: Combination, tmp_path: Path,
         unchecked = [r["id"] for r in audit.json["cases"] if "audit" not in r.get("details", {})]
         assert not unchecked, f"reported audited, golds never checked: {unchecked}"
         assert audit.json["audit"]["cases"] == len(audit.json["cases"])
+
+
+def _without_counters(report: Mapping[str, Any]) -> dict[str, Any]:
+    """``report`` without the prediction cache's counters of what this attempt asked."""
+    return {k: v for k, v in report.items() if k != "prediction_cache"}
