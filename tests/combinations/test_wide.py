@@ -37,6 +37,23 @@ from tests.fixtures.openai_standin import MODEL, OpenAIStandin
 ROWS = wide(int(os.environ.get("QUERYEVAL_COMBINATIONS_WIDE") or WIDE_ROWS))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _imported() -> None:
+    """Import the plugin's modules and the heavy libraries once, here: an in-process run
+    restores ``sys.modules`` as it found it, so a module first imported inside a run is
+    imported (and its assertions rewritten) again by every run, most of a row's time."""
+    import importlib
+    import pkgutil
+
+    import pytest_queryeval
+
+    for info in pkgutil.walk_packages(pytest_queryeval.__path__, "pytest_queryeval."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    for name in ("duckdb", "openai", "scipy.stats", "openpyxl"):
+        importlib.import_module(name)
+
+
 def _run(pytester: pytest.Pytester, name: str, *args: str, formats: tuple[str, ...] = (),
          junit: bool = True) -> Run:
     """One in-process run of the suite in ``pytester.path``, as ``e2e.support.run_pytest``
@@ -51,7 +68,7 @@ def _run(pytester: pytest.Pytester, name: str, *args: str, formats: tuple[str, .
         reports["junit"] = folder / f"{name}.xml"
         extra.append(f"--junitxml={reports['junit']}")
     result = pytester.runpytest_inprocess(
-        ".", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+        ".", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--assert=plain",
         "--queryeval-no-step-summary", *extra, *args)
     return Run(name, int(result.ret), "\n".join(result.outlines), "\n".join(result.errlines),
                folder, reports)
