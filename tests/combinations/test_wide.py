@@ -16,6 +16,7 @@ rows)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -75,8 +76,14 @@ def _run(pytester: pytest.Pytester, name: str, *args: str, formats: tuple[str, .
 
 
 def test_the_wide_array_covers_every_pair() -> None:
-    """The CI count takes the whole wide all-pairs array (then random rows past it)."""
-    assert len(pairwise(WIDE_DIMENSIONS)) < WIDE_ROWS
+    """The wide all-pairs array meets every pair of values, and the CI count takes all of it
+    (then random rows past it)."""
+    rows = pairwise(WIDE_DIMENSIONS)
+    for a, b in itertools.combinations(WIDE_DIMENSIONS, 2):
+        met = {(row[a], row[b]) for row in rows}
+        assert met == set(itertools.product(WIDE_DIMENSIONS[a], WIDE_DIMENSIONS[b])), (a, b)
+    assert wide()[:len(rows)] == rows
+    assert len(rows) < WIDE_ROWS
     assert len(set(wide())) == WIDE_ROWS == len({c.id for c in wide()})
 
 
