@@ -118,6 +118,27 @@ def combinations(count: int = CI_ROWS, seed: int = SEED) -> list[Combination]:
     return rows
 
 
+#: The wide tier's dimensions: every one but ``mode`` (its rows run once, serially, in-process).
+WIDE_DIMENSIONS = {k: v for k, v in DIMENSIONS.items() if k != "mode"}
+#: Rows of the wide tier a CI run takes; ``QUERYEVAL_COMBINATIONS_WIDE=N`` takes N.
+WIDE_ROWS = 240
+
+
+def wide(count: int = WIDE_ROWS, seed: int = SEED) -> list[Combination]:
+    """The wide tier: the all-pairs array over :data:`WIDE_DIMENSIONS`, then seeded random
+    rows past it (distinct), ``count`` in all; many more triples are met than by the
+    covering subset, each row cheap enough (one process, no ``-n``) to run a few hundred."""
+    rows = pairwise(WIDE_DIMENSIONS, seed)[:count]
+    rng = random.Random(seed + 2)
+    seen = set(rows)
+    while len(rows) < count:
+        row = Combination(tuple((n, rng.choice(v)) for n, v in WIDE_DIMENSIONS.items()))
+        if row not in seen:
+            seen.add(row)
+            rows.append(row)
+    return rows
+
+
 # -- the suite of one combination -----------------------------------------------------------
 SCHEMA = "CREATE TABLE orders (id INTEGER, customer TEXT, total REAL);"
 ROWS = "INSERT INTO orders VALUES (1, 'ann', 30), (2, 'bob', 12), (3, 'ann', 7);"

@@ -126,14 +126,14 @@ def _numbered(queries: list[str]) -> list[tuple[str, str]]:
     return [(f"attack-{i:03d}", q) for i, q in enumerate(seen)]
 
 
-#: An empty prediction is an abstention (docs/abstention.md): on a question that expects an
-#: answer it fails as one, scoring 0, before any query runs.
-ABSTAINED = "abstained (empty answer) on a question that expects an answer"
+#: An empty prediction is an answer, not an abstention (docs/abstention.md, issue 48 item 1):
+#: the SQL guard refuses it as an empty statement, scoring 0, before any query runs.
+EMPTY = "refused: empty statement"
 
 
 def expected_reason(query: str, refused: str | tuple[str, ...] = "refused: ") -> str | tuple[str, ...]:
-    """How a hostile prediction must fail: refused, or abstained when it is empty."""
-    return ABSTAINED if not query.strip() else refused
+    """How a hostile prediction must fail: refused (an empty one as an empty statement)."""
+    return EMPTY if not query.strip() else refused
 
 
 def _check(report: dict[str, Any], attacks: list[tuple[str, str]]) -> None:
