@@ -22,7 +22,7 @@ import html
 import itertools
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -221,5 +221,37 @@ def test_combination(combo: Combination, tmp_path: Path,
 
 
 def _without_counters(report: Mapping[str, Any]) -> dict[str, Any]:
-    """``report`` without the prediction cache's counters of what this attempt asked."""
-    return {k: v for k, v in report.items() if k != "prediction_cache"}
+    """``report`` without what says which attempt did the work rather than what it found: the
+    prediction cache's counters of what each attempt asked, and who paid for a shared piece of
+    work. In one serial run a judge verdict asked for one model's case is pinned for the other
+    model's identical pair, and a gold's counterexample databases are reused by the next
+    prediction in the same process; split over attempts, the other attempt asks and builds
+    them itself (``judge.pinned``/``calls``/``answers``, ``judge_tokens``,
+    ``neighbours.reused``). Verdicts, outcomes and every other metric are still compared."""
+    out = {k: v for k, v in report.items() if k not in ("prediction_cache", "aggregates")}
+    out["aggregates"] = _drop_key(report.get("aggregates"), "judge_tokens")
+    cases = []
+    for case in report.get("cases", []):
+        case = dict(case)
+        case["metrics"] = {k: v for k, v in (case.get("metrics") or {}).items()
+                           if k != "judge_tokens"}
+        details = dict(case.get("details") or {})
+        if isinstance(details.get("judge"), Mapping):
+            details["judge"] = {k: v for k, v in details["judge"].items()
+                                if k not in ("pinned", "calls", "answers")}
+        if isinstance(details.get("neighbours"), Mapping):
+            details["neighbours"] = {k: v for k, v in details["neighbours"].items()
+                                     if k != "reused"}
+        case["details"] = details
+        cases.append(case)
+    out["cases"] = cases
+    return out
+
+
+def _drop_key(value: Any, key: str) -> Any:
+    """``value`` with ``key`` removed from every mapping in it."""
+    if isinstance(value, Mapping):
+        return {k: _drop_key(v, key) for k, v in value.items() if k != key}
+    if isinstance(value, list):
+        return [_drop_key(v, key) for v in value]
+    return value
