@@ -230,6 +230,12 @@ def _without_counters(report: Mapping[str, Any]) -> dict[str, Any]:
     ``neighbours.reused``). Verdicts, outcomes and every other metric are still compared."""
     out = {k: v for k, v in report.items() if k not in ("prediction_cache", "aggregates")}
     out["aggregates"] = _drop_key(report.get("aggregates"), "judge_tokens")
+    if isinstance(report.get("judge"), Mapping):  # the run's judge: asked or pinned, by whom
+        out["judge"] = _drop_key({k: v for k, v in report["judge"].items()
+                                  if k not in ("asked", "calls")}, "pinned")
+    if isinstance(report.get("neighbours"), Mapping):
+        out["neighbours"] = {k: v for k, v in report["neighbours"].items()
+                             if k != "databases_reused"}
     cases = []
     for case in report.get("cases", []):
         case = dict(case)
