@@ -10,6 +10,7 @@ and bytes are counted as they arrive: past the cap the read stops and nothing mo
 from __future__ import annotations
 
 import contextlib
+import errno
 import http.client
 import os
 import selectors
@@ -29,6 +30,13 @@ from .pool import ABORT
 _CHUNK = 1 << 16
 #: The tail of a command's stderr kept for its error message.
 STDERR_TAIL = 8192
+#: Errors of process creation that say "not now" rather than "never": the kernel could not
+#: copy the arguments (EFAULT, seen once in CI on a loaded container), had no memory or no
+#: process slot. A retry after a pause starts the command; a missing or non-executable
+#: file (ENOENT, EACCES) is not among them and is reported at once.
+_TRANSIENT_SPAWN = frozenset({errno.EFAULT, errno.EAGAIN, errno.ENOMEM, errno.EINTR})
+#: Pauses before the retries of a transiently failed start.
+_SPAWN_PAUSES = (0.05, 0.2, 0.5)
 
 
 class Aborted(Exception):
@@ -156,8 +164,7 @@ def run_command(argv: Sequence[str], stdin: bytes, cwd: Path, timeout: float, ma
     """
     abort = ABORT.get()
     deadline = time.monotonic() + timeout
-    proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = _spawn(argv, cwd)
     unregister = abort.register(lambda: _kill_group(proc)) if abort is not None else None
     assert proc.stdin is not None
     assert proc.stdout is not None
@@ -220,6 +227,20 @@ def run_command(argv: Sequence[str], stdin: bytes, cwd: Path, timeout: float, ma
             with contextlib.suppress(OSError):
                 f.close()
     return code, b"".join(out), err
+
+
+def _spawn(argv: Sequence[str], cwd: Path) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new session, retrying a start the kernel refused for now."""
+    for pause in (*_SPAWN_PAUSES, None):
+        try:
+            return subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        except OSError as exc:
+            if pause is None or exc.errno not in _TRANSIENT_SPAWN:
+                raise
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

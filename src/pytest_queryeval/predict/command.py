@@ -69,6 +69,10 @@ class CommandPredictor(LiveSource):
         except TooBig:
             raise PredictionError(f"command printed more than max_bytes ({self.max_bytes:,} "
                                   "bytes) (killed)") from None
+        except OSError as exc:
+            # the command could not be started even after the retries of a transient refusal
+            raise PredictionError(f"command could not be started: {self.argv[0]}: "
+                                  f"{exc.strerror or exc}") from None
         seconds = time.perf_counter() - start
         if code != 0:
             tail = _text(err).strip().splitlines()[-3:]
