@@ -18,7 +18,11 @@ The shape (the contract with the tool loop)::
 
 The envelope a source returns for an agent case::
 
-    {"predicted": <the final query>, "trajectory": [...], "answer": "...", "error": "..."}
+    {"predicted": <the final query>, "trajectory": [...], "answer": "...", "error": "...",
+     "budget_exceeded": "tool_calls"}
+
+``error`` is the agent run's own failure (EvalBench's ``generated_error``: its trajectory
+scores 0); ``budget_exceeded`` is set by the plugin's tool loop when a budget stopped it.
 """
 
 from __future__ import annotations
@@ -129,13 +133,15 @@ class Envelope:
     answer: str | None = None
     #: The agent's own run error (EvalBench's ``generated_error``).
     error: str | None = None
+    #: The budget the plugin's tool loop ran out of (``tool_calls``, ``rows``, ...), or None.
+    budget_exceeded: str | None = None
     #: Why the trajectory was refused (bounds, shape), or None.
     refused: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 #: The envelope's keys.
-ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "answer", "error"})
+ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "answer", "error", "budget_exceeded"})
 
 
 def canonical_name(name: str) -> str:
@@ -187,6 +193,9 @@ def read_envelope(value: object) -> Envelope:
     error = value.get("error")
     if error is not None:
         env.error = str(error)[:MAX_FIELD_CHARS] or None
+    budget = value.get("budget_exceeded")
+    if budget:
+        env.budget_exceeded = str(budget)[:100]
     if "trajectory" in value and value["trajectory"] is not None:
         try:
             env.trajectory = read_trajectory(value["trajectory"])
