@@ -64,11 +64,13 @@ def score_agent(spec: AgentSpec, env: Envelope, *, question: str = "",
     if spec.trajectory is not None:
         gold = [canonical_name(n) for n in spec.trajectory]
         details["gold_trajectory"] = list(spec.trajectory)
-        kw = {"filter_native_tools": spec.filter_native_tools, "generated_error": env.error}
-        metrics[TRAJECTORY_MATCH], why = evalbench.trajectory_score(gold, actual, **kw)
+        native, error = spec.filter_native_tools, env.error
+        metrics[TRAJECTORY_MATCH], why = evalbench.trajectory_score(
+            gold, actual, filter_native_tools=native, generated_error=error)
         metrics[TRAJECTORY_MATCH_ORDERED], _ = evalbench.trajectory_score(
-            gold, actual, enforce_order=True, **kw)
-        metrics[TRAJECTORY_MATCH_MULTISET], _ = evalbench.multiset_score(gold, actual, **kw)
+            gold, actual, enforce_order=True, filter_native_tools=native, generated_error=error)
+        metrics[TRAJECTORY_MATCH_MULTISET], _ = evalbench.multiset_score(
+            gold, actual, filter_native_tools=native, generated_error=error)
         details["trajectory_match"] = why
     history: object = "refused" if env.refused else history_of(traj)
     metrics[TOOL_CALLS] = evalbench.agent_steps(history, env.error)

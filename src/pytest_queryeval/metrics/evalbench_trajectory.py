@@ -47,17 +47,18 @@ def looks_like_mcp(name: object) -> bool:
 
 
 def _prepare(expected: object, actual: object, generated_error: object, filter_native: bool,
-             ) -> tuple[float, str] | tuple[list[Any], list[Any]]:
+             ) -> tuple[list[Any], list[Any], tuple[float, str] | None]:
+    """Both sides as the reference compares them, or the score a rule gives first."""
     if generated_error:
-        return 0.0, f"Generation error: {generated_error}"
+        return [], [], (0.0, f"Generation error: {generated_error}")
     expected = expected or []
     actual = actual or []
     if not isinstance(expected, list) or not isinstance(actual, list):
-        return 0.0, "Trajectory data must be lists."
+        return [], [], (0.0, "Trajectory data must be lists.")
     if filter_native:
         expected = [t for t in expected if looks_like_mcp(t)]
         actual = [t for t in actual if looks_like_mcp(t)]
-    return expected, actual
+    return expected, actual, None
 
 
 def levenshtein(a: Sequence[object], b: Sequence[object]) -> int:
@@ -79,11 +80,9 @@ def trajectory_score(expected: object, actual: object, *, enforce_order: bool = 
                      filter_native_tools: bool = True, generated_error: object = None,
                      ) -> tuple[float, str]:
     """EvalBench's ``TrajectoryMatcher.compare`` score (0-100) and a short reason."""
-    prepared = _prepare(expected, actual, generated_error, filter_native_tools)
-    if isinstance(prepared[0], float):
-        return prepared  # type: ignore[return-value]
-    exp, act = prepared
-    assert isinstance(exp, list) and isinstance(act, list)
+    exp, act, ruled = _prepare(expected, actual, generated_error, filter_native_tools)
+    if ruled is not None:
+        return ruled
     if not exp and not act:
         return 100.0, "both trajectories are empty"
     if enforce_order:
@@ -106,11 +105,9 @@ def multiset_score(expected: object, actual: object, *, enforce_order: bool = Fa
         return trajectory_score(expected, actual, enforce_order=True,
                                 filter_native_tools=filter_native_tools,
                                 generated_error=generated_error)
-    prepared = _prepare(expected, actual, generated_error, filter_native_tools)
-    if isinstance(prepared[0], float):
-        return prepared  # type: ignore[return-value]
-    exp, act = prepared
-    assert isinstance(exp, list) and isinstance(act, list)
+    exp, act, ruled = _prepare(expected, actual, generated_error, filter_native_tools)
+    if ruled is not None:
+        return ruled
     if not exp and not act:
         return 100.0, "both trajectories are empty"
     e, a = Counter(exp), Counter(act)

@@ -16,7 +16,7 @@ from decimal import Decimal
 
 sys.path.insert(0, sys.argv[1])
 
-from dbagenteval.answer import ungrounded_numbers  # noqa: E402
+from dbagenteval.answer import ungrounded_numbers
 
 FIXED = [
     ("There are 59 customers.", "How many customers?", [[59]]),
