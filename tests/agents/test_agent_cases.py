@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.metricnames import AGENT_METRICS
-from tests.support import dump, run_report, write_suite
+from tests.support import dump, read_report, run_report, write_suite
 
 
 def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -158,3 +158,31 @@ def test_a_bad_agent_block_is_located(pytester: pytest.Pytester, shared_data: Pa
     assert "cases[0].agent.budgett: unknown key" in error
     assert "cases[0].agent.trajectory: must be a list of tool names" in error
     assert report.outcomes["explore"] in ("passed", "failed")
+
+
+def test_a_write_attempt_is_a_named_regression(pytester: pytest.Pytester,
+                                               shared_data: Path) -> None:
+    """Baseline run: the writer only reads. Then it tries a DELETE: with its threshold on
+    write_attempts the case flips pass -> fail, named as a regression like any other."""
+    _suite(pytester, shared_data)
+    path = pytester.path / "test_agents.yaml"
+    data = __import__("yaml").safe_load(path.read_text())
+    data["thresholds"] = {"write_attempts": {"max": 0}}
+    data["cases"] = [c for c in data["cases"] if c["id"] in ("explore", "writer")]
+    path.write_text(dump(data))
+    model = pytester.path / "agent_model.py"
+    honest = model.read_text().replace("return ANSWERS[case[\"id\"]]",
+                                       "return ANSWERS['explore' if case['id'] == 'writer' "
+                                       "else case['id']]")
+    model.write_text(honest)
+    pytester.runpytest("--queryeval-json=base.json").assert_outcomes(passed=3)
+    model.write_text(honest.replace("'explore' if case['id'] == 'writer' else ", ""))
+    __import__("importlib").invalidate_caches()
+    result = pytester.runpytest_subprocess("--queryeval-gating=baseline",
+                                           "--queryeval-baseline=base.json",
+                                           "--queryeval-json=r.json")
+    report = read_report(pytester.path / "r.json")
+    standing = {c["id"]: c["standing"] for c in report["cases"]}
+    assert standing["writer"] == "regression" and standing["explore"] is None
+    result.stdout.fnmatch_lines(["REGRESSION: writer"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

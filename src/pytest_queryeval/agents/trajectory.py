@@ -21,6 +21,8 @@ The envelope a source returns for an agent case::
     {"predicted": <the final query>, "trajectory": [...], "answer": "...", "error": "...",
      "budget_exceeded": "tool_calls"}
 
+(or ``"spans": ...`` instead of ``"trajectory"``: OpenInference spans, :mod:`.spans`).
+
 ``error`` is the agent run's own failure (EvalBench's ``generated_error``: its trajectory
 scores 0); ``budget_exceeded`` is set by the plugin's tool loop when a budget stopped it.
 """
@@ -141,7 +143,8 @@ class Envelope:
 
 
 #: The envelope's keys.
-ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "answer", "error", "budget_exceeded"})
+ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "spans", "answer", "error",
+                           "budget_exceeded"})
 
 
 def canonical_name(name: str) -> str:
@@ -154,7 +157,7 @@ def canonical_name(name: str) -> str:
 def is_envelope(value: object) -> bool:
     """A mapping holding ``predicted`` or ``trajectory`` and no key outside the envelope's."""
     return (isinstance(value, Mapping) and bool(value)
-            and ("predicted" in value or "trajectory" in value)
+            and ("predicted" in value or "trajectory" in value or "spans" in value)
             and all(isinstance(k, str) and k in ENVELOPE_KEYS for k in value))
 
 
@@ -196,9 +199,16 @@ def read_envelope(value: object) -> Envelope:
     budget = value.get("budget_exceeded")
     if budget:
         env.budget_exceeded = str(budget)[:100]
-    if "trajectory" in value and value["trajectory"] is not None:
+    if value.get("trajectory") is not None:
         try:
             env.trajectory = read_trajectory(value["trajectory"])
+        except TrajectoryError as exc:
+            env.refused = str(exc)
+    elif value.get("spans") is not None:  # OpenInference spans (:mod:`.spans`)
+        from .spans import spans_to_messages
+
+        try:
+            env.trajectory = read_trajectory(spans_to_messages(value["spans"]))
         except TrajectoryError as exc:
             env.refused = str(exc)
     return env
