@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +187,37 @@ def test_a_write_attempt_is_a_named_regression(pytester: pytest.Pytester,
     assert standing["writer"] == "regression" and standing["explore"] is None
     result.stdout.fnmatch_lines(["REGRESSION: writer"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize("how", ["file", "command"])
+def test_file_and_command_sources_carry_trajectories(pytester: pytest.Pytester,
+                                                     shared_data: Path, how: str) -> None:
+    _suite(pytester, shared_data)
+    lines = [{"id": cid, **answer, "usage": {"prompt_tokens": 10}} for cid, answer in
+             ANSWERS.items() if cid in ("explore", "writer")]
+    lines.append({"id": "plain", "predicted": COUNT, "answer": "59"})
+    (pytester.path / "preds.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    if how == "file":
+        source: dict[str, Any] = {"source": "file", "path": "preds.jsonl"}
+    else:
+        pytester.makepyfile(cmd_agent="""
+            import json, sys
+            case = json.load(sys.stdin)
+            for line in open("preds.jsonl"):
+                row = json.loads(line)
+                if row["id"] == case["id"]:
+                    print(json.dumps(row))
+        """)
+        source = {"source": "command", "command": [sys.executable, "cmd_agent.py"]}
+    config = json.loads((pytester.path / "queryeval.yaml").read_text())
+    config["predictions"] = source
+    (pytester.path / "queryeval.yaml").write_text(dump(config))
+    agents = __import__("yaml").safe_load((pytester.path / "test_agents.yaml").read_text())
+    agents["cases"] = [c for c in agents["cases"] if c["id"] in ("explore", "writer")]
+    (pytester.path / "test_agents.yaml").write_text(dump(agents))
+    _, report = run_report(pytester)
+    m = report.by_id["explore"]["metrics"]
+    assert (m["tool_calls"], m["queries_executed"], m["answer_grounded"]) == (3.0, 2.0, 1.0)
+    assert report.by_id["writer"]["metrics"]["write_attempts"] == 1.0
+    assert m["execution_accuracy"] == 1.0
+    assert not set(report.by_id["plain"]["metrics"]) & AGENT_METRICS

@@ -147,6 +147,16 @@ ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "spans", "answer", "error"
                            "budget_exceeded"})
 
 
+def carried(record: Mapping[str, Any], value: object) -> object:
+    """What a source's record (a predictions-file line, a command's JSON) gives an agent case:
+    the envelope when the record carries a trajectory, spans or an answer beside its
+    prediction ``value``, else ``value`` alone."""
+    if not any(k in record for k in ("trajectory", "spans", "answer")):
+        return value
+    return {"predicted": value,
+            **{k: record[k] for k in sorted(ENVELOPE_KEYS - {"predicted"}) if k in record}}
+
+
 def canonical_name(name: str) -> str:
     """A plugin tool's bare name under :data:`SERVER` (``run_query`` →
     ``queryeval__run_query``); any other name as given, so an outside MCP tool
@@ -155,10 +165,10 @@ def canonical_name(name: str) -> str:
 
 
 def is_envelope(value: object) -> bool:
-    """A mapping holding ``predicted`` or ``trajectory`` and no key outside the envelope's."""
-    return (isinstance(value, Mapping) and bool(value)
-            and ("predicted" in value or "trajectory" in value or "spans" in value)
-            and all(isinstance(k, str) and k in ENVELOPE_KEYS for k in value))
+    """A mapping holding ``predicted``, ``trajectory`` or ``spans`` (an agent case's answer
+    is read so; other keys, such as a command's ``usage``, are kept aside)."""
+    return isinstance(value, Mapping) and any(
+        k in value for k in ("predicted", "trajectory", "spans"))
 
 
 def read_envelope(value: object) -> Envelope:
@@ -184,7 +194,8 @@ def read_envelope(value: object) -> Envelope:
     if not is_envelope(value):
         return Envelope(value)
     assert isinstance(value, Mapping)
-    env = Envelope(value.get("predicted"))
+    env = Envelope(value.get("predicted"),
+                   extra={str(k): v for k, v in value.items() if k not in ENVELOPE_KEYS})
     answer = value.get("answer")
     if answer is not None:
         if not isinstance(answer, str):
