@@ -121,6 +121,18 @@ CAPABILITIES: dict[str, Added] = {
     "clarification": _one_file("sql", [
         {"id": "cap-clarify", "question": "Who are the biggest customers?", "expect": "clarify",
          "predicted": {"clarify": "Do you mean by total amount or by number of orders?"}}]),
+    "agent": _one_file("sql", [
+        {"id": "cap-agent", "question": "How many orders?", "gold": COUNT,
+         "agent": {"trajectory": ["get_schema", "run_query"], "forbidden_tables": ["orders"]},
+         "predicted": {"predicted": COUNT, "answer": "There are 3 orders.", "trajectory": [
+             {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {
+                     "name": "run_query", "arguments": '{"query": "DELETE FROM orders"}'}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": "refused"},
+             {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "c2", "type": "function", "function": {
+                     "name": "run_query", "arguments": '{"query": "%s"}' % COUNT}}]},
+             {"role": "tool", "tool_call_id": "c2", "content": "3"}]}}]),
     "conversation": _one_file("sql", [
         {"id": "cap-chat", "conversation": [
             {"role": "user", "content": "How many orders?", "gold": COUNT, "predicted": COUNT},
