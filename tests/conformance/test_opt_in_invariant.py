@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.metricnames import AGENT_METRICS
-
 from tests.e2e.support import Run, differences, normalise, run_pytest
 from tests.fixtures.openai_standin import KEY, OpenAIStandin
 
