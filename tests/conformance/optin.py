@@ -13,6 +13,7 @@ judge: the stand-in judge of tests/fixtures/openai_standin.py, as no model can r
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from collections.abc import Callable
@@ -131,7 +132,7 @@ CAPABILITIES: dict[str, Added] = {
              {"role": "tool", "tool_call_id": "c1", "content": "refused"},
              {"role": "assistant", "content": None, "tool_calls": [
                  {"id": "c2", "type": "function", "function": {
-                     "name": "run_query", "arguments": '{"query": "%s"}' % COUNT}}]},
+                     "name": "run_query", "arguments": json.dumps({"query": COUNT})}}]},
              {"role": "tool", "tool_call_id": "c2", "content": "3"}]}}]),
     "conversation": _one_file("sql", [
         {"id": "cap-chat", "conversation": [
