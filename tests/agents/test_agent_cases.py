@@ -82,10 +82,12 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_agent_metrics_and_database_counts(pytester: pytest.Pytester, shared_data: Path) -> None:
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_agent_metrics_and_database_counts(pytester: pytest.Pytester, shared_data: Path,
+                                           workers: tuple[str, ...]) -> None:
     db = _suite(pytester, shared_data)
     before = _digest(db)
-    result, report = run_report(pytester)
+    result, report = run_report(pytester, *workers, subprocess=bool(workers))
     cases = report.by_id
     m = cases["explore"]["metrics"]
     assert m["execution_accuracy"] == 1.0  # the final query, scored by the kind
