@@ -191,7 +191,7 @@ def _winners(shards: Sequence[tuple[str, Mapping[str, Any]]], indices: list[int]
              ) -> tuple[dict[str, tuple[int, int]], dict[int, int]]:
     """Of the attempts ``indices`` of one shard: case key -> (report, position) of the record
     that wins (the latest complete one, else the latest), and report -> its records that lost."""
-    from ..plugin.resume import COMPLETE
+    from ..report.shardcheck import COMPLETE_OUTCOMES as COMPLETE
 
     best: dict[str, tuple[int, int, bool]] = {}
     for i in indices:  # earliest first: a later record replaces an earlier one
@@ -383,7 +383,7 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
     anything is read or written, as ``queryeval merge r.json -o r.json`` once overwrote its
     own shard."""
     from .._util.safefile import same_file
-    from ..plugin.declare import REPORT_WRITERS
+    from ..report.formats import REPORT_WRITERS
 
     inputs = [(f"shard {i} ({path})", path) for i, path in enumerate(shards, 1)]
     if options.baseline:
