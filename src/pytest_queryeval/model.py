@@ -251,7 +251,7 @@ class Scored:
     #: What the prediction produced, comparable across repeats of one case (the consistency
     #: metric): a digest of the predicted result; None lets the engine use the query text.
     signature: str | None = None
-    #: The result-table metrics under each near-miss relaxation (:mod:`.engine.nearmiss`), computed
+    #: The result-table metrics under each near-miss relaxation (:mod:`.rules.nearmiss`), computed
     #: by the engine only when the case fails; None for kinds without result tables.
     #: ``relaxed(names=None)``: the table metrics (``names`` of them; None: all) under each
     #: near-miss relaxation (:func:`..nearmiss.relaxed_metrics`), computed when first asked.
@@ -304,7 +304,7 @@ class Kind(Protocol):
 
     Optional: a class attribute ``default_thresholds`` (``{metric: bound}`` as in YAML) gates
     the cases that no threshold in effect judges; a kind without one makes them errors
-    (:func:`~pytest_queryeval.engine.thresholds.apply_default`).
+    (:func:`~pytest_queryeval.rules.thresholds.apply_default`).
     """
 
     name: ClassVar[str]
@@ -410,7 +410,7 @@ class CaseRecord(TypedDict):
     reason: str | None
     #: The failure report's lines (missing and extra rows, SQL components), capped.
     diff: list[str]
-    #: The relaxations that would make a failing case pass (:func:`.engine.nearmiss.flips`), None
+    #: The relaxations that would make a failing case pass (:func:`.rules.nearmiss.flips`), None
     #: when not attributed; absent in the record of a case file that could not be read.
     near_miss: NotRequired[list[str] | None]
     #: The kind's and the engine's extras, JSON-safe and capped: each kind, the judge

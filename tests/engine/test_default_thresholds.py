@@ -252,7 +252,7 @@ def test_sql_default_follows_the_source() -> None:
     """Nothing runs on a schema-only source: its SQL cases are gated on the gold's structure."""
     from pathlib import Path
 
-    from pytest_queryeval.engine.thresholds import apply_default
+    from pytest_queryeval.rules.thresholds import apply_default
     from pytest_queryeval.kinds import get_kind
     from pytest_queryeval.model import Case
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.engine import Evaluator, run_case
-from pytest_queryeval.engine.nearmiss import RELAXATIONS, aggregate, summary_lines
+from pytest_queryeval.rules.nearmiss import RELAXATIONS, aggregate, summary_lines
 from pytest_queryeval.model import Threshold
 from tests.support import read_report, write_suite
 

@@ -116,7 +116,7 @@ def with_spider(aggregates: dict[str, Any], records: Sequence[RecordLike]) -> di
 def aggregates_of(records: Sequence[RecordLike]) -> dict[str, Any]:
     """Every aggregate of a report's cases (plain means, groups, the Spider table, how many
     cases each threshold gated)."""
-    from ..engine.thresholds import coverage
+    from ..rules.thresholds import coverage
 
     aggregates = with_spider(aggregate(records), records)
     aggregates["thresholds"] = coverage(records)
@@ -243,8 +243,8 @@ def interrupted_report(run: dict[str, Any], reason: str) -> dict[str, Any]:
     while its only cases were stuck): zero cases, ``run.interrupted`` true and the reason, so
     CI that keeps ``report.json`` always finds one and sees why it is empty. ``run``: the
     run fields of a normal report (times, exit status, model ...)."""
-    from ..engine.nearmiss import aggregate as near_miss_aggregate
-    from ..engine.repeats import flaky_cases
+    from ..rules.nearmiss import aggregate as near_miss_aggregate
+    from ..rules.repeats import flaky_cases
     from ..judge.report import aggregate as judge_aggregate
 
     return {"version": 1,

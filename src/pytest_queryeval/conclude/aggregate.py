@@ -27,8 +27,8 @@ from ..metricnames import (
     SPIDER_STRUCTURE_METRICS,
 )
 from ..model import NO_DIFFICULTY
-from ..report.by_turn import COUNTS, MISSING, PASSED, scored_turns
-from ..report.columns import ordered_metrics
+from ..figures.by_turn import COUNTS, MISSING, PASSED, scored_turns
+from ..figures.columns import ordered_metrics
 from ..suite.config import Gate
 from .models import models_aggregates
 

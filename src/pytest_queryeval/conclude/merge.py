@@ -30,8 +30,8 @@ from typing import Any
 from .._util.paths import display
 from .._util.wording import shortlist
 from ..baseline.refusals import update_refusals
-from ..engine.nearmiss import aggregate as near_miss_aggregate
-from ..engine.repeats import flaky_cases
+from ..rules.nearmiss import aggregate as near_miss_aggregate
+from ..rules.repeats import flaky_cases
 from ..errors import QueryEvalError
 from ..judge.report import aggregate as judge_aggregate
 from ..plugin.options import ReportOptions

@@ -198,7 +198,7 @@ def clarify_thresholds(case: Case, written: Mapping[str, object]) -> None:
     """An ``expect: clarify`` case is judged by ``clarified >= 1`` (and ``asks_about >= 1``
     with terms) unless its own thresholds bound them; without a reply, bounds on answer
     metrics inherited from the suite mean nothing there and are dropped."""
-    from .thresholds import judges_answer
+    from ..rules.thresholds import judges_answer
 
     names = [CLARIFIED, *([ASKS_ABOUT] if asks_about_terms(case) else [])]
     kept = dict(case.thresholds) if case.reply is not None else {

@@ -30,7 +30,7 @@ from ..metricnames import (
 from ..model import MISSING, Case, Kind, Turn
 from ..predict import Prediction, Predictor
 from .steps import CaseOutcome, ask, failures_count_as_model
-from .thresholds import evaluate as check_thresholds
+from ..rules.thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
     from . import Evaluator

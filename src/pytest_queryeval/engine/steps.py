@@ -65,7 +65,7 @@ def near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[..., Any]
     """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
     never a metric or a verdict. A relaxation that breaks is left out, never the case. Only
     the metrics the case's thresholds judge are computed under the relaxations."""
-    from .nearmiss import describe, flips, table_metrics_of
+    from ..rules.nearmiss import describe, flips, table_metrics_of
 
     thresholds = {m: t for m, t in case.thresholds.items() if m not in REPEAT_METRICS}
     try:

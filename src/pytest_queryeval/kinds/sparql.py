@@ -366,7 +366,7 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     table, compare = gold.table, opts.compare
 
     def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
-        from ..engine.nearmiss import relaxed_metrics  # near misses, only if the case fails
+        from ..rules.nearmiss import relaxed_metrics  # near misses, only if the case fails
 
         return relaxed_metrics(table, pred, order_matters=ordered, compare=compare, names=names)
     compared = (gold.query or "", table, pred_query or "", pred)  # what a judge is shown

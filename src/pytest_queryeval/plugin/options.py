@@ -207,7 +207,7 @@ class RunOptions:
         one."""
         import pytest
 
-        from ..engine.thresholds import parse_cli
+        from ..rules.thresholds import parse_cli
 
         get = config.getoption
         try:

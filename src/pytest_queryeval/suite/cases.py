@@ -20,7 +20,7 @@ from .. import kinds as kind_registry
 from .._util.numeric import option_limit
 from .._util.safetext import is_safe, printable
 from .._util.wording import suggest as _suggest
-from ..engine.thresholds import apply_default, parse_threshold
+from ..rules.thresholds import apply_default, parse_threshold
 from ..errors import ConfigError
 from ..model import Case, Kind, Threshold
 from ..results import ResultTable
@@ -499,7 +499,7 @@ class _Draft:
         """``repeat`` (a positive integer) and ``repeat_rule`` (all, majority, any). A case
         that writes its own prediction and asks for repeats is a mistake: the same text N
         times."""
-        from ..engine.repeats import RULES
+        from ..rules.repeats import RULES
 
         case, entry, merged = self.case, self.entry, self.merged
         value = merged.get("repeat", 1)
@@ -626,7 +626,7 @@ class _Draft:
         """``expect: abstain``: no answer is right. Such a case has no gold to run, and is
         judged by ``abstained`` alone (a bound on an answer metric means nothing there)."""
         from ..engine.abstain import ABSTAINED, EXPECT_VALUES
-        from ..engine.thresholds import judges_answer
+        from ..rules.thresholds import judges_answer
 
         case = self.case
         case.abstain_patterns = self.reader.suite.abstain_patterns

@@ -25,7 +25,7 @@ from .._util import numeric, safefile
 from .._util.paths import display
 from .._util.secrets import url_passwords
 from .._util.wording import suggest
-from ..engine.thresholds import parse_threshold
+from ..rules.thresholds import parse_threshold
 from ..errors import ConfigError
 from ..metricnames import PASS_HAT_K, PASS_K_GATES, PASS_RATE
 from ..model import Threshold

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..engine.clarify import ASKS_ABOUT, CLARIFIED
-from ..engine.thresholds import judges_answer
+from ..rules.thresholds import judges_answer
 from ..metricnames import INTERACTION_ACCURACY
 from ..model import MISSING, Case, Threshold, Turn
 from .yamlload import LocDict
