@@ -151,7 +151,7 @@ class Case:
     #: ``repeat_rule:`` (how the runs' outcomes make the case's: all, majority or any).
     repeat: int = 1
     repeat_rule: str = "all"
-    #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.suite.pricing.Price`) and its
+    #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.predict.pricing.Price`) and its
     #: ``model:`` label, the price looked up when the source does not name its model.
     pricing: dict[str, Any] = field(default_factory=dict)
     model_label: str | None = None

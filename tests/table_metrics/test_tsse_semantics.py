@@ -344,8 +344,8 @@ def test_match_metrics_equal_the_full_comparison(
     """``bird_ex`` (alone or with EX) without the other metrics equals what the full
     comparison computes, on the same random tables (NaN, -0.0, int/float/bool mixes); so do
     the near-miss relaxations of a case gated on ``bird_ex``."""
-    from pytest_queryeval.rules.nearmiss import relaxed_metrics
     from pytest_queryeval.metrics.table import match_metrics
+    from pytest_queryeval.rules.nearmiss import relaxed_metrics
 
     gold, pred, ordered = data
     full = table_metrics(T(gold), T(pred), order_matters=ordered)

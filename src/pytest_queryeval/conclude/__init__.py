@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import QueryEvalError
 from ..kinds._registry import declares
 from ..report.formats import REPORT_WRITERS, WORST, ReportFile
+from ..report.outcome import Outcome, run_outcome
 from ..report.terminal import gate_lines, summary_lines
 from .aggregate import aggregate, reference_aggregates
-from .outcome import Outcome, run_outcome
 
 if TYPE_CHECKING:
     from ..baseline.compare import Comparison
@@ -59,7 +59,7 @@ class Outputs:
     #: How a path is shown in the summary (rootdir-relative in the plugin).
     display: Callable[[Path], str] = field(default=str)
     #: Filled in by :func:`conclude`: causes of failure the report does not record (for the
-    #: run's outcome, :func:`~pytest_queryeval.conclude.outcome.run_outcome`).
+    #: run's outcome, :func:`~pytest_queryeval.report.outcome.run_outcome`).
     problems: list[str] = field(default_factory=list)
     #: Set by :func:`conclude`: the failing cases a baseline refresh recorded as the accepted
     #: state (:func:`accepted_by_refresh`; the session then exits 0).
@@ -243,9 +243,9 @@ def interrupted_report(run: dict[str, Any], reason: str) -> dict[str, Any]:
     while its only cases were stuck): zero cases, ``run.interrupted`` true and the reason, so
     CI that keeps ``report.json`` always finds one and sees why it is empty. ``run``: the
     run fields of a normal report (times, exit status, model ...)."""
+    from ..judge.report import aggregate as judge_aggregate
     from ..rules.nearmiss import aggregate as near_miss_aggregate
     from ..rules.repeats import flaky_cases
-    from ..judge.report import aggregate as judge_aggregate
 
     return {"version": 1,
             "run": {**run, "interrupted": True, "interrupt_reason": reason,

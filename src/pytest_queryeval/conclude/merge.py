@@ -30,11 +30,11 @@ from typing import Any
 from .._util.paths import display
 from .._util.wording import shortlist
 from ..baseline.refusals import update_refusals
-from ..rules.nearmiss import aggregate as near_miss_aggregate
-from ..rules.repeats import flaky_cases
 from ..errors import QueryEvalError
 from ..judge.report import aggregate as judge_aggregate
 from ..plugin.options import ReportOptions
+from ..rules.nearmiss import aggregate as near_miss_aggregate
+from ..rules.repeats import flaky_cases
 from ..suite.config import Gate
 from . import aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
@@ -143,7 +143,7 @@ def _audit_mode(report: Mapping[str, Any]) -> str | None:
 def _shard(value: object) -> tuple[int, int] | None:
     if not isinstance(value, str):
         return None
-    from ..plugin.shard import parse_shard
+    from ..suite.shard import parse_shard
 
     try:
         return parse_shard(value)
@@ -476,7 +476,7 @@ def run(argv: Sequence[str]) -> int:
         except (OSError, QueryEvalError) as exc:
             lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")
             status = TESTS_FAILED if status == OK else status
-    from .outcome import run_outcome
+    from ..report.outcome import run_outcome
 
     # the last line: the outcome and why, as the reports state it
     lines.append((out.outcome or run_outcome(report, failing=status != OK,

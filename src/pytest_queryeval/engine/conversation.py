@@ -29,8 +29,8 @@ from ..metricnames import (
 )
 from ..model import MISSING, Case, Kind, Turn
 from ..predict import Prediction, Predictor
-from .steps import CaseOutcome, ask, failures_count_as_model
 from ..rules.thresholds import evaluate as check_thresholds
+from .steps import CaseOutcome, ask, failures_count_as_model
 
 if TYPE_CHECKING:
     from . import Evaluator

@@ -83,7 +83,7 @@ def record_usage(case: Case, prediction: Prediction, metrics: dict[str, float],
                  details: dict[str, Any]) -> None:
     """The usage the source reported as metrics, and ``cost_usd`` from ``pricing:`` when the
     source reported none and the table has the model's price."""
-    from ..suite.pricing import price_for
+    from ..predict.pricing import price_for
 
     for key, value in prediction.usage.items():
         metrics[key] = float(value)

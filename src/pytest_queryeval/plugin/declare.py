@@ -29,10 +29,6 @@ DEFAULT_FILES = ("test_*.yaml", "test_*.yml")
 AddOption = Callable[..., object]
 
 GATING_MODES = ("strict", "baseline", "gates")
-#: Deprecated spellings (old -> new), accepted for one release with a deprecation warning
-#: (docs/reference.md, Glossary).
-RENAMED_OPTIONS = {"--queryeval-verdict": "--queryeval-gating"}
-RENAMED_INI = {"queryeval_verdict": "queryeval_gating"}
 AUDIT_FLAG = "--queryeval-audit-golds"
 #: The fixture that scores a case written in a test function (:mod:`.pycases`): a run whose
 #: tests use it wakes the plugin at collection.

@@ -278,7 +278,7 @@ class RunOptions:
                                                               get("queryeval_shard"))
         shard = None
         if get("queryeval_shard"):  # checked above (by the controller, under xdist)
-            from .shard import parse_shard
+            from ..suite.shard import parse_shard
 
             try:
                 shard = parse_shard(get("queryeval_shard"))
@@ -300,7 +300,7 @@ class RunOptions:
         durations = None
         path, given = _path_value(config, "queryeval_shard_durations")
         if path is not None and shard is not None:
-            from .shard import load_durations
+            from ..suite.shard import load_durations
 
             try:
                 durations = load_durations(path, given)
@@ -346,7 +346,7 @@ class RunOptions:
         if self.repeat is not None and self.repeat < 1:
             problems.append(f"--queryeval-repeat={self.repeat}: must be 1 or more")
         if shard:
-            from .shard import parse_shard
+            from ..suite.shard import parse_shard
 
             try:
                 parse_shard(shard)

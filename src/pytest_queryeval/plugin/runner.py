@@ -249,7 +249,7 @@ class Runner:
         """``--queryeval-shard I/N``: deselect the items of the other shards (cases by id,
         other items by node id), as pytest's own deselection does. With recorded durations
         (``--queryeval-shard-durations``) the cases are balanced by them instead of hashed."""
-        from .shard import balanced_shards, shard_of
+        from ..suite.shard import balanced_shards, shard_of
 
         assert self.options.shard is not None
         index, total = self.options.shard

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._util.safefile import atomic_output
 from ..errors import MissingDependency
-from ..kinds._registry import declares
-from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
 from ..figures.columns import (
     difficulty_of,
     gated_metrics,
@@ -31,6 +29,8 @@ from ..figures.columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from ..kinds._registry import declares
+from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
 
 if TYPE_CHECKING:  # xlsxwriter ships no type information: these name what is passed around
     from xlsxwriter.format import Format
@@ -658,8 +658,8 @@ def _audit_sheet(wb: Workbook, fmt: Formats, audit: Mapping[str, Any]) -> None:
 def _outcome_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """The first sheet: the run's outcome in the words of the summary's last line, each
     cause, then the pass rate with its count, the gates and the baseline comparison."""
-    from ..conclude.outcome import pass_rate_text, stated
     from ..figures.numbers import doc_pct
+    from .outcome import pass_rate_text, stated
 
     ws = wb.add_worksheet("Outcome")
     outcome = stated(report)

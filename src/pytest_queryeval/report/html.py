@@ -22,15 +22,6 @@ from typing import TYPE_CHECKING, Any
 from .._util.safefile import write_atomic
 from .._util.safetext import printable
 from ..baseline.compare import Comparison, MetricDelta
-from ..conclude.outcome import Outcome, pass_rate_text, stated
-from ..metricnames import (
-    FAILED_OUTCOMES,
-    PASS_RATE,
-    PASSED_OUTCOMES,
-    USAGE_METRICS,
-    is_timing,
-    lower_is_better,
-)
 from ..figures.by_turn import scored_turns
 from ..figures.columns import (
     difficulty_of,
@@ -40,9 +31,18 @@ from ..figures.columns import (
     ordered_difficulties,
     ordered_metrics,
 )
-from .models import html_section as models_section
 from ..figures.numbers import doc_num as _num
 from ..figures.numbers import doc_pct as _pct
+from ..metricnames import (
+    FAILED_OUTCOMES,
+    PASS_RATE,
+    PASSED_OUTCOMES,
+    USAGE_METRICS,
+    is_timing,
+    lower_is_better,
+)
+from .models import html_section as models_section
+from .outcome import Outcome, pass_rate_text, stated
 from .terminal import (
     SPEND_HEADERS,
     arrow,

@@ -17,8 +17,6 @@ from .._util.safefile import write_atomic
 from .._util.safetext import printable
 from .._util.wording import plural, shortlist
 from ..baseline.compare import Comparison, MetricDelta
-from ..conclude.outcome import pass_rate_text, stated
-from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
 from ..figures.by_turn import scored_turns
 from ..figures.columns import (
     difficulty_of,
@@ -28,9 +26,11 @@ from ..figures.columns import (
     ordered_difficulties,
     ordered_metrics,
 )
-from .models import markdown_lines as model_lines
 from ..figures.numbers import doc_num as _num
 from ..figures.numbers import doc_pct as _pct
+from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
+from .models import markdown_lines as model_lines
+from .outcome import pass_rate_text, stated
 from .terminal import (
     SPEND_HEADERS,
     arrow,

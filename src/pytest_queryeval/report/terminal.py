@@ -15,15 +15,15 @@ from .._util.safetext import printable
 from .._util.wording import plural, shortlist
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
 from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
+from ..figures.by_turn import scored_turns
+from ..figures.columns import gated_metrics, is_detail_metric, is_spider_component
+from ..figures.numbers import num, signed
+from ..figures.numbers import pct as _pct
 from ..kinds._registry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
-from ..figures.by_turn import scored_turns
-from ..figures.columns import gated_metrics, is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .models import terminal_lines as model_lines
-from ..figures.numbers import num, signed
-from ..figures.numbers import pct as _pct
 
 if TYPE_CHECKING:
     from ..model import RecordLike
@@ -388,9 +388,9 @@ def _gate_cases(gate: Mapping[str, Any]) -> str:
 
 def outcome_line(report: Mapping[str, Any], *, failed: bool,
                  problems: Sequence[str] = ()) -> str:
-    """The summary's last line: :func:`~pytest_queryeval.conclude.outcome.run_outcome`'s (``failed``:
+    """The summary's last line: :func:`~pytest_queryeval.report.outcome.run_outcome`'s (``failed``:
     the session fails), which every report's headline states in the same words."""
-    from ..conclude.outcome import run_outcome
+    from .outcome import run_outcome
 
     return run_outcome(report, failing=failed, problems=problems).line
 

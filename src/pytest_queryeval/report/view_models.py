@@ -128,8 +128,8 @@ def compare(models: Sequence[str | None], tables: Sequence[Mapping[str, Record]]
     from ..conclude.aggregate import group_stats
     from ..conclude.models import compare_models
     from ..figures.columns import difficulty_of, ordered_difficulties
-    from .models import pair_text, table
     from ..figures.numbers import doc_num, doc_pct
+    from .models import pair_text, table
 
     latest: dict[str, int] = {}
     for index, model in enumerate(models):

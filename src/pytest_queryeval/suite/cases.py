@@ -10,6 +10,7 @@ Why one module of this size: every rule of a case entry lives with the reader th
 from __future__ import annotations
 
 import csv
+import json
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -20,10 +21,10 @@ from .. import kinds as kind_registry
 from .._util.numeric import option_limit
 from .._util.safetext import is_safe, printable
 from .._util.wording import suggest as _suggest
-from ..rules.thresholds import apply_default, parse_threshold
 from ..errors import ConfigError
 from ..model import Case, Kind, Threshold
 from ..results import ResultTable
+from ..rules.thresholds import apply_default, parse_threshold
 from .config import SuiteConfig
 from .deprecated import QueryevalDeprecationWarning, renamed_key
 from .yamlload import LocDict, LocList, load_file, plain
@@ -143,11 +144,16 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
     return out
 
 
+def encode(value: object) -> str:
+    """The JSON text a case's identity digests (:func:`~..plugin.resume.identity`): here, where
+    :func:`_set_aside` encodes a case's recorded tables as it reads them."""
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
 def _set_aside(case: Case, keys: list[str]) -> None:
     """Take the recorded tables ``keys`` out of ``case.raw`` once they are read: every case
     lives to the end of the session, and its table twice (lists, and the table's tuples) was
     most of a case's memory. :func:`~..plugin.resume.identity` digests their JSON text instead."""
-    from ..plugin.resume import encode
 
     raw = case.raw
     if not all(type(k) is str for k in raw):
@@ -734,7 +740,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: str | lis
     """``gold_result: file.csv`` / ``[a.csv, b.csv]`` (gold alternatives) and
     ``predicted_result: file.csv`` (a result the model's query gave, Spider 2.0's
     executed-CSV submissions): paths relative to the case file, read the way Spider 2.0's
-    evaluator reads them (:mod:`..kinds.sql.results_csv`)."""
+    evaluator reads them (:mod:`..metrics.results_csv`)."""
     which = "gold" if field_name == "gold_result" else "predicted"
     if not kind_registry.declares(case.kind, "result_files"):
         errors.add(container, field_name, key_path,
@@ -744,7 +750,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: str | lis
         errors.add(container, field_name, key_path,
                    "one predicted result file (a list of files is for gold_result)")
         return
-    from ..kinds.sql.results_csv import CsvError, frame_table, read_csv_file
+    from ..metrics.results_csv import CsvError, frame_table, read_csv_file
 
     names = [value] if isinstance(value, str) else list(value)
     tables = []

@@ -25,15 +25,15 @@ from .._util import numeric, safefile
 from .._util.paths import display
 from .._util.secrets import url_passwords
 from .._util.wording import suggest
-from ..rules.thresholds import parse_threshold
 from ..errors import ConfigError
 from ..metricnames import PASS_HAT_K, PASS_K_GATES, PASS_RATE
 from ..model import Threshold
 from ..predict import SOURCE_NAMES
+from ..predict.pricing import Price, parse_pricing
+from ..rules.thresholds import parse_threshold
 from ..sources.defined import define
 from ..sources.keys import PATH_KEYS, plugin_key_problems, source_problems
 from .models import is_models_mapping, parse_models
-from .pricing import Price, parse_pricing
 from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"

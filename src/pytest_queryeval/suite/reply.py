@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..engine.clarify import ASKS_ABOUT, CLARIFIED
-from ..rules.thresholds import judges_answer
 from ..metricnames import INTERACTION_ACCURACY
 from ..model import MISSING, Case, Threshold, Turn
+from ..rules.thresholds import judges_answer
 from .yamlload import LocDict
 
 
