@@ -196,7 +196,7 @@ class Case:
     #: ``conversation_scoring:``: ``all`` (a missing turn scores 0) or ``tsse`` (dropped, as the
     #: Spider test-suite evaluator's ``zip`` does; :mod:`.metrics.tsse`).
     conversation_scoring: str = "all"
-    #: On the case of one turn (:func:`.engine.conversation.turn_case`): its number and the
+    #: On the case of one turn (:func:`.rules.conversation.turn_case`): its number and the
     #: earlier turns as ``{"role", "content"}`` messages, sent to every source.
     turn: int | None = None
     history: list[dict[str, str]] | None = None

@@ -19,42 +19,12 @@ from collections.abc import Mapping, Sequence
 
 from ..metricnames import REPEAT_METRICS
 from ..model import Case, Context, Kind, Scored, Threshold
+from ..rules.abstain import ABSTAINED
 from .steps import CaseOutcome
 
-#: ``expect:`` values: the default, an answer; ``abstain``: no answer is the right output;
-#: ``clarify``: a question back is (:mod:`.clarify`).
-EXPECT_VALUES = ("answer", "abstain", "clarify")
 #: The tool names an agent calls to decline.
 ABSTAIN_TOOLS = frozenset({"abstain"})
-#: The threshold an ``expect: abstain`` case is judged by.
-ABSTAINED = "abstained"
-#: ``abstention:`` in ``queryeval.yaml``: which texts abstain. ``default``: none but those
-#: matching ``abstain_patterns`` (an empty text is an answer); ``ehrsql``: also the text the
-#: EHRSQL 2024 reference reads as its skip indicator ``'null'`` (:func:`..metrics.reliability.
-#: skips`), so a suite of its files scores as its ``scoring_v2.py`` does.
-ABSTENTION_RULES = ("default", "ehrsql")
 EHRSQL_SKIP = "the EHRSQL skip text 'null'"
-
-
-def check_patterns(value: object) -> tuple[tuple[str, ...], str | None]:
-    """``abstain_patterns:`` as regular expressions (searched case-insensitively), or why not."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        return (), "must be a list of regular expressions (strings)"
-    for pattern in value:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            return (), f"{pattern!r} is not a regular expression: {exc}"
-    return tuple(value), None
-
-
-def check_rule(value: object) -> str | None:
-    """Why ``abstention:`` is not one of :data:`ABSTENTION_RULES`, or None."""
-    if value in ABSTENTION_RULES:
-        return None
-    return f"must be one of {', '.join(ABSTENTION_RULES)}, not {value!r}"
 
 
 def abstention(value: object, patterns: Sequence[str], rule: str = "default",

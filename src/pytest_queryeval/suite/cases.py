@@ -631,7 +631,7 @@ class _Draft:
     def expect(self) -> None:
         """``expect: abstain``: no answer is right. Such a case has no gold to run, and is
         judged by ``abstained`` alone (a bound on an answer metric means nothing there)."""
-        from ..engine.abstain import ABSTAINED, EXPECT_VALUES
+        from ..rules.abstain import ABSTAINED, EXPECT_VALUES
         from ..rules.thresholds import judges_answer
 
         case = self.case
@@ -650,7 +650,7 @@ class _Draft:
             return
         case.expect = str(value)
         if value == "clarify" or "clarification" in self.entry or "reply" in self.entry:
-            from ..engine.clarify import check_case, clarify_thresholds
+            from ..rules.clarify import check_case, clarify_thresholds
 
             problems = check_case(self.entry, value)
             for container, key, path, message in problems:
@@ -709,7 +709,7 @@ class _Draft:
             return
         display, entry = self.reader.display, self.entry
         if self.case.turns is not None:
-            from ..engine.conversation import turn_problems
+            from ..rules.conversation import turn_problems
 
             for key_path, message in turn_problems(kind, self.case):
                 errors.items.append(f"{display}:{_line_for(entry, key_path)}: "

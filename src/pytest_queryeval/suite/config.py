@@ -143,7 +143,7 @@ class SuiteConfig:
     #: ``abstain_patterns:``: regular expressions that make a text prediction a refusal (see
     #: :mod:`..engine.abstain`); a child file's list replaces its parent's.
     abstain_patterns: tuple[str, ...] = ()
-    #: ``abstention:``: ``default`` or ``ehrsql`` (:data:`..engine.abstain.ABSTENTION_RULES`);
+    #: ``abstention:``: ``default`` or ``ehrsql`` (:data:`..rules.abstain.ABSTENTION_RULES`);
     #: a child file's value replaces its parent's.
     abstention: str = "default"
     #: ``clarify_patterns:``: the same for a question back (:mod:`..engine.clarify`).
@@ -283,14 +283,14 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                               f"string (the label of the model under test)")
     for name in ("abstain_patterns", "clarify_patterns"):
         if name in data:
-            from ..engine.abstain import check_patterns
+            from ..rules.abstain import check_patterns
 
             patterns, bad = check_patterns(data[name])
             if bad:
                 cfg.errors.append(f"{_loc(display, data, name)}: {name}: {bad}")
             setattr(cfg, name, patterns)
     if "abstention" in data:
-        from ..engine.abstain import check_rule
+        from ..rules.abstain import check_rule
 
         bad = check_rule(data["abstention"])
         if bad:
