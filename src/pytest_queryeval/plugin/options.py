@@ -207,46 +207,12 @@ class RunOptions:
         one."""
         import pytest
 
-        from ..rules.thresholds import parse_cli
+        from ..suite.checks import ini_line
 
         get = config.getoption
-        try:
-            ini_thresholds = parse_cli(config.getini("queryeval_thresholds"))
-            cli_thresholds = parse_cli(get("queryeval_threshold"))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
-        given = get("queryeval_predictions") or []
-        from ..suite.models import cli_models
-
-        try:
-            models = cli_models(list(given), config.invocation_params.dir) or {}
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
-        predictions = None if models or not given else str(given[0])
-        override = None
-        if predictions:
-            from ..predict import predictor_from_cli
-
-            override = predictor_from_cli(predictions, config.invocation_params.dir)
-        override_inline = bool(get("queryeval_predictions_override_inline"))
-        if override_inline and not predictions:
-            raise pytest.UsageError("queryeval: --queryeval-predictions-override-inline needs "
-                                    "--queryeval-predictions")
-        concurrency = None
-        if get("queryeval_concurrency") is not None:
-            from ..predict.pool import parse_concurrency
-
-            try:
-                concurrency = parse_concurrency(get("queryeval_concurrency"))
-            except ValueError as exc:
-                raise pytest.UsageError(f"queryeval: --queryeval-concurrency {exc}") from None
-        from ..suite.checks import ini_line
-        from .failure_section import parse_max_details
-
-        try:
-            max_failure_details = parse_max_details(config.getini("queryeval_max_failure_details"))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
+        ini_thresholds, cli_thresholds = _thresholds(config)
+        models, predictions, override, override_inline, concurrency = _prediction_options(config)
+        max_failure_details = _max_failure_details(config)
         significance_ini = str(config.getini("queryeval_significance") or "")
         report = ReportOptions.from_namespace(config.option, config.invocation_params.dir)
         options = cls(
@@ -276,53 +242,11 @@ class RunOptions:
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
                                                               get("queryeval_shard"))
-        shard = None
-        if get("queryeval_shard"):  # checked above (by the controller, under xdist)
-            from ..suite.shard import parse_shard
-
-            try:
-                shard = parse_shard(get("queryeval_shard"))
-            except ValueError:
-                if not check:
-                    raise
-        resume = None
-        if get("queryeval_resume"):
-            from .resume import Resume
-
-            given = str(get("queryeval_resume"))
-            try:
-                resume = Resume.load(config.invocation_params.dir / given, given)
-            except ValueError as exc:
-                problems.append(str(exc))
-            if options.audit:
-                problems.append("--queryeval-resume cannot be used with "
-                                "--queryeval-audit-golds: an audit scores the golds")
-        durations = None
-        path, given = _path_value(config, "queryeval_shard_durations")
-        if path is not None and shard is not None:
-            from ..suite.shard import load_durations
-
-            try:
-                durations = load_durations(path, given)
-            except ValueError as exc:
-                problems.append(str(exc))
+        shard, resume, durations = _shard_and_resume(config, options, check, problems)
         if problems:
             raise pytest.UsageError("\n".join(["queryeval: invalid options:",
                                                *(f"  {p}" for p in problems)]))
-        from ..baseline.verdicts import parse_mode
-        from ..suite.deprecated import QueryevalDeprecationWarning, deprecated_spellings
-
-        for old, new in deprecated_spellings(config.option, config.getini):
-            config.issue_config_time_warning(QueryevalDeprecationWarning(
-                f"queryeval: {old} is deprecated, use {new} (same values)"), stacklevel=2)
-        try:
-            mode = parse_mode(report.gating, str(config.getini("queryeval_gating") or "")
-                              or str(config.getini("queryeval_verdict") or ""),
-                              bool(report.baseline), ini_name=(
-                                  "queryeval_gating" if config.getini("queryeval_gating")
-                                  else "queryeval_verdict"))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
+        mode = _gating_mode(config, report)
         return replace(options, shard=shard, gating=mode, resume=resume,
                        shard_durations=durations)
 
@@ -359,6 +283,125 @@ class RunOptions:
             problems.append("--queryeval-update-baseline cannot be used with "
                             "--queryeval-audit-golds: an audit scores the golds, not a model")
         return problems
+
+
+def _usage(exc: Exception, prefix: str = "") -> pytest.UsageError:
+    import pytest
+
+    return pytest.UsageError(f"queryeval: {prefix}{exc}")
+
+
+def _thresholds(config: pytest.Config) -> tuple[dict[str, Threshold], dict[str, Threshold]]:
+    """``queryeval_thresholds`` (ini) and ``--queryeval-threshold`` (command line)."""
+    from ..rules.thresholds import parse_cli
+
+    try:
+        return (parse_cli(config.getini("queryeval_thresholds")),
+                parse_cli(config.getoption("queryeval_threshold")))
+    except ValueError as exc:
+        raise _usage(exc) from None
+
+
+def _prediction_options(config: pytest.Config) -> tuple[
+        Mapping[str, dict[str, Any]], str | None, Predictor | None, bool, int | None]:
+    """The models of ``--queryeval-predictions NAME=PATH``, else its one source (built), the
+    override of inline predictions, and ``--queryeval-concurrency``."""
+    import pytest
+
+    from ..suite.models import cli_models
+
+    get = config.getoption
+    given = get("queryeval_predictions") or []
+    try:
+        models = cli_models(list(given), config.invocation_params.dir) or {}
+    except ValueError as exc:
+        raise _usage(exc) from None
+    predictions = None if models or not given else str(given[0])
+    override = None
+    if predictions:
+        from ..predict import predictor_from_cli
+
+        override = predictor_from_cli(predictions, config.invocation_params.dir)
+    override_inline = bool(get("queryeval_predictions_override_inline"))
+    if override_inline and not predictions:
+        raise pytest.UsageError("queryeval: --queryeval-predictions-override-inline needs "
+                                "--queryeval-predictions")
+    concurrency = None
+    if get("queryeval_concurrency") is not None:
+        from ..predict.pool import parse_concurrency
+
+        try:
+            concurrency = parse_concurrency(get("queryeval_concurrency"))
+        except ValueError as exc:
+            raise _usage(exc, "--queryeval-concurrency ") from None
+    return models, predictions, override, override_inline, concurrency
+
+
+def _max_failure_details(config: pytest.Config) -> int:
+    from .failure_section import parse_max_details
+
+    try:
+        return parse_max_details(config.getini("queryeval_max_failure_details"))
+    except ValueError as exc:
+        raise _usage(exc) from None
+
+
+def _shard_and_resume(config: pytest.Config, options: RunOptions, check: bool,
+                      problems: list[str]
+                      ) -> tuple[tuple[int, int] | None, Resume | None, dict[str, float] | None]:
+    """``--queryeval-shard``, ``--queryeval-resume`` and ``--queryeval-shard-durations``; their
+    problems are added to ``problems`` (reported with the others, in one usage error)."""
+    get = config.getoption
+    shard = None
+    if get("queryeval_shard"):  # checked above (by the controller, under xdist)
+        from ..suite.shard import parse_shard
+
+        try:
+            shard = parse_shard(get("queryeval_shard"))
+        except ValueError:
+            if not check:
+                raise
+    resume = None
+    if get("queryeval_resume"):
+        from .resume import Resume
+
+        given = str(get("queryeval_resume"))
+        try:
+            resume = Resume.load(config.invocation_params.dir / given, given)
+        except ValueError as exc:
+            problems.append(str(exc))
+        if options.audit:
+            problems.append("--queryeval-resume cannot be used with "
+                            "--queryeval-audit-golds: an audit scores the golds")
+    durations = None
+    path, given = _path_value(config, "queryeval_shard_durations")
+    if path is not None and shard is not None:
+        from ..suite.shard import load_durations
+
+        try:
+            durations = load_durations(path, given)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return shard, resume, durations
+
+
+def _gating_mode(config: pytest.Config, report: ReportOptions) -> str:
+    """The gating mode (``--queryeval-gating``, ini ``queryeval_gating``), after warning of
+    every deprecated spelling given."""
+    from ..baseline.verdicts import parse_mode
+    from ..suite.deprecated import QueryevalDeprecationWarning, deprecated_spellings
+
+    for old, new in deprecated_spellings(config.option, config.getini):
+        config.issue_config_time_warning(QueryevalDeprecationWarning(
+            f"queryeval: {old} is deprecated, use {new} (same values)"), stacklevel=2)
+    try:
+        return parse_mode(report.gating, str(config.getini("queryeval_gating") or "")
+                          or str(config.getini("queryeval_verdict") or ""),
+                          bool(report.baseline), ini_name=(
+                              "queryeval_gating" if config.getini("queryeval_gating")
+                              else "queryeval_verdict"))
+    except ValueError as exc:
+        raise _usage(exc) from None
 
 
 def _path_value(config: pytest.Config, name: str) -> tuple[Path | None, str]:
