@@ -212,14 +212,48 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     """The union report (gates evaluated, no baseline yet); MergeRefused when the shards are
     not parts of one run. Several reports of one shard are attempts of it (a retry): of each
     case the latest complete record wins, and the attempts it replaced are listed."""
-    from ..report.stream import Span, StoredCases
-
     _check_same(shards)
     gate_specs = _gates(shards)
+    merged = Merged(report={})
+    records, latest = _union(shards, merged)
+    runs = [report["run"] for _, report in shards]
+    first = next((r for (_, report), r in zip(shards, runs, strict=True) if report["cases"]),
+                 runs[0])
+    _find_missing(merged, records, runs, first)
+    merged.interrupted = [shards[i][0] for i in sorted(latest) if runs[i].get("interrupted")]
+    merged.report = {"version": shards[0][1].get("version", 1),
+                     "run": _merged_run(shards, runs, first, records, merged),
+                     "cases": records, "aggregates": aggregates_of(records),
+                     "gates": _merged_gates(gate_specs, records),
+                     "flaky": flaky_cases(records),
+                     "near_miss": near_miss_aggregate(records),
+                     "judge": judge_aggregate(records)}
+    from ..neighbours.check import summary as neighbour_summary
+
+    neighbours = neighbour_summary(records)
+    if neighbours is not None:  # --queryeval-neighbours: the shards' budgets, summed
+        merged.report["neighbours"] = neighbours
+    from ..predict.cache import summary as cache_summary
+
+    if (cached := cache_summary(records)) is not None:  # answers kept between runs
+        merged.report["prediction_cache"] = cached
+    mode = _audit_mode(shards[0][1])
+    if mode is not None:
+        from ..report.audit import audit_report
+
+        merged.report["audit"] = audit_report(records, mode)
+    return merged
+
+
+def _union(shards: Sequence[tuple[str, dict[str, Any]]], merged: Merged
+           ) -> tuple[list[dict[str, Any]], list[int]]:
+    """The winning record of each case, in file and line order, and the latest attempt of each
+    shard; the superseded attempts and the duplicated cases go to ``merged``."""
+    from ..report.stream import Span, StoredCases
+
     records: list[dict[str, Any]] = []
     spans: list[Span] = []
     where: dict[str, list[str]] = {}
-    merged = Merged(report={})
     latest: list[int] = []
     for indices in _attempts(shards).values():
         won, lost = _winners(shards, indices)
@@ -239,11 +273,13 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
             where.setdefault(key, []).append(name)
     cases = StoredCases(records, spans)
     cases.sort_by(lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
-    records = cases
-    runs = [report["run"] for _, report in shards]
-    first = next((r for (_, report), r in zip(shards, runs, strict=True) if report["cases"]),
-                 runs[0])
     merged.duplicated = [(k, names) for k, names in where.items() if len(names) > 1]
+    return cases, latest
+
+
+def _find_missing(merged: Merged, records: list[dict[str, Any]], runs: list[dict[str, Any]],
+                  first: dict[str, Any]) -> None:
+    """The suite's cases no shard reported, and the shards no report is of."""
     suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
     if suite_ids is not None:
         # a case written in Python is in the suite by its test's node id (plugin/pycases.py)
@@ -258,7 +294,11 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
         total = split[0][1]
         merged.missing_shards = [f"{i}/{total}" for i in range(1, total + 1)
                                  if i not in {s[0] for s in split}]
-    merged.interrupted = [shards[i][0] for i in sorted(latest) if runs[i].get("interrupted")]
+
+
+def _merged_gates(gate_specs: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+    """The shards' gates evaluated on the union, each scope as the shards wrote it."""
     cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
     gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
                                  float(g["limit"]), cwd / str(g.get("scope") or "."),
@@ -268,6 +308,14 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
                             for g in gate_specs], records)
     for gate, spec in zip(gates, gate_specs, strict=True):
         gate["scope"] = spec.get("scope")
+    return gates
+
+
+def _merged_run(shards: Sequence[tuple[str, dict[str, Any]]], runs: list[dict[str, Any]],
+                first: dict[str, Any], records: list[dict[str, Any]], merged: Merged
+                ) -> dict[str, Any]:
+    """The union report's ``run``: the earliest start, the latest finish, the longest shard,
+    the settings of the whole run, and which reports it was merged from."""
     started = sorted(str(r["started"]) for r in runs if r.get("started"))
     finished = sorted(str(r["finished"]) for r in runs if r.get("finished"))
     run: dict[str, Any] = {
@@ -288,26 +336,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
         run["attempts"] = merged.superseded
     if first.get("suite"):
         run["suite"] = first["suite"]
-    merged.report = {"version": shards[0][1].get("version", 1), "run": run, "cases": records,
-                     "aggregates": aggregates_of(records), "gates": gates,
-                     "flaky": flaky_cases(records),
-                     "near_miss": near_miss_aggregate(records),
-                     "judge": judge_aggregate(records)}
-    from ..neighbours.check import summary as neighbour_summary
-
-    neighbours = neighbour_summary(records)
-    if neighbours is not None:  # --queryeval-neighbours: the shards' budgets, summed
-        merged.report["neighbours"] = neighbours
-    from ..predict.cache import summary as cache_summary
-
-    if (cached := cache_summary(records)) is not None:  # answers kept between runs
-        merged.report["prediction_cache"] = cached
-    mode = _audit_mode(shards[0][1])
-    if mode is not None:
-        from ..report.audit import audit_report
-
-        merged.report["audit"] = audit_report(records, mode)
-    return merged
+    return run
 
 
 def problems_of(merged: Merged) -> list[str]:
