@@ -137,6 +137,20 @@ def unanswered(case: Case, kind: Kind, ctx: Context) -> Scored | None:
         return None
 
 
+def no_answer_metrics(case: Case, unanswered: Scored | None
+                      ) -> tuple[dict[str, float], dict[str, str]]:
+    """The metrics and labels of a case answered with no answer (an abstention, a question
+    back): 0 for every bounded metric, then the kind's own scoring of an empty answer, so the
+    case stays in every aggregate's denominator as its reference counts it."""
+    metrics = {m: 0.0 for m, t in case.thresholds.items()
+               if t.min is not None and m not in REPEAT_METRICS}
+    labels: dict[str, str] = {}
+    if unanswered is not None:
+        metrics.update(unanswered.metrics)
+        labels = dict(unanswered.labels)
+    return metrics, labels
+
+
 def abstain_outcome(case: Case, predicted: object, how: str | None,
                     unanswered: Scored | None = None) -> CaseOutcome:
     """The outcome of a case that expects abstention, or whose prediction abstained.
@@ -159,12 +173,8 @@ def abstain_outcome(case: Case, predicted: object, how: str | None,
                            predicted, reason, None, [], details, f"abstain:{how is not None}")
     # every reference metric, as its reference scores a question with no answer (the kind's
     # scoring of an empty answer): the case stays in every aggregate's denominator
-    metrics = {m: 0.0 for m, t in case.thresholds.items()
-               if t.min is not None and m not in REPEAT_METRICS}
-    labels: dict[str, str] = {}
+    metrics, labels = no_answer_metrics(case, unanswered)
     if unanswered is not None:
-        metrics.update(unanswered.metrics)
-        labels = dict(unanswered.labels)
         details = {**unanswered.details, **details}
     metrics[ABSTAINED] = 1.0
     reason = f"abstained ({how}) on a question that expects an answer"

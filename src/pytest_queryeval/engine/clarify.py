@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..metricnames import REPEAT_METRICS
 from ..model import Case, Threshold
 from ..rules.clarify import ASKS_ABOUT, CLARIFIED, CLARIFY, asks_about_terms
-from .abstain import tool_name
+from .abstain import no_answer_metrics, tool_name
 from .steps import CaseOutcome, record_usage
 
 if TYPE_CHECKING:
@@ -179,12 +179,7 @@ def clarify_outcome(case: Case, predicted: object, asked: Asked | None, abstaine
                            predicted, judged.reason, None, [], details,
                            f"clarify:{asked is not None}")
     assert asked is not None  # the engine calls this only when one side is a question back
-    metrics = {m: 0.0 for m, t in case.thresholds.items()
-               if t.min is not None and m not in REPEAT_METRICS}
-    labels: dict[str, str] = {}
-    if unanswered is not None:
-        metrics.update(unanswered.metrics)
-        labels = dict(unanswered.labels)
+    metrics, labels = no_answer_metrics(case, unanswered)
     metrics[CLARIFIED] = 1.0
     expects = "no answer" if case.expect == "abstain" else "an answer"
     reason = (f"asked a question back ({asked.how}) on a question that expects {expects}: "
