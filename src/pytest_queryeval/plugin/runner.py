@@ -229,7 +229,7 @@ class Runner:
                  if isinstance(item, QueryEvalItem | QueryEvalFileError)
                  or FIXTURE in getattr(item, "fixturenames", ())}
         if self.options.wants_baseline and files:
-            from ..baseline.location import suite_dir
+            from ..suite.config import suite_dir
 
             self.baseline = self.options.baseline_path(
                 suite_dir(self.finder, {f.parent for f in files}, config.rootpath))

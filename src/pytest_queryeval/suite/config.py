@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -668,3 +668,11 @@ def with_cli_models(suite: SuiteConfig, models: Mapping[str, dict[str, Any]],
     return replace(suite, predictions=None, predictions_errors=[],
                    models={k: dict(v) for k, v in models.items()},
                    model_errors={k: [] for k in models}, predictions_base=Path("/"))
+
+
+def suite_dir(finder: ConfigFinder, case_dirs: Iterable[Path], rootdir: Path) -> Path:
+    """The directory of the outermost ``queryeval.yaml`` governing the run's case files (the
+    rootdir when there is none): where a baseline given by a bare file name lives."""
+    configs = sorted({p.parent for d in case_dirs for p in finder.for_directory(d).files},
+                     key=lambda p: (len(p.parts), str(p)))
+    return configs[0] if configs else rootdir
