@@ -32,12 +32,12 @@ from .._util.wording import shortlist
 from ..baseline.refusals import update_refusals
 from ..errors import QueryEvalError
 from ..judge.report import aggregate as judge_aggregate
-from ..plugin.options import ReportOptions
 from ..rules.nearmiss import aggregate as near_miss_aggregate
 from ..rules.repeats import flaky_cases
 from ..suite.config import Gate
 from . import aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
+from .options import ReportOptions
 from .pyids import accounted_for
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
@@ -372,7 +372,7 @@ def attempt_lines(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ..plugin.options import add_report_options
+    from ..report.formats import add_report_options
 
     p = argparse.ArgumentParser(
         prog="queryeval merge",
