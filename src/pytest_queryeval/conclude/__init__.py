@@ -135,10 +135,6 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     states it) and ``out.accepted``. A report that cannot be written raises QueryEvalError
     after the others are written.
     """
-    from ..baseline.compare import compare, parse_max_drop
-    from ..baseline.store import compact_baseline, load_baseline, write_baseline
-    from ..report.terminal import format_comparison
-
     gates = report.get("gates") or []
     lines.extend(summary_lines(report, tags=out.tags, worst=out.worst,
                                spider_table=out.spider_table, baseline=out.compare))
@@ -146,32 +142,9 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     lines.extend(out.after_gates)
     failed = any(not g["passed"] for g in gates)
 
-    comparison = None
+    comparison, compared_fails = _compare(report, out, lines)
+    failed = failed or compared_fails
     path = out.baseline_path
-    if out.compare and out.skip_compare:
-        lines.extend(["", out.skip_compare])
-    elif out.compare and out.update_baseline and path is not None and not path.exists():
-        lines.append("")  # --queryeval-update-baseline creates the file it is asked to compare with
-        lines.append(f"baseline: {out.display(path)} does not exist yet: nothing to compare, "
-                     "this run writes it")
-    elif out.compare and path is not None:
-        try:
-            max_drop = parse_max_drop(out.max_drop)
-        except ValueError as exc:
-            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
-        try:
-            base = load_baseline(path)
-        except (OSError, ValueError) as exc:
-            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
-        comparison = compare(report, base, max_drop or None, significance=out.significance)
-        report["baseline"] = comparison.to_dict()
-        lines.append("")
-        lines.extend(format_comparison(comparison, spider_components=out.spider_table))
-        failed = failed or not comparison.passed
-    elif out.max_drop:
-        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
-        out.problems.append("--queryeval-max-drop without --queryeval-baseline")
-        failed = True
 
     # Whether the baseline is written is decided before any report is written: the outcome
     # every report states says so (a refresh that fails a gate has still written it).
@@ -194,6 +167,58 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
         # status every report states is the one the run ends with
         report["run"]["exitstatus"] = 0
 
+    baseline_lines = _write_baseline(report, out, write, why)
+    try:
+        lines.extend(write_reports(report, comparison, out))
+    finally:  # the baseline is written first: a report that cannot be written leaves it so
+        lines.extend(baseline_lines)
+    return failed
+
+
+def _compare(report: dict[str, Any], out: Outputs, lines: list[str]
+             ) -> tuple[Comparison | None, bool]:
+    """The comparison with the baseline (None when none is made), its lines added to
+    ``lines``, and whether it fails the run (a drop, or ``--queryeval-max-drop`` without a
+    baseline); the comparison goes into the report's ``baseline``."""
+    from ..baseline.compare import compare, parse_max_drop
+    from ..baseline.store import load_baseline
+    from ..report.terminal import format_comparison
+
+    path = out.baseline_path
+    if out.compare and out.skip_compare:
+        lines.extend(["", out.skip_compare])
+    elif out.compare and out.update_baseline and path is not None and not path.exists():
+        lines.append("")  # --queryeval-update-baseline creates the file it is asked to compare with
+        lines.append(f"baseline: {out.display(path)} does not exist yet: nothing to compare, "
+                     "this run writes it")
+    elif out.compare and path is not None:
+        try:
+            max_drop = parse_max_drop(out.max_drop)
+        except ValueError as exc:
+            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
+        try:
+            base = load_baseline(path)
+        except (OSError, ValueError) as exc:
+            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
+        comparison = compare(report, base, max_drop or None, significance=out.significance)
+        report["baseline"] = comparison.to_dict()
+        lines.append("")
+        lines.extend(format_comparison(comparison, spider_components=out.spider_table))
+        return comparison, not comparison.passed
+    elif out.max_drop:
+        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
+        out.problems.append("--queryeval-max-drop without --queryeval-baseline")
+        return None, True
+    return None, False
+
+
+def _write_baseline(report: dict[str, Any], out: Outputs, write: bool, why: list[str]
+                    ) -> list[str]:
+    """Write the baseline when asked and allowed (``write``; ``why``: the refusals a forced
+    write overrode, or why it is not written); the summary's lines about it."""
+    from ..baseline.store import compact_baseline, write_baseline
+
+    path = out.baseline_path
     baseline_lines: list[str] = []
     if out.update_baseline and path is not None:
         if write:
@@ -211,11 +236,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
                 f"error: baseline NOT updated ({out.display(path)}): " + "; ".join(why)
                 + ". Run the whole suite cleanly, or add --queryeval-force-baseline to write "
                   "it anyway.")
-    try:
-        lines.extend(write_reports(report, comparison, out))
-    finally:  # the baseline is written first: a report that cannot be written leaves it so
-        lines.extend(baseline_lines)
-    return failed
+    return baseline_lines
 
 
 def interrupt_reason(exc: BaseException | None) -> str:
