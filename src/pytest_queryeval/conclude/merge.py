@@ -442,12 +442,7 @@ def run(argv: Sequence[str]) -> int:
               file=err)
         return USAGE_ERROR
     try:
-        shards = load_shards([Path(p) for p in args.shards])
-        merged = merge_reports(shards)
-        mode = merged.report["run"].get("gating") or "strict"
-        if options.gating and options.gating != mode:
-            raise MergeRefused(f"--queryeval-gating={options.gating}, but the shards ran with "
-                               f"{mode} (a gating mode is applied as the cases run)")
+        shards, merged = _merged(args.shards, options)
     except MergeRefused as exc:
         print(f"queryeval merge: refused: {exc}", file=err)
         return USAGE_ERROR
@@ -496,15 +491,7 @@ def run(argv: Sequence[str]) -> int:
     if out.accepted and status == TESTS_FAILED:
         status = OK  # a refresh records its failures as the accepted state, as the plugin does
     if args.junitxml:  # after the outcome: its properties state it, as pytest's junit does
-        from ..report.junit import write_junit
-
-        target = cwd / args.junitxml
-        try:
-            write_junit(report, target)
-            lines.append(f"junit XML: {display(target, cwd)}")
-        except (OSError, QueryEvalError) as exc:
-            lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")
-            status = TESTS_FAILED if status == OK else status
+        status = _write_junit(report, cwd / args.junitxml, cwd, lines, status)
     from ..report.outcome import run_outcome
 
     # the last line: the outcome and why, as the reports state it
@@ -513,6 +500,34 @@ def run(argv: Sequence[str]) -> int:
     from .._util.safetext import printable
 
     print("\n".join(printable(line) for line in lines))
+    return status
+
+
+def _merged(paths: Sequence[str], options: ReportOptions
+            ) -> tuple[list[tuple[str, dict[str, Any]]], Merged]:
+    """The shards read and merged; MergeRefused when they are not parts of one run, or ran
+    with another gating mode than ``--queryeval-gating`` says."""
+    shards = load_shards([Path(p) for p in paths])
+    merged = merge_reports(shards)
+    mode = merged.report["run"].get("gating") or "strict"
+    if options.gating and options.gating != mode:
+        raise MergeRefused(f"--queryeval-gating={options.gating}, but the shards ran with "
+                           f"{mode} (a gating mode is applied as the cases run)")
+    return shards, merged
+
+
+def _write_junit(report: dict[str, Any], target: Path, cwd: Path, lines: list[str],
+                 status: int) -> int:
+    """The junit XML of the merged run, its line in ``lines``; the exit status, failed when
+    the file cannot be written."""
+    from ..report.junit import write_junit
+
+    try:
+        write_junit(report, target)
+        lines.append(f"junit XML: {display(target, cwd)}")
+    except (OSError, QueryEvalError) as exc:
+        lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")
+        status = TESTS_FAILED if status == OK else status
     return status
 
 
