@@ -200,9 +200,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "(audit.query, audit.sdmx, audit.jsonlint, audit.interpretations, audit.transpiled), "
         "while the audit's driver asks the kinds registry and the engine; splitting the "
         "per-language checks below the kinds from the driver above the engine is left",
-    ("neighbours.check", "kinds.sql.ties"): "the counterexample check keys a LIMIT query's tied "
-        "rows with the SQL kind's tie rewrite (kinds.sql.ties, a documented module path), "
-        "imported when a case runs the search",
     ("sources.spider_schema", "metrics.spider"): "the spider_schema source type serves a Spider "
         "tables.json through the Spider evaluator's own Schema, the one reader of that file",
     ("predict.file", "suite.yamlload"): "a predictions file in YAML is read by the suite's YAML "

@@ -381,8 +381,8 @@ def _ties(gold: _Gold, pred: ResultTable, src: DataSource, ctx: Context, opts: _
     differently scores 1 (``details.execution_accuracy_strict`` keeps the strict value); the
     reference metrics (TEXT2SPARQL, GERBIL, ndcg) are left as they are. A gold that cannot be
     analysed keeps the strict value, with the reason in ``details.ties.skipped``."""
+    from ..metrics import ties
     from ._ties_sparql import keyed_sparql
-    from .sql import ties
 
     assert gold.query is not None
     details, metrics = scored.details, scored.metrics

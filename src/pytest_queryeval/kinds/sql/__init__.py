@@ -667,7 +667,7 @@ class _SqlRun:
         then (``details.execution_accuracy_strict`` keeps the test-suite value) and returns the
         diff lines that show the ties; a gold that cannot be analysed leaves EX as it was,
         with the reason in ``details.ties.skipped``."""
-        from . import ties
+        from ...metrics import ties
 
         pred, src, ctx, opts = self.pred, self.src, self.ctx, self.opts
         assert pred is not None
