@@ -16,6 +16,11 @@ read case by case (:mod:`..report.stream`): the merge holds slim records, and th
 read back as the reports are written. Shards of a gold audit merge into one audit: its
 findings table is rebuilt over the union (the findings travel with each case), and, as in the
 plugin, no baseline is compared or written.
+
+Why one module of this size: the command's steps (checking that the shards are one run,
+choosing each case's record among a shard's attempts, the union's run block, the exit status)
+read the same shard reports and the same ``Merged`` record, each a function of its own; split
+into modules, each would import the others' helpers for one command.
 """
 
 from __future__ import annotations
