@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine
 
 from pytest_queryeval.conclude.merge import run as merge_run
-from pytest_queryeval.plugin.shard import shard_of
+from pytest_queryeval.suite.shard import shard_of
 
 METRICS = ("execution_accuracy", "bird_ex", "soft_f1", "cell_f1", "percent_overlap",
            "percent_subset", "same_row_count", "arity_f1", "entity_set_f1", "row_match_f1",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine.pycheck import CaseFailed, check
+    from .conclude.pycheck import CaseFailed, check
     from .model import Case, Scored, Threshold
     from .results import ResultTable, Term
 
@@ -19,7 +19,7 @@ __all__ = ["Case", "CaseFailed", "ResultTable", "Scored", "Term", "Threshold", "
            "check"]
 
 _LAZY = {"Case": "model", "Scored": "model", "Threshold": "model", "ResultTable": "results",
-         "Term": "results", "check": "engine.pycheck", "CaseFailed": "engine.pycheck"}
+         "Term": "results", "check": "conclude.pycheck", "CaseFailed": "conclude.pycheck"}
 
 
 def __getattr__(name: str) -> Any:

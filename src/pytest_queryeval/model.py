@@ -151,7 +151,7 @@ class Case:
     #: ``repeat_rule:`` (how the runs' outcomes make the case's: all, majority or any).
     repeat: int = 1
     repeat_rule: str = "all"
-    #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.suite.pricing.Price`) and its
+    #: The suite's ``pricing:`` (model -> :class:`~pytest_queryeval.predict.pricing.Price`) and its
     #: ``model:`` label, the price looked up when the source does not name its model.
     pricing: dict[str, Any] = field(default_factory=dict)
     model_label: str | None = None
@@ -196,7 +196,7 @@ class Case:
     #: ``conversation_scoring:``: ``all`` (a missing turn scores 0) or ``tsse`` (dropped, as the
     #: Spider test-suite evaluator's ``zip`` does; :mod:`.metrics.tsse`).
     conversation_scoring: str = "all"
-    #: On the case of one turn (:func:`.engine.conversation.turn_case`): its number and the
+    #: On the case of one turn (:func:`.rules.conversation.turn_case`): its number and the
     #: earlier turns as ``{"role", "content"}`` messages, sent to every source.
     turn: int | None = None
     history: list[dict[str, str]] | None = None
@@ -256,7 +256,7 @@ class Scored:
     #: What the prediction produced, comparable across repeats of one case (the consistency
     #: metric): a digest of the predicted result; None lets the engine use the query text.
     signature: str | None = None
-    #: The result-table metrics under each near-miss relaxation (:mod:`.engine.nearmiss`), computed
+    #: The result-table metrics under each near-miss relaxation (:mod:`.rules.nearmiss`), computed
     #: by the engine only when the case fails; None for kinds without result tables.
     #: ``relaxed(names=None)``: the table metrics (``names`` of them; None: all) under each
     #: near-miss relaxation (:func:`..nearmiss.relaxed_metrics`), computed when first asked.
@@ -309,7 +309,7 @@ class Kind(Protocol):
 
     Optional: a class attribute ``default_thresholds`` (``{metric: bound}`` as in YAML) gates
     the cases that no threshold in effect judges; a kind without one makes them errors
-    (:func:`~pytest_queryeval.engine.thresholds.apply_default`).
+    (:func:`~pytest_queryeval.rules.thresholds.apply_default`).
     """
 
     name: ClassVar[str]
@@ -415,7 +415,7 @@ class CaseRecord(TypedDict):
     reason: str | None
     #: The failure report's lines (missing and extra rows, SQL components), capped.
     diff: list[str]
-    #: The relaxations that would make a failing case pass (:func:`.engine.nearmiss.flips`), None
+    #: The relaxations that would make a failing case pass (:func:`.rules.nearmiss.flips`), None
     #: when not attributed; absent in the record of a case file that could not be read.
     near_miss: NotRequired[list[str] | None]
     #: The kind's and the engine's extras, JSON-safe and capped: each kind, the judge

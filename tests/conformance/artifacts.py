@@ -274,7 +274,7 @@ def _tsse_build(name: str) -> Callable[[Path, Path], None]:
 def _tsse_headline(report: Report) -> Any:
     """The reference's two tables (per hardness, per turn) from the records, as
     ``--queryeval-spider-table`` prints them."""
-    from pytest_queryeval.report.turn_table import turn_table_lines
+    from pytest_queryeval.figures.turn_table import turn_table_lines
 
     lines = turn_table_lines(report["cases"], full=True)
     return [line.rstrip() for line in lines[1:13]]

@@ -234,8 +234,8 @@ def accepted_everywhere(path: Path) -> None:
     found by a user."""
     from pytest_queryeval.conclude.merge import load_shards, merge_reports
     from pytest_queryeval.plugin.resume import Resume
-    from pytest_queryeval.plugin.shard import load_durations
     from pytest_queryeval.report.shardcheck import CASE, CASE_UNCHECKED
+    from pytest_queryeval.suite.shard import load_durations
 
     merged = merge_reports(load_shards([path]))  # MergeRefused names the file and field
     report = read_report(path)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from pytest_queryeval.plugin.shard import shard_of
+from pytest_queryeval.suite.shard import shard_of
 from tests.docs.test_readme_first_suite import first_suite_section, materialise
 
 from .support import env

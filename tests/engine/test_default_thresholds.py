@@ -252,9 +252,9 @@ def test_sql_default_follows_the_source() -> None:
     """Nothing runs on a schema-only source: its SQL cases are gated on the gold's structure."""
     from pathlib import Path
 
-    from pytest_queryeval.engine.thresholds import apply_default
     from pytest_queryeval.kinds import get_kind
     from pytest_queryeval.model import Case
+    from pytest_queryeval.rules.thresholds import apply_default
 
     def default(spec: dict[str, Any] | None) -> dict[str, Any]:
         case = Case(id="c", kind="sql", file=Path("test_x.yaml"), line=1, source_spec=spec)

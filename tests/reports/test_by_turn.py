@@ -22,7 +22,7 @@ from pytest_queryeval.baseline.compare import compare
 from pytest_queryeval.baseline.store import compact_baseline, load_baseline, write_baseline
 from pytest_queryeval.conclude import aggregates_of
 from pytest_queryeval.conclude.aggregate import evaluate_gates
-from pytest_queryeval.report.by_turn import junit_properties, scored_turns
+from pytest_queryeval.figures.by_turn import junit_properties, scored_turns
 from pytest_queryeval.report.html import render_html
 from pytest_queryeval.report.markdown import render_markdown
 from pytest_queryeval.report.stream import slim

@@ -226,7 +226,7 @@ def _live_model(report):
     """The fixture report as a live model's run: every SQL case also has the 30 Spider
     component scores, latency, tokens and cost (56 metric columns in the old summary)."""
     from pytest_queryeval.conclude import aggregates_of
-    from pytest_queryeval.report.columns import _spider_components
+    from pytest_queryeval.figures.columns import _spider_components
 
     for i, case in enumerate(report["cases"]):
         metrics = case.setdefault("metrics", {})

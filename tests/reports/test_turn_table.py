@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from pytest_queryeval.figures.turn_table import turn_table_lines
 from pytest_queryeval.metrics.tsse import read_sessions, score_texts
 from pytest_queryeval.report.terminal import summary_lines
-from pytest_queryeval.report.turn_table import turn_table_lines
 
 
 def _records(data: Path, gold_name: str, pred_name: str, *, tsse: bool) -> list[dict[str, Any]]:

@@ -8,9 +8,9 @@ import json
 
 from pytest_queryeval.conclude.merge import load_shards, merge_reports
 from pytest_queryeval.conclude.merge import run as merge_run
-from pytest_queryeval.plugin.shard import shard_of
 from pytest_queryeval.report.html import MAX_CASE_ROWS
 from pytest_queryeval.report.json_report import write_report
+from pytest_queryeval.suite.shard import shard_of
 from tests.support import read_report
 
 SHARDS, CASES = 10, 10_000

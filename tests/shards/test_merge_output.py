@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 
 from pytest_queryeval.conclude.merge import run as merge_run
-from pytest_queryeval.plugin.shard import shard_of
 from pytest_queryeval.report.json_report import digest_problem, dumps, write_report
+from pytest_queryeval.suite.shard import shard_of
 
 SHARDS, CASES = 10, 400
 IDS = [f"case-{n:04d}" for n in range(CASES)]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_queryeval.plugin.shard import parse_shard, shard_of
+from pytest_queryeval.suite.shard import parse_shard, shard_of
 from tests.sdmx_cases import GDP, MEX, dump, sdmx_case, selection
 from tests.support import read_report
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from pytest_queryeval.plugin.shard import balanced_shards
+from pytest_queryeval.suite.shard import balanced_shards
 from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 from tests.support import read_report
 

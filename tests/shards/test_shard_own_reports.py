@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_queryeval.plugin.shard import shard_of
+from pytest_queryeval.suite.shard import shard_of
 from tests.support import read_report, run_report, write_suite
 
 #: Three cases: a pass, a failure no relaxation explains (``near_miss: []``) and one DISTINCT

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_queryeval.plugin.shard import balanced_shards, durations_from_report, shard_from_environment
+from pytest_queryeval.suite.shard import balanced_shards, durations_from_report, shard_from_environment
 
 
 @pytest.mark.parametrize(("env", "expected"), [

@@ -93,7 +93,7 @@ def test_bad_order_keys_are_named(options: dict[str, Any], key: str) -> None:
 
 
 def test_an_ndcg_threshold_needs_the_order_feature() -> None:
-    from pytest_queryeval.engine.thresholds import parse_threshold
+    from pytest_queryeval.rules.thresholds import parse_threshold
 
     def problems(**options: Any) -> list[str]:
         c = case(None, "SELECT ?a WHERE { ?a ?p ?o }", "x", options=options,

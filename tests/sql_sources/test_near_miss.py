@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.engine import Evaluator, run_case
-from pytest_queryeval.engine.nearmiss import RELAXATIONS, aggregate, summary_lines
 from pytest_queryeval.model import Threshold
+from pytest_queryeval.rules.nearmiss import RELAXATIONS, aggregate, summary_lines
 from tests.support import read_report, write_suite
 
 from .conftest import make_case

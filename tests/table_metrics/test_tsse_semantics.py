@@ -324,7 +324,7 @@ def test_relaxed_ex_alone_equals_the_full_relaxed_metrics(
     """The near-miss relaxations asked for ``execution_accuracy`` alone give, per relaxation,
     the value the full computation of the seven metrics gives; asked for no table metric,
     nothing is computed."""
-    from pytest_queryeval.engine.nearmiss import EX_ONLY, relaxed_metrics, table_metrics_of
+    from pytest_queryeval.rules.nearmiss import EX_ONLY, relaxed_metrics, table_metrics_of
 
     gold, pred, ordered = data
     full = relaxed_metrics(T(gold), T(pred), order_matters=ordered)
@@ -344,8 +344,8 @@ def test_match_metrics_equal_the_full_comparison(
     """``bird_ex`` (alone or with EX) without the other metrics equals what the full
     comparison computes, on the same random tables (NaN, -0.0, int/float/bool mixes); so do
     the near-miss relaxations of a case gated on ``bird_ex``."""
-    from pytest_queryeval.engine.nearmiss import relaxed_metrics
     from pytest_queryeval.metrics.table import match_metrics
+    from pytest_queryeval.rules.nearmiss import relaxed_metrics
 
     gold, pred, ordered = data
     full = table_metrics(T(gold), T(pred), order_matters=ordered)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.baseline.significance import mcnemar
-from pytest_queryeval.report.columns import difficulty_of
+from pytest_queryeval.figures.columns import difficulty_of
 from pytest_queryeval.report.models import pair_text
 from pytest_queryeval.report.view import (
     CHANGED,

@@ -110,7 +110,7 @@ def write_private(target: Path, data: bytes) -> None:
     any directory made on the way not writable by group or others whatever the umask (this
     user's entries must pass :func:`read_own`). A folder of ``target`` that is a symbolic link
     is not written through (OSError): it could lead into a folder of someone else's."""
-    from .safefile import create_temp
+    from .safefile import atomic_output
 
     for directory in reversed([target.parent, *target.parent.parents]):
         if not directory.exists():
@@ -118,15 +118,7 @@ def write_private(target: Path, data: bytes) -> None:
                 os.mkdir(directory, 0o755)
     if os.path.islink(target.parent):
         raise OSError(f"{target.parent.name!r} is a symbolic link: not written through")
-    fd, tmp = create_temp(target.parent, f".{target.name}.", ".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & ~OTHERS_WRITE)
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    # an entry of a folder this user owns: a special file there is planted, and replaced
+    with atomic_output(target, special="replace") as fh:
+        os.fchmod(fh.fileno(), stat.S_IMODE(os.fstat(fh.fileno()).st_mode) & ~OTHERS_WRITE)
+        fh.write(data)

@@ -306,8 +306,8 @@ class NotReplaced(UnsafeFile):
 
 
 @contextmanager
-def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refuse"
-                  ) -> Iterator[BinaryIO]:
+def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refuse",
+                  sync: bool = True) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content to, put in place only when the block ends
     without an exception: a temporary file beside it (:func:`create_temp`), synced and renamed
     over it, removed on any failure, so readers never see a partial file.
@@ -319,7 +319,12 @@ def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refus
     descriptor; ``"refuse"`` (the default), or a block device or a socket, raises
     :class:`NotReplaced` before anything is written. ``"replace"`` is for a path inside a
     folder the writer owns (a prediction cache entry), where a special file is a planted entry
-    that the new one replaces."""
+    that the new one replaces. ``sync=False`` skips the ``fsync`` for a file that lives no
+    longer than the session writing it (the answers xdist workers exchange): a crash ends its
+    readers too, and an fsync per answer is a disk flush per case.
+
+    The package's one atomic write (``tests/architecture/test_one_atomic_write.py``): every
+    other writer that must not leave a partial file goes through here."""
     path = Path(path)
     kind = special_output(path)
     number = _descriptor(os.fspath(path))
@@ -341,7 +346,8 @@ def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refus
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())  # a baseline is committed: it must survive a crash whole
+            if sync:
+                os.fsync(fh.fileno())  # a baseline is committed: it must survive a crash whole
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -349,12 +355,13 @@ def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refus
         raise
 
 
-def write_atomic(path: Path, text: str | bytes, *, special: Special = "refuse") -> None:
+def write_atomic(path: Path, text: str | bytes, *, special: Special = "refuse",
+                 sync: bool = True) -> None:
     """Write via a temporary file and rename: readers never see a partial file (a report, a
     baseline, a pin file, a shared gold entry, a saved counterexample), and it is created with
     the user's umask (:func:`create_temp`). What becomes of a special file at ``path``:
-    ``special`` (:func:`atomic_output`)."""
-    with atomic_output(path, special=special) as fh:
+    ``special``; ``sync``: :func:`atomic_output`'s."""
+    with atomic_output(path, special=special, sync=sync) as fh:
         fh.write(text.encode("utf-8") if isinstance(text, str) else text)
 
 

@@ -121,7 +121,7 @@ def audit_case(case: Case, ctx: Context) -> AuditResult:
     if case.expect == "clarify" and case.turns is None:  # no gold: a question back is right
         return result
     if case.turns is not None:  # a conversation (issue 42): each scored turn's gold
-        from ..engine.conversation import turn_case
+        from ..rules.conversation import turn_case
 
         for turn in case.turns:
             if turn.scored and turn.expect == "answer":

@@ -124,7 +124,7 @@ def _text_ordered_numbers(tree: exp.Expr, table: ResultTable, run: Run, dialect:
                           ) -> Iterable[tuple[str, str]]:
     from sqlglot import exp
 
-    from ..kinds.sql.ties import keyed_query
+    from ..metrics.ties import keyed_query
 
     if not isinstance(tree, exp.Select) or tree.args.get("order") is None:
         return

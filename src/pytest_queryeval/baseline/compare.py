@@ -34,20 +34,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..metricnames import FAILED_OUTCOMES as _FAIL
-from ..metricnames import PASS_RATE, lower_is_better
-from ..metricnames import PASSED_OUTCOMES as _PASS
-from ..metricnames import SCORED_OUTCOMES as _SCORED_OUTCOMES
-from ..report.by_turn import PASSED as TURN_PASSED
-from ..report.by_turn import flip_id, turn_outcomes
-from ..report.columns import (
+from ..figures.by_turn import PASSED as TURN_PASSED
+from ..figures.by_turn import flip_id, turn_outcomes
+from ..figures.columns import (
     difficulty_of,
     group_keys,
     is_spider_component,
     ordered_difficulties,
     ordered_metrics,
 )
-from ..report.numbers import signed as _signed
+from ..figures.numbers import signed as _signed
+from ..metricnames import FAILED_OUTCOMES as _FAIL
+from ..metricnames import PASS_RATE, lower_is_better
+from ..metricnames import PASSED_OUTCOMES as _PASS
+from ..metricnames import SCORED_OUTCOMES as _SCORED_OUTCOMES
 from .verdicts import judged_outcome
 
 if TYPE_CHECKING:

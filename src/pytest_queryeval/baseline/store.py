@@ -34,8 +34,8 @@ FIELDS = ("id", "kind", "outcome", "status", "standing", "severity", "signature"
 def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
     """The baseline of a JSON report: its ``version`` and ``run``, and per case what
     :func:`~pytest_queryeval.baseline.compare.compare` and the gating modes read."""
-    from ..report.by_turn import turn_outcomes
-    from ..report.columns import ordered_metrics
+    from ..figures.by_turn import turn_outcomes
+    from ..figures.columns import ordered_metrics
 
     cases = [c for c in report.get("cases") or [] if isinstance(c, Mapping)]
     ids = [str(c.get("id")) for c in cases]

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import QueryEvalError
 from ..kinds._registry import declares
-from ..plugin.declare import REPORT_WRITERS, WORST, ReportFile
+from ..report.formats import REPORT_WRITERS, WORST, ReportFile
+from ..report.outcome import Outcome, run_outcome
 from ..report.terminal import gate_lines, summary_lines
 from .aggregate import aggregate, reference_aggregates
-from .outcome import Outcome, run_outcome
 
 if TYPE_CHECKING:
     from ..baseline.compare import Comparison
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 class Outputs:
     """What to do with a finished report: the plugin's options, or ``queryeval merge``'s."""
 
-    #: The report files asked for, by their name in :data:`..plugin.declare.REPORT_WRITERS` (in its
+    #: The report files asked for, by their name in :data:`..report.formats.REPORT_WRITERS` (in its
     #: order): where each is written.
     files: dict[str, Path] = field(default_factory=dict)
     #: Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set.
@@ -59,13 +59,13 @@ class Outputs:
     #: How a path is shown in the summary (rootdir-relative in the plugin).
     display: Callable[[Path], str] = field(default=str)
     #: Filled in by :func:`conclude`: causes of failure the report does not record (for the
-    #: run's outcome, :func:`~pytest_queryeval.conclude.outcome.run_outcome`).
+    #: run's outcome, :func:`~pytest_queryeval.report.outcome.run_outcome`).
     problems: list[str] = field(default_factory=list)
     #: Set by :func:`conclude`: the failing cases a baseline refresh recorded as the accepted
     #: state (:func:`accepted_by_refresh`; the session then exits 0).
     accepted: list[str] = field(default_factory=list)
     #: Set by :func:`write_reports`: the report files written (their names in
-    #: :data:`..plugin.declare.REPORT_WRITERS`).
+    #: :data:`..report.formats.REPORT_WRITERS`).
     written: list[str] = field(default_factory=list)
     #: Set by :func:`conclude`: the run's outcome, which every report's headline states and
     #: the summary ends on.
@@ -116,7 +116,7 @@ def with_spider(aggregates: dict[str, Any], records: Sequence[RecordLike]) -> di
 def aggregates_of(records: Sequence[RecordLike]) -> dict[str, Any]:
     """Every aggregate of a report's cases (plain means, groups, the Spider table, how many
     cases each threshold gated)."""
-    from ..engine.thresholds import coverage
+    from ..rules.thresholds import coverage
 
     aggregates = with_spider(aggregate(records), records)
     aggregates["thresholds"] = coverage(records)
@@ -135,10 +135,6 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     states it) and ``out.accepted``. A report that cannot be written raises QueryEvalError
     after the others are written.
     """
-    from ..baseline.compare import compare, parse_max_drop
-    from ..baseline.store import compact_baseline, load_baseline, write_baseline
-    from ..report.terminal import format_comparison
-
     gates = report.get("gates") or []
     lines.extend(summary_lines(report, tags=out.tags, worst=out.worst,
                                spider_table=out.spider_table, baseline=out.compare))
@@ -146,32 +142,9 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
     lines.extend(out.after_gates)
     failed = any(not g["passed"] for g in gates)
 
-    comparison = None
+    comparison, compared_fails = _compare(report, out, lines)
+    failed = failed or compared_fails
     path = out.baseline_path
-    if out.compare and out.skip_compare:
-        lines.extend(["", out.skip_compare])
-    elif out.compare and out.update_baseline and path is not None and not path.exists():
-        lines.append("")  # --queryeval-update-baseline creates the file it is asked to compare with
-        lines.append(f"baseline: {out.display(path)} does not exist yet: nothing to compare, "
-                     "this run writes it")
-    elif out.compare and path is not None:
-        try:
-            max_drop = parse_max_drop(out.max_drop)
-        except ValueError as exc:
-            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
-        try:
-            base = load_baseline(path)
-        except (OSError, ValueError) as exc:
-            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
-        comparison = compare(report, base, max_drop or None, significance=out.significance)
-        report["baseline"] = comparison.to_dict()
-        lines.append("")
-        lines.extend(format_comparison(comparison, spider_components=out.spider_table))
-        failed = failed or not comparison.passed
-    elif out.max_drop:
-        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
-        out.problems.append("--queryeval-max-drop without --queryeval-baseline")
-        failed = True
 
     # Whether the baseline is written is decided before any report is written: the outcome
     # every report states says so (a refresh that fails a gate has still written it).
@@ -194,6 +167,58 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
         # status every report states is the one the run ends with
         report["run"]["exitstatus"] = 0
 
+    baseline_lines = _write_baseline(report, out, write, why)
+    try:
+        lines.extend(write_reports(report, comparison, out))
+    finally:  # the baseline is written first: a report that cannot be written leaves it so
+        lines.extend(baseline_lines)
+    return failed
+
+
+def _compare(report: dict[str, Any], out: Outputs, lines: list[str]
+             ) -> tuple[Comparison | None, bool]:
+    """The comparison with the baseline (None when none is made), its lines added to
+    ``lines``, and whether it fails the run (a drop, or ``--queryeval-max-drop`` without a
+    baseline); the comparison goes into the report's ``baseline``."""
+    from ..baseline.compare import compare, parse_max_drop
+    from ..baseline.store import load_baseline
+    from ..report.terminal import format_comparison
+
+    path = out.baseline_path
+    if out.compare and out.skip_compare:
+        lines.extend(["", out.skip_compare])
+    elif out.compare and out.update_baseline and path is not None and not path.exists():
+        lines.append("")  # --queryeval-update-baseline creates the file it is asked to compare with
+        lines.append(f"baseline: {out.display(path)} does not exist yet: nothing to compare, "
+                     "this run writes it")
+    elif out.compare and path is not None:
+        try:
+            max_drop = parse_max_drop(out.max_drop)
+        except ValueError as exc:
+            raise QueryEvalError(f"--queryeval-max-drop: {exc}") from None
+        try:
+            base = load_baseline(path)
+        except (OSError, ValueError) as exc:
+            raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
+        comparison = compare(report, base, max_drop or None, significance=out.significance)
+        report["baseline"] = comparison.to_dict()
+        lines.append("")
+        lines.extend(format_comparison(comparison, spider_components=out.spider_table))
+        return comparison, not comparison.passed
+    elif out.max_drop:
+        lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
+        out.problems.append("--queryeval-max-drop without --queryeval-baseline")
+        return None, True
+    return None, False
+
+
+def _write_baseline(report: dict[str, Any], out: Outputs, write: bool, why: list[str]
+                    ) -> list[str]:
+    """Write the baseline when asked and allowed (``write``; ``why``: the refusals a forced
+    write overrode, or why it is not written); the summary's lines about it."""
+    from ..baseline.store import compact_baseline, write_baseline
+
+    path = out.baseline_path
     baseline_lines: list[str] = []
     if out.update_baseline and path is not None:
         if write:
@@ -211,11 +236,7 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
                 f"error: baseline NOT updated ({out.display(path)}): " + "; ".join(why)
                 + ". Run the whole suite cleanly, or add --queryeval-force-baseline to write "
                   "it anyway.")
-    try:
-        lines.extend(write_reports(report, comparison, out))
-    finally:  # the baseline is written first: a report that cannot be written leaves it so
-        lines.extend(baseline_lines)
-    return failed
+    return baseline_lines
 
 
 def interrupt_reason(exc: BaseException | None) -> str:
@@ -243,9 +264,9 @@ def interrupted_report(run: dict[str, Any], reason: str) -> dict[str, Any]:
     while its only cases were stuck): zero cases, ``run.interrupted`` true and the reason, so
     CI that keeps ``report.json`` always finds one and sees why it is empty. ``run``: the
     run fields of a normal report (times, exit status, model ...)."""
-    from ..engine.nearmiss import aggregate as near_miss_aggregate
-    from ..engine.repeats import flaky_cases
     from ..judge.report import aggregate as judge_aggregate
+    from ..rules.nearmiss import aggregate as near_miss_aggregate
+    from ..rules.repeats import flaky_cases
 
     return {"version": 1,
             "run": {**run, "interrupted": True, "interrupt_reason": reason,
@@ -274,7 +295,7 @@ def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:
 
 def write_reports(report: dict[str, Any], comparison: Comparison | None,
                   out: Outputs) -> list[str]:
-    """Every report file asked for, in the order of :data:`..plugin.declare.REPORT_WRITERS`; the lines
+    """Every report file asked for, in the order of :data:`..report.formats.REPORT_WRITERS`; the lines
     naming them. The JSON report comes first (the one CI keeps). A file the system refuses (an
     OSError: a full disk, a file too large) is named in an ``error:`` line and the others are
     written; the run's exit status stays the one its cases and gates decide, which the written
@@ -323,7 +344,7 @@ def _os_reason(exc: OSError) -> str:
 
 
 class ReportWriter(Protocol):
-    """What :attr:`..plugin.declare.ReportFile.writer` names: a function writing one report file."""
+    """What :attr:`..report.formats.ReportFile.writer` names: a function writing one report file."""
 
     def __call__(self, report: dict[str, Any], path: Path, comparison: Comparison | None,
                  /) -> object: ...

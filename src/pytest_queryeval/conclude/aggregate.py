@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..baseline.verdicts import judged_outcome
+from ..figures.by_turn import COUNTS, MISSING, PASSED, scored_turns
+from ..figures.columns import ordered_metrics
 from ..metricnames import (
     AGENT_COUNT_METRICS,
     GOLD_ERROR,
@@ -28,8 +30,6 @@ from ..metricnames import (
     SPIDER_STRUCTURE_METRICS,
 )
 from ..model import NO_DIFFICULTY
-from ..report.by_turn import COUNTS, MISSING, PASSED, scored_turns
-from ..report.columns import ordered_metrics
 from ..suite.config import Gate
 from .models import models_aggregates
 

@@ -16,6 +16,11 @@ read case by case (:mod:`..report.stream`): the merge holds slim records, and th
 read back as the reports are written. Shards of a gold audit merge into one audit: its
 findings table is rebuilt over the union (the findings travel with each case), and, as in the
 plugin, no baseline is compared or written.
+
+Why one module of this size: the command's steps (checking that the shards are one run,
+choosing each case's record among a shard's attempts, the union's run block, the exit status)
+read the same shard reports and the same ``Merged`` record, each a function of its own; split
+into modules, each would import the others' helpers for one command.
 """
 
 from __future__ import annotations
@@ -30,14 +35,14 @@ from typing import Any
 from .._util.paths import display
 from .._util.wording import shortlist
 from ..baseline.refusals import update_refusals
-from ..engine.nearmiss import aggregate as near_miss_aggregate
-from ..engine.repeats import flaky_cases
 from ..errors import QueryEvalError
 from ..judge.report import aggregate as judge_aggregate
-from ..plugin.options import ReportOptions
+from ..rules.nearmiss import aggregate as near_miss_aggregate
+from ..rules.repeats import flaky_cases
 from ..suite.config import Gate
 from . import aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
+from .options import ReportOptions
 from .pyids import accounted_for
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
@@ -143,7 +148,7 @@ def _audit_mode(report: Mapping[str, Any]) -> str | None:
 def _shard(value: object) -> tuple[int, int] | None:
     if not isinstance(value, str):
         return None
-    from ..plugin.shard import parse_shard
+    from ..suite.shard import parse_shard
 
     try:
         return parse_shard(value)
@@ -191,7 +196,7 @@ def _winners(shards: Sequence[tuple[str, Mapping[str, Any]]], indices: list[int]
              ) -> tuple[dict[str, tuple[int, int]], dict[int, int]]:
     """Of the attempts ``indices`` of one shard: case key -> (report, position) of the record
     that wins (the latest complete one, else the latest), and report -> its records that lost."""
-    from ..plugin.resume import COMPLETE
+    from ..report.shardcheck import COMPLETE_OUTCOMES as COMPLETE
 
     best: dict[str, tuple[int, int, bool]] = {}
     for i in indices:  # earliest first: a later record replaces an earlier one
@@ -212,14 +217,48 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
     """The union report (gates evaluated, no baseline yet); MergeRefused when the shards are
     not parts of one run. Several reports of one shard are attempts of it (a retry): of each
     case the latest complete record wins, and the attempts it replaced are listed."""
-    from ..report.stream import Span, StoredCases
-
     _check_same(shards)
     gate_specs = _gates(shards)
+    merged = Merged(report={})
+    records, latest = _union(shards, merged)
+    runs = [report["run"] for _, report in shards]
+    first = next((r for (_, report), r in zip(shards, runs, strict=True) if report["cases"]),
+                 runs[0])
+    _find_missing(merged, records, runs, first)
+    merged.interrupted = [shards[i][0] for i in sorted(latest) if runs[i].get("interrupted")]
+    merged.report = {"version": shards[0][1].get("version", 1),
+                     "run": _merged_run(shards, runs, first, records, merged),
+                     "cases": records, "aggregates": aggregates_of(records),
+                     "gates": _merged_gates(gate_specs, records),
+                     "flaky": flaky_cases(records),
+                     "near_miss": near_miss_aggregate(records),
+                     "judge": judge_aggregate(records)}
+    from ..neighbours.check import summary as neighbour_summary
+
+    neighbours = neighbour_summary(records)
+    if neighbours is not None:  # --queryeval-neighbours: the shards' budgets, summed
+        merged.report["neighbours"] = neighbours
+    from ..predict.cache import summary as cache_summary
+
+    if (cached := cache_summary(records)) is not None:  # answers kept between runs
+        merged.report["prediction_cache"] = cached
+    mode = _audit_mode(shards[0][1])
+    if mode is not None:
+        from ..report.audit import audit_report
+
+        merged.report["audit"] = audit_report(records, mode)
+    return merged
+
+
+def _union(shards: Sequence[tuple[str, dict[str, Any]]], merged: Merged
+           ) -> tuple[list[dict[str, Any]], list[int]]:
+    """The winning record of each case, in file and line order, and the latest attempt of each
+    shard; the superseded attempts and the duplicated cases go to ``merged``."""
+    from ..report.stream import Span, StoredCases
+
     records: list[dict[str, Any]] = []
     spans: list[Span] = []
     where: dict[str, list[str]] = {}
-    merged = Merged(report={})
     latest: list[int] = []
     for indices in _attempts(shards).values():
         won, lost = _winners(shards, indices)
@@ -239,11 +278,13 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
             where.setdefault(key, []).append(name)
     cases = StoredCases(records, spans)
     cases.sort_by(lambda r: (str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
-    records = cases
-    runs = [report["run"] for _, report in shards]
-    first = next((r for (_, report), r in zip(shards, runs, strict=True) if report["cases"]),
-                 runs[0])
     merged.duplicated = [(k, names) for k, names in where.items() if len(names) > 1]
+    return cases, latest
+
+
+def _find_missing(merged: Merged, records: list[dict[str, Any]], runs: list[dict[str, Any]],
+                  first: dict[str, Any]) -> None:
+    """The suite's cases no shard reported, and the shards no report is of."""
     suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
     if suite_ids is not None:
         # a case written in Python is in the suite by its test's node id (plugin/pycases.py)
@@ -258,7 +299,11 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
         total = split[0][1]
         merged.missing_shards = [f"{i}/{total}" for i in range(1, total + 1)
                                  if i not in {s[0] for s in split}]
-    merged.interrupted = [shards[i][0] for i in sorted(latest) if runs[i].get("interrupted")]
+
+
+def _merged_gates(gate_specs: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+    """The shards' gates evaluated on the union, each scope as the shards wrote it."""
     cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
     gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
                                  float(g["limit"]), cwd / str(g.get("scope") or "."),
@@ -268,6 +313,14 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
                             for g in gate_specs], records)
     for gate, spec in zip(gates, gate_specs, strict=True):
         gate["scope"] = spec.get("scope")
+    return gates
+
+
+def _merged_run(shards: Sequence[tuple[str, dict[str, Any]]], runs: list[dict[str, Any]],
+                first: dict[str, Any], records: list[dict[str, Any]], merged: Merged
+                ) -> dict[str, Any]:
+    """The union report's ``run``: the earliest start, the latest finish, the longest shard,
+    the settings of the whole run, and which reports it was merged from."""
     started = sorted(str(r["started"]) for r in runs if r.get("started"))
     finished = sorted(str(r["finished"]) for r in runs if r.get("finished"))
     run: dict[str, Any] = {
@@ -288,26 +341,7 @@ def merge_reports(shards: Sequence[tuple[str, dict[str, Any]]]) -> Merged:
         run["attempts"] = merged.superseded
     if first.get("suite"):
         run["suite"] = first["suite"]
-    merged.report = {"version": shards[0][1].get("version", 1), "run": run, "cases": records,
-                     "aggregates": aggregates_of(records), "gates": gates,
-                     "flaky": flaky_cases(records),
-                     "near_miss": near_miss_aggregate(records),
-                     "judge": judge_aggregate(records)}
-    from ..neighbours.check import summary as neighbour_summary
-
-    neighbours = neighbour_summary(records)
-    if neighbours is not None:  # --queryeval-neighbours: the shards' budgets, summed
-        merged.report["neighbours"] = neighbours
-    from ..predict.cache import summary as cache_summary
-
-    if (cached := cache_summary(records)) is not None:  # answers kept between runs
-        merged.report["prediction_cache"] = cached
-    mode = _audit_mode(shards[0][1])
-    if mode is not None:
-        from ..report.audit import audit_report
-
-        merged.report["audit"] = audit_report(records, mode)
-    return merged
+    return run
 
 
 def problems_of(merged: Merged) -> list[str]:
@@ -343,7 +377,7 @@ def attempt_lines(attempts: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ..plugin.options import add_report_options
+    from ..report.formats import add_report_options
 
     p = argparse.ArgumentParser(
         prog="queryeval merge",
@@ -383,7 +417,7 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
     anything is read or written, as ``queryeval merge r.json -o r.json`` once overwrote its
     own shard."""
     from .._util.safefile import same_file
-    from ..plugin.declare import REPORT_WRITERS
+    from ..report.formats import REPORT_WRITERS
 
     inputs = [(f"shard {i} ({path})", path) for i, path in enumerate(shards, 1)]
     if options.baseline:
@@ -413,12 +447,7 @@ def run(argv: Sequence[str]) -> int:
               file=err)
         return USAGE_ERROR
     try:
-        shards = load_shards([Path(p) for p in args.shards])
-        merged = merge_reports(shards)
-        mode = merged.report["run"].get("gating") or "strict"
-        if options.gating and options.gating != mode:
-            raise MergeRefused(f"--queryeval-gating={options.gating}, but the shards ran with "
-                               f"{mode} (a gating mode is applied as the cases run)")
+        shards, merged = _merged(args.shards, options)
     except MergeRefused as exc:
         print(f"queryeval merge: refused: {exc}", file=err)
         return USAGE_ERROR
@@ -467,16 +496,8 @@ def run(argv: Sequence[str]) -> int:
     if out.accepted and status == TESTS_FAILED:
         status = OK  # a refresh records its failures as the accepted state, as the plugin does
     if args.junitxml:  # after the outcome: its properties state it, as pytest's junit does
-        from ..report.junit import write_junit
-
-        target = cwd / args.junitxml
-        try:
-            write_junit(report, target)
-            lines.append(f"junit XML: {display(target, cwd)}")
-        except (OSError, QueryEvalError) as exc:
-            lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")
-            status = TESTS_FAILED if status == OK else status
-    from .outcome import run_outcome
+        status = _write_junit(report, cwd / args.junitxml, cwd, lines, status)
+    from ..report.outcome import run_outcome
 
     # the last line: the outcome and why, as the reports state it
     lines.append((out.outcome or run_outcome(report, failing=status != OK,
@@ -484,6 +505,34 @@ def run(argv: Sequence[str]) -> int:
     from .._util.safetext import printable
 
     print("\n".join(printable(line) for line in lines))
+    return status
+
+
+def _merged(paths: Sequence[str], options: ReportOptions
+            ) -> tuple[list[tuple[str, dict[str, Any]]], Merged]:
+    """The shards read and merged; MergeRefused when they are not parts of one run, or ran
+    with another gating mode than ``--queryeval-gating`` says."""
+    shards = load_shards([Path(p) for p in paths])
+    merged = merge_reports(shards)
+    mode = merged.report["run"].get("gating") or "strict"
+    if options.gating and options.gating != mode:
+        raise MergeRefused(f"--queryeval-gating={options.gating}, but the shards ran with "
+                           f"{mode} (a gating mode is applied as the cases run)")
+    return shards, merged
+
+
+def _write_junit(report: dict[str, Any], target: Path, cwd: Path, lines: list[str],
+                 status: int) -> int:
+    """The junit XML of the merged run, its line in ``lines``; the exit status, failed when
+    the file cannot be written."""
+    from ..report.junit import write_junit
+
+    try:
+        write_junit(report, target)
+        lines.append(f"junit XML: {display(target, cwd)}")
+    except (OSError, QueryEvalError) as exc:
+        lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")
+        status = TESTS_FAILED if status == OK else status
     return status
 
 

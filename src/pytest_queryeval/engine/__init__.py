@@ -29,15 +29,15 @@ from ..metricnames import REPEAT_METRICS
 from ..model import MISSING, Case, Threshold
 from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predictor
 from ..predict.pool import PredictionPool, RequestKey, concurrency_of
+from ..rules.repeats import FIXED_NOTE, combine, signature
+from ..rules.thresholds import evaluate as check_thresholds
 from ..sources.base import DataSource, declared
 from .abstain import abstain_outcome, abstention, unanswered
 from .clarify import clarification, clarify_outcome, with_prediction
 from .goldcache import GoldCache
-from .repeats import FIXED_NOTE, combine, signature
 from .steps import CaseOutcome as CaseOutcome
 from .steps import ask, failures_count_as_model, model_failure, record_usage
 from .steps import near_miss as _near_miss
-from .thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
     from ..judge.run import JudgeSession

@@ -19,42 +19,12 @@ from collections.abc import Mapping, Sequence
 
 from ..metricnames import REPEAT_METRICS
 from ..model import Case, Context, Kind, Scored, Threshold
+from ..rules.abstain import ABSTAINED
 from .steps import CaseOutcome
 
-#: ``expect:`` values: the default, an answer; ``abstain``: no answer is the right output;
-#: ``clarify``: a question back is (:mod:`.clarify`).
-EXPECT_VALUES = ("answer", "abstain", "clarify")
 #: The tool names an agent calls to decline.
 ABSTAIN_TOOLS = frozenset({"abstain"})
-#: The threshold an ``expect: abstain`` case is judged by.
-ABSTAINED = "abstained"
-#: ``abstention:`` in ``queryeval.yaml``: which texts abstain. ``default``: none but those
-#: matching ``abstain_patterns`` (an empty text is an answer); ``ehrsql``: also the text the
-#: EHRSQL 2024 reference reads as its skip indicator ``'null'`` (:func:`..metrics.reliability.
-#: skips`), so a suite of its files scores as its ``scoring_v2.py`` does.
-ABSTENTION_RULES = ("default", "ehrsql")
 EHRSQL_SKIP = "the EHRSQL skip text 'null'"
-
-
-def check_patterns(value: object) -> tuple[tuple[str, ...], str | None]:
-    """``abstain_patterns:`` as regular expressions (searched case-insensitively), or why not."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        return (), "must be a list of regular expressions (strings)"
-    for pattern in value:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            return (), f"{pattern!r} is not a regular expression: {exc}"
-    return tuple(value), None
-
-
-def check_rule(value: object) -> str | None:
-    """Why ``abstention:`` is not one of :data:`ABSTENTION_RULES`, or None."""
-    if value in ABSTENTION_RULES:
-        return None
-    return f"must be one of {', '.join(ABSTENTION_RULES)}, not {value!r}"
 
 
 def abstention(value: object, patterns: Sequence[str], rule: str = "default",
@@ -167,6 +137,20 @@ def unanswered(case: Case, kind: Kind, ctx: Context) -> Scored | None:
         return None
 
 
+def no_answer_metrics(case: Case, unanswered: Scored | None
+                      ) -> tuple[dict[str, float], dict[str, str]]:
+    """The metrics and labels of a case answered with no answer (an abstention, a question
+    back): 0 for every bounded metric, then the kind's own scoring of an empty answer, so the
+    case stays in every aggregate's denominator as its reference counts it."""
+    metrics = {m: 0.0 for m, t in case.thresholds.items()
+               if t.min is not None and m not in REPEAT_METRICS}
+    labels: dict[str, str] = {}
+    if unanswered is not None:
+        metrics.update(unanswered.metrics)
+        labels = dict(unanswered.labels)
+    return metrics, labels
+
+
 def abstain_outcome(case: Case, predicted: object, how: str | None,
                     unanswered: Scored | None = None) -> CaseOutcome:
     """The outcome of a case that expects abstention, or whose prediction abstained.
@@ -189,12 +173,8 @@ def abstain_outcome(case: Case, predicted: object, how: str | None,
                            predicted, reason, None, [], details, f"abstain:{how is not None}")
     # every reference metric, as its reference scores a question with no answer (the kind's
     # scoring of an empty answer): the case stays in every aggregate's denominator
-    metrics = {m: 0.0 for m, t in case.thresholds.items()
-               if t.min is not None and m not in REPEAT_METRICS}
-    labels: dict[str, str] = {}
+    metrics, labels = no_answer_metrics(case, unanswered)
     if unanswered is not None:
-        metrics.update(unanswered.metrics)
-        labels = dict(unanswered.labels)
         details = {**unanswered.details, **details}
     metrics[ABSTAINED] = 1.0
     reason = f"abstained ({how}) on a question that expects an answer"

@@ -26,24 +26,18 @@ from typing import TYPE_CHECKING
 
 from ..metricnames import REPEAT_METRICS
 from ..model import Case, Threshold
-from .abstain import tool_name
+from ..rules.clarify import ASKS_ABOUT, CLARIFIED, CLARIFY, asks_about_terms
+from .abstain import no_answer_metrics, tool_name
 from .steps import CaseOutcome, record_usage
 
 if TYPE_CHECKING:
     from ..model import Context, Scored
     from ..predict import Prediction
 
-#: ``expect:`` value: a question back is the right output.
-CLARIFY = "clarify"
 #: The tool names an agent calls to ask the user.
 CLARIFY_TOOLS = frozenset({"ask_user"})
-#: The threshold an ``expect: clarify`` case is judged by, and the one ``asks_about`` adds.
-CLARIFIED = "clarified"
-ASKS_ABOUT = "asks_about"
 #: Characters of a clarification question kept in a record (a hostile model may send more).
 QUESTION_CHARS = 2000
-#: The keys ``clarification:`` takes.
-CLARIFICATION_KEYS = ("asks_about",)
 #: Characters of a tool call's ``arguments`` text decoded (a question is short).
 _ARGUMENT_CHARS = 100_000
 
@@ -99,90 +93,6 @@ def _tool_question(call: Mapping[object, object]) -> str:
     return next((v for v in args.values() if isinstance(v, str)), "")
 
 
-def check_case(entry: Mapping[str, object], expect: object
-               ) -> list[tuple[object, object, str, str]]:
-    """The problems of a case's ``clarification:`` and ``reply:`` keys, as ``(container, key,
-    key path, message)`` for the case reader to locate; ``expect`` is the case's value."""
-    problems: list[tuple[object, object, str, str]] = []
-    for key in ("clarification", "reply"):
-        if key in entry and expect != CLARIFY:
-            problems.append((entry, key, key, f"only a case with expect: clarify has "
-                             f"{key}: (expect is {expect or 'answer'!r})"))
-    if problems:
-        return problems
-    problems.extend(_spec_problems(entry))
-    if "reply" in entry:
-        reply = entry["reply"]
-        if not isinstance(reply, str) or not reply.strip():
-            problems.append((entry, "reply", "reply", "must be the user's reply (non-blank text)"))
-        elif "gold" not in entry and "gold_result" not in entry:
-            problems.append((entry, "reply", "reply", "a reply continues the conversation to a "
-                             "gold turn: give the gold the reply leads to (gold or gold_result)"))
-    else:
-        for key in ("gold", "gold_result"):
-            if key in entry:
-                problems.append((entry, key, key, f"a case with expect: clarify has no {key} "
-                                 "unless a reply: leads to it (the right output of the "
-                                 "question is a question back)"))
-    if "conversation" in entry:
-        problems.append((entry, "conversation", "conversation", "expect: clarify on a "
-                         "conversation belongs on the user turn that should be clarified"))
-    return problems
-
-
-def check_turn(raw: Mapping[str, object], expect: object
-               ) -> list[tuple[object, object, str, str]]:
-    """The same for a user turn of a written ``conversation:`` (paths below the turn's): a
-    turn that expects a question back has no gold, and its user's answer is the next user
-    turn, written as such."""
-    problems: list[tuple[object, object, str, str]] = []
-    if "clarification" in raw and expect != CLARIFY:
-        problems.append((raw, "clarification", "clarification", "only a turn with expect: "
-                         f"clarify has clarification: (expect is {expect or 'answer'!r})"))
-    if "reply" in raw:
-        problems.append((raw, "reply", "reply", "in a conversation the user's reply is the "
-                         "next user turn: write it as one (role: user, content: ..., gold: ...)"))
-    if expect == CLARIFY:
-        problems.extend((raw, k, k, f"a turn with expect: clarify has no {k}: the right output "
-                         "is a question back") for k in ("gold", "gold_result") if k in raw)
-        problems.extend(_spec_problems(raw))
-    return problems
-
-
-def _spec_problems(entry: Mapping[str, object]) -> list[tuple[object, object, str, str]]:
-    """The problems of ``clarification:`` in ``entry`` (a case or a turn)."""
-    spec = entry.get("clarification")
-    if spec is None:
-        return []
-    if not isinstance(spec, Mapping):
-        return [(entry, "clarification", "clarification",
-                 "must be a mapping: {asks_about: [terms]}")]
-    problems: list[tuple[object, object, str, str]] = [
-        (spec, key, f"clarification.{key}",
-         f"unknown key (known: {', '.join(CLARIFICATION_KEYS)})")
-        for key in spec if key not in CLARIFICATION_KEYS]
-    if "asks_about" in spec and not _terms_ok(spec.get("asks_about")):
-        problems.append((spec, "asks_about", "clarification.asks_about",
-                         "must be a term or a non-empty list of terms (non-blank text)"))
-    return problems
-
-
-def _terms_ok(value: object) -> bool:
-    if isinstance(value, str):
-        return bool(value.strip())
-    return isinstance(value, list) and bool(value) and all(
-        isinstance(v, str) and v.strip() for v in value)
-
-
-def asks_about_terms(case: Case) -> tuple[str, ...]:
-    """The case's ``clarification.asks_about`` terms (none when not given)."""
-    spec = case.clarification or {}
-    terms = spec.get("asks_about")
-    if isinstance(terms, str):
-        return (terms,)
-    return tuple(t for t in terms if isinstance(t, str)) if isinstance(terms, list) else ()
-
-
 def _folded(text: str) -> str:
     """Compared case-insensitively, compatibility forms unified, white space runs as one."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
@@ -192,22 +102,6 @@ def missing_terms(question: str, terms: Sequence[str]) -> list[str]:
     """The terms the question does not mention (case-insensitive substrings)."""
     said = _folded(question)
     return [t for t in terms if _folded(t) not in said]
-
-
-def clarify_thresholds(case: Case, written: Mapping[str, object]) -> None:
-    """An ``expect: clarify`` case is judged by ``clarified >= 1`` (and ``asks_about >= 1``
-    with terms) unless its own thresholds bound them; without a reply, bounds on answer
-    metrics inherited from the suite mean nothing there and are dropped."""
-    from .thresholds import judges_answer
-
-    names = [CLARIFIED, *([ASKS_ABOUT] if asks_about_terms(case) else [])]
-    kept = dict(case.thresholds) if case.reply is not None else {
-        m: t for m, t in case.thresholds.items() if not judges_answer(m)}
-    bounds = {m: case.thresholds.get(m, Threshold(m, min=1.0)) for m in names}
-    case.thresholds = {**kept, **bounds}
-    defaults = [m for m in names if m not in written]
-    case.default_thresholds = defaults if case.reply is None else \
-        [*case.default_thresholds, *defaults]
 
 
 @dataclass
@@ -285,12 +179,7 @@ def clarify_outcome(case: Case, predicted: object, asked: Asked | None, abstaine
                            predicted, judged.reason, None, [], details,
                            f"clarify:{asked is not None}")
     assert asked is not None  # the engine calls this only when one side is a question back
-    metrics = {m: 0.0 for m, t in case.thresholds.items()
-               if t.min is not None and m not in REPEAT_METRICS}
-    labels: dict[str, str] = {}
-    if unanswered is not None:
-        metrics.update(unanswered.metrics)
-        labels = dict(unanswered.labels)
+    metrics, labels = no_answer_metrics(case, unanswered)
     metrics[CLARIFIED] = 1.0
     expects = "no answer" if case.expect == "abstain" else "an answer"
     reason = (f"asked a question back ({asked.how}) on a question that expects {expects}: "

@@ -13,9 +13,7 @@ predicted`` a turn's request holds the answers to the turns before it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryEvalError
@@ -29,58 +27,15 @@ from ..metricnames import (
 )
 from ..model import MISSING, Case, Kind, Turn
 from ..predict import Prediction, Predictor
+from ..rules.conversation import turn_case
+from ..rules.thresholds import evaluate as check_thresholds
 from .steps import CaseOutcome, ask, failures_count_as_model
-from .thresholds import evaluate as check_thresholds
 
 if TYPE_CHECKING:
     from . import Evaluator
 
 #: A turn's outcomes in ``details.turns``.
 PASSED, FAILED, MISSING_TURN, ERROR = "passed", "failed", "missing", "error"
-
-
-def turn_case(case: Case, turn: Turn, history: list[dict[str, str]]) -> Case:
-    """The case one scored turn is asked and scored as: the conversation case with the turn's
-    question, gold, inline prediction and thresholds, its number and the history before it."""
-    return dataclasses.replace(
-        case, question=turn.question, gold=turn.gold, gold_result=turn.gold_result,
-        gold_result_files=None, gold_result_multi=False, predicted=turn.predicted,
-        predicted_result=None, thresholds=dict(turn.thresholds), default_thresholds=[],
-        errors=[], expect=turn.expect, turns=None, turn=turn.number, history=history,
-        clarification=turn.raw.get("clarification") if turn.expect == "clarify" else None,
-        raw={k: v for k, v in case.raw.items() if k != "conversation"})
-
-
-def turn_problems(kind: Kind, case: Case) -> Iterator[tuple[str, str]]:
-    """The kind's own checks of each scored turn's gold, as ``conversation[i].<key>`` paths."""
-    for turn in case.turns or ():
-        if not turn.scored or turn.expect != "answer":
-            continue
-        for key_path, message in kind.validate(turn_case(case, turn, [])):
-            yield f"conversation[{turn.index}].{key_path}", message
-
-
-#: Spider's hardness levels, easiest first: a conversation is as hard as its hardest turn.
-_LEVELS = ("easy", "medium", "hard", "extra")
-
-
-def conversation_difficulty(kind: Kind, case: Case) -> str | None:
-    """The difficulty the kind rates a conversation: its hardest scored turn's (SQL: Spider's
-    hardness of the turn's gold), else the last rated turn's; None when no turn is rated."""
-    rated: list[str] = []
-    for turn in case.turns or ():
-        if turn.scored and turn.expect == "answer":
-            try:
-                level = kind.difficulty(turn_case(case, turn, []))
-            except Exception:  # a broken gold is reported when the case runs
-                level = None
-            if level:
-                rated.append(level)
-    if not rated:
-        return None
-    if all(level in _LEVELS for level in rated):
-        return max(rated, key=_LEVELS.index)
-    return rated[-1]
 
 
 def gold_text(gold: object) -> str | None:

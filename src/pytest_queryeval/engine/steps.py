@@ -65,7 +65,7 @@ def near_miss(case: Case, metrics: dict[str, float], relaxed: Callable[..., Any]
     """Which relaxations would make the failing case pass (``details.near_miss``, a diff line);
     never a metric or a verdict. A relaxation that breaks is left out, never the case. Only
     the metrics the case's thresholds judge are computed under the relaxations."""
-    from .nearmiss import describe, flips, table_metrics_of
+    from ..rules.nearmiss import describe, flips, table_metrics_of
 
     thresholds = {m: t for m, t in case.thresholds.items() if m not in REPEAT_METRICS}
     try:
@@ -83,7 +83,7 @@ def record_usage(case: Case, prediction: Prediction, metrics: dict[str, float],
                  details: dict[str, Any]) -> None:
     """The usage the source reported as metrics, and ``cost_usd`` from ``pricing:`` when the
     source reported none and the table has the model's price."""
-    from ..suite.pricing import price_for
+    from ..predict.pricing import price_for
 
     for key, value in prediction.usage.items():
         metrics[key] = float(value)

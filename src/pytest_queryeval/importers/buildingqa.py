@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ._common import ImportProblem, command, dump_yaml, suite_relative, tag
-from ._inputs import load_json, load_yaml
+from ._inputs import load_json
+from .sparql_common import write_config
 
 CONFIG_FILE = "queryeval.yaml"
 #: Used only for prefixes the graph file does not declare.
@@ -179,15 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             spec["engine"] = args.engine
     if args.timeout is not None:
         spec["timeout"] = args.timeout
-    config_file = out / CONFIG_FILE
-    config: dict[str, Any] = {"datasources": {}}
-    if config_file.is_file():  # add to an existing suite config (several buildings)
-        loaded = load_yaml(config_file) or {}
-        if isinstance(loaded, dict):
-            config = loaded
-            config.setdefault("datasources", {})
-    config["datasources"][name] = spec
-    config_file.write_text(dump_yaml(config), encoding="utf-8")
+    config_file = write_config(out, name, spec)  # added to an existing one (several buildings)
     print(f"wrote {cases_file} ({len(suite['cases'])} cases), {config_file}")
     return 0
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from ..suite.pricing import PRICE_KEYS, Price
+from ..predict.pricing import PRICE_KEYS, Price
 
 #: Keys of ``judge:``.
 JUDGE_KEYS = frozenset({

@@ -547,7 +547,7 @@ def _near_misses(scored: Scored) -> list[str]:
     """The relaxations under which execution would match, as facts for the prompt."""
     if scored.relaxed is None:
         return []
-    from ..engine.nearmiss import EX_ONLY, RELAXATIONS
+    from ..rules.nearmiss import EX_ONLY, RELAXATIONS
 
     try:
         values = scored.relaxed(EX_ONLY)

@@ -9,7 +9,7 @@ strict score. A case asks for one by naming it in a threshold, or by its option:
   true`` or a threshold (``{max: 0}``). Computed for every prediction that has a text, also
   when it failed to execute: an invented column is the usual reason it failed.
 * ``relaxed_ex``: option ``relaxed_ex: [row_order, numeric_tolerance, ...]``, the near-miss
-  relaxations (:data:`..engine.nearmiss.RELAXATIONS`) the suite accepts. 1 when execution accuracy is 1,
+  relaxations (:data:`..rules.nearmiss.RELAXATIONS`) the suite accepts. 1 when execution accuracy is 1,
   or when any one chosen relaxation, applied alone, makes it 1; else 0. ``execution_accuracy``
   and every reference metric keep their values (the acceptance test of Spider2#220).
 """
@@ -39,7 +39,7 @@ def check_options(case: Case) -> None:
     if chosen is None:
         return
     from .._util.wording import suggest
-    from ..engine.nearmiss import RELAXATIONS
+    from ..rules.nearmiss import RELAXATIONS
 
     if not isinstance(chosen, list) or not chosen:
         raise ConfigError("must be a list of near-miss relaxations, e.g. [row_order]; known: "
@@ -111,7 +111,7 @@ def relaxed_ex(case: Case, metrics: Mapping[str, float],
         return 1.0
     if relaxed is None:
         return 0.0
-    from ..engine.nearmiss import EX_ONLY
+    from ..rules.nearmiss import EX_ONLY
 
     try:
         values = relaxed(EX_ONLY)

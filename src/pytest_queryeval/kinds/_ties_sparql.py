@@ -2,10 +2,10 @@
 
 ``SELECT ?s ?n WHERE {...} ORDER BY DESC(?n) LIMIT 3`` has several correct answers when the
 third and fourth solutions share ``?n``: the engine picks one, a prediction may pick the
-other. The SQL kind accepts such a prediction (:mod:`.sql.ties`); without this rewrite SPARQL
+other. The SQL kind accepts such a prediction (:mod:`..metrics.ties`); without this rewrite SPARQL
 failed it and only the gold audit mentioned the tie. The tie analysis itself
-(:func:`.sql.ties.analyse`, :func:`.sql.ties.tie_match`) is the SQL kind's: it needs only the keyed
-rows, so this module only writes the keyed query, as :func:`.sql.ties.keyed_query` does with
+(:func:`..metrics.ties.analyse`, :func:`..metrics.ties.tie_match`) is the SQL kind's: it needs only the keyed
+rows, so this module only writes the keyed query, as :func:`..metrics.ties.keyed_query` does with
 sqlglot for SQL.
 
 Why a text rewrite: rdflib's parser keeps no positions and its algebra does not serialise back
@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .sql.ties import KEY_PREFIX, KeyedQuery
+from ..metrics.ties import KEY_PREFIX, KeyedQuery
 
 #: Strings, IRIs and comments: blanked (same length) before the text's structure is read.
 _MASK = re.compile(r'"""(?:.|\n)*?"""|\'\'\'(?:.|\n)*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'

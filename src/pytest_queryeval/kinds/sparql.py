@@ -366,7 +366,7 @@ def _score(gold: _Gold, pred: ResultTable, pred_query: str | None, opts: _Option
     table, compare = gold.table, opts.compare
 
     def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
-        from ..engine.nearmiss import relaxed_metrics  # near misses, only if the case fails
+        from ..rules.nearmiss import relaxed_metrics  # near misses, only if the case fails
 
         return relaxed_metrics(table, pred, order_matters=ordered, compare=compare, names=names)
     compared = (gold.query or "", table, pred_query or "", pred)  # what a judge is shown
@@ -381,8 +381,8 @@ def _ties(gold: _Gold, pred: ResultTable, src: DataSource, ctx: Context, opts: _
     differently scores 1 (``details.execution_accuracy_strict`` keeps the strict value); the
     reference metrics (TEXT2SPARQL, GERBIL, ndcg) are left as they are. A gold that cannot be
     analysed keeps the strict value, with the reason in ``details.ties.skipped``."""
+    from ..metrics import ties
     from ._ties_sparql import keyed_sparql
-    from .sql import ties
 
     assert gold.query is not None
     details, metrics = scored.details, scored.metrics

@@ -28,7 +28,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,15 +284,12 @@ class VectorCache:
 
 
 def _atomic_write(path: Path, write: Callable[[Any], object]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """The package's atomic write (:func:`.._util.safefile.atomic_output`); the cache folder is
+    the user's, so a special file at ``path`` is replaced, not written through."""
+    from .._util.safefile import atomic_output
+
+    with atomic_output(path, special="replace") as fh:
+        write(fh)
 
 
 def _flush(cache: VectorCache | None, pending: dict[str, Any]) -> None:

@@ -93,7 +93,7 @@ def figure_label(metric: str, k: int) -> str:
 
 def case_runs(record: RecordLike) -> tuple[int, int] | None:
     """``(n, c)`` of a repeated case's record: how many times it ran and how many of its runs
-    passed (``details.repeat``, written by ``engine/repeats.py``); None for a case that ran
+    passed (``details.repeat``, written by ``rules/repeats.py``); None for a case that ran
     once (not repeated, or its prediction fixed). A case whose every run erred counts with
     c = 0, as the references count a problem or task never solved (it has no ``pass_at_k``
     metric: an errored case has no metrics)."""

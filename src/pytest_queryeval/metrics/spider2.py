@@ -12,7 +12,7 @@ string, NaN) is therefore decided by pandas' CSV type inference, column by colum
 ``DataFrame.transpose()``, which gives all columns one common dtype (an int column beside a float
 column becomes floats). Those rules decide string comparison and the sort order under
 ``ignore_order``, so they are reproduced here without pandas: :func:`to_csv_fields` (the writer),
-:func:`~pytest_queryeval.kinds.sql.results_csv.infer_column` (the reader, shared with case loading) and
+:func:`~pytest_queryeval.metrics.results_csv.infer_column` (the reader, shared with case loading) and
 :func:`_vectors` (the transpose).
 
 Quirks kept in ``spider2_ex`` (see docs/metrics-sql.md): NULL/NaN counts as 0; numbers match
@@ -37,7 +37,8 @@ from itertools import product
 from typing import Any
 
 from ..errors import SearchBudgetExhausted
-from ..kinds.sql.results_csv import (
+from ..results import ResultTable
+from .results_csv import (
     NA_STRINGS,
     Column,
     Frame,
@@ -48,7 +49,6 @@ from ..kinds.sql.results_csv import (
     read_csv_file,
     read_csv_text,
 )
-from ..results import ResultTable
 
 #: The metric names this module produces (the contract with reports and thresholds).
 SPIDER2_METRIC_NAMES: tuple[str, ...] = ("spider2_ex", "spider2_ex_aligned")

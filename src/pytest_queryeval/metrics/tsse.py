@@ -16,7 +16,7 @@ shorter session); a turn missing in the middle of a conversation is dropped wher
 
 Its other text rule, ``value`` in a prediction read as ``1`` (:func:`reference_prediction`), is
 applied by :func:`score_texts` here and by ``queryeval import sparc --reference`` for suites.
-Pure: no pytest, no records (``report/turn_table.py`` reads those).
+Pure: no pytest, no records (``figures/turn_table.py`` reads those).
 """
 
 from __future__ import annotations

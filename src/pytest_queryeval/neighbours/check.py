@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 from .._util.wording import plural, shortlist
 
 if TYPE_CHECKING:
-    from ..kinds.sql.ties import Row
     from ..metrics.table import CompareOptions
+    from ..metrics.ties import Row
     from ..model import Case, RecordLike
     from ..results import ResultTable
     from .search import SearchResult, Tied
@@ -277,9 +277,9 @@ def _unchecked(result: SearchResult, databases: int) -> str:
 
 
 def _tied(gold: str, dialect: str, compare: CompareOptions) -> Tied | None:
-    """The tie-aware rule of the case (:mod:`..kinds.sql.ties`) on a candidate: a prediction that orders
+    """The tie-aware rule of the case (:mod:`..metrics.ties`) on a candidate: a prediction that orders
     or picks tied rows differently is not a difference (no false alarm from ties)."""
-    from ..kinds.sql import ties
+    from ..metrics import ties
 
     query = ties.keyed_query(gold, dialect)
     if isinstance(query, str):

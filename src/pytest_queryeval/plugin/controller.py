@@ -326,7 +326,7 @@ class Controller:
         return result.to_json()
 
     def _suite_dir(self, files: set[str]) -> Path:
-        from ..baseline.location import suite_dir
+        from ..suite.config import suite_dir
 
         return suite_dir(self.runner.finder, _dirs(files), self.config.rootpath)
 

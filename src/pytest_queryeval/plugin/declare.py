@@ -13,71 +13,29 @@ from __future__ import annotations
 import fnmatch
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-#: ``--queryeval-worst``'s default: the worst cases listed in the summary.
-WORST = 5
+# the report formats' table and the report options, declared in report/formats.py (the end of
+# the run and queryeval merge read them too), re-exported with the plugin's other declarations
+from ..report.formats import GATING_MODES as GATING_MODES
+from ..report.formats import REPORT_WRITERS as REPORT_WRITERS
+from ..report.formats import WORST as WORST
+from ..report.formats import AddOption as AddOption
+from ..report.formats import ReportFile as ReportFile
+from ..report.formats import add_report_options as add_report_options
+
 #: The suite configuration file whose presence in a folder or above makes the test_*.yaml files
 #: there case files.
 CONFIG_NAME = "queryeval.yaml"
 #: ini ``queryeval_files`` when the ini does not set it.
 DEFAULT_FILES = ("test_*.yaml", "test_*.yml")
 
-AddOption = Callable[..., object]
-
-GATING_MODES = ("strict", "baseline", "gates")
-#: Deprecated spellings (old -> new), accepted for one release with a deprecation warning
-#: (docs/reference.md, Glossary).
-RENAMED_OPTIONS = {"--queryeval-verdict": "--queryeval-gating"}
-RENAMED_INI = {"queryeval_verdict": "queryeval_gating"}
 AUDIT_FLAG = "--queryeval-audit-golds"
 #: The fixture that scores a case written in a test function (:mod:`.pycases`): a run whose
 #: tests use it wakes the plugin at collection.
 FIXTURE = "queryeval"
 NEIGHBOURS_FLAG = "--queryeval-neighbours"
 WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
-
-
-@dataclass(frozen=True)
-class ReportFile:
-    """One report format, everything the package knows of it: its option, what the summary
-    calls the file, and its writer. A new format is one writer module and one line of
-    :data:`REPORT_WRITERS`; the options, the end of a run and ``queryeval merge`` loop over it.
-    """
-
-    #: Names the file in the summary: ``"JSON report"`` gives ``JSON report: PATH``.
-    label: str
-    #: The option's help (``--queryeval-<name>``, whose value is the file's path).
-    help: str
-    #: ``module:function``, imported only when the file is written (this module is loaded by
-    #: every pytest process): called ``function(report, path, comparison)``, ``comparison``
-    #: being the baseline comparison or None.
-    writer: str
-    #: ``queryeval merge``'s help, when it differs.
-    merge_help: str | None = None
-    #: Further spellings of the option in ``queryeval merge`` (before ``--queryeval-<name>``).
-    merge_flags: tuple[str, ...] = ()
-    merge_metavar: str = "PATH"
-    #: (module, pip extra): an optional dependency, checked with the options before the run.
-    needs: tuple[str, str] | None = None
-
-
-#: The report formats, by name (option ``--queryeval-<name>``, dest ``queryeval_<name>``), in
-#: the order they are written and named in the summary: the JSON report first (the one CI
-#: keeps). ``$GITHUB_STEP_SUMMARY`` gets the Markdown summary once every file is written.
-REPORT_WRITERS: dict[str, ReportFile] = {
-    "json": ReportFile("JSON report", "write the JSON report here (atomically)",
-                       "pytest_queryeval.report.json_report:write_report",
-                       merge_help="write the merged JSON report here",
-                       merge_flags=("-o", "--output"), merge_metavar="REPORT.json"),
-    "xlsx": ReportFile("Excel report", "write the Excel workbook here",
-                       "pytest_queryeval.report.excel:write_xlsx", needs=("xlsxwriter", "excel")),
-    "html": ReportFile("HTML report", "write the self-contained HTML report here",
-                       "pytest_queryeval.report.html:write_html"),
-    "markdown": ReportFile("Markdown summary", "write the Markdown summary here",
-                           "pytest_queryeval.report.markdown:write_markdown"),
-}
 
 
 def add_run_options(add: AddOption) -> None:
@@ -147,48 +105,6 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-neighbours-seconds", metavar="S", default=None,
         help="with --queryeval-neighbours: the seconds budget of one case's search "
              "(default 10; ini queryeval_neighbours_seconds)")
-
-
-def add_report_options(add: AddOption, *, merge: bool = False) -> None:
-    """The report and baseline options, for the plugin and (``merge``) ``queryeval merge``,
-    which also takes ``-o``/``--output`` for the JSON report and reads no ini file."""
-    for name, entry in REPORT_WRITERS.items():
-        option = f"--queryeval-{name}"
-        flags = (*entry.merge_flags, option) if merge else (option,)
-        add(*flags, dest=f"queryeval_{name}", metavar=entry.merge_metavar if merge else "PATH",
-            help=(entry.merge_help or entry.help) if merge else entry.help)
-    add("--queryeval-no-step-summary", action="store_true",
-        help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
-    add("--queryeval-baseline", metavar="PATH",
-        help="compare with this JSON report" + ("" if merge else
-                                                " (a bare file name lies beside the suite)"))
-    add("--queryeval-update-baseline", action="store_true",
-        help="write this run's JSON report to the baseline (--queryeval-baseline" +
-             (")" if merge else ", else ini queryeval_baseline)"))
-    add("--queryeval-gating", choices=GATING_MODES, default=None,
-        help="the gating mode the shards ran with (checked: it is applied as cases run)"
-        if merge else
-        "what fails the session (ini queryeval_gating, default strict): strict, every "
-        "case below its threshold; baseline, only cases that passed in "
-        "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
-        "baseline comparison (cases below threshold are xfailed)")
-    add("--queryeval-verdict", choices=GATING_MODES, default=None,
-        help="deprecated spelling of --queryeval-gating")
-    add("--queryeval-force-baseline", action="store_true",
-        help="with --queryeval-update-baseline: write the baseline even from a filtered, "
-             "interrupted or erroring run")
-    add("--queryeval-max-drop", action="append", default=[], metavar="DELTA|METRIC=DELTA",
-        help="fail when an aggregate drops more than this versus the baseline (repeatable)")
-    add("--queryeval-significance", metavar="ALPHA", default=None,
-        help="gate a drop versus the baseline only when it is not noise" if merge else
-        "with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
-        "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
-        "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
-    add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
-    add("--queryeval-spider-table", action="store_true",
-        help="print the official Spider evaluator's full exact/partial matching table")
-    add("--queryeval-worst", type=int, default=WORST, metavar="N",
-        help=f"list the N worst cases in the summary (default {WORST})")
 
 
 def add_ini(add: Callable[..., object]) -> None:

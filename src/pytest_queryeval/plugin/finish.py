@@ -15,9 +15,9 @@ import pytest
 
 from .. import __version__
 from ..conclude import aggregates_of, run_settings, suite_key
-from ..engine.nearmiss import aggregate as near_miss_aggregate
-from ..engine.repeats import flaky_cases
 from ..judge.report import aggregate as judge_aggregate
+from ..rules.nearmiss import aggregate as near_miss_aggregate
+from ..rules.repeats import flaky_cases
 
 if TYPE_CHECKING:
     from ..model import CaseRecord

@@ -42,88 +42,16 @@ from .declare import (
 )
 
 if TYPE_CHECKING:
-    import argparse
 
     import pytest
 
-    from ..conclude import Outputs
+    from ..conclude.options import ReportOptions
     from ..model import Threshold
     from ..neighbours.check import Settings
     from ..predict import Predictor
     from ..predict.cache import CacheSettings
     from ..suite.checks import MetricCatalog
     from .resume import Resume
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """What to write and compare once a run's report is built: the options the plugin and
-    ``queryeval merge`` share (:func:`add_report_options`)."""
-
-    invocation_dir: Path
-    #: ``--queryeval-<name>`` of each :data:`REPORT_WRITERS` entry as given (None: not written).
-    files: dict[str, str | None]
-    step_summary: bool
-    baseline: str | None
-    update_baseline: bool
-    force_baseline: bool
-    max_drop: list[str]
-    significance: str | None
-    #: ``--queryeval-gating`` (or its deprecated spelling ``--queryeval-verdict``).
-    gating: str | None
-    tags: bool
-    worst: int
-    spider_table: bool
-
-    @classmethod
-    def from_namespace(cls, ns: argparse.Namespace, invocation_dir: Path) -> ReportOptions:
-        """From pytest's ``config.option`` or ``queryeval merge``'s parsed arguments (both use
-        the dests of :func:`add_report_options`)."""
-        return cls(
-            invocation_dir=invocation_dir,
-            files={name: getattr(ns, f"queryeval_{name}") for name in REPORT_WRITERS},
-            step_summary=not ns.queryeval_no_step_summary, baseline=ns.queryeval_baseline,
-            update_baseline=bool(ns.queryeval_update_baseline),
-            force_baseline=bool(ns.queryeval_force_baseline),
-            max_drop=list(ns.queryeval_max_drop), significance=ns.queryeval_significance,
-            gating=ns.queryeval_gating or ns.queryeval_verdict, tags=bool(ns.queryeval_tags),
-            worst=ns.queryeval_worst, spider_table=bool(ns.queryeval_spider_table))
-
-    def path(self, name: str) -> Path | None:
-        """A report file's path (``name`` in :data:`REPORT_WRITERS`), from the invocation
-        dir."""
-        from .._util.safefile import output_path
-
-        value = self.files[name]
-        return output_path(self.invocation_dir / value) if value else None
-
-    def problems(self, catalog: MetricCatalog) -> list[str]:
-        """The checks of :func:`suitecheck.check_options` these options take part in."""
-        from ..suite.checks import check_options
-
-        return check_options(
-            catalog=catalog, invocation_dir=self.invocation_dir, max_drop=self.max_drop,
-            baseline=self.baseline, needs=self.needs(), worst=self.worst,
-            outputs={f"--queryeval-{name}": value for name, value in self.files.items()})
-
-    def needs(self) -> list[tuple[str, str, str]]:
-        """(option, module, pip extra): the optional dependency of each report file asked for
-        that has one (:attr:`.declare.ReportFile.needs`)."""
-        return [(f"--queryeval-{name}", *entry.needs) for name, entry in REPORT_WRITERS.items()
-                if entry.needs is not None and self.files[name]]
-
-    def outputs(self, *, baseline_path: Path | None, significance: float | None,
-                display: Callable[[Path], str]) -> Outputs:
-        """The :class:`~..conclude.Outputs` of a finished run."""
-        from ..conclude import Outputs
-
-        return Outputs(
-            files={name: path for name in REPORT_WRITERS if (path := self.path(name)) is not None},
-            step_summary=self.step_summary,
-            compare=bool(self.baseline), baseline_path=baseline_path,
-            update_baseline=self.update_baseline, force_baseline=self.force_baseline,
-            max_drop=list(self.max_drop), tags=self.tags, worst=self.worst,
-            spider_table=self.spider_table, significance=significance, display=display)
 
 
 @dataclass(frozen=True)
@@ -207,47 +135,15 @@ class RunOptions:
         one."""
         import pytest
 
-        from ..engine.thresholds import parse_cli
+        from ..suite.checks import ini_line
 
         get = config.getoption
-        try:
-            ini_thresholds = parse_cli(config.getini("queryeval_thresholds"))
-            cli_thresholds = parse_cli(get("queryeval_threshold"))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
-        given = get("queryeval_predictions") or []
-        from ..suite.models import cli_models
-
-        try:
-            models = cli_models(list(given), config.invocation_params.dir) or {}
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
-        predictions = None if models or not given else str(given[0])
-        override = None
-        if predictions:
-            from ..predict import predictor_from_cli
-
-            override = predictor_from_cli(predictions, config.invocation_params.dir)
-        override_inline = bool(get("queryeval_predictions_override_inline"))
-        if override_inline and not predictions:
-            raise pytest.UsageError("queryeval: --queryeval-predictions-override-inline needs "
-                                    "--queryeval-predictions")
-        concurrency = None
-        if get("queryeval_concurrency") is not None:
-            from ..predict.pool import parse_concurrency
-
-            try:
-                concurrency = parse_concurrency(get("queryeval_concurrency"))
-            except ValueError as exc:
-                raise pytest.UsageError(f"queryeval: --queryeval-concurrency {exc}") from None
-        from ..suite.checks import ini_line
-        from .failure_section import parse_max_details
-
-        try:
-            max_failure_details = parse_max_details(config.getini("queryeval_max_failure_details"))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
+        ini_thresholds, cli_thresholds = _thresholds(config)
+        models, predictions, override, override_inline, concurrency = _prediction_options(config)
+        max_failure_details = _max_failure_details(config)
         significance_ini = str(config.getini("queryeval_significance") or "")
+        from ..conclude.options import ReportOptions
+
         report = ReportOptions.from_namespace(config.option, config.invocation_params.dir)
         options = cls(
             rootdir=config.rootpath, report=report,
@@ -276,53 +172,11 @@ class RunOptions:
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
                                                               get("queryeval_shard"))
-        shard = None
-        if get("queryeval_shard"):  # checked above (by the controller, under xdist)
-            from .shard import parse_shard
-
-            try:
-                shard = parse_shard(get("queryeval_shard"))
-            except ValueError:
-                if not check:
-                    raise
-        resume = None
-        if get("queryeval_resume"):
-            from .resume import Resume
-
-            given = str(get("queryeval_resume"))
-            try:
-                resume = Resume.load(config.invocation_params.dir / given, given)
-            except ValueError as exc:
-                problems.append(str(exc))
-            if options.audit:
-                problems.append("--queryeval-resume cannot be used with "
-                                "--queryeval-audit-golds: an audit scores the golds")
-        durations = None
-        path, given = _path_value(config, "queryeval_shard_durations")
-        if path is not None and shard is not None:
-            from .shard import load_durations
-
-            try:
-                durations = load_durations(path, given)
-            except ValueError as exc:
-                problems.append(str(exc))
+        shard, resume, durations = _shard_and_resume(config, options, check, problems)
         if problems:
             raise pytest.UsageError("\n".join(["queryeval: invalid options:",
                                                *(f"  {p}" for p in problems)]))
-        from ..baseline.verdicts import parse_mode
-        from ..suite.deprecated import QueryevalDeprecationWarning, deprecated_spellings
-
-        for old, new in deprecated_spellings(config.option, config.getini):
-            config.issue_config_time_warning(QueryevalDeprecationWarning(
-                f"queryeval: {old} is deprecated, use {new} (same values)"), stacklevel=2)
-        try:
-            mode = parse_mode(report.gating, str(config.getini("queryeval_gating") or "")
-                              or str(config.getini("queryeval_verdict") or ""),
-                              bool(report.baseline), ini_name=(
-                                  "queryeval_gating" if config.getini("queryeval_gating")
-                                  else "queryeval_verdict"))
-        except ValueError as exc:
-            raise pytest.UsageError(f"queryeval: {exc}") from None
+        mode = _gating_mode(config, report)
         return replace(options, shard=shard, gating=mode, resume=resume,
                        shard_durations=durations)
 
@@ -346,7 +200,7 @@ class RunOptions:
         if self.repeat is not None and self.repeat < 1:
             problems.append(f"--queryeval-repeat={self.repeat}: must be 1 or more")
         if shard:
-            from .shard import parse_shard
+            from ..suite.shard import parse_shard
 
             try:
                 parse_shard(shard)
@@ -359,6 +213,125 @@ class RunOptions:
             problems.append("--queryeval-update-baseline cannot be used with "
                             "--queryeval-audit-golds: an audit scores the golds, not a model")
         return problems
+
+
+def _usage(exc: Exception, prefix: str = "") -> pytest.UsageError:
+    import pytest
+
+    return pytest.UsageError(f"queryeval: {prefix}{exc}")
+
+
+def _thresholds(config: pytest.Config) -> tuple[dict[str, Threshold], dict[str, Threshold]]:
+    """``queryeval_thresholds`` (ini) and ``--queryeval-threshold`` (command line)."""
+    from ..rules.thresholds import parse_cli
+
+    try:
+        return (parse_cli(config.getini("queryeval_thresholds")),
+                parse_cli(config.getoption("queryeval_threshold")))
+    except ValueError as exc:
+        raise _usage(exc) from None
+
+
+def _prediction_options(config: pytest.Config) -> tuple[
+        Mapping[str, dict[str, Any]], str | None, Predictor | None, bool, int | None]:
+    """The models of ``--queryeval-predictions NAME=PATH``, else its one source (built), the
+    override of inline predictions, and ``--queryeval-concurrency``."""
+    import pytest
+
+    from ..suite.models import cli_models
+
+    get = config.getoption
+    given = get("queryeval_predictions") or []
+    try:
+        models = cli_models(list(given), config.invocation_params.dir) or {}
+    except ValueError as exc:
+        raise _usage(exc) from None
+    predictions = None if models or not given else str(given[0])
+    override = None
+    if predictions:
+        from ..predict import predictor_from_cli
+
+        override = predictor_from_cli(predictions, config.invocation_params.dir)
+    override_inline = bool(get("queryeval_predictions_override_inline"))
+    if override_inline and not predictions:
+        raise pytest.UsageError("queryeval: --queryeval-predictions-override-inline needs "
+                                "--queryeval-predictions")
+    concurrency = None
+    if get("queryeval_concurrency") is not None:
+        from ..predict.pool import parse_concurrency
+
+        try:
+            concurrency = parse_concurrency(get("queryeval_concurrency"))
+        except ValueError as exc:
+            raise _usage(exc, "--queryeval-concurrency ") from None
+    return models, predictions, override, override_inline, concurrency
+
+
+def _max_failure_details(config: pytest.Config) -> int:
+    from .failure_section import parse_max_details
+
+    try:
+        return parse_max_details(config.getini("queryeval_max_failure_details"))
+    except ValueError as exc:
+        raise _usage(exc) from None
+
+
+def _shard_and_resume(config: pytest.Config, options: RunOptions, check: bool,
+                      problems: list[str]
+                      ) -> tuple[tuple[int, int] | None, Resume | None, dict[str, float] | None]:
+    """``--queryeval-shard``, ``--queryeval-resume`` and ``--queryeval-shard-durations``; their
+    problems are added to ``problems`` (reported with the others, in one usage error)."""
+    get = config.getoption
+    shard = None
+    if get("queryeval_shard"):  # checked above (by the controller, under xdist)
+        from ..suite.shard import parse_shard
+
+        try:
+            shard = parse_shard(get("queryeval_shard"))
+        except ValueError:
+            if not check:
+                raise
+    resume = None
+    if get("queryeval_resume"):
+        from .resume import Resume
+
+        given = str(get("queryeval_resume"))
+        try:
+            resume = Resume.load(config.invocation_params.dir / given, given)
+        except ValueError as exc:
+            problems.append(str(exc))
+        if options.audit:
+            problems.append("--queryeval-resume cannot be used with "
+                            "--queryeval-audit-golds: an audit scores the golds")
+    durations = None
+    path, given = _path_value(config, "queryeval_shard_durations")
+    if path is not None and shard is not None:
+        from ..suite.shard import load_durations
+
+        try:
+            durations = load_durations(path, given)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return shard, resume, durations
+
+
+def _gating_mode(config: pytest.Config, report: ReportOptions) -> str:
+    """The gating mode (``--queryeval-gating``, ini ``queryeval_gating``), after warning of
+    every deprecated spelling given."""
+    from ..baseline.verdicts import parse_mode
+    from ..suite.deprecated import QueryevalDeprecationWarning, deprecated_spellings
+
+    for old, new in deprecated_spellings(config.option, config.getini):
+        config.issue_config_time_warning(QueryevalDeprecationWarning(
+            f"queryeval: {old} is deprecated, use {new} (same values)"), stacklevel=2)
+    try:
+        return parse_mode(report.gating, str(config.getini("queryeval_gating") or "")
+                          or str(config.getini("queryeval_verdict") or ""),
+                          bool(report.baseline), ini_name=(
+                              "queryeval_gating" if config.getini("queryeval_gating")
+                              else "queryeval_verdict"))
+    except ValueError as exc:
+        raise _usage(exc) from None
 
 
 def _path_value(config: pytest.Config, name: str) -> tuple[Path | None, str]:
@@ -430,6 +403,16 @@ def _neighbour_settings(config: pytest.Config, report: ReportOptions
     if databases is None:
         return (None, base), problems
     return (replace(base, databases=databases), base), problems
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`ReportOptions`, re-exported from :mod:`..conclude.options` when asked for: a
+    worker that wakes the plugin does not import the end of the run for it."""
+    if name == "ReportOptions":
+        from ..conclude.options import ReportOptions
+
+        return ReportOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

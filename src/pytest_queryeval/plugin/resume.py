@@ -20,13 +20,13 @@ Importable without pytest.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..report.shardcheck import COMPLETE_OUTCOMES
+from ..suite.cases import encode as encode  # the text a case's identity digests
 
 if TYPE_CHECKING:
     from ..model import Case, CaseRecord, RecordLike
@@ -58,11 +58,6 @@ def identity(case: Case, predictions: str | None) -> str:
         rest = encode(data)
         text = f'{{"case": {encode_raw(case.raw, case.raw_encoded)}, {rest[1:]}'
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def encode(value: object) -> str:
-    """The JSON text :func:`identity` digests."""
-    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
 
 def encode_raw(raw: Mapping[str, Any], encoded: tuple[tuple[str, str], ...]) -> str:

@@ -229,7 +229,7 @@ class Runner:
                  if isinstance(item, QueryEvalItem | QueryEvalFileError)
                  or FIXTURE in getattr(item, "fixturenames", ())}
         if self.options.wants_baseline and files:
-            from ..baseline.location import suite_dir
+            from ..suite.config import suite_dir
 
             self.baseline = self.options.baseline_path(
                 suite_dir(self.finder, {f.parent for f in files}, config.rootpath))
@@ -249,7 +249,7 @@ class Runner:
         """``--queryeval-shard I/N``: deselect the items of the other shards (cases by id,
         other items by node id), as pytest's own deselection does. With recorded durations
         (``--queryeval-shard-durations``) the cases are balanced by them instead of hashed."""
-        from .shard import balanced_shards, shard_of
+        from ..suite.shard import balanced_shards, shard_of
 
         assert self.options.shard is not None
         index, total = self.options.shard

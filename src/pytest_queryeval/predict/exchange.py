@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 
-from .._util.safefile import private_tempdir
+from .._util.safefile import private_tempdir, write_atomic
 from ..errors import PredictionError
 from .base import Prediction
 
@@ -111,10 +111,8 @@ class Exchange:
                 error: BaseException | None) -> None:
         """Make the answer of ``key`` readable by every worker (written once, renamed)."""
         data = _dumps(result, error)
-        target = self.root / "answers" / _name(key)
-        tmp = target.with_name(f".{target.name}.{self.pid}.{threading.get_ident()}")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        # the session's own folder, read by its workers only: no fsync (safefile.atomic_output)
+        write_atomic(self.root / "answers" / _name(key), data, special="replace", sync=False)
 
     def abandon(self, key: Hashable) -> None:
         """This worker stops with ``key``'s request running: tell who waits for it."""

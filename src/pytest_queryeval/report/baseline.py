@@ -18,7 +18,7 @@ from ..baseline.compare import (
 )
 from ..baseline.significance import parse_significance
 from ..baseline.store import compact_baseline, expand_baseline, load_baseline, write_baseline
-from .columns import is_spider_component
+from ..figures.columns import is_spider_component
 from .terminal import format_comparison
 
 __all__ = [

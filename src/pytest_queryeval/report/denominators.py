@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .._util.wording import plural
+from ..figures.columns import is_detail_metric, ordered_metrics
 from ..metricnames import MISSING_REASONS, lower_is_better
-from .columns import is_detail_metric, ordered_metrics
 
 #: How the reports word a case that Spider's parser cannot read (it is scored 0 and counted).
 UNPARSABLE = "not parsable by the reference (scored 0, as the reference does)"

@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._util.safefile import atomic_output
 from ..errors import MissingDependency
-from ..kinds._registry import declares
-from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
-from .columns import (
+from ..figures.columns import (
     difficulty_of,
     gated_metrics,
     is_detail_metric,
@@ -31,6 +29,8 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from ..kinds._registry import declares
+from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
 
 if TYPE_CHECKING:  # xlsxwriter ships no type information: these name what is passed around
     from xlsxwriter.format import Format
@@ -78,7 +78,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
                comparison: object = None) -> Path:
     """Write the workbook via a temporary file, so an existing report is replaced whole.
     ``comparison``: unused, the workbook reads the report's ``baseline`` (every writer of
-    :data:`.declare.REPORT_WRITERS` takes it)."""
+    :data:`.formats.REPORT_WRITERS` takes it)."""
     xlsxwriter = _xlsxwriter()
     target = Path(path)
     with atomic_output(target, suffix=".xlsx", special="stream") as fh:
@@ -490,7 +490,7 @@ def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[Mapping[str, Any]]) -
 def _by_turn_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> None:
     """Conversation cases: a row per turn number with every metric's mean, the
     conversations' line above the table."""
-    from .by_turn import conversations_line, turn_table
+    from ..figures.by_turn import conversations_line, turn_table
 
     table = turn_table(agg, every=True)
     if table is None:
@@ -561,7 +561,7 @@ def _denominators_sheet(wb: Workbook, fmt: Formats, agg: Mapping[str, Any]) -> N
 
 def _near_miss_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """Near misses: counts per relaxation (overall, per kind, per difficulty), then the cases."""
-    from ..engine.nearmiss import RELAXATIONS
+    from ..rules.nearmiss import RELAXATIONS
 
     agg: Mapping[str, Any] = report["near_miss"]
     ws = wb.add_worksheet("Near misses")
@@ -658,8 +658,8 @@ def _audit_sheet(wb: Workbook, fmt: Formats, audit: Mapping[str, Any]) -> None:
 def _outcome_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     """The first sheet: the run's outcome in the words of the summary's last line, each
     cause, then the pass rate with its count, the gates and the baseline comparison."""
-    from ..conclude.outcome import pass_rate_text, stated
-    from .numbers import doc_pct
+    from ..figures.numbers import doc_pct
+    from .outcome import pass_rate_text, stated
 
     ws = wb.add_worksheet("Outcome")
     outcome = stated(report)

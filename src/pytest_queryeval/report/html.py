@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Any
 from .._util.safefile import write_atomic
 from .._util.safetext import printable
 from ..baseline.compare import Comparison, MetricDelta
-from ..conclude.outcome import Outcome, pass_rate_text, stated
+from ..figures.by_turn import scored_turns
+from ..figures.columns import (
+    difficulty_of,
+    gated_metrics,
+    is_detail_metric,
+    lead_metrics,
+    ordered_difficulties,
+    ordered_metrics,
+)
+from ..figures.numbers import doc_num as _num
+from ..figures.numbers import doc_pct as _pct
 from ..metricnames import (
     FAILED_OUTCOMES,
     PASS_RATE,
@@ -31,18 +41,8 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
-from .by_turn import scored_turns
-from .columns import (
-    difficulty_of,
-    gated_metrics,
-    is_detail_metric,
-    lead_metrics,
-    ordered_difficulties,
-    ordered_metrics,
-)
 from .models import html_section as models_section
-from .numbers import doc_num as _num
-from .numbers import doc_pct as _pct
+from .outcome import Outcome, pass_rate_text, stated
 from .terminal import (
     SPEND_HEADERS,
     arrow,
@@ -327,7 +327,7 @@ def _judge(agg: Mapping[str, Any]) -> str:
 
 def _near_misses(agg: Mapping[str, Any], cases: Sequence[RecordLike]) -> str:
     """Failing cases a documented relaxation would pass (they explain, never change, a verdict)."""
-    from ..engine.nearmiss import RELAXATIONS
+    from ..rules.nearmiss import RELAXATIONS
 
     groups = [("overall", "", agg.get("overall") or {})]
     for scope in ("by_kind", "by_difficulty"):
@@ -399,7 +399,7 @@ def _by_turn(agg: Mapping[str, Any]) -> str:
     """Conversation cases: a row per turn number with the mean of every metric but the
     per-component ones (the Excel sheet has those), then the conversations' interaction and
     turn accuracy ("" without a conversation case)."""
-    from .by_turn import conversations_line, turn_table
+    from ..figures.by_turn import conversations_line, turn_table
 
     table = turn_table(agg)
     if table is None:

@@ -66,7 +66,7 @@ def properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
                                  ("judge_ex", "mean"), ("judge_cost_usd", "total")):
                 if stat in (metrics.get(metric) or {}):
                     add((f"{prefix}.{stat}.{metric}", _sig(metrics[metric][stat])))
-    from .by_turn import junit_properties  # conversation cases: the by-turn table
+    from ..figures.by_turn import junit_properties  # conversation cases: the by-turn table
 
     out.extend(junit_properties(report["aggregates"]))
     judge = report.get("judge") or {}

@@ -17,10 +17,8 @@ from .._util.safefile import write_atomic
 from .._util.safetext import printable
 from .._util.wording import plural, shortlist
 from ..baseline.compare import Comparison, MetricDelta
-from ..conclude.outcome import pass_rate_text, stated
-from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
-from .by_turn import scored_turns
-from .columns import (
+from ..figures.by_turn import scored_turns
+from ..figures.columns import (
     difficulty_of,
     gated_metrics,
     is_detail_metric,
@@ -28,9 +26,11 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from ..figures.numbers import doc_num as _num
+from ..figures.numbers import doc_pct as _pct
+from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
 from .models import markdown_lines as model_lines
-from .numbers import doc_num as _num
-from .numbers import doc_pct as _pct
+from .outcome import pass_rate_text, stated
 from .terminal import (
     SPEND_HEADERS,
     arrow,
@@ -187,7 +187,7 @@ def _flaky(flaky: list[Mapping[str, Any]], limit: int = 20) -> list[str]:
     """``repeat: N``: the cases whose runs disagreed on the outcome."""
     if not flaky:
         return []
-    from ..engine.repeats import flaky_line
+    from ..rules.repeats import flaky_line
 
     out = [f"### Flaky cases ({len(flaky)})", "",
            "The outcome differs across the runs of these cases (P passed, F failed, E error).",
@@ -214,7 +214,7 @@ def _by_turn(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
     """Conversation cases: a row per turn number (``aggregates.by_turn``) with the metrics a
     summary leads with, under the conversations' interaction and turn accuracy; nothing
     without a conversation case."""
-    from .by_turn import conversations_line, turn_table
+    from ..figures.by_turn import conversations_line, turn_table
 
     table = turn_table(agg, gated)
     if table is None:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from ..figures.numbers import doc_num, doc_pct, num, pct
 from ..kinds._registry import declared_names
-from .numbers import doc_num, doc_pct, num, pct
 
 _SHORT = {"execution_accuracy": "EX", "exact_set_match": "ESM", "soft_f1": "softF1",
           "row_match_f1": "rowF1", "entity_set_f1": "entF1", "json_similarity": "OJSS"}

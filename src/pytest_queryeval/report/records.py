@@ -91,7 +91,7 @@ def crash_record(nodeid: str, message: str, meta: list[Any] | None) -> CaseRecor
 
 def result_digest(signature: str | None) -> str | None:
     """16 hex digits of the engine's signature of a prediction's result
-    (:func:`~pytest_queryeval.engine.repeats.signature`): enough to tell answers apart, short enough
+    (:func:`~pytest_queryeval.rules.repeats.signature`): enough to tell answers apart, short enough
     for a baseline line."""
     if signature is None:
         return None

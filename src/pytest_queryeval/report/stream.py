@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, overload
 
 from .._util.boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
-from .by_turn import slim_turns
+from ..figures.by_turn import slim_turns
 
 #: Case fields no aggregate, gate or summary line reads: left on disk until a report needs them.
 HEAVY = ("predicted", "gold", "question", "diff")

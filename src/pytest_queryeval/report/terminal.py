@@ -15,15 +15,15 @@ from .._util.safetext import printable
 from .._util.wording import plural, shortlist
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
 from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
+from ..figures.by_turn import scored_turns
+from ..figures.columns import gated_metrics, is_detail_metric, is_spider_component
+from ..figures.numbers import num, signed
+from ..figures.numbers import pct as _pct
 from ..kinds._registry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
-from .by_turn import scored_turns
-from .columns import gated_metrics, is_detail_metric, is_spider_component
 from .denominators import kind_line
 from .models import terminal_lines as model_lines
-from .numbers import num, signed
-from .numbers import pct as _pct
 
 if TYPE_CHECKING:
     from ..model import RecordLike
@@ -85,7 +85,7 @@ def reference_lines(agg: Mapping[str, Any]) -> list[str]:
 def turn_lines(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
     """Conversation cases: the by-turn table (a row per turn number, the metrics a summary
     leads with) and the conversations line; none without a conversation case."""
-    from .by_turn import conversations_line, turn_table
+    from ..figures.by_turn import conversations_line, turn_table
 
     table = turn_table(agg, gated)
     if table is None:
@@ -121,7 +121,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         lines.append("")
     if agg.get("spider"):
         lines.extend(spider_lines(agg["spider"], full=spider_table))
-    from .turn_table import turn_table_lines
+    from ..figures.turn_table import turn_table_lines
 
     lines.extend(turn_table_lines(report["cases"], full=spider_table))
     lines.extend(reference_lines(agg))
@@ -194,8 +194,8 @@ def carried_lines(cases: Sequence[RecordLike]) -> list[str]:
 
 def threshold_lines(coverage: Mapping[str, Any] | None, limit: int = 10) -> list[str]:
     """How many cases each threshold gated, and the cases none did (``record_only: true``):
-    a gate with a hole must say so (:func:`~pytest_queryeval.engine.thresholds.coverage`)."""
-    from ..engine.thresholds import describe_bound
+    a gate with a hole must say so (:func:`~pytest_queryeval.rules.thresholds.coverage`)."""
+    from ..rules.thresholds import describe_bound
 
     if not coverage:
         return []
@@ -221,14 +221,14 @@ def threshold_lines(coverage: Mapping[str, Any] | None, limit: int = 10) -> list
 
 
 def near_miss_summary(agg: Mapping[str, Any]) -> list[str]:
-    from ..engine.nearmiss import summary_lines
+    from ..rules.nearmiss import summary_lines
 
     return summary_lines(agg)
 
 
 def flaky_lines(report: Mapping[str, Any], limit: int = 20) -> list[str]:
     """``repeat: N``: the cases whose runs disagreed on the outcome."""
-    from ..engine.repeats import flaky_line
+    from ..rules.repeats import flaky_line
 
     flaky = list(report.get("flaky") or [])
     if not flaky:
@@ -388,9 +388,9 @@ def _gate_cases(gate: Mapping[str, Any]) -> str:
 
 def outcome_line(report: Mapping[str, Any], *, failed: bool,
                  problems: Sequence[str] = ()) -> str:
-    """The summary's last line: :func:`~pytest_queryeval.conclude.outcome.run_outcome`'s (``failed``:
+    """The summary's last line: :func:`~pytest_queryeval.report.outcome.run_outcome`'s (``failed``:
     the session fails), which every report's headline states in the same words."""
-    from ..conclude.outcome import run_outcome
+    from .outcome import run_outcome
 
     return run_outcome(report, failing=failed, problems=problems).line
 

@@ -224,8 +224,8 @@ def _flags(states: Sequence[str | None], models: Sequence[str | None], last: Seq
 def _headline(records: Sequence[Mapping[str, object]]) -> str | None:
     """The metric a case's cells show: one its thresholds judge (latest run first), else the
     first headline metric it has, else its first non-timing metric."""
+    from ..figures.columns import HEADLINE_METRICS, ordered_metrics
     from ..metricnames import lower_is_better
-    from .columns import HEADLINE_METRICS, ordered_metrics
 
     for record in reversed(records):
         thresholds = record.get("thresholds")
@@ -292,7 +292,7 @@ def _labels(names: Sequence[str]) -> list[str]:
 
 def _run(label: str, name: str, report: Mapping[str, object]) -> Run:
     from .._util.secrets import mask_url
-    from ..conclude.outcome import stated
+    from .outcome import stated
 
     run = report.get("run")
     run = run if isinstance(run, Mapping) else {}
@@ -367,8 +367,8 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
     """The page's data: the runs in the order given, their columns (one per model of a run),
     and one row per case of any run (in the order the runs first list them) with one cell per
     column (None where the column lacks it)."""
-    from ..engine.repeats import is_flaky
-    from .columns import is_detail_metric, ordered_metrics
+    from ..figures.columns import is_detail_metric, ordered_metrics
+    from ..rules.repeats import is_flaky
     from .view_models import compare, written
 
     strings = _Strings()

@@ -127,9 +127,9 @@ def compare(models: Sequence[str | None], tables: Sequence[Mapping[str, Record]]
     from ..baseline.verdicts import judged_outcome
     from ..conclude.aggregate import group_stats
     from ..conclude.models import compare_models
-    from .columns import difficulty_of, ordered_difficulties
+    from ..figures.columns import difficulty_of, ordered_difficulties
+    from ..figures.numbers import doc_num, doc_pct
     from .models import pair_text, table
-    from .numbers import doc_num, doc_pct
 
     latest: dict[str, int] = {}
     for index, model in enumerate(models):

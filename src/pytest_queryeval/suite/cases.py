@@ -10,6 +10,7 @@ Why one module of this size: every rule of a case entry lives with the reader th
 from __future__ import annotations
 
 import csv
+import json
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -20,10 +21,10 @@ from .. import kinds as kind_registry
 from .._util.numeric import option_limit
 from .._util.safetext import is_safe, printable
 from .._util.wording import suggest as _suggest
-from ..engine.thresholds import apply_default, parse_threshold
 from ..errors import ConfigError
 from ..model import Case, Kind, Threshold
 from ..results import ResultTable
+from ..rules.thresholds import apply_default, parse_threshold
 from .config import SuiteConfig
 from .deprecated import QueryevalDeprecationWarning, renamed_key
 from .yamlload import LocDict, LocList, load_file, plain
@@ -143,11 +144,16 @@ def load_cases(path: Path, display: str, suite: SuiteConfig,
     return out
 
 
+def encode(value: object) -> str:
+    """The JSON text a case's identity digests (:func:`~..plugin.resume.identity`): here, where
+    :func:`_set_aside` encodes a case's recorded tables as it reads them."""
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
 def _set_aside(case: Case, keys: list[str]) -> None:
     """Take the recorded tables ``keys`` out of ``case.raw`` once they are read: every case
     lives to the end of the session, and its table twice (lists, and the table's tuples) was
     most of a case's memory. :func:`~..plugin.resume.identity` digests their JSON text instead."""
-    from ..plugin.resume import encode
 
     raw = case.raw
     if not all(type(k) is str for k in raw):
@@ -500,7 +506,7 @@ class _Draft:
         """``repeat`` (a positive integer) and ``repeat_rule`` (all, majority, any). A case
         that writes its own prediction and asks for repeats is a mistake: the same text N
         times."""
-        from ..engine.repeats import RULES
+        from ..rules.repeats import RULES
 
         case, entry, merged = self.case, self.entry, self.merged
         value = merged.get("repeat", 1)
@@ -626,8 +632,8 @@ class _Draft:
     def expect(self) -> None:
         """``expect: abstain``: no answer is right. Such a case has no gold to run, and is
         judged by ``abstained`` alone (a bound on an answer metric means nothing there)."""
-        from ..engine.abstain import ABSTAINED, EXPECT_VALUES
-        from ..engine.thresholds import judges_answer
+        from ..rules.abstain import ABSTAINED, EXPECT_VALUES
+        from ..rules.thresholds import judges_answer
 
         case = self.case
         case.abstain_patterns = self.reader.suite.abstain_patterns
@@ -645,7 +651,7 @@ class _Draft:
             return
         case.expect = str(value)
         if value == "clarify" or "clarification" in self.entry or "reply" in self.entry:
-            from ..engine.clarify import check_case, clarify_thresholds
+            from ..rules.clarify import check_case, clarify_thresholds
 
             problems = check_case(self.entry, value)
             for container, key, path, message in problems:
@@ -732,7 +738,7 @@ class _Draft:
             return
         display, entry = self.reader.display, self.entry
         if self.case.turns is not None:
-            from ..engine.conversation import turn_problems
+            from ..rules.conversation import turn_problems
 
             for key_path, message in turn_problems(kind, self.case):
                 errors.items.append(f"{display}:{_line_for(entry, key_path)}: "
@@ -763,7 +769,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: str | lis
     """``gold_result: file.csv`` / ``[a.csv, b.csv]`` (gold alternatives) and
     ``predicted_result: file.csv`` (a result the model's query gave, Spider 2.0's
     executed-CSV submissions): paths relative to the case file, read the way Spider 2.0's
-    evaluator reads them (:mod:`..kinds.sql.results_csv`)."""
+    evaluator reads them (:mod:`..metrics.results_csv`)."""
     which = "gold" if field_name == "gold_result" else "predicted"
     if not kind_registry.declares(case.kind, "result_files"):
         errors.add(container, field_name, key_path,
@@ -773,7 +779,7 @@ def _load_result_files(case: Case, path: Path, field_name: str, value: str | lis
         errors.add(container, field_name, key_path,
                    "one predicted result file (a list of files is for gold_result)")
         return
-    from ..kinds.sql.results_csv import CsvError, frame_table, read_csv_file
+    from ..metrics.results_csv import CsvError, frame_table, read_csv_file
 
     names = [value] if isinstance(value, str) else list(value)
     tables = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -25,15 +25,15 @@ from .._util import numeric, safefile
 from .._util.paths import display
 from .._util.secrets import url_passwords
 from .._util.wording import suggest
-from ..engine.thresholds import parse_threshold
 from ..errors import ConfigError
 from ..metricnames import PASS_HAT_K, PASS_K_GATES, PASS_RATE
 from ..model import Threshold
 from ..predict import SOURCE_NAMES
+from ..predict.pricing import Price, parse_pricing
+from ..rules.thresholds import parse_threshold
 from ..sources.defined import define
 from ..sources.keys import PATH_KEYS, plugin_key_problems, source_problems
 from .models import is_models_mapping, parse_models
-from .pricing import Price, parse_pricing
 from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
@@ -143,7 +143,7 @@ class SuiteConfig:
     #: ``abstain_patterns:``: regular expressions that make a text prediction a refusal (see
     #: :mod:`..engine.abstain`); a child file's list replaces its parent's.
     abstain_patterns: tuple[str, ...] = ()
-    #: ``abstention:``: ``default`` or ``ehrsql`` (:data:`..engine.abstain.ABSTENTION_RULES`);
+    #: ``abstention:``: ``default`` or ``ehrsql`` (:data:`..rules.abstain.ABSTENTION_RULES`);
     #: a child file's value replaces its parent's.
     abstention: str = "default"
     #: ``clarify_patterns:``: the same for a question back (:mod:`..engine.clarify`).
@@ -232,6 +232,22 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
             report.problems.append(f"{_loc(display, data, key)}: {key}: unknown key"
                                    f"{suggest(str(key), SUITE_KEYS)} "
                                    f"(allowed: {', '.join(sorted(SUITE_KEYS))})")
+    _merge_datasources(cfg, data, display, base)
+    if "predictions" in data:
+        _merge_predictions(cfg, data, display, base)
+    _merge_answer_rules(cfg, data, display)
+    if "judge" in data:
+        _merge_judge(cfg, data, display, base, report)
+    _merge_run_keys(cfg, data, display, report)
+    _merge_thresholds(cfg, data, display, report)
+    _merge_gates(cfg, data.get("gates"), data, display, base, report)
+    _merge_defaults(cfg, data, display, report)
+    cfg.files.append(path)
+
+
+def _merge_datasources(cfg: SuiteConfig, data: LocDict, display: str, base: Path) -> None:
+    """``datasources:``: each one checked and defined where it is written (its own errors stay
+    on it: only the cases that use it fail)."""
     sources = data.get("datasources") or {}
     if not isinstance(sources, dict):
         cfg.errors.append(f"{_loc(display, data, 'datasources')}: datasources: must be a mapping")
@@ -242,39 +258,53 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
             ds.errors.append(f"{display}:{line}: datasources.{name}: needs a mapping with a 'type'")
         else:
-            expanded = expand_env(dict(spec), f"{display}:{line}: datasources.{name}",
-                                  ds.errors, ds.secrets)
-            for key, item, problem in _resolve_paths(expanded, base):
-                node = spec.get(key)
-                at = node.line_of(item) if item is not None and isinstance(node, LocList) \
-                    else _line(spec, key, line)
-                ds.errors.append(f"{display}:{at}: datasources.{name}.{key}"
-                                 f"{'' if item is None else f'[{item}]'}: {problem}")
-            ds.spec = expanded
-            ds.errors.extend(f"{display}:{_line(spec, key, line)}: datasources.{name}.{key}: "
-                             f"{problem}" for key, problem in plugin_key_problems(expanded))
-            for key, problem in source_problems(expanded):
-                top, _, sub = key.partition(".")
-                at = _line(spec.get(top), sub, _line(spec, top, line)) if sub \
-                    else _line(spec, top, line)
-                ds.errors.append(f"{display}:{at}: datasources.{name}.{key}: {problem}")
-            define(ds.name, ds.spec, display, line,
-                   {str(k): _line(spec, k, line) for k in spec})
+            _check_datasource(ds, spec, display, line, base)
         cfg.secrets |= ds.secrets
         cfg.datasources[str(name)] = ds
-    if "predictions" in data:
-        spec = data["predictions"]
-        where = f"{_loc(display, data, 'predictions')}: predictions"
-        errors: list[str] = []
-        cfg.predictions, cfg.models, cfg.model_errors = None, {}, {}
-        if is_models_mapping(spec):
-            cfg.models, cfg.model_errors = parse_models(
-                spec, lambda key: _loc(display, spec, key),
-                lambda one, at: prediction_spec(one, at, display, cfg))
-        else:
-            cfg.predictions, errors = prediction_spec(spec, where, display, cfg)
-        cfg.predictions_base = base
-        cfg.predictions_errors = errors
+
+
+def _check_datasource(ds: Datasource, spec: dict[Any, Any], display: str, line: int,
+                      base: Path) -> None:
+    """One datasource's keys: environment variables, paths, the plugin's and the source
+    type's own keys, each problem at its line."""
+    name = ds.name
+    expanded = expand_env(dict(spec), f"{display}:{line}: datasources.{name}",
+                          ds.errors, ds.secrets)
+    for key, item, problem in _resolve_paths(expanded, base):
+        node = spec.get(key)
+        at = node.line_of(item) if item is not None and isinstance(node, LocList) \
+            else _line(spec, key, line)
+        ds.errors.append(f"{display}:{at}: datasources.{name}.{key}"
+                         f"{'' if item is None else f'[{item}]'}: {problem}")
+    ds.spec = expanded
+    ds.errors.extend(f"{display}:{_line(spec, key, line)}: datasources.{name}.{key}: "
+                     f"{problem}" for key, problem in plugin_key_problems(expanded))
+    for key, problem in source_problems(expanded):
+        top, _, sub = key.partition(".")
+        at = _line(spec.get(top), sub, _line(spec, top, line)) if sub \
+            else _line(spec, top, line)
+        ds.errors.append(f"{display}:{at}: datasources.{name}.{key}: {problem}")
+    define(ds.name, ds.spec, display, line, {str(k): _line(spec, k, line) for k in spec})
+
+
+def _merge_predictions(cfg: SuiteConfig, data: LocDict, display: str, base: Path) -> None:
+    """``predictions:``: one source, or several models' (replacing the parents')."""
+    spec = data["predictions"]
+    where = f"{_loc(display, data, 'predictions')}: predictions"
+    errors: list[str] = []
+    cfg.predictions, cfg.models, cfg.model_errors = None, {}, {}
+    if is_models_mapping(spec):
+        cfg.models, cfg.model_errors = parse_models(
+            spec, lambda key: _loc(display, spec, key),
+            lambda one, at: prediction_spec(one, at, display, cfg))
+    else:
+        cfg.predictions, errors = prediction_spec(spec, where, display, cfg)
+    cfg.predictions_base = base
+    cfg.predictions_errors = errors
+
+
+def _merge_answer_rules(cfg: SuiteConfig, data: LocDict, display: str) -> None:
+    """``model:``, ``abstain_patterns:``, ``clarify_patterns:`` and ``abstention:``."""
     if "model" in data:
         if isinstance(data["model"], str) and data["model"].strip():
             cfg.model = data["model"].strip()
@@ -283,22 +313,24 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
                               f"string (the label of the model under test)")
     for name in ("abstain_patterns", "clarify_patterns"):
         if name in data:
-            from ..engine.abstain import check_patterns
+            from ..rules.abstain import check_patterns
 
             patterns, bad = check_patterns(data[name])
             if bad:
                 cfg.errors.append(f"{_loc(display, data, name)}: {name}: {bad}")
             setattr(cfg, name, patterns)
     if "abstention" in data:
-        from ..engine.abstain import check_rule
+        from ..rules.abstain import check_rule
 
         bad = check_rule(data["abstention"])
         if bad:
             cfg.errors.append(f"{_loc(display, data, 'abstention')}: abstention: {bad}")
         else:
             cfg.abstention = str(data["abstention"])
-    if "judge" in data:
-        _merge_judge(cfg, data, display, base, report)
+
+
+def _merge_run_keys(cfg: SuiteConfig, data: LocDict, display: str, report: LayerReport) -> None:
+    """``pricing:``, ``neighbours:`` and ``record_only:``: suite-wide problems."""
     if "pricing" in data:
         prices, problems = parse_pricing(data["pricing"], _loc(display, data, "pricing"),
                                          lambda m, k: _loc(display, m, k))
@@ -316,6 +348,11 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         else:
             report.problems.append(f"{_loc(display, data, 'record_only')}: record_only: must be "
                                    f"true or false, not {data['record_only']!r}")
+
+
+def _merge_thresholds(cfg: SuiteConfig, data: LocDict, display: str,
+                      report: LayerReport) -> None:
+    """``thresholds:``, each metric named for the suite checks (:class:`MetricRef`)."""
     thresholds = data.get("thresholds") or {}
     if not isinstance(thresholds, dict):
         report.problems.append(f"{_loc(display, data, 'thresholds')}: thresholds: "
@@ -329,24 +366,26 @@ def merge_layer(cfg: SuiteConfig, data: LocDict, path: Path, display: str,
         except ValueError as exc:
             report.problems.append(f"{where}: {exc}")
         report.metrics.append(MetricRef(str(metric), where))
-    _merge_gates(cfg, data.get("gates"), data, display, base, report)
+
+
+def _merge_defaults(cfg: SuiteConfig, data: LocDict, display: str, report: LayerReport) -> None:
+    """``defaults:`` over the parents' (``tags`` added to theirs)."""
     defaults = data.get("defaults") or {}
-    if isinstance(defaults, dict):
-        merged = dict(cfg.defaults)
-        for key, value in defaults.items():
-            where = f"{_loc(display, defaults, key)}: defaults.{key}"
-            report.default_keys.append((str(key), where))
-            wrong = _default_problem(str(key), value)
-            if wrong:  # the cases it governs fail with it; other suites still run
-                cfg.errors.append(f"{where}: {wrong}")
-            elif key == "tags":
-                merged["tags"] = [*merged.get("tags", []), *(value or [])]
-            else:
-                merged[key] = value
-        cfg.defaults = merged
-    else:
+    if not isinstance(defaults, dict):
         report.problems.append(f"{_loc(display, data, 'defaults')}: defaults: must be a mapping")
-    cfg.files.append(path)
+        return
+    merged = dict(cfg.defaults)
+    for key, value in defaults.items():
+        where = f"{_loc(display, defaults, key)}: defaults.{key}"
+        report.default_keys.append((str(key), where))
+        wrong = _default_problem(str(key), value)
+        if wrong:  # the cases it governs fail with it; other suites still run
+            cfg.errors.append(f"{where}: {wrong}")
+        elif key == "tags":
+            merged["tags"] = [*merged.get("tags", []), *(value or [])]
+        else:
+            merged[key] = value
+    cfg.defaults = merged
 
 
 def _merge_judge(cfg: SuiteConfig, data: LocDict, display: str, base: Path,
@@ -632,3 +671,11 @@ def with_cli_models(suite: SuiteConfig, models: Mapping[str, dict[str, Any]],
     return replace(suite, predictions=None, predictions_errors=[],
                    models={k: dict(v) for k, v in models.items()},
                    model_errors={k: [] for k in models}, predictions_base=Path("/"))
+
+
+def suite_dir(finder: ConfigFinder, case_dirs: Iterable[Path], rootdir: Path) -> Path:
+    """The directory of the outermost ``queryeval.yaml`` governing the run's case files (the
+    rootdir when there is none): where a baseline given by a bare file name lives."""
+    configs = sorted({p.parent for d in case_dirs for p in finder.for_directory(d).files},
+                     key=lambda p: (len(p.parts), str(p)))
+    return configs[0] if configs else rootdir

@@ -15,10 +15,10 @@ from typing import Any, Protocol, cast
 
 from .. import kinds as kind_registry
 from .._util.wording import suggest
-from ..engine.thresholds import apply_default, judges_answer, parse_threshold
 from ..metricnames import CONVERSATION_METRICS, INTERACTION_ACCURACY
 from ..model import MISSING, Case, Kind, Threshold, Turn
 from ..results import ResultTable
+from ..rules.thresholds import apply_default, judges_answer, parse_threshold
 from .yamlload import LocDict, plain
 
 
@@ -125,7 +125,7 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
     _thresholds(case, turns, entry, kp, errors, kind, is_metric, record_only)
     case.turns = turns
     if case.difficulty is None and len(errors.items) == before:
-        from ..engine.conversation import conversation_difficulty
+        from ..rules.conversation import conversation_difficulty
 
         case.difficulty = conversation_difficulty(kind, case)
     if case.question is None:
@@ -139,7 +139,7 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
     if "predicted" in raw:
         turn.predicted = plain(raw["predicted"])
     expect = raw.get("expect", "answer")
-    from ..engine.abstain import EXPECT_VALUES
+    from ..rules.abstain import EXPECT_VALUES
 
     known = EXPECT_VALUES  # answer, abstain, clarify
     if expect not in known:
@@ -148,7 +148,7 @@ def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
     else:
         turn.expect = str(expect)
     if turn.expect == "clarify" or "clarification" in raw or "reply" in raw:
-        from ..engine.clarify import check_turn
+        from ..rules.clarify import check_turn
 
         for container, key, sub, message in check_turn(raw, turn.expect):
             errors.add(container, key, f"{path}.{sub}", message)

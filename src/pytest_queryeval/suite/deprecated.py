@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..plugin.declare import RENAMED_INI, RENAMED_OPTIONS
+#: Deprecated spellings (old -> new), accepted for one release with a deprecation warning
+#: (docs/reference.md, Glossary).
+RENAMED_OPTIONS = {"--queryeval-verdict": "--queryeval-gating"}
+RENAMED_INI = {"queryeval_verdict": "queryeval_gating"}
 
 #: Case and suite keys (old -> new).
 RENAMED_KEYS = {"repeat_verdict": "repeat_rule"}

@@ -19,10 +19,10 @@ import contextlib
 from collections.abc import Callable
 from typing import Protocol
 
-from ..engine.clarify import ASKS_ABOUT, CLARIFIED
-from ..engine.thresholds import judges_answer
 from ..metricnames import INTERACTION_ACCURACY
 from ..model import MISSING, Case, Threshold, Turn
+from ..rules.clarify import ASKS_ABOUT, CLARIFIED
+from ..rules.thresholds import judges_answer
 from .yamlload import LocDict
 
 
@@ -58,7 +58,7 @@ def reply_conversation(case: Case, entry: LocDict, kp: Callable[[str], str],
     case.gold, case.gold_result = None, None
     if case.difficulty is None:  # as a written conversation: its answered turn's
         from .. import kinds as kind_registry
-        from ..engine.conversation import conversation_difficulty
+        from ..rules.conversation import conversation_difficulty
 
         with contextlib.suppress(KeyError, ImportError):
             case.difficulty = conversation_difficulty(kind_registry.get_kind(case.kind), case)

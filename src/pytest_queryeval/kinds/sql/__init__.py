@@ -667,7 +667,7 @@ class _SqlRun:
         then (``details.execution_accuracy_strict`` keeps the test-suite value) and returns the
         diff lines that show the ties; a gold that cannot be analysed leaves EX as it was,
         with the reason in ``details.ties.skipped``."""
-        from . import ties
+        from ...metrics import ties
 
         pred, src, ctx, opts = self.pred, self.src, self.ctx, self.opts
         assert pred is not None
@@ -915,10 +915,10 @@ def _size_ok(sql: str, opts: _Options) -> bool:
 
 def _relaxations(gold: ResultTable, pred: ResultTable, ordered: bool, compare: CompareOptions,
                  base: TableComparison | None) -> Callable[..., dict[str, dict[str, float]]]:
-    """Near-miss attribution (:mod:`...engine.nearmiss`), computed only if the case fails, from the
+    """Near-miss attribution (:mod:`...rules.nearmiss`), computed only if the case fails, from the
     case's own comparison ``base`` (not made again)."""
     def relaxed(names: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
-        from ...engine.nearmiss import relaxed_metrics
+        from ...rules.nearmiss import relaxed_metrics
 
         return relaxed_metrics(gold, pred, order_matters=ordered, compare=compare, base=base,
                                names=names)

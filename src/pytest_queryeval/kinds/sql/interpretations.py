@@ -156,7 +156,7 @@ def _own_thresholds(case: Case) -> None:
     """Inherited bounds on other SQL metrics dropped; ``all_found >= 1`` when none is left."""
     from ...metricnames import RECORDED_METRICS
 
-    def judges_answer(metric: str) -> bool:  # as engine.thresholds says it (no timing bound)
+    def judges_answer(metric: str) -> bool:  # as rules.thresholds says it (no timing bound)
         return metric not in RECORDED_METRICS
 
     written = case.raw.get("thresholds")

@@ -1,11 +1,13 @@
 """CSV result files read as pandas reads them: recorded gold and predicted results
 (``gold_result: file.csv``) and the Spider 2.0 metric's gold files.
 
-Why here and not in :mod:`...metrics.spider2`: loading a case file reads its CSV results, and
-case loading must not depend on a metric module; the metric imports the reader from here.
+Why a module of its own and not in :mod:`.spider2`: loading a case file reads its CSV results,
+and case loading must not depend on a metric evaluator; the metric imports the reader from here.
+It sits in ``metrics/`` (it was the SQL kind's helper) because the Spider 2.0 metric reads it and
+the metrics are on a floor below the kinds (docs/architecture.md, floors).
 What a field *is* (an int, a float, a string, NaN) is decided by pandas' CSV type inference
 (``pd.read_csv``, column by column), reproduced without pandas by :func:`infer_column`, since
-Spider 2.0's reference compares what that inference gives (see :mod:`...metrics.spider2`).
+Spider 2.0's reference compares what that inference gives (see :mod:`.spider2`).
 
 This module is pytest-free and pandas-free.
 """
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...results import ResultTable
+from ..results import ResultTable
 
 #: pandas' default ``na_values`` (``pandas._libs.parsers.STR_NA_VALUES``): such a field is NaN.
 NA_STRINGS = frozenset({
@@ -117,8 +119,8 @@ def read_csv_text(text: str) -> Frame:
 
 
 def read_csv_file(path: Path) -> Frame:
-    """A CSV result file a case names: a regular file under the cap (:mod:`..._util.safefile`)."""
-    from ..._util.safefile import read_text
+    """A CSV result file a case names: a regular file under the cap (:mod:`.._util.safefile`)."""
+    from .._util.safefile import read_text
 
     return read_csv_text(read_text(path, "csv"))
 

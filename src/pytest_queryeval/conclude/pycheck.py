@@ -11,12 +11,12 @@ import inspect
 import threading
 from pathlib import Path
 
+from ..engine import Evaluator, run_case
 from ..errors import QueryEvalError
 from ..report.records import CaseRecord, case_record
 from ..report.terminal import failure_text
 from ..suite.config import ConfigFinder
 from ..suite.pycase import case_from_fields
-from . import Evaluator, run_case
 
 _LOCK = threading.Lock()
 _EVALUATORS: dict[Path, tuple[ConfigFinder, Evaluator]] = {}
