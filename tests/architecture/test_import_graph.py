@@ -170,6 +170,7 @@ FLOORS: tuple[str, ...] = (
     "tasks",        # DML/DDL tasks
     "neighbours",   # the counterexample search
     "kinds",        # query languages
+    "agents",       # agent cases: trajectories, their metrics, the database-side ledger
     "predict",      # prediction sources
     "judge",        # the LLM judge
     "baseline",     # the baseline file, its comparison, the gating mode's verdicts

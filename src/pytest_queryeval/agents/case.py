@@ -17,24 +17,13 @@ from typing import TYPE_CHECKING, Any
 from .ledger import Ledger, replay
 from .scoring import score_agent
 from .spec import AgentSpec
-from .trajectory import Envelope, Trajectory, read_envelope, step_query
+from .trajectory import Envelope, Trajectory, step_query
 
 if TYPE_CHECKING:
     from ..model import Case, Context, Threshold
-    from ..predict import Prediction
 
 #: Rows a replayed query may return (each is counted; the rest is cut by the source).
 REPLAY_MAX_ROWS = 10_000
-
-
-def unwrap(prediction: Prediction) -> tuple[Prediction, Envelope]:
-    """The prediction of the final query, and the envelope it came in."""
-    from ..predict import Prediction
-
-    env = read_envelope(prediction.value)
-    out = Prediction(env.predicted, prediction.seconds, prediction.details, prediction.usage,
-                     prediction.model, prediction.hint)
-    return out, env
 
 
 def agent_scores(case: Case, context: Context, env: Envelope,
@@ -82,8 +71,8 @@ def failed_agent_thresholds(case: Case, metrics: dict[str, float]
                             ) -> list[tuple[Threshold, float | None]]:
     """The case's thresholds on agent metrics that ``metrics`` break (for the outcomes the
     kind did not score: an abstention, a question back, a query that could not run)."""
-    from ..engine.thresholds import evaluate as check_thresholds
     from ..metricnames import AGENT_METRICS
+    from ..rules.thresholds import evaluate as check_thresholds
 
     bounds = {m: t for m, t in case.thresholds.items() if m in AGENT_METRICS and m in metrics}
     return check_thresholds(bounds, metrics) if bounds else []

@@ -529,9 +529,12 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
     :mod:`.conversation`). An agent case's prediction is an envelope: its final query is
     scored so, and the agent metrics are added (:mod:`..agents.case`)."""
     if case.agent is not None and prediction.value is not MISSING:
-        from ..agents.case import unwrap
+        import dataclasses
 
-        prediction, env = unwrap(prediction)
+        from ..agents.trajectory import read_envelope
+
+        env = read_envelope(prediction.value)
+        prediction = dataclasses.replace(prediction, value=env.predicted)
         return _with_agent(case, evaluator, env,
                            _score_prediction(case, evaluator, kind, prediction, env))
     return _score_prediction(case, evaluator, kind, prediction, None)
