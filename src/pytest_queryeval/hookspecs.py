@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # annotations only: the hook contract imports nothing at run 
     from collections.abc import Mapping
 
     from .model import Case, Kind, Scored
-    from .plugin.declare import ReportFile
     from .predict.base import Predictor
+    from .report.formats import ReportFile
     from .sources import SourceType
     from .sources.base import DataSource
 
@@ -92,7 +92,7 @@ def pytest_queryeval_prediction_sources(config: pytest.Config,
 @pytest.hookspec(historic=True)
 def pytest_queryeval_report_formats() -> Mapping[str, ReportFile] | None:
     """Register report formats: ``{name: ReportFile}``
-    (:class:`pytest_queryeval.plugin.declare.ReportFile`): the option ``--queryeval-<name>``
+    (:class:`pytest_queryeval.report.formats.ReportFile`): the option ``--queryeval-<name>``
     naming the file, what the summary calls it, and its writer, called
     ``writer(report, path, comparison)`` with the one typed report
     (:class:`pytest_queryeval.report.document.Report`) whose ``records()`` are the full case

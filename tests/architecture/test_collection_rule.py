@@ -3,7 +3,8 @@
 A ``test_*.yaml`` file is a case file only where a ``queryeval.yaml`` lies in its folder or
 above it (up to the rootdir), or when the ini sets ``queryeval_files``: any other project's
 ``tests/test_config.yaml`` data file was collected as a failing ``kind: missing`` case (issue 24
-item 1). Such a project imports only the hook module and the two small modules it needs.
+item 1). Such a project imports only the hook module and the few small modules it needs (the options'
+declarations, the hook specifications, the report formats' table).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 
 #: What a run of a project without a case file imports of the package.
 SLEEPING = ["pytest_queryeval", "pytest_queryeval.plugin.declare", "pytest_queryeval.hookspecs",
-            "pytest_queryeval.plugin.builtins",
-            "pytest_queryeval.plugin"]
+            "pytest_queryeval.plugin", "pytest_queryeval.plugin.builtins",
+            "pytest_queryeval.report", "pytest_queryeval.report.formats"]
 
 #: Writes the package's imported modules when the session ends, for the assertions below.
 MODULES_CONFTEST = """

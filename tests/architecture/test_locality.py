@@ -126,7 +126,7 @@ def write_csv(report: dict[str, Any], path: Path, comparison: object = None) -> 
             writer.writerow([case["id"], case.get("outcome"), name, value])
     write_atomic(path, out.getvalue())
 ''',
-    "pytest_queryeval.plugin.declare", "REPORT_WRITERS: dict[str, ReportFile] = {",
+    "pytest_queryeval.report.formats", "REPORT_WRITERS: dict[str, ReportFile] = {",
     '    "csv": ReportFile("CSV report", "write one row per case and metric here", '
     '"pytest_queryeval.report.csv_report:write_csv"),')
 
@@ -177,7 +177,7 @@ class CsvPredictor:
     def ids(self) -> list[str]:
         return list(self._read())
 ''',
-    "pytest_queryeval.predict", "PREDICTOR_SOURCES: dict[str, str] = {",
+    "pytest_queryeval.predict", "PREDICTOR_SOURCES: dict[str, type[Predictor] | str] = {",
     '    "csv": "pytest_queryeval.predict.csvfile:CsvPredictor",')
 
 
