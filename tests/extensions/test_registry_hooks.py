@@ -183,3 +183,29 @@ def test_a_typo_in_a_declared_key_is_located_though_the_class_has_its_own_from_s
     result.stdout.fnmatch_lines(["*queryeval.yaml:*datasources.db.directry*unknown key(s) "
                                  "directry for type sqlscript (did you mean 'directory'?)*"])
     assert read_report(pytester.path / "r.json").outcomes["word"] == "passed"
+
+
+def test_a_conftest_adds_a_report_format_with_its_option(pytester: pytest.Pytester) -> None:
+    """The format hook is historic: a rootdir conftest, registered after the plugin declared
+    its options, still gets its ``--queryeval-<name>`` option before the command line is
+    parsed."""
+    pytester.makeconftest('''
+from pytest_queryeval.report.formats import ReportFile
+
+
+def write_ids(report, path, comparison):
+    path.write_text(" ".join(r["id"] for r in report.records()), encoding="utf-8")
+
+
+def pytest_queryeval_report_formats():
+    return {"ids": ReportFile("Ids", "write the case ids here", write_ids)}
+''')
+    write_suite(pytester.path, {}, {"test_q.yaml": {"kind": "sql", "cases": [
+        {"id": "one", "gold": "SELECT 1", "predicted": "SELECT 1",
+         "gold_result": {"columns": ["a"], "rows": [[1]]},
+         "predicted_result": {"columns": ["a"], "rows": [[1]]}}]}})
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider",
+                                "--queryeval-ids=ids.txt")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "ids.txt").read_text(encoding="utf-8") == "one"
+    result.stdout.fnmatch_lines(["Ids: *ids.txt"])
