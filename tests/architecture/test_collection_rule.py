@@ -17,7 +17,8 @@ from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 
 #: What a run of a project without a case file imports of the package.
 SLEEPING = ["pytest_queryeval", "pytest_queryeval.plugin.declare", "pytest_queryeval.hookspecs",
-            "pytest_queryeval.plugin", "pytest_queryeval.report", "pytest_queryeval.report.formats"]
+            "pytest_queryeval.plugin", "pytest_queryeval.plugin.builtins",
+            "pytest_queryeval.report", "pytest_queryeval.report.formats"]
 
 #: Writes the package's imported modules when the session ends, for the assertions below.
 MODULES_CONFTEST = """

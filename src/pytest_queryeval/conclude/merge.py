@@ -43,6 +43,7 @@ from ..suite.config import Gate
 from . import aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
 from .options import ReportOptions
+from .plugin_formats import add_plugin_option, register_plugin_formats
 from .pyids import accounted_for
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
@@ -385,6 +386,7 @@ def _parser() -> argparse.ArgumentParser:
                     "pytest-split): aggregates, gates and the baseline comparison over the "
                     "union, with the plugin's report options and exit status.")
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the shards' JSON reports")
+    add_plugin_option(p.add_argument)
     add_report_options(p.add_argument, merge=True)  # the plugin's, declared once
     p.add_argument("--junitxml", "--junit-xml", metavar="PATH", default=None,
                    help="write the merged run's junit XML here (a testcase per case, the "
@@ -417,7 +419,7 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
     anything is read or written, as ``queryeval merge r.json -o r.json`` once overwrote its
     own shard."""
     from .._util.safefile import same_file
-    from ..report.formats import REPORT_WRITERS
+    from ..report.formats import report_formats
 
     inputs = [(f"shard {i} ({path})", path) for i, path in enumerate(shards, 1)]
     if options.baseline:
@@ -428,11 +430,12 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
         if index is not None:
             flag = "-o/--queryeval-json" if name == "json" else f"--queryeval-{name}"
             problems.append(f"{flag} {value}: is {inputs[index][0]}, which this merge reads: "
-                            f"write the {REPORT_WRITERS[name].label} elsewhere")
+                            f"write the {report_formats()[name].label} elsewhere")
     return problems
 
 
 def run(argv: Sequence[str]) -> int:
+    plugin_problems = register_plugin_formats(argv)  # their options exist before the parse
     args = _parser().parse_args(list(argv))
     cwd = Path.cwd()
     options = ReportOptions.from_namespace(args, cwd)
@@ -441,7 +444,7 @@ def run(argv: Sequence[str]) -> int:
 
     for old, new in deprecated_spellings(args):
         print(f"queryeval merge: warning: {old} is deprecated, use {new} (same values)", file=err)
-    problems = _usage(options) + _overwrites(options, args.shards)
+    problems = plugin_problems + _usage(options) + _overwrites(options, args.shards)
     if problems:
         print("queryeval merge: invalid options:", *(f"  {p}" for p in problems), sep="\n",
               file=err)

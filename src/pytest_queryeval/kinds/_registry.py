@@ -44,7 +44,13 @@ and values, read with :func:`declared_text` and :func:`declared_names`:
 ``fence_language``
     the language of the code fence of its default system prompt and few-shot answers.
 ``language_name``
-    what its default system prompt calls the language the model answers in.
+    what its default system prompt and the judge's prompt call the language the model
+    answers in (a kind that declares none: its name in capitals).
+``query_syntax``
+    the syntax whose comments the judge leaves out of a prediction (``sql``, ``sparql``); a
+    kind that declares none or another has its prediction shown as written, never read as
+    SQL. (The gold audit asks the kind's method ``query_rules()`` for its text rules:
+    ``audit.query.SQL_RULES``, ``SPARQL_RULES``; a kind without it gets none.)
 ``headline_metrics``
     the metrics the terminal summary shows for it (others are in JSON, Excel, HTML).
 ``query_keywords``
@@ -66,7 +72,7 @@ Capability = Literal["gold_alternatives", "gold_by_dialect", "conversation",
                      "json_gold", "inferred_from_conversation", "judged", "result_files",
                      "spider_details", "code_selection", "pinned_before_kinds"]
 #: The text values a kind may declare.
-TextDeclaration = Literal["fence_language", "language_name"]
+TextDeclaration = Literal["fence_language", "language_name", "query_syntax"]
 #: The name lists a kind may declare.
 NamesDeclaration = Literal["headline_metrics", "query_keywords"]
 
@@ -84,7 +90,11 @@ _extra: dict[str, object] = {}
 
 
 def register(name: str, kind: object) -> None:
-    """Add a kind (an instance or a class) under ``name``; later registrations win."""
+    """Add a kind (an instance, a class or a ``module:Class`` string) under ``name``; later
+    registrations win. The built-in entry registered again (the ``pytest_queryeval_kinds``
+    hook's default implementation returns :data:`KIND_CLASSES`) changes nothing."""
+    if KIND_CLASSES.get(name) == kind:
+        return
     _extra[name] = kind
     _instances.pop(name, None)
 
@@ -103,14 +113,13 @@ def kind_object(name: str) -> object:
     """The (cached) kind instance; raises KeyError for an unknown kind name."""
     if name in _instances:
         return _instances[name]
-    if name in _extra:
-        obj = _extra[name]
-        inst = obj() if isinstance(obj, type) else obj
-    elif name in KIND_CLASSES:
-        module, _, cls = KIND_CLASSES[name].partition(":")
-        inst = getattr(importlib.import_module(module), cls)()
-    else:
+    obj = _extra[name] if name in _extra else KIND_CLASSES.get(name)
+    if obj is None:
         raise KeyError(name)
+    if isinstance(obj, str):
+        module, _, cls = obj.partition(":")
+        obj = getattr(importlib.import_module(module), cls)
+    inst = obj() if isinstance(obj, type) else obj
     _instances[name] = inst
     return inst
 

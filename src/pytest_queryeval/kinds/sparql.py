@@ -65,6 +65,7 @@ from ._query import rank as rank_alternative
 
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult
+    from ..audit.query import QueryRules
     from ..metrics.table import CompareOptions
     from ._query import QueryLimits
 
@@ -104,6 +105,7 @@ class SparqlKind:
     conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
     fence_language: ClassVar[str] = "sparql"
     language_name: ClassVar[str] = "SPARQL"
+    query_syntax: ClassVar[str] = "sparql"
     query_keywords: ClassVar[tuple[str, ...]] = (
         "SELECT", "ASK", "CONSTRUCT", "DESCRIBE", "PREFIX", "BASE", "INSERT", "DELETE", "WITH",
         "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY")
@@ -167,12 +169,18 @@ class SparqlKind:
 
     # -- evaluation -----------------------------------------------------------------------------
 
+    def query_rules(self) -> QueryRules:
+        """SPARQL's text rules for the gold audit (:mod:`..audit.query`)."""
+        from ..audit.query import SPARQL_RULES
+
+        return SPARQL_RULES
+
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`..audit.query`)."""
         from ..audit.query import audit_query
 
-        audit_query(case, self, ctx, result, "sparql")
+        audit_query(case, self, ctx, result)
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         pred_query, fence = fenced_prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)

@@ -16,18 +16,21 @@ pytest's own stepwise, junitxml and cacheprovider plugins do:
 
 The hooks left here are those whose place in pytest's call order is this module's (it is
 registered when pytest loads its plugins, before ``pytest_configure``). Everything else is
-importable without pytest.
+importable without pytest. The registry hooks' default implementation is the plugin
+:mod:`.builtins` (the package's own kinds, datasource types, prediction sources, formats).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .. import hookspecs
+from . import builtins
 from .declare import (
     FIXTURE,
     CaseFiles,
@@ -44,13 +47,14 @@ if TYPE_CHECKING:
     from .pycases import QueryEval
     from .runner import Runner
 
-_CUSTOM_KINDS = pytest.StashKey[list[str]]()
 _CASE_FILES = pytest.StashKey[CaseFiles]()
 _STARTED = pytest.StashKey[float]()
+_FORGET = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.register(builtins, "queryeval-builtins")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -84,11 +88,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def _wake(config: pytest.Config) -> Runner:
     """Read the options and register the hook objects (see the module docstring); once."""
     from .controller import Controller
-    from .nodes import RUNNER, register_marks
+    from .nodes import RUNNER, register_entries
     from .options import RunOptions
     from .runner import Runner, custom_metric_names, make_evaluator, metric_catalog
 
-    config.stash[_CUSTOM_KINDS] = register_marks(config)
+    config.stash[_FORGET] = register_entries(config)  # the registry hooks' entries
     # an xdist worker's options were checked by its controller, which also ends the run
     worker = hasattr(config, "workerinput")
     custom_metrics = custom_metric_names(config)
@@ -185,12 +189,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     runner = _runner(config)
     if runner is not None:
         runner.release()
-    custom_kinds = config.stash.get(_CUSTOM_KINDS, [])
-    if custom_kinds:
-        from .. import kinds as kind_registry
-
-        for name in custom_kinds:
-            kind_registry.unregister(name)
+    config.stash.get(_FORGET, lambda: None)()  # a session's entries must not leak to the next
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

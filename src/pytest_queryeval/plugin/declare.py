@@ -22,7 +22,11 @@ from ..report.formats import REPORT_WRITERS as REPORT_WRITERS
 from ..report.formats import WORST as WORST
 from ..report.formats import AddOption as AddOption
 from ..report.formats import ReportFile as ReportFile
+from ..report.formats import add_format_option as add_format_option
 from ..report.formats import add_report_options as add_report_options
+from ..report.formats import register_format as register_format
+from ..report.formats import report_formats as report_formats
+from ..report.formats import unregister_format as unregister_format
 
 #: The suite configuration file whose presence in a folder or above makes the test_*.yaml files
 #: there case files.

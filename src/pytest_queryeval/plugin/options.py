@@ -39,6 +39,7 @@ from .declare import (
     add_ini,
     add_report_options,
     add_run_options,
+    report_formats,
 )
 
 if TYPE_CHECKING:
@@ -398,7 +399,7 @@ def _neighbour_settings(config: pytest.Config, report: ReportOptions
     except ValueError as exc:
         problems.append(str(exc))
     # counterexamples are saved beside the first report file asked for
-    report_dir = next((p.parent for p in map(report.path, REPORT_WRITERS) if p is not None), None)
+    report_dir = next((p.parent for p in map(report.path, report_formats()) if p is not None), None)
     base = replace(settings, report_dir=report_dir, rootdir=config.rootpath)
     if databases is None:
         return (None, base), problems

@@ -41,6 +41,7 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
+from .document import full_record
 from .models import html_section as models_section
 from .outcome import Outcome, pass_rate_text, stated
 from .terminal import (
@@ -814,8 +815,7 @@ def shown_cases(cases: Sequence[RecordLike]) -> tuple[list[Mapping[str, Any]], i
             chosen += [i for i in range(len(cases)) if i not in taken][
                 :MAX_CASE_ROWS - len(chosen)]
         chosen.sort()
-    full = getattr(cases, "full", None)
-    rows = [full(i) if full is not None else cases[i] for i in chosen]
+    rows: list[Mapping[str, Any]] = [full_record(cases, i) for i in chosen]
     return rows, len(cases) - len(rows)
 
 

@@ -82,6 +82,7 @@ from .interpretations import probe_problems
 
 if TYPE_CHECKING:
     from ...audit.findings import AuditResult
+    from ...audit.query import QueryRules
     from ...metrics.spider import Schema
     from ...metrics.table import CompareOptions, TableComparison
     from ...neighbours.check import Settings
@@ -161,6 +162,7 @@ class SqlKind:
     pinned_before_kinds: ClassVar[bool] = True
     fence_language: ClassVar[str] = "sql"
     language_name: ClassVar[str] = "SQL"
+    query_syntax: ClassVar[str] = "sql"
     query_keywords: ClassVar[tuple[str, ...]] = (
         "SELECT", "WITH", "VALUES", "TABLE", "FROM", "INSERT", "UPDATE", "DELETE", "MERGE",
         "UPSERT", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "PRAGMA", "EXPLAIN", "SHOW",
@@ -270,6 +272,12 @@ class SqlKind:
         return case.source_spec is not None and not has_interpretations(case) \
             and getattr(ctx.source(case), "prefetch_pair", None) is not None
 
+    def query_rules(self) -> QueryRules:
+        """SQL's text rules for the gold audit (:mod:`...audit.query`)."""
+        from ...audit.query import SQL_RULES
+
+        return SQL_RULES
+
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
         prediction (:mod:`...audit.query`)."""
@@ -296,7 +304,7 @@ class SqlKind:
             return
         from ...audit.query import audit_query
 
-        audit_query(case, self, ctx, result, "sql")
+        audit_query(case, self, ctx, result)
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         if has_interpretations(case):
