@@ -13,7 +13,8 @@ Determinism: candidate ``i`` of a gold depends only on the seed, the gold text a
 databases of a gold (built from the gold's own literals) are the same for every prediction of
 that gold that reads the same tables and date columns: they are built once per session
 (:data:`_SUITES`) and a model comparison pays for them once; a prediction that reads another
-table gets a suite of its own, so what ran before it never changes its verdict. Only later candidates add the prediction's literals. Every other candidate (the
+table gets a suite of its own, so what ran before it never changes its verdict.
+Only later candidates add the prediction's literals. Every other candidate (the
 even ones, starting with the first) draws only realistic values (:func:`.values.both_pools`:
 dates in the column's format, existing codes, numbers in range), so a difference that
 real-looking data shows is found on such data; the odd ones add the edge values. The database
