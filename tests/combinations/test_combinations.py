@@ -6,7 +6,10 @@ as a user runs it, and the invariants hold:
   fans out to (or is a located error: these suites plan none);
 * the serial, ``-n 2``, merged (three shards) and resumed reports are equal, times aside (the
   costly modes on the rows whose ``mode`` names them: the array covers each with every value
-  of every other dimension);
+  of every other dimension); resumed: a shard killed with SIGKILL mid-run (:data:`KILL_POINT`)
+  and run again with the same command carries exactly what it had finished, asks no model for
+  it, and its report differs from the serial one only in who paid for shared work
+  (:func:`_who_paid_aside`, docs/architecture.md);
 * every report and the exit status state one outcome;
 * a second run with the prediction cache sends no request;
 * the gold audit sends none, and audits every gold whatever its origin.
@@ -198,6 +201,18 @@ def test_the_array_covers_every_pair() -> None:
         assert met == set(itertools.product(DIMENSIONS[a], DIMENSIONS[b])), (a, b)
     assert rows == pairwise(DIMENSIONS)  # seeded: the same rows, so the same ids, every run
     assert len(rows) < 40
+
+
+def test_the_architecture_doc_lists_every_dimension_and_value() -> None:
+    """docs/architecture.md's table of the dimensions is the generator's: one row per
+    dimension, naming each of its values (a dimension added here is documented there)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    section = text.split("## Generated combinations", 1)[1].split("\n## ", 1)[0]
+    rows = {m[1]: m[2] for m in re.finditer(r"^\| [^|`]*\(`(\w+)`\) \| (.*) \|$", section, re.M)}
+    assert list(rows) == list(DIMENSIONS)
+    for name, values in DIMENSIONS.items():
+        listed = set(re.findall(r"`([^`]+)`", rows[name]))
+        assert set(values) <= listed, (name, sorted(set(values) - listed))
 
 
 @pytest.mark.parametrize("combo", ROWS, ids=[c.id for c in ROWS])
