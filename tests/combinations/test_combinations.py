@@ -101,12 +101,14 @@ def _journal_records(report: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _kill_mid_run(root: Path, cmd: list[str], report: Path) -> dict[str, dict[str, Any]] | None:
+def _kill_mid_run(root: Path, cmd: list[str], reports: dict[str, Path],
+                  ) -> dict[str, dict[str, Any]] | None:
     """Run ``cmd`` in ``root`` until it stops at :data:`KILL_POINT`, SIGKILL its process
     group there (a scheduler's kill: no report, no session end) and return the records its
     journal holds; None when the run had fewer than two items (it ran to its end)."""
+    report = reports["json"]
     (root / "block").write_text("")
-    with (root / f"{report.stem}.killed.out").open("w") as out:
+    with (root / f"{report.stem}.out").open("w") as out:
         proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True, env=env())
     deadline = time.monotonic() + 300
@@ -114,7 +116,7 @@ def _kill_mid_run(root: Path, cmd: list[str], report: Path) -> dict[str, dict[st
         while not (root / "stuck.marker").exists():
             if proc.poll() is not None:
                 assert (root / "whole.marker").exists(), \
-                    (root / f"{report.stem}.killed.out").read_text()[-4000:]
+                    (root / f"{report.stem}.out").read_text()[-4000:]
                 return None
             assert time.monotonic() < deadline, "the run never reached its kill point"
             time.sleep(0.05)
@@ -133,10 +135,38 @@ def _kill_mid_run(root: Path, cmd: list[str], report: Path) -> dict[str, dict[st
     return finished
 
 
-def _run(root: Path, name: str, cmd: list[str], reports: dict[str, Path]) -> Run:
+def _killed_and_resumed(root: Path, spec: str, args: list[str], model: CountingModel,
+                        openai: OpenAIStandin, combo: Combination) -> Path:
+    """Shard ``spec`` run with ``--queryeval-json R --queryeval-resume R``, killed with
+    SIGKILL mid-run, then the very same command again; the retry's invariants checked; its
+    report ``R`` (named ``*.killed.json``; ``*.whole.json``: the shard had fewer than two
+    items, so it ran to its end unkilled)."""
+    name = f"part{spec.replace('/', 'of')}"
+    killable = pytest_command(root, f"{name}.killed", f"--queryeval-shard={spec}",
+                              f"--queryeval-resume={root / name}.killed.json", *args, formats=())
+    finished = _kill_mid_run(root, *killable)
+    if finished is None:
+        whole = root / f"{name}.whole.json"
+        killable[1]["json"].rename(whole)
+        return whole
+    cmd, reports = killable
+    _reset(model, openai)
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600,
                           check=False, env=env())
-    return Run(name, proc.returncode, proc.stdout, proc.stderr, root, reports)
+    retried = Run(name, proc.returncode, proc.stdout, proc.stderr, root, reports)
+    _check_outcome(retried, ("junit",))
+    assert not _journal_records(reports["json"]), "the report supersedes the journal"
+    records = retried.json["cases"]
+    assert len(finished) < len(records), "killed after every case had finished"
+    carried = {str(r["id"]) for r in records if r.get("carried")}
+    assert carried == {i for i, r in finished.items() if r.get("outcome") in COMPLETE}, \
+        f"{name}: carried {sorted(carried)}, finished when killed {sorted(finished)}"
+    done = {base for base in {str(r["id"]).split("[")[0] for r in records}
+            if all(str(r["id"]) in finished for r in records
+                   if str(r["id"]).split("[")[0] == base)}
+    again = _asked(model, openai, combo) & done
+    assert not again, f"{name}: the retry asked again for what the killed attempt finished: {again}"
+    return reports["json"]
 
 
 def _asked(model: CountingModel, openai: OpenAIStandin, combo: Combination) -> set[str]:
@@ -270,7 +300,7 @@ def test_combination(combo: Combination, tmp_path: Path,
         other = run_pytest(root, "xdist", "-n", "2", *extra, *cache("pcache-x"), formats=())
         _check_outcome(other, ("junit",))
         assert other.status == serial.status, other.explain()
-        assert_same(serial.json, other.json, "-n 2 versus serial")
+        assert_same(*_who_paid_aside(serial.json, other.json), "-n 2 versus serial")
     elif how == "shards":
         shards = []
         for i in (1, 2, 3):
@@ -280,49 +310,30 @@ def test_combination(combo: Combination, tmp_path: Path,
         merged = run_merge(root, "merged", [s.reports["json"] for s in shards], formats=("md",))
         _check_outcome(merged, ("md",))
         assert merged.status == serial.status, merged.explain()
-        assert_same(serial.json, merged.json, "three shards merged versus serial")
+        assert_same(*_who_paid_aside(serial.json, merged.json),
+                    "three shards merged versus serial")
     elif how == "resume":
-        # a shard killed mid-run with SIGKILL (some cases finished and journaled, not all),
+        # each shard killed with SIGKILL mid-run (some cases finished and journaled, not all),
         # then the very same command again: ``--queryeval-json r.json --queryeval-resume
         # r.json`` carries what the journal holds and asks only for the rest
         (root / "conftest.py").write_text(KILL_POINT)
-        done: dict[str, Path] = {}
-        for spec in ("2/2", "1/2", "1/1"):  # the first of two items or more is killed
+        parts: list[Path] = []
+        for spec in ("1/2", "2/2"):
             fresh()
-            name = f"part{spec.replace('/', 'of')}"
-            cmd, reports = pytest_command(root, name, f"--queryeval-shard={spec}",
-                                          f"--queryeval-resume={root / name}.json", *extra,
-                                          *cache(f"pcache-{name}"), formats=())
-            finished = _kill_mid_run(root, cmd, reports["json"])
-            if finished is not None:
-                break
-            done[spec] = reports["json"]  # one item: it ran to its end, a shard as any other
-        assert finished is not None, "no run of two items or more to kill"
-        _reset(model, openai)
-        retried = _run(root, name, cmd, reports)
-        _check_outcome(retried, ("junit",))
-        assert not _journal_records(reports["json"]), "the report supersedes the journal"
-        records = retried.json["cases"]
-        assert len(finished) < len(records), "killed after every case had finished"
-        carried = {str(r["id"]) for r in records if r.get("carried")}
-        assert carried == {i for i, r in finished.items() if r.get("outcome") in COMPLETE}, \
-            f"carried {sorted(carried)}, finished when killed {sorted(finished)}"
-        again = _asked(model, openai, combo) & {
-            base for base in {str(r["id"]).split("[")[0] for r in records}
-            if all(str(r["id"]) in finished for r in records
-                   if str(r["id"]).split("[")[0] == base)}
-        assert not again, f"the retry asked again for cases the killed attempt finished: {again}"
-        if spec == "2/2":
+            parts.append(_killed_and_resumed(root, spec, [*extra, *cache(f"pcache-{spec[0]}")],
+                                             model, openai, combo))
+        if not any(p.name.endswith(".killed.json") for p in parts):
+            # one item in each shard: the whole suite (shard 1/1) is the one killed
             fresh()
-            done["1/2"] = run_pytest(root, "part1of2", "--queryeval-shard=1/2", *extra,
-                                     *cache("pcache-part1of2"), formats=(),
-                                     junit=False).reports["json"]
-        resumed = run_merge(root, "resumed", [*done.values(), reports["json"]], formats=())
+            parts = [_killed_and_resumed(root, "1/1", [*extra, *cache("pcache-all")], model,
+                                         openai, combo)]
+            assert parts[0].name.endswith(".killed.json"), "no run of two items to kill"
+        resumed = run_merge(root, "resumed", parts, formats=())
         _check_outcome(resumed)
         _check_scored(resumed, combo, plan)
         assert resumed.status == serial.status, resumed.explain()
         assert_same(*_who_paid_aside(serial.json, resumed.json),
-                    "a shard killed mid-run, resumed with the same command, merged, versus serial")
+                    "shards killed mid-run, resumed with the same command, merged, versus serial")
 
     # the audit asks no model and audits every gold, whatever its origin
     if combo["audit"] == "on":
@@ -350,7 +361,8 @@ CACHE_SPLIT = ("from_cache", "requested", "carried", "refreshed", "repeated", "i
 
 def _who_paid_aside(serial: Mapping[str, Any], resumed: Mapping[str, Any],
                     ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two reports without what says which attempt paid for a piece of shared work rather
+    """The two reports (serial, and resumed, sharded or ``-n 2``: the work split over
+    processes) without what says which process paid for a piece of shared work rather
     than what it found (docs/architecture.md, "What a resumed report may differ in"), each
     part set aside only where it is that and checked to be:
 
