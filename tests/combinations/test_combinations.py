@@ -6,7 +6,10 @@ as a user runs it, and the invariants hold:
   fans out to (or is a located error: these suites plan none);
 * the serial, ``-n 2``, merged (three shards) and resumed reports are equal, times aside (the
   costly modes on the rows whose ``mode`` names them: the array covers each with every value
-  of every other dimension);
+  of every other dimension); resumed: a shard killed with SIGKILL mid-run (:data:`KILL_POINT`)
+  and run again with the same command carries exactly what it had finished, asks no model for
+  it, and its report differs from the serial one only in who paid for shared work
+  (:func:`_who_paid_aside`, docs/architecture.md);
 * every report and the exit status state one outcome;
 * a second run with the prediction cache sends no request;
 * the gold audit sends none, and audits every gold whatever its origin.
@@ -20,19 +23,25 @@ from __future__ import annotations
 
 import html
 import itertools
+import json
 import os
 import re
+import signal
+import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_queryeval.report.shardcheck import COMPLETE_OUTCOMES as COMPLETE
 from tests.combinations.generator import (
     BY_QUESTION,
     CASES,
     CI_ROWS,
     DIMENSIONS,
+    TURNS,
     Combination,
     CountingModel,
     build,
@@ -42,8 +51,10 @@ from tests.combinations.generator import (
 from tests.e2e.support import (
     Run,
     assert_same,
+    env,
     headline_of,
     outcome_word,
+    pytest_command,
     run_merge,
     run_pytest,
 )
@@ -56,6 +67,121 @@ ROWS = combinations(int(os.environ.get("QUERYEVAL_COMBINATIONS") or CI_ROWS))
 LOCATED = re.compile(r"(^|: )[^\s:]+\.(yaml|yml|py):\d+: ")
 #: A judge verdict for the failing case's prediction (the judge stand-in's reply).
 VERDICT = '{"category": "equivalent", "reason": "both list the large orders"}'
+
+
+#: The kill point of a resumed combination (the suite's ``conftest.py``): while the file
+#: ``block`` exists, the run stops before its middle item (``block`` says ``middle``) or its
+#: last (``last``), every earlier one finished and journaled, and says so in
+#: ``stuck.marker`` (the test then sends SIGKILL); a run of fewer than two items cannot stop
+#: between two and says so in ``whole.marker``. Without ``block``, it does nothing.
+KILL_POINT = '''import pathlib
+import time
+
+
+def pytest_collection_finish(session):
+    if pathlib.Path("block").exists() and len(session.items) < 2:
+        pathlib.Path("whole.marker").write_text(str(len(session.items)))
+
+
+def pytest_runtest_setup(item):
+    block, items = pathlib.Path("block"), item.session.items
+    if not block.exists() or len(items) < 2:
+        return
+    if item is items[-1 if block.read_text() == "last" else len(items) // 2]:
+        pathlib.Path("stuck.marker").write_text(item.nodeid)
+        time.sleep(600)
+'''
+
+
+def _journal_records(report: Path) -> dict[str, dict[str, Any]]:
+    """The finished records the journal of ``report`` holds now, by case id."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in report.parent.glob(f"{report.name}.journal*"):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith('{"record": '):
+                record = json.loads(line)["record"]
+                out[str(record["id"])] = record
+    return out
+
+
+def _kill_mid_run(root: Path, cmd: list[str], reports: dict[str, Path], where: str,
+                  ) -> dict[str, dict[str, Any]] | None:
+    """Run ``cmd`` in ``root`` until it stops at :data:`KILL_POINT` (before the item
+    ``where`` names: ``middle`` or ``last``), SIGKILL its process
+    group there (a scheduler's kill: no report, no session end) and return the records its
+    journal holds; None when the run had fewer than two items (it ran to its end)."""
+    report = reports["json"]
+    (root / "block").write_text(where)
+    with (root / f"{report.stem}.out").open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True, env=env())
+    deadline = time.monotonic() + 300
+    try:
+        while not (root / "stuck.marker").exists():
+            if proc.poll() is not None:
+                assert (root / "whole.marker").exists(), \
+                    (root / f"{report.stem}.out").read_text()[-4000:]
+                return None
+            assert time.monotonic() < deadline, "the run never reached its kill point"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for marker in ("block", "stuck.marker", "whole.marker"):
+            (root / marker).unlink(missing_ok=True)
+    assert proc.returncode == -signal.SIGKILL
+    assert not report.exists(), "a killed run wrote its report"
+    finished = _journal_records(report)
+    assert finished, "killed before any case had finished"
+    return finished
+
+
+def _killed_and_resumed(root: Path, spec: str, args: list[str], model: CountingModel,
+                        openai: OpenAIStandin, combo: Combination) -> Path:
+    """Shard ``spec`` run with ``--queryeval-json R --queryeval-resume R``, killed with
+    SIGKILL mid-run, then the very same command again; the retry's invariants checked; its
+    report ``R`` (named ``*.killed.json``; ``*.whole.json``: the shard had fewer than two
+    items, so it ran to its end unkilled)."""
+    name = f"part{spec.replace('/', 'of')}"
+    killable = pytest_command(root, f"{name}.killed", f"--queryeval-shard={spec}",
+                              f"--queryeval-resume={root / name}.killed.json", *args, formats=())
+    # shard 1 stops before its last item (a conversation is then carried from the journal on
+    # the rows that have one), the others before their middle one
+    finished = _kill_mid_run(root, *killable, "last" if spec == "1/2" else "middle")
+    if finished is None:
+        whole = root / f"{name}.whole.json"
+        killable[1]["json"].rename(whole)
+        return whole
+    cmd, reports = killable
+    _reset(model, openai)
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600,
+                          check=False, env=env())
+    retried = Run(name, proc.returncode, proc.stdout, proc.stderr, root, reports)
+    _check_outcome(retried, ("junit",))
+    assert not _journal_records(reports["json"]), "the report supersedes the journal"
+    records = retried.json["cases"]
+    assert len(finished) < len(records), "killed after every case had finished"
+    carried = {str(r["id"]) for r in records if r.get("carried")}
+    assert carried == {i for i, r in finished.items() if r.get("outcome") in COMPLETE}, \
+        f"{name}: carried {sorted(carried)}, finished when killed {sorted(finished)}"
+    done = {base for base in {str(r["id"]).split("[")[0] for r in records}
+            if all(str(r["id"]) in finished for r in records
+                   if str(r["id"]).split("[")[0] == base)}
+    again = _asked(model, openai, combo) & done
+    assert not again, f"{name}: the retry asked again for what the killed attempt finished: {again}"
+    return reports["json"]
+
+
+def _asked(model: CountingModel, openai: OpenAIStandin, combo: Combination) -> set[str]:
+    """The cases (ids before any fan-out) the stand-in models were asked to predict (not the
+    judge: the openai stand-in's requests for one of the row's models)."""
+    by_question = {q: cid for cid, (q, _, _) in CASES.items()} | {q: "chat" for q, _, _ in TURNS}
+    asked = {str(r.case_id).split("[")[0] for r in model.requests if r.case_id is not None}
+    return asked | {by_question.get(question_of(r.get("messages") or []), "?")
+                    for r in openai.requests if r.get("model") in combo.models}
 
 
 def _requests(model: CountingModel, openai: OpenAIStandin, skip: str | None = None) -> int:
@@ -113,6 +239,18 @@ def test_the_array_covers_every_pair() -> None:
     assert len(rows) < 40
 
 
+def test_the_architecture_doc_lists_every_dimension_and_value() -> None:
+    """docs/architecture.md's table of the dimensions is the generator's: one row per
+    dimension, naming each of its values (a dimension added here is documented there)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    section = text.split("## Generated combinations", 1)[1].split("\n## ", 1)[0]
+    rows = {m[1]: m[2] for m in re.finditer(r"^\| [^|`]*\(`(\w+)`\) \| (.*) \|$", section, re.M)}
+    assert list(rows) == list(DIMENSIONS)
+    for name, values in DIMENSIONS.items():
+        listed = set(re.findall(r"`([^`]+)`", rows[name]))
+        assert set(values) <= listed, (name, sorted(set(values) - listed))
+
+
 @pytest.mark.parametrize("combo", ROWS, ids=[c.id for c in ROWS])
 def test_combination(combo: Combination, tmp_path: Path,
                      services: tuple[CountingModel, OpenAIStandin]) -> None:
@@ -168,7 +306,7 @@ def test_combination(combo: Combination, tmp_path: Path,
         other = run_pytest(root, "xdist", "-n", "2", *extra, *cache("pcache-x"), formats=())
         _check_outcome(other, ("junit",))
         assert other.status == serial.status, other.explain()
-        assert_same(serial.json, other.json, "-n 2 versus serial")
+        assert_same(*_who_paid_aside(serial.json, other.json), "-n 2 versus serial")
     elif how == "shards":
         shards = []
         for i in (1, 2, 3):
@@ -178,31 +316,30 @@ def test_combination(combo: Combination, tmp_path: Path,
         merged = run_merge(root, "merged", [s.reports["json"] for s in shards], formats=("md",))
         _check_outcome(merged, ("md",))
         assert merged.status == serial.status, merged.explain()
-        assert_same(serial.json, merged.json, "three shards merged versus serial")
+        assert_same(*_who_paid_aside(serial.json, merged.json),
+                    "three shards merged versus serial")
     elif how == "resume":
-        # a shard interrupted, then resumed from the report it wrote. HOOK (issue 54): with the
-        # journal, kill shard 2 with SIGKILL mid-run and resume with
-        # --queryeval-json r.json --queryeval-resume r.json; on main a killed run writes nothing.
-        fresh()
-        first = run_pytest(root, "part1", "--queryeval-shard=1/2", *extra, *cache("pcache-1"),
-                           formats=(), junit=False)
-        fresh()
-        second = run_pytest(root, "part2", "--queryeval-shard=2/2", *extra, *cache("pcache-2"),
-                            formats=(), junit=False)
-        _reset(model, openai)
-        retried = run_pytest(root, "part2b", "--queryeval-shard=2/2",
-                             "--queryeval-resume=part2.json", *extra, *cache("pcache-2b"),
-                             formats=(), junit=False)
-        assert _requests(model, openai) == 0 or not plan["asks"] or any(
-            c["outcome"] == "error" for c in second.json["cases"]), "a resumed shard asked again"
-        resumed = run_merge(root, "resumed", [first.reports["json"], retried.reports["json"]],
-                            formats=())
+        # each shard killed with SIGKILL mid-run (some cases finished and journaled, not all),
+        # then the very same command again: ``--queryeval-json r.json --queryeval-resume
+        # r.json`` carries what the journal holds and asks only for the rest
+        (root / "conftest.py").write_text(KILL_POINT)
+        parts: list[Path] = []
+        for spec in ("1/2", "2/2"):
+            fresh()
+            parts.append(_killed_and_resumed(root, spec, [*extra, *cache(f"pcache-{spec[0]}")],
+                                             model, openai, combo))
+        if not any(p.name.endswith(".killed.json") for p in parts):
+            # one item in each shard: the whole suite (shard 1/1) is the one killed
+            fresh()
+            parts = [_killed_and_resumed(root, "1/1", [*extra, *cache("pcache-all")], model,
+                                         openai, combo)]
+            assert parts[0].name.endswith(".killed.json"), "no run of two items to kill"
+        resumed = run_merge(root, "resumed", parts, formats=())
         _check_outcome(resumed)
+        _check_scored(resumed, combo, plan)
         assert resumed.status == serial.status, resumed.explain()
-        # the cache counters say what each attempt asked (a carried case is counted `carried`,
-        # not `requested`: issue 49 item 5), so a retried run's differ by design
-        assert_same(_without_counters(serial.json), _without_counters(resumed.json),
-                    "an interrupted shard resumed, merged, versus serial")
+        assert_same(*_who_paid_aside(serial.json, resumed.json),
+                    "shards killed mid-run, resumed with the same command, merged, versus serial")
 
     # the audit asks no model and audits every gold, whatever its origin
     if combo["audit"] == "on":
@@ -220,38 +357,85 @@ def test_combination(combo: Combination, tmp_path: Path,
         assert audit.json["audit"]["cases"] == len(audit.json["cases"])
 
 
-def _without_counters(report: Mapping[str, Any]) -> dict[str, Any]:
-    """``report`` without what says which attempt did the work rather than what it found: the
-    prediction cache's counters of what each attempt asked, and who paid for a shared piece of
-    work. In one serial run a judge verdict asked for one model's case is pinned for the other
-    model's identical pair, and a gold's counterexample databases are reused by the next
-    prediction in the same process; split over attempts, the other attempt asks and builds
-    them itself (``judge.pinned``/``calls``/``answers``, ``judge_tokens``,
-    ``neighbours.reused``). Verdicts, outcomes and every other metric are still compared."""
-    out = {k: v for k, v in report.items() if k not in ("prediction_cache", "aggregates")}
-    out["aggregates"] = _drop_key(report.get("aggregates"), "judge_tokens")
-    if isinstance(report.get("judge"), Mapping):  # the run's judge: asked or pinned, by whom
-        out["judge"] = _drop_key({k: v for k, v in report["judge"].items()
-                                  if k not in ("asked", "calls")}, "pinned")
-    if isinstance(report.get("neighbours"), Mapping):
-        out["neighbours"] = {k: v for k, v in report["neighbours"].items()
-                             if k != "databases_reused"}
-    cases = []
-    for case in report.get("cases", []):
-        case = dict(case)
-        case["metrics"] = {k: v for k, v in (case.get("metrics") or {}).items()
-                           if k != "judge_tokens"}
-        details = dict(case.get("details") or {})
-        if isinstance(details.get("judge"), Mapping):
-            details["judge"] = {k: v for k, v in details["judge"].items()
-                                if k not in ("pinned", "calls", "answers")}
-        if isinstance(details.get("neighbours"), Mapping):
-            details["neighbours"] = {k: v for k, v in details["neighbours"].items()
-                                     if k != "reused"}
-        case["details"] = details
-        cases.append(case)
-    out["cases"] = cases
-    return out
+#: What a case's judge record says of who asked: pinned (asked by another case of the run,
+#: or an earlier run) or asked here, in how many calls, with which answers, at what cost.
+JUDGE_PAID = ("pinned", "calls", "answers")
+JUDGE_COST = ("judge_tokens", "judge_cost_usd")
+#: ``prediction_cache`` counters that split its ``answers`` by the attempt that got each.
+CACHE_SPLIT = ("from_cache", "requested", "carried", "refreshed", "repeated", "ignored")
+
+
+def _who_paid_aside(serial: Mapping[str, Any], resumed: Mapping[str, Any],
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two reports (serial, and resumed, sharded or ``-n 2``: the work split over
+    processes) without what says which process paid for a piece of shared work rather
+    than what it found (docs/architecture.md, "What a resumed report may differ in"), each
+    part set aside only where it is that and checked to be:
+
+    * a judge verdict pinned in one report and asked in the other: its ``pinned``, ``calls``,
+      ``answers`` and ``metrics.judge_tokens``, only for such a case; its key, verdict and
+      outcome are compared, and the pinned one was asked (same key) by another case of the
+      same report. The run's ``judge.asked``/``pinned``/``calls``, the ``pinned`` flag of
+      such a case in the rescued and overturned lists and the aggregates' ``judge_tokens``
+      only when there is such a case; ``judge.judged`` is compared;
+    * ``neighbours.reused`` of each case and the run's ``databases_reused``: a reused
+      candidate database is the one the search would have built (the suite's key holds all
+      it is built from: ``tests/neighbours/test_search.py``), so the databases checked and
+      the counterexample found are compared;
+    * the ``prediction_cache`` split of its answers by attempt (``carried``, ``from_cache``,
+      ``requested``...): each split adds up to ``answers``, which is compared."""
+    a, b = json.loads(json.dumps(serial)), json.loads(json.dumps(resumed))
+    pinned_here = {nodeid for nodeid in _judged(a).keys() & _judged(b).keys()
+                   if bool(_judged(a)[nodeid].get("pinned")) != bool(_judged(b)[nodeid].get("pinned"))}
+    for report in (a, b):
+        judged = _judged(report)
+        asked_keys = {str(j.get("key")): nodeid for nodeid, j in judged.items()
+                      if not j.get("pinned") and j.get("calls")}
+        ids = set()
+        for case in report["cases"]:
+            nodeid = str(case.get("nodeid"))
+            neighbours = (case.get("details") or {}).get("neighbours")
+            if isinstance(neighbours, dict):
+                neighbours.pop("reused", None)
+            if nodeid not in pinned_here:
+                continue
+            judge = judged[nodeid]
+            if judge.get("pinned"):
+                assert asked_keys.get(str(judge.get("key")), nodeid) != nodeid, \
+                    f"{nodeid}: pinned, but no other case of the run asked its judge question"
+            for key in JUDGE_PAID:
+                judge.pop(key, None)
+            for key in JUDGE_COST:
+                (case.get("metrics") or {}).pop(key, None)
+            ids.add(str(case.get("id")))
+        run_judge = report.get("judge")
+        if pinned_here and isinstance(run_judge, dict):
+            assert run_judge["asked"] + run_judge["pinned"] == run_judge["judged"]
+            for key in ("asked", "pinned", "calls"):
+                run_judge.pop(key)
+            for listed in ("rescued", "overturned", "errors"):
+                for item in run_judge.get(listed) or []:
+                    if item.get("id") in ids:
+                        item.pop("pinned", None)
+        if pinned_here:
+            for key in JUDGE_COST:
+                report["aggregates"] = _drop_key(report.get("aggregates"), key)
+        if isinstance(report.get("neighbours"), dict):
+            report["neighbours"].pop("databases_reused", None)
+        cache = report.get("prediction_cache")
+        if isinstance(cache, dict):
+            assert sum(cache.get(k, 0) for k in ("from_cache", "requested", "carried")) \
+                == cache["answers"], cache
+            for key in CACHE_SPLIT:
+                cache.pop(key, None)
+    return a, b
+
+
+def _judged(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each case's judge record that holds a verdict, by node id (the same dicts)."""
+    return {str(c.get("nodeid")): c["details"]["judge"] for c in report.get("cases", [])
+            if isinstance((c.get("details") or {}).get("judge"), dict)
+            and "category" in c["details"]["judge"]}
 
 
 def _drop_key(value: Any, key: str) -> Any:

@@ -68,6 +68,18 @@ def run_pytest(folder: Path, name: str, *args: str, target: str = ".",
                timeout: float = 600, out: Path | None = None) -> Run:
     """``python -m pytest TARGET ARGS`` in ``folder``, writing ``NAME.json`` (and the other
     formats, and junit) in ``out`` (default: ``folder``)."""
+    cmd, reports = pytest_command(folder, name, *args, target=target, formats=formats,
+                                  junit=junit, out=out)
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=timeout,
+                          check=False, env=env())
+    return Run(name, proc.returncode, proc.stdout, proc.stderr, folder, reports)
+
+
+def pytest_command(folder: Path, name: str, *args: str, target: str = ".",
+                   formats: Sequence[str] = ("html", "md", "xlsx"), junit: bool = True,
+                   out: Path | None = None) -> tuple[list[str], dict[str, Path]]:
+    """The command :func:`run_pytest` runs, and the reports it names (a test that kills the
+    process mid-run starts it itself, and retries with the very same command)."""
     out = out or folder
     reports = {"json": out / f"{name}.json"}
     extra = [f"--queryeval-json={reports['json']}"]
@@ -79,9 +91,7 @@ def run_pytest(folder: Path, name: str, *args: str, target: str = ".",
         extra.append(f"--junitxml={reports['junit']}")
     cmd = [sys.executable, "-m", "pytest", target, "-q", "-p", "no:randomly",
            "-p", "no:cacheprovider", "--queryeval-no-step-summary", *extra, *args]
-    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=timeout,
-                          check=False, env=env())
-    return Run(name, proc.returncode, proc.stdout, proc.stderr, folder, reports)
+    return cmd, reports
 
 
 def run_merge(folder: Path, name: str, shards: Sequence[Path | str], *args: str,

@@ -83,6 +83,42 @@ def test_the_search_is_deterministic_and_reuses_the_golds_databases() -> None:
     assert other_seed.counterexample is not None
 
 
+def test_what_ran_before_never_changes_a_search(tmp_path: Path) -> None:
+    """A gold's suite is reused only by a prediction that would build the same candidates: one
+    that reads another table (here ``customers``, through a join that changes nothing) fills it
+    too and draws rows for it, so its candidates are not the others'. Before, a search of
+    ``total > 12`` found a different counterexample (database 4, ``day`` NULL, instead of
+    database 5) after such a prediction had run in the process: a shard or a resumed attempt
+    that ran them apart reported other databases checked and another counterexample."""
+    db = tmp_path / "shop.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT);"
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER, total REAL,"
+            " day TEXT);"
+            "INSERT INTO customers VALUES (1, 'ann'), (2, 'bob');"
+            "INSERT INTO orders VALUES (1, 1, 30, '2024-01-03'), (2, 2, 12, '2024-02-05'),"
+            " (3, 1, 7, '2023-12-30');")
+    conn.close()
+    gold = "SELECT id FROM orders WHERE total >= 12"
+    joined = "SELECT o.id FROM orders o LEFT JOIN customers c ON c.id = o.id WHERE o.total >= 12"
+    near = "SELECT id FROM orders WHERE total > 12"
+    same = same_as_the_case(gold)
+    budget = Budget(databases=40, seconds=600)
+
+    def found(scope: str) -> tuple[int, str | None, object]:
+        got = search(db, gold, near, same, budget=budget, scope=scope)
+        ce = got.counterexample
+        return got.checked, ce and ce.origin, ce and sorted(ce.rows.items())
+
+    alone = found("alone")
+    assert alone[1] == "database 5 of the gold's suite"
+    assert search(db, gold, joined, same, budget=budget, scope="after").counterexample is None
+    assert found("after") == alone
+    reused = search(db, gold, near, same, budget=budget, scope="after")
+    assert reused.reused == reused.checked  # the same prediction again: every one reused
+
+
 def test_a_spent_budget_is_said() -> None:
     pair = CORPUS["equivalent"][0]
     done = search(CHINOOK, pair["gold"], pair["predicted"], same_as_the_case(pair["gold"]),

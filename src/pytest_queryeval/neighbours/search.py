@@ -11,8 +11,10 @@ from ``>`` (:func:`group_sizes`).
 Determinism: candidate ``i`` of a gold depends only on the seed, the gold text and the schema
 (:func:`_rng`), so the same seed gives the same databases and the same verdicts, and the first
 databases of a gold (built from the gold's own literals) are the same for every prediction of
-that gold: they are built once per session (:data:`_SUITES`) and a model comparison pays for
-them once. Only later candidates add the prediction's literals. Every other candidate (the
+that gold that reads the same tables and date columns: they are built once per session
+(:data:`_SUITES`) and a model comparison pays for them once; a prediction that reads another
+table gets a suite of its own, so what ran before it never changes its verdict.
+Only later candidates add the prediction's literals. Every other candidate (the
 even ones, starting with the first) draws only realistic values (:func:`.values.both_pools`:
 dates in the column's format, existing codes, numbers in range), so a difference that
 real-looking data shows is found on such data; the odd ones add the edge values. The database
@@ -141,8 +143,9 @@ def _rng(seed: int, gold: str, index: int, phase: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-#: (scope, schema and sampled values, gold, seed) -> the gold's suite of candidate databases
-#: built so far; a changed database or another session's scope starts a suite of its own.
+#: (scope, schema, sampled values, tables filled and date columns, gold, seed) -> the gold's
+#: suite of candidate databases built so far; a changed database or another session's scope
+#: starts a suite of its own.
 _SUITES: dict[tuple[str, str, str, int], list[Rows]] = {}
 
 
@@ -170,7 +173,12 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
     dated = date_columns(pair_pools)
     gold_sizes, _ = group_sizes([gold], eng.dialect)
     pair_sizes, too_big = group_sizes([gold, predicted], eng.dialect)
-    data = "\n".join(schema.ddl()) + repr(sorted(gold_pools.items(), key=repr))
+    # the key holds all a gold's candidate is built from: with the tables it fills and the
+    # date columns it makes up no value for (both also read off the prediction), a candidate
+    # reused by another prediction of the gold is the one that prediction would have built,
+    # whatever ran before it in the process (a shard, a resumed attempt, an xdist worker)
+    data = "\n".join(schema.ddl()) + repr(sorted(gold_pools.items(), key=repr)) \
+        + repr([t.name for t in tables]) + repr(sorted(dated))
     key = (scope, hashlib.sha256(data.encode()).hexdigest(), gold, seed)
     suite = _SUITES.setdefault(key, [])
     result = SearchResult(checked=0, seconds=0.0)
