@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from .pycases import QueryEval
     from .runner import Runner
 
+#: Packages of the project that extend the plugin through its public hooks only, registered as
+#: an installed package's ``pytest11`` entry point would be.
+pytest_plugins = ["pytest_queryeval.cypher.plugin"]
+
 _CUSTOM_KINDS = pytest.StashKey[list[str]]()
 _CASE_FILES = pytest.StashKey[CaseFiles]()
 _STARTED = pytest.StashKey[float]()
