@@ -15,11 +15,12 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import QueryEvalError
 from ..kinds._registry import declares
-from ..plugin.declare import REPORT_WRITERS, WORST, ReportFile
+from ..plugin.declare import REPORT_WRITERS, WORST, ReportFile, report_formats
+from ..report.document import Report
 from ..report.terminal import gate_lines, summary_lines
 from .aggregate import aggregate, reference_aggregates
 from .outcome import Outcome, run_outcome
@@ -286,12 +287,13 @@ def write_reports(report: dict[str, Any], comparison: Comparison | None,
     errors: list[str] = []
     whole = getattr(report.get("cases"), "whole", None)  # a merge's slim records
     for name, target in out.files.items():
-        entry = REPORT_WRITERS[name]
-        given = report
-        if whole is not None and not entry.writer.startswith("pytest_queryeval."):
-            # a writer of another package reads the full records, as it does after a run
-            # (the package's own read the slim ones and each shown row whole: full())
-            given = {**report, "cases": whole()}
+        entry = report_formats()[name]
+        given = Report.of(report)
+        if whole is not None and REPORT_WRITERS.get(name) is not entry:
+            # a writer of another package reads the full records, as it does after a run,
+            # through report["cases"] too (the package's own read the slim ones and each
+            # shown row whole: Report.record)
+            given = Report({**report, "cases": whole()})
         try:
             load_writer(entry)(given, target, comparison)
         except QueryEvalError as exc:
@@ -325,13 +327,15 @@ def _os_reason(exc: OSError) -> str:
 class ReportWriter(Protocol):
     """What :attr:`..plugin.declare.ReportFile.writer` names: a function writing one report file."""
 
-    def __call__(self, report: dict[str, Any], path: Path, comparison: Comparison | None,
+    def __call__(self, report: Report, path: Path, comparison: Comparison | None,
                  /) -> object: ...
 
 
 def load_writer(entry: ReportFile) -> ReportWriter:
     """The function ``entry.writer`` (``module:function``) names, imported now: the report
     modules and their libraries are loaded only by a run that writes their format."""
+    if not isinstance(entry.writer, str):
+        return cast(ReportWriter, entry.writer)
     module, _, function = entry.writer.partition(":")
     writer: ReportWriter = getattr(importlib.import_module(module), function)
     return writer

@@ -351,6 +351,9 @@ def _parser() -> argparse.ArgumentParser:
                     "pytest-split): aggregates, gates and the baseline comparison over the "
                     "union, with the plugin's report options and exit status.")
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the shards' JSON reports")
+    p.add_argument("-p", dest="plugins", action="append", default=[], metavar="MODULE",
+                   help="load this plugin module too, for the report formats it adds (as "
+                        "pytest -p; the installed plugins and PYTEST_PLUGINS are loaded)")
     add_report_options(p.add_argument, merge=True)  # the plugin's, declared once
     p.add_argument("--junitxml", "--junit-xml", metavar="PATH", default=None,
                    help="write the merged run's junit XML here (a testcase per case, the "
@@ -383,7 +386,7 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
     anything is read or written, as ``queryeval merge r.json -o r.json`` once overwrote its
     own shard."""
     from .._util.safefile import same_file
-    from ..plugin.declare import REPORT_WRITERS
+    from ..plugin.declare import report_formats
 
     inputs = [(f"shard {i} ({path})", path) for i, path in enumerate(shards, 1)]
     if options.baseline:
@@ -394,11 +397,18 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
         if index is not None:
             flag = "-o/--queryeval-json" if name == "json" else f"--queryeval-{name}"
             problems.append(f"{flag} {value}: is {inputs[index][0]}, which this merge reads: "
-                            f"write the {REPORT_WRITERS[name].label} elsewhere")
+                            f"write the {report_formats()[name].label} elsewhere")
     return problems
 
 
 def run(argv: Sequence[str]) -> int:
+    from .formats import register_plugin_formats
+
+    try:
+        register_plugin_formats(argv)
+    except QueryEvalError as exc:
+        print(f"queryeval merge: {exc.reason()}", file=sys.stderr)
+        return USAGE_ERROR
     args = _parser().parse_args(list(argv))
     cwd = Path.cwd()
     options = ReportOptions.from_namespace(args, cwd)

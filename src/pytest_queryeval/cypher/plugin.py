@@ -1,32 +1,29 @@
 """The hooks that register ``kind: cypher`` and ``type: ladybug``: the package's only
-contact with the plugin (registered by one line, ``pytest_plugins`` of
-:mod:`pytest_queryeval.plugin`, as an installed package's ``pytest11`` entry point would be).
+contact with the plugin, registered by one line (``pytest_plugins`` of
+:mod:`pytest_queryeval.plugin.builtins`), as an installed package's ``pytest11`` entry point
+would be.
 
 Imported in every run where the plugin is installed, so it imports nothing at module level;
-the kind and the source are imported when the plugin wakes and when a case opens a graph.
+the kind and the source are imported when a case of theirs is read or opened.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pytest
 
-    from ..model import Kind
-    from ..sources.base import DataSource
+    from ..sources import SourceType
 
 
-def pytest_queryeval_kinds(config: pytest.Config) -> dict[str, type[Kind] | Kind]:
-    from .kind import CypherKind
-
-    return {"cypher": CypherKind}
+def pytest_queryeval_kinds(config: pytest.Config) -> Mapping[str, str]:
+    return {"cypher": "pytest_queryeval.cypher.kind:CypherKind"}
 
 
-def pytest_queryeval_datasource(name: str, spec: dict[str, Any], config: pytest.Config,
-                                ) -> DataSource | None:
-    from .source import TYPE, LadybugSource
+def pytest_queryeval_source_types(config: pytest.Config) -> Mapping[str, SourceType]:
+    from ..sources import SourceType
+    from .source import KEYS, TYPE
 
-    if spec.get("type") != TYPE:
-        return None
-    return LadybugSource.from_spec(name, spec)
+    return {TYPE: SourceType("pytest_queryeval.cypher.source:LadybugSource", KEYS)}

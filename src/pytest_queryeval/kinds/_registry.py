@@ -84,7 +84,11 @@ _extra: dict[str, object] = {}
 
 
 def register(name: str, kind: object) -> None:
-    """Add a kind (an instance or a class) under ``name``; later registrations win."""
+    """Add a kind (an instance, a class or a ``module:Class`` string) under ``name``; later
+    registrations win. The built-in entry registered again (the ``pytest_queryeval_kinds``
+    hook's default implementation returns :data:`KIND_CLASSES`) changes nothing."""
+    if KIND_CLASSES.get(name) == kind:
+        return
     _extra[name] = kind
     _instances.pop(name, None)
 
@@ -103,14 +107,13 @@ def kind_object(name: str) -> object:
     """The (cached) kind instance; raises KeyError for an unknown kind name."""
     if name in _instances:
         return _instances[name]
-    if name in _extra:
-        obj = _extra[name]
-        inst = obj() if isinstance(obj, type) else obj
-    elif name in KIND_CLASSES:
-        module, _, cls = KIND_CLASSES[name].partition(":")
-        inst = getattr(importlib.import_module(module), cls)()
-    else:
+    obj = _extra[name] if name in _extra else KIND_CLASSES.get(name)
+    if obj is None:
         raise KeyError(name)
+    if isinstance(obj, str):
+        module, _, cls = obj.partition(":")
+        obj = getattr(importlib.import_module(module), cls)
+    inst = obj() if isinstance(obj, type) else obj
     _instances[name] = inst
     return inst
 

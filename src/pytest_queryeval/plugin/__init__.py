@@ -17,17 +17,22 @@ pytest's own stepwise, junitxml and cacheprovider plugins do:
 The hooks left here are those whose place in pytest's call order is this module's (it is
 registered when pytest loads its plugins, before ``pytest_configure``). Everything else is
 importable without pytest.
+
+The package's own kinds, datasource types, prediction sources and report formats are the
+default implementation of the registry hooks, in the plugin :mod:`.builtins`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .. import hookspecs
+from . import builtins
 from .declare import (
     FIXTURE,
     CaseFiles,
@@ -44,17 +49,15 @@ if TYPE_CHECKING:
     from .pycases import QueryEval
     from .runner import Runner
 
-#: Packages of the project that extend the plugin through its public hooks only, registered as
-#: an installed package's ``pytest11`` entry point would be.
-pytest_plugins = ["pytest_queryeval.cypher.plugin"]
-
 _CUSTOM_KINDS = pytest.StashKey[list[str]]()
 _CASE_FILES = pytest.StashKey[CaseFiles]()
 _STARTED = pytest.StashKey[float]()
+_FORGET = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.register(builtins, "queryeval-builtins")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,11 +91,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def _wake(config: pytest.Config) -> Runner:
     """Read the options and register the hook objects (see the module docstring); once."""
     from .controller import Controller
-    from .nodes import RUNNER, register_marks
+    from .nodes import RUNNER, register_entries, register_marks
     from .options import RunOptions
     from .runner import Runner, custom_metric_names, make_evaluator, metric_catalog
 
     config.stash[_CUSTOM_KINDS] = register_marks(config)
+    config.stash[_FORGET] = register_entries(config)
     # an xdist worker's options were checked by its controller, which also ends the run
     worker = hasattr(config, "workerinput")
     custom_metrics = custom_metric_names(config)
@@ -195,6 +199,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         for name in custom_kinds:
             kind_registry.unregister(name)
+    forget = config.stash.get(_FORGET, None)
+    if forget is not None:
+        forget()
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -51,9 +51,10 @@ class ReportFile:
     #: The option's help (``--queryeval-<name>``, whose value is the file's path).
     help: str
     #: ``module:function``, imported only when the file is written (this module is loaded by
-    #: every pytest process): called ``function(report, path, comparison)``, ``comparison``
-    #: being the baseline comparison or None.
-    writer: str
+    #: every pytest process), or the function: called ``function(report, path, comparison)``,
+    #: ``report`` being the one typed report (:class:`..report.document.Report`) and
+    #: ``comparison`` the baseline comparison or None.
+    writer: str | Callable[..., object]
     #: ``queryeval merge``'s help, when it differs.
     merge_help: str | None = None
     #: Further spellings of the option in ``queryeval merge`` (before ``--queryeval-<name>``).
@@ -78,6 +79,39 @@ REPORT_WRITERS: dict[str, ReportFile] = {
     "markdown": ReportFile("Markdown summary", "write the Markdown summary here",
                            "pytest_queryeval.report.markdown:write_markdown"),
 }
+
+
+#: Formats registered by plugins and conftests (``pytest_queryeval_report_formats``, whose
+#: default implementation returns :data:`REPORT_WRITERS`), after the built-in ones.
+_registered: dict[str, ReportFile] = {}
+
+
+def report_formats() -> dict[str, ReportFile]:
+    """Every report format, built-in first, in the order they are written."""
+    return {**REPORT_WRITERS, **_registered}
+
+
+def register_format(name: str, entry: ReportFile) -> bool:
+    """Add report format ``name``; False for a built-in entry registered again (the hook's
+    default implementation), whose option exists already."""
+    if REPORT_WRITERS.get(name) is entry:
+        return False
+    _registered[name] = entry
+    return True
+
+
+def unregister_format(name: str) -> None:
+    """Forget a registered format (a session's conftest formats must not leak into the next)."""
+    _registered.pop(name, None)
+
+
+def add_format_option(add: AddOption, name: str, entry: ReportFile, *, merge: bool = False,
+                      ) -> None:
+    """The option ``--queryeval-<name>`` that names a report format's file."""
+    option = f"--queryeval-{name}"
+    flags = (*entry.merge_flags, option) if merge else (option,)
+    add(*flags, dest=f"queryeval_{name}", metavar=entry.merge_metavar if merge else "PATH",
+        help=(entry.merge_help or entry.help) if merge else entry.help)
 
 
 def add_run_options(add: AddOption) -> None:
@@ -152,11 +186,10 @@ def add_run_options(add: AddOption) -> None:
 def add_report_options(add: AddOption, *, merge: bool = False) -> None:
     """The report and baseline options, for the plugin and (``merge``) ``queryeval merge``,
     which also takes ``-o``/``--output`` for the JSON report and reads no ini file."""
-    for name, entry in REPORT_WRITERS.items():
-        option = f"--queryeval-{name}"
-        flags = (*entry.merge_flags, option) if merge else (option,)
-        add(*flags, dest=f"queryeval_{name}", metavar=entry.merge_metavar if merge else "PATH",
-            help=(entry.merge_help or entry.help) if merge else entry.help)
+    # a run's plugins add their formats' options as they register (.builtins); a merge has
+    # registered them before it declares its options (..conclude.formats)
+    for name, entry in (report_formats() if merge else REPORT_WRITERS).items():
+        add_format_option(add, name, entry, merge=merge)
     add("--queryeval-no-step-summary", action="store_true",
         help="do not append the Markdown summary to $GITHUB_STEP_SUMMARY")
     add("--queryeval-baseline", metavar="PATH",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -336,9 +336,39 @@ def register_marks(config: pytest.Config) -> list[str]:
         config.addinivalue_line("markers", f"{name}: queryeval difficulty (given, or the gold's "
                                             "SQL hardness)")
     custom_kinds: list[str] = []
-    for result in config.hook.pytest_queryeval_kinds(config=config):
+    # pluggy calls the latest registered first and the built-ins (trylast) last: applied in
+    # reverse, a later plugin's name replaces an earlier one's
+    for result in reversed(config.hook.pytest_queryeval_kinds(config=config)):
         for name, kind in (result or {}).items():
+            if kind_registry.KIND_CLASSES.get(name) == kind:
+                continue  # the built-in default implementation's own entry
             kind_registry.register(name, kind)
             custom_kinds.append(name)
             config.addinivalue_line("markers", f"{name}: queryeval kind")
     return custom_kinds
+
+
+def register_entries(config: pytest.Config) -> Callable[[], None]:
+    """Register the datasource types and prediction sources of the
+    ``pytest_queryeval_source_types`` and ``pytest_queryeval_prediction_sources`` hooks (the
+    built-in tables are their default implementation); returns what forgets them when the
+    config ends."""
+    from .. import predict, sources
+
+    types: list[str] = []
+    for result in reversed(config.hook.pytest_queryeval_source_types(config=config)):
+        for name, entry in (result or {}).items():
+            sources.register_type(name, entry)
+            types.append(name)
+    predictors: list[str] = []
+    for result in reversed(config.hook.pytest_queryeval_prediction_sources(config=config)):
+        for name, cls in (result or {}).items():
+            predict.register_source(name, cls)
+            predictors.append(name)
+
+    def forget() -> None:
+        for name in types:
+            sources.unregister_type(name)
+        for name in predictors:
+            predict.unregister_source(name)
+    return forget

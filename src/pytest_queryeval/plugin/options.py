@@ -39,6 +39,7 @@ from .declare import (
     add_ini,
     add_report_options,
     add_run_options,
+    report_formats,
 )
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class ReportOptions:
         the dests of :func:`add_report_options`)."""
         return cls(
             invocation_dir=invocation_dir,
-            files={name: getattr(ns, f"queryeval_{name}") for name in REPORT_WRITERS},
+            files={name: getattr(ns, f"queryeval_{name}", None) for name in report_formats()},
             step_summary=not ns.queryeval_no_step_summary, baseline=ns.queryeval_baseline,
             update_baseline=bool(ns.queryeval_update_baseline),
             force_baseline=bool(ns.queryeval_force_baseline),
@@ -94,7 +95,7 @@ class ReportOptions:
         dir."""
         from .._util.safefile import output_path
 
-        value = self.files[name]
+        value = self.files.get(name)
         return output_path(self.invocation_dir / value) if value else None
 
     def problems(self, catalog: MetricCatalog) -> list[str]:
@@ -109,8 +110,8 @@ class ReportOptions:
     def needs(self) -> list[tuple[str, str, str]]:
         """(option, module, pip extra): the optional dependency of each report file asked for
         that has one (:attr:`.declare.ReportFile.needs`)."""
-        return [(f"--queryeval-{name}", *entry.needs) for name, entry in REPORT_WRITERS.items()
-                if entry.needs is not None and self.files[name]]
+        return [(f"--queryeval-{name}", *entry.needs) for name, entry in report_formats().items()
+                if entry.needs is not None and self.files.get(name)]
 
     def outputs(self, *, baseline_path: Path | None, significance: float | None,
                 display: Callable[[Path], str]) -> Outputs:
@@ -118,7 +119,8 @@ class ReportOptions:
         from ..conclude import Outputs
 
         return Outputs(
-            files={name: path for name in REPORT_WRITERS if (path := self.path(name)) is not None},
+            files={name: path for name in report_formats()
+                   if (path := self.path(name)) is not None},
             step_summary=self.step_summary,
             compare=bool(self.baseline), baseline_path=baseline_path,
             update_baseline=self.update_baseline, force_baseline=self.force_baseline,
@@ -425,7 +427,7 @@ def _neighbour_settings(config: pytest.Config, report: ReportOptions
     except ValueError as exc:
         problems.append(str(exc))
     # counterexamples are saved beside the first report file asked for
-    report_dir = next((p.parent for p in map(report.path, REPORT_WRITERS) if p is not None), None)
+    report_dir = next((p.parent for p in map(report.path, report_formats()) if p is not None), None)
     base = replace(settings, report_dir=report_dir, rootdir=config.rootpath)
     if databases is None:
         return (None, base), problems

@@ -14,7 +14,7 @@ from .base import Prediction, Predictor
 
 __all__ = ["INLINE", "PREDICTOR_SOURCES", "SOURCE_NAMES", "Prediction", "Predictor",
            "describe_predictions", "fixed_source", "make_predictor", "predictor_from_cli",
-           "source_class", "spec_paths"]
+           "register_source", "source_class", "spec_paths", "unregister_source"]
 
 
 #: ``source:`` value -> ``"module:Class"``, imported only when a suite names it (the ``openai``
@@ -22,7 +22,7 @@ __all__ = ["INLINE", "PREDICTOR_SOURCES", "SOURCE_NAMES", "Prediction", "Predict
 #: context)``, as data sources (``sources.SOURCE_TYPES``) and kinds (``kinds.KIND_CLASSES``) do,
 #: and declares what the engine and the reports ask of it (:class:`.base.Predictor`): adding
 #: a source is its module and one line here.
-PREDICTOR_SOURCES: dict[str, str] = {
+PREDICTOR_SOURCES: dict[str, type[Predictor] | str] = {
     "file": "pytest_queryeval.predict.file:FilePredictor",
     "python": "pytest_queryeval.predict.python:PythonPredictor",
     "http": "pytest_queryeval.predict.http:HttpPredictor",
@@ -31,18 +31,37 @@ PREDICTOR_SOURCES: dict[str, str] = {
 }
 #: ``source: inline``: every case carries its own ``predicted:``; no source is built.
 INLINE = "inline"
+#: Sources registered by plugins and conftests (``pytest_queryeval_prediction_sources``, whose
+#: default implementation returns :data:`PREDICTOR_SOURCES`).
+_registered: dict[str, type[Predictor] | str] = {}
+_SOURCES: ChainMap[str, type[Predictor] | str] = ChainMap(_registered, PREDICTOR_SOURCES)
 #: Every ``source:`` a suite may name (``config`` checks it): the registered ones and
-#: :data:`INLINE`. A view of the registry, so a source added to it is accepted with no
+#: :data:`INLINE`. A view of the registries, so a source added to them is accepted with no
 #: second list to keep in step.
-SOURCE_NAMES: KeysView[str] = ChainMap(PREDICTOR_SOURCES, {INLINE: ""}).keys()
+SOURCE_NAMES: KeysView[str] = ChainMap[str, type[Predictor] | str](_SOURCES, {INLINE: ""}).keys()
+
+
+def register_source(name: str, source: type[Predictor] | str) -> None:
+    """Add prediction source ``name`` (its class or ``module:Class``); the built-in entry
+    registered again changes nothing."""
+    if PREDICTOR_SOURCES.get(name) != source:
+        _registered[name] = source
+
+
+def unregister_source(name: str) -> None:
+    """Forget a registered source (a session's conftest sources must not leak into the next)."""
+    _registered.pop(name, None)
 
 
 def source_class(source: object) -> type[Predictor] | None:
     """The class registered for a ``source:`` value (its module imported now); None for
     ``inline``, a missing or an unknown name (the case says so when it runs)."""
-    if not isinstance(source, str) or source not in PREDICTOR_SOURCES:
+    if not isinstance(source, str) or source not in _SOURCES:
         return None
-    module, _, cls_name = PREDICTOR_SOURCES[source].partition(":")
+    entry = _SOURCES[source]
+    if not isinstance(entry, str):
+        return entry
+    module, _, cls_name = entry.partition(":")
     return cast("type[Predictor]", getattr(importlib.import_module(module), cls_name))
 
 

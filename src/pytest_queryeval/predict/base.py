@@ -66,6 +66,9 @@ class Predictor(Protocol):
     #: defines them: reports show those outside the rootdir relative to it, without building
     #: the source (a report is written for cases that never asked it).
     path_keys: ClassVar[tuple[str, ...]]
+    #: The keys of its ``predictions:`` mapping whose value names it in the report's one line
+    #: (``openai:gpt-4o``), tried in order, then :attr:`path_keys` (optional: none).
+    shown_keys: ClassVar[tuple[str, ...]]
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
@@ -118,6 +121,7 @@ class LiveSource:
 
     fixed: ClassVar[bool] = False
     path_keys: ClassVar[tuple[str, ...]] = ()
+    shown_keys: ClassVar[tuple[str, ...]] = ()
     #: Its answers kept between runs (``cache: true``: set by ``from_spec`` through
     #: :func:`.cache.use_cache`); None: each is asked when wanted.
     answers: AnswerStore | None = None

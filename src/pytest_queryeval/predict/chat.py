@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from .._isolation.httpx_deadline import bounded_client, watching
 from .._util.boundedio import loads_json
@@ -72,6 +72,8 @@ ERROR_CHARS = 300
 
 
 class ChatPredictor(LiveSource):
+    shown_keys: ClassVar[tuple[str, ...]] = ("model",)
+
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Context | None = None) -> ChatPredictor:

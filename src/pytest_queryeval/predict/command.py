@@ -11,7 +11,7 @@ import json
 import shlex
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import PredictionError
 from ..model import Case, Context
@@ -30,6 +30,8 @@ from .cache import use_cache
 
 
 class CommandPredictor(LiveSource):
+    shown_keys: ClassVar[tuple[str, ...]] = ("command",)
+
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Context | None = None) -> CommandPredictor:

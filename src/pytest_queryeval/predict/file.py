@@ -29,6 +29,7 @@ class FilePredictor:
     #: Its answers are the file's: nothing is requested (:attr:`.base.Predictor.fixed`).
     fixed: ClassVar[bool] = True
     path_keys: ClassVar[tuple[str, ...]] = ("path",)
+    shown_keys: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],

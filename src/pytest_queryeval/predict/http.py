@@ -20,7 +20,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from .._util.boundedio import loads_json
 from .._util.secrets import Scrubber, url_passwords
@@ -75,6 +75,8 @@ def render(template: object, fields: Mapping[str, object]) -> object:
 
 
 class HttpPredictor(LiveSource):
+    shown_keys: ClassVar[tuple[str, ...]] = ("url",)
+
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Context | None = None) -> HttpPredictor:

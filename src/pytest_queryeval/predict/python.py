@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import PredictionError
 from ..model import Case, Context
@@ -45,6 +45,8 @@ def load_callable(target: str, search: list[Path]) -> Callable[..., Any]:
 
 
 class PythonPredictor(LiveSource):
+    shown_keys: ClassVar[tuple[str, ...]] = ("function", "callable")
+
     @classmethod
     def from_spec(cls, spec: dict[str, Any], base: Path, search: list[Path],
                   context: Context | None = None) -> PythonPredictor:

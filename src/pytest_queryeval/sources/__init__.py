@@ -8,22 +8,31 @@ collection, the ``{schema}`` description, ``writable:``/``now:``, the counterexa
 tasks). Why one table: a type name switched on in several modules made a new type a change in
 eight files, and a forgotten one left it silently unsupported. A class is constructed as
 ``Class(name, spec)`` through its ``from_spec`` classmethod when it has one, else with the
-spec's keys as keyword arguments (minus ``type``).
+spec's keys as keyword arguments (minus ``type``); either way the spec's keys are first checked
+against the entry's ``keys`` when it declares them.
+
+The table is the default implementation of the ``pytest_queryeval_source_types`` hook: a plugin
+or a conftest adds a type with :func:`register_type` (the plugin does it with the hook's
+results), and it is then relied on for what its entry declares, as a built-in type is. A class
+registered without an entry inherits the entry of its nearest registered base class
+(:meth:`SourceType.inherit`).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections import ChainMap
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from ..errors import ConfigError
-from .base import DataSource, check_keys
+from .base import DataSource, check_keys, declared
 from .defined import locate_datasource
 
 __all__ = ["PLUGIN_KEYS", "SOURCE_TYPES", "UNKNOWN", "DataSource", "SourceType",
-           "locate_datasource", "open_source", "source_type"]
+           "locate_datasource", "open_source", "register_type", "source_type", "source_types",
+           "unregister_type"]
 
 #: The keys the plugin itself reads from a SQL datasource (``writable:``, ``now:``), checked
 #: in :mod:`pytest_queryeval.sources.keys`; a type takes them when its entry says
@@ -101,6 +110,21 @@ class SourceType:
         module, _, name = self.cls.partition(":")
         return cast(type, getattr(importlib.import_module(module), name))
 
+    @classmethod
+    def inherit(cls, source_class: type, **changes: Any) -> SourceType:
+        """The entry of ``source_class``: that of its nearest base class registered as a type
+        (every capability, its keys too) with ``changes`` laid over it; a class with no
+        registered base gets the defaults. Why: a source derived from ``SqliteSource`` is a
+        SQLite source in every respect it does not change, and restating the parent's flags
+        was a copy that drifts."""
+        for base in source_class.__mro__[1:]:
+            path = f"{base.__module__}:{base.__qualname__}"
+            parent = next((entry for entry in source_types().values()
+                           if entry.cls is base or entry.cls == path), None)
+            if parent is not None:
+                return replace(parent, cls=source_class, **changes)
+        return SourceType(source_class, **changes)
+
     def allowed(self) -> frozenset[str] | None:
         """Every key its spec takes besides ``type`` (None: its class checks them)."""
         if self.keys is None:
@@ -134,14 +158,38 @@ SOURCE_TYPES: dict[str, SourceType] = {
     "sparql": SourceType("pytest_queryeval.sources.sparql:SparqlSource", sparql=True),
 }
 
-#: What a type not in :data:`SOURCE_TYPES` (a ``pytest_queryeval_datasource`` hook's own)
-#: is relied on for: nothing.
+#: What a type in no table (a ``pytest_queryeval_datasource`` hook's own) is relied on for:
+#: nothing.
 UNKNOWN = SourceType("")
+
+#: Types registered by plugins and conftests (``pytest_queryeval_source_types``).
+_registered: dict[str, SourceType] = {}
+#: Every type: the registered ones over the built-in table (a live view).
+_TYPES: ChainMap[str, SourceType] = ChainMap(_registered, SOURCE_TYPES)
+
+
+def source_types() -> Mapping[str, SourceType]:
+    """Every type the plugin knows now, built-in and registered."""
+    return _TYPES
+
+
+def register_type(name: str, entry: SourceType | type) -> None:
+    """Add type ``name``; a bare class gets the entry it inherits (:meth:`SourceType.inherit`).
+    A built-in table entry registered again (the hook's default implementation) changes
+    nothing."""
+    if SOURCE_TYPES.get(name) is entry:
+        return
+    _registered[name] = entry if isinstance(entry, SourceType) else SourceType.inherit(entry)
+
+
+def unregister_type(name: str) -> None:
+    """Forget a registered type (a session's conftest types must not leak into the next)."""
+    _registered.pop(name, None)
 
 
 def source_type(name: object) -> SourceType:
-    """The entry of type ``name`` (:data:`UNKNOWN` for a type the table does not hold)."""
-    return SOURCE_TYPES.get(name, UNKNOWN) if isinstance(name, str) else UNKNOWN
+    """The entry of type ``name`` (:data:`UNKNOWN` for a type no table holds)."""
+    return _TYPES.get(name, UNKNOWN) if isinstance(name, str) else UNKNOWN
 
 
 def open_source(name: str, spec: dict[str, object]) -> DataSource:
@@ -159,26 +207,27 @@ def open_source(name: str, spec: dict[str, object]) -> DataSource:
 
 def _open(name: str, spec: dict[str, object]) -> DataSource:
     source_type_name = spec.get("type")
-    if not isinstance(source_type_name, str) or source_type_name not in SOURCE_TYPES:
+    if not isinstance(source_type_name, str) or source_type_name not in _TYPES:
         from .._util.wording import suggest
 
-        known = ", ".join(sorted(SOURCE_TYPES))
-        hint = suggest(source_type_name, SOURCE_TYPES) \
+        known = ", ".join(sorted(_TYPES))
+        hint = suggest(source_type_name, list(_TYPES)) \
             if isinstance(source_type_name, str) else ""
         raise ConfigError(f"unknown datasource type {source_type_name!r}{hint} "
                           f"(known: {known})", key=f"datasources.{name}.type")
-    entry = SOURCE_TYPES[source_type_name]
+    entry = _TYPES[source_type_name]
     cls = entry.load()
-    from_spec = getattr(cls, "from_spec", None)
-    if from_spec is not None:
-        return cast(DataSource, from_spec(name, spec))
     kwargs = {k: v for k, v in spec.items() if k != "type"}
     allowed = entry.allowed()
-    if allowed is not None:
+    if allowed is not None:  # declared keys hold for a class with its own from_spec too
         check_keys(name, source_type_name, kwargs, allowed)
+    from_spec = getattr(cls, "from_spec", None)
+    if from_spec is not None:
+        # a registered class gets the capabilities it does not declare, as a hook's source
+        return declared(from_spec(name, spec), name, source_type_name)
     for key in PLUGIN_KEYS & set(kwargs):
         del kwargs[key]
     try:
-        return cast(DataSource, cls(name, **kwargs))
+        return declared(cls(name, **kwargs), name, source_type_name)
     except (TypeError, ValueError) as e:
         raise ConfigError(str(e), key=f"datasources.{name}") from None

@@ -23,7 +23,7 @@ import stat
 from collections.abc import Callable, Mapping
 
 from . import PLUGIN_KEYS as PLUGIN_KEYS  # re-exported: read here before the table
-from . import SOURCE_TYPES, source_type
+from . import source_type, source_types
 
 #: Datasource keys holding paths, resolved against the directory of the file defining them
 #: (config.py); the reports show them relative (report/records.py), which is why they live
@@ -34,7 +34,8 @@ PATH_KEYS = ("path", "tables", "file", "directory")
 def plugin_key_types() -> tuple[str, ...]:
     """The datasource types that accept :data:`PLUGIN_KEYS` (their table entries say
     ``plugin_keys``), in the table's order."""
-    return tuple(name for name, entry in SOURCE_TYPES.items() if entry.plugin_keys)
+    return tuple(name for name, entry in source_types().items()
+                 if entry.plugin_keys)
 
 
 def plugin_key_problems(spec: Mapping[str, object]) -> list[tuple[str, str]]:
