@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..sources import SourceType
 
 #: The project's packages that extend the plugin through these hooks only, as an installed
-#: package would (docs/cypher.md).
+#: package would.
 pytest_plugins = ["pytest_queryeval.cypher.plugin"]
 
 #: The report formats plugins registered while the options were declared.
