@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.conclude.cli import main as queryeval
-from tests.support import dump, read_report, run_report, write_suite
+from tests.support import read_report, run_report, write_suite
 
 pytest.importorskip("ladybug")
 
@@ -66,7 +66,7 @@ def test_cases_are_scored_and_refusals_located(pytester):
 def test_a_gold_that_writes_is_a_located_error_and_the_rest_runs(pytester):
     _suite(pytester.path, [CASES[0], {"id": "bad-gold", "gold": "MERGE (p:Person {name: 'X'}) "
                                       "RETURN p.name", "predicted": MATRIX}])
-    result, report = run_report(pytester)
+    _, report = run_report(pytester)
     assert report.outcomes == {"right": "passed", "bad-gold": "error"}
     error = report.by_id["bad-gold"]["error"]
     assert "test_movies.yaml:" in error and "gold: MERGE at line 1, column 1" in error
@@ -76,7 +76,7 @@ def test_an_unknown_key_of_the_source_is_named(pytester):
     _suite(pytester.path, [CASES[0]],
            {"datasources": {"movies": {"type": "ladybug", "path": "movies.cypher",
                                        "time_out": 3}}})
-    result, report = run_report(pytester)
+    _, report = run_report(pytester)
     assert "datasources.movies.time_out" in report.by_id["right"]["error"]
     assert "did you mean 'timeout'" in report.by_id["right"]["error"]
 
@@ -110,7 +110,7 @@ def test_the_baseline_flags_a_case_that_regressed(pytester):
 
 def test_every_report_format_and_the_viewer(pytester, tmp_path):
     _suite(pytester.path, CASES[:4])
-    result, report = run_report(pytester, "--junitxml=j.xml", "--queryeval-markdown=r.md",
+    _, report = run_report(pytester, "--junitxml=j.xml", "--queryeval-markdown=r.md",
                                 "--queryeval-html=r.html")
     junit = (pytester.path / "j.xml").read_text(encoding="utf-8")
     assert "wrong-order" in junit and "cypherbench_ex" in junit

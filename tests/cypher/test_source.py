@@ -135,7 +135,7 @@ def test_a_broken_script_or_missing_file_is_the_sources_error(tmp_path):
     bad = tmp_path / "g.cypher"
     bad.write_text("CREATE NODE TABLE A(x INT64, PRIMARY KEY(x));\nCREATE (:A {x: 'no'});\n")
     src = LadybugSource.from_spec("g", {"type": "ladybug", "path": str(bad)})
-    with pytest.raises(SourceUnavailable, match="statement 2 of 'g.cypher' failed"):
+    with pytest.raises(SourceUnavailable, match=r"statement 2 of 'g\.cypher' failed"):
         src.execute("MATCH (a:A) RETURN a.x")
     src.close()
     missing = LadybugSource.from_spec("g", {"type": "ladybug", "path": str(tmp_path / "no")})

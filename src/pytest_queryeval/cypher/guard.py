@@ -98,7 +98,7 @@ def check(query: str) -> None:
             raise QueryRefused(f"more than one statement (';' at {where(tok)}): one read-only "
                                "query is executed")
     words = _clause_words(toks)
-    for i, tok in enumerate(words):
+    for tok in words:
         word = tok.text.upper()
         if word in OUTSIDE:
             raise QueryRefused(f"{word} at {where(tok)} reaches outside the graph (files, "

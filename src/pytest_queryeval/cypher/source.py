@@ -169,7 +169,7 @@ class LadybugSource(SourceDefaults):
                 max_rows: int | None = None, trusted: bool = False) -> ResultTable:
         guard.check(query)
         limit = self.max_rows if max_rows is None else int(max_rows)
-        seconds = float(self.timeout if timeout is None else timeout)
+        seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         with self._lock:
             conn = self._open()
             conn.set_query_timeout(max(1, int(seconds * 1000)))
