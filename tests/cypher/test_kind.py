@@ -16,7 +16,7 @@ from tests.support import read_report, run_report, write_suite
 
 pytest.importorskip("ladybug")
 
-GRAPH = Path(__file__).resolve().parents[2] / "example_suite" / "cypher" / "data" / "movies.cypher"
+GRAPH = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "movies.cypher"
 MATRIX = "MATCH (p:Person)-[:ACTED_IN]->(:Movie {title: 'The Matrix'}) RETURN p.name"
 BY_RATING = "MATCH (m:Movie) RETURN m.title ORDER BY m.rating DESC"
 

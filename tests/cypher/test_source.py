@@ -24,7 +24,7 @@ from pytest_queryeval.errors import (
 pytest.importorskip("ladybug")
 
 ROOT = Path(__file__).resolve().parents[2]
-GRAPH = ROOT / "example_suite" / "cypher" / "data" / "movies.cypher"
+GRAPH = ROOT / "example_suite" / "data" / "movies.cypher"
 SRC = ROOT / "src" / "pytest_queryeval"
 
 
