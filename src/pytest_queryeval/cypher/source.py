@@ -23,6 +23,7 @@ buffer pool, not such a value.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import shutil
 import tempfile
 import threading
@@ -58,8 +59,10 @@ _READ_ONLY = "read-only database"
 
 
 def _ladybug() -> Any:
+    """The engine module, imported by name: a core install (no ``cypher`` extra) type-checks
+    this folder without it (scripts/mypy-core.sh)."""
     try:
-        import ladybug
+        ladybug = importlib.import_module("ladybug")
     except ImportError:
         raise MissingDependency("type: ladybug needs the ladybug package: pip install "
                                 "'pytest-queryeval[cypher]'") from None

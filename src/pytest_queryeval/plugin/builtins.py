@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from ..predict.base import Predictor
     from ..sources import SourceType
 
-#: The project's packages that extend the plugin through these hooks only, as an installed
-#: package would.
+#: Packages of the project built on these hooks only, registered as an installed one would be.
 pytest_plugins = ["pytest_queryeval.cypher.plugin"]
 
 #: The report formats plugins registered while the options were declared.
