@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # annotations only: the hook contract imports nothing at run 
     from collections.abc import Mapping
 
     from .model import Case, Kind, Scored
-    from .plugin.declare import ReportFile
     from .predict.base import Predictor
+    from .report.formats import ReportFile
     from .sources import SourceType
     from .sources.base import DataSource
 
@@ -63,9 +63,9 @@ def pytest_queryeval_kinds(config: pytest.Config,
     :class:`pytest_queryeval.model.Kind` (or a ``"module:Class"`` string, imported when a case
     of the kind is first read). The built-in ``sql``, ``sparql``, ``json`` and ``sdmx`` are this
     hook's default implementation. What a kind can do is what its class declares
-    (``pytest_queryeval.kinds._registry``; e.g. ``query_language`` and ``sql_engine`` decide
-    whether the gold audit and the judge treat its queries as SQL: a kind that does not say so
-    is never treated as SQL)."""
+    (``pytest_queryeval.kinds._registry``; e.g. ``query_syntax`` says whether the gold audit
+    and the judge read its queries as SQL or SPARQL: a kind that does not say so is never read
+    as SQL)."""
 
 
 def pytest_queryeval_source_types(config: pytest.Config,
@@ -92,7 +92,7 @@ def pytest_queryeval_prediction_sources(config: pytest.Config,
 @pytest.hookspec(historic=True)
 def pytest_queryeval_report_formats() -> Mapping[str, ReportFile] | None:
     """Register report formats: ``{name: ReportFile}``
-    (:class:`pytest_queryeval.plugin.declare.ReportFile`): the option ``--queryeval-<name>``
+    (:class:`pytest_queryeval.report.formats.ReportFile`): the option ``--queryeval-<name>``
     naming the file, what the summary calls it, and its writer, called
     ``writer(report, path, comparison)`` with the one typed report
     (:class:`pytest_queryeval.report.document.Report`) whose ``records()`` are the full case

@@ -3,7 +3,8 @@
 A ``test_*.yaml`` file is a case file only where a ``queryeval.yaml`` lies in its folder or
 above it (up to the rootdir), or when the ini sets ``queryeval_files``: any other project's
 ``tests/test_config.yaml`` data file was collected as a failing ``kind: missing`` case (issue 24
-item 1). Such a project imports only the hook module and the two small modules it needs.
+item 1). Such a project imports only the hook module and the few small modules it needs (the options'
+declarations, the hook specifications, the report formats' table).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import pytest
 from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 
 #: What a run of a project without a case file imports of the package: the hook module, the
-#: small modules it needs, the built-ins' plugin module, and the hook module of the Cypher
+#: small modules it needs, the built-ins' plugin module and the formats' table, and the hook module of the Cypher
 #: package (which the built-ins register as a plugin; it imports nothing at module level).
 SLEEPING = ["pytest_queryeval", "pytest_queryeval.plugin.declare", "pytest_queryeval.hookspecs",
-            "pytest_queryeval.plugin.builtins", "pytest_queryeval.plugin",
+            "pytest_queryeval.plugin", "pytest_queryeval.plugin.builtins",
+            "pytest_queryeval.report", "pytest_queryeval.report.formats",
             "pytest_queryeval.cypher", "pytest_queryeval.cypher.plugin"]
 
 #: Writes the package's imported modules when the session ends, for the assertions below.

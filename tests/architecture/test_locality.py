@@ -5,6 +5,10 @@ differs from the package), so a capability that still needs a second edit somewh
 switched on outside its registry, a hand-made list) fails here before it costs a contributor.
 
 docs/architecture.md ("Four recipes") shows the same four changes as text.
+
+Each copy also runs the tests that state what every entry of its registry must satisfy
+(:data:`PROPERTIES`): they are parametrized over the registry, so the new entry is checked
+with the built-in ones and no test lists a registry's contents.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ from .duckdb import DuckdbSource
 
 
 class CsvDirSource(DuckdbSource):
+    type = "csvdir"
+
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, object]) -> CsvDirSource:
         import duckdb
@@ -126,7 +132,7 @@ def write_csv(report: dict[str, Any], path: Path, comparison: object = None) -> 
             writer.writerow([case["id"], case.get("outcome"), name, value])
     write_atomic(path, out.getvalue())
 ''',
-    "pytest_queryeval.plugin.declare", "REPORT_WRITERS: dict[str, ReportFile] = {",
+    "pytest_queryeval.report.formats", "REPORT_WRITERS: dict[str, ReportFile] = {",
     '    "csv": ReportFile("CSV report", "write one row per case and metric here", '
     '"pytest_queryeval.report.csv_report:write_csv"),')
 
@@ -177,8 +183,30 @@ class CsvPredictor:
     def ids(self) -> list[str]:
         return list(self._read())
 ''',
-    "pytest_queryeval.predict", "PREDICTOR_SOURCES: dict[str, str] = {",
+    "pytest_queryeval.predict", "PREDICTOR_SOURCES: dict[str, type[Predictor] | str] = {",
     '    "csv": "pytest_queryeval.predict.csvfile:CsvPredictor",')
+
+
+#: The registry's property tests, run on a copy with its new entry: (test file, -k expression).
+PROPERTIES = {
+    "pytest_queryeval.sources.csvdir": ("tests/sql_sources/test_source_types.py", "every_entry"),
+    "pytest_queryeval.report.csv_report": ("tests/reports/test_writers.py", "every_writer"),
+    "pytest_queryeval.predict.csvfile": ("tests/predictions/test_predictor_contract.py",
+                                         "every_source"),
+}
+
+
+def _properties(change: Change, copy: Path) -> None:
+    """The registry's property tests pass on the copy, its new entry among their cases."""
+    path, expression = PROPERTIES[change.module]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(copy), str(Path.cwd())])}
+    env.pop("PYTEST_ADDOPTS", None)
+    run = subprocess.run([sys.executable, "-m", "pytest", path, "-k", expression,
+                          "-p", "no:cacheprovider", "-p", "no:randomly", "-v"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    new = change.line.split('"')[1]  # the entry's name, a case id of the parametrized test
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"[{new}] PASSED" in run.stdout, run.stdout
 
 
 def _file_of(root: Path, module: str) -> Path:
@@ -276,6 +304,7 @@ def test_a_metric_is_one_module_and_one_table_line(copy: Path, tmp_path: Path) -
 def test_a_source_type_is_one_module_and_one_table_line(copy: Path, tmp_path: Path) -> None:
     pytest.importorskip("duckdb")
     _check_locality(SOURCE, copy)
+    _properties(SOURCE, copy)
     data = tmp_path / "csv"
     data.mkdir()
     (data / "genre.csv").write_text("genreid,name\n1,Rock\n2,Jazz\n3,Metal\n", encoding="utf-8")
@@ -294,6 +323,7 @@ def test_a_source_type_is_one_module_and_one_table_line(copy: Path, tmp_path: Pa
 
 def test_a_report_format_is_one_module_and_one_table_line(copy: Path, tmp_path: Path) -> None:
     _check_locality(REPORT, copy)
+    _properties(REPORT, copy)
     suite = _sql_suite(tmp_path / "suite", {"type": "sqlite",
                                             "path": str(_chinook_like(tmp_path / "g.sqlite"))},
                        "SELECT name FROM genre WHERE genreid <= 3")
@@ -315,6 +345,7 @@ def test_a_report_format_is_one_module_and_one_table_line(copy: Path, tmp_path: 
 def test_a_prediction_source_is_one_module_and_one_table_line(copy: Path,
                                                               tmp_path: Path) -> None:
     _check_locality(PREDICTIONS, copy)
+    _properties(PREDICTIONS, copy)
     suite = _sql_suite(tmp_path / "suite", {"type": "sqlite",
                                             "path": str(_chinook_like(tmp_path / "g.sqlite"))},
                        None, {"predictions": {"source": "csv", "path": "preds.csv"}})

@@ -24,7 +24,7 @@ import sqlite3
 from pathlib import Path
 
 from pytest_queryeval.model import Scored
-from pytest_queryeval.plugin.declare import ReportFile
+from pytest_queryeval.report.formats import ReportFile
 from pytest_queryeval.predict.base import Prediction
 from pytest_queryeval.sources import SourceType
 from pytest_queryeval.sources.sqlite import SqliteSource

@@ -149,24 +149,33 @@ def test_a_suite_run_gets_what_a_predictions_file_gets(suite, source):
 
 
 def test_the_registry_and_its_users_agree():
-    """Every registered class declares what the engine and the reports ask; the names a
-    suite may give are the registry's plus ``inline``; only ``file`` is fixed."""
-    from pytest_queryeval.predict import INLINE, source_class
+    """The names a suite may give are the registry's plus ``inline``."""
+    from pytest_queryeval.predict import INLINE, SOURCE_NAMES, source_class
     from pytest_queryeval.suite import config
 
-    assert set(config.PREDICTION_SOURCES) == {*PREDICTOR_SOURCES, INLINE}
+    assert set(config.PREDICTION_SOURCES) == set(SOURCE_NAMES) == {*PREDICTOR_SOURCES, INLINE}
     assert source_class(INLINE) is None
-    fixed = set()
-    for name in PREDICTOR_SOURCES:
-        cls = source_class(name)
-        assert cls is not None
-        assert isinstance(cls.fixed, bool)
-        assert all(isinstance(k, str) for k in cls.path_keys)
-        for method in ("from_spec", "predict", "paths", "ids"):
-            assert callable(getattr(cls, method)), (name, method)
-        if cls.fixed:
-            fixed.add(name)
-    assert fixed == {"file"}
+
+
+@pytest.mark.parametrize("name", list(PREDICTOR_SOURCES))
+def test_every_source_declares_what_the_engine_and_the_reports_ask(name):
+    """What every registered source must satisfy, a built-in's or a plugin's (``test_locality``
+    runs this on its copy with a new one): a fixed source reads its answers from files it
+    names; a live one names none and asks each answer when wanted."""
+    from pytest_queryeval.predict import source_class
+    from pytest_queryeval.predict.base import LiveSource
+
+    cls = source_class(name)
+    assert cls is not None
+    assert isinstance(cls.fixed, bool)
+    assert all(isinstance(k, str) for k in cls.path_keys)
+    for method in ("from_spec", "predict", "paths", "ids"):
+        assert callable(getattr(cls, method)), (name, method)
+    if cls.fixed:
+        assert cls.path_keys, name
+    else:
+        assert cls.path_keys == () and issubclass(cls, LiveSource), name
+    assert all(isinstance(k, str) for k in getattr(cls, "shown_keys", ()))
 
 
 @pytest.mark.usefixtures("registered")

@@ -1,5 +1,13 @@
 """The gold audit of the query kinds (SQL, SPARQL): each gold executed live, its text and
-result linted, its ties at ``ORDER BY ... LIMIT`` tried both ways."""
+result linted, its ties at ``ORDER BY ... LIMIT`` tried both ways.
+
+What is done with a gold's text is what the kind's declared ``query_syntax`` says
+(:data:`RULES`): ``sql`` and ``sparql`` have their lints, order and tie rules; a kind that
+declares another syntax or none (a ``pytest_queryeval_kinds`` kind) gets :data:`PLAIN` (its
+golds executed, their results linted and scored, no text rule of another language). Why: the
+syntax used to be the kind's name passed as ``language``, and every name but ``sparql`` fell
+into the SQL branch, so a new kind was silently linted, tie-checked and mutated as SQL.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +15,8 @@ import contextlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import QueryEvalError, QueryTimeout, SourceUnavailable
@@ -18,12 +26,13 @@ from ..sources.base import DataSource
 from . import TIE_ROWS_SHOWN, AuditResult, self_check
 
 
-def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult,
-                language: str) -> None:
-    """Every gold text of the case (``language``: ``sql`` or ``sparql``) linted, executed live
-    and scored as its own prediction; a recorded ``gold_result`` checked against the live one."""
+def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult) -> None:
+    """Every gold text of the case linted by the rules of the kind's ``query_syntax``
+    (:func:`rules_of`), executed live and scored as its own prediction; a recorded
+    ``gold_result`` checked against the live one."""
     from ..kinds._query import limits as case_limits
 
+    rules = rules_of(kind)
     texts = [g for g in case.golds if isinstance(g, str)] if case.gold is not None else []
     several = len(texts) > 1
     src = ctx.source(case) if case.source_spec is not None else None
@@ -34,40 +43,40 @@ def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult,
     tables: list[ResultTable | None] = []
     for i, text in enumerate(texts):
         index = i if several else None
-        for code, message in lint_text(text, language):
+        for code, message in rules.lint(text):
             result.add(code, message, index)
-        table = (_execute(live_src, text, limits, language, ctx, result, index)
+        table = (_execute(live_src, text, limits, rules, ctx, result, index)
                  if live_src is not None else None)
         tables.append(table)
         if live_src is not None:
             if table is None:
                 continue  # the execution finding says it all
             lint_table(table, result, index, timeout)
-            _ties(live_src, text, table, language, limits, result, index)
-            if language == "sql":
+            _ties(live_src, text, table, rules, limits, result, index)
+            if rules.sql_checks:
                 from .smells import audit_smells
 
                 audit_smells(live_src, text, table, limits, result, index)
-            if language == "sql" and _neighbours_wanted(case, ctx):
+            if rules.sql_checks and _neighbours_wanted(case, ctx):
                 _weak(live_src, text, table, case, limits, result, index)
         if case.gold_result is None:
             single = replace(case, gold=text, predicted=MISSING, predicted_result=None)
             self_check(single, kind, ctx, result, text, index)
     if case.gold_result is not None:
-        recorded = _normalized(case.gold_result, language)
+        recorded = rules.normalized(case.gold_result)
         live = tables[0] if tables else None
         if live is not None and texts:
-            _drift(recorded, live, texts[0], language, result)
+            _drift(recorded, live, texts[0], rules, result)
         else:
             lint_table(recorded, result, None, None)
         single = replace(case, predicted=MISSING, predicted_result=case.gold_result)
         self_check(single, kind, ctx, result, MISSING, None)
     elif not texts:
         result.add("gold-error", "no gold query to execute")
-    _redundant(tables, texts, language, result)
+    _redundant(tables, texts, rules, result)
 
 
-def _execute(src: DataSource, text: str, limits: Mapping[str, Any], language: str,
+def _execute(src: DataSource, text: str, limits: Mapping[str, Any], rules: QueryRules,
              ctx: Context, result: AuditResult, index: int | None) -> ResultTable | None:
     """Run one gold live (trusted, as the kinds run golds); hand the result to the kinds."""
     from ..kinds._query import gold_cache_key, short
@@ -88,9 +97,10 @@ def _execute(src: DataSource, text: str, limits: Mapping[str, Any], language: st
         result.add("gold-error", f"the gold result {what} (raise {option}) -- {short(text)}",
                    index)
         return None
-    namespace = "sql-gold" if language == "sql" else "sparql-gold"
-    with contextlib.suppress(CodecError):  # else the kind executes it once more
-        ctx.cache_set(namespace, gold_cache_key(src, text), encode_table(table))
+    if rules.cache_namespace is not None:
+        with contextlib.suppress(CodecError):  # else the kind executes it once more
+            ctx.cache_set(rules.cache_namespace, gold_cache_key(src, text),
+                          encode_table(table))
     return table
 
 
@@ -115,7 +125,7 @@ def _weak(src: DataSource, text: str, table: ResultTable, case: Case,
     from ..metrics.table import compare_tables
     from ..neighbours.mutate import indistinguishable
 
-    ordered = _ordered(text, "sql")
+    ordered = _sql_ordered(text)
     compare = compare_options(case.options)
 
     def run(sql: str) -> ResultTable | None:
@@ -143,10 +153,13 @@ def _weak(src: DataSource, text: str, table: ResultTable, case: Case,
                    f"add rows that tell them apart{tail}", index)
 
 
-def _normalized(table: ResultTable, language: str) -> ResultTable:
+def _as_recorded(table: ResultTable) -> ResultTable:
+    """A recorded result as it is (SQL, and a kind with no syntax rules)."""
+    return table
+
+
+def _sparql_normalized(table: ResultTable) -> ResultTable:
     """A recorded SPARQL result in the engines' Term normal form (as the kind reads it)."""
-    if language != "sparql":
-        return table
     from ..sources.rdf_codec import normalize_cell
 
     rows = [tuple(normalize_cell(c) for c in row) for row in table.rows]
@@ -167,11 +180,11 @@ def lint_table(table: ResultTable, result: AuditResult, index: int | None,
                    "timeout: on a busier machine it times out", index)
 
 
-def _drift(recorded: ResultTable, live: ResultTable, text: str, language: str,
+def _drift(recorded: ResultTable, live: ResultTable, text: str, rules: QueryRules,
            result: AuditResult) -> None:
     from ..metrics.table import compare_tables
 
-    if compare_tables(recorded, live, order_matters=_ordered(text, language)).ex:
+    if compare_tables(recorded, live, order_matters=rules.ordered(text)).ex:
         return
     old, new = _row_counts(recorded.rows), _row_counts(live.rows)
     gone = [r for r in recorded.rows if (old - new)[repr(r)]][:TIE_ROWS_SHOWN]
@@ -184,24 +197,31 @@ def _drift(recorded: ResultTable, live: ResultTable, text: str, language: str,
                f"from executing the gold now ({len(live.rows)} rows){shown}")
 
 
-def _ordered(text: str, language: str) -> bool:
-    if language == "sparql":
-        from ..sources.sparqlguard import classify
+def _sparql_ordered(text: str) -> bool:
+    from ..sources.sparqlguard import classify
 
-        try:
-            return bool(classify(text).has_order_by)
-        except QueryEvalError:
-            return False
+    try:
+        return bool(classify(text).has_order_by)
+    except QueryEvalError:
+        return False
+
+
+def _sql_ordered(text: str) -> bool:
     from ..metrics.tsse_sql import order_matters
 
     return order_matters(text)
+
+
+def _unordered(text: str) -> bool:
+    """A syntax the audit cannot read: results compared as multisets of rows."""
+    return False
 
 
 def _row_counts(rows: Iterable[tuple[Any, ...]]) -> Counter[str]:
     return Counter(repr(r) for r in rows)
 
 
-def _redundant(tables: list[ResultTable | None], texts: list[str], language: str,
+def _redundant(tables: list[ResultTable | None], texts: list[str], rules: QueryRules,
                result: AuditResult) -> None:
     """Alternatives with identical results: same columns in the same order, same rows (in
     the same order when the alternative orders them)."""
@@ -212,7 +232,7 @@ def _redundant(tables: list[ResultTable | None], texts: list[str], language: str
         for j, earlier in seen:
             if len(table.columns) != len(earlier.columns):
                 continue
-            ordered = _ordered(texts[i], language) and _ordered(texts[j], language)
+            ordered = rules.ordered(texts[i]) and rules.ordered(texts[j])
             same = (table.rows == earlier.rows if ordered
                     else _row_counts(table.rows) == _row_counts(earlier.rows))
             if same:
@@ -260,27 +280,40 @@ def _closed(match: str) -> str:
     return text + ")" * (text.count("(") - text.count(")"))
 
 
-def lint_text(text: str, language: str) -> list[tuple[str, str]]:
-    """Clock and random functions in a gold query: ``(code, message)`` pairs.
+def lint_text(text: str, syntax: str | None) -> list[tuple[str, str]]:
+    """Clock and random functions in a gold query of ``syntax`` (a kind's ``query_syntax``):
+    ``(code, message)`` pairs; none for a syntax without rules (:data:`RULES`)."""
+    return RULES.get(syntax or "", PLAIN).lint(text)
 
-    String literals and comments are blanked first, so that a column named ``now_playing``
-    or a comment mentioning NOW() is not a finding; SQLite's ``date('now')`` is found by its
-    string argument.
-    """
+
+def _no_lint(text: str) -> list[tuple[str, str]]:
+    return []
+
+
+def _sparql_lint(text: str) -> list[tuple[str, str]]:
+    """``NOW()``, ``RAND()``, ``UUID()``, ``STRUUID()`` outside strings, IRIs and comments."""
+    code = _SPARQL_MASK.sub(_blank, text)
+    clock = sorted({m.group(0).upper().replace(" ", "") for m in _SPARQL_CLOCK.finditer(code)})
+    random = sorted({m.group(1).upper() + "()" for m in _SPARQL_RANDOM.finditer(code)})
+    return _findings(clock, random, "")
+
+
+def _sql_lint(text: str) -> list[tuple[str, str]]:
+    """String literals and comments are blanked first, so that a column named
+    ``now_playing`` or a comment mentioning NOW() is not a finding; SQLite's
+    ``date('now')`` is found by its string argument."""
+    code = _SQL_STRING.sub(_blank, _SQL_COMMENT.sub(_blank, text))
+    uncommented = _SQL_COMMENT.sub(_blank, text)
+    clock = sorted({(m.group(1) or (m.group(2) or "UNIX_TIMESTAMP") + "()").upper()
+                    for m in _SQL_CLOCK.finditer(code)}
+                   | {_closed(m.group(0)) for m in _SQL_CLOCK_STRINGS.finditer(uncommented)})
+    random = sorted({m.group(1).upper() + "()" for m in _SQL_RANDOM.finditer(code)})
+    return _findings(clock, random, ", or pin the clock with now: on the datasource")
+
+
+def _findings(clock: list[str], random: list[str], pin: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
-    if language == "sparql":
-        code = _SPARQL_MASK.sub(_blank, text)
-        clock = sorted({m.group(0).upper().replace(" ", "") for m in _SPARQL_CLOCK.finditer(code)})
-        random = sorted({m.group(1).upper() + "()" for m in _SPARQL_RANDOM.finditer(code)})
-    else:
-        code = _SQL_STRING.sub(_blank, _SQL_COMMENT.sub(_blank, text))
-        uncommented = _SQL_COMMENT.sub(_blank, text)
-        clock = sorted({(m.group(1) or (m.group(2) or "UNIX_TIMESTAMP") + "()").upper()
-                        for m in _SQL_CLOCK.finditer(code)}
-                       | {_closed(m.group(0)) for m in _SQL_CLOCK_STRINGS.finditer(uncommented)})
-        random = sorted({m.group(1).upper() + "()" for m in _SQL_RANDOM.finditer(code)})
     if clock:
-        pin = ", or pin the clock with now: on the datasource" if language == "sql" else ""
         out.append(("clock-dependent", f"reads the clock ({', '.join(clock)}): its result "
                     f"changes with the day the suite runs; use a fixed date literal{pin}"))
     if random:
@@ -292,7 +325,7 @@ def lint_text(text: str, language: str) -> list[tuple[str, str]]:
 # -- ties at ORDER BY ... LIMIT ----------------------------------------------------------------
 
 
-def tie_variants(text: str, language: str, columns: list[str],
+def tie_variants(text: str, syntax: str | None, columns: list[str],
                  dialect: str | None = None) -> tuple[str, str] | None:
     """The gold with its ORDER BY extended by every selected column, ascending and then
     descending; None when its outermost query has no ORDER BY with a LIMIT.
@@ -303,9 +336,20 @@ def tie_variants(text: str, language: str, columns: list[str],
     """
     if not columns:
         return None
-    if language == "sparql":
-        return _sparql_tie_variants(text, columns)
+    return RULES.get(syntax or "", PLAIN).ties(text, columns, dialect)
+
+
+def _no_ties(text: str, columns: list[str], dialect: str | None) -> tuple[str, str] | None:
+    return None
+
+
+def _sql_ties(text: str, columns: list[str], dialect: str | None) -> tuple[str, str] | None:
     return _sql_tie_variants(text, len(columns), dialect)
+
+
+def _sparql_ties(text: str, columns: list[str], dialect: str | None,
+                 ) -> tuple[str, str] | None:
+    return _sparql_tie_variants(text, columns)
 
 
 def _sql_tie_variants(text: str, width: int, dialect: str | None) -> tuple[str, str] | None:
@@ -360,9 +404,9 @@ def _sparql_tie_variants(text: str, columns: list[str]) -> tuple[str, str] | Non
     return variant("ASC"), variant("DESC")
 
 
-def _ties(src: DataSource, text: str, table: ResultTable, language: str,
+def _ties(src: DataSource, text: str, table: ResultTable, rules: QueryRules,
           limits: Mapping[str, Any], result: AuditResult, index: int | None) -> None:
-    variants = tie_variants(text, language, list(table.columns), src.dialect)
+    variants = rules.ties(text, list(table.columns), src.dialect) if table.columns else None
     if variants is None:
         return
     found: list[ResultTable] = []
@@ -395,3 +439,39 @@ def _cell(value: object) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return "NULL" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class QueryRules:
+    """What the gold audit does with the text of one query syntax."""
+
+    #: Clock and random functions in a gold: ``(code, message)`` pairs.
+    lint: Callable[[str], list[tuple[str, str]]]
+    #: Whether a query's result order is part of its answer (drift and redundant
+    #: alternatives compare rows in order then).
+    ordered: Callable[[str], bool]
+    #: The gold with its ORDER BY extended both ways, or None (no ORDER BY with a LIMIT).
+    ties: Callable[[str, list[str], str | None], tuple[str, str] | None]
+    #: A recorded result as the kind reads it.
+    normalized: Callable[[ResultTable], ResultTable]
+    #: Where the executed gold is cached for the kind (None: not cached by the audit).
+    cache_namespace: str | None
+    #: SQL's own checks: the smells (:mod:`.smells`) and the weak-gold search.
+    sql_checks: bool = False
+
+
+#: A syntax the audit has no rules for: the golds run, their results linted and scored.
+PLAIN = QueryRules(_no_lint, _unordered, _no_ties, _as_recorded, None)
+#: ``query_syntax`` -> its rules.
+RULES: dict[str, QueryRules] = {
+    "sql": QueryRules(_sql_lint, _sql_ordered, _sql_ties, _as_recorded, "sql-gold",
+                      sql_checks=True),
+    "sparql": QueryRules(_sparql_lint, _sparql_ordered, _sparql_ties, _sparql_normalized,
+                         "sparql-gold"),
+}
+
+
+def rules_of(kind: object) -> QueryRules:
+    """The rules of the syntax ``kind`` declares (``query_syntax``); :data:`PLAIN` for none."""
+    syntax = getattr(kind, "query_syntax", None)
+    return RULES.get(syntax, PLAIN) if isinstance(syntax, str) else PLAIN

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import QueryEvalError
 from ..kinds._registry import declares
-from ..plugin.declare import REPORT_WRITERS, WORST, ReportFile, report_formats
 from ..report.document import Report
+from ..report.formats import REPORT_WRITERS, WORST, ReportFile, report_formats
 from ..report.terminal import gate_lines, summary_lines
 from .aggregate import aggregate, reference_aggregates
 from .outcome import Outcome, run_outcome
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 class Outputs:
     """What to do with a finished report: the plugin's options, or ``queryeval merge``'s."""
 
-    #: The report files asked for, by their name in :data:`..plugin.declare.REPORT_WRITERS` (in its
+    #: The report files asked for, by their name in :data:`..report.formats.REPORT_WRITERS` (in its
     #: order): where each is written.
     files: dict[str, Path] = field(default_factory=dict)
     #: Append the Markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set.
@@ -66,7 +66,7 @@ class Outputs:
     #: state (:func:`accepted_by_refresh`; the session then exits 0).
     accepted: list[str] = field(default_factory=list)
     #: Set by :func:`write_reports`: the report files written (their names in
-    #: :data:`..plugin.declare.REPORT_WRITERS`).
+    #: :data:`..report.formats.REPORT_WRITERS`).
     written: list[str] = field(default_factory=list)
     #: Set by :func:`conclude`: the run's outcome, which every report's headline states and
     #: the summary ends on.
@@ -275,7 +275,7 @@ def conclude_interrupted(report: dict[str, Any], out: Outputs) -> list[str]:
 
 def write_reports(report: dict[str, Any], comparison: Comparison | None,
                   out: Outputs) -> list[str]:
-    """Every report file asked for, in the order of :data:`..plugin.declare.REPORT_WRITERS`; the lines
+    """Every report file asked for, in the order of :data:`..report.formats.REPORT_WRITERS`; the lines
     naming them. The JSON report comes first (the one CI keeps). A file the system refuses (an
     OSError: a full disk, a file too large) is named in an ``error:`` line and the others are
     written; the run's exit status stays the one its cases and gates decide, which the written
@@ -325,7 +325,7 @@ def _os_reason(exc: OSError) -> str:
 
 
 class ReportWriter(Protocol):
-    """What :attr:`..plugin.declare.ReportFile.writer` names: a function writing one report file."""
+    """What :attr:`..report.formats.ReportFile.writer` names: a function writing one report file."""
 
     def __call__(self, report: Report, path: Path, comparison: Comparison | None,
                  /) -> object: ...

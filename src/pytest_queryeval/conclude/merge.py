@@ -38,6 +38,7 @@ from ..plugin.options import ReportOptions
 from ..suite.config import Gate
 from . import aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
+from .plugin_formats import add_plugin_option, register_plugin_formats
 from .pyids import accounted_for
 
 #: Exit statuses, as pytest's ExitCode has them (this command does not import pytest).
@@ -191,7 +192,7 @@ def _winners(shards: Sequence[tuple[str, Mapping[str, Any]]], indices: list[int]
              ) -> tuple[dict[str, tuple[int, int]], dict[int, int]]:
     """Of the attempts ``indices`` of one shard: case key -> (report, position) of the record
     that wins (the latest complete one, else the latest), and report -> its records that lost."""
-    from ..plugin.resume import COMPLETE
+    from ..report.shardcheck import COMPLETE_OUTCOMES as COMPLETE
 
     best: dict[str, tuple[int, int, bool]] = {}
     for i in indices:  # earliest first: a later record replaces an earlier one
@@ -351,9 +352,7 @@ def _parser() -> argparse.ArgumentParser:
                     "pytest-split): aggregates, gates and the baseline comparison over the "
                     "union, with the plugin's report options and exit status.")
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the shards' JSON reports")
-    p.add_argument("-p", dest="plugins", action="append", default=[], metavar="MODULE",
-                   help="load this plugin module too, for the report formats it adds (as "
-                        "pytest -p; the installed plugins and PYTEST_PLUGINS are loaded)")
+    add_plugin_option(p.add_argument)
     add_report_options(p.add_argument, merge=True)  # the plugin's, declared once
     p.add_argument("--junitxml", "--junit-xml", metavar="PATH", default=None,
                    help="write the merged run's junit XML here (a testcase per case, the "
@@ -386,7 +385,7 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
     anything is read or written, as ``queryeval merge r.json -o r.json`` once overwrote its
     own shard."""
     from .._util.safefile import same_file
-    from ..plugin.declare import report_formats
+    from ..report.formats import report_formats
 
     inputs = [(f"shard {i} ({path})", path) for i, path in enumerate(shards, 1)]
     if options.baseline:
@@ -402,13 +401,7 @@ def _overwrites(options: ReportOptions, shards: Sequence[str]) -> list[str]:
 
 
 def run(argv: Sequence[str]) -> int:
-    from .formats import register_plugin_formats
-
-    try:
-        register_plugin_formats(argv)
-    except QueryEvalError as exc:
-        print(f"queryeval merge: {exc.reason()}", file=sys.stderr)
-        return USAGE_ERROR
+    plugin_problems = register_plugin_formats(argv)  # their options exist before the parse
     args = _parser().parse_args(list(argv))
     cwd = Path.cwd()
     options = ReportOptions.from_namespace(args, cwd)
@@ -417,7 +410,7 @@ def run(argv: Sequence[str]) -> int:
 
     for old, new in deprecated_spellings(args):
         print(f"queryeval merge: warning: {old} is deprecated, use {new} (same values)", file=err)
-    problems = _usage(options) + _overwrites(options, args.shards)
+    problems = plugin_problems + _usage(options) + _overwrites(options, args.shards)
     if problems:
         print("queryeval merge: invalid options:", *(f"  {p}" for p in problems), sep="\n",
               file=err)

@@ -230,15 +230,18 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def strip_comments(text: str, language: str = "sql", dialect: str | None = None) -> str:
+def strip_comments(text: str, syntax: str | None = "sql", dialect: str | None = None) -> str:
     """``text`` without its comments, for the judge's eyes only (the executed text is never
     changed): SQL through sqlglot's tokenizer for ``dialect`` (a comment is what lies between
     two tokens and is not blank; string literals, quoted identifiers and dollar-quoted
     bodies are tokens, so a ``--`` or ``/*`` inside them stays), SPARQL through
     :func:`_sparql_comments_out` (``#`` outside IRIs and strings). A text the tokenizer refuses
-    goes through a scanner that knows quotes and both comment forms."""
-    if language.lower() == "sparql":
+    goes through a scanner that knows quotes and both comment forms. ``syntax`` is the kind's
+    declared ``query_syntax``: another or none leaves the text as it is (never read as SQL)."""
+    if syntax == "sparql":
         return _sparql_comments_out(text)
+    if syntax != "sql":
+        return text
     try:
         from sqlglot.dialects.dialect import Dialect
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from .._util.boundedio import loads_json
 from ..errors import QueryEvalError
-from ..kinds._registry import declaring
+from ..kinds._registry import declared_text, declaring
 from ..metricnames import JUDGE_EX
 from ..model import Case, Scored
 from ..predict.base import read_usage
@@ -253,10 +253,11 @@ def view_of(case: Case, scored: Scored) -> View:
     # SQLite names an unaliased column by its expression's source text, comments included
     # (``SELECT 3 /* ... */`` has a column ``3 /* ... */``): a name copied from the query is
     # shown without its comments too
-    columns = [strip_comments(c, case.kind, dialect)
+    syntax = declared_text(case.kind, "query_syntax")
+    columns = [strip_comments(c, syntax, dialect)
                if ("--" in c or "/*" in c or "#" in c) and c in predicted else c
                for c in pred_table.columns]
-    return View(strip_comments(predicted, case.kind, dialect), predicted,
+    return View(strip_comments(predicted, syntax, dialect), predicted,
                 show_result(gold_table.columns, gold_table.rows),
                 show_result(columns, pred_table.rows))
 
@@ -397,7 +398,7 @@ def _blind(case: Case, scored: Scored, spec: JudgeSpec, metrics: dict[str, float
         question=case.question or "", gold=gold, gold_result=gold_shown,
         predicted_result=shown, schema=schema,
         evidence="\n".join(e for e in (case.evidence, case.external_knowledge) if e),
-        near_misses=_near_misses(scored), language=case.kind.upper())
+        near_misses=_near_misses(scored), language=_language_name(case.kind))
     spent: dict[str, float] = {}
     asked: JudgeRecord = {}
     verdict = ask_prompt(spec, prompt, spent, asked, ctx, session, pooled=True,
@@ -440,7 +441,7 @@ def _ask(case: Case, scored: Scored, spec: JudgeSpec, template: str,
         question=case.question or "", gold=gold, predicted=view.predicted,
         gold_result=view.gold_result, predicted_result=view.predicted_result, schema=schema,
         evidence="\n".join(e for e in (case.evidence, case.external_knowledge) if e),
-        near_misses=_near_misses(scored), language=case.kind.upper(), template=template)
+        near_misses=_near_misses(scored), language=_language_name(case.kind), template=template)
     return ask_prompt(spec, prompt, metrics, record, ctx, session, pooled=True,
                       shown_data=view.shown_data(schema))
 
@@ -574,11 +575,17 @@ def ask_labelled(spec: JudgeSpec, data: dict[str, Any], ctx: Context,
 
     kind = str(data.get("kind") or declaring("pinned_before_kinds"))
     raw = str(data.get("predicted") or "")
-    view = View(strip_comments(raw, kind), raw, shown("gold_result"), shown("predicted_result"))
+    view = View(strip_comments(raw, declared_text(kind, "query_syntax")), raw,
+                shown("gold_result"), shown("predicted_result"))
     schema = str(data.get("schema") or "")
     prompt = build_prompt(question=str(data.get("question") or ""),
                           gold=str(data.get("gold") or ""), predicted=view.predicted,
                           gold_result=view.gold_result, predicted_result=view.predicted_result,
                           schema=schema, evidence=str(data.get("evidence") or ""),
-                          language=kind.upper(), template=template_for(spec))
+                          language=_language_name(kind), template=template_for(spec))
     return ask_prompt(spec, prompt, {}, {}, ctx, session, shown_data=view.shown_data(schema))
+
+
+def _language_name(kind: str) -> str:
+    """What the judge's prompt calls the kind's language (its ``language_name``)."""
+    return declared_text(kind, "language_name") or kind.upper()

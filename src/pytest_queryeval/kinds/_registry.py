@@ -44,7 +44,13 @@ and values, read with :func:`declared_text` and :func:`declared_names`:
 ``fence_language``
     the language of the code fence of its default system prompt and few-shot answers.
 ``language_name``
-    what its default system prompt calls the language the model answers in.
+    what its default system prompt and the judge's prompt call the language the model
+    answers in (a kind that declares none: its name in capitals).
+``query_syntax``
+    the syntax of its query texts whose rules the gold audit and the judge apply (``sql``:
+    its lints, ties, smells and weak-gold search, its comments hidden from the judge;
+    ``sparql``: its own). A kind that declares none or another gets none of them: never
+    SQL's by default (:data:`..audit.query.RULES`).
 ``headline_metrics``
     the metrics the terminal summary shows for it (others are in JSON, Excel, HTML).
 ``query_keywords``
@@ -66,7 +72,7 @@ Capability = Literal["gold_alternatives", "gold_by_dialect", "conversation",
                      "json_gold", "inferred_from_conversation", "judged", "result_files",
                      "spider_details", "code_selection", "pinned_before_kinds"]
 #: The text values a kind may declare.
-TextDeclaration = Literal["fence_language", "language_name"]
+TextDeclaration = Literal["fence_language", "language_name", "query_syntax"]
 #: The name lists a kind may declare.
 NamesDeclaration = Literal["headline_metrics", "query_keywords"]
 

@@ -104,6 +104,7 @@ class SparqlKind:
     conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
     fence_language: ClassVar[str] = "sparql"
     language_name: ClassVar[str] = "SPARQL"
+    query_syntax: ClassVar[str] = "sparql"
     query_keywords: ClassVar[tuple[str, ...]] = (
         "SELECT", "ASK", "CONSTRUCT", "DESCRIBE", "PREFIX", "BASE", "INSERT", "DELETE", "WITH",
         "LOAD", "CLEAR", "DROP", "CREATE", "ADD", "MOVE", "COPY")
@@ -172,7 +173,7 @@ class SparqlKind:
         prediction (:mod:`..audit.query`)."""
         from ..audit.query import audit_query
 
-        audit_query(case, self, ctx, result, "sparql")
+        audit_query(case, self, ctx, result)
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         pred_query, fence = fenced_prediction_text(prediction, case, "SPARQL", _PREDICTION_KEYS)

@@ -16,10 +16,8 @@ pytest's own stepwise, junitxml and cacheprovider plugins do:
 
 The hooks left here are those whose place in pytest's call order is this module's (it is
 registered when pytest loads its plugins, before ``pytest_configure``). Everything else is
-importable without pytest.
-
-The package's own kinds, datasource types, prediction sources and report formats are the
-default implementation of the registry hooks, in the plugin :mod:`.builtins`.
+importable without pytest. The registry hooks' default implementation is the plugin
+:mod:`.builtins` (the package's own kinds, datasource types, prediction sources, formats).
 """
 
 from __future__ import annotations
@@ -49,7 +47,6 @@ if TYPE_CHECKING:
     from .pycases import QueryEval
     from .runner import Runner
 
-_CUSTOM_KINDS = pytest.StashKey[list[str]]()
 _CASE_FILES = pytest.StashKey[CaseFiles]()
 _STARTED = pytest.StashKey[float]()
 _FORGET = pytest.StashKey[Callable[[], None]]()
@@ -91,12 +88,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def _wake(config: pytest.Config) -> Runner:
     """Read the options and register the hook objects (see the module docstring); once."""
     from .controller import Controller
-    from .nodes import RUNNER, register_entries, register_marks
+    from .nodes import RUNNER, register_entries
     from .options import RunOptions
     from .runner import Runner, custom_metric_names, make_evaluator, metric_catalog
 
-    config.stash[_CUSTOM_KINDS] = register_marks(config)
-    config.stash[_FORGET] = register_entries(config)
+    config.stash[_FORGET] = register_entries(config)  # the registry hooks' entries
     # an xdist worker's options were checked by its controller, which also ends the run
     worker = hasattr(config, "workerinput")
     custom_metrics = custom_metric_names(config)
@@ -193,15 +189,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     runner = _runner(config)
     if runner is not None:
         runner.release()
-    custom_kinds = config.stash.get(_CUSTOM_KINDS, [])
-    if custom_kinds:
-        from .. import kinds as kind_registry
-
-        for name in custom_kinds:
-            kind_registry.unregister(name)
-    forget = config.stash.get(_FORGET, None)
-    if forget is not None:
-        forget()
+    config.stash.get(_FORGET, lambda: None)()  # a session's entries must not leak to the next
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -13,11 +13,16 @@ from __future__ import annotations
 import fnmatch
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-#: ``--queryeval-worst``'s default: the worst cases listed in the summary.
-WORST = 5
+# the report formats' table, re-exported here where the options that loop over it are declared
+from ..report.formats import REPORT_WRITERS as REPORT_WRITERS
+from ..report.formats import WORST as WORST
+from ..report.formats import ReportFile as ReportFile
+from ..report.formats import register_format as register_format
+from ..report.formats import report_formats as report_formats
+from ..report.formats import unregister_format as unregister_format
+
 #: The suite configuration file whose presence in a folder or above makes the test_*.yaml files
 #: there case files.
 CONFIG_NAME = "queryeval.yaml"
@@ -37,72 +42,6 @@ AUDIT_FLAG = "--queryeval-audit-golds"
 FIXTURE = "queryeval"
 NEIGHBOURS_FLAG = "--queryeval-neighbours"
 WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
-
-
-@dataclass(frozen=True)
-class ReportFile:
-    """One report format, everything the package knows of it: its option, what the summary
-    calls the file, and its writer. A new format is one writer module and one line of
-    :data:`REPORT_WRITERS`; the options, the end of a run and ``queryeval merge`` loop over it.
-    """
-
-    #: Names the file in the summary: ``"JSON report"`` gives ``JSON report: PATH``.
-    label: str
-    #: The option's help (``--queryeval-<name>``, whose value is the file's path).
-    help: str
-    #: ``module:function``, imported only when the file is written (this module is loaded by
-    #: every pytest process), or the function: called ``function(report, path, comparison)``,
-    #: ``report`` being the one typed report (:class:`..report.document.Report`) and
-    #: ``comparison`` the baseline comparison or None.
-    writer: str | Callable[..., object]
-    #: ``queryeval merge``'s help, when it differs.
-    merge_help: str | None = None
-    #: Further spellings of the option in ``queryeval merge`` (before ``--queryeval-<name>``).
-    merge_flags: tuple[str, ...] = ()
-    merge_metavar: str = "PATH"
-    #: (module, pip extra): an optional dependency, checked with the options before the run.
-    needs: tuple[str, str] | None = None
-
-
-#: The report formats, by name (option ``--queryeval-<name>``, dest ``queryeval_<name>``), in
-#: the order they are written and named in the summary: the JSON report first (the one CI
-#: keeps). ``$GITHUB_STEP_SUMMARY`` gets the Markdown summary once every file is written.
-REPORT_WRITERS: dict[str, ReportFile] = {
-    "json": ReportFile("JSON report", "write the JSON report here (atomically)",
-                       "pytest_queryeval.report.json_report:write_report",
-                       merge_help="write the merged JSON report here",
-                       merge_flags=("-o", "--output"), merge_metavar="REPORT.json"),
-    "xlsx": ReportFile("Excel report", "write the Excel workbook here",
-                       "pytest_queryeval.report.excel:write_xlsx", needs=("xlsxwriter", "excel")),
-    "html": ReportFile("HTML report", "write the self-contained HTML report here",
-                       "pytest_queryeval.report.html:write_html"),
-    "markdown": ReportFile("Markdown summary", "write the Markdown summary here",
-                           "pytest_queryeval.report.markdown:write_markdown"),
-}
-
-
-#: Formats registered by plugins and conftests (``pytest_queryeval_report_formats``, whose
-#: default implementation returns :data:`REPORT_WRITERS`), after the built-in ones.
-_registered: dict[str, ReportFile] = {}
-
-
-def report_formats() -> dict[str, ReportFile]:
-    """Every report format, built-in first, in the order they are written."""
-    return {**REPORT_WRITERS, **_registered}
-
-
-def register_format(name: str, entry: ReportFile) -> bool:
-    """Add report format ``name``; False for a built-in entry registered again (the hook's
-    default implementation), whose option exists already."""
-    if REPORT_WRITERS.get(name) is entry:
-        return False
-    _registered[name] = entry
-    return True
-
-
-def unregister_format(name: str) -> None:
-    """Forget a registered format (a session's conftest formats must not leak into the next)."""
-    _registered.pop(name, None)
 
 
 def add_format_option(add: AddOption, name: str, entry: ReportFile, *, merge: bool = False,

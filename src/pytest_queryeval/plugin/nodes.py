@@ -349,12 +349,13 @@ def register_marks(config: pytest.Config) -> list[str]:
 
 
 def register_entries(config: pytest.Config) -> Callable[[], None]:
-    """Register the datasource types and prediction sources of the
-    ``pytest_queryeval_source_types`` and ``pytest_queryeval_prediction_sources`` hooks (the
-    built-in tables are their default implementation); returns what forgets them when the
-    config ends."""
+    """Register the marks and kinds (:func:`register_marks`), and the datasource types and
+    prediction sources of the ``pytest_queryeval_source_types`` and
+    ``pytest_queryeval_prediction_sources`` hooks (the built-in tables are their default
+    implementation); returns what forgets them when the config ends."""
     from .. import predict, sources
 
+    kinds = register_marks(config)
     types: list[str] = []
     for result in reversed(config.hook.pytest_queryeval_source_types(config=config)):
         for name, entry in (result or {}).items():
@@ -367,6 +368,8 @@ def register_entries(config: pytest.Config) -> Callable[[], None]:
             predictors.append(name)
 
     def forget() -> None:
+        for name in kinds:
+            kind_registry.unregister(name)
         for name in types:
             sources.unregister_type(name)
         for name in predictors:

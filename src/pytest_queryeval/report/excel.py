@@ -78,7 +78,7 @@ def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
                comparison: object = None) -> Path:
     """Write the workbook via a temporary file, so an existing report is replaced whole.
     ``comparison``: unused, the workbook reads the report's ``baseline`` (every writer of
-    :data:`.declare.REPORT_WRITERS` takes it)."""
+    :data:`.formats.REPORT_WRITERS` takes it)."""
     xlsxwriter = _xlsxwriter()
     target = Path(path)
     with atomic_output(target, suffix=".xlsx", special="stream") as fh:

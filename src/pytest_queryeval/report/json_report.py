@@ -160,7 +160,7 @@ def write_report(report: dict[str, Any], path: Path, comparison: object = None) 
     a list of lines, joined, then encoded, was three copies of the report at the session's
     peak of memory. A merge's cases (:class:`.stream.StoredCases`) are each read back from
     their shard in turn. ``comparison``: unused, the report holds it already (``baseline``);
-    taken as every writer of :data:`.declare.REPORT_WRITERS` takes it."""
+    taken as every writer of :data:`.formats.REPORT_WRITERS` takes it."""
     cases = report.get("cases")
     if not isinstance(cases, list) or not cases:
         write_atomic(path, dumps(report), special="stream")

@@ -161,6 +161,7 @@ class SqlKind:
     pinned_before_kinds: ClassVar[bool] = True
     fence_language: ClassVar[str] = "sql"
     language_name: ClassVar[str] = "SQL"
+    query_syntax: ClassVar[str] = "sql"
     query_keywords: ClassVar[tuple[str, ...]] = (
         "SELECT", "WITH", "VALUES", "TABLE", "FROM", "INSERT", "UPDATE", "DELETE", "MERGE",
         "UPSERT", "REPLACE", "CREATE", "ALTER", "DROP", "TRUNCATE", "PRAGMA", "EXPLAIN", "SHOW",
@@ -296,7 +297,7 @@ class SqlKind:
             return
         from ...audit.query import audit_query
 
-        audit_query(case, self, ctx, result, "sql")
+        audit_query(case, self, ctx, result)
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         if has_interpretations(case):

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 
-from ..errors import QueryEvalError
-from ..plugin.declare import register_format
+from ..report.formats import register_format
+
+AddOption = Callable[..., object]
+
+
+def add_plugin_option(add: AddOption) -> None:
+    """``queryeval merge -p MODULE``."""
+    add("-p", dest="plugins", action="append", default=[], metavar="MODULE",
+        help="load this plugin module's report formats too (as pytest -p; the installed "
+             "plugins and PYTEST_PLUGINS are loaded)")
 
 
 def plugin_names(argv: Sequence[str]) -> list[str]:
@@ -30,29 +38,27 @@ def plugin_names(argv: Sequence[str]) -> list[str]:
     return [n for n in names if not n.startswith("no:")]
 
 
-def _plugins(argv: Sequence[str]) -> Iterator[object]:
+def _plugins(argv: Sequence[str], problems: list[str]) -> Iterator[object]:
     for ep in entry_points(group="pytest11"):
         if ep.value.split(":")[0].startswith("pytest_queryeval"):
             continue  # this package's own formats are the built-in table
         try:
             yield ep.load()
-        except Exception:
+        except Exception:  # a broken plugin is pytest's to refuse, not a merge's
             continue
     for name in plugin_names(argv):
         try:
             yield importlib.import_module(name)
         except ImportError as exc:
-            raise QueryEvalError(f"-p {name}: cannot import it ({exc})") from None
+            problems.append(f"-p {name}: cannot import it ({exc})")
 
 
 def register_plugin_formats(argv: Sequence[str]) -> list[str]:
-    """Register the report formats the plugins return; their names, in order."""
-    added: list[str] = []
-    for plugin in _plugins(argv):
+    """Register the report formats the plugins return; the problems (a ``-p`` module that
+    cannot be imported), usage errors of the merge."""
+    problems: list[str] = []
+    for plugin in _plugins(argv, problems):
         hook = getattr(plugin, "pytest_queryeval_report_formats", None)
-        if not callable(hook):
-            continue
-        for name, entry in (hook() or {}).items():
-            if register_format(name, entry):
-                added.append(name)
-    return added
+        for name, entry in ((hook() if callable(hook) else None) or {}).items():
+            register_format(name, entry)
+    return problems
