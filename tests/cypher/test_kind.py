@@ -153,6 +153,7 @@ def test_the_gold_audit_runs_its_generic_checks(pytester):
     result, report = run_report(pytester, "--queryeval-audit-golds")
     codes = {(f["id"], f["code"]) for f in report["audit"]["findings"]}
     assert ("failing-gold", "gold-error") in codes
+    assert ("empty-gold", "empty-result") in codes  # the result lints of every query kind
     assert not any(i == "right" for i, _ in codes)
     assert json.dumps(report["audit"]).count("Binder exception") >= 1
     assert result.ret != 0

@@ -37,6 +37,7 @@ from ..results import ResultTable
 from . import cypherbench, guard
 
 if TYPE_CHECKING:
+    from ..audit.findings import AuditResult
     from ..kinds._query import QueryLimits
     from ..metrics.table import CompareOptions
 
@@ -113,6 +114,14 @@ class CypherKind:
         except ConfigError as exc:
             problems.append((exc.key or "options", exc.message))
         return problems
+
+    def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
+        """``--queryeval-audit-golds``: the audit of every query kind (each gold executed
+        live, its result linted, scored as its own prediction), with no rule of another
+        language's syntax (the kind declares no ``query_syntax`` the audit has rules for)."""
+        from ..audit.query import audit_query
+
+        audit_query(case, self, ctx, result)
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         from ..kinds._fences import note as note_fence
