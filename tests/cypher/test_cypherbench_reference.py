@@ -111,3 +111,37 @@ def test_the_neo4j_view_of_ladybug_values():
     assert neo4j_view(["n", "r"], [(node, rel)]) == [{"n": {"name": "Ann"},
                                                       "r": {"since": 2020}}]
     assert neo4j_view(["a", "a"], [(1, 2)]) == [{"a": 2}]
+
+
+# -- pairs executed on the example graph (graph_oracle.json) ---------------------------------
+
+def test_pairs_executed_on_the_graph_score_as_the_reference(shared_data):
+    """The records are executed again (the engine must still return them), then scored: the
+    kind's path from ladybug rows to ``cypherbench_ex``, digit for digit."""
+    pytest.importorskip("ladybug")
+    from pytest_queryeval.cypher.source import LadybugSource
+    from tests.data.cypherbench.graph_pairs import GRAPH, PAIRS, records
+
+    oracle = json.loads((shared_data / "cypherbench" / "graph_oracle.json")
+                        .read_text(encoding="utf-8"))["pairs"]
+    assert [(p["gold_text"], p["pred_text"]) for p in oracle] == PAIRS
+    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH)})
+    try:
+        for pair in oracle:
+            assert records(src, pair["gold_text"]) == pair["gold"], pair["id"]
+            assert records(src, pair["pred_text"]) == pair["pred"], pair["id"]
+    finally:
+        src.close()
+    scores = {}
+    for pair in oracle:
+        gold, pred = _records(pair["gold"]), _records(pair["pred"])
+        expected = pair["execution_accuracy"]
+        ours = execution_accuracy(pair["pred_text"], pair["gold_text"], gold, pred)
+        assert ours == (None if isinstance(expected, dict) else expected), pair["id"]
+        assert cypherbench.executable(pred is None and pair["pred_text"] != pair["gold_text"]) \
+            == pair["executable"], pair["id"]
+        scores[pair["id"]] = ours
+    # what the pairs show: a refused write and a failing query score 0, a list with null in
+    # the gold has no score, ORDER BY inside WITH still orders
+    assert scores["g28"] == 0.0 and scores["g08"] == 0.0 and scores["g27"] is None
+    assert list(scores.values()).count(1.0) == 12

@@ -1,6 +1,7 @@
 """Make oracle.json: CypherBench's metric functions, run unmodified, on generated pairs.
 
 Usage (see PROVENANCE.md):  python make_oracle.py /path/to/cypherbench-checkout > oracle.json
+                            python make_oracle.py CHECKOUT graph_pairs.json > graph_oracle.json
 
 Each pair is a gold and a predicted Cypher text with the records each returns, as the neo4j
 driver's ``Result.data()`` gives them (mappings; ``{"$date": ...}`` stands for a
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from pathlib import Path
 
 SEED = 51
 
@@ -124,7 +126,7 @@ def pairs() -> list[dict[str, object]]:
     return out
 
 
-def main(checkout: str) -> None:
+def main(checkout: str, pairs_file: str | None = None) -> None:
     sys.path.insert(0, checkout)
     import neo4j
     import neo4j.time
@@ -156,7 +158,8 @@ def main(checkout: str) -> None:
             return [{k: decode(v) for k, v in row.items()} for row in answer]  # type: ignore[attr-defined]
 
     results = []
-    for pair in pairs():
+    chosen = pairs() if pairs_file is None else json.loads(Path(pairs_file).read_text(encoding="utf-8"))
+    for pair in chosen:
         # the gold is asked under its text; a prediction with the same text is never run
         conn = StandInConnector({pair["pred_text"]: pair["pred"],  # type: ignore[dict-item]
                                  pair["gold_text"]: pair["gold"]})
@@ -177,4 +180,4 @@ def main(checkout: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
