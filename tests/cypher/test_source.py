@@ -95,6 +95,8 @@ def test_what_reaches_outside_the_graph_is_refused_before_execution(graph, form)
     "// DROP TABLE Person\nMATCH (p:Person) RETURN p.name",  # a comment
     "MATCH (p:Person) RETURN {load: p.name, copy: 1}",  # map keys
     "MATCH (p:Person) RETURN p.name;",  # one statement with its semicolon
+    "MATCH (use:Person)-[:ACTED_IN]->(export) RETURN use.name, export.title",  # variables
+    "MATCH (p:Person) WITH p.name AS load RETURN load",
 ])
 def test_reads_that_name_a_write_word_run(graph, query):
     assert graph.execute(query).columns  # it ran

@@ -11,8 +11,9 @@ one statement, and :func:`first_write` finds the write the engine refused, so th
 which clause at which line and column.
 
 The scan is lexical, not a parser: string literals, backquoted names and comments are skipped,
-and a word is a clause keyword unless it follows ``.`` or ``AS`` or comes before ``:`` or, with
-no space, ``(`` (a property, an alias, a map key or variable, a function).
+and a word is a clause keyword unless it follows a dot, a bracket, a comma, an operator or a
+word that starts an expression (``AS``, ``RETURN``, ``WHERE``, ...), or comes before ``:`` or,
+with no space, ``(`` (a property, an alias, a variable, a map key, a function).
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ _TOKEN = re.compile(r"""
   | (?P<punct>[;.:(){}\[\]=])
   | (?P<other>\S)
 """, re.VERBOSE | re.DOTALL)
+
+
+#: What a word after which is an expression (a variable, an alias), never a clause: a
+#: property's dot, an opening bracket, a comma, an operator, an expression's keyword.
+_EXPRESSION = frozenset({".", "(", "[", "{", ",", "=", "<", ">", "+", "-", "*", "/", "%", "^",
+                         "|", "AS", "RETURN", "WITH", "WHERE", "AND", "OR", "XOR", "NOT", "IN",
+                         "BY", "DISTINCT", "UNWIND", "CASE", "WHEN", "THEN", "ELSE", "IS",
+                         "CONTAINS", "STARTS", "ENDS"})
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ def _clause_words(toks: list[Token]) -> list[Token]:
             continue
         before = code[i - 1].text.upper() if i else ""
         after = code[i + 1] if i + 1 < len(code) else None
-        if before in (".", "AS") or (after is not None and (after.text == ":" or (
+        if before in _EXPRESSION or (after is not None and (after.text == ":" or (
                 after.text == "(" and after.line == tok.line
                 and after.column == tok.column + len(tok.text)))):
             continue
