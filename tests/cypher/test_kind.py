@@ -157,3 +157,27 @@ def test_the_gold_audit_runs_its_generic_checks(pytester):
     assert not any(i == "right" for i, _ in codes)
     assert json.dumps(report["audit"]).count("Binder exception") >= 1
     assert result.ret != 0
+
+
+def test_a_judge_compares_where_execution_disagrees(pytester, openai_standin, monkeypatch):
+    """``judge:`` on a cypher case: the prompt calls the language Cypher and shows both
+    queries; the judge's verdict decides ``judge_ex``."""
+    pytest.importorskip("openai")
+    from tests.fixtures.openai_standin import KEY, MODEL
+
+    labelled = "MATCH (p:Person)-[:ACTED_IN]->(:Movie {title: 'The Matrix'}) RETURN p.name, 'actor'"
+    openai_standin.containing = {labelled: json.dumps({"category": "equivalent",
+                                                       "reason": "a constant label column"})}
+    _suite(pytester.path, [{"id": "labelled", "question": "Who acted in The Matrix?",
+                            "gold": MATRIX, "predicted": labelled}],
+           {"judge": {"model": MODEL, "base_url": openai_standin.base_url,
+                      "api_key": "${QE_JUDGE_KEY}", "retries": 0},
+            "thresholds": {"execution_accuracy": 0, "judge_ex": 1}})
+    monkeypatch.setenv("QE_JUDGE_KEY", KEY)
+    result, report = run_report(pytester, "-p", "no:cacheprovider")
+    case = report.by_id["labelled"]
+    assert case["outcome"] == "passed", result.stdout.str()[-2000:]
+    assert case["metrics"]["execution_accuracy"] == 0.0 and case["metrics"]["judge_ex"] == 1.0
+    assert case["details"]["judge"]["outcome"] == "rescued"
+    prompt = openai_standin.requests[0]["messages"][0]["content"]
+    assert "Cypher" in prompt and MATRIX in prompt

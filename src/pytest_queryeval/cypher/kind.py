@@ -65,6 +65,8 @@ class CypherKind:
 
     name: ClassVar[str] = "cypher"
     gold_alternatives: ClassVar[bool] = True
+    #: A ``judge:`` may compare its results where execution disagrees (docs/judge.md).
+    judged: ClassVar[bool] = True
     fence_language: ClassVar[str] = "cypher"
     language_name: ClassVar[str] = "Cypher"
     query_keywords: ClassVar[tuple[str, ...]] = guard.QUERY_KEYWORDS
@@ -171,9 +173,11 @@ class CypherKind:
 
 
 def metric_names() -> frozenset[str]:
+    from ..metricnames import JUDGE_EX
     from ..metrics.table import TABLE_METRIC_NAMES
 
-    return frozenset((*TABLE_METRIC_NAMES, *cypherbench.CYPHERBENCH_METRIC_NAMES, *TIMING))
+    return frozenset((*TABLE_METRIC_NAMES, *cypherbench.CYPHERBENCH_METRIC_NAMES, *TIMING,
+                      JUDGE_EX))
 
 
 def _score(gold: _Gold, text: str, pred: ResultTable | None, opts: _Options,
@@ -189,6 +193,7 @@ def _score(gold: _Gold, text: str, pred: ResultTable | None, opts: _Options,
         metrics = dict.fromkeys(TABLE_METRIC_NAMES, 0.0)
         diff: list[str] = []
         signature = None
+        compared = None
     else:
         ordered = guard.final_order_by(gold.query)
         cmp = compare_tables(gold.table, pred, order_matters=ordered, compare=opts.compare)
@@ -196,6 +201,7 @@ def _score(gold: _Gold, text: str, pred: ResultTable | None, opts: _Options,
         details.update(cmp.details())
         diff = list(cmp.diff())
         signature = pred.signature(ordered)
+        compared = (gold.query, gold.table, text, pred)  # what a judge is shown
     if ex is None:
         details["cypherbench"] = ("the gold's result holds a value CypherBench's to_hashable "
                                   "cannot hash: its execution_accuracy raises TypeError")
@@ -203,7 +209,8 @@ def _score(gold: _Gold, text: str, pred: ResultTable | None, opts: _Options,
         metrics["cypherbench_ex"] = ex
     metrics["cypherbench_executable"] = cypherbench.executable(not executed)
     metrics["gold_seconds"] = gold.table.seconds
-    return Scored(metrics, {}, diff, details, reason=reason, signature=signature)
+    return Scored(metrics, {}, diff, details, reason=reason, signature=signature,
+                  compared=compared)
 
 
 def _parse_options(case: Case) -> _Options:
