@@ -68,10 +68,10 @@ def test_a_custom_kind_audits_its_golds(pytester: pytest.Pytester) -> None:
     assert (now["severity"], now["message"]) == ("warning", "NOW is a clock word")
 
 
-#: Two kinds whose golds are run on a SQLite source as they are: ``Plain`` declares no
-#: ``query_syntax``, ``Declared`` declares ``sql``. Only the second gets SQL's text rules.
+#: Two kinds whose golds are run on a SQLite source as they are: ``Plain`` answers nothing
+#: about its texts, ``Declared`` answers SQL's rules. Only the second gets them.
 SYNTAX_CONFTEST = '''
-from pytest_queryeval.audit.query import audit_query
+from pytest_queryeval.audit.query import SQL_RULES, audit_query
 from pytest_queryeval.model import Scored
 
 
@@ -99,7 +99,9 @@ class Plain:
 
 class Declared(Plain):
     name = "declared-sql"
-    query_syntax = "sql"
+
+    def query_rules(self):
+        return SQL_RULES
 
 
 def pytest_queryeval_kinds(config):
@@ -110,7 +112,7 @@ def pytest_queryeval_kinds(config):
 TIED = "SELECT x FROM t WHERE RANDOM() IS NOT NULL ORDER BY y LIMIT 1"
 
 
-def test_a_kind_that_declares_no_syntax_gets_no_sql_rules(pytester: pytest.Pytester) -> None:
+def test_a_kind_that_answers_no_rules_gets_no_sql_rules(pytester: pytest.Pytester) -> None:
     import sqlite3
 
     with sqlite3.connect(pytester.path / "t.sqlite") as con:

@@ -9,8 +9,8 @@ import pytest
 
 from pytest_queryeval.audit import AuditResult
 from pytest_queryeval.audit.jsonlint import lint_json as _lint_json
+from pytest_queryeval.audit.query import SPARQL_RULES, SQL_RULES, lint_text, tie_variants
 from pytest_queryeval.audit.query import lint_table as _lint_table
-from pytest_queryeval.audit.query import lint_text, tie_variants
 from pytest_queryeval.results import ResultTable
 
 
@@ -25,7 +25,7 @@ from pytest_queryeval.results import ResultTable
     ("SELECT * FROM t WHERE d < DATE 'today'", "DATE 'today'"),
 ])
 def test_clock_functions_are_found(sql: str, found: str) -> None:
-    [(code, message)] = lint_text(sql, "sql")
+    [(code, message)] = lint_text(sql, SQL_RULES)
     assert code == "clock-dependent" and found in message
 
 
@@ -36,35 +36,35 @@ def test_clock_functions_are_found(sql: str, found: str) -> None:
     "SELECT 'CURRENT_DATE' AS label FROM t",
 ])
 def test_no_clock_in_names_strings_and_comments(sql: str) -> None:
-    assert lint_text(sql, "sql") == []
+    assert lint_text(sql, SQL_RULES) == []
 
 
 def test_random_functions() -> None:
-    assert [c for c, _ in lint_text("SELECT * FROM t ORDER BY RANDOM() LIMIT 1", "sql")] == [
+    assert [c for c, _ in lint_text("SELECT * FROM t ORDER BY RANDOM() LIMIT 1", SQL_RULES)] == [
         "nondeterministic"]
-    assert [c for c, _ in lint_text('SELECT (STRUUID() AS ?u) WHERE {}', "sparql")] == [
+    assert [c for c, _ in lint_text('SELECT (STRUUID() AS ?u) WHERE {}', SPARQL_RULES)] == [
         "nondeterministic"]
-    assert lint_text('SELECT ?s WHERE { ?s ?p "NOW()" }', "sparql") == []
+    assert lint_text('SELECT ?s WHERE { ?s ?p "NOW()" }', SPARQL_RULES) == []
 
 
 def test_tie_variants_extend_the_outer_order_by(tmp_path: Path) -> None:
-    low, high = tie_variants("SELECT a, b FROM t ORDER BY a LIMIT 2", "sql", ["a", "b"], "sqlite")
+    low, high = tie_variants("SELECT a, b FROM t ORDER BY a LIMIT 2", SQL_RULES, ["a", "b"], "sqlite")
     assert low.replace(" ASC NULLS LAST", "") == "SELECT a, b FROM t ORDER BY a, 1, 2 LIMIT 2"
     assert high == "SELECT a, b FROM t ORDER BY a, 1 DESC, 2 DESC LIMIT 2"
-    assert tie_variants("SELECT a FROM t ORDER BY a", "sql", ["a"], "sqlite") is None
-    assert tie_variants("SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 1)", "sql", ["a"],
+    assert tie_variants("SELECT a FROM t ORDER BY a", SQL_RULES, ["a"], "sqlite") is None
+    assert tie_variants("SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 1)", SQL_RULES, ["a"],
                         "sqlite") is None  # the outer query orders nothing
     low, high = tie_variants("SELECT ?x ?n WHERE { ?x ?p ?n } ORDER BY DESC(?n) LIMIT 5",
-                             "sparql", ["x", "n"])
+                             SPARQL_RULES, ["x", "n"])
     assert low == "SELECT ?x ?n WHERE { ?x ?p ?n } ORDER BY DESC(?n) ASC(?x) ASC(?n) LIMIT 5"
     assert high.endswith("ORDER BY DESC(?n) DESC(?x) DESC(?n) LIMIT 5")
-    assert tie_variants("SELECT ?x WHERE { ?x ?p ?n } LIMIT 5", "sparql", ["x"]) is None
+    assert tie_variants("SELECT ?x WHERE { ?x ?p ?n } LIMIT 5", SPARQL_RULES, ["x"]) is None
     # the rewritten SQL runs, and separates the tied rows
     db = tmp_path / "t.sqlite"
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE t (a INT, b TEXT)")
         conn.executemany("INSERT INTO t VALUES (?, ?)", [(1, "x"), (2, "y"), (2, "z")])
-        low, high = tie_variants("SELECT b FROM t ORDER BY a LIMIT 2", "sql", ["b"], "sqlite")
+        low, high = tie_variants("SELECT b FROM t ORDER BY a LIMIT 2", SQL_RULES, ["b"], "sqlite")
         assert conn.execute(low).fetchall() == [("x",), ("y",)]
         assert conn.execute(high).fetchall() == [("x",), ("z",)]
 

@@ -1,12 +1,12 @@
 """The gold audit of the query kinds (SQL, SPARQL): each gold executed live, its text and
 result linted, its ties at ``ORDER BY ... LIMIT`` tried both ways.
 
-What is done with a gold's text is what the kind's declared ``query_syntax`` says
-(:data:`RULES`): ``sql`` and ``sparql`` have their lints, order and tie rules; a kind that
-declares another syntax or none (a ``pytest_queryeval_kinds`` kind) gets :data:`PLAIN` (its
-golds executed, their results linted and scored, no text rule of another language). Why: the
-syntax used to be the kind's name passed as ``language``, and every name but ``sparql`` fell
-into the SQL branch, so a new kind was silently linted, tie-checked and mutated as SQL.
+What is done with a gold's text is what the kind answers (its ``query_rules()``:
+:data:`SQL_RULES`, :data:`SPARQL_RULES`); a kind that has no such method (a
+``pytest_queryeval_kinds`` kind) gets :data:`PLAIN`: its golds executed, their results linted
+and scored, no text rule of another language. Why: the language used to be the kind's name
+passed as ``language``, and every name but ``sparql`` fell into the SQL branch, so a new kind
+was silently linted, tie-checked and mutated as SQL.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from . import TIE_ROWS_SHOWN, AuditResult, self_check
 
 
 def audit_query(case: Case, kind: Kind, ctx: Context, result: AuditResult) -> None:
-    """Every gold text of the case linted by the rules of the kind's ``query_syntax``
-    (:func:`rules_of`), executed live and scored as its own prediction; a recorded
-    ``gold_result`` checked against the live one."""
+    """Every gold text of the case linted by the kind's rules (:func:`rules_of`), executed
+    live and scored as its own prediction; a recorded ``gold_result`` checked against the
+    live one."""
     from ..kinds._query import limits as case_limits
 
     rules = rules_of(kind)
@@ -280,10 +280,10 @@ def _closed(match: str) -> str:
     return text + ")" * (text.count("(") - text.count(")"))
 
 
-def lint_text(text: str, syntax: str | None) -> list[tuple[str, str]]:
-    """Clock and random functions in a gold query of ``syntax`` (a kind's ``query_syntax``):
-    ``(code, message)`` pairs; none for a syntax without rules (:data:`RULES`)."""
-    return RULES.get(syntax or "", PLAIN).lint(text)
+def lint_text(text: str, rules: QueryRules) -> list[tuple[str, str]]:
+    """Clock and random functions in a gold query read by ``rules``: ``(code, message)``
+    pairs."""
+    return rules.lint(text)
 
 
 def _no_lint(text: str) -> list[tuple[str, str]]:
@@ -325,7 +325,7 @@ def _findings(clock: list[str], random: list[str], pin: str) -> list[tuple[str, 
 # -- ties at ORDER BY ... LIMIT ----------------------------------------------------------------
 
 
-def tie_variants(text: str, syntax: str | None, columns: list[str],
+def tie_variants(text: str, rules: QueryRules, columns: list[str],
                  dialect: str | None = None) -> tuple[str, str] | None:
     """The gold with its ORDER BY extended by every selected column, ascending and then
     descending; None when its outermost query has no ORDER BY with a LIMIT.
@@ -336,7 +336,7 @@ def tie_variants(text: str, syntax: str | None, columns: list[str],
     """
     if not columns:
         return None
-    return RULES.get(syntax or "", PLAIN).ties(text, columns, dialect)
+    return rules.ties(text, columns, dialect)
 
 
 def _no_ties(text: str, columns: list[str], dialect: str | None) -> tuple[str, str] | None:
@@ -462,16 +462,17 @@ class QueryRules:
 
 #: A syntax the audit has no rules for: the golds run, their results linted and scored.
 PLAIN = QueryRules(_no_lint, _unordered, _no_ties, _as_recorded, None)
-#: ``query_syntax`` -> its rules.
-RULES: dict[str, QueryRules] = {
-    "sql": QueryRules(_sql_lint, _sql_ordered, _sql_ties, _as_recorded, "sql-gold",
-                      sql_checks=True),
-    "sparql": QueryRules(_sparql_lint, _sparql_ordered, _sparql_ties, _sparql_normalized,
-                         "sparql-gold"),
-}
+#: SQL's: its lints, ``ORDER BY`` rule, ties, and its own checks (smells, weak golds).
+SQL_RULES = QueryRules(_sql_lint, _sql_ordered, _sql_ties, _as_recorded, "sql-gold",
+                       sql_checks=True)
+#: SPARQL's: its lints, ``ORDER BY`` rule and ties; recorded results in RDF terms' form.
+SPARQL_RULES = QueryRules(_sparql_lint, _sparql_ordered, _sparql_ties, _sparql_normalized,
+                          "sparql-gold")
 
 
 def rules_of(kind: object) -> QueryRules:
-    """The rules of the syntax ``kind`` declares (``query_syntax``); :data:`PLAIN` for none."""
-    syntax = getattr(kind, "query_syntax", None)
-    return RULES.get(syntax, PLAIN) if isinstance(syntax, str) else PLAIN
+    """What ``kind`` answers for its query texts (its ``query_rules()``); :data:`PLAIN` for a
+    kind without the method."""
+    answer = getattr(kind, "query_rules", None)
+    rules = answer() if callable(answer) else None
+    return rules if isinstance(rules, QueryRules) else PLAIN

@@ -47,10 +47,10 @@ and values, read with :func:`declared_text` and :func:`declared_names`:
     what its default system prompt and the judge's prompt call the language the model
     answers in (a kind that declares none: its name in capitals).
 ``query_syntax``
-    the syntax of its query texts whose rules the gold audit and the judge apply (``sql``:
-    its lints, ties, smells and weak-gold search, its comments hidden from the judge;
-    ``sparql``: its own). A kind that declares none or another gets none of them: never
-    SQL's by default (:data:`..audit.query.RULES`).
+    the syntax whose comments the judge leaves out of a prediction (``sql``, ``sparql``); a
+    kind that declares none or another has its prediction shown as written, never read as
+    SQL. (The gold audit asks the kind's method ``query_rules()`` for its text rules:
+    ``audit.query.SQL_RULES``, ``SPARQL_RULES``; a kind without it gets none.)
 ``headline_metrics``
     the metrics the terminal summary shows for it (others are in JSON, Excel, HTML).
 ``query_keywords``

@@ -65,6 +65,7 @@ from ._query import rank as rank_alternative
 
 if TYPE_CHECKING:
     from ..audit.findings import AuditResult
+    from ..audit.query import QueryRules
     from ..metrics.table import CompareOptions
     from ._query import QueryLimits
 
@@ -167,6 +168,12 @@ class SparqlKind:
         return problems
 
     # -- evaluation -----------------------------------------------------------------------------
+
+    def query_rules(self) -> QueryRules:
+        """SPARQL's text rules for the gold audit (:mod:`..audit.query`)."""
+        from ..audit.query import SPARQL_RULES
+
+        return SPARQL_RULES
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own

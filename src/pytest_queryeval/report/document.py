@@ -9,7 +9,7 @@ with one accessor, :meth:`Report.records`, that yields the full records whatever
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -40,12 +40,21 @@ class Report(dict[str, Any]):
     def records(self) -> Iterator[CaseRecord]:
         """Every case record in full (``predicted``, ``gold``, ``question``, ``diff``, the
         details), in order: a merge's are read back from their shards one at a time."""
-        cases = self.get("cases") or []
-        iter_full = getattr(cases, "iter_full", None)
-        return cast("Iterator[CaseRecord]", iter_full() if iter_full is not None else iter(cases))
+        return full_records(self.get("cases") or [])
 
     def record(self, index: int) -> CaseRecord:
         """Case record ``index`` in full."""
-        cases = self.get("cases") or []
-        full = getattr(cases, "full", None)
-        return cast("CaseRecord", full(index) if full is not None else cases[index])
+        return full_record(self.get("cases") or [], index)
+
+
+def full_records(cases: Iterable[Any]) -> Iterator[CaseRecord]:
+    """The records of a report's ``cases`` in full, a run's list or a merge's slim records
+    (:class:`.stream.StoredCases`, read back whole one at a time): the one way to them."""
+    iter_full = getattr(cases, "iter_full", None)
+    return cast("Iterator[CaseRecord]", iter(iter_full() if iter_full is not None else cases))
+
+
+def full_record(cases: Sequence[Any], index: int) -> CaseRecord:
+    """Record ``index`` of a report's ``cases`` in full (see :func:`full_records`)."""
+    full = getattr(cases, "full", None)
+    return cast("CaseRecord", full(index) if full is not None else cases[index])

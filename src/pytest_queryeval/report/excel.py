@@ -31,6 +31,7 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from .document import full_record
 
 if TYPE_CHECKING:  # xlsxwriter ships no type information: these name what is passed around
     from xlsxwriter.format import Format
@@ -407,10 +408,9 @@ def _details(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
     for col, name in enumerate(headers):
         ws.write_string(0, col, name, fmt["header"])
     first_metric = len(DETAILS_FIXED)
-    full = getattr(report.get("cases"), "full", None)  # a merge re-reads each record whole
-    for row, case in enumerate(cases, start=1):
-        if full is not None:
-            case = full(row - 1)
+    stored = report.get("cases") or []
+    for row in range(1, len(cases) + 1):
+        case = full_record(stored, row - 1)  # a merge re-reads each record whole
         outcome = str(case.get("outcome") or "")
         values = [case.get("id"), case.get("kind"), difficulty_of(case),
                   ", ".join(str(t) for t in case.get("tags") or []), case.get("question"),

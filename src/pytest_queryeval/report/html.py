@@ -40,6 +40,7 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from .document import full_record
 from .models import html_section as models_section
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
@@ -814,8 +815,7 @@ def shown_cases(cases: Sequence[RecordLike]) -> tuple[list[Mapping[str, Any]], i
             chosen += [i for i in range(len(cases)) if i not in taken][
                 :MAX_CASE_ROWS - len(chosen)]
         chosen.sort()
-    full = getattr(cases, "full", None)
-    rows = [full(i) if full is not None else cases[i] for i in chosen]
+    rows: list[Mapping[str, Any]] = [full_record(cases, i) for i in chosen]
     return rows, len(cases) - len(rows)
 
 

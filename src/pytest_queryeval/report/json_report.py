@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._util.safefile import atomic_output, write_atomic
+from .document import full_records
 
 VERSION = 1
 
@@ -165,8 +166,7 @@ def write_report(report: dict[str, Any], path: Path, comparison: object = None) 
     if not isinstance(cases, list) or not cases:
         write_atomic(path, dumps(report), special="stream")
         return
-    full = getattr(cases, "iter_full", None)
-    records = full() if full is not None else iter(cases)
+    records = full_records(cases)
     with atomic_output(Path(path), special="stream") as raw:
         fh = io.TextIOWrapper(raw, encoding="utf-8")
         sep = "{\n  "

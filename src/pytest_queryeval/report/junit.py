@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import RecordLike
+from .document import full_records
 
 #: The ``<testcase>`` child of each outcome (pytest's junit: an xfail is a skip of its type).
 _CHILD = {"failed": ("failure", None), "error": ("error", None),
@@ -150,8 +151,7 @@ def junit_tree(report: Mapping[str, Any], records: Iterable[RecordLike]) -> ET.E
 
 
 def _full(cases: Iterable[RecordLike]) -> Iterator[RecordLike]:
-    full = getattr(cases, "iter_full", None)
-    return iter(full() if full is not None else cases)
+    return full_records(cases)
 
 
 def write_junit(report: Mapping[str, Any], path: Path) -> None:

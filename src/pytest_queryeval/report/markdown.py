@@ -28,6 +28,7 @@ from .columns import (
     ordered_difficulties,
     ordered_metrics,
 )
+from .document import full_record
 from .models import markdown_lines as model_lines
 from .numbers import doc_num as _num
 from .numbers import doc_pct as _pct
@@ -400,11 +401,10 @@ def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
     failed = [i for i, c in enumerate(cases) if c.get("outcome") in FAILED_OUTCOMES]
     if not failed:
         return []
-    full = getattr(cases, "full", None)  # a merge's slim records: read back whole
     out = [f"### Failures ({len(failed)})", ""]
     used = shown = 0
     for index in failed[:MAX_FAILURES]:
-        block = _failure_block(full(index) if full is not None else cases[index])
+        block = _failure_block(full_record(cases, index))  # a merge's: read back whole
         size = sum(len(line) + 1 for line in block)
         if used + size > budget:
             break

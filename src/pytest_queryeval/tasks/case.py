@@ -26,6 +26,7 @@ from typing import Any
 from .._util.wording import plural
 from ..errors import ConfigError, GoldError, QueryEvalError, SourceUnavailable
 from ..model import Case, Scored
+from .engines import TASK_ENGINES, server_copies
 from .run import Check, Task, TaskOutcome, run_task
 
 TASKS = ("dml", "ddl")
@@ -126,7 +127,9 @@ def engine_of(spec: Mapping[str, Any]) -> str | None:
     from ..sources.dialects import dialect_of
 
     dialect = dialect_of(spec)
-    return dialect if dialect in source_type(spec.get("type")).tasks else None
+    # the type says which of its dialects take tasks; the engine table, what each needs
+    return dialect if dialect in source_type(spec.get("type")).tasks \
+        and dialect in TASK_ENGINES else None
 
 
 def statements(value: object, key: str) -> tuple[str, ...]:
@@ -250,7 +253,7 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
     timeout, memory = limits_of(case)
     copies: list[str] = []
     waited = 0.0
-    if task.engine == "postgres" and not audit:
+    if server_copies(task.engine) and not audit:
         from ..errors import QueryRefused
         from .pgconfine import check_task_statements
 
@@ -259,7 +262,7 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
         except QueryRefused as exc:
             return _failed(exc.reason(), {"task": case.options.get("task")}), None
     try:
-        if task.engine == "postgres":
+        if server_copies(task.engine):
             task, copies, waited = _with_copies(task, str((case.source_spec or {})["url"]))
         outcome = run_task(task, timeout=timeout, max_memory=memory, audit=audit)
     except SourceUnavailable:
@@ -361,7 +364,7 @@ def writable_role_problems(cases: list[Case]) -> list[str]:
     for case in cases:
         spec = case.source_spec
         if not is_task(case) or spec is None or spec.get("writable") != WRITABLE \
-                or engine_of(spec) != "postgres" or spec.get("allow_privileged") is True:
+                or not server_copies(engine_of(spec)) or spec.get("allow_privileged") is True:
             continue
         seen.setdefault((str(case.datasource), str(spec.get("url"))), spec)
     problems: list[str] = []

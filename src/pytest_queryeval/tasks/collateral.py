@@ -118,9 +118,16 @@ def compare(gold: Connection, pred: Connection, spec: Collateral) -> tuple[str, 
 
 
 def _engine(conn: Connection) -> str:
+    """The engine of a copy's connection, named: a connection of another engine is refused,
+    never read as DuckDB's."""
     if isinstance(conn, sqlite3.Connection):
         return "sqlite"
-    return "postgres" if type(conn).__module__.startswith("psycopg") else "duckdb"
+    module = type(conn).__module__
+    if module.startswith("psycopg"):
+        return "postgres"
+    if module.lstrip("_").startswith("duckdb"):
+        return "duckdb"
+    raise ValueError(f"the collateral check does not read a {module} connection")
 
 
 def _q(name: str) -> str:

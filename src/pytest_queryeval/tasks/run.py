@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from .engines import server_copies, task_engine
+
 if TYPE_CHECKING:
     from .collateral import Collateral
     from .dbapi import Connection, Cursor, CursorConnection, PgConnection
@@ -160,15 +162,16 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
         return outcome
     judged = "gold" if audit else "predicted"
     if not audit:
-        problem = _execute(conns["predicted"], task.predicted, last) \
-            if task.engine != "postgres" else _pg_predicted(conns["predicted"], task, last)
+        problem = _pg_predicted(conns["predicted"], task, last) \
+            if server_copies(task.engine) else _execute(conns["predicted"], task.predicted, last)
         if problem:
             outcome.predicted_error = problem if problem.startswith("refused: ") else \
                 f"the prediction failed on its copy: {problem}"
             return outcome
-    if task.engine != "postgres":  # PostgreSQL: DISCARD ALL (pgcopies.run_confined)
+    temporary = task_engine(task.engine).temporary
+    if temporary is not None:  # else the server's: DISCARD ALL (pgcopies.run_confined)
         for side, conn in conns.items():
-            problem = _drop_temporary(conn)
+            problem = _drop_temporary(conn, temporary)
             if problem:
                 outcome.error = f"the temporary objects of the {side} copy: {problem}"
                 return outcome
@@ -203,26 +206,9 @@ def _judge(task: Task, conns: dict[str, Any], outcome: TaskOutcome, audit: bool)
     return outcome
 
 
-#: What a copy's temporary objects are and how each is dropped, per engine (issue 50 item 2).
-_TEMPORARY = {
-    "sqlite": ("SELECT type, name FROM sqlite_temp_master WHERE type IN ('trigger', 'view', "
-               "'table') ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 ELSE 2 END",
-               {"trigger": "TRIGGER", "view": "VIEW", "table": "TABLE"}),
-    "duckdb": ("SELECT 'view', view_name FROM duckdb_views() WHERE temporary AND NOT internal "
-               "UNION ALL SELECT 'table', table_name FROM duckdb_tables() WHERE temporary "
-               "UNION ALL SELECT 'macro', function_name FROM duckdb_functions() WHERE "
-               "database_name = 'temp' AND NOT internal AND function_type = 'macro' "
-               "UNION ALL SELECT 'table macro', function_name FROM duckdb_functions() WHERE "
-               "database_name = 'temp' AND NOT internal AND function_type = 'table_macro' "
-               "UNION ALL SELECT 'sequence', sequence_name FROM duckdb_sequences() WHERE "
-               "temporary",
-               {"view": "VIEW", "table": "TABLE", "macro": "MACRO",
-                "table macro": "MACRO TABLE", "sequence": "SEQUENCE"}),
-}
-
-
-def _drop_temporary(conn: Connection) -> str:
-    """Drop every temporary object of a SQLite or DuckDB copy; '' or why it failed.
+def _drop_temporary(conn: Connection, temporary: tuple[str, dict[str, str], str]) -> str:
+    """Drop every temporary object of a SQLite or DuckDB copy (its engine's
+    :attr:`.engines.TaskEngine.temporary`, issue 50 item 2); '' or why it failed.
 
     Why: an unqualified name resolves to a temporary object before the copy's table, so a
     prediction that only runs ``CREATE TEMP VIEW Artist AS ...`` (or ``TEMP TABLE``) holding
@@ -230,14 +216,12 @@ def _drop_temporary(conn: Connection) -> str:
     while the copy's table was untouched. The checks judge the copy's tables, so nothing
     temporary (of the setup, the gold or the prediction) outlives the statements; PostgreSQL's
     are dropped by ``DISCARD ALL`` before its checks."""
-    engine = "sqlite" if isinstance(conn, sqlite3.Connection) else "duckdb"
-    sql, verbs = _TEMPORARY[engine]
+    sql, verbs, schema = temporary
     try:
         found = [(str(t), str(n)) for t, n in conn.execute(sql).fetchall()]
         for kind, name in found:
             quoted = '"' + name.replace('"', '""') + '"'
-            conn.execute(f"DROP {verbs[kind]} IF EXISTS temp.{quoted}" if engine == "sqlite"
-                         else f"DROP {verbs[kind]} IF EXISTS temp.main.{quoted}")
+            conn.execute(f"DROP {verbs[kind]} IF EXISTS {schema}.{quoted}")
     except Exception as exc:  # a copy that cannot be read is the checks' to report
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
     return ""
@@ -246,12 +230,13 @@ def _drop_temporary(conn: Connection) -> str:
 def _copy(task: Task, dst: Path) -> Any:
     """A connection to a fresh copy: SQLite into memory (:func:`_sqlite_copy`); DuckDB by
     copying the file (and its WAL)."""
-    if task.engine == "postgres":
+    engine = task_engine(task.engine)
+    if engine.server_copies:
         from .pgcopies import connect
 
         assert task.copies is not None
         return connect(task.copies[0 if dst.name == "gold" else 1])
-    if task.engine == "sqlite":
+    if engine.in_memory_copy:
         return _sqlite_copy(task.path)
     import duckdb
 

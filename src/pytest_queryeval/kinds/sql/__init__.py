@@ -82,6 +82,7 @@ from .interpretations import probe_problems
 
 if TYPE_CHECKING:
     from ...audit.findings import AuditResult
+    from ...audit.query import QueryRules
     from ...metrics.spider import Schema
     from ...metrics.table import CompareOptions, TableComparison
     from ...neighbours.check import Settings
@@ -270,6 +271,12 @@ class SqlKind:
         is looked up, which was most of a Spider run's cost of the prefetch."""
         return case.source_spec is not None and not has_interpretations(case) \
             and getattr(ctx.source(case), "prefetch_pair", None) is not None
+
+    def query_rules(self) -> QueryRules:
+        """SQL's text rules for the gold audit (:mod:`...audit.query`)."""
+        from ...audit.query import SQL_RULES
+
+        return SQL_RULES
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
