@@ -139,7 +139,10 @@ class LadybugSource(SourceDefaults):
         if self.is_script:
             target = self._build(lb)
         try:
-            self._db = lb.Database(target, read_only=True, buffer_pool_size=self.max_memory)
+            # one thread: the rows of an unordered result come in one order every run (with
+            # more, their order changed between runs, and so did the positional metrics)
+            self._db = lb.Database(target, read_only=True, buffer_pool_size=self.max_memory,
+                                   max_num_threads=1)
             self._conn = lb.Connection(self._db)
         except RuntimeError as exc:
             raise SourceUnavailable(f"datasource {self.name!r}: ladybug cannot open "
