@@ -15,10 +15,13 @@ import pytest
 
 from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 
-#: What a run of a project without a case file imports of the package.
+#: What a run of a project without a case file imports of the package: the hook module, the
+#: small modules it needs, the built-ins' plugin module and the formats' table, and the hook module of the Cypher
+#: package (which the built-ins register as a plugin; it imports nothing at module level).
 SLEEPING = ["pytest_queryeval", "pytest_queryeval.plugin.declare", "pytest_queryeval.hookspecs",
             "pytest_queryeval.plugin", "pytest_queryeval.plugin.builtins",
-            "pytest_queryeval.report", "pytest_queryeval.report.formats"]
+            "pytest_queryeval.report", "pytest_queryeval.report.formats",
+            "pytest_queryeval.cypher", "pytest_queryeval.cypher.plugin"]
 
 #: Writes the package's imported modules when the session ends, for the assertions below.
 MODULES_CONFTEST = """

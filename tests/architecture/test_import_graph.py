@@ -178,6 +178,7 @@ FLOORS: tuple[str, ...] = (
     "importers",    # queryeval-import
     "engine",       # scoring a case
     "audit",        # the gold audit
+    "cypher",       # kind: cypher, a package that extends the plugin through the public hooks only
     "report",       # the report files and the terminal lines
     "conclude",     # the end of the run, queryeval merge, pytest_queryeval.check
     "plugin",       # the pytest surface

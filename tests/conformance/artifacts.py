@@ -432,6 +432,39 @@ def _humaneval_expected(index: int) -> Callable[[Path], Any]:
     return expected
 
 
+def _cypherbench_pairs(data: Path) -> list[dict[str, Any]]:
+    """The graph pairs on which the reference gave a score (it raises on one, whose gold
+    holds a list with null: its run would stop there)."""
+    pairs = _load(data / "cypherbench" / "graph_oracle.json")["pairs"]
+    return [p for p in pairs if not isinstance(p["execution_accuracy"], dict)]
+
+
+def _cypherbench_build(data: Path, folder: Path) -> None:
+    """``cypherbench/graph_oracle.json``'s pairs as a ``kind: cypher`` suite on the example
+    film graph, the predictions inline."""
+    graph = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "movies.cypher"
+    (folder / "movies.cypher").write_bytes(graph.read_bytes())
+    cases = [{"id": p["id"], "gold": p["gold_text"], "predicted": p["pred_text"]}
+             for p in _cypherbench_pairs(data)]
+    write_suite(folder, {"datasources": {"movies": {"type": "ladybug", "path": "movies.cypher"}}},
+                {"test_cypherbench.yaml": {"kind": "cypher", "datasource": "movies",
+                                           "cases": cases}})
+
+
+def _cypherbench_headline(report: Report) -> Any:
+    metrics = report["aggregates"]["by_kind"]["cypher"]["metrics"]
+    return (metrics["cypherbench_ex"]["mean"], metrics["cypherbench_executable"]["mean"],
+            metrics["cypherbench_ex"]["n"])
+
+
+def _cypherbench_expected(data: Path) -> Any:
+    """The mean of the reference's scores, as its evaluate.py averages them (before its
+    rounding to four digits)."""
+    pairs = _cypherbench_pairs(data)
+    return (sum(p["execution_accuracy"] for p in pairs) / len(pairs),
+            sum(p["executable"] for p in pairs) / len(pairs), len(pairs))
+
+
 #: Every reference artifact the layer runs. The ids are cited in docs/metrics.md.
 ARTIFACTS: list[Artifact] = [
     Artifact(
@@ -521,4 +554,10 @@ ARTIFACTS: list[Artifact] = [
         "passk/humaneval.json suites[1].mean (mean pass@1..3)",
         "12 tasks of 3 to 6 samples, uneven (repeat: n, c of n answers right)",
         runs_in_any_order=True),
+    Artifact(
+        "cypherbench-graph", "megagonlabs/cypherbench execution_accuracy, executable @ 9460518",
+        _cypherbench_build, _cypherbench_headline, _cypherbench_expected,
+        "cypherbench/graph_oracle.json (the reference's score of each pair, averaged)",
+        "29 pairs on the example film graph: a refused write, queries the engine rejects, "
+        "empty results, the same text as the gold"),
 ]

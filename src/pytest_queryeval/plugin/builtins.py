@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from ..predict.base import Predictor
     from ..sources import SourceType
 
+#: Packages of the project built on these hooks only, registered as an installed one would be.
+pytest_plugins = ["pytest_queryeval.cypher.plugin"]
+
 #: The report formats plugins registered while the options were declared.
 _FORMATS: list[str] = []
 
