@@ -43,6 +43,7 @@ from .base import (
     positive_number,
     read_usage,
 )
+from .agent import AgentLoop, AgentSpec
 from .cache import use_cache
 from .pool import NOT_RETRIED, retry_pause
 
@@ -50,6 +51,7 @@ OPENAI_KEYS = frozenset({
     "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
     "temperature", "seed", "max_tokens", "timeout", "retries", "backoff", "max_retry_wait",
     "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures", "cache", "tools",
+    "agent",
 })
 #: The tools offered to decline or to ask back (``tools:``; engine/abstain.py and
 #: engine/clarify.py recognise a call of either by these names).
@@ -126,6 +128,10 @@ class ChatPredictor(LiveSource):
         if self.tools not in ("auto", True, False):
             raise PredictionError(f"predictions.tools: must be auto, true or false, not "
                                   f"{self.tools!r}")
+        from .agent import agent_spec
+
+        #: ``agent:``: each case is a tool loop (:mod:`.agent`), None: one request per case.
+        self.agent = agent_spec(spec.get("agent"))
         self._context = context
         self._scrubber = Scrubber([key])
         self._client: Any = None
@@ -201,9 +207,25 @@ class ChatPredictor(LiveSource):
 
     def predict(self, case: Case) -> Prediction:
         chat = self.messages(case)
+        if self.agent is not None:
+            agent = self.agent
+            return self.cached(case, {"messages": chat, "agent": agent.to_json()},
+                               lambda: self._agent_loop(agent, chat, case))
         tools = self._tools()  # part of the request, so of the cached answer's key
         return self.cached(case, {"messages": chat, **tools},
                            lambda: self._answer(chat, case, tools))
+
+    def _agent_loop(self, agent: AgentSpec, chat: list[dict[str, str]], case: Case,
+                    ) -> Prediction:
+        price = None
+        if case.pricing:
+            from ..suite.pricing import price_for
+
+            found = price_for(case.pricing, self.model, case.model_label)
+            if found is not None:
+                price = found[1].cost
+        loop = AgentLoop(agent, case, self._context, self.complete, self.model, price)
+        return loop.run(list(chat))
 
     def _answer(self, chat: list[dict[str, str]], case: Case,
                 tools: dict[str, object]) -> Prediction:
