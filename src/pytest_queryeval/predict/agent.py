@@ -430,7 +430,7 @@ def _call(call: object, index: int, step: int) -> dict[str, Any]:
     """A tool call in the trajectory's shape, whatever the server sent (an id made up when it
     sent none: the tool message must name one)."""
     c = call if isinstance(call, dict) else {}
-    fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+    fn: dict[str, Any] = f if isinstance(f := c.get("function"), dict) else {}
     name = fn.get("name")
     arguments = fn.get("arguments")
     if not isinstance(arguments, str):

@@ -35,6 +35,7 @@ from ..kinds._registry import declares
 from ..model import Case, Context
 from . import prompt as prompts
 from ._bounded import request_deadline
+from .agent import AgentLoop, AgentSpec
 from .base import (
     DEFAULT_MAX_BYTES,
     LiveSource,
@@ -43,7 +44,6 @@ from .base import (
     positive_number,
     read_usage,
 )
-from .agent import AgentLoop, AgentSpec
 from .cache import use_cache
 from .pool import NOT_RETRIED, retry_pause
 
