@@ -1,0 +1,338 @@
+"""A prediction's trajectory: the agent's tool calls and their results, in the OpenAI chat
+tool-call shape, carried beside the final query and an optional final answer.
+
+Why one module: every source (python, http, command, a predictions file, the openai source's
+own tool loop, imported spans) hands the engine the same envelope, and the metrics, the
+database-side counts and the reports read the same normalised steps. A trajectory comes from
+the model under test, so it is bounded like every untrusted input: nesting depth, total size,
+message count, tool-name characters; past a bound it is refused with an error naming the
+message and field, never cut silently.
+
+The shape (the contract with the tool loop)::
+
+    {"role": "assistant", "content": str | None,
+     "tool_calls": [{"id": str, "type": "function",
+                     "function": {"name": str, "arguments": "<JSON text>"}}]}
+    {"role": "tool", "tool_call_id": str, "content": str}
+    {"role": "user", "content": str}          # a reply the user gave (asked back)
+
+The envelope a source returns for an agent case::
+
+    {"predicted": <the final query>, "trajectory": [...], "answer": "...", "error": "..."}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Messages a trajectory may hold: a 10,000-call loop is refused, not stored.
+MAX_MESSAGES = 2000
+#: Nesting of lists and objects in a trajectory (messages, tool calls and parsed arguments).
+MAX_DEPTH = 32
+#: Characters of the whole trajectory as JSON text.
+MAX_CHARS = 4 * 1024 * 1024
+#: Characters of one message's ``content`` or one call's ``arguments``.
+MAX_FIELD_CHARS = 1024 * 1024
+#: The OpenAI API's rule for a function name: no path characters, no spaces, 64 at most.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The roles a trajectory message may have.
+ROLES = ("assistant", "tool", "user")
+
+#: The tools the plugin serves an agent (the openai source's tool loop): schema lookup,
+#: sample rows, a read-only query, a question back to the user, abstaining.
+TOOL_SCHEMA = "get_schema"
+TOOL_SAMPLE = "sample_rows"
+TOOL_QUERY = "run_query"
+TOOL_ASK = "ask_user"
+TOOL_ABSTAIN = "abstain"
+PLUGIN_TOOLS = (TOOL_SCHEMA, TOOL_SAMPLE, TOOL_QUERY, TOOL_ASK, TOOL_ABSTAIN)
+#: The MCP server name the plugin's tools are canonical under (EvalBench's
+#: ``<server>__<tool>`` form, which its native-tool filter keeps).
+SERVER = "queryeval"
+#: The argument of :data:`TOOL_QUERY` (and of a replayed outside trajectory) holding the SQL.
+QUERY_ARGUMENT = "query"
+
+
+class TrajectoryError(ValueError):
+    """A trajectory that is not read: the message names the message index and field."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call and what came back."""
+
+    #: Position among the trajectory's tool calls (0-based).
+    index: int
+    #: The message the call was made in (0-based index into the trajectory).
+    message: int
+    call_id: str
+    name: str
+    #: The arguments parsed from their JSON text (None when they are not a JSON object).
+    arguments: dict[str, Any] | None
+    #: The arguments' text as the model wrote it.
+    arguments_text: str
+    #: The tool message answering the call (None: no answer came).
+    result: str | None
+    #: Why the call is malformed (arguments not a JSON object, no result), or None.
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A checked trajectory: its messages as given (bounded), and its steps."""
+
+    messages: tuple[dict[str, Any], ...]
+    steps: tuple[Step, ...]
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [s.name for s in self.steps]
+
+    def canonical_names(self) -> list[str]:
+        """The step names as EvalBench compares them: :func:`canonical_name` of each."""
+        return [canonical_name(s.name) for s in self.steps]
+
+    def user_turns(self) -> int:
+        """Replies the user gave inside the trajectory: ``user`` messages and answered
+        :data:`TOOL_ASK` calls."""
+        users = sum(1 for m in self.messages if m.get("role") == "user")
+        asks = sum(1 for s in self.steps if s.name == TOOL_ASK and s.result is not None)
+        return users + asks
+
+    def turn_tool_calls(self) -> list[int]:
+        """Tool calls per user-agent round: a new round starts after each reply the user gave
+        (what EvalBench's ``conversation_history`` entries hold, one per round)."""
+        rounds = [0]
+        answers = {s.call_id for s in self.steps if s.name == TOOL_ASK}
+        for msg in self.messages:
+            role = msg.get("role")
+            if role == "assistant":
+                rounds[-1] += len(msg.get("tool_calls") or ())
+            elif role == "user" or (role == "tool" and msg.get("tool_call_id") in answers):
+                rounds.append(0)
+        return rounds
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [dict(m) for m in self.messages]
+
+
+@dataclass
+class Envelope:
+    """What a source answered for an agent case."""
+
+    predicted: object
+    trajectory: Trajectory | None = None
+    answer: str | None = None
+    #: The agent's own run error (EvalBench's ``generated_error``).
+    error: str | None = None
+    #: Why the trajectory was refused (bounds, shape), or None.
+    refused: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+#: The envelope's keys.
+ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "answer", "error"})
+
+
+def canonical_name(name: str) -> str:
+    """A plugin tool's bare name under :data:`SERVER` (``run_query`` →
+    ``queryeval__run_query``); any other name as given, so an outside MCP tool
+    (``cloud-sql__list_tables``) and a native one (``Read``) keep what EvalBench sees."""
+    return f"{SERVER}__{name}" if name in PLUGIN_TOOLS else name
+
+
+def is_envelope(value: object) -> bool:
+    """A mapping holding ``predicted`` or ``trajectory`` and no key outside the envelope's."""
+    return (isinstance(value, Mapping) and bool(value)
+            and ("predicted" in value or "trajectory" in value)
+            and all(isinstance(k, str) and k in ENVELOPE_KEYS for k in value))
+
+
+def read_envelope(value: object) -> Envelope:
+    """The envelope of an agent case's prediction from any source.
+
+    ``value`` may be the envelope object, its JSON text (what an http or command source
+    answers), or a bare prediction (a query alone: no trajectory). A trajectory that breaks
+    a bound or the shape is not raised: it is kept as ``refused`` so the case records why
+    and its trajectory metrics score as the reference scores a trajectory that is not a list.
+    """
+    if isinstance(value, str) and value.lstrip()[:1] == "{":
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        if len(value) > MAX_CHARS + MAX_FIELD_CHARS:
+            return Envelope(value, refused=f"the answer has {len(value):,} characters, over "
+                                           f"the {MAX_CHARS:,} a trajectory may hold")
+        try:
+            parsed = loads_json(value, MAX_DEPTH + 4)
+        except BoundedReadError:
+            parsed = None
+        if is_envelope(parsed):
+            value = parsed
+    if not is_envelope(value):
+        return Envelope(value)
+    assert isinstance(value, Mapping)
+    env = Envelope(value.get("predicted"))
+    answer = value.get("answer")
+    if answer is not None:
+        if not isinstance(answer, str):
+            env.refused = f"answer: must be text, not {type(answer).__name__}"
+        elif len(answer) > MAX_FIELD_CHARS:
+            env.refused = f"answer: {len(answer):,} characters, over {MAX_FIELD_CHARS:,}"
+        else:
+            env.answer = answer
+    error = value.get("error")
+    if error is not None:
+        env.error = str(error)[:MAX_FIELD_CHARS] or None
+    if "trajectory" in value and value["trajectory"] is not None:
+        try:
+            env.trajectory = read_trajectory(value["trajectory"])
+        except TrajectoryError as exc:
+            env.refused = str(exc)
+    return env
+
+
+def read_trajectory(data: object) -> Trajectory:
+    """Check ``data`` against the bounds and the shape, then normalise it to steps.
+
+    Raises :class:`TrajectoryError` naming ``trajectory[i].field`` for the first problem.
+    """
+    if isinstance(data, str):
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        if len(data) > MAX_CHARS:
+            raise TrajectoryError(f"trajectory: {len(data):,} characters, over {MAX_CHARS:,}")
+        try:
+            data = loads_json(data, MAX_DEPTH)
+        except BoundedReadError as exc:
+            raise TrajectoryError(f"trajectory: {exc}") from None
+    if not isinstance(data, list | tuple):
+        raise TrajectoryError(f"trajectory: must be a list of messages, not "
+                              f"{type(data).__name__}")
+    if len(data) > MAX_MESSAGES:
+        raise TrajectoryError(f"trajectory: {len(data):,} messages, over the {MAX_MESSAGES:,} "
+                              "a trajectory may hold")
+    from .._util.boundedio import depth_exceeds
+
+    if depth_exceeds(list(data), MAX_DEPTH):
+        raise TrajectoryError(f"trajectory: nested deeper than {MAX_DEPTH} levels")
+    try:
+        size = len(json.dumps(data, ensure_ascii=False, default=_refuse))
+    except (TypeError, ValueError) as exc:
+        raise TrajectoryError(f"trajectory: not JSON data: {exc}") from None
+    if size > MAX_CHARS:
+        raise TrajectoryError(f"trajectory: {size:,} characters as JSON, over {MAX_CHARS:,}")
+    messages: list[dict[str, Any]] = []
+    calls: list[tuple[int, str, str, str]] = []  # message, id, name, arguments
+    results: dict[str, str] = {}
+    for i, msg in enumerate(data):
+        where = f"trajectory[{i}]"
+        if not isinstance(msg, Mapping):
+            raise TrajectoryError(f"{where}: must be a message object, not {type(msg).__name__}")
+        role = msg.get("role")
+        if role not in ROLES:
+            raise TrajectoryError(f"{where}.role: must be one of {', '.join(ROLES)}, "
+                                  f"not {_short(role)}")
+        content = msg.get("content")
+        if content is not None and not isinstance(content, str):
+            raise TrajectoryError(f"{where}.content: must be text or null, not "
+                                  f"{type(content).__name__}")
+        if content is not None and len(content) > MAX_FIELD_CHARS:
+            raise TrajectoryError(f"{where}.content: {len(content):,} characters, over "
+                                  f"{MAX_FIELD_CHARS:,}")
+        if role == "assistant":
+            for j, call in enumerate(msg.get("tool_calls") or ()):
+                calls.append((i, *_read_call(call, f"{where}.tool_calls[{j}]")))
+            if msg.get("tool_calls") is not None and not isinstance(msg["tool_calls"], list):
+                raise TrajectoryError(f"{where}.tool_calls: must be a list")
+        elif role == "tool":
+            call_id = msg.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise TrajectoryError(f"{where}.tool_call_id: must be the id of a call")
+            if call_id in results:
+                raise TrajectoryError(f"{where}.tool_call_id: {_short(call_id)} answered twice")
+            if call_id not in {c[1] for c in calls}:
+                raise TrajectoryError(f"{where}.tool_call_id: {_short(call_id)} answers no "
+                                      "earlier call")
+            results[call_id] = content or ""
+        messages.append(dict(msg))
+    ids = [c[1] for c in calls]
+    if len(set(ids)) != len(ids):
+        dup = next(x for x in ids if ids.count(x) > 1)
+        raise TrajectoryError(f"trajectory: the call id {_short(dup)} is used twice")
+    steps = []
+    for n, (message, call_id, name, args_text) in enumerate(calls):
+        arguments, error = _parse_arguments(args_text)
+        result = results.get(call_id)
+        if result is None and error is None:
+            error = "no tool message answers this call"
+        steps.append(Step(n, message, call_id, name, arguments, args_text, result, error))
+    return Trajectory(tuple(messages), tuple(steps))
+
+
+def _read_call(call: object, where: str) -> tuple[str, str, str]:
+    if not isinstance(call, Mapping):
+        raise TrajectoryError(f"{where}: must be a tool call object")
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id or len(call_id) > 256:
+        raise TrajectoryError(f"{where}.id: must be a non-empty text of at most 256 characters")
+    kind = call.get("type", "function")
+    if kind != "function":
+        raise TrajectoryError(f"{where}.type: must be function, not {_short(kind)}")
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        raise TrajectoryError(f"{where}.function: must be an object with name and arguments")
+    name = function.get("name")
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        raise TrajectoryError(f"{where}.function.name: {_short(name)} is not a tool name "
+                              "(letters, digits, _ and -, at most 64)")
+    arguments = function.get("arguments", "{}")
+    if isinstance(arguments, Mapping):  # some clients send the object itself
+        arguments = json.dumps(arguments, ensure_ascii=False, sort_keys=False)
+    if not isinstance(arguments, str):
+        raise TrajectoryError(f"{where}.function.arguments: must be JSON text")
+    if len(arguments) > MAX_FIELD_CHARS:
+        raise TrajectoryError(f"{where}.function.arguments: {len(arguments):,} characters, "
+                              f"over {MAX_FIELD_CHARS:,}")
+    return call_id, name, arguments
+
+
+def _parse_arguments(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    from .._util.boundedio import BoundedReadError, loads_json
+
+    if not text.strip():
+        return {}, None
+    try:
+        parsed = loads_json(text, MAX_DEPTH)
+    except BoundedReadError as exc:
+        return None, f"arguments: {exc}"
+    if not isinstance(parsed, dict):
+        return None, f"arguments: a JSON object is needed, not {type(parsed).__name__}"
+    return parsed, None
+
+
+def call_key(step: Step) -> str:
+    """What makes two calls identical: the name and the arguments, keys sorted (a repeated
+    call is the same name with the same arguments, however the model spaced them)."""
+    args: object = step.arguments if step.arguments is not None else step.arguments_text
+    return f"{step.name}\x00{json.dumps(args, sort_keys=True, ensure_ascii=False)}"
+
+
+def step_query(step: Step) -> str | None:
+    """The query a :data:`TOOL_QUERY` step ran (None for any other step or no query)."""
+    if step.name != TOOL_QUERY or step.arguments is None:
+        return None
+    query = step.arguments.get(QUERY_ARGUMENT)
+    return query if isinstance(query, str) else None
+
+
+def _refuse(value: object) -> object:
+    raise TypeError(f"a {type(value).__name__} is not JSON data")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
