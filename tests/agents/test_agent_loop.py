@@ -96,7 +96,12 @@ def test_a_write_is_refused_by_the_sandbox_and_recorded(pytester, agent_standin)
     refused, sampled = agent["queries"]
     assert refused["refused"] is True and refused["rows"] is None
     assert refused["query"] == "DELETE FROM t"
-    assert agent["trajectory"][1]["content"].startswith("error: refused")
+    assert agent["trajectory"][1]["content"].startswith("error: write refused")
+    # counted where the query ran (agents/ledger.py), a finding, never silent
+    assert agent["counts"] == {"queries_executed": 1.0, "rows_read": 2.0, "write_attempts": 1.0,
+                               "forbidden_tables": 0.0, "repeated_calls": 0.0,
+                               "budget_exceeded": 0.0}
+    assert agent["findings"] == ["write attempt refused: DELETE FROM t"]
     assert sampled == {"tool": "sample_rows", "query": 'SELECT * FROM "t" LIMIT 2', "rows": 2}
     assert json.loads(agent["trajectory"][3]["content"])["rows"] == [[1, "a"], [2, "b"]]
     with sqlite3.connect(pytester.path / "db.sqlite") as con:
@@ -116,6 +121,9 @@ def test_the_budget_stops_a_loop_and_says_which_limit(pytester, agent_standin):
     assert case["predicted"] == ""
     budget = _agent(report, "calls")["budget"]
     assert budget["exceeded"] == "tool_calls"
+    counts = _agent(report, "calls")["counts"]
+    assert (counts["repeated_calls"], counts["budget_exceeded"], counts["queries_executed"]) \
+        == (3.0, 1.0, 4.0)
     assert (budget["used"]["tool_calls"], budget["used"]["rows"],
             budget["used"]["requests"]) == (4, 12, 5)
     # rows: the third query would pass 7 rows; it gets one, then the loop stops

@@ -17,9 +17,13 @@ the budget named in the failure). The trajectory is recorded in the OpenAI tool-
 (assistant messages with ``tool_calls``, tool messages with ``tool_call_id``) beside the
 final query and answer.
 
-Each query a tool runs is handed to the context's ``tool_query_observer`` when it has one
-(:class:`ToolQueryObserver`): the hook where database-side counts are taken, from what the
-source executed and refused rather than from the agent's own account.
+Every tool call goes through a :class:`~pytest_queryeval.agents.ledger.Ledger` and every
+query through :meth:`~pytest_queryeval.agents.ledger.Ledger.run_query`: the counts (queries
+executed, rows read, write attempts, forbidden tables, repeated calls, budget exceeded) are
+taken where the query runs, not from the agent's account of it. The hook point: a context
+(the evaluator) with an ``agent_ledger(case)`` method gives the case's ledger (with the
+suite's forbidden tables); without one the loop keeps its own. The counts are recorded in
+``details.prediction.agent.counts`` either way.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from ..agents.ledger import Ledger
+from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step
 from ..errors import PredictionError, QueryEvalError, QueryRefused
 from ..model import Case, Context
 from .base import Prediction, read_usage
@@ -38,9 +44,9 @@ if TYPE_CHECKING:
     from ..sources.base import DataSource
 
 #: The tools an agent suite may offer, in the order they are offered.
-AGENT_TOOLS = ("get_schema", "sample_rows", "run_query", "ask_user", "abstain")
+AGENT_TOOLS = PLUGIN_TOOLS
 #: The tools that end the loop: their call is the prediction (asked back, declined).
-FINAL_TOOLS = frozenset({"ask_user", "abstain"})
+FINAL_TOOLS = frozenset({TOOL_ASK, TOOL_ABSTAIN})
 #: What a budget may bound: ``rows`` counts the rows the tools returned to the agent,
 #: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
 #: reported or the suite's ``pricing:`` prices.
@@ -139,28 +145,6 @@ def _count(spec: Mapping[str, object], key: str, default: int) -> int:
     return value
 
 
-@dataclass(frozen=True)
-class ToolQuery:
-    """One query a tool ran (or the source refused) for the agent."""
-
-    tool: str
-    query: str
-    #: Rows returned to the agent (None: the query did not run).
-    rows: int | None
-    #: The source refused it before it ran (a write, a forbidden statement).
-    refused: bool
-    error: str | None
-    seconds: float
-
-
-class ToolQueryObserver(Protocol):
-    """Told of every query a tool ran for an agent case: a context (the evaluator) that has
-    a ``tool_query_observer`` attribute gets each call, in the order they ran, from the pool
-    thread that runs the case's loop."""
-
-    def tool_query(self, case: Case, query: ToolQuery) -> None: ...
-
-
 @dataclass
 class _Usage:
     tool_calls: int = 0
@@ -190,6 +174,9 @@ class AgentLoop:
         self.trajectory: list[dict[str, Any]] = []
         self.exceeded: str | None = None
         self._start = 0.0
+        factory = getattr(context, "agent_ledger", None)
+        ledger = factory(case) if callable(factory) else None
+        self.ledger: Ledger = ledger if isinstance(ledger, Ledger) else Ledger()
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, chat: list[dict[str, Any]]) -> Prediction:
@@ -228,6 +215,7 @@ class AgentLoop:
                     break
                 if self._over("seconds"):
                     break
+                self._count_call(call)
                 self.used.tool_calls += 1
                 self.trajectory.append({"role": "tool", "tool_call_id": call["id"],
                                         "content": self._serve(name, call["function"]
@@ -237,6 +225,8 @@ class AgentLoop:
             if self.exceeded:
                 break
         seconds = time.perf_counter() - self._start
+        if self.exceeded is not None:
+            self.ledger.exceeded(self.exceeded)
         details["agent"] = self._record(seconds, answer)
         value: object = final
         hint = None
@@ -248,6 +238,17 @@ class AgentLoop:
         usage = {k: v for k, v in self.used.usage.items()}
         prediction = Prediction(value, seconds, details, usage, self.model, hint)
         return prediction
+
+    def _count_call(self, call: dict[str, Any]) -> None:
+        """The ledger sees every call the loop serves, before it runs (repeats counted)."""
+        text = call["function"]["arguments"]
+        try:
+            parsed = json.loads(text) if text.strip() else {}
+        except ValueError:
+            parsed = None
+        self.ledger.call(Step(self.used.tool_calls, len(self.trajectory) - 1, call["id"],
+                              call["function"]["name"],
+                              parsed if isinstance(parsed, dict) else None, text, None))
 
     def _final_text(self, content: str, details: dict[str, Any]) -> tuple[object, str]:
         from ..kinds._registry import declares
@@ -367,22 +368,21 @@ class AgentLoop:
         cap = int(max(0, min(self.spec.result_rows, left)))
         timeout = self.spec.budget.get("seconds", float("inf")) - \
             (time.perf_counter() - self._start)
-        kwargs: dict[str, Any] = {"max_rows": max(cap, 1)}
+        kwargs: dict[str, Any] = {}
         if timeout != float("inf"):
             kwargs["timeout"] = max(timeout, 0.1)
         if source.timeout is not None and "timeout" in kwargs:
             kwargs["timeout"] = min(kwargs["timeout"], source.timeout)
-        t0 = time.perf_counter()
         rows: int | None = None
         error = None
         refused = False
         try:
-            table = source.execute(query, **kwargs)
+            table = self.ledger.run_query(source, query, max_rows=max(cap, 1),
+                                          timeout=kwargs.get("timeout"))
         except QueryRefused as exc:
             refused, error = True, exc.reason()
         except QueryEvalError as exc:
             error = exc.reason()
-        seconds = time.perf_counter() - t0
         if error is None:
             shown = table.rows[:cap]
             rows = len(shown)
@@ -393,13 +393,9 @@ class AgentLoop:
                               default=str, ensure_ascii=False)
         else:
             text = f"error: {error}"
-        ran = ToolQuery(tool, query, rows, refused, error, seconds)
         self.used.queries.append({"tool": tool, "query": query, "rows": rows,
                                   **({"refused": True} if refused else {}),
                                   **({"error": error} if error else {})})
-        observer = getattr(self.context, "tool_query_observer", None)
-        if observer is not None:
-            observer.tool_query(self.case, ran)
         return text[:self.spec.schema_chars]
 
     # -- the record --------------------------------------------------------------------------
@@ -414,7 +410,12 @@ class AgentLoop:
             "budget": {"limits": dict(self.spec.budget), "used": used,
                        "exceeded": self.exceeded},
             "queries": self.used.queries,
+            # taken where the queries ran (agents/ledger.py), not from the agent's account
+            "counts": self.ledger.metrics(),
         }
+        findings = self.ledger.details().get("findings")
+        if findings:
+            out["findings"] = findings
         if answer is not None:
             out["answer"] = answer
         return out

@@ -148,12 +148,28 @@ def cap_trajectory(value: object) -> object:
                                                               ensure_ascii=False)
         return cut_text(text, MAX_CONTENT)
     items = value
+    if items and not any(isinstance(m, Mapping) and "role" in m for m in items):
+        return _short_steps(items)  # a gold written as tool names or {name, arguments}
     if len(items) > HEAD + TAIL:
         marker: dict[str, Any] = {"role": "cut", "content":
                                   f"… [cut: {len(items) - HEAD - TAIL:,} of {len(items):,} "
                                   "messages]"}
         return [*map(_message, items[:HEAD]), marker, *map(_message, items[-TAIL:])]
     return [_message(m) for m in items]
+
+
+def _short_steps(items: list[Any]) -> list[Any]:
+    def one(item: object) -> object:
+        if isinstance(item, Mapping):
+            return {"name": _text(item.get("name"), MAX_NAME),
+                    **({"arguments": _text(item["arguments"], MAX_CONTENT)}
+                       if item.get("arguments") is not None else {})}
+        return _text(item, MAX_NAME)
+
+    kept = [one(i) for i in items[:HEAD + TAIL]]
+    if len(items) > HEAD + TAIL:
+        kept.append(f"… [cut: {len(items) - HEAD - TAIL:,} of {len(items):,} steps]")
+    return kept
 
 
 def _text(value: object, limit: int) -> str | None:

@@ -30,24 +30,35 @@ class Step:
     """One tool call of a trajectory, with what came back (None: nothing did)."""
 
     name: str
-    arguments: str
+    #: The arguments' JSON text (None: a gold step that names only its tool).
+    arguments: str | None
     result: str | None
 
-    def key(self) -> tuple[str, object]:
-        """What two steps must share to be the same step: the tool and its arguments (as
-        JSON values when they parse, so spacing and key order do not part them)."""
+    def args_key(self) -> object:
+        """The arguments as JSON values when they parse, so that spacing and key order do
+        not part two steps."""
+        text = self.arguments or ""
         try:
-            args: object = json.dumps(json.loads(self.arguments), sort_keys=True)
+            return json.dumps(json.loads(text), sort_keys=True) if text.strip() else "{}"
         except ValueError:
-            args = self.arguments.strip()
-        return self.name, args
+            return text.strip()
+
+
+def same_step(agent: Step, gold: Step) -> bool:
+    """The agent's step is the gold's: the same tool, and the same arguments when the gold
+    states them (a gold of tool names only, EvalBench's form, compares names)."""
+    return agent.name == gold.name and (gold.arguments is None
+                                        or agent.args_key() == gold.args_key())
 
 
 def steps_of(trajectory: object) -> list[Step]:
     """The tool calls of a trajectory in order, each with its tool message's content; a
-    final answer without a call is not a step (the final query is shown beside)."""
+    final answer without a call is not a step (the final query is shown beside). A gold may
+    also be written as tool names or ``{name, arguments}`` steps (:func:`gold_problem`)."""
     if not isinstance(trajectory, list):
         return []
+    if trajectory and not any(isinstance(m, Mapping) and "role" in m for m in trajectory):
+        return [_short_step(m) for m in trajectory]
     results = {m.get("tool_call_id"): m.get("content") for m in trajectory
                if isinstance(m, Mapping) and m.get("role") == "tool"}
     out: list[Step] = []
@@ -59,16 +70,49 @@ def steps_of(trajectory: object) -> list[Step]:
                 continue
             fn: Mapping[str, Any] = f if isinstance(f := call.get("function"), Mapping) else {}
             result = results.get(call.get("id"))
-            out.append(Step(str(fn.get("name")), str(fn.get("arguments") or ""),
+            out.append(Step(str(fn.get("name")), str(fn.get("arguments") or "{}"),
                             None if result is None else str(result)))
     return out
+
+
+def _short_step(item: object) -> Step:
+    if isinstance(item, Mapping):
+        args = item.get("arguments")
+        text = None if args is None else args if isinstance(args, str) else \
+            json.dumps(args, default=str, ensure_ascii=False)
+        return Step(str(item.get("name")), text, None)
+    return Step(str(item), None, None)
+
+
+def gold_problem(value: object) -> str | None:
+    """Why a case's ``gold_trajectory:`` cannot be read, or None. It is a list of tool
+    names (``[get_schema, run_query]``), of ``{name, arguments}`` steps, or of messages in
+    the OpenAI tool-call shape (what an agent's trajectory is)."""
+    if not isinstance(value, list) or not value:
+        return "must be a non-empty list of tool names, {name, arguments} steps or messages"
+    if any(isinstance(m, Mapping) and "role" in m for m in value):
+        from ..agents.trajectory import TrajectoryError, read_trajectory
+
+        try:
+            read_trajectory(value)
+        except TrajectoryError as exc:
+            return str(exc).removeprefix("trajectory")
+        return None
+    for i, item in enumerate(value):
+        name = item.get("name") if isinstance(item, Mapping) else item
+        if not isinstance(name, str) or not name.strip():
+            return f"step {i + 1}: must name its tool (a text, or name: in a mapping)"
+        if isinstance(item, Mapping) and set(item) - {"name", "arguments"}:
+            extra = ", ".join(sorted(map(str, set(item) - {"name", "arguments"})))
+            return f"step {i + 1}: unknown key(s) {extra} (a step has name and arguments)"
+    return None
 
 
 def parting(predicted: Sequence[Step], gold: Sequence[Step]) -> int | None:
     """The index of the first step where the two trajectories part (a different tool or
     arguments, or one ended), or None when they agree step for step."""
     for i, (p, g) in enumerate(zip(predicted, gold, strict=False)):
-        if p.key() != g.key():
+        if not same_step(p, g):
             return i
     if len(predicted) != len(gold):
         return min(len(predicted), len(gold))
@@ -113,7 +157,7 @@ def step_text(step: Step | None, limit: int = CELL) -> str:
     """``run_query({"query": "SELECT 1"}) → [[1]]`` on one line, cut."""
     if step is None:
         return "—"
-    text = f"{step.name}({_flat(step.arguments)})"
+    text = f"{step.name}({_flat(step.arguments or '')})"
     if step.result is not None:
         text += f" → {_flat(step.result)}"
     return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -35,7 +35,7 @@ CASE_KEYS = frozenset({
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
     "external_knowledge", "judge", "expect", "clarification", "reply", "history",
-    "conversation_scoring",
+    "conversation_scoring", "gold_trajectory",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
@@ -361,6 +361,12 @@ class _Draft:
         case.question = None if q is None else str(q)
         self._hints()
         case.gold = plain(self.merged.get("gold"))
+        if "gold_trajectory" in entry:  # an agent case's expected tool calls (docs/agents.md)
+            from ..report.trajectory import gold_problem
+
+            problem = gold_problem(plain(entry["gold_trajectory"]))
+            if problem:
+                self.errors.add(entry, "gold_trajectory", self.kp("gold_trajectory"), problem)
         if "predicted" in entry:
             case.predicted = plain(entry["predicted"])
 
