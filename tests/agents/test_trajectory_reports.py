@@ -14,7 +14,7 @@ from pytest_queryeval.report.terminal import failure_text
 from pytest_queryeval.report.trajectory import Step, gold_problem, parting, steps_of
 from pytest_queryeval.report.view import build_view, load_runs, render_view
 from tests.support import run_report, write_suite
-from tests.view.conftest import browser  # noqa: F401, F811  (headless Chromium, as the viewer's tests)
+from tests.view.conftest import browser  # noqa: F401  (headless Chromium, as the viewer's tests)
 
 pytest.importorskip("openai")
 
