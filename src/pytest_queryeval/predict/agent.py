@@ -156,6 +156,21 @@ class _Usage:
     queries: list[dict[str, Any]] = field(default_factory=list)
 
 
+def run_agent(spec: AgentSpec, case: Case, context: Context | None,
+              complete: Callable[..., tuple[bytes, float, dict[str, Any]]], model: str,
+              chat: list[dict[str, Any]]) -> Prediction:
+    """One agent case's loop, its cost priced with the suite's ``pricing:`` when the server
+    reports none (the ``cost_usd`` budget)."""
+    price = None
+    if case.pricing:
+        from ..suite.pricing import price_for
+
+        found = price_for(case.pricing, model, case.model_label)
+        if found is not None:
+            price = found[1].cost
+    return AgentLoop(spec, case, context, complete, model, price).run(chat)
+
+
 class AgentLoop:
     """One case's loop: ``complete`` sends a chat (with ``tools``) and returns the raw reply,
     its seconds and details, as :meth:`.chat.ChatPredictor.complete` does."""

@@ -35,7 +35,7 @@ from ..kinds._registry import declares
 from ..model import Case, Context
 from . import prompt as prompts
 from ._bounded import request_deadline
-from .agent import AgentLoop, AgentSpec
+from .agent import run_agent
 from .base import (
     DEFAULT_MAX_BYTES,
     LiveSource,
@@ -210,22 +210,11 @@ class ChatPredictor(LiveSource):
         if self.agent is not None:
             agent = self.agent
             return self.cached(case, {"messages": chat, "agent": agent.to_json()},
-                               lambda: self._agent_loop(agent, chat, case))
+                               lambda: run_agent(agent, case, self._context, self.complete,
+                                                 self.model, list(chat)))
         tools = self._tools()  # part of the request, so of the cached answer's key
         return self.cached(case, {"messages": chat, **tools},
                            lambda: self._answer(chat, case, tools))
-
-    def _agent_loop(self, agent: AgentSpec, chat: list[dict[str, str]], case: Case,
-                    ) -> Prediction:
-        price = None
-        if case.pricing:
-            from ..suite.pricing import price_for
-
-            found = price_for(case.pricing, self.model, case.model_label)
-            if found is not None:
-                price = found[1].cost
-        loop = AgentLoop(agent, case, self._context, self.complete, self.model, price)
-        return loop.run(list(chat))
 
     def _answer(self, chat: list[dict[str, str]], case: Case,
                 tools: dict[str, object]) -> Prediction:

@@ -16,7 +16,7 @@ returned), the gold in ``details.gold_trajectory``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,3 +190,26 @@ def trajectory_lines(record: Mapping[str, Any], limit: int = 40) -> list[str]:
     if len(table.rows) > limit:
         out.append(f"  … {len(table.rows) - limit:,} more step(s)")
     return out
+
+
+#: Steps of a trajectory ``queryeval view`` embeds per case and run.
+MAX_STEPS = 200
+#: An agent case's steps as the viewer embeds them: the parting step's index (None: none
+#: parts), whether a gold is given, the parting line's string, and per step its number and
+#: the agent's and the gold's step text (string indices, -1 for none).
+Steps = tuple[int | None, bool, int, list[tuple[int, int, int]]]
+
+
+def view_steps(record: Mapping[str, Any], add: Callable[[object], int]) -> Steps | None:
+    """The record's trajectory beside its gold for ``queryeval view`` (``add``: the page's
+    string table), or None."""
+    table = step_table(record)
+    if table is None:
+        return None
+    rows = [(number, add(step_text(mine, 400)) if mine else -1,
+             add(step_text(theirs, 400)) if theirs else -1)
+            for number, mine, theirs in table.rows[:MAX_STEPS]]
+    line = parting_line(table)
+    if len(table.rows) > MAX_STEPS:
+        line += f" ({len(table.rows) - MAX_STEPS:,} more steps in the JSON report)"
+    return table.parts_at, table.has_gold, add(line), rows

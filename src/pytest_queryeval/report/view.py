@@ -34,6 +34,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict
 
+from .trajectory import Steps, view_steps
 from .view_models import Models
 
 #: Characters of one embedded text (the report's own cap: a report from elsewhere may hold more).
@@ -93,19 +94,10 @@ class Run(TypedDict):
 
 #: A result table as shown: its column names and rows, every value as display text.
 Table = tuple[list[str], list[list[str]]]
-#: One case in one run: state, outcome, headline value, predicted, gold, diff lines, why
-#: (error or reason): strings as indices into the page's string table, -1 for none; last, the
-#: gold's and the prediction's result tables where the record holds them (the counterexample
-#: database of ``--queryeval-neighbours``), else None; then an agent case's trajectory beside
-#: the gold's (:data:`Steps`), else None.
-#: An agent case's steps: the parting step's index (None: none parts), whether a gold is
-#: given, the parting line's string, and per step its number and the agent's and the gold's
-#: step text (string indices, -1 for none).
-Steps = tuple[int | None, bool, int, list[tuple[int, int, int]]]
+#: One case in one run: state, outcome, headline value, predicted, gold, diff lines, why (error
+#: or reason) as string indices (-1: none); result tables (neighbours) and agent steps, or None.
 Cell = tuple[str, int, float | None, int, int, list[int], int, tuple[str, Table, Table] | None,
              Steps | None]
-#: Steps of a trajectory embedded per case and run.
-MAX_STEPS = 200
 
 
 class CaseRow(TypedDict):
@@ -286,22 +278,6 @@ def _tables(record: Mapping[str, object]) -> tuple[str, Table, Table] | None:
     return title, gold, predicted
 
 
-def _steps(record: Mapping[str, object], strings: _Strings) -> Steps | None:
-    """The record's trajectory beside its gold (:mod:`.trajectory`), or None."""
-    from .trajectory import parting_line, step_table, step_text
-
-    table = step_table(record)
-    if table is None:
-        return None
-    rows = [(number, strings.add(step_text(mine, 400)) if mine else -1,
-             strings.add(step_text(theirs, 400)) if theirs else -1)
-            for number, mine, theirs in table.rows[:MAX_STEPS]]
-    line = parting_line(table)
-    if len(table.rows) > MAX_STEPS:
-        line += f" ({len(table.rows) - MAX_STEPS:,} more steps in the JSON report)"
-    return table.parts_at, table.has_gold, strings.add(line), rows
-
-
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -436,7 +412,7 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
             cells.append((state, strings.add(record.get("outcome") or "", 40), value,
                           strings.add(record.get("predicted")), strings.add(record.get("gold")),
                           lines, strings.add(record.get("error") or record.get("reason")),
-                          _tables(record), _steps(record, strings)))
+                          _tables(record), view_steps(record, strings.add)))
         flags = _flags(states, column_models, latest_columns,
                        any(is_flaky(r) for r in present)) | (DISAGREE if case_key in disagree else 0)
         rows.append(CaseRow(id=_text(case_key, 1000),
