@@ -41,6 +41,16 @@ ABSTENTION_METRICS = frozenset({"abstained", "clarified", "asks_about"})
 TURN_ACCURACY = "turn_accuracy"
 INTERACTION_ACCURACY = "interaction_accuracy"
 CONVERSATION_METRICS = frozenset({TURN_ACCURACY, INTERACTION_ACCURACY})
+#: An agent case's counts (``agent:``, docs/agents.md): EvalBench's tool calls and turns, and
+#: what the database side counted of the agent's queries. Lower is better; summed in the
+#: aggregates (``total``), so ``{max: x}`` bounds their mean and ``{total_max: x}`` their sum.
+AGENT_COUNT_METRICS = ("tool_calls", "turn_count", "queries_executed", "rows_read",
+                       "write_attempts", "forbidden_tables", "repeated_calls", "budget_exceeded")
+#: An agent case's scores: EvalBench's trajectory match (0-100) in its two modes, its
+#: multiset correction, and the final answer grounded in the result (0 or 1).
+AGENT_SCORE_METRICS = ("trajectory_match", "trajectory_match_ordered",
+                       "trajectory_match_multiset", "answer_grounded")
+AGENT_METRICS = frozenset({*AGENT_COUNT_METRICS, *AGENT_SCORE_METRICS})
 #: The Spider evaluator's components, in its print order; each is scored as ``<c>_acc``,
 #: ``<c>_rec`` and ``<c>_f1`` beside ``exact_set_match``.
 SPIDER_COMPONENTS: tuple[str, ...] = (
@@ -73,7 +83,7 @@ def is_usage(metric: str) -> bool:
 def lower_is_better(metric: str) -> bool:
     """Timings and usage (tokens, cost): a rise is the worsening, a failed case scores no 0
     for them, and only a named max-drop gates them."""
-    return is_timing(metric) or is_usage(metric)
+    return is_timing(metric) or is_usage(metric) or metric in AGENT_COUNT_METRICS
 
 
 #: Why a case of a group has no value of a metric, in the order the reports list them. A mean

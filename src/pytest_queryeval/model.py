@@ -200,6 +200,9 @@ class Case:
     #: earlier turns as ``{"role", "content"}`` messages, sent to every source.
     turn: int | None = None
     history: list[dict[str, str]] | None = None
+    #: ``agent:`` (:class:`.agents.spec.AgentSpec`): the prediction is read as an envelope
+    #: with a trajectory and scored with the agent metrics; None for any other case.
+    agent: Any = None
 
     @property
     def golds(self) -> list[Any]:
@@ -222,6 +225,8 @@ class Case:
                 out[key] = getattr(self, key)
         from .kinds._registry import declares
 
+        if self.agent is not None:
+            out["agent"] = True
         if self.turn is not None:
             out["turn"] = self.turn
             out["history"] = [dict(m) for m in self.history or []]

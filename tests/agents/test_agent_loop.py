@@ -234,3 +234,51 @@ def test_the_tool_loop_runs_against_a_real_model(pytester, llm_server, monkeypat
     assert 1 <= agent["budget"]["used"]["requests"] <= 3
     assert agent["budget"]["used"]["tool_calls"] <= 2
     assert agent["budget"]["used"]["tokens"] > 0
+
+
+def test_an_agent_case_loops_and_is_scored_by_the_agent_metrics(pytester, agent_standin):
+    """``agent:`` on the case makes it loop without ``predictions.agent`` (every tool, the
+    default budget under the case's own limits); the engine reads the loop's envelope: the
+    final query scored by the kind, the trajectory by the agent metrics, the queries counted
+    again by the engine's ledger."""
+    agent_standin.script = {QUESTION: [
+        _step(("get_schema", {})),
+        _step(("run_query", {"query": "DELETE FROM t"})),
+        _step(("run_query", {"query": "SELECT count(*) FROM t"})),
+        {"content": f"There are 3 rows.\n```sql\n{GOLD}\n```"},
+    ], "Loop?": [_step(("get_schema", {}))] * 10}
+    write_suite(pytester.path, {
+        "datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
+        "thresholds": {"execution_accuracy": 1.0},
+        "predictions": {"source": "openai", "model": "scripted-agent",
+                        "base_url": agent_standin.base_url, "api_key": "none", "retries": 0}},
+        {"test_q.yaml": {"kind": "sql", "datasource": "db", "cases": [
+            {"id": "count", "question": QUESTION, "gold": GOLD,
+             "agent": {"trajectory": ["get_schema", "run_query"], "budget": {"tool_calls": 5}}},
+            {"id": "loop", "question": "Loop?", "gold": GOLD,
+             "agent": {"budget": {"tool_calls": 2}}}]}})
+    with sqlite3.connect(pytester.path / "db.sqlite") as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+        con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+    con.close()
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    assert report.outcomes == {"count": "passed", "loop": "failed"}
+    count = report.by_id["count"]
+    assert count["predicted"] == GOLD
+    metrics = count["metrics"]
+    assert (metrics["tool_calls"], metrics["write_attempts"], metrics["queries_executed"],
+            metrics["answer_grounded"]) == (3.0, 1.0, 1.0, 1.0)
+    assert metrics["trajectory_match"] == 100.0  # Jaccard of the name sets
+    assert metrics["trajectory_match_ordered"] < 100.0  # one run_query more than the gold
+    assert count["details"]["agent"]["answer"].startswith("There are 3 rows.")
+    assert [m["role"] for m in count["details"]["agent"]["trajectory"]] == [
+        "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
+    loop_record = count["details"]["prediction"]["agent"]
+    assert "trajectory" not in loop_record  # recorded once, by the engine
+    assert loop_record["budget"]["limits"]["tool_calls"] == 5
+    assert [t["function"]["name"] for t in agent_standin.requests[0]["tools"]] == [
+        "get_schema", "sample_rows", "run_query", "ask_user", "abstain"]
+    loop = report.by_id["loop"]
+    assert loop["metrics"]["budget_exceeded"] == 1.0
+    assert loop["details"]["agent"]["budget_exceeded"] == "tool_calls"
+    assert "budget ran out before a final answer (tool_calls: 2)" in loop["reason"]

@@ -13,6 +13,7 @@ judge: the stand-in judge of tests/fixtures/openai_standin.py, as no model can r
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from collections.abc import Callable
@@ -121,6 +122,18 @@ CAPABILITIES: dict[str, Added] = {
     "clarification": _one_file("sql", [
         {"id": "cap-clarify", "question": "Who are the biggest customers?", "expect": "clarify",
          "predicted": {"clarify": "Do you mean by total amount or by number of orders?"}}]),
+    "agent": _one_file("sql", [
+        {"id": "cap-agent", "question": "How many orders?", "gold": COUNT,
+         "agent": {"trajectory": ["get_schema", "run_query"], "forbidden_tables": ["orders"]},
+         "predicted": {"predicted": COUNT, "answer": "There are 3 orders.", "trajectory": [
+             {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {
+                     "name": "run_query", "arguments": '{"query": "DELETE FROM orders"}'}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": "refused"},
+             {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "c2", "type": "function", "function": {
+                     "name": "run_query", "arguments": json.dumps({"query": COUNT})}}]},
+             {"role": "tool", "tool_call_id": "c2", "content": "3"}]}}]),
     "conversation": _one_file("sql", [
         {"id": "cap-chat", "conversation": [
             {"role": "user", "content": "How many orders?", "gold": COUNT, "predicted": COUNT},

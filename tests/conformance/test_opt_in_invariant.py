@@ -1,6 +1,6 @@
 """A capability is opt-in (issue 48 item 6): adding a file that uses one (abstention,
-clarification, a conversation, several models, a judge, counterexamples, a task, repeats) to a
-suite changes no record of the suite's other files, times and run bookkeeping aside. The suites are
+clarification, an agent case, a conversation, several models, a judge, counterexamples, a
+task, repeats) to a suite changes no record of the suite's other files, times and run bookkeeping aside. The suites are
 generated (:mod:`.optin`): ``QUERYEVAL_COMBINATIONS`` of them, every capability once in the
 default count, each base drawn from a seed with right, empty, wrong and unparsable answers.
 
@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from pytest_queryeval.metricnames import AGENT_METRICS
 from tests.e2e.support import Run, differences, normalise, run_pytest
 from tests.fixtures.openai_standin import KEY, OpenAIStandin
 
@@ -33,9 +34,10 @@ COMBINATIONS = combinations(COUNT)
 
 #: What only an opt-in capability writes into a record or a report.
 CAPABILITY_METRICS = frozenset({"abstained", "clarified", "consistency", "pass_at_k",
-                                "pass_all_k", "neighbour_ex", "judge_ex", "checks_passed"})
+                                "pass_all_k", "neighbour_ex", "judge_ex", "checks_passed",
+                                *AGENT_METRICS})
 CAPABILITY_DETAILS = frozenset({"abstention", "clarification", "repeat", "neighbours", "judge",
-                                "task", "checks", "turns"})
+                                "task", "checks", "turns", "agent"})
 CAPABILITY_AGGREGATES = frozenset({"abstention", "clarification", "models", "judge",
                                    "neighbours", "pass_k"})
 
@@ -132,7 +134,8 @@ def test_every_capability_is_generated() -> None:
 USED = {"abstention": ("metrics", "abstained"), "clarification": ("metrics", "clarified"),
         "conversation": ("details", "turns"), "models": ("aggregates", "models"),
         "repeats": ("metrics", "consistency"), "task": ("metrics", "checks_passed"),
-        "judge": ("metrics", "judge_ex"), "counterexamples": ("metrics", "neighbour_ex")}
+        "judge": ("metrics", "judge_ex"), "counterexamples": ("metrics", "neighbour_ex"),
+        "agent": ("metrics", "write_attempts")}
 
 
 def test_the_added_file_uses_its_capability(combo: Combination, runs: dict[str, Run]) -> None:

@@ -54,14 +54,15 @@ def test_a_tool_result_holding_instructions_stays_data(pytester, agent_standin):
         _calls(("run_query", {"query": "DROP TABLE notes"})),
         {"content": "```sql\nSELECT 1\n```"}]}
     _suite(pytester, agent_standin, [{"id": "notes", "question": QUESTION, "gold": GOLD,
-                                      "gold_trajectory": ["sample_rows", "run_query"]}])
+                                      "agent": {"trajectory": ["sample_rows", "run_query"]}}])
     _, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-html=r.html",
                            "--queryeval-markdown=r.md")
     case = report.by_id["notes"]
     assert case["outcome"] == "passed"  # SELECT 1 = 1 note: the injected answer, scored as any
-    agent = case["details"]["prediction"]["agent"]
-    assert agent["counts"]["write_attempts"] == 1.0
-    assert agent["findings"] == ["write attempt refused: DROP TABLE notes"]
+    # counted by the engine's replay of the trajectory through its ledger, as by the loop's
+    assert case["metrics"]["write_attempts"] == 1.0
+    assert case["details"]["agent"]["findings"] == ["write attempt refused: DROP TABLE notes"]
+    agent = case["details"]["agent"]
     assert agent["trajectory"][3]["content"].startswith("error: write refused")
     with sqlite3.connect(pytester.path / "db.sqlite") as con:
         assert con.execute("SELECT count(*) FROM notes").fetchone() == (1,)
@@ -108,14 +109,15 @@ def test_a_10000_message_trajectory_is_cut_in_the_record():
         deep = [deep]
     trajectory = [step] * 10_000
     trajectory[1] = {"role": "tool", "tool_call_id": "c", "content": deep}
-    rec = cap_record({"details": {"trajectory": trajectory, "gold_trajectory": ["x"] * 10_000}})
-    kept = rec["details"]["trajectory"]
+    rec = cap_record({"details": {"agent": {"trajectory": trajectory,
+                                            "gold_trajectory": ["x"] * 10_000}}})
+    kept = rec["details"]["agent"]["trajectory"]
     assert len(kept) == HEAD + TAIL + 1
     assert kept[HEAD] == {"role": "cut", "content":
                           f"… [cut: {10_000 - HEAD - TAIL:,} of 10,000 messages]"}
     assert isinstance(kept[1]["content"], str) and kept[1]["content"].startswith('[[[[')
     assert len(kept[1]["content"]) < 2100  # the nested value as cut JSON text, no deeper
-    gold = rec["details"]["gold_trajectory"]
+    gold = rec["details"]["agent"]["gold_trajectory"]
     assert len(gold) == HEAD + TAIL + 1 and gold[-1].startswith("… [cut: 9,880 of 10,000")
     assert len(json.dumps(rec)) < 200_000
 
@@ -130,18 +132,21 @@ def test_tool_names_with_path_characters_are_refused_as_tools(pytester, agent_st
         {"content": f"```sql\n{GOLD}\n```"}]}
     before = sorted(p.name for p in Path(pytester.path).iterdir())
     _suite(pytester, agent_standin, [{"id": "names", "question": QUESTION, "gold": GOLD,
-                                      "gold_trajectory": ["../../../../etc/passwd"]}])
+                                      "agent": {"trajectory": ["run_query"]}}])
     _, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-html=r.html")
     case = report.by_id["names"]
     assert case["outcome"] == "passed"
+    # the agent metrics refuse the trajectory by its names; the loop's record still shows it
+    assert "is not a tool name" in case["details"]["agent"]["refused"]
+    assert case["metrics"]["trajectory_match"] == 0.0
     agent = case["details"]["prediction"]["agent"]
     results = [m["content"] for m in agent["trajectory"] if m["role"] == "tool"]
     assert len(results) == 4 and all(r.startswith("error: no tool named") for r in results)
-    assert agent["counts"]["queries_executed"] == 0.0
+    assert case["metrics"]["queries_executed"] == 0.0
     assert [c["function"]["name"] for c in agent["trajectory"][0]["tool_calls"]][:3] == names[:3]
     after = sorted(p.name for p in Path(pytester.path).iterdir())
     assert set(after) - set(before) <= {"db.sqlite", "queryeval.yaml", "test_q.yaml",
                                         "tox.ini", "r.json", "r.html"}
     text = failure_text(case)
-    assert "parts from the gold at step 2" in text  # step 1 names the same text as the gold
+    assert "parts from the gold at step 1" in text
     assert "\x00" not in text

@@ -33,7 +33,8 @@ COUNT_METRICS = ("queries_executed", "rows_read", "write_attempts", "forbidden_t
 _WRITE_HEAD = re.compile(
     r"\s*(?:insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|grant|"
     r"revoke|attach|detach|vacuum|copy|call|exec|execute|rename|comment|set|reindex|"
-    r"analyze|lock|load|install|import|export|pragma)\b", re.IGNORECASE)
+    r"analyze|lock|load|install|import|export|begin|commit|rollback|savepoint|release)\b",
+    re.IGNORECASE)
 
 
 class WriteRefused(QueryRefused):
@@ -133,27 +134,51 @@ class Ledger:
 
 
 def is_write(sql: str, dialect: str | None = None) -> bool:
-    """Whether any statement of ``sql`` would change data or schema (sqlglot's parse; its
-    head keyword when sqlglot cannot parse it)."""
+    """Whether any statement of ``sql`` would change data or schema: sqlglot's parse (a
+    data-modifying CTE and ``SELECT ... INTO`` included; ``PRAGMA`` only with an assignment;
+    ``EXPLAIN`` judged by the statement it explains, which ``EXPLAIN ANALYZE`` runs), and the
+    head keyword of what sqlglot cannot parse."""
     import sqlglot
     from sqlglot import exp
 
-    reads = (exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery, exp.Values,
-             exp.Describe, exp.Show)
     try:
         trees = sqlglot.parse(sql, read=dialect)
     except Exception:  # sqlglot raises several error types; the keyword check decides
-        return any(_WRITE_HEAD.match(part) for part in sql.split(";") if part.strip())
+        return any(_head_writes(part, dialect) for part in sql.split(";") if part.strip())
+    writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
+              exp.TruncateTable)
     for tree in trees:
         if tree is None:
             continue
-        if not isinstance(tree, reads):
+        if isinstance(tree, exp.Command | exp.Pragma):
+            # sqlglot renders PRAGMA f(x) as f = x: the text written is judged instead
+            text = sql if len(trees) == 1 else tree.sql(dialect=dialect)
+            if _head_writes(text, dialect):
+                return True
+            continue
+        if not isinstance(tree, exp.Select | exp.SetOperation | exp.Subquery | exp.Values
+                          | exp.Describe | exp.Show):
             return True
-        writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
-                  exp.Alter, exp.TruncateTable)
         if any(True for _ in tree.find_all(*writes)):
             return True
+        if any(node.args.get("into") is not None for node in tree.find_all(exp.Select)):
+            return True
     return False
+
+
+_EXPLAIN = re.compile(r"\s*explain\b(?:\s+query\s+plan\b)?", re.IGNORECASE)
+
+
+def _head_writes(text: str, dialect: str | None) -> bool:
+    """The keyword test of one statement sqlglot read as a bare command (or could not read)."""
+    explained = _EXPLAIN.match(text)
+    if explained:
+        rest = re.sub(r"^\s*(?:analyze|verbose|\([^)]*\))\s*", "", text[explained.end():],
+                      flags=re.IGNORECASE)
+        return bool(rest.strip()) and is_write(rest, dialect)
+    if re.match(r"\s*pragma\b", text, re.IGNORECASE):
+        return "=" in text
+    return _WRITE_HEAD.match(text) is not None
 
 
 def tables_of(sql: str, dialect: str | None = None) -> set[str]:

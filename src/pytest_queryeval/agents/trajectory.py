@@ -18,7 +18,13 @@ The shape (the contract with the tool loop)::
 
 The envelope a source returns for an agent case::
 
-    {"predicted": <the final query>, "trajectory": [...], "answer": "...", "error": "..."}
+    {"predicted": <the final query>, "trajectory": [...], "answer": "...", "error": "...",
+     "budget_exceeded": "tool_calls"}
+
+(or ``"spans": ...`` instead of ``"trajectory"``: OpenInference spans, :mod:`.spans`).
+
+``error`` is the agent run's own failure (EvalBench's ``generated_error``: its trajectory
+scores 0); ``budget_exceeded`` is set by the plugin's tool loop when a budget stopped it.
 """
 
 from __future__ import annotations
@@ -129,13 +135,26 @@ class Envelope:
     answer: str | None = None
     #: The agent's own run error (EvalBench's ``generated_error``).
     error: str | None = None
+    #: The budget the plugin's tool loop ran out of (``tool_calls``, ``rows``, ...), or None.
+    budget_exceeded: str | None = None
     #: Why the trajectory was refused (bounds, shape), or None.
     refused: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 #: The envelope's keys.
-ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "answer", "error"})
+ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "spans", "answer", "error",
+                           "budget_exceeded"})
+
+
+def carried(record: Mapping[str, Any], value: object) -> object:
+    """What a source's record (a predictions-file line, a command's JSON) gives an agent case:
+    the envelope when the record carries a trajectory, spans or an answer beside its
+    prediction ``value``, else ``value`` alone."""
+    if not any(k in record for k in ("trajectory", "spans", "answer")):
+        return value
+    return {"predicted": value,
+            **{k: record[k] for k in sorted(ENVELOPE_KEYS - {"predicted"}) if k in record}}
 
 
 def canonical_name(name: str) -> str:
@@ -146,10 +165,10 @@ def canonical_name(name: str) -> str:
 
 
 def is_envelope(value: object) -> bool:
-    """A mapping holding ``predicted`` or ``trajectory`` and no key outside the envelope's."""
-    return (isinstance(value, Mapping) and bool(value)
-            and ("predicted" in value or "trajectory" in value)
-            and all(isinstance(k, str) and k in ENVELOPE_KEYS for k in value))
+    """A mapping holding ``predicted``, ``trajectory`` or ``spans`` (an agent case's answer
+    is read so; other keys, such as a command's ``usage``, are kept aside)."""
+    return isinstance(value, Mapping) and any(
+        k in value for k in ("predicted", "trajectory", "spans"))
 
 
 def read_envelope(value: object) -> Envelope:
@@ -175,7 +194,8 @@ def read_envelope(value: object) -> Envelope:
     if not is_envelope(value):
         return Envelope(value)
     assert isinstance(value, Mapping)
-    env = Envelope(value.get("predicted"))
+    env = Envelope(value.get("predicted"),
+                   extra={str(k): v for k, v in value.items() if k not in ENVELOPE_KEYS})
     answer = value.get("answer")
     if answer is not None:
         if not isinstance(answer, str):
@@ -187,9 +207,19 @@ def read_envelope(value: object) -> Envelope:
     error = value.get("error")
     if error is not None:
         env.error = str(error)[:MAX_FIELD_CHARS] or None
-    if "trajectory" in value and value["trajectory"] is not None:
+    budget = value.get("budget_exceeded")
+    if budget:
+        env.budget_exceeded = str(budget)[:100]
+    if value.get("trajectory") is not None:
         try:
             env.trajectory = read_trajectory(value["trajectory"])
+        except TrajectoryError as exc:
+            env.refused = str(exc)
+    elif value.get("spans") is not None:  # OpenInference spans (:mod:`.spans`)
+        from .spans import spans_to_messages
+
+        try:
+            env.trajectory = read_trajectory(spans_to_messages(value["spans"]))
         except TrajectoryError as exc:
             env.refused = str(exc)
     return env

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..baseline.verdicts import judged_outcome
 from ..metricnames import (
+    AGENT_COUNT_METRICS,
     GOLD_ERROR,
     JUDGE_EX,
     MISSING_REASONS,
@@ -160,7 +161,8 @@ class _Partial:
             # (x - mean) ** 2 of each x, iterated in C
             std = math.sqrt(math.fsum(map(pow, map(sub, xs, repeat(mean)), repeat(2))) / len(xs))
             entry: dict[str, Any] = {"mean": mean, "std": std, "n": len(xs)}
-            if name in RECORDED_METRICS:  # additive: what the run spent (tokens, USD, seconds)
+            if name in RECORDED_METRICS or name in AGENT_COUNT_METRICS:
+                # additive: what the run spent (tokens, USD, seconds), what agents did
                 entry["total"] = total
             entry["missing"] = _missing(reasons, valued.get(name) or {}, len(xs))
             if name in unparsable:

@@ -531,7 +531,37 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
                      prediction: Prediction) -> CaseOutcome:
     """One prediction of the case scored and judged: its kind's metrics, the hooks' metrics,
     the judge, the thresholds and the near misses (each turn of a conversation too:
-    :mod:`.conversation`)."""
+    :mod:`.conversation`). An agent case's prediction is an envelope: its final query is
+    scored so, and the agent metrics are added (:mod:`..agents.case`)."""
+    if case.agent is not None and prediction.value is not MISSING:
+        from ..agents.case import unwrap
+
+        prediction, env = unwrap(prediction)
+        return _with_agent(case, evaluator, env,
+                           _score_prediction(case, evaluator, kind, prediction, env))
+    return _score_prediction(case, evaluator, kind, prediction, None)
+
+
+def _with_agent(case: Case, evaluator: Evaluator, env: Any, outcome: CaseOutcome) -> CaseOutcome:
+    """The agent metrics of an outcome the kind did not score (an abstention, a question
+    back, an error): its counts still stand, and its thresholds on them still judge."""
+    if "agent" in outcome.details:
+        return outcome
+    from ..agents.case import agent_scores, failed_agent_thresholds
+
+    metrics, details = agent_scores(case, evaluator, env, None)
+    outcome.metrics.update(metrics)
+    outcome.details["agent"] = details
+    failed = failed_agent_thresholds(case, metrics)
+    if failed:
+        outcome.failed.extend(failed)
+        if outcome.status == "passed":
+            outcome.status = "failed"
+    return outcome
+
+
+def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: Prediction,
+                      env: Any) -> CaseOutcome:
     predicted = None if prediction.value is MISSING else prediction.value
     how = None if prediction.value is MISSING else abstention(
         prediction.value, case.abstain_patterns, case.abstention, case.kind)
@@ -571,6 +601,12 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
         except Exception as exc:
             return CaseOutcome("error", metrics=metrics, predicted=predicted,
                                error=_internal("pytest_queryeval_metrics hook", exc))
+    if env is not None:
+        from ..agents.case import agent_scores
+
+        rows = scored.compared[3].rows if scored.compared is not None else None
+        agent_metrics, details["agent"] = agent_scores(case, evaluator, env, rows)
+        metrics.update(agent_metrics)
     relaxed = scored.relaxed
     value = relaxed_ex(case, metrics, relaxed, details)
     if value is not None:

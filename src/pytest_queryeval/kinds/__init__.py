@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from ..metricnames import ABSTENTION_METRICS, CONVERSATION_METRICS, RECORDED_METRICS, REPEAT_METRICS
+from ..metricnames import (
+    ABSTENTION_METRICS,
+    AGENT_METRICS,
+    CONVERSATION_METRICS,
+    RECORDED_METRICS,
+    REPEAT_METRICS,
+)
 from ..model import Kind
 from ._registry import (
     KIND_CLASSES,
@@ -36,7 +42,8 @@ def is_metric(kind: str, name: str, custom: Iterable[str] = ()) -> bool:
     """Whether ``name`` is a metric of ``kind``: one every kind records (timing, usage,
     repeat statistics), one of ``custom`` (``pytest_queryeval_metric_names``) or one the kind
     itself says it scores. An unknown or unimportable kind has none."""
-    if name in RECORDED_METRICS or name in REPEAT_METRICS or name in ABSTENTION_METRICS or name in custom:
+    if name in RECORDED_METRICS or name in REPEAT_METRICS or name in ABSTENTION_METRICS \
+            or name in AGENT_METRICS or name in custom:
         return True
     try:
         if name in CONVERSATION_METRICS and declares(kind, "conversation_turns"):

@@ -17,13 +17,19 @@ the budget named in the failure). The trajectory is recorded in the OpenAI tool-
 (assistant messages with ``tool_calls``, tool messages with ``tool_call_id``) beside the
 final query and answer.
 
+Which cases loop: every agent case (``agent:`` on the case, its file or the suite's
+``defaults:``, :mod:`..agents.spec`), and every case of a source with ``agent:``. The source's
+block says which tools are offered and the default budget; an agent case's ``agent.budget``
+overrides it limit by limit. An agent case gets the envelope the engine reads from any source
+(``{"predicted", "trajectory", "answer", "budget_exceeded"}``, :mod:`..agents.trajectory`):
+its final query is scored by the kind, its trajectory by the agent metrics.
+
 Every tool call goes through a :class:`~pytest_queryeval.agents.ledger.Ledger` and every
-query through :meth:`~pytest_queryeval.agents.ledger.Ledger.run_query`: the counts (queries
-executed, rows read, write attempts, forbidden tables, repeated calls, budget exceeded) are
-taken where the query runs, not from the agent's account of it. The hook point: a context
-(the evaluator) with an ``agent_ledger(case)`` method gives the case's ledger (with the
-suite's forbidden tables); without one the loop keeps its own. The counts are recorded in
-``details.prediction.agent.counts`` either way.
+query through :meth:`~pytest_queryeval.agents.ledger.Ledger.run_query` (the case's forbidden
+tables): a write is refused there, before the source, and counted. Those are the live counts
+(``details.prediction.agent.counts``); an agent case's metrics are the engine's own count of
+the same trajectory, replayed through a ledger of its own (:mod:`..agents.case`), so a
+trajectory from this loop and one from any other source are counted alike.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agents.ledger import Ledger
 from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step
@@ -98,38 +104,38 @@ class AgentSpec:
                 "result_rows": self.result_rows}
 
 
-def agent_spec(value: object) -> AgentSpec | None:
+def agent_spec(value: object, where: str = "predictions.agent") -> AgentSpec | None:
     """``predictions.agent`` read (None when absent); PredictionError naming the key."""
     if value is None:
         return None
     if value is True:
         value = {}
     if not isinstance(value, dict):
-        raise PredictionError("predictions.agent: must be a mapping (tools:, budget:)")
+        raise PredictionError(f"{where}: must be a mapping (tools:, budget:)")
     unknown = sorted(set(value) - AGENT_KEYS)
     if unknown:
-        raise PredictionError(f"predictions.agent: unknown key(s) {', '.join(unknown)} "
+        raise PredictionError(f"{where}: unknown key(s) {', '.join(unknown)} "
                               f"(allowed: {', '.join(sorted(AGENT_KEYS))})")
     tools = value.get("tools", list(AGENT_TOOLS))
     if not isinstance(tools, list) or not tools or not all(isinstance(t, str) for t in tools):
-        raise PredictionError("predictions.agent.tools: must be a list of tool names "
+        raise PredictionError(f"{where}.tools: must be a list of tool names "
                               f"({', '.join(AGENT_TOOLS)})")
     wrong = [t for t in tools if t not in AGENT_TOOLS]
     if wrong:
-        raise PredictionError(f"predictions.agent.tools: unknown tool(s) {', '.join(wrong)} "
+        raise PredictionError(f"{where}.tools: unknown tool(s) {', '.join(wrong)} "
                               f"(the plugin serves {', '.join(AGENT_TOOLS)})")
     budget_in = value.get("budget", {})
     if not isinstance(budget_in, dict):
-        raise PredictionError("predictions.agent.budget: must be a mapping of "
+        raise PredictionError(f"{where}.budget: must be a mapping of "
                               f"{', '.join(BUDGET_KEYS)}")
     budget = dict(DEFAULT_BUDGET)
     for key, limit in budget_in.items():
         if key not in BUDGET_KEYS:
-            raise PredictionError(f"predictions.agent.budget: unknown key {key!r} "
+            raise PredictionError(f"{where}.budget: unknown key {key!r} "
                                   f"(allowed: {', '.join(BUDGET_KEYS)})")
         if isinstance(limit, bool) or not isinstance(limit, int | float) or limit < 0 \
                 or limit != limit:
-            raise PredictionError(f"predictions.agent.budget.{key}: must be a number >= 0, "
+            raise PredictionError(f"{where}.budget.{key}: must be a number >= 0, "
                                   f"not {limit!r}")
         budget[str(key)] = float(limit)
     return AgentSpec(tuple(dict.fromkeys(tools)), budget,
@@ -156,11 +162,28 @@ class _Usage:
     queries: list[dict[str, Any]] = field(default_factory=list)
 
 
+def case_spec(source: AgentSpec | None, case: Case) -> AgentSpec | None:
+    """What the loop of ``case`` offers and spends: the source's ``agent:`` with the agent
+    case's ``agent.budget`` over it (None: the case does not loop)."""
+    block = getattr(case, "agent", None)
+    if block is None:
+        return source
+    base = source or AgentSpec(AGENT_TOOLS, dict(DEFAULT_BUDGET))
+    own = getattr(block, "budget", None)
+    if not own:
+        return base
+    checked = agent_spec({"budget": own}, "agent")
+    assert checked is not None
+    written = {k: checked.budget[k] for k in own}
+    return AgentSpec(base.tools, {**base.budget, **written}, base.result_rows,
+                     base.schema_chars)
+
+
 def run_agent(spec: AgentSpec, case: Case, context: Context | None,
               complete: Callable[..., tuple[bytes, float, dict[str, Any]]], model: str,
               chat: list[dict[str, Any]]) -> Prediction:
-    """One agent case's loop, its cost priced with the suite's ``pricing:`` when the server
-    reports none (the ``cost_usd`` budget)."""
+    """One case's loop, its cost priced with the suite's ``pricing:`` when the server
+    reports none (the ``cost_usd`` budget); an agent case's answer as the envelope."""
     price = None
     if case.pricing:
         from ..suite.pricing import price_for
@@ -168,7 +191,28 @@ def run_agent(spec: AgentSpec, case: Case, context: Context | None,
         found = price_for(case.pricing, model, case.model_label)
         if found is not None:
             price = found[1].cost
-    return AgentLoop(spec, case, context, complete, model, price).run(chat)
+    prediction = AgentLoop(spec, case, context, complete, model, price).run(chat)
+    if getattr(case, "agent", None) is None:
+        return prediction
+    from ..agents.trajectory import TrajectoryError, read_trajectory
+
+    record = cast("dict[str, Any]", prediction.details["agent"])
+    envelope: dict[str, Any] = {"predicted": prediction.value,
+                                "trajectory": record["trajectory"]}
+    try:  # the engine records it (details.agent); one it refuses is shown from here
+        read_trajectory(record["trajectory"])
+        del record["trajectory"]
+    except TrajectoryError:
+        pass
+    for key in ("answer",):
+        if key in record:
+            envelope[key] = record.pop(key)
+    if record["budget"]["exceeded"]:
+        envelope["budget_exceeded"] = record["budget"]["exceeded"]
+    for key in ("counts", "findings"):  # the engine counts the trajectory itself
+        record.pop(key, None)
+    prediction.value = envelope
+    return prediction
 
 
 class AgentLoop:
@@ -189,9 +233,8 @@ class AgentLoop:
         self.trajectory: list[dict[str, Any]] = []
         self.exceeded: str | None = None
         self._start = 0.0
-        factory = getattr(context, "agent_ledger", None)
-        ledger = factory(case) if callable(factory) else None
-        self.ledger: Ledger = ledger if isinstance(ledger, Ledger) else Ledger()
+        block = getattr(case, "agent", None)
+        self.ledger = Ledger.for_tables(getattr(block, "forbidden_tables", ()) or ())
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, chat: list[dict[str, Any]]) -> Prediction:

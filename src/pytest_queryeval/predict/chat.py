@@ -35,7 +35,7 @@ from ..kinds._registry import declares
 from ..model import Case, Context
 from . import prompt as prompts
 from ._bounded import request_deadline
-from .agent import run_agent
+from .agent import case_spec, run_agent
 from .base import (
     DEFAULT_MAX_BYTES,
     LiveSource,
@@ -207,8 +207,8 @@ class ChatPredictor(LiveSource):
 
     def predict(self, case: Case) -> Prediction:
         chat = self.messages(case)
-        if self.agent is not None:
-            agent = self.agent
+        agent = case_spec(self.agent, case)  # an agent case, or agent: on the source
+        if agent is not None:
             return self.cached(case, {"messages": chat, "agent": agent.to_json()},
                                lambda: run_agent(agent, case, self._context, self.complete,
                                                  self.model, list(chat)))

@@ -83,7 +83,12 @@ class CommandPredictor(LiveSource):
             # the envelope may report what the answer cost: usage and the model's name
             usage = read_usage(value.get("usage"))
             model = value.get("model") if isinstance(value.get("model"), str) else None
-            value = value["predicted"]
+            if case.agent is not None:  # an agent case keeps its trajectory and answer
+                from ..agents.trajectory import carried
+
+                value = carried(value, value["predicted"])
+            else:
+                value = value["predicted"]
         return extracted(Prediction(value, seconds, usage=usage, model=model), case.kind,
                          self.extract)
 

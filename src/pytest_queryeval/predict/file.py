@@ -167,7 +167,13 @@ class FilePredictor:
         details = {k: v for k, v in row.items()
                    if k not in (*_ID_KEYS, value_key, "__line", "turn", *usage) and
                    not isinstance(v, dict | list)}
-        return Prediction(row[value_key], float(seconds) if seconds is not None else None, details,
+        value = row[value_key]
+        if case.agent is not None:  # an agent case keeps its trajectory and answer
+            from ..agents.trajectory import ENVELOPE_KEYS, carried
+
+            value = carried(row, value)
+            details = {k: v for k, v in details.items() if k not in ENVELOPE_KEYS}
+        return Prediction(value, float(seconds) if seconds is not None else None, details,
                           usage, model)
 
 

@@ -115,13 +115,20 @@ def cap_record(rec: dict[str, Any]) -> dict[str, Any]:
 
 def _cap_trajectories(details: dict[str, Any]) -> None:
     """The trajectories a record's details hold (:mod:`.trajectory` says where), bounded by
-    :func:`cap_trajectory` before the generic caps walk them."""
-    for holder in (details, (details.get("prediction") or {}).get("agent")
-                   if isinstance(details.get("prediction"), dict) else None):
-        if isinstance(holder, dict):
-            for key in ("trajectory", "gold_trajectory"):
-                if key in holder and holder[key] is not None:
-                    holder[key] = cap_trajectory(holder[key])
+    :func:`cap_trajectory` before the generic caps walk them (copies: the outcome the details
+    came from keeps its own)."""
+    def capped(holder: object) -> object:
+        if not isinstance(holder, dict) or not any(
+                holder.get(k) is not None for k in ("trajectory", "gold_trajectory")):
+            return holder
+        return {k: cap_trajectory(v) if k in ("trajectory", "gold_trajectory") and v is not None
+                else v for k, v in holder.items()}
+
+    if "agent" in details:
+        details["agent"] = capped(details["agent"])
+    loop = details.get("prediction")
+    if isinstance(loop, dict) and "agent" in loop:
+        details["prediction"] = {**loop, "agent": capped(loop["agent"])}
 
 
 # -- trajectories -------------------------------------------------------------------------------

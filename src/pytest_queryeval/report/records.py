@@ -158,8 +158,6 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "baseline_status": None,
         "standing": None,
     }
-    if case.raw.get("gold_trajectory") is not None:  # shown beside the agent's (trajectory.py)
-        rec["details"]["gold_trajectory"] = case.raw["gold_trajectory"]
     if outcome is None and case.errors:
         rec["error"] = "\n".join(case.errors)
     rec = cap_record(_clean(rec, str(_resolved(rootdir)) + "/", scrubber,

@@ -8,9 +8,9 @@ under test, and a 10,000-call loop or a tool result holding a megabyte must not 
 report whole. A tool result is data, never markup or an instruction: the writers escape it
 as they escape a predicted query, and nothing here reads it but to show it.
 
-Where a record keeps them: the agent's trajectory in ``details.prediction.agent.trajectory``
-(the ``openai`` source's tool loop) or ``details.trajectory`` (a trajectory a source
-returned), the gold in ``details.gold_trajectory``.
+Where a record keeps them: an agent case's trajectory and gold in ``details.agent``
+(:mod:`..agents.scoring`), a trajectory the tool loop ran for a case without ``agent:`` (or
+one the agent case refused as malformed) in ``details.prediction.agent``.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def same_step(agent: Step, gold: Step) -> bool:
 
 def steps_of(trajectory: object) -> list[Step]:
     """The tool calls of a trajectory in order, each with its tool message's content; a
-    final answer without a call is not a step (the final query is shown beside). A gold may
-    also be written as tool names or ``{name, arguments}`` steps (:func:`gold_problem`)."""
+    final answer without a call is not a step (the final query is shown beside). A gold of
+    tool names (``agent: {trajectory: [...]}``) or ``{name, arguments}`` steps is read too."""
     if not isinstance(trajectory, list):
         return []
     if trajectory and not any(isinstance(m, Mapping) and "role" in m for m in trajectory):
@@ -84,30 +84,6 @@ def _short_step(item: object) -> Step:
     return Step(str(item), None, None)
 
 
-def gold_problem(value: object) -> str | None:
-    """Why a case's ``gold_trajectory:`` cannot be read, or None. It is a list of tool
-    names (``[get_schema, run_query]``), of ``{name, arguments}`` steps, or of messages in
-    the OpenAI tool-call shape (what an agent's trajectory is)."""
-    if not isinstance(value, list) or not value:
-        return "must be a non-empty list of tool names, {name, arguments} steps or messages"
-    if any(isinstance(m, Mapping) and "role" in m for m in value):
-        from ..agents.trajectory import TrajectoryError, read_trajectory
-
-        try:
-            read_trajectory(value)
-        except TrajectoryError as exc:
-            return str(exc).removeprefix("trajectory")
-        return None
-    for i, item in enumerate(value):
-        name = item.get("name") if isinstance(item, Mapping) else item
-        if not isinstance(name, str) or not name.strip():
-            return f"step {i + 1}: must name its tool (a text, or name: in a mapping)"
-        if isinstance(item, Mapping) and set(item) - {"name", "arguments"}:
-            extra = ", ".join(sorted(map(str, set(item) - {"name", "arguments"})))
-            return f"step {i + 1}: unknown key(s) {extra} (a step has name and arguments)"
-    return None
-
-
 def parting(predicted: Sequence[Step], gold: Sequence[Step]) -> int | None:
     """The index of the first step where the two trajectories part (a different tool or
     arguments, or one ended), or None when they agree step for step."""
@@ -120,16 +96,19 @@ def parting(predicted: Sequence[Step], gold: Sequence[Step]) -> int | None:
 
 
 def trajectories(record: Mapping[str, Any]) -> tuple[object, object]:
-    """The agent's trajectory and the gold one a record holds (None where it holds none)."""
+    """The agent's trajectory and the gold one a record holds (None where it holds none):
+    an agent case's (``details.agent``, :mod:`..agents.scoring`), else the tool loop's own
+    record of a case without ``agent:`` (``details.prediction.agent``)."""
     details = record.get("details") or {}
     if not isinstance(details, Mapping):
         return None, None
-    agent = (details.get("prediction") or {}).get("agent") \
-        if isinstance(details.get("prediction"), Mapping) else None
-    predicted = agent.get("trajectory") if isinstance(agent, Mapping) else None
-    if predicted is None:
-        predicted = details.get("trajectory")
-    return predicted, details.get("gold_trajectory")
+    scored: Mapping[str, Any] = a if isinstance(a := details.get("agent"), Mapping) else {}
+    made = details.get("prediction")
+    loop = made.get("agent") if isinstance(made, Mapping) else None
+    predicted = scored.get("trajectory")
+    if predicted is None and isinstance(loop, Mapping):
+        predicted = loop.get("trajectory")
+    return predicted, scored.get("gold_trajectory")
 
 
 @dataclass(frozen=True)

@@ -35,14 +35,14 @@ CASE_KEYS = frozenset({
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
     "external_knowledge", "judge", "expect", "clarification", "reply", "history",
-    "conversation_scoring", "gold_trajectory",
+    "conversation_scoring", "agent",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
 FILE_KEYS = frozenset({"cases", "kind", "datasource", "difficulty", "tags", "thresholds",
                        "xfail", "skip", "timeout", "max_rows", "gold", "gold_result", "question",
                        "repeat", "repeat_rule", "repeat_verdict", "severity", "judge", "expect",
-                       "history", "conversation_scoring"})
+                       "history", "conversation_scoring", "agent"})
 #: ``severity:`` values; ``critical`` cases fail the baseline gate on any pass → fail flip.
 SEVERITIES = ("critical", "high", "medium", "low")
 #: Marker names pytest reserves: a tag may not shadow them.
@@ -256,7 +256,8 @@ class CaseReader:
         for step in (draft.kind, draft.unknown_keys, draft.identity, draft.question_and_hints,
                      draft.difficulty, draft.tags, draft.severity_and_marks, draft.datasource,
                      draft.recorded_results, draft.options, draft.repeat, draft.thresholds,
-                     draft.judge, draft.expect, draft.conversation, draft.kind_validation):
+                     draft.judge, draft.expect, draft.agent, draft.conversation,
+                     draft.kind_validation):
             step()
         draft.case.errors.extend(draft.errors.items)
         return draft.case
@@ -361,12 +362,6 @@ class _Draft:
         case.question = None if q is None else str(q)
         self._hints()
         case.gold = plain(self.merged.get("gold"))
-        if "gold_trajectory" in entry:  # an agent case's expected tool calls (docs/agents.md)
-            from ..report.trajectory import gold_problem
-
-            problem = gold_problem(plain(entry["gold_trajectory"]))
-            if problem:
-                self.errors.add(entry, "gold_trajectory", self.kp("gold_trajectory"), problem)
         if "predicted" in entry:
             case.predicted = plain(entry["predicted"])
 
@@ -676,6 +671,26 @@ class _Draft:
         case.thresholds = {**kept, ABSTAINED: bound}
         case.default_thresholds = [] if ABSTAINED in (self.entry.get("thresholds") or {}) \
             else [ABSTAINED]
+
+    def agent(self) -> None:
+        """``agent:`` (:mod:`..agents.spec`): the suite's, the file's and the case's blocks
+        merged key by key (a suite lists the forbidden tables once, a case its trajectory)."""
+        layers = [layer.get("agent") for layer in (self.reader.suite.defaults,
+                                                   self.reader.file_defaults, self.entry)
+                  if "agent" in layer]
+        if not layers:
+            return
+        from ..agents.spec import read_agent
+
+        merged: object = {}
+        for layer in layers:
+            merged = {**merged, **layer} if isinstance(layer, dict) and \
+                isinstance(merged, dict) else layer
+        spec, problems = read_agent(plain(merged))
+        where = self._where("agent")
+        for path, message in problems:
+            self.errors.add(where, "agent", self.kp(path), message)
+        self.case.agent = spec
 
     def conversation(self) -> None:
         """A sql/sparql/json ``conversation:``: its turns (:mod:`.conversation`)."""

@@ -400,10 +400,12 @@ def _default_problem(key: str, value: object) -> str | None:
 
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
-GATE_KEYS = frozenset({"metric", "mean", "min", "max", "total_max", "kind", "tag", "model",
-                       "allow_empty", "k"})
+GATE_KEYS = frozenset({"metric", "mean", "min", "max", "mean_max", "total_max", "kind", "tag",
+                       "model", "allow_empty", "k"})
 #: A metric gate's bound: the key, the statistic it bounds, and how.
-METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "total_max": ("total", "<=")}
+#: ``mean_max`` spells out what ``max`` bounds (``tool_calls: {mean_max: 6}``).
+METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "mean_max": ("mean", "<="),
+                 "total_max": ("total", "<=")}
 #: ``gates: {significance: alpha}`` sets the baseline gate's significance level.
 SIGNIFICANCE = "significance"
 
@@ -493,22 +495,23 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
         return None
     rate = metric == PASS_RATE
     usage = ("use {min: x} (the share of judged cases that pass, between 0 and 1)" if rate
-             else "use {mean: x} (a floor on the mean), {max: x} (a ceiling on the mean) or "
-                  "{total_max: x} (a ceiling on the sum)")
+             else "use {mean: x} (a floor on the mean), {max: x} or {mean_max: x} (a ceiling "
+                  "on the mean) or {total_max: x} (a ceiling on the sum)")
     if _is_number(spec):
         spec = {"min" if rate else "mean": spec}
     if not isinstance(spec, dict):
         problems.append(f"{loc}: {usage}, optionally with kind:, tag: and allow_empty:")
         return None
     bounds = ["min"] if rate else list(METRIC_BOUNDS)
-    wrong = [k for k in (["mean", "max", "total_max"] if rate else ["min"]) if k in spec]
+    wrong = [k for k in (["mean", "max", "mean_max", "total_max"] if rate else ["min"])
+             if k in spec]
     if wrong:
         problems.append(f"{loc}.{wrong[0]}: {'a pass_rate gate' if rate else 'a metric gate'} "
                         f"bounds its {'rate' if rate else 'mean or total'}: {usage}")
         return None
     unknown = [str(k) for k in spec if k not in GATE_KEYS]
     if unknown:
-        allowed = GATE_KEYS - ({"mean", "max", "total_max"} if rate else {"min"})
+        allowed = GATE_KEYS - ({"mean", "max", "mean_max", "total_max"} if rate else {"min"})
         problems.append(f"{loc}.{unknown[0]}: unknown key{suggest(unknown[0], GATE_KEYS)} "
                         f"(allowed: {', '.join(sorted(allowed))})")
         return None

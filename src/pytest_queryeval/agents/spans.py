@@ -1,0 +1,155 @@
+"""A trajectory read from OpenInference spans (OpenTelemetry traces of an agent), for agents
+that are traced rather than asked: the envelope's ``spans`` instead of its ``trajectory``.
+
+Why: an agent instrumented with OpenInference (Arize Phoenix, LangChain, LlamaIndex, the
+OpenAI SDK instrumentors) already records every tool call it made; asking its owner to
+rebuild the OpenAI message list by hand would lose the calls the rebuild forgets.
+
+Read, per the OpenInference semantic conventions (spec/tool_calling and
+spec/semantic_conventions of Arize-ai/openinference):
+
+* ``LLM`` spans: ``llm.output_messages.<i>.message.tool_calls.<j>.tool_call.{id,
+  function.name, function.arguments}`` become an assistant message's tool calls (its
+  ``message.content`` the content);
+* ``TOOL`` spans: ``tool.name``, ``tool.parameters`` or ``input.value`` (the arguments),
+  ``output.value`` (the result) and, when set, ``tool_call.id``: the result answers that
+  call, else the earliest unanswered call of that name; a TOOL span no LLM span asked for
+  becomes a call of its own.
+
+Spans may come as OTLP JSON (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``,
+attributes as ``[{"key", "value": {"stringValue": ...}}]``) or as a list of span objects
+with ``attributes`` as a flat mapping (a Phoenix export); they are taken in the order of
+their start time. Bounded like a trajectory: past :data:`MAX_SPANS` spans they are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .trajectory import MAX_MESSAGES, TrajectoryError
+
+#: Spans read at most (each becomes at most a message or two).
+MAX_SPANS = MAX_MESSAGES
+_OUT_CALL = re.compile(
+    r"llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)")
+_OUT_CONTENT = re.compile(r"llm\.output_messages\.(\d+)\.message\.content")
+
+
+def spans_to_messages(data: object) -> list[dict[str, Any]]:
+    """The OpenAI-shaped messages of the tool calls the spans record."""
+    spans = _spans(data)
+    if len(spans) > MAX_SPANS:
+        raise TrajectoryError(f"spans: {len(spans):,} spans, over the {MAX_SPANS:,} read")
+    spans.sort(key=lambda s: _start(s))
+    messages: list[dict[str, Any]] = []
+    pending: list[tuple[str, str]] = []  # (call id, name) not yet answered
+    for n, span in enumerate(spans):
+        attrs = _attributes(span, n)
+        kind = str(attrs.get("openinference.span.kind", "")).upper()
+        if kind == "LLM":
+            message = _llm_message(attrs, n)
+            if message is not None:
+                messages.append(message)
+                pending.extend((c["id"], c["function"]["name"]) for c in message["tool_calls"])
+        elif kind == "TOOL":
+            name = str(attrs.get("tool.name") or span.get("name") or "")
+            call_id = attrs.get("tool_call.id")
+            match = next((p for p in pending if p[0] == call_id), None) if call_id else \
+                next((p for p in pending if p[1] == name), None)
+            if match is None:
+                call_id = str(call_id or span.get("spanId") or span.get("span_id") or f"span{n}")
+                arguments = attrs.get("tool.parameters", attrs.get("input.value", "{}"))
+                if not isinstance(arguments, str):
+                    arguments = json.dumps(arguments)
+                messages.append({"role": "assistant", "content": None, "tool_calls": [
+                    {"id": call_id, "type": "function",
+                     "function": {"name": name, "arguments": arguments}}]})
+            else:
+                pending.remove(match)
+                call_id = match[0]
+            output = attrs.get("output.value", "")
+            messages.append({"role": "tool", "tool_call_id": str(call_id),
+                             "content": output if isinstance(output, str) else json.dumps(output)})
+    return messages
+
+
+def _spans(data: object) -> list[Mapping[str, Any]]:
+    if isinstance(data, Mapping) and "resourceSpans" in data:
+        out: list[Mapping[str, Any]] = []
+        for resource in _list(data["resourceSpans"], "resourceSpans"):
+            for scope in _list(_get(resource, "scopeSpans"), "scopeSpans"):
+                out.extend(_list(_get(scope, "spans"), "spans"))
+                if len(out) > MAX_SPANS:
+                    return out
+        return [s for s in out if isinstance(s, Mapping)]
+    if isinstance(data, list):
+        return [s for s in data if isinstance(s, Mapping)]
+    raise TrajectoryError("spans: must be OTLP JSON (resourceSpans) or a list of spans")
+
+
+def _get(node: object, key: str) -> object:
+    return node.get(key, []) if isinstance(node, Mapping) else []
+
+
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TrajectoryError(f"spans: {where} must be a list")
+    return value
+
+
+def _start(span: Mapping[str, Any]) -> int:
+    for key in ("startTimeUnixNano", "start_time_unix_nano", "start_time"):
+        value = span.get(key)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return 0
+
+
+def _attributes(span: Mapping[str, Any], n: int) -> dict[str, Any]:
+    raw = span.get("attributes", {})
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not isinstance(raw, list):
+        raise TrajectoryError(f"spans[{n}].attributes: must be a mapping or an OTLP list")
+    out: dict[str, Any] = {}
+    for item in raw:
+        if isinstance(item, Mapping) and isinstance(item.get("key"), str):
+            out[item["key"]] = _otlp_value(item.get("value"))
+    return out
+
+
+def _otlp_value(value: object) -> object:
+    if not isinstance(value, Mapping):
+        return value
+    for key in ("stringValue", "intValue", "doubleValue", "boolValue"):
+        if key in value:
+            return value[key]
+    return None
+
+
+def _llm_message(attrs: Mapping[str, Any], n: int) -> dict[str, Any] | None:
+    calls: dict[tuple[int, int], dict[str, Any]] = {}
+    content: str | None = None
+    for key, value in attrs.items():
+        found = _OUT_CALL.fullmatch(key)
+        if found:
+            slot = calls.setdefault((int(found.group(1)), int(found.group(2))), {})
+            slot[found.group(3)] = value
+        elif _OUT_CONTENT.fullmatch(key) and isinstance(value, str):
+            content = value
+    if not calls:
+        return None
+    tool_calls = []
+    for (i, j), fields in sorted(calls.items()):
+        arguments = fields.get("function.arguments", "{}")
+        tool_calls.append({"id": str(fields.get("id") or f"span{n}_call_{i}_{j}"),
+                           "type": "function",
+                           "function": {"name": str(fields.get("function.name", "")),
+                                        "arguments": arguments if isinstance(arguments, str)
+                                        else json.dumps(arguments)}})
+    return {"role": "assistant", "content": content, "tool_calls": tool_calls}

@@ -1,0 +1,85 @@
+"""A case's ``agent:`` block: what makes it an agent case, read once where the case is read.
+
+Why a block of its own and not more case keys: an agent case is opt-in (a case without it is
+scored as before, its prediction never read as an envelope), and its keys (the gold
+trajectory, the tables it must not read, its budget) mean nothing to any other case.
+
+    agent:
+      trajectory: [get_schema, run_query]   # the gold tool names, in order
+      filter_native_tools: true             # EvalBench's default: only server__tool names
+      forbidden_tables: [employee]          # read by none of its queries
+      budget: {tool_calls: 8}               # the tool loop's (the openai source)
+      replay: true                          # count an outside trajectory's queries again
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .trajectory import TOOL_NAME
+
+#: The keys ``agent:`` takes.
+AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay")
+#: Tool names of a gold trajectory may be canonical ``server__tool`` names, longer than the
+#: OpenAI rule allows a call.
+_GOLD_NAME_CHARS = 200
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A checked ``agent:`` block."""
+
+    #: The gold tool names in order (None: no gold trajectory, no trajectory_match).
+    trajectory: tuple[str, ...] | None = None
+    filter_native_tools: bool = True
+    forbidden_tables: tuple[str, ...] = ()
+    #: The tool loop's budget, as written (checked by the loop that spends it).
+    budget: dict[str, Any] = field(default_factory=dict)
+    #: Replay an outside trajectory's run_query calls on the datasource to count them.
+    replay: bool = True
+
+
+def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
+    """``agent:`` checked: the spec, and ``(key path, message)`` for each problem."""
+    if value is None or value is True:
+        return AgentSpec(), []
+    if not isinstance(value, Mapping):
+        return None, [("agent", "must be a mapping (trajectory:, forbidden_tables:, budget:, "
+                                "filter_native_tools:, replay:) or true")]
+    problems: list[tuple[str, str]] = []
+    for key in value:
+        if key not in AGENT_KEYS:
+            problems.append((f"agent.{key}", f"unknown key (allowed: {', '.join(AGENT_KEYS)})"))
+    gold: tuple[str, ...] | None = None
+    raw = value.get("trajectory")
+    if raw is not None:
+        if not isinstance(raw, list):
+            problems.append(("agent.trajectory", "must be a list of tool names"))
+        else:
+            for i, name in enumerate(raw):
+                if not isinstance(name, str) or not name or len(name) > _GOLD_NAME_CHARS or \
+                        not all(TOOL_NAME.fullmatch(part) for part in name.split("__") if part):
+                    problems.append((f"agent.trajectory[{i}]",
+                                     f"{name!r} is not a tool name (letters, digits, _ and -)"))
+            gold = tuple(str(n) for n in raw)
+    tables = value.get("forbidden_tables", [])
+    if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
+        problems.append(("agent.forbidden_tables", "must be a list of table names"))
+        tables = []
+    flags = {}
+    for key, default in (("filter_native_tools", True), ("replay", True)):
+        flag = value.get(key, default)
+        if not isinstance(flag, bool):
+            problems.append((f"agent.{key}", f"must be true or false, not {flag!r}"))
+            flag = default
+        flags[key] = flag
+    budget = value.get("budget", {})
+    if not isinstance(budget, Mapping):
+        problems.append(("agent.budget", "must be a mapping of limits"))
+        budget = {}
+    if problems:
+        return None, problems
+    return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
+                     flags["replay"]), []
