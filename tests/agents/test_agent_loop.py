@@ -65,7 +65,7 @@ def test_an_agent_explores_then_answers(pytester, agent_standin):
     assert "CREATE TABLE t (x INTEGER, name TEXT)" in trajectory[1]["content"]
     assert json.loads(trajectory[3]["content"]) == {"columns": ["count(*)"], "rows": [[3]]}
     assert trajectory[4]["content"].startswith("There are 3 rows.")
-    assert agent["answer"] == trajectory[4]["content"]
+    assert agent["answer"] == "There are 3 rows."  # the prose: the fenced query left out
     assert report.by_id["count"]["predicted"] == GOLD
     used = agent["budget"]["used"]
     assert (used["tool_calls"], used["rows"], used["requests"]) == (2, 1, 3)

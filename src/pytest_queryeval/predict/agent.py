@@ -35,6 +35,7 @@ trajectory from this loop and one from any other source are counted alike.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -315,7 +316,9 @@ class AgentLoop:
 
         query, how = prompts.extract_query(content, self.case.kind)
         details["extraction"] = how
-        return (maybe_json(query) if declares(self.case.kind, "json_answers") else query), content
+        # the answer is the prose: the query's own numbers are not figures it states
+        answer = _FENCED.sub("", content).strip() or content
+        return (maybe_json(query) if declares(self.case.kind, "json_answers") else query), answer
 
     def _over(self, key: str) -> bool:
         """Whether the budget's ``key`` is used up (then recorded as the one that stopped)."""
@@ -499,6 +502,10 @@ def _call(call: object, index: int, step: int) -> dict[str, Any]:
             "type": "function",
             "function": {"name": name if isinstance(name, str) else str(name),
                          "arguments": arguments}}
+
+
+#: A fenced code block (the final query) inside the last reply.
+_FENCED = re.compile(r"(`{3,}|~{3,})[^\n]*\n.*?(?:\n[ \t]*\1[`~]*|\Z)", re.DOTALL)
 
 
 def _num(value: float) -> str:
