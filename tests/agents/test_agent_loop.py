@@ -224,7 +224,10 @@ def test_the_tool_loop_runs_against_a_real_model(pytester, llm_server, monkeypat
                                   "budget": {"tool_calls": 2, "tokens": 20000}}}},
         {"test_q.yaml": {"kind": "sql", "datasource": "chinook", "cases": [
             {"id": "artists", "question": "How many artists are there?",
-             "gold": "SELECT count(*) FROM Artist"}]}})
+             "gold": "SELECT count(*) FROM Artist"},
+            {"id": "artists-agent", "question": "How many artists are there?",
+             "gold": "SELECT count(*) FROM Artist",
+             "agent": {"trajectory": ["get_schema", "run_query"]}}]}})
     monkeypatch.setenv("QE_REAL_KEY", REAL_KEY)
     _, report = run_report(pytester)
     case = report.by_id["artists"]
@@ -234,6 +237,12 @@ def test_the_tool_loop_runs_against_a_real_model(pytester, llm_server, monkeypat
     assert 1 <= agent["budget"]["used"]["requests"] <= 3
     assert agent["budget"]["used"]["tool_calls"] <= 2
     assert agent["budget"]["used"]["tokens"] > 0
+    # an agent case: the loop's envelope read by the engine, whatever the model did
+    scored = report.by_id["artists-agent"]
+    assert scored["outcome"] in ("passed", "failed"), scored.get("error")
+    assert 0.0 <= scored["metrics"]["trajectory_match"] <= 100.0
+    assert scored["metrics"]["tool_calls"] <= 2.0
+    assert scored["details"]["prediction"]["agent"]["budget"]["used"]["requests"] >= 1
 
 
 def test_an_agent_case_loops_and_is_scored_by_the_agent_metrics(pytester, agent_standin):
