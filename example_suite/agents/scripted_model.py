@@ -59,10 +59,45 @@ def reply(script: dict[str, list[dict[str, Any]]], body: dict[str, Any]) -> dict
                       "total_tokens": prompt + completion}}
 
 
+class _SharedPortServer(http.server.ThreadingHTTPServer):
+    """Binds with ``SO_REUSEPORT``: every process of one run (xdist workers, shards) serves
+    the same port, and the kernel hands each connection to one of them. The replies depend
+    on the request alone, so any of them answers alike."""
+
+    def server_bind(self) -> None:
+        import socket
+
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        super().server_bind()
+
+
+def _server(port: int, handler: type[http.server.BaseHTTPRequestHandler],
+            ) -> http.server.ThreadingHTTPServer:
+    """On ``port`` when it is free or shared with another stand-in, else on any free port."""
+    import socket
+
+    if port and hasattr(socket, "SO_REUSEPORT"):
+        try:
+            return _SharedPortServer(("127.0.0.1", port), handler)
+        except OSError:
+            pass
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+
+
+def stable_port(*texts: str) -> int:
+    """A port (20000-59999) the same in every process that passes the same texts: the
+    stand-in's URL, part of each case's identity, then matches across the processes of one
+    run, and ``--queryeval-resume`` carries the agent cases a shard already scored."""
+    import hashlib
+
+    digest = hashlib.sha256("\0".join(texts).encode()).digest()
+    return 20000 + int.from_bytes(digest[:4], "big") % 40000
+
+
 class ScriptedModel:
     """The server, on a free 127.0.0.1 port; ``requests`` holds every request body."""
 
-    def __init__(self, script: dict[str, list[dict[str, Any]]]) -> None:
+    def __init__(self, script: dict[str, list[dict[str, Any]]], port: int = 0) -> None:
         self.script = script
         self.requests: list[dict[str, Any]] = []
         model = self
@@ -87,16 +122,16 @@ class ScriptedModel:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _server(port, Handler)
         self.server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @classmethod
-    def from_file(cls, path: Path) -> ScriptedModel:
+    def from_file(cls, path: Path, port: int = 0) -> ScriptedModel:
         import yaml
 
-        return cls(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        return cls(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, port)
 
     def close(self) -> None:
         self.server.shutdown()
