@@ -24,7 +24,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     spec = importlib.util.spec_from_file_location("example_scripted_model",
                                                   HERE / "scripted_model.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     script = HERE / "agent_script.yaml"
