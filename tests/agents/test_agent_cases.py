@@ -223,3 +223,20 @@ def test_file_and_command_sources_carry_trajectories(pytester: pytest.Pytester,
     assert report.by_id["writer"]["metrics"]["write_attempts"] == 1.0
     assert m["execution_accuracy"] == 1.0
     assert not set(report.by_id["plain"]["metrics"]) & AGENT_METRICS
+
+
+def test_a_suite_threshold_on_agent_metrics_spares_other_cases(pytester: pytest.Pytester,
+                                                               shared_data: Path) -> None:
+    _suite(pytester, shared_data)
+    config = json.loads((pytester.path / "queryeval.yaml").read_text())
+    config["thresholds"] = {"write_attempts": {"max": 0}}
+    (pytester.path / "queryeval.yaml").write_text(dump(config))
+    (pytester.path / "test_own.yaml").write_text(dump({
+        "kind": "sql", "datasource": "chinook", "cases": [
+            {"id": "own", "question": "q", "gold": COUNT, "predicted": COUNT,
+             "thresholds": {"tool_calls": {"max": 3}}}]}))
+    _, report = run_report(pytester)
+    assert report.outcomes["plain"] == "passed"
+    assert report.outcomes["writer"] == "failed"
+    assert "thresholds.tool_calls: a metric of agent cases: this case has no agent:" in \
+        report.by_id["own"]["error"]

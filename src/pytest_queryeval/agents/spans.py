@@ -29,10 +29,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .trajectory import MAX_MESSAGES, TrajectoryError
+#: Spans read at most (each becomes at most a message or two; a trajectory holds 2,000).
+MAX_SPANS = 2000
 
-#: Spans read at most (each becomes at most a message or two).
-MAX_SPANS = MAX_MESSAGES
+
+class TrajectoryError(ValueError):
+    """Spans that are not read (the trajectory module reports it as its own refusal)."""
 _OUT_CALL = re.compile(
     r"llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)")
 _OUT_CONTENT = re.compile(r"llm\.output_messages\.(\d+)\.message\.content")

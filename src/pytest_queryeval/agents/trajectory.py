@@ -216,11 +216,11 @@ def read_envelope(value: object) -> Envelope:
         except TrajectoryError as exc:
             env.refused = str(exc)
     elif value.get("spans") is not None:  # OpenInference spans (:mod:`.spans`)
-        from .spans import spans_to_messages
+        from . import spans
 
         try:
-            env.trajectory = read_trajectory(spans_to_messages(value["spans"]))
-        except TrajectoryError as exc:
+            env.trajectory = read_trajectory(spans.spans_to_messages(value["spans"]))
+        except (TrajectoryError, spans.TrajectoryError) as exc:
             env.refused = str(exc)
     return env
 

@@ -679,6 +679,14 @@ class _Draft:
                                                    self.reader.file_defaults, self.entry)
                   if "agent" in layer]
         if not layers:
+            from ..metricnames import AGENT_METRICS
+
+            for metric in AGENT_METRICS & set(self.case.thresholds):
+                del self.case.thresholds[metric]  # a suite's bound: for its agent cases
+                own = self.entry.get("thresholds")
+                if isinstance(own, dict) and metric in own:
+                    self.errors.add(own, metric, self.kp(f"thresholds.{metric}"),
+                                    "a metric of agent cases: this case has no agent:")
             return
         from ..agents.spec import read_agent
 
