@@ -30,6 +30,10 @@ tables): a write is refused there, before the source, and counted. Those are the
 (``details.prediction.agent.counts``); an agent case's metrics are the engine's own count of
 the same trajectory, replayed through a ledger of its own (:mod:`..agents.case`), so a
 trajectory from this loop and one from any other source are counted alike.
+
+Why one module of this size: the loop, its budget and the tools it serves share one state
+(what was used, the ledger, the trajectory so far), and a tool's answer depends on the budget
+left (rows cut, time left for a query); split, each half would reach into the other's.
 """
 
 from __future__ import annotations
