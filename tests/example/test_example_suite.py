@@ -106,8 +106,9 @@ def test_baseline_verdict_mode_fails_only_on_regressions(tmp_path):
     assert accepted.returncode == 0, accepted.stdout[-3000:]
     assert "gating baseline: 0 failing since baseline (xfailed), 0 regressions, 0 fixed" in (
         accepted.stdout)
-    assert ("model: model-v2 (predictions file:predictions/model-v2.jsonl) vs baseline model-v2 "
-            "(predictions file:predictions/model-v2.jsonl)") in accepted.stdout
+    # the run asks two sources (the folder of agent cases asks the openai one)
+    assert ("model: model-v2 (predictions file:predictions/model-v2.jsonl, openai:scripted-agent)"
+            " vs baseline model-v2 (predictions file:predictions/model-v2.jsonl)") in accepted.stdout
     worse = run_suite(tmp_path, *args, "--queryeval-predictions",
                       "example_suite/predictions/model-v1.jsonl", "--queryeval-model-label=model-v1",
                       f"--queryeval-json={tmp_path / 'v1.json'}")

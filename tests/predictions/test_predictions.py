@@ -292,6 +292,33 @@ def test_prediction_ids_of_a_suite_file_and_minus_w_error(two_cases):
     assert "match no collected case" not in result.stdout.str()
 
 
+def test_ids_of_cases_another_source_answers_are_not_unmatched(suite):
+    """A folder whose ``predictions:`` is another source (example_suite/agents: a live agent
+    loop) while the suite's file also holds its cases' answers (for ``--queryeval-predictions``
+    runs): those ids name collected cases, so they are no typo and no warning; a stray id
+    still is."""
+    suite.makefile(".yaml", queryeval=dump({"predictions": {"source": "file",
+                                                            "path": "preds.jsonl"}}))
+    (suite.path / "other").mkdir()
+    (suite.path / "other" / "queryeval.yaml").write_text(dump({"predictions": {
+        "source": "file", "path": "mine.jsonl"}}))
+    for folder, case_id, sel in ((suite.path, "gdp", GDP), (suite.path / "other", "mex", MEX)):
+        (folder / "test_cases.yaml").write_text(dump({
+            "kind": "sdmx", "thresholds": {"macro_precision": 1.0},
+            "cases": [sdmx_case(case_id, selection(sel))]}))
+    (suite.path / "other" / "mine.jsonl").write_text(json.dumps(
+        {"id": "mex", "predicted": PERFECT["mex"]}) + "\n")
+    (suite.path / "preds.jsonl").write_text("".join(
+        json.dumps({"id": k, "predicted": v}) + "\n" for k, v in PERFECT.items()))
+    result = suite.runpytest_subprocess("-W", "error")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    assert "match no collected case" not in result.stdout.str()
+    with (suite.path / "preds.jsonl").open("a") as fh:
+        fh.write(json.dumps({"id": "gpd", "predicted": PERFECT["gdp"]}) + "\n")
+    assert "1 prediction id(s) in preds.jsonl match no collected case: 'gpd'" in \
+        suite.runpytest_subprocess().stdout.str()
+
+
 def test_a_sub_directory_run_is_partial_and_does_not_cry_wolf(suite):
     """Issue 24 item 9: ``pytest my_suite/sql`` collects a part of the suite, like -k: the
     prediction ids of sibling folders are not unmatched, also with -W error and under

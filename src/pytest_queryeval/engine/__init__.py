@@ -415,7 +415,9 @@ class Evaluator:
 
         A typo or a renamed case would otherwise go unnoticed: its prediction is silently
         unused. Checked against the file's users: every case for ``--queryeval-predictions``,
-        the cases whose ``predictions:`` names the file otherwise.
+        the cases whose ``predictions:`` names the file otherwise; an id of a collected case
+        answered by another source is not listed (the file may answer it when it is given
+        as ``--queryeval-predictions``).
         """
         users: dict[Path, tuple[Predictor, set[str]]] = {}
         if self.override is not None:
@@ -433,9 +435,12 @@ class Evaluator:
                 if predictor.fixed and predictor.paths():
                     users.setdefault(predictor.paths()[0], (predictor, set()))[1].update(
                         i for i in (case.id, case.fanned_from) if i is not None)
+        # an id naming a collected case that takes its answers from another source (a folder
+        # of agent cases under a live one) is no typo: the message says "match no case"
+        collected = {i for c in self.cases for i in (c.id, c.fanned_from) if i is not None}
         out: list[tuple[Path, list[str]]] = []
         for path, (predictor, ids) in users.items():
-            extra = [i for i in predictor.ids() if i not in ids]
+            extra = [i for i in predictor.ids() if i not in ids and i not in collected]
             if extra:
                 out.append((path, extra))
         return out

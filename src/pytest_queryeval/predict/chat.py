@@ -35,6 +35,7 @@ from ..kinds._registry import declares
 from ..model import Case, Context
 from . import prompt as prompts
 from ._bounded import request_deadline
+from .agent import case_spec, run_agent
 from .base import (
     DEFAULT_MAX_BYTES,
     LiveSource,
@@ -50,6 +51,7 @@ OPENAI_KEYS = frozenset({
     "source", "model", "base_url", "api_key", "system", "prompt", "example_prompt", "few_shot",
     "temperature", "seed", "max_tokens", "timeout", "retries", "backoff", "max_retry_wait",
     "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures", "cache", "tools",
+    "agent",
 })
 #: The tools offered to decline or to ask back (``tools:``; engine/abstain.py and
 #: engine/clarify.py recognise a call of either by these names).
@@ -128,6 +130,10 @@ class ChatPredictor(LiveSource):
         if self.tools not in ("auto", True, False):
             raise PredictionError(f"predictions.tools: must be auto, true or false, not "
                                   f"{self.tools!r}")
+        from .agent import agent_spec
+
+        #: ``agent:``: each case is a tool loop (:mod:`.agent`), None: one request per case.
+        self.agent = agent_spec(spec.get("agent"))
         self._context = context
         self._scrubber = Scrubber([key])
         self._client: Any = None
@@ -203,6 +209,11 @@ class ChatPredictor(LiveSource):
 
     def predict(self, case: Case) -> Prediction:
         chat = self.messages(case)
+        agent = case_spec(self.agent, case)  # an agent case, or agent: on the source
+        if agent is not None:
+            return self.cached(case, {"messages": chat, "agent": agent.to_json()},
+                               lambda: run_agent(agent, case, self._context, self.complete,
+                                                 self.model, list(chat)))
         tools = self._tools()  # part of the request, so of the cached answer's key
         return self.cached(case, {"messages": chat, **tools},
                            lambda: self._answer(chat, case, tools))

@@ -10,6 +10,7 @@ text ends with ``… [cut: 63.9 MB of 64.0 MB]`` (UTF-8 sizes, decimal units).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 #: Characters kept of ``predicted``, ``gold``, ``question``, ``error`` and ``reason``.
@@ -107,5 +108,109 @@ def cap_record(rec: dict[str, Any]) -> dict[str, Any]:
     if rec.get("diff"):
         rec["diff"] = cap_lines(rec["diff"])
     if rec.get("details"):
+        _cap_trajectories(rec["details"])
         rec["details"] = cap_details(rec["details"])
     return rec
+
+
+def _cap_trajectories(details: dict[str, Any]) -> None:
+    """The trajectories a record's details hold (:mod:`.trajectory` says where), bounded by
+    :func:`cap_trajectory` before the generic caps walk them (copies: the outcome the details
+    came from keeps its own)."""
+    def capped(holder: object) -> object:
+        if not isinstance(holder, dict) or not any(
+                holder.get(k) is not None for k in ("trajectory", "gold_trajectory")):
+            return holder
+        return {k: cap_trajectory(v) if k in ("trajectory", "gold_trajectory") and v is not None
+                else v for k, v in holder.items()}
+
+    if "agent" in details:
+        details["agent"] = capped(details["agent"])
+    loop = details.get("prediction")
+    if isinstance(loop, dict) and "agent" in loop:
+        details["prediction"] = {**loop, "agent": capped(loop["agent"])}
+
+
+# -- trajectories -------------------------------------------------------------------------------
+
+
+#: Messages a record keeps of a trajectory: the first :data:`HEAD` and the last
+#: :data:`TAIL`, with one message saying how many were cut between them.
+HEAD = 100
+TAIL = 20
+#: Tool calls kept of one assistant message (a model can ask for 10,000 at once).
+MAX_CALLS = 20
+#: Characters kept of a message's content and of a call's arguments; of a name and an id.
+MAX_CONTENT = 2000
+MAX_NAME = 100
+
+
+def cap_trajectory(value: object) -> object:
+    """A trajectory as the record keeps it: at most ``HEAD + TAIL`` messages (a marker
+    between), each reduced to the keys of the OpenAI tool-call shape with texts cut, at most
+    :data:`MAX_CALLS` calls per message. Its depth is the shape's, whatever was sent: a
+    value that is not a list becomes its JSON text, cut."""
+    if not isinstance(value, list):
+        text = value if isinstance(value, str) else json.dumps(value, default=str,
+                                                              ensure_ascii=False)
+        return cut_text(text, MAX_CONTENT)
+    items = value
+    if items and not any(isinstance(m, Mapping) and "role" in m for m in items):
+        return _short_steps(items)  # a gold written as tool names or {name, arguments}
+    if len(items) > HEAD + TAIL:
+        marker: dict[str, Any] = {"role": "cut", "content":
+                                  f"… [cut: {len(items) - HEAD - TAIL:,} of {len(items):,} "
+                                  "messages]"}
+        return [*map(_message, items[:HEAD]), marker, *map(_message, items[-TAIL:])]
+    return [_message(m) for m in items]
+
+
+def _short_steps(items: list[Any]) -> list[Any]:
+    def one(item: object) -> object:
+        if isinstance(item, Mapping):
+            return {"name": _text(item.get("name"), MAX_NAME),
+                    **({"arguments": _text(item["arguments"], MAX_CONTENT)}
+                       if item.get("arguments") is not None else {})}
+        return _text(item, MAX_NAME)
+
+    kept = [one(i) for i in items[:HEAD + TAIL]]
+    if len(items) > HEAD + TAIL:
+        kept.append(f"… [cut: {len(items) - HEAD - TAIL:,} of {len(items):,} steps]")
+    return kept
+
+
+def _text(value: object, limit: int) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, default=str,
+                                                           ensure_ascii=False)
+    return cut_text(text, limit)
+
+
+def _message(value: object) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        return {"role": "invalid", "content": _text(value, MAX_CONTENT)}
+    out: dict[str, Any] = {"role": _text(value.get("role"), MAX_NAME) or "invalid"}
+    if "content" in value:
+        out["content"] = _text(value.get("content"), MAX_CONTENT)
+    if "tool_call_id" in value:
+        out["tool_call_id"] = _text(value.get("tool_call_id"), MAX_NAME)
+    calls = value.get("tool_calls")
+    if isinstance(calls, list):
+        kept = [_call(c) for c in calls[:MAX_CALLS]]
+        if len(calls) > MAX_CALLS:
+            kept.append({"id": None, "type": "cut", "function": {
+                "name": f"… [cut: {len(calls) - MAX_CALLS:,} of {len(calls):,} calls]",
+                "arguments": ""}})
+        out["tool_calls"] = kept
+    elif calls is not None:
+        out["tool_calls"] = _text(calls, MAX_CONTENT)
+    return out
+
+
+def _call(value: object) -> dict[str, Any]:
+    c = value if isinstance(value, Mapping) else {}
+    fn: Mapping[str, Any] = f if isinstance(f := c.get("function"), Mapping) else {}
+    return {"id": _text(c.get("id"), MAX_NAME), "type": "function",
+            "function": {"name": _text(fn.get("name"), MAX_NAME),
+                         "arguments": _text(fn.get("arguments"), MAX_CONTENT) or ""}}

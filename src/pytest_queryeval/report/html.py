@@ -109,6 +109,7 @@ font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .controls{display:flex;gap:16px;align-items:center;margin:6px 0}
 .controls input[type=search]{padding:4px 8px;width:280px}
 .failmetric{color:var(--bad);font-weight:600;font-size:12px}
+tr.parts td{background:var(--badbg,#fde8e8);font-weight:600}
 #all-metrics:not(:checked)~table .more{display:none}
 .summary th.more,.summary td.more{color:var(--muted)}
 """
@@ -775,6 +776,7 @@ def _case_details(case: Mapping[str, Any]) -> str:
         if case.get(key) is not None and turns is None:
             parts.append(f"<div><strong>{label}</strong><pre>{e(_value_text(case[key]))}</pre>"
                          "</div>")
+    parts.append(trajectory_html(case))
     fence = (case.get("details") or {}).get("fence_stripped")
     if fence:
         parts.append(f'<p class="muted">Markdown code fence {e(str(fence))} stripped before '
@@ -791,6 +793,33 @@ def _case_details(case: Mapping[str, Any]) -> str:
         parts.append(f'<p class="muted">{e(where)}</p>')
     label = "failure details" if case.get("outcome") in FAILED_OUTCOMES else "details"
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
+
+
+def trajectory_html(case: Mapping[str, Any]) -> str:
+    """An agent case's steps beside the gold's (``report/trajectory.py``), the parting step's
+    row marked; every value escaped (a tool result is the model's data, never markup)."""
+    from .trajectory import parting_line, step_table, step_text
+
+    table = step_table(case)
+    if table is None:
+        return ""
+    head = "<th class=n>step</th><th>agent</th>" + ("<th>gold</th>" if table.has_gold else "")
+    rows = []
+    for number, mine, theirs in table.rows[:MAX_TRAJECTORY_ROWS]:
+        parts_here = table.parts_at == number - 1
+        cls = ' class="parts"' if parts_here else ""
+        gold = f"<td><code>{e(step_text(theirs, 400))}</code></td>" if table.has_gold else ""
+        rows.append(f"<tr{cls}><td class=n>{number}{' ←' if parts_here else ''}</td>"
+                    f"<td><code>{e(step_text(mine, 400))}</code></td>{gold}</tr>")
+    more = (f'<p class="muted">{len(table.rows) - MAX_TRAJECTORY_ROWS:,} more steps in the '
+            "JSON report</p>") if len(table.rows) > MAX_TRAJECTORY_ROWS else ""
+    return (f'<div class="trajectory"><strong>trajectory</strong> <span class="muted">'
+            f"{e(parting_line(table))}</span><table><thead><tr>{head}</tr></thead><tbody>"
+            + "".join(rows) + f"</tbody></table>{more}</div>")
+
+
+#: Steps of a trajectory shown in a case's details.
+MAX_TRAJECTORY_ROWS = 100
 
 
 def _turn_value(value: object) -> str:

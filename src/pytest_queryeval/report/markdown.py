@@ -448,8 +448,35 @@ def _failure_block(case: Mapping[str, Any]) -> list[str]:
     for label, key in (("Predicted", "predicted"), ("Gold", "gold")):
         if case.get(key) is not None and turns is None:
             out.extend([f"**{label}:**", "", fence(_value_text(case[key])), ""])
+    out.extend(_trajectory_rows(case))
     diff = [str(line) for line in case.get("diff") or []]
     if diff:
         out.extend(["**Diff:**", "", fence("\n".join(diff[:40])), ""])
     out.extend(["</details>", ""])
     return out
+
+
+def _trajectory_rows(case: Mapping[str, Any]) -> list[str]:
+    """An agent case's steps beside the gold's, the step where they part in bold."""
+    from .trajectory import parting_line, step_table, step_text
+
+    table = step_table(case)
+    if table is None:
+        return []
+    out = [f"**Trajectory:** {md(parting_line(table))}", "",
+           _row(["step", "agent", "gold"] if table.has_gold else ["step", "agent"]),
+           "|---:|---|---|" if table.has_gold else "|---:|---|"]
+    for number, mine, theirs in table.rows[:MAX_TRAJECTORY_ROWS]:
+        step = f"**{number} ←**" if table.parts_at == number - 1 else str(number)
+        cells = [step, code(step_text(mine))]
+        if table.has_gold:
+            cells.append(code(step_text(theirs)))
+        out.append(_row(cells))
+    if len(table.rows) > MAX_TRAJECTORY_ROWS:
+        out.append(f"… {len(table.rows) - MAX_TRAJECTORY_ROWS:,} more steps (JSON report)")
+    out.append("")
+    return out
+
+
+#: Steps of a trajectory shown in a failure block.
+MAX_TRAJECTORY_ROWS = 30

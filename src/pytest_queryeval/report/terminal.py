@@ -435,6 +435,9 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
         if fence:
             out.append(f"           (Markdown code fence {fence} stripped before scoring)")
         out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
+    from .trajectory import trajectory_lines
+
+    out.extend(trajectory_lines(record))
     metrics = record.get("metrics") or {}
     thresholds = record.get("thresholds") or {}
     failed = set(record.get("failed_metrics") or [])

@@ -34,6 +34,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict
 
+from .trajectory import Steps, view_steps
 from .view_models import Models
 
 #: Characters of one embedded text (the report's own cap: a report from elsewhere may hold more).
@@ -93,11 +94,10 @@ class Run(TypedDict):
 
 #: A result table as shown: its column names and rows, every value as display text.
 Table = tuple[list[str], list[list[str]]]
-#: One case in one run: state, outcome, headline value, predicted, gold, diff lines, why
-#: (error or reason): strings as indices into the page's string table, -1 for none; last, the
-#: gold's and the prediction's result tables where the record holds them (the counterexample
-#: database of ``--queryeval-neighbours``), else None.
-Cell = tuple[str, int, float | None, int, int, list[int], int, tuple[str, Table, Table] | None]
+#: One case in one run: state, outcome, headline value, predicted, gold, diff lines, why (error
+#: or reason) as string indices (-1: none); result tables (neighbours) and agent steps, or None.
+Cell = tuple[str, int, float | None, int, int, list[int], int, tuple[str, Table, Table] | None,
+             Steps | None]
 
 
 class CaseRow(TypedDict):
@@ -412,7 +412,7 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
             cells.append((state, strings.add(record.get("outcome") or "", 40), value,
                           strings.add(record.get("predicted")), strings.add(record.get("gold")),
                           lines, strings.add(record.get("error") or record.get("reason")),
-                          _tables(record)))
+                          _tables(record), view_steps(record, strings.add)))
         flags = _flags(states, column_models, latest_columns,
                        any(is_flaky(r) for r in present)) | (DISAGREE if case_key in disagree else 0)
         rows.append(CaseRow(id=_text(case_key, 1000),
