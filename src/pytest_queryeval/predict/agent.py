@@ -191,7 +191,7 @@ def run_agent(spec: AgentSpec, case: Case, context: Context | None,
     reports none (the ``cost_usd`` budget); an agent case's answer as the envelope."""
     price = None
     if case.pricing:
-        from ..suite.pricing import price_for
+        from .pricing import price_for
 
         found = price_for(case.pricing, model, case.model_label)
         if found is not None:
