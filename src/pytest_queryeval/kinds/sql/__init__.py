@@ -27,6 +27,7 @@ Why one module of this size: the flow above is one case's path; its steps live o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -609,7 +610,7 @@ class _SqlRun:
         :meth:`SqlKind.evaluate` and :meth:`evaluate` find the two texts and limits; only
         where that is exact and the queries read nothing that changes before the case runs:
         no task, clock or recorded result, a gold the cache does not hold (:func:`run_gold`
-        would not execute it). False when nothing was sent."""
+        would not execute it; then the prediction alone). False when nothing was sent."""
         from .._query import gold_cache_key
 
         if not SqlKind.sends_ahead(case, ctx):
@@ -632,7 +633,9 @@ class _SqlRun:
             return False
         if getattr(ctx, "caching", True) \
                 and ctx.cache_get(GOLD_CACHE, gold_cache_key(src, golds[0])) is not None:
-            return False
+            # the gold is not run (a warm rerun): the prediction still is (issue 53)
+            prefetch_query = getattr(src, "prefetch_query", None)
+            return prefetch_query is not None and bool(prefetch_query(pred_sql, **opts.limits))
         return bool(prefetch_pair(golds[0], pred_sql, **opts.limits))
 
     def score(self, gold: _Gold, schema: Schema | None) -> Scored:
@@ -1213,8 +1216,41 @@ def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
     return dialect if dialect in ("sqlite", "duckdb") else sqlglot_dialect(dialect)
 
 
+#: The last options :func:`_parse_options` read, by the identity of what they are read from
+#: (the objects are kept with the result, so an identity is never another object's): a case's
+#: options were read when it was collected, again when its queries were sent ahead and again
+#: when it ran (issue 53). The copies :func:`with_dialect_gold` and :func:`pin_golds` make of a
+#: case share these objects.
+_PARSED: dict[tuple[int, int, int], tuple[tuple[object, ...], tuple[bool, ...], _Options]] = {}
+#: The thresholds :func:`_read_options` reads options from.
+_OPTION_THRESHOLDS = ("soft_ex", "ehrsql_ex", "spider2_ex", "spider2_ex_aligned")
+#: A suite's cases are read in order at collection and run in the same order later: a bound
+#: above the suite's size keeps every reading; a larger suite reads a case's options twice.
+_PARSED_MAX = 4096
+
+
 def _parse_options(case: Case) -> _Options:
-    """Validate and normalise the case options (ConfigError names the key)."""
+    """Validate and normalise the case options (ConfigError names the key), once per case:
+    the result is shared by its readers, which never change it."""
+    thresholds = case.thresholds
+    held = (case.options, thresholds, case.gold_result_files)
+    key = (id(held[0]), id(held[1]), id(held[2]))
+    # a kind's default threshold is added to the mapping after collection: the names read
+    # below are part of what the reading depends on
+    asked = tuple(name in thresholds for name in _OPTION_THRESHOLDS)
+    known = _PARSED.get(key)
+    if known is not None and known[1] == asked \
+            and all(a is b for a, b in zip(known[0], held, strict=True)):
+        return known[2]
+    opts = _read_options(case)
+    _PARSED[key] = (held, asked, opts)
+    while len(_PARSED) > _PARSED_MAX:  # the oldest first (a dict keeps insertion order)
+        with contextlib.suppress(KeyError, StopIteration, RuntimeError):  # another thread
+            del _PARSED[next(iter(_PARSED))]
+    return opts
+
+
+def _read_options(case: Case) -> _Options:
     o = case.options
     check_optin(case)
     opts = _Options(compare_options(o))
