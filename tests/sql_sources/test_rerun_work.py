@@ -18,6 +18,7 @@ from _pytest.cacheprovider import Cache
 from pytest_queryeval._isolation.sandbox import Sandbox
 from pytest_queryeval.engine import Evaluator
 from pytest_queryeval.kinds import sql as sql_kind
+from pytest_queryeval.metrics import sql_hardness
 from tests.support import run_report
 
 from .conftest import write_chinook_suite
@@ -39,9 +40,14 @@ CASES: dict[str, Any] = {
         {"id": "same-gold", "gold": "SELECT count(*) FROM genre",
          "predicted": "SELECT count(*) + 0 FROM genre"},
         {"id": "from-file", "gold": "SELECT count(*) FROM track WHERE genreid = 1"},
+        {"id": "windowed", "gold": "SELECT name, rank() OVER (ORDER BY genreid) FROM genre "
+                                   "WHERE genreid < 4",
+         "predicted": "SELECT Name, rank() OVER (ORDER BY GenreId) FROM Genre WHERE GenreId < 4"},
         {"id": "last", "gold": "SELECT 9", "predicted": "SELECT 9"},
     ],
 }
+for _case in CASES["cases"]:  # as an imported BIRD suite gives it: no level computed at collection
+    _case["difficulty"] = "simple"
 N = len(CASES["cases"])
 #: Record fields that are measured (they differ between any two runs) or say where the gold
 #: came from (the cache, on a rerun).
@@ -81,6 +87,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     # the look-up and the reading themselves (before issue 53 they were these functions)
     look_up = "_predict" if hasattr(Evaluator, "_predict") else "predict"
     monkeypatch.setattr(Evaluator, look_up, counting("predict", getattr(Evaluator, look_up)))
+    monkeypatch.setattr(sql_hardness, "counts", counting("sqlglot counts", sql_hardness.counts))
     read = "_read_options" if hasattr(sql_kind, "_read_options") else "_parse_options"
     monkeypatch.setattr(sql_kind, read, counting("options read", getattr(sql_kind, read)))
     return seen
@@ -102,16 +109,23 @@ def _records(suite: pytest.Pytester, *args: str, name: str) -> dict[str, Any]:
 
 def test_a_warm_gold_cache_reads_each_gold_once_and_still_sends_predictions_ahead(
         suite: pytest.Pytester, counts: Counter[str]) -> None:
-    """The cold run executes and caches every gold; the rerun reads each case's gold once
+    """The cold run executes and caches every gold (and the labels sqlglot counted); the
+    rerun imports no sqlglot and reads each case's gold once
     from pytest's cache (it was read when the case's queries were sent ahead and again when
     it ran: 2 per case) and sends every prediction but the first case's ahead to the worker,
     as the cold run sends its pairs (it sent nothing when the gold was cached, and each
     prediction was then waited for). The records are the cold run's."""
+    sql_hardness.cached_sql_hardness.cache_clear()  # what an earlier session here counted
     cold = _records(suite, "--cache-clear", name="cold.json")
     cold_ahead = counts["sent ahead"]
     assert cold_ahead >= N - 2  # every case after the first has its pair sent
+    # the window and the two golds without FROM: Spider's grammar does not parse them
+    assert counts["sqlglot counts"] == 3
     counts.clear()
+    sql_hardness.cached_sql_hardness.cache_clear()
     warm = _records(suite, name="warm.json")
+    assert counts["sqlglot counts"] == 0  # its level was kept with the golds'
+    assert warm["windowed"]["labels"]["sql_hardness"] == "medium"
     # one read per case, none for "same-gold", whose gold the case before it read
     assert counts["gold reads"] == N - 1
     assert counts["sent ahead"] == cold_ahead
@@ -159,3 +173,33 @@ def test_junit_properties_are_built_only_for_a_junit_file(suite: pytest.Pytester
     assert set(with_file) == set(without) and min(with_file.values()) > 5
     text = (suite.path / "j.xml").read_text()
     assert text.count('name="queryeval.execution_accuracy"') == 6
+
+
+def test_a_shared_gold_entry_is_hashed_value_by_value_once_a_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--queryeval-gold-cache``: a runner checks an entry's digest (its value serialised and
+    hashed) the first time it reads it; reading the same text again (the next case with the
+    same gold) only hashes the text. An entry changed since is checked again, and refused."""
+    from pytest_queryeval.engine import goldcache
+
+    shared = tmp_path / "gold"
+    goldcache.GoldCache(shared).set("sql-gold", "k", {"rows": [[1, "a"]]})
+    seen: Counter[str] = Counter()
+    digest = goldcache.content_digest
+
+    def counted(*args: Any) -> str:
+        seen["digests"] += 1
+        return digest(*args)
+
+    monkeypatch.setattr(goldcache, "content_digest", counted)
+    runner = goldcache.GoldCache(shared)  # another runner's session
+    for _ in range(5):
+        assert runner.get("sql-gold", "k") == {"rows": [[1, "a"]]}
+    assert seen["digests"] == 1
+    entry = runner.path("sql-gold", "k")
+    edited = json.loads(entry.read_text())
+    edited["value"] = {"rows": [[2, "a"]]}  # the digest left as it was
+    entry.write_text(json.dumps(edited))
+    with pytest.warns(UserWarning, match="does not match its digest"):
+        assert runner.get("sql-gold", "k") is None
+    assert seen["digests"] == 2

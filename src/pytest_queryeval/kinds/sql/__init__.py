@@ -90,6 +90,8 @@ if TYPE_CHECKING:
 
 #: Cache namespace of executed gold results (values: :mod:`...sources.codec` tables).
 GOLD_CACHE = "sql-gold"
+#: Cache namespace of golds' ``sql_hardness`` labels that sqlglot counted (``{"level": ...}``).
+HARDNESS_CACHE = "sql-hardness"
 EFFICIENCY = ("ves", "r_ves")
 #: Iterations allowed for ``efficiency`` (each runs gold and prediction once more).
 MAX_ITERATIONS = 1000
@@ -409,7 +411,7 @@ class _SqlRun:
         # fails it, and its refusal ends the case exactly as if it had run first.
         def failure(reason: str, gold_s: float | None, pred_s: float | None) -> Scored:
             """Every planned metric at 0; Spider's table still counts the question."""
-            scored = _failure(planned, reason, gold_s, pred_s, golds, case)
+            scored = _failure(planned, reason, gold_s, pred_s, golds, case, self.ctx)
             if structure_ok and schema is not None:
                 _spider_of_no_answer(scored, golds, schema, opts)
             return scored
@@ -488,7 +490,7 @@ class _SqlRun:
         if undecided is not None and (
                 best is None or best[1].metrics.get("execution_accuracy") != 1.0):
             return _failure(planned, undecided.reason(), gold_seconds,
-                            pred.table.seconds if pred.table else None, golds, case)
+                            pred.table.seconds if pred.table else None, golds, case, self.ctx)
         assert best is not None
         return best[1]
 
@@ -531,7 +533,7 @@ class _SqlRun:
                                     empty_scores_zero=empty_zero)
         except SearchBudgetExhausted as e:  # a score is never guessed
             planned = list(scored.metrics)
-            return _failure(planned, e.reason(), None, None, golds, case)
+            return _failure(planned, e.reason(), None, None, golds, case, self.ctx)
         scored.metrics.update(result.metrics)
         if result.reason:
             scored.details["spider2_reason"] = result.reason
@@ -657,7 +659,8 @@ class _SqlRun:
             if h:
                 labels["hardness"] = h
         if gold.sql is not None:
-            _label_sql_hardness(labels, gold.sql, src.dialect if src is not None else None)
+            _label_sql_hardness(labels, gold.sql, src.dialect if src is not None else None,
+                                self.ctx)
         compared = (gold.sql or "", gold.table, pred.sql or "", pred.table) \
             if gold.table is not None and pred.table is not None else None  # for a judge
         return Scored(comparison.metrics, labels, comparison.diff, comparison.details,
@@ -1149,7 +1152,8 @@ def _planned_names(table: tuple[SqlMetric, ...], wanted: tuple[bool, ...], exec_
 
 
 def _failure(planned: Sequence[str], reason: str, gold_seconds: float | None,
-             pred_seconds: float | None, golds: list[_Gold], case: Case) -> Scored:
+             pred_seconds: float | None, golds: list[_Gold], case: Case,
+             ctx: Context | None = None) -> Scored:
     """Every metric the case would have had, at 0, with the reason."""
     metrics = {name: 0.0 for name in planned}
     if gold_seconds is not None:
@@ -1161,7 +1165,7 @@ def _failure(planned: Sequence[str], reason: str, gold_seconds: float | None,
     h = _hardness(first) if first else None
     labels = {"hardness": h} if h else {}
     if first:
-        _label_sql_hardness(labels, first, _spec_dialect(case.source_spec))
+        _label_sql_hardness(labels, first, _spec_dialect(case.source_spec), ctx)
     return Scored(metrics, labels, [], details, reason=reason)
 
 
@@ -1199,10 +1203,31 @@ def _sql_hardness(sql: str, dialect: str | None) -> str | None:
     return cached_sql_hardness(sql, dialect)
 
 
-def _label_sql_hardness(labels: dict[str, str], sql: str, dialect: str | None) -> None:
-    h = _sql_hardness(sql, dialect)
+def _label_sql_hardness(labels: dict[str, str], sql: str, dialect: str | None,
+                        ctx: Context | None = None) -> None:
+    h = _sql_hardness(sql, dialect) if ctx is None else _kept_sql_hardness(sql, dialect, ctx)
     if h is not None:
         labels["sql_hardness"] = h
+
+
+def _kept_sql_hardness(sql: str, dialect: str | None, ctx: Context) -> str | None:
+    """:func:`_sql_hardness` of a gold, kept in the session's cache where it needs sqlglot
+    (issue 53: a rerun imported sqlglot, some 0.2 s, and parsed again golds that had not
+    changed, to label them); the key names the sqlglot version that counted it."""
+    import json
+
+    from ...metrics.sql_hardness import spider_level, sqlglot_version
+
+    fast = spider_level(sql, dialect)
+    if fast is not None or not getattr(ctx, "caching", True):
+        return fast if fast is not None else _sql_hardness(sql, dialect)
+    key = json.dumps([sqlglot_version(), dialect, sql])
+    hit = ctx.cache_get(HARDNESS_CACHE, key)
+    if isinstance(hit, dict) and isinstance(hit.get("level"), str | None):
+        return cast("str | None", hit.get("level"))
+    level = _sql_hardness(sql, dialect)
+    ctx.cache_set(HARDNESS_CACHE, key, {"level": level})
+    return level
 
 
 def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
