@@ -133,16 +133,16 @@ def pytest_collection_finish(session):
     T["collection (YAML, cases, items)"] = CLOCK() - T.pop("_collect")
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtestloop(session):
-    T["_loop"] = CLOCK()
+    start = CLOCK()
+    yield
+    T["_finish"] = CLOCK()
+    T["test loop (all)"] = T["_finish"] - start
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session):
-    T["_finish"] = CLOCK()
-    if "_loop" in T:
-        T["test loop (all)"] = T["_finish"] - T.pop("_loop")
     T["worker (sandbox process)"] = _worker_cpu()
 
 
