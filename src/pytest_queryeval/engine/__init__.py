@@ -96,8 +96,7 @@ class Evaluator:
         #: case's gold is looked up when its queries are sent ahead and again when it runs,
         #: and neighbouring cases share golds; each lookup was a JSON file read (issue 53).
         self._recent: OrderedDict[str, Any] = OrderedDict()
-        #: Reads of the caches behind :meth:`cache_get` (pytest's, then the shared directory).
-        self.cache_reads = 0
+        self._recent_lock = threading.Lock()
         #: Predictions :meth:`fixed_prediction` looked up for cases not run yet, by case id.
         self._looked_up: OrderedDict[str, tuple[Case, Prediction]] = OrderedDict()
         #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
@@ -179,20 +178,21 @@ class Evaluator:
         if self.no_cache:
             return None
         local = self._cache_key(namespace, key)
-        recent = self._recent.get(local)
-        if recent is not None:
-            self._recent.move_to_end(local)
-            return recent
-        self.cache_reads += 1
+        with self._recent_lock:  # the judge's look-ups may come from the pool's threads
+            recent = self._recent.get(local)
+            if recent is not None:
+                self._recent.move_to_end(local)
+                return recent
         hit = None if self._cache is None else self._cache.get(local, None)
         if hit is None and self.gold_cache is not None:
             hit = self.gold_cache.get(namespace, key)  # None for what it does not share
             if hit is not None and self._cache is not None:
                 self._cache.set(local, hit)
         if hit is not None:  # its readers decode it, never change it
-            self._recent[local] = hit
-            if len(self._recent) > RECENT_READS:
-                self._recent.popitem(last=False)
+            with self._recent_lock:
+                self._recent[local] = hit
+                while len(self._recent) > RECENT_READS:
+                    self._recent.popitem(last=False)
         return hit
 
     @property
@@ -205,7 +205,8 @@ class Evaluator:
     def cache_set(self, namespace: str, key: str, value: object) -> None:
         if self.no_cache:
             return
-        self._recent.pop(self._cache_key(namespace, key), None)
+        with self._recent_lock:
+            self._recent.pop(self._cache_key(namespace, key), None)
         if self._cache is not None:
             self._cache.set(self._cache_key(namespace, key), value)
         if self.gold_cache is not None:
