@@ -15,7 +15,8 @@ Run: ``.venv/bin/python bench/bench_spider_run.py --evaluator DIR --evaluator-py
 Both are whole processes, interleaved run by run, with bytecode caches on as a user's Python
 has them (``PYTHONDONTWRITEBYTECODE`` removed) and the dev extra's ``hypothesis`` pytest plugin
 off (it is not the plugin's dependency, and it imports all of hypothesis at the end of every
-session). Prints the medians and the ratio plugin / official (target: at most 1.0).
+session). Prints the medians and the ratio plugin / official (target: at most 1.2x of CPU,
+issue 53; it was 1.0x on wall).
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def main() -> int:
     print(f"exact match (all): official {official_all[1] if official_all else '?'}, "
           f"plugin {plugin_all[1] if plugin_all else '?'} ({'same' if same else 'DIFFERENT'})")
     print(f"ratio plugin / official: wall {ratio:.2f}x, cpu {cpu_ratio:.2f}x (target at most "
-          f"1.0x: {'MET' if ratio <= 1.0 else 'NOT MET'}); plain pytest's own cost for as "
+          f"1.2x cpu: {'MET' if cpu_ratio <= 1.2 else 'NOT MET'}); plain pytest's own cost for as "
           f"many tests is {floor:.2f}x the official's cpu")
     return 0 if same else 1
 

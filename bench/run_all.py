@@ -43,6 +43,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_spider.py": ["--runs", "3"],
     "bench_tasks.py": ["--cases", "20"],
     "bench_bird_run.py": ["--runs", "3"],  # skipped without mini_dev's evaluation_ex.py
+    "bench_bird_profile.py": ["--runs", "1"],
     "bench_spider_run.py": ["--runs", "3"],  # skipped without the official evaluator
     "bench_sql_suite.py": ["--runs", "1"],
     "bench_table_metrics.py": ["--repeat", "1"],  # 1M rows: ~95 s per repetition here

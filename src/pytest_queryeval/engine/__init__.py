@@ -16,6 +16,7 @@ import json
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,11 @@ if TYPE_CHECKING:
     from ..predict.base import AnswerLog
     from ..predict.cache import CacheSettings
     from ..predict.exchange import Exchange
+
+
+#: How many values :meth:`Evaluator.cache_get` keeps from its last reads: the cases sent
+#: ahead and the one running (a few gold results, not every one of a session).
+RECENT_READS = 8
 
 
 class _Cache(Protocol):
@@ -86,6 +92,13 @@ class Evaluator:
                  judge_refresh: bool = False, gold_cache: Path | None = None,
                  prediction_cache: CacheSettings | None = None) -> None:
         self._cache = cache
+        #: The last values :meth:`cache_get` read, by key (:data:`RECENT_READS` of them): a
+        #: case's gold is looked up when its queries are sent ahead and again when it runs,
+        #: and neighbouring cases share golds; each lookup was a JSON file read (issue 53).
+        self._recent: OrderedDict[str, Any] = OrderedDict()
+        self._recent_lock = threading.Lock()
+        #: Predictions :meth:`fixed_prediction` looked up for cases not run yet, by case id.
+        self._looked_up: OrderedDict[str, tuple[Case, Prediction]] = OrderedDict()
         #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
         self.gold_cache = None if gold_cache is None else GoldCache(gold_cache)
         self.no_cache = no_cache
@@ -165,11 +178,21 @@ class Evaluator:
         if self.no_cache:
             return None
         local = self._cache_key(namespace, key)
+        with self._recent_lock:  # the judge's look-ups may come from the pool's threads
+            recent = self._recent.get(local)
+            if recent is not None:
+                self._recent.move_to_end(local)
+                return recent
         hit = None if self._cache is None else self._cache.get(local, None)
         if hit is None and self.gold_cache is not None:
             hit = self.gold_cache.get(namespace, key)  # None for what it does not share
             if hit is not None and self._cache is not None:
                 self._cache.set(local, hit)
+        if hit is not None:  # its readers decode it, never change it
+            with self._recent_lock:
+                self._recent[local] = hit
+                while len(self._recent) > RECENT_READS:
+                    self._recent.popitem(last=False)
         return hit
 
     @property
@@ -182,6 +205,8 @@ class Evaluator:
     def cache_set(self, namespace: str, key: str, value: object) -> None:
         if self.no_cache:
             return
+        with self._recent_lock:
+            self._recent.pop(self._cache_key(namespace, key), None)
         if self._cache is not None:
             self._cache.set(self._cache_key(namespace, key), value)
         if self.gold_cache is not None:
@@ -272,9 +297,14 @@ class Evaluator:
         if not fixed:
             return None
         try:
-            return self.predict(case, 0)
+            prediction = self._predict(case, 0)
         except QueryEvalError:
             return None
+        # :meth:`predict` takes it when the case runs (it was looked up twice: issue 53)
+        self._looked_up[case.id] = (case, prediction)
+        while len(self._looked_up) > RECENT_READS:  # sent ahead for a case that never ran
+            self._looked_up.popitem(last=False)
+        return prediction
 
     def live_request(self, case: Case, *, hook_active: bool = False,
                      ) -> tuple[str, int, Callable[[], Prediction]] | None:
@@ -364,6 +394,14 @@ class Evaluator:
                 return self.pool.take((case.id, repeat))
             except KeyError:  # withdrawn (xdist moved the case) or the pool closed
                 pass
+        if repeat == 0 and self._looked_up:
+            known = self._looked_up.pop(case.id, None)
+            if known is not None and known[0] is case:
+                return known[1]
+        return self._predict(case, repeat)
+
+    def _predict(self, case: Case, repeat: int) -> Prediction:
+        """:meth:`predict`'s look-up, from the case, the override, the hook or the source."""
         inline = _inline_prediction(case)
         override = self.override
         if override is not None and (inline is None or self.override_inline):

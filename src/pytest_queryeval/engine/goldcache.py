@@ -66,6 +66,10 @@ class GoldCache:
         self._warned: set[str] = set()
         #: Directories already looked at (each is checked once a session).
         self._checked: set[str] = set()
+        #: SHA-256 of the text of each entry whose digest this session checked or wrote: the
+        #: same text read again is not re-serialised and hashed value by value (issue 53:
+        #: every read of an entry did that, twice per case).
+        self._verified: dict[str, bytes] = {}
 
     def path(self, namespace: str, key: str) -> Path:
         digest = address(namespace, key)
@@ -94,11 +98,15 @@ class GoldCache:
                 or entry.get("namespace") != namespace or entry.get("key") != key:
             return None
         value = entry.get("value")
+        seen = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        if self._verified.get(target.name) == seen:
+            return value
         if entry.get("digest") != content_digest(namespace, key, value):
             self._warn(target, f"the gold cache entry {self._shown(target)} is ignored: its "
                                "content does not match its digest (edited or damaged); the "
                                "gold is executed again and the entry rewritten")
             return None
+        self._verified[target.name] = seen
         return value
 
     def set(self, namespace: str, key: str, value: object) -> None:
@@ -114,7 +122,9 @@ class GoldCache:
         except (TypeError, ValueError):
             return
         with contextlib.suppress(OSError, UnicodeEncodeError):
-            ownedfiles.write_private(target, text.encode("utf-8"))
+            data = text.encode("utf-8")
+            ownedfiles.write_private(target, data)
+            self._verified[target.name] = hashlib.sha256(data).digest()
 
     def _check_directories(self, sub: Path) -> None:
         """One warning for the root or an entry's directory that others may write to."""

@@ -161,6 +161,26 @@ def _cond_aggs(pred: CondUnit) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
+def spider_level(sql: str, dialect: str | None = None) -> str | None:
+    """:func:`sql_hardness` where it is counted on a strict Spider parse, without importing
+    sqlglot (:func:`spider_counts`); None where sqlglot would have to be asked."""
+    fast = spider_counts(sql, dialect)
+    return None if fast is None else level(*fast)
+
+
+@functools.lru_cache(maxsize=1)
+def sqlglot_version() -> str:
+    """The installed sqlglot's version, read from its metadata (not imported): part of the key
+    of a level kept across sessions, since another sqlglot may parse a text otherwise."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sqlglot")
+    except PackageNotFoundError:
+        return ""
+
+
+@functools.lru_cache(maxsize=4096)
 def cached_sql_hardness(sql: str, dialect: str | None = None) -> str | None:
     """:func:`sql_hardness`, None when the query does not parse; cached: a gold is rated at
     collection and again when scored."""

@@ -161,7 +161,8 @@ class RunOptions:
             shard=None, audit=get("queryeval_audit_golds"),
             write_transpiled=bool(get("queryeval_write_transpiled")), resume=None,
             shard_durations=None, gating="strict",
-            junit_properties=bool(config.getini("queryeval_junit_properties")),
+            junit_properties=bool(config.getini("queryeval_junit_properties"))
+            and _properties_read(config),
             baseline_ini=str(config.getini("queryeval_baseline")),
             significance_ini=significance_ini,
             significance_where=ini_line(config.inipath, "queryeval_significance",
@@ -429,3 +430,12 @@ __all__ = [
     "add_report_options",
     "add_run_options",
 ]
+
+
+def _properties_read(config: Any) -> bool:
+    """Whether anything writes the items' ``user_properties`` out: ``--junitxml``, or
+    pytest-reportlog's ``--report-log`` (each line carries them). Without either, a property
+    per metric per case (20,750 for 1,000 BIRD cases) was built for nobody (issue 53)."""
+    return bool(getattr(config.option, "xmlpath", None)
+                or getattr(config.option, "report_log", None))
+

@@ -185,7 +185,8 @@ class SandboxedFileSource(SourceDefaults):
         self._resolved = ""
         #: Pairs sent ahead (:meth:`prefetch_pair`), oldest first: arguments and ticket (the
         #: next case's is sent before this case's is read).
-        self._ahead: list[tuple[tuple[str, str, float, int], Ticket]] = []
+        #: A gold of None: the prediction alone (:meth:`prefetch_query`).
+        self._ahead: list[tuple[tuple[str | None, str, float, int], Ticket]] = []
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {str(self.path)!r})"
@@ -205,8 +206,25 @@ class SandboxedFileSource(SourceDefaults):
             check_read_only(query, self.dialect)
         if not guarded:
             return self._execute(query, timeout, max_rows, False)
+        ticket = self._sent_ahead((None, query, timeout, max_rows)) \
+            if self.isolation != "thread" else None
+        if ticket is not None:  # sent ahead alone (:meth:`prefetch_query`)
+            (outcome,) = ticket.outcomes()
+            return self._guarded(query, timeout, max_rows,
+                                 lambda: self._outcome(outcome, timeout))
         return self._guarded(query, timeout, max_rows,
                              lambda: self._execute(query, timeout, max_rows, True))
+
+    def _sent_ahead(self, key: tuple[str | None, str, float, int]) -> Ticket | None:
+        """The ticket sent ahead with these arguments, None when none was; the ones sent
+        before it were not asked for: dropped (their replies are read, in order, and let
+        go)."""
+        sent = next((i for i, (args, _) in enumerate(self._ahead) if args == key), None)
+        if sent is None:
+            return None
+        ticket = self._ahead[sent][1]
+        del self._ahead[:sent + 1]
+        return ticket
 
     def execute_pair(self, gold: str, predicted: str, *, timeout: float | None = None,
                      max_rows: int | None = None,
@@ -225,13 +243,8 @@ class SandboxedFileSource(SourceDefaults):
         if not self._pairs(predicted):
             return None
         timeout, max_rows = call_limits(self, timeout, max_rows)
-        key = (gold, predicted, timeout, max_rows)
-        sent = next((i for i, (args, _) in enumerate(self._ahead) if args == key), None)
-        if sent is not None:  # the pairs sent before it were not asked for: dropped (their
-            ticket = self._ahead[sent][1]  # replies are read, in order, and let go)
-            del self._ahead[:sent + 1]
-        else:
-            ticket = Ticket(self._worker(), self._pair_calls(gold, predicted, timeout, max_rows))
+        ticket = self._sent_ahead((gold, predicted, timeout, max_rows)) \
+            or Ticket(self._worker(), self._pair_calls(gold, predicted, timeout, max_rows))
         gold_outcome, pred_outcome = ticket.outcomes()
         gold_table = self._outcome(gold_outcome, timeout)
 
@@ -257,6 +270,22 @@ class SandboxedFileSource(SourceDefaults):
         box = self._worker()
         ticket = box.submit(self._pair_calls(gold, predicted, timeout, max_rows))
         self._ahead = [*self._ahead[-(_AHEAD - 1):], ((gold, predicted, timeout, max_rows),
+                                                        ticket)]
+        return True
+
+    def prefetch_query(self, predicted: str, *, timeout: float | None = None,
+                       max_rows: int | None = None) -> bool:
+        """:meth:`prefetch_pair` for a case whose gold result is cached (issue 53: nothing
+        was sent then, and a warm rerun waited on every prediction): the prediction alone,
+        under the engine's own read-only check, read by the next :meth:`execute` of it with
+        these limits. False where :meth:`execute_pair` would not pair it (nothing sent)."""
+        if not self._pairs(predicted):
+            return False
+        timeout, max_rows = call_limits(self, timeout, max_rows)
+        hard = timeout + HARD_GRACE
+        ticket = self._worker().submit(
+            [(*self._guarded_call(predicted, timeout, max_rows), hard, 2 * self.max_bytes)])
+        self._ahead = [*self._ahead[-(_AHEAD - 1):], ((None, predicted, timeout, max_rows),
                                                         ticket)]
         return True
 

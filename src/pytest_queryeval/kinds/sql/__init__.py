@@ -27,6 +27,7 @@ Why one module of this size: the flow above is one case's path; its steps live o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -90,6 +91,8 @@ if TYPE_CHECKING:
 
 #: Cache namespace of executed gold results (values: :mod:`...sources.codec` tables).
 GOLD_CACHE = "sql-gold"
+#: Cache namespace of golds' ``sql_hardness`` labels that sqlglot counted (``{"level": ...}``).
+HARDNESS_CACHE = "sql-hardness"
 EFFICIENCY = ("ves", "r_ves")
 #: Iterations allowed for ``efficiency`` (each runs gold and prediction once more).
 MAX_ITERATIONS = 1000
@@ -416,7 +419,7 @@ class _SqlRun:
         # fails it, and its refusal ends the case exactly as if it had run first.
         def failure(reason: str, gold_s: float | None, pred_s: float | None) -> Scored:
             """Every planned metric at 0; Spider's table still counts the question."""
-            scored = _failure(planned, reason, gold_s, pred_s, golds, case)
+            scored = _failure(planned, reason, gold_s, pred_s, golds, case, self.ctx)
             if structure_ok and schema is not None:
                 _spider_of_no_answer(scored, golds, schema, opts)
             return scored
@@ -495,7 +498,7 @@ class _SqlRun:
         if undecided is not None and (
                 best is None or best[1].metrics.get("execution_accuracy") != 1.0):
             return _failure(planned, undecided.reason(), gold_seconds,
-                            pred.table.seconds if pred.table else None, golds, case)
+                            pred.table.seconds if pred.table else None, golds, case, self.ctx)
         assert best is not None
         return best[1]
 
@@ -538,7 +541,7 @@ class _SqlRun:
                                     empty_scores_zero=empty_zero)
         except SearchBudgetExhausted as e:  # a score is never guessed
             planned = list(scored.metrics)
-            return _failure(planned, e.reason(), None, None, golds, case)
+            return _failure(planned, e.reason(), None, None, golds, case, self.ctx)
         scored.metrics.update(result.metrics)
         if result.reason:
             scored.details["spider2_reason"] = result.reason
@@ -617,7 +620,7 @@ class _SqlRun:
         :meth:`SqlKind.evaluate` and :meth:`evaluate` find the two texts and limits; only
         where that is exact and the queries read nothing that changes before the case runs:
         no task, clock or recorded result, a gold the cache does not hold (:func:`run_gold`
-        would not execute it). False when nothing was sent."""
+        would not execute it; then the prediction alone). False when nothing was sent."""
         from .._query import gold_cache_key
 
         if not SqlKind.sends_ahead(case, ctx):
@@ -640,7 +643,9 @@ class _SqlRun:
             return False
         if getattr(ctx, "caching", True) \
                 and ctx.cache_get(GOLD_CACHE, gold_cache_key(src, golds[0])) is not None:
-            return False
+            # the gold is not run (a warm rerun): the prediction still is (issue 53)
+            prefetch_query = getattr(src, "prefetch_query", None)
+            return prefetch_query is not None and bool(prefetch_query(pred_sql, **opts.limits))
         return bool(prefetch_pair(golds[0], pred_sql, **opts.limits))
 
     def score(self, gold: _Gold, schema: Schema | None) -> Scored:
@@ -662,7 +667,8 @@ class _SqlRun:
             if h:
                 labels["hardness"] = h
         if gold.sql is not None:
-            _label_sql_hardness(labels, gold.sql, src.dialect if src is not None else None)
+            _label_sql_hardness(labels, gold.sql, src.dialect if src is not None else None,
+                                self.ctx)
         compared = (gold.sql or "", gold.table, pred.sql or "", pred.table) \
             if gold.table is not None and pred.table is not None else None  # for a judge
         return Scored(comparison.metrics, labels, comparison.diff, comparison.details,
@@ -1154,7 +1160,8 @@ def _planned_names(table: tuple[SqlMetric, ...], wanted: tuple[bool, ...], exec_
 
 
 def _failure(planned: Sequence[str], reason: str, gold_seconds: float | None,
-             pred_seconds: float | None, golds: list[_Gold], case: Case) -> Scored:
+             pred_seconds: float | None, golds: list[_Gold], case: Case,
+             ctx: Context | None = None) -> Scored:
     """Every metric the case would have had, at 0, with the reason."""
     metrics = {name: 0.0 for name in planned}
     if gold_seconds is not None:
@@ -1166,7 +1173,7 @@ def _failure(planned: Sequence[str], reason: str, gold_seconds: float | None,
     h = _hardness(first) if first else None
     labels = {"hardness": h} if h else {}
     if first:
-        _label_sql_hardness(labels, first, _spec_dialect(case.source_spec))
+        _label_sql_hardness(labels, first, _spec_dialect(case.source_spec), ctx)
     return Scored(metrics, labels, [], details, reason=reason)
 
 
@@ -1204,10 +1211,31 @@ def _sql_hardness(sql: str, dialect: str | None) -> str | None:
     return cached_sql_hardness(sql, dialect)
 
 
-def _label_sql_hardness(labels: dict[str, str], sql: str, dialect: str | None) -> None:
-    h = _sql_hardness(sql, dialect)
+def _label_sql_hardness(labels: dict[str, str], sql: str, dialect: str | None,
+                        ctx: Context | None = None) -> None:
+    h = _sql_hardness(sql, dialect) if ctx is None else _kept_sql_hardness(sql, dialect, ctx)
     if h is not None:
         labels["sql_hardness"] = h
+
+
+def _kept_sql_hardness(sql: str, dialect: str | None, ctx: Context) -> str | None:
+    """:func:`_sql_hardness` of a gold, kept in the session's cache where it needs sqlglot
+    (issue 53: a rerun imported sqlglot, some 0.2 s, and parsed again golds that had not
+    changed, to label them); the key names the sqlglot version that counted it."""
+    import json
+
+    from ...metrics.sql_hardness import spider_level, sqlglot_version
+
+    fast = spider_level(sql, dialect)
+    if fast is not None or not getattr(ctx, "caching", True):
+        return fast if fast is not None else _sql_hardness(sql, dialect)
+    key = json.dumps([sqlglot_version(), dialect, sql])
+    hit = ctx.cache_get(HARDNESS_CACHE, key)
+    if isinstance(hit, dict) and isinstance(hit.get("level"), str | None):
+        return cast("str | None", hit.get("level"))
+    level = _sql_hardness(sql, dialect)
+    ctx.cache_set(HARDNESS_CACHE, key, {"level": level})
+    return level
 
 
 def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
@@ -1221,8 +1249,41 @@ def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
     return dialect if dialect in ("sqlite", "duckdb") else sqlglot_dialect(dialect)
 
 
+#: The last options :func:`_parse_options` read, by the identity of what they are read from
+#: (the objects are kept with the result, so an identity is never another object's): a case's
+#: options were read when it was collected, again when its queries were sent ahead and again
+#: when it ran (issue 53). The copies :func:`with_dialect_gold` and :func:`pin_golds` make of a
+#: case share these objects.
+_PARSED: dict[tuple[int, int, int], tuple[tuple[object, ...], tuple[bool, ...], _Options]] = {}
+#: The thresholds :func:`_read_options` reads options from.
+_OPTION_THRESHOLDS = ("soft_ex", "ehrsql_ex", "spider2_ex", "spider2_ex_aligned")
+#: A suite's cases are read in order at collection and run in the same order later: a bound
+#: above the suite's size keeps every reading; a larger suite reads a case's options twice.
+_PARSED_MAX = 4096
+
+
 def _parse_options(case: Case) -> _Options:
-    """Validate and normalise the case options (ConfigError names the key)."""
+    """Validate and normalise the case options (ConfigError names the key), once per case:
+    the result is shared by its readers, which never change it."""
+    thresholds = case.thresholds
+    held = (case.options, thresholds, case.gold_result_files)
+    key = (id(held[0]), id(held[1]), id(held[2]))
+    # a kind's default threshold is added to the mapping after collection: the names read
+    # below are part of what the reading depends on
+    asked = tuple(name in thresholds for name in _OPTION_THRESHOLDS)
+    known = _PARSED.get(key)
+    if known is not None and known[1] == asked \
+            and all(a is b for a, b in zip(known[0], held, strict=True)):
+        return known[2]
+    opts = _read_options(case)
+    _PARSED[key] = (held, asked, opts)
+    while len(_PARSED) > _PARSED_MAX:  # the oldest first (a dict keeps insertion order)
+        with contextlib.suppress(KeyError, StopIteration, RuntimeError):  # another thread
+            del _PARSED[next(iter(_PARSED))]
+    return opts
+
+
+def _read_options(case: Case) -> _Options:
     o = case.options
     check_optin(case)
     opts = _Options(compare_options(o))

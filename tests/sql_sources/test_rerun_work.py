@@ -1,0 +1,205 @@
+"""Issue 53: a rerun with the gold cache warm does no more than a cold run, and a case's
+work is done once. Counted, never timed: pytest's cache reads of gold results, the queries
+sent ahead to the sandbox worker, the readings of a case's options, the prediction look-ups,
+the junit properties built. A real Chinook copy, the real worker, pytest itself (pytester,
+in process, so the counters below see the session's calls)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest.cacheprovider import Cache
+
+from pytest_queryeval._isolation.sandbox import Sandbox
+from pytest_queryeval.engine import Evaluator
+from pytest_queryeval.kinds import sql as sql_kind
+from pytest_queryeval.metrics import sql_hardness
+from tests.support import run_report
+
+from .conftest import write_chinook_suite
+
+#: Cases whose golds are executed (and cached), predictions from a file and inline: right,
+#: wrong, failing, refused by the guard, two golds shared between cases.
+CASES: dict[str, Any] = {
+    "kind": "sql",
+    "datasource": "chinook",
+    "cases": [
+        *({"id": f"plain-{i}", "gold": f"SELECT count(*) FROM track WHERE genreid = {i}",
+           "predicted": f"SELECT count(*) FROM track WHERE genreid = {i + i % 2}"}
+          for i in range(1, 7)),
+        {"id": "ordered", "gold": "SELECT name FROM genre ORDER BY genreid LIMIT 3",
+         "predicted": "SELECT Name FROM Genre ORDER BY GenreId LIMIT 3"},
+        {"id": "failing", "gold": "SELECT 4", "predicted": "SELECT nope FROM genre"},
+        {"id": "sneaky", "gold": "SELECT count(*) FROM genre",
+         "predicted": "SELECT 1; DELETE FROM genre"},
+        {"id": "same-gold", "gold": "SELECT count(*) FROM genre",
+         "predicted": "SELECT count(*) + 0 FROM genre"},
+        {"id": "from-file", "gold": "SELECT count(*) FROM track WHERE genreid = 1"},
+        {"id": "windowed", "gold": "SELECT name, rank() OVER (ORDER BY genreid) FROM genre "
+                                   "WHERE genreid < 4",
+         "predicted": "SELECT Name, rank() OVER (ORDER BY GenreId) FROM Genre WHERE GenreId < 4"},
+        {"id": "last", "gold": "SELECT 9", "predicted": "SELECT 9"},
+    ],
+}
+for _case in CASES["cases"]:  # as an imported BIRD suite gives it: no level computed at collection
+    _case["difficulty"] = "simple"
+N = len(CASES["cases"])
+#: Record fields that are measured (they differ between any two runs) or say where the gold
+#: came from (the cache, on a rerun).
+MEASURED = ("seconds", "duration", "started", "finished", "time", "digest", "gold_cached")
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
+    write_chinook_suite(
+        pytester.path, shared_data,
+        {"predictions": {"source": "file", "path": "predictions.jsonl"}},
+        {"test_chinook.yaml": json.dumps(CASES, indent=1),
+         "predictions.jsonl": json.dumps({"id": "from-file", "predicted": "SELECT count(*) "
+                                          "FROM track WHERE genreid <= 1"}) + "\n"})
+    return pytester
+
+
+@pytest.fixture
+def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Calls of the steps issue 53 names, counted while the in-process runs go."""
+    seen: Counter[str] = Counter()
+
+    def counting(name: str, fn: Callable[..., Any],
+                 when: Callable[[tuple[Any, ...], Any], bool] = lambda a, r: True,
+                 ) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = fn(*args, **kwargs)
+            if when(args, result):
+                seen[name] += 1
+            return result
+        return wrapper
+
+    monkeypatch.setattr(Cache, "get", counting(
+        "gold reads", Cache.get, lambda a, r: str(a[1]).startswith("queryeval/sql-gold/")))
+    monkeypatch.setattr(Sandbox, "submit", counting(
+        "sent ahead", Sandbox.submit, lambda a, ticket: bool(ticket.sent)))
+    # the look-up and the reading themselves (before issue 53 they were these functions)
+    look_up = "_predict" if hasattr(Evaluator, "_predict") else "predict"
+    monkeypatch.setattr(Evaluator, look_up, counting("predict", getattr(Evaluator, look_up)))
+    monkeypatch.setattr(sql_hardness, "counts", counting("sqlglot counts", sql_hardness.counts))
+    read = "_read_options" if hasattr(sql_kind, "_read_options") else "_parse_options"
+    monkeypatch.setattr(sql_kind, read, counting("options read", getattr(sql_kind, read)))
+    return seen
+
+
+def _records(suite: pytest.Pytester, *args: str, name: str) -> dict[str, Any]:
+    _, report = run_report(suite, *args, name=name, fresh=True)
+
+    def scrubbed(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: scrubbed(v) for k, v in value.items()
+                    if not any(t in k for t in MEASURED)}
+        if isinstance(value, list):
+            return [scrubbed(v) for v in value]
+        return value
+
+    return {cid: scrubbed(record) for cid, record in report.by_id.items()}
+
+
+def test_a_warm_gold_cache_reads_each_gold_once_and_still_sends_predictions_ahead(
+        suite: pytest.Pytester, counts: Counter[str]) -> None:
+    """The cold run executes and caches every gold (and the labels sqlglot counted); the
+    rerun imports no sqlglot and reads each case's gold once
+    from pytest's cache (it was read when the case's queries were sent ahead and again when
+    it ran: 2 per case) and sends every prediction but the first case's ahead to the worker,
+    as the cold run sends its pairs (it sent nothing when the gold was cached, and each
+    prediction was then waited for). The records are the cold run's."""
+    sql_hardness.cached_sql_hardness.cache_clear()  # what an earlier session here counted
+    cold = _records(suite, "--cache-clear", name="cold.json")
+    cold_ahead = counts["sent ahead"]
+    assert cold_ahead >= N - 2  # every case after the first has its pair sent
+    # the window and the two golds without FROM: Spider's grammar does not parse them
+    assert counts["sqlglot counts"] == 3
+    counts.clear()
+    sql_hardness.cached_sql_hardness.cache_clear()
+    warm = _records(suite, name="warm.json")
+    assert counts["sqlglot counts"] == 0  # its level was kept with the golds'
+    assert warm["windowed"]["labels"]["sql_hardness"] == "medium"
+    # one read per case, none for "same-gold", whose gold the case before it read
+    assert counts["gold reads"] == N - 1
+    assert counts["sent ahead"] == cold_ahead
+    assert warm == cold
+    assert warm["plain-1"]["outcome"] == "failed" and warm["plain-2"]["outcome"] == "passed"
+    assert warm["sneaky"]["reason"].startswith("refused: ")
+
+
+def test_a_case_reads_its_options_and_looks_up_its_prediction_once(
+        suite: pytest.Pytester, counts: Counter[str]) -> None:
+    """Collection checks a case's options, the look-ahead sends its queries, the case runs:
+    one reading of the options (three before) and one look-up of its prediction (two: the
+    look-ahead's and the run's), with the look-ahead on and off."""
+    for args in ((), ("--queryeval-no-prefetch",)):
+        counts.clear()
+        _records(suite, "-p", "no:cacheprovider", *args, name="r.json")
+        assert counts["options read"] == N, args
+        assert counts["predict"] == N, args
+
+
+#: Writes the properties each item reported, to compare a run with and without --junitxml.
+PROPERTIES = '''
+import json
+SEEN = {}
+
+def pytest_runtest_logreport(report):
+    if report.when == "call":
+        SEEN[report.nodeid.split("::")[-1]] = len(report.user_properties)
+
+def pytest_unconfigure(config):
+    with open("properties.json", "w") as f:
+        json.dump(SEEN, f)
+'''
+
+
+def test_junit_properties_are_built_only_for_a_junit_file(suite: pytest.Pytester) -> None:
+    """A property per metric per case (20,750 for 1,000 BIRD cases) was built with no junit
+    file to write it to; with ``--junitxml`` each case still carries them in the file."""
+    suite.makeconftest(PROPERTIES)
+    suite.runpytest("-p", "no:cacheprovider", "-k", "plain")
+    without = json.loads((suite.path / "properties.json").read_text())
+    assert without == {f"plain-{i}": 0 for i in range(1, 7)}
+    suite.runpytest("-p", "no:cacheprovider", "-k", "plain", "--junitxml=j.xml")
+    with_file = json.loads((suite.path / "properties.json").read_text())
+    assert set(with_file) == set(without) and min(with_file.values()) > 5
+    text = (suite.path / "j.xml").read_text()
+    assert text.count('name="queryeval.execution_accuracy"') == 6
+
+
+def test_a_shared_gold_entry_is_hashed_value_by_value_once_a_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--queryeval-gold-cache``: a runner checks an entry's digest (its value serialised and
+    hashed) the first time it reads it; reading the same text again (the next case with the
+    same gold) only hashes the text. An entry changed since is checked again, and refused."""
+    from pytest_queryeval.engine import goldcache
+
+    shared = tmp_path / "gold"
+    goldcache.GoldCache(shared).set("sql-gold", "k", {"rows": [[1, "a"]]})
+    seen: Counter[str] = Counter()
+    digest = goldcache.content_digest
+
+    def counted(*args: Any) -> str:
+        seen["digests"] += 1
+        return digest(*args)
+
+    monkeypatch.setattr(goldcache, "content_digest", counted)
+    runner = goldcache.GoldCache(shared)  # another runner's session
+    for _ in range(5):
+        assert runner.get("sql-gold", "k") == {"rows": [[1, "a"]]}
+    assert seen["digests"] == 1
+    entry = runner.path("sql-gold", "k")
+    edited = json.loads(entry.read_text())
+    edited["value"] = {"rows": [[2, "a"]]}  # the digest left as it was
+    entry.write_text(json.dumps(edited))
+    with pytest.warns(UserWarning, match="does not match its digest"):
+        assert runner.get("sql-gold", "k") is None
+    assert seen["digests"] == 2
