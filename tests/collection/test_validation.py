@@ -77,13 +77,13 @@ def test_duplicate_yaml_keys_and_non_mapping_cases_are_located(suite):
 def test_unknown_kind_and_missing_kind(suite):
     suite.makefile(".yaml", test_k=dump({"cases": [
         {"id": "nokind", "question": "q", "gold": "x", "predicted": "x"},
-        {"id": "badkind", "kind": "cypher", "question": "q", "gold": "x", "predicted": "x"},
+        {"id": "badkind", "kind": "gremlin", "question": "q", "gold": "x", "predicted": "x"},
     ]}))
     result = suite.runpytest("-rf")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "test_k.yaml:4: cases[0].kind: missing: set kind" in out
-    assert "cases[1].kind: unknown kind 'cypher' (known: json, sdmx, sparql, sql)" in out
+    assert "cases[1].kind: unknown kind 'gremlin' (known: cypher, json, sdmx, sparql, sql)" in out
 
 
 def test_bad_threshold_on_the_command_line_is_a_usage_error(suite):

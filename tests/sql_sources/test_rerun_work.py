@@ -137,12 +137,13 @@ def test_a_warm_gold_cache_reads_each_gold_once_and_still_sends_predictions_ahea
 def test_a_case_reads_its_options_and_looks_up_its_prediction_once(
         suite: pytest.Pytester, counts: Counter[str]) -> None:
     """Collection checks a case's options, the look-ahead sends its queries, the case runs:
-    one reading of the options (three before) and one look-up of its prediction (two: the
-    look-ahead's and the run's), with the look-ahead on and off."""
+    at most one reading of the options (three before; the cases that set no option share
+    one) and one look-up of its prediction (two: the look-ahead's and the run's), with the
+    look-ahead on and off."""
     for args in ((), ("--queryeval-no-prefetch",)):
         counts.clear()
         _records(suite, "-p", "no:cacheprovider", *args, name="r.json")
-        assert counts["options read"] == N, args
+        assert 1 <= counts["options read"] < N, args
         assert counts["predict"] == N, args
 
 

@@ -1260,6 +1260,9 @@ _OPTION_THRESHOLDS = ("soft_ex", "ehrsql_ex", "spider2_ex", "spider2_ex_aligned"
 #: A suite's cases are read in order at collection and run in the same order later: a bound
 #: above the suite's size keeps every reading; a larger suite reads a case's options twice.
 _PARSED_MAX = 4096
+#: The reading of a case with no option, no gold result file and none of the thresholds
+#: :data:`_OPTION_THRESHOLDS`: the same for every such case.
+_PLAIN: _Options | None = None
 
 
 def _parse_options(case: Case) -> _Options:
@@ -1271,6 +1274,17 @@ def _parse_options(case: Case) -> _Options:
     # a kind's default threshold is added to the mapping after collection: the names read
     # below are part of what the reading depends on
     asked = tuple(name in thresholds for name in _OPTION_THRESHOLDS)
+    if not case.options and case.gold_result_files is None and not any(asked):
+        # most cases set no option: they share one reading, so a large suite's memo holds
+        # only the cases that do (a collected case's memory, tests/collection)
+        from ...metrics.table import CompareOptions
+
+        global _PLAIN
+        # a run that imports the metrics anew (pytester's in-process runs restore
+        # sys.modules) reads anew: the reading holds an instance of their class
+        if _PLAIN is None or type(_PLAIN.compare) is not CompareOptions:
+            _PLAIN = _read_options(case)
+        return _PLAIN
     known = _PARSED.get(key)
     if known is not None and known[1] == asked \
             and all(a is b for a, b in zip(known[0], held, strict=True)):
