@@ -329,7 +329,7 @@ class _Turns:
         return out
 
 
-def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def reference_aggregates(records: Sequence[RecordLike]) -> dict[str, Any]:
     """TEXT2SPARQL's and GERBIL's session figures, computed the references' way.
 
     ``set_f1_ndcg``, ``macro_f1_qald`` and ``micro_f1`` are not means of per-case values (an
@@ -371,7 +371,7 @@ def reference_aggregates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     return out
 
 
-def abstention_aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def abstention_aggregate(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     """Abstention precision and recall and the EHRSQL 2024 reliability score RS(0/5/10/N), from
     the records alone (so ``queryeval merge`` recomputes them); None when no case expects
     abstention and no prediction abstained.
@@ -405,7 +405,7 @@ def abstention_aggregate(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     }
 
 
-def _abstention_flags(record: Mapping[str, Any]) -> tuple[bool, bool]:
+def _abstention_flags(record: RecordLike) -> tuple[bool, bool]:
     """(expects abstention, the prediction abstained), from ``details.abstention``."""
     info = (record.get("details") or {}).get("abstention")
     if not isinstance(info, Mapping):

@@ -31,6 +31,7 @@ from ..figures.columns import (
 )
 from ..kinds._registry import declares
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
+from ..model import RecordLike
 from .document import full_record
 
 if TYPE_CHECKING:  # xlsxwriter ships no type information: these name what is passed around
@@ -444,7 +445,7 @@ def _details(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
 # SDMX overview
 
 
-def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[Mapping[str, Any]]) -> None:
+def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[RecordLike]) -> None:
     ws = wb.add_worksheet("SDMX overview")
     for col, name in enumerate(SDMX_HEADERS):
         ws.write_string(0, col, name, fmt["header"])
