@@ -94,3 +94,22 @@ def test_every_allowed_function_still_exists() -> None:
     for rel, name in ALLOWED:
         tree = ast.parse((ROOT / rel).read_text(encoding="utf-8"))
         assert any(isinstance(n, ast.FunctionDef) and n.name == name for n in ast.walk(tree))
+
+
+def test_every_built_in_writer_takes_the_typed_report() -> None:
+    """Each writer of :data:`~pytest_queryeval.report.formats.REPORT_WRITERS` (and the junit
+    XML's) takes the one typed report, whose ``records()`` gives the full records after a run
+    and after ``queryeval merge`` alike."""
+    import inspect
+    from importlib.util import find_spec
+
+    from pytest_queryeval.conclude import load_writer
+    from pytest_queryeval.report.formats import REPORT_WRITERS
+    from pytest_queryeval.report.junit import write_junit
+
+    writers = {name: load_writer(entry) for name, entry in REPORT_WRITERS.items()
+               if entry.needs is None or find_spec(entry.needs[0]) is not None}
+    writers["junit"] = write_junit
+    first = {name: next(iter(inspect.signature(fn).parameters.values())).annotation
+             for name, fn in writers.items()}
+    assert first == dict.fromkeys(writers, "Report")

@@ -529,10 +529,11 @@ def _write_junit(report: dict[str, Any], target: Path, cwd: Path, lines: list[st
                  status: int) -> int:
     """The junit XML of the merged run, its line in ``lines``; the exit status, failed when
     the file cannot be written."""
+    from ..report.document import Report
     from ..report.junit import write_junit
 
     try:
-        write_junit(report, target)
+        write_junit(Report.of(report), target)
         lines.append(f"junit XML: {display(target, cwd)}")
     except (OSError, QueryEvalError) as exc:
         lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")

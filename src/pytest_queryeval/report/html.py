@@ -41,7 +41,7 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
-from .document import full_record
+from .document import Report, full_record
 from .models import html_section as models_section
 from .outcome import Outcome, pass_rate_text, stated
 from .terminal import (
@@ -238,7 +238,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     return "\n".join(parts) + "\n"
 
 
-def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
+def write_html(report: Report, path: str | os.PathLike[str],
                comparison: Comparison | None = None) -> Path:
     """Render and write atomically (temporary file + rename)."""
     target = Path(path)

@@ -30,7 +30,7 @@ from ..figures.numbers import doc_num as _num
 from ..figures.numbers import doc_pct as _pct
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
 from ..model import RecordLike
-from .document import full_record
+from .document import Report, full_record
 from .models import markdown_lines as model_lines
 from .outcome import pass_rate_text, stated
 from .terminal import (
@@ -152,7 +152,7 @@ def markdown_text(report: Mapping[str, Any], comparison: Comparison | None = Non
     return printable(render_markdown(report, comparison))
 
 
-def write_markdown(report: Mapping[str, Any], path: Path,
+def write_markdown(report: Report, path: Path,
                    comparison: Comparison | None = None) -> Path:
     """Write :func:`markdown_text` atomically (temporary file + rename)."""
     write_atomic(path, markdown_text(report, comparison), special="stream")
