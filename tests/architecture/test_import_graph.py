@@ -206,11 +206,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "tables.json through the Spider evaluator's own Schema, the one reader of that file",
     ("predict.file", "suite.yamlload"): "a predictions file in YAML is read by the suite's YAML "
         "loader, so its errors name file, line and field as a case file's do",
-    ("report.view_models", "conclude.models"): "queryeval view compares the models of its columns "
-        "with compare_models (model_of, the McNemar pairs, the disagreements), so the page says "
-        "what a multi-model run's own report says",
-    ("report.view_models", "conclude.aggregate"): "queryeval view counts each model's pass rate "
-        "per kind and difficulty with group_stats, the rule of every report's pass rate",
 }
 
 

@@ -188,3 +188,29 @@ def test_one_registry_line_is_the_whole_wiring():
     assert spec_paths({"source": "csv", "path": "../p.csv"}, Path("/suite")) == \
         [Path("/suite/../p.csv")]
     assert spec_paths({"source": "python", "function": "m:f"}, Path("/suite")) == []
+
+
+class SheetPredictor(CsvPredictor):
+    """A fixed source whose file key is not ``path`` and that names a sheet first."""
+
+    path_keys: ClassVar[tuple[str, ...]] = ("workbook",)
+    shown_keys: ClassVar[tuple[str, ...]] = ("sheet",)
+
+
+def test_the_report_line_walks_the_source_s_own_keys(monkeypatch: pytest.MonkeyPatch):
+    """``describe_predictions`` asks the source's class which keys name it (``shown_keys``,
+    then ``path_keys``): a registered source with keys of its own is described as a built-in
+    one is (a hand-kept key tuple showed it as the bare ``sheet``)."""
+    from pytest_queryeval.predict import describe_predictions
+
+    monkeypatch.setitem(PREDICTOR_SOURCES, "sheet", f"{__name__}:SheetPredictor")
+    assert describe_predictions({"source": "sheet", "workbook": "p.xlsx"}) == "sheet:p.xlsx"
+    assert describe_predictions({"source": "sheet", "workbook": "p.xlsx", "sheet": "run2"}) == \
+        "sheet:run2"
+    # the built-ins as before; a URL loses its query string and its password
+    assert describe_predictions({"source": "file", "path": "preds.jsonl"}) == "file:preds.jsonl"
+    assert describe_predictions({"source": "http", "url": "http://u:pw@127.0.0.1/p?token=x"}) \
+        == "http:http://u:***@127.0.0.1/p"
+    assert describe_predictions({"source": "command", "command": ["run", "-x"]}) == \
+        "command:run -x"
+    assert describe_predictions({"source": "nosuch", "path": "p"}) == "nosuch"

@@ -87,3 +87,30 @@ def test_bad_options_name_their_key(spec, options, key, message):
     case = make_case("SELECT 1", spec=spec, options=options)
     problems = dict(get_kind("sql").validate(case))
     assert problems[key].startswith(message)
+
+
+def test_a_kind_derived_from_sql_under_another_name_is_checked_as_sql(spec, session: Evaluator):
+    """The hallucination check asks the kind its ``query_syntax``, not its name: a kind a
+    plugin derives from the SQL kind (``sqlx``) gets the schema check (its name was looked up
+    in a table keyed by kind names: a KeyError)."""
+    import dataclasses
+
+    from pytest_queryeval.kinds import register, unregister
+    from pytest_queryeval.kinds.sql import SqlKind
+
+    class SqlxKind(SqlKind):
+        name = "sqlx"
+
+    register("sqlx", SqlxKind)
+    try:
+        case = dataclasses.replace(
+            make_case("SELECT Name FROM Artist", spec=spec, thresholds=EX,
+                      predicted="SELECT Name, Email FROM Artist",
+                      options={"hallucination": True}), kind="sqlx")
+        out = run_case(case, session)
+    finally:
+        unregister("sqlx")
+    assert out.error is None, out.error
+    # Artist, Artist.Name known, Artist.Email invented: one of three names
+    assert out.details["schema_hallucination"] == {"referenced": 3, "unknown": ["artist.email"]}
+    assert out.metrics["schema_hallucination"] == pytest.approx(1 / 3)

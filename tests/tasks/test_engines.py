@@ -35,13 +35,13 @@ def test_an_engine_the_table_does_not_hold_is_refused_by_name(
 
 
 def test_the_collateral_check_names_a_connection_it_cannot_read() -> None:
-    from pytest_queryeval.tasks.collateral import _engine
+    from pytest_queryeval.tasks.engines import of
 
     class Other:
         pass
 
-    assert _engine(sqlite3.connect(":memory:")) == "sqlite"
+    assert of(sqlite3.connect(":memory:")).name == "sqlite"
     with pytest.raises(ValueError, match=r"does not read a .* connection"):
-        _engine(Other())  # type: ignore[arg-type]
+        of(Other())  # type: ignore[arg-type]
     duckdb = pytest.importorskip("duckdb")
-    assert _engine(duckdb.connect()) == "duckdb"
+    assert of(duckdb.connect()).name == "duckdb"

@@ -442,10 +442,11 @@ def _turn_flips(cmp: Comparison, cur: Mapping[str, Any], base: Mapping[str, Any]
             cmp.turn_fixes.append(flip)
 
 
-def _value(case: Mapping[str, Any], other: Mapping[str, Any], metric: str) -> float | None:
+def _value(case: RecordLike, other: Mapping[str, Any], metric: str) -> float | None:
     metrics = case.get("metrics") or {}
-    if metric in metrics and metrics[metric] is not None:
-        return float(metrics[metric])
+    value = metrics.get(metric)
+    if value is not None:
+        return float(value)
     if (judged_outcome(case) in _FAIL and not lower_is_better(metric)
             and metric in (other.get("metrics") or {})):
         return 0.0

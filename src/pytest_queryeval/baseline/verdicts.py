@@ -94,12 +94,12 @@ class Verdicts:
         else:
             self.by_nodeid = {str(c.get("nodeid")): case_state(c) for c in cases}
 
-    def before(self, record: Mapping[str, Any]) -> str | None:
+    def before(self, record: RecordLike) -> str | None:
         if self.by_id:
             return self.by_id.get(str(record.get("id")))
         return self.by_nodeid.get(str(record.get("nodeid")))
 
-    def decide(self, record: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    def decide(self, record: RecordLike) -> tuple[str | None, str | None, str | None]:
         """(baseline state, standing, xfail reason): the reason is set when the case is to be
         reported as xfailed. Infrastructure errors are never forgiven; a query error or a
         refusal is forgiven only where a below-threshold score would be, with its reason."""

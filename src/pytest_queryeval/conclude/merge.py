@@ -37,6 +37,7 @@ from .._util.wording import shortlist
 from ..baseline.refusals import update_refusals
 from ..errors import QueryEvalError
 from ..judge.report import aggregate as judge_aggregate
+from ..model import RecordLike
 from ..rules.nearmiss import aggregate as near_miss_aggregate
 from ..rules.repeats import flaky_cases
 from ..suite.config import Gate
@@ -283,7 +284,7 @@ def _union(shards: Sequence[tuple[str, dict[str, Any]]], merged: Merged
     return cases, latest
 
 
-def _find_missing(merged: Merged, records: list[dict[str, Any]], runs: list[dict[str, Any]],
+def _find_missing(merged: Merged, records: Sequence[RecordLike], runs: list[dict[str, Any]],
                   first: dict[str, Any]) -> None:
     """The suite's cases no shard reported, and the shards no report is of."""
     suite_ids = next((r["suite_ids"] for r in runs if isinstance(r.get("suite_ids"), list)), None)
@@ -302,7 +303,7 @@ def _find_missing(merged: Merged, records: list[dict[str, Any]], runs: list[dict
                                  if i not in {s[0] for s in split}]
 
 
-def _merged_gates(gate_specs: list[dict[str, Any]], records: list[dict[str, Any]]
+def _merged_gates(gate_specs: list[dict[str, Any]], records: Sequence[RecordLike]
                   ) -> list[dict[str, Any]]:
     """The shards' gates evaluated on the union, each scope as the shards wrote it."""
     cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
@@ -318,7 +319,7 @@ def _merged_gates(gate_specs: list[dict[str, Any]], records: list[dict[str, Any]
 
 
 def _merged_run(shards: Sequence[tuple[str, dict[str, Any]]], runs: list[dict[str, Any]],
-                first: dict[str, Any], records: list[dict[str, Any]], merged: Merged
+                first: dict[str, Any], records: Sequence[RecordLike], merged: Merged
                 ) -> dict[str, Any]:
     """The union report's ``run``: the earliest start, the latest finish, the longest shard,
     the settings of the whole run, and which reports it was merged from."""
@@ -528,10 +529,11 @@ def _write_junit(report: dict[str, Any], target: Path, cwd: Path, lines: list[st
                  status: int) -> int:
     """The junit XML of the merged run, its line in ``lines``; the exit status, failed when
     the file cannot be written."""
+    from ..report.document import Report
     from ..report.junit import write_junit
 
     try:
-        write_junit(report, target)
+        write_junit(Report.of(report), target)
         lines.append(f"junit XML: {display(target, cwd)}")
     except (OSError, QueryEvalError) as exc:
         lines.append(f"error: junit XML not written ({display(target, cwd)}): {exc}")

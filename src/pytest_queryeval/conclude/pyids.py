@@ -9,11 +9,12 @@ record), and a case on a list of datasources records each source as ``<node id>[
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from ..model import RecordLike
 
 
-def accounted_for(records: Sequence[Mapping[str, Any]]) -> set[str]:
+def accounted_for(records: Sequence[RecordLike]) -> set[str]:
     """The suite ids ``records`` stand for: their ids and node ids, the test of a record per
     source, and the skipped models' items of a case asked of no model."""
     have = {str(r.get("id")) for r in records} | {str(r.get("nodeid")) for r in records}
@@ -21,7 +22,7 @@ def accounted_for(records: Sequence[Mapping[str, Any]]) -> set[str]:
     return have | {n.rpartition("[")[0] for n in have if n.endswith("]")}
 
 
-def _stood_for(records: Sequence[Mapping[str, Any]], have: set[str]) -> set[str]:
+def _stood_for(records: Sequence[RecordLike], have: set[str]) -> set[str]:
     """The node ids of the other models' items of a Python case with its own prediction: it
     is asked of no model, so the first model's item scores it (a record without ``model``)
     and the others skip with no record (plugin/pycases.py); in whichever shard they ran, they

@@ -24,6 +24,9 @@ from ..errors import ConfigError
 from ..model import Case, Context, Scored
 from ..sources.base import DataSource
 
+#: The hallucination metric of each query syntax (a kind's declared ``query_syntax``): a kind
+#: is asked which language it reads, not switched on by its name, so a kind derived from the
+#: SQL kind under another name checks its predictions against the schema as SQL's do.
 HALLUCINATION_METRICS = {"sql": "schema_hallucination", "sparql": "iri_hallucination"}
 RELAXED_EX = "relaxed_ex"
 #: Case option keys this module reads (added to the SQL and SPARQL kinds' ``option_keys``).
@@ -51,9 +54,17 @@ def check_options(case: Case) -> None:
                               + ", ".join(RELAXATIONS), key=f"{RELAXED_EX}[{i}]")
 
 
+def _syntax(case: Case) -> str:
+    from ._registry import declared_text
+
+    return declared_text(case.kind, "query_syntax") or ""
+
+
 def wants_hallucination(case: Case) -> bool:
+    if _syntax(case) not in HALLUCINATION_METRICS:
+        return False
     return bool(case.options.get("hallucination")) \
-        or HALLUCINATION_METRICS.get(case.kind, "") in case.thresholds
+        or HALLUCINATION_METRICS[_syntax(case)] in case.thresholds
 
 
 def add_hallucination(scored: Scored, case: Case, ctx: Context, src: DataSource | None,
@@ -62,8 +73,9 @@ def add_hallucination(scored: Scored, case: Case, ctx: Context, src: DataSource 
     (``details``), when the case asks for it and there is a text and a source to check."""
     if prediction is None or src is None or not wants_hallucination(case):
         return
-    name = HALLUCINATION_METRICS[case.kind]
-    found = _sql(ctx, src, prediction) if case.kind == "sql" else _sparql(ctx, src, prediction)
+    syntax = _syntax(case)
+    name = HALLUCINATION_METRICS[syntax]
+    found = (_sql if syntax == "sql" else _sparql)(ctx, src, prediction)
     if found is not None:
         scored.metrics[name] = found.rate
         scored.details[name] = {"referenced": found.referenced, "unknown": list(found.unknown)}

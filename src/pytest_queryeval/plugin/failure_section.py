@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..baseline.verdicts import _why
+from ..model import RecordLike
 
 
 def parse_max_details(value: object) -> int:
@@ -53,7 +54,7 @@ def prune_passed_phases(stats: dict[str, list[Any]], is_case: Callable[[str], bo
     return dropped
 
 
-def compact_line(record: dict[str, Any]) -> str:
+def compact_line(record: RecordLike) -> str:
     """One failing case in one line: what, where, why."""
     where = f"{record.get('file')}:{record.get('line')}"
     error = record.get("error")

@@ -108,14 +108,25 @@ def predictor_from_cli(value: str, invocation_dir: Path) -> Predictor:
 
 
 def describe_predictions(spec: Mapping[str, Any] | None) -> str | None:
-    """A suite's ``predictions:`` as one short line for the report (``file:preds.jsonl``)."""
+    """A suite's ``predictions:`` as one short line for the report (``file:preds.jsonl``).
+
+    The source's class says which keys name it (:attr:`.base.Predictor.shown_keys`, then
+    :attr:`.base.Predictor.path_keys`): a source a plugin registers is described as a
+    built-in one is, with no list of keys here to keep in step. A URL's query string may carry
+    tokens: never shown, and a password in it is masked."""
     if not spec:
         return None
     source = str(spec.get("source"))
-    for key in ("path", "function", "callable", "url", "command", "model"):
+    try:
+        cls = source_class(spec.get("source"))
+    except (ImportError, AttributeError):  # the case says so when it runs
+        cls = None
+    if cls is None:
+        return source
+    for key in (*getattr(cls, "shown_keys", ()), *cls.path_keys):
         value = spec.get(key)
         if isinstance(value, str):
-            if key == "url":  # its query string may carry tokens: never shown
+            if "://" in value:
                 from .._util.secrets import mask_url
 
                 value = mask_url(value.split("?", 1)[0])

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from ..model import CaseRecord
+    from ..model import CaseRecord, RecordLike
 
 
 class Report(dict[str, Any]):
@@ -47,14 +47,14 @@ class Report(dict[str, Any]):
         return full_record(self.get("cases") or [], index)
 
 
-def full_records(cases: Iterable[Any]) -> Iterator[CaseRecord]:
+def full_records(cases: Iterable[RecordLike]) -> Iterator[CaseRecord]:
     """The records of a report's ``cases`` in full, a run's list or a merge's slim records
     (:class:`.stream.StoredCases`, read back whole one at a time): the one way to them."""
     iter_full = getattr(cases, "iter_full", None)
     return cast("Iterator[CaseRecord]", iter(iter_full() if iter_full is not None else cases))
 
 
-def full_record(cases: Sequence[Any], index: int) -> CaseRecord:
+def full_record(cases: Sequence[RecordLike], index: int) -> CaseRecord:
     """Record ``index`` of a report's ``cases`` in full (see :func:`full_records`)."""
     full = getattr(cases, "full", None)
     return cast("CaseRecord", full(index) if full is not None else cases[index])

@@ -31,7 +31,8 @@ from ..figures.columns import (
 )
 from ..kinds._registry import declares
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
-from .document import full_record
+from ..model import RecordLike
+from .document import Report, full_record
 
 if TYPE_CHECKING:  # xlsxwriter ships no type information: these name what is passed around
     from xlsxwriter.format import Format
@@ -75,7 +76,7 @@ def _xlsxwriter() -> Any:
     return xlsxwriter
 
 
-def write_xlsx(report: Mapping[str, Any], path: str | os.PathLike[str],
+def write_xlsx(report: Report, path: str | os.PathLike[str],
                comparison: object = None) -> Path:
     """Write the workbook via a temporary file, so an existing report is replaced whole.
     ``comparison``: unused, the workbook reads the report's ``baseline`` (every writer of
@@ -444,7 +445,7 @@ def _details(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> None:
 # SDMX overview
 
 
-def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[Mapping[str, Any]]) -> None:
+def _sdmx_overview(wb: Workbook, fmt: Formats, cases: list[RecordLike]) -> None:
     ws = wb.add_worksheet("SDMX overview")
     for col, name in enumerate(SDMX_HEADERS):
         ws.write_string(0, col, name, fmt["header"])

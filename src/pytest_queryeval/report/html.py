@@ -41,7 +41,7 @@ from ..metricnames import (
     is_timing,
     lower_is_better,
 )
-from .document import full_record
+from .document import Report, full_record
 from .models import html_section as models_section
 from .outcome import Outcome, pass_rate_text, stated
 from .terminal import (
@@ -238,7 +238,7 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
     return "\n".join(parts) + "\n"
 
 
-def write_html(report: Mapping[str, Any], path: str | os.PathLike[str],
+def write_html(report: Report, path: str | os.PathLike[str],
                comparison: Comparison | None = None) -> Path:
     """Render and write atomically (temporary file + rename)."""
     target = Path(path)
@@ -457,7 +457,7 @@ def _changed(cases: Sequence[RecordLike],
     return out
 
 
-def _summary(agg: Mapping[str, Any], cases: Sequence[Mapping[str, Any]] = (),
+def _summary(agg: Mapping[str, Any], cases: Sequence[RecordLike] = (),
              gated: set[str] | None = None, changed: dict[str, set[str]] | None = None) -> str:
     """Per kind, difficulty x what decides (cases, pass rate, regressions and fixed cases, the
     gated metrics, latency, tokens, cost); every other metric is a ``more`` column the
@@ -606,7 +606,7 @@ def strip_chart(title: str, metric: str, groups: Sequence[tuple[str, Sequence[tu
     return f"<figure>{''.join(svg)}<figcaption>{e(title)}</figcaption></figure>"
 
 
-def _distributions(cases: list[Mapping[str, Any]]) -> str:
+def _distributions(cases: list[RecordLike]) -> str:
     out = ['<section id="distributions"><h2>Metric distributions by difficulty</h2>',
            '<p class="muted">Each dot is a case (green passed, red failed or error, grey '
            "skipped/xfailed); the bar is the mean.</p>"]
@@ -622,10 +622,10 @@ def _distributions(cases: list[Mapping[str, Any]]) -> str:
         diffs = ordered_difficulties(difficulty_of(c) for c in members)
         figs = []
         for metric in chosen:
-            groups = [(d, [(str(c.get("id")), str(c.get("outcome")),
-                            float(c["metrics"][metric]))
+            groups = [(d, [(str(c.get("id")), str(c.get("outcome")), float(value))
                            for c in members if difficulty_of(c) == d
-                           and isinstance((c.get("metrics") or {}).get(metric), int | float)])
+                           and isinstance(value := (c.get("metrics") or {}).get(metric),
+                                          int | float)])
                       for d in diffs]
             figs.append(strip_chart(f"{kind}: {metric}", metric, groups))
         out.append(f'<h3>{e(kind)}</h3><div class="grid">{"".join(figs)}</div>')
@@ -736,15 +736,16 @@ def _baseline(cmp: Comparison) -> str:
 # case table
 
 
-def _main_metric(case: Mapping[str, Any]) -> tuple[str, float | None]:
+def _main_metric(case: RecordLike) -> tuple[str, float | None]:
     metrics = case.get("metrics") or {}
     for name in ordered_metrics(metrics):
-        if not is_timing(name) and isinstance(metrics[name], int | float):
-            return name, float(metrics[name])
+        value = metrics[name]
+        if not is_timing(name) and isinstance(value, int | float):
+            return name, float(value)
     return "", None
 
 
-def _case_details(case: Mapping[str, Any]) -> str:
+def _case_details(case: RecordLike) -> str:
     parts = []
     if case.get("error"):
         parts.append(f'<p class="bad">{e(case["error"])}</p>')
@@ -773,8 +774,8 @@ def _case_details(case: Mapping[str, Any]) -> str:
                                f"<td>{_turn_value(t.get('gold'))}</td></tr>"
                                for t in turns) + "</tbody></table>")
     for label, key in (("predicted", "predicted"), ("gold", "gold")):
-        if case.get(key) is not None and turns is None:
-            parts.append(f"<div><strong>{label}</strong><pre>{e(_value_text(case[key]))}</pre>"
+        if (value := case.get(key)) is not None and turns is None:
+            parts.append(f"<div><strong>{label}</strong><pre>{e(_value_text(value))}</pre>"
                          "</div>")
     parts.append(trajectory_html(case))
     fence = (case.get("details") or {}).get("fence_stripped")
@@ -795,7 +796,7 @@ def _case_details(case: Mapping[str, Any]) -> str:
     return f"<details><summary>{label}</summary>{''.join(parts)}</details>"
 
 
-def trajectory_html(case: Mapping[str, Any]) -> str:
+def trajectory_html(case: RecordLike) -> str:
     """An agent case's steps beside the gold's (``report/trajectory.py``), the parting step's
     row marked; every value escaped (a tool result is the model's data, never markup)."""
     from .trajectory import parting_line, step_table, step_text

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .._util.safefile import atomic_output, write_atomic
-from .document import full_records
+from .document import Report
 
 VERSION = 1
 
@@ -156,7 +156,7 @@ def dumps(report: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def write_report(report: dict[str, Any], path: Path, comparison: object = None) -> None:
+def write_report(report: Report, path: Path, comparison: object = None) -> None:
     """Write ``dumps(report)``, one case at a time: the text of 100,000 cases held at once, as
     a list of lines, joined, then encoded, was three copies of the report at the session's
     peak of memory. A merge's cases (:class:`.stream.StoredCases`) are each read back from
@@ -166,7 +166,7 @@ def write_report(report: dict[str, Any], path: Path, comparison: object = None) 
     if not isinstance(cases, list) or not cases:
         write_atomic(path, dumps(report), special="stream")
         return
-    records = full_records(cases)
+    records = Report.of(report).records()
     with atomic_output(Path(path), special="stream") as raw:
         fh = io.TextIOWrapper(raw, encoding="utf-8")
         sep = "{\n  "

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..model import RecordLike
-from .document import full_records
+from .document import Report
 
 #: The ``<testcase>`` child of each outcome (pytest's junit: an xfail is a skip of its type).
 _CHILD = {"failed": ("failure", None), "error": ("error", None),
@@ -150,14 +150,10 @@ def junit_tree(report: Mapping[str, Any], records: Iterable[RecordLike]) -> ET.E
     return root
 
 
-def _full(cases: Iterable[RecordLike]) -> Iterator[RecordLike]:
-    return full_records(cases)
-
-
-def write_junit(report: Mapping[str, Any], path: Path) -> None:
+def write_junit(report: Report, path: Path) -> None:
     """Write the junit XML of ``report`` (a merge's cases are read back whole, one at a time)."""
     from .._util.safefile import write_atomic
 
-    root = junit_tree(report, _full(report.get("cases") or []))
+    root = junit_tree(report, Report.of(report).records())
     ET.indent(root)
     write_atomic(Path(path), ET.tostring(root, encoding="utf-8", xml_declaration=True))

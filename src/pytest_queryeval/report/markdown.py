@@ -29,7 +29,8 @@ from ..figures.columns import (
 from ..figures.numbers import doc_num as _num
 from ..figures.numbers import doc_pct as _pct
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_better
-from .document import full_record
+from ..model import RecordLike
+from .document import Report, full_record
 from .models import markdown_lines as model_lines
 from .outcome import pass_rate_text, stated
 from .terminal import (
@@ -151,7 +152,7 @@ def markdown_text(report: Mapping[str, Any], comparison: Comparison | None = Non
     return printable(render_markdown(report, comparison))
 
 
-def write_markdown(report: Mapping[str, Any], path: Path,
+def write_markdown(report: Report, path: Path,
                    comparison: Comparison | None = None) -> Path:
     """Write :func:`markdown_text` atomically (temporary file + rename)."""
     write_atomic(path, markdown_text(report, comparison), special="stream")
@@ -396,7 +397,7 @@ def _baseline(cmp: Comparison) -> list[str]:
     return out
 
 
-def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
+def _failures(cases: list[RecordLike], budget: int) -> list[str]:
     """Failure blocks, in report order, while they fit in ``budget`` characters."""
     failed = [i for i, c in enumerate(cases) if c.get("outcome") in FAILED_OUTCOMES]
     if not failed:
@@ -417,7 +418,7 @@ def _failures(cases: list[Mapping[str, Any]], budget: int) -> list[str]:
     return out
 
 
-def _failure_block(case: Mapping[str, Any]) -> list[str]:
+def _failure_block(case: RecordLike) -> list[str]:
     why = ", ".join(str(m) for m in case.get("failed_metrics") or []) or case.get("outcome")
     summary = (f"{case.get('id')} — {case.get('kind')}/{difficulty_of(case)}"
                f" — {why}")
@@ -446,8 +447,8 @@ def _failure_block(case: Mapping[str, Any]) -> list[str]:
                          else "–"]) for t in turns[:MAX_FAILURES])
         out.append("")
     for label, key in (("Predicted", "predicted"), ("Gold", "gold")):
-        if case.get(key) is not None and turns is None:
-            out.extend([f"**{label}:**", "", fence(_value_text(case[key])), ""])
+        if (value := case.get(key)) is not None and turns is None:
+            out.extend([f"**{label}:**", "", fence(_value_text(value)), ""])
     out.extend(_trajectory_rows(case))
     diff = [str(line) for line in case.get("diff") or []]
     if diff:
@@ -456,7 +457,7 @@ def _failure_block(case: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _trajectory_rows(case: Mapping[str, Any]) -> list[str]:
+def _trajectory_rows(case: RecordLike) -> list[str]:
     """An agent case's steps beside the gold's, the step where they part in bold."""
     from .trajectory import parting_line, step_table, step_text
 

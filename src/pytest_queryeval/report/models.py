@@ -1,5 +1,5 @@
 """The models table of every report (``aggregates.models`` and ``aggregates.model_comparison``,
-:mod:`..conclude.models`): one row per model, each pair's McNemar test and the cases on which
+:mod:`.model_pairs`): one row per model, each pair's McNemar test and the cases on which
 the models disagree, as terminal lines, Markdown and HTML.
 
 Why one module for three formats: the table's columns (which headline metrics, which spend)

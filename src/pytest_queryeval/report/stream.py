@@ -24,6 +24,7 @@ from typing import Any, BinaryIO, overload
 
 from .._util.boundedio import MAX_JSON_DEPTH, BoundedReadError, depth_exceeds
 from ..figures.by_turn import slim_turns
+from ..model import RecordLike
 
 #: Case fields no aggregate, gate or summary line reads: left on disk until a report needs them.
 HEAVY = ("predicted", "gold", "question", "diff")
@@ -36,6 +37,10 @@ HEAVY_DETAILS = frozenset({
     "spider2_reason", "clock", "gold_dialect", "column_mapping", "compare", "efficiency",
     "efficiency_error", "soft_ex", "checks", "execution_accuracy_on", "near_miss_error",
 })
+#: A record :func:`slim` made: a shard's record read back, what only the per-case views show
+#: left on disk (a :class:`..model.CaseRecord` without its :data:`HEAVY` fields); the full one
+#: is :meth:`StoredCases.full`'s, and a report writer's :func:`.document.full_records`'.
+SlimRecord = dict[str, Any]
 #: The fields :func:`slim` cuts or drops: a full record keeps its own.
 _CUT = (*HEAVY, "details", "error", "reason")
 #: A case's error or reason is kept up to this many characters (the summary shows 110).
@@ -44,9 +49,9 @@ _CHUNK = 1 << 20
 _WS = " \t\n\r"
 
 
-def slim(record: dict[str, Any]) -> dict[str, Any]:
+def slim(record: RecordLike) -> SlimRecord:
     """The record without what only the per-case views show (see :data:`HEAVY`)."""
-    out = {k: v for k, v in record.items() if k not in HEAVY}
+    out: SlimRecord = {k: v for k, v in record.items() if k not in HEAVY}
     details = record.get("details")
     if isinstance(details, dict):
         out["details"] = {k: v for k, v in details.items() if k not in HEAVY_DETAILS}
@@ -101,11 +106,11 @@ class _Files:
         return fh
 
 
-class StoredCases(list[dict[str, Any]]):
+class StoredCases(list[SlimRecord]):
     """Slim records (a list, for every reader of ``report["cases"]``) whose full records are
     read back from their files on demand: the JSON report is written from :meth:`full`."""
 
-    def __init__(self, records: list[dict[str, Any]], spans: list[Span]) -> None:
+    def __init__(self, records: list[SlimRecord], spans: list[Span]) -> None:
         super().__init__(records)
         self.spans = spans
 

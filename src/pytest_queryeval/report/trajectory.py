@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import RecordLike
+
 #: Characters of a cell in the step table (terminal, Markdown).
 CELL = 120
 
@@ -95,7 +97,7 @@ def parting(predicted: Sequence[Step], gold: Sequence[Step]) -> int | None:
     return None
 
 
-def trajectories(record: Mapping[str, Any]) -> tuple[object, object]:
+def trajectories(record: RecordLike) -> tuple[object, object]:
     """The agent's trajectory and the gold one a record holds (None where it holds none):
     an agent case's (``details.agent``, :mod:`..agents.scoring`), else the tool loop's own
     record of a case without ``agent:`` (``details.prediction.agent``)."""
@@ -120,7 +122,7 @@ class Table:
     has_gold: bool
 
 
-def step_table(record: Mapping[str, Any]) -> Table | None:
+def step_table(record: RecordLike) -> Table | None:
     """The step table of a record with a trajectory, else None."""
     predicted, gold = trajectories(record)
     if predicted is None and gold is None:
@@ -154,7 +156,7 @@ def parting_line(table: Table) -> str:
     return f"the trajectory parts from the gold at step {table.parts_at + 1}"
 
 
-def trajectory_lines(record: Mapping[str, Any], limit: int = 40) -> list[str]:
+def trajectory_lines(record: RecordLike, limit: int = 40) -> list[str]:
     """The terminal's lines: a line per step, predicted then gold, the parting step marked
     (steps past ``limit`` counted, not shown)."""
     table = step_table(record)
@@ -179,7 +181,7 @@ MAX_STEPS = 200
 Steps = tuple[int | None, bool, int, list[tuple[int, int, int]]]
 
 
-def view_steps(record: Mapping[str, Any], add: Callable[[object], int]) -> Steps | None:
+def view_steps(record: RecordLike, add: Callable[[object], int]) -> Steps | None:
     """The record's trajectory beside its gold for ``queryeval view`` (``add``: the page's
     string table), or None."""
     table = step_table(record)

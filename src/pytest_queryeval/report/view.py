@@ -19,8 +19,7 @@ filters' flags (see :func:`_flags`). The page only shows and filters.
 
 Models are columns: a run that fans its cases out per model (records with a ``model``, ids
 ``case[model]``) gives one column per model, its rows paired by the id as written; a run of one
-model is one column, its model the run's ``run.model`` label, else its ``run.predictions``
-source. Which model a column is, and how the models compare, is :mod:`.view_models`.
+model is one column, its model ``run.model``, else ``run.predictions``: :mod:`.view_models`.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TypedDict
 
+from ..model import RecordLike
 from .trajectory import Steps, view_steps
 from .view_models import Models
 
@@ -188,7 +188,7 @@ def load_runs(paths: Sequence[Path]) -> list[tuple[str, dict[str, object]]]:
     return out
 
 
-def _state(record: Mapping[str, object]) -> str:
+def _state(record: RecordLike) -> str:
     from ..baseline.verdicts import judged_outcome
 
     outcome = judged_outcome(record)
@@ -221,7 +221,7 @@ def _flags(states: Sequence[str | None], models: Sequence[str | None], last: Seq
     return flags
 
 
-def _headline(records: Sequence[Mapping[str, object]]) -> str | None:
+def _headline(records: Sequence[RecordLike]) -> str | None:
     """The metric a case's cells show: one its thresholds judge (latest run first), else the
     first headline metric it has, else its first non-timing metric."""
     from ..figures.columns import HEADLINE_METRICS, ordered_metrics
@@ -259,7 +259,7 @@ def _table(value: object) -> Table | None:
     return columns, rows
 
 
-def _tables(record: Mapping[str, object]) -> tuple[str, Table, Table] | None:
+def _tables(record: RecordLike) -> tuple[str, Table, Table] | None:
     """The result tables a record holds: the gold's and the prediction's on the counterexample
     database (``details.neighbours.counterexample``), with what the database is."""
     details = record.get("details")

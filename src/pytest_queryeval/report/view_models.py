@@ -6,8 +6,8 @@ model), and a page that showed ``case[model-a]`` and ``case[model-b]`` as two ca
 case flaky because model A passed it and model B did not, could not. A multi-model run's records
 name their model (``model``, ids ``case[model]``); a run of one model names it in its ``run``
 header (:func:`run_model`). The comparison is the per-run reports' own: the models table of
-:func:`.models.table`, the pass rate as :func:`..conclude.aggregate.group_stats` counts it, the
-McNemar pairs and disagreements of :func:`..conclude.models.compare_models`, so for one
+:func:`.models.table`, the pass rate as :func:`.casestats.group_stats` counts it, the
+McNemar pairs and disagreements of :func:`.model_pairs.compare_models`, so for one
 multi-model run the page says what its report says.
 
 Kept apart from :mod:`.view` (which lays out the page) so that the model rules are read in one
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypedDict
 
-from ..conclude.models import ModelPair, model_of
+from .model_pairs import ModelPair, model_of
 
 Record = Mapping[str, object]
 
@@ -35,7 +35,7 @@ class ModelsRow(TypedDict):
 
 
 class Pair(ModelPair):
-    """:class:`..conclude.models.ModelPair` and its sentence (:func:`.models.pair_text`)."""
+    """:class:`.model_pairs.ModelPair` and its sentence (:func:`.models.pair_text`)."""
 
     text: str
 
@@ -123,12 +123,12 @@ def compare(models: Sequence[str | None], tables: Sequence[Mapping[str, Record]]
     Each model is its latest column. The table is :func:`.models.table` turned to one column
     per model, then the pass rate per kind and per difficulty (per kind and difficulty with
     several kinds); the pairs and disagreements are
-    :func:`..conclude.models.compare_models` of those columns, each case paired by its row."""
+    :func:`.model_pairs.compare_models` of those columns, each case paired by its row."""
     from ..baseline.verdicts import judged_outcome
-    from ..conclude.aggregate import group_stats
-    from ..conclude.models import compare_models
     from ..figures.columns import difficulty_of, ordered_difficulties
     from ..figures.numbers import doc_num, doc_pct
+    from .casestats import group_stats
+    from .model_pairs import compare_models
     from .models import pair_text, table
 
     latest: dict[str, int] = {}

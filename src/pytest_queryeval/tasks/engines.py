@@ -9,7 +9,13 @@ table does not hold is refused by name (:func:`task_engine`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .catalogs import Catalog, DuckdbCatalog, PostgresCatalog, SqliteCatalog
+
+if TYPE_CHECKING:
+    from .dbapi import Connection
 
 
 @dataclass(frozen=True)
@@ -27,17 +33,20 @@ class TaskEngine:
     #: kind, and the schema their names are qualified with; None: the server drops them
     #: (``DISCARD ALL``).
     temporary: tuple[str, dict[str, str], str] | None = None
+    #: Its catalog, as the collateral check reads it (:mod:`.catalogs`); it also says
+    #: whether a connection is one of this engine's (:func:`of`).
+    catalog: Catalog = field(default_factory=Catalog)
 
 
 #: The engines, by the name ``tasks.case.engine_of`` gives (a SQL dialect).
 TASK_ENGINES: dict[str, TaskEngine] = {
     "sqlite": TaskEngine(
-        "sqlite", in_memory_copy=True, temporary=(
+        "sqlite", in_memory_copy=True, catalog=SqliteCatalog(), temporary=(
             "SELECT type, name FROM sqlite_temp_master WHERE type IN ('trigger', 'view', "
             "'table') ORDER BY CASE type WHEN 'trigger' THEN 0 WHEN 'view' THEN 1 ELSE 2 END",
             {"trigger": "TRIGGER", "view": "VIEW", "table": "TABLE"}, "temp")),
     "duckdb": TaskEngine(
-        "duckdb", temporary=(
+        "duckdb", catalog=DuckdbCatalog(), temporary=(
             "SELECT 'view', view_name FROM duckdb_views() WHERE temporary AND NOT internal "
             "UNION ALL SELECT 'table', table_name FROM duckdb_tables() WHERE temporary "
             "UNION ALL SELECT 'macro', function_name FROM duckdb_functions() WHERE "
@@ -48,7 +57,7 @@ TASK_ENGINES: dict[str, TaskEngine] = {
             "temporary",
             {"view": "VIEW", "table": "TABLE", "macro": "MACRO",
              "table macro": "MACRO TABLE", "sequence": "SEQUENCE"}, "temp.main")),
-    "postgres": TaskEngine("postgres", server_copies=True),
+    "postgres": TaskEngine("postgres", server_copies=True, catalog=PostgresCatalog()),
 }
 
 
@@ -66,3 +75,12 @@ def server_copies(name: str | None) -> bool:
     on: nothing is copied there)."""
     entry = TASK_ENGINES.get(name or "")
     return entry is not None and entry.server_copies
+
+
+def of(conn: Connection) -> TaskEngine:
+    """The engine of a copy's connection (its catalog's :meth:`~.catalogs.Catalog.owns`):
+    a connection of another engine is refused by its module, never read as one of these."""
+    for entry in TASK_ENGINES.values():
+        if entry.catalog.owns(conn):
+            return entry
+    raise ValueError(f"the collateral check does not read a {type(conn).__module__} connection")
