@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from .._util.boundedio import loads_json
 from ..agents.ledger import Ledger
 from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step
 from ..errors import PredictionError, QueryEvalError, QueryRefused
@@ -306,7 +307,7 @@ class AgentLoop:
         """The ledger sees every call the loop serves, before it runs (repeats counted)."""
         text = call["function"]["arguments"]
         try:
-            parsed = json.loads(text) if text.strip() else {}
+            parsed = loads_json(text) if text.strip() else {}
         except ValueError:
             parsed = None
         self.ledger.call(Step(self.used.tool_calls, len(self.trajectory) - 1, call["id"],
@@ -374,7 +375,7 @@ class AgentLoop:
         if name not in self.spec.tools or name in FINAL_TOOLS:
             return f"error: no tool named {name[:80]!r} (tools: {', '.join(self.spec.tools)})"
         try:
-            args = json.loads(arguments) if arguments.strip() else {}
+            args = loads_json(arguments) if arguments.strip() else {}
         except ValueError:
             return "error: the arguments are not JSON"
         if not isinstance(args, dict):
