@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._util.boundedio import loads_json
 from ..agents.ledger import Ledger
-from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step
+from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step, sample_limit
 from ..errors import PredictionError, QueryEvalError, QueryRefused
 from ..model import Case, Context
 from .base import Prediction, read_usage
@@ -423,11 +423,9 @@ class AgentLoop:
                     None)
         if name is None:
             return f"error: no table named {str(table)[:80]!r} (tables: {', '.join(tables)})"
-        limit = args.get("limit", 5)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            limit = 5
         quoted = '"' + name.replace('"', '""') + '"'
-        return self._run(source, "sample_rows", f"SELECT * FROM {quoted} LIMIT {min(limit, 50)}")
+        return self._run(source, "sample_rows",
+                         f"SELECT * FROM {quoted} LIMIT {sample_limit(args.get('limit'))}")
 
     def _run(self, source: DataSource, tool: str, query: str) -> str:
         left = self.spec.budget.get("rows", float("inf")) - self.used.rows
