@@ -44,6 +44,7 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
     "audit": ("off", "on"),
     "verdict": ("strict", "gates", "gates+baseline", "baseline+baseline"),
     "mode": ("serial", "xdist", "shards", "resume"),  # the costly ways of running
+    "agent": ("off", "on"),                        # an agent case with a trajectory (issue 52)
 }
 #: The model names of each ``models`` value (``odd``: each name the docs allow that once
 #: crashed the collection, issue 49 item 3).
@@ -151,7 +152,27 @@ CASES = {
     "py-count": ("How many orders?", "SELECT count(*) FROM orders", "SELECT COUNT(*) FROM orders"),
     "raise": ("Add 1 to every total.", "UPDATE orders SET total = total + 1",
               "UPDATE orders SET total = total + 1"),
+    "agent": ("How many orders did bob place?",
+              "SELECT count(*) FROM orders WHERE customer = 'bob'",
+              "SELECT COUNT(*) FROM orders WHERE customer = 'bob'"),
 }
+#: The gold trajectory of an agent case, and the trajectory every model answers for one (the
+#: scripted stand-in of a data agent, docs/agents.md: it looks at the schema, then runs its
+#: query): trajectory_match 100, two tool calls, one query executed when replayed.
+AGENT = {"trajectory": ["get_schema", "run_query"]}
+
+
+def trajectory_of(case_id: str) -> list[dict[str, Any]]:
+    query = answer_of(case_id)
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "s", "type": "function", "function": {"name": "get_schema",
+                                                          "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "s", "content": SCHEMA},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "q", "type": "function", "function": {
+                "name": "run_query", "arguments": json.dumps({"query": query})}}]},
+        {"role": "tool", "tool_call_id": "q", "content": "1"}]
 TURNS = [("How many orders are there?", "SELECT count(*) FROM orders",
           "SELECT count(*) FROM orders"),
          ("And how many are ann's?", "SELECT count(*) FROM orders WHERE customer = 'ann'",
@@ -174,7 +195,10 @@ class CountingModel(ModelService):
         case = request.body.get("case") if isinstance(request.body, dict) else None
         if not isinstance(case, dict):
             return 400, b"no case"
-        return 200, {"predicted": answer_of(str(case["id"]), case.get("turn"))}
+        predicted = answer_of(str(case["id"]), case.get("turn"))
+        if case.get("agent"):  # an agent case: the query and how it was reached
+            return 200, {"predicted": predicted, "trajectory": trajectory_of(str(case["id"]))}
+        return 200, {"predicted": predicted}
 
 
 CLIENT = '''"""A stand-in model (generated combinations): posts the case to the counting service."""
@@ -189,12 +213,14 @@ def ask(case, model):
     data = json.dumps({{"case": case, "model": model}}, default=str).encode()
     req = urllib.request.Request(URL, data=data, headers={{"Content-Type": "application/json"}})
     with urllib.request.urlopen(req, timeout=30) as reply:
-        return json.loads(reply.read())["predicted"]
+        answer = json.loads(reply.read())
+    return answer if "trajectory" in answer else answer["predicted"]
 
 {functions}
 
 if __name__ == "__main__":  # the command source: case JSON on stdin, the query on stdout
-    sys.stdout.write(ask(json.load(sys.stdin), sys.argv[1]))
+    answer = ask(json.load(sys.stdin), sys.argv[1])
+    sys.stdout.write(answer if isinstance(answer, str) else json.dumps(answer))
 '''
 
 
@@ -218,7 +244,9 @@ def _source(combo: Combination, model: str, index: int, service: str, openai_url
 
 
 def _file_rows(combo: Combination) -> str:
-    rows = [{"id": i, "predicted": p} for i, (_, _, p) in CASES.items()]
+    rows: list[dict[str, Any]] = [
+        {"id": i, "predicted": p, **({"trajectory": trajectory_of(i)} if i in ("agent", "py-count") else {})}
+        for i, (_, _, p) in CASES.items()]
     rows += [{"id": "chat", "turn": n, "predicted": p} for n, (_, _, p) in enumerate(TURNS, 1)]
     return "".join(json.dumps(r) + "\n" for r in rows)
 
@@ -277,8 +305,15 @@ def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict
                           **({"predicted": predicted} if inline else {})})
         files["test_shop.yaml"]["cases"].append({"id": "chat", "conversation": turns})
         expected["turn"] = ["chat"]
+    if combo["agent"] == "on":
+        files["test_shop.yaml"]["cases"].append({**_case("agent", combo, inline),
+                                                 "agent": AGENT})
+        expected["yaml"].append("agent")
     if combo["origin"] == "python":
-        files["test_py_cases.py"] = PY_CASES.format(case=_case("py-count", combo, inline))
+        py_case = _case("py-count", combo, inline)
+        if combo["agent"] == "on":  # the Python case is an agent case too
+            py_case["agent"] = AGENT
+        files["test_py_cases.py"] = PY_CASES.format(case=py_case)
         expected["python"] = ["py-count"]
     if combo["tasks"] == "on":
         task = _case("raise", combo, inline)

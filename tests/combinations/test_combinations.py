@@ -230,6 +230,31 @@ def _check_scored(run: Run, combo: Combination, plan: dict[str, object]) -> None
                     f"{[r['id'] for r in mine]}"
 
 
+#: The sources that hand over the stand-in's trajectory (a predictions file's rows, a python
+#: function's or a command's envelope); ``http`` takes only ``response_path``'s query, and the
+#: ``openai`` source runs its own tool loop with a stand-in that answers at once.
+CARRIES_TRAJECTORY = ("file", "python", "command")
+
+
+def _check_agent(run: Run, combo: Combination) -> None:
+    """The agent dimension: an agent case (YAML, and the Python case on a row with one) is
+    scored with the trajectory metrics; what a source carried scores as the reference does
+    (the stand-in's two calls match the gold's two tools: 100); no other case has them."""
+    agent_ids = {"agent", "py-count"} if combo["agent"] == "on" else set()
+    for rec in run.json["cases"]:
+        base = str(rec["id"]).split("[")[0]
+        metrics = rec.get("metrics") or {}
+        if base not in agent_ids:
+            assert "trajectory_match" not in metrics, (run.name, rec["id"], metrics)
+            continue
+        if rec["outcome"] == "error" and LOCATED.search(str(rec.get("error") or "")):
+            continue
+        assert "trajectory_match" in metrics, (run.name, rec["id"], rec.get("error"), metrics)
+        if combo["source"] in CARRIES_TRAJECTORY:
+            assert metrics["trajectory_match"] == 100.0, (run.name, rec["id"], metrics)
+            assert metrics["tool_calls"] == 2.0, (run.name, rec["id"], metrics)
+
+
 def test_the_array_covers_every_pair() -> None:
     rows = pairwise(DIMENSIONS)
     for a, b in itertools.combinations(DIMENSIONS, 2):
@@ -277,6 +302,7 @@ def test_combination(combo: Combination, tmp_path: Path,
     formats = ("md", "html", "xlsx") if combo["mode"] == "serial" else ("md",)
     serial = run_pytest(root, "serial", *extra, *cache("pcache"), formats=formats)
     _check_scored(serial, combo, plan)
+    _check_agent(serial, combo)
     _check_outcome(serial, (*formats, "junit"))
 
     # the cache: a second run sends no request (model or judge), and finds the same
@@ -337,6 +363,7 @@ def test_combination(combo: Combination, tmp_path: Path,
         resumed = run_merge(root, "resumed", parts, formats=())
         _check_outcome(resumed)
         _check_scored(resumed, combo, plan)
+        _check_agent(resumed, combo)
         assert resumed.status == serial.status, resumed.explain()
         assert_same(*_who_paid_aside(serial.json, resumed.json),
                     "shards killed mid-run, resumed with the same command, merged, versus serial")

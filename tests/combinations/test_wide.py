@@ -31,7 +31,13 @@ from tests.combinations.generator import (
     pairwise,
     wide,
 )
-from tests.combinations.test_combinations import VERDICT, _check_outcome, _check_scored, _requests
+from tests.combinations.test_combinations import (
+    VERDICT,
+    _check_agent,
+    _check_outcome,
+    _check_scored,
+    _requests,
+)
 from tests.e2e.support import FORMATS, Run
 from tests.fixtures.openai_standin import MODEL, OpenAIStandin
 
@@ -113,6 +119,7 @@ def test_wide(combo: Combination, pytester: pytest.Pytester, monkeypatch: pytest
         args.append("--queryeval-baseline=strict.json")
     run = _run(pytester, "run", *args, *extra)
     _check_scored(run, combo, plan)
+    _check_agent(run, combo)
     _check_outcome(run, ("junit",))
 
     if combo["audit"] == "on":

@@ -465,6 +465,60 @@ def _cypherbench_expected(data: Path) -> Any:
             sum(p["executable"] for p in pairs) / len(pairs), len(pairs))
 
 
+def _evalbench_trajectories(data: Path) -> list[dict[str, Any]]:
+    return list(_load(data / "evalbench" / "oracle.json")["trajectories"])
+
+
+#: An agent case of the EvalBench artifact per trajectory and per native-tool filter (the
+#: reference's ``filter_native_tools``): ``(case id suffix, filter, index of the Jaccard
+#: configuration in the oracle's scores; the ordered one is two further)``.
+_EVALBENCH_FILTERS = (("filter", True, 0), ("raw", False, 1))
+
+
+def _evalbench_build(data: Path, folder: Path) -> None:
+    """``evalbench/oracle.json``'s 120 OpenAI tool-call trajectories as agent cases (each
+    scored with and without the native-tool filter), the trajectories and the agents' own
+    errors (``generated_error``) in a predictions file, as a user brings an outside agent's
+    runs; the final query is one the database answers (the trajectory is what is scored)."""
+    import sqlite3
+
+    with sqlite3.connect(folder / "db.sqlite") as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    cases, rows = [], []
+    for i, item in enumerate(_evalbench_trajectories(data)):
+        for suffix, flt, _ in _EVALBENCH_FILTERS:
+            cid = f"t{i:03d}-{suffix}"
+            cases.append({"id": cid, "question": f"trajectory {i}", "gold": "SELECT 1",
+                          "agent": {"trajectory": item["gold"], "filter_native_tools": flt}})
+            rows.append({"id": cid, "predicted": "SELECT 1", "trajectory": item["trajectory"],
+                         **({"error": item["error"]} if item["error"] is not None else {})})
+    (folder / "agent_runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows),
+                                             encoding="utf-8")
+    write_suite(folder, {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
+                         "predictions": {"source": "file", "path": "agent_runs.jsonl"}},
+                {"test_agents.yaml": {"kind": "sql", "datasource": "db", "cases": cases}})
+
+
+#: The scores of an agent case the EvalBench artifact compares, in the reference's order:
+#: TrajectoryMatcher (Jaccard), TrajectoryMatcher (``enforce_order``), AgentSteps, TurnCount.
+_EVALBENCH_METRICS = ("trajectory_match", "trajectory_match_ordered", "tool_calls",
+                      "turn_count")
+
+
+def _evalbench_headline(report: Report) -> Any:
+    return {c["id"]: tuple(c["metrics"].get(m) for m in _EVALBENCH_METRICS)
+            for c in report["cases"]}
+
+
+def _evalbench_expected(data: Path) -> Any:
+    """Each score the reference gave each trajectory, under each filter."""
+    return {f"t{i:03d}-{suffix}": (item["scores"][k][0], item["scores"][k + 2][0],
+                                   item["agent_steps"][0], item["turn_count"][0])
+            for i, item in enumerate(_evalbench_trajectories(data))
+            for suffix, _, k in _EVALBENCH_FILTERS}
+
+
 #: Every reference artifact the layer runs. The ids are cited in docs/metrics.md.
 ARTIFACTS: list[Artifact] = [
     Artifact(
@@ -560,4 +614,11 @@ ARTIFACTS: list[Artifact] = [
         "cypherbench/graph_oracle.json (the reference's score of each pair, averaged)",
         "29 pairs on the example film graph: a refused write, queries the engine rejects, "
         "empty results, the same text as the gold"),
+    Artifact(
+        "evalbench-trajectory", "GoogleCloudPlatform/evalbench 1.20.0 TrajectoryMatcher, "
+        "AgentSteps, TurnCount (PyPI wheel, sha256 ac31c475...)",
+        _evalbench_build, _evalbench_headline, _evalbench_expected,
+        "evalbench/oracle.json trajectories (each score, both filter settings)",
+        "120 OpenAI tool-call trajectories from a predictions file: agents' own errors "
+        "(generated_error), native tools beside MCP tools, repeated calls, asked-back rounds"),
 ]

@@ -134,6 +134,23 @@ CAPABILITIES: dict[str, Added] = {
                  {"id": "c2", "type": "function", "function": {
                      "name": "run_query", "arguments": json.dumps({"query": COUNT})}}]},
              {"role": "tool", "tool_call_id": "c2", "content": "3"}]}}]),
+    # an outside agent's runs from a predictions file, its folder's own source: a trajectory
+    # that looks at sample rows and runs its query, replayed against the database
+    "agent-file": _folder(
+        {"predictions": {"source": "file", "path": "agent_runs.jsonl"}},
+        [{"id": "cap-agent-file", "question": "How many orders?", "gold": COUNT,
+          "agent": {"trajectory": ["sample_rows", "run_query"]}}],
+        {"agent_runs.jsonl": json.dumps({"id": "cap-agent-file", "predicted": COUNT,
+                                         "trajectory": [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "s", "type": "function", "function": {
+                    "name": "sample_rows", "arguments": '{"table": "orders"}'}}]},
+            {"role": "tool", "tool_call_id": "s", "content": "[[1, \"ann\", 30.0]]"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "q", "type": "function", "function": {
+                    "name": "run_query", "arguments": json.dumps({"query": COUNT})}}]},
+            {"role": "tool", "tool_call_id": "q", "content": "3"}]}) + "\n"},
+        datasource="shop"),
     "conversation": _one_file("sql", [
         {"id": "cap-chat", "conversation": [
             {"role": "user", "content": "How many orders?", "gold": COUNT, "predicted": COUNT},

@@ -1,5 +1,5 @@
 """A capability is opt-in (issue 48 item 6): adding a file that uses one (abstention,
-clarification, an agent case, a conversation, several models, a judge, counterexamples, a
+clarification, an agent case (inline, or an outside agent's runs from a predictions file), a conversation, several models, a judge, counterexamples, a
 task, repeats) to a suite changes no record of the suite's other files, times and run bookkeeping aside. The suites are
 generated (:mod:`.optin`): ``QUERYEVAL_COMBINATIONS`` of them, every capability once in the
 default count, each base drawn from a seed with right, empty, wrong and unparsable answers.
@@ -135,7 +135,7 @@ USED = {"abstention": ("metrics", "abstained"), "clarification": ("metrics", "cl
         "conversation": ("details", "turns"), "models": ("aggregates", "models"),
         "repeats": ("metrics", "consistency"), "task": ("metrics", "checks_passed"),
         "judge": ("metrics", "judge_ex"), "counterexamples": ("metrics", "neighbour_ex"),
-        "agent": ("metrics", "write_attempts")}
+        "agent": ("metrics", "write_attempts"), "agent-file": ("metrics", "trajectory_match")}
 
 
 def test_the_added_file_uses_its_capability(combo: Combination, runs: dict[str, Run]) -> None:

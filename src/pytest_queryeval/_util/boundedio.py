@@ -20,6 +20,14 @@ MAX_FILE_BYTES = 1 << 30
 #: The deepest nesting of JSON arrays and objects accepted (a report nests about 10 levels;
 #: the YAML loader's limit, ``yamlload.MAX_NESTING_DEPTH``, is the same).
 MAX_JSON_DEPTH = 200
+#: The deepest nesting the recursive walkers of untrusted data (the secret scrubber, the
+#: record's cleaning and caps) descend into; below it a value is replaced by :data:`TOO_DEEP`.
+#: Why: a source (python, http, command) hands over live objects no JSON decoder bounded, and
+#: a walker one Python frame or two per level ends a 600-deep list in a RecursionError that
+#: takes the case's whole test (and, in a report writer, the run's reports) with it.
+MAX_WALK_DEPTH = 100
+#: What a walker keeps of a value nested deeper than :data:`MAX_WALK_DEPTH`.
+TOO_DEEP = f"… [cut: nested deeper than {MAX_WALK_DEPTH} levels]"
 
 
 class BoundedReadError(ValueError):
@@ -79,6 +87,26 @@ def depth_exceeds(value: object, max_depth: int) -> bool:
             return True
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
     return False
+
+
+def shallow(value: object, max_depth: int = MAX_WALK_DEPTH) -> object:
+    """``value`` itself when lists and dicts nest at most ``max_depth`` levels, else a copy
+    whose containers below that level are :data:`TOO_DEEP` (its recursion is bounded by
+    ``max_depth``): what the JSON encoder, recursive in C, can write without a
+    RecursionError, with the shape of the top kept for the reader."""
+    if not depth_exceeds(value, max_depth):
+        return value
+
+    def copy(item: object, depth: int) -> object:
+        if not isinstance(item, dict | list | tuple):
+            return item
+        if depth >= max_depth:
+            return TOO_DEEP
+        if isinstance(item, dict):
+            return {k: copy(v, depth + 1) for k, v in item.items()}
+        return [copy(v, depth + 1) for v in item]
+
+    return copy(value, 0)
 
 
 def load_json_file(path: Path, max_depth: int = MAX_JSON_DEPTH) -> Any:

@@ -7,6 +7,8 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
+from .boundedio import MAX_WALK_DEPTH, TOO_DEEP
+
 MASK = "***"
 #: ``scheme://user:password@`` in free text: the password may hold ``/`` (SQLAlchemy accepts
 #: it), not blanks (the text goes on); a configured URL's password is also a literal secret.
@@ -73,11 +75,16 @@ class Scrubber:
                 value = value.replace(secret, MASK)
         return value
 
-    def data(self, value: object) -> object:
+    def data(self, value: object, depth: int = 0) -> object:
+        """``value`` with every string scrubbed; a container nested deeper than
+        ``MAX_WALK_DEPTH`` becomes the ``TOO_DEEP`` marker (no RecursionError)."""
         if isinstance(value, str):
             return self.text(value)
+        if isinstance(value, dict | list | tuple) and depth >= MAX_WALK_DEPTH:
+            return TOO_DEEP
         if isinstance(value, dict):
-            return {self.data(k) if isinstance(k, str) else k: self.data(v) for k, v in value.items()}
+            return {self.data(k) if isinstance(k, str) else k: self.data(v, depth + 1)
+                    for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [self.data(v) for v in value]
+            return [self.data(v, depth + 1) for v in value]
         return value

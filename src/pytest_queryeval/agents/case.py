@@ -3,7 +3,8 @@ agent metrics of one scored prediction with the database side's counts.
 
 Why the counts are taken here by replaying: a trajectory from outside the plugin (a python,
 http or command source, a predictions file) says which queries the agent ran, not what
-they did; each ``run_query`` call is run again on the case's sandboxed datasource through a
+they did; each ``run_query`` call (and each ``sample_rows`` read, as the tool serves it) is
+run again on the case's sandboxed datasource through a
 :class:`~.ledger.Ledger` (read-only, a write refused and counted), so queries, rows, writes
 and forbidden tables are the database's numbers. The plugin's own tool loop ran them through
 the same ledger and hands the same trajectory, so both paths count alike.
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .ledger import Ledger, replay
 from .scoring import score_agent
 from .spec import AgentSpec
-from .trajectory import Envelope, Trajectory, step_query
+from .trajectory import Envelope, Trajectory, step_query, step_sample_query
 
 if TYPE_CHECKING:
     from ..model import Case, Context, Threshold
@@ -34,7 +35,8 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     ledger = Ledger.for_tables(spec.forbidden_tables)
     problem = None
     traj = env.trajectory
-    if traj is not None and spec.replay and any(step_query(s) for s in traj.steps):
+    if traj is not None and spec.replay and any(step_query(s) or step_sample_query(s)
+                                                for s in traj.steps):
         problem = _replay(case, context, ledger, traj)
     elif traj is not None:
         for step in traj.steps:

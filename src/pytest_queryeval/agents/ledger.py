@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryRefused
-from .trajectory import Step, Trajectory, call_key, step_query
+from .trajectory import Step, Trajectory, call_key, step_query, step_sample_query
 
 if TYPE_CHECKING:
     from ..results import ResultTable
@@ -204,14 +204,15 @@ def tables_of(sql: str, dialect: str | None = None) -> set[str]:
 def replay(trajectory: Trajectory, source: DataSource, ledger: Ledger, *,
            max_rows: int, timeout: float | None = None) -> None:
     """Count an outside trajectory from the database side: every call goes through
-    :meth:`Ledger.call`, and every :data:`~.trajectory.TOOL_QUERY` call's query is run
-    again on the sandboxed ``source`` (read-only; a write is refused and counted). Errors
+    :meth:`Ledger.call`, and every :data:`~.trajectory.TOOL_QUERY` call's query and every
+    :data:`~.trajectory.TOOL_SAMPLE` call's read (:func:`~.trajectory.step_sample_query`)
+    is run again on the sandboxed ``source`` (read-only; a write is refused and counted). Errors
     of the replayed queries are the agent's, not the run's: they are counted, not raised."""
     from ..errors import QueryEvalError
 
     for step in trajectory.steps:
         ledger.call(step)
-        sql = step_query(step)
+        sql = step_query(step) or step_sample_query(step)
         if sql is None:
             continue
         try:

@@ -359,6 +359,35 @@ def step_query(step: Step) -> str | None:
     return query if isinstance(query, str) else None
 
 
+#: Rows :data:`TOOL_SAMPLE` returns when the call names no limit, and the most it returns
+#: (the tool loop's rule, which a replay repeats).
+SAMPLE_ROWS = 5
+SAMPLE_ROWS_MAX = 50
+#: A table name a replayed :data:`TOOL_SAMPLE` call may name (anything else is not run: the
+#: tool loop would have answered "no table named ...").
+_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,127}")
+
+
+def sample_limit(value: object) -> int:
+    """The rows a :data:`TOOL_SAMPLE` call's ``limit`` asks for, as the tool serves them."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return SAMPLE_ROWS
+    return min(value, SAMPLE_ROWS_MAX)
+
+
+def step_sample_query(step: Step) -> str | None:
+    """The query a :data:`TOOL_SAMPLE` step stands for, as the tool loop runs it (``SELECT *
+    FROM "table" LIMIT n``), so that a replayed trajectory's database-side counts (queries
+    executed, rows read, forbidden tables) hold its sample reads as the loop's do; None for
+    any other step or a table argument that is not a plain name."""
+    if step.name != TOOL_SAMPLE or step.arguments is None:
+        return None
+    table = step.arguments.get("table")
+    if not isinstance(table, str) or not _TABLE.fullmatch(table):
+        return None
+    return f'SELECT * FROM "{table}" LIMIT {sample_limit(step.arguments.get("limit"))}'
+
+
 def _refuse(value: object) -> object:
     raise TypeError(f"a {type(value).__name__} is not JSON data")
 

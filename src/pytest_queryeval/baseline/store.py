@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds
 from .._util.safefile import write_atomic
 from ..errors import ConfigError
 
@@ -139,6 +140,10 @@ def write_baseline(report: Mapping[str, Any], path: str | os.PathLike[str]) -> P
     return target
 
 
+#: A file the decoder's recursion could not read.
+_DEEP = object()
+
+
 def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a baseline, compact or a full JSON report; a missing or malformed file is a
     ConfigError naming it."""
@@ -153,6 +158,11 @@ def load_baseline(path: str | os.PathLike[str]) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"baseline is not valid JSON: {exc.msg}", file=str(p),
                           line=exc.lineno) from None
+    except RecursionError:  # the decoder's own stack (an INTERNALERROR before)
+        data = _DEEP
+    if data is _DEEP or depth_exceeds(data, MAX_JSON_DEPTH):  # the report's walkers recurse
+        raise ConfigError(f"baseline is not valid JSON: nested deeper than {MAX_JSON_DEPTH} "
+                          "levels", file=str(p))
     if isinstance(data, dict) and is_compact(data):
         try:
             return expand_baseline(data)

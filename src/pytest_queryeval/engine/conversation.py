@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import QueryEvalError
 from ..metricnames import (
     ABSTENTION_METRICS,
+    AGENT_COUNT_METRICS,
     INTERACTION_ACCURACY,
     REPEAT_METRICS,
     TURN_ACCURACY,
@@ -212,9 +213,18 @@ def _conclude(case: Case, entries: list[dict[str, Any]],
                        signature)
 
 
+#: An agent's counts over a conversation's turns: what it did in all of them (EvalBench's
+#: AgentSteps and TurnCount count the whole conversation history), not a turn's mean; the
+#: distinct forbidden tables and the budget flag as the largest of the turns (a sum would
+#: count a table read in two turns twice).
+_AGENT_SUMMED = frozenset(AGENT_COUNT_METRICS) - {"forbidden_tables", "budget_exceeded"}
+_AGENT_LARGEST = frozenset({"forbidden_tables", "budget_exceeded"})
+
+
 def _means(entries: list[dict[str, Any]]) -> dict[str, float]:
     """The kind's metrics over the scored turns: a score's mean (a turn without it counts 0),
-    a timing's or a usage's total (what the whole conversation took and cost)."""
+    a timing's or a usage's total (what the whole conversation took and cost), an agent's
+    counts over all its turns."""
     names: list[str] = []
     for entry in entries:
         names.extend(m for m in entry["metrics"] if m not in names)
@@ -226,8 +236,10 @@ def _means(entries: list[dict[str, Any]]) -> dict[str, float]:
             e.get("expect", "answer") == "answer" and name not in ABSTENTION_METRICS)]
         values = [e["metrics"].get(name) for e in over]
         numbers = [float(v) for v in values if isinstance(v, int | float)]
-        if is_timing(name) or is_usage(name):
+        if is_timing(name) or is_usage(name) or name in _AGENT_SUMMED:
             out[name] = sum(numbers)
+        elif name in _AGENT_LARGEST:
+            out[name] = max(numbers, default=0.0)
         elif over:
             out[name] = sum(numbers) / len(over)
     return out

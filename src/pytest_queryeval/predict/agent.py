@@ -45,8 +45,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from .._util.boundedio import loads_json
 from ..agents.ledger import Ledger
-from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step
+from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step, sample_limit
 from ..errors import PredictionError, QueryEvalError, QueryRefused
 from ..model import Case, Context
 from .base import Prediction, read_usage
@@ -306,7 +307,7 @@ class AgentLoop:
         """The ledger sees every call the loop serves, before it runs (repeats counted)."""
         text = call["function"]["arguments"]
         try:
-            parsed = json.loads(text) if text.strip() else {}
+            parsed = loads_json(text) if text.strip() else {}
         except ValueError:
             parsed = None
         self.ledger.call(Step(self.used.tool_calls, len(self.trajectory) - 1, call["id"],
@@ -374,7 +375,7 @@ class AgentLoop:
         if name not in self.spec.tools or name in FINAL_TOOLS:
             return f"error: no tool named {name[:80]!r} (tools: {', '.join(self.spec.tools)})"
         try:
-            args = json.loads(arguments) if arguments.strip() else {}
+            args = loads_json(arguments) if arguments.strip() else {}
         except ValueError:
             return "error: the arguments are not JSON"
         if not isinstance(args, dict):
@@ -422,11 +423,9 @@ class AgentLoop:
                     None)
         if name is None:
             return f"error: no table named {str(table)[:80]!r} (tables: {', '.join(tables)})"
-        limit = args.get("limit", 5)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            limit = 5
         quoted = '"' + name.replace('"', '""') + '"'
-        return self._run(source, "sample_rows", f"SELECT * FROM {quoted} LIMIT {min(limit, 50)}")
+        return self._run(source, "sample_rows",
+                         f"SELECT * FROM {quoted} LIMIT {sample_limit(args.get('limit'))}")
 
     def _run(self, source: DataSource, tool: str, query: str) -> str:
         left = self.spec.budget.get("rows", float("inf")) - self.used.rows

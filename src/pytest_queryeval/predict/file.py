@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._util import safefile
+from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds
 from ..errors import PredictionError
 from ..model import Case, Context
 from ..suite.yamlload import load_file, plain
 from .base import Prediction, read_usage
 
 _ID_KEYS = ("id", "case_id")
+#: What a line the decoder's recursion could not parse stands for (the bound's error follows).
+DEEP = object()
 _VALUE_KEYS = ("predicted", "prediction", "pred", "output")
 _TIME_KEYS = ("prediction_seconds", "latency", "latency_s", "seconds")
 
@@ -62,6 +65,11 @@ class FilePredictor:
                             row = json.loads(line)
                         except ValueError as exc:
                             raise PredictionError(f"{name}:{lineno}: invalid JSON: {exc}") from None
+                        except RecursionError:  # the decoder's own stack: an INTERNALERROR
+                            row = DEEP
+                        if row is DEEP or depth_exceeds(row, MAX_JSON_DEPTH):
+                            raise PredictionError(f"{name}:{lineno}: invalid JSON: nested "
+                                                  f"deeper than {MAX_JSON_DEPTH} levels")
                         self._add(entries, row, f"{name}:{lineno}", lineno)
             else:
                 if self.path.suffix == ".json":
@@ -69,6 +77,11 @@ class FilePredictor:
                         data = json.loads(safefile.read_text(self.path, "predictions"))
                     except ValueError as exc:
                         raise PredictionError(f"{name}: invalid JSON: {exc}") from None
+                    except RecursionError:
+                        data = DEEP
+                    if data is DEEP or depth_exceeds(data, MAX_JSON_DEPTH):
+                        raise PredictionError(f"{name}: invalid JSON: nested deeper than "
+                                              f"{MAX_JSON_DEPTH} levels")
                 else:
                     try:
                         data = plain(load_file(self.path))

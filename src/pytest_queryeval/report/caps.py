@@ -13,6 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
+from .._util.boundedio import MAX_WALK_DEPTH, TOO_DEEP, shallow
+
 #: Characters kept of ``predicted``, ``gold``, ``question``, ``error`` and ``reason``.
 MAX_TEXT_CHARS = 10_000
 #: Characters kept of one diff line, and diff lines kept per case.
@@ -53,8 +55,16 @@ def cap_value(value: object, limit: int = MAX_TEXT_CHARS) -> object:
         return value
     if isinstance(value, str):
         return cut_text(value, limit)
+    value = shallow(value)  # kept whole when short: it is written as JSON later
     text = json.dumps(value, ensure_ascii=False, default=str)
     return value if len(text) <= limit else cut_text(text, limit)
+
+
+def _dumps(value: object) -> str:
+    """``value``'s JSON text, its containers nested deeper than ``MAX_WALK_DEPTH`` as
+    ``TOO_DEEP`` (the encoder recurses in C and raises RecursionError past the stack's
+    limit)."""
+    return json.dumps(shallow(value), ensure_ascii=False, default=str)
 
 
 def cap_lines(lines: list[Any]) -> list[Any]:
@@ -70,19 +80,23 @@ def cap_lines(lines: list[Any]) -> list[Any]:
 _UNCAPPED = frozenset({int, float, bool, type(None)})
 
 
-def cap_details(value: object) -> object:
-    """Every text in ``details`` cut to MAX_DETAIL_CHARS, every list to MAX_DETAIL_ITEMS.
+def cap_details(value: object, depth: int = 0) -> object:
+    """Every text in ``details`` cut to MAX_DETAIL_CHARS, every list to MAX_DETAIL_ITEMS, every
+    container nested deeper than ``MAX_WALK_DEPTH`` replaced by ``TOO_DEEP`` (a 600-deep list
+    from a source ended this walk in a RecursionError).
 
     Exact types first, numbers and short keys kept without a call: this walks the details of
     every case (a Spider case's hold about seventy values)."""
     t = type(value)  # the exact type, tested once (the casts say what ``t is`` proved)
+    if depth >= MAX_WALK_DEPTH and isinstance(value, dict | list):
+        return TOO_DEEP
     if t is dict:
         return {k if type(k) is str and len(k) <= MAX_DETAIL_CHARS
                 else cut_text(str(k), MAX_DETAIL_CHARS):
-                v if type(v) in _UNCAPPED else cap_details(v)
+                v if type(v) in _UNCAPPED else cap_details(v, depth + 1)
                 for k, v in cast("dict[str, object]", value).items()}
     if t is list and len(items := cast("list[object]", value)) <= MAX_DETAIL_ITEMS:
-        return [v if type(v) in _UNCAPPED else cap_details(v) for v in items]
+        return [v if type(v) in _UNCAPPED else cap_details(v, depth + 1) for v in items]
     if t is str:
         text = cast(str, value)
         return text if len(text) <= MAX_DETAIL_CHARS else cut_text(text, MAX_DETAIL_CHARS)
@@ -91,9 +105,10 @@ def cap_details(value: object) -> object:
     if isinstance(value, str):
         return cut_text(value, MAX_DETAIL_CHARS)
     if isinstance(value, dict):
-        return {cut_text(str(k), MAX_DETAIL_CHARS): cap_details(v) for k, v in value.items()}
+        return {cut_text(str(k), MAX_DETAIL_CHARS): cap_details(v, depth + 1)
+                for k, v in value.items()}
     if isinstance(value, list):
-        out = [cap_details(v) for v in value[:MAX_DETAIL_ITEMS]]
+        out = [cap_details(v, depth + 1) for v in value[:MAX_DETAIL_ITEMS]]
         if len(value) > MAX_DETAIL_ITEMS:
             out.append(f"… [cut: {len(value) - MAX_DETAIL_ITEMS:,} of {len(value):,} items]")
         return out
@@ -151,9 +166,7 @@ def cap_trajectory(value: object) -> object:
     :data:`MAX_CALLS` calls per message. Its depth is the shape's, whatever was sent: a
     value that is not a list becomes its JSON text, cut."""
     if not isinstance(value, list):
-        text = value if isinstance(value, str) else json.dumps(value, default=str,
-                                                              ensure_ascii=False)
-        return cut_text(text, MAX_CONTENT)
+        return cut_text(value if isinstance(value, str) else _dumps(value), MAX_CONTENT)
     items = value
     if items and not any(isinstance(m, Mapping) and "role" in m for m in items):
         return _short_steps(items)  # a gold written as tool names or {name, arguments}
@@ -182,9 +195,7 @@ def _short_steps(items: list[Any]) -> list[Any]:
 def _text(value: object, limit: int) -> str | None:
     if value is None:
         return None
-    text = value if isinstance(value, str) else json.dumps(value, default=str,
-                                                           ensure_ascii=False)
-    return cut_text(text, limit)
+    return cut_text(value if isinstance(value, str) else _dumps(value), limit)
 
 
 def _message(value: object) -> dict[str, Any]:

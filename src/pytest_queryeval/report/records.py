@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
+from .._util.boundedio import MAX_WALK_DEPTH, TOO_DEEP
 from .._util.paths import display
 from .._util.safetext import no_surrogates
 from .._util.secrets import Scrubber
@@ -225,14 +226,15 @@ def _numbers_only(items: list[Any] | tuple[Any, ...]) -> bool:
 
 
 def _clean(value: Any, prefix: str, scrubber: Scrubber,
-           outside: tuple[tuple[str, str], ...] = ()) -> Any:
+           outside: tuple[tuple[str, str], ...] = (), depth: int = 0) -> Any:
     """One walk doing ``scrubber.data(_relative_paths(_safe(value), prefix))``.
 
     JSON-safe copy (NaN/inf -> null, unknown objects -> their ``str``), machine paths made
     rootdir-relative in string values (not in keys): the rootdir ``prefix`` dropped, and each
     ``outside`` path (configured, outside the rootdir) replaced by its relative form; every
     string (keys too) scrubbed. Exact type checks come first: this walks every value of every
-    record.
+    record. A container nested deeper than ``MAX_WALK_DEPTH`` becomes ``TOO_DEEP``: a source's
+    live answer was bounded by no decoder, and a RecursionError here failed the case's test.
     """
     t = type(value)
     if t is str:
@@ -245,6 +247,8 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber,
         return value if math.isfinite(value) else None
     if t is int or t is bool or value is None:
         return value
+    if depth >= MAX_WALK_DEPTH and isinstance(value, dict | list | tuple | set | frozenset):
+        return TOO_DEEP
     if t is dict:
         text = scrubber.text
         quiet = not scrubber.secrets  # then only URL passwords can need masking
@@ -268,16 +272,16 @@ def _clean(value: Any, prefix: str, scrubber: Scrubber,
             elif (tv is list or tv is tuple) and _numbers_only(v):
                 out[key] = list(v)  # what the walk gives such a list, without a call per item
             else:
-                out[key] = _clean(v, prefix, scrubber, outside)
+                out[key] = _clean(v, prefix, scrubber, outside, depth + 1)
         return out
     if isinstance(value, str):
         return _clean(str(value), prefix, scrubber, outside)
     if isinstance(value, float):
         return _clean(float(value), prefix, scrubber, outside)
     if isinstance(value, dict):
-        return _clean(dict(value), prefix, scrubber, outside)
+        return _clean(dict(value), prefix, scrubber, outside, depth)
     if isinstance(value, list | tuple | set | frozenset):
-        return [_clean(v, prefix, scrubber, outside) for v in value]
+        return [_clean(v, prefix, scrubber, outside, depth + 1) for v in value]
     if isinstance(value, int):  # an int subclass other than bool
         return value
     return _clean(str(value), prefix, scrubber, outside)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._util.boundedio import loads_json
 from ..model import RecordLike
 
 #: Characters of a cell in the step table (terminal, Markdown).
@@ -41,7 +42,7 @@ class Step:
         not part two steps."""
         text = self.arguments or ""
         try:
-            return json.dumps(json.loads(text), sort_keys=True) if text.strip() else "{}"
+            return json.dumps(loads_json(text), sort_keys=True) if text.strip() else "{}"
         except ValueError:
             return text.strip()
 
