@@ -203,3 +203,43 @@ def test_a_shared_gold_entry_is_hashed_value_by_value_once_a_session(
     with pytest.warns(UserWarning, match="does not match its digest"):
         assert runner.get("sql-gold", "k") is None
     assert seen["digests"] == 2
+
+
+def test_the_database_is_fingerprinted_once_a_session_and_a_changed_file_is_seen_by_the_next(
+        suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each case's schema and gold-cache key asked for the database's fingerprint, a stat of
+    the file and of its WAL each time (35 for these 13 cases on a warm rerun); it is taken
+    once per datasource per session. The next session takes it anew: a database changed
+    between runs (same size, same mtime, other content) is executed again, never served the
+    golds cached for its former content."""
+    import os
+
+    from pytest_queryeval._util import safefile
+    from pytest_queryeval.sources import sandboxed
+
+    stats: Counter[str] = Counter()
+    check = safefile.check
+
+    def counted(path: Path, what: str) -> Any:
+        if what == "database":
+            stats[Path(path).name] += 1
+        return check(path, what)
+
+    monkeypatch.setattr(sandboxed.safefile, "check", counted)
+    cold = _records(suite, "--cache-clear", name="cold.json")
+    assert stats == {"chinook.sqlite": 1}
+    stats.clear()
+    warm = _records(suite, name="warm.json")
+    assert stats == {"chinook.sqlite": 1}
+    assert warm == cold
+    db = suite.path / "data" / "chinook.sqlite"
+    st = db.stat()
+    with __import__("sqlite3").connect(db) as conn:  # 25 genres, one renamed
+        conn.execute("UPDATE genre SET name = 'Polka' WHERE genreid = 1")
+    conn.close()
+    assert db.stat().st_size == st.st_size
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _, report = run_report(suite, name="changed.json", fresh=True)
+    # executed again (from-file and same-gold share a gold run earlier in this session)
+    assert {cid for cid, r in report.by_id.items() if r["details"].get("gold_cached")} \
+        == {"from-file", "same-gold"}
