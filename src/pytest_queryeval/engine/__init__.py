@@ -521,6 +521,7 @@ class Evaluator:
                 src.close()
         self._sources.clear()
         self._by_spec.clear()
+        self._last_spec = None  # the next ask opens the source again (a changed file is seen)
 
 
 def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
