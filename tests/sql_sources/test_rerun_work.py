@@ -6,6 +6,7 @@ in process, so the counters below see the session's calls)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -215,8 +216,8 @@ def test_the_database_is_fingerprinted_once_a_session_and_a_changed_file_is_seen
     import os
 
     from pytest_queryeval._util import safefile
-    from pytest_queryeval.sources import sandboxed
 
+    sandboxed = importlib.import_module("pytest_queryeval.sources.sandboxed")  # as below
     stats: Counter[str] = Counter()
     check = safefile.check
 
@@ -282,8 +283,9 @@ def test_without_a_reader_of_records_no_resume_identity_is_computed(
     """A case's resume identity (a ``json.dumps`` of the case as written, hashed) is part of
     its record for a later ``--queryeval-resume``; with no report it was computed for nobody
     (1,000 for 1,000 cases). With a report every record still carries it."""
-    from pytest_queryeval.plugin import resume
-
+    # the module the session imports (pytester drops what an earlier in-process run imported
+    # from sys.modules; the package's attribute may still name that former module)
+    resume = importlib.import_module("pytest_queryeval.plugin.resume")
     calls: Counter[str] = Counter()
     identity = resume.identity
 
@@ -307,8 +309,7 @@ def test_a_datasource_and_a_predictions_source_are_keyed_once(
     An equal spec is the same source; ``1`` and ``true`` are not equal specs."""
     import types
 
-    from pytest_queryeval import engine
-
+    engine = importlib.import_module("pytest_queryeval.engine")  # the session's (as above)
     dumped: Counter[str] = Counter()
 
     def dumps(value: Any, **kwargs: Any) -> str:
