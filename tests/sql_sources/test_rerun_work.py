@@ -6,6 +6,7 @@ in process, so the counters below see the session's calls)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -204,3 +205,122 @@ def test_a_shared_gold_entry_is_hashed_value_by_value_once_a_session(
     with pytest.warns(UserWarning, match="does not match its digest"):
         assert runner.get("sql-gold", "k") is None
     assert seen["digests"] == 2
+
+
+def test_the_database_is_fingerprinted_once_a_session_and_a_changed_file_is_seen_by_the_next(
+        suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each case's schema and gold-cache key asked for the database's fingerprint, a stat of
+    the file and of its WAL each time (35 for these 13 cases on a warm rerun); it is taken
+    once per datasource per session. The next session takes it anew: a database changed
+    between runs (same size, same mtime, other content) is executed again, never served the
+    golds cached for its former content."""
+    import os
+
+    from pytest_queryeval._util import safefile
+
+    sandboxed = importlib.import_module("pytest_queryeval.sources.sandboxed")  # as below
+    stats: Counter[str] = Counter()
+    check = safefile.check
+
+    def counted(path: Path, what: str) -> Any:
+        if what == "database":
+            stats[Path(path).name] += 1
+        return check(path, what)
+
+    monkeypatch.setattr(sandboxed.safefile, "check", counted)
+    cold = _records(suite, "--cache-clear", name="cold.json")
+    assert stats == {"chinook.sqlite": 1}
+    stats.clear()
+    warm = _records(suite, name="warm.json")
+    assert stats == {"chinook.sqlite": 1}
+    assert warm == cold
+    db = suite.path / "data" / "chinook.sqlite"
+    st = db.stat()
+    with __import__("sqlite3").connect(db) as conn:  # 25 genres, one renamed
+        conn.execute("UPDATE genre SET name = 'Polka' WHERE genreid = 1")
+    conn.close()
+    assert db.stat().st_size == st.st_size
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns))
+    _, report = run_report(suite, name="changed.json", fresh=True)
+    # executed again (from-file and same-gold share a gold run earlier in this session)
+    assert {cid for cid, r in report.by_id.items() if r["details"].get("gold_cached")} \
+        == {"from-file", "same-gold"}
+
+
+#: Says, when the session ends, whether sqlglot was imported (the conftest of a subprocess run).
+SQLGLOT_SEEN = '''
+import json, sys
+
+def pytest_unconfigure(config):
+    with open("sqlglot.json", "w") as f:
+        json.dump("sqlglot" in sys.modules, f)
+'''
+
+
+def test_without_a_reader_of_records_sqlglot_is_not_imported_for_labels(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    """The golds Spider's grammar does not parse (a window, no FROM) were labelled
+    ``sql_hardness`` by sqlglot, its import (some 0.2 s) included, when no report, hook or
+    xdist controller reads the records the label lives in. With ``--queryeval-json`` the
+    records carry the labels as before. Whole processes, as a user runs them: the import is
+    the process's."""
+    passing = [c for c in CASES["cases"]
+               if c["id"] in ("windowed", "last", "ordered", "plain-2", "plain-4")]
+    write_chinook_suite(pytester.path, shared_data, {},
+                        {"test_chinook.yaml": json.dumps({**CASES, "cases": passing})})
+    pytester.makeconftest(SQLGLOT_SEEN)
+    seen = pytester.path / "sqlglot.json"
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    run.assert_outcomes(passed=len(passing))
+    assert json.loads(seen.read_text()) is False
+    _, report = run_report(pytester, "-p", "no:cacheprovider", subprocess=True)
+    assert json.loads(seen.read_text()) is True
+    assert report.by_id["windowed"]["labels"]["sql_hardness"] == "medium"
+    assert report.by_id["last"]["labels"]["sql_hardness"] == "easy"
+
+
+def test_without_a_reader_of_records_no_resume_identity_is_computed(
+        suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case's resume identity (a ``json.dumps`` of the case as written, hashed) is part of
+    its record for a later ``--queryeval-resume``; with no report it was computed for nobody
+    (1,000 for 1,000 cases). With a report every record still carries it."""
+    # the module the session imports (pytester drops what an earlier in-process run imported
+    # from sys.modules; the package's attribute may still name that former module)
+    resume = importlib.import_module("pytest_queryeval.plugin.resume")
+    calls: Counter[str] = Counter()
+    identity = resume.identity
+
+    def counted(*args: Any) -> str:
+        calls["identity"] += 1
+        return identity(*args)
+
+    monkeypatch.setattr(resume, "identity", counted)
+    suite.runpytest("-p", "no:cacheprovider")
+    assert calls["identity"] == 0
+    _, report = run_report(suite, "-p", "no:cacheprovider")
+    assert calls["identity"] >= N
+    assert all(len(r["identity"]) == 32 for r in report.by_id.values())
+
+
+def test_a_datasource_and_a_predictions_source_are_keyed_once(
+        suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluator finds a case's datasource and predictions source by a JSON text of their
+    mapping: every case holds its own copy of its datasource's spec, so that was a dump per
+    case, and the predictions key a dump per case twice (the run, the unmatched-ids check).
+    An equal spec is the same source; ``1`` and ``true`` are not equal specs."""
+    import types
+
+    engine = importlib.import_module("pytest_queryeval.engine")  # the session's (as above)
+    dumped: Counter[str] = Counter()
+
+    def dumps(value: Any, **kwargs: Any) -> str:
+        dumped["source" if "type" in value else "predictions"] += 1
+        return json.dumps(value, **kwargs)
+
+    monkeypatch.setattr(engine, "json", types.SimpleNamespace(dumps=dumps, loads=json.loads))
+    suite.runpytest("-p", "no:cacheprovider")
+    assert dumped == {"source": 1, "predictions": 1}
+    assert not engine._same_spec({"timeout": 1}, {"timeout": True})
+    assert not engine._same_spec({"a": [1, 2]}, {"a": (1, 2)})
+    assert engine._same_spec({"type": "sqlite", "a": [{"b": 1.5}]},
+                             {"type": "sqlite", "a": [{"b": 1.5}]})

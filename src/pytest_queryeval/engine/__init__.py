@@ -112,6 +112,13 @@ class Evaluator:
         #: The source of a spec object already asked for, by its id (the spec kept, so an id
         #: reused by another object never matches): the key below is a JSON dump per call.
         self._by_spec: dict[int, tuple[Any, str | None, DataSource]] = {}
+        #: The last spec that needed its key: every case holds its own copy of its
+        #: datasource's spec, so the key was a JSON dump per case (issue 53); an equal copy
+        #: (the same types too: ``1`` and ``true`` are other keys) has the same source.
+        self._last_spec: tuple[Any, str | None, DataSource] | None = None
+        #: :meth:`_predictor_key` by the id of a ``predictions:`` mapping (cases share the
+        #: suite's), the mapping and base kept: a JSON dump per case, twice (issue 53).
+        self._predictor_keys: dict[int, tuple[Any, Path, str]] = {}
         self._shared: dict[str, Any] = {}
         self._predictors: dict[str, Predictor] = {}
         #: Sources and shared objects are opened once, whichever thread asks first.
@@ -139,6 +146,10 @@ class Evaluator:
         #: The run's journal of live answers, and the answers earlier attempts received
         #: (``--queryeval-json``, ``--queryeval-resume``: :mod:`..plugin.journal`); None: none.
         self.answer_log: AnswerLog | None = None
+        #: Whether anything reads the records beyond the terminal (the plugin's
+        #: ``Runner.records_read``): without a reader, a kind leaves out the labels only a
+        #: record shows that cost an import (SQL's ``sql_hardness`` by sqlglot, issue 53).
+        self.labels_read = True
         quiet_library_logs()
 
     # -- Context protocol ---------------------------------------------------------------
@@ -153,6 +164,10 @@ class Evaluator:
         known = self._by_spec.get(id(spec))
         if known is not None and known[0] is spec and known[1] == case.datasource:
             return known[2]
+        last = self._last_spec
+        if last is not None and last[1] == case.datasource and _same_spec(last[0], spec):
+            self._by_spec[id(spec)] = (spec, case.datasource, last[2])
+            return last[2]
         name = case.datasource or "default"
         key = name + json.dumps(spec, sort_keys=True, default=str)
         with self._open_lock:  # the openai source describes datasources from pool threads
@@ -168,6 +183,7 @@ class Evaluator:
                     src = declared(src, name, str(spec.get("type", "")))
                 self._sources[key] = src
             self._by_spec[id(spec)] = (spec, case.datasource, self._sources[key])
+            self._last_spec = (spec, case.datasource, self._sources[key])
             return self._sources[key]
 
     def _cache_key(self, namespace: str, key: str) -> str:
@@ -438,7 +454,12 @@ class Evaluator:
 
     def _predictor_key(self, case: Case, spec: dict[str, Any]) -> str:
         base = case.prediction_base or case.file.parent
-        return json.dumps(spec, sort_keys=True, default=str) + str(base)
+        known = self._predictor_keys.get(id(spec))
+        if known is not None and known[0] is spec and known[1] == base:
+            return known[2]
+        key = json.dumps(spec, sort_keys=True, default=str) + str(base)
+        self._predictor_keys[id(spec)] = (spec, base, key)
+        return key
 
     def _source_predictor(self, case: Case, spec: dict[str, Any]) -> Predictor:
         base = case.prediction_base or case.file.parent
@@ -500,6 +521,7 @@ class Evaluator:
                 src.close()
         self._sources.clear()
         self._by_spec.clear()
+        self._last_spec = None  # the next ask opens the source again (a changed file is seen)
 
 
 def _bind(predictor: Predictor, case: Case) -> Callable[[], Prediction]:
@@ -711,3 +733,16 @@ def _internal(where: str, exc: Exception) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     last = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return f"internal error in {where}: {type(exc).__name__}: {exc}{last}"
+
+
+def _same_spec(a: object, b: object) -> bool:
+    """Equal, and of the same types throughout (``1 == True == 1.0`` are other JSON keys)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return a.keys() == b.keys() and all(_same_spec(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple)
+        return len(a) == len(b) and all(_same_spec(x, y) for x, y in zip(a, b, strict=True))
+    return a == b

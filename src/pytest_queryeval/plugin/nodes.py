@@ -49,6 +49,8 @@ class Runner(Protocol):
     verdicts: Verdicts | None
     carried: dict[str, CaseRecord]
 
+    @property
+    def records_read(self) -> bool: ...
     def display(self, path: Path) -> str: ...
     def is_metric(self, kind: str, name: str) -> bool: ...
     def mark(self, name: str, help_text: str) -> pytest.MarkDecorator | None: ...
@@ -219,6 +221,7 @@ class QueryEvalItem(pytest.Item):
         runner = self.config.stash[RUNNER]
         audit = runner.options.audit
         carried = runner.carried.get(self.nodeid)
+        runner.records_read  # noqa: B018 (decided before the first case is scored)
         if carried is not None:  # --queryeval-resume: scored by an earlier attempt
             record = cast(CaseRecord, {**carried, **{k: v for k, v in case_record(
                 self.case, None, self.nodeid, self.config.rootpath, runner.evaluator.scrubber,
@@ -238,7 +241,7 @@ class QueryEvalItem(pytest.Item):
             record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
                                  runner.evaluator.scrubber)
             status = outcome.status
-            if not audit:
+            if not audit and runner.records_read:
                 from .resume import identity
 
                 record["identity"] = identity(self.case, runner.options.predictions)

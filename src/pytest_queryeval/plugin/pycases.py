@@ -119,6 +119,7 @@ class QueryEval:
             with contextlib.suppress(Exception):
                 case.difficulty = kind_registry.get_kind(case.kind).difficulty(case)
         runner.evaluator.cases.append(case)
+        runner.records_read  # noqa: B018 (decided before the first case is scored)
         audit = runner.options.audit
         resume = runner.options.resume
         record: CaseRecord | None = None
@@ -137,7 +138,7 @@ class QueryEval:
                 outcome = run_case(case, runner.evaluator)
             record = case_record(case, outcome, nodeid, item.config.rootpath,
                                  runner.evaluator.scrubber)
-            if not audit:
+            if not audit and runner.records_read:
                 from .resume import identity
 
                 record["identity"] = identity(case, runner.options.predictions)

@@ -16,6 +16,7 @@ loop is wrapped first (predictions are requested ahead before any case runs).
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import sys
 from collections.abc import Generator, Iterator
@@ -146,6 +147,22 @@ class Runner:
         #: ``--queryeval-json``: this process's journal beside it (:mod:`.journal`; the
         #: controller's records, a serial run's answers too, an xdist worker's answers).
         self.journal: Journal | None = None
+
+    @functools.cached_property
+    def records_read(self) -> bool:
+        """Whether anything reads the cases' records beyond the terminal: a report file
+        (``--queryeval-json`` and every other format), the xdist controller a worker sends
+        them to, or a ``pytest_queryeval_report`` or ``pytest_queryeval_metrics``
+        implementation. Without one, what only a record carries is worked out for nobody
+        (issue 53): the resume identity (a ``json.dumps`` of the case) and the golds'
+        ``sql_hardness`` labels that need sqlglot (its import). Asked when the first case
+        runs, once every conftest is registered; the evaluator is told then."""
+        hook = self.config.hook
+        read = bool(self.worker or any(self.options.report.files.values())
+                    or hook.pytest_queryeval_report.get_hookimpls()
+                    or hook.pytest_queryeval_metrics.get_hookimpls())
+        self.evaluator.labels_read = read
+        return read
 
     def begin(self) -> None:
         """The plugin woke up: SIGTERM interrupts the session as Ctrl-C does, and the journal

@@ -118,29 +118,31 @@ class FileFingerprint:
     """``<prefix>:<size>:<mtime_ns>:<sha256>`` of a database file and its write-ahead log.
 
     Size and mtime alone would miss a same-size rewrite within the mtime resolution, so the
-    content is hashed too; the hash is recomputed only when a size or mtime changes.
+    content is hashed too. Taken once per source, that is once per datasource per session
+    (issue 53: every case's schema and gold-cache key asked for it, a stat of the file and of
+    its WAL each time): the plugin never writes the file (tasks run on copies), and a source
+    is opened again by the next session (or after :meth:`Evaluator.close`), which takes the
+    fingerprint anew, so a database changed between runs never meets a cached gold of its
+    former content. A file changed by someone else *during* a session is not seen until the
+    next one: the session's cases before the change ran on the former data anyway.
     """
 
     def __init__(self, prefix: str, path: Path, wal_suffix: str) -> None:
         self.prefix = prefix
         self.path = path
         self.wal = path.with_name(path.name + wal_suffix)
-        self._stat: tuple[int, int, int, int] | None = None
         self._value: str | None = None
 
     def __call__(self, name: str) -> str:
+        if self._value is not None:
+            return self._value
         try:  # /dev/zero or a FIFO named as the database would be hashed forever
             st = safefile.check(self.path, "database")
-            wst = safefile.check(self.wal, "database") if self.wal.exists() else None
-            key = (st.st_size, st.st_mtime_ns, wst.st_size if wst else -1,
-                   wst.st_mtime_ns if wst else -1)
-            if self._value is None or self._stat != key:
-                digest = safefile.sha256((self.path, self.wal) if wst else (self.path,),
-                                         "database")
-                self._value = f"{self.prefix}:{st.st_size}:{st.st_mtime_ns}:{digest}"
-                self._stat = key
+            wal = self.wal.exists() and safefile.check(self.wal, "database")
+            digest = safefile.sha256((self.path, self.wal) if wal else (self.path,), "database")
         except OSError as e:  # safefile.UnsafeFile included
             raise SourceUnavailable(f"datasource {name!r}: {e}") from None
+        self._value = f"{self.prefix}:{st.st_size}:{st.st_mtime_ns}:{digest}"
         return self._value
 
 

@@ -1227,6 +1227,8 @@ def _kept_sql_hardness(sql: str, dialect: str | None, ctx: Context) -> str | Non
     from ...metrics.sql_hardness import spider_level, sqlglot_version
 
     fast = spider_level(sql, dialect)
+    if fast is None and not getattr(ctx, "labels_read", True):
+        return None  # a label for nobody: sqlglot is not imported for it
     if fast is not None or not getattr(ctx, "caching", True):
         return fast if fast is not None else _sql_hardness(sql, dialect)
     key = json.dumps([sqlglot_version(), dialect, sql])
