@@ -94,7 +94,7 @@ def test_every_suite_wide_problem_is_listed_once_at_its_own_line(guarded):
         f"queryeval.yaml:{at['sdmxx']}: gates.macro_precision.kind: unknown kind 'sdmxx' "
         "(did you mean 'sdmx'?)",
         f"queryeval.yaml:{at['execution_accuracy']}: gates.execution_accuracy: metric "
-        "'execution_accuracy' is not produced by kind sdmx (it is by: sparql, sql)",
+        "'execution_accuracy' is not produced by kind sdmx (it is by: cypher, sparql, sql)",
         f"queryeval.yaml:{at['weo_rate']}: gates.weo_rate.tags: unknown key (did you mean 'tag'?)",
         f"queryeval.yaml:{at['datasourse']}: defaults.datasourse: unknown key (did you mean "
         "'datasource'?)",
