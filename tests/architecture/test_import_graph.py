@@ -163,6 +163,7 @@ FLOORS: tuple[str, ...] = (
     "_util",        # standard library only
     "contracts",    # the top-level modules of TOP_LEVEL: hookspecs, model, errors, results, ...
     "_isolation",   # process isolation: sandbox worker, deadlines
+    "_yaml",        # the YAML loader that locates every key (case files, predictions files)
     "sources",      # data sources behind sources.base.DataSource
     "metrics",      # reference metrics, one module per family or reference evaluator
     "rules",        # a case's stated rules: thresholds, repeats, abstain, clarify, near misses
@@ -204,8 +205,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "per-language checks below the kinds from the driver above the engine is left",
     ("sources.spider_schema", "metrics.spider"): "the spider_schema source type serves a Spider "
         "tables.json through the Spider evaluator's own Schema, the one reader of that file",
-    ("predict.file", "suite.yamlload"): "a predictions file in YAML is read by the suite's YAML "
-        "loader, so its errors name file, line and field as a case file's do",
 }
 
 

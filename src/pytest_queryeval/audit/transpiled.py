@@ -27,10 +27,10 @@ def audit_transpiled(written: Case, resolved: Case, source_dialect: str, dialect
     ``result.transpiled``: only a ``matched`` gold may become an explicit one (its ``gold``, the
     transpiled text before any rewrite, since the run pins it again; ``gold_run``: the text
     run)."""
+    from .._yaml.yamlload import plain
     from ..metrics.table import compare_tables
     from ..metrics.tsse_sql import order_matters
     from ..sources.dialects import dialect_of
-    from ..suite.yamlload import plain
 
     ran = ran or resolved
     check: dict[str, object] = {
