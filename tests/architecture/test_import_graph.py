@@ -203,8 +203,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "(audit.query, audit.sdmx, audit.jsonlint, audit.interpretations, audit.transpiled), "
         "while the audit's driver asks the kinds registry and the engine; splitting the "
         "per-language checks below the kinds from the driver above the engine is left",
-    ("sources.spider_schema", "metrics.spider"): "the spider_schema source type serves a Spider "
-        "tables.json through the Spider evaluator's own Schema, the one reader of that file",
 }
 
 
