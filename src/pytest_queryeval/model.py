@@ -17,8 +17,8 @@ from .results import ResultTable
 NO_DIFFICULTY = "unknown"
 
 if TYPE_CHECKING:
-    from .audit.findings import AuditResult
     from .judge.config import JudgeSpec
+    from .kinds.goldchecks.findings import AuditResult
     from .sources.base import DataSource
 
 #: What a session-wide shared object is (:meth:`Context.shared`).

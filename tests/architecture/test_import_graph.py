@@ -199,10 +199,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("model", "kinds._registry"): "Case.golds and Case.json_input ask the kind registry what the "
         "case's kind declares (gold_alternatives, conversation); the registry's move into hooks "
         "(issue 51 item 2) decides where that question is answered",
-    ("kinds", "audit"): "each kind's audit_gold runs its language's gold-audit checks "
-        "(audit.query, audit.sdmx, audit.jsonlint, audit.interpretations, audit.transpiled), "
-        "while the audit's driver asks the kinds registry and the engine; splitting the "
-        "per-language checks below the kinds from the driver above the engine is left",
 }
 
 

@@ -37,7 +37,7 @@ from ..results import ResultTable
 from . import cypherbench, guard
 
 if TYPE_CHECKING:
-    from ..audit.findings import AuditResult
+    from ..audit import AuditResult
     from ..kinds._query import QueryLimits
     from ..metrics.table import CompareOptions
 
