@@ -19,7 +19,7 @@ Flow of one case (docs/cypher.md):
    gold alternative wins.
 
 Nothing here is asked by name outside this folder: the kind declares what it can do
-(``kinds/_registry.py``) and registers itself through ``pytest_queryeval_kinds``
+(``kindregistry.py``) and registers itself through ``pytest_queryeval_kinds``
 (:mod:`.plugin`).
 """
 

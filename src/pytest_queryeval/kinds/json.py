@@ -142,7 +142,7 @@ class JsonKind:
     """Scores a predicted JSON value against the gold with StrSS, SemSS and OJSS."""
 
     name: ClassVar[str] = "json"
-    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`..kindregistry`).
     json_answers: ClassVar[bool] = True
     json_gold: ClassVar[bool] = True
     conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py

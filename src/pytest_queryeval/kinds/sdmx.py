@@ -106,7 +106,7 @@ class SdmxKind:
     """The ``sdmx`` kind: per-dimension P/R/F1 of (id, name) terms, macro-averaged."""
 
     name: ClassVar[str] = "sdmx"
-    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`..kindregistry`).
     conversation: ClassVar[bool] = True
     json_answers: ClassVar[bool] = True
     inferred_from_conversation: ClassVar[bool] = True

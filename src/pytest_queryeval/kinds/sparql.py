@@ -99,7 +99,7 @@ class SparqlKind:
     """The SPARQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sparql"
-    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`..kindregistry`).
     gold_alternatives: ClassVar[bool] = True
     judged: ClassVar[bool] = True
     conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py

@@ -155,7 +155,7 @@ class SqlKind:
     """The SQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sql"
-    #: What it declares to the modules outside kinds/ (:mod:`.._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`...kindregistry`).
     gold_alternatives: ClassVar[bool] = True
     gold_by_dialect: ClassVar[bool] = True
     judged: ClassVar[bool] = True
