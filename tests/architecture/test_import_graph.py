@@ -270,7 +270,8 @@ def test_every_folder_has_a_floor() -> None:
 
 
 def test_no_folder_imports_a_higher_floor() -> None:
-    """No folder depends on a folder on a higher floor, lazy and annotation imports included."""
+    """No folder depends on a folder on a higher floor, lazy and annotation imports included (a
+    contract's annotations aside, see :func:`floor_graph`)."""
     assert floor_violations(floor_graph()) == []
 
 
