@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from pytest_queryeval.metrics.spider import Schema, structure_scores
-from pytest_queryeval.metrics.spider import schema as schema_mod
+from pytest_queryeval.sources import spider_tables as schema_mod
 
 OFFICIAL_PAIRS_PER_S = 1123.0  # perf-anchors.md §1, in-process evaluate() loop, median
 

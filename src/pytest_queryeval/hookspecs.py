@@ -63,7 +63,7 @@ def pytest_queryeval_kinds(config: pytest.Config,
     :class:`pytest_queryeval.model.Kind` (or a ``"module:Class"`` string, imported when a case
     of the kind is first read). The built-in ``sql``, ``sparql``, ``json`` and ``sdmx`` are this
     hook's default implementation. What a kind can do is what its class declares
-    (``pytest_queryeval.kinds._registry``): its ``query_rules()`` (the gold audit's text
+    (``pytest_queryeval.kindregistry``): its ``query_rules()`` (the gold audit's text
     rules, ``pytest_queryeval.audit.query``) and ``query_syntax`` (the judge's comment rules)
     say whether its queries are read as SQL or SPARQL; a kind that does not say so is never
     read as SQL."""

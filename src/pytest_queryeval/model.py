@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NotRequired, Protocol, TypedDict, TypeVar
 
+from .kindregistry import declares
 from .results import ResultTable
 
 #: The difficulty of a case that has none (not given, and its kind rates none): spelled the
@@ -17,8 +18,8 @@ from .results import ResultTable
 NO_DIFFICULTY = "unknown"
 
 if TYPE_CHECKING:
-    from .audit.findings import AuditResult
     from .judge.config import JudgeSpec
+    from .kinds.goldchecks.findings import AuditResult
     from .sources.base import DataSource
 
 #: What a session-wide shared object is (:meth:`Context.shared`).
@@ -207,8 +208,6 @@ class Case:
     @property
     def golds(self) -> list[Any]:
         """Acceptable gold answers (a list in YAML means "best score wins")."""
-        from .kinds._registry import declares
-
         if isinstance(self.gold, list) and declares(self.kind, "gold_alternatives"):
             return list(self.gold)
         return [self.gold]
@@ -223,8 +222,6 @@ class Case:
         for key in ("evidence", "external_knowledge"):  # only when the case has them
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
-        from .kinds._registry import declares
-
         if self.agent is not None:
             out["agent"] = True
         if self.turn is not None:

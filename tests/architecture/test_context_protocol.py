@@ -28,7 +28,7 @@ def test_the_protocol_declares_what_the_kinds_read() -> None:
 
 def test_no_context_attribute_is_probed_with_getattr() -> None:
     probed = []
-    for module in ("pytest_queryeval.kinds.sql", "pytest_queryeval.audit.query", "pytest_queryeval.audit"):
+    for module in ("pytest_queryeval.kinds.sql", "pytest_queryeval.kinds.goldchecks.query", "pytest_queryeval.audit"):
         spec = find_spec(module)
         assert spec is not None and spec.origin is not None
         path = Path(spec.origin)

@@ -6,8 +6,9 @@ its numpy fast path, the Spider hardness and match modules did): neither can be 
 moved without the other. Floors (:data:`FLOORS`): a no-cycle check between modules cannot see
 two folders that import each other through different modules (17 of 18 folders were one cycle,
 issue 51 item 1), each dragging the other into every test of its own. Every folder has a floor,
-so a new module is always checked, and no folder imports a folder on a higher floor. The graph
-is read from the source with ``ast``, so nothing is imported.
+so a new module is always checked, no folder imports a folder on a higher floor, and the folders
+form no cycle, with no exception. The graph is read from the source with ``ast``, so nothing is
+imported.
 Imports under ``if TYPE_CHECKING:`` are annotations only and are no runtime edge; a cycle through
 them is refused all the same (engine and repeats had one): the two modules are still read
 together.
@@ -161,8 +162,9 @@ def test_the_checker_finds_lazy_and_annotation_cycles_in_source(tmp_path: Path) 
 #: until it is given a floor here (and in the docs' table).
 FLOORS: tuple[str, ...] = (
     "_util",        # standard library only
-    "contracts",    # the top-level modules of TOP_LEVEL: hookspecs, model, errors, results, ...
+    "contracts",    # the top-level modules of TOP_LEVEL: hookspecs, model, kindregistry, ...
     "_isolation",   # process isolation: sandbox worker, deadlines
+    "_yaml",        # the YAML loader that locates every key (case files, predictions files)
     "sources",      # data sources behind sources.base.DataSource
     "metrics",      # reference metrics, one module per family or reference evaluator
     "rules",        # a case's stated rules: thresholds, repeats, abstain, clarify, near misses
@@ -187,25 +189,9 @@ FLOORS: tuple[str, ...] = (
 #: The modules at the top of the package, each in the pseudo-folder of its floor: the contracts
 #: every room reads, and the public face (the package, two old paths that give moved modules).
 TOP_LEVEL: dict[str, str] = {
-    **dict.fromkeys(("hookspecs", "model", "errors", "results", "metricnames"), "contracts"),
+    **dict.fromkeys(("hookspecs", "model", "errors", "results", "metricnames", "kindregistry"),
+                    "contracts"),
     **dict.fromkeys(("", "cases", "embeddings"), "public"),
-}
-#: Imports that go up a floor today, each with why it stays (importer, imported: reason). Keys
-#: are module names relative to the package; a key covers the modules below it. A new upward
-#: import fails the test; an exception whose import is gone fails it too, so the list only
-#: shrinks.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("model", "kinds._registry"): "Case.golds and Case.json_input ask the kind registry what the "
-        "case's kind declares (gold_alternatives, conversation); the registry's move into hooks "
-        "(issue 51 item 2) decides where that question is answered",
-    ("kinds", "audit"): "each kind's audit_gold runs its language's gold-audit checks "
-        "(audit.query, audit.sdmx, audit.jsonlint, audit.interpretations, audit.transpiled), "
-        "while the audit's driver asks the kinds registry and the engine; splitting the "
-        "per-language checks below the kinds from the driver above the engine is left",
-    ("sources.spider_schema", "metrics.spider"): "the spider_schema source type serves a Spider "
-        "tables.json through the Spider evaluator's own Schema, the one reader of that file",
-    ("predict.file", "suite.yamlload"): "a predictions file in YAML is read by the suite's YAML "
-        "loader, so its errors name file, line and field as a case file's do",
 }
 
 
@@ -223,10 +209,6 @@ def room_of(module: str, package: str = "pytest_queryeval",
     if name in top_level:
         return top_level[name]
     return name.split(".")[0]
-
-
-def _covers(key: str, module: str) -> bool:
-    return module == key or module.startswith(key + ".")
 
 
 def floor_violations(graph: dict[str, set[str]], package: str = "pytest_queryeval",
@@ -264,8 +246,16 @@ def floor_graph(root: Path = ROOT, package: str = "pytest_queryeval") -> dict[st
             for m in annotated}
 
 
-def _excused(edge: tuple[str, str, str], exceptions: dict[tuple[str, str], str]) -> bool:
-    return any(_covers(a, edge[0]) and _covers(b, edge[1]) for a, b in exceptions)
+def folder_graph(graph: dict[str, set[str]], package: str = "pytest_queryeval",
+                 top_level: dict[str, str] | None = None) -> dict[str, set[str]]:
+    """Folder -> the other folders it imports: a folder imports another when one of its
+    modules imports one of the other's (each top-level module counts in its pseudo-folder)."""
+    folders_: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        own = room_of(module, package, top_level)
+        folders_.setdefault(own, set()).update(
+            other for other in (room_of(dep, package, top_level) for dep in deps) if other != own)
+    return folders_
 
 
 def test_every_folder_has_a_floor() -> None:
@@ -280,42 +270,36 @@ def test_every_folder_has_a_floor() -> None:
 
 
 def test_no_folder_imports_a_higher_floor() -> None:
-    """No folder depends on a folder on a higher floor, lazy imports included, except the
-    documented :data:`EXCEPTIONS`."""
-    found = floor_violations(floor_graph())
-    assert [e for e in found if not _excused(e, EXCEPTIONS)] == []
+    """No folder depends on a folder on a higher floor, lazy and annotation imports included (a
+    contract's annotations aside, see :func:`floor_graph`)."""
+    assert floor_violations(floor_graph()) == []
 
 
-def test_floor_exceptions_are_still_needed() -> None:
-    """An exception whose import is gone is removed from the list, so the list only shrinks."""
-    found = floor_violations(floor_graph())
-    unused = [pair for pair in EXCEPTIONS
-              if not any(_covers(pair[0], a) and _covers(pair[1], b) for a, b, _ in found)]
-    assert unused == []
+def test_the_folders_form_no_cycle() -> None:
+    """The folder graph of :func:`floor_graph` (lazy and ``if TYPE_CHECKING:`` imports included,
+    a contract's annotations aside) is acyclic, with no exception: the floors are an order, not a
+    wish. Until issue 51 item 1 four documented upward imports (the case model asking the kind
+    registry, the kinds running the audit's checks, the spider-schema source reading the Spider
+    evaluator's Schema, the predictions file reading the suite's YAML loader) closed cycles."""
+    assert cycles(folder_graph(floor_graph())) == []
 
 
-def test_the_folders_form_no_cycle_but_through_the_exceptions() -> None:
-    """The folder graph (a folder imports another when one of its modules does) is acyclic once
-    the documented exceptions are left out: the floors are an order, not a wish."""
-    graph: dict[str, set[str]] = {}
-    for module, deps in floor_graph().items():
-        own = room_of(module)
-        graph.setdefault(own, set())
-        for dep in deps:
-            other = room_of(dep)
-            edge = (module.removeprefix("pytest_queryeval."), dep.removeprefix("pytest_queryeval."),
-                    "")
-            if other != own and not _excused(edge, EXCEPTIONS):
-                graph[own].add(other)
+def test_the_folder_check_sees_a_cycle_through_different_modules(tmp_path: Path) -> None:
+    """On real files: two folders that import each other through different modules, one by a
+    lazy import, form a cycle that no module cycle shows."""
+    root = tmp_path / "pkg"
+    for folder in ("low", "high"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    (root / "low" / "a.py").write_text("def f():\n    from ..high import c\n")
+    (root / "high" / "c.py").write_text("from ..low import b\n")
+    (root / "low" / "b.py").write_text("B = 1\n")
+    graph = import_graph(root, "pkg", annotations=True)
     assert cycles(graph) == []
-
-
-def test_every_exception_key_names_a_module() -> None:
-    """A key that names no module (renamed, moved) would silently excuse nothing or the wrong
-    thing."""
-    names = {m.removeprefix("pytest_queryeval.") for m in _parsed(ROOT, "pytest_queryeval", True)}
-    stale = [k for edge in EXCEPTIONS for k in edge if not any(_covers(k, n) for n in names)]
-    assert stale == []
+    assert folder_graph(graph, "pkg", {"": "public"}) == {
+        "public": set(), "low": {"high"}, "high": {"low"}}
+    assert cycles(folder_graph(graph, "pkg", {"": "public"})) == [["high", "low"]]
 
 
 def test_the_floor_check_fails_on_a_new_upward_import(tmp_path: Path) -> None:

@@ -136,7 +136,7 @@ def test_a_kind_that_answers_no_rules_gets_no_sql_rules(pytester: pytest.Pyteste
 def test_the_judge_reads_a_kind_that_declares_no_syntax_as_it_is() -> None:
     from pytest_queryeval import kinds as kind_registry
     from pytest_queryeval.judge.prompt import strip_comments
-    from pytest_queryeval.kinds._registry import declared_text
+    from pytest_queryeval.kindregistry import declared_text
 
     class Graph:
         name = "graph"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.audit import AuditResult
-from pytest_queryeval.audit.jsonlint import lint_json as _lint_json
-from pytest_queryeval.audit.query import SPARQL_RULES, SQL_RULES, lint_text, tie_variants
-from pytest_queryeval.audit.query import lint_table as _lint_table
+from pytest_queryeval.kinds.goldchecks.jsonlint import lint_json as _lint_json
+from pytest_queryeval.kinds.goldchecks.query import SPARQL_RULES, SQL_RULES, lint_text, tie_variants
+from pytest_queryeval.kinds.goldchecks.query import lint_table as _lint_table
 from pytest_queryeval.results import ResultTable
 
 

@@ -19,51 +19,37 @@ pytest: :func:`audit_case` takes a case and the engine's session.
 
 A kind audits its own golds with an optional ``audit(case, ctx, result)`` method
 (:class:`~pytest_queryeval.model.AuditingKind`): the query kinds lint and execute them
-(:mod:`.query`), JSON lints its text (:mod:`.jsonlint`), SDMX checks its codelists
-(:mod:`.sdmx`). A kind without one, a custom kind too, gets :func:`self_check`.
+(:mod:`..kinds.goldchecks.query`), JSON lints its text (:mod:`..kinds.goldchecks.jsonlint`),
+SDMX checks its codelists (:mod:`..kinds.goldchecks.sdmx`). A kind without one, a custom kind
+too, gets :func:`self_check`. These per-language checks live in kinds/, below this driver,
+which sits above the engine: the kinds run them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import kinds as kind_registry
 from ..errors import QueryEvalError, SourceUnavailable
-from ..metricnames import (
-    JUDGE_EX,
-    JUDGE_USAGE_METRICS,
-    REPEAT_METRICS,
-    TIMING_METRICS,
-    USAGE_METRICS,
-)
-from ..model import Case, Context, Kind, Scored
+from ..model import Case, Context
 
 if TYPE_CHECKING:
     from ..engine.steps import CaseOutcome
     from ..sources.base import DataSource
 
-from .findings import CATALOG as CATALOG
-from .findings import ERROR as ERROR
-from .findings import MODES as MODES
-from .findings import WARNING as WARNING
-from .findings import AuditResult as AuditResult
-from .findings import Finding as Finding
-
-#: Metrics a gold is never required to score 1 on: timings, costs, efficiency ratios and
-#: the repeat statistics measure the run, not the answer; the judge judges predictions, not
-#: golds (a gold audit asks it nothing).
-UNCHECKED_METRICS = frozenset({
-    *TIMING_METRICS, "ves", "r_ves", *USAGE_METRICS, *REPEAT_METRICS,
-    "neighbour_ex",  # a gold is never searched against itself (its audit lints neighbours)
-    JUDGE_EX, *JUDGE_USAGE_METRICS,
-})
-#: A self-score this close to 1 is 1 (cosines of identical embeddings are 1 +- 1e-7).
-TOLERANCE = 1e-6
-#: Rows shown per side when tied rows are reported.
-TIE_ROWS_SHOWN = 3
+from ..kinds.goldchecks import TIE_ROWS_SHOWN as TIE_ROWS_SHOWN
+from ..kinds.goldchecks import TOLERANCE as TOLERANCE
+from ..kinds.goldchecks import UNCHECKED_METRICS as UNCHECKED_METRICS
+from ..kinds.goldchecks import self_check as self_check
+from ..kinds.goldchecks.findings import CATALOG as CATALOG
+from ..kinds.goldchecks.findings import ERROR as ERROR
+from ..kinds.goldchecks.findings import MODES as MODES
+from ..kinds.goldchecks.findings import WARNING as WARNING
+from ..kinds.goldchecks.findings import AuditResult as AuditResult
+from ..kinds.goldchecks.findings import Finding as Finding
 
 
 class _AuditContext:
@@ -180,39 +166,3 @@ def _invalid_case(case: Case, result: AuditResult) -> None:
             result.add("gold-error", error)
         else:
             result.add("invalid-case", error)
-
-
-def self_check(case: Case, kind: Kind, ctx: Context, result: AuditResult,
-                prediction: object, gold: int | None, *, explained: Iterable[str] = (),
-                where: str = "") -> Scored | None:
-    """Score the gold as its own prediction; every threshold metric must be 1. ``where``
-    names an alternative answer that has no gold index (an SDMX alternative target)."""
-    try:
-        scored: Scored = kind.evaluate(case, prediction, ctx)
-    except SourceUnavailable:
-        raise
-    except QueryEvalError as exc:
-        result.add("gold-error", where + exc.reason(), gold)
-        return None
-    except Exception as exc:  # a kind's bug must not end the audit of the other cases
-        result.add("gold-error", f"{where}internal error scoring the gold: {type(exc).__name__}: "
-                                 f"{exc}", gold)
-        return None
-    if gold in (None, 0) and not where:
-        result.metrics, result.labels = dict(scored.metrics), dict(scored.labels)
-    if scored.reason:
-        code = "gold-timeout" if scored.reason.startswith("timeout:") else "gold-error"
-        result.add(code, f"{where}as its own prediction: {scored.reason}", gold)
-        return scored
-    skip = set(explained)
-    for metric, bound in sorted(case.thresholds.items()):
-        if metric in UNCHECKED_METRICS or metric in skip or bound.min is None:
-            continue
-        value = scored.metrics.get(metric)
-        if value is None:
-            result.add("gold-below-threshold", f"{where}{metric} is never computed for this case, so "
-                       f"its threshold ({bound.describe()}) cannot be met", gold)
-        elif not value >= 1 - TOLERANCE:
-            result.add("gold-below-threshold", f"{where}{metric} = {value:.4f} scoring the gold "
-                       f"against itself (threshold {bound.describe()})", gold)
-    return scored

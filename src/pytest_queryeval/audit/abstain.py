@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from ..errors import QueryEvalError, SourceUnavailable
 
 if TYPE_CHECKING:
+    from ..kinds.goldchecks.findings import AuditResult
     from ..model import Case, Context
-    from .findings import AuditResult
 
 #: The case key holding the probes (a query or a list of queries).
 PROBE = "probe"

@@ -30,8 +30,8 @@ from typing import Any
 
 import yaml
 
+from .._yaml.yamlload import load_text, plain
 from ..errors import ConfigError
-from ..suite.yamlload import load_text, plain
 
 #: Why a transpiled gold was not written, by its audit's ``checked``.
 _NOT_CHECKED = {

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import QueryEvalError
-from ..kinds._registry import declares
+from ..kindregistry import declares
 from ..report.document import Report
 from ..report.formats import WORST, ReportFile, report_formats
 from ..report.outcome import Outcome, run_outcome

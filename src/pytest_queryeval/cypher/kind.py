@@ -19,7 +19,7 @@ Flow of one case (docs/cypher.md):
    gold alternative wins.
 
 Nothing here is asked by name outside this folder: the kind declares what it can do
-(``kinds/_registry.py``) and registers itself through ``pytest_queryeval_kinds``
+(``kindregistry.py``) and registers itself through ``pytest_queryeval_kinds``
 (:mod:`.plugin`).
 """
 
@@ -37,7 +37,7 @@ from ..results import ResultTable
 from . import cypherbench, guard
 
 if TYPE_CHECKING:
-    from ..audit.findings import AuditResult
+    from ..audit import AuditResult
     from ..kinds._query import QueryLimits
     from ..metrics.table import CompareOptions
 

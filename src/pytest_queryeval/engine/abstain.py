@@ -68,7 +68,7 @@ def is_query_text(text: str, kind: str) -> bool:
     parentheses) with a word the kind declares a query starts with (``query_keywords``:
     ``SELECT``, ``WITH``, ... for SQL; ``PREFIX``, ``SELECT``, ``ASK``, ... for SPARQL), or,
     for a kind whose answers are JSON, it is a JSON object or array."""
-    from ..kinds import _registry
+    from .. import kindregistry as _registry
 
     rest = text[_LEADING.match(text).end():]  # type: ignore[union-attr]  # matches ''
     word = _WORD.match(rest)

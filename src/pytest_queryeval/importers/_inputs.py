@@ -48,8 +48,8 @@ def json_line(line: str, where: str) -> Any:
 def load_yaml(path: Path) -> Any:
     """A YAML file through the plugin's bounded loader (nesting, alias expansion), as plain
     dicts and lists."""
+    from .._yaml.yamlload import load_file, plain
     from ..errors import ConfigError
-    from ..suite.yamlload import load_file, plain
 
     try:
         return plain(load_file(path, path.name))

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from .._util.boundedio import loads_json
 from ..errors import QueryEvalError
-from ..kinds._registry import declared_text, declaring
+from ..kindregistry import declared_text, declaring
 from ..metricnames import JUDGE_EX
 from ..model import Case, Scored
 from ..predict.base import read_usage

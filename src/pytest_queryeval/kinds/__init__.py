@@ -1,21 +1,13 @@
 """The registry of query kinds; each kind's module is imported only when a case needs it.
 What a kind declares (:data:`Capability`) is asked with :func:`declares`, never by its name
-outside kinds/ (:mod:`._registry`)."""
+outside kinds/ (:mod:`..kindregistry`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import cast
 
-from ..metricnames import (
-    ABSTENTION_METRICS,
-    AGENT_METRICS,
-    CONVERSATION_METRICS,
-    RECORDED_METRICS,
-    REPEAT_METRICS,
-)
-from ..model import Kind
-from ._registry import (
+from ..kindregistry import (
     KIND_CLASSES,
     Capability,
     declared_names,
@@ -27,6 +19,14 @@ from ._registry import (
     register,
     unregister,
 )
+from ..metricnames import (
+    ABSTENTION_METRICS,
+    AGENT_METRICS,
+    CONVERSATION_METRICS,
+    RECORDED_METRICS,
+    REPEAT_METRICS,
+)
+from ..model import Kind
 
 __all__ = ["KIND_CLASSES", "Capability", "declared_metrics", "declared_names", "declared_text",
            "declares", "declaring", "get_kind", "is_metric", "known_kinds", "register",

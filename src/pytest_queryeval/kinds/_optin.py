@@ -55,7 +55,7 @@ def check_options(case: Case) -> None:
 
 
 def _syntax(case: Case) -> str:
-    from ._registry import declared_text
+    from ..kindregistry import declared_text
 
     return declared_text(case.kind, "query_syntax") or ""
 

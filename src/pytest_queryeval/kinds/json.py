@@ -33,7 +33,7 @@ from ._fences import note as note_fence
 from ._fences import strip_fence
 
 if TYPE_CHECKING:
-    from ..audit.findings import AuditResult
+    from .goldchecks.findings import AuditResult
 
 METRICS = ("structural_similarity", "semantic_similarity", "json_similarity")
 #: Shared keys shown in a failure diff, lowest cosine first.
@@ -142,7 +142,7 @@ class JsonKind:
     """Scores a predicted JSON value against the gold with StrSS, SemSS and OJSS."""
 
     name: ClassVar[str] = "json"
-    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`..kindregistry`).
     json_answers: ClassVar[bool] = True
     json_gold: ClassVar[bool] = True
     conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
@@ -207,10 +207,10 @@ class JsonKind:
         return problems
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
-        """``--queryeval-audit-golds``: the gold must be strict JSON (:mod:`..audit.jsonlint`)
+        """``--queryeval-audit-golds``: the gold must be strict JSON (:mod:`.goldchecks.jsonlint`)
         and score 1 as its own prediction."""
-        from ..audit import self_check
-        from ..audit.jsonlint import lint_json
+        from .goldchecks import self_check
+        from .goldchecks.jsonlint import lint_json
 
         lint_json(case.gold, result)
         self_check(case, self, ctx, result, case.gold, None)

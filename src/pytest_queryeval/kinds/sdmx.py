@@ -38,7 +38,7 @@ from ._fences import note as note_fence
 from ._fences import strip_fence
 
 if TYPE_CHECKING:
-    from ..audit.findings import AuditResult
+    from .goldchecks.findings import AuditResult
 
 _PER_DIMENSION = re.compile(r"^(precision|recall|f1)\[[^\[\]]+\]$")
 #: Turn keys; ``predicted`` is the inline prediction of that turn.
@@ -106,7 +106,7 @@ class SdmxKind:
     """The ``sdmx`` kind: per-dimension P/R/F1 of (id, name) terms, macro-averaged."""
 
     name: ClassVar[str] = "sdmx"
-    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`..kindregistry`).
     conversation: ClassVar[bool] = True
     json_answers: ClassVar[bool] = True
     inferred_from_conversation: ClassVar[bool] = True
@@ -193,8 +193,8 @@ class SdmxKind:
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: every target and alternative target scored as the
-        prediction, its codes checked against the codelists (:mod:`..audit.sdmx`)."""
-        from ..audit.sdmx import audit_targets
+        prediction, its codes checked against the codelists (:mod:`.goldchecks.sdmx`)."""
+        from .goldchecks.sdmx import audit_targets
 
         try:
             turns = target_turns(case.raw)

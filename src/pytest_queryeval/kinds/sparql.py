@@ -64,10 +64,10 @@ from ._query import (
 from ._query import rank as rank_alternative
 
 if TYPE_CHECKING:
-    from ..audit.findings import AuditResult
-    from ..audit.query import QueryRules
     from ..metrics.table import CompareOptions
     from ._query import QueryLimits
+    from .goldchecks.findings import AuditResult
+    from .goldchecks.query import QueryRules
 
 #: Cache namespace of executed gold results (values: :mod:`..sources.codec` tables).
 GOLD_CACHE = "sparql-gold"
@@ -99,7 +99,7 @@ class SparqlKind:
     """The SPARQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sparql"
-    #: What it declares to the modules outside kinds/ (:mod:`._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`..kindregistry`).
     gold_alternatives: ClassVar[bool] = True
     judged: ClassVar[bool] = True
     conversation_turns: ClassVar[bool] = True  # issue 42: suite/conversation.py
@@ -170,15 +170,15 @@ class SparqlKind:
     # -- evaluation -----------------------------------------------------------------------------
 
     def query_rules(self) -> QueryRules:
-        """SPARQL's text rules for the gold audit (:mod:`..audit.query`)."""
-        from ..audit.query import SPARQL_RULES
+        """SPARQL's text rules for the gold audit (:mod:`.goldchecks.query`)."""
+        from .goldchecks.query import SPARQL_RULES
 
         return SPARQL_RULES
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
-        prediction (:mod:`..audit.query`)."""
-        from ..audit.query import audit_query
+        prediction (:mod:`.goldchecks.query`)."""
+        from .goldchecks.query import audit_query
 
         audit_query(case, self, ctx, result)
 

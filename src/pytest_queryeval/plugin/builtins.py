@@ -62,7 +62,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_queryeval_kinds(config: pytest.Config) -> Mapping[str, type[Kind] | Kind | str]:
     """The built-in kinds (imported when a case of theirs is read)."""
-    from ..kinds._registry import KIND_CLASSES
+    from ..kindregistry import KIND_CLASSES
 
     return KIND_CLASSES
 

@@ -315,7 +315,7 @@ class AgentLoop:
                               parsed if isinstance(parsed, dict) else None, text, None))
 
     def _final_text(self, content: str, details: dict[str, Any]) -> tuple[object, str]:
-        from ..kinds._registry import declares
+        from ..kindregistry import declares
         from . import prompt as prompts
         from .base import maybe_json
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import PredictionError
-from ..kinds._registry import declares
+from ..kindregistry import declares
 from ..model import Case, Context
 
 if TYPE_CHECKING:

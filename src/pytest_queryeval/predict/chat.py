@@ -31,7 +31,7 @@ from .._isolation.httpx_deadline import bounded_client, watching
 from .._util.boundedio import loads_json
 from .._util.secrets import Scrubber
 from ..errors import MissingDependency, PredictionError, QueryEvalError
-from ..kinds._registry import declares
+from ..kindregistry import declares
 from ..model import Case, Context
 from . import prompt as prompts
 from ._bounded import request_deadline

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 from .._util import safefile
 from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds
+from .._yaml.yamlload import load_file, plain
 from ..errors import PredictionError
 from ..model import Case, Context
-from ..suite.yamlload import load_file, plain
 from .base import Prediction, read_usage
 
 _ID_KEYS = ("id", "case_id")

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import PredictionError
-from ..kinds._registry import declared_text, declares
+from ..kindregistry import declared_text, declares
 from ..model import MISSING, Case
 
 PLACEHOLDERS = ("question", "evidence", "kind", "db_id", "schema", "dialect")

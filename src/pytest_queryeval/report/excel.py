@@ -29,7 +29,7 @@ from ..figures.columns import (
     ordered_difficulties,
     ordered_metrics,
 )
-from ..kinds._registry import declares
+from ..kindregistry import declares
 from ..metricnames import FAILED_OUTCOMES, PASSED_OUTCOMES, is_timing, is_usage
 from ..model import RecordLike
 from .document import Report, full_record

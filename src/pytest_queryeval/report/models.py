@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from ..figures.numbers import doc_num, doc_pct, num, pct
-from ..kinds._registry import declared_names
+from ..kindregistry import declared_names
 
 _SHORT = {"execution_accuracy": "EX", "exact_set_match": "ESM", "soft_f1": "softF1",
           "row_match_f1": "rowF1", "entity_set_f1": "entF1", "json_similarity": "OJSS"}

@@ -13,7 +13,7 @@ from .._util.paths import display
 from .._util.safetext import no_surrogates
 from .._util.secrets import Scrubber
 from ..engine.steps import CaseOutcome
-from ..kinds._registry import declares
+from ..kindregistry import declares
 from ..model import MISSING, NO_DIFFICULTY, Case, CaseRecord, JSONValue, RecordLike
 from ..predict import spec_paths
 from ..sources.keys import PATH_KEYS

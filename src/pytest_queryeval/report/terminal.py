@@ -19,7 +19,7 @@ from ..figures.by_turn import scored_turns
 from ..figures.columns import gated_metrics, is_detail_metric, is_spider_component
 from ..figures.numbers import num, signed
 from ..figures.numbers import pct as _pct
-from ..kinds._registry import declared_names
+from ..kindregistry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
 from ..model import NO_DIFFICULTY
 from .denominators import kind_line

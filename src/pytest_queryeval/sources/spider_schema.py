@@ -49,7 +49,8 @@ class SpiderSchemaSource(SourceDefaults):
                           "sqlite/sqlalchemy datasource)")
 
     def schema(self, db_id: str | None) -> Any:
-        """The :class:`~pytest_queryeval.metrics.spider.Schema` of one database."""
+        """The Spider evaluator's :class:`~pytest_queryeval.sources.spider_tables.Schema` of one
+        database."""
         db = db_id or self.db_id
         if not db:
             raise ConfigError(f"datasource {self.name!r} (spider-schema) needs the case "
@@ -60,7 +61,7 @@ class SpiderSchemaSource(SourceDefaults):
             safefile.check(self.tables_path, "structure")
         except OSError as e:
             raise SourceUnavailable(f"datasource {self.name!r}: {e}") from None
-        from ..metrics.spider import Schema
+        from .spider_tables import Schema
 
         return Schema.from_tables_json(self.tables_path, db)
 

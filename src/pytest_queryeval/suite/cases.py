@@ -21,13 +21,13 @@ from .. import kinds as kind_registry
 from .._util.numeric import option_limit
 from .._util.safetext import is_safe, printable
 from .._util.wording import suggest as _suggest
+from .._yaml.yamlload import LocDict, LocList, load_file, plain
 from ..errors import ConfigError
 from ..model import Case, Kind, Threshold
 from ..results import ResultTable
 from ..rules.thresholds import apply_default, parse_threshold
 from .config import SuiteConfig
 from .deprecated import QueryevalDeprecationWarning, renamed_key
-from .yamlload import LocDict, LocList, load_file, plain
 
 #: Keys every case may carry, whatever its kind.
 CASE_KEYS = frozenset({

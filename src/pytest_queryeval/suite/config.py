@@ -25,6 +25,7 @@ from .._util import numeric, safefile
 from .._util.paths import display
 from .._util.secrets import url_passwords
 from .._util.wording import suggest
+from .._yaml.yamlload import LocDict, LocList, load_file
 from ..errors import ConfigError
 from ..metricnames import PASS_HAT_K, PASS_K_GATES, PASS_RATE
 from ..model import Threshold
@@ -34,7 +35,6 @@ from ..rules.thresholds import parse_threshold
 from ..sources.defined import define
 from ..sources.keys import PATH_KEYS, plugin_key_problems, source_problems
 from .models import is_models_mapping, parse_models
-from .yamlload import LocDict, LocList, load_file
 
 CONFIG_NAME = "queryeval.yaml"
 SUITE_KEYS = frozenset({"datasources", "predictions", "thresholds", "gates", "defaults", "model",

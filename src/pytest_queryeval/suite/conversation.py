@@ -15,11 +15,11 @@ from typing import Any, Protocol, cast
 
 from .. import kinds as kind_registry
 from .._util.wording import suggest
+from .._yaml.yamlload import LocDict, plain
 from ..metricnames import CONVERSATION_METRICS, INTERACTION_ACCURACY
 from ..model import MISSING, Case, Kind, Threshold, Turn
 from ..results import ResultTable
 from ..rules.thresholds import apply_default, judges_answer, parse_threshold
-from .yamlload import LocDict, plain
 
 
 class _Errors(Protocol):

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from .._yaml.yamlload import MAX_NESTING_DEPTH, LocDict, LocList
 from ..errors import ConfigError
 from ..model import Case, Threshold
 from .cases import CaseReader, MetricCheck
 from .config import SuiteConfig
-from .yamlload import MAX_NESTING_DEPTH, LocDict, LocList
 
 
 def _nesting_problem(value: object) -> str | None:

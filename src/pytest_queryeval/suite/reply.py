@@ -19,11 +19,11 @@ import contextlib
 from collections.abc import Callable
 from typing import Protocol
 
+from .._yaml.yamlload import LocDict
 from ..metricnames import INTERACTION_ACCURACY
 from ..model import MISSING, Case, Threshold, Turn
 from ..rules.clarify import ASKS_ABOUT, CLARIFIED
 from ..rules.thresholds import judges_answer
-from .yamlload import LocDict
 
 
 class _Errors(Protocol):

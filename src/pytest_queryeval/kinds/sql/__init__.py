@@ -82,12 +82,12 @@ from .interpretations import applies as has_interpretations
 from .interpretations import probe_problems
 
 if TYPE_CHECKING:
-    from ...audit.findings import AuditResult
-    from ...audit.query import QueryRules
     from ...metrics.spider import Schema
     from ...metrics.table import CompareOptions, TableComparison
     from ...neighbours.check import Settings
     from .._query import QueryLimits
+    from ..goldchecks.findings import AuditResult
+    from ..goldchecks.query import QueryRules
 
 #: Cache namespace of executed gold results (values: :mod:`...sources.codec` tables).
 GOLD_CACHE = "sql-gold"
@@ -155,7 +155,7 @@ class SqlKind:
     """The SQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
     name: ClassVar[str] = "sql"
-    #: What it declares to the modules outside kinds/ (:mod:`.._registry`).
+    #: What it declares to the modules outside kinds/ (:mod:`...kindregistry`).
     gold_alternatives: ClassVar[bool] = True
     gold_by_dialect: ClassVar[bool] = True
     judged: ClassVar[bool] = True
@@ -276,16 +276,16 @@ class SqlKind:
             and getattr(ctx.source(case), "prefetch_pair", None) is not None
 
     def query_rules(self) -> QueryRules:
-        """SQL's text rules for the gold audit (:mod:`...audit.query`)."""
-        from ...audit.query import SQL_RULES
+        """SQL's text rules for the gold audit (:mod:`..goldchecks.query`)."""
+        from ..goldchecks.query import SQL_RULES
 
         return SQL_RULES
 
     def audit(self, case: Case, ctx: Context, result: AuditResult) -> None:
         """``--queryeval-audit-golds``: each gold linted, executed live and scored as its own
-        prediction (:mod:`...audit.query`)."""
+        prediction (:mod:`..goldchecks.query`)."""
         if has_interpretations(case):
-            from ...audit.interpretations import audit_interpretations
+            from ..goldchecks.interpretations import audit_interpretations
 
             audit_interpretations(case, ctx, result)
             return
@@ -298,14 +298,14 @@ class SqlKind:
         resolved = case
         case, _ = pin_golds(case)
         if chosen.get("transpiled_from") and case.options.get("task") is None:
-            from ...audit.transpiled import audit_transpiled
+            from ..goldchecks.transpiled import audit_transpiled
 
             audit_transpiled(written, resolved, chosen["transpiled_from"], chosen["dialect"],
                              ctx, result, ran=case)
         if case.options.get("task") is not None:
             audit_task(case, result)
             return
-        from ...audit.query import audit_query
+        from ..goldchecks.query import audit_query
 
         audit_query(case, self, ctx, result)
 

@@ -19,7 +19,7 @@ from .._query import check_query_size, fenced_prediction_text, max_query_bytes
 if TYPE_CHECKING:
     import datetime as dt
 
-    from ...audit.findings import AuditResult
+    from ..goldchecks.findings import AuditResult
 
 
 def audit_task(case: Case, result: AuditResult) -> None:

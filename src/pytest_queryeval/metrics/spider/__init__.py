@@ -8,10 +8,10 @@ table. See ``docs/spider-conformance.md`` for the measured agreement.
 
 from __future__ import annotations
 
+from ...sources.spider_tables import Schema
 from .aggregate import LEVELS, aggregate, format_table
 from .match import COMPONENTS, OFFICIAL_NAMES, StructureResult, hardness, structure_scores
 from .parse import SpiderParseError, parse_sql
-from .schema import Schema
 
 #: Every per-case metric name this package produces.
 METRICS: tuple[str, ...] = (

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TextIO
 
 from ...errors import QueryEvalError
+from ...sources.spider_tables import Schema
 from .aggregate import aggregate, format_table
 from .match import StructureResult, structure_scores
-from .schema import Schema
 
 
 def read_pairs(gold: str | Path, pred: str | Path) -> list[tuple[str, str, str]]:

@@ -23,6 +23,7 @@ from typing import Any, cast, overload
 
 from ...errors import GoldError
 from ...metricnames import SPIDER_COMPONENTS
+from ...sources.spider_tables import Schema
 from .hardness import counts, hardness_of, level
 from .parse import (
     AGG_OPS,
@@ -35,7 +36,6 @@ from .parse import (
     empty_sql,
     parse_sql,
 )
-from .schema import Schema
 
 #: Our component names, in the evaluator's print order, with the evaluator's labels.
 COMPONENTS: tuple[str, ...] = SPIDER_COMPONENTS

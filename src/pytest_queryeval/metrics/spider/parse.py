@@ -46,7 +46,7 @@ import functools
 import re
 from typing import Any
 
-from .schema import Schema
+from ...sources.spider_tables import Schema
 from .tokenize import TokenizeError, tokenize
 
 CLAUSE_KEYWORDS = frozenset(

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ..model import Case, Context, Kind
+from ...model import Case, Context, Kind
 from . import TOLERANCE, AuditResult, self_check
 
 

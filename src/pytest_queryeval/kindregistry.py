@@ -1,7 +1,8 @@
 """Which kinds exist and what each declares: a leaf (it imports nothing of the package), so
 that the case model and the modules above it ask a kind what it can do without a kind name
-of their own and without an import cycle (``model`` imports it lazily; :mod:`.` imports
-``model``).
+of their own and without an import cycle. A contract, on the floor of :mod:`.model` (whose
+``Case.golds`` and ``Case.json_input`` ask it), below kinds/, whose modules it imports only by
+name when a kind is first asked for (:data:`KIND_CLASSES`).
 
 A kind's capabilities are class attributes of its object, all optional (False when a kind,
 such as a ``pytest_queryeval_kinds`` one, does not declare them):
@@ -16,7 +17,7 @@ such as a ``pytest_queryeval_kinds`` one, does not declare them):
     predictions (SDMX): predictors receive its turns, reports show the turns' targets.
 ``conversation_turns``
     a case may be a ``conversation:`` of user turns, each turn with a gold scored as one case
-    of this kind (SQL, SPARQL, JSON; :mod:`..suite.conversation`, docs/conversations.md).
+    of this kind (SQL, SPARQL, JSON; :mod:`.suite.conversation`, docs/conversations.md).
 ``json_answers``
     a prediction is a JSON value: a text the model returns is parsed when it is JSON (JSON,
     SDMX).
@@ -55,7 +56,7 @@ and values, read with :func:`declared_text` and :func:`declared_names`:
     the metrics the terminal summary shows for it (others are in JSON, Excel, HTML).
 ``query_keywords``
     the words (upper case) a query of its language starts with: a text that starts with one
-    is a query, never matched by ``abstain_patterns`` (:func:`..engine.abstain.pattern_abstention`).
+    is a query, never matched by ``abstain_patterns`` (:func:`.engine.abstain.pattern_abstention`).
 
 Records a report reads carry the kind as a string: asking imports the kind's module, which
 imports no heavy library at module level (``python -X importtime``: tens of milliseconds).

@@ -88,7 +88,7 @@ class AuditResult:
     labels: dict[str, str] = field(default_factory=dict)
     #: A transpiled gold's check (:mod:`.transpiled`): the case as written, the dialect, the
     #: entry it came from, the text run and ``checked`` (``matched``, ``mismatch``,
-    #: ``unchecked``); what ``--queryeval-write-transpiled`` writes back (:mod:`.writeback`).
+    #: ``unchecked``); what ``--queryeval-write-transpiled`` writes back (:mod:`...audit.writeback`).
     transpiled: dict[str, Any] | None = None
 
     @property

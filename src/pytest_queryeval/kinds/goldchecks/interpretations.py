@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import QueryEvalError, SourceUnavailable
-from ..kinds.sql.interpretations import readings
-from ..metrics.ambrosia import duplicate_exact
+from ...errors import QueryEvalError, SourceUnavailable
+from ...metrics.ambrosia import duplicate_exact
+from ..sql.interpretations import readings
 
 if TYPE_CHECKING:
-    from ..model import Case, Context
+    from ...model import Case, Context
     from .findings import AuditResult
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..errors import QueryEvalError, SourceUnavailable
-from ..model import Case, Context
+from ...errors import QueryEvalError, SourceUnavailable
+from ...model import Case, Context
 from .findings import AuditResult
 
 
@@ -27,10 +27,10 @@ def audit_transpiled(written: Case, resolved: Case, source_dialect: str, dialect
     ``result.transpiled``: only a ``matched`` gold may become an explicit one (its ``gold``, the
     transpiled text before any rewrite, since the run pins it again; ``gold_run``: the text
     run)."""
-    from ..metrics.table import compare_tables
-    from ..metrics.tsse_sql import order_matters
-    from ..sources.dialects import dialect_of
-    from ..suite.yamlload import plain
+    from ..._yaml.yamlload import plain
+    from ...metrics.table import compare_tables
+    from ...metrics.tsse_sql import order_matters
+    from ...sources.dialects import dialect_of
 
     ran = ran or resolved
     check: dict[str, object] = {
@@ -46,7 +46,7 @@ def audit_transpiled(written: Case, resolved: Case, source_dialect: str, dialect
                    "(add one to its datasource: list, or write this dialect's gold)")
         return
     name, spec = sibling
-    from ..kinds.sql.case import pin_golds
+    from ..sql.case import pin_golds
 
     sibling_case = replace(written, datasource=name, source_spec=dict(spec),
                            dialect=source_dialect, gold=written.gold[source_dialect])

@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import QueryEvalError, SourceUnavailable
-from ..results import ResultTable
-from ..sources.base import DataSource
+from ...errors import QueryEvalError, SourceUnavailable
+from ...results import ResultTable
+from ...sources.base import DataSource
 from .findings import AuditResult
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def _text_ordered_numbers(tree: exp.Expr, table: ResultTable, run: Run, dialect:
                           ) -> Iterable[tuple[str, str]]:
     from sqlglot import exp
 
-    from ..metrics.ties import keyed_query
+    from ...metrics.ties import keyed_query
 
     if not isinstance(tree, exp.Select) or tree.args.get("order") is None:
         return

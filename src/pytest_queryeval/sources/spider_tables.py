@@ -5,6 +5,9 @@ Column ids and the foreign-key canonicalisation map (``kmap``) follow taoyds/spi
 grouping quirk of the latter (a pair joins the *first* group that holds either column, no real
 union-find), because exact-match numbers depend on it. A ``Schema`` also owns the parse cache
 of the queries scored against it: the same text is parsed once per schema.
+
+It lives in sources/, below the Spider evaluator (:mod:`..metrics.spider`), because the
+``spider-schema`` source type serves a ``tables.json`` through it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 
 #: Entries kept per schema before the parse cache is emptied (bounds memory on huge runs).
 CACHE_LIMIT = 50_000
@@ -52,7 +55,7 @@ class Schema:
             column_order = ["__all__"] + [f"__{t}.{c}__" for t, cols in self.tables.items()
                                           for c in cols]
         self.kmap = _foreign_key_map(list(column_order), foreign_keys)
-        self._cache: dict[tuple[str, str], object] = {}  # :mod:`.match`'s analyses and reasons
+        self._cache: dict[tuple[str, str], object] = {}  # the Spider matcher's analyses and reasons
         self._lock = threading.Lock()
 
     # -- construction ---------------------------------------------------------------------
