@@ -33,6 +33,10 @@ where the difference survives (:func:`.shrink.realise`), written to a real SQLit
 DDL and ``PRAGMA foreign_keys = ON``, checked with ``foreign_key_check`` and
 ``integrity_check``, and both queries are run on it again; only a difference that survives that
 is reported.
+
+Why one module of this size: one search is one loop over candidates whose steps (draw, compare,
+shrink, prove) read the same draws from the real database, held on one ``_Search``; the value
+pools, the shrink, the engines and the named files already live in their own modules.
 """
 
 from __future__ import annotations
