@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,6 +230,14 @@ def read_trajectory(data: object) -> Trajectory:
 
     Raises :class:`TrajectoryError` naming ``trajectory[i].field`` for the first problem.
     """
+    data = _bounded(data)
+    messages, calls, results = _read_messages(data)
+    return Trajectory(tuple(messages), _steps(calls, results))
+
+
+def _bounded(data: object) -> list[Any] | tuple[Any, ...]:
+    """``data`` (or its JSON text read) as a list of messages within every bound, checked
+    before its shape: a trajectory is an answer the plugin did not write."""
     if isinstance(data, str):
         from .._util.boundedio import BoundedReadError, loads_json
 
@@ -255,6 +263,13 @@ def read_trajectory(data: object) -> Trajectory:
         raise TrajectoryError(f"trajectory: not JSON data: {exc}") from None
     if size > MAX_CHARS:
         raise TrajectoryError(f"trajectory: {size:,} characters as JSON, over {MAX_CHARS:,}")
+    return data
+
+
+def _read_messages(data: Sequence[Any]) -> tuple[
+        list[dict[str, Any]], list[tuple[int, str, str, str]], dict[str, str]]:
+    """The messages' shapes checked in order: the messages, the tool calls (message, id,
+    name, arguments) and each answered call's result, by call id."""
     messages: list[dict[str, Any]] = []
     calls: list[tuple[int, str, str, str]] = []  # message, id, name, arguments
     results: dict[str, str] = {}
@@ -289,6 +304,12 @@ def read_trajectory(data: object) -> Trajectory:
                                       "earlier call")
             results[call_id] = content or ""
         messages.append(dict(msg))
+    return messages, calls, results
+
+
+def _steps(calls: list[tuple[int, str, str, str]], results: dict[str, str]) -> tuple[Step, ...]:
+    """One step per tool call (ids unique), its arguments parsed and its result joined; a
+    call no tool message answers is a step with that error."""
     ids = [c[1] for c in calls]
     if len(set(ids)) != len(ids):
         dup = next(x for x in ids if ids.count(x) > 1)
@@ -300,7 +321,7 @@ def read_trajectory(data: object) -> Trajectory:
         if result is None and error is None:
             error = "no tool message answers this call"
         steps.append(Step(n, message, call_id, name, arguments, args_text, result, error))
-    return Trajectory(tuple(messages), tuple(steps))
+    return tuple(steps)
 
 
 def _read_call(call: object, where: str) -> tuple[str, str, str]:

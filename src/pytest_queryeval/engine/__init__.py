@@ -27,7 +27,7 @@ from .._util.secrets import Scrubber, quiet_library_logs
 from ..errors import PredictionError, QueryEvalError, SourceUnavailable
 from ..kinds._optin import relaxed_ex
 from ..metricnames import REPEAT_METRICS
-from ..model import MISSING, Case, Threshold
+from ..model import MISSING, Case, Scored, Threshold
 from ..predict import INLINE, Prediction, Predictor, fixed_source, make_predictor
 from ..predict.pool import PredictionPool, RequestKey, concurrency_of
 from ..rules.repeats import FIXED_NOTE, combine, signature
@@ -92,13 +92,7 @@ class Evaluator:
                  judge_refresh: bool = False, gold_cache: Path | None = None,
                  prediction_cache: CacheSettings | None = None) -> None:
         self._cache = cache
-        #: The last values :meth:`cache_get` read, by key (:data:`RECENT_READS` of them): a
-        #: case's gold is looked up when its queries are sent ahead and again when it runs,
-        #: and neighbouring cases share golds; each lookup was a JSON file read (issue 53).
-        self._recent: OrderedDict[str, Any] = OrderedDict()
-        self._recent_lock = threading.Lock()
-        #: Predictions :meth:`fixed_prediction` looked up for cases not run yet, by case id.
-        self._looked_up: OrderedDict[str, tuple[Case, Prediction]] = OrderedDict()
+        self._start_lookups()
         #: ``--queryeval-gold-cache DIR``: gold results shared by every runner of the run.
         self.gold_cache = None if gold_cache is None else GoldCache(gold_cache)
         self.no_cache = no_cache
@@ -108,21 +102,6 @@ class Evaluator:
         self.hooks = hooks or Hooks()
         self.search_paths = search_paths or []
         self.cases: list[Case] = []
-        self._sources: dict[str, DataSource] = {}
-        #: The source of a spec object already asked for, by its id (the spec kept, so an id
-        #: reused by another object never matches): the key below is a JSON dump per call.
-        self._by_spec: dict[int, tuple[Any, str | None, DataSource]] = {}
-        #: The last spec that needed its key: every case holds its own copy of its
-        #: datasource's spec, so the key was a JSON dump per case (issue 53); an equal copy
-        #: (the same types too: ``1`` and ``true`` are other keys) has the same source.
-        self._last_spec: tuple[Any, str | None, DataSource] | None = None
-        #: :meth:`_predictor_key` by the id of a ``predictions:`` mapping (cases share the
-        #: suite's), the mapping and base kept: a JSON dump per case, twice (issue 53).
-        self._predictor_keys: dict[int, tuple[Any, Path, str]] = {}
-        self._shared: dict[str, Any] = {}
-        self._predictors: dict[str, Predictor] = {}
-        #: Sources and shared objects are opened once, whichever thread asks first.
-        self._open_lock = threading.RLock()
         #: ``--queryeval-concurrency``: the bound of every live source (else its own).
         self.concurrency = concurrency
         #: Predictions requested ahead (:meth:`start_pool`); None until the run starts.
@@ -151,6 +130,33 @@ class Evaluator:
         #: record shows that cost an import (SQL's ``sql_hardness`` by sqlglot, issue 53).
         self.labels_read = True
         quiet_library_logs()
+
+    def _start_lookups(self) -> None:
+        """The session's memos, empty: what cases look up again and again (each lookup was a
+        file read or a JSON dump per case, issue 53), and the sources and shared objects a
+        run opens once."""
+        #: The last values :meth:`cache_get` read, by key (:data:`RECENT_READS` of them): a
+        #: case's gold is looked up when its queries are sent ahead and again when it runs,
+        #: and neighbouring cases share golds; each lookup was a JSON file read (issue 53).
+        self._recent: OrderedDict[str, Any] = OrderedDict()
+        self._recent_lock = threading.Lock()
+        #: Predictions :meth:`fixed_prediction` looked up for cases not run yet, by case id.
+        self._looked_up: OrderedDict[str, tuple[Case, Prediction]] = OrderedDict()
+        self._sources: dict[str, DataSource] = {}
+        #: The source of a spec object already asked for, by its id (the spec kept, so an id
+        #: reused by another object never matches): the key below is a JSON dump per call.
+        self._by_spec: dict[int, tuple[Any, str | None, DataSource]] = {}
+        #: The last spec that needed its key: every case holds its own copy of its
+        #: datasource's spec, so the key was a JSON dump per case (issue 53); an equal copy
+        #: (the same types too: ``1`` and ``true`` are other keys) has the same source.
+        self._last_spec: tuple[Any, str | None, DataSource] | None = None
+        #: :meth:`_predictor_key` by the id of a ``predictions:`` mapping (cases share the
+        #: suite's), the mapping and base kept: a JSON dump per case, twice (issue 53).
+        self._predictor_keys: dict[int, tuple[Any, Path, str]] = {}
+        self._shared: dict[str, Any] = {}
+        self._predictors: dict[str, Predictor] = {}
+        #: Sources and shared objects are opened once, whichever thread asks first.
+        self._open_lock = threading.RLock()
 
     # -- Context protocol ---------------------------------------------------------------
     @property
@@ -626,17 +632,9 @@ def _with_agent(case: Case, evaluator: Evaluator, env: Any, outcome: CaseOutcome
 def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: Prediction,
                       env: Any) -> CaseOutcome:
     predicted = None if prediction.value is MISSING else prediction.value
-    how = None if prediction.value is MISSING else abstention(
-        prediction.value, case.abstain_patterns, case.abstention, case.kind)
-    asked = None if prediction.value is MISSING else clarification(prediction.value,
-                                                                   case.clarify_patterns)
-    if asked is not None or case.expect == "clarify":
-        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
-        return with_prediction(case, prediction,
-                               clarify_outcome(case, predicted, asked, how, evaluator, empty))
-    if how is not None or case.expect == "abstain":
-        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
-        return with_prediction(case, prediction, abstain_outcome(case, predicted, how, empty))
+    unanswered_outcome = _abstained_or_asked(case, evaluator, kind, prediction, predicted)
+    if unanswered_outcome is not None:
+        return unanswered_outcome
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:
@@ -656,14 +654,9 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
         details["prediction"] = prediction.details
     if prediction.usage:
         record_usage(case, prediction, metrics, details)
-    if evaluator.hooks.metrics is not None:
-        try:
-            for extra in evaluator.hooks.metrics(case, prediction.value, scored):
-                if extra:
-                    metrics.update({str(k): float(v) for k, v in extra.items()})
-        except Exception as exc:
-            return CaseOutcome("error", metrics=metrics, predicted=predicted,
-                               error=_internal("pytest_queryeval_metrics hook", exc))
+    hook_error = _add_hook_metrics(case, evaluator, prediction, scored, metrics)
+    if hook_error is not None:
+        return CaseOutcome("error", metrics=metrics, predicted=predicted, error=hook_error)
     if env is not None:
         from ..agents.case import agent_scores
 
@@ -674,16 +667,67 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
     value = relaxed_ex(case, metrics, relaxed, details)
     if value is not None:
         metrics["relaxed_ex"] = value
-    judge_error = None
-    if case.judge is not None:
-        from ..judge.run import judge_case
+    judge_error = _judge(case, scored, metrics, details, evaluator)
+    return _judged_outcome(case, evaluator, prediction, predicted, scored, relaxed, metrics,
+                           details, judge_error)
 
-        try:
-            judge_error = judge_case(case, scored, metrics, details, evaluator,
-                                     evaluator.judge_session())
-        except Exception as exc:  # the judge never breaks the case's own verdict
-            judge_error = _internal("judge", exc)
-            details.setdefault("judge", {})["error"] = judge_error
+
+def _abstained_or_asked(case: Case, evaluator: Evaluator, kind: Kind, prediction: Prediction,
+                        predicted: Any) -> CaseOutcome | None:
+    """The outcome of a prediction that abstains or asks a question back, or of a case that
+    expects one (:mod:`.abstain`, :mod:`.clarify`): the kind never scores those. None: an
+    answer, for the kind."""
+    how = None if prediction.value is MISSING else abstention(
+        prediction.value, case.abstain_patterns, case.abstention, case.kind)
+    asked = None if prediction.value is MISSING else clarification(prediction.value,
+                                                                   case.clarify_patterns)
+    if asked is not None or case.expect == "clarify":
+        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
+        return with_prediction(case, prediction,
+                               clarify_outcome(case, predicted, asked, how, evaluator, empty))
+    if how is not None or case.expect == "abstain":
+        empty = unanswered(case, kind, evaluator) if case.expect == "answer" else None
+        return with_prediction(case, prediction, abstain_outcome(case, predicted, how, empty))
+    return None
+
+
+def _add_hook_metrics(case: Case, evaluator: Evaluator, prediction: Prediction, scored: Scored,
+                      metrics: dict[str, float]) -> str | None:
+    """The ``pytest_queryeval_metrics`` hooks' metrics added to ``metrics``; a hook that
+    raises makes the case an error (its message returned), whatever it had scored."""
+    if evaluator.hooks.metrics is None:
+        return None
+    try:
+        for extra in evaluator.hooks.metrics(case, prediction.value, scored):
+            if extra:
+                metrics.update({str(k): float(v) for k, v in extra.items()})
+    except Exception as exc:
+        return _internal("pytest_queryeval_metrics hook", exc)
+    return None
+
+
+def _judge(case: Case, scored: Scored, metrics: dict[str, float], details: dict[str, Any],
+           evaluator: Evaluator) -> str | None:
+    """``judge_ex`` of a case with a judge (:mod:`..judge.run`); the judge's error, or None.
+    The judge never breaks the case's own verdict: its own failure is an error message too."""
+    if case.judge is None:
+        return None
+    from ..judge.run import judge_case
+
+    try:
+        return judge_case(case, scored, metrics, details, evaluator, evaluator.judge_session())
+    except Exception as exc:
+        judge_error = _internal("judge", exc)
+        details.setdefault("judge", {})["error"] = judge_error
+        return judge_error
+
+
+def _judged_outcome(case: Case, evaluator: Evaluator, prediction: Prediction, predicted: Any,
+                    scored: Scored, relaxed: Callable[..., Any] | None,
+                    metrics: dict[str, float], details: dict[str, Any],
+                    judge_error: str | None) -> CaseOutcome:
+    """The thresholds' verdict on the metrics, the near misses of a failure and the reason
+    shown; an error where the judge was to decide and could not (never a silent 0)."""
     # consistency, pass_at_k, pass_all_k judge the runs together (repeats.combine)
     failed = check_thresholds({m: t for m, t in case.thresholds.items()
                                if m not in REPEAT_METRICS}, metrics)
@@ -704,7 +748,6 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
     if judge_error is None and refused and "judge_ex" in case.thresholds:
         judge_error = refused  # min_kappa: a judge measured below it decides nothing
     if judge_error is not None and "judge_ex" in case.thresholds:
-        # the judge was to decide and could not: an error, never a silent 0
         return CaseOutcome("error", metrics, dict(scored.labels), failed, predicted, reason,
                            judge_error, diff, details,
                            signature(prediction.value, scored.signature, scored.reason))

@@ -155,25 +155,12 @@ def build(items: list[dict[str, Any]], *, source_name: str,
     seen: set[str] = set()
     for item in items:
         where = f"{source_name}: line {item['_line']}"
-        iid, db = item.get("instance_id"), item.get("selected_database")
-        if not isinstance(iid, str | int) or not str(iid).strip():
-            raise ImportProblem(f"{where}: 'instance_id' is missing")
-        if not isinstance(db, str) or not db.strip():
-            raise ImportProblem(f"{where}: 'selected_database' is missing")
-        try:  # {db} of --db: a path below the databases folder
-            plain_name(db, "selected_database")
-        except ImportProblem as exc:
-            raise ImportProblem(f"{where}: {exc}") from None
-        cid = str(iid)
-        if cid in seen:
-            raise ImportProblem(f"{where}: duplicate instance_id {cid!r}")
-        seen.add(cid)
+        cid, db = _instance(item, where, seen)
         category = item.get("category", "Query")
         gold = statements(item.get("sol_sql"), f"{where}: sol_sql")
         conditions = item.get("conditions") or {}
         if not isinstance(conditions, dict):
             raise ImportProblem(f"{where}: 'conditions' must be an object")
-        reason = None
         if category == "Management" and gold:
             case = _management(item, cid, db, gold, where, notes)
             _conditions(case, conditions, cid, notes)
@@ -182,15 +169,7 @@ def build(items: list[dict[str, Any]], *, source_name: str,
             cases.append(case)
             dbs.add(db + SANDBOX_SUFFIX)
             continue
-        if category not in ("Query", "Management"):
-            reason = f"category {category!r}: not a LiveSQLBench category (Query, Management)"
-        elif not gold:
-            reason = ("no sol_sql (the public file omits it: merge the ground truth with the "
-                      "benchmark's integrate_gt_data.py)")
-        elif statements(item.get("preprocess_sql"), f"{where}: preprocess_sql"):
-            reason = "preprocess_sql changes the database before the task"
-        elif len(gold) > 1:
-            reason = f"sol_sql has {len(gold)} statements; the SQL kind runs one query"
+        reason = _skip_reason(item, category, gold, where)
         if reason is not None:
             skipped.append(f"{cid}: {reason}")
             continue
@@ -208,6 +187,41 @@ def build(items: list[dict[str, Any]], *, source_name: str,
         cases.append(case)
         dbs.add(db)
     return {"kind": "sql", "thresholds": {"soft_ex": 1.0}, "cases": cases}, skipped, notes, dbs
+
+
+def _instance(item: dict[str, Any], where: str, seen: set[str]) -> tuple[str, str]:
+    """The instance's id (unique in the file, added to ``seen``) and its database (a plain
+    name: ``--db`` finds it below the databases folder)."""
+    iid, db = item.get("instance_id"), item.get("selected_database")
+    if not isinstance(iid, str | int) or not str(iid).strip():
+        raise ImportProblem(f"{where}: 'instance_id' is missing")
+    if not isinstance(db, str) or not db.strip():
+        raise ImportProblem(f"{where}: 'selected_database' is missing")
+    try:  # {db} of --db: a path below the databases folder
+        plain_name(db, "selected_database")
+    except ImportProblem as exc:
+        raise ImportProblem(f"{where}: {exc}") from None
+    cid = str(iid)
+    if cid in seen:
+        raise ImportProblem(f"{where}: duplicate instance_id {cid!r}")
+    seen.add(cid)
+    return cid, db
+
+
+def _skip_reason(item: dict[str, Any], category: object, gold: list[str],
+                 where: str) -> str | None:
+    """Why a Query instance is not imported (the SQL kind runs one query on the database as
+    it is), or None."""
+    if category not in ("Query", "Management"):
+        return f"category {category!r}: not a LiveSQLBench category (Query, Management)"
+    if not gold:
+        return ("no sol_sql (the public file omits it: merge the ground truth with the "
+                "benchmark's integrate_gt_data.py)")
+    if statements(item.get("preprocess_sql"), f"{where}: preprocess_sql"):
+        return "preprocess_sql changes the database before the task"
+    if len(gold) > 1:
+        return f"sol_sql has {len(gold)} statements; the SQL kind runs one query"
+    return None
 
 
 def _conditions(case: dict[str, object], conditions: dict[str, Any], cid: str,

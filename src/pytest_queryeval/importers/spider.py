@@ -71,6 +71,28 @@ def build(gold: list[dict[str, Any]], pred: list[str] | None, *, datasource: str
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        gold = read_gold(args.gold)
+        pred = read_pred(args.pred) if args.pred else None
+        suite, preds = build(gold, pred, datasource=args.datasource, prefix=args.id_prefix,
+                             legacy_from_check=args.legacy_from_check,
+                             inline=args.predictions_file is None)
+    except (OSError, ValueError, KeyError, TypeError, QueryEvalError) as exc:
+        msg = exc.reason() if isinstance(exc, QueryEvalError) else str(exc)
+        print(f"{command()} spider: {msg}", file=sys.stderr)
+        return 2
+    written = _write(args, suite, preds)
+    print("wrote " + ", ".join(str(p) for p in written))
+    if args.print_table:
+        if pred is None or args.tables is None:
+            print("--print-table needs --pred and --tables", file=sys.stderr)
+            return 2
+        return _print_table(args, gold, pred)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=f"{command()} spider", description=__doc__)
     ap.add_argument("--gold", required=True, type=Path,
                     help="gold file (SQL<TAB>db_id per line) or Spider dev.json")
@@ -86,17 +108,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="FROM tables compared only for multi-table golds (old evaluator)")
     ap.add_argument("--print-table", action="store_true",
                     help="also print the official evaluator's table for these pairs")
-    args = ap.parse_args(argv)
-    try:
-        gold = read_gold(args.gold)
-        pred = read_pred(args.pred) if args.pred else None
-        suite, preds = build(gold, pred, datasource=args.datasource, prefix=args.id_prefix,
-                             legacy_from_check=args.legacy_from_check,
-                             inline=args.predictions_file is None)
-    except (OSError, ValueError, KeyError, TypeError, QueryEvalError) as exc:
-        msg = exc.reason() if isinstance(exc, QueryEvalError) else str(exc)
-        print(f"{command()} spider: {msg}", file=sys.stderr)
-        return 2
+    return ap
+
+
+def _write(args: argparse.Namespace, suite: dict[str, Any],
+           preds: list[dict[str, Any]]) -> list[Path]:
+    """The case file, the predictions file and, with ``--tables``, the suite config; the
+    paths written."""
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     (out / CASES_FILE).write_text(dump_yaml(suite), encoding="utf-8")
@@ -114,22 +132,22 @@ def main(argv: list[str] | None = None) -> int:
             config["predictions"] = {"source": "file", "path": args.predictions_file}
         (out / CONFIG_FILE).write_text(dump_yaml(config), encoding="utf-8")
         written.append(out / CONFIG_FILE)
-    print("wrote " + ", ".join(str(p) for p in written))
-    if args.print_table:
-        if pred is None or args.tables is None:
-            print("--print-table needs --pred and --tables", file=sys.stderr)
-            return 2
-        from ..metrics.spider.aggregate import aggregate, format_table
-        from ..metrics.spider.cli import evaluate
+    return written
 
-        pairs = [(g["gold"], g["db_id"], p) for g, p in zip(gold, pred, strict=True)]
-        try:
-            results = list(evaluate(pairs, args.tables,
-                                    legacy_from_check=args.legacy_from_check))
-        except QueryEvalError as exc:
-            print(exc.reason(), file=sys.stderr)
-            return 1
-        sys.stdout.write(format_table(aggregate(results)))
+
+def _print_table(args: argparse.Namespace, gold: list[dict[str, Any]], pred: list[str]) -> int:
+    """``--print-table``: the official evaluator's table for these pairs, as it prints it."""
+    from ..metrics.spider.aggregate import aggregate, format_table
+    from ..metrics.spider.cli import evaluate
+
+    pairs = [(g["gold"], g["db_id"], p) for g, p in zip(gold, pred, strict=True)]
+    try:
+        results = list(evaluate(pairs, args.tables,
+                                legacy_from_check=args.legacy_from_check))
+    except QueryEvalError as exc:
+        print(exc.reason(), file=sys.stderr)
+        return 1
+    sys.stdout.write(format_table(aggregate(results)))
     return 0
 
 

@@ -105,32 +105,18 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
         if std.get("condition_cols") not in (None, []):
             case["condition_cols"] = std["condition_cols"]
         case["ignore_order"] = bool(std.get("ignore_order", False))
-        if fam == "sqlite":
-            db = meta.get("db")
-            if not db:
-                warnings.append(f"{iid}: no 'db' in the questions file (skipped)")
-                continue
-            case["datasource"] = plain_name(str(db), f"{iid}: db")  # {db}.sqlite
-            if sqlite_dir is not None:
-                sources[str(db)] = datasource_spec(str(sqlite_dir / "{db}.sqlite"), str(db), out)
-        elif fam == "bigquery":
-            case["datasource"] = bigquery
-        elif fam == "snowflake":
-            case["datasource"] = snowflake
-        else:
-            warnings.append(f"{iid}: unknown instance id prefix (the reference does not run it)")
+        datasource = _datasource_name(iid, fam, meta, bigquery, snowflake, warnings)
+        if datasource is None:
             continue
+        case["datasource"] = datasource
+        if fam == "sqlite" and sqlite_dir is not None:
+            db = str(meta.get("db"))
+            sources[db] = datasource_spec(str(sqlite_dir / "{db}.sqlite"), db, out)
         tags = ["spider2_lite", fam]
         if meta.get("db"):
             tags.append(tag(f"db_{meta['db']}"))
         case["tags"] = tags
-        doc = meta.get("external_knowledge")
-        if isinstance(doc, str) and doc:
-            if documents is not None and (documents / plain_name(
-                    doc, f"{iid}: external_knowledge")).is_file():
-                case["external_knowledge"] = read_text(documents / doc)
-            else:
-                case["comments"] = f"external knowledge document: {doc}"
+        _add_knowledge(case, iid, meta, documents)
         cases.append(case)
         if predictions is not None:
             records.append({"id": iid, "predicted": predictions[iid]})
@@ -141,6 +127,38 @@ def build(questions: dict[str, dict[str, Any]], standard: dict[str, dict[str, An
     if predictions is not None:
         config["predictions"] = {"source": "file", "path": PREDICTIONS_FILE}
     return suite, config, records, warnings
+
+
+def _datasource_name(iid: str, fam: str | None, meta: dict[str, Any], bigquery: str,
+                     snowflake: str, warnings: list[str]) -> str | None:
+    """The datasource an instance runs on, by its family: a local one's database, or the
+    names the user defines for the cloud ones; None (with a warning) when it has none, as
+    the reference does not run it."""
+    if fam == "sqlite":
+        db = meta.get("db")
+        if not db:
+            warnings.append(f"{iid}: no 'db' in the questions file (skipped)")
+            return None
+        return plain_name(str(db), f"{iid}: db")  # {db}.sqlite
+    if fam == "bigquery":
+        return bigquery
+    if fam == "snowflake":
+        return snowflake
+    warnings.append(f"{iid}: unknown instance id prefix (the reference does not run it)")
+    return None
+
+
+def _add_knowledge(case: dict[str, object], iid: str, meta: dict[str, Any],
+                   documents: Path | None) -> None:
+    """The instance's external-knowledge document: its text with ``--documents`` (where the
+    file is), else its name as a comment."""
+    doc = meta.get("external_knowledge")
+    if isinstance(doc, str) and doc:
+        if documents is not None and (documents / plain_name(
+                doc, f"{iid}: external_knowledge")).is_file():
+            case["external_knowledge"] = read_text(documents / doc)
+        else:
+            case["comments"] = f"external knowledge document: {doc}"
 
 
 def main(argv: list[str] | None = None) -> int:

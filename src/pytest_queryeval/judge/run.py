@@ -16,7 +16,7 @@ Why one module of this size: judging one case is one sequence over shared state 
 lookup, the first judgement, the refusal of a rescue the prediction asked for, the blinded
 second judgement of ``blind_check``, the record), all reading the same session, pin store,
 view and record; the prompts, the verdict parsing and the pins already live in their own
-modules, and splitting the sequence would pass that state back and forth between halves.
+modules, and the sequence reads in :func:`judge_case`, its steps beside it in this module.
 """
 
 from __future__ import annotations
@@ -288,17 +288,9 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
     refused = session.refusal(spec, getattr(ctx, "pytest_cache", None))
     if refused:
         record["refused"] = refused
-    if scored.compared is None or executed is None:
-        # a query that did not execute: nothing to compare, execution's verdict stands
-        metrics[JUDGE_EX] = 1.0 if passed else 0.0
-        record["asked"] = False
-        record["note"] = "not judged: both queries must execute"
+    if _execution_stands(scored, executed, passed, spec, metrics, record):
         return None
-    if passed and spec.when == "failures":
-        metrics[JUDGE_EX] = 1.0
-        record["asked"] = False
-        return None
-    gold, gold_table, predicted, pred_table = scored.compared
+    gold, gold_table, predicted, pred_table = scored.compared  # type: ignore[misc]
     template = template_for(spec)
     view = view_of(case, scored)
     # the prompt's format is part of the key: a verdict given to an older, unmarked prompt is
@@ -311,30 +303,11 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
     try:
         store = session.store(spec.pins) if spec.pins is not None else None
     except JudgeError as exc:
-        record["error"] = exc.reason()
-        return exc.reason()
-    pinned = _pinned(key, store, ctx)
-    verdict: Verdict
-    if pinned is not None and not session.refresh:
-        verdict = pinned
-        record["pinned"] = True
-    else:
-        try:
-            verdict = _ask(case, scored, spec, template, metrics, record, ctx, session, view)
-        except JudgeError as exc:
-            record["error"] = exc.reason()
-            return exc.reason()
-        except QueryEvalError as exc:
-            message = f"judge error: {exc.reason()}"
-            record["error"] = message
-            return message
-        if pinned is not None and pinned.accepted != verdict.accepted:
-            record["flipped_from"] = pinned.to_json()
-        record["pinned"] = False
-        if store is not None:
-            store.put(key, verdict, case=case.id, question=case.question)
-        if hasattr(ctx, "cache_set"):
-            ctx.cache_set(CACHE, key, {"category": verdict.category, "reason": verdict.reason})
+        return _recorded_error(record, exc)
+    verdict = _pinned_or_asked(case, scored, spec, template, key, store, metrics, record, ctx,
+                               session, view)
+    if isinstance(verdict, str):
+        return verdict
     said = verdict.to_json()  # its three keys, in its order
     record["category"], record["reason"], record["accepted"] = \
         said["category"], said["reason"], said["accepted"]
@@ -349,25 +322,67 @@ def judge_case(case: Case, scored: Scored, metrics: dict[str, float], details: d
         try:
             blind = _blind(case, scored, spec, metrics, record, ctx, session, store)
         except QueryEvalError as exc:
-            message = exc.reason() if isinstance(exc, JudgeError) \
-                else f"judge error: {exc.reason()}"
-            record["error"] = message
-            return message
+            return _recorded_error(record, exc)
         if not blind.accepted:
             metrics[JUDGE_EX] = 0.0
             record["accepted"] = False
             record["note"] = ("not rescued: the blinded judgement (the prediction's text "
                               "withheld, its result masked) rejects it")
             return None
-    if passed:
-        metrics[JUDGE_EX] = 1.0 if verdict.accepted else 0.0
-        if not verdict.accepted:
-            record["outcome"] = OVERTURNED
-    else:
-        metrics[JUDGE_EX] = 1.0 if verdict.accepted else 0.0
-        if verdict.accepted:
-            record["outcome"] = RESCUED
+    metrics[JUDGE_EX] = 1.0 if verdict.accepted else 0.0
+    if passed and not verdict.accepted:
+        record["outcome"] = OVERTURNED
+    elif not passed and verdict.accepted:
+        record["outcome"] = RESCUED
     return None
+
+
+def _execution_stands(scored: Scored, executed: float | None, passed: bool, spec: JudgeSpec,
+                      metrics: dict[str, float], record: JudgeRecord) -> bool:
+    """Whether execution's verdict is ``judge_ex`` without asking: a query that did not
+    execute leaves nothing to compare, and ``when: failures`` asks only where it failed."""
+    if scored.compared is None or executed is None:
+        metrics[JUDGE_EX] = 1.0 if passed else 0.0
+        record["asked"] = False
+        record["note"] = "not judged: both queries must execute"
+        return True
+    if passed and spec.when == "failures":
+        metrics[JUDGE_EX] = 1.0
+        record["asked"] = False
+        return True
+    return False
+
+
+def _recorded_error(record: JudgeRecord, exc: QueryEvalError) -> str:
+    """The case's error message for a failed judgement (a judge's own error keeps its
+    prefix), recorded: the case gets no ``judge_ex``, never a silent 0."""
+    message = exc.reason() if isinstance(exc, JudgeError) else f"judge error: {exc.reason()}"
+    record["error"] = message
+    return message
+
+
+def _pinned_or_asked(case: Case, scored: Scored, spec: JudgeSpec, template: str, key: str,
+                     store: PinStore | None, metrics: dict[str, float], record: JudgeRecord,
+                     ctx: Context, session: JudgeSession, view: View) -> Verdict | str:
+    """The verdict pinned or cached under ``key``, unless ``--queryeval-judge-refresh`` asks
+    again; an answer asked is pinned and cached (a flip from the pinned one recorded). A str:
+    the judge's error message, recorded."""
+    pinned = _pinned(key, store, ctx)
+    if pinned is not None and not session.refresh:
+        record["pinned"] = True
+        return pinned
+    try:
+        verdict = _ask(case, scored, spec, template, metrics, record, ctx, session, view)
+    except QueryEvalError as exc:
+        return _recorded_error(record, exc)
+    if pinned is not None and pinned.accepted != verdict.accepted:
+        record["flipped_from"] = pinned.to_json()
+    record["pinned"] = False
+    if store is not None:
+        store.put(key, verdict, case=case.id, question=case.question)
+    if hasattr(ctx, "cache_set"):
+        ctx.cache_set(CACHE, key, {"category": verdict.category, "reason": verdict.reason})
+    return verdict
 
 
 def _blind(case: Case, scored: Scored, spec: JudgeSpec, metrics: dict[str, float],

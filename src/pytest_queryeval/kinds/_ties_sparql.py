@@ -152,31 +152,15 @@ def keyed_sparql(text: str, columns: tuple[str, ...] = ()) -> KeyedQuery | str:
         return conditions
     if not conditions:
         return "the gold has no top-level ORDER BY"
-    limit: int | None = None
-    offset = 0
-    for cut in cuts:
-        if not cut.group(2).isdigit():
-            return "LIMIT/OFFSET is not a literal integer"
-        if cut.group(1).upper() == "LIMIT":
-            limit = int(cut.group(2))
-        else:
-            offset = int(cut.group(2))
-    if offset and limit is None:
-        return "OFFSET without LIMIT"
+    window = _window(cuts)
+    if isinstance(window, str):
+        return window
+    limit, offset = window
     projected = _projection(masked, at, end.start())
     star = projected == "SELECT *"
     if star and columns:
         projected = list(columns)
-    keys: list[tuple[str, int]] = []
-    added: list[str] = []
-    for _, _, e_start, e_stop in conditions:
-        expr = text[e_start:e_stop].strip()
-        var = _VAR.fullmatch(masked[e_start:e_stop].strip())
-        if var is not None and not isinstance(projected, str) and var.group(1) in projected:
-            keys.append(("out", projected.index(var.group(1))))
-        else:
-            keys.append(("added", len(added)))
-            added.append(expr)
+    keys, added = _sort_keys(text, masked, conditions, projected)
     if added and star:
         return "SELECT *: the sort keys cannot be added as columns"
     if added and isinstance(projected, str):
@@ -192,3 +176,37 @@ def keyed_sparql(text: str, columns: tuple[str, ...] = ()) -> KeyedQuery | str:
     probe = f"{keyed} LIMIT {limit + offset + 1}" if limit is not None else None
     order_by = tuple(" ".join(text[s:e].split()) for s, e, _, _ in conditions)
     return KeyedQuery(keyed, tuple(keys), len(added), limit, offset, order_by, probe)
+
+
+def _window(cuts: list[re.Match[str]]) -> tuple[int | None, int] | str:
+    """The gold's LIMIT and OFFSET (literal integers only: the window is computed here), or
+    why they cannot be read."""
+    limit: int | None = None
+    offset = 0
+    for cut in cuts:
+        if not cut.group(2).isdigit():
+            return "LIMIT/OFFSET is not a literal integer"
+        if cut.group(1).upper() == "LIMIT":
+            limit = int(cut.group(2))
+        else:
+            offset = int(cut.group(2))
+    if offset and limit is None:
+        return "OFFSET without LIMIT"
+    return limit, offset
+
+
+def _sort_keys(text: str, masked: str, conditions: list[tuple[int, int, int, int]],
+               projected: list[str] | str) -> tuple[list[tuple[str, int]], list[str]]:
+    """Per ORDER BY condition, the projected column it sorts by or the expression to add as
+    a column of its own (``("added", k)``); and those expressions."""
+    keys: list[tuple[str, int]] = []
+    added: list[str] = []
+    for _, _, e_start, e_stop in conditions:
+        expr = text[e_start:e_stop].strip()
+        var = _VAR.fullmatch(masked[e_start:e_stop].strip())
+        if var is not None and not isinstance(projected, str) and var.group(1) in projected:
+            keys.append(("out", projected.index(var.group(1))))
+        else:
+            keys.append(("added", len(added)))
+            added.append(expr)
+    return keys, added

@@ -191,8 +191,6 @@ class SparqlKind:
         return scored
 
     def _evaluate(self, case: Case, pred_query: str | None, ctx: Context) -> Scored:
-        from ..sources.sparqlguard import check_query
-
         opts = _parse_options(case)
         src = ctx.source(case) if case.source_spec is not None else None
 
@@ -200,61 +198,10 @@ class SparqlKind:
         golds = [self._gold(case, g, src, ctx, opts) for g in gold_texts]
         gold_seconds = golds[0].table.seconds
 
-        pred_table = _normalized(case.predicted_result)
-        pred_seconds: float | None = None
-        if pred_query is not None:
-            try:
-                check_query_size(pred_query, opts.max_query_bytes)
-                default = src.timeout if src is not None else None
-                check_query(pred_query, timeout=opts.limits.get("timeout", default))
-            except QueryRefused as e:
-                return _failure(e.reason(), gold_seconds, None, golds, opts)
-        if pred_table is None:
-            if src is None or pred_query is None:
-                raise GoldError("nothing to execute the prediction on: no datasource")
-            start = time.perf_counter()
-            try:
-                pred_table = src.execute(pred_query, **opts.limits)
-            except SourceUnavailable:
-                raise
-            except QueryEvalError as e:  # QueryFailed, QueryTimeout, QueryRefused (SERVICE)
-                return _failure(e.reason(), gold_seconds, time.perf_counter() - start, golds,
-                                opts)
-        pred_seconds = pred_table.seconds
-        if pred_table.truncated:
-            what, option = pred_table.cut_by()
-            return _failure(f"truncated: the predicted result {what} ({option}); a partial "
-                            "result is never scored",
-                            gold_seconds, pred_seconds, golds, opts)
-
-        # Each comparison runs under the case's timeout; a gold whose comparison stops
-        # undecided fails the case only when no other gold matches (as for SQL).
-        best: tuple[tuple[float, float], Scored] | None = None
-        undecided: SearchBudgetExhausted | None = None
-        timeout = src.timeout if src is not None else DEFAULT_TIMEOUT
-        seconds = float(opts.limits.get("timeout") or timeout or DEFAULT_TIMEOUT)
-        for index, gold in enumerate(golds):
-            try:
-                with comparison_deadline(seconds):
-                    scored = _score(gold, pred_table, pred_query, opts)
-            except SearchBudgetExhausted as e:  # a score is never guessed
-                undecided = undecided or e
-                continue
-            if opts.tie_aware and src is not None and gold.query is not None \
-                    and not gold.recorded and scored.metrics.get("execution_accuracy") != 1.0 \
-                    and _order_matters(gold):
-                scored.diff.extend(_ties(gold, pred_table, src, ctx, opts, scored))
-            scored.details["gold_index"] = index
-            if len(golds) > 1:
-                scored.details["gold_alternatives"] = len(golds)
-            rank = rank_alternative(scored.metrics, TIMING)
-            if best is None or rank > best[0]:
-                best = (rank, scored)
-        if undecided is not None and (
-                best is None or best[1].metrics.get("execution_accuracy") != 1.0):
-            return _failure(undecided.reason(), gold_seconds, pred_seconds, golds, opts)
-        assert best is not None
-        return best[1]
+        pred_table = _predicted_table(case, pred_query, src, opts, golds)
+        if isinstance(pred_table, Scored):
+            return pred_table
+        return _best_alternative(golds, pred_table, pred_query, src, ctx, opts, gold_seconds)
 
     def _gold(self, case: Case, query: str | None, src: DataSource | None, ctx: Context,
               opts: _Options) -> _Gold:
@@ -272,6 +219,74 @@ class SparqlKind:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _predicted_table(case: Case, pred_query: str | None, src: DataSource | None, opts: _Options,
+                     golds: list[_Gold]) -> ResultTable | Scored:
+    """The prediction's result, recorded or executed after the guard; the failure of a
+    prediction refused, failed, timed out or truncated."""
+    from ..sources.sparqlguard import check_query
+
+    gold_seconds = golds[0].table.seconds
+    pred_table = _normalized(case.predicted_result)
+    if pred_query is not None:
+        try:
+            check_query_size(pred_query, opts.max_query_bytes)
+            default = src.timeout if src is not None else None
+            check_query(pred_query, timeout=opts.limits.get("timeout", default))
+        except QueryRefused as e:
+            return _failure(e.reason(), gold_seconds, None, golds, opts)
+    if pred_table is None:
+        if src is None or pred_query is None:
+            raise GoldError("nothing to execute the prediction on: no datasource")
+        start = time.perf_counter()
+        try:
+            pred_table = src.execute(pred_query, **opts.limits)
+        except SourceUnavailable:
+            raise
+        except QueryEvalError as e:  # QueryFailed, QueryTimeout, QueryRefused (SERVICE)
+            return _failure(e.reason(), gold_seconds, time.perf_counter() - start, golds,
+                            opts)
+    if pred_table.truncated:
+        what, option = pred_table.cut_by()
+        return _failure(f"truncated: the predicted result {what} ({option}); a partial "
+                        "result is never scored",
+                        gold_seconds, pred_table.seconds, golds, opts)
+    return pred_table
+
+
+def _best_alternative(golds: list[_Gold], pred_table: ResultTable, pred_query: str | None,
+                      src: DataSource | None, ctx: Context, opts: _Options,
+                      gold_seconds: float) -> Scored:
+    """Every gold alternative scored; the best wins. Each comparison runs under the case's
+    timeout; a gold whose comparison stops undecided fails the case only when no other gold
+    matches (as for SQL)."""
+    best: tuple[tuple[float, float], Scored] | None = None
+    undecided: SearchBudgetExhausted | None = None
+    timeout = src.timeout if src is not None else DEFAULT_TIMEOUT
+    seconds = float(opts.limits.get("timeout") or timeout or DEFAULT_TIMEOUT)
+    for index, gold in enumerate(golds):
+        try:
+            with comparison_deadline(seconds):
+                scored = _score(gold, pred_table, pred_query, opts)
+        except SearchBudgetExhausted as e:  # a score is never guessed
+            undecided = undecided or e
+            continue
+        if opts.tie_aware and src is not None and gold.query is not None \
+                and not gold.recorded and scored.metrics.get("execution_accuracy") != 1.0 \
+                and _order_matters(gold):
+            scored.diff.extend(_ties(gold, pred_table, src, ctx, opts, scored))
+        scored.details["gold_index"] = index
+        if len(golds) > 1:
+            scored.details["gold_alternatives"] = len(golds)
+        rank = rank_alternative(scored.metrics, TIMING)
+        if best is None or rank > best[0]:
+            best = (rank, scored)
+    if undecided is not None and (
+            best is None or best[1].metrics.get("execution_accuracy") != 1.0):
+        return _failure(undecided.reason(), gold_seconds, pred_table.seconds, golds, opts)
+    assert best is not None
+    return best[1]
 
 
 def metric_names() -> frozenset[str]:

@@ -178,34 +178,46 @@ class _Col:
             raise _Decline
         else:
             self.kind = _N
-            if pre is not None and not has_none:
-                f = pre
-            else:
-                assert py is not None
-                vals = [0 if v is None else v for v in py] if has_none else py
-                try:
-                    f = np.fromiter(vals, np.float64, n)
-                except OverflowError:
-                    raise _Decline from None
-            # two reductions, no temporary array: min and max propagate NaN, bound the ints
-            # and tell whether a zero (maybe -0.0) can be there at all
-            lo, hi = float(f.min()), float(f.max())
-            if float in nonnull:
-                if lo != lo:
-                    raise _Decline
-                if lo <= 0 <= hi:
-                    self.negzero = bool(np.signbit(f[f == 0]).any())
-            if int in nonnull and not max(-lo, hi) < _BOUND:
+            self._set_numbers(py, pre, n, nonnull, has_none)
+
+    def _set_numbers(
+        self,
+        py: list[Any] | None,
+        pre: NDArray[Any] | None,
+        n: int,
+        nonnull: set[type],
+        has_none: bool,
+    ) -> None:
+        """A number column's float64 values and codes; it declines NaN and ints that float64
+        cannot hold exactly (then ``1 == 1.0`` is no longer equality of the values)."""
+        if pre is not None and not has_none:
+            f = pre
+        else:
+            assert py is not None
+            vals = [0 if v is None else v for v in py] if has_none else py
+            try:
+                f = np.fromiter(vals, np.float64, n)
+            except OverflowError:
+                raise _Decline from None
+        # two reductions, no temporary array: min and max propagate NaN, bound the ints
+        # and tell whether a zero (maybe -0.0) can be there at all
+        lo, hi = float(f.min()), float(f.max())
+        if float in nonnull:
+            if lo != lo:
                 raise _Decline
-            self.f = f
-            if self.mask is None:
-                self._range = (lo, hi)
-            # -0.0 folded into 0.0; ints and NULL fillers are never -0.0
-            self._code = (f + 0.0).view(np.int64) if self.negzero else f.view(np.int64)
-            if nonnull == {int} and not has_none:
-                self.cast_kind, self.cast_code = _I, self._code
-            else:  # str(float(v)): one spelling per bit pattern ('-0.0' != '0.0')
-                self.cast_kind, self.cast_code = _F, f.view(np.int64)
+            if lo <= 0 <= hi:
+                self.negzero = bool(np.signbit(f[f == 0]).any())
+        if int in nonnull and not max(-lo, hi) < _BOUND:
+            raise _Decline
+        self.f = f
+        if self.mask is None:
+            self._range = (lo, hi)
+        # -0.0 folded into 0.0; ints and NULL fillers are never -0.0
+        self._code = (f + 0.0).view(np.int64) if self.negzero else f.view(np.int64)
+        if nonnull == {int} and not has_none:
+            self.cast_kind, self.cast_code = _I, self._code
+        else:  # str(float(v)): one spelling per bit pattern ('-0.0' != '0.0')
+            self.cast_kind, self.cast_code = _F, f.view(np.int64)
 
     @property
     def code(self) -> IntArr:

@@ -346,6 +346,22 @@ def alignment_details(
         mapping=None,
         _sides=(g, p, book),
     )
+    entity, row = _mapped_scores(g, p, book, details)
+
+    details.metrics = {
+        "arity_f1": arity,
+        "entity_set_f1": entity,
+        "row_match_f1": row,
+        "exact_match_f1": _exact_match(g, p),
+    }
+    return details
+
+
+def _mapped_scores(g: _Side, p: _Side, book: _Codebook,
+                   details: AlignmentDetails) -> tuple[float, float]:
+    """``entity_set_f1`` and ``row_match_f1`` under the column mapping the reference would
+    choose (searched the cheapest way that finds its choice), the mapping and the search
+    effort kept on ``details``."""
     ng, np_ = len(g.names), len(p.names)
     if g.n_rows == 0 or p.n_rows == 0:
         both = 1.0 if g.n_rows == 0 and p.n_rows == 0 else 0.0
@@ -379,14 +395,7 @@ def alignment_details(
         details.mapping = [(p.names[j], g.names[i]) for i, j in enumerate(best)]
         details.row_tp = tp
         row = row_f1(tp, g.n_rows, p.n_rows)
-
-    details.metrics = {
-        "arity_f1": arity,
-        "entity_set_f1": entity,
-        "row_match_f1": row,
-        "exact_match_f1": _exact_match(g, p),
-    }
-    return details
+    return entity, row
 
 
 #: Up to this many column mappings and rows (both sides), the reference's own loop over every

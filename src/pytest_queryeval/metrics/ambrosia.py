@@ -239,43 +239,19 @@ def score_predicted_statements(
     given, replaces the de-duplication's order (the tests pass the order a reference run
     recorded)."""
     strict = mode == AMBROSIA
-    all_gold_exec_outputs: dict[str, list[tuple[Cell, ...]]] = {}
-    exec_acc_per_gold_queries: dict[str, bool] = {}
-    for query in gold_sql_queries:
-        try:
-            all_gold_exec_outputs[query] = execute(query)
-        except failure as e:
-            raise GoldQueryExecutionError(query, str(e)) from e
-        exec_acc_per_gold_queries[query] = False
-    has_duplicates, duplicates, duplicate_idx = duplicate_exact(
-        list(all_gold_exec_outputs.values()))
-    if has_duplicates and duplicates is not None and duplicate_idx is not None:
-        raise DublicatesError(duplicates, duplicate_idx)
+    all_gold_exec_outputs = _gold_outputs(gold_sql_queries, execute, failure)
+    exec_acc_per_gold_queries = dict.fromkeys(all_gold_exec_outputs, False)
 
     num_queries = len(pred_statements)
     statements = order(pred_statements) if order is not None \
         else unique_statements(pred_statements, mode)
-    all_pred_exec_outputs: dict[str, Result] = {}
-    execution_errors: list[dict[str, str]] = []
-    for query in statements:
-        try:
-            all_pred_exec_outputs[query] = execute(query)
-        except failure as e:
-            error = PredQueryExecutionError(query, str(e))
-            all_pred_exec_outputs[query] = error
-            execution_errors.append(error.to_dict())
+    all_pred_exec_outputs, execution_errors = _predicted_outputs(statements, execute, failure)
     if remove_duplicates_predictions:
         all_pred_exec_outputs = remove_duplicate_results(all_pred_exec_outputs, strict=strict)
 
     exec_acc_per_pred_queries = dict.fromkeys(statements, False)
-    for pred_query, pred_exec_output in all_pred_exec_outputs.items():
-        if isinstance(pred_exec_output, PredQueryExecutionError):
-            continue
-        for gold_query, gold_exec_output in all_gold_exec_outputs.items():
-            if compare_query_results(pred_exec_output, gold_exec_output,
-                                     order_by="order by" in gold_query.lower()):
-                exec_acc_per_gold_queries[gold_query] = True
-                exec_acc_per_pred_queries[pred_query] = True
+    _mark_matches(all_pred_exec_outputs, all_gold_exec_outputs, exec_acc_per_pred_queries,
+                  exec_acc_per_gold_queries)
 
     if not gold_sql_queries:
         raise ReferenceCrash("ZeroDivisionError: division by zero (no gold queries)")
@@ -298,6 +274,60 @@ def score_predicted_statements(
         unique_results_filtered=unique, execution_errors=execution_errors,
         all_found=all_found, found=found_by_position, matched=matched,
         statements=list(statements))
+
+
+def _gold_outputs(gold_sql_queries: Sequence[str],
+                  execute: Callable[[str], list[tuple[Cell, ...]]],
+                  failure: type[Exception] | tuple[type[Exception], ...],
+                  ) -> dict[str, list[tuple[Cell, ...]]]:
+    """Each gold's rows, by text; a gold that fails, or two that return the same rows (the
+    readings cannot be told apart), stop the scoring as the reference's do."""
+    all_gold_exec_outputs: dict[str, list[tuple[Cell, ...]]] = {}
+    for query in gold_sql_queries:
+        try:
+            all_gold_exec_outputs[query] = execute(query)
+        except failure as e:
+            raise GoldQueryExecutionError(query, str(e)) from e
+    has_duplicates, duplicates, duplicate_idx = duplicate_exact(
+        list(all_gold_exec_outputs.values()))
+    if has_duplicates and duplicates is not None and duplicate_idx is not None:
+        raise DublicatesError(duplicates, duplicate_idx)
+    return all_gold_exec_outputs
+
+
+def _predicted_outputs(statements: Sequence[str],
+                       execute: Callable[[str], list[tuple[Cell, ...]]],
+                       failure: type[Exception] | tuple[type[Exception], ...],
+                       ) -> tuple[dict[str, Result], list[dict[str, str]]]:
+    """Each prediction's rows, by text, or its failure (the reference's
+    ``PredQueryExecutionError``: that query's failure, never the case's); and the failures
+    listed as the reference records them."""
+    all_pred_exec_outputs: dict[str, Result] = {}
+    execution_errors: list[dict[str, str]] = []
+    for query in statements:
+        try:
+            all_pred_exec_outputs[query] = execute(query)
+        except failure as e:
+            error = PredQueryExecutionError(query, str(e))
+            all_pred_exec_outputs[query] = error
+            execution_errors.append(error.to_dict())
+    return all_pred_exec_outputs, execution_errors
+
+
+def _mark_matches(all_pred_exec_outputs: dict[str, Result],
+                  all_gold_exec_outputs: dict[str, list[tuple[Cell, ...]]],
+                  exec_acc_per_pred_queries: dict[str, bool],
+                  exec_acc_per_gold_queries: dict[str, bool]) -> None:
+    """Every gold a prediction's rows equal marked found, and that prediction matched (the
+    gold's ORDER BY decides whether order counts)."""
+    for pred_query, pred_exec_output in all_pred_exec_outputs.items():
+        if isinstance(pred_exec_output, PredQueryExecutionError):
+            continue
+        for gold_query, gold_exec_output in all_gold_exec_outputs.items():
+            if compare_query_results(pred_exec_output, gold_exec_output,
+                                     order_by="order by" in gold_query.lower()):
+                exec_acc_per_gold_queries[gold_query] = True
+                exec_acc_per_pred_queries[pred_query] = True
 
 
 def evaluate_predicted_statements(

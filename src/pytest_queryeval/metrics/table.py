@@ -587,6 +587,40 @@ def _columnwise_scores(
     tuple membership except for NaN (found by identity there), so tables with self-unequal
     cells take the row loop.
     """
+    shape = _narrow_columns(gold, pred, gold_cols, pred_cols)
+    if shape is None:
+        return None
+    wg, wp, gcols, pcols = shape
+    if not nan_free and any(any(map(operator.ne, c, c)) for c in chain(gcols, pcols)):
+        return None
+    eq = operator.is_ if same else operator.eq
+    div = operator.truediv
+    m = len(gold)
+    unknown: list[frozenset[str] | None] = [None] * max(wg, wp)
+    gcls = gclasses if gclasses is not None and len(gclasses) == wg else unknown
+    pcls = pclasses if pclasses is not None and len(pclasses) == wp else unknown
+    # e[j][k][i]: pred row i's cell j equals gold row i's cell k (None: never).
+    e = [
+        [_eq_vector(eq, pcols[j], pcls[j], gcols[k], gcls[k]) for k in range(wg)]
+        for j in range(wp)
+    ]
+    hits = _count_true([_any_of(e[j], m) for j in range(wp)])  # pred cells found in the gold row
+    in_p = [list(_any_of([e[j][k] for j in range(wp)], m)) for k in range(wg)]
+    found = _count_true([iter(v) for v in in_p])  # gold cells found in the pred row
+    match = list(map(div, hits, repeat(wg)))
+    pred_only = list(map(div, map(operator.sub, repeat(wp), hits), repeat(wg)))
+    truth_only = list(map(div, map(operator.sub, repeat(wg), found), repeat(wg)))
+    row_scores: list[float] = []
+    if set_precision:
+        row_scores = _columnwise_set_scores(eq, gcols, gcls, in_p, m)
+    return match, pred_only, truth_only, row_scores
+
+
+def _narrow_columns(
+    gold: list[Row], pred: list[Row], gold_cols: _Cols, pred_cols: _Cols
+) -> tuple[int, int, Sequence[Sequence[Any]], Sequence[Sequence[Any]]] | None:
+    """Both widths and both tables' columns, or None when the column path does not apply:
+    an empty gold row, too many column pairs, or rows of unequal widths."""
     wg, wp = len(gold[0]), len(pred[0])
     if wg == 0 or wg * wp > 64:
         return None
@@ -598,51 +632,52 @@ def _columnwise_scores(
         if set(map(len, pred)) != {wp}:
             return None
         pred_cols = list(zip(*pred, strict=True))
-    gcols, pcols = gold_cols, pred_cols
-    if not nan_free and any(any(map(operator.ne, c, c)) for c in chain(gcols, pcols)):
+    return wg, wp, gold_cols, pred_cols
+
+
+def _eq_vector(
+    eq: Callable[[Any, Any], Any],
+    a: Sequence[Any],
+    ca: frozenset[str] | None,
+    b: Sequence[Any],
+    cb: frozenset[str] | None,
+) -> list[bool] | None:
+    """``map(eq, a, b)``, or None when no cell of ``a`` can equal one of ``b`` (all False)."""
+    if ca is not None and cb is not None and ca.isdisjoint(cb):
         return None
-    eq = operator.is_ if same else operator.eq
-    or_, add, div = operator.or_, operator.add, operator.truediv
-    m = len(gold)
-    unknown: list[frozenset[str] | None] = [None] * max(wg, wp)
-    gcls = gclasses if gclasses is not None and len(gclasses) == wg else unknown
-    pcls = pclasses if pclasses is not None and len(pclasses) == wp else unknown
+    return list(map(eq, a, b))
 
-    def eq_vector(
-        a: Sequence[Any], ca: frozenset[str] | None, b: Sequence[Any], cb: frozenset[str] | None
-    ) -> list[bool] | None:
-        """``map(eq, a, b)``, or None when no cell of ``a`` can equal one of ``b`` (all False)."""
-        if ca is not None and cb is not None and ca.isdisjoint(cb):
-            return None
-        return list(map(eq, a, b))
 
-    # e[j][k][i]: pred row i's cell j equals gold row i's cell k (None: never).
-    e = [[eq_vector(pcols[j], pcls[j], gcols[k], gcls[k]) for k in range(wg)] for j in range(wp)]
+def _any_of(vectors: list[list[bool] | None], m: int) -> Iterator[Any]:
+    """The row-wise OR of equality vectors (``m`` rows; None vectors are all False)."""
+    or_ = operator.or_
+    live = [v for v in vectors if v is not None]
+    if not live:
+        return repeat(False, m)
+    return reduce(lambda acc, v: map(or_, acc, v), live[1:], iter(live[0]))
 
-    def any_of(vectors: list[list[bool] | None]) -> Iterator[Any]:
-        live = [v for v in vectors if v is not None]
-        if not live:
-            return repeat(False, m)
-        return reduce(lambda acc, v: map(or_, acc, v), live[1:], iter(live[0]))
 
-    def count(flags: list[Iterator[Any]]) -> list[int]:
-        return list(reduce(lambda acc, v: map(add, acc, v), flags[1:], map(int, flags[0])))
+def _count_true(flags: list[Iterator[Any]]) -> list[int]:
+    """Row by row, how many of ``flags`` are true."""
+    add = operator.add
+    return list(reduce(lambda acc, v: map(add, acc, v), flags[1:], map(int, flags[0])))
 
-    hits = count([any_of(e[j]) for j in range(wp)])  # pred cells found in the gold row
-    in_p = [list(any_of([e[j][k] for j in range(wp)])) for k in range(wg)]
-    found = count([iter(v) for v in in_p])  # gold cells found in the pred row
-    match = list(map(div, hits, repeat(wg)))
-    pred_only = list(map(div, map(operator.sub, repeat(wp), hits), repeat(wg)))
-    truth_only = list(map(div, map(operator.sub, repeat(wg), found), repeat(wg)))
-    row_scores: list[float] = []
-    if set_precision:
-        # |set(g) & set(p)|: gold cells found in p, counting a value once (first occurrence).
-        fresh = [iter(in_p[0])]
-        for k in range(1, wg):
-            dup = any_of([eq_vector(gcols[k], gcls[k], gcols[k2], gcls[k2]) for k2 in range(k)])
-            fresh.append(map(operator.and_, in_p[k], map(operator.not_, dup)))
-        row_scores = list(map(div, count(fresh), repeat(wg)))
-    return match, pred_only, truth_only, row_scores
+
+def _columnwise_set_scores(
+    eq: Callable[[Any, Any], Any],
+    gcols: Sequence[Sequence[Any]],
+    gcls: list[frozenset[str] | None],
+    in_p: list[list[Any]],
+    m: int,
+) -> list[float]:
+    """|set(g) & set(p)| / width per pair: gold cells found in p, counting a value once (its
+    first occurrence in the gold row)."""
+    wg = len(in_p)
+    fresh = [iter(in_p[0])]
+    for k in range(1, wg):
+        dup = _any_of([_eq_vector(eq, gcols[k], gcls[k], gcols[k2], gcls[k2]) for k2 in range(k)], m)
+        fresh.append(map(operator.and_, in_p[k], map(operator.not_, dup)))
+    return list(map(operator.truediv, _count_true(fresh), repeat(wg)))
 
 
 #: Exact cell types whose values can only ever equal values of the same class (``1 == 1.0 ==
@@ -866,6 +901,80 @@ def _fast_compare(
     return result
 
 
+def _str_cast_sides(
+    g: _Side, p: _Side, identical: bool
+) -> tuple[list[Row], _Cols, list[Row], _Cols]:
+    """Both sides' rows cast to strings (cell_f1 compares casts), and their columns.
+
+    Cell-for-cell identical tables (equal rows, and every pair of equal cells of one type with
+    one str(): what ``_quick_rej_implied`` establishes, Decimal aside) cast to identical
+    strings, so the predicted side's cast and dedup are the gold's.
+    """
+    same_cells = (
+        identical
+        and g.rows == p.rows
+        and not any(Decimal in t for t in chain(g.col_types, p.col_types))
+        and _quick_rej_implied(g, p, tuple(range(g.width)))
+    )
+    gs, gs_cols = _str_cast_side(g)
+    if same_cells:
+        ps, ps_cols = (p.rows, None) if gs is g.rows else (gs, gs_cols)
+    else:
+        ps, ps_cols = _str_cast_side(p)
+    return gs, gs_cols, ps, ps_cols
+
+
+def _built_cols(side: _Side) -> _Cols:
+    """The side's columns already built, for rows that de-duplication leaves as they are."""
+    unique = side.rectangular and len(side.counter) == len(side.rows)
+    return side._cols if unique else None
+
+
+def _distinct_casts(side: _Side, casts: list[Row], cols: _Cols) -> list[Row]:
+    """The side's cast rows, de-duplicated only where the cast can have merged two rows."""
+    return casts if _cast_keeps_rows_distinct(side, cols) else list(dict.fromkeys(casts))
+
+
+def _cell_scores(g: _Side, p: _Side, identical: bool) -> tuple[PositionalF1, float]:
+    """``cell_f1`` (positional F1 of the string casts) and the raw rows' F1 that ``soft_f1``
+    is, the second computed again only where the cast changed a cell."""
+    gs, gs_cols, ps, ps_cols = _str_cast_sides(g, p, identical)
+    raw_cols = (_built_cols(g), _built_cols(p))
+    raw_classes = (
+        [_eq_classes(t) for t in g.col_types],
+        [_eq_classes(t) for t in p.col_types],
+    )
+    if gs is g.rows and ps is p.rows:  # all-text tables: the cast changes nothing
+        cell = _positional(
+            list(g.counter), list(p.counter), len(g.rows), True, True, raw_classes, raw_cols
+        )
+        return cell, cell.f1
+    # after the cast every cell is a str or the (self-equal) missing token
+    gd = _distinct_casts(g, gs, gs_cols)
+    pd = gd if ps is gs else _distinct_casts(p, ps, ps_cols)
+    cast_classes = (
+        [_cast_eq_classes(t) for t in g.col_types],
+        [_cast_eq_classes(t) for t in p.col_types],
+    )
+    cast_cols = (
+        gs_cols if len(gd) == len(gs) else None,
+        ps_cols if len(pd) == len(ps) else None,
+    )
+    cell = _positional(gd, pd, len(gs), True, True, cast_classes, cast_cols)
+    nan_free = not any(t & {float, Decimal} for t in chain(g.col_types, p.col_types))
+    raw_f1 = _positional(
+        list(g.counter),
+        list(p.counter),
+        len(g.rows),
+        False,
+        nan_free,
+        raw_classes,
+        raw_cols,
+        same=_canonical_terms(g, p),
+    ).f1
+    return cell, raw_f1
+
+
 # --------------------------------------------------------------------------------------------
 # Public entry points
 # --------------------------------------------------------------------------------------------
@@ -902,63 +1011,7 @@ class TableComparison:
             identical = self.ex and self.perm == tuple(range(self.gold.width))
             self.bird_ex = identical or self.gold.counter.keys() == self.pred.counter.keys()
             g, p = self.gold, self.pred
-            # Cell-for-cell identical tables (equal rows, and every pair of equal cells of one
-            # type with one str(): what ``_quick_rej_implied`` establishes, Decimal aside) cast
-            # to identical strings, so the predicted side's cast and dedup are the gold's.
-            same_cells = (
-                identical
-                and g.rows == p.rows
-                and not any(Decimal in t for t in chain(g.col_types, p.col_types))
-                and _quick_rej_implied(g, p, tuple(range(g.width)))
-            )
-            gs, gs_cols = _str_cast_side(g)
-            if same_cells:
-                ps, ps_cols = (p.rows, None) if gs is g.rows else (gs, gs_cols)
-            else:
-                ps, ps_cols = _str_cast_side(p)
-            # Columns already built, for rows that de-duplication leaves as they are.
-            def built_cols(side: _Side) -> _Cols:
-                unique = side.rectangular and len(side.counter) == len(side.rows)
-                return side._cols if unique else None
-
-            raw_cols = (built_cols(g), built_cols(p))
-            raw_classes = (
-                [_eq_classes(t) for t in g.col_types],
-                [_eq_classes(t) for t in p.col_types],
-            )
-            if gs is g.rows and ps is p.rows:  # all-text tables: the cast changes nothing
-                self.cell = _positional(
-                    list(g.counter), list(p.counter), len(g.rows), True, True, raw_classes, raw_cols
-                )
-                raw_f1 = self.cell.f1
-            else:  # after the cast every cell is a str or the (self-equal) missing token
-                gd = gs if _cast_keeps_rows_distinct(g, gs_cols) else list(dict.fromkeys(gs))
-                if ps is gs:
-                    pd = gd
-                else:
-                    pd = ps if _cast_keeps_rows_distinct(p, ps_cols) else list(dict.fromkeys(ps))
-                cast_classes = (
-                    [_cast_eq_classes(t) for t in g.col_types],
-                    [_cast_eq_classes(t) for t in p.col_types],
-                )
-                cast_cols = (
-                    gs_cols if len(gd) == len(gs) else None,
-                    ps_cols if len(pd) == len(ps) else None,
-                )
-                self.cell = _positional(gd, pd, len(gs), True, True, cast_classes, cast_cols)
-                nan_free = not any(
-                    t & {float, Decimal} for t in chain(g.col_types, p.col_types)
-                )
-                raw_f1 = _positional(
-                    list(g.counter),
-                    list(p.counter),
-                    len(g.rows),
-                    False,
-                    nan_free,
-                    raw_classes,
-                    raw_cols,
-                    same=_canonical_terms(g, p),
-                ).f1
+            self.cell, raw_f1 = _cell_scores(g, p, identical)
             self.soft = 1.0 if not g.rows and not p.rows else raw_f1
             if self.ex:  # equal cell multisets: every non-null gold cell is matched
                 has_cell = any(not _is_missing(v) for v in chain.from_iterable(g.rows))

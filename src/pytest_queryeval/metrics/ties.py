@@ -94,24 +94,10 @@ def keyed_query(sql: str, dialect: str | None = None) -> KeyedQuery | str:
         return "LIMIT/OFFSET is not a literal integer"
     if tree.args.get("offset") is not None and limit is None:
         return "OFFSET without LIMIT"
-    projections = list(tree.expressions)
-    aliases = {p.alias_or_name.lower(): i for i, p in enumerate(projections)
-               if isinstance(p, exp.Alias)}
-    keys: list[tuple[str, int]] = []
-    added: list[Any] = []
-    for item in order.expressions:
-        node = item.this if isinstance(item, exp.Ordered) else item
-        if isinstance(node, exp.Literal) and not node.is_string:
-            pos = int(node.this) - 1
-            if not 0 <= pos < len(projections) or any(
-                    isinstance(p, exp.Star) for p in projections[:pos + 1]):
-                return "ORDER BY position outside the select list"
-            keys.append(("out", pos))
-        elif isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
-            keys.append(("out", aliases[node.name.lower()]))
-        else:
-            keys.append(("added", len(added)))
-            added.append(node)
+    sort_keys = _sort_keys(order, list(tree.expressions))
+    if isinstance(sort_keys, str):
+        return sort_keys
+    keys, added = sort_keys
     if added and tree.args.get("distinct") is not None:
         return "SELECT DISTINCT ordered by expressions outside its select list"
     keyed = tree.copy()
@@ -129,6 +115,32 @@ def keyed_query(sql: str, dialect: str | None = None) -> KeyedQuery | str:
             probe = keyed.limit(limit + (offset or 0) + 1, copy=False).sql(dialect=dialect)
     return KeyedQuery(text, tuple(keys), len(added), limit, offset or 0,
                       tuple(i.sql(dialect=dialect) for i in order.expressions), probe)
+
+
+def _sort_keys(order: Any, projections: list[Any]) -> tuple[list[tuple[str, int]], list[Any]] | str:
+    """Per ORDER BY item, the select list's column it sorts by (a position, or an alias) or
+    the expression to add as a column of its own (``("added", k)``), and those expressions;
+    or why a position cannot be read."""
+    from sqlglot import exp
+
+    aliases = {p.alias_or_name.lower(): i for i, p in enumerate(projections)
+               if isinstance(p, exp.Alias)}
+    keys: list[tuple[str, int]] = []
+    added: list[Any] = []
+    for item in order.expressions:
+        node = item.this if isinstance(item, exp.Ordered) else item
+        if isinstance(node, exp.Literal) and not node.is_string:
+            pos = int(node.this) - 1
+            if not 0 <= pos < len(projections) or any(
+                    isinstance(p, exp.Star) for p in projections[:pos + 1]):
+                return "ORDER BY position outside the select list"
+            keys.append(("out", pos))
+        elif isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
+            keys.append(("out", aliases[node.name.lower()]))
+        else:
+            keys.append(("added", len(added)))
+            added.append(node)
+    return keys, added
 
 
 def _int_arg(node: object) -> int | None:

@@ -33,6 +33,10 @@ where the difference survives (:func:`.shrink.realise`), written to a real SQLit
 DDL and ``PRAGMA foreign_keys = ON``, checked with ``foreign_key_check`` and
 ``integrity_check``, and both queries are run on it again; only a difference that survives that
 is reported.
+
+Why one module of this size: one search is one loop over candidates whose steps (draw, compare,
+shrink, prove) read the same draws from the real database, held on one ``_Search``; the value
+pools, the shrink, the engines and the named files already live in their own modules.
 """
 
 from __future__ import annotations
@@ -158,6 +162,58 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
     start = time.monotonic()
     deadline = start + budget.seconds
     eng = engine or engine_for(db_path)
+    draws = _read_draws(eng, db_path, gold, predicted)
+    run = _Search(eng, draws, gold, predicted, same, tied, seed, query_seconds(budget))
+    suite = run.gold_suite(scope)
+    result = run.result
+    if draws.too_big:
+        result.notes.append(
+            f"a count of {draws.too_big} compared with is beyond the {GROUP_ROWS_MAX} rows a "
+            f"candidate's table gets: a difference only a group that large shows is not looked for")
+    gold_share = (budget.databases * 3) // 4
+    for i in range(budget.databases):
+        if time.monotonic() > deadline:
+            result.stopped = f"time budget of {budget.seconds:g} s spent"
+            break
+        rows, origin = run.database(i, gold_share, suite)
+        outcome = _differs(eng, draws.schema, rows, gold, predicted, same, run.seconds, tied)
+        if isinstance(outcome, Failed):
+            result.gold_failures += 1
+            result.gold_failure = result.gold_failure or outcome.describe()
+            continue
+        result.checked += 1
+        if outcome[0]:
+            result.counterexample = run.proven(outcome[1], outcome[2], origin, deadline)
+            if result.counterexample is not None:
+                break
+            result.notes.append(f"{origin}: the difference did not survive the proof")
+    result.seconds = time.monotonic() - start
+    return result
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """What one search's candidates are drawn from, read once: the real schema, the tables the
+    queries read (parents first), the date columns, the sampled values (the gold's alone, and
+    with the prediction's literals; all and only the realistic ones) and the table sizes the
+    queries' counts ask for."""
+
+    schema: DbSchema
+    tables: list[Table]
+    dated: frozenset[tuple[str, str]]
+    gold_pools: Pools
+    gold_real: Pools
+    pair_pools: Pools
+    pair_real: Pools
+    gold_sizes: tuple[int, ...]
+    pair_sizes: tuple[int, ...]
+    #: The largest count compared with beyond :data:`GROUP_ROWS_MAX` (0 when none is).
+    too_big: int
+
+
+def _read_draws(eng: Engine[Any], db_path: Path, gold: str, predicted: str) -> _Draws:
+    """The schema and values sampled from the real database (open only for that), and what
+    the queries' texts say about the tables to fill."""
     real = eng.open_real(db_path)
     try:
         schema = eng.introspect(real)
@@ -173,60 +229,74 @@ def search(db_path: Path, gold: str, predicted: str, same: Same, *, seed: int = 
     dated = date_columns(pair_pools)
     gold_sizes, _ = group_sizes([gold], eng.dialect)
     pair_sizes, too_big = group_sizes([gold, predicted], eng.dialect)
-    # the key holds all a gold's candidate is built from: with the tables it fills and the
-    # date columns it makes up no value for (both also read off the prediction), a candidate
-    # reused by another prediction of the gold is the one that prediction would have built,
-    # whatever ran before it in the process (a shard, a resumed attempt, an xdist worker)
-    data = "\n".join(schema.ddl()) + repr(sorted(gold_pools.items(), key=repr)) \
-        + repr([t.name for t in tables]) + repr(sorted(dated))
-    key = (scope, hashlib.sha256(data.encode()).hexdigest(), gold, seed)
-    suite = _SUITES.setdefault(key, [])
-    result = SearchResult(checked=0, seconds=0.0)
-    if too_big:
-        result.notes.append(
-            f"a count of {too_big} compared with is beyond the {GROUP_ROWS_MAX} rows a candidate's"
-            f" table gets: a difference only a group that large shows is not looked for")
-    seconds = query_seconds(budget)
-    gold_share = (budget.databases * 3) // 4
-    for i in range(budget.databases):
-        if time.monotonic() > deadline:
-            result.stopped = f"time budget of {budget.seconds:g} s spent"
-            break
+    return _Draws(schema, tables, dated, gold_pools, gold_real, pair_pools, pair_real,
+                  gold_sizes, pair_sizes, too_big)
+
+
+@dataclass
+class _Search:
+    """One search under way: what each step reads (the engine, the draws, both queries and
+    the case's comparison), held once instead of passed to each step."""
+
+    eng: Engine[Any]
+    draws: _Draws
+    gold: str
+    predicted: str
+    same: Same
+    tied: Tied | None
+    seed: int
+    #: One query's own seconds on a candidate (:func:`query_seconds`).
+    seconds: float
+    result: SearchResult = field(default_factory=lambda: SearchResult(checked=0, seconds=0.0))
+
+    def gold_suite(self, scope: str) -> list[Rows]:
+        """The gold's suite of candidates built so far in the session (:data:`_SUITES`)."""
+        draws = self.draws
+        # the key holds all a gold's candidate is built from: with the tables it fills and the
+        # date columns it makes up no value for (both also read off the prediction), a
+        # candidate reused by another prediction of the gold is the one that prediction would
+        # have built, whatever ran before it in the process (a shard, a resumed attempt, an
+        # xdist worker)
+        data = "\n".join(draws.schema.ddl()) + repr(sorted(draws.gold_pools.items(), key=repr)) \
+            + repr([t.name for t in draws.tables]) + repr(sorted(draws.dated))
+        key = (scope, hashlib.sha256(data.encode()).hexdigest(), self.gold, self.seed)
+        return _SUITES.setdefault(key, [])
+
+    def database(self, i: int, gold_share: int, suite: list[Rows]) -> tuple[Rows, str]:
+        """Candidate ``i`` and where it comes from: the gold's suite (reused when built before,
+        else built and kept), past ``gold_share`` one with the prediction's values too; the
+        even ones realistic."""
+        draws, gold = self.draws, self.gold
         if i < gold_share:
             if i < len(suite):
                 rows = suite[i]
-                result.reused += 1
+                self.result.reused += 1
             else:
-                rows = _candidate(schema, tables, gold_real if i % 2 == 0 else gold_pools,
-                                  _rng(seed, gold, i, "gold"), realistic=i % 2 == 0,
-                                  dated=dated, sizes=gold_sizes)
+                rows = _candidate(draws.schema, draws.tables,
+                                  draws.gold_real if i % 2 == 0 else draws.gold_pools,
+                                  _rng(self.seed, gold, i, "gold"), realistic=i % 2 == 0,
+                                  dated=draws.dated, sizes=draws.gold_sizes)
                 suite.append(rows)
-            origin = f"database {i + 1} of the gold's suite"
-        else:
-            rows = _candidate(schema, tables, pair_real if i % 2 == 0 else pair_pools,
-                              _rng(seed, gold + "\0" + predicted, i, "pair"),
-                              realistic=i % 2 == 0, dated=dated, sizes=pair_sizes)
-            origin = f"database {i + 1} (with the prediction's values)"
-        outcome = _differs(eng, schema, rows, gold, predicted, same, seconds, tied)
-        if isinstance(outcome, Failed):
-            result.gold_failures += 1
-            result.gold_failure = result.gold_failure or outcome.describe()
-            continue
-        result.checked += 1
-        if outcome[0]:
-            failure = outcome[2]
-            until = time.monotonic() + 2 * seconds if failure and failure.kind == "timeout" \
-                else max(deadline, time.monotonic()) + max(SHRINK_SECONDS, 2 * seconds)
-            small = _shrunk(eng, schema, outcome[1], gold, predicted, same, tied, seconds, until,
-                            pair_real)
-            proof = prove(eng, schema, small, gold, predicted, same, tied, seconds)
-            if proof is not None:
-                result.counterexample = Counterexample(schema, small, proof[0], proof[1], origin,
-                                                       eng.name)
-                break
-            result.notes.append(f"{origin}: the difference did not survive the proof")
-    result.seconds = time.monotonic() - start
-    return result
+            return rows, f"database {i + 1} of the gold's suite"
+        rows = _candidate(draws.schema, draws.tables,
+                          draws.pair_real if i % 2 == 0 else draws.pair_pools,
+                          _rng(self.seed, gold + "\0" + self.predicted, i, "pair"),
+                          realistic=i % 2 == 0, dated=draws.dated, sizes=draws.pair_sizes)
+        return rows, f"database {i + 1} (with the prediction's values)"
+
+    def proven(self, rows: Rows, failure: Failed | None, origin: str,
+               deadline: float) -> Counterexample | None:
+        """The candidate that separates the queries, shrunk and proven on a real file; None
+        when the difference does not survive the proof."""
+        eng, schema, seconds = self.eng, self.draws.schema, self.seconds
+        until = time.monotonic() + 2 * seconds if failure and failure.kind == "timeout" \
+            else max(deadline, time.monotonic()) + max(SHRINK_SECONDS, 2 * seconds)
+        small = _shrunk(eng, schema, rows, self.gold, self.predicted, self.same, self.tied,
+                        seconds, until, self.draws.pair_real)
+        proof = prove(eng, schema, small, self.gold, self.predicted, self.same, self.tied, seconds)
+        if proof is None:
+            return None
+        return Counterexample(schema, small, proof[0], proof[1], origin, eng.name)
 
 
 def _read_tables(schema: DbSchema, queries: Sequence[str], dialect: str) -> list[Table]:

@@ -112,7 +112,6 @@ def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool
     opts = CompareOptions.from_config(compare)
     if base is None:
         base = compare_tables(gold, pred, order_matters=order_matters, compare=opts)
-    out: dict[str, dict[str, float]] = {}
 
     def score(g: ResultTable, p: ResultTable, ordered: bool = order_matters,
               o: CompareOptions = opts) -> dict[str, float]:
@@ -120,6 +119,16 @@ def relaxed_metrics(gold: ResultTable, pred: ResultTable, *, order_matters: bool
             return match_metrics(g, p, order_matters=ordered, compare=o, names=matches)
         return compare_tables(g, p, order_matters=ordered, compare=o).metrics()
 
+    return _each_relaxation(gold, pred, opts, base, score)
+
+
+def _each_relaxation(gold: ResultTable, pred: ResultTable, opts: CompareOptions,
+                     base: TableComparison,
+                     score: Callable[..., dict[str, float]]) -> dict[str, dict[str, float]]:
+    """``score`` of the two tables under each relaxation that changes something, in
+    :data:`RELAXATIONS` order: one the options already apply, or one that finds nothing to
+    relax in these tables (no NULL, no duplicate row, ...), is left out."""
+    out: dict[str, dict[str, float]] = {}
     if len(gold.rows) > 1 or len(pred.rows) > 1:
         out["row_order"] = score(gold, _in_gold_order(gold, pred, opts.normalise), False)
     sub = _column_subset(gold, pred)

@@ -250,33 +250,10 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
     check passes, ``checks_passed`` the share of checks that pass, ``copy_seconds`` what the two
     copies cost. A problem of the suite (setup, gold, cleanup, a broken check) raises
     :class:`GoldError`: the case is an error, never a pass or a model failure."""
-    timeout, memory = limits_of(case)
-    copies: list[str] = []
-    waited = 0.0
-    if server_copies(task.engine) and not audit:
-        from ..errors import QueryRefused
-        from .pgconfine import check_task_statements
-
-        try:  # before any copy is made: a refused prediction never reaches the server
-            check_task_statements(task.predicted)
-        except QueryRefused as exc:
-            return _failed(exc.reason(), {"task": case.options.get("task")}), None
-    try:
-        if server_copies(task.engine):
-            task, copies, waited = _with_copies(task, str((case.source_spec or {})["url"]))
-        outcome = run_task(task, timeout=timeout, max_memory=memory, audit=audit)
-    except SourceUnavailable:
-        raise
-    except QueryEvalError as exc:  # a timeout, the memory cap, a crashed worker
-        return _failed(exc.reason(), {}), None
-    finally:
-        if copies:
-            from .pgcopies import pool_for
-
-            pool = pool_for(str((case.source_spec or {})["url"]))
-            for name in copies:
-                pool.drop(name)
-    outcome.copy_seconds += waited
+    ran = _run_confined(task, case, audit)
+    if isinstance(ran, Scored):
+        return ran, None
+    task, outcome = ran
     if outcome.error:
         raise GoldError(outcome.error)
     details: dict[str, Any] = {
@@ -291,6 +268,46 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
         scored = _failed(outcome.predicted_error, details)
         scored.metrics["copy_seconds"] = outcome.copy_seconds
         return scored, outcome
+    return _checks_scored(outcome, details), outcome
+
+
+def _run_confined(task: Task, case: Case, audit: bool) -> tuple[Task, TaskOutcome] | Scored:
+    """The task run (on fresh copies from the pool on a server, dropped after; a prediction
+    the confinement refuses never reaches the server): the task as run and its outcome, or
+    the failure of a refused prediction, a timeout, the memory cap or a crashed worker."""
+    timeout, memory = limits_of(case)
+    copies: list[str] = []
+    waited = 0.0
+    if server_copies(task.engine) and not audit:
+        from ..errors import QueryRefused
+        from .pgconfine import check_task_statements
+
+        try:  # before any copy is made: a refused prediction never reaches the server
+            check_task_statements(task.predicted)
+        except QueryRefused as exc:
+            return _failed(exc.reason(), {"task": case.options.get("task")})
+    try:
+        if server_copies(task.engine):
+            task, copies, waited = _with_copies(task, str((case.source_spec or {})["url"]))
+        outcome = run_task(task, timeout=timeout, max_memory=memory, audit=audit)
+    except SourceUnavailable:
+        raise
+    except QueryEvalError as exc:  # a timeout, the memory cap, a crashed worker
+        return _failed(exc.reason(), {})
+    finally:
+        if copies:
+            from .pgcopies import pool_for
+
+            pool = pool_for(str((case.source_spec or {})["url"]))
+            for name in copies:
+                pool.drop(name)
+    outcome.copy_seconds += waited
+    return task, outcome
+
+
+def _checks_scored(outcome: TaskOutcome, details: dict[str, Any]) -> Scored:
+    """The metrics of a prediction that ran, and the failing checks (then a collateral
+    change) as its reason and diff lines."""
     passed = sum(r.passed for r in outcome.checks)
     metrics = {"execution_accuracy": 1.0 if outcome.passed else 0.0,
                "checks_passed": passed / len(outcome.checks),
@@ -311,7 +328,7 @@ def score(task: Task, case: Case, *, audit: bool = False) -> tuple[Scored, TaskO
         if i:
             diff.append(f"check failed: {r.reason}" if r is not collateral else r.reason)
         diff += r.diff
-    return Scored(metrics, {}, diff, details, reason=reason), outcome
+    return Scored(metrics, {}, diff, details, reason=reason)
 
 
 def _with_copies(task: Task, url: str) -> tuple[Task, list[str], float]:

@@ -151,6 +151,19 @@ class _Pred:
     recorded: bool = False
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a failure of the case scores, fixed once its golds ran (:meth:`_SqlRun.plan`),
+    held once for every way the prediction can fail."""
+
+    #: The metrics the case scores, each at 0 when it fails.
+    planned: Sequence[str]
+    gold_seconds: float | None
+    #: The source's Spider schema when the structure is scored (Spider's table then still
+    #: counts a question the prediction never answered), else None.
+    structure: Schema | None
+
+
 class SqlKind:
     """The SQL evaluator; stateless, one instance per session (caches live in the Context)."""
 
@@ -377,7 +390,7 @@ class _SqlRun:
 
     def evaluate(self, pred_sql: str | None) -> Scored:
         """Golds, then the guarded prediction, then every gold alternative scored: the best."""
-        case, src, opts = self.case, self.src, self.opts
+        case, src = self.case, self.src
         executable = src is not None and src.executable
         dialect = src.dialect if src is not None else None
         can_execute = case.gold_result is not None or executable
@@ -386,14 +399,59 @@ class _SqlRun:
         pred_executable = case.predicted_result is not None or (pred_sql is not None and (
             executable or (src is None and can_execute)))
         schema = self.schema()
-
-        gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
-        from ...sources.sqlguard import check_read_only, query_led
-
-        engine_guard = bool(getattr(src, "engine_guard", False)) and pred_sql is not None \
-            and case.predicted_result is None and query_led(pred_sql)
-        if pred_sql is not None and _paired(case, src, pred_sql, opts):
+        engine_guard = self.engine_guards(pred_sql)
+        if pred_sql is not None and _paired(case, src, pred_sql, self.opts):
             self.pair_with = pred_sql
+        can_execute = self.run_golds(can_execute)
+        plan = self.plan(schema, pred_sql, exec_=bool(can_execute and pred_executable))
+        # A schema-only source (spider-schema) executes nothing, so the guard protects nothing
+        # there and only names why a text is not a query: it runs after the structural
+        # scoring, and only when Spider's parser rejected the text (its parse of every
+        # prediction was a fifth of a Spider dev run). A text Spider's parser took is scored
+        # as the reference scores it, text after its first ';' ignored (issue 48: SParC's
+        # golds end in ';'); where the text is executed, several statements stay refused.
+        defer_guard = src is not None and not src.executable and plan.structure is not None \
+            and case.predicted_result is None
+        if pred_sql is not None:
+            refused = self.guard(pred_sql, dialect, plan, read_only=not defer_guard
+                                 and not engine_guard)
+            if refused is not None:
+                return refused
+        pred = self.pred = _Pred(pred_sql, case.predicted_result,
+                                 case.predicted_result is not None)
+        if pred.table is None and executable and pred_sql is not None:
+            failed = self.execute_prediction(pred, pred_sql, dialect, plan, engine_guard)
+            if failed is not None:
+                return failed
+        if pred.table is not None and pred.table.truncated:
+            what, option = pred.table.cut_by()
+            return self.failure(plan, f"truncated: the predicted result {what} ({option}); a "
+                                "partial result is never scored", pred.table.seconds)
+        if pred.table is None and plan.structure is None:
+            raise GoldError("nothing to score: no executable datasource and no recorded "
+                            "results, and no schema for structural metrics")
+        scored = self.best(plan.structure, plan.planned, plan.gold_seconds)
+        if defer_guard and pred_sql is not None and "structure_parse_error" in scored.details:
+            refused = self.guard(pred_sql, dialect, plan, read_only=True, size=False)
+            if refused is not None:  # the same failure as when the guard runs first
+                return refused
+        return scored
+
+    def engine_guards(self, pred_sql: str | None) -> bool:
+        """Whether the source's engine is the guard of this prediction: one that refuses every
+        action but reading (SQLite's authorizer) runs a text that starts like a query
+        unparsed; the guard then runs only when the engine fails it (:meth:`execute_prediction`),
+        and its refusal ends the case exactly as if it had run first."""
+        from ...sources.sqlguard import query_led
+
+        return bool(getattr(self.src, "engine_guard", False)) and pred_sql is not None \
+            and self.case.predicted_result is None and query_led(pred_sql)
+
+    def run_golds(self, can_execute: bool) -> bool:
+        """Every gold alternative's result into :attr:`golds` (gold CSV files: each one an
+        alternative); whether the golds have results to compare with."""
+        case = self.case
+        gold_sqls: list[str | None] = [g for g in case.golds if isinstance(g, str)] or [None]
         golds: list[_Gold] = []
         if case.gold_result_files is not None:  # CSV files: each a gold alternative
             can_execute = True
@@ -401,74 +459,64 @@ class _SqlRun:
         for g in gold_sqls if not golds else ():
             golds.append(self.gold(g) if can_execute else _Gold(g, None))
         self.golds = golds
+        return can_execute
+
+    def plan(self, schema: Schema | None, pred_sql: str | None, *, exec_: bool) -> _Plan:
+        """What the case scores once its golds are known, which a failure scores at 0."""
+        golds = self.golds
         structure_ok = schema is not None and pred_sql is not None \
             and self.structure_possible(schema)
-        planned = _planned(opts, exec_=bool(can_execute and pred_executable),
-                           structure=structure_ok)
+        planned = _planned(self.opts, exec_=exec_, structure=structure_ok)
         gold_seconds = golds[0].table.seconds if golds[0].table is not None else None
+        return _Plan(planned, gold_seconds, schema if structure_ok else None)
 
-        # The prediction: guard first, then recorded or executed. A schema-only source
-        # (spider-schema) executes nothing, so the guard protects nothing there and only
-        # names why a text is not a query: it runs after the structural scoring, and only
-        # when Spider's parser rejected the text (its parse of every prediction was a fifth
-        # of a Spider dev run). A text Spider's parser took is scored as the reference
-        # scores it, text after its first ';' ignored (issue 48: SParC's golds end in ';');
-        # where the text is executed, several statements stay refused.
-        # A source whose engine refuses every action but reading (SQLite's authorizer) runs a
-        # text that starts like a query unparsed; the guard then runs only when the engine
-        # fails it, and its refusal ends the case exactly as if it had run first.
-        def failure(reason: str, gold_s: float | None, pred_s: float | None) -> Scored:
-            """Every planned metric at 0; Spider's table still counts the question."""
-            scored = _failure(planned, reason, gold_s, pred_s, golds, case, self.ctx)
-            if structure_ok and schema is not None:
-                _spider_of_no_answer(scored, golds, schema, opts)
-            return scored
-
-        defer_guard = src is not None and not src.executable and structure_ok \
-            and case.predicted_result is None
-        if pred_sql is not None:
-            try:
-                check_query_size(pred_sql, opts.max_query_bytes)
-                if not defer_guard and not engine_guard:
-                    check_read_only(pred_sql, dialect)
-            except QueryRefused as e:
-                return failure(e.reason(), gold_seconds, None)
-        pred = self.pred = _Pred(pred_sql, case.predicted_result,
-                                 case.predicted_result is not None)
-        if pred.table is None and executable and pred_sql is not None:
-            assert src is not None
-            start = time.perf_counter()
-            try:
-                if self.prefetched is not None and self.prefetched[0] == pred_sql:
-                    pred.table = self.prefetched[1]()  # ran with the gold
-                else:
-                    pred.table = src.execute(pred_sql, **opts.limits)
-            except SourceUnavailable:
-                raise
-            except QueryTimeout as e:
-                return failure(e.reason(), gold_seconds, time.perf_counter() - start)
-            except QueryEvalError as e:  # QueryFailed, QueryRefused by the engine
-                seconds = time.perf_counter() - start
-                if engine_guard:
-                    try:
-                        check_read_only(pred_sql, dialect)
-                    except QueryRefused as refused:
-                        return failure(refused.reason(), gold_seconds, None)
-                return failure(e.reason(), gold_seconds, seconds)
-        if pred.table is not None and pred.table.truncated:
-            what, option = pred.table.cut_by()
-            return failure(f"truncated: the predicted result {what} ({option}); a "
-                           "partial result is never scored", gold_seconds, pred.table.seconds)
-        if pred.table is None and not structure_ok:
-            raise GoldError("nothing to score: no executable datasource and no recorded "
-                            "results, and no schema for structural metrics")
-        scored = self.best(schema if structure_ok else None, planned, gold_seconds)
-        if defer_guard and pred_sql is not None and "structure_parse_error" in scored.details:
-            try:
-                check_read_only(pred_sql, dialect)
-            except QueryRefused as e:  # the same failure as when the guard runs first
-                return failure(e.reason(), gold_seconds, None)
+    def failure(self, plan: _Plan, reason: str, pred_seconds: float | None) -> Scored:
+        """Every planned metric at 0; Spider's table still counts the question."""
+        scored = _failure(plan.planned, reason, plan.gold_seconds, pred_seconds, self.golds,
+                          self.case, self.ctx)
+        if plan.structure is not None:
+            _spider_of_no_answer(scored, self.golds, plan.structure, self.opts)
         return scored
+
+    def guard(self, pred_sql: str, dialect: str | None, plan: _Plan, *, read_only: bool,
+              size: bool = True) -> Scored | None:
+        """The prediction's size and, unless the guard is deferred or the engine's, its
+        read-only check: the failure of a refused text (never executed), else None."""
+        from ...sources.sqlguard import check_read_only
+
+        try:
+            if size:
+                check_query_size(pred_sql, self.opts.max_query_bytes)
+            if read_only:
+                check_read_only(pred_sql, dialect)
+        except QueryRefused as e:
+            return self.failure(plan, e.reason(), None)
+        return None
+
+    def execute_prediction(self, pred: _Pred, pred_sql: str, dialect: str | None, plan: _Plan,
+                           engine_guard: bool) -> Scored | None:
+        """The prediction's result into ``pred.table`` (sent with the gold when it was paired):
+        the failure of a query that timed out, failed or was refused, else None."""
+        src = self.src
+        assert src is not None
+        start = time.perf_counter()
+        try:
+            if self.prefetched is not None and self.prefetched[0] == pred_sql:
+                pred.table = self.prefetched[1]()  # ran with the gold
+            else:
+                pred.table = src.execute(pred_sql, **self.opts.limits)
+        except SourceUnavailable:
+            raise
+        except QueryTimeout as e:
+            return self.failure(plan, e.reason(), time.perf_counter() - start)
+        except QueryEvalError as e:  # QueryFailed, QueryRefused by the engine
+            seconds = time.perf_counter() - start
+            if engine_guard:
+                refused = self.guard(pred_sql, dialect, plan, read_only=True, size=False)
+                if refused is not None:
+                    return refused
+            return self.failure(plan, e.reason(), seconds)
+        return None
 
     def best(self, schema: Schema | None, planned: Sequence[str], gold_seconds: float | None,
              ) -> Scored:
@@ -1303,7 +1351,36 @@ def _read_options(case: Case) -> _Options:
     o = case.options
     check_optin(case)
     opts = _Options(compare_options(o))
-    structure = o.get("structure", "auto")
+    _read_structure(o.get("structure", "auto"), opts)
+    for key in ("test_suite_rewrite", "keep_distinct", "tie_aware"):
+        flag = o.get(key, getattr(opts, key))
+        if not isinstance(flag, bool):
+            raise ConfigError("must be true or false", key=key)
+        setattr(opts, key, flag)
+    arity = o.get("arity_from", "result")
+    if arity not in ("result", "query"):
+        raise ConfigError("must be 'result' (column count of the results) or 'query'",
+                          key="arity_from")
+    opts.arity_from = "query" if arity == "query" else "result"
+    eff = o.get("efficiency")
+    if eff is not None:
+        opts.iterations = _read_iterations(eff)
+    db_id = o.get("db_id")
+    if db_id is not None and not isinstance(db_id, str):
+        raise ConfigError("must be a string", key="db_id")
+    opts.db_id = db_id
+    opts.limits = limits(o)
+    opts.max_query_bytes = max_query_bytes(o)
+    if "conditions" in o:
+        opts.soft_ex_order = _conditions_order(o["conditions"])
+    opts.soft_ex = "conditions" in o or "soft_ex" in case.thresholds
+    opts.ehrsql = "ehrsql_ex" in case.thresholds
+    _read_spider2(case, opts)
+    return opts
+
+
+def _read_structure(structure: object, opts: _Options) -> None:
+    """``structure:`` (auto, true, false or ``{legacy_from_check: bool}``) into ``opts``."""
     if isinstance(structure, dict):
         unknown = set(structure) - {"legacy_from_check"}
         if unknown:
@@ -1320,35 +1397,23 @@ def _read_options(case: Case) -> _Options:
     elif structure != "auto":
         raise ConfigError("must be auto, true, false or {legacy_from_check: bool}",
                           key="structure")
-    for key in ("test_suite_rewrite", "keep_distinct", "tie_aware"):
-        flag = o.get(key, getattr(opts, key))
-        if not isinstance(flag, bool):
-            raise ConfigError("must be true or false", key=key)
-        setattr(opts, key, flag)
-    arity = o.get("arity_from", "result")
-    if arity not in ("result", "query"):
-        raise ConfigError("must be 'result' (column count of the results) or 'query'",
-                          key="arity_from")
-    opts.arity_from = "query" if arity == "query" else "result"
-    eff = o.get("efficiency")
-    if eff is not None:
-        if not isinstance(eff, dict) or set(eff) - {"iterations"}:
-            raise ConfigError("must be a mapping {iterations: N}", key="efficiency")
-        n = eff.get("iterations", 10)
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_ITERATIONS:
-            raise ConfigError(f"must be an integer from 1 to {MAX_ITERATIONS}",
-                              key="efficiency.iterations")
-        opts.iterations = n
-    db_id = o.get("db_id")
-    if db_id is not None and not isinstance(db_id, str):
-        raise ConfigError("must be a string", key="db_id")
-    opts.db_id = db_id
-    opts.limits = limits(o)
-    opts.max_query_bytes = max_query_bytes(o)
-    if "conditions" in o:
-        opts.soft_ex_order = _conditions_order(o["conditions"])
-    opts.soft_ex = "conditions" in o or "soft_ex" in case.thresholds
-    opts.ehrsql = "ehrsql_ex" in case.thresholds
+
+
+def _read_iterations(eff: object) -> int:
+    """``efficiency: {iterations: N}``: bounded, since each iteration runs both queries."""
+    if not isinstance(eff, dict) or set(eff) - {"iterations"}:
+        raise ConfigError("must be a mapping {iterations: N}", key="efficiency")
+    n = eff.get("iterations", 10)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_ITERATIONS:
+        raise ConfigError(f"must be an integer from 1 to {MAX_ITERATIONS}",
+                          key="efficiency.iterations")
+    return n
+
+
+def _read_spider2(case: Case, opts: _Options) -> None:
+    """The Spider 2.0 keys into ``opts``; any of them, a gold CSV file or a threshold on its
+    metrics asks for ``spider2_ex``."""
+    o = case.options
     if "condition_cols" in o:
         from ...metrics.spider2 import check_condition_cols
 
@@ -1363,7 +1428,6 @@ def _read_options(case: Case) -> _Options:
     opts.spider2 = bool({"condition_cols", "ignore_order"} & set(o)) \
         or case.gold_result_files is not None \
         or any(name in case.thresholds for name in ("spider2_ex", "spider2_ex_aligned"))
-    return opts
 
 
 def _conditions_order(conditions: object) -> bool:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from ...errors import GoldError, PredictionError, QueryEvalError, SourceUnavailable
 from ...metrics.ambrosia import (
@@ -26,6 +27,7 @@ from ...metrics.ambrosia import (
     DETERMINISTIC,
     MODES,
     REFERENCE,
+    AmbrosiaMetrics,
     DublicatesError,
     GoldQueryExecutionError,
     Mode,
@@ -33,6 +35,10 @@ from ...metrics.ambrosia import (
     score_predicted_statements,
 )
 from ...model import MISSING, Case, Context, Scored, Threshold
+
+if TYPE_CHECKING:
+    from ...sources.base import DataSource
+    from .._query import QueryLimits
 
 #: The case keys this module reads (the SQL kind's ``option_keys`` include them), and
 #: ``probe``: an ``expect: abstain`` case's queries for the gold audit (:mod:`...audit.abstain`).
@@ -87,39 +93,11 @@ def validate(case: Case) -> list[tuple[str, str]]:
     apply. Also drops the bounds the case inherits on SQL metrics it does not compute (the
     suite's ``execution_accuracy: 1``), as an ``expect: abstain`` case does, and gates it by
     ``all_found`` when nothing else judges it."""
-    problems: list[tuple[str, str]] = []
     raw = case.options.get("interpretations")
     if not isinstance(raw, list) or not raw:
         return [("interpretations", "a list of gold queries, one per reading (a query, or "
                                     "{gold: query, label: text})")]
-    seen: dict[str, int] = {}
-    labels: dict[str, int] = {}
-    for i, entry in enumerate(raw):
-        where = f"interpretations[{i}]"
-        if isinstance(entry, Mapping):
-            for key in entry:
-                if key not in READING_KEYS:
-                    problems.append((f"{where}.{key}", "unknown key (a reading has gold and "
-                                                       "label)"))
-            label = entry.get("label")
-            if "label" in entry and (not isinstance(label, str) or not label.strip()):
-                problems.append((f"{where}.label", "must be a non-empty text"))
-            elif isinstance(label, str):
-                if label in labels:
-                    problems.append((f"{where}.label", f"the same label as "
-                                                       f"interpretations[{labels[label]}]"))
-                labels.setdefault(label, i)
-            gold = entry.get("gold")
-            where = f"{where}.gold"
-        else:
-            gold = entry
-        if not isinstance(gold, str) or not gold.strip():
-            problems.append((where, "must be an SQL string"))
-            continue
-        if gold in seen:
-            problems.append((where, f"the same query as interpretations[{seen[gold]}]: each "
-                                    "reading has its own gold"))
-        seen.setdefault(gold, i)
+    problems = _reading_problems(raw)
     for key in EXCLUSIVE:
         if key in case.raw:
             problems.append((key, f"an interpretations case has no {key}: each reading has its "
@@ -149,6 +127,41 @@ def validate(case: Case) -> list[tuple[str, str]]:
                             else ("predicted", str(exc)))
     if not problems:
         _own_thresholds(case)
+    return problems
+
+
+def _reading_problems(raw: list[object]) -> list[tuple[str, str]]:
+    """The readings' problems: unknown keys, empty or repeated labels, and golds that are no
+    query or repeat another reading's (each reading has its own gold)."""
+    problems: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    labels: dict[str, int] = {}
+    for i, entry in enumerate(raw):
+        where = f"interpretations[{i}]"
+        if isinstance(entry, Mapping):
+            for key in entry:
+                if key not in READING_KEYS:
+                    problems.append((f"{where}.{key}", "unknown key (a reading has gold and "
+                                                       "label)"))
+            label = entry.get("label")
+            if "label" in entry and (not isinstance(label, str) or not label.strip()):
+                problems.append((f"{where}.label", "must be a non-empty text"))
+            elif isinstance(label, str):
+                if label in labels:
+                    problems.append((f"{where}.label", f"the same label as "
+                                                       f"interpretations[{labels[label]}]"))
+                labels.setdefault(label, i)
+            gold = entry.get("gold")
+            where = f"{where}.gold"
+        else:
+            gold = entry
+        if not isinstance(gold, str) or not gold.strip():
+            problems.append((where, "must be an SQL string"))
+            continue
+        if gold in seen:
+            problems.append((where, f"the same query as interpretations[{seen[gold]}]: each "
+                                    "reading has its own gold"))
+        seen.setdefault(gold, i)
     return problems
 
 
@@ -215,10 +228,50 @@ def _json_list(text: str) -> list[str] | None:
     return None
 
 
+class _QueryFailed(Exception):
+    """One query's failure, as the reference's ``sqlite3.DatabaseError``."""
+
+
+@dataclass
+class _Executor:
+    """The reference's ``execute`` on the case's source: a gold runs trusted through the SQL
+    kind's gold cache (its rows kept, to name two readings that cannot be told apart), a
+    prediction guarded like any SQL prediction; a prediction's failure raises
+    :class:`_QueryFailed`."""
+
+    src: DataSource
+    ctx: Context
+    limits: QueryLimits
+    max_bytes: int
+    gold_texts: list[str]
+    gold_rows: dict[str, list[tuple[object, ...]]] = field(default_factory=dict)
+
+    def __call__(self, query: str) -> list[tuple[object, ...]]:
+        from ...sources.sqlguard import check_read_only
+        from .._query import check_query_size, run_gold
+
+        src, lim = self.src, self.limits
+        if query in self.gold_texts:  # trusted, cached
+            gold, _ = run_gold(src, query, self.ctx, "sql-gold", lim)
+            self.gold_rows[query] = list(gold.rows)
+            return self.gold_rows[query]
+        try:
+            check_query_size(query, self.max_bytes)
+            check_read_only(query, src.dialect)
+            table = src.execute(query, **lim)
+        except SourceUnavailable:
+            raise
+        except QueryEvalError as exc:
+            raise _QueryFailed(exc.reason()) from None
+        if table.truncated:
+            raise _QueryFailed(f"truncated: the predicted result {table.cut_by()[0]}; a partial "
+                               "result is never scored")
+        return list(table.rows)
+
+
 def evaluate(case: Case, prediction: object, ctx: Context) -> Scored:
     """Ambrosia's metrics of the predicted queries against the readings' golds."""
-    from ...sources.sqlguard import check_read_only
-    from .._query import check_query_size, limits, max_query_bytes, run_gold
+    from .._query import limits, max_query_bytes
 
     queries = predicted_queries(prediction)
     golds = readings(case)
@@ -229,34 +282,11 @@ def evaluate(case: Case, prediction: object, ctx: Context) -> Scored:
     src = ctx.source(case)
     lim = limits(case.options)
     cap = max_query_bytes(case.options)
-
-    gold_rows: dict[str, list[tuple[object, ...]]] = {}
-
-    class Failed(Exception):
-        """One query's failure, as the reference's ``sqlite3.DatabaseError``."""
-
-    def execute(query: str) -> list[tuple[object, ...]]:
-        if query in gold_texts:  # trusted, cached
-            gold, _ = run_gold(src, query, ctx, "sql-gold", lim)
-            gold_rows[query] = list(gold.rows)
-            return gold_rows[query]
-        try:
-            check_query_size(query, cap)
-            check_read_only(query, src.dialect)
-            table = src.execute(query, **lim)
-        except SourceUnavailable:
-            raise
-        except QueryEvalError as exc:
-            raise Failed(exc.reason()) from None
-        if table.truncated:
-            raise Failed(f"truncated: the predicted result {table.cut_by()[0]}; a partial "
-                         "result is never scored")
-        return list(table.rows)
-
+    execute = _Executor(src, ctx, lim, cap, gold_texts)
     try:
-        result = score_predicted_statements(queries, gold_texts, execute, Failed, mode=mode)
+        result = score_predicted_statements(queries, gold_texts, execute, _QueryFailed, mode=mode)
     except DublicatesError as exc:
-        first, second = _duplicate_pair(golds, gold_rows, exc)
+        first, second = _duplicate_pair(golds, execute.gold_rows, exc)
         raise GoldError(f"interpretations[{first}] ({golds[first][0]}) and "
                         f"interpretations[{second}] ({golds[second][0]}) return the same "
                         f"result: the readings cannot be told apart (Ambrosia's "
@@ -266,6 +296,13 @@ def evaluate(case: Case, prediction: object, ctx: Context) -> Scored:
     except ReferenceCrash as exc:
         raise QueryEvalError(f"the reference ({REFERENCE}) crashes here "
                              f"(interpretation_scoring: ambrosia): {exc}") from None
+    return _scored(result, queries, golds, mode)
+
+
+def _scored(result: AmbrosiaMetrics, queries: list[str], golds: list[tuple[str, str]],
+            mode: Mode) -> Scored:
+    """The case's metrics, and the readings found and the predictions matched as its details
+    and diff lines."""
     metrics = {
         "interpretation_recall": float(result["recall"]),
         "interpretation_precision": float(result["precision"]),
