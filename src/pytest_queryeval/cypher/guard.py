@@ -10,6 +10,10 @@ engine's refusal names no place. The guard refuses those before execution, refus
 one statement, and :func:`first_write` finds the write the engine refused, so the reason says
 which clause at which line and column.
 
+A server (:mod:`.bolt`) gets no such engine everywhere: :func:`check_server` refuses every
+write before anything is sent, with the stricter reading that a clause may start after ``{``
+and ``|`` (``CALL { CREATE ... }``, ``FOREACH``), and refuses procedures outside an allow-list.
+
 The scan is lexical, not a parser: string literals, backquoted names and comments are skipped,
 and a word is a clause keyword unless it follows a dot, a bracket, a comma, an operator or a
 word that starts an expression (``AS``, ``RETURN``, ``WHERE``, ...), or comes before ``:`` or,
