@@ -6,6 +6,8 @@ source's errors, and real pytest runs in which a suite scores the same on ``type
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,8 @@ from tests.fixtures.bolt_server import GRAPH, BoltServer, bolt_port
 from tests.support import run_report, write_suite
 
 pytest.importorskip("ladybug")
+if importlib.util.find_spec("neo4j") is None and not os.environ.get("QUERYEVAL_REQUIRE_BOLT"):
+    pytest.skip("no neo4j driver: pip install neo4j (the dev extra)", allow_module_level=True)
 
 
 @pytest.fixture
