@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +200,20 @@ def test_an_unreachable_server_is_the_sources_error():
     reason = info.value.reason()
     assert reason.startswith("source unavailable: datasource 'graph' (bolt://127.0.0.1:")
     assert "cannot connect over Bolt" in reason
+
+
+def test_a_server_that_never_answers_the_handshake_fails_within_the_timeout():
+    """A listener that accepts and says nothing (as FalkorDB's does for the connection after
+    a GOODBYE): the source's error after ``timeout`` seconds, not a hang."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        port = silent.getsockname()[1]
+        src = BoltSource.from_spec("graph", {"url": f"bolt://127.0.0.1:{port}", "timeout": 1})
+        start = time.monotonic()
+        with pytest.raises(SourceUnavailable, match="cannot connect over Bolt within 1 s"):
+            src.execute("MATCH (n) RETURN n")
+        assert time.monotonic() - start < 10
 
 
 def test_an_unset_password_variable_is_named_and_nothing_is_sent(monkeypatch):

@@ -34,6 +34,7 @@ import contextlib
 import hashlib
 import importlib
 import os
+import re
 import socket
 import threading
 import time
@@ -323,7 +324,15 @@ def _connect_error(src: BoltSource, exc: BaseException) -> QueryEvalError:
     if type(exc).__name__ in ("ConfigurationError", "ValueError"):
         return ConfigError(_message(exc), key=f"datasources.{src.name}.url")
     return SourceUnavailable(f"{src.where}: cannot connect over Bolt within "
-                             f"{src.timeout:g} s: {_message(exc)}")
+                             f"{src.timeout:g} s: {_cause(exc)}")
+
+
+def _cause(exc: BaseException) -> str:
+    """The driver's last line (``Couldn't connect to ...:`` comes first, the reason last), its
+    addresses written ``host:port``."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[-1] if lines else type(exc).__name__
+    return re.sub(r"ResolvedIPv\dAddress\(\('([^']*)', (\d+)\)\)", r"\1:\2", text)
 
 
 def classify(src: BoltSource, code: str, message: str, query: str) -> QueryEvalError:
