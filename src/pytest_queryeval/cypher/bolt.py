@@ -184,7 +184,7 @@ class BoltSource(SourceDefaults):
                 max_rows: int | None = None, trusted: bool = False) -> ResultTable:
         guard.check_server(query)
         limit = self.max_rows if max_rows is None else int(max_rows)
-        seconds = float(self.timeout if timeout is None else timeout)
+        seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         with self._lock:
             driver = self._open()
             neo4j = _neo4j()
@@ -267,8 +267,9 @@ def _value(v: Any, types: tuple[type, type, type]) -> Any:
     if isinstance(v, relationship_type):
         return _relationship(v, types)
     if isinstance(v, path_type):
-        return {"_NODES": [_node(n, types) for n in v.nodes],
-                "_RELS": [_relationship(r, types) for r in v.relationships]}
+        path: Any = v
+        return {"_NODES": [_node(n, types) for n in path.nodes],
+                "_RELS": [_relationship(r, types) for r in path.relationships]}
     if isinstance(v, list):
         return [_value(x, types) for x in v]
     if isinstance(v, dict):
