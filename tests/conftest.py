@@ -29,7 +29,8 @@ EXTRA_DATA = Path(os.environ.get("QUERYEVAL_SHARED_DATA", ROOT.parent / "shared"
 
 pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.oxigraph",
                   "tests.fixtures.sparql_standin", "tests.fixtures.openai_standin",
-                  "tests.fixtures.llm_server", "tests.fixtures.agent_standin"]
+                  "tests.fixtures.llm_server", "tests.fixtures.agent_standin",
+                  "tests.fixtures.bolt_server"]
 
 
 #: Packages with compiled parts that cannot be imported twice in one process: pytester must

@@ -10,6 +10,10 @@ engine's refusal names no place. The guard refuses those before execution, refus
 one statement, and :func:`first_write` finds the write the engine refused, so the reason says
 which clause at which line and column.
 
+A server (:mod:`.bolt`) gets no such engine everywhere: :func:`check_server` refuses every
+write before anything is sent, with the stricter reading that a clause may start after ``{``
+and ``|`` (``CALL { CREATE ... }``, ``FOREACH``), and refuses procedures outside an allow-list.
+
 The scan is lexical, not a parser: string literals, backquoted names and comments are skipped,
 and a word is a clause keyword unless it follows a dot, a bracket, a comma, an operator or a
 word that starts an expression (``AS``, ``RETURN``, ``WHERE``, ...), or comes before ``:`` or,
@@ -74,7 +78,13 @@ def tokens(query: str) -> list[Token]:
     return out
 
 
-def _clause_words(toks: list[Token]) -> list[Token]:
+#: :data:`_EXPRESSION` for a query sent to a server: a clause may start after ``{`` (``CALL {
+#: ... }``, ``EXISTS { ... }``) and after ``|`` (``FOREACH``), and no engine refuses a write
+#: the guard missed there.
+_SERVER_EXPRESSION = _EXPRESSION - {"{", "|"}
+
+
+def _clause_words(toks: list[Token], expression: frozenset[str] = _EXPRESSION) -> list[Token]:
     """The words that stand where a clause keyword does (see the module docstring)."""
     code = [t for t in toks if t.kind != "comment"]
     out = []
@@ -83,7 +93,7 @@ def _clause_words(toks: list[Token]) -> list[Token]:
             continue
         before = code[i - 1].text.upper() if i else ""
         after = code[i + 1] if i + 1 < len(code) else None
-        if before in _EXPRESSION or (after is not None and (after.text == ":" or (
+        if before in expression or (after is not None and (after.text == ":" or (
                 after.text == "(" and after.line == tok.line
                 and after.column == tok.column + len(tok.text)))):
             continue
@@ -118,6 +128,66 @@ def check(query: str) -> None:
             if len(nxt) == 2 and nxt[0].kind == "word" and nxt[1].text == "=":
                 raise QueryRefused(f"CALL {nxt[0].text}= at {where(tok)} changes a setting "
                                    "of the connection: only read-only queries are executed")
+
+
+#: Clauses a server runs that no read needs: privileges, server and database administration,
+#: ``FOREACH`` (its body can only write).
+SERVER_ADMIN = frozenset({"GRANT", "DENY", "REVOKE", "TERMINATE", "RENAME", "START", "STOP",
+                          "ENABLE", "DEALLOCATE", "REALLOCATE", "FOREACH"})
+#: The procedures a query sent to a server may ``CALL``: they read the schema or an index and
+#: nothing else. Any other is refused before it is sent (``apoc.load.*`` reads files and URLs,
+#: ``dbms.*`` administers the server, a plugin's procedure may write).
+READ_PROCEDURES = frozenset({
+    "db.labels", "db.relationshiptypes", "db.propertykeys", "db.schema.visualization",
+    "db.schema.nodetypeproperties", "db.schema.reltypeproperties", "db.indexes",
+    "db.constraints", "db.info", "db.ping", "dbms.components",
+    "db.index.fulltext.querynodes", "db.index.fulltext.queryrelationships",
+    "db.index.vector.querynodes", "db.index.vector.queryrelationships",
+    "apoc.meta.schema", "apoc.meta.data", "apoc.meta.stats"})
+
+
+def check_server(query: str) -> None:
+    """:func:`check`, then everything else that must never be sent to a server
+    (:mod:`.bolt`): a write clause (:data:`WRITES`), :data:`SERVER_ADMIN`, ``... IN
+    TRANSACTIONS`` (batches committed on their own) and a procedure not on
+    :data:`READ_PROCEDURES`. Lexical, as :func:`check`: the server's read mode is a second
+    layer, not one every Bolt server has."""
+    check(query)
+    toks = tokens(query)
+    words = _clause_words(toks, _SERVER_EXPRESSION)
+    write = next((t for t in words if t.text.upper() in WRITES), None)
+    if write is not None:
+        raise QueryRefused(f"{write.text.upper()} at {where(write)} writes: only read-only "
+                           "queries are sent to the server")
+    code = [t for t in toks if t.kind != "comment"]
+    for i, tok in enumerate(code):
+        if tok.kind == "word" and tok.text.upper() == "TRANSACTIONS" and i and \
+                code[i - 1].text.upper() in ("IN", "CONCURRENT"):
+            raise QueryRefused(f"IN TRANSACTIONS at {where(tok)} commits batches: only "
+                               "read-only queries are sent to the server")
+    for tok in words:
+        word = tok.text.upper()
+        if word in SERVER_ADMIN:
+            raise QueryRefused(f"{word} at {where(tok)} is not a read: only read-only "
+                               "queries are sent to the server")
+        if word == "CALL":
+            name = _procedure(code, code.index(tok) + 1)
+            if name is not None and name.lower() not in READ_PROCEDURES:
+                raise QueryRefused(f"CALL {name} at {where(tok)}: only the read-only "
+                                   "procedures (schema, indexes) are called")
+
+
+def _procedure(code: list[Token], start: int) -> str | None:
+    """The dotted name after ``CALL`` (None: a subquery, ``CALL {`` or ``CALL (x) {``)."""
+    parts: list[str] = []
+    i = start
+    while i < len(code) and code[i].kind in ("word", "quoted"):
+        parts.append(code[i].text.strip("`"))
+        if i + 1 < len(code) and code[i + 1].text == ".":
+            i += 2
+            continue
+        break
+    return ".".join(parts) if parts else None
 
 
 def first_write(query: str) -> Token | None:

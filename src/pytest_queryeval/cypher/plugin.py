@@ -1,5 +1,5 @@
-"""The hooks that register ``kind: cypher`` and ``type: ladybug``: the package's only
-contact with the plugin, registered by one line (``pytest_plugins`` of
+"""The hooks that register ``kind: cypher``, ``type: ladybug`` and ``type: bolt``: the
+package's only contact with the plugin, registered by one line (``pytest_plugins`` of
 :mod:`pytest_queryeval.plugin.builtins`), as an installed package's ``pytest11`` entry point
 would be.
 
@@ -24,6 +24,7 @@ def pytest_queryeval_kinds(config: pytest.Config) -> Mapping[str, str]:
 
 def pytest_queryeval_source_types(config: pytest.Config) -> Mapping[str, SourceType]:
     from ..sources import SourceType
-    from .source import KEYS, TYPE
+    from . import bolt, source
 
-    return {TYPE: SourceType("pytest_queryeval.cypher.source:LadybugSource", KEYS)}
+    return {source.TYPE: SourceType("pytest_queryeval.cypher.source:LadybugSource", source.KEYS),
+            bolt.TYPE: SourceType("pytest_queryeval.cypher.bolt:BoltSource", bolt.KEYS)}

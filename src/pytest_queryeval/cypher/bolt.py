@@ -1,0 +1,368 @@
+"""``type: bolt``: a graph database server spoken to over Bolt (Neo4j, or any server with a
+Bolt listener), through the official ``neo4j`` driver (extra ``neo4j``).
+
+Spec keys: ``url`` (required: ``bolt://``, ``neo4j://`` or their ``+s``/``+ssc`` forms, no
+credentials in it), ``database`` (the server's default when absent), ``user``,
+``password_env`` (the name of the environment variable that holds the password: a password
+is never written in a suite), ``timeout`` (seconds a query may run, and the connection may
+take, default 30), ``max_rows`` (default 100,000), ``version`` (any string mixed into
+:meth:`BoltSource.fingerprint`: bump it when the server's data changes, or run with
+``--queryeval-no-cache``: a server's graph cannot be hashed cheaply).
+
+Why three layers against writes, when the ladybug source has the engine's: a server is shared
+and its data is not ours to change, and no layer alone holds everywhere.
+
+1. :func:`.guard.check_server` refuses before anything is sent: every write clause, what
+   reaches outside the graph (``LOAD CSV``, ``USE``), ``CALL ... IN TRANSACTIONS``, and every
+   procedure not on :data:`.guard.READ_PROCEDURES`. FalkorDB's Bolt listener (the server the
+   tests run) honours neither the read access mode nor a rollback: a write that got through
+   would be kept. So this layer is the one that holds on any server.
+2. The session's access mode is ``READ`` (a Neo4j server refuses a write in it,
+   ``Neo.ClientError.Statement.AccessMode``; a cluster routes it to a reader).
+3. The query runs in an explicit transaction that is always rolled back, never committed.
+
+Rows are fetched lazily (``fetch_size``), and the fetch stops one row past ``max_rows``. The
+timeout is the transaction's (a Neo4j server ends it) and a wall-clock deadline that shuts the
+connection's socket down (:class:`.._isolation.socketdeadline.SocketDeadline`), for a server
+that ignores it. Values come out as the ladybug source gives them (:func:`_value`), so both
+sources score a graph alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from .._isolation.socketdeadline import SocketDeadline
+from ..errors import (
+    ConfigError,
+    MissingDependency,
+    QueryEvalError,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    SourceUnavailable,
+)
+from ..results import ResultTable
+from ..sources.base import (
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT,
+    SourceDefaults,
+    check_keys,
+    positive,
+    positive_int,
+)
+from . import guard
+
+TYPE = "bolt"
+KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version"})
+SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+_FETCH = 1_000
+
+
+def _neo4j() -> Any:
+    """The driver, imported by name when a source first connects: a core install (no
+    ``neo4j`` extra) type-checks this folder without it (scripts/mypy-core.sh)."""
+    try:
+        return importlib.import_module("neo4j")
+    except ImportError:
+        raise MissingDependency("type: bolt needs the neo4j driver: pip install "
+                                "'pytest-queryeval[neo4j]'") from None
+
+
+def _text(spec: Mapping[str, Any], name: str, key: str) -> str | None:
+    value = spec.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("must be a non-empty string", key=f"datasources.{name}.{key}")
+    return value
+
+
+class BoltSource(SourceDefaults):
+    """One Bolt server, connected on first use; the driver (and its one connection) shared by
+    the session's cases."""
+
+    type = TYPE
+
+    def __init__(self, name: str, url: str, *, database: str | None = None,
+                 user: str | None = None, password_env: str | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
+                 version: str | None = None) -> None:
+        self.name = name
+        self.url = url
+        self.database = database
+        self.user = user
+        self.password_env = password_env
+        self.timeout = timeout
+        self.max_rows = max_rows
+        self.version = version
+        self._lock = threading.Lock()
+        self._driver: Any = None
+
+    @classmethod
+    def from_spec(cls, name: str, spec: Mapping[str, Any]) -> BoltSource:
+        check_keys(name, TYPE, spec, KEYS)
+        url = _text(spec, name, "url")
+        if url is None:
+            raise ConfigError("missing: a bolt datasource needs 'url' (bolt://host:7687 or "
+                              "neo4j://host:7687)", key=f"datasources.{name}.url")
+        scheme, sep, rest = url.partition("://")
+        if not sep or scheme.lower() not in SCHEMES:
+            raise ConfigError(f"must start with one of {', '.join(s + '://' for s in SCHEMES)}",
+                              key=f"datasources.{name}.url")
+        if "@" in rest.split("/", 1)[0]:
+            raise ConfigError("no credentials in the URL: give 'user', and the password in "
+                              "the environment variable that 'password_env' names",
+                              key=f"datasources.{name}.url")
+        user = _text(spec, name, "user")
+        password_env = _text(spec, name, "password_env")
+        if password_env is not None and user is None:
+            raise ConfigError("a password needs a 'user'", key=f"datasources.{name}.password_env")
+        version = spec.get("version")
+        return cls(name, url, database=_text(spec, name, "database"), user=user,
+                   password_env=password_env,
+                   timeout=positive(spec, "timeout", DEFAULT_TIMEOUT, name),
+                   max_rows=positive_int(spec.get("max_rows", DEFAULT_MAX_ROWS), name,
+                                         "max_rows"),
+                   version=None if version is None else str(version))
+
+    @property
+    def where(self) -> str:
+        """How messages name the server: the datasource and its URL (which holds no
+        password: :meth:`from_spec` refuses one)."""
+        db = f", database {self.database!r}" if self.database else ""
+        return f"datasource {self.name!r} ({self.url}{db})"
+
+    # -- connecting ------------------------------------------------------------------------
+
+    def _auth(self) -> tuple[str, str] | None:
+        """No user: no authentication at all (FalkorDB's listener broke on an empty basic
+        token, and was unusable for the next connection)."""
+        if self.user is None:
+            return None
+        if self.password_env is None:
+            return (self.user, "")
+        password = os.environ.get(self.password_env)
+        if password is None:
+            raise SourceUnavailable(f"{self.where}: the environment variable "
+                                    f"{self.password_env} (password_env) is not set")
+        return (self.user, password)
+
+    def _open(self) -> Any:
+        if self._driver is not None:
+            return self._driver
+        neo4j = _neo4j()
+        auth = self._auth()
+        driver: Any = None
+        try:
+            driver = neo4j.GraphDatabase.driver(
+                self.url, auth=auth, user_agent="pytest-queryeval",
+                connection_timeout=self.timeout, connection_acquisition_timeout=self.timeout,
+                max_connection_pool_size=4)
+            driver.verify_connectivity()
+        except Exception as exc:  # every driver failure here is the server's
+            if driver is not None:
+                with contextlib.suppress(Exception):
+                    driver.close()
+            raise _connect_error(self, exc) from None
+        self._driver = driver
+        return driver
+
+    # -- the contract ----------------------------------------------------------------------
+
+    def execute(self, query: str, *, timeout: float | None = None,
+                max_rows: int | None = None, trusted: bool = False) -> ResultTable:
+        guard.check_server(query)
+        limit = self.max_rows if max_rows is None else int(max_rows)
+        seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
+        with self._lock:
+            driver = self._open()
+            neo4j = _neo4j()
+            start = time.perf_counter()
+            deadline: SocketDeadline | None = None
+            try:
+                with driver.session(database=self.database,
+                                    default_access_mode=neo4j.READ_ACCESS,
+                                    fetch_size=min(limit + 1, _FETCH)) as session:
+                    tx = session.begin_transaction(timeout=seconds)
+                    try:
+                        deadline = SocketDeadline(seconds)
+                        raw = _raw_socket(tx)
+                        if raw is not None:
+                            deadline.watch(raw)
+                        result = tx.run(query)
+                        columns = [str(k) for k in result.keys()]  # noqa: SIM118 - a Result, not a dict
+                        rows: list[tuple[Any, ...]] = []
+                        types = _graph_types()
+                        for record in result:
+                            rows.append(tuple(_value(v, types) for v in record.values()))
+                            if len(rows) > limit:
+                                break
+                    finally:
+                        with contextlib.suppress(Exception):
+                            tx.rollback()  # never committed, whatever the server supports
+            except QueryEvalError:
+                raise
+            except Exception as exc:  # the driver's errors, classified below
+                fired = deadline is not None and deadline.fired
+                elapsed = time.perf_counter() - start
+                raise _query_error(self, exc, query, seconds, elapsed, fired) from None
+            finally:
+                if deadline is not None:
+                    deadline.cancel()
+            elapsed = time.perf_counter() - start
+        if len(rows) > limit:
+            return ResultTable(columns, rows[:limit], truncated=True, seconds=elapsed,
+                               meta={"max_rows": limit})
+        return ResultTable(columns, rows, seconds=elapsed)
+
+    def fingerprint(self) -> str:
+        """The URL, database, user and ``version``: never the password."""
+        ident = f"{self.url}\n{self.database or ''}\n{self.user or ''}\n{self.version or ''}"
+        return f"{TYPE}:{hashlib.sha256(ident.encode()).hexdigest()}"
+
+    def close(self) -> None:
+        with self._lock:
+            if self._driver is not None:
+                with contextlib.suppress(Exception):
+                    self._driver.close()
+            self._driver = None
+
+
+def _raw_socket(tx: Any) -> socket.socket | None:
+    """The transaction's connection socket, for the deadline (None where the driver keeps it
+    elsewhere: the server's transaction timeout still applies)."""
+    sock = getattr(getattr(getattr(tx, "_connection", None), "socket", None), "_socket", None)
+    return sock if isinstance(sock, socket.socket) else None
+
+
+# -- values ---------------------------------------------------------------------------------
+
+def _graph_types() -> tuple[type, type, type]:
+    """The driver's graph classes, looked up on each result (not cached: pytester's inline
+    runs import the driver anew, and a class kept from an earlier import matches nothing)."""
+    graph = importlib.import_module("neo4j.graph")
+    return graph.Node, graph.Relationship, graph.Path
+
+
+def _value(v: Any, types: tuple[type, type, type]) -> Any:
+    """A driver value as the ladybug source gives it: a node the mapping of ``_ID``,
+    ``_LABEL`` and its properties; a relationship with ``_SRC`` and ``_DST`` too; a path
+    ``{"_NODES": [...], "_RELS": [...]}``; temporal values as Python's. Why: the kind's
+    comparisons and :func:`.cypherbench.neo4j_view` read that one form, so a suite scores the
+    same on either source."""
+    node_type, relationship_type, path_type = types
+    if isinstance(v, node_type):
+        return _node(v, types)
+    if isinstance(v, relationship_type):
+        return _relationship(v, types)
+    if isinstance(v, path_type):
+        path: Any = v
+        return {"_NODES": [_node(n, types) for n in path.nodes],
+                "_RELS": [_relationship(r, types) for r in path.relationships]}
+    if isinstance(v, list):
+        return [_value(x, types) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _value(x, types) for k, x in v.items()}
+    if v is None or isinstance(v, bool | int | float | str | bytes):
+        return v
+    return _temporal(v)
+
+
+def _node(n: Any, types: tuple[type, type, type]) -> dict[str, Any]:
+    return {"_ID": n.element_id, "_LABEL": ":".join(sorted(n.labels)),
+            **{k: _value(x, types) for k, x in n.items()}}
+
+
+def _relationship(r: Any, types: tuple[type, type, type]) -> dict[str, Any]:
+    start, end = r.start_node, r.end_node
+    return {"_SRC": None if start is None else start.element_id,
+            "_DST": None if end is None else end.element_id,
+            "_LABEL": r.type, "_ID": r.element_id,
+            **{k: _value(x, types) for k, x in r.items()}}
+
+
+def _temporal(v: Any) -> Any:
+    """``neo4j.time`` values as ``datetime`` ones; a duration a ``timedelta`` when it has no
+    months (ladybug's interval), else its ISO text; a point the list of its coordinates."""
+    if isinstance(v, importlib.import_module("neo4j.time").Duration):
+        if v.months:
+            return v.iso_format()
+        return timedelta(days=v.days, seconds=v.seconds, microseconds=v.nanoseconds // 1000)
+    native = getattr(v, "to_native", None)
+    if callable(native):
+        return native()
+    if isinstance(v, tuple):  # a spatial point
+        return [float(c) for c in v]
+    return v
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+def _message(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return (str(text).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _connect_error(src: BoltSource, exc: BaseException) -> QueryEvalError:
+    """Why the server could not be used at all: always the source's error (the suite's
+    infrastructure), named by datasource and URL."""
+    code = str(getattr(exc, "code", None) or "")
+    if code.startswith("Neo.ClientError.Security."):
+        who = f"user {src.user!r}" if src.user else "no credentials"
+        return SourceUnavailable(f"{src.where}: the server refused {who} ({code}: "
+                                 f"{_message(exc)})")
+    if type(exc).__name__ in ("ConfigurationError", "ValueError"):
+        return ConfigError(_message(exc), key=f"datasources.{src.name}.url")
+    return SourceUnavailable(f"{src.where}: cannot connect over Bolt within "
+                             f"{src.timeout:g} s: {_cause(exc)}")
+
+
+def _cause(exc: BaseException) -> str:
+    """The driver's last line (``Couldn't connect to ...:`` comes first, the reason last), its
+    addresses written ``host:port``."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[-1] if lines else type(exc).__name__
+    return re.sub(r"ResolvedIPv\dAddress\(\('([^']*)', (\d+)\)\)", r"\1:\2", text)
+
+
+def classify(src: BoltSource, code: str, message: str, query: str) -> QueryEvalError:
+    """A server's error by its Neo4j status code: the source's (credentials, an unknown
+    database: every case would fail alike) or the query's (refused, failed, timed out)."""
+    if code.startswith("Neo.ClientError.Security.Unauthorized") \
+            or code.startswith("Neo.ClientError.Security.AuthenticationRateLimit"):
+        return SourceUnavailable(f"{src.where}: the server refused the credentials "
+                                 f"({code}: {message})")
+    if code == "Neo.ClientError.Database.DatabaseNotFound":
+        return SourceUnavailable(f"{src.where}: the server has no such database ({message})")
+    if code in ("Neo.ClientError.Statement.AccessMode", "Neo.ClientError.Security.Forbidden"):
+        write = guard.first_write(query)
+        at = f"{write.text.upper()} at {guard.where(write)}: " if write is not None else ""
+        return QueryRefused(f"{at}the server refused a write in a read transaction "
+                            f"({code}: {message})")
+    if "TransactionTimedOut" in code:
+        return QueryTimeout(f"the server ended the transaction at its timeout ({code})")
+    if "Database.DatabaseUnavailable" in code or code.startswith("Neo.TransientError.General"):
+        return SourceUnavailable(f"{src.where}: {code}: {message}")
+    return QueryFailed(f"{message} ({code})" if code else message)
+
+
+def _query_error(src: BoltSource, exc: BaseException, query: str, seconds: float,
+                 elapsed: float, fired: bool) -> QueryEvalError:
+    if fired:
+        return QueryTimeout(f"the query ran over {seconds:g} s (the connection was cut after "
+                            f"{elapsed:.1f} s)")
+    code = getattr(exc, "code", None)
+    if isinstance(code, str) and code:
+        return classify(src, code, _message(exc), query)
+    return _connect_error(src, exc)

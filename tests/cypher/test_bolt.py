@@ -1,0 +1,383 @@
+"""``type: bolt`` against a real Bolt server (FalkorDB 4.16.3's listener, tests/fixtures/
+bolt_server.py) holding the example film graph: every write form refused before it is sent and
+the graph unchanged, the values the ladybug source gives for the same graph, limits, the
+source's errors, and real pytest runs in which a suite scores the same on ``type: bolt`` as on
+``type: ladybug`` (records, CypherBench metrics, gates, reports, ``-n 2``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_queryeval.cypher import guard
+from pytest_queryeval.cypher.bolt import BoltSource, classify
+from pytest_queryeval.errors import (
+    ConfigError,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    SourceUnavailable,
+)
+from tests.fixtures.bolt_server import GRAPH, BoltServer, bolt_port
+from tests.support import run_report, write_suite
+
+pytest.importorskip("ladybug")
+if importlib.util.find_spec("neo4j") is None and not os.environ.get("QUERYEVAL_REQUIRE_BOLT"):
+    pytest.skip("no neo4j driver: pip install neo4j (the dev extra)", allow_module_level=True)
+
+
+@pytest.fixture
+def server(bolt_server: BoltServer) -> BoltServer:
+    bolt_server.unstick()  # a run before this test closed its driver (see the fixture)
+    return bolt_server
+
+
+@pytest.fixture
+def bolt(server: BoltServer):
+    src = BoltSource.from_spec("graph", {"type": "bolt", "url": server.url, "timeout": 10})
+    yield src
+    src.close()
+    server.unstick()
+
+
+@pytest.fixture(scope="module")
+def ladybug():
+    from pytest_queryeval.cypher.source import LadybugSource
+
+    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH)})
+    yield src
+    src.close()
+
+
+#: Every form of write, and what the refusal names; each is refused before it is sent.
+WRITES = {
+    "create": ("CREATE (:Person {name: 'X', born: 1})", "CREATE at line 1, column 1"),
+    "merge": ("MERGE (p:Person {name: 'Keanu Reeves'}) RETURN p", "MERGE at line 1, column 1"),
+    "set": ("MATCH (m:Movie)\n  SET m.rating = 0.0", "SET at line 2, column 3"),
+    "delete": ("MATCH (m:Movie) DELETE m", "DELETE at line 1, column 17"),
+    "detach-delete": ("MATCH (p:Person) DETACH DELETE p", "DETACH at line 1, column 18"),
+    "remove": ("MATCH (p:Person) REMOVE p.born", "REMOVE at line 1, column 18"),
+    "create-rel": ("MATCH (a:Person), (m:Movie) CREATE (a)-[:DIRECTED]->(m)",
+                   "CREATE at line 1, column 29"),
+    "drop": ("DROP INDEX ON :Person(name)", "DROP at line 1, column 1"),
+    "index": ("CREATE INDEX FOR (p:Person) ON (p.born)", "CREATE at line 1, column 1"),
+    "subquery": ("MATCH (p:Person) CALL { CREATE (:X) } RETURN p", "CREATE at line 1, column 25"),
+    "scoped-subquery": ("MATCH (p:Person) CALL (p) { SET p.born = 0 } RETURN p",
+                        "SET at line 1, column 29"),
+    "foreach": ("MATCH (p:Person) FOREACH (x IN [1] | SET p.born = x)",
+                "SET at line 1, column 38"),
+    "load-csv": ("LOAD CSV FROM 'file:///etc/passwd' AS r RETURN r", "LOAD at line 1, column 1"),
+    "in-transactions": ("MATCH (p:Person) CALL { WITH p MATCH (p) RETURN 1 AS one } "
+                        "IN TRANSACTIONS OF 2 ROWS RETURN p", "IN TRANSACTIONS at line 1"),
+    "procedure": ("CALL db.idx.fulltext.createNodeIndex('Person', 'name')",
+                  "CALL db.idx.fulltext.createNodeIndex at line 1, column 1"),
+    "apoc": ("CALL apoc.create.node(['X'], {}) YIELD node RETURN node",
+             "CALL apoc.create.node at line 1, column 1"),
+    "use": ("USE other MATCH (n) RETURN n", "USE at line 1, column 1"),
+    "admin": ("GRANT ROLE reader TO alice", "GRANT at line 1, column 1"),
+    "two-statements": ("MATCH (n) RETURN n; CREATE (:X)", "';' at line 1, column 19"),
+}
+
+
+@pytest.mark.parametrize("form", list(WRITES))
+def test_every_write_form_is_refused_before_sending_and_the_graph_is_unchanged(
+        server, bolt, form):
+    query, located = WRITES[form]
+    before = server.count()
+    with pytest.raises(QueryRefused) as info:
+        bolt.execute(query)
+    assert located in info.value.reason(), info.value.reason()
+    assert "Neo." not in info.value.reason()  # the guard's, not the server's
+    assert bolt._driver is None  # refused before the source even connected
+    assert server.count() == before == (13, 15)
+
+
+def test_the_guard_is_what_holds_on_this_server(server):
+    """Why the guard is the layer every Bolt server gets: FalkorDB runs a write sent in a
+    read-access session, inside a transaction that is rolled back, and keeps it."""
+    import neo4j
+
+    driver = neo4j.GraphDatabase.driver(server.url, auth=None, connection_timeout=10,
+                                        connection_acquisition_timeout=10)
+    try:
+        with driver.session(default_access_mode=neo4j.READ_ACCESS) as session:
+            tx = session.begin_transaction()
+            tx.run("CREATE (:Probe)").consume()
+            tx.rollback()
+    finally:
+        driver.close()
+    try:
+        assert server.count() == (14, 15)
+    finally:
+        server.run("MATCH (n:Probe) DELETE n")  # not through the plugin: the graph restored
+    assert server.count() == (13, 15)
+
+
+@pytest.mark.parametrize("query", [
+    "MATCH (p:Person) WHERE p.name = 'CREATE (x)' RETURN p.name",
+    "MATCH (p:Person) RETURN p.name AS set",
+    "// DETACH DELETE p\nMATCH (p:Person) RETURN p.name",
+    "MATCH (p:Person) RETURN {remove: p.name, merge: 1}",
+    "MATCH (create:Person) RETURN create.name",
+    "MATCH (p:Person) WHERE p.name STARTS WITH 'T' RETURN p.name AS delete",
+    "MATCH (p:Person) CALL { WITH p MATCH (p)-[:ACTED_IN]->(m) RETURN count(m) AS n } "
+    "RETURN p.name, n",
+    "CALL db.labels() YIELD label RETURN label",
+])
+def test_reads_that_name_a_write_word_run(bolt, query):
+    assert bolt.execute(query).columns
+
+
+#: Queries whose values the two sources must give alike: nodes, relationships, paths, lists,
+#: maps, nulls, integers and floats.
+SAME_VALUES = [
+    "MATCH (p:Person {name: 'Meg Ryan'})-[r:ACTED_IN]->(m:Movie) RETURN p, r, m "
+    "ORDER BY m.title",
+    "MATCH path = (:Person {name: 'Tom Hanks'})-[:ACTED_IN]->(m:Movie) RETURN path "
+    "ORDER BY m.title",
+    "MATCH (p:Person) OPTIONAL MATCH (p)-[:DIRECTED]->(m:Movie) RETURN p.name, m.title, "
+    "m.rating ORDER BY p.name, m.title",
+    "MATCH (m:Movie) RETURN count(m) AS n, count(m) * 1.0 AS f, max(m.rating) AS best, "
+    "min(m.released) AS first",
+    "RETURN [1, 2, null] AS l, [1.5, 2.5] AS fl, {a: 1, b: [true, false]} AS mp, null AS z",
+    "MATCH (m:Movie) WHERE m.released > 2010 RETURN m.title",
+]
+
+
+def _without_ids(value: Any) -> Any:
+    """Identities differ between engines (ladybug's offsets, the server's element ids), and
+    so do the null properties of a node (ladybug's path nodes carry every table's)."""
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items()
+                if k not in ("_ID", "_SRC", "_DST") and v is not None}
+    if isinstance(value, list | tuple):
+        return type(value)(_without_ids(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("query", SAME_VALUES)
+def test_values_are_those_of_the_ladybug_source(bolt, ladybug, query):
+    from pytest_queryeval.cypher.cypherbench import neo4j_view
+
+    ours, theirs = bolt.execute(query), ladybug.execute(query)
+    assert ours.columns == theirs.columns
+    assert _without_ids(ours.rows) == _without_ids(theirs.rows)
+    assert [type(c) for r in ours.rows for c in r] == [type(c) for r in theirs.rows for c in r]
+    assert neo4j_view(ours.columns, ours.rows) == neo4j_view(theirs.columns, theirs.rows)
+
+
+def test_relationships_name_their_ends(bolt):
+    ((person, rel, movie),) = bolt.execute(
+        "MATCH (p:Person)-[r:DIRECTED]->(m:Movie {title: 'Cast Away'}) RETURN p, r, m").rows
+    assert rel["_SRC"] == person["_ID"] and rel["_DST"] == movie["_ID"]
+    assert rel["_LABEL"] == "DIRECTED" and person["_LABEL"] == "Person"
+
+
+def test_limits_and_errors(server, bolt):
+    cut = bolt.execute("MATCH (p:Person) RETURN p.name", max_rows=3)
+    assert cut.truncated and len(cut.rows) == 3 and cut.meta == {"max_rows": 3}
+    assert not bolt.execute("MATCH (p:Person) RETURN p.name", max_rows=8).truncated
+    with pytest.raises(QueryFailed):
+        bolt.execute("MATCH (p:Person RETURN p")
+    with pytest.raises(QueryTimeout, match=r"ran over 0\.05 s"):
+        bolt.execute("UNWIND range(1, 3000) AS x UNWIND range(1, 3000) AS y "
+                     "WITH x, y WHERE x * y % 7 = 3 RETURN count(*)", timeout=0.05)
+    assert bolt.execute("MATCH (n) RETURN count(n)").rows == [(13,)]  # a new connection
+
+
+def test_an_unreachable_server_is_the_sources_error():
+    src = BoltSource.from_spec("graph", {"url": f"bolt://127.0.0.1:{bolt_port()}",
+                                         "timeout": 5})
+    with pytest.raises(SourceUnavailable) as info:
+        src.execute("MATCH (n) RETURN n")
+    reason = info.value.reason()
+    assert reason.startswith("source unavailable: datasource 'graph' (bolt://127.0.0.1:")
+    assert "cannot connect over Bolt" in reason
+
+
+def test_a_server_that_never_answers_the_handshake_fails_within_the_timeout():
+    """A listener that accepts and says nothing (as FalkorDB's does for the connection after
+    a GOODBYE): the source's error after ``timeout`` seconds, not a hang."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        port = silent.getsockname()[1]
+        src = BoltSource.from_spec("graph", {"url": f"bolt://127.0.0.1:{port}", "timeout": 1})
+        start = time.monotonic()
+        with pytest.raises(SourceUnavailable, match="cannot connect over Bolt within 1 s"):
+            src.execute("MATCH (n) RETURN n")
+        assert time.monotonic() - start < 10
+
+
+def test_an_unset_password_variable_is_named_and_nothing_is_sent(monkeypatch):
+    monkeypatch.delenv("QE_BOLT_PASSWORD", raising=False)
+    src = BoltSource.from_spec("graph", {"url": "bolt://127.0.0.1:1", "user": "reader",
+                                         "password_env": "QE_BOLT_PASSWORD"})
+    with pytest.raises(SourceUnavailable, match=r"QE_BOLT_PASSWORD \(password_env\) is not set"):
+        src.execute("MATCH (n) RETURN n")
+    monkeypatch.setenv("QE_BOLT_PASSWORD", "s3cret")
+    assert src._auth() == ("reader", "s3cret")
+    assert "s3cret" not in src.fingerprint() and "s3cret" not in src.where
+
+
+@pytest.mark.parametrize(("spec", "key", "message"), [
+    ({}, "url", "missing"),
+    ({"url": "http://127.0.0.1:7474"}, "url", "must start with one of bolt://"),
+    ({"url": "bolt://neo4j:secret@127.0.0.1:7687"}, "url", "no credentials in the URL"),
+    ({"url": "bolt://127.0.0.1:7687", "password_env": "PW"}, "password_env", "needs a 'user'"),
+    ({"url": "bolt://127.0.0.1:7687", "timeout": -1}, "timeout", ""),
+    ({"url": "bolt://127.0.0.1:7687", "passwd": "x"}, "passwd", "unknown key"),
+])
+def test_spec_errors_name_the_key(spec, key, message):
+    with pytest.raises(ConfigError) as info:
+        BoltSource.from_spec("graph", {"type": "bolt", **spec})
+    assert info.value.key == f"datasources.graph.{key}" and message in info.value.message
+
+
+@pytest.mark.parametrize(("code", "error", "says"), [
+    ("Neo.ClientError.Security.Unauthorized", SourceUnavailable, "refused the credentials"),
+    ("Neo.ClientError.Database.DatabaseNotFound", SourceUnavailable, "no such database"),
+    ("Neo.ClientError.Statement.AccessMode", QueryRefused, "refused a write"),
+    ("Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration", QueryTimeout,
+     "timeout"),
+    ("Neo.ClientError.Statement.SyntaxError", QueryFailed, "Invalid input"),
+])
+def test_a_neo4j_servers_errors_are_classified_by_their_code(code, error, says):
+    """What a Neo4j server answers (no Neo4j server can run here: the status codes are
+    Neo4j's documented ones)."""
+    src = BoltSource("graph", "bolt://127.0.0.1:7687", database="films")
+    exc = classify(src, code, "Invalid input 'X'", "MATCH (n) RETURN n")
+    assert isinstance(exc, error) and says in exc.reason()
+    if error is SourceUnavailable:
+        assert "datasource 'graph' (bolt://127.0.0.1:7687, database 'films')" in exc.reason()
+
+
+def test_the_guard_of_a_server_is_stricter_than_the_engines():
+    """The ladybug engine refuses a write the lexical scan cannot see; a server may not."""
+    assert guard.first_write("MATCH (p) CALL { CREATE (:X) } RETURN p") is None
+    with pytest.raises(QueryRefused):
+        guard.check_server("MATCH (p) CALL { CREATE (:X) } RETURN p")
+
+
+# -- real pytest runs ----------------------------------------------------------------------
+
+MATRIX = "MATCH (p:Person)-[:ACTED_IN]->(:Movie {title: 'The Matrix'}) RETURN p.name"
+BY_RATING = "MATCH (m:Movie) RETURN m.title ORDER BY m.rating DESC"
+ZEMECKIS = "MATCH (p:Person)-[:DIRECTED]->(:Movie {title: 'Cast Away'}) RETURN p"
+HANKS = "MATCH path = (:Person {name: 'Tom Hanks'})-[:ACTED_IN]->(:Movie) RETURN path"
+
+CASES: list[dict[str, object]] = [
+    {"id": "right", "gold": MATRIX,
+     "predicted": "MATCH (m:Movie {title: 'The Matrix'})<-[:ACTED_IN]-(a) RETURN a.name AS n"},
+    {"id": "fenced", "gold": BY_RATING, "predicted": f"```cypher\n{BY_RATING}\n```"},
+    {"id": "wrong-order", "gold": BY_RATING,
+     "predicted": "MATCH (m:Movie) RETURN m.title ORDER BY m.rating"},
+    {"id": "wrong-rows", "gold": MATRIX,
+     "predicted": "MATCH (p:Person)-[:ACTED_IN]->(:Movie) RETURN DISTINCT p.name"},
+    {"id": "node", "gold": ZEMECKIS,
+     "predicted": "MATCH (p:Person {name: 'Robert Zemeckis'}) RETURN p"},
+    {"id": "path", "gold": HANKS,
+     "predicted": "MATCH hanks = (p:Person {name: 'Tom Hanks'})-[r:ACTED_IN]->(m:Movie) "
+                  "RETURN hanks"},
+    {"id": "int-float", "gold": "MATCH (m:Movie) RETURN count(m)",
+     "predicted": "MATCH (m:Movie) RETURN count(m) * 1.0"},
+    # ordered: the positional metrics (cell_f1, soft_f1) read row order, which two engines
+    # need not share for an unordered result
+    {"id": "nulls", "gold": "MATCH (p:Person) OPTIONAL MATCH (p)-[:DIRECTED]->(m) "
+                            "RETURN p.name, m.title ORDER BY p.name, m.title",
+     "predicted": "MATCH (p:Person)-[:DIRECTED]->(m) RETURN p.name, m.title "
+                  "ORDER BY p.name, m.title"},
+    {"id": "writes", "gold": MATRIX,
+     "predicted": "MATCH (m:Movie)\nSET m.rating = 10.0 RETURN m.title"},
+    {"id": "broken", "gold": MATRIX, "predicted": "MATCH (p:Person RETURN p.name"},
+]
+
+
+def _suite(root: Path, source: dict[str, object], cases: list[dict[str, object]] = CASES,
+           config: dict[str, object] | None = None) -> Path:
+    shutil.copyfile(GRAPH, root / "movies.cypher")
+    cfg: dict[str, object] = {"datasources": {"movies": source}}
+    cfg.update(config or {})
+    return write_suite(root, cfg, {"test_movies.yaml": {"kind": "cypher", "datasource": "movies",
+                                                         "cases": cases}})
+
+
+LADYBUG = {"type": "ladybug", "path": "movies.cypher"}
+
+
+def _scores(report: dict[str, Any]) -> dict[str, Any]:
+    return {c["id"]: (c["outcome"], {k: v for k, v in c["metrics"].items()
+                                     if not k.endswith("_seconds")})
+            for c in report["cases"]}
+
+
+def test_a_suite_scores_the_same_on_bolt_as_on_ladybug(pytester, server):
+    _suite(pytester.path, LADYBUG)
+    _, on_ladybug = run_report(pytester, name="ladybug.json")
+    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 10})
+    result, on_bolt = run_report(pytester, "--junitxml=j.xml", name="bolt.json")
+    server.unstick()
+    assert _scores(on_bolt) == _scores(on_ladybug)
+    assert on_bolt.outcomes == {
+        "right": "passed", "fenced": "passed", "wrong-order": "failed", "wrong-rows": "failed",
+        "node": "passed", "path": "passed", "int-float": "passed", "nulls": "failed",
+        "writes": "failed", "broken": "failed"}
+    writes = on_bolt.by_id["writes"]
+    assert writes["reason"].startswith("refused: SET at line 2, column 1 writes")
+    assert writes["metrics"]["cypherbench_executable"] == 0.0
+    assert on_bolt.by_id["broken"]["reason"].startswith("query failed: ")
+    junit = (pytester.path / "j.xml").read_text(encoding="utf-8")
+    assert "wrong-order" in junit and "cypherbench_ex" in junit
+    assert result.ret == 1
+    assert server.count() == (13, 15)
+
+
+def test_gates_on_bolt(pytester, server):
+    _suite(pytester.path, {"type": "bolt", "url": server.url}, CASES[:4],
+           {"gates": {"cypherbench_ex": {"mean": 0.75}}, "thresholds": {"cypherbench_ex": 1.0}})
+    result, report = run_report(pytester, "--queryeval-gating=gates")
+    server.unstick()
+    assert report.by_id["wrong-order"]["failed_metrics"] == ["cypherbench_ex"]
+    assert "gate FAIL: mean cypherbench_ex = 0.5000" in result.stdout.str()
+    _suite(pytester.path, {"type": "bolt", "url": server.url}, CASES[:2],
+           {"gates": {"cypherbench_ex": {"mean": 0.75}}})
+    result, report = run_report(pytester, "--queryeval-gating=gates")
+    server.unstick()
+    assert result.ret == 0, result.stdout.str()[-2000:]
+
+
+def test_xdist_records_what_a_serial_run_does(pytester, server):
+    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 10})
+    serial = run_report(pytester, name="serial.json", subprocess=True)[1]
+    server.unstick()
+    xdist = run_report(pytester, "-n", "2", name="x.json", subprocess=True)[1]
+    server.unstick()
+    assert _scores(xdist) == _scores(serial)
+    assert len(serial["cases"]) == len(CASES)
+
+
+def test_an_unreachable_server_or_unset_password_errors_its_cases_and_the_rest_runs(
+        pytester, monkeypatch):
+    monkeypatch.delenv("QE_BOLT_PASSWORD", raising=False)
+    shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
+    write_suite(pytester.path, {"datasources": {
+        "movies": LADYBUG,
+        "down": {"type": "bolt", "url": f"bolt://127.0.0.1:{bolt_port()}", "timeout": 5},
+        "locked": {"type": "bolt", "url": "bolt://127.0.0.1:7687", "user": "reader",
+                   "password_env": "QE_BOLT_PASSWORD"}}},
+        {"test_movies.yaml": {"kind": "cypher", "cases": [
+            {**CASES[0], "datasource": "movies"},
+            {**CASES[0], "id": "on-down", "datasource": "down"},
+            {**CASES[0], "id": "on-locked", "datasource": "locked"}]}})
+    _, report = run_report(pytester)
+    assert report.outcomes == {"right": "passed", "on-down": "error", "on-locked": "error"}
+    assert "datasource 'down' (bolt://127.0.0.1:" in report.by_id["on-down"]["error"]
+    assert "cannot connect over Bolt" in report.by_id["on-down"]["error"]
+    assert "QE_BOLT_PASSWORD (password_env) is not set" in report.by_id["on-locked"]["error"]
