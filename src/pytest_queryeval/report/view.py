@@ -378,7 +378,7 @@ def _by_row_key(columns: Sequence[Sequence[Mapping[str, object]]], key: str,
     return by_column, order
 
 
-def _cell(record: Mapping[str, object], state: str, metric: str | None,
+def _cell(record: RecordLike, state: str, metric: str | None,
           strings: _Strings) -> Cell:
     """One case in one column: its texts interned in ``strings`` (a prediction repeated across
     runs is embedded once), its diff cut to :data:`MAX_DIFF_LINES`."""
