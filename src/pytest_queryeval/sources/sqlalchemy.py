@@ -355,7 +355,7 @@ class SqlAlchemySource(SourceDefaults):
         from sqlalchemy import exc
 
         try:
-            conn = engine.connect()
+            conn: Connection = engine.connect()
         except exc.DBAPIError as e:
             raise SourceUnavailable(self.scrub(
                 f"datasource {self.name!r} ({self.masked_url}): {_first_line(e.orig)}")) from None
