@@ -245,8 +245,6 @@ def _build_from_events(text: str, loader_class: type[yaml.SafeLoader] | type[yam
 def _events_to_document(loader: Any, stack: list[Any]) -> Any:
     """The event builder's loop; ``stack`` is the caller's, to know the depth at a decline."""
     get = loader.get_event
-    resolve = loader.resolve
-    constructors = loader.yaml_constructors
     get()  # StreamStartEvent
     event = get()
     if type(event) is yaml.StreamEndEvent:
@@ -265,27 +263,11 @@ def _events_to_document(loader: Any, stack: list[Any]) -> Any:
             if event.implicit[0]:  # plain: the resolver decides (and values are immutable)
                 value = plains.get(raw, _NO_KEY)
                 if value is _NO_KEY:
-                    tag = resolve(yaml.ScalarNode, raw, (True, False))
-                    if tag == _STR_TAG:
-                        value = raw
-                    elif tag in _SIMPLE_TAGS:
-                        value = constructors[tag](loader, yaml.ScalarNode(
-                            tag, raw, event.start_mark, event.end_mark, event.style))
-                    else:
-                        raise _Decline
-                    plains[raw] = value
+                    value = plains[raw] = _plain_value(loader, event)
             else:  # quoted: a string, one object per text (JSON-style suites quote every
                 value = quoted.setdefault(raw, raw)  # key and value: 14 copies per case)
         elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            if event.anchor is not None or not event.implicit or len(stack) >= _MAX_EVENT_DEPTH:
-                raise _Decline(1)
-            if kind is yaml.MappingStartEvent:
-                value = LocDict()
-                value.key_lines = {}
-            else:
-                value = LocList()
-                value.item_lines = []
-            value.line = event.start_mark.line + 1
+            value = _open_container(event, len(stack))
         elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
             stack.pop()
             key = _NO_KEY
@@ -317,6 +299,35 @@ def _events_to_document(loader: Any, stack: list[Any]) -> Any:
     if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
         raise _Decline  # another document follows: the node path says so precisely
     return root
+
+
+def _plain_value(loader: Any, event: Any) -> Any:
+    """A plain scalar's value as SafeLoader constructs it: the resolver picks its tag. Asked
+    once per distinct text (values are immutable, the builder caches them)."""
+    raw = event.value
+    tag = loader.resolve(yaml.ScalarNode, raw, (True, False))
+    if tag == _STR_TAG:
+        return raw
+    if tag in _SIMPLE_TAGS:
+        return loader.yaml_constructors[tag](loader, yaml.ScalarNode(
+            tag, raw, event.start_mark, event.end_mark, event.style))
+    raise _Decline
+
+
+def _open_container(event: Any, depth: int) -> LocDict | LocList:
+    """The located mapping or list a start event opens; an anchored or tagged one, or one
+    too deep for the loop, is left to the node path."""
+    if event.anchor is not None or not event.implicit or depth >= _MAX_EVENT_DEPTH:
+        raise _Decline(1)
+    value: LocDict | LocList
+    if type(event) is yaml.MappingStartEvent:
+        value = LocDict()
+        value.key_lines = {}
+    else:
+        value = LocList()
+        value.item_lines = []
+    value.line = event.start_mark.line + 1
+    return value
 
 
 class _NoKey:

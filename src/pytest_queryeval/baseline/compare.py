@@ -61,6 +61,8 @@ GLOBAL = "*"
 EPSILON = 1e-6
 #: Drops named in the one-line summary (the table lists them all).
 VERDICT_ITEMS = 3
+#: A case's record in the current run and in the baseline.
+_Pair = tuple[Mapping[str, Any], Mapping[str, Any]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,7 +296,16 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
     cmp.removed_cases = [k for k in base_cases if k not in cur_cases]
     pairs = [(cur_cases[k], base_cases[k]) for k in cur_cases if k in base_cases]
     cmp.common = len(pairs)
+    _sort_changes(cmp, pairs, limits, significance)
+    _warn_partial(cmp, current, baseline, pairs)
+    _add_deltas(cmp, _scope_groups(pairs), limits, scopes, significance)
+    return cmp
 
+
+def _sort_changes(cmp: Comparison, pairs: list[_Pair], limits: dict[str, float],
+                  significance: float | None) -> None:
+    """Each paired case's outcome change goes to the list the gate reads it from: a critical
+    or max-drop-0 regression fails the comparison by itself, the rest are only reported."""
     for cur, base in pairs:
         change = _change(cur, base)
         _turn_flips(cmp, cur, base, change, limits, significance)
@@ -311,6 +322,10 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
         else:
             cmp.other_changes.append(change)
 
+
+def _warn_partial(cmp: Comparison, current: Mapping[str, Any], baseline: Mapping[str, Any],
+                  pairs: list[_Pair]) -> None:
+    """A comparison over no case, or over an interrupted run, still passes: say so."""
     if not pairs:
         cmp.warnings.append("no case is in both runs: nothing to compare")
     if current.get("run", {}).get("interrupted"):
@@ -318,16 +333,25 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
     if baseline.get("run", {}).get("interrupted"):
         cmp.warnings.append("the baseline run was interrupted")
 
-    groups: list[tuple[str, str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]]] = [
-        ("overall", "", pairs)]
+
+def _scope_groups(pairs: list[_Pair]) -> list[tuple[str, str, list[_Pair]]]:
+    """The overall group, then each kind, difficulty and tag in the reports' order."""
+    groups: list[tuple[str, str, list[_Pair]]] = [("overall", "", pairs)]
     for scope in ("kind", "difficulty", "tag"):
-        grouped: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+        grouped: dict[str, list[_Pair]] = {}
         for cur, base in pairs:
             for k in group_keys(cur, scope):
                 grouped.setdefault(k, []).append((cur, base))
         order = ordered_difficulties(grouped) if scope == "difficulty" else sorted(grouped)
         groups.extend((scope, k, grouped[k]) for k in order)
+    return groups
 
+
+def _add_deltas(cmp: Comparison, groups: list[tuple[str, str, list[_Pair]]],
+                limits: dict[str, float], scopes: tuple[str, ...],
+                significance: float | None) -> None:
+    """Every group's metric deltas, and a warning for a max-drop whose metric no paired case
+    has (a misspelt name would otherwise gate nothing, silently)."""
     seen_metrics: set[str] = set()
     for scope, group, members in groups:
         for d in _group_deltas(scope, group, members, limits, scope in scopes, significance,
@@ -337,7 +361,6 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
     for name in limits:
         if name != GLOBAL and name not in seen_metrics:
             cmp.warnings.append(f"max-drop for {name!r}: no paired case has this metric")
-    return cmp
 
 
 def model_of(report: Mapping[str, Any]) -> str | None:

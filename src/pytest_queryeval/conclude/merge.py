@@ -41,7 +41,7 @@ from ..model import RecordLike
 from ..rules.nearmiss import aggregate as near_miss_aggregate
 from ..rules.repeats import flaky_cases
 from ..suite.config import Gate
-from . import aggregates_of, conclude, run_settings
+from . import Outputs, aggregates_of, conclude, run_settings
 from .aggregate import evaluate_gates
 from .options import ReportOptions
 from .plugin_formats import add_plugin_option, register_plugin_formats
@@ -441,10 +441,7 @@ def run(argv: Sequence[str]) -> int:
     cwd = Path.cwd()
     options = ReportOptions.from_namespace(args, cwd)
     err = sys.stderr
-    from ..suite.deprecated import deprecated_spellings
-
-    for old, new in deprecated_spellings(args):
-        print(f"queryeval merge: warning: {old} is deprecated, use {new} (same values)", file=err)
+    _warn_deprecated(args)
     problems = plugin_problems + _usage(options) + _overwrites(options, args.shards)
     if problems:
         print("queryeval merge: invalid options:", *(f"  {p}" for p in problems), sep="\n",
@@ -460,6 +457,44 @@ def run(argv: Sequence[str]) -> int:
         print("queryeval merge: the shards hold no cases", file=err)
         return NO_TESTS
     incomplete = problems_of(merged)
+    out = _outputs(options, cwd, report)
+    if out is None:
+        return USAGE_ERROR
+    outcomes = [str(r.get("outcome")) for r in report["cases"]]
+    failing = any(o in ("failed", "error") for o in outcomes)
+    status = INTERRUPTED if merged.interrupted else TESTS_FAILED if failing or incomplete else OK
+    report["run"]["exitstatus"] = status
+    lines: list[str] = [f"queryeval merge: {len(shards)} shard(s), {len(report['cases'])} cases"]
+    lines.extend(attempt_lines(merged.superseded))
+    lines.extend(f"error: {p}" for p in incomplete)
+    if incomplete:
+        out.problems.append("the shards are incomplete")
+    status = _concluded(report, out, lines, merged, incomplete, status)
+    if args.junitxml:  # after the outcome: its properties state it, as pytest's junit does
+        status = _write_junit(report, cwd / args.junitxml, cwd, lines, status)
+    from ..report.outcome import run_outcome
+
+    # the last line: the outcome and why, as the reports state it
+    lines.append((out.outcome or run_outcome(report, failing=status != OK,
+                                             problems=out.problems)).line)
+    from .._util.safetext import printable
+
+    print("\n".join(printable(line) for line in lines))
+    return status
+
+
+def _warn_deprecated(args: argparse.Namespace) -> None:
+    """An old option spelling still works, as in the plugin, and says its new name."""
+    from ..suite.deprecated import deprecated_spellings
+
+    for old, new in deprecated_spellings(args):
+        print(f"queryeval merge: warning: {old} is deprecated, use {new} (same values)",
+              file=sys.stderr)
+
+
+def _outputs(options: ReportOptions, cwd: Path, report: dict[str, Any]) -> Outputs | None:
+    """The report and baseline options of the merged run, those of a gold audit as the plugin
+    sets them; None (the usage error printed) for a baseline update of an audit's shards."""
     # no suite here: the baseline is the path given, from the current directory
     out = options.outputs(
         baseline_path=(cwd / options.baseline).resolve() if options.baseline else None,
@@ -470,20 +505,18 @@ def run(argv: Sequence[str]) -> int:
         if options.update_baseline:
             print("queryeval merge: invalid options:\n  --queryeval-update-baseline cannot be "
                   "used with the shards of a gold audit: an audit scores the golds, not a model",
-                  file=err)
-            return USAGE_ERROR
+                  file=sys.stderr)
+            return None
         out.after_gates = ["", *audit_lines(report["audit"])]
         out.skip_compare = "baseline: not compared in a gold audit"
-    outcomes = [str(r.get("outcome")) for r in report["cases"]]
-    failing = any(o in ("failed", "error") for o in outcomes)
-    status = INTERRUPTED if merged.interrupted else TESTS_FAILED if failing or incomplete else OK
-    report["run"]["exitstatus"] = status
-    lines: list[str] = [f"queryeval merge: {len(shards)} shard(s), {len(report['cases'])} cases"]
-    lines.extend(attempt_lines(merged.superseded))
-    lines.extend(f"error: {p}" for p in incomplete)
+    return out
+
+
+def _concluded(report: dict[str, Any], out: Outputs, lines: list[str], merged: Merged,
+               incomplete: list[str], status: int) -> int:
+    """The merged report through :func:`~.conclude`, as the plugin ends a run; the exit
+    status once the gates and the baseline have spoken (a report not written fails it)."""
     errors = [str(r.get("id")) for r in report["cases"] if r.get("outcome") == "error"]
-    if incomplete:
-        out.problems.append("the shards are incomplete")
     try:
         gated = conclude(report, out, lines, lambda: update_refusals(
             filters=[p for p in incomplete if not p.startswith("interrupted")],
@@ -499,16 +532,6 @@ def run(argv: Sequence[str]) -> int:
         status = TESTS_FAILED
     if out.accepted and status == TESTS_FAILED:
         status = OK  # a refresh records its failures as the accepted state, as the plugin does
-    if args.junitxml:  # after the outcome: its properties state it, as pytest's junit does
-        status = _write_junit(report, cwd / args.junitxml, cwd, lines, status)
-    from ..report.outcome import run_outcome
-
-    # the last line: the outcome and why, as the reports state it
-    lines.append((out.outcome or run_outcome(report, failing=status != OK,
-                                             problems=out.problems)).line)
-    from .._util.safetext import printable
-
-    print("\n".join(printable(line) for line in lines))
     return status
 
 

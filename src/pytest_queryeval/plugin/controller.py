@@ -155,18 +155,34 @@ class Controller:
             remove(report)
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
-        audit = self.options.audit
         judge_audit = self._audit_judge(session) if self.options.audit_judge else None
+        records = self._sorted_records()
+        interrupted = self.interrupted or (
+            "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else None)
+        if not records:
+            self._finish_empty(session, exitstatus, interrupted)
+            return
+        report, files = self._full_report(records, exitstatus, interrupted, judge_audit)
+        self.config.hook.pytest_queryeval_report(report=report, config=self.config)
+        self._conclude(session, report, records, files, exitstatus)
+        add_junit_properties(self.config, report)
+
+    def _sorted_records(self) -> list[CaseRecord]:
+        """Every case's record in the suite's order, a crashed worker's cases among them."""
         if self.crashed:  # after every testnodedown: the workers' case metadata has arrived
             from ..report.records import crash_record
 
             for nodeid, message in self.crashed.items():
                 self.records[nodeid] = crash_record(nodeid, message, self.case_meta.get(nodeid))
-        records = sorted(self.records.values(), key=lambda r: (
+        return sorted(self.records.values(), key=lambda r: (
             str(r.get("file")), int(r.get("line") or 0), str(r.get("id"))))
-        interrupted = self.interrupted or (
-            "interrupted" if exitstatus == pytest.ExitCode.INTERRUPTED else None)
-        if not records and interrupted and (self._asked() or audit or self.runner.evaluator.cases):
+
+    def _finish_empty(self, session: pytest.Session, exitstatus: int,
+                      interrupted: str | None) -> None:
+        """No case has a record: an interrupted run and an empty shard still write their
+        reports (a scheduler counts on them); otherwise there is nothing to write."""
+        audit = self.options.audit
+        if interrupted and (self._asked() or audit or self.runner.evaluator.cases):
             # a report all the same: zero cases, and why (not in a project without a suite
             # that was only run under xdist, whose controller is always awake)
             from ..conclude import conclude_interrupted, interrupted_report
@@ -176,14 +192,18 @@ class Controller:
             self.summary = conclude_interrupted(interrupted_report(run, interrupted),
                                                 self._outputs(set()))
             return
-        if not records and self.options.shard is not None and self.runner.suite_ids:
+        if self.options.shard is not None and self.runner.suite_ids:
             self._empty_shard(session, exitstatus)
             return
-        if not records:
-            if audit:
-                self.summary = ["gold audit: no gold to audit (no case ran)"]
-            self.notes.extend(self._nothing_written())
-            return
+        if audit:
+            self.summary = ["gold audit: no gold to audit (no case ran)"]
+        self.notes.extend(self._nothing_written())
+
+    def _full_report(self, records: list[CaseRecord], exitstatus: int, interrupted: str | None,
+                     judge_audit: dict[str, Any] | None) -> tuple[dict[str, Any], set[str]]:
+        """The JSON report of the run's records, and the run's case files (the records lose
+        their ``path`` on the way: reports are committed as baselines)."""
+        audit = self.options.audit
         # an audit scores the golds against themselves: gates and baselines judge models
         gates = evaluate_gates([] if audit else self._gates(records), records)
         for gate in gates:  # reports are committed as baselines: no machine paths in them
@@ -210,7 +230,13 @@ class Controller:
             report["audit"] = audit_report(public, audit)
             if transpiled is not None:
                 report["audit"]["transpiled"] = transpiled
-        self.config.hook.pytest_queryeval_report(report=report, config=self.config)
+        return report, files
+
+    def _conclude(self, session: pytest.Session, report: dict[str, Any],
+                  records: list[CaseRecord], files: set[str], exitstatus: int) -> None:
+        """Hand the report to :func:`~..conclude.conclude` and turn its verdict into the
+        session's exit status, which only an OK or a failed run may change."""
+        audit = self.options.audit
         lines: list[str] = []
         self.summary = lines  # shown even if writing a report fails in conclude()
         out = self._outputs(files)
@@ -232,7 +258,6 @@ class Controller:
             session.exitstatus = pytest.ExitCode.OK  # a refresh records its failures as accepted
         if out.outcome is not None:  # the last line: the outcome and why, as every report says
             lines.append(out.outcome.line)
-        add_junit_properties(self.config, report)
 
     def _terminated_status(self, run: dict[str, Any]) -> None:
         """A session SIGTERM interrupted exits with :data:`.terminate.EXIT_STATUS`: its

@@ -43,7 +43,16 @@ WRITE_TRANSPILED_FLAG = "--queryeval-write-transpiled"
 
 
 def add_run_options(add: AddOption) -> None:
-    """The options of a pytest run only (what predicts and scores the cases)."""
+    """The options of a pytest run only (what predicts and scores the cases), in the order
+    ``--help`` lists them."""
+    _add_prediction_options(add)
+    _add_judge_options(add)
+    _add_shard_options(add)
+    _add_gold_check_options(add)
+
+
+def _add_prediction_options(add: AddOption) -> None:
+    """Where predictions come from, and the caches and thresholds they are scored with."""
     add("--queryeval-predictions", action="append", metavar="PATH|module:function|NAME=PATH",
         help="take predictions from this file or callable for this run (compare model "
              "versions); NAME=PATH repeated compares several models in one run")
@@ -72,12 +81,20 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-repeat", type=int, default=None, metavar="N",
         help="ask for N predictions per case (non-deterministic models) and score each; "
              "overrides the cases' repeat:")
+
+
+def _add_judge_options(add: AddOption) -> None:
+    """The LLM judge's options: asking it again, and measuring it."""
     add("--queryeval-judge-refresh", action="store_true",
         help="ask the LLM judge again for every judged case, whatever its pin file or the "
              "cache holds (the new verdicts replace the pinned ones; a flip is recorded)")
     add("--queryeval-audit-judge", metavar="LABELS.jsonl", default=None,
         help="measure the judge against expert-labelled pairs (Cohen's kappa, precision, "
              "recall, FP, FN, flip rate), from their recorded verdicts where present")
+
+
+def _add_shard_options(add: AddOption) -> None:
+    """A run split over runners, or retried: which cases this runner takes."""
     add("--queryeval-shard", metavar="I/N|auto", default=None,
         help="run only shard I of N (1-based; a stable hash of the case id picks each case's "
              "shard); auto: I and N from the scheduler (QUERYEVAL_SHARD_INDEX/_COUNT, GitLab "
@@ -90,6 +107,11 @@ def add_run_options(add: AddOption) -> None:
     add("--queryeval-resume", metavar="REPORT.json", default=None,
         help="a retry: carry the cases this earlier JSON report scored with the same case "
              "and prediction source (passed, failed, xfailed) instead of running them again")
+
+
+def _add_gold_check_options(add: AddOption) -> None:
+    """The checks beyond scoring: the gold audit, and the counterexample search of passing
+    cases."""
     # No argparse choices: a bare flag followed by a path is rewritten to =error in
     # pytest_load_initial_conftests, after argparse has read the path as its value once.
     add(AUDIT_FLAG, nargs="?", const="error", default=None, metavar="warn",

@@ -109,8 +109,6 @@ def read(paths: Iterable[Path], shown: str) -> Read:
     report); never raises for what a file holds: each problem is one located warning or
     error."""
     from .._util.safefile import read_bytes
-    from ..report.json_report import digest_problem
-    from ..report.shardcheck import case_problems
 
     out = Read()
     for path in paths:
@@ -120,60 +118,76 @@ def read(paths: Iterable[Path], shown: str) -> Read:
         except OSError as exc:
             out.errors.append(f"{name}: cannot read: {exc.strerror or exc}")
             continue
-        lines = data.split(b"\n")
-        last = len(lines) - 1  # after the final newline: b"" for a whole file
-        first: dict[str, int] = {}
-        for number, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            where = f"{name}:{number}"
-            try:
-                line = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                if number == 1 and number != last + 1:
-                    out.errors.append(f"{where}: not a queryeval journal (its first line is "
-                                      "not JSON)")
-                    break
-                if number == last + 1:  # no newline after it: the write was cut short
-                    out.warnings.append(f"{where}: a truncated last line (the run was stopped "
-                                        "while writing it) is dropped")
-                else:
-                    out.warnings.append(f"{where}: not a JSON line (damaged): skipped")
-                continue
-            if number == 1:
-                if line != HEADER:
-                    out.errors.append(f"{where}: not a queryeval journal (its first line is "
-                                      f"not {json.dumps(HEADER)})")
-                    break
-                continue
-            kind = next(iter(line), None) if isinstance(line, dict) and len(line) == 1 else None
-            body = line.get(kind) if kind in ("record", "answer") else None
-            if not isinstance(body, dict):
-                out.warnings.append(f"{where}: not a record or an answer of a queryeval "
-                                    "journal: skipped")
-                continue
-            problem = digest_problem(body)
-            if problem:
-                out.errors.append(f"{where}: {problem}")
-                continue
-            if kind == "answer":
-                key, answer = body.get("key"), body.get("answer")
-                if isinstance(key, str) and isinstance(answer, dict):
-                    out.answers[key] = answer
-                else:
-                    out.warnings.append(f"{where}: an answer without its key: skipped")
-                continue
-            damaged = case_problems(body, where)
-            if damaged:
-                out.errors.extend(damaged)
-                continue
-            cid = str(body.get("id"))
-            if cid in first:
-                out.warnings.append(f"{where}: case {cid!r} again (first at line "
-                                    f"{first[cid]}): the later record is kept")
-            first.setdefault(cid, number)
-            out.records[cid] = body
+        _read_lines(out, data.split(b"\n"), name)
     return out
+
+
+def _read_lines(out: Read, lines: list[bytes], name: str) -> None:
+    """One journal file's lines into ``out``. One loop, no call per line but for a damaged
+    one: it reads every record of a 1,000-case run that a resume carries."""
+    from ..report.json_report import digest_problem
+    from ..report.shardcheck import case_problems
+
+    last = len(lines) - 1  # after the final newline: b"" for a whole file
+    first: dict[str, int] = {}
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        where = f"{name}:{number}"
+        try:
+            line = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            if _unreadable_line(out, where, number, last):
+                break
+            continue
+        if number == 1:
+            if line != HEADER:
+                out.errors.append(f"{where}: not a queryeval journal (its first line is "
+                                  f"not {json.dumps(HEADER)})")
+                break
+            continue
+        kind = next(iter(line), None) if isinstance(line, dict) and len(line) == 1 else None
+        body = line.get(kind) if kind in ("record", "answer") else None
+        if not isinstance(body, dict):
+            out.warnings.append(f"{where}: not a record or an answer of a queryeval "
+                                "journal: skipped")
+            continue
+        problem = digest_problem(body)
+        if problem:
+            out.errors.append(f"{where}: {problem}")
+            continue
+        if kind == "answer":
+            key, answer = body.get("key"), body.get("answer")
+            if isinstance(key, str) and isinstance(answer, dict):
+                out.answers[key] = answer
+            else:
+                out.warnings.append(f"{where}: an answer without its key: skipped")
+            continue
+        damaged = case_problems(body, where)
+        if damaged:
+            out.errors.extend(damaged)
+            continue
+        cid = str(body.get("id"))
+        if cid in first:
+            out.warnings.append(f"{where}: case {cid!r} again (first at line "
+                                f"{first[cid]}): the later record is kept")
+        first.setdefault(cid, number)
+        out.records[cid] = body
+
+
+def _unreadable_line(out: Read, where: str, number: int, last: int) -> bool:
+    """A line that is not JSON: a file that is no journal at all (True: stop reading it), a
+    last line a killed run cut short, or a damaged line; only the first is an error."""
+    if number == 1 and number != last + 1:
+        out.errors.append(f"{where}: not a queryeval journal (its first line is "
+                          "not JSON)")
+        return True
+    if number == last + 1:  # no newline after it: the write was cut short
+        out.warnings.append(f"{where}: a truncated last line (the run was stopped "
+                            "while writing it) is dropped")
+    else:
+        out.warnings.append(f"{where}: not a JSON line (damaged): skipped")
+    return False
 
 
 class Journal:

@@ -169,47 +169,8 @@ def run_command(argv: Sequence[str], stdin: bytes, cwd: Path, timeout: float, ma
     assert proc.stdin is not None
     assert proc.stdout is not None
     assert proc.stderr is not None
-    out: list[bytes] = []
-    total = 0
-    err = b""
-    pending = memoryview(stdin)
     try:
-        with selectors.DefaultSelector() as sel:
-            os.set_blocking(proc.stdin.fileno(), False)
-            if pending:
-                sel.register(proc.stdin, selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            sel.register(proc.stderr, selectors.EVENT_READ)
-            while sel.get_map():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise DeadlineExpired
-                for key, _ in sel.select(min(left, 1.0)):
-                    f = key.fileobj
-                    if f is proc.stdin:
-                        try:
-                            pending = pending[os.write(proc.stdin.fileno(), pending[:_CHUNK]):]
-                        except (BrokenPipeError, BlockingIOError) as exc:
-                            if isinstance(exc, BlockingIOError):
-                                continue
-                            pending = pending[:0]
-                        if not pending:
-                            sel.unregister(proc.stdin)
-                            with contextlib.suppress(OSError):
-                                proc.stdin.close()
-                        continue
-                    data = os.read(key.fd, _CHUNK)
-                    if not data:
-                        sel.unregister(f)
-                    elif f is proc.stdout:
-                        total += len(data)
-                        if total > max_bytes:
-                            raise TooBig(total)
-                        out.append(data)
-                    else:
-                        err = (err + data)[-STDERR_TAIL:]
+        out, err = _exchange(proc, stdin, deadline, max_bytes)
         left = deadline - time.monotonic()
         try:
             code = proc.wait(max(left, 0.001))
@@ -227,6 +188,64 @@ def run_command(argv: Sequence[str], stdin: bytes, cwd: Path, timeout: float, ma
             with contextlib.suppress(OSError):
                 f.close()
     return code, b"".join(out), err
+
+
+def _exchange(proc: subprocess.Popen[bytes], stdin: bytes, deadline: float, max_bytes: int,
+              ) -> tuple[list[bytes], bytes]:
+    """Write stdin and read both outputs in one loop until every pipe is closed: a command
+    that writes before it has read all its input would otherwise block on a full pipe."""
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out: list[bytes] = []
+    total = 0
+    err = b""
+    pending = memoryview(stdin)
+    with selectors.DefaultSelector() as sel:
+        os.set_blocking(proc.stdin.fileno(), False)
+        if pending:
+            sel.register(proc.stdin, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlineExpired
+            for key, _ in sel.select(min(left, 1.0)):
+                f = key.fileobj
+                if f is proc.stdin:
+                    pending = _feed_stdin(sel, proc.stdin, pending)
+                    continue
+                data = os.read(key.fd, _CHUNK)
+                if not data:
+                    sel.unregister(f)
+                elif f is proc.stdout:
+                    total += len(data)
+                    if total > max_bytes:
+                        raise TooBig(total)
+                    out.append(data)
+                else:
+                    err = (err + data)[-STDERR_TAIL:]
+    return out, err
+
+
+def _feed_stdin(sel: selectors.BaseSelector, stdin: IO[bytes], pending: memoryview,
+                ) -> memoryview:
+    """Write what the pipe takes now; a command that exits without reading the rest (a
+    broken pipe) has had its input, and its stdin closes once nothing is pending."""
+    try:
+        pending = pending[os.write(stdin.fileno(), pending[:_CHUNK]):]
+    except (BrokenPipeError, BlockingIOError) as exc:
+        if isinstance(exc, BlockingIOError):
+            return pending
+        pending = pending[:0]
+    if not pending:
+        sel.unregister(stdin)
+        with contextlib.suppress(OSError):
+            stdin.close()
+    return pending
 
 
 def _spawn(argv: Sequence[str], cwd: Path) -> subprocess.Popen[bytes]:

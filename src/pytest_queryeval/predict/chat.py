@@ -7,12 +7,14 @@ server): ``base_url`` picks the server. The prompt is built from templates (see
 schema of its datasource (:mod:`pytest_queryeval.sources.describe`), and the query is taken
 out of the reply.
 
-Retries are ours, not the client's (``max_retries=0``), so that each attempt and each wait is
-recorded: a 429 waits what its ``Retry-After`` (or ``retry-after-ms``) asks, up to
-``max_retry_wait`` seconds; 5xx, timeouts and connection errors back off exponentially; other
-4xx (a wrong key, an unknown model) fail at once. The response is read as a stream and
-abandoned past ``max_bytes``. The API key never reaches a report: it is a suite secret
-(scrubbed from every record) and is masked in this source's own messages.
+Why one module of this size: the request, its retries, the streamed read and the reply's
+parsing share one source's limits and its secret. Retries are ours, not the client's
+(``max_retries=0``), so that each attempt and each wait is recorded: a 429 waits what its
+``Retry-After`` (or ``retry-after-ms``) asks, up to ``max_retry_wait`` seconds; 5xx, timeouts
+and connection errors back off exponentially; other 4xx (a wrong key, an unknown model) fail at
+once. The response is read as a stream and abandoned past ``max_bytes``. The API key never
+reaches a report: it is a suite secret (scrubbed from every record) and is masked in this
+source's own messages.
 """
 
 from __future__ import annotations
@@ -240,12 +242,7 @@ class ChatPredictor(LiveSource):
         client = self._openai()
         import openai
 
-        params: dict[str, Any] = {"model": self.model, "messages": chat,
-                                  "temperature": self.temperature, **extra}
-        if self.seed is not None:
-            params["seed"] = self.seed
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
+        params = self._params(chat, extra)
         start = time.perf_counter()
         waits: list[float] = []
         last = ""
@@ -279,15 +276,10 @@ class ChatPredictor(LiveSource):
                 waits.append(self._backoff(attempt))
                 continue
             except Exception as exc:
-                # the HTTP library's own errors while the body streams in (the client
-                # wraps only those of sending): httpx2 with openai 3, httpx before
-                names = {c.__name__ for c in type(exc).__mro__}
-                if "TimeoutException" in names:
-                    last = f"timed out: no complete answer within {self.timeout:g} s"
-                elif "TransportError" in names:
-                    last = f"the connection to {self._where()} broke: {exc}"
-                else:
+                streamed = self._stream_failure(exc)
+                if streamed is None:
                     raise
+                last = streamed
                 waits.append(self._backoff(attempt))
                 continue
             seconds = time.perf_counter() - t0
@@ -297,6 +289,28 @@ class ChatPredictor(LiveSource):
             return raw, seconds, details
         tries = f" after {self.retries + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(self._scrubber.text(f"{self._where()} failed: {last}{tries}"))
+
+    def _params(self, chat: list[dict[str, str]], extra: dict[str, object]) -> dict[str, Any]:
+        """The request's parameters: a seed or a token limit only when the suite set one, as
+        some servers refuse parameters they do not know."""
+        params: dict[str, Any] = {"model": self.model, "messages": chat,
+                                  "temperature": self.temperature, **extra}
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        return params
+
+    def _stream_failure(self, exc: Exception) -> str | None:
+        """Why an attempt failed, for the HTTP library's own errors while the body streams in
+        (the client wraps only those of sending): httpx2 with openai 3, httpx before; named by
+        class, since neither library is imported here. None: not one of those, raised as is."""
+        names = {c.__name__ for c in type(exc).__mro__}
+        if "TimeoutException" in names:
+            return f"timed out: no complete answer within {self.timeout:g} s"
+        if "TransportError" in names:
+            return f"the connection to {self._where()} broke: {exc}"
+        return None
 
     def _send(self, client: Any, params: dict[str, Any]) -> bytes:
         """The response body, read as it arrives; past ``max_bytes`` the rest is abandoned.

@@ -104,23 +104,7 @@ def result_digest(signature: str | None) -> str | None:
 def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: Path,
                 scrubber: Scrubber) -> CaseRecord:
     """The JSON-safe, secret-free record of one case (outcome filled in by the caller)."""
-    gold: object = case.gold
-    if isinstance(gold, dict) and declares(case.kind, "gold_by_dialect"):
-        from ..sources.dialects import gold_that_ran
-
-        chosen = (outcome.details if outcome else {}).get("gold_dialect")
-        gold = gold_that_ran(gold, chosen, case.dialect)
-    predicted = None
-    if outcome is not None:
-        predicted = outcome.predicted
-    elif case.predicted is not MISSING:
-        predicted = case.predicted
-    if declares(case.kind, "conversation"):
-        turns = [t for t in case.raw.get("conversation", []) if isinstance(t, dict)]
-        if gold is None:
-            gold = _one([t["target"] for t in turns if t.get("target") is not None])
-        if predicted is None:
-            predicted = _one([t["predicted"] for t in turns if "predicted" in t])
+    gold, predicted = _gold_and_predicted(case, outcome)
     rec: dict[str, Any] = {
         "id": case.id,
         "nodeid": nodeid,
@@ -166,6 +150,29 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
     # internal (gate scopes); dropped from reports
     rec["path"] = scrubber.text(str(_found(case.file)))
     return cast(CaseRecord, rec)  # the dict above, made JSON-safe key for key
+
+
+def _gold_and_predicted(case: Case, outcome: CaseOutcome | None) -> tuple[object, object]:
+    """The gold and the prediction the record shows: the dialect's gold that ran, and for a
+    conversation in a format of its own (SDMX's) the turns' when the case has none."""
+    gold: object = case.gold
+    if isinstance(gold, dict) and declares(case.kind, "gold_by_dialect"):
+        from ..sources.dialects import gold_that_ran
+
+        chosen = (outcome.details if outcome else {}).get("gold_dialect")
+        gold = gold_that_ran(gold, chosen, case.dialect)
+    predicted = None
+    if outcome is not None:
+        predicted = outcome.predicted
+    elif case.predicted is not MISSING:
+        predicted = case.predicted
+    if declares(case.kind, "conversation"):
+        turns = [t for t in case.raw.get("conversation", []) if isinstance(t, dict)]
+        if gold is None:
+            gold = _one([t["target"] for t in turns if t.get("target") is not None])
+        if predicted is None:
+            predicted = _one([t["predicted"] for t in turns if "predicted" in t])
+    return gold, predicted
 
 
 def _outside(case: Case, rootdir: Path) -> tuple[tuple[str, str], ...]:

@@ -101,6 +101,42 @@ def turn_lines(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
 def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
                   spider_table: bool = False, baseline: bool = True) -> list[str]:
     agg = report["aggregates"]
+    lines = _kind_lines(agg)
+    if agg.get("spider"):
+        lines.extend(spider_lines(agg["spider"], full=spider_table))
+    from ..figures.turn_table import turn_table_lines
+
+    lines.extend(turn_table_lines(report["cases"], full=spider_table))
+    lines.extend(reference_lines(agg))
+    if agg.get("by_turn"):  # conversation cases only (the gated set reads every case)
+        lines.extend(turn_lines(agg, gated_metrics(report)))
+    if agg.get("by_dialect"):
+        lines.extend(_pass_rate_table("dialect", agg["by_dialect"]))
+    lines.extend(model_lines(agg))
+    if tags and agg["by_tag"]:
+        lines.extend(_pass_rate_table("tag", agg["by_tag"]))
+    lines.extend(_overall_lines(agg["overall"]))
+    lines.extend(carried_lines(report["cases"]))
+    lines.extend(threshold_lines(agg.get("thresholds")))
+    lines.extend(gating_lines(report, baseline=baseline))
+    lines.extend(flaky_lines(report))
+    lines.extend(near_miss_summary(report.get("near_miss") or {}))
+    from ..neighbours.check import summary_line as neighbour_line
+
+    lines.extend(neighbour_line(report.get("neighbours")))
+    from ..judge.report import summary_lines as judge_lines
+
+    lines.extend(judge_lines(report.get("judge")))
+    from ..predict.cache import summary_lines as cache_lines
+
+    lines.extend(cache_lines(report.get("prediction_cache")))
+    lines.extend(_worst_lines(report["cases"], worst))
+    return [printable(line) for line in lines]
+
+
+def _kind_lines(agg: Mapping[str, Any]) -> list[str]:
+    """A table per kind, a row per difficulty: each kind leads with its own headline metrics
+    (its declared ones, else its first four), as its reference evaluator reports them."""
     lines: list[str] = []
     for kind, per_diff in agg["by_kind_difficulty"].items():
         metrics = declared_names(kind, "headline_metrics") or tuple(
@@ -119,62 +155,45 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         if over:
             lines.append(over)
         lines.append("")
-    if agg.get("spider"):
-        lines.extend(spider_lines(agg["spider"], full=spider_table))
-    from ..figures.turn_table import turn_table_lines
+    return lines
 
-    lines.extend(turn_table_lines(report["cases"], full=spider_table))
-    lines.extend(reference_lines(agg))
-    if agg.get("by_turn"):  # conversation cases only (the gated set reads every case)
-        lines.extend(turn_lines(agg, gated_metrics(report)))
-    if agg.get("by_dialect"):
-        header = ["dialect", "", "cases", "pass"]
-        rows = [[d, "", str(s["count"]), _pct(s["pass_rate"])]
-                for d, s in agg["by_dialect"].items()]
-        lines.extend(_table(header, rows))
-        lines.append("")
-    lines.extend(model_lines(agg))
-    if tags and agg["by_tag"]:
-        header = ["tag", "", "cases", "pass"]
-        rows = [[t, "", str(s["count"]), _pct(s["pass_rate"])] for t, s in agg["by_tag"].items()]
-        lines.extend(_table(header, rows))
-        lines.append("")
-    o = agg["overall"]
+
+def _pass_rate_table(title: str, groups: Mapping[str, Any]) -> list[str]:
+    """The cases and pass rate of each dialect or tag: groups that cut across the kinds."""
+    header = [title, "", "cases", "pass"]
+    rows = [[g, "", str(s["count"]), _pct(s["pass_rate"])] for g, s in groups.items()]
+    return [*_table(header, rows), ""]
+
+
+def _overall_lines(o: Mapping[str, Any]) -> list[str]:
+    """The run's counts in one line, and what it spent when it spent anything."""
     granted = f" ({o['xfailed_by_gating']} by the gating mode)" if o.get(
         "xfailed_by_gating") else ""
-    lines.append(f"overall: {plural(o['count'], 'case')}, {o['passed']} passed, "
-                 f"{o['failed']} failed, {plural(o['errors'], 'error')}, {o['xfailed']} "
-                 f"xfailed{granted}, {o['skipped']} skipped; "
-                 f"pass rate {_pct(o['pass_rate'])}")
+    lines = [f"overall: {plural(o['count'], 'case')}, {o['passed']} passed, "
+             f"{o['failed']} failed, {plural(o['errors'], 'error')}, {o['xfailed']} "
+             f"xfailed{granted}, {o['skipped']} skipped; "
+             f"pass rate {_pct(o['pass_rate'])}"]
     spent = spent_line(o)
     if spent:
         lines.append(spent)
-    lines.extend(carried_lines(report["cases"]))
-    lines.extend(threshold_lines(agg.get("thresholds")))
-    lines.extend(gating_lines(report, baseline=baseline))
-    lines.extend(flaky_lines(report))
-    lines.extend(near_miss_summary(report.get("near_miss") or {}))
-    from ..neighbours.check import summary_line as neighbour_line
+    return lines
 
-    lines.extend(neighbour_line(report.get("neighbours")))
-    from ..judge.report import summary_lines as judge_lines
 
-    lines.extend(judge_lines(report.get("judge")))
-    from ..predict.cache import summary_lines as cache_lines
-
-    lines.extend(cache_lines(report.get("prediction_cache")))
-    bad = [c for c in report["cases"] if judged_outcome(c) in FAILED_OUTCOMES]
-    if bad and worst:
-        lines.append(f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):")
-        bad.sort(key=lambda c: (c.get("outcome") != "error", _score(c)))
-        for c in bad[:worst]:
-            why = c.get("error") or c.get("reason") or ", ".join(
-                f"{m}={metric_text(m, (c.get('metrics') or {}).get(m))}"
-                for m in c.get("failed_metrics", []))
-            shown = c["outcome"] if not c.get("standing") else f"{c['outcome']} ({c['standing']})"
-            lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or NO_DIFFICULTY}] "
-                         f"{shown}: {_one_line(why)}")
-    return [printable(line) for line in lines]
+def _worst_lines(cases: Sequence[RecordLike], worst: int) -> list[str]:
+    """The first cases to look at: errors before failures, the lowest scores first."""
+    bad = [c for c in cases if judged_outcome(c) in FAILED_OUTCOMES]
+    if not (bad and worst):
+        return []
+    lines = [f"worst cases ({min(worst, len(bad))} of {len(bad)} not passing):"]
+    bad.sort(key=lambda c: (c.get("outcome") != "error", _score(c)))
+    for c in bad[:worst]:
+        why = c.get("error") or c.get("reason") or ", ".join(
+            f"{m}={metric_text(m, (c.get('metrics') or {}).get(m))}"
+            for m in c.get("failed_metrics", []))
+        shown = c["outcome"] if not c.get("standing") else f"{c['outcome']} ({c['standing']})"
+        lines.append(f"  {c['id']} [{c['kind']}/{c.get('difficulty') or NO_DIFFICULTY}] "
+                     f"{shown}: {_one_line(why)}")
+    return lines
 
 
 def carried_lines(cases: Sequence[RecordLike]) -> list[str]:
@@ -424,20 +443,34 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
     if diff:  # what decides comes first: a 13-row metric table used to push it off screen
         out.extend(str(d) for d in diff)
         out.append("")
-    turns = scored_turns(record)
-    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
-        out.extend(_turn_blocks(turns))
-    else:
-        if record.get("question"):
-            out.append(f"question:  {record['question']}")
-        out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
-        fence = (record.get("details") or {}).get("fence_stripped")
-        if fence:
-            out.append(f"           (Markdown code fence {fence} stripped before scoring)")
-        out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
+    out.extend(_answer_lines(record))
     from .trajectory import trajectory_lines
 
     out.extend(trajectory_lines(record))
+    out.extend(_metric_lines(record, spider_components, verbose))
+    return "\n".join(out)
+
+
+def _answer_lines(record: RecordLike) -> list[str]:
+    """The question, the prediction and the gold side by side; for a conversation, those of
+    each scored turn, since a case-level pair would hide which turn went wrong."""
+    turns = scored_turns(record)
+    if turns is not None:  # a conversation: each scored turn's question, prediction and gold
+        return _turn_blocks(turns)
+    out: list[str] = []
+    if record.get("question"):
+        out.append(f"question:  {record['question']}")
+    out.append("predicted: " + _show(record.get("predicted")).replace("\n", "\n           "))
+    fence = (record.get("details") or {}).get("fence_stripped")
+    if fence:
+        out.append(f"           (Markdown code fence {fence} stripped before scoring)")
+    out.append("gold:      " + _show(record.get("gold")).replace("\n", "\n           "))
+    return out
+
+
+def _metric_lines(record: RecordLike, spider_components: bool, verbose: bool) -> list[str]:
+    """The metric table, cut to the metrics that decide unless asked for more: the lines
+    that say how many were left out tell the reader which option shows them."""
     metrics = record.get("metrics") or {}
     thresholds = record.get("thresholds") or {}
     failed = set(record.get("failed_metrics") or [])
@@ -449,6 +482,7 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
     if not verbose:  # the metrics that decide; the rest with -v
         kept = [m for m in names if m in thresholds or m in failed]
         others, names = len(names) - len(kept), kept
+    out: list[str] = []
     if names:
         rows = []
         for m in names:
@@ -469,7 +503,7 @@ def _failure_text(record: RecordLike, spider_components: bool, verbose: bool) ->
     if hidden:
         out.append(f"({plural(hidden, 'Spider component metric')}: --queryeval-spider-table "
                    "shows them)")
-    return "\n".join(out)
+    return out
 
 
 def _turn_blocks(turns: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -533,7 +567,16 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
                  f"(not compared)")
     lines.append(head)
     lines.extend(models)
+    lines.extend(_delta_lines(cmp, spider_components))
+    lines.extend(_flip_lines(cmp, max_cases))
+    lines.extend(f"warning: {w}" for w in cmp.warnings)
+    lines.append(comparison_line(cmp))
+    return lines
 
+
+def _delta_lines(cmp: Comparison, spider_components: bool) -> list[str]:
+    """The delta table: every overall metric that says something (an unchanged detail metric
+    does not), then each failed group's; the lines after it count what was left out."""
     overall = [d for d in cmp.overall()
                if spider_components or d.failed or not is_spider_component(d.metric)]
     spider = len(cmp.overall()) - len(overall)
@@ -546,8 +589,8 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
             for d in [*shown, *extra]]
     width = max([len("metric"), *(len(name) for name, _ in rows)])
     sig = cmp.significance is not None
-    lines.append(f"  {'metric':<{width}}  {'baseline':>8}  {'current':>8}  {'delta':>9}  "
-                 f"{'max drop':>8}" + (f"  {significance_header(cmp)}" if sig else ""))
+    lines = [f"  {'metric':<{width}}  {'baseline':>8}  {'current':>8}  {'delta':>9}  "
+             f"{'max drop':>8}" + (f"  {significance_header(cmp)}" if sig else "")]
     for name, d in rows:
         limit = "" if d.limit is None else f"{d.limit:g}"
         flag = "  FAIL" if d.failed else ""
@@ -564,7 +607,13 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
         lines.append(f"  ({hidden} per-dimension/component metrics unchanged)")
     if spider:
         lines.append(f"  ({plural(spider, 'Spider component metric')}: --queryeval-spider-table)")
+    return lines
 
+
+def _flip_lines(cmp: Comparison, max_cases: int) -> list[str]:
+    """The cases (and conversation turns) whose outcome flipped, critical regressions first:
+    each of those fails the gate by itself."""
+    lines: list[str] = []
     if cmp.critical_regressions:
         lines.append(f"critical pass → fail: {len(cmp.critical_regressions)} (each fails the "
                      "baseline gate)")
@@ -582,8 +631,6 @@ def format_comparison(cmp: Comparison, *, max_cases: int = 10,
                          + (f"  ({why})" if why and ch.after != "passed" else ""))
         if len(changes) > max_cases:
             lines.append(f"  … {len(changes) - max_cases} more")
-    lines.extend(f"warning: {w}" for w in cmp.warnings)
-    lines.append(comparison_line(cmp))
     return lines
 
 

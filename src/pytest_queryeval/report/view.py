@@ -12,10 +12,10 @@ string is made printable and capped before it is embedded; the JSON is written w
 ``<script type="application/json">`` element or become markup; the page's script inserts
 report text only with ``textContent`` or its own escaper, and never into a URL.
 
-What is decided per case is decided here, once, with the rules the reports use: a case's
-state per run (:func:`.baseline.verdicts.judged_outcome`: a gating mode's xfail failed), its
-headline metric (a threshold's metric, else the first headline metric it has), and the
-filters' flags (see :func:`_flags`). The page only shows and filters.
+Why one module of this size: what is decided per case is decided here, once, with the rules
+the reports use: a case's state per run (:func:`.baseline.verdicts.judged_outcome`: a gating
+mode's xfail failed), its headline metric (a threshold's metric, else the first headline metric
+it has), and the filters' flags (see :func:`_flags`). The page only shows and filters.
 
 Models are columns: a run that fans its cases out per model (records with a ``model``, ids
 ``case[model]``) gives one column per model, its rows paired by the id as written; a run of one
@@ -363,25 +363,53 @@ def _cases(report: Mapping[str, object]) -> list[Mapping[str, object]]:
     return [c for c in cases if isinstance(c, Mapping)] if isinstance(cases, list) else []
 
 
+def _by_row_key(columns: Sequence[Sequence[Mapping[str, object]]], key: str,
+                ) -> tuple[list[dict[str, Mapping[str, object]]], dict[str, None]]:
+    """Each column's records by row key, and the row keys in the order the runs first list
+    them (a case a later run adds comes after the earlier runs' cases)."""
+    from .view_models import written
+
+    by_column: list[dict[str, Mapping[str, object]]] = []
+    order: dict[str, None] = {}
+    for records in columns:
+        table = {written(c, key): c for c in records}
+        by_column.append(table)
+        order.update(dict.fromkeys(table))
+    return by_column, order
+
+
+def _cell(record: RecordLike, state: str, metric: str | None,
+          strings: _Strings) -> Cell:
+    """One case in one column: its texts interned in ``strings`` (a prediction repeated across
+    runs is embedded once), its diff cut to :data:`MAX_DIFF_LINES`."""
+    metrics = record.get("metrics")
+    value = _number(metrics.get(metric)) if metric and isinstance(metrics, Mapping) \
+        else None
+    diff = record.get("diff")
+    lines = [strings.add(line, MAX_LINE) for line in diff[:MAX_DIFF_LINES]] \
+        if isinstance(diff, list) else []
+    if isinstance(diff, list) and len(diff) > MAX_DIFF_LINES:
+        lines.append(strings.add(f"… [cut: {len(diff) - MAX_DIFF_LINES} more lines]"))
+    return (state, strings.add(record.get("outcome") or "", 40), value,
+            strings.add(record.get("predicted")), strings.add(record.get("gold")),
+            lines, strings.add(record.get("error") or record.get("reason")),
+            _tables(record), view_steps(record, strings.add))
+
+
 def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
     """The page's data: the runs in the order given, their columns (one per model of a run),
     and one row per case of any run (in the order the runs first list them) with one cell per
     column (None where the column lacks it)."""
     from ..figures.columns import is_detail_metric, ordered_metrics
     from ..rules.repeats import is_flaky
-    from .view_models import compare, written
+    from .view_models import compare
 
     strings = _Strings()
     reports = [r for _, r in runs]
     labels = _labels([n for n, _ in runs])
     columns = _columns(reports, labels)
     key = _key_of([records for _, records in columns])
-    by_column: list[dict[str, Mapping[str, object]]] = []
-    order: dict[str, None] = {}
-    for _, records in columns:
-        table = {written(c, key): c for c in records}
-        by_column.append(table)
-        order.update(dict.fromkeys(table))
+    by_column, order = _by_row_key([records for _, records in columns], key)
     column_models = [c["model"] for c, _ in columns]
     models, disagree = compare(column_models, by_column, _text)
     last_run = len(reports) - 1
@@ -401,18 +429,7 @@ def build_view(runs: Sequence[tuple[str, Mapping[str, object]]]) -> ViewData:
                 continue
             state = _state(record)
             states.append(state)
-            metrics = record.get("metrics")
-            value = _number(metrics.get(metric)) if metric and isinstance(metrics, Mapping) \
-                else None
-            diff = record.get("diff")
-            lines = [strings.add(line, MAX_LINE) for line in diff[:MAX_DIFF_LINES]] \
-                if isinstance(diff, list) else []
-            if isinstance(diff, list) and len(diff) > MAX_DIFF_LINES:
-                lines.append(strings.add(f"… [cut: {len(diff) - MAX_DIFF_LINES} more lines]"))
-            cells.append((state, strings.add(record.get("outcome") or "", 40), value,
-                          strings.add(record.get("predicted")), strings.add(record.get("gold")),
-                          lines, strings.add(record.get("error") or record.get("reason")),
-                          _tables(record), view_steps(record, strings.add)))
+            cells.append(_cell(record, state, metric, strings))
         flags = _flags(states, column_models, latest_columns,
                        any(is_flaky(r) for r in present)) | (DISAGREE if case_key in disagree else 0)
         rows.append(CaseRow(id=_text(case_key, 1000),

@@ -17,7 +17,7 @@ place; this module knows nothing of the page.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from .model_pairs import ModelPair, model_of
 
@@ -124,72 +124,111 @@ def compare(models: Sequence[str | None], tables: Sequence[Mapping[str, Record]]
     per model, then the pass rate per kind and per difficulty (per kind and difficulty with
     several kinds); the pairs and disagreements are
     :func:`.model_pairs.compare_models` of those columns, each case paired by its row."""
-    from ..baseline.verdicts import judged_outcome
-    from ..figures.columns import difficulty_of, ordered_difficulties
     from ..figures.numbers import doc_num, doc_pct
     from .casestats import group_stats
     from .model_pairs import compare_models
     from .models import pair_text, table
 
-    latest: dict[str, int] = {}
-    for index, model in enumerate(models):
-        if model is not None:
-            latest[model] = index
+    latest = _latest_columns(models)
     if len(latest) < 2:
         return None, set()
     names = sorted(latest)
     by_model = {m: list(tables[latest[m]].values()) for m in names}
     stats = {m: group_stats(by_model[m]) for m in names}
-    # each model's records by kind and difficulty, read once: its groups are unions of these
-    atoms: dict[str, dict[tuple[str, str], list[Record]]] = {}
-    for m in names:
-        mine = atoms[m] = {}
-        for r in by_model[m]:
-            mine.setdefault((str(r.get("kind")), difficulty_of(r)), []).append(r)
+    atoms = _atoms(names, by_model)
     kinds = sorted({k for found in atoms.values() for k, _ in found})
     header, rows = table({"models": stats, "by_kind": dict.fromkeys(kinds)}, doc_num, doc_pct)
     out: list[ModelsRow] = [
         ModelsRow(group="model", label=h, cells=[r[i] for r in rows],
                   rates=[stats[m]["pass_rate"] if h == "pass" else None for m in names])
         for i, h in enumerate(header) if i > 0]
-
-    def rates(group: str, label: str, kind: str | None, diff: str | None) -> None:
-        cells, values = [], []
-        for m in names:
-            groups = [recs for (k, d), recs in atoms[m].items()
-                      if (kind is None or k == kind) and (diff is None or d == diff)]
-            found = stats[m] if len(groups) == len(atoms[m]) else \
-                group_stats([r for recs in groups for r in recs])
-            judged = found["passed"] + found["failed"] + found["errors"] \
-                + found["xfailed_by_gating"]
-            cells.append(f"{doc_pct(found['pass_rate'])} of {judged}" if found["count"] else "")
-            values.append(found["pass_rate"])
-        out.append(ModelsRow(group=group, label=text(label, 200), cells=cells, rates=values))
-
-    for kind in kinds:
-        rates("kind", kind, kind, None)
-    diffs = ordered_difficulties(d for found in atoms.values() for _, d in found)
-    for diff in diffs:
-        rates("difficulty", diff, None, diff)
-    if len(kinds) > 1:
-        for kind in kinds:
-            for diff in diffs:
-                if any((kind, diff) in found for found in atoms.values()):
-                    rates("kind_difficulty", f"{kind} · {diff}", kind, diff)
+    out.extend(_rate_rows(names, atoms, stats, kinds, text))
     # the records as compare_models pairs them: by the row's key, whatever the file or model
     compared = compare_models({m: [_AsRow(key, rec) for key, rec in tables[latest[m]].items()]
                                for m in names})
     pairs = [Pair(a=p["a"], b=p["b"], cases=p["cases"], a_only=p["a_only"], b_only=p["b_only"],
                   p_value=p["p_value"], better=p["better"], text=pair_text(p))
              for p in compared["pairs"]]
-    # compare_models' rule (every model has the case, their outcomes differ) for every case:
-    # it lists at most 200
-    first = tables[latest[names[0]]]
-    disagree = {key for key in first
-                if all(key in tables[latest[m]] for m in names)
-                and len({judged_outcome(tables[latest[m]][key]) for m in names}) > 1}
+    disagree = _disagreeing(names, latest, tables)
     return Models(names=names, columns=[latest[m] for m in names], rows=out, pairs=pairs,
                   disagreements=[(text(d["case"], 1000),
                                   [str(d["outcomes"][m] or "not run") for m in names])
                                  for d in compared["disagreements"]],
                   disagreement_count=compared["disagreement_count"]), disagree
+
+
+def _latest_columns(models: Sequence[str | None]) -> dict[str, int]:
+    """Each model's last column: a model run again on the page is compared as it is now."""
+    latest: dict[str, int] = {}
+    for index, model in enumerate(models):
+        if model is not None:
+            latest[model] = index
+    return latest
+
+
+def _atoms(names: list[str], by_model: Mapping[str, list[Record]]
+           ) -> dict[str, dict[tuple[str, str], list[Record]]]:
+    """Each model's records by kind and difficulty, read once: its groups are unions of these."""
+    from ..figures.columns import difficulty_of
+
+    atoms: dict[str, dict[tuple[str, str], list[Record]]] = {}
+    for m in names:
+        mine = atoms[m] = {}
+        for r in by_model[m]:
+            mine.setdefault((str(r.get("kind")), difficulty_of(r)), []).append(r)
+    return atoms
+
+
+def _rate_rows(names: list[str], atoms: Mapping[str, dict[tuple[str, str], list[Record]]],
+               stats: Mapping[str, dict[str, Any]], kinds: list[str],
+               text: Callable[[object, int], str]) -> list[ModelsRow]:
+    """The pass rate per kind, per difficulty, and per kind and difficulty when there are
+    several kinds (with one, that last block would repeat the difficulties)."""
+    from ..figures.columns import ordered_difficulties
+
+    out: list[ModelsRow] = []
+    for kind in kinds:
+        out.append(_rate_row(names, atoms, stats, text, "kind", kind, kind, None))
+    diffs = ordered_difficulties(d for found in atoms.values() for _, d in found)
+    for diff in diffs:
+        out.append(_rate_row(names, atoms, stats, text, "difficulty", diff, None, diff))
+    if len(kinds) > 1:
+        for kind in kinds:
+            for diff in diffs:
+                if any((kind, diff) in found for found in atoms.values()):
+                    out.append(_rate_row(names, atoms, stats, text, "kind_difficulty",
+                                         f"{kind} · {diff}", kind, diff))
+    return out
+
+
+def _rate_row(names: list[str], atoms: Mapping[str, dict[tuple[str, str], list[Record]]],
+              stats: Mapping[str, dict[str, Any]], text: Callable[[object, int], str],
+              group: str, label: str, kind: str | None, diff: str | None) -> ModelsRow:
+    """One group's pass rate per model, counted as the run's report counts it; a group that
+    holds all of a model's records reuses its overall figures."""
+    from ..figures.numbers import doc_pct
+    from .casestats import group_stats
+
+    cells, values = [], []
+    for m in names:
+        groups = [recs for (k, d), recs in atoms[m].items()
+                  if (kind is None or k == kind) and (diff is None or d == diff)]
+        found = stats[m] if len(groups) == len(atoms[m]) else \
+            group_stats([r for recs in groups for r in recs])
+        judged = found["passed"] + found["failed"] + found["errors"] \
+            + found["xfailed_by_gating"]
+        cells.append(f"{doc_pct(found['pass_rate'])} of {judged}" if found["count"] else "")
+        values.append(found["pass_rate"])
+    return ModelsRow(group=group, label=text(label, 200), cells=cells, rates=values)
+
+
+def _disagreeing(names: list[str], latest: Mapping[str, int],
+                 tables: Sequence[Mapping[str, Record]]) -> set[str]:
+    """compare_models' rule (every model has the case, their outcomes differ) for every case:
+    it lists at most 200, and the page marks them all."""
+    from ..baseline.verdicts import judged_outcome
+
+    first = tables[latest[names[0]]]
+    return {key for key in first
+            if all(key in tables[latest[m]] for m in names)
+            and len({judged_outcome(tables[latest[m]][key]) for m in names}) > 1}

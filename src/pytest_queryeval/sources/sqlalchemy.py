@@ -302,26 +302,9 @@ class SqlAlchemySource(SourceDefaults):
                       called: tuple[str, ...] | None) -> ResultTable:
         """:meth:`execute` on this process's pool; ``called``: the functions a predicted
         PostgreSQL query calls, to be vetted by the server (None: a trusted query)."""
-        engine = self._engine()
+        conn = self._checked_connection()
         from sqlalchemy import exc
 
-        try:
-            conn = engine.connect()
-        except exc.DBAPIError as e:
-            raise SourceUnavailable(self.scrub(
-                f"datasource {self.name!r} ({self.masked_url}): {_first_line(e.orig)}")) from None
-        except Exception as e:
-            raise SourceUnavailable(self.scrub(
-                f"datasource {self.name!r} ({self.masked_url}): {e}")) from None
-        if self._role_problem is None:
-            try:
-                self._check_role(conn)
-            except BaseException:
-                _rollback_and_close(conn)
-                raise
-        if self._role_problem:
-            _rollback_and_close(conn)
-            raise PrivilegedRole(self._role_problem)
         fired = threading.Event()
         dropped = threading.Event()
         watchdog: _Watchdog | None = None
@@ -339,17 +322,7 @@ class SqlAlchemySource(SourceDefaults):
             if not result.returns_rows:
                 raise QueryRefused("the statement returned no rows: not a query")
             columns = list(result.keys())
-            step, widest = _FIRST_BATCH, 1.0
-            more = True
-            while more:
-                if time.monotonic() > deadline:
-                    fired.set()
-                    raise QueryTimeout(f"query exceeded {timeout:g} s")
-                batch = result.fetchmany(fetched.wanted(step))
-                more = fetched.add(_cells(batch))
-                if more:
-                    widest = max(widest, fetched.last / len(batch))
-                    step = max(1, min(_FETCH_BATCH, int(_BATCH_BYTES // widest)))
+            _fetch_rows(result, fetched, deadline, timeout, fired)
             result.close()
         except QueryEvalError:
             raise
@@ -374,6 +347,31 @@ class SqlAlchemySource(SourceDefaults):
                     conn.invalidate()
             _rollback_and_close(conn, reset=conn.dialect.name == "postgresql")
         return fetched.table(columns, time.perf_counter() - start)
+
+    def _checked_connection(self) -> Connection:
+        """A pooled connection whose role was checked once per source: a privileged role is
+        refused before any prediction runs on it, and the connection goes back rolled back."""
+        engine = self._engine()
+        from sqlalchemy import exc
+
+        try:
+            conn: Connection = engine.connect()
+        except exc.DBAPIError as e:
+            raise SourceUnavailable(self.scrub(
+                f"datasource {self.name!r} ({self.masked_url}): {_first_line(e.orig)}")) from None
+        except Exception as e:
+            raise SourceUnavailable(self.scrub(
+                f"datasource {self.name!r} ({self.masked_url}): {e}")) from None
+        if self._role_problem is None:
+            try:
+                self._check_role(conn)
+            except BaseException:
+                _rollback_and_close(conn)
+                raise
+        if self._role_problem:
+            _rollback_and_close(conn)
+            raise PrivilegedRole(self._role_problem)
+        return conn
 
     def _spec(self) -> tuple[Any, ...]:
         """What the worker needs to build this source (its connections live there)."""
@@ -786,6 +784,23 @@ def _driver_statement(conn: Connection, query: str) -> tuple[str, tuple[()]] | t
     if conn.dialect.paramstyle in ("format", "pyformat"):
         return query.replace("%", "%%"), ()
     return (query,)
+
+
+def _fetch_rows(result: Any, fetched: FetchedRows, deadline: float, timeout: float,
+                fired: threading.Event) -> None:
+    """Fetch in batches sized to the widest rows seen so far, so that a result of wide rows
+    stays under the byte budget per batch and the deadline is checked between batches."""
+    step, widest = _FIRST_BATCH, 1.0
+    more = True
+    while more:
+        if time.monotonic() > deadline:
+            fired.set()
+            raise QueryTimeout(f"query exceeded {timeout:g} s")
+        batch = result.fetchmany(fetched.wanted(step))
+        more = fetched.add(_cells(batch))
+        if more:
+            widest = max(widest, fetched.last / len(batch))
+            step = max(1, min(_FETCH_BATCH, int(_BATCH_BYTES // widest)))
 
 
 def _cells(batch: Iterable[Iterable[object]]) -> list[tuple[Any, ...]]:

@@ -541,6 +541,35 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
     if not isinstance(spec, dict):
         problems.append(f"{loc}: {usage}, optionally with kind:, tag: and allow_empty:")
         return None
+    key = _gate_bound(spec, rate, usage, loc, problems)
+    if key is None:
+        return None
+    k = _pass_k(metric, spec, key, loc, problems)
+    if k is False:
+        return None
+    stat, op = ("pass_rate", ">=") if rate else METRIC_BOUNDS[key]
+    limit = spec[key]
+    if not _gate_limit_ok(limit, rate, f"{loc}.{key}", problems):
+        return None
+    kind, tag, allow_empty = spec.get("kind"), spec.get("tag"), spec.get("allow_empty", False)
+    model = spec.get("model")
+    for key, value in (("kind", kind), ("tag", tag), ("model", model)):
+        if value is not None and (not isinstance(value, str) or not value):
+            problems.append(f"{loc}.{key}: must be a {key} name")
+            return None
+    if not isinstance(allow_empty, bool):
+        problems.append(f"{loc}.allow_empty: must be true or false")
+        return None
+    label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "") + (
+        f"[model={model}]" if model else "")
+    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op, model,
+                k if isinstance(k, int) else None)
+
+
+def _gate_bound(spec: Mapping[Any, Any], rate: bool, usage: str, loc: str,
+                problems: list[str]) -> str | None:
+    """The one bound key a gate gives; None (the problem added) for a metric gate's key on a
+    pass_rate gate or back, an unknown key, or no or several bounds."""
     bounds = ["min"] if rate else list(METRIC_BOUNDS)
     wrong = [k for k in (["mean", "max", "mean_max", "total_max"] if rate else ["min"])
              if k in spec]
@@ -559,32 +588,20 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
         problems.append(f"{loc}: {usage}{' (one of them)' if given else ''}, optionally with "
                         "kind:, tag: and allow_empty:")
         return None
-    key = given[0]
-    k = _pass_k(metric, spec, key, loc, problems)
-    if k is False:
-        return None
-    stat, op = ("pass_rate", ">=") if rate else METRIC_BOUNDS[key]
-    limit = spec[key]
+    return given[0]
+
+
+def _gate_limit_ok(limit: Any, rate: bool, where: str, problems: list[str]) -> bool:
+    """A bound is a finite number, and a pass rate's a fraction: 90 meant as 90% could never
+    be met, so the message says what to write instead."""
     if not numeric.is_finite(limit):
-        problems.append(f"{loc}.{key}: must be a finite number, not {numeric.short_repr(limit)}")
-        return None
+        problems.append(f"{where}: must be a finite number, not {numeric.short_repr(limit)}")
+        return False
     if rate and not 0 <= limit <= 1:
-        problems.append(f"{loc}.{key}: a pass rate is a fraction between 0 and 1, not "
+        problems.append(f"{where}: a pass rate is a fraction between 0 and 1, not "
                         f"{limit!r}{f' (for {limit:g}%, write {limit / 100:g})' if 1 < limit <= 100 else ''}")
-        return None
-    kind, tag, allow_empty = spec.get("kind"), spec.get("tag"), spec.get("allow_empty", False)
-    model = spec.get("model")
-    for key, value in (("kind", kind), ("tag", tag), ("model", model)):
-        if value is not None and (not isinstance(value, str) or not value):
-            problems.append(f"{loc}.{key}: must be a {key} name")
-            return None
-    if not isinstance(allow_empty, bool):
-        problems.append(f"{loc}.allow_empty: must be true or false")
-        return None
-    label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "") + (
-        f"[model={model}]" if model else "")
-    return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op, model,
-                k if isinstance(k, int) else None)
+        return False
+    return True
 
 
 def _pass_k(metric: str, spec: Mapping[str, Any], bound: str, loc: str,

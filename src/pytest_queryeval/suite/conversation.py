@@ -56,7 +56,30 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
     """Fill ``case.turns``, ``case.history_mode``, the case's and each turn's thresholds, and
     its question from ``entry["conversation"]``; every problem goes to ``errors``."""
     before = len(errors.items)
-    turns_value = entry["conversation"]
+    _read_modes(case, entry, merged, kp, errors)
+    _refuse_case_golds(case, entry, merged, kp, errors)
+    turns = _read_turns(entry, kp, errors)
+    if turns is None:
+        return
+    scored = [t for t in turns if t.scored]
+    if not scored and len(errors.items) == before:
+        errors.add(entry, "conversation", kp("conversation"), "no scored turn: give at least "
+                   "one user turn a gold (gold: or gold_result:)")
+    _case_predictions(case, entry, scored, kp, errors)
+    _thresholds(case, turns, entry, kp, errors, kind, is_metric, record_only)
+    case.turns = turns
+    if case.difficulty is None and len(errors.items) == before:
+        from ..rules.conversation import conversation_difficulty
+
+        case.difficulty = conversation_difficulty(kind, case)
+    if case.question is None:
+        case.question = " / ".join(t.question for t in turns)
+
+
+def _read_modes(case: Case, entry: LocDict, merged: dict[str, Any], kp: Callable[[str], str],
+                errors: _Errors) -> None:
+    """``history:`` and ``conversation_scoring:`` may come from a file header or the suite, so
+    a wrong value is located at the case's key when it has one, else at its conversation."""
     mode = merged.get("history", "gold")
     if mode not in HISTORY_MODES:
         errors.add(entry, "history" if "history" in entry else "conversation", kp("history"),
@@ -70,6 +93,12 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
                    f"must be one of {', '.join(SCORING_MODES)}, not {scoring!r}")
     else:
         case.conversation_scoring = str(scoring)
+
+
+def _refuse_case_golds(case: Case, entry: LocDict, merged: dict[str, Any],
+                       kp: Callable[[str], str], errors: _Errors) -> None:
+    """A conversation's golds belong to its user turns: a case-level one (or a file header's,
+    which every case of the file inherits) would be silently ignored."""
     for key in ("gold", "gold_result", "predicted_result"):
         if merged.get(key) is not None and key in entry:
             errors.add(entry, key, kp(key), f"a conversation case gives its golds on its user "
@@ -77,10 +106,16 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
         elif merged.get(key) is not None:  # a file header's: its cases are conversations
             errors.add(entry, "conversation", key, f"the file's {key} cannot apply to conversation case "
                        f"{case.id!r}: give each turn its gold")
+
+
+def _read_turns(entry: LocDict, kp: Callable[[str], str], errors: _Errors) -> list[Turn] | None:
+    """The user turns in order, each scripted assistant turn kept as the replies of the user
+    turn before it; ``None`` when there is no list of turns to read at all."""
+    turns_value = entry["conversation"]
     if not isinstance(turns_value, list) or not turns_value:
         errors.add(entry, "conversation", kp("conversation"),
                    "must be a non-empty list of turns (role: user | assistant, content: ...)")
-        return
+        return None
     turns: list[Turn] = []
     number = 0
     for i, raw in enumerate(turns_value):
@@ -93,16 +128,7 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
             errors.add(raw, "role", f"{path}.role",
                        f"must be user or assistant, not {role!r}")
             continue
-        allowed = USER_TURN_KEYS if role == "user" else ASSISTANT_TURN_KEYS
-        for key in raw:
-            if key in allowed:
-                continue
-            if role == "assistant" and key in USER_TURN_KEYS:
-                errors.add(raw, key, f"{path}.{key}",
-                           f"an assistant turn is history, sent as written and never scored: "
-                           f"put {key} on the user turn it answers")
-            else:
-                errors.add(raw, key, f"{path}.{key}", f"unknown key{suggest(str(key), allowed)}")
+        _check_turn_keys(raw, role, path, errors)
         content = raw.get("content")
         if not isinstance(content, str) or (role == "user" and not content.strip()):
             errors.add(raw, "content" if "content" in raw else "role", f"{path}.content",
@@ -117,19 +143,22 @@ def read_conversation(case: Case, entry: LocDict, merged: dict[str, Any], kp: Ca
             continue
         number += 1
         turns.append(_user_turn(cast(LocDict, raw), i, number, content, path, errors))
-    scored = [t for t in turns if t.scored]
-    if not scored and len(errors.items) == before:
-        errors.add(entry, "conversation", kp("conversation"), "no scored turn: give at least "
-                   "one user turn a gold (gold: or gold_result:)")
-    _case_predictions(case, entry, scored, kp, errors)
-    _thresholds(case, turns, entry, kp, errors, kind, is_metric, record_only)
-    case.turns = turns
-    if case.difficulty is None and len(errors.items) == before:
-        from ..rules.conversation import conversation_difficulty
+    return turns
 
-        case.difficulty = conversation_difficulty(kind, case)
-    if case.question is None:
-        case.question = " / ".join(t.question for t in turns)
+
+def _check_turn_keys(raw: dict[Any, Any], role: str, path: str, errors: _Errors) -> None:
+    """A user turn's key on an assistant turn is told apart from a misspelt key: the author
+    meant it for the user turn that assistant turn answers."""
+    allowed = USER_TURN_KEYS if role == "user" else ASSISTANT_TURN_KEYS
+    for key in raw:
+        if key in allowed:
+            continue
+        if role == "assistant" and key in USER_TURN_KEYS:
+            errors.add(raw, key, f"{path}.{key}",
+                       f"an assistant turn is history, sent as written and never scored: "
+                       f"put {key} on the user turn it answers")
+        else:
+            errors.add(raw, key, f"{path}.{key}", f"unknown key{suggest(str(key), allowed)}")
 
 
 def _user_turn(raw: LocDict, index: int, number: int, content: str, path: str,
