@@ -218,3 +218,15 @@ def test_an_unordered_result_comes_in_one_order_every_time():
             seen[q].add(tuple(src.execute(q).rows))
         src.close()
     assert {q: len(orders) for q, orders in seen.items()} == dict.fromkeys(queries, 1)
+
+
+def test_the_schema_of_a_prompt_describes_the_graph(graph):
+    """``{schema}`` of an ``openai`` prompt on a ``type: ladybug`` source is its tables, as
+    docs/cypher.md says (the describer asked only SQL and SPARQL types, and said "cannot be
+    described" for a graph)."""
+    from pytest_queryeval.sources.describe import describe
+
+    text = describe(graph)
+    assert "CREATE NODE TABLE Person(" in text
+    assert "CREATE REL TABLE ACTED_IN(FROM Person TO Movie, role STRING);" in text
+    assert text == "\n\n".join(ddl for _, ddl in graph.ddl())

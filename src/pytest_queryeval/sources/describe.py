@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import QueryEvalError
 from . import source_type
-from .base import DataSource, no_ddl
+from .base import DataSource
 
 if TYPE_CHECKING:
     from .sdmx_structure import SdmxStructure
@@ -40,7 +40,10 @@ SDMX_CODES = 40
 def describe(source: DataSource, *, rows: int = 0, datasets: Sequence[str] = (),
              codes: int = SDMX_CODES, structure: SdmxStructure | None = None) -> str:
     """The text of ``{schema}`` for ``source`` (``structure``: a parsed SDMX structure); how
-    a type is described is its entry's ``sql`` or ``sparql`` (``sources.SOURCE_TYPES``)."""
+    a type is described is its entry's ``sql`` or ``sparql`` (``sources.SOURCE_TYPES``), and
+    any other type by its own :meth:`~.base.DataSource.ddl` (a graph's node and relationship
+    tables), so a type registered through the hooks describes itself as a built-in does; the
+    base ``ddl`` says it cannot be described. Sample rows are SQL's only."""
     if structure is not None:
         return describe_sdmx(structure, datasets, codes)
     entry = source_type(source.type)
@@ -48,7 +51,7 @@ def describe(source: DataSource, *, rows: int = 0, datasets: Sequence[str] = (),
         return describe_sql(source, rows)
     if entry.sparql:
         return describe_rdf(source)
-    raise no_ddl(source.name, source.type)
+    return "\n\n".join(ddl for _, ddl in source.ddl())
 
 
 # ------------------------------------------------------------------------------- SQL
