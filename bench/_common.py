@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import resource
@@ -24,6 +25,43 @@ def run_pytest(cwd: Path, *args: str, timeout: float = 900,
     done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
     return time.perf_counter() - t0, done.stdout + done.stderr, done.returncode
+
+
+def suite_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options of a bench that runs a whole suite: its cases, its interleaved runs."""
+    ap = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    ap.add_argument("--cases", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=3)
+    return ap
+
+
+def measured_env() -> dict[str, str]:
+    """This environment with bytecode caches on (``PYTHONDONTWRITEBYTECODE`` removed): a
+    measured process starts as a user's does, not compiling every module again."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+#: Flags of every measured pytest process: no cache (a cold run), no random order, no
+#: hypothesis plugin (the dev extra's, which a user's run has not).
+PYTEST_FLAGS = ("-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest")
+
+
+def import_bird(base: Path, env: dict[str, str]) -> None:
+    """``queryeval-import bird`` of the BIRD files in ``base`` (``bench_bird_run.write_inputs``)
+    into ``base/suite``."""
+    subprocess.run([sys.executable, "-m", "pytest_queryeval.importers.cli", "bird",
+                    str(base / "mini_dev_sqlite.json"), "--pred",
+                    str(base / "predict_mini_dev.json"), "--db",
+                    str(base / "dbs" / "{db}" / "{db}.sqlite"), "--out", str(base / "suite")],
+                   check=True, capture_output=True, env=env)
+
+
+def write_plain(base: Path, cases: int) -> None:
+    """``base/plain``: as many trivial tests as the suite has cases (pytest's own cost)."""
+    (base / "plain").mkdir()
+    (base / "plain" / "test_plain.py").write_text(
+        f"import pytest\n\n@pytest.mark.parametrize('i', range({cases}))\n"
+        "def test_trivial(i):\n    assert i >= 0\n")
 
 
 def median(xs: list[float]) -> float:

@@ -22,7 +22,6 @@ without it (bench_bird_run.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -32,7 +31,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, median, timed
+from _common import (
+    PYTEST_FLAGS,
+    import_bird,
+    machine,
+    measured_env,
+    median,
+    suite_parser,
+    timed,
+    write_plain,
+)
 from bench_bird_run import write_inputs
 from bench_sql_suite import pairs
 
@@ -191,28 +199,17 @@ def phases(cmd: list[str], cwd: Path, env: dict[str, str], out: Path) -> dict[st
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", type=int, default=1000)
-    ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    args = suite_parser(__doc__).parse_args()
+    env = measured_env()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(prefix="qe-bench-birdprof-") as tmp:
         base = Path(tmp)
         write_inputs(base, pairs(args.cases))
-        subprocess.run([sys.executable, "-m", "pytest_queryeval.importers.cli", "bird",
-                        str(base / "mini_dev_sqlite.json"), "--pred",
-                        str(base / "predict_mini_dev.json"), "--db",
-                        str(base / "dbs" / "{db}" / "{db}.sqlite"), "--out",
-                        str(base / "suite")], check=True, capture_output=True, env=env)
+        import_bird(base, env)
         (base / "_qe_phases.py").write_text(PHASES)
-        (base / "plain").mkdir()
-        (base / "plain" / "test_plain.py").write_text(
-            f"import pytest\n\n@pytest.mark.parametrize('i', range({args.cases}))\n"
-            "def test_trivial(i):\n    assert i >= 0\n")
+        write_plain(base, args.cases)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(base), env.get("PYTHONPATH")]))
-        flags = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest",
-                 "-p", "_qe_phases"]
+        flags = [*PYTEST_FLAGS, "-p", "_qe_phases"]
         sides = {"plugin": [sys.executable, "-m", "pytest", "suite", *flags,
                             "--queryeval-json=report.json"],
                  "plain": [sys.executable, "-m", "pytest", "plain", *flags]}

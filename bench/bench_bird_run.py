@@ -30,12 +30,10 @@ medians and the ratio plugin / reference (target: at most 1.5x, issue 53) and wa
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -43,7 +41,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _million
-from _common import machine, median, print_sides, timed
+from _common import (
+    PYTEST_FLAGS,
+    import_bird,
+    machine,
+    measured_env,
+    median,
+    print_sides,
+    suite_parser,
+    timed,
+    write_plain,
+)
 from bench_sql_suite import DB, pairs
 
 LEVELS = ("simple", "moderate", "challenging")
@@ -64,10 +72,8 @@ def write_inputs(base: Path, data: list[tuple[str, str]], db: Path = DB) -> None
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", type=int, default=None,
-                    help="pairs (default 1,000 on Chinook, 120 on the million-row table)")
-    ap.add_argument("--runs", type=int, default=3)
+    ap = suite_parser(__doc__)
+    ap.set_defaults(cases=None)  # 1,000 on Chinook, 120 on the million-row table
     ap.add_argument("--workload", choices=("chinook", "million"), default="chinook",
                     help="chinook: sub-millisecond queries (pytest's per-item cost shows); "
                          "million: each query scans a table of a million rows (execution "
@@ -85,7 +91,7 @@ def main() -> int:
     million = args.workload == "million"
     if args.cases is None:
         args.cases = 120 if million else 1000
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = measured_env()
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(prefix="qe-bench-bird-") as tmp:
         base = Path(tmp)
@@ -94,23 +100,16 @@ def main() -> int:
                          _million.build_db(base / "million.sqlite"))
         else:
             write_inputs(base, pairs(args.cases))
-        subprocess.run([sys.executable, "-m", "pytest_queryeval.importers.cli", "bird",
-                        str(base / "mini_dev_sqlite.json"), "--pred",
-                        str(base / "predict_mini_dev.json"), "--db",
-                        str(base / "dbs" / "{db}" / "{db}.sqlite"), "--out", str(base / "suite")],
-                       check=True, capture_output=True, env=env)
+        import_bird(base, env)
         reference = [args.evaluator_python, str(Path(args.evaluator) / "evaluation_ex.py"),
                      "--predicted_sql_path", str(base / "predict_mini_dev.json"),
                      "--ground_truth_path", str(base / "mini_dev_gold.sql"),
                      "--db_root_path", str(base / "dbs") + "/", "--num_cpus", "1",
                      "--diff_json_path", str(base / "mini_dev_diff.jsonl"),
                      "--output_log_path", str(base / "bird.log")]
-        flags = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest"]
+        flags = PYTEST_FLAGS
         plugin = [sys.executable, "-m", "pytest", "suite", *flags, "--queryeval-json=report.json"]
-        (base / "plain").mkdir()
-        (base / "plain" / "test_plain.py").write_text(
-            f"import pytest\n\n@pytest.mark.parametrize('i', range({args.cases}))\n"
-            "def test_trivial(i):\n    assert i >= 0\n")
+        write_plain(base, args.cases)
         plain = [sys.executable, "-m", "pytest", "plain", *flags]
         warm = [sys.executable, "-m", "pytest", "suite", *flags[:1], *flags[3:], "-o",
                 "cache_dir=.warm_cache", "--queryeval-json=warm.json"]

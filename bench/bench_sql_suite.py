@@ -17,7 +17,6 @@ the ratio plugin / floor (target: at most 1.5x); the CPU ratio is the fairer one
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -27,7 +26,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import SHARED, machine, median, print_sides, timed
+from _common import (
+    PYTEST_FLAGS,
+    SHARED,
+    machine,
+    measured_env,
+    median,
+    print_sides,
+    suite_parser,
+    timed,
+    write_plain,
+)
 
 DB = SHARED / "chinook" / "Chinook_Sqlite.sqlite"
 
@@ -124,11 +133,8 @@ print(right)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", type=int, default=1000)
-    ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    args = suite_parser(__doc__).parse_args()
+    env = measured_env()
     print(f"machine: {machine()}")
     data = pairs(args.cases)
     with tempfile.TemporaryDirectory(prefix="qe-bench-sql-") as tmp:
@@ -143,12 +149,8 @@ def main() -> int:
             "kind": "sql", "datasource": "chinook",
             "cases": [{"id": f"c{i:04d}", "question": f"question {i}", "gold": g,
                        "predicted": p} for i, (g, p) in enumerate(data)]}))
-        plain = base / "plain"
-        plain.mkdir()
-        (plain / "test_plain.py").write_text(
-            f"import pytest\n\n@pytest.mark.parametrize('i', range({args.cases}))\n"
-            "def test_trivial(i):\n    assert i >= 0\n")
-        flags = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:hypothesispytest"]
+        write_plain(base, args.cases)
+        flags = PYTEST_FLAGS
         runs = {
             "plugin": [sys.executable, "-m", "pytest", "suite", *flags,
                        "--queryeval-json=report.json", "--queryeval-no-cache"],

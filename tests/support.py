@@ -101,6 +101,24 @@ def make_case(kind: str = "sql", **fields: Any) -> Case:
     return Case(kind=kind, **fields)
 
 
+def kind_source(cls: str, name: str, metric: str, evaluate: str, doc: str = "") -> str:
+    """The source of a custom kind class for a conftest or a plugin module, written as a
+    third-party package writes one: the contract's members only, one metric, ``evaluate`` the
+    body of its method (indented by eight spaces). A class body may follow (more members)."""
+    docline = f'    """{doc}"""\n' if doc else ""
+    return (f"class {cls}:\n{docline}"
+            f"    name = {json.dumps(name)}\n"
+            "    option_keys = frozenset()\n\n"
+            "    def is_metric(self, name):\n"
+            f"        return name == {json.dumps(metric)}\n\n"
+            "    def validate(self, case):\n"
+            "        return []\n\n"
+            "    def difficulty(self, case):\n"
+            "        return None\n\n"
+            "    def evaluate(self, case, prediction, ctx):\n"
+            f"{evaluate}\n")
+
+
 def strings_in(node: object) -> Iterator[str]:
     """Every string value of a parsed JSON or YAML document (mapping keys left out): the
     corpus tests look for the queries among them."""

@@ -50,13 +50,45 @@ def reply(script: dict[str, list[dict[str, Any]]], body: dict[str, Any]) -> dict
                           else json.dumps(c.get("arguments") or {})}}
             for i, c in enumerate(scripted["tool_calls"])]
     prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4
-    completion = len(json.dumps(message)) // 4
-    return {"id": f"chatcmpl-{step}", "object": "chat.completion", "created": 0,
-            "model": body.get("model") or MODEL,
+    return completion(f"chatcmpl-{step}", 0, body.get("model") or MODEL, message, prompt,
+                      len(json.dumps(message)) // 4)
+
+
+def completion(id: str, created: int, model: str, message: dict[str, Any], prompt_tokens: int,
+               completion_tokens: int) -> dict[str, Any]:
+    """A chat completion of one choice, in the shape of OpenAI's API (the tests' stand-in
+    answers in it too)."""
+    return {"id": id, "object": "chat.completion", "created": created, "model": model,
             "choices": [{"index": 0, "message": message,
                          "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion}}
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}}
+
+
+class JsonPostHandler(http.server.BaseHTTPRequestHandler):
+    """Reads each POST's JSON body and sends what :meth:`answer` makes of it, quietly: the
+    HTTP side of a stand-in model (this one, and the tests' OpenAI stand-in)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """The status, the headers (``Content-Type`` JSON unless given) and the payload."""
+        raise NotImplementedError
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        status, headers, payload = self.answer(body)
+        self.send_response(status)
+        self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
 
 class _SharedPortServer(http.server.ThreadingHTTPServer):
@@ -102,25 +134,12 @@ class ScriptedModel:
         self.requests: list[dict[str, Any]] = []
         model = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+        class Handler(JsonPostHandler):
+            def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
                 model.requests.append(body)
                 if self.path.rstrip("/").endswith("/chat/completions"):
-                    status, payload = 200, json.dumps(reply(model.script, body)).encode()
-                else:
-                    status, payload = 404, b'{"error": {"message": "no route"}}'
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                    return 200, {}, json.dumps(reply(model.script, body)).encode()
+                return 404, {}, b'{"error": {"message": "no route"}}'
 
         self.server = _server(port, Handler)
         self.server.daemon_threads = True

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.support import read_report
+from tests.support import kind_source, read_report
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -15,23 +15,10 @@ from pytest_queryeval.audit import self_check
 from pytest_queryeval.model import Scored
 
 
-class Echo:
-    """Scores 1 when the prediction is the gold word and the word is not "broken"."""
-    name = "echo"
-    option_keys = frozenset()
-
-    def is_metric(self, name):
-        return name == "same"
-
-    def validate(self, case):
-        return []
-
-    def difficulty(self, case):
-        return None
-
-    def evaluate(self, case, prediction, ctx):
-        return Scored({"same": float(prediction == case.gold and prediction != "broken")})
-
+''' + kind_source(
+    "Echo", "echo", "same",
+    '        return Scored({"same": float(prediction == case.gold and prediction != "broken")})',
+    doc='Scores 1 when the prediction is the gold word and the word is not "broken".') + '''
 
 class LintedEcho(Echo):
     """Echo with an audit of its own: a gold word in capitals reads the clock."""
@@ -75,24 +62,10 @@ from pytest_queryeval.audit.query import SQL_RULES, audit_query
 from pytest_queryeval.model import Scored
 
 
-class Plain:
-    name = "plain-query"
-    option_keys = frozenset()
-
-    def is_metric(self, name):
-        return name == "rows"
-
-    def validate(self, case):
-        return []
-
-    def difficulty(self, case):
-        return None
-
-    def evaluate(self, case, prediction, ctx):
+''' + kind_source("Plain", "plain-query", "rows", '''\
         src = ctx.source(case)
         gold = src.execute(case.gold, trusted=True).rows
-        return Scored({"rows": float(src.execute(prediction).rows == gold)})
-
+        return Scored({"rows": float(src.execute(prediction).rows == gold)})''') + '''
     def audit(self, case, ctx, result):
         audit_query(case, self, ctx, result)
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from pytest_queryeval.conclude.merge import run as merge_run
-from tests.support import read_report, write_suite
+from tests.support import kind_source, read_report, write_suite
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -30,23 +30,9 @@ from pytest_queryeval.sources import SourceType
 from pytest_queryeval.sources.sqlite import SqliteSource
 
 
-class Echo:
-    """A kind: 1 when the prediction is the gold word."""
-    name = "echo"
-    option_keys = frozenset()
-
-    def is_metric(self, name):
-        return name == "same"
-
-    def validate(self, case):
-        return []
-
-    def difficulty(self, case):
-        return None
-
-    def evaluate(self, case, prediction, ctx):
-        return Scored({"same": float(prediction == case.gold)})
-
+''' + kind_source("Echo", "echo", "same",
+                  '        return Scored({"same": float(prediction == case.gold)})',
+                  doc="A kind: 1 when the prediction is the gold word.") + '''
 
 class ScriptSqlite(SqliteSource):
     """A SQLite database built from the .sql scripts of a folder."""

@@ -42,6 +42,17 @@ def write_chinook_suite(root: Path, shared_data: Path, config: dict[str, Any],
                                **config}, files)
 
 
+def write_file_and_inline_suite(root: Path, shared_data: Path, cases: dict[str, Any]) -> None:
+    """A Chinook suite of ``cases`` whose case ``from-file`` takes its prediction from a
+    predictions file and every other case inline: a run that reads both sources."""
+    write_chinook_suite(
+        root, shared_data,
+        {"predictions": {"source": "file", "path": "predictions.jsonl"}},
+        {"test_chinook.yaml": json.dumps(cases, indent=1),
+         "predictions.jsonl": json.dumps({"id": "from-file", "predicted": "SELECT count(*) "
+                                          "FROM track WHERE genreid <= 1"}) + "\n"})
+
+
 class JsonCache:
     """pytest's cache stores JSON: round-trip every value through it, as the real one does."""
 

@@ -15,7 +15,7 @@ import pytest
 from pytest_queryeval._isolation import sandbox
 from tests.support import read_report, run_report
 
-from .conftest import write_chinook_suite
+from .conftest import write_file_and_inline_suite
 
 INSTR_16MB = "SELECT instr(hex(zeroblob(8000000)), hex(zeroblob(4000000)) || '1')"
 CASES: dict[str, Any] = {
@@ -56,12 +56,7 @@ TIMING = ("seconds", "duration", "started", "finished", "time")
 
 @pytest.fixture
 def prefetch_suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
-    write_chinook_suite(
-        pytester.path, shared_data,
-        {"predictions": {"source": "file", "path": "predictions.jsonl"}},
-        {"test_chinook.yaml": json.dumps(CASES, indent=1),
-         "predictions.jsonl": json.dumps({"id": "from-file", "predicted": "SELECT count(*) "
-                                          "FROM track WHERE genreid <= 1"}) + "\n"})
+    write_file_and_inline_suite(pytester.path, shared_data, CASES)
     return pytester
 
 

@@ -22,7 +22,7 @@ from pytest_queryeval.kinds import sql as sql_kind
 from pytest_queryeval.metrics import sql_hardness
 from tests.support import run_report
 
-from .conftest import write_chinook_suite
+from .conftest import write_chinook_suite, write_file_and_inline_suite
 
 #: Cases whose golds are executed (and cached), predictions from a file and inline: right,
 #: wrong, failing, refused by the guard, two golds shared between cases.
@@ -57,12 +57,7 @@ MEASURED = ("seconds", "duration", "started", "finished", "time", "digest", "gol
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, shared_data: Path) -> pytest.Pytester:
-    write_chinook_suite(
-        pytester.path, shared_data,
-        {"predictions": {"source": "file", "path": "predictions.jsonl"}},
-        {"test_chinook.yaml": json.dumps(CASES, indent=1),
-         "predictions.jsonl": json.dumps({"id": "from-file", "predicted": "SELECT count(*) "
-                                          "FROM track WHERE genreid <= 1"}) + "\n"})
+    write_file_and_inline_suite(pytester.path, shared_data, CASES)
     return pytester
 
 

@@ -109,6 +109,14 @@ def shallow(value: object, max_depth: int = MAX_WALK_DEPTH) -> object:
     return copy(value, 0)
 
 
+def read_problem(exc: OSError | BoundedReadError) -> str:
+    """Why a file was not read, for a message that names the file: an OSError's reason
+    without its errno and path, or the bounded read's own words."""
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror or exc}"
+    return str(exc)
+
+
 def load_json_file(path: Path, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """A JSON file read with :func:`read_text` and parsed with :func:`loads_json`."""
     return loads_json(read_text(path), max_depth)
@@ -120,10 +128,8 @@ def load_report_file(path: Path, option: str, name: str) -> dict[str, Any]:
     (``name``) and the problem: unreadable, too deep or large, or not a report."""
     try:
         data = load_json_file(path)
-    except OSError as exc:
-        raise ValueError(f"{option}: {name}: cannot read: {exc.strerror or exc}") from None
-    except BoundedReadError as exc:
-        raise ValueError(f"{option}: {name}: {exc}") from None
+    except (OSError, BoundedReadError) as exc:
+        raise ValueError(f"{option}: {name}: {read_problem(exc)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise ValueError(f"{option}: {name}: not a queryeval JSON report")
     return data

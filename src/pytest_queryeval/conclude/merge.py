@@ -78,7 +78,7 @@ def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
     ``cases`` are slim records whose full text stays in the file (``spans``). MergeRefused names
     a file that is not a usable JSON report (not a regular file, too large or too deeply nested,
     or a field of the wrong type)."""
-    from .._util.boundedio import BoundedReadError
+    from .._util.boundedio import BoundedReadError, read_problem
     from ..report.shardcheck import check_report, summary
     from ..report.stream import scan
 
@@ -86,10 +86,8 @@ def load_shards(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
     for path in paths:
         try:
             scanned = scan(path)
-        except OSError as exc:
-            raise MergeRefused(f"{path}: cannot read: {exc.strerror or exc}") from None
-        except BoundedReadError as exc:
-            raise MergeRefused(f"{path}: {exc}") from None
+        except (OSError, BoundedReadError) as exc:
+            raise MergeRefused(f"{path}: {read_problem(exc)}") from None
         data = scanned.header
         if "cases" not in data or not isinstance(data.get("run"), dict):
             raise MergeRefused(f"{path}: not a queryeval JSON report (no 'run' and 'cases')")

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from ..errors import ConfigError, GoldError, QueryEvalError, QueryRefused, SourceUnavailable
+from ..errors import ConfigError, GoldError, QueryRefused
 from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..model import Case, Context, Scored
 from ..results import ResultTable
@@ -127,7 +127,12 @@ class CypherKind:
 
     def evaluate(self, case: Case, prediction: object, ctx: Context) -> Scored:
         from ..kinds._fences import note as note_fence
-        from ..kinds._query import check_query_size, fenced_prediction_text, run_gold
+        from ..kinds._query import (
+            check_query_size,
+            execute_or_reason,
+            fenced_prediction_text,
+            run_gold,
+        )
 
         text, fence = fenced_prediction_text(prediction, case, "Cypher", _PREDICTION_KEYS)
         if text is None:
@@ -139,16 +144,11 @@ class CypherKind:
         for gold in case.golds:
             table, cached = run_gold(src, str(gold), ctx, GOLD_CACHE, opts.limits)
             golds.append(_Gold(str(gold), table, cached))
-        pred: ResultTable | None = None
-        reason: str | None = None
         start = time.perf_counter()
-        try:
-            check_query_size(text, opts.max_query_bytes)
-            pred = src.execute(text, **opts.limits)
-        except SourceUnavailable:
-            raise
-        except QueryEvalError as exc:
-            reason = exc.reason()
+        got = execute_or_reason(src, text, opts.limits,
+                                check=lambda: check_query_size(text, opts.max_query_bytes))
+        pred: ResultTable | None = None if isinstance(got, str) else got
+        reason: str | None = got if isinstance(got, str) else None
         elapsed = time.perf_counter() - start
         if pred is not None and pred.truncated:
             what, option = pred.cut_by()

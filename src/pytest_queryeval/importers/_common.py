@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -55,6 +56,13 @@ def provenance(tool: str, sources: list[Path], note: str = "") -> str:
     if note:
         lines += [f"# {line}" if line else "#" for line in note.splitlines()]
     return "\n".join(lines) + "\n"
+
+
+def write_jsonl(path: Path, records: list[Any], *, ensure_ascii: bool = False) -> None:
+    """One JSON object a line, the predictions file the plugin reads (``ensure_ascii``: as
+    the Spider importers have always written theirs)."""
+    path.write_text("".join(json.dumps(r, ensure_ascii=ensure_ascii) + "\n" for r in records),
+                    encoding="utf-8")
 
 
 def dump_yaml(data: object, header: str = "") -> str:

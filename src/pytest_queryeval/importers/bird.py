@@ -23,12 +23,11 @@ starts with a comment naming the importer and the input files with their SHA-256
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, tag, write_jsonl
 from ._inputs import load_json, plain_name
 
 CASES_FILE = "test_bird.yaml"
@@ -127,11 +126,6 @@ def build(data: list[dict[str, Any]], *, source_name: str) -> dict[str, Any]:
     return {"kind": "sql", "cases": cases}
 
 
-def _write_predictions(path: Path, records: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
-                    encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=f"{command()} bird",
                                  description="BIRD dev.json / mini_dev JSON to a SQL suite")
@@ -162,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     written = [out / CASES_FILE, out / CONFIG_FILE]
     if records is not None:
-        _write_predictions(out / PREDICTIONS_FILE, records)
+        write_jsonl(out / PREDICTIONS_FILE, records)
         config["predictions"] = {"source": "file", "path": PREDICTIONS_FILE}
         written.append(out / PREDICTIONS_FILE)
     (out / CONFIG_FILE).write_text(dump_yaml(config, header), encoding="utf-8")
@@ -187,7 +181,7 @@ def main_predictions(argv: list[str] | None = None) -> int:
         print(f"{command()} bird-predictions: {exc}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    _write_predictions(args.out, records)
+    write_jsonl(args.out, records)
     print(f"wrote {args.out} ({len(records)} predictions)")
     return 0
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.soft_ex import CONDITION_KEYS
-from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, tag, write_jsonl
 from ._inputs import json_line, plain_name, read_text
 
 CASES_FILE = "test_livesqlbench.yaml"
@@ -304,8 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                                               for db in sorted(dbs)}}
     written = [*files, out / CONFIG_FILE]
     if records is not None:
-        (out / PREDICTIONS_FILE).write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        write_jsonl(out / PREDICTIONS_FILE, records)
         config["predictions"] = {"source": "file", "path": PREDICTIONS_FILE}
         written.append(out / PREDICTIONS_FILE)
     (out / CONFIG_FILE).write_text(dump_yaml(config, provenance("livesqlbench", sources)),

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, command, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, tag
 from ._inputs import load_json
-from .sparql_common import datasource_spec, write_config
+from .sparql_common import datasource_spec, write_suite
 
 
 def read_dataset(path: Path) -> dict[str, Any]:
@@ -112,15 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command()} qald: {exc}", file=sys.stderr)
         return 2
     dataset = str((data.get("dataset") or {}).get("id") or "qald")
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    cases_file = out / f"test_qald_{tag(dataset)}.yaml"
     note = (f"dataset {dataset}, language {args.lang}; gold answers: "
             f"{'executed gold queries' if args.execute_gold else 'the dataset answers'}")
-    cases_file.write_text(dump_yaml(suite, provenance("qald", [src], note)), encoding="utf-8")
-    config_file = write_config(out, "qald", spec)
     skip = f", {skipped} questions without a {args.lang!r} text skipped" if skipped else ""
-    print(f"wrote {cases_file} ({len(suite['cases'])} cases{skip}), {config_file}")
+    write_suite(args.out, "qald", dataset, suite, src, note, spec, skip)
     return 0
 
 

@@ -21,14 +21,13 @@ Lines are read exactly as the reference reads them; every problem names its file
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import QueryEvalError
-from ._common import ImportProblem, command, dump_yaml, provenance, suite_relative
+from ._common import ImportProblem, command, dump_yaml, provenance, suite_relative, write_jsonl
 from ._inputs import load_json, plain_name, read_text
 
 if TYPE_CHECKING:
@@ -249,8 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     written = [out / CASES_FILE]
     if args.predictions_file:
         path = out / args.predictions_file
-        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
-                        encoding="utf-8")
+        write_jsonl(path, records)
         written.append(path)
     if args.tables:
         config: dict[str, object] = {"datasources": {args.datasource: {

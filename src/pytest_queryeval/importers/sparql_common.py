@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, dump_yaml, suite_relative
+from ._common import ImportProblem, dump_yaml, provenance, suite_relative, tag
 from ._inputs import load_yaml
 
 CONFIG_FILE = "queryeval.yaml"
@@ -44,3 +44,14 @@ def write_config(out: Path, name: str, spec: dict[str, Any]) -> Path:
     config["datasources"][name] = spec
     config_file.write_text(dump_yaml(config), encoding="utf-8")
     return config_file
+
+
+def write_suite(out: Path, tool: str, name: str, suite: dict[str, Any], source: Path,
+                note: str, spec: dict[str, Any], skipped: str = "") -> None:
+    """Write the cases file ``test_<tool>_<name>.yaml`` and the datasource ``<tool>`` of the
+    suite config, then say so (``skipped``: what the line adds about questions left out)."""
+    out.mkdir(parents=True, exist_ok=True)
+    cases_file = out / f"test_{tool}_{tag(name)}.yaml"
+    cases_file.write_text(dump_yaml(suite, provenance(tool, [source], note)), encoding="utf-8")
+    config_file = write_config(out, tool, spec)
+    print(f"wrote {cases_file} ({len(suite['cases'])} cases{skipped}), {config_file}")

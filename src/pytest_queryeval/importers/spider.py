@@ -10,13 +10,12 @@ way the official ``evaluation.py`` reads them (blank lines skipped, tab-separate
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import QueryEvalError
-from ._common import command, dump_yaml, suite_relative
+from ._common import command, dump_yaml, suite_relative, write_jsonl
 from ._inputs import json_line, read_text
 
 CASES_FILE = "test_spider.yaml"
@@ -121,7 +120,7 @@ def _write(args: argparse.Namespace, suite: dict[str, Any],
     written = [out / CASES_FILE]
     if args.predictions_file:
         path = out / args.predictions_file
-        path.write_text("".join(json.dumps(p) + "\n" for p in preds), encoding="utf-8")
+        write_jsonl(path, preds, ensure_ascii=True)
         written.append(path)
     if args.tables:
         # the official evaluator's scores, recorded: thresholds of the user's gate them

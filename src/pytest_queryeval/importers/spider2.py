@@ -21,7 +21,6 @@ reference evaluates only those, and the predictions go to ``<out>/predictions.js
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -30,7 +29,16 @@ from typing import Any
 
 from .._util.boundedio import loads_json
 from ..errors import QueryEvalError
-from ._common import ImportProblem, command, datasource_spec, dump_yaml, provenance, suite_relative, tag
+from ._common import (
+    ImportProblem,
+    command,
+    datasource_spec,
+    dump_yaml,
+    provenance,
+    suite_relative,
+    tag,
+    write_jsonl,
+)
 from ._inputs import plain_name, read_text
 
 CASES_FILE = "test_spider2_lite.yaml"
@@ -211,8 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                                   encoding="utf-8")
     written = [out / CASES_FILE]
     if records:
-        (out / PREDICTIONS_FILE).write_text("".join(json.dumps(r) + "\n" for r in records),
-                                            encoding="utf-8")
+        write_jsonl(out / PREDICTIONS_FILE, records, ensure_ascii=True)
         written.append(out / PREDICTIONS_FILE)
     if config:
         (out / CONFIG_FILE).write_text(dump_yaml(config, provenance("spider2-lite", sources)),

@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import ImportProblem, command, dump_yaml, provenance, tag
+from ._common import ImportProblem, command, tag
 from ._inputs import load_yaml
-from .sparql_common import datasource_spec, write_config
+from .sparql_common import datasource_spec, write_suite
 
 
 def read_questions(path: Path) -> dict[str, Any]:
@@ -105,15 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     dataset = data["dataset"]
     name = str(dataset.get("prefix") or tag(str(dataset["id"]).rstrip("/").rsplit("/", 1)[-1]))
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    cases_file = out / f"test_text2sparql_{tag(name)}.yaml"
     note = f"dataset {dataset['id']}, languages {', '.join(languages)}"
-    cases_file.write_text(dump_yaml(suite, provenance("text2sparql", [src], note)),
-                          encoding="utf-8")
-    config_file = write_config(out, "text2sparql", spec)
     skip = f", {missing} question/language pairs without a text skipped" if missing else ""
-    print(f"wrote {cases_file} ({len(suite['cases'])} cases{skip}), {config_file}")
+    write_suite(args.out, "text2sparql", name, suite, src, note, spec, skip)
     return 0
 
 

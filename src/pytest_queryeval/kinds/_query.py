@@ -103,6 +103,24 @@ def check_query_size(query: str, limit: int) -> None:
                            f"({limit:,}); it was not parsed or executed")
 
 
+def execute_or_reason(src: DataSource, text: str, limits: QueryLimits | None = None,
+                      check: Callable[[], object] | None = None) -> ResultTable | str:
+    """An untrusted query's result, or why it failed: the reason the query scores 0 for.
+
+    ``check`` runs first (a size or read-only check), its refusal a reason like the engine's
+    error. An unreachable source still raises SourceUnavailable: that is the run's failure,
+    not the query's, and must not score the prediction.
+    """
+    try:
+        if check is not None:
+            check()
+        return src.execute(text, **(limits or {}))
+    except SourceUnavailable:
+        raise
+    except QueryEvalError as e:
+        return e.reason()
+
+
 def short(query: str, limit: int = 120) -> str:
     """A query on one line, cut for error messages."""
     one = " ".join(query.split())

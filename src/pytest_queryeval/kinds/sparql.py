@@ -56,6 +56,7 @@ from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
     compare_options,
+    execute_or_reason,
     fenced_prediction_text,
     limits,
     max_query_bytes,
@@ -240,13 +241,10 @@ def _predicted_table(case: Case, pred_query: str | None, src: DataSource | None,
         if src is None or pred_query is None:
             raise GoldError("nothing to execute the prediction on: no datasource")
         start = time.perf_counter()
-        try:
-            pred_table = src.execute(pred_query, **opts.limits)
-        except SourceUnavailable:
-            raise
-        except QueryEvalError as e:  # QueryFailed, QueryTimeout, QueryRefused (SERVICE)
-            return _failure(e.reason(), gold_seconds, time.perf_counter() - start, golds,
-                            opts)
+        got = execute_or_reason(src, pred_query, opts.limits)
+        if isinstance(got, str):  # QueryFailed, QueryTimeout, QueryRefused (SERVICE)
+            return _failure(got, gold_seconds, time.perf_counter() - start, golds, opts)
+        pred_table = got
     if pred_table.truncated:
         what, option = pred_table.cut_by()
         return _failure(f"truncated: the predicted result {what} ({option}); a partial "

@@ -122,6 +122,30 @@ def _unknown(path: str, keys: Iterable[Any], known: str) -> SelectionError:
     return SelectionError(f"{path}.{first}", f"unknown key (expected {known})")
 
 
+def _named(entry: object, path: str, key: str, parts: str, strict: bool) -> str:
+    """The name of an entry that names something and lists its parts (a dataset and its
+    dimensions, a dimension and its values): both levels refuse the same mistakes alike."""
+    if not isinstance(entry, Mapping):
+        raise SelectionError(path, f"must be a mapping with {key} and {parts}")
+    unknown = set(entry) - {key, parts}
+    if strict and unknown:
+        raise _unknown(path, unknown, f"{key}, {parts}")
+    name = _scalar(entry.get(key), f"{path}.{key}")
+    if not name:
+        raise SelectionError(f"{path}.{key}", "is required")
+    return name
+
+
+def _listed(entry: Mapping[Any, Any], path: str, key: str, shape: str) -> list[Any]:
+    """The parts an entry lists under ``key`` (none when it is absent)."""
+    items = entry.get(key)
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise SelectionError(f"{path}.{key}", f"must be a list of {shape}")
+    return items
+
+
 def _add(sel: Selection, dataset: str, dim: str, terms: Iterable[SdmxTerm]) -> None:
     sel.setdefault((dataset, dim), []).extend(terms)
 
@@ -140,36 +164,14 @@ def parse_indicator_selection(data: object, path: str = "indicator_selection",
     sel: Selection = {}
     for i, entry in enumerate(data):
         p = f"{path}[{i}]"
-        if not isinstance(entry, Mapping):
-            raise SelectionError(p, "must be a mapping with dataset_id and dimensions")
-        unknown = set(entry) - {"dataset_id", "dimensions"}
-        if strict and unknown:
-            raise _unknown(p, unknown, "dataset_id, dimensions")
-        dataset = _scalar(entry.get("dataset_id"), f"{p}.dataset_id")
-        if not dataset:
-            raise SelectionError(f"{p}.dataset_id", "is required")
-        dims = entry.get("dimensions")
-        if dims is None:
-            dims = []
-        if not isinstance(dims, list):
-            raise SelectionError(f"{p}.dimensions", "must be a list of {dimension_name, values}")
+        dataset = _named(entry, p, "dataset_id", "dimensions", strict)
+        dims = _listed(entry, p, "dimensions", "{dimension_name, values}")
         for j, dim_entry in enumerate(dims):
             dp = f"{p}.dimensions[{j}]"
-            if not isinstance(dim_entry, Mapping):
-                raise SelectionError(dp, "must be a mapping with dimension_name and values")
-            unknown = set(dim_entry) - {"dimension_name", "values"}
-            if strict and unknown:
-                raise _unknown(dp, unknown, "dimension_name, values")
-            dim = _scalar(dim_entry.get("dimension_name"), f"{dp}.dimension_name")
-            if not dim:
-                raise SelectionError(f"{dp}.dimension_name", "is required")
+            dim = _named(dim_entry, dp, "dimension_name", "values", strict)
             if strict and (dataset, dim) in sel:
                 raise SelectionError(f"{dp}.dimension_name", f"{dim} is repeated in {dataset}")
-            values = dim_entry.get("values")
-            if values is None:
-                values = []
-            if not isinstance(values, list):
-                raise SelectionError(f"{dp}.values", "must be a list of {id, name}")
+            values = _listed(dim_entry, dp, "values", "{id, name}")
             terms: list[SdmxTerm] = []
             for k, v in enumerate(values):
                 vp = f"{dp}.values[{k}]"

@@ -43,7 +43,7 @@ from ..metricnames import (
 )
 from .document import Report, full_record
 from .models import html_section as models_section
-from .outcome import Outcome, pass_rate_text, stated
+from .outcome import Outcome, pass_rate_text, run_facts, stated
 from .terminal import (
     SPEND_HEADERS,
     arrow,
@@ -288,14 +288,7 @@ def _headline(outcome: Outcome, overall: Mapping[str, Any], run: Mapping[str, An
             facts.append(f"{n} {label}{'s' if n > 1 and label in ('case', 'error') else ''}")
     if run.get("started"):
         facts.append(f"started {e(run['started'])}")
-    if run.get("duration_s") is not None:
-        facts.append(f"{float(run['duration_s']):.1f} s")
-    if run.get("model"):
-        facts.append(f"model <code>{e(run['model'])}</code>")
-    if run.get("predictions"):
-        facts.append(f"predictions <code>{e(run['predictions'])}</code>")
-    if run.get("queryeval_version"):
-        facts.append(f"pytest-queryeval {e(run['queryeval_version'])}")
+    facts.extend(run_facts(run, e, lambda value: f"<code>{e(value)}</code>"))
     return head + f'<p class="facts">{" · ".join(facts)}</p>'
 
 

@@ -32,7 +32,7 @@ from ..metricnames import FAILED_OUTCOMES, PASS_RATE, USAGE_METRICS, lower_is_be
 from ..model import RecordLike
 from .document import Report, full_record
 from .models import markdown_lines as model_lines
-from .outcome import pass_rate_text, stated
+from .outcome import pass_rate_text, run_facts, stated
 from .terminal import (
     SPEND_HEADERS,
     arrow,
@@ -113,14 +113,7 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
                (("count", "cases"), ("errors", "errors"), ("skipped", "skipped"),
                 ("xfailed", "xfailed")) if overall.get(k)]
     facts.extend(counted)
-    if run.get("duration_s") is not None:
-        facts.append(f"{float(run['duration_s']):.1f} s")
-    if run.get("model"):
-        facts.append(f"model {code(run['model'])}")
-    if run.get("predictions"):
-        facts.append(f"predictions {code(run['predictions'])}")
-    if run.get("queryeval_version"):
-        facts.append(f"pytest-queryeval {md(run['queryeval_version'])}")
+    facts.extend(run_facts(run, md, code))
     if facts:
         out.extend([" · ".join(facts), ""])
 

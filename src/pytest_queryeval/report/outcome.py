@@ -175,3 +175,19 @@ def pass_rate_text(stats: Mapping[str, Any], pct: Callable[[Any], str]) -> str:
     if granted:
         text += f"; {granted} xfailed by the gating mode count as failed"
     return text
+
+
+def run_facts(run: Mapping[str, Any], text: Callable[[object], str],
+              code: Callable[[object], str]) -> list[str]:
+    """The headline's facts about the run (its duration, model, predictions and version),
+    worded alike in the HTML and Markdown reports; each format escapes them its own way."""
+    facts = []
+    if run.get("duration_s") is not None:
+        facts.append(f"{float(run['duration_s']):.1f} s")
+    if run.get("model"):
+        facts.append(f"model {code(run['model'])}")
+    if run.get("predictions"):
+        facts.append(f"predictions {code(run['predictions'])}")
+    if run.get("queryeval_version"):
+        facts.append(f"pytest-queryeval {text(run['queryeval_version'])}")
+    return facts

@@ -157,7 +157,7 @@ def load_runs(paths: Sequence[Path]) -> list[tuple[str, dict[str, object]]]:
     is not a report (not a regular file, not UTF-8 JSON, too deep or large, no ``run`` and
     ``cases``, a field of the wrong type as ``queryeval merge`` checks them), so that nothing
     is written from a partial set."""
-    from .._util.boundedio import BoundedReadError, load_json_file
+    from .._util.boundedio import BoundedReadError, load_json_file, read_problem
     from .shardcheck import check_report, summary
 
     out: list[tuple[str, dict[str, object]]] = []
@@ -166,11 +166,8 @@ def load_runs(paths: Sequence[Path]) -> list[tuple[str, dict[str, object]]]:
         name = str(path)
         try:
             data = load_json_file(Path(path))
-        except OSError as exc:
-            problems.append(f"{name}: cannot read: {exc.strerror or exc}")
-            continue
-        except BoundedReadError as exc:
-            problems.append(f"{name}: {exc}")
+        except (OSError, BoundedReadError) as exc:
+            problems.append(f"{name}: {read_problem(exc)}")
             continue
         if not isinstance(data, dict) or not isinstance(data.get("cases"), list) \
                 or not isinstance(data.get("run"), dict):

@@ -289,14 +289,11 @@ class DuckdbSource(SandboxedFileSource):
                                         os.path.join(self._temp, "spill"))
         return self._conn
 
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-            if self._temp is not None:
-                shutil.rmtree(self._temp, ignore_errors=True)
-                self._temp = None
+    def _close_here(self) -> None:
+        super()._close_here()
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+            self._temp = None
 
     # -- execution ----------------------------------------------------------------------------
 

@@ -170,6 +170,9 @@ class SandboxedFileSource(SourceDefaults):
     #: the statement, for the reason users see (the parse was five times what SQLite spent
     #: executing a realistic suite's queries).
     engine_guard: ClassVar[bool] = False
+    #: The in-process connection (``isolation: thread`` queries, schema introspection): the
+    #: subclass opens it on first use, :meth:`close` closes it.
+    _conn: Any = None
 
     def __init__(self, name: str, path: str | Path, *, timeout: float, max_rows: int,
                  max_bytes: int, max_memory: int, isolation: str) -> None:
@@ -192,6 +195,17 @@ class SandboxedFileSource(SourceDefaults):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {str(self.path)!r})"
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_here()
+
+    def _close_here(self) -> None:
+        """Close the in-process connection the subclass opened (``_conn``), if any; under
+        the lock. A subclass that keeps more beside it extends this."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def fingerprint(self) -> str:
         """``<type>:<size>:<mtime_ns>:<sha256>`` of the file (and of its WAL, if any)."""

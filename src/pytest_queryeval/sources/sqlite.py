@@ -201,12 +201,6 @@ class SqliteSource(SandboxedFileSource):
             self._conn = open_read_only(self.path, self.name)
         return self._conn
 
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
     # -- execution ----------------------------------------------------------------------------
 
     def _run_here(self, query: str, timeout: float, max_rows: int) -> ResultTable:

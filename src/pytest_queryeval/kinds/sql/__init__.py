@@ -61,6 +61,7 @@ from .._query import (
     DEFAULT_MAX_QUERY_BYTES,
     check_query_size,
     compare_options,
+    execute_or_reason,
     fenced_prediction_text,
     limits,
     max_query_bytes,
@@ -600,16 +601,16 @@ class _SqlRun:
         src, opts = self.src, self.opts
         if src is None or not src.executable:
             return None, "no executable datasource for the SQL the reference extracts"
-        try:
-            from ...sources.sqlguard import check_read_only
+        from ...sources.sqlguard import check_read_only
 
+        dialect = src.dialect
+
+        def check() -> None:
             check_query_size(sql, opts.max_query_bytes)
-            check_read_only(sql, src.dialect)
-            return src.execute(sql, **opts.limits), None
-        except SourceUnavailable:
-            raise
-        except QueryEvalError as e:
-            return None, e.reason()
+            check_read_only(sql, dialect)
+
+        got = execute_or_reason(src, sql, opts.limits, check=check)
+        return (None, got) if isinstance(got, str) else (got, None)
 
     def neighbours(self, scored: Scored, settings: Settings) -> None:
         """``--queryeval-neighbours``: a passing prediction searched for a counterexample
@@ -786,15 +787,14 @@ class _SqlRun:
             g_table, _ = run_gold(src, g_text, ctx, GOLD_CACHE, opts.limits)
         p_table = pred.table
         if p_text != pred.sql:
-            try:
-                from ...sources.sqlguard import check_read_only
+            from ...sources.sqlguard import check_read_only
 
-                check_read_only(p_text, src.dialect)
-                p_table = src.execute(p_text, **opts.limits)
-            except SourceUnavailable:
-                raise
-            except QueryEvalError as e:
-                return 0.0, f"test-suite text failed: {e.reason()}"
+            dialect = src.dialect
+            got = execute_or_reason(src, p_text, opts.limits,
+                                    check=lambda: check_read_only(p_text, dialect))
+            if isinstance(got, str):
+                return 0.0, f"test-suite text failed: {got}"
+            p_table = got
             if p_table.truncated:
                 return 0.0, "test-suite text: truncated"
         ex = compare_tables(g_table, p_table, order_matters=ordered, compare=opts.compare).ex
@@ -828,13 +828,11 @@ class _SqlRun:
             p_text, g_text = soft_ex_rewrite(pred.sql), soft_ex_rewrite(gold.sql)
             if p_text != pred.sql:
                 info["predicted_sql"] = p_text
-                try:
-                    check_read_only(p_text, dialect)
-                    p_table = src.execute(p_text, **opts.limits)
-                except SourceUnavailable:
-                    raise
-                except QueryEvalError as e:
-                    return 0.0, {**info, "reason": f"the rewritten prediction: {e.reason()}"}
+                got = execute_or_reason(src, p_text, opts.limits,
+                                        check=lambda: check_read_only(p_text, dialect))
+                if isinstance(got, str):
+                    return 0.0, {**info, "reason": f"the rewritten prediction: {got}"}
+                p_table = got
                 if p_table.truncated:
                     return 0.0, {**info, "reason": "the rewritten prediction's result is "
                                                   f"truncated ({p_table.cut_by()[1]})"}
