@@ -220,11 +220,18 @@ def test_an_unordered_result_comes_in_one_order_every_time():
     assert {q: len(orders) for q, orders in seen.items()} == dict.fromkeys(queries, 1)
 
 
-def test_the_schema_of_a_prompt_describes_the_graph(graph):
+def test_the_schema_of_a_prompt_describes_the_graph(graph, monkeypatch):
     """``{schema}`` of an ``openai`` prompt on a ``type: ladybug`` source is its tables, as
     docs/cypher.md says (the describer asked only SQL and SPARQL types, and said "cannot be
-    described" for a graph)."""
+    described" for a graph); the entry the cypher package registers declares it (``ddl``)."""
+    from pytest_queryeval.cypher.plugin import pytest_queryeval_source_types
+    from pytest_queryeval.sources import SOURCE_TYPES
     from pytest_queryeval.sources.describe import describe
+
+    # the entry a run registers from the package's hook (this process runs no suite)
+    entry = pytest_queryeval_source_types(None)["ladybug"]
+    assert entry.ddl
+    monkeypatch.setitem(SOURCE_TYPES, "ladybug", entry)
 
     text = describe(graph)
     assert "CREATE NODE TABLE Person(" in text

@@ -26,5 +26,6 @@ def pytest_queryeval_source_types(config: pytest.Config) -> Mapping[str, SourceT
     from ..sources import SourceType
     from . import bolt, source
 
-    return {source.TYPE: SourceType("pytest_queryeval.cypher.source:LadybugSource", source.KEYS),
+    return {source.TYPE: SourceType("pytest_queryeval.cypher.source:LadybugSource", source.KEYS,
+                                   ddl=True),
             bolt.TYPE: SourceType("pytest_queryeval.cypher.bolt:BoltSource", bolt.KEYS)}

@@ -82,6 +82,9 @@ class SourceType:
     sql: bool = False
     #: Answers SPARQL: described for ``{schema}`` by its classes and properties.
     sparql: bool = False
+    #: Neither SQL nor SPARQL, described for ``{schema}`` by its own ``ddl()`` statements (a
+    #: graph's node and relationship tables; no sample rows).
+    ddl: bool = False
     #: Takes :data:`PLUGIN_KEYS` (``writable:``, ``now:``).
     plugin_keys: bool = False
     #: The counterexample search's engine for its files (``neighbours.named.engine_named``;

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import QueryEvalError
 from . import source_type
-from .base import DataSource
+from .base import DataSource, no_ddl
 
 if TYPE_CHECKING:
     from .sdmx_structure import SdmxStructure
@@ -40,10 +40,10 @@ SDMX_CODES = 40
 def describe(source: DataSource, *, rows: int = 0, datasets: Sequence[str] = (),
              codes: int = SDMX_CODES, structure: SdmxStructure | None = None) -> str:
     """The text of ``{schema}`` for ``source`` (``structure``: a parsed SDMX structure); how
-    a type is described is its entry's ``sql`` or ``sparql`` (``sources.SOURCE_TYPES``), and
-    any other type by its own :meth:`~.base.DataSource.ddl` (a graph's node and relationship
-    tables), so a type registered through the hooks describes itself as a built-in does; the
-    base ``ddl`` says it cannot be described. Sample rows are SQL's only."""
+    a type is described is what its entry declares (``sources.SOURCE_TYPES``): ``sql``, its
+    DDL and sample rows; ``sparql``, its classes and properties; ``ddl``, its own
+    :meth:`~.base.DataSource.ddl` statements (a graph's tables: a type registered through the
+    hooks declares it as a built-in would). A type that declares none cannot be described."""
     if structure is not None:
         return describe_sdmx(structure, datasets, codes)
     entry = source_type(source.type)
@@ -51,7 +51,9 @@ def describe(source: DataSource, *, rows: int = 0, datasets: Sequence[str] = (),
         return describe_sql(source, rows)
     if entry.sparql:
         return describe_rdf(source)
-    return "\n\n".join(ddl for _, ddl in source.ddl())
+    if entry.ddl:
+        return "\n\n".join(ddl for _, ddl in source.ddl())
+    raise no_ddl(source.name, source.type)
 
 
 # ------------------------------------------------------------------------------- SQL
