@@ -47,10 +47,12 @@ def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
     by_diff: dict[str, list[Any]] = {}
     by_tag: dict[str, list[Any]] = {}
     by_dialect: dict[str, list[Any]] = {}
+    misnamed = _misnamed_kinds(atoms)
     for key in atoms:
         kind, diff, tags, dialect = key
-        by_kind.setdefault(kind, []).append(key)
-        by_kd.setdefault(kind, {}).setdefault(diff, []).append(key)
+        if kind not in misnamed:
+            by_kind.setdefault(kind, []).append(key)
+            by_kd.setdefault(kind, {}).setdefault(diff, []).append(key)
         by_diff.setdefault(diff, []).append(key)
         for tag in tags:
             by_tag.setdefault(tag, []).append(key)
@@ -85,6 +87,23 @@ def aggregate(records: Sequence[RecordLike]) -> dict[str, Any]:
         **conversation_aggregates(records),
         **models_aggregates(records, group_stats),  # only a run that fans its cases out per model has it
     }
+
+
+def _misnamed_kinds(atoms: Mapping[tuple[str, str, tuple[str, ...], str | None],
+                                   Sequence[Mapping[str, Any]]]) -> set[str]:
+    """Kinds no registered kind answers to whose every case is an error (a misspelt
+    ``kind: sqll``, a case file that could not be read): their cases count in the overall
+    line and are listed as errors with their located reason, but a table of their own
+    would present a typo as a kind."""
+    from .. import kindregistry
+
+    known = set(kindregistry.known_kinds())
+    seen: dict[str, bool] = {}
+    for (kind, *_), recs in atoms.items():
+        if kind not in known:
+            errored = all(r.get("outcome") == "error" for r in recs)
+            seen[kind] = seen.get(kind, True) and errored
+    return {kind for kind, errored in seen.items() if errored}
 
 
 def conversation_aggregates(records: Sequence[RecordLike]) -> dict[str, Any]:

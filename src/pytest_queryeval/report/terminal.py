@@ -61,14 +61,18 @@ def _diff_key(d: str) -> tuple[int, str]:
 def spider_lines(spider: Mapping[str, Any], *, full: bool) -> list[str]:
     """Spider exact set match per hardness, with the evaluator's averaging rules; ``full``
     prints the official ``evaluation.py`` table line for line."""
-    from ..metrics.spider import format_table
+    from ..metrics.spider import LEVELS, format_table
 
     table = format_table(dict(spider)).splitlines()
     if full:
         return ["Spider structure (official evaluator layout):", *table, ""]
-    # header, count and the exact-match row of the official table
+    # header, count and the exact-match row of the official table; a hardness with no case
+    # shows '-' here (the official layout above keeps the evaluator's 0.000 for it)
+    exact = "{:20} ".format("exact match") + " ".join(
+        f"{spider[lv]['exact']:<20.3f}" if spider[lv]["count"] else f"{'-':<20}"
+        for lv in LEVELS)
     return ["Spider structure (--queryeval-spider-table for the partial matching):",
-            table[0].rstrip(), table[1].rstrip(), table[4].rstrip(), ""]
+            table[0].rstrip(), table[1].rstrip(), exact.rstrip(), ""]
 
 
 def reference_lines(agg: Mapping[str, Any]) -> list[str]:

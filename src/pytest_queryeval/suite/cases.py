@@ -570,6 +570,8 @@ class _Draft:
                         self.errors.add(container, metric, f"{label}.{metric}",
                                         f"unknown metric for kind {case.kind}"
                                         f"{_suggest(metric, hints)}")
+                        # named as the case's error, never as a threshold that gated it
+                        resolved.pop(metric, None)
             # suite/ini thresholds may target other kinds: keep only those this kind produces
             inherited = set(ini) | set(suite_th)
             for metric in inherited - set(file_th) - set(case_th):

@@ -1,0 +1,76 @@
+"""Every message true (issue 60 item 6): what a newcomer's first suite showed that was not so.
+
+A real SQLite database; each test runs pytest on a small suite and reads the summary and the
+JSON report it wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+from tests.support import dump, run_report
+
+RIGHT = "SELECT id FROM orders WHERE total >= 12"
+
+
+@pytest.fixture
+def shop(suite: pytest.Pytester) -> pytest.Pytester:
+    with sqlite3.connect(suite.path / "shop.db") as con:
+        con.executescript("CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL);"
+                          "INSERT INTO orders VALUES (1, 30), (2, 12), (3, 7);")
+    con.close()
+    suite.makefile(".yaml", queryeval=dump({
+        "datasources": {"shop": {"type": "sqlite", "path": "shop.db"}},
+        "thresholds": {"execution_accuracy": 1.0}}))
+    return suite
+
+
+def _section(result: pytest.RunResult) -> list[str]:
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("=") and "queryeval" in line)
+    return lines[start + 1:]
+
+
+def test_a_misspelt_kind_is_a_located_error_not_a_table_of_its_own(
+        shop: pytest.Pytester) -> None:
+    shop.makefile(".yaml", test_typo=dump({"kind": "sqll", "datasource": "shop", "cases": [
+        {"id": "typo", "question": "q", "gold": RIGHT, "predicted": RIGHT}]}))
+    shop.makefile(".yaml", test_ok=dump({"kind": "sql", "datasource": "shop", "cases": [
+        {"id": "ok", "question": "q", "gold": RIGHT, "predicted": RIGHT}]}))
+    result, report = run_report(shop)
+    section = _section(result)
+    # no "sqll  difficulty  cases  pass" table: the typo is not presented as a kind
+    assert not [line for line in section if line.startswith("sqll ")], section
+    assert "sqll" not in report["aggregates"]["by_kind"]
+    assert report["aggregates"]["overall"]["errors"] == 1
+    error = report.by_id["typo"]["error"]
+    assert re.match(r"test_typo\.yaml:\d+: cases\[0\]\.kind: unknown kind 'sqll'", error), error
+    assert "known: " in error and "sql" in error
+
+
+def test_a_misspelt_threshold_metric_gates_no_case(shop: pytest.Pytester) -> None:
+    shop.makefile(".yaml", test_cases=dump({"kind": "sql", "datasource": "shop", "cases": [
+        {"id": "typo", "question": "q", "gold": RIGHT, "predicted": RIGHT,
+         "thresholds": {"exection_accuracy": 1.0}},
+        {"id": "ok", "question": "q", "gold": RIGHT, "predicted": RIGHT}]}))
+    result, report = run_report(shop)
+    line = next(line for line in _section(result) if line.startswith("thresholds:"))
+    assert "exection_accuracy" not in line, line
+    assert "exection_accuracy" not in report.by_id["typo"]["thresholds"]
+    assert "did you mean 'execution_accuracy'" in report.by_id["typo"]["error"]
+    gated = {entry["metric"] for entry in report["aggregates"]["thresholds"]["gated"]}
+    assert gated == {"execution_accuracy"}
+
+
+def test_the_spider_table_prints_no_score_under_a_hardness_with_no_case(
+        shop: pytest.Pytester) -> None:
+    shop.makefile(".yaml", test_cases=dump({"kind": "sql", "datasource": "shop", "cases": [
+        {"id": "ok", "question": "q", "gold": RIGHT, "predicted": RIGHT}]}))
+    result, _ = run_report(shop)
+    section = _section(result)
+    exact = next(line for line in section if line.startswith("exact match"))
+    count = next(line for line in section if line.startswith("count"))
+    assert count.split()[1:] == ["1", "0", "0", "0", "1"]
+    assert exact.split()[2:] == ["1.000", "-", "-", "-", "1.000"], exact
