@@ -74,3 +74,32 @@ def test_the_spider_table_prints_no_score_under_a_hardness_with_no_case(
     count = next(line for line in section if line.startswith("count"))
     assert count.split()[1:] == ["1", "0", "0", "0", "1"]
     assert exact.split()[2:] == ["1.000", "-", "-", "-", "1.000"], exact
+
+
+def test_a_missing_database_file_names_the_line_that_defined_it(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", queryeval="datasources:\n  shop: {type: sqlite, path: gone.db}\n"
+                                      "thresholds: {execution_accuracy: 1.0}\n")
+    suite.makefile(".yaml", test_cases=dump({"kind": "sql", "datasource": "shop", "cases": [
+        {"id": "a", "question": "q", "gold": RIGHT, "predicted": RIGHT}]}))
+    _, report = run_report(suite)
+    error = report.by_id["a"]["error"]
+    assert error.startswith("source unavailable: "), error
+    assert error.endswith(" (datasources.shop at queryeval.yaml:2)"), error
+    assert "gone.db" in error
+
+
+def test_a_passing_check_then_a_failing_test_says_why(shop: pytest.Pytester) -> None:
+    shop.makepyfile(test_two_checks=f"""
+def test_two(queryeval):
+    queryeval.check(id="p1", kind="sql", datasource="shop", question="q", gold={RIGHT!r},
+                    predicted={RIGHT!r})
+    queryeval.check(id="p2", kind="sql", datasource="shop", question="q", gold={RIGHT!r},
+                    predicted={RIGHT!r})
+""")
+    result, report = run_report(shop)
+    record = report.by_id["p1"]
+    assert record["outcome"] == "failed"
+    assert record["reason"].startswith(
+        "the test failed after its check passed: UsageError: "), record["reason"]
+    worst = next(line for line in _section(result) if line.strip().startswith("p1 ["))
+    assert "failed: the test failed after its check passed" in worst, worst

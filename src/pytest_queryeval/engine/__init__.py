@@ -593,6 +593,21 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> Case
     return score_prediction(case, evaluator, kind, prediction)
 
 
+def _located(case: Case, exc: QueryEvalError) -> str:
+    """``exc``'s reason; a source that could not be used also names the ``queryeval.yaml``
+    line that defined it (opening is lazy, so a missing file is found by the first case)."""
+    reason = exc.reason()
+    spec = case.source_spec
+    if isinstance(exc, SourceUnavailable) and spec is not None:
+        from ..sources.defined import defined_at
+
+        name = case.datasource or "default"
+        where = defined_at(name, spec)
+        if where is not None and where not in reason:
+            return f"{reason} (datasources.{name} at {where})"
+    return reason
+
+
 def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
                      prediction: Prediction) -> CaseOutcome:
     """One prediction of the case scored and judged: its kind's metrics, the hooks' metrics,
@@ -638,7 +653,7 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
     try:
         scored = kind.evaluate(case, prediction.value, evaluator)
     except QueryEvalError as exc:
-        return CaseOutcome("error", predicted=predicted, error=exc.reason(),
+        return CaseOutcome("error", predicted=predicted, error=_located(case, exc),
                            details=dict(exc.details or {}))
     except Exception as exc:
         return CaseOutcome("error", predicted=predicted, error=_internal(f"kind {case.kind}", exc))

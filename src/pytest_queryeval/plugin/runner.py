@@ -386,6 +386,9 @@ class Runner:
         if more is None or call.when != "call":
             record["outcome"] = final_outcome(record, call.when, rep.passed, rep.skipped,
                                               hasattr(rep, "wasxfail"))
+        if record["outcome"] == "failed" and record.get("status") == "passed" \
+                and call.excinfo is not None:
+            record["reason"] = self._failed_after_check(call.excinfo)
         rep.queryeval = record  # travels to the xdist controller with the report
         pool = self.evaluator.pool
         if pool is not None and self.worker:
@@ -393,6 +396,14 @@ class Runner:
 
             rep.queryeval_predictions = worker_counts(pool)
         return rep
+
+    def _failed_after_check(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:
+        """Why a test whose case passed its check failed all the same (an assertion after
+        ``queryeval.check``, a second check): said, so the case is not listed as failed with
+        no reason."""
+        first = (str(excinfo.value).strip().splitlines() or [""])[0][:300]
+        text = f"the test failed after its check passed: {excinfo.typename}"
+        return self.evaluator.scrubber.text(f"{text}: {first}" if first else text)
 
     def _fallback_record(self, item: pytest.Item) -> CaseRecord:
         from ..report.records import case_record, error_record

@@ -44,3 +44,11 @@ def locate_datasource(exc: ConfigError, name: str, spec: Mapping[str, object]) -
     if len(parts) > 2 and parts[0] == "datasources" and parts[1] == name:
         line = key_lines.get(parts[2], line)
     return ConfigError(exc.message, file, line, exc.key)
+
+
+def defined_at(name: str, spec: Mapping[str, object]) -> str | None:
+    """``file:line`` of the ``queryeval.yaml`` entry that defined datasource ``name`` with the
+    resolved ``spec``, when one did: a source that fails when a case first uses it (a missing
+    database file, a server that is down) names the line a user has to fix."""
+    found = _DEFINED.get(_spec_key(name, spec))
+    return None if found is None else f"{found[0]}:{found[1]}"
