@@ -103,3 +103,19 @@ def test_two(queryeval):
         "the test failed after its check passed: UsageError: "), record["reason"]
     worst = next(line for line in _section(result) if line.strip().startswith("p1 ["))
     assert "failed: the test failed after its check passed" in worst, worst
+
+
+def test_the_models_table_prints_tokens_and_cost_as_the_kind_tables_do() -> None:
+    from pytest_queryeval.report.models import terminal_lines
+
+    spend = {"completion_tokens": {"total": 1073.0, "mean": 536.5},
+             "cost_usd": {"total": 0.048, "mean": 0.024},
+             "prediction_seconds": {"mean": 0.5, "total": 1.0}}
+    agg = {"by_kind": {"sql": {}}, "models": {
+        "small": {"count": 2, "pass_rate": 0.5, "metrics": spend},
+        "large": {"count": 2, "pass_rate": 1.0, "metrics": {
+            **spend, "completion_tokens": {"total": 12345.0}, "cost_usd": {"total": 0.0001}}}}}
+    header, _, small, large = terminal_lines(agg)[:4]
+    assert header.split()[-4:] == ["mean)", "tokens", "out", "cost"], header
+    assert small.split()[-3:] == ["0.500", "1,073", "$0.0480"], small
+    assert large.split()[-2:] == ["12,345", "$0.000100"], large

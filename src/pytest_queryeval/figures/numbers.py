@@ -25,3 +25,19 @@ def pct(value: SupportsFloat | None, *, missing: str = "-", unit: str = "%") -> 
 
 doc_num = partial(num, missing="–")
 doc_pct = partial(pct, missing="–", unit=" %")
+
+
+def seconds(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}s"
+
+
+def usd(v: float | None) -> str:
+    """Dollars with the digits a per-case cost needs ($0.000123) and cents for big sums."""
+    if v is None:
+        return "-"
+    return f"${v:,.2f}" if v >= 100 else f"${v:.4f}" if v >= 0.01 else f"${v:.6f}"
+
+
+def tokens(v: float | None) -> str:
+    """A count of tokens: whole, with thousands separated (a total is never fractional)."""
+    return "-" if v is None else f"{v:,.0f}"

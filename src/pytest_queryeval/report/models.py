@@ -12,17 +12,20 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from ..figures.numbers import doc_num, doc_pct, num, pct
+from ..figures.numbers import doc_num, doc_pct, num, pct, tokens, usd
 from ..kindregistry import declared_names
 
 _SHORT = {"execution_accuracy": "EX", "exact_set_match": "ESM", "soft_f1": "softF1",
           "row_match_f1": "rowF1", "entity_set_f1": "entF1", "json_similarity": "OJSS"}
-#: (metric, header, statistic) of the spend columns a model's row shows when recorded
-_SPEND = (("prediction_seconds", "latency (s, mean)", "mean"),
-          ("completion_tokens", "tokens out", "total"), ("cost_usd", "cost (USD)", "total"))
+#: (metric, header, statistic, format) of the spend columns a model's row shows when
+#: recorded: formatted as the kind tables format them (tokens whole, dollars with a sign)
+_SPEND: tuple[tuple[str, str, str, Callable[[float | None], str]], ...] = (
+    ("prediction_seconds", "latency (s, mean)", "mean", num),
+    ("completion_tokens", "tokens out", "total", tokens), ("cost_usd", "cost", "total", usd))
 
 
-def _columns(agg: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, str, str]]]:
+def _columns(agg: Mapping[str, Any],
+             ) -> tuple[list[str], list[tuple[str, str, str, Callable[[float | None], str]]]]:
     """The headline metrics of the run's kinds that some model has, and the spend columns."""
     models: Mapping[str, Any] = agg.get("models") or {}
     have = {m for stats in models.values() for m in (stats.get("metrics") or {})}
@@ -38,13 +41,13 @@ def table(agg: Mapping[str, Any], number: Callable[[float | None], str] = num,
     """The models table's header and rows (cells as text)."""
     metrics, spend = _columns(agg)
     header = ["model", "cases", "pass", *[_SHORT.get(m, m) for m in metrics],
-              *[h for _, h, _ in spend]]
+              *[h for _, h, _, _ in spend]]
     rows = []
     for model, stats in (agg.get("models") or {}).items():
         values = stats.get("metrics") or {}
         rows.append([model, str(stats.get("count")), rate(stats.get("pass_rate")),
                      *[number((values.get(m) or {}).get("mean")) for m in metrics],
-                     *[number((values.get(m) or {}).get(stat)) for m, _, stat in spend]])
+                     *[show((values.get(m) or {}).get(stat)) for m, _, stat, show in spend]])
     return header, rows
 
 

@@ -17,7 +17,7 @@ from ..baseline.compare import EPSILON, Comparison, MetricDelta
 from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
 from ..figures.by_turn import scored_turns
 from ..figures.columns import gated_metrics, is_detail_metric, is_spider_component
-from ..figures.numbers import num, signed
+from ..figures.numbers import num, seconds, signed, tokens, usd
 from ..figures.numbers import pct as _pct
 from ..kindregistry import declared_names
 from ..metricnames import FAILED_OUTCOMES, PASS_RATE
@@ -313,25 +313,10 @@ def _row(kind: str, diff: str, stats: Mapping[str, Any], metrics: list[str],
             *[show(stats["metrics"].get(m, {}).get(stat)) for m, _, stat, show in spend]]
 
 
-def _seconds(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}s"
-
-
-def usd(v: float | None) -> str:
-    """Dollars with the digits a per-case cost needs ($0.000123) and cents for big sums."""
-    if v is None:
-        return "-"
-    return f"${v:,.2f}" if v >= 100 else f"${v:.4f}" if v >= 0.01 else f"${v:.6f}"
-
-
-def _tokens(v: float | None) -> str:
-    return "-" if v is None else f"{v:,.0f}"
-
-
 #: Latency and spend beside the accuracy columns: (metric, header, statistic, format).
 _SPEND: tuple[tuple[str, str, str, Callable[[float | None], str]], ...] = (
-    ("prediction_seconds", "latency", "mean", _seconds),
-    ("completion_tokens", "tokens out", "total", _tokens),
+    ("prediction_seconds", "latency", "mean", seconds),
+    ("completion_tokens", "tokens out", "total", tokens),
     ("cost_usd", "cost", "total", usd),
 )
 
@@ -346,7 +331,7 @@ def metric_text(metric: str, value: float | None) -> str:
     if metric == "cost_usd":
         return usd(value)
     if metric in ("prompt_tokens", "completion_tokens"):
-        return _tokens(value)
+        return tokens(value)
     return _fmt(value)
 
 
@@ -355,7 +340,7 @@ def spend_cell(metric: str, stats: Mapping[str, Any] | None) -> str:
     total = (stats or {}).get("total")
     if total is None and stats:  # a report written before totals: mean x n
         total = stats.get("mean", 0) * stats.get("n", 0)
-    return usd(total) if metric == "cost_usd" else _tokens(total)
+    return usd(total) if metric == "cost_usd" else tokens(total)
 
 
 def spent_line(stats: Mapping[str, Any]) -> str | None:
@@ -364,8 +349,8 @@ def spent_line(stats: Mapping[str, Any]) -> str | None:
     metrics = stats.get("metrics") or {}
     parts = []
     if "prompt_tokens" in metrics or "completion_tokens" in metrics:
-        parts.append(f"{_tokens((metrics.get('prompt_tokens') or {}).get('total', 0))} prompt + "
-                     f"{_tokens((metrics.get('completion_tokens') or {}).get('total', 0))} "
+        parts.append(f"{tokens((metrics.get('prompt_tokens') or {}).get('total', 0))} prompt + "
+                     f"{tokens((metrics.get('completion_tokens') or {}).get('total', 0))} "
                      "completion tokens")
     if "cost_usd" in metrics:
         cost = metrics["cost_usd"]
@@ -373,8 +358,8 @@ def spent_line(stats: Mapping[str, Any]) -> str | None:
     if not parts:
         return None
     latency = metrics.get("prediction_seconds")
-    tail = (f"; latency mean {_seconds(latency.get('mean'))}, total "
-            f"{_seconds(latency.get('total'))}") if latency else ""
+    tail = (f"; latency mean {seconds(latency.get('mean'))}, total "
+            f"{seconds(latency.get('total'))}") if latency else ""
     return "spent: " + ", ".join(parts) + tail
 
 
