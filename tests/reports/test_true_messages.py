@@ -119,3 +119,18 @@ def test_the_models_table_prints_tokens_and_cost_as_the_kind_tables_do() -> None
     assert header.split()[-4:] == ["mean)", "tokens", "out", "cost"], header
     assert small.split()[-3:] == ["0.500", "1,073", "$0.0480"], small
     assert large.split()[-2:] == ["12,345", "$0.000100"], large
+
+
+def test_the_gold_audit_of_a_run_of_two_models_lists_each_finding_once(
+        pytester: pytest.Pytester) -> None:
+    from tests.models.conftest import two_model_suite
+
+    two_model_suite(pytester.path)
+    pytester.makefile(".yaml", test_bad=dump({"kind": "sql", "datasource": "db", "cases": [
+        {"id": "bad", "question": "q", "gold": "SELECT nope FROM t"}]}))
+    result, report = run_report(pytester, "--queryeval-audit-golds=warn")
+    findings = [(f["id"], f["code"]) for f in report["audit"]["findings"]]
+    assert findings == [("bad", "gold-error")], findings
+    assert report["audit"]["cases"] == len({c["id"] for c in report["cases"]})
+    assert all("model" not in c for c in report["cases"])  # the audit asks no model
+    assert sum(" gold-error " in line for line in _section(result)) == 1

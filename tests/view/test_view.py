@@ -240,7 +240,12 @@ def test_the_page_shows_the_trend_and_one_case_beside_the_gold(runs, browser, tm
     text = "".join(dom.case_text)
     assert "Which x are there? (regressed)" in text
     assert text.count(GOLD) >= 1 and "gold" in text
-    assert [a["data-run"] for a in dom.find("div", **{"class": "col run"})] == ["0", "1", "2"]
+    # the column that regressed first (issue 60 item 6: with 9 columns it was off-screen)
+    assert [a["data-run"] for a in dom.find("div", **{"class": "col run changed"})] == ["2"]
+    assert [a["data-run"] for a in dom.find("div", **{"class": "col run"})] == ["0", "1"]
+    assert [a["data-run"] for a in dom.find("div") if (a.get("class") or "").startswith(
+        "col run")] == ["2", "0", "1"]
+    assert "changed: passed before, failed now" in text
     assert "missing rows (1 in gold, not in predicted; first 1):\n  - (1,)" in text and "the same as in the run before" in text
     # the token diff against the gold: the predicted WHERE is inserted
     assert any(t == "ins" for t, _ in dom.tags)

@@ -158,7 +158,7 @@ class QueryEvalFile(pytest.File):
     def _collect(self, runner: Runner) -> Iterator[pytest.Item]:
         display = runner.display(self.path)
         suite = with_cli_models(runner.finder.for_directory(self.path.parent),
-                                runner.options.cli_models, runner.options.predictions is not None)
+                                runner.options.cli_models, runner.options.fans_out_no_model)
         try:
             cases = load_cases(self.path, display, suite, runner.is_metric,
                                runner.options.ini_thresholds,

@@ -123,6 +123,13 @@ class RunOptions:
                              invocation_dir=self.report.invocation_dir, rootdir=self.rootdir)
 
     @property
+    def fans_out_no_model(self) -> bool:
+        """A suite's models fan nothing out: one ``--queryeval-predictions PATH`` replaces
+        every source, and the gold audit asks no model (each model's copy of a case would
+        audit the same gold again and list each finding once per model)."""
+        return self.predictions is not None or self.audit is not None
+
+    @property
     def wants_baseline(self) -> bool:
         """A baseline is compared with or written."""
         return bool(self.report.baseline or self.report.update_baseline)

@@ -160,7 +160,7 @@ def _suite(runner: Runner, folder: Path) -> SuiteConfig:
     """The suite config governing ``folder``, with the command line's models, as a case file
     of that folder reads it (:class:`~.nodes.QueryEvalFile`)."""
     return with_cli_models(runner.finder.for_directory(folder), runner.options.cli_models,
-                           runner.options.predictions is not None)
+                           runner.options.fans_out_no_model)
 
 
 def fan_out(metafunc: pytest.Metafunc, runner: Runner, fixture: str) -> None:
