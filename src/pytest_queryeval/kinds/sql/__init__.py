@@ -81,6 +81,7 @@ from .case import (
 from .interpretations import KEYS as INTERPRETATION_KEYS
 from .interpretations import applies as has_interpretations
 from .interpretations import probe_problems
+from .spider_text import for_spider, has_bare_alias, normalised
 
 if TYPE_CHECKING:
     from ...metrics.spider import Schema
@@ -270,7 +271,10 @@ class SqlKind:
             first = next((gold for _, gold in readings(case)), None)
         if not isinstance(first, str):
             return None
-        return _hardness(first) or _sql_hardness(first, _spec_dialect(case.source_spec))
+        dialect = _spec_dialect(case.source_spec)
+        if _means(case.source_spec) and has_bare_alias(first):
+            first = normalised(first, dialect) or first  # rated as its meaning: spider_text.py
+        return _hardness(first) or _sql_hardness(first, dialect)
 
     # -- evaluation -----------------------------------------------------------------------------
 
@@ -388,6 +392,9 @@ class _SqlRun:
     #: :meth:`gold`), and then its text with the call that returns or raises its result.
     pair_with: str | None = None
     prefetched: tuple[str, Callable[[], ResultTable]] | None = None
+    #: Why the structure metrics were not scored (a gold outside Spider's grammar), said in
+    #: the record instead of an exact set match that is silently absent.
+    no_structure: str | None = None
 
     def evaluate(self, pred_sql: str | None) -> Scored:
         """Golds, then the guarded prediction, then every gold alternative scored: the best."""
@@ -711,6 +718,8 @@ class _SqlRun:
                     and metric.wanted(self.opts):
                 comparison.metrics.update(metric.compute(comparison))
         labels = comparison.labels
+        if not applies["schema"] and self.no_structure is not None:
+            comparison.details["structure_not_scored"] = self.no_structure
         if not applies["schema"] and gold.sql is not None:
             h = _hardness(gold.sql)
             if h:
@@ -916,12 +925,22 @@ class _SqlRun:
             if g.sql is None:
                 return False
             try:
-                hardness(g.sql, schema)
-            except GoldError:
+                hardness(self.spider_text(g.sql, schema), schema)
+            except GoldError as exc:
                 if opts.structure == "required":
                     raise
+                self.no_structure = f"the gold is outside Spider's grammar: {exc}"
                 return False
         return True
+
+    def spider_text(self, sql: str, schema: Schema) -> str:
+        """``sql`` as Spider's parser is given it: as written on a Spider artifact, its
+        sqlglot normalisation on the user's own database when the grammar rejects the text
+        as written (:mod:`.spider_text`)."""
+        src = self.src
+        if src is None or source_type(src.type).schema_only:
+            return sql
+        return for_spider(sql, schema, _glot_dialect(src.dialect))[0]
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -1142,7 +1161,8 @@ def _structure(c: _Comparison) -> Mapping[str, float]:
     assert c.gold.sql is not None
     assert c.pred.sql is not None
     assert c.schema is not None
-    s = structure_scores(c.gold.sql, c.pred.sql, c.schema,
+    s = structure_scores(c.run.spider_text(c.gold.sql, c.schema),
+                         c.run.spider_text(c.pred.sql, c.schema), c.schema,
                          legacy_from_check=c.opts.legacy_from_check)
     c.labels["hardness"] = s.hardness
     c.details["spider"] = s.to_details()  # for the per-hardness official aggregation
@@ -1284,6 +1304,18 @@ def _kept_sql_hardness(sql: str, dialect: str | None, ctx: Context) -> str | Non
     level = _sql_hardness(sql, dialect)
     ctx.cache_set(HARDNESS_CACHE, key, {"level": level})
     return level
+
+
+def _means(spec: Mapping[str, Any] | None) -> bool:
+    """Spider's parser is given what a query means (:mod:`.spider_text`): every source but a
+    Spider artifact (a schema-only ``spider-schema`` source), which keeps the reference's."""
+    return bool(spec) and not source_type((spec or {}).get("type")).schema_only
+
+
+def _glot_dialect(dialect: str | None) -> str | None:
+    from ...sources.sqlguard import sqlglot_dialect
+
+    return dialect if dialect in (None, "sqlite", "duckdb") else sqlglot_dialect(dialect)
 
 
 def _spec_dialect(spec: Mapping[str, Any] | None) -> str | None:
