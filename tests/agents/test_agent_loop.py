@@ -117,7 +117,8 @@ def test_the_budget_stops_a_loop_and_says_which_limit(pytester, agent_standin):
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     case = report.by_id["calls"]
     assert case["outcome"] == "failed"
-    assert "the agent's budget ran out before a final answer (tool_calls: 4)" in case["reason"]
+    # said for what it is, not as a refused empty statement (issue 60 item 6)
+    assert case["reason"] == "the agent's budget ran out before a final answer (tool_calls: 4)"
     assert case["predicted"] == ""
     budget = _agent(report, "calls")["budget"]
     assert budget["exceeded"] == "tool_calls"

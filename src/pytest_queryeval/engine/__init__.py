@@ -755,7 +755,10 @@ def _judged_outcome(case: Case, evaluator: Evaluator, prediction: Prediction, pr
     scored.relaxed = None
     reason = scored.reason
     if reason and prediction.hint:
-        reason = f"{reason} ({prediction.hint})"
+        # an empty text that stands for "no answer" (an agent's budget ran out) says why it
+        # is empty, not that an empty statement was refused
+        empty = isinstance(prediction.value, str) and not prediction.value.strip()
+        reason = prediction.hint if empty else f"{reason} ({prediction.hint})"
     unmeasured = _unmeasured_latency(case, evaluator, failed)
     if unmeasured:
         reason = f"{reason}; {unmeasured}" if reason else unmeasured
