@@ -113,6 +113,9 @@ class Case:
     #: ``severity:`` (critical | high | medium | low); critical cases fail the baseline gate on
     #: any pass → fail flip
     severity: str | None = None
+    #: ``reviewed: false``: a case mined from production traces (``queryeval mine``) that no
+    #: person has confirmed yet; its gold is an observed query, not an accepted one.
+    reviewed: bool = True
     thresholds: dict[str, Threshold] = field(default_factory=dict)
     #: The metrics of ``thresholds`` that are the kind's default (no threshold in effect
     #: judged the answer): the summary counts them apart.

@@ -88,3 +88,42 @@ class Scrubber:
         if isinstance(value, list | tuple):
             return [self.data(v, depth + 1) for v in value]
         return value
+
+
+#: Secrets a recorded trace may hold in free text, by what they are (``queryeval mine`` masks
+#: them before a case file is written; the reports' scrubber masks configured values instead).
+_TOKEN_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("api key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}")),
+    ("bearer token", re.compile(r"(?i)(?P<head>\bbearer\s+)(?P<v>[A-Za-z0-9._~+/-]{16,}=*)")),
+    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b")),
+    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("credential", re.compile(r"(?i)(?P<head>[\"']?\b(?:api[_-]?key|secret|token|password|passwd|"
+                              r"pwd)[\"']?\s*[=:]\s*[\"']?)(?P<v>[^\s\"',;}]{6,})")),
+)
+
+
+def _masked(match: re.Match[str]) -> str:
+    """A match masked whole, or only its ``v`` group (the value after a ``key=``)."""
+    if "v" in match.re.groupindex:
+        return match["head"] + MASK
+    return MASK
+
+
+def mask_tokens(text: str, literals: Iterable[str] = ()) -> tuple[str, list[str]]:
+    """``text`` with every secret of :data:`_TOKEN_FORMS`, every URL password and every
+    ``literals`` value masked, and what was masked (by form, never the secret)."""
+    found: list[str] = []
+    for value in literals:
+        if value and value in text:
+            text = text.replace(value, MASK)
+            found.append("listed secret")
+    masked = mask_url(text)
+    if masked != text:
+        found.append("URL password")
+        text = masked
+    for name, pattern in _TOKEN_FORMS:
+        text, n = pattern.subn(_masked, text)
+        found.extend([name] * n)
+    return text, found

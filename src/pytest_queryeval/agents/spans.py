@@ -155,3 +155,10 @@ def _llm_message(attrs: Mapping[str, Any], n: int) -> dict[str, Any] | None:
                                         "arguments": arguments if isinstance(arguments, str)
                                         else json.dumps(arguments)}})
     return {"role": "assistant", "content": content, "tool_calls": tool_calls}
+
+
+#: The span readers above, for the other readers of span files (``queryeval mine``): one
+#: reading of OTLP and Phoenix exports, whoever reads them.
+span_list = _spans
+span_attributes = _attributes
+span_start = _start

@@ -191,6 +191,8 @@ class QueryEvalFile(pytest.File):
         if case.difficulty:
             marks.append(runner.mark(case.difficulty, "queryeval difficulty"))
         marks.extend(runner.mark(t, "queryeval tag") for t in case.tags)
+        if not case.reviewed:  # -m "not unreviewed" leaves mined, unconfirmed cases out
+            marks.append(runner.mark("unreviewed", "queryeval: reviewed: false (queryeval mine)"))
         if case.dialect:
             marks.append(runner.mark(case.dialect, "queryeval SQL dialect"))
         if case.model:

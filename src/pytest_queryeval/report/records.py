@@ -115,6 +115,7 @@ def case_record(case: Case, outcome: CaseOutcome | None, nodeid: str, rootdir: P
         "difficulty": case.difficulty or NO_DIFFICULTY,
         "tags": list(case.tags),
         "severity": case.severity,
+        **({"reviewed": False} if not case.reviewed else {}),
         "question": case.question,
         "datasource": case.datasource,
         **({"dialect": case.dialect} if case.dialect else {}),

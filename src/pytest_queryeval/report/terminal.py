@@ -102,6 +102,18 @@ def turn_lines(agg: Mapping[str, Any], gated: set[str]) -> list[str]:
     return [*_table(header, rows), conversations_line(table.conversations), ""]
 
 
+def unreviewed_lines(cases: Sequence[RecordLike], limit: int = 10) -> list[str]:
+    """The cases mined from traces that no person has confirmed (``reviewed: false``), apart:
+    their golds are what production ran, so a pass says the model repeats production, not
+    that it is right."""
+    ids = [str(c.get("id")) for c in cases if c.get("reviewed") is False]
+    if not ids:
+        return []
+    more = f" (+{len(ids) - limit} more)" if len(ids) > limit else ""
+    return [f"unreviewed: {plural(len(ids), 'case')} mined by queryeval mine, golds not yet "
+            f"confirmed (-m 'not unreviewed' leaves them out): {', '.join(ids[:limit])}{more}"]
+
+
 def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
                   spider_table: bool = False, baseline: bool = True) -> list[str]:
     agg = report["aggregates"]
@@ -120,6 +132,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
     if tags and agg["by_tag"]:
         lines.extend(_pass_rate_table("tag", agg["by_tag"]))
     lines.extend(_overall_lines(agg["overall"]))
+    lines.extend(unreviewed_lines(report["cases"]))
     lines.extend(carried_lines(report["cases"]))
     lines.extend(threshold_lines(agg.get("thresholds")))
     lines.extend(gating_lines(report, baseline=baseline))

@@ -36,7 +36,7 @@ CASE_KEYS = frozenset({
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
     "external_knowledge", "judge", "expect", "clarification", "reply", "history",
-    "conversation_scoring", "agent",
+    "conversation_scoring", "agent", "reviewed", "provenance",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
@@ -435,6 +435,16 @@ class _Draft:
                                 f"must be one of {', '.join(SEVERITIES)}, not {severity!r}")
             else:
                 self.case.severity = str(severity)
+        reviewed = self.merged.get("reviewed", True)
+        if not isinstance(reviewed, bool):
+            self.errors.add(self._where("reviewed"), "reviewed", self.kp("reviewed"),
+                            f"must be true or false, not {reviewed!r}")
+        else:
+            self.case.reviewed = reviewed
+        provenance = self.merged.get("provenance")
+        if provenance is not None and not isinstance(provenance, dict):
+            self.errors.add(self._where("provenance"), "provenance", self.kp("provenance"),
+                            "must be a mapping (queryeval mine writes trace, source)")
         for key in ("xfail", "skip"):
             value = self.merged.get(key)
             if value is None or value is False:
