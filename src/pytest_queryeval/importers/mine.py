@@ -315,7 +315,7 @@ def case_of(trace: Trace, count: int, masked: Masked, *, trajectory: bool) -> di
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="queryeval mine", description="Turn recorded spans (OpenInference / OTLP JSON or "
-        "JSON lines) into a case file of unreviewed cases."))
+        "JSON lines) into a case file of unreviewed cases.")
     ap.add_argument("spans", nargs="+", type=Path, help="span files (.json or .jsonl)")
     ap.add_argument("--datasource", required=True, help="the suite's datasource the traces ran on")
     ap.add_argument("--out", required=True, type=Path, help="the folder the case file goes to")
