@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import re
 import shutil
 import signal
 import tempfile
@@ -65,6 +66,8 @@ TYPE = "ladybug"
 KEYS = frozenset({"path", "timeout", "max_rows", "max_memory"})
 DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
 _READ_ONLY = "read-only database"
+#: The engine's error for a file the confined worker may not open (:func:`.worker.open_graph`).
+_DENIED = re.compile(r"^IO exception: .*Permission denied\.?$")
 #: Seconds past the timeout before the worker is killed (the engine's own timeout normally
 #: stops a pipelined query at the timeout, and the worker survives).
 HARD_GRACE = 1.0
@@ -282,6 +285,9 @@ def _engine_error(message: str, query: str, elapsed: float, seconds: float) -> E
         write = guard.first_write(query)
         at = f"{write.text.upper()} at {guard.where(write)}: " if write is not None else ""
         return QueryRefused(f"{at}the graph is read-only (ladybug: {message})")
+    if _DENIED.search(message):
+        return QueryRefused(f"the query opens a file, and the graph's worker may open none but "
+                            f"the graph (ladybug: {message})")
     if message.rstrip(".") == "Interrupted":
         return QueryTimeout(f"the query ran over {seconds:g} s (stopped after "
                             f"{elapsed:.1f} s)")
