@@ -144,7 +144,7 @@ def test_parsing_is_inside_the_timeout(graph):
     start = time.monotonic()
     with pytest.raises(QueryTimeout, match="ran over 1 s"):
         graph.execute(_deep(250), timeout=1)
-    assert time.monotonic() - start < 4
+    assert time.monotonic() - start < 6  # parsing alone took 10 s on main
     assert graph.execute("MATCH (n) RETURN count(n)").rows == [(13,)]
 
 
