@@ -215,3 +215,39 @@ def test_a_hostile_suite_runs_to_its_reports_with_nothing_of_the_host(pytester, 
              "view": page.read_text(encoding="utf-8")}
     assert {name: _leaked(text) for name, text in texts.items() if _leaked(text)} == {}
     assert "leak-with-star" in texts["junit"] and "leak-glob" in texts["html"]
+
+
+def test_the_plan_alone_refuses_every_form(tmp_path):
+    """Where the kernel has no Landlock, the engine's plan is the layer under the guard: each
+    hostile form is refused from its plan, in a process that could read the file."""
+    import ladybug
+
+    from pytest_queryeval.cypher.source import script_statements
+
+    worker, _ = _walls()
+    path = str(tmp_path / "g.lbug")
+    db = ladybug.Database(path)
+    conn = ladybug.Connection(db)
+    for statement in script_statements(GRAPH.read_text(encoding="utf-8")):
+        conn.execute(statement)
+    conn.close()
+    db.close()
+    db = ladybug.Database(path, read_only=True, max_num_threads=1)
+    try:
+        for form, query in HOSTILE.items():
+            conn = ladybug.Connection(db)
+            if form == "relative":  # the bare name is no file here: not even planned
+                with pytest.raises(RuntimeError, match="No file found"):
+                    worker.plan_refusal(conn, query)
+                conn.close()
+                continue
+            refusal = worker.plan_refusal(conn, query)
+            conn.close()
+            assert refusal is not None and not _leaked(refusal), (form, refusal)
+            assert ("setting" if form == "search-path" else "reads a file") in refusal
+        conn = ladybug.Connection(db)
+        assert worker.plan_refusal(conn, DEEP_PATH) is None
+        assert worker.plan_refusal(conn, "CALL show_tables() RETURN name") is None
+        conn.close()
+    finally:
+        db.close()
