@@ -251,3 +251,32 @@ def test_the_plan_alone_refuses_every_form(tmp_path):
         conn.close()
     finally:
         db.close()
+
+
+def test_an_agents_tool_loop_on_the_graph_reads_no_host_file(pytester, agent_standin):
+    """The ``openai`` source's tool loop (scripted stand-in server, the real client): its
+    ``run_query`` of the hostile forms reaches the same worker, and nothing of /etc/passwd
+    reaches the trajectory, the report or the terminal."""
+    pytest.importorskip("openai")
+    question = "Who acted in The Matrix?"
+    gold = "MATCH (p:Person)-[:ACTED_IN]->(:Movie {title: 'The Matrix'}) RETURN p.name"
+    agent_standin.script = {question: [
+        {"content": None, "tool_calls": [{"name": "run_query", "arguments": {"query": text}}]}
+        for text in (HOSTILE["with-star"], HOSTILE["search-path"], HOSTILE["relative"])
+    ] + [{"content": f"```cypher\n{gold}\n```"}]}
+    (pytester.path / "movies.cypher").write_text(GRAPH.read_text(encoding="utf-8"),
+                                                 encoding="utf-8")
+    write_suite(pytester.path, {
+        "datasources": {"movies": {"type": "ladybug", "path": "movies.cypher"}},
+        "predictions": {"source": "openai", "model": "scripted-agent",
+                        "base_url": agent_standin.base_url, "api_key": "none", "retries": 0,
+                        "timeout": 30, "agent": {}}},
+        {"test_q.yaml": {"kind": "cypher", "datasource": "movies",
+                         "cases": [{"id": "matrix", "question": question, "gold": gold}]}})
+    result, report = run_report(pytester, "-p", "no:cacheprovider")
+    assert report.outcomes == {"matrix": "passed"}
+    agent = report.by_id["matrix"]["details"]["prediction"]["agent"]
+    tools = [m["content"] for m in agent["trajectory"] if m["role"] == "tool"]
+    assert len(tools) == 3 and all(t.startswith("error:") for t in tools), tools
+    text = (pytester.path / "r.json").read_text(encoding="utf-8") + result.stdout.str()
+    assert not _leaked(text)
