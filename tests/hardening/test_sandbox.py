@@ -345,3 +345,38 @@ def test_a_setup_past_its_start_timeout() -> None:
         b.start()
     assert info.value.timed_out
     assert b.pid is None  # killed, not left loading
+
+
+def _reserve_and_touch(reserve: int, touch: int) -> int:
+    """Map ``reserve`` bytes of address space (as an engine's buffer pool) and fill ``touch``
+    of them: only what is touched is resident."""
+    import mmap
+
+    area = mmap.mmap(-1, reserve)
+    for offset in range(0, touch, 4096):
+        area[offset] = 1
+    time.sleep(0.2)  # resident long enough for the parent to look
+    return len(area)
+
+
+def _segfault() -> None:
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def test_resident_memory_bound_where_the_address_space_cannot_be() -> None:
+    """``max_rss``: no ``RLIMIT_AS`` (a 4 GiB map is fine, as ladybug's at open), and a worker
+    holding more than the bound beyond its size when ready is killed (issue 58); a crash's
+    signal is kept in ``last_exit``."""
+    b = Sandbox("test-rss", max_memory=64 * MIB, max_rss=128 * MIB)
+    try:
+        assert b.call(_reserve_and_touch, 4096 * MIB, 16 * MIB, timeout=30) == 4096 * MIB
+        with pytest.raises(SandboxMemoryError, match=r"over max_rss \(134,217,728 bytes\)"):
+            b.call(_reserve_and_touch, 4096 * MIB, 1024 * MIB, timeout=60)
+        assert b.kills == 1 and b.call(_add, 1, 2, timeout=30)[0] == 3
+        with pytest.raises(QueryFailed, match="died during the call"):
+            b.call(_segfault, timeout=30)
+        assert b.last_exit == -signal.SIGSEGV
+    finally:
+        b.close()

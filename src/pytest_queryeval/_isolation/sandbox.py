@@ -49,6 +49,12 @@ API (everything else here is private)::
   imported plus ``max_memory`` bytes (``RLIMIT_AS``, Linux). A ``MemoryError`` in ``fn`` is
   raised in the parent as :class:`SandboxMemoryError`; a worker that dies (the engine aborts
   on a failed allocation) as :class:`SandboxCrashed`. Both are ``QueryFailed``.
+  An engine that maps a large address space when it opens (an embedded graph database)
+  cannot live under ``RLIMIT_AS``: ``Sandbox(..., max_rss=n)`` sets none and bounds resident memory instead:
+  while the parent waits for a reply it reads the worker's resident size (``/proc``, every
+  :data:`RSS_POLL` seconds) and kills a worker holding more than ``n`` bytes beyond its size
+  when it got ready (:class:`SandboxMemoryError`). :attr:`Sandbox.last_exit` is the exit
+  status of the last worker that ended (``-11``: it crashed with SIGSEGV).
 * Files: the worker runs with its own temporary directory (``TMPDIR`` and ``SQLITE_TMPDIR``),
   removed when the worker stops, and ``RLIMIT_FSIZE`` = ``max_file`` bytes per file
   (``SIGXFSZ`` ignored, so a write past it fails with ``EFBIG`` instead of killing the worker).
@@ -113,6 +119,10 @@ DEFAULT_MAX_REPLY = 80 * 1024 * 1024
 #: Seconds a worker may take to start (Python start-up plus ``preload`` imports).
 START_TIMEOUT = 60.0
 
+#: Seconds between two reads of a worker's resident size (``max_rss``): a runaway allocation
+#: of 1 GB/s overshoots by at most some 50 MB.
+RSS_POLL = 0.05
+
 #: Seconds to read a reply once its header has come (it is at most ``max_reply`` bytes).
 _TRANSFER_TIMEOUT = 60.0
 
@@ -148,6 +158,19 @@ class SandboxMemoryError(QueryFailed):
 
 class SandboxCrashed(QueryFailed):
     """The worker died during the step (an engine abort, usually out of memory)."""
+
+
+class _OverRss(Exception):
+    """The worker's resident memory went over ``max_rss`` (the parent kills it)."""
+
+
+def resident_bytes(pid: int) -> int:
+    """A process's resident memory (Linux ``/proc``); 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class SandboxNotRun(SandboxCrashed):
@@ -228,9 +251,10 @@ def _send(fd: int, obj: object, max_size: int | None = None) -> None:
         _write_all(fd, body)
 
 
-def _set_limits(max_memory: int, max_file: int) -> None:
-    """Address space = size now + ``max_memory``; files at most ``max_file`` bytes each.
-    Linux only for the address space (its size comes from ``/proc``)."""
+def _set_limits(max_memory: int | None, max_file: int) -> None:
+    """Address space = size now + ``max_memory`` (None: no cap, the parent bounds resident
+    memory); files at most ``max_file`` bytes each. Linux only for the address space (its
+    size comes from ``/proc``)."""
     try:
         import resource
     except ImportError:  # pragma: no cover - not POSIX
@@ -239,6 +263,8 @@ def _set_limits(max_memory: int, max_file: int) -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_file, hard))
+    if max_memory is None:
+        return
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/self/statm") as fh:
             size = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
@@ -323,9 +349,16 @@ class Sandbox:
     def __init__(self, name: str, *, max_memory: int = DEFAULT_MAX_MEMORY,
                  max_file: int | None = None, preload: Iterable[str] = (),
                  setup: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
-                 start_timeout: float = START_TIMEOUT) -> None:
+                 start_timeout: float = START_TIMEOUT, max_rss: int | None = None) -> None:
         self.name = name
         self.max_memory = int(max_memory)
+        #: Resident bytes a worker may add to its size when ready (None: ``RLIMIT_AS``).
+        self.max_rss = None if max_rss is None else int(max_rss)
+        #: The running worker's resident size when it got ready (``max_rss``; None while it
+        #: starts: its setup is not a step).
+        self._base_rss: int | None = None
+        #: Exit status of the last worker that ended (negative: the signal that ended it).
+        self.last_exit: int | None = None
         self.max_file = int(max_file if max_file is not None else max_memory)
         self.preload = tuple(preload)
         self.setup = setup
@@ -375,9 +408,11 @@ class Sandbox:
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True, bufsize=0)
         assert proc.stdin is not None
-        _write_all(proc.stdin.fileno(), _frame((self.preload, self.max_memory, self.max_file,
+        address = None if self.max_rss is not None else self.max_memory
+        _write_all(proc.stdin.fileno(), _frame((self.preload, address, self.max_file,
                                                 self.setup)))
         self._proc, self._ready, self.setup_value = proc, False, None
+        self._base_rss = None
         self.starts += 1
 
     def _ensure(self, deadline: float) -> subprocess.Popen[bytes]:
@@ -398,6 +433,7 @@ class Sandbox:
                 self._kill(respawn=False)
                 raise SandboxNotStarted(f"the {self.name} worker did not start: {msg[1]}")
             self._ready, self.setup_value = True, msg[2]
+            self._base_rss = resident_bytes(proc.pid)
         return proc
 
     def _kill(self, *, respawn: bool) -> None:
@@ -414,6 +450,7 @@ class Sandbox:
                 self.kills += 1
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)
+            self.last_exit = proc.returncode
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     with contextlib.suppress(OSError):
@@ -535,7 +572,7 @@ class Sandbox:
         start = max(ticket.sent_at, self._next_start)
         try:
             msg = self._read_reply(proc, start + timeout, max_reply)
-        except (TimeoutError, SandboxTooBig, EOFError, OSError) as exc:
+        except (TimeoutError, SandboxTooBig, EOFError, OSError, _OverRss) as exc:
             error = self._ending(exc, timeout)
         except BaseException:  # KeyboardInterrupt, SystemExit: never leave it running
             self._kill(respawn=False)
@@ -570,7 +607,7 @@ class Sandbox:
                     self.round_trips += 1
                 deadline = time.monotonic() + timeout  # start-up is not the step's time
                 msg = self._read_reply(proc, deadline, max_reply)
-            except (TimeoutError, SandboxTooBig, EOFError, OSError) as exc:
+            except (TimeoutError, SandboxTooBig, EOFError, OSError, _OverRss) as exc:
                 self._kill(respawn=True)
                 outcomes.append(_raising(self._ending(exc, timeout)))
                 break
@@ -588,6 +625,9 @@ class Sandbox:
                                   "was killed)")
         if isinstance(exc, SandboxTooBig):
             return exc
+        if isinstance(exc, _OverRss):
+            return SandboxMemoryError(f"out of memory: the step held {exc} bytes, over "
+                                      f"max_rss ({self.max_rss:,} bytes)")
         return SandboxCrashed(f"the {self.name} worker died during the call (out of memory? "
                               f"max_memory is {self.max_memory:,} bytes)")
 
@@ -606,6 +646,18 @@ class Sandbox:
             return _raising(SandboxTooBig(f"the reply holds {msg[1]:,} bytes, over "
                                           f"{max_reply:,}", int(msg[1])))
         return _raising(QueryFailed(str(msg[1])))
+
+    def _poll_slice(self) -> float:
+        """Seconds the parent waits for the worker before it looks again."""
+        return RSS_POLL if self.max_rss is not None else 3600.0
+
+    def _check_rss(self, proc: subprocess.Popen[bytes]) -> None:
+        """Raise :class:`_OverRss` when the worker holds more than ``max_rss`` beyond its
+        size when ready."""
+        if self.max_rss is not None and self._base_rss is not None:
+            grown = resident_bytes(proc.pid) - self._base_rss
+            if grown > self.max_rss:
+                raise _OverRss(f"{grown:,}")
 
     def _read_reply(self, proc: subprocess.Popen[bytes], deadline: float,
                     max_reply: int) -> Any:
@@ -642,7 +694,8 @@ class Sandbox:
             if left <= 0:  # past it: a reply already there still counts, nothing more
                 if not poller.poll(0):
                     raise TimeoutError
-            elif not poller.poll(min(left, 3600.0) * 1000):
+            elif not poller.poll(min(left, self._poll_slice()) * 1000):
+                self._check_rss(proc)
                 continue
             want = (_HEADER.size + size - len(buf)) if size >= 0 else 1 << 16
             chunk = os.read(fd, max(1, min(want, 1 << 20)))

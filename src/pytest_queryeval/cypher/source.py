@@ -1,37 +1,47 @@
 """``type: ladybug``: an embedded graph database (the ``ladybug`` package, extra ``cypher``)
-opened read-only.
+opened read-only in a sandbox worker process.
 
 Spec keys: ``path`` (required): a ladybug database file, or a Cypher script (``*.cypher``)
 whose statements build the graph; ``timeout`` (seconds, default 30), ``max_rows`` (default
 100,000), ``max_memory`` (the engine's buffer pool in bytes, default 256 MiB: ladybug's own
-default is 80 % of the machine's memory).
+default is 80 % of the machine's memory; the worker may hold twice that beyond its size once
+the graph is open).
 
-Why read-only by the engine: a database file is opened with ``read_only=True``, and a script
-is run once into a database in a temporary folder which is then closed and opened again
-read-only; every write (``CREATE``, ``MERGE``, ``SET``, ``DELETE``, schema changes, ``COPY``)
-is refused by ladybug itself, and the reason names the clause and where it is
-(:func:`.guard.first_write`). What a read-only database still allows beyond the graph (files,
-extensions, other databases) is refused before execution by :func:`.guard.check`.
+Why a worker and what walls it has: :mod:`.worker` (issue 58). The pytest process never
+imports the engine: a script is built into a database of a temporary folder by a worker of
+its own, closed, then opened read-only by the query worker, which confines itself first; every
+query runs there on a fresh connection, under the engine's timeout and a hard deadline one
+second later (parsing included), its resident memory bounded by the parent.
 
-Queries run in the pytest process (no sandbox worker): ladybug's query timeout interrupts a
-pipelined query within milliseconds (10^10 rows of two nested ``UNWIND``: stopped after
-0.1 s), but not one expression that builds a huge value before the pipeline starts
-(``UNWIND range(1, 1000000000)`` ran 56 s past a 0.05 s timeout); ``max_memory`` bounds the
-buffer pool, not such a value.
+Every write (``CREATE``, ``MERGE``, ``SET``, ``DELETE``, schema changes, ``COPY``) is refused
+by ladybug itself, and the reason names the clause and where it is (:func:`.guard.first_write`).
+What a read-only database still allows beyond the graph (files, extensions, other databases,
+settings) is refused before execution by :func:`.guard.check`, then by the engine's plan
+(:func:`.worker.plan_refusal`), and the kernel refuses the files and sockets both missed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import importlib
+import importlib.util
+import re
 import shutil
+import signal
 import tempfile
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._isolation.sandbox import (
+    Sandbox,
+    SandboxCrashed,
+    SandboxMemoryError,
+    SandboxNotStarted,
+    SandboxTimeout,
+    SandboxTooBig,
+)
 from ..errors import (
     ConfigError,
     MissingDependency,
@@ -42,6 +52,7 @@ from ..errors import (
 )
 from ..results import ResultTable
 from ..sources.base import (
+    DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ROWS,
     DEFAULT_TIMEOUT,
     SourceDefaults,
@@ -49,24 +60,21 @@ from ..sources.base import (
     positive,
     positive_int,
 )
-from . import guard
+from . import guard, worker
 
 TYPE = "ladybug"
 KEYS = frozenset({"path", "timeout", "max_rows", "max_memory"})
 DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
-_BATCH = 1_000
 _READ_ONLY = "read-only database"
-
-
-def _ladybug() -> Any:
-    """The engine module, imported by name: a core install (no ``cypher`` extra) type-checks
-    this folder without it (scripts/mypy-core.sh)."""
-    try:
-        ladybug = importlib.import_module("ladybug")
-    except ImportError:
-        raise MissingDependency("type: ladybug needs the ladybug package: pip install "
-                                "'pytest-queryeval[cypher]'") from None
-    return ladybug
+#: The engine's error for a file the confined worker may not open (:func:`.worker.open_graph`).
+_DENIED = re.compile(r"^IO exception: .*Permission denied\.?$")
+#: Seconds past the timeout before the worker is killed (the engine's own timeout normally
+#: stops a pipelined query at the timeout, and the worker survives).
+HARD_GRACE = 1.0
+#: Seconds a script may take to build its graph (the suite's own statements).
+BUILD_TIMEOUT = 3600.0
+#: Bytes a file the build worker writes may hold (the graph's database).
+_MAX_FILE = 1 << 40
 
 
 def script_statements(text: str) -> list[str]:
@@ -89,7 +97,8 @@ def _offset(text: str, tok: guard.Token) -> int:
 
 
 class LadybugSource(SourceDefaults):
-    """One ladybug database, opened on first use and shared by the session's cases."""
+    """One ladybug database, opened read-only in a worker on first use and shared by the
+    session's cases (each query on a fresh connection there)."""
 
     type = TYPE
 
@@ -102,10 +111,11 @@ class LadybugSource(SourceDefaults):
         self.max_rows = max_rows
         self.max_memory = max_memory
         self._lock = threading.Lock()
-        self._db: Any = None
-        self._conn: Any = None
+        self._box: Sandbox | None = None
         self._tmp: str | None = None
         self._fingerprint: str | None = None
+        #: How the worker is walled off the files and the network (:func:`.worker.open_graph`).
+        self.confinement = ""
 
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> LadybugSource:
@@ -128,75 +138,82 @@ class LadybugSource(SourceDefaults):
 
     # -- opening ---------------------------------------------------------------------------
 
-    def _open(self) -> Any:
-        if self._conn is not None:
-            return self._conn
-        lb = _ladybug()
-        if not self.path.is_file():
-            raise SourceUnavailable(f"datasource {self.name!r}: no ladybug database or Cypher "
-                                    f"script at {self.path.name!r}")
-        target = str(self.path)
-        if self.is_script:
-            target = self._build(lb)
-        try:
-            # one thread: the rows of an unordered result come in one order every run (with
-            # more, their order changed between runs, and so did the positional metrics)
-            self._db = lb.Database(target, read_only=True, buffer_pool_size=self.max_memory,
-                                   max_num_threads=1)
-            self._conn = lb.Connection(self._db)
-        except RuntimeError as exc:
-            raise SourceUnavailable(f"datasource {self.name!r}: ladybug cannot open "
-                                    f"{self.path.name!r}: {_first_line(exc)}") from None
-        return self._conn
+    def _worker(self) -> Sandbox:
+        """The worker holding the graph, started (and the script built) on first use."""
+        with self._lock:
+            if self._box is not None:
+                return self._box
+            _check_engine()
+            if not self.path.is_file():
+                raise SourceUnavailable(f"datasource {self.name!r}: no ladybug database or "
+                                        f"Cypher script at {self.path.name!r}")
+            target = self._build() if self.is_script else str(self.path.resolve())
+            box = self._sandbox("ladybug", setup=(worker.open_graph,
+                                                  (target, self.max_memory)))
+            try:
+                box.start()
+            except SandboxNotStarted as exc:
+                box.close()
+                raise SourceUnavailable(f"datasource {self.name!r}: the ladybug worker did "
+                                        f"not start ({exc})") from None
+            status, detail = box.setup_value
+            if status != "ready":
+                box.close()
+                raise SourceUnavailable(f"datasource {self.name!r}: ladybug cannot open "
+                                        f"{self.path.name!r}: {detail}")
+            self.confinement, self._box = detail, box
+            return box
 
-    def _build(self, lb: Any) -> str:
-        """Run the script into a database of a temporary folder; its path."""
+    def _sandbox(self, name: str, **kwargs: Any) -> Sandbox:
+        """A private worker: no address-space cap (ladybug maps a large one when it opens), its
+        resident memory bounded instead."""
+        return Sandbox(name, max_memory=self.max_memory, max_rss=2 * self.max_memory,
+                       max_file=_MAX_FILE, preload=(worker.__name__,), **kwargs)
+
+    def _build(self) -> str:
+        """Run the script into a database of a temporary folder (in a worker of its own);
+        its path."""
         self._tmp = tempfile.mkdtemp(prefix="queryeval-ladybug-")
         target = str(Path(self._tmp) / "graph.lbug")
-        text = self.path.read_text(encoding="utf-8")
-        db = lb.Database(target, buffer_pool_size=self.max_memory)
-        conn = lb.Connection(db)
+        statements = script_statements(self.path.read_text(encoding="utf-8"))
+        box = self._sandbox("ladybug-build")
         try:
-            for number, statement in enumerate(script_statements(text), 1):
-                try:
-                    conn.execute(statement)
-                except RuntimeError as exc:
-                    raise SourceUnavailable(
-                        f"datasource {self.name!r}: statement {number} of "
-                        f"{self.path.name!r} failed: {_first_line(exc)}") from None
+            failure = box.call(worker.build, self.path.name, target, statements,
+                               self.max_memory, timeout=BUILD_TIMEOUT)
+        except QueryFailed as exc:  # the sandbox's timeout, crash, memory bound
+            raise SourceUnavailable(f"datasource {self.name!r}: building the graph of "
+                                    f"{self.path.name!r} failed: {exc}") from None
         finally:
-            conn.close()
-            db.close()
+            box.close()
+        if failure is not None:
+            raise SourceUnavailable(f"datasource {self.name!r}: {failure}")
         return target
 
     # -- the contract ----------------------------------------------------------------------
 
     def execute(self, query: str, *, timeout: float | None = None,
                 max_rows: int | None = None, trusted: bool = False) -> ResultTable:
+        """One query in the worker; ``trusted`` (a gold) skips the engine's plan check."""
         guard.check(query)
         limit = self.max_rows if max_rows is None else int(max_rows)
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
-        with self._lock:
-            conn = self._open()
-            conn.set_query_timeout(max(1, int(seconds * 1000)))
-            start = time.perf_counter()
-            try:
-                result = conn.execute(query)
-                if isinstance(result, list):  # several statements: the guard refuses them
-                    raise QueryRefused("more than one statement: one read-only query is "
-                                       "executed")
-                columns = [str(c) for c in result.get_column_names()]
-                rows: list[tuple[Any, ...]] = []
-                while result.has_next() and len(rows) <= limit:
-                    rows.extend(tuple(r) for r in result.get_n(min(_BATCH, limit + 1 - len(rows))))
-                result.close()
-            except RuntimeError as exc:
-                raise _engine_error(exc, query, time.perf_counter() - start, seconds) from None
-            elapsed = time.perf_counter() - start
-        if len(rows) > limit:
-            return ResultTable(columns, rows[:limit], truncated=True, seconds=elapsed,
-                               meta={"max_rows": limit})
-        return ResultTable(columns, rows, seconds=elapsed)
+        box = self._worker()
+        try:
+            reply = box.call(worker.run, query, int(seconds * 1000), limit, not trusted,
+                             timeout=seconds + HARD_GRACE, max_reply=2 * DEFAULT_MAX_BYTES)
+        except SandboxTimeout:
+            raise QueryTimeout(f"the query ran over {seconds:g} s (the engine did not stop "
+                               "by itself, parsing or building a value: its worker was "
+                               "killed)") from None
+        except SandboxTooBig:
+            return ResultTable([], [], True, meta={"max_bytes": DEFAULT_MAX_BYTES})
+        except SandboxMemoryError:
+            raise QueryFailed(f"out of memory: the query's worker held more than "
+                              f"{2 * self.max_memory:,} bytes beyond the open graph (twice "
+                              "max_memory); it was killed") from None
+        except SandboxCrashed:
+            raise QueryFailed(_crashed(box.last_exit)) from None
+        return _table(reply, query, seconds)
 
     def fingerprint(self) -> str:
         """The engine and the content of the file (a script's text, a database's bytes)."""
@@ -214,43 +231,63 @@ class LadybugSource(SourceDefaults):
     def ddl(self) -> list[tuple[str, str]]:
         """Each node and relationship table as the ``CREATE ... TABLE`` that makes it: what a
         model's ``{schema}`` shows."""
-        out: list[tuple[str, str]] = []
-        with self._lock:
-            conn = self._open()
-            tables = conn.execute("CALL show_tables() RETURN name, type ORDER BY id").get_all()
-            for name, kind in tables:
-                props = conn.execute(f"CALL table_info('{name}') RETURN name, type").get_all()
-                cols = ", ".join(f"{p} {t}" for p, t in props)
-                if kind == "REL":
-                    ends = conn.execute(f"CALL show_connection('{name}') RETURN *").get_all()
-                    pairs = ", ".join(f"FROM {e[0]} TO {e[1]}" for e in ends)
-                    cols = f"{pairs}, {cols}" if cols else pairs
-                out.append((str(name), f"CREATE {kind} TABLE {name}({cols});"))
-        return out
+        box = self._worker()
+        try:
+            return list(box.call(worker.describe, timeout=DEFAULT_TIMEOUT))
+        except QueryFailed as exc:
+            raise SourceUnavailable(f"datasource {self.name!r}: its schema could not be "
+                                    f"read: {exc}") from None
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._db.close()
-            self._conn = self._db = None
+            if self._box is not None:
+                self._box.close()
+            self._box = None
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+def _check_engine() -> None:
+    """MissingDependency without the engine (found, not imported: the pytest process never
+    loads it)."""
+    if importlib.util.find_spec("ladybug") is None:
+        raise MissingDependency("type: ladybug needs the ladybug package: pip install "
+                                "'pytest-queryeval[cypher]'")
 
 
-def _engine_error(exc: RuntimeError, query: str, elapsed: float, seconds: float) -> Exception:
+def _crashed(code: int | None) -> str:
+    how = ""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            how = f" ({signal.Signals(-code).name})"
+    return (f"the graph engine crashed on this query{how}: its worker died, and the next "
+            "query gets a new one")
+
+
+def _table(reply: tuple[Any, ...], query: str, seconds: float) -> ResultTable:
+    """The worker's reply as a table, or the plugin's error."""
+    if reply[0] == "refused":
+        raise QueryRefused(str(reply[1]))
+    if reply[0] == "error":
+        raise _engine_error(str(reply[1]), query, float(reply[2]), seconds)
+    _, columns, rows, truncated, elapsed = reply
+    if truncated:
+        return ResultTable(columns, rows, truncated=True, seconds=elapsed,
+                           meta={"max_rows": len(rows)})
+    return ResultTable(columns, rows, seconds=elapsed)
+
+
+def _engine_error(message: str, query: str, elapsed: float, seconds: float) -> Exception:
     """The engine's error as the plugin's: a refused write located at its clause, an
     interrupted query a timeout, anything else a failed query."""
-    message = _first_line(exc)
     if _READ_ONLY in message:
         write = guard.first_write(query)
         at = f"{write.text.upper()} at {guard.where(write)}: " if write is not None else ""
         return QueryRefused(f"{at}the graph is read-only (ladybug: {message})")
+    if _DENIED.search(message):
+        return QueryRefused(f"the query opens a file, and the graph's worker may open none but "
+                            f"the graph (ladybug: {message})")
     if message.rstrip(".") == "Interrupted":
         return QueryTimeout(f"the query ran over {seconds:g} s (stopped after "
                             f"{elapsed:.1f} s)")
