@@ -199,17 +199,17 @@ class Ledger:
 
 #: Findings a ledger keeps (a 20,000-call trajectory's writes are counted, not all listed).
 MAX_FINDINGS = 50
-#: The words of a write inside a text that starts with ``SELECT`` (:func:`_may_write`).
+#: How a query starts, and the words of a write inside it (:func:`_may_write`).
+_READ_HEAD = re.compile(r"\s*(?:select|with)\b", re.IGNORECASE)
 _WRITE_WORD = re.compile(r"\b(?:insert|update|delete|merge|upsert|replace|create|drop|alter|"
                          r"truncate|into)\b", re.IGNORECASE)
 
 
 def _may_write(sql: str) -> bool:
     """False only for a text :func:`is_write` would never call a write: one statement that
-    starts with ``SELECT`` and holds no word of a write (a replay's unrun queries are judged
+    starts with ``SELECT`` or ``WITH`` and holds no word of a write (a replay's unrun queries are judged
     by the thousand; the parse is asked only of the others)."""
-    return ";" in sql or not sql.lstrip().lower().startswith("select") or \
-        _WRITE_WORD.search(sql) is not None
+    return ";" in sql or _READ_HEAD.match(sql) is None or _WRITE_WORD.search(sql) is not None
 
 
 def tables_read(source: DataSource, sql: str, sql_source: bool,
