@@ -83,8 +83,12 @@ def _file_suite(pytester: pytest.Pytester, shared_data: Path, lines: dict[str, d
 
 def test_a_refused_trajectory_still_counts_its_write(pytester: pytest.Pytester,
                                                      shared_data: Path) -> None:
-    _file_suite(pytester, shared_data, REFUSED)
+    canonical = {"trajectory": [call("a", "queryeval__run_query", DELETE), tool("a")]}
+    _file_suite(pytester, shared_data, {**REFUSED, "canonical": canonical})
     _, report = run_report(pytester, "-p", "no:cacheprovider")
+    # the plugin's tool under its canonical (MCP) name is the tool: its DELETE is counted
+    assert report.by_id["canonical"]["metrics"]["write_attempts"] == 1.0
+    assert report.by_id["canonical"]["outcome"] == "failed"
     for cid in REFUSED:
         case = report.by_id[cid]
         assert case["details"]["agent"]["refused"], cid

@@ -154,7 +154,7 @@ class Ledger:
         with self._lock:
             self.floor = {k: float(v) for k, v in counts.items() if k in COUNT_METRICS
                           and isinstance(v, int | float) and not isinstance(v, bool)
-                          and v == v and v >= 0}
+                          and 0 <= v < float("inf")}
 
     def _write(self, finding: str) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import QueryEvalError, SourceUnavailable
 from .ledger import CountUnknown, Ledger
-from .trajectory import TOOL_ABSTAIN, TOOL_ASK, Step, step_query, step_sample_query
+from .trajectory import TOOL_ABSTAIN, TOOL_ASK, Step, plugin_tool, step_query, step_sample_query
 
 if TYPE_CHECKING:
     from ..sources.base import DataSource
@@ -60,12 +60,13 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
     start = time.monotonic()
     served = 0
     for n, step in enumerate(steps):
-        final = step.name in _FINAL
+        final = plugin_tool(step.name) in _FINAL
         left = bounds.seconds - (time.monotonic() - start)
         over = None if final else ("tool_calls" if served >= bounds.tool_calls
                                    else "seconds" if left <= 0 else None)
         if over is not None:
-            ledger.not_replayed(over, sum(1 for s in steps[n:] if s.name not in _FINAL))
+            rest = sum(1 for s in steps[n:] if plugin_tool(s.name) not in _FINAL)
+            ledger.not_replayed(over, rest)
             count_unrun(steps[n:], ledger, getattr(source, "dialect", None), sql=sql,
                         why="past the budget, not run")
             return

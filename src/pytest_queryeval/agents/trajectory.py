@@ -433,9 +433,18 @@ def call_key(step: Step) -> str:
     return f"{step.name}\x00{json.dumps(args, sort_keys=True, ensure_ascii=False)}"
 
 
+def plugin_tool(name: str) -> str:
+    """The plugin tool a call names, under its bare or its canonical name
+    (``queryeval__run_query`` is ``run_query``: an outside harness that served the plugin's
+    tools over MCP names them so, and its queries are counted all the same)."""
+    prefix = f"{SERVER}__"
+    bare = name[len(prefix):] if name.startswith(prefix) else name
+    return bare if bare in PLUGIN_TOOLS else name
+
+
 def step_query(step: Step) -> str | None:
     """The query a :data:`TOOL_QUERY` step ran (None for any other step or no query)."""
-    if step.name != TOOL_QUERY or step.arguments is None:
+    if plugin_tool(step.name) != TOOL_QUERY or step.arguments is None:
         return None
     query = step.arguments.get(QUERY_ARGUMENT)
     return query if isinstance(query, str) else None
@@ -462,7 +471,7 @@ def step_sample_query(step: Step) -> str | None:
     FROM "table" LIMIT n``), so that a replayed trajectory's database-side counts (queries
     executed, rows read, forbidden tables) hold its sample reads as the loop's do; None for
     any other step or a table argument that is not a plain name."""
-    if step.name != TOOL_SAMPLE or step.arguments is None:
+    if plugin_tool(step.name) != TOOL_SAMPLE or step.arguments is None:
         return None
     table = step.arguments.get("table")
     if not isinstance(table, str) or not _TABLE.fullmatch(table):
