@@ -36,7 +36,8 @@ class Bounds:
     tool_calls: float
     #: Wall seconds the replay may take (the loop's ``seconds`` budget).
     seconds: float
-    #: Seconds one query may run (the case's ``timeout``; None: the source's own).
+    #: Seconds one query may run (the case's ``timeout``; None: the source's own, and the
+    #: seconds left when the source has none).
     timeout: float | None
     #: Rows one query may return (each is counted; the rest is cut by the source).
     max_rows: int
@@ -75,7 +76,8 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
         query = query_of(step, sql)
         if query is None:
             continue
-        timeout = left if bounds.timeout is None else min(bounds.timeout, left)
+        per_query = bounds.timeout if bounds.timeout is not None else source.timeout
+        timeout = left if per_query is None else min(per_query, left)
         try:
             ledger.run_query(source, query, max_rows=bounds.max_rows,
                              timeout=max(timeout, 0.1))

@@ -268,8 +268,9 @@ def salvage_steps(data: object) -> tuple[Step, ...] | None:
             if found is not None:
                 name, text = found
                 arguments, error = _parse_arguments(text)
-                steps.append(Step(len(steps), i, str(call.get("id"))[:256], name, arguments,
-                                  text, None, error))
+                ident = call.get("id")
+                steps.append(Step(len(steps), i, ident[:256] if isinstance(ident, str) else "",
+                                  name, arguments, text, None, error))
     return tuple(steps)
 
 
@@ -280,7 +281,14 @@ def _lenient_call(call: object) -> tuple[str, str] | None:
         return None
     arguments = function.get("arguments", "{}")
     if isinstance(arguments, Mapping):
-        arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        from .._util.boundedio import depth_exceeds
+
+        if depth_exceeds(arguments, MAX_DEPTH):  # its texts kept: the query is one of them
+            arguments = {str(k): v for k, v in arguments.items() if isinstance(v, str)}
+        try:
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return None
     if not isinstance(arguments, str):
         return None
     return function["name"], arguments
