@@ -143,15 +143,28 @@ def test_a_graph_agent_case_counts_the_write_the_graph_refused(pytester: pytest.
     count = "MATCH (m:Movie) RETURN count(m)"
     trajectory = [call("a", "run_query", "MATCH (m:Movie) SET m.rating = 10.0 RETURN m.title"),
                   tool("a"), call("b", "run_query", count), tool("b")]
-    (pytester.path / "runs.jsonl").write_text(json.dumps(
-        {"id": "graph", "predicted": count, "trajectory": trajectory}) + "\n")
+    # 30 calls under {tool_calls: 2}: the CREATE at call 10 is never run, and still a write
+    many = [m for i in range(30) for m in (
+        call(f"c{i}", "run_query", "CREATE (:Movie {title: 'x'})" if i == 10 else count),
+        tool(f"c{i}"))]
+    (pytester.path / "runs.jsonl").write_text(
+        json.dumps({"id": "graph", "predicted": count, "trajectory": trajectory}) + "\n"
+        + json.dumps({"id": "past", "predicted": count, "trajectory": many}) + "\n")
     write_suite(pytester.path, {
         "datasources": {"movies": {"type": "ladybug", "path": "movies.cypher"}},
         "predictions": {"source": "file", "path": "runs.jsonl"}},
         {"test_graph.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
             {"id": "graph", "question": "How many movies?", "gold": count, "agent": True,
+             "thresholds": {"write_attempts": {"max": 0}}},
+            {"id": "past", "question": "How many movies?", "gold": count,
+             "agent": {"budget": {"tool_calls": 2}},
              "thresholds": {"write_attempts": {"max": 0}}}]}})
     _, report = run_report(pytester, "-p", "no:cacheprovider")
+    past = report.by_id["past"]
+    assert (past["metrics"]["queries_executed"], past["metrics"]["write_attempts"],
+            past["metrics"]["budget_exceeded"]) == (2.0, 1.0, 1.0)
+    assert past["details"]["agent"]["not_replayed"] == 28
+    assert past["outcome"] == "failed"
     case = report.by_id["graph"]
     assert "replay_error" not in case["details"]["agent"]
     assert (case["metrics"]["write_attempts"], case["metrics"]["queries_executed"]) == (1.0, 1.0)

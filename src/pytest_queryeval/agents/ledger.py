@@ -124,10 +124,18 @@ class Ledger:
             self.rows_read += len(table.rows)
         return table
 
-    def count_unrun(self, sql: str, dialect: str | None, *, why: str) -> None:
+    def count_unrun(self, sql: str, dialect: str | None, *, why: str,
+                    sql_source: bool = True) -> None:
         """A query of the trajectory that is not run (past the replay's budget, or with
         ``replay: false``): its write and its forbidden tables judged on the text, so that
-        what was not run never lowers a count (SQL datasources only)."""
+        what was not run never lowers a count. On a datasource that is not SQL (a graph,
+        SPARQL) no parse judges it: a word of a write anywhere in it (``CREATE``, ``SET``,
+        ``DELETE``, ``INSERT``, ``LOAD``...) counts it, the cautious side for a call that
+        was never run."""
+        if not sql_source:
+            if _ANY_WRITE_WORD.search(sql):
+                self._write(f"write attempt ({why}; judged on its words): {_short(sql)}")
+            return
         if _may_write(sql) and is_write(sql, dialect):
             self._write(f"write attempt ({why}): {_short(sql)}")
         if self.forbidden:
@@ -203,6 +211,13 @@ MAX_FINDINGS = 50
 _READ_HEAD = re.compile(r"\s*(?:select|with)\b", re.IGNORECASE)
 _WRITE_WORD = re.compile(r"\b(?:insert|update|delete|merge|upsert|replace|create|drop|alter|"
                          r"truncate|into)\b", re.IGNORECASE)
+
+
+#: The words of a write in Cypher (clauses that change the graph, or reach outside it) and in
+#: SPARQL Update: what an unrun query of a datasource that is not SQL is judged by.
+_ANY_WRITE_WORD = re.compile(r"\b(?:create|merge|set|delete|remove|drop|alter|detach|insert|"
+                             r"load|clear|copy|move|add|export|import|install|attach)\b",
+                             re.IGNORECASE)
 
 
 def _may_write(sql: str) -> bool:

@@ -92,11 +92,11 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
 
 def count_unrun(steps: Sequence[Step], ledger: Ledger, dialect: str | None, *, sql: bool,
                 why: str) -> None:
-    """Steps that are not run, counted from their text: repeated calls always, and on an SQL
-    datasource the writes and the forbidden tables their queries name
+    """Steps that are not run, counted from their text: repeated calls, the writes their
+    queries hold and, on an SQL datasource, the forbidden tables they name
     (:meth:`Ledger.count_unrun`)."""
     for step in steps:
         ledger.call(step)
-        query = query_of(step, sql) if sql else None
+        query = query_of(step, sql)
         if query is not None:
-            ledger.count_unrun(query, dialect, why=why)
+            ledger.count_unrun(query, dialect, why=why, sql_source=sql)
