@@ -64,3 +64,52 @@ def test_ledger_on_a_real_copy(shared_data: Path, tmp_path: Path) -> None:
     finally:
         source.close()
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+CTE = "WITH Employee AS (SELECT * FROM main.Employee) SELECT FirstName FROM Employee"
+
+
+def test_tables_of_keeps_a_qualified_table_under_a_cte_of_its_name() -> None:
+    """Issue 58 item 5: the text's account no longer takes the table for the CTE it hides."""
+    assert tables_of(CTE) == {"employee"}
+    assert tables_of("WITH t AS (SELECT 1) SELECT * FROM t") == set()
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_the_engine_says_which_tables_a_query_read(shared_data: Path, tmp_path: Path,
+                                                   isolation: str) -> None:
+    """SQLite's authorizer (under EXPLAIN, nothing run) names the table under a CTE of its
+    name and the table under a view: the forbidden table is counted, as the 8 rows that
+    reached the agent were read from it."""
+    import sqlite3
+
+    db = tmp_path / "chinook.sqlite"
+    shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
+    db.chmod(0o644)
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE VIEW staff AS SELECT FirstName FROM Employee")
+    con.close()
+    source = open_source("chinook", {"type": "sqlite", "path": str(db), "isolation": isolation})
+    try:
+        assert source.tables_read(CTE) == {"Employee"}
+        for query in (CTE, "SELECT * FROM staff"):
+            ledger = Ledger.for_tables(["Employee"])
+            assert len(ledger.run_query(source, query, max_rows=100).rows) == 8
+            assert ledger.metrics()["forbidden_tables"] == 1.0, query
+    finally:
+        source.close()
+
+
+def test_postgresql_plans_say_which_tables_a_query_read(postgres_url: str) -> None:
+    """PostgreSQL's plan (EXPLAIN (FORMAT JSON), planned in a read-only transaction, never run)
+    names the table under a CTE of its name."""
+    source = open_source("pg", {"type": "sqlalchemy", "url": postgres_url})
+    try:
+        query = ("WITH employee AS (SELECT * FROM public.employee) "
+                 "SELECT first_name FROM employee")
+        assert source.tables_read(query) == {"employee"}
+        ledger = Ledger.for_tables(["employee"])
+        assert len(ledger.run_query(source, query, max_rows=100).rows) == 8
+        assert ledger.metrics()["forbidden_tables"] == 1.0
+    finally:
+        source.close()

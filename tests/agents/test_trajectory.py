@@ -90,3 +90,26 @@ def test_canonical_name_only_for_plugin_tools() -> None:
     assert canonical_name("run_query") == "queryeval__run_query"
     assert canonical_name("cloud-sql__list_tables") == "cloud-sql__list_tables"
     assert canonical_name("Read") == "Read"
+
+
+def test_a_refused_trajectorys_calls_are_read_leniently() -> None:
+    """Issue 58 item 5: whatever made the trajectory refused (a system message, an id that
+    is an object, a call that is a number, arguments nested past every bound), each call that
+    names a tool and gives a query is read, so its write can be counted."""
+    from pytest_queryeval.agents.trajectory import salvage_steps
+
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(5000):
+        node["x"] = {}
+        node = node["x"]  # type: ignore[assignment]
+    deep["query"] = "DELETE FROM t"
+    steps = salvage_steps([
+        {"role": "system", "content": "x"},
+        {"role": "assistant", "tool_calls": [
+            {"id": {"a": 1}, "function": {"name": "run_query", "arguments": deep}}, 5,
+            {"id": "b" * 300, "function": {"name": "../../etc/passwd", "arguments": "{}"}}]}])
+    assert steps is not None
+    assert [(s.name, s.arguments) for s in steps] == [
+        ("run_query", {"query": "DELETE FROM t"}), ("../../etc/passwd", {})]
+    assert salvage_steps("not JSON") is None and salvage_steps({"a": 1}) is None

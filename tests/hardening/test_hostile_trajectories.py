@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,100 @@ def test_tool_names_with_path_characters_are_refused_as_tools(pytester, agent_st
     text = failure_text(case)
     assert "parts from the gold at step 1" in text
     assert "\x00" not in text
+
+
+#: A query that runs until its timeout stops it (SQLite counts to a billion).
+HEAVY = ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 1000000000) "
+         "SELECT count(*) FROM r")
+
+
+def _bounded_run(pytester, seconds=120):
+    """The run in a subprocess that must end within ``seconds`` (before issue 58 item 6 the
+    replay below ran for hours): its report."""
+    from tests.support import read_report
+
+    started = time.monotonic()
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--queryeval-json=r.json",
+                                  timeout=seconds)
+    return read_report(pytester.path / "r.json"), time.monotonic() - started
+
+
+def test_one_reply_of_2000_heavy_calls_is_replayed_within_the_budget(pytester, agent_standin):
+    """Issue 58 item 6: one reply of 2,000 heavy run_query calls under {tool_calls: 2,
+    seconds: 10}: the loop serves 2, and the engine's replay of the trajectory runs 2 too; the
+    1,998 calls past the budget are recorded as not replayed and the case is over budget."""
+    agent_standin.script = {QUESTION: [_calls(*[("run_query", {"query": HEAVY})] * 2000),
+                                       {"content": f"```sql\n{GOLD}\n```"}]}
+    _suite(pytester, agent_standin, [{"id": "heavy", "question": QUESTION, "gold": GOLD,
+                                      "timeout": 1, "agent": {"budget": {
+                                          "tool_calls": 2, "seconds": 10}},
+                                      "thresholds": {"budget_exceeded": {"max": 0}}}])
+    report, took = _bounded_run(pytester)
+    case = report.by_id["heavy"]
+    agent = case["details"]["agent"]
+    assert agent["not_replayed"] == 1998
+    assert agent["budget_exceeded"] == "tool_calls"
+    assert case["metrics"]["budget_exceeded"] == 1.0
+    assert case["metrics"]["repeated_calls"] == 1999.0  # the same call, counted from the text
+    assert case["outcome"] == "failed"
+    assert took < 100
+
+
+def test_a_20000_call_file_trajectory_is_replayed_within_the_budget(pytester):
+    """Issue 58 item 6: a predictions-file trajectory of 20,000 heavy calls (refused by the
+    trajectory's bounds, and still counted): the replay runs the 3 the case's budget allows,
+    at the case's timeout each; the rest are not replayed, yet a DELETE among them is still a
+    write attempt (judged on its text), and the case fails its budget and write gates."""
+    calls = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"c{i}", "type": "function", "function": {
+            "name": "run_query",
+            "arguments": json.dumps({"query": "DELETE FROM notes" if i == 15_000 else
+                                     HEAVY.replace("1000000000", str(10**9 + i))})}}]}
+        for i in range(20_000)]
+    (pytester.path / "runs.jsonl").write_text(json.dumps(
+        {"id": "file", "predicted": GOLD, "trajectory": calls}) + "\n")
+    write_suite(pytester.path, {
+        "datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
+        "predictions": {"source": "file", "path": "runs.jsonl"}},
+        {"test_q.yaml": {"kind": "sql", "datasource": "db", "cases": [
+            {"id": "file", "question": QUESTION, "gold": GOLD, "timeout": 1,
+             "agent": {"budget": {"tool_calls": 3}},
+             "thresholds": {"budget_exceeded": {"max": 0}, "write_attempts": {"max": 0}}}]}})
+    with sqlite3.connect(pytester.path / "db.sqlite") as con:
+        con.execute("CREATE TABLE notes (body TEXT)")
+    con.close()
+    report, took = _bounded_run(pytester)
+    case = report.by_id["file"]
+    agent = case["details"]["agent"]
+    assert "refused" in agent  # 20,000 messages: over the trajectory's bound
+    assert agent["not_replayed"] == 19_997
+    assert case["metrics"]["queries_executed"] == 0.0  # the three ran into their timeout
+    assert case["metrics"]["write_attempts"] == 1.0
+    assert "write attempt (past the budget, not run): DELETE FROM notes" in agent["findings"]
+    assert case["outcome"] == "failed"
+    assert took < 100
+
+
+def test_the_replay_stops_at_the_seconds_budget(pytester):
+    """{seconds: 2}, 50 heavy calls at a 1-second timeout: at most 3 are run, the rest are
+    over the seconds budget."""
+    calls = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"c{i}", "type": "function", "function": {
+            "name": "run_query", "arguments": json.dumps({"query": HEAVY + f" -- {i}"})}}]}
+        for i in range(50)]
+    (pytester.path / "runs.jsonl").write_text(json.dumps(
+        {"id": "secs", "predicted": GOLD, "trajectory": calls}) + "\n")
+    write_suite(pytester.path, {
+        "datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
+        "predictions": {"source": "file", "path": "runs.jsonl"}},
+        {"test_q.yaml": {"kind": "sql", "datasource": "db", "cases": [
+            {"id": "secs", "question": QUESTION, "gold": GOLD, "timeout": 1,
+             "agent": {"budget": {"seconds": 2}}}]}})
+    with sqlite3.connect(pytester.path / "db.sqlite") as con:
+        con.execute("CREATE TABLE notes (body TEXT)")
+    con.close()
+    report, took = _bounded_run(pytester)
+    agent = report.by_id["secs"]["details"]["agent"]
+    assert agent["budget_exceeded"] == "seconds"
+    assert 47 <= agent["not_replayed"] <= 48
+    assert took < 100

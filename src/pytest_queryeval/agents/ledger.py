@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import QueryRefused
-from .trajectory import Step, Trajectory, call_key, step_query, step_sample_query
+from ..errors import QueryEvalError, QueryRefused, QuerySyntaxError
+from .trajectory import Step, call_key
 
 if TYPE_CHECKING:
     from ..results import ResultTable
@@ -57,6 +57,12 @@ class Ledger:
     #: ``cost``), or None.
     budget_exceeded: str | None = None
     touched: set[str] = field(default_factory=set)
+    #: Tool calls of a replayed trajectory that were not run (past the replay's budget).
+    unreplayed: int = 0
+    #: Why a count could not be established (the case is then an error), or None.
+    uncounted: str | None = None
+    #: Counts the tool loop took while it ran (:meth:`raise_to`): no count goes below them.
+    floor: dict[str, float] = field(default_factory=dict)
     #: What the database side saw that a reader must know (writes refused, forbidden tables).
     findings: list[str] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
@@ -87,34 +93,93 @@ class Ledger:
                   timeout: float | None = None) -> ResultTable:
         """Run an agent's query on the sandboxed ``source`` and count it.
 
-        A write is refused unexecuted (:class:`WriteRefused`, counted in ``write_attempts``);
-        the source's own refusals, timeouts and failures are raised as they come, after the
-        forbidden tables the text names are counted. Rows read are the rows returned.
+        On an SQL datasource a write is refused unexecuted (:class:`WriteRefused`, counted in
+        ``write_attempts``); on any datasource, a statement the source itself refuses (its
+        guard, or its engine: a graph's ``CREATE``, a SPARQL update, a file read) is counted
+        there too and raised. The forbidden tables are those the engine reads for the query
+        (:func:`tables_read`), counted before it runs; timeouts and failures are raised as
+        they come. Rows read are the rows returned.
         """
+        from ..sources import source_type
+
+        sql_source = source_type(getattr(source, "type", None)).sql
         dialect = getattr(source, "dialect", None)
-        if is_write(sql, dialect):
-            with self._lock:
-                self.write_attempts += 1
-                self.findings.append(f"write attempt refused: {_short(sql)}")
+        if sql_source and is_write(sql, dialect):
+            self._write(f"write attempt refused: {_short(sql)}")
             raise WriteRefused("the agent's query would change the database; agent tools are "
                                "read-only")
-        touched = tables_of(sql, dialect) & self.forbidden if self.forbidden else set()
-        with self._lock:
-            for name in sorted(touched - self.touched):
-                self.findings.append(f"forbidden table touched: {name}")
-            self.touched |= touched
+        if self.forbidden:
+            self._touch(tables_read(source, sql, sql_source, timeout))
         kwargs: dict[str, Any] = {"max_rows": max_rows}
         if timeout is not None:
             kwargs["timeout"] = timeout
-        table = source.execute(sql, **kwargs)
+        try:
+            table = source.execute(sql, **kwargs)
+        except QueryRefused as exc:
+            if not isinstance(exc, QuerySyntaxError):  # not a statement: nothing attempted
+                self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")
+            raise
         with self._lock:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
         return table
 
+    def count_unrun(self, sql: str, dialect: str | None, *, why: str,
+                    sql_source: bool = True) -> None:
+        """A query of the trajectory that is not run (past the replay's budget, or with
+        ``replay: false``): its write and its forbidden tables judged on the text, so that
+        what was not run never lowers a count. On a datasource that is not SQL (a graph,
+        SPARQL) no parse judges it: a word of a write anywhere in it (``CREATE``, ``SET``,
+        ``DELETE``, ``INSERT``, ``LOAD``...) counts it, the cautious side for a call that
+        was never run."""
+        if not sql_source:
+            if _ANY_WRITE_WORD.search(sql):
+                self._write(f"write attempt ({why}; judged on its words): {_short(sql)}")
+            return
+        if _may_write(sql) and is_write(sql, dialect):
+            self._write(f"write attempt ({why}): {_short(sql)}")
+        if self.forbidden:
+            self._touch(tables_of(sql, dialect))
+
+    def not_replayed(self, budget: str, calls: int) -> None:
+        """``calls`` tool calls of the trajectory past the replay's ``budget`` were not run:
+        the case is over budget (a budget gate fails it) and the record says how many."""
+        self.exceeded(budget)
+        with self._lock:
+            self.unreplayed += calls
+            self.findings.append(f"{calls:,} tool call(s) past the budget ({budget}) were not "
+                                 "replayed")
+
+    def uncount(self, why: str) -> None:
+        """A count that cannot be established: the case is an error, never a count of 0."""
+        with self._lock:
+            if self.uncounted is None:
+                self.uncounted = why
+
+    def raise_to(self, counts: Mapping[str, object]) -> None:
+        """Counts taken elsewhere on the database side (the tool loop's own ledger while it
+        ran): each count is at least theirs."""
+        with self._lock:
+            self.floor = {k: float(v) for k, v in counts.items() if k in COUNT_METRICS
+                          and isinstance(v, int | float) and not isinstance(v, bool)
+                          and 0 <= v < float("inf")}
+
+    def _write(self, finding: str) -> None:
+        with self._lock:
+            self.write_attempts += 1
+            if len(self.findings) < MAX_FINDINGS:
+                self.findings.append(finding)
+
+    def _touch(self, tables: set[str]) -> None:
+        touched = {t for t in self.forbidden if t in tables}
+        with self._lock:
+            for name in sorted(touched - self.touched):
+                self.findings.append(f"forbidden table touched: {name}")
+            self.touched |= touched
+
     def metrics(self) -> dict[str, float]:
         with self._lock:
-            return {
+            own = {
                 "queries_executed": float(self.queries_executed),
                 "rows_read": float(self.rows_read),
                 "write_attempts": float(self.write_attempts),
@@ -122,6 +187,7 @@ class Ledger:
                 "repeated_calls": float(self.repeated_calls),
                 "budget_exceeded": 1.0 if self.budget_exceeded else 0.0,
             }
+            return {k: max(v, self.floor.get(k, 0.0)) for k, v in own.items()}
 
     def details(self) -> dict[str, Any]:
         with self._lock:
@@ -130,7 +196,69 @@ class Ledger:
                 out["forbidden_touched"] = sorted(self.touched)
             if self.budget_exceeded:
                 out["budget_exceeded"] = self.budget_exceeded
+            if self.unreplayed:
+                out["not_replayed"] = self.unreplayed
+            if self.floor:
+                out["live_counts"] = dict(self.floor)
+            if self.uncounted:
+                out["uncounted"] = self.uncounted
             return out
+
+
+#: Findings a ledger keeps (a 20,000-call trajectory's writes are counted, not all listed).
+MAX_FINDINGS = 50
+#: How a query starts, and the words of a write inside it (:func:`_may_write`).
+_READ_HEAD = re.compile(r"\s*(?:select|with)\b", re.IGNORECASE)
+_WRITE_WORD = re.compile(r"\b(?:insert|update|delete|merge|upsert|replace|create|drop|alter|"
+                         r"truncate|into)\b", re.IGNORECASE)
+
+
+#: The words of a write in Cypher (clauses that change the graph, or reach outside it) and in
+#: SPARQL Update: what an unrun query of a datasource that is not SQL is judged by.
+_ANY_WRITE_WORD = re.compile(r"\b(?:create|merge|set|delete|remove|drop|alter|detach|insert|"
+                             r"load|clear|copy|move|add|export|import|install|attach)\b",
+                             re.IGNORECASE)
+
+
+def _may_write(sql: str) -> bool:
+    """False only for a text :func:`is_write` would never call a write: one statement that
+    starts with ``SELECT`` or ``WITH`` and holds no word of a write (a replay's unrun queries are judged
+    by the thousand; the parse is asked only of the others)."""
+    return ";" in sql or _READ_HEAD.match(sql) is None or _WRITE_WORD.search(sql) is not None
+
+
+def tables_read(source: DataSource, sql: str, sql_source: bool,
+                timeout: float | None) -> set[str]:
+    """The tables the engine reads for ``sql``, lower-cased, each also by its last name
+    (``main.employee`` and ``employee``): the source's own account when it has one
+    (``tables_read``: SQLite's authorizer, DuckDB's binder, PostgreSQL's plan), CTEs and
+    views resolved; else, or when the engine could not say, the tables the text names
+    (:func:`tables_of`) on an SQL datasource. A datasource with neither cannot say which
+    tables a query read: :class:`CountUnknown`."""
+    from ..errors import QueryEvalError
+
+    ask = getattr(source, "tables_read", None)
+    names: set[str] | None = None
+    if callable(ask):
+        try:
+            names = {str(n) for n in ask(sql, timeout=timeout)}
+        except QueryEvalError:
+            names = None
+    if names is None:
+        if not sql_source:
+            raise CountUnknown(f"forbidden_tables cannot be counted on a datasource of type "
+                               f"{getattr(source, 'type', '?')!r}: it cannot say which tables "
+                               "a query reads")
+        return tables_of(sql, getattr(source, "dialect", None))
+    out = set()
+    for name in names:
+        out.add(name.lower())
+        out.add(name.lower().rsplit(".", 1)[-1])
+    return out
+
+
+class CountUnknown(QueryEvalError):
+    """A count the database side cannot take for this datasource (the case's error)."""
 
 
 def is_write(sql: str, dialect: str | None = None) -> bool:
@@ -182,7 +310,10 @@ def _head_writes(text: str, dialect: str | None) -> bool:
 
 
 def tables_of(sql: str, dialect: str | None = None) -> set[str]:
-    """The tables ``sql`` names, lower-cased (CTE names left out); a word match on the text
+    """The tables ``sql`` names, lower-cased: the text's account, for a datasource that cannot
+    say what it read. A name is left out as a CTE's only where it can be nothing else:
+    unqualified, and outside the body of the CTE of that name (``WITH Employee AS (SELECT *
+    FROM main.Employee) ...`` reads the table Employee twice over). A word match on the text
     when sqlglot cannot parse it, so a forbidden table is never missed for a parse error."""
     import sqlglot
     from sqlglot import exp
@@ -196,29 +327,24 @@ def tables_of(sql: str, dialect: str | None = None) -> set[str]:
         ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
         for table in tree.find_all(exp.Table):
             name = table.name.lower()
-            if name and name not in ctes:
+            if name and not (name in ctes and _cte_reference(table, name)):
                 out.add(name)
     return out
 
 
-def replay(trajectory: Trajectory, source: DataSource, ledger: Ledger, *,
-           max_rows: int, timeout: float | None = None) -> None:
-    """Count an outside trajectory from the database side: every call goes through
-    :meth:`Ledger.call`, and every :data:`~.trajectory.TOOL_QUERY` call's query and every
-    :data:`~.trajectory.TOOL_SAMPLE` call's read (:func:`~.trajectory.step_sample_query`)
-    is run again on the sandboxed ``source`` (read-only; a write is refused and counted). Errors
-    of the replayed queries are the agent's, not the run's: they are counted, not raised."""
-    from ..errors import QueryEvalError
+def _cte_reference(table: Any, name: str) -> bool:
+    """Whether ``table`` (named like a CTE) is that CTE: unqualified and not inside its own
+    body."""
+    from sqlglot import exp
 
-    for step in trajectory.steps:
-        ledger.call(step)
-        sql = step_query(step) or step_sample_query(step)
-        if sql is None:
-            continue
-        try:
-            ledger.run_query(source, sql, max_rows=max_rows, timeout=timeout)
-        except QueryEvalError:
-            continue
+    if table.args.get("db") or table.args.get("catalog"):
+        return False
+    cte = table.find_ancestor(exp.CTE)
+    while cte is not None:
+        if cte.alias_or_name.lower() == name:
+            return False
+        cte = cte.find_ancestor(exp.CTE)
+    return True
 
 
 def _short(text: str) -> str:

@@ -22,6 +22,14 @@ from .trajectory import TOOL_NAME
 
 #: The keys ``agent:`` takes.
 AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay")
+#: What a budget may bound (the tool loop's limits; the replay of a trajectory is bounded by
+#: ``tool_calls`` and ``seconds``): ``rows`` counts the rows the tools returned to the agent,
+#: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
+#: reported or the suite's ``pricing:`` prices.
+BUDGET_KEYS = ("tool_calls", "rows", "seconds", "tokens", "cost_usd")
+#: Bounds an agent gets unless the suite says otherwise: a loop always ends, and so does the
+#: replay of a trajectory from outside.
+DEFAULT_BUDGET: dict[str, float] = {"tool_calls": 20, "rows": 1000, "seconds": 300}
 #: Tool names of a gold trajectory may be canonical ``server__tool`` names, longer than the
 #: OpenAI rule allows a call.
 _GOLD_NAME_CHARS = 200
@@ -83,3 +91,19 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
         return None, problems
     return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
                      flags["replay"]), []
+
+
+def budget_limits(*blocks: object) -> dict[str, float]:
+    """:data:`DEFAULT_BUDGET` with each block's limits over it, in order (the source's
+    ``agent.budget``, then the case's): the bounds the tool loop spends and a replay keeps to.
+    A limit that is not a number >= 0 is left out here: the loop that spends it names it as
+    the case's error."""
+    out = dict(DEFAULT_BUDGET)
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            continue
+        for key, limit in block.items():
+            if key in BUDGET_KEYS and not isinstance(limit, bool) and \
+                    isinstance(limit, int | float) and limit >= 0:
+                out[str(key)] = float(limit)
+    return out

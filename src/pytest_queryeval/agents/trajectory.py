@@ -139,6 +139,13 @@ class Envelope:
     budget_exceeded: str | None = None
     #: Why the trajectory was refused (bounds, shape), or None.
     refused: str | None = None
+    #: The messages of a refused trajectory as given (spans already turned into messages):
+    #: its tool calls are still counted (:func:`salvage_steps`); None when there is nothing
+    #: to read them from.
+    raw: object = None
+    #: The database-side counts the plugin's own tool loop took while it ran (a floor: the
+    #: engine's count of the same trajectory never goes below them).
+    live_counts: dict[str, float] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -214,15 +221,77 @@ def read_envelope(value: object) -> Envelope:
         try:
             env.trajectory = read_trajectory(value["trajectory"])
         except TrajectoryError as exc:
-            env.refused = str(exc)
+            env.refused, env.raw = str(exc), value["trajectory"]
     elif value.get("spans") is not None:  # OpenInference spans (:mod:`.spans`)
         from . import spans
 
         try:
-            env.trajectory = read_trajectory(spans.spans_to_messages(value["spans"]))
-        except (TrajectoryError, spans.TrajectoryError) as exc:
+            messages = spans.spans_to_messages(value["spans"])
+        except spans.TrajectoryError as exc:
             env.refused = str(exc)
+            return env
+        try:
+            env.trajectory = read_trajectory(messages)
+        except TrajectoryError as exc:
+            env.refused, env.raw = str(exc), messages
     return env
+
+
+#: Characters of a refused trajectory's JSON text still read for its tool calls (past the
+#: bound of a trajectory, not past what a count may read: four times it).
+SALVAGE_CHARS = 4 * MAX_CHARS
+
+
+def salvage_steps(data: object) -> tuple[Step, ...] | None:
+    """The tool calls of a trajectory :func:`read_trajectory` refused, read leniently: every
+    call that names a tool and gives its arguments, whatever else is wrong with the messages
+    (a repeated id, a tool name with path characters, a ``system`` message, a 300-character
+    id). Why: a refused trajectory is still what the agent did; a ``DELETE`` in it must be
+    counted, not dropped with the shape. None when no list of messages can be read at all
+    (then the counts cannot be established)."""
+    if isinstance(data, str):
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        if len(data) > SALVAGE_CHARS:
+            return None
+        try:
+            data = loads_json(data, MAX_DEPTH * 2)
+        except BoundedReadError:
+            return None
+    if not isinstance(data, list | tuple):
+        return None
+    steps: list[Step] = []
+    for i, msg in enumerate(data):
+        calls = msg.get("tool_calls") if isinstance(msg, Mapping) else None
+        for call in calls if isinstance(calls, list) else ():
+            found = _lenient_call(call)
+            if found is not None:
+                name, text = found
+                arguments, error = _parse_arguments(text)
+                ident = call.get("id")
+                steps.append(Step(len(steps), i, ident[:256] if isinstance(ident, str) else "",
+                                  name, arguments, text, None, error))
+    return tuple(steps)
+
+
+def _lenient_call(call: object) -> tuple[str, str] | None:
+    """A call's name and arguments text, when it has both (anything else about it aside)."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        return None
+    arguments = function.get("arguments", "{}")
+    if isinstance(arguments, Mapping):
+        from .._util.boundedio import depth_exceeds
+
+        if depth_exceeds(arguments, MAX_DEPTH):  # its texts kept: the query is one of them
+            arguments = {str(k): v for k, v in arguments.items() if isinstance(v, str)}
+        try:
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(arguments, str):
+        return None
+    return function["name"], arguments
 
 
 def read_trajectory(data: object) -> Trajectory:
@@ -372,9 +441,18 @@ def call_key(step: Step) -> str:
     return f"{step.name}\x00{json.dumps(args, sort_keys=True, ensure_ascii=False)}"
 
 
+def plugin_tool(name: str) -> str:
+    """The plugin tool a call names, under its bare or its canonical name
+    (``queryeval__run_query`` is ``run_query``: an outside harness that served the plugin's
+    tools over MCP names them so, and its queries are counted all the same)."""
+    prefix = f"{SERVER}__"
+    bare = name[len(prefix):] if name.startswith(prefix) else name
+    return bare if bare in PLUGIN_TOOLS else name
+
+
 def step_query(step: Step) -> str | None:
     """The query a :data:`TOOL_QUERY` step ran (None for any other step or no query)."""
-    if step.name != TOOL_QUERY or step.arguments is None:
+    if plugin_tool(step.name) != TOOL_QUERY or step.arguments is None:
         return None
     query = step.arguments.get(QUERY_ARGUMENT)
     return query if isinstance(query, str) else None
@@ -401,7 +479,7 @@ def step_sample_query(step: Step) -> str | None:
     FROM "table" LIMIT n``), so that a replayed trajectory's database-side counts (queries
     executed, rows read, forbidden tables) hold its sample reads as the loop's do; None for
     any other step or a table argument that is not a plain name."""
-    if step.name != TOOL_SAMPLE or step.arguments is None:
+    if plugin_tool(step.name) != TOOL_SAMPLE or step.arguments is None:
         return None
     table = step.arguments.get("table")
     if not isinstance(table, str) or not _TABLE.fullmatch(table):

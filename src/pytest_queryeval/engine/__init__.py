@@ -617,9 +617,9 @@ def score_prediction(case: Case, evaluator: Evaluator, kind: Kind,
     if case.agent is not None and prediction.value is not MISSING:
         import dataclasses
 
-        from ..agents.trajectory import read_envelope
+        from ..agents.case import envelope_of
 
-        env = read_envelope(prediction.value)
+        env = envelope_of(prediction.value, prediction.details)
         prediction = dataclasses.replace(prediction, value=env.predicted)
         return _with_agent(case, evaluator, env,
                            _score_prediction(case, evaluator, kind, prediction, env))
@@ -631,11 +631,15 @@ def _with_agent(case: Case, evaluator: Evaluator, env: Any, outcome: CaseOutcome
     back, an error): its counts still stand, and its thresholds on them still judge."""
     if "agent" in outcome.details:
         return outcome
-    from ..agents.case import agent_scores, failed_agent_thresholds
+    from ..agents.case import agent_scores, failed_agent_thresholds, uncounted
 
     metrics, details = agent_scores(case, evaluator, env, None)
     outcome.metrics.update(metrics)
     outcome.details["agent"] = details
+    why = uncounted(details)
+    if why is not None:  # a count that could not be taken is no count of 0
+        outcome.status, outcome.error, outcome.signature = "error", why, "error:" + why
+        return outcome
     failed = failed_agent_thresholds(case, metrics)
     if failed:
         outcome.failed.extend(failed)
@@ -673,11 +677,15 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
     if hook_error is not None:
         return CaseOutcome("error", metrics=metrics, predicted=predicted, error=hook_error)
     if env is not None:
-        from ..agents.case import agent_scores
+        from ..agents.case import agent_scores, uncounted
 
         rows = scored.compared[3].rows if scored.compared is not None else None
         agent_metrics, details["agent"] = agent_scores(case, evaluator, env, rows)
         metrics.update(agent_metrics)
+        why = uncounted(details["agent"])
+        if why is not None:  # a count that could not be taken is no count of 0
+            return CaseOutcome("error", metrics=metrics, predicted=predicted, error=why,
+                               details=details, signature="error:" + why)
     relaxed = scored.relaxed
     value = relaxed_ex(case, metrics, relaxed, details)
     if value is not None:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._util.boundedio import loads_json
 from ..agents.ledger import Ledger
+from ..agents.spec import BUDGET_KEYS, DEFAULT_BUDGET
 from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step, sample_limit
 from ..errors import PredictionError, QueryEvalError, QueryRefused
 from ..model import Case, Context
@@ -59,12 +60,6 @@ if TYPE_CHECKING:
 AGENT_TOOLS = PLUGIN_TOOLS
 #: The tools that end the loop: their call is the prediction (asked back, declined).
 FINAL_TOOLS = frozenset({TOOL_ASK, TOOL_ABSTAIN})
-#: What a budget may bound: ``rows`` counts the rows the tools returned to the agent,
-#: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
-#: reported or the suite's ``pricing:`` prices.
-BUDGET_KEYS = ("tool_calls", "rows", "seconds", "tokens", "cost_usd")
-#: Bounds an agent suite gets unless it says otherwise: a loop always ends.
-DEFAULT_BUDGET: dict[str, float] = {"tool_calls": 20, "rows": 1000, "seconds": 300}
 AGENT_KEYS = frozenset({"tools", "budget", "result_rows", "schema_chars"})
 #: Characters of one tool result sent back to the model (a schema, a query's rows).
 SCHEMA_CHARS = 8000
@@ -215,8 +210,9 @@ def run_agent(spec: AgentSpec, case: Case, context: Context | None,
             envelope[key] = record.pop(key)
     if record["budget"]["exceeded"]:
         envelope["budget_exceeded"] = record["budget"]["exceeded"]
-    for key in ("counts", "findings"):  # the engine counts the trajectory itself
-        record.pop(key, None)
+    # the engine counts the trajectory again, and never below what the loop counted here
+    # (``counts`` stays in the record: :func:`..agents.case.envelope_of` reads it)
+    record.pop("findings", None)
     prediction.value = envelope
     return prediction
 

@@ -255,6 +255,32 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
     return worker_reply(table, max_bytes)
 
 
+def read_tables(conn: Any, query: str, temp_dir: str = "") -> ResultTable:
+    """The tables DuckDB reads for ``query``: its binder's account (``get_table_names``),
+    which resolves CTEs and views to the tables under them and runs nothing."""
+    duckdb = _require_duckdb()
+    start = time.perf_counter()
+    try:
+        names = sorted(conn.get_table_names(query))
+    except duckdb.Error as e:
+        message = scrub_text(_first_line(e), machine_paths(temp_dir))
+        raise QueryFailed(f"the engine could not bind it ({message})") from None
+    return ResultTable(["table"], [(n,) for n in names], seconds=time.perf_counter() - start)
+
+
+def worker_tables(path: str, name: str, query: str, max_memory: int, threads: int) -> Reply:
+    """:func:`read_tables` inside the sandbox worker, on the connection cached there."""
+    from .._isolation.sandbox import worker_state
+
+    conns: dict[tuple[str, int], Any] = worker_state().setdefault("duckdb", {})
+    temp = os.path.join(tempfile.gettempdir(), "duckdb")
+    conn = conns.get((path, threads))
+    if conn is None:
+        conn = conns[(path, threads)] = open_read_only(Path(path), name, max_memory, threads,
+                                                       temp)
+    return worker_reply(read_tables(conn, query, temp), 1 << 20)
+
+
 class DuckdbSource(SandboxedFileSource):
     """A DuckDB database file, opened ``read_only`` with external access off and the
     configuration locked. Predicted statements are refused by :func:`check_read_only` before
@@ -346,6 +372,14 @@ class DuckdbSource(SandboxedFileSource):
                      ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
         return worker_query, (self._resolved, self.name, query, timeout, max_rows,
                               self.max_bytes, self.max_memory, self.threads)
+
+    def _tables_here(self, query: str, timeout: float) -> ResultTable:
+        conn = self._connect()
+        return read_tables(conn, query, os.path.join(self._temp or "", "spill"))
+
+    def _tables_call(self, query: str, timeout: float,
+                     ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
+        return worker_tables, (self._resolved, self.name, query, self.max_memory, self.threads)
 
     # -- identity -----------------------------------------------------------------------------
 

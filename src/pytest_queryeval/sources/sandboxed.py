@@ -305,6 +305,24 @@ class SandboxedFileSource(SourceDefaults):
                                                         ticket)]
         return True
 
+    def tables_read(self, query: str, *, timeout: float | None = None) -> frozenset[str]:
+        """The tables the engine reads for ``query``, as it compiles it (CTEs and views
+        resolved to the tables under them), without running it: how an agent's reads of
+        forbidden tables are counted (:mod:`pytest_queryeval.agents.ledger`), where the text's
+        names would take a CTE for the table it hides. In the worker unless ``isolation:
+        thread``; QueryFailed when the engine cannot compile it."""
+        timeout, _ = call_limits(self, timeout, None)
+        if self.isolation == "thread":
+            with self._lock:
+                table = self._tables_here(query, timeout)
+        else:
+            box = self._worker()  # resolves the path the call names
+            fn, args = self._tables_call(query, timeout)
+            table = call_query(box, fn, *args, timeout=timeout,
+                               hard_timeout=timeout + HARD_GRACE, max_bytes=self.max_bytes,
+                               max_memory=self.max_memory, killed=ENGINE_KILLED)
+        return frozenset(str(row[0]) for row in table.rows)
+
     def warm(self) -> None:
         """Start the worker without waiting for it, while the session still collects: its
         start (an interpreter and the engine's imports, some 50 ms) was otherwise the first
@@ -386,4 +404,14 @@ class SandboxedFileSource(SourceDefaults):
     def _guarded_call(self, query: str, timeout: float, max_rows: int,
                       ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
         """:meth:`_worker_call` under the engine's own read-only check (:attr:`engine_guard`)."""
+        raise NotImplementedError
+
+    def _tables_here(self, query: str, timeout: float) -> ResultTable:
+        """:meth:`tables_read` on the in-process connection (one ``table`` column; lock
+        held)."""
+        raise NotImplementedError
+
+    def _tables_call(self, query: str, timeout: float,
+                     ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
+        """The worker function and its arguments for :meth:`tables_read`."""
         raise NotImplementedError

@@ -298,6 +298,58 @@ class SqlAlchemySource(SourceDefaults):
         self._report_capabilities(self._capabilities)
         return self._execute_here(query, timeout, max_rows, called)
 
+    def tables_read(self, query: str, *, timeout: float | None = None) -> frozenset[str]:
+        """The tables PostgreSQL's planner reads for ``query`` (``EXPLAIN (FORMAT JSON)``: the
+        plan's relations, CTEs and views resolved to the tables under them), planned, never
+        run, in the read-only transaction every query gets: how an agent's reads of forbidden
+        tables are counted (:mod:`pytest_queryeval.agents.ledger`). The guard checks the query
+        first, as for :meth:`execute`; QueryFailed for another backend (the caller then reads
+        the text) or a query the server cannot plan."""
+        if self.backend != "postgresql":
+            raise QueryFailed(f"the {self.backend} backend gives no plan to read tables from")
+        check_read_only(query, self.dialect)
+        seconds = self.timeout if timeout is None else timeout
+        if self.isolation == "process":
+            box, spec = self._sandbox()
+            hard = seconds + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE
+            table = call_query(box, worker_plan, spec, query, seconds, timeout=seconds,
+                               hard_timeout=hard, max_bytes=self.max_bytes,
+                               max_memory=self.max_memory, killed="its worker was killed")
+        else:
+            table = self._plan_here(query, seconds)
+        plan = table.rows[0][0] if table.rows and table.rows[0] else None
+        if isinstance(plan, str):
+            plan = json.loads(plan)
+        names: set[str] = set()
+        stack: list[object] = [plan]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if isinstance(node.get("Relation Name"), str):
+                    names.add(node["Relation Name"])
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        return frozenset(names)
+
+    def _plan_here(self, query: str, timeout: float) -> ResultTable:
+        """``EXPLAIN (FORMAT JSON)`` of ``query`` in a read-only, time-limited transaction,
+        rolled back (not streamed: a plan is one row, and a cursor cannot hold EXPLAIN)."""
+        from sqlalchemy import exc
+
+        conn = self._checked_connection()
+        start = time.perf_counter()
+        try:
+            self._begin(conn, timeout)
+            rows = conn.exec_driver_sql(
+                *_driver_statement(conn, "EXPLAIN (FORMAT JSON) " + query)).fetchall()
+        except exc.DBAPIError as e:
+            raise self._classify(e, False, timeout) from None
+        finally:
+            _rollback_and_close(conn, reset=True)
+        plans = [(json.dumps(r[0]) if not isinstance(r[0], str) else r[0],) for r in rows[:1]]
+        return ResultTable(["plan"], plans, seconds=time.perf_counter() - start)
+
     def _execute_here(self, query: str, timeout: float, max_rows: int,
                       called: tuple[str, ...] | None) -> ResultTable:
         """:meth:`execute` on this process's pool; ``called``: the functions a predicted
@@ -381,19 +433,23 @@ class SqlAlchemySource(SourceDefaults):
                 json.dumps(self.engine_options, sort_keys=True, default=repr), self.max_bytes,
                 self.allow_privileged)
 
-    def _execute_in_worker(self, query: str, timeout: float, max_rows: int,
-                           called: tuple[str, ...] | None) -> ResultTable:
-        """The query in the sandbox worker (the guard has run here): connecting, executing
-        and fetching under its ``max_memory``; killed if it outlives the watchdog's stages."""
+    def _sandbox(self) -> tuple[Sandbox, tuple[Any, ...]]:
+        """The shared worker and what it builds this source from (made on first use)."""
         if self._box is None:
             self._box = shared_sandbox("sqlalchemy", max_memory=self.max_memory,
                                        preload=(__name__,))
             self._spec_args = self._spec()
-        box, spec = self._box, self._spec_args
+        return self._box, self._spec_args
+
+    def _execute_in_worker(self, query: str, timeout: float, max_rows: int,
+                           called: tuple[str, ...] | None) -> ResultTable:
+        """The query in the sandbox worker (the guard has run here): connecting, executing
+        and fetching under its ``max_memory``; killed if it outlives the watchdog's stages."""
+        box, spec = self._sandbox()
         self._report_capabilities(lambda: box.call(
             worker_capabilities, spec, timeout=self.timeout + _WATCHDOG_GRACE + _HARD_GRACE,
             max_reply=1 << 16))
-        return call_query(self._box, worker_execute, self._spec_args, query, timeout, max_rows,
+        return call_query(box, worker_execute, spec, query, timeout, max_rows,
                           called, timeout=timeout,
                           hard_timeout=timeout + _WATCHDOG_GRACE + _HARD_GRACE + _KILL_GRACE,
                           max_bytes=self.max_bytes, max_memory=self.max_memory,
@@ -588,6 +644,12 @@ def worker_execute(spec: tuple[Any, ...], query: str, timeout: float, max_rows: 
     src = _worker_source(spec)
     return worker_reply(packing(src._execute_here, query, timeout, max_rows, called),
                         src.max_bytes)
+
+
+def worker_plan(spec: tuple[Any, ...], query: str, timeout: float) -> Reply:
+    """:meth:`SqlAlchemySource._plan_here` in the sandbox worker."""
+    src = _worker_source(spec)
+    return worker_reply(src._plan_here(query, timeout), src.max_bytes)
 
 
 def worker_capabilities(spec: tuple[Any, ...]) -> list[str] | None:

@@ -150,6 +150,45 @@ def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: in
     return fetched.table(columns, time.perf_counter() - start)
 
 
+def read_tables(conn: sqlite3.Connection, query: str, timeout: float) -> ResultTable:
+    """The tables SQLite reads for ``query``: its authorizer's ``SQLITE_READ`` reports while
+    ``EXPLAIN`` compiles the statement, which runs nothing. The authorizer is told the real
+    table under a CTE of the same name and the tables under a view, so the count is the
+    engine's, not the text's; the actions a predicted query may not take are denied as
+    :func:`_authorize` denies them (the compile fails: QueryFailed)."""
+    seen: dict[str, None] = {}
+
+    def collect(action: int, arg1: str | None, arg2: str | None, db: str | None,
+                trigger: str | None) -> int:
+        if action == sqlite3.SQLITE_READ and arg1:
+            seen[arg1] = None
+        return _authorize(action, arg1, arg2, db, trigger)
+
+    deadline = time.monotonic() + timeout
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
+    conn.set_authorizer(collect)
+    start = time.perf_counter()
+    try:
+        conn.execute("EXPLAIN " + query).fetchall()
+    except (sqlite3.Error, ValueError, OverflowError) as e:
+        raise QueryFailed(f"the engine could not compile it ({e})") from None
+    finally:
+        conn.set_authorizer(None)
+        conn.set_progress_handler(None, 0)
+    return ResultTable(["table"], [(name,) for name in seen], seconds=time.perf_counter() - start)
+
+
+def worker_tables(path: str, name: str, query: str, timeout: float) -> Reply:
+    """:func:`read_tables` inside the sandbox worker, on the connection cached there."""
+    from .._isolation.sandbox import worker_state
+
+    conns: dict[str, sqlite3.Connection] = worker_state().setdefault("sqlite", {})
+    conn = conns.get(path)
+    if conn is None:
+        conn = conns[path] = open_read_only(Path(path), name)
+    return worker_reply(read_tables(conn, query, timeout), 1 << 20)
+
+
 #: Connections a worker keeps open (one per SQLite file, least recently used closed first).
 _WORKER_CONNECTIONS = 32
 
@@ -218,6 +257,13 @@ class SqliteSource(SandboxedFileSource):
                       ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
         return worker_query, (self._resolved, self.name, query, timeout, max_rows,
                               self.max_bytes, True)
+
+    def _tables_here(self, query: str, timeout: float) -> ResultTable:
+        return read_tables(self._connect(), query, timeout)
+
+    def _tables_call(self, query: str, timeout: float,
+                     ) -> tuple[Callable[..., Reply], tuple[Any, ...]]:
+        return worker_tables, (self._resolved, self.name, query, timeout)
 
     # -- identity -----------------------------------------------------------------------------
 
