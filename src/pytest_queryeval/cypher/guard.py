@@ -71,7 +71,8 @@ class Token:
 
 def tokens(query: str) -> list[Token]:
     """The tokens of ``query``: comments, literals and quoted names each one token of its own
-    kind (an unterminated one runs to the end of the text: :func:`check` refuses it)."""
+    kind (an unterminated one runs to the end of the text: :func:`check_server` refuses
+    it)."""
     out: list[Token] = []
     line_starts = [0] + [m.end() for m in re.finditer("\n", query)]
     line = 0
@@ -139,16 +140,11 @@ def where(tok: Token) -> str:
 
 def check(query: str) -> None:
     """Refuse what must never run (QueryRefused, its reason naming the clause and where it
-    is); an empty text is refused as no query, an unterminated string, name or comment as a
-    syntax error (QuerySyntaxError)."""
+    is); an empty text is refused as no query (QuerySyntaxError)."""
     toks = tokens(query)
     code = _code(toks)
     if not code:
         raise QuerySyntaxError("an empty statement: no Cypher query to execute")
-    for tok in toks:
-        if _unterminated(tok):
-            what = {"comment": "comment", "string": "string", "quoted": "quoted name"}[tok.kind]
-            raise QuerySyntaxError(f"an unterminated {what} at {where(tok)}")
     for i, tok in enumerate(code):
         if tok.text == ";" and any(t.text != ";" for t in code[i + 1:]):
             raise QueryRefused(f"more than one statement (';' at {where(tok)}): one read-only "
@@ -211,11 +207,17 @@ MAX_NESTING_WORK = 2 ** 16
 
 def check_server(query: str) -> None:
     """:func:`check`, then everything else that must never be sent to a server
-    (:mod:`.bolt`): a word of :data:`SERVER_REFUSED` where a clause can stand, a procedure
+    (:mod:`.bolt`): an unterminated string, name or comment (QuerySyntaxError), a word of
+    :data:`SERVER_REFUSED` where a clause can stand, a procedure
     off :data:`READ_PROCEDURES`, a namespaced function off :data:`READ_FUNCTION_NAMESPACES`,
     and a nesting beyond :data:`MAX_DEPTH` or :data:`MAX_NESTING_WORK`."""
     check(query)
-    code = _code(tokens(query))
+    toks = tokens(query)
+    for tok in toks:  # where the server's reading of the text could differ from ours
+        if _unterminated(tok):
+            what = {"comment": "comment", "string": "string", "quoted": "quoted name"}[tok.kind]
+            raise QuerySyntaxError(f"an unterminated {what} at {where(tok)}")
+    code = _code(toks)
     words = clause_words(code)
     write = next((t for t in words if t.text.upper() in WRITES), None)
     if write is not None:  # the write first, as the reason a reader looks for
