@@ -107,6 +107,18 @@ def _code(toks: list[Token]) -> list[Token]:
 _ENDS_A_NAME = frozenset({",", ")", "]", "}", ";", "=", "<", ">"})
 
 
+#: Words after which an expression cannot have ended (so a following ``AS`` is no alias's).
+_NOT_OPERANDS = frozenset({"WITH", "RETURN", "DISTINCT", "YIELD", "UNWIND", "AS", "WHERE",
+                           "AND", "OR", "XOR", "NOT", "IN", "CALL", "MATCH", "OPTIONAL", "BY",
+                           "CASE", "WHEN", "THEN", "ELSE", "ORDER", "SKIP", "LIMIT", "UNION"})
+
+
+def _ends_operand(tok: Token) -> bool:
+    if tok.kind == "word":
+        return tok.text.upper() not in _NOT_OPERANDS
+    return tok.kind in ("quoted", "param", "number", "string") or tok.text in (")", "]", "}")
+
+
 def _is_name(code: list[Token], i: int) -> bool:
     """Whether the word ``code[i]`` stands where only a name can (see the module docstring)."""
     tok = code[i]
@@ -119,8 +131,9 @@ def _is_name(code: list[Token], i: int) -> bool:
             return True
         if before.text == ":":
             return True
-    if before is not None and before.kind == "word" and before.text.upper() == "AS":
-        return True
+    if before is not None and before.kind == "word" and before.text.upper() == "AS" \
+            and i >= 2 and _ends_operand(code[i - 2]):
+        return True  # an alias: AS after an expression (not WITH as SET ...: as a name)
     if after is None or (after.kind == "punct" and after.text in _ENDS_A_NAME):
         return True  # no clause ends there: RETURN load, (export), [r], {a: copy}
     if after.text == "." and tok.touches(after):
@@ -238,6 +251,7 @@ def check_server(query: str) -> None:
                                    "procedures (schema, indexes) are called")
     _check_functions(code)
     _check_nesting(code)
+    _check_ranges(code)
 
 
 def _dotted(code: list[Token], start: int) -> str | None:
@@ -349,6 +363,44 @@ def _check_nesting(code: list[Token]) -> None:
                                "exponential in the nesting, beyond any timeout")
         if opens:
             opened.append("CASE" if word == "CASE" else tok.text)
+
+
+#: The most values a ``range()`` with literal bounds may build in a query sent to a server:
+#: FalkorDB builds the whole list before its timeout or memory cap is checked
+#: (``range(1, 1000000000)`` grew the server past 8 GB). A computed bound is not seen.
+MAX_RANGE = 1_000_000
+
+
+def _literal(code: list[Token], i: int) -> tuple[int, int] | None:
+    """The integer literal at ``code[i]``, signed or not, and the index after it."""
+    sign = 1
+    if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
+        sign, i = (-1 if code[i].text == "-" else 1), i + 1
+    if i < len(code) and code[i].kind == "number" and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+",
+                                                                   code[i].text):
+        return sign * int(code[i].text, 0 if code[i].text[:2].lower() == "0x" else 10), i + 1
+    return None
+
+
+def _check_ranges(code: list[Token]) -> None:
+    """Refuse ``range(a, b[, step])`` with literal bounds over :data:`MAX_RANGE` values."""
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or tok.text.lower() != "range" or i + 1 >= len(code) \
+                or code[i + 1].text != "(" or (i and code[i - 1].text == "."):
+            continue
+        bounds: list[int] = []
+        j = i + 2
+        while (lit := _literal(code, j)) is not None:
+            bounds.append(lit[0])
+            j = lit[1]
+            if j >= len(code) or code[j].text != ",":
+                break
+            j += 1
+        if len(bounds) >= 2:
+            step = abs(bounds[2]) if len(bounds) > 2 and bounds[2] else 1
+            if abs(bounds[1] - bounds[0]) // step > MAX_RANGE:
+                raise QueryRefused(f"range() at {where(tok)} builds more than {MAX_RANGE:,} "
+                                   "values, which the server builds before any timeout")
 
 
 def first_write(query: str) -> Token | None:
