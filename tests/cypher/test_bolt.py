@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import socket
 import time
@@ -25,7 +26,7 @@ from pytest_queryeval.errors import (
     QueryTimeout,
     SourceUnavailable,
 )
-from tests.fixtures.bolt_server import GRAPH, BoltServer, bolt_port
+from tests.fixtures.bolt_server import GRAPH, SERVER_TIMEOUT_MS, BoltServer, bolt_port
 from tests.support import run_report, write_suite
 
 pytest.importorskip("ladybug")
@@ -83,6 +84,41 @@ WRITES = {
     "use": ("USE other MATCH (n) RETURN n", "USE at line 1, column 1"),
     "admin": ("GRANT ROLE reader TO alice", "GRANT at line 1, column 1"),
     "two-statements": ("MATCH (n) RETURN n; CREATE (:X)", "';' at line 1, column 19"),
+    # the forms that reached the server before the tokenizer (issue 58, item 3): each was
+    # sent, and FalkorDB kept what it wrote
+    "with-star-create": ("MATCH (n:Person) WITH * CREATE (:Pwned) RETURN count(*)",
+                         "CREATE at line 1, column 25"),
+    "create-no-space": ("MATCH (p:Person) CREATE(:Pwned {name: p.name})",
+                        "CREATE at line 1, column 18"),
+    "merge-no-space": ("MERGE(p:Person {name: 'Pwned'}) RETURN p", "MERGE at line 1, column 1"),
+    "subquery-with-star": ("MATCH (p:Person) CALL { WITH * CREATE (:Pwned) } RETURN count(*)",
+                           "CREATE at line 1, column 32"),
+    "with-star-set": ("MATCH (m:Movie) WITH DISTINCT * SET m.rating = 0.0 RETURN m.title",
+                      "SET at line 1, column 33"),
+    "with-star-remove": ("MATCH (m:Movie) WITH * REMOVE m.rating RETURN count(*)",
+                         "REMOVE at line 1, column 24"),
+    "with-star-delete": ("MATCH (p:Person) WITH * DETACH DELETE p", "DETACH at line 1, column 25"),
+    "with-star-procedure": ("MATCH (p:Person) WITH * CALL db.idx.fulltext.createNodeIndex("
+                            "'Person', 'name') RETURN count(*)",
+                            "CALL db.idx.fulltext.createNodeIndex at line 1, column 25"),
+    "with-star-load-csv": ("MATCH (p:Person) WITH * LOAD CSV FROM 'file:///etc/passwd' AS r "
+                           "RETURN r", "LOAD at line 1, column 25"),
+    "comment-between": ("MATCH (m:Movie) WITH */* x */SET m.rating = 0.0",
+                        "SET at line 1, column 30"),
+    "carriage-return-comment": ("MATCH (m:Movie) RETURN 1 // x\rSET m.rating = 0.0",
+                                "SET at line 1, column 31"),
+    "runs-a-string": ("RETURN apoc.cypher.runFirstColumnSingle('CREATE (n) RETURN n', {})",
+                      "apoc.cypher.runFirstColumnSingle() at line 1, column 8"),
+    "gql-insert": ("MATCH (p:Person) WITH * INSERT (:Pwned)", "INSERT at line 1, column 25"),
+    "variable-named-as": ("MATCH (as:Person) WITH as SET as.born = 0 RETURN count(*)",
+                          "SET at line 1, column 27"),
+    "backquoted-procedure": ("CALL `db`.`idx`.`fulltext`.`createNodeIndex`('Person', 'name')",
+                             "CALL db.idx.fulltext.createNodeIndex at line 1, column 1"),
+    # item 4: FalkorDB's parser takes time exponential in the nesting, before its timeout
+    "deep-list": ("RETURN " + "[" * 13 + "1" + "]" * 13, "nests 13 levels deep"),
+    "deep-not": ("RETURN " + "NOT " * 13 + "true", "nests 13 levels deep"),
+    "many-deep-lists": ("RETURN " + ", ".join(["[" * 10 + "1" + "]" * 10] * 40),
+                        "nests too many deep expressions"),
 }
 
 
@@ -130,6 +166,12 @@ def test_the_guard_is_what_holds_on_this_server(server):
     "MATCH (p:Person) CALL { WITH p MATCH (p)-[:ACTED_IN]->(m) RETURN count(m) AS n } "
     "RETURN p.name, n",
     "CALL db.labels() YIELD label RETURN label",
+    "MATCH (p:Person) WHERE p.name <> 'it\\'s a SET' AND p.name <> \"CREATE \\\" (x)\" "
+    "RETURN p.name",
+    "MATCH (p:Person) /* MERGE (:X) */ RETURN p.name // CREATE (:X)",
+    "MATCH (p:Person)-[:ACTED_IN]->(m) WITH * RETURN p.name, m.title",
+    "MATCH (p:Person) WITH DISTINCT * RETURN p.name AS remove",
+    "MATCH (p:Person) RETURN p.name, toUpper(p.name) AS delete",
 ])
 def test_reads_that_name_a_write_word_run(bolt, query):
     assert bolt.execute(query).columns
@@ -259,11 +301,74 @@ def test_a_neo4j_servers_errors_are_classified_by_their_code(code, error, says):
         assert "datasource 'graph' (bolt://127.0.0.1:7687, database 'films')" in exc.reason()
 
 
-def test_the_guard_of_a_server_is_stricter_than_the_engines():
-    """The ladybug engine refuses a write the lexical scan cannot see; a server may not."""
-    assert guard.first_write("MATCH (p) CALL { CREATE (:X) } RETURN p") is None
+def test_the_engines_refusal_is_located_inside_a_subquery_too():
+    """The ladybug engine refuses a write wherever it is; the tokenizer now locates it
+    wherever it is too (it once stopped at ``{``, for the engine only)."""
+    write = guard.first_write("MATCH (p) CALL { WITH * CREATE (:X) } RETURN p")
+    assert write is not None and guard.where(write) == "line 1, column 25"
     with pytest.raises(QueryRefused):
         guard.check_server("MATCH (p) CALL { CREATE (:X) } RETURN p")
+
+
+@pytest.mark.parametrize(("query", "error"), [
+    ("MATCH (p:Person) WHERE p.name = 'unterminated RETURN p", "unterminated string"),
+    ("MATCH (p:Person) RETURN p /* CREATE (:X)", "unterminated comment"),
+    ("MATCH (p:Person) WHERE p.name = 'x\\\\' RETURN p", None),  # an escaped backslash
+    ("MATCH (p:Person) WHERE p.name = 'x\\' SET p.a = 1 //' RETURN p", None),  # one string
+])
+def test_strings_comments_and_escapes(query, error):
+    """A string's escapes as the server reads them (FalkorDB and Neo4j: ``\\'`` does not
+    end it); an unterminated string or comment is no query at all."""
+    if error is None:
+        guard.check_server(query)
+    else:
+        with pytest.raises(QueryRefused, match=error):
+            guard.check_server(query)
+
+
+@pytest.mark.parametrize(("query", "located"), [
+    ("RETURN size(range(1, 1000000000))", "range() at line 1, column 13 builds more than"),
+    ("UNWIND range(0, 0x7fffffff, 1) AS x RETURN count(x)", "range() at line 1, column 8"),
+    ("RETURN apoc.load.json('file:///etc/passwd')", "apoc.load.json() at line 1, column 8"),
+    ("RETURN " + "CASE WHEN true THEN " * 13 + "1" + " END" * 13, "nests 13 levels deep"),
+    ("RETURN " + "NOT a = (" * 7 + "true" + ")" * 7, "nests 13 levels deep"),
+    ("RETURN " + "-(" * 7 + "1" + ")" * 7, "nests 13 levels deep"),
+    ("MATCH (n) RETURN n.end, " + "[" * 13 + "n.end" + "]" * 13, "nests 13 levels deep"),
+])
+def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
+    """Not sent even once (a range of 10⁹ values grew FalkorDB past 8 GB): the guard only."""
+    with pytest.raises(QueryRefused, match=re.escape(located)):
+        guard.check_server(query)
+
+
+@pytest.mark.parametrize("query", [
+    "RETURN range(1, 1000), date.truncate('year', date('2020-05-06')), "
+    "duration.between(date('2020-01-01'), date('2020-02-01')), toUpper('x')",
+    "RETURN " + "[" * 12 + "1" + "]" * 12,
+    "MATCH (n) RETURN n.end, " + "[" * 11 + "n.end" + "]" * 11,
+])
+def test_what_the_server_bounds_is_allowed(query):
+    guard.check_server(query)
+
+
+#: Reads nested as deep as real queries are: none reaches the nesting limit.
+NESTED_READS = [
+    "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) WHERE NOT (p)-[:DIRECTED]->(:Movie) "
+    "AND m.released > 2000 WITH p, collect(m.title) AS titles WHERE size(titles) > 1 "
+    "RETURN p.name, [t IN titles WHERE NOT t STARTS WITH 'T' | toUpper(t)] AS ts",
+    "MATCH (m:Movie) RETURN m.title, CASE WHEN m.rating > 8 THEN 'great' WHEN m.rating > 6 "
+    "THEN CASE WHEN m.released < 2000 THEN 'old' ELSE 'new' END ELSE 'meh' END AS verdict",
+    "MATCH (p:Person) RETURN p.name, reduce(s = 0, x IN [y IN range(1, 3) WHERE y % 2 = 1 "
+    "| -(y * (y + 1))] | s + x) AS r, {a: [{b: [1, [2, [3]]]}]} AS nested",
+    "MATCH (p:Person)-[:ACTED_IN]->(x:Movie) WITH p, collect(x) AS ms WHERE any(m IN ms "
+    "WHERE NOT (m.rating IS NULL OR -m.rating < -(1.0))) RETURN p.name, "
+    "size([(p)-->() | 1]) AS n",
+]
+
+
+@pytest.mark.parametrize("query", NESTED_READS)
+def test_nested_reads_run(bolt, query):
+    assert bolt.execute(query).columns
 
 
 # -- real pytest runs ----------------------------------------------------------------------
@@ -381,3 +486,55 @@ def test_an_unreachable_server_or_unset_password_errors_its_cases_and_the_rest_r
     assert "datasource 'down' (bolt://127.0.0.1:" in report.by_id["on-down"]["error"]
     assert "cannot connect over Bolt" in report.by_id["on-down"]["error"]
     assert "QE_BOLT_PASSWORD (password_env) is not set" in report.by_id["on-locked"]["error"]
+
+
+# -- a query the client gave up on (issue 58, item 4) ----------------------------------------
+
+#: Rows without end from small lists: the server's own timeout stops it between rows.
+ENDLESS = ("UNWIND range(1, 3000) AS x UNWIND range(1, 3000) AS y UNWIND range(1, 3000) AS z "
+           "RETURN count(*)")
+
+
+def _idle(server: BoltServer, within: float) -> float:
+    """Seconds until the server runs and queues no query (at most ``within``)."""
+    start = time.monotonic()
+    while server.running() and time.monotonic() - start < within:
+        time.sleep(0.1)
+    return time.monotonic() - start
+
+
+def test_the_server_stops_a_query_the_client_gave_up_on(server, bolt):
+    """The client's deadline (1 s) cuts the connection; the server's own timeout (the
+    fixture's TIMEOUT_DEFAULT, 3 s) ends the query there, instead of the query running on."""
+    start = time.monotonic()
+    with pytest.raises(QueryTimeout, match=r"ran over 1 s"):
+        bolt.execute(ENDLESS, timeout=1)
+    _idle(server, SERVER_TIMEOUT_MS / 1000 + 10)
+    assert server.running() == 0
+    assert time.monotonic() - start < SERVER_TIMEOUT_MS / 1000 + 3
+    assert bolt.execute("MATCH (n) RETURN count(n)").rows == [(13,)]
+
+
+def test_hostile_cases_do_not_change_the_next_cases_outcome(pytester, server):
+    """Two 4 KB deep-list predictions (which kept the server's two worker threads busy for
+    minutes, and the honest cases after them failed with gold timeouts) and an endless one,
+    then five honest cases: the honest cases pass, within their usual time, and the server is
+    idle afterwards."""
+    deep = "RETURN " + "[" * 2000 + "1" + "]" * 2000
+    hostile: list[dict[str, object]] = [
+        {"id": "deep-1", "gold": MATRIX, "predicted": deep},
+        {"id": "deep-2", "gold": MATRIX, "predicted": deep.replace("1", "2")},
+        {"id": "endless", "gold": MATRIX, "predicted": ENDLESS}]
+    honest = [c for c in CASES if c["id"] in ("right", "fenced", "node", "path", "int-float")]
+    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 5}, hostile + honest)
+    start = time.monotonic()
+    _, report = run_report(pytester)
+    server.unstick()
+    assert report.outcomes == {"deep-1": "failed", "deep-2": "failed", "endless": "failed",
+                               **{str(c["id"]): "passed" for c in honest}}
+    assert "nests 2001 levels deep" not in report.by_id["deep-1"]["reason"]
+    assert report.by_id["deep-1"]["reason"].startswith("refused: the query nests 13 levels")
+    for case in honest:
+        assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
+    assert time.monotonic() - start < 30
+    assert _idle(server, 10) < 10 and server.running() == 0

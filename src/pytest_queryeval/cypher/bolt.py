@@ -13,17 +13,20 @@ Why three layers against writes, when the ladybug source has the engine's: a ser
 and its data is not ours to change, and no layer alone holds everywhere.
 
 1. :func:`.guard.check_server` refuses before anything is sent: every write clause, what
-   reaches outside the graph (``LOAD CSV``, ``USE``), ``CALL ... IN TRANSACTIONS``, and every
-   procedure not on :data:`.guard.READ_PROCEDURES`. FalkorDB's Bolt listener (the server the
-   tests run) honours neither the read access mode nor a rollback: a write that got through
-   would be kept. So this layer is the one that holds on any server.
+   reaches outside the graph (``LOAD CSV``, ``USE``), ``CALL ... IN TRANSACTIONS``, every
+   procedure not on :data:`.guard.READ_PROCEDURES`, and a nesting FalkorDB's parser would
+   take minutes over. FalkorDB's Bolt listener (the server the tests run) runs every query as
+   ``GRAPH.QUERY``: it honours neither the read access mode nor a rollback nor the
+   transaction's timeout, and a write that got through would be kept. So this layer is the
+   one that holds on any server.
 2. The session's access mode is ``READ`` (a Neo4j server refuses a write in it,
    ``Neo.ClientError.Statement.AccessMode``; a cluster routes it to a reader).
 3. The query runs in an explicit transaction that is always rolled back, never committed.
 
 Rows are fetched lazily (``fetch_size``), and the fetch stops one row past ``max_rows``. The
-timeout is the transaction's (a Neo4j server ends it) and a wall-clock deadline that shuts the
-connection's socket down (:class:`.._isolation.socketdeadline.SocketDeadline`), for a server
+timeout is sent with the query as the transaction's (a Neo4j server ends it there; a FalkorDB
+server needs its own ``TIMEOUT_DEFAULT``, docs/cypher.md) and a wall-clock deadline that shuts
+the connection's socket down (:class:`.._isolation.socketdeadline.SocketDeadline`), for a server
 that ignores it. Values come out as the ladybug source gives them (:func:`_value`), so both
 sources score a graph alike.
 """

@@ -1,23 +1,29 @@
-"""What a Cypher text may do before it reaches the engine, and where its writes are.
+"""What a Cypher text may do before it reaches the engine or a server, and where its writes are.
 
-The engine refuses writes itself: a ``ladybug`` database is opened read-only
-(:mod:`.source`), so ``CREATE``, ``MERGE``, ``SET``, ``DELETE``, ``DETACH DELETE``, ``DROP``,
-``ALTER``, ``COPY ... FROM`` and ``CREATE MACRO`` fail with "Cannot execute write operations in
-a read-only database". Why a guard at all, then: a read-only database still lets a statement
-reach outside the graph (``EXPORT DATABASE`` writes files, ``LOAD FROM`` reads any file the
-process can, ``INSTALL`` downloads an extension, ``ATTACH`` opens another database), and the
-engine's refusal names no place. The guard refuses those before execution, refuses more than
-one statement, and :func:`first_write` finds the write the engine refused, so the reason says
-which clause at which line and column.
+The ``ladybug`` engine refuses writes itself: its database is opened read-only
+(:mod:`.source`). Why a guard at all, then: a read-only database still lets a statement reach
+outside the graph (``EXPORT DATABASE`` writes files, ``LOAD FROM`` reads any file the process
+can, ``INSTALL`` downloads an extension, ``ATTACH`` opens another database), and the engine's
+refusal names no place. :func:`check` refuses those, and more than one statement;
+:func:`first_write` finds the write the engine refused, so the reason says which clause at
+which line and column.
 
-A server (:mod:`.bolt`) gets no such engine everywhere: :func:`check_server` refuses every
-write before anything is sent, with the stricter reading that a clause may start after ``{``
-and ``|`` (``CALL { CREATE ... }``, ``FOREACH``), and refuses procedures outside an allow-list.
+A server (:mod:`.bolt`) may have no such engine: FalkorDB's Bolt listener runs every query
+with its read-write command, whatever the session's access mode. :func:`check_server` is the
+wall that holds there: every write, file, transaction and administration clause, every
+procedure and namespaced function off an allow-list, and a nesting deeper than the server's
+parser can take in bounded time, refused before anything is sent.
 
-The scan is lexical, not a parser: string literals, backquoted names and comments are skipped,
-and a word is a clause keyword unless it follows a dot, a bracket, a comma, an operator or a
-word that starts an expression (``AS``, ``RETURN``, ``WHERE``, ...), or comes before ``:`` or,
-with no space, ``(`` (a property, an alias, a variable, a map key, a function).
+The scan is a tokenizer, not a parser: string literals (``'...'``, ``"..."``, backslash
+escapes), backquoted names and comments (``//`` to the end of the line, ``/* ... */``) are
+skipped; every other word is a clause keyword unless its place says it is a name: right after
+a ``.`` (a property: ``p.set``) or a ``:`` (a label: ``(:Create)``), after ``AS`` (an alias),
+right before a ``.`` (``create.name``), before ``:`` just after ``(``, ``{`` or ``,`` (a
+variable with a label, a map key), or before what no clause keyword is ever followed by (the
+end, ``,``, a closing bracket, ``=``, ``<``, ``>``: ``RETURN load``, ``(export)``). Nothing
+else excuses a word: not an operator before it (``WITH * CREATE``), not a bracket after it
+(``CREATE(``), not a brace (``CALL { ... }``). A name spelt like a write keyword in another
+place (``WITH p AS set MATCH (set)-->(m)``) is refused with the writes: rename it.
 """
 
 from __future__ import annotations
@@ -36,36 +42,37 @@ WRITES = frozenset({"CREATE", "MERGE", "SET", "DELETE", "REMOVE", "DROP", "ALTER
 QUERY_KEYWORDS: tuple[str, ...] = ("MATCH", "OPTIONAL", "WITH", "UNWIND", "RETURN", "CALL",
                                    "CREATE", "MERGE", "UNION")
 
-_TOKEN = re.compile(r"""
-    (?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))
+_LINE_END = "\n\r\u0085\u2028\u2029\x0b\x0c"
+_TOKEN = re.compile(rf"""
+    (?P<comment>//[^{_LINE_END}]*|/\*.*?(?:\*/|\Z))
   | (?P<string>'(?:[^'\\]|\\.)*(?:'|\Z)|"(?:[^"\\]|\\.)*(?:"|\Z))
-  | (?P<quoted>`[^`]*(?:`|\Z))
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct>[;.:(){}\[\]=])
+  | (?P<quoted>`(?:[^`]|``)*(?:`|\Z))
+  | (?P<param>\$(?:\w+|`[^`]*`?)?)
+  | (?P<number>0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
+  | (?P<word>[^\W\d]\w*)
+  | (?P<punct>[;.:(){{}}\[\]=,|*+\-/%^<>])
   | (?P<other>\S)
 """, re.VERBOSE | re.DOTALL)
-
-
-#: What a word after which is an expression (a variable, an alias), never a clause: a
-#: property's dot, an opening bracket, a comma, an operator, an expression's keyword.
-_EXPRESSION = frozenset({".", "(", "[", "{", ",", "=", "<", ">", "+", "-", "*", "/", "%", "^",
-                         "|", "AS", "RETURN", "WITH", "WHERE", "AND", "OR", "XOR", "NOT", "IN",
-                         "BY", "DISTINCT", "UNWIND", "CASE", "WHEN", "THEN", "ELSE", "IS",
-                         "CONTAINS", "STARTS", "ENDS"})
 
 
 @dataclass(frozen=True)
 class Token:
     text: str
-    #: 1-based line and column of its first character.
+    #: 1-based line (counted at ``\\n``) and column of its first character.
     line: int
     column: int
+    #: comment, string, quoted, param, number, word, punct or other.
     kind: str
+
+    def touches(self, other: Token) -> bool:
+        """Whether ``other`` starts right where this token ends (no space, no comment)."""
+        return other.line == self.line and other.column == self.column + len(self.text)
 
 
 def tokens(query: str) -> list[Token]:
-    """The words and punctuation of ``query``, comments, literals and quoted names kept as
-    single tokens of their own kind."""
+    """The tokens of ``query``: comments, literals and quoted names each one token of its own
+    kind (an unterminated one runs to the end of the text: :func:`check_server` refuses
+    it)."""
     out: list[Token] = []
     line_starts = [0] + [m.end() for m in re.finditer("\n", query)]
     line = 0
@@ -78,27 +85,66 @@ def tokens(query: str) -> list[Token]:
     return out
 
 
-#: :data:`_EXPRESSION` for a query sent to a server: a clause may start after ``{`` (``CALL {
-#: ... }``, ``EXISTS { ... }``) and after ``|`` (``FOREACH``), and no engine refuses a write
-#: the guard missed there.
-_SERVER_EXPRESSION = _EXPRESSION - {"{", "|"}
+def _unterminated(tok: Token) -> bool:
+    text = tok.text
+    if tok.kind == "comment":
+        return text.startswith("/*") and (len(text) < 4 or not text.endswith("*/"))
+    if tok.kind in ("string", "quoted"):
+        if len(text) < 2 or text[-1] != text[0]:
+            return True
+        body = text[1:-1]
+        if tok.kind == "string":  # the closing quote itself escaped: 'a\'
+            return (len(body) - len(body.rstrip("\\"))) % 2 == 1
+        return False
+    return False
 
 
-def _clause_words(toks: list[Token], expression: frozenset[str] = _EXPRESSION) -> list[Token]:
-    """The words that stand where a clause keyword does (see the module docstring)."""
-    code = [t for t in toks if t.kind != "comment"]
-    out = []
-    for i, tok in enumerate(code):
-        if tok.kind != "word":
-            continue
-        before = code[i - 1].text.upper() if i else ""
-        after = code[i + 1] if i + 1 < len(code) else None
-        if before in expression or (after is not None and (after.text == ":" or (
-                after.text == "(" and after.line == tok.line
-                and after.column == tok.column + len(tok.text)))):
-            continue
-        out.append(tok)
-    return out
+def _code(toks: list[Token]) -> list[Token]:
+    return [t for t in toks if t.kind != "comment"]
+
+
+#: What may follow a name but never a clause keyword (every clause has a body).
+_ENDS_A_NAME = frozenset({",", ")", "]", "}", ";", "=", "<", ">"})
+
+
+#: Words after which an expression cannot have ended (so a following ``AS`` is no alias's).
+_NOT_OPERANDS = frozenset({"WITH", "RETURN", "DISTINCT", "YIELD", "UNWIND", "AS", "WHERE",
+                           "AND", "OR", "XOR", "NOT", "IN", "CALL", "MATCH", "OPTIONAL", "BY",
+                           "CASE", "WHEN", "THEN", "ELSE", "ORDER", "SKIP", "LIMIT", "UNION"})
+
+
+def _ends_operand(tok: Token) -> bool:
+    if tok.kind == "word":
+        return tok.text.upper() not in _NOT_OPERANDS
+    return tok.kind in ("quoted", "param", "number", "string") or tok.text in (")", "]", "}")
+
+
+def _is_name(code: list[Token], i: int) -> bool:
+    """Whether the word ``code[i]`` stands where only a name can (see the module docstring)."""
+    tok = code[i]
+    before = code[i - 1] if i else None
+    after = code[i + 1] if i + 1 < len(code) else None
+    if before is not None and before.kind == "punct":
+        if before.text == "." and before.touches(tok) and i >= 2 \
+                and code[i - 2].kind in ("word", "quoted", "param", "punct") \
+                and code[i - 2].text not in "(,;{[=<>+-*/%^|:":
+            return True
+        if before.text == ":":
+            return True
+    if before is not None and before.kind == "word" and before.text.upper() == "AS" \
+            and i >= 2 and _ends_operand(code[i - 2]):
+        return True  # an alias: AS after an expression (not WITH as SET ...: as a name)
+    if after is None or (after.kind == "punct" and after.text in _ENDS_A_NAME):
+        return True  # no clause ends there: RETURN load, (export), [r], {a: copy}
+    if after.text == "." and tok.touches(after):
+        return True
+    return after.text == ":" and before is not None and before.text in ("(", "{", ",")
+
+
+def clause_words(query: str | list[Token]) -> list[Token]:
+    """The words of ``query`` that stand where a clause keyword can."""
+    code = _code(tokens(query) if isinstance(query, str) else query)
+    return [t for i, t in enumerate(code) if t.kind == "word" and not _is_name(code, i)]
 
 
 def where(tok: Token) -> str:
@@ -109,76 +155,108 @@ def check(query: str) -> None:
     """Refuse what must never run (QueryRefused, its reason naming the clause and where it
     is); an empty text is refused as no query (QuerySyntaxError)."""
     toks = tokens(query)
-    code = [t for t in toks if t.kind != "comment"]
+    code = _code(toks)
     if not code:
         raise QuerySyntaxError("an empty statement: no Cypher query to execute")
     for i, tok in enumerate(code):
         if tok.text == ";" and any(t.text != ";" for t in code[i + 1:]):
             raise QueryRefused(f"more than one statement (';' at {where(tok)}): one read-only "
                                "query is executed")
-    words = _clause_words(toks)
-    for tok in words:
+    for tok in clause_words(code):
         word = tok.text.upper()
         if word in OUTSIDE:
             raise QueryRefused(f"{word} at {where(tok)} reaches outside the graph (files, "
                                "extensions, other databases, transactions): only read-only "
                                "queries are executed")
         if word == "CALL":  # CALL threads=2: a setting of the connection, not a query
-            nxt = code[code.index(tok) + 1:code.index(tok) + 3]
+            j = code.index(tok)
+            nxt = code[j + 1:j + 3]
             if len(nxt) == 2 and nxt[0].kind == "word" and nxt[1].text == "=":
                 raise QueryRefused(f"CALL {nxt[0].text}= at {where(tok)} changes a setting "
                                    "of the connection: only read-only queries are executed")
 
 
 #: Clauses a server runs that no read needs: privileges, server and database administration,
-#: ``FOREACH`` (its body can only write).
+#: ``FOREACH`` (its body can only write), GQL's ``INSERT`` and ``NODETACH``, ``SHOW`` (users,
+#: privileges, settings), ``TRANSACTIONS`` (``CALL { ... } IN TRANSACTIONS`` commits batches;
+#: ``TERMINATE TRANSACTIONS``).
 SERVER_ADMIN = frozenset({"GRANT", "DENY", "REVOKE", "TERMINATE", "RENAME", "START", "STOP",
-                          "ENABLE", "DEALLOCATE", "REALLOCATE", "FOREACH"})
+                          "ENABLE", "DEALLOCATE", "REALLOCATE", "FOREACH", "INSERT",
+                          "NODETACH", "SHOW", "TRANSACTIONS", "IMPERSONATE", "EXECUTE"})
+#: Every word that refuses a query sent to a server.
+SERVER_REFUSED = WRITES | OUTSIDE | SERVER_ADMIN
 #: The procedures a query sent to a server may ``CALL``: they read the schema or an index and
 #: nothing else. Any other is refused before it is sent (``apoc.load.*`` reads files and URLs,
-#: ``dbms.*`` administers the server, a plugin's procedure may write).
+#: ``dbms.*`` administers the server, ``db.idx.fulltext.createNodeIndex`` builds an index, a
+#: plugin's procedure may write).
 READ_PROCEDURES = frozenset({
     "db.labels", "db.relationshiptypes", "db.propertykeys", "db.schema.visualization",
     "db.schema.nodetypeproperties", "db.schema.reltypeproperties", "db.indexes",
     "db.constraints", "db.info", "db.ping", "dbms.components",
     "db.index.fulltext.querynodes", "db.index.fulltext.queryrelationships",
     "db.index.vector.querynodes", "db.index.vector.queryrelationships",
+    "db.idx.fulltext.querynodes", "db.idx.fulltext.queryrelationships",
+    "db.idx.vector.querynodes", "db.idx.vector.queryrelationships",
     "apoc.meta.schema", "apoc.meta.data", "apoc.meta.stats"})
+#: The namespaces a function called in a query sent to a server may have: values, dates,
+#: text, collections. Another (``apoc.cypher.runFirstColumn`` runs a query given as a string,
+#: which the guard cannot read; ``apoc.load``, ``apoc.util.sleep``...) is refused.
+READ_FUNCTION_NAMESPACES = frozenset({
+    "date", "datetime", "localdatetime", "localtime", "time", "duration", "point", "vector",
+    "vector.similarity", "db", "string", "list", "apoc.coll", "apoc.text", "apoc.map",
+    "apoc.math", "apoc.number", "apoc.convert", "apoc.date", "apoc.temporal", "apoc.agg",
+    "apoc.label", "apoc.meta", "apoc.meta.cypher", "apoc.node", "apoc.rel", "apoc.any",
+    "apoc.hashing", "apoc.bitwise", "apoc.scoring", "apoc.data"})
+
+#: How deep a query sent to a server may nest (brackets, ``CASE``, ``NOT``, a unary sign):
+#: FalkorDB 4.16's parser takes time exponential in it, before the query's timeout starts
+#: (measured: 20 ms at 12 levels, 0.36 s at 16, 3.9 s at 20; a 40-level list of 88 bytes
+#: had not finished after 3 minutes), so a deeper query is refused before it is sent.
+MAX_DEPTH = 12
+#: The parse work a query sent to a server may cost, ``2 ** depth`` summed over its tokens:
+#: many siblings just under :data:`MAX_DEPTH` cost as much as one deeper (about 0.2 s here).
+MAX_NESTING_WORK = 2 ** 16
 
 
 def check_server(query: str) -> None:
     """:func:`check`, then everything else that must never be sent to a server
-    (:mod:`.bolt`): a write clause (:data:`WRITES`), :data:`SERVER_ADMIN`, ``... IN
-    TRANSACTIONS`` (batches committed on their own) and a procedure not on
-    :data:`READ_PROCEDURES`. Lexical, as :func:`check`: the server's read mode is a second
-    layer, not one every Bolt server has."""
+    (:mod:`.bolt`): an unterminated string, name or comment (QuerySyntaxError), a word of
+    :data:`SERVER_REFUSED` where a clause can stand, a procedure
+    off :data:`READ_PROCEDURES`, a namespaced function off :data:`READ_FUNCTION_NAMESPACES`,
+    and a nesting beyond :data:`MAX_DEPTH` or :data:`MAX_NESTING_WORK`."""
     check(query)
     toks = tokens(query)
-    words = _clause_words(toks, _SERVER_EXPRESSION)
+    for tok in toks:  # where the server's reading of the text could differ from ours
+        if _unterminated(tok):
+            what = {"comment": "comment", "string": "string", "quoted": "quoted name"}[tok.kind]
+            raise QuerySyntaxError(f"an unterminated {what} at {where(tok)}")
+    code = _code(toks)
+    words = clause_words(code)
     write = next((t for t in words if t.text.upper() in WRITES), None)
-    if write is not None:
+    if write is not None:  # the write first, as the reason a reader looks for
         raise QueryRefused(f"{write.text.upper()} at {where(write)} writes: only read-only "
                            "queries are sent to the server")
-    code = [t for t in toks if t.kind != "comment"]
-    for i, tok in enumerate(code):
-        if tok.kind == "word" and tok.text.upper() == "TRANSACTIONS" and i and \
-                code[i - 1].text.upper() in ("IN", "CONCURRENT"):
-            raise QueryRefused(f"IN TRANSACTIONS at {where(tok)} commits batches: only "
-                               "read-only queries are sent to the server")
     for tok in words:
         word = tok.text.upper()
-        if word in SERVER_ADMIN:
-            raise QueryRefused(f"{word} at {where(tok)} is not a read: only read-only "
-                               "queries are sent to the server")
+        if word in SERVER_REFUSED:
+            i = code.index(tok)
+            if word == "TRANSACTIONS" and i and code[i - 1].text.upper() in ("IN", "CONCURRENT"):
+                word = "IN TRANSACTIONS"
+            raise QueryRefused(f"{word} at {where(tok)} is not a read: only read-only queries "
+                               "are sent to the server")
         if word == "CALL":
-            name = _procedure(code, code.index(tok) + 1)
+            name = _dotted(code, code.index(tok) + 1)
             if name is not None and name.lower() not in READ_PROCEDURES:
                 raise QueryRefused(f"CALL {name} at {where(tok)}: only the read-only "
                                    "procedures (schema, indexes) are called")
+    _check_functions(code)
+    _check_nesting(code)
+    _check_ranges(code)
 
 
-def _procedure(code: list[Token], start: int) -> str | None:
-    """The dotted name after ``CALL`` (None: a subquery, ``CALL {`` or ``CALL (x) {``)."""
+def _dotted(code: list[Token], start: int) -> str | None:
+    """The dotted name that starts at ``code[start]`` (None: no name there, as after ``CALL``
+    of a subquery, ``CALL {`` or ``CALL (x) {``)."""
     parts: list[str] = []
     i = start
     while i < len(code) and code[i].kind in ("word", "quoted"):
@@ -190,16 +268,151 @@ def _procedure(code: list[Token], start: int) -> str | None:
     return ".".join(parts) if parts else None
 
 
+def _check_functions(code: list[Token]) -> None:
+    """Refuse a call of a namespaced function off :data:`READ_FUNCTION_NAMESPACES`: a dotted
+    name followed by ``(`` that no ``CALL`` introduces (those are procedures, checked
+    before)."""
+    i = 0
+    while i < len(code):
+        tok = code[i]
+        starts = tok.kind in ("word", "quoted") and i + 1 < len(code) and code[i + 1].text == "."
+        if starts and not (i and code[i - 1].text == "."):
+            parts, j = [tok.text.strip("`")], i + 1
+            while j + 1 < len(code) and code[j].text == "." \
+                    and code[j + 1].kind in ("word", "quoted"):
+                parts.append(code[j + 1].text.strip("`"))
+                j += 2
+            called = j < len(code) and code[j].text == "("
+            after_call = i and code[i - 1].kind == "word" and code[i - 1].text.upper() == "CALL"
+            namespace = ".".join(parts[:-1]).lower()
+            if called and not after_call and namespace not in READ_FUNCTION_NAMESPACES:
+                raise QueryRefused(f"{'.'.join(parts)}() at {where(tok)}: only functions of "
+                                   "values, dates, text and collections are called")
+            i = j
+            continue
+        i += 1
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+#: Tokens after which ``+`` or ``-`` is a binary operator (an operand ends there).
+_OPERAND_END = frozenset({"word", "quoted", "param", "number", "string"})
+#: Words after which a sign is unary, although they are words.
+_EXPRESSION_WORDS = frozenset({"RETURN", "WITH", "WHERE", "AND", "OR", "XOR", "NOT", "IN",
+                               "CASE", "WHEN", "THEN", "ELSE", "UNWIND", "BY", "SKIP",
+                               "LIMIT", "IS", "CONTAINS", "STARTS", "ENDS", "YIELD"})
+
+
+def _prefix(code: list[Token], i: int) -> bool:
+    """Whether ``code[i]`` is a prefix operator (``NOT`` but in ``IS NOT``; a unary sign)."""
+    tok, before = code[i], code[i - 1] if i else None
+    if tok.kind == "word" and tok.text.upper() == "NOT":
+        return before is None or before.text.upper() != "IS"
+    if tok.text not in "+-" or tok.kind != "punct":
+        return False
+    if before is None:
+        return True
+    if before.kind == "word":
+        return before.text.upper() in _EXPRESSION_WORDS
+    return before.kind not in _OPERAND_END and before.text not in _CLOSE
+
+
+#: Words that end the operand of a prefix operator: the boolean operators (``NOT`` binds
+#: tighter than ``AND``) and the words that end an expression. Not ``IN``, a comparison or an
+#: arithmetic operator: ``NOT a = (NOT a = (...))`` nests the parser two levels a bracket.
+_PREFIX_ENDS = frozenset({"AND", "OR", "XOR", "WHERE", "RETURN", "WITH", "WHEN", "THEN",
+                          "ELSE", "AS", "ORDER", "BY", "SKIP", "LIMIT", "UNWIND", "MATCH",
+                          "YIELD", "UNION", "OPTIONAL", "CALL"})
+
+
+def _ends_prefix(code: list[Token], i: int) -> bool:
+    """Whether ``code[i]`` ends the operand of a prefix operator at its own depth (a
+    separator or a keyword of :data:`_PREFIX_ENDS`; conservatively nothing else)."""
+    tok = code[i]
+    if tok.kind == "punct":
+        return tok.text in ",;|"
+    return tok.kind == "word" and tok.text.upper() in _PREFIX_ENDS and not _is_name(code, i)
+
+
+def _check_nesting(code: list[Token]) -> None:
+    """Refuse a query nested beyond :data:`MAX_DEPTH` (brackets, ``CASE ... END``, prefix
+    operators) or whose summed ``2 ** depth`` passes :data:`MAX_NESTING_WORK`. The count
+    errs high: a closing bracket closes no ``CASE``, an ``END`` closes only a ``CASE``."""
+    opened: list[str] = []  # the brackets and CASEs not closed yet
+    prefixes: list[int] = []  # the depth each pending prefix operator was met at
+    work = 0
+    for i, tok in enumerate(code):
+        keyword = tok.kind == "word" and not _is_name(code, i)
+        word = tok.text.upper() if keyword else ""
+        closes = (tok.kind == "punct" and tok.text in _CLOSE and opened and opened[-1] != "CASE") \
+            or (word == "END" and opened and opened[-1] == "CASE")
+        if closes:
+            opened.pop()
+            prefixes = [d for d in prefixes if d <= len(opened)]
+        if _ends_prefix(code, i):
+            prefixes = [d for d in prefixes if d != len(opened)]
+        if _prefix(code, i) and (tok.kind == "punct" or keyword):
+            prefixes.append(len(opened))
+        opens = (tok.kind == "punct" and tok.text in _OPEN) or word == "CASE"
+        level = len(opened) + len(prefixes) + (1 if opens else 0)
+        work += 2 ** min(level, 40)
+        if level > MAX_DEPTH or work > MAX_NESTING_WORK:
+            why = (f"nests {level} levels deep" if level > MAX_DEPTH
+                   else "nests too many deep expressions")
+            raise QueryRefused(f"the query {why} at {where(tok)} (brackets, CASE, NOT, signs; "
+                               f"at most {MAX_DEPTH}): the server's parser takes time "
+                               "exponential in the nesting, beyond any timeout")
+        if opens:
+            opened.append("CASE" if word == "CASE" else tok.text)
+
+
+#: The most values a ``range()`` with literal bounds may build in a query sent to a server:
+#: FalkorDB builds the whole list before its timeout or memory cap is checked
+#: (``range(1, 1000000000)`` grew the server past 8 GB). A computed bound is not seen.
+MAX_RANGE = 1_000_000
+
+
+def _literal(code: list[Token], i: int) -> tuple[int, int] | None:
+    """The integer literal at ``code[i]``, signed or not, and the index after it."""
+    sign = 1
+    if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
+        sign, i = (-1 if code[i].text == "-" else 1), i + 1
+    if i < len(code) and code[i].kind == "number" and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+",
+                                                                   code[i].text):
+        return sign * int(code[i].text, 0 if code[i].text[:2].lower() == "0x" else 10), i + 1
+    return None
+
+
+def _check_ranges(code: list[Token]) -> None:
+    """Refuse ``range(a, b[, step])`` with literal bounds over :data:`MAX_RANGE` values."""
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or tok.text.lower() != "range" or i + 1 >= len(code) \
+                or code[i + 1].text != "(" or (i and code[i - 1].text == "."):
+            continue
+        bounds: list[int] = []
+        j = i + 2
+        while (lit := _literal(code, j)) is not None:
+            bounds.append(lit[0])
+            j = lit[1]
+            if j >= len(code) or code[j].text != ",":
+                break
+            j += 1
+        if len(bounds) >= 2:
+            step = abs(bounds[2]) if len(bounds) > 2 and bounds[2] else 1
+            if abs(bounds[1] - bounds[0]) // step > MAX_RANGE:
+                raise QueryRefused(f"range() at {where(tok)} builds more than {MAX_RANGE:,} "
+                                   "values, which the server builds before any timeout")
+
+
 def first_write(query: str) -> Token | None:
     """The first clause keyword that writes (:data:`WRITES`), for the engine's refusal."""
-    return next((t for t in _clause_words(tokens(query)) if t.text.upper() in WRITES), None)
+    return next((t for t in clause_words(query) if t.text.upper() in WRITES), None)
 
 
 def final_order_by(query: str) -> bool:
     """Whether the query's result is ordered: an ``ORDER BY`` after its last ``RETURN`` at
     the top level (one inside ``WITH`` or a subquery orders an intermediate result only)."""
     depth, last_return, ordered = 0, False, False
-    code = [t for t in tokens(query) if t.kind != "comment"]
+    code = _code(tokens(query))
     for i, tok in enumerate(code):
         if tok.text in "({[" and tok.kind == "punct":
             depth += 1
