@@ -53,6 +53,9 @@ class Outputs:
     spider_table: bool = False
     #: ``--queryeval-significance``: gate a drop only when it is not noise (alpha).
     significance: float | None = None
+    #: ``--queryeval-baseline-model``: the baseline model each current model is compared
+    #: with (``""``: every model), else each its own (:mod:`..baseline.retarget`).
+    baseline_models: dict[str, str] = field(default_factory=dict)
     #: Lines shown after the gates (the gold audit's findings).
     after_gates: Sequence[str] = ()
     #: Why the baseline is not compared although asked for (a gold audit), or None.
@@ -201,6 +204,7 @@ def _compare(report: dict[str, Any], out: Outputs, lines: list[str]
             base = load_baseline(path)
         except (OSError, ValueError) as exc:
             raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
+        base = _retargeted(report, base, out)
         comparison = compare(report, base, max_drop or None, significance=out.significance)
         report["baseline"] = comparison.to_dict()
         lines.append("")
@@ -211,6 +215,20 @@ def _compare(report: dict[str, Any], out: Outputs, lines: list[str]
         out.problems.append("--queryeval-max-drop without --queryeval-baseline")
         return None, True
     return None, False
+
+
+def _retargeted(report: dict[str, Any], base: dict[str, Any], out: Outputs) -> dict[str, Any]:
+    """The baseline as ``--queryeval-baseline-model`` pairs it with this run's models."""
+    if not out.baseline_models:
+        return base
+    from ..baseline.retarget import retarget
+
+    models = {None if c.get("model") is None else str(c.get("model"))
+              for c in report.get("cases") or []}
+    try:
+        return retarget(base, out.baseline_models, models)
+    except ValueError as exc:
+        raise QueryEvalError(str(exc)) from None
 
 
 def _write_baseline(report: dict[str, Any], out: Outputs, write: bool, why: list[str]

@@ -197,6 +197,7 @@ class RunOptions:
             significance_where=self.significance_where,
             outputs={f"--queryeval-{name}": value for name, value in report.files.items()},
             needs=report.needs(), worst=report.worst)
+        problems.extend(report.baseline_model_problems())
         if self.audit not in (None, "error", "warn"):
             problems.append(f"--queryeval-audit-golds={self.audit}: must be error or warn")
         if self.repeat is not None and self.repeat < 1:

@@ -345,6 +345,14 @@ class Runner:
                 path.exists() or not self.options.report.update_baseline) else None
         except QueryEvalError:  # reported before the run (usage error) and again at the end
             base = None
+        models = self.options.report.baseline_models()
+        if base is not None and models:
+            from ..baseline.retarget import retarget
+
+            try:
+                base = retarget(base, models, {c.model for c in self.evaluator.cases})
+            except ValueError:  # reported at the end, where the comparison reads it
+                base = None
         self.verdicts = Verdicts(mode, base)
 
     # -- the run -----------------------------------------------------------------------

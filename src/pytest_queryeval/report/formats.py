@@ -132,6 +132,11 @@ def add_report_options(add: AddOption, *, merge: bool = False) -> None:
         "with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
         "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
         "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
+    add("--queryeval-baseline-model", action="append", default=[],
+        metavar="MODEL|CURRENT=MODEL",
+        help="compare with the baseline's records of MODEL instead of each model's own: "
+             "CURRENT=MODEL for one model of the run (a candidate against production), "
+             "MODEL alone for every model (repeatable)")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
     add("--queryeval-spider-table", action="store_true",
         help="print the official Spider evaluator's full exact/partial matching table")

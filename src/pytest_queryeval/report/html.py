@@ -686,7 +686,7 @@ def _baseline(cmp: Comparison) -> str:
     out.append(delta_chart(overall))
     rows = [*(d for d in cmp.overall() if d.metric == PASS_RATE
               or not is_detail_metric(d.metric) or d.failed),
-            *(d for d in cmp.failures if d.scope != "overall")]
+            *cmp.extra_rows()]
     out.append('<table id="delta-table"><thead><tr><th>metric</th><th>scope</th>'
                "<th class=n>baseline</th><th class=n>current</th><th class=n>Δ</th>"
                "<th class=n>max drop</th>"

@@ -363,7 +363,7 @@ def _baseline(cmp: Comparison) -> list[str]:
     out.extend([note + ".", ""])
     rows = [d for d in cmp.overall()
             if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed]
-    rows += [d for d in cmp.failures if d.scope != "overall"]
+    rows += cmp.extra_rows()
     sig = cmp.significance is not None
     out.append(_row(["metric", "baseline", "current", "Δ", "max drop",
                      *([significance_header(cmp)] if sig else [])]))

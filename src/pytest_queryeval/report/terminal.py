@@ -584,7 +584,7 @@ def _delta_lines(cmp: Comparison, spider_components: bool) -> list[str]:
              if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed
              or (d.delta is not None and abs(d.delta) > EPSILON)]
     hidden = len(overall) - len(shown)
-    extra = [d for d in cmp.failures if d.scope != "overall"]
+    extra = cmp.extra_rows()
     rows = [(d.metric if d.scope == "overall" else f"{d.metric} ({d.label})", d)
             for d in [*shown, *extra]]
     width = max([len("metric"), *(len(name) for name, _ in rows)])
