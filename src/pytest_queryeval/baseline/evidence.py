@@ -171,7 +171,8 @@ class Decision:
         tail = [f"alpha {self.alpha:g}", f"{len(self.cases)} cases, {self.calls} model calls"]
         if mdd is not None:
             tail.append(f"minimum detectable drop {100 * mdd:.1f} points "
-                        f"({self.min_detectable_cases} reliable case(s) failing)")
+                        f"({self.min_detectable_cases} reliable case(s) failing all "
+                        f"{MAX_RUNS} runs)")
         strongest = sorted((c for c in self.cases if c.factor > 1),
                            key=lambda c: -c.factor)[:3]
         if strongest and self.verdict != PASS:
@@ -280,34 +281,32 @@ def _decision(evidence: list[CaseEvidence], alpha: float, model: str | None) -> 
 
 
 class Budget:
-    """The adaptive repeats of a run under the evidence gate: a case is asked again only while
-    its own evidence points to a drop (its last run failed and its factor is above 1), at most
+    """The adaptive repeats of a run under the evidence gate. A case is asked again only while
+    its own evidence points to a drop (its last run failed and its factor is above 1: a
+    reliable case that failed, a noisy one whose failures outrun its history), at most
     :data:`MAX_RUNS` runs, while the run's extra calls stay within the declared budget (calls
-    per case on average, over the cases of the run) and the verdict is not settled (the
-    product of the finished cases' factors reached FAIL's boundary: more runs cannot undo it,
-    since every factor of a case still to run is at least ``1 - w``... and a settled FAIL is
-    the decision)."""
+    per case on average over the run's cases, ``share`` of it for an xdist worker) and the
+    verdict is not settled: once the finished cases' factors reach FAIL's boundary no case
+    is asked again (every factor is at least ``1 - w``, and the decision is made)."""
 
     def __init__(self, per_case: float, cases: int, alpha: float,
-                 histories: Mapping[str, History]) -> None:
+                 histories: Mapping[str, History], *, share: float = 1.0) -> None:
         self.per_case = per_case
-        self.extra = max(0, math.floor((per_case - 1) * cases + 1e-9))
+        self.extra = max(0, math.floor((per_case - 1) * cases * share + 1e-9))
         self.alpha = alpha
         self.histories = histories
         self.spent = 0
         self.log_l = 0.0
 
     def again(self, key: str, statuses: Sequence[str]) -> bool:
-        """Whether the case keyed ``key`` (its id, or node id) is asked once more after
-        ``statuses`` (its runs so far)."""
+        """Whether the case keyed ``key`` (its id) is asked once more after ``statuses`` (its
+        runs so far, oldest first)."""
         history = self.histories.get(key)
         if history is None or not statuses or statuses[-1] != "failed" \
                 or len(statuses) >= MAX_RUNS or self.spent >= self.extra \
                 or self.log_l >= math.log(bounds(self.alpha)[1]):
             return False
-        passes = statuses.count("passed")
-        fails = statuses.count("failed")
-        if case_factor(history, passes, fails) <= 1:
+        if case_factor(history, statuses.count("passed"), statuses.count("failed")) <= 1:
             return False
         self.spent += 1
         return True

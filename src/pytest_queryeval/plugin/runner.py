@@ -309,6 +309,7 @@ class Runner:
         cases = self.evaluator.cases
         self.gc.after_collection(len(cases))  # items made after the last file
         self._load_verdicts()
+        self._adaptive_repeats(session)
         found = unmatched.find(self.config, self.evaluator, self.display)
         if found is not None and not self.worker:
             self.unmatched = found
@@ -353,7 +354,38 @@ class Runner:
                 base = retarget(base, models, {c.model for c in self.evaluator.cases})
             except ValueError:  # reported at the end, where the comparison reads it
                 base = None
-        self.verdicts = Verdicts(mode, base)
+        self.verdicts = Verdicts(mode, base, self.alpha())
+
+    def alpha(self) -> float:
+        """The evidence gate's alpha: ``--queryeval-significance``, else ini
+        ``queryeval_significance``, else 0.05 (each checked before the run)."""
+        from ..baseline.significance import parse_significance
+
+        for value, where in ((self.options.report.significance, "--queryeval-significance"),
+                             (self.options.significance_ini, "queryeval_significance")):
+            try:
+                alpha = parse_significance(value, where)
+            except ValueError:
+                alpha = None
+            if alpha is not None:
+                return alpha
+        return 0.05
+
+    def _adaptive_repeats(self, session: pytest.Session) -> None:
+        """``--queryeval-gating=evidence``: the budget of the adaptive repeats
+        (:class:`..baseline.evidence.Budget`), over the cases this process may run (an xdist
+        worker's share of the run's budget is the budget divided by the workers)."""
+        verdicts = self.verdicts
+        if verdicts is None or verdicts.mode != "evidence" \
+                or self.options.report.update_baseline:
+            return
+        from ..baseline.evidence import DEFAULT_BUDGET, Budget
+
+        cases = sum(isinstance(item, QueryEvalItem) for item in session.items)
+        workers = int(getattr(self.config.option, "numprocesses", None) or 0) or 1
+        per_case = self.options.repeat_budget or DEFAULT_BUDGET
+        self.evaluator.budget = Budget(per_case, cases, verdicts.alpha, verdicts.histories,
+                                       share=1 / workers if self.worker else 1.0)
 
     # -- the run -----------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 #: ``parser.addoption`` or ``ArgumentParser.add_argument``: the options are declared once for both.
 AddOption = Callable[..., object]
 
-GATING_MODES = ("strict", "baseline", "gates")
+GATING_MODES = ("strict", "baseline", "gates", "evidence")
 
 #: ``--queryeval-worst``'s default: the worst cases listed in the summary.
 WORST = 5
@@ -119,7 +119,9 @@ def add_report_options(add: AddOption, *, merge: bool = False) -> None:
         "what fails the session (ini queryeval_gating, default strict): strict, every "
         "case below its threshold; baseline, only cases that passed in "
         "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
-        "baseline comparison (cases below threshold are xfailed)")
+        "baseline comparison (cases below threshold are xfailed); evidence, the evidence "
+        "gate: PASS, FAIL or INCONCLUSIVE from each case's baseline history, with adaptive "
+        "repeats (docs/live-models.md, 'Gating a sampled model')")
     add("--queryeval-verdict", choices=GATING_MODES, default=None,
         help="deprecated spelling of --queryeval-gating")
     add("--queryeval-force-baseline", action="store_true",
