@@ -237,8 +237,6 @@ def decide(current: Iterable[RecordLike], baseline: Iterable[RecordLike], alpha:
     """The verdict of this run's records against the baseline's, per model when the run has
     several (the run's verdict is the worst of theirs: a pooled figure never hides one
     model's drop). Cases are paired by id (node id when ids repeat)."""
-    from .compare import _index  # the comparison's pairing rule
-
     base = _index(list(baseline))
     evidence: list[CaseEvidence] = []
     for key, rec in _index(list(current)).items():
@@ -264,6 +262,16 @@ def decide(current: Iterable[RecordLike], baseline: Iterable[RecordLike], alpha:
     decision = _decision(evidence, alpha, None)
     decision.budget = budget
     return decision
+
+
+def _index(cases: Iterable[RecordLike]) -> dict[str, RecordLike]:
+    """Records by id, or by node id when ids repeat: the comparison's pairing rule (kept here,
+    not imported from it: the comparison reads the gating modes, which read this module)."""
+    items = list(cases)
+    ids = [str(c.get("id")) for c in items]
+    if len(set(ids)) == len(ids):
+        return dict(zip(ids, items, strict=True))
+    return {str(c.get("nodeid") or c.get("id")): c for c in items}
 
 
 def _model(record: RecordLike) -> str | None:

@@ -12,7 +12,10 @@ evidence gate read them, so each of those stays the pairing by id it always was.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 #: The key of ``B`` alone (every current model against ``B``).
 EVERY = ""
@@ -43,7 +46,7 @@ def _base_id(value: str, model: str) -> str:
     return value[: -len(suffix)] if value.endswith(suffix) else value
 
 
-def _renamed(record: Mapping[str, Any], source: str, target: str | None) -> dict[str, Any]:
+def _renamed(record: RecordLike, source: str, target: str | None) -> dict[str, Any]:
     out = dict(record)
     tail = f"[{target}]" if target is not None else ""
     out["id"] = _base_id(str(record.get("id")), source) + tail

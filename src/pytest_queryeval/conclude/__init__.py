@@ -300,6 +300,12 @@ def inconclusive_status(out: Outputs) -> bool:
     return out.verdict == "INCONCLUSIVE" and out.inconclusive == "status"
 
 
+def exit_status(out: Outputs, status: int) -> int:
+    """The session's exit status once the run is concluded: an OK run whose evidence gate is
+    INCONCLUSIVE ends with :data:`INCONCLUSIVE_STATUS`."""
+    return INCONCLUSIVE_STATUS if inconclusive_status(out) and status == 0 else status
+
+
 def interrupt_reason(exc: BaseException | None) -> str:
     """Why a session stopped early, as ``run.interrupt_reason`` says it: pytest passes Ctrl-C
     (SIGINT), SIGTERM, ``pytest.exit()`` and "N errors during collection" as one kind of

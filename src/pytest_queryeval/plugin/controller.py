@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._util.paths import display
-from ..conclude import Outputs, conclude
+from ..conclude import Outputs, conclude, exit_status
 from ..conclude.aggregate import evaluate_gates
 from ..errors import QueryEvalError
 from ..suite.config import Gate
@@ -249,8 +249,6 @@ class Controller:
 
                 out.after_gates += written_lines(report["audit"]["transpiled"])
             out.skip_compare = "baseline: not compared in a gold audit"
-        from ..conclude import INCONCLUSIVE_STATUS, inconclusive_status
-
         failed = conclude(report, out, lines,
                           lambda: self._update_refusals(session, records, files, exitstatus),
                           failing=session.exitstatus != pytest.ExitCode.OK)
@@ -258,8 +256,7 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if out.accepted and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
             session.exitstatus = pytest.ExitCode.OK  # a refresh records its failures as accepted
-        if inconclusive_status(out) and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = INCONCLUSIVE_STATUS  # docs/live-models.md, its own status
+        session.exitstatus = exit_status(out, session.exitstatus)  # INCONCLUSIVE: its own
         if out.outcome is not None:  # the last line: the outcome and why, as every report says
             lines.append(out.outcome.line)
 
@@ -424,12 +421,7 @@ class Controller:
             significance=self._significance(files) if self.options.report.baseline
             else None,
             display=lambda p: display(p, self.config.rootpath))
-        if self.options.gating == "evidence" and not self.options.audit:
-            from ..baseline.evidence import DEFAULT_BUDGET
-
-            out.evidence_alpha = self.runner.alpha()  # the xdist controller collects nothing
-            out.repeat_budget = self.options.repeat_budget or DEFAULT_BUDGET
-            out.inconclusive = self.options.inconclusive
+        self.runner.evidence_outputs(out)  # --queryeval-gating=evidence
         self.outputs = out  # what was written, once conclude() wrote it
         return out
 

@@ -47,6 +47,7 @@ from .options import RunOptions
 from .terminate import TermHandler, Terminated
 
 if TYPE_CHECKING:
+    from ..conclude import Outputs
     from .journal import Journal
 
 #: A name pytest takes as a marker (it refuses one starting with ``_``); another gets none.
@@ -370,6 +371,18 @@ class Runner:
             if alpha is not None:
                 return alpha
         return 0.05
+
+    def evidence_outputs(self, out: Outputs) -> None:
+        """``--queryeval-gating=evidence``: what the end of the run needs to conclude it (the
+        alpha, the budget, ``--queryeval-inconclusive``); read from the options, since the
+        xdist controller collects nothing."""
+        if self.options.gating != "evidence" or self.options.audit:
+            return
+        from ..baseline.evidence import DEFAULT_BUDGET
+
+        out.evidence_alpha = self.alpha()
+        out.repeat_budget = self.options.repeat_budget or DEFAULT_BUDGET
+        out.inconclusive = self.options.inconclusive
 
     def _adaptive_repeats(self, session: pytest.Session) -> None:
         """``--queryeval-gating=evidence``: the budget of the adaptive repeats

@@ -121,7 +121,7 @@ def add_report_options(add: AddOption, *, merge: bool = False) -> None:
         "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
         "baseline comparison (cases below threshold are xfailed); evidence, the evidence "
         "gate: PASS, FAIL or INCONCLUSIVE from each case's baseline history, with adaptive "
-        "repeats (docs/live-models.md, 'Gating a sampled model')")
+        "repeats (the way to gate a sampled model)")
     add("--queryeval-verdict", choices=GATING_MODES, default=None,
         help="deprecated spelling of --queryeval-gating")
     add("--queryeval-force-baseline", action="store_true",
