@@ -46,7 +46,8 @@ def properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
     if isinstance(evidence, Mapping):  # --queryeval-gating=evidence: PASS, FAIL, INCONCLUSIVE
         add(("queryeval.verdict", str(evidence.get("verdict"))))
         add(("queryeval.verdict_line", str(evidence.get("line") or "")))
-        add(("queryeval.min_detectable_drop", evidence.get("min_detectable_drop")))
+        if evidence.get("min_detectable_drop") is not None:
+            add(("queryeval.min_detectable_drop", _sig(evidence["min_detectable_drop"])))
     overall = report["aggregates"]["overall"]
     add(("queryeval.cases", overall["count"]))
     if overall["pass_rate"] is not None:
