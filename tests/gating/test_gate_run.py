@@ -88,6 +88,10 @@ def test_inconclusive_has_its_own_exit_status(pytester):
         "queryeval: INCONCLUSIVE: not enough evidence either way (evidence gate: INCONCLUSIVE")
     assert (pytester.path / "r.md").read_text().startswith("## ❔ queryeval: INCONCLUSIVE")
     result.stdout.fnmatch_lines(["queryeval: INCONCLUSIVE: *exit status 6"])
+    from pytest_queryeval.report.view import write_view
+
+    view = write_view([pytester.path / "r.json"], pytester.path / "view.html")
+    assert view["runs"][0]["outcome"] == "inconclusive"  # never shown as a failure
     result, report = _run(pytester, 1, *GATE, "--queryeval-inconclusive=fail")
     assert result.ret == 1 and report["run"]["outcome"] == "failed"
     result, report = _run(pytester, 1, *GATE, "--queryeval-inconclusive=pass")
