@@ -81,10 +81,15 @@ def main() -> None:
     ap.add_argument("--regressed", type=int, default=10)
     ap.add_argument("--baseline-seed", type=int, default=0,
                     help="the seed of the baseline's 20 runs per case (another draw of history)")
+    ap.add_argument("--first-seed", type=int, default=1,
+                    help="the seed of the first unchanged run (the regressed runs start at "
+                         "1000 above it)")
     ap.add_argument("--before", action="store_true",
                     help="also measure --queryeval-gating=baseline and gates + significance")
     args = ap.parse_args()
-    same, worse = range(1, args.unchanged + 1), range(1001, 1001 + args.regressed)
+    first = args.first_seed
+    same = range(first, first + args.unchanged)
+    worse = range(first + 1000, first + 1000 + args.regressed)
     with tempfile.TemporaryDirectory(prefix="qe-bench-sampled-") as tmp:
         root = write_workload(Path(tmp) / "suite", UNCHANGED)
         rc, report = run(root, args.baseline_seed, ["--queryeval-repeat=20",
