@@ -118,6 +118,11 @@ def test_standing_within_history_or_regression():
                                              "statuses": ["failed"] * 3}}}
     standing = verdicts.decide(thrice)
     assert standing[1] == REGRESSION and "0 of 3 runs passed, 10 of 10" in standing[2]
+    # a flaky case that passes is not "fixed": it passed before too; one that never did is
+    assert verdicts.decide({"id": "flaky", "status": "passed"})[1] is None
+    never = Verdicts("evidence", {"cases": [{"id": "x", "history": [20, 0],
+                                             "status": "failed"}]}, 0.05)
+    assert never.decide({"id": "x", "status": "passed"})[1] == "fixed"
 
 
 def _simulate(probabilities: list[float], histories: list[ev.History], rng: random.Random

@@ -129,6 +129,10 @@ class Verdicts:
         before = self.before(record)
         status = record.get("status")
         if status == "passed":
+            if self.mode == "evidence":  # fixed: it never passed in its history
+                history = self.histories.get(self.key(record))
+                return before, (FIXED if history is not None and not history.passes
+                                else None), None
             return before, (FIXED if before in ("failed", "error") else None), None
         if status != "failed":  # error: the case was not evaluated, the model is unknown
             return before, (REGRESSION if before == "passed" else None), None
