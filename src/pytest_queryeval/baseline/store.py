@@ -20,11 +20,14 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds
 from .._util.safefile import write_atomic
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 #: The compact form's name and version (its ``format`` key).
 FORMAT = "queryeval-baseline/1"
@@ -66,7 +69,7 @@ def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
             "run": dict(report.get("run") or {}), "metric_names": columns, "cases": rows}
 
 
-def _history(case: Mapping[str, Any]) -> list[int] | None:
+def _history(case: RecordLike) -> list[int] | None:
     """``[runs, passes]`` of a case asked more than once (``details.repeat``): what
     ``--queryeval-gating=evidence`` weighs a failure by (a case with one run is read as a
     history of one run from its status)."""
