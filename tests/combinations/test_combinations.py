@@ -208,6 +208,36 @@ def _check_outcome(run: Run, formats: tuple[str, ...] = ()) -> None:
         assert run.last_line.removeprefix("queryeval: ") in text, (run.name, fmt, text[:1500])
 
 
+def check_model_baseline(report: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
+    """Per-model baselines (issue 59 item 2): with several models, the comparison has each
+    model's pass rate over its own paired cases (the baseline's records of that model), and
+    its figures are that model's alone, never the pooled ones."""
+    from pytest_queryeval.baseline.verdicts import judged_outcome
+
+    base = {str(c["id"]): c for c in baseline["cases"]}
+    rated: dict[str, list[tuple[Any, Any]]] = {}
+    for case in report["cases"]:
+        before = base.get(str(case["id"]))
+        if case.get("model") is None or before is None or "skipped" in (
+                case.get("outcome"), before.get("outcome")):
+            continue
+        now, was = judged_outcome(case), judged_outcome(before)
+        if now in ("passed", "xpassed", "failed", "error") \
+                and was in ("passed", "xpassed", "failed", "error"):
+            assert before.get("model") == case["model"], (case["id"], before.get("model"))
+            rated.setdefault(str(case["model"]), []).append((now, was))
+    rows = {d["group"]: d for d in report["baseline"]["deltas"]
+            if d["scope"] == "model" and d["metric"] == "pass_rate"}
+    if len({str(c["model"]) for c in report["cases"] if c.get("model") is not None}) < 2:
+        assert not rows, rows
+        return
+    assert rated and sorted(rows) == sorted(rated), (sorted(rows), sorted(rated))
+    for model, pairs in rated.items():
+        passed = sum(now in ("passed", "xpassed") for now, _ in pairs)
+        assert rows[model]["n"] == len(pairs), (model, rows[model])
+        assert rows[model]["current"] == pytest.approx(passed / len(pairs)), (model, pairs)
+
+
 def _check_scored(run: Run, combo: Combination, plan: dict[str, object]) -> None:
     """Every planned case of every origin is there, scored, once per model it fans out to."""
     records = run.json["cases"]
@@ -324,6 +354,8 @@ def test_combination(combo: Combination, tmp_path: Path,
         gated = run_pytest(root, "gated", *args, *extra, *cache("pcache-g"), formats=("md",))
         _check_scored(gated, combo, plan)
         _check_outcome(gated, ("md", "junit"))
+        if base:
+            check_model_baseline(gated.json, serial.json)
 
     # the costly ways of running give the serial report
     how = combo["mode"]

@@ -37,6 +37,7 @@ from tests.combinations.test_combinations import (
     _check_outcome,
     _check_scored,
     _requests,
+    check_model_baseline,
 )
 from tests.e2e.support import FORMATS, Run
 from tests.fixtures.openai_standin import MODEL, OpenAIStandin
@@ -119,6 +120,8 @@ def test_wide(combo: Combination, pytester: pytest.Pytester, monkeypatch: pytest
         args.append("--queryeval-baseline=strict.json")
     run = _run(pytester, "run", *args, *extra)
     _check_scored(run, combo, plan)
+    if base:  # each model against its own baseline records (issue 59 item 2)
+        check_model_baseline(run.json, strict.json)
     _check_agent(run, combo)
     _check_outcome(run, ("junit",))
 

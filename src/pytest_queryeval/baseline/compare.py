@@ -128,7 +128,7 @@ class MetricDelta:
     """One metric in one group, over the cases present in both runs."""
 
     metric: str
-    scope: str  #: "overall" | "kind" | "difficulty" | "tag"
+    scope: str  #: "overall" | "model" | "kind" | "difficulty" | "tag"
     group: str  #: "" for overall, else the kind / difficulty / tag
     baseline: float | None
     current: float | None
@@ -222,6 +222,13 @@ class Comparison:
     def overall(self) -> list[MetricDelta]:
         return [d for d in self.deltas if d.scope == "overall"]
 
+    def extra_rows(self) -> list[MetricDelta]:
+        """The rows every report shows after the overall ones: each model's pass rate in a
+        run with several models (the pooled figure must not hide one model's drop), and
+        every other failed group."""
+        return [d for d in self.deltas if d.scope != "overall" and (
+            d.failed or (d.scope == "model" and d.metric == PASS_RATE))]
+
     def summary(self) -> str:
         """The comparison in one line (the JSON report's ``baseline.summary``)."""
         if not self.comparable:
@@ -280,6 +287,8 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any],
     if significance is not None and not limits:
         limits = {GLOBAL: 0.0}
     scopes = tuple(gate_scopes)
+    if "overall" in scopes and "model" not in scopes:  # each model is gated as a run is
+        scopes = (*scopes, "model")
     cmp = Comparison(comparable=True, max_drop=_normalise_max_drop(max_drop), gated_scopes=scopes,
                      baseline_run=dict(baseline.get("run") or {}),
                      models={"baseline": model_of(baseline), "current": model_of(current)},
@@ -335,8 +344,16 @@ def _warn_partial(cmp: Comparison, current: Mapping[str, Any], baseline: Mapping
 
 
 def _scope_groups(pairs: list[_Pair]) -> list[tuple[str, str, list[_Pair]]]:
-    """The overall group, then each kind, difficulty and tag in the reports' order."""
+    """The overall group, then each model (a run with several), kind, difficulty and tag in
+    the reports' order."""
     groups: list[tuple[str, str, list[_Pair]]] = [("overall", "", pairs)]
+    by_model: dict[str, list[_Pair]] = {}
+    for cur, base in pairs:
+        model = cur.get("model") or base.get("model")
+        if model is not None:
+            by_model.setdefault(str(model), []).append((cur, base))
+    if len(by_model) > 1:
+        groups.extend(("model", m, by_model[m]) for m in sorted(by_model))
     for scope in ("kind", "difficulty", "tag"):
         grouped: dict[str, list[_Pair]] = {}
         for cur, base in pairs:
@@ -496,7 +513,7 @@ def _group_deltas(scope: str, group: str,
         d = _delta(PASS_RATE, scope, group, base_rate, cur_rate, len(rated), limits, gated)
         if significance is not None:
             d = _mcnemar(d, rated, significance, gated)
-            if cmp is not None and scope in ("overall", "kind", "difficulty"):
+            if cmp is not None and scope in ("overall", "model", "kind", "difficulty"):
                 _small_group_warning(cmp, d, significance)
         out.append(d)
     for metric in ordered_metrics(names):

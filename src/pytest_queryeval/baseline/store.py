@@ -3,12 +3,14 @@ errors.
 
 A baseline is committed on every refresh, so it keeps only what a comparison and the gating
 modes read (docs/reports.md, "The baseline file"): per case its id, kind, outcome, own status,
-standing under the gating mode, severity, a digest of what the prediction produced, its metrics
-and, for a conversation, each scored turn's outcome (``turns``), one
-line per case in the report's order (file, line, id), so a refresh reads as a diff. Metric
-names are written once per kind (``metric_names``) and each case line holds the values in that
-order. :func:`load_baseline` reads this compact form and any full JSON report (the baselines
-written before it, or a report named with ``--queryeval-baseline``) into the same shape.
+standing under the gating mode, severity, a digest of what the prediction produced, its model
+(a run with several), its metrics, for a case asked more than once its history (``[runs,
+passes]``, which ``--queryeval-gating=evidence`` reads) and, for a conversation, each scored
+turn's outcome (``turns``), one line per case in the report's order (file, line, id), so a
+refresh reads as a diff. Metric names are written once per kind (``metric_names``) and each
+case line holds the values in that order. :func:`load_baseline` reads this compact form and
+any full JSON report (the baselines written before it, or a report named with
+``--queryeval-baseline``) into the same shape.
 """
 
 from __future__ import annotations
@@ -18,18 +20,21 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds
 from .._util.safefile import write_atomic
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..model import RecordLike
 
 #: The compact form's name and version (its ``format`` key).
 FORMAT = "queryeval-baseline/1"
 #: What a case line holds beside ``metrics`` (a key whose value is null is left out;
 #: ``nodeid`` is kept only when ids repeat across the suite's folders: cases are then paired
 #: by node id).
-FIELDS = ("id", "kind", "outcome", "status", "standing", "severity", "signature")
+FIELDS = ("id", "kind", "outcome", "status", "standing", "severity", "signature", "model")
 
 
 def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -53,12 +58,25 @@ def compact_baseline(report: Mapping[str, Any]) -> dict[str, Any]:
         while values and values[-1] is None:
             values.pop()
         row["metrics"] = values
+        history = _history(case)
+        if history is not None:  # repeats: how many runs passed, the evidence gate's history
+            row["history"] = history
         turns = turn_outcomes(case)
         if turns:  # a conversation: each scored turn's outcome, for its flips
             row["turns"] = {str(turn): outcome for turn, outcome in sorted(turns.items())}
         rows.append(row)
     return {"version": report.get("version"), "format": FORMAT,
             "run": dict(report.get("run") or {}), "metric_names": columns, "cases": rows}
+
+
+def _history(case: RecordLike) -> list[int] | None:
+    """``[runs, passes]`` of a case asked more than once (``details.repeat``): what
+    ``--queryeval-gating=evidence`` weighs a failure by (a case with one run is read as a
+    history of one run from its status)."""
+    from .evidence import runs_of
+
+    runs = runs_of(case)
+    return [runs.runs, runs.passes] if runs is not None and runs.runs > 1 else None
 
 
 def _number(value: object) -> object:
@@ -91,10 +109,21 @@ def expand_baseline(data: Mapping[str, Any]) -> dict[str, Any]:
         case = {f: row.get(f) for f in (*FIELDS, "nodeid")}
         case["metrics"] = {name: float(value) for name, value in zip(names, values, strict=False)
                            if value is not None}
+        if "history" in row:
+            case["history"] = _checked_history(row["history"], index)
         if "turns" in row:
             case["details"] = {"turns": _turns(row["turns"], index)}
         cases.append(case)
     return {"version": data.get("version"), "run": dict(data.get("run") or {}), "cases": cases}
+
+
+def _checked_history(value: object, index: int) -> list[int]:
+    if not (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            and 0 <= value[1] <= value[0] and value[0] > 0):
+        raise ValueError(f"cases[{index}].history: expected [runs, passes], two integers "
+                         "with 0 <= passes <= runs and runs >= 1")
+    return [int(value[0]), int(value[1])]
 
 
 def _turns(value: object, index: int) -> list[dict[str, Any]]:

@@ -53,6 +53,17 @@ class Outputs:
     spider_table: bool = False
     #: ``--queryeval-significance``: gate a drop only when it is not noise (alpha).
     significance: float | None = None
+    #: ``--queryeval-baseline-model``: the baseline model each current model is compared
+    #: with (``""``: every model), else each its own (:mod:`..baseline.retarget`).
+    baseline_models: dict[str, str] = field(default_factory=dict)
+    #: ``--queryeval-gating=evidence``: the evidence gate's alpha (None: no evidence gate),
+    #: the repeats' budget it reports, and what an INCONCLUSIVE verdict does
+    #: (``--queryeval-inconclusive``: status, fail or pass).
+    evidence_alpha: float | None = None
+    repeat_budget: float | None = None
+    inconclusive: str = "status"
+    #: Set by :func:`conclude`: the evidence gate's verdict (PASS, FAIL, INCONCLUSIVE).
+    verdict: str | None = None
     #: Lines shown after the gates (the gold audit's findings).
     after_gates: Sequence[str] = ()
     #: Why the baseline is not compared although asked for (a gold audit), or None.
@@ -163,6 +174,8 @@ def conclude(report: dict[str, Any], out: Outputs, lines: list[str],
         accepted=out.accepted,
         baseline_written=out.display(path) if write and path is not None else None)
     report.setdefault("run", {}).update(out.outcome.fields())
+    if inconclusive_status(out) and report["run"].get("exitstatus") == 0:
+        report["run"]["exitstatus"] = INCONCLUSIVE_STATUS
     if out.accepted and report["run"].get("exitstatus") == 1:
         # the process exits 0 (the controller turns pytest's "tests failed" into OK): the
         # status every report states is the one the run ends with
@@ -201,16 +214,52 @@ def _compare(report: dict[str, Any], out: Outputs, lines: list[str]
             base = load_baseline(path)
         except (OSError, ValueError) as exc:
             raise QueryEvalError(f"cannot read baseline {path}: {exc}") from None
-        comparison = compare(report, base, max_drop or None, significance=out.significance)
+        base = _retargeted(report, base, out)
+        evidence = out.evidence_alpha is not None  # the evidence gate replaces McNemar
+        comparison = compare(report, base, max_drop or None,
+                             significance=None if evidence else out.significance)
         report["baseline"] = comparison.to_dict()
         lines.append("")
         lines.extend(format_comparison(comparison, spider_components=out.spider_table))
-        return comparison, not comparison.passed
+        return comparison, (not comparison.passed) | _evidence_gate(report, base, out, lines)
     elif out.max_drop:
         lines.append("error: --queryeval-max-drop needs --queryeval-baseline")
         out.problems.append("--queryeval-max-drop without --queryeval-baseline")
         return None, True
     return None, False
+
+
+def _evidence_gate(report: dict[str, Any], base: dict[str, Any], out: Outputs,
+                   lines: list[str]) -> bool:
+    """``--queryeval-gating=evidence``: the verdict of :func:`..baseline.evidence.decide`
+    into the report's ``evidence`` and the summary; whether it fails the run (FAIL, or
+    INCONCLUSIVE under ``--queryeval-inconclusive=fail``)."""
+    if out.evidence_alpha is None:
+        return False
+    from ..baseline.evidence import FAIL, INCONCLUSIVE, decide
+
+    decision = decide(report.get("cases") or [], base.get("cases") or [], out.evidence_alpha,
+                      budget=out.repeat_budget)
+    report["evidence"] = {**decision.to_dict(), "on_inconclusive": out.inconclusive}
+    out.verdict = decision.verdict
+    lines.append(decision.line())
+    lines.extend("  " + part.line() for part in decision.by_model.values())
+    return decision.verdict == FAIL or (decision.verdict == INCONCLUSIVE
+                                        and out.inconclusive == "fail")
+
+
+def _retargeted(report: dict[str, Any], base: dict[str, Any], out: Outputs) -> dict[str, Any]:
+    """The baseline as ``--queryeval-baseline-model`` pairs it with this run's models."""
+    if not out.baseline_models:
+        return base
+    from ..baseline.retarget import retarget
+
+    models = {None if c.get("model") is None else str(c.get("model"))
+              for c in report.get("cases") or []}
+    try:
+        return retarget(base, out.baseline_models, models)
+    except ValueError as exc:
+        raise QueryEvalError(str(exc)) from None
 
 
 def _write_baseline(report: dict[str, Any], out: Outputs, write: bool, why: list[str]
@@ -238,6 +287,23 @@ def _write_baseline(report: dict[str, Any], out: Outputs, write: bool, why: list
                 + ". Run the whole suite cleanly, or add --queryeval-force-baseline to write "
                   "it anyway.")
     return baseline_lines
+
+
+#: The exit status of a run whose evidence gate is INCONCLUSIVE (``--queryeval-inconclusive``
+#: status, the default): neither pytest's 0 nor its 1, so CI tells "not enough evidence" from
+#: a pass and a failure (pytest's own statuses are 0 to 5).
+INCONCLUSIVE_STATUS = 6
+
+
+def inconclusive_status(out: Outputs) -> bool:
+    """Whether the run ends with :data:`INCONCLUSIVE_STATUS` (when nothing else fails it)."""
+    return out.verdict == "INCONCLUSIVE" and out.inconclusive == "status"
+
+
+def exit_status(out: Outputs, status: int) -> int:
+    """The session's exit status once the run is concluded: an OK run whose evidence gate is
+    INCONCLUSIVE ends with :data:`INCONCLUSIVE_STATUS`."""
+    return INCONCLUSIVE_STATUS if inconclusive_status(out) and status == 0 else status
 
 
 def interrupt_reason(exc: BaseException | None) -> str:

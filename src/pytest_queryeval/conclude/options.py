@@ -36,6 +36,8 @@ class ReportOptions:
     force_baseline: bool
     max_drop: list[str]
     significance: str | None
+    #: ``--queryeval-baseline-model`` as given (``B`` or ``A=B``, repeatable).
+    baseline_model: list[str]
     #: ``--queryeval-gating`` (or its deprecated spelling ``--queryeval-verdict``).
     gating: str | None
     tags: bool
@@ -53,6 +55,7 @@ class ReportOptions:
             update_baseline=bool(ns.queryeval_update_baseline),
             force_baseline=bool(ns.queryeval_force_baseline),
             max_drop=list(ns.queryeval_max_drop), significance=ns.queryeval_significance,
+            baseline_model=list(getattr(ns, "queryeval_baseline_model", None) or []),
             gating=ns.queryeval_gating or ns.queryeval_verdict, tags=bool(ns.queryeval_tags),
             worst=ns.queryeval_worst, spider_table=bool(ns.queryeval_spider_table))
 
@@ -71,7 +74,21 @@ class ReportOptions:
         return check_options(
             catalog=catalog, invocation_dir=self.invocation_dir, max_drop=self.max_drop,
             baseline=self.baseline, needs=self.needs(), worst=self.worst,
-            outputs={f"--queryeval-{name}": value for name, value in self.files.items()})
+            outputs={f"--queryeval-{name}": value for name, value in self.files.items()},
+        ) + self.baseline_model_problems()
+
+    def baseline_model_problems(self) -> list[str]:
+        """``--queryeval-baseline-model``'s problems (it needs a baseline to read)."""
+        if not self.baseline_model:
+            return []
+        try:
+            self.baseline_models()
+        except ValueError as exc:
+            return [str(exc)]
+        if not self.baseline:
+            return ["--queryeval-baseline-model needs --queryeval-baseline (the report whose "
+                    "model's records are compared with)"]
+        return []
 
     def needs(self) -> list[tuple[str, str, str]]:
         """(option, module, pip extra): the optional dependency of each report file asked for
@@ -91,4 +108,11 @@ class ReportOptions:
             compare=bool(self.baseline), baseline_path=baseline_path,
             update_baseline=self.update_baseline, force_baseline=self.force_baseline,
             max_drop=list(self.max_drop), tags=self.tags, worst=self.worst,
-            spider_table=self.spider_table, significance=significance, display=display)
+            spider_table=self.spider_table, significance=significance, display=display,
+            baseline_models=self.baseline_models())
+
+    def baseline_models(self) -> dict[str, str]:
+        """``--queryeval-baseline-model`` read (checked before the run: a ValueError then)."""
+        from ..baseline.retarget import parse_baseline_models
+
+        return parse_baseline_models(self.baseline_model)

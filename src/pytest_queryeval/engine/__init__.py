@@ -41,6 +41,7 @@ from .steps import ask, failures_count_as_model, model_failure, record_usage
 from .steps import near_miss as _near_miss
 
 if TYPE_CHECKING:
+    from ..baseline.evidence import Budget
     from ..judge.run import JudgeSession
     from ..model import Kind
     from ..neighbours.check import Settings
@@ -129,6 +130,9 @@ class Evaluator:
         #: ``Runner.records_read``): without a reader, a kind leaves out the labels only a
         #: record shows that cost an import (SQL's ``sql_hardness`` by sqlglot, issue 53).
         self.labels_read = True
+        #: ``--queryeval-gating=evidence``: the adaptive repeats' budget
+        #: (:class:`..baseline.evidence.Budget`); None: each case runs its ``repeat:``.
+        self.budget: Budget | None = None
         quiet_library_logs()
 
     def _start_lookups(self) -> None:
@@ -571,12 +575,32 @@ def run_case(case: Case, evaluator: Evaluator) -> CaseOutcome:
         if runs == 1:
             return run_conversation(case, evaluator, kind)
         return combine(case, [run_conversation(case, evaluator, kind) for _ in range(runs)])
+    budget = evaluator.budget
+    if runs == 1 and budget is not None and not evaluator._fixed_prediction(case):
+        return _adaptive(case, evaluator, kind, budget)
     if runs == 1:
         outcome = _run_once(case, evaluator, kind, 0)
         if (evaluator.repeat_override or case.repeat) > 1:
             outcome.details["repeat"] = {"n": 1, "note": FIXED_NOTE}
         return outcome
     return combine(case, [_run_once(case, evaluator, kind, r) for r in range(runs)])
+
+
+def _adaptive(case: Case, evaluator: Evaluator, kind: Kind, budget: Budget) -> CaseOutcome:
+    """The case asked once, then again while the evidence gate's budget says its runs do
+    not settle it (:meth:`..baseline.evidence.Budget.again`); its runs combined as repeats
+    are (``details.repeat.adaptive``)."""
+    runs = [_run_once(case, evaluator, kind, 0)]
+    statuses = [runs[0].status]
+    while budget.again(case.id, statuses):
+        runs.append(_run_once(case, evaluator, kind, len(runs)))
+        statuses.append(runs[-1].status)
+    budget.finished(case.id, statuses)
+    if len(runs) == 1:
+        return runs[0]
+    outcome = combine(case, runs)
+    outcome.details["repeat"]["adaptive"] = True
+    return outcome
 
 
 def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> CaseOutcome:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._util.paths import display
-from ..conclude import Outputs, conclude
+from ..conclude import Outputs, conclude, exit_status
 from ..conclude.aggregate import evaluate_gates
 from ..errors import QueryEvalError
 from ..suite.config import Gate
@@ -256,6 +256,7 @@ class Controller:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if out.accepted and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
             session.exitstatus = pytest.ExitCode.OK  # a refresh records its failures as accepted
+        session.exitstatus = exit_status(out, session.exitstatus)  # INCONCLUSIVE: its own
         if out.outcome is not None:  # the last line: the outcome and why, as every report says
             lines.append(out.outcome.line)
 
@@ -420,6 +421,7 @@ class Controller:
             significance=self._significance(files) if self.options.report.baseline
             else None,
             display=lambda p: display(p, self.config.rootpath))
+        self.runner.evidence_outputs(out)  # --queryeval-gating=evidence
         self.outputs = out  # what was written, once conclude() wrote it
         return out
 

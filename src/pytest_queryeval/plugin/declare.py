@@ -81,6 +81,12 @@ def _add_prediction_options(add: AddOption) -> None:
     add("--queryeval-repeat", type=int, default=None, metavar="N",
         help="ask for N predictions per case (non-deterministic models) and score each; "
              "overrides the cases' repeat:")
+    add("--queryeval-repeat-budget", type=float, default=None, metavar="CALLS",
+        help="with --queryeval-gating=evidence: model calls per case on average that the "
+             "adaptive repeats may spend (default 1.5; 1 asks every case once)")
+    add("--queryeval-inconclusive", choices=("status", "fail", "pass"), default=None,
+        help="with --queryeval-gating=evidence: an INCONCLUSIVE verdict exits with status 6 "
+             "(status, the default), fails the run (fail: exit 1) or passes it (pass: exit 0)")
 
 
 def _add_judge_options(add: AddOption) -> None:

@@ -113,6 +113,10 @@ class RunOptions:
     #: ``--queryeval-predictions NAME=PATH`` repeated: the models a run compares (name ->
     #: predictions source, :func:`~..suite.models.cli_models`); empty otherwise.
     cli_models: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``--queryeval-repeat-budget``: calls per case the evidence gate's repeats may spend.
+    repeat_budget: float | None = None
+    #: ``--queryeval-inconclusive``: what an INCONCLUSIVE evidence gate does to the run.
+    inconclusive: str = "status"
 
     def baseline_path(self, suite: Path) -> Path:
         """The baseline file of a run whose suite lies in ``suite`` (see
@@ -176,7 +180,9 @@ class RunOptions:
                                         significance_ini))
         (neighbours, base), neighbour_problems = _neighbour_settings(config, report)
         options = replace(options, neighbours=neighbours, neighbour_base=base,
-                          prediction_cache=_cache_settings(config))
+                          prediction_cache=_cache_settings(config),
+                          repeat_budget=get("queryeval_repeat_budget"),
+                          inconclusive=get("queryeval_inconclusive") or "status")
         problems: list[str] = []
         if check:
             problems = neighbour_problems + options._problems(catalog(), config.inipath,
@@ -204,10 +210,14 @@ class RunOptions:
             significance_where=self.significance_where,
             outputs={f"--queryeval-{name}": value for name, value in report.files.items()},
             needs=report.needs(), worst=report.worst)
+        problems.extend(report.baseline_model_problems())
         if self.audit not in (None, "error", "warn"):
             problems.append(f"--queryeval-audit-golds={self.audit}: must be error or warn")
         if self.repeat is not None and self.repeat < 1:
             problems.append(f"--queryeval-repeat={self.repeat}: must be 1 or more")
+        if self.repeat_budget is not None and not 1 <= self.repeat_budget <= 100:
+            problems.append(f"--queryeval-repeat-budget={self.repeat_budget:g}: must be "
+                            "between 1 and 100 model calls per case")
         if shard:
             from ..suite.shard import parse_shard
 

@@ -47,6 +47,7 @@ from .options import RunOptions
 from .terminate import TermHandler, Terminated
 
 if TYPE_CHECKING:
+    from ..conclude import Outputs
     from .journal import Journal
 
 #: A name pytest takes as a marker (it refuses one starting with ``_``); another gets none.
@@ -309,6 +310,7 @@ class Runner:
         cases = self.evaluator.cases
         self.gc.after_collection(len(cases))  # items made after the last file
         self._load_verdicts()
+        self._adaptive_repeats(session)
         found = unmatched.find(self.config, self.evaluator, self.display)
         if found is not None and not self.worker:
             self.unmatched = found
@@ -345,7 +347,58 @@ class Runner:
                 path.exists() or not self.options.report.update_baseline) else None
         except QueryEvalError:  # reported before the run (usage error) and again at the end
             base = None
-        self.verdicts = Verdicts(mode, base)
+        models = self.options.report.baseline_models()
+        if base is not None and models:
+            from ..baseline.retarget import retarget
+
+            try:
+                base = retarget(base, models, {c.model for c in self.evaluator.cases})
+            except ValueError:  # reported at the end, where the comparison reads it
+                base = None
+        self.verdicts = Verdicts(mode, base, self.alpha())
+
+    def alpha(self) -> float:
+        """The evidence gate's alpha: ``--queryeval-significance``, else ini
+        ``queryeval_significance``, else 0.05 (each checked before the run)."""
+        from ..baseline.significance import parse_significance
+
+        for value, where in ((self.options.report.significance, "--queryeval-significance"),
+                             (self.options.significance_ini, "queryeval_significance")):
+            try:
+                alpha = parse_significance(value, where)
+            except ValueError:
+                alpha = None
+            if alpha is not None:
+                return alpha
+        return 0.05
+
+    def evidence_outputs(self, out: Outputs) -> None:
+        """``--queryeval-gating=evidence``: what the end of the run needs to conclude it (the
+        alpha, the budget, ``--queryeval-inconclusive``); read from the options, since the
+        xdist controller collects nothing."""
+        if self.options.gating != "evidence" or self.options.audit:
+            return
+        from ..baseline.evidence import DEFAULT_BUDGET
+
+        out.evidence_alpha = self.alpha()
+        out.repeat_budget = self.options.repeat_budget or DEFAULT_BUDGET
+        out.inconclusive = self.options.inconclusive
+
+    def _adaptive_repeats(self, session: pytest.Session) -> None:
+        """``--queryeval-gating=evidence``: the budget of the adaptive repeats
+        (:class:`..baseline.evidence.Budget`), over the cases this process may run (an xdist
+        worker's share of the run's budget is the budget divided by the workers)."""
+        verdicts = self.verdicts
+        if verdicts is None or verdicts.mode != "evidence" \
+                or self.options.report.update_baseline:
+            return
+        from ..baseline.evidence import DEFAULT_BUDGET, Budget
+
+        cases = sum(isinstance(item, QueryEvalItem) for item in session.items)
+        workers = int(getattr(self.config.option, "numprocesses", None) or 0) or 1
+        per_case = self.options.repeat_budget or DEFAULT_BUDGET
+        self.evaluator.budget = Budget(per_case, cases, verdicts.alpha, verdicts.histories,
+                                       share=1 / workers if self.worker else 1.0)
 
     # -- the run -----------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True, tryfirst=True)

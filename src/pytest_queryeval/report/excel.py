@@ -150,6 +150,8 @@ def _formats(wb: Workbook) -> Formats:
                                        "bg_color": "#C6EFCE"}),
         "title_failed": wb.add_format({"bold": True, "font_size": 13, "font_color": "#9C0006",
                                        "bg_color": "#FFC7CE"}),
+        "title_inconclusive": wb.add_format({"bold": True, "font_size": 13,
+                                             "font_color": "#7F6000", "bg_color": "#FFEB9C"}),
     }
 
 
@@ -664,7 +666,7 @@ def _outcome_sheet(wb: Workbook, fmt: Formats, report: Mapping[str, Any]) -> Non
 
     ws = wb.add_worksheet("Outcome")
     outcome = stated(report)
-    ws.write_string(0, 0, outcome.line, fmt["title_passed" if outcome.passed else "title_failed"])
+    ws.write_string(0, 0, outcome.line, fmt[f"title_{outcome.word}"])
     rows: list[tuple[str, str]] = [("outcome", outcome.word)]
     rows += [("cause", cause) for cause in outcome.causes]
     overall = (report.get("aggregates") or {}).get("overall") or {}

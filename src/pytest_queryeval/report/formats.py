@@ -17,7 +17,7 @@ from dataclasses import dataclass
 #: ``parser.addoption`` or ``ArgumentParser.add_argument``: the options are declared once for both.
 AddOption = Callable[..., object]
 
-GATING_MODES = ("strict", "baseline", "gates")
+GATING_MODES = ("strict", "baseline", "gates", "evidence")
 
 #: ``--queryeval-worst``'s default: the worst cases listed in the summary.
 WORST = 5
@@ -119,7 +119,9 @@ def add_report_options(add: AddOption, *, merge: bool = False) -> None:
         "what fails the session (ini queryeval_gating, default strict): strict, every "
         "case below its threshold; baseline, only cases that passed in "
         "--queryeval-baseline (known failures are xfailed); gates, only gates and the "
-        "baseline comparison (cases below threshold are xfailed)")
+        "baseline comparison (cases below threshold are xfailed); evidence, the evidence "
+        "gate: PASS, FAIL or INCONCLUSIVE from each case's baseline history, with adaptive "
+        "repeats (the way to gate a sampled model)")
     add("--queryeval-verdict", choices=GATING_MODES, default=None,
         help="deprecated spelling of --queryeval-gating")
     add("--queryeval-force-baseline", action="store_true",
@@ -132,6 +134,11 @@ def add_report_options(add: AddOption, *, merge: bool = False) -> None:
         "with --queryeval-baseline: a drop fails only when it is significant at ALPHA "
         "(exact McNemar on the pass/fail flips, paired bootstrap interval per metric); "
         "ini queryeval_significance, queryeval.yaml gates: {significance: ALPHA}")
+    add("--queryeval-baseline-model", action="append", default=[],
+        metavar="MODEL|CURRENT=MODEL",
+        help="compare with the baseline's records of MODEL instead of each model's own: "
+             "CURRENT=MODEL for one model of the run (a candidate against production), "
+             "MODEL alone for every model (repeatable)")
     add("--queryeval-tags", action="store_true", help="add a per-tag table to the summary")
     add("--queryeval-spider-table", action="store_true",
         help="print the official Spider evaluator's full exact/partial matching table")

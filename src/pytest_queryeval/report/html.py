@@ -82,6 +82,7 @@ border-bottom:1px solid var(--line);padding-bottom:4px}h3{font-size:15px;margin:
 .verdict{font-size:16px;font-weight:600;margin:8px 0}
 header{border-left:6px solid var(--line);padding-left:12px}
 header.passed{border-color:var(--ok)}header.failed{border-color:var(--bad)}
+header.inconclusive{border-color:#9a6700}.verdict.inconclusive{color:#9a6700}
 .counts{margin:4px 0}
 .ok{color:var(--ok)}.bad{color:var(--bad)}.muted{color:var(--muted)}
 table{border-collapse:collapse;margin:6px 0 12px}
@@ -211,7 +212,8 @@ def render_html(report: Mapping[str, Any], comparison: Comparison | None = None)
         f"<title>queryeval report: {outcome.word}</title>",
         f"<style>{STYLE}</style></head><body>",
         f'<header class="{outcome.word}"><h1>queryeval report</h1>',
-        _headline(outcome, overall, run, gates, comparison), "</header>",
+        _headline(outcome, overall, run, gates, comparison, report.get("evidence")),
+        "</header>",
     ]
     if gates:
         parts.append(_gates(gates))
@@ -264,7 +266,7 @@ def _denominators(agg: Mapping[str, Any]) -> str:
 
 
 def _headline(outcome: Outcome, overall: Mapping[str, Any], run: Mapping[str, Any],
-              gates: list[Any], cmp: Comparison | None) -> str:
+              gates: list[Any], cmp: Comparison | None, evidence: object = None) -> str:
     """The run's outcome in the words of the summary's last line (red when it failed), then
     the pass rate with its count, the gates and the baseline comparison, then the facts."""
     bits = [f'<span id="verdict-cases">{e(pass_rate_text(overall, _pct))}</span>']
@@ -275,7 +277,10 @@ def _headline(outcome: Outcome, overall: Mapping[str, Any], run: Mapping[str, An
     if cmp is not None:
         cls = ' class="bad"' if not cmp.passed else ""
         bits.append(f'<span{cls} id="verdict-baseline">{e(comparison_line(cmp))}</span>')
-    head = (f'<p class="verdict {"ok" if outcome.passed else "bad"}" id="outcome" '
+    if isinstance(evidence, Mapping) and evidence.get("line"):  # --queryeval-gating=evidence
+        bits.append(f'<span id="verdict-evidence">{e(str(evidence["line"]))}</span>')
+    tone = "inconclusive" if outcome.inconclusive else "ok" if outcome.passed else "bad"
+    head = (f'<p class="verdict {tone}" id="outcome" '
             f'data-outcome="{outcome.word}">{e(outcome.line)}</p>'
             f'<p class="counts">{" · ".join(bits)}</p>')
     facts = []
@@ -686,7 +691,7 @@ def _baseline(cmp: Comparison) -> str:
     out.append(delta_chart(overall))
     rows = [*(d for d in cmp.overall() if d.metric == PASS_RATE
               or not is_detail_metric(d.metric) or d.failed),
-            *(d for d in cmp.failures if d.scope != "overall")]
+            *cmp.extra_rows()]
     out.append('<table id="delta-table"><thead><tr><th>metric</th><th>scope</th>'
                "<th class=n>baseline</th><th class=n>current</th><th class=n>Δ</th>"
                "<th class=n>max drop</th>"

@@ -42,6 +42,12 @@ def properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
         add(("queryeval.outcome_line", str(run.get("outcome_line") or "")))
         for cause in run.get("causes") or []:
             add(("queryeval.cause", str(cause)))
+    evidence = report.get("evidence")
+    if isinstance(evidence, Mapping):  # --queryeval-gating=evidence: PASS, FAIL, INCONCLUSIVE
+        add(("queryeval.verdict", str(evidence.get("verdict"))))
+        add(("queryeval.verdict_line", str(evidence.get("line") or "")))
+        if evidence.get("min_detectable_drop") is not None:
+            add(("queryeval.min_detectable_drop", _sig(evidence["min_detectable_drop"])))
     overall = report["aggregates"]["overall"]
     add(("queryeval.cases", overall["count"]))
     if overall["pass_rate"] is not None:

@@ -98,7 +98,11 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     run: Mapping[str, Any] = report.get("run") or {}
     gates = list(report.get("gates") or [])
     outcome = stated(report, comparison)
-    out.extend([f"## {'✅' if outcome.passed else '❌'} {md(outcome.line)}", ""])
+    out.extend([f"## {outcome.mark} {md(outcome.line)}", ""])
+    evidence = report.get("evidence")
+    if isinstance(evidence, Mapping) and evidence.get("line") \
+            and str(evidence["line"]) not in outcome.line:  # --queryeval-gating=evidence
+        out.extend([f"**{md(str(evidence['line']))}**", ""])
     counts = [md(pass_rate_text(overall, _pct))]
     if gates:
         ok = sum(bool(g.get("passed")) for g in gates)
@@ -363,7 +367,7 @@ def _baseline(cmp: Comparison) -> list[str]:
     out.extend([note + ".", ""])
     rows = [d for d in cmp.overall()
             if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed]
-    rows += [d for d in cmp.failures if d.scope != "overall"]
+    rows += cmp.extra_rows()
     sig = cmp.significance is not None
     out.append(_row(["metric", "baseline", "current", "Δ", "max drop",
                      *([significance_header(cmp)] if sig else [])]))

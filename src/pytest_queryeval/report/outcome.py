@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._util.wording import plural, shortlist
-from ..baseline.verdicts import BELOW, KNOWN, REGRESSION
+from ..baseline.verdicts import BELOW, KNOWN, NOISE, REGRESSION
 
 if TYPE_CHECKING:
     from ..baseline.compare import Comparison
 
-PASSED, FAILED = "passed", "failed"
+PASSED, FAILED, INCONCLUSIVE = "passed", "failed", "inconclusive"
 #: The line of a session that failed on nothing the report records (a collection error, a
 #: plain test): pytest's own summary says what.
 OUTSIDE = "queryeval: FAILED outside the cases (see pytest's summary)"
@@ -34,11 +34,21 @@ class Outcome:
     passed: bool
     causes: tuple[str, ...] = ()
     line: str = "queryeval: PASSED"
+    #: The evidence gate left the run INCONCLUSIVE (``--queryeval-gating=evidence``): not
+    #: passed, and not failed either; no report shows it as a failure.
+    inconclusive: bool = False
 
     @property
     def word(self) -> str:
-        """``passed`` or ``failed``: the JSON report's ``run.outcome``."""
+        """``passed``, ``failed`` or ``inconclusive``: the JSON report's ``run.outcome``."""
+        if self.inconclusive:
+            return INCONCLUSIVE
         return PASSED if self.passed else FAILED
+
+    @property
+    def mark(self) -> str:
+        """The headline's mark in Markdown: a tick, a cross, or a question mark."""
+        return "❔" if self.inconclusive else "✅" if self.passed else "❌"
 
     def fields(self) -> dict[str, Any]:
         """The keys the JSON report's ``run`` holds."""
@@ -93,6 +103,11 @@ def causes_of(report: Mapping[str, Any], problems: Sequence[str] = (), *,
         if ids:
             causes.append(plural(len(ids), word) + _ids(ids))
     causes.extend(_gate_failure(g) for g in report.get("gates") or [] if not g.get("passed"))
+    evidence = report.get("evidence")
+    if isinstance(evidence, Mapping) and (evidence.get("verdict") == "FAIL" or (
+            evidence.get("verdict") == "INCONCLUSIVE"
+            and evidence.get("on_inconclusive") == "fail")):
+        causes.append(str(evidence.get("line") or f"evidence gate {evidence.get('verdict')}"))
     comparison = report.get("baseline")
     if isinstance(comparison, Mapping) and not comparison.get("passed", True):
         text = str(comparison.get("summary") or "baseline FAILED")
@@ -132,8 +147,14 @@ def run_outcome(report: Mapping[str, Any], *, failing: bool, problems: Sequence[
         return Outcome(False, tuple(causes), "queryeval: FAILED: " + "; ".join(causes) + written)
     if failing:
         return Outcome(False, ("outside the cases (see pytest's summary)",), OUTSIDE + written)
+    evidence = report.get("evidence")
+    if isinstance(evidence, Mapping) and evidence.get("verdict") == "INCONCLUSIVE" \
+            and evidence.get("on_inconclusive") != "pass":
+        return Outcome(False, (), "queryeval: INCONCLUSIVE: not enough evidence either way ("
+                       + str(evidence.get("line") or "evidence gate") + "); exit status 6"
+                       + written, inconclusive=True)
     cases = report.get("cases") or []
-    forgiven = [f"{n} {v}" for v in (KNOWN, BELOW)
+    forgiven = [f"{n} {v}" for v in (KNOWN, BELOW, NOISE)
                 if (n := sum(c.get("standing") == v for c in cases))]
     regressed = regressions(report, xfailed=True)  # gates mode: counted, the gates decided
     if regressed:
@@ -148,9 +169,11 @@ def stated(report: Mapping[str, Any], comparison: Comparison | None = None) -> O
     holds, with ``comparison`` (a :class:`~..baseline.compare.Comparison`) when the report has
     none, and its exit status."""
     run = report.get("run") or {}
-    if run.get("outcome") in (PASSED, FAILED) and isinstance(run.get("outcome_line"), str):
+    if run.get("outcome") in (PASSED, FAILED, INCONCLUSIVE) \
+            and isinstance(run.get("outcome_line"), str):
         return Outcome(run["outcome"] == PASSED,
-                       tuple(str(c) for c in run.get("causes") or ()), run["outcome_line"])
+                       tuple(str(c) for c in run.get("causes") or ()), run["outcome_line"],
+                       inconclusive=run["outcome"] == INCONCLUSIVE)
     view = report
     if comparison is not None and not isinstance(report.get("baseline"), Mapping):
         view = {**report, "baseline": comparison.to_dict()}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .._util.safetext import printable
 from .._util.wording import plural, shortlist
 from ..baseline.compare import EPSILON, Comparison, MetricDelta
-from ..baseline.verdicts import BELOW, FIXED, KNOWN, REGRESSION, judged_outcome
+from ..baseline.verdicts import BELOW, FIXED, KNOWN, NOISE, REGRESSION, judged_outcome
 from ..figures.by_turn import scored_turns
 from ..figures.columns import gated_metrics, is_detail_metric, is_spider_component
 from ..figures.numbers import num, seconds, signed, tokens, usd
@@ -286,15 +286,18 @@ def gating_lines(report: Mapping[str, Any], limit: int = 10, *,
         return []
     cases = report["cases"]
     groups = {v: [str(c["id"]) for c in cases if c.get("standing") == v]
-              for v in (KNOWN, BELOW, REGRESSION, FIXED)}
+              for v in (KNOWN, BELOW, REGRESSION, FIXED, NOISE)}
     counts = [f"{len(groups[KNOWN])} failing since baseline (xfailed)"] if mode == "baseline" else []
+    if mode == "evidence":  # the evidence gate decides: each failure weighed by its history
+        counts.append(f"{len(groups[NOISE])} {NOISE} (xfailed)")
     if groups[BELOW] or mode == "gates":
         counts.append(f"{len(groups[BELOW])} below threshold (xfailed)")
     if baseline or mode == "baseline":
         xfailed = sum(c.get("standing") == REGRESSION and c.get("outcome") == "xfailed"
                       for c in cases)  # gates mode: the gates decide
+        decide = "the evidence gate decides" if mode == "evidence" else "the gates decide"
         counts += [plural(len(groups[REGRESSION]), "regression")
-                   + (f" ({xfailed} xfailed: the gates decide)" if xfailed else ""),
+                   + (f" ({xfailed} xfailed: {decide})" if xfailed else ""),
                    f"{len(groups[FIXED])} fixed"]
     lines = [f"gating {mode}: " + ", ".join(counts)]
     for title, ids in (("REGRESSION", groups[REGRESSION]), ("fixed", groups[FIXED])):
@@ -586,7 +589,7 @@ def _delta_lines(cmp: Comparison, spider_components: bool) -> list[str]:
              if d.metric == PASS_RATE or not is_detail_metric(d.metric) or d.failed
              or (d.delta is not None and abs(d.delta) > EPSILON)]
     hidden = len(overall) - len(shown)
-    extra = [d for d in cmp.failures if d.scope != "overall"]
+    extra = cmp.extra_rows()
     rows = [(d.metric if d.scope == "overall" else f"{d.metric} ({d.label})", d)
             for d in [*shown, *extra]]
     width = max([len("metric"), *(len(name) for name, _ in rows)])

@@ -317,7 +317,7 @@ def _run(label: str, name: str, report: Mapping[str, object]) -> Run:
     return Run(label=_text(label, 300), file=_text(mask_url(name), 1000),
                model=_text(model, 300) if model else None,
                started=_text(run.get("started"), 40) or None,
-               outcome="passed" if outcome.passed else "failed",
+               outcome=outcome.word,  # passed, failed or inconclusive (the evidence gate)
                outcome_line=_text(outcome.line, 2000), pass_rate=_number(overall.get("pass_rate")),
                counts=counts, metrics=metrics, gates=gates)
 
