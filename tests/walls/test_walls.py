@@ -1,0 +1,252 @@
+"""The walls as a contract of the registry (issue 58 item 8): the shared hostile corpus
+(:mod:`.corpus`) runs against every registered datasource type, built-in or registered through
+``pytest_queryeval_source_types``, parametrized over the registry at collection, so a new type
+inherits these tests. Each category expects exactly what the type's ``walls`` declare: a wall
+it holds must hold (a breach fails), a wall it declares it cannot hold is an expected failure
+(strict: when the wall starts to hold, the declaration must say so), not run when running it
+could crash the run or change the shared data.
+
+Before: no type declared its walls; ``type: ladybug`` ran in the pytest process, where a list
+literal nested 3,000 deep killed the run with a segfault and ``WITH * LOAD FROM
+'/etc/passwd'`` returned the file, with nothing warning a suite that used it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import resource
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_queryeval.errors import QueryEvalError
+from pytest_queryeval.sources import SourceType, source_types
+from pytest_queryeval.sources.sqlguard import GUARD_TIMEOUT
+from pytest_queryeval.sources.walls import Walls
+
+from .corpus import CATEGORY_WALL, DAMAGING, IN_PROCESS_UNSAFE, families
+from .live import LIVE, NOT_LIVE, TIMEOUT, Live
+
+#: Seconds a hostile query may take to end: its timeout, the SQL guard's own parse deadline
+#: (a parse in a worker, killed at it), and a killed worker's restart or a graph's reload.
+LIMIT = TIMEOUT + GUARD_TIMEOUT + 5.0
+#: How much the pytest process may grow while a category runs.
+GROWTH = 256 * 1024 * 1024
+
+
+def registered(config: pytest.Config) -> dict[str, SourceType]:
+    """Every type of the registry: the built-in table and the hook's entries."""
+    out: dict[str, SourceType] = dict(source_types())
+    for result in reversed(config.hook.pytest_queryeval_source_types(config=config)):
+        for name, entry in (result or {}).items():
+            out[name] = entry if isinstance(entry, SourceType) else SourceType.inherit(entry)
+    return out
+
+
+def _marks(name: str, walls: Walls | None, category: str) -> list[pytest.MarkDecorator]:
+    if name not in LIVE:
+        return [pytest.mark.skip(reason=NOT_LIVE[name])] if name in NOT_LIVE else []
+    if walls is None:
+        return []  # fails: the type declares no walls
+    unmet = walls.unmet()
+    wall = CATEGORY_WALL[category]
+    in_process = "process" in unmet and category in IN_PROCESS_UNSAFE
+    if wall is not None and wall in unmet:
+        return [pytest.mark.xfail(strict=True, raises=AssertionError,
+                                  reason=f"declared: {wall}: {unmet[wall]}",
+                                  run=category not in DAMAGING and not in_process)]
+    if in_process:
+        return [pytest.mark.skip(reason=f"not run: it could crash or stall what runs the "
+                                        f"engine (declared: process: {unmet['process']})")]
+    return []
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    types = registered(metafunc.config)
+    if "category" in metafunc.fixturenames:
+        metafunc.parametrize(("type_name", "category"), [
+            pytest.param(name, category, marks=_marks(name, entry.walls, category),
+                         id=f"{name}-{category}")
+            for name, entry in sorted(types.items()) for category in CATEGORY_WALL])
+    elif "type_name" in metafunc.fixturenames:
+        metafunc.parametrize("type_name", sorted(types))
+
+
+@pytest.fixture(scope="module")
+def canary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A host file whose name and content carry a token, and a path never to be created."""
+    folder = tmp_path_factory.mktemp("canary")
+    token = f"canary{time.time_ns()}"  # in the content only: a reason may name the path
+    path = folder / "host-file.csv"
+    path.write_text(f'<http://example.org/{token}> <http://example.org/p> "{token}" .\n',
+                    encoding="utf-8")
+    return {"file": str(path), "dir": str(folder), "out": str(folder / "out-pwned"),
+            "token": token}
+
+
+_LIVES: dict[str, Live] = {}
+
+
+@pytest.fixture
+def live(type_name: str, request: pytest.FixtureRequest,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One instance per type for the module (built on first use, closed at its end)."""
+    if type_name not in LIVE:
+        pytest.fail(f"type {type_name!r} is registered but has no live instance in "
+                    "tests/walls/live.py LIVE and no reason in NOT_LIVE")
+    if type_name not in _LIVES:
+        _LIVES[type_name] = LIVE[type_name](request, tmp_path_factory.mktemp(type_name))
+    yield _LIVES[type_name]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _registry(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The hook's types registered as a run that uses them has them (this outer session's
+    plugin sleeps), and the live instances closed at the end."""
+    from pytest_queryeval.sources import register_type, unregister_type
+
+    added = [name for name in registered(request.config) if name not in source_types()]
+    for name in added:
+        register_type(name, registered(request.config)[name])
+    yield
+    for name in added:
+        unregister_type(name)
+    while _LIVES:
+        item = _LIVES.popitem()[1]
+        for close in item.cleanup:
+            with contextlib.suppress(Exception):
+                close()
+
+
+def _queries(live: Live, category: str, canary: dict[str, str]) -> list[str]:
+    return [q.replace("{file}", canary["file"]).replace("{dir}", canary["dir"])
+            .replace("{out}", canary["out"]) for q in families()[live.family][category]]
+
+
+def _run(live: Live, query: str, *, trusted: bool = False) -> tuple[str, Any, float]:
+    """``("result", table, seconds)`` or ``("error", reason, seconds)``; any other
+    exception is a breach (it would be a traceback in a user's run)."""
+    start = time.monotonic()
+    try:
+        table = live.source.execute(query, timeout=TIMEOUT, trusted=trusted)
+    except QueryEvalError as exc:
+        return "error", exc.reason(), time.monotonic() - start
+    return "result", table, time.monotonic() - start
+
+
+def _text(outcome: Any) -> str:
+    if isinstance(outcome, str):
+        return outcome
+    return json.dumps([outcome.columns, [list(r) for r in outcome.rows]], default=str)
+
+
+def _breaches(live: Live, category: str, queries: list[str], canary: dict[str, str],
+              trusted: bool) -> list[str]:
+    out = []
+    for query in queries:
+        kind, outcome, seconds = _run(live, query, trusted=trusted)
+        shown = query[:90]
+        if kind == "result" and category in ("writes", "engine_writes", "deep", "crash"):
+            out.append(f"{shown!r} answered {_text(outcome)[:200]}")
+        if kind == "error" and not outcome.split(":", 1)[-1].strip():
+            out.append(f"{shown!r} ended in an error without a reason")
+        if canary["token"] in _text(outcome):
+            out.append(f"{shown!r} showed the host file: {_text(outcome)[:200]}")
+        if Path(canary["out"]).exists():
+            out.append(f"{shown!r} created {canary['out']}")
+        if seconds > LIMIT:
+            out.append(f"{shown!r} ran {seconds:.1f} s, past the limit ({LIMIT:g} s)")
+    return out
+
+
+def _max_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def test_wall(type_name: str, category: str, live: Live, canary: dict[str, str],
+              monkeypatch: pytest.MonkeyPatch) -> None:
+    walls = source_types()[type_name].walls
+    assert walls is not None, f"type {type_name!r} declares no walls"
+    before, settings = live.state(), _settings(live)
+    trusted = category == "engine_writes"
+    if trusted and live.unguard is not None:
+        live.unguard(monkeypatch)
+    rss = _max_rss()
+    breaches = _breaches(live, category, _queries(live, category, canary), canary, trusted)
+    monkeypatch.undo()
+    if category == "huge_value" and _max_rss() - rss > GROWTH:
+        breaches.append(f"the pytest process grew by {(_max_rss() - rss) >> 20} MiB")
+    if category == "crash" and walls.holds("process"):
+        breaches += _runaway_elsewhere(live, type_name)
+    if live.honest is not None:
+        kind, outcome, _ = _run(live, live.honest)
+        if kind != "result" or [tuple(r) for r in outcome.rows] != live.answer:
+            breaches.append(f"the honest query after them: {_text(outcome)[:200]}")
+    if live.state() != before:
+        breaches.append("the data changed")
+    if _settings(live) != settings:
+        breaches.append(f"the settings changed: {settings} -> {_settings(live)}")
+    assert not breaches, "\n".join(breaches)
+
+
+def _settings(live: Live) -> object:
+    if live.settings is None:
+        return None
+    kind, outcome, _ = _run(live, live.settings, trusted=True)
+    return _text(outcome)
+
+
+def _runaway_elsewhere(live: Live, type_name: str) -> list[str]:
+    """The ``process`` wall: a runaway query burns no CPU of the pytest process."""
+    runaway = families()[live.family]["huge_range"][0]
+    cpu = time.process_time()
+    kind, outcome, seconds = _run(live, runaway)
+    used = time.process_time() - cpu
+    if used > 0.5 * max(seconds, TIMEOUT):
+        return [f"a runaway used {used:.1f} s of the pytest process's CPU in {seconds:.1f} s: "
+                f"it runs in this process ({_text(outcome)[:100]})"]
+    return []
+
+
+#: What an agent's ``run_query`` is given of the corpus: the categories every type must hold
+#: and those of the walls a type declares (the tool runs a query as a prediction does).
+AGENT_CATEGORIES = ("writes", "config", "files")
+
+
+def test_agent_run_query(type_name: str, live: Live, canary: dict[str, str]) -> None:
+    """The corpus through an agent's ``run_query`` tool (``predict/agent.py``), as a model's
+    tool call sends it: every answer is the tool's text, the data and settings unchanged."""
+    from pytest_queryeval.predict.agent import AgentLoop, agent_spec
+    from tests.support import make_case
+
+    walls = source_types()[type_name].walls
+    assert walls is not None, f"type {type_name!r} declares no walls"
+    spec = agent_spec({"tools": ["get_schema", "run_query"]})
+    assert spec is not None
+    case = make_case(source_spec={"type": type_name}, datasource="walls")
+
+    class Context:
+        def source(self, case: object) -> Any:
+            return live.source
+
+    loop = AgentLoop(spec, case, Context(), lambda *a, **k: (b"", 0.0, {}),  # type: ignore[arg-type]
+                     "stand-in: no model is asked")
+    before, settings = live.state(), _settings(live)
+    breaches = []
+    for category in AGENT_CATEGORIES:
+        if category == "files" and not walls.holds("file_access"):
+            continue  # declared: the expected failure is test_wall's
+        for query in _queries(live, category, canary):
+            text = loop._serve("run_query", json.dumps({"query": query}))
+            if category == "writes" and not text.startswith("error: "):
+                breaches.append(f"{query[:90]!r} answered {text[:200]}")
+            if canary["token"] in text or Path(canary["out"]).exists():
+                breaches.append(f"{query[:90]!r} reached the host file: {text[:200]}")
+    assert loop.used.queries, "the tool ran nothing"
+    assert live.state() == before, "the data changed"
+    assert _settings(live) == settings, "the settings changed"
+    assert not breaches, "\n".join(breaches)
