@@ -24,56 +24,18 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.errors import QueryEvalError
-from pytest_queryeval.sources import SourceType, source_types
+from pytest_queryeval.sources import source_types
 from pytest_queryeval.sources.sqlguard import GUARD_TIMEOUT
-from pytest_queryeval.sources.walls import Walls
 
-from .corpus import CATEGORY_WALL, DAMAGING, IN_PROCESS_UNSAFE, families
-from .live import LIVE, NOT_LIVE, TIMEOUT, Live
+from .conftest import registered
+from .corpus import families
+from .live import LIVE, TIMEOUT, Live
 
 #: Seconds a hostile query may take to end: its timeout, the SQL guard's own parse deadline
 #: (a parse in a worker, killed at it), and a killed worker's restart or a graph's reload.
 LIMIT = TIMEOUT + GUARD_TIMEOUT + 5.0
 #: How much the pytest process may grow while a category runs.
 GROWTH = 256 * 1024 * 1024
-
-
-def registered(config: pytest.Config) -> dict[str, SourceType]:
-    """Every type of the registry: the built-in table and the hook's entries."""
-    out: dict[str, SourceType] = dict(source_types())
-    for result in reversed(config.hook.pytest_queryeval_source_types(config=config)):
-        for name, entry in (result or {}).items():
-            out[name] = entry if isinstance(entry, SourceType) else SourceType.inherit(entry)
-    return out
-
-
-def _marks(name: str, walls: Walls | None, category: str) -> list[pytest.MarkDecorator]:
-    if name not in LIVE:
-        return [pytest.mark.skip(reason=NOT_LIVE[name])] if name in NOT_LIVE else []
-    if walls is None:
-        return []  # fails: the type declares no walls
-    unmet = walls.unmet()
-    wall = CATEGORY_WALL[category]
-    in_process = "process" in unmet and category in IN_PROCESS_UNSAFE
-    if wall is not None and wall in unmet:
-        return [pytest.mark.xfail(strict=True, raises=AssertionError,
-                                  reason=f"declared: {wall}: {unmet[wall]}",
-                                  run=category not in DAMAGING and not in_process)]
-    if in_process:
-        return [pytest.mark.skip(reason=f"not run: it could crash or stall what runs the "
-                                        f"engine (declared: process: {unmet['process']})")]
-    return []
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    types = registered(metafunc.config)
-    if "category" in metafunc.fixturenames:
-        metafunc.parametrize(("type_name", "category"), [
-            pytest.param(name, category, marks=_marks(name, entry.walls, category),
-                         id=f"{name}-{category}")
-            for name, entry in sorted(types.items()) for category in CATEGORY_WALL])
-    elif "type_name" in metafunc.fixturenames:
-        metafunc.parametrize("type_name", sorted(types))
 
 
 @pytest.fixture(scope="module")
@@ -93,14 +55,14 @@ _LIVES: dict[str, Live] = {}
 
 @pytest.fixture
 def live(type_name: str, request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+         tmp_path_factory: pytest.TempPathFactory) -> Live:
     """One instance per type for the module (built on first use, closed at its end)."""
     if type_name not in LIVE:
         pytest.fail(f"type {type_name!r} is registered but has no live instance in "
                     "tests/walls/live.py LIVE and no reason in NOT_LIVE")
     if type_name not in _LIVES:
         _LIVES[type_name] = LIVE[type_name](request, tmp_path_factory.mktemp(type_name))
-    yield _LIVES[type_name]
+    return _LIVES[type_name]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -196,7 +158,7 @@ def test_wall(type_name: str, category: str, live: Live, canary: dict[str, str],
 def _settings(live: Live) -> object:
     if live.settings is None:
         return None
-    kind, outcome, _ = _run(live, live.settings, trusted=True)
+    _, outcome, _ = _run(live, live.settings, trusted=True)
     return _text(outcome)
 
 
@@ -204,7 +166,7 @@ def _runaway_elsewhere(live: Live, type_name: str) -> list[str]:
     """The ``process`` wall: a runaway query burns no CPU of the pytest process."""
     runaway = families()[live.family]["huge_range"][0]
     cpu = time.process_time()
-    kind, outcome, seconds = _run(live, runaway)
+    _, outcome, seconds = _run(live, runaway)
     used = time.process_time() - cpu
     if used > 0.5 * max(seconds, TIMEOUT):
         return [f"a runaway used {used:.1f} s of the pytest process's CPU in {seconds:.1f} s: "

@@ -90,6 +90,5 @@ def open_walls(datasources: Iterable[tuple[str, Mapping[str, object]]]) -> list[
         seen.add(name)
         for wall, why in walls.of_spec(spec).unmet().items():
             out.append(f"datasource {name!r} (type: {type_name}) does not hold the wall "
-                       f"{wall} ({MEANINGS[wall].split(':')[0]}): {why} "
-                       "(docs/architecture.md, \"The walls\")")
+                       f"{wall} ({MEANINGS[wall].split(':')[0]}): {why}")
     return out
