@@ -9,7 +9,7 @@ from pytest_queryeval.sources import SourceType, source_types
 from pytest_queryeval.sources.walls import Walls
 
 from .corpus import CATEGORY_WALL, DAMAGING, IN_PROCESS_UNSAFE
-from .live import LIVE, NOT_LIVE
+from .live import LIVE, NOT_LIVE, SERVER_MARKS
 
 
 def registered(config: pytest.Config) -> dict[str, SourceType]:
@@ -21,7 +21,15 @@ def registered(config: pytest.Config) -> dict[str, SourceType]:
     return out
 
 
+def _server(name: str) -> list[pytest.MarkDecorator]:
+    return [getattr(pytest.mark, SERVER_MARKS[name])] if name in SERVER_MARKS else []
+
+
 def _marks(name: str, walls: Walls | None, category: str) -> list[pytest.MarkDecorator]:
+    return _server(name) + _wall_marks(name, walls, category)
+
+
+def _wall_marks(name: str, walls: Walls | None, category: str) -> list[pytest.MarkDecorator]:
     if name not in LIVE:
         return [pytest.mark.skip(reason=NOT_LIVE[name])] if name in NOT_LIVE else []
     if walls is None:
@@ -48,6 +56,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             for name, entry in sorted(types.items()) for category in CATEGORY_WALL])
     elif "type_name" in metafunc.fixturenames:
         metafunc.parametrize("type_name", [
-            pytest.param(name, marks=[pytest.mark.skip(reason=NOT_LIVE[name])]
-                         if "live" in metafunc.fixturenames and name in NOT_LIVE else [])
+            pytest.param(name, marks=([pytest.mark.skip(reason=NOT_LIVE[name])]
+                                      if name in NOT_LIVE else []) + _server(name))
+            if "live" in metafunc.fixturenames else name
             for name in sorted(types)])

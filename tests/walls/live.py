@@ -163,6 +163,10 @@ LIVE: dict[str, Callable[[pytest.FixtureRequest, Path], Live]] = {
     "ladybug": ladybug, "bolt": bolt,
 }
 
+#: The markers of the server fixtures a type's live instance starts (``-m "not postgres"``
+#: deselects it with the other tests of that server).
+SERVER_MARKS: dict[str, str] = {"sqlalchemy": "postgres", "sparql": "oxigraph"}
+
 #: Registered types no live instance can be built of here, with why: the corpus reports them
 #: skipped with this reason (a type in neither table fails).
 NOT_LIVE: dict[str, str] = {}

@@ -115,3 +115,32 @@ def test_a_suite_on_types_that_hold_every_wall_is_not_warned(pytester: pytest.Py
     result, report = run_report(pytester, "-W", "error::pytest_queryeval.errors.QueryEvalWarning")
     assert report.outcomes == {"genres": "passed"}
     assert "does not hold the wall" not in result.stdout.str()
+
+
+def test_a_type_registered_through_the_hook_is_in_the_corpus(
+        request: pytest.FixtureRequest) -> None:
+    """A plugin's type is parametrized like a built-in one: derived from DuckDB, it inherits
+    DuckDB's walls, and with no live instance and no reason its corpus tests fail, naming the
+    tables to fill (``live`` fixture), rather than being skipped."""
+    from pytest_queryeval.sources import SourceType
+    from pytest_queryeval.sources.duckdb import DuckdbSource
+
+    from .conftest import _wall_marks
+
+    class CsvDirSource(DuckdbSource):
+        pass
+
+    class Plugin:
+        @pytest.hookimpl
+        def pytest_queryeval_source_types(self, config: pytest.Config) -> dict[str, object]:
+            return {"csvdir": CsvDirSource}
+
+    plugin = Plugin()
+    request.config.pluginmanager.register(plugin, "walls-csvdir")
+    try:
+        entry = registered(request.config)["csvdir"]
+    finally:
+        request.config.pluginmanager.unregister(plugin)
+    assert isinstance(entry, SourceType) and entry.walls == Walls()
+    assert "csvdir" not in LIVE and "csvdir" not in NOT_LIVE
+    assert _wall_marks("csvdir", entry.walls, "files") == []
