@@ -26,6 +26,7 @@ import pytest
 from pytest_queryeval.errors import QueryEvalError
 from pytest_queryeval.sources import source_types
 from pytest_queryeval.sources.sqlguard import GUARD_TIMEOUT
+from pytest_queryeval.sources.walls import Walls
 
 from .conftest import registered
 from .corpus import families
@@ -174,20 +175,39 @@ def _runaway_elsewhere(live: Live, type_name: str) -> list[str]:
     return []
 
 
-#: What an agent's ``run_query`` is given of the corpus: the categories every type must hold
-#: and those of the walls a type declares (the tool runs a query as a prediction does).
+#: What the agent's tools are given of the corpus: the categories every type must hold and
+#: the host files where the type declares that wall (a tool runs a query as a prediction does).
 AGENT_CATEGORIES = ("writes", "config", "files")
 
 
-def test_agent_run_query(type_name: str, live: Live, canary: dict[str, str]) -> None:
-    """The corpus through an agent's ``run_query`` tool (``predict/agent.py``), as a model's
-    tool call sends it: every answer is the tool's text, the data and settings unchanged."""
+def _tool_calls(live: Live, walls: Walls, canary: dict[str, str]) -> list[tuple[str, str, str]]:
+    """``(category, tool, arguments)``: each query to ``run_query``, and as the table name of
+    the tools that take one (with a limit far past any cap)."""
+    from pytest_queryeval.predict.agent import AGENT_TOOLS, FINAL_TOOLS
+
+    calls = []
+    for category in AGENT_CATEGORIES:
+        if category == "files" and not walls.holds("file_access"):
+            continue  # declared: the expected failure is test_wall's
+        for query in _queries(live, category, canary):
+            for tool in (t for t in AGENT_TOOLS if t not in FINAL_TOOLS):
+                args = {"query": query} if tool == "run_query" else {"table": query,
+                                                                    "limit": 10 ** 12}
+                calls.append((category, tool, json.dumps(args)))
+    return calls
+
+
+def test_agent_tools(type_name: str, live: Live, canary: dict[str, str]) -> None:
+    """The corpus through every tool of an agent (``predict/agent.py``: ``get_schema``,
+    ``sample_rows``, ``run_query``), as a model's tool call sends it: every answer is the
+    tool's text (an error too), a write never runs, a host file never shows, the data and the
+    settings are unchanged."""
     from pytest_queryeval.predict.agent import AgentLoop, agent_spec
     from tests.support import make_case
 
     walls = source_types()[type_name].walls
     assert walls is not None, f"type {type_name!r} declares no walls"
-    spec = agent_spec({"tools": ["get_schema", "run_query"]})
+    spec = agent_spec({"tools": ["get_schema", "sample_rows", "run_query"]})
     assert spec is not None
     case = make_case(source_spec={"type": type_name}, datasource="walls")
 
@@ -199,16 +219,14 @@ def test_agent_run_query(type_name: str, live: Live, canary: dict[str, str]) -> 
                      "stand-in: no model is asked")
     before, settings = live.state(), _settings(live)
     breaches = []
-    for category in AGENT_CATEGORIES:
-        if category == "files" and not walls.holds("file_access"):
-            continue  # declared: the expected failure is test_wall's
-        for query in _queries(live, category, canary):
-            text = loop._serve("run_query", json.dumps({"query": query}))
-            if category == "writes" and not text.startswith("error: "):
-                breaches.append(f"{query[:90]!r} answered {text[:200]}")
-            if canary["token"] in text or Path(canary["out"]).exists():
-                breaches.append(f"{query[:90]!r} reached the host file: {text[:200]}")
-    assert loop.used.queries, "the tool ran nothing"
+    for category, tool, arguments in _tool_calls(live, walls, canary):
+        text = loop._serve(tool, arguments)
+        shown = f"{tool}({arguments[:90]})"
+        if category == "writes" and tool == "run_query" and not text.startswith("error: "):
+            breaches.append(f"{shown} answered {text[:200]}")
+        if canary["token"] in text or Path(canary["out"]).exists():
+            breaches.append(f"{shown} reached the host file: {text[:200]}")
+    assert loop.used.queries, "the tools ran nothing"
     assert live.state() == before, "the data changed"
     assert _settings(live) == settings, "the settings changed"
     assert not breaches, "\n".join(breaches)
