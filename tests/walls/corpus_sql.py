@@ -59,6 +59,7 @@ SQL: dict[str, list[str]] = {
     ],
     "huge_value": [
         "SELECT length(zeroblob(2000000000))",
+        "SELECT length(group_concat(hex(zeroblob(1000000)))) FROM Genre a, Genre b",
         "SELECT length(repeat('x', 2000000000))",
         "SELECT length(string_agg(repeat('x', 1000000), '')) FROM generate_series(1, 3000)",
     ],

@@ -181,19 +181,21 @@ AGENT_CATEGORIES = ("writes", "config", "files")
 
 
 def _tool_calls(live: Live, walls: Walls, canary: dict[str, str]) -> list[tuple[str, str, str]]:
-    """``(category, tool, arguments)``: each query to ``run_query``, and as the table name of
-    the tools that take one (with a limit far past any cap)."""
+    """``(category, tool, arguments)``: each query to ``run_query``; the writes, the host
+    file's path and a path out of the folder as the table name of the tools that take one
+    (with a limit far past any cap)."""
     from pytest_queryeval.predict.agent import AGENT_TOOLS, FINAL_TOOLS
 
     calls = []
     for category in AGENT_CATEGORIES:
         if category == "files" and not walls.holds("file_access"):
             continue  # declared: the expected failure is test_wall's
-        for query in _queries(live, category, canary):
-            for tool in (t for t in AGENT_TOOLS if t not in FINAL_TOOLS):
-                args = {"query": query} if tool == "run_query" else {"table": query,
-                                                                    "limit": 10 ** 12}
-                calls.append((category, tool, json.dumps(args)))
+        calls += [(category, "run_query", json.dumps({"query": query}))
+                  for query in _queries(live, category, canary)]
+    tables = [*_queries(live, "writes", canary), canary["file"], "../" * 12 + "etc/passwd"]
+    for tool in (t for t in AGENT_TOOLS if t not in FINAL_TOOLS and t != "run_query"):
+        calls += [("tables", tool, json.dumps({"table": table, "limit": 10 ** 12}))
+                  for table in tables]
     return calls
 
 
