@@ -74,8 +74,12 @@ def test_isolation_thread_gives_up_the_process_and_its_memory_cap() -> None:
     found = open_walls([("chinook", {"type": "sqlite", "isolation": "thread"}),
                         ("chinook", {"type": "sqlite", "isolation": "thread"}),
                         ("other", {"type": "sqlite"})])
-    assert [m.split(" (", 2)[0] + " " + m.split("wall ")[1].split(" ")[0] for m in found] == [
-        "datasource 'chinook' process", "datasource 'chinook' memory_bound"]
+    assert [f.message for f in found] == [
+        "datasources.chinook.isolation: a sqlite datasource does not hold the wall process (a "
+        "process of its own): isolation: thread runs queries in the pytest process",
+        "datasources.chinook.isolation: a sqlite datasource does not hold the wall "
+        "memory_bound (a memory bound): isolation: thread runs queries in the pytest process"]
+    assert {(f.file, f.line) for f in found} == {(None, None)}  # written in no queryeval.yaml
 
 
 def _ladybug_suite(root: Path) -> None:
@@ -98,11 +102,14 @@ def test_a_suite_on_a_type_that_cannot_hold_a_wall_is_warned(pytester: pytest.Py
     result, report = run_report(pytester, "-n", "2")
     assert report.outcomes == {"people": "passed", "genres": "passed"}
     out = result.stdout.str()
+    config = (pytester.path / "queryeval.yaml").read_text(encoding="utf-8").splitlines()
+    line = next(n for n, text in enumerate(config, 1) if "ladybug" in text)
     for wall in ("process", "file_access", "time_limit", "memory_bound"):
-        line = f"QueryEvalWarning: datasource 'movies' (type: ladybug) does not hold the wall {wall}"
-        assert line in out, f"no warning for {wall}:\n{out}"
-    assert "does not hold the wall read_only" not in out
-    assert "'chinook'" not in out  # sqlite holds every wall
+        said = (f"queryeval.yaml:{line}: QueryEvalWarning: datasources.movies.type: a ladybug "
+                f"datasource does not hold the wall {wall}")
+        assert said in out, f"no warning for {wall}:\n{out}"
+    assert "the wall read_only" not in out
+    assert "datasources.chinook" not in out  # sqlite holds every wall
 
 
 def test_a_suite_on_types_that_hold_every_wall_is_not_warned(pytester: pytest.Pytester) -> None:

@@ -433,9 +433,13 @@ def _warn_open_walls(items: list[pytest.Item]) -> None:
 
     used = [(item.case.datasource or "default", item.case.source_spec) for item in items
             if isinstance(item, QueryEvalItem) and item.case.source_spec is not None]
-    for message in open_walls(used):
+    for found in open_walls(used):
         with contextlib.suppress(Warning):  # -W error: a report, not a crash of collection
-            warnings.warn(QueryEvalWarning(message), stacklevel=2)
+            if found.file is None:
+                warnings.warn(QueryEvalWarning(found.message), stacklevel=2)
+            else:  # shown at the queryeval.yaml line that chose the type
+                warnings.warn_explicit(QueryEvalWarning(found.message), QueryEvalWarning,
+                                       found.file, found.line or 0)
 
 
 def _writable_roles(items: list[pytest.Item]) -> list[str]:

@@ -44,3 +44,14 @@ def locate_datasource(exc: ConfigError, name: str, spec: Mapping[str, object]) -
     if len(parts) > 2 and parts[0] == "datasources" and parts[1] == name:
         line = key_lines.get(parts[2], line)
     return ConfigError(exc.message, file, line, exc.key)
+
+
+def defined_at(name: str, spec: Mapping[str, object], key: str) -> tuple[str, int] | None:
+    """The file and line where datasource ``name``'s ``key`` was written (that of the
+    datasource when the key was not written there); None when ``spec`` came from no
+    ``queryeval.yaml``."""
+    found = _DEFINED.get(_spec_key(name, spec))
+    if found is None:
+        return None
+    file, line, key_lines = found
+    return file, key_lines.get(key, line)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 #: ``True`` (the wall holds) or why it does not (a text starting with :data:`CANNOT`).
 Wall = Literal[True] | str
@@ -33,6 +33,13 @@ MEANINGS: dict[str, str] = {
                   "literal or a huge range ends as the case's error within it",
     "memory_bound": "the memory a query may take is bounded (a huge value ends as the case's "
                     "error, the pytest process does not grow)",
+}
+
+#: Each wall in a few words, as a warning names it.
+TITLES: dict[str, str] = {
+    "process": "a process of its own", "read_only": "a read-only engine",
+    "file_access": "no host file access", "time_limit": "a time limit that covers parsing",
+    "memory_bound": "a memory bound",
 }
 
 #: What ``isolation: thread`` gives up, for the types that take the key.
@@ -75,12 +82,24 @@ class Walls:
         return replace(self, process=THREAD, memory_bound=THREAD)
 
 
-def open_walls(datasources: Iterable[tuple[str, Mapping[str, object]]]) -> list[str]:
-    """One message per datasource and wall its type declares it cannot hold, for the
-    datasources a run's cases use (``(name, spec)``, each named once)."""
-    from . import source_type
+class OpenWall(NamedTuple):
+    """A wall a datasource of the run does not hold: the warning (naming the key), and where
+    that ``type`` (or ``isolation``) was written, where pytest shows it (None: not in a
+    ``queryeval.yaml``)."""
 
-    out: list[str] = []
+    message: str
+    file: str | None
+    line: int | None
+
+
+def open_walls(datasources: Iterable[tuple[str, Mapping[str, object]]]) -> list[OpenWall]:
+    """One warning per datasource and wall its type declares it cannot hold, for the
+    datasources a run's cases use (``(name, spec)``; each datasource is named once), located
+    at the key that gives the wall up."""
+    from . import source_type
+    from .defined import defined_at
+
+    out: list[OpenWall] = []
     seen: set[str] = set()
     for name, spec in datasources:
         type_name = spec.get("type")
@@ -89,6 +108,9 @@ def open_walls(datasources: Iterable[tuple[str, Mapping[str, object]]]) -> list[
             continue
         seen.add(name)
         for wall, why in walls.of_spec(spec).unmet().items():
-            out.append(f"datasource {name!r} (type: {type_name}) does not hold the wall "
-                       f"{wall} ({MEANINGS[wall].split(':')[0]}): {why}")
+            key = "isolation" if why == THREAD[len(CANNOT):] else "type"
+            at = defined_at(name, spec, key)
+            out.append(OpenWall(
+                f"datasources.{name}.{key}: a {type_name} datasource does not hold the wall "
+                f"{wall} ({TITLES[wall]}): {why}", *(at or (None, None))))
     return out
