@@ -74,7 +74,8 @@ def pytest_queryeval_source_types(config: pytest.Config,
     """Register datasource types: ``{type name: entry}``, an entry being a
     :class:`pytest_queryeval.sources.SourceType` (its class, the keys its spec takes, and the
     capabilities the plugin relies on: dialect, warm-up, ``{schema}``, ``writable:``/``now:``,
-    the counterexample search, tasks, ...), as the built-in types are declared. A bare class
+    the counterexample search, tasks, its ``walls`` against a hostile query, ...), as the
+    built-in types are declared. A bare class
     (or :meth:`SourceType.inherit`) takes the entry of the nearest registered base class with
     its own class: a source derived from ``SqliteSource`` is a SQLite source in every respect
     it does not change. The spec's keys are checked against the entry's ``keys`` (a typo is an

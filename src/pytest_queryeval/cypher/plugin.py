@@ -23,9 +23,30 @@ def pytest_queryeval_kinds(config: pytest.Config) -> Mapping[str, str]:
 
 
 def pytest_queryeval_source_types(config: pytest.Config) -> Mapping[str, SourceType]:
-    from ..sources import SourceType
+    from ..sources import SourceType, Walls
     from . import bolt, source
 
     return {source.TYPE: SourceType("pytest_queryeval.cypher.source:LadybugSource", source.KEYS,
-                                   ddl=True),
-            bolt.TYPE: SourceType("pytest_queryeval.cypher.bolt:BoltSource", bolt.KEYS)}
+                                   ddl=True, walls=Walls(**LADYBUG_WALLS)),
+            bolt.TYPE: SourceType("pytest_queryeval.cypher.bolt:BoltSource", bolt.KEYS,
+                                  walls=Walls(**BOLT_WALLS))}
+
+
+#: What an embedded ladybug graph holds (docs/cypher.md, "The walls"): it runs in a sandbox
+#: worker (cypher/worker.py) that confines itself with Landlock to the database file, opens the
+#: graph read-only, plans a prediction before it runs it, is killed 1 s past the case's timeout
+#: (parsing included) and past its resident-memory bound; a crash is that query's error.
+LADYBUG_WALLS = dict(process=True, read_only=True, file_access=True, time_limit=True,
+                     memory_bound=True)
+
+#: What a Bolt server holds (docs/cypher.md, "The walls"): the plugin bounds the exchange's
+#: time; whether the engine refuses writes, or survives a query, is the server's.
+BOLT_WALLS = dict(
+    process="cannot: the server is its own process, but a query that crashes it (FalkorDB "
+            "4.16: parentheses nested 100,000 deep) takes it down for every later case, and "
+            "nothing restarts it",
+    read_only="cannot: whether the server refuses a write is the server's (Neo4j refuses one "
+              "in a READ session; FalkorDB's Bolt listener honours neither the access mode "
+              "nor the rollback): the lexical guard is the layer that holds on any server",
+    memory_bound="cannot: rows are capped (max_rows), not their size: one huge value is "
+                 "received whole")

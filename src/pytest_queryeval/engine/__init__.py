@@ -626,7 +626,8 @@ def _located(case: Case, exc: QueryEvalError) -> str:
         from ..sources.defined import defined_at
 
         name = case.datasource or "default"
-        where = defined_at(name, spec)
+        found = defined_at(name, spec)
+        where = None if found is None else f"{found[0]}:{found[1]}"
         if where is not None and where not in reason:
             return f"{reason} (datasources.{name} at {where})"
     return reason

@@ -19,6 +19,7 @@ import contextlib
 import functools
 import re
 import sys
+import warnings
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from .._util.gcpolicy import FreezePolicy
 from .._util.paths import display
 from ..baseline.verdicts import Verdicts
 from ..engine import Evaluator, Hooks
-from ..errors import QueryEvalError
+from ..errors import QueryEvalError, QueryEvalWarning
 from ..report.records import CaseRecord, final_outcome
 from ..suite.checks import (
     MetricCatalog,
@@ -234,6 +235,7 @@ class Runner:
         warn_kept_nowhere([*(i.case.prediction_source for i in items if isinstance(
             i, QueryEvalItem)), *(s for c in suites for s in (c.predictions, *c.models.values()))],
             self.evaluator)
+        _warn_open_walls(items)
         if self.options.shard is not None:
             self._keep_shard(items)
         if self.options.resume is not None:
@@ -485,6 +487,23 @@ class Runner:
         SIGTERM to the handler it had before."""
         self.gc.release()
         self.term.restore()
+
+
+def _warn_open_walls(items: list[pytest.Item]) -> None:
+    """A warning per datasource of the collected cases and wall its type declares it cannot
+    hold (:func:`..sources.walls.open_walls`): a suite on such a type is told, once, at
+    collection, where pytest shows it."""
+    from ..sources.walls import open_walls
+
+    used = [(item.case.datasource or "default", item.case.source_spec) for item in items
+            if isinstance(item, QueryEvalItem) and item.case.source_spec is not None]
+    for found in open_walls(used):
+        with contextlib.suppress(Warning):  # -W error: a report, not a crash of collection
+            if found.file is None:
+                warnings.warn(QueryEvalWarning(found.message), stacklevel=2)
+            else:  # shown at the queryeval.yaml line that chose the type
+                warnings.warn_explicit(QueryEvalWarning(found.message), QueryEvalWarning,
+                                       found.file, found.line or 0)
 
 
 def _writable_roles(items: list[pytest.Item]) -> list[str]:

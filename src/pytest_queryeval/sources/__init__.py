@@ -29,8 +29,9 @@ from typing import Any, cast
 from ..errors import ConfigError
 from .base import DataSource, check_keys, declared
 from .defined import locate_datasource
+from .walls import Walls
 
-__all__ = ["PLUGIN_KEYS", "SOURCE_TYPES", "UNKNOWN", "DataSource", "SourceType",
+__all__ = ["PLUGIN_KEYS", "SOURCE_TYPES", "UNKNOWN", "DataSource", "SourceType", "Walls",
            "locate_datasource", "open_source", "register_type", "source_type", "source_types",
            "unregister_type"]
 
@@ -105,6 +106,9 @@ class SourceType:
     #: Spider 2.0's evaluator scores an empty predicted result zero (it compares empty
     #: results only on its SQLite instances).
     empty_result_scores_zero: bool = True
+    #: What it holds against a hostile query (:mod:`.walls`; None: it declares nothing, and
+    #: the hostile corpus of the tests refuses such a type).
+    walls: Walls | None = None
 
     def load(self) -> type:
         """The class, imported the first time a datasource of the type opens."""
@@ -137,28 +141,35 @@ class SourceType:
 
 _FILE_KEYS = frozenset({"path", "timeout", "max_rows", "max_bytes", "max_memory", "isolation"})
 
+#: A server's walls: the plugin sends it queries and holds its own memory; what the server
+#: reads is the server's (PostgreSQL: a role without file functions, checked when it connects).
+_SERVER = Walls()
+
 #: ``type:`` value -> its entry. Add an entry to support another engine.
 SOURCE_TYPES: dict[str, SourceType] = {
     "sqlite": SourceType("pytest_queryeval.sources.sqlite:SqliteSource", _FILE_KEYS,
                          _named("sqlite"), warm=True, sql=True, plugin_keys=True,
                          neighbours="sqlite", tasks=frozenset({"sqlite"}),
                          database_file="sqlite", sqlite_file=True,
-                         empty_result_scores_zero=False),
+                         empty_result_scores_zero=False, walls=Walls()),
     "duckdb": SourceType("pytest_queryeval.sources.duckdb:DuckdbSource",
                          _FILE_KEYS | {"threads"}, _named("duckdb"), warm=True, sql=True,
                          plugin_keys=True, neighbours="duckdb", tasks=frozenset({"duckdb"}),
-                         database_file="duckdb"),
+                         database_file="duckdb", walls=Walls()),
     "sqlalchemy": SourceType("pytest_queryeval.sources.sqlalchemy:SqlAlchemySource",
                              frozenset({"url", "timeout", "max_rows", "max_bytes", "version",
                                         "schema", "engine_options", "allow_privileged",
                                         "isolation", "max_memory"}),
                              url_dialect, sql=True, plugin_keys=True, neighbours="postgres",
                              # PostgreSQL; a sqlite: or duckdb: URL was always let through
-                             tasks=frozenset({"postgres", "sqlite", "duckdb"})),
+                             tasks=frozenset({"postgres", "sqlite", "duckdb"}),
+                             walls=_SERVER),
     "spider-schema": SourceType("pytest_queryeval.sources.spider_schema:SpiderSchemaSource",
-                                frozenset({"tables", "db_id"}), schema_only=True),
-    "rdf": SourceType("pytest_queryeval.sources.rdf:RdfSource", sparql=True),
-    "sparql": SourceType("pytest_queryeval.sources.sparql:SparqlSource", sparql=True),
+                                frozenset({"tables", "db_id"}), schema_only=True,
+                                walls=Walls()),  # it runs nothing
+    "rdf": SourceType("pytest_queryeval.sources.rdf:RdfSource", sparql=True, walls=Walls()),
+    "sparql": SourceType("pytest_queryeval.sources.sparql:SparqlSource", sparql=True,
+                         walls=_SERVER),
 }
 
 #: What a type in no table (a ``pytest_queryeval_datasource`` hook's own) is relied on for:

@@ -46,9 +46,14 @@ def locate_datasource(exc: ConfigError, name: str, spec: Mapping[str, object]) -
     return ConfigError(exc.message, file, line, exc.key)
 
 
-def defined_at(name: str, spec: Mapping[str, object]) -> str | None:
-    """``file:line`` of the ``queryeval.yaml`` entry that defined datasource ``name`` with the
-    resolved ``spec``, when one did: a source that fails when a case first uses it (a missing
-    database file, a server that is down) names the line a user has to fix."""
+def defined_at(name: str, spec: Mapping[str, object], key: str | None = None,
+               ) -> tuple[str, int] | None:
+    """The file and line where datasource ``name``'s ``key`` was written (that of the
+    datasource when no key is asked for or the key was not written there); None when
+    ``spec`` came from no ``queryeval.yaml``. A source that fails when a case first uses it
+    (a missing database file, a server that is down) names the line a user has to fix."""
     found = _DEFINED.get(_spec_key(name, spec))
-    return None if found is None else f"{found[0]}:{found[1]}"
+    if found is None:
+        return None
+    file, line, key_lines = found
+    return file, key_lines.get(key, line) if key is not None else line

@@ -1,0 +1,55 @@
+"""Hostile Cypher, by category (:mod:`.corpus` says what each category expects)."""
+
+from __future__ import annotations
+
+from .corpus import DEEP
+
+_CSV = "(file_format='csv', header=false)"
+
+CYPHER: dict[str, list[str]] = {
+    "writes": [
+        "CREATE (n:Person {name: 'pwned'})",
+        "MATCH (n) DETACH DELETE n",
+        "MATCH (n:Person) SET n.born = 0",
+        "MERGE (n:Person {name: 'pwned'})",
+        "MATCH (n:Person) REMOVE n.born",
+        "DROP TABLE Person",
+        "MATCH (n) RETURN n; MATCH (n) DETACH DELETE n",
+        "CALL { CREATE (n:Person {name: 'pwned'}) } RETURN 1",
+        "FOREACH (x IN [1] | CREATE (:Person {name: 'pwned'}))",
+    ],
+    "config": [
+        "CALL threads=7",
+        "CALL timeout=100000",
+        "CALL dbms.setConfigValue('db.transaction.timeout', '0')",
+    ],
+    "engine_writes": [
+        "CREATE (n:Person {name: 'pwned'})",
+        "MATCH (n) DETACH DELETE n",
+        "MATCH (n:Person) SET n.born = 0",
+    ],
+    "files": [
+        f"LOAD FROM '{{file}}' {_CSV} RETURN *",
+        f"UNWIND [1] AS x WITH * LOAD FROM '{{file}}' {_CSV} RETURN *",
+        "LOAD CSV FROM 'file://{file}' AS line RETURN line",
+        "UNWIND [1] AS x WITH * LOAD CSV FROM 'file://{file}' AS line RETURN line",
+        "COPY Person TO '{out}'",
+        "EXPORT DATABASE '{out}'",
+    ],
+    "deep": [
+        "RETURN " + "(" * DEEP + "1" + ")" * DEEP,
+        "RETURN " + "1+" * DEEP + "1",
+        "RETURN " + "[" * 3_000 + "1" + "]" * 3_000,
+    ],
+    "huge_range": [
+        "UNWIND range(1, 1000000000) AS x RETURN count(x)",
+        "MATCH (a), (b), (c), (d), (e), (f), (g), (h) RETURN count(*)",
+    ],
+    "huge_value": [
+        "RETURN size(range(1, 2000000000))",
+    ],
+    "crash": [
+        "RETURN " + "[" * 3_000 + "1" + "]" * 3_000,
+        "CALL READ_CSV_SERIAL('{file}') RETURN *",
+    ],
+}
