@@ -71,6 +71,7 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
     evaluator.exchange = exchange  # the judge's calls and max_calls use it too
     if not requests:
         return
+    evaluator.preflight()  # a source whose server is down: its cases error at once
     pool = evaluator.start_pool(exchange)
     if not worker or exchange is not None:  # the controller's progress line follows the pool (ProgressLine)
         pool.submit_many(r for rs in requests.values() for r in rs)
