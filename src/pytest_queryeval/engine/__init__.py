@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -108,6 +108,8 @@ class Evaluator:
         self.pool: PredictionPool | None = None
         #: Whether :meth:`preflight` ran (once per session).
         self._preflown = False
+        #: Requests made ahead that the case did not ask after all (:meth:`forget`).
+        self._stale: set[RequestKey] = set()
         #: An xdist worker's share of the session (:mod:`..predict.exchange`), set when the
         #: run starts even when no prediction is live: the judge's calls and count use it.
         self.exchange: Exchange | None = None
@@ -405,6 +407,14 @@ class Evaluator:
                 checks.append((breaker, check))
         return preflight_all(checks)
 
+    def forget(self, keys: Iterable[RequestKey]) -> None:
+        """Requests made ahead for a Python case whose test then gave other fields: never
+        taken (withdrawn when not started); the case asks its source when it runs."""
+        keys = list(keys)
+        self._stale.update(keys)
+        if self.pool is not None:
+            self.pool.cancel(keys)
+
     def start_pool(self, exchange: Exchange | None = None) -> PredictionPool:
         """The pool the run's live predictions are requested ahead in (each source bounded by
         its concurrency; shared with other xdist workers through ``exchange``). Made once,
@@ -431,7 +441,8 @@ class Evaluator:
         prediction requested ahead (:meth:`start_pool`) is waited for; any other is requested
         now.
         """
-        if self.pool is not None and (case.id, repeat) in self.pool:
+        if self.pool is not None and (case.id, repeat) in self.pool \
+                and (case.id, repeat) not in self._stale:
             try:
                 return self.pool.take((case.id, repeat))
             except KeyError:  # withdrawn (xdist moved the case) or the pool closed

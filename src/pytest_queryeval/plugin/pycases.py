@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,12 +34,23 @@ from ..report.records import CaseRecord, case_record, final_outcome
 from ..report.terminal import failure_text
 from ..suite.config import with_cli_models
 from ..suite.models import marker_name
-from ..suite.pycase import cases_from_fields, fans_out
+from ..suite.pycase import cases_from_fields, fans_out, fields_ahead
 from .nodes import MORE_RECORDS, RECORD, RUNNER, Runner, _property
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..engine import Evaluator
     from ..model import Case
+    from ..predict import Prediction
+    from ..predict.pool import RequestKey
     from ..suite.config import SuiteConfig
+
+    _Request = tuple[RequestKey, str, int, Callable[[], Prediction]]
+
+#: The tests whose case's prediction was requested ahead (:func:`requests_ahead`): by node
+#: id, the fields read then (as :func:`_fingerprint`) and the pool keys requested.
+AHEAD = pytest.StashKey[dict[str, tuple[str, list[tuple[str, int]]]]]()
 
 
 def _caller_line(path: Path) -> int:
@@ -93,6 +106,9 @@ class QueryEval:
             pytest.skip(f"case {fields.get('id')!r} writes its own prediction: asked of no "
                         "model, it is scored once, by the first model's test")
         cases = self.cases(**fields)
+        ahead = item.config.stash.get(AHEAD, {}).pop(item.nodeid, None)
+        if ahead is not None and ahead[0] != _fingerprint(fields):
+            runner.evaluator.forget(ahead[1])  # asked ahead for other fields: asked again
         fanned = isinstance(fields.get("datasource"), list | tuple)
         scored = [self._score(case, f"{item.nodeid}[{case.datasource}]" if fanned
                               else item.nodeid, fanned) for case in cases]
@@ -183,3 +199,62 @@ def fixture_value(request: pytest.FixtureRequest, wake: object) -> QueryEval:
     if runner is None:
         runner = wake(config)  # type: ignore[operator]
     return QueryEval(request.node, runner, getattr(request, "param", None))
+
+
+def requests_ahead(item: pytest.Item, evaluator: Evaluator, *, hook_active: bool,
+                   ) -> list[_Request]:
+    """The pool requests of a test that scores its case through the fixture, when its
+    ``check`` fields can be read before it runs (:func:`~..suite.pycase.fields_ahead`): a
+    Python case is then asked ahead of scoring as a YAML case is. [] for any other test (its
+    case is asked when it runs, as before); never raises."""
+    if "queryeval" not in getattr(item, "fixturenames", ()) or \
+            not isinstance(item, pytest.Function):
+        return []
+    runner = item.config.stash[RUNNER]
+    if runner.options.audit:
+        return []
+    callspec = getattr(item, "callspec", None)
+    params = dict(callspec.params) if callspec is not None else {}
+    model = params.pop("queryeval", None)  # the fixture's own parameter: the model (fan_out)
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    known = {k: v for k, v in params.items() if _direct(defs.get(k))}
+    try:
+        fields = fields_ahead(item.obj, known)
+        if fields is None:
+            return []
+        fingerprint = _fingerprint(fields)
+        cases = QueryEval(item, runner, model).cases(**fields)
+        if any(_carried(runner, case, item.nodeid, len(cases) > 1) for case in cases):
+            return []
+        wanted = [r for case in cases for r in evaluator.requests(case, hook_active=hook_active)]
+    except Exception:  # read when it runs, where its problem is reported
+        return []
+    if wanted:
+        item.config.stash.setdefault(AHEAD, {})[item.nodeid] = (fingerprint,
+                                                                [r[0] for r in wanted])
+    return wanted
+
+
+def _direct(defs: object) -> bool:
+    """Whether a test argument is a direct ``parametrize`` value (its last fixture definition
+    is pytest's pseudo-fixture returning the value), not a fixture's."""
+    if not isinstance(defs, list | tuple) or not defs:
+        return False
+    func = getattr(defs[-1], "func", None)
+    return getattr(func, "__name__", "") == "get_direct_param_fixture_func"
+
+
+def _carried(runner: Runner, case: Case, nodeid: str, fanned: bool) -> bool:
+    """Whether ``--queryeval-resume`` carries the case's record (it is not asked)."""
+    resume = runner.options.resume
+    if resume is None:
+        return False
+    from .resume import identity
+
+    name = f"{nodeid}[{case.datasource}]" if fanned else nodeid
+    return resume.carried(case, identity(case, runner.options.predictions), name) is not None
+
+
+def _fingerprint(fields: Mapping[str, object]) -> str:
+    """The fields as they were when read: the test's own call is compared with it."""
+    return json.dumps(fields, sort_keys=True, default=repr)

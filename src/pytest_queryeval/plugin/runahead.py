@@ -60,13 +60,21 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
     from .nodes import RUNNER, QueryEvalItem
 
     carried = config.stash[RUNNER].carried  # --queryeval-resume: scored by an earlier attempt
+    from .pycases import requests_ahead
+
+    keys: set[tuple[str, int]] = set()
     for index, item in enumerate(session.items):
-        if not isinstance(item, QueryEvalItem) or item.get_closest_marker("skip") \
-                or item.nodeid in carried:
+        if item.get_closest_marker("skip") or item.nodeid in carried:
             continue
-        wanted = evaluator.requests(item.case, hook_active=hook_active)
+        if isinstance(item, QueryEvalItem):
+            wanted = evaluator.requests(item.case, hook_active=hook_active)
+        else:  # a Python case, when its fields can be read before its test runs
+            wanted = requests_ahead(item, evaluator, hook_active=hook_active)
+            if any(r[0] in keys for r in wanted):
+                wanted = []  # a case id asked already: asked when it runs, as before
         if wanted:
             requests[index] = wanted
+            keys.update(r[0] for r in wanted)
     exchange = _exchange(config) if worker else None
     evaluator.exchange = exchange  # the judge's calls and max_calls use it too
     if not requests:
