@@ -147,3 +147,18 @@ def test_fields_only_known_when_the_test_runs_are_asked_then(suite, model):
     result.assert_outcomes(passed=4)
     assert model.calls == {c["id"]: 1 for c in cases}
     assert model.peak == 1
+
+
+def test_python_cases_are_asked_ahead_under_xdist(suite, model):
+    """``-n 2``: the workers share the session's requests (each asked once, by whichever
+    worker claims it first), Python cases among them."""
+    cases = _cases(16)
+    _config(suite, model.url)
+    suite.makepyfile(test_py_cases=PARAMETRIZED.format(cases=cases))
+    start = time.monotonic()
+    result = suite.runpytest_subprocess("-n", "2", "-p", "no:randomly")
+    took = time.monotonic() - start
+    result.assert_outcomes(passed=16)
+    assert model.calls == {c["id"]: 1 for c in cases}
+    assert model.peak > 2, model.peak  # more than the two cases running at once
+    print(f"16 Python cases, 0.5 s model, -n 2: {took:.1f} s")
