@@ -48,9 +48,9 @@ if TYPE_CHECKING:
 
     _Request = tuple[RequestKey, str, int, Callable[[], Prediction]]
 
-#: The tests whose case's prediction was requested ahead (:func:`requests_ahead`): by node
-#: id, the fields read then (as :func:`_fingerprint`) and the pool keys requested.
-AHEAD = pytest.StashKey[dict[str, tuple[str, list[tuple[str, int]]]]]()
+#: The requests made ahead for Python cases (:func:`requests_ahead`): each pool key, the node
+#: id of the test it was made for and the fields read then (as :func:`_fingerprint`).
+AHEAD = pytest.StashKey[dict[tuple[str, int], tuple[str, str]]]()
 
 
 def _caller_line(path: Path) -> int:
@@ -106,13 +106,13 @@ class QueryEval:
             pytest.skip(f"case {fields.get('id')!r} writes its own prediction: asked of no "
                         "model, it is scored once, by the first model's test")
         cases = self.cases(**fields)
-        ahead = item.config.stash.get(AHEAD, {}).pop(item.nodeid, None)
-        if ahead is not None and ahead[0] != _fingerprint(fields):
-            runner.evaluator.forget(ahead[1])  # asked ahead for other fields: asked again
+        asked = self._asked_ahead(cases, fields)
         fanned = isinstance(fields.get("datasource"), list | tuple)
         scored = [self._score(case, f"{item.nodeid}[{case.datasource}]" if fanned
                               else item.nodeid, fanned) for case in cases]
         records = [record for record, _ in scored]
+        if asked:  # taken: a second run of the test in this session asks again
+            runner.evaluator.forget(asked)
         item.stash[RECORD] = records[0]
         if fanned:  # every source's case its own record, as the case file's items are
             item.stash[MORE_RECORDS] = records[1:]
@@ -126,6 +126,24 @@ class QueryEval:
                 r, spider_components=runner.options.report.spider_table,
                 verbose=item.config.get_verbosity() > 0) for r in failing), pytrace=False)
         return records[0]
+
+    def _asked_ahead(self, cases: list[Case], fields: Mapping[str, object],
+                     ) -> list[tuple[str, int]]:
+        """The keys of the requests made ahead for this test and these fields (taken from
+        the pool); one made for another test, or for other fields than this test gives now
+        (a global changed meanwhile), is not this case's answer: it is asked again."""
+        ahead = self._item.config.stash.get(AHEAD, {})
+        if not ahead:
+            return []
+        evaluator = self._runner.evaluator
+        mine = (self._item.nodeid, _fingerprint(fields))
+        keys = [key for case in cases for key in ((case.id, r) for r in
+                                                  range(evaluator.repeats(case)))
+                if key in ahead]
+        stale = [key for key in keys if ahead[key] != mine]
+        if stale:
+            evaluator.forget(stale)
+        return [key for key in keys if ahead[key] == mine]
 
     def _score(self, case: Case, nodeid: str, fanned: bool) -> tuple[CaseRecord, str | None]:
         """``case`` scored (or carried by a resume, or audited), with its baseline verdict's
@@ -202,11 +220,12 @@ def fixture_value(request: pytest.FixtureRequest, wake: object) -> QueryEval:
 
 
 def requests_ahead(item: pytest.Item, evaluator: Evaluator, *, hook_active: bool,
-                   ) -> list[_Request]:
+                   taken: set[tuple[str, int]]) -> list[_Request]:
     """The pool requests of a test that scores its case through the fixture, when its
     ``check`` fields can be read before it runs (:func:`~..suite.pycase.fields_ahead`): a
     Python case is then asked ahead of scoring as a YAML case is. [] for any other test (its
-    case is asked when it runs, as before); never raises."""
+    case is asked when it runs, as before) and for a case whose key an earlier item holds
+    (``taken``: a case id asked twice); never raises."""
     if "queryeval" not in getattr(item, "fixturenames", ()) or \
             not isinstance(item, pytest.Function):
         return []
@@ -224,14 +243,16 @@ def requests_ahead(item: pytest.Item, evaluator: Evaluator, *, hook_active: bool
             return []
         fingerprint = _fingerprint(fields)
         cases = QueryEval(item, runner, model).cases(**fields)
-        if any(_carried(runner, case, item.nodeid, len(cases) > 1) for case in cases):
+        fanned = isinstance(fields.get("datasource"), list | tuple)
+        if any(_carried(runner, case, item.nodeid, fanned) for case in cases):
             return []
         wanted = [r for case in cases for r in evaluator.requests(case, hook_active=hook_active)]
     except Exception:  # read when it runs, where its problem is reported
         return []
-    if wanted:
-        item.config.stash.setdefault(AHEAD, {})[item.nodeid] = (fingerprint,
-                                                                [r[0] for r in wanted])
+    if any(r[0] in taken for r in wanted):
+        return []
+    ahead = item.config.stash.setdefault(AHEAD, {})
+    ahead.update((r[0], (item.nodeid, fingerprint)) for r in wanted)
     return wanted
 
 

@@ -69,9 +69,7 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
         if isinstance(item, QueryEvalItem):
             wanted = evaluator.requests(item.case, hook_active=hook_active)
         else:  # a Python case, when its fields can be read before its test runs
-            wanted = requests_ahead(item, evaluator, hook_active=hook_active)
-            if any(r[0] in keys for r in wanted):
-                wanted = []  # a case id asked already: asked when it runs, as before
+            wanted = requests_ahead(item, evaluator, hook_active=hook_active, taken=keys)
         if wanted:
             requests[index] = wanted
             keys.update(r[0] for r in wanted)
