@@ -143,7 +143,8 @@ def test_a_hung_openai_server_fails_the_preflight_within_its_timeout(suite, hung
     reasons = {str(c["error"]) for c in errors.values()}
     assert reasons == {
         f"prediction error: queryeval.yaml:1: predictions: http://127.0.0.1:{port}/v1 (model "
-        f"{MODEL}) did not answer the preflight check: no answer within 1 s; none of its cases "
+        f"{MODEL}) did not answer the preflight check: no answer from 127.0.0.1:{port} within 1 s; "
+        "none of its cases "
         "is asked (preflight: false skips the check)"}, reasons
     assert {c["details"]["source_down"]["connection_attempts"] for c in errors.values()} == {1}
     assert _queued(hung_port) == 1  # the server saw the preflight's connection only

@@ -8,17 +8,18 @@ source, so the other models still run):
 
 * the **preflight**: when the run starts, each live network source is asked something cheap,
   in parallel, within ``preflight_timeout`` seconds (``http``: a TCP connection to the URL's
-  host, or its proxy; ``openai``: ``GET {base_url}/models``, any HTTP status counts as an
-  answer). A source that gets no answer is *tripped*: none of its cases is asked, each errors
-  at once with the one reason, naming the source's ``queryeval.yaml`` line, model and URL;
+  host, or its proxy; ``openai``: the first byte of an answer to ``GET {base_url}/models``,
+  whatever it says, or over https the server's half of the TLS handshake). A source that
+  gets no answer is *tripped*: none of its cases is asked, each errors at once with the one
+  reason, naming the source's ``queryeval.yaml`` line, model and URL;
 * the **breaker**: after ``stop_after`` consecutive attempts that never reached the server
-  (refused, unreachable, name not resolved, no connection within the timeout) or whose
-  connection was reset or closed before any answer, the source stops asking: the attempt
-  that is retrying stops, and its remaining cases error at once with the one reason. Any
-  answer of the server (an HTTP 4xx or 5xx too: it is up) resets the count. A timeout on a
-  connection that was made is *not* counted: a slow model times out on its long prompts
-  while its other cases answer; the preflight catches a server that accepts connections and
-  never answers.
+  (refused, reset while connecting, unreachable, name not resolved, no connection within the
+  timeout), the source stops asking: the attempt that is retrying stops, and its remaining
+  cases error at once with the one reason. Any answer of the server (an HTTP 4xx or 5xx too:
+  it is up) resets the count. An attempt whose connection was made is *not* counted, whether
+  it then timed out or was dropped: a slow model times out on its long prompts, and a server
+  may drop the one request it crashes on, while its other cases answer; the preflight
+  catches a server that accepts connections and never answers.
 
 Both reasons are :class:`~..errors.SourceDown`: an ``error`` of each case, also under
 ``failures: model`` (a server that is down says nothing about the model).
@@ -85,8 +86,8 @@ class Breaker:
             self._failures = 0
 
     def failed(self, why: str) -> None:
-        """An attempt never reached the server, or lost its connection before any answer;
-        the ``stop_after``-th in a row stops the source."""
+        """An attempt never reached the server; the ``stop_after``-th in a row stops the
+        source."""
         with self._lock:
             self._failures += 1
             if self.stop_after and self._failures >= self.stop_after and self._reason is None:
@@ -175,20 +176,10 @@ def preflight_all(checks: Iterable[tuple[Breaker, Preflight]]) -> dict[str, str]
     return failed
 
 
-def lost_connection(error: object) -> bool:
-    """Whether an attempt's error says the connection was lost before any answer (reset,
-    aborted, closed by the server without a status line)."""
-    import http.client
-
-    return isinstance(error, ConnectionResetError | ConnectionAbortedError | BrokenPipeError
-                      | http.client.RemoteDisconnected)
-
-
-def connect_check(url: str, timeout: float) -> str | None:
-    """The http source's preflight: a TCP connection to ``url``'s host and port, or to the
-    proxy the environment sends it through, within ``timeout`` seconds. None when connected
-    (or when the host is a template filled per case), else why not."""
-    import socket
+def _target(url: str) -> tuple[str, int, bool] | None:
+    """The host and port a request to ``url`` connects to (the proxy the environment sends it
+    through, if any) and whether that is the server itself; None when the host is a template
+    filled per case or the port is not a number."""
     import urllib.parse
     import urllib.request
 
@@ -202,11 +193,67 @@ def connect_check(url: str, timeout: float) -> str | None:
     proxy = urllib.request.getproxies().get(parts.scheme)
     if proxy and not urllib.request.proxy_bypass(host):
         through = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        host, port = through.hostname or host, through.port or 80
+        return through.hostname or host, through.port or 80, False
+    return host, port, True
+
+
+def _unreached(host: str, port: int, timeout: float, exc: OSError) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer from {host}:{port} within {timeout:g} s"
+    return f"cannot connect to {host}:{port}: {exc.strerror or exc}"
+
+
+def connect_check(url: str, timeout: float) -> str | None:
+    """The http source's preflight: a TCP connection to ``url``'s host and port, or to the
+    proxy the environment sends it through, within ``timeout`` seconds. None when connected
+    (or when the host is a template filled per case), else why not."""
+    import socket
+
+    target = _target(url)
+    if target is None:
+        return None
+    host, port, _ = target
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return None
-    except TimeoutError:
-        return f"no connection to {host}:{port} within {timeout:g} s"
     except OSError as exc:
-        return f"cannot connect to {host}:{port}: {exc.strerror or exc}"
+        return _unreached(host, port, timeout, exc)
+
+
+def answer_check(url: str, timeout: float) -> str | None:
+    """The openai source's preflight: the server must answer within ``timeout`` seconds:
+    over ``http``, the first byte of its answer to ``GET url`` (whatever it says: a server
+    without the route, or one slow to finish its headers, is up); over ``https``, its half of
+    the TLS handshake (nothing is sent: the certificate is checked by the requests
+    themselves). No credential is sent. A server that accepts connections and never answers
+    is what it finds that a connection alone does not. Through a proxy: a connection to it."""
+    import socket
+    import ssl
+    import time
+    import urllib.parse
+
+    target = _target(url)
+    if target is None:
+        return None
+    host, port, direct = target
+    if not direct:
+        return connect_check(url, timeout)
+    parts = urllib.parse.urlsplit(url)
+    request = (f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+               "Connection: close\r\n\r\n").encode("latin-1", "replace")
+    deadline = time.monotonic() + timeout
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            if parts.scheme == "https":
+                context = ssl.create_default_context()
+                context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+                with context.wrap_socket(sock, server_hostname=host):
+                    return None
+            sock.sendall(request)
+            first = sock.recv(1)
+    except ssl.SSLError:
+        return None  # it answered, in TLS: the requests say what is wrong with it
+    except OSError as exc:
+        return _unreached(host, port, timeout, exc)
+    return None if first else f"{host}:{port} closed the connection without an answer"

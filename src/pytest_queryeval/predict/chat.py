@@ -276,8 +276,8 @@ class ChatPredictor(LiveSource):
                         ) -> tuple[str, float]:
         """Why an attempt failed and the wait before the next one; raises when retrying
         cannot help (a 4xx, a wait longer than ``max_retry_wait``, an error of ours). An
-        attempt that never reached the server, or whose connection closed before any answer,
-        is counted by the breaker; an HTTP status resets it (the server is up)."""
+        attempt that never reached the server is counted by the breaker; an HTTP status
+        resets it (the server is up)."""
         import openai
 
         assert self.breaker is not None
@@ -301,7 +301,8 @@ class ChatPredictor(LiveSource):
             return last, self._backoff(attempt)
         if isinstance(exc, openai.APIConnectionError):
             last = f"cannot connect to {self._where()}: {exc.__cause__ or exc}"
-            self.breaker.failed(last)
+            if not connected:  # refused, unreachable; a dropped connection is not counted
+                self.breaker.failed(last)
             return last, self._backoff(attempt)
         streamed = self._stream_failure(exc)  # the body broke off: the server had answered
         if streamed is None:
@@ -309,33 +310,15 @@ class ChatPredictor(LiveSource):
         return streamed, self._backoff(attempt)
 
     def preflight(self) -> str | None:
-        """``GET {base_url}/models`` within ``preflight_timeout``: any HTTP status is an
-        answer (a server without the route is up all the same); none is why not."""
+        """``GET {base_url}/models`` within ``preflight_timeout``: the first byte of any
+        answer will do (a server without the route is up all the same); none is why not."""
         if self.preflight_timeout is None:
             return None
-        import urllib.error
-        import urllib.request
-
-        from ._bounded import open_url
+        from .breaker import answer_check
 
         base = (self.base_url or "https://api.openai.com/v1").rstrip("/")
-        request = urllib.request.Request(f"{base}/models", method="GET", headers={
-            "Authorization": f"Bearer {self._key}"})
-        guard = request_deadline(self.preflight_timeout)
-        try:
-            with open_url(request, guard) as resp:
-                resp.read1(1)
-            return None
-        except urllib.error.HTTPError:
-            return None
-        except (OSError, ValueError) as exc:
-            if guard.fired or (not guard.connected and isinstance(exc, TimeoutError)):
-                return f"no answer within {self.preflight_timeout:g} s"
-            reason = getattr(exc, "reason", exc)
-            return self._scrubber.text(f"{type(reason).__name__}: {reason}"
-                                       if not isinstance(reason, str) else reason)
-        finally:
-            guard.cancel()
+        why = answer_check(f"{base}/models", self.preflight_timeout)
+        return None if why is None else self._scrubber.text(why)
 
     def _params(self, chat: list[dict[str, str]], extra: dict[str, object]) -> dict[str, Any]:
         """The request's parameters: a seed or a token limit only when the suite set one, as

@@ -162,7 +162,7 @@ class HttpPredictor(LiveSource):
                     "rest abandoned)") from None
             except DeadlineExpired:
                 last = f"timed out: no complete answer within {self.timeout:g} s"
-                self._unanswered(guard.connected, None, last)
+                self._unanswered(guard.connected, last)
                 continue
             except urllib.error.HTTPError as exc:
                 breaker.answered()
@@ -173,7 +173,7 @@ class HttpPredictor(LiveSource):
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError,
                     http.client.HTTPException) as exc:
                 last = self._failure(exc, guard.fired or time.monotonic() >= guard.deadline)
-                self._unanswered(guard.connected, getattr(exc, "reason", exc), last)
+                self._unanswered(guard.connected, last)
                 continue
             finally:
                 guard.cancel()
@@ -189,14 +189,12 @@ class HttpPredictor(LiveSource):
         reason = getattr(exc, "reason", exc)
         return f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
 
-    def _unanswered(self, connected: bool, error: object, last: str) -> None:
-        """Count an attempt that got no answer with the breaker when it never reached the
-        server or lost its connection before any answer (a timeout on a connection that was
-        made is a slow model's, not counted)."""
+    def _unanswered(self, connected: bool, last: str) -> None:
+        """Count an attempt that never reached the server with the breaker (a connection
+        that was made and then timed out or was dropped is the server's answer to this
+        request: a slow model, a crash on one prompt; not counted)."""
         assert self.breaker is not None
-        from .breaker import lost_connection
-
-        if not connected or lost_connection(error):
+        if not connected:
             self.breaker.failed(last)
 
     def _error_body(self, exc: urllib.error.HTTPError) -> str:
