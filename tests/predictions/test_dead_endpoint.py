@@ -237,3 +237,14 @@ def model_service_500() -> Iterator[_Failing]:
     finally:
         server.server.shutdown()
         server.server.server_close()
+
+
+def test_under_xdist_each_worker_checks_once(suite, closed_port):
+    """``-n 2``: each worker's preflight finds the port closed; no case is asked."""
+    ids = _cases(suite, 12)
+    _http(suite, closed_port)
+    _, report = run_report(suite, "-n", "2", subprocess=True)
+    errors = _errors(report)
+    assert sorted(errors) == ids
+    assert all("did not answer the preflight check" in str(c["error"]) for c in errors.values())
+    assert {c["details"]["source_down"]["connection_attempts"] for c in errors.values()} == {1}
