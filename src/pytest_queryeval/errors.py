@@ -88,6 +88,19 @@ class PredictionError(QueryEvalError):
     prefix = "prediction error"
 
 
+class SourceDown(PredictionError):
+    """The source's server is not there: its preflight got no answer, or its circuit breaker
+    stopped asking after consecutive connection failures (:mod:`.predict.breaker`). Always an
+    infrastructure ``error`` (never the model's failure, whatever ``failures:`` says): a
+    server that is down says nothing about the model."""
+
+    def __init__(self, message: str, attempts: int = 0) -> None:
+        super().__init__(message)
+        #: The connection attempts the source had made in this process when it stopped (its
+        #: preflight's included), recorded in the case's ``details.source_down``.
+        self.attempts = attempts
+
+
 class AnswerFailed(PredictionError):
     """The source was asked and gave no answer: it timed out, failed after its retries or
     crashed. An infrastructure ``error`` unless the suite counts it as the model's failure

@@ -160,6 +160,20 @@ def test_http_endpoint_unreachable(two_cases):
     result, report = _run(two_cases)
     result.assert_outcomes(failed=2)
     assert set(outcomes_by_id(report).values()) == {"error"}
+    # found by the preflight when the run starts (issue 59 item 4): no case is asked
+    result.stdout.fnmatch_lines(["*prediction error: queryeval.yaml:*: predictions: POST "
+                                 "http://127.0.0.1:9/none did not answer the preflight check: "
+                                 "cannot connect to 127.0.0.1:9:*refused*"])
+
+
+def test_http_endpoint_unreachable_without_the_preflight(two_cases):
+    """``preflight: false``: each case is asked, and fails with its own attempts' reason."""
+    two_cases.makefile(".yaml", queryeval=dump({"predictions": {
+        "source": "http", "url": "http://127.0.0.1:9/none", "retries": 1, "backoff": 0.01,
+        "timeout": 2, "preflight": False, "stop_after": 0}}))
+    result, report = _run(two_cases)
+    result.assert_outcomes(failed=2)
+    assert set(outcomes_by_id(report).values()) == {"error"}
     result.stdout.fnmatch_lines(["*prediction error: POST http://127.0.0.1:9/none failed:*refused*"])
 
 

@@ -33,6 +33,14 @@ class SocketDeadline:
         self._timer.start()
         self._unregister = register(self._fire) if register is not None else None
 
+    @property
+    def connected(self) -> bool:
+        """Whether a connection was made (a socket watched): an attempt that failed without
+        one never reached the server (refused, unreachable, connect timeout), which the
+        sources' circuit breaker counts (:mod:`..predict.breaker`)."""
+        with self._lock:
+            return bool(self._socks)
+
     def watch(self, sock: socket.socket) -> None:
         with self._lock:
             self._socks.append(sock)

@@ -17,14 +17,14 @@ import threading
 import time
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import kinds as kind_registry
 from .._util.secrets import Scrubber, quiet_library_logs
-from ..errors import PredictionError, QueryEvalError, SourceUnavailable
+from ..errors import PredictionError, QueryEvalError, SourceDown, SourceUnavailable
 from ..kinds._optin import relaxed_ex
 from ..metricnames import REPEAT_METRICS
 from ..model import MISSING, Case, Scored, Threshold
@@ -107,6 +107,10 @@ class Evaluator:
         self.concurrency = concurrency
         #: Predictions requested ahead (:meth:`start_pool`); None until the run starts.
         self.pool: PredictionPool | None = None
+        #: Whether :meth:`preflight` ran (once per session).
+        self._preflown = False
+        #: Requests made ahead that the case did not ask after all (:meth:`forget`).
+        self._stale: set[RequestKey] = set()
         #: An xdist worker's share of the session (:mod:`..predict.exchange`), set when the
         #: run starts even when no prediction is live: the judge's calls and count use it.
         self.exchange: Exchange | None = None
@@ -389,6 +393,32 @@ class Evaluator:
 
         return logged
 
+    def preflight(self) -> dict[str, str]:
+        """Check, once per session and all at once, that the server of each live source the
+        run's requests were built for answers (:mod:`..predict.breaker`); a source whose
+        server does not is stopped, so each of its cases errors at once with the one reason.
+        ``{source: reason}`` of those."""
+        if self._preflown:
+            return {}
+        self._preflown = True
+        from ..predict.breaker import preflight_all
+
+        checks = []
+        for source in [*self._predictors.values(), self.override]:
+            breaker = getattr(source, "breaker", None)  # a network source (LiveSource)
+            check = getattr(source, "preflight", None)
+            if breaker is not None and check is not None:
+                checks.append((breaker, check))
+        return preflight_all(checks)
+
+    def forget(self, keys: Iterable[RequestKey]) -> None:
+        """Requests made ahead for a Python case whose test then gave other fields: never
+        taken (withdrawn when not started); the case asks its source when it runs."""
+        keys = list(keys)
+        self._stale.update(keys)
+        if self.pool is not None:
+            self.pool.cancel(keys)
+
     def start_pool(self, exchange: Exchange | None = None) -> PredictionPool:
         """The pool the run's live predictions are requested ahead in (each source bounded by
         its concurrency; shared with other xdist workers through ``exchange``). Made once,
@@ -415,7 +445,8 @@ class Evaluator:
         prediction requested ahead (:meth:`start_pool`) is waited for; any other is requested
         now.
         """
-        if self.pool is not None and (case.id, repeat) in self.pool:
+        if self.pool is not None and (case.id, repeat) in self.pool \
+                and (case.id, repeat) not in self._stale:
             try:
                 return self.pool.take((case.id, repeat))
             except KeyError:  # withdrawn (xdist moved the case) or the pool closed
@@ -610,7 +641,10 @@ def _run_once(case: Case, evaluator: Evaluator, kind: Kind, repeat: int) -> Case
     except QueryEvalError as exc:
         if failures_count_as_model(case, exc):
             return model_failure(case, exc)
-        return CaseOutcome("error", error=exc.reason(), signature="error:" + exc.reason())
+        outcome = CaseOutcome("error", error=exc.reason(), signature="error:" + exc.reason())
+        if isinstance(exc, SourceDown):  # what the source had tried when it stopped asking
+            outcome.details["source_down"] = {"connection_attempts": exc.attempts}
+        return outcome
     except Exception as exc:
         error = _internal("predictor", exc)
         return CaseOutcome("error", error=error, signature="error:" + error)

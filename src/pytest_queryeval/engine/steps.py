@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AnswerFailed, PredictionError, QueryEvalError
+from ..errors import AnswerFailed, PredictionError, QueryEvalError, SourceDown
 from ..metricnames import REPEAT_METRICS
 from ..model import Case, Threshold
 from ..predict import Prediction, Predictor
@@ -112,7 +112,7 @@ def ask(predictor: Predictor, case: Case) -> Prediction:
     a case and for each turn of a conversation."""
     try:
         return predictor.predict(case)
-    except AnswerFailed:
+    except (AnswerFailed, SourceDown):
         raise
     except PredictionError as exc:
         if predictor.fixed:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,12 +34,23 @@ from ..report.records import CaseRecord, case_record, final_outcome
 from ..report.terminal import failure_text
 from ..suite.config import with_cli_models
 from ..suite.models import marker_name
-from ..suite.pycase import cases_from_fields, fans_out
+from ..suite.pycase import cases_from_fields, fans_out, fields_ahead
 from .nodes import MORE_RECORDS, RECORD, RUNNER, Runner, _property
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..engine import Evaluator
     from ..model import Case
+    from ..predict import Prediction
+    from ..predict.pool import RequestKey
     from ..suite.config import SuiteConfig
+
+    _Request = tuple[RequestKey, str, int, Callable[[], Prediction]]
+
+#: The requests made ahead for Python cases (:func:`requests_ahead`): each pool key, the node
+#: id of the test it was made for and the fields read then (as :func:`_fingerprint`).
+AHEAD = pytest.StashKey[dict[tuple[str, int], tuple[str, str]]]()
 
 
 def _caller_line(path: Path) -> int:
@@ -93,10 +106,13 @@ class QueryEval:
             pytest.skip(f"case {fields.get('id')!r} writes its own prediction: asked of no "
                         "model, it is scored once, by the first model's test")
         cases = self.cases(**fields)
+        asked = self._asked_ahead(cases, fields)
         fanned = isinstance(fields.get("datasource"), list | tuple)
         scored = [self._score(case, f"{item.nodeid}[{case.datasource}]" if fanned
                               else item.nodeid, fanned) for case in cases]
         records = [record for record, _ in scored]
+        if asked:  # taken: a second run of the test in this session asks again
+            runner.evaluator.forget(asked)
         item.stash[RECORD] = records[0]
         if fanned:  # every source's case its own record, as the case file's items are
             item.stash[MORE_RECORDS] = records[1:]
@@ -110,6 +126,24 @@ class QueryEval:
                 r, spider_components=runner.options.report.spider_table,
                 verbose=item.config.get_verbosity() > 0) for r in failing), pytrace=False)
         return records[0]
+
+    def _asked_ahead(self, cases: list[Case], fields: Mapping[str, object],
+                     ) -> list[tuple[str, int]]:
+        """The keys of the requests made ahead for this test and these fields (taken from
+        the pool); one made for another test, or for other fields than this test gives now
+        (a global changed meanwhile), is not this case's answer: it is asked again."""
+        ahead = self._item.config.stash.get(AHEAD, {})
+        if not ahead:
+            return []
+        evaluator = self._runner.evaluator
+        mine = (self._item.nodeid, _fingerprint(fields))
+        keys = [key for case in cases for key in ((case.id, r) for r in
+                                                  range(evaluator.repeats(case)))
+                if key in ahead]
+        stale = [key for key in keys if ahead[key] != mine]
+        if stale:
+            evaluator.forget(stale)
+        return [key for key in keys if ahead[key] == mine]
 
     def _score(self, case: Case, nodeid: str, fanned: bool) -> tuple[CaseRecord, str | None]:
         """``case`` scored (or carried by a resume, or audited), with its baseline verdict's
@@ -183,3 +217,65 @@ def fixture_value(request: pytest.FixtureRequest, wake: object) -> QueryEval:
     if runner is None:
         runner = wake(config)  # type: ignore[operator]
     return QueryEval(request.node, runner, getattr(request, "param", None))
+
+
+def requests_ahead(item: pytest.Item, evaluator: Evaluator, *, hook_active: bool,
+                   taken: set[tuple[str, int]]) -> list[_Request]:
+    """The pool requests of a test that scores its case through the fixture, when its
+    ``check`` fields can be read before it runs (:func:`~..suite.pycase.fields_ahead`): a
+    Python case is then asked ahead of scoring as a YAML case is. [] for any other test (its
+    case is asked when it runs, as before) and for a case whose key an earlier item holds
+    (``taken``: a case id asked twice); never raises."""
+    if "queryeval" not in getattr(item, "fixturenames", ()) or \
+            not isinstance(item, pytest.Function):
+        return []
+    runner = item.config.stash[RUNNER]
+    if runner.options.audit:
+        return []
+    callspec = getattr(item, "callspec", None)
+    params = dict(callspec.params) if callspec is not None else {}
+    model = params.pop("queryeval", None)  # the fixture's own parameter: the model (fan_out)
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    known = {k: v for k, v in params.items() if _direct(defs.get(k))}
+    try:
+        fields = fields_ahead(item.obj, known)
+        if fields is None:
+            return []
+        fingerprint = _fingerprint(fields)
+        cases = QueryEval(item, runner, model).cases(**fields)
+        fanned = isinstance(fields.get("datasource"), list | tuple)
+        if any(_carried(runner, case, item.nodeid, fanned) for case in cases):
+            return []
+        wanted = [r for case in cases for r in evaluator.requests(case, hook_active=hook_active)]
+    except Exception:  # read when it runs, where its problem is reported
+        return []
+    if any(r[0] in taken for r in wanted):
+        return []
+    ahead = item.config.stash.setdefault(AHEAD, {})
+    ahead.update((r[0], (item.nodeid, fingerprint)) for r in wanted)
+    return wanted
+
+
+def _direct(defs: object) -> bool:
+    """Whether a test argument is a direct ``parametrize`` value (its last fixture definition
+    is pytest's pseudo-fixture returning the value), not a fixture's."""
+    if not isinstance(defs, list | tuple) or not defs:
+        return False
+    func = getattr(defs[-1], "func", None)
+    return getattr(func, "__name__", "") == "get_direct_param_fixture_func"
+
+
+def _carried(runner: Runner, case: Case, nodeid: str, fanned: bool) -> bool:
+    """Whether ``--queryeval-resume`` carries the case's record (it is not asked)."""
+    resume = runner.options.resume
+    if resume is None:
+        return False
+    from .resume import identity
+
+    name = f"{nodeid}[{case.datasource}]" if fanned else nodeid
+    return resume.carried(case, identity(case, runner.options.predictions), name) is not None
+
+
+def _fingerprint(fields: Mapping[str, object]) -> str:
+    """The fields as they were when read: the test's own call is compared with it."""
+    return json.dumps(fields, sort_keys=True, default=repr)

@@ -60,17 +60,24 @@ def start(session: pytest.Session, evaluator: Evaluator, *, worker: bool) -> Non
     from .nodes import RUNNER, QueryEvalItem
 
     carried = config.stash[RUNNER].carried  # --queryeval-resume: scored by an earlier attempt
+    from .pycases import requests_ahead
+
+    keys: set[tuple[str, int]] = set()
     for index, item in enumerate(session.items):
-        if not isinstance(item, QueryEvalItem) or item.get_closest_marker("skip") \
-                or item.nodeid in carried:
+        if item.get_closest_marker("skip") or item.nodeid in carried:
             continue
-        wanted = evaluator.requests(item.case, hook_active=hook_active)
+        if isinstance(item, QueryEvalItem):
+            wanted = evaluator.requests(item.case, hook_active=hook_active)
+        else:  # a Python case, when its fields can be read before its test runs
+            wanted = requests_ahead(item, evaluator, hook_active=hook_active, taken=keys)
         if wanted:
             requests[index] = wanted
+            keys.update(r[0] for r in wanted)
     exchange = _exchange(config) if worker else None
     evaluator.exchange = exchange  # the judge's calls and max_calls use it too
     if not requests:
         return
+    evaluator.preflight()  # a source whose server is down: its cases error at once
     pool = evaluator.start_pool(exchange)
     if not worker or exchange is not None:  # the controller's progress line follows the pool (ProgressLine)
         pool.submit_many(r for rs in requests.values() for r in rs)

@@ -15,6 +15,8 @@ from ..model import Case, Context
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from .breaker import Breaker
+
 #: Default ``max_bytes`` of the http and command sources: the most one answer (body, stdout)
 #: may hold, counted while it is read. A prediction is a query or a small JSON object.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -125,6 +127,14 @@ class LiveSource:
     #: Its answers kept between runs (``cache: true``: set by ``from_spec`` through
     #: :func:`.cache.use_cache`); None: each is asked when wanted.
     answers: AnswerStore | None = None
+    #: A network source's circuit breaker (:mod:`.breaker`): None for the others.
+    breaker: Breaker | None = None
+
+    def preflight(self) -> str | None:
+        """Ask the server something cheap, within the source's ``preflight_timeout``: None
+        when it answered (or the source has nothing to check), else why not. Called once per
+        source when the run starts (:func:`.breaker.preflight_all`)."""
+        return None
 
     def cached(self, case: Case, request: object, ask: Callable[[], Prediction]) -> Prediction:
         """``ask()``, or the answer stored for ``request`` (what is sent for ``case``)."""

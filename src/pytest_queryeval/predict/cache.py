@@ -59,7 +59,8 @@ OLD_FORMATS = frozenset({"pytest-queryeval prediction cache 1"})
 #: Keys of a ``predictions:`` mapping that say how to ask, not what is asked: left out of the
 #: key (a longer timeout does not change the answer), ``api_key`` above all (a secret).
 TRANSPORT_KEYS = frozenset({"api_key", "timeout", "retries", "backoff", "max_retry_wait",
-                            "concurrency", "failures", "cache", "max_bytes"})
+                            "concurrency", "failures", "cache", "max_bytes", "preflight",
+                            "preflight_timeout", "stop_after"})
 #: Errors of writing an entry that say the folder stores nothing (read-only, full, denied).
 _FOLDER_ERRORS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC,
                             errno.EDQUOT, errno.EFBIG})

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from .._isolation.httpx_deadline import bounded_client, watching
+from .._isolation.socketdeadline import SocketDeadline
 from .._util.boundedio import loads_json
 from .._util.secrets import Scrubber
 from ..errors import MissingDependency, PredictionError, QueryEvalError
@@ -46,6 +47,7 @@ from .base import (
     positive_number,
     read_usage,
 )
+from .breaker import BREAKER_KEYS, Breaker, preflight_of, stop_after_of, where_of
 from .cache import use_cache
 from .pool import NOT_RETRIED, retry_pause
 
@@ -54,7 +56,7 @@ OPENAI_KEYS = frozenset({
     "temperature", "seed", "max_tokens", "timeout", "retries", "backoff", "max_retry_wait",
     "max_bytes", "concurrency", "schema_rows", "schema_codes", "failures", "cache", "tools",
     "agent",
-})
+}) | BREAKER_KEYS
 #: The tools offered to decline or to ask back (``tools:``; engine/abstain.py and
 #: engine/clarify.py recognise a call of either by these names).
 DECISION_TOOLS = [
@@ -142,6 +144,8 @@ class ChatPredictor(LiveSource):
         self._lock = threading.Lock()
         self._describing = threading.Lock()
         self._schemas: dict[str, str] = {}
+        self.preflight_timeout = preflight_of(spec)
+        self.breaker = Breaker(self._where(), where_of(spec), stop_after_of(spec))
 
     # -- the request ------------------------------------------------------------------------
     def _openai(self) -> Any:
@@ -240,48 +244,26 @@ class ChatPredictor(LiveSource):
         seconds of the attempt that answered and ``{"attempts", "retry_waits"}``. ``extra``
         goes into the request (the judge's ``response_format``)."""
         client = self._openai()
-        import openai
-
         params = self._params(chat, extra)
         start = time.perf_counter()
         waits: list[float] = []
         last = ""
+        breaker = self.breaker
+        assert breaker is not None
         for attempt in range(self.retries + 1):
             if attempt and not retry_pause(waits[-1]):
                 raise PredictionError(self._scrubber.text(f"{self._where()}: {last}; "
                                                           f"{NOT_RETRIED}"))
+            breaker.attempt()  # a source that stopped asking raises its one reason here
             t0 = time.perf_counter()
+            guard = request_deadline(self.timeout)
             try:
-                raw = self._send(client, params)
-            except openai.APIStatusError as exc:
-                last = self._status_message(exc)
-                if exc.status_code == 429:
-                    wait = retry_after(exc.response.headers)
-                    if wait is not None and wait > self.max_retry_wait:
-                        raise PredictionError(
-                            f"{last}: the server asks to retry after {wait:g} s, more than "
-                            f"max_retry_wait ({self.max_retry_wait:g} s)") from None
-                    waits.append(wait if wait is not None else self._backoff(attempt))
-                    continue
-                if exc.status_code >= 500:
-                    waits.append(self._backoff(attempt))
-                    continue
-                raise PredictionError(last) from None
-            except (openai.APITimeoutError, _Deadline):
-                last = f"timed out: no complete answer within {self.timeout:g} s"
-                waits.append(self._backoff(attempt))
-                continue
-            except openai.APIConnectionError as exc:
-                last = f"cannot connect to {self._where()}: {exc.__cause__ or exc}"
-                waits.append(self._backoff(attempt))
-                continue
+                raw = self._send(client, params, guard)
             except Exception as exc:
-                streamed = self._stream_failure(exc)
-                if streamed is None:
-                    raise
-                last = streamed
-                waits.append(self._backoff(attempt))
+                last, wait = self._failed_attempt(exc, attempt, guard.connected)
+                waits.append(wait)
                 continue
+            breaker.answered()
             seconds = time.perf_counter() - t0
             details: dict[str, Any] = {"attempts": attempt + 1}
             if waits:
@@ -289,6 +271,54 @@ class ChatPredictor(LiveSource):
             return raw, seconds, details
         tries = f" after {self.retries + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(self._scrubber.text(f"{self._where()} failed: {last}{tries}"))
+
+    def _failed_attempt(self, exc: Exception, attempt: int, connected: bool,
+                        ) -> tuple[str, float]:
+        """Why an attempt failed and the wait before the next one; raises when retrying
+        cannot help (a 4xx, a wait longer than ``max_retry_wait``, an error of ours). An
+        attempt that never reached the server is counted by the breaker; an HTTP status
+        resets it (the server is up)."""
+        import openai
+
+        assert self.breaker is not None
+        if isinstance(exc, openai.APIStatusError):
+            self.breaker.answered()
+            last = self._status_message(exc)
+            if exc.status_code == 429:
+                wait = retry_after(exc.response.headers)
+                if wait is not None and wait > self.max_retry_wait:
+                    raise PredictionError(
+                        f"{last}: the server asks to retry after {wait:g} s, more than "
+                        f"max_retry_wait ({self.max_retry_wait:g} s)") from None
+                return last, wait if wait is not None else self._backoff(attempt)
+            if exc.status_code >= 500:
+                return last, self._backoff(attempt)
+            raise PredictionError(last) from None
+        if isinstance(exc, openai.APITimeoutError | _Deadline):
+            last = f"timed out: no complete answer within {self.timeout:g} s"
+            if not connected:  # no connection within the timeout; else a slow model
+                self.breaker.failed(last)
+            return last, self._backoff(attempt)
+        if isinstance(exc, openai.APIConnectionError):
+            last = f"cannot connect to {self._where()}: {exc.__cause__ or exc}"
+            if not connected:  # refused, unreachable; a dropped connection is not counted
+                self.breaker.failed(last)
+            return last, self._backoff(attempt)
+        streamed = self._stream_failure(exc)  # the body broke off: the server had answered
+        if streamed is None:
+            raise exc
+        return streamed, self._backoff(attempt)
+
+    def preflight(self) -> str | None:
+        """``GET {base_url}/models`` within ``preflight_timeout``: the first byte of any
+        answer will do (a server without the route is up all the same); none is why not."""
+        if self.preflight_timeout is None:
+            return None
+        from .breaker import answer_check
+
+        base = (self.base_url or "https://api.openai.com/v1").rstrip("/")
+        why = answer_check(f"{base}/models", self.preflight_timeout)
+        return None if why is None else self._scrubber.text(why)
 
     def _params(self, chat: list[dict[str, str]], extra: dict[str, object]) -> dict[str, Any]:
         """The request's parameters: a seed or a token limit only when the suite set one, as
@@ -312,7 +342,7 @@ class ChatPredictor(LiveSource):
             return f"the connection to {self._where()} broke: {exc}"
         return None
 
-    def _send(self, client: Any, params: dict[str, Any]) -> bytes:
+    def _send(self, client: Any, params: dict[str, Any], guard: SocketDeadline) -> bytes:
         """The response body, read as it arrives; past ``max_bytes`` the rest is abandoned.
 
         ``timeout`` is a hard deadline on the whole attempt (request, status line, headers and
@@ -320,7 +350,6 @@ class ChatPredictor(LiveSource):
         connection's socket, so a server trickling its headers a byte at a time ends with
         :class:`_Deadline`; it also fires when the session ends (the prediction pool closes).
         """
-        guard = request_deadline(self.timeout)
         chunks: list[bytes] = []
         total = 0
         try:

@@ -39,12 +39,13 @@ from .base import (
     positive_number,
     read_usage,
 )
+from .breaker import BREAKER_KEYS, Breaker, preflight_of, stop_after_of, where_of
 from .cache import request_material, use_cache
 from .pool import NOT_RETRIED, retry_pause
 
 HTTP_KEYS = frozenset({"source", "url", "method", "headers", "body", "response_path", "timeout",
                        "retries", "backoff", "concurrency", "timing_fields", "max_bytes",
-                       "usage_fields", "extract", "failures", "cache"})
+                       "usage_fields", "extract", "failures", "cache"}) | BREAKER_KEYS
 #: Characters of an error response's body kept in the message (services explain 4xx there).
 ERROR_BODY_CHARS = 500
 #: Bytes read of an error body: enough to scrub a secret that starts before the cut.
@@ -102,6 +103,19 @@ class HttpPredictor(LiveSource):
         self.usage_fields = _usage_fields(spec.get("usage_fields"))
         self.extract = extract_mode(spec)
         self._scrubber = Scrubber(_credentials(self.url, self.headers))
+        self.preflight_timeout = preflight_of(spec)
+        self.breaker = Breaker(f"{self.method} {_no_query(self.url)}", where_of(spec),
+                               stop_after_of(spec))
+
+    def preflight(self) -> str | None:
+        """A TCP connection to the URL's host (or to the proxy it goes through): the http
+        source knows no request that costs nothing, and a connection is what a server that
+        is down refuses. None when there is nothing to check (a host in a template)."""
+        if self.preflight_timeout is None:
+            return None
+        from .breaker import connect_check
+
+        return connect_check(self.url, self.preflight_timeout)
 
     def _request(self, case: Case) -> urllib.request.Request:
         fields = case.json_input()
@@ -126,10 +140,13 @@ class HttpPredictor(LiveSource):
     def _send(self, case: Case) -> Prediction:
         last = ""
         start = time.perf_counter()
+        breaker = self.breaker
+        assert breaker is not None
         for attempt in range(self.retries + 1):
             if attempt and not retry_pause(self.backoff * 2 ** (attempt - 1)):
                 raise PredictionError(f"{self.method} {_no_query(self.url)}: {last}; "
                                       f"{NOT_RETRIED}")
+            breaker.attempt()  # a source that stopped asking raises its one reason here
             guard = request_deadline(self.timeout)
             try:
                 t0 = time.perf_counter()
@@ -138,32 +155,47 @@ class HttpPredictor(LiveSource):
                     seconds = time.perf_counter() - t0
                     ctype = resp.headers.get("Content-Type", "")
             except TooBig as exc:  # the same request would send the same body again
+                breaker.answered()
                 raise PredictionError(
                     f"{self.method} {_no_query(self.url)}: the response body holds more "
                     f"than max_bytes ({self.max_bytes:,} bytes; {exc.size:,} read, the "
                     "rest abandoned)") from None
             except DeadlineExpired:
                 last = f"timed out: no complete answer within {self.timeout:g} s"
+                self._unanswered(guard.connected, last)
                 continue
             except urllib.error.HTTPError as exc:
+                breaker.answered()
                 last = f"HTTP {exc.code} {exc.reason}{self._error_body(exc)}"
                 if exc.code != 429 and exc.code < 500:
                     break
                 continue
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError,
                     http.client.HTTPException) as exc:
-                if guard.fired or time.monotonic() >= guard.deadline:
-                    last = f"timed out: no complete answer within {self.timeout:g} s"
-                    continue
-                reason = getattr(exc, "reason", exc)
-                last = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) \
-                    else reason
+                last = self._failure(exc, guard.fired or time.monotonic() >= guard.deadline)
+                self._unanswered(guard.connected, last)
                 continue
             finally:
                 guard.cancel()
+            breaker.answered()
             return extracted(self._parse(raw, ctype, seconds), case.kind, self.extract)
         tries = f" after {attempt + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(f"{self.method} {_no_query(self.url)} failed: {last}{tries}")
+
+    def _failure(self, exc: BaseException, timed_out: bool) -> str:
+        """What an attempt that failed without an HTTP status says."""
+        if timed_out:
+            return f"timed out: no complete answer within {self.timeout:g} s"
+        reason = getattr(exc, "reason", exc)
+        return f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
+
+    def _unanswered(self, connected: bool, last: str) -> None:
+        """Count an attempt that never reached the server with the breaker (a connection
+        that was made and then timed out or was dropped is the server's answer to this
+        request: a slow model, a crash on one prompt; not counted)."""
+        assert self.breaker is not None
+        if not connected:
+            self.breaker.failed(last)
 
     def _error_body(self, exc: urllib.error.HTTPError) -> str:
         """``: <first 500 characters of the body>``, credentials masked, on one line."""

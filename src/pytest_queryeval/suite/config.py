@@ -515,7 +515,11 @@ def prediction_spec(spec: object, where: str, display: str, cfg: SuiteConfig,
     key = out.get("api_key")
     if isinstance(key, str) and key:  # a key written literally is a secret as well
         cfg.secrets.add(key)
-    return out, errors
+    from ..predict.breaker import LocatedSpec
+
+    located = LocatedSpec(out)  # a source's preflight and breaker reasons point here
+    located.where = where
+    return located, errors
 
 
 def _key(where: str) -> str:

@@ -10,6 +10,7 @@ mapping is wrapped as the YAML loader's located dict, every key on the call's li
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -129,3 +130,101 @@ def fans_out(fields: Mapping[str, object]) -> bool:
     from .cases import inline
 
     return not inline({k: v for k, v in fields.items() if v is not None})
+
+
+#: The expression nodes a ``check`` call's arguments may be made of to be read before the test
+#: runs: values, names, containers, subscripts, f-strings and arithmetic, nothing that calls
+#: (no call, no attribute: reading them cannot run code of the suite's).
+_PURE = (ast.Constant, ast.Name, ast.Load, ast.List, ast.Tuple, ast.Dict, ast.Set,
+         ast.Subscript, ast.Slice, ast.JoinedStr, ast.FormattedValue, ast.BinOp, ast.UnaryOp,
+         ast.operator, ast.unaryop)
+
+
+def fields_ahead(func: Callable[..., object], known: Mapping[str, object],
+                 fixture: str = "queryeval") -> dict[str, object] | None:
+    """The fields ``func``'s ``<fixture>.check(...)`` will be given, read without running the
+    test, so its prediction can be requested ahead as a YAML case's is; None when they cannot
+    be known before it runs.
+
+    Why so narrow: a test's body is code, and the run may not execute it early (its fixtures,
+    its side effects). The fields are read only when the call is one of the function's own
+    statements (not under an ``if`` or a loop), its arguments are keywords made of literals,
+    the test's direct ``parametrize`` arguments (``known``) and the module's globals, combined
+    without a call or an attribute, and none of those names is touched by a statement before
+    the call. A test that then gives other fields (a global changed meanwhile) is asked again
+    when it runs (the caller compares)."""
+    found = _check_call(func, fixture)
+    if found is None:
+        return None
+    call, before = found
+    names = {n.id for kw in call.keywords for n in ast.walk(kw.value) if isinstance(n, ast.Name)}
+    touched = {n.id for stmt in before for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    code = getattr(func, "__code__", None)
+    params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]) if code else set()
+    scope: dict[str, object] = {}
+    for name in names:
+        if name in touched or (name in params and name not in known):
+            return None  # changed before the call, or another fixture's value
+        if name in known:
+            scope[name] = known[name]
+        elif name in getattr(func, "__globals__", {}) and code is not None \
+                and name not in code.co_varnames and name not in code.co_cellvars \
+                and name not in code.co_freevars:
+            scope[name] = func.__globals__[name]
+        else:
+            return None
+    fields: dict[str, object] = {}
+    for kw in call.keywords:
+        value = eval(compile(ast.Expression(kw.value), "<queryeval check>", "eval"),
+                     {"__builtins__": {}}, dict(scope))
+        if kw.arg is not None:
+            fields[kw.arg] = value
+        elif isinstance(value, Mapping):
+            fields.update((str(k), v) for k, v in value.items())
+        else:
+            return None
+    return fields
+
+
+def _check_call(func: Callable[..., object], fixture: str,
+                ) -> tuple[ast.Call, list[ast.stmt]] | None:
+    """The function's one ``<fixture>.check(...)`` call, a statement of its own body with
+    keyword arguments of :data:`_PURE` nodes only, and the statements before it."""
+    tree = _function_tree(func)
+    if tree is None:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr == "check"
+             and isinstance(n.func.value, ast.Name) and n.func.value.id == fixture]
+    if len(calls) != 1 or any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(tree)):
+        return None
+    call = calls[0]
+    for index, stmt in enumerate(tree.body):
+        value = getattr(stmt, "value", None)
+        if value is call and isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign | ast.Return):
+            if call.args or not all(isinstance(n, _PURE) for kw in call.keywords
+                                    for n in ast.walk(kw.value)):
+                return None
+            return call, tree.body[:index]
+    return None
+
+
+_TREES: dict[object, ast.FunctionDef | None] = {}
+
+
+def _function_tree(func: Callable[..., object]) -> ast.FunctionDef | None:
+    """The syntax tree of a plain (not wrapped, not async) function, parsed once."""
+    code = getattr(func, "__code__", None)
+    if code is None or hasattr(func, "__wrapped__"):
+        return None
+    if code not in _TREES:
+        import inspect
+        import textwrap
+
+        try:
+            body = ast.parse(textwrap.dedent(inspect.getsource(func))).body
+        except (OSError, TypeError, SyntaxError, ValueError):
+            body = []
+        tree = body[0] if len(body) == 1 else None
+        _TREES[code] = tree if isinstance(tree, ast.FunctionDef) else None
+    return _TREES[code]
