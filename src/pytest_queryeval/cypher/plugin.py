@@ -10,7 +10,7 @@ the kind and the source are imported when a case of theirs is read or opened.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import pytest
@@ -36,8 +36,8 @@ def pytest_queryeval_source_types(config: pytest.Config) -> Mapping[str, SourceT
 #: worker (cypher/worker.py) that confines itself with Landlock to the database file, opens the
 #: graph read-only, plans a prediction before it runs it, is killed 1 s past the case's timeout
 #: (parsing included) and past its resident-memory bound; a crash is that query's error.
-LADYBUG_WALLS = dict(process=True, read_only=True, file_access=True, time_limit=True,
-                     memory_bound=True)
+LADYBUG_WALLS: dict[str, Literal[True] | str] = dict(
+    process=True, read_only=True, file_access=True, time_limit=True, memory_bound=True)
 
 #: What a Bolt server holds (docs/cypher.md, "The walls"): the plugin bounds the exchange's
 #: time; whether the engine refuses writes, or survives a query, is the server's.
