@@ -329,6 +329,10 @@ def test_strings_comments_and_escapes(query, error):
 @pytest.mark.parametrize(("query", "located"), [
     ("RETURN size(range(1, 1000000000))", "range() at line 1, column 13 builds more than"),
     ("UNWIND range(0, 0x7fffffff, 1) AS x RETURN count(x)", "range() at line 1, column 8"),
+    # a computed bound: FalkorDB grew past 8 GB on it (issue 58 item 3's re-probe)
+    ("WITH 1000000000 AS n RETURN range(1, n)", "range() at line 1, column 29 has a bound"),
+    ("RETURN range(1, 10 * 100000000)", "range() at line 1, column 8 has a bound"),
+    ("RETURN size(range(1, toInteger('1000000000')))", "range() at line 1, column 13 has a"),
     ("RETURN apoc.load.json('file:///etc/passwd')", "apoc.load.json() at line 1, column 8"),
     ("RETURN " + "CASE WHEN true THEN " * 13 + "1" + " END" * 13, "nests 13 levels deep"),
     ("RETURN " + "NOT a = (" * 7 + "true" + ")" * 7, "nests 13 levels deep"),

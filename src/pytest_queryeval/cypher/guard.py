@@ -365,9 +365,10 @@ def _check_nesting(code: list[Token]) -> None:
             opened.append("CASE" if word == "CASE" else tok.text)
 
 
-#: The most values a ``range()`` with literal bounds may build in a query sent to a server:
-#: FalkorDB builds the whole list before its timeout or memory cap is checked
-#: (``range(1, 1000000000)`` grew the server past 8 GB). A computed bound is not seen.
+#: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
+#: whole list before its timeout or memory cap is checked (``range(1, 1000000000)`` grew the
+#: server past 8 GB), so its bounds must be literals the guard can read: a computed bound
+#: (``WITH 1000000000 AS n RETURN range(1, n)``) is refused, as the guard cannot bound it.
 MAX_RANGE = 1_000_000
 
 
@@ -396,11 +397,14 @@ def _check_ranges(code: list[Token]) -> None:
             if j >= len(code) or code[j].text != ",":
                 break
             j += 1
-        if len(bounds) >= 2:
-            step = abs(bounds[2]) if len(bounds) > 2 and bounds[2] else 1
-            if abs(bounds[1] - bounds[0]) // step > MAX_RANGE:
-                raise QueryRefused(f"range() at {where(tok)} builds more than {MAX_RANGE:,} "
-                                   "values, which the server builds before any timeout")
+        if len(bounds) < 2 or j >= len(code) or code[j].text not in (")", ","):
+            raise QueryRefused(f"range() at {where(tok)} has a bound that is not an integer "
+                               "literal: the server builds the whole list before any timeout "
+                               "or memory cap, so only literal bounds are sent")
+        step = abs(bounds[2]) if len(bounds) > 2 and bounds[2] else 1
+        if abs(bounds[1] - bounds[0]) // step > MAX_RANGE:
+            raise QueryRefused(f"range() at {where(tok)} builds more than {MAX_RANGE:,} "
+                               "values, which the server builds before any timeout")
 
 
 def first_write(query: str) -> Token | None:
