@@ -37,6 +37,12 @@ def stop_waiting() -> None:
     _STOP.set()
 
 
+def wait_again() -> None:
+    """A new session waits for a FIFO's reader again (a process that runs several sessions,
+    pytest run in-process by a test: an earlier one's SIGTERM is not this one's)."""
+    _STOP.clear()
+
+
 class NoReader(OSError):
     """A FIFO that no process read in time: the report is not (wholly) written to it."""
 

@@ -56,6 +56,9 @@ class TermHandler:
     def install(self) -> None:
         if self._installed or threading.current_thread() is not threading.main_thread():
             return
+        from .._util.fifo import wait_again
+
+        wait_again()
         try:
             self._previous = signal.signal(signal.SIGTERM, self._handle)
         except (ValueError, OSError):  # not the main interpreter, or no signals here
