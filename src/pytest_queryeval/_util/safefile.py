@@ -169,7 +169,7 @@ def open_append(path: str | os.PathLike[str], *, truncate: bool = False) -> int:
     problem = path_problem(path)
     if problem:
         raise UnsafeFile(problem)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
         fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o666)
     except OSError as exc:
