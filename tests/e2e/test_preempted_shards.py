@@ -6,9 +6,10 @@ merge`` of the shards equals the uninterrupted serial run.
 
 * a three-task SLURM array (``sbatch --array=1-3 --requeue``) on the single-node cluster of
   tests/fixtures/slurm.py: task 2 is preempted with ``scancel --full --signal=TERM`` (it writes
-  its reports, interrupted, and exits 143), requeued (``scontrol requeue``), stopped again on
-  its second try with ``--signal=KILL`` (no report: only the journal), requeued again, and
-  finishes;
+  its reports, interrupted, and exits 143), requeued (``scontrol requeue``: slurmctld starts
+  it again once its hold is over, which the test waits for in slurmctld's own record), stopped
+  again on its second try with ``--signal=KILL`` (no report: only the journal), requeued
+  again, and finishes;
 * a plain shard killed with SIGKILL, then the same command again.
 
 Shard 2 of 3 holds ann-total, big-orders, customers, known-gap, on-two-engines[shop] and
@@ -28,6 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.fixtures.slurm import CRED_EXPIRE, SCHED_INTERVAL, Slurm
 from tests.support import read_report
 
 from .generated import ANSWERS, make_suite
@@ -159,16 +161,50 @@ def test_a_killed_plain_shard_is_run_again_with_the_same_command(tmp_path: Path)
     _merged(suite, reference)
 
 
-def _task_state(cluster: object, job: str) -> tuple[str, int]:
+#: The states of an array task that no longer runs.
+ENDED = ("FAILED", "COMPLETED", "CANCELLED", "PREEMPTED", "NODE_FAIL", "REQUEUED", "TIMEOUT",
+         "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+
+
+def _record(cluster: Slurm, job: str) -> str:
+    """``scontrol show job -o``: slurmctld's record of one array task, on one line."""
+    return cluster.run("scontrol", "show", "job", "-o", job, timeout=30).stdout
+
+
+def _task_state(cluster: Slurm, job: str) -> tuple[str, int]:
     """(JobState, Restarts) of one array task."""
-    out = cluster.run("scontrol", "show", "job", "-o", job, timeout=30).stdout  # type: ignore[attr-defined]
+    out = _record(cluster, job)
     state = re.search(r"\bJobState=(\S+)", out)
     restarts = re.search(r"\bRestarts=(\d+)", out)
     return (state.group(1) if state else "?", int(restarts.group(1)) if restarts else 0)
 
 
+def _requeue(cluster: Slurm, task: str, restarts: int, logs: Callable[[], str]) -> None:
+    """``scontrol requeue``, then a bounded poll of slurmctld's own record until the task has
+    started again (its ``restarts``-th try). slurmctld holds a requeued job for its credential's
+    lifetime (``Reason=BeginTime``, ``CRED_EXPIRE`` + 1 s) and the next scheduling pass starts
+    it; its start is never forced (``StartTime=now`` raced with slurmd's revocation of the
+    ended try's credential, so the new try failed at once or stayed pending, launch failed and
+    held: 3 runs in 10). A try that cannot start fails the test at once, with the record."""
+    done = cluster.run("scontrol", "requeue", task, timeout=60)
+    assert done.returncode == 0, f"{done.stderr}\n{logs()}"
+    deadline = time.monotonic() + CRED_EXPIRE + 1 + SCHED_INTERVAL + 240
+    while True:
+        record = _record(cluster, task)
+        state = re.search(r"\bJobState=(\S+)", record)
+        tries = re.search(r"\bRestarts=(\d+)", record)
+        if state and tries and int(tries.group(1)) >= restarts and state.group(1) != "PENDING":
+            return
+        reason = re.search(r"\bReason=(\S+)", record)
+        assert not reason or not re.search(r"(?i)held|launch|fail", reason.group(1)), \
+            f"try {restarts + 1} of {task} cannot start:\n{record}\n{logs()}"
+        assert time.monotonic() < deadline, \
+            f"try {restarts + 1} of {task} not started by slurmctld:\n{record}\n{logs()}"
+        time.sleep(0.5)
+
+
 def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
-        slurm_cluster, tmp_path: Path) -> None:
+        slurm_cluster: Slurm, tmp_path: Path) -> None:
     suite = _suite(tmp_path / "suite")
     reference = _serial(suite)
     line = documented_line().replace("pytest suite", f"{shlex.quote(sys.executable)} -m pytest . "
@@ -187,38 +223,17 @@ def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
 
     def logs() -> str:
         outputs = "\n".join(p.read_text(errors="replace") for p in sorted(suite.glob("task-*.out")))
-        return f"{outputs}\n{slurm_cluster.logs()}"
+        return f"{outputs}\n{_record(slurm_cluster, task)}\n{slurm_cluster.logs()}"
 
     def ended() -> bool:
-        return _task_state(slurm_cluster, task)[0] in ("FAILED", "COMPLETED", "CANCELLED",
-                                                       "PREEMPTED", "NODE_FAIL", "REQUEUED")
+        return _task_state(slurm_cluster, task)[0] in ENDED
 
-    def requeue() -> None:
-        done = slurm_cluster.run("scontrol", "requeue", task, timeout=60)
-        assert done.returncode == 0, f"{done.stderr}\n{logs()}"
-        # a requeued job waits about two minutes for its begin time: let it start now
-        now = slurm_cluster.run("scontrol", "update", f"jobid={task}", "StartTime=now",
-                                timeout=60)
-        assert now.returncode == 0, now.stderr
-        nudged[0] = time.monotonic()
-
-    nudged = [0.0]
-
-    def started(ready: Callable[[], bool]) -> Callable[[], bool]:
-        """``ready``, and while the requeued task is still pending, its begin time set to now
-        again every 10 s: slurmctld may set a requeued job's begin time (about two minutes
-        ahead) after our update when the task was still completing (seen once in CI, the task
-        pending for five minutes)."""
-        def check() -> bool:
-            if ready():
-                return True
-            if time.monotonic() - nudged[0] > 10 \
-                    and _task_state(slurm_cluster, task)[0] == "PENDING":
-                slurm_cluster.run("scontrol", "update", f"jobid={task}", "StartTime=now",
-                                  timeout=60)
-                nudged[0] = time.monotonic()
-            return False
-        return check
+    def hangs() -> bool:
+        """The try hangs on known-gap; one that ended without getting there fails at once."""
+        if (suite / "stuck.marker").exists():
+            return True
+        assert not ended(), f"the try of {task} ended before known-gap\n{logs()}"
+        return False
 
     # try 1: SIGTERM, as a preemption sends it; the task writes its reports and exits 143
     _wait(lambda: _stuck(suite, len(SCORED_FIRST)), f"task {task} hangs on known-gap\n{logs()}")
@@ -236,8 +251,8 @@ def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
 
     # try 2: requeued, the same line resumes; SIGKILL while known-gap hangs again
     (suite / "stuck.marker").unlink()
-    requeue()
-    _wait(started(lambda: (suite / "stuck.marker").exists()), f"try 2 of {task} hangs\n{logs()}")
+    _requeue(slurm_cluster, task, 1, logs)
+    _wait(hangs, f"try 2 of {task} hangs\n{logs()}")
     assert _calls(suite, PREEMPTED) == [IN_FLIGHT], "try 2 asks only the case in flight"
     kill = slurm_cluster.run("scancel", "--full", "--signal=KILL", task, timeout=60)
     assert kill.returncode == 0, kill.stderr
@@ -245,14 +260,13 @@ def test_a_preempted_slurm_task_is_requeued_and_resumes_from_its_journal(
 
     # try 3: requeued again, the model answers: the task finishes
     (suite / "hold").unlink()
-    requeue()
+    _requeue(slurm_cluster, task, 2, logs)
     for other in (1, 3):
         _wait(lambda i=other: _task_state(slurm_cluster, f"{job}_{i}")[0] in
               ("COMPLETED", "FAILED"), f"task {other} ends\n{logs()}", timeout=600)
-    _wait(started(lambda: _task_state(slurm_cluster, task)[0] in ("COMPLETED", "FAILED")
-                  and (suite / f"shard-{PREEMPTED}.json").is_file()
-                  and not read_report(suite / f"shard-{PREEMPTED}.json")["run"]
-                  .get("interrupted")),
+    _wait(lambda: _task_state(slurm_cluster, task)[0] in ("COMPLETED", "FAILED")
+          and (suite / f"shard-{PREEMPTED}.json").is_file()
+          and not read_report(suite / f"shard-{PREEMPTED}.json")["run"].get("interrupted"),
           f"try 3 of {task} finishes\n{logs()}", timeout=600)
     assert _task_state(slurm_cluster, task)[1] >= 2, "requeued twice"
     calls = _calls(suite, PREEMPTED)

@@ -21,6 +21,8 @@ at the bottom keeps those modules from importing the report package for it.
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import re
 import secrets
@@ -29,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Literal
+
+from .fifo import FIFO, Pipe, open_fifo
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -65,7 +69,7 @@ def _size(n: int) -> str:
 
 def kind_of(mode: int) -> str:
     """What a non-regular file is, in words."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, FIFO),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
         if test(mode):
@@ -155,6 +159,34 @@ def read_bytes(path: str | os.PathLike[str], purpose: str) -> bytes:
 def read_text(path: str | os.PathLike[str], purpose: str) -> str:
     """:func:`read_bytes` decoded as UTF-8 (UnicodeDecodeError as ``Path.read_text``)."""
     return read_bytes(path, purpose).decode("utf-8")
+
+
+def open_append(path: str | os.PathLike[str], *, truncate: bool = False) -> int:
+    """A descriptor appending to ``path`` (created if missing), refused with :class:`UnsafeFile`
+    unless it is a regular file: opened without waiting (``O_NONBLOCK``: a FIFO there blocked
+    ``open`` until a reader came, an xdist worker's journal forever) and checked on the open
+    descriptor before a byte is written."""
+    problem = path_problem(path)
+    if problem:
+        raise UnsafeFile(problem)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:  # a FIFO with no reader, a socket: named below
+            raise
+        kind = special_output(path)
+        raise UnsafeFile(f"{kind}, not a regular file" if kind else "not a regular file") \
+            from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UnsafeFile(f"{kind_of(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def sha256(paths: Iterable[str | os.PathLike[str]], purpose: str) -> str:
@@ -333,6 +365,10 @@ def atomic_output(path: Path, *, suffix: str = ".tmp", special: Special = "refus
         if not stream or not streamable(path):
             raise NotReplaced(f"{kind or 'a descriptor'}, not a regular file: never replaced"
                               + ("" if stream else ", and this file is not written as a stream"))
+        if number is None and kind == FIFO:
+            with io.BufferedWriter(Pipe(open_fifo(path))) as pipe:
+                yield pipe
+            return
         fd = os.dup(number) if number is not None else os.open(path, os.O_WRONLY | os.O_CLOEXEC)
         with os.fdopen(fd, "wb") as fh:
             yield fh

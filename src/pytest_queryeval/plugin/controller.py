@@ -74,6 +74,8 @@ class Controller:
         self.interrupted: str | None = None
         #: ``--queryeval-json``: the journal of finished records beside it (:mod:`.journal`).
         self.journal: Journal | None = runner.journal
+        #: xdist: why a worker could not write its journal of answers (each names its file).
+        self.worker_journal_problems: list[str] = []
         #: The report and baseline options of the end of the run, once made (which report
         #: files were written).
         self.outputs: Outputs | None = None
@@ -134,6 +136,8 @@ class Controller:
         if self.journal is not None and self.journal.problem:
             self.notes.append(f"queryeval: {self.journal.problem}: a killed run would lose "
                               "what it finished")
+        self.notes.extend(f"queryeval: {problem}: a killed run would lose the live answers "
+                          "this xdist worker received" for problem in self.worker_journal_problems)
 
     @property
     def terminated(self) -> bool:

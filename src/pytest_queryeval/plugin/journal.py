@@ -237,8 +237,11 @@ class Journal:
         return out
 
     def _open(self, truncate: bool) -> None:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if truncate else 0)
-        self._fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+        """Appending to a regular file only: a FIFO or a device at the path is refused (the
+        run goes on without this journal, :attr:`problem` names it) rather than waited on."""
+        from .._util.safefile import open_append
+
+        self._fd = open_append(self.path, truncate=truncate)
 
     def _write(self, data: bytes) -> None:
         with self._lock:

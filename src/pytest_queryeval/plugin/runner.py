@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from ..conclude import Outputs
     from .journal import Journal
 
+#: The ``workeroutput`` key an xdist worker sends why it could not write its journal under.
+JOURNAL_PROBLEM = "queryeval_journal_problem"
 #: A name pytest takes as a marker (it refuses one starting with ``_``); another gets none.
 _MARK = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*$")
 
@@ -188,6 +190,8 @@ class Runner:
         if self.worker:
             worker_id = str(self.config.workerinput.get("workerid", "gw"))  # type: ignore[attr-defined]
             self.journal = Journal.worker(main.with_name(f"{main.name}.{worker_id}"))
+            if self.journal.problem:  # the controller names it (xdist.XdistHooks)
+                self.config.workeroutput[JOURNAL_PROBLEM] = self.journal.problem  # type: ignore[attr-defined]
         else:
             self.journal = Journal.start(main, resume.records.values() if resume else (),
                                          resume.answers if resume else None)

@@ -13,6 +13,9 @@ already take for "terminated".
 The handler is installed when the plugin wakes and the previous one is put back when the
 session's config ends. Once the session finishes (its reports being written) a further SIGTERM
 does not interrupt the writing: the grace period's SIGKILL is what ends a process stuck there.
+Any SIGTERM ends the waits for a FIFO's reader (:func:`.._util.fifo.stop_waiting`): a
+report path that is a FIFO nobody reads is then written nothing, at once, and the other
+reports are written (before, the writing waited for a reader forever and the run never ended).
 
 Importable without pytest.
 """
@@ -53,6 +56,9 @@ class TermHandler:
     def install(self) -> None:
         if self._installed or threading.current_thread() is not threading.main_thread():
             return
+        from .._util.fifo import wait_again
+
+        wait_again()
         try:
             self._previous = signal.signal(signal.SIGTERM, self._handle)
         except (ValueError, OSError):  # not the main interpreter, or no signals here
@@ -60,6 +66,9 @@ class TermHandler:
         self._installed = True
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        from .._util.fifo import stop_waiting
+
+        stop_waiting()  # a report to a FIFO nobody reads is given up, not waited for
         if self.finishing or self.received:  # interrupted once: the rest is the grace period's
             return
         self.received = True

@@ -17,7 +17,7 @@ import pytest
 
 from . import unmatched
 from .controller import Controller
-from .runner import Runner
+from .runner import JOURNAL_PROBLEM, Runner
 
 if TYPE_CHECKING:  # xdist is optional (and untyped): annotations only
     from xdist.workermanage import WorkerController
@@ -62,6 +62,8 @@ class XdistHooks:
             runner.baseline = Path(str(output["queryeval_baseline"]))
         if self.controller is None:
             return
+        if isinstance(output.get(JOURNAL_PROBLEM), str):
+            self.controller.worker_journal_problems.append(output[JOURNAL_PROBLEM])
         if isinstance(output.get("queryeval_meta"), dict):
             self.controller.case_meta.update(output["queryeval_meta"])
         self.controller.progress.from_worker(

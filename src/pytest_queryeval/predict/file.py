@@ -21,6 +21,21 @@ _VALUE_KEYS = ("predicted", "prediction", "pred", "output")
 _TIME_KEYS = ("prediction_seconds", "latency", "latency_s", "seconds")
 
 
+def _text(path: Path, name: str) -> str:
+    """The file decoded as UTF-8; a byte that is not UTF-8 is the error of the line it is on
+    (the file is the suite's input: one bad byte was an INTERNALERROR that ended the run
+    with no report)."""
+    data = safefile.read_bytes(path, "predictions")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[:exc.start].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        line = before.count("\n") + 1
+        column = len(before) - before.rfind("\n")
+        raise PredictionError(f"{name}:{line}: not UTF-8 text: byte 0x{data[exc.start]:02x} at "
+                              f"column {column}") from None
+
+
 class MissingTurn(PredictionError):
     """The file holds rows for a conversation but none for this turn: the turn is scored as
     ``missing`` (:mod:`..engine.conversation`), not as the suite's error."""
@@ -56,8 +71,7 @@ class FilePredictor:
             if not self.path.exists():
                 raise PredictionError(f"predictions file not found: {name}")
             if self.path.suffix == ".jsonl":
-                with io.StringIO(safefile.read_text(self.path, "predictions"),
-                                 newline=None) as fh:
+                with io.StringIO(_text(self.path, name), newline=None) as fh:
                     for lineno, line in enumerate(fh, 1):
                         if not line.strip():
                             continue
@@ -74,7 +88,7 @@ class FilePredictor:
             else:
                 if self.path.suffix == ".json":
                     try:
-                        data = json.loads(safefile.read_text(self.path, "predictions"))
+                        data = json.loads(_text(self.path, name))
                     except ValueError as exc:
                         raise PredictionError(f"{name}: invalid JSON: {exc}") from None
                     except RecursionError:
