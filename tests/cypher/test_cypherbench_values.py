@@ -148,3 +148,24 @@ def test_the_server_still_returns_these_records(oracle, bolt_server):
     finally:
         driver.close()
         bolt_server.unstick()
+
+
+def test_the_film_graph_records_are_the_servers(shared_data, bolt_server):
+    """``graph_oracle_bolt.json`` (the conformance entry ``cypherbench-graph``) holds what the
+    reference's ``run_query`` reads from the fixture's server today."""
+    import neo4j
+
+    pairs = json.loads((shared_data / "cypherbench" / "graph_oracle_bolt.json")
+                       .read_text(encoding="utf-8"))["pairs"]
+    assert len(pairs) == 28
+    bolt_server.unstick()
+    driver = neo4j.GraphDatabase.driver(bolt_server.url, auth=None, connection_timeout=10)
+    try:
+        with driver.session() as session:  # the graph the fixture loaded
+            for pair in pairs:
+                for side in ("gold", "pred"):
+                    got = encode(session.run(pair[f"{side}_text"]).data())
+                    assert got == pair[side], (pair["id"], side)
+    finally:
+        driver.close()
+        bolt_server.unstick()

