@@ -169,3 +169,23 @@ def test_the_film_graph_records_are_the_servers(shared_data, bolt_server):
     finally:
         driver.close()
         bolt_server.unstick()
+
+
+def test_a_bolt_duration_stays_the_drivers():
+    """Fails on main (``'P1M2D'`` text, and ``PT24H`` became ``timedelta(days=1)``): a
+    ``type: bolt`` source keeps the driver's ``Duration`` (FalkorDB's listener cannot send
+    one, so the driver's class is given directly), the CypherBench view passes it on, and the
+    gold cache keeps its class."""
+    from neo4j.time import Duration
+
+    from pytest_queryeval.cypher.bolt import _graph_types, _value
+    from pytest_queryeval.sources.codec import decode_value, encode_value
+
+    for d in (Duration(months=1, days=2), Duration(hours=24), Duration(days=1)):
+        got = _value([d], _graph_types())[0]
+        assert type(got) is Duration and tuple(got) == tuple(d)
+        assert neo4j_view(["d"], [(got,)]) == [{"d": d}]
+        back = decode_value(encode_value(got))
+        assert type(back) is Duration and back == d
+    assert cypherbench.execution_accuracy("p", "g", [{"d": Duration(hours=24)}],
+                                          [{"d": Duration(days=1)}]) == 0.0  # as Neo4j's
