@@ -189,3 +189,19 @@ def test_a_bolt_duration_stays_the_drivers():
         assert type(back) is Duration and back == d
     assert cypherbench.execution_accuracy("p", "g", [{"d": Duration(hours=24)}],
                                           [{"d": Duration(days=1)}]) == 0.0  # as Neo4j's
+
+
+def test_a_gold_cached_in_the_old_value_forms_is_not_read_back(tmp_path):
+    """Fails on main: the gold cache's key (the source's fingerprint) was the same, so a gold
+    cached with a ``Decimal`` sum or a ``timedelta`` duration kept scoring as before."""
+    import hashlib
+
+    from pytest_queryeval.cypher.bolt import BoltSource
+    from pytest_queryeval.cypher.source import LadybugSource
+
+    script = tmp_path / "g.cypher"
+    script.write_text("CREATE NODE TABLE A(x INT64 PRIMARY KEY);\n", encoding="utf-8")
+    old = f"ladybug:{hashlib.sha256(script.read_bytes()).hexdigest()}"
+    assert LadybugSource("g", str(script)).fingerprint() not in (old, "")
+    bolt = BoltSource.from_spec("g", {"type": "bolt", "url": "bolt://127.0.0.1:1"})
+    assert bolt.fingerprint().startswith("bolt:2:")

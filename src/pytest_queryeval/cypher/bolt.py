@@ -66,6 +66,9 @@ TYPE = "bolt"
 KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version"})
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _FETCH = 1_000
+#: The form of the values a result holds (in the gold cache's key): 2, a duration the driver's
+#: ``Duration`` (issue 60), no longer a ``timedelta``.
+VALUES = 2
 
 
 def _neo4j() -> Any:
@@ -226,9 +229,10 @@ class BoltSource(SourceDefaults):
         return ResultTable(columns, rows, seconds=elapsed)
 
     def fingerprint(self) -> str:
-        """The URL, database, user and ``version``: never the password."""
+        """The URL, database, user and ``version``: never the password; and the form of the
+        values (:data:`VALUES`), so a gold cached in an older form is not read back."""
         ident = f"{self.url}\n{self.database or ''}\n{self.user or ''}\n{self.version or ''}"
-        return f"{TYPE}:{hashlib.sha256(ident.encode()).hexdigest()}"
+        return f"{TYPE}:{VALUES}:{hashlib.sha256(ident.encode()).hexdigest()}"
 
     def close(self) -> None:
         with self._lock:
