@@ -89,9 +89,13 @@ def test_a_sum_of_integers_is_an_integer(graph):
     stays a Decimal, an INT128 property of a node an int."""
     table = graph.execute("MATCH (b:Book) RETURN sum(b.year) AS s, [sum(b.year)] AS l, "
                           "{t: sum(b.year)} AS m, CAST(1.50 AS DECIMAL(5, 2)) AS d, "
-                          "CAST(7 AS INT128) AS i", trusted=True)
-    assert table.rows == [(6009, [6009], {"t": 6009}, Decimal("1.50"), 7)]
-    assert [type(v) for v in table.rows[0]] == [int, list, dict, Decimal, int]
+                          "CAST(7 AS INT128) AS i, "
+                          "{x: CAST(2 AS INT128), y: CAST(1.5 AS DECIMAL(4, 1))} AS st",
+                          trusted=True)
+    assert table.rows == [(6009, [6009], {"t": 6009}, Decimal("1.50"), 7,
+                           {"x": 2, "y": Decimal("1.5")})]
+    assert [type(v) for v in table.rows[0]] == [int, list, dict, Decimal, int, dict]
+    assert type(table.rows[0][5]["x"]) is int and type(table.rows[0][5]["y"]) is Decimal
 
 
 def test_the_plugin_scores_as_the_reference(oracle, graph):

@@ -226,22 +226,19 @@ def _wide_properties(conn: Any) -> dict[str, set[str]]:
 
 
 def _to_int(v: Any, every: bool, props: dict[str, set[str]]) -> Any:
-    """``v`` with its wide integers as ``int`` (``every``: each Decimal in it is one)."""
+    """``v`` with its wide integers as ``int`` (``every``: each Decimal in it is one; else
+    one of exponent 0). A node's or relationship's properties go by its table's schema."""
     if isinstance(v, Decimal):
         return int(v) if (every or v.as_tuple().exponent == 0) and v.is_finite() else v
     if isinstance(v, list):
         return [_to_int(x, every, props) for x in v]
-    if isinstance(v, dict):
-        wide = props.get(str(v.get("_LABEL")), set()) if "_LABEL" in v else None
-        return {k: (int(x) if isinstance(x, Decimal) and x.is_finite() else x)
-                if wide is not None and k in wide
-                else _to_int(x, every, props) if wide is None or k in _NESTED else x
-                for k, x in v.items()}
-    return v
-
-
-#: The keys of a path (its nodes and relationships, converted by their own tables).
-_NESTED = frozenset({"_NODES", "_RELS"})
+    if not isinstance(v, dict):
+        return v
+    if "_LABEL" not in v:  # a struct, a map, or a path's {_NODES, _RELS}
+        return {k: _to_int(x, every, props) for k, x in v.items()}
+    wide = props.get(str(v["_LABEL"]), set())
+    return {k: int(x) if k in wide and isinstance(x, Decimal) and x.is_finite() else x
+            for k, x in v.items()}
 
 
 def describe() -> list[tuple[str, str]]:
