@@ -64,6 +64,13 @@ class Artifact:
     #: stand-in model answers a task's n-th request as trial n, and which run asks n-th is the
     #: prediction pool's scheduling (the pass counts, all pass@k and pass^k read, are the same)
     runs_in_any_order: bool = False
+    #: the suite reads the Bolt server of ``tests/fixtures/bolt_server.py``: its config names
+    #: :data:`BOLT_URL`, which the run replaces with the server's URL
+    bolt: bool = False
+
+
+#: The URL a Bolt artifact's config names until its run writes the fixture server's there.
+BOLT_URL = "bolt://127.0.0.1:1"
 
 
 def _load(path: Path) -> Any:
@@ -433,20 +440,20 @@ def _humaneval_expected(index: int) -> Callable[[Path], Any]:
 
 
 def _cypherbench_pairs(data: Path) -> list[dict[str, Any]]:
-    """The graph pairs on which the reference gave a score (it raises on one, whose gold
-    holds a list with null: its run would stop there)."""
-    pairs = _load(data / "cypherbench" / "graph_oracle.json")["pairs"]
+    """The film-graph pairs the reference scored on the records its own ``run_query`` read
+    through the neo4j driver from the Bolt server (``graph_oracle_bolt.json``), less the one
+    it raises on (a gold holding a list with null: its run would stop there)."""
+    pairs = _load(data / "cypherbench" / "graph_oracle_bolt.json")["pairs"]
     return [p for p in pairs if not isinstance(p["execution_accuracy"], dict)]
 
 
 def _cypherbench_build(data: Path, folder: Path) -> None:
-    """``cypherbench/graph_oracle.json``'s pairs as a ``kind: cypher`` suite on the example
-    film graph, the predictions inline."""
-    graph = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "movies.cypher"
-    (folder / "movies.cypher").write_bytes(graph.read_bytes())
+    """Those pairs as a ``kind: cypher`` suite on a ``type: bolt`` source: the server the
+    reference read, through the plugin's own driver path and CypherBench view."""
     cases = [{"id": p["id"], "gold": p["gold_text"], "predicted": p["pred_text"]}
              for p in _cypherbench_pairs(data)]
-    write_suite(folder, {"datasources": {"movies": {"type": "ladybug", "path": "movies.cypher"}}},
+    write_suite(folder, {"datasources": {"movies": {"type": "bolt", "url": BOLT_URL,
+                                                    "timeout": 20}}},
                 {"test_cypherbench.yaml": {"kind": "cypher", "datasource": "movies",
                                            "cases": cases}})
 
@@ -611,9 +618,10 @@ ARTIFACTS: list[Artifact] = [
     Artifact(
         "cypherbench-graph", "megagonlabs/cypherbench execution_accuracy, executable @ 9460518",
         _cypherbench_build, _cypherbench_headline, _cypherbench_expected,
-        "cypherbench/graph_oracle.json (the reference's score of each pair, averaged)",
-        "29 pairs on the example film graph: a refused write, queries the engine rejects, "
-        "empty results, the same text as the gold"),
+        "cypherbench/graph_oracle_bolt.json (the reference's score of each pair, read through "
+        "its run_query from the Bolt server, averaged)",
+        "27 pairs on the example film graph on FalkorDB's Bolt listener: a missing property, "
+        "empty results, the same text as the gold", bolt=True),
     Artifact(
         "evalbench-trajectory", "GoogleCloudPlatform/evalbench 1.20.0 TrajectoryMatcher, "
         "AgentSteps, TurnCount (PyPI wheel, sha256 ac31c475...)",

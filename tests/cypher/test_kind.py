@@ -181,3 +181,29 @@ def test_a_judge_compares_where_execution_disagrees(pytester, openai_standin, mo
     assert case["details"]["judge"]["outcome"] == "rescued"
     prompt = openai_standin.requests[0]["messages"][0]["content"]
     assert "Cypher" in prompt and MATRIX in prompt
+
+
+def test_cypherbench_values_as_the_reference_reads_them(pytester):
+    """Issue 60, end to end: a relationship gold records the reference's TypeError and no
+    ``cypherbench_ex`` (main scored it 1.0), a path prediction scores 0 (main: 1.0), equal
+    intervals score 1 (main: 0.0), and a ``sum()`` gold scores (main: nothing recorded)."""
+    acted = "MATCH (:Person {name: 'Keanu Reeves'})-[r:ACTED_IN]->(:Movie) RETURN r"
+    path = "MATCH p = (:Person {name: 'Keanu Reeves'})-[:ACTED_IN]->(:Movie) RETURN p"
+    _suite(pytester.path, [
+        {"id": "rel", "gold": acted,
+         "predicted": "MATCH (:Movie)<-[r:ACTED_IN]-(:Person {name: 'Keanu Reeves'}) RETURN r"},
+        {"id": "path", "gold": path,
+         "predicted": "MATCH p = (a:Person)-[:ACTED_IN]->(:Movie) WHERE a.name = 'Keanu Reeves' "
+                      "RETURN p"},
+        {"id": "interval", "gold": "RETURN interval('3 days') AS d",
+         "predicted": "RETURN interval('2 days') + interval('1 day') AS d"},
+        {"id": "sum", "gold": "MATCH (m:Movie) RETURN sum(m.released) AS s",
+         "predicted": "MATCH (m:Movie) WITH sum(m.released) AS s RETURN s"},
+    ])
+    _, report = run_report(pytester)
+    by_id = report.by_id
+    assert "cypherbench_ex" not in by_id["rel"]["metrics"]
+    assert "TypeError: unhashable type: 'dict'" in by_id["rel"]["details"]["cypherbench"]
+    assert by_id["path"]["metrics"]["cypherbench_ex"] == 0.0
+    assert by_id["interval"]["metrics"]["cypherbench_ex"] == 1.0
+    assert by_id["sum"]["metrics"]["cypherbench_ex"] == 1.0

@@ -42,7 +42,6 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from .._isolation.socketdeadline import SocketDeadline
@@ -70,6 +69,9 @@ TYPE = "bolt"
 KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version"})
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _FETCH = 1_000
+#: The form of the values a result holds (in the gold cache's key): 2, a duration the driver's
+#: ``Duration`` (issue 60), no longer a ``timedelta``.
+VALUES = 2
 
 
 def _neo4j() -> Any:
@@ -230,9 +232,10 @@ class BoltSource(SourceDefaults):
         return ResultTable(columns, rows, seconds=elapsed)
 
     def fingerprint(self) -> str:
-        """The URL, database, user and ``version``: never the password."""
+        """The URL, database, user and ``version``: never the password; and the form of the
+        values (:data:`VALUES`), so a gold cached in an older form is not read back."""
         ident = f"{self.url}\n{self.database or ''}\n{self.user or ''}\n{self.version or ''}"
-        return f"{TYPE}:{hashlib.sha256(ident.encode()).hexdigest()}"
+        return f"{TYPE}:{VALUES}:{hashlib.sha256(ident.encode()).hexdigest()}"
 
     def close(self) -> None:
         with self._lock:
@@ -261,7 +264,8 @@ def _graph_types() -> tuple[type, type, type]:
 def _value(v: Any, types: tuple[type, type, type]) -> Any:
     """A driver value as the ladybug source gives it: a node the mapping of ``_ID``,
     ``_LABEL`` and its properties; a relationship with ``_SRC`` and ``_DST`` too; a path
-    ``{"_NODES": [...], "_RELS": [...]}``; temporal values as Python's. Why: the kind's
+    ``{"_NODES": [...], "_RELS": [...]}``; temporal values as Python's, a duration the
+    driver's. Why: the kind's
     comparisons and :func:`.cypherbench.neo4j_view` read that one form, so a suite scores the
     same on either source."""
     node_type, relationship_type, path_type = types
@@ -296,12 +300,12 @@ def _relationship(r: Any, types: tuple[type, type, type]) -> dict[str, Any]:
 
 
 def _temporal(v: Any) -> Any:
-    """``neo4j.time`` values as ``datetime`` ones; a duration a ``timedelta`` when it has no
-    months (ladybug's interval), else its ISO text; a point the list of its coordinates."""
+    """``neo4j.time`` values as ``datetime`` ones, but a duration stays the driver's
+    ``Duration`` (months, days, seconds and nanoseconds apart, as the server gave them: a
+    ``timedelta`` would merge ``P1D`` with ``PT24H`` and lose months, and CypherBench's
+    reference reads the driver's tuple); a point the list of its coordinates."""
     if isinstance(v, importlib.import_module("neo4j.time").Duration):
-        if v.months:
-            return v.iso_format()
-        return timedelta(days=v.days, seconds=v.seconds, microseconds=v.nanoseconds // 1000)
+        return v
     native = getattr(v, "to_native", None)
     if callable(native):
         return native()

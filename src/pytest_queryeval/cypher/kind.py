@@ -188,7 +188,7 @@ def _score(gold: _Gold, text: str, pred: ResultTable | None, opts: _Options,
     g_view = cypherbench.neo4j_view(gold.table.columns, gold.table.rows)
     p_view = None if pred is None else cypherbench.neo4j_view(pred.columns, pred.rows)
     details: dict[str, Any] = {"gold_cached": gold.cached}
-    ex = cypherbench.execution_accuracy(text, gold.query, g_view, p_view)
+    ex, crash = cypherbench.score(text, gold.query, g_view, p_view)
     if pred is None:
         metrics = dict.fromkeys(TABLE_METRIC_NAMES, 0.0)
         diff: list[str] = []
@@ -203,8 +203,9 @@ def _score(gold: _Gold, text: str, pred: ResultTable | None, opts: _Options,
         signature = pred.signature(ordered)
         compared = (gold.query, gold.table, text, pred)  # what a judge is shown
     if ex is None:
-        details["cypherbench"] = ("the gold's result holds a value CypherBench's to_hashable "
-                                  "cannot hash: its execution_accuracy raises TypeError")
+        details["cypherbench"] = (f"CypherBench's execution_accuracy raises {crash} here (a "
+                                  "value its to_hashable or a set cannot hash): the reference "
+                                  "records no score")
     else:
         metrics["cypherbench_ex"] = ex
     metrics["cypherbench_executable"] = cypherbench.executable(not executed)

@@ -65,6 +65,9 @@ from . import guard, worker
 TYPE = "ladybug"
 KEYS = frozenset({"path", "timeout", "max_rows", "max_memory"})
 DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
+#: The form of the values a result holds (in the gold cache's key): 2, a wide integer an
+#: ``int`` (issue 60), no longer a ``Decimal``.
+VALUES = 2
 _READ_ONLY = "read-only database"
 #: The engine's error for a file the confined worker may not open (:func:`.worker.open_graph`).
 _DENIED = re.compile(r"^IO exception: .*Permission denied\.?$")
@@ -216,7 +219,9 @@ class LadybugSource(SourceDefaults):
         return _table(reply, query, seconds)
 
     def fingerprint(self) -> str:
-        """The engine and the content of the file (a script's text, a database's bytes)."""
+        """The engine, the form of its values (:data:`VALUES`: a gold cached in an older
+        form is not read back) and the content of the file (a script's text, a database's
+        bytes)."""
         if self._fingerprint is None:
             digest = hashlib.sha256()
             try:
@@ -225,7 +230,7 @@ class LadybugSource(SourceDefaults):
                         digest.update(chunk)
             except OSError:
                 return f"{TYPE}:{self.path.name}:unreadable"
-            self._fingerprint = f"{TYPE}:{digest.hexdigest()}"
+            self._fingerprint = f"{TYPE}:{VALUES}:{digest.hexdigest()}"
         return self._fingerprint
 
     def ddl(self) -> list[tuple[str, str]]:

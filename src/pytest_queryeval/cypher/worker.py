@@ -30,6 +30,7 @@ import importlib
 import os
 import re
 import time
+from decimal import Decimal
 from typing import Any
 
 from .._isolation.landlock import confine
@@ -161,14 +162,83 @@ def _fetch(conn: Any, query: str, limit: int, start: float) -> Reply:
             one.close()
         return ("refused", "more than one statement: one read-only query is executed")
     columns = [str(c) for c in result.get_column_names()]
+    types = [str(t) for t in result.get_column_data_types()]
     rows: list[tuple[Any, ...]] = []
     while result.has_next() and len(rows) <= limit:
         rows.extend(tuple(r) for r in result.get_n(min(_BATCH, limit + 1 - len(rows))))
     result.close()
+    rows = integers(rows, types, conn)
     elapsed = time.perf_counter() - start
     if len(rows) > limit:
         return ("ok", columns, rows[:limit], True, elapsed)
     return ("ok", columns, rows, False, elapsed)
+
+
+def integers(rows: list[tuple[Any, ...]], types: list[str],
+             conn: Any) -> list[tuple[Any, ...]]:
+    """Every value of a wide integer type (``INT128``: what ``sum()`` of integers returns;
+    ``UINT128``) as a Python ``int``, as Neo4j and its driver give an integer: ladybug hands
+    them over as ``Decimal``, which neither equals a float in every metric nor hashes where
+    CypherBench's reference needs it (issue 60). A ``DECIMAL`` stays a ``Decimal``.
+
+    The column's type says which values are wide integers; a node's or a relationship's
+    properties are looked up in its table's schema (only when some table has such a
+    property). A column mixing both in one nested type (a struct of an ``INT128`` and a
+    ``DECIMAL``) turns the Decimals of exponent 0 into integers."""
+    todo = []
+    for i, typ in enumerate(types):
+        if _WIDE.search(typ):
+            todo.append((i, "DECIMAL" not in typ.upper()))
+        elif _GRAPH.search(typ) and _wide_properties(conn):
+            todo.append((i, False))
+    if not todo:
+        return rows
+    props = _wide_properties(conn) if any(not every for _, every in todo) else {}
+    out = []
+    for row in rows:
+        cells = list(row)
+        for i, every in todo:
+            cells[i] = _to_int(cells[i], every, props)
+        out.append(tuple(cells))
+    return out
+
+
+_WIDE = re.compile(r"\bU?INT128\b", re.IGNORECASE)
+_GRAPH = re.compile(r"\b(?:NODE|REL|RECURSIVE_REL)\b", re.IGNORECASE)
+#: The worker_state key of ``{table: {property names of a wide integer type}}``.
+_WIDE_PROPS = "ladybug-wide-properties"
+
+
+def _wide_properties(conn: Any) -> dict[str, set[str]]:
+    """The properties of a wide integer type, by table (read once per worker)."""
+    state = worker_state()
+    found = state.get(_WIDE_PROPS)
+    if found is None:
+        found = {}
+        tables = conn.execute("CALL show_tables() RETURN name").get_all()
+        for (name,) in tables:
+            props = conn.execute(f"CALL table_info('{name}') RETURN name, type").get_all()
+            wide = {str(p) for p, t in props if _WIDE.search(str(t))}
+            if wide:
+                found[str(name)] = wide
+        state[_WIDE_PROPS] = found
+    return dict(found)
+
+
+def _to_int(v: Any, every: bool, props: dict[str, set[str]]) -> Any:
+    """``v`` with its wide integers as ``int`` (``every``: each Decimal in it is one; else
+    one of exponent 0). A node's or relationship's properties go by its table's schema."""
+    if isinstance(v, Decimal):
+        return int(v) if (every or v.as_tuple().exponent == 0) and v.is_finite() else v
+    if isinstance(v, list):
+        return [_to_int(x, every, props) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "_LABEL" not in v:  # a struct, a map, or a path's {_NODES, _RELS}
+        return {k: _to_int(x, every, props) for k, x in v.items()}
+    wide = props.get(str(v["_LABEL"]), set())
+    return {k: int(x) if k in wide and isinstance(x, Decimal) and x.is_finite() else x
+            for k, x in v.items()}
 
 
 def describe() -> list[tuple[str, str]]:

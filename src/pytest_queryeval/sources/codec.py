@@ -55,6 +55,10 @@ def encode_value(v: object) -> object:
         return {"$uuid": str(v)}
     if isinstance(v, Term):
         return {"$term": [v.type, v.value, v.datatype, v.lang]}
+    if isinstance(v, tuple) and type(v).__name__ == "Duration" \
+            and type(v).__module__.startswith("neo4j.time"):
+        # the neo4j driver's duration (a type: bolt source's): a tuple, but kept as its class
+        return {"$duration": list(v)}
     if isinstance(v, tuple):
         return {"$tuple": [encode_value(x) for x in v]}
     if isinstance(v, list):
@@ -91,6 +95,12 @@ def decode_value(v: object) -> Any:
         return uuid.UUID(x)
     if tag == "$term":
         return Term(x[0], x[1], x[2], x[3])
+    if tag == "$duration":  # written only where the neo4j driver made one
+        import importlib
+
+        months, days, seconds, nanoseconds = x
+        return importlib.import_module("neo4j.time").Duration(
+            months=months, days=days, seconds=seconds, nanoseconds=nanoseconds)
     if tag == "$tuple":
         return tuple(decode_value(i) for i in x)
     if tag == "$list":
