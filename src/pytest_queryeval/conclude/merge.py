@@ -26,6 +26,7 @@ into modules, each would import the others' helpers for one command.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +55,10 @@ SAME_RUN = ("queryeval_version", "model", "predictions", "gating")
 #: Of :data:`SAME_RUN`, what a shard that selected no case cannot know (it read the suite
 #: config of no case file): not compared with the other shards', nor taken from it.
 EMPTY_UNKNOWN = ("model", "predictions")
-GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty", "op", "k")
+#: What defines a gate, as its report entry states it: every field of :class:`Gate` but its
+#: name, read from the class so that a scope added to gates (``model:`` was once forgotten
+#: here, and the merge then pooled a model-scoped gate over every model) reaches the merge.
+GATE_FIELDS = tuple(f.name for f in dataclasses.fields(Gate) if f.name != "name")
 LISTED = 10
 
 
@@ -305,15 +309,30 @@ def _merged_gates(gate_specs: list[dict[str, Any]], records: Sequence[RecordLike
                   ) -> list[dict[str, Any]]:
     """The shards' gates evaluated on the union, each scope as the shards wrote it."""
     cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
-    gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
-                                 float(g["limit"]), cwd / str(g.get("scope") or "."),
-                                 g.get("kind"), g.get("tag"), bool(g.get("allow_empty")),
-                                 str(g.get("op") or ">="), g.get("model"),
-                                 g["k"] if isinstance(g.get("k"), int) else None)
-                            for g in gate_specs], records)
+    gates = evaluate_gates([gate_of(spec, cwd) for spec in gate_specs], records)
     for gate, spec in zip(gates, gate_specs, strict=True):
         gate["scope"] = spec.get("scope")
     return gates
+
+
+def gate_of(entry: Mapping[str, Any], base: Path) -> Gate:
+    """The :class:`Gate` a report's gate entry states, its scope resolved from ``base``: every
+    field the entry has (a field an older report lacks keeps its default), so the union is
+    gated by the very gates each shard was, whatever filters they carry."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Gate):
+        value = entry.get(f.name)
+        if value is None:  # not stated (an older report): the gate's default
+            continue
+        if f.name == "scope":
+            value = base / str(value)
+        elif f.name == "limit":
+            value = float(value)
+        elif f.name == "k" and not (isinstance(value, int) and not isinstance(value, bool)):
+            value = None
+        values[f.name] = value
+    values.setdefault("scope", base)
+    return Gate(**values)
 
 
 def _merged_run(shards: Sequence[tuple[str, dict[str, Any]]], runs: list[dict[str, Any]],
