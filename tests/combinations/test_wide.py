@@ -34,6 +34,7 @@ from tests.combinations.generator import (
 from tests.combinations.test_combinations import (
     VERDICT,
     _check_agent,
+    _check_gates,
     _check_outcome,
     _check_scored,
     _requests,
@@ -120,6 +121,7 @@ def test_wide(combo: Combination, pytester: pytest.Pytester, monkeypatch: pytest
     run = _run(pytester, "run", *args, *extra)
     _check_scored(run, combo, plan)
     _check_agent(run, combo)
+    _check_gates(run, combo)
     _check_outcome(run, ("junit",))
 
     if combo["audit"] == "on":

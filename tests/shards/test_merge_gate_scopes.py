@@ -175,3 +175,42 @@ def test_every_field_of_a_gate_survives_the_report_and_the_merge(tmp_path: Path)
     entry["scope"] = "sub"  # as the plugin writes it: rootdir-relative
     specs = _gates([("shard-1.json", {"gates": [entry]}), ("shard-2.json", {"gates": [entry]})])
     assert [gate_of(spec, tmp_path) for spec in specs] == [gate]
+
+
+def test_the_suites_significance_level_reaches_the_merge(pytester: pytest.Pytester) -> None:
+    """``gates: {significance: 0.05}`` in ``queryeval.yaml`` (which ``queryeval merge`` does
+    not read) is recorded by each shard as ``run.significance`` and compares the union as it
+    compares the serial run: one case of 24 that went from pass to fail is no significant drop
+    (exact McNemar p = 1), where the merge once applied ``--queryeval-max-drop 0.01`` on its
+    size alone and failed."""
+    ids = [f"c{n:02d}" for n in range(24)]
+
+    def write(wrong: set[str], config: dict[str, Any]) -> None:
+        cases = [sdmx_case(i, selection(GDP), selection(MEX if i in wrong else GDP))
+                 for i in ids]
+        write_suite(pytester.path, config, {"test_cases.yaml": dump(
+            {"kind": "sdmx", "thresholds": {"macro_precision": 1.0}, "cases": cases})})
+
+    write(set(), {})
+    pytester.runpytest("--queryeval-json=base.json")
+    write({"c07"}, {"gates": {"significance": 0.05}})
+    args = ("--queryeval-gating=gates", "--queryeval-baseline=base.json",
+            "--queryeval-max-drop=0.01", "--queryeval-no-step-summary")
+    serial_result = pytester.runpytest("--queryeval-json=serial.json", *args)
+    for index in (1, 2):
+        # each case's standing is decided as it runs: the shards compare with the baseline too
+        pytester.runpytest(f"--queryeval-shard={index}/2", f"--queryeval-json=shard-{index}.json",
+                           *args)
+    merged_result = _merge(pytester, "shard-1.json", "shard-2.json", "-o", "merged.json", *args)
+    serial, merged = (read_report(pytester.path / f"{n}.json") for n in ("serial", "merged"))
+    assert (serial["baseline"]["passed"], merged["baseline"]["passed"]) == (True, True)
+    assert int(serial_result.ret) == merged_result.ret == 0, merged_result.stdout.str()
+    assert merged["run"]["outcome_line"] == serial["run"]["outcome_line"]
+    assert serial["run"]["significance"] == merged["run"]["significance"] == 0.05
+    assert [read_report(pytester.path / f"shard-{i}.json")["run"]["significance"]
+            for i in (1, 2)] == [0.05, 0.05]
+    # the command line still decides when given, as in the plugin
+    strict = _merge(pytester, "shard-1.json", "shard-2.json", "-o", "strict.json", *args,
+                    "--queryeval-significance=0.4")
+    assert read_report(pytester.path / "strict.json")["baseline"]["significance"] == 0.4
+    assert strict.ret in (0, 1)

@@ -360,7 +360,29 @@ def _merged_run(shards: Sequence[tuple[str, dict[str, Any]]], runs: list[dict[st
         run["attempts"] = merged.superseded
     if first.get("suite"):
         run["suite"] = first["suite"]
+    alpha = _suite_significance(shards)
+    if alpha is not None:
+        run["significance"] = alpha
     return run
+
+
+def _suite_significance(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> float | None:
+    """The alpha the suite sets for the baseline comparison (``gates: {significance:}`` or
+    ini ``queryeval_significance``, which this command does not read): each shard recorded
+    the smallest of its suite configs' (``run.significance``), so the smallest of theirs is
+    the serial run's. MergeRefused names a shard whose value is no significance level."""
+    from ..baseline.significance import parse_significance
+
+    found = []
+    for name, report in shards:
+        value = report["run"].get("significance")
+        try:
+            alpha = parse_significance(value, f"{name}: run.significance")
+        except ValueError as exc:
+            raise MergeRefused(str(exc)) from None
+        if alpha is not None:
+            found.append(alpha)
+    return min(found) if found else None
 
 
 def problems_of(merged: Merged) -> list[str]:
@@ -513,9 +535,12 @@ def _outputs(options: ReportOptions, cwd: Path, report: dict[str, Any]) -> Outpu
     """The report and baseline options of the merged run, those of a gold audit as the plugin
     sets them; None (the usage error printed) for a baseline update of an audit's shards."""
     # no suite here: the baseline is the path given, from the current directory
+    # --queryeval-significance, else the suite's alpha the shards recorded (as the plugin)
+    alpha = _significance(options.significance)
     out = options.outputs(
         baseline_path=(cwd / options.baseline).resolve() if options.baseline else None,
-        significance=_significance(options.significance), display=lambda p: display(p, cwd))
+        significance=report["run"].get("significance") if alpha is None else alpha,
+        display=lambda p: display(p, cwd))
     if report.get("audit") is not None:  # as the plugin ends an audit
         from ..report.audit import summary_lines as audit_lines
 

@@ -369,7 +369,8 @@ class Controller:
             model=self._model(files),
             gating=self.options.gating, suite_ids=self.runner.suite_ids,
             shard=self.options.shard,
-            workers=getattr(self.config.option, "numprocesses", None) or 0)
+            workers=getattr(self.config.option, "numprocesses", None) or 0,
+            significance=self._suite_significance(files))
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         from ..conclude import interrupt_reason  # Ctrl-C, pytest.exit(), collection errors
@@ -432,6 +433,14 @@ class Controller:
         cli = self.options.report.significance
         if cli is not None:
             return parse_significance(cli, "--queryeval-significance")
+        return self._suite_significance(files)
+
+    def _suite_significance(self, files: set[str]) -> float | None:
+        """The alpha the suite sets (``gates: {significance:}``, else ini
+        ``queryeval_significance``): recorded as ``run.significance`` so that ``queryeval
+        merge``, which reads neither, compares the union as this run compares."""
+        from ..baseline.significance import parse_significance
+
         suites = [c.significance for d in sorted(_dirs(files))
                   if (c := self.runner.finder.for_directory(d)).significance is not None]
         if suites:
