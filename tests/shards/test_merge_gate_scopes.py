@@ -214,3 +214,42 @@ def test_the_suites_significance_level_reaches_the_merge(pytester: pytest.Pytest
                     "--queryeval-significance=0.4")
     assert read_report(pytester.path / "strict.json")["baseline"]["significance"] == 0.4
     assert strict.ret in (0, 1)
+
+
+def test_sub_suites_gates_of_one_name_merge_as_the_serial_run(pytester: pytest.Pytester) -> None:
+    """Two sub-suites each with a gate named ``pass_rate`` (their directory is their scope),
+    and one of the parent's: the merge once refused them (exit 4: "gate 'pass_rate' differs
+    ... in scope"). Here the shard given first holds only ``b``'s cases, so the merge lists
+    the gates in the serial run's order (the parent's, then ``a``'s, then ``b``'s), not in
+    the order the shards show them."""
+    from pytest_queryeval.suite.shard import shard_of
+
+    ids = [f"case-{n}" for n in range(40)]
+    a_ids = [i for i in ids if shard_of(i, 2) == 1][:6]
+    b_ids = [i for i in ids if shard_of(i, 2) == 2][:6]
+    files: dict[str, Any] = {}
+    for sub, picked, wrong in (("a", a_ids, 1), ("b", b_ids, 3)):
+        cases = [sdmx_case(i, selection(GDP), selection(MEX if n < wrong else GDP))
+                 for n, i in enumerate(picked)]
+        files[f"{sub}/queryeval.yaml"] = dump({"gates": {"pass_rate": 0.7,
+                                                         "f1": {"metric": "macro_f1",
+                                                                "mean": 0.8}}})
+        files[f"{sub}/test_cases.yaml"] = dump({"kind": "sdmx", "cases": cases,
+                                                "thresholds": {"macro_precision": 1.0}})
+    write_suite(pytester.path, {"gates": {"all_pass": {"metric": "pass_rate", "min": 0.6}}},
+                files)
+    serial_result = pytester.runpytest("--queryeval-json=serial.json")
+    for index in (1, 2):
+        pytester.runpytest(f"--queryeval-shard={index}/2", f"--queryeval-json=shard-{index}.json")
+    assert {c["file"].split("/")[0] for c in read_report(pytester.path / "shard-2.json")["cases"]} \
+        == {"b"}
+    result = _merge(pytester, "shard-2.json", "shard-1.json", "-o", "merged.json")
+    serial, merged = (read_report(pytester.path / f"{n}.json") for n in ("serial", "merged"))
+    assert [(g["name"], g["scope"], g["passed"]) for g in serial["gates"]] == [
+        ("all_pass", ".", True), ("pass_rate", "a", True), ("f1", "a", True),
+        ("pass_rate", "b", False), ("f1", "b", False)]
+    assert _gate_view(merged) == _gate_view(serial)
+    assert result.ret == int(serial_result.ret) == 1, result.stdout.str()
+    gate_lines = [line for line in serial_result.outlines if line.startswith("gate ")]
+    assert len(gate_lines) == 5
+    assert gate_lines == [line for line in result.outlines if line.startswith("gate ")]
