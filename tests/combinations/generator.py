@@ -43,6 +43,7 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
     "tasks": ("off", "on"),
     "audit": ("off", "on"),
     "verdict": ("strict", "gates", "gates+baseline", "baseline+baseline"),
+    "gate": ("none", "kind", "tag", "model"),      # the scope of a second gate (issue 59)
     "mode": ("serial", "xdist", "shards", "resume"),  # the costly ways of running
     "agent": ("off", "on"),                        # an agent case with a trajectory (issue 52)
 }
@@ -251,6 +252,30 @@ def _file_rows(combo: Combination) -> str:
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
+#: The tag of the ``gate: tag`` rows (on ``ann``, and on the Python case of a ``python`` row).
+GATE_TAG = "smoke"
+
+
+def scoped_gate(combo: Combination) -> dict[str, Any]:
+    """The row's second gate, beside the suite's ``pass_rate`` one: none, or a pass-rate gate
+    scoped by ``kind:``, ``tag:`` or ``model:`` (the last model of a row with several; a row
+    with one names it too, and its cases, not fanned out, carry no model: ``allow_empty``).
+    Each way of running must give it the serial run's value, cases and verdict (the merge once
+    dropped ``model:`` and gated every model's cases)."""
+    scope = combo["gate"]
+    if scope == "none":
+        return {}
+    spec: dict[str, Any] = {"metric": "pass_rate", "min": 0.3}
+    if scope == "kind":
+        spec["kind"] = "sql"
+    elif scope == "tag":
+        spec.update(tag=GATE_TAG, min=0.5)
+    else:
+        spec.update(model=combo.models[-1], allow_empty=len(combo.models) < 2
+                    or combo["source"] == "inline")
+    return {f"{scope}_pass": spec}
+
+
 def _case(case_id: str, combo: Combination, inline: bool) -> dict[str, Any]:
     question, gold, predicted = CASES[case_id]
     case: dict[str, Any] = {"id": case_id, "question": question, "gold": gold}
@@ -280,7 +305,7 @@ def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict
                         "duck": {"type": "duckdb", "path": "shop.duckdb"},
                         "store": {"type": "sqlite", "path": "shop.db", "writable": "sandbox"}},
         "thresholds": {"execution_accuracy": 1.0},
-        "gates": {"pass_rate": 0.3},
+        "gates": {"pass_rate": 0.3, **scoped_gate(combo)},
     }
     if not inline:
         sources = {m: _source(combo, m, i, service, openai_url) for i, m in enumerate(models)}
@@ -291,6 +316,8 @@ def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict
         config["judge"] = {"model": "standin-model", "base_url": openai_url,
                            "api_key": "sk-standin-0123456789abcdef", "retries": 0}
     shop: list[dict[str, Any]] = [_case("ann", combo, inline), _case("near", combo, inline)]
+    if combo["gate"] == "tag":
+        shop[0]["tags"] = [GATE_TAG]
     if combo["repeat"] == "2":
         shop[0]["repeat"] = 2
     if combo["fanout"] == "yes":
@@ -313,6 +340,8 @@ def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict
         py_case = _case("py-count", combo, inline)
         if combo["agent"] == "on":  # the Python case is an agent case too
             py_case["agent"] = AGENT
+        if combo["gate"] == "tag":
+            py_case["tags"] = [GATE_TAG]
         files["test_py_cases.py"] = PY_CASES.format(case=py_case)
         expected["python"] = ["py-count"]
     if combo["tasks"] == "on":

@@ -61,6 +61,14 @@ from tests.e2e.support import (
 from tests.fixtures.openai_standin import MODEL, OpenAIStandin, question_of
 
 ROWS = combinations(int(os.environ.get("QUERYEVAL_COMBINATIONS") or CI_ROWS))
+#: A model-scoped gate in each costly way of running, whatever rows the array gives (issue 59
+#: item 1: the merge, and so the resumed shards, gated every model's cases together): two
+#: models from predictions files, and an SDMX file the gate must leave out (pooled, its value
+#: moves too).
+MODEL_GATE_ROWS = [Combination(tuple(
+    (name, {"kind": "sql+sdmx", "source": "file", "models": "two", "gate": "model",
+            "mode": mode}.get(name, values[0])) for name, values in DIMENSIONS.items()))
+    for mode in ("xdist", "shards", "resume")]
 #: A located error: ``test_shop.yaml:10: cases[0].repeat: ...``, also behind what failed
 #: (``prediction error: queryeval.yaml:28: predictions.é: ...``, ``turn 1: ...``): a model
 #: name the docs refuse is such an error of that model's cases (docs/reference.md).
@@ -260,6 +268,25 @@ def _check_scored(run: Run, combo: Combination, plan: dict[str, object]) -> None
                     f"{[r['id'] for r in mine]}"
 
 
+def _check_gates(run: Run, combo: Combination) -> None:
+    """The gate dimension: each gate counts the cases of its scope and no other (its kind,
+    tag and model, as a reader of the records counts them), and the row's scoped gate is
+    there; a model gate of a row with several models counts only that model's cases. The
+    other ways of running compare every gate field with the serial run's (``assert_same``)."""
+    gates = run.json["gates"]
+    assert [g for g in gates if g["name"].startswith(f"{combo['gate']}_pass")] \
+        or combo["gate"] == "none", (run.name, gates)
+    for gate in gates:
+        mine = [r for r in run.json["cases"]
+                if (gate.get("kind") is None or r.get("kind") == gate["kind"])
+                and (gate.get("tag") is None or gate["tag"] in (r.get("tags") or []))
+                and (gate.get("model") is None or r.get("model") == gate["model"])]
+        assert gate["cases"] == len(mine), (run.name, gate, [r["id"] for r in mine])
+        if gate.get("model") and len(combo.models) > 1 and combo["source"] != "inline":
+            assert mine and gate["cases"] * len(combo.models) <= len(run.json["cases"]), \
+                (run.name, gate)
+
+
 #: The sources that hand over the stand-in's trajectory (a predictions file's rows, a python
 #: function's or a command's envelope); ``http`` takes only ``response_path``'s query, and the
 #: ``openai`` source runs its own tool loop with a stand-in that answers at once.
@@ -306,7 +333,8 @@ def test_the_architecture_doc_lists_every_dimension_and_value() -> None:
         assert set(values) <= listed, (name, sorted(set(values) - listed))
 
 
-@pytest.mark.parametrize("combo", ROWS, ids=[c.id for c in ROWS])
+@pytest.mark.parametrize("combo", ROWS + MODEL_GATE_ROWS,
+                         ids=[c.id for c in ROWS + MODEL_GATE_ROWS])
 def test_combination(combo: Combination, tmp_path: Path,
                      services: tuple[CountingModel, OpenAIStandin]) -> None:
     model, openai = services
@@ -333,6 +361,7 @@ def test_combination(combo: Combination, tmp_path: Path,
     serial = run_pytest(root, "serial", *extra, *cache("pcache"), formats=formats)
     _check_scored(serial, combo, plan)
     _check_agent(serial, combo)
+    _check_gates(serial, combo)
     _check_outcome(serial, (*formats, "junit"))
 
     # the cache: a second run sends no request (model or judge), and finds the same
@@ -353,6 +382,7 @@ def test_combination(combo: Combination, tmp_path: Path,
             args.append("--queryeval-baseline=serial.json")
         gated = run_pytest(root, "gated", *args, *extra, *cache("pcache-g"), formats=("md",))
         _check_scored(gated, combo, plan)
+        _check_gates(gated, combo)
         _check_outcome(gated, ("md", "junit"))
         if base:
             check_model_baseline(gated.json, serial.json)
@@ -396,6 +426,7 @@ def test_combination(combo: Combination, tmp_path: Path,
         _check_outcome(resumed)
         _check_scored(resumed, combo, plan)
         _check_agent(resumed, combo)
+        _check_gates(resumed, combo)
         assert resumed.status == serial.status, resumed.explain()
         assert_same(*_who_paid_aside(serial.json, resumed.json),
                     "shards killed mid-run, resumed with the same command, merged, versus serial")

@@ -34,6 +34,7 @@ from tests.combinations.generator import (
 from tests.combinations.test_combinations import (
     VERDICT,
     _check_agent,
+    _check_gates,
     _check_outcome,
     _check_scored,
     _requests,
@@ -123,6 +124,7 @@ def test_wide(combo: Combination, pytester: pytest.Pytester, monkeypatch: pytest
     if base:  # each model against its own baseline records (issue 59 item 2)
         check_model_baseline(run.json, strict.json)
     _check_agent(run, combo)
+    _check_gates(run, combo)
     _check_outcome(run, ("junit",))
 
     if combo["audit"] == "on":

@@ -7,15 +7,18 @@ comparison over the union, every report option of the plugin, and the same exit 
 
 Shards that cannot be one run are refused (exit 4, nothing written): another report version,
 queryeval version, suite (the digest of its case ids), model, predictions source, gating mode,
-scoring settings of a kind, shard count, a gate of the same name defined differently, or a
-gold audit's mode (``--queryeval-audit-golds``). Several reports of one shard are attempts of it
+scoring settings of a kind, shard count, a gate of the same name and scope defined differently,
+or a gold audit's mode (``--queryeval-audit-golds``). Each gate is rebuilt from its report
+entry, every field of it (its ``kind:``, ``tag:`` and ``model:`` filters among them), and the
+suite's significance level from ``run.significance``: the settings the merge cannot read from
+the suite files travel in the shards' reports. Several reports of one shard are attempts of it
 (a scheduler's retry): the latest complete record of each case wins and the attempts are listed
 (``run.attempts``). Cases missing from the union, and cases run by more than one shard, are
 listed and fail the merge (exit 1, the report still written, each case once). The shards are
 read case by case (:mod:`..report.stream`): the merge holds slim records, and the full ones are
-read back as the reports are written. Shards of a gold audit merge into one audit: its
-findings table is rebuilt over the union (the findings travel with each case), and, as in the
-plugin, no baseline is compared or written.
+read back as the reports are written. Shards of a gold audit merge into one audit: its findings
+table is rebuilt over the union (the findings travel with each case), and, as in the plugin, no
+baseline is compared or written.
 
 Why one module of this size: the command's steps (checking that the shards are one run,
 choosing each case's record among a shard's attempts, the union's run block, the exit status)
@@ -26,6 +29,7 @@ into modules, each would import the others' helpers for one command.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +58,10 @@ SAME_RUN = ("queryeval_version", "model", "predictions", "gating")
 #: Of :data:`SAME_RUN`, what a shard that selected no case cannot know (it read the suite
 #: config of no case file): not compared with the other shards', nor taken from it.
 EMPTY_UNKNOWN = ("model", "predictions")
-GATE_FIELDS = ("metric", "stat", "scope", "kind", "tag", "limit", "allow_empty", "op", "k")
+#: What defines a gate, as its report entry states it: every field of :class:`Gate` but its
+#: name, read from the class so that a scope added to gates (``model:`` was once forgotten
+#: here, and the merge then pooled a model-scoped gate over every model) reaches the merge.
+GATE_FIELDS = tuple(f.name for f in dataclasses.fields(Gate) if f.name != "name")
 LISTED = 10
 
 
@@ -157,20 +164,38 @@ def _shard(value: object) -> tuple[int, int] | None:
 
 
 def _gates(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """The gate definitions of every shard, by name (a shard lists the gates of the suite
-    directories its cases are in); one name defined two ways is refused."""
-    seen: dict[str, tuple[str, dict[str, Any]]] = {}
+    """The gate definitions of every shard, by name and scope directory (a shard lists the
+    gates of the suite directories its cases are in; two sub-suites may each have a gate of
+    one name), in the order they first appear; one gate defined two ways is refused."""
+    seen: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
     for name, report in shards:
         for gate in report.get("gates") or []:
             spec = {k: gate.get(k) for k in ("name", *GATE_FIELDS)}
-            other = seen.get(str(spec["name"]))
+            key = (str(spec["name"]), str(spec.get("scope") or "."))
+            other = seen.get(key)
             if other is None:
-                seen[str(spec["name"])] = (name, spec)
+                seen[key] = (name, spec)
             elif other[1] != spec:
                 diff = [k for k in GATE_FIELDS if other[1].get(k) != spec.get(k)]
                 raise MergeRefused(f"{name}: gate {spec['name']!r} differs from {other[0]}'s "
                                    f"in {', '.join(diff)}: the shards ran another configuration")
     return [spec for _, spec in seen.values()]
+
+
+def _serial_order(gates: Sequence[Gate], records: Sequence[RecordLike]) -> list[int]:
+    """The order the serial run lists ``gates`` in (given in the order the shards first
+    list them): it walks the case directories in sorted order and lists, for each, the gates
+    of its ``queryeval.yaml`` files not listed yet, the outermost file's first, each file's in
+    its own order; a shard saw only its own directories."""
+    dirs = sorted({(Path.cwd() / str(r.get("file") or ".")).parent.resolve() for r in records})
+
+    def key(index: int) -> tuple[int, int, int]:
+        scope = gates[index].scope.resolve()
+        first = next((n for n, d in enumerate(dirs) if d == scope or scope in d.parents),
+                     len(dirs))
+        return first, len(scope.parts), index
+
+    return sorted(range(len(gates)), key=key)
 
 
 def _attempts(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, list[int]]:
@@ -303,17 +328,35 @@ def _find_missing(merged: Merged, records: Sequence[RecordLike], runs: list[dict
 
 def _merged_gates(gate_specs: list[dict[str, Any]], records: Sequence[RecordLike]
                   ) -> list[dict[str, Any]]:
-    """The shards' gates evaluated on the union, each scope as the shards wrote it."""
+    """The shards' gates evaluated on the union in the serial run's order, each scope as the
+    shards wrote it."""
     cwd = Path.cwd()  # scopes and case files are both rootdir-relative: resolve them alike
-    gates = evaluate_gates([Gate(str(g["name"]), str(g["metric"]), str(g["stat"]),
-                                 float(g["limit"]), cwd / str(g.get("scope") or "."),
-                                 g.get("kind"), g.get("tag"), bool(g.get("allow_empty")),
-                                 str(g.get("op") or ">="), g.get("model"),
-                                 g["k"] if isinstance(g.get("k"), int) else None)
-                            for g in gate_specs], records)
-    for gate, spec in zip(gates, gate_specs, strict=True):
-        gate["scope"] = spec.get("scope")
-    return gates
+    gates = [gate_of(spec, cwd) for spec in gate_specs]
+    order = _serial_order(gates, records)
+    evaluated = evaluate_gates([gates[i] for i in order], records)
+    for gate, i in zip(evaluated, order, strict=True):
+        gate["scope"] = gate_specs[i].get("scope")
+    return evaluated
+
+
+def gate_of(entry: Mapping[str, Any], base: Path) -> Gate:
+    """The :class:`Gate` a report's gate entry states, its scope resolved from ``base``: every
+    field the entry has (a field an older report lacks keeps its default), so the union is
+    gated by the very gates each shard was, whatever filters they carry."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Gate):
+        value = entry.get(f.name)
+        if value is None:  # not stated (an older report): the gate's default
+            continue
+        if f.name == "scope":
+            value = base / str(value)
+        elif f.name == "limit":
+            value = float(value)
+        elif f.name == "k" and not (isinstance(value, int) and not isinstance(value, bool)):
+            value = None
+        values[f.name] = value
+    values.setdefault("scope", base)
+    return Gate(**values)
 
 
 def _merged_run(shards: Sequence[tuple[str, dict[str, Any]]], runs: list[dict[str, Any]],
@@ -341,7 +384,32 @@ def _merged_run(shards: Sequence[tuple[str, dict[str, Any]]], runs: list[dict[st
         run["attempts"] = merged.superseded
     if first.get("suite"):
         run["suite"] = first["suite"]
+    alpha = _suite_significance(shards)
+    if alpha is not None:
+        run["significance"] = alpha
     return run
+
+
+def _suite_significance(shards: Sequence[tuple[str, Mapping[str, Any]]]) -> float | None:
+    """The alpha the suite sets for the baseline comparison (``gates: {significance:}`` or
+    ini ``queryeval_significance``, which this command does not read): each shard recorded
+    the smallest of its suite configs' (``run.significance``), so the smallest of theirs is
+    the serial run's. A shard that selected no case read no suite config (its value is the
+    ini's alone): it counts only when no shard has a case. MergeRefused names a shard whose
+    value is no significance level."""
+    from ..baseline.significance import parse_significance
+
+    found = []
+    ran = [shard for shard in shards if shard[1]["cases"]] or shards
+    for name, report in ran:
+        value = report["run"].get("significance")
+        try:
+            alpha = parse_significance(value, f"{name}: run.significance")
+        except ValueError as exc:
+            raise MergeRefused(str(exc)) from None
+        if alpha is not None:
+            found.append(alpha)
+    return min(found) if found else None
 
 
 def problems_of(merged: Merged) -> list[str]:
@@ -494,9 +562,12 @@ def _outputs(options: ReportOptions, cwd: Path, report: dict[str, Any]) -> Outpu
     """The report and baseline options of the merged run, those of a gold audit as the plugin
     sets them; None (the usage error printed) for a baseline update of an audit's shards."""
     # no suite here: the baseline is the path given, from the current directory
+    # --queryeval-significance, else the suite's alpha the shards recorded (as the plugin)
+    alpha = _significance(options.significance)
     out = options.outputs(
         baseline_path=(cwd / options.baseline).resolve() if options.baseline else None,
-        significance=_significance(options.significance), display=lambda p: display(p, cwd))
+        significance=report["run"].get("significance") if alpha is None else alpha,
+        display=lambda p: display(p, cwd))
     if report.get("audit") is not None:  # as the plugin ends an audit
         from ..report.audit import summary_lines as audit_lines
 

@@ -374,7 +374,8 @@ class Controller:
             model=self._model(files),
             gating=self.options.gating, suite_ids=self.runner.suite_ids,
             shard=self.options.shard,
-            workers=getattr(self.config.option, "numprocesses", None) or 0)
+            workers=getattr(self.config.option, "numprocesses", None) or 0,
+            significance=self._significance(files, cli=False))
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         from ..conclude import interrupt_reason  # Ctrl-C, pytest.exit(), collection errors
@@ -429,15 +430,16 @@ class Controller:
         self.outputs = out  # what was written, once conclude() wrote it
         return out
 
-    def _significance(self, files: set[str]) -> float | None:
-        """``--queryeval-significance``, else ``gates: {significance:}`` of the run's suite
-        configs (the smallest alpha when they differ), else ini ``queryeval_significance``; all
-        were validated before the run."""
+    def _significance(self, files: set[str], cli: bool = True) -> float | None:
+        """``--queryeval-significance`` (if ``cli``), else ``gates: {significance:}`` of the run's
+        suite configs (the smallest alpha when they differ), else ini ``queryeval_significance``;
+        all validated before the run. Without the option it is ``run.significance``: ``queryeval
+        merge`` reads neither file, and compares the union as this run compares."""
         from ..baseline.significance import parse_significance
 
-        cli = self.options.report.significance
-        if cli is not None:
-            return parse_significance(cli, "--queryeval-significance")
+        option = self.options.report.significance if cli else None
+        if option is not None:
+            return parse_significance(option, "--queryeval-significance")
         suites = [c.significance for d in sorted(_dirs(files))
                   if (c := self.runner.finder.for_directory(d)).significance is not None]
         if suites:

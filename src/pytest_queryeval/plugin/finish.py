@@ -30,9 +30,11 @@ def _iso(ts: float) -> str:
 def build_report(records: list[CaseRecord], *, started: float, exitstatus: int,
                  gates: list[dict[str, Any]], model: tuple[str | None, str | None],
                  gating: str, suite_ids: list[str] | None,
-                 shard: tuple[int, int] | None, workers: int) -> dict[str, Any]:
+                 shard: tuple[int, int] | None, workers: int,
+                 significance: float | None = None) -> dict[str, Any]:
     """The JSON report of a run (``shard``: ``--queryeval-shard``, recorded as ``I/N``, what
-    ``queryeval merge`` checks)."""
+    ``queryeval merge`` checks; ``significance``: the suite's alpha for the baseline
+    comparison, recorded only when it sets one)."""
     label, predictions = model
     from ..neighbours.check import summary as neighbour_summary
 
@@ -49,6 +51,7 @@ def build_report(records: list[CaseRecord], *, started: float, exitstatus: int,
             "workers": workers,
             "shard": f"{shard[0]}/{shard[1]}" if shard else None,
             **suite_key(suite_ids, len(records)),
+            **({"significance": significance} if significance is not None else {}),
         },
         "cases": records,
         "aggregates": aggregates_of(records),

@@ -109,7 +109,7 @@ RUN: dict[str, Check] = {
     "shard": _nullable(_string), "settings": _nullable(_object), "suite": _nullable(_object),
     "suite_ids": _nullable(_list), "queryeval_version": _nullable(_string),
     "model": _nullable(_string), "predictions": _nullable(_string),
-    "gating": _nullable(_string),
+    "gating": _nullable(_string), "significance": _nullable(_number),
 }
 #: Case fields: sorted on, grouped by, aggregated, or rendered in the reports.
 CASE: dict[str, Check] = {
