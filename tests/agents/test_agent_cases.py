@@ -112,9 +112,12 @@ def test_agent_metrics_and_database_counts(pytester: pytest.Pytester, shared_dat
     assert s["metrics"]["forbidden_tables"] == 1.0
     assert s["details"]["agent"]["forbidden_touched"] == ["employee"]
     h = cases["hostile"]
-    assert h["details"]["agent"]["refused"].startswith(
-        "trajectory[0].tool_calls[0].function.name: '../../etc/passwd' is not a tool name")
-    assert h["metrics"]["trajectory_match"] == 0.0  # not a list to the reference: 0
+    # read as EvalBench reads it (issue 60 item 4): any text a name, a native one dropped
+    # by the filter, so nothing of the gold was called: 0
+    assert "refused" not in h["details"]["agent"]
+    assert h["details"]["agent"]["trajectory"][0]["tool_calls"][0]["function"]["name"] == \
+        "../../etc/passwd"
+    assert h["metrics"]["trajectory_match"] == 0.0
     assert h["metrics"]["execution_accuracy"] == 1.0  # its final query is still scored
     # opt-in: the plain case carries nothing of it
     plain = cases["plain"]
@@ -131,7 +134,7 @@ def test_gates_on_counts_fail_the_run(pytester: pytest.Pytester, shared_data: Pa
     gates = {g["name"]: g for g in report["gates"]}
     assert gates["write_attempts"]["value"] == pytest.approx(1 / 5)
     assert gates["write_attempts"]["passed"] is False
-    assert gates["tool_calls"]["value"] == pytest.approx(7 / 5)
+    assert gates["tool_calls"]["value"] == pytest.approx(8 / 5)  # hostile's call counts
     assert gates["tool_calls"]["passed"] is True
     # explore 100; invented, writer, snoop 50 (run_query without get_schema); hostile 0
     assert gates["trajectory_match"]["value"] == pytest.approx((100 + 50 + 50 + 50 + 0) / 5)

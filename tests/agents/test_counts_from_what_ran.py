@@ -52,7 +52,7 @@ def llm_call(sid: str, start: int, cid: str, query: str) -> dict[str, Any]:
 REFUSED: dict[str, dict[str, Any]] = {
     "repeated-id": {"trajectory": [call("a", "run_query", GOLD), tool("a"),
                                    call("a", "run_query", DELETE), tool("b")]},
-    "path-tool": {"trajectory": [call("a", "../../etc/passwd", GOLD), tool("a"),
+    "long-tool": {"trajectory": [call("a", "x" * 300, GOLD), tool("a"),
                                  call("b", "run_query", DELETE), tool("b")]},
     "long-id": {"trajectory": [call("x" * 300, "run_query", DELETE), tool("x" * 300)]},
     "system": {"trajectory": [{"role": "system", "content": "you may write"},

@@ -54,8 +54,11 @@ def test_tool_spans_alone_and_a_bad_name_refused() -> None:
     assert env.trajectory is not None
     assert [(s.call_id, s.name, s.arguments, s.result) for s in env.trajectory.steps] == [
         ("a", "run_query", {"query": "SELECT 1"}, "1")]
-    flat[0]["attributes"]["tool.name"] = "../x"
+    flat[0]["attributes"]["tool.name"] = "../x"  # any text, as EvalBench reads it
     env = read_envelope({"predicted": "SELECT 1", "spans": flat})
-    assert env.refused is not None and "'../x' is not a tool name" in env.refused
+    assert env.trajectory is not None and env.trajectory.tool_names == ["../x"]
+    flat[0]["attributes"]["tool.name"] = "x" * 300
+    env = read_envelope({"predicted": "SELECT 1", "spans": flat})
+    assert env.refused is not None and "is not a tool name (a text of at most 256" in env.refused
     assert read_envelope({"predicted": "x", "spans": 3}).refused == (
         "spans: must be OTLP JSON (resourceSpans) or a list of spans")

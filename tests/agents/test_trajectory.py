@@ -58,8 +58,7 @@ def test_envelope_from_json_text_and_bare_prediction() -> None:
     ("nope", "trajectory: not JSON"),
     ({"role": "assistant"}, "trajectory: must be a list of messages, not dict"),
     ([{"role": "system", "content": "x"}], "trajectory[0].role: must be one of"),
-    ([call("a", "../../etc/passwd", {})], "trajectory[0].tool_calls[0].function.name: "
-                                          "'../../etc/passwd' is not a tool name"),
+    ([call("a", "x" * 300, {})], "trajectory[0].tool_calls[0].function.name: 'xxxx"),
     ([result("zz", "x")], "trajectory[0].tool_call_id: 'zz' answers no earlier call"),
     ([call("a", "run_query", {}), call("a", "run_query", {})], "call id 'a' is used twice"),
     ([call(f"c{i}", "run_query", {}) for i in range(10_000)],

@@ -476,6 +476,12 @@ def _evalbench_trajectories(data: Path) -> list[dict[str, Any]]:
     return list(_load(data / "evalbench" / "oracle.json")["trajectories"])
 
 
+def _evalbench_edges(data: Path) -> list[dict[str, Any]]:
+    """The inputs the plugin once read differently (falsy and text trajectories, falsy
+    errors, a null gold, names outside the OpenAI rule), scored by TrajectoryMatcher only."""
+    return list(_load(data / "evalbench" / "edge_oracle.json")["items"])
+
+
 #: An agent case of the EvalBench artifact per trajectory and per native-tool filter (the
 #: reference's ``filter_native_tools``): ``(case id suffix, filter, index of the Jaccard
 #: configuration in the oracle's scores; the ordered one is two further)``.
@@ -500,6 +506,13 @@ def _evalbench_build(data: Path, folder: Path) -> None:
                           "agent": {"trajectory": item["gold"], "filter_native_tools": flt}})
             rows.append({"id": cid, "predicted": "SELECT 1", "trajectory": item["trajectory"],
                          **({"error": item["error"]} if item["error"] is not None else {})})
+    for i, edge in enumerate(_evalbench_edges(data)):  # the forms read as the reference reads
+        for suffix, flt, _ in _EVALBENCH_FILTERS:
+            cid = f"e{i:03d}-{suffix}"
+            cases.append({"id": cid, "question": edge["form"], "gold": "SELECT 1",
+                          "agent": {"trajectory": edge["gold"], "filter_native_tools": flt}})
+            rows.append({"id": cid, "predicted": "SELECT 1", "trajectory": edge["generated"],
+                         **({"error": edge["error"]} if edge["error"] is not None else {})})
     (folder / "agent_runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows),
                                              encoding="utf-8")
     write_suite(folder, {"datasources": {"db": {"type": "sqlite", "path": "db.sqlite"}},
@@ -514,8 +527,8 @@ _EVALBENCH_METRICS = ("trajectory_match", "trajectory_match_ordered", "tool_call
 
 
 def _evalbench_headline(report: Report) -> Any:
-    return {c["id"]: tuple(c["metrics"].get(m) for m in _EVALBENCH_METRICS)
-            for c in report["cases"]}
+    return {c["id"]: tuple(c["metrics"].get(m) for m in _EVALBENCH_METRICS[
+        :2 if c["id"].startswith("e") else None]) for c in report["cases"]}
 
 
 def _evalbench_expected(data: Path) -> Any:
@@ -523,7 +536,9 @@ def _evalbench_expected(data: Path) -> Any:
     return {f"t{i:03d}-{suffix}": (item["scores"][k][0], item["scores"][k + 2][0],
                                    item["agent_steps"][0], item["turn_count"][0])
             for i, item in enumerate(_evalbench_trajectories(data))
-            for suffix, _, k in _EVALBENCH_FILTERS}
+            for suffix, _, k in _EVALBENCH_FILTERS} | {
+        f"e{i:03d}-{suffix}": (edge["scores"][k][0], edge["scores"][k + 2][0])
+        for i, edge in enumerate(_evalbench_edges(data)) for suffix, _, k in _EVALBENCH_FILTERS}
 
 
 #: Every reference artifact the layer runs. The ids are cited in docs/metrics.md.
@@ -626,7 +641,10 @@ ARTIFACTS: list[Artifact] = [
         "evalbench-trajectory", "GoogleCloudPlatform/evalbench 1.20.0 TrajectoryMatcher, "
         "AgentSteps, TurnCount (PyPI wheel, sha256 ac31c475...)",
         _evalbench_build, _evalbench_headline, _evalbench_expected,
-        "evalbench/oracle.json trajectories (each score, both filter settings)",
+        "evalbench/oracle.json trajectories and evalbench/edge_oracle.json forms (each score, "
+        "both filter settings)",
         "120 OpenAI tool-call trajectories from a predictions file: agents' own errors "
-        "(generated_error), native tools beside MCP tools, repeated calls, asked-back rounds"),
+        "(generated_error), native tools beside MCP tools, repeated calls, asked-back rounds; "
+        "26 edge forms (falsy and text trajectories, falsy errors, a null gold, names outside "
+        "the OpenAI rule)"),
 ]

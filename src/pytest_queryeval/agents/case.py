@@ -12,8 +12,8 @@ ran them through the same ledger and hands the same trajectory; its own counts a
 floor (:attr:`~.trajectory.Envelope.live_counts`), so both paths count alike and neither
 lowers the other.
 
-A trajectory refused for its shape (a repeated call id, a tool named with path characters, a
-``system`` message) is still counted: its calls are read leniently
+A trajectory refused for its shape (a repeated call id, a tool name over 256 characters, a
+``system`` message, a trajectory given as text) is still counted: its calls are read leniently
 (:func:`~.trajectory.salvage_steps`). A count that cannot be established (no list of calls
 to read, a datasource that went away or cannot say what a query read) is the case's error
 (``details.agent.uncounted``), never a count of 0. The replay is bounded (:mod:`.replay`).
@@ -46,6 +46,11 @@ def envelope_of(value: object, details: Mapping[str, object] | None) -> Envelope
     if isinstance(counts, Mapping):
         env.live_counts = {str(k): v for k, v in counts.items()
                            if isinstance(v, int | float) and not isinstance(v, bool)}
+    refused = agent.get("refused") if isinstance(agent, Mapping) else None
+    if isinstance(refused, str) and env.trajectory is not None and env.refused is None:
+        # the tool loop's own trajectory broke the OpenAI name rule (which binds the loop
+        # only): refused as the loop refused it, its calls still counted
+        env.refused, env.raw, env.trajectory = refused, env.trajectory.to_json(), None
     return env
 
 

@@ -1,11 +1,11 @@
 """A prediction's trajectory: the agent's tool calls and their results, in the OpenAI chat
 tool-call shape, carried beside the final query and an optional final answer.
 
-Why one module: every source (python, http, command, a predictions file, the openai source's
+Why one module of this size: every source (python, http, command, a predictions file, the openai source's
 own tool loop, imported spans) hands the engine the same envelope, and the metrics, the
 database-side counts and the reports read the same normalised steps. A trajectory comes from
 the model under test, so it is bounded like every untrusted input: nesting depth, total size,
-message count, tool-name characters; past a bound it is refused with an error naming the
+message count, tool-name length; past a bound it is refused with an error naming the
 message and field, never cut silently.
 
 The shape (the contract with the tool loop)::
@@ -43,8 +43,13 @@ MAX_DEPTH = 32
 MAX_CHARS = 4 * 1024 * 1024
 #: Characters of one message's ``content`` or one call's ``arguments``.
 MAX_FIELD_CHARS = 1024 * 1024
-#: The OpenAI API's rule for a function name: no path characters, no spaces, 64 at most.
+#: The OpenAI API's rule for a function name: no path characters, no spaces, 64 at most. It
+#: binds the plugin's own tool loop only (``strict_names``): a trajectory read from a file, a
+#: source or spans is read as EvalBench reads it, any text a name (``naïve_tool``, a CJK
+#: name), so one native name does not refuse the rest.
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: Characters of a tool name read from outside the loop (a bound on untrusted input).
+MAX_NAME_CHARS = 256
 #: The roles a trajectory message may have.
 ROLES = ("assistant", "tool", "user")
 
@@ -212,16 +217,14 @@ def read_envelope(value: object) -> Envelope:
         else:
             env.answer = answer
     error = value.get("error")
-    if error is not None:
-        env.error = str(error)[:MAX_FIELD_CHARS] or None
+    if error:  # EvalBench's ``if generated_error``: 0, false, [] and {} are no error
+        env.error = str(error)[:MAX_FIELD_CHARS]
     budget = value.get("budget_exceeded")
     if budget:
         env.budget_exceeded = str(budget)[:100]
-    if value.get("trajectory") is not None:
-        try:
-            env.trajectory = read_trajectory(value["trajectory"])
-        except TrajectoryError as exc:
-            env.refused, env.raw = str(exc), value["trajectory"]
+    given = value.get("trajectory")
+    if given:
+        _read_given(env, given)
     elif value.get("spans") is not None:  # OpenInference spans (:mod:`.spans`)
         from . import spans
 
@@ -234,7 +237,23 @@ def read_envelope(value: object) -> Envelope:
             env.trajectory = read_trajectory(messages)
         except TrajectoryError as exc:
             env.refused, env.raw = str(exc), messages
+    elif given is not None:  # false, 0, "", {}: EvalBench's ``or []``, the empty trajectory
+        env.trajectory = Trajectory((), ())
     return env
+
+
+def _read_given(env: Envelope, given: object) -> None:
+    """An envelope's trajectory read into ``env``: a text is not parsed (EvalBench scores a
+    text 0, ``"[]"`` too) but its calls are still counted from it (:func:`salvage_steps`)."""
+    if isinstance(given, str):
+        env.refused = ("trajectory: must be a list of messages, not text (EvalBench scores a "
+                       "trajectory that is not a list 0)")
+        env.raw = given
+        return
+    try:
+        env.trajectory = read_trajectory(given)
+    except TrajectoryError as exc:
+        env.refused, env.raw = str(exc), given
 
 
 #: Characters of a refused trajectory's JSON text still read for its tool calls (past the
@@ -245,7 +264,7 @@ SALVAGE_CHARS = 4 * MAX_CHARS
 def salvage_steps(data: object) -> tuple[Step, ...] | None:
     """The tool calls of a trajectory :func:`read_trajectory` refused, read leniently: every
     call that names a tool and gives its arguments, whatever else is wrong with the messages
-    (a repeated id, a tool name with path characters, a ``system`` message, a 300-character
+    (a repeated id, a 300-character tool name, a ``system`` message, a 300-character
     id). Why: a refused trajectory is still what the agent did; a ``DELETE`` in it must be
     counted, not dropped with the shape. None when no list of messages can be read at all
     (then the counts cannot be established)."""
@@ -294,13 +313,15 @@ def _lenient_call(call: object) -> tuple[str, str] | None:
     return function["name"], arguments
 
 
-def read_trajectory(data: object) -> Trajectory:
+def read_trajectory(data: object, *, strict_names: bool = False) -> Trajectory:
     """Check ``data`` against the bounds and the shape, then normalise it to steps.
 
+    ``strict_names``: the OpenAI name rule (:data:`TOOL_NAME`) on every call, for the
+    plugin's own tool loop; otherwise a name is any text of at most :data:`MAX_NAME_CHARS`.
     Raises :class:`TrajectoryError` naming ``trajectory[i].field`` for the first problem.
     """
     data = _bounded(data)
-    messages, calls, results = _read_messages(data)
+    messages, calls, results = _read_messages(data, strict_names)
     return Trajectory(tuple(messages), _steps(calls, results))
 
 
@@ -335,7 +356,7 @@ def _bounded(data: object) -> list[Any] | tuple[Any, ...]:
     return data
 
 
-def _read_messages(data: Sequence[Any]) -> tuple[
+def _read_messages(data: Sequence[Any], strict_names: bool) -> tuple[
         list[dict[str, Any]], list[tuple[int, str, str, str]], dict[str, str]]:
     """The messages' shapes checked in order: the messages, the tool calls (message, id,
     name, arguments) and each answered call's result, by call id."""
@@ -359,7 +380,7 @@ def _read_messages(data: Sequence[Any]) -> tuple[
                                   f"{MAX_FIELD_CHARS:,}")
         if role == "assistant":
             for j, call in enumerate(msg.get("tool_calls") or ()):
-                calls.append((i, *_read_call(call, f"{where}.tool_calls[{j}]")))
+                calls.append((i, *_read_call(call, f"{where}.tool_calls[{j}]", strict_names)))
             if msg.get("tool_calls") is not None and not isinstance(msg["tool_calls"], list):
                 raise TrajectoryError(f"{where}.tool_calls: must be a list")
         elif role == "tool":
@@ -393,7 +414,7 @@ def _steps(calls: list[tuple[int, str, str, str]], results: dict[str, str]) -> t
     return tuple(steps)
 
 
-def _read_call(call: object, where: str) -> tuple[str, str, str]:
+def _read_call(call: object, where: str, strict_names: bool) -> tuple[str, str, str]:
     if not isinstance(call, Mapping):
         raise TrajectoryError(f"{where}: must be a tool call object")
     call_id = call.get("id")
@@ -406,9 +427,12 @@ def _read_call(call: object, where: str) -> tuple[str, str, str]:
     if not isinstance(function, Mapping):
         raise TrajectoryError(f"{where}.function: must be an object with name and arguments")
     name = function.get("name")
-    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+    if strict_names and not (isinstance(name, str) and TOOL_NAME.fullmatch(name)):
         raise TrajectoryError(f"{where}.function.name: {_short(name)} is not a tool name "
                               "(letters, digits, _ and -, at most 64)")
+    if not isinstance(name, str) or len(name) > MAX_NAME_CHARS:
+        raise TrajectoryError(f"{where}.function.name: {_short(name)} is not a tool name "
+                              f"(a text of at most {MAX_NAME_CHARS} characters)")
     arguments = function.get("arguments", "{}")
     if isinstance(arguments, Mapping):  # some clients send the object itself
         arguments = json.dumps(arguments, ensure_ascii=False, sort_keys=False)

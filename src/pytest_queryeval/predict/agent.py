@@ -201,10 +201,10 @@ def run_agent(spec: AgentSpec, case: Case, context: Context | None,
     envelope: dict[str, Any] = {"predicted": prediction.value,
                                 "trajectory": record["trajectory"]}
     try:  # the engine records it (details.agent); one it refuses is shown from here
-        read_trajectory(record["trajectory"])
+        read_trajectory(record["trajectory"], strict_names=True)
         del record["trajectory"]
-    except TrajectoryError:
-        pass
+    except TrajectoryError as exc:  # the OpenAI name rule binds this loop only: the engine,
+        record["refused"] = str(exc)  # reading leniently, keeps the loop's refusal
     for key in ("answer",):
         if key in record:
             envelope[key] = record.pop(key)
