@@ -10,6 +10,8 @@ trajectory, the tables it must not read, its budget) mean nothing to any other c
       forbidden_tables: [employee]          # read by none of its queries
       budget: {tool_calls: 8}               # the tool loop's (the openai source)
       replay: true                          # count an outside trajectory's queries again
+      protected: [{table: Employee}, {column: Customer.Email},
+                  {table: Invoice, where: "CustomerId = 2"}]   # planted with canaries
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .canaries import Target, read_protected
 from .trajectory import TOOL_NAME
 
 #: The keys ``agent:`` takes.
-AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay")
+AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
+              "protected")
 #: What a budget may bound (the tool loop's limits; the replay of a trajectory is bounded by
 #: ``tool_calls`` and ``seconds``): ``rows`` counts the rows the tools returned to the agent,
 #: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
@@ -47,6 +51,9 @@ class AgentSpec:
     budget: dict[str, Any] = field(default_factory=dict)
     #: Replay an outside trajectory's run_query calls on the datasource to count them.
     replay: bool = True
+    #: What the agent's user must not see: planted with canaries in a throwaway copy of the
+    #: datasource, and traced through the run (:mod:`.canaries`).
+    protected: tuple[Target, ...] = ()
 
 
 def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
@@ -55,7 +62,7 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
         return AgentSpec(), []
     if not isinstance(value, Mapping):
         return None, [("agent", "must be a mapping (trajectory:, forbidden_tables:, budget:, "
-                                "filter_native_tools:, replay:) or true")]
+                                "filter_native_tools:, replay:, protected:) or true")]
     problems: list[tuple[str, str]] = []
     for key in value:
         if key not in AGENT_KEYS:
@@ -87,10 +94,14 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
     if not isinstance(budget, Mapping):
         problems.append(("agent.budget", "must be a mapping of limits"))
         budget = {}
+    protected: tuple[Target, ...] = ()
+    if "protected" in value:
+        protected, wrong = read_protected(value["protected"])
+        problems.extend(wrong)
     if problems:
         return None, problems
     return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
-                     flags["replay"]), []
+                     flags["replay"], protected), []
 
 
 def budget_limits(*blocks: object) -> dict[str, float]:
