@@ -82,7 +82,11 @@ def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, 
     try:
         planted = planted_for(case.source_spec or {}, spec.protected)
     except PlantError as exc:
-        details.setdefault("uncounted", f"the agent's leaks could not be counted: {exc}")
+        from ..errors import ConfigError
+
+        where = ConfigError(str(exc), file=str(case.file), line=case.line,
+                            key="agent.protected")
+        details.setdefault("uncounted", f"the agent's leaks could not be counted: {where}")
         return
     leaks = trace(env, planted)
     metrics["leaks"] = float(len(leaks))
