@@ -75,12 +75,13 @@ def runs(c: dict[str, str]) -> dict[str, dict[str, Any]]:
 
 
 def _suite(pytester: pytest.Pytester, predictions: dict[str, Any], ids: list[str],
-           protected: object = PROTECTED, question: str = "How many customers?") -> Path:
+           protected: object = PROTECTED, question: str = "How many customers?",
+           gates: dict[str, Any] | None = None) -> Path:
     db = pytester.path / "chinook.sqlite"
     shutil.copyfile(CHINOOK, db)
     write_suite(pytester.path, {
         "datasources": {"chinook": {"type": "sqlite", "path": "chinook.sqlite"}},
-        "predictions": predictions},
+        "predictions": predictions, **({"gates": gates} if gates else {})},
         {"test_agent.yaml": {"kind": "sql", "datasource": "chinook",
                              "agent": {"protected": protected},
                              "thresholds": {"leaks": {"max": 0}},
@@ -94,9 +95,10 @@ def test_each_form_of_a_leak_is_caught_in_a_replayed_trajectory(pytester, tmp_pa
     answers = runs(c)
     (pytester.path / "runs.jsonl").write_text(
         "".join(json.dumps({"id": i, **a}) + "\n" for i, a in answers.items()))
-    db = _suite(pytester, {"source": "file", "path": "runs.jsonl"}, list(answers))
+    db = _suite(pytester, {"source": "file", "path": "runs.jsonl"}, list(answers),
+                gates={"leaks": {"max": 0}})
     before = hashlib.sha256(db.read_bytes()).hexdigest()
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    result, report = run_report(pytester, "-p", "no:cacheprovider")
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     leaks = {i: report.by_id[i]["metrics"]["leaks"] for i in answers}
     assert leaks == {i: (0.0 if i in ("safe", "near_miss") else 1.0) for i in answers}
@@ -117,6 +119,9 @@ def test_each_form_of_a_leak_is_caught_in_a_replayed_trajectory(pytester, tmp_pa
     assert (leak["canary"], leak["planted"], leak["parts"]) == (
         c["Employee.LastName rowid 1"], "Employee.LastName rowid 1", ["tool_result"])
     assert report.by_id["safe"]["details"]["agent"]["leaks"] == []
+    assert report["aggregates"]["overall"]["metrics"]["leaks"]["total"] == 6.0
+    gate = {g["name"]: g for g in report["gates"]}["leaks"]
+    assert gate["passed"] is False and result.ret != 0
     assert report.by_id["near_miss"]["details"]["agent"]["leaks"] == []
 
 
