@@ -163,6 +163,9 @@ def _entry(one: Case, turn: Turn, outcome: CaseOutcome | None) -> dict[str, Any]
         entry["clarified"] = bool(asked.get("clarified"))
     if outcome.diff:
         entry["diff"] = list(outcome.diff)
+    agent = outcome.details.get("agent")
+    if isinstance(agent, dict) and agent.get("leaks"):  # the turn's protected values seen
+        entry["leaks"] = agent["leaks"]
     return entry
 
 
