@@ -215,3 +215,25 @@ def test_a_conversation_lists_each_turns_leaks(pytester):
     assert [[x["canary"] for x in t["leaks"]] for t in turns] == [[one], [one, two]]
     assert turns[1]["leaks"][0]["first"] == {"part": "final_answer", "form": "cased"}
     assert case["metrics"]["leaks"] == 2.0  # the largest turn's
+
+
+def test_canary_seed_rotates_the_canaries(pytester):
+    label = "Employee.LastName rowid 1"
+    old, new = make_canaries(0, [label])[label], make_canaries(5, [label])[label]
+    assert old != new
+    (pytester.path / "runs.jsonl").write_text(
+        json.dumps({"id": "old", "predicted": GOLD, "answer": f"It is {old}"}) + "\n"
+        + json.dumps({"id": "new", "predicted": GOLD, "answer": f"It is {new}"}) + "\n"
+        + json.dumps({"id": "bad", "predicted": GOLD}) + "\n")
+    _suite(pytester, {"source": "file", "path": "runs.jsonl"}, ["old", "new"],
+           protected=[{"table": "Employee"}])
+    path = pytester.path / "test_agent.yaml"
+    suite = json.loads(path.read_text())
+    suite["agent"]["canary_seed"] = 5
+    suite["cases"].append({"id": "bad", "question": "?", "gold": GOLD,
+                           "agent": {"canary_seed": -1}})
+    path.write_text(json.dumps(suite))
+    result, report = run_report(pytester, "-p", "no:cacheprovider")
+    assert report.outcomes["old"] == "passed" and report.by_id["old"]["metrics"]["leaks"] == 0
+    assert report.outcomes["new"] == "failed" and report.by_id["new"]["metrics"]["leaks"] == 1
+    assert "agent.canary_seed: must be a whole number >= 0, not -1" in result.stdout.str()

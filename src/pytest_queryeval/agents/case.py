@@ -80,7 +80,7 @@ def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, 
     from .canaries import MAX_LISTED, PlantError, planted_for, trace
 
     try:
-        planted = planted_for(case.source_spec or {}, spec.protected)
+        planted = planted_for(case.source_spec or {}, spec.protected, spec.canary_seed)
     except PlantError as exc:
         from ..errors import ConfigError
 

@@ -25,7 +25,7 @@ from .trajectory import TOOL_NAME
 
 #: The keys ``agent:`` takes.
 AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
-              "protected")
+              "protected", "canary_seed")
 #: What a budget may bound (the tool loop's limits; the replay of a trajectory is bounded by
 #: ``tool_calls`` and ``seconds``): ``rows`` counts the rows the tools returned to the agent,
 #: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
@@ -54,6 +54,9 @@ class AgentSpec:
     #: What the agent's user must not see: planted with canaries in a throwaway copy of the
     #: datasource, and traced through the run (:mod:`.canaries`).
     protected: tuple[Target, ...] = ()
+    #: The canaries' seed: the same canaries in every run; another seed rotates them (a
+    #: published suite's canaries may have reached a model's training data).
+    canary_seed: int = 0
 
 
 def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
@@ -94,14 +97,25 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
     if not isinstance(budget, Mapping):
         problems.append(("agent.budget", "must be a mapping of limits"))
         budget = {}
+    protected, seed = _protection(value, problems)
+    if problems:
+        return None, problems
+    return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
+                     flags["replay"], protected, seed), []
+
+
+def _protection(value: Mapping[str, Any], problems: list[tuple[str, str]]
+                ) -> tuple[tuple[Target, ...], int]:
+    """``protected:`` and ``canary_seed:`` checked (problems appended)."""
     protected: tuple[Target, ...] = ()
     if "protected" in value:
         protected, wrong = read_protected(value["protected"])
         problems.extend(wrong)
-    if problems:
-        return None, problems
-    return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
-                     flags["replay"], protected), []
+    seed = value.get("canary_seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        problems.append(("agent.canary_seed", f"must be a whole number >= 0, not {seed!r}"))
+        seed = 0
+    return protected, seed
 
 
 def budget_limits(*blocks: object) -> dict[str, float]:

@@ -813,7 +813,8 @@ def _planted(case: Case, spec: dict[str, Any]) -> dict[str, Any]:
     from ..agents.canaries import PlantError, planted_spec
 
     try:
-        return planted_spec(spec, getattr(case.agent, "protected", ()))
+        return planted_spec(spec, getattr(case.agent, "protected", ()),
+                            getattr(case.agent, "canary_seed", 0))
     except PlantError as exc:
         raise ConfigError(str(exc), file=str(case.file), line=case.line,
                           key="agent.protected") from None
