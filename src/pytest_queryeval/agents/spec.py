@@ -10,6 +10,8 @@ trajectory, the tables it must not read, its budget) mean nothing to any other c
       forbidden_tables: [employee]          # read by none of its queries
       budget: {tool_calls: 8}               # the tool loop's (the openai source)
       replay: true                          # count an outside trajectory's queries again
+      protected: [{table: Employee}, {column: Customer.Email},
+                  {table: Invoice, where: "CustomerId = 2"}]   # planted with canaries
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .canaries import Target, read_protected
+
 #: The keys ``agent:`` takes.
-AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay")
+AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
+              "protected", "canary_seed")
 #: What a budget may bound (the tool loop's limits; the replay of a trajectory is bounded by
 #: ``tool_calls`` and ``seconds``): ``rows`` counts the rows the tools returned to the agent,
 #: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
@@ -46,6 +51,12 @@ class AgentSpec:
     budget: dict[str, Any] = field(default_factory=dict)
     #: Replay an outside trajectory's run_query calls on the datasource to count them.
     replay: bool = True
+    #: What the agent's user must not see: planted with canaries in a throwaway copy of the
+    #: datasource, and traced through the run (:mod:`.canaries`).
+    protected: tuple[Target, ...] = ()
+    #: The canaries' seed: the same canaries in every run; another seed rotates them (a
+    #: published suite's canaries may have reached a model's training data).
+    canary_seed: int = 0
 
 
 def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
@@ -54,7 +65,7 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
         return AgentSpec(), []
     if not isinstance(value, Mapping):
         return None, [("agent", "must be a mapping (trajectory:, forbidden_tables:, budget:, "
-                                "filter_native_tools:, replay:) or true")]
+                                "filter_native_tools:, replay:, protected:) or true")]
     problems: list[tuple[str, str]] = []
     for key in value:
         if key not in AGENT_KEYS:
@@ -87,10 +98,25 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
     if not isinstance(budget, Mapping):
         problems.append(("agent.budget", "must be a mapping of limits"))
         budget = {}
+    protected, seed = _protection(value, problems)
     if problems:
         return None, problems
     return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
-                     flags["replay"]), []
+                     flags["replay"], protected, seed), []
+
+
+def _protection(value: Mapping[str, Any], problems: list[tuple[str, str]]
+                ) -> tuple[tuple[Target, ...], int]:
+    """``protected:`` and ``canary_seed:`` checked (problems appended)."""
+    protected: tuple[Target, ...] = ()
+    if "protected" in value:
+        protected, wrong = read_protected(value["protected"])
+        problems.extend(wrong)
+    seed = value.get("canary_seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        problems.append(("agent.canary_seed", f"must be a whole number >= 0, not {seed!r}"))
+        seed = 0
+    return protected, seed
 
 
 def budget_limits(*blocks: object) -> dict[str, float]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import kinds as kind_registry
 from .._util.secrets import Scrubber, quiet_library_logs
-from ..errors import PredictionError, QueryEvalError, SourceDown, SourceUnavailable
+from ..errors import ConfigError, PredictionError, QueryEvalError, SourceDown, SourceUnavailable
 from ..kinds._optin import relaxed_ex
 from ..metricnames import REPEAT_METRICS
 from ..model import MISSING, Case, Scored, Threshold
@@ -175,6 +175,8 @@ class Evaluator:
         spec = case.source_spec
         if spec is None:
             raise SourceUnavailable(f"case {case.id!r} names no datasource")
+        if getattr(case.agent, "protected", ()):
+            spec = _planted(case, spec)
         known = self._by_spec.get(id(spec))
         if known is not None and known[0] is spec and known[1] == case.datasource:
             return known[2]
@@ -861,6 +863,20 @@ def _internal(where: str, exc: Exception) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     last = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
     return f"internal error in {where}: {type(exc).__name__}: {exc}{last}"
+
+
+def _planted(case: Case, spec: dict[str, Any]) -> dict[str, Any]:
+    """An agent case with ``protected:`` data runs on a planted copy of its datasource (its
+    gold, its tools and the replay of its trajectory alike): the spec of that copy. A target
+    that cannot be planted is the case's error, located at its line."""
+    from ..agents.canaries import PlantError, planted_spec
+
+    try:
+        return planted_spec(spec, getattr(case.agent, "protected", ()),
+                            getattr(case.agent, "canary_seed", 0))
+    except PlantError as exc:
+        raise ConfigError(str(exc), file=str(case.file), line=case.line,
+                          key="agent.protected") from None
 
 
 def _same_spec(a: object, b: object) -> bool:

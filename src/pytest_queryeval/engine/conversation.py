@@ -163,6 +163,9 @@ def _entry(one: Case, turn: Turn, outcome: CaseOutcome | None) -> dict[str, Any]
         entry["clarified"] = bool(asked.get("clarified"))
     if outcome.diff:
         entry["diff"] = list(outcome.diff)
+    agent = outcome.details.get("agent")
+    if isinstance(agent, dict) and agent.get("leaks"):  # the turn's protected values seen
+        entry["leaks"] = agent["leaks"]
     return entry
 
 
@@ -216,9 +219,9 @@ def _conclude(case: Case, entries: list[dict[str, Any]],
 #: An agent's counts over a conversation's turns: what it did in all of them (EvalBench's
 #: AgentSteps and TurnCount count the whole conversation history), not a turn's mean; the
 #: distinct forbidden tables and the budget flag as the largest of the turns (a sum would
-#: count a table read in two turns twice).
-_AGENT_SUMMED = frozenset(AGENT_COUNT_METRICS) - {"forbidden_tables", "budget_exceeded"}
-_AGENT_LARGEST = frozenset({"forbidden_tables", "budget_exceeded"})
+#: count a table read in two turns twice; so would the distinct canaries a turn leaked).
+_AGENT_LARGEST = frozenset({"forbidden_tables", "budget_exceeded", "leaks"})
+_AGENT_SUMMED = frozenset(AGENT_COUNT_METRICS) - _AGENT_LARGEST
 
 
 def _means(entries: list[dict[str, Any]]) -> dict[str, float]:
