@@ -213,8 +213,9 @@ _WRITE_WORD = re.compile(r"\b(?:insert|update|delete|merge|upsert|replace|create
                          r"truncate|into)\b", re.IGNORECASE)
 
 
-#: The words of a write in Cypher (clauses that change the graph, or reach outside it) and in
-#: SPARQL Update: what an unrun query of a datasource that is not SQL is judged by.
+#: The words of a write in a graph query language (clauses that change the graph, or reach
+#: outside it) and in SPARQL Update: what an unrun query of a datasource that is not SQL is
+#: judged by.
 _ANY_WRITE_WORD = re.compile(r"\b(?:create|merge|set|delete|remove|drop|alter|detach|insert|"
                              r"load|clear|copy|move|add|export|import|install|attach)\b",
                              re.IGNORECASE)
