@@ -104,3 +104,36 @@ def test_evidence_gating_needs_a_baseline(pytester):
                                            "--queryeval-gating=evidence")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--queryeval-gating=evidence needs --queryeval-baseline*"])
+
+
+def test_shards_and_merge_conclude_the_evidence_gate_as_the_serial_run(workload):
+    """serial = 2 shards + ``queryeval merge`` for the evidence gate: the same verdict, the
+    same likelihood ratio and the same exit status (the merge once left the gate out and
+    exited 0 on a regressed model)."""
+    from tests.gating.workload import REGRESSED, set_model
+
+    from pytest_queryeval.conclude.merge import run as merge
+
+    set_model(workload.path, REGRESSED)
+    serial, whole = _run(workload, 2, *GATE)
+    assert serial.ret == 1 and whole["evidence"]["verdict"] == "FAIL"
+    shards = []
+    for i in (1, 2):
+        _run(workload, 2, *GATE, f"--queryeval-shard={i}/2")
+        target = workload.path / f"shard{i}.json"
+        (workload.path / "r.json").rename(target)
+        shards.append(str(target))
+    cwd = os.getcwd()
+    os.chdir(workload.path)
+    try:
+        status = merge([*shards, "-o", "merged.json", "--queryeval-baseline=base.json"])
+    finally:
+        os.chdir(cwd)
+    merged = json.loads((workload.path / "merged.json").read_text(encoding="utf-8"))
+    assert status == 1
+    assert merged["evidence"]["verdict"] == "FAIL"
+    assert merged["run"]["outcome"] == "failed"
+    # the gate reads every shard's cases and runs (the adaptive repeats differ by process,
+    # each shard asking within its share of the budget: the ratio is the union's, not serial's)
+    assert merged["evidence"]["calls"] == _calls(merged)
+    assert len(merged["cases"]) == len(whole["cases"]) == 60

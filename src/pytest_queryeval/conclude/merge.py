@@ -45,7 +45,7 @@ from ..model import RecordLike
 from ..rules.nearmiss import aggregate as near_miss_aggregate
 from ..rules.repeats import flaky_cases
 from ..suite.config import Gate
-from . import Outputs, aggregates_of, conclude, run_settings
+from . import Outputs, aggregates_of, conclude, exit_status, run_settings
 from .aggregate import evaluate_gates
 from .options import ReportOptions
 from .plugin_formats import add_plugin_option, register_plugin_formats
@@ -455,6 +455,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="the shards' JSON reports")
     add_plugin_option(p.add_argument)
     add_report_options(p.add_argument, merge=True)  # the plugin's, declared once
+    p.add_argument("--queryeval-inconclusive", choices=("status", "fail", "pass"),
+                   default="status",
+                   help="shards that ran with --queryeval-gating=evidence: what an "
+                        "INCONCLUSIVE evidence gate does to the merged run (status: exit 6, "
+                        "the default; fail: exit 1; pass: exit 0), as in the plugin")
     p.add_argument("--junitxml", "--junit-xml", metavar="PATH", default=None,
                    help="write the merged run's junit XML here (a testcase per case, the "
                         "merged aggregates and gates as properties), for a CI test-results "
@@ -526,6 +531,7 @@ def run(argv: Sequence[str]) -> int:
     out = _outputs(options, cwd, report)
     if out is None:
         return USAGE_ERROR
+    _evidence_outputs(out, report, args.queryeval_inconclusive)
     outcomes = [str(r.get("outcome")) for r in report["cases"]]
     failing = any(o in ("failed", "error") for o in outcomes)
     status = INTERRUPTED if merged.interrupted else TESTS_FAILED if failing or incomplete else OK
@@ -546,7 +552,22 @@ def run(argv: Sequence[str]) -> int:
     from .._util.safetext import printable
 
     print("\n".join(printable(line) for line in lines))
-    return status
+    return exit_status(out, status)
+
+
+def _evidence_outputs(out: Outputs, report: dict[str, Any], inconclusive: str) -> None:
+    """Shards that ran with ``--queryeval-gating=evidence``: the merge concludes the evidence
+    gate over every shard's cases as the serial run does (its alpha: the command line's, else
+    the one the shards recorded, else 0.05), so serial = shards + merge holds for it too."""
+    if report["run"].get("gating") != "evidence":
+        return
+    from ..baseline.evidence import DEFAULT_BUDGET
+
+    recorded = report["run"].get("significance")
+    out.evidence_alpha = out.significance if out.significance is not None else (
+        float(recorded) if isinstance(recorded, int | float) else 0.05)
+    out.repeat_budget = DEFAULT_BUDGET
+    out.inconclusive = inconclusive
 
 
 def _warn_deprecated(args: argparse.Namespace) -> None:
