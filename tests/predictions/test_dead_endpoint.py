@@ -248,3 +248,22 @@ def test_under_xdist_each_worker_checks_once(suite, closed_port):
     assert sorted(errors) == ids
     assert all("did not answer the preflight check" in str(c["error"]) for c in errors.values())
     assert {c["details"]["source_down"]["connection_attempts"] for c in errors.values()} == {1}
+
+
+def test_a_hung_http_server_fails_the_preflight_within_its_timeout(suite, hung_port):
+    """The http source's preflight is ``HEAD url``, answered within ``preflight_timeout``: a
+    server that accepts connections and never answers (a TCP connection alone passed it, and
+    each case then cost the timeout times its attempts) errors every case at once."""
+    ids = _cases(suite, 12)
+    port = hung_port.getsockname()[1]
+    _http(suite, port, "  preflight_timeout: 1\n  timeout: 30\n")
+    _, report = run_report(suite)
+    errors = _errors(report)
+    assert sorted(errors) == ids
+    reasons = {str(c["error"]) for c in errors.values()}
+    assert len(reasons) == 1, reasons
+    (reason,) = reasons
+    assert f"no answer from 127.0.0.1:{port} within 1 s" in reason, reason
+    assert "did not answer the preflight check" in reason
+    assert {c["details"]["source_down"]["connection_attempts"] for c in errors.values()} == {1}
+    assert _queued(hung_port) == 1  # the preflight's connection only: no case was asked

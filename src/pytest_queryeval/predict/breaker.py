@@ -220,9 +220,10 @@ def connect_check(url: str, timeout: float) -> str | None:
         return _unreached(host, port, timeout, exc)
 
 
-def answer_check(url: str, timeout: float) -> str | None:
-    """The openai source's preflight: the server must answer within ``timeout`` seconds:
-    over ``http``, the first byte of its answer to ``GET url`` (whatever it says: a server
+def answer_check(url: str, timeout: float, method: str = "GET") -> str | None:
+    """A preflight that the server must answer within ``timeout`` seconds (the openai
+    source's ``GET /models``; the http source's ``HEAD url``, which asks no prediction):
+    over ``http``, the first byte of its answer to ``METHOD url`` (whatever it says: a server
     without the route, or one slow to finish its headers, is up); over ``https``, its half of
     the TLS handshake (nothing is sent: the certificate is checked by the requests
     themselves). No credential is sent. A server that accepts connections and never answers
@@ -239,7 +240,7 @@ def answer_check(url: str, timeout: float) -> str | None:
     if not direct:
         return connect_check(url, timeout)
     parts = urllib.parse.urlsplit(url)
-    request = (f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+    request = (f"{method} {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\n"
                "Connection: close\r\n\r\n").encode("latin-1", "replace")
     deadline = time.monotonic() + timeout
     try:

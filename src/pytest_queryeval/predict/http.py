@@ -108,14 +108,16 @@ class HttpPredictor(LiveSource):
                                stop_after_of(spec))
 
     def preflight(self) -> str | None:
-        """A TCP connection to the URL's host (or to the proxy it goes through): the http
-        source knows no request that costs nothing, and a connection is what a server that
-        is down refuses. None when there is nothing to check (a host in a template)."""
+        """``HEAD url``, answered within the preflight timeout: a HEAD asks no prediction
+        (any answer counts, a 405 included), and a server that accepts connections and never
+        answers is found, as a connection alone does not find it (it cost the timeout times
+        the attempts per case). Through a proxy: a connection to it. None when there is
+        nothing to check (a host in a template)."""
         if self.preflight_timeout is None:
             return None
-        from .breaker import connect_check
+        from .breaker import answer_check
 
-        return connect_check(self.url, self.preflight_timeout)
+        return answer_check(self.url, self.preflight_timeout, method="HEAD")
 
     def _request(self, case: Case) -> urllib.request.Request:
         fields = case.json_input()
