@@ -28,6 +28,7 @@ import importlib.util
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -151,7 +152,7 @@ class LadybugSource(SourceDefaults):
                 raise SourceUnavailable(f"datasource {self.name!r}: no ladybug database or "
                                         f"Cypher script at {self.path.name!r}")
             target = self._build() if self.is_script else str(self.path.resolve())
-            box = self._sandbox("ladybug", setup=(worker.open_graph,
+            box = self._sandbox("ladybug", setup=(_in_worker("open_graph"),
                                                   (target, self.max_memory)))
             try:
                 box.start()
@@ -181,7 +182,7 @@ class LadybugSource(SourceDefaults):
         statements = script_statements(self.path.read_text(encoding="utf-8"))
         box = self._sandbox("ladybug-build")
         try:
-            failure = box.call(worker.build, self.path.name, target, statements,
+            failure = box.call(_in_worker("build"), self.path.name, target, statements,
                                self.max_memory, timeout=BUILD_TIMEOUT)
         except QueryFailed as exc:  # the sandbox's timeout, crash, memory bound
             raise SourceUnavailable(f"datasource {self.name!r}: building the graph of "
@@ -202,7 +203,7 @@ class LadybugSource(SourceDefaults):
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         box = self._worker()
         try:
-            reply = box.call(worker.run, query, int(seconds * 1000), limit, not trusted,
+            reply = box.call(_in_worker("run"), query, int(seconds * 1000), limit, not trusted,
                              timeout=seconds + HARD_GRACE, max_reply=2 * DEFAULT_MAX_BYTES)
         except SandboxTimeout:
             raise QueryTimeout(f"the query ran over {seconds:g} s (the engine did not stop "
@@ -238,7 +239,7 @@ class LadybugSource(SourceDefaults):
         model's ``{schema}`` shows."""
         box = self._worker()
         try:
-            return list(box.call(worker.describe, timeout=DEFAULT_TIMEOUT))
+            return list(box.call(_in_worker("describe"), timeout=DEFAULT_TIMEOUT))
         except QueryFailed as exc:
             raise SourceUnavailable(f"datasource {self.name!r}: its schema could not be "
                                     f"read: {exc}") from None
@@ -297,3 +298,13 @@ def _engine_error(message: str, query: str, elapsed: float, seconds: float) -> E
         return QueryTimeout(f"the query ran over {seconds:g} s (stopped after "
                             f"{elapsed:.1f} s)")
     return QueryFailed(message)
+
+
+def _in_worker(name: str) -> Any:
+    """The worker module's function ``name`` as ``sys.modules`` holds it now: the sandbox
+    sends a function by its module and name, and pickle refuses one that is not the object
+    that name gives (a module imported again, as pytester's in-process runs do)."""
+    module = sys.modules.get(worker.__name__)
+    if module is None:
+        module = importlib.import_module(worker.__name__)
+    return getattr(module, name)
