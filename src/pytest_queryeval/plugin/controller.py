@@ -8,6 +8,12 @@ errors and notes met on the way, stay on the object until ``pytest_terminal_summ
 
 Exit status follows pytest's rules: a failed gate or baseline turns OK into TESTS_FAILED and
 never overrides an interrupted, internal-error or usage-error status.
+
+Why one module of this size: :class:`Controller` is the end of the session in the one process
+that has every record (a serial run or the xdist controller): the records as they arrive, the
+gates, the baseline, the evidence gate's outputs, the reports and the terminal summary share
+its state, as ``LogXML``'s hooks share theirs; what needs none of it is in ``finish``,
+``failure_section`` and ``conclude``.
 """
 
 from __future__ import annotations

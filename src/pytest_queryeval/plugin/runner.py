@@ -11,6 +11,13 @@ reports, terminal summary) is :class:`~.controller.Controller`'s, in one process
 Ordering kept from the module-level hooks this replaces: ``pytest_collection_modifyitems`` and
 ``pytest_collection_finish`` run last (after ``-k``/``-m``/``--lf`` deselection), and the run
 loop is wrapped first (predictions are requested ahead before any case runs).
+
+Why one module of this size: every method of :class:`Runner` is a hook or a helper of one,
+and they share the state collection builds for the run (the suite configs, the ids, the
+marks, the baseline's case states and, for ``--queryeval-gating=evidence``, the repeat budget
+its adaptive repeats draw on); pytest's own plugins keep such a hook object in one module
+(``StepwisePlugin``, ``LogXML``). What does not need that state lives beside it (``options``,
+``runahead``, ``resume``, ``journal``, ``xdist``).
 """
 
 from __future__ import annotations
