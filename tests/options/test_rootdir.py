@@ -73,8 +73,8 @@ def test_a_value_after_a_space_keeps_the_rootdir(pytester: pytest.Pytester,
     (pytester.path / "runs").mkdir()
     (pytester.path / "runs" / "base.json").write_text("{}", encoding="utf-8")
     value = "../runs/base.json"
-    if declared.get("type") is int or declared.get("choices"):
-        value = "3" if declared.get("type") is int else declared["choices"][0]
+    if declared.get("type") in (int, float) or declared.get("choices"):
+        value = "3" if declared.get("type") in (int, float) else declared["choices"][0]
         (suite / value).mkdir()
     monkeypatch.chdir(suite)
     attached = _setup(pytester, f"{option}={value}")

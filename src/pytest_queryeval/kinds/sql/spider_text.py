@@ -56,8 +56,10 @@ def for_spider(sql: str, schema: Schema, dialect: str | None) -> tuple[str, str 
     from ...metrics.spider.match import analyse
 
     first = analyse(sql, schema)
-    if not isinstance(first, str):
-        return sql, None
+    if not isinstance(first, str) or not has_bare_alias(sql):
+        # as written: parsed, or rejected for something normalising does not change (a run
+        # with no reader of its records imports no sqlglot for it: issue 53)
+        return sql, None if not isinstance(first, str) else first
     other = normalised(sql, dialect)
     if other is not None and not isinstance(analyse(other, schema), str):
         return other, None
