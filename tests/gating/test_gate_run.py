@@ -108,10 +108,7 @@ def test_evidence_gating_needs_a_baseline(pytester):
 
 def test_shards_and_merge_conclude_the_evidence_gate_as_the_serial_run(workload):
     """serial = 2 shards + ``queryeval merge`` for the evidence gate: the same verdict, the
-    same likelihood ratio and the same exit status (the merge once left the gate out and
-    exited 0 on a regressed model)."""
-    from tests.gating.workload import REGRESSED, set_model
-
+    same exit status (the merge once left the gate out and exited 0 on a regressed model)."""
     from pytest_queryeval.conclude.merge import run as merge
 
     set_model(workload.path, REGRESSED)
