@@ -85,11 +85,13 @@ class Duration(tuple[int, int, int, int]):
 
 def duration(td: dt.timedelta) -> Any:
     """A ``timedelta`` (ladybug's interval) as the driver's ``Duration``."""
-    try:
-        from neo4j.time import Duration as Neo4jDuration
+    import importlib
+
+    try:  # by name: the neo4j extra may be absent (a core install type-checks without it)
+        neo4j_duration = importlib.import_module("neo4j.time").Duration
     except ImportError:
         return Duration(0, td.days, td.seconds, td.microseconds * 1000)
-    return Neo4jDuration(days=td.days, seconds=td.seconds, microseconds=td.microseconds)
+    return neo4j_duration(days=td.days, seconds=td.seconds, microseconds=td.microseconds)
 
 
 def _key(ident: Any) -> Any:
