@@ -130,3 +130,28 @@ def test_the_mined_suite_replays_and_reports_its_unreviewed_cases_apart(
     # -m "not unreviewed" leaves them out
     again = pytester.runpytest("-p", "no:cacheprovider", "-m", "not unreviewed")
     again.assert_outcomes(passed=0, deselected=4)
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (b'{"traceId": "t"}\n' + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+     "x.jsonl:2: nested deeper than"),
+    (b'{"traceId": "t"}\n{"traceId": "\xff"}\n', "x.jsonl:2: not UTF-8 text: byte 0xff"),
+])
+def test_a_hostile_span_file_is_a_located_error(tmp_path: Path, capsys, content: bytes,
+                                                said: str) -> None:
+    """Read as the predictions file is read: bounded, decoded with the bad byte's line, its
+    nesting bounded (a deep export ended the decoder's stack in a traceback)."""
+    (tmp_path / "x.jsonl").write_bytes(content)
+    assert queryeval(["mine", str(tmp_path / "x.jsonl"), "--datasource", "d",
+                      "--out", str(tmp_path / "o")]) == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_fifo_given_as_spans_is_refused_not_read_forever(tmp_path: Path, capsys) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "spans.jsonl")
+    assert queryeval(["mine", str(tmp_path / "spans.jsonl"), "--datasource", "d",
+                      "--out", str(tmp_path / "o")]) == 2
+    assert "spans.jsonl: cannot read:" in capsys.readouterr().err

@@ -156,6 +156,20 @@ def read_bytes(path: str | os.PathLike[str], purpose: str) -> bytes:
     return data
 
 
+def located_utf8(data: bytes) -> str:
+    """``data`` decoded as UTF-8; a byte that is not raises ValueError naming its line and
+    column (``3: not UTF-8 text: byte 0xff at column 34``), for the readers of files a user
+    hands the plugin, which locate their errors by line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[:exc.start].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        line = before.count("\n") + 1
+        column = len(before) - before.rfind("\n")
+        raise ValueError(f"{line}: not UTF-8 text: byte 0x{data[exc.start]:02x} at column "
+                         f"{column}") from None
+
+
 def read_text(path: str | os.PathLike[str], purpose: str) -> str:
     """:func:`read_bytes` decoded as UTF-8 (UnicodeDecodeError as ``Path.read_text``)."""
     return read_bytes(path, purpose).decode("utf-8")

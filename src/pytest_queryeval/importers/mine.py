@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds
+from .._util.safefile import located_utf8, read_bytes
 from .._util.secrets import mask_tokens
 from ..agents.spans import TrajectoryError, span_attributes, span_list, span_start
 
@@ -82,12 +84,14 @@ class Trace:
 def read_spans(path: Path) -> list[Mapping[str, Any]]:
     """The spans of one file: a JSON document (OTLP or a list of spans) or JSON lines (a span
     or an OTLP document per line). Raises :class:`MineError` naming the file and line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    try:  # bounded, a regular file only (a FIFO or a device would be read forever)
+        text = located_utf8(read_bytes(path, "predictions"))
+    except OSError as exc:
         raise MineError(f"{path}: cannot read: {exc}") from None
+    except ValueError as exc:
+        raise MineError(f"{path}:{exc}") from None
     try:
-        return span_list(json.loads(text))
+        return span_list(_json(text, f"{path}"))
     except ValueError:
         pass  # not one document: JSON lines
     spans: list[Mapping[str, Any]] = []
@@ -95,7 +99,9 @@ def read_spans(path: Path) -> list[Mapping[str, Any]]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = _json(line, f"{path}:{line_no}")
+        except MineError:
+            raise
         except ValueError as exc:
             raise MineError(f"{path}:{line_no}: not JSON: {exc}") from None
         try:
@@ -104,6 +110,19 @@ def read_spans(path: Path) -> list[Mapping[str, Any]]:
         except TrajectoryError as exc:
             raise MineError(f"{path}:{line_no}: {exc}") from None
     return spans
+
+
+def _json(text: str, where: str) -> Any:
+    """``text`` parsed, its nesting bounded as the predictions file bounds it (a hostile
+    export nested deeper ends the decoder's stack, or every walk over it)."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        data = None
+    else:
+        if not depth_exceeds(data, MAX_JSON_DEPTH):
+            return data
+    raise MineError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels")
 
 
 def _trace_id(span: Mapping[str, Any]) -> str:

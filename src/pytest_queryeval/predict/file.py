@@ -25,15 +25,10 @@ def _text(path: Path, name: str) -> str:
     """The file decoded as UTF-8; a byte that is not UTF-8 is the error of the line it is on
     (the file is the suite's input: one bad byte was an INTERNALERROR that ended the run
     with no report)."""
-    data = safefile.read_bytes(path, "predictions")
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        before = data[:exc.start].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-        line = before.count("\n") + 1
-        column = len(before) - before.rfind("\n")
-        raise PredictionError(f"{name}:{line}: not UTF-8 text: byte 0x{data[exc.start]:02x} at "
-                              f"column {column}") from None
+        return safefile.located_utf8(safefile.read_bytes(path, "predictions"))
+    except ValueError as exc:
+        raise PredictionError(f"{name}:{exc}") from None
 
 
 class MissingTurn(PredictionError):
