@@ -18,11 +18,12 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.quiet_http import QuietHTTPServer
 from tests.support import dump, read_report
 
 DEEP = b"[" * 200_000
@@ -45,7 +46,7 @@ class _Deep(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def deep_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Deep)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Deep)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"

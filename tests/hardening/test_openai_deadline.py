@@ -19,11 +19,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL, OpenAIStandin
+from tests.fixtures.quiet_http import QuietHTTPServer
 
 from .conftest import by_id, dump, no_traceback, read_report
 
@@ -131,7 +132,7 @@ def test_a_redirect_to_another_origin_is_not_followed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     _Redirect.target = openai_standin.base_url
     _Redirect.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirect)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Redirect)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -176,7 +177,7 @@ class _Recorder(BaseHTTPRequestHandler):
 def test_the_http_source_follows_no_redirect_to_another_origin(
         pytester: pytest.Pytester) -> None:
     _Recorder.seen = []
-    other = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    other = QuietHTTPServer(("127.0.0.1", 0), _Recorder)
     other.daemon_threads = True
     threading.Thread(target=other.serve_forever, daemon=True).start()
 
@@ -188,7 +189,7 @@ def test_the_http_source_follows_no_redirect_to_another_origin(
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Found)
+    server = QuietHTTPServer(("127.0.0.1", 0), Found)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/predict"

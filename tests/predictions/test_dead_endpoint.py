@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fixtures.openai_standin import KEY, MODEL, OpenAIStandin
+from tests.fixtures.quiet_http import QuietHTTPServer
 from tests.sdmx_cases import GDP, dump, sdmx_case, selection
 from tests.support import run_report
 
@@ -224,7 +225,7 @@ class _Failing:
             def log_message(self, *args: object) -> None:
                 return None
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_port
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

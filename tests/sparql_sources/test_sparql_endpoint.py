@@ -29,6 +29,7 @@ from pytest_queryeval.sources import open_source
 from pytest_queryeval.sources.rdf import RdfSource
 from pytest_queryeval.sources.sparql import SparqlSource
 from tests.fixtures.oxigraph import OxigraphServer, free_port
+from tests.fixtures.quiet_http import QuietHTTPServer
 from tests.support import make_case
 
 from .conftest import AHU_VAV_SENSOR, BRICK, gold_queries
@@ -218,7 +219,7 @@ class _AuthProxy(http.server.BaseHTTPRequestHandler):
 def auth_proxy(oxigraph_endpoint: OxigraphServer) -> Iterator[str]:
     handler = type("Proxy", (_AuthProxy,), {"upstream": oxigraph_endpoint.base_url,
                                             "seen_auth": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
