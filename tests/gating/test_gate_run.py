@@ -134,3 +134,37 @@ def test_shards_and_merge_conclude_the_evidence_gate_as_the_serial_run(workload)
     # each shard asking within its share of the budget: the ratio is the union's, not serial's)
     assert merged["evidence"]["calls"] == _calls(merged)
     assert len(merged["cases"]) == len(whole["cases"]) == 60
+
+
+def test_the_suites_significance_is_the_evidence_gates_alpha_serial_and_merged(pytester):
+    """``gates: {significance:}`` in the suite config is the evidence gate's alpha in the serial
+    run too, as in the merge (which reads what the shards recorded): the serial run once
+    concluded at 0.05 (INCONCLUSIVE, exit 6) and the merge of the same run at the suite's 0.4
+    (PASS, exit 0). Five passes against one run each: a ratio of 0.875^5 = 0.51, PASS at or
+    below 0.4 / 0.6 = 0.67, not at or below 0.05 / 0.95."""
+    from pytest_queryeval.conclude.merge import run as merge
+
+    write_workload(pytester.path, [1.0] * 5)
+    config = json.loads((pytester.path / "queryeval.yaml").read_text())
+    config["gates"] = {"significance": 0.4}
+    (pytester.path / "queryeval.yaml").write_text(json.dumps(config))
+    result, _ = _run(pytester, 0, "--queryeval-update-baseline", "--queryeval-baseline=base.json")
+    assert result.ret == 0
+    serial, report = _run(pytester, 1, *GATE)
+    assert (report["evidence"]["verdict"], report["evidence"]["alpha"]) == ("PASS", 0.4)
+    assert serial.ret == 0, serial.stdout.str()
+    shards = []
+    for i in (1, 2):
+        _run(pytester, 1, *GATE, f"--queryeval-shard={i}/2")
+        target = pytester.path / f"shard{i}.json"
+        (pytester.path / "r.json").rename(target)
+        shards.append(str(target))
+    cwd = os.getcwd()
+    os.chdir(pytester.path)
+    try:
+        status = merge([*shards, "-o", "merged.json", "--queryeval-baseline=base.json"])
+    finally:
+        os.chdir(cwd)
+    merged = json.loads((pytester.path / "merged.json").read_text(encoding="utf-8"))
+    assert (merged["evidence"]["verdict"], merged["evidence"]["alpha"], status) == (
+        "PASS", 0.4, 0)

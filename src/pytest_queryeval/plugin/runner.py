@@ -371,19 +371,28 @@ class Runner:
         self.verdicts = Verdicts(mode, base, self.alpha())
 
     def alpha(self) -> float:
-        """The evidence gate's alpha: ``--queryeval-significance``, else ini
-        ``queryeval_significance``, else 0.05 (each checked before the run)."""
+        """The evidence gate's alpha: ``--queryeval-significance``, else ``gates:
+        {significance:}`` of the suite configs of this process's cases (the smallest), else ini
+        ``queryeval_significance``, else 0.05 (each checked before the run). The same order as
+        the baseline comparison's and as ``queryeval merge``'s (which reads what the shards
+        recorded), so serial, ``-n 2`` and shards + merge conclude at one alpha."""
         from ..baseline.significance import parse_significance
 
-        for value, where in ((self.options.report.significance, "--queryeval-significance"),
-                             (self.options.significance_ini, "queryeval_significance")):
+        def parsed(value: str | float | None, where: str) -> float | None:
             try:
-                alpha = parse_significance(value, where)
+                return parse_significance(value, where)
             except ValueError:
-                alpha = None
-            if alpha is not None:
-                return alpha
-        return 0.05
+                return None
+
+        cli = parsed(self.options.report.significance, "--queryeval-significance")
+        if cli is not None:
+            return cli
+        suites = [alpha for d in sorted({case.file.parent for case in self.evaluator.cases})
+                  if (alpha := self.finder.for_directory(d).significance) is not None]
+        if suites:
+            return min(suites)
+        ini = parsed(self.options.significance_ini, "queryeval_significance")
+        return 0.05 if ini is None else ini
 
     def evidence_outputs(self, out: Outputs) -> None:
         """``--queryeval-gating=evidence``: what the end of the run needs to conclude it (the
@@ -393,7 +402,8 @@ class Runner:
             return
         from ..baseline.evidence import DEFAULT_BUDGET
 
-        out.evidence_alpha = self.alpha()
+        # the run's alpha as the comparison resolved it (the controller collects no case)
+        out.evidence_alpha = out.significance if out.significance is not None else self.alpha()
         out.repeat_budget = self.options.repeat_budget or DEFAULT_BUDGET
         out.inconclusive = self.options.inconclusive
 
