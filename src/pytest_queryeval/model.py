@@ -442,6 +442,8 @@ class CaseRecord(TypedDict):
     digest: NotRequired[str]
     #: Seconds the case took: read by ``--queryeval-shard-durations`` where a report has it.
     duration_s: NotRequired[float | None]
+    #: ``reviewed: false`` (a mined case nobody confirmed); absent for a reviewed case.
+    reviewed: NotRequired[bool]
     #: A pinned case whose data changed (docs/mining.md): the pinned tables (or files) that
     #: changed; the case is skipped, not scored.
     drifted: NotRequired[list[str]]
