@@ -79,6 +79,15 @@ def script() -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def sample_questions() -> list[str]:
+    """The questions of example_suite/mined's recording: the example agent's own, four more,
+    each asked twice, one spelled otherwise and one with a key pasted in."""
+    example = list(script())[:6]
+    more = list(QUERIES)[:4]
+    return [*example, *more, *example, *more, "which genre has the most tracks",
+            f"{list(QUERIES)[0]} (my key is {SECRETS[0]})"]
+
+
 def scripted_model() -> Any:
     """The example's scripted stand-in, serving :func:`script` on a loopback port."""
     spec = importlib.util.spec_from_file_location("example_scripted_model",
@@ -215,13 +224,15 @@ class Agent:
         return ends
 
 
-def record(agent: Agent, spans_wanted: int, questions: list[str]) -> list[dict[str, Any]]:
-    """Traces of the agent over ``questions`` in turn until ``spans_wanted`` spans."""
+def record(agent: Agent, spans_wanted: int, questions: list[str], traces: int | None = None,
+           ) -> list[dict[str, Any]]:
+    """Traces of the agent over ``questions`` in turn until ``spans_wanted`` spans (or
+    ``traces`` traces)."""
     spans: list[dict[str, Any]] = []
     n = 0
-    while len(spans) < spans_wanted:
+    while (n < traces) if traces is not None else (len(spans) < spans_wanted):
         question = questions[n % len(questions)]
-        tags = ["prod", "secret" if "my key is" in question else "plain"]
+        tags = ["prod"]
         spans.extend(agent.run(f"{n:08x}{'0' * 24}", question, tags))
         n += 1
     return spans
@@ -235,11 +246,15 @@ def main() -> None:
                     "the scripted stand-in)")
     ap.add_argument("--model", default="scripted-agent")
     ap.add_argument("--db", type=Path, default=CHINOOK)
+    ap.add_argument("--sample", action="store_true",
+                    help="the questions of example_suite/mined (each once, in order)")
     args = ap.parse_args()
     server = None if args.base_url else scripted_model()
     agent = Agent(args.base_url or server.base_url, args.model, args.db)
+    questions = sample_questions() if args.sample else list(script())
     try:
-        spans = record(agent, args.spans, list(script()))
+        spans = record(agent, 1 if args.sample else args.spans, questions,
+                       traces=len(questions) if args.sample else None)
     finally:
         if server is not None:
             server.close()

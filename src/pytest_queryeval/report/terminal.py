@@ -406,7 +406,8 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
         what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
         if isinstance(g.get("k"), int):  # pass@k / pass^k of the repeated cases
             what = f"{'pass@' if g['metric'] == 'pass_at_k' else 'pass^'}{g['k']} ({g['metric']})"
-        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag", "model") if g.get(k))
+        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag", "model") if g.get(k)) + (
+            " reviewed only" if g.get("reviewed_only") else "")
         out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
                    f"{g['limit']:g}, {_gate_cases(g)})"
                    + (f": {g['reason']}" if g["value"] is not None and g.get("reason") else ""))
