@@ -85,14 +85,15 @@ def sample_questions() -> list[str]:
     example = list(script())[:6]
     more = list(QUERIES)[:4]
     return [*example, *more, *example, *more, "which genre has the most tracks",
-            f"{list(QUERIES)[0]} (my key is {SECRETS[0]})"]
+            f"{next(iter(QUERIES))} (my key is {SECRETS[0]})"]
 
 
 def scripted_model() -> Any:
     """The example's scripted stand-in, serving :func:`script` on a loopback port."""
     spec = importlib.util.spec_from_file_location("example_scripted_model",
                                                   AGENTS / "scripted_model.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.ScriptedModel(script())

@@ -33,7 +33,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agent_spans
@@ -190,7 +189,7 @@ def real_model(base: Path, db: Path, spans_wanted: int) -> None:
             time.sleep(0.2)
         agent = agent_spans.Agent(url, fx.MODEL, db, api_key=fx.KEY)
         t0 = time.perf_counter()
-        spans = agent_spans.record(agent, spans_wanted, list(agent_spans.QUERIES))
+        spans = agent_spans.record(agent, spans_wanted, list(agent_spans.script()))
         seconds = time.perf_counter() - t0
     finally:
         proc.terminate()
@@ -206,6 +205,11 @@ def real_model(base: Path, db: Path, spans_wanted: int) -> None:
     summary = json.loads((suite / "mined.json").read_text())
     print(f"real model mined in {took:.3f} s: {summary['cases']} cases "
           f"(deduplication {summary['deduplication_ratio']}x); " + said.splitlines()[0])
+    same, total, why = bit_identical(suite, path, db)
+    tools = sum(1 for s in spans if any(a["key"] == "tool.name" for a in s["attributes"]))
+    print(f"real model: {tools} tool spans; planted secrets in a case file: "
+          f"{leaked(suite, agent_spans.SECRETS)}; replayed bit-identically: {same} of {total} "
+          "cases with a gold" + "".join(f"\n  {w}" for w in why[:5]))
 
 
 def main() -> None:
