@@ -311,3 +311,34 @@ def test_an_rdf_source_is_pinned_by_its_file_digest(tmp_path: Path, pytester: py
     ttl.write_text('<http://ex.org/a> <http://ex.org/name> "B" .\n', encoding="utf-8")
     _, report = _run(pytester, suite)
     assert report.by_id["name"]["drifted"] == ["kg.ttl"]
+
+
+def test_refresh_pins_a_corrected_gold_to_what_it_reads_now(sqlite_suite, capsys) -> None:
+    """A reviewer corrected a gold to read another table: --refresh pins that table (the old
+    one is no longer read), and the file differs in the gold the reviewer wrote and the pin."""
+    suite, _, _ = sqlite_suite
+    path = suite / "test_mined.yaml"
+    text = path.read_text().replace("gold: SELECT count(*) FROM Artist",
+                                    "gold: SELECT count(*) FROM Album")
+    path.write_text(text)
+    capsys.readouterr()
+    assert queryeval(["mine", "--refresh", str(suite)]) == 0
+    said = capsys.readouterr().out
+    assert "mined-b000000000000000: Album, Artist (no longer read)" in said
+    case = yaml.safe_load(path.read_text())["cases"][1]
+    assert list(case["pin"]["tables"]) == ["Album"]
+    changed = [(a, b) for a, b in zip(text.splitlines(), path.read_text().splitlines(),
+                                      strict=True) if a != b]
+    assert [a.strip().split(":")[0] for a, _ in changed] == ["pin"]
+
+
+def test_refresh_refuses_a_pin_written_over_several_lines(sqlite_suite, capsys) -> None:
+    suite, _, _ = sqlite_suite
+    path = suite / "test_mined.yaml"
+    text = re.sub(r"^  pin: \{tables: \{Artist: ('rows:275:[0-9a-f]+')\}\}$",
+                  r"  pin:\n    tables: {Artist: \1}", path.read_text(), flags=re.M)
+    path.write_text(text)
+    capsys.readouterr()
+    assert queryeval(["mine", "--refresh", str(suite)]) == 2
+    assert "cases[1].pin: not the one line 'pin: {...}'" in capsys.readouterr().err
+    assert path.read_text() == text
