@@ -42,7 +42,9 @@ def find_datasource(name: str, where: Path, config: Path | None) -> tuple[dict[s
                      "(give --config)"
     if found.errors:
         return None, found.errors[0]
-    return dict(found.spec), f"{found.file}:{found.line}"
+    where = Path(start.anchor) / found.file  # (displayed relative to the anchor)
+    shown = where.relative_to(Path.cwd()) if where.is_relative_to(Path.cwd()) else where
+    return dict(found.spec), f"{shown}:{found.line}"
 
 
 def flow(pin: Mapping[str, Any]) -> str:
