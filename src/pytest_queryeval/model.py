@@ -116,6 +116,10 @@ class Case:
     #: ``reviewed: false``: a case mined from production traces (``queryeval mine``) that no
     #: person has confirmed yet; its gold is an observed query, not an accepted one.
     reviewed: bool = True
+    #: ``pin:``: a fingerprint of the data the case's queries read when it was mined
+    #: (``{tables: {name: rows:N:digest}}`` or ``{file: sha256:...}``); a run that finds the
+    #: data changed reports the case ``drifted`` instead of scoring it. None: not pinned.
+    pin: dict[str, Any] | None = None
     thresholds: dict[str, Threshold] = field(default_factory=dict)
     #: The metrics of ``thresholds`` that are the kind's default (no threshold in effect
     #: judged the answer): the summary counts them apart.
@@ -438,6 +442,11 @@ class CaseRecord(TypedDict):
     digest: NotRequired[str]
     #: Seconds the case took: read by ``--queryeval-shard-durations`` where a report has it.
     duration_s: NotRequired[float | None]
+    #: ``reviewed: false`` (a mined case nobody confirmed); absent for a reviewed case.
+    reviewed: NotRequired[bool]
+    #: A pinned case whose data changed (docs/mining.md): the pinned tables (or files) that
+    #: changed; the case is skipped, not scored.
+    drifted: NotRequired[list[str]]
 
 
 #: A record as its readers take it: a :class:`CaseRecord`, or a record read back from a

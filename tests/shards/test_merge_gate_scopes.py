@@ -164,7 +164,7 @@ def test_every_field_of_a_gate_survives_the_report_and_the_merge(tmp_path: Path)
     merge drops fails here (the merge once dropped ``model:``)."""
     values = {"name": "g", "metric": "execution_accuracy", "stat": "mean", "limit": 0.25,
               "scope": tmp_path / "sub", "kind": "sql", "tag": "easy", "allow_empty": True,
-              "op": "<=", "model": "weak", "k": 2}
+              "op": "<=", "model": "weak", "k": 2, "reviewed_only": True}
     fields = [f.name for f in dataclasses.fields(Gate)]
     assert sorted(values) == sorted(fields), "give the new Gate field a non-default value here"
     gate = Gate(**values)

@@ -292,7 +292,8 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
         selected = [r for r in records if _under(r, gate.scope, seen)
                     and (gate.kind is None or r.get("kind") == gate.kind)
                     and (gate.tag is None or gate.tag in (r.get("tags") or []))
-                    and (gate.model is None or r.get("model") == gate.model)]
+                    and (gate.model is None or r.get("model") == gate.model)
+                    and not (gate.reviewed_only and r.get("reviewed") is False)]
         stats = group_stats(selected)
         reason = None
         if gate.k is not None:  # pass@k / pass^k of the repeated cases, for the gate's k
@@ -317,6 +318,7 @@ def evaluate_gates(gates: Iterable[Gate], records: Sequence[RecordLike]) -> list
             "scope": str(gate.scope), "kind": gate.kind, "tag": gate.tag,
             **({"model": gate.model} if gate.model else {}),
             **({"k": gate.k} if gate.k is not None else {}),
+            **({"reviewed_only": True} if gate.reviewed_only else {}),
             "value": value, "op": gate.op, "limit": gate.limit, "cases": stats["count"],
             # the cases the value is computed over (``cases`` also counts the unscored ones)
             "n": over if value is not None else 0,

@@ -18,8 +18,9 @@ COMMANDS = {
     "init": "write a first suite for a database: queryeval init --datasource PATH_OR_URL "
             "[--kind sql|sparql] [--dir DIR]",
     "view": "one offline HTML page over several runs: queryeval view RUN.json... -o view.html",
-    "mine": "turn recorded spans into unreviewed cases: queryeval mine SPANS... --datasource "
-            "NAME --out DIR (queryeval mine --help)",
+    "mine": "turn recorded spans into unreviewed, pinned cases: queryeval mine SPANS... "
+            "--datasource NAME --out DIR; re-pin: queryeval mine --refresh DIR "
+            "(queryeval mine --help)",
 }
 
 

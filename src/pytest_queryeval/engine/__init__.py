@@ -116,6 +116,8 @@ class Evaluator:
         self.exchange: Exchange | None = None
         self._closed = False
         self.scrubber = Scrubber()
+        #: The checksums of pinned tables computed this run, per source (:mod:`.drift`).
+        self.pin_sums: dict[int, dict[str, str]] = {}
         #: ``--queryeval-repeat N``: predictions per case for this run, whatever cases say.
         self.repeat_override = repeat
         #: ``--queryeval-neighbours`` / ini (a :class:`..neighbours.check.Settings`, or None),

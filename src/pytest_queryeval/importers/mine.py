@@ -335,9 +335,17 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="queryeval mine", description="Turn recorded spans (OpenInference / OTLP JSON or "
         "JSON lines) into a case file of unreviewed cases.")
-    ap.add_argument("spans", nargs="+", type=Path, help="span files (.json or .jsonl)")
-    ap.add_argument("--datasource", required=True, help="the suite's datasource the traces ran on")
-    ap.add_argument("--out", required=True, type=Path, help="the folder the case file goes to")
+    ap.add_argument("spans", nargs="*", type=Path, help="span files (.json or .jsonl)")
+    ap.add_argument("--datasource", help="the suite's datasource the traces ran on")
+    ap.add_argument("--out", type=Path, help="the folder the case file goes to")
+    ap.add_argument("--config", type=Path, default=None,
+                    help="the queryeval.yaml defining --datasource, for the pins (default: "
+                    "the one in --out or above it)")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="write no pin: (the cases replay on the data as it is then)")
+    ap.add_argument("--refresh", type=Path, default=None, metavar="DIR",
+                    help="re-pin the mined cases in DIR on their datasource's data now "
+                    "(after a reviewed change); rewrites only each pin: line")
     ap.add_argument("--kind", default="sql", help="the kind of the queries (default sql)")
     ap.add_argument("--trajectory", action="store_true",
                     help="write each trace's tool sequence as the gold agent.trajectory")
@@ -350,7 +358,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.refresh is not None:
+        if args.spans or args.out:
+            parser.error("--refresh DIR takes no span files and no --out")
+        return refresh(args.refresh, args.config)
+    if not args.spans or not args.datasource or not args.out:
+        parser.error("give span files, --datasource and --out (or --refresh DIR)")
     out: Path = args.out
     targets = [out / CASE_FILE, out / SUMMARY_FILE]
     existing = [str(p) for p in targets if p.exists() or p.is_symlink()]
@@ -375,12 +390,10 @@ def _write(args: argparse.Namespace, traces: list[Trace], targets: list[Path]) -
         kept = stratified(kept, max(0, args.sample), args.seed)
     masked = Masked(literals=tuple(v for v in args.mask if v))
     cases = [case_of(t, n, masked, trajectory=args.trajectory) for t, n in kept]
-    import yaml
-
+    pinned = [] if args.no_pin else pin_cases(cases, args)
     header = (f"# Mined by queryeval mine from {len(traces)} traces: unreviewed cases whose gold\n"
               "# is the query production ran. Review each (set reviewed: true), or remove it.\n")
-    body = yaml.safe_dump({"kind": args.kind, "datasource": args.datasource, "cases": cases},
-                          sort_keys=False, allow_unicode=True, width=100)
+    body = case_yaml({"kind": args.kind, "datasource": args.datasource, "cases": cases})
     args.out.mkdir(parents=True, exist_ok=True)
     targets[0].write_text(header + body, encoding="utf-8")
     summary = {"traces": len(traces), "with_question": questions, "cases": len(cases),
@@ -391,4 +404,92 @@ def _write(args: argparse.Namespace, traces: list[Trace], targets: list[Path]) -
           f"{len(cases)} cases written to {targets[0]} (deduplication "
           f"{summary['deduplication_ratio']}x)")
     print(f"masked: {len(masked.found)} strings" + "".join(f"\n  {m}" for m in masked.found))
+    for line in pinned:
+        print(line)
     return OK
+
+
+# -- pins ----------------------------------------------------------------------------------
+
+
+def pin_cases(cases: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """Each case with a gold pinned to the data its gold reads now (``pin:``), and the lines
+    that say what was pinned (or why nothing was)."""
+    from ..errors import QueryEvalError
+    from ..sources.pins import PinError
+    from .pinning import Pinner, find_datasource
+
+    spec, said = find_datasource(args.datasource, args.out, args.config)
+    if spec is None:
+        return [f"pins: none ({said}); the cases replay on the data as it is then"]
+    pinner = Pinner(args.datasource, spec)
+    notes: list[str] = []
+    count = 0
+    try:
+        for case in cases:
+            if "gold" not in case:
+                continue  # an abstention candidate reads no data
+            try:
+                pin = pinner.pin(case["gold"])
+            except (PinError, QueryEvalError) as exc:
+                notes.append(f"  {case['id']}: not pinned: {exc}")
+                continue
+            if pin is not None:
+                case["pin"] = OneLine(pin)
+                count += 1
+    finally:
+        pinner.close()
+    tables = sorted(k for k in pinner.sums if k != "\0file")
+    what = f"{len(tables)} tables: {', '.join(tables)}" if tables else "its files"
+    return [f"pins: {count} cases pinned to datasource {args.datasource!r} ({said}), "
+            f"{what}", *notes]
+
+
+class OneLine(dict):  # type: ignore[type-arg]
+    """A mapping written on one line (a case's ``pin:``, which ``--refresh`` rewrites)."""
+
+
+def case_yaml(data: Mapping[str, Any]) -> str:
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def one_line(dumper: yaml.SafeDumper, value: OneLine) -> yaml.Node:
+        return dumper.represent_mapping("tag:yaml.org,2002:map", dict(value), flow_style=True)
+
+    Dumper.add_representer(OneLine, one_line)
+    return str(yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True,
+                         width=1 << 30))
+
+
+def refresh(directory: Path, config: Path | None) -> int:
+    """``--refresh DIR``: every case file in DIR re-pinned; a file any of whose pins is wrong
+    is left as it is, the error located."""
+    from .._util.safefile import write_atomic
+    from .pinning import Pinner, refresh_file
+
+    if not directory.is_dir():
+        print(f"queryeval mine: --refresh {directory}: not a folder", file=sys.stderr)
+        return USAGE
+    pinners: dict[str, Pinner | str] = {}
+    failed = False
+    try:
+        for path in sorted(p for p in directory.iterdir()
+                           if p.suffix in (".yaml", ".yml") and p.name != "queryeval.yaml"):
+            text, done = refresh_file(path, str(path), pinners, directory, config)
+            for error in done.errors:
+                print(f"queryeval mine: {error}", file=sys.stderr)
+            failed |= bool(done.errors)
+            if text is not None:
+                write_atomic(path, text.encode("utf-8"))
+            if done.errors:
+                print(f"{path}: not written (its pins have errors)")
+                continue
+            print(f"{path}: {len(done.changed)} re-pinned, {done.same} unchanged"
+                  + "".join(f"\n  {c}" for c in done.changed))
+    finally:
+        for pinner in pinners.values():
+            if not isinstance(pinner, str):
+                pinner.close()
+    return USAGE if failed else OK

@@ -235,6 +235,7 @@ class QueryEvalItem(pytest.Item):
 
                 outcome = audit_outcome(self.case, runner.evaluator, audit)
             else:
+                self._skip_if_drifted(runner)
                 outcome = run_case(self.case, runner.evaluator)
                 # After the case's own queries (a tie analysis of this case would otherwise
                 # wait behind the next case's), for the items not yet sent.
@@ -263,6 +264,27 @@ class QueryEvalItem(pytest.Item):
             raise CaseXfail(record, xfail)  # reported as xfailed, with the reason, by pytest
         if status != "passed":
             raise CaseFailure(record)
+
+    def _skip_if_drifted(self, runner: Runner) -> None:
+        """A pinned case whose data changed is reported ``drifted`` (a skip with the tables
+        that changed, ``drifted`` in its record) and not scored: a pass or fail on moved data
+        would be about the data, not the model (docs/mining.md)."""
+        if not self.case.pin:
+            return
+        from ..engine.drift import drift_reason, drifted
+
+        tables = drifted(self.case, runner.evaluator)
+        if not tables:
+            return
+        record = case_record(self.case, None, self.nodeid, self.config.rootpath,
+                             runner.evaluator.scrubber)
+        reason = drift_reason(tables)
+        record["drifted"] = tables
+        record["status"], record["reason"] = "skipped", reason
+        self.stash[RECORD] = record
+        if runner.options.junit_properties:
+            self.user_properties.append(("queryeval.drifted", ", ".join(tables)))
+        pytest.skip(reason)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: TracebackStyle | None = None) -> str | TerminalRepr:

@@ -37,6 +37,7 @@ from .terminal import (
     SPEND_HEADERS,
     arrow,
     comparison_line,
+    drifted_lines,
     significance_cell,
     significance_header,
     spend_cell,
@@ -120,6 +121,8 @@ def render_markdown(report: Mapping[str, Any], comparison: Comparison | None = N
     facts.extend(run_facts(run, md, code))
     if facts:
         out.extend([" · ".join(facts), ""])
+    for line in drifted_lines(report.get("cases") or []):  # pinned cases whose data moved
+        out.extend([md(line), ""])
 
     if gates:
         out.extend(_gates(gates))

@@ -125,7 +125,7 @@ CASE: dict[str, Check] = {
     "question": _nullable(_string), "standing": _nullable(_string),
     "baseline_status": _nullable(_string), "identity": _nullable(_string),
     "carried": _nullable(_string), "digest": _nullable(_string),
-    "model": _nullable(_string),
+    "model": _nullable(_string), "reviewed": _nullable(_boolean), "drifted": _nullable(_list),
 }
 #: Case fields the plugin writes that the merge carries through unread (a value of any type
 #: is kept as it is). Every field a record writer (:mod:`.records`, :mod:`..plugin.nodes`, the
@@ -141,7 +141,7 @@ GATE: dict[str, Check] = {
     "name": _string, "metric": _string, "stat": _string, "limit": _number,
     "scope": _nullable(_string), "kind": _nullable(_string), "tag": _nullable(_string),
     "allow_empty": _nullable(_boolean), "op": _nullable(_string), "model": _nullable(_string),
-    "k": _nullable(_integer),
+    "k": _nullable(_integer), "reviewed_only": _nullable(_boolean),
 }
 OPS = (">=", "<=")
 

@@ -114,6 +114,19 @@ def unreviewed_lines(cases: Sequence[RecordLike], limit: int = 10) -> list[str]:
             f"confirmed (-m 'not unreviewed' leaves them out): {', '.join(ids[:limit])}{more}"]
 
 
+def drifted_lines(cases: Sequence[RecordLike], limit: int = 10) -> list[str]:
+    """The pinned cases whose data changed, apart: skipped, not scored, since a pass or a fail
+    on moved data would say nothing of the model; each with the tables that changed."""
+    found = [(str(c.get("id")), c.get("drifted")) for c in cases if c.get("drifted")]
+    if not found:
+        return []
+    shown = [f"{cid} ({', '.join(str(t) for t in tables)})" if isinstance(tables, list)
+             else cid for cid, tables in found[:limit]]
+    more = f" (+{len(found) - limit} more)" if len(found) > limit else ""
+    return [f"drifted: {plural(len(found), 'case')} skipped, the data pinned for them changed "
+            f"(review, then queryeval mine --refresh DIR re-pins): {', '.join(shown)}{more}"]
+
+
 def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int = 5,
                   spider_table: bool = False, baseline: bool = True) -> list[str]:
     agg = report["aggregates"]
@@ -133,6 +146,7 @@ def summary_lines(report: Mapping[str, Any], *, tags: bool = False, worst: int =
         lines.extend(_pass_rate_table("tag", agg["by_tag"]))
     lines.extend(_overall_lines(agg["overall"]))
     lines.extend(unreviewed_lines(report["cases"]))
+    lines.extend(drifted_lines(report["cases"]))
     lines.extend(carried_lines(report["cases"]))
     lines.extend(threshold_lines(agg.get("thresholds")))
     lines.extend(gating_lines(report, baseline=baseline))
@@ -392,7 +406,8 @@ def gate_lines(gates: Sequence[Mapping[str, Any]]) -> list[str]:
         what = "pass rate" if g["stat"] == "pass_rate" else f"{g['stat']} {g['metric']}"
         if isinstance(g.get("k"), int):  # pass@k / pass^k of the repeated cases
             what = f"{'pass@' if g['metric'] == 'pass_at_k' else 'pass^'}{g['k']} ({g['metric']})"
-        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag", "model") if g.get(k))
+        scope = "".join(f" {k}={g[k]}" for k in ("kind", "tag", "model") if g.get(k)) + (
+            " reviewed only" if g.get("reviewed_only") else "")
         out.append(f"gate {mark}: {what}{scope} = {value} (required {g.get('op') or '>='} "
                    f"{g['limit']:g}, {_gate_cases(g)})"
                    + (f": {g['reason']}" if g["value"] is not None and g.get("reason") else ""))

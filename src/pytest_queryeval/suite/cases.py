@@ -36,7 +36,7 @@ CASE_KEYS = frozenset({
     "conversation", "timeout", "max_rows", "repeat", "repeat_rule", "repeat_verdict", "severity",
     "evidence",
     "external_knowledge", "judge", "expect", "clarification", "reply", "history",
-    "conversation_scoring", "agent", "reviewed", "provenance",
+    "conversation_scoring", "agent", "reviewed", "provenance", "pin",
 })
 #: Keys a file-level header may set as defaults for its cases (``gold``/``question``: a file of
 #: many predictions for one question states its gold once).
@@ -445,6 +445,7 @@ class _Draft:
         if provenance is not None and not isinstance(provenance, dict):
             self.errors.add(self._where("provenance"), "provenance", self.kp("provenance"),
                             "must be a mapping (queryeval mine writes trace, source)")
+        self.pin()
         for key in ("xfail", "skip"):
             value = self.merged.get(key)
             if value is None or value is False:
@@ -455,6 +456,22 @@ class _Draft:
                 self.errors.add(self.entry, key, self.kp(key), "must be a reason string")
                 continue
             setattr(self.case, key, value)
+
+    def pin(self) -> None:
+        """``pin:`` checked field by field: it is read back from a file anyone may have edited,
+        and its table names reach a query."""
+        if "pin" not in self.entry:
+            return
+        from ..sources.pins import pin_problems
+
+        value = self.entry["pin"]
+        problems = pin_problems(value)
+        for container, key, path, message in problems:
+            self.errors.add(self.entry if container is None else container,
+                            "pin" if container is None else key, self.kp("pin") + path, message)
+        if not problems:
+            self.case.pin = {str(k): (dict(v) if isinstance(v, dict) else v)
+                             for k, v in value.items()}
 
     def datasource(self) -> None:
         """The named datasource's spec, errors and secrets onto the case."""

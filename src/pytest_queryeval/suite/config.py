@@ -82,6 +82,9 @@ class Gate:
     #: ``k:`` of a ``pass_at_k`` / ``pass_hat_k`` gate: it bounds pass@k or pass^k of the
     #: repeated cases for that k (:mod:`..metrics.pass_k`); None: any other gate.
     k: int | None = None
+    #: ``reviewed_only: true``: the gate leaves out the cases no person has reviewed
+    #: (``reviewed: false``, mined by ``queryeval mine``): their golds are what production ran.
+    reviewed_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -440,7 +443,7 @@ def _default_problem(key: str, value: object) -> str | None:
 
 #: Keys of one gate; the limit is ``mean`` for a metric and ``min`` for the pass rate.
 GATE_KEYS = frozenset({"metric", "mean", "min", "max", "mean_max", "total_max", "kind", "tag",
-                       "model", "allow_empty", "k"})
+                       "model", "allow_empty", "k", "reviewed_only"})
 #: A metric gate's bound: the key, the statistic it bounds, and how.
 #: ``mean_max`` spells out what ``max`` bounds (``tool_calls: {mean_max: 6}``).
 METRIC_BOUNDS = {"mean": ("mean", ">="), "max": ("mean", "<="), "mean_max": ("mean", "<="),
@@ -561,13 +564,15 @@ def _parse_gate(name: str, spec: object, loc: str, base: Path, problems: list[st
         if value is not None and (not isinstance(value, str) or not value):
             problems.append(f"{loc}.{key}: must be a {key} name")
             return None
-    if not isinstance(allow_empty, bool):
-        problems.append(f"{loc}.allow_empty: must be true or false")
-        return None
+    reviewed_only = spec.get("reviewed_only", False)
+    for key, value in (("allow_empty", allow_empty), ("reviewed_only", reviewed_only)):
+        if not isinstance(value, bool):
+            problems.append(f"{loc}.{key}: must be true or false")
+            return None
     label = name + (f"[kind={kind}]" if kind else "") + (f"[tag={tag}]" if tag else "") + (
-        f"[model={model}]" if model else "")
+        f"[model={model}]" if model else "") + ("[reviewed_only]" if reviewed_only else "")
     return Gate(label, metric, stat, float(limit), base, kind, tag, allow_empty, op, model,
-                k if isinstance(k, int) else None)
+                k if isinstance(k, int) else None, reviewed_only)
 
 
 def _gate_bound(spec: Mapping[Any, Any], rate: bool, usage: str, loc: str,
