@@ -401,14 +401,28 @@ def _places(env: Any) -> Iterable[tuple[str, int | None, int | None, str]]:
                 for step in (s for s in traj.steps if s.message == m):
                     part = "query" if step_query(step) is not None else "tool_arguments"
                     yield part, step.index, m, step.arguments_text
+                yield "assistant", None, m, _beside(msg)
             elif role == "tool":
                 step = by_call.get(str(msg.get("tool_call_id")))
-                yield "tool_result", None if step is None else step.index, m, \
-                    as_text(msg.get("content"))
+                index = None if step is None else step.index
+                yield "tool_result", index, m, as_text(msg.get("content"))
+                yield "tool_result", index, m, _beside(msg)
     elif env.raw is not None:  # a refused trajectory: searched as a whole
         yield "trajectory", None, None, as_text(env.raw)
     yield "final_query", None, None, as_text(env.predicted)
     yield "final_answer", None, None, as_text(env.answer)
+
+
+#: A message's fields that are searched on their own (the calls through their steps).
+_OWN_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
+
+
+def _beside(msg: Mapping[str, Any]) -> str:
+    """The fields a message carries beside its content, as JSON: a reasoning model's
+    ``reasoning_content``, an assistant's ``refusal``, an exporter's own keys. They are
+    what the agent wrote or read too, and a recorded trajectory keeps them."""
+    rest = {k: v for k, v in msg.items() if k not in _OWN_FIELDS}
+    return as_text(rest) if rest else ""
 
 
 def trace(env: Any, planted: Planted) -> list[dict[str, Any]]:
