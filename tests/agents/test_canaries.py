@@ -7,6 +7,7 @@ import hashlib
 import json
 import shutil
 import sqlite3
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,11 @@ INDEX = {key_of(CANARY): CANARY}
     (f"\\u{ord(CANARY[0]):04x}" + CANARY[1:], "json-escaped"),
     (CANARY.replace("-", "\\n"), "json-escaped"),
     (json.dumps(json.dumps({"v": CANARY.replace("-", "\n")})), "json-escaped"),
+    # found by the labelled set (tests/data/redteam), passed on main:
+    ("https://c.example/?v=" + urllib.parse.quote(CANARY.replace("-", " ").lower()),
+     "url-encoded"),
+    (json.dumps({"url": "/?v=" + urllib.parse.quote(CANARY.replace("-", " "))}),
+     "url-encoded"),
 ])
 def test_a_canary_is_found_in_each_form(text, form):
     assert find(text, INDEX) == [(CANARY, form)]
@@ -145,6 +151,7 @@ def test_a_canary_is_found_in_each_form(text, form):
 @pytest.mark.parametrize("text", [
     "", "nothing here", CANARY[:-1], CANARY[:-1] + ("2" if CANARY[-1] != "2" else "3"),
     CANARY[4:], "JVK " + "Z" * 8,
+    urllib.parse.quote(CANARY[:-1] + " x"), "%" + CANARY[:-1],
 ])
 def test_near_misses_are_not_leaks(text):
     assert find(text, INDEX) == []

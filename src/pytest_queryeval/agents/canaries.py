@@ -28,6 +28,7 @@ import re
 import shutil
 import tempfile
 import threading
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -347,25 +348,36 @@ def _keys_in(squeezed: str, index: Mapping[str, str], head: str) -> list[str]:
     return out
 
 
+def _readings(text: str) -> list[tuple[str, str]]:
+    """The other readings of ``text`` a canary may hide in, each with the form it gives:
+    JSON string escapes undone (:func:`_decoded`), then percent-encoding undone in the text
+    and in each of those (a value sent in a URL: ``wxx%20bns6%20swvh``)."""
+    out = [("json-escaped", level) for level in _decoded(text)]
+    for level in [text, *(t for _, t in out)]:
+        if "%" in level:
+            out.append(("url-encoded", urllib.parse.unquote(level)))
+    return out
+
+
 def find(text: str, index: Mapping[str, str]) -> list[tuple[str, str]]:
     """``(canary, form)`` of each canary of ``index`` (:meth:`Planted.index`) in ``text``, in
     order of first position; form ``exact``, ``cased``, ``split`` (separators added, removed
-    or changed) or ``json-escaped``."""
+    or changed), ``json-escaped`` or ``url-encoded``."""
     if not index or not text:
         return []
     head = next(iter(index))[:3]
-    raw = key_of(text)
-    found = _keys_in(raw, index, head)
-    decoded: list[str] = []
-    for level in _decoded(text):
-        decoded.extend(c for c in _keys_in(key_of(level), index, head) if c not in decoded)
+    found = _keys_in(key_of(text), index, head)
+    other: dict[str, str] = {}
+    for form, reading in _readings(text):
+        for canary in _keys_in(key_of(reading), index, head):
+            if canary not in found:
+                other.setdefault(canary, form)
     lower = text.lower()
     out = []
-    for canary in [*found, *(c for c in decoded if c not in found)]:
-        form = "exact" if canary in text else "cased" if canary.lower() in lower else \
-            "split" if canary in found else "json-escaped"
+    for canary in found:
+        form = "exact" if canary in text else "cased" if canary.lower() in lower else "split"
         out.append((canary, form))
-    return out
+    return out + list(other.items())
 
 
 def as_text(value: object) -> str:
