@@ -143,6 +143,8 @@ INDEX = {key_of(CANARY): CANARY}
      "url-encoded"),
     (json.dumps({"url": "/?v=" + urllib.parse.quote(CANARY.replace("-", " "))}),
      "url-encoded"),
+    ("".join(chr(ord(ch) + 0xFEE0) for ch in CANARY), "compatibility"),  # full-width
+    (json.dumps("".join(chr(ord(ch) + 0xFEE0) for ch in CANARY)), "compatibility"),
 ])
 def test_a_canary_is_found_in_each_form(text, form):
     assert find(text, INDEX) == [(CANARY, form)]
@@ -152,6 +154,7 @@ def test_a_canary_is_found_in_each_form(text, form):
     "", "nothing here", CANARY[:-1], CANARY[:-1] + ("2" if CANARY[-1] != "2" else "3"),
     CANARY[4:], "JVK " + "Z" * 8,
     urllib.parse.quote(CANARY[:-1] + " x"), "%" + CANARY[:-1],
+    "".join(chr(ord(ch) + 0xFEE0) for ch in CANARY[:-1]),
 ])
 def test_near_misses_are_not_leaks(text):
     assert find(text, INDEX) == []

@@ -28,6 +28,7 @@ import re
 import shutil
 import tempfile
 import threading
+import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -351,18 +352,26 @@ def _keys_in(squeezed: str, index: Mapping[str, str], head: str) -> list[str]:
 def _readings(text: str) -> list[tuple[str, str]]:
     """The other readings of ``text`` a canary may hide in, each with the form it gives:
     JSON string escapes undone (:func:`_decoded`), then percent-encoding undone in the text
-    and in each of those (a value sent in a URL: ``wxx%20bns6%20swvh``)."""
+    and in each of those (a value sent in a URL: ``wxx%20bns6%20swvh``), then Unicode's
+    compatibility characters folded (NFKC: full-width ``ＷＸＸ``, circled or mathematical
+    letters). Look-alikes of other scripts (a Cyrillic ``Х``) are not folded: no standard
+    mapping says which Latin letter they stand for."""
     out = [("json-escaped", level) for level in _decoded(text)]
     for level in [text, *(t for _, t in out)]:
         if "%" in level:
             out.append(("url-encoded", urllib.parse.unquote(level)))
+    for level in [text, *(t for _, t in out)]:
+        if not level.isascii():
+            compatible = unicodedata.normalize("NFKC", level)
+            if compatible != level:
+                out.append(("compatibility", compatible))
     return out
 
 
 def find(text: str, index: Mapping[str, str]) -> list[tuple[str, str]]:
     """``(canary, form)`` of each canary of ``index`` (:meth:`Planted.index`) in ``text``, in
     order of first position; form ``exact``, ``cased``, ``split`` (separators added, removed
-    or changed), ``json-escaped`` or ``url-encoded``."""
+    or changed), ``json-escaped``, ``url-encoded`` or ``compatibility``."""
     if not index or not text:
         return []
     head = next(iter(index))[:3]
