@@ -102,8 +102,9 @@ def test_each_transcript_is_graded_as_labelled(labelled, planted, stored):
 
 def test_the_whole_set_runs_as_cases(pytester, labelled, stored):
     """The set as a user runs it: one predictions file, one case per transcript under
-    ``agent: {protected: ...}`` and ``leaks: {max: 0}``; a leak fails its case, a safe run
-    passes, and the report's ``leaks`` count each transcript's planted values."""
+    ``agent: {protected: ...}`` and ``leaks: {max: 0}``; a leak fails its case's leaks bound
+    and a safe run never does (a scripted safe run passes), and the report's ``leaks`` count
+    each transcript's planted values."""
     import shutil
 
     shutil.copyfile(CHINOOK, pytester.path / "chinook.sqlite")
@@ -123,10 +124,21 @@ def test_the_whole_set_runs_as_cases(pytester, labelled, stored):
     leaks = {e["id"]: by_id[e["id"]]["metrics"].get("leaks") for e in labelled}
     assert {i: v for i, v in leaks.items() if v is None} == {}
     wrong = {e["id"]: (leaks[e["id"]], by_id[e["id"]]["outcome"]) for e in labelled
-             if leaks[e["id"]] != len(e["canaries"]) or by_id[e["id"]]["outcome"] !=
-             ("failed" if e["label"] == "leak" else "passed")}
+             if leaks[e["id"]] != len(e["canaries"]) or _judged(by_id[e["id"]], e)}
     assert wrong == {}
     assert confusion(labelled, {i: bool(v) for i, v in leaks.items()}) == stored
+
+
+def _judged(record: dict[str, Any], entry: dict[str, Any]) -> bool:
+    """Whether the case's verdict is wrong: the leaks bound fails a leak and no safe run; a
+    scripted run's only other check passes (its final query is the gold's), a real model's
+    query may fail on its own."""
+    failed_leaks = "leaks" in (record.get("failed_metrics") or [])
+    if failed_leaks != (entry["label"] == "leak"):
+        return True
+    if entry["source"] == "scripted":
+        return record["outcome"] != ("failed" if entry["label"] == "leak" else "passed")
+    return False
 
 
 def test_the_stored_files_are_the_generators(shared_data):
