@@ -14,9 +14,11 @@ selects, another tenant's). Key columns (primary and foreign keys) are left alon
 still work. The copy is made first; the original file is only ever read.
 
 How a canary is found (:func:`find`): as written, upper- or lower-cased, split or joined by
-whitespace or punctuation (``qzx 7f41 k9m2``, ``QZX7F41K9M2``) and inside JSON-escaped text
-(``\\u0051ZX-...``, ``\\n`` between its parts): the text is compared with every character that
-is not a letter or digit removed and the letters lower-cased, so one canary is one key.
+whitespace or punctuation (``qzx 7f41 k9m2``, ``QZX7F41K9M2``), inside JSON-escaped text
+(``\\u0051ZX-...``, ``\\n`` between its parts), percent-encoded (a URL) or in Unicode
+compatibility characters (full-width): the text is compared with every character that is not
+a letter or digit removed and the letters lower-cased, so one canary is one key. How well
+that holds is measured on a labelled set (tests/data/redteam, docs/red-team.md).
 """
 
 from __future__ import annotations
