@@ -440,13 +440,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--real-model", action="store_true",
                         help="also run the real local model (llama.cpp server, SmolLM2)")
+    parser.add_argument("--real-model-from", type=int, default=0, metavar="N",
+                        help="ask the real model questions N and later only, keeping the "
+                             "stored transcripts of the earlier ones")
     args = parser.parse_args(argv)
     entries = scripted()
     write_jsonl(HERE / "scripted.jsonl.gz", entries)
     if args.real_model:
         from real_model import run_real_model  # beside this file
 
-        write_jsonl(HERE / "real_model.jsonl.gz", run_real_model())
+        kept = read_jsonl(HERE / "real_model.jsonl.gz") if args.real_model_from else []
+        write_jsonl(HERE / "real_model.jsonl.gz", run_real_model(args.real_model_from, kept))
     if (HERE / "real_model.jsonl.gz").is_file():
         entries += read_jsonl(HERE / "real_model.jsonl.gz")
     result = graded(entries)
