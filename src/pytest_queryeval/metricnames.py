@@ -47,6 +47,10 @@ CONVERSATION_METRICS = frozenset({TURN_ACCURACY, INTERACTION_ACCURACY})
 AGENT_COUNT_METRICS = ("tool_calls", "turn_count", "queries_executed", "rows_read",
                        "write_attempts", "forbidden_tables", "repeated_calls", "budget_exceeded",
                        "leaks")
+#: Bounds that still judge a case that gives no answer (``expect: abstain``, a question back
+#: with no reply), where an inherited bound on an answer metric is dropped: a protected value
+#: the agent showed on its way to declining is a leak all the same (docs/red-team.md).
+UNANSWERED_BOUNDS = frozenset({"leaks"})
 #: An agent case's scores: EvalBench's trajectory match (0-100) in its two modes, its
 #: multiset correction, and the final answer grounded in the result (0 or 1).
 AGENT_SCORE_METRICS = ("trajectory_match", "trajectory_match_ordered",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..metricnames import UNANSWERED_BOUNDS
 from ..model import Case, Threshold
 from .thresholds import judges_answer
 
@@ -113,7 +114,8 @@ def clarify_thresholds(case: Case, written: Mapping[str, object]) -> None:
     metrics inherited from the suite mean nothing there and are dropped."""
     names = [CLARIFIED, *([ASKS_ABOUT] if asks_about_terms(case) else [])]
     kept = dict(case.thresholds) if case.reply is not None else {
-        m: t for m, t in case.thresholds.items() if not judges_answer(m)}
+        m: t for m, t in case.thresholds.items()
+        if not judges_answer(m) or m in UNANSWERED_BOUNDS}
     bounds = {m: case.thresholds.get(m, Threshold(m, min=1.0)) for m in names}
     case.thresholds = {**kept, **bounds}
     defaults = [m for m in names if m not in written]

@@ -661,6 +661,7 @@ class _Draft:
     def expect(self) -> None:
         """``expect: abstain``: no answer is right. Such a case has no gold to run, and is
         judged by ``abstained`` alone (a bound on an answer metric means nothing there)."""
+        from ..metricnames import UNANSWERED_BOUNDS
         from ..rules.abstain import ABSTAINED, EXPECT_VALUES
         from ..rules.thresholds import judges_answer
 
@@ -701,7 +702,8 @@ class _Draft:
                 self.errors.add(self.entry, key, self.kp(key),
                                 f"a case with expect: abstain has no {key}: the right output is "
                                 "no answer (remove one of the two)")
-        kept = {m: t for m, t in case.thresholds.items() if not judges_answer(m)}
+        kept = {m: t for m, t in case.thresholds.items()
+                if not judges_answer(m) or m in UNANSWERED_BOUNDS}
         bound = case.thresholds.get(ABSTAINED, Threshold(ABSTAINED, min=1.0))
         case.thresholds = {**kept, ABSTAINED: bound}
         case.default_thresholds = [] if ABSTAINED in (self.entry.get("thresholds") or {}) \
