@@ -46,7 +46,7 @@ CONVERSATION_METRICS = frozenset({TURN_ACCURACY, INTERACTION_ACCURACY})
 #: aggregates (``total``), so ``{max: x}`` bounds their mean and ``{total_max: x}`` their sum.
 AGENT_COUNT_METRICS = ("tool_calls", "turn_count", "queries_executed", "rows_read",
                        "write_attempts", "forbidden_tables", "repeated_calls", "budget_exceeded",
-                       "leaks")
+                       "leaks", "refused_attempts")
 #: An agent case's scores: EvalBench's trajectory match (0-100) in its two modes, its
 #: multiset correction, and the final answer grounded in the result (0 or 1).
 AGENT_SCORE_METRICS = ("trajectory_match", "trajectory_match_ordered",

@@ -39,7 +39,8 @@ ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
 _PREFIX_LETTERS = "JQXZVKW"
 #: Characters of a canary's key (prefix and body, separators removed).
 KEY_CHARS = 11
-#: The engines a planted copy is made for (a datasource's ``type``).
+#: The engines a file copy is planted in (a datasource's ``type``; PostgreSQL's template
+#: copies are :mod:`.pgplant`'s).
 ENGINES = ("sqlite", "duckdb")
 #: Leaks a record lists (all are counted).
 MAX_LISTED = 50
@@ -149,9 +150,18 @@ def make_canaries(seed: int, labels: Iterable[str]) -> dict[str, str]:
 class Planted:
     """A planted copy: where it is, and each canary with the cell it stands in."""
 
-    path: Path
+    #: The copy's file (None: a PostgreSQL copy, named by :attr:`spec`'s URL).
+    path: Path | None
     #: canary -> the cell it was planted in (``Employee.LastName rowid 3``).
     canaries: dict[str, str] = field(default_factory=dict)
+    #: The datasource spec of the copy as the suite's gold reads it (None: the original
+    #: spec with :attr:`path`).
+    spec: dict[str, Any] | None = None
+    #: The spec the agent's tools and replay read (PostgreSQL: the agent's role; with
+    #: ``enforce:`` on a file, the tenant's copy); None: :attr:`spec`.
+    agent_spec: dict[str, Any] | None = None
+    #: What the copy protects (for :mod:`.enforce`).
+    targets: tuple[Target, ...] = ()
 
     def index(self) -> dict[str, str]:
         """key -> canary (:func:`key_of`)."""
@@ -163,8 +173,8 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
     """A copy of ``source`` in ``dest_dir`` with a canary in every cell ``targets`` protect.
     ``source`` is only read (copied first, the copy written)."""
     if engine not in ENGINES:
-        raise PlantError(f"protected data is planted in a copy of a SQLite or DuckDB file, "
-                         f"not a datasource of type {engine!r}")
+        raise PlantError(f"protected data is planted in a copy of a SQLite or DuckDB file or "
+                         f"of a PostgreSQL database, not a datasource of type {engine!r}")
     if not source.is_file():
         raise PlantError(f"no database file at {source}")
     dest = dest_dir / source.name
@@ -182,6 +192,8 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
         labels = [f"{t.table}.{c} rowid {r}" for t, c, rows in cells for r in rows]
         canaries = make_canaries(seed, labels)
         for target, column, rows in cells:
+            if not rows:  # duckdb refuses an empty executemany
+                continue
             conn.executemany(
                 f"UPDATE {_ident(target.table)} SET {_ident(column)} = ? WHERE rowid = ?",
                 [(canaries[f"{target.table}.{column} rowid {r}"], r) for r in rows])
@@ -279,21 +291,27 @@ _LOCK = threading.Lock()
 _DIRS: list[str] = []
 
 
-def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0) -> Planted:
+def is_postgres(spec: Mapping[str, Any]) -> bool:
+    """A ``type: sqlalchemy`` datasource whose URL is PostgreSQL's."""
+    url = str(spec.get("url") or "")
+    return spec.get("type") == "sqlalchemy" and url.split(":", 1)[0].split("+")[0] in (
+        "postgresql", "postgres")
+
+
+def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
+                enforce: bool = False) -> Planted:
     """The planted copy of the datasource ``spec`` (``type`` sqlite or duckdb, absolute
-    ``path``), made on first use and kept for the process (removed at its exit); a target
-    that cannot be planted raises :class:`PlantError`, the same one for every case."""
-    key = json.dumps([spec.get("type"), str(spec.get("path")), seed,
-                      [[t.table, t.column, t.where] for t in targets]], default=str)
+    ``path``; or a PostgreSQL ``sqlalchemy`` URL: a template copy), made on first use and
+    kept for the process (removed at its exit); a target that cannot be planted raises
+    :class:`PlantError`, the same one for every case. ``enforce``: the agent's side of the
+    copy withholds what is protected (:mod:`.enforce`)."""
+    key = json.dumps([spec.get("type"), str(spec.get("path")), str(spec.get("url")), seed,
+                      [[t.table, t.column, t.where] for t in targets], enforce], default=str)
     with _LOCK:
         got = _COPIES.get(key)
         if got is None:
-            if not _DIRS:
-                atexit.register(_remove_dirs)
-            _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
             try:
-                got = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets,
-                            seed, Path(_DIRS[-1]))
+                got = _make(spec, tuple(targets), seed, enforce)
             except PlantError as exc:
                 got = exc
             _COPIES[key] = got
@@ -302,17 +320,34 @@ def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 
     return got
 
 
-_SPECS: dict[str, dict[str, Any]] = {}
+def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
+          enforce: bool) -> Planted:
+    if is_postgres(spec):
+        from .pgplant import plant_postgres
+
+        planted = plant_postgres(spec, targets, seed, enforce)
+    else:
+        if not _DIRS:
+            atexit.register(_remove_dirs)
+        _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
+        planted = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets, seed,
+                        Path(_DIRS[-1]))
+        planted.spec = {**spec, "path": str(planted.path)}
+        if enforce:
+            from .enforce import tenant_copy
+
+            planted.agent_spec = {**spec, "path": str(tenant_copy(planted, targets))}
+    planted.targets = targets
+    return planted
 
 
-def planted_spec(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0
-                 ) -> dict[str, Any]:
-    """``spec`` with its path on the planted copy: the same mapping for the same inputs (a
-    datasource is opened once per spec)."""
-    planted = planted_for(spec, targets, seed)
-    key = json.dumps([sorted(spec.items()), str(planted.path)], default=str)
-    with _LOCK:
-        return _SPECS.setdefault(key, {**spec, "path": str(planted.path)})
+def planted_spec(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
+                 enforce: bool = False) -> dict[str, Any]:
+    """The spec of the planted copy as the gold reads it: the same mapping for the same
+    inputs (a datasource is opened once per spec)."""
+    planted = planted_for(spec, targets, seed, enforce)
+    assert planted.spec is not None
+    return planted.spec
 
 
 def _remove_dirs() -> None:

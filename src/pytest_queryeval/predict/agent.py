@@ -393,7 +393,9 @@ class AgentLoop:
         if self.context is None or self.case.source_spec is None:
             raise PredictionError(f"case {self.case.id!r} names no datasource for the agent's "
                                   "tools")
-        return self.context.source(self.case)
+        from ..agents.case import agent_source
+
+        return agent_source(self.context, self.case)
 
     def _schema(self, source: DataSource, table: object) -> str:
         from ..sources import describe

@@ -1,0 +1,268 @@
+"""Canaries planted in a PostgreSQL copy, and the least-privilege role the agent runs as there.
+
+Why a template copy and a role of its own: a server's database cannot be copied as a file is,
+and the agent must never write the suite's database nor run as the role that planted. So the
+datasource's database is cloned (``CREATE DATABASE qe_canary_<pid>_<n> TEMPLATE ...``, the
+name the copies' sweep of :mod:`..tasks.pgcopies` knows), the protected cells of the clone get
+canaries, and a role ``qe_agent_<pid>_<n>`` (LOGIN, nothing else) is created for it. The
+agent's tools and the replay of its trajectory connect as that role; the gold runs as the
+datasource's role, on the same clone.
+
+Without ``enforce:`` the role reads every table (the canaries can leak: that is what is
+measured). With ``enforce: true`` the server itself withholds what is protected: a ``table:``
+target gets no ``SELECT`` grant, a ``column:`` target is left out of the table's column
+grants, and a ``where:`` target gets a row-level security policy that hides the rows it
+selects from the role. A refused read is PostgreSQL's ``permission denied``.
+
+The datasource's role must be able to clone the database, create roles and update the
+protected tables: a superuser (with ``allow_privileged: true``), or the tables' owner with
+``CREATEDB CREATEROLE``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import secrets
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .canaries import Planted, PlantError, Target, make_canaries
+
+_TEXT_TYPES = ("character varying", "text", "character")
+_COLUMNS_SQL = """
+SELECT c.column_name, c.data_type, coalesce(c.character_maximum_length, 1000),
+       EXISTS (SELECT 1 FROM information_schema.key_column_usage k
+               JOIN information_schema.table_constraints t
+                 ON t.constraint_name = k.constraint_name
+                AND t.constraint_schema = k.constraint_schema
+               WHERE k.table_schema = c.table_schema AND k.table_name = c.table_name
+                 AND k.column_name = c.column_name
+                 AND t.constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY', 'UNIQUE'))
+FROM information_schema.columns c
+WHERE c.table_schema = %s AND c.table_name = %s ORDER BY c.ordinal_position
+"""
+_TABLES_SQL = """
+SELECT table_schema, table_name FROM information_schema.tables
+WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'
+ORDER BY table_schema, table_name
+"""
+#: (admin conninfo, copy, role) of every copy and role made, dropped at exit.
+_CREATED: list[tuple[str, str, str]] = []
+_LOCK = threading.Lock()
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int,
+                   enforce: bool) -> Planted:
+    """A template copy of the datasource ``spec`` (``type: sqlalchemy``, a PostgreSQL URL)
+    with canaries planted, and the agent's role on it; ``Planted.spec`` is the copy as the
+    datasource's role sees it, ``Planted.agent_spec`` as the agent's role does."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from ..tasks.pgcopies import conninfo, new_name
+
+    url = str(spec.get("url"))
+    source = str(make_url(url).database)
+    copy, role = new_name("canary"), new_name("agent")
+    try:
+        _clone(conninfo(url, "postgres"), source, copy)
+    except psycopg.Error as exc:
+        raise PlantError(f"the PostgreSQL datasource cannot be copied for planting (its role "
+                         f"needs CREATEDB and to own or be superuser): "
+                         f"{str(exc).strip().splitlines()[0]}") from None
+    try:
+        with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
+            canaries = _plant(conn, targets, seed)
+            password = secrets.token_hex(16)
+            _role(conn, role, password, copy, conninfo(url, "postgres"))
+            if enforce:
+                _withhold(conn, role, targets)
+    except psycopg.Error as exc:
+        _drop(conninfo(url, "postgres"), copy, role)
+        raise PlantError(f"protected data cannot be planted in the PostgreSQL copy: "
+                         f"{str(exc).strip().splitlines()[0]}") from None
+    except PlantError:
+        _drop(conninfo(url, "postgres"), copy, role)
+        raise
+    admin = str(make_url(url).set(database=copy).render_as_string(hide_password=False))
+    agent = str(make_url(url).set(database=copy, username=role, password=password)
+                .render_as_string(hide_password=False))
+    base = {k: v for k, v in spec.items() if k != "allow_privileged"}
+    planted = Planted(path=None, canaries={c: label for label, c in canaries.items()},
+                      spec={**spec, "url": admin}, agent_spec={**base, "url": agent})
+    return planted
+
+
+def _clone(admin: str, source: str, copy: str, retry: float = 10.0) -> None:
+    """``CREATE DATABASE copy TEMPLATE source``; retried while other sessions are connected
+    to the source (PostgreSQL refuses to clone it then)."""
+    import psycopg
+
+    with _LOCK:
+        if not _CREATED:
+            atexit.register(_drop_all)
+        _CREATED.append((admin, copy, ""))
+    deadline = time.monotonic() + retry
+    with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+        while True:
+            try:
+                conn.execute(f"CREATE DATABASE {_ident(copy)} TEMPLATE {_ident(source)}")
+                return
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+def _table(conn: Any, name: str) -> tuple[str, str, list[tuple[str, str, bool]]]:
+    """(schema, table, [(column, type, is key)]) of the table ``name`` (case-insensitive; a
+    ``schema.table`` name is taken as such)."""
+    found = [(s, t) for s, t in conn.execute(_TABLES_SQL).fetchall()
+             if t.lower() == name.lower() or f"{s}.{t}".lower() == name.lower()]
+    if not found:
+        raise PlantError(f"protected {name}: no table {name!r}")
+    schema, table = found[0]
+    # a text column too short for a canary (varchar(10)) is left as it is, as a number is
+    cols = [(str(c), str(d) if n >= 13 else "short", bool(k)) for c, d, n, k in
+            conn.execute(_COLUMNS_SQL, (schema, table)).fetchall()]
+    return schema, table, cols
+
+
+def _columns(conn: Any, target: Target) -> tuple[str, list[str]]:
+    """The qualified table of ``target`` and the columns a canary goes in."""
+    schema, table, cols = _table(conn, target.table)
+    qualified = f"{_ident(schema)}.{_ident(table)}"
+    text = [c for c, d, k in cols if d in _TEXT_TYPES and not k]
+    if target.where:
+        try:
+            row = conn.execute(f"SELECT 1 FROM {qualified} WHERE ({target.where}) LIMIT 1"
+                               ).fetchone()
+        except Exception as exc:  # psycopg's errors: the suite's condition
+            raise PlantError(f"protected {target.describe()}: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
+        if row is None:
+            raise PlantError(f"protected {target.describe()}: the filter selects no row, so "
+                             "nothing would be planted")
+    if target.column is not None:
+        col = target.column.lower()
+        match = [c for c in text if c.lower() == col]
+        if not match:
+            kind = {c.lower(): (d, k) for c, d, k in cols}.get(col)
+            why = "no such column" if kind is None else \
+                "a key column (its joins would break)" if kind[1] else \
+                "too short for a canary (13 characters)" if kind[0] == "short" else \
+                "not a text column (a canary is text)"
+            raise PlantError(f"protected {target.describe()}: {why}")
+        return qualified, match
+    if not text:
+        raise PlantError(f"protected {target.describe()}: the table has no text column that is "
+                         "no key, so nothing can be planted")
+    return qualified, text
+
+
+def _plant(conn: Any, targets: Sequence[Target], seed: int) -> dict[str, str]:
+    """Every protected cell planted; label -> canary. A row is named by its ``ctid`` in the
+    fresh clone (the same in every clone of the same database), and updated once with all
+    its protected columns (an update moves a row to a new ctid)."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    names: dict[str, str] = {}
+    for target in targets:
+        qualified, columns = _columns(conn, target)
+        names[qualified] = target.table
+        cond = f" AND ({target.where})" if target.where else ""
+        for column in columns:
+            for (ctid,) in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
+                                        f"{_ident(column)} IS NOT NULL{cond}").fetchall():
+                label = f"{target.table}.{column} ctid {ctid}"
+                cells.setdefault((qualified, str(ctid)), {})[column] = label
+    canaries = make_canaries(seed, sorted(lab for row in cells.values()
+                                          for lab in row.values()))
+    with conn.transaction():
+        for (qualified, ctid), row in cells.items():
+            sets = ", ".join(f"{_ident(c)} = %s" for c in row)
+            conn.execute(f"UPDATE {qualified} SET {sets} WHERE ctid = %s::tid",
+                         [*(canaries[lab] for lab in row.values()), ctid])
+    return canaries
+
+
+def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:
+    """The agent's role: LOGIN and nothing else, reading every table of the copy."""
+    with _LOCK:
+        _CREATED.append((admin, "", role))
+    conn.execute(f"CREATE ROLE {_ident(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                 f"NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD '{password}'")
+    conn.execute(f"GRANT CONNECT ON DATABASE {_ident(copy)} TO {_ident(role)}")
+    for fn in ("pg_terminate_backend(integer, bigint)", "pg_cancel_backend(integer)"):
+        # the copy's own catalog: no role signals the sessions of its own role here
+        conn.execute(f"REVOKE EXECUTE ON FUNCTION pg_catalog.{fn} FROM PUBLIC")
+    for (schema,) in conn.execute("SELECT DISTINCT table_schema FROM information_schema.tables"
+                                  " WHERE table_schema NOT IN ('pg_catalog', "
+                                  "'information_schema')").fetchall():
+        conn.execute(f"GRANT USAGE ON SCHEMA {_ident(schema)} TO {_ident(role)}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {_ident(schema)} TO "
+                     f"{_ident(role)}")
+
+
+def _withhold(conn: Any, role: str, targets: Sequence[Target]) -> None:
+    """What ``targets`` protect, withheld from ``role`` by the server: a table's grant
+    revoked, a column left out of its table's column grants, a tenant's rows hidden by a
+    restrictive row-level security policy (one per ``where:``, all of which a row must pass,
+    under a permissive policy that lets the rest through)."""
+    denied: dict[str, set[str]] = {}
+    for n, target in enumerate(targets):
+        schema, table, cols = _table(conn, target.table)
+        qualified = f"{_ident(schema)}.{_ident(table)}"
+        if target.where:
+            if qualified not in denied.setdefault("rls", set()):
+                denied["rls"].add(qualified)
+                conn.execute(f"ALTER TABLE {qualified} ENABLE ROW LEVEL SECURITY")
+                conn.execute(f"CREATE POLICY qe_rows ON {qualified} FOR SELECT TO "
+                             f"{_ident(role)} USING (true)")
+            conn.execute(f"CREATE POLICY qe_tenant_{n} ON {qualified} AS RESTRICTIVE FOR "
+                         f"SELECT TO {_ident(role)} USING (NOT coalesce(({target.where}), "
+                         "false))")
+            continue
+        conn.execute(f"REVOKE SELECT ON {qualified} FROM {_ident(role)}")
+        if target.column is None:
+            denied.setdefault("tables", set()).add(qualified)
+            continue
+        gone = denied.setdefault(qualified, set())
+        gone.add(target.column.lower())
+        if qualified in denied.get("tables", set()):
+            continue
+        keep = [c for c, _, _ in cols if c.lower() not in gone]
+        if keep:
+            conn.execute(f"REVOKE SELECT ({', '.join(_ident(c) for c, _, _ in cols)}) ON "
+                         f"{qualified} FROM {_ident(role)}")
+            conn.execute(f"GRANT SELECT ({', '.join(_ident(c) for c in keep)}) ON "
+                         f"{qualified} TO {_ident(role)}")
+
+
+def _drop(admin: str, copy: str, role: str) -> None:
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error), \
+            psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+        if copy:
+            conn.execute(f"DROP DATABASE IF EXISTS {_ident(copy)} WITH (FORCE)")
+        if role:
+            conn.execute(f"DROP ROLE IF EXISTS {_ident(role)}")
+
+
+def _drop_all() -> None:
+    """The copies first (the role's grants are in them), then the roles."""
+    with _LOCK:
+        made = list(_CREATED)
+    for admin, copy, _ in made:
+        if copy:
+            _drop(admin, copy, "")
+    for admin, _, role in made:
+        if role:
+            _drop(admin, "", role)
