@@ -169,7 +169,7 @@ class Planted:
 
 
 def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
-          dest_dir: Path) -> Planted:
+          dest_dir: Path, instructions: Sequence[tuple[str, str]] = ()) -> Planted:
     """A copy of ``source`` in ``dest_dir`` with a canary in every cell ``targets`` protect.
     ``source`` is only read (copied first, the copy written)."""
     if engine not in ENGINES:
@@ -197,6 +197,10 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
             conn.executemany(
                 f"UPDATE {_ident(target.table)} SET {_ident(column)} = ? WHERE rowid = ?",
                 [(canaries[f"{target.table}.{column} rowid {r}"], r) for r in rows])
+        for table, text in instructions:
+            column, row = _instruction_cell(conn, engine, table, targets)
+            conn.execute(f"UPDATE {_ident(table)} SET {_ident(column)} = ? WHERE rowid = ?",
+                         [text, row])
         conn.commit()
     finally:
         conn.close()
@@ -263,6 +267,26 @@ def _table_columns(conn: Any, engine: str, table: str
     return text, keys, [r[0] for r in rows]
 
 
+def _instruction_cell(conn: Any, engine: str, table: str, targets: Sequence[Target]
+                      ) -> tuple[str, int]:
+    """Where an instruction is planted in ``table``: its first text column that no target
+    protects, in its first row no ``where:`` target selects (what the agent may read)."""
+    text, _, every = _table_columns(conn, engine, table)
+    if not every:
+        raise PlantError(f"instructions: no table {table!r}")
+    mine = [t for t in targets if t.table.lower() == table.lower()]
+    free = [c for c in text if not any(t.column and t.column.lower() == c.lower()
+                                       for t in mine)]
+    if not free:
+        raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
+    conds = " AND ".join(f"NOT coalesce(({t.where}), false)" for t in mine if t.where)
+    row = conn.execute(f"SELECT min(rowid) FROM {_ident(table)}"
+                       + (f" WHERE {conds}" if conds else "")).fetchone()
+    if row is None or row[0] is None:
+        raise PlantError(f"instructions: table {table!r} has no row to plant in")
+    return free[0], int(row[0])
+
+
 def _check_where(conn: Any, target: Target) -> None:
     """A filter that is no condition of the table, or selects no row, is the suite's
     mistake: nothing would be protected."""
@@ -299,19 +323,21 @@ def is_postgres(spec: Mapping[str, Any]) -> bool:
 
 
 def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
-                enforce: bool = False) -> Planted:
+                enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
+                ) -> Planted:
     """The planted copy of the datasource ``spec`` (``type`` sqlite or duckdb, absolute
     ``path``; or a PostgreSQL ``sqlalchemy`` URL: a template copy), made on first use and
     kept for the process (removed at its exit); a target that cannot be planted raises
     :class:`PlantError`, the same one for every case. ``enforce``: the agent's side of the
     copy withholds what is protected (:mod:`.enforce`)."""
     key = json.dumps([spec.get("type"), str(spec.get("path")), str(spec.get("url")), seed,
-                      [[t.table, t.column, t.where] for t in targets], enforce], default=str)
+                      [[t.table, t.column, t.where] for t in targets], enforce,
+                      list(instructions)], default=str)
     with _LOCK:
         got = _COPIES.get(key)
         if got is None:
             try:
-                got = _make(spec, tuple(targets), seed, enforce)
+                got = _make(spec, tuple(targets), seed, enforce, tuple(instructions))
             except PlantError as exc:
                 got = exc
             _COPIES[key] = got
@@ -321,17 +347,17 @@ def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 
 
 
 def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
-          enforce: bool) -> Planted:
+          enforce: bool, instructions: tuple[tuple[str, str], ...]) -> Planted:
     if is_postgres(spec):
         from .pgplant import plant_postgres
 
-        planted = plant_postgres(spec, targets, seed, enforce)
+        planted = plant_postgres(spec, targets, seed, enforce, instructions)
     else:
         if not _DIRS:
             atexit.register(_remove_dirs)
         _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
         planted = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets, seed,
-                        Path(_DIRS[-1]))
+                        Path(_DIRS[-1]), instructions)
         planted.spec = {**spec, "path": str(planted.path)}
         if enforce:
             from .enforce import tenant_copy
@@ -342,10 +368,11 @@ def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
 
 
 def planted_spec(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
-                 enforce: bool = False) -> dict[str, Any]:
+                 enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
+                 ) -> dict[str, Any]:
     """The spec of the planted copy as the gold reads it: the same mapping for the same
     inputs (a datasource is opened once per spec)."""
-    planted = planted_for(spec, targets, seed, enforce)
+    planted = planted_for(spec, targets, seed, enforce, instructions)
     assert planted.spec is not None
     return planted.spec
 

@@ -88,7 +88,7 @@ def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, 
 
     try:
         planted = planted_for(case.source_spec or {}, spec.protected, spec.canary_seed,
-                              spec.enforce)
+                              spec.enforce, spec.instructions)
     except PlantError as exc:
         from ..errors import ConfigError
 

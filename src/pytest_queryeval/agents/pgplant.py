@@ -59,7 +59,7 @@ def _ident(name: str) -> str:
 
 
 def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int,
-                   enforce: bool) -> Planted:
+                   enforce: bool, instructions: Sequence[tuple[str, str]] = ()) -> Planted:
     """A template copy of the datasource ``spec`` (``type: sqlalchemy``, a PostgreSQL URL)
     with canaries planted, and the agent's role on it; ``Planted.spec`` is the copy as the
     datasource's role sees it, ``Planted.agent_spec`` as the agent's role does."""
@@ -80,6 +80,8 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
             canaries = _plant(conn, targets, seed)
+            for table, text in instructions:
+                _instruct(conn, table, text, targets)
             password = secrets.token_hex(16)
             _role(conn, role, password, copy, conninfo(url, "postgres"))
             if enforce:
@@ -190,6 +192,26 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int) -> dict[str, str]:
             conn.execute(f"UPDATE {qualified} SET {sets} WHERE ctid = %s::tid",
                          [*(canaries[lab] for lab in row.values()), ctid])
     return canaries
+
+
+def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target]) -> None:
+    """``text`` planted in ``table``'s first text column no target protects, in its first
+    row (by ctid) no ``where:`` target selects."""
+    schema, name, cols = _table(conn, table)
+    mine = [t for t in targets if t.table.lower() == table.lower()]
+    free = [c for c, d, k in cols if d in _TEXT_TYPES and not k and
+            not any(t.column and t.column.lower() == c.lower() for t in mine)]
+    if not free:
+        raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
+    conds = " AND ".join(f"NOT coalesce(({t.where}), false)" for t in mine if t.where)
+    qualified = f"{_ident(schema)}.{_ident(name)}"
+    row = conn.execute(f"SELECT ctid::text FROM {qualified}"
+                       + (f" WHERE {conds}" if conds else "") + " ORDER BY ctid LIMIT 1"
+                       ).fetchone()
+    if row is None:
+        raise PlantError(f"instructions: table {table!r} has no row to plant in")
+    conn.execute(f"UPDATE {qualified} SET {_ident(free[0])} = %s WHERE ctid = %s::tid",
+                 [text, row[0]])
 
 
 def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:

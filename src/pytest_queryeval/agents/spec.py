@@ -25,7 +25,7 @@ from .canaries import Target, read_protected
 
 #: The keys ``agent:`` takes.
 AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
-              "protected", "canary_seed", "enforce")
+              "protected", "canary_seed", "enforce", "instructions")
 #: What a budget may bound (the tool loop's limits; the replay of a trajectory is bounded by
 #: ``tool_calls`` and ``seconds``): ``rows`` counts the rows the tools returned to the agent,
 #: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
@@ -61,6 +61,9 @@ class AgentSpec:
     #: The engine withholds what ``protected`` names from the agent (roles, grants and
     #: row-level security; SQLite's authorizer; DuckDB's plan): :mod:`.enforce`.
     enforce: bool = False
+    #: Text planted in the copy the agent reads, ``(table, text)``: an instruction hidden in
+    #: the data (a red-team attack, :mod:`.redteam`).
+    instructions: tuple[tuple[str, str], ...] = ()
 
 
 def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
@@ -105,10 +108,30 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
     protected, seed = _protection(value, problems)
     if flags["enforce"] and not protected:
         problems.append(("agent.enforce", "needs protected: (what the engine withholds)"))
+    planted = _instructions(value.get("instructions", []), problems)
+    if planted and not protected:
+        problems.append(("agent.instructions", "needs protected: (planted in the same copy)"))
     if problems:
         return None, problems
     return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
-                     flags["replay"], protected, seed, flags["enforce"]), []
+                     flags["replay"], protected, seed, flags["enforce"], planted), []
+
+
+def _instructions(value: object, problems: list[tuple[str, str]]
+                  ) -> tuple[tuple[str, str], ...]:
+    """``instructions: [{table: T, text: ...}]`` checked (problems appended)."""
+    if not isinstance(value, list):
+        problems.append(("agent.instructions", "must be a list of {table: ..., text: ...}"))
+        return ()
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping) or set(item) != {"table", "text"} or \
+                not all(isinstance(item[k], str) and item[k] for k in ("table", "text")):
+            problems.append((f"agent.instructions[{i}]", "must be {table: <name>, text: "
+                                                         "<the text planted>}"))
+            continue
+        out.append((str(item["table"]), str(item["text"])))
+    return tuple(out)
 
 
 def _protection(value: Mapping[str, Any], problems: list[tuple[str, str]]

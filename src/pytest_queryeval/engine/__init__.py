@@ -192,7 +192,8 @@ class Evaluator:
         from ..agents.canaries import planted_for
 
         planted = planted_for(case.source_spec or {}, case.agent.protected,
-                              case.agent.canary_seed, case.agent.enforce)
+                              case.agent.canary_seed, case.agent.enforce,
+                              case.agent.instructions)
         if planted.agent_spec is None:
             return gold
         agent = self._source_of(case, planted.agent_spec)
@@ -905,7 +906,8 @@ def _planted(case: Case, spec: dict[str, Any]) -> dict[str, Any]:
     try:
         return planted_spec(spec, getattr(case.agent, "protected", ()),
                             getattr(case.agent, "canary_seed", 0),
-                            getattr(case.agent, "enforce", False))
+                            getattr(case.agent, "enforce", False),
+                            getattr(case.agent, "instructions", ()))
     except PlantError as exc:
         raise ConfigError(str(exc), file=str(case.file), line=case.line,
                           key="agent.protected") from None
