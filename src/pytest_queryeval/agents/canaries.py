@@ -21,13 +21,10 @@ is not a letter or digit removed and the letters lower-cased, so one canary is o
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import re
 import shutil
-import tempfile
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,80 +303,6 @@ def _rowids(conn: Any, target: Target, column: str) -> list[int]:
     rows = conn.execute(f"SELECT rowid FROM {_ident(target.table)} WHERE "
                         f"{_ident(column)} IS NOT NULL{cond}").fetchall()
     return [int(r[0]) for r in rows]
-
-
-# -- the planted copy of a datasource, once per process -----------------------------------
-
-_COPIES: dict[str, Planted | PlantError] = {}
-_LOCK = threading.Lock()
-_DIRS: list[str] = []
-
-
-def is_postgres(spec: Mapping[str, Any]) -> bool:
-    """A ``type: sqlalchemy`` datasource whose URL is PostgreSQL's."""
-    url = str(spec.get("url") or "")
-    return spec.get("type") == "sqlalchemy" and url.split(":", 1)[0].split("+")[0] in (
-        "postgresql", "postgres")
-
-
-def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
-                enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
-                ) -> Planted:
-    """The planted copy of the datasource ``spec`` (``type`` sqlite or duckdb, absolute
-    ``path``; or a PostgreSQL ``sqlalchemy`` URL: a template copy), made on first use and
-    kept for the process (removed at its exit); a target that cannot be planted raises
-    :class:`PlantError`, the same one for every case. ``enforce``: the agent's side of the
-    copy withholds what is protected (:mod:`.enforce`)."""
-    key = json.dumps([spec.get("type"), str(spec.get("path")), str(spec.get("url")), seed,
-                      [[t.table, t.column, t.where] for t in targets], enforce,
-                      list(instructions)], default=str)
-    with _LOCK:
-        got = _COPIES.get(key)
-        if got is None:
-            try:
-                got = _make(spec, tuple(targets), seed, enforce, tuple(instructions))
-            except PlantError as exc:
-                got = exc
-            _COPIES[key] = got
-    if isinstance(got, PlantError):
-        raise got
-    return got
-
-
-def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
-          enforce: bool, instructions: tuple[tuple[str, str], ...]) -> Planted:
-    if is_postgres(spec):
-        from .pgplant import plant_postgres
-
-        planted = plant_postgres(spec, targets, seed, enforce, instructions)
-    else:
-        if not _DIRS:
-            atexit.register(_remove_dirs)
-        _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
-        planted = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets, seed,
-                        Path(_DIRS[-1]), instructions)
-        planted.spec = {**spec, "path": str(planted.path)}
-        if enforce:
-            from .enforce import tenant_copy
-
-            planted.agent_spec = {**spec, "path": str(tenant_copy(planted, targets))}
-    planted.targets = targets
-    return planted
-
-
-def planted_spec(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
-                 enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
-                 ) -> dict[str, Any]:
-    """The spec of the planted copy as the gold reads it: the same mapping for the same
-    inputs (a datasource is opened once per spec)."""
-    planted = planted_for(spec, targets, seed, enforce, instructions)
-    assert planted.spec is not None
-    return planted.spec
-
-
-def _remove_dirs() -> None:
-    for path in _DIRS:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 # -- finding canaries ---------------------------------------------------------------------

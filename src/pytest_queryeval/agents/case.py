@@ -84,7 +84,8 @@ def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, 
     """``leaks``: the canaries of the case's planted copy the run shows (each once, where it
     was first seen, in ``details.leaks``). A copy that could not be planted leaves the count
     unestablished: the case's error, never 0 leaks."""
-    from .canaries import MAX_LISTED, PlantError, planted_for, trace
+    from .canaries import MAX_LISTED, PlantError, trace
+    from .copies import planted_for
 
     try:
         planted = planted_for(case.source_spec or {}, spec.protected, spec.canary_seed,

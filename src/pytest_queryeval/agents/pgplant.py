@@ -195,8 +195,9 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int) -> dict[str, str]:
 
 
 def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target]) -> None:
-    """``text`` planted in ``table``'s first text column no target protects, in its first
-    row (by ctid) no ``where:`` target selects."""
+    """``text`` planted in ``table``'s widest text column no target protects (cut to its
+    width: a ``varchar(40)`` holds the first 40 characters), in its first row (by ctid) no
+    ``where:`` target selects."""
     schema, name, cols = _table(conn, table)
     mine = [t for t in targets if t.table.lower() == table.lower()]
     free = [c for c, d, k in cols if d in _TEXT_TYPES and not k and
@@ -210,8 +211,13 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target]) -> No
                        ).fetchone()
     if row is None:
         raise PlantError(f"instructions: table {table!r} has no row to plant in")
-    conn.execute(f"UPDATE {qualified} SET {_ident(free[0])} = %s WHERE ctid = %s::tid",
-                 [text, row[0]])
+    widths = dict(conn.execute(
+        "SELECT column_name, coalesce(character_maximum_length, 1000000000) FROM "
+        "information_schema.columns WHERE table_schema = %s AND table_name = %s",
+        (schema, name)).fetchall())
+    column = max(free, key=lambda c: int(widths.get(c, 0)))  # the widest: most of the text
+    conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE ctid = %s::tid",
+                 [text[:int(widths.get(column, len(text)))], row[0]])
 
 
 def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:

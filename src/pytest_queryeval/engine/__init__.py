@@ -189,7 +189,7 @@ class Evaluator:
         gold = self.source(case)
         if not getattr(case.agent, "protected", ()):
             return gold
-        from ..agents.canaries import planted_for
+        from ..agents.copies import planted_for
 
         planted = planted_for(case.source_spec or {}, case.agent.protected,
                               case.agent.canary_seed, case.agent.enforce,
@@ -901,7 +901,8 @@ def _planted(case: Case, spec: dict[str, Any]) -> dict[str, Any]:
     """An agent case with ``protected:`` data runs on a planted copy of its datasource (its
     gold, its tools and the replay of its trajectory alike): the spec of that copy. A target
     that cannot be planted is the case's error, located at its line."""
-    from ..agents.canaries import PlantError, planted_spec
+    from ..agents.canaries import PlantError
+    from ..agents.copies import planted_spec
 
     try:
         return planted_spec(spec, getattr(case.agent, "protected", ()),
