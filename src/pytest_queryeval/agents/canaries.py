@@ -159,6 +159,10 @@ class Planted:
     agent_spec: dict[str, Any] | None = None
     #: What the copy protects (for :mod:`.enforce`).
     targets: tuple[Target, ...] = ()
+    #: table -> the rows its ``where:`` targets selected before planting (a file's rowids,
+    #: a PostgreSQL copy's ctids after it): a filter on a planted column no longer selects
+    #: them once their values are canaries.
+    tenant_rows: dict[str, list[Any]] = field(default_factory=dict)
 
     def index(self) -> dict[str, str]:
         """key -> canary (:func:`key_of`)."""
@@ -183,9 +187,15 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
     conn = _connect(dest, engine)
     try:
         cells: list[tuple[Target, str, list[int]]] = []
+        tenant: dict[str, list[int]] = {}
         for target in targets:
             for column in _columns(conn, engine, target):
                 cells.append((target, column, _rowids(conn, target, column)))
+            if target.where:
+                rows = conn.execute(f"SELECT rowid FROM {_ident(target.table)} WHERE "
+                                    f"({target.where})").fetchall()
+                tenant[target.table] = sorted({*tenant.get(target.table, []),
+                                               *(int(r[0]) for r in rows)})
         labels = [f"{t.table}.{c} rowid {r}" for t, c, rows in cells for r in rows]
         canaries = make_canaries(seed, labels)
         for target, column, rows in cells:
@@ -195,13 +205,13 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
                 f"UPDATE {_ident(target.table)} SET {_ident(column)} = ? WHERE rowid = ?",
                 [(canaries[f"{target.table}.{column} rowid {r}"], r) for r in rows])
         for table, text in instructions:
-            column, row = _instruction_cell(conn, engine, table, targets)
+            column, row = _instruction_cell(conn, engine, table, targets, tenant)
             conn.execute(f"UPDATE {_ident(table)} SET {_ident(column)} = ? WHERE rowid = ?",
                          [text, row])
         conn.commit()
     finally:
         conn.close()
-    return Planted(dest, {c: label for label, c in canaries.items()})
+    return Planted(dest, {c: label for label, c in canaries.items()}, tenant_rows=tenant)
 
 
 def _connect(path: Path, engine: str) -> Any:
@@ -264,8 +274,8 @@ def _table_columns(conn: Any, engine: str, table: str
     return text, keys, [r[0] for r in rows]
 
 
-def _instruction_cell(conn: Any, engine: str, table: str, targets: Sequence[Target]
-                      ) -> tuple[str, int]:
+def _instruction_cell(conn: Any, engine: str, table: str, targets: Sequence[Target],
+                      tenant: Mapping[str, list[int]]) -> tuple[str, int]:
     """Where an instruction is planted in ``table``: its first text column that no target
     protects, in its first row no ``where:`` target selects (what the agent may read)."""
     text, _, every = _table_columns(conn, engine, table)
@@ -276,9 +286,9 @@ def _instruction_cell(conn: Any, engine: str, table: str, targets: Sequence[Targ
                                        for t in mine)]
     if not free:
         raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
-    conds = " AND ".join(f"NOT coalesce(({t.where}), false)" for t in mine if t.where)
-    row = conn.execute(f"SELECT min(rowid) FROM {_ident(table)}"
-                       + (f" WHERE {conds}" if conds else "")).fetchone()
+    hidden = {r for t, rows in tenant.items() if t.lower() == table.lower() for r in rows}
+    row = next(((r,) for (r,) in conn.execute(f"SELECT rowid FROM {_ident(table)} ORDER BY "
+                                             "rowid").fetchall() if r not in hidden), None)
     if row is None or row[0] is None:
         raise PlantError(f"instructions: table {table!r} has no row to plant in")
     return free[0], int(row[0])

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import QueryFailed
-from .canaries import Planted, Target, _connect, _ident
+from .canaries import Planted, PlantError, Target, _connect, _ident
 from .ledger import ProtectedRead
 
 if TYPE_CHECKING:
@@ -45,8 +45,7 @@ def tenant_copy(planted: Planted, targets: Sequence[Target]) -> Path:
     """The copy the agent reads on a file engine: the planted copy without the rows a
     ``where:`` target protects (another tenant's). Without such a target: the planted copy."""
     assert planted.path is not None
-    rows = [t for t in targets if t.where]
-    if not rows:
+    if not any(t.where for t in targets):
         return planted.path
     engine = "duckdb" if planted.path.suffix.lower() in (".duckdb", ".ddb") or \
         _is_duckdb(planted.path) else "sqlite"
@@ -55,8 +54,15 @@ def tenant_copy(planted: Planted, targets: Sequence[Target]) -> Path:
     shutil.copyfile(planted.path, dest)
     conn = _connect(dest, engine)
     try:
-        for target in rows:
-            conn.execute(f"DELETE FROM {_ident(target.table)} WHERE ({target.where})")
+        for table, rowids in planted.tenant_rows.items():
+            for i in range(0, len(rowids), 500):
+                chunk = rowids[i:i + 500]
+                try:
+                    conn.execute(f"DELETE FROM {_ident(table)} WHERE rowid IN "
+                                 f"({', '.join(str(int(r)) for r in chunk)})")
+                except Exception as exc:  # duckdb enforces foreign keys that point at them
+                    raise PlantError(f"protected {table}: the agent's copy cannot leave out "
+                                     f"the other tenant's rows ({exc})") from None
         conn.commit()
     finally:
         conn.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import secrets
 import threading
 import time
@@ -66,11 +67,14 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     import psycopg
     from sqlalchemy.engine import make_url
 
-    from ..tasks.pgcopies import conninfo, new_name
+    from ..tasks.pgcopies import conninfo
 
     url = str(spec.get("url"))
     source = str(make_url(url).database)
-    copy, role = new_name("canary"), new_name("agent")
+    # the sweep's names (qe_<what>_<pid>_<n>), n drawn at random: a module imported again in
+    # the same process (a test runner's) must not meet the names of its first import
+    n = secrets.randbelow(10**12)
+    copy, role = f"qe_canary_{os.getpid()}_{n}", f"qe_agent_{os.getpid()}_{n}"
     try:
         _clone(conninfo(url, "postgres"), source, copy)
     except psycopg.Error as exc:
@@ -79,13 +83,13 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
                          f"{str(exc).strip().splitlines()[0]}") from None
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
-            canaries = _plant(conn, targets, seed)
+            canaries, tenant = _plant(conn, targets, seed)
             for table, text in instructions:
-                _instruct(conn, table, text, targets)
+                _instruct(conn, table, text, targets, tenant)
             password = secrets.token_hex(16)
             _role(conn, role, password, copy, conninfo(url, "postgres"))
             if enforce:
-                _withhold(conn, role, targets)
+                _withhold(conn, role, targets, tenant)
     except psycopg.Error as exc:
         _drop(conninfo(url, "postgres"), copy, role)
         raise PlantError(f"protected data cannot be planted in the PostgreSQL copy: "
@@ -98,7 +102,8 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
                 .render_as_string(hide_password=False))
     base = {k: v for k, v in spec.items() if k != "allow_privileged"}
     planted = Planted(path=None, canaries={c: label for label, c in canaries.items()},
-                      spec={**spec, "url": admin}, agent_spec={**base, "url": agent})
+                      spec={**spec, "url": admin}, agent_spec={**base, "url": agent},
+                      tenant_rows={k: sorted(v) for k, v in tenant.items()})
     return planted
 
 
@@ -169,16 +174,21 @@ def _columns(conn: Any, target: Target) -> tuple[str, list[str]]:
     return qualified, text
 
 
-def _plant(conn: Any, targets: Sequence[Target], seed: int) -> dict[str, str]:
-    """Every protected cell planted; label -> canary. A row is named by its ``ctid`` in the
-    fresh clone (the same in every clone of the same database), and updated once with all
-    its protected columns (an update moves a row to a new ctid)."""
+def _plant(conn: Any, targets: Sequence[Target], seed: int
+           ) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Every protected cell planted: label -> canary, and for each table the ctids of the rows
+    its ``where:`` targets selected (after planting: an update moves a row to a new ctid,
+    which ``RETURNING`` tells). A row is named by its ``ctid`` in the fresh clone (the same
+    in every clone of the same database), and updated once with all its protected columns."""
     cells: dict[tuple[str, str], dict[str, str]] = {}
-    names: dict[str, str] = {}
+    tenant: dict[str, set[str]] = {}
     for target in targets:
         qualified, columns = _columns(conn, target)
-        names[qualified] = target.table
         cond = f" AND ({target.where})" if target.where else ""
+        if target.where:
+            tenant.setdefault(qualified, set()).update(
+                str(r[0]) for r in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
+                                                f"({target.where})").fetchall())
         for column in columns:
             for (ctid,) in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
                                         f"{_ident(column)} IS NOT NULL{cond}").fetchall():
@@ -189,12 +199,18 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int) -> dict[str, str]:
     with conn.transaction():
         for (qualified, ctid), row in cells.items():
             sets = ", ".join(f"{_ident(c)} = %s" for c in row)
-            conn.execute(f"UPDATE {qualified} SET {sets} WHERE ctid = %s::tid",
-                         [*(canaries[lab] for lab in row.values()), ctid])
-    return canaries
+            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE ctid = %s::tid "
+                                 "RETURNING ctid::text",
+                                 [*(canaries[lab] for lab in row.values()), ctid]).fetchone()
+            rows = tenant.get(qualified)
+            if rows is not None and ctid in rows and moved is not None:
+                rows.discard(ctid)
+                rows.add(str(moved[0]))
+    return canaries, tenant
 
 
-def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target]) -> None:
+def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
+              tenant: Mapping[str, set[str]]) -> None:
     """``text`` planted in ``table``'s widest text column no target protects (cut to its
     width: a ``varchar(40)`` holds the first 40 characters), in its first row (by ctid) no
     ``where:`` target selects."""
@@ -204,11 +220,9 @@ def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target]) -> No
             not any(t.column and t.column.lower() == c.lower() for t in mine)]
     if not free:
         raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
-    conds = " AND ".join(f"NOT coalesce(({t.where}), false)" for t in mine if t.where)
     qualified = f"{_ident(schema)}.{_ident(name)}"
-    row = conn.execute(f"SELECT ctid::text FROM {qualified}"
-                       + (f" WHERE {conds}" if conds else "") + " ORDER BY ctid LIMIT 1"
-                       ).fetchone()
+    row = conn.execute(f"SELECT ctid::text FROM {qualified} WHERE NOT (ctid = ANY(%s::tid[])) "
+                       "ORDER BY ctid LIMIT 1", [sorted(tenant.get(qualified, ()))]).fetchone()
     if row is None:
         raise PlantError(f"instructions: table {table!r} has no row to plant in")
     widths = dict(conn.execute(
@@ -238,11 +252,13 @@ def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:
                      f"{_ident(role)}")
 
 
-def _withhold(conn: Any, role: str, targets: Sequence[Target]) -> None:
+def _withhold(conn: Any, role: str, targets: Sequence[Target],
+              tenant: Mapping[str, set[str]]) -> None:
     """What ``targets`` protect, withheld from ``role`` by the server: a table's grant
     revoked, a column left out of its table's column grants, a tenant's rows hidden by a
-    restrictive row-level security policy (one per ``where:``, all of which a row must pass,
-    under a permissive policy that lets the rest through)."""
+    restrictive row-level security policy on the rows the ``where:`` targets selected before
+    planting (their ctids: the filter may read a column that now holds canaries), under a
+    permissive policy that lets the rest through."""
     denied: dict[str, set[str]] = {}
     for n, target in enumerate(targets):
         schema, table, cols = _table(conn, target.table)
@@ -253,9 +269,10 @@ def _withhold(conn: Any, role: str, targets: Sequence[Target]) -> None:
                 conn.execute(f"ALTER TABLE {qualified} ENABLE ROW LEVEL SECURITY")
                 conn.execute(f"CREATE POLICY qe_rows ON {qualified} FOR SELECT TO "
                              f"{_ident(role)} USING (true)")
-            conn.execute(f"CREATE POLICY qe_tenant_{n} ON {qualified} AS RESTRICTIVE FOR "
-                         f"SELECT TO {_ident(role)} USING (NOT coalesce(({target.where}), "
-                         "false))")
+                rows = "{" + ",".join(f'"{c}"' for c in sorted(tenant.get(qualified, ())))
+                conn.execute(f"CREATE POLICY qe_tenant_{n} ON {qualified} AS RESTRICTIVE FOR "
+                             f"SELECT TO {_ident(role)} USING (NOT (ctid = ANY ("
+                             f"'{rows}}}'::tid[])))")
             continue
         conn.execute(f"REVOKE SELECT ON {qualified} FROM {_ident(role)}")
         if target.column is None:
