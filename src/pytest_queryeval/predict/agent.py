@@ -237,6 +237,8 @@ class AgentLoop:
         self._start = 0.0
         block = getattr(case, "agent", None)
         self.ledger = Ledger.for_tables(getattr(block, "forbidden_tables", ()) or ())
+        # the loop's own refusals are the floor of the case's (``replay: false`` keeps them)
+        self.ledger.enforced = bool(getattr(block, "enforce", False))
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, chat: list[dict[str, Any]]) -> Prediction:
