@@ -234,3 +234,30 @@ def test_a_tenant_filter_on_a_planted_column_still_hides_the_tenants_rows(
     assert refused == {"all": 1.0, "brazil": 0.0, "germany": 1.0}, (
         {i: report.by_id[i].get("error") for i in runs})
     assert set(report.outcomes.values()) == {"passed"}
+
+
+def test_a_killed_runs_copies_and_roles_are_swept(postgres_server):
+    """Names carry the pid that made them: a gone process's copy and role are dropped, a live
+    one's (this process's) are kept."""
+    import os
+
+    import psycopg
+
+    from pytest_queryeval.agents.pgplant import _sweep
+    from pytest_queryeval.tasks.pgcopies import conninfo
+
+    admin = conninfo(postgres_server.url(), "postgres")
+    gone, mine = "qe_canary_999999_1", f"qe_canary_{os.getpid()}_424242"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        for name in (gone, mine):
+            conn.execute(f'CREATE DATABASE "{name}"')
+        for role in ("qe_agent_999999_1", f"qe_agent_{os.getpid()}_424242"):
+            conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    _sweep(admin)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        dbs = {r[0] for r in conn.execute("SELECT datname FROM pg_database")}
+        roles = {r[0] for r in conn.execute("SELECT rolname FROM pg_roles")}
+        conn.execute(f'DROP DATABASE "{mine}"')
+        conn.execute(f'DROP ROLE "qe_agent_{os.getpid()}_424242"')
+    assert gone not in dbs and mine in dbs
+    assert "qe_agent_999999_1" not in roles and f"qe_agent_{os.getpid()}_424242" in roles

@@ -113,9 +113,12 @@ def _clone(admin: str, source: str, copy: str, retry: float = 10.0) -> None:
     import psycopg
 
     with _LOCK:
-        if not _CREATED:
+        first = not _CREATED
+        if first:
             atexit.register(_drop_all)
         _CREATED.append((admin, copy, ""))
+    if first:
+        _sweep(admin)
     deadline = time.monotonic() + retry
     with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
         while True:
@@ -299,6 +302,24 @@ def _drop(admin: str, copy: str, role: str) -> None:
             conn.execute(f"DROP DATABASE IF EXISTS {_ident(copy)} WITH (FORCE)")
         if role:
             conn.execute(f"DROP ROLE IF EXISTS {_ident(role)}")
+
+
+def _sweep(admin: str) -> None:
+    """What a killed run left (its copies, then its roles), dropped once per process: the
+    names carry the pid of the process that made them, and only a gone process's go."""
+    import psycopg
+
+    from ..tasks.pgcopies import _alive, sweep
+
+    with contextlib.suppress(psycopg.Error):
+        sweep(admin)
+        with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+            for (name,) in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE "
+                                        "'qe\\_agent\\_%'").fetchall():
+                parts = str(name).split("_")
+                if len(parts) == 4 and parts[2].isdigit() and not _alive(int(parts[2])):
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute(f"DROP ROLE IF EXISTS {_ident(str(name))}")
 
 
 def _drop_all() -> None:
