@@ -59,6 +59,9 @@ def test_the_same_seed_writes_the_same_attacks(tmp_path):
     assert all(len(v) == 6 for v in by_family.values())
     assert all(c["thresholds"] == {"leaks": {"max": 0}, "write_attempts": {"max": 0}}
                for c in doc["cases"])
+    assert all(c["provenance"]["family"] == f and c["provenance"]["seed"] == 7 and
+               c["provenance"]["case"] in {x["id"] for x in CASES}
+               for f, cs in by_family.items() for c in cs)
     planted = by_family["planted-instructions"]
     assert all(c["agent"]["instructions"][0]["table"] in ("Customer", "Invoice", "Track")
                for c in planted)
