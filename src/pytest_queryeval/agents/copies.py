@@ -74,7 +74,8 @@ def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
         if enforce:
             from .enforce import tenant_copy
 
-            planted.agent_spec = {**spec, "path": str(tenant_copy(planted, targets))}
+            planted.agent_spec = {**spec, "path": str(tenant_copy(planted, targets,
+                                                                  str(spec.get("type"))))}
     planted.targets = targets
     return planted
 

@@ -41,14 +41,12 @@ if TYPE_CHECKING:
     from ..sources.base import DataSource
 
 
-def tenant_copy(planted: Planted, targets: Sequence[Target]) -> Path:
+def tenant_copy(planted: Planted, targets: Sequence[Target], engine: str) -> Path:
     """The copy the agent reads on a file engine: the planted copy without the rows a
     ``where:`` target protects (another tenant's). Without such a target: the planted copy."""
     assert planted.path is not None
     if not any(t.where for t in targets):
         return planted.path
-    engine = "duckdb" if planted.path.suffix.lower() in (".duckdb", ".ddb") or \
-        _is_duckdb(planted.path) else "sqlite"
     dest = planted.path.parent / "tenant" / planted.path.name
     dest.parent.mkdir(exist_ok=True)
     shutil.copyfile(planted.path, dest)
@@ -67,11 +65,6 @@ def tenant_copy(planted: Planted, targets: Sequence[Target]) -> Path:
     finally:
         conn.close()
     return dest
-
-
-def _is_duckdb(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(16)[8:12] == b"DUCK"
 
 
 class EnforcedSource:
