@@ -898,9 +898,10 @@ def _internal(where: str, exc: Exception) -> str:
 
 
 def _planted(case: Case, spec: dict[str, Any]) -> dict[str, Any]:
-    """An agent case with ``protected:`` data runs on a planted copy of its datasource (its
-    gold, its tools and the replay of its trajectory alike): the spec of that copy. A target
-    that cannot be planted is the case's error, located at its line."""
+    """An agent case with ``protected:`` data runs on a planted copy of its datasource: the
+    spec of that copy as its gold reads it (its tools and the replay of its trajectory read
+    the agent's side of the same copy, :meth:`Evaluator.agent_source`). A target that cannot
+    be planted is the case's error, located at its line."""
     from ..agents.canaries import PlantError
     from ..agents.copies import planted_spec
 
