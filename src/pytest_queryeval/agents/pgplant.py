@@ -50,6 +50,8 @@ SELECT table_schema, table_name FROM information_schema.tables
 WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'
 ORDER BY table_schema, table_name
 """
+#: (admin conninfo, source database) -> the process's private template of it.
+_TEMPLATES: dict[tuple[str, str], str] = {}
 #: (admin conninfo, copy, role) of every copy and role made, dropped at exit.
 _CREATED: list[tuple[str, str, str]] = []
 _LOCK = threading.Lock()
@@ -76,7 +78,7 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     n = secrets.randbelow(10**12)
     copy, role = f"qe_canary_{os.getpid()}_{n}", f"qe_agent_{os.getpid()}_{n}"
     try:
-        _clone(conninfo(url, "postgres"), source, copy)
+        _clone(conninfo(url, "postgres"), _template(conninfo(url, "postgres"), source), copy)
     except psycopg.Error as exc:
         raise PlantError(f"the PostgreSQL datasource cannot be copied for planting (its role "
                          f"needs CREATEDB and to own or be superuser): "
@@ -107,9 +109,23 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     return planted
 
 
+def _template(admin: str, source: str) -> str:
+    """The process's private template of ``source`` (``qe_tpl_<pid>_<n>``), cloned once:
+    PostgreSQL clones only a database no other session is connected to, and the suite's
+    other cases may keep connections to ``source`` open; nothing connects to the template."""
+    with _LOCK:
+        known = _TEMPLATES.get((admin, source))
+    if known is not None:
+        return known
+    name = f"qe_tpl_{os.getpid()}_{secrets.randbelow(10**12)}"
+    _clone(admin, source, name, retry=30.0)
+    with _LOCK:
+        return _TEMPLATES.setdefault((admin, source), name)
+
+
 def _clone(admin: str, source: str, copy: str, retry: float = 10.0) -> None:
     """``CREATE DATABASE copy TEMPLATE source``; retried while other sessions are connected
-    to the source (PostgreSQL refuses to clone it then)."""
+    to the source (PostgreSQL refuses to clone it then), and then refused naming them."""
     import psycopg
 
     with _LOCK:
@@ -127,8 +143,19 @@ def _clone(admin: str, source: str, copy: str, retry: float = 10.0) -> None:
                 return
             except psycopg.errors.ObjectInUse:
                 if time.monotonic() > deadline:
-                    raise
+                    raise PlantError(_in_use(conn, source, retry)) from None
                 time.sleep(0.2)
+
+
+def _in_use(conn: Any, source: str, waited: float) -> str:
+    """Why ``source`` could not be cloned: the sessions connected to it, by user and state."""
+    rows = conn.execute("SELECT usename, coalesce(application_name, ''), state, count(*) FROM "
+                        "pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid() "
+                        "GROUP BY 1, 2, 3 ORDER BY 4 DESC", [source]).fetchall()
+    held = ", ".join(f"{n} {s or '?'} of {u}" + (f" ({a})" if a else "") for u, a, s, n in rows)
+    return (f"the PostgreSQL database {source!r} cannot be copied for planting: PostgreSQL "
+            f"clones only a database no other session is connected to, and after "
+            f"{waited:g} s {held or 'other sessions'} still were")
 
 
 def _table(conn: Any, name: str) -> tuple[str, str, list[tuple[str, str, bool]]]:
