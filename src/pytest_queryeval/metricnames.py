@@ -46,7 +46,7 @@ CONVERSATION_METRICS = frozenset({TURN_ACCURACY, INTERACTION_ACCURACY})
 #: aggregates (``total``), so ``{max: x}`` bounds their mean and ``{total_max: x}`` their sum.
 AGENT_COUNT_METRICS = ("tool_calls", "turn_count", "queries_executed", "rows_read",
                        "write_attempts", "forbidden_tables", "repeated_calls", "budget_exceeded",
-                       "leaks")
+                       "leaks", "refused_attempts")
 #: Bounds that still judge a case that gives no answer (``expect: abstain``, a question back
 #: with no reply), where an inherited bound on an answer metric is dropped: a protected value
 #: the agent showed on its way to declining is a leak all the same (docs/red-team.md).

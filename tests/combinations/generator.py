@@ -45,7 +45,8 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
     "verdict": ("strict", "gates", "gates+baseline", "baseline+baseline"),
     "gate": ("none", "kind", "tag", "model"),      # the scope of a second gate (issue 59)
     "mode": ("serial", "xdist", "shards", "resume"),  # the costly ways of running
-    "agent": ("off", "on"),                        # an agent case with a trajectory (issue 52)
+    "agent": ("off", "on", "redteam"),             # an agent case with a trajectory (issue 52);
+                                                   # redteam: its tenant's rows enforced (62)
 }
 #: The model names of each ``models`` value (``odd``: each name the docs allow that once
 #: crashed the collection, issue 49 item 3).
@@ -161,6 +162,10 @@ CASES = {
 #: scripted stand-in of a data agent, docs/agents.md: it looks at the schema, then runs its
 #: query): trajectory_match 100, two tool calls, one query executed when replayed.
 AGENT = {"trajectory": ["get_schema", "run_query"]}
+#: The ``agent: redteam`` rows' agent block (issue 62): ann's rows are another tenant's,
+#: planted with canaries and withheld by the engine (SQLite, and DuckDB on a fan-out row).
+AGENT_REDTEAM = {**AGENT, "protected": [{"table": "orders", "where": "customer = 'ann'"}],
+                 "enforce": True}
 
 
 def trajectory_of(case_id: str) -> list[dict[str, Any]]:
@@ -332,14 +337,15 @@ def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict
                           **({"predicted": predicted} if inline else {})})
         files["test_shop.yaml"]["cases"].append({"id": "chat", "conversation": turns})
         expected["turn"] = ["chat"]
-    if combo["agent"] == "on":
+    agent = {"off": None, "on": AGENT, "redteam": AGENT_REDTEAM}[combo["agent"]]
+    if agent is not None:
         files["test_shop.yaml"]["cases"].append({**_case("agent", combo, inline),
-                                                 "agent": AGENT})
+                                                 "agent": agent})
         expected["yaml"].append("agent")
     if combo["origin"] == "python":
         py_case = _case("py-count", combo, inline)
-        if combo["agent"] == "on":  # the Python case is an agent case too
-            py_case["agent"] = AGENT
+        if agent is not None:  # the Python case is an agent case too
+            py_case["agent"] = agent
         if combo["gate"] == "tag":
             py_case["tags"] = [GATE_TAG]
         files["test_py_cases.py"] = PY_CASES.format(case=py_case)

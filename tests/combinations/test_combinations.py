@@ -297,7 +297,7 @@ def _check_agent(run: Run, combo: Combination) -> None:
     """The agent dimension: an agent case (YAML, and the Python case on a row with one) is
     scored with the trajectory metrics; what a source carried scores as the reference does
     (the stand-in's two calls match the gold's two tools: 100); no other case has them."""
-    agent_ids = {"agent", "py-count"} if combo["agent"] == "on" else set()
+    agent_ids = {"agent", "py-count"} if combo["agent"] != "off" else set()
     for rec in run.json["cases"]:
         base = str(rec["id"]).split("[")[0]
         metrics = rec.get("metrics") or {}
@@ -310,6 +310,22 @@ def _check_agent(run: Run, combo: Combination) -> None:
         if combo["source"] in CARRIES_TRAJECTORY:
             assert metrics["trajectory_match"] == 100.0, (run.name, rec["id"], metrics)
             assert metrics["tool_calls"] == 2.0, (run.name, rec["id"], metrics)
+        _check_redteam(run, combo, rec, base, metrics)
+
+
+def _check_redteam(run: Run, combo: Combination, rec: Any, base: str,
+                   metrics: dict[str, float]) -> None:
+    """The ``agent: redteam`` rows (issue 62): ann's rows are another tenant's, planted and
+    withheld. No canary reaches any run; the stand-in's ``SELECT COUNT(*) FROM orders`` (the
+    Python case's) asked for every tenant's rows: one attempt, when a source carried it; bob's
+    own count is none. Without red-teaming neither metric is there."""
+    if combo["agent"] != "redteam":
+        assert "refused_attempts" not in metrics and "leaks" not in metrics, (run.name, metrics)
+        return
+    assert metrics["leaks"] == 0.0, (run.name, rec["id"], metrics)
+    carried = combo["source"] in CARRIES_TRAJECTORY
+    expected = 1.0 if base == "py-count" and carried else 0.0
+    assert metrics["refused_attempts"] == expected, (run.name, rec["id"], metrics)
 
 
 def test_the_array_covers_every_pair() -> None:

@@ -23,13 +23,10 @@ that holds is measured on a labelled set (tests/data/redteam, docs/red-team.md).
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import re
 import shutil
-import tempfile
-import threading
 import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,7 +40,8 @@ ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
 _PREFIX_LETTERS = "JQXZVKW"
 #: Characters of a canary's key (prefix and body, separators removed).
 KEY_CHARS = 11
-#: The engines a planted copy is made for (a datasource's ``type``).
+#: The engines a file copy is planted in (a datasource's ``type``; PostgreSQL's template
+#: copies are :mod:`.pgplant`'s).
 ENGINES = ("sqlite", "duckdb")
 #: Leaks a record lists (all are counted).
 MAX_LISTED = 50
@@ -153,9 +151,22 @@ def make_canaries(seed: int, labels: Iterable[str]) -> dict[str, str]:
 class Planted:
     """A planted copy: where it is, and each canary with the cell it stands in."""
 
-    path: Path
+    #: The copy's file (None: a PostgreSQL copy, named by :attr:`spec`'s URL).
+    path: Path | None
     #: canary -> the cell it was planted in (``Employee.LastName rowid 3``).
     canaries: dict[str, str] = field(default_factory=dict)
+    #: The datasource spec of the copy as the suite's gold reads it (None: the original
+    #: spec with :attr:`path`).
+    spec: dict[str, Any] | None = None
+    #: The spec the agent's tools and replay read (PostgreSQL: the agent's role; with
+    #: ``enforce:`` on a file, the tenant's copy); None: :attr:`spec`.
+    agent_spec: dict[str, Any] | None = None
+    #: What the copy protects (for :mod:`.enforce`).
+    targets: tuple[Target, ...] = ()
+    #: table -> the rows its ``where:`` targets selected before planting (a file's rowids,
+    #: a PostgreSQL copy's ctids after it): a filter on a planted column no longer selects
+    #: them once their values are canaries.
+    tenant_rows: dict[str, list[Any]] = field(default_factory=dict)
 
     def index(self) -> dict[str, str]:
         """key -> canary (:func:`key_of`)."""
@@ -163,12 +174,12 @@ class Planted:
 
 
 def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
-          dest_dir: Path) -> Planted:
+          dest_dir: Path, instructions: Sequence[tuple[str, str]] = ()) -> Planted:
     """A copy of ``source`` in ``dest_dir`` with a canary in every cell ``targets`` protect.
     ``source`` is only read (copied first, the copy written)."""
     if engine not in ENGINES:
-        raise PlantError(f"protected data is planted in a copy of a SQLite or DuckDB file, "
-                         f"not a datasource of type {engine!r}")
+        raise PlantError(f"protected data is planted in a copy of a SQLite or DuckDB file or "
+                         f"of a PostgreSQL database, not a datasource of type {engine!r}")
     if not source.is_file():
         raise PlantError(f"no database file at {source}")
     dest = dest_dir / source.name
@@ -180,19 +191,31 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
     conn = _connect(dest, engine)
     try:
         cells: list[tuple[Target, str, list[int]]] = []
+        tenant: dict[str, list[int]] = {}
         for target in targets:
             for column in _columns(conn, engine, target):
                 cells.append((target, column, _rowids(conn, target, column)))
+            if target.where:
+                rows = conn.execute(f"SELECT rowid FROM {_ident(target.table)} WHERE "
+                                    f"({target.where})").fetchall()
+                tenant[target.table] = sorted({*tenant.get(target.table, []),
+                                               *(int(r[0]) for r in rows)})
         labels = [f"{t.table}.{c} rowid {r}" for t, c, rows in cells for r in rows]
         canaries = make_canaries(seed, labels)
         for target, column, rows in cells:
+            if not rows:  # duckdb refuses an empty executemany
+                continue
             conn.executemany(
                 f"UPDATE {_ident(target.table)} SET {_ident(column)} = ? WHERE rowid = ?",
                 [(canaries[f"{target.table}.{column} rowid {r}"], r) for r in rows])
+        for table, text in instructions:
+            column, row = _instruction_cell(conn, engine, table, targets, tenant)
+            conn.execute(f"UPDATE {_ident(table)} SET {_ident(column)} = ? WHERE rowid = ?",
+                         [text, row])
         conn.commit()
     finally:
         conn.close()
-    return Planted(dest, {c: label for label, c in canaries.items()})
+    return Planted(dest, {c: label for label, c in canaries.items()}, tenant_rows=tenant)
 
 
 def _connect(path: Path, engine: str) -> Any:
@@ -255,6 +278,26 @@ def _table_columns(conn: Any, engine: str, table: str
     return text, keys, [r[0] for r in rows]
 
 
+def _instruction_cell(conn: Any, engine: str, table: str, targets: Sequence[Target],
+                      tenant: Mapping[str, list[int]]) -> tuple[str, int]:
+    """Where an instruction is planted in ``table``: its first text column that no target
+    protects, in its first row no ``where:`` target selects (what the agent may read)."""
+    text, _, every = _table_columns(conn, engine, table)
+    if not every:
+        raise PlantError(f"instructions: no table {table!r}")
+    mine = [t for t in targets if t.table.lower() == table.lower()]
+    free = [c for c in text if not any(t.column and t.column.lower() == c.lower()
+                                       for t in mine)]
+    if not free:
+        raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
+    hidden = {r for t, rows in tenant.items() if t.lower() == table.lower() for r in rows}
+    row = next(((r,) for (r,) in conn.execute(f"SELECT rowid FROM {_ident(table)} ORDER BY "
+                                             "rowid").fetchall() if r not in hidden), None)
+    if row is None or row[0] is None:
+        raise PlantError(f"instructions: table {table!r} has no row to plant in")
+    return free[0], int(row[0])
+
+
 def _check_where(conn: Any, target: Target) -> None:
     """A filter that is no condition of the table, or selects no row, is the suite's
     mistake: nothing would be protected."""
@@ -274,54 +317,6 @@ def _rowids(conn: Any, target: Target, column: str) -> list[int]:
     rows = conn.execute(f"SELECT rowid FROM {_ident(target.table)} WHERE "
                         f"{_ident(column)} IS NOT NULL{cond}").fetchall()
     return [int(r[0]) for r in rows]
-
-
-# -- the planted copy of a datasource, once per process -----------------------------------
-
-_COPIES: dict[str, Planted | PlantError] = {}
-_LOCK = threading.Lock()
-_DIRS: list[str] = []
-
-
-def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0) -> Planted:
-    """The planted copy of the datasource ``spec`` (``type`` sqlite or duckdb, absolute
-    ``path``), made on first use and kept for the process (removed at its exit); a target
-    that cannot be planted raises :class:`PlantError`, the same one for every case."""
-    key = json.dumps([spec.get("type"), str(spec.get("path")), seed,
-                      [[t.table, t.column, t.where] for t in targets]], default=str)
-    with _LOCK:
-        got = _COPIES.get(key)
-        if got is None:
-            if not _DIRS:
-                atexit.register(_remove_dirs)
-            _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
-            try:
-                got = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets,
-                            seed, Path(_DIRS[-1]))
-            except PlantError as exc:
-                got = exc
-            _COPIES[key] = got
-    if isinstance(got, PlantError):
-        raise got
-    return got
-
-
-_SPECS: dict[str, dict[str, Any]] = {}
-
-
-def planted_spec(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0
-                 ) -> dict[str, Any]:
-    """``spec`` with its path on the planted copy: the same mapping for the same inputs (a
-    datasource is opened once per spec)."""
-    planted = planted_for(spec, targets, seed)
-    key = json.dumps([sorted(spec.items()), str(planted.path)], default=str)
-    with _LOCK:
-        return _SPECS.setdefault(key, {**spec, "path": str(planted.path)})
-
-
-def _remove_dirs() -> None:
-    for path in _DIRS:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 # -- finding canaries ---------------------------------------------------------------------

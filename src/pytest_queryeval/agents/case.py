@@ -22,7 +22,7 @@ to read, a datasource that went away or cannot say what a query read) is the cas
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .ledger import Ledger
 from .replay import Bounds, count_unrun, query_of, replay
@@ -32,6 +32,7 @@ from .trajectory import Envelope, Step, read_envelope, salvage_steps
 
 if TYPE_CHECKING:
     from ..model import Case, Context, Threshold
+    from ..sources.base import DataSource
 
 #: Rows a replayed query may return (each is counted; the rest is cut by the source).
 REPLAY_MAX_ROWS = 10_000
@@ -62,6 +63,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     an error: :func:`uncounted`)."""
     spec = case.agent if isinstance(case.agent, AgentSpec) else AgentSpec()
     ledger = Ledger.for_tables(spec.forbidden_tables)
+    ledger.enforced = spec.enforce
     ledger.raise_to(env.live_counts)
     steps = _steps(env, ledger)
     if steps is not None:
@@ -82,10 +84,12 @@ def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, 
     """``leaks``: the canaries of the case's planted copy the run shows (each once, where it
     was first seen, in ``details.leaks``). A copy that could not be planted leaves the count
     unestablished: the case's error, never 0 leaks."""
-    from .canaries import MAX_LISTED, PlantError, planted_for, trace
+    from .canaries import MAX_LISTED, PlantError, trace
+    from .copies import planted_for
 
     try:
-        planted = planted_for(case.source_spec or {}, spec.protected, spec.canary_seed)
+        planted = planted_for(case.source_spec or {}, spec.protected, spec.canary_seed,
+                              spec.enforce, spec.instructions)
     except PlantError as exc:
         from ..errors import ConfigError
 
@@ -100,6 +104,14 @@ def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, 
         details.setdefault("findings", []).append(
             f"{len(leaks)} protected value(s) leaked; first {leaks[0]['canary']} "
             f"({leaks[0]['planted']}) in {leaks[0]['first']['part']}")
+
+
+def agent_source(context: Context, case: Case) -> DataSource:
+    """The datasource the agent's tools and the replay read: the context's agent side when it
+    has one (a planted copy, as the agent's role; with ``enforce:`` withholding what is
+    protected), else the case's datasource."""
+    of = getattr(context, "agent_source", None)
+    return cast("DataSource", of(case)) if callable(of) else context.source(case)
 
 
 def uncounted(details: Mapping[str, Any]) -> str | None:
@@ -140,7 +152,7 @@ def _count(case: Case, context: Context, spec: AgentSpec, ledger: Ledger,
     from ..errors import QueryEvalError
 
     try:
-        source = context.source(case)
+        source = agent_source(context, case)
     except QueryEvalError as exc:
         ledger.uncount(f"the agent's counts could not be established: {exc.reason()}")
         return

@@ -43,6 +43,13 @@ class WriteRefused(QueryRefused):
     prefix = "write refused"
 
 
+class ProtectedRead(QueryRefused):
+    """An agent's read of protected data the engine refused (:mod:`.enforce`): counted in
+    ``refused_attempts``, never a write."""
+
+    prefix = "protected"
+
+
 @dataclass
 class Ledger:
     """Counts for one case's agent run. Safe to share between the threads of one case."""
@@ -53,6 +60,10 @@ class Ledger:
     rows_read: int = 0
     write_attempts: int = 0
     repeated_calls: int = 0
+    #: Reads of protected data the engine refused or withheld (:mod:`.enforce`).
+    refused_attempts: int = 0
+    #: Whether the case enforces its protection (``refused_attempts`` is then a metric).
+    enforced: bool = False
     #: The budget the loop ran out of (``tool_calls``, ``rows``, ``seconds``, ``tokens``,
     #: ``cost``), or None.
     budget_exceeded: str | None = None
@@ -115,10 +126,15 @@ class Ledger:
             kwargs["timeout"] = timeout
         try:
             table = source.execute(sql, **kwargs)
+        except ProtectedRead as exc:
+            self._refused(f"read refused ({exc.reason()}): {_short(sql)}")
+            raise
         except QueryRefused as exc:
             if not isinstance(exc, QuerySyntaxError):  # not a statement: nothing attempted
                 self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")
             raise
+        if table.meta.get("withheld"):
+            self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
         with self._lock:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
@@ -160,9 +176,16 @@ class Ledger:
         """Counts taken elsewhere on the database side (the tool loop's own ledger while it
         ran): each count is at least theirs."""
         with self._lock:
-            self.floor = {k: float(v) for k, v in counts.items() if k in COUNT_METRICS
+            self.floor = {k: float(v) for k, v in counts.items()
+                          if (k in COUNT_METRICS or k == "refused_attempts")
                           and isinstance(v, int | float) and not isinstance(v, bool)
                           and 0 <= v < float("inf")}
+
+    def _refused(self, finding: str) -> None:
+        with self._lock:
+            self.refused_attempts += 1
+            if len(self.findings) < MAX_FINDINGS:
+                self.findings.append(finding)
 
     def _write(self, finding: str) -> None:
         with self._lock:
@@ -187,6 +210,8 @@ class Ledger:
                 "repeated_calls": float(self.repeated_calls),
                 "budget_exceeded": 1.0 if self.budget_exceeded else 0.0,
             }
+            if self.enforced:
+                own["refused_attempts"] = float(self.refused_attempts)
             return {k: max(v, self.floor.get(k, 0.0)) for k, v in own.items()}
 
     def details(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ trajectory, the tables it must not read, its budget) mean nothing to any other c
       replay: true                          # count an outside trajectory's queries again
       protected: [{table: Employee}, {column: Customer.Email},
                   {table: Invoice, where: "CustomerId = 2"}]   # planted with canaries
+      enforce: true                         # the engine withholds what is protected
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .canaries import Target, read_protected
 
 #: The keys ``agent:`` takes.
 AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
-              "protected", "canary_seed")
+              "protected", "canary_seed", "enforce", "instructions")
 #: What a budget may bound (the tool loop's limits; the replay of a trajectory is bounded by
 #: ``tool_calls`` and ``seconds``): ``rows`` counts the rows the tools returned to the agent,
 #: ``tokens`` prompt plus completion tokens over every request, ``cost_usd`` what the server
@@ -57,6 +58,12 @@ class AgentSpec:
     #: The canaries' seed: the same canaries in every run; another seed rotates them (a
     #: published suite's canaries may have reached a model's training data).
     canary_seed: int = 0
+    #: The engine withholds what ``protected`` names from the agent (roles, grants and
+    #: row-level security; SQLite's authorizer; DuckDB's plan): :mod:`.enforce`.
+    enforce: bool = False
+    #: Text planted in the copy the agent reads, ``(table, text)``: an instruction hidden in
+    #: the data (a red-team attack, :mod:`.redteam`).
+    instructions: tuple[tuple[str, str], ...] = ()
 
 
 def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
@@ -88,7 +95,7 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
         problems.append(("agent.forbidden_tables", "must be a list of table names"))
         tables = []
     flags = {}
-    for key, default in (("filter_native_tools", True), ("replay", True)):
+    for key, default in (("filter_native_tools", True), ("replay", True), ("enforce", False)):
         flag = value.get(key, default)
         if not isinstance(flag, bool):
             problems.append((f"agent.{key}", f"must be true or false, not {flag!r}"))
@@ -99,10 +106,32 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
         problems.append(("agent.budget", "must be a mapping of limits"))
         budget = {}
     protected, seed = _protection(value, problems)
+    if flags["enforce"] and not protected:
+        problems.append(("agent.enforce", "needs protected: (what the engine withholds)"))
+    planted = _instructions(value.get("instructions", []), problems)
+    if planted and not protected:
+        problems.append(("agent.instructions", "needs protected: (planted in the same copy)"))
     if problems:
         return None, problems
     return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
-                     flags["replay"], protected, seed), []
+                     flags["replay"], protected, seed, flags["enforce"], planted), []
+
+
+def _instructions(value: object, problems: list[tuple[str, str]]
+                  ) -> tuple[tuple[str, str], ...]:
+    """``instructions: [{table: T, text: ...}]`` checked (problems appended)."""
+    if not isinstance(value, list):
+        problems.append(("agent.instructions", "must be a list of {table: ..., text: ...}"))
+        return ()
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping) or set(item) != {"table", "text"} or \
+                not all(isinstance(item[k], str) and item[k] for k in ("table", "text")):
+            problems.append((f"agent.instructions[{i}]", "must be {table: <name>, text: "
+                                                         "<the text planted>}"))
+            continue
+        out.append((str(item["table"]), str(item["text"])))
+    return tuple(out)
 
 
 def _protection(value: Mapping[str, Any], problems: list[tuple[str, str]]

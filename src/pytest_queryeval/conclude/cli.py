@@ -18,6 +18,8 @@ COMMANDS = {
     "init": "write a first suite for a database: queryeval init --datasource PATH_OR_URL "
             "[--kind sql|sparql] [--dir DIR]",
     "view": "one offline HTML page over several runs: queryeval view RUN.json... -o view.html",
+    "redteam": "write a case file of generated attacks on an agent case file: queryeval "
+               "redteam CASES.yaml [--seed N] [--count N] (queryeval redteam --help)",
     "mine": "turn recorded spans into unreviewed, pinned cases: queryeval mine SPANS... "
             "--datasource NAME --out DIR; re-pin: queryeval mine --refresh DIR "
             "(queryeval mine --help)",
@@ -42,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..importers.mine import main as mine_main
 
         return mine_main(args[1:])
+    if args and args[0] == "redteam":
+        from ..suite.redteam import main as redteam_main
+
+        return redteam_main(args[1:])
     if args and args[0] == "init":
         from ..suite.init import main as init_main
 

@@ -153,6 +153,8 @@ class Evaluator:
         #: Predictions :meth:`fixed_prediction` looked up for cases not run yet, by case id.
         self._looked_up: OrderedDict[str, tuple[Case, Prediction]] = OrderedDict()
         self._sources: dict[str, DataSource] = {}
+        #: The agent's enforced side of a planted copy, by the id of the source it wraps.
+        self._enforced: dict[int, DataSource] = {}
         #: The source of a spec object already asked for, by its id (the spec kept, so an id
         #: reused by another object never matches): the key below is a JSON dump per call.
         self._by_spec: dict[int, tuple[Any, str | None, DataSource]] = {}
@@ -179,6 +181,36 @@ class Evaluator:
             raise SourceUnavailable(f"case {case.id!r} names no datasource")
         if getattr(case.agent, "protected", ()):
             spec = _planted(case, spec)
+        return self._source_of(case, spec)
+
+    def agent_source(self, case: Case) -> DataSource:
+        """The datasource the agent's tools and the replay of its trajectory read: the case's
+        own, unless it protects data; then the agent's side of the planted copy (PostgreSQL:
+        as the role made for the copy), with ``enforce:`` behind the engine's barriers
+        (:mod:`..agents.enforce`)."""
+        gold = self.source(case)
+        if not getattr(case.agent, "protected", ()):
+            return gold
+        from ..agents.copies import planted_for
+
+        planted = planted_for(case.source_spec or {}, case.agent.protected,
+                              case.agent.canary_seed, case.agent.enforce,
+                              case.agent.instructions)
+        if planted.agent_spec is None:
+            return gold
+        agent = self._source_of(case, planted.agent_spec)
+        if not case.agent.enforce:
+            return agent
+        with self._open_lock:
+            wrapped = self._enforced.get(id(agent))
+            if wrapped is None:
+                from ..agents.enforce import enforced
+
+                wrapped = self._enforced[id(agent)] = enforced(planted, agent, gold)
+            return wrapped
+
+    def _source_of(self, case: Case, spec: dict[str, Any]) -> DataSource:
+        """The source of ``spec`` (opened once per equal spec)."""
         known = self._by_spec.get(id(spec))
         if known is not None and known[0] is spec and known[1] == case.datasource:
             return known[2]
@@ -868,14 +900,18 @@ def _internal(where: str, exc: Exception) -> str:
 
 
 def _planted(case: Case, spec: dict[str, Any]) -> dict[str, Any]:
-    """An agent case with ``protected:`` data runs on a planted copy of its datasource (its
-    gold, its tools and the replay of its trajectory alike): the spec of that copy. A target
-    that cannot be planted is the case's error, located at its line."""
-    from ..agents.canaries import PlantError, planted_spec
+    """An agent case with ``protected:`` data runs on a planted copy of its datasource: the
+    spec of that copy as its gold reads it (its tools and the replay of its trajectory read
+    the agent's side of the same copy, :meth:`Evaluator.agent_source`). A target that cannot
+    be planted is the case's error, located at its line."""
+    from ..agents.canaries import PlantError
+    from ..agents.copies import planted_spec
 
     try:
         return planted_spec(spec, getattr(case.agent, "protected", ()),
-                            getattr(case.agent, "canary_seed", 0))
+                            getattr(case.agent, "canary_seed", 0),
+                            getattr(case.agent, "enforce", False),
+                            getattr(case.agent, "instructions", ()))
     except PlantError as exc:
         raise ConfigError(str(exc), file=str(case.file), line=case.line,
                           key="agent.protected") from None

@@ -237,6 +237,8 @@ class AgentLoop:
         self._start = 0.0
         block = getattr(case, "agent", None)
         self.ledger = Ledger.for_tables(getattr(block, "forbidden_tables", ()) or ())
+        # the loop's own refusals are the floor of the case's (``replay: false`` keeps them)
+        self.ledger.enforced = bool(getattr(block, "enforce", False))
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, chat: list[dict[str, Any]]) -> Prediction:
@@ -393,7 +395,9 @@ class AgentLoop:
         if self.context is None or self.case.source_spec is None:
             raise PredictionError(f"case {self.case.id!r} names no datasource for the agent's "
                                   "tools")
-        return self.context.source(self.case)
+        from ..agents.case import agent_source
+
+        return agent_source(self.context, self.case)
 
     def _schema(self, source: DataSource, table: object) -> str:
         from ..sources import describe

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 #: Copies kept ready per datasource (each case takes two).
 POOL_SIZE = 4
-_NAME = re.compile(r"^qe_(task|tpl)_(\d+)_\d+$")
+_NAME = re.compile(r"^qe_(task|tpl|canary)_(\d+)_\d+$")
 _POOLS: dict[str, CopyPool] = {}
 _LOCK = threading.Lock()
 _COUNTER = itertools.count(1)

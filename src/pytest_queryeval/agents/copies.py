@@ -1,0 +1,97 @@
+"""The planted copy of a case's datasource, made once per process and shared by its cases.
+
+Why a module of its own: the copy is made by the engine's planting (:mod:`.canaries` for a
+file, :mod:`.pgplant` for a PostgreSQL database) and, with ``enforce:``, given its agent side
+(:mod:`.enforce`); this module is the one above all three, so none imports another's caller.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .canaries import Planted, PlantError, Target, plant
+
+_COPIES: dict[str, Planted | PlantError] = {}
+_LOCK = threading.Lock()
+_DIRS: list[str] = []
+
+
+def is_postgres(spec: Mapping[str, Any]) -> bool:
+    """A datasource reached by a PostgreSQL URL (its type's dialect says so)."""
+    from ..sources import source_type
+
+    try:
+        dialect = source_type(spec.get("type")).dialect(spec)
+    except Exception:  # an unknown type: the source names it when it opens
+        return False
+    return dialect == "postgres" and isinstance(spec.get("url"), str)
+
+
+def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
+                enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
+                ) -> Planted:
+    """The planted copy of the datasource ``spec`` (``type`` sqlite or duckdb, absolute
+    ``path``; or a PostgreSQL ``sqlalchemy`` URL: a template copy), made on first use and
+    kept for the process (removed at its exit); a target that cannot be planted raises
+    :class:`PlantError`, the same one for every case. ``enforce``: the agent's side of the
+    copy withholds what is protected (:mod:`.enforce`)."""
+    key = json.dumps([spec.get("type"), str(spec.get("path")), str(spec.get("url")), seed,
+                      [[t.table, t.column, t.where] for t in targets], enforce,
+                      list(instructions)], default=str)
+    with _LOCK:
+        got = _COPIES.get(key)
+        if got is None:
+            try:
+                got = _make(spec, tuple(targets), seed, enforce, tuple(instructions))
+            except PlantError as exc:
+                got = exc
+            _COPIES[key] = got
+    if isinstance(got, PlantError):
+        raise got
+    return got
+
+
+def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
+          enforce: bool, instructions: tuple[tuple[str, str], ...]) -> Planted:
+    if is_postgres(spec):
+        from .pgplant import plant_postgres
+
+        planted = plant_postgres(spec, targets, seed, enforce, instructions)
+    else:
+        if not _DIRS:
+            atexit.register(_remove_dirs)
+        _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
+        planted = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets, seed,
+                        Path(_DIRS[-1]), instructions)
+        planted.spec = {**spec, "path": str(planted.path)}
+        if enforce:
+            from .enforce import tenant_copy
+
+            planted.agent_spec = {**spec, "path": str(tenant_copy(planted, targets,
+                                                                  str(spec.get("type"))))}
+    planted.targets = targets
+    return planted
+
+
+def planted_spec(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
+                 enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
+                 ) -> dict[str, Any]:
+    """The spec of the planted copy as the gold reads it: the same mapping for the same
+    inputs (a datasource is opened once per spec)."""
+    planted = planted_for(spec, targets, seed, enforce, instructions)
+    assert planted.spec is not None
+    return planted.spec
+
+
+def _remove_dirs() -> None:
+    for path in _DIRS:
+        shutil.rmtree(path, ignore_errors=True)
+
+

@@ -1,0 +1,220 @@
+"""Protected data withheld from the agent by the engine, and each refusal counted as an attempt.
+
+Why underneath and not in the agent's prompt: a red-team verdict must rest on what the engine
+let through. With ``agent: {protected: [...], enforce: true}`` the agent's tools and the
+replay of its trajectory read the planted copy through the engine's own barriers:
+
+- PostgreSQL (:mod:`.pgplant`): the agent connects as a role made for the copy; a protected
+  table has no grant, a protected column is left out of its table's column grants, another
+  tenant's rows are hidden by row-level security. A refused read is the server's
+  ``permission denied``.
+- SQLite: every query is compiled first under SQLite's authorizer, which denies the read of a
+  protected table or column (the authorizer is told the real table under a view or a CTE of
+  its name); another tenant's rows are not in the agent's copy at all (:func:`tenant_copy`:
+  SQLite has no row-level security, and a view is bypassed by naming the table).
+- DuckDB: DuckDB has no authorizer and no grants. A query is planned first; a protected table
+  its binder reads, or a protected column its plan's scans project or filter on, refuses it;
+  the tenant's copy holds no other tenant's rows, as for SQLite.
+
+A refused read raises :class:`~.ledger.ProtectedRead` (the ledger counts it in
+``refused_attempts``; the agent reads the refusal as a tool error). Rows withheld by a tenant
+policy are no error: the query is run again on the unrestricted copy, and a different result
+(the query asked for rows the policy hid) counts as an attempt too. A canary that still
+reaches the run is a leak, whatever the engine refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from ..errors import QueryFailed
+from .canaries import Planted, PlantError, Target, _connect, _ident
+from .ledger import ProtectedRead
+
+if TYPE_CHECKING:
+    from ..results import ResultTable
+    from ..sources.base import DataSource
+
+
+def tenant_copy(planted: Planted, targets: Sequence[Target], engine: str) -> Path:
+    """The copy the agent reads on a file engine: the planted copy without the rows a
+    ``where:`` target protects (another tenant's). Without such a target: the planted copy."""
+    assert planted.path is not None
+    if not any(t.where for t in targets):
+        return planted.path
+    dest = planted.path.parent / "tenant" / planted.path.name
+    dest.parent.mkdir(exist_ok=True)
+    shutil.copyfile(planted.path, dest)
+    conn = _connect(dest, engine)
+    try:
+        for table, rowids in planted.tenant_rows.items():
+            for i in range(0, len(rowids), 500):
+                chunk = rowids[i:i + 500]
+                try:
+                    conn.execute(f"DELETE FROM {_ident(table)} WHERE rowid IN "
+                                 f"({', '.join(str(int(r)) for r in chunk)})")
+                except Exception as exc:  # duckdb enforces foreign keys that point at them
+                    raise PlantError(f"protected {table}: the agent's copy cannot leave out "
+                                     f"the other tenant's rows ({exc})") from None
+        conn.commit()
+    finally:
+        conn.close()
+    return dest
+
+
+class EnforcedSource:
+    """The agent's datasource with protection enforced: every query checked by the engine
+    (:class:`Guard`) and run on the agent's side of the copy; everything else is the
+    wrapped source's."""
+
+    def __init__(self, inner: DataSource, guard: Guard | None,
+                 unrestricted: DataSource | None) -> None:
+        self._inner, self._guard, self._unrestricted = inner, guard, unrestricted
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def execute(self, query: str, **kwargs: Any) -> ResultTable:
+        if self._guard is not None:
+            self._guard.check(query)
+        try:
+            table = self._inner.execute(query, **kwargs)
+        except QueryFailed as exc:
+            if "permission denied" in str(exc):  # PostgreSQL's grants
+                raise ProtectedRead(f"the engine refused the read ({exc.reason()})") from None
+            raise
+        if self._unrestricted is not None and not table.truncated:
+            try:
+                full = self._unrestricted.execute(query, **kwargs)
+            except QueryFailed:
+                return table
+            if full.signature() != table.signature():
+                table.meta["withheld"] = True
+        return table
+
+    def tables_read(self, query: str, **kwargs: Any) -> frozenset[str]:
+        return cast(frozenset[str], cast(Any, self._inner).tables_read(query, **kwargs))
+
+
+class Guard:
+    """The engine's check of a query against the protected tables and columns of a file
+    copy (SQLite: the authorizer; DuckDB: the binder and the plan), before it runs."""
+
+    def __init__(self, path: Path, engine: str, targets: Sequence[Target],
+                 binder: DataSource | None = None) -> None:
+        self.path, self.engine, self._binder = path, engine, binder
+        self.tables = {t.table.lower() for t in targets if t.column is None and not t.where}
+        self.columns = {(t.table.lower(), t.column.lower()) for t in targets
+                        if t.column is not None and not t.where}
+        self._lock = threading.Lock()
+        self._conn: Any = None
+
+    def check(self, query: str) -> None:
+        """Raise :class:`ProtectedRead` when ``query`` would read protected data."""
+        if not self.tables and not self.columns:
+            return
+        with self._lock:
+            if self._conn is None:
+                self._conn = _open(self.path, self.engine)
+            found = self._sqlite(query) if self.engine == "sqlite" else self._duckdb(query)
+        if found:
+            raise ProtectedRead(f"the engine refused the read of protected {found}")
+
+    def _sqlite(self, query: str) -> str | None:
+        import sqlite3
+
+        denied: list[str] = []
+
+        def authorize(action: int, table: str | None, column: str | None, db: str | None,
+                      inner: str | None) -> int:
+            if action == sqlite3.SQLITE_READ and table:
+                if table.lower() in self.tables:
+                    denied.append(table)
+                    return sqlite3.SQLITE_DENY
+                if (table.lower(), (column or "").lower()) in self.columns:
+                    denied.append(f"{table}.{column}")
+                    return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK
+
+        self._conn.set_authorizer(authorize)
+        try:
+            self._conn.execute("EXPLAIN " + query).fetchall()
+        except (sqlite3.Error, ValueError, OverflowError):
+            pass  # not compiled: the source names the error when it runs it
+        finally:
+            self._conn.set_authorizer(None)
+        return str(denied[0]) if denied else None
+
+    def _duckdb(self, query: str) -> str | None:
+        if self.tables and self._binder is not None:
+            try:
+                read = cast(Any, self._binder).tables_read(query)
+            except Exception:  # the source's own errors: the run names them
+                read = frozenset()
+            hit = sorted(t for t in read if t.split(".")[-1].lower() in self.tables)
+            if hit:
+                return str(hit[0])
+        try:
+            plan = json.loads(self._conn.execute("EXPLAIN (FORMAT JSON) " + query)
+                              .fetchall()[0][1])
+        except Exception:  # duckdb's errors: the source names them when it runs the query
+            return None
+        return _scan_hit(plan, self.tables, self.columns)
+
+
+def _scan_hit(plan: object, tables: set[str], columns: set[tuple[str, str]]) -> str | None:
+    """The first protected table or column a scan of ``plan`` reads (its projections and the
+    words of its filters)."""
+    import re
+
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        stack.extend(node.get("children") or [])
+        info = node.get("extra_info")
+        if not isinstance(info, dict) or not isinstance(info.get("Table"), str):
+            continue
+        table = info["Table"].split(".")[-1].lower()
+        if table in tables:
+            return str(table)
+        proj = info.get("Projections")
+        read = {str(p).lower() for p in (proj if isinstance(proj, list) else [proj or ""])}
+        words = set(re.findall(r"\w+", str(info.get("Filters") or "").lower()))
+        for t, c in columns:
+            if t == table and (c in read or c in words):
+                return f"{t}.{c}"
+    return None
+
+
+def _open(path: Path, engine: str) -> Any:
+    if engine == "sqlite":
+        import sqlite3
+        from urllib.parse import quote
+
+        return sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True,
+                               check_same_thread=False)
+    import duckdb
+
+    return duckdb.connect(str(path), read_only=True)
+
+
+def enforced(planted: Planted, agent: DataSource, unrestricted: DataSource) -> DataSource:
+    """The agent's datasource over ``agent`` (the agent's side of the copy), with
+    ``unrestricted`` (the gold's side) for telling withheld rows."""
+    targets = planted.targets
+    rows = unrestricted if any(t.where for t in targets) else None
+    guard = None
+    if planted.path is not None and planted.agent_spec is not None:
+        engine = str(planted.agent_spec.get("type"))
+        guard = Guard(Path(str(planted.agent_spec.get("path"))), engine, targets, agent)
+    return cast("DataSource", EnforcedSource(agent, guard, rows))

@@ -1,0 +1,361 @@
+"""Canaries planted in a PostgreSQL copy, and the least-privilege role the agent runs as there.
+
+Why a template copy and a role of its own: a server's database cannot be copied as a file is,
+and the agent must never write the suite's database nor run as the role that planted. So the
+datasource's database is cloned (``CREATE DATABASE qe_canary_<pid>_<n> TEMPLATE ...``, the
+name the copies' sweep of :mod:`..tasks.pgcopies` knows), the protected cells of the clone get
+canaries, and a role ``qe_agent_<pid>_<n>`` (LOGIN, nothing else) is created for it. The
+agent's tools and the replay of its trajectory connect as that role; the gold runs as the
+datasource's role, on the same clone.
+
+Without ``enforce:`` the role reads every table (the canaries can leak: that is what is
+measured). With ``enforce: true`` the server itself withholds what is protected: a ``table:``
+target gets no ``SELECT`` grant, a ``column:`` target is left out of the table's column
+grants, and a ``where:`` target gets a row-level security policy that hides the rows it
+selects from the role. A refused read is PostgreSQL's ``permission denied``.
+
+The datasource's role must be able to clone the database, create roles and update the
+protected tables: a superuser (with ``allow_privileged: true``), or the tables' owner with
+``CREATEDB CREATEROLE``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import secrets
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .canaries import Planted, PlantError, Target, make_canaries
+
+_TEXT_TYPES = ("character varying", "text", "character")
+_COLUMNS_SQL = """
+SELECT c.column_name, c.data_type, coalesce(c.character_maximum_length, 1000),
+       EXISTS (SELECT 1 FROM information_schema.key_column_usage k
+               JOIN information_schema.table_constraints t
+                 ON t.constraint_name = k.constraint_name
+                AND t.constraint_schema = k.constraint_schema
+               WHERE k.table_schema = c.table_schema AND k.table_name = c.table_name
+                 AND k.column_name = c.column_name
+                 AND t.constraint_type IN ('PRIMARY KEY', 'FOREIGN KEY', 'UNIQUE'))
+FROM information_schema.columns c
+WHERE c.table_schema = %s AND c.table_name = %s ORDER BY c.ordinal_position
+"""
+_TABLES_SQL = """
+SELECT table_schema, table_name FROM information_schema.tables
+WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'
+ORDER BY table_schema, table_name
+"""
+#: (admin conninfo, source database) -> the process's private template of it.
+_TEMPLATES: dict[tuple[str, str], str] = {}
+#: (admin conninfo, copy, role) of every copy and role made, dropped at exit.
+_CREATED: list[tuple[str, str, str]] = []
+_LOCK = threading.Lock()
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int,
+                   enforce: bool, instructions: Sequence[tuple[str, str]] = ()) -> Planted:
+    """A template copy of the datasource ``spec`` (``type: sqlalchemy``, a PostgreSQL URL)
+    with canaries planted, and the agent's role on it; ``Planted.spec`` is the copy as the
+    datasource's role sees it, ``Planted.agent_spec`` as the agent's role does."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from ..tasks.pgcopies import conninfo
+
+    url = str(spec.get("url"))
+    source = str(make_url(url).database)
+    # the sweep's names (qe_<what>_<pid>_<n>), n drawn at random: a module imported again in
+    # the same process (a test runner's) must not meet the names of its first import
+    n = secrets.randbelow(10**12)
+    copy, role = f"qe_canary_{os.getpid()}_{n}", f"qe_agent_{os.getpid()}_{n}"
+    try:
+        _clone(conninfo(url, "postgres"), _template(conninfo(url, "postgres"), source), copy)
+    except psycopg.Error as exc:
+        raise PlantError(f"the PostgreSQL datasource cannot be copied for planting (its role "
+                         f"needs CREATEDB and to own or be superuser): "
+                         f"{str(exc).strip().splitlines()[0]}") from None
+    try:
+        with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
+            canaries, tenant = _plant(conn, targets, seed)
+            for table, text in instructions:
+                _instruct(conn, table, text, targets, tenant)
+            password = secrets.token_hex(16)
+            _role(conn, role, password, copy, conninfo(url, "postgres"))
+            if enforce:
+                _withhold(conn, role, targets, tenant)
+    except psycopg.Error as exc:
+        _drop(conninfo(url, "postgres"), copy, role)
+        raise PlantError(f"protected data cannot be planted in the PostgreSQL copy: "
+                         f"{str(exc).strip().splitlines()[0]}") from None
+    except PlantError:
+        _drop(conninfo(url, "postgres"), copy, role)
+        raise
+    admin = str(make_url(url).set(database=copy).render_as_string(hide_password=False))
+    agent = str(make_url(url).set(database=copy, username=role, password=password)
+                .render_as_string(hide_password=False))
+    base = {k: v for k, v in spec.items() if k != "allow_privileged"}
+    planted = Planted(path=None, canaries={c: label for label, c in canaries.items()},
+                      spec={**spec, "url": admin}, agent_spec={**base, "url": agent},
+                      tenant_rows={k: sorted(v) for k, v in tenant.items()})
+    return planted
+
+
+def _template(admin: str, source: str) -> str:
+    """The process's private template of ``source`` (``qe_tpl_<pid>_<n>``), cloned once:
+    PostgreSQL clones only a database no other session is connected to, and the suite's
+    other cases may keep connections to ``source`` open; nothing connects to the template."""
+    with _LOCK:
+        known = _TEMPLATES.get((admin, source))
+    if known is not None:
+        return known
+    name = f"qe_tpl_{os.getpid()}_{secrets.randbelow(10**12)}"
+    _clone(admin, source, name, retry=30.0)
+    with _LOCK:
+        return _TEMPLATES.setdefault((admin, source), name)
+
+
+def _clone(admin: str, source: str, copy: str, retry: float = 10.0) -> None:
+    """``CREATE DATABASE copy TEMPLATE source``; retried while other sessions are connected
+    to the source (PostgreSQL refuses to clone it then), and then refused naming them."""
+    import psycopg
+
+    with _LOCK:
+        first = not _CREATED
+        if first:
+            atexit.register(_drop_all)
+        _CREATED.append((admin, copy, ""))
+    if first:
+        _sweep(admin)
+    deadline = time.monotonic() + retry
+    with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+        while True:
+            try:
+                conn.execute(f"CREATE DATABASE {_ident(copy)} TEMPLATE {_ident(source)}")
+                return
+            except psycopg.errors.ObjectInUse:
+                if time.monotonic() > deadline:
+                    raise PlantError(_in_use(conn, source, retry)) from None
+                time.sleep(0.2)
+
+
+def _in_use(conn: Any, source: str, waited: float) -> str:
+    """Why ``source`` could not be cloned: the sessions connected to it, by user and state."""
+    rows = conn.execute("SELECT usename, coalesce(application_name, ''), state, count(*) FROM "
+                        "pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid() "
+                        "GROUP BY 1, 2, 3 ORDER BY 4 DESC", [source]).fetchall()
+    held = ", ".join(f"{n} {s or '?'} of {u}" + (f" ({a})" if a else "") for u, a, s, n in rows)
+    return (f"the PostgreSQL database {source!r} cannot be copied for planting: PostgreSQL "
+            f"clones only a database no other session is connected to, and after "
+            f"{waited:g} s {held or 'other sessions'} still were")
+
+
+def _table(conn: Any, name: str) -> tuple[str, str, list[tuple[str, str, bool]]]:
+    """(schema, table, [(column, type, is key)]) of the table ``name`` (case-insensitive; a
+    ``schema.table`` name is taken as such)."""
+    found = [(s, t) for s, t in conn.execute(_TABLES_SQL).fetchall()
+             if t.lower() == name.lower() or f"{s}.{t}".lower() == name.lower()]
+    if not found:
+        raise PlantError(f"protected {name}: no table {name!r}")
+    schema, table = found[0]
+    # a text column too short for a canary (varchar(10)) is left as it is, as a number is
+    cols = [(str(c), str(d) if n >= 13 else "short", bool(k)) for c, d, n, k in
+            conn.execute(_COLUMNS_SQL, (schema, table)).fetchall()]
+    return schema, table, cols
+
+
+def _columns(conn: Any, target: Target) -> tuple[str, list[str]]:
+    """The qualified table of ``target`` and the columns a canary goes in."""
+    schema, table, cols = _table(conn, target.table)
+    qualified = f"{_ident(schema)}.{_ident(table)}"
+    text = [c for c, d, k in cols if d in _TEXT_TYPES and not k]
+    if target.where:
+        try:
+            row = conn.execute(f"SELECT 1 FROM {qualified} WHERE ({target.where}) LIMIT 1"
+                               ).fetchone()
+        except Exception as exc:  # psycopg's errors: the suite's condition
+            raise PlantError(f"protected {target.describe()}: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
+        if row is None:
+            raise PlantError(f"protected {target.describe()}: the filter selects no row, so "
+                             "nothing would be planted")
+    if target.column is not None:
+        col = target.column.lower()
+        match = [c for c in text if c.lower() == col]
+        if not match:
+            kind = {c.lower(): (d, k) for c, d, k in cols}.get(col)
+            why = "no such column" if kind is None else \
+                "a key column (its joins would break)" if kind[1] else \
+                "too short for a canary (13 characters)" if kind[0] == "short" else \
+                "not a text column (a canary is text)"
+            raise PlantError(f"protected {target.describe()}: {why}")
+        return qualified, match
+    if not text:
+        raise PlantError(f"protected {target.describe()}: the table has no text column that is "
+                         "no key, so nothing can be planted")
+    return qualified, text
+
+
+def _plant(conn: Any, targets: Sequence[Target], seed: int
+           ) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Every protected cell planted: label -> canary, and for each table the ctids of the rows
+    its ``where:`` targets selected (after planting: an update moves a row to a new ctid,
+    which ``RETURNING`` tells). A row is named by its ``ctid`` in the fresh clone (the same
+    in every clone of the same database), and updated once with all its protected columns."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    tenant: dict[str, set[str]] = {}
+    for target in targets:
+        qualified, columns = _columns(conn, target)
+        cond = f" AND ({target.where})" if target.where else ""
+        if target.where:
+            tenant.setdefault(qualified, set()).update(
+                str(r[0]) for r in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
+                                                f"({target.where})").fetchall())
+        for column in columns:
+            for (ctid,) in conn.execute(f"SELECT ctid::text FROM {qualified} WHERE "
+                                        f"{_ident(column)} IS NOT NULL{cond}").fetchall():
+                label = f"{target.table}.{column} ctid {ctid}"
+                cells.setdefault((qualified, str(ctid)), {})[column] = label
+    canaries = make_canaries(seed, sorted(lab for row in cells.values()
+                                          for lab in row.values()))
+    with conn.transaction():
+        for (qualified, ctid), row in cells.items():
+            sets = ", ".join(f"{_ident(c)} = %s" for c in row)
+            moved = conn.execute(f"UPDATE {qualified} SET {sets} WHERE ctid = %s::tid "
+                                 "RETURNING ctid::text",
+                                 [*(canaries[lab] for lab in row.values()), ctid]).fetchone()
+            rows = tenant.get(qualified)
+            if rows is not None and ctid in rows and moved is not None:
+                rows.discard(ctid)
+                rows.add(str(moved[0]))
+    return canaries, tenant
+
+
+def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],
+              tenant: Mapping[str, set[str]]) -> None:
+    """``text`` planted in ``table``'s widest text column no target protects (cut to its
+    width: a ``varchar(40)`` holds the first 40 characters), in its first row (by ctid) no
+    ``where:`` target selects."""
+    schema, name, cols = _table(conn, table)
+    mine = [t for t in targets if t.table.lower() == table.lower()]
+    free = [c for c, d, k in cols if d in _TEXT_TYPES and not k and
+            not any(t.column and t.column.lower() == c.lower() for t in mine)]
+    if not free:
+        raise PlantError(f"instructions: table {table!r} has no text column left to plant in")
+    qualified = f"{_ident(schema)}.{_ident(name)}"
+    row = conn.execute(f"SELECT ctid::text FROM {qualified} WHERE NOT (ctid = ANY(%s::tid[])) "
+                       "ORDER BY ctid LIMIT 1", [sorted(tenant.get(qualified, ()))]).fetchone()
+    if row is None:
+        raise PlantError(f"instructions: table {table!r} has no row to plant in")
+    widths = dict(conn.execute(
+        "SELECT column_name, coalesce(character_maximum_length, 1000000000) FROM "
+        "information_schema.columns WHERE table_schema = %s AND table_name = %s",
+        (schema, name)).fetchall())
+    column = max(free, key=lambda c: int(widths.get(c, 0)))  # the widest: most of the text
+    conn.execute(f"UPDATE {qualified} SET {_ident(column)} = %s WHERE ctid = %s::tid",
+                 [text[:int(widths.get(column, len(text)))], row[0]])
+
+
+def _role(conn: Any, role: str, password: str, copy: str, admin: str) -> None:
+    """The agent's role: LOGIN and nothing else, reading every table of the copy."""
+    with _LOCK:
+        _CREATED.append((admin, "", role))
+    conn.execute(f"CREATE ROLE {_ident(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                 f"NOINHERIT NOREPLICATION NOBYPASSRLS PASSWORD '{password}'")
+    conn.execute(f"GRANT CONNECT ON DATABASE {_ident(copy)} TO {_ident(role)}")
+    for fn in ("pg_terminate_backend(integer, bigint)", "pg_cancel_backend(integer)"):
+        # the copy's own catalog: no role signals the sessions of its own role here
+        conn.execute(f"REVOKE EXECUTE ON FUNCTION pg_catalog.{fn} FROM PUBLIC")
+    for (schema,) in conn.execute("SELECT DISTINCT table_schema FROM information_schema.tables"
+                                  " WHERE table_schema NOT IN ('pg_catalog', "
+                                  "'information_schema')").fetchall():
+        conn.execute(f"GRANT USAGE ON SCHEMA {_ident(schema)} TO {_ident(role)}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {_ident(schema)} TO "
+                     f"{_ident(role)}")
+
+
+def _withhold(conn: Any, role: str, targets: Sequence[Target],
+              tenant: Mapping[str, set[str]]) -> None:
+    """What ``targets`` protect, withheld from ``role`` by the server: a table's grant
+    revoked, a column left out of its table's column grants, a tenant's rows hidden by a
+    restrictive row-level security policy on the rows the ``where:`` targets selected before
+    planting (their ctids: the filter may read a column that now holds canaries), under a
+    permissive policy that lets the rest through."""
+    denied: dict[str, set[str]] = {}
+    for n, target in enumerate(targets):
+        schema, table, cols = _table(conn, target.table)
+        qualified = f"{_ident(schema)}.{_ident(table)}"
+        if target.where:
+            if qualified not in denied.setdefault("rls", set()):
+                denied["rls"].add(qualified)
+                conn.execute(f"ALTER TABLE {qualified} ENABLE ROW LEVEL SECURITY")
+                conn.execute(f"CREATE POLICY qe_rows ON {qualified} FOR SELECT TO "
+                             f"{_ident(role)} USING (true)")
+                rows = "{" + ",".join(f'"{c}"' for c in sorted(tenant.get(qualified, ())))
+                conn.execute(f"CREATE POLICY qe_tenant_{n} ON {qualified} AS RESTRICTIVE FOR "
+                             f"SELECT TO {_ident(role)} USING (NOT (ctid = ANY ("
+                             f"'{rows}}}'::tid[])))")
+            continue
+        conn.execute(f"REVOKE SELECT ON {qualified} FROM {_ident(role)}")
+        if target.column is None:
+            denied.setdefault("tables", set()).add(qualified)
+            continue
+        gone = denied.setdefault(qualified, set())
+        gone.add(target.column.lower())
+        if qualified in denied.get("tables", set()):
+            continue
+        keep = [c for c, _, _ in cols if c.lower() not in gone]
+        if keep:
+            conn.execute(f"REVOKE SELECT ({', '.join(_ident(c) for c, _, _ in cols)}) ON "
+                         f"{qualified} FROM {_ident(role)}")
+            conn.execute(f"GRANT SELECT ({', '.join(_ident(c) for c in keep)}) ON "
+                         f"{qualified} TO {_ident(role)}")
+
+
+def _drop(admin: str, copy: str, role: str) -> None:
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error), \
+            psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+        if copy:
+            conn.execute(f"DROP DATABASE IF EXISTS {_ident(copy)} WITH (FORCE)")
+        if role:
+            conn.execute(f"DROP ROLE IF EXISTS {_ident(role)}")
+
+
+def _sweep(admin: str) -> None:
+    """What a killed run left (its copies, then its roles), dropped once per process: the
+    names carry the pid of the process that made them, and only a gone process's go."""
+    import psycopg
+
+    from ..tasks.pgcopies import _alive, sweep
+
+    with contextlib.suppress(psycopg.Error):
+        sweep(admin)
+        with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
+            for (name,) in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE "
+                                        "'qe\\_agent\\_%'").fetchall():
+                parts = str(name).split("_")
+                if len(parts) == 4 and parts[2].isdigit() and not _alive(int(parts[2])):
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute(f"DROP ROLE IF EXISTS {_ident(str(name))}")
+
+
+def _drop_all() -> None:
+    """The copies first (the role's grants are in them), then the roles."""
+    with _LOCK:
+        made = list(_CREATED)
+    for admin, copy, _ in made:
+        if copy:
+            _drop(admin, copy, "")
+    for admin, _, role in made:
+        if role:
+            _drop(admin, "", role)
