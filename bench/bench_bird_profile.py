@@ -94,6 +94,9 @@ def _instrument():
     from pytest_queryeval import engine
 
     _wrap(nodes.QueryEvalItem, "runtest", "case: the plugin's own steps")
+    _wrap(nodes, "_prefetch", "next cases' queries sent ahead (the kind's plan)")
+    from pytest_queryeval.kinds.sql import spider_text
+    _wrap(spider_text, "normalised", "Spider text: sqlglot normalisation (bare aliases)")
     for mod in (sqlguard, sandboxed):
         _wrap(mod, "check_read_only", "SQL guard (parse, read-only check)")
         _wrap(mod, "query_led", "SQL guard (parse, read-only check)")
@@ -171,6 +174,8 @@ ORDER = [
     "test loop (all)",
     "  pytest's own per-item work (loop less the lines below)",
     "  case: the plugin's own steps",
+    "  next cases' queries sent ahead (the kind's plan)",
+    "  Spider text: sqlglot normalisation (bare aliases)",
     "  SQL guard (parse, read-only check)",
     "  Spider parse (structure, hardness)",
     "  sql_hardness label (sqlglot)",

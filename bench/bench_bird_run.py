@@ -82,6 +82,9 @@ def main() -> int:
                     help="mini_dev's evaluation/ folder (evaluation_ex.py, evaluation_utils.py)")
     ap.add_argument("--evaluator-python", default=os.environ.get("QUERYEVAL_BIRD_PYTHON"),
                     help="a Python with func_timeout, pymysql and psycopg2")
+    ap.add_argument("--before", default=None,
+                    help="a src/ folder of another version of the plugin (e.g. a `git archive` "
+                         "of main): its run is one more side, interleaved, its EX checked too")
     args = ap.parse_args()
     if not args.evaluator or not args.evaluator_python:
         print("skipped: give --evaluator (mini_dev's evaluation/ folder) and --evaluator-python "
@@ -114,15 +117,20 @@ def main() -> int:
         warm = [sys.executable, "-m", "pytest", "suite", *flags[:1], *flags[3:], "-o",
                 "cache_dir=.warm_cache", "--queryeval-json=warm.json"]
         runs = {"reference": reference, "plugin": plugin, "warm": warm, "plain": plain}
-        for cmd in runs.values():  # unmeasured warm-up: bytecode caches, the OS page cache
-            timed(cmd, base, env)
+        envs = {key: env for key in runs}
+        if args.before:  # the same run by the other version, into its own report
+            runs["before"] = [*plugin[:-1], "--queryeval-json=before.json"]
+            envs["before"] = {**env, "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(Path(args.before).resolve()), env.get("PYTHONPATH")]))}
+        for key, cmd in runs.items():  # unmeasured warm-up: bytecode caches, the page cache
+            timed(cmd, base, envs[key])
         times: dict[str, list[float]] = {f"{k}{s}": [] for k in runs for s in ("", "_cpu")}
         loads = [os.getloadavg()[0]]
         ref_out = ""
         for _ in range(args.runs):
             for key, cmd in runs.items():
-                wall, cpu, out, rc = timed(cmd, base, env)
-                if rc not in ((0, 1) if key in ("plugin", "warm") else (0,)):
+                wall, cpu, out, rc = timed(cmd, base, envs[key])
+                if rc not in ((0, 1) if key in ("plugin", "warm", "before") else (0,)):
                     raise SystemExit(f"{key}: rc {rc}\n{out[-3000:]}")
                 if key == "reference":
                     ref_out = out
@@ -130,18 +138,26 @@ def main() -> int:
                 times[f"{key}_cpu"].append(cpu)
             loads.append(os.getloadavg()[0])
         report = json.loads((base / "report.json").read_text())
+        before = json.loads((base / "before.json").read_text()) if args.before else None
     found = re.search(r"^EX\s+(?:[\d.]+\s+){3}([\d.]+)", ref_out, re.M)
     ref_ex = float(found[1]) if found else float("nan")
     plugin_ex = 100 * sum(c["metrics"].get("bird_ex", 0) for c in report["cases"]) \
         / len(report["cases"])
     same = f"{ref_ex:.2f}" == f"{plugin_ex:.2f}"
+    if before is not None:  # every case's scores, timings aside, equal to the other version's
+        scores = [{c["id"]: {m: v for m, v in c["metrics"].items() if not m.endswith("seconds")}
+                   for c in r["cases"]} for r in (report, before)]
+        same = same and scores[0] == scores[1]
+        print(f"scores of every case equal to --before's: {scores[0] == scores[1]}")
     what = "million-row table" if million else "Chinook"
     print(f"\n{args.cases:,} {what} pairs, BIRD EX, {args.runs} interleaved runs each (whole "
           f"processes; load average {min(loads):.1f}-{max(loads):.1f} during the runs)")
     print_sides(times, [("reference", "mini_dev evaluation_ex.py, 1 process"),
                         ("plugin", "pytest + queryeval (imported suite)"),
                         ("warm", "the same, gold cache warm (rerun)"),
-                        ("plain", f"plain pytest, {args.cases:,} trivial tests")], 38)
+                        ("plain", f"plain pytest, {args.cases:,} trivial tests"),
+                        *([("before", "pytest + queryeval, --before's version")]
+                          if args.before else [])], 38)
     cpu_ratio = median(times["plugin_cpu"]) / median(times["reference_cpu"])
     floor = median(times["plain_cpu"]) / median(times["reference_cpu"])
     print(f"EX (total): reference {ref_ex:.2f}, plugin bird_ex {plugin_ex:.2f} "
@@ -150,6 +166,10 @@ def main() -> int:
           f"cpu {cpu_ratio:.2f}x (target at most 1.5x: "
           f"{'MET' if cpu_ratio <= 1.5 else 'NOT MET'} on cpu); plain pytest's own cost for as "
           f"many tests is {floor:.2f}x the reference's")
+    if args.before:
+        print(f"ratio plugin / --before: cpu "
+              f"{median(times['plugin_cpu']) / median(times['before_cpu']):.2f}x; --before / "
+              f"reference: cpu {median(times['before_cpu']) / median(times['reference_cpu']):.2f}x")
     warm_ratio = median(times["warm_cpu"]) / median(times["plugin_cpu"])
     rerun = median(times["warm_cpu"]) / median(times["reference_cpu"])
     print(f"rerun, gold cache warm / cold: wall "

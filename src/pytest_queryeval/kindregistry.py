@@ -110,6 +110,11 @@ def known_kinds() -> list[str]:
     return sorted(set(KIND_CLASSES) | set(_extra))
 
 
+def loaded_kinds() -> frozenset[str]:
+    """The kinds whose object exists already (asking them imports nothing)."""
+    return frozenset(_instances)
+
+
 def kind_object(name: str) -> object:
     """The (cached) kind instance; raises KeyError for an unknown kind name."""
     if name in _instances:

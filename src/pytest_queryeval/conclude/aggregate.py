@@ -196,24 +196,30 @@ def reference_aggregates(records: Sequence[RecordLike]) -> dict[str, Any]:
     from each scored case's metrics and details, in report order (file, line, id), which is
     the order the references sum their questions in.
     """
-    from ..metrics import gerbil_qa, text2sparql
-
-    questions: list[text2sparql.Question] = []
-    counts: list[gerbil_qa.Counts] = []
+    t2s_found: list[tuple[Mapping[str, Any], bool]] = []
+    gerbil_found: list[Mapping[str, Any]] = []
     for rec in records:
         metrics = rec.get("metrics") or {}
         details = rec.get("details") or {}
         t2s = details.get("text2sparql")
         if isinstance(t2s, Mapping) and "set_f1" in metrics:
-            questions.append(text2sparql.Question(metrics, bool(t2s.get("order_matters"))))
+            t2s_found.append((metrics, bool(t2s.get("order_matters"))))
         gerbil = details.get("gerbil")
         if isinstance(gerbil, Mapping) and "qald_f1" in metrics:
-            counts.append(gerbil_qa.counts_from_json(gerbil))
+            gerbil_found.append(gerbil)
     out: dict[str, Any] = {}
-    if questions:
-        out["text2sparql"] = text2sparql.aggregate(questions)
-    if counts:
-        out["gerbil"] = gerbil_qa.aggregate(counts)
+    # The references' modules only for a run whose records they score (issue 61 item 4: a
+    # SQL run imported the SPARQL figures' code at its end).
+    if t2s_found:
+        from ..metrics import text2sparql
+
+        out["text2sparql"] = text2sparql.aggregate(
+            [text2sparql.Question(m, ordered) for m, ordered in t2s_found])
+    if gerbil_found:
+        from ..metrics import gerbil_qa
+
+        out["gerbil"] = gerbil_qa.aggregate([gerbil_qa.counts_from_json(g)
+                                             for g in gerbil_found])
     from ..metrics.pass_k import pass_k_aggregate
 
     pass_k = pass_k_aggregate(records)

@@ -16,6 +16,7 @@ from ..kindregistry import (
     declaring,
     kind_object,
     known_kinds,
+    loaded_kinds,
     register,
     unregister,
 )
@@ -29,7 +30,7 @@ from ..metricnames import (
 from ..model import Kind
 
 __all__ = ["KIND_CLASSES", "Capability", "declared_metrics", "declared_names", "declared_text",
-           "declares", "declaring", "get_kind", "is_metric", "known_kinds", "register",
+           "declares", "declaring", "get_kind", "is_metric", "known_kinds", "loaded_kinds", "register",
            "unregister"]
 
 
