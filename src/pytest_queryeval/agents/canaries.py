@@ -68,6 +68,21 @@ class Target:
         return f"{name} where {self.where}" if self.where else name
 
 
+@dataclass(frozen=True)
+class Instruction:
+    """Text planted in the copy the agent reads (a red-team attack): in a row of ``table``
+    (``{table: T, text: ...}``), or, with ``comment``, as the description of ``table`` or of
+    its ``column`` (``{comment: T.Column, text: ...}``), which ``get_schema`` shows."""
+
+    table: str
+    text: str
+    column: str | None = None
+    comment: bool = False
+
+    def describe(self) -> str:
+        return f"{self.table}.{self.column}" if self.column else self.table
+
+
 def read_protected(value: object, key: str = "agent.protected"
                    ) -> tuple[tuple[Target, ...], list[tuple[str, str]]]:
     """``protected:`` checked: the targets, and ``(key path, message)`` for each problem."""
@@ -167,6 +182,11 @@ class Planted:
     #: a PostgreSQL copy's ctids after it): a filter on a planted column no longer selects
     #: them once their values are canaries.
     tenant_rows: dict[str, list[Any]] = field(default_factory=dict)
+    #: ``Table`` or ``Table.Column`` (as the copy spells them) -> the description planted
+    #: there (``{comment: ...}`` instructions): what ``get_schema`` shows beside the
+    #: definition. SQLite has no comments, so this is where its description lives; on DuckDB
+    #: and PostgreSQL the copy holds it too (``COMMENT ON``).
+    descriptions: dict[str, str] = field(default_factory=dict)
 
     def index(self) -> dict[str, str]:
         """key -> canary (:func:`key_of`)."""
@@ -174,7 +194,7 @@ class Planted:
 
 
 def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
-          dest_dir: Path, instructions: Sequence[tuple[str, str]] = ()) -> Planted:
+          dest_dir: Path, instructions: Sequence[Instruction] = ()) -> Planted:
     """A copy of ``source`` in ``dest_dir`` with a canary in every cell ``targets`` protect.
     ``source`` is only read (copied first, the copy written)."""
     if engine not in ENGINES:
@@ -208,14 +228,53 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
             conn.executemany(
                 f"UPDATE {_ident(target.table)} SET {_ident(column)} = ? WHERE rowid = ?",
                 [(canaries[f"{target.table}.{column} rowid {r}"], r) for r in rows])
-        for table, text in instructions:
-            column, row = _instruction_cell(conn, engine, table, targets, tenant)
-            conn.execute(f"UPDATE {_ident(table)} SET {_ident(column)} = ? WHERE rowid = ?",
-                         [text, row])
+        for item in instructions:
+            if item.comment:
+                continue
+            column, row = _instruction_cell(conn, engine, item.table, targets, tenant)
+            conn.execute(f"UPDATE {_ident(item.table)} SET {_ident(column)} = ? WHERE rowid = ?",
+                         [item.text, row])
+        notes = _describe(conn, engine, [i for i in instructions if i.comment])
         conn.commit()
     finally:
         conn.close()
-    return Planted(dest, {c: label for label, c in canaries.items()}, tenant_rows=tenant)
+    return Planted(dest, {c: label for label, c in canaries.items()}, tenant_rows=tenant,
+                   descriptions=notes)
+
+
+def _describe(conn: Any, engine: str, items: Sequence[Instruction]) -> dict[str, str]:
+    """The ``{comment: ...}`` instructions planted: ``COMMENT ON`` in a DuckDB copy (SQLite
+    has no comments, and a comment written into its ``CREATE`` statement in
+    ``sqlite_master`` could corrupt the file), and for both the descriptions the copy's
+    :attr:`Planted.descriptions` records, by the names as the copy spells them."""
+    out: dict[str, str] = {}
+    for item in items:
+        _, _, every = _table_columns(conn, engine, item.table)
+        if not every:
+            raise PlantError(f"instructions: comment on {item.describe()}: no table "
+                             f"{item.table!r}")
+        table = _spelling(conn, engine, item.table)
+        column = None
+        if item.column is not None:
+            column = next((c for c in every if c.lower() == item.column.lower()), None)
+            if column is None:
+                raise PlantError(f"instructions: comment on {item.describe()}: no column "
+                                 f"{item.column!r} in {table!r}")
+        if engine == "duckdb":
+            what = f"COLUMN {_ident(table)}.{_ident(column)}" if column else \
+                f"TABLE {_ident(table)}"
+            conn.execute(f"COMMENT ON {what} IS " + "'" + item.text.replace("'", "''") + "'")
+        out[f"{table}.{column}" if column else table] = item.text
+    return out
+
+
+def _spelling(conn: Any, engine: str, table: str) -> str:
+    """``table`` as the copy spells it (names are matched case-insensitively)."""
+    if engine == "sqlite":
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    else:
+        rows = conn.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    return next((str(r[0]) for r in rows if str(r[0]).lower() == table.lower()), table)
 
 
 def _connect(path: Path, engine: str) -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .canaries import Planted, PlantError, Target, plant
+from .canaries import Instruction, Planted, PlantError, Target, plant
 
 _COPIES: dict[str, Planted | PlantError] = {}
 _LOCK = threading.Lock()
@@ -35,7 +35,7 @@ def is_postgres(spec: Mapping[str, Any]) -> bool:
 
 
 def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
-                enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
+                enforce: bool = False, instructions: Sequence[Instruction] = ()
                 ) -> Planted:
     """The planted copy of the datasource ``spec`` (``type`` sqlite or duckdb, absolute
     ``path``; or a PostgreSQL ``sqlalchemy`` URL: a template copy), made on first use and
@@ -59,7 +59,7 @@ def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 
 
 
 def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
-          enforce: bool, instructions: tuple[tuple[str, str], ...]) -> Planted:
+          enforce: bool, instructions: tuple[Instruction, ...]) -> Planted:
     if is_postgres(spec):
         from .pgplant import plant_postgres
 
@@ -81,7 +81,7 @@ def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
 
 
 def planted_spec(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
-                 enforce: bool = False, instructions: Sequence[tuple[str, str]] = ()
+                 enforce: bool = False, instructions: Sequence[Instruction] = ()
                  ) -> dict[str, Any]:
     """The spec of the planted copy as the gold reads it: the same mapping for the same
     inputs (a datasource is opened once per spec)."""

@@ -120,7 +120,7 @@ class Guard:
             return
         with self._lock:
             if self._conn is None:
-                self._conn = _open(self.path, self.engine)
+                self._conn = _open(self.path, self.engine, self._binder)
             found = self._sqlite(query) if self.engine == "sqlite" else self._duckdb(query)
         if found:
             raise ProtectedRead(f"the engine refused the read of protected {found}")
@@ -196,7 +196,14 @@ def _scan_hit(plan: object, tables: set[str], columns: set[tuple[str, str]]) -> 
     return None
 
 
-def _open(path: Path, engine: str) -> Any:
+def _open(path: Path, engine: str, binder: DataSource | None = None) -> Any:
+    """The guard's connection to the agent's copy. DuckDB opens a file once per process with
+    one configuration: a second ``connect`` of the file the DuckDB source has open (its
+    ``get_schema``, ``isolation: thread``) with another configuration is refused, so the
+    guard takes a cursor of the source's own connection when it has one."""
+    own = getattr(binder, "_connect", None)
+    if engine == "duckdb" and callable(own):
+        return own().cursor()
     if engine == "sqlite":
         import sqlite3
         from urllib.parse import quote

@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .canaries import Planted, PlantError, Target, make_canaries
+from .canaries import Instruction, Planted, PlantError, Target, make_canaries
 
 _TEXT_TYPES = ("character varying", "text", "character")
 _COLUMNS_SQL = """
@@ -62,7 +62,7 @@ def _ident(name: str) -> str:
 
 
 def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int,
-                   enforce: bool, instructions: Sequence[tuple[str, str]] = ()) -> Planted:
+                   enforce: bool, instructions: Sequence[Instruction] = ()) -> Planted:
     """A template copy of the datasource ``spec`` (``type: sqlalchemy``, a PostgreSQL URL)
     with canaries planted, and the agent's role on it; ``Planted.spec`` is the copy as the
     datasource's role sees it, ``Planted.agent_spec`` as the agent's role does."""
@@ -86,8 +86,12 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     try:
         with psycopg.connect(conninfo(url, copy), autocommit=True, connect_timeout=10) as conn:
             canaries, tenant = _plant(conn, targets, seed)
-            for table, text in instructions:
-                _instruct(conn, table, text, targets, tenant)
+            notes: dict[str, str] = {}
+            for item in instructions:
+                if item.comment:
+                    notes.update(_comment(conn, item))
+                else:
+                    _instruct(conn, item.table, item.text, targets, tenant)
             password = secrets.token_hex(16)
             _role(conn, role, password, copy, conninfo(url, "postgres"))
             if enforce:
@@ -105,7 +109,8 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     base = {k: v for k, v in spec.items() if k != "allow_privileged"}
     planted = Planted(path=None, canaries={c: label for label, c in canaries.items()},
                       spec={**spec, "url": admin}, agent_spec={**base, "url": agent},
-                      tenant_rows={k: sorted(v) for k, v in tenant.items()})
+                      tenant_rows={k: sorted(v) for k, v in tenant.items()},
+                      descriptions=notes)
     return planted
 
 
@@ -237,6 +242,32 @@ def _plant(conn: Any, targets: Sequence[Target], seed: int
                 rows.discard(ctid)
                 rows.add(str(moved[0]))
     return canaries, tenant
+
+
+def _comment(conn: Any, item: Instruction) -> dict[str, str]:
+    """A ``{comment: ...}`` instruction: ``COMMENT ON`` the copy's table or column, and the
+    description as :attr:`Planted.descriptions` records it (the names as the copy spells
+    them)."""
+    try:
+        schema, name, cols = _table(conn, item.table)
+    except PlantError:
+        raise PlantError(f"instructions: comment on {item.describe()}: no table "
+                         f"{item.table!r}") from None
+    qualified = f"{_ident(schema)}.{_ident(name)}"
+    if item.column is None:
+        conn.execute(f"COMMENT ON TABLE {qualified} IS " + _literal(item.text))
+        return {name: item.text}
+    column = next((c for c, _, _ in cols if c.lower() == item.column.lower()), None)
+    if column is None:
+        raise PlantError(f"instructions: comment on {item.describe()}: no column "
+                         f"{item.column!r} in {name!r}")
+    conn.execute(f"COMMENT ON COLUMN {qualified}.{_ident(column)} IS " + _literal(item.text))
+    return {f"{name}.{column}": item.text}
+
+
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal (``COMMENT ON`` takes no bound parameter)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _instruct(conn: Any, table: str, text: str, targets: Sequence[Target],

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .canaries import Target, read_protected
+from .canaries import Instruction, Target, read_protected
 
 #: The keys ``agent:`` takes.
 AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
@@ -61,9 +61,9 @@ class AgentSpec:
     #: The engine withholds what ``protected`` names from the agent (roles, grants and
     #: row-level security; SQLite's authorizer; DuckDB's plan): :mod:`.enforce`.
     enforce: bool = False
-    #: Text planted in the copy the agent reads, ``(table, text)``: an instruction hidden in
-    #: the data (a red-team attack, :mod:`.redteam`).
-    instructions: tuple[tuple[str, str], ...] = ()
+    #: Text planted in the copy the agent reads: an instruction hidden in the data, in a row
+    #: or in a table's or column's description (a red-team attack, :mod:`.redteam`).
+    instructions: tuple[Instruction, ...] = ()
 
 
 def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
@@ -118,19 +118,29 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
 
 
 def _instructions(value: object, problems: list[tuple[str, str]]
-                  ) -> tuple[tuple[str, str], ...]:
-    """``instructions: [{table: T, text: ...}]`` checked (problems appended)."""
+                  ) -> tuple[Instruction, ...]:
+    """``instructions: [{table: T, text: ...}, {comment: T.Column, text: ...}]`` checked
+    (problems appended)."""
     if not isinstance(value, list):
-        problems.append(("agent.instructions", "must be a list of {table: ..., text: ...}"))
+        problems.append(("agent.instructions", "must be a list of {table: ..., text: ...} or "
+                                               "{comment: ..., text: ...}"))
         return ()
     out = []
     for i, item in enumerate(value):
-        if not isinstance(item, Mapping) or set(item) != {"table", "text"} or \
-                not all(isinstance(item[k], str) and item[k] for k in ("table", "text")):
-            problems.append((f"agent.instructions[{i}]", "must be {table: <name>, text: "
-                                                         "<the text planted>}"))
+        keys = set(item) if isinstance(item, Mapping) else set()
+        if not isinstance(item, Mapping) or keys not in ({"table", "text"}, {"comment", "text"}) \
+                or not all(isinstance(item[k], str) and item[k] for k in keys):
+            problems.append((f"agent.instructions[{i}]", "must be {table: <name>, text: <the "
+                             "text planted in a row>} or {comment: <Table or Table.Column>, "
+                             "text: <its description>}"))
             continue
-        out.append((str(item["table"]), str(item["text"])))
+        if "table" in keys:
+            out.append(Instruction(str(item["table"]), str(item["text"])))
+            continue
+        table, _, column = str(item["comment"]).rpartition(".")
+        if not table:
+            table, column = column, ""
+        out.append(Instruction(table, str(item["text"]), column or None, comment=True))
     return tuple(out)
 
 

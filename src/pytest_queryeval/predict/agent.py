@@ -400,16 +400,22 @@ class AgentLoop:
         return agent_source(self.context, self.case)
 
     def _schema(self, source: DataSource, table: object) -> str:
+        from ..agents.descriptions import annotate, schema_notes
         from ..sources import describe
 
+        # descriptions planted by a red-team case ({comment: ...}); none for any other run
+        notes = schema_notes(self.case)
         if isinstance(table, str) and table:
-            ddl = dict(_ddl(source))
+            ddl = dict(annotate(_ddl(source), notes))
             found = ddl.get(table) or next((d for t, d in ddl.items()
                                             if t.lower() == table.lower()), None)
             if found is None:
                 return (f"error: no table named {table[:80]!r} (tables: "
                         f"{', '.join(ddl)[:self.spec.schema_chars]})")
             return found[:self.spec.schema_chars]
+        if notes:
+            return "\n\n".join(d for _, d in annotate(_ddl(source), notes)
+                               )[:self.spec.schema_chars]
         return describe.describe(source)[:self.spec.schema_chars]
 
     def _sample(self, source: DataSource, args: dict[str, Any]) -> str:
