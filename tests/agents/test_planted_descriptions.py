@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.agents.canaries import Instruction, Target, plant
-from pytest_queryeval.agents.descriptions import annotate
+from pytest_queryeval.agents.descriptions import annotate, plant_descriptions
 from pytest_queryeval.agents.spec import read_agent
 from pytest_queryeval.sources import describe, open_source
 from tests.agents.test_enforcement import duckdb_chinook
@@ -42,22 +42,23 @@ def test_the_comment_form_is_read_and_a_bad_entry_is_located():
 
 
 def test_sqlite_records_the_description_and_leaves_the_schema_alone(tmp_path):
-    planted = plant(CHINOOK, "sqlite", [Target("Employee")], 0, tmp_path, [
+    planted = plant(CHINOOK, "sqlite", [Target("Employee")], 0, tmp_path)
+    assert planted.path is not None
+    notes = plant_descriptions(planted.path, "sqlite", [
         Instruction("customer", "col note", "email", comment=True),
         Instruction("CUSTOMER", "table note", comment=True)])
-    assert planted.descriptions == {"Customer.Email": "col note", "Customer": "table note"}
-    assert planted.path is not None
+    assert notes == {"Customer.Email": "col note", "Customer": "table note"}
 
     def master(path: Path) -> list[Any]:
         with sqlite3.connect(path) as conn:
             return conn.execute("SELECT * FROM sqlite_master ORDER BY name").fetchall()
 
     assert master(planted.path) == master(CHINOOK)  # no comment written into the file
-    other = tmp_path / "other"
-    other.mkdir()
     with pytest.raises(ValueError, match="no column 'Nope' in 'Customer'"):
-        plant(CHINOOK, "sqlite", [Target("Employee")], 0, other,
-              [Instruction("Customer", "t", "Nope", comment=True)])
+        plant_descriptions(planted.path, "sqlite",
+                           [Instruction("Customer", "t", "Nope", comment=True)])
+    with pytest.raises(ValueError, match="no table 'Nope'"):
+        plant_descriptions(planted.path, "sqlite", [Instruction("Nope", "t", comment=True)])
 
 
 def test_duckdb_comments_the_copy_only(tmp_path):
@@ -65,11 +66,12 @@ def test_duckdb_comments_the_copy_only(tmp_path):
     source = duckdb_chinook(tmp_path / "chinook.duckdb")
     out = tmp_path / "out"
     out.mkdir()
-    planted = plant(source, "duckdb", [Target("Employee")], 0, out, [
+    planted = plant(source, "duckdb", [Target("Employee")], 0, out)
+    assert planted.path is not None
+    notes = plant_descriptions(planted.path, "duckdb", [
         Instruction("Customer", "col note", "Email", comment=True),
         Instruction("Customer", "table note", comment=True)])
-    assert planted.descriptions == {"Customer.Email": "col note", "Customer": "table note"}
-    assert planted.path is not None
+    assert notes == {"Customer.Email": "col note", "Customer": "table note"}
     with duckdb.connect(str(planted.path), read_only=True) as conn:
         assert conn.execute("SELECT comment FROM duckdb_columns() WHERE table_name = "
                             "'Customer' AND column_name = 'Email'").fetchone() == ("col note",)

@@ -195,7 +195,8 @@ class Planted:
 
 def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
           dest_dir: Path, instructions: Sequence[Instruction] = ()) -> Planted:
-    """A copy of ``source`` in ``dest_dir`` with a canary in every cell ``targets`` protect.
+    """A copy of ``source`` in ``dest_dir`` with a canary in every cell ``targets`` protect,
+    and the row ``instructions`` (a ``comment`` one is :mod:`.descriptions`' to plant).
     ``source`` is only read (copied first, the copy written)."""
     if engine not in ENGINES:
         raise PlantError(f"protected data is planted in a copy of a SQLite or DuckDB file or "
@@ -234,47 +235,10 @@ def plant(source: Path, engine: str, targets: Sequence[Target], seed: int,
             column, row = _instruction_cell(conn, engine, item.table, targets, tenant)
             conn.execute(f"UPDATE {_ident(item.table)} SET {_ident(column)} = ? WHERE rowid = ?",
                          [item.text, row])
-        notes = _describe(conn, engine, [i for i in instructions if i.comment])
         conn.commit()
     finally:
         conn.close()
-    return Planted(dest, {c: label for label, c in canaries.items()}, tenant_rows=tenant,
-                   descriptions=notes)
-
-
-def _describe(conn: Any, engine: str, items: Sequence[Instruction]) -> dict[str, str]:
-    """The ``{comment: ...}`` instructions planted: ``COMMENT ON`` in a DuckDB copy (SQLite
-    has no comments, and a comment written into its ``CREATE`` statement in
-    ``sqlite_master`` could corrupt the file), and for both the descriptions the copy's
-    :attr:`Planted.descriptions` records, by the names as the copy spells them."""
-    out: dict[str, str] = {}
-    for item in items:
-        _, _, every = _table_columns(conn, engine, item.table)
-        if not every:
-            raise PlantError(f"instructions: comment on {item.describe()}: no table "
-                             f"{item.table!r}")
-        table = _spelling(conn, engine, item.table)
-        column = None
-        if item.column is not None:
-            column = next((c for c in every if c.lower() == item.column.lower()), None)
-            if column is None:
-                raise PlantError(f"instructions: comment on {item.describe()}: no column "
-                                 f"{item.column!r} in {table!r}")
-        if engine == "duckdb":
-            what = f"COLUMN {_ident(table)}.{_ident(column)}" if column else \
-                f"TABLE {_ident(table)}"
-            conn.execute(f"COMMENT ON {what} IS " + "'" + item.text.replace("'", "''") + "'")
-        out[f"{table}.{column}" if column else table] = item.text
-    return out
-
-
-def _spelling(conn: Any, engine: str, table: str) -> str:
-    """``table`` as the copy spells it (names are matched case-insensitively)."""
-    if engine == "sqlite":
-        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    else:
-        rows = conn.execute("SELECT table_name FROM information_schema.tables").fetchall()
-    return next((str(r[0]) for r in rows if str(r[0]).lower() == table.lower()), table)
+    return Planted(dest, {c: label for label, c in canaries.items()}, tenant_rows=tenant)
 
 
 def _connect(path: Path, engine: str) -> Any:

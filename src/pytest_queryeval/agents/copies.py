@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .canaries import Instruction, Planted, PlantError, Target, plant
+from .descriptions import plant_descriptions
 
 _COPIES: dict[str, Planted | PlantError] = {}
 _LOCK = threading.Lock()
@@ -70,6 +71,9 @@ def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
         _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
         planted = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets, seed,
                         Path(_DIRS[-1]), instructions)
+        assert planted.path is not None
+        planted.descriptions = plant_descriptions(planted.path, str(spec.get("type")),
+                                                  [i for i in instructions if i.comment])
         planted.spec = {**spec, "path": str(planted.path)}
         if enforce:
             from .enforce import tenant_copy
@@ -95,3 +99,17 @@ def _remove_dirs() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def schema_notes(case: Any) -> dict[str, str]:
+    """The descriptions of the case's planted copy (``Table`` or ``Table.Column`` -> text);
+    empty unless the case plants a ``{comment: ...}`` instruction."""
+    from .spec import AgentSpec
+
+    spec = getattr(case, "agent", None)
+    if not isinstance(spec, AgentSpec) or not any(i.comment for i in spec.instructions):
+        return {}
+    try:
+        planted = planted_for(getattr(case, "source_spec", None) or {}, spec.protected,
+                              spec.canary_seed, spec.enforce, spec.instructions)
+    except PlantError:  # the case's error already, where its source is opened
+        return {}
+    return dict(planted.descriptions)

@@ -16,34 +16,21 @@ The form, in the ``CREATE TABLE`` text the tool serves:
   a line ``-- description of <Column>: <text>`` after the table's line.
 
 The text is kept on one line (its line breaks become spaces), so it cannot end the comment.
+
+Planting (:func:`plant_descriptions`) is here for a file copy, after :func:`.canaries.plant`
+(:mod:`.copies` calls both); a PostgreSQL copy's is :mod:`.pgplant`'s.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from .canaries import Instruction, PlantError, _connect, _ident, _table_columns
+
 _SPACE = re.compile(r"\s+")
-
-
-def schema_notes(case: Any) -> dict[str, str]:
-    """The descriptions of the case's planted copy (``Table`` or ``Table.Column`` -> text);
-    empty unless the case plants a ``{comment: ...}`` instruction."""
-    from .spec import AgentSpec
-
-    spec = getattr(case, "agent", None)
-    if not isinstance(spec, AgentSpec) or not any(i.comment for i in spec.instructions):
-        return {}
-    from .canaries import PlantError
-    from .copies import planted_for
-
-    try:
-        planted = planted_for(getattr(case, "source_spec", None) or {}, spec.protected,
-                              spec.canary_seed, spec.enforce, spec.instructions)
-    except PlantError:  # the case's error already, where its source is opened
-        return {}
-    return dict(planted.descriptions)
 
 
 def annotate(ddl: Sequence[tuple[str, str]], notes: Mapping[str, str]
@@ -98,3 +85,53 @@ def _spelled(notes: Mapping[str, str], key: str) -> str:
 
 def _one_line(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
+
+
+# -- planting (file copies; PostgreSQL's are :mod:`.pgplant`'s) ---------------------------
+
+def plant_descriptions(path: Path, engine: str, items: Sequence[Instruction]
+                       ) -> dict[str, str]:
+    """The ``{comment: ...}`` instructions planted: ``COMMENT ON`` in a DuckDB copy (SQLite
+    has no comments, and a comment written into its ``CREATE`` statement in
+    ``sqlite_master`` could corrupt the file), and for both the descriptions the copy's
+    :attr:`Planted.descriptions` records, by the names as the copy spells them."""
+    out: dict[str, str] = {}
+    if not items:
+        return out
+    conn = _connect(path, engine)
+    try:
+        _describe(conn, engine, items, out)
+        conn.commit()
+    finally:
+        conn.close()
+    return out
+
+
+def _describe(conn: Any, engine: str, items: Sequence[Instruction], out: dict[str, str]
+              ) -> None:
+    for item in items:
+        _, _, every = _table_columns(conn, engine, item.table)
+        if not every:
+            raise PlantError(f"instructions: comment on {item.describe()}: no table "
+                             f"{item.table!r}")
+        table = _spelling(conn, engine, item.table)
+        column = None
+        if item.column is not None:
+            column = next((c for c in every if c.lower() == item.column.lower()), None)
+            if column is None:
+                raise PlantError(f"instructions: comment on {item.describe()}: no column "
+                                 f"{item.column!r} in {table!r}")
+        if engine == "duckdb":
+            what = f"COLUMN {_ident(table)}.{_ident(column)}" if column else \
+                f"TABLE {_ident(table)}"
+            conn.execute(f"COMMENT ON {what} IS " + "'" + item.text.replace("'", "''") + "'")
+        out[f"{table}.{column}" if column else table] = item.text
+
+
+def _spelling(conn: Any, engine: str, table: str) -> str:
+    """``table`` as the copy spells it (names are matched case-insensitively)."""
+    if engine == "sqlite":
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    else:
+        rows = conn.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    return next((str(r[0]) for r in rows if str(r[0]).lower() == table.lower()), table)

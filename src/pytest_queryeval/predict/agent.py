@@ -400,7 +400,8 @@ class AgentLoop:
         return agent_source(self.context, self.case)
 
     def _schema(self, source: DataSource, table: object) -> str:
-        from ..agents.descriptions import annotate, schema_notes
+        from ..agents.copies import schema_notes
+        from ..agents.descriptions import annotate
         from ..sources import describe
 
         # descriptions planted by a red-team case ({comment: ...}); none for any other run
