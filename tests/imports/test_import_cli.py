@@ -47,8 +47,8 @@ def test_queryeval_import_is_a_subcommand_with_the_same_arguments(tmp_path, shar
     assert capsys.readouterr().err.startswith("queryeval import spider: ")
     assert queryeval(["--help"]) == 0
     top = capsys.readouterr().out.splitlines()
-    assert top[0] == "usage: queryeval {merge,import,init,view,mine} [options]"
-    assert [line.split()[0] for line in top[2:]] == ["merge", "import", "init", "view", "mine"]
+    assert top[0] == "usage: queryeval {merge,import,init,view,redteam,mine} [options]"
+    assert [line.split()[0] for line in top[2:]] == ["merge", "import", "init", "view", "redteam", "mine"]
     assert queryeval(["imprt"]) == 4  # a usage error, as queryeval merge's
     err = capsys.readouterr().err
-    assert err.startswith("queryeval: unknown command 'imprt'\nusage: queryeval {merge,import,init,view,mine}")
+    assert err.startswith("queryeval: unknown command 'imprt'\nusage: queryeval {merge,import,init,view,redteam,mine}")

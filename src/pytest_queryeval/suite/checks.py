@@ -69,7 +69,7 @@ class MetricCatalog:
     def produced(self, metric: str) -> bool:
         """Whether some kind produces ``metric``: the kinds already imported asked first, and
         no further than the first that does. A suite-wide ``bird_ex`` threshold imported
-        every kind and its metrics (SPARQL's, SDMX's, JSON's, Cypher's) to list the kinds
+        every kind and its metrics (SPARQL's, SDMX's, JSON's, the graph kind's) to list the kinds
         that produce it, in a run of SQL cases only (issue 61 item 4)."""
         loaded = kind_registry.loaded_kinds()
         ordered = sorted(self.kinds, key=lambda k: k not in loaded)  # stable: loaded first
