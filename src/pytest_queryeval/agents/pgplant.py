@@ -26,7 +26,6 @@ import contextlib
 import os
 import secrets
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -140,16 +139,14 @@ def _clone(admin: str, source: str, copy: str, retry: float = 10.0) -> None:
         _CREATED.append((admin, copy, ""))
     if first:
         _sweep(admin)
-    deadline = time.monotonic() + retry
+    from ..tasks.pgcopies import while_in_use
+
     with psycopg.connect(admin, autocommit=True, connect_timeout=10) as conn:
-        while True:
-            try:
-                conn.execute(f"CREATE DATABASE {_ident(copy)} TEMPLATE {_ident(source)}")
-                return
-            except psycopg.errors.ObjectInUse:
-                if time.monotonic() > deadline:
-                    raise PlantError(_in_use(conn, source, retry)) from None
-                time.sleep(0.2)
+        try:
+            while_in_use(lambda: conn.execute(
+                f"CREATE DATABASE {_ident(copy)} TEMPLATE {_ident(source)}"), retry)
+        except psycopg.errors.ObjectInUse:
+            raise PlantError(_in_use(conn, source, retry)) from None
 
 
 def _in_use(conn: Any, source: str, waited: float) -> str:

@@ -47,6 +47,25 @@ _LOCK = threading.Lock()
 _COUNTER = itertools.count(1)
 
 
+def while_in_use(create: Callable[[], object], retry: float) -> None:
+    """Run ``create`` (a ``CREATE DATABASE ... TEMPLATE``) again every 0.2 s for up to
+    ``retry`` seconds while it fails with psycopg's ``ObjectInUse``: PostgreSQL clones only a
+    template no other session is connected to, and a pooled connection of the suite's own may
+    be closing. Past ``retry`` the last ``ObjectInUse`` is raised, for the caller to say why.
+    The task copies and the red-team's planted copies (agents/pgplant.py) clone this way."""
+    import psycopg
+
+    deadline = time.monotonic() + retry
+    while True:
+        try:
+            create()
+            return
+        except psycopg.errors.ObjectInUse:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def conninfo(url: str, database: str | None = None) -> str:
     """A libpq connection string for a SQLAlchemy URL (``postgresql+psycopg://...``)."""
     from sqlalchemy.engine import make_url
@@ -110,22 +129,14 @@ class CopyPool:
             conn.execute(sql)
 
     def _clone(self, source: str, what: str = "task", retry: float = 0.0) -> str:
-        import psycopg
 
         name = self._name(what)
         # known before it exists: a close() racing this CREATE drops it (IF EXISTS) or, when
         # the CREATE finishes after close() has looked, the check below does
         with self._lock:
             self._alive.add(name)
-        deadline = time.monotonic() + retry
-        while True:
-            try:
-                self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
-                break
-            except psycopg.errors.ObjectInUse:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        while_in_use(lambda: self._execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}"'),
+                     retry)
         if self._closed.is_set():
             self._drop_now(name)
         return name
