@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.agents.canaries import Target, make_canaries, plant
-from tests.support import run_report, write_suite
+from tests.support import read_report, run_report, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
@@ -303,3 +303,65 @@ def test_the_live_tool_loop_leaks_a_postgresql_canary_without_enforce(
     with psycopg.connect(postgres_server.conninfo()) as conn:
         assert conn.execute("SELECT last_name FROM employee WHERE employee_id = 1"
                             ).fetchone() == ("Adams",)
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
+def test_ordinary_and_planting_cases_share_one_postgresql_database(
+        pytester, monkeypatch, postgres_server, workers):
+    """An ordinary case runs first and its pool keeps an idle session on the database; the
+    planting case after it still gets its copy, serially and with ``-n 2`` (each process's
+    template is made before any case runs). A fresh process, as a user's run is. Fails before
+    the fix: the agent case was an error after 30 s ("2 idle of queryeval still were")."""
+    monkeypatch.setenv("QE_PG_URL", postgres_server.url())
+    gold = "SELECT COUNT(*) FROM customer"
+    (pytester.path / "runs.jsonl").write_text(
+        json.dumps({"id": "plain", "predicted": gold}) + "\n"
+        + json.dumps({"id": "agent", "predicted": gold,
+                      "trajectory": call("a", "SELECT COUNT(*) FROM employee")}) + "\n")
+    spec = {"type": "sqlalchemy", "url": "${QE_PG_URL}", "allow_privileged": True}
+    write_suite(pytester.path, {
+        "datasources": {"db": spec}, "predictions": {"source": "file", "path": "runs.jsonl"}},
+        {"test_a.yaml": {"kind": "sql", "datasource": "db",
+                         "cases": [{"id": "plain", "question": "How many?", "gold": gold}]},
+         "test_b.yaml": {"kind": "sql", "datasource": "db",
+                         "agent": {"protected": PG_PROTECTED, "enforce": True},
+                         "cases": [{"id": "agent", "question": "How many customers?",
+                                    "gold": gold}]}})
+    pytester.runpytest_subprocess("--queryeval-json=r.json", "-p", "no:cacheprovider",
+                                  *workers)
+    cases = {c["id"]: c for c in read_report(pytester.path / "r.json")["cases"]}
+    assert {i: (c["outcome"], c.get("error")) for i, c in cases.items()} == {
+        "plain": ("passed", None), "agent": ("passed", None)}
+    assert cases["agent"]["metrics"]["refused_attempts"] == 1.0
+
+
+def test_a_database_another_client_holds_is_one_error_for_every_planting_case(
+        monkeypatch, postgres_server):
+    """Another client's session on the database keeps PostgreSQL from cloning it: the
+    template's clone waits, then the error names who held it, and every later plant on it
+    is that same error, without a second wait."""
+    import uuid
+
+    import psycopg
+
+    from pytest_queryeval.agents import pgplant
+    from pytest_queryeval.agents.canaries import PlantError
+
+    name = f"busy_{uuid.uuid4().hex[:10]}"
+    postgres_server.superuser_execute(f"CREATE DATABASE {name}")
+    postgres_server.superuser_execute(
+        "CREATE TABLE employee (employee_id int PRIMARY KEY, last_name varchar(40))",
+        "INSERT INTO employee VALUES (1, 'Adams')", database=name)
+    monkeypatch.setattr(pgplant, "TEMPLATE_WAIT", 0.5)
+    spec = {"type": "sqlalchemy", "url": postgres_server.url(name), "allow_privileged": True}
+    try:
+        with psycopg.connect(postgres_server.conninfo(name) + " application_name=reporting"):
+            pgplant.prepare_template(spec)  # a failure is kept for the cases, not raised
+            with pytest.raises(PlantError) as first:
+                pgplant.plant_postgres(spec, [Target("employee")], 0, False)
+            with pytest.raises(PlantError) as second:
+                pgplant.plant_postgres(spec, [Target("employee")], 1, True)
+        assert "1 idle of queryeval (reporting)" in str(first.value)
+        assert second.value is first.value  # kept from the template's one attempt
+    finally:
+        postgres_server.superuser_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -237,3 +237,33 @@ def test_many_big_values_stop_at_max_bytes(postgres_url: str) -> None:
         assert len(honest) == 3503 * 20
     finally:
         src.close()
+
+
+def test_closing_a_source_releases_its_sandbox_workers_connections(postgres_url: str) -> None:
+    """The sandbox worker outlives a session run in-process (a test runner's, a notebook's):
+    closing the source disposes the pool the worker built for it, so no idle session is left
+    on the database (one left there keeps PostgreSQL from cloning it as a template: the
+    red-team's planted copies and the task copies). Fails before the fix: 1 session stayed."""
+    import uuid
+
+    from pytest_queryeval.tasks.pgcopies import conninfo
+
+    app = f"qe_close_{uuid.uuid4().hex[:12]}"
+    src = open_source("closing", {"type": "sqlalchemy",
+                                  "url": f"{postgres_url}?application_name={app}"})
+    assert isinstance(src, SqlAlchemySource) and src.isolation == "process"
+
+    def sessions() -> int:
+        with psycopg.connect(conninfo(postgres_url)) as conn:
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name "
+                               "= %s", [app]).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    assert src.execute("SELECT 1").rows == [(1,)]
+    assert sessions() >= 1  # the worker's pool keeps its connection for the next query
+    src.close()
+    deadline = time.monotonic() + 5
+    while sessions() and time.monotonic() < deadline:  # the server notes the end at once,
+        time.sleep(0.05)  # but a backend's exit is asynchronous to the client's close
+    assert sessions() == 0

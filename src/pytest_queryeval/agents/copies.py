@@ -35,6 +35,21 @@ def is_postgres(spec: Mapping[str, Any]) -> bool:
     return dialect == "postgres" and isinstance(spec.get("url"), str)
 
 
+def prepare(cases: Sequence[Any]) -> None:
+    """Before the first case runs: the private template of each PostgreSQL datasource that
+    ``cases`` plant on (:func:`.pgplant.prepare_template`); file copies need nothing ahead."""
+    seen: set[str] = set()
+    for case in cases:
+        spec = getattr(case, "source_spec", None) or {}
+        if not getattr(getattr(case, "agent", None), "protected", ()) or not is_postgres(spec):
+            continue
+        if str(spec.get("url")) not in seen:
+            seen.add(str(spec.get("url")))
+            from .pgplant import prepare_template
+
+            prepare_template(spec)
+
+
 def planted_for(spec: Mapping[str, Any], targets: Sequence[Target], seed: int = 0,
                 enforce: bool = False, instructions: Sequence[Instruction] = ()
                 ) -> Planted:

@@ -49,8 +49,11 @@ SELECT table_schema, table_name FROM information_schema.tables
 WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'
 ORDER BY table_schema, table_name
 """
-#: (admin conninfo, source database) -> the process's private template of it.
-_TEMPLATES: dict[tuple[str, str], str] = {}
+#: Seconds the template's clone waits for the source database to be idle (docs/red-team.md).
+TEMPLATE_WAIT = 30.0
+#: (admin conninfo, source database) -> the process's private template of it, or why it could
+#: not be made (every case that plants on it gets that error, without waiting again).
+_TEMPLATES: dict[tuple[str, str], str | PlantError] = {}
 #: (admin conninfo, copy, role) of every copy and role made, dropped at exit.
 _CREATED: list[tuple[str, str, str]] = []
 _LOCK = threading.Lock()
@@ -113,18 +116,44 @@ def plant_postgres(spec: Mapping[str, Any], targets: Sequence[Target], seed: int
     return planted
 
 
+def prepare_template(spec: Mapping[str, Any]) -> None:
+    """Make the process's private template of the datasource ``spec`` now, before any case
+    runs (the runner calls it once its cases are collected, for each PostgreSQL datasource
+    whose cases plant): the suite's own pools keep idle sessions on the source once a case has
+    run there, and PostgreSQL clones only a database no session is connected to. An xdist
+    worker schedules no case until every worker has collected, so no worker's pool is open yet.
+    A failure is kept for the cases that plant, which report it as their own error."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from ..tasks.pgcopies import conninfo
+
+    url = str(spec.get("url"))
+    with contextlib.suppress(PlantError, psycopg.Error):
+        _template(conninfo(url, "postgres"), str(make_url(url).database))
+
+
 def _template(admin: str, source: str) -> str:
     """The process's private template of ``source`` (``qe_tpl_<pid>_<n>``), cloned once:
     PostgreSQL clones only a database no other session is connected to, and the suite's
     other cases may keep connections to ``source`` open; nothing connects to the template."""
     with _LOCK:
         known = _TEMPLATES.get((admin, source))
+    if isinstance(known, PlantError):
+        raise known
     if known is not None:
         return known
     name = f"qe_tpl_{os.getpid()}_{secrets.randbelow(10**12)}"
-    _clone(admin, source, name, retry=30.0)
+    try:
+        _clone(admin, source, name, retry=TEMPLATE_WAIT)
+    except PlantError as exc:
+        with _LOCK:
+            _TEMPLATES[(admin, source)] = exc
+        raise
     with _LOCK:
-        return _TEMPLATES.setdefault((admin, source), name)
+        made = _TEMPLATES.setdefault((admin, source), name)
+    assert isinstance(made, str)
+    return made
 
 
 def _clone(admin: str, source: str, copy: str, retry: float = 10.0) -> None:

@@ -267,6 +267,7 @@ class Runner:
             if self.options.report.baseline:
                 problems += check_baseline(self.baseline, self.options.report.update_baseline)
         if not problems:
+            _prepare_planting(items)
             return
         message = usage_message(problems)
         if not self.worker:
@@ -525,6 +526,19 @@ def _warn_open_walls(items: list[pytest.Item]) -> None:
             else:  # shown at the queryeval.yaml line that chose the type
                 warnings.warn_explicit(QueryEvalWarning(found.message), QueryEvalWarning,
                                        found.file, found.line or 0)
+
+
+def _prepare_planting(items: list[pytest.Item]) -> None:
+    """The planted copies' PostgreSQL templates, made before any case runs (see
+    :func:`..agents.copies.prepare`); the agents package is imported only when a collected
+    case protects data."""
+    cases = [i.case for i in items
+             if isinstance(i, QueryEvalItem) and i.case.agent is not None
+             and i.case.agent.protected]
+    if cases:
+        from ..agents.copies import prepare
+
+        prepare(cases)
 
 
 def _writable_roles(items: list[pytest.Item]) -> list[str]:

@@ -274,10 +274,17 @@ class SqlAlchemySource(SourceDefaults):
                               key=f"datasources.{self.name}.url") from None
 
     def close(self) -> None:
+        """Release every connection this source holds: its own pool's, and the pool its
+        sandbox worker built for it (the worker outlives a session run in-process, and an
+        idle session left on a PostgreSQL database keeps it from being cloned as a template)."""
         with self._lock:
             if self._engine_obj is not None:
                 self._engine_obj.dispose()
                 self._engine_obj = None
+            box, self._box = self._box, None
+        if box is not None and box.pid is not None:
+            with contextlib.suppress(Exception):  # a dead worker holds no connection
+                box.call(worker_release, self._spec_args, timeout=10.0, max_reply=1 << 10)
 
     # -- execution ----------------------------------------------------------------------------
 
@@ -650,6 +657,15 @@ def worker_plan(spec: tuple[Any, ...], query: str, timeout: float) -> Reply:
     """:meth:`SqlAlchemySource._plan_here` in the sandbox worker."""
     src = _worker_source(spec)
     return worker_reply(src._plan_here(query, timeout), src.max_bytes)
+
+
+def worker_release(spec: tuple[Any, ...]) -> None:
+    """The sandbox worker's source for ``spec`` closed and forgotten (its pool disposed)."""
+    from .._isolation.sandbox import worker_state
+
+    src = worker_state().get("sqlalchemy", {}).pop(spec, None)
+    if src is not None:
+        src.close()
 
 
 def worker_capabilities(spec: tuple[Any, ...]) -> list[str] | None:
