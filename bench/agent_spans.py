@@ -104,8 +104,18 @@ def attr(key: str, value: Any) -> dict[str, Any]:
     return {"key": key, "value": {kind: value if kind == "intValue" else str(value)}}
 
 
+#: The agent's instructions: the tables of Chinook, and the form of a query.
+SYSTEM = ("You answer questions on the Chinook music store's SQLite database with the tools. "
+          "Tables: Artist(ArtistId, Name), Album(AlbumId, Title, ArtistId), Track(TrackId, "
+          "Name, AlbumId, GenreId, Milliseconds, UnitPrice), Genre(GenreId, Name), "
+          "MediaType(MediaTypeId, Name), Playlist(PlaylistId, Name), Customer(CustomerId, "
+          "FirstName, LastName, Country, Email), Employee(EmployeeId, FirstName, LastName, "
+          "Title, ReportsTo), Invoice(InvoiceId, CustomerId, BillingCountry, Total). "
+          "Call run_query with one SQL query, for example: SELECT count(*) FROM Track")
+
 TOOLS = [{"type": "function", "function": {"name": n, "description": d, "parameters": {
-    "type": "object", "properties": p}}} for n, d, p in (
+    "type": "object", "properties": p, "required": [k for k in p if k in ("query", "reason")]}}}
+    for n, d, p in (
     ("get_schema", "The CREATE TABLE statements", {"table": {"type": "string"}}),
     ("sample_rows", "A few rows of a table", {"table": {"type": "string"},
                                               "limit": {"type": "integer"}}),
@@ -118,8 +128,14 @@ class Agent:
     """The tool loop, traced."""
 
     def __init__(self, base_url: str, model: str, db: Path, api_key: str = "sk-stand-in",
-                 ) -> None:
+                 first_tool: str | None = None, temperature: float = 0.0) -> None:
+        """``first_tool``: each run's first step must call that tool (the OpenAI API's
+        ``tool_choice``, as a production agent may set it): the real 135M model calls no tool
+        of its own accord, so without it its traces hold no query to mine. What it calls the
+        tool with, and every later step, is the model's. ``temperature`` above 0: each trace
+        samples with its own seed (the trace's number), as production traffic varies."""
         self.base_url, self.model, self.api_key = base_url.rstrip("/"), model, api_key
+        self.first_tool, self.temperature, self.seed = first_tool, temperature, 1
         self.con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         self.clock = 1_700_000_000_000_000_000
 
@@ -128,8 +144,12 @@ class Agent:
         return self.clock
 
     def chat(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        body = json.dumps({"model": self.model, "messages": messages, "tools": TOOLS,
-                           "temperature": 0, "seed": 1, "max_tokens": 200}).encode()
+        request: dict[str, Any] = {"model": self.model, "messages": messages, "tools": TOOLS,
+                                   "temperature": self.temperature, "seed": self.seed,
+                                   "max_tokens": 200}
+        if self.first_tool and not any(m.get("role") == "tool" for m in messages):
+            request["tool_choice"] = {"type": "function", "function": {"name": self.first_tool}}
+        body = json.dumps(request).encode()
         req = urllib.request.Request(f"{self.base_url}/chat/completions", data=body,
                                      headers={"Content-Type": "application/json",
                                               "Authorization": f"Bearer {self.api_key}"})
@@ -158,6 +178,8 @@ class Agent:
 
     def run(self, trace_id: str, question: str, tags: list[str]) -> list[dict[str, Any]]:
         """One traced run of the agent on ``question``: its spans."""
+        if self.temperature:
+            self.seed = int(trace_id[:8], 16) + 1
         root = {"traceId": trace_id, "spanId": f"{trace_id[:8]}00000000", "name": "agent",
                 "startTimeUnixNano": str(self._tick()), "attributes": [
                     attr("openinference.span.kind", "CHAIN"),
@@ -165,8 +187,7 @@ class Agent:
                     attr("tag.tags", json.dumps(tags))]}
         spans: list[dict[str, Any]] = [root]
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": "You answer questions on the Chinook database with "
-                                          "the tools."},
+            {"role": "system", "content": SYSTEM},
             {"role": "user", "content": f"Question: {question}"}]
         answer = ""
         for step in range(MAX_STEPS):
@@ -184,7 +205,7 @@ class Agent:
             spans.append({"traceId": trace_id, "spanId": f"{trace_id[:8]}{step:04d}0001",
                           "parentSpanId": root["spanId"], "startTimeUnixNano": str(start),
                           "endTimeUnixNano": str(self._tick()), "attributes": llm})
-            messages.append({"role": "assistant", "content": message.get("content"),
+            messages.append({"role": "assistant", "content": message.get("content") or "",
                              **({"tool_calls": calls} if calls else {})})
             if not calls:
                 answer = str(message.get("content") or "")

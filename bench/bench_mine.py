@@ -15,7 +15,11 @@
    by pytest with the golds as the predictions: passed, drifted.
 
 ``--real-model N`` also records N spans from the real local model (SmolLM2-135M-Instruct under
-llama-cpp-python's server, as tests/fixtures/llm_server.py starts it) and mines them.
+llama-cpp-python's server, as tests/fixtures/llm_server.py starts it) and mines them. Each
+run's first step is forced to call ``run_query`` (``tool_choice``): the 135M model calls no tool
+on its own (0 tool calls in 500 spans), so its traces would hold no query to mine; the query
+it writes, and all that follows, is the model's, sampled at temperature 0.8 with a seed per
+trace (production traffic varies; at temperature 0 each question gives one trace).
 
     python bench/bench_mine.py [--spans 1000] [--runs 3] [--real-model 0]
 """
@@ -187,7 +191,8 @@ def real_model(base: Path, db: Path, spans_wanted: int) -> None:
                 print("real model: the server did not start")
                 return
             time.sleep(0.2)
-        agent = agent_spans.Agent(url, fx.MODEL, db, api_key=fx.KEY)
+        agent = agent_spans.Agent(url, fx.MODEL, db, api_key=fx.KEY, first_tool="run_query",
+                                  temperature=0.8)
         t0 = time.perf_counter()
         spans = agent_spans.record(agent, spans_wanted, list(agent_spans.script()))
         seconds = time.perf_counter() - t0

@@ -272,3 +272,16 @@ def test_plugin_significance_options_are_checked_before_the_run(suite):
     ini_bad = suite.runpytest("-p", "no:cacheprovider")
     assert ini_bad.ret == pytest.ExitCode.USAGE_ERROR
     ini_bad.stderr.fnmatch_lines(["*tox.ini:3: queryeval_significance: '0.7' must be*"])
+
+
+def test_every_seat_resolves_the_alpha_in_one_order():
+    """The option, else the smallest suite alpha, else the ini value, else None: what the
+    serial run, each xdist worker and the controller read (one function)."""
+    from pytest_queryeval.baseline.significance import resolve_significance
+
+    assert resolve_significance("0.01", [0.2, 0.1], "0.3") == 0.01
+    assert resolve_significance(None, [0.2, None, 0.1], "0.3") == 0.1
+    assert resolve_significance("", [None], "0.3") == 0.3
+    assert resolve_significance(None, [], None) is None
+    with pytest.raises(ValueError, match="--queryeval-significance"):
+        resolve_significance("0.7", [0.1], None)

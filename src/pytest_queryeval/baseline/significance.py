@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 #: The bootstrap's fixed seed and resample count (reported with every interval).
@@ -169,3 +169,18 @@ def parse_significance(value: str | float | None, where: str) -> float | None:
         raise ValueError(f"{where}: {value!r} must be a significance level between 0 and 0.5 "
                          "(for example 0.05)")
     return alpha
+
+
+def resolve_significance(option: str | float | None, suites: Iterable[float | None],
+                         ini: str | float | None) -> float | None:
+    """The run's alpha, in the one order every seat reads it (a serial run, each xdist
+    worker's evidence gate, the controller's comparison; ``queryeval merge`` reads what the
+    shards recorded from it): ``--queryeval-significance``, else the smallest ``gates:
+    {significance:}`` of the run's suite configs, else ini ``queryeval_significance``; None
+    when none is set. ValueError for a malformed value (checked before the run)."""
+    if option is not None and option != "":
+        return parse_significance(option, "--queryeval-significance")
+    found = [alpha for alpha in suites if alpha is not None]
+    if found:
+        return min(found)
+    return parse_significance(ini, "queryeval_significance")

@@ -441,16 +441,12 @@ class Controller:
         suite configs (the smallest alpha when they differ), else ini ``queryeval_significance``;
         all validated before the run. Without the option it is ``run.significance``: ``queryeval
         merge`` reads neither file, and compares the union as this run compares."""
-        from ..baseline.significance import parse_significance
+        from ..baseline.significance import resolve_significance
 
-        option = self.options.report.significance if cli else None
-        if option is not None:
-            return parse_significance(option, "--queryeval-significance")
-        suites = [c.significance for d in sorted(_dirs(files))
-                  if (c := self.runner.finder.for_directory(d)).significance is not None]
-        if suites:
-            return min(suites)
-        return parse_significance(self.options.significance_ini, "queryeval_significance")
+        return resolve_significance(
+            self.options.report.significance if cli else None,
+            (self.runner.finder.for_directory(d).significance for d in sorted(_dirs(files))),
+            self.options.significance_ini)
 
     def _update_refusals(self, session: pytest.Session, records: list[CaseRecord],
                          files: set[str], exitstatus: int) -> list[str]:

@@ -377,23 +377,16 @@ class Runner:
         ``queryeval_significance``, else 0.05 (each checked before the run). The same order as
         the baseline comparison's and as ``queryeval merge``'s (which reads what the shards
         recorded), so serial, ``-n 2`` and shards + merge conclude at one alpha."""
-        from ..baseline.significance import parse_significance
+        from ..baseline.significance import resolve_significance
 
-        def parsed(value: str | float | None, where: str) -> float | None:
-            try:
-                return parse_significance(value, where)
-            except ValueError:
-                return None
-
-        cli = parsed(self.options.report.significance, "--queryeval-significance")
-        if cli is not None:
-            return cli
-        suites = [alpha for d in sorted({case.file.parent for case in self.evaluator.cases})
-                  if (alpha := self.finder.for_directory(d).significance) is not None]
-        if suites:
-            return min(suites)
-        ini = parsed(self.options.significance_ini, "queryeval_significance")
-        return 0.05 if ini is None else ini
+        suites = (self.finder.for_directory(d).significance
+                  for d in sorted({case.file.parent for case in self.evaluator.cases}))
+        try:
+            alpha = resolve_significance(self.options.report.significance, suites,
+                                         self.options.significance_ini)
+        except ValueError:  # a usage error before the run; never reached by a run that runs
+            alpha = None
+        return 0.05 if alpha is None else alpha
 
     def evidence_outputs(self, out: Outputs) -> None:
         """``--queryeval-gating=evidence``: what the end of the run needs to conclude it (the
