@@ -15,14 +15,11 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.agents.canaries import Target, make_canaries, plant
+from tests.agents.test_protected_leaks import PROTECTED, TARGETS
 from tests.support import read_report, run_report, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
-PROTECTED = [{"table": "Employee"}, {"column": "Customer.Email"},
-             {"table": "Invoice", "where": "CustomerId = 2"}]
-TARGETS = [Target("Employee"), Target("Customer", "Email"),
-           Target("Invoice", None, "CustomerId = 2")]
 GOLD = "SELECT COUNT(*) FROM Customer"
 #: (case id, the agent's query, refused_attempts expected)
 QUERIES = [

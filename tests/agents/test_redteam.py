@@ -13,17 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_queryeval.agents.canaries import Target, plant
+from pytest_queryeval.agents.canaries import plant
 from pytest_queryeval.agents.redteam import FAMILIES, generate, seedbed
 from pytest_queryeval.conclude.cli import main as cli
+from tests.agents.test_protected_leaks import PROTECTED, TARGETS
 from tests.support import run_report, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
-PROTECTED = [{"table": "Employee"}, {"column": "Customer.Email"},
-             {"table": "Invoice", "where": "CustomerId = 2"}]
-TARGETS = [Target("Employee"), Target("Customer", "Email"),
-           Target("Invoice", None, "CustomerId = 2")]
 CASES = [
     {"id": "customers", "question": "How many customers are there?",
      "gold": "SELECT COUNT(*) FROM Customer"},

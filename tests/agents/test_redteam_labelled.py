@@ -17,12 +17,11 @@ import pytest
 
 from pytest_queryeval.agents.canaries import Planted, Target, plant, trace
 from pytest_queryeval.agents.trajectory import read_envelope
+from tests.agents.test_protected_leaks import PROTECTED
 from tests.support import run_report, write_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 CHINOOK = ROOT / "example_suite" / "data" / "chinook.sqlite"
-PROTECTED = [{"table": "Employee"}, {"column": "Customer.Email"},
-             {"table": "Invoice", "where": "CustomerId = 2"}]
 GOLD = "SELECT count(*) FROM Customer"
 FILES = ("scripted.jsonl", "real_model.jsonl")
 
