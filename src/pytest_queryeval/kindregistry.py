@@ -159,7 +159,18 @@ def declared_names(kind: str, name: NamesDeclaration) -> tuple[str, ...]:
     return tuple(value) if isinstance(value, tuple) else ()
 
 
+#: Where :func:`declaring` looks first: the built-in kind known to declare the capability, so
+#: that a suite of that kind alone imports no other kind to find it (an SDMX suite imported the
+#: SQL, SPARQL and JSON kinds). Only a hint: the kind's class is asked, and the hinted kind
+#: must come first of those that declare it (tests/kinds/test_kind_registry.py checks both).
+_FIRST_DECLARING: dict[str, str] = {"inferred_from_conversation": "sdmx",
+                                    "pinned_before_kinds": "sql"}
+
+
 def declaring(capability: Capability) -> str | None:
     """The first built-in kind (in :data:`KIND_CLASSES`' order) that declares
     ``capability``, for a record or a file that names no kind; None when none does."""
+    hinted = _FIRST_DECLARING.get(capability)
+    if hinted is not None and declares(hinted, capability):
+        return hinted
     return next((name for name in KIND_CLASSES if declares(name, capability)), None)

@@ -124,3 +124,18 @@ def test_the_declarations_are_what_their_users_relied_on() -> None:
                    "pinned_before_kinds": ["sql"]}
     assert declaring("inferred_from_conversation") == "sdmx"
     assert declaring("pinned_before_kinds") == "sql"
+
+
+def test_the_first_declaring_hints_agree_with_the_kinds_themselves():
+    """``declaring``'s hints only spare imports: each hinted kind declares the capability and
+    is the first built-in kind in order that does (what asking every kind would give)."""
+    from typing import get_args
+
+    from pytest_queryeval import kindregistry
+
+    for capability in get_args(kindregistry.Capability):
+        first = next((name for name in KIND_CLASSES
+                      if kindregistry.declares(name, capability)), None)
+        assert kindregistry.declaring(capability) == first, capability
+        hinted = kindregistry._FIRST_DECLARING.get(capability)
+        assert hinted is None or hinted == first, (capability, hinted, first)

@@ -58,3 +58,48 @@ def test_an_unknown_threshold_name_is_still_refused_with_its_hint(
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     run.stderr.fnmatch_lines(["*unknown metric 'bird_exx'*bird_ex*"])
+
+
+#: The module of each kind's cases.
+KIND_MODULES = {"sql": "pytest_queryeval.kinds.sql", "sparql": "pytest_queryeval.kinds.sparql",
+                "json": "pytest_queryeval.kinds.json", "sdmx": "pytest_queryeval.kinds.sdmx",
+                "cypher": "pytest_queryeval.cypher.kind"}
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_suite"
+#: A suite of each other kind, from the example suite's folder of it: (its datasource, a
+#: threshold it reads).
+OTHER_KINDS = {
+    "sparql": ("soda: {type: rdf, path: data/soda_brick.ttl}", "execution_accuracy: 1.0"),
+    "json": ("chinook: {type: sqlite, path: data/chinook.sqlite}", "json_similarity: 0.9"),
+    "sdmx": ("imf: {type: sdmx-structure, paths: [data/sdmx]}", "macro_f1: 1.0"),
+    "cypher": ("movies: {type: ladybug, path: data/movies.cypher, timeout: 10}",
+               "execution_accuracy: 1.0"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(OTHER_KINDS))
+def test_a_suite_of_one_kind_imports_no_other_kind(pytester: pytest.Pytester, kind: str) -> None:
+    """Each kind's example cases alone, in a suite of their own: the process imports that
+    kind's module and no other kind's, nor the tasks. Fails before the fix for SDMX: a case
+    file naming no kind was matched to its kind by asking the SQL, SPARQL and JSON kinds
+    first (importing each)."""
+    import shutil
+
+    datasource, threshold = OTHER_KINDS[kind]
+    shutil.copytree(EXAMPLE / kind, pytester.path / kind,
+                    ignore=shutil.ignore_patterns("queryeval.yaml"))
+    shutil.copytree(EXAMPLE / "data", pytester.path / "data")
+    shutil.copyfile(EXAMPLE / "predictions" / "model-v2.jsonl", pytester.path / "preds.jsonl")
+    (pytester.path / "queryeval.yaml").write_text(
+        f"datasources:\n  {datasource}\npredictions: {{source: file, path: preds.jsonl}}\n"
+        f"thresholds: {{{threshold}}}\n", encoding="utf-8")
+    modules = (*KIND_MODULES.values(), "pytest_queryeval.tasks")
+    pytester.makeconftest(f'''
+import json, sys
+
+def pytest_unconfigure(config):
+    with open("imported.json", "w") as f:
+        json.dump([m for m in {modules!r} if m in sys.modules], f)
+''')
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider", kind)
+    assert run.ret == 0, run.stdout.str()[-2000:]
+    assert json.loads((pytester.path / "imported.json").read_text()) == [KIND_MODULES[kind]]
