@@ -342,3 +342,28 @@ def test_refresh_refuses_a_pin_written_over_several_lines(sqlite_suite, capsys) 
     assert queryeval(["mine", "--refresh", str(suite)]) == 2
     assert "cases[1].pin: not the one line 'pin: {...}'" in capsys.readouterr().err
     assert path.read_text() == text
+
+
+def test_the_gold_audit_runs_on_mined_golds_and_skips_drifted_ones(
+        tmp_path: Path, pytester: pytest.Pytester, capsys) -> None:
+    """Item 3: ``--queryeval-audit-golds`` reads the mined golds as any others (a gold whose
+    result is empty is found); a case whose pinned data moved is ``drifted`` in the audit as
+    in a run, not judged on data the trace never saw. Fails before the fix: the drifted
+    case was audited (passed) on the changed data."""
+    db = tmp_path / "suite-data.sqlite"
+    shutil.copy(CHINOOK, db)
+    suite = _mine(tmp_path, db, {"datasources": {"music": {"type": "sqlite", "path": str(db)}},
+                                 "predictions": {"source": "file", "path": "p.jsonl"}},
+                  artists="SELECT Name FROM Artist WHERE Name = 'Nobody'")
+    _answers(suite)
+    _, report = _run(pytester, suite, "--queryeval-audit-golds")
+    empty = report.by_id["mined-b000000000000000"]
+    assert "empty-result" in json.dumps(empty["details"]["audit"]), empty
+    assert report.by_id["mined-a000000000000000"]["outcome"] == "passed"
+    con = sqlite3.connect(db)
+    con.execute("UPDATE Genre SET Name = 'Rock & Roll' WHERE Name = 'Rock'")
+    con.commit()
+    con.close()
+    _, report = _run(pytester, suite, "--queryeval-audit-golds")
+    moved = report.by_id["mined-a000000000000000"]
+    assert moved["outcome"] == "skipped" and moved["drifted"] == ["Genre"]

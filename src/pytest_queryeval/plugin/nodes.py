@@ -230,12 +230,12 @@ class QueryEvalItem(pytest.Item):
             ).items() if k in _WHERE}})  # the carried record, where the case is now
             status = str(record.get("status"))
         else:
+            self._skip_if_drifted(runner)  # an audit too judges no gold on moved data
             if audit:
                 from ..audit import audit_outcome
 
                 outcome = audit_outcome(self.case, runner.evaluator, audit)
             else:
-                self._skip_if_drifted(runner)
                 outcome = run_case(self.case, runner.evaluator)
                 # After the case's own queries (a tie analysis of this case would otherwise
                 # wait behind the next case's), for the items not yet sent.
