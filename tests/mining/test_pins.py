@@ -367,3 +367,20 @@ def test_the_gold_audit_runs_on_mined_golds_and_skips_drifted_ones(
     _, report = _run(pytester, suite, "--queryeval-audit-golds")
     moved = report.by_id["mined-a000000000000000"]
     assert moved["outcome"] == "skipped" and moved["drifted"] == ["Genre"]
+
+
+def test_drift_is_found_by_each_xdist_worker(sqlite_suite, pytester: pytest.Pytester) -> None:
+    """Under ``-n 2`` each worker checks the pins of the cases it runs; the controller's
+    summary and reports list the drifted case as a serial run does."""
+    suite, db, _ = sqlite_suite
+    con = sqlite3.connect(db)
+    con.execute("UPDATE Artist SET Name = 'AC-DC' WHERE ArtistId = 1")
+    con.commit()
+    con.close()
+    result, report = _run(pytester, suite, "-n", "2")
+    assert {c["id"]: (c["outcome"], c.get("drifted")) for c in report["cases"]} == {
+        "mined-a000000000000000": ("passed", None),
+        "mined-b000000000000000": ("skipped", ["Artist"]),
+        "mined-c000000000000000": ("passed", None)}
+    result.stdout.fnmatch_lines(["drifted: 1 case skipped*mined-b000000000000000 (Artist)"])
+    assert "drifted: 1 case skipped" in (pytester.path / "r.md").read_text()
