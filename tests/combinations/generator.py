@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixtures.model_service import ModelService, Request
-from tests.support import write_suite
+from tests.support import dump, write_suite
 
 #: Each dimension a user combines and its values (docs/architecture.md lists them).
 DIMENSIONS: dict[str, tuple[str, ...]] = {
@@ -47,6 +47,8 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
     "mode": ("serial", "xdist", "shards", "resume"),  # the costly ways of running
     "agent": ("off", "on", "redteam"),             # an agent case with a trajectory (issue 52);
                                                    # redteam: its tenant's rows enforced (62)
+    "pin": ("off", "pinned", "drifted"),           # near pinned to its table's data (issue 63);
+                                                   # drifted: the data moved since the pin
 }
 #: The model names of each ``models`` value (``odd``: each name the docs allow that once
 #: crashed the collection, issue 49 item 3).
@@ -370,6 +372,8 @@ def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict
     with sqlite3.connect(root / "shop.db") as db:
         db.executescript(SCHEMA + ROWS)
     db.close()
+    if combo["pin"] != "off":
+        _pin_near(root, combo, files)
     if combo["fanout"] == "yes":
         import duckdb
         con = duckdb.connect(str(root / "shop.duckdb"))
@@ -377,6 +381,31 @@ def build(root: Path, combo: Combination, service: str, openai_url: str) -> dict
         con.execute(ROWS)
         con.close()
     return {"expected": expected, "asks": not inline, "models": models if not inline else ()}
+
+
+def _pin_near(root: Path, combo: Combination, files: dict[str, Any]) -> None:
+    """``near`` pinned as ``queryeval mine`` pins (the plugin's own pinner, on the written
+    shop.db); ``drifted``: the pin taken before a row was added, so each run skips ``near`` as
+    drifted (orders) and scores the rest."""
+    from pytest_queryeval.importers.pinning import Pinner
+
+    db = root / "shop.db"
+    if combo["pin"] == "drifted":
+        with sqlite3.connect(db) as con:
+            con.execute("DELETE FROM orders WHERE id = 3")
+        con.close()
+    pinner = Pinner("shop", {"type": "sqlite", "path": str(db)})
+    try:
+        pin = pinner.pin(CASES["near"][1])
+    finally:
+        pinner.close()
+    if combo["pin"] == "drifted":
+        with sqlite3.connect(db) as con:
+            con.execute("INSERT INTO orders VALUES (3, 'ann', 7)")
+        con.close()
+    cases = files["test_shop.yaml"]["cases"]
+    next(c for c in cases if c["id"] == "near")["pin"] = pin
+    (root / "test_shop.yaml").write_text(dump(files["test_shop.yaml"]), encoding="utf-8")
 
 
 def fanned_ids(case_id: str, combo: Combination, models: Sequence[str]) -> Iterator[str]:
