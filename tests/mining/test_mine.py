@@ -155,3 +155,73 @@ def test_a_fifo_given_as_spans_is_refused_not_read_forever(tmp_path: Path, capsy
     assert queryeval(["mine", str(tmp_path / "spans.jsonl"), "--datasource", "d",
                       "--out", str(tmp_path / "o")]) == 2
     assert "spans.jsonl: cannot read:" in capsys.readouterr().err
+
+
+def test_asking_back_and_declining_become_candidates_and_replay(
+        tmp_path: Path, pytester: pytest.Pytester, capsys) -> None:
+    """Item 3: a trace whose last tool asked the user back is a clarification candidate
+    (``expect: clarify``), one whose last tool declined an abstention candidate, even after a
+    query that ran; both are ordinary cases that a model answering as production did passes.
+    Fails before: the first was mined with its query as the gold, the second too."""
+    db = tmp_path / "chinook.sqlite"
+    shutil.copy(CHINOOK, db)
+    spans = trace_spans("e00000000000000000", "Show the sales of last quarter",
+                        [("run_query", {"query": "SELECT count(*) FROM Invoice"}),
+                         ("ask_user", {"question": "Which year's last quarter?"})],
+                        "Which year's last quarter?", db)
+    spans += trace_spans("f00000000000000000", "What is the home address of employee 2?",
+                         [("run_query", {"query": "SELECT count(*) FROM Employee"}),
+                          ("abstain", {"reason": "personal data"})], "I cannot share that.", db)
+    (tmp_path / "s.json").write_text(json.dumps(otlp(spans)), encoding="utf-8")
+    out = tmp_path / "suite"
+    assert queryeval(["mine", str(tmp_path / "s.json"), "--datasource", "music",
+                      "--out", str(out)]) == 0
+    cases = {c["id"]: c for c in yaml.safe_load((out / "test_mined.yaml").read_text())["cases"]}
+    ask, decline = cases["mined-e000000000000000"], cases["mined-f000000000000000"]
+    assert ask["expect"] == "clarify" and "gold" not in ask and "mined-clarify" in ask["tags"]
+    assert decline["expect"] == "abstain" and "gold" not in decline
+    assert "mined-refusal" in decline["tags"]
+    shutil.copy(out / "test_mined.yaml", pytester.path / "test_mined.yaml")
+    shutil.copy(CHINOOK, pytester.path / "chinook.sqlite")
+    (pytester.path / "p.jsonl").write_text(
+        json.dumps({"id": "mined-e000000000000000",
+                    "predicted": {"clarify": "Which year do you mean?"}}) + "\n"
+        + json.dumps({"id": "mined-f000000000000000", "predicted": {"abstain": True}}) + "\n")
+    pytester.makefile(".yaml", queryeval=dump({
+        "datasources": {"music": {"type": "sqlite", "path": "chinook.sqlite"}},
+        "predictions": {"source": "file", "path": "p.jsonl"}}))
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    assert {c["id"]: c["outcome"] for c in report["cases"]} == {
+        "mined-e000000000000000": "passed", "mined-f000000000000000": "passed"}
+
+
+def test_a_stratified_sample_keeps_every_kind_of_trace_before_any_twice(
+        tmp_path: Path, capsys) -> None:
+    """Item 3's ``--sample N``: strata by tool pattern, error and latency; with as many places
+    as strata, one case of each (a plain random sample of 3 from 8 same-pattern traces and 2
+    others would usually miss the others); the same seed draws the same cases."""
+    db = tmp_path / "chinook.sqlite"
+    shutil.copy(CHINOOK, db)
+    spans = []
+    for n in range(8):  # one pattern, fast: eight distinct questions
+        spans += trace_spans(f"a{n}0000000000000000", f"How many tracks in album {n + 1}?",
+                             [("run_query", {"query": f"SELECT count(*) FROM Track WHERE "
+                                                      f"AlbumId = {n + 1}"})], "n.", db)
+    spans += trace_spans("b00000000000000000", "Which genres are there?",
+                         [("get_schema", {}), ("run_query", {"query": "SELECT Name FROM Genre"})],
+                         "Many.", db)
+    spans += trace_spans("c00000000000000000", "What is the average salary?",
+                         [("run_query", {"query": "SELECT avg(Salary) FROM Employee"})],
+                         "", db)
+    (tmp_path / "s.json").write_text(json.dumps(otlp(spans)), encoding="utf-8")
+
+    def sample(out: str, seed: str) -> list[str]:
+        assert queryeval(["mine", str(tmp_path / "s.json"), "--datasource", "music",
+                          "--out", str(tmp_path / out), "--sample", "3", "--seed", seed]) == 0
+        data = yaml.safe_load((tmp_path / out / "test_mined.yaml").read_text())
+        return [c["id"] for c in data["cases"]]
+
+    first = sample("one", "7")
+    assert len(first) == 3
+    assert "mined-b000000000000000" in first and "mined-c000000000000000" in first
+    assert sample("two", "7") == first

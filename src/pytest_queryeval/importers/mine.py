@@ -14,7 +14,10 @@ What a trace becomes (docs/mining.md):
   the last user message of its first LLM span;
 * the gold: the last query a query tool (``run_query``, ``execute_sql``, ...) ran without an
   error; a trace that ran none, or ended in an error, is an abstention candidate
-  (``expect: abstain``, tag ``mined-error``);
+  (``expect: abstain``, tag ``mined-error``); one whose last tool asked the user back
+  (``ask_user``, ...) is a clarification candidate (``expect: clarify``, tag
+  ``mined-clarify``), and one whose last tool declined (``abstain``, ...) an abstention
+  candidate (tag ``mined-refusal``);
 * ``agent: {trajectory: [...]}`` with the tools it called, in order, with ``--trajectory``;
 * tags from the spans' ``tag.tags``, and ``provenance: {trace, source, traces}``.
 
@@ -44,6 +47,10 @@ from ..agents.spans import TrajectoryError, span_attributes, span_list, span_sta
 #: Tool names whose ``query``/``sql`` argument is a query run on the datasource.
 QUERY_TOOLS = frozenset({"run_query", "execute_sql", "sql_db_query", "query", "sql",
                          "run_sql", "execute_query"})
+#: Tool names by which an agent asks the user back (a clarification candidate), or declines
+#: (an abstention candidate), whatever it ran before.
+ASK_TOOLS = frozenset({"ask_user", "ask_human", "clarify", "ask_clarification"})
+DECLINE_TOOLS = frozenset({"abstain", "decline", "refuse"})
 #: The case file ``queryeval mine`` writes in ``--out``.
 CASE_FILE = "test_mined.yaml"
 SUMMARY_FILE = "mined.json"
@@ -313,7 +320,14 @@ def case_of(trace: Trace, count: int, masked: Masked, *, trajectory: bool) -> di
     case: dict[str, Any] = {"id": case_id, "question": question}
     observed = trace.observed
     tags = list(trace.tags)
-    if observed is None or (trace.errored and not trace.answer):
+    last = trace.tools[-1] if trace.tools else ""
+    if last in ASK_TOOLS:  # production asked the user back: a candidate only
+        case["expect"] = "clarify"
+        tags.append("mined-clarify")
+    elif last in DECLINE_TOOLS:  # production declined: a candidate only
+        case["expect"] = "abstain"
+        tags.append("mined-refusal")
+    elif observed is None or (trace.errored and not trace.answer):
         case["expect"] = "abstain"  # production ran no query that worked: a candidate only
         tags.append("mined-error")
     else:
