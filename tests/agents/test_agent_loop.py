@@ -292,3 +292,87 @@ def test_an_agent_case_loops_and_is_scored_by_the_agent_metrics(pytester, agent_
     assert loop["metrics"]["budget_exceeded"] == 1.0
     assert loop["details"]["agent"]["budget_exceeded"] == "tool_calls"
     assert "budget ran out before a final answer (tool_calls: 2)" in loop["reason"]
+
+
+class _FirstToolForced:
+    """A loopback proxy in front of the real server that sets ``tool_choice`` on each case's
+    first request (before any tool result), so the 135M model, which calls no tool of its
+    own accord, calls ``run_query``; everything else passes through untouched, so the server
+    sees the loop's later requests exactly as the plugin sends them."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.server
+        import threading
+        import urllib.error
+        import urllib.request
+
+        from tests.fixtures.quiet_http import QuietHTTPServer
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, format, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not any(m.get("role") == "tool" for m in body.get("messages", [])):
+                    body["tool_choice"] = {"type": "function",
+                                           "function": {"name": "run_query"}}
+                req = urllib.request.Request(
+                    upstream + self.path.removeprefix("/v1"), data=json.dumps(body).encode(),
+                    headers={"Content-Type": "application/json",
+                             "Authorization": self.headers.get("Authorization", "")})
+                try:
+                    with urllib.request.urlopen(req, timeout=600) as resp:
+                        status, payload = resp.status, resp.read()
+                except urllib.error.HTTPError as exc:
+                    status, payload = exc.code, exc.read()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
+def test_a_tool_call_reply_is_sent_back_as_llama_cpp_accepts_it(pytester, llm_server,
+                                                                 monkeypatch):
+    """After a tool call the loop sends the model's assistant message back, with its content
+    empty: llama-cpp-python's server refuses ``content: null`` there (OpenAI accepts both),
+    which made every agent case whose model called a tool an error on that server. The real
+    model, its first step forced to call run_query; fails before the fix with the server's
+    400 in the case's error."""
+    from tests.fixtures.llm_server import KEY as REAL_KEY
+    from tests.fixtures.llm_server import MODEL as REAL_MODEL
+
+    proxy = _FirstToolForced(llm_server.base_url)
+    try:
+        shutil.copyfile(ROOT / "example_suite" / "data" / "chinook.sqlite",
+                        pytester.path / "chinook.sqlite")
+        write_suite(pytester.path, {
+            "datasources": {"chinook": {"type": "sqlite", "path": "chinook.sqlite"}},
+            "predictions": {"source": "openai", "model": REAL_MODEL, "base_url": proxy.base_url,
+                            "api_key": "${QE_REAL_KEY}", "temperature": 0, "seed": 1,
+                            "max_tokens": 64, "concurrency": 1, "retries": 0, "timeout": 300,
+                            "agent": {"tools": ["get_schema", "run_query", "abstain"],
+                                      "budget": {"tool_calls": 2, "tokens": 20000}}}},
+            {"test_q.yaml": {"kind": "sql", "datasource": "chinook", "cases": [
+                {"id": "artists", "question": "How many artists are there?",
+                 "gold": "SELECT count(*) FROM Artist"}]}})
+        monkeypatch.setenv("QE_REAL_KEY", REAL_KEY)
+        _, report = run_report(pytester, "-p", "no:cacheprovider")
+    finally:
+        proxy.close()
+    case = report.by_id["artists"]
+    assert case["outcome"] in ("passed", "failed"), case.get("error")
+    agent = case["details"]["prediction"]["agent"]
+    assert agent["budget"]["used"]["requests"] >= 2  # the reply after the tool result
+    assert agent["trajectory"][0]["tool_calls"][0]["function"]["name"] == "run_query"
+    assert agent["trajectory"][0]["content"] is None  # recorded as the model gave it

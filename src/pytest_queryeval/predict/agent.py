@@ -250,7 +250,8 @@ class AgentLoop:
         while final is None:
             if self._over("seconds") or self._over("tokens") or self._over("cost_usd"):
                 break
-            raw, _, request_details = self.complete([*chat, *self.trajectory], tools=tools)
+            raw, _, request_details = self.complete([*chat, *_sendable(self.trajectory)],
+                                                    tools=tools)
             self.used.requests += 1
             details["attempts"] = details.get("attempts", 0) + request_details.get("attempts", 1)
             message, usage = self._read(raw)
@@ -496,6 +497,15 @@ def _ddl(source: DataSource) -> list[tuple[str, str]]:
     from ..sources import describe
 
     return describe.sql_ddl(source)
+
+
+def _sendable(trajectory: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trajectory as the next request carries it: an assistant message's ``content: null``
+    beside its tool calls sent as ``""``, which means the same to OpenAI and which
+    llama-cpp-python's server requires (it refused every request after a tool call with a
+    500). The trajectory itself keeps what the model gave."""
+    return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None
+            else m for m in trajectory]
 
 
 def _call(call: object, index: int, step: int) -> dict[str, Any]:

@@ -110,7 +110,9 @@ class Proxy:
     source does not do: the first step of each case is forced to be a ``run_query`` call
     (``tool_choice``; the 135M model never calls a tool on its own), and an assistant's
     ``content: null`` beside its tool calls is sent as ``""`` (llama-cpp-python's server
-    refuses null there). Everything the model writes is the model's."""
+    refuses null there; the plugin's loop has sent ``""`` itself since, so this is a no-op
+    now, kept so the transcripts regenerate as recorded). Everything the model writes is the
+    model's."""
 
     def __init__(self, upstream: str) -> None:
         import http.server
