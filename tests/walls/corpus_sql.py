@@ -17,6 +17,7 @@ SQL: dict[str, list[str]] = {
         "SELECT 1; DELETE FROM Genre",
         "WITH d AS (DELETE FROM Genre RETURNING *) SELECT * FROM d",
         "/* a */ dRoP tAbLe Genre",
+        "SELECT * FROM query('DEL' || 'ETE FROM Genre')",  # DuckDB: SQL as text (issue 58)
     ],
     "config": [
         "PRAGMA cache_size = 7",

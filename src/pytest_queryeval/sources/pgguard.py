@@ -10,7 +10,8 @@ PostgreSQL statement is parsed again with PostgreSQL's own parser (libpg_query, 
 * functions that run SQL given as text (``query_to_xml`` and its family, ``ts_stat``,
   ``ts_rewrite``, ``crosstab``, ``connectby``, every ``dblink*``): their inner statement is
   never seen by any guard, and dblink's runs on a second connection outside the read-only
-  transaction;
+  transaction; and those that read tables named by a value (``table_to_xml``,
+  ``schema_to_xml``, ``database_to_xml`` and their ``xmlschema`` forms), which no plan shows;
 * the guard's side-effecting functions (``sqlguard``) by their real name.
 
 A text PostgreSQL's parser rejects is passed on: the server's parser, the same grammar,
@@ -41,6 +42,14 @@ SQL_TEXT_FUNCTIONS = frozenset({
     "query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema", "cursor_to_xml",
     "cursor_to_xmlschema", "ts_stat", "ts_rewrite", "crosstab", "crosstab2", "crosstab3",
     "crosstab4", "connectby", "xpath_table",
+})
+#: Functions that read every row of the tables they are given by name (a text or regclass
+#: value): the plan shows a function scan, not the tables, so no count of an agent's reads
+#: sees them (``table_to_xml('employee', ...)`` returned every employee, counted as none).
+TABLE_BY_NAME_FUNCTIONS = frozenset({
+    "table_to_xml", "table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
+    "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml",
+    "database_to_xmlschema", "database_to_xml_and_xmlschema",
 })
 #: Prefixes of extension function families that open other connections or run SQL text.
 SQL_TEXT_PREFIXES = ("dblink",)
@@ -98,6 +107,9 @@ def check_postgres(sql: str, forbidden: frozenset[str] = frozenset()) -> tuple[s
             if name in SQL_TEXT_FUNCTIONS or name.startswith(SQL_TEXT_PREFIXES):
                 raise QueryRefused(f"function {name}() executes SQL given as text (or on "
                                    "another connection), which no guard can check")
+            if name in TABLE_BY_NAME_FUNCTIONS:
+                raise QueryRefused(f"function {name}() reads tables named by a value, which no "
+                                   "plan shows")
             if name in forbidden:
                 raise QueryRefused(f"function {name}() has side effects")
             qualified = ".".join(parts[-2:])

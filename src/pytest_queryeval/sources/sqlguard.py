@@ -64,6 +64,14 @@ _FORBIDDEN_FUNCTIONS = frozenset({
     "pg_wal_replay_resume", "pg_file_write", "pg_file_rename", "pg_file_unlink", "pg_file_sync",
 })
 
+#: Functions of one dialect that run SQL given to them as text, or read tables named by a
+#: value computed at run time (DuckDB's ``query('SELECT * FROM Emp' || 'loyee')`` and
+#: ``query_table(...)``): no guard reads the inner statement, and no count of the tables an
+#: agent read (the binder's account) sees the table. PostgreSQL's are :mod:`.pgguard`'s.
+_DIALECT_SQL_TEXT_FUNCTIONS: dict[str, frozenset[str]] = {
+    "duckdb": frozenset({"query", "query_table"}),
+}
+
 #: Words that make an *unparseable* statement suspicious (fallback check on tokens).
 _WRITE_WORDS = frozenset({
     "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "DROP", "CREATE", "ALTER", "TRUNCATE",
@@ -239,6 +247,7 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
         _check_statement_start(sql, dialect)
         raise QueryRefused(f"{_label(tree)} is not a read-only query")
     forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
+    sql_text = _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
     for node in tree.walk():
         if isinstance(node, forbidden):
             raise QueryRefused(f"{_label(node)} inside a query")
@@ -246,6 +255,9 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
             fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             if fname in _FORBIDDEN_FUNCTIONS:
                 raise QueryRefused(f"function {fname}() has side effects")
+            if fname in sql_text:
+                raise QueryRefused(f"function {fname}() runs SQL or reads a table named at run "
+                                   "time, which no guard or count can see")
 
 
 def _label(node: object) -> str:
@@ -347,3 +359,6 @@ def _check_tokens(sql: str, dialect: str | None) -> None:
                 raise QueryRefused("multiple statements; only one query is executed")
         elif tok.text.upper() in _WRITE_WORDS:
             raise QueryRefused(f"unparseable statement containing {tok.text.upper()}")
+        elif tok.text.lower() in _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", ()) \
+                and i + 1 < len(words) and words[i + 1].token_type.name == "L_PAREN":
+            raise QueryRefused(f"unparseable statement calling {tok.text.lower()}()")
