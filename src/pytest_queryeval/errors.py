@@ -76,6 +76,12 @@ class QueryFailed(QueryEvalError):
     prefix = "query failed"
 
 
+class QueryUnparsed(QueryFailed):
+    """The engine could not parse the query, so it ran nothing (ladybug's ``Parser
+    exception``): a failed query as before, which an agent's counts judge on its words (an
+    unterminated comment after ``DETACH DELETE`` is still a write attempt)."""
+
+
 class SourceUnavailable(QueryEvalError):
     """The data source could not be reached: an infrastructure error, not a model failure."""
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import QueryEvalError, QueryRefused, QuerySyntaxError
+from ..errors import QueryEvalError, QueryRefused, QuerySyntaxError, QueryUnparsed
 from .trajectory import Step, call_key
 
 if TYPE_CHECKING:
@@ -130,8 +130,13 @@ class Ledger:
             self._refused(f"read refused ({exc.reason()}): {_short(sql)}")
             raise
         except QueryRefused as exc:
-            if not isinstance(exc, QuerySyntaxError):  # not a statement: nothing attempted
+            if not isinstance(exc, QuerySyntaxError):
                 self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")
+            else:
+                self._unparsed(sql, sql_source)
+            raise
+        except QueryUnparsed:
+            self._unparsed(sql, sql_source)
             raise
         if table.meta.get("withheld"):
             self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
@@ -139,6 +144,15 @@ class Ledger:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
         return table
+
+    def _unparsed(self, sql: str, sql_source: bool) -> None:
+        """A query the datasource could not parse ran nothing. On a datasource that is not
+        SQL it is judged on its words, as an unrun one is (``MATCH (n) DETACH DELETE n /*``:
+        an unterminated comment, still a write attempt), as the SQL guard counts an
+        unparseable text holding ``DELETE``; an SQL text's own guard has judged it already."""
+        if not sql_source and _ANY_WRITE_WORD.search(sql):
+            self._write(f"write attempt (a query the datasource could not parse, judged on "
+                        f"its words): {_short(sql)}")
 
     def count_unrun(self, sql: str, dialect: str | None, *, why: str,
                     sql_source: bool = True) -> None:

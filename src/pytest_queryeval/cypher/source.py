@@ -49,6 +49,7 @@ from ..errors import (
     QueryFailed,
     QueryRefused,
     QueryTimeout,
+    QueryUnparsed,
     SourceUnavailable,
 )
 from ..results import ResultTable
@@ -297,6 +298,8 @@ def _engine_error(message: str, query: str, elapsed: float, seconds: float) -> E
     if message.rstrip(".") == "Interrupted":
         return QueryTimeout(f"the query ran over {seconds:g} s (stopped after "
                             f"{elapsed:.1f} s)")
+    if message.startswith("Parser exception"):
+        return QueryUnparsed(message)
     return QueryFailed(message)
 
 

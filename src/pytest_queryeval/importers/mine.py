@@ -25,6 +25,10 @@ Traces whose normalised question and observed result are the same are one case (
 is printed); ``--sample N`` keeps N cases stratified by tool pattern, error and latency.
 Every string is masked (:func:`.._util.secrets.mask_tokens`) before it is written, and what
 was masked is listed (by form, never the secret). Nothing is overwritten.
+
+Why one module of this size: reading spans into traces, deciding what each trace becomes,
+deduplicating, sampling and masking are the steps of one command over one in-memory list of
+traces; the pins (:mod:`.pinning`) and the span grammar (:mod:`..agents.spans`) live apart.
 """
 
 from __future__ import annotations
