@@ -14,9 +14,13 @@ lowers the other.
 
 A trajectory refused for its shape (a repeated call id, a tool name over 256 characters, a
 ``system`` message, a trajectory given as text) is still counted: its calls are read leniently
-(:func:`~.trajectory.salvage_steps`). A count that cannot be established (no list of calls
-to read, a datasource that went away or cannot say what a query read) is the case's error
-(``details.agent.uncounted``), never a count of 0. The replay is bounded (:mod:`.replay`).
+(:func:`~.trajectory.salvage_steps`: nested lists and the legacy ``function_call`` too). What
+the tool recorded it ran is counted over what was asked, calls under other names or arguments
+are judged on their text (:func:`~.replay.step_queries`), and spans given beside a trajectory
+count the calls it does not hold. A count that cannot be established (no list of calls to
+read, a record holding a call none of whose calls can be read, a datasource that went away or
+cannot say what a query read) is the case's error (``details.agent.uncounted``), never a
+count of 0. The replay is bounded (:mod:`.replay`).
 """
 
 from __future__ import annotations

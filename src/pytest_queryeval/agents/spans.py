@@ -14,7 +14,10 @@ spec/semantic_conventions of Arize-ai/openinference):
 * ``TOOL`` spans: ``tool.name``, ``tool.parameters`` or ``input.value`` (the arguments),
   ``output.value`` (the result) and, when set, ``tool_call.id``: the result answers that
   call, else the earliest unanswered call of that name; a TOOL span no LLM span asked for
-  becomes a call of its own.
+  becomes a call of its own. Its arguments are what ran: where they differ from those the
+  LLM span asked, the tool message carries them (:data:`EXECUTED`) and the counts replay
+  what ran. A span naming a ``tool.name`` is a TOOL span whatever its kind; nested
+  attributes (``{"llm": {"output_messages": [...]}}``) are read as their dotted keys.
 
 Spans may come as OTLP JSON (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``,
 attributes as ``[{"key", "value": {"stringValue": ...}}]``) or as a list of span objects
