@@ -139,6 +139,8 @@ def test_a_query_under_another_name_or_argument_is_judged_on_its_text(
         raw_call("a", "execute_sql", json.dumps({"sql": EMPLOYEE})), tool("a")]}
     lines["prose"] = {"trajectory": [raw_call("a", "write_note", json.dumps(
         {"text": "update the notes: delete the old ones"})), tool("a")]}
+    lines["search"] = {"trajectory": [raw_call("a", "web_search", json.dumps(
+        {"query": "set up sqlite, then delete from the cache"})), tool("a")]}
     _file_suite(pytester, shared_data, lines)
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     for cid in FORMS:
@@ -147,8 +149,8 @@ def test_a_query_under_another_name_or_argument_is_judged_on_its_text(
         assert case["outcome"] == "failed", cid
         assert any("DELETE FROM Genre" in f for f in case["details"]["agent"]["findings"]), cid
     assert report.by_id["upper-forbidden"]["metrics"]["forbidden_tables"] == 1.0
-    # a read under another name, and a tool's prose, count no write
-    for cid in ("upper-read", "prose"):
+    # a read under another name, and another tool's prose or search words, count no write
+    for cid in ("upper-read", "prose", "search"):
         assert report.by_id[cid]["metrics"]["write_attempts"] == 0.0, cid
         assert report.by_id[cid]["outcome"] == "passed", cid
 

@@ -63,7 +63,8 @@ def step_queries(step: Step, sql: bool) -> tuple[str | None, list[str]]:
     if plugin_tool(step.name) in _FINAL:
         return query, []
     if step.executed is not None:
-        ran = [q for q in loose_queries(step.name, step.executed) if q != query]
+        asked = " ".join((query or "").split())
+        ran = [q for q in loose_queries(step.name, step.executed) if " ".join(q.split()) != asked]
         if ran:
             return ran[0], ([query] if query is not None else []) + ran[1:]
     if query is not None:
@@ -73,8 +74,10 @@ def step_queries(step: Step, sql: bool) -> tuple[str | None, list[str]]:
 
 #: A tool name that runs a query (its last part, ``-`` read as ``_``, any case).
 _QUERY_TOOL = re.compile(r"query|sql|cypher|sparql|gql|execute|exec\b|statement", re.IGNORECASE)
-#: An argument name that holds a query.
+#: An argument name that holds a query: of a query tool, and of any other tool (where a
+#: ``query`` is as often a web search's words as a statement).
 _QUERY_KEY = re.compile(r"query|sql|cypher|sparql|statement|command", re.IGNORECASE)
+_STATEMENT_KEY = re.compile(r"sql|cypher|sparql|statement", re.IGNORECASE)
 #: The head of a statement (SQL, Cypher, SPARQL): only a text starting so is judged, so an
 #: argument of prose is never read as a write.
 _STATEMENT = re.compile(
@@ -92,23 +95,24 @@ def loose_queries(name: str, arguments: str) -> list[str]:
     (any nesting, lists, JSON in JSON), and when ``name`` is a query tool, every text of it
     (the bare text itself when it is not JSON); only texts that start like a statement."""
     tool = _QUERY_TOOL.search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1])
-    return [t for t in _texts(arguments, tool is not None, 0) if _STATEMENT.match(t)]
+    keys = _QUERY_KEY if tool is not None else _STATEMENT_KEY
+    return [t for t in _texts(arguments, tool is not None, keys, 0) if _STATEMENT.match(t)]
 
 
-def _texts(value: object, wanted: bool, depth: int) -> list[str]:
+def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int) -> list[str]:
     if depth > _LOOSE_DEPTH:
         return []
     if isinstance(value, str):
         decoded = _decoded(value)
         if decoded is None:
             return [value.strip()] if wanted else []
-        return _texts(decoded, wanted, depth + 1)
+        return _texts(decoded, wanted, keys, depth + 1)
     if isinstance(value, Mapping):
-        named = [k for k in value if _QUERY_KEY.search(str(k))]
+        named = [k for k in value if keys.search(str(k))]
         return [t for k, v in value.items()
-                for t in _texts(v, k in named or (wanted and not named), depth + 1)]
+                for t in _texts(v, k in named or (wanted and not named), keys, depth + 1)]
     if isinstance(value, list | tuple):
-        return [t for v in value for t in _texts(v, wanted, depth + 1)]
+        return [t for v in value for t in _texts(v, wanted, keys, depth + 1)]
     return []
 
 
