@@ -174,8 +174,8 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
 
 #: What a record holding a tool call or a write looks like (a refused trajectory no call can
 #: be read from is then the case's error, not a count of 0).
-_CALLISH = re.compile(r"tool_calls?|function_call|\"function\"|\"arguments\"|tool\.name|"
-                      r"run_query", re.IGNORECASE)
+_CALLISH = re.compile(r"tool_calls?|function_call|\"function\"|\"arguments\"|tool\.name",
+                      re.IGNORECASE)
 _WRITEISH = re.compile(
     r"\b(?:delete\s+from|insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|replace\s+into|"
     r"merge\s+into|(?:create|drop|alter|truncate)\s+(?:or\s+replace\s+|temp\w*\s+|unique\s+)?"
