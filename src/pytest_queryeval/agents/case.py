@@ -158,8 +158,9 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
     try:
         found = salvage_steps(spans.spans_to_messages(env.beside)) or ()
     except spans.TrajectoryError as exc:
-        ledger.uncount(f"the agent's counts could not be established: the spans beside the "
-                       f"trajectory are not read ({exc})")
+        if looks_like_calls(env.beside):  # else nothing in them to count
+            ledger.uncount(f"the agent's counts could not be established: the spans beside "
+                           f"the trajectory are not read ({exc})")
         return ()
     held = [call_key(s) for s in steps]
     extra = []
