@@ -14,21 +14,26 @@ lowers the other.
 
 A trajectory refused for its shape (a repeated call id, a tool name over 256 characters, a
 ``system`` message, a trajectory given as text) is still counted: its calls are read leniently
-(:func:`~.trajectory.salvage_steps`). A count that cannot be established (no list of calls
-to read, a datasource that went away or cannot say what a query read) is the case's error
-(``details.agent.uncounted``), never a count of 0. The replay is bounded (:mod:`.replay`).
+(:func:`~.trajectory.salvage_steps`: nested lists and the legacy ``function_call`` too). What
+the tool recorded it ran is counted over what was asked, calls under other names or arguments
+are judged on their text (:func:`~.replay.step_queries`), and spans given beside a trajectory
+count the calls it does not hold. A count that cannot be established (no list of calls to
+read, a record holding a call none of whose calls can be read, a datasource that went away or
+cannot say what a query read) is the case's error (``details.agent.uncounted``), never a
+count of 0. The replay is bounded (:mod:`.replay`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .ledger import Ledger
-from .replay import Bounds, count_unrun, query_of, replay
+from .replay import Bounds, count_unrun, replay, step_queries
 from .scoring import score_agent
 from .spec import AgentSpec, budget_limits
-from .trajectory import Envelope, Step, read_envelope, salvage_steps
+from .trajectory import SALVAGE_CHARS, Envelope, Step, call_key, read_envelope, salvage_steps
 
 if TYPE_CHECKING:
     from ..model import Case, Context, Threshold
@@ -121,16 +126,86 @@ def uncounted(details: Mapping[str, Any]) -> str | None:
 
 
 def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
-    """The tool calls to count: the trajectory's, or a refused one's read leniently."""
+    """The tool calls to count: the trajectory's (with the legacy ``function_call`` of its
+    messages, which the OpenAI shape does not read), or a refused one's read leniently; and
+    the calls spans given beside it record that it does not hold."""
     if env.trajectory is not None:
-        return env.trajectory.steps
-    if env.refused is None:
+        steps = env.trajectory.steps
+        if any(isinstance(m.get("function_call"), Mapping) for m in env.trajectory.messages):
+            steps = salvage_steps(env.trajectory.to_json()) or steps
+    elif env.refused is None:
         return None  # a bare answer: the agent made no call
-    steps = salvage_steps(env.raw)
-    if steps is None:
-        ledger.uncount("the agent's counts could not be established: the trajectory was "
-                       f"refused and no tool call can be read from it ({env.refused})")
-    return steps
+    else:
+        salvaged = salvage_steps(env.raw)
+        if salvaged is None or (not salvaged and looks_like_calls(env.raw)):
+            ledger.uncount("the agent's counts could not be established: the trajectory was "
+                           f"refused and no tool call can be read from it ({env.refused})")
+            return salvaged
+        steps = salvaged
+    if not steps and env.traced is not None and looks_like_calls(env.traced, spans=True):
+        ledger.uncount("the agent's counts could not be established: the spans record a tool "
+                       "call or a write, and no tool call can be read from them")
+    return steps + _beside(env, steps, ledger)
+
+
+def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
+    """The calls of the spans given beside a trajectory that the trajectory does not hold
+    (the same call, by name and arguments, is counted once)."""
+    if env.beside is None:
+        return ()
+    from . import spans
+
+    try:
+        found = salvage_steps(spans.spans_to_messages(env.beside)) or ()
+    except spans.TrajectoryError as exc:
+        if looks_like_calls(env.beside):  # else nothing in them to count
+            ledger.uncount(f"the agent's counts could not be established: the spans beside "
+                           f"the trajectory are not read ({exc})")
+        return ()
+    held = [call_key(s) for s in steps]
+    extra = []
+    for step in found:
+        key = call_key(step)
+        if key in held:
+            held.remove(key)
+        else:
+            extra.append(step)
+    return tuple(extra)
+
+
+#: What a record holding a tool call or a write looks like (a refused trajectory no call can
+#: be read from is then the case's error, not a count of 0).
+_CALLISH = re.compile(r"tool_calls?|function_call|\"function\"|\"arguments\"|tool\.name",
+                      re.IGNORECASE)
+_WRITEISH = re.compile(
+    r"\b(?:delete\s+from|insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|replace\s+into|"
+    r"merge\s+into|(?:create|drop|alter|truncate)\s+(?:or\s+replace\s+|temp\w*\s+|unique\s+)?"
+    r"(?:table|view|index|database|schema|trigger|function|procedure|sequence|role|user)|"
+    r"attach\s+database)\b",
+    re.IGNORECASE)
+_SELECTISH = re.compile(r"\bselect\b[\s\S]{0,4000}?\bfrom\b", re.IGNORECASE)
+
+
+def looks_like_calls(raw: object, *, spans: bool = False) -> bool:
+    """Whether ``raw`` holds what looks like a tool call or a query. Of spans, only what
+    they say was called or run is read (``tool.*``, ``input.value``, the LLM's tool calls;
+    never its prompt or its text, which may quote queries) and a query only when it
+    writes."""
+    import json
+
+    if spans:
+        from .spans import span_attributes, span_list
+
+        try:
+            attrs = [span_attributes(s, n) for n, s in enumerate(span_list(raw))]
+        except ValueError:
+            return True
+        raw = [{k: v for k, v in a.items() if "tool" in k or k == "input.value"}
+               for a in attrs]
+    text = raw if isinstance(raw, str) else json.dumps(raw, default=str)[:SALVAGE_CHARS]
+    if spans:
+        return bool(_WRITEISH.search(text) or re.search(r"tool_call|tool\.name", text))
+    return bool(_CALLISH.search(text) or _WRITEISH.search(text) or _SELECTISH.search(text))
 
 
 def _count(case: Case, context: Context, spec: AgentSpec, ledger: Ledger,
@@ -140,7 +215,7 @@ def _count(case: Case, context: Context, spec: AgentSpec, ledger: Ledger,
     from ..sources import source_type
 
     kind = source_type((case.source_spec or {}).get("type"))
-    queries = [s for s in steps if query_of(s, kind.sql) is not None]
+    queries = [s for s in steps if step_queries(s, kind.sql) != (None, [])]
     if not queries or not spec.replay:
         if queries and not kind.sql:
             ledger.uncount("the agent's counts could not be established: replay: false, and "

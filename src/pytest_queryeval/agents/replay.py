@@ -12,8 +12,9 @@ say it (a write, a forbidden table named, a repeated call), so a bound never low
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,82 @@ def query_of(step: Step, sql: bool) -> str | None:
     return query if query and query.strip() else None
 
 
+def step_queries(step: Step, sql: bool) -> tuple[str | None, list[str]]:
+    """The query a step is replayed with, and the queries it holds that are judged on their
+    text. What the tool recorded it ran (:attr:`Step.executed`) is replayed when it differs
+    from what was asked, and the asked query is judged beside it (both count). A call no
+    replay runs (a query tool under another name, ``RUN_QUERY``, ``execute_sql``,
+    ``functions.run_query``; a query under another argument, ``sql``, ``Query``, a list, JSON
+    in JSON, bare text) is judged on the text of its queries: never dropped."""
+    query = query_of(step, sql)
+    if plugin_tool(step.name) in _FINAL:
+        return query, []
+    if step.executed is not None:
+        asked = " ".join((query or "").split())
+        ran = [q for q in loose_queries(step.name, step.executed) if " ".join(q.split()) != asked]
+        if ran:
+            return ran[0], ([query] if query is not None else []) + ran[1:]
+    if query is not None:
+        return query, []
+    return None, loose_queries(step.name, step.arguments_text)
+
+
+#: A tool name that runs a query (its last part, ``-`` read as ``_``, any case).
+_QUERY_TOOL = re.compile(r"query|sql|cypher|sparql|gql|execute|exec\b|statement", re.IGNORECASE)
+#: An argument name that holds a query: of a query tool, and of any other tool (where a
+#: ``query`` is as often a web search's words as a statement).
+_QUERY_KEY = re.compile(r"query|sql|cypher|sparql|statement|command", re.IGNORECASE)
+_STATEMENT_KEY = re.compile(r"sql|cypher|sparql|statement", re.IGNORECASE)
+#: The head of a statement (SQL, Cypher, SPARQL): only a text starting so is judged, so an
+#: argument of prose is never read as a write.
+_STATEMENT = re.compile(
+    r"\s*\(*\s*(?:select|with|values|table|from|explain|pragma|show|describe|insert|update|"
+    r"delete|merge|upsert|replace|create|drop|alter|truncate|grant|revoke|attach|detach|"
+    r"vacuum|copy|call|exec|execute|rename|comment|set|reindex|analyze|lock|load|install|"
+    r"import|export|begin|commit|rollback|match|optional|unwind|return|remove|foreach|"
+    r"prefix|base|ask|construct|clear|add|move|use)\b", re.IGNORECASE)
+#: Levels of JSON in JSON (and of nested arguments) read for a query.
+_LOOSE_DEPTH = 8
+
+
+def loose_queries(name: str, arguments: str) -> list[str]:
+    """The statements a call's ``arguments`` text holds: its query-named arguments' texts
+    (any nesting, lists, JSON in JSON), and when ``name`` is a query tool, every text of it
+    (the bare text itself when it is not JSON); only texts that start like a statement."""
+    tool = _QUERY_TOOL.search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1])
+    keys = _QUERY_KEY if tool is not None else _STATEMENT_KEY
+    return [t for t in _texts(arguments, tool is not None, keys, 0) if _STATEMENT.match(t)]
+
+
+def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int) -> list[str]:
+    if depth > _LOOSE_DEPTH:
+        return []
+    if isinstance(value, str):
+        decoded = _decoded(value)
+        if decoded is None:
+            return [value.strip()] if wanted else []
+        return _texts(decoded, wanted, keys, depth + 1)
+    if isinstance(value, Mapping):
+        named = [k for k in value if keys.search(str(k))]
+        return [t for k, v in value.items()
+                for t in _texts(v, k in named or (wanted and not named), keys, depth + 1)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _texts(v, wanted, keys, depth + 1)]
+    return []
+
+
+def _decoded(text: str) -> object:
+    """``text`` read as JSON when it is JSON (an object, a list or a quoted text), else None."""
+    if text.lstrip()[:1] not in ("{", "[", '"'):
+        return None
+    from .._util.boundedio import BoundedReadError, loads_json
+
+    try:
+        return loads_json(text, _LOOSE_DEPTH * 2)
+    except BoundedReadError:
+        return None
+
+
 def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bounds, *,
            sql: bool) -> None:
     """Count ``steps`` from the database side: every call goes through :meth:`Ledger.call`,
@@ -73,7 +150,10 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
             return
         ledger.call(step)
         served += 0 if final else 1
-        query = query_of(step, sql)
+        query, judged = step_queries(step, sql)
+        for text in judged:
+            ledger.count_unrun(text, getattr(source, "dialect", None), sql_source=sql,
+                               why="not replayed: judged on its text")
         if query is None:
             continue
         per_query = bounds.timeout if bounds.timeout is not None else source.timeout
@@ -97,6 +177,6 @@ def count_unrun(steps: Sequence[Step], ledger: Ledger, dialect: str | None, *, s
     (:meth:`Ledger.count_unrun`)."""
     for step in steps:
         ledger.call(step)
-        query = query_of(step, sql)
-        if query is not None:
-            ledger.count_unrun(query, dialect, why=why, sql_source=sql)
+        query, judged = step_queries(step, sql)
+        for text in ([query] if query is not None else []) + judged:
+            ledger.count_unrun(text, dialect, why=why, sql_source=sql)

@@ -14,7 +14,10 @@ spec/semantic_conventions of Arize-ai/openinference):
 * ``TOOL`` spans: ``tool.name``, ``tool.parameters`` or ``input.value`` (the arguments),
   ``output.value`` (the result) and, when set, ``tool_call.id``: the result answers that
   call, else the earliest unanswered call of that name; a TOOL span no LLM span asked for
-  becomes a call of its own.
+  becomes a call of its own. Its arguments are what ran: where they differ from those the
+  LLM span asked, the tool message carries them (:data:`EXECUTED`) and the counts replay
+  what ran. A span naming a ``tool.name`` is a TOOL span whatever its kind; nested
+  attributes (``{"llm": {"output_messages": [...]}}``) are read as their dotted keys.
 
 Spans may come as OTLP JSON (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``,
 attributes as ``[{"key", "value": {"stringValue": ...}}]``) or as a list of span objects
@@ -28,6 +31,10 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+#: A tool message's field holding the arguments the tool ran, when they differ from the
+#: call's (spans record both: the LLM span what was asked, the TOOL span what ran).
+EXECUTED = "executed_arguments"
 
 #: Spans read at most (each becomes at most a message or two; a trajectory holds 2,000).
 MAX_SPANS = 2000
@@ -47,35 +54,92 @@ def spans_to_messages(data: object) -> list[dict[str, Any]]:
         raise TrajectoryError(f"spans: {len(spans):,} spans, over the {MAX_SPANS:,} read")
     spans.sort(key=lambda s: _start(s))
     messages: list[dict[str, Any]] = []
-    pending: list[tuple[str, str]] = []  # (call id, name) not yet answered
+    pending: list[tuple[str, str, str]] = []  # (call id, name, arguments) not yet answered
     for n, span in enumerate(spans):
-        attrs = _attributes(span, n)
+        attrs = _flat(_attributes(span, n))
         kind = str(attrs.get("openinference.span.kind", "")).upper()
         if kind == "LLM":
             message = _llm_message(attrs, n)
             if message is not None:
                 messages.append(message)
-                pending.extend((c["id"], c["function"]["name"]) for c in message["tool_calls"])
-        elif kind == "TOOL":
-            name = str(attrs.get("tool.name") or span.get("name") or "")
-            call_id = attrs.get("tool_call.id")
-            match = next((p for p in pending if p[0] == call_id), None) if call_id else \
-                next((p for p in pending if p[1] == name), None)
-            if match is None:
-                call_id = str(call_id or span.get("spanId") or span.get("span_id") or f"span{n}")
-                arguments = attrs.get("tool.parameters", attrs.get("input.value", "{}"))
-                if not isinstance(arguments, str):
-                    arguments = json.dumps(arguments)
-                messages.append({"role": "assistant", "content": None, "tool_calls": [
-                    {"id": call_id, "type": "function",
-                     "function": {"name": name, "arguments": arguments}}]})
-            else:
-                pending.remove(match)
-                call_id = match[0]
-            output = attrs.get("output.value", "")
-            messages.append({"role": "tool", "tool_call_id": str(call_id),
-                             "content": output if isinstance(output, str) else json.dumps(output)})
+                pending.extend((c["id"], c["function"]["name"], c["function"]["arguments"])
+                               for c in message["tool_calls"])
+        elif kind == "TOOL" or attrs.get("tool.name"):
+            messages.extend(_tool_messages(span, attrs, n, pending))
     return messages
+
+
+def _tool_messages(span: Mapping[str, Any], attrs: Mapping[str, Any], n: int,
+                   pending: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """A TOOL span (or any span naming its ``tool.name``) as the tool message answering the
+    call it ran, and the call itself when no LLM span asked for it. The arguments it records
+    are what ran: where they differ from what the LLM span asked, the tool message carries
+    them (:data:`EXECUTED`) and what ran is counted."""
+    name = str(attrs.get("tool.name") or span.get("name") or "")
+    call_id = attrs.get("tool_call.id")
+    match = next((p for p in pending if p[0] == call_id), None) if call_id else \
+        next((p for p in pending if p[1] == name), None)
+    ran = attrs.get("tool.parameters", attrs.get("input.value"))
+    if ran is not None and not isinstance(ran, str):
+        ran = json.dumps(ran)
+    out: list[dict[str, Any]] = []
+    if match is None:
+        call_id = str(call_id or span.get("spanId") or span.get("span_id") or f"span{n}")
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function",
+             "function": {"name": name, "arguments": "{}" if ran is None else ran}}]})
+    else:
+        pending.remove(match)
+        call_id = match[0]
+    output = attrs.get("output.value", "")
+    message = {"role": "tool", "tool_call_id": str(call_id),
+               "content": output if isinstance(output, str) else json.dumps(output)}
+    if match is not None and ran and not _same_arguments(ran, match[2]):
+        message[EXECUTED] = ran
+    out.append(message)
+    return out
+
+
+def _same_arguments(ran: str, asked: str) -> bool:
+    """Whether a TOOL span's arguments are those the LLM span asked (as JSON, however
+    spaced; a bare text is the same when it is the asked call's only text)."""
+    try:
+        parsed: object = json.loads(ran)
+    except ValueError:
+        parsed = ran
+    try:
+        wanted: object = json.loads(asked)
+    except ValueError:
+        wanted = asked
+    if parsed == wanted:
+        return True
+    return isinstance(parsed, str) and isinstance(wanted, Mapping) and \
+        list(wanted.values()) == [parsed]
+
+
+#: Levels of nested attributes flattened into dotted keys (``{"llm": {"output_messages":
+#: [...]}}`` is ``llm.output_messages.0...``, as some exporters nest them).
+_FLAT_DEPTH = 12
+
+
+def _flat(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``attrs`` with every nested mapping or list also under its dotted keys (the flat keys
+    as given win)."""
+    extra: dict[str, Any] = {}
+
+    def walk(prefix: str, value: object, depth: int) -> None:
+        items = value.items() if isinstance(value, Mapping) else \
+            enumerate(value) if isinstance(value, list) else None
+        if items is None or depth > _FLAT_DEPTH:
+            return
+        for key, item in items:
+            dotted = f"{prefix}.{key}"
+            extra.setdefault(dotted, item)
+            walk(dotted, item, depth + 1)
+
+    for key, value in attrs.items():
+        walk(key, value, 0)
+    return {**extra, **attrs} if extra else attrs
 
 
 def _spans(data: object) -> list[Mapping[str, Any]]:

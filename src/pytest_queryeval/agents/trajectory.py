@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .spans import EXECUTED
+
 #: Messages a trajectory may hold: a 10,000-call loop is refused, not stored.
 MAX_MESSAGES = 2000
 #: Nesting of lists and objects in a trajectory (messages, tool calls and parsed arguments).
@@ -90,6 +92,10 @@ class Step:
     result: str | None
     #: Why the call is malformed (arguments not a JSON object, no result), or None.
     error: str | None = None
+    #: The arguments the tool recorded it ran, when they differ from those asked (a TOOL
+    #: span's ``input.value``; a tool message's :data:`EXECUTED` field), or None: what ran
+    #: is counted, whatever the model asked.
+    executed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,13 @@ class Envelope:
     #: its tool calls are still counted (:func:`salvage_steps`); None when there is nothing
     #: to read them from.
     raw: object = None
+    #: The spans the trajectory was read from (None: it was given as messages): a trace
+    #: that records a query or a call none of whose calls can be read leaves the counts
+    #: unestablished.
+    traced: object = None
+    #: Spans given beside a trajectory: the trajectory is scored, and the calls the spans
+    #: record that it does not hold are counted too (what ran, whichever record says it).
+    beside: object = None
     #: The database-side counts the plugin's own tool loop took while it ran (a floor: the
     #: engine's count of the same trajectory never goes below them).
     live_counts: dict[str, float] = field(default_factory=dict)
@@ -225,9 +238,11 @@ def read_envelope(value: object) -> Envelope:
     given = value.get("trajectory")
     if given:
         _read_given(env, given)
+        env.beside = value.get("spans")
     elif value.get("spans") is not None:  # OpenInference spans (:mod:`.spans`)
         from . import spans
 
+        env.traced = value["spans"]
         try:
             messages = spans.spans_to_messages(value["spans"])
         except spans.TrajectoryError as exc:
@@ -264,8 +279,9 @@ SALVAGE_CHARS = 4 * MAX_CHARS
 def salvage_steps(data: object) -> tuple[Step, ...] | None:
     """The tool calls of a trajectory :func:`read_trajectory` refused, read leniently: every
     call that names a tool and gives its arguments, whatever else is wrong with the messages
-    (a repeated id, a 300-character tool name, a ``system`` message, a 300-character
-    id). Why: a refused trajectory is still what the agent did; a ``DELETE`` in it must be
+    (a repeated id, a 300-character tool name, a ``system`` message, a 300-character id,
+    messages wrapped in a list of their own, the legacy ``function_call`` of a message).
+    Why: a refused trajectory is still what the agent did; a ``DELETE`` in it must be
     counted, not dropped with the shape. None when no list of messages can be read at all
     (then the counts cannot be established)."""
     if isinstance(data, str):
@@ -279,18 +295,36 @@ def salvage_steps(data: object) -> tuple[Step, ...] | None:
             return None
     if not isinstance(data, list | tuple):
         return None
+    messages = list(_lenient_messages(data, 0))
+    ran = {m.get("tool_call_id"): m[EXECUTED] for _, m in messages
+           if isinstance(m.get(EXECUTED), str) and m.get(EXECUTED)}
     steps: list[Step] = []
-    for i, msg in enumerate(data):
-        calls = msg.get("tool_calls") if isinstance(msg, Mapping) else None
-        for call in calls if isinstance(calls, list) else ():
-            found = _lenient_call(call)
-            if found is not None:
-                name, text = found
+    for i, msg in messages:
+        calls = msg.get("tool_calls")
+        legacy = msg.get("function_call")
+        found = [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
+        for call in found + ([{"function": legacy}] if isinstance(legacy, Mapping) else []):
+            read = _lenient_call(call)
+            if read is not None:
+                name, text = read
                 arguments, error = _parse_arguments(text)
                 ident = call.get("id")
-                steps.append(Step(len(steps), i, ident[:256] if isinstance(ident, str) else "",
-                                  name, arguments, text, None, error))
+                ident = ident[:256] if isinstance(ident, str) else ""
+                steps.append(Step(len(steps), i, ident, name, arguments, text, None, error,
+                                  ran.get(ident) if ident else None))
     return tuple(steps)
+
+
+def _lenient_messages(data: Sequence[Any], depth: int) -> list[tuple[int, Mapping[str, Any]]]:
+    """The message objects of ``data`` with their index, those in nested lists too (each
+    at the index of the outer item holding it)."""
+    out: list[tuple[int, Mapping[str, Any]]] = []
+    for i, item in enumerate(data):
+        if isinstance(item, Mapping):
+            out.append((i, item))
+        elif isinstance(item, list | tuple) and depth < MAX_DEPTH:
+            out.extend((i, m) for _, m in _lenient_messages(item, depth + 1))
+    return out
 
 
 def _lenient_call(call: object) -> tuple[str, str] | None:
@@ -321,8 +355,8 @@ def read_trajectory(data: object, *, strict_names: bool = False) -> Trajectory:
     Raises :class:`TrajectoryError` naming ``trajectory[i].field`` for the first problem.
     """
     data = _bounded(data)
-    messages, calls, results = _read_messages(data, strict_names)
-    return Trajectory(tuple(messages), _steps(calls, results))
+    messages, calls, results, executed = _read_messages(data, strict_names)
+    return Trajectory(tuple(messages), _steps(calls, results, executed))
 
 
 def _bounded(data: object) -> list[Any] | tuple[Any, ...]:
@@ -357,12 +391,13 @@ def _bounded(data: object) -> list[Any] | tuple[Any, ...]:
 
 
 def _read_messages(data: Sequence[Any], strict_names: bool) -> tuple[
-        list[dict[str, Any]], list[tuple[int, str, str, str]], dict[str, str]]:
+        list[dict[str, Any]], list[tuple[int, str, str, str]], dict[str, str], dict[str, str]]:
     """The messages' shapes checked in order: the messages, the tool calls (message, id,
-    name, arguments) and each answered call's result, by call id."""
+    name, arguments), each answered call's result and what its tool ran, by call id."""
     messages: list[dict[str, Any]] = []
     calls: list[tuple[int, str, str, str]] = []  # message, id, name, arguments
     results: dict[str, str] = {}
+    executed: dict[str, str] = {}
     for i, msg in enumerate(data):
         where = f"trajectory[{i}]"
         if not isinstance(msg, Mapping):
@@ -393,11 +428,15 @@ def _read_messages(data: Sequence[Any], strict_names: bool) -> tuple[
                 raise TrajectoryError(f"{where}.tool_call_id: {_short(call_id)} answers no "
                                       "earlier call")
             results[call_id] = content or ""
+            ran = msg.get(EXECUTED)
+            if isinstance(ran, str) and ran:
+                executed[call_id] = ran[:MAX_FIELD_CHARS]
         messages.append(dict(msg))
-    return messages, calls, results
+    return messages, calls, results, executed
 
 
-def _steps(calls: list[tuple[int, str, str, str]], results: dict[str, str]) -> tuple[Step, ...]:
+def _steps(calls: list[tuple[int, str, str, str]], results: dict[str, str],
+           executed: dict[str, str]) -> tuple[Step, ...]:
     """One step per tool call (ids unique), its arguments parsed and its result joined; a
     call no tool message answers is a step with that error."""
     ids = [c[1] for c in calls]
@@ -410,7 +449,8 @@ def _steps(calls: list[tuple[int, str, str, str]], results: dict[str, str]) -> t
         result = results.get(call_id)
         if result is None and error is None:
             error = "no tool message answers this call"
-        steps.append(Step(n, message, call_id, name, arguments, args_text, result, error))
+        steps.append(Step(n, message, call_id, name, arguments, args_text, result, error,
+                          executed.get(call_id)))
     return tuple(steps)
 
 
