@@ -268,3 +268,60 @@ def test_a_hung_http_server_fails_the_preflight_within_its_timeout(suite, hung_p
     assert "did not answer the preflight check" in reason
     assert {c["details"]["source_down"]["connection_attempts"] for c in errors.values()} == {1}
     assert _queued(hung_port) == 1  # the preflight's connection only: no case was asked
+
+
+class _Resetting:
+    """A loopback listener that resets its first ``resets`` connections (SO_LINGER 0: the
+    kernel sends RST, as it does for the connections queued at a listener that closes), then
+    answers HTTP. Real sockets; the fault is the kernel's."""
+
+    def __init__(self, resets: int) -> None:
+        import socket
+        import struct
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    return
+                self.accepted += 1
+                if self.accepted <= resets:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    conn.close()
+                    continue
+                conn.recv(1024)
+                conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                conn.close()
+
+        threading.Thread(target=serve, daemon=True).start()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_reset_connection_is_tried_again_by_the_preflight():
+    """One reset made the source dead for the run (every case of it an error: the e2e soak's
+    example agents, whose stand-in shares its port with other runs); the preflight tries a
+    reset connection again, within its timeout, and a server that keeps resetting is still
+    found. Fails before: the first server was reported unreachable."""
+    from pytest_queryeval.predict.breaker import PREFLIGHT_TRIES, answer_check
+
+    once = _Resetting(1)
+    always = _Resetting(10**6)
+    try:
+        assert answer_check(f"http://127.0.0.1:{once.port}/v1/models", 5.0) is None
+        assert once.accepted == 2
+        why = answer_check(f"http://127.0.0.1:{always.port}/v1/models", 5.0)
+        assert why is not None and "reset" in why.lower(), why
+        assert always.accepted == PREFLIGHT_TRIES
+    finally:
+        once.close()
+        always.close()

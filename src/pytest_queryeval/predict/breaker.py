@@ -227,11 +227,14 @@ def answer_check(url: str, timeout: float, method: str = "GET") -> str | None:
     without the route, or one slow to finish its headers, is up); over ``https``, its half of
     the TLS handshake (nothing is sent: the certificate is checked by the requests
     themselves). No credential is sent. A server that accepts connections and never answers
-    is what it finds that a connection alone does not. Through a proxy: a connection to it."""
-    import socket
-    import ssl
+    is what it finds that a connection alone does not. Through a proxy: a connection to it.
+
+    A connection the server took and then reset, or closed without a byte, is tried again
+    (up to :data:`PREFLIGHT_TRIES` times, within ``timeout``): something listens there, and
+    a listener of several processes sharing the port that closes resets what the kernel had
+    queued at it (the example suite's stand-in; a restarting server). One reset made every
+    case of the source an error; a refused connection or a silence is not tried again."""
     import time
-    import urllib.parse
 
     target = _target(url)
     if target is None:
@@ -239,22 +242,49 @@ def answer_check(url: str, timeout: float, method: str = "GET") -> str | None:
     host, port, direct = target
     if not direct:
         return connect_check(url, timeout)
+    deadline = time.monotonic() + timeout
+    why: str | None = None
+    for _ in range(PREFLIGHT_TRIES):
+        why, again = _answer_once(url, host, port, method, timeout, deadline)
+        if not again or time.monotonic() >= deadline:
+            return why
+        time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
+    return why
+
+
+#: Attempts of a preflight whose connection was reset or closed unanswered.
+PREFLIGHT_TRIES = 3
+
+
+def _answer_once(url: str, host: str, port: int, method: str, timeout: float,
+                 deadline: float) -> tuple[str | None, bool]:
+    """One attempt of :func:`answer_check`: why it got no answer (None: answered), and
+    whether trying again may help (a reset, or a close without a byte)."""
+    import socket
+    import ssl
+    import time
+    import urllib.parse
+
     parts = urllib.parse.urlsplit(url)
     request = (f"{method} {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\n"
                "Connection: close\r\n\r\n").encode("latin-1", "replace")
-    deadline = time.monotonic() + timeout
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        left = max(deadline - time.monotonic(), 0.001)
+        with socket.create_connection((host, port), timeout=left) as sock:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             if parts.scheme == "https":
                 context = ssl.create_default_context()
                 context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
                 with context.wrap_socket(sock, server_hostname=host):
-                    return None
+                    return None, False
             sock.sendall(request)
             first = sock.recv(1)
     except ssl.SSLError:
-        return None  # it answered, in TLS: the requests say what is wrong with it
+        return None, False  # it answered, in TLS: the requests say what is wrong with it
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        return _unreached(host, port, timeout, exc), True
     except OSError as exc:
-        return _unreached(host, port, timeout, exc)
-    return None if first else f"{host}:{port} closed the connection without an answer"
+        return _unreached(host, port, timeout, exc), False
+    if first:
+        return None, False
+    return f"{host}:{port} closed the connection without an answer", True
