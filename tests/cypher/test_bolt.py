@@ -349,11 +349,13 @@ def test_strings_comments_and_escapes(query, error):
     ("RETURN [x IN [y IN range(1, 10000) | y] | range(1, 1000)]", "range() at line 1, "
      "column 43 is built or walked inside the iterations around it: 10,000,000 values"),
     ("WITH range(1, 1000000) AS xs RETURN size([a IN xs | size([b IN xs | b])])",
-     "xs (a list a range made) at line 1, column 64"),
+     "xs (a list the query made) at line 1, column 64"),
     ("WITH [x IN range(1, 1000000) | x] AS xs RETURN [a IN xs WHERE a IN xs]",
-     "xs (a list a range made) at line 1, column 54"),
+     "xs (a list the query made) at line 1, column 54"),
     ("UNWIND range(1, 1000) AS x UNWIND range(1, 1000) AS y WITH collect(x) AS xs "
-     "RETURN [a IN xs | size([b IN xs | b])]", "xs (a list a range made) at line 1"),
+     "RETURN [a IN xs | size([b IN xs | b])]", "xs (a list the query made) at line 1"),
+    ("RETURN size([i IN range(1, 1000000) | size([j IN [" + ", ".join(["1"] * 1000)
+     + "] | j])])", "a list at line 1, column 50 is built or walked inside the iterations"),
     ("RETURN " + ", ".join(["size([x IN range(1, 1000) | range(1, 1000)])"] * 11),
      "past 10,000,000"),
     # an accumulator added to itself doubles at each step (667 MB against a 256 MB cap)

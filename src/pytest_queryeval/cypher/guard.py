@@ -11,8 +11,10 @@ which line and column.
 A server (:mod:`.bolt`) may have no such engine: FalkorDB's Bolt listener runs every query
 with its read-write command, whatever the session's access mode. :func:`check_server` is the
 wall that holds there: every write, file, transaction and administration clause, every
-procedure and namespaced function off an allow-list, and a nesting deeper than the server's
-parser can take in bounded time, refused before anything is sent.
+procedure and namespaced function off an allow-list, a nesting deeper than the server's
+parser can take in bounded time, and an expression the server would evaluate past its timeout
+(ranges too large or walked inside one another, an accumulator doubled), refused before
+anything is sent.
 
 The scan is a tokenizer, not a parser: string literals (``'...'``, ``"..."``, backslash
 escapes), backquoted names and comments (``//`` to the end of the line, ``/* ... */``) are
@@ -223,7 +225,9 @@ def check_server(query: str) -> None:
     (:mod:`.bolt`): an unterminated string, name or comment (QuerySyntaxError), a word of
     :data:`SERVER_REFUSED` where a clause can stand, a procedure
     off :data:`READ_PROCEDURES`, a namespaced function off :data:`READ_FUNCTION_NAMESPACES`,
-    and a nesting beyond :data:`MAX_DEPTH` or :data:`MAX_NESTING_WORK`."""
+    a nesting beyond :data:`MAX_DEPTH` or :data:`MAX_NESTING_WORK`, ranges beyond
+    :data:`MAX_RANGE` (each, or walked inside one another) or :data:`MAX_RANGE_WORK` (all),
+    and a ``reduce()`` whose accumulator doubles."""
     check(query)
     toks = tokens(query)
     for tok in toks:  # where the server's reading of the text could differ from ours
@@ -452,10 +456,13 @@ def _named(code: list[Token], scopes: list[tuple[int, ...]], at: int) -> tuple[i
 
 def _list_sources(code: list[Token], ranges: dict[int, tuple[int, int]],
                   scopes: list[tuple[int, ...]]) -> dict[int, int]:
-    """Every ``range()`` and every use of a name bound to a list a range made (``WITH
+    """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
     range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into), by index: the
-    values each may hold (conservatively: what the named expression's ranges hold)."""
+    values each may hold (conservatively: what the named expression's sources hold)."""
     sources = {i: size for i, (size, _) in ranges.items()}
+    for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
+        if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
+            sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
     names: dict[str, int] = {}
     rows = 1  # the rows the ranges unwound so far multiply into
     for i, tok in enumerate(code):
@@ -524,7 +531,8 @@ def _check_work(code: list[Token], ranges: dict[int, tuple[int, int]]) -> None:
         for bracket in scopes[i]:  # not repeated by the iteration over the list it is in
             work = work * walked.get(bracket, 1) // own.get((i, bracket), 1)
         total += work
-        what = "range()" if i in ranges else f"{code[i].text} (a list a range made)"
+        what = "range()" if i in ranges else "a list" if code[i].text == "[" \
+            else f"{code[i].text} (a list the query made)"
         if work > MAX_RANGE:
             raise QueryRefused(f"{what} at {where(code[i])} is built or walked inside the "
                                f"iterations around it: {work:,} values in all, more than "
@@ -591,12 +599,12 @@ def _check_reduce(code: list[Token]) -> None:
                 or (i and code[i - 1].text == "."):
             continue
         inside = (*scopes[i + 1], i + 1)
-        bar = next((k for k in range(i + 2, len(code))
-                    if code[k].text == "|" and scopes[k] == inside), None)
         close = next((k for k in range(i + 2, len(code))
                       if code[k].text in _CLOSE and scopes[k] == scopes[i + 1]), len(code))
+        bar = next((k for k in range(i + 2, close)
+                    if code[k].text == "|" and scopes[k] == inside), None)
         name = code[i + 2].text.strip("`")
-        if bar is not None and bar < close and _uses(code, bar + 1, close, name)[0] > 1:
+        if bar is not None and _uses(code, bar + 1, close, name)[0] > 1:
             raise QueryRefused(f"reduce() at {where(tok)} adds its accumulator {name} to "
                                "itself: its value doubles at each step, which the server "
                                "checks against neither its timeout nor its memory cap")
