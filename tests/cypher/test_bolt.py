@@ -356,6 +356,8 @@ def test_strings_comments_and_escapes(query, error):
      "RETURN [a IN xs | size([b IN xs | b])]", "xs (a list the query made) at line 1"),
     ("RETURN size([i IN range(1, 1000000) | size([j IN [" + ", ".join(["1"] * 1000)
      + "] | j])])", "a list at line 1, column 50 is built or walked inside the iterations"),
+    ("RETURN [x IN [range(1, 1000000)] | size([y IN x | size([z IN x | 1])])]",
+     "x (a list the query made) at line 1, column 47"),
     ("RETURN " + ", ".join(["size([x IN range(1, 1000) | range(1, 1000)])"] * 11),
      "past 10,000,000"),
     # an accumulator added to itself doubles at each step (667 MB against a 256 MB cap)
@@ -380,6 +382,7 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "RETURN size(range(1, 1000000)) + size(range(1, 1000000))",
     "RETURN [x IN [y IN range(1, 1000) | y] | range(1, 1000)]",
     "WITH range(1, 1000000) AS xs RETURN size(xs), xs[0], [x IN range(1, 10) | x]",
+    "WITH range(1, 1000000) AS xs RETURN [x IN xs | x + 1], [y IN range(1, 1000000) | y]",
     "MATCH (p:Person) WHERE p.born IN range(1950, 1970) RETURN [x IN range(1, 100) | x]",
     # rows without end from small lists: the server's timeout stops it between rows
     "UNWIND range(1, 3000) AS x UNWIND range(1, 3000) AS y UNWIND range(1, 3000) AS z "

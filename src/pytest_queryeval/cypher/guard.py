@@ -454,25 +454,57 @@ def _named(code: list[Token], scopes: list[tuple[int, ...]], at: int) -> tuple[i
     return k + 1, ""
 
 
+def _iterated_end(code: list[Token], scopes: list[tuple[int, ...]], at: int) -> int:
+    """Where the list the ``IN`` at ``code[at]`` iterates or tests ends."""
+    end, depth = at + 1, len(scopes[at])
+    while end < len(code) and len(scopes[end]) >= depth and not (
+            len(scopes[end]) == depth and (code[end].text in ("|", ",") or (
+                code[end].kind == "word" and code[end].text.upper() in _ITERATED_ENDS))):
+        end += 1
+    return end
+
+
+def _element(code: list[Token], sources: dict[int, int], elements: dict[str, int],
+             start: int, end: int) -> int:
+    """What an element of the list ``code[start:end]`` may hold: nothing that counts when the
+    list is one range or a literal of nothing that counts (its elements are scalars), an
+    element of a named list, else, conservatively, what the whole list holds (``[x IN
+    [range(1, 10)] | ...]``)."""
+    inside = [k for k in range(start, end) if k in sources]
+    if inside == [start] and code[start].text.lower() in ("[", "range"):
+        return 0
+    if inside == [start] and code[start].text.strip("`") in elements:
+        return elements[code[start].text.strip("`")]
+    return sum(sources[k] for k in inside)
+
+
 def _list_sources(code: list[Token], ranges: dict[int, tuple[int, int]],
                   scopes: list[tuple[int, ...]]) -> dict[int, int]:
     """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
-    range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into), by index: the
-    values each may hold (conservatively: what the named expression's sources hold)."""
+    range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into, ``x`` in ``[x IN
+    [range(1, 10)] | ...]``), by index: the values each may hold (conservatively: what the
+    named expression's sources hold)."""
     sources = {i: size for i, (size, _) in ranges.items()}
     for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
         if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
             sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
     names: dict[str, int] = {}
+    elements: dict[str, int] = {}  # what an element of a named list may hold
+    pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
     rows = 1  # the rows the ranges unwound so far multiply into
     for i, tok in enumerate(code):
-        after_dot = i > 0 and code[i - 1].text == "."
+        for target, start in pending.pop(i, []):
+            names[target] = _element(code, sources, elements, start, i)
         name = tok.text.strip("`")
-        if tok.kind in ("word", "quoted") and not after_dot and name in names \
-                and not (i and code[i - 1].text.upper() == "AS"):
+        if tok.kind in ("word", "quoted") and not (i and code[i - 1].text == ".") \
+                and names.get(name) and not (i and code[i - 1].text.upper() == "AS"):
             sources[i] = names[name]
-        if tok.kind != "word" or tok.text.upper() != "AS" or i + 1 >= len(code) \
-                or code[i + 1].kind not in ("word", "quoted"):
+        word = tok.text.upper() if tok.kind == "word" else ""
+        if word == "IN" and scopes[i] and i >= 2 and code[i - 1].kind in ("word", "quoted") \
+                and code[i - 2].text in ("[", "(", ","):
+            end = _iterated_end(code, scopes, i)
+            pending.setdefault(end, []).append((code[i - 1].text.strip("`"), i + 1))
+        if word != "AS" or i + 1 >= len(code) or code[i + 1].kind not in ("word", "quoted"):
             continue
         start, keyword = _named(code, scopes, i)
         held = sum(sources.get(k, 0) for k in range(start, i))
@@ -480,11 +512,8 @@ def _list_sources(code: list[Token], ranges: dict[int, tuple[int, int]],
             rows, held = min(rows * ranges[start][0], 2 ** 62), 0  # scalars, one a row
         if any(code[k].text.lower() == "collect" for k in range(start, i)):
             held = max(held, rows)
-        target = code[i + 1].text.strip("`")
-        if held:
-            names[target] = held
-        else:
-            names.pop(target, None)
+        names[code[i + 1].text.strip("`")] = held
+        elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
     return sources
 
 
@@ -503,12 +532,7 @@ def _iterations(code: list[Token], scopes: list[tuple[int, ...]], sources: dict[
     for i, tok in enumerate(code):
         if tok.kind != "word" or tok.text.upper() != "IN" or not scopes[i]:
             continue
-        end, depth = i + 1, len(scopes[i])
-        while end < len(code) and len(scopes[end]) >= depth and not (
-                len(scopes[end]) == depth and (code[end].text in ("|", ",") or (
-                    code[end].kind == "word" and code[end].text.upper() in _ITERATED_ENDS))):
-            end += 1
-        inside = [k for k in range(i + 1, end) if k in sources]
+        inside = [k for k in range(i + 1, _iterated_end(code, scopes, i)) if k in sources]
         held = sum(sources[k] for k in inside)
         if held:
             bracket = scopes[i][-1]
