@@ -364,6 +364,11 @@ def test_strings_comments_and_escapes(query, error):
     ("RETURN reduce(s = 'xxxxxxxxxxxxxxxx', i IN range(1, 25) | s + s)",
      "reduce() at line 1, column 8 adds its accumulator s to itself"),
     ("RETURN reduce(s = [1], i IN range(1, 30) | [s, s])", "adds its accumulator s to itself"),
+    # a list accumulator copied at each step: 100,000 steps took FalkorDB 48 s
+    ("RETURN size(reduce(s = [], i IN range(1, 100000) | s + [i]))",
+     "reduce() at line 1, column 13 copies its accumulator s at each of 100,000 steps"),
+    ("RETURN [x IN range(1, 100) | reduce(s = '', i IN range(1, 3000) | s + 'x')]",
+     "reduce() at line 1, column 30 copies its accumulator s at each of 3,000 steps"),
     ("RETURN size(reduce(`s` = [1], i IN range(1, 30) | CASE WHEN true THEN s END + "
      "CASE WHEN i > 0 THEN `s` ELSE [] END))", "reduce() at line 1, column 13 adds its"),
 ])
@@ -391,6 +396,8 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "RETURN reduce(s = '', w IN ['a', 'b'] | s + CASE WHEN size(s) > 0 THEN ', ' ELSE '' END "
     "+ w)",
     "MATCH (m:Movie) RETURN reduce(m = 0, x IN [1, 5, 3] | CASE WHEN x > m THEN x ELSE m END)",
+    "RETURN reduce(s = 0, i IN range(1, 1000000) | s + i), "
+    "size(reduce(s = [], i IN range(1, 10000) | s + [i]))",
 ])
 def test_what_the_server_bounds_is_allowed(query):
     guard.check_server(query)
@@ -590,7 +597,7 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
     """The re-probe's predictions that passed the guard: ranges each within the bound, walked
     inside one another (10⁹ values in one expression, which FalkorDB evaluated for over a
     minute past its 3 s timeout; the honest cases after them failed with gold timeouts), an
-    accumulator doubled, and a syntax error at a non-ASCII character (reported as the server
+    accumulator doubled, a list accumulator copied at each of 100,000 steps (48 s), and a syntax error at a non-ASCII character (reported as the server
     unavailable). Each is that case's own failure, the refusals sent nothing, the honest cases
     pass within their usual time and the server is idle afterwards."""
     hostile: list[dict[str, object]] = [
@@ -600,6 +607,8 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
             "RETURN reduce(s=0, i IN range(1,1000000) | s + size([j IN range(1,1000) | j]))"},
         {"id": "doubling", "gold": MATRIX, "predicted":
             "RETURN size(reduce(s = 'xxxxxxxxxxxxxxxx', i IN range(1, 22) | s + s))"},
+        {"id": "copying", "gold": MATRIX, "predicted":
+            "RETURN size(reduce(s = [], i IN range(1, 100000) | s + [i]))"},
         {"id": "non-ascii", "gold": MATRIX,
          "predicted": "MATCH (n:Person) \uff33\uff25\uff34 n.p = 1 RETURN 1"}]
     honest = [c for c in CASES if c["id"] in ("right", "fenced", "node", "path", "int-float")]
@@ -615,6 +624,8 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
     assert reasons["nested-2"].startswith("refused: range() at line 1, column 59")
     assert reasons["doubling"].startswith("refused: reduce() at line 1, column 13 adds its "
                                           "accumulator s to itself")
+    assert reasons["copying"].startswith("refused: reduce() at line 1, column 13 copies its "
+                                         "accumulator s at each of 100,000 steps")
     assert "not valid UTF-8: Invalid input '\ufffd'" in reasons["non-ascii"]
     assert "source unavailable" not in reasons["non-ascii"]
     for case in honest:

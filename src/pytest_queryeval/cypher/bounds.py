@@ -21,8 +21,9 @@ from .guard import _CLOSE, _OPEN, _PREFIX_ENDS, Token, where
 def check_evaluation(code: list[Token]) -> None:
     """Refuse what the server would evaluate unbounded (the module docstring): ``code`` is a
     query's tokens without its comments."""
-    _check_work(code, _check_ranges(code))
-    _check_reduce(code)
+    scopes = _scopes(code)
+    walked = _check_work(code, _check_ranges(code), scopes)
+    _check_reduce(code, scopes, walked)
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -196,12 +197,13 @@ def _iterations(code: list[Token], scopes: list[tuple[int, ...]], sources: dict[
     return walked, own
 
 
-def _check_work(code: list[Token], ranges: dict[int, tuple[int, int]]) -> None:
+def _check_work(code: list[Token], ranges: dict[int, tuple[int, int]],
+                scopes: list[tuple[int, ...]]) -> dict[int, int]:
     """Refuse a list a range made that is built or walked inside iterations over others
     whose sizes multiply past :data:`MAX_RANGE`, or all of them past :data:`MAX_RANGE_WORK`.
     An iteration (``x IN <list>``) repeats its bracket's content: a list at every depth of
-    that bracket counts as repeated, even beside the iteration (errs high)."""
-    scopes = _scopes(code)
+    that bracket counts as repeated, even beside the iteration (errs high). What the lists
+    iterated in each bracket hold, multiplied, by bracket."""
     sources = _list_sources(code, ranges, scopes)
     walked, own = _iterations(code, scopes, sources)
     total = 0
@@ -221,6 +223,7 @@ def _check_work(code: list[Token], ranges: dict[int, tuple[int, int]]) -> None:
             raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
+    return walked
 
 
 def _arg_of_size(code: list[Token], i: int) -> bool:
@@ -267,11 +270,26 @@ def _uses(code: list[Token], i: int, end: int, name: str) -> tuple[int, int]:
     return count, i
 
 
-def _check_reduce(code: list[Token]) -> None:
+#: The work a ``reduce()`` whose accumulator is not a number may take: the square of its
+#: steps (times the iterations around it), as the server copies the accumulator at each step
+#: (``reduce(s = [], i IN range(1, 100000) | s + [i])`` took FalkorDB 48 s; 10,000 steps
+#: 0.55 s).
+MAX_REDUCE_WORK = 10 * MAX_RANGE_WORK
+
+
+def _numeric(code: list[Token], i: int) -> bool:
+    """Whether a number literal alone starts at ``code[i]`` (an accumulator's start)."""
+    if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
+        i += 1
+    return i + 1 < len(code) and code[i].kind == "number" and code[i + 1].text == ","
+
+
+def _check_reduce(code: list[Token], scopes: list[tuple[int, ...]],
+                  walked: dict[int, int]) -> None:
     """Refuse ``reduce(acc = ..., x IN ... | ...)`` whose accumulator is part of its next
-    value twice (``s + s``, ``[s, s]``): it doubles at each step, which FalkorDB checks
-    against neither its timeout nor its memory cap inside one expression."""
-    scopes = _scopes(code)
+    value twice (``s + s``, ``[s, s]``): it doubles at each step; or, not a number, copied at
+    each of more steps than :data:`MAX_REDUCE_WORK` bounds. FalkorDB checks neither against
+    its timeout or memory cap inside one expression."""
     for i, tok in enumerate(code):
         if tok.kind != "word" or tok.text.lower() != "reduce" or i + 3 >= len(code) \
                 or code[i + 1].text != "(" or code[i + 3].text != "=" \
@@ -287,3 +305,12 @@ def _check_reduce(code: list[Token]) -> None:
             raise QueryRefused(f"reduce() at {where(tok)} adds its accumulator {name} to "
                                "itself: its value doubles at each step, which the server "
                                "checks against neither its timeout nor its memory cap")
+        steps = walked.get(i + 1, 1)
+        work = steps * steps
+        for bracket in scopes[i]:
+            work *= walked.get(bracket, 1)
+        if not _numeric(code, i + 4) and work > MAX_REDUCE_WORK:
+            raise QueryRefused(f"reduce() at {where(tok)} copies its accumulator {name} at "
+                               f"each of {steps:,} steps ({work:,} in all with the iterations "
+                               f"around it, more than {MAX_REDUCE_WORK:,}): the server "
+                               "evaluates one expression without checking its timeout")
