@@ -4,21 +4,46 @@ rows, so an expression that builds or walks too many values runs to its end, min
 timeout, and the cases after it fail with gold timeouts (issue 58). :func:`check_evaluation`
 refuses, before anything is sent, what can be bounded by reading the text: a ``range()``
 whose bounds are not literals or span too many values, ranges and lists walked inside one
-another past :data:`MAX_RANGE`, and a ``reduce()`` whose accumulator doubles.
+another past :data:`MAX_RANGE`, and a ``reduce()`` whose accumulator doubles or is copied
+at too many steps.
 
 Why apart from :mod:`.guard`: the guard says which words may be sent; this module counts what
-the words would cost. It reads the guard's tokens (:func:`.guard.tokens`).
+the words would cost. It reads the guard's tokens (:func:`.guard.tokens`) and is called by the
+guard, so it imports nothing of the guard's.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Protocol
 
 from ..errors import QueryRefused
-from .guard import _CLOSE, _OPEN, _PREFIX_ENDS, Token, where
 
 
-def check_evaluation(code: list[Token]) -> None:
+class Token(Protocol):
+    """A token of :func:`.guard.tokens` (this module does not import the guard, which calls
+    it)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+
+
+def where(tok: Token) -> str:
+    """As :func:`.guard.where` names a place."""
+    return f"line {tok.line}, column {tok.column}"
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def check_evaluation(code: Sequence[Token]) -> None:
     """Refuse what the server would evaluate unbounded (the module docstring): ``code`` is a
     query's tokens without its comments."""
     scopes = _scopes(code)
@@ -33,7 +58,7 @@ def check_evaluation(code: list[Token]) -> None:
 MAX_RANGE = 1_000_000
 
 
-def _literal(code: list[Token], i: int) -> tuple[int, int] | None:
+def _literal(code: Sequence[Token], i: int) -> tuple[int, int] | None:
     """The integer literal at ``code[i]``, signed or not, and the index after it."""
     sign = 1
     if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
@@ -44,7 +69,7 @@ def _literal(code: list[Token], i: int) -> tuple[int, int] | None:
     return None
 
 
-def _check_ranges(code: list[Token]) -> dict[int, tuple[int, int]]:
+def _check_ranges(code: Sequence[Token]) -> dict[int, tuple[int, int]]:
     """Refuse ``range(a, b[, step])`` with literal bounds over :data:`MAX_RANGE` values; the
     others by the index of their ``range`` word: their size and the index of their ``)``."""
     sizes: dict[int, tuple[int, int]] = {}
@@ -84,7 +109,7 @@ MAX_RANGE_WORK = 10 * MAX_RANGE
 _EXPRESSION_STARTS = frozenset({"WITH", "RETURN", "UNWIND", "YIELD", "DISTINCT"})
 
 
-def _scopes(code: list[Token]) -> list[tuple[int, ...]]:
+def _scopes(code: Sequence[Token]) -> list[tuple[int, ...]]:
     """For each token, the indices of the brackets open around it."""
     out: list[tuple[int, ...]] = []
     opened: list[int] = []
@@ -97,7 +122,7 @@ def _scopes(code: list[Token]) -> list[tuple[int, ...]]:
     return out
 
 
-def _named(code: list[Token], scopes: list[tuple[int, ...]], at: int) -> tuple[int, str]:
+def _named(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> tuple[int, str]:
     """Where the expression that ``AS`` at ``code[at]`` names starts, and the word that
     starts it (``UNWIND``, ``WITH``..., or ``""`` after a comma or a bracket)."""
     k = at - 1
@@ -110,7 +135,7 @@ def _named(code: list[Token], scopes: list[tuple[int, ...]], at: int) -> tuple[i
     return k + 1, ""
 
 
-def _iterated_end(code: list[Token], scopes: list[tuple[int, ...]], at: int) -> int:
+def _iterated_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> int:
     """Where the list the ``IN`` at ``code[at]`` iterates or tests ends."""
     end, depth = at + 1, len(scopes[at])
     while end < len(code) and len(scopes[end]) >= depth and not (
@@ -120,7 +145,7 @@ def _iterated_end(code: list[Token], scopes: list[tuple[int, ...]], at: int) -> 
     return end
 
 
-def _element(code: list[Token], sources: dict[int, int], elements: dict[str, int],
+def _element(code: Sequence[Token], sources: dict[int, int], elements: dict[str, int],
              start: int, end: int) -> int:
     """What an element of the list ``code[start:end]`` may hold: nothing that counts when the
     list is one range or a literal of nothing that counts (its elements are scalars), an
@@ -134,7 +159,7 @@ def _element(code: list[Token], sources: dict[int, int], elements: dict[str, int
     return sum(sources[k] for k in inside)
 
 
-def _list_sources(code: list[Token], ranges: dict[int, tuple[int, int]],
+def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                   scopes: list[tuple[int, ...]]) -> dict[int, int]:
     """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
     range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into, ``x`` in ``[x IN
@@ -174,10 +199,13 @@ def _list_sources(code: list[Token], ranges: dict[int, tuple[int, int]],
 
 
 #: What ends the list an ``IN`` iterates (at the ``IN``'s own depth).
-_ITERATED_ENDS = _PREFIX_ENDS | {"THEN", "ELSE", "END", "WHEN", "IN", "IS", "CONTAINS"}
+_ITERATED_ENDS = frozenset({"AND", "OR", "XOR", "WHERE", "RETURN", "WITH", "WHEN", "THEN",
+                            "ELSE", "END", "AS", "ORDER", "BY", "SKIP", "LIMIT", "UNWIND",
+                            "MATCH", "YIELD", "UNION", "OPTIONAL", "CALL", "IN", "IS",
+                            "CONTAINS"})
 
 
-def _iterations(code: list[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
+def _iterations(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
                 ) -> tuple[dict[int, int], dict[tuple[int, int], int]]:
     """The values of the lists iterated in each bracket (``[x IN <list> | ...]``, ``reduce``,
     ``any``..., and ``a IN <list>`` too: a test of every value), multiplied by bracket, a list
@@ -197,7 +225,7 @@ def _iterations(code: list[Token], scopes: list[tuple[int, ...]], sources: dict[
     return walked, own
 
 
-def _check_work(code: list[Token], ranges: dict[int, tuple[int, int]],
+def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                 scopes: list[tuple[int, ...]]) -> dict[int, int]:
     """Refuse a list a range made that is built or walked inside iterations over others
     whose sizes multiply past :data:`MAX_RANGE`, or all of them past :data:`MAX_RANGE_WORK`.
@@ -226,7 +254,7 @@ def _check_work(code: list[Token], ranges: dict[int, tuple[int, int]],
     return walked
 
 
-def _arg_of_size(code: list[Token], i: int) -> bool:
+def _arg_of_size(code: Sequence[Token], i: int) -> bool:
     """Whether ``code[i]`` is the whole argument of ``size()`` or ``length()``."""
     return 2 <= i < len(code) - 1 and code[i - 1].text == "(" and code[i + 1].text == ")" \
         and code[i - 2].text.lower() in ("size", "length")
@@ -235,13 +263,13 @@ def _arg_of_size(code: list[Token], i: int) -> bool:
 _CASE_PARTS = frozenset({"END", "WHEN", "THEN", "ELSE"})
 
 
-def _case_word(code: list[Token], i: int) -> str:
+def _case_word(code: Sequence[Token], i: int) -> str:
     tok = code[i]
     keyword = tok.kind == "word" and not (i and code[i - 1].text in (".", ":"))
     return tok.text.upper() if keyword else ""
 
 
-def _uses(code: list[Token], i: int, end: int, name: str) -> tuple[int, int]:
+def _uses(code: Sequence[Token], i: int, end: int, name: str) -> tuple[int, int]:
     """How many times ``name`` is part of the value of ``code[i:end]`` (not after ``IN``, in
     ``size()``, or in a ``WHEN`` condition; a ``CASE`` counts as its branch that uses it
     most), up to ``end`` or a ``CASE`` part this expression is in; and where that is."""
@@ -277,14 +305,14 @@ def _uses(code: list[Token], i: int, end: int, name: str) -> tuple[int, int]:
 MAX_REDUCE_WORK = 10 * MAX_RANGE_WORK
 
 
-def _numeric(code: list[Token], i: int) -> bool:
+def _numeric(code: Sequence[Token], i: int) -> bool:
     """Whether a number literal alone starts at ``code[i]`` (an accumulator's start)."""
     if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
         i += 1
     return i + 1 < len(code) and code[i].kind == "number" and code[i + 1].text == ","
 
 
-def _check_reduce(code: list[Token], scopes: list[tuple[int, ...]],
+def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                   walked: dict[int, int]) -> None:
     """Refuse ``reduce(acc = ..., x IN ... | ...)`` whose accumulator is part of its next
     value twice (``s + s``, ``[s, s]``): it doubles at each step; or, not a number, copied at

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import QueryRefused, QuerySyntaxError
+from .bounds import check_evaluation
 
 #: Clauses that reach outside the graph: refused before execution, read-only database or not.
 OUTSIDE = frozenset({"EXPORT", "IMPORT", "COPY", "LOAD", "INSTALL", "UNINSTALL", "ATTACH",
@@ -255,8 +256,6 @@ def check_server(query: str) -> None:
                                    "procedures (schema, indexes) are called")
     _check_functions(code)
     _check_nesting(code)
-    from .bounds import check_evaluation  # it reads this module's tokens
-
     check_evaluation(code)
 
 
