@@ -338,6 +338,39 @@ def test_strings_comments_and_escapes(query, error):
     ("RETURN " + "NOT a = (" * 7 + "true" + ")" * 7, "nests 13 levels deep"),
     ("RETURN " + "-(" * 7 + "1" + ")" * 7, "nests 13 levels deep"),
     ("MATCH (n) RETURN n.end, " + "[" * 13 + "n.end" + "]" * 13, "nests 13 levels deep"),
+    # ranges walked inside one another: each is small enough alone, and FalkorDB evaluated
+    # them for over a minute past its 3 s timeout (issue 58, the re-probe of items 3-4)
+    ("RETURN size([i IN range(1,1000000) | reduce(s=0, j IN range(1,1000) | s + j)])",
+     "range() at line 1, column 55 is built or walked inside the iterations around it: "
+     "1,000,000,000 values in all"),
+    ("RETURN reduce(s=0, i IN range(1,1000000) | s + size([j IN range(1,1000) | j]))",
+     "range() at line 1, column 59 is built or walked inside the iterations around it: "
+     "1,000,000,000 values in all"),
+    ("RETURN [x IN [y IN range(1, 10000) | y] | range(1, 1000)]", "range() at line 1, "
+     "column 43 is built or walked inside the iterations around it: 10,000,000 values"),
+    ("WITH range(1, 1000000) AS xs RETURN size([a IN xs | size([b IN xs | b])])",
+     "xs (a list the query made) at line 1, column 64"),
+    ("WITH [x IN range(1, 1000000) | x] AS xs RETURN [a IN xs WHERE a IN xs]",
+     "xs (a list the query made) at line 1, column 54"),
+    ("UNWIND range(1, 1000) AS x UNWIND range(1, 1000) AS y WITH collect(x) AS xs "
+     "RETURN [a IN xs | size([b IN xs | b])]", "xs (a list the query made) at line 1"),
+    ("RETURN size([i IN range(1, 1000000) | size([j IN [" + ", ".join(["1"] * 1000)
+     + "] | j])])", "a list at line 1, column 50 is built or walked inside the iterations"),
+    ("RETURN [x IN [range(1, 1000000)] | size([y IN x | size([z IN x | 1])])]",
+     "x (a list the query made) at line 1, column 47"),
+    ("RETURN " + ", ".join(["size([x IN range(1, 1000) | range(1, 1000)])"] * 11),
+     "past 10,000,000"),
+    # an accumulator added to itself doubles at each step (667 MB against a 256 MB cap)
+    ("RETURN reduce(s = 'xxxxxxxxxxxxxxxx', i IN range(1, 25) | s + s)",
+     "reduce() at line 1, column 8 adds its accumulator s to itself"),
+    ("RETURN reduce(s = [1], i IN range(1, 30) | [s, s])", "adds its accumulator s to itself"),
+    # a list accumulator copied at each step: 100,000 steps took FalkorDB 48 s
+    ("RETURN size(reduce(s = [], i IN range(1, 100000) | s + [i]))",
+     "reduce() at line 1, column 13 copies its accumulator s at each of 100,000 steps"),
+    ("RETURN [x IN range(1, 100) | reduce(s = '', i IN range(1, 3000) | s + 'x')]",
+     "reduce() at line 1, column 30 copies its accumulator s at each of 3,000 steps"),
+    ("RETURN size(reduce(`s` = [1], i IN range(1, 30) | CASE WHEN true THEN s END + "
+     "CASE WHEN i > 0 THEN `s` ELSE [] END))", "reduce() at line 1, column 13 adds its"),
 ])
 def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     """Not sent even once (a range of 10⁹ values grew FalkorDB past 8 GB): the guard only."""
@@ -350,6 +383,21 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "duration.between(date('2020-01-01'), date('2020-02-01')), toUpper('x')",
     "RETURN " + "[" * 12 + "1" + "]" * 12,
     "MATCH (n) RETURN n.end, " + "[" * 11 + "n.end" + "]" * 11,
+    # ranges beside one another, or nested within the bound; accumulators used once a branch
+    "RETURN size(range(1, 1000000)) + size(range(1, 1000000))",
+    "RETURN [x IN [y IN range(1, 1000) | y] | range(1, 1000)]",
+    "WITH range(1, 1000000) AS xs RETURN size(xs), xs[0], [x IN range(1, 10) | x]",
+    "WITH range(1, 1000000) AS xs RETURN [x IN xs | x + 1], [y IN range(1, 1000000) | y]",
+    "MATCH (p:Person) WHERE p.born IN range(1950, 1970) RETURN [x IN range(1, 100) | x]",
+    # rows without end from small lists: the server's timeout stops it between rows
+    "UNWIND range(1, 3000) AS x UNWIND range(1, 3000) AS y UNWIND range(1, 3000) AS z "
+    "RETURN count(*)",
+    "RETURN reduce(acc = [], x IN [1, 2, 2] | CASE WHEN x IN acc THEN acc ELSE acc + [x] END)",
+    "RETURN reduce(s = '', w IN ['a', 'b'] | s + CASE WHEN size(s) > 0 THEN ', ' ELSE '' END "
+    "+ w)",
+    "MATCH (m:Movie) RETURN reduce(m = 0, x IN [1, 5, 3] | CASE WHEN x > m THEN x ELSE m END)",
+    "RETURN reduce(s = 0, i IN range(1, 1000000) | s + i), "
+    "size(reduce(s = [], i IN range(1, 10000) | s + [i]))",
 ])
 def test_what_the_server_bounds_is_allowed(query):
     guard.check_server(query)
@@ -542,3 +590,46 @@ def test_hostile_cases_do_not_change_the_next_cases_outcome(pytester, server):
         assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
     assert time.monotonic() - start < 30
     assert _idle(server, 10) < 10 and server.running() == 0
+
+
+def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
+        pytester, server):
+    """The re-probe's predictions that passed the guard: ranges each within the bound, walked
+    inside one another (10⁹ values in one expression, which FalkorDB evaluated for over a
+    minute past its 3 s timeout; the honest cases after them failed with gold timeouts), an
+    accumulator doubled, a list accumulator copied at each of 100,000 steps (48 s), and a syntax error at a non-ASCII character (reported as the server
+    unavailable). Each is that case's own failure, the refusals sent nothing, the honest cases
+    pass within their usual time and the server is idle afterwards."""
+    hostile: list[dict[str, object]] = [
+        {"id": "nested-1", "gold": MATRIX, "predicted":
+            "RETURN size([i IN range(1,1000000) | reduce(s=0, j IN range(1,1000) | s + j)])"},
+        {"id": "nested-2", "gold": MATRIX, "predicted":
+            "RETURN reduce(s=0, i IN range(1,1000000) | s + size([j IN range(1,1000) | j]))"},
+        {"id": "doubling", "gold": MATRIX, "predicted":
+            "RETURN size(reduce(s = 'xxxxxxxxxxxxxxxx', i IN range(1, 22) | s + s))"},
+        {"id": "copying", "gold": MATRIX, "predicted":
+            "RETURN size(reduce(s = [], i IN range(1, 100000) | s + [i]))"},
+        {"id": "non-ascii", "gold": MATRIX,
+         "predicted": "MATCH (n:Person) \uff33\uff25\uff34 n.p = 1 RETURN 1"}]
+    honest = [c for c in CASES if c["id"] in ("right", "fenced", "node", "path", "int-float")]
+    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 5}, hostile + honest)
+    start = time.monotonic()
+    _, report = run_report(pytester)
+    server.unstick()
+    assert report.outcomes == {**{str(c["id"]): "failed" for c in hostile},
+                               **{str(c["id"]): "passed" for c in honest}}
+    reasons = {str(c["id"]): report.by_id[c["id"]]["reason"] for c in hostile}
+    assert reasons["nested-1"].startswith("refused: range() at line 1, column 55 is built or "
+                                          "walked inside the iterations around it")
+    assert reasons["nested-2"].startswith("refused: range() at line 1, column 59")
+    assert reasons["doubling"].startswith("refused: reduce() at line 1, column 13 adds its "
+                                          "accumulator s to itself")
+    assert reasons["copying"].startswith("refused: reduce() at line 1, column 13 copies its "
+                                         "accumulator s at each of 100,000 steps")
+    assert "not valid UTF-8: Invalid input '\ufffd'" in reasons["non-ascii"]
+    assert "source unavailable" not in reasons["non-ascii"]
+    for case in honest:
+        assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
+    assert time.monotonic() - start < 30
+    assert _idle(server, 10) < 10 and server.running() == 0
+    assert server.count() == (13, 15)

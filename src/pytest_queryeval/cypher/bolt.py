@@ -372,4 +372,18 @@ def _query_error(src: BoltSource, exc: BaseException, query: str, seconds: float
     code = getattr(exc, "code", None)
     if isinstance(code, str) and code:
         return classify(src, code, _message(exc), query)
+    if isinstance(exc, UnicodeDecodeError):
+        return _undecodable(exc)
     return _connect_error(src, exc)
+
+
+def _undecodable(exc: UnicodeDecodeError) -> QueryFailed:
+    """The query's error, not the server's: FalkorDB quotes a query's non-ASCII character by
+    its first byte alone in its syntax error (``Invalid input '\\xef'``), which the driver
+    cannot decode; its message is read with that byte replaced."""
+    raw = exc.object if isinstance(exc.object, bytes) else b""
+    text = raw.decode("utf-8", "replace")
+    match = re.search(r"errMsg:\s*(.*?)(?:\s+errCtx:|$)", text, re.DOTALL)
+    message = (match.group(1) if match else text).strip().splitlines()
+    detail = f": {message[0]}" if message else ""
+    return QueryFailed(f"the server's answer is not valid UTF-8{detail}")

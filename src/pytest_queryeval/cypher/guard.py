@@ -11,8 +11,10 @@ which line and column.
 A server (:mod:`.bolt`) may have no such engine: FalkorDB's Bolt listener runs every query
 with its read-write command, whatever the session's access mode. :func:`check_server` is the
 wall that holds there: every write, file, transaction and administration clause, every
-procedure and namespaced function off an allow-list, and a nesting deeper than the server's
-parser can take in bounded time, refused before anything is sent.
+procedure and namespaced function off an allow-list, a nesting deeper than the server's
+parser can take in bounded time, and an expression the server would evaluate past its timeout
+(ranges too large or walked inside one another, an accumulator doubled: :mod:`.bounds`),
+refused before anything is sent.
 
 The scan is a tokenizer, not a parser: string literals (``'...'``, ``"..."``, backslash
 escapes), backquoted names and comments (``//`` to the end of the line, ``/* ... */``) are
@@ -32,6 +34,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import QueryRefused, QuerySyntaxError
+from .bounds import check_evaluation
 
 #: Clauses that reach outside the graph: refused before execution, read-only database or not.
 OUTSIDE = frozenset({"EXPORT", "IMPORT", "COPY", "LOAD", "INSTALL", "UNINSTALL", "ATTACH",
@@ -223,7 +226,9 @@ def check_server(query: str) -> None:
     (:mod:`.bolt`): an unterminated string, name or comment (QuerySyntaxError), a word of
     :data:`SERVER_REFUSED` where a clause can stand, a procedure
     off :data:`READ_PROCEDURES`, a namespaced function off :data:`READ_FUNCTION_NAMESPACES`,
-    and a nesting beyond :data:`MAX_DEPTH` or :data:`MAX_NESTING_WORK`."""
+    a nesting beyond :data:`MAX_DEPTH` or :data:`MAX_NESTING_WORK`, ranges beyond
+    :data:`.bounds.MAX_RANGE` (each, or walked inside one another) or
+    :data:`.bounds.MAX_RANGE_WORK` (all), and a ``reduce()`` whose accumulator doubles."""
     check(query)
     toks = tokens(query)
     for tok in toks:  # where the server's reading of the text could differ from ours
@@ -251,7 +256,7 @@ def check_server(query: str) -> None:
                                    "procedures (schema, indexes) are called")
     _check_functions(code)
     _check_nesting(code)
-    _check_ranges(code)
+    check_evaluation(code)
 
 
 def _dotted(code: list[Token], start: int) -> str | None:
@@ -363,48 +368,6 @@ def _check_nesting(code: list[Token]) -> None:
                                "exponential in the nesting, beyond any timeout")
         if opens:
             opened.append("CASE" if word == "CASE" else tok.text)
-
-
-#: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
-#: whole list before its timeout or memory cap is checked (``range(1, 1000000000)`` grew the
-#: server past 8 GB), so its bounds must be literals the guard can read: a computed bound
-#: (``WITH 1000000000 AS n RETURN range(1, n)``) is refused, as the guard cannot bound it.
-MAX_RANGE = 1_000_000
-
-
-def _literal(code: list[Token], i: int) -> tuple[int, int] | None:
-    """The integer literal at ``code[i]``, signed or not, and the index after it."""
-    sign = 1
-    if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
-        sign, i = (-1 if code[i].text == "-" else 1), i + 1
-    if i < len(code) and code[i].kind == "number" and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+",
-                                                                   code[i].text):
-        return sign * int(code[i].text, 0 if code[i].text[:2].lower() == "0x" else 10), i + 1
-    return None
-
-
-def _check_ranges(code: list[Token]) -> None:
-    """Refuse ``range(a, b[, step])`` with literal bounds over :data:`MAX_RANGE` values."""
-    for i, tok in enumerate(code):
-        if tok.kind != "word" or tok.text.lower() != "range" or i + 1 >= len(code) \
-                or code[i + 1].text != "(" or (i and code[i - 1].text == "."):
-            continue
-        bounds: list[int] = []
-        j = i + 2
-        while (lit := _literal(code, j)) is not None:
-            bounds.append(lit[0])
-            j = lit[1]
-            if j >= len(code) or code[j].text != ",":
-                break
-            j += 1
-        if len(bounds) < 2 or j >= len(code) or code[j].text not in (")", ","):
-            raise QueryRefused(f"range() at {where(tok)} has a bound that is not an integer "
-                               "literal: the server builds the whole list before any timeout "
-                               "or memory cap, so only literal bounds are sent")
-        step = abs(bounds[2]) if len(bounds) > 2 and bounds[2] else 1
-        if abs(bounds[1] - bounds[0]) // step > MAX_RANGE:
-            raise QueryRefused(f"range() at {where(tok)} builds more than {MAX_RANGE:,} "
-                               "values, which the server builds before any timeout")
 
 
 def first_write(query: str) -> Token | None:

@@ -1,0 +1,344 @@
+"""What a query sent to a server may make the server evaluate in one expression: FalkorDB
+(4.16) checks neither its query timeout nor its memory cap inside an expression, only between
+rows, so an expression that builds or walks too many values runs to its end, minutes past the
+timeout, and the cases after it fail with gold timeouts (issue 58). :func:`check_evaluation`
+refuses, before anything is sent, what can be bounded by reading the text: a ``range()``
+whose bounds are not literals or span too many values, ranges and lists walked inside one
+another past :data:`MAX_RANGE`, and a ``reduce()`` whose accumulator doubles or is copied
+at too many steps.
+
+Why apart from :mod:`.guard`: the guard says which words may be sent; this module counts what
+the words would cost. It reads the guard's tokens (:func:`.guard.tokens`) and is called by the
+guard, so it imports nothing of the guard's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..errors import QueryRefused
+
+
+class Token(Protocol):
+    """A token of :func:`.guard.tokens` (this module does not import the guard, which calls
+    it)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def column(self) -> int: ...
+
+
+def where(tok: Token) -> str:
+    """As :func:`.guard.where` names a place."""
+    return f"line {tok.line}, column {tok.column}"
+
+
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def check_evaluation(code: Sequence[Token]) -> None:
+    """Refuse what the server would evaluate unbounded (the module docstring): ``code`` is a
+    query's tokens without its comments."""
+    scopes = _scopes(code)
+    walked = _check_work(code, _check_ranges(code), scopes)
+    _check_reduce(code, scopes, walked)
+
+
+#: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
+#: whole list before its timeout or memory cap is checked (``range(1, 1000000000)`` grew the
+#: server past 8 GB), so its bounds must be literals the guard can read: a computed bound
+#: (``WITH 1000000000 AS n RETURN range(1, n)``) is refused, as the guard cannot bound it.
+MAX_RANGE = 1_000_000
+
+
+def _literal(code: Sequence[Token], i: int) -> tuple[int, int] | None:
+    """The integer literal at ``code[i]``, signed or not, and the index after it."""
+    sign = 1
+    if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
+        sign, i = (-1 if code[i].text == "-" else 1), i + 1
+    if i < len(code) and code[i].kind == "number" and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+",
+                                                                   code[i].text):
+        return sign * int(code[i].text, 0 if code[i].text[:2].lower() == "0x" else 10), i + 1
+    return None
+
+
+def _check_ranges(code: Sequence[Token]) -> dict[int, tuple[int, int]]:
+    """Refuse ``range(a, b[, step])`` with literal bounds over :data:`MAX_RANGE` values; the
+    others by the index of their ``range`` word: their size and the index of their ``)``."""
+    sizes: dict[int, tuple[int, int]] = {}
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or tok.text.lower() != "range" or i + 1 >= len(code) \
+                or code[i + 1].text != "(" or (i and code[i - 1].text == "."):
+            continue
+        bounds: list[int] = []
+        j = i + 2
+        while (lit := _literal(code, j)) is not None:
+            bounds.append(lit[0])
+            j = lit[1]
+            if j >= len(code) or code[j].text != ",":
+                break
+            j += 1
+        if len(bounds) < 2 or j >= len(code) or code[j].text not in (")", ","):
+            raise QueryRefused(f"range() at {where(tok)} has a bound that is not an integer "
+                               "literal: the server builds the whole list before any timeout "
+                               "or memory cap, so only literal bounds are sent")
+        step = abs(bounds[2]) if len(bounds) > 2 and bounds[2] else 1
+        size = abs(bounds[1] - bounds[0]) // step + 1
+        if size - 1 > MAX_RANGE:
+            raise QueryRefused(f"range() at {where(tok)} builds more than {MAX_RANGE:,} "
+                               "values, which the server builds before any timeout")
+        sizes[i] = (size, j)
+    return sizes
+
+
+#: The most values the ``range()`` calls of a query may build and walk in all: an iteration
+#: over a range (``[x IN range(...) | ...]``, ``reduce``, ``any``...) repeats what is inside it
+#: once a value, and FalkorDB evaluates an expression to its end without checking its timeout
+#: or memory cap (``[i IN range(1, 1000000) | reduce(s = 0, j IN range(1, 1000) | s + j)]``
+#: kept both worker threads busy for over a minute; 1,000,000 values take about 0.1 s here).
+#: What one range builds times the ranges iterated around it may not pass :data:`MAX_RANGE`.
+MAX_RANGE_WORK = 10 * MAX_RANGE
+#: Words that start the expression an ``AS`` names.
+_EXPRESSION_STARTS = frozenset({"WITH", "RETURN", "UNWIND", "YIELD", "DISTINCT"})
+
+
+def _scopes(code: Sequence[Token]) -> list[tuple[int, ...]]:
+    """For each token, the indices of the brackets open around it."""
+    out: list[tuple[int, ...]] = []
+    opened: list[int] = []
+    for i, tok in enumerate(code):
+        if tok.kind == "punct" and tok.text in _CLOSE and opened:
+            opened.pop()
+        out.append(tuple(opened))
+        if tok.kind == "punct" and tok.text in _OPEN:
+            opened.append(i)
+    return out
+
+
+def _named(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> tuple[int, str]:
+    """Where the expression that ``AS`` at ``code[at]`` names starts, and the word that
+    starts it (``UNWIND``, ``WITH``..., or ``""`` after a comma or a bracket)."""
+    k = at - 1
+    while k >= 0 and len(scopes[k]) >= len(scopes[at]):
+        tok = code[k]
+        if scopes[k] == scopes[at] and (tok.text == "," or (
+                tok.kind == "word" and tok.text.upper() in _EXPRESSION_STARTS)):
+            return k + 1, tok.text.upper() if tok.kind == "word" else ""
+        k -= 1
+    return k + 1, ""
+
+
+def _iterated_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> int:
+    """Where the list the ``IN`` at ``code[at]`` iterates or tests ends."""
+    end, depth = at + 1, len(scopes[at])
+    while end < len(code) and len(scopes[end]) >= depth and not (
+            len(scopes[end]) == depth and (code[end].text in ("|", ",") or (
+                code[end].kind == "word" and code[end].text.upper() in _ITERATED_ENDS))):
+        end += 1
+    return end
+
+
+def _element(code: Sequence[Token], sources: dict[int, int], elements: dict[str, int],
+             start: int, end: int) -> int:
+    """What an element of the list ``code[start:end]`` may hold: nothing that counts when the
+    list is one range or a literal of nothing that counts (its elements are scalars), an
+    element of a named list, else, conservatively, what the whole list holds (``[x IN
+    [range(1, 10)] | ...]``)."""
+    inside = [k for k in range(start, end) if k in sources]
+    if inside == [start] and code[start].text.lower() in ("[", "range"):
+        return 0
+    if inside == [start] and code[start].text.strip("`") in elements:
+        return elements[code[start].text.strip("`")]
+    return sum(sources[k] for k in inside)
+
+
+def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
+                  scopes: list[tuple[int, ...]]) -> dict[int, int]:
+    """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
+    range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into, ``x`` in ``[x IN
+    [range(1, 10)] | ...]``), by index: the values each may hold (conservatively: what the
+    named expression's sources hold)."""
+    sources = {i: size for i, (size, _) in ranges.items()}
+    for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
+        if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
+            sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
+    names: dict[str, int] = {}
+    elements: dict[str, int] = {}  # what an element of a named list may hold
+    pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
+    rows = 1  # the rows the ranges unwound so far multiply into
+    for i, tok in enumerate(code):
+        for target, start in pending.pop(i, []):
+            names[target] = _element(code, sources, elements, start, i)
+        name = tok.text.strip("`")
+        if tok.kind in ("word", "quoted") and not (i and code[i - 1].text == ".") \
+                and names.get(name) and not (i and code[i - 1].text.upper() == "AS"):
+            sources[i] = names[name]
+        word = tok.text.upper() if tok.kind == "word" else ""
+        if word == "IN" and scopes[i] and i >= 2 and code[i - 1].kind in ("word", "quoted") \
+                and code[i - 2].text in ("[", "(", ","):
+            end = _iterated_end(code, scopes, i)
+            pending.setdefault(end, []).append((code[i - 1].text.strip("`"), i + 1))
+        if word != "AS" or i + 1 >= len(code) or code[i + 1].kind not in ("word", "quoted"):
+            continue
+        start, keyword = _named(code, scopes, i)
+        held = sum(sources.get(k, 0) for k in range(start, i))
+        if keyword == "UNWIND" and start in ranges and ranges[start][1] == i - 1:
+            rows, held = min(rows * ranges[start][0], 2 ** 62), 0  # scalars, one a row
+        if any(code[k].text.lower() == "collect" for k in range(start, i)):
+            held = max(held, rows)
+        names[code[i + 1].text.strip("`")] = held
+        elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
+    return sources
+
+
+#: What ends the list an ``IN`` iterates (at the ``IN``'s own depth).
+_ITERATED_ENDS = frozenset({"AND", "OR", "XOR", "WHERE", "RETURN", "WITH", "WHEN", "THEN",
+                            "ELSE", "END", "AS", "ORDER", "BY", "SKIP", "LIMIT", "UNWIND",
+                            "MATCH", "YIELD", "UNION", "OPTIONAL", "CALL", "IN", "IS",
+                            "CONTAINS"})
+
+
+def _iterations(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
+                ) -> tuple[dict[int, int], dict[tuple[int, int], int]]:
+    """The values of the lists iterated in each bracket (``[x IN <list> | ...]``, ``reduce``,
+    ``any``..., and ``a IN <list>`` too: a test of every value), multiplied by bracket, a list
+    holding what the sources in it hold; and, for a source in one of those lists, by source and
+    bracket, that list's values (a list is not repeated by its own iteration)."""
+    walked: dict[int, int] = {}
+    own: dict[tuple[int, int], int] = {}
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or tok.text.upper() != "IN" or not scopes[i]:
+            continue
+        inside = [k for k in range(i + 1, _iterated_end(code, scopes, i)) if k in sources]
+        held = sum(sources[k] for k in inside)
+        if held:
+            bracket = scopes[i][-1]
+            walked[bracket] = walked.get(bracket, 1) * held
+            own.update({(k, bracket): held for k in inside})
+    return walked, own
+
+
+def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
+                scopes: list[tuple[int, ...]]) -> dict[int, int]:
+    """Refuse a list a range made that is built or walked inside iterations over others
+    whose sizes multiply past :data:`MAX_RANGE`, or all of them past :data:`MAX_RANGE_WORK`.
+    An iteration (``x IN <list>``) repeats its bracket's content: a list at every depth of
+    that bracket counts as repeated, even beside the iteration (errs high). What the lists
+    iterated in each bracket hold, multiplied, by bracket."""
+    sources = _list_sources(code, ranges, scopes)
+    walked, own = _iterations(code, scopes, sources)
+    total = 0
+    for i in sorted(sources):
+        work = sources[i]
+        for bracket in scopes[i]:  # not repeated by the iteration over the list it is in
+            work = work * walked.get(bracket, 1) // own.get((i, bracket), 1)
+        total += work
+        what = "range()" if i in ranges else "a list" if code[i].text == "[" \
+            else f"{code[i].text} (a list the query made)"
+        if work > MAX_RANGE:
+            raise QueryRefused(f"{what} at {where(code[i])} is built or walked inside the "
+                               f"iterations around it: {work:,} values in all, more than "
+                               f"{MAX_RANGE:,}, which the server evaluates in one expression "
+                               "without checking its timeout")
+        if total > MAX_RANGE_WORK:
+            raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
+                               f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
+                               "evaluates an expression without checking its timeout")
+    return walked
+
+
+def _arg_of_size(code: Sequence[Token], i: int) -> bool:
+    """Whether ``code[i]`` is the whole argument of ``size()`` or ``length()``."""
+    return 2 <= i < len(code) - 1 and code[i - 1].text == "(" and code[i + 1].text == ")" \
+        and code[i - 2].text.lower() in ("size", "length")
+
+
+_CASE_PARTS = frozenset({"END", "WHEN", "THEN", "ELSE"})
+
+
+def _case_word(code: Sequence[Token], i: int) -> str:
+    tok = code[i]
+    keyword = tok.kind == "word" and not (i and code[i - 1].text in (".", ":"))
+    return tok.text.upper() if keyword else ""
+
+
+def _uses(code: Sequence[Token], i: int, end: int, name: str) -> tuple[int, int]:
+    """How many times ``name`` is part of the value of ``code[i:end]`` (not after ``IN``, in
+    ``size()``, or in a ``WHEN`` condition; a ``CASE`` counts as its branch that uses it
+    most), up to ``end`` or a ``CASE`` part this expression is in; and where that is."""
+    count = 0
+    while i < end:
+        word = _case_word(code, i)
+        if word in _CASE_PARTS:
+            return count, i
+        if word == "CASE":
+            best, value, i = 0, False, i + 1  # the part before the first WHEN is compared
+            while i < end:
+                used, i = _uses(code, i, end, name)
+                best = max(best, used) if value else best
+                word = _case_word(code, i) if i < end else "END"
+                value, i = word in ("THEN", "ELSE"), i + 1
+                if word == "END":
+                    break
+            count += best
+            continue
+        tok = code[i]
+        if tok.kind in ("word", "quoted") and tok.text.strip("`") == name \
+                and not (i and code[i - 1].text.upper() in (".", "IN")) \
+                and not _arg_of_size(code, i):
+            count += 1
+        i += 1
+    return count, i
+
+
+#: The work a ``reduce()`` whose accumulator is not a number may take: the square of its
+#: steps (times the iterations around it), as the server copies the accumulator at each step
+#: (``reduce(s = [], i IN range(1, 100000) | s + [i])`` took FalkorDB 48 s; 10,000 steps
+#: 0.55 s).
+MAX_REDUCE_WORK = 10 * MAX_RANGE_WORK
+
+
+def _numeric(code: Sequence[Token], i: int) -> bool:
+    """Whether a number literal alone starts at ``code[i]`` (an accumulator's start)."""
+    if i < len(code) and code[i].text in "+-" and code[i].kind == "punct":
+        i += 1
+    return i + 1 < len(code) and code[i].kind == "number" and code[i + 1].text == ","
+
+
+def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                  walked: dict[int, int]) -> None:
+    """Refuse ``reduce(acc = ..., x IN ... | ...)`` whose accumulator is part of its next
+    value twice (``s + s``, ``[s, s]``): it doubles at each step; or, not a number, copied at
+    each of more steps than :data:`MAX_REDUCE_WORK` bounds. FalkorDB checks neither against
+    its timeout or memory cap inside one expression."""
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or tok.text.lower() != "reduce" or i + 3 >= len(code) \
+                or code[i + 1].text != "(" or code[i + 3].text != "=" \
+                or (i and code[i - 1].text == "."):
+            continue
+        inside = (*scopes[i + 1], i + 1)
+        close = next((k for k in range(i + 2, len(code))
+                      if code[k].text in _CLOSE and scopes[k] == scopes[i + 1]), len(code))
+        bar = next((k for k in range(i + 2, close)
+                    if code[k].text == "|" and scopes[k] == inside), None)
+        name = code[i + 2].text.strip("`")
+        if bar is not None and _uses(code, bar + 1, close, name)[0] > 1:
+            raise QueryRefused(f"reduce() at {where(tok)} adds its accumulator {name} to "
+                               "itself: its value doubles at each step, which the server "
+                               "checks against neither its timeout nor its memory cap")
+        steps = walked.get(i + 1, 1)
+        work = steps * steps
+        for bracket in scopes[i]:
+            work *= walked.get(bracket, 1)
+        if not _numeric(code, i + 4) and work > MAX_REDUCE_WORK:
+            raise QueryRefused(f"reduce() at {where(tok)} copies its accumulator {name} at "
+                               f"each of {steps:,} steps ({work:,} in all with the iterations "
+                               f"around it, more than {MAX_REDUCE_WORK:,}): the server "
+                               "evaluates one expression without checking its timeout")
