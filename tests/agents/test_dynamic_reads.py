@@ -26,6 +26,12 @@ DUCKDB_FORMS = {
     "query-table-list": "SELECT * FROM query_table(['Employee'])",
     "query-qualified": "SELECT * FROM main.query('SELECT * FROM Employee')",
     "query-delete": "SELECT * FROM query('DEL' || 'ETE FROM Genre')",
+    # the second re-probe: SQL given serialized, and table macros reading a named table
+    "serialized": "SELECT * FROM json_execute_serialized_sql(json_serialize_sql("
+                  "'SELECT FirstName FROM Employee'))",
+    "histogram-values": "SELECT * FROM histogram_values(Employee, FirstName)",
+    "histogram-table": "FROM histogram(Employee, FirstName)",
+    "storage-info": "SELECT * FROM pragma_storage_info('Employee')",
 }
 POSTGRES_FORMS = {
     "table-to-xml": "SELECT table_to_xml('employee', true, false, '')",
@@ -34,6 +40,9 @@ POSTGRES_FORMS = {
     "schema-to-xml": "SELECT schema_to_xml('public', true, false, '')",
     "database-to-xml": "SELECT pg_catalog.database_to_xml(true, false, '')",
     "and-xmlschema": "SELECT table_to_xml_and_xmlschema('employee', true, false, '')",
+    # the second re-probe: the planner's statistics list an analysed column's common values
+    "pg-stats": "SELECT attname, most_common_vals::text FROM pg_stats "
+                "WHERE tablename = 'employee'",
 }
 
 
@@ -84,3 +93,11 @@ def test_postgresql_table_readers_by_name_are_refused_and_counted(
     _check(report, POSTGRES_FORMS)
 
 
+
+
+def test_the_histogram_aggregate_of_a_named_column_still_runs() -> None:
+    """Only the table macro is refused: ``histogram(col)`` as an aggregate reads what the
+    query names, which the binder counts."""
+    from pytest_queryeval.sources.sqlguard import check_read_only
+
+    check_read_only("SELECT histogram(FirstName) FROM Employee", "duckdb")

@@ -371,6 +371,12 @@ def test_strings_comments_and_escapes(query, error):
      "reduce() at line 1, column 30 copies its accumulator s at each of 3,000 steps"),
     ("RETURN size(reduce(`s` = [1], i IN range(1, 30) | CASE WHEN true THEN s END + "
      "CASE WHEN i > 0 THEN `s` ELSE [] END))", "reduce() at line 1, column 13 adds its"),
+    # the second re-probe (2026-11-26): a backquoted function name evaded the range bound
+    # (`range`(1, 400000000) aborted a 4 GB server), and an accumulator copied by a list
+    # comprehension over itself doubled unseen
+    ("RETURN size(`range`(1, 400000000))", "a function named in backquotes is not sent"),
+    ("RETURN size(reduce(s = [1], i IN range(1, 29) | s + [x IN s | x]))",
+     "adds its accumulator s to itself"),
 ])
 def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     """Not sent even once (a range of 10⁹ values grew FalkorDB past 8 GB): the guard only."""
@@ -396,6 +402,7 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "RETURN reduce(s = '', w IN ['a', 'b'] | s + CASE WHEN size(s) > 0 THEN ', ' ELSE '' END "
     "+ w)",
     "MATCH (m:Movie) RETURN reduce(m = 0, x IN [1, 5, 3] | CASE WHEN x > m THEN x ELSE m END)",
+    "MATCH (n:Person) RETURN n.`name`, [x IN [1, 2] | x]",
     "RETURN reduce(s = 0, i IN range(1, 1000000) | s + i), "
     "size(reduce(s = [], i IN range(1, 10000) | s + [i]))",
 ])

@@ -270,8 +270,9 @@ def _case_word(code: Sequence[Token], i: int) -> str:
 
 
 def _uses(code: Sequence[Token], i: int, end: int, name: str) -> tuple[int, int]:
-    """How many times ``name`` is part of the value of ``code[i:end]`` (not after ``IN``, in
-    ``size()``, or in a ``WHEN`` condition; a ``CASE`` counts as its branch that uses it
+    """How many times ``name`` is part of the value of ``code[i:end]`` (not after ``IN``, unless
+    a list comprehension copies it, ``[x IN s | x]``; not in ``size()``, or in a ``WHEN``
+    condition; a ``CASE`` counts as its branch that uses it
     most), up to ``end`` or a ``CASE`` part this expression is in; and where that is."""
     count = 0
     while i < end:
@@ -290,8 +291,10 @@ def _uses(code: Sequence[Token], i: int, end: int, name: str) -> tuple[int, int]
             count += best
             continue
         tok = code[i]
+        after_in = bool(i) and code[i - 1].text.upper() == "IN"
+        copied = after_in and i >= 3 and code[i - 3].text == "["  # [x IN s | ...] copies s
         if tok.kind in ("word", "quoted") and tok.text.strip("`") == name \
-                and not (i and code[i - 1].text.upper() in (".", "IN")) \
+                and not (i and code[i - 1].text == ".") and (copied or not after_in) \
                 and not _arg_of_size(code, i):
             count += 1
         i += 1

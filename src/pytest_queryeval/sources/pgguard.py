@@ -51,6 +51,11 @@ TABLE_BY_NAME_FUNCTIONS = frozenset({
     "schema_to_xmlschema", "schema_to_xml_and_xmlschema", "database_to_xml",
     "database_to_xmlschema", "database_to_xml_and_xmlschema",
 })
+#: The planner's statistics: the most common values and histogram bounds of every analysed
+#: column the role may read (``pg_stats WHERE tablename = 'employee'`` listed the employees'
+#: names), read through a view whose plan names no such table.
+STATISTICS_VIEWS = frozenset({"pg_stats", "pg_stats_ext", "pg_stats_ext_exprs", "pg_statistic",
+                              "pg_statistic_ext", "pg_statistic_ext_data"})
 #: Prefixes of extension function families that open other connections or run SQL text.
 SQL_TEXT_PREFIXES = ("dblink",)
 
@@ -95,6 +100,10 @@ def check_postgres(sql: str, forbidden: frozenset[str] = frozenset()) -> tuple[s
     for key, node in _nodes(stmt):
         if key in _WRITE_NODES:
             raise QueryRefused(f"{_WRITE_NODES[key]} inside a query")
+        if key == "RangeVar" and str(node.get("relname", "")).lower() in STATISTICS_VIEWS:
+            raise QueryRefused(f"{node.get('relname')} shows the values of other tables' "
+                               "columns (their most common values and histograms), which no "
+                               "count of the tables read can see")
         if key == "SelectStmt":
             if node.get("intoClause"):
                 raise QueryRefused("SELECT INTO inside a query")

@@ -69,7 +69,15 @@ _FORBIDDEN_FUNCTIONS = frozenset({
 #: ``query_table(...)``): no guard reads the inner statement, and no count of the tables an
 #: agent read (the binder's account) sees the table. PostgreSQL's are :mod:`.pgguard`'s.
 _DIALECT_SQL_TEXT_FUNCTIONS: dict[str, frozenset[str]] = {
-    "duckdb": frozenset({"query", "query_table"}),
+    "duckdb": frozenset({"query", "query_table", "json_execute_serialized_sql"}),
+}
+#: Table functions and table macros of one dialect that read a table named by their argument
+#: (DuckDB's ``FROM histogram_values(Employee, FirstName)`` gave every first name, and
+#: ``pragma_storage_info('Employee')`` each column's minimum and maximum): the binder's account
+#: of the tables read does not show that table. Refused in ``FROM`` only (``histogram`` is also
+#: an aggregate of a column, which reads what the query names).
+_DIALECT_TABLE_READERS: dict[str, frozenset[str]] = {
+    "duckdb": frozenset({"histogram", "histogram_values", "pragma_storage_info"}),
 }
 
 #: Words that make an *unparseable* statement suspicious (fallback check on tokens).
@@ -248,6 +256,7 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
         raise QueryRefused(f"{_label(tree)} is not a read-only query")
     forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
     sql_text = _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
+    readers = _DIALECT_TABLE_READERS.get(dialect or "", frozenset())
     for node in tree.walk():
         if isinstance(node, forbidden):
             raise QueryRefused(f"{_label(node)} inside a query")
@@ -258,6 +267,9 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
             if fname in sql_text:
                 raise QueryRefused(f"function {fname}() runs SQL or reads a table named at run "
                                    "time, which no guard or count can see")
+            if fname in readers and isinstance(node.parent, exp.Table):
+                raise QueryRefused(f"table function {fname}() reads the table named by its "
+                                   "argument, which no count of the tables read can see")
 
 
 def _label(node: object) -> str:
