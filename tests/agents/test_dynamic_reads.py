@@ -32,6 +32,9 @@ DUCKDB_FORMS = {
     "histogram-values": "SELECT * FROM histogram_values(Employee, FirstName)",
     "histogram-table": "FROM histogram(Employee, FirstName)",
     "storage-info": "SELECT * FROM pragma_storage_info('Employee')",
+    # the third re-probe: the database file itself, which external access off still opens
+    "read-duckdb": "SELECT * FROM read_duckdb('chinook.duckdb', table_name = 'Employee')",
+    "read-blob": "SELECT * FROM read_blob('chinook.duckdb')",
 }
 POSTGRES_FORMS = {
     "table-to-xml": "SELECT table_to_xml('employee', true, false, '')",

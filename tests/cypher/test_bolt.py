@@ -377,6 +377,11 @@ def test_strings_comments_and_escapes(query, error):
     ("RETURN size(`range`(1, 400000000))", "a function named in backquotes is not sent"),
     ("RETURN size(reduce(s = [1], i IN range(1, 29) | s + [x IN s | x]))",
      "adds its accumulator s to itself"),
+    # the third re-probe: a value doubled across WITH steps aborted a 4 GB server
+    ("WITH [1] AS l " + "WITH l + l AS l " * 31 + "RETURN size(l)",
+     "is part of the value projected as l twice"),
+    ("WITH [1] AS a WITH a + a AS b WITH b + b AS a RETURN size(a)",
+     "is part of the value projected as b twice"),
 ])
 def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     """Not sent even once (a range of 10⁹ values grew FalkorDB past 8 GB): the guard only."""
@@ -403,6 +408,8 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "+ w)",
     "MATCH (m:Movie) RETURN reduce(m = 0, x IN [1, 5, 3] | CASE WHEN x > m THEN x ELSE m END)",
     "MATCH (n:Person) RETURN n.`name`, [x IN [1, 2] | x]",
+    "MATCH (m:Movie) WITH m.rating AS r, m RETURN r + r AS twice, m.title",
+    "WITH {price: 2, qty: 3} AS o WITH o, o.price * o.qty AS total RETURN total",
     "RETURN reduce(s = 0, i IN range(1, 1000000) | s + i), "
     "size(reduce(s = [], i IN range(1, 10000) | s + [i]))",
 ])

@@ -49,6 +49,7 @@ def check_evaluation(code: Sequence[Token]) -> None:
     scopes = _scopes(code)
     walked = _check_work(code, _check_ranges(code), scopes)
     _check_reduce(code, scopes, walked)
+    _check_rebinding(code, scopes)
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -345,3 +346,38 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                                f"each of {steps:,} steps ({work:,} in all with the iterations "
                                f"around it, more than {MAX_REDUCE_WORK:,}): the server "
                                "evaluates one expression without checking its timeout")
+
+
+def _check_rebinding(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> None:
+    """Refuse a ``WITH`` projection that holds a name an earlier ``AS`` bound twice or more
+    (``WITH l + l AS l``, 31 times over, or alternating names; a ``RETURN`` ends the chain):
+    each step doubles the value, and FalkorDB aborted on the 2 GB it allocated (the third
+    re-probe). A name used as a map (``l.price``), called, iterated or measured (``size(l)``)
+    is not such a use."""
+    bound: set[str] = set()
+    start, clause = 0, ""
+    for i, tok in enumerate(code):
+        if scopes[i]:
+            continue
+        word = tok.text.upper() if tok.kind == "word" else ""
+        if word in ("WITH", "RETURN", "UNWIND") or tok.text == ",":
+            start, clause = i + 1, word or clause
+        elif word == "AS" and i + 1 < len(code) and clause == "WITH":  # RETURN ends the chain
+            name = code[i + 1].text.strip("`")
+            for used in sorted(bound):
+                if _value_uses(code, start, i, used) > 1:
+                    raise QueryRefused(f"{used} at {where(code[start])} is part of the value "
+                                       f"projected as {name} twice: a value that doubles at "
+                                       "each step, which the server evaluates without "
+                                       "checking its memory cap")
+            bound.add(name)
+
+
+def _value_uses(code: Sequence[Token], start: int, end: int, name: str) -> int:
+    """How many times ``name`` is part of the value of ``code[start:end]``, as :func:`_uses`
+    counts, less its uses as a map (``name.key``) or a function (``name(``)."""
+    count, _ = _uses(code, start, end, name)
+    for k in range(start, end - 1):
+        if code[k].text.strip("`") == name and code[k + 1].text in (".", "("):
+            count -= 1
+    return count
