@@ -77,8 +77,8 @@ class QueryFailed(QueryEvalError):
 
 
 class QueryUnparsed(QueryFailed):
-    """The engine could not parse the query, so it ran nothing (ladybug's ``Parser
-    exception``): a failed query as before, which an agent's counts judge on its words (an
+    """The engine could not parse the query, so it ran nothing (an embedded graph engine's
+    ``Parser exception``): a failed query as before, which an agent's counts judge on its words (an
     unterminated comment after ``DETACH DELETE`` is still a write attempt)."""
 
 

@@ -12,6 +12,7 @@ say it (a write, a forbidden table named, a repeated call), so a bound never low
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -72,14 +73,26 @@ def step_queries(step: Step, sql: bool) -> tuple[str | None, list[str]]:
     return None, loose_queries(step.name, step.arguments_text)
 
 
-#: A tool name that runs a query (its last part, ``-`` read as ``_``, any case).
-_QUERY_TOOL = re.compile(r"query|sql|cypher|sparql|gql|execute|exec\b|statement", re.IGNORECASE)
-#: An argument name that holds a query: of a query tool, and of any other tool (where a
-#: ``query`` is as often a web search's words as a statement).
-_QUERY_KEY = re.compile(r"query|sql|cypher|sparql|statement|command", re.IGNORECASE)
-_STATEMENT_KEY = re.compile(r"sql|cypher|sparql|statement", re.IGNORECASE)
-#: The head of a statement (SQL, Cypher, SPARQL): only a text starting so is judged, so an
-#: argument of prose is never read as a write.
+@functools.lru_cache(maxsize=8)
+def _names(kinds: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The patterns of a tool name that runs a query (its last part, ``-`` read as ``_``, any
+    case), of an argument name that holds one (of a query tool, and of any other tool, where a
+    ``query`` is as often a web search's words as a statement): the words of SQL and of each
+    registered kind's language (a ``run_<kind>`` tool, a ``<kind>`` argument)."""
+    languages = "".join(f"|{re.escape(k)}" for k in kinds)
+    return (re.compile(rf"query|sql|sparql|gql|execute|exec\b|statement{languages}", re.I),
+            re.compile(rf"query|sql|sparql|statement|command{languages}", re.I),
+            re.compile(rf"sql|sparql|statement{languages}", re.I))
+
+
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    from ..kindregistry import known_kinds
+
+    return _names(tuple(known_kinds()))
+
+
+#: The head of a statement (SQL, a graph language, SPARQL): only a text starting so is judged,
+#: so an argument of prose is never read as a write.
 _STATEMENT = re.compile(
     r"\s*\(*\s*(?:select|with|values|table|from|explain|pragma|show|describe|insert|update|"
     r"delete|merge|upsert|replace|create|drop|alter|truncate|grant|revoke|attach|detach|"
@@ -94,8 +107,9 @@ def loose_queries(name: str, arguments: str) -> list[str]:
     """The statements a call's ``arguments`` text holds: its query-named arguments' texts
     (any nesting, lists, JSON in JSON), and when ``name`` is a query tool, every text of it
     (the bare text itself when it is not JSON); only texts that start like a statement."""
-    tool = _QUERY_TOOL.search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1])
-    keys = _QUERY_KEY if tool is not None else _STATEMENT_KEY
+    query_tool, query_key, statement_key = _patterns()
+    tool = query_tool.search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1])
+    keys = query_key if tool is not None else statement_key
     return [t for t in _texts(arguments, tool is not None, keys, 0) if _STATEMENT.match(t)]
 
 
