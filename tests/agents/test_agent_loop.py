@@ -206,11 +206,9 @@ def test_a_run_without_agent_sends_no_agent_tools(pytester, agent_standin):
     assert "agent" not in report.by_id["count"]["details"]["prediction"]
 
 
-@pytest.mark.slow
-def test_the_tool_loop_runs_against_a_real_model(pytester, llm_server, monkeypatch):
-    """The real small model may call tools or not: whatever it does, the loop runs to an end
-    the budget bounds, and the trajectory and budget are recorded (a server refusing the
-    ``tools`` field, or a reply the loop cannot read, would make the case an error)."""
+def _real_suite(pytester, monkeypatch, base_url, cases):
+    """Chinook and the real local model at ``base_url`` in the tool loop (two tool calls, a
+    small token budget), with ``cases``."""
     from tests.fixtures.llm_server import KEY as REAL_KEY
     from tests.fixtures.llm_server import MODEL as REAL_MODEL
 
@@ -218,18 +216,26 @@ def test_the_tool_loop_runs_against_a_real_model(pytester, llm_server, monkeypat
                     pytester.path / "chinook.sqlite")
     write_suite(pytester.path, {
         "datasources": {"chinook": {"type": "sqlite", "path": "chinook.sqlite"}},
-        "predictions": {"source": "openai", "model": REAL_MODEL, "base_url": llm_server.base_url,
+        "predictions": {"source": "openai", "model": REAL_MODEL, "base_url": base_url,
                         "api_key": "${QE_REAL_KEY}", "temperature": 0, "seed": 1,
                         "max_tokens": 64, "concurrency": 1, "retries": 0, "timeout": 300,
                         "agent": {"tools": ["get_schema", "run_query", "abstain"],
                                   "budget": {"tool_calls": 2, "tokens": 20000}}}},
-        {"test_q.yaml": {"kind": "sql", "datasource": "chinook", "cases": [
-            {"id": "artists", "question": "How many artists are there?",
-             "gold": "SELECT count(*) FROM Artist"},
-            {"id": "artists-agent", "question": "How many artists are there?",
-             "gold": "SELECT count(*) FROM Artist",
-             "agent": {"trajectory": ["get_schema", "run_query"]}}]}})
+        {"test_q.yaml": {"kind": "sql", "datasource": "chinook", "cases": cases}})
     monkeypatch.setenv("QE_REAL_KEY", REAL_KEY)
+
+
+@pytest.mark.slow
+def test_the_tool_loop_runs_against_a_real_model(pytester, llm_server, monkeypatch):
+    """The real small model may call tools or not: whatever it does, the loop runs to an end
+    the budget bounds, and the trajectory and budget are recorded (a server refusing the
+    ``tools`` field, or a reply the loop cannot read, would make the case an error)."""
+    _real_suite(pytester, monkeypatch, llm_server.base_url, [
+        {"id": "artists", "question": "How many artists are there?",
+         "gold": "SELECT count(*) FROM Artist"},
+        {"id": "artists-agent", "question": "How many artists are there?",
+         "gold": "SELECT count(*) FROM Artist",
+         "agent": {"trajectory": ["get_schema", "run_query"]}}])
     _, report = run_report(pytester)
     case = report.by_id["artists"]
     assert case["outcome"] in ("passed", "failed"), case.get("error")
@@ -349,24 +355,11 @@ def test_a_tool_call_reply_is_sent_back_as_llama_cpp_accepts_it(pytester, llm_se
     which made every agent case whose model called a tool an error on that server. The real
     model, its first step forced to call run_query; fails before the fix with the server's
     400 in the case's error."""
-    from tests.fixtures.llm_server import KEY as REAL_KEY
-    from tests.fixtures.llm_server import MODEL as REAL_MODEL
-
     proxy = _FirstToolForced(llm_server.base_url)
     try:
-        shutil.copyfile(ROOT / "example_suite" / "data" / "chinook.sqlite",
-                        pytester.path / "chinook.sqlite")
-        write_suite(pytester.path, {
-            "datasources": {"chinook": {"type": "sqlite", "path": "chinook.sqlite"}},
-            "predictions": {"source": "openai", "model": REAL_MODEL, "base_url": proxy.base_url,
-                            "api_key": "${QE_REAL_KEY}", "temperature": 0, "seed": 1,
-                            "max_tokens": 64, "concurrency": 1, "retries": 0, "timeout": 300,
-                            "agent": {"tools": ["get_schema", "run_query", "abstain"],
-                                      "budget": {"tool_calls": 2, "tokens": 20000}}}},
-            {"test_q.yaml": {"kind": "sql", "datasource": "chinook", "cases": [
-                {"id": "artists", "question": "How many artists are there?",
-                 "gold": "SELECT count(*) FROM Artist"}]}})
-        monkeypatch.setenv("QE_REAL_KEY", REAL_KEY)
+        _real_suite(pytester, monkeypatch, proxy.base_url, [
+            {"id": "artists", "question": "How many artists are there?",
+             "gold": "SELECT count(*) FROM Artist"}])
         _, report = run_report(pytester, "-p", "no:cacheprovider")
     finally:
         proxy.close()

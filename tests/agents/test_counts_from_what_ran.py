@@ -61,6 +61,17 @@ REFUSED: dict[str, dict[str, Any]] = {
 }
 
 
+def duckdb_employees(path: Path) -> None:
+    """A DuckDB file of 8 employees and 25 genres (the forbidden table and the gold's)."""
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE Employee (EmployeeId INTEGER, FirstName TEXT)")
+    con.execute("INSERT INTO Employee SELECT i, 'n' || i FROM range(8) t(i)")
+    con.execute("CREATE TABLE Genre (GenreId INTEGER)")
+    con.execute("INSERT INTO Genre SELECT i FROM range(25) t(i)")
+    con.close()
+
+
 def _chinook(root: Path, shared_data: Path) -> None:
     db = root / "chinook.sqlite"
     shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
@@ -117,14 +128,8 @@ def test_a_forbidden_table_under_a_cte_of_its_name_is_counted(
     trajectory = [call("a", "run_query", CTE), tool("a")]
     datasource = None
     if engine == "duckdb":
-        duckdb = pytest.importorskip("duckdb")
         _chinook(pytester.path, shared_data)
-        con = duckdb.connect(str(pytester.path / "chinook.duckdb"))
-        con.execute("CREATE TABLE Employee (EmployeeId INTEGER, FirstName TEXT)")
-        con.execute("INSERT INTO Employee SELECT i, 'n' || i FROM range(8) t(i)")
-        con.execute("CREATE TABLE Genre (GenreId INTEGER)")
-        con.execute("INSERT INTO Genre SELECT i FROM range(25) t(i)")
-        con.close()
+        duckdb_employees(pytester.path / "chinook.duckdb")
         datasource = {"type": "duckdb", "path": "chinook.duckdb"}
     _file_suite(pytester, shared_data, {"cte": {"trajectory": trajectory}}, datasource)
     _, report = run_report(pytester, "-p", "no:cacheprovider")

@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_from_what_ran import GATES, GOLD, QUESTION, call, tool
+from tests.agents.test_counts_from_what_ran import (
+    GATES,
+    GOLD,
+    QUESTION,
+    call,
+    duckdb_employees,
+    tool,
+)
 from tests.support import run_report, write_suite
 
 DUCKDB_FORMS = {
@@ -73,13 +80,7 @@ def _check(report: Any, forms: dict[str, str]) -> None:
 
 
 def test_duckdb_reads_by_text_are_refused_and_counted(pytester: pytest.Pytester) -> None:
-    duckdb = pytest.importorskip("duckdb")
-    con = duckdb.connect(str(pytester.path / "chinook.duckdb"))
-    con.execute("CREATE TABLE Employee (EmployeeId INTEGER, FirstName TEXT)")
-    con.execute("INSERT INTO Employee SELECT i, 'n' || i FROM range(8) t(i)")
-    con.execute("CREATE TABLE Genre (GenreId INTEGER)")
-    con.execute("INSERT INTO Genre SELECT i FROM range(25) t(i)")
-    con.close()
+    duckdb_employees(pytester.path / "chinook.duckdb")
     _suite(pytester.path, {"type": "duckdb", "path": "chinook.duckdb"}, DUCKDB_FORMS,
            "Employee", GOLD)
     _, report = run_report(pytester, "-p", "no:cacheprovider")
