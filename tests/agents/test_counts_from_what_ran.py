@@ -201,3 +201,20 @@ def test_the_live_loop_counts_a_write_in_a_trajectory_it_refuses(
     assert case["metrics"]["write_attempts"] == 1.0
     assert case["details"]["prediction"]["agent"]["counts"]["write_attempts"] == 1.0
     assert case["outcome"] == "failed"
+
+
+@pytest.mark.parametrize("key", ["messages", "tool_calls"])
+def test_messages_under_another_key_are_refused_and_their_write_counted(
+        pytester: pytest.Pytester, shared_data: Path, key: str) -> None:
+    """The fourth re-probe's MEDIUM: a predictions-file record holding the agent's messages
+    under ``messages:`` (the chat API's name) was read as no trajectory: 0 write attempts and
+    a pass of ``write_attempts: {max: 0}`` with a DELETE in it."""
+    messages = [call("a", "run_query", DELETE), tool("a")]
+    _file_suite(pytester, shared_data, {"misnamed": {key: messages}})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    case = report.by_id["misnamed"]
+    assert case["details"]["agent"]["refused"] == (
+        f"{key}: not read: an agent case reads its tool calls from 'trajectory' (chat "
+        f"messages) or 'spans' (OpenInference spans); rename '{key}' to 'trajectory'")
+    assert case["metrics"]["write_attempts"] == 1.0
+    assert case["outcome"] == "failed"

@@ -382,6 +382,31 @@ def test_strings_comments_and_escapes(query, error):
      "is part of the value projected as l twice"),
     ("WITH [1] AS a WITH a + a AS b WITH b + b AS a RETURN size(a)",
      "is part of the value projected as b twice"),
+    # after the third re-probe: values grown by calls, or copied by an iteration's body, not
+    # by adding a name to itself (ten nested replace() calls aborted a 4 GB server)
+    ("RETURN size(" + "replace(" * 10 + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 10 + ")",
+     "replace() at line 1, column 45 grows a value up to 10-fold: with the query's other "
+     "growing calls, 100,000-fold, more than 10,000"),
+    ("WITH 'a' AS s " + "WITH replace(s, 'a', 'aa') AS s " * 14 + "RETURN size(s)",
+     "grows a value up to 2-fold: with the query's other growing calls, 16,384-fold"),
+    ("RETURN size(reduce(s = 'a', i IN range(1, 30) | replace(s, 'a', 'aa')))",
+     "reduce() at line 1, column 13 adds its accumulator s to itself or grows it, 2-fold"),
+    ("RETURN size(reduce(s = 'a', i IN range(1, 30) | string.replaceRegEx(s, 'a', 'a')))",
+     "grows it, 2-fold"),
+    ("RETURN size(reduce(s = [1], i IN range(1, 40) | [x IN s | [x, x]]))",
+     "adds its accumulator s to itself or grows it, 2-fold"),
+    ("RETURN size(reduce(s = 'a', i IN range(1, 30) | "
+     "apoc.text.join([j IN range(1, 3) | s], '')))", "grows it, 3-fold"),
+    ("WITH [1] AS l WITH [x IN l | [x, x]] AS l WITH [x IN l | [x, x]] AS l RETURN l",
+     "l at line 1, column 20 is part of the value projected as l twice or more"),
+    ("WITH [1] AS l WITH [i IN range(1, 3) | l] AS l RETURN l", "projected as l twice"),
+    ("MATCH (n) RETURN replace(n.name, ' ', n.other)",
+     "replace() at line 1, column 18 has a replacement that is not a string literal"),
+    ("RETURN apoc.text.repeat('a', 1000000000)",
+     "apoc.text.repeat() at line 1, column 18 has a count that is not an integer literal"),
+    ("RETURN apoc.text.repeat('ab', size(range(1, 100)))", "has a count that is not"),
+    ("RETURN apoc.coll.combinations(range(1, 30), 1, 30)",
+     "apoc.coll.combinations() at line 1, column 18 makes a list exponential"),
 ])
 def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     """Not sent even once (a range of 10⁹ values grew FalkorDB past 8 GB): the guard only."""
@@ -412,6 +437,13 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "WITH {price: 2, qty: 3} AS o WITH o, o.price * o.qty AS total RETURN total",
     "RETURN reduce(s = 0, i IN range(1, 1000000) | s + i), "
     "size(reduce(s = [], i IN range(1, 10000) | s + [i]))",
+    # growing calls within the bound, calls that do not grow, a copy of each element once
+    "MATCH (n:Person) RETURN replace(n.name, ' ', '_'), replace(n.name, 'a', 'ab'), "
+    "string.replaceRegEx(n.name, '[aeiou]', ''), apoc.text.repeat('-', 10)",
+    "RETURN reduce(s = 'Ann Lee', w IN [' ', 'e'] | replace(s, ' ', ''))",
+    "MATCH (m:Movie) WITH collect(m) AS ms WITH [m IN ms | [m.title, m.released]] AS rows "
+    "RETURN rows",
+    "WITH [1, 2] AS l WITH [x IN l | x * 2] AS l RETURN [x IN l | [x, x]]",
 ])
 def test_what_the_server_bounds_is_allowed(query):
     guard.check_server(query)
@@ -624,7 +656,10 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
         {"id": "copying", "gold": MATRIX, "predicted":
             "RETURN size(reduce(s = [], i IN range(1, 100000) | s + [i]))"},
         {"id": "non-ascii", "gold": MATRIX,
-         "predicted": "MATCH (n:Person) \uff33\uff25\uff34 n.p = 1 RETURN 1"}]
+         "predicted": "MATCH (n:Person) \uff33\uff25\uff34 n.p = 1 RETURN 1"},
+        # the third re-probe's nested replace(): aborted a 4 GB server
+        {"id": "growing", "gold": MATRIX, "predicted": "RETURN size(" + "replace(" * 10
+         + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 10 + ")"}]
     honest = [c for c in CASES if c["id"] in ("right", "fenced", "node", "path", "int-float")]
     _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 5}, hostile + honest)
     start = time.monotonic()
@@ -641,6 +676,8 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
     assert reasons["copying"].startswith("refused: reduce() at line 1, column 13 copies its "
                                          "accumulator s at each of 100,000 steps")
     assert "not valid UTF-8: Invalid input '\ufffd'" in reasons["non-ascii"]
+    assert reasons["growing"].startswith("refused: replace() at line 1, column 45 grows a "
+                                         "value up to 10-fold")
     assert "source unavailable" not in reasons["non-ascii"]
     for case in honest:
         assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0

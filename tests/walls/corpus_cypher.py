@@ -47,6 +47,9 @@ CYPHER: dict[str, list[str]] = {
     ],
     "huge_value": [
         "RETURN size(range(1, 2000000000))",
+        # ten nested replace() calls, each ten times longer (the third re-probe: aborted a
+        # 4 GB FalkorDB)
+        "RETURN size(" + "replace(" * 10 + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 10 + ")",
     ],
     "crash": [
         "RETURN " + "[" * 3_000 + "1" + "]" * 3_000,

@@ -176,10 +176,18 @@ def carried(record: Mapping[str, Any], value: object) -> object:
     """What a source's record (a predictions-file line, a command's JSON) gives an agent case:
     the envelope when the record carries a trajectory, spans or an answer beside its
     prediction ``value``, else ``value`` alone."""
-    if not any(k in record for k in ("trajectory", "spans", "answer")):
+    if not any(k in record for k in ("trajectory", "spans", "answer", *MISNAMED)):
         return value
-    return {"predicted": value,
-            **{k: record[k] for k in sorted(ENVELOPE_KEYS - {"predicted"}) if k in record}}
+    return {"predicted": value, **{k: record[k] for k in sorted(ENVELOPE_KEYS - {"predicted"})
+                                   if k in record},
+            **{k: record[k] for k in MISNAMED if k in record}}
+
+
+#: Keys a record may hold an agent's messages under by mistake (the chat API's own name,
+#: a framework's): read as nothing, the case would count no call and pass every count's
+#: gate, so a record holding one and neither ``trajectory`` nor ``spans`` is refused, naming
+#: the key, and the calls it holds are still counted (:func:`salvage_steps`).
+MISNAMED = ("messages", "tool_calls", "steps", "conversation", "history")
 
 
 def canonical_name(name: str) -> str:
@@ -254,6 +262,13 @@ def read_envelope(value: object) -> Envelope:
             env.refused, env.raw = str(exc), messages
     elif given is not None:  # false, 0, "", {}: EvalBench's ``or []``, the empty trajectory
         env.trajectory = Trajectory((), ())
+    else:
+        wrong = next((k for k in MISNAMED if value.get(k) is not None), None)
+        if wrong is not None:
+            env.refused = (f"{wrong}: not read: an agent case reads its tool calls from "
+                           "'trajectory' (chat messages) or 'spans' (OpenInference spans); "
+                           f"rename '{wrong}' to 'trajectory'")
+            env.raw = value[wrong]
     return env
 
 

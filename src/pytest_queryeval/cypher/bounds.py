@@ -4,8 +4,15 @@ rows, so an expression that builds or walks too many values runs to its end, min
 timeout, and the cases after it fail with gold timeouts (issue 58). :func:`check_evaluation`
 refuses, before anything is sent, what can be bounded by reading the text: a ``range()``
 whose bounds are not literals or span too many values, ranges and lists walked inside one
-another past :data:`MAX_RANGE`, and a ``reduce()`` whose accumulator doubles or is copied
-at too many steps.
+another past :data:`MAX_RANGE`, calls that grow a value (``replace()`` with a longer
+replacement, ``apoc.text.repeat``) past :data:`MAX_GROWTH` together, a ``reduce()`` whose
+accumulator doubles, grows or is copied at too many steps, and a ``WITH`` step that doubles
+a value an earlier one bound.
+
+Why one module of this size: these are one reading of one query, each bound feeding the
+next (the iterations the range bound finds repeat what the copy and growth bounds count, and
+the growing calls weigh the accumulator a ``reduce()`` copies); apart, each would tokenize
+and walk the scopes again and pass the others' tables through its signature.
 
 Why apart from :mod:`.guard`: the guard says which words may be sent; this module counts what
 the words would cost. It reads the guard's tokens (:func:`.guard.tokens`) and is called by the
@@ -48,8 +55,9 @@ def check_evaluation(code: Sequence[Token]) -> None:
     query's tokens without its comments."""
     scopes = _scopes(code)
     walked = _check_work(code, _check_ranges(code), scopes)
-    _check_reduce(code, scopes, walked)
-    _check_rebinding(code, scopes)
+    weigh = _Weights(code, scopes, walked, _check_growth(code, scopes))
+    _check_reduce(code, scopes, walked, weigh)
+    _check_rebinding(code, scopes, weigh)
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -255,6 +263,104 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     return walked
 
 
+#: How many times the calls that grow a string or list (``replace()`` with a longer
+#: replacement, ``apoc.text.repeat``...) may multiply a value in one query, all of them
+#: multiplied together: nested, one after another in ``WITH`` steps, or beside one another
+#: (errs high). Ten nested ``replace()`` calls that each made a string ten times longer
+#: aborted a FalkorDB limited to 4 GB (the third re-probe); a string of a kilobyte grown
+#: 10,000-fold is 10 MB.
+MAX_GROWTH = 10_000
+#: Functions that replace what matches their second argument with their third: the
+#: replacement may be placed once a character when what is matched may be empty (a regular
+#: expression, or a search string the guard cannot read).
+_REPLACING = {"replace": False, "string.replaceregex": True, "apoc.text.replace": True,
+              "apoc.text.regreplace": True}
+#: Functions whose second argument is a count: the value made repeated (``repeat``, ``fill``)
+#: or padded to that length (``lpad``, ``rpad``), which must be an integer literal.
+_COUNTED = {"apoc.text.repeat": True, "apoc.coll.fill": True, "apoc.text.lpad": False,
+            "apoc.text.rpad": False}
+#: Functions whose result is exponential in their argument's size, never sent.
+_EXPONENTIAL = frozenset({"apoc.coll.combinations", "apoc.coll.powerset"})
+
+
+def _function(code: Sequence[Token], i: int) -> str:
+    """The dotted, lower-cased name of the function called at the word ``code[i]``."""
+    name, k = code[i].text.lower(), i
+    while k >= 2 and code[k - 1].text == "." and code[k - 2].kind == "word":
+        name, k = f"{code[k - 2].text.lower()}.{name}", k - 2
+    return name
+
+
+def _arguments(code: Sequence[Token], scopes: list[tuple[int, ...]],
+               opened: int) -> list[tuple[int, int]]:
+    """Where each argument of the call whose ``(`` is ``code[opened]`` starts and ends."""
+    inside = (*scopes[opened], opened)
+    out, start = [], opened + 1
+    k = start
+    while k < len(code) and scopes[k][: len(inside)] == inside:
+        if code[k].text == "," and scopes[k] == inside:
+            out.append((start, k))
+            start = k + 1
+        k += 1
+    if k > start:
+        out.append((start, k))
+    return out
+
+
+def _string_length(code: Sequence[Token], span: tuple[int, int]) -> int | None:
+    """The length of the string literal that is the whole of ``code[span]``, escapes counted
+    as the characters they stand for; None if that is not one string literal."""
+    start, end = span
+    if end - start != 1 or code[start].kind != "string":
+        return None
+    body = code[start].text[1:-1]
+    return len(body) - body.count("\\")
+
+
+def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[int, int]:
+    """Refuse a growing call whose growth the guard cannot read (a replacement or count that
+    is not a literal), a count past :data:`MAX_RANGE`, a function of :data:`_EXPONENTIAL`,
+    and growing calls that multiply past :data:`MAX_GROWTH` in all. Each growing call's
+    factor by the index of its ``(``."""
+    factors: dict[int, int] = {}
+    total = 1
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or i + 1 >= len(code) or code[i + 1].text != "(" \
+                or (i + 2 < len(code) and code[i + 2].kind == "word"
+                    and code[i + 2].text == "."):
+            continue
+        name = _function(code, i)
+        if name in _EXPONENTIAL:
+            raise QueryRefused(f"{name}() at {where(tok)} makes a list exponential in its "
+                               "argument's size, which the server builds before any timeout")
+        args = _arguments(code, scopes, i + 1)
+        factor = 1
+        if name in _REPLACING and len(args) >= 3:
+            replacement = _string_length(code, args[2])
+            if replacement is None:
+                raise QueryRefused(f"{name}() at {where(tok)} has a replacement that is not a "
+                                   "string literal: the guard cannot bound how much it grows "
+                                   "the string, which the server builds before any timeout")
+            matched = None if _REPLACING[name] else _string_length(code, args[1])
+            factor = replacement + 1 if not matched else max(1, -(-replacement // matched))
+        elif name in _COUNTED and len(args) >= 2:
+            count = _literal(code, args[1][0])
+            if count is None or count[1] != args[1][1] or count[0] > MAX_RANGE:
+                raise QueryRefused(f"{name}() at {where(tok)} has a count that is not an "
+                                   f"integer literal of at most {MAX_RANGE:,}: the server "
+                                   "builds the whole value before any timeout")
+            factor = max(1, count[0]) if _COUNTED[name] else 1
+        if factor > 1:
+            factors[i + 1] = factor
+            total *= factor
+            if total > MAX_GROWTH:
+                raise QueryRefused(f"{name}() at {where(tok)} grows a value up to "
+                                   f"{factor:,}-fold: with the query's other growing calls, "
+                                   f"{total:,}-fold, more than {MAX_GROWTH:,}, which the "
+                                   "server builds before any timeout or memory cap")
+    return factors
+
+
 def _arg_of_size(code: Sequence[Token], i: int) -> bool:
     """Whether ``code[i]`` is the whole argument of ``size()`` or ``length()``."""
     return 2 <= i < len(code) - 1 and code[i - 1].text == "(" and code[i + 1].text == ")" \
@@ -270,11 +376,43 @@ def _case_word(code: Sequence[Token], i: int) -> str:
     return tok.text.upper() if keyword else ""
 
 
-def _uses(code: Sequence[Token], i: int, end: int, name: str) -> tuple[int, int]:
-    """How many times ``name`` is part of the value of ``code[i:end]`` (not after ``IN``, unless
-    a list comprehension copies it, ``[x IN s | x]``; not in ``size()``, or in a ``WHEN``
-    condition; a ``CASE`` counts as its branch that uses it
-    most), up to ``end`` or a ``CASE`` part this expression is in; and where that is."""
+class _Weights:
+    """How many copies of a value a use of it at ``code[i]`` makes, counted from the start
+    ``lo`` of the expression it is part of: a growing call around it (:func:`_check_growth`)
+    multiplies it, and so does the body of an iteration around it (``[i IN range(1, 3) |
+    s]`` holds ``s`` three times; an iteration over a list of unknown size, at least twice).
+    Brackets opened before ``lo`` do not count: what repeats the whole expression is judged
+    where that repetition is (a ``reduce()``'s own steps, say)."""
+
+    def __init__(self, code: Sequence[Token], scopes: list[tuple[int, ...]],
+                 walked: dict[int, int], growth: dict[int, int]) -> None:
+        self.scopes, self.walked, self.growth = scopes, walked, growth
+        self.bars: dict[int, int] = {}  # a bracket -> its iteration's |, when it has one
+        for k, tok in enumerate(code):
+            if tok.text == "|" and scopes[k] and scopes[k][-1] not in self.bars:
+                self.bars[scopes[k][-1]] = k
+
+    def __call__(self, i: int, lo: int) -> int:
+        weight = 1
+        for bracket in self.scopes[i]:
+            if bracket < lo:
+                continue
+            weight *= self.growth.get(bracket, 1)
+            bar = self.bars.get(bracket)
+            if bar is not None and i > bar:
+                weight *= max(self.walked.get(bracket, 2), 1)
+        return weight
+
+
+def _uses(code: Sequence[Token], i: int, end: int, name: str, weigh: _Weights,
+          lo: int | None = None) -> tuple[int, int]:
+    """How many copies of ``name`` the value of ``code[i:end]`` holds, as ``weigh`` counts a
+    use from ``lo`` (default ``i``): not after ``IN``, unless a list comprehension copies it
+    (``[x IN s | x]`` once, ``[x IN s | [x, x]]`` twice); not in ``size()``, as a map
+    (``name.key``) or a function (``name(``), or in a ``WHEN`` condition; a ``CASE`` counts as
+    its branch that uses it most), up to ``end`` or a ``CASE`` part this expression is in; and
+    where that is."""
+    lo = i if lo is None else lo
     count = 0
     while i < end:
         word = _case_word(code, i)
@@ -283,7 +421,7 @@ def _uses(code: Sequence[Token], i: int, end: int, name: str) -> tuple[int, int]
         if word == "CASE":
             best, value, i = 0, False, i + 1  # the part before the first WHEN is compared
             while i < end:
-                used, i = _uses(code, i, end, name)
+                used, i = _uses(code, i, end, name, weigh, lo)
                 best = max(best, used) if value else best
                 word = _case_word(code, i) if i < end else "END"
                 value, i = word in ("THEN", "ELSE"), i + 1
@@ -296,10 +434,26 @@ def _uses(code: Sequence[Token], i: int, end: int, name: str) -> tuple[int, int]
         copied = after_in and i >= 3 and code[i - 3].text == "["  # [x IN s | ...] copies s
         if tok.kind in ("word", "quoted") and tok.text.strip("`") == name \
                 and not (i and code[i - 1].text == ".") and (copied or not after_in) \
-                and not _arg_of_size(code, i):
-            count += 1
+                and not _arg_of_size(code, i) \
+                and not (i + 1 < len(code) and code[i + 1].text in (".", "(")):
+            copies = _element_copies(code, i, name, weigh) if copied else 1
+            count += copies * weigh(i, lo)
         i += 1
     return count, i
+
+
+def _element_copies(code: Sequence[Token], i: int, name: str, weigh: _Weights) -> int:
+    """How many copies of each element of ``name`` the comprehension ``[x IN name | ...]``
+    at ``code[i]`` makes: its body's copies of ``x``, at least one."""
+    variable = code[i - 2].text.strip("`")
+    bracket = weigh.scopes[i][-1]
+    bar = weigh.bars.get(bracket)
+    if bar is None or bar < i or variable == name:
+        return 1
+    close = bar + 1
+    while close < len(code) and bracket in weigh.scopes[close]:
+        close += 1
+    return max(1, _uses(code, bar + 1, close, variable, weigh)[0])
 
 
 #: The work a ``reduce()`` whose accumulator is not a number may take: the square of its
@@ -317,11 +471,12 @@ def _numeric(code: Sequence[Token], i: int) -> bool:
 
 
 def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
-                  walked: dict[int, int]) -> None:
+                  walked: dict[int, int], weigh: _Weights) -> None:
     """Refuse ``reduce(acc = ..., x IN ... | ...)`` whose accumulator is part of its next
-    value twice (``s + s``, ``[s, s]``): it doubles at each step; or, not a number, copied at
-    each of more steps than :data:`MAX_REDUCE_WORK` bounds. FalkorDB checks neither against
-    its timeout or memory cap inside one expression."""
+    value twice (``s + s``, ``[s, s]``, ``[x IN s | [x, x]]``, ``s`` in an iteration's body)
+    or grown by a call (``replace(s, 'a', 'aa')``): it multiplies at each step; or, not a
+    number, copied at each of more steps than :data:`MAX_REDUCE_WORK` bounds. FalkorDB checks
+    neither against its timeout or memory cap inside one expression."""
     for i, tok in enumerate(code):
         if tok.kind != "word" or tok.text.lower() != "reduce" or i + 3 >= len(code) \
                 or code[i + 1].text != "(" or code[i + 3].text != "=" \
@@ -333,10 +488,12 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
         bar = next((k for k in range(i + 2, close)
                     if code[k].text == "|" and scopes[k] == inside), None)
         name = code[i + 2].text.strip("`")
-        if bar is not None and _uses(code, bar + 1, close, name)[0] > 1:
+        copies = _uses(code, bar + 1, close, name, weigh)[0] if bar is not None else 0
+        if copies > 1:
             raise QueryRefused(f"reduce() at {where(tok)} adds its accumulator {name} to "
-                               "itself: its value doubles at each step, which the server "
-                               "checks against neither its timeout nor its memory cap")
+                               f"itself or grows it, {copies:,}-fold at each step: its value "
+                               "multiplies at each step, which the server checks against "
+                               "neither its timeout nor its memory cap")
         steps = walked.get(i + 1, 1)
         work = steps * steps
         for bracket in scopes[i]:
@@ -348,12 +505,15 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                                "evaluates one expression without checking its timeout")
 
 
-def _check_rebinding(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> None:
+def _check_rebinding(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                     weigh: _Weights) -> None:
     """Refuse a ``WITH`` projection that holds a name an earlier ``AS`` bound twice or more
-    (``WITH l + l AS l``, 31 times over, or alternating names; a ``RETURN`` ends the chain):
-    each step doubles the value, and FalkorDB aborted on the 2 GB it allocated (the third
-    re-probe). A name used as a map (``l.price``), called, iterated or measured (``size(l)``)
-    is not such a use."""
+    (``WITH l + l AS l``, 31 times over, or alternating names, or ``[x IN l | [x, x]]``; a
+    ``RETURN`` ends the chain): each step doubles the value, and FalkorDB aborted on the 2 GB
+    it allocated (the third re-probe). A name used as a map (``l.price``), called, iterated
+    or measured (``size(l)``) is not such a use. Growing calls are not counted here: a chain
+    of them is bounded by their product (:func:`_check_growth`)."""
+    weigh = _Weights(code, scopes, weigh.walked, {})
     bound: set[str] = set()
     start, clause = 0, ""
     for i, tok in enumerate(code):
@@ -365,19 +525,9 @@ def _check_rebinding(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> No
         elif word == "AS" and i + 1 < len(code) and clause == "WITH":  # RETURN ends the chain
             name = code[i + 1].text.strip("`")
             for used in sorted(bound):
-                if _value_uses(code, start, i, used) > 1:
+                if _uses(code, start, i, used, weigh)[0] > 1:
                     raise QueryRefused(f"{used} at {where(code[start])} is part of the value "
-                                       f"projected as {name} twice: a value that doubles at "
-                                       "each step, which the server evaluates without "
-                                       "checking its memory cap")
+                                       f"projected as {name} twice or more: a value that "
+                                       "doubles at each step, which the server "
+                                       "evaluates without checking its memory cap")
             bound.add(name)
-
-
-def _value_uses(code: Sequence[Token], start: int, end: int, name: str) -> int:
-    """How many times ``name`` is part of the value of ``code[start:end]``, as :func:`_uses`
-    counts, less its uses as a map (``name.key``) or a function (``name(``)."""
-    count, _ = _uses(code, start, end, name)
-    for k in range(start, end - 1):
-        if code[k].text.strip("`") == name and code[k + 1].text in (".", "("):
-            count -= 1
-    return count

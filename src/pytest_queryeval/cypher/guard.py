@@ -228,7 +228,9 @@ def check_server(query: str) -> None:
     off :data:`READ_PROCEDURES`, a namespaced function off :data:`READ_FUNCTION_NAMESPACES`,
     a nesting beyond :data:`MAX_DEPTH` or :data:`MAX_NESTING_WORK`, ranges beyond
     :data:`.bounds.MAX_RANGE` (each, or walked inside one another) or
-    :data:`.bounds.MAX_RANGE_WORK` (all), and a ``reduce()`` whose accumulator doubles."""
+    :data:`.bounds.MAX_RANGE_WORK` (all), growing calls past :data:`.bounds.MAX_GROWTH`
+    together, a ``reduce()`` whose accumulator doubles or grows, and a ``WITH`` step that
+    doubles a value."""
     check(query)
     toks = tokens(query)
     for tok in toks:  # where the server's reading of the text could differ from ours
