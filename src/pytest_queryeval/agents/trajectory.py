@@ -212,18 +212,9 @@ def read_envelope(value: object) -> Envelope:
     a bound or the shape is not raised: it is kept as ``refused`` so the case records why
     and its trajectory metrics score as the reference scores a trajectory that is not a list.
     """
-    if isinstance(value, str) and value.lstrip()[:1] == "{":
-        from .._util.boundedio import BoundedReadError, loads_json
-
-        if len(value) > MAX_CHARS + MAX_FIELD_CHARS:
-            return Envelope(value, refused=f"the answer has {len(value):,} characters, over "
-                                           f"the {MAX_CHARS:,} a trajectory may hold")
-        try:
-            parsed = loads_json(value, MAX_DEPTH + 4)
-        except BoundedReadError:
-            parsed = None
-        if is_envelope(parsed):
-            value = parsed
+    value = _parsed(value)
+    if isinstance(value, Envelope):
+        return value
     if not is_envelope(value):
         return Envelope(value)
     assert isinstance(value, Mapping)
@@ -262,14 +253,38 @@ def read_envelope(value: object) -> Envelope:
             env.refused, env.raw = str(exc), messages
     elif given is not None:  # false, 0, "", {}: EvalBench's ``or []``, the empty trajectory
         env.trajectory = Trajectory((), ())
-    else:
-        wrong = next((k for k in MISNAMED if value.get(k) is not None), None)
-        if wrong is not None:
-            env.refused = (f"{wrong}: not read: an agent case reads its tool calls from "
-                           "'trajectory' (chat messages) or 'spans' (OpenInference spans); "
-                           f"rename '{wrong}' to 'trajectory'")
-            env.raw = value[wrong]
+    else:  # messages under another key
+        _refuse_misnamed(env, value)
     return env
+
+
+def _parsed(value: object) -> object:
+    """The envelope a JSON text answer holds (an http or command source's), else ``value``;
+    a text past the bound is an envelope refused already."""
+    if isinstance(value, str) and value.lstrip()[:1] == "{":
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        if len(value) > MAX_CHARS + MAX_FIELD_CHARS:
+            return Envelope(value, refused=f"the answer has {len(value):,} characters, over "
+                                           f"the {MAX_CHARS:,} a trajectory may hold")
+        try:
+            parsed = loads_json(value, MAX_DEPTH + 4)
+        except BoundedReadError:
+            parsed = None
+        if is_envelope(parsed):
+            return parsed
+    return value
+
+
+def _refuse_misnamed(env: Envelope, value: Mapping[str, Any]) -> None:
+    """Refuse an envelope holding its messages under a key of :data:`MISNAMED`, keeping them
+    as the raw trajectory the calls are salvaged from."""
+    wrong = next((k for k in MISNAMED if value.get(k) is not None), None)
+    if wrong is not None:
+        env.refused = (f"{wrong}: not read: an agent case reads its tool calls from "
+                       "'trajectory' (chat messages) or 'spans' (OpenInference spans); "
+                       f"rename '{wrong}' to 'trajectory'")
+        env.raw = value[wrong]
 
 
 def _read_given(env: Envelope, given: object) -> None:
