@@ -239,3 +239,32 @@ def test_a_pin_file_without_case_labels_is_read_and_keeps_its_labels_when_rewrit
         {"case": "c2", "category": "wrong", "key": labelled, "question": "Which?", "reason": "no"},
         {"case": "c3", "category": "wrong", "key": "c" * 64, "question": "How many artists?",
          "reason": "counts albums"}]
+
+
+def test_the_pin_lock_leaves_no_file_and_excludes_another_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock file per pin file path once piled up in the temporary directory (2,442 of them
+    on this machine after a day of test runs)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from pytest_queryeval.judge.run import _file_lock
+
+    pytest.importorskip("fcntl")  # the lock is POSIX's
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    probe = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+             "try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
+             "except BlockingIOError: print('held')")
+    with _file_lock(suite / "judge_pins.json"):
+        held = subprocess.run([sys.executable, "-c", probe, str(suite)], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    after = subprocess.run([sys.executable, "-c", probe, str(suite)], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    assert (held, after) == ("held", "free")
+    assert list(scratch.iterdir()) == [] and list(suite.iterdir()) == []

@@ -204,24 +204,23 @@ class JudgeSession:
 
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock for writing ``path`` (xdist workers end together), on a lock file in
-    the temporary directory, so the suite's directory gets no stray file. Without ``fcntl``
-    (Windows) the write is still atomic, and a race may drop the other worker's new pins."""
+    """An exclusive lock for writing ``path`` (xdist workers end together), held on the
+    directory that holds it, so neither the suite's directory nor the temporary directory gets
+    a stray lock file (a lock file per pin file once piled up in the temporary directory, one
+    for every path a run had written). Without ``fcntl`` (Windows) the write is still atomic,
+    and a race may drop the other worker's new pins."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    import hashlib
-    import tempfile
-
-    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    with open(Path(tempfile.gettempdir()) / f"queryeval-pins-{name}.lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    path.resolve().parent.mkdir(parents=True, exist_ok=True)  # the write makes it anyway
+    fd = os.open(path.resolve().parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def template_for(spec: JudgeSpec) -> str:
