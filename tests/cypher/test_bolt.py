@@ -379,9 +379,10 @@ def test_strings_comments_and_escapes(query, error):
      "adds its accumulator s to itself"),
     # the third re-probe: a value doubled across WITH steps aborted a 4 GB server
     ("WITH [1] AS l " + "WITH l + l AS l " * 31 + "RETURN size(l)",
-     "is part of the value projected as l twice"),
-    ("WITH [1] AS a WITH a + a AS b WITH b + b AS a RETURN size(a)",
-     "is part of the value projected as b twice"),
+     "l at line 1, column 116 is part of the value projected as l 2 times: over the query's "
+     "steps, 128 copies of one value, more than 64"),
+    ("WITH [1] AS a " + "WITH a + a AS b WITH b + b AS a " * 4 + "RETURN size(a)",
+     "is part of the value projected as b 2 times: over the query's steps, 128 copies"),
     # after the third re-probe: values grown by calls, or copied by an iteration's body, not
     # by adding a name to itself (ten nested replace() calls aborted a 4 GB server)
     ("RETURN size(" + "replace(" * 10 + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 10 + ")",
@@ -397,9 +398,55 @@ def test_strings_comments_and_escapes(query, error):
      "adds its accumulator s to itself or grows it, 2-fold"),
     ("RETURN size(reduce(s = 'a', i IN range(1, 30) | "
      "apoc.text.join([j IN range(1, 3) | s], '')))", "grows it, 3-fold"),
-    ("WITH [1] AS l WITH [x IN l | [x, x]] AS l WITH [x IN l | [x, x]] AS l RETURN l",
-     "l at line 1, column 20 is part of the value projected as l twice or more"),
-    ("WITH [1] AS l WITH [i IN range(1, 3) | l] AS l RETURN l", "projected as l twice"),
+    ("WITH [1] AS l " + "WITH [x IN l | [x, x]] AS l " * 6 + "WITH [x IN l | [x, x]] AS l "
+     "RETURN l", "x (a list the query made) at line 1, column 199 is built or walked"),
+    ("WITH [1] AS l " + "WITH [i IN range(1, 3) | l] AS l " * 4 + "RETURN l",
+     "is part of the value projected as l 3 times: over the query's steps, 81 copies"),
+    # the fourth re-probe (each aborted or stalled a 4 GB FalkorDB, the honest cases after it
+    # failing): a copy through a one-element list, aliases, UNWIND, a CALL subquery, a map
+    ("RETURN size(reduce(s = [1], x IN range(1, 40) | [y IN [s] | y + y][0]))",
+     "reduce() at line 1, column 13 adds its accumulator s to itself or grows it, 2-fold"),
+    ("RETURN size(reduce(s = [1], x IN range(1, 40) | head([y IN [s] | {a: y, b: y}])))",
+     "grows it, 2-fold"),
+    ("RETURN size(reduce(s = [1], x IN range(1, 40) | reduce(t = s, j IN [1] | t + s)))",
+     "grows it, 3-fold"),
+    ("RETURN size(reduce(s = [1], i IN range(1, 29) | s + reduce(t = [], j IN s | t + [j])))",
+     "grows it, 2-fold"),
+    ("WITH [1] AS l " + "WITH l, l AS b WITH l + b AS l " * 30 + "RETURN size(l)",
+     "copies of one value, more than 64"),
+    ("WITH [1] AS l " + "WITH *, l AS b WITH l + b AS l " * 30 + "RETURN size(l)",
+     "copies of one value, more than 64"),
+    ("WITH [1] AS l " + "UNWIND [l] AS y WITH y + y AS l " * 30 + "RETURN size(l)",
+     "copies of one value, more than 64"),
+    ("WITH [1] AS l " + "CALL { WITH l RETURN l + l AS l2 } WITH l2 AS l " * 30
+     + "RETURN size(l)", "copies of one value, more than 64"),
+    ("WITH [1] AS l " + "WITH [y IN [l] | y + y][0] AS l " * 30 + "RETURN size(l)",
+     "copies of one value, more than 64"),
+    ("WITH [1] AS l " + "WITH {a: l} AS p WITH p.a + p.a AS l " * 24 + "RETURN size(l)",
+     "copies of one value, more than 64"),
+    ("WITH 'aaaaaaaaaa' AS s " + "WITH s AS a, s AS b WITH a + b AS s " * 30
+     + "RETURN size(s)", "copies of one value, more than 64"),
+    ("WITH {a: 1} AS m " + "WITH m AS a, m AS b WITH {x: a, y: b} AS m " * 30 + "RETURN m",
+     "copies of one value, more than 64"),
+    # an escaped backslash is one character of the replacement, not none
+    ("RETURN size(" + "replace(" * 9 + r"'\\'" + (r", '\\', '" + "\\\\" * 10 + "')") * 9 + ")",
+     "grows a value up to 10-fold: with the query's other growing calls, 100,000"),
+    # growth, or a literal, times an iteration: nothing tied them
+    ("WITH " + "replace(" * 4 + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 4 + " AS s "
+     "RETURN size([x IN range(1, 1000000) | s + x])",
+     "(10 characters, grown up to 10,000-fold) may be built 1,000,000 times"),
+    ("RETURN size([x IN range(1, 1000000) | '" + "a" * 1000 + "' + x])",
+     "(1,000 characters, grown up to 1-fold) may be built 1,000,000 times"),
+    ("MATCH (a), (b), (c), (d), (e) WITH collect('" + "a" * 10000 + "') AS l RETURN size(l)",
+     "has 10,000 characters, more than 1,000"),
+    # a numeric start turned into a list or a string is copied at each step
+    ("RETURN size(reduce(s = 0, x IN range(1, 1000000) | "
+     "CASE WHEN x = 1 THEN [x] ELSE s + [x] END))",
+     "reduce() at line 1, column 13 copies its accumulator s at each of 1,000,000 steps"),
+    ("RETURN size(reduce(s = 0, x IN range(1, 100000) | s + toString(x)))",
+     "copies its accumulator s at each of 100,000 steps"),
+    ("RETURN size(reduce(s = '', x IN range(1, 10000) | s + '" + "a" * 1000 + "'))",
+     "copies its accumulator s at each of 10,000 steps"),
     ("MATCH (n) RETURN replace(n.name, ' ', n.other)",
      "replace() at line 1, column 18 has a replacement that is not a string literal"),
     ("RETURN apoc.text.repeat('a', 1000000000)",
@@ -444,6 +491,17 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "MATCH (m:Movie) WITH collect(m) AS ms WITH [m IN ms | [m.title, m.released]] AS rows "
     "RETURN rows",
     "WITH [1, 2] AS l WITH [x IN l | x * 2] AS l RETURN [x IN l | [x, x]]",
+    # a few steps that copy (64 copies at most), and numbers computed, not copied
+    "WITH [1] AS a WITH a + a AS b WITH b + b AS a RETURN size(a)",
+    "RETURN reduce(s = [1], i IN range(1, 3) | s + s)",
+    "MATCH (m:Movie) WITH m, count(*) AS c WITH m, c * c AS sq RETURN m.title, sq",
+    "MATCH (p:Person) WITH p.name AS n WITH n + ' ' + n AS twice RETURN twice",
+    "MATCH (m:Movie) WITH m.released AS y, m.title AS t WITH y, t, y - y % 10 AS decade "
+    "RETURN t, decade",
+    "MATCH (m:Movie) WITH m, m.released AS r WITH m, abs(r - r) AS z RETURN m.title, z",
+    "MATCH (m:Movie) RETURN reduce(total = 0, x IN [1, 2, 3] | total + x * m.released)",
+    "MATCH p = (a)-[*1..3]->(b) RETURN reduce(w = 0.0, r IN relationships(p) | w + r.weight)",
+    "RETURN size(replace('a', 'a', '" + "\\\\" * 10 + "'))",
 ])
 def test_what_the_server_bounds_is_allowed(query):
     guard.check_server(query)
@@ -659,7 +717,14 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
          "predicted": "MATCH (n:Person) \uff33\uff25\uff34 n.p = 1 RETURN 1"},
         # the third re-probe's nested replace(): aborted a 4 GB server
         {"id": "growing", "gold": MATRIX, "predicted": "RETURN size(" + "replace(" * 10
-         + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 10 + ")"}]
+         + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 10 + ")"},
+        # the fourth's: a copy through a one-element list aborted it; a numeric start made a
+        # list kept a server thread busy for 270 s, the honest cases failing with timeouts
+        {"id": "aliased", "gold": MATRIX, "predicted":
+            "RETURN size(reduce(s = [1], x IN range(1,40) | [y IN [s] | y + y][0]))"},
+        {"id": "numeric-start", "gold": MATRIX, "predicted":
+            "RETURN size(reduce(s = 0, x IN range(1,1000000) | "
+            "CASE WHEN x = 1 THEN [x] ELSE s + [x] END))"}]
     honest = [c for c in CASES if c["id"] in ("right", "fenced", "node", "path", "int-float")]
     _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 5}, hostile + honest)
     start = time.monotonic()
@@ -678,6 +743,10 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
     assert "not valid UTF-8: Invalid input '\ufffd'" in reasons["non-ascii"]
     assert reasons["growing"].startswith("refused: replace() at line 1, column 45 grows a "
                                          "value up to 10-fold")
+    assert reasons["aliased"].startswith("refused: reduce() at line 1, column 13 adds its "
+                                         "accumulator s to itself or grows it, 2-fold")
+    assert reasons["numeric-start"].startswith("refused: reduce() at line 1, column 13 copies "
+                                               "its accumulator s at each of 1,000,000 steps")
     assert "source unavailable" not in reasons["non-ascii"]
     for case in honest:
         assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0

@@ -54,10 +54,12 @@ def check_evaluation(code: Sequence[Token]) -> None:
     """Refuse what the server would evaluate unbounded (the module docstring): ``code`` is a
     query's tokens without its comments."""
     scopes = _scopes(code)
-    walked = _check_work(code, _check_ranges(code), scopes)
-    weigh = _Weights(code, scopes, walked, _check_growth(code, scopes))
+    walked, evaluations = _check_work(code, _check_ranges(code), scopes)
+    growth = _check_growth(code, scopes)
+    _check_bytes(code, growth, evaluations)
+    weigh = _Weights(code, scopes, walked, growth)
     _check_reduce(code, scopes, walked, weigh)
-    _check_rebinding(code, scopes, weigh)
+    _check_steps(code, scopes, weigh)
 
 
 #: The most values a ``range()`` may build in a query sent to a server: FalkorDB builds the
@@ -235,20 +237,22 @@ def _iterations(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: d
 
 
 def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                scopes: list[tuple[int, ...]]) -> dict[int, int]:
+                scopes: list[tuple[int, ...]]) -> tuple[dict[int, int], int]:
     """Refuse a list a range made that is built or walked inside iterations over others
     whose sizes multiply past :data:`MAX_RANGE`, or all of them past :data:`MAX_RANGE_WORK`.
     An iteration (``x IN <list>``) repeats its bracket's content: a list at every depth of
     that bracket counts as repeated, even beside the iteration (errs high). What the lists
-    iterated in each bracket hold, multiplied, by bracket."""
+    iterated in each bracket hold, multiplied, by bracket; and the most values one list
+    builds or walks (how many times an expression may be evaluated)."""
     sources = _list_sources(code, ranges, scopes)
     walked, own = _iterations(code, scopes, sources)
-    total = 0
+    total = peak = 0
     for i in sorted(sources):
         work = sources[i]
         for bracket in scopes[i]:  # not repeated by the iteration over the list it is in
             work = work * walked.get(bracket, 1) // own.get((i, bracket), 1)
         total += work
+        peak = max(peak, work)
         what = "range()" if i in ranges else "a list" if code[i].text == "[" \
             else f"{code[i].text} (a list the query made)"
         if work > MAX_RANGE:
@@ -260,7 +264,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
-    return walked
+    return walked, peak
 
 
 #: How many times the calls that grow a string or list (``replace()`` with a longer
@@ -313,8 +317,48 @@ def _string_length(code: Sequence[Token], span: tuple[int, int]) -> int | None:
     start, end = span
     if end - start != 1 or code[start].kind != "string":
         return None
-    body = code[start].text[1:-1]
-    return len(body) - body.count("\\")
+    return _decoded_length(code[start])
+
+
+def _decoded_length(tok: Token) -> int:
+    """The characters a string literal stands for (``'\\\\'`` is one backslash)."""
+    return len(_ESCAPE.sub("x", tok.text[1:-1]))
+
+
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+#: The longest string literal a query sent to a server may hold: a literal is copied once a
+#: row or an iteration, and FalkorDB checks no cap inside an expression or an aggregation
+#: (``collect()`` of a 10 KB literal over five matched nodes' product aborted a 4 GB
+#: server, the fourth re-probe).
+MAX_LITERAL_CHARS = 1_000
+#: The most characters the string literals of a query, grown by its growing calls, may
+#: come to when an expression is evaluated as many times as its largest list allows.
+MAX_BYTES = 100_000_000
+
+
+def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int) -> None:
+    """Refuse a string literal past :data:`MAX_LITERAL_CHARS`, and literals that, grown by
+    every growing call of the query and evaluated as many times as its largest list has
+    values, pass :data:`MAX_BYTES` (errs high: the longest literal, every growth, the largest
+    list)."""
+    longest, at = 1, None
+    for tok in code:
+        if tok.kind == "string" and (length := _decoded_length(tok)) > longest:
+            longest, at = length, tok
+    if at is None:
+        return
+    if longest > MAX_LITERAL_CHARS:
+        raise QueryRefused(f"the string at {where(at)} has {longest:,} characters, more than "
+                           f"{MAX_LITERAL_CHARS:,}: a literal is copied once a row or an "
+                           "iteration, which the server does not bound inside an expression")
+    grown = 1
+    for factor in growth.values():
+        grown *= factor
+    if longest * grown * max(1, evaluations) > MAX_BYTES:
+        raise QueryRefused(f"the string at {where(at)} ({longest:,} characters, grown up to "
+                           f"{grown:,}-fold) may be built {max(1, evaluations):,} times: more "
+                           f"than {MAX_BYTES:,} characters, which the server builds before any "
+                           "timeout or memory cap")
 
 
 def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[int, int]:
@@ -403,15 +447,67 @@ class _Weights:
                 weight *= max(self.walked.get(bracket, 2), 1)
         return weight
 
+    def close(self, code: Sequence[Token], bracket: int) -> int:
+        """The index of the token that closes ``bracket``."""
+        k = bracket + 1
+        while k < len(code) and bracket in self.scopes[k]:
+            k += 1
+        return k
+
+
+#: Operators and words whose operands are numbers or booleans: a value beside one is
+#: compared or computed with, not copied into the result (``c * c``, ``x > m``).
+_NUMERIC_OPERATORS = frozenset({"*", "/", "%", "^", "-", "=", "<>", "<", ">", "<=", ">=",
+                                "=~"})
+_BOOLEAN_WORDS = frozenset({"IS", "STARTS", "ENDS", "CONTAINS", "AND", "OR", "XOR", "NOT",
+                            "IN"})
+
+
+def _numeric_side(tok: Token | None, after: bool) -> bool:
+    """Whether ``tok``, beside a value (``after`` it or before it), computes or compares with
+    it (``IN`` only after it: ``s IN l`` tests ``s``; ``x IN s`` iterates ``s``)."""
+    return tok is not None and (
+        (tok.kind == "punct" and tok.text in _NUMERIC_OPERATORS)
+        or (tok.kind == "word" and tok.text.upper() in _BOOLEAN_WORDS
+            and (after or tok.text.upper() != "IN")))
+
+
+def _is_use(code: Sequence[Token], i: int, name: str) -> bool:
+    """Whether ``code[i]`` is ``name`` used as a value that may be copied into the result:
+    not a property or function of that name, not the name being bound (``AS name``, ``[name
+    IN``, ``reduce(name =``), not measured (``size(name)``), not compared or computed with
+    (``name.price * 2``, ``name > 0``)."""
+    tok = code[i]
+    if tok.kind not in ("word", "quoted") or tok.text.strip("`") != name:
+        return False
+    before = code[i - 1] if i else None
+    end = i + 1  # past name.key.key
+    while end + 1 < len(code) and code[end].text == "." and code[end + 1].kind in (
+            "word", "quoted"):
+        end += 2
+    after = code[end] if end < len(code) else None
+    if (before is not None and before.text in (".", "AS")) \
+            or (after is not None and after.text == "(") or _arg_of_size(code, i):
+        return False
+    if after is not None and after.text.upper() == "IN" and before is not None \
+            and before.text in ("[", "(", ","):
+        return False  # [name IN ...: a variable bound
+    if after is not None and after.text == "=" and i >= 2 and before is not None \
+            and before.text == "(" and code[i - 2].text.lower() == "reduce":
+        return False  # reduce(name = ...: the accumulator bound
+    initial = before is not None and before.text == "=" and i >= 4 \
+        and code[i - 3].text == "(" and code[i - 4].text.lower() == "reduce"
+    return initial or not (_numeric_side(before, False) or _numeric_side(after, True))
+
 
 def _uses(code: Sequence[Token], i: int, end: int, name: str, weigh: _Weights,
           lo: int | None = None) -> tuple[int, int]:
     """How many copies of ``name`` the value of ``code[i:end]`` holds, as ``weigh`` counts a
-    use from ``lo`` (default ``i``): not after ``IN``, unless a list comprehension copies it
-    (``[x IN s | x]`` once, ``[x IN s | [x, x]]`` twice); not in ``size()``, as a map
-    (``name.key``) or a function (``name(``), or in a ``WHEN`` condition; a ``CASE`` counts as
-    its branch that uses it most), up to ``end`` or a ``CASE`` part this expression is in; and
-    where that is."""
+    use (:func:`_is_use`) from ``lo`` (default ``i``): a list iterated by a comprehension or
+    a ``reduce()`` counts as its body copies each element (``[y IN [s] | y + y]`` holds ``s``
+    twice), a list only tested (``x IN s``, ``any(x IN s ...)``) not at all; a ``CASE``
+    counts as its branch that holds most. Up to ``end`` or a ``CASE`` part this expression
+    is in; and where that is."""
     lo = i if lo is None else lo
     count = 0
     while i < end:
@@ -429,38 +525,60 @@ def _uses(code: Sequence[Token], i: int, end: int, name: str, weigh: _Weights,
                     break
             count += best
             continue
-        tok = code[i]
-        after_in = bool(i) and code[i - 1].text.upper() == "IN"
-        copied = after_in and i >= 3 and code[i - 3].text == "["  # [x IN s | ...] copies s
-        if tok.kind in ("word", "quoted") and tok.text.strip("`") == name \
-                and not (i and code[i - 1].text == ".") and (copied or not after_in) \
-                and not _arg_of_size(code, i) \
-                and not (i + 1 < len(code) and code[i + 1].text in (".", "(")):
-            copies = _element_copies(code, i, name, weigh) if copied else 1
-            count += copies * weigh(i, lo)
+        if word == "IN":
+            src_end = min(_iterated_end(code, weigh.scopes, i), end)
+            per_element = _element_uses(code, i, weigh)
+            if per_element:
+                count += _uses(code, i + 1, src_end, name, weigh, lo)[0] * per_element
+            i = max(src_end, i + 1)
+            continue
+        if _is_use(code, i, name):
+            count += weigh(i, lo)
         i += 1
     return count, i
 
 
-def _element_copies(code: Sequence[Token], i: int, name: str, weigh: _Weights) -> int:
-    """How many copies of each element of ``name`` the comprehension ``[x IN name | ...]``
-    at ``code[i]`` makes: its body's copies of ``x``, at least one."""
-    variable = code[i - 2].text.strip("`")
-    bracket = weigh.scopes[i][-1]
+def _element_uses(code: Sequence[Token], i: int, weigh: _Weights) -> int:
+    """How many copies of each element of the list the ``IN`` at ``code[i]`` iterates end in
+    the value around it: its body's uses of the variable (at least one for a comprehension,
+    ``[x IN s WHERE ...]`` copies what it keeps); none for a test (``x IN s``, ``any()``) or
+    a ``reduce()`` that only adds numbers."""
+    scopes = weigh.scopes
+    if i < 2 or not scopes[i] or code[i - 1].kind not in ("word", "quoted"):
+        return 0
+    bracket = scopes[i][-1]
+    opener = code[bracket].text
+    is_reduce = opener == "(" and bracket >= 1 and code[bracket - 1].text.lower() == "reduce"
+    if not (opener == "[" and code[i - 2].text == "[") and not is_reduce:
+        return 0
     bar = weigh.bars.get(bracket)
-    if bar is None or bar < i or variable == name:
+    if bar is None or bar < i:
         return 1
-    close = bar + 1
-    while close < len(code) and bracket in weigh.scopes[close]:
-        close += 1
-    return max(1, _uses(code, bar + 1, close, variable, weigh)[0])
+    close = weigh.close(code, bracket)
+    if is_reduce and _numeric(code, bracket + 3) and _arithmetic(code, bar + 1, close):
+        return 0
+    used = _uses(code, bar + 1, close, code[i - 1].text.strip("`"), weigh)[0]
+    return used if is_reduce else max(1, used)
 
 
-#: The work a ``reduce()`` whose accumulator is not a number may take: the square of its
-#: steps (times the iterations around it), as the server copies the accumulator at each step
-#: (``reduce(s = [], i IN range(1, 100000) | s + [i])`` took FalkorDB 48 s; 10,000 steps
-#: 0.55 s).
+#: The work a ``reduce()`` that is not a sum of numbers may take: the square of its steps
+#: (times the iterations around it, and the length of the longest string it adds, in units
+#: of 16 characters), as the server copies the accumulator at each step (``reduce(s = [], i
+#: IN range(1, 100000) | s + [i])`` took FalkorDB 48 s; 10,000 steps 0.55 s).
 MAX_REDUCE_WORK = 10 * MAX_RANGE_WORK
+#: How many copies of one value a ``reduce()``'s steps or a query's ``WITH`` steps may make
+#: of it (``s + s`` over 6 steps is 64 copies; 30 steps aborted a 4 GB server).
+MAX_COPIES = 64
+#: Functions of numbers that return a number (a ``reduce()`` body made of them, numbers,
+#: names and arithmetic is a sum, not a copy).
+_NUMERIC_FUNCTIONS = frozenset({
+    "abs", "ceil", "floor", "round", "sign", "sqrt", "exp", "log", "log10", "e", "pi",
+    "tointeger", "tofloat", "size", "length", "sin", "cos", "tan", "asin", "acos", "atan",
+    "atan2", "degrees", "radians", "rand", "timestamp", "id"})
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^", "(", ")", ".", ",", "=", "<>", "<",
+                         ">", "<=", ">="})
+_ARITHMETIC_WORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END", "AND", "OR", "XOR",
+                               "NOT", "IS", "NULL", "TRUE", "FALSE"})
 
 
 def _numeric(code: Sequence[Token], i: int) -> bool:
@@ -470,64 +588,99 @@ def _numeric(code: Sequence[Token], i: int) -> bool:
     return i + 1 < len(code) and code[i].kind == "number" and code[i + 1].text == ","
 
 
+def _arithmetic(code: Sequence[Token], lo: int, hi: int) -> bool:
+    """Whether ``code[lo:hi]`` holds only numbers, names, arithmetic, comparisons and
+    functions of :data:`_NUMERIC_FUNCTIONS`: no string, list or map (``CASE WHEN x = 1 THEN
+    [x] ELSE s + [x] END`` turns a numeric start into a list)."""
+    for k in range(lo, hi):
+        tok = code[k]
+        if tok.kind == "number" or (tok.kind == "punct" and tok.text in _ARITHMETIC):
+            continue
+        if tok.kind in ("word", "quoted"):
+            called = k + 1 < hi and code[k + 1].text == "("
+            if not called or tok.text.lower() in _NUMERIC_FUNCTIONS \
+                    or tok.text.upper() in _ARITHMETIC_WORDS:
+                continue
+        return False
+    return True
+
+
 def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                   walked: dict[int, int], weigh: _Weights) -> None:
     """Refuse ``reduce(acc = ..., x IN ... | ...)`` whose accumulator is part of its next
-    value twice (``s + s``, ``[s, s]``, ``[x IN s | [x, x]]``, ``s`` in an iteration's body)
-    or grown by a call (``replace(s, 'a', 'aa')``): it multiplies at each step; or, not a
-    number, copied at each of more steps than :data:`MAX_REDUCE_WORK` bounds. FalkorDB checks
+    value twice (``s + s``, ``[y IN [s] | y + y]``, ``s`` in an iteration's body) or grown
+    by a call (``replace(s, 'a', 'aa')``) over steps that make more than :data:`MAX_COPIES`
+    of it (any number of steps over a list of unknown size); or, unless it sums numbers,
+    copied at each of more steps than :data:`MAX_REDUCE_WORK` bounds. FalkorDB checks
     neither against its timeout or memory cap inside one expression."""
     for i, tok in enumerate(code):
         if tok.kind != "word" or tok.text.lower() != "reduce" or i + 3 >= len(code) \
                 or code[i + 1].text != "(" or code[i + 3].text != "=" \
                 or (i and code[i - 1].text == "."):
             continue
-        inside = (*scopes[i + 1], i + 1)
-        close = next((k for k in range(i + 2, len(code))
-                      if code[k].text in _CLOSE and scopes[k] == scopes[i + 1]), len(code))
-        bar = next((k for k in range(i + 2, close)
-                    if code[k].text == "|" and scopes[k] == inside), None)
+        close = weigh.close(code, i + 1)
+        bar = weigh.bars.get(i + 1)
         name = code[i + 2].text.strip("`")
         copies = _uses(code, bar + 1, close, name, weigh)[0] if bar is not None else 0
-        if copies > 1:
+        steps = walked.get(i + 1)
+        if copies > 1 and (steps is None or copies ** min(steps, 64) > MAX_COPIES):
             raise QueryRefused(f"reduce() at {where(tok)} adds its accumulator {name} to "
                                f"itself or grows it, {copies:,}-fold at each step: its value "
                                "multiplies at each step, which the server checks against "
                                "neither its timeout nor its memory cap")
-        steps = walked.get(i + 1, 1)
-        work = steps * steps
+        if bar is not None and _numeric(code, i + 4) and _arithmetic(code, bar + 1, close):
+            continue
+        longest = max((_decoded_length(code[k]) for k in range(i, close)
+                       if code[k].kind == "string"), default=0)
+        work = (steps or 1) ** 2 * max(1, -(-longest // 16))
         for bracket in scopes[i]:
             work *= walked.get(bracket, 1)
-        if not _numeric(code, i + 4) and work > MAX_REDUCE_WORK:
+        if work > MAX_REDUCE_WORK:
             raise QueryRefused(f"reduce() at {where(tok)} copies its accumulator {name} at "
-                               f"each of {steps:,} steps ({work:,} in all with the iterations "
-                               f"around it, more than {MAX_REDUCE_WORK:,}): the server "
-                               "evaluates one expression without checking its timeout")
+                               f"each of {steps or 1:,} steps ({work:,} in all with the "
+                               "iterations around it and the strings it adds, more than "
+                               f"{MAX_REDUCE_WORK:,}): the server evaluates one expression "
+                               "without checking its timeout")
 
 
-def _check_rebinding(code: Sequence[Token], scopes: list[tuple[int, ...]],
-                     weigh: _Weights) -> None:
-    """Refuse a ``WITH`` projection that holds a name an earlier ``AS`` bound twice or more
-    (``WITH l + l AS l``, 31 times over, or alternating names, or ``[x IN l | [x, x]]``; a
-    ``RETURN`` ends the chain): each step doubles the value, and FalkorDB aborted on the 2 GB
-    it allocated (the third re-probe). A name used as a map (``l.price``), called, iterated
-    or measured (``size(l)``) is not such a use. Growing calls are not counted here: a chain
-    of them is bounded by their product (:func:`_check_growth`)."""
+def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
+                 weigh: _Weights) -> None:
+    """Refuse ``WITH``/``UNWIND`` steps (and a ``CALL`` subquery's ``RETURN``) whose values,
+    followed through every name they bind, hold more than :data:`MAX_COPIES` copies of one
+    value: ``WITH l + l AS l`` 31 times over, ``WITH l, l AS b WITH l + b AS l``, ``UNWIND
+    [l] AS y WITH y + y AS l``, ``WITH {a: l} AS p WITH p.a + p.a AS l`` (each aborted a 4 GB
+    server). Growing calls are not counted here: their product bounds them
+    (:func:`_check_growth`)."""
     weigh = _Weights(code, scopes, weigh.walked, {})
-    bound: set[str] = set()
+    calls = {k for k in range(1, len(code))
+             if code[k].text == "{" and code[k - 1].text.upper() == "CALL"}
+    ends = {weigh.close(code, k) for k in calls}
+    held: dict[str, dict[str, int]] = {}
     start, clause = 0, ""
     for i, tok in enumerate(code):
-        if scopes[i]:
+        if any(b not in calls for b in scopes[i]):
             continue
         word = tok.text.upper() if tok.kind == "word" else ""
-        if word in ("WITH", "RETURN", "UNWIND") or tok.text == ",":
-            start, clause = i + 1, word or clause
-        elif word == "AS" and i + 1 < len(code) and clause == "WITH":  # RETURN ends the chain
+        if i in calls or i in ends:
+            start, clause = i + 1, ""
+        elif word in ("WITH", "UNWIND") or (word == "RETURN" and scopes[i]):
+            start, clause = i + 1, word
+        elif word == "RETURN":  # the query's own RETURN binds nothing a step reads
+            start, clause = i + 1, ""
+        elif tok.text == ",":
+            start = i + 1
+        elif word == "AS" and i + 1 < len(code) and clause:
             name = code[i + 1].text.strip("`")
-            for used in sorted(bound):
-                if _uses(code, start, i, used, weigh)[0] > 1:
-                    raise QueryRefused(f"{used} at {where(code[start])} is part of the value "
-                                       f"projected as {name} twice or more: a value that "
-                                       "doubles at each step, which the server "
-                                       "evaluates without checking its memory cap")
-            bound.add(name)
+            value = {f"{name}@{i}": 1}
+            for used, origins in list(held.items()):
+                copies = _uses(code, start, i, used, weigh)[0]
+                for origin, n in origins.items():
+                    value[origin] = value.get(origin, 0) + copies * n
+                    if value[origin] > MAX_COPIES:
+                        raise QueryRefused(
+                            f"{used} at {where(code[start])} is part of the value projected "
+                            f"as {name} {copies} times: over the query's steps, "
+                            f"{value[origin]:,} copies of one value, more than {MAX_COPIES}, "
+                            "a value that multiplies at each step, which the server "
+                            "evaluates without checking its memory cap")
+            held[name] = value
