@@ -608,9 +608,31 @@ def step_query(step: Step) -> str | None:
 #: (the tool loop's rule, which a replay repeats).
 SAMPLE_ROWS = 5
 SAMPLE_ROWS_MAX = 50
-#: A table name a replayed :data:`TOOL_SAMPLE` call may name (anything else is not run: the
-#: tool loop would have answered "no table named ...").
-_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,127}")
+#: A table name a replayed :data:`TOOL_SAMPLE` call may name: up to three parts (``Employee``,
+#: ``main.Employee``, ``chinook.main.Employee``), each a plain name or one quoted as a
+#: dialect quotes it (``"Employee"``, `` `Employee` ``, ``[Employee]``); anything else is not
+#: run (the tool loop would have answered "no table named ..."). A harness serving the tool
+#: may have read a qualified or quoted name: it is replayed as the same table, so that its
+#: forbidden table is counted (the engine's account names it, else its last name does).
+_PART = r'(?:[A-Za-z_][A-Za-z0-9_$]{0,127}|"(?:[^"\x00-\x1f]|""){1,128}"|`[^`\x00-\x1f]{1,128}`' \
+        r'|\[[^\]\x00-\x1f]{1,128}\])'
+_TABLE = re.compile(rf"\s*({_PART})(?:\s*\.\s*({_PART}))?(?:\s*\.\s*({_PART}))?\s*")
+
+
+def sample_table(table: object) -> str | None:
+    """The table a :data:`TOOL_SAMPLE` call names as the replay reads it, each part quoted
+    (``main.Employee`` is ``"main"."Employee"``); None for a name :data:`_TABLE` refuses."""
+    found = _TABLE.fullmatch(table) if isinstance(table, str) else None
+    if found is None:
+        return None
+    parts = []
+    for part in (p for p in found.groups() if p is not None):
+        if part[0] == '"':
+            part = part[1:-1].replace('""', '"')
+        elif part[0] in "`[":
+            part = part[1:-1]
+        parts.append('"' + part.replace('"', '""') + '"')
+    return ".".join(parts)
 
 
 def sample_limit(value: object) -> int:
@@ -627,10 +649,10 @@ def step_sample_query(step: Step) -> str | None:
     any other step or a table argument that is not a plain name."""
     if plugin_tool(step.name) != TOOL_SAMPLE or step.arguments is None:
         return None
-    table = step.arguments.get("table")
-    if not isinstance(table, str) or not _TABLE.fullmatch(table):
+    table = sample_table(step.arguments.get("table"))
+    if table is None:
         return None
-    return f'SELECT * FROM "{table}" LIMIT {sample_limit(step.arguments.get("limit"))}'
+    return f"SELECT * FROM {table} LIMIT {sample_limit(step.arguments.get('limit'))}"
 
 
 def _refuse(value: object) -> object:
