@@ -96,9 +96,11 @@ def test_select_cannot_read_files(source: DuckdbSource, sql: str) -> None:
         source.execute(sql)
     assert info.value.reason().startswith((
         "refused: the source allows no file, network or extension access (Permission Error",
-        # read_text and read_blob are refused by the guard before the engine (they open the
-        # database file itself, which external access off allows: issue 58's re-probe)
-        "refused: function read_text() reads a file", "refused: function read_blob() reads a file"))
+        # every function that opens a file is refused by the guard before the engine (they
+        # open the database file itself, which external access off allows: issue 58's
+        # re-probes)
+        *(f"refused: function {name}() reads a file or URL"
+          for name in ("read_csv", "read_text", "glob", "read_blob", "read_parquet"))))
 
 
 def test_runaway_query_times_out(source: DuckdbSource) -> None:

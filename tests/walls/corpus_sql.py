@@ -41,6 +41,10 @@ SQL: dict[str, list[str]] = {
         "SELECT * FROM read_csv('{file}')",
         "SELECT * FROM read_text('{file}')",
         "SELECT * FROM glob('{dir}/*')",
+        # DuckDB: every function that opens a file is refused by the guard (issue 58, H7)
+        "SELECT * FROM read_json_objects('{file}', format='newline_delimited')",
+        "SELECT * FROM sniff_csv('{file}')",
+        "SELECT * FROM '{file}'",
         "SELECT pg_read_file('{file}')",
         "SELECT lo_import('{file}')",
         "SELECT readfile('{file}')",

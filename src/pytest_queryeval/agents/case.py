@@ -149,19 +149,25 @@ def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
 
 
 def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
-    """The calls of the spans given beside a trajectory that the trajectory does not hold
-    (the same call, by name and arguments, is counted once)."""
-    if env.beside is None:
-        return ()
-    from . import spans
+    """The calls of the spans, and of messages under a misnamed key, given beside a
+    trajectory that the trajectory does not hold (the same call, by name and arguments, is
+    counted once)."""
+    found: tuple[Step, ...] = ()
+    if env.beside is not None:
+        from . import spans
 
-    try:
-        found = salvage_steps(spans.spans_to_messages(env.beside)) or ()
-    except spans.TrajectoryError as exc:
-        if looks_like_calls(env.beside):  # else nothing in them to count
-            ledger.uncount(f"the agent's counts could not be established: the spans beside "
-                           f"the trajectory are not read ({exc})")
-        return ()
+        try:
+            found = salvage_steps(spans.spans_to_messages(env.beside)) or ()
+        except spans.TrajectoryError as exc:
+            if looks_like_calls(env.beside):  # else nothing in them to count
+                ledger.uncount(f"the agent's counts could not be established: the spans "
+                               f"beside the trajectory are not read ({exc})")
+    if env.aside is not None:
+        aside = salvage_steps(env.aside)
+        if aside is None and looks_like_calls(env.aside):
+            ledger.uncount("the agent's counts could not be established: the messages under "
+                           "a misnamed key beside the trajectory are not read")
+        found += aside or ()
     held = [call_key(s) for s in steps]
     extra = []
     for step in found:

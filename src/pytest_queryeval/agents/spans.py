@@ -11,12 +11,16 @@ spec/semantic_conventions of Arize-ai/openinference):
 * ``LLM`` spans: ``llm.output_messages.<i>.message.tool_calls.<j>.tool_call.{id,
   function.name, function.arguments}`` become an assistant message's tool calls (its
   ``message.content`` the content);
-* ``TOOL`` spans: ``tool.name``, ``tool.parameters`` or ``input.value`` (the arguments),
-  ``output.value`` (the result) and, when set, ``tool_call.id``: the result answers that
+* ``TOOL`` spans (the kind in any case: ``tool``): ``tool.name`` (or
+  ``tool_call.function.name``, ``gen_ai.tool.name``), ``tool.parameters`` (or
+  ``tool_call.function.arguments``, ``gen_ai.tool.call.arguments``, ``input.value``: the
+  arguments), ``output.value`` (the result) and, when set, ``tool_call.id`` (or
+  ``gen_ai.tool.call.id``): the result answers that
   call, else the earliest unanswered call of that name; a TOOL span no LLM span asked for
   becomes a call of its own. Its arguments are what ran: where they differ from those the
   LLM span asked, the tool message carries them (:data:`EXECUTED`) and the counts replay
-  what ran. A span naming a ``tool.name`` is a TOOL span whatever its kind; nested
+  what ran. A span naming a tool (any of the names above) or whose
+  ``gen_ai.operation.name`` is ``execute_tool`` is a TOOL span whatever its kind; nested
   attributes (``{"llm": {"output_messages": [...]}}``) are read as their dotted keys.
 
 Spans may come as OTLP JSON (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``,
@@ -57,16 +61,32 @@ def spans_to_messages(data: object) -> list[dict[str, Any]]:
     pending: list[tuple[str, str, str]] = []  # (call id, name, arguments) not yet answered
     for n, span in enumerate(spans):
         attrs = _flat(_attributes(span, n))
-        kind = str(attrs.get("openinference.span.kind", "")).upper()
+        kind = str(attrs.get("openinference.span.kind", "")).strip().upper()
         if kind == "LLM":
             message = _llm_message(attrs, n)
             if message is not None:
                 messages.append(message)
                 pending.extend((c["id"], c["function"]["name"], c["function"]["arguments"])
                                for c in message["tool_calls"])
-        elif kind == "TOOL" or attrs.get("tool.name"):
+        elif kind == "TOOL" or _first(attrs, _TOOL_NAME) is not None \
+                or str(attrs.get("gen_ai.operation.name", "")).lower() == "execute_tool":
             messages.extend(_tool_messages(span, attrs, n, pending))
     return messages
+
+
+#: Where a TOOL span names the tool it ran, its call's id and its arguments, first found
+#: first: OpenInference's ``tool.*`` and ``tool_call.*`` attributes (a span of the tool call
+#: itself: ``tool_call.function.name``), then OpenTelemetry's GenAI conventions
+#: (``gen_ai.tool.*``).
+_TOOL_NAME = ("tool.name", "tool_call.function.name", "gen_ai.tool.name")
+_TOOL_CALL_ID = ("tool_call.id", "gen_ai.tool.call.id")
+_TOOL_ARGUMENTS = ("tool.parameters", "tool_call.function.arguments",
+                   "gen_ai.tool.call.arguments", "input.value")
+
+
+def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first of ``keys`` ``attrs`` sets (not None, not empty text)."""
+    return next((attrs[k] for k in keys if attrs.get(k) not in (None, "")), None)
 
 
 def _tool_messages(span: Mapping[str, Any], attrs: Mapping[str, Any], n: int,
@@ -75,11 +95,11 @@ def _tool_messages(span: Mapping[str, Any], attrs: Mapping[str, Any], n: int,
     call it ran, and the call itself when no LLM span asked for it. The arguments it records
     are what ran: where they differ from what the LLM span asked, the tool message carries
     them (:data:`EXECUTED`) and what ran is counted."""
-    name = str(attrs.get("tool.name") or span.get("name") or "")
-    call_id = attrs.get("tool_call.id")
+    name = str(_first(attrs, _TOOL_NAME) or span.get("name") or "")
+    call_id = _first(attrs, _TOOL_CALL_ID)
     match = next((p for p in pending if p[0] == call_id), None) if call_id else \
         next((p for p in pending if p[1] == name), None)
-    ran = attrs.get("tool.parameters", attrs.get("input.value"))
+    ran = _first(attrs, _TOOL_ARGUMENTS)
     if ran is not None and not isinstance(ran, str):
         ran = json.dumps(ran)
     out: list[dict[str, Any]] = []

@@ -161,6 +161,9 @@ class Envelope:
     #: Spans given beside a trajectory: the trajectory is scored, and the calls the spans
     #: record that it does not hold are counted too (what ran, whichever record says it).
     beside: object = None
+    #: Messages under a misnamed key (:data:`MISNAMED`) beside a trajectory or spans: the
+    #: calls they hold that the trajectory does not are counted too.
+    aside: object = None
     #: The database-side counts the plugin's own tool loop took while it ran (a floor: the
     #: engine's count of the same trajectory never goes below them).
     live_counts: dict[str, float] = field(default_factory=dict)
@@ -176,18 +179,45 @@ def carried(record: Mapping[str, Any], value: object) -> object:
     """What a source's record (a predictions-file line, a command's JSON) gives an agent case:
     the envelope when the record carries a trajectory, spans or an answer beside its
     prediction ``value``, else ``value`` alone."""
-    if not any(k in record for k in ("trajectory", "spans", "answer", *MISNAMED)):
+    wrong = {label.split(".", 1)[0] for label, _ in misnamed(record)}
+    if not wrong and not any(k in record for k in ("trajectory", "spans", "answer")):
         return value
     return {"predicted": value, **{k: record[k] for k in sorted(ENVELOPE_KEYS - {"predicted"})
                                    if k in record},
-            **{k: record[k] for k in MISNAMED if k in record}}
+            **{k: record[k] for k in sorted(wrong)}}
 
 
 #: Keys a record may hold an agent's messages under by mistake (the chat API's own name,
 #: a framework's): read as nothing, the case would count no call and pass every count's
-#: gate, so a record holding one and neither ``trajectory`` nor ``spans`` is refused, naming
-#: the key, and the calls it holds are still counted (:func:`salvage_steps`).
+#: gate, so a record holding one and no trajectory or spans with anything in them is
+#: refused, naming the key, and the calls it holds are still counted
+#: (:func:`salvage_steps`); beside a trajectory that has calls, the calls it holds that the
+#: trajectory does not are counted (:attr:`Envelope.aside`). Keys are matched whatever their
+#: case (``Messages``); ``trajectory`` or ``spans`` spelled in another case (``Trajectory``)
+#: is misnamed too, and so is any of them one level down (``output: {messages: [...]}``).
 MISNAMED = ("messages", "tool_calls", "steps", "conversation", "history")
+#: What a key is misnamed as when folded to lower case (the exact envelope keys excepted),
+#: read only when it holds a list (``trace`` may be a tracer's id, ``Turns`` a count).
+_MISFOLDED = frozenset({*MISNAMED, "trajectory", "spans", "trace", "traces", "transcript",
+                        "turns"})
+
+
+def misnamed(record: Mapping[str, Any]) -> list[tuple[str, object]]:
+    """``(where, value)`` of each key of ``record`` that holds messages under a wrong name:
+    a key of :data:`MISNAMED` as spelled there (any value but None, as before), else one of
+    :data:`_MISFOLDED` in any case (``Trajectory``, ``trace``) or one level down
+    (``output.messages``) holding a list."""
+    found: list[tuple[str, object]] = []
+    for key, value in list(record.items())[:1000]:
+        if not isinstance(key, str) or key in ENVELOPE_KEYS or value is None:
+            continue
+        if key in MISNAMED or (key.lower() in _MISFOLDED and isinstance(value, list)):
+            found.append((key, value))
+        elif isinstance(value, Mapping):
+            found += [(f"{key}.{inner}", v) for inner, v in list(value.items())[:1000]
+                      if isinstance(inner, str) and inner.lower() in _MISFOLDED
+                      and isinstance(v, list)]
+    return found
 
 
 def canonical_name(name: str) -> str:
@@ -234,28 +264,49 @@ def read_envelope(value: object) -> Envelope:
     budget = value.get("budget_exceeded")
     if budget:
         env.budget_exceeded = str(budget)[:100]
-    given = value.get("trajectory")
+    given, traced, wrong = value.get("trajectory"), value.get("spans"), misnamed(value)
     if given:
         _read_given(env, given)
-        env.beside = value.get("spans")
-    elif value.get("spans") is not None:  # OpenInference spans (:mod:`.spans`)
-        from . import spans
-
-        env.traced = value["spans"]
-        try:
-            messages = spans.spans_to_messages(value["spans"])
-        except spans.TrajectoryError as exc:
-            env.refused = str(exc)
-            return env
-        try:
-            env.trajectory = read_trajectory(messages)
-        except TrajectoryError as exc:
-            env.refused, env.raw = str(exc), messages
+        env.beside = traced
+    elif traced and not isinstance(traced, str | bytes):
+        _read_spans(env, traced)
+    elif any(v or (given is None and traced is None) for _, v in wrong):
+        # messages under another key, beside no trajectory or spans or empty ones: refused,
+        # never read as an empty trajectory that counts nothing
+        _refuse_misnamed(env, next(w for w in wrong if w[1] or (given is None
+                                                                 and traced is None)))
+        return env
+    elif traced is not None:  # OpenInference spans (:mod:`.spans`)
+        _read_spans(env, traced)
     elif given is not None:  # false, 0, "", {}: EvalBench's ``or []``, the empty trajectory
         env.trajectory = Trajectory((), ())
-    else:  # messages under another key
-        _refuse_misnamed(env, value)
+    env.aside = [_as_messages(v) for _, v in wrong] or None
     return env
+
+
+def _as_messages(raw: object) -> object:
+    """Messages under a misnamed key as the salvage reads them: a list of bare tool-call
+    objects (``tool_calls: [{"function": {...}}]``) as the one message that makes them."""
+    if isinstance(raw, list) and raw and all(
+            isinstance(c, Mapping) and "function" in c and "role" not in c for c in raw):
+        return [{"role": "assistant", "content": None, "tool_calls": raw}]
+    return raw
+
+
+def _read_spans(env: Envelope, traced: object) -> None:
+    """OpenInference spans (:mod:`.spans`) read into ``env`` as its trajectory."""
+    from . import spans
+
+    env.traced = traced
+    try:
+        messages = spans.spans_to_messages(traced)
+    except spans.TrajectoryError as exc:
+        env.refused = str(exc)
+        return
+    try:
+        env.trajectory = read_trajectory(messages)
+    except TrajectoryError as exc:
+        env.refused, env.raw = str(exc), messages
 
 
 def _parsed(value: object) -> object:
@@ -276,15 +327,16 @@ def _parsed(value: object) -> object:
     return value
 
 
-def _refuse_misnamed(env: Envelope, value: Mapping[str, Any]) -> None:
+def _refuse_misnamed(env: Envelope, wrong: tuple[str, object]) -> None:
     """Refuse an envelope holding its messages under a key of :data:`MISNAMED`, keeping them
     as the raw trajectory the calls are salvaged from."""
-    wrong = next((k for k in MISNAMED if value.get(k) is not None), None)
-    if wrong is not None:
-        env.refused = (f"{wrong}: not read: an agent case reads its tool calls from "
-                       "'trajectory' (chat messages) or 'spans' (OpenInference spans); "
-                       f"rename '{wrong}' to 'trajectory'")
-        env.raw = value[wrong]
+    where, raw = wrong
+    last = where.rsplit(".", 1)[-1]
+    to = "spans" if last.lower() == "spans" else "trajectory"
+    env.refused = (f"{where}: not read: an agent case reads its tool calls from "
+                   "'trajectory' (chat messages) or 'spans' (OpenInference spans); "
+                   f"rename '{where}' to '{to}'")
+    env.raw = _as_messages(raw)
 
 
 def _read_given(env: Envelope, given: object) -> None:
@@ -556,9 +608,31 @@ def step_query(step: Step) -> str | None:
 #: (the tool loop's rule, which a replay repeats).
 SAMPLE_ROWS = 5
 SAMPLE_ROWS_MAX = 50
-#: A table name a replayed :data:`TOOL_SAMPLE` call may name (anything else is not run: the
-#: tool loop would have answered "no table named ...").
-_TABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,127}")
+#: A table name a replayed :data:`TOOL_SAMPLE` call may name: up to three parts (``Employee``,
+#: ``main.Employee``, ``chinook.main.Employee``), each a plain name or one quoted as a
+#: dialect quotes it (``"Employee"``, `` `Employee` ``, ``[Employee]``); anything else is not
+#: run (the tool loop would have answered "no table named ..."). A harness serving the tool
+#: may have read a qualified or quoted name: it is replayed as the same table, so that its
+#: forbidden table is counted (the engine's account names it, else its last name does).
+_PART = r'(?:[A-Za-z_][A-Za-z0-9_$]{0,127}|"(?:[^"\x00-\x1f]|""){1,128}"|`[^`\x00-\x1f]{1,128}`' \
+        r'|\[[^\]\x00-\x1f]{1,128}\])'
+_TABLE = re.compile(rf"\s*({_PART})(?:\s*\.\s*({_PART}))?(?:\s*\.\s*({_PART}))?\s*")
+
+
+def sample_table(table: object) -> str | None:
+    """The table a :data:`TOOL_SAMPLE` call names as the replay reads it, each part quoted
+    (``main.Employee`` is ``"main"."Employee"``); None for a name :data:`_TABLE` refuses."""
+    found = _TABLE.fullmatch(table) if isinstance(table, str) else None
+    if found is None:
+        return None
+    parts = []
+    for part in (p for p in found.groups() if p is not None):
+        if part[0] == '"':
+            part = part[1:-1].replace('""', '"')
+        elif part[0] in "`[":
+            part = part[1:-1]
+        parts.append('"' + part.replace('"', '""') + '"')
+    return ".".join(parts)
 
 
 def sample_limit(value: object) -> int:
@@ -575,10 +649,10 @@ def step_sample_query(step: Step) -> str | None:
     any other step or a table argument that is not a plain name."""
     if plugin_tool(step.name) != TOOL_SAMPLE or step.arguments is None:
         return None
-    table = step.arguments.get("table")
-    if not isinstance(table, str) or not _TABLE.fullmatch(table):
+    table = sample_table(step.arguments.get("table"))
+    if table is None:
         return None
-    return f'SELECT * FROM "{table}" LIMIT {sample_limit(step.arguments.get("limit"))}'
+    return f"SELECT * FROM {table} LIMIT {sample_limit(step.arguments.get('limit'))}"
 
 
 def _refuse(value: object) -> object:

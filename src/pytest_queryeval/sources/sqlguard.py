@@ -14,6 +14,7 @@ does.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -79,13 +80,60 @@ _DIALECT_SQL_TEXT_FUNCTIONS: dict[str, frozenset[str]] = {
 _DIALECT_TABLE_READERS: dict[str, frozenset[str]] = {
     "duckdb": frozenset({"histogram", "histogram_values", "pragma_storage_info"}),
 }
-#: Functions of one dialect that read a file the engine still lets a query open with external
-#: access off: DuckDB's own database file (``read_duckdb('chinook.duckdb', table_name =
-#: 'Employee')`` read every employee, which the binder did not count; ``read_blob`` gave the
-#: whole file).
+#: Functions of one dialect that open a file or a URL. DuckDB with external access off still
+#: lets a query open its own database file: ``read_duckdb('chinook.duckdb', table_name =
+#: 'Employee')`` read every employee, ``read_blob`` gave the whole file, and ``read_csv`` of
+#: it as UTF-16 text (``delim='|', quote='', encoding='utf-16'``) gave the employees' names;
+#: ``read_json_objects``, ``sniff_csv`` and ``glob`` open it too. None of these is a table
+#: the binder counts. The list is DuckDB 2.0.1's table functions whose first parameter is a
+#: path (``SELECT function_name, parameters FROM duckdb_functions()``: ``path``, ``paths``,
+#: ``file``, ``pattern``); :data:`_DIALECT_FILE_READER_NAMES` adds every name an extension's
+#: reader has or may have (``st_read``, ``iceberg_scan``, ``delta_scan``, ``read_xlsx``).
+#: tests/agents/test_file_reads.py checks the list against the installed DuckDB.
 _DIALECT_FILE_READERS: dict[str, frozenset[str]] = {
-    "duckdb": frozenset({"read_duckdb", "read_blob", "read_text"}),
+    "duckdb": frozenset({
+        "read_blob", "read_csv", "read_csv_auto", "read_duckdb", "read_json", "read_json_auto",
+        "read_json_objects", "read_json_objects_auto", "read_ndjson", "read_ndjson_auto",
+        "read_ndjson_objects", "read_parquet", "read_single_csv_file",
+        "read_single_json_file", "read_single_parquet_file", "read_text", "parquet_scan",
+        "parquet_bloom_probe", "parquet_file_metadata", "parquet_full_metadata",
+        "parquet_kv_metadata", "parquet_metadata", "parquet_page_index", "parquet_schema",
+        "sniff_csv", "glob", "which_secret",
+    }),
 }
+#: Name rules of the same (a function of no DuckDB here may come with an extension): a
+#: ``read_*`` or ``*_scan`` function, the Parquet, Iceberg, Delta, DuckLake, Lance, Vortex,
+#: Avro, Excel and spatial readers, and the scanners of other databases' files.
+_DIALECT_FILE_READER_NAMES: dict[str, re.Pattern[str]] = {
+    "duckdb": re.compile(
+        r"(?:read_|parquet_|iceberg_|delta_|ducklake_|lance_|vortex_|avro_|excel_|st_read"
+        r"|sqlite_|postgres_|mysql_|odbc_).*|.*_scan", re.ASCII),
+}
+
+#: Dialects whose engine reads a table named like a file as that file (DuckDB's replacement
+#: scans: ``FROM 'chinook.duckdb'`` read the only table of a one-table database file,
+#: ``FROM 'x.csv'`` reads a CSV file), uncounted as the functions above.
+_PATH_TABLES = frozenset({"duckdb"})
+#: What makes a table's name a path: a dot, a slash or a backslash in one part.
+_PATH_CHARS = re.compile(r"[./\\]")
+
+
+def _check_table_name(parts: list[str]) -> None:
+    """Refuse a table named like a file (see :data:`_PATH_TABLES`)."""
+    for part in parts:
+        if _PATH_CHARS.search(part):
+            raise QueryRefused(f"table {part!r} is named like a file, which the engine reads "
+                               "as a file (the database's own too, which no count of the "
+                               "tables read can see)")
+
+
+def reads_a_file(name: str, dialect: str | None) -> bool:
+    """Whether the function ``name`` of ``dialect`` opens a file or a URL (see
+    :data:`_DIALECT_FILE_READERS`)."""
+    name = name.lower()
+    rule = _DIALECT_FILE_READER_NAMES.get(dialect or "")
+    return name in _DIALECT_FILE_READERS.get(dialect or "", frozenset()) or (
+        rule is not None and rule.fullmatch(name) is not None)
 
 #: Words that make an *unparseable* statement suspicious (fallback check on tokens).
 _WRITE_WORDS = frozenset({
@@ -264,7 +312,6 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
     forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
     sql_text = _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
     readers = _DIALECT_TABLE_READERS.get(dialect or "", frozenset())
-    files = _DIALECT_FILE_READERS.get(dialect or "", frozenset())
     for node in tree.walk():
         if isinstance(node, forbidden):
             raise QueryRefused(f"{_label(node)} inside a query")
@@ -275,12 +322,14 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
             if fname in sql_text:
                 raise QueryRefused(f"function {fname}() runs SQL or reads a table named at run "
                                    "time, which no guard or count can see")
-            if fname in files:
-                raise QueryRefused(f"function {fname}() reads a file (the database's own, which "
-                                   "no count of the tables read can see)")
+            if reads_a_file(fname, dialect):
+                raise QueryRefused(f"function {fname}() reads a file or URL (the database's "
+                                   "own too, which no count of the tables read can see)")
             if fname in readers and isinstance(node.parent, exp.Table):
                 raise QueryRefused(f"table function {fname}() reads the table named by its "
                                    "argument, which no count of the tables read can see")
+        elif isinstance(node, exp.Table) and dialect in _PATH_TABLES:
+            _check_table_name([p.name for p in node.parts if isinstance(p, exp.Identifier)])
 
 
 def _label(node: object) -> str:
@@ -382,6 +431,12 @@ def _check_tokens(sql: str, dialect: str | None) -> None:
                 raise QueryRefused("multiple statements; only one query is executed")
         elif tok.text.upper() in _WRITE_WORDS:
             raise QueryRefused(f"unparseable statement containing {tok.text.upper()}")
-        elif tok.text.lower() in _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", ()) \
+        elif (tok.text.lower() in _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", ())
+              or reads_a_file(tok.text, dialect)) \
                 and i + 1 < len(words) and words[i + 1].token_type.name == "L_PAREN":
             raise QueryRefused(f"unparseable statement calling {tok.text.lower()}()")
+    if dialect in _PATH_TABLES:
+        for before, tok in itertools.pairwise(tokens):
+            if before.token_type.name in ("FROM", "JOIN") \
+                    and tok.token_type.name in ("STRING", "IDENTIFIER", "VAR"):
+                _check_table_name([tok.text])
