@@ -439,6 +439,27 @@ def test_strings_comments_and_escapes(query, error):
      "(1,000 characters, grown up to 1-fold) may be built 1,000,000 times"),
     ("MATCH (a), (b), (c), (d), (e) WITH collect('" + "a" * 10000 + "') AS l RETURN size(l)",
      "has 10,000 characters, more than 1,000"),
+    # the fifth re-probe: lists a function made, of a size the text does not say, walked
+    # three deep (a split() of a 1,000-character literal aborted the server; a 13-node graph's
+    # collect(n) nine deep too), copies made by rows and collected, and encodings that grow
+    ("WITH split('" + "a" * 1000 + "', '') AS l RETURN size([a IN l | [b IN l | [c IN l | 1]]])",
+     "l (a list the query made) at line 1, column 1053 is built or walked inside the "
+     "iterations around it: 1,002,001 values"),
+    ("MATCH (n) WITH collect(n) AS l RETURN size([a IN l | [b IN l | [c IN l | 1]]])",
+     "l (a list the query made) at line 1, column 70 is built or walked inside the iterations "
+     "around it: 1,000,000,000 values"),
+    ("WITH {a: 1, b: 2, c: 3} AS m RETURN size([a IN keys(m) | [b IN keys(m) | "
+     "[c IN keys(m) | 1]]])", "is built or walked inside the iterations around it"),
+    ("WITH 'aaaaaaaaaaaaaaaa' AS s "
+     + "UNWIND [1, 2] AS k WITH string.join(collect(s), '') AS s " * 30 + "RETURN size(s)",
+     "is part of the value projected as s 2 times: over the query's steps, 128 copies"),
+    ("WITH 'aaaaaaaaaaaaaaaa' AS s "
+     + "MATCH (n:Movie) WITH string.join(collect(s), '') AS s " * 14 + "RETURN size(s)",
+     "copies of one value, more than 64"),
+    ("WITH '" + "a" * 100 + "' AS s " + "WITH toJSON(split(s, '')) AS s " * 10
+     + "RETURN size(s)", "tojson() at line 1, column"),
+    ("RETURN size(string.join([x IN range(1, 1000) | 'a'], n.sep))",
+     "string.join() at line 1, column 20 has a delimiter that is not a string literal"),
     # a numeric start turned into a list or a string is copied at each step
     ("RETURN size(reduce(s = 0, x IN range(1, 1000000) | "
      "CASE WHEN x = 1 THEN [x] ELSE s + [x] END))",
@@ -502,6 +523,14 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "MATCH (m:Movie) RETURN reduce(total = 0, x IN [1, 2, 3] | total + x * m.released)",
     "MATCH p = (a)-[*1..3]->(b) RETURN reduce(w = 0.0, r IN relationships(p) | w + r.weight)",
     "RETURN size(replace('a', 'a', '" + "\\\\" * 10 + "'))",
+    # lists a function made, walked two deep (a self-join), joined and encoded once
+    "MATCH (p:Person) WITH collect(p) AS ps RETURN [a IN ps | [b IN ps WHERE b.born = a.born "
+    "| b.name]]",
+    "MATCH (p:Person) WITH p, [w IN split(p.name, ' ') | w] AS ws "
+    "RETURN p.name, [a IN ws | [b IN ws | a + b]]",
+    "MATCH (m:Movie)<-[:ACTED_IN]-(p) WITH m, string.join(collect(p.name), ', ') AS cast "
+    "RETURN m.title, cast",
+    "MATCH (p:Person) RETURN toJSON(p), keys(p), [k IN keys(p) | p[k]]",
 ])
 def test_what_the_server_bounds_is_allowed(query):
     guard.check_server(query)

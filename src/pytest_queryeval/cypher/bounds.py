@@ -163,11 +163,31 @@ def _element(code: Sequence[Token], sources: dict[int, int], elements: dict[str,
     element of a named list, else, conservatively, what the whole list holds (``[x IN
     [range(1, 10)] | ...]``)."""
     inside = [k for k in range(start, end) if k in sources]
-    if inside == [start] and code[start].text.lower() in ("[", "range"):
+    if inside == [start] and code[start].text.lower() in ("[", "range", *_SCALAR_LISTS):
         return 0
+    bar = _projection_bar(code, start, end)
+    if bar is not None and not any(k > bar for k in inside):
+        return 0  # [w IN <list> | w]: each element one value of the lists iterated
     if inside == [start] and code[start].text.strip("`") in elements:
         return elements[code[start].text.strip("`")]
     return sum(sources[k] for k in inside)
+
+
+def _projection_bar(code: Sequence[Token], start: int, end: int) -> int | None:
+    """The ``|`` of the comprehension ``[x IN ... | ...]`` that is the whole of
+    ``code[start:end]``, if it is one."""
+    if code[start].text != "[" or code[end - 1].text != "]":
+        return None
+    depth = 0
+    for k in range(start, end):
+        text = code[k].text if code[k].kind == "punct" else ""
+        depth += text in _OPEN
+        depth -= text in _CLOSE
+        if depth == 0 and k < end - 1:
+            return None  # the bracket closes before the end: not one comprehension
+        if depth == 1 and text == "|":
+            return k
+    return None
 
 
 def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
@@ -180,6 +200,9 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
         if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
             sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
+        elif tok.kind == "word" and i + 1 < len(code) and code[i + 1].text == "(" \
+                and (size := _made_list(code, scopes, i)):
+            sources[i] = size
     names: dict[str, int] = {}
     elements: dict[str, int] = {}  # what an element of a named list may hold
     pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
@@ -207,6 +230,36 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
     return sources
+
+
+#: The values a list made by a function of :data:`_MADE_LISTS` counts as holding when its
+#: text does not say: ``collect()`` of a graph's rows, ``split()`` of a property, ``keys()``
+#: of a map, ``nodes()`` of a path. Walked three deep, such lists passed every bound and
+#: aborted a 4 GB FalkorDB (the fifth re-probe: ``split()`` of a 1,000-character literal, and
+#: ``collect(n)`` of a 13-node graph walked nine deep); two deep (a self-join of a collected
+#: list) stays within :data:`MAX_RANGE`.
+UNSIZED_LIST = 1_000
+#: Functions that return a list, by lower-cased dotted name.
+_MADE_LISTS = frozenset({"collect", "split", "keys", "labels", "nodes", "relationships",
+                         "string.matchregex", "list.sort", "reverse", "tail", "properties"})
+#: Those of :data:`_MADE_LISTS` whose elements count as scalars when nothing in their
+#: argument is a list counted here (iterating one walks nothing more).
+_SCALAR_LISTS = ("split", "keys", "labels", "collect")
+
+
+def _made_list(code: Sequence[Token], scopes: list[tuple[int, ...]], i: int) -> int:
+    """The values the list made by the function called at ``code[i]`` may hold: a
+    ``split()`` of a literal its characters and one, another of :data:`_MADE_LISTS`
+    :data:`UNSIZED_LIST`; 0 for another function."""
+    name = _function(code, i)
+    if name not in _MADE_LISTS or (i + 2 < len(code) and code[i + 2].text == "."):
+        return 0
+    if name == "split":
+        args = _arguments(code, scopes, i + 1)
+        length = _string_length(code, args[0]) if args else None
+        if length is not None:
+            return length + 1
+    return UNSIZED_LIST
 
 
 #: What ends the list an ``IN`` iterates (at the ``IN``'s own depth).
@@ -283,6 +336,14 @@ _REPLACING = {"replace": False, "string.replaceregex": True, "apoc.text.replace"
 #: or padded to that length (``lpad``, ``rpad``), which must be an integer literal.
 _COUNTED = {"apoc.text.repeat": True, "apoc.coll.fill": True, "apoc.text.lpad": False,
             "apoc.text.rpad": False}
+#: Functions that join a list's elements with a delimiter (the index of the delimiter
+#: argument): the delimiter is added once an element, so a list of single characters grows
+#: by the delimiter's length and one (``string.join(split(s, ''), 'xx')`` triples ``s``).
+_JOINING = {"string.join": 1, "apoc.text.join": 1}
+#: Functions that encode a value as text, by how much they may grow it: ``toJSON`` of a
+#: list of single characters writes ``"a",`` for each (quotes, a comma, a space; an escaped
+#: character six): ten ``WITH toJSON(split(s, '')) AS s`` steps aborted a 4 GB server.
+_ENCODING = {"tojson": 6}
 #: Functions whose result is exponential in their argument's size, never sent.
 _EXPONENTIAL = frozenset({"apoc.coll.combinations", "apoc.coll.powerset"})
 
@@ -387,6 +448,15 @@ def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[
                                    "the string, which the server builds before any timeout")
             matched = None if _REPLACING[name] else _string_length(code, args[1])
             factor = replacement + 1 if not matched else max(1, -(-replacement // matched))
+        elif name in _JOINING and len(args) > _JOINING[name]:
+            delimiter = _string_length(code, args[_JOINING[name]])
+            if delimiter is None:
+                raise QueryRefused(f"{name}() at {where(tok)} has a delimiter that is not a "
+                                   "string literal: the guard cannot bound how much it grows "
+                                   "the string, which the server builds before any timeout")
+            factor = delimiter + 1
+        elif name in _ENCODING:
+            factor = _ENCODING[name]
         elif name in _COUNTED and len(args) >= 2:
             count = _literal(code, args[1][0])
             if count is None or count[1] != args[1][1] or count[0] > MAX_RANGE:
@@ -432,6 +502,11 @@ class _Weights:
                  walked: dict[int, int], growth: dict[int, int]) -> None:
         self.scopes, self.walked, self.growth = scopes, walked, growth
         self.bars: dict[int, int] = {}  # a bracket -> its iteration's |, when it has one
+        #: the brackets of ``collect(``: a value collected is copied once a row, and the rows
+        #: an UNWIND, a MATCH or a CALL made are at least two (``UNWIND [1, 2] AS k WITH
+        #: string.join(collect(s), '') AS s``, 30 times over, aborted a 4 GB server)
+        self.aggregates = {k + 1 for k in range(len(code) - 1)
+                           if code[k].text.lower() == "collect" and code[k + 1].text == "("}
         for k, tok in enumerate(code):
             if tok.text == "|" and scopes[k] and scopes[k][-1] not in self.bars:
                 self.bars[scopes[k][-1]] = k
@@ -441,7 +516,7 @@ class _Weights:
         for bracket in self.scopes[i]:
             if bracket < lo:
                 continue
-            weight *= self.growth.get(bracket, 1)
+            weight *= self.growth.get(bracket, 1) * (2 if bracket in self.aggregates else 1)
             bar = self.bars.get(bracket)
             if bar is not None and i > bar:
                 weight *= max(self.walked.get(bracket, 2), 1)
