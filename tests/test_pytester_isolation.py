@@ -80,3 +80,27 @@ def test_torch_still_works_after_a_pytester_snapshot_dropped_it() -> None:
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "3.0"
+
+
+def test_a_kind_kept_from_an_unloaded_module_is_made_anew() -> None:
+    """In a fresh interpreter (this one may have the SQL kind imported for good): the SQL
+    kind asked for inside a module snapshot, the snapshot restored (a pytester in-process
+    run's end), then asked again. The kind kept from before ran the unloaded module's code
+    beside the modules imported anew (the comparison deadline set in one copy of its module,
+    read in another)."""
+    script = textwrap.dedent("""
+        from _pytest.pytester import SysModulesSnapshot
+        from pytest_queryeval.kinds import get_kind, loaded_kinds
+
+        snapshot = SysModulesSnapshot()
+        first = get_kind("sql")
+        snapshot.restore()
+        print(sorted(loaded_kinds()))
+        second = get_kind("sql")
+        import pytest_queryeval.kinds.sql as now
+        print(type(first) is now.SqlKind, type(second) is now.SqlKind, second is get_kind("sql"))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines() == ["[]", "False True True"], done.stdout

@@ -65,6 +65,7 @@ imports no heavy library at module level (``python -X importtime``: tens of mill
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Literal
 
 #: The capabilities a kind may declare (see the module docstring).
@@ -112,13 +113,28 @@ def known_kinds() -> list[str]:
 
 def loaded_kinds() -> frozenset[str]:
     """The kinds whose object exists already (asking them imports nothing)."""
-    return frozenset(_instances)
+    return frozenset(name for name, inst in _instances.items() if _current(name, inst))
+
+
+def _current(name: str, inst: object) -> bool:
+    """Whether a cached instance of a kind named by ``module:Class`` is still of the class
+    that module holds now. pytester's in-process runs remove from ``sys.modules`` what a run
+    imported: an instance kept from an earlier run ran its own module's code beside the
+    modules the next run imported anew, two copies of one module's state. The comparison
+    deadline (a ContextVar) was set in one copy and read in the other: a ``timeout: 0.001``
+    comparison ran to its work budget instead (order-dependent, under ``-n 2``)."""
+    spec = _extra[name] if name in _extra else KIND_CLASSES.get(name)
+    if not isinstance(spec, str):
+        return True
+    module, _, cls = spec.partition(":")
+    return type(inst) is getattr(sys.modules.get(module), cls, None)
 
 
 def kind_object(name: str) -> object:
     """The (cached) kind instance; raises KeyError for an unknown kind name."""
-    if name in _instances:
-        return _instances[name]
+    inst = _instances.get(name)
+    if inst is not None and _current(name, inst):
+        return inst
     obj = _extra[name] if name in _extra else KIND_CLASSES.get(name)
     if obj is None:
         raise KeyError(name)

@@ -147,6 +147,21 @@ def test_comparison_stops_at_the_case_timeout_and_another_gold_still_matches(
         "20,000,000)"), recs["golds-a"]["reason"]
 
 
+def test_the_deadline_holds_in_every_in_process_run(suite: pytest.Pytester) -> None:
+    """pytester's in-process runs unload what each run imported; the SQL kind kept from the
+    first run set its deadline in its own copy of the deadline module while the second run's
+    alignment read the fresh copy, and ran to its work budget (the flaky failure above, when
+    another test of the xdist worker had run an SQL suite in-process first)."""
+    suite.makefile(".yaml", test_search=dump({
+        "kind": "sql", "thresholds": {"execution_accuracy": 1.0},
+        "cases": [{"id": "deadline", "gold_result": _lookalike(6, 20, 1), "timeout": 0.001,
+                   "predicted_result": _lookalike(30, 20, 2)}]}))
+    reasons = [by_id(run_suite(suite)[1])["deadline"]["reason"] for _ in range(2)]
+    assert reasons == 2 * [
+        "timeout: comparing the results took longer than the case's timeout (0.001 s): the "
+        "column alignment of 30 predicted to 6 gold columns stopped"], reasons
+
+
 def _csv(table: dict[str, Any]) -> str:
     lines = [",".join(table["columns"])]
     lines += [",".join(str(v) for v in row) for row in table["rows"]]
