@@ -265,16 +265,16 @@ def read_envelope(value: object) -> Envelope:
     if budget:
         env.budget_exceeded = str(budget)[:100]
     given, traced, wrong = value.get("trajectory"), value.get("spans"), misnamed(value)
+    # messages under another key, beside no trajectory or spans or empty ones: refused,
+    # never read as an empty trajectory that counts nothing
+    refused = next((w for w in wrong if w[1] or (given is None and traced is None)), None)
     if given:
         _read_given(env, given)
         env.beside = traced
     elif traced and not isinstance(traced, str | bytes):
         _read_spans(env, traced)
-    elif any(v or (given is None and traced is None) for _, v in wrong):
-        # messages under another key, beside no trajectory or spans or empty ones: refused,
-        # never read as an empty trajectory that counts nothing
-        _refuse_misnamed(env, next(w for w in wrong if w[1] or (given is None
-                                                                 and traced is None)))
+    elif refused is not None:
+        _refuse_misnamed(env, refused)
         return env
     elif traced is not None:  # OpenInference spans (:mod:`.spans`)
         _read_spans(env, traced)
