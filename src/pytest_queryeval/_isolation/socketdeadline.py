@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +24,9 @@ class SocketDeadline:
 
     def __init__(self, seconds: float,
                  register: Callable[[Callable[[], None]], Callable[[], None]] | None = None,
-                 ) -> None:
+                 *, reset: bool = False) -> None:
         self.fired = False
+        self.reset = reset
         self.deadline = time.monotonic() + seconds
         self._socks: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -45,13 +47,13 @@ class SocketDeadline:
         with self._lock:
             self._socks.append(sock)
             if self.fired:
-                _shutdown(sock)
+                _shutdown(sock, self.reset)
 
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
             for sock in self._socks:
-                _shutdown(sock)
+                _shutdown(sock, self.reset)
 
     def cancel(self) -> None:
         self._timer.cancel()
@@ -59,6 +61,25 @@ class SocketDeadline:
             self._unregister()
 
 
-def _shutdown(sock: socket.socket) -> None:
+def _shutdown(sock: socket.socket, reset: bool) -> None:
+    """Shut ``sock`` down; with ``reset``, its receiving side only, and its close made a reset
+    (``SO_LINGER`` 0). Why: a server that writes its reply with blocking sends (FalkorDB's
+    Bolt listener) waits on a peer that half-closed with a full window until the peer's
+    ``FIN_WAIT2`` times out (a minute and more, every other client unanswered meanwhile); a
+    reset fails its send at once. Only the receiving side is shut, so no ``FIN`` goes out
+    before the reset; the owner then closes the socket (:func:`reset_close`)."""
     with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
+        if reset:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.shutdown(socket.SHUT_RD)
+        else:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def reset_close(sock: socket.socket) -> None:
+    """Close ``sock`` with a reset (``SO_LINGER`` 0): a connection given up on with its reply
+    unread is dropped at once on both ends, not left for the server to finish writing to."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.close()

@@ -44,7 +44,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .._isolation.socketdeadline import SocketDeadline
+from .._isolation.socketdeadline import SocketDeadline, reset_close
 from ..errors import (
     ConfigError,
     MissingDependency,
@@ -200,8 +200,9 @@ class BoltSource(SourceDefaults):
                                     default_access_mode=neo4j.READ_ACCESS,
                                     fetch_size=min(limit + 1, _FETCH)) as session:
                     tx = session.begin_transaction(timeout=seconds)
+                    raw: socket.socket | None = None
                     try:
-                        deadline = SocketDeadline(seconds)
+                        deadline = SocketDeadline(seconds, reset=True)
                         raw = _raw_socket(tx)
                         if raw is not None:
                             deadline.watch(raw)
@@ -212,6 +213,8 @@ class BoltSource(SourceDefaults):
                         for record in result:
                             rows.append(tuple(_value(v, types) for v in record.values()))
                             if len(rows) > limit:
+                                if raw is not None:  # the rest unread: dropped, not drained
+                                    reset_close(raw)
                                 break
                     finally:
                         with contextlib.suppress(Exception):
@@ -220,6 +223,8 @@ class BoltSource(SourceDefaults):
                 raise
             except Exception as exc:  # the driver's errors, classified below
                 fired = deadline is not None and deadline.fired
+                if fired and raw is not None:
+                    reset_close(raw)
                 elapsed = time.perf_counter() - start
                 raise _query_error(self, exc, query, seconds, elapsed, fired) from None
             finally:

@@ -197,16 +197,16 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     [range(1, 10)] | ...]``), by index: the values each may hold (conservatively: what the
     named expression's sources hold)."""
     sources = {i: size for i, (size, _) in ranges.items()}
+    rows = _rows(code, ranges)
     for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
         if tok.text == "," and scopes[i] and code[scopes[i][-1]].text == "[":
             sources[scopes[i][-1]] = sources.get(scopes[i][-1], 1) + 1
         elif tok.kind == "word" and i + 1 < len(code) and code[i + 1].text == "(" \
-                and (size := _made_list(code, scopes, i)):
+                and (size := _made_list(code, scopes, i, rows[i])):
             sources[i] = size
     names: dict[str, int] = {}
     elements: dict[str, int] = {}  # what an element of a named list may hold
     pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
-    rows = 1  # the rows the ranges unwound so far multiply into
     for i, tok in enumerate(code):
         for target, start in pending.pop(i, []):
             names[target] = _element(code, sources, elements, start, i)
@@ -224,9 +224,7 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         start, keyword = _named(code, scopes, i)
         held = sum(sources.get(k, 0) for k in range(start, i))
         if keyword == "UNWIND" and start in ranges and ranges[start][1] == i - 1:
-            rows, held = min(rows * ranges[start][0], 2 ** 62), 0  # scalars, one a row
-        if any(code[k].text.lower() == "collect" for k in range(start, i)):
-            held = max(held, rows)
+            held = 0  # scalars, one a row
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
     return sources
@@ -247,19 +245,103 @@ _MADE_LISTS = frozenset({"collect", "split", "keys", "labels", "nodes", "relatio
 _SCALAR_LISTS = ("split", "keys", "labels", "collect")
 
 
-def _made_list(code: Sequence[Token], scopes: list[tuple[int, ...]], i: int) -> int:
+def _made_list(code: Sequence[Token], scopes: list[tuple[int, ...]], i: int,
+               rows: int) -> int:
     """The values the list made by the function called at ``code[i]`` may hold: a
-    ``split()`` of a literal its characters and one, another of :data:`_MADE_LISTS`
-    :data:`UNSIZED_LIST`; 0 for another function."""
+    ``collect()`` the ``rows`` it is called over (:func:`_rows`), a ``split()`` of a literal
+    its characters and one, another of :data:`_MADE_LISTS` :data:`UNSIZED_LIST`; 0 for
+    another function."""
     name = _function(code, i)
     if name not in _MADE_LISTS or (i + 2 < len(code) and code[i + 2].text == "."):
         return 0
+    if name == "collect":
+        return rows
     if name == "split":
         args = _arguments(code, scopes, i + 1)
         length = _string_length(code, args[0]) if args else None
         if length is not None:
             return length + 1
     return UNSIZED_LIST
+
+
+#: The rows a clause counts as running over when the text does not bound them: those of a
+#: ``MATCH``, a ``CALL``, an ``UNWIND`` of a list the text does not size. The server checks
+#: its timeout and memory cap between rows, so the rows themselves are bounded there; but a
+#: ``collect()`` of them is one value, and walking it inside a walk of itself is one
+#: expression of rows² values (the sixth re-probe: ``MATCH (a),(b),(c),(d) WITH collect(1)
+#: AS l RETURN size([x IN l | [y IN l | 0]])``, 28,561² values on a 13-node graph, aborted a
+#: 4 GB server). So a collected list may be walked once, not inside another walk of such a
+#: list: a join belongs in the ``MATCH``, where the server checks between rows.
+#: One ``MATCH`` of one fixed-length pattern, the first row source, counts as
+#: :data:`UNSIZED_LIST` rows, what a graph's other made lists count as, so a collected list of
+#: its matches is walked two deep (a self-join); a product of row sources (patterns beside
+#: one another, a second ``MATCH``, a variable-length relationship) is unbounded.
+UNBOUNDED_ROWS = MAX_RANGE
+#: Clauses after which the rows are :data:`UNBOUNDED_ROWS`.
+_ROW_SOURCES = frozenset({"CALL", "LOAD"})
+#: Words that end a ``MATCH`` clause's patterns.
+_PATTERN_ENDS = frozenset({"WHERE", "WITH", "RETURN", "MATCH", "OPTIONAL", "UNWIND", "CALL",
+                           "ORDER", "SKIP", "LIMIT", "UNION", "LOAD", "FOREACH", "YIELD"})
+
+
+def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int]:
+    """The rows the clause at each token runs over, as far as the text bounds them: one,
+    times each ``UNWIND`` of a literal ``range()`` or of a list literal of literals, capped
+    by a literal ``LIMIT``; :data:`UNBOUNDED_ROWS` from a clause of :data:`_ROW_SOURCES` or
+    an ``UNWIND`` of anything else on (errs high: a ``WITH`` that aggregates does not
+    lower it)."""
+    out: list[int] = []
+    rows, matched = 1, False
+    for i, tok in enumerate(code):
+        word = tok.text.upper() if tok.kind == "word" and not (
+            i and code[i - 1].text == ".") else ""
+        if word == "MATCH":
+            one = not matched and _one_pattern(code, i + 1)
+            rows, matched = min(rows * UNSIZED_LIST, UNBOUNDED_ROWS) if one \
+                else UNBOUNDED_ROWS, True
+        elif word in _ROW_SOURCES:
+            rows = UNBOUNDED_ROWS
+        elif word == "UNWIND":
+            size = _unwound(code, ranges, i + 1)
+            rows = UNBOUNDED_ROWS if size is None else min(rows * size, UNBOUNDED_ROWS)
+        elif word == "LIMIT" and (lit := _literal(code, i + 1)) is not None:
+            rows = min(rows, max(lit[0], 0))
+        out.append(rows)
+    return out
+
+
+def _one_pattern(code: Sequence[Token], at: int) -> bool:
+    """Whether the ``MATCH`` clause starting at ``code[at]`` is one pattern of fixed length:
+    no comma outside brackets, no ``*`` in a relationship."""
+    depth = 0
+    for tok in code[at:]:
+        if depth == 0 and tok.kind == "word" and tok.text.upper() in _PATTERN_ENDS:
+            return True
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            depth -= 1
+        elif (tok.text == "," and depth == 0) or tok.text == "*":
+            return False
+    return True
+
+
+def _unwound(code: Sequence[Token], ranges: dict[int, tuple[int, int]], at: int) -> int | None:
+    """The values the list an ``UNWIND`` unwinds at ``code[at]`` holds, if the text says: a
+    literal ``range()``, or a list literal of literals (``['a', 'b']``)."""
+    if at in ranges:
+        end = ranges[at][1] + 1
+        return ranges[at][0] if end < len(code) and code[end].text.upper() == "AS" else None
+    if at >= len(code) or code[at].text != "[":
+        return None
+    count, k = 1, at + 1
+    while k < len(code) and code[k].text != "]":
+        if code[k].text == ",":
+            count += 1
+        elif code[k].kind not in ("number", "string") and code[k].text not in ("+", "-"):
+            return None
+        k += 1
+    return count if k + 1 < len(code) and code[k + 1].text.upper() == "AS" else None
 
 
 #: What ends the list an ``IN`` iterates (at the ``IN``'s own depth).
