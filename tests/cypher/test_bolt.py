@@ -563,6 +563,9 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "MATCH (a),(b),(c),(d) WITH collect(1) AS l RETURN size(l), [x IN l | x + 1]",
     "MATCH (p:Person) WITH collect(p.name) AS names RETURN reduce(s = '', n IN names | "
     "s + n + ', ')",
+    # a path's nodes and relationships are a graph's elements, not lists (refused before)
+    "MATCH p = (a:Person)-[*1..3]-(b:Person) "
+    "RETURN [n IN nodes(p) | [r IN relationships(p) | type(r)]] LIMIT 5",
 ])
 def test_what_the_server_bounds_is_allowed(query):
     guard.check_server(query)

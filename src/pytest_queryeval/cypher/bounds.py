@@ -242,7 +242,7 @@ _MADE_LISTS = frozenset({"collect", "split", "keys", "labels", "nodes", "relatio
                          "string.matchregex", "list.sort", "reverse", "tail", "properties"})
 #: Those of :data:`_MADE_LISTS` whose elements count as scalars when nothing in their
 #: argument is a list counted here (iterating one walks nothing more).
-_SCALAR_LISTS = ("split", "keys", "labels", "collect")
+_SCALAR_LISTS = ("split", "keys", "labels", "collect", "nodes", "relationships")
 
 
 def _made_list(code: Sequence[Token], scopes: list[tuple[int, ...]], i: int,
