@@ -498,6 +498,32 @@ def test_strings_comments_and_escapes(query, error):
      "ms (a list the query made) at line 1, column 76"),
     ("MATCH (a),(b),(c) WITH collect(a) AS l RETURN reduce(s = [], x IN l | s + [x])",
      "reduce() at line 1, column 47 copies its accumulator s at each of 1,000,000 steps"),
+    # the seventh: a pattern comprehension is a list of matches (314 on the test graph,
+    # counted as none), repeating its body once a match; a LIMIT inside CALL {} is not the
+    # outer rows'; a path variable may be spelled like a keyword; a reply row's bytes count
+    # once a row (RESULTSET_SIZE bounds records, not bytes): each aborted a 4 GB server
+    ("WITH 1 AS k RETURN size([(a)-[*]-(b) | range(1,1000000)])",
+     "range() at line 1, column 40 is built or walked inside the iterations around it: "
+     "1,000,000,000,000 values"),
+    ("WITH 1 AS k RETURN size([x IN [(a)-[*]-(b) | 1] | range(1, 1000000)])",
+     "range() at line 1, column 51 is built or walked"),
+    ("WITH 1 AS k RETURN size(reduce(s=[], x IN [(a)-[*]-(b)-[*]-(c) | 1] | "
+     "s + [(d)-[*]-(e) | 1]))", "a list at line 1, column 75 is built or walked"),
+    ("MATCH (a),(b),(c),(d) CALL { WITH a RETURN 1 AS z LIMIT 1 } WITH collect(1) AS l "
+     "RETURN size([x IN l | [y IN l | 0]])", "l (a list the query made) at line 1, column 110"),
+    ("MATCH (a),(b),(c),(d) CALL { RETURN 1 AS z LIMIT 1 } WITH collect(1) AS l "
+     "RETURN size([x IN l | [y IN l | 0]])", "l (a list the query made) at line 1, column 103"),
+    *[(f"MATCH {word} = (a), (b), (c), (d) WITH collect(1) AS l "
+       "RETURN size([x IN l | [y IN l | 0]])", "is built or walked inside the iterations")
+      for word in ("skip", "limit", "yield", "foreach", "union", "optional", "return", "with",
+                   "where", "order")],
+    ("MATCH (a),(b),(c) RETURN replace(replace('" + "a" * 1000 + "', 'a', '" + "a" * 100
+     + "'), 'a', '" + "a" * 100 + "')",
+     "the string at line 1, column 42 (1,000 characters, grown up to 10,000-fold) may be "
+     "built 100,001 times (100,001 rows)"),
+    ("MATCH (a),(b),(c),(d),(e) RETURN [x IN range(1,100) | '" + "a" * 1000 + "']",
+     "the string at line 1, column 55 (1,000 characters, grown up to 1-fold) may be built "
+     "10,000,100 times (100,001 rows)"),
 ])
 def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     """Not sent even once (a range of 10⁹ values grew FalkorDB past 8 GB): the guard only."""
@@ -563,12 +589,58 @@ def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     "MATCH (a),(b),(c),(d) WITH collect(1) AS l RETURN size(l), [x IN l | x + 1]",
     "MATCH (p:Person) WITH collect(p.name) AS names RETURN reduce(s = '', n IN names | "
     "s + n + ', ')",
+    "MATCH (m:Movie) RETURN m.title, [(m)<-[:ACTED_IN]-(p) | p.name] AS cast",
+    "WITH 'a;b;c' AS s UNWIND split(s, ';') AS part RETURN part",
+    "MATCH (a),(b) RETURN '" + "a" * 100 + "'",
     # a path's nodes and relationships are a graph's elements, not lists (refused before)
     "MATCH p = (a:Person)-[*1..3]-(b:Person) "
     "RETURN [n IN nodes(p) | [r IN relationships(p) | type(r)]] LIMIT 5",
 ])
 def test_what_the_server_bounds_is_allowed(query):
     guard.check_server(query)
+
+
+@pytest.mark.parametrize(("query", "refused"), [
+    ("RETURN date('2020-01-01') AS d", "date() at line 1, column 8: a FalkorDB server stops "
+     "on a date value in its reply"),
+    ("RETURN duration({days: 1}) AS d", "duration() at line 1, column 8"),
+    ("RETURN localtime() AS t", "localtime() at line 1, column 8"),
+    ("RETURN localdatetime() AS t", "localdatetime() at line 1, column 8"),
+    ("RETURN [date('2020-01-01')] AS d", "date() at line 1, column 9"),
+    ("RETURN {d: duration('P1D')} AS d", "duration() at line 1, column 12"),
+    ("RETURN date.truncate('year', date('2020-05-06'))", "date.truncate() at line 1, column 8"),
+    ("RETURN [x IN [1] WHERE true | date()]", "date() at line 1, column 31"),
+    ("RETURN toString(date('2020-01-01')) AS t", None),
+    ("RETURN date('2020-01-01').year AS y, datetime() AS t", None),
+    ("MATCH (m:Movie) WHERE m.released > date('2000-01-01').year RETURN m.title", None),
+    ("MATCH (m:Movie) WHERE date(m.day) < date('2000-01-01') RETURN m.title", None),
+])
+def test_what_falkordb_cannot_write_is_refused_for_it(query, refused):
+    """The seventh re-probe: a date, a duration or a local time in a reply stops FalkorDB
+    (an assertion in its Bolt result formatter), every later case unavailable."""
+    guard.check_server(query)  # any other server is sent them
+    if refused is None:
+        guard.check_falkordb(query)
+    else:
+        with pytest.raises(QueryRefused, match=re.escape(refused)):
+            guard.check_falkordb(query)
+
+
+def test_a_falkordb_server_is_not_sent_a_value_it_cannot_write(pytester, server):
+    """The source knows the server is FalkorDB (``algo.*`` procedures), so a prediction that
+    returns a date is refused unsent: the server stays up and the cases after it pass."""
+    hostile: list[dict[str, object]] = [
+        {"id": "date", "gold": MATRIX, "predicted": "RETURN date('2020-01-01') AS d"},
+        {"id": "duration", "gold": MATRIX, "predicted": "RETURN {d: duration('P1D')} AS d"}]
+    honest = [c for c in CASES if c["id"] in ("right", "fenced", "node")]
+    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 5}, hostile + honest)
+    _, report = run_report(pytester)
+    server.unstick()
+    assert report.outcomes == {"date": "failed", "duration": "failed",
+                               **{str(c["id"]): "passed" for c in honest}}
+    assert report.by_id["date"]["reason"].startswith(
+        "refused: date() at line 1, column 8: a FalkorDB server stops on a date value")
+    assert server.handshake(2.0) and server.count() == (13, 15)
 
 
 #: Reads nested as deep as real queries are: none reaches the nesting limit.
@@ -785,7 +857,8 @@ def test_rows_the_client_stops_reading_do_not_change_the_next_cases_outcome(pyte
     for case in hostile:
         reason = report.by_id[case["id"]]["reason"]
         assert reason.startswith(("truncated: the predicted result has more than 100000 rows",
-                                  "timeout: the query ran over 5 s")), reason
+                                  "timeout: the query ran over 5 s",
+                                  "refused: the string at line 1, column 38")), reason
     for case in honest:
         assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
     assert server.handshake(2.0) and server.count() == (13, 15)

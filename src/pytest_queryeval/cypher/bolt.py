@@ -113,6 +113,7 @@ class BoltSource(SourceDefaults):
         self.version = version
         self._lock = threading.Lock()
         self._driver: Any = None
+        self._falkordb = False
 
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> BoltSource:
@@ -181,6 +182,7 @@ class BoltSource(SourceDefaults):
                     driver.close()
             raise _connect_error(self, exc) from None
         self._driver = driver
+        self._falkordb = _is_falkordb(driver, self.database)
         return driver
 
     # -- the contract ----------------------------------------------------------------------
@@ -192,6 +194,8 @@ class BoltSource(SourceDefaults):
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         with self._lock:
             driver = self._open()
+            if self._falkordb:
+                guard.check_falkordb(query)
             neo4j = _neo4j()
             start = time.perf_counter()
             deadline: SocketDeadline | None = None
@@ -248,6 +252,19 @@ class BoltSource(SourceDefaults):
                 with contextlib.suppress(Exception):
                     self._driver.close()
             self._driver = None
+
+
+def _is_falkordb(driver: Any, database: str | None) -> bool:
+    """Whether the server is FalkorDB (its Bolt listener calls itself ``Neo4j/5.13.0``; its
+    procedures say, ``algo.*``): what it cannot write in a reply stops it
+    (:func:`.guard.check_falkordb`). A server without ``dbms.procedures()`` (Neo4j 5) is not."""
+    try:
+        with driver.session(database=database) as session:
+            names = [str(r[0]) for r in session.run("CALL dbms.procedures() YIELD name "
+                                                    "RETURN name")]
+    except Exception:  # any refusal means not FalkorDB
+        return False
+    return any(n.startswith("algo.") for n in names)
 
 
 def _raw_socket(tx: Any) -> socket.socket | None:

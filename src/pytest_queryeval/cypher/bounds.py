@@ -54,9 +54,10 @@ def check_evaluation(code: Sequence[Token]) -> None:
     """Refuse what the server would evaluate unbounded (the module docstring): ``code`` is a
     query's tokens without its comments."""
     scopes = _scopes(code)
-    walked, evaluations = _check_work(code, _check_ranges(code), scopes)
+    ranges = _check_ranges(code)
+    walked, evaluations = _check_work(code, ranges, scopes)
     growth = _check_growth(code, scopes)
-    _check_bytes(code, growth, evaluations)
+    _check_bytes(code, growth, evaluations, min(max(_rows(code, ranges)), REPLY_ROWS))
     weigh = _Weights(code, scopes, walked, growth)
     _check_reduce(code, scopes, walked, weigh)
     _check_steps(code, scopes, weigh)
@@ -204,6 +205,8 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
         elif tok.kind == "word" and i + 1 < len(code) and code[i + 1].text == "(" \
                 and (size := _made_list(code, scopes, i, rows[i])):
             sources[i] = size
+        elif tok.text == "[" and _pattern_comprehension(code, i):
+            sources[i] = UNSIZED_LIST if _one_pattern(code, i + 1) else UNBOUNDED_ROWS
     names: dict[str, int] = {}
     elements: dict[str, int] = {}  # what an element of a named list may hold
     pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
@@ -291,8 +294,12 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
     an ``UNWIND`` of anything else on (errs high: a ``WITH`` that aggregates does not
     lower it)."""
     out: list[int] = []
-    rows, matched = 1, False
+    rows, matched, depth = 1, False, 0
     for i, tok in enumerate(code):
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            depth -= 1
         word = tok.text.upper() if tok.kind == "word" and not (
             i and code[i - 1].text == ".") else ""
         if word == "MATCH":
@@ -304,18 +311,24 @@ def _rows(code: Sequence[Token], ranges: dict[int, tuple[int, int]]) -> list[int
         elif word == "UNWIND":
             size = _unwound(code, ranges, i + 1)
             rows = UNBOUNDED_ROWS if size is None else min(rows * size, UNBOUNDED_ROWS)
-        elif word == "LIMIT" and (lit := _literal(code, i + 1)) is not None:
+        elif word == "LIMIT" and depth == 0 and (lit := _literal(code, i + 1)) is not None:
             rows = min(rows, max(lit[0], 0))
         out.append(rows)
     return out
 
 
 def _one_pattern(code: Sequence[Token], at: int) -> bool:
-    """Whether the ``MATCH`` clause starting at ``code[at]`` is one pattern of fixed length:
-    no comma outside brackets, no ``*`` in a relationship."""
+    """Whether the ``MATCH`` clause (or the pattern comprehension) starting at ``code[at]`` is
+    one pattern of fixed length: no comma outside brackets, no ``*`` in a relationship. A
+    word before ``=`` names the path (FalkorDB takes ``order`` or ``limit`` as a path
+    variable), it does not end the clause."""
     depth = 0
-    for tok in code[at:]:
-        if depth == 0 and tok.kind == "word" and tok.text.upper() in _PATTERN_ENDS:
+    for k in range(at, len(code)):
+        tok = code[k]
+        if depth == 0 and tok.kind == "word" and tok.text.upper() in _PATTERN_ENDS \
+                and not (k + 1 < len(code) and code[k + 1].text == "="):
+            return True
+        if (depth == 0 and tok.text == "|") or depth < 0:
             return True
         if tok.kind == "punct" and tok.text in _OPEN:
             depth += 1
@@ -326,12 +339,42 @@ def _one_pattern(code: Sequence[Token], at: int) -> bool:
     return True
 
 
+def _pattern_comprehension(code: Sequence[Token], at: int) -> bool:
+    """Whether the ``[`` at ``code[at]`` opens a pattern comprehension (``[(a)--(b) | b]``,
+    ``[p = (a)--() | p]``): a list of the graph's matches, as many as a ``MATCH`` of that
+    pattern has rows (the seventh re-probe: ``[(a)-[*]-(b) | 1]`` walked around a range of a
+    million aborted the server, the list counted as none)."""
+    k = at + 1
+    if k + 1 < len(code) and code[k].kind in ("word", "quoted") and code[k + 1].text == "=":
+        k += 2
+    if k >= len(code) or code[k].text != "(":
+        return False
+    depth = 0
+    for tok in code[at + 1:]:
+        if tok.kind == "punct" and tok.text in _OPEN:
+            depth += 1
+        elif tok.kind == "punct" and tok.text in _CLOSE:
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0 and (tok.text == "|" or tok.text.upper() == "WHERE"):
+            return True
+        elif depth == 0 and tok.text.upper() == "IN":
+            return False
+    return False
+
+
 def _unwound(code: Sequence[Token], ranges: dict[int, tuple[int, int]], at: int) -> int | None:
     """The values the list an ``UNWIND`` unwinds at ``code[at]`` holds, if the text says: a
-    literal ``range()``, or a list literal of literals (``['a', 'b']``)."""
+    literal ``range()``, a list literal of literals (``['a', 'b']``), or
+    :data:`UNSIZED_LIST` for a list a function of :data:`_MADE_LISTS` makes but ``collect()``
+    (whose rows :func:`_rows` counts)."""
     if at in ranges:
         end = ranges[at][1] + 1
         return ranges[at][0] if end < len(code) and code[end].text.upper() == "AS" else None
+    if at + 1 < len(code) and code[at + 1].text == "(" and _function(code, at) in _MADE_LISTS \
+            and _function(code, at) != "collect":
+        return UNSIZED_LIST  # split(s, ';'), keys(n), nodes(p): a graph's or a value's parts
     if at >= len(code) or code[at].text != "[":
         return None
     count, k = 1, at + 1
@@ -360,6 +403,9 @@ def _iterations(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: d
     walked: dict[int, int] = {}
     own: dict[tuple[int, int], int] = {}
     for i, tok in enumerate(code):
+        if tok.text == "[" and i in sources and _pattern_comprehension(code, i):
+            walked[i] = walked.get(i, 1) * sources[i]  # its body once a match
+            own[(i, i)] = sources[i]
         if tok.kind != "word" or tok.text.upper() != "IN" or not scopes[i]:
             continue
         inside = [k for k in range(i + 1, _iterated_end(code, scopes, i)) if k in sources]
@@ -479,11 +525,20 @@ MAX_LITERAL_CHARS = 1_000
 MAX_BYTES = 100_000_000
 
 
-def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int) -> None:
+#: The most rows a reply holds: the ``RESULTSET_SIZE`` docs/cypher.md requires of a FalkorDB
+#: server (one past the default ``max_rows``). The server builds the whole reply before it
+#: sends a byte, so what a row holds counts once a row (the seventh re-probe: a row of 10 MB,
+#: a literal grown 10,000-fold, over a product of three node sets aborted a 4 GB server).
+REPLY_ROWS = 100_001
+
+
+def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int,
+                 rows: int) -> None:
     """Refuse a string literal past :data:`MAX_LITERAL_CHARS`, and literals that, grown by
     every growing call of the query and evaluated as many times as its largest list has
-    values, pass :data:`MAX_BYTES` (errs high: the longest literal, every growth, the largest
-    list)."""
+    values, once a row of the ``rows`` (:func:`_rows`, at most :data:`REPLY_ROWS`), pass
+    :data:`MAX_BYTES` (errs high: the longest literal, every growth, the largest list, the
+    most rows)."""
     longest, at = 1, None
     for tok in code:
         if tok.kind == "string" and (length := _decoded_length(tok)) > longest:
@@ -497,9 +552,10 @@ def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int
     grown = 1
     for factor in growth.values():
         grown *= factor
-    if longest * grown * max(1, evaluations) > MAX_BYTES:
+    times = max(1, evaluations) * max(1, rows)
+    if longest * grown * times > MAX_BYTES:
         raise QueryRefused(f"the string at {where(at)} ({longest:,} characters, grown up to "
-                           f"{grown:,}-fold) may be built {max(1, evaluations):,} times: more "
+                           f"{grown:,}-fold) may be built {times:,} times ({rows:,} rows): more "
                            f"than {MAX_BYTES:,} characters, which the server builds before any "
                            "timeout or memory cap")
 

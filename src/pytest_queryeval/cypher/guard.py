@@ -261,6 +261,82 @@ def check_server(query: str) -> None:
     check_evaluation(code)
 
 
+#: Functions whose value FalkorDB's Bolt listener cannot write: a date, a duration, a local
+#: time or date-time in a reply trips an assertion in its result formatter and the server
+#: dies (4.16.3; the seventh re-probe: ``RETURN date('2020-01-01')``, every later case
+#: unavailable). ``datetime()`` and ``toString(date(...))`` are written.
+FALKORDB_UNWRITABLE = frozenset({"date", "duration", "localtime", "localdatetime", "time"})
+#: Clause words that start what a value feeds: after ``WHERE`` it is only compared.
+_FEEDS = frozenset({"WHERE", "RETURN", "WITH", "UNWIND", "ORDER", "YIELD", "|"})
+
+
+def check_falkordb(query: str) -> None:
+    """What a FalkorDB server (:mod:`.bolt` detects one) must not be sent beyond
+    :func:`check_server`: a call of :data:`FALKORDB_UNWRITABLE` (or a function of their
+    namespaces, ``date.truncate``) whose value may reach the reply: one not directly inside
+    ``toString()`` nor in a ``WHERE``. Errs high: ``WITH date(...) AS d ... WHERE x > d``
+    is refused too."""
+    code = _code(tokens(query))
+    opened: list[int] = []
+    for i, tok in enumerate(code):
+        if tok.kind == "punct" and tok.text in _CLOSE and opened:
+            opened.pop()
+        elif tok.kind == "punct" and tok.text in _OPEN:
+            opened.append(i)
+        if tok.kind != "word" or tok.text.lower() not in FALKORDB_UNWRITABLE \
+                or (i and code[i - 1].text == ".") or not _called(code, i):
+            continue
+        if (i >= 2 and code[i - 1].text == "(" and code[i - 2].text.lower() == "tostring") \
+                or _compared(code, i, len(opened)) or _accessed(code, i):
+            continue
+        name = _dotted(code, i) or tok.text
+        raise QueryRefused(f"{name}() at {where(tok)}: a FalkorDB server stops on a "
+                           f"{tok.text.lower()} value in its reply (its Bolt listener cannot "
+                           "write one); return toString(...) of it")
+
+
+def _called(code: list[Token], i: int) -> bool:
+    """Whether the word at ``code[i]`` is called, as itself or as a namespace
+    (``date(...)``, ``date.truncate(...)``)."""
+    j = i + 1
+    while j + 1 < len(code) and code[j].text == "." and code[j + 1].kind == "word":
+        j += 2
+    return j < len(code) and code[j].text == "("
+
+
+def _accessed(code: list[Token], i: int) -> bool:
+    """Whether the call at ``code[i]`` is followed by a property access (``date().year``):
+    a number reaches the reply, not the value."""
+    j = i
+    while j < len(code) and code[j].text != "(":
+        j += 1
+    depth = 0
+    for k in range(j, len(code)):
+        if code[k].kind == "punct" and code[k].text in _OPEN:
+            depth += 1
+        elif code[k].kind == "punct" and code[k].text in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return k + 1 < len(code) and code[k + 1].text == "."
+    return False
+
+
+def _compared(code: list[Token], i: int, depth: int) -> bool:
+    """Whether the value at ``code[i]`` (``depth`` brackets in) is in a ``WHERE``: the nearest
+    word of :data:`_FEEDS` before it, no deeper than it, is ``WHERE``."""
+    level = depth
+    for k in range(i - 1, -1, -1):
+        tok = code[k]
+        if tok.kind == "punct" and tok.text in _CLOSE:
+            level += 1
+        elif tok.kind == "punct" and tok.text in _OPEN:
+            level -= 1
+        elif level <= depth and tok.text.upper() in _FEEDS and not (
+                k and code[k - 1].text == "."):
+            return tok.text.upper() == "WHERE"
+    return False
+
+
 def _dotted(code: list[Token], start: int) -> str | None:
     """The dotted name that starts at ``code[start]`` (None: no name there, as after ``CALL``
     of a subquery, ``CALL {`` or ``CALL (x) {``)."""
