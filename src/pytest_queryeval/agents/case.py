@@ -20,7 +20,10 @@ are judged on their text (:func:`~.replay.step_queries`), and spans given beside
 count the calls it does not hold. A count that cannot be established (no list of calls to
 read, a record holding a call none of whose calls can be read, a datasource that went away or
 cannot say what a query read) is the case's error (``details.agent.uncounted``), never a
-count of 0. The replay is bounded (:mod:`.replay`).
+count of 0; so is the count of a case gated on one whose record holds no trajectory and no
+spans, or messages under another key beside them, or a ``sample_rows`` / ``run_query`` call
+off its schema that the plugin's tool loop did not write. The replay is bounded
+(:mod:`.replay`).
 """
 
 from __future__ import annotations
@@ -189,9 +192,9 @@ def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
 
 
 def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
-    """The calls of the spans, and of messages under a misnamed key, given beside a
-    trajectory that the trajectory does not hold (the same call, by name and arguments, is
-    counted once)."""
+    """The calls of the spans, and of messages under another key
+    (:func:`~.trajectory.stray_calls`), given beside a trajectory that the trajectory does not
+    hold (the same call, by name and arguments, is counted once)."""
     found: tuple[Step, ...] = ()
     if env.beside is not None:
         from . import spans
@@ -206,7 +209,7 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
         aside = salvage_steps(env.aside)
         if aside is None and looks_like_calls(env.aside):
             ledger.uncount("the agent's counts could not be established: the messages under "
-                           "a misnamed key beside the trajectory are not read")
+                           "another key beside the trajectory are not read")
         found += aside or ()
     held = [call_key(s) for s in steps]
     extra = []

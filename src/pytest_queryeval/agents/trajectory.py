@@ -346,7 +346,7 @@ def _read_calls(env: Envelope, value: Mapping[str, Any]) -> None:
 
 
 def _as_messages(raw: object) -> object:
-    """Messages under a misnamed key as the salvage reads them: a list of bare tool-call
+    """Messages under another key as the salvage reads them: a list of bare tool-call
     objects (``tool_calls: [{"function": {...}}]``) as the one message that makes them."""
     if isinstance(raw, list) and raw and all(
             isinstance(c, Mapping) and "function" in c and "role" not in c for c in raw):
