@@ -18,7 +18,7 @@ import itertools
 import re
 from typing import Any
 
-from ..errors import QueryRefused, QuerySyntaxError
+from ..errors import QueryRefused, QuerySyntaxError, ReadRefused
 
 #: sqlglot dialect names for SQLAlchemy backend names that differ (the rest are passed as-is
 #: when sqlglot knows them).
@@ -324,6 +324,10 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
             "only one query is executed"
         )
     tree = statements[0]
+    summarize = getattr(exp, "Summarize", None)
+    if summarize is not None and isinstance(tree, summarize):
+        raise ReadRefused("SUMMARIZE reads a table past the account of the tables read, which "
+                          "no count can see")
     if not isinstance(tree, exp.Query | exp.Values):
         _check_statement_start(sql, dialect)
         raise QueryRefused(f"{_label(tree)} is not a read-only query")
@@ -332,7 +336,9 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
     readers = _DIALECT_TABLE_READERS.get(dialect or "", frozenset())
     for node in tree.walk():
         if isinstance(node, forbidden):
-            raise QueryRefused(f"{_label(node)} inside a query")
+            refused = ReadRefused if summarize is not None and isinstance(node, summarize) \
+                else QueryRefused
+            raise refused(f"{_label(node)} inside a query")
         if isinstance(node, exp.Func):
             fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             if fname in _FORBIDDEN_FUNCTIONS:
@@ -344,8 +350,8 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
                 raise QueryRefused(f"function {fname}() reads a file or URL (the database's "
                                    "own too, which no count of the tables read can see)")
             if fname in readers and isinstance(node.parent, exp.Table):
-                raise QueryRefused(f"table function {fname}() reads the table named by its "
-                                   "argument, which no count of the tables read can see")
+                raise ReadRefused(f"table function {fname}() reads the table named by its "
+                                  "argument, which no count of the tables read can see")
             _check_path_view(fname, dialect)
         elif isinstance(node, exp.Table):
             _check_path_view(node.name, dialect)
