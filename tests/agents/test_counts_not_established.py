@@ -221,9 +221,16 @@ def test_a_span_named_after_a_tool_is_that_tools_call(
                            "attributes": {"input.value": json.dumps({"query": query}),
                                           "output.value": "n0"}}]}
 
+    wrapped = named("run_query", GOLD)  # a CHAIN span wrapping the TOOL span: read once
+    wrapped["spans"] = [{**wrapped["spans"][0], "spanId": "s0", "attributes": {
+        **wrapped["spans"][0]["attributes"], "openinference.span.kind": "CHAIN"}},
+        {"spanId": "s1", "startTimeUnixNano": 2, "attributes": {
+            "openinference.span.kind": "TOOL", "tool.name": "run_query",
+            "input.value": json.dumps({"query": GOLD}), "output.value": "25"}}]
     _file_suite(pytester, shared_data, {"read": named("run_query", EMPLOYEE),
                                         "canonical": named("queryeval__run_query", EMPLOYEE),
-                                        "honest": named("run_query", GOLD)},
+                                        "honest": named("run_query", GOLD),
+                                        "wrapped": wrapped},
                 _engine(pytester, engine))
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     for cid in ("read", "canonical"):
@@ -231,5 +238,7 @@ def test_a_span_named_after_a_tool_is_that_tools_call(
         assert case["metrics"]["forbidden_tables"] == 1.0, (cid, case["metrics"])
         assert case["metrics"]["queries_executed"] == 1.0
         assert case["outcome"] == "failed", cid
-    honest = report.by_id["honest"]
-    assert (honest["outcome"], honest["metrics"]["queries_executed"]) == ("passed", 1.0)
+    for cid in ("honest", "wrapped"):
+        honest = report.by_id[cid]
+        assert (honest["outcome"], honest["metrics"]["queries_executed"],
+                honest["metrics"]["tool_calls"]) == ("passed", 1.0, 1.0), (cid, honest)
