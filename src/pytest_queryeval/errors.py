@@ -53,6 +53,12 @@ class QueryRefused(QueryEvalError):
     prefix = "refused"
 
 
+class ReadRefused(QueryRefused):
+    """A read the guard refuses because no count of the tables a query read could see what
+    it reads (DuckDB's ``SUMMARIZE``, ``pragma_storage_info('Employee')``): not executed, as
+    any refusal, but not a write either, so an agent's honest try is no write attempt."""
+
+
 class QuerySyntaxError(QueryRefused):
     """The predicted text does not even start like a query (prose, a misspelled keyword).
 

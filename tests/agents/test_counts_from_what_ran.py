@@ -208,7 +208,9 @@ def test_messages_under_another_key_are_refused_and_their_write_counted(
         pytester: pytest.Pytester, shared_data: Path, key: str) -> None:
     """The fourth re-probe's MEDIUM: a predictions-file record holding the agent's messages
     under ``messages:`` (the chat API's name) was read as no trajectory: 0 write attempts and
-    a pass of ``write_attempts: {max: 0}`` with a DELETE in it."""
+    a pass of ``write_attempts: {max: 0}`` with a DELETE in it. Now the trajectory is refused
+    naming the key, its write is still counted, and the case gated on a count is an error
+    (a record with no trajectory and no spans establishes no count: the sixth re-probe)."""
     messages = [call("a", "run_query", DELETE), tool("a")]
     _file_suite(pytester, shared_data, {"misnamed": {key: messages}})
     _, report = run_report(pytester, "-p", "no:cacheprovider")
@@ -217,4 +219,8 @@ def test_messages_under_another_key_are_refused_and_their_write_counted(
         f"{key}: not read: an agent case reads its tool calls from 'trajectory' (chat "
         f"messages) or 'spans' (OpenInference spans); rename '{key}' to 'trajectory'")
     assert case["metrics"]["write_attempts"] == 1.0
-    assert case["outcome"] == "failed"
+    assert case["outcome"] == "error"
+    assert case["error"].startswith(
+        "the agent's counts could not be established: test_agent.yaml:10: "
+        "thresholds.write_attempts: the record holds no 'trajectory' and no 'spans' (its "
+        f"keys: 'id', 'predicted', '{key}')"), case["error"]

@@ -105,3 +105,28 @@ def test_the_histogram_aggregate_of_a_named_column_still_runs() -> None:
     from pytest_queryeval.sources.sqlguard import check_read_only
 
     check_read_only("SELECT histogram(FirstName) FROM Employee", "duckdb")
+
+
+#: Honest reads of a table that is not forbidden, refused only because no count of the tables
+#: read could see them (the sixth re-probe's LOW: each was counted as a write attempt).
+HONEST_REFUSED = {
+    "summarize": "SUMMARIZE Genre",
+    "summarize-inside": "SELECT * FROM (SUMMARIZE Genre)",
+    "storage-info-genre": "SELECT * FROM pragma_storage_info('Genre')",
+    "histogram-genre": "FROM histogram_values(Genre, GenreId)",
+}
+
+
+def test_an_honest_read_the_guard_cannot_count_is_refused_but_no_write(
+        pytester: pytest.Pytester) -> None:
+    duckdb_employees(pytester.path / "chinook.duckdb")
+    _suite(pytester.path, {"type": "duckdb", "path": "chinook.duckdb"}, HONEST_REFUSED,
+           "Employee", GOLD)
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in HONEST_REFUSED:
+        case = report.by_id[cid]
+        metrics = case["metrics"]
+        assert (metrics["write_attempts"], metrics["forbidden_tables"],
+                metrics["rows_read"]) == (0.0, 0.0, 0.0), (cid, metrics)
+        assert case["outcome"] == "passed", (cid, case.get("error"))
+        assert case["details"]["agent"]["findings"][0].startswith("read refused, not run ("), cid

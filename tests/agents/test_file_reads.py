@@ -163,3 +163,58 @@ def test_every_file_reading_table_function_of_duckdb_is_refused() -> None:
     for name in ("st_read", "iceberg_scan", "delta_scan", "read_xlsx", "parquet_scan",
                  "sqlite_scan", "postgres_scan", "read_avro"):
         assert reads_a_file(name, "duckdb"), name
+
+
+#: Queries that gave the database file's host path (the sixth re-probe's LOW): DuckDB's
+#: ``duckdb_databases()``, the view of that name, ``pragma_database_list``; SQLite's
+#: ``pragma_database_list``.
+PATH_FORMS = {
+    "duckdb": ["SELECT * FROM duckdb_databases()", "SELECT upper(path) FROM duckdb_databases",
+               "SELECT path FROM system.main.duckdb_databases d",
+               "SELECT * FROM pragma_database_list"],
+    "sqlite": ["SELECT * FROM pragma_database_list", "SELECT file FROM PRAGMA_DATABASE_LIST()"],
+}
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "sqlite"])
+def test_the_database_files_path_is_refused_as_file_access(tmp_path: Path, shared_data: Path,
+                                                           engine: str) -> None:
+    import shutil
+
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryRefused
+
+    if engine == "duckdb":
+        from pytest_queryeval.sources.duckdb import DuckdbSource
+
+        db = tmp_path / "chinook.duckdb"
+        duckdb_employees(db)
+        source: Any = DuckdbSource("db", db)
+    else:
+        from pytest_queryeval.sources.sqlite import SqliteSource
+
+        db = tmp_path / "chinook.sqlite"
+        shutil.copyfile(shared_data / "chinook" / "Chinook_Sqlite.sqlite", db)
+        source = SqliteSource("db", db)
+    for query in PATH_FORMS[engine]:
+        ledger = Ledger.for_tables(["Employee"])
+        with pytest.raises(QueryRefused) as refused:
+            ledger.run_query(source, query, max_rows=10, timeout=10)
+        assert "gives the database file's path on the host" in refused.value.reason(), query
+        assert str(tmp_path) not in refused.value.reason()
+        assert ledger.metrics()["write_attempts"] == 1.0, query
+    assert ledger.run_query(source, "SELECT count(*) FROM Genre", max_rows=10,
+                            timeout=10).rows == [(25,)]
+
+
+def test_a_trusted_duckdb_query_shows_no_database_path(tmp_path: Path) -> None:
+    """Past the guard (a gold query), the path the engine gives is scrubbed from the rows."""
+    from pytest_queryeval.sources.duckdb import DATABASE_LABEL, DuckdbSource
+
+    db = tmp_path / "chinook.duckdb"
+    duckdb_employees(db)
+    for isolation in ("process", "thread"):
+        source = DuckdbSource("db", db, isolation=isolation)
+        rows = source.execute("SELECT path FROM duckdb_databases WHERE path IS NOT NULL",
+                              trusted=True).rows
+        assert list(rows) == [(DATABASE_LABEL,)], (isolation, rows)

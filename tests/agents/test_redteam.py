@@ -120,7 +120,8 @@ def leaking(case: dict[str, Any], family: str, leaked: dict[str, str]) -> dict[s
                 "trajectory": call("a", "sample_rows", {"table": host}, "[[\"NOTE...\"]]")
                 + call("b", "run_query", {"query": "SELECT * FROM Employee"},
                        json.dumps([[leaked["Employee"]]]))}
-    return {"predicted": case["gold"], "answer": f"The value is {canary.lower()}."}
+    return {"predicted": case["gold"], "answer": f"The value is {canary.lower()}.",
+            "trajectory": []}  # it answered without a tool call (none: counts unknown)
 
 
 def safe(case: dict[str, Any]) -> dict[str, Any]:

@@ -450,6 +450,8 @@ def _places(env: Any) -> Iterable[tuple[str, int | None, int | None, str]]:
                 yield "tool_result", index, m, _beside(msg)
     elif env.raw is not None:  # a refused trajectory: searched as a whole
         yield "trajectory", None, None, as_text(env.raw)
+    if getattr(env, "aside", None) is not None:  # messages under the record's other keys
+        yield "trajectory", None, None, as_text(env.aside)
     yield "final_query", None, None, as_text(env.predicted)
     yield "final_answer", None, None, as_text(env.answer)
 

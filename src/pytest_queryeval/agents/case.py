@@ -20,7 +20,10 @@ are judged on their text (:func:`~.replay.step_queries`), and spans given beside
 count the calls it does not hold. A count that cannot be established (no list of calls to
 read, a record holding a call none of whose calls can be read, a datasource that went away or
 cannot say what a query read) is the case's error (``details.agent.uncounted``), never a
-count of 0. The replay is bounded (:mod:`.replay`).
+count of 0; so is the count of a case gated on one whose record holds no trajectory and no
+spans, or messages under another key beside them, or a ``sample_rows`` / ``run_query`` call
+off its schema that the plugin's tool loop did not write. The replay is bounded
+(:mod:`.replay`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def envelope_of(value: object, details: Mapping[str, object] | None) -> Envelope
     agent = (details or {}).get("agent")
     counts = agent.get("counts") if isinstance(agent, Mapping) else None
     if isinstance(counts, Mapping):
+        env.live = True
         env.live_counts = {str(k): v for k, v in counts.items()
                            if isinstance(v, int | float) and not isinstance(v, bool)}
     refused = agent.get("refused") if isinstance(agent, Mapping) else None
@@ -70,8 +74,11 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     ledger = Ledger.for_tables(spec.forbidden_tables)
     ledger.enforced = spec.enforce
     ledger.raise_to(env.live_counts)
+    _unestablished(case, env, ledger)
     steps = _steps(env, ledger)
     if steps is not None:
+        if not env.live:
+            _malformed(steps, ledger)
         _count(case, context, spec, ledger, steps)
     if env.budget_exceeded:
         ledger.exceeded(env.budget_exceeded)
@@ -82,6 +89,42 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     if spec.protected:
         _trace_leaks(case, spec, env, metrics, details)
     return metrics, details
+
+
+def _unestablished(case: Case, env: Envelope, ledger: Ledger) -> None:
+    """A case gated on a count whose record gives no trajectory and no spans, or messages
+    beside them under another key (:attr:`~.trajectory.Envelope.unestablished`): its counts
+    are not established, and the case is an error located at its first count gate, never a
+    pass with 0. ``leaks`` are taken from what the record shows (the final answer and query
+    too): a record holding no messages anywhere establishes them."""
+    from ..errors import ConfigError
+    from ..metricnames import AGENT_COUNT_METRICS
+
+    gates = [m for m in case.thresholds if m in AGENT_COUNT_METRICS
+             and (m != "leaks" or env.stray)]
+    gate = gates[0] if gates else None
+    if env.unestablished is None or gate is None:
+        return
+    where = ConfigError(f"{env.unestablished}; an agent case reads what its agent did from "
+                        "'trajectory' (chat messages) or 'spans' (OpenInference spans) alone",
+                        file=str(case.file), line=case.line,
+                        key=f"thresholds.{gate}")
+    ledger.uncount(f"the agent's counts could not be established: {where}")
+
+
+def _malformed(steps: Sequence[Step], ledger: Ledger) -> None:
+    """A ``sample_rows`` or ``run_query`` call whose arguments cannot be read as the tool's
+    schema (:func:`~.replay.malformed_call`) in a trajectory the plugin's tool loop did not
+    write: what the harness that served it ran is unknown, so the counts are not established
+    (never a count lowered by a call the replay cannot read)."""
+    from .replay import malformed_call
+
+    for step in steps:
+        why = malformed_call(step)
+        if why is not None:
+            ledger.uncount(f"the agent's counts could not be established: tool call "
+                           f"{step.index} ({step.name[:80]!r}): {why}")
+            return
 
 
 def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, float],
@@ -149,9 +192,9 @@ def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
 
 
 def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
-    """The calls of the spans, and of messages under a misnamed key, given beside a
-    trajectory that the trajectory does not hold (the same call, by name and arguments, is
-    counted once)."""
+    """The calls of the spans, and of messages under another key
+    (:func:`~.trajectory.stray_calls`), given beside a trajectory that the trajectory does not
+    hold (the same call, by name and arguments, is counted once)."""
     found: tuple[Step, ...] = ()
     if env.beside is not None:
         from . import spans
@@ -166,7 +209,7 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
         aside = salvage_steps(env.aside)
         if aside is None and looks_like_calls(env.aside):
             ledger.uncount("the agent's counts could not be established: the messages under "
-                           "a misnamed key beside the trajectory are not read")
+                           "another key beside the trajectory are not read")
         found += aside or ()
     held = [call_key(s) for s in steps]
     extra = []

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import QueryEvalError, QueryRefused, QuerySyntaxError, QueryUnparsed
+from ..errors import QueryEvalError, QueryRefused, QuerySyntaxError, QueryUnparsed, ReadRefused
 from .trajectory import Step, call_key
 
 if TYPE_CHECKING:
@@ -129,6 +129,13 @@ class Ledger:
         except ProtectedRead as exc:
             self._refused(f"read refused ({exc.reason()}): {_short(sql)}")
             raise
+        except ReadRefused as exc:  # a read no count can see, not run: no write
+            with self._lock:
+                if len(self.findings) < MAX_FINDINGS:
+                    self.findings.append(f"read refused, not run ({exc.reason()}): "
+                                         f"{_short(sql)}")
+            self._touch(self._named(sql))  # an attempt at a forbidden table still counts
+            raise
         except QueryRefused as exc:
             if not isinstance(exc, QuerySyntaxError):
                 self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")
@@ -144,6 +151,12 @@ class Ledger:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
         return table
+
+    def _named(self, sql: str) -> set[str]:
+        """The forbidden tables ``sql`` names anywhere in its text, as a name or a quoted text
+        (``pragma_storage_info('Employee')``): what a refused read would have read."""
+        return {t for t in self.forbidden
+                if re.search(rf"(?<![\w$]){re.escape(t)}(?![\w$])", sql, re.IGNORECASE)}
 
     def _unparsed(self, sql: str, sql_source: bool) -> None:
         """A query the datasource could not parse ran nothing. On a datasource that is not
@@ -325,7 +338,7 @@ def is_write(sql: str, dialect: str | None = None) -> bool:
                 return True
             continue
         if not isinstance(tree, exp.Select | exp.SetOperation | exp.Subquery | exp.Values
-                          | exp.Describe | exp.Show):
+                          | exp.Describe | exp.Show | exp.Summarize):
             return True
         if any(True for _ in tree.find_all(*writes)):
             return True

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import QueryEvalError, SourceUnavailable
 from .ledger import CountUnknown, Ledger
-from .trajectory import TOOL_ABSTAIN, TOOL_ASK, Step, plugin_tool, step_query, step_sample_query
+from .toolnames import TOOL_ABSTAIN, TOOL_ASK, TOOL_QUERY, TOOL_SAMPLE, plugin_tool
+from .trajectory import QUERY_ARGUMENT, Step, sample_table, step_query, step_sample_query
 
 if TYPE_CHECKING:
     from ..sources.base import DataSource
@@ -69,8 +70,76 @@ def step_queries(step: Step, sql: bool) -> tuple[str | None, list[str]]:
         if ran:
             return ran[0], ([query] if query is not None else []) + ran[1:]
     if query is not None:
-        return query, []
+        return query, _beside_query(step)
     return None, loose_queries(step.name, step.arguments_text)
+
+
+def _beside_query(step: Step) -> list[str]:
+    """The statements a ``run_query`` call holds beside its ``query`` (another argument,
+    ``{"query": "SELECT 1", "sql": "DELETE ..."}``): a harness may have run either, so each
+    is judged on its text."""
+    if plugin_tool(step.name) != TOOL_QUERY or step.arguments is None or \
+            set(step.arguments) <= {QUERY_ARGUMENT}:
+        return []
+    import json
+
+    rest = {k: v for k, v in step.arguments.items() if k != QUERY_ARGUMENT}
+    return loose_queries(step.name, json.dumps(rest, ensure_ascii=False, default=str))
+
+
+#: The arguments each tool the plugin serves declares (the tool loop's schema), and those
+#: it needs.
+_SCHEMA = {TOOL_SAMPLE: ({"table", "limit"}, "table"), TOOL_QUERY: ({QUERY_ARGUMENT},
+                                                                     QUERY_ARGUMENT)}
+
+
+def malformed_call(step: Step) -> str | None:
+    """Why a ``sample_rows`` or ``run_query`` call's arguments cannot be read as the tool's
+    schema, so that what a harness serving it ran is unknown, or None. A ``sample_rows`` call
+    whose ``table`` is no table name (a list, an object, missing, ``table_name`` instead),
+    or that holds other arguments; a ``run_query`` call with no text ``query`` and no
+    statement in its arguments to judge; either with an argument given twice (which one a
+    harness read is its JSON parser's choice)."""
+    tool = plugin_tool(step.name)
+    if tool not in _SCHEMA:
+        return None
+    declared, needed = _SCHEMA[tool]
+    shown = step.arguments_text[:120]
+    twice = None if step.arguments is None else _repeated_key(step.arguments_text)
+    if twice is not None:
+        return f"its argument {twice[:60]!r} is given twice: {shown!r}"
+    if tool == TOOL_QUERY:  # a query under another argument or shape is judged on its text
+        if isinstance((step.arguments or {}).get(QUERY_ARGUMENT), str) or \
+                step_queries(step, True) != (None, []):
+            return None
+        return (f"no query text in its arguments {shown!r} (run_query takes "
+                f'{{"{QUERY_ARGUMENT}": "<a query>"}})')
+    if step.arguments is None:
+        return f"its arguments are not a JSON object ({step.error}): {shown!r}"
+    if set(step.arguments) - declared or sample_table(step.arguments.get(needed)) is None:
+        return (f"its arguments {shown!r} are not sample_rows' schema "
+                '({"table": "<a table name>", "limit": <rows>}): what it read is unknown')
+    return None
+
+
+def _repeated_key(text: str) -> str | None:
+    """The first key an object of the JSON ``text`` gives twice, or None (``text`` was read
+    within its bounds already)."""
+    import json
+
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [k for k, _ in items]
+        if not found and len(set(keys)) != len(keys):
+            found.append(next(k for k in keys if keys.count(k) > 1))
+        return dict(items)
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
 
 
 @functools.lru_cache(maxsize=8)

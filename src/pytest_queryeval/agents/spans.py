@@ -20,7 +20,8 @@ spec/semantic_conventions of Arize-ai/openinference):
   becomes a call of its own. Its arguments are what ran: where they differ from those the
   LLM span asked, the tool message carries them (:data:`EXECUTED`) and the counts replay
   what ran. A span naming a tool (any of the names above) or whose
-  ``gen_ai.operation.name`` is ``execute_tool`` is a TOOL span whatever its kind; nested
+  ``gen_ai.operation.name`` is ``execute_tool`` is a TOOL span whatever its kind, and so is a
+  span with no kind whose own ``name`` is a tool the plugin serves (``run_query``); nested
   attributes (``{"llm": {"output_messages": [...]}}``) are read as their dotted keys.
 
 Spans may come as OTLP JSON (``{"resourceSpans": [{"scopeSpans": [{"spans": [...]}]}]}``,
@@ -35,6 +36,8 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from .toolnames import PLUGIN_TOOLS, plugin_tool
 
 #: A tool message's field holding the arguments the tool ran, when they differ from the
 #: call's (spans record both: the LLM span what was asked, the TOOL span what ran).
@@ -69,9 +72,19 @@ def spans_to_messages(data: object) -> list[dict[str, Any]]:
                 pending.extend((c["id"], c["function"]["name"], c["function"]["arguments"])
                                for c in message["tool_calls"])
         elif kind == "TOOL" or _first(attrs, _TOOL_NAME) is not None \
-                or str(attrs.get("gen_ai.operation.name", "")).lower() == "execute_tool":
+                or str(attrs.get("gen_ai.operation.name", "")).lower() == "execute_tool" \
+                or (not kind and _named_tool(span)):
             messages.extend(_tool_messages(span, attrs, n, pending))
     return messages
+
+
+def _named_tool(span: Mapping[str, Any]) -> bool:
+    """Whether the span's own ``name`` is a tool the plugin serves (``run_query``,
+    ``queryeval__sample_rows``): such a span with no kind is that tool's call, as a tracer
+    that names spans after the function they wrap records it (a span of another kind, a
+    CHAIN wrapping the TOOL span, is not read twice)."""
+    name = span.get("name")
+    return isinstance(name, str) and plugin_tool(name.strip()) in PLUGIN_TOOLS
 
 
 #: Where a TOOL span names the tool it ran, its call's id and its arguments, first found

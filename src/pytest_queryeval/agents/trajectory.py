@@ -36,6 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .spans import EXECUTED
+from .toolnames import (
+    PLUGIN_TOOLS,
+    SERVER,
+    TOOL_ASK,
+    TOOL_QUERY,
+    TOOL_SAMPLE,
+    plugin_tool,
+)
 
 #: Messages a trajectory may hold: a 10,000-call loop is refused, not stored.
 MAX_MESSAGES = 2000
@@ -55,17 +63,6 @@ MAX_NAME_CHARS = 256
 #: The roles a trajectory message may have.
 ROLES = ("assistant", "tool", "user")
 
-#: The tools the plugin serves an agent (the openai source's tool loop): schema lookup,
-#: sample rows, a read-only query, a question back to the user, abstaining.
-TOOL_SCHEMA = "get_schema"
-TOOL_SAMPLE = "sample_rows"
-TOOL_QUERY = "run_query"
-TOOL_ASK = "ask_user"
-TOOL_ABSTAIN = "abstain"
-PLUGIN_TOOLS = (TOOL_SCHEMA, TOOL_SAMPLE, TOOL_QUERY, TOOL_ASK, TOOL_ABSTAIN)
-#: The MCP server name the plugin's tools are canonical under (EvalBench's
-#: ``<server>__<tool>`` form, which its native-tool filter keeps).
-SERVER = "queryeval"
 #: The argument of :data:`TOOL_QUERY` (and of a replayed outside trajectory) holding the SQL.
 QUERY_ARGUMENT = "query"
 
@@ -161,9 +158,18 @@ class Envelope:
     #: Spans given beside a trajectory: the trajectory is scored, and the calls the spans
     #: record that it does not hold are counted too (what ran, whichever record says it).
     beside: object = None
-    #: Messages under a misnamed key (:data:`MISNAMED`) beside a trajectory or spans: the
-    #: calls they hold that the trajectory does not are counted too.
+    #: What the record holds under its other keys that looks like messages or tool calls
+    #: (:func:`stray_calls`): their calls are counted too, as far as they can be read.
     aside: object = None
+    #: Why the record's counts cannot be established (no trajectory and no spans in it, or
+    #: messages beside them under another key), or None: an agent case gated on a count is
+    #: then an error, never a pass with 0 (:func:`~.case.agent_scores`).
+    unestablished: str | None = None
+    #: The record's other keys holding messages or tool calls (:func:`stray_calls`).
+    stray: tuple[str, ...] = ()
+    #: Whether the plugin's own tool loop wrote this trajectory (its counts, taken where the
+    #: queries ran, came with it): a malformed call in it is one the loop refused, ran nothing.
+    live: bool = False
     #: The database-side counts the plugin's own tool loop took while it ran (a floor: the
     #: engine's count of the same trajectory never goes below them).
     live_counts: dict[str, float] = field(default_factory=dict)
@@ -175,49 +181,79 @@ ENVELOPE_KEYS = frozenset({"predicted", "trajectory", "spans", "answer", "error"
                            "budget_exceeded"})
 
 
-def carried(record: Mapping[str, Any], value: object) -> object:
+def carried(record: Mapping[str, Any], value: object, value_key: str = "predicted") -> object:
     """What a source's record (a predictions-file line, a command's JSON) gives an agent case:
-    the envelope when the record carries a trajectory, spans or an answer beside its
-    prediction ``value``, else ``value`` alone."""
-    wrong = {label.split(".", 1)[0] for label, _ in misnamed(record)}
-    if not wrong and not any(k in record for k in ("trajectory", "spans", "answer")):
-        return value
-    return {"predicted": value, **{k: record[k] for k in sorted(ENVELOPE_KEYS - {"predicted"})
-                                   if k in record},
-            **{k: record[k] for k in sorted(wrong)}}
+    the envelope of its prediction ``value`` (under ``value_key``) with every other key of the
+    record beside it, so that the engine sees what the record holds: a record with no
+    trajectory or spans leaves an agent case's counts unestablished, and calls held under
+    another key are never read as none (:func:`stray_calls`)."""
+    out: dict[str, Any] = {}
+    for key, item in list(record.items())[:1000]:
+        if key == value_key:
+            out["predicted"] = value
+        elif key != "predicted" and not str(key).startswith("__"):
+            out[str(key)] = item
+    out.setdefault("predicted", value)
+    return out
 
 
-#: Keys a record may hold an agent's messages under by mistake (the chat API's own name,
-#: a framework's): read as nothing, the case would count no call and pass every count's
-#: gate, so a record holding one and no trajectory or spans with anything in them is
-#: refused, naming the key, and the calls it holds are still counted
-#: (:func:`salvage_steps`); beside a trajectory that has calls, the calls it holds that the
-#: trajectory does not are counted (:attr:`Envelope.aside`). Keys are matched whatever their
-#: case (``Messages``); ``trajectory`` or ``spans`` spelled in another case (``Trajectory``)
-#: is misnamed too, and so is any of them one level down (``output: {messages: [...]}``).
-MISNAMED = ("messages", "tool_calls", "steps", "conversation", "history")
-#: What a key is misnamed as when folded to lower case (the exact envelope keys excepted),
-#: read only when it holds a list (``trace`` may be a tracer's id, ``Turns`` a count).
-_MISFOLDED = frozenset({*MISNAMED, "trajectory", "spans", "trace", "traces", "transcript",
-                        "turns"})
+#: Fields that make an object look like a chat message or a tool call, whatever framework
+#: wrote it (the OpenAI chat and Responses APIs, LangChain's ``intermediate_steps``, an
+#: Anthropic ``tool_use`` block, a tracer's events): any one of these, or a ``name`` with its
+#: arguments, or a ``type`` naming a call.
+_MESSAGE_FIELDS = frozenset({"role", "tool_calls", "function_call", "tool_call_id",
+                             "function", "tool_input", "toolInput", "content"})
+_ARGUMENT_FIELDS = frozenset({"arguments", "args", "input", "parameters", "params", "query",
+                              "sql"})
+_CALL_TYPES = re.compile(r"(?:function|tool)_?(?:call|use|result)", re.IGNORECASE)
+#: Levels and items of a record's other keys searched for messages (bounded: a record is
+#: untrusted input).
+_STRAY_DEPTH = 12
+_STRAY_ITEMS = 10_000
 
 
-def misnamed(record: Mapping[str, Any]) -> list[tuple[str, object]]:
-    """``(where, value)`` of each key of ``record`` that holds messages under a wrong name:
-    a key of :data:`MISNAMED` as spelled there (any value but None, as before), else one of
-    :data:`_MISFOLDED` in any case (``Trajectory``, ``trace``) or one level down
-    (``output.messages``) holding a list."""
-    found: list[tuple[str, object]] = []
-    for key, value in list(record.items())[:1000]:
-        if not isinstance(key, str) or key in ENVELOPE_KEYS or value is None:
-            continue
-        if key in MISNAMED or (key.lower() in _MISFOLDED and isinstance(value, list)):
-            found.append((key, value))
-        elif isinstance(value, Mapping):
-            found += [(f"{key}.{inner}", v) for inner, v in list(value.items())[:1000]
-                      if isinstance(inner, str) and inner.lower() in _MISFOLDED
-                      and isinstance(v, list)]
-    return found
+def stray_calls(record: Mapping[str, Any]) -> list[tuple[str, object]]:
+    """``(key, value)`` of each key of ``record`` beside the envelope's own whose value holds
+    what looks like a chat message or a tool call (:func:`looks_like_message`), at any depth,
+    in a list, an object or JSON text: ``choices``, ``messages``, ``intermediate_steps``,
+    ``output: [{"type": "function_call", ...}]``, ``Trajectory``... Why a structural test and
+    not a list of names: a name list misses the next framework's key, and calls read as none
+    would pass every count's gate with 0."""
+    budget = [_STRAY_ITEMS]
+    return [(str(key), value) for key, value in list(record.items())[:1000]
+            if key not in ENVELOPE_KEYS and value is not None
+            and looks_like_message(value, budget=budget)]
+
+
+def looks_like_message(value: object, depth: int = 0, budget: list[int] | None = None) -> bool:
+    """Whether ``value`` is or holds an object shaped like a message or a tool call (a field
+    of :data:`_MESSAGE_FIELDS`, a ``name`` or ``tool`` with arguments, a ``type`` naming a call),
+    searched through lists, objects and JSON text to :data:`_STRAY_DEPTH` levels."""
+    budget = budget if budget is not None else [_STRAY_ITEMS]
+    if depth > _STRAY_DEPTH or budget[0] <= 0:
+        return False
+    budget[0] -= 1
+    if isinstance(value, str):
+        if value.lstrip()[:1] not in ("{", "[") or len(value) > SALVAGE_CHARS:
+            return False
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        try:
+            return looks_like_message(loads_json(value, _STRAY_DEPTH * 2), depth + 1, budget)
+        except BoundedReadError:
+            return False
+    if isinstance(value, Mapping):
+        keys = {k for k in list(value)[:1000] if isinstance(k, str)}
+        kind = value.get("type")
+        if keys & _MESSAGE_FIELDS or ({"name", "tool"} & keys and keys & _ARGUMENT_FIELDS) \
+                or (isinstance(kind, str) and _CALL_TYPES.fullmatch(kind)):
+            return True
+        items: list[Any] = list(value.values())[:1000]
+    elif isinstance(value, list | tuple):
+        items = list(value[:1000])
+    else:
+        return False
+    return any(looks_like_message(v, depth + 1, budget) for v in items)
 
 
 def canonical_name(name: str) -> str:
@@ -246,7 +282,8 @@ def read_envelope(value: object) -> Envelope:
     if isinstance(value, Envelope):
         return value
     if not is_envelope(value):
-        return Envelope(value)
+        return Envelope(value, unestablished="the prediction is the final answer alone: no "
+                                             "'trajectory' and no 'spans'")
     assert isinstance(value, Mapping)
     env = Envelope(value.get("predicted"),
                    extra={str(k): v for k, v in value.items() if k not in ENVELOPE_KEYS})
@@ -264,28 +301,52 @@ def read_envelope(value: object) -> Envelope:
     budget = value.get("budget_exceeded")
     if budget:
         env.budget_exceeded = str(budget)[:100]
-    given, traced, wrong = value.get("trajectory"), value.get("spans"), misnamed(value)
-    # messages under another key, beside no trajectory or spans or empty ones: refused,
-    # never read as an empty trajectory that counts nothing
-    refused = next((w for w in wrong if w[1] or (given is None and traced is None)), None)
+    _read_calls(env, value)
+    return env
+
+
+def _read_calls(env: Envelope, value: Mapping[str, Any]) -> None:
+    """The trajectory or spans of ``value`` read into ``env``. A record with neither, or with
+    messages or tool calls under another key beside them (:func:`stray_calls`), has counts
+    that cannot be established (:attr:`Envelope.unestablished`); what it holds elsewhere is
+    still read for its calls (:attr:`Envelope.aside`), and a trajectory beside it is refused
+    as ambiguous: which record says what ran is unknown."""
+    given, traced, stray = value.get("trajectory"), value.get("spans"), stray_calls(value)
+    keys = ", ".join(repr(str(k))[:60] for k in list(value)[:20]) + \
+        (", ..." if len(value) > 20 else "")
+    env.stray = tuple(k for k, _ in stray)
+    if given is None and traced is None:
+        env.unestablished = (f"the record holds no 'trajectory' and no 'spans' "
+                             f"(its keys: {keys})")
+        if stray:
+            _refuse_misnamed(env, stray[0])
+            env.aside = [_as_messages(v) for _, v in stray[1:]] or None
+        return
     if given:
         _read_given(env, given)
         env.beside = traced
-    elif traced and not isinstance(traced, str | bytes):
-        _read_spans(env, traced)
-    elif refused is not None:
-        _refuse_misnamed(env, refused)
-        return env
     elif traced is not None:  # OpenInference spans (:mod:`.spans`)
         _read_spans(env, traced)
     elif given is not None:  # false, 0, "", {}: EvalBench's ``or []``, the empty trajectory
         env.trajectory = Trajectory((), ())
-    env.aside = [_as_messages(v) for _, v in wrong] or None
-    return env
+    if stray:
+        names = ", ".join(f"'{k[:60]}'" for k, _ in stray[:10])
+        held = "'trajectory'" if given is not None else "'spans'"
+        env.unestablished = (f"the record holds messages or tool calls under {names} beside "
+                             f"{held}: which of them says what ran is ambiguous (its keys: "
+                             f"{keys})")
+        if env.trajectory is not None:
+            env.raw, env.trajectory = env.trajectory.to_json(), None
+        if env.refused is None:
+            env.refused = (f"{names}: not read: an agent case reads its tool calls from "
+                           "'trajectory' (chat messages) or 'spans' (OpenInference spans) "
+                           f"alone, and {names} beside {held} holds messages or tool calls: "
+                           "move them into one of them or remove them")
+        env.aside = [_as_messages(v) for _, v in stray]
 
 
 def _as_messages(raw: object) -> object:
-    """Messages under a misnamed key as the salvage reads them: a list of bare tool-call
+    """Messages under another key as the salvage reads them: a list of bare tool-call
     objects (``tool_calls: [{"function": {...}}]``) as the one message that makes them."""
     if isinstance(raw, list) and raw and all(
             isinstance(c, Mapping) and "function" in c and "role" not in c for c in raw):
@@ -328,8 +389,9 @@ def _parsed(value: object) -> object:
 
 
 def _refuse_misnamed(env: Envelope, wrong: tuple[str, object]) -> None:
-    """Refuse an envelope holding its messages under a key of :data:`MISNAMED`, keeping them
-    as the raw trajectory the calls are salvaged from."""
+    """Refuse an envelope holding its messages under another key than ``trajectory`` or
+    ``spans`` (:func:`stray_calls`), keeping them as the raw trajectory the calls are
+    salvaged from."""
     where, raw = wrong
     last = where.rsplit(".", 1)[-1]
     to = "spans" if last.lower() == "spans" else "trajectory"
@@ -585,15 +647,6 @@ def call_key(step: Step) -> str:
     call is the same name with the same arguments, however the model spaced them)."""
     args: object = step.arguments if step.arguments is not None else step.arguments_text
     return f"{step.name}\x00{json.dumps(args, sort_keys=True, ensure_ascii=False)}"
-
-
-def plugin_tool(name: str) -> str:
-    """The plugin tool a call names, under its bare or its canonical name
-    (``queryeval__run_query`` is ``run_query``: an outside harness that served the plugin's
-    tools over MCP names them so, and its queries are counted all the same)."""
-    prefix = f"{SERVER}__"
-    bare = name[len(prefix):] if name.startswith(prefix) else name
-    return bare if bare in PLUGIN_TOOLS else name
 
 
 def step_query(step: Step) -> str | None:

@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, cast
 from .._util.boundedio import loads_json
 from ..agents.ledger import Ledger
 from ..agents.spec import BUDGET_KEYS, DEFAULT_BUDGET
-from ..agents.trajectory import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK, Step, sample_limit
+from ..agents.toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN, TOOL_ASK
+from ..agents.trajectory import Step, sample_limit
 from ..errors import PredictionError, QueryEvalError, QueryRefused
 from ..model import Case, Context
 from .base import Prediction, read_usage

@@ -194,7 +194,7 @@ class FilePredictor:
         if case.agent is not None:  # an agent case keeps its trajectory and answer
             from ..agents.trajectory import ENVELOPE_KEYS, carried
 
-            value = carried(row, value)
+            value = carried(row, value, value_key)
             details = {k: v for k, v in details.items() if k not in ENVELOPE_KEYS}
         return Prediction(value, float(seconds) if seconds is not None else None, details,
                           usage, model)

@@ -115,23 +115,29 @@ def open_read_only(path: Path, name: str, max_memory: int, threads: int,
 
 
 #: What a report shows instead of a machine path DuckDB reveals (see :func:`machine_paths`).
-TEMP_LABEL, HOME_LABEL = "<duckdb-temp>", "~"
+TEMP_LABEL, HOME_LABEL, DATABASE_LABEL = "<duckdb-temp>", "~", "<database>"
 
 #: (the path, the pattern matching it whole, its label), longest path first.
 MachinePaths = tuple[tuple[str, "re.Pattern[str]", str], ...]
 
 
-def machine_paths(temp_dir: str) -> MachinePaths:
+def machine_paths(temp_dir: str, database: str = "") -> MachinePaths:
     """The absolute paths of this machine that DuckDB puts into results and messages, with
     what is shown instead.
 
     ``current_setting('temp_directory')``, ``duckdb_settings()`` (temp, home, extension and
     secret directories) and the refusal of ``duckdb_extensions()`` ("Cannot access directory
     /home/.../.duckdb/extensions/...") would otherwise carry the spill directory and the home
-    directory into committed reports. A path matches whole: after it comes a ``/``, a quote,
-    a bracket, a blank or the end of the text, not more of a name (``/root`` in ``/rootfs``).
+    directory into committed reports. ``duckdb_databases()`` (a view too) gives the database
+    file's own path: to an agent's tool that is the host's file system, so ``database`` (as
+    given and resolved) is shown as :data:`DATABASE_LABEL`. A path matches whole: after it
+    comes a ``/``, a quote, a bracket, a blank or the end of the text, not more of a name
+    (``/root`` in ``/rootfs``).
     """
     pairs = {temp_dir.rstrip("/"): TEMP_LABEL}
+    if database:
+        for given in (database, os.path.abspath(database), os.path.realpath(database)):
+            pairs.setdefault(given, DATABASE_LABEL)
     # $HOME and the account's home from the password database: a process started with
     # another HOME (a sandbox worker of a test that changed it) still scrubs the real one
     homes = {os.path.expanduser("~")}
@@ -170,15 +176,17 @@ def _scrub_rows(table: ResultTable, paths: MachinePaths) -> None:
 
 
 def run_query(conn: Any, query: str, timeout: float, max_rows: int,
-              max_bytes: int, temp_dir: str = "") -> ResultTable:
+              max_bytes: int, temp_dir: str = "", database: str = "") -> ResultTable:
     """Execute and fetch under a deadline: a timer interrupts the connection at ``timeout``
     (the whole deadline in a thread, the soft one in the worker, backed there by a kill).
-    Machine paths in the rows and messages are replaced (:func:`machine_paths`)."""
+    Machine paths in the rows and messages are replaced (:func:`machine_paths`; ``database``:
+    the file's path as opened)."""
+    paths = machine_paths(temp_dir, database)
     try:
         table = _run_query(conn, query, timeout, max_rows, max_bytes)
     except (QueryFailed, QueryRefused) as e:
-        raise type(e)(scrub_text(str(e), machine_paths(temp_dir))) from None
-    _scrub_rows(table, machine_paths(temp_dir))
+        raise type(e)(scrub_text(str(e), paths)) from None
+    _scrub_rows(table, paths)
     return table
 
 
@@ -241,7 +249,7 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
         while len(conns) >= _WORKER_CONNECTIONS:
             conns.pop(next(iter(conns))).close()
     try:
-        table = packing(run_query, conn, query, timeout, max_rows, max_bytes, temp)
+        table = packing(run_query, conn, query, timeout, max_rows, max_bytes, temp, path)
     except QueryFailed as e:
         if e.reason().startswith("query failed: out of memory"):
             conn.close()  # give DuckDB's buffers back before the next query
@@ -339,7 +347,8 @@ class DuckdbSource(SandboxedFileSource):
         def work() -> None:
             try:
                 outcome.append(run_query(conn, query, timeout, max_rows, self.max_bytes,
-                                          os.path.join(self._temp or "", "spill")))
+                                          os.path.join(self._temp or "", "spill"),
+                                          str(self.path)))
             except BaseException as e:  # handed to the waiting thread
                 outcome.append(e)
             finally:

@@ -18,7 +18,7 @@ import itertools
 import re
 from typing import Any
 
-from ..errors import QueryRefused, QuerySyntaxError
+from ..errors import QueryRefused, QuerySyntaxError, ReadRefused
 
 #: sqlglot dialect names for SQLAlchemy backend names that differ (the rest are passed as-is
 #: when sqlglot knows them).
@@ -109,6 +109,24 @@ _DIALECT_FILE_READER_NAMES: dict[str, re.Pattern[str]] = {
         r"(?:read_|parquet_|iceberg_|delta_|ducklake_|lance_|vortex_|avro_|excel_|st_read"
         r"|sqlite_|postgres_|mysql_|odbc_).*|.*_scan", re.ASCII),
 }
+
+#: Table functions and views of one dialect that give the database file's path on the host
+#: (DuckDB's ``duckdb_databases()``, a view too, and ``pragma_database_list``; SQLite's
+#: ``pragma_database_list``): to an agent's tool or a prediction that is the host's file
+#: system, refused as file access as a file read is (its rows are also scrubbed of the path
+#: where the engine can give it otherwise, ``duckdb.machine_paths``).
+_DIALECT_PATH_VIEWS: dict[str, frozenset[str]] = {
+    "duckdb": frozenset({"duckdb_databases", "pragma_database_list"}),
+    "sqlite": frozenset({"pragma_database_list"}),
+}
+
+
+def _check_path_view(name: str, dialect: str | None) -> None:
+    """Refuse a function or view of :data:`_DIALECT_PATH_VIEWS`."""
+    if name.lower() in _DIALECT_PATH_VIEWS.get(dialect or "", frozenset()):
+        raise QueryRefused(f"{name.lower()} gives the database file's path on the host: file "
+                           "access, refused")
+
 
 #: Dialects whose engine reads a table named like a file as that file (DuckDB's replacement
 #: scans: ``FROM 'chinook.duckdb'`` read the only table of a one-table database file,
@@ -306,6 +324,10 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
             "only one query is executed"
         )
     tree = statements[0]
+    summarize = getattr(exp, "Summarize", None)
+    if summarize is not None and isinstance(tree, summarize):
+        raise ReadRefused("SUMMARIZE reads a table past the account of the tables read, which "
+                          "no count can see")
     if not isinstance(tree, exp.Query | exp.Values):
         _check_statement_start(sql, dialect)
         raise QueryRefused(f"{_label(tree)} is not a read-only query")
@@ -314,7 +336,9 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
     readers = _DIALECT_TABLE_READERS.get(dialect or "", frozenset())
     for node in tree.walk():
         if isinstance(node, forbidden):
-            raise QueryRefused(f"{_label(node)} inside a query")
+            refused = ReadRefused if summarize is not None and isinstance(node, summarize) \
+                else QueryRefused
+            raise refused(f"{_label(node)} inside a query")
         if isinstance(node, exp.Func):
             fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
             if fname in _FORBIDDEN_FUNCTIONS:
@@ -326,10 +350,14 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
                 raise QueryRefused(f"function {fname}() reads a file or URL (the database's "
                                    "own too, which no count of the tables read can see)")
             if fname in readers and isinstance(node.parent, exp.Table):
-                raise QueryRefused(f"table function {fname}() reads the table named by its "
-                                   "argument, which no count of the tables read can see")
-        elif isinstance(node, exp.Table) and dialect in _PATH_TABLES:
-            _check_table_name([p.name for p in node.parts if isinstance(p, exp.Identifier)])
+                raise ReadRefused(f"table function {fname}() reads the table named by its "
+                                  "argument, which no count of the tables read can see")
+            _check_path_view(fname, dialect)
+        elif isinstance(node, exp.Table):
+            _check_path_view(node.name, dialect)
+            if dialect in _PATH_TABLES:
+                _check_table_name([p.name for p in node.parts
+                                   if isinstance(p, exp.Identifier)])
 
 
 def _label(node: object) -> str:
@@ -435,6 +463,8 @@ def _check_tokens(sql: str, dialect: str | None) -> None:
               or reads_a_file(tok.text, dialect)) \
                 and i + 1 < len(words) and words[i + 1].token_type.name == "L_PAREN":
             raise QueryRefused(f"unparseable statement calling {tok.text.lower()}()")
+        else:
+            _check_path_view(tok.text, dialect)
     if dialect in _PATH_TABLES:
         for before, tok in itertools.pairwise(tokens):
             if before.token_type.name in ("FROM", "JOIN") \

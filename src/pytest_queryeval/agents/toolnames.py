@@ -1,0 +1,27 @@
+"""The names of the tools the plugin serves an agent, in a module of their own.
+
+Why apart: the trajectory reader and the span reader (which the trajectory reader imports)
+both need them, the span reader to take a span named after a tool for that tool's call."""
+
+from __future__ import annotations
+
+#: The tools the plugin serves an agent (the openai source's tool loop): schema lookup,
+#: sample rows, a read-only query, a question back to the user, abstaining.
+TOOL_SCHEMA = "get_schema"
+TOOL_SAMPLE = "sample_rows"
+TOOL_QUERY = "run_query"
+TOOL_ASK = "ask_user"
+TOOL_ABSTAIN = "abstain"
+PLUGIN_TOOLS = (TOOL_SCHEMA, TOOL_SAMPLE, TOOL_QUERY, TOOL_ASK, TOOL_ABSTAIN)
+#: The MCP server name the plugin's tools are canonical under (EvalBench's
+#: ``<server>__<tool>`` form, which its native-tool filter keeps).
+SERVER = "queryeval"
+
+
+def plugin_tool(name: str) -> str:
+    """The plugin tool a call names, under its bare or its canonical name
+    (``queryeval__run_query`` is ``run_query``: an outside harness that served the plugin's
+    tools over MCP names them so, and its queries are counted all the same)."""
+    prefix = f"{SERVER}__"
+    bare = name[len(prefix):] if name.startswith(prefix) else name
+    return bare if bare in PLUGIN_TOOLS else name
