@@ -434,7 +434,8 @@ def test_strings_comments_and_escapes(query, error):
     # growth, or a literal, times an iteration: nothing tied them
     ("WITH " + "replace(" * 4 + "'aaaaaaaaaa'" + ", 'a', 'aaaaaaaaaa')" * 4 + " AS s "
      "RETURN size([x IN range(1, 1000000) | s + x])",
-     "(10 characters, grown up to 10,000-fold) may be built 1,000,000 times"),
+     "(10 characters, 54 with the query's others, grown up to 10,000-fold) may be built "
+     "1,000,000 times"),
     ("RETURN size([x IN range(1, 1000000) | '" + "a" * 1000 + "' + x])",
      "(1,000 characters, grown up to 1-fold) may be built 1,000,000 times"),
     ("MATCH (a), (b), (c), (d), (e) WITH collect('" + "a" * 10000 + "') AS l RETURN size(l)",
@@ -519,11 +520,26 @@ def test_strings_comments_and_escapes(query, error):
                    "where", "order")],
     ("MATCH (a),(b),(c) RETURN replace(replace('" + "a" * 1000 + "', 'a', '" + "a" * 100
      + "'), 'a', '" + "a" * 100 + "')",
-     "the string at line 1, column 42 (1,000 characters, grown up to 10,000-fold) may be "
-     "built 100,001 times (100,001 rows)"),
+     "the string at line 1, column 42 (1,000 characters, 1,202 with the query's others, "
+     "grown up to 10,000-fold) may be built 100,001 times (100,001 rows)"),
     ("MATCH (a),(b),(c),(d),(e) RETURN [x IN range(1,100) | '" + "a" * 1000 + "']",
-     "the string at line 1, column 55 (1,000 characters, grown up to 1-fold) may be built "
-     "10,000,100 times (100,001 rows)"),
+     "range() at line 1, column 40 is built on each row: 100 values on each of up to 100,001 "
+     "rows"),
+    # the eighth: a list walked through CASE ... END (cut at its WHEN before); a range built
+    # on each reply row; sixty 999-character literals added in a row
+    ("RETURN size([x IN CASE WHEN true THEN [(a)-[*]-(b) | 1] END | range(1, 1000000)])",
+     "range() at line 1, column 63 is built or walked inside the iterations around it"),
+    ("MATCH (a),(b),(c),(d) WITH collect(1) AS l RETURN size([x IN CASE WHEN true THEN l END "
+     "| [y IN CASE WHEN true THEN l END | 0]])", "l (a list the query made) at line 1, column"),
+    ("RETURN size(reduce(s = [], x IN CASE WHEN true THEN range(1, 100000) END | s + [x]))",
+     "is built or walked inside the iterations around it: 10,000,000,000 values"),
+    ("MATCH (a),(b),(c),(d),(e) RETURN range(1, 1000000)",
+     "range() at line 1, column 34 is built on each row: 1,000,000 values on each of up to "
+     "100,001 rows"),
+    ("MATCH (a),(b),(c),(d),(e) WITH range(1, 1000000) AS l RETURN l",
+     "range() at line 1, column 32 is built on each row"),
+    ("MATCH (a),(b),(c),(d),(e) RETURN " + " + ".join(["'" + "x" * 999 + "'"] * 60),
+     "(999 characters, 59,940 with the query's others, grown up to 1-fold)"),
 ])
 def test_what_the_server_would_not_bound_is_refused_unsent(query, located):
     """Not sent even once (a range of 10⁹ values grew FalkorDB past 8 GB): the guard only."""
@@ -610,6 +626,12 @@ def test_what_the_server_bounds_is_allowed(query):
     ("RETURN {d: duration('P1D')} AS d", "duration() at line 1, column 12"),
     ("RETURN date.truncate('year', date('2020-05-06'))", "date.truncate() at line 1, column 8"),
     ("RETURN [x IN [1] WHERE true | date()]", "date() at line 1, column 31"),
+    # the eighth re-probe: a word spelled WHERE that is not the clause (a map key, a label,
+    # a variable) is not a comparison
+    ("RETURN {where: date('2020-01-01')} AS m", "date() at line 1, column 16"),
+    ("WITH 1 AS where RETURN where + 0, date('2020-01-01')", "date() at line 1, column 35"),
+    ("MATCH (n:Person) RETURN n:where, date('2020-01-01') LIMIT 1", "date() at line 1, column 34"),
+    ("MATCH (where:Person) RETURN where.name, date('2020-01-01')", "date() at line 1, column 41"),
     ("RETURN toString(date('2020-01-01')) AS t", None),
     ("RETURN date('2020-01-01').year AS y, datetime() AS t", None),
     ("MATCH (m:Movie) WHERE m.released > date('2000-01-01').year RETURN m.title", None),

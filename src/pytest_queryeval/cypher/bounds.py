@@ -117,6 +117,43 @@ def _check_ranges(code: Sequence[Token]) -> dict[int, tuple[int, int]]:
 #: kept both worker threads busy for over a minute; 1,000,000 values take about 0.1 s here).
 #: What one range builds times the ranges iterated around it may not pass :data:`MAX_RANGE`.
 MAX_RANGE_WORK = 10 * MAX_RANGE
+def _check_per_row(code: Sequence[Token], i: int, what: str, work: int, rows: list[int],
+                   literal: bool) -> None:
+    """Refuse a ``range()`` or list literal (``literal``) at ``code[i]`` whose ``work``
+    values, built again on each row it is evaluated in (at most :data:`REPLY_ROWS` kept in
+    the reply), pass :data:`MAX_RANGE_WORK`: the eighth re-probe's ``MATCH (a),(b),(c),(d),
+    (e) RETURN range(1, 1000000)``, 16 MB a row, aborted a 4 GB server. Only a projection's
+    (``WITH``, ``RETURN``) lists are kept with the rows; an ``UNWIND``'s or a ``WHERE``'s
+    pass, and the server checks its timeout between rows."""
+    if not literal or _clause_of(code, i) not in ("WITH", "RETURN"):
+        return  # a list a row is unwound into, or matched against, is not kept
+    on = rows[i]
+    if work * min(on, REPLY_ROWS) > MAX_RANGE_WORK:
+        raise QueryRefused(f"{what} at {where(code[i])} is built on each row: {work:,} values "
+                           f"on each of up to {min(on, REPLY_ROWS):,} rows, more than "
+                           f"{MAX_RANGE_WORK:,} in all, which the server keeps in its reply")
+
+
+_CLAUSES = frozenset({"MATCH", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SKIP", "LIMIT",
+                      "CALL", "YIELD", "UNION", "OPTIONAL", "LOAD", "FOREACH"})
+
+
+def _clause_of(code: Sequence[Token], i: int) -> str:
+    """The clause the token at ``code[i]`` is in: the nearest clause word before it, outside
+    the brackets around it ("" when none)."""
+    level = 0
+    for k in range(i - 1, -1, -1):
+        tok = code[k]
+        if tok.kind == "punct" and tok.text in _CLOSE:
+            level += 1
+        elif tok.kind == "punct" and tok.text in _OPEN:
+            level -= 1
+        elif level <= 0 and tok.kind == "word" and tok.text.upper() in _CLAUSES \
+                and not (k and code[k - 1].text in (".", ":")):
+            return tok.text.upper()
+    return ""
+
+
 #: Words that start the expression an ``AS`` names.
 _EXPRESSION_STARTS = frozenset({"WITH", "RETURN", "UNWIND", "YIELD", "DISTINCT"})
 
@@ -148,11 +185,19 @@ def _named(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> tup
 
 
 def _iterated_end(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> int:
-    """Where the list the ``IN`` at ``code[at]`` iterates or tests ends."""
-    end, depth = at + 1, len(scopes[at])
-    while end < len(code) and len(scopes[end]) >= depth and not (
-            len(scopes[end]) == depth and (code[end].text in ("|", ",") or (
-                code[end].kind == "word" and code[end].text.upper() in _ITERATED_ENDS))):
+    """Where the list the ``IN`` at ``code[at]`` iterates or tests ends: a ``CASE ... END``
+    is read whole (the eighth re-probe: ``x IN CASE WHEN true THEN l END`` was cut at its
+    ``WHEN``, the list walked counted as none)."""
+    end, depth, cases = at + 1, len(scopes[at]), 0
+    while end < len(code) and len(scopes[end]) >= depth:
+        word = code[end].text.upper() if code[end].kind == "word" else ""
+        if len(scopes[end]) == depth:
+            if word == "CASE":
+                cases += 1
+            elif word == "END" and cases:
+                cases -= 1
+            elif not cases and (code[end].text in ("|", ",") or word in _ITERATED_ENDS):
+                break
         end += 1
     return end
 
@@ -427,6 +472,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     builds or walks (how many times an expression may be evaluated)."""
     sources = _list_sources(code, ranges, scopes)
     walked, own = _iterations(code, scopes, sources)
+    rows = _rows(code, ranges)
     total = peak = 0
     for i in sorted(sources):
         work = sources[i]
@@ -445,6 +491,8 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             raise QueryRefused(f"{what} at {where(code[i])} brings the values the query's "
                                f"ranges build and walk past {MAX_RANGE_WORK:,}: the server "
                                "evaluates an expression without checking its timeout")
+        _check_per_row(code, i, what, work, rows, i in ranges or (
+            code[i].text == "[" and not _pattern_comprehension(code, i)))
     return walked, peak
 
 
@@ -539,10 +587,13 @@ def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int
     values, once a row of the ``rows`` (:func:`_rows`, at most :data:`REPLY_ROWS`), pass
     :data:`MAX_BYTES` (errs high: the longest literal, every growth, the largest list, the
     most rows)."""
-    longest, at = 1, None
+    longest, at, chars = 1, None, 0
     for tok in code:
-        if tok.kind == "string" and (length := _decoded_length(tok)) > longest:
-            longest, at = length, tok
+        if tok.kind == "string":
+            length = _decoded_length(tok)
+            chars += length
+            if length > longest:
+                longest, at = length, tok
     if at is None:
         return
     if longest > MAX_LITERAL_CHARS:
@@ -553,8 +604,10 @@ def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int
     for factor in growth.values():
         grown *= factor
     times = max(1, evaluations) * max(1, rows)
-    if longest * grown * times > MAX_BYTES:
-        raise QueryRefused(f"the string at {where(at)} ({longest:,} characters, grown up to "
+    if chars * grown * times > MAX_BYTES:  # all the literals: 60 of 999 added in a row
+        others = f", {chars:,} with the query's others" if chars > longest else ""
+        raise QueryRefused(f"the string at {where(at)} ({longest:,} characters{others}, "
+                           f"grown up to "
                            f"{grown:,}-fold) may be built {times:,} times ({rows:,} rows): more "
                            f"than {MAX_BYTES:,} characters, which the server builds before any "
                            "timeout or memory cap")

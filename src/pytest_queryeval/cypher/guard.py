@@ -321,6 +321,20 @@ def _accessed(code: list[Token], i: int) -> bool:
     return False
 
 
+def _clause(code: list[Token], k: int) -> bool:
+    """Whether the word at ``code[k]`` is the clause it spells, not a name spelled like it: a
+    map key (``{where: ...}``), a property or label (``n.where``, ``n:where``), a variable
+    (``where.x``, ``where = ...``), a projection's name (``AS where``). The eighth re-probe's
+    ``RETURN {where: date('2020-01-01')}`` passed as compared."""
+    if code[k].kind != "word":
+        return code[k].text == "|"
+    before = code[k - 1] if k else None
+    after = code[k + 1] if k + 1 < len(code) else None
+    if before is None or not (_ends_operand(before) or before.text == "*"):
+        return False  # RETURN where, {where: ...}, n.where, n:where, AS where: names
+    return not (after is not None and after.text in (":", ".", "=", ",", ")", "]", "}"))
+
+
 def _compared(code: list[Token], i: int, depth: int) -> bool:
     """Whether the value at ``code[i]`` (``depth`` brackets in) is in a ``WHERE``: the nearest
     word of :data:`_FEEDS` before it, no deeper than it, is ``WHERE``."""
@@ -331,8 +345,7 @@ def _compared(code: list[Token], i: int, depth: int) -> bool:
             level += 1
         elif tok.kind == "punct" and tok.text in _OPEN:
             level -= 1
-        elif level <= depth and tok.text.upper() in _FEEDS and not (
-                k and code[k - 1].text == "."):
+        elif level <= depth and tok.text.upper() in _FEEDS and _clause(code, k):
             return tok.text.upper() == "WHERE"
     return False
 
