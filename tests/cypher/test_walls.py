@@ -106,6 +106,14 @@ def test_the_plan_refuses_settings_and_files_before_they_run(graph):
             _unguarded(graph, "EXPORT DATABASE 'dump'")
 
 
+def test_the_connections_settings_are_not_read(graph):
+    """The seventh re-probe: ``current_setting('file_search_path')`` gave the host's
+    temporary path of the built graph to the report."""
+    with pytest.raises(QueryRefused, match=r"current_setting\(\) at line 1, column 6 reads "):
+        graph.execute("CALL current_setting('file_search_path') RETURN *")
+    assert graph.execute("MATCH (m:Movie) RETURN count(m)").rows == [(5,)]
+
+
 def _unguarded(graph: LadybugSource, query: str) -> None:
     """``query`` through the worker as :meth:`LadybugSource.execute` words its reply, the
     lexical guard passed over."""

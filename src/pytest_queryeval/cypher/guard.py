@@ -177,6 +177,11 @@ def check(query: str) -> None:
             if len(nxt) == 2 and nxt[0].kind == "word" and nxt[1].text == "=":
                 raise QueryRefused(f"CALL {nxt[0].text}= at {where(tok)} changes a setting "
                                    "of the connection: only read-only queries are executed")
+    for i, tok in enumerate(code):  # the seventh re-probe: the host's temporary path
+        if tok.kind in ("word", "quoted") and tok.text.strip("`").lower() == "current_setting" \
+                and i + 1 < len(code) and code[i + 1].text == "(":
+            raise QueryRefused(f"current_setting() at {where(tok)} reads the connection's "
+                               "settings (the host's file paths): only the graph is read")
 
 
 #: Clauses a server runs that no read needs: privileges, server and database administration,
