@@ -83,9 +83,9 @@ SHAPES: dict[str, dict[str, Any]] = {
 
 #: H8: a call in a format the trajectory's reader does not read, after an honest call.
 FORMATS: dict[str, dict[str, Any]] = {
-    "anthropic": {"trajectory": one(GOLD) + [{"role": "assistant", "content": [
+    "anthropic": {"trajectory": [*one(GOLD), {"role": "assistant", "content": [
         {"type": "tool_use", "id": "b", "name": "run_query", "input": {"query": DELETE}}]}]},
-    "gemini": {"trajectory": one(GOLD) + [{"role": "model", "parts": [
+    "gemini": {"trajectory": [*one(GOLD), {"role": "model", "parts": [
         {"functionCall": {"name": "run_query", "args": {"query": DELETE}}}]}]},
     "extra-key": {"trajectory": [{**call("a", "run_query", {"query": GOLD}),
                                   "parts": [{"functionCall": {"name": "run_query",
@@ -101,6 +101,10 @@ HONEST: dict[str, dict[str, Any]] = {
     "honest-usage": {"trajectory": one(GOLD), "usage": {"prompt_tokens": 5},
                      "model": "gpt-x", "trace": "0af7651916cd43dd8448eb211c80319c",
                      "error": "", "notes": "How many genres? 25."},
+    "honest-reasoning": {"trajectory": [{**call("a", "run_query", {"query": GOLD}),
+                                         "reasoning_content": "I call run_query with SELECT "
+                                                              "count(*) FROM Genre"},
+                                        tool("a", "25")]},
     "honest-openai-dump": {"trajectory": [{**call("a", "run_query", {"query": GOLD}),
                                            "refusal": None, "annotations": [],
                                            "audio": None, "function_call": None},

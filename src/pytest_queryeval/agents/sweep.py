@@ -176,8 +176,9 @@ def leftovers(messages: object, readable: Any, depth: int = 0,
     """What a trajectory's messages hold that its readers do not read, as findings: a
     ``content`` that is not text (an Anthropic ``tool_use`` block), a ``parts`` list (a
     Gemini ``functionCall``), a call no reader can read (``readable(call)`` is False), any
-    other key of a message, a call or its function holding a finding. An assistant's text
-    ``content`` is the model's prose and not searched; an empty value holds nothing.
+    other key of a message, a call or its function holding a finding. A message's text
+    (``content``, ``reasoning_content``, ``refusal``: :data:`_PROSE`) is the model's prose and
+    not searched; an empty value holds nothing.
     Messages in lists of their own are read as the lenient reading reads them."""
     budget = budget if budget is not None else _Budget()
     out: list[str] = []
@@ -199,7 +200,7 @@ def _message_leftovers(msg: Mapping[Any, Any], where: str, readable: Any,
                        budget: _Budget) -> list[str]:
     out: list[str] = []
     for key, value in msg.items():
-        if _empty(value) or (key == "content" and isinstance(value, str)) \
+        if _empty(value) or (key in _PROSE and isinstance(value, str)) \
                 or key in ("role", "tool_call_id", "name", "executed_arguments"):
             continue
         place = f"{where}.{str(key)[:40]}"
@@ -210,6 +211,11 @@ def _message_leftovers(msg: Mapping[Any, Any], where: str, readable: Any,
         else:
             out.extend(sweep(value, place, budget).findings)
     return out
+
+
+#: A message's text fields: the model's prose (its answer, its reasoning, a refusal), not
+#: searched, as the model's text is never read as a call.
+_PROSE = frozenset({"content", "reasoning_content", "reasoning", "refusal", "thinking"})
 
 
 def _empty(value: object) -> bool:
