@@ -78,6 +78,7 @@ SHAPES: dict[str, dict[str, Any]] = {
     "invocations": {"trajectory": [], "invocations": [{"toolName": "run_query",
                                                        "input": {"query": DELETE}}]},
     "json-twice": {"trajectory": [], "log": json.dumps(json.dumps(one(DELETE)))},
+    "tool-key": {"trajectory": [], "RUN_QUERY": 1},
     "commented-sql": {"trajectory": [], "trace": ["/* ran */ -- by the harness\n" + DELETE]},
 }
 
@@ -206,10 +207,30 @@ def test_a_span_named_after_a_tool_counts_whatever_its_kind(
     unread = {"execute_sql": _spans(named("execute_sql", ...)),
               "db-statement": _spans({"spanId": "s1", "name": "db", "startTimeUnixNano": 2,
                                       "attributes": {"openinference.span.kind": "CHAIN",
-                                                     "db.statement": DELETE}})}
+                                                     "db.statement": DELETE}}),
+              "event": _spans({"spanId": "s1", "name": "db", "startTimeUnixNano": 2,
+                               "attributes": {}, "events": [{"name": "query", "attributes": {
+                                   "statement": DELETE}}]}),
+              "span-key": _spans({"spanId": "s1", "name": "agent", "startTimeUnixNano": 2,
+                                  "attributes": {}, "calls": [{"sql": DELETE}]}),
+              "llm-statement": _spans({"spanId": "s1", "name": "llm", "startTimeUnixNano": 2,
+                                       "attributes": {"openinference.span.kind": "LLM",
+                                                      "db.statement": DELETE}}),
+              "result-is-no-call": _spans({"spanId": "s1", "name": "db",
+                                           "startTimeUnixNano": 2, "attributes": {
+                                               "db.statement": "DELETE FROM Genre"}},
+                                          {"spanId": "s2", "startTimeUnixNano": 3,
+                                           "attributes": {"openinference.span.kind": "TOOL",
+                                                          "tool.name": "run_query",
+                                                          "input.value": GOLD,
+                                                          "output.value": DELETE}})}
     agent = _spans({"spanId": "s9", "name": "agent", "startTimeUnixNano": 0, "attributes": {
         "openinference.span.kind": "AGENT", "input.value": "How many genres?",
-        "output.value": GOLD}})
+        "output.value": GOLD}}, {"spanId": "s8", "name": "llm", "startTimeUnixNano": 3,
+                                 "attributes": {"openinference.span.kind": "LLM",
+                                                "input.value": "CREATE TABLE Genre (id)",
+                                                "llm.output_messages.0.message.content":
+                                                    f"```sql\n{GOLD}\n```"}})
     _file_suite(pytester, shared_data, {**SPANS, **READS, **unread, "wrapper": wrapper,
                                         "agent": agent})
     _, report = run_report(pytester, "-p", "no:cacheprovider")

@@ -296,35 +296,59 @@ _SPAN_TEXTS = 10_000
 
 def unread_queries(data: object, counted: list[Any]) -> list[str]:
     """The queries spans carry that no counted call holds, as findings (``spans[3]
-    ('execute_sql', CHAIN): input.value holds 'DELETE FROM Genre'``): the texts that read
-    as SQL in the input-side attributes (``input.value``, ``db.statement``, a tool's
-    arguments) of every span that is not an LLM span, none of which equals or is inside a
-    text of ``counted`` (the messages whose calls are counted). Such a span ran a query no
-    count reads (a span named ``execute_sql``, a RETRIEVER reading a table), so the counts
-    are not established: never a pass with 0."""
-    from .sweep import reads_as_sql
-
-    known = [" ".join(t.split()) for t in _strings(counted, [_SPAN_TEXTS * 10])]
+    ('execute_sql', kind CHAIN): input.value holds 'DELETE FROM Genre' ...``): the texts that
+    read as SQL in a span's attributes (``input.value``, ``db.statement``, a tool's
+    arguments; not its output, documents retrieved, nor an LLM span's prompt and messages,
+    whose tool calls are read as calls), its events and its other keys (not its ``name``,
+    read by the tool-name rule), none of which equals or is inside an argument of a call of
+    ``counted`` (the messages whose calls are counted). Such a span ran a query no count
+    reads (a span named ``execute_sql``, a CHAIN's ``db.statement``), so the counts are not
+    established: never a pass with 0."""
+    known = [" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS * 10])]
     out: list[str] = []
     spans = _spans(data)[:MAX_SPANS]
     spans.sort(key=lambda s: _start(s))
     for n, span in enumerate(spans):
         attrs = _attributes(span, n)
-        if _kind(_flat(attrs)) == "LLM":
-            continue
+        kind = _kind(_flat(attrs))
+        skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ())
         budget = [_SPAN_TEXTS]
-        for key, value in attrs.items():
-            if str(key).startswith(_NOT_INPUT):
-                continue
-            for text in _strings(value, budget):
-                plain = " ".join(text.split())
-                if reads_as_sql(text) and not any(plain in k for k in known):
-                    out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind "
-                               f"{_kind(_flat(attrs)) or 'none'}): {str(key)[:40]} holds "
-                               f"{plain[:80]!r}, which no counted call holds")
-                    break
+        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),
+                  *((k, v) for k, v in span.items() if k not in ("attributes", "name"))]
+        found = _unread(fields, known, budget)
+        if found is not None:
+            out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
+                       f"{found}, which no counted call holds")
         if budget[0] <= 0:
-            out.append(f"spans[{n}]: not searched past {_SPAN_TEXTS:,} texts")
+            out.append(f"spans[{n}]: not searched past {_SPAN_TEXTS:,} texts or "
+                       f"{_FLAT_DEPTH} levels")
+    return out
+
+
+def _unread(fields: list[tuple[Any, Any]], known: list[str], budget: list[int]) -> str | None:
+    """The first field holding a text that reads as SQL and is in no ``known`` text."""
+    from .sweep import reads_as_sql
+
+    for key, value in fields:
+        for text in _strings(value, budget):
+            plain = " ".join(text.split())
+            if reads_as_sql(text) and not any(plain in k for k in known):
+                return f"{str(key)[:40]} holds {plain[:80]!r}"
+    return None
+
+
+def _arguments(messages: list[Any]) -> list[str]:
+    """The arguments of the calls ``messages`` hold, and what their tools ran."""
+    out: list[str] = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
+                out.append(function["arguments"])
+        if isinstance(message.get(EXECUTED), str):
+            out.append(message[EXECUTED])
     return out
 
 

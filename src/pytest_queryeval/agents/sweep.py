@@ -248,11 +248,13 @@ def record_findings(record: Mapping[str, Any], skip: frozenset[str]
     budget = _Budget()
     out: list[tuple[str, object, Found]] = []
     for key, value in record.items():
-        if key in skip or value is None:
+        if key in skip:
             continue
         if key == "id" and isinstance(value, str):
             continue  # the case's id: it matches a case the suite names
         found = sweep(value, repr(str(key)[:60]), budget)
+        if names_tool(str(key)) or reads_as_sql(str(key)):
+            found.findings.insert(0, f"the key {str(key)[:60]!r} names a tool or reads as SQL")
         if found.findings:
             out.append((str(key), value, found))
         if budget.spent is not None:
