@@ -290,8 +290,12 @@ def _llm_message(attrs: Mapping[str, Any], n: int) -> dict[str, Any] | None:
 #: Attributes of a span that are not what it was asked to run: its output, an LLM's prompt
 #: and messages (read as the LLM span's tool calls), documents retrieved, embeddings.
 _NOT_INPUT = ("output.", "llm.", "retrieval.", "embedding.", "reranker.", "openinference.")
-#: Texts of one span's attributes read for queries at most (JSON in JSON included).
-_SPAN_TEXTS = 10_000
+#: Texts of the spans' attributes read for queries at most, in all (JSON in JSON included);
+#: past it, the counts are not established.
+_SPAN_TEXTS = 200_000
+#: Levels of a span's values (and JSON in them) read for queries; past them, the counts are
+#: not established.
+_TEXT_DEPTH = 32
 
 
 def unread_queries(data: object, counted: list[Any]) -> list[str]:
@@ -304,15 +308,15 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
     ``counted`` (the messages whose calls are counted). Such a span ran a query no count
     reads (a span named ``execute_sql``, a CHAIN's ``db.statement``), so the counts are not
     established: never a pass with 0."""
-    known = [" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS * 10])]
+    known = {" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
     out: list[str] = []
     spans = _spans(data)[:MAX_SPANS]
     spans.sort(key=lambda s: _start(s))
+    budget = [_SPAN_TEXTS]
     for n, span in enumerate(spans):
         attrs = _attributes(span, n)
         kind = _kind(_flat(attrs))
         skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ())
-        budget = [_SPAN_TEXTS]
         fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name"))]
         found = _unread(fields, known, budget)
@@ -321,18 +325,20 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
                        f"{found}, which no counted call holds")
         if budget[0] <= 0:
             out.append(f"spans[{n}]: not searched past {_SPAN_TEXTS:,} texts or "
-                       f"{_FLAT_DEPTH} levels")
+                       f"{_TEXT_DEPTH} levels")
+            break
     return out
 
 
-def _unread(fields: list[tuple[Any, Any]], known: list[str], budget: list[int]) -> str | None:
-    """The first field holding a text that reads as SQL and is in no ``known`` text."""
+def _unread(fields: list[tuple[Any, Any]], known: set[str], budget: list[int]) -> str | None:
+    """The first field holding a text that reads as SQL and is none of the ``known`` texts
+    (blanks aside)."""
     from .sweep import reads_as_sql
 
     for key, value in fields:
         for text in _strings(value, budget):
             plain = " ".join(text.split())
-            if reads_as_sql(text) and not any(plain in k for k in known):
+            if plain not in known and reads_as_sql(text):
                 return f"{str(key)[:40]} holds {plain[:80]!r}"
     return None
 
@@ -353,17 +359,17 @@ def _arguments(messages: list[Any]) -> list[str]:
 
 
 def _strings(value: object, budget: list[int], depth: int = 0) -> list[str]:
-    """The texts of ``value`` (JSON texts read too, and kept), within ``budget``."""
+    """The texts of ``value`` within ``budget``; a JSON text is its texts (a query inside
+    the arguments' JSON is that query), one that cannot be read is itself."""
     budget[0] -= 1
-    if budget[0] <= 0 or depth > _FLAT_DEPTH:
+    if budget[0] <= 0 or depth > _TEXT_DEPTH:
         budget[0] = 0
         return []
     if isinstance(value, str):
-        out: list[str] = []
         if value.lstrip()[:1] in ("{", "[", '"'):
             with contextlib.suppress(ValueError, RecursionError):
-                out = _strings(json.loads(value), budget, depth + 1)
-        return [*out, value]  # the texts inside first: the query, not its JSON, is named
+                return _strings(json.loads(value), budget, depth + 1)
+        return [value]
     if isinstance(value, Mapping):
         value = list(value.values())
     if isinstance(value, list | tuple):

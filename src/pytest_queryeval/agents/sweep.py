@@ -57,11 +57,13 @@ _SQL_HEAD = re.compile(
     _LEAD + r"(?:select|insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|"
     r"grant|revoke|attach|detach|vacuum|pragma|copy|explain|with|values|call|exec|execute|"
     r"match|unwind|install|load|set|prefix|construct)\b", re.IGNORECASE)
-#: A statement inside a text: a keyword followed, within a statement's reach, by its object.
-_SQL_INSIDE = re.compile(
-    r"\b(?:select|insert|update|delete|replace|merge|create|drop|alter|truncate|copy|attach|"
-    r"upsert)\b[\s\S]{0,2000}?\b(?:from|into|table|set|view|index|database|schema|values)\b",
+#: A statement inside a text: a keyword followed, within :data:`_REACH` characters, by its
+#: object (found in one pass over the text: a hostile text of 16 MiB costs one scan).
+_SQL_WORDS = re.compile(
+    r"\b(?:(?P<verb>select|insert|update|delete|replace|merge|create|drop|alter|truncate|copy|"
+    r"attach|upsert)|(?P<object>from|into|table|set|view|index|database|schema|values))\b",
     re.IGNORECASE)
+_REACH = 2000
 
 
 def names_tool(text: str) -> bool:
@@ -71,7 +73,15 @@ def names_tool(text: str) -> bool:
 
 def reads_as_sql(text: str) -> bool:
     """Whether ``text`` reads as a statement or holds one (what a harness may have run)."""
-    return bool(_SQL_HEAD.match(text) or _SQL_INSIDE.search(text))
+    if _SQL_HEAD.match(text):
+        return True
+    verb = None
+    for word in _SQL_WORDS.finditer(text):
+        if word.lastgroup == "verb":
+            verb = word.start()
+        elif verb is not None and word.start() - verb <= _REACH:
+            return True
+    return False
 
 
 def message_shaped(value: Mapping[Any, Any]) -> bool:
@@ -128,15 +138,15 @@ def sweep(value: object, where: str, budget: _Budget | None = None,
                 found.messages = True
                 found.findings.append(f"{path}: an object shaped like a message or a tool "
                                       f"call (keys {_keys(item)})")
-            entries = list(item.items())
+            entries = list(item.items())[:max(budget.items, 0) + 1]  # one past: the bound
             for key, sub in reversed(entries):
                 if isinstance(key, str) and (names_tool(key) or reads_as_sql(key)):
                     found.findings.append(f"{path}: the key {key[:60]!r} names a tool or "
                                           "reads as SQL")
                 stack.append((f"{path}[{str(key)[:40]!r}]", sub, depth + 1, True))
         elif isinstance(item, list | tuple):
-            stack.extend((f"{path}[{i}]", sub, depth + 1, True)
-                         for i, sub in reversed(list(enumerate(item))))
+            stack.extend((f"{path}[{i}]", sub, depth + 1, True) for i, sub in
+                         reversed(list(enumerate(item[:max(budget.items, 0) + 1]))))
     return found
 
 
