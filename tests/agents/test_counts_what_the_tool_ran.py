@@ -110,7 +110,7 @@ def test_a_wrapped_or_legacy_trajectory_counts_its_write(
     case = report.by_id["unreadable"]
     assert case["outcome"] == "error"
     assert "the agent's counts could not be established" in case["error"]
-    assert "no tool call can be read" in case["error"]
+    assert "trajectory[0].tool_calls: the text 'run_query DELETE FROM Genre'" in case["error"]
 
 
 #: A DELETE under a query tool's other names, and under run_query's other arguments.

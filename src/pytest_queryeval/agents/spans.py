@@ -32,12 +32,13 @@ their start time. Bounded like a trajectory: past :data:`MAX_SPANS` spans they a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from .toolnames import PLUGIN_TOOLS, plugin_tool
+from .toolnames import named_tool
 
 #: A tool message's field holding the arguments the tool ran, when they differ from the
 #: call's (spans record both: the LLM span what was asked, the TOOL span what ran).
@@ -62,29 +63,60 @@ def spans_to_messages(data: object) -> list[dict[str, Any]]:
     spans.sort(key=lambda s: _start(s))
     messages: list[dict[str, Any]] = []
     pending: list[tuple[str, str, str]] = []  # (call id, name, arguments) not yet answered
+    named: list[tuple[int, Mapping[str, Any], dict[str, Any]]] = []
     for n, span in enumerate(spans):
         attrs = _flat(_attributes(span, n))
-        kind = str(attrs.get("openinference.span.kind", "")).strip().upper()
+        kind = _kind(attrs)
         if kind == "LLM":
             message = _llm_message(attrs, n)
             if message is not None:
                 messages.append(message)
                 pending.extend((c["id"], c["function"]["name"], c["function"]["arguments"])
                                for c in message["tool_calls"])
-        elif kind == "TOOL" or _first(attrs, _TOOL_NAME) is not None \
-                or str(attrs.get("gen_ai.operation.name", "")).lower() == "execute_tool" \
-                or (not kind and _named_tool(span)):
+        if kind == "TOOL" or _first(attrs, _TOOL_NAME) is not None \
+                or str(attrs.get("gen_ai.operation.name", "")).lower() == "execute_tool":
             messages.extend(_tool_messages(span, attrs, n, pending))
+        elif named_tool(span.get("name")) is not None:
+            named.append((n, span, attrs))
+    used: set[object] = set()
+    for n, span, attrs in named:
+        if not _wraps(span, attrs, messages, used):
+            tool = str(named_tool(span.get("name")))
+            messages.extend(_tool_messages(span, attrs, n, pending, tool))
     return messages
 
 
-def _named_tool(span: Mapping[str, Any]) -> bool:
-    """Whether the span's own ``name`` is a tool the plugin serves (``run_query``,
-    ``queryeval__sample_rows``): such a span with no kind is that tool's call, as a tracer
-    that names spans after the function they wrap records it (a span of another kind, a
-    CHAIN wrapping the TOOL span, is not read twice)."""
-    name = span.get("name")
-    return isinstance(name, str) and plugin_tool(name.strip()) in PLUGIN_TOOLS
+def _kind(attrs: Mapping[str, Any]) -> str:
+    """The span's OpenInference kind, upper case (``?`` for one that is not a text)."""
+    kind = attrs.get("openinference.span.kind")
+    if kind is None:
+        return ""
+    return kind.strip().upper() if isinstance(kind, str) else "?"
+
+
+def _wraps(span: Mapping[str, Any], attrs: Mapping[str, Any],
+           messages: list[dict[str, Any]], used: set[object]) -> bool:
+    """Whether a span that is not a TOOL span, named after a plugin tool (a CHAIN wrapping
+    the TOOL span, as a tracer names a span after the function it wraps), records a call the
+    TOOL spans record already with the same arguments: then it is that call, not read twice.
+    Any other such span, whatever its kind (CHAIN, RETRIEVER, LLM, none, ``["TOOL"]``), is
+    the named tool's call. Each call is wrapped once (``used``: the calls taken)."""
+    tool = named_tool(span.get("name"))
+    ran = _first(attrs, _TOOL_ARGUMENTS)
+    ran = ran if ran is None or isinstance(ran, str) else json.dumps(ran)
+    for n, message in enumerate(messages):
+        executed = message.get(EXECUTED)
+        if n not in used and ran is not None and isinstance(executed, str) \
+                and _same_arguments(ran, executed):
+            used.add(n)
+            return True
+        for j, call in enumerate(message.get("tool_calls") or ()):
+            function = call["function"]
+            if (n, j) not in used and named_tool(function["name"]) == tool and (
+                    ran is None or _same_arguments(ran, function["arguments"])):
+                used.add((n, j))
+                return True
+    return False
 
 
 #: Where a TOOL span names the tool it ran, its call's id and its arguments, first found
@@ -103,12 +135,13 @@ def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def _tool_messages(span: Mapping[str, Any], attrs: Mapping[str, Any], n: int,
-                   pending: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+                   pending: list[tuple[str, str, str]], tool: str | None = None
+                   ) -> list[dict[str, Any]]:
     """A TOOL span (or any span naming its ``tool.name``) as the tool message answering the
     call it ran, and the call itself when no LLM span asked for it. The arguments it records
     are what ran: where they differ from what the LLM span asked, the tool message carries
     them (:data:`EXECUTED`) and what ran is counted."""
-    name = str(_first(attrs, _TOOL_NAME) or span.get("name") or "")
+    name = tool or str(_first(attrs, _TOOL_NAME) or span.get("name") or "")
     call_id = _first(attrs, _TOOL_CALL_ID)
     match = next((p for p in pending if p[0] == call_id), None) if call_id else \
         next((p for p in pending if p[1] == name), None)
@@ -252,6 +285,96 @@ def _llm_message(attrs: Mapping[str, Any], n: int) -> dict[str, Any] | None:
                                         "arguments": arguments if isinstance(arguments, str)
                                         else json.dumps(arguments)}})
     return {"role": "assistant", "content": content, "tool_calls": tool_calls}
+
+
+#: Attributes of a span that are not what it was asked to run: its output, an LLM's prompt
+#: and messages (read as the LLM span's tool calls), documents retrieved, embeddings.
+_NOT_INPUT = ("output.", "llm.", "retrieval.", "embedding.", "reranker.", "openinference.")
+#: Texts of the spans' attributes read for queries at most, in all (JSON in JSON included);
+#: past it, the counts are not established.
+_SPAN_TEXTS = 200_000
+#: Levels of a span's values (and JSON in them) read for queries; past them, the counts are
+#: not established.
+_TEXT_DEPTH = 32
+
+
+def unread_queries(data: object, counted: list[Any]) -> list[str]:
+    """The queries spans carry that no counted call holds, as findings (``spans[3]
+    ('execute_sql', kind CHAIN): input.value holds 'DELETE FROM Genre' ...``): the texts that
+    read as SQL in a span's attributes (``input.value``, ``db.statement``, a tool's
+    arguments; not its output, documents retrieved, nor an LLM span's prompt and messages,
+    whose tool calls are read as calls), its events and its other keys (not its ``name``,
+    read by the tool-name rule), none of which equals or is inside an argument of a call of
+    ``counted`` (the messages whose calls are counted). Such a span ran a query no count
+    reads (a span named ``execute_sql``, a CHAIN's ``db.statement``), so the counts are not
+    established: never a pass with 0."""
+    known = {" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
+    out: list[str] = []
+    spans = _spans(data)[:MAX_SPANS]
+    spans.sort(key=lambda s: _start(s))
+    budget = [_SPAN_TEXTS]
+    for n, span in enumerate(spans):
+        attrs = _attributes(span, n)
+        kind = _kind(_flat(attrs))
+        skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ())
+        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),
+                  *((k, v) for k, v in span.items() if k not in ("attributes", "name"))]
+        found = _unread(fields, known, budget)
+        if found is not None:
+            out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
+                       f"{found}, which no counted call holds")
+        if budget[0] <= 0:
+            out.append(f"spans[{n}]: not searched past {_SPAN_TEXTS:,} texts or "
+                       f"{_TEXT_DEPTH} levels")
+            break
+    return out
+
+
+def _unread(fields: list[tuple[Any, Any]], known: set[str], budget: list[int]) -> str | None:
+    """The first field holding a text that reads as SQL and is none of the ``known`` texts
+    (blanks aside)."""
+    from .sweep import reads_as_sql
+
+    for key, value in fields:
+        for text in _strings(value, budget):
+            plain = " ".join(text.split())
+            if plain not in known and reads_as_sql(text):
+                return f"{str(key)[:40]} holds {plain[:80]!r}"
+    return None
+
+
+def _arguments(messages: list[Any]) -> list[str]:
+    """The arguments of the calls ``messages`` hold, and what their tools ran."""
+    out: list[str] = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
+                out.append(function["arguments"])
+        if isinstance(message.get(EXECUTED), str):
+            out.append(message[EXECUTED])
+    return out
+
+
+def _strings(value: object, budget: list[int], depth: int = 0) -> list[str]:
+    """The texts of ``value`` within ``budget``; a JSON text is its texts (a query inside
+    the arguments' JSON is that query), one that cannot be read is itself."""
+    budget[0] -= 1
+    if budget[0] <= 0 or depth > _TEXT_DEPTH:
+        budget[0] = 0
+        return []
+    if isinstance(value, str):
+        if value.lstrip()[:1] in ("{", "[", '"'):
+            with contextlib.suppress(ValueError, RecursionError):
+                return _strings(json.loads(value), budget, depth + 1)
+        return [value]
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _strings(v, budget, depth + 1)]
+    return []
 
 
 #: The span readers above, for the other readers of span files (``queryeval mine``): one

@@ -25,3 +25,15 @@ def plugin_tool(name: str) -> str:
     prefix = f"{SERVER}__"
     bare = name[len(prefix):] if name.startswith(prefix) else name
     return bare if bare in PLUGIN_TOOLS else name
+
+
+def named_tool(name: object) -> str | None:
+    """The plugin tool a span's or a call's name names in any spelling a tracer or a harness
+    gives it: any case, ``-`` for ``_``, after a namespace (``tool.run_query``,
+    ``mcp__db__run_query``, ``functions/RUN_QUERY``); None for any other name."""
+    if not isinstance(name, str):
+        return None
+    import re
+
+    last = re.split(r"\.|/|:|__", name.strip().lower().replace("-", "_"))[-1]
+    return last if last in PLUGIN_TOOLS else None

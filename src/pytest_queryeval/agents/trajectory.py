@@ -188,7 +188,7 @@ def carried(record: Mapping[str, Any], value: object, value_key: str = "predicte
     trajectory or spans leaves an agent case's counts unestablished, and calls held under
     another key are never read as none (:func:`stray_calls`)."""
     out: dict[str, Any] = {}
-    for key, item in list(record.items())[:1000]:
+    for key, item in record.items():  # every key: the search of them is bounded, not cut
         if key == value_key:
             out["predicted"] = value
         elif key != "predicted" and not str(key).startswith("__"):
@@ -197,63 +197,22 @@ def carried(record: Mapping[str, Any], value: object, value_key: str = "predicte
     return out
 
 
-#: Fields that make an object look like a chat message or a tool call, whatever framework
-#: wrote it (the OpenAI chat and Responses APIs, LangChain's ``intermediate_steps``, an
-#: Anthropic ``tool_use`` block, a tracer's events): any one of these, or a ``name`` with its
-#: arguments, or a ``type`` naming a call.
-_MESSAGE_FIELDS = frozenset({"role", "tool_calls", "function_call", "tool_call_id",
-                             "function", "tool_input", "toolInput", "content"})
-_ARGUMENT_FIELDS = frozenset({"arguments", "args", "input", "parameters", "params", "query",
-                              "sql"})
-_CALL_TYPES = re.compile(r"(?:function|tool)_?(?:call|use|result)", re.IGNORECASE)
-#: Levels and items of a record's other keys searched for messages (bounded: a record is
-#: untrusted input).
-_STRAY_DEPTH = 12
-_STRAY_ITEMS = 10_000
+#: The record's keys the search for stray calls does not read: the final query and the final
+#: answer (the agent's answer, scored as such: never a call), and the trajectory and spans
+#: (read by their own readers, what they do not read searched by :func:`~.sweep.leftovers`).
+NOT_SEARCHED = frozenset({"predicted", "trajectory", "spans", "answer"})
 
 
 def stray_calls(record: Mapping[str, Any]) -> list[tuple[str, object]]:
     """``(key, value)`` of each key of ``record`` beside the envelope's own whose value holds
-    what looks like a chat message or a tool call (:func:`looks_like_message`), at any depth,
-    in a list, an object or JSON text: ``choices``, ``messages``, ``intermediate_steps``,
-    ``output: [{"type": "function_call", ...}]``, ``Trajectory``... Why a structural test and
-    not a list of names: a name list misses the next framework's key, and calls read as none
-    would pass every count's gate with 0."""
-    budget = [_STRAY_ITEMS]
-    return [(str(key), value) for key, value in list(record.items())[:1000]
-            if key not in ENVELOPE_KEYS and value is not None
-            and looks_like_message(value, budget=budget)]
+    what looks like a chat message or a tool call, at any depth, in a list, an object or
+    JSON text: ``choices``, ``messages``, ``intermediate_steps``, ``actions``... Why a
+    structural test and not a list of names: a name list misses the next framework's key,
+    and calls read as none would pass every count's gate with 0 (:mod:`.sweep`)."""
+    from .sweep import record_findings
 
-
-def looks_like_message(value: object, depth: int = 0, budget: list[int] | None = None) -> bool:
-    """Whether ``value`` is or holds an object shaped like a message or a tool call (a field
-    of :data:`_MESSAGE_FIELDS`, a ``name`` or ``tool`` with arguments, a ``type`` naming a call),
-    searched through lists, objects and JSON text to :data:`_STRAY_DEPTH` levels."""
-    budget = budget if budget is not None else [_STRAY_ITEMS]
-    if depth > _STRAY_DEPTH or budget[0] <= 0:
-        return False
-    budget[0] -= 1
-    if isinstance(value, str):
-        if value.lstrip()[:1] not in ("{", "[") or len(value) > SALVAGE_CHARS:
-            return False
-        from .._util.boundedio import BoundedReadError, loads_json
-
-        try:
-            return looks_like_message(loads_json(value, _STRAY_DEPTH * 2), depth + 1, budget)
-        except BoundedReadError:
-            return False
-    if isinstance(value, Mapping):
-        keys = {k for k in list(value)[:1000] if isinstance(k, str)}
-        kind = value.get("type")
-        if keys & _MESSAGE_FIELDS or ({"name", "tool"} & keys and keys & _ARGUMENT_FIELDS) \
-                or (isinstance(kind, str) and _CALL_TYPES.fullmatch(kind)):
-            return True
-        items: list[Any] = list(value.values())[:1000]
-    elif isinstance(value, list | tuple):
-        items = list(value[:1000])
-    else:
-        return False
-    return any(looks_like_message(v, depth + 1, budget) for v in items)
+    return [(key, value) for key, value, found in record_findings(record, NOT_SEARCHED)
+            if found.messages]
 
 
 def canonical_name(name: str) -> str:
@@ -307,17 +266,23 @@ def read_envelope(value: object) -> Envelope:
 
 def _read_calls(env: Envelope, value: Mapping[str, Any]) -> None:
     """The trajectory or spans of ``value`` read into ``env``. A record with neither, or with
-    messages or tool calls under another key beside them (:func:`stray_calls`), has counts
-    that cannot be established (:attr:`Envelope.unestablished`); what it holds elsewhere is
-    still read for its calls (:attr:`Envelope.aside`), and a trajectory beside it is refused
-    as ambiguous: which record says what ran is unknown."""
-    given, traced, stray = value.get("trajectory"), value.get("spans"), stray_calls(value)
+    messages or tool calls under another key beside them, or anything else no reader reads
+    that may be a call or a query (:mod:`.sweep`), has counts that cannot be established
+    (:attr:`Envelope.unestablished`); what it holds elsewhere is still read for its calls
+    (:attr:`Envelope.aside`), and a trajectory beside it is refused as ambiguous: which
+    record says what ran is unknown."""
+    from .sweep import record_findings
+
+    given, traced = value.get("trajectory"), value.get("spans")
+    found = record_findings(value, NOT_SEARCHED)
+    stray = [(key, held) for key, held, f in found if f.messages]
+    unread = [x for _, _, f in found for x in f.findings]
     keys = ", ".join(repr(str(k))[:60] for k in list(value)[:20]) + \
         (", ..." if len(value) > 20 else "")
     env.stray = tuple(k for k, _ in stray)
     if given is None and traced is None:
         env.unestablished = (f"the record holds no 'trajectory' and no 'spans' "
-                             f"(its keys: {keys})")
+                             f"(its keys: {keys})" + _listed(unread))
         if stray:
             _refuse_misnamed(env, stray[0])
             env.aside = [_as_messages(v) for _, v in stray[1:]] or None
@@ -330,19 +295,78 @@ def _read_calls(env: Envelope, value: Mapping[str, Any]) -> None:
     elif given is not None:  # false, 0, "", {}: EvalBench's ``or []``, the empty trajectory
         env.trajectory = Trajectory((), ())
     if stray:
-        names = ", ".join(f"'{k[:60]}'" for k, _ in stray[:10])
-        held = "'trajectory'" if given is not None else "'spans'"
-        env.unestablished = (f"the record holds messages or tool calls under {names} beside "
-                             f"{held}: which of them says what ran is ambiguous (its keys: "
-                             f"{keys})")
-        if env.trajectory is not None:
-            env.raw, env.trajectory = env.trajectory.to_json(), None
-        if env.refused is None:
-            env.refused = (f"{names}: not read: an agent case reads its tool calls from "
-                           "'trajectory' (chat messages) or 'spans' (OpenInference spans) "
-                           f"alone, and {names} beside {held} holds messages or tool calls: "
-                           "move them into one of them or remove them")
-        env.aside = [_as_messages(v) for _, v in stray]
+        _ambiguous(env, stray, given is not None, keys, unread)
+    elif unread:
+        env.unestablished = ("the record holds what may be tool calls or queries outside "
+                             "'trajectory' and 'spans', where no count reads them"
+                             + _listed(unread))
+    if env.unestablished is None and traced is not None:
+        _unread_spans(env, given, traced)
+    if env.unestablished is None and given:
+        from .sweep import leftovers
+
+        missed = leftovers(_decoded_messages(given),
+                           lambda call: _lenient_call(call) is not None)
+        if missed:
+            env.unestablished = ("the trajectory holds what may be tool calls or queries "
+                                 "that its readers do not read" + _listed(missed))
+
+
+def _unread_spans(env: Envelope, given: object, traced: object) -> None:
+    """Spans (alone or beside a trajectory) carrying a query no counted call holds
+    (:func:`~.spans.unread_queries`): the counts are not established."""
+    from . import spans
+
+    try:
+        counted: list[Any] = spans.spans_to_messages(traced)
+    except spans.TrajectoryError:
+        return  # refused: its calls are counted or unestablished where it is read
+    if isinstance(given, list):
+        counted += given  # (its arguments as given: a call it holds is counted)
+    missed = spans.unread_queries(traced, counted)
+    if missed:
+        env.unestablished = ("the spans carry queries that no tool call counted holds"
+                             + _listed(missed))
+
+
+def _decoded_messages(given: object) -> object:
+    """A trajectory given as JSON text read as its messages (as the lenient reading reads
+    it; text it cannot read leaves the counts unestablished there), else as given."""
+    if not isinstance(given, str):
+        return given
+    from .._util.boundedio import BoundedReadError, loads_json
+
+    try:
+        return loads_json(given, MAX_DEPTH * 2) if len(given) <= SALVAGE_CHARS else []
+    except BoundedReadError:
+        return []
+
+
+def _listed(findings: Sequence[str]) -> str:
+    """The first findings of a search, for an error."""
+    if not findings:
+        return ""
+    more = f"; and {len(findings) - 5} more" if len(findings) > 5 else ""
+    return ": " + "; ".join(findings[:5]) + more
+
+
+def _ambiguous(env: Envelope, stray: Sequence[tuple[str, object]], trajectory: bool,
+               keys: str, unread: Sequence[str]) -> None:
+    """Messages under other keys beside a trajectory or spans: which says what ran is
+    unknown; the trajectory is refused and every record's calls are counted."""
+    names = ", ".join(f"'{k[:60]}'" for k, _ in stray[:10])
+    held = "'trajectory'" if trajectory else "'spans'"
+    env.unestablished = (f"the record holds messages or tool calls under {names} beside "
+                         f"{held}: which of them says what ran is ambiguous (its keys: "
+                         f"{keys})" + _listed(unread))
+    if env.trajectory is not None:
+        env.raw, env.trajectory = env.trajectory.to_json(), None
+    if env.refused is None:
+        env.refused = (f"{names}: not read: an agent case reads its tool calls from "
+                       "'trajectory' (chat messages) or 'spans' (OpenInference spans) "
+                       f"alone, and {names} beside {held} holds messages or tool calls: "
+                       "move them into one of them or remove them")
+    env.aside = [_as_messages(v) for _, v in stray]
 
 
 def _as_messages(raw: object) -> object:
