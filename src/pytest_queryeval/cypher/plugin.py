@@ -49,5 +49,5 @@ BOLT_WALLS = dict(
               "in a READ session; FalkorDB's Bolt listener honours neither the access mode "
               "nor the rollback): the lexical guard is the layer that holds on any server",
     memory_bound="cannot: the server's memory is its own: its RESULTSET_SIZE caps a reply's "
-                 "records (docs/cypher.md) and the guard bounds what the text builds, but what "
-                 "the guard misjudges is built whole on the server")
+                 "records and the guard bounds what the text builds, but what the guard "
+                 "misjudges is built whole on the server")
