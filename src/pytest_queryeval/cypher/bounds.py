@@ -22,7 +22,7 @@ guard, so it imports nothing of the guard's.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..errors import QueryRefused
@@ -138,9 +138,10 @@ _CLAUSES = frozenset({"MATCH", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SK
                       "CALL", "YIELD", "UNION", "OPTIONAL", "LOAD", "FOREACH"})
 
 
-def _clause_of(code: Sequence[Token], i: int) -> str:
-    """The clause the token at ``code[i]`` is in: the nearest clause word before it, outside
-    the brackets around it ("" when none)."""
+def nearest_outside(code: Sequence[Token], i: int, found: Callable[[int], bool]) -> int | None:
+    """The index of the nearest token before ``code[i]``, outside the brackets around it, for
+    which ``found`` holds (None when none): where the clause an expression is in starts.
+    :func:`.guard.check_falkordb` asks it too."""
     level = 0
     for k in range(i - 1, -1, -1):
         tok = code[k]
@@ -148,10 +149,18 @@ def _clause_of(code: Sequence[Token], i: int) -> str:
             level += 1
         elif tok.kind == "punct" and tok.text in _OPEN:
             level -= 1
-        elif level <= 0 and tok.kind == "word" and tok.text.upper() in _CLAUSES \
-                and not (k and code[k - 1].text in (".", ":")):
-            return tok.text.upper()
-    return ""
+        elif level <= 0 and found(k):
+            return k
+    return None
+
+
+def _clause_of(code: Sequence[Token], i: int) -> str:
+    """The clause the token at ``code[i]`` is in: the nearest clause word before it, outside
+    the brackets around it ("" when none)."""
+    k = nearest_outside(code, i, lambda k: code[k].kind == "word"
+                        and code[k].text.upper() in _CLAUSES
+                        and not (k and code[k - 1].text in (".", ":")))
+    return "" if k is None else code[k].text.upper()
 
 
 #: Words that start the expression an ``AS`` names.

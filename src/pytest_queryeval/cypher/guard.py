@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import QueryRefused, QuerySyntaxError
-from .bounds import check_evaluation
+from .bounds import check_evaluation, nearest_outside
 
 #: Clauses that reach outside the graph: refused before execution, read-only database or not.
 OUTSIDE = frozenset({"EXPORT", "IMPORT", "COPY", "LOAD", "INSTALL", "UNINSTALL", "ATTACH",
@@ -282,17 +282,12 @@ def check_falkordb(query: str) -> None:
     ``toString()`` nor in a ``WHERE``. Errs high: ``WITH date(...) AS d ... WHERE x > d``
     is refused too."""
     code = _code(tokens(query))
-    opened: list[int] = []
     for i, tok in enumerate(code):
-        if tok.kind == "punct" and tok.text in _CLOSE and opened:
-            opened.pop()
-        elif tok.kind == "punct" and tok.text in _OPEN:
-            opened.append(i)
         if tok.kind != "word" or tok.text.lower() not in FALKORDB_UNWRITABLE \
                 or (i and code[i - 1].text == ".") or not _called(code, i):
             continue
         if (i >= 2 and code[i - 1].text == "(" and code[i - 2].text.lower() == "tostring") \
-                or _compared(code, i, len(opened)) or _accessed(code, i):
+                or _compared(code, i) or _accessed(code, i):
             continue
         name = _dotted(code, i) or tok.text
         raise QueryRefused(f"{name}() at {where(tok)}: a FalkorDB server stops on a "
@@ -340,19 +335,11 @@ def _clause(code: list[Token], k: int) -> bool:
     return not (after is not None and after.text in (":", ".", "=", ",", ")", "]", "}"))
 
 
-def _compared(code: list[Token], i: int, depth: int) -> bool:
-    """Whether the value at ``code[i]`` (``depth`` brackets in) is in a ``WHERE``: the nearest
-    word of :data:`_FEEDS` before it, no deeper than it, is ``WHERE``."""
-    level = depth
-    for k in range(i - 1, -1, -1):
-        tok = code[k]
-        if tok.kind == "punct" and tok.text in _CLOSE:
-            level += 1
-        elif tok.kind == "punct" and tok.text in _OPEN:
-            level -= 1
-        elif level <= depth and tok.text.upper() in _FEEDS and _clause(code, k):
-            return tok.text.upper() == "WHERE"
-    return False
+def _compared(code: list[Token], i: int) -> bool:
+    """Whether the value at ``code[i]`` is in a ``WHERE``: the nearest word of :data:`_FEEDS`
+    before it, outside the brackets around it, is ``WHERE``."""
+    k = nearest_outside(code, i, lambda k: code[k].text.upper() in _FEEDS and _clause(code, k))
+    return k is not None and code[k].text.upper() == "WHERE"
 
 
 def _dotted(code: list[Token], start: int) -> str | None:
