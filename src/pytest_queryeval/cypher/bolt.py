@@ -63,12 +63,16 @@ from ..sources.base import (
     positive,
     positive_int,
 )
-from . import guard
+from . import graphcopy, guard, rehearsal
+from .rehearsal import Rehearsal
 
 TYPE = "bolt"
-KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version"})
+KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version",
+                  "rehearse"})
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _FETCH = 1_000
+#: What a rehearsal may build beyond its copy of the graph (bytes).
+REHEARSAL_MEMORY = 1024 * 1024 * 1024
 #: The form of the values a result holds (in the gold cache's key): 2, a duration the driver's
 #: ``Duration`` (issue 60), no longer a ``timedelta``.
 VALUES = 2
@@ -102,7 +106,7 @@ class BoltSource(SourceDefaults):
     def __init__(self, name: str, url: str, *, database: str | None = None,
                  user: str | None = None, password_env: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
-                 version: str | None = None) -> None:
+                 version: str | None = None, rehearse: bool = True) -> None:
         self.name = name
         self.url = url
         self.database = database
@@ -114,6 +118,8 @@ class BoltSource(SourceDefaults):
         self._lock = threading.Lock()
         self._driver: Any = None
         self._falkordb = False
+        self.rehearse = rehearse
+        self._rehearsal: Rehearsal | None = None
 
     @classmethod
     def from_spec(cls, name: str, spec: Mapping[str, Any]) -> BoltSource:
@@ -135,12 +141,15 @@ class BoltSource(SourceDefaults):
         if password_env is not None and user is None:
             raise ConfigError("a password needs a 'user'", key=f"datasources.{name}.password_env")
         version = spec.get("version")
+        rehearse = spec.get("rehearse", True)
+        if not isinstance(rehearse, bool):
+            raise ConfigError("must be true or false", key=f"datasources.{name}.rehearse")
         return cls(name, url, database=_text(spec, name, "database"), user=user,
                    password_env=password_env,
                    timeout=positive(spec, "timeout", DEFAULT_TIMEOUT, name),
                    max_rows=positive_int(spec.get("max_rows", DEFAULT_MAX_ROWS), name,
                                          "max_rows"),
-                   version=None if version is None else str(version))
+                   version=None if version is None else str(version), rehearse=rehearse)
 
     @property
     def where(self) -> str:
@@ -194,7 +203,9 @@ class BoltSource(SourceDefaults):
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         with self._lock:
             driver = self._open()
-            if self._falkordb:
+            if self._falkordb and self.rehearse and not trusted:
+                self._rehearsed(driver).check(query, seconds)
+            elif self._falkordb:
                 guard.check_falkordb(query)
             neo4j = _neo4j()
             start = time.perf_counter()
@@ -240,6 +251,35 @@ class BoltSource(SourceDefaults):
                                meta={"max_rows": limit})
         return ResultTable(columns, rows, seconds=elapsed)
 
+    def _rehearsed(self, driver: Any) -> Rehearsal:
+        """The copy of the server's graph untrusted queries are rehearsed on
+        (:mod:`.rehearsal`), made on first use."""
+        if self._rehearsal is None:
+            reason = rehearsal.available()
+            if reason is not None:
+                raise MissingDependency(
+                    f"{self.where} is a FalkorDB server: a prediction is rehearsed on a copy "
+                    f"of its graph before the server runs it, and {reason}; or set "
+                    f"'rehearse: false' to send predictions to the server unrehearsed")
+            neo4j = _neo4j()
+
+            def run(query: str) -> list[tuple[Any, ...]]:
+                """In a transaction, as :meth:`execute` sends queries: FalkorDB's listener
+                reads the graph's name from an auto-commit run's metadata (``mode``)."""
+                with driver.session(database=self.database,
+                                    default_access_mode=neo4j.READ_ACCESS) as session:
+                    tx = session.begin_transaction(timeout=self.timeout)
+                    try:
+                        return [tuple(r.values()) for r in tx.run(query)]
+                    finally:
+                        with contextlib.suppress(Exception):
+                            tx.rollback()
+
+            self._rehearsal = rehearsal.Rehearsal(
+                self.where, lambda: graphcopy.statements(*graphcopy.export(run)),
+                max_memory=REHEARSAL_MEMORY, max_rows=self.max_rows)
+        return self._rehearsal
+
     def fingerprint(self) -> str:
         """The URL, database, user and ``version``: never the password; and the form of the
         values (:data:`VALUES`), so a gold cached in an older form is not read back."""
@@ -248,6 +288,9 @@ class BoltSource(SourceDefaults):
 
     def close(self) -> None:
         with self._lock:
+            if self._rehearsal is not None:
+                self._rehearsal.close()
+                self._rehearsal = None
             if self._driver is not None:
                 with contextlib.suppress(Exception):
                     self._driver.close()

