@@ -41,9 +41,10 @@ Run = Callable[[str], Sequence[Sequence[Any]]]
 
 def _safe(v: str, depth: int) -> str:
     """A Cypher expression of ``[type, value]`` for the value ``v`` that never holds a value
-    the Bolt listener cannot write (it writes a vector as a list of floats). FalkorDB evaluates every branch of a ``CASE`` (a
-    ``toString()`` of a list fails the query even where its branch is not taken), so each
-    function is given ``v`` only where ``v`` is of its type, and ``null`` elsewhere."""
+    the Bolt listener cannot write (it writes a vector as a list of floats). FalkorDB
+    evaluates every branch of a ``CASE`` (a ``toString()`` of a list fails the query even
+    where its branch is not taken), so each function is given ``v`` only where ``v`` is of
+    its type, and ``null`` elsewhere."""
     temporal = "[" + ", ".join(f"'{t}'" for t in TEMPORAL) + "]"
     lists = "['List']"
     point = f"(CASE WHEN typeOf({v}) = 'Point' THEN {v} END)"
@@ -167,8 +168,8 @@ def statements(top: int, nodes: list[tuple[list[str], dict[str, str]] | None],
         for batch in _batches(maps):
             yield f"UNWIND [{', '.join(batch)}] AS p CREATE (n{head}) SET n = p"
     by_type: dict[str, list[str]] = {}
-    for a, b, kind, props in edges:
-        by_type.setdefault(kind, []).append(f"[{a}, {b}, {_map(props)}]")
+    for a, b, kind, values in edges:
+        by_type.setdefault(kind, []).append(f"[{a}, {b}, {_map(values)}]")
     for kind, rows in by_type.items():
         for batch in _batches(rows):
             yield (f"UNWIND [{', '.join(batch)}] AS r MATCH (a) WHERE id(a) = r[0] "

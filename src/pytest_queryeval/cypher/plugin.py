@@ -40,14 +40,15 @@ LADYBUG_WALLS: dict[str, Literal[True] | str] = dict(
     process=True, read_only=True, file_access=True, time_limit=True, memory_bound=True)
 
 #: What a Bolt server holds (docs/cypher.md, "The walls"): the plugin bounds the exchange's
-#: time; whether the engine refuses writes, or survives a query, is the server's.
+#: time; whether the engine refuses writes, or survives a query, is the server's, but on
+#: FalkorDB a prediction is rehearsed first on the plugin's own copy (cypher/rehearsal.py).
 BOLT_WALLS = dict(
-    process="cannot: the server is its own process, but a query that crashes it (FalkorDB "
-            "4.16: parentheses nested 100,000 deep) takes it down for every later case, and "
-            "nothing restarts it",
+    process="cannot: a query that crashes the server takes it down for every later case; on "
+            "a FalkorDB server each prediction is first rehearsed on the plugin's own copy "
+            "of the graph, whose crash is that query's error",
     read_only="cannot: whether the server refuses a write is the server's (Neo4j refuses one "
-              "in a READ session; FalkorDB's Bolt listener honours neither the access mode "
-              "nor the rollback): the lexical guard is the layer that holds on any server",
-    memory_bound="cannot: the server's memory is its own: its RESULTSET_SIZE caps a reply's "
-                 "records and the guard bounds what the text builds, but what the guard "
-                 "misjudges is built whole on the server")
+              "in a READ session with a role that cannot write); on a FalkorDB server a "
+              "prediction's rehearsal runs as GRAPH.RO_QUERY, and the lexical guard holds "
+              "for the gold",
+    memory_bound="cannot: the server's memory is its own; on a FalkorDB server each "
+                 "prediction is first rehearsed on a copy whose address space is capped")

@@ -42,8 +42,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingDependency, QueryEvalError, QueryFailed, QueryRefused, QueryTimeout
-from ..errors import SourceUnavailable
+from ..errors import (
+    MissingDependency,
+    QueryEvalError,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+    SourceUnavailable,
+)
 from . import guard
 from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError
 
@@ -189,7 +195,8 @@ class Rehearsal:
             f"requirepass {self._token}", "protected-mode yes", f"loadmodule {module}", ""])
 
     def _connect(self) -> Connection:
-        assert self._dir is not None and self._proc is not None
+        assert self._dir is not None
+        assert self._proc is not None
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             if self._proc.poll() is not None:
@@ -280,7 +287,9 @@ def _verdict(error: str, seconds: float) -> None:
     if "mem consumption" in low or "out of memory" in low or low.startswith("oom"):
         raise QueryFailed(f"out of memory on the copy of the graph it is rehearsed on "
                           f"({error.strip()}); it was not sent to the server")
-    raise QueryFailed(f"{error.strip()} (on the copy of the graph it is rehearsed on; it was "
+    found = re.search(r"errMsg:\s*(.*?)(?:\s+errCtx:|$)", error, re.DOTALL)
+    message = (found.group(1) if found else error).strip().splitlines() or [error]
+    raise QueryFailed(f"{message[0]} (on the copy of the graph it is rehearsed on; it was "
                       "not sent to the server)")
 
 

