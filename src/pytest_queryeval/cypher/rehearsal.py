@@ -51,7 +51,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from . import guard
-from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError
+from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError, RowTooLarge
 
 #: The copy's graph key.
 KEY = "g"
@@ -59,6 +59,9 @@ KEY = "g"
 GRACE = 1.0
 #: The most a rehearsal's reply may hold (bytes): what a FalkorDB server builds and sends.
 MAX_REPLY = 256 * 1024 * 1024
+#: The most values one row of a rehearsal's reply may hold: what is read into memory at once
+#: (about 100 bytes each in Python).
+MAX_ROW_VALUES = 2_000_000
 #: How long the copy may take to start, or to load its snapshot (seconds).
 START_TIMEOUT = 60.0
 #: How long writing the copy may take, each statement (seconds).
@@ -126,9 +129,21 @@ class Rehearsal:
         with self._lock:
             conn = self._ready()
             ms = str(max(1, int(seconds * 1000)))
+            temporal: list[bool] = []
+
+            def row(values: Any) -> None:
+                if not temporal and _holds_temporal([None, [values], None]):
+                    temporal.append(True)
+
             try:
-                reply = conn.call("GRAPH.RO_QUERY", KEY, query, "--compact", "TIMEOUT", ms,
-                                  seconds=seconds + GRACE, max_bytes=MAX_REPLY)
+                reply = conn.rows("GRAPH.RO_QUERY", KEY, query, "--compact", "TIMEOUT", ms,
+                                  seconds=seconds + GRACE, max_bytes=MAX_REPLY,
+                                  max_values=MAX_ROW_VALUES, row=row)
+            except RowTooLarge:
+                self._kill()
+                raise QueryFailed(f"a row of the query's reply on the copy of the graph holds "
+                                  f"more than {MAX_ROW_VALUES:,} values; it was not sent to "
+                                  "the server") from None
             except ReplyDeadline:
                 self._kill()
                 raise QueryTimeout(f"the query ran over {seconds:g} s on the copy of the "
@@ -147,7 +162,7 @@ class Rehearsal:
             if isinstance(reply, RespError):
                 self._unchanged(conn)
                 _verdict(str(reply), seconds)
-            if _holds_temporal(reply):
+            if temporal:
                 raise QueryRefused("the query's reply holds a date, a local time or "
                                    "date-time, or a duration, which a FalkorDB server's Bolt "
                                    "listener cannot write (it stops the server); return "

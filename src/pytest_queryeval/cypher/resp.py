@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 
 
 class RespError(Exception):
@@ -24,6 +25,10 @@ class ReplyTooLarge(Exception):
 
 class ReplyDeadline(Exception):
     """The reply had not ended at the deadline."""
+
+
+class RowTooLarge(Exception):
+    """One row of a reply held more values than :meth:`Connection.rows` reads into memory."""
 
 
 #: What one reply may hold: nested arrays, integers, strings, errors, ``None``.
@@ -54,6 +59,8 @@ class Connection:
         self._deadline = 0.0
         self._cap = 0
         self._read = 0
+        self._values = 0
+        self._max_values = 0
 
     def close(self) -> None:
         self.sock.close()
@@ -62,13 +69,39 @@ class Connection:
         """The reply to ``args``, an error reply returned as a :class:`RespError` (not
         raised). Raises :class:`ReplyDeadline`, :class:`ReplyTooLarge`, or ``OSError`` /
         ``EOFError`` when the connection broke (the server died)."""
+        self._send(args, seconds, max_bytes)
+        return self._value()
+
+    def rows(self, *args: str | bytes, seconds: float, max_bytes: int, max_values: int,
+             row: Callable[[Reply], None]) -> Reply:
+        """A ``GRAPH.*`` reply, ``[header, rows, statistics]``, with each row handed to
+        ``row`` as it is read and then dropped: a reply is read whole (it may be 256 MiB),
+        but only one row at a time is held, of at most ``max_values`` values
+        (:class:`RowTooLarge`). Returns the reply without its rows, or the error reply."""
+        self._send(args, seconds, max_bytes)
+        head = self._scalar()
+        if not isinstance(head, _Array) or head.n != 3:
+            if isinstance(head, _Array):  # statistics alone (a query without a result)
+                return [self._value() for _ in range(max(head.n, 0))]
+            return head
+        header = self._value()
+        rows = self._scalar()
+        count = rows.n if isinstance(rows, _Array) else 0
+        for _ in range(max(count, 0)):
+            self._values, self._max_values = 0, max_values
+            try:
+                row(self._value())
+            finally:
+                self._max_values = 0
+        return [header, [], self._value()]
+
+    def _send(self, args: tuple[str | bytes, ...], seconds: float, max_bytes: int) -> None:
         self._deadline = time.monotonic() + seconds
         self._cap, self._read = max_bytes, 0
         del self._buf[:self._pos]
         self._pos = 0
         self.sock.settimeout(max(seconds, 0.001))
         self.sock.sendall(encode(*args))
-        return self._value()
 
     def _fill(self) -> None:
         left = self._deadline - time.monotonic()
@@ -126,6 +159,10 @@ class Connection:
                 value = items
 
     def _scalar(self) -> Reply:
+        if self._max_values:
+            self._values += 1
+            if self._values > self._max_values:
+                raise RowTooLarge
         line = self._line()
         kind, rest = line[:1], line[1:]
         if kind == b"+":
