@@ -28,6 +28,7 @@ from pytest_queryeval.errors import (
     QueryFailed,
     QueryRefused,
     QueryTimeout,
+    SourceUnavailable,
 )
 from tests.fixtures.bolt_server import BoltServer
 
@@ -225,3 +226,58 @@ def test_a_reply_is_read_a_row_at_a_time_and_a_huge_row_is_refused(source, monke
     with pytest.raises(QueryFailed, match=r"holds more than 2,000,000 values"):
         source.execute("RETURN range(1, 3000000) AS r")
     assert _rows(source, "MATCH (n) RETURN count(n)") == [(13,)]
+
+
+def _corpus(canary: Path) -> list[tuple[str, str]]:
+    from tests.walls.corpus_cypher import CYPHER
+
+    fill = {"file": str(canary), "out": str(canary.parent / "out-pwned")}
+    return [(category, query.replace("{file}", fill["file"]).replace("{out}", fill["out"]))
+            for category, queries in CYPHER.items() if category != "engine_writes"
+            for query in queries]
+
+
+@pytest.mark.usefixtures("unguarded")
+def test_the_shared_hostile_corpus_holds_on_the_rehearsal_alone(bolt_server, source, tmp_path):
+    """tests/walls' Cypher corpus (writes, configuration, files, deep texts, huge ranges and
+    values, crashes), as predictions with the lexical guard off: nothing is answered that
+    writes, crashes or reads the host file, and the server is as it was."""
+    canary = tmp_path / "host.csv"
+    token = f"canary{time.time_ns()}"
+    canary.write_text(f"{token},x\n", encoding="utf-8")
+    want = _rows(source, HONEST)
+    answered, errors = [], []
+    for category, query in _corpus(canary):
+        try:
+            table = source.execute(query)
+        except QueryEvalError as exc:
+            errors.append(str(exc))
+            continue
+        shown = repr(table.rows)[:200]
+        assert token not in shown, (query[:80], shown)
+        if category in ("writes", "crash", "files", "config"):
+            answered.append((category, query[:80], shown))
+    assert answered == []
+    assert not [e for e in errors if token in e]
+    assert not (tmp_path / "out-pwned").exists()
+    assert _rows(source, HONEST) == want
+    assert bolt_server.handshake(2.0) and bolt_server.count() == (13, 15)
+    assert bolt_server.running() == 0
+
+
+def test_a_copy_that_cannot_be_made_is_the_sources_error_once_not_per_case():
+    """The graph could not be read: every prediction is the source's located error at once,
+    not a new copy (and a new read of the server's graph) each."""
+    def unreadable() -> list[str]:
+        raise RuntimeError("the server went away")
+
+    copy = rehearsal.Rehearsal("datasource 'films'", unreadable, max_memory=1 << 28,
+                               max_rows=10)
+    try:
+        for _ in range(3):
+            with pytest.raises(SourceUnavailable, match=r"datasource 'films': copying the "
+                                                        r"graph .* the server went away"):
+                copy.check("MATCH (n) RETURN n", 5)
+        assert copy.starts == 1
+    finally:
+        copy.close()

@@ -119,6 +119,7 @@ class Rehearsal:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._loaded = False
+        self._broken: SourceUnavailable | None = None
         self.starts = 0
 
     # -- the check -------------------------------------------------------------------------
@@ -184,6 +185,15 @@ class Rehearsal:
     def _ready(self) -> Connection:
         if self._proc is not None and self._proc.poll() is None and self._conn is not None:
             return self._conn
+        if self._broken is not None:  # a copy that could not be made is not made again
+            raise self._broken
+        try:
+            return self._start()
+        except SourceUnavailable as exc:
+            self._broken = exc
+            raise
+
+    def _start(self) -> Connection:
         self._kill()
         if self._dir is None:
             self._dir = _private_dir()
