@@ -276,7 +276,7 @@ class BoltSource(SourceDefaults):
                             tx.rollback()
 
             self._rehearsal = rehearsal.Rehearsal(
-                self.where, lambda: graphcopy.statements(*graphcopy.export(run)),
+                self.where, lambda: graphcopy.statements(graphcopy.export(run)),
                 max_memory=REHEARSAL_MEMORY, max_rows=self.max_rows)
         return self._rehearsal
 

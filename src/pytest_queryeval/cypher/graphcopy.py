@@ -10,16 +10,17 @@ text, a point as its two numbers, a list item by item, three lists deep. Anythin
 copied as a date: the copy then refuses a query that returns it, as the server's listener
 would die on it.
 
-The copy keeps what a query's cost depends on: the same nodes under the same ids (gaps in the
-server's ids are filled and emptied again), their labels, the relationships with their types
-and every property value. It is not where values are read: a prediction that the rehearsal
+The copy keeps what a query's cost and reply depend on: the same nodes and relationships
+under the same ids (gaps in the server's ids are filled and emptied again), their labels and
+types, and every property value. It is not where values are read: a prediction that the rehearsal
 passes is run on the user's server, and its rows come from there.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 #: The nodes read per query: well under a server's ``RESULTSET_SIZE`` (docs/cypher.md).
@@ -62,34 +63,49 @@ def _properties(var: str) -> str:
     return f"[k IN keys({var}) | [k, {_safe(f'{var}[k]', LIST_DEPTH)}]]"
 
 
-def export(run: Run) -> tuple[int, list[tuple[list[str], dict[str, str]] | None],
-                              list[tuple[int, int, str, dict[str, str]]]]:
-    """The server's graph: its highest node id, each id's labels and properties (``None`` for
-    an id no node holds), and its relationships ``(from, to, type, properties)``; every
-    property value already a Cypher literal (:func:`literal`)."""
+Node = tuple[list[str], dict[str, str]]
+Edge = tuple[int, int, str, dict[str, str]]
+
+
+@dataclass
+class Graph:
+    """What :func:`export` read: each node id's labels and properties and each relationship
+    id's ends, type and properties (``None`` for an id nothing holds); every property value
+    already a Cypher literal (:func:`literal`)."""
+
+    nodes: list[Node | None] = field(default_factory=list)
+    edges: list[Edge | None] = field(default_factory=list)
+
+
+def export(run: Run) -> Graph:
+    """The server's graph, :data:`PAGE` nodes at a time."""
+    graph = Graph()
     ((top,),) = run("MATCH (n) RETURN max(id(n))") or ((None,),)
     if top is None:
-        return -1, [], []
-    nodes: list[tuple[list[str], dict[str, str]] | None] = [None] * (int(top) + 1)
-    edges: list[tuple[int, int, str, dict[str, str]]] = []
+        return graph
+    graph.nodes = [None] * (int(top) + 1)
+    found: dict[int, Edge] = {}
     for lo in range(0, int(top) + 1, PAGE):
         span = f"WHERE id(n) >= {lo} AND id(n) < {lo + PAGE}"
         for i, labels, props in run(f"MATCH (n) {span} RETURN id(n), labels(n), "
                                     f"{_properties('n')}"):
-            nodes[int(i)] = ([str(x) for x in labels], _literals(props))
-        edges.extend(_edges(run, span))
-    return int(top), nodes, edges
+            graph.nodes[int(i)] = ([str(x) for x in labels], _literals(props))
+        found.update(_edges(run, span))
+    graph.edges = [None] * (max(found) + 1 if found else 0)
+    for i, edge in found.items():
+        graph.edges[i] = edge
+    return graph
 
 
-def _edges(run: Run, span: str) -> Iterator[tuple[int, int, str, dict[str, str]]]:
-    """The relationships from the nodes of ``span``, :data:`PAGE` at a time (a node may have
-    more than a server's ``RESULTSET_SIZE``)."""
+def _edges(run: Run, span: str) -> Iterator[tuple[int, Edge]]:
+    """The relationships from the nodes of ``span`` by id, :data:`PAGE` at a time (a node may
+    have more than a server's ``RESULTSET_SIZE``)."""
     skip = 0
     while True:
-        rows = run(f"MATCH (n)-[e]->(m) {span} RETURN id(n), id(m), type(e), "
+        rows = run(f"MATCH (n)-[e]->(m) {span} RETURN id(e), id(n), id(m), type(e), "
                    f"{_properties('e')} SKIP {skip} LIMIT {PAGE}")
-        for a, b, kind, props in rows:
-            yield int(a), int(b), str(kind), _literals(props)
+        for i, a, b, kind, props in rows:
+            yield int(i), (int(a), int(b), str(kind), _literals(props))
         if len(rows) < PAGE:
             return
         skip += PAGE
@@ -150,15 +166,45 @@ def _map(props: dict[str, str]) -> str:
     return "{" + ", ".join(f"{name(k)}: {v}" for k, v in props.items()) + "}"
 
 
-def statements(top: int, nodes: list[tuple[list[str], dict[str, str]] | None],
-               edges: list[tuple[int, int, str, dict[str, str]]]) -> Iterator[str]:
-    """The statements that build the copy on an empty graph: every id up to ``top`` in order
-    (a fresh graph gives ids in the order nodes are made), the gaps as placeholder nodes
-    deleted at the end, then the relationships."""
+#: The label of a node, and the type of a relationship, that fills a gap in the server's ids
+#: while the copy is written; deleted at the end.
+GAP = "_queryeval_gap"
+
+
+def statements(graph: Graph) -> Iterator[str]:
+    """The statements that build the copy on an empty graph under the server's ids: a fresh
+    graph gives ids in the order things are made, so nodes are made in id order, then the
+    relationships, the gaps filled (a relationship gap by a loop on one more gap node) and
+    emptied at the end. Why the ids: a prediction that picks a node or a relationship by its
+    id must meet on the copy what it meets on the server."""
+    yield from _runs(
+        (((GAP,) if node is None else tuple(node[0])),
+         "{}" if node is None else _map(node[1])) for node in graph.nodes)
+    gaps = any(node is None for node in graph.nodes) or any(e is None for e in graph.edges)
+    anchor = len(graph.nodes)
+    if any(e is None for e in graph.edges):
+        yield f"CREATE (:{GAP})"
+    edge_runs: list[tuple[str, list[str]]] = []
+    for edge in graph.edges:
+        a, b, kind, values = (anchor, anchor, GAP, {}) if edge is None else edge
+        row = f"[{a}, {b}, {_map(values)}]"
+        if edge_runs and edge_runs[-1][0] == kind:
+            edge_runs[-1][1].append(row)
+        else:
+            edge_runs.append((kind, [row]))
+    for kind, rows in edge_runs:
+        for batch in _batches(rows):
+            yield (f"UNWIND [{', '.join(batch)}] AS r MATCH (a) WHERE id(a) = r[0] "
+                   f"MATCH (b) WHERE id(b) = r[1] CREATE (a)-[e:{name(kind)}]->(b) SET e = r[2]")
+    if gaps:
+        yield f"MATCH (n:{GAP}) DETACH DELETE n"
+
+
+def _runs(nodes: Iterable[tuple[tuple[str, ...], str]]) -> Iterator[str]:
+    """Nodes in order, one statement per run of one label set (labels cannot be given as
+    values)."""
     runs: list[tuple[tuple[str, ...], list[str]]] = []
-    for node in nodes:
-        labels = ("_queryeval_gap",) if node is None else tuple(node[0])
-        props = "{}" if node is None else _map(node[1])
+    for labels, props in nodes:
         if runs and runs[-1][0] == labels:
             runs[-1][1].append(props)
         else:
@@ -167,15 +213,6 @@ def statements(top: int, nodes: list[tuple[list[str], dict[str, str]] | None],
         head = "".join(f":{name(x)}" for x in labels)
         for batch in _batches(maps):
             yield f"UNWIND [{', '.join(batch)}] AS p CREATE (n{head}) SET n = p"
-    by_type: dict[str, list[str]] = {}
-    for a, b, kind, values in edges:
-        by_type.setdefault(kind, []).append(f"[{a}, {b}, {_map(values)}]")
-    for kind, rows in by_type.items():
-        for batch in _batches(rows):
-            yield (f"UNWIND [{', '.join(batch)}] AS r MATCH (a) WHERE id(a) = r[0] "
-                   f"MATCH (b) WHERE id(b) = r[1] CREATE (a)-[e:{name(kind)}]->(b) SET e = r[2]")
-    if any(node is None for node in nodes):
-        yield "MATCH (n:_queryeval_gap) DELETE n"
 
 
 def _batches(items: list[str]) -> Iterator[list[str]]:
