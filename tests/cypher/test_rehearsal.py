@@ -309,3 +309,42 @@ def test_the_copy_keeps_the_servers_ids_across_gaps():
         copy.check("MATCH ()-[e]->() WHERE id(e) = 4 RETURN e.w", 5)
     finally:
         copy.close()
+
+
+#: ``CALL db.indexes() YIELD label, types, options, entitytype`` as FalkorDB 4.16.3's Bolt
+#: listener answered it through the neo4j driver (a range index on a relationship, a vector
+#: index, a range and a full-text index on one label), recorded on a scratch server.
+INDEX_ROWS = [
+    ("R", {"w": ["RANGE"]}, {"w": {}}, "RELATIONSHIP"),
+    ("V", {"v": ["VECTOR"]}, {"v": {"dimension": 2, "similarityFunction": "euclidean",
+                                    "M": 16, "efConstruction": 200, "efRuntime": 10}}, "NODE"),
+    ("A", {"k": ["RANGE"], "s": ["FULLTEXT"]}, {"k": {}, "s": {}}, "NODE"),
+]
+
+
+def test_the_copy_has_the_servers_indexes():
+    """A prediction that queries a full-text or vector index finds it on the copy (without
+    it, the honest query failed there and was never sent)."""
+    made = list(graphcopy._indexes(lambda query: INDEX_ROWS))
+    assert made == [
+        "CREATE INDEX FOR ()-[n:`R`]-() ON (n.`w`)",
+        "CREATE VECTOR INDEX FOR (n:`V`) ON (n.`v`) OPTIONS {`dimension`: 2, "
+        "`similarityFunction`: 'euclidean', `M`: 16, `efConstruction`: 200, `efRuntime`: 10}",
+        "CREATE INDEX FOR (n:`A`) ON (n.`k`)",
+        "CREATE FULLTEXT INDEX FOR (n:`A`) ON (n.`s`)"]
+    graph = graphcopy.Graph(
+        nodes=[(["A"], {"k": "1", "s": "'the matrix'"}), (["V"], {"v": "vecf32([1.0, 2.0])"})],
+        indexes=[*made, "CREATE INDEX FOR (n:`A`) ON (n.`k`) OPTIONS {bad: 1}"])
+    copy = rehearsal.Rehearsal("x", lambda: graphcopy.statements(graph), max_memory=1 << 28,
+                               max_rows=100)
+    try:
+        copy.check("CALL db.idx.fulltext.queryNodes('A', 'matrix') YIELD node "
+                   "RETURN node.k", 5)
+        copy.check("CALL db.idx.vector.queryNodes('V', 'v', 1, vecf32([1.0, 2.0])) "
+                   "YIELD node RETURN id(node)", 5)
+        conn = copy._ready()
+        reply = conn.call("GRAPH.RO_QUERY", rehearsal.KEY, "CALL db.indexes() YIELD label "
+                          "RETURN label ORDER BY label", seconds=5, max_bytes=1 << 20)
+        assert isinstance(reply, list) and reply[1] == [["A"], ["R"], ["V"]]
+    finally:
+        copy.close()

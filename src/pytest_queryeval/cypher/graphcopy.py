@@ -75,6 +75,8 @@ class Graph:
 
     nodes: list[Node | None] = field(default_factory=list)
     edges: list[Edge | None] = field(default_factory=list)
+    #: The statements that make the server's indexes again (:func:`_indexes`).
+    indexes: list[str] = field(default_factory=list)
 
 
 def export(run: Run) -> Graph:
@@ -94,7 +96,44 @@ def export(run: Run) -> Graph:
     graph.edges = [None] * (max(found) + 1 if found else 0)
     for i, edge in found.items():
         graph.edges[i] = edge
+    graph.indexes = list(_indexes(run))
     return graph
+
+
+def _indexes(run: Run) -> Iterator[str]:
+    """The server's range, full-text and vector indexes, made again on the copy: a
+    prediction that queries one (``db.idx.fulltext.queryNodes``) must find it, and an index
+    changes what a query costs. One the copy cannot make is left out (:func:`optional`)."""
+    try:
+        rows = run("CALL db.indexes() YIELD label, types, options, entitytype "
+                   "RETURN label, types, options, entitytype")
+    except Exception:  # a server without db.indexes(): a copy without indexes
+        return
+    for label, types, options, entity in rows:
+        node = str(entity).upper() != "RELATIONSHIP"
+        target = f"(n:{name(str(label))})" if node else f"()-[n:{name(str(label))}]-()"
+        for prop, kinds in dict(types or {}).items():
+            for kind in kinds or ():
+                head = {"RANGE": "INDEX", "FULLTEXT": "FULLTEXT INDEX",
+                        "VECTOR": "VECTOR INDEX"}.get(str(kind).upper())
+                if head is None:
+                    continue
+                opts = ""
+                if head == "VECTOR INDEX":
+                    given = dict(dict(options or {}).get(prop) or {})
+                    opts = " OPTIONS {" + ", ".join(
+                        f"{name(str(k))}: {string(v) if isinstance(v, str) else _number(v)}"
+                        for k, v in given.items()) + "}"
+                yield f"CREATE {head} FOR {target} ON (n.{name(str(prop))}){opts}"
+
+
+def _number(v: Any) -> str:
+    return _float(v) if isinstance(v, float) else str(int(v))
+
+
+def optional(statement: str) -> bool:
+    """Whether the copy is whole without ``statement`` (an index)."""
+    return statement.startswith("CREATE ") and " INDEX FOR " in statement[:30]
 
 
 def _edges(run: Run, span: str) -> Iterator[tuple[int, Edge]]:
@@ -198,6 +237,7 @@ def statements(graph: Graph) -> Iterator[str]:
                    f"MATCH (b) WHERE id(b) = r[1] CREATE (a)-[e:{name(kind)}]->(b) SET e = r[2]")
     if gaps:
         yield f"MATCH (n:{GAP}) DETACH DELETE n"
+    yield from graph.indexes
 
 
 def _runs(nodes: Iterable[tuple[tuple[str, ...], str]]) -> Iterator[str]:

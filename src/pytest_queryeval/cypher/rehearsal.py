@@ -50,7 +50,7 @@ from ..errors import (
     QueryTimeout,
     SourceUnavailable,
 )
-from . import guard
+from . import graphcopy, guard
 from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError, RowTooLarge
 
 #: The copy's graph key.
@@ -247,7 +247,7 @@ class Rehearsal:
             for statement in self._copy():
                 reply = conn.call("GRAPH.QUERY", KEY, statement, seconds=COPY_TIMEOUT,
                                   max_bytes=1 << 20)
-                if isinstance(reply, RespError):
+                if isinstance(reply, RespError) and not graphcopy.optional(statement):
                     raise SourceUnavailable(f"{self.where}: copying the graph to rehearse "
                                             f"predictions on failed: {reply}")
             conn.call("GRAPH.QUERY", KEY, "RETURN 1", seconds=COPY_TIMEOUT, max_bytes=1 << 20)
