@@ -348,3 +348,19 @@ def test_the_copy_has_the_servers_indexes():
         assert isinstance(reply, list) and reply[1] == [["A"], ["R"], ["V"]]
     finally:
         copy.close()
+
+
+def test_max_memory_bounds_what_a_prediction_builds_on_the_copy(bolt_server, monkeypatch):
+    """A server with less to spare than the default: 64 MiB on the copy stops a 16 MB-a-row
+    list built for 13 rows (about 200 MB), which a 1 GiB copy runs."""
+    monkeypatch.setattr(guard, "check_server", lambda query: None)
+    bolt_server.unstick()
+    src = BoltSource.from_spec("films", {"type": "bolt", "url": bolt_server.url, "timeout": 5,
+                                         "max_memory": 64 * 1024 * 1024})
+    try:
+        with pytest.raises(QueryFailed, match="not sent to the server"):
+            src.execute("MATCH (n) WITH collect(range(1, 1000000)) AS l RETURN size(l)")
+        assert _rows(src, "MATCH (n) RETURN count(n)") == [(13,)]
+    finally:
+        src.close()
+        bolt_server.unstick()

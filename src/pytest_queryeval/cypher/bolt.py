@@ -7,7 +7,10 @@ credentials in it), ``database`` (the server's default when absent), ``user``,
 is never written in a suite), ``timeout`` (seconds a query may run, and the connection may
 take, default 30), ``max_rows`` (default 100,000), ``version`` (any string mixed into
 :meth:`BoltSource.fingerprint`: bump it when the server's data changes, or run with
-``--queryeval-no-cache``: a server's graph cannot be hashed cheaply).
+``--queryeval-no-cache``: a server's graph cannot be hashed cheaply); on a FalkorDB server,
+``rehearse`` (default true: each prediction is first run on the plugin's own copy of the
+graph, :mod:`.rehearsal`) and ``max_memory`` (what a prediction may build there beyond the
+graph, default 1 GiB).
 
 Why three layers against writes, when the ladybug source has the engine's: a server is shared
 and its data is not ours to change, and no layer alone holds everywhere.
@@ -68,10 +71,11 @@ from .rehearsal import Rehearsal
 
 TYPE = "bolt"
 KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version",
-                  "rehearse"})
+                  "rehearse", "max_memory"})
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _FETCH = 1_000
-#: What a rehearsal may build beyond its copy of the graph (bytes).
+#: What a rehearsal may build beyond its copy of the graph (bytes), by default: the spec's
+#: ``max_memory``, at most what the server can spare.
 REHEARSAL_MEMORY = 1024 * 1024 * 1024
 #: The form of the values a result holds (in the gold cache's key): 2, a duration the driver's
 #: ``Duration`` (issue 60), no longer a ``timedelta``.
@@ -106,7 +110,8 @@ class BoltSource(SourceDefaults):
     def __init__(self, name: str, url: str, *, database: str | None = None,
                  user: str | None = None, password_env: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
-                 version: str | None = None, rehearse: bool = True) -> None:
+                 version: str | None = None, rehearse: bool = True,
+                 max_memory: int = REHEARSAL_MEMORY) -> None:
         self.name = name
         self.url = url
         self.database = database
@@ -119,6 +124,7 @@ class BoltSource(SourceDefaults):
         self._driver: Any = None
         self._falkordb = False
         self.rehearse = rehearse
+        self.max_memory = max_memory
         self._rehearsal: Rehearsal | None = None
 
     @classmethod
@@ -149,7 +155,9 @@ class BoltSource(SourceDefaults):
                    timeout=positive(spec, "timeout", DEFAULT_TIMEOUT, name),
                    max_rows=positive_int(spec.get("max_rows", DEFAULT_MAX_ROWS), name,
                                          "max_rows"),
-                   version=None if version is None else str(version), rehearse=rehearse)
+                   version=None if version is None else str(version), rehearse=rehearse,
+                   max_memory=positive_int(spec.get("max_memory", REHEARSAL_MEMORY), name,
+                                           "max_memory"))
 
     @property
     def where(self) -> str:
@@ -277,7 +285,7 @@ class BoltSource(SourceDefaults):
 
             self._rehearsal = rehearsal.Rehearsal(
                 self.where, lambda: graphcopy.statements(graphcopy.export(run)),
-                max_memory=REHEARSAL_MEMORY, max_rows=self.max_rows)
+                max_memory=self.max_memory, max_rows=self.max_rows)
         return self._rehearsal
 
     def fingerprint(self) -> str:
