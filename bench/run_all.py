@@ -39,6 +39,7 @@ QUICK_ARGS: dict[str, list[str]] = {
     "bench_no_suite.py": ["--runs", "5"],
     "bench_overhead.py": ["--runs", "1"],
     "bench_parallel.py": ["--runs", "2", "--cases", "12"],
+    "bench_rehearsal.py": ["--repeat", "10", "--runs", "3"],
     "bench_sandbox.py": ["--repeat", "50", "--runs", "3"],
     "bench_spider.py": ["--runs", "3"],
     "bench_tasks.py": ["--cases", "20"],

