@@ -894,9 +894,11 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
     """The re-probe's predictions that passed the guard: ranges each within the bound, walked
     inside one another (10⁹ values in one expression, which FalkorDB evaluated for over a
     minute past its 3 s timeout; the honest cases after them failed with gold timeouts), an
-    accumulator doubled, a list accumulator copied at each of 100,000 steps (48 s), and a syntax error at a non-ASCII character (reported as the server
-    unavailable). Each is that case's own failure, the refusals sent nothing, the honest cases
-    pass within their usual time and the server is idle afterwards."""
+    accumulator doubled, a list accumulator copied at each of 100,000 steps (48 s), and a
+    syntax error at a non-ASCII character (reported as the server unavailable). Each is that
+    case's own failure, decided on the rehearsal's copy (the guard's cost model, which refused
+    them before, is not what holds for a prediction any more); the honest cases pass within
+    their usual time and the server is idle afterwards."""
     hostile: list[dict[str, object]] = [
         {"id": "nested-1", "gold": MATRIX, "predicted":
             "RETURN size([i IN range(1,1000000) | reduce(s=0, j IN range(1,1000) | s + j)])"},
@@ -926,23 +928,21 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
     assert report.outcomes == {**{str(c["id"]): "failed" for c in hostile},
                                **{str(c["id"]): "passed" for c in honest}}
     reasons = {str(c["id"]): report.by_id[c["id"]]["reason"] for c in hostile}
-    assert reasons["nested-1"].startswith("refused: range() at line 1, column 55 is built or "
-                                          "walked inside the iterations around it")
-    assert reasons["nested-2"].startswith("refused: range() at line 1, column 59")
-    assert reasons["doubling"].startswith("refused: reduce() at line 1, column 13 adds its "
-                                          "accumulator s to itself")
-    assert reasons["copying"].startswith("refused: reduce() at line 1, column 13 copies its "
-                                         "accumulator s at each of 100,000 steps")
+    # each heavy one is the rehearsal's verdict (cypher/rehearsal.py), unsent to the server:
+    # past the timeout on the copy, or the copy stopped by its memory cap
+    for case in ("nested-1", "nested-2", "copying", "numeric-start"):
+        assert reasons[case].startswith("timeout: the query ran over 5 s on the copy of the "
+                                        "graph it is rehearsed on; it was not sent"), case
+    for case in ("growing", "aliased"):
+        assert reasons[case].startswith("query failed: the query stopped the copy of the "
+                                        "graph it is rehearsed on"), case
+    # a 64 MB string ends on the copy within its bounds: the server runs it, scored wrong
+    assert reasons["doubling"] is None
+    assert report.by_id["doubling"]["metrics"]["execution_accuracy"] == 0.0
     assert reasons["non-ascii"].startswith("query failed: Invalid input '\ufffd'")
-    assert reasons["growing"].startswith("refused: replace() at line 1, column 45 grows a "
-                                         "value up to 10-fold")
-    assert reasons["aliased"].startswith("refused: reduce() at line 1, column 13 adds its "
-                                         "accumulator s to itself or grows it, 2-fold")
-    assert reasons["numeric-start"].startswith("refused: reduce() at line 1, column 13 copies "
-                                               "its accumulator s at each of 1,000,000 steps")
     assert "source unavailable" not in reasons["non-ascii"]
     for case in honest:
         assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
-    assert time.monotonic() - start < 30
+    assert time.monotonic() - start < 90  # four timeouts of 5 s on the copy, two restarts
     assert _idle(server, 10) < 10 and server.running() == 0
     assert server.count() == (13, 15)

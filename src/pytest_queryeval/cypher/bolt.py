@@ -206,15 +206,18 @@ class BoltSource(SourceDefaults):
 
     def execute(self, query: str, *, timeout: float | None = None,
                 max_rows: int | None = None, trusted: bool = False) -> ResultTable:
-        guard.check_server(query)
+        guard.check_server(query, costs=trusted or not self.rehearse)
         limit = self.max_rows if max_rows is None else int(max_rows)
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         with self._lock:
             driver = self._open()
             if self._falkordb and self.rehearse and not trusted:
                 self._rehearsed(driver).check(query, seconds)
-            elif self._falkordb:
-                guard.check_falkordb(query)
+            else:
+                if self.rehearse and not trusted:  # not a FalkorDB server: no rehearsal
+                    guard.check_costs(query)
+                if self._falkordb:
+                    guard.check_falkordb(query)
             neo4j = _neo4j()
             start = time.perf_counter()
             deadline: SocketDeadline | None = None
