@@ -5,10 +5,11 @@ own FalkorDB.
 Why read this way: the only door the plugin has to the user's server is its Bolt listener,
 and that listener dies writing a date, a local time or date-time or a duration (4.16.3), at
 any depth of a list. So no stored value is ever returned as it is: every property comes back
-as ``[its type, a value the listener can write]`` (:func:`_safe`): a temporal value as its
-text, a point as its two numbers, a list item by item, three lists deep. Anything deeper is
-copied as a date: the copy then refuses a query that returns it, as the server's listener
-would die on it.
+as parts the listener can write (:func:`_safe`): a temporal value as its text, a point as its
+two numbers, a list item by item, three lists deep. A property nested deeper fails the copy
+(:class:`TooDeep`): any stand-in would be a difference between the copy and the server that a
+prediction could choose its reply by (the ninth re-probe: a date stand-in, tested by
+``typeOf``, let a date through to the server).
 
 The copy keeps what a query's cost and reply depend on: the same nodes and relationships
 under the same ids (gaps in the server's ids are filled and emptied again), their labels and
@@ -34,8 +35,11 @@ _PRIMITIVE = "['String', 'Integer', 'Float', 'Boolean']"
 #: that builds each again from its text.
 TEMPORAL = {"Date": "date", "Datetime": "localdatetime", "LocalDateTime": "localdatetime",
             "Time": "localtime", "LocalTime": "localtime", "Duration": "duration"}
-#: What a list nested deeper than :data:`LIST_DEPTH` is copied as.
-TOO_DEEP = "date('1970-01-01')"
+
+
+class TooDeep(ValueError):
+    """A property the copy cannot hold as it is: the copy is then not made at all (any
+    stand-in would be a difference a prediction could pick its reply by)."""
 
 Run = Callable[[str], Sequence[Sequence[Any]]]
 
@@ -90,7 +94,7 @@ def export(run: Run) -> Graph:
         span = f"WHERE id(n) >= {lo} AND id(n) < {lo + PAGE}"
         for i, labels, props in run(f"MATCH (n) {span} RETURN id(n), labels(n), "
                                     f"{_properties('n')}"):
-            graph.nodes[int(i)] = ([str(x) for x in labels], _literals(props))
+            graph.nodes[int(i)] = ([str(x) for x in labels], _literals(props, f"node {i}"))
         found.update(_edges(run, span))
     graph.edges = [None] * (max(found) + 1 if found else 0)
     for i, edge in found.items():
@@ -143,14 +147,21 @@ def _edges(run: Run, span: str) -> Iterator[tuple[int, Edge]]:
         rows = run(f"MATCH (n)-[e]->(m) {span} RETURN id(e), id(n), id(m), type(e), "
                    f"{_properties('e')} SKIP {skip} LIMIT {PAGE}")
         for i, a, b, kind, props in rows:
-            yield int(i), (int(a), int(b), str(kind), _literals(props))
+            yield int(i), (int(a), int(b), str(kind), _literals(props, f"relationship {i}"))
         if len(rows) < PAGE:
             return
         skip += PAGE
 
 
-def _literals(props: Sequence[Sequence[Any]]) -> dict[str, str]:
-    return {str(k): literal(v, LIST_DEPTH) for k, v in props}
+def _literals(props: Sequence[Sequence[Any]], what: str) -> dict[str, str]:
+    out = {}
+    for key, value in props:
+        try:
+            out[str(key)] = literal(value, LIST_DEPTH)
+        except TooDeep as exc:
+            raise TooDeep(f"{what}'s property {key!r} holds {exc}, which the copy a "
+                          "prediction is rehearsed on cannot hold") from None
+    return out
 
 
 def literal(encoded: Any, depth: int) -> str:
@@ -172,7 +183,7 @@ def literal(encoded: Any, depth: int) -> str:
         return "vecf32([" + ", ".join(_float(float(x)) for x in vector) + "])"
     if kind == "List":
         if items is None:
-            return TOO_DEEP
+            raise TooDeep(f"a list nested more than {LIST_DEPTH} deep")
         return "[" + ", ".join(literal(x, depth - 1) for x in items) + "]"
     return "null"
 
@@ -201,27 +212,25 @@ def _map(props: dict[str, str]) -> str:
     return "{" + ", ".join(f"{name(k)}: {v}" for k, v in props.items()) + "}"
 
 
-#: The label of a node, and the type of a relationship, that fills a gap in the server's ids
-#: while the copy is written; deleted at the end.
-GAP = "_queryeval_gap"
-
-
 def statements(graph: Graph) -> Iterator[str]:
     """The statements that build the copy on an empty graph under the server's ids: a fresh
     graph gives ids in the order things are made, so nodes are made in id order, then the
-    relationships, the gaps filled (a relationship gap by a loop on one more gap node) and
-    emptied at the end. Why the ids: a prediction that picks a node or a relationship by its
-    id must meet on the copy what it meets on the server."""
-    yield from _runs(
-        (((GAP,) if node is None else tuple(node[0])),
-         "{}" if node is None else _map(node[1])) for node in graph.nodes)
-    gaps = any(node is None for node in graph.nodes) or any(e is None for e in graph.edges)
+    relationships; a gap in the ids is filled by a node with no label (a relationship gap by
+    a loop of a type the graph has, on one more node) and deleted by id at the end, leaving
+    no name behind. Why the ids: a prediction that picks a node or a relationship by its id
+    must meet on the copy what it meets on the server."""
+    yield from _runs((() if node is None else tuple(node[0]),
+                      "{}" if node is None else _map(node[1])) for node in graph.nodes)
+    gap_nodes = [i for i, node in enumerate(graph.nodes) if node is None]
+    gap_edges = [i for i, edge in enumerate(graph.edges) if edge is None]
     anchor = len(graph.nodes)
-    if any(e is None for e in graph.edges):
-        yield f"CREATE (:{GAP})"
+    if gap_edges:
+        yield "CREATE ()"
+        gap_nodes.append(anchor)
+    some = next((e[2] for e in graph.edges if e is not None), "")
     edge_runs: list[tuple[str, list[str]]] = []
     for edge in graph.edges:
-        a, b, kind, values = (anchor, anchor, GAP, {}) if edge is None else edge
+        a, b, kind, values = (anchor, anchor, some, {}) if edge is None else edge
         row = f"[{a}, {b}, {_map(values)}]"
         if edge_runs and edge_runs[-1][0] == kind:
             edge_runs[-1][1].append(row)
@@ -231,8 +240,10 @@ def statements(graph: Graph) -> Iterator[str]:
         for batch in _batches(rows):
             yield (f"UNWIND [{', '.join(batch)}] AS r MATCH (a) WHERE id(a) = r[0] "
                    f"MATCH (b) WHERE id(b) = r[1] CREATE (a)-[e:{name(kind)}]->(b) SET e = r[2]")
-    if gaps:
-        yield f"MATCH (n:{GAP}) DETACH DELETE n"
+    for batch in _batches([str(i) for i in gap_edges]):
+        yield f"MATCH ()-[e]->() WHERE id(e) IN [{', '.join(batch)}] DELETE e"
+    for batch in _batches([str(i) for i in gap_nodes]):
+        yield f"MATCH (n) WHERE id(n) IN [{', '.join(batch)}] DELETE n"
     yield from graph.indexes
 
 

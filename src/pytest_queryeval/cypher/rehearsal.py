@@ -73,6 +73,14 @@ _ARRAY, _EDGE, _NODE, _PATH, _MAP = 6, 7, 8, 9, 10
 NONDETERMINISTIC = frozenset({"rand", "randomuuid", "timestamp"})
 #: Functions that read the clock when called with no argument.
 CLOCK = frozenset({"date", "localtime", "localdatetime", "time", "datetime"})
+#: The last part of a namespaced function that reads the clock (FalkorDB's
+#: ``localtime.transaction()``, Neo4j's ``datetime.realtime()``...).
+CLOCK_SUFFIXES = frozenset({"transaction", "statement", "realtime"})
+#: Procedures whose answer is the copy's schema, not the server's (the order labels, keys and
+#: types were first made in; an index's build status): what a prediction would read there
+#: could differ from the server's run.
+SCHEMA_PROCEDURES = ("db.labels", "db.propertykeys", "db.relationshiptypes", "db.indexes",
+                     "db.constraints", "db.schema", "dbms")
 INSTALL = "pip install 'pytest-queryeval[falkordb]'"
 
 
@@ -89,19 +97,35 @@ def available() -> str | None:
 
 
 def check_deterministic(query: str) -> None:
-    """Refuse what makes two runs of the query differ: the rehearsal's run must stand for
-    the server's."""
+    """Refuse what makes two runs of the query differ, the copy's and the server's: the
+    rehearsal's run must stand for the server's. The ninth re-probe of issue 58 chose a date
+    in the reply by ``localtime.transaction().second``: on the copy no row, on the server a
+    date, and the server died."""
     code = [t for t in guard.tokens(query) if t.kind not in ("space", "comment")]
-    for i, tok in enumerate(code[:-1]):
-        if tok.kind != "word" or code[i + 1].text != "(" or (i and code[i - 1].text == "."):
+    for i, tok in enumerate(code):
+        if tok.kind not in ("word", "quoted") or (i and code[i - 1].text == "."):
             continue
-        word = tok.text.lower()
-        clock = word in CLOCK and i + 2 < len(code) and code[i + 2].text == ")"
-        if word in NONDETERMINISTIC or clock:
-            raise QueryRefused(f"{tok.text}() at {guard.where(tok)} differs from one run to "
-                               "the next: a query for a FalkorDB server is first rehearsed "
-                               "on a copy of its graph, and that run must stand for the "
-                               "server's")
+        name = guard._dotted(code, i)
+        if name is None:
+            continue
+        j = i + 2 * name.count(".") + 1
+        called = j < len(code) and code[j].text == "("
+        low = name.lower()
+        parts = low.split(".")
+        if i and code[i - 1].text.upper() == "CALL" \
+                and any(low == p or low.startswith(p + ".") for p in SCHEMA_PROCEDURES):
+            raise QueryRefused(f"CALL {name} at {guard.where(tok)} reads the schema of the "
+                               "copy of the graph a prediction is rehearsed on, which may "
+                               "differ from the server's (the order its names were made in, "
+                               "an index's status)")
+        if not called:
+            continue
+        empty = j + 1 < len(code) and code[j + 1].text == ")"
+        if low in NONDETERMINISTIC or (low in CLOCK and empty) \
+                or (len(parts) > 1 and parts[-1] in CLOCK_SUFFIXES):
+            raise QueryRefused(f"{name}() at {guard.where(tok)} differs from one run to the "
+                               "next: a query for a FalkorDB server is first rehearsed on a "
+                               "copy of its graph, and that run must stand for the server's")
 
 
 class Rehearsal:
@@ -119,6 +143,7 @@ class Rehearsal:
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._loaded = False
+        self._longest_name = 0
         self._broken: SourceUnavailable | None = None
         self.starts = 0
 
@@ -129,46 +154,40 @@ class Rehearsal:
         check_deterministic(query)
         with self._lock:
             conn = self._ready()
-            ms = str(max(1, int(seconds * 1000)))
-            temporal: list[bool] = []
-
-            def row(values: Any) -> None:
-                if not temporal and _holds_temporal([None, [values], None]):
-                    temporal.append(True)
-
-            try:
-                reply = conn.rows("GRAPH.RO_QUERY", KEY, query, "--compact", "TIMEOUT", ms,
-                                  seconds=seconds + GRACE, max_bytes=MAX_REPLY,
-                                  max_values=MAX_ROW_VALUES, row=row)
-            except RowTooLarge:
-                self._kill()
-                raise QueryFailed(f"a row of the query's reply on the copy of the graph holds "
-                                  f"more than {MAX_ROW_VALUES:,} values; it was not sent to "
-                                  "the server") from None
-            except ReplyDeadline:
-                self._kill()
-                raise QueryTimeout(f"the query ran over {seconds:g} s on the copy of the "
-                                   "graph it is rehearsed on; it was not sent to the "
-                                   "server") from None
-            except ReplyTooLarge:
-                self._kill()
-                raise QueryFailed(f"the query's reply on the copy of the graph passed "
-                                  f"{MAX_REPLY:,} bytes; it was not sent to the "
-                                  "server") from None
-            except (OSError, EOFError):
-                raise QueryFailed(f"the query stopped the copy of the graph it is rehearsed "
-                                  f"on ({self._death()}); it was not sent to the server, "
-                                  "and the copy is started again for the next "
-                                  "query") from None
+            reading = _Reading(self._longest_name)
+            reply = self._rehearse(conn, query, seconds, reading)
             if isinstance(reply, RespError):
                 self._unchanged(conn)
                 _verdict(str(reply), seconds)
-            if temporal:
-                raise QueryRefused("the query's reply holds a date, a local time or "
-                                   "date-time, or a duration, which a FalkorDB server's Bolt "
-                                   "listener cannot write (it stops the server); return "
-                                   "toString(...) of it")
             self._unchanged(conn)
+            reading.verdict(reply, self.max_rows)
+
+    def _rehearse(self, conn: Connection, query: str, seconds: float,
+                  reading: _Reading) -> object:
+        """The copy's reply to ``query``, its rows handed to ``reading``; a run that could
+        not end is the query's verdict, and the copy is killed."""
+        ms = str(max(1, int(seconds * 1000)))
+        try:
+            return conn.rows("GRAPH.RO_QUERY", KEY, query, "--compact", "TIMEOUT", ms,
+                             seconds=seconds + GRACE, max_bytes=MAX_REPLY,
+                             max_values=MAX_ROW_VALUES, row=reading)
+        except RowTooLarge:
+            self._kill()
+            raise QueryFailed(f"a row of the query's reply on the copy of the graph holds "
+                              f"more than {MAX_ROW_VALUES:,} values; it was not sent to "
+                              "the server") from None
+        except ReplyDeadline:
+            self._kill()
+            raise QueryTimeout(f"the query ran over {seconds:g} s on the copy of the graph "
+                               "it is rehearsed on; it was not sent to the server") from None
+        except ReplyTooLarge:
+            self._kill()
+            raise QueryFailed(f"the query's reply on the copy of the graph passed "
+                              f"{MAX_REPLY:,} bytes; it was not sent to the server") from None
+        except (OSError, EOFError):
+            raise QueryFailed(f"the query stopped the copy of the graph it is rehearsed on "
+                              f"({self._death()}); it was not sent to the server, and the "
+                              "copy is started again for the next query") from None
 
     def _unchanged(self, conn: Connection) -> None:
         """The engine's own count of changes since the snapshot: a second wall behind
@@ -202,6 +221,7 @@ class Rehearsal:
         conn = self._connect()
         if not self._loaded:  # the first start, or one whose copy did not finish
             self._load(conn)
+            self._longest_name = _longest_name(conn)
             self._loaded = True
         _cap_memory(self._proc.pid, self.max_memory)
         self._conn = conn
@@ -296,6 +316,93 @@ class Rehearsal:
             if self._dir is not None:
                 shutil.rmtree(self._dir, ignore_errors=True)
                 self._dir = None
+
+
+#: The most bytes one Bolt message may have: FalkorDB's listener (4.16.3) writes a longer one
+#: as one chunk whose 16-bit size is cut to its low bits, and the driver then reads the rest
+#: as further messages (the ninth re-probe forged the next queries' results that way).
+MAX_MESSAGE = 65_535
+
+
+class _Reading:
+    """What a rehearsal's rows say, read one at a time: whether a value the server's Bolt
+    listener cannot write is in them, how many there are, and the largest a row's Bolt
+    message could be."""
+
+    def __init__(self, longest_name: int) -> None:
+        self.longest_name = longest_name
+        self.temporal = False
+        self.rows = 0
+        self.largest = 0
+
+    def __call__(self, values: Any) -> None:
+        self.rows += 1
+        if not self.temporal and _holds_temporal([None, [values], None]):
+            self.temporal = True
+        self.largest = max(self.largest, _bolt_bound(values, self.longest_name))
+
+    def verdict(self, reply: Any, max_rows: int) -> None:
+        if self.temporal:
+            raise QueryRefused("the query's reply holds a date, a local time or date-time, or "
+                               "a duration, which a FalkorDB server's Bolt listener cannot "
+                               "write (it stops the server); return toString(...) of it")
+        header = reply[0] if isinstance(reply, list) and reply else []
+        fields = sum(8 + len(str(c[-1]).encode()) for c in header if isinstance(c, list))
+        if self.largest > MAX_MESSAGE or fields + 64 > MAX_MESSAGE:
+            raise QueryRefused(f"a row of the query's reply (or its column names) may take "
+                               f"more than {MAX_MESSAGE:,} bytes in one Bolt message, which "
+                               "a FalkorDB server's listener cannot send intact (it cuts the "
+                               "message's size to 16 bits)")
+        if self.rows > max_rows:
+            raise QueryFailed(f"truncated: the result has more than {max_rows:,} rows on the "
+                              "copy of the graph it is rehearsed on, which cannot vouch for "
+                              "the rows past them; it was not sent to the server")
+
+
+def _bolt_bound(value: Any, longest_name: int) -> int:
+    """At least the bytes a compact reply's value takes in a Bolt message (PackStream), its
+    labels, types and keys each counted at the longest name the copy has."""
+    size = 7  # the RECORD's structure and its list's header
+    name = 5 + longest_name
+    stack: list[Any] = list(value) if isinstance(value, list) else []
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int):
+            size += 9
+            continue
+        code, body = item
+        if code in (1, 3, 4, 5):  # null, integer, boolean, float
+            size += 9
+        elif code == 2:
+            size += 5 + len(str(body).encode("utf-8"))
+        elif code in (_ARRAY, _PATH):
+            size += 5 + 3 * 9
+            stack.extend(body if isinstance(body, list) else [])
+        elif code == _MAP and isinstance(body, list):
+            size += 5 + sum(5 + len(str(k).encode("utf-8")) for k in body[0::2])
+            stack.extend(body[1::2])
+        elif code in (_NODE, _EDGE) and isinstance(body, list) and body:
+            labels = body[1] if code == _NODE and isinstance(body[1], list) else [0]
+            props = body[-1] if isinstance(body[-1], list) else []
+            size += 2 + 4 * 9 + 4 * 30 + 5 + name * len(labels) + 5 + name * len(props)
+            stack.extend([p[1], p[2]] for p in props if isinstance(p, list) and len(p) == 3)
+        elif code == 12 and isinstance(body, list):  # a vector: a list of floats
+            size += 5 + 9 * len(body)
+        else:
+            size += 40
+    return size
+
+
+def _longest_name(conn: Connection) -> int:
+    """The longest label, relationship type or property key of the copy (bytes)."""
+    longest = 0
+    for procedure in ("db.labels", "db.relationshipTypes", "db.propertyKeys"):
+        reply = conn.call("GRAPH.RO_QUERY", KEY, f"CALL {procedure}()", seconds=60.0,
+                          max_bytes=MAX_REPLY)
+        rows = reply[1] if isinstance(reply, list) and len(reply) == 3 else []
+        for row in rows:
+            longest = max([longest, *(len(str(v).encode("utf-8")) for v in row)])
+    return longest
 
 
 def _verdict(error: str, seconds: float) -> None:
