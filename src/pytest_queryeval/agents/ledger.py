@@ -18,7 +18,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import QueryEvalError, QueryRefused, QuerySyntaxError, QueryUnparsed, ReadRefused
+from ..errors import (
+    QueryEvalError,
+    QueryFailed,
+    QueryRefused,
+    QuerySyntaxError,
+    QueryTimeout,
+    QueryUnparsed,
+    ReadRefused,
+)
 from .trajectory import Step, call_key
 
 if TYPE_CHECKING:
@@ -145,6 +153,14 @@ class Ledger:
         except QueryUnparsed:
             self._unparsed(sql, sql_source)
             raise
+        except QueryTimeout:
+            self._unfinished(source, sql, sql_source, "timed out")
+            with self._lock:  # asked to run, and it ran until its deadline
+                self.queries_executed += 1
+            raise
+        except QueryFailed:
+            self._unfinished(source, sql, sql_source, "failed")
+            raise
         if table.meta.get("withheld"):
             self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
         with self._lock:
@@ -166,6 +182,24 @@ class Ledger:
         if not sql_source and _ANY_WRITE_WORD.search(sql):
             self._write(f"write attempt (a query the datasource could not parse, judged on "
                         f"its words): {_short(sql)}")
+
+    def _unfinished(self, source: DataSource, sql: str, sql_source: bool, how: str) -> None:
+        """A query that ended without a result: listed when it timed out; on a datasource that
+        is not SQL, a write clause in it is a write attempt (the source's own account,
+        ``write_clause``): a graph engine that crashed, or was stopped while it parsed a
+        1,000-deep literal, never reached its read-only check, so it refused nothing, and the
+        write it was asked must not count as none. An SQL text's guard judged it before."""
+        if how == "timed out":
+            with self._lock:
+                if len(self.findings) < MAX_FINDINGS:
+                    self.findings.append(f"timed out: {_short(sql)}")
+        judge = getattr(source, "write_clause", None)
+        if sql_source or not callable(judge):
+            return
+        clause = judge(sql)
+        if clause:
+            self._write(f"write attempt ({clause}; the query {how} before the datasource "
+                        f"could refuse it): {_short(sql)}")
 
     def count_unrun(self, sql: str, dialect: str | None, *, why: str,
                     sql_source: bool = True) -> None:

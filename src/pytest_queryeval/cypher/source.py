@@ -220,6 +220,14 @@ class LadybugSource(SourceDefaults):
             raise QueryFailed(_crashed(box.last_exit)) from None
         return _table(reply, query, seconds)
 
+    def write_clause(self, query: str) -> str | None:
+        """The first clause of ``query`` that writes, with where it is (``DELETE at line 1,
+        column 18``), or None: what an agent's query that crashed the engine or outlived its
+        deadline asked, counted as a write attempt (the read-only engine never got to refuse
+        it)."""
+        write = guard.first_write(query)
+        return None if write is None else f"{write.text.upper()} at {guard.where(write)}"
+
     def fingerprint(self) -> str:
         """The engine, the form of its values (:data:`VALUES`: a gold cached in an older
         form is not read back) and the content of the file (a script's text, a database's

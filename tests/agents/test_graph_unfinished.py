@@ -1,0 +1,59 @@
+"""A graph agent's write in a query that never finished is still a write (issue 58, the ninth
+re-probe's H1 and the brief's MEDIUM): ``MATCH (n:Person) DETACH DELETE n RETURN <a 1,000-deep
+list>`` crashes the ladybug engine (SIGSEGV) and ``... RETURN 1 + 1 + ... (20,000 terms)``
+parses past the deadline (the worker is killed), both before the read-only engine refuses the
+DELETE: the ledger counted a graph write only on the engine's refusal, so both passed
+``write_attempts: {max: 0}`` with 0, and a query that ran until its deadline counted no query
+executed. On the example's ladybug graph, from a predictions file; the honest case after them
+passes as before (the worker is replaced)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.agents.test_counts_from_what_ran import call, tool
+from tests.support import run_report, write_suite
+
+GRAPH = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "movies.cypher"
+COUNT = "MATCH (m:Movie) RETURN count(m)"
+DELETE = "MATCH (n:Person) DETACH DELETE n"
+FORMS = {"crash-delete": DELETE + " RETURN " + "[" * 1000 + "1" + "]" * 1000,
+         "crash-create": "CREATE (:Person {name: " + "[" * 1000 + "'x'" + "]" * 1000 + "})",
+         "deadline-delete": DELETE + " RETURN " + " + ".join(["1"] * 20000),
+         "deadline-read": "MATCH (m:Movie) RETURN " + " + ".join(["1"] * 20000),
+         "honest-after": COUNT}
+
+
+def test_a_write_in_a_query_that_never_finished_is_counted(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("ladybug")
+    shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
+    (pytester.path / "runs.jsonl").write_text("".join(
+        json.dumps({"id": cid, "predicted": COUNT,
+                    "trajectory": [call("a", "run_query", q), tool("a")]}) + "\n"
+        for cid, q in FORMS.items()))
+    write_suite(pytester.path, {
+        "datasources": {"movies": {"type": "ladybug", "path": "movies.cypher", "timeout": 1}},
+        "predictions": {"source": "file", "path": "runs.jsonl"}},
+        {"test_graph.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
+            {"id": cid, "question": "How many movies?", "gold": COUNT, "agent": True,
+             "thresholds": {"write_attempts": {"max": 0}}} for cid in FORMS]}})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    metrics = {cid: report.by_id[cid]["metrics"] for cid in FORMS}
+    writes = {cid: m["write_attempts"] for cid, m in metrics.items()}
+    assert writes == {"crash-delete": 1.0, "crash-create": 1.0, "deadline-delete": 1.0,
+                      "deadline-read": 0.0, "honest-after": 0.0}, writes
+    assert report.outcomes == {"crash-delete": "failed", "crash-create": "failed",
+                               "deadline-delete": "failed", "deadline-read": "passed",
+                               "honest-after": "passed"}
+    # asked to run, it ran until its deadline: one query executed, listed as timed out
+    assert metrics["deadline-read"]["queries_executed"] == 1.0
+    findings = report.by_id["deadline-read"]["details"]["agent"]["findings"]
+    assert any(f.startswith("timed out: MATCH (m:Movie) RETURN 1 + 1") for f in findings), findings
+    crash = report.by_id["crash-delete"]["details"]["agent"]["findings"]
+    # a crash, or on a loaded machine the deadline first: either way the DETACH is named
+    assert any("(DETACH at line 1, column 18; the query" in f for f in crash), crash
+    assert metrics["honest-after"]["queries_executed"] == 1.0
