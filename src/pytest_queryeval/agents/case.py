@@ -78,7 +78,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     steps = _steps(env, ledger)
     if steps is not None:
         if not env.live:
-            _malformed(steps, ledger)
+            _malformed(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
     if env.budget_exceeded:
         ledger.exceeded(env.budget_exceeded)
@@ -112,15 +112,19 @@ def _unestablished(case: Case, env: Envelope, ledger: Ledger) -> None:
     ledger.uncount(f"the agent's counts could not be established: {where}")
 
 
-def _malformed(steps: Sequence[Step], ledger: Ledger) -> None:
+def _malformed(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
     """A ``sample_rows`` or ``run_query`` call whose arguments cannot be read as the tool's
-    schema (:func:`~.replay.malformed_call`) in a trajectory the plugin's tool loop did not
-    write: what the harness that served it ran is unknown, so the counts are not established
-    (never a count lowered by a call the replay cannot read)."""
-    from .replay import malformed_call
+    schema (:func:`~.replay.malformed_call`), or a call whose arguments hold what may be a
+    statement no count judges (:func:`~.replay.unjudged`: nested past what is read, JSON cut
+    short, a statement inside the query's own JSON), in a trajectory the plugin's tool loop
+    did not write: what the harness that served it ran is unknown, so the counts are not
+    established (never a count lowered by a call the replay cannot read)."""
+    from ..sources import source_type
+    from .replay import malformed_call, unjudged
 
+    sql = source_type((case.source_spec or {}).get("type")).sql
     for step in steps:
-        why = malformed_call(step)
+        why = malformed_call(step) or unjudged(step, sql)
         if why is not None:
             ledger.uncount(f"the agent's counts could not be established: tool call "
                            f"{step.index} ({step.name[:80]!r}): {why}")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import QueryEvalError, SourceUnavailable
 from .ledger import CountUnknown, Ledger
+from .sweep import LEAD as _LEAD
 from .toolnames import TOOL_ABSTAIN, TOOL_ASK, TOOL_QUERY, TOOL_SAMPLE, plugin_tool
 from .trajectory import QUERY_ARGUMENT, Step, sample_table, step_query, step_sample_query
 
@@ -54,7 +55,8 @@ def query_of(step: Step, sql: bool) -> str | None:
     return query if query and query.strip() else None
 
 
-def step_queries(step: Step, sql: bool) -> tuple[str | None, list[str]]:
+def step_queries(step: Step, sql: bool, cut: list[str] | None = None
+                 ) -> tuple[str | None, list[str]]:
     """The query a step is replayed with, and the queries it holds that are judged on their
     text. What the tool recorded it ran (:attr:`Step.executed`) is replayed when it differs
     from what was asked, and the asked query is judged beside it (both count). A call no
@@ -66,15 +68,16 @@ def step_queries(step: Step, sql: bool) -> tuple[str | None, list[str]]:
         return query, []
     if step.executed is not None:
         asked = " ".join((query or "").split())
-        ran = [q for q in loose_queries(step.name, step.executed) if " ".join(q.split()) != asked]
+        ran = [q for q in loose_queries(step.name, step.executed, cut)
+               if " ".join(q.split()) != asked]
         if ran:
             return ran[0], ([query] if query is not None else []) + ran[1:]
     if query is not None:
-        return query, _beside_query(step)
-    return None, loose_queries(step.name, step.arguments_text)
+        return query, _beside_query(step, cut)
+    return None, loose_queries(step.name, step.arguments_text, cut)
 
 
-def _beside_query(step: Step) -> list[str]:
+def _beside_query(step: Step, cut: list[str] | None = None) -> list[str]:
     """The statements a ``run_query`` call holds beside its ``query`` (another argument,
     ``{"query": "SELECT 1", "sql": "DELETE ..."}``): a harness may have run either, so each
     is judged on its text."""
@@ -84,7 +87,7 @@ def _beside_query(step: Step) -> list[str]:
     import json
 
     rest = {k: v for k, v in step.arguments.items() if k != QUERY_ARGUMENT}
-    return loose_queries(step.name, json.dumps(rest, ensure_ascii=False, default=str))
+    return loose_queries(step.name, json.dumps(rest, ensure_ascii=False, default=str), cut)
 
 
 #: The arguments each tool the plugin serves declares (the tool loop's schema), and those
@@ -160,42 +163,101 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     return _names(tuple(known_kinds()))
 
 
-#: The head of a statement (SQL, a graph language, SPARQL): only a text starting so is judged,
-#: so an argument of prose is never read as a write.
+#: The head of a statement (SQL, a graph language, SPARQL), after blanks and comments (``/* x
+#: */ DELETE ...``, ``-- x`` then a line): only a text starting so is judged, so an argument of
+#: prose is never read as a write.
 _STATEMENT = re.compile(
-    r"\s*\(*\s*(?:select|with|values|table|from|explain|pragma|show|describe|insert|update|"
+    _LEAD + r"(?:select|with|values|table|from|explain|pragma|show|describe|summarize|pivot|"
+    r"unpivot|checkpoint|force|insert|update|"
     r"delete|merge|upsert|replace|create|drop|alter|truncate|grant|revoke|attach|detach|"
     r"vacuum|copy|call|exec|execute|rename|comment|set|reindex|analyze|lock|load|install|"
     r"import|export|begin|commit|rollback|match|optional|unwind|return|remove|foreach|"
     r"prefix|base|ask|construct|clear|add|move|use)\b", re.IGNORECASE)
-#: Levels of JSON in JSON (and of nested arguments) read for a query.
-_LOOSE_DEPTH = 8
+#: Levels of JSON in JSON and of nested arguments read for a query; past them, what the
+#: arguments hold is not read, and a count that depends on it is not established
+#: (:func:`unjudged`), never a silent stop.
+_LOOSE_DEPTH = 64
 
 
-def loose_queries(name: str, arguments: str) -> list[str]:
+def query_tool(name: str) -> bool:
+    """Whether ``name`` is a tool that runs a query (``run_query`` in any spelling,
+    ``execute_sql``, ``mcp__db__run_cypher``): its last part, ``-`` read as ``_``."""
+    if plugin_tool(name) == TOOL_QUERY:
+        return True
+    return _patterns()[0].search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1]) \
+        is not None
+
+
+def loose_queries(name: str, arguments: str, cut: list[str] | None = None) -> list[str]:
     """The statements a call's ``arguments`` text holds: its query-named arguments' texts
     (any nesting, lists, JSON in JSON), and when ``name`` is a query tool, every text of it
-    (the bare text itself when it is not JSON); only texts that start like a statement."""
-    query_tool, query_key, statement_key = _patterns()
-    tool = query_tool.search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1])
-    keys = query_key if tool is not None else statement_key
-    return [t for t in _texts(arguments, tool is not None, keys, 0) if _STATEMENT.match(t)]
+    (the bare text itself when it is not JSON); only texts that start like a statement.
+    ``cut`` collects where the reading stopped at its depth."""
+    _, query_key, statement_key = _patterns()
+    tool = query_tool(name)
+    keys = query_key if tool else statement_key
+    found = _texts(arguments, tool, keys, 0, cut if cut is not None else [], tool)
+    return [t for t in found if _STATEMENT.match(t)]
 
 
-def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int) -> list[str]:
+def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],
+           every: bool) -> list[str]:
+    """The texts of ``value`` that may be a query: under a query-named key, or any (``every``:
+    a query tool's arguments, each of which a harness may have run)."""
     if depth > _LOOSE_DEPTH:
+        cut.append(f"its arguments nest deeper than the {_LOOSE_DEPTH} levels read")
         return []
     if isinstance(value, str):
         decoded = _decoded(value)
         if decoded is None:
             return [value.strip()] if wanted else []
-        return _texts(decoded, wanted, keys, depth + 1)
+        return _texts(decoded, wanted, keys, depth + 1, cut, every)
     if isinstance(value, Mapping):
         named = [k for k in value if keys.search(str(k))]
         return [t for k, v in value.items()
-                for t in _texts(v, k in named or (wanted and not named), keys, depth + 1)]
+                for t in _texts(v, k in named or (wanted and (every or not named)), keys,
+                                depth + 1, cut, every)]
     if isinstance(value, list | tuple):
-        return [t for v in value for t in _texts(v, wanted, keys, depth + 1)]
+        return [t for v in value for t in _texts(v, wanted, keys, depth + 1, cut, every)]
+    return []
+
+
+def unjudged(step: Step, sql: bool) -> str | None:
+    """Why a call of a trajectory the plugin's loop did not write may hold a statement that no
+    count judges, or None: its arguments nest past what is read, or a query tool's arguments
+    (``execute_sql``, ``run_query``) hold a text reading as SQL that is neither replayed nor
+    judged (JSON that does not parse, ``{"sql": "DELETE ...`` cut short; a statement inside
+    the query text's own JSON). What a harness serving the call ran is then unknown, and the
+    counts are not established (fail closed), never lowered by a reader that stopped."""
+    from .sweep import reads_as_sql
+
+    cut: list[str] = []
+    query, judged = step_queries(step, sql, cut)
+    if cut:
+        return cut[0]
+    if not query_tool(step.name):
+        return None
+    known = {" ".join(t.split()) for t in ([query] if query is not None else []) + judged}
+    held: object = step.arguments if step.arguments is not None else step.arguments_text
+    for text in _all_texts(held, 0):
+        if (reads_as_sql(text) or _STATEMENT.match(text)) and " ".join(text.split()) not in known:
+            return (f"its arguments hold {' '.join(text.split())[:80]!r}, which reads as a "
+                    "statement that no count judges")
+    return None
+
+
+def _all_texts(value: object, depth: int) -> list[str]:
+    """Every text of ``value`` (JSON in text read as its texts, the text itself beside them),
+    to :data:`_LOOSE_DEPTH` levels (past them :func:`unjudged` stops first)."""
+    if depth > _LOOSE_DEPTH:
+        return []
+    if isinstance(value, str):
+        decoded = _decoded(value)
+        return [value] if decoded is None else _all_texts(decoded, depth + 1)
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _all_texts(v, depth + 1)]
     return []
 
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._util.boundedio import depth_exceeds
 from .toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN
 
 #: Values (items, keys, texts) a record's search visits at most.
@@ -51,7 +52,9 @@ _CALL_TYPES = re.compile(r"(?:function|tool)_?(?:call|use|result)", re.IGNORECAS
 _TOOL_WORD = re.compile(
     r"(?<![A-Za-z0-9])(?:" + "|".join(t for t in PLUGIN_TOOLS if t != TOOL_ABSTAIN) +
     r")(?![A-Za-z0-9])", re.IGNORECASE)
-_LEAD = r"(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*\(*\s*"
+#: Blanks and comments before a statement's head (and its opening brackets).
+LEAD = r"(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*\(*\s*"
+_LEAD = LEAD
 #: A statement's head after blanks and comments.
 _SQL_HEAD = re.compile(
     _LEAD + r"(?:select|insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|"
@@ -175,6 +178,10 @@ def _keys(item: Mapping[Any, Any]) -> str:
     return ", ".join(keys) + (", ..." if len(item) > 6 else "")
 
 
+#: Levels of a call's arguments given as an object that its readers read (a trajectory's
+#: bound); the lenient reading keeps only the top texts of one nested deeper.
+CALL_DEPTH = 32
+
 #: The keys of a call in a trajectory (and of its function) its readers read; what else a
 #: call holds is searched (:func:`leftovers`).
 _CALL_READ = frozenset({"id", "type", "function"})
@@ -245,6 +252,10 @@ def _call_leftovers(calls: list[Any], where: str, readable: Any,
             if key not in _CALL_READ and not _empty(value):
                 out.extend(sweep(value, f"{place}.{str(key)[:40]}", budget).findings)
         function = call.get("function")
+        arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        if isinstance(arguments, Mapping | list) and depth_exceeds(arguments, CALL_DEPTH):
+            out.append(f"{place}.function.arguments: nested deeper than the {CALL_DEPTH} "
+                       "levels a call's arguments are read to")
         for key, value in (function.items() if isinstance(function, Mapping) else ()):
             if key not in _FUNCTION_READ and not _empty(value):
                 out.extend(sweep(value, f"{place}.function.{str(key)[:40]}", budget).findings)
