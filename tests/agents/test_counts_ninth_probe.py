@@ -82,3 +82,44 @@ def test_a_statement_the_judge_of_the_arguments_did_not_reach_is_counted(
         assert case["error"].startswith(UNESTABLISHED) and where in case["error"], \
             (cid, case["error"])
     _honest(report)
+
+
+#: H3: a message's or a call's field the readers read as text holding a call or a statement.
+FIELDS: dict[str, tuple[dict[str, Any], str]] = {
+    "executed-object": ({"trajectory": [call("a", "run_query", {"query": GOLD}),
+                                        {**tool("a"), "executed_arguments": {"query": DELETE}}]},
+                        "trajectory[1].executed_arguments"),
+    "executed-list": ({"trajectory": [call("a", "run_query", {"query": GOLD}),
+                                      {**tool("a"), "executed_arguments": [DELETE]}]},
+                      "trajectory[1].executed_arguments"),
+    "executed-employee": ({"trajectory": [call("a", "run_query", {"query": GOLD}), {
+        **tool("a"), "executed_arguments": {"query": EMPLOYEE}}]},
+        "trajectory[1].executed_arguments"),
+    "tool_call_id-object": ({"trajectory": [*one(GOLD), {"role": "tool", "tool_call_id": {
+        "query": DELETE}, "content": "deleted"}]}, "trajectory[2].tool_call_id"),
+    "role-object": ({"trajectory": [*one(GOLD), {"role": {"tool_calls": [{"function": {
+        "name": "run_query", "arguments": json.dumps({"query": DELETE})}}]}}]},
+        "trajectory[2].role"),
+    "name-statement": ({"trajectory": [*one(GOLD), {"role": "assistant", "content": None,
+                                                    "name": [DELETE]}]}, "trajectory[2].name"),
+    "call-type-object": ({"trajectory": [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": {"function": {"name": "run_query", "arguments": json.dumps(
+            {"query": DELETE})}}, "function": {"name": "run_query", "arguments": json.dumps(
+                {"query": GOLD})}}]}, tool("a")]}, "trajectory[0].tool_calls[0].type"),
+    "call-id-object": ({"trajectory": [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": {"query": DELETE}, "type": "function", "function": {
+            "name": "run_query", "arguments": json.dumps({"query": GOLD})}}]}, tool("a")]},
+        "trajectory[0].tool_calls[0].id"),
+}
+
+
+def test_a_field_read_as_text_that_holds_a_call_leaves_the_counts_unestablished(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    _file_suite(pytester, shared_data, {**{k: v for k, (v, _) in FIELDS.items()}, **HONEST})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid, (_, where) in FIELDS.items():
+        case = report.by_id[cid]
+        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+        assert case["error"].startswith(UNESTABLISHED) and where in case["error"], \
+            (cid, case["error"])
+    _honest(report)

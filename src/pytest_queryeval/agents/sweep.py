@@ -217,9 +217,8 @@ def _message_leftovers(msg: Mapping[Any, Any], where: str, readable: Any,
                        budget: _Budget) -> list[str]:
     out: list[str] = []
     for key, value in msg.items():
-        if _empty(value) or (key in _PROSE and isinstance(value, str)) \
-                or key in ("role", "tool_call_id", "name", "executed_arguments"):
-            continue
+        if _empty(value) or (isinstance(value, str) and (key in _PROSE or key in _READ_TEXT)):
+            continue  # one of these that is not text is read by no reader: searched
         place = f"{where}.{str(key)[:40]}"
         if key == "tool_calls" and isinstance(value, list):
             out.extend(_call_leftovers(value, place, readable, budget))
@@ -229,6 +228,11 @@ def _message_leftovers(msg: Mapping[Any, Any], where: str, readable: Any,
             out.extend(sweep(value, place, budget).findings)
     return out
 
+
+#: A message's fields its readers read as text (a role, the id of the call a tool message
+#: answers, a name, what the tool ran): one that is not text (``executed_arguments: {"query":
+#: "DELETE ..."}``, a ``role`` holding a call) no reader reads, and it is searched.
+_READ_TEXT = frozenset({"role", "tool_call_id", "name", "executed_arguments"})
 
 #: A message's text fields: the model's prose (its answer, its reasoning, a refusal), not
 #: searched, as the model's text is never read as a call.
@@ -249,7 +253,9 @@ def _call_leftovers(calls: list[Any], where: str, readable: Any,
                        or [f"{place}: a tool call no reader reads"])
             continue
         for key, value in call.items():
-            if key not in _CALL_READ and not _empty(value):
+            read = isinstance(value, Mapping) if key == "function" else \
+                key in _CALL_READ and isinstance(value, str)  # an id or type not text: searched
+            if not read and not _empty(value):
                 out.extend(sweep(value, f"{place}.{str(key)[:40]}", budget).findings)
         function = call.get("function")
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
