@@ -123,3 +123,27 @@ def test_a_field_read_as_text_that_holds_a_call_leaves_the_counts_unestablished(
         assert case["error"].startswith(UNESTABLISHED) and where in case["error"], \
             (cid, case["error"])
     _honest(report)
+
+
+#: H4: beside an honest trajectory, a logged statement the record's search did not read as SQL.
+LOGGED = ["FROM Employee", "TABLE Employee", "SUMMARIZE Employee", "PIVOT Employee ON Title",
+          "OPTIONAL MATCH (n) DETACH DELETE n", "FOREACH (x IN [1] | CREATE (:P))"]
+
+
+def test_a_logged_statement_that_names_its_table_first_is_read_as_sql(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    forms = {f"log-{i}": {"trajectory": one(GOLD), "sql_log": [text]}
+             for i, text in enumerate(LOGGED)}
+    prose = {"honest-prose": {"trajectory": one(GOLD), "notes": [
+        "From the data we see 25", "Summarize the answer", "table of results",
+        "remove duplicates", "pivot the table on rows", "Optional: none"]}}
+    _file_suite(pytester, shared_data, {**forms, **prose, **HONEST})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for i, text in enumerate(LOGGED):
+        case = report.by_id[f"log-{i}"]
+        assert case["outcome"] == "error", (text, case["outcome"], case["metrics"])
+        assert f"'sql_log'[0]: the text {text!r} names a tool or reads as SQL" in \
+            case["error"], (text, case["error"])
+    assert report.by_id["honest-prose"]["outcome"] == "passed", \
+        report.by_id["honest-prose"].get("error")
+    _honest(report)

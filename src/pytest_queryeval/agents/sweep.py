@@ -55,11 +55,21 @@ _TOOL_WORD = re.compile(
 #: Blanks and comments before a statement's head (and its opening brackets).
 LEAD = r"(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*\(*\s*"
 _LEAD = LEAD
+#: A table name, qualified or quoted as a dialect quotes it.
+_NAME = r'(?:[A-Za-z_][\w$]*|"[^"\n]+"|`[^`\n]+`|\[[^\]\n]+\])'
+_NAMES = rf"{_NAME}(?:\s*\.\s*{_NAME})*"
 #: A statement's head after blanks and comments.
 _SQL_HEAD = re.compile(
     _LEAD + r"(?:select|insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|"
     r"grant|revoke|attach|detach|vacuum|pragma|copy|explain|with|values|call|exec|execute|"
-    r"match|unwind|install|load|set|prefix|construct)\b", re.IGNORECASE)
+    r"match|unwind|install|load|set|prefix|construct|optional\s+match|detach\s+delete)\b"
+    r"|foreach\s*\(|remove\s+\w+\s*[.:]"
+    # a read that names its table first (DuckDB's FROM-first, PostgreSQL's TABLE, DuckDB's
+    # SUMMARIZE and PIVOT), anchored so that prose starting with the word is not one
+    rf"|from\s+{_NAMES}\s*(?:;\s*$|$|(?:where|select|limit|order|group|join|using|qualify|"
+    r"having|union)\b)"
+    rf"|table\s+{_NAMES}\s*;?\s*$|summarize\s+(?:select\b|{_NAMES}\s*;?\s*$)"
+    rf"|(?:un)?pivot\s+{_NAMES}\s+on\b", re.IGNORECASE)
 #: A statement inside a text: a keyword followed, within :data:`_REACH` characters, by its
 #: object (found in one pass over the text: a hostile text of 16 MiB costs one scan).
 _SQL_WORDS = re.compile(
