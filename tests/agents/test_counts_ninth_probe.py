@@ -12,6 +12,7 @@ bound (the lenient reading kept only its top texts)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -146,4 +147,43 @@ def test_a_logged_statement_that_names_its_table_first_is_read_as_sql(
             case["error"], (text, case["error"])
     assert report.by_id["honest-prose"]["outcome"] == "passed", \
         report.by_id["honest-prose"].get("error")
+    _honest(report)
+
+
+#: H5: a record key no search read: an answer that is not text, a key starting with ``__``.
+KEYS: dict[str, dict[str, Any]] = {
+    "answer-object": {"trajectory": one(GOLD), "answer": {"role": "assistant", "tool_calls": [
+        {"id": "z", "type": "function", "function": {"name": "run_query", "arguments":
+                                                     json.dumps({"query": DELETE})}}]}},
+    "answer-list": {"trajectory": one(GOLD), "answer": [DELETE]},
+    "dunder-log": {"trajectory": one(GOLD), "__log": [DELETE]},
+    "dunder-messages": {"trajectory": one(GOLD), "__messages": one(DELETE, cid="z")},
+    "dunder-line": {"trajectory": one(GOLD), "__line": [EMPLOYEE]},
+}
+
+
+@pytest.mark.parametrize("source", ["file", "command"])
+def test_a_record_key_no_reader_reads_is_searched(pytester: pytest.Pytester,
+                                                  shared_data: Path, source: str) -> None:
+    _file_suite(pytester, shared_data, {**KEYS, **HONEST})
+    if source == "command":
+        pytester.makepyfile(cmd_agent="""
+            import json, sys
+            case = json.load(sys.stdin)
+            for line in open("runs.jsonl"):
+                row = json.loads(line)
+                if row["id"] == case["id"]:
+                    print(json.dumps(row))
+        """)
+        config = json.loads((pytester.path / "queryeval.yaml").read_text())
+        config["predictions"] = {"source": "command",
+                                 "command": [sys.executable, "cmd_agent.py"]}
+        (pytester.path / "queryeval.yaml").write_text(json.dumps(config))
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in KEYS:
+        case = report.by_id[cid]
+        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+        key = "answer" if cid.startswith("answer") else "__" + cid.split("-")[1]
+        assert case["error"].startswith(UNESTABLISHED) and f"'{key}'" in case["error"], \
+            (cid, case["error"])
     _honest(report)

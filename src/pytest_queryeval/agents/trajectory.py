@@ -186,12 +186,13 @@ def carried(record: Mapping[str, Any], value: object, value_key: str = "predicte
     the envelope of its prediction ``value`` (under ``value_key``) with every other key of the
     record beside it, so that the engine sees what the record holds: a record with no
     trajectory or spans leaves an agent case's counts unestablished, and calls held under
-    another key are never read as none (:func:`stray_calls`)."""
+    another key are never read as none (:func:`stray_calls`). A key that starts with ``__``
+    (``__log: ["DELETE ..."]``) is the record's as any other: searched."""
     out: dict[str, Any] = {}
     for key, item in record.items():  # every key: the search of them is bounded, not cut
         if key == value_key:
             out["predicted"] = value
-        elif key != "predicted" and not str(key).startswith("__"):
+        elif key != "predicted":
             out[str(key)] = item
     out.setdefault("predicted", value)
     return out
@@ -211,8 +212,16 @@ def stray_calls(record: Mapping[str, Any]) -> list[tuple[str, object]]:
     and calls read as none would pass every count's gate with 0 (:mod:`.sweep`)."""
     from .sweep import record_findings
 
-    return [(key, value) for key, value, found in record_findings(record, NOT_SEARCHED)
+    return [(key, value) for key, value, found in record_findings(record, not_searched(record))
             if found.messages]
+
+
+def not_searched(record: Mapping[str, Any]) -> frozenset[str]:
+    """The keys of ``record`` its search leaves to their readers (:data:`NOT_SEARCHED`); an
+    ``answer`` that is not text is read by no reader (it is refused as an answer), so it is
+    searched: ``{"answer": {"tool_calls": [...]}}`` never hides a call."""
+    return NOT_SEARCHED if isinstance(record.get("answer", ""), str) else \
+        NOT_SEARCHED - {"answer"}
 
 
 def canonical_name(name: str) -> str:
@@ -274,7 +283,7 @@ def _read_calls(env: Envelope, value: Mapping[str, Any]) -> None:
     from .sweep import record_findings
 
     given, traced = value.get("trajectory"), value.get("spans")
-    found = record_findings(value, NOT_SEARCHED)
+    found = record_findings(value, not_searched(value))
     stray = [(key, held) for key, held, f in found if f.messages]
     unread = [x for _, _, f in found for x in f.findings]
     keys = ", ".join(repr(str(k))[:60] for k in list(value)[:20]) + \

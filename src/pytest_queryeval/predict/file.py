@@ -58,6 +58,11 @@ class FilePredictor:
         self._dupes: dict[str, list[int]] = {}
         #: Rows with a ``turn`` (a conversation's user-turn number), by (id, turn).
         self._turns: dict[tuple[str, int], dict[str, Any]] = {}
+        #: The line of each row, by id and by (id, turn), kept beside the rows (a key of the
+        #: row's own, ``__line`` included, is the row's: an agent's record is searched whole).
+        self._lines: dict[object, int] = {}
+        #: The ids whose rows all have a ``turn``.
+        self._turned: set[str] = set()
 
     def _load(self) -> None:
         entries: dict[str, dict[str, Any]] = {}
@@ -125,13 +130,19 @@ class FilePredictor:
                                       f"not {turn!r}")
             if (key, turn) in self._turns:
                 self._dupes.setdefault(f"{key}#turn{turn}",
-                                       [self._turns[key, turn]["__line"]]).append(lineno)
-            self._turns[key, turn] = {**row, "__line": lineno}
-            entries.setdefault(key, {"__turns": True, "__line": lineno})
+                                       [self._lines[key, turn]]).append(lineno)
+            self._turns[key, turn] = dict(row)
+            self._lines[key, turn] = lineno
+            if key not in entries:
+                entries[key] = {}
+                self._turned.add(key)
+                self._lines[key] = lineno
             return
         if key in entries:
-            self._dupes.setdefault(key, [entries[key]["__line"]]).append(lineno)
-        entries[key] = {**row, "__line": lineno}
+            self._dupes.setdefault(key, [self._lines[key]]).append(lineno)
+        entries[key] = dict(row)
+        self._turned.discard(key)
+        self._lines[key] = lineno
 
     def paths(self) -> list[Path]:
         return [self.path]
@@ -156,10 +167,11 @@ class FilePredictor:
                                   f"(lines {lines})")
         if case.turn is not None:
             return self._turn(case, case.turn)
+        key: str | None = case.id
         row = self._entries.get(case.id)
         if row is None and case.fanned_from is not None:  # one prediction for every source
-            row = self._entries.get(case.fanned_from)
-        if row is not None and row.get("__turns"):
+            key, row = case.fanned_from, self._entries.get(case.fanned_from)
+        if row is not None and key in self._turned:
             raise PredictionError(f"{self.path}: the rows for {case.id!r} have a turn, but "
                                   "the case is not a conversation")
         if row is None:
@@ -188,7 +200,7 @@ class FilePredictor:
         usage = read_usage(row.get("usage")) or read_usage(row)
         model = row.get("model") if isinstance(row.get("model"), str) else None
         details = {k: v for k, v in row.items()
-                   if k not in (*_ID_KEYS, value_key, "__line", "turn", *usage) and
+                   if k not in (*_ID_KEYS, value_key, "turn", *usage) and
                    not isinstance(v, dict | list)}
         value = row[value_key]
         if case.agent is not None:  # an agent case keeps its trajectory and answer
