@@ -187,3 +187,104 @@ def test_a_record_key_no_reader_reads_is_searched(pytester: pytest.Pytester,
         assert case["error"].startswith(UNESTABLISHED) and f"'{key}'" in case["error"], \
             (cid, case["error"])
     _honest(report)
+
+
+def _span(kind: str | None, sid: str, start: int, name: str | None = None,
+          **attributes: Any) -> dict[str, Any]:
+    span: dict[str, Any] = {"spanId": sid, "startTimeUnixNano": start,
+                            "attributes": dict(attributes)}
+    if name is not None:
+        span["name"] = name
+    if kind is not None:
+        span["attributes"]["openinference.span.kind"] = kind
+    return span
+
+
+def _ran(query: str) -> list[dict[str, Any]]:
+    """A TOOL span's OTLP attributes: run_query ran ``query``."""
+    return [{"key": "openinference.span.kind", "value": {"stringValue": "TOOL"}},
+            {"key": "tool.name", "value": {"stringValue": "run_query"}},
+            {"key": "input.value", "value": {"stringValue": json.dumps({"query": query})}}]
+
+
+def _otlp(*spans: dict[str, Any], scopes: str = "scopeSpans", **resource: Any
+          ) -> dict[str, Any]:
+    return {"resourceSpans": [{"resource": resource, scopes: [{"spans": list(spans)}]}]}
+
+
+def _ospan(sid: str, start: int, attributes: list[Any]) -> dict[str, Any]:
+    return {"spanId": sid, "startTimeUnixNano": str(start), "name": "s",
+            "attributes": attributes}
+
+
+HONEST_SPAN = _span("TOOL", "s0", 1, **{"tool.name": "run_query", "output.value": "25",
+                                         "input.value": json.dumps({"query": GOLD})})
+OTLP_HONEST = _ospan("s0", 1, _ran(GOLD))
+CHAIN = [{"key": "openinference.span.kind", "value": {"stringValue": "CHAIN"}}]
+_CALL = "llm.output_messages.0.message.tool_calls.0.tool_call.function."
+#: H6: what spans hold that no reader of spans read.
+SPAN_FORMS: dict[str, dict[str, Any]] = {
+    "otlp-arrayValue": {"spans": _otlp(OTLP_HONEST, _ospan("s1", 2, [*CHAIN, {
+        "key": "db.statement", "value": {"arrayValue": {"values": [
+            {"stringValue": DELETE}]}}}]))},
+    "otlp-kvlistValue": {"spans": _otlp(OTLP_HONEST, _ospan("s1", 2, [*CHAIN, {
+        "key": "db", "value": {"kvlistValue": {"values": [
+            {"key": "statement", "value": {"stringValue": DELETE}}]}}}]))},
+    "otlp-bytesValue": {"spans": _otlp(OTLP_HONEST, _ospan("s1", 2, [*CHAIN, {
+        "key": "db.statement", "value": {"bytesValue": "REVMRVRFIEZST00gR2VucmU="}}]))},
+    "otlp-item-without-key": {"spans": _otlp(OTLP_HONEST, _ospan("s1", 2, [*CHAIN, {
+        "name": "db.statement", "value": {"stringValue": DELETE}}]))},
+    "otlp-resource-attributes": {"spans": _otlp(OTLP_HONEST, attributes=[
+        {"key": "db.statement", "value": {"stringValue": DELETE}}])},
+    "span-in-a-list": {"spans": [HONEST_SPAN, [_span("TOOL", "s1", 2, **{
+        "tool.name": "run_query", "input.value": json.dumps({"query": DELETE})})]]},
+    "span-as-text": {"spans": [HONEST_SPAN, json.dumps(_span("TOOL", "s1", 2, **{
+        "tool.name": "run_query", "input.value": json.dumps({"query": DELETE})}))]},
+    "llm-calls-on-a-chain": {"spans": [HONEST_SPAN, _span("CHAIN", "s1", 2, **{
+        _CALL + "name": "run_query", _CALL + "arguments": json.dumps({"query": DELETE})})]},
+    "llm-calls-no-kind": {"spans": [HONEST_SPAN, _span(None, "s1", 2, **{
+        _CALL + "name": "run_query", _CALL + "arguments": json.dumps({"query": DELETE})})]},
+    "known-by-another-tool": {"spans": [HONEST_SPAN, _span("TOOL", "s1", 2, **{
+        "tool.name": "lookup", "input.value": json.dumps({"q": DELETE})}), _span(
+            "CHAIN", "s2", 3, **{"db.statement": DELETE})]},
+    "trajectory-another-tool": {"trajectory": [*one(GOLD), call("b", "lookup", {"q": DELETE}),
+                                               tool("b")],
+                                "spans": [_span("CHAIN", "s2", 3, **{"db.statement": DELETE})]},
+}
+#: The spans OTLP wrote before 1.0 (``instrumentationLibrarySpans``): read, and counted.
+OLD_OTLP = {
+    "otlp-before-1.0": {"spans": _otlp(_ospan("s1", 1, _ran(DELETE)),
+                                       scopes="instrumentationLibrarySpans")},
+    "otlp-before-1.0-beside": {"spans": {"resourceSpans": [{
+        "scopeSpans": [{"spans": [OTLP_HONEST]}],
+        "instrumentationLibrarySpans": [{"spans": [_ospan("s1", 2, _ran(DELETE))]}]}]}},
+}
+HONEST_SPANS = {
+    "honest-otlp-before-1.0": {"spans": _otlp(OTLP_HONEST,
+                                              scopes="instrumentationLibrarySpans")},
+    "honest-search-tool": {"spans": [HONEST_SPAN, _span("TOOL", "s1", 2, **{
+        "tool.name": "search_docs", "input.value": json.dumps(
+            {"q": "how to select the rows from a table"}), "output.value": "..."})]},
+    "honest-otlp-array": {"spans": _otlp(OTLP_HONEST, _ospan("s1", 2, [*CHAIN, {
+        "key": "tags", "value": {"arrayValue": {"values": [{"stringValue": "sql"}]}}}]))},
+}
+
+
+def test_what_spans_hold_beside_the_spans_read_is_searched(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    _file_suite(pytester, shared_data, {**SPAN_FORMS, **OLD_OTLP, **HONEST_SPANS, **HONEST})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in SPAN_FORMS:
+        case = report.by_id[cid]
+        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+        assert case["error"].startswith(UNESTABLISHED) and "DELETE FROM Genre" in \
+            case["error"], (cid, case["error"])
+    for cid in OLD_OTLP:
+        case = report.by_id[cid]
+        assert (case["outcome"], case["metrics"]["write_attempts"]) == ("failed", 1.0), \
+            (cid, case["outcome"], case["metrics"], case.get("error"))
+    for cid in HONEST_SPANS:
+        case = report.by_id[cid]
+        assert (case["outcome"], case["metrics"]["queries_executed"]) == ("passed", 1.0), \
+            (cid, case["outcome"], case.get("error"))
+    _honest(report)

@@ -212,14 +212,20 @@ def _spans(data: object) -> list[Mapping[str, Any]]:
     if isinstance(data, Mapping) and "resourceSpans" in data:
         out: list[Mapping[str, Any]] = []
         for resource in _list(data["resourceSpans"], "resourceSpans"):
-            for scope in _list(_get(resource, "scopeSpans"), "scopeSpans"):
-                out.extend(_list(_get(scope, "spans"), "spans"))
-                if len(out) > MAX_SPANS:
-                    return out
+            for name in _SCOPES:  # OTLP's name before 1.0 too: an exporter still writes it
+                for scope in _list(_get(resource, name), name):
+                    out.extend(_list(_get(scope, "spans"), "spans"))
+                    if len(out) > MAX_SPANS:
+                        return out
         return [s for s in out if isinstance(s, Mapping)]
     if isinstance(data, list):
         return [s for s in data if isinstance(s, Mapping)]
     raise TrajectoryError("spans: must be OTLP JSON (resourceSpans) or a list of spans")
+
+
+#: Where OTLP JSON keeps a resource's spans: ``scopeSpans``, and
+#: ``instrumentationLibrarySpans``, its name before OTLP 1.0.
+_SCOPES = ("scopeSpans", "instrumentationLibrarySpans")
 
 
 def _get(node: object, key: str) -> object:
@@ -249,19 +255,38 @@ def _attributes(span: Mapping[str, Any], n: int) -> dict[str, Any]:
     if not isinstance(raw, list):
         raise TrajectoryError(f"spans[{n}].attributes: must be a mapping or an OTLP list")
     out: dict[str, Any] = {}
-    for item in raw:
+    for i, item in enumerate(raw):
         if isinstance(item, Mapping) and isinstance(item.get("key"), str):
             out[item["key"]] = _otlp_value(item.get("value"))
+        else:  # no reader reads it: kept, so that the search of the span reads it
+            out[f"attributes[{i}]"] = item
     return out
 
 
-def _otlp_value(value: object) -> object:
-    if not isinstance(value, Mapping):
+def _otlp_value(value: object, depth: int = 0) -> object:
+    """An OTLP ``AnyValue`` as the value it holds: a text, a number, a list
+    (``arrayValue``), a mapping (``kvlistValue``), the text of ``bytesValue`` (base64, read
+    as UTF-8 where it is); any other object as given, so that its search reads it."""
+    if not isinstance(value, Mapping) or depth > _FLAT_DEPTH:
         return value
     for key in ("stringValue", "intValue", "doubleValue", "boolValue"):
         if key in value:
             return value[key]
-    return None
+    array, kvlist = value.get("arrayValue"), value.get("kvlistValue")
+    if isinstance(array, Mapping) and isinstance(array.get("values"), list):
+        return [_otlp_value(v, depth + 1) for v in array["values"]]
+    if isinstance(kvlist, Mapping) and isinstance(kvlist.get("values"), list):
+        return {str(kv.get("key")): _otlp_value(kv.get("value"), depth + 1)
+                for kv in kvlist["values"] if isinstance(kv, Mapping)}
+    if isinstance(value.get("bytesValue"), str):
+        import base64
+        import binascii
+
+        try:
+            return base64.b64decode(value["bytesValue"], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return value["bytesValue"]
+    return value or None
 
 
 def _llm_message(attrs: Mapping[str, Any], n: int) -> dict[str, Any] | None:
@@ -310,14 +335,20 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
     established: never a pass with 0."""
     known = {" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
     out: list[str] = []
+    budget = [_SPAN_TEXTS]
+    for where, value in _not_spans(data):
+        found = _unread([(where, value)], known, budget)
+        if found is not None:
+            out.append(f"{where}: {found}, which no counted call holds")
     spans = _spans(data)[:MAX_SPANS]
     spans.sort(key=lambda s: _start(s))
-    budget = [_SPAN_TEXTS]
     for n, span in enumerate(spans):
         attrs = _attributes(span, n)
         kind = _kind(_flat(attrs))
-        skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ())
-        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),
+        skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ()) + _other_tools(span, attrs,
+                                                                                   kind)
+        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)
+                    or (kind != "LLM" and _OUT_CALL.fullmatch(str(k)))),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name"))]
         found = _unread(fields, known, budget)
         if found is not None:
@@ -327,6 +358,51 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
             out.append(f"spans[{n}]: not searched past {_SPAN_TEXTS:,} texts or "
                        f"{_TEXT_DEPTH} levels")
             break
+    return out
+
+
+def _other_tools(span: Mapping[str, Any], attrs: dict[str, Any], kind: str) -> tuple[str, ...]:
+    """The attributes holding a tool span's arguments when its tool runs no query (a
+    ``lookup``'s, a web search's): that call's arguments, not read as a query (as a
+    trajectory's call of the same tool is not), and no known text for the other spans
+    either (:func:`_arguments`)."""
+    from .replay import query_tool
+
+    flat = _flat(attrs)
+    name = _first(flat, _TOOL_NAME)
+    if name is None and (kind == "TOOL" or named_tool(span.get("name")) is not None):
+        name = span.get("name")
+    if not isinstance(name, str) or query_tool(name):
+        return ()
+    return _TOOL_ARGUMENTS
+
+
+def _not_spans(data: object) -> list[tuple[str, object]]:
+    """What the spans' data holds beside the spans read (:func:`_spans`): an item of a list
+    of spans that is no span object (a list, a JSON text), the keys of OTLP's resource and
+    scope entries other than their spans (their ``attributes``), and of the top object."""
+    if isinstance(data, list):
+        return [(f"spans[{i}]", s) for i, s in enumerate(data) if not isinstance(s, Mapping)]
+    if not isinstance(data, Mapping):
+        return []
+    out: list[tuple[str, object]] = [(f"spans.{k}", v) for k, v in data.items()
+                                     if k != "resourceSpans"]
+    resources = data.get("resourceSpans")
+    for i, resource in enumerate(resources if isinstance(resources, list) else ()):
+        if not isinstance(resource, Mapping):
+            out.append((f"resourceSpans[{i}]", resource))
+            continue
+        out += [(f"resourceSpans[{i}].{k}", v) for k, v in resource.items() if k not in _SCOPES]
+        for name in _SCOPES:
+            scopes = resource.get(name)
+            for j, scope in enumerate(scopes if isinstance(scopes, list) else ()):
+                items = scope.items() if isinstance(scope, Mapping) else [("", scope)]
+                out += [(f"resourceSpans[{i}].{name}[{j}].{k}", v) for k, v in items
+                        if k != "spans"]
+                spans = scope.get("spans") if isinstance(scope, Mapping) else None
+                out += [(f"resourceSpans[{i}].{name}[{j}].spans[{n}]", s)
+                        for n, s in enumerate(spans if isinstance(spans, list) else ())
+                        if not isinstance(s, Mapping)]
     return out
 
 
@@ -344,15 +420,24 @@ def _unread(fields: list[tuple[Any, Any]], known: set[str], budget: list[int]) -
 
 
 def _arguments(messages: list[Any]) -> list[str]:
-    """The arguments of the calls ``messages`` hold, and what their tools ran."""
+    """The arguments of the calls ``messages`` hold that a count judges (a query tool's:
+    ``run_query``, ``execute_sql``; another tool's arguments are not read as a query, so a
+    text there is not counted), and what their tools ran."""
+    from .replay import loose_queries, query_tool
+
     out: list[str] = []
     for message in messages:
         if not isinstance(message, Mapping):
             continue
         for call in message.get("tool_calls") or ():
             function = call.get("function") if isinstance(call, Mapping) else None
-            if isinstance(function, Mapping) and isinstance(function.get("arguments"), str):
+            if not (isinstance(function, Mapping) and isinstance(function.get("arguments"), str)
+                    and isinstance(function.get("name"), str)):
+                continue
+            if query_tool(function["name"]):
                 out.append(function["arguments"])
+            else:  # what is judged of another tool's arguments (a statement-named one)
+                out.extend(loose_queries(function["name"], function["arguments"]))
         if isinstance(message.get(EXECUTED), str):
             out.append(message[EXECUTED])
     return out
