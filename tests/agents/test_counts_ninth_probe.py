@@ -288,3 +288,64 @@ def test_what_spans_hold_beside_the_spans_read_is_searched(
         assert (case["outcome"], case["metrics"]["queries_executed"]) == ("passed", 1.0), \
             (cid, case["outcome"], case.get("error"))
     _honest(report)
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value)
+
+
+#: H7: a record an object of which gives a key twice (written as text: a JSON reader keeps the
+#: last): ``{"trajectory": [<the DELETE>], "trajectory": []}`` read as the empty trajectory.
+_DEL, _GOLD = _dump(one(DELETE)), _dump(one(GOLD))
+_CALLS = [_dump(call("a", "run_query", {"query": q})["tool_calls"]) for q in (DELETE, GOLD)]
+_SPAN = _dump(_dump({"query": DELETE}))
+REPEATED: dict[str, tuple[str, str]] = {
+    "trajectory-twice": (f'"trajectory": {_DEL}, "trajectory": []', "trajectory"),
+    "trajectory-twice-honest-last": (f'"trajectory": {_DEL}, "trajectory": {_GOLD}',
+                                     "trajectory"),
+    "tool_calls-twice": (f'"trajectory": [{{"role": "assistant", "content": null, '
+                         f'"tool_calls": {_CALLS[0]}, "tool_calls": {_CALLS[1]}}}, '
+                         f'{_dump(tool("a"))}]', "tool_calls"),
+    "spans-twice": (f'"spans": [{{"spanId": "s1", "attributes": {{"openinference.span.kind": '
+                    f'"TOOL", "tool.name": "run_query", "input.value": {_SPAN}}}}}], '
+                    '"spans": []', "spans"),
+    "log-twice": (f'"trajectory": {_GOLD}, "log": [{_dump(DELETE)}], "log": []', "log"),
+}
+
+
+@pytest.mark.parametrize("source", ["file", "json", "command"])
+def test_a_record_that_gives_a_key_twice_is_not_read_as_its_last(
+        pytester: pytest.Pytester, shared_data: Path, source: str) -> None:
+    _file_suite(pytester, shared_data, {**{k: {} for k in REPEATED}, **HONEST})
+    lines = [f'{{"id": {_dump(cid)}, "predicted": {_dump(GOLD)}, {body}}}'
+             for cid, (body, _) in REPEATED.items()]
+    lines += [json.dumps({"id": cid, "predicted": GOLD, **row}) for cid, row in HONEST.items()]
+    (pytester.path / "runs.jsonl").write_text("\n".join(lines) + "\n")
+    if source == "json":  # one file: no row of it can be told, every agent case errs
+        (pytester.path / "runs.json").write_text(f'[{lines[0]}]')
+        config = json.loads((pytester.path / "queryeval.yaml").read_text())
+        config["predictions"] = {"source": "file", "path": "runs.json"}
+        (pytester.path / "queryeval.yaml").write_text(json.dumps(config))
+        _, report = run_report(pytester, "-p", "no:cacheprovider")
+        errors = {c["id"]: c["error"] for c in report["cases"]}
+        assert all("runs.json: an object gives the key 'trajectory' twice" in e
+                   for e in errors.values()), errors
+        return
+    if source == "command":
+        pytester.makepyfile(cmd_agent="""
+            import json, sys
+            case = json.load(sys.stdin)
+            for line in open("runs.jsonl"):
+                if json.loads(line)["id"] == case["id"]:
+                    print(line)
+        """)
+        config = json.loads((pytester.path / "queryeval.yaml").read_text())
+        config["predictions"] = {"source": "command",
+                                 "command": [sys.executable, "cmd_agent.py"]}
+        (pytester.path / "queryeval.yaml").write_text(json.dumps(config))
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid, (_, key) in REPEATED.items():
+        case = report.by_id[cid]
+        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+        assert f"gives the key {key!r} twice" in case["error"], (cid, case["error"])
+    _honest(report)

@@ -10,7 +10,7 @@ files with a :class:`BoundedReadError` whose message names the problem, before a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,34 @@ def loads_json(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     if depth_exceeds(data, max_depth):
         raise BoundedReadError(f"not JSON: nested deeper than {max_depth} levels")
     return data
+
+
+def repeated_pairs(found: list[str]) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A ``json.loads`` ``object_pairs_hook`` that builds each object as the default does
+    (the last of a repeated key wins) and appends to ``found`` each key an object gives
+    twice: which of the two a reader took is its JSON parser's choice, so a reader that must
+    see everything the text holds (an agent's record) can refuse it."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(items)
+        if len(out) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    found.append(key)
+                seen.add(key)
+        return out
+    return pairs
+
+
+def repeated_key(text: str) -> str | None:
+    """The first key an object of the JSON ``text`` gives twice, or None (None too for a
+    text that is not JSON: its readers report that)."""
+    found: list[str] = []
+    try:
+        json.loads(text, object_pairs_hook=repeated_pairs(found))
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
 
 
 def depth_exceeds(value: object, max_depth: int) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._util.boundedio import repeated_key
 from ..errors import QueryEvalError, SourceUnavailable
 from .ledger import CountUnknown, Ledger
 from .sweep import LEAD as _LEAD
@@ -108,7 +109,7 @@ def malformed_call(step: Step) -> str | None:
         return None
     declared, needed = _SCHEMA[tool]
     shown = step.arguments_text[:120]
-    twice = None if step.arguments is None else _repeated_key(step.arguments_text)
+    twice = None if step.arguments is None else repeated_key(step.arguments_text)
     if twice is not None:
         return f"its argument {twice[:60]!r} is given twice: {shown!r}"
     if tool == TOOL_QUERY:  # a query under another argument or shape is judged on its text
@@ -123,26 +124,6 @@ def malformed_call(step: Step) -> str | None:
         return (f"its arguments {shown!r} are not sample_rows' schema "
                 '({"table": "<a table name>", "limit": <rows>}): what it read is unknown')
     return None
-
-
-def _repeated_key(text: str) -> str | None:
-    """The first key an object of the JSON ``text`` gives twice, or None (``text`` was read
-    within its bounds already)."""
-    import json
-
-    found: list[str] = []
-
-    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
-        keys = [k for k, _ in items]
-        if not found and len(set(keys)) != len(keys):
-            found.append(next(k for k in keys if keys.count(k) > 1))
-        return dict(items)
-
-    try:
-        json.loads(text, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
-        return None
-    return found[0] if found else None
 
 
 @functools.lru_cache(maxsize=8)

@@ -180,6 +180,23 @@ def maybe_json(text: str) -> object:
     return text
 
 
+def refuse_repeated(text: str, what: str) -> None:
+    """PredictionError when the JSON ``text`` (an agent case's answer) gives a key twice in
+    one object: which of the two a reader took is its JSON parser's choice, and an agent's
+    record is read whole (``{"trajectory": [<a DELETE>], "trajectory": []}`` is no empty
+    trajectory)."""
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return
+    from .._util.boundedio import repeated_key
+
+    twice = repeated_key(stripped)
+    if twice is not None:
+        raise PredictionError(f"{what} gives the key {twice[:60]!r} twice in one object: "
+                              "which one a reader takes is its JSON parser's choice, and an "
+                              "agent's record is read whole")
+
+
 #: The token counts a source may report, under the names of the OpenAI API's ``usage``.
 USAGE_KEYS = ("prompt_tokens", "completion_tokens")
 

@@ -25,6 +25,7 @@ from .base import (
     maybe_json,
     positive_number,
     read_usage,
+    refuse_repeated,
 )
 from .cache import use_cache
 
@@ -83,6 +84,8 @@ class CommandPredictor(LiveSource):
         if not out:
             raise PredictionError("command printed no prediction")
         value = maybe_json(out)
+        if case.agent is not None:
+            refuse_repeated(out, "the command's answer")
         usage: dict[str, float] = {}
         model = None
         if isinstance(value, dict) and "predicted" in value:

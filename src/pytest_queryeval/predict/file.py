@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._util import safefile
-from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds
+from .._util.boundedio import MAX_JSON_DEPTH, depth_exceeds, repeated_pairs
 from .._yaml.yamlload import load_file, plain
 from ..errors import PredictionError
 from ..model import Case, Context
@@ -63,6 +63,10 @@ class FilePredictor:
         self._lines: dict[object, int] = {}
         #: The ids whose rows all have a ``turn``.
         self._turned: set[str] = set()
+        #: Why a row's agent record cannot be read as one (an object of it gives a key twice),
+        #: by id; and the same for the whole file (a ``.json`` file, whose rows cannot be told).
+        self._repeated: dict[str, str] = {}
+        self._twice_file: str | None = None
 
     def _load(self) -> None:
         entries: dict[str, dict[str, Any]] = {}
@@ -75,8 +79,9 @@ class FilePredictor:
                     for lineno, line in enumerate(fh, 1):
                         if not line.strip():
                             continue
+                        twice: list[str] = []
                         try:
-                            row = json.loads(line)
+                            row = json.loads(line, object_pairs_hook=repeated_pairs(twice))
                         except ValueError as exc:
                             raise PredictionError(f"{name}:{lineno}: invalid JSON: {exc}") from None
                         except RecursionError:  # the decoder's own stack: an INTERNALERROR
@@ -85,14 +90,20 @@ class FilePredictor:
                             raise PredictionError(f"{name}:{lineno}: invalid JSON: nested "
                                                   f"deeper than {MAX_JSON_DEPTH} levels")
                         self._add(entries, row, f"{name}:{lineno}", lineno)
+                        if twice and isinstance(row, dict):
+                            self._twice(row, f"{name}:{lineno}", twice[0])
             else:
                 if self.path.suffix == ".json":
+                    given_twice: list[str] = []
                     try:
-                        data = json.loads(_text(self.path, name))
+                        data = json.loads(_text(self.path, name),
+                                          object_pairs_hook=repeated_pairs(given_twice))
                     except ValueError as exc:
                         raise PredictionError(f"{name}: invalid JSON: {exc}") from None
                     except RecursionError:
                         data = DEEP
+                    if given_twice:  # no row of it can be told: every agent case of the file
+                        self._twice_file = _repeated(name, given_twice[0])
                     if data is DEEP or depth_exceeds(data, MAX_JSON_DEPTH):
                         raise PredictionError(f"{name}: invalid JSON: nested deeper than "
                                               f"{MAX_JSON_DEPTH} levels")
@@ -144,6 +155,14 @@ class FilePredictor:
         self._turned.discard(key)
         self._lines[key] = lineno
 
+    def _twice(self, row: dict[str, Any], where: str, key: str) -> None:
+        """A row an object of which gives ``key`` twice: its agent case's error (which of the
+        two a reader took is its JSON parser's choice, and an agent's record is read whole:
+        ``{"trajectory": [<a DELETE>], "trajectory": []}`` is no empty trajectory)."""
+        case_id = next((row[k] for k in _ID_KEYS if k in row), None)
+        if case_id is not None:
+            self._repeated.setdefault(str(case_id), _repeated(where, key))
+
     def paths(self) -> list[Path]:
         return [self.path]
 
@@ -165,6 +184,11 @@ class FilePredictor:
             lines = ", ".join(map(str, self._dupes[case.id]))
             raise PredictionError(f"case id {case.id!r} appears more than once in {self.path} "
                                   f"(lines {lines})")
+        if case.agent is not None:
+            why = self._twice_file or self._repeated.get(case.id) or \
+                self._repeated.get(case.fanned_from or case.id)
+            if why is not None:
+                raise PredictionError(why)
         if case.turn is not None:
             return self._turn(case, case.turn)
         key: str | None = case.id
@@ -210,6 +234,11 @@ class FilePredictor:
             details = {k: v for k, v in details.items() if k not in ENVELOPE_KEYS}
         return Prediction(value, float(seconds) if seconds is not None else None, details,
                           usage, model)
+
+
+def _repeated(where: str, key: str) -> str:
+    return (f"{where}: an object gives the key {key[:60]!r} twice: which one a reader takes "
+            "is its JSON parser's choice, and an agent's record is read whole")
 
 
 #: Unmatched ids listed in the warning; the rest are counted.

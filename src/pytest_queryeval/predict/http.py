@@ -38,6 +38,7 @@ from .base import (
     maybe_json,
     positive_number,
     read_usage,
+    refuse_repeated,
 )
 from .breaker import BREAKER_KEYS, Breaker, preflight_of, stop_after_of, where_of
 from .cache import request_material, use_cache
@@ -180,6 +181,8 @@ class HttpPredictor(LiveSource):
             finally:
                 guard.cancel()
             breaker.answered()
+            if case.agent is not None:
+                refuse_repeated(raw.decode("utf-8", errors="replace"), "the response")
             return extracted(self._parse(raw, ctype, seconds), case.kind, self.extract)
         tries = f" after {attempt + 1} attempt(s) in {time.perf_counter() - start:.1f} s"
         raise PredictionError(f"{self.method} {_no_query(self.url)} failed: {last}{tries}")
