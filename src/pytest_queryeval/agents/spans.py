@@ -366,7 +366,7 @@ def _other_tools(span: Mapping[str, Any], attrs: dict[str, Any], kind: str) -> t
     ``lookup``'s, a web search's): that call's arguments, not read as a query (as a
     trajectory's call of the same tool is not), and no known text for the other spans
     either (:func:`_arguments`)."""
-    from .replay import query_tool
+    from .statements import query_tool
 
     flat = _flat(attrs)
     name = _first(flat, _TOOL_NAME)
@@ -423,7 +423,7 @@ def _arguments(messages: list[Any]) -> list[str]:
     """The arguments of the calls ``messages`` hold that a count judges (a query tool's:
     ``run_query``, ``execute_sql``; another tool's arguments are not read as a query, so a
     text there is not counted), and what their tools ran."""
-    from .replay import loose_queries, query_tool
+    from .statements import loose_queries, query_tool
 
     out: list[str] = []
     for message in messages:

@@ -1,0 +1,120 @@
+"""What an agent's tool call holds that may be a query: the tools that run one and the texts
+of their arguments that start like a statement.
+
+Why a module of its own: the replay (:mod:`.replay`) judges these texts, and the spans'
+search (:mod:`.spans`) must know which of a call's arguments are judged so that a text there
+is not taken as counted when it is not; both read them here, with no cycle between them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+
+from .sweep import LEAD as _LEAD
+from .toolnames import TOOL_QUERY, plugin_tool
+
+
+@functools.lru_cache(maxsize=8)
+def _names(kinds: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The patterns of a tool name that runs a query (its last part, ``-`` read as ``_``, any
+    case), of an argument name that holds one (of a query tool, and of any other tool, where a
+    ``query`` is as often a web search's words as a statement): the words of SQL and of each
+    registered kind's language (a ``run_<kind>`` tool, a ``<kind>`` argument)."""
+    languages = "".join(f"|{re.escape(k)}" for k in kinds)
+    return (re.compile(rf"query|sql|sparql|gql|execute|exec\b|statement{languages}", re.I),
+            re.compile(rf"query|sql|sparql|statement|command{languages}", re.I),
+            re.compile(rf"sql|sparql|statement{languages}", re.I))
+
+
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    from ..kindregistry import known_kinds
+
+    return _names(tuple(known_kinds()))
+
+
+#: The head of a statement (SQL, a graph language, SPARQL), after blanks and comments (``/* x
+#: */ DELETE ...``, ``-- x`` then a line): only a text starting so is judged, so an argument of
+#: prose is never read as a write.
+STATEMENT = re.compile(
+    _LEAD + r"(?:select|with|values|table|from|explain|pragma|show|describe|summarize|pivot|"
+    r"unpivot|checkpoint|force|insert|update|"
+    r"delete|merge|upsert|replace|create|drop|alter|truncate|grant|revoke|attach|detach|"
+    r"vacuum|copy|call|exec|execute|rename|comment|set|reindex|analyze|lock|load|install|"
+    r"import|export|begin|commit|rollback|match|optional|unwind|return|remove|foreach|"
+    r"prefix|base|ask|construct|clear|add|move|use)\b", re.IGNORECASE)
+#: Levels of JSON in JSON and of nested arguments read for a query; past them, what the
+#: arguments hold is not read, and a count that depends on it is not established
+#: (:func:`unjudged`), never a silent stop.
+_LOOSE_DEPTH = 64
+
+
+def query_tool(name: str) -> bool:
+    """Whether ``name`` is a tool that runs a query (``run_query`` in any spelling,
+    ``execute_sql``, ``mcp__db__run_cypher``): its last part, ``-`` read as ``_``."""
+    if plugin_tool(name) == TOOL_QUERY:
+        return True
+    return _patterns()[0].search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1]) \
+        is not None
+
+
+def loose_queries(name: str, arguments: str, cut: list[str] | None = None) -> list[str]:
+    """The statements a call's ``arguments`` text holds: its query-named arguments' texts
+    (any nesting, lists, JSON in JSON), and when ``name`` is a query tool, every text of it
+    (the bare text itself when it is not JSON); only texts that start like a statement.
+    ``cut`` collects where the reading stopped at its depth."""
+    _, query_key, statement_key = _patterns()
+    tool = query_tool(name)
+    keys = query_key if tool else statement_key
+    found = _texts(arguments, tool, keys, 0, cut if cut is not None else [], tool)
+    return [t for t in found if STATEMENT.match(t)]
+
+
+def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],
+           every: bool) -> list[str]:
+    """The texts of ``value`` that may be a query: under a query-named key, or any (``every``:
+    a query tool's arguments, each of which a harness may have run)."""
+    if depth > _LOOSE_DEPTH:
+        cut.append(f"its arguments nest deeper than the {_LOOSE_DEPTH} levels read")
+        return []
+    if isinstance(value, str):
+        decoded = _decoded(value)
+        if decoded is None:
+            return [value.strip()] if wanted else []
+        return _texts(decoded, wanted, keys, depth + 1, cut, every)
+    if isinstance(value, Mapping):
+        named = [k for k in value if keys.search(str(k))]
+        return [t for k, v in value.items()
+                for t in _texts(v, k in named or (wanted and (every or not named)), keys,
+                                depth + 1, cut, every)]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _texts(v, wanted, keys, depth + 1, cut, every)]
+    return []
+
+
+def all_texts(value: object, depth: int) -> list[str]:
+    """Every text of ``value`` (JSON in text read as its texts, the text itself beside them),
+    to :data:`_LOOSE_DEPTH` levels (past them :func:`unjudged` stops first)."""
+    if depth > _LOOSE_DEPTH:
+        return []
+    if isinstance(value, str):
+        decoded = _decoded(value)
+        return [value] if decoded is None else all_texts(decoded, depth + 1)
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in all_texts(v, depth + 1)]
+    return []
+
+
+def _decoded(text: str) -> object:
+    """``text`` read as JSON when it is JSON (an object, a list or a quoted text), else None."""
+    if text.lstrip()[:1] not in ("{", "[", '"'):
+        return None
+    from .._util.boundedio import BoundedReadError, loads_json
+
+    try:
+        return loads_json(text, _LOOSE_DEPTH * 2)
+    except BoundedReadError:
+        return None
