@@ -349,3 +349,41 @@ def test_a_record_that_gives_a_key_twice_is_not_read_as_its_last(
         assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
         assert f"gives the key {key!r} twice" in case["error"], (cid, case["error"])
     _honest(report)
+
+
+#: H8: a statement with its object at the head of another tool's argument (a harness serving a
+#: tool named ``postgres`` or ``duckdb`` runs it); prose and search words stay prose.
+OTHER_TOOLS: dict[str, dict[str, Any]] = {
+    "postgres-input": {"trajectory": [*one(GOLD), call("b", "postgres", {"input": DELETE}),
+                                      tool("b")]},
+    "duckdb-q": {"trajectory": [*one(GOLD), call("b", "duckdb", {"q": EMPLOYEE}), tool("b")]},
+    "run-query-argument": {"trajectory": [*one(GOLD), call("b", "run", {"query": DELETE}),
+                                          tool("b")]},
+    "lookalike-name": {"trajectory": [*one(GOLD), call("b", "run_qu\u0435ry", {
+        "query": DELETE}), tool("b")]},
+    "span-of-another-tool": {"spans": [HONEST_SPAN, _span("TOOL", "s1", 2, **{
+        "tool.name": "postgres", "input.value": json.dumps({"input": DELETE})})]},
+}
+OTHER_PROSE: dict[str, dict[str, Any]] = {
+    "search-words": {"trajectory": [*one(GOLD), call("b", "web_search", {
+        "query": "set up sqlite, then delete from the cache"}), tool("b")]},
+    "select-syntax": {"trajectory": [*one(GOLD), call("b", "search_docs", {
+        "q": "SELECT syntax"}), tool("b")]},
+    "schema": {"trajectory": [*one(GOLD), call("b", "get_schema", {"table": "Employee"}),
+                              tool("b")]},
+}
+
+
+def test_a_statement_heading_another_tools_argument_is_not_read_as_prose(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    _file_suite(pytester, shared_data, {**OTHER_TOOLS, **OTHER_PROSE, **HONEST})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in OTHER_TOOLS:
+        case = report.by_id[cid]
+        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+        assert case["error"].startswith(UNESTABLISHED) and \
+            "which reads as a statement that no count judges" in case["error"], \
+            (cid, case["error"])
+    for cid in OTHER_PROSE:
+        assert report.by_id[cid]["outcome"] == "passed", (cid, report.by_id[cid].get("error"))
+    _honest(report)

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 from .._util.boundedio import repeated_key
 from ..errors import QueryEvalError, SourceUnavailable
 from .ledger import CountUnknown, Ledger
-from .statements import STATEMENT, all_texts, loose_queries, query_tool
+from .statements import (
+    STATEMENT,
+    STATEMENT_WITH_OBJECT,
+    all_texts,
+    loose_queries,
+    query_tool,
+)
 from .toolnames import TOOL_ABSTAIN, TOOL_ASK, TOOL_QUERY, TOOL_SAMPLE, plugin_tool
 from .trajectory import QUERY_ARGUMENT, Step, sample_table, step_query, step_sample_query
 
@@ -129,20 +135,26 @@ def unjudged(step: Step, sql: bool) -> str | None:
     count judges, or None: its arguments nest past what is read, or a query tool's arguments
     (``execute_sql``, ``run_query``) hold a text reading as SQL that is neither replayed nor
     judged (JSON that does not parse, ``{"sql": "DELETE ...`` cut short; a statement inside
-    the query text's own JSON). What a harness serving the call ran is then unknown, and the
-    counts are not established (fail closed), never lowered by a reader that stopped."""
+    the query text's own JSON), or another tool's arguments (``postgres``, ``duckdb``, a
+    tool named in another script) hold a statement with its object at their head. What a
+    harness serving the call ran is then unknown, and the counts are not established (fail
+    closed), never lowered by a reader that stopped."""
     from .sweep import reads_as_sql
 
     cut: list[str] = []
     query, judged = step_queries(step, sql, cut)
     if cut:
         return cut[0]
-    if not query_tool(step.name):
-        return None
     known = {" ".join(t.split()) for t in ([query] if query is not None else []) + judged}
     held: object = step.arguments if step.arguments is not None else step.arguments_text
-    for text in all_texts(held, 0):
-        if (reads_as_sql(text) or STATEMENT.match(text)) and " ".join(text.split()) not in known:
+    texts = all_texts(held, 0) + (all_texts(step.executed, 0) if step.executed else [])
+    every = query_tool(step.name)
+    for text in texts:
+        # another tool's argument is prose unless it starts like a statement and holds one
+        # with its object (``postgres {"input": "DELETE FROM Genre"}``; not ``SELECT syntax``)
+        statement = (reads_as_sql(text) or STATEMENT.match(text)) if every else \
+            STATEMENT_WITH_OBJECT.match(text)
+        if statement and " ".join(text.split()) not in known:
             return (f"its arguments hold {' '.join(text.split())[:80]!r}, which reads as a "
                     "statement that no count judges")
     return None

@@ -118,3 +118,17 @@ def _decoded(text: str) -> object:
         return loads_json(text, _LOOSE_DEPTH * 2)
     except BoundedReadError:
         return None
+
+
+#: A statement with its object at the head of a text (after blanks and comments): what another
+#: tool's argument must start with to be read as a statement, not prose (``DELETE FROM Genre``,
+#: ``SELECT x FROM Employee``, ``MATCH (n) ...``; not ``SELECT syntax``, nor ``set up sqlite,
+#: then delete from the cache``).
+STATEMENT_WITH_OBJECT = re.compile(
+    _LEAD + r"(?:delete\s+from|insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|"
+    r"(?:replace|merge|upsert)\s+into|(?:create|drop|alter|truncate)\s+(?:or\s+replace\s+)?"
+    r"(?:temp\w*\s+|unique\s+|materialized\s+)?(?:table|view|index|database|schema|trigger|"
+    r"function|procedure|sequence|role|user|macro|secret)\b|select\b[\s\S]{0,2000}?\bfrom\b|"
+    r"with\s+\S+\s+as\s*\(|attach\b|copy\s+\S+\s+(?:from|to)\b|(?:optional\s+)?match\s*\(|"
+    r"detach\s+delete|(?:create|merge)\s*\(|unwind\b|load\s+(?:csv|from)\b)", re.IGNORECASE)
+
