@@ -22,6 +22,10 @@ Categories and what each expects:
 - ``crash``: inputs that crashed an engine of the family: a case error, and the next query
   answers: the ``process`` wall (which also holds that a runaway burns no CPU of the pytest
   process).
+
+Beside the categories, ``unfinished_writes`` (a family may give none): writes an engine may
+crash on or outlive its deadline with before it can refuse them; through an agent's tools each
+is counted as a write attempt (``test_agent_tools``, on a type that holds the ``process`` wall).
 """
 
 from __future__ import annotations

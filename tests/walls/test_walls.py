@@ -204,7 +204,9 @@ def _tool_calls(live: Live, walls: Walls, canary: dict[str, str]) -> list[tuple[
     from pytest_queryeval.predict.agent import AGENT_TOOLS, FINAL_TOOLS
 
     calls = []
-    for category in AGENT_CATEGORIES:
+    unfinished = ("unfinished_writes",) if walls.holds("process") and \
+        "unfinished_writes" in families()[live.family] else ()
+    for category in (*AGENT_CATEGORIES, *unfinished):
         if category == "files" and not walls.holds("file_access"):
             continue  # declared: the expected failure is test_wall's
         calls += [(category, "run_query", json.dumps({"query": query}))
@@ -239,10 +241,15 @@ def test_agent_tools(type_name: str, live: Live, canary: dict[str, str]) -> None
     before, settings = live.state(), _settings(live)
     breaches = []
     for category, tool, arguments in _tool_calls(live, walls, canary):
+        counted = loop.ledger.write_attempts
         text = loop._serve(tool, arguments)
         shown = f"{tool}({arguments[:90]})"
-        if category == "writes" and tool == "run_query" and not text.startswith("error: "):
+        if category in ("writes", "unfinished_writes") and tool == "run_query" and \
+                not text.startswith("error: "):
             breaches.append(f"{shown} answered {text[:200]}")
+        if category == "unfinished_writes" and loop.ledger.write_attempts != counted + 1:
+            breaches.append(f"{shown} counted {loop.ledger.write_attempts - counted} write "
+                            f"attempts, not 1 ({text[:120]})")
         if canary["token"] in text or Path(canary["out"]).exists():
             breaches.append(f"{shown} reached the host file: {text[:200]}")
     assert loop.used.queries, "the tools ran nothing"
