@@ -215,12 +215,14 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
             ledger.uncount("the agent's counts could not be established: the messages under "
                            "another key beside the trajectory are not read")
         found += aside or ()
-    held = [call_key(s) for s in steps]
+    from collections import Counter
+
+    held = Counter(call_key(s) for s in steps)  # a count per call: 80,000 calls took 10 s
     extra = []
     for step in found:
         key = call_key(step)
-        if key in held:
-            held.remove(key)
+        if held[key] > 0:
+            held[key] -= 1
         else:
             extra.append(step)
     return tuple(extra)
