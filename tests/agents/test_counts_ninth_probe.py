@@ -409,3 +409,25 @@ def test_the_calls_beside_a_refused_trajectory_are_matched_in_linear_time() -> N
     steps = _steps(env, Ledger())
     assert steps is not None and len(steps) == 80_000
     assert time.monotonic() - start < 4.0
+
+
+def test_rows_read_of_a_reply_over_its_byte_bound_is_not_established(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    """M2: a query whose reply is over the datasource's byte bound comes back with no rows,
+    and counted rows_read 0: a case gated on rows_read passed under any ceiling. On the
+    ladybug graph 140 rows of 1 MB; here SQLite's Track table under a 2,000-byte bound."""
+    lines = {"over-the-bound": {"trajectory": one("SELECT * FROM Track")},
+             "within-the-bound": {"trajectory": one(GOLD)}}
+    _file_suite(pytester, shared_data, lines,
+                {"type": "sqlite", "path": "chinook.sqlite", "max_bytes": 2000})
+    yaml = json.loads((pytester.path / "test_agent.yaml").read_text())
+    for case in yaml["cases"]:
+        case["thresholds"] = {"rows_read": {"max": 100}}
+    (pytester.path / "test_agent.yaml").write_text(json.dumps(yaml))
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    over = report.by_id["over-the-bound"]
+    assert over["outcome"] == "error", (over["outcome"], over["metrics"])
+    assert over["error"].startswith(UNESTABLISHED + "rows_read: the reply of SELECT * FROM "
+                                    "Track was over its byte bound"), over["error"]
+    within = report.by_id["within-the-bound"]
+    assert (within["outcome"], within["metrics"]["rows_read"]) == ("passed", 1.0)

@@ -80,6 +80,9 @@ def agent_scores(case: Case, context: Context, env: Envelope,
         if not env.live:
             _malformed(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
+    if ledger.rows_cut is not None and "rows_read" in case.thresholds:
+        ledger.uncount(f"the agent's counts could not be established: rows_read: "
+                       f"{ledger.rows_cut}")
     if env.budget_exceeded:
         ledger.exceeded(env.budget_exceeded)
     compare = case.options.get("compare")

@@ -80,6 +80,9 @@ class Ledger:
     unreplayed: int = 0
     #: Why a count could not be established (the case is then an error), or None.
     uncounted: str | None = None
+    #: Why ``rows_read`` is below the rows a query returned (a reply over its byte bound
+    #: comes back with none), or None: a case gated on ``rows_read`` is then an error.
+    rows_cut: str | None = None
     #: Counts the tool loop took while it ran (:meth:`raise_to`): no count goes below them.
     floor: dict[str, float] = field(default_factory=dict)
     #: What the database side saw that a reader must know (writes refused, forbidden tables).
@@ -163,6 +166,8 @@ class Ledger:
             raise
         if table.meta.get("withheld"):
             self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
+        if "max_bytes" in table.meta:
+            self._cut(sql, table.meta["max_bytes"])
         with self._lock:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
@@ -241,6 +246,19 @@ class Ledger:
                           if (k in COUNT_METRICS or k == "refused_attempts")
                           and isinstance(v, int | float) and not isinstance(v, bool)
                           and 0 <= v < float("inf")}
+
+    def _cut(self, sql: str, max_bytes: object) -> None:
+        """A reply over its byte bound came back with no rows: the rows the query returned
+        are not counted, so ``rows_read`` is not established (never their count as 0)."""
+        with self._lock:
+            if self.rows_cut is None:
+                self.rows_cut = (f"the reply of {_short(sql)} was over its byte bound "
+                                 f"({max_bytes:,} bytes): the rows it returned are not counted"
+                                 if isinstance(max_bytes, int) else
+                                 f"the reply of {_short(sql)} was over its byte bound")
+            if len(self.findings) < MAX_FINDINGS:
+                self.findings.append(f"rows not counted (reply over its byte bound): "
+                                     f"{_short(sql)}")
 
     def _refused(self, finding: str) -> None:
         with self._lock:
