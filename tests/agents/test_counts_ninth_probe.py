@@ -244,6 +244,10 @@ SPAN_FORMS: dict[str, dict[str, Any]] = {
         _CALL + "name": "run_query", _CALL + "arguments": json.dumps({"query": DELETE})})]},
     "llm-calls-no-kind": {"spans": [HONEST_SPAN, _span(None, "s1", 2, **{
         _CALL + "name": "run_query", _CALL + "arguments": json.dumps({"query": DELETE})})]},
+}
+#: A db.statement DELETE beside a lookup tool's argument of the same DELETE (which made it
+#: "known" though nothing counted it): the argument is a statement with its object, counted.
+KNOWN_BY_ANOTHER_TOOL = {
     "known-by-another-tool": {"spans": [HONEST_SPAN, _span("TOOL", "s1", 2, **{
         "tool.name": "lookup", "input.value": json.dumps({"q": DELETE})}), _span(
             "CHAIN", "s2", 3, **{"db.statement": DELETE})]},
@@ -253,6 +257,7 @@ SPAN_FORMS: dict[str, dict[str, Any]] = {
 }
 #: The spans OTLP wrote before 1.0 (``instrumentationLibrarySpans``): read, and counted.
 OLD_OTLP = {
+    **KNOWN_BY_ANOTHER_TOOL,
     "otlp-before-1.0": {"spans": _otlp(_ospan("s1", 1, _ran(DELETE)),
                                        scopes="instrumentationLibrarySpans")},
     "otlp-before-1.0-beside": {"spans": {"resourceSpans": [{
@@ -352,7 +357,8 @@ def test_a_record_that_gives_a_key_twice_is_not_read_as_its_last(
 
 
 #: H8: a statement with its object at the head of another tool's argument (a harness serving a
-#: tool named ``postgres`` or ``duckdb`` runs it); prose and search words stay prose.
+#: tool named ``postgres`` or ``duckdb`` runs it): judged on its text, as a query under another
+#: name is; prose and search words stay prose.
 OTHER_TOOLS: dict[str, dict[str, Any]] = {
     "postgres-input": {"trajectory": [*one(GOLD), call("b", "postgres", {"input": DELETE}),
                                       tool("b")]},
@@ -374,16 +380,18 @@ OTHER_PROSE: dict[str, dict[str, Any]] = {
 }
 
 
-def test_a_statement_heading_another_tools_argument_is_not_read_as_prose(
+def test_a_statement_heading_another_tools_argument_is_judged_on_its_text(
         pytester: pytest.Pytester, shared_data: Path) -> None:
     _file_suite(pytester, shared_data, {**OTHER_TOOLS, **OTHER_PROSE, **HONEST})
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     for cid in OTHER_TOOLS:
         case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
-        assert case["error"].startswith(UNESTABLISHED) and \
-            "which reads as a statement that no count judges" in case["error"], \
-            (cid, case["error"])
+        metric = "forbidden_tables" if cid == "duckdb-q" else "write_attempts"
+        assert (case["outcome"], case["metrics"][metric]) == ("failed", 1.0), \
+            (cid, case["outcome"], case["metrics"], case.get("error"))
+        if metric == "write_attempts":
+            assert any("not replayed: judged on its text" in f
+                       for f in case["details"]["agent"]["findings"]), cid
     for cid in OTHER_PROSE:
         assert report.by_id[cid]["outcome"] == "passed", (cid, report.by_id[cid].get("error"))
     _honest(report)
@@ -431,3 +439,36 @@ def test_rows_read_of_a_reply_over_its_byte_bound_is_not_established(
                                     "Track was over its byte bound"), over["error"]
     within = report.by_id["within-the-bound"]
     assert (within["outcome"], within["metrics"]["rows_read"]) == ("passed", 1.0)
+
+
+_IN = "llm.input_messages."
+
+
+def _history(query: str, name: str = "run_query") -> dict[str, Any]:
+    """An LLM span whose prompt holds an earlier call of ``name`` and the tool's answer."""
+    return _span("LLM", "s9", 9, **{
+        _IN + "0.message.role": "assistant",
+        _IN + "0.message.tool_calls.0.tool_call.function.name": name,
+        _IN + "0.message.tool_calls.0.tool_call.function.arguments": json.dumps(
+            {"query": query}),
+        _IN + "1.message.role": "tool", _IN + "1.message.content": "done"})
+
+
+def test_a_query_tools_call_in_an_llm_spans_history_is_counted_or_errs(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    """M3: a trace that kept its last LLM span alone holds the earlier calls in that span's
+    prompt only (``llm.input_messages``): a DELETE there, which no other span records, passed
+    with 0. A query tool's call there that no counted call holds leaves the counts not
+    established; the same call recorded by a TOOL span, or another tool's prose, does not."""
+    lines = {"history-delete": {"spans": [HONEST_SPAN, _history(DELETE)]},
+             "history-known": {"spans": [HONEST_SPAN, _history(GOLD)]},
+             "history-other-tool": {"spans": [HONEST_SPAN, _history(
+                 "how to select the rows from a table", "search_docs")]}}
+    _file_suite(pytester, shared_data, lines)
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    case = report.by_id["history-delete"]
+    assert case["outcome"] == "error", (case["outcome"], case["metrics"])
+    assert "(None, kind LLM): llm.input_messages.0.message.tool_calls. holds 'DELETE FROM " \
+           "Genre'" in case["error"].replace("'None'", "None"), case["error"]
+    for cid in ("history-known", "history-other-tool"):
+        assert report.by_id[cid]["outcome"] == "passed", (cid, report.by_id[cid].get("error"))

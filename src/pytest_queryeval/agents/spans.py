@@ -349,7 +349,8 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
                                                                                    kind)
         fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)
                     or (kind != "LLM" and _OUT_CALL.fullmatch(str(k)))),
-                  *((k, v) for k, v in span.items() if k not in ("attributes", "name"))]
+                  *((k, v) for k, v in span.items() if k not in ("attributes", "name")),
+                  *(_history_calls(attrs) if kind == "LLM" else ())]
         found = _unread(fields, known, budget)
         if found is not None:
             out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
@@ -358,6 +359,26 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
             out.append(f"spans[{n}]: not searched past {_SPAN_TEXTS:,} texts or "
                        f"{_TEXT_DEPTH} levels")
             break
+    return out
+
+
+_IN_CALL = re.compile(
+    r"(llm\.input_messages\.\d+\.message\.tool_calls\.\d+\.tool_call\.function\.)arguments")
+
+
+def _history_calls(attrs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The arguments of the query tools' calls an LLM span's prompt holds (the history of the
+    conversation it was asked): each is a call an earlier step made and, where no counted call
+    holds its query, one no count read (a trace that kept the last LLM span alone)."""
+    from .statements import query_tool
+
+    flat = _flat(attrs)
+    out = []
+    for key, value in flat.items():
+        found = _IN_CALL.fullmatch(str(key))
+        name = flat.get(found.group(1) + "name") if found else None
+        if found and isinstance(name, str) and query_tool(name):
+            out.append((key, value))
     return out
 
 

@@ -62,13 +62,20 @@ def query_tool(name: str) -> bool:
 def loose_queries(name: str, arguments: str, cut: list[str] | None = None) -> list[str]:
     """The statements a call's ``arguments`` text holds: its query-named arguments' texts
     (any nesting, lists, JSON in JSON), and when ``name`` is a query tool, every text of it
-    (the bare text itself when it is not JSON); only texts that start like a statement.
-    ``cut`` collects where the reading stopped at its depth."""
+    (the bare text itself when it is not JSON); only texts that start like a statement. Of
+    another tool, also every text that starts with a statement and its object
+    (:data:`STATEMENT_WITH_OBJECT`: ``postgres {"input": "DELETE FROM Genre"}``), which a
+    harness serving a tool of that name runs; prose stays prose. ``cut`` collects where the
+    reading stopped at its depth."""
     _, query_key, statement_key = _patterns()
     tool = query_tool(name)
     keys = query_key if tool else statement_key
-    found = _texts(arguments, tool, keys, 0, cut if cut is not None else [], tool)
-    return [t for t in found if STATEMENT.match(t)]
+    cut = cut if cut is not None else []
+    found = [t for t in _texts(arguments, tool, keys, 0, cut, tool) if STATEMENT.match(t)]
+    if not tool:
+        found += [t for t in _texts(arguments, True, keys, 0, cut, True)
+                  if STATEMENT_WITH_OBJECT.match(t) and t not in found]
+    return found
 
 
 def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],
