@@ -156,13 +156,8 @@ class Ledger:
         except QueryUnparsed:
             self._unparsed(sql, sql_source)
             raise
-        except QueryTimeout:
-            self._unfinished(source, sql, sql_source, "timed out")
-            with self._lock:  # asked to run, and it ran until its deadline
-                self.queries_executed += 1
-            raise
-        except QueryFailed:
-            self._unfinished(source, sql, sql_source, "failed")
+        except (QueryTimeout, QueryFailed) as exc:
+            self._unfinished(source, sql, sql_source, isinstance(exc, QueryTimeout))
             raise
         if table.meta.get("withheld"):
             self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
@@ -188,14 +183,18 @@ class Ledger:
             self._write(f"write attempt (a query the datasource could not parse, judged on "
                         f"its words): {_short(sql)}")
 
-    def _unfinished(self, source: DataSource, sql: str, sql_source: bool, how: str) -> None:
-        """A query that ended without a result: listed when it timed out; on a datasource that
-        is not SQL, a write clause in it is a write attempt (the source's own account,
-        ``write_clause``): a graph engine that crashed, or was stopped while it parsed a
-        1,000-deep literal, never reached its read-only check, so it refused nothing, and the
-        write it was asked must not count as none. An SQL text's guard judged it before."""
-        if how == "timed out":
+    def _unfinished(self, source: DataSource, sql: str, sql_source: bool,
+                    timed_out: bool) -> None:
+        """A query that ended without a result. One that ran until its deadline was asked to
+        run and ran: executed, and listed as timed out. On a datasource that is not SQL, a
+        write clause in it is a write attempt (the source's own account, ``write_clause``): a
+        graph engine that crashed, or was stopped while it parsed a 1,000-deep literal, never
+        reached its read-only check, so it refused nothing, and the write it was asked must not
+        count as none. An SQL text's guard judged it before."""
+        how = "timed out" if timed_out else "failed"
+        if timed_out:
             with self._lock:
+                self.queries_executed += 1
                 if len(self.findings) < MAX_FINDINGS:
                     self.findings.append(f"timed out: {_short(sql)}")
         judge = getattr(source, "write_clause", None)

@@ -52,7 +52,7 @@ _LOOSE_DEPTH = 64
 
 def query_tool(name: str) -> bool:
     """Whether ``name`` is a tool that runs a query (``run_query`` in any spelling,
-    ``execute_sql``, ``mcp__db__run_cypher``): its last part, ``-`` read as ``_``."""
+    ``execute_sql``, ``mcp__db__run_sql``): its last part, ``-`` read as ``_``."""
     if plugin_tool(name) == TOOL_QUERY:
         return True
     return _patterns()[0].search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1]) \
