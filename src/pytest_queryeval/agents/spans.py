@@ -267,8 +267,8 @@ def _otlp_value(value: object, depth: int = 0) -> object:
     """An OTLP ``AnyValue`` as the value it holds: a text, a number, a list
     (``arrayValue``), a mapping (``kvlistValue``), the text of ``bytesValue`` (base64, read
     as UTF-8 where it is); any other object as given, so that its search reads it."""
-    if not isinstance(value, Mapping) or depth > _FLAT_DEPTH:
-        return value
+    if not isinstance(value, Mapping) or depth > _FLAT_DEPTH or len(value) != 1:
+        return value  # no value, or two (a text and a list): searched as given
     for key in ("stringValue", "intValue", "doubleValue", "boolValue"):
         if key in value:
             return value[key]
@@ -350,7 +350,7 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
         fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)
                     or (kind != "LLM" and _OUT_CALL.fullmatch(str(k)))),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name")),
-                  *(_history_calls(attrs) if kind == "LLM" else ())]
+                  *_history_calls(attrs)]
         found = _unread(fields, known, budget)
         if found is not None:
             out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
@@ -367,9 +367,10 @@ _IN_CALL = re.compile(
 
 
 def _history_calls(attrs: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The arguments of the query tools' calls an LLM span's prompt holds (the history of the
-    conversation it was asked): each is a call an earlier step made and, where no counted call
-    holds its query, one no count read (a trace that kept the last LLM span alone)."""
+    """The arguments of the query tools' calls a span's prompt holds (an LLM span's, or one of
+    another kind or none that carries it: the history of the conversation it was asked): each
+    is a call an earlier step made and, where no counted call holds its query, one no count
+    read (a trace that kept the last LLM span alone)."""
     from .statements import query_tool
 
     flat = _flat(attrs)

@@ -130,12 +130,19 @@ def _decoded(text: str) -> object:
 #: A statement with its object at the head of a text (after blanks and comments): what another
 #: tool's argument must start with to be read as a statement, not prose (``DELETE FROM Genre``,
 #: ``SELECT x FROM Employee``, ``MATCH (n) ...``; not ``SELECT syntax``, nor ``set up sqlite,
-#: then delete from the cache``).
+#: then delete from the cache``); a one-word statement that is also an English verb
+#: (``TRUNCATE x``, ``REINDEX``, ``VACUUM``, ``SUMMARIZE x``) only when a ``;`` ends it.
 STATEMENT_WITH_OBJECT = re.compile(
-    _LEAD + r"(?:delete\s+from|insert\s+(?:or\s+\w+\s+)?into|update\s+\S+\s+set|"
+    r"(?:\s|;)*" + _LEAD + r"(?:delete\s+(?:from\s|\S+\s+where\b)|"
+    r"insert\s+(?:or\s+\w+\s+)?into|update\s+\S+(?:\s+(?:as\s+)?\w+)?\s+set|"
     r"(?:replace|merge|upsert)\s+into|(?:create|drop|alter|truncate)\s+(?:or\s+replace\s+)?"
     r"(?:temp\w*\s+|unique\s+|materialized\s+)?(?:table|view|index|database|schema|trigger|"
-    r"function|procedure|sequence|role|user|macro|secret)\b|select\b[\s\S]{0,2000}?\bfrom\b|"
-    r"with\s+\S+\s+as\s*\(|attach\b|copy\s+\S+\s+(?:from|to)\b|(?:optional\s+)?match\s*\(|"
-    r"detach\s+delete|(?:create|merge)\s*\(|unwind\b|load\s+(?:csv|from)\b)", re.IGNORECASE)
+    r"function|procedure|sequence|role|user|macro|secret)\b|"
+    r"select\b[\s\S]{0,2000}?\bfrom\b|with\s+\S+\s+as\s*\(|attach\b|detach\s+database|"
+    r"copy\s+\S+\s+(?:from|to)\b|grant\s[\s\S]{0,200}?\bon\b|revoke\s[\s\S]{0,200}?\bon\b|"
+    r"comment\s+on\s|pragma\s+[\w.]+\s*(?:=|\()|vacuum\s+into\b|"
+    r"values\s*\(|(?:from|table)\s+[\w.\"`\[\]]+\s*;?\s*$|(?:optional\s+)?match\s*\(|"
+    r"detach\s+delete|(?:create|merge)\s*\(|unwind\b|load\s+(?:csv|from|extension)\b|"
+    r"(?:truncate|reindex|vacuum|install|summarize|delete)(?:\s+(?:table\s+)?[\w.\"`\[\]]+)?\s*;)",
+    re.IGNORECASE)
 
