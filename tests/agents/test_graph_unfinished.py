@@ -57,3 +57,30 @@ def test_a_write_in_a_query_that_never_finished_is_counted(pytester: pytest.Pyte
     # a crash, or on a loaded machine the deadline first: either way the DETACH is named
     assert any("(DETACH at line 1, column 18; the query" in f for f in crash), crash
     assert metrics["honest-after"]["queries_executed"] == 1.0
+
+
+def test_the_tool_loop_counts_the_write_of_a_query_that_crashed_the_engine(
+        pytester: pytest.Pytester, agent_standin: object) -> None:
+    """The same through the plugin's own tool loop (the ``openai`` source, the scripted
+    stand-in behind the real client): the loop's run_query of a DETACH DELETE holding a
+    1,000-deep list crashes ladybug, and the loop's count and the engine's agree: 1."""
+    pytest.importorskip("ladybug")
+    pytest.importorskip("openai")
+    shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
+    question = "How many movies are there?"
+    agent_standin.script = {question: [  # type: ignore[attr-defined]
+        {"content": None, "tool_calls": [{"name": "run_query",
+                                          "arguments": {"query": FORMS["crash-delete"]}}]},
+        {"content": f"```cypher\n{COUNT}\n```"}]}
+    write_suite(pytester.path, {
+        "datasources": {"movies": {"type": "ladybug", "path": "movies.cypher", "timeout": 1}},
+        "predictions": {"source": "openai", "model": "scripted-agent", "api_key": "none",
+                        "base_url": agent_standin.base_url,  # type: ignore[attr-defined]
+                        "retries": 0, "timeout": 30, "agent": {}}},
+        {"test_graph.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
+            {"id": "loop", "question": question, "gold": COUNT, "agent": True,
+             "thresholds": {"write_attempts": {"max": 0}}}]}})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    case = report.by_id["loop"]
+    assert case["details"]["prediction"]["agent"]["counts"]["write_attempts"] == 1.0
+    assert (case["outcome"], case["metrics"]["write_attempts"]) == ("failed", 1.0)
