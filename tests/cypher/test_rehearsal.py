@@ -442,3 +442,50 @@ def test_the_ninth_reprobes_divergences_are_refused(query):
     status): what could differ between the copy's run and the server's."""
     with pytest.raises(QueryRefused):
         rehearsal.check_deterministic(query)
+
+
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory):
+    """A server of this module's own (the session's is shared), with the film graph."""
+    from tests.fixtures.bolt_server import require, running_server
+
+    require()
+    with running_server(tmp_path_factory.mktemp("own-bolt")) as server:
+        yield server
+
+
+def _doc(server: BoltServer, text: str) -> None:
+    server.run(f"CREATE (:Doc {{text: '{text}'}})")
+
+
+def test_a_node_one_bolt_message_cannot_carry_fails_the_copy_not_the_session(own_server,
+                                                                          monkeypatch):
+    """The ninth re-probe's H6: a 72 KB text property, read over Bolt for the copy, met the
+    listener's cut chunk size and the session waited for ever (no report; SIGTERM did not end
+    it). Now the copy is refused at once, naming the node; and were the weight misjudged,
+    the reading's deadline ends it."""
+    _doc(own_server, "lorem ipsum " * 6000)
+    try:
+        own_server.unstick()
+        src = BoltSource("docs", own_server.url, timeout=3)
+        try:
+            for _ in range(2):
+                with pytest.raises(SourceUnavailable, match=r"node 13's properties take about "
+                                                            r"[\d,]+ bytes"):
+                    src.execute("MATCH (n) RETURN count(n)")
+            assert src.execute("MATCH (n) RETURN count(n)", trusted=True).rows == [(14,)]
+        finally:
+            src.close()
+        monkeypatch.setattr(graphcopy, "MAX_WEIGHT", 10 ** 9)  # the weight misjudged
+        own_server.unstick()
+        src = BoltSource("docs", own_server.url, timeout=3)
+        try:
+            start = time.monotonic()
+            with pytest.raises(SourceUnavailable, match="did not end within 3 s"):
+                src.execute("MATCH (n) RETURN count(n)")
+            assert time.monotonic() - start < 30
+        finally:
+            src.close()
+    finally:
+        own_server.unstick()
+        own_server.run("MATCH (n:Doc) DELETE n")

@@ -275,21 +275,40 @@ class BoltSource(SourceDefaults):
             neo4j = _neo4j()
 
             def run(query: str) -> list[tuple[Any, ...]]:
-                """In a transaction, as :meth:`execute` sends queries: FalkorDB's listener
-                reads the graph's name from an auto-commit run's metadata (``mode``)."""
-                with driver.session(database=self.database,
-                                    default_access_mode=neo4j.READ_ACCESS) as session:
-                    tx = session.begin_transaction(timeout=self.timeout)
-                    try:
-                        return [tuple(r.values()) for r in tx.run(query)]
-                    finally:
-                        with contextlib.suppress(Exception):
-                            tx.rollback()
+                return self._read(driver, neo4j, query)
 
             self._rehearsal = rehearsal.Rehearsal(
                 self.where, lambda: graphcopy.statements(graphcopy.export(run)),
                 max_memory=self.max_memory, max_rows=self.max_rows)
         return self._rehearsal
+
+    def _read(self, driver: Any, neo4j: Any, query: str) -> list[tuple[Any, ...]]:
+        """One query of the copy's reading (:mod:`.graphcopy`), in a transaction as
+        :meth:`execute` sends queries (FalkorDB's listener reads the graph's name from an
+        auto-commit run's metadata), under the same wall-clock deadline: a reply the listener
+        framed wrong (a message over 64 KiB) leaves the driver waiting for bytes that never
+        come (the ninth re-probe: a 72 KB text property hung the session)."""
+        with driver.session(database=self.database,
+                            default_access_mode=neo4j.READ_ACCESS) as session:
+            seconds = float(self.timeout or DEFAULT_TIMEOUT)
+            tx = session.begin_transaction(timeout=seconds)
+            deadline = SocketDeadline(seconds, reset=True)
+            raw = _raw_socket(tx)
+            if raw is not None:
+                deadline.watch(raw)
+            try:
+                rows = [tuple(r.values()) for r in tx.run(query)]
+                tx.rollback()  # under the deadline still: a desynchronised reply waits here
+                return rows
+            except BaseException:  # the deadline, the driver, the session's end (SIGTERM)
+                if raw is not None:  # the connection is dropped, never read again
+                    reset_close(raw)
+                if deadline.fired:
+                    raise SourceUnavailable(f"{self.where}: reading the graph to copy it did "
+                                            f"not end within {seconds:g} s") from None
+                raise
+            finally:
+                deadline.cancel()
 
     def fingerprint(self) -> str:
         """The URL, database, user and ``version``: never the password; and the form of the

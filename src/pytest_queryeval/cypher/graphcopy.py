@@ -38,7 +38,7 @@ TEMPORAL = {"Date": "date", "Datetime": "localdatetime", "LocalDateTime": "local
 
 
 class TooDeep(ValueError):
-    """A property the copy cannot hold as it is: the copy is then not made at all (any
+    """A value the copy cannot read or hold as it is: the copy is then not made at all (any
     stand-in would be a difference a prediction could pick its reply by)."""
 
 Run = Callable[[str], Sequence[Sequence[Any]]]
@@ -92,6 +92,8 @@ def export(run: Run) -> Graph:
     found: dict[int, Edge] = {}
     for lo in range(0, int(top) + 1, PAGE):
         span = f"WHERE id(n) >= {lo} AND id(n) < {lo + PAGE}"
+        _check_weight(run, f"MATCH (n) {span}", "n", "node")
+        _check_weight(run, f"MATCH (n)-[e]->() {span}", "e", "relationship")
         for i, labels, props in run(f"MATCH (n) {span} RETURN id(n), labels(n), "
                                     f"{_properties('n')}"):
             graph.nodes[int(i)] = ([str(x) for x in labels], _literals(props, f"node {i}"))
@@ -137,6 +139,34 @@ def _number(v: Any) -> str:
 def optional(statement: str) -> bool:
     """Whether the copy is whole without ``statement`` (an index)."""
     return statement.startswith("CREATE ") and " INDEX FOR " in statement[:30]
+
+
+#: The most a node's or a relationship's properties may weigh (:func:`_weight`) to be read
+#: in one Bolt message (65,535 bytes, with the reading's own parts around each value).
+MAX_WEIGHT = 48_000
+
+
+def _weight(var: str) -> str:
+    """A Cypher estimate of the bytes ``var``'s properties take in the copy's reading: each
+    value's parts, three bytes a character of its strings, a list's items one level down
+    (deeper items at their parts only)."""
+    text = "coalesce(3 * size(CASE WHEN typeOf({v}) = 'String' THEN {v} END), 0)"
+    items = (f"reduce(t = 0, x IN CASE WHEN typeOf({var}[k]) = 'List' THEN {var}[k] ELSE [] "
+             f"END | t + 48 + {text.format(v='x')})")
+    return (f"reduce(s = 0, k IN keys({var}) | s + 64 + 3 * size(k) + "
+            f"{text.format(v=f'{var}[k]')} + {items})")
+
+
+def _check_weight(run: Run, match: str, var: str, what: str) -> None:
+    """Fail the copy at a node or relationship whose properties one Bolt message cannot
+    carry intact: FalkorDB's listener (4.16.3) cuts a longer message's size to 16 bits, and
+    the driver then waits for bytes that never come."""
+    rows = run(f"{match} WITH {var}, {_weight(var)} AS w WHERE w > {MAX_WEIGHT} "
+               f"RETURN id({var}), w LIMIT 1")
+    for i, weight in rows:
+        raise TooDeep(f"{what} {i}'s properties take about {int(weight):,} bytes, more than "
+                      "one Bolt message a FalkorDB server's listener sends intact (64 KiB) "
+                      "can carry: the copy a prediction is rehearsed on cannot be read")
 
 
 def _edges(run: Run, span: str) -> Iterator[tuple[int, Edge]]:

@@ -48,6 +48,7 @@ from ..errors import (
     QueryFailed,
     QueryRefused,
     QueryTimeout,
+    ReadRefused,
     SourceUnavailable,
 )
 from . import graphcopy, guard
@@ -114,7 +115,7 @@ def check_deterministic(query: str) -> None:
         parts = low.split(".")
         if i and code[i - 1].text.upper() == "CALL" \
                 and any(low == p or low.startswith(p + ".") for p in SCHEMA_PROCEDURES):
-            raise QueryRefused(f"CALL {name} at {guard.where(tok)} reads the schema of the "
+            raise ReadRefused(f"CALL {name} at {guard.where(tok)} reads the schema of the "
                                "copy of the graph a prediction is rehearsed on, which may "
                                "differ from the server's (the order its names were made in, "
                                "an index's status)")
@@ -123,7 +124,7 @@ def check_deterministic(query: str) -> None:
         empty = j + 1 < len(code) and code[j + 1].text == ")"
         if low in NONDETERMINISTIC or (low in CLOCK and empty) \
                 or (len(parts) > 1 and parts[-1] in CLOCK_SUFFIXES):
-            raise QueryRefused(f"{name}() at {guard.where(tok)} differs from one run to the "
+            raise ReadRefused(f"{name}() at {guard.where(tok)} differs from one run to the "
                                "next: a query for a FalkorDB server is first rehearsed on a "
                                "copy of its graph, and that run must stand for the server's")
 
@@ -343,13 +344,13 @@ class _Reading:
 
     def verdict(self, reply: Any, max_rows: int) -> None:
         if self.temporal:
-            raise QueryRefused("the query's reply holds a date, a local time or date-time, or "
+            raise ReadRefused("the query's reply holds a date, a local time or date-time, or "
                                "a duration, which a FalkorDB server's Bolt listener cannot "
                                "write (it stops the server); return toString(...) of it")
         header = reply[0] if isinstance(reply, list) and reply else []
         fields = sum(8 + len(str(c[-1]).encode()) for c in header if isinstance(c, list))
         if self.largest > MAX_MESSAGE or fields + 64 > MAX_MESSAGE:
-            raise QueryRefused(f"a row of the query's reply (or its column names) may take "
+            raise ReadRefused(f"a row of the query's reply (or its column names) may take "
                                f"more than {MAX_MESSAGE:,} bytes in one Bolt message, which "
                                "a FalkorDB server's listener cannot send intact (it cuts the "
                                "message's size to 16 bits)")
