@@ -489,3 +489,12 @@ def test_a_node_one_bolt_message_cannot_carry_fails_the_copy_not_the_session(own
     finally:
         own_server.unstick()
         own_server.run("MATCH (n:Doc) DELETE n")
+
+
+def test_a_reply_nested_deeper_than_the_driver_reads_is_refused(source):
+    """The ninth re-probe's M2: a list nested 480 deep made the driver recurse past Python's
+    limit, and the case was reported as the source unavailable (left out of the means)."""
+    with pytest.raises(QueryRefused, match="nests values more than 200 deep"):
+        source.execute("RETURN reduce(s = [], x IN range(1, 300) | [s]) AS d")
+    assert len(repr(source.execute("RETURN reduce(s = [], x IN range(1, 100) | [s]) AS d")
+                    .rows)) > 200

@@ -323,6 +323,9 @@ class Rehearsal:
 #: as one chunk whose 16-bit size is cut to its low bits, and the driver then reads the rest
 #: as further messages (the ninth re-probe forged the next queries' results that way).
 MAX_MESSAGE = 65_535
+#: How deep a reply's lists and maps may nest: the driver reads each level in a recursion of
+#: its own (480 levels passed Python's limit: the ninth re-probe's M2).
+MAX_NESTING = 200
 
 
 class _Reading:
@@ -335,12 +338,15 @@ class _Reading:
         self.temporal = False
         self.rows = 0
         self.largest = 0
+        self.deepest = 0
 
     def __call__(self, values: Any) -> None:
         self.rows += 1
         if not self.temporal and _holds_temporal([None, [values], None]):
             self.temporal = True
-        self.largest = max(self.largest, _bolt_bound(values, self.longest_name))
+        size, depth = _bolt_bound(values, self.longest_name)
+        self.largest = max(self.largest, size)
+        self.deepest = max(self.deepest, depth)
 
     def verdict(self, reply: Any, max_rows: int) -> None:
         if self.temporal:
@@ -354,44 +360,52 @@ class _Reading:
                                f"more than {MAX_MESSAGE:,} bytes in one Bolt message, which "
                                "a FalkorDB server's listener cannot send intact (it cuts the "
                                "message's size to 16 bits)")
+        if self.deepest > MAX_NESTING:
+            raise ReadRefused(f"the query's reply nests values more than {MAX_NESTING} deep, "
+                              "deeper than the Bolt driver reads (it recurses once a level)")
         if self.rows > max_rows:
             raise QueryFailed(f"truncated: the result has more than {max_rows:,} rows on the "
                               "copy of the graph it is rehearsed on, which cannot vouch for "
                               "the rows past them; it was not sent to the server")
 
 
-def _bolt_bound(value: Any, longest_name: int) -> int:
+def _bolt_bound(value: Any, longest_name: int) -> tuple[int, int]:
     """At least the bytes a compact reply's value takes in a Bolt message (PackStream), its
-    labels, types and keys each counted at the longest name the copy has."""
+    labels, types and keys each counted at the longest name the copy has; and how deep its
+    lists and maps nest."""
     size = 7  # the RECORD's structure and its list's header
     name = 5 + longest_name
-    stack: list[Any] = list(value) if isinstance(value, list) else []
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(v, 1) for v in value] if isinstance(value, list) else []
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
         if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int):
             size += 9
             continue
         code, body = item
+        inner: list[Any] = []
         if code in (1, 3, 4, 5):  # null, integer, boolean, float
             size += 9
         elif code == 2:
             size += 5 + len(str(body).encode("utf-8"))
         elif code in (_ARRAY, _PATH):
             size += 5 + 3 * 9
-            stack.extend(body if isinstance(body, list) else [])
+            inner = body if isinstance(body, list) else []
         elif code == _MAP and isinstance(body, list):
             size += 5 + sum(5 + len(str(k).encode("utf-8")) for k in body[0::2])
-            stack.extend(body[1::2])
+            inner = body[1::2]
         elif code in (_NODE, _EDGE) and isinstance(body, list) and body:
             labels = body[1] if code == _NODE and isinstance(body[1], list) else [0]
             props = body[-1] if isinstance(body[-1], list) else []
             size += 2 + 4 * 9 + 4 * 30 + 5 + name * len(labels) + 5 + name * len(props)
-            stack.extend([p[1], p[2]] for p in props if isinstance(p, list) and len(p) == 3)
+            inner = [[p[1], p[2]] for p in props if isinstance(p, list) and len(p) == 3]
         elif code == 12 and isinstance(body, list):  # a vector: a list of floats
             size += 5 + 9 * len(body)
         else:
             size += 40
-    return size
+        stack.extend((x, depth + 1) for x in inner)
+    return size, deepest
 
 
 def _longest_name(conn: Connection) -> int:
