@@ -498,3 +498,28 @@ def test_a_reply_nested_deeper_than_the_driver_reads_is_refused(source):
         source.execute("RETURN reduce(s = [], x IN range(1, 300) | [s]) AS d")
     assert len(repr(source.execute("RETURN reduce(s = [], x IN range(1, 100) | [s]) AS d")
                     .rows)) > 200
+
+
+def test_a_killed_sessions_copy_folder_is_removed_by_the_next(tmp_path):
+    """The ninth re-probe's L1: a session killed with SIGKILL left its copy's folder (a
+    snapshot of the user's graph, the copy's password); the next copy removes the folders of
+    copies whose process is gone, and no other."""
+    import tempfile
+
+    base = Path(tempfile.gettempdir() if len(tempfile.gettempdir()) <= 60 else "/tmp")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = base / f"queryeval-rehearsal-{dead}-test"
+    live = base / f"queryeval-rehearsal-{os.getpid()}-test"
+    for folder in (stale, live):
+        folder.mkdir(mode=0o700)
+        (folder / "copy.rdb").write_bytes(b"graph")
+    try:
+        made = rehearsal._private_dir()
+        made.rmdir()
+        assert not stale.exists() and live.exists()
+    finally:
+        import shutil
+
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(live, ignore_errors=True)

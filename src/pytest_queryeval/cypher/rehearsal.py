@@ -350,11 +350,28 @@ def _verdict(error: str, seconds: float) -> None:
 
 def _private_dir() -> Path:
     """A folder only this user reads (``mkdtemp``: mode 0700), its path short enough for a
-    Unix socket's (108 bytes)."""
+    Unix socket's (108 bytes), named after this process; the folders of this user's copies
+    whose process is gone (a killed session: the copy died with it, its snapshot of the
+    graph did not) are removed first."""
     base = tempfile.gettempdir()
     if len(base) > 60:
         base = "/tmp"
-    return Path(tempfile.mkdtemp(prefix="queryeval-rehearsal-", dir=base))
+    for old in Path(base).glob("queryeval-rehearsal-*-*"):
+        pid = old.name.split("-")[2]
+        with contextlib.suppress(OSError, ValueError):
+            if old.stat().st_uid == os.getuid() and not _alive(int(pid)):
+                shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"queryeval-rehearsal-{os.getpid()}-", dir=base))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _command(folder: Path, config: str) -> list[str]:
