@@ -181,7 +181,8 @@ def test_a_schema_procedure_runs_as_a_gold_and_is_refused_as_a_prediction(bolt):
     rehearsed on a copy whose schema was made in another order, so a prediction may not
     read it (docs/cypher.md, "Rehearsed on a copy")."""
     query = "CALL db.labels() YIELD label RETURN label"
-    assert sorted(r[0] for r in bolt.execute(query, trusted=True).rows) == ["Movie", "Person"]
+    labels = {r[0] for r in bolt.execute(query, trusted=True).rows}
+    assert {"Movie", "Person"} <= labels  # and the labels other tests made and emptied
     with pytest.raises(QueryRefused, match="reads the schema of the copy"):
         bolt.execute(query)
 

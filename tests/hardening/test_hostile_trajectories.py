@@ -218,7 +218,10 @@ def test_a_20000_call_file_trajectory_is_replayed_within_the_budget(pytester):
     agent = case["details"]["agent"]
     assert "refused" in agent  # 20,000 messages: over the trajectory's bound
     assert agent["not_replayed"] == 19_997
-    assert case["metrics"]["queries_executed"] == 0.0  # the three ran into their timeout
+    # the three ran into their timeout: asked and run, so executed (the ninth re-probe's
+    # M1: a query that ran until its deadline counted 0), and listed as timed out
+    assert case["metrics"]["queries_executed"] == 3.0
+    assert sum("timed out" in f for f in agent["findings"]) == 3
     assert case["metrics"]["write_attempts"] == 1.0
     assert "write attempt (past the budget, not run): DELETE FROM notes" in agent["findings"]
     assert case["outcome"] == "failed"

@@ -65,8 +65,9 @@ MAX_REPLY = 256 * 1024 * 1024
 MAX_ROW_VALUES = 2_000_000
 #: How long the copy may take to start, or to load its snapshot (seconds).
 START_TIMEOUT = 60.0
-#: How long writing the copy may take, each statement (seconds).
-COPY_TIMEOUT = 600.0
+#: How long writing the copy may take, each statement of at most
+#: :data:`.graphcopy.BATCH_CHARS` characters (seconds).
+COPY_TIMEOUT = 120.0
 #: Functions whose value changes between two runs of one query.
 NONDETERMINISTIC = frozenset({"rand", "randomuuid", "timestamp"})
 #: Functions that read the clock when called with no argument.
@@ -261,13 +262,17 @@ class Rehearsal:
     def _load(self, conn: Connection) -> None:
         """The graph written once; its snapshot is what every later start loads. A copy that
         fails is the source's error, every time it is asked for (never an empty copy)."""
+        step = "reading the server's graph"
         try:
             for statement in self._copy():
+                step = f"writing {statement[:60]!r}"
                 reply = conn.call("GRAPH.QUERY", KEY, statement, seconds=COPY_TIMEOUT,
                                   max_bytes=1 << 20)
+                step = "reading the server's graph"
                 if isinstance(reply, RespError) and not graphcopy.optional(statement):
                     raise SourceUnavailable(f"{self.where}: copying the graph to rehearse "
                                             f"predictions on failed: {reply}")
+            step = "saving the copy"  # the graph made even where the server's is empty
             conn.call("GRAPH.QUERY", KEY, "RETURN 1", seconds=COPY_TIMEOUT, max_bytes=1 << 20)
             saved = conn.call("SAVE", seconds=COPY_TIMEOUT, max_bytes=4096)
             if saved != "OK":
@@ -279,8 +284,11 @@ class Rehearsal:
         except Exception as exc:  # the server's reading (the driver's errors) or the copy's
             self._kill()
             message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            if isinstance(exc, ReplyDeadline):
+                message = f"no answer within {COPY_TIMEOUT:g} s"
             raise SourceUnavailable(f"{self.where}: copying the graph to rehearse predictions "
-                                    f"on failed: {str(message).splitlines()[0]}") from None
+                                    f"on failed, {step}: "
+                                    f"{str(message).splitlines()[0]}") from None
 
     def _death(self) -> str:
         """How the copy ended, for the message; it is killed if it still runs."""
