@@ -509,8 +509,8 @@ def test_a_killed_sessions_copy_folder_is_removed_by_the_next(tmp_path):
     base = Path(tempfile.gettempdir() if len(tempfile.gettempdir()) <= 60 else "/tmp")
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    stale = base / f"queryeval-rehearsal-{dead}-test"
-    live = base / f"queryeval-rehearsal-{os.getpid()}-test"
+    stale = base / f"queryeval-rehearsal-{dead}-testtest"  # mkdtemp's 8 characters
+    live = base / f"queryeval-rehearsal-{os.getpid()}-testtest"
     for folder in (stale, live):
         folder.mkdir(mode=0o700)
         (folder / "copy.rdb").write_bytes(b"graph")

@@ -215,7 +215,9 @@ def sha256(paths: Iterable[str | os.PathLike[str]], purpose: str) -> str:
     return h.hexdigest()
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of ``pid`` runs (another user's counts): what decides that a
+    temporary named after it, or a database copy, is a killed run's."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -236,7 +238,7 @@ def _stale(entry: os.DirEntry[str], pattern: re.Pattern[str]) -> bool:
         owner = entry.stat(follow_symlinks=False).st_uid
     except OSError:
         return False
-    return owner == os.geteuid() and not _alive(int(match.group(1)))
+    return owner == os.geteuid() and not process_alive(int(match.group(1)))
 
 
 def clean_stale_temps(directory: Path, prefix: str, suffix: str) -> list[str]:
@@ -254,19 +256,26 @@ def clean_stale_temps(directory: Path, prefix: str, suffix: str) -> list[str]:
     return removed
 
 
-def private_tempdir(prefix: str) -> str:
-    """``tempfile.mkdtemp`` named with this process's pid (``queryeval-xdist-PID-...``), after
-    removing the empty folders of that prefix whose process no longer runs: a killed run could
-    not remove its own, and every later run left them in the temporary folder."""
+def private_tempdir(prefix: str, *, parent: str | None = None, whole: bool = False) -> str:
+    """``tempfile.mkdtemp`` named with this process's pid (``queryeval-xdist-PID-...``), in
+    ``parent`` (the temporary folder by default), after removing the folders of that prefix
+    whose process no longer runs: a killed run could not remove its own, and every later run
+    left them in the temporary folder. Only empty ones are removed, unless ``whole`` (a
+    folder whose content is nobody's once its process is gone: the rehearsal's snapshot of a
+    graph)."""
+    import shutil
     import tempfile
 
-    parent = tempfile.gettempdir()
+    parent = tempfile.gettempdir() if parent is None else parent
     pattern = re.compile(re.escape(prefix) + r"(\d+)-[a-z0-9_]{8}")
     with contextlib.suppress(OSError), os.scandir(parent) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False) and _stale(entry, pattern):
-                with contextlib.suppress(OSError):
-                    os.rmdir(entry.path)  # only an empty one: nothing of a run is lost
+                if whole:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(entry.path)  # only an empty one: nothing of a run is lost
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent)
 
 

@@ -393,7 +393,8 @@ def _sweep(admin: str) -> None:
     names carry the pid of the process that made them, and only a gone process's go."""
     import psycopg
 
-    from ..tasks.pgcopies import _alive, sweep
+    from .._util.safefile import process_alive
+    from ..tasks.pgcopies import sweep
 
     with contextlib.suppress(psycopg.Error):
         sweep(admin)
@@ -401,7 +402,7 @@ def _sweep(admin: str) -> None:
             for (name,) in conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE "
                                         "'qe\\_agent\\_%'").fetchall():
                 parts = str(name).split("_")
-                if len(parts) == 4 and parts[2].isdigit() and not _alive(int(parts[2])):
+                if len(parts) == 4 and parts[2].isdigit() and not process_alive(int(parts[2])):
                     with contextlib.suppress(psycopg.Error):
                         conn.execute(f"DROP ROLE IF EXISTS {_ident(str(name))}")
 

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from .._util.safefile import private_tempdir
 from ..errors import (
     MissingDependency,
     QueryEvalError,
@@ -364,22 +365,7 @@ def _private_dir() -> Path:
     base = tempfile.gettempdir()
     if len(base) > 60:
         base = "/tmp"
-    for old in Path(base).glob("queryeval-rehearsal-*-*"):
-        pid = old.name.split("-")[2]
-        with contextlib.suppress(OSError, ValueError):
-            if old.stat().st_uid == os.getuid() and not _alive(int(pid)):
-                shutil.rmtree(old, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"queryeval-rehearsal-{os.getpid()}-", dir=base))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return Path(private_tempdir("queryeval-rehearsal-", parent=base, whole=True))
 
 
 def _command(folder: Path, config: str) -> list[str]:

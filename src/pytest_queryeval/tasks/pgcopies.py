@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._util.safefile import process_alive
+
 if TYPE_CHECKING:
     from .dbapi import PgConnection
 
@@ -207,22 +209,12 @@ def sweep(admin: str) -> list[str]:
             "SELECT datname FROM pg_database WHERE datname LIKE 'qe\\_%'").fetchall()]
         for name in names:
             match = _NAME.match(name)
-            if match is None or _alive(int(match.group(2))):
+            if match is None or process_alive(int(match.group(2))):
                 continue
             with contextlib.suppress(psycopg.Error):
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
                 dropped.append(name)
     return dropped
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def connect(info: str) -> Any:
