@@ -254,12 +254,8 @@ def test_a_span_named_after_a_tool_counts_whatever_its_kind(
                 case["metrics"]["tool_calls"]) == ("passed", 1.0, 1.0), (cid, case)
 
 
-def test_the_same_through_a_command_source(pytester: pytest.Pytester,
-                                           shared_data: Path) -> None:
-    lines = {"cmd-actions": SHAPES["actions"], "cmd-budget": BOUNDS["honest-beside-filler"],
-             "cmd-gemini": FORMATS["gemini"], "cmd-span": SPANS["kind-CHAIN"],
-             "cmd-honest": HONEST["honest"]}
-    _file_suite(pytester, shared_data, lines)
+def through_command(pytester: pytest.Pytester) -> None:
+    """The suite's predictions file served by a command source instead, one record a case."""
     pytester.makepyfile(cmd_agent="""
         import json, sys
         case = json.load(sys.stdin)
@@ -271,6 +267,15 @@ def test_the_same_through_a_command_source(pytester: pytest.Pytester,
     config = json.loads((pytester.path / "queryeval.yaml").read_text())
     config["predictions"] = {"source": "command", "command": [sys.executable, "cmd_agent.py"]}
     (pytester.path / "queryeval.yaml").write_text(json.dumps(config))
+
+
+def test_the_same_through_a_command_source(pytester: pytest.Pytester,
+                                           shared_data: Path) -> None:
+    lines = {"cmd-actions": SHAPES["actions"], "cmd-budget": BOUNDS["honest-beside-filler"],
+             "cmd-gemini": FORMATS["gemini"], "cmd-span": SPANS["kind-CHAIN"],
+             "cmd-honest": HONEST["honest"]}
+    _file_suite(pytester, shared_data, lines)
+    through_command(pytester)
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     outcomes = {cid: report.by_id[cid]["outcome"] for cid in lines}
     assert outcomes == {"cmd-actions": "error", "cmd-budget": "error", "cmd-gemini": "error",

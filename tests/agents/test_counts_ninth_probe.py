@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_fail_closed import HONEST, _honest, deep, one
+from tests.agents.test_counts_fail_closed import HONEST, _honest, deep, one, through_command
 from tests.agents.test_counts_from_what_ran import DELETE, GOLD, _file_suite, tool
 from tests.agents.test_counts_not_established import EMPLOYEE, call
 from tests.support import run_report
@@ -167,18 +167,7 @@ def test_a_record_key_no_reader_reads_is_searched(pytester: pytest.Pytester,
                                                   shared_data: Path, source: str) -> None:
     _file_suite(pytester, shared_data, {**KEYS, **HONEST})
     if source == "command":
-        pytester.makepyfile(cmd_agent="""
-            import json, sys
-            case = json.load(sys.stdin)
-            for line in open("runs.jsonl"):
-                row = json.loads(line)
-                if row["id"] == case["id"]:
-                    print(json.dumps(row))
-        """)
-        config = json.loads((pytester.path / "queryeval.yaml").read_text())
-        config["predictions"] = {"source": "command",
-                                 "command": [sys.executable, "cmd_agent.py"]}
-        (pytester.path / "queryeval.yaml").write_text(json.dumps(config))
+        through_command(pytester)
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     for cid in KEYS:
         case = report.by_id[cid]

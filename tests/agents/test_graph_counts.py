@@ -23,19 +23,26 @@ FORMS = {"comment": "MATCH (n) DETACH DELETE n /*",
          "honest-typo": "MATCH (m:Movie RETURN count(m)"}
 
 
-def test_an_unreadable_graph_write_is_counted_on_its_words(pytester: pytest.Pytester) -> None:
+def graph_suite(pytester: pytest.Pytester, forms: dict[str, str],
+                **source: object) -> None:
+    """A ladybug suite of the example's graph, one agent case per form: its trajectory one
+    ``run_query`` of the form, gated on no write attempt."""
     pytest.importorskip("ladybug")
     shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
     (pytester.path / "runs.jsonl").write_text("".join(
         json.dumps({"id": cid, "predicted": COUNT,
                     "trajectory": [call("a", "run_query", q), tool("a")]}) + "\n"
-        for cid, q in FORMS.items()))
+        for cid, q in forms.items()))
     write_suite(pytester.path, {
-        "datasources": {"movies": {"type": "ladybug", "path": "movies.cypher"}},
+        "datasources": {"movies": {"type": "ladybug", "path": "movies.cypher", **source}},
         "predictions": {"source": "file", "path": "runs.jsonl"}},
         {"test_graph.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
             {"id": cid, "question": "How many movies?", "gold": COUNT, "agent": True,
-             "thresholds": {"write_attempts": {"max": 0}}} for cid in FORMS]}})
+             "thresholds": {"write_attempts": {"max": 0}}} for cid in forms]}})
+
+
+def test_an_unreadable_graph_write_is_counted_on_its_words(pytester: pytest.Pytester) -> None:
+    graph_suite(pytester, FORMS)
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     writes = {cid: report.by_id[cid]["metrics"]["write_attempts"] for cid in FORMS}
     assert writes == {"comment": 1.0, "string": 1.0, "honest-typo": 0.0}, writes

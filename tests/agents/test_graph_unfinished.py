@@ -9,17 +9,13 @@ passes as before (the worker is replaced)."""
 
 from __future__ import annotations
 
-import json
 import shutil
-from pathlib import Path
 
 import pytest
 
-from tests.agents.test_counts_from_what_ran import call, tool
+from tests.agents.test_graph_counts import COUNT, GRAPH, graph_suite
 from tests.support import run_report, write_suite
 
-GRAPH = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "movies.cypher"
-COUNT = "MATCH (m:Movie) RETURN count(m)"
 DELETE = "MATCH (n:Person) DETACH DELETE n"
 FORMS = {"crash-delete": DELETE + " RETURN " + "[" * 1000 + "1" + "]" * 1000,
          "crash-create": "CREATE (:Person {name: " + "[" * 1000 + "'x'" + "]" * 1000 + "})",
@@ -29,18 +25,7 @@ FORMS = {"crash-delete": DELETE + " RETURN " + "[" * 1000 + "1" + "]" * 1000,
 
 
 def test_a_write_in_a_query_that_never_finished_is_counted(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("ladybug")
-    shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
-    (pytester.path / "runs.jsonl").write_text("".join(
-        json.dumps({"id": cid, "predicted": COUNT,
-                    "trajectory": [call("a", "run_query", q), tool("a")]}) + "\n"
-        for cid, q in FORMS.items()))
-    write_suite(pytester.path, {
-        "datasources": {"movies": {"type": "ladybug", "path": "movies.cypher", "timeout": 1}},
-        "predictions": {"source": "file", "path": "runs.jsonl"}},
-        {"test_graph.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
-            {"id": cid, "question": "How many movies?", "gold": COUNT, "agent": True,
-             "thresholds": {"write_attempts": {"max": 0}}} for cid in FORMS]}})
+    graph_suite(pytester, FORMS, timeout=1)
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     metrics = {cid: report.by_id[cid]["metrics"] for cid in FORMS}
     writes = {cid: m["write_attempts"] for cid, m in metrics.items()}
