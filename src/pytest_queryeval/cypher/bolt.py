@@ -211,13 +211,12 @@ class BoltSource(SourceDefaults):
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         with self._lock:
             driver = self._open()
-            if self._falkordb and self.rehearse and not trusted:
-                self._rehearsed(driver).check(query, seconds)
-            else:
-                if self.rehearse and not trusted:  # not a FalkorDB server: no rehearsal
-                    guard.check_costs(query)
-                if self._falkordb:
-                    guard.check_falkordb(query)
+            if self._falkordb and self.rehearse:
+                return self._on_copy(driver, query, seconds, limit, trusted)
+            if self.rehearse and not trusted:  # not a FalkorDB server: no rehearsal
+                guard.check_costs(query)
+            if self._falkordb:
+                guard.check_falkordb(query)
             neo4j = _neo4j()
             start = time.perf_counter()
             deadline: SocketDeadline | None = None
@@ -262,6 +261,16 @@ class BoltSource(SourceDefaults):
                                meta={"max_rows": limit})
         return ResultTable(columns, rows, seconds=elapsed)
 
+    def _on_copy(self, driver: Any, query: str, seconds: float, limit: int,
+                 trusted: bool) -> ResultTable:
+        """A FalkorDB server's query, gold or prediction, answered by the plugin's copy of
+        its graph (:mod:`.rehearsal`): the server is read once, to make the copy, and never
+        runs a suite's query."""
+        start = time.perf_counter()
+        columns, rows, cut = self._rehearsed(driver).run(query, seconds, limit, trusted=trusted)
+        return ResultTable(columns, rows, truncated=cut, seconds=time.perf_counter() - start,
+                           meta={"max_rows": limit} if cut else {})
+
     def _rehearsed(self, driver: Any) -> Rehearsal:
         """The copy of the server's graph untrusted queries are rehearsed on
         (:mod:`.rehearsal`), made on first use."""
@@ -269,9 +278,10 @@ class BoltSource(SourceDefaults):
             reason = rehearsal.available()
             if reason is not None:
                 raise MissingDependency(
-                    f"{self.where} is a FalkorDB server: a prediction is rehearsed on a copy "
-                    f"of its graph before the server runs it, and {reason}; or set "
-                    f"'rehearse: false' to send predictions to the server unrehearsed")
+                    f"{self.where} is a FalkorDB server: a suite is scored on the plugin's "
+                    f"own copy of its graph, where each prediction is rehearsed first, and "
+                    f"{reason}; or set 'rehearse: false' to send the suite's queries to the "
+                    f"server itself")
             neo4j = _neo4j()
 
             def run(query: str) -> list[tuple[Any, ...]]:
@@ -379,6 +389,13 @@ def _value(v: Any, types: tuple[type, type, type]) -> Any:
     if v is None or isinstance(v, bool | int | float | str | bytes):
         return v
     return _temporal(v)
+
+
+def plain_row(values: Any) -> list[Any]:
+    """A record's values as :meth:`BoltSource.execute` gives them (:func:`_value`): what the
+    copy's host process (:mod:`.copyhost`) hands out."""
+    types = _graph_types()
+    return [_value(v, types) for v in values]
 
 
 def _node(n: Any, types: tuple[type, type, type]) -> dict[str, Any]:

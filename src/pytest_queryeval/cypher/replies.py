@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import QueryFailed, ReadRefused
+from ..errors import ReadRefused
 
 #: FalkorDB's compact reply codes of a local date-time, a date, a local time, a duration.
 _TEMPORAL_CODES = frozenset({13, 14, 15, 16})
@@ -46,7 +46,7 @@ class Reading:
         self.largest = max(self.largest, size)
         self.deepest = max(self.deepest, depth)
 
-    def verdict(self, reply: Any, max_rows: int) -> None:
+    def verdict(self, reply: Any) -> None:
         if self.temporal:
             raise ReadRefused("the query's reply holds a date, a local time or date-time, or "
                                "a duration, which a FalkorDB server's Bolt listener cannot "
@@ -61,10 +61,6 @@ class Reading:
         if self.deepest > MAX_NESTING:
             raise ReadRefused(f"the query's reply nests values more than {MAX_NESTING} deep, "
                               "deeper than the Bolt driver reads (it recurses once a level)")
-        if self.rows > max_rows:
-            raise QueryFailed(f"truncated: the result has more than {max_rows:,} rows on the "
-                              "copy of the graph it is rehearsed on, which cannot vouch for "
-                              "the rows past them; it was not sent to the server")
 
 
 def _bolt_bound(value: Any, longest_name: int) -> tuple[int, int]:

