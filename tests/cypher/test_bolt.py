@@ -861,8 +861,6 @@ def test_hostile_cases_do_not_change_the_next_cases_outcome(pytester, server):
                                **{str(c["id"]): "passed" for c in honest}}
     assert "nests 2001 levels deep" not in report.by_id["deep-1"]["reason"]
     assert report.by_id["deep-1"]["reason"].startswith("refused: the query nests 13 levels")
-    for case in honest:
-        assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
     assert time.monotonic() - start < 30
     assert _idle(server, 10) < 10 and server.running() == 0
 
@@ -896,8 +894,6 @@ def test_rows_the_client_stops_reading_do_not_change_the_next_cases_outcome(pyte
                                   "rows on the copy of the graph it is rehearsed on",
                                   "timeout: the query ran over 5 s",
                                   "refused: the string at line 1, column 38")), reason
-    for case in honest:
-        assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
     assert server.handshake(2.0) and server.count() == (13, 15)
 
 
@@ -953,8 +949,6 @@ def test_ranges_walked_inside_one_another_do_not_change_the_next_cases_outcome(
     assert report.by_id["doubling"]["metrics"]["execution_accuracy"] == 0.0
     assert reasons["non-ascii"].startswith("query failed: Invalid input '\ufffd'")
     assert "source unavailable" not in reasons["non-ascii"]
-    for case in honest:
-        assert report.by_id[case["id"]]["metrics"]["gold_seconds"] < 1.0
     assert time.monotonic() - start < 90  # four timeouts of 5 s on the copy, two restarts
     assert _idle(server, 10) < 10 and server.running() == 0
     assert server.count() == (13, 15)

@@ -40,15 +40,15 @@ LADYBUG_WALLS: dict[str, Literal[True] | str] = dict(
     process=True, read_only=True, file_access=True, time_limit=True, memory_bound=True)
 
 #: What a Bolt server holds (docs/cypher.md, "The walls"): the plugin bounds the exchange's
-#: time; whether the engine refuses writes, or survives a query, is the server's, but on
-#: FalkorDB a prediction is rehearsed first on the plugin's own copy (cypher/rehearsal.py).
+#: time; whether the engine refuses writes, or survives a query, is the server's, but a
+#: FalkorDB server's suite is scored on the plugin's own copy (cypher/rehearsal.py), and the
+#: server is only read, once, to make it.
 BOLT_WALLS = dict(
-    process="cannot: a query that crashes the server takes it down for every later case; on "
-            "a FalkorDB server each prediction is first rehearsed on the plugin's own copy "
-            "of the graph, whose crash is that query's error",
-    read_only="cannot: whether the server refuses a write is the server's (Neo4j refuses one "
-              "in a READ session with a role that cannot write); on a FalkorDB server a "
-              "prediction's rehearsal runs as GRAPH.RO_QUERY, and the lexical guard holds "
-              "for the gold",
-    memory_bound="cannot: the server's memory is its own; on a FalkorDB server each "
-                 "prediction is first rehearsed on a copy whose address space is capped")
+    process="cannot: a query that crashes a Neo4j server takes it down for every later case; "
+            "a FalkorDB server never runs a suite's query: the suite is scored on the "
+            "plugin's own copy of its graph, whose crash is that query's error",
+    read_only="cannot: whether a Neo4j server refuses a write is the server's (it refuses one "
+              "in a READ session with a role that cannot write); on a FalkorDB server's copy "
+              "each query is rehearsed as GRAPH.RO_QUERY and its change count checked",
+    memory_bound="cannot: a Neo4j server's memory is its own; a FalkorDB server's copy has "
+                 "its address space capped")
