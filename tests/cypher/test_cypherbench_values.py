@@ -182,7 +182,8 @@ def test_a_bolt_duration_stays_the_drivers():
     gold cache keeps its class."""
     from neo4j.time import Duration
 
-    from pytest_queryeval.cypher.bolt import _graph_types, _value
+    from pytest_queryeval.cypher.boltvalues import graph_types as _graph_types
+    from pytest_queryeval.cypher.boltvalues import value as _value
     from pytest_queryeval.sources.codec import decode_value, encode_value
 
     for d in (Duration(months=1, days=2), Duration(hours=24), Duration(days=1)):

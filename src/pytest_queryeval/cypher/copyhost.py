@@ -15,8 +15,9 @@ one request a line on its standard input::
     {"query": "...", "limit": 1000}  ->  {"columns": [...], "rows": [[...], ...]}
                                           or {"error": "...", "code": "..."}
 
-The session side is :class:`Host`: it starts the process, sends a request, and reads the
-answer under a wall-clock deadline (a process that does not answer in time is killed).
+The session side is :func:`spawn` (from one thread that lives as long as the session, so
+the host dies with it) and :class:`Host`, which sends a request and reads the answer under a
+wall-clock deadline (a process that does not answer in time is killed).
 """
 
 from __future__ import annotations
@@ -25,12 +26,18 @@ import contextlib
 import ctypes
 import json
 import os
+import queue
 import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 from typing import IO, Any
+
+from .._util.safefile import process_alive
+from ..errors import SourceUnavailable
 
 #: Where the copy's redis and Bolt listener are, inside the host's own network.
 REDIS_PORT = 6379
@@ -113,6 +120,82 @@ class Host:
         return answer
 
 
+def cap_memory(pid: int, max_memory: int) -> None:
+    """``RLIMIT_AS`` at the process's size now (the copy loaded) plus ``max_memory``."""
+    import resource
+
+    size = 0
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                size = int(line.split()[1]) * 1024
+    if size:
+        with contextlib.suppress(OSError, ValueError):
+            resource.prlimit(pid, resource.RLIMIT_AS, (size + max_memory, size + max_memory))
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (the copy's server is its host's child, reaped when the host
+    ends)."""
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return process_alive(pid)
+
+
+def tail(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return path.read_bytes()[-4096:].decode("utf-8", "replace")
+    return ""
+
+
+# -- starting a process that dies with ours ---------------------------------------------------
+
+_requests: queue.Queue[tuple[list[str], Path, queue.Queue[Any]]] = queue.Queue()
+_spawner_lock = threading.Lock()
+_spawner: threading.Thread | None = None
+
+
+def _child() -> None:
+    """In the child before ``exec``: killed when the thread that started it ends (so the
+    starting thread is one that lives as long as the process), and no core file."""
+    import resource
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PDEATHSIG
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _serve() -> None:
+    while True:
+        cmd, log, reply = _requests.get()
+        try:
+            with log.open("ab") as out:
+                reply.put(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
+                                           stdin=subprocess.PIPE, preexec_fn=_child))
+        except Exception as exc:  # handed to the caller, raised there
+            reply.put(exc)
+
+
+def spawn(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` from one thread that lives as long as the process: the copy dies with
+    the session (``PR_SET_PDEATHSIG``), even when pytest is killed."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_serve, name="queryeval-rehearsal",
+                                        daemon=True)
+            _spawner.start()
+    reply: queue.Queue[Any] = queue.Queue()
+    _requests.put((cmd, log, reply))
+    got = reply.get()
+    if isinstance(got, BaseException):
+        raise SourceUnavailable(f"the copy of the graph predictions are rehearsed on could "
+                                f"not be started: {got}")
+    proc: subprocess.Popen[bytes] = got
+    return proc
+
+
 # -- the host's end -----------------------------------------------------------------------------
 
 def _dies_with_parent() -> None:
@@ -151,7 +234,7 @@ def _run(driver: Any, query: str, limit: int) -> dict[str, Any]:
     """In a transaction (FalkorDB's listener takes the graph's name from the first key of a
     run's metadata, which a run in a transaction has none of: the default graph,
     :data:`GRAPH`), rolled back."""
-    from .bolt import plain_row
+    from .boltvalues import plain_row
 
     with driver.session(fetch_size=min(limit + 1, 1000)) as session:
         tx = session.begin_transaction()

@@ -27,9 +27,7 @@ snapshot for the next query; the query that killed it fails alone.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import queue
 import re
 import secrets
 import shutil
@@ -42,7 +40,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .._util.safefile import private_tempdir, process_alive
+from .._util.safefile import private_tempdir
 from ..errors import (
     MissingDependency,
     QueryEvalError,
@@ -254,7 +252,7 @@ class Rehearsal:
         if self._dir is None:
             self._dir = _private_dir()
         conf = _config_file(self._dir, self._config())
-        self._proc = _spawn(copyhost.command(str(conf)), self._dir / "server.log")
+        self._proc = copyhost.spawn(copyhost.command(str(conf)), self._dir / "server.log")
         self._host = copyhost.Host(self._proc)
         self.starts += 1
         try:
@@ -268,7 +266,7 @@ class Rehearsal:
             self._load(conn)
             self._longest_name = _longest_name(conn)
             self._loaded = True
-        _cap_memory(self._server_pid, self.max_memory)
+        copyhost.cap_memory(self._server_pid, self.max_memory)
         self._conn = conn
         return conn
 
@@ -342,13 +340,13 @@ class Rehearsal:
         """How the copy ended, for the message; it is killed if it still runs."""
         pid = self._server_pid
         deadline = time.monotonic() + 2.0  # a server dying of its memory cap is given time
-        while pid and _running(pid) and time.monotonic() < deadline:
+        while pid and copyhost.running(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
-        alive = bool(pid) and _running(pid)
+        alive = bool(pid) and copyhost.running(pid)
         self._kill()
         if alive or not pid:
             return "it stopped answering"
-        log = "" if self._dir is None else _tail(self._dir / "server.log")
+        log = "" if self._dir is None else copyhost.tail(self._dir / "server.log")
         memory = " out of memory:" if "Out Of Memory" in log or "OOM" in log else ""
         found = re.search(r"crashed by signal: (\d+)", log)
         if found:
@@ -371,7 +369,7 @@ class Rehearsal:
                         pipe.close()
         pid, self._server_pid = self._server_pid, 0
         deadline = time.monotonic() + 10.0  # the copy's server dies with its host
-        while pid and _running(pid) and time.monotonic() < deadline:
+        while pid and copyhost.running(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
 
     def close(self) -> None:
@@ -431,82 +429,6 @@ def _config_file(folder: Path, config: str) -> Path:
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(config)
     return conf
-
-
-def _cap_memory(pid: int, max_memory: int) -> None:
-    """``RLIMIT_AS`` at the process's size now (the copy loaded) plus ``max_memory``."""
-    import resource
-
-    size = 0
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                size = int(line.split()[1]) * 1024
-    if size:
-        with contextlib.suppress(OSError, ValueError):
-            resource.prlimit(pid, resource.RLIMIT_AS, (size + max_memory, size + max_memory))
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (the copy's server is its host's child, reaped when the host
-    ends)."""
-    with contextlib.suppress(OSError, IndexError):
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return process_alive(pid)
-
-
-def _tail(path: Path) -> str:
-    with contextlib.suppress(OSError):
-        return path.read_bytes()[-4096:].decode("utf-8", "replace")
-    return ""
-
-
-# -- starting a process that dies with ours ---------------------------------------------------
-
-_requests: queue.Queue[tuple[list[str], Path, queue.Queue[Any]]] = queue.Queue()
-_spawner_lock = threading.Lock()
-_spawner: threading.Thread | None = None
-
-
-def _child() -> None:
-    """In the child before ``exec``: killed when the thread that started it ends (so the
-    starting thread is one that lives as long as the process), and no core file."""
-    import resource
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PDEATHSIG
-    with contextlib.suppress(OSError, ValueError):
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def _serve() -> None:
-    while True:
-        cmd, log, reply = _requests.get()
-        try:
-            with log.open("ab") as out:
-                reply.put(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
-                                           stdin=subprocess.PIPE, preexec_fn=_child))
-        except Exception as exc:  # handed to the caller, raised there
-            reply.put(exc)
-
-
-def _spawn(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
-    """Start ``cmd`` from one thread that lives as long as the process: the copy dies with
-    the session (``PR_SET_PDEATHSIG``), even when pytest is killed."""
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None or not _spawner.is_alive():
-            _spawner = threading.Thread(target=_serve, name="queryeval-rehearsal",
-                                        daemon=True)
-            _spawner.start()
-    reply: queue.Queue[Any] = queue.Queue()
-    _requests.put((cmd, log, reply))
-    got = reply.get()
-    if isinstance(got, BaseException):
-        raise SourceUnavailable(f"the copy of the graph predictions are rehearsed on could "
-                                f"not be started: {got}")
-    proc: subprocess.Popen[bytes] = got
-    return proc
 
 
 __all__ = ["MissingDependency", "QueryEvalError", "Rehearsal", "available",
