@@ -527,3 +527,24 @@ def test_a_killed_sessions_copy_folder_is_removed_by_the_next(tmp_path):
 
         shutil.rmtree(stale, ignore_errors=True)
         shutil.rmtree(live, ignore_errors=True)
+
+
+def test_a_list_of_lists_too_heavy_for_one_message_is_named_not_timed_out(own_server):
+    """The tenth re-probe's M1: a property ``[range(1, 5000)]`` (a list of one list, as a
+    polygon or an embedding stored as ``[[...]]`` is) weighed 115 bytes counted one level
+    down; its reading met the listener's cut message, and every query of the source failed
+    with "did not end within 5 s", a message that blames time. Now the copy is refused at
+    once, naming the node."""
+    own_server.run("CREATE (:Doc {title: 'nested', l: [range(1, 5000)]})")
+    try:
+        own_server.unstick()
+        src = BoltSource("docs", own_server.url, timeout=5)
+        try:
+            with pytest.raises(SourceUnavailable, match=r"node 13's properties take about "
+                                                        r"[\d,]+ bytes"):
+                src.execute("MATCH (n) RETURN count(n)")
+        finally:
+            src.close()
+    finally:
+        own_server.unstick()
+        own_server.run("MATCH (n:Doc) DELETE n")

@@ -148,13 +148,21 @@ MAX_WEIGHT = 48_000
 
 def _weight(var: str) -> str:
     """A Cypher estimate of the bytes ``var``'s properties take in the copy's reading: each
-    value's parts, three bytes a character of its strings, a list's items one level down
-    (deeper items at their parts only)."""
-    text = "coalesce(3 * size(CASE WHEN typeOf({v}) = 'String' THEN {v} END), 0)"
-    items = (f"reduce(t = 0, x IN CASE WHEN typeOf({var}[k]) = 'List' THEN {var}[k] ELSE [] "
-             f"END | t + 48 + {text.format(v='x')})")
+    value's parts, three bytes a character of its strings, a list's items three levels down
+    (a deeper list fails the copy anyway, :func:`_safe`). The tenth re-probe's ``[range(1,
+    5000)]`` (a list of one list) weighed 115 counted one level down, and the reading then
+    met the listener's cut message and ran out its deadline."""
+    def text(v: str) -> str:
+        return f"coalesce(3 * size(CASE WHEN typeOf({v}) = 'String' THEN {v} END), 0)"
+
+    def items(v: str, level: int) -> str:
+        x = f"x{level}"
+        inner = f" + {items(x, level + 1)}" if level < 3 else ""
+        return (f"reduce(t{level} = 0, {x} IN CASE WHEN typeOf({v}) = 'List' THEN {v} "
+                f"ELSE [] END | t{level} + 48 + {text(x)}{inner})")
+
     return (f"reduce(s = 0, k IN keys({var}) | s + 64 + 3 * size(k) + "
-            f"{text.format(v=f'{var}[k]')} + {items})")
+            f"{text(f'{var}[k]')} + {items(f'{var}[k]', 1)})")
 
 
 def _check_weight(run: Run, match: str, var: str, what: str) -> None:
