@@ -12,6 +12,7 @@ import functools
 import re
 from collections.abc import Mapping
 
+from .language import parses_as_statement
 from .sweep import LEAD as _LEAD
 from .toolnames import TOOL_QUERY, plugin_tool
 
@@ -71,11 +72,35 @@ def loose_queries(name: str, arguments: str, cut: list[str] | None = None) -> li
     tool = query_tool(name)
     keys = query_key if tool else statement_key
     cut = cut if cut is not None else []
-    found = [t for t in _texts(arguments, tool, keys, 0, cut, tool) if STATEMENT.match(t)]
+    found = [t for t in _texts(arguments, tool, keys, 0, cut, tool)
+             if STATEMENT.match(t) or parses_as_statement(t)]
     if not tool:
         found += [t for t in _texts(arguments, True, keys, 0, cut, True)
-                  if STATEMENT_WITH_OBJECT.match(t) and t not in found]
+                  if t not in found and statement_text(t)]
     return found
+
+
+def statement_text(text: str) -> bool:
+    """Whether another tool's argument ``text`` is a statement a harness serving that tool
+    runs, not prose: a statement with its object at its head, or at the head of any of its
+    ``;``-separated parts after an ``EXPLAIN``/``PROFILE`` head (``SAVEPOINT a; DELETE FROM
+    Genre``); a text a real SQL parser reads as statements (:func:`.language.
+    parses_as_statement`: ``EXPORT DATABASE 'x'``, ``WITH RECURSIVE r AS (...) DELETE ...``,
+    ``CHECKPOINT``); a Cypher pattern clause or write anywhere in it (``WITH 1 AS x MATCH (n)
+    ...``, ``CALL { MATCH (n) ... }``). ``set up sqlite, then delete from the cache`` and
+    ``SELECT syntax`` (read, and harmless, by DuckDB) stay what they are."""
+    from .language import unwrap
+
+    if STATEMENT_WITH_OBJECT.match(text) or _CYPHER.search(text):
+        return True
+    if any(STATEMENT_WITH_OBJECT.match(unwrap(part)) for part in text.split(";")[:64]):
+        return True
+    return parses_as_statement(text)
+
+
+#: A Cypher clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
+#: MATCH (``, ``DETACH DELETE``, ``CREATE (``, ``MERGE (``.
+_CYPHER = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
 
 
 def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],
