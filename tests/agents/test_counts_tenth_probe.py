@@ -12,6 +12,7 @@ CHAIN span's ``db.statement`` X. Before: every form below passed with a count of
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -51,7 +52,7 @@ SQL_CONTROLS = {"control-delete": (DELETE, "write_attempts"),
 #: Prose and harmless statements in another tool's argument: passed before, pass now.
 PROSE = ["set up sqlite, then delete from the cache", "SELECT syntax", "show me the tables",
          "describe the data", "begin with the schema", "use the Genre table",
-         "export the results", "commit changes"]
+         "export the results", "commit changes", "vacuum", "Begin", "Summarize it"]
 
 
 def _datasource(pytester: pytest.Pytester, engine: str) -> dict[str, Any] | None:
@@ -154,7 +155,7 @@ CYPHER_WRITES = {
     "begin": "BEGIN TRANSACTION; MATCH (n:Person) DETACH DELETE n; COMMIT;",
     "call-subquery": "CALL { MATCH (n:Person) DETACH DELETE n }",
     "return-first": "RETURN 1 AS x UNION ALL MATCH (n:Person) DETACH DELETE n RETURN 1 AS x",
-    "checkpoint": "CHECKPOINT",
+    "checkpoint": "CHECKPOINT;",
     "export": "EXPORT DATABASE 'dump'",
 }
 
@@ -215,3 +216,26 @@ def test_a_swept_graph_statement_leaves_the_counts_unestablished(
     assert got == {cid: ("error", True) for cid in got}, got
     assert [report.by_id[c]["outcome"] for c in ("honest-prose", "honest")] == \
         ["passed", "passed"], [report.by_id[c].get("error") for c in ("honest-prose", "honest")]
+
+
+def test_explain_analyze_on_postgresql_counts_the_table_its_read_reads(postgres_url: str) -> None:
+    """Item 2 on PostgreSQL, which runs the read EXPLAIN ANALYZE explains: the ledger asks the
+    plan of the explained statement (``EXPLAIN (FORMAT JSON) EXPLAIN ANALYZE ...`` is no plan),
+    so the forbidden table counts whatever the query then ends in."""
+    from pytest_queryeval.agents.ledger import Ledger
+    from pytest_queryeval.errors import QueryEvalError
+    from pytest_queryeval.sources import open_source
+
+    source = open_source("pg", {"type": "sqlalchemy", "url": postgres_url})
+    try:
+        counts = {}
+        for form in ("EXPLAIN ANALYZE SELECT first_name FROM employee",
+                     "EXPLAIN (ANALYZE, VERBOSE) SELECT first_name FROM employee",
+                     "EXPLAIN SELECT count(*) FROM genre"):
+            ledger = Ledger.for_tables(["employee"])
+            with contextlib.suppress(QueryEvalError):  # what the query ends in is not asked
+                ledger.run_query(source, form, max_rows=100)
+            counts[form] = ledger.metrics()["forbidden_tables"]
+        assert list(counts.values()) == [1.0, 1.0, 0.0], counts
+    finally:
+        source.close()

@@ -15,6 +15,7 @@ parser reads is not established (:class:`Verdict` ``unknown``), never a read.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import dataclass, field
@@ -102,7 +103,13 @@ def parses_as_statement(text: str) -> bool:
     that starts like a statement is taken as one."""
     if head_word(text) not in HEADS:
         return False
-    return len(text) > MAX_PARSED or parsed_types(text) is not None
+    return len(text) > MAX_PARSED or _parsed(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> bool:
+    """:func:`parsed_types` found statements (a record repeating one text parses it once)."""
+    return parsed_types(text) is not None
 
 
 @dataclass
@@ -174,6 +181,12 @@ def _tree_verdict(tree: Any, text: str, dialect: str | None, exp: Any) -> Verdic
         if name is None or name.group(2) or name.group(1).lower() not in READ_PRAGMAS:
             return Verdict("write", why="a pragma that is not a read of the schema")
         return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)[2:]})
+    if isinstance(tree, exp.Alias | exp.Condition | exp.Identifier | exp.Tuple):
+        # a bare expression: sqlglot read no statement there (``SAVEPOINT a`` as an alias,
+        # ``CHECKPOINT`` as a column, DuckDB's ``SUMMARIZE t`` in another dialect)
+        verdict = _unparsed(text)
+        return verdict if verdict.kind != "unknown" else \
+            Verdict("write", why=f"not a read ({text.strip()[:60]})")
     if not isinstance(tree, tuple(getattr(exp, n) for n in _READ_TREES)):
         what = type(tree).__name__.upper() if len(text) > 200 or ";" in text else text.strip()
         return Verdict("write", why=f"not a read ({what[:60]})")
@@ -208,4 +221,6 @@ def _unparsed(text: str) -> Verdict:
             return sql_verdict(inner, None)
         if kind not in _READ_TYPES:
             return Verdict("write", why=f"{kind} is not a read")
+    if re.search(r"\binto\b", text, re.IGNORECASE):  # PostgreSQL's SELECT ... INTO creates
+        return Verdict("write", why="SELECT ... INTO creates a table")
     return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)})

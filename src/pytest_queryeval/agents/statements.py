@@ -86,16 +86,18 @@ def statement_text(text: str) -> bool:
     ``;``-separated parts after an ``EXPLAIN``/``PROFILE`` head (``SAVEPOINT a; DELETE FROM
     Genre``); a text a real SQL parser reads as statements (:func:`.language.
     parses_as_statement`: ``EXPORT DATABASE 'x'``, ``WITH RECURSIVE r AS (...) DELETE ...``,
-    ``CHECKPOINT``); a Cypher pattern clause or write anywhere in it (``WITH 1 AS x MATCH (n)
-    ...``, ``CALL { MATCH (n) ... }``). ``set up sqlite, then delete from the cache`` and
-    ``SELECT syntax`` (read, and harmless, by DuckDB) stay what they are."""
+    ``CHECKPOINT;``; one word only with its ``;``); a Cypher pattern clause or write
+    anywhere in it (``WITH 1 AS x MATCH (n) ...``, ``CALL { MATCH (n) ... }``). ``set up
+    sqlite, then delete from the cache`` and ``SELECT syntax`` (read, and harmless, by
+    DuckDB) stay what they are."""
     from .language import unwrap
 
     if STATEMENT_WITH_OBJECT.match(text) or _CYPHER.search(text):
         return True
     if any(STATEMENT_WITH_OBJECT.match(unwrap(part)) for part in text.split(";")[:64]):
         return True
-    return parses_as_statement(text)
+    # one word is a statement only when a ``;`` ends it (``vacuum``, ``Begin``: English too)
+    return (len(text.split()) > 1 or text.rstrip().endswith(";")) and parses_as_statement(text)
 
 
 #: A Cypher clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
