@@ -196,8 +196,6 @@ def _tree_verdict(tree: Any, text: str, dialect: str | None, exp: Any) -> Verdic
         return Verdict("write", why=f"it holds {type(inside).__name__.upper()}")
     if any(node.args.get("into") is not None for node in read.find_all(exp.Select)):
         return Verdict("write", why="SELECT ... INTO creates a table")
-    from .ledger import tree_tables
-
     return Verdict("read", tree_tables(read))
 
 
@@ -224,3 +222,32 @@ def _unparsed(text: str) -> Verdict:
     if re.search(r"\binto\b", text, re.IGNORECASE):  # PostgreSQL's SELECT ... INTO creates
         return Verdict("write", why="SELECT ... INTO creates a table")
     return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)})
+
+
+def tree_tables(tree: Any) -> set[str]:
+    """The tables one parsed statement names, lower-cased, a CTE's name left out only where
+    it is that CTE (:func:`_cte_reference`)."""
+    from sqlglot import exp
+
+    out: set[str] = set()
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        name = table.name.lower()
+        if name and not (name in ctes and _cte_reference(table, name)):
+            out.add(name)
+    return out
+
+
+def _cte_reference(table: Any, name: str) -> bool:
+    """Whether ``table`` (named like a CTE) is that CTE: unqualified and not inside its own
+    body."""
+    from sqlglot import exp
+
+    if table.args.get("db") or table.args.get("catalog"):
+        return False
+    cte = table.find_ancestor(exp.CTE)
+    while cte is not None:
+        if cte.alias_or_name.lower() == name:
+            return False
+        cte = cte.find_ancestor(exp.CTE)
+    return True

@@ -448,7 +448,7 @@ def tables_of(sql: str, dialect: str | None = None) -> set[str]:
     import sqlglot
     from sqlglot import exp
 
-    from .language import unwrap
+    from .language import tree_tables, unwrap
 
     try:
         trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
@@ -462,35 +462,6 @@ def tables_of(sql: str, dialect: str | None = None) -> set[str]:
             continue
         out |= tree_tables(tree)
     return out
-
-
-def tree_tables(tree: Any) -> set[str]:
-    """The tables one parsed statement names, lower-cased, a CTE's name left out only where
-    it is that CTE (:func:`_cte_reference`)."""
-    from sqlglot import exp
-
-    out: set[str] = set()
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    for table in tree.find_all(exp.Table):
-        name = table.name.lower()
-        if name and not (name in ctes and _cte_reference(table, name)):
-            out.add(name)
-    return out
-
-
-def _cte_reference(table: Any, name: str) -> bool:
-    """Whether ``table`` (named like a CTE) is that CTE: unqualified and not inside its own
-    body."""
-    from sqlglot import exp
-
-    if table.args.get("db") or table.args.get("catalog"):
-        return False
-    cte = table.find_ancestor(exp.CTE)
-    while cte is not None:
-        if cte.alias_or_name.lower() == name:
-            return False
-        cte = cte.find_ancestor(exp.CTE)
-    return True
 
 
 def _short(text: str) -> str:

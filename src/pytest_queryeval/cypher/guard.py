@@ -467,42 +467,6 @@ def _check_nesting(code: list[Token]) -> None:
             opened.append("CASE" if word == "CASE" else tok.text)
 
 
-#: An ``EXPLAIN`` or ``PROFILE`` head, after blanks and comments.
-_EXPLAINED = re.compile(r"(?:\s|//[^\n]*|/\*.*?\*/)*(?:explain|profile)\b", re.I | re.S)
-
-
-def not_a_read(query: str) -> str | None:
-    """Why ``query`` is not one read-only query, or None: what an agent's Cypher text that the
-    scorer does not run itself (another tool's argument, a call past the replay's budget) is
-    judged by. A read is what :func:`check_server` lets through (``MATCH``, ``OPTIONAL
-    MATCH``, ``WITH``, ``UNWIND``, ``RETURN``, ``WHERE``, ``ORDER BY``, ``SKIP``, ``LIMIT``,
-    ``UNION``, a procedure of :data:`READ_PROCEDURES`), after an ``EXPLAIN`` or ``PROFILE``
-    head (``PROFILE`` runs the query); anything else, a second statement or a text it cannot
-    read to the end included, is not (the agent's write attempt)."""
-    from ..errors import QueryEvalError
-
-    text = query
-    for _ in range(8):
-        head = _EXPLAINED.match(text)
-        if head is None:
-            break
-        text = text[head.end():]
-    try:
-        check_server(text, costs=False)
-    except QueryEvalError as exc:
-        return exc.reason()
-    first = next(iter(_code(tokens(text))), None)
-    if first is None or first.text.upper() not in _READ_STARTS:
-        return (f"{first.text[:40]!r} at {where(first)} starts no read clause"
-                if first is not None else "no query after its head")
-    return None
-
-
-#: The clauses a read query starts with (``CHECKPOINT`` alone, which the scan takes for a
-#: name, is no read).
-_READ_STARTS = frozenset({"MATCH", "OPTIONAL", "WITH", "UNWIND", "RETURN", "CALL"})
-
-
 def first_write(query: str) -> Token | None:
     """The first clause keyword that writes (:data:`WRITES`), for the engine's refusal."""
     return next((t for t in clause_words(query) if t.text.upper() in WRITES), None)

@@ -223,8 +223,10 @@ class LadybugSource(SourceDefaults):
     @staticmethod
     def not_a_read(query: str) -> str | None:
         """Why an agent's Cypher text the scorer does not run is not a read, or None
-        (:func:`.guard.not_a_read`: the guard's tokenizer and clause keywords)."""
-        return guard.not_a_read(query)
+        (:func:`.reads.not_a_read`: the guard's tokenizer and clause keywords)."""
+        from .reads import not_a_read
+
+        return not_a_read(query)
 
     def write_clause(self, query: str) -> str | None:
         """The first clause of ``query`` that writes, with where it is (``DELETE at line 1,
