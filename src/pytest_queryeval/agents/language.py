@@ -8,7 +8,7 @@ Why parsers and an allow-list, not the first word: a text judged on its words pa
 and ``PROFILE MATCH (n) DETACH DELETE n`` as no write, because each head or shape was missing
 from a list of writes (issue 58, the tenth re-probe). Here a text is a read only when a parser
 proves every statement of it a read (sqlglot in the datasource's dialect, DuckDB's and
-PostgreSQL's own parsers where sqlglot gives up; for a graph, the Cypher guard's tokenizer
+PostgreSQL's own parsers where sqlglot gives up; for a graph, the graph guard's tokenizer
 through the source's :meth:`not_a_read`); anything else is a write attempt, and a text no
 parser reads is not established (:class:`Verdict` ``unknown``), never a read.
 """
@@ -25,7 +25,7 @@ from typing import Any
 _LEAD = r"(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*\(*\s*"
 #: The first word of a text, after blanks and comments.
 _HEAD = re.compile(_LEAD + r"([A-Za-z_]+)\b")
-#: The words a statement of SQL (SQLite, DuckDB, PostgreSQL) or Cypher starts with: only a
+#: The words a statement of SQL (SQLite, DuckDB, PostgreSQL) or a graph language starts with: only a
 #: text starting so is handed to a parser (prose is not, and a parser is not free).
 HEADS = frozenset({
     "select", "with", "values", "table", "from", "explain", "pragma", "show", "describe", "desc",

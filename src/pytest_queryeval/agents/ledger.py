@@ -236,7 +236,7 @@ class Ledger:
 
     def _count_unrun_graph(self, text: str, why: str) -> None:
         """An unrun text of a graph datasource: judged by the source's own reading of its
-        language (:attr:`not_a_read`: the Cypher guard's clauses, reads only), else on its
+        language (:attr:`not_a_read`: the graph guard's clauses, reads only), else on its
         words (a word of a write anywhere counts it, the cautious side)."""
         judge = self.not_a_read
         if judge is not None:

@@ -86,13 +86,13 @@ def statement_text(text: str) -> bool:
     ``;``-separated parts after an ``EXPLAIN``/``PROFILE`` head (``SAVEPOINT a; DELETE FROM
     Genre``); a text a real SQL parser reads as statements (:func:`.language.
     parses_as_statement`: ``EXPORT DATABASE 'x'``, ``WITH RECURSIVE r AS (...) DELETE ...``,
-    ``CHECKPOINT;``; one word only with its ``;``); a Cypher pattern clause or write
+    ``CHECKPOINT;``; one word only with its ``;``); a graph pattern clause or write
     anywhere in it (``WITH 1 AS x MATCH (n) ...``, ``CALL { MATCH (n) ... }``). ``set up
     sqlite, then delete from the cache`` and ``SELECT syntax`` (read, and harmless, by
     DuckDB) stay what they are."""
     from .language import unwrap
 
-    if STATEMENT_WITH_OBJECT.match(text) or _CYPHER.search(text):
+    if STATEMENT_WITH_OBJECT.match(text) or _GRAPH.search(text):
         return True
     if any(STATEMENT_WITH_OBJECT.match(unwrap(part)) for part in text.split(";")[:64]):
         return True
@@ -100,9 +100,9 @@ def statement_text(text: str) -> bool:
     return (len(text.split()) > 1 or text.rstrip().endswith(";")) and parses_as_statement(text)
 
 
-#: A Cypher clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
+#: A graph clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
 #: MATCH (``, ``DETACH DELETE``, ``CREATE (``, ``MERGE (``.
-_CYPHER = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
+_GRAPH = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
 
 
 def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],

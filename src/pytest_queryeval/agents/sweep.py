@@ -77,9 +77,9 @@ _SQL_WORDS = re.compile(
     r"attach|upsert)|(?P<object>from|into|table|set|view|index|database|schema|values))\b",
     re.IGNORECASE)
 _REACH = 2000
-#: A Cypher pattern clause or write anywhere in a text (``PROFILE MATCH (n) DETACH DELETE n``,
+#: A graph pattern clause or write anywhere in a text (``PROFILE MATCH (n) DETACH DELETE n``,
 #: ``USE films; MATCH (n) ...``).
-_CYPHER = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
+_GRAPH = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
 
 
 def names_tool(text: str) -> bool:
@@ -89,7 +89,7 @@ def names_tool(text: str) -> bool:
 
 def reads_as_sql(text: str) -> bool:
     """Whether ``text`` reads as a statement or holds one (what a harness may have run)."""
-    if _SQL_HEAD.match(text) or _CYPHER.search(text):
+    if _SQL_HEAD.match(text) or _GRAPH.search(text):
         return True
     from .language import parses_as_statement, unwrap
 
