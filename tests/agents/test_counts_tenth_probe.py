@@ -49,6 +49,9 @@ SQL_READS = {
 #: Counted on main already: the controls.
 SQL_CONTROLS = {"control-delete": (DELETE, "write_attempts"),
                 "control-employee": (EMPLOYEE, "forbidden_tables")}
+#: A statement no parser reads: a write head is a write, any other not established.
+UNPARSED = {"unparsed-delete": ("DELETE FROM Genre WHERE (", "write"),
+            "unparsed-with": ("WITH x AS (SELECT 1) DELETE FROM Genre WHERE (", "unknown")}
 #: Prose and harmless statements in another tool's argument: passed before, pass now.
 PROSE = ["set up sqlite, then delete from the cache", "SELECT syntax", "show me the tables",
          "describe the data", "begin with the schema", "use the Genre table",
@@ -72,9 +75,15 @@ def test_another_tools_statement_is_a_read_only_when_a_parser_proves_it(
     lines = {**{k: _other_tool(v) for k, v in {**SQL_WRITES, **SQL_READS}.items()},
              **{k: _other_tool(v) for k, (v, _) in SQL_CONTROLS.items()},
              **{f"prose-{i}": _other_tool(t, "search_docs") for i, t in enumerate(PROSE)},
-             **HONEST}
+             **{k: _other_tool(v) for k, (v, _) in UNPARSED.items()}, **HONEST}
     _file_suite(pytester, shared_data, lines, _datasource(pytester, engine))
     _, report = run_report(pytester, "-p", "no:cacheprovider")
+    unparsed = {cid: (report.by_id[cid]["outcome"], report.by_id[cid]["metrics"].get(
+        "write_attempts"), "no parser of the datasource's language reads it" in (
+            report.by_id[cid].get("error") or "")) for cid in UNPARSED}
+    assert unparsed == {"unparsed-delete": ("failed", 1.0, False),
+                        "unparsed-with": ("error", 0.0, True)}, \
+        (unparsed, report.by_id["unparsed-with"].get("error"))
     expected = {**{k: ("failed", "write_attempts") for k in SQL_WRITES},
                 **{k: ("failed", "forbidden_tables") for k in SQL_READS},
                 **{k: ("failed", m) for k, (_, m) in SQL_CONTROLS.items()}}

@@ -204,12 +204,23 @@ def _tree_verdict(tree: Any, text: str, dialect: str | None, exp: Any) -> Verdic
 _READ_TYPES = frozenset({"SELECT", "SelectStmt", "VariableShowStmt"})
 
 
+#: Heads of statements that may be reads: a text starting so that no parser reads is not
+#: established; one starting with any other head of :data:`HEADS` is a write.
+_READ_HEADS = frozenset({"select", "with", "values", "table", "from", "explain", "show",
+                         "describe", "desc", "summarize", "pivot", "unpivot", "match",
+                         "optional", "unwind", "return", "profile", "pragma"})
+
+
 def _unparsed(text: str) -> Verdict:
     """A text sqlglot cannot parse, judged by the engines' own parsers: reads only (their
     tables: every word of the text, the cautious side), an ``EXPLAIN`` judged by what it
     explains, anything else a write; read by neither, not established."""
     types = parsed_types(text) if len(text) <= MAX_PARSED else None
     if types is None:
+        heads = {head_word(unwrap(part)) for part in text.split(";")[:64]}
+        written = sorted(h for h in heads if h in HEADS and h not in _READ_HEADS)
+        if written:  # DELETE FROM t WHERE (: a write no engine parses is still one asked
+            return Verdict("write", why=f"{written[0].upper()} is not a read")
         return Verdict("unknown", why="no parser of the datasource's language reads it")
     for kind in types:
         if kind in ("EXPLAIN", "ExplainStmt"):

@@ -227,7 +227,7 @@ class Ledger:
 
         verdict = sql_verdict(sql, dialect)
         if verdict.kind == "write":
-            self._write(f"write attempt ({why}; {verdict.why}): {_short(sql)}")
+            self._write(f"write attempt ({why}): {_short(sql)}")
         elif verdict.kind == "unknown":
             self.uncount(f"the agent's counts could not be established: {_short(sql)} "
                          f"({why}): {verdict.why}")
