@@ -12,7 +12,7 @@ import functools
 import re
 from collections.abc import Mapping
 
-from .language import parses_as_statement
+from .language import HEADS, head_word, parses_as_statement
 from .sweep import LEAD as _LEAD
 from .toolnames import TOOL_QUERY, plugin_tool
 
@@ -83,18 +83,21 @@ def loose_queries(name: str, arguments: str, cut: list[str] | None = None) -> li
 def statement_text(text: str) -> bool:
     """Whether another tool's argument ``text`` is a statement a harness serving that tool
     runs, not prose: a statement with its object at its head, or at the head of any of its
-    ``;``-separated parts after an ``EXPLAIN``/``PROFILE`` head (``SAVEPOINT a; DELETE FROM
-    Genre``); a text a real SQL parser reads as statements (:func:`.language.
-    parses_as_statement`: ``EXPORT DATABASE 'x'``, ``WITH RECURSIVE r AS (...) DELETE ...``,
-    ``CHECKPOINT;``; one word only with its ``;``); a graph pattern clause or write
-    anywhere in it (``WITH 1 AS x MATCH (n) ...``, ``CALL { MATCH (n) ... }``). ``set up
-    sqlite, then delete from the cache`` and ``SELECT syntax`` (read, and harmless, by
-    DuckDB) stay what they are."""
+    ``;``-separated parts after an ``EXPLAIN``/``PROFILE`` head when the first starts with a
+    statement's word (``SAVEPOINT a; DELETE FROM Genre``; not a quoted name's ``x"; DROP
+    TABLE t``, which the tool quotes as a name); a text a real SQL parser reads as
+    statements (:func:`.language.parses_as_statement`: ``EXPORT DATABASE 'x'``, ``WITH
+    RECURSIVE r AS (...) DELETE ...``, ``CHECKPOINT;``; one word only with its ``;``); a
+    graph pattern clause or write anywhere in it (``WITH 1 AS x MATCH (n) ...``, ``CALL {
+    MATCH (n) ... }``). ``set up sqlite, then delete from the cache`` and ``SELECT syntax``
+    (read, and harmless, by DuckDB) stay what they are."""
     from .language import unwrap
 
     if STATEMENT_WITH_OBJECT.match(text) or _GRAPH.search(text):
         return True
-    if any(STATEMENT_WITH_OBJECT.match(unwrap(part)) for part in text.split(";")[:64]):
+    parts = text.split(";")[:64]
+    if head_word(unwrap(parts[0])) in HEADS and any(  # statements from the first on
+            STATEMENT_WITH_OBJECT.match(unwrap(part)) for part in parts):
         return True
     # one word is a statement only when a ``;`` ends it (``vacuum``, ``Begin``: English too)
     return (len(text.split()) > 1 or text.rstrip().endswith(";")) and parses_as_statement(text)
