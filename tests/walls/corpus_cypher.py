@@ -17,6 +17,11 @@ CYPHER: dict[str, list[str]] = {
         "MATCH (n) RETURN n; MATCH (n) DETACH DELETE n",
         "CALL { CREATE (n:Person {name: 'pwned'}) } RETURN 1",
         "FOREACH (x IN [1] | CREATE (:Person {name: 'pwned'}))",
+        # issue 58, the tenth re-probe: heads an agent's statement reader once passed as reads
+        "WITH 1 AS x MATCH (n:Person) DETACH DELETE n",
+        "PROFILE MATCH (n:Person) DETACH DELETE n",
+        "BEGIN TRANSACTION; MATCH (n:Person) DETACH DELETE n; COMMIT;",
+        "RETURN 1 AS x UNION ALL MATCH (n:Person) DETACH DELETE n RETURN 1 AS x",
     ],
     "config": [
         "CALL threads=7",

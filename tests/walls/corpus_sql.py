@@ -18,6 +18,14 @@ SQL: dict[str, list[str]] = {
         "WITH d AS (DELETE FROM Genre RETURNING *) SELECT * FROM d",
         "/* a */ dRoP tAbLe Genre",
         "SELECT * FROM query('DEL' || 'ETE FROM Genre')",  # DuckDB: SQL as text (issue 58)
+        # issue 58, the tenth re-probe: heads an agent's statement reader once passed as reads
+        "BEGIN; DELETE FROM Genre; COMMIT;",
+        "WITH RECURSIVE r AS (SELECT 1) DELETE FROM Genre",
+        "WITH a AS MATERIALIZED (SELECT 1) DELETE FROM Genre",
+        "EXPLAIN ANALYZE DELETE FROM Genre",
+        "PREPARE p AS DELETE FROM Genre; EXECUTE p;",
+        "SAVEPOINT a; DELETE FROM Genre;",
+        "USE chinook; DELETE FROM Genre",
     ],
     "config": [
         "PRAGMA cache_size = 7",

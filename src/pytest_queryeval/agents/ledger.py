@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +87,9 @@ class Ledger:
     floor: dict[str, float] = field(default_factory=dict)
     #: What the database side saw that a reader must know (writes refused, forbidden tables).
     findings: list[str] = field(default_factory=list)
+    #: The datasource's own judge of an unrun text of its language that is not SQL (a graph
+    #: source's ``not_a_read``: why the text is not a read, or None), or None.
+    not_a_read: Callable[[str], str | None] | None = None
     _seen: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -214,13 +217,34 @@ class Ledger:
         ``DELETE``, ``INSERT``, ``LOAD``...) counts it, the cautious side for a call that
         was never run."""
         if not sql_source:
-            if _ANY_WRITE_WORD.search(sql):
-                self._write(f"write attempt ({why}; judged on its words): {_short(sql)}")
+            self._count_unrun_graph(sql, why)
             return
-        if _may_write(sql) and is_write(sql, dialect):
+        if not _may_write(sql):
+            if self.forbidden:
+                self._touch(tables_of(sql, dialect))
+            return
+        from .language import sql_verdict
+
+        verdict = sql_verdict(sql, dialect)
+        if verdict.kind == "write":
             self._write(f"write attempt ({why}): {_short(sql)}")
+        elif verdict.kind == "unknown":
+            self.uncount(f"the agent's counts could not be established: {_short(sql)} "
+                         f"({why}): {verdict.why}")
         if self.forbidden:
-            self._touch(tables_of(sql, dialect))
+            self._touch(verdict.tables | tables_of(sql, dialect))
+
+    def _count_unrun_graph(self, text: str, why: str) -> None:
+        """An unrun text of a graph datasource: judged by the source's own reading of its
+        language (:attr:`not_a_read`: the graph guard's clauses, reads only), else on its
+        words (a word of a write anywhere counts it, the cautious side)."""
+        judge = self.not_a_read
+        if judge is not None:
+            reason = judge(text)
+            if reason is not None:
+                self._write(f"write attempt ({why}; {reason}): {_short(text)}")
+        elif _ANY_WRITE_WORD.search(text):
+            self._write(f"write attempt ({why}; judged on its words): {_short(text)}")
 
     def not_replayed(self, budget: str, calls: int) -> None:
         """``calls`` tool calls of the trajectory past the replay's ``budget`` were not run:
@@ -340,12 +364,14 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
     (:func:`tables_of`) on an SQL datasource. A datasource with neither cannot say which
     tables a query read: :class:`CountUnknown`."""
     from ..errors import QueryEvalError
+    from .language import unwrap
 
     ask = getattr(source, "tables_read", None)
     names: set[str] | None = None
+    inner = unwrap(sql)  # EXPLAIN ANALYZE runs the statement it explains: its reads count
     if callable(ask):
         try:
-            names = {str(n) for n in ask(sql, timeout=timeout)}
+            names = {str(n) for n in ask(inner if inner.strip() else sql, timeout=timeout)}
         except QueryEvalError:
             names = None
     if names is None:
@@ -422,33 +448,20 @@ def tables_of(sql: str, dialect: str | None = None) -> set[str]:
     import sqlglot
     from sqlglot import exp
 
+    from .language import tree_tables, unwrap
+
     try:
         trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
     except Exception:
         return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
     out: set[str] = set()
     for tree in trees:
-        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-        for table in tree.find_all(exp.Table):
-            name = table.name.lower()
-            if name and not (name in ctes and _cte_reference(table, name)):
-                out.add(name)
+        if isinstance(tree, exp.Command) and str(tree.this).lower() in ("explain", "profile"):
+            inner = unwrap(sql if len(trees) == 1 else tree.sql(dialect=dialect))
+            out |= tables_of(inner, dialect) if inner.strip() else set()
+            continue
+        out |= tree_tables(tree)
     return out
-
-
-def _cte_reference(table: Any, name: str) -> bool:
-    """Whether ``table`` (named like a CTE) is that CTE: unqualified and not inside its own
-    body."""
-    from sqlglot import exp
-
-    if table.args.get("db") or table.args.get("catalog"):
-        return False
-    cte = table.find_ancestor(exp.CTE)
-    while cte is not None:
-        if cte.alias_or_name.lower() == name:
-            return False
-        cte = cte.find_ancestor(exp.CTE)
-    return True
 
 
 def _short(text: str) -> str:

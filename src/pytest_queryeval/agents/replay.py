@@ -22,10 +22,10 @@ from ..errors import QueryEvalError, SourceUnavailable
 from .ledger import CountUnknown, Ledger
 from .statements import (
     STATEMENT,
-    STATEMENT_WITH_OBJECT,
     all_texts,
     loose_queries,
     query_tool,
+    statement_text,
 )
 from .toolnames import TOOL_ABSTAIN, TOOL_ASK, TOOL_QUERY, TOOL_SAMPLE, plugin_tool
 from .trajectory import QUERY_ARGUMENT, Step, sample_table, step_query, step_sample_query
@@ -153,7 +153,7 @@ def unjudged(step: Step, sql: bool) -> str | None:
         # another tool's argument is prose unless it starts like a statement and holds one
         # with its object (``postgres {"input": "DELETE FROM Genre"}``; not ``SELECT syntax``)
         statement = (reads_as_sql(text) or STATEMENT.match(text)) if every else \
-            STATEMENT_WITH_OBJECT.match(text)
+            statement_text(text)
         if statement and " ".join(text.split()) not in known:
             return (f"its arguments hold {' '.join(text.split())[:80]!r}, which reads as a "
                     "statement that no count judges")
@@ -169,6 +169,9 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
     that cannot say what a query read, leaves the counts unestablished (:meth:`Ledger.uncount`)."""
     start = time.monotonic()
     served = 0
+    judge = getattr(source, "not_a_read", None)
+    if not sql and callable(judge):
+        ledger.not_a_read = judge  # the graph source's own reading of its language
     for n, step in enumerate(steps):
         final = plugin_tool(step.name) in _FINAL
         left = bounds.seconds - (time.monotonic() - start)

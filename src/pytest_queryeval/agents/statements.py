@@ -12,6 +12,7 @@ import functools
 import re
 from collections.abc import Mapping
 
+from .language import HEADS, head_word, parses_as_statement
 from .sweep import LEAD as _LEAD
 from .toolnames import TOOL_QUERY, plugin_tool
 
@@ -71,11 +72,40 @@ def loose_queries(name: str, arguments: str, cut: list[str] | None = None) -> li
     tool = query_tool(name)
     keys = query_key if tool else statement_key
     cut = cut if cut is not None else []
-    found = [t for t in _texts(arguments, tool, keys, 0, cut, tool) if STATEMENT.match(t)]
+    found = [t for t in _texts(arguments, tool, keys, 0, cut, tool)
+             if STATEMENT.match(t) or parses_as_statement(t)]
     if not tool:
         found += [t for t in _texts(arguments, True, keys, 0, cut, True)
-                  if STATEMENT_WITH_OBJECT.match(t) and t not in found]
+                  if t not in found and statement_text(t)]
     return found
+
+
+def statement_text(text: str) -> bool:
+    """Whether another tool's argument ``text`` is a statement a harness serving that tool
+    runs, not prose: a statement with its object at its head, or at the head of any of its
+    ``;``-separated parts after an ``EXPLAIN``/``PROFILE`` head when the first starts with a
+    statement's word (``SAVEPOINT a; DELETE FROM Genre``; not a quoted name's ``x"; DROP
+    TABLE t``, which the tool quotes as a name); a text a real SQL parser reads as
+    statements (:func:`.language.parses_as_statement`: ``EXPORT DATABASE 'x'``, ``WITH
+    RECURSIVE r AS (...) DELETE ...``, ``CHECKPOINT;``; one word only with its ``;``); a
+    graph pattern clause or write anywhere in it (``WITH 1 AS x MATCH (n) ...``, ``CALL {
+    MATCH (n) ... }``). ``set up sqlite, then delete from the cache`` and ``SELECT syntax``
+    (read, and harmless, by DuckDB) stay what they are."""
+    from .language import unwrap
+
+    if STATEMENT_WITH_OBJECT.match(text) or _GRAPH.search(text):
+        return True
+    parts = text.split(";")[:64]
+    if head_word(unwrap(parts[0])) in HEADS and any(  # statements from the first on
+            STATEMENT_WITH_OBJECT.match(unwrap(part)) for part in parts):
+        return True
+    # one word is a statement only when a ``;`` ends it (``vacuum``, ``Begin``: English too)
+    return (len(text.split()) > 1 or text.rstrip().endswith(";")) and parses_as_statement(text)
+
+
+#: A graph clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
+#: MATCH (``, ``DETACH DELETE``, ``CREATE (``, ``MERGE (``.
+_GRAPH = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
 
 
 def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],

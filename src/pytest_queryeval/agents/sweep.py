@@ -77,6 +77,9 @@ _SQL_WORDS = re.compile(
     r"attach|upsert)|(?P<object>from|into|table|set|view|index|database|schema|values))\b",
     re.IGNORECASE)
 _REACH = 2000
+#: A graph pattern clause or write anywhere in a text (``PROFILE MATCH (n) DETACH DELETE n``,
+#: ``USE films; MATCH (n) ...``).
+_GRAPH = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
 
 
 def names_tool(text: str) -> bool:
@@ -86,7 +89,12 @@ def names_tool(text: str) -> bool:
 
 def reads_as_sql(text: str) -> bool:
     """Whether ``text`` reads as a statement or holds one (what a harness may have run)."""
-    if _SQL_HEAD.match(text):
+    if _SQL_HEAD.match(text) or _GRAPH.search(text):
+        return True
+    from .language import parses_as_statement, unwrap
+
+    if any(_SQL_HEAD.match(unwrap(part)) for part in text.split(";")[:64]) or \
+            parses_as_statement(text):
         return True
     verb = None
     for word in _SQL_WORDS.finditer(text):

@@ -322,6 +322,14 @@ class BoltSource(SourceDefaults):
             finally:
                 deadline.cancel()
 
+    @staticmethod
+    def not_a_read(query: str) -> str | None:
+        """Why an agent's Cypher text the scorer does not run is not a read, or None
+        (:func:`.reads.not_a_read`: the guard's tokenizer and clause keywords)."""
+        from .reads import not_a_read
+
+        return not_a_read(query)
+
     def fingerprint(self) -> str:
         """The URL, database, user and ``version``: never the password; and the form of the
         values (:data:`VALUES`), so a gold cached in an older form is not read back."""

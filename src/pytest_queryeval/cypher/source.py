@@ -220,6 +220,14 @@ class LadybugSource(SourceDefaults):
             raise QueryFailed(_crashed(box.last_exit)) from None
         return _table(reply, query, seconds)
 
+    @staticmethod
+    def not_a_read(query: str) -> str | None:
+        """Why an agent's Cypher text the scorer does not run is not a read, or None
+        (:func:`.reads.not_a_read`: the guard's tokenizer and clause keywords)."""
+        from .reads import not_a_read
+
+        return not_a_read(query)
+
     def write_clause(self, query: str) -> str | None:
         """The first clause of ``query`` that writes, with where it is (``DELETE at line 1,
         column 18``), or None: what an agent's query that crashed the engine or outlived its

@@ -1,0 +1,264 @@
+"""What an agent's statement text is, read by the parsers of the datasource's language: whether
+a text is a statement at all (not prose), and whether a statement the scorer does not run
+itself is a read, and of which tables.
+
+Why parsers and an allow-list, not the first word: a text judged on its words passed
+``BEGIN; DELETE FROM Genre; COMMIT;``, ``WITH RECURSIVE r AS (SELECT 1) DELETE ...``,
+``EXPLAIN ANALYZE DELETE FROM Genre`` (DuckDB and PostgreSQL run it), ``EXPORT DATABASE``
+and ``PROFILE MATCH (n) DETACH DELETE n`` as no write, because each head or shape was missing
+from a list of writes (issue 58, the tenth re-probe). Here a text is a read only when a parser
+proves every statement of it a read (sqlglot in the datasource's dialect, DuckDB's and
+PostgreSQL's own parsers where sqlglot gives up; for a graph, the graph guard's tokenizer
+through the source's :meth:`not_a_read`); anything else is a write attempt, and a text no
+parser reads is not established (:class:`Verdict` ``unknown``), never a read.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Blanks and comments before a statement's head (the same as :data:`.sweep.LEAD`).
+_LEAD = r"(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*\(*\s*"
+#: The first word of a text, after blanks and comments.
+_HEAD = re.compile(_LEAD + r"([A-Za-z_]+)\b")
+#: The words a statement of SQL (SQLite, DuckDB, PostgreSQL) or a graph language starts with: only a
+#: text starting so is handed to a parser (prose is not, and a parser is not free).
+HEADS = frozenset({
+    "select", "with", "values", "table", "from", "explain", "pragma", "show", "describe", "desc",
+    "summarize", "pivot", "unpivot", "checkpoint", "force", "insert", "update", "delete", "merge",
+    "upsert", "replace", "create", "drop", "alter", "truncate", "grant", "revoke", "attach",
+    "detach", "vacuum", "copy", "call", "exec", "execute", "rename", "comment", "set", "reset",
+    "reindex", "analyze", "analyse", "lock", "load", "install", "uninstall", "import", "export",
+    "begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "prepare",
+    "deallocate", "use", "listen", "notify", "unlisten", "discard", "cluster", "refresh",
+    "security", "reassign", "do", "match", "optional", "unwind", "return", "remove", "foreach",
+    "profile"})
+#: Characters of a text a parser is given; a longer text starting like a statement is taken
+#: as one (fail closed) rather than parsed in the run's process.
+MAX_PARSED = 64 * 1024
+#: ``EXPLAIN`` and its options (``ANALYZE``, ``VERBOSE``, ``QUERY PLAN``, ``(ANALYZE, ...)``),
+#: or ``PROFILE``: what runs is the statement after them.
+EXPLAINED = re.compile(_LEAD + r"(?:explain|profile)\b(?:\s+(?:analy[sz]e|verbose|query\s+plan)"
+                       r"\b|\s*\([^)]*\))*\s*", re.IGNORECASE)
+#: Pragmas that only read the schema or the engine's state (SQLite's and DuckDB's); any other
+#: pragma (an assignment, ``optimize``, ``wal_checkpoint``, ``import_database``) is no read.
+READ_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+    "database_list", "table_list", "collation_list", "function_list", "pragma_list", "module_list",
+    "compile_options", "user_version", "schema_version", "application_id", "page_count",
+    "page_size", "freelist_count", "encoding", "data_version", "integrity_check", "quick_check",
+    "show_tables", "show_tables_expanded", "database_size", "storage_info", "version", "platform",
+    "show", "functions"})
+
+_local = threading.local()
+
+
+def head_word(text: str) -> str | None:
+    """The first word of ``text`` after blanks and comments, lower-cased, or None."""
+    match = _HEAD.match(text)
+    return match.group(1).lower() if match else None
+
+
+def parsed_types(text: str) -> list[str] | None:
+    """The statement types a real SQL parser reads ``text`` as (DuckDB's, then PostgreSQL's:
+    ``TRANSACTION``, ``DELETE``, ``SELECT``, ``ExplainStmt``...), or None when neither reads it
+    (prose: ``show me the tables``, ``describe the data``) or neither is installed."""
+    duckdb = _duckdb()
+    if duckdb is not None:
+        try:
+            return [s.type.name for s in duckdb.extract_statements(text)] or None
+        except Exception:  # DuckDB raises a parser error of its own per failure
+            pass
+    try:
+        import pglast
+    except ImportError:
+        return None
+    try:
+        return [type(s.stmt).__name__ for s in pglast.parse_sql(text)] or None
+    except Exception:  # pglast.parser.ParseError, or its own errors for odd input
+        return None
+
+
+def _duckdb() -> Any:
+    """A connection of this thread to an empty in-memory DuckDB (its parser, never a query),
+    or None without DuckDB."""
+    conn = getattr(_local, "duckdb", None)
+    if conn is None:
+        try:
+            import duckdb
+        except ImportError:
+            return None
+        conn = _local.duckdb = duckdb.connect(":memory:")
+    return conn
+
+
+def parses_as_statement(text: str) -> bool:
+    """Whether ``text`` starts with a statement's word and a real parser reads it as one or
+    more statements: ``EXPORT DATABASE 'x'``, ``CHECKPOINT``, ``SHOW TABLES``, ``USE films``,
+    ``SAVEPOINT a; DELETE ...``; not ``show me the tables``. A text too long to parse here
+    that starts like a statement is taken as one."""
+    if head_word(text) not in HEADS:
+        return False
+    return len(text) > MAX_PARSED or _parsed(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> bool:
+    """:func:`parsed_types` found statements (a record repeating one text parses it once)."""
+    return parsed_types(text) is not None
+
+
+@dataclass
+class Verdict:
+    """What a statement text does: ``read`` (of ``tables``), ``write`` (anything that is not
+    proven a read) or ``unknown`` (no parser reads it), with why."""
+
+    kind: str
+    tables: set[str] = field(default_factory=set)
+    why: str = ""
+
+
+def unwrap(text: str) -> str:
+    """``text`` without its ``EXPLAIN [ANALYZE ...]`` or ``PROFILE`` heads: the statement that
+    runs (``EXPLAIN ANALYZE`` runs it; ``EXPLAIN`` of it is judged as it, the cautious side)."""
+    for _ in range(8):
+        match = EXPLAINED.match(text)
+        if match is None or match.end() == 0:
+            break
+        text = text[match.end():]
+    return text
+
+
+def sql_verdict(text: str, dialect: str | None) -> Verdict:
+    """Whether every statement of ``text`` is a read, by sqlglot in ``dialect``: a query
+    (``SELECT``, a set operation, ``VALUES``, DuckDB's ``FROM``-first, ``TABLE``, ``PIVOT``,
+    ``SUMMARIZE``), ``DESCRIBE``/``SHOW`` of a table or a query, a schema pragma, ``EXPLAIN``
+    of one of these; holding no data-modifying part (a CTE's, ``SELECT ... INTO``). Every
+    other statement is a write (transaction control, ``SET``, ``USE``, ``PREPARE``,
+    ``EXECUTE``, ``EXPORT``, ``CHECKPOINT``, ``ATTACH``, a bare expression sqlglot reads for
+    ``SAVEPOINT a``). What sqlglot cannot parse is read by DuckDB's or PostgreSQL's parser
+    (:func:`_unparsed`)."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        trees = [t for t in sqlglot.parse(text, read=dialect) if t is not None]
+    except Exception:  # sqlglot raises several error types: the engines' parsers decide
+        return _unparsed(text)
+    tables: set[str] = set()
+    for tree in trees:
+        verdict = _tree_verdict(tree, text if len(trees) == 1 else tree.sql(dialect=dialect),
+                                dialect, exp)
+        if verdict.kind != "read":
+            return verdict
+        tables |= verdict.tables
+    return Verdict("read", tables)
+
+
+_READ_TREES = ("Select", "SetOperation", "Subquery", "Values", "Describe", "Show",
+               "Summarize", "Pivot")
+_WRITE_NODES = ("Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter",
+                "TruncateTable", "Command", "Pragma", "Transaction", "Commit", "Rollback",
+                "Set", "Use")
+
+
+def _tree_verdict(tree: Any, text: str, dialect: str | None, exp: Any) -> Verdict:
+    """One statement sqlglot parsed (``text``: its own text, for a bare command)."""
+    if isinstance(tree, exp.Command):
+        head = str(tree.this).lower()
+        if head in ("explain", "profile"):
+            inner = unwrap(text)
+            return sql_verdict(inner, dialect) if inner.strip() else Verdict("read")
+        if head in ("show", "describe", "desc", "summarize"):
+            return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)[1:]})
+        return Verdict("write", why=f"{head.upper()} is not a read")
+    if isinstance(tree, exp.Pragma):
+        name = re.match(_LEAD + r"pragma\s+(?:\w+\s*\.\s*)?(\w+)\s*(=)?", text, re.IGNORECASE)
+        if name is None or name.group(2) or name.group(1).lower() not in READ_PRAGMAS:
+            return Verdict("write", why="a pragma that is not a read of the schema")
+        return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)[2:]})
+    if isinstance(tree, exp.Alias | exp.Condition | exp.Identifier | exp.Tuple):
+        # a bare expression: sqlglot read no statement there (``SAVEPOINT a`` as an alias,
+        # ``CHECKPOINT`` as a column, DuckDB's ``SUMMARIZE t`` in another dialect)
+        verdict = _unparsed(text)
+        return verdict if verdict.kind != "unknown" else \
+            Verdict("write", why=f"not a read ({text.strip()[:60]})")
+    if not isinstance(tree, tuple(getattr(exp, n) for n in _READ_TREES)):
+        what = type(tree).__name__.upper() if len(text) > 200 or ";" in text else text.strip()
+        return Verdict("write", why=f"not a read ({what[:60]})")
+    read: Any = tree  # a query's tree (the check above narrows it to nothing mypy knows)
+    inside = next(iter(read.find_all(*(getattr(exp, n) for n in _WRITE_NODES))), None)
+    if inside is not None:
+        return Verdict("write", why=f"it holds {type(inside).__name__.upper()}")
+    if any(node.args.get("into") is not None for node in read.find_all(exp.Select)):
+        return Verdict("write", why="SELECT ... INTO creates a table")
+    return Verdict("read", tree_tables(read))
+
+
+#: DuckDB's and PostgreSQL's statement types that only read (DuckDB reads ``DESCRIBE``,
+#: ``SHOW``, ``SUMMARIZE``, ``PIVOT`` and ``FROM``-first as ``SELECT``).
+_READ_TYPES = frozenset({"SELECT", "SelectStmt", "VariableShowStmt"})
+
+
+#: Heads of statements that may be reads: a text starting so that no parser reads is not
+#: established; one starting with any other head of :data:`HEADS` is a write.
+_READ_HEADS = frozenset({"select", "with", "values", "table", "from", "explain", "show",
+                         "describe", "desc", "summarize", "pivot", "unpivot", "match",
+                         "optional", "unwind", "return", "profile", "pragma"})
+
+
+def _unparsed(text: str) -> Verdict:
+    """A text sqlglot cannot parse, judged by the engines' own parsers: reads only (their
+    tables: every word of the text, the cautious side), an ``EXPLAIN`` judged by what it
+    explains, anything else a write; read by neither, not established."""
+    types = parsed_types(text) if len(text) <= MAX_PARSED else None
+    if types is None:
+        heads = {head_word(unwrap(part)) for part in text.split(";")[:64]}
+        written = sorted(h for h in heads if h in HEADS and h not in _READ_HEADS)
+        if written:  # DELETE FROM t WHERE (: a write no engine parses is still one asked
+            return Verdict("write", why=f"{written[0].upper()} is not a read")
+        return Verdict("unknown", why="no parser of the datasource's language reads it")
+    for kind in types:
+        if kind in ("EXPLAIN", "ExplainStmt"):
+            inner = unwrap(text)
+            if inner == text or ";" in text:
+                return Verdict("write", why="an EXPLAIN no parser reads the statement of")
+            return sql_verdict(inner, None)
+        if kind not in _READ_TYPES:
+            return Verdict("write", why=f"{kind} is not a read")
+    if re.search(r"\binto\b", text, re.IGNORECASE):  # PostgreSQL's SELECT ... INTO creates
+        return Verdict("write", why="SELECT ... INTO creates a table")
+    return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)})
+
+
+def tree_tables(tree: Any) -> set[str]:
+    """The tables one parsed statement names, lower-cased, a CTE's name left out only where
+    it is that CTE (:func:`_cte_reference`)."""
+    from sqlglot import exp
+
+    out: set[str] = set()
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        name = table.name.lower()
+        if name and not (name in ctes and _cte_reference(table, name)):
+            out.add(name)
+    return out
+
+
+def _cte_reference(table: Any, name: str) -> bool:
+    """Whether ``table`` (named like a CTE) is that CTE: unqualified and not inside its own
+    body."""
+    from sqlglot import exp
+
+    if table.args.get("db") or table.args.get("catalog"):
+        return False
+    cte = table.find_ancestor(exp.CTE)
+    while cte is not None:
+        if cte.alias_or_name.lower() == name:
+            return False
+        cte = cte.find_ancestor(exp.CTE)
+    return True
