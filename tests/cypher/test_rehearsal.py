@@ -548,3 +548,39 @@ def test_a_list_of_lists_too_heavy_for_one_message_is_named_not_timed_out(own_se
     finally:
         own_server.unstick()
         own_server.run("MATCH (n:Doc) DELETE n")
+
+
+def _dying_host(monkeypatch: pytest.MonkeyPatch, times: int) -> None:
+    """The copy's host command replaced, its first ``times`` starts, by one killed at once."""
+    from pytest_queryeval.cypher import copyhost
+
+    real, calls = copyhost.command, []
+
+    def command(config: str) -> list[str]:
+        calls.append(config)
+        return ["sh", "-c", "kill -9 $$"] if len(calls) <= times else real(config)
+
+    monkeypatch.setattr(copyhost, "command", command)
+
+
+def test_a_host_that_ends_before_its_first_word_is_started_once_more(monkeypatch):
+    """One full run of tests/agents and tests/walls saw a copy's host end before it said a
+    word (no line in its log): a host is started once more before the source gives up."""
+    _dying_host(monkeypatch, 1)
+    copy = rehearsal.Rehearsal("x", lambda: ["CREATE (:N)"], max_memory=1 << 28, max_rows=10)
+    try:
+        assert copy.run("MATCH (n) RETURN count(n)", 5, 10)[1] == [(1,)]
+        assert copy.starts == 2
+    finally:
+        copy.close()
+
+
+def test_a_host_that_never_starts_says_how_it_ended(monkeypatch):
+    _dying_host(monkeypatch, 2)
+    copy = rehearsal.Rehearsal("x", lambda: ["CREATE (:N)"], max_memory=1 << 28, max_rows=10)
+    try:
+        with pytest.raises(SourceUnavailable, match=r"did not start \(the copy's process ended, "
+                                                    r"ended by signal SIGKILL\)"):
+            copy.run("MATCH (n) RETURN count(n)", 5, 10)
+    finally:
+        copy.close()

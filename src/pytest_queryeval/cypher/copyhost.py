@@ -48,6 +48,10 @@ GRAPH = "falkordb"
 LISTEN_TIMEOUT = 30.0
 
 
+#: What :class:`Host` says of a host that ended without a word.
+ENDED = "the copy's process ended"
+
+
 class HostError(Exception):
     """The host process ended, or answered nothing readable."""
 
@@ -106,7 +110,7 @@ class Host:
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                raise HostError("the copy's process ended")
+                raise HostError(ENDED)
             self._buffer += chunk
             if len(self._buffer) > max_bytes:
                 raise HostTooLarge(f"an answer past {max_bytes:,} bytes")
@@ -258,6 +262,7 @@ def main(argv: list[str]) -> int:
     from .._isolation import netns
 
     out = sys.stdout.buffer
+    print(f"copyhost {os.getpid()}: started", file=sys.stderr, flush=True)
     (config,) = argv
     try:
         netns.enter()

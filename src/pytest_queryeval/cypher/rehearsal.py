@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .._util.safefile import private_tempdir
 from ..errors import (
@@ -252,15 +252,17 @@ class Rehearsal:
         if self._dir is None:
             self._dir = _private_dir()
         conf = _config_file(self._dir, self._config())
-        self._proc = copyhost.spawn(copyhost.command(str(conf)), self._dir / "server.log")
-        self._host = copyhost.Host(self._proc)
-        self.starts += 1
-        try:
-            self._server_pid = self._host.hello(START_TIMEOUT)
-        except copyhost.HostError as exc:
-            self._kill()
-            raise SourceUnavailable(f"{self.where}: the copy of the graph the suite is scored "
-                                    f"on did not start ({exc})") from None
+        for attempt in (1, 2):  # a host that ended before its first word is started once more
+            self._proc = copyhost.spawn(copyhost.command(str(conf)), self._dir / "server.log")
+            self._host = copyhost.Host(self._proc)
+            self.starts += 1
+            try:
+                self._server_pid = self._host.hello(START_TIMEOUT)
+                break
+            except copyhost.HostError as exc:
+                if attempt == 1 and str(exc) == copyhost.ENDED:
+                    continue
+                self._failed_start(exc)
         conn = self._connect()
         if not self._loaded:  # the first start, or one whose copy did not finish
             self._load(conn)
@@ -269,6 +271,20 @@ class Rehearsal:
         copyhost.cap_memory(self._server_pid, self.max_memory)
         self._conn = conn
         return conn
+
+    def _failed_start(self, exc: copyhost.HostError) -> NoReturn:
+        """Why the host did not start: its words, how it ended, the last line of its log."""
+        assert self._proc is not None
+        assert self._dir is not None
+        code = None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = self._proc.wait(2.0)
+        self._kill()
+        how = f", {_status(code)}" if code is not None else ""
+        lines = copyhost.tail(self._dir / "server.log").strip().splitlines()
+        last = f": {lines[-1].strip()[:300]}" if lines else ""
+        raise SourceUnavailable(f"{self.where}: the copy of the graph the suite is scored on "
+                                f"did not start ({exc}{how}{last})")
 
     def _config(self) -> str:
         assert self._dir is not None
@@ -390,6 +406,11 @@ def _longest_name(conn: Connection) -> int:
         for row in rows:
             longest = max([longest, *(len(str(v).encode("utf-8")) for v in row)])
     return longest
+
+
+def _status(code: int) -> str:
+    return f"ended by signal {signal.Signals(-code).name}" if code < 0 \
+        else f"exit status {code}"
 
 
 def _verdict(error: str, seconds: float) -> None:
