@@ -261,6 +261,8 @@ class Rehearsal:
                 break
             except copyhost.HostError as exc:
                 if attempt == 1 and str(exc) == copyhost.ENDED:
+                    self._note(f"host {self._proc.pid} ended before its first word "
+                               f"({_status(self._proc.wait())}); started once more")
                     continue
                 self._failed_start(exc)
         conn = self._connect()
@@ -271,6 +273,13 @@ class Rehearsal:
         copyhost.cap_memory(self._server_pid, self.max_memory)
         self._conn = conn
         return conn
+
+    def _note(self, line: str) -> None:
+        """A line of the session's own in the copy's log (what a later failure's message
+        quotes the end of)."""
+        assert self._dir is not None
+        with contextlib.suppress(OSError), (self._dir / "server.log").open("a") as log:
+            log.write(f"queryeval: {line}\n")
 
     def _failed_start(self, exc: copyhost.HostError) -> NoReturn:
         """Why the host did not start: its words, how it ended, the last line of its log."""
