@@ -134,3 +134,13 @@ def test_a_row_past_one_bolt_message_forges_nothing(fresh_server):
         src.close()
     fresh_server.unstick()
     assert fresh_server.handshake(2.0)
+
+
+def test_a_gold_cached_from_the_server_is_not_read_back_for_the_copy():
+    """A gold run on the server (``rehearse: false``, or an earlier version of the plugin)
+    and one run on the copy are kept apart: the copy's rows may come in another order."""
+    url = "bolt://127.0.0.1:7687"
+    on_copy = BoltSource.from_spec("films", {"url": url})
+    on_server = BoltSource.from_spec("films", {"url": url, "rehearse": False})
+    assert on_copy.fingerprint() != on_server.fingerprint()
+    assert on_copy.fingerprint().startswith("bolt:2:copy:")

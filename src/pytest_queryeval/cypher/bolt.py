@@ -331,10 +331,13 @@ class BoltSource(SourceDefaults):
         return not_a_read(query)
 
     def fingerprint(self) -> str:
-        """The URL, database, user and ``version``: never the password; and the form of the
-        values (:data:`VALUES`), so a gold cached in an older form is not read back."""
+        """The URL, database, user and ``version``: never the password; the form of the
+        values (:data:`VALUES`), so a gold cached in an older form is not read back; and
+        ``rehearse`` (on a FalkorDB server it decides whether the gold ran on the server or
+        on the plugin's copy, whose rows may come in another order)."""
         ident = f"{self.url}\n{self.database or ''}\n{self.user or ''}\n{self.version or ''}"
-        return f"{TYPE}:{VALUES}:{hashlib.sha256(ident.encode()).hexdigest()}"
+        where = "copy" if self.rehearse else "server"
+        return f"{TYPE}:{VALUES}:{where}:{hashlib.sha256(ident.encode()).hexdigest()}"
 
     def close(self) -> None:
         with self._lock:
