@@ -159,31 +159,24 @@ _spawner_lock = threading.Lock()
 _spawner: threading.Thread | None = None
 
 
-def _child() -> None:
-    """In the child before ``exec``: killed when the thread that started it ends (so the
-    starting thread is one that lives as long as the process), and no core file."""
-    import resource
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PDEATHSIG
-    with contextlib.suppress(OSError, ValueError):
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
 def _serve() -> None:
     while True:
         cmd, log, reply = _requests.get()
         try:
             with log.open("ab") as out:
                 reply.put(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=out,
-                                           stdin=subprocess.PIPE, preexec_fn=_child))
+                                           stdin=subprocess.PIPE,
+                                           env={**os.environ, PARENT: str(os.getpid())}))
         except Exception as exc:  # handed to the caller, raised there
             reply.put(exc)
 
 
 def spawn(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
-    """Start ``cmd`` from one thread that lives as long as the process: the copy dies with
-    the session (``PR_SET_PDEATHSIG``), even when pytest is killed."""
+    """Start ``cmd`` from one thread that lives as long as the process: the host asks to die
+    with that thread (``PR_SET_PDEATHSIG``, :func:`_die_with_parent`), so the copy dies with
+    the session, even when pytest is killed. No Python code runs between ``fork`` and
+    ``exec`` (a ``preexec_fn`` in a process with threads: one run of tests/agents and
+    tests/walls had the host die of SIGSEGV before its first line)."""
     global _spawner
     with _spawner_lock:
         if _spawner is None or not _spawner.is_alive():
@@ -202,9 +195,22 @@ def spawn(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
 
 # -- the host's end -----------------------------------------------------------------------------
 
-def _dies_with_parent() -> None:
+#: The environment variable that names the session's pid to the host.
+PARENT = "QUERYEVAL_COPY_PARENT"
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """This process killed when the thread that started it ends, and no core file; a parent
+    already gone (before the request was made) ends it now."""
+    import resource
+
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if os.environ.get(PARENT) and os.getppid() != int(os.environ[PARENT]):
+        os._exit(1)
 
 
 def _say(out: IO[bytes], answer: dict[str, Any]) -> None:
@@ -261,6 +267,7 @@ def main(argv: list[str]) -> int:
 
     from .._isolation import netns
 
+    _die_with_parent()
     out = sys.stdout.buffer
     print(f"copyhost {os.getpid()}: started", file=sys.stderr, flush=True)
     (config,) = argv
@@ -269,9 +276,12 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         _say(out, {"error": str(exc)})
         return 3
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    # the host has no thread yet (the driver starts none before its first connection)
     server = subprocess.Popen([get_redis_server(), config], stdin=subprocess.DEVNULL,
                               stdout=sys.stderr, stderr=sys.stderr,
-                              preexec_fn=_dies_with_parent)
+                              preexec_fn=lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGKILL,
+                                                       0, 0, 0))
     _say(out, {"pid": server.pid})
     driver: Any = None
     for line in sys.stdin.buffer:
