@@ -200,8 +200,13 @@ class BoltSource(SourceDefaults):
                 with contextlib.suppress(Exception):
                     driver.close()
             raise _connect_error(self, exc) from None
+        try:  # asked on every use until it is known: never taken for "not FalkorDB"
+            self._falkordb = _is_falkordb(self, driver)
+        except SourceUnavailable:
+            with contextlib.suppress(Exception):
+                driver.close()
+            raise
         self._driver = driver
-        self._falkordb = _is_falkordb(driver, self.database)
         return driver
 
     # -- the contract ----------------------------------------------------------------------
@@ -350,17 +355,28 @@ class BoltSource(SourceDefaults):
             self._driver = None
 
 
-def _is_falkordb(driver: Any, database: str | None) -> bool:
+def _is_falkordb(src: BoltSource, driver: Any) -> bool:
     """Whether the server is FalkorDB (its Bolt listener calls itself ``Neo4j/5.13.0``; its
-    procedures say, ``algo.*``): what it cannot write in a reply stops it
-    (:func:`.guard.check_falkordb`). A server without ``dbms.procedures()`` (Neo4j 5) is not."""
-    try:
-        with driver.session(database=database) as session:
-            names = [str(r[0]) for r in session.run("CALL dbms.procedures() YIELD name "
-                                                    "RETURN name")]
-    except Exception:  # any refusal means not FalkorDB
-        return False
-    return any(n.startswith("algo.") for n in names)
+    procedures say, ``algo.*`` and ``db.idx.*``): a FalkorDB suite is scored on the plugin's
+    copy, so a wrong "no" sends every query to the server. Only the server's own refusal of
+    ``dbms.procedures()`` (a Neo4j 5, ``Neo.ClientError...``) means another server; a lost
+    connection is asked again once and is then the source's error (the eleventh re-probe
+    dropped this one connection, and the whole suite ran on the server, unwalled)."""
+    failure: BaseException | None = None
+    for _ in range(2):
+        try:
+            with driver.session(database=src.database) as session:
+                names = [str(r[0]) for r in session.run("CALL dbms.procedures() YIELD name "
+                                                        "RETURN name")]
+            return any(n.startswith(("algo.", "db.idx.")) for n in names)
+        except Exception as exc:  # the driver's errors: the server's answer or the network's
+            code = getattr(exc, "code", None)
+            if isinstance(code, str) and code.startswith("Neo.ClientError."):
+                return False
+            failure = exc
+    assert failure is not None
+    raise SourceUnavailable(f"{src.where}: cannot tell whether the server is FalkorDB (whose "
+                            f"suite is scored on a copy of its graph): {_cause(failure)}")
 
 
 def _raw_socket(tx: Any) -> socket.socket | None:
