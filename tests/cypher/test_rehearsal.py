@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.cypher import graphcopy, guard, rehearsal
+from pytest_queryeval.cypher import copyhost, graphcopy, guard, rehearsal
 from pytest_queryeval.cypher.bolt import BoltSource
 from pytest_queryeval.errors import (
     MissingDependency,
@@ -585,3 +585,48 @@ def test_a_host_that_never_starts_says_how_it_ended(monkeypatch):
             copy.run("MATCH (n) RETURN count(n)", 5, 10)
     finally:
         copy.close()
+
+
+def test_a_copy_killed_between_queries_is_not_blamed_on_the_next(source):
+    """The eleventh re-probe's M2: the copy's server killed from outside (an OOM killer, an
+    operator) while its host lived; the next honest query failed with "the query stopped the
+    copy". Now the copy is started again first."""
+    want = _rows(source, HONEST)
+    copy = source._rehearsal
+    assert copy is not None
+    pid = copy._server_pid
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while copyhost.running(pid) and time.monotonic() < deadline:  # dead before the next case
+        time.sleep(0.05)
+    assert _rows(source, HONEST) == want
+    assert copy.starts == 2
+
+
+def test_a_copy_that_dies_after_answering_fails_that_query_not_the_session(source, monkeypatch):
+    """The same re-probe's stand-in (a fault it could not cause with a query): the copy killed
+    right after it answered. The change check then met a closed connection: an internal error
+    of the case, the copy not restarted, and the next case's gold failed."""
+    want = _rows(source, HONEST)
+    copy = source._rehearsal
+    assert copy is not None
+    fetch = rehearsal.Rehearsal._fetch
+
+    def fetch_then_die(self, query, seconds, limit):
+        answer = fetch(self, query, seconds, limit)
+        os.kill(self._server_pid, signal.SIGKILL)
+        return answer
+
+    monkeypatch.setattr(rehearsal.Rehearsal, "_fetch", fetch_then_die)
+    with pytest.raises(QueryFailed, match="stopped after it answered"):
+        source.execute(HONEST)
+    monkeypatch.undo()
+    assert _rows(source, HONEST) == want
+
+
+def test_a_lone_surrogate_is_the_querys_error(source):
+    """The eleventh re-probe's M3: a prediction holding ``\\ud800`` was an internal error of
+    the kind (UnicodeEncodeError writing it to the copy)."""
+    with pytest.raises(QueryFailed, match="not valid text: surrogates not allowed at character"):
+        source.execute("RETURN '\ud800' AS s")
+    assert _rows(source, HONEST)

@@ -157,6 +157,11 @@ class Rehearsal:
         would stop the copy's), but may read the clock or chance."""
         if not trusted:
             check_deterministic(query)
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no engine can be sent it
+            raise QueryFailed(f"the query is not valid text: {exc.reason} at character "
+                              f"{exc.start + 1}") from None
         with self._lock:
             conn = self._ready()
             reading = replies.Reading(self._longest_name)
@@ -227,7 +232,12 @@ class Rehearsal:
     def _unchanged(self, conn: Connection) -> None:
         """The engine's own count of changes since the snapshot: a second wall behind
         ``GRAPH.RO_QUERY``."""
-        info = conn.call("INFO", "persistence", seconds=10.0, max_bytes=1 << 20)
+        try:
+            info = conn.call("INFO", "persistence", seconds=10.0, max_bytes=1 << 20)
+        except (OSError, EOFError, ReplyDeadline):
+            raise QueryFailed(f"the copy of the graph the query is scored on stopped after "
+                              f"it answered ({self._death()}); it is started again for the "
+                              "next query") from None
         found = re.search(r"rdb_changes_since_last_save:(\d+)", str(info))
         if found is None or int(found.group(1)):
             self._kill()
@@ -237,7 +247,8 @@ class Rehearsal:
     # -- the copy's process ----------------------------------------------------------------
 
     def _ready(self) -> Connection:
-        if self._proc is not None and self._proc.poll() is None and self._conn is not None:
+        if self._proc is not None and self._proc.poll() is None and self._conn is not None \
+                and copyhost.running(self._server_pid):  # its server too (killed from outside)
             return self._conn
         if self._broken is not None:  # a copy that could not be made is not made again
             raise self._broken
