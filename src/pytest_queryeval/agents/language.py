@@ -21,9 +21,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-# blanks, format characters, comments, empty ';'-parts before a head (one rule for both)
-from .sweep import FORMAT_CHARS
-from .sweep import LEAD as _LEAD
+from .lead import FORMAT_CHARS
+from .lead import LEAD as _LEAD
 
 #: A format character anywhere (:data:`.sweep.FORMAT_CHARS`).
 _FORMAT = re.compile(f"[{FORMAT_CHARS}]")

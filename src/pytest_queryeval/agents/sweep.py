@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._util.boundedio import depth_exceeds
+from . import lead as _lead
 from .toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN
 
 #: Values (items, keys, texts) a record's search visits at most.
@@ -52,20 +53,9 @@ _CALL_TYPES = re.compile(r"(?:function|tool)_?(?:call|use|result)", re.IGNORECAS
 _TOOL_WORD = re.compile(
     r"(?<![A-Za-z0-9])(?:" + "|".join(t for t in PLUGIN_TOOLS if t != TOOL_ABSTAIN) +
     r")(?![A-Za-z0-9])", re.IGNORECASE)
-#: Unicode's format characters (category Cf: the BOM U+FEFF, U+200B, U+2060, U+00AD, the
-#: bidirectional controls...): invisible, and no word. SQLite and DuckDB run ``\ufeffDELETE
-#: FROM Genre``, DuckDB ``\u200bDELETE`` and ``\u2060DELETE`` too (issue 58, the eleventh
-#: re-probe), so before a statement's head they are skipped like blanks
-#: (tests/agents/test_counts_eleventh_probe.py checks the list against ``unicodedata``).
-FORMAT_CHARS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
-                "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-                "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
-                "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f")
-#: What comes before a statement's head and is no statement: blanks, format characters,
-#: comments and empty ``;``-parts (``/**/;DELETE FROM Genre``: the engines skip an empty
-#: statement), then its opening brackets.
-LEAD = (rf"(?:[\s;{FORMAT_CHARS}]|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*"
-        rf"(?:\([\s{FORMAT_CHARS}]*)*")
+#: What comes before a statement's head and is no statement (:mod:`.lead`).
+LEAD = _lead.LEAD
+FORMAT_CHARS = _lead.FORMAT_CHARS
 _LEAD = LEAD
 #: A table name, qualified or quoted as a dialect quotes it.
 _NAME = r'(?:[A-Za-z_][\w$]*|"[^"\n]+"|`[^`\n]+`|\[[^\]\n]+\])'
