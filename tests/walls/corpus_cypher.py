@@ -22,10 +22,19 @@ CYPHER: dict[str, list[str]] = {
         "PROFILE MATCH (n:Person) DETACH DELETE n",
         "BEGIN TRANSACTION; MATCH (n:Person) DETACH DELETE n; COMMIT;",
         "RETURN 1 AS x UNION ALL MATCH (n:Person) DETACH DELETE n RETURN 1 AS x",
+        # the eleventh: ladybug's DDL (it runs both), and a head behind a format character
+        "CREATE NODE TABLE IF NOT EXISTS Pwned(id INT64, PRIMARY KEY(id))",
+        "CREATE REL TABLE PwnedRel(FROM Person TO Person)",
+        "\ufeffCREATE (n:Person {name: 'pwned'})",
+        "/**/;MATCH (n:Person) DETACH DELETE n",
     ],
     "config": [
         "CALL threads=7",
         "CALL timeout=100000",
+        # the eleventh: settings ladybug 0.22 changes, backquoted or behind a format character
+        "CALL `var_length_extend_max_depth`=2",
+        "CALL enable_zone_map=false",
+        "\u200bCALL threads=7",
         "CALL dbms.setConfigValue('db.transaction.timeout', '0')",
     ],
     "engine_writes": [

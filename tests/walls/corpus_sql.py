@@ -26,6 +26,12 @@ SQL: dict[str, list[str]] = {
         "PREPARE p AS DELETE FROM Genre; EXECUTE p;",
         "SAVEPOINT a; DELETE FROM Genre;",
         "USE chinook; DELETE FROM Genre",
+        # the eleventh: a head behind an empty part or a format character (SQLite and DuckDB
+        # run the first two, DuckDB all four)
+        "/**/;DELETE FROM Genre",
+        "\ufeffDELETE FROM Genre",
+        "\u200bDELETE FROM Genre",
+        "\u2060DELETE FROM Genre",
     ],
     "config": [
         "PRAGMA cache_size = 7",

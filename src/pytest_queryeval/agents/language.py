@@ -21,9 +21,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Blanks and comments before a statement's head (the same as :data:`.sweep.LEAD`).
-_LEAD = r"(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*\(*\s*"
-#: The first word of a text, after blanks and comments.
+from .lead import FORMAT_CHARS
+from .lead import LEAD as _LEAD
+
+#: A format character anywhere (:data:`.sweep.FORMAT_CHARS`).
+_FORMAT = re.compile(f"[{FORMAT_CHARS}]")
+#: The first word of a text, after blanks, format characters and comments.
 _HEAD = re.compile(_LEAD + r"([A-Za-z_]+)\b")
 #: The words a statement of SQL (SQLite, DuckDB, PostgreSQL) or a graph language starts with: only a
 #: text starting so is handed to a parser (prose is not, and a parser is not free).
@@ -145,6 +148,7 @@ def sql_verdict(text: str, dialect: str | None) -> Verdict:
     import sqlglot
     from sqlglot import exp
 
+    text = _FORMAT.sub("", text)  # invisible: ``\u00adDROP TABLE t`` is judged as DROP
     try:
         trees = [t for t in sqlglot.parse(text, read=dialect) if t is not None]
     except Exception:  # sqlglot raises several error types: the engines' parsers decide

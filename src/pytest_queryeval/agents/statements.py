@@ -95,12 +95,19 @@ def statement_text(text: str) -> bool:
 
     if STATEMENT_WITH_OBJECT.match(text) or _GRAPH.search(text):
         return True
-    parts = text.split(";")[:64]
-    if head_word(unwrap(parts[0])) in HEADS and any(  # statements from the first on
+    # empty and comment-only parts (``/**/;``) are no statement: the first is the first word's
+    parts = [part for part in text.split(";")[:64] if head_word(part) is not None]
+    if parts and head_word(unwrap(parts[0])) in HEADS and any(  # statements from the first on
             STATEMENT_WITH_OBJECT.match(unwrap(part)) for part in parts):
         return True
-    # one word is a statement only when a ``;`` ends it (``vacuum``, ``Begin``: English too)
-    return (len(text.split()) > 1 or text.rstrip().endswith(";")) and parses_as_statement(text)
+    # one word is a statement only when a ``;`` ends it or it is written in capitals
+    # (``CHECKPOINT``; ``vacuum``, ``Begin``: English too)
+    return (len(text.split()) > 1 or text.rstrip().endswith(";") or
+            _CAPITALS.fullmatch(text) is not None) and parses_as_statement(text)
+
+
+#: One word in capitals after blanks, format characters and comments (``CHECKPOINT``).
+_CAPITALS = re.compile(_LEAD + r"[A-Z_]{2,}\s*")
 
 
 #: A graph clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
@@ -166,8 +173,10 @@ STATEMENT_WITH_OBJECT = re.compile(
     r"(?:\s|;)*" + _LEAD + r"(?:delete\s+(?:from\s|\S+\s+where\b)|"
     r"insert\s+(?:or\s+\w+\s+)?into|update\s+\S+(?:\s+(?:as\s+)?\w+)?\s+set|"
     r"(?:replace|merge|upsert)\s+into|(?:create|drop|alter|truncate)\s+(?:or\s+replace\s+)?"
-    r"(?:temp\w*\s+|unique\s+|materialized\s+)?(?:table|view|index|database|schema|trigger|"
-    r"function|procedure|sequence|role|user|macro|secret)\b|"
+    r"(?:temp\w*\s+|unique\s+|materialized\s+|node\s+|rel\s+)?(?:table|view|index|database|"
+    r"schema|trigger|function|procedure|sequence|role|user|macro|secret|graph)\b|"
+    # a setting of the connection (ladybug's ``CALL threads=1``, ``CALL `timeout` = 1``)
+    r"call\s+(?:\w+|`[^`\n]+`)\s*=|"
     r"select\b[\s\S]{0,2000}?\bfrom\b|with\s+\S+\s+as\s*\(|attach\b|detach\s+database|"
     r"copy\s+\S+\s+(?:from|to)\b|grant\s[\s\S]{0,200}?\bon\b|revoke\s[\s\S]{0,200}?\bon\b|"
     r"comment\s+on\s|pragma\s+[\w.]+\s*(?:=|\()|vacuum\s+into\b|"

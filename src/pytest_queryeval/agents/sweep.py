@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._util.boundedio import depth_exceeds
+from . import lead as _lead
 from .toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN
 
 #: Values (items, keys, texts) a record's search visits at most.
@@ -52,8 +53,9 @@ _CALL_TYPES = re.compile(r"(?:function|tool)_?(?:call|use|result)", re.IGNORECAS
 _TOOL_WORD = re.compile(
     r"(?<![A-Za-z0-9])(?:" + "|".join(t for t in PLUGIN_TOOLS if t != TOOL_ABSTAIN) +
     r")(?![A-Za-z0-9])", re.IGNORECASE)
-#: Blanks and comments before a statement's head (and its opening brackets).
-LEAD = r"(?:\s|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*\(*\s*"
+#: What comes before a statement's head and is no statement (:mod:`.lead`).
+LEAD = _lead.LEAD
+FORMAT_CHARS = _lead.FORMAT_CHARS
 _LEAD = LEAD
 #: A table name, qualified or quoted as a dialect quotes it.
 _NAME = r'(?:[A-Za-z_][\w$]*|"[^"\n]+"|`[^`\n]+`|\[[^\]\n]+\])'
