@@ -630,3 +630,45 @@ def test_a_lone_surrogate_is_the_querys_error(source):
     with pytest.raises(QueryFailed, match="not valid text: surrogates not allowed at character"):
         source.execute("RETURN '\ud800' AS s")
     assert _rows(source, HONEST)
+
+
+STALL = ("UNWIND range(1, 100000) AS x UNWIND range(1, 100000) AS y WITH x, y WHERE x + y < 0 "
+         "CREATE (:Never)")
+
+
+def _stalling(times: int) -> tuple[list[int], object]:
+    """The copy's statements, whose first ``times`` makings begin with one the copy's server
+    does not answer within the (shortened) copy timeout: a stand-in for the stall seen about
+    once in 700 copies (no answer to a small write for 120 s, cause not found)."""
+    calls: list[int] = []
+
+    def copy():
+        calls.append(1)
+        if len(calls) <= times:
+            yield STALL
+        yield "CREATE (:N)"
+    return calls, copy
+
+
+def test_a_copy_whose_server_stalls_while_written_is_made_once_more(monkeypatch):
+    monkeypatch.setattr(rehearsal, "COPY_TIMEOUT", 1.0)
+    calls, copy_statements = _stalling(1)
+    copy = rehearsal.Rehearsal("x", copy_statements, max_memory=1 << 28, max_rows=10)
+    try:
+        assert copy.run("MATCH (n) RETURN count(n)", 5, 10)[1] == [(1,)]
+        assert len(calls) == 2
+    finally:
+        copy.close()
+
+
+def test_a_copy_that_stalls_twice_is_the_sources_error(monkeypatch):
+    monkeypatch.setattr(rehearsal, "COPY_TIMEOUT", 1.0)
+    calls, copy_statements = _stalling(2)
+    copy = rehearsal.Rehearsal("x", copy_statements, max_memory=1 << 28, max_rows=10)
+    try:
+        for _ in range(2):  # remembered: not made a third time
+            with pytest.raises(SourceUnavailable, match=r"no answer within 1 s \(twice\)"):
+                copy.run("MATCH (n) RETURN count(n)", 5, 10)
+        assert len(calls) == 2
+    finally:
+        copy.close()

@@ -126,6 +126,10 @@ def check_deterministic(query: str) -> None:
                                "copy of its graph, and that run must stand for the server's")
 
 
+class _Stalled(SourceUnavailable):
+    """The copy's own server gave no answer while the graph was written into it."""
+
+
 class Rehearsal:
     """One copy of one server's graph, started on first use and again after each kill."""
 
@@ -252,11 +256,19 @@ class Rehearsal:
             return self._conn
         if self._broken is not None:  # a copy that could not be made is not made again
             raise self._broken
-        try:
-            return self._start()
-        except SourceUnavailable as exc:
-            self._broken = exc
-            raise
+        for attempt in (1, 2):
+            try:
+                return self._start()
+            except _Stalled as exc:  # made once more: seen about once in 700 copies
+                if attempt == 1:
+                    self._note(f"{exc}; the copy is made once more")
+                    continue
+                self._broken = SourceUnavailable(f"{exc} (twice)")
+                raise self._broken from None
+            except SourceUnavailable as exc:
+                self._broken = exc
+                raise
+        raise AssertionError("unreachable")
 
     def _start(self) -> Connection:
         self._kill()
@@ -366,11 +378,13 @@ class Rehearsal:
         except Exception as exc:  # the server's reading (the driver's errors) or the copy's
             self._kill()
             message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            failed = SourceUnavailable(f"{self.where}: copying the graph to rehearse "
+                                       f"predictions on failed, {step}: "
+                                       f"{str(message).splitlines()[0]}")
             if isinstance(exc, ReplyDeadline):
-                message = f"no answer within {COPY_TIMEOUT:g} s"
-            raise SourceUnavailable(f"{self.where}: copying the graph to rehearse predictions "
-                                    f"on failed, {step}: "
-                                    f"{str(message).splitlines()[0]}") from None
+                raise _Stalled(f"{self.where}: copying the graph to rehearse predictions on "
+                               f"failed, {step}: no answer within {COPY_TIMEOUT:g} s") from None
+            raise failed from None
 
     def _death(self) -> str:
         """How the copy ended, for the message; it is killed if it still runs."""
