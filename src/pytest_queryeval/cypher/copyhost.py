@@ -146,9 +146,9 @@ def running(pid: int) -> bool:
     return process_alive(pid)
 
 
-def tail(path: Path) -> str:
+def tail(path: Path, size: int = 4096) -> str:
     with contextlib.suppress(OSError):
-        return path.read_bytes()[-4096:].decode("utf-8", "replace")
+        return path.read_bytes()[-size:].decode("utf-8", "replace")
     return ""
 
 

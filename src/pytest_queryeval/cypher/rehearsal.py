@@ -396,12 +396,17 @@ class Rehearsal:
         self._kill()
         if alive or not pid:
             return "it stopped answering"
-        log = "" if self._dir is None else copyhost.tail(self._dir / "server.log")
-        memory = " out of memory:" if "Out Of Memory" in log or "OOM" in log else ""
+        # the last start's part of the log (a crash report runs to some 10 KB after the line)
+        log = "" if self._dir is None else \
+            copyhost.tail(self._dir / "server.log", 1 << 18).rsplit(": started\n", 1)[-1]
+        oom = re.search(r"Out Of Memory allocating (\d+) bytes", log)
+        if oom:
+            return (f"FalkorDB out of memory: it could not allocate {int(oom.group(1)):,} "
+                    f"bytes under its cap, max_memory {self.max_memory:,} bytes past the graph")
         found = re.search(r"crashed by signal: (\d+)", log)
         if found:
-            return f"FalkorDB{memory} ended by signal {signal.Signals(int(found.group(1))).name}"
-        return f"FalkorDB{memory} ended"
+            return f"FalkorDB ended by signal {signal.Signals(int(found.group(1))).name}"
+        return "FalkorDB ended"
 
     def _kill(self) -> None:
         if self._conn is not None:
