@@ -175,7 +175,7 @@ STATEMENT_WITH_OBJECT = re.compile(
     r"(?:replace|merge|upsert)\s+into|(?:create|drop|alter|truncate)\s+(?:or\s+replace\s+)?"
     r"(?:temp\w*\s+|unique\s+|materialized\s+|node\s+|rel\s+)?(?:table|view|index|database|"
     r"schema|trigger|function|procedure|sequence|role|user|macro|secret|graph)\b|"
-    # a setting of the connection (ladybug's ``CALL threads=1``, ``CALL `timeout` = 1``)
+    # a setting of the connection (an embedded graph engine's ``CALL threads=1``, ``CALL `timeout` = 1``)
     r"call\s+(?:\w+|`[^`\n]+`)\s*=|"
     r"select\b[\s\S]{0,2000}?\bfrom\b|with\s+\S+\s+as\s*\(|attach\b|detach\s+database|"
     r"copy\s+\S+\s+(?:from|to)\b|grant\s[\s\S]{0,200}?\bon\b|revoke\s[\s\S]{0,200}?\bon\b|"
