@@ -126,8 +126,9 @@ def test_a_ladybug_setting_or_ddl_counts_everywhere(pytester: pytest.Pytester) -
 def test_every_format_character_is_skipped_before_a_head() -> None:
     """The list of format characters is Unicode's category Cf, every one of them: each
     before a head is nothing, before prose still prose."""
+    from pytest_queryeval.agents.lead import FORMAT_CHARS
     from pytest_queryeval.agents.statements import statement_text
-    from pytest_queryeval.agents.sweep import FORMAT_CHARS, reads_as_sql
+    from pytest_queryeval.agents.sweep import reads_as_sql
 
     chars = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
     listed = re.compile(f"[{FORMAT_CHARS}]")

@@ -24,7 +24,7 @@ from typing import Any
 from .lead import FORMAT_CHARS
 from .lead import LEAD as _LEAD
 
-#: A format character anywhere (:data:`.sweep.FORMAT_CHARS`).
+#: A format character anywhere (:data:`.lead.FORMAT_CHARS`).
 _FORMAT = re.compile(f"[{FORMAT_CHARS}]")
 #: The first word of a text, after blanks, format characters and comments.
 _HEAD = re.compile(_LEAD + r"([A-Za-z_]+)\b")

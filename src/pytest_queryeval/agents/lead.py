@@ -1,5 +1,6 @@
-"""What comes before a statement's head and is no statement: one rule for every reader of an
-agent's texts (:mod:`.sweep`, :mod:`.language`, :mod:`.statements`).
+"""What comes before a statement's head and is no statement, and what marks a graph statement
+anywhere in a text: one rule for every reader of an agent's texts (:mod:`.sweep`,
+:mod:`.language`, :mod:`.statements`).
 
 Why a module of its own: the search of a record (:mod:`.sweep`) and the parsers' reading
 (:mod:`.language`) must skip the same things before a head, or a text one of them reads as a
@@ -23,3 +24,7 @@ FORMAT_CHARS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
 #: statement), then its opening brackets.
 LEAD = (rf"(?:[\s;{FORMAT_CHARS}]|--[^\n]*(?:\n|$)|/\*[\s\S]*?\*/|#[^\n]*(?:\n|$))*"
         rf"(?:\([\s{FORMAT_CHARS}]*)*")
+#: A graph clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
+#: MATCH (``, ``DETACH DELETE``, ``CREATE (``, ``MERGE (`` (``PROFILE MATCH (n) DETACH DELETE
+#: n``, ``USE films; MATCH (n) ...``).
+GRAPH_CLAUSE = r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b"

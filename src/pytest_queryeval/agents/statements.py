@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping
 
 from .language import HEADS, head_word, parses_as_statement
-from .sweep import LEAD as _LEAD
+from .lead import GRAPH_CLAUSE
+from .lead import LEAD as _LEAD
 from .toolnames import TOOL_QUERY, plugin_tool
 
 
@@ -110,9 +111,7 @@ def statement_text(text: str) -> bool:
 _CAPITALS = re.compile(_LEAD + r"[A-Z_]{2,}\s*")
 
 
-#: A graph clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
-#: MATCH (``, ``DETACH DELETE``, ``CREATE (``, ``MERGE (``.
-_GRAPH = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
+_GRAPH = re.compile(GRAPH_CLAUSE, re.IGNORECASE)
 
 
 def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],

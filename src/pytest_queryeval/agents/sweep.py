@@ -54,9 +54,7 @@ _TOOL_WORD = re.compile(
     r"(?<![A-Za-z0-9])(?:" + "|".join(t for t in PLUGIN_TOOLS if t != TOOL_ABSTAIN) +
     r")(?![A-Za-z0-9])", re.IGNORECASE)
 #: What comes before a statement's head and is no statement (:mod:`.lead`).
-LEAD = _lead.LEAD
-FORMAT_CHARS = _lead.FORMAT_CHARS
-_LEAD = LEAD
+_LEAD = _lead.LEAD
 #: A table name, qualified or quoted as a dialect quotes it.
 _NAME = r'(?:[A-Za-z_][\w$]*|"[^"\n]+"|`[^`\n]+`|\[[^\]\n]+\])'
 _NAMES = rf"{_NAME}(?:\s*\.\s*{_NAME})*"
@@ -79,9 +77,7 @@ _SQL_WORDS = re.compile(
     r"attach|upsert)|(?P<object>from|into|table|set|view|index|database|schema|values))\b",
     re.IGNORECASE)
 _REACH = 2000
-#: A graph pattern clause or write anywhere in a text (``PROFILE MATCH (n) DETACH DELETE n``,
-#: ``USE films; MATCH (n) ...``).
-_GRAPH = re.compile(r"\b(?:match|create|merge)\s*\(|\bdetach\s+delete\b", re.IGNORECASE)
+_GRAPH = re.compile(_lead.GRAPH_CLAUSE, re.IGNORECASE)
 
 
 def names_tool(text: str) -> bool:
