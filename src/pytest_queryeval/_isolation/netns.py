@@ -45,8 +45,3 @@ def enter() -> None:
         flags = struct.unpack(_IFREQ, fcntl.ioctl(sock, _SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(sock, _SIOCSIFFLAGS, struct.pack(_IFREQ, b"lo", flags | _IFF_UP))
 
-
-def interfaces() -> list[str]:
-    """The names of this process's network interfaces (``/proc/self/net/dev``)."""
-    with open("/proc/self/net/dev", encoding="ascii") as lines:
-        return [line.split(":", 1)[0].strip() for line in lines if ":" in line]

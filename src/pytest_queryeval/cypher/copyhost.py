@@ -146,6 +146,16 @@ def running(pid: int) -> bool:
     return process_alive(pid)
 
 
+def wait_gone(pid: int, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``pid`` to stop :func:`running`; whether it has."""
+    deadline = time.monotonic() + seconds
+    while running(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def tail(path: Path, size: int = 4096) -> str:
     with contextlib.suppress(OSError):
         return path.read_bytes()[-size:].decode("utf-8", "replace")

@@ -377,22 +377,18 @@ class Rehearsal:
             raise
         except Exception as exc:  # the server's reading (the driver's errors) or the copy's
             self._kill()
-            message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            failed = SourceUnavailable(f"{self.where}: copying the graph to rehearse "
-                                       f"predictions on failed, {step}: "
-                                       f"{str(message).splitlines()[0]}")
-            if isinstance(exc, ReplyDeadline):
-                raise _Stalled(f"{self.where}: copying the graph to rehearse predictions on "
-                               f"failed, {step}: no answer within {COPY_TIMEOUT:g} s") from None
-            raise failed from None
+            stalled = isinstance(exc, ReplyDeadline)  # the copy's own server, not the reading
+            message = f"no answer within {COPY_TIMEOUT:g} s" if stalled else \
+                str(getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+            error = _Stalled if stalled else SourceUnavailable
+            raise error(f"{self.where}: copying the graph to rehearse predictions on failed, "
+                        f"{step}: {message.splitlines()[0]}") from None
 
     def _death(self) -> str:
         """How the copy ended, for the message; it is killed if it still runs."""
         pid = self._server_pid
-        deadline = time.monotonic() + 2.0  # a server dying of its memory cap is given time
-        while pid and copyhost.running(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        alive = bool(pid) and copyhost.running(pid)
+        # a server dying of its memory cap is given time
+        alive = bool(pid) and not copyhost.wait_gone(pid, 2.0)
         self._kill()
         if alive or not pid:
             return "it stopped answering"
@@ -423,9 +419,8 @@ class Rehearsal:
                     if pipe is not None:
                         pipe.close()
         pid, self._server_pid = self._server_pid, 0
-        deadline = time.monotonic() + 10.0  # the copy's server dies with its host
-        while pid and copyhost.running(pid) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        if pid:
+            copyhost.wait_gone(pid, 10.0)  # the copy's server dies with its host
 
     def close(self) -> None:
         with self._lock:
