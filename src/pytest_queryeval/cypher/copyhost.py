@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import json
 import os
 import queue
@@ -234,7 +235,7 @@ def _unwritable(value: object) -> Any:
 
 def _driver() -> Any:
     """The driver, once the listener answers; the listener is given a while to start."""
-    import neo4j
+    neo4j = importlib.import_module("neo4j")  # an extra: the core install type-checks without it
 
     deadline = time.monotonic() + LISTEN_TIMEOUT
     while True:
