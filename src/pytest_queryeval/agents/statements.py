@@ -185,3 +185,103 @@ STATEMENT_WITH_OBJECT = re.compile(
     r"(?:truncate|reindex|vacuum|install|summarize|delete)(?:\s+(?:table\s+)?[\w.\"`\[\]]+)?\s*;)",
     re.IGNORECASE)
 
+
+
+#: Where a statement embedded in another tool's argument may start: a statement's head word
+#: (:data:`.language.HEADS`) after a quote, a blank or ``(`` (``c.execute('DELETE ...')``,
+#: ``sqlite3 db "DELETE ..."``).
+_EMBEDDED_HEAD = re.compile(
+    r"(?:(?<=['\"`\s(])|^)(?=(?:" + "|".join(sorted(HEADS)) + r")\b)", re.IGNORECASE)
+#: Characters of one argument searched for an embedded statement; a longer argument holding a
+#: head word past them is taken as holding one (fail closed).
+_EMBEDDED_CHARS = 256 * 1024
+#: A graph statement's shape, which no SQL parser reads (ladybug's Cypher): a pattern clause,
+#: a write, a setting of the connection, its DDL.
+_GRAPH_SHAPE = re.compile(
+    _LEAD + r"(?:(?:optional\s+)?match\s*\(|(?:create|merge)\s*\(|detach\s+delete\b|"
+    r"call\s+(?:\w+|`[^`\n]+`)\s*=|create\s+(?:node|rel)\s+table\b)", re.IGNORECASE)
+
+
+#: ``COPY (SELECT ...) TO 'file'``: a copy of a query, whose object is the query.
+_COPY_QUERY = re.compile(_LEAD + r"copy\s*\(", re.IGNORECASE)
+
+
+def embedded_statement(text: str) -> tuple[int, str] | None:
+    """The first statement ``text`` (another tool's argument: a python tool's code, a shell
+    command) holds inside it, as its start and its text, or None. A candidate starts at a head
+    word after a quote, a blank or ``(`` and runs to the quote that closes it, else to the end
+    of its line; it is a statement when it has its object at its head
+    (:data:`STATEMENT_WITH_OBJECT`) and a parser reads it (DuckDB's, PostgreSQL's, SQLite's
+    own; a graph statement's shape), so prose (``print('select the best plot')``, ``delete
+    the temp file``) stays prose."""
+    for match in _EMBEDDED_HEAD.finditer(text[:_EMBEDDED_CHARS]):
+        start = match.start()
+        candidate = _extent(text, start)
+        if (STATEMENT_WITH_OBJECT.match(candidate) or _COPY_QUERY.match(candidate)) and (
+                _GRAPH_SHAPE.match(candidate) or parses_as_statement(candidate)
+                or _sqlite_parses(candidate)):
+            return start, candidate
+    return None
+
+
+def _extent(text: str, start: int) -> str:
+    """The candidate statement at ``start``: to the unescaped quote that closes the one
+    before it, else to the end of the line."""
+    quote = text[start - 1] if start > 0 and text[start - 1] in "'\"`" else None
+    end = start
+    while end < len(text) and text[end] != "\n":
+        if quote is not None and text[end] == quote and text[end - 1] != "\\":
+            break
+        end += 1
+    return text[start:end].replace(f"\\{quote}", quote or "") if quote else text[start:end]
+
+
+@functools.lru_cache(maxsize=1024)
+def _sqlite_parses(text: str) -> bool:
+    """Whether SQLite's own parser reads ``text`` (``VACUUM INTO 'x'``, which DuckDB's and
+    PostgreSQL's do not): compiled under ``EXPLAIN`` on an empty in-memory database with every
+    action denied, so nothing runs; a syntax error is prose."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)
+        conn.execute("EXPLAIN " + text)
+    except sqlite3.ProgrammingError:
+        return True  # more than one statement: the first was read
+    except sqlite3.Error as exc:
+        message = str(exc).lower()
+        return not any(w in message for w in ("syntax error", "incomplete input",
+                                              "unrecognized token"))
+    finally:
+        conn.close()
+    return True
+
+
+def embedded_argument(value: object, key: str = "", depth: int = 0
+                      ) -> tuple[str, int, str] | None:
+    """The first argument of ``value`` (a call's arguments: an object, a list, JSON in text,
+    to :data:`_LOOSE_DEPTH` levels) that is not itself a statement but holds one
+    (:func:`embedded_statement`), as its key (``code``, ``args.steps[1]``), the statement's
+    start in it and its text; None when none does. An argument that is a statement is judged
+    as today (:func:`loose_queries`)."""
+    if depth > _LOOSE_DEPTH:
+        return None
+    if isinstance(value, str):
+        decoded = _decoded(value)
+        if decoded is not None:
+            return embedded_argument(decoded, key, depth + 1)
+        if statement_text(value) or (STATEMENT.match(value) and parses_as_statement(value)):
+            return None
+        found = embedded_statement(value)
+        return None if found is None else (key or "(arguments)", *found)
+    items: list[tuple[str, object]] = []
+    if isinstance(value, Mapping):
+        items = [(f"{key}.{k}" if key else str(k), v) for k, v in value.items()]
+    elif isinstance(value, list | tuple):
+        items = [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    for where, sub in items:
+        found_in = embedded_argument(sub, where, depth + 1)
+        if found_in is not None:
+            return found_in
+    return None
