@@ -115,8 +115,14 @@ def test_what_is_an_embedded_statement() -> None:
     assert embedded_statement("c.execute('DELETE FROM Genre')") == (11, "DELETE FROM Genre")
     assert embedded_statement('sqlite3 db "VACUUM INTO \'x.db\'"') == (12, "VACUUM INTO 'x.db'")
     for prose in ("print('select the best plot')", "ls -la", "please select the rows",
-                  "delete the temp file", "create a chart", "from pathlib import Path"):
+                  "delete the temp file", "create a chart", "from pathlib import Path",
+                  "set up sqlite, then delete from the cache"):
         assert embedded_statement(prose) is None, prose
+    # quoted, or heading a line, English words are read as they would run (the cautious side)
+    assert embedded_statement("print('select x from the list')") == (7, "select x from the list")
+    hidden = "c.execute('WITH a AS (SELECT 1) DELETE FROM Genre WHERE GenreId IN (FROM a)')"
+    assert embedded_statement(hidden) is not None
+    assert embedded_statement("cat <<EOF | sqlite3 db\nDELETE FROM the\nEOF") is not None
     assert embedded_argument({"args": {"steps": ["x = 1", "run('DELETE FROM Genre')"]}}) == \
         ("args.steps[1]", 5, "DELETE FROM Genre")
     assert embedded_argument({"input": "DELETE FROM Genre"}) is None  # a statement: judged

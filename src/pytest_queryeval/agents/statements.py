@@ -202,6 +202,13 @@ _GRAPH_SHAPE = re.compile(
     r"call\s+(?:\w+|`[^`\n]+`)\s*=|create\s+(?:node|rel)\s+table\b)", re.IGNORECASE)
 
 
+#: An article or determiner where a statement names its table (``delete from the cache``,
+#: ``select the rows from a list``): English, which DuckDB's parser reads as a table ``the``
+#: with an alias; prose when it follows words on its line (:func:`_mid_line`), not a
+#: statement (``WITH a AS (...) DELETE ... FROM a`` quoted or heading a line is still one).
+_ARTICLE = re.compile(r"\b(?:from|into|table|update|join)\s+(?:the|a|an|this|that|these|"
+                      r"those|my|your|our|their|its|his|her|some|all|any|each|every)\b",
+                      re.IGNORECASE)
 #: ``COPY (SELECT ...) TO 'file'``: a copy of a query, whose object is the query.
 _COPY_QUERY = re.compile(_LEAD + r"copy\s*\(", re.IGNORECASE)
 
@@ -217,11 +224,21 @@ def embedded_statement(text: str) -> tuple[int, str] | None:
     for match in _EMBEDDED_HEAD.finditer(text[:_EMBEDDED_CHARS]):
         start = match.start()
         candidate = _extent(text, start)
-        if (STATEMENT_WITH_OBJECT.match(candidate) or _COPY_QUERY.match(candidate)) and (
-                _GRAPH_SHAPE.match(candidate) or parses_as_statement(candidate)
-                or _sqlite_parses(candidate)):
+        if _GRAPH_SHAPE.match(candidate) or (
+                (STATEMENT_WITH_OBJECT.match(candidate) or _COPY_QUERY.match(candidate))
+                and not (_ARTICLE.search(candidate) and _mid_line(text, start))
+                and (parses_as_statement(candidate) or _sqlite_parses(candidate))):
             return start, candidate
     return None
+
+
+def _mid_line(text: str, start: int) -> bool:
+    """Whether the candidate at ``start`` follows words on its line, unquoted: where prose is
+    (``set up sqlite, then delete from the cache``) and where no shell or code runs a
+    statement; one quoted or heading its line (a heredoc's) is read however English it is."""
+    if start > 0 and text[start - 1] in "'\"`":
+        return False
+    return bool(text[text.rfind("\n", 0, start) + 1:start].strip())
 
 
 def _extent(text: str, start: int) -> str:
