@@ -116,10 +116,16 @@ def test_what_is_an_embedded_statement() -> None:
     assert embedded_statement('sqlite3 db "VACUUM INTO \'x.db\'"') == (12, "VACUUM INTO 'x.db'")
     for prose in ("print('select the best plot')", "ls -la", "please select the rows",
                   "delete the temp file", "create a chart", "from pathlib import Path",
-                  "set up sqlite, then delete from the cache"):
+                  "set up sqlite, then delete from the cache", "print('from the top')",
+                  "print('Summarize it')", "from x import y\ntable = 1"):
         assert embedded_statement(prose) is None, prose
     # quoted, or heading a line, English words are read as they would run (the cautious side)
     assert embedded_statement("print('select x from the list')") == (7, "select x from the list")
+    for code in ("c.execute('TRUNCATE Genre')", "c.execute('FROM Employee SELECT FirstName')",
+                 "c.execute('/* note */ DELETE FROM Genre')", "c.execute('\ufeffDELETE FROM Genre')",
+                 "conn.execute(\"LOAD FROM '/etc/passwd' (header=false) RETURN *\")",
+                 "conn.execute(\"EXPORT DATABASE '/tmp/x'\")"):
+        assert embedded_statement(code) is not None, code
     hidden = "c.execute('WITH a AS (SELECT 1) DELETE FROM Genre WHERE GenreId IN (FROM a)')"
     assert embedded_statement(hidden) is not None
     assert embedded_statement("cat <<EOF | sqlite3 db\nDELETE FROM the\nEOF") is not None

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from .language import HEADS, head_word, parses_as_statement
+from .sweep import FORMAT_CHARS
 from .sweep import LEAD as _LEAD
 from .toolnames import TOOL_QUERY, plugin_tool
 
@@ -191,15 +192,22 @@ STATEMENT_WITH_OBJECT = re.compile(
 #: (:data:`.language.HEADS`) after a quote, a blank or ``(`` (``c.execute('DELETE ...')``,
 #: ``sqlite3 db "DELETE ..."``).
 _EMBEDDED_HEAD = re.compile(
-    r"(?:(?<=['\"`\s(])|^)(?=(?:" + "|".join(sorted(HEADS)) + r")\b)", re.IGNORECASE)
+    rf"(?:(?<=['\"`\s(;{FORMAT_CHARS}])|^)(?=(?:" + "|".join(sorted(HEADS)) + r")\b)",
+    re.IGNORECASE)
+#: A format character, or a blank that is not a space (``DELETE\u00a0FROM``): what the engines
+#: skip or read as a space, and their parsers here do not.
+_INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
 #: Characters of one argument searched for an embedded statement; a longer argument holding a
 #: head word past them is taken as holding one (fail closed).
 _EMBEDDED_CHARS = 256 * 1024
 #: A graph statement's shape, which no SQL parser reads (ladybug's Cypher): a pattern clause,
-#: a write, a setting of the connection, its DDL.
+#: a write, a setting of the connection, its DDL, a file read or written.
 _GRAPH_SHAPE = re.compile(
     _LEAD + r"(?:(?:optional\s+)?match\s*\(|(?:create|merge)\s*\(|detach\s+delete\b|"
-    r"call\s+(?:\w+|`[^`\n]+`)\s*=|create\s+(?:node|rel)\s+table\b)", re.IGNORECASE)
+    r"call\s+(?:\w+|`[^`\n]+`)\s*=|create\s+(?:node|rel)\s+table\b|"
+    # a file read or written (ladybug's ``LOAD FROM 'f'``, ``EXPORT DATABASE 'd'``)
+    r"load\s+(?:with\s+headers\s+)?(?:csv\s+)?from\s+['\"$]|(?:export|import)\s+database\s+['\"])",
+    re.IGNORECASE)
 
 
 #: An article or determiner where a statement names its table (``delete from the cache``,
@@ -209,6 +217,12 @@ _GRAPH_SHAPE = re.compile(
 _ARTICLE = re.compile(r"\b(?:from|into|table|update|join)\s+(?:the|a|an|this|that|these|"
                       r"those|my|your|our|their|its|his|her|some|all|any|each|every)\b",
                       re.IGNORECASE)
+#: A statement of one object and English word (``TRUNCATE Genre``, ``FROM Employee SELECT
+#: FirstName``, ``SUMMARIZE Employee``): one only quoted or heading its line, and not with an
+#: article or a pronoun for its object (``'from the top'``, ``'Summarize it'``).
+_ONE_OBJECT = re.compile(r"(?:truncate|summarize|from|table)\s+[\w.\"`\[\]]", re.IGNORECASE)
+_ONE_ARTICLE = re.compile(r"\w+\s+(?:table\s+)?(?:the|a|an|it|this|that|these|those|my|your|"
+                          r"our|their|its|some|all|any|each|every)\b", re.IGNORECASE)
 #: ``COPY (SELECT ...) TO 'file'``: a copy of a query, whose object is the query.
 _COPY_QUERY = re.compile(_LEAD + r"copy\s*\(", re.IGNORECASE)
 
@@ -223,13 +237,23 @@ def embedded_statement(text: str) -> tuple[int, str] | None:
     the temp file``) stays prose."""
     for match in _EMBEDDED_HEAD.finditer(text[:_EMBEDDED_CHARS]):
         start = match.start()
-        candidate = _extent(text, start)
-        if _GRAPH_SHAPE.match(candidate) or (
-                (STATEMENT_WITH_OBJECT.match(candidate) or _COPY_QUERY.match(candidate))
-                and not (_ARTICLE.search(candidate) and _mid_line(text, start))
-                and (parses_as_statement(candidate) or _sqlite_parses(candidate))):
-            return start, candidate
+        english = _mid_line(text, start)
+        for candidate in _extents(text, start):
+            if _statement(candidate, english):
+                return start, candidate
     return None
+
+
+def _statement(candidate: str, english: bool) -> bool:
+    """Whether one candidate is a statement (:func:`embedded_statement`); ``english``: it
+    follows words on its line, where an article at its table is prose."""
+    if _GRAPH_SHAPE.match(candidate):
+        return True
+    plain = " ".join(_INVISIBLE.sub("", candidate).split())
+    shaped = STATEMENT_WITH_OBJECT.match(plain) or _COPY_QUERY.match(plain) or (
+        not english and _ONE_OBJECT.match(plain) and not _ONE_ARTICLE.match(plain))
+    return bool(shaped and not (english and _ARTICLE.search(plain))
+                and (parses_as_statement(plain) or _sqlite_parses(plain)))
 
 
 def _mid_line(text: str, start: int) -> bool:
@@ -241,16 +265,21 @@ def _mid_line(text: str, start: int) -> bool:
     return bool(text[text.rfind("\n", 0, start) + 1:start].strip())
 
 
-def _extent(text: str, start: int) -> str:
-    """The candidate statement at ``start``: to the unescaped quote that closes the one
-    before it, else to the end of the line."""
-    quote = text[start - 1] if start > 0 and text[start - 1] in "'\"`" else None
-    end = start
-    while end < len(text) and text[end] != "\n":
-        if quote is not None and text[end] == quote and text[end - 1] != "\\":
-            break
-        end += 1
-    return text[start:end].replace(f"\\{quote}", quote or "") if quote else text[start:end]
+def _extents(text: str, start: int) -> list[str]:
+    """The candidate statements at ``start``: to the unescaped quote that closes the one
+    before it; else to each kind of quote first met on its line (a quote opened before a
+    comment or a format character: ``'/* x */ DELETE FROM Genre'``), and to the end of the
+    line."""
+    line_end = text.find("\n", start)
+    line = text[start:] if line_end < 0 else text[start:line_end]
+    opened = text[start - 1] if start > 0 and text[start - 1] in "'\"`" else None
+    out = []
+    for quote in (opened,) if opened else ("'", '"', "`"):
+        end = next((m.start() for m in re.finditer(re.escape(quote), line)
+                    if m.start() == 0 or line[m.start() - 1] != "\\"), -1)
+        if end >= 0:
+            out.append(line[:end].replace(f"\\{quote}", quote))
+    return out if opened and out else [*out, line]
 
 
 @functools.lru_cache(maxsize=1024)
