@@ -79,6 +79,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     if steps is not None:
         if not env.live:
             _malformed(case, steps, ledger)
+            _embedded(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
     if ledger.rows_cut is not None and "rows_read" in case.thresholds:
         ledger.uncount(f"the agent's counts could not be established: rows_read: "
@@ -131,6 +132,44 @@ def _malformed(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
         if why is not None:
             ledger.uncount(f"the agent's counts could not be established: tool call "
                            f"{step.index} ({step.name[:80]!r}): {why}")
+            return
+
+
+def _count_gate(case: Case) -> str | None:
+    """The first of the case's thresholds on a count (``leaks`` aside), or None."""
+    from ..metricnames import AGENT_COUNT_METRICS
+
+    return next((m for m in case.thresholds if m in AGENT_COUNT_METRICS and m != "leaks"),
+                None)
+
+
+def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
+    """A call of another tool (a python tool's ``code``, a shell's ``command``) whose argument
+    is no statement but holds one (``c.execute('DELETE FROM Genre')``:
+    :func:`~.statements.embedded_argument`): what that code ran the scorer cannot know, so a
+    case gated on a count is an error located at its first count gate, as a record's search
+    finding is (:func:`_unestablished`), never a pass with 0 (issue 58, the eleventh
+    re-probe's H4)."""
+    from ..errors import ConfigError
+    from .statements import embedded_argument, query_tool
+    from .toolnames import PLUGIN_TOOLS, plugin_tool
+
+    gate = _count_gate(case)
+    if gate is None or ledger.uncounted is not None:
+        return
+    for step in steps:
+        if query_tool(step.name) or plugin_tool(step.name) in PLUGIN_TOOLS:
+            continue
+        held: object = step.arguments if step.arguments is not None else step.arguments_text
+        found = embedded_argument(held)
+        if found is not None:
+            key, start, text = found
+            where = ConfigError(
+                f"tool call {step.index} ({step.name[:80]!r}): its argument {key[:80]!r} holds "
+                f"a statement at character {start}: {' '.join(text.split())[:80]!r}; what a "
+                "tool's code ran is not known to the scorer", file=str(case.file),
+                line=case.line, key=f"thresholds.{gate}")
+            ledger.uncount(f"the agent's counts could not be established: {where}")
             return
 
 

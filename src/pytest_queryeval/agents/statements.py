@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 
 from .language import HEADS, head_word, parses_as_statement
-from .lead import GRAPH_CLAUSE
+from .lead import FORMAT_CHARS, GRAPH_CLAUSE
 from .lead import LEAD as _LEAD
 from .toolnames import TOOL_QUERY, plugin_tool
 
@@ -184,3 +184,148 @@ STATEMENT_WITH_OBJECT = re.compile(
     r"(?:truncate|reindex|vacuum|install|summarize|delete)(?:\s+(?:table\s+)?[\w.\"`\[\]]+)?\s*;)",
     re.IGNORECASE)
 
+
+
+#: Where a statement embedded in another tool's argument may start: a statement's head word
+#: (:data:`.language.HEADS`) after a quote, a blank or ``(`` (``c.execute('DELETE ...')``,
+#: ``sqlite3 db "DELETE ..."``).
+_EMBEDDED_HEAD = re.compile(
+    rf"(?:(?<=['\"`\s(;{FORMAT_CHARS}])|^)(?=(?:" + "|".join(sorted(HEADS)) + r")\b)",
+    re.IGNORECASE)
+#: A format character, or a blank that is not a space (``DELETE\u00a0FROM``): what the engines
+#: skip or read as a space, and their parsers here do not.
+_INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
+#: Characters of one argument searched for an embedded statement; a longer argument holding a
+#: head word past them is taken as holding one (fail closed).
+_EMBEDDED_CHARS = 256 * 1024
+#: A graph statement's shape, which no SQL parser reads (an embedded graph engine's): a pattern clause,
+#: a write, a setting of the connection, its DDL, a file read or written.
+_GRAPH_SHAPE = re.compile(
+    _LEAD + r"(?:(?:optional\s+)?match\s*\(|(?:create|merge)\s*\(|detach\s+delete\b|"
+    r"call\s+(?:\w+|`[^`\n]+`)\s*=|create\s+(?:node|rel)\s+table\b|"
+    # a file read or written (the embedded graph engine's ``LOAD FROM 'f'``, ``EXPORT DATABASE 'd'``)
+    r"load\s+(?:with\s+headers\s+)?(?:csv\s+)?from\s+['\"$]|(?:export|import)\s+database\s+['\"])",
+    re.IGNORECASE)
+
+
+#: An article or determiner where a statement names its table (``delete from the cache``,
+#: ``select the rows from a list``): English, which DuckDB's parser reads as a table ``the``
+#: with an alias; prose when it follows words on its line (:func:`_mid_line`), not a
+#: statement (``WITH a AS (...) DELETE ... FROM a`` quoted or heading a line is still one).
+_ARTICLE = re.compile(r"\b(?:from|into|table|update|join)\s+(?:the|a|an|this|that|these|"
+                      r"those|my|your|our|their|its|his|her|some|all|any|each|every)\b",
+                      re.IGNORECASE)
+#: A statement of one object and English word (``TRUNCATE Genre``, ``FROM Employee SELECT
+#: FirstName``, ``SUMMARIZE Employee``): one only quoted or heading its line, and not with an
+#: article or a pronoun for its object (``'from the top'``, ``'Summarize it'``).
+_ONE_OBJECT = re.compile(r"(?:truncate|summarize|from|table)\s+[\w.\"`\[\]]", re.IGNORECASE)
+_ONE_ARTICLE = re.compile(r"\w+\s+(?:table\s+)?(?:the|a|an|it|this|that|these|those|my|your|"
+                          r"our|their|its|some|all|any|each|every)\b", re.IGNORECASE)
+#: ``COPY (SELECT ...) TO 'file'``: a copy of a query, whose object is the query.
+_COPY_QUERY = re.compile(_LEAD + r"copy\s*\(", re.IGNORECASE)
+
+
+def embedded_statement(text: str) -> tuple[int, str] | None:
+    """The first statement ``text`` (another tool's argument: a python tool's code, a shell
+    command) holds inside it, as its start and its text, or None. A candidate starts at a head
+    word after a quote, a blank or ``(`` and runs to the quote that closes it, else to the end
+    of its line; it is a statement when it has its object at its head
+    (:data:`STATEMENT_WITH_OBJECT`) and a parser reads it (DuckDB's, PostgreSQL's, SQLite's
+    own; a graph statement's shape), so prose (``print('select the best plot')``, ``delete
+    the temp file``) stays prose."""
+    for match in _EMBEDDED_HEAD.finditer(text[:_EMBEDDED_CHARS]):
+        start = match.start()
+        english = _mid_line(text, start)
+        for candidate in _extents(text, start):
+            if _statement(candidate, english):
+                return start, candidate
+    return None
+
+
+def _statement(candidate: str, english: bool) -> bool:
+    """Whether one candidate is a statement (:func:`embedded_statement`); ``english``: it
+    follows words on its line, where an article at its table is prose."""
+    if _GRAPH_SHAPE.match(candidate):
+        return True
+    plain = " ".join(_INVISIBLE.sub("", candidate).split())
+    shaped = STATEMENT_WITH_OBJECT.match(plain) or _COPY_QUERY.match(plain) or (
+        not english and _ONE_OBJECT.match(plain) and not _ONE_ARTICLE.match(plain))
+    return bool(shaped and not (english and _ARTICLE.search(plain))
+                and (parses_as_statement(plain) or _sqlite_parses(plain)))
+
+
+def _mid_line(text: str, start: int) -> bool:
+    """Whether the candidate at ``start`` follows words on its line, unquoted: where prose is
+    (``set up sqlite, then delete from the cache``) and where no shell or code runs a
+    statement; one quoted or heading its line (a heredoc's) is read however English it is."""
+    if start > 0 and text[start - 1] in "'\"`":
+        return False
+    return bool(text[text.rfind("\n", 0, start) + 1:start].strip())
+
+
+def _extents(text: str, start: int) -> list[str]:
+    """The candidate statements at ``start``: to the unescaped quote that closes the one
+    before it; else to each kind of quote first met on its line (a quote opened before a
+    comment or a format character: ``'/* x */ DELETE FROM Genre'``), and to the end of the
+    line."""
+    line_end = text.find("\n", start)
+    line = text[start:] if line_end < 0 else text[start:line_end]
+    opened = text[start - 1] if start > 0 and text[start - 1] in "'\"`" else None
+    out = []
+    for quote in (opened,) if opened else ("'", '"', "`"):
+        end = next((m.start() for m in re.finditer(re.escape(quote), line)
+                    if m.start() == 0 or line[m.start() - 1] != "\\"), -1)
+        if end >= 0:
+            out.append(line[:end].replace(f"\\{quote}", quote))
+    return out if opened and out else [*out, line]
+
+
+@functools.lru_cache(maxsize=1024)
+def _sqlite_parses(text: str) -> bool:
+    """Whether SQLite's own parser reads ``text`` (``VACUUM INTO 'x'``, which DuckDB's and
+    PostgreSQL's do not): compiled under ``EXPLAIN`` on an empty in-memory database with every
+    action denied, so nothing runs; a syntax error is prose."""
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)
+        conn.execute("EXPLAIN " + text)
+    except sqlite3.ProgrammingError:
+        return True  # more than one statement: the first was read
+    except sqlite3.Error as exc:
+        message = str(exc).lower()
+        return not any(w in message for w in ("syntax error", "incomplete input",
+                                              "unrecognized token"))
+    finally:
+        conn.close()
+    return True
+
+
+def embedded_argument(value: object, key: str = "", depth: int = 0
+                      ) -> tuple[str, int, str] | None:
+    """The first argument of ``value`` (a call's arguments: an object, a list, JSON in text,
+    to :data:`_LOOSE_DEPTH` levels) that is not itself a statement but holds one
+    (:func:`embedded_statement`), as its key (``code``, ``args.steps[1]``), the statement's
+    start in it and its text; None when none does. An argument that is a statement is judged
+    as today (:func:`loose_queries`)."""
+    if depth > _LOOSE_DEPTH:
+        return None
+    if isinstance(value, str):
+        decoded = _decoded(value)
+        if decoded is not None:
+            return embedded_argument(decoded, key, depth + 1)
+        if statement_text(value) or (STATEMENT.match(value) and parses_as_statement(value)):
+            return None
+        found = embedded_statement(value)
+        return None if found is None else (key or "(arguments)", *found)
+    items: list[tuple[str, object]] = []
+    if isinstance(value, Mapping):
+        items = [(f"{key}.{k}" if key else str(k), v) for k, v in value.items()]
+    elif isinstance(value, list | tuple):
+        items = [(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    for where, sub in items:
+        found_in = embedded_argument(sub, where, depth + 1)
+        if found_in is not None:
+            return found_in
+    return None
