@@ -183,3 +183,40 @@ def test_ctrl_c_during_embedding(suite: pytest.Pytester, monkeypatch: pytest.Mon
     suite.makefile(".yaml", test_json=dump({
         "kind": "json", "cases": [{"id": "c-stuck", "gold": {k: text() for k in keys}}]}))
     _check(suite, _interrupt(suite, delay=3.0, scored_first=1), ["first"])
+
+
+
+SWALLOWING_METRIC = SCORED_CONFTEST + """
+import pathlib, threading, time
+
+def pytest_queryeval_metric_names(kind, config):
+    return ["wrapped"]
+
+def pytest_queryeval_metrics(case, prediction, scored, config):
+    if case.id == "c-stuck":
+        pathlib.Path("stuck.marker").write_text(threading.current_thread().name)
+        try:  # a library that turns every failure into a result, as some do
+            time.sleep(300)
+        except BaseException:
+            return {"wrapped": 0.0}
+    return {"wrapped": 1.0}
+"""
+
+
+def test_ctrl_c_a_library_swallowed(suite: pytest.Pytester, chinook_copy: Path) -> None:
+    """The Ctrl-C lands where a library turns it into an ordinary result (``transformers``
+    once turned it into an import error, and the embedding case ended as "embedding model
+    unavailable" while the session ran on): the session stops all the same, and that case is
+    not scored."""
+    suite.makefile(".yaml", queryeval=dump({
+        "datasources": {"local": {"type": "sqlite", "path": "chinook.sqlite"}}}))
+    ids = [f"c-{i:02d}" for i in range(4)] + ["c-stuck", "d-00"]
+    suite.makefile(".yaml", test_cases=dump({
+        "kind": "sql", "datasource": "local", "thresholds": {"execution_accuracy": 1.0},
+        "cases": [{"id": i, "gold": "SELECT count(*) FROM genre",
+                   "predicted": "SELECT count(*) FROM genre"} for i in ids]}))
+    suite.makeconftest(SWALLOWING_METRIC)
+    done = ctrl_c(suite, REPORT_ARGS, marker="stuck.marker", scored_first=4, reach_within=300,
+                  delay=0.5, stop_within=60)[0]
+    assert (suite.path / "stuck.marker").read_text() == "MainThread"
+    _check(suite, done, ids[:4])

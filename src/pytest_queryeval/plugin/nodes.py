@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ..engine import Evaluator
     from ..suite.config import ConfigFinder
     from .options import RunOptions
+    from .terminate import TermHandler
 
 
 class Runner(Protocol):
@@ -48,6 +49,7 @@ class Runner(Protocol):
     custom_metrics: dict[str, set[str]]
     verdicts: Verdicts | None
     carried: dict[str, CaseRecord]
+    term: TermHandler
 
     @property
     def records_read(self) -> bool: ...
@@ -230,6 +232,7 @@ class QueryEvalItem(pytest.Item):
             ).items() if k in _WHERE}})  # the carried record, where the case is now
             status = str(record.get("status"))
         else:
+            interrupts = runner.term.interrupts
             self._skip_if_drifted(runner)  # an audit too judges no gold on moved data
             if audit:
                 from ..audit import audit_outcome
@@ -241,6 +244,8 @@ class QueryEvalItem(pytest.Item):
                 # wait behind the next case's), for the items not yet sent.
                 for following in self.stash.get(NEXT_ITEMS, ()):
                     _prefetch(runner, following)
+            if runner.term.interrupts != interrupts:  # a library swallowed the Ctrl-C
+                raise KeyboardInterrupt
             record = case_record(self.case, outcome, self.nodeid, self.config.rootpath,
                                  runner.evaluator.scrubber)
             status = outcome.status

@@ -17,6 +17,13 @@ Any SIGTERM ends the waits for a FIFO's reader (:func:`.._util.fifo.stop_waiting
 report path that is a FIFO nobody reads is then written nothing, at once, and the other
 reports are written (before, the writing waited for a reader forever and the run never ended).
 
+A library may swallow Ctrl-C: a ``KeyboardInterrupt`` raised inside a lazy import (the embedding
+model's ``transformers``) has come back as an ordinary error, and the case then ended as
+"embedding model unavailable" while the session ran on. So SIGINT, while pytest's own handler
+(Python's default) is the one in place, is counted as well as raised (:attr:`TermHandler.interrupts`),
+and a case during which one arrived ends the session as Ctrl-C does, whatever became of the
+exception (:mod:`.nodes`). A handler the user installed is left alone.
+
 Importable without pytest.
 """
 
@@ -52,6 +59,9 @@ class TermHandler:
         #: SIGTERM came while the session ran (the reports say so, the exit status is
         #: :data:`EXIT_STATUS`).
         self.received = False
+        #: SIGINTs seen while the session ran (each raised as ``KeyboardInterrupt`` too).
+        self.interrupts = 0
+        self._previous_int: Any = None
 
     def install(self) -> None:
         if self._installed or threading.current_thread() is not threading.main_thread():
@@ -64,6 +74,12 @@ class TermHandler:
         except (ValueError, OSError):  # not the main interpreter, or no signals here
             return
         self._installed = True
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous_int = signal.signal(signal.SIGINT, self._interrupt)
+
+    def _interrupt(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupts += 1
+        signal.default_int_handler(signum, frame)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         from .._util.fifo import stop_waiting
@@ -81,3 +97,8 @@ class TermHandler:
         with contextlib.suppress(ValueError, OSError, TypeError):
             signal.signal(signal.SIGTERM, signal.SIG_DFL if self._previous is None
                           else self._previous)
+        if self._previous_int is not None:
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                if signal.getsignal(signal.SIGINT) == self._interrupt:
+                    signal.signal(signal.SIGINT, self._previous_int)
+            self._previous_int = None
