@@ -16,6 +16,7 @@ commandstats``.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,6 +136,38 @@ def test_a_lost_connection_while_recognising_falkordb_never_sends_the_suite_to_t
             src.close()
     assert _answers(fresh_server)
     assert fresh_server.count() == (13, 15)
+
+
+def test_a_server_that_stops_answering_while_recognised_is_the_sources_error(fresh_server):
+    """The twelfth re-probe's H1: a server that stops answering after the handshake (the
+    proxy holds the connection that asks for the procedures; a host powered off looks the
+    same) held ``CALL dbms.procedures()`` in ``recv`` for ever, with no deadline. Now the
+    source's timeout bounds it: asked once more, then the source's error; no suite query
+    reaches the server."""
+    fresh_server.unstick()
+    with bolt_proxy(fresh_server.port, stall_first=b"dbms.procedures") as proxy:
+        src = BoltSource("films", proxy.url, timeout=2)
+        outcome: list[BaseException | None] = []
+
+        def run() -> None:
+            try:
+                src.execute(DATE)
+                outcome.append(None)
+            except BaseException as exc:  # what the source raised is checked below
+                outcome.append(exc)
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(120)  # a liveness bound, not a timing claim: the stall is for ever
+        try:
+            assert outcome, "the source still waits on a server that stopped answering"
+            assert isinstance(outcome[0], QueryEvalError), outcome
+            assert "within 2 s" in str(outcome[0]) or "reply holds a date" in str(outcome[0])
+            assert proxy.stalled == 1
+            assert not [run for run in proxy.runs if "date(" in run]
+        finally:
+            src.close()
+    assert _answers(fresh_server)
 
 
 def test_a_row_past_one_bolt_message_forges_nothing(fresh_server):

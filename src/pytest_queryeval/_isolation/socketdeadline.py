@@ -14,7 +14,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class SocketDeadline:
@@ -29,6 +29,7 @@ class SocketDeadline:
         self.reset = reset
         self.deadline = time.monotonic() + seconds
         self._socks: list[socket.socket] = []
+        self._providers: list[Callable[[], Iterable[socket.socket]]] = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(max(seconds, 0.0), self._fire)
         self._timer.daemon = True
@@ -49,10 +50,22 @@ class SocketDeadline:
             if self.fired:
                 _shutdown(sock, self.reset)
 
+    def watch_all(self, sockets: Callable[[], Iterable[socket.socket]]) -> None:
+        """Watch the sockets ``sockets()`` gives when the deadline fires: a client library's
+        pool, whose connection for the exchange is not known before it blocks."""
+        with self._lock:
+            self._providers.append(sockets)
+        if self.fired:
+            self._fire()
+
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
-            for sock in self._socks:
+            socks = list(self._socks)
+            for provider in self._providers:
+                with contextlib.suppress(Exception):  # a pool changing under the timer thread
+                    socks.extend(provider())
+            for sock in socks:
                 _shutdown(sock, self.reset)
 
     def cancel(self) -> None:

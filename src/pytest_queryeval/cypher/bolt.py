@@ -365,9 +365,7 @@ def _is_falkordb(src: BoltSource, driver: Any) -> bool:
     failure: BaseException | None = None
     for _ in range(2):
         try:
-            with driver.session(database=src.database) as session:
-                names = [str(r[0]) for r in session.run("CALL dbms.procedures() YIELD name "
-                                                        "RETURN name")]
+            names = _procedures(src, driver)
             return any(n.startswith(("algo.", "db.idx.")) for n in names)
         except Exception as exc:  # the driver's errors: the server's answer or the network's
             code = getattr(exc, "code", None)
@@ -377,6 +375,47 @@ def _is_falkordb(src: BoltSource, driver: Any) -> bool:
     assert failure is not None
     raise SourceUnavailable(f"{src.where}: cannot tell whether the server is FalkorDB (whose "
                             f"suite is scored on a copy of its graph): {_cause(failure)}")
+
+
+def _procedures(src: BoltSource, driver: Any) -> list[str]:
+    """The server's procedure names, under the source's wall-clock deadline: the driver has no
+    read timeout, and a server that stops answering after the handshake (a host powered off, a
+    firewall dropping the flow) held the session in ``recv`` for ever, a SIGTERM too (the
+    session's close read the dead connection again: the twelfth re-probe's H1). The exchange's
+    connection is the pool's, not known before it blocks, so the deadline shuts every socket
+    of the driver's pool down; the session is closed under it."""
+    seconds = float(src.timeout or DEFAULT_TIMEOUT)
+    deadline = SocketDeadline(seconds, reset=True)
+    deadline.watch_all(lambda: _pool_sockets(driver))
+    session = driver.session(database=src.database)
+    try:
+        names = [str(r[0]) for r in session.run("CALL dbms.procedures() YIELD name "
+                                                "RETURN name")]
+    except BaseException as exc:
+        if deadline.fired:
+            raise SourceUnavailable(f"{src.where}: no answer within {seconds:g} s") from None
+        if not isinstance(exc, Exception):  # SIGTERM, Ctrl-C: the close below must not wait
+            deadline.cancel()
+            deadline = SocketDeadline(0, reset=True)
+            deadline.watch_all(lambda: _pool_sockets(driver))
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            session.close()
+        deadline.cancel()
+    return names
+
+
+def _pool_sockets(driver: Any) -> list[socket.socket]:
+    """The sockets of the driver's connections (its pool's, in use or idle)."""
+    pool = getattr(getattr(driver, "_pool", None), "connections", None)
+    out = []
+    for connections in list(pool.values()) if isinstance(pool, dict) else ():
+        for connection in list(connections):
+            sock = getattr(getattr(connection, "socket", None), "_socket", None)
+            if isinstance(sock, socket.socket):
+                out.append(sock)
+    return out
 
 
 def _raw_socket(tx: Any) -> socket.socket | None:
