@@ -107,6 +107,16 @@ def test_an_empty_text_is_no_query(graph):
         graph.execute("  // nothing\n")
 
 
+@pytest.mark.parametrize("query", ["RETURN '\ud800' AS s", "RETURN 1 AS x // \udfff"])
+def test_a_lone_surrogate_is_the_querys_error(graph, query):
+    """The twelfth re-probe's M1: a predictions-file line holding ``\\ud800`` was an internal
+    error of the kind (the engine binding's TypeError, raised again in pytest); now the
+    query's own error, and the next query runs."""
+    with pytest.raises(QueryFailed, match="not valid text: surrogates not allowed at character"):
+        graph.execute(query)
+    assert graph.execute("RETURN 1 AS x").rows == [(1,)]
+
+
 def test_engine_errors_limits_and_timeouts(graph):
     with pytest.raises(QueryFailed, match="Binder exception"):
         graph.execute("MATCH (p:Person) RETURN p.nope")

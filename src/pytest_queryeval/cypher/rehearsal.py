@@ -161,11 +161,7 @@ class Rehearsal:
         would stop the copy's), but may read the clock or chance."""
         if not trusted:
             check_deterministic(query)
-        try:
-            query.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate: no engine can be sent it
-            raise QueryFailed(f"the query is not valid text: {exc.reason} at character "
-                              f"{exc.start + 1}") from None
+        guard.check_text(query)  # a lone surrogate: no engine can be sent it
         with self._lock:
             conn = self._ready()
             reading = replies.Reading(self._longest_name)

@@ -200,6 +200,7 @@ class LadybugSource(SourceDefaults):
                 max_rows: int | None = None, trusted: bool = False) -> ResultTable:
         """One query in the worker; ``trusted`` (a gold) skips the engine's plan check."""
         guard.check(query)
+        guard.check_text(query)
         limit = self.max_rows if max_rows is None else int(max_rows)
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         box = self._worker()
