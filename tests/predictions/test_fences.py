@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -31,9 +33,32 @@ def test_one_enclosing_fence_is_stripped(text: str, body: str, opener: str) -> N
     "```sql\nSELECT 1",  # never closed
     "```sql\nSELECT 1\n~~~",  # closed by the other character
     "```sql SELECT 1```",  # one line: not a fenced block
+    "~~~~sql\nSELECT 1\n~~~",  # closed by a shorter fence: not closed (CommonMark)
 ])
 def test_anything_else_is_left_alone(text: str) -> None:
     assert strip_fence(text) == (text, None)
+
+
+@pytest.mark.parametrize(("text", "opener"), [
+    ('"`" * 1_000_000', None),  # a run of backticks with no line after it
+    ('"```\\n" + "`" * 1_000_000 + "x"', None),  # a body of backticks, no closing fence
+    ('"```\\n" + "`" * 1_000_000', "```"),  # a body that is all closing fence
+])
+def test_a_long_run_of_fence_characters_is_read_in_one_pass(text: str, opener: str | None,
+                                                            ) -> None:
+    """Issue 58, the twelfth re-probe's H3: the fence's regular expression backtracked on a
+    run of backticks, quadratic in its length, before any size check (a 128 KB prediction
+    took 47 s of pytest's CPU; a megabyte, about an hour and a half). In a child process, as
+    the regular expression engine holds the interpreter: a liveness bound, not a timing
+    claim (read in one pass, a megabyte takes milliseconds)."""
+    code = ("from pytest_queryeval.kinds._fences import strip_fence; "
+            f"print(strip_fence({text})[1])")
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120, check=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the fence reader still ran after 120 s")
+    assert done.stdout.strip() == str(opener)
 
 
 def test_the_stripped_fence_shows_in_the_failure_and_the_json_report(suite):
