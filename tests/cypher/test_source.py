@@ -5,6 +5,7 @@ script builder, and that the package touches the plugin only through its hooks."
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -157,6 +158,32 @@ def test_a_broken_script_or_missing_file_is_the_sources_error(tmp_path):
         missing.execute("RETURN 1")
     with pytest.raises(ConfigError, match="needs 'path'"):
         LadybugSource.from_spec("g", {"type": "ladybug"})
+
+
+def test_the_folder_a_killed_session_built_its_graph_in_is_removed(tmp_path, monkeypatch):
+    """The twelfth re-probe's L2: a killed session left its built graph in the temporary
+    folder (dozens of them on a machine that ran the suite for days). Now each is named after
+    its process, and one whose process is gone is removed when the next graph is built."""
+    import subprocess
+    import sys
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = tmp_path / f"queryeval-ladybug-graph-{gone}-abcd1234"
+    (stale / "graph.lbug").mkdir(parents=True)
+    script = tmp_path / "g.cypher"
+    script.write_text("CREATE NODE TABLE A(x INT64, PRIMARY KEY(x));\nCREATE (:A {x: 1});\n")
+    src = LadybugSource.from_spec("g", {"type": "ladybug", "path": str(script)})
+    try:
+        assert src.execute("MATCH (a:A) RETURN a.x").rows == [(1,)]
+        assert not stale.exists()
+        built = [p.name for p in tmp_path.iterdir() if p.name.startswith("queryeval-ladybug-graph-")]
+        assert len(built) == 1, built
+        assert built[0].startswith(f"queryeval-ladybug-graph-{os.getpid()}-")
+    finally:
+        src.close()
 
 
 def test_a_database_file_is_opened_read_only(tmp_path):

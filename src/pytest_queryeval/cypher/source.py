@@ -29,7 +29,6 @@ import re
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -177,8 +176,11 @@ class LadybugSource(SourceDefaults):
 
     def _build(self) -> str:
         """Run the script into a database of a temporary folder (in a worker of its own);
-        its path."""
-        self._tmp = tempfile.mkdtemp(prefix="queryeval-ladybug-")
+        its path. The folder is named after this process, and the folders a killed session
+        left (their process gone) are removed first: each held a built graph."""
+        from .._util.safefile import private_tempdir
+
+        self._tmp = private_tempdir("queryeval-ladybug-graph-", whole=True)
         target = str(Path(self._tmp) / "graph.lbug")
         statements = script_statements(self.path.read_text(encoding="utf-8"))
         box = self._sandbox("ladybug-build")
