@@ -77,6 +77,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     _unestablished(case, env, ledger)
     steps = _steps(env, ledger)
     if steps is not None:
+        _sparql(case, steps, ledger, env.live)
         if not env.live:
             _malformed(case, steps, ledger)
             _embedded(case, steps, ledger)
@@ -171,6 +172,33 @@ def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
                 line=case.line, key=f"thresholds.{gate}")
             ledger.uncount(f"the agent's counts could not be established: {where}")
             return
+
+
+def _sparql(case: Case, steps: Sequence[Step], ledger: Ledger, live: bool) -> None:
+    """On a SPARQL datasource, unrun texts are judged by its guard
+    (:func:`~.sparqlargs.judge_for`), and a SPARQL request in another tool's argument
+    (``fuseki {"input": "DELETE WHERE { ?s ?p ?o }"}``) is judged on its text as a statement
+    there is on an SQL datasource: an update a write attempt (issue 58, the twelfth re-probe's
+    H9)."""
+    from ..sources import source_type
+
+    spec = case.source_spec or {}
+    if not source_type(spec.get("type")).sparql:
+        return
+    from .sparqlargs import judge_for, sparql_requests
+
+    ledger.not_a_read = judge_for(spec)
+    if live:
+        return
+    for step, text in sparql_requests(steps, _judged):
+        ledger.count_unrun(text, None, sql_source=False,
+                           why=f"tool call {step.index} ({step.name[:80]!r}), not run")
+
+
+def _judged(step: Step) -> list[str]:
+    """The texts of ``step`` the replay runs or judges on a datasource that is not SQL."""
+    query, judged = step_queries(step, False)
+    return ([query] if query is not None else []) + judged
 
 
 def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, float],
