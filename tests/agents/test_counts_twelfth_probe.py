@@ -13,12 +13,13 @@ file."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.agents.test_counts_fail_closed import one
-from tests.agents.test_counts_from_what_ran import tool
+from tests.agents.test_counts_from_what_ran import DELETE, GOLD, _file_suite, tool
 from tests.agents.test_counts_not_established import call
 from tests.support import run_report, write_suite
 
@@ -83,3 +84,44 @@ def test_a_sparql_update_in_another_tools_argument_is_a_write_attempt(
         assert report.by_id[cid]["outcome"] == "passed", (cid, report.by_id[cid].get("error"))
         assert report.by_id[cid]["metrics"]["write_attempts"] == 0.0
         assert report.by_id[cid]["metrics"]["queries_executed"] == 1.0
+
+
+def _llm_asks(cid: str, query: str) -> dict[str, Any]:
+    return {"spanId": "l1", "startTimeUnixNano": 1, "attributes": {
+        "openinference.span.kind": "LLM",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": cid,
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "run_query",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments":
+            json.dumps({"query": query})}}
+
+
+def _tool_ran(cid: str, query: str) -> dict[str, Any]:
+    return {"spanId": "t1", "startTimeUnixNano": 2, "attributes": {
+        "openinference.span.kind": "TOOL", "tool.name": "run_query", "tool_call.id": cid,
+        "input.value": json.dumps({"query": query}), "output.value": "25"}}
+
+
+def test_a_span_beside_a_trajectory_counts_what_its_tool_ran(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    ran_delete = [_llm_asks("c1", GOLD), _tool_ran("c1", DELETE)]
+    lines = {
+        "same-id": {"trajectory": one(GOLD, cid="c1"), "spans": ran_delete},
+        "other-id": {"trajectory": one(GOLD), "spans": ran_delete},
+        "both-ran-differently": {"trajectory": [call("c1", "run_query", {"query": GOLD}), {
+            **tool("c1"), "executed_arguments": json.dumps({"query": "SELECT 2"})}],
+            "spans": ran_delete},
+        "honest-same-run": {"trajectory": one(GOLD, cid="c1"),
+                            "spans": [_llm_asks("c1", GOLD), _tool_ran("c1", GOLD)]}}
+    _file_suite(pytester, shared_data, lines)
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in ("same-id", "other-id", "both-ran-differently"):
+        case = report.by_id[cid]
+        assert (case["outcome"], case["metrics"]["write_attempts"]) == ("failed", 1.0), \
+            (cid, case.get("error"), case["metrics"])
+        assert "write attempt refused: DELETE FROM Genre" in case["details"]["agent"]["findings"]
+    # a span recording the run its trajectory call made is that call, counted once
+    honest = report.by_id["honest-same-run"]
+    assert honest["outcome"] == "passed", honest.get("error")
+    assert (honest["metrics"]["queries_executed"], honest["metrics"]["repeated_calls"]) == \
+        (1.0, 0.0)
+    assert report.by_id["same-id"]["metrics"]["repeated_calls"] == 0.0
