@@ -20,6 +20,7 @@ import pytest
 
 from tests.agents.test_counts_fail_closed import one
 from tests.agents.test_counts_from_what_ran import DELETE, GOLD, _file_suite, tool
+from tests.agents.test_counts_ninth_probe import UNESTABLISHED
 from tests.agents.test_counts_not_established import call
 from tests.support import run_report, write_suite
 
@@ -125,3 +126,32 @@ def test_a_span_beside_a_trajectory_counts_what_its_tool_ran(
     assert (honest["metrics"]["queries_executed"], honest["metrics"]["repeated_calls"]) == \
         (1.0, 0.0)
     assert report.by_id["same-id"]["metrics"]["repeated_calls"] == 0.0
+
+
+def test_tool_calls_on_a_user_or_a_tool_message_are_counted(
+        pytester: pytest.Pytester, shared_data: Path) -> None:
+    calls = call("x1", "run_query", {"query": DELETE})["tool_calls"]
+    lines = {
+        "user": {"trajectory": [*one(GOLD), {"role": "user", "content": "ok",
+                                             "tool_calls": calls}]},
+        "tool": {"trajectory": [call("a", "run_query", {"query": GOLD}),
+                                {**tool("a"), "tool_calls": calls}]},
+        "user-text-calls": {"trajectory": [*one(GOLD), {"role": "user", "content": "ok",
+                                                        "tool_calls": json.dumps(calls)}]},
+        # an empty list on every message (some clients write one) holds no call
+        "honest-empty": {"trajectory": [{"role": "user", "content": "How many?",
+                                         "tool_calls": []}, *one(GOLD),
+                                        {"role": "assistant", "content": "25",
+                                         "tool_calls": []}]}}
+    _file_suite(pytester, shared_data, lines)
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in ("user", "tool"):
+        case = report.by_id[cid]
+        assert (case["outcome"], case["metrics"]["write_attempts"]) == ("failed", 1.0), \
+            (cid, case.get("error"), case["metrics"])
+        assert case["metrics"]["queries_executed"] == 1.0
+    assert report.by_id["user-text-calls"]["outcome"] == "error"
+    assert report.by_id["user-text-calls"]["error"].startswith(UNESTABLISHED)
+    honest = report.by_id["honest-empty"]
+    assert honest["outcome"] == "passed", honest.get("error")
+    assert honest["metrics"]["queries_executed"] == 1.0

@@ -243,12 +243,12 @@ def uncounted(details: Mapping[str, Any]) -> str | None:
 
 
 def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
-    """The tool calls to count: the trajectory's (with the legacy ``function_call`` of its
-    messages, which the OpenAI shape does not read), or a refused one's read leniently; and
+    """The tool calls to count: the trajectory's (with those the OpenAI shape does not
+    read: :func:`_unread_calls`), or a refused one's read leniently; and
     the calls spans given beside it record that it does not hold."""
     if env.trajectory is not None:
         steps = env.trajectory.steps
-        if any(isinstance(m.get("function_call"), Mapping) for m in env.trajectory.messages):
+        if any(_unread_calls(m) for m in env.trajectory.messages):
             steps = salvage_steps(env.trajectory.to_json()) or steps
     elif env.refused is None:
         return None  # a bare answer: the agent made no call
@@ -263,6 +263,15 @@ def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
         ledger.uncount("the agent's counts could not be established: the spans record a tool "
                        "call or a write, and no tool call can be read from them")
     return _beside(env, steps, ledger)
+
+
+def _unread_calls(message: Mapping[str, Any]) -> bool:
+    """Whether a message holds calls the OpenAI shape does not read: the legacy
+    ``function_call``, or ``tool_calls`` on a message that is not the assistant's (a user's or
+    a tool's: issue 58, the twelfth re-probe's H13); the lenient reading counts them."""
+    return isinstance(message.get("function_call"), Mapping) or (
+        message.get("role") != "assistant" and isinstance(message.get("tool_calls"), list)
+        and bool(message["tool_calls"]))
 
 
 def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
