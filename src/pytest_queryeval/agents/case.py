@@ -79,6 +79,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     if steps is not None:
         _sparql(case, steps, ledger, env.live)
         if not env.live:
+            _unread_call(case, env, ledger)
             _malformed(case, steps, ledger)
             _embedded(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
@@ -134,6 +135,24 @@ def _malformed(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
             ledger.uncount(f"the agent's counts could not be established: tool call "
                            f"{step.index} ({step.name[:80]!r}): {why}")
             return
+
+
+def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
+    """A trajectory given as messages that records a call no reader reads (a tool message
+    answering a call it does not hold, a call written in the model's text:
+    :func:`~.textcalls.unread_call`): a case gated on a count is an error located at its first
+    count gate (issue 58, the twelfth re-probe's H10)."""
+    from ..errors import ConfigError
+    from .textcalls import unread_call
+
+    gate = _count_gate(case)
+    if gate is None or ledger.uncounted is not None or env.traced is not None:
+        return
+    data = env.trajectory.messages if env.trajectory is not None else env.raw
+    why = unread_call(data) if data is not None else None
+    if why is not None:
+        where = ConfigError(why, file=str(case.file), line=case.line, key=f"thresholds.{gate}")
+        ledger.uncount(f"the agent's counts could not be established: {where}")
 
 
 def _count_gate(case: Case) -> str | None:
