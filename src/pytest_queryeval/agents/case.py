@@ -195,7 +195,7 @@ def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
 
 def _sparql(case: Case, steps: Sequence[Step], ledger: Ledger, live: bool) -> None:
     """On a SPARQL datasource, unrun texts are judged by its guard
-    (:func:`~.sparqlargs.judge_for`), and a SPARQL request in another tool's argument
+    (:func:`~..sources.sparqlguard.unrun_judge`), and a SPARQL request in another tool's argument
     (``fuseki {"input": "DELETE WHERE { ?s ?p ?o }"}``) is judged on its text as a statement
     there is on an SQL datasource: an update a write attempt (issue 58, the twelfth re-probe's
     H9)."""
@@ -204,9 +204,10 @@ def _sparql(case: Case, steps: Sequence[Step], ledger: Ledger, live: bool) -> No
     spec = case.source_spec or {}
     if not source_type(spec.get("type")).sparql:
         return
-    from .sparqlargs import judge_for, sparql_requests
+    from ..sources.sparqlguard import unrun_judge
+    from .sparqlargs import sparql_requests
 
-    ledger.not_a_read = judge_for(spec)
+    ledger.not_a_read = unrun_judge(spec)
     if live:
         return
     for step, text in sparql_requests(steps, _judged):
