@@ -76,12 +76,13 @@ def orphan_result(data: object) -> str | None:
             made[ident] -= 1
         else:
             unmatched.append((i, role, ident))
-    left = sum(made.values())
-    for i, role, ident in unmatched[left:]:
-        named = f" {ident[:80]!r}" if isinstance(ident, str) else ""
-        return (f"trajectory[{i}] (role {str(role)[:40]!r}) answers the call{named}, which no "
-                "call of the trajectory makes: what its tool ran is unknown")
-    return None
+    left = sum(made.values())  # calls no result answered by id: the rest pair with them
+    if len(unmatched) <= left:
+        return None
+    i, role, ident = unmatched[left]
+    named = f" {ident[:80]!r}" if isinstance(ident, str) else ""
+    return (f"trajectory[{i}] (role {str(role)[:40]!r}) answers the call{named}, which no call "
+            "of the trajectory makes: what its tool ran is unknown")
 
 
 def encoded_call(data: object) -> str | None:
