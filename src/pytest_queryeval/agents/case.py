@@ -17,12 +17,13 @@ A trajectory refused for its shape (a repeated call id, a tool name over 256 cha
 (:func:`~.trajectory.salvage_steps`: nested lists and the legacy ``function_call`` too). What
 the tool recorded it ran is counted over what was asked, calls under other names or arguments
 are judged on their text (:func:`~.replay.step_queries`), and spans given beside a trajectory
-count the calls it does not hold. A count that cannot be established (no list of calls to
+count the calls it does not hold and what its calls ran when that differs. A count that cannot be established (no list of calls to
 read, a record holding a call none of whose calls can be read, a datasource that went away or
 cannot say what a query read) is the case's error (``details.agent.uncounted``), never a
 count of 0; so is the count of a case gated on one whose record holds no trajectory and no
 spans, or messages under another key beside them, or a ``sample_rows`` / ``run_query`` call
-off its schema that the plugin's tool loop did not write. The replay is bounded
+off its schema that the plugin's tool loop did not write, or a tool message answering a call
+the trajectory does not make (:mod:`.textcalls`). The replay is bounded
 (:mod:`.replay`).
 """
 
@@ -77,7 +78,9 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     _unestablished(case, env, ledger)
     steps = _steps(env, ledger)
     if steps is not None:
+        _sparql(case, steps, ledger, env.live)
         if not env.live:
+            _unread_call(case, env, ledger)
             _malformed(case, steps, ledger)
             _embedded(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
@@ -135,6 +138,24 @@ def _malformed(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
             return
 
 
+def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
+    """A trajectory given as messages that records a call no reader reads (a tool message
+    answering a call it does not hold, a call written in the model's text:
+    :func:`~.textcalls.unread_call`): a case gated on a count is an error located at its first
+    count gate (issue 58, the twelfth re-probe's H10)."""
+    from ..errors import ConfigError
+    from .textcalls import unread_call
+
+    gate = _count_gate(case)
+    if gate is None or ledger.uncounted is not None or env.traced is not None:
+        return
+    data = env.trajectory.messages if env.trajectory is not None else env.raw
+    why = unread_call(data) if data is not None else None
+    if why is not None:
+        where = ConfigError(why, file=str(case.file), line=case.line, key=f"thresholds.{gate}")
+        ledger.uncount(f"the agent's counts could not be established: {where}")
+
+
 def _count_gate(case: Case) -> str | None:
     """The first of the case's thresholds on a count (``leaks`` aside), or None."""
     from ..metricnames import AGENT_COUNT_METRICS
@@ -171,6 +192,34 @@ def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
                 line=case.line, key=f"thresholds.{gate}")
             ledger.uncount(f"the agent's counts could not be established: {where}")
             return
+
+
+def _sparql(case: Case, steps: Sequence[Step], ledger: Ledger, live: bool) -> None:
+    """On a SPARQL datasource, unrun texts are judged by its guard
+    (:func:`~..sources.sparqlguard.unrun_judge`), and a SPARQL request in another tool's argument
+    (``fuseki {"input": "DELETE WHERE { ?s ?p ?o }"}``) is judged on its text as a statement
+    there is on an SQL datasource: an update a write attempt (issue 58, the twelfth re-probe's
+    H9)."""
+    from ..sources import source_type
+
+    spec = case.source_spec or {}
+    if not source_type(spec.get("type")).sparql:
+        return
+    from ..sources.sparqlguard import unrun_judge
+    from .sparqlargs import sparql_requests
+
+    ledger.not_a_read = unrun_judge(spec)
+    if live:
+        return
+    for step, text in sparql_requests(steps, _judged):
+        ledger.count_unrun(text, None, sql_source=False,
+                           why=f"tool call {step.index} ({step.name[:80]!r}), not run")
+
+
+def _judged(step: Step) -> list[str]:
+    """The texts of ``step`` the replay runs or judges on a datasource that is not SQL."""
+    query, judged = step_queries(step, False)
+    return ([query] if query is not None else []) + judged
 
 
 def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, float],
@@ -215,12 +264,12 @@ def uncounted(details: Mapping[str, Any]) -> str | None:
 
 
 def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
-    """The tool calls to count: the trajectory's (with the legacy ``function_call`` of its
-    messages, which the OpenAI shape does not read), or a refused one's read leniently; and
+    """The tool calls to count: the trajectory's (with those the OpenAI shape does not
+    read: :func:`_unread_calls`), or a refused one's read leniently; and
     the calls spans given beside it record that it does not hold."""
     if env.trajectory is not None:
         steps = env.trajectory.steps
-        if any(isinstance(m.get("function_call"), Mapping) for m in env.trajectory.messages):
+        if any(_unread_calls(m) for m in env.trajectory.messages):
             steps = salvage_steps(env.trajectory.to_json()) or steps
     elif env.refused is None:
         return None  # a bare answer: the agent made no call
@@ -234,13 +283,22 @@ def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
     if not steps and env.traced is not None and looks_like_calls(env.traced, spans=True):
         ledger.uncount("the agent's counts could not be established: the spans record a tool "
                        "call or a write, and no tool call can be read from them")
-    return steps + _beside(env, steps, ledger)
+    return _beside(env, steps, ledger)
+
+
+def _unread_calls(message: Mapping[str, Any]) -> bool:
+    """Whether a message holds calls the OpenAI shape does not read: the legacy
+    ``function_call``, or ``tool_calls`` on a message that is not the assistant's (a user's or
+    a tool's: issue 58, the twelfth re-probe's H13); the lenient reading counts them."""
+    return isinstance(message.get("function_call"), Mapping) or (
+        message.get("role") != "assistant" and isinstance(message.get("tool_calls"), list)
+        and bool(message["tool_calls"]))
 
 
 def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
-    """The calls of the spans, and of messages under another key
-    (:func:`~.trajectory.stray_calls`), given beside a trajectory that the trajectory does not
-    hold (the same call, by name and arguments, is counted once)."""
+    """``steps`` with the calls of the spans, and of messages under another key
+    (:func:`~.trajectory.stray_calls`), given beside a trajectory that it does not hold
+    (:func:`_merged`)."""
     found: tuple[Step, ...] = ()
     if env.beside is not None:
         from . import spans
@@ -257,17 +315,50 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
             ledger.uncount("the agent's counts could not be established: the messages under "
                            "another key beside the trajectory are not read")
         found += aside or ()
-    from collections import Counter
+    return _merged(steps, found)
 
-    held = Counter(call_key(s) for s in steps)  # a count per call: 80,000 calls took 10 s
-    extra = []
+
+def _merged(steps: Sequence[Step], found: Sequence[Step]) -> tuple[Step, ...]:
+    """``steps`` with the calls of ``found`` they do not hold: the same call (by name and
+    arguments asked) is counted once only when it ran the same; one that records it ran
+    something else (a TOOL span's ``input.value`` that was a ``DELETE``) gives the
+    trajectory's call what ran, or, when that call records a different run of its own, is
+    counted beside it (issue 58, the twelfth re-probe's H11)."""
+    from collections import deque
+    from dataclasses import replace
+
+    held: dict[str, deque[int]] = {}  # a queue per call: 80,000 calls took 10 s as a scan
+    for n, step in enumerate(steps):
+        held.setdefault(call_key(step), deque()).append(n)
+    out, extra = list(steps), []
     for step in found:
-        key = call_key(step)
-        if held[key] > 0:
-            held[key] -= 1
+        slots = held.get(call_key(step))
+        if not slots:
+            extra.append(step)
+            continue
+        at = slots.popleft()
+        mine = out[at]
+        if step.executed is None or _ran(step.executed) == _ran(
+                mine.executed if mine.executed is not None else mine.arguments_text):
+            continue
+        if mine.executed is None:
+            out[at] = replace(mine, executed=step.executed)
         else:
             extra.append(step)
-    return tuple(extra)
+    return tuple(out + extra)
+
+
+def _ran(text: str) -> str:
+    """A call's arguments text as compared for what ran: its JSON with its keys sorted, else
+    its words."""
+    import json
+
+    from .._util.boundedio import BoundedReadError, loads_json
+
+    try:
+        return json.dumps(loads_json(text, 64), sort_keys=True, ensure_ascii=False)
+    except (BoundedReadError, TypeError, ValueError):
+        return " ".join(text.split())
 
 
 #: What a record holding a tool call or a write looks like (a refused trajectory no call can

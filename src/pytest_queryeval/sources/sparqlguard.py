@@ -31,7 +31,7 @@ import hashlib
 import itertools
 import re
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -385,3 +385,36 @@ def check_query(query: str, *, allow_service: bool = True,
                                        "without it)")
     return c
 
+
+#: The forms of a text that is a SPARQL request.
+_REQUEST_FORMS = frozenset({"UPDATE", "SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
+#: A word of a write: what an agent's unrun text no parser reads is judged on (as the agent
+#: ledger judges any unrun text of a language that is not SQL).
+_WRITE_WORD = re.compile(r"\b(?:create|merge|set|delete|remove|drop|alter|detach|insert|load|"
+                         r"clear|copy|move|add|export|import|install|attach)\b", re.IGNORECASE)
+
+
+def unrun_judge(spec: Mapping[str, object]) -> Callable[[str], str | None]:
+    """The judge of an unrun text on the SPARQL datasource ``spec`` (the ledger's
+    ``not_a_read``): why the datasource would refuse it (a SPARQL update; on a local graph
+    without ``allow_service``, a ``SERVICE`` or a ``FROM`` graph), else None; a text the guard
+    cannot parse is judged on its words, as the ledger judges any unrun text of a language
+    that is not SQL."""
+    local = spec.get("type") == "rdf" and spec.get("allow_service") is not True
+
+    def judge(text: str) -> str | None:
+        try:
+            c = classify(text)
+        except QueryRefused as exc:
+            return f"not parsed by the SPARQL guard: {exc.reason()}"
+        if c.form == "UPDATE":
+            return f"SPARQL Update: {c.problem}"
+        if c.form not in _REQUEST_FORMS:
+            return "judged on its words" if _WRITE_WORD.search(text) else None
+        if local and c.services:
+            return f"SERVICE {c.services[0]} reaches outside the local graph"
+        if local and (c.from_graphs or c.from_named):
+            return f"FROM {(c.from_graphs + c.from_named)[0]} names a graph outside the file"
+        return None
+
+    return judge
