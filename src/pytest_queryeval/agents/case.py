@@ -17,15 +17,14 @@ A trajectory refused for its shape (a repeated call id, a tool name over 256 cha
 (:func:`~.trajectory.salvage_steps`: nested lists and the legacy ``function_call`` too). What
 the tool recorded it ran is counted over what was asked, calls under other names or arguments
 are judged on their text (:func:`~.replay.step_queries`), and spans given beside a trajectory
-count the calls it does not hold and what its calls ran when that differs. A count that cannot be established (no list of calls to
-read, a record holding a call none of whose calls can be read, a datasource that went away or
-cannot say what a query read) is the case's error (``details.agent.uncounted``), never a
-count of 0; so is the count of a case gated on one whose record holds no trajectory and no
-spans, or messages under another key beside them, or a ``sample_rows`` / ``run_query`` call
-off its schema that the plugin's tool loop did not write, or a tool message answering a call
-the trajectory does not make (:mod:`.textcalls`). The replay is bounded
-(:mod:`.replay`).
-"""
+count the calls it does not hold and what its calls ran when that differs. A count that cannot
+be established (no list of calls to read, a record holding a call none of whose calls can be
+read, a datasource that went away or cannot say what a query read) is the case's error
+(``details.agent.uncounted``), never a count of 0; so is the count of a case gated on one whose
+record holds no trajectory and no spans, or messages under another key beside them, or a
+``sample_rows`` / ``run_query`` call off its schema that the plugin's tool loop did not write,
+or a tool message answering a call the trajectory does not make (:mod:`.textcalls`). The replay
+is bounded (:mod:`.replay`)."""
 
 from __future__ import annotations
 
