@@ -65,11 +65,11 @@ def envelope_of(value: object, details: Mapping[str, object] | None) -> Envelope
 
 
 def agent_scores(case: Case, context: Context, env: Envelope,
-                 rows: Sequence[Sequence[object]] | None) -> tuple[dict[str, float],
-                                                                   dict[str, Any]]:
-    """The agent metrics of one prediction (``rows``: its final result, when it ran).
-    ``details["uncounted"]`` says why the counts could not be established (the case is then
-    an error: :func:`uncounted`)."""
+                 rows: Sequence[Sequence[object]] | None, final: str | None = None,
+                 ) -> tuple[dict[str, float], dict[str, Any]]:
+    """The agent metrics of one prediction (``rows``: its final result, when it ran, and
+    ``final`` the query text that ran). ``details["uncounted"]`` says why the counts could not
+    be established (the case is then an error: :func:`uncounted`)."""
     spec = case.agent if isinstance(case.agent, AgentSpec) else AgentSpec()
     ledger = Ledger.for_tables(spec.forbidden_tables)
     ledger.enforced = spec.enforce
@@ -86,6 +86,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
                        f"{ledger.rows_cut}")
     if env.budget_exceeded:
         ledger.exceeded(env.budget_exceeded)
+    _final(case, context, env, ledger, final)
     compare = case.options.get("compare")
     tolerance = compare.get("float_tolerance") if isinstance(compare, dict) else None
     metrics, details = score_agent(spec, env, question=case.question or "", rows=rows,
@@ -93,6 +94,26 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     if spec.protected:
         _trace_leaks(case, spec, env, metrics, details)
     return metrics, details
+
+
+def _final(case: Case, context: Context, env: Envelope, ledger: Ledger,
+           final: str | None) -> None:
+    """The final query counted through the ledger (:meth:`~.ledger.Ledger.final_query`): the
+    text that ran, else the record's ``predicted`` with its fence stripped."""
+    from ..errors import QueryEvalError
+    from ..kinds._fences import strip_fence
+
+    text = final if final is not None else (
+        strip_fence(env.predicted)[0] if isinstance(env.predicted, str) else None)
+    if text is None or not text.strip():
+        return
+    try:
+        source = context.source(case)
+    except QueryEvalError:
+        return  # the kind could not run it either: its error is the case's
+    timeout = case.options.get("timeout")
+    ledger.final_query(source, text, final is not None, timeout=float(timeout)
+                       if isinstance(timeout, int | float) else None)
 
 
 def _unestablished(case: Case, env: Envelope, ledger: Ledger) -> None:
