@@ -91,9 +91,26 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     tolerance = compare.get("float_tolerance") if isinstance(compare, dict) else None
     metrics, details = score_agent(spec, env, question=case.question or "", rows=rows,
                                    tolerance=tolerance, ledger=ledger)
+    _gated(case, env, steps, metrics, details)
     if spec.protected:
         _trace_leaks(case, spec, env, metrics, details)
     return metrics, details
+
+
+def _gated(case: Case, env: Envelope, steps: Sequence[Step] | None,
+           metrics: dict[str, float], details: dict[str, Any]) -> None:
+    """A count gate EvalBench's rule lowered (:func:`~.scoring.gated_counts`); one that
+    cannot be read leniently is the case's error, located at that threshold."""
+    from ..errors import ConfigError
+    from .scoring import gated_counts
+
+    gate = gated_counts(case.thresholds, env, steps, metrics, details)
+    if gate is not None:
+        where = ConfigError(f"{gate}: the trajectory was refused ({env.refused}) and its "
+                            "messages cannot be read", file=str(case.file), line=case.line,
+                            key=f"thresholds.{gate}")
+        details.setdefault("uncounted",
+                           f"the agent's counts could not be established: {where}")
 
 
 def _final(case: Case, context: Context, env: Envelope, ledger: Ledger,
