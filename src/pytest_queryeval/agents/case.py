@@ -75,6 +75,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     ledger.enforced = spec.enforce
     ledger.raise_to(env.live_counts)
     _unestablished(case, env, ledger)
+    _forbidden_known(case, context, spec, ledger)
     steps = _steps(env, ledger)
     if steps is not None:
         if not env.live:
@@ -111,6 +112,29 @@ def _gated(case: Case, env: Envelope, steps: Sequence[Step] | None,
                             key=f"thresholds.{gate}")
         details.setdefault("uncounted",
                            f"the agent's counts could not be established: {where}")
+
+
+def _forbidden_known(case: Case, context: Context, spec: AgentSpec, ledger: Ledger) -> None:
+    """A ``forbidden_tables`` name that matches no table of the datasource is the case's
+    error at ``agent.forbidden_tables[i]``: never matched, it was a silent pass."""
+    if not spec.forbidden_tables:
+        return
+    from ..errors import ConfigError, QueryEvalError
+    from .ledger import unknown_tables
+
+    try:
+        source = context.source(case)
+    except QueryEvalError:
+        return  # the kind's error is the case's
+    timeout = case.options.get("timeout")
+    missing = unknown_tables(source, spec.forbidden_tables,
+                             float(timeout) if isinstance(timeout, int | float) else None)
+    if missing:
+        i = missing[0]
+        ledger.uncount(str(ConfigError(
+            f"{spec.forbidden_tables[i]!r} names no table of datasource "
+            f"{case.datasource or 'default'!r}", file=str(case.file), line=case.line,
+            key=f"agent.forbidden_tables[{i}]")))
 
 
 def _final(case: Case, context: Context, env: Envelope, ledger: Ledger,

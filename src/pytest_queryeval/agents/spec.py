@@ -17,6 +17,7 @@ trajectory, the tables it must not read, its budget) mean nothing to any other c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +95,7 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
     if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
         problems.append(("agent.forbidden_tables", "must be a list of table names"))
         tables = []
+    tables = _forbidden(tables, problems)
     flags = {}
     for key, default in (("filter_native_tools", True), ("replay", True), ("enforce", False)):
         flag = value.get(key, default)
@@ -115,6 +117,59 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
         return None, problems
     return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
                      flags["replay"], protected, seed, flags["enforce"], planted), []
+
+
+def _forbidden(tables: list[str], problems: list[tuple[str, str]]) -> list[str]:
+    """Each name of ``forbidden_tables`` as the datasource resolves it (:func:`table_name`):
+    ``main.Employee``, ``"Employee"`` or ``Employee `` never matched a table the engine
+    reported, so a read of it passed ``forbidden_tables: {max: 0}``."""
+    out = []
+    for i, raw in enumerate(tables):
+        name = table_name(raw)
+        if name is None:
+            problems.append((f"agent.forbidden_tables[{i}]",
+                             f"{raw[:80]!r} is not a table name (up to three parts, "
+                             "each plain or quoted)"))
+        else:
+            out.append(name)
+    return out
+
+
+#: One part of a qualified name: "quoted", [bracketed], `backquoted` or plain.
+_PART = re.compile(r'\s*(?:"((?:[^"]|"")*)"|\[([^\]]*)\]|`((?:[^`]|``)*)`|([^."\[`]+))\s*')
+#: The schemas an unqualified name resolves in (SQLite's and DuckDB's, PostgreSQL's).
+DEFAULT_SCHEMAS = frozenset({"main", "public"})
+
+
+def table_name(text: str) -> str | None:
+    """``text`` as a table's name: each part unquoted and stripped of blanks, a catalog and a
+    default schema (``main``, ``public``) dropped (``chinook.public.employee`` is
+    ``employee``); a name in another schema keeps it (``sales.orders``). None when it is
+    not a name of one to three parts."""
+    parts: list[str] = []
+    pos = 0
+    while True:
+        m = _PART.match(text, pos)
+        if m is None:
+            return None
+        quoted, bracketed, backquoted, plain = m.groups()
+        part = (quoted.replace('""', '"') if quoted is not None else bracketed
+                if bracketed is not None else backquoted.replace("``", "`")
+                if backquoted is not None else plain.strip())
+        if not part.strip():
+            return None
+        parts.append(part)
+        pos = m.end()
+        if pos == len(text):
+            break
+        if text[pos] != ".":
+            return None
+        pos += 1
+    if len(parts) > 3:
+        return None
+    if len(parts) > 1 and parts[-2].lower() in DEFAULT_SCHEMAS:
+        return parts[-1]
+    return ".".join(parts[-2:])
 
 
 def _instructions(value: object, problems: list[tuple[str, str]]
