@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_queryeval.agents.spec import table_name
 from tests.agents.test_counts_from_what_ran import GOLD, _chinook, call, duckdb_employees, tool
 from tests.support import run_report, write_suite
-
-from pytest_queryeval.agents.spec import table_name
 
 SPELLINGS = ["main.Employee", '"Employee"', 'main."Employee"', "[Employee]", "Employee ",
              "chinook.main.Employee", "EMPLOYEE", "`Employee`"]
