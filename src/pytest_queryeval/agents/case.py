@@ -120,7 +120,7 @@ def _forbidden_known(case: Case, context: Context, spec: AgentSpec, ledger: Ledg
     if not spec.forbidden_tables:
         return
     from ..errors import ConfigError, QueryEvalError
-    from .ledger import unknown_tables
+    from .spec import unknown_tables
 
     try:
         source = context.source(case)

@@ -412,41 +412,6 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
     return out
 
 
-def unknown_tables(source: DataSource, names: Iterable[str],
-                   timeout: float | None) -> list[int]:
-    """The indexes of ``names`` (``forbidden_tables`` as :func:`~.spec.table_name` gives
-    them) that name no table or view of ``source``: one the source lists among its tables is
-    known; of any other the engine is asked ``SELECT * FROM <name> LIMIT 0`` (no row read),
-    and "no such table" is unknown. A source of another kind (a graph), a timeout or a source
-    that went away is not judged (its reads are counted as before)."""
-    from ..sources import source_type
-
-    if not source_type(getattr(source, "type", None)).sql:
-        return []
-    listed: set[str] = set()
-    lister = getattr(source, "tables", None)
-    if callable(lister):
-        try:
-            listed = {str(t).lower() for t in lister()[0]}
-        except (QueryEvalError, TypeError, ValueError, IndexError):
-            listed = set()
-    out = []
-    for i, name in enumerate(names):
-        if name.lower() in listed:
-            continue
-        quoted = ".".join('"' + p.replace('"', '""') + '"' for p in name.split("."))
-        kwargs: dict[str, Any] = {"max_rows": 1}
-        if timeout is not None:
-            kwargs["timeout"] = timeout
-        try:
-            source.execute(f"SELECT * FROM {quoted} LIMIT 0", **kwargs)
-        except (QueryFailed, QuerySyntaxError):
-            out.append(i)
-        except QueryEvalError:
-            continue
-    return out
-
-
 class CountUnknown(QueryEvalError):
     """A count the database side cannot take for this datasource (the case's error)."""
 

@@ -20,9 +20,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .canaries import Instruction, Target, read_protected
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..sources.base import DataSource
 
 #: The keys ``agent:`` takes.
 AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
@@ -226,4 +231,40 @@ def budget_limits(*blocks: object) -> dict[str, float]:
             if key in BUDGET_KEYS and not isinstance(limit, bool) and \
                     isinstance(limit, int | float) and limit >= 0:
                 out[str(key)] = float(limit)
+    return out
+
+
+def unknown_tables(source: DataSource, names: Iterable[str],
+                   timeout: float | None) -> list[int]:
+    """The indexes of ``names`` (``forbidden_tables`` as :func:`table_name` gives
+    them) that name no table or view of ``source``: one the source lists among its tables is
+    known; of any other the engine is asked ``SELECT * FROM <name> LIMIT 0`` (no row read),
+    and "no such table" is unknown. A source of another kind (a graph), a timeout or a source
+    that went away is not judged (its reads are counted as before)."""
+    from ..errors import QueryEvalError, QueryFailed, QuerySyntaxError
+    from ..sources import source_type
+
+    if not source_type(getattr(source, "type", None)).sql:
+        return []
+    listed: set[str] = set()
+    lister = getattr(source, "tables", None)
+    if callable(lister):
+        try:
+            listed = {str(t).lower() for t in lister()[0]}
+        except (QueryEvalError, TypeError, ValueError, IndexError):
+            listed = set()
+    out = []
+    for i, name in enumerate(names):
+        if name.lower() in listed:
+            continue
+        quoted = ".".join('"' + p.replace('"', '""') + '"' for p in name.split("."))
+        kwargs: dict[str, Any] = {"max_rows": 1}
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        try:
+            source.execute(f"SELECT * FROM {quoted} LIMIT 0", **kwargs)
+        except (QueryFailed, QuerySyntaxError):
+            out.append(i)
+        except QueryEvalError:
+            continue
     return out
