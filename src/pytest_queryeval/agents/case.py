@@ -65,16 +65,17 @@ def envelope_of(value: object, details: Mapping[str, object] | None) -> Envelope
 
 
 def agent_scores(case: Case, context: Context, env: Envelope,
-                 rows: Sequence[Sequence[object]] | None) -> tuple[dict[str, float],
-                                                                   dict[str, Any]]:
-    """The agent metrics of one prediction (``rows``: its final result, when it ran).
-    ``details["uncounted"]`` says why the counts could not be established (the case is then
-    an error: :func:`uncounted`)."""
+                 rows: Sequence[Sequence[object]] | None, final: str | None = None,
+                 ) -> tuple[dict[str, float], dict[str, Any]]:
+    """The agent metrics of one prediction (``rows``: its final result, when it ran, and
+    ``final`` the query text that ran). ``details["uncounted"]`` says why the counts could not
+    be established (the case is then an error: :func:`uncounted`)."""
     spec = case.agent if isinstance(case.agent, AgentSpec) else AgentSpec()
     ledger = Ledger.for_tables(spec.forbidden_tables)
     ledger.enforced = spec.enforce
     ledger.raise_to(env.live_counts)
     _unestablished(case, env, ledger)
+    _forbidden_known(case, context, spec, ledger)
     steps = _steps(env, ledger)
     if steps is not None:
         _sparql(case, steps, ledger, env.live)
@@ -88,13 +89,74 @@ def agent_scores(case: Case, context: Context, env: Envelope,
                        f"{ledger.rows_cut}")
     if env.budget_exceeded:
         ledger.exceeded(env.budget_exceeded)
+    _final(case, context, env, ledger, final)
     compare = case.options.get("compare")
     tolerance = compare.get("float_tolerance") if isinstance(compare, dict) else None
     metrics, details = score_agent(spec, env, question=case.question or "", rows=rows,
                                    tolerance=tolerance, ledger=ledger)
+    _gated(case, env, steps, metrics, details)
     if spec.protected:
         _trace_leaks(case, spec, env, metrics, details)
     return metrics, details
+
+
+def _gated(case: Case, env: Envelope, steps: Sequence[Step] | None,
+           metrics: dict[str, float], details: dict[str, Any]) -> None:
+    """A count gate EvalBench's rule lowered (:func:`~.scoring.gated_counts`); one that
+    cannot be read leniently is the case's error, located at that threshold."""
+    from ..errors import ConfigError
+    from .scoring import gated_counts
+
+    gate = gated_counts(case.thresholds, env, steps, metrics, details)
+    if gate is not None:
+        where = ConfigError(f"{gate}: the trajectory was refused ({env.refused}) and its "
+                            "messages cannot be read", file=str(case.file), line=case.line,
+                            key=f"thresholds.{gate}")
+        details.setdefault("uncounted",
+                           f"the agent's counts could not be established: {where}")
+
+
+def _forbidden_known(case: Case, context: Context, spec: AgentSpec, ledger: Ledger) -> None:
+    """A ``forbidden_tables`` name that matches no table of the datasource is the case's
+    error at ``agent.forbidden_tables[i]``: never matched, it was a silent pass."""
+    if not spec.forbidden_tables:
+        return
+    from ..errors import ConfigError, QueryEvalError
+    from .spec import unknown_tables
+
+    try:
+        source = context.source(case)
+    except QueryEvalError:
+        return  # the kind's error is the case's
+    timeout = case.options.get("timeout")
+    missing = unknown_tables(source, spec.forbidden_tables,
+                             float(timeout) if isinstance(timeout, int | float) else None)
+    if missing:
+        i = missing[0]
+        ledger.uncount(str(ConfigError(
+            f"{spec.forbidden_tables[i]!r} names no table of datasource "
+            f"{case.datasource or 'default'!r}", file=str(case.file), line=case.line,
+            key=f"agent.forbidden_tables[{i}]")))
+
+
+def _final(case: Case, context: Context, env: Envelope, ledger: Ledger,
+           final: str | None) -> None:
+    """The final query counted through the ledger (:meth:`~.ledger.Ledger.final_query`): the
+    text that ran, else the record's ``predicted`` with its fence stripped."""
+    from ..errors import QueryEvalError
+    from ..kinds._fences import strip_fence
+
+    text = final if final is not None else (
+        strip_fence(env.predicted)[0] if isinstance(env.predicted, str) else None)
+    if text is None or not text.strip():
+        return
+    try:
+        source = context.source(case)
+    except QueryEvalError:
+        return  # the kind could not run it either: its error is the case's
+    timeout = case.options.get("timeout")
+    ledger.final_query(source, text, final is not None, timeout=float(timeout)
+                       if isinstance(timeout, int | float) else None)
 
 
 def _unestablished(case: Case, env: Envelope, ledger: Ledger) -> None:

@@ -10,13 +10,13 @@ is this capability's to say.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..metrics import evalbench_trajectory as evalbench
 from .ledger import Ledger
 from .spec import AgentSpec
-from .trajectory import Envelope, Trajectory, canonical_name
+from .trajectory import Envelope, Step, Trajectory, canonical_name
 
 #: The metric names of the trajectory scores (0-100, EvalBench's scale).
 TRAJECTORY_MATCH = "trajectory_match"
@@ -88,3 +88,61 @@ def score_agent(spec: AgentSpec, env: Envelope, *, question: str = "",
         if not ledger.findings:
             details.pop("findings", None)
     return metrics, details
+
+
+def gated_counts(gates: Mapping[str, Any], env: Envelope, steps: Sequence[Step] | None,
+                 metrics: dict[str, float], details: dict[str, Any]) -> str | None:
+    """``tool_calls`` and ``turn_count`` of a case gated on them with a ``max``, where
+    EvalBench's rule lowered them to 0 (a refused trajectory, an ``error`` in the record): the
+    reference value is kept in ``details.evalbench_counts``, and the gate judges the count of
+    what the record holds: the trajectory's own rounds when only ``error`` lowered it, else
+    the calls read leniently (the salvaged calls the write counts read) and the rounds of the
+    leniently read messages. Why: ``{tool_calls: {max: 3}}`` passed 30 calls whose record set
+    ``error`` or reused a call id (the plugin's loop too: the model chooses its ids). Returns
+    the gate whose count cannot be established (the case's error), or None."""
+    lowered = env.refused is not None or bool(env.error)
+    gated = [m for m in (TOOL_CALLS, TURN_COUNT)
+             if getattr(gates.get(m), "max", None) is not None]
+    if not lowered or not gated:
+        return None
+    kept = details.setdefault("evalbench_counts", {})
+    for name in gated:
+        value = _lenient_count(name, env, steps)
+        if value is None:
+            return name
+        kept[name] = metrics[name]
+        metrics[name] = max(metrics[name], value)
+    return None
+
+
+def _lenient_count(name: str, env: Envelope, steps: Sequence[Step] | None) -> float | None:
+    """The count ``name`` of what the record holds, or None when it cannot be read."""
+    if env.refused is None and env.trajectory is not None:
+        history = history_of(env.trajectory)
+        own = evalbench.agent_steps(history) if name == TOOL_CALLS else \
+            evalbench.turn_count(history)
+        return max(own, float(len(steps or ()))) if name == TOOL_CALLS else own
+    if name == TOOL_CALLS:
+        return None if steps is None else float(len(steps))
+    return _lenient_rounds(env.raw)
+
+
+def _lenient_rounds(raw: object) -> float | None:
+    """The user-agent rounds of a refused trajectory's messages read leniently (a new round
+    after each ``user`` message, as :meth:`~.trajectory.Trajectory.turn_tool_calls` counts),
+    or None when no list of messages can be read."""
+    from .trajectory import MAX_DEPTH, SALVAGE_CHARS, _lenient_messages
+
+    if isinstance(raw, str):
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        if len(raw) > SALVAGE_CHARS:
+            return None
+        try:
+            raw = loads_json(raw, MAX_DEPTH * 2)
+        except BoundedReadError:
+            return None
+    if not isinstance(raw, list | tuple):
+        return None
+    messages = [m for _, m in _lenient_messages(raw, 0)]
+    return float(1 + sum(1 for m in messages if m.get("role") == "user"))

@@ -17,11 +17,17 @@ trajectory, the tables it must not read, its budget) mean nothing to any other c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .canaries import Instruction, Target, read_protected
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from ..sources.base import DataSource
 
 #: The keys ``agent:`` takes.
 AGENT_KEYS = ("trajectory", "filter_native_tools", "forbidden_tables", "budget", "replay",
@@ -94,6 +100,7 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
     if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
         problems.append(("agent.forbidden_tables", "must be a list of table names"))
         tables = []
+    tables = _forbidden(tables, problems)
     flags = {}
     for key, default in (("filter_native_tools", True), ("replay", True), ("enforce", False)):
         flag = value.get(key, default)
@@ -115,6 +122,59 @@ def read_agent(value: object) -> tuple[AgentSpec | None, list[tuple[str, str]]]:
         return None, problems
     return AgentSpec(gold, flags["filter_native_tools"], tuple(tables), dict(budget),
                      flags["replay"], protected, seed, flags["enforce"], planted), []
+
+
+def _forbidden(tables: list[str], problems: list[tuple[str, str]]) -> list[str]:
+    """Each name of ``forbidden_tables`` as the datasource resolves it (:func:`table_name`):
+    ``main.Employee``, ``"Employee"`` or ``Employee `` never matched a table the engine
+    reported, so a read of it passed ``forbidden_tables: {max: 0}``."""
+    out = []
+    for i, raw in enumerate(tables):
+        name = table_name(raw)
+        if name is None:
+            problems.append((f"agent.forbidden_tables[{i}]",
+                             f"{raw[:80]!r} is not a table name (up to three parts, "
+                             "each plain or quoted)"))
+        else:
+            out.append(name)
+    return out
+
+
+#: One part of a qualified name: "quoted", [bracketed], `backquoted` or plain.
+_PART = re.compile(r'\s*(?:"((?:[^"]|"")*)"|\[([^\]]*)\]|`((?:[^`]|``)*)`|([^."\[`]+))\s*')
+#: The schemas an unqualified name resolves in (SQLite's and DuckDB's, PostgreSQL's).
+DEFAULT_SCHEMAS = frozenset({"main", "public"})
+
+
+def table_name(text: str) -> str | None:
+    """``text`` as a table's name: each part unquoted and stripped of blanks, a catalog and a
+    default schema (``main``, ``public``) dropped (``chinook.public.employee`` is
+    ``employee``); a name in another schema keeps it (``sales.orders``). None when it is
+    not a name of one to three parts."""
+    parts: list[str] = []
+    pos = 0
+    while True:
+        m = _PART.match(text, pos)
+        if m is None:
+            return None
+        quoted, bracketed, backquoted, plain = m.groups()
+        part = (quoted.replace('""', '"') if quoted is not None else bracketed
+                if bracketed is not None else backquoted.replace("``", "`")
+                if backquoted is not None else plain.strip())
+        if not part.strip():
+            return None
+        parts.append(part)
+        pos = m.end()
+        if pos == len(text):
+            break
+        if text[pos] != ".":
+            return None
+        pos += 1
+    if len(parts) > 3:
+        return None
+    if len(parts) > 1 and parts[-2].lower() in DEFAULT_SCHEMAS:
+        return parts[-1]
+    return ".".join(parts[-2:])
 
 
 def _instructions(value: object, problems: list[tuple[str, str]]
@@ -171,4 +231,40 @@ def budget_limits(*blocks: object) -> dict[str, float]:
             if key in BUDGET_KEYS and not isinstance(limit, bool) and \
                     isinstance(limit, int | float) and limit >= 0:
                 out[str(key)] = float(limit)
+    return out
+
+
+def unknown_tables(source: DataSource, names: Iterable[str],
+                   timeout: float | None) -> list[int]:
+    """The indexes of ``names`` (``forbidden_tables`` as :func:`table_name` gives
+    them) that name no table or view of ``source``: one the source lists among its tables is
+    known; of any other the engine is asked ``SELECT * FROM <name> LIMIT 0`` (no row read),
+    and "no such table" is unknown. A source of another kind (a graph), a timeout or a source
+    that went away is not judged (its reads are counted as before)."""
+    from ..errors import QueryEvalError, QueryFailed, QuerySyntaxError
+    from ..sources import source_type
+
+    if not source_type(getattr(source, "type", None)).sql:
+        return []
+    listed: set[str] = set()
+    lister = getattr(source, "tables", None)
+    if callable(lister):
+        try:
+            listed = {str(t).lower() for t in lister()[0]}
+        except (QueryEvalError, TypeError, ValueError, IndexError):
+            listed = set()
+    out = []
+    for i, name in enumerate(names):
+        if name.lower() in listed:
+            continue
+        quoted = ".".join('"' + p.replace('"', '""') + '"' for p in name.split("."))
+        kwargs: dict[str, Any] = {"max_rows": 1}
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        try:
+            source.execute(f"SELECT * FROM {quoted} LIMIT 0", **kwargs)
+        except (QueryFailed, QuerySyntaxError):
+            out.append(i)
+        except QueryEvalError:
+            continue
     return out

@@ -775,7 +775,8 @@ def _score_prediction(case: Case, evaluator: Evaluator, kind: Kind, prediction: 
         from ..agents.case import agent_scores, uncounted
 
         rows = scored.compared[3].rows if scored.compared is not None else None
-        agent_metrics, details["agent"] = agent_scores(case, evaluator, env, rows)
+        final = scored.compared[2] if scored.compared is not None else None
+        agent_metrics, details["agent"] = agent_scores(case, evaluator, env, rows, final)
         metrics.update(agent_metrics)
         why = uncounted(details["agent"])
         if why is not None:  # a count that could not be taken is no count of 0

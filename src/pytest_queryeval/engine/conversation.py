@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..errors import QueryEvalError
+from ..errors import PredictionError, QueryEvalError
 from ..metricnames import (
     ABSTENTION_METRICS,
     AGENT_COUNT_METRICS,
@@ -118,6 +118,10 @@ def _predict(one: Case, case: Case, evaluator: Evaluator, inline: bool) -> Predi
         if isinstance(got, Prediction):
             return got
         predictor = got
+    unused = getattr(predictor, "unused_rows", None)  # a file's rows no turn asks
+    why = unused(case) if callable(unused) else None
+    if why is not None:
+        raise PredictionError(why)
     try:
         return ask(predictor, one)
     except MissingTurn:  # a file's (fixed: re-raised as is by ask)

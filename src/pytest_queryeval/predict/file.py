@@ -216,6 +216,32 @@ class FilePredictor:
                 return self._prediction(case, row)
         raise MissingTurn(f"no prediction for case {case.id!r} turn {turn} in {self.path}")
 
+    def unused_rows(self, case: Case) -> str | None:
+        """Why a row of conversation ``case`` is never asked (a history-only turn's, a turn
+        past its user turns, a row without a turn), or None: the case's error, located at the
+        row. A chat harness asks its agent every user turn, so such a row is what the agent
+        did in this case; dropped silently, its ``DELETE`` passed ``write_attempts``."""
+        if self._entries is None:
+            self._load()
+        if self._error or not case.turns:
+            return None
+        assert self._entries is not None
+        scored = {t.number for t in case.turns if t.scored}
+        for key in dict.fromkeys(k for k in (case.id, case.fanned_from) if k is not None):
+            if key in self._entries and key not in self._turned and self._entries[key]:
+                return (f"{self.path}:{self._lines[key]}: the row for {key!r} has no 'turn', "
+                        "but the case is a conversation: it is not used (one row per "
+                        "scored turn, each with its 'turn')")
+            for (rid, turn), _ in sorted(self._turns.items(), key=lambda kv: kv[0][1]):
+                if rid != key or turn in scored:
+                    continue
+                why = (f"the conversation has {len(case.turns)} user turn(s)"
+                       if turn > len(case.turns) else
+                       f"user turn {turn} is history only (no gold): it is not asked")
+                return (f"{self.path}:{self._lines[key, turn]}: the row for {key!r} turn "
+                        f"{turn} is not used ({why}); every row of a case must be used")
+        return None
+
     def _prediction(self, case: Case, row: dict[str, Any]) -> Prediction:
         value_key = next((k for k in _VALUE_KEYS if k in row), None)
         if value_key is None:
