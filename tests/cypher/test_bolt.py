@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.cypher import guard
+from pytest_queryeval.cypher import guard, unwritable
 from pytest_queryeval.cypher.bolt import BoltSource, classify
 from pytest_queryeval.errors import (
     ConfigError,
@@ -681,10 +681,10 @@ def test_what_falkordb_cannot_write_is_refused_for_it(query, refused):
     (an assertion in its Bolt result formatter), every later case unavailable."""
     guard.check_server(query)  # any other server is sent them
     if refused is None:
-        guard.check_falkordb(query)
+        unwritable.check_falkordb(query)
     else:
         with pytest.raises(QueryRefused, match=re.escape(refused)):
-            guard.check_falkordb(query)
+            unwritable.check_falkordb(query)
 
 
 def test_a_falkordb_server_is_not_sent_a_value_it_cannot_write(pytester, server):

@@ -66,7 +66,8 @@ from ..sources.base import (
     positive,
     positive_int,
 )
-from . import graphcopy, guard, rehearsal
+from . import graphcopy, guard, rehearsal, unwritable
+from .boltserver import cause, is_falkordb, pool_sockets, raw_socket
 from .boltvalues import graph_types as _graph_types
 from .boltvalues import value as _value
 from .rehearsal import Rehearsal
@@ -206,7 +207,8 @@ class BoltSource(SourceDefaults):
                 if attempt == 2 or "handshake" not in str(exc).lower():
                     raise _connect_error(self, exc) from None
         try:  # asked on every use until it is known: never taken for "not FalkorDB"
-            self._falkordb = _is_falkordb(self, driver)
+            self._falkordb = is_falkordb(driver, where=self.where, database=self.database,
+                                         seconds=float(self.timeout or DEFAULT_TIMEOUT))
         except SourceUnavailable:
             with contextlib.suppress(Exception):
                 driver.close()
@@ -228,7 +230,7 @@ class BoltSource(SourceDefaults):
             if self.rehearse and not trusted:  # not a FalkorDB server: no rehearsal
                 guard.check_costs(query)
             if self._falkordb:
-                guard.check_falkordb(query)
+                unwritable.check_falkordb(query)
             neo4j = _neo4j()
             start = time.perf_counter()
             deadline: SocketDeadline | None = None
@@ -240,7 +242,7 @@ class BoltSource(SourceDefaults):
                     raw: socket.socket | None = None
                     try:
                         deadline = SocketDeadline(seconds, reset=True)
-                        raw = _raw_socket(tx)
+                        raw = raw_socket(tx)
                         if raw is not None:
                             deadline.watch(raw)
                         result = tx.run(query)
@@ -315,7 +317,7 @@ class BoltSource(SourceDefaults):
             seconds = float(self.timeout or DEFAULT_TIMEOUT)
             tx = session.begin_transaction(timeout=seconds)
             deadline = SocketDeadline(seconds, reset=True)
-            raw = _raw_socket(tx)
+            raw = raw_socket(tx)
             if raw is not None:
                 deadline.watch(raw)
             try:
@@ -355,81 +357,11 @@ class BoltSource(SourceDefaults):
                 self._rehearsal.close()
                 self._rehearsal = None
             if self._driver is not None:
-                for sock in _pool_sockets(self._driver):  # dropped, no GOODBYE sent
+                for sock in pool_sockets(self._driver):  # dropped, no GOODBYE sent
                     reset_close(sock)
                 with contextlib.suppress(Exception):
                     self._driver.close()
             self._driver = None
-
-
-def _is_falkordb(src: BoltSource, driver: Any) -> bool:
-    """Whether the server is FalkorDB (its Bolt listener calls itself ``Neo4j/5.13.0``; its
-    procedures say, ``algo.*`` and ``db.idx.*``): a FalkorDB suite is scored on the plugin's
-    copy, so a wrong "no" sends every query to the server. Only the server's own refusal of
-    ``dbms.procedures()`` (a Neo4j 5, ``Neo.ClientError...``) means another server; a lost
-    connection is asked again once and is then the source's error (the eleventh re-probe
-    dropped this one connection, and the whole suite ran on the server, unwalled)."""
-    failure: BaseException | None = None
-    for _ in range(2):
-        try:
-            names = _procedures(src, driver)
-            return any(n.startswith(("algo.", "db.idx.")) for n in names)
-        except Exception as exc:  # the driver's errors: the server's answer or the network's
-            code = getattr(exc, "code", None)
-            if isinstance(code, str) and code.startswith("Neo.ClientError."):
-                return False
-            failure = exc
-    assert failure is not None
-    raise SourceUnavailable(f"{src.where}: cannot tell whether the server is FalkorDB (whose "
-                            f"suite is scored on a copy of its graph): {_cause(failure)}")
-
-
-def _procedures(src: BoltSource, driver: Any) -> list[str]:
-    """The server's procedure names, under the source's wall-clock deadline: the driver has no
-    read timeout, and a server that stops answering after the handshake (a host powered off, a
-    firewall dropping the flow) held the session in ``recv`` for ever, a SIGTERM too (the
-    session's close read the dead connection again: the twelfth re-probe's H1). The exchange's
-    connection is the pool's, not known before it blocks, so the deadline shuts every socket
-    of the driver's pool down; the session is closed under it."""
-    seconds = float(src.timeout or DEFAULT_TIMEOUT)
-    deadline = SocketDeadline(seconds, reset=True)
-    deadline.watch_all(lambda: _pool_sockets(driver))
-    session = driver.session(database=src.database)
-    try:
-        names = [str(r[0]) for r in session.run("CALL dbms.procedures() YIELD name "
-                                                "RETURN name")]
-    except BaseException as exc:
-        if deadline.fired:
-            raise SourceUnavailable(f"{src.where}: no answer within {seconds:g} s") from None
-        if not isinstance(exc, Exception):  # SIGTERM, Ctrl-C: the close below must not wait
-            deadline.cancel()
-            deadline = SocketDeadline(0, reset=True)
-            deadline.watch_all(lambda: _pool_sockets(driver))
-        raise
-    finally:
-        with contextlib.suppress(Exception):
-            session.close()
-        deadline.cancel()
-    return names
-
-
-def _pool_sockets(driver: Any) -> list[socket.socket]:
-    """The sockets of the driver's connections (its pool's, in use or idle)."""
-    pool = getattr(getattr(driver, "_pool", None), "connections", None)
-    out = []
-    for connections in list(pool.values()) if isinstance(pool, dict) else ():
-        for connection in list(connections):
-            sock = getattr(getattr(connection, "socket", None), "_socket", None)
-            if isinstance(sock, socket.socket):
-                out.append(sock)
-    return out
-
-
-def _raw_socket(tx: Any) -> socket.socket | None:
-    """The transaction's connection socket, for the deadline (None where the driver keeps it
-    elsewhere: the server's transaction timeout still applies)."""
-    sock = getattr(getattr(getattr(tx, "_connection", None), "socket", None), "_socket", None)
-    return sock if isinstance(sock, socket.socket) else None
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -450,15 +382,7 @@ def _connect_error(src: BoltSource, exc: BaseException) -> QueryEvalError:
     if type(exc).__name__ in ("ConfigurationError", "ValueError"):
         return ConfigError(_message(exc), key=f"datasources.{src.name}.url")
     return SourceUnavailable(f"{src.where}: cannot connect over Bolt within "
-                             f"{src.timeout:g} s: {_cause(exc)}")
-
-
-def _cause(exc: BaseException) -> str:
-    """The driver's last line (``Couldn't connect to ...:`` comes first, the reason last), its
-    addresses written ``host:port``."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    text = lines[-1] if lines else type(exc).__name__
-    return re.sub(r"ResolvedIPv\dAddress\(\('([^']*)', (\d+)\)\)", r"\1:\2", text)
+                             f"{src.timeout:g} s: {cause(exc)}")
 
 
 def classify(src: BoltSource, code: str, message: str, query: str) -> QueryEvalError:

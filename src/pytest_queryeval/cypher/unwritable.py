@@ -1,0 +1,89 @@
+"""What a FalkorDB server must not be sent beyond :func:`.guard.check_server`: a value its
+Bolt listener cannot write.
+
+Why a module of its own: a date, a duration or a local time in a reply trips an assertion in
+the listener's result formatter and the server dies (4.16.3), a fact of one server, not of
+Cypher; the tokenizer it reads with is :mod:`.guard`'s. With the suite scored on the plugin's
+copy (:mod:`.rehearsal`) it holds for the gold and for ``rehearse: false``.
+"""
+
+from __future__ import annotations
+
+from ..errors import QueryRefused
+from .bounds import nearest_outside
+from .guard import _CLOSE, _OPEN, Token, _code, _dotted, _ends_operand, tokens, where
+
+#: Functions whose value FalkorDB's Bolt listener cannot write: a date, a duration, a local
+#: time or date-time in a reply trips an assertion in its result formatter and the server
+#: dies (4.16.3; the seventh re-probe: ``RETURN date('2020-01-01')``, every later case
+#: unavailable). ``datetime()`` and ``toString(date(...))`` are written.
+FALKORDB_UNWRITABLE = frozenset({"date", "duration", "localtime", "localdatetime", "time"})
+#: Clause words that start what a value feeds: after ``WHERE`` it is only compared.
+_FEEDS = frozenset({"WHERE", "RETURN", "WITH", "UNWIND", "ORDER", "YIELD", "|"})
+
+
+def check_falkordb(query: str) -> None:
+    """What a FalkorDB server (:mod:`.bolt` detects one) must not be sent beyond
+    :func:`check_server`: a call of :data:`FALKORDB_UNWRITABLE` (or a function of their
+    namespaces, ``date.truncate``) whose value may reach the reply: one not directly inside
+    ``toString()`` nor in a ``WHERE``. Errs high: ``WITH date(...) AS d ... WHERE x > d``
+    is refused too."""
+    code = _code(tokens(query))
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or tok.text.lower() not in FALKORDB_UNWRITABLE \
+                or (i and code[i - 1].text == ".") or not _called(code, i):
+            continue
+        if (i >= 2 and code[i - 1].text == "(" and code[i - 2].text.lower() == "tostring") \
+                or _compared(code, i) or _accessed(code, i):
+            continue
+        name = _dotted(code, i) or tok.text
+        raise QueryRefused(f"{name}() at {where(tok)}: a FalkorDB server stops on a "
+                           f"{tok.text.lower()} value in its reply (its Bolt listener cannot "
+                           "write one); return toString(...) of it")
+
+
+def _called(code: list[Token], i: int) -> bool:
+    """Whether the word at ``code[i]`` is called, as itself or as a namespace
+    (``date(...)``, ``date.truncate(...)``)."""
+    j = i + 1
+    while j + 1 < len(code) and code[j].text == "." and code[j + 1].kind == "word":
+        j += 2
+    return j < len(code) and code[j].text == "("
+
+
+def _accessed(code: list[Token], i: int) -> bool:
+    """Whether the call at ``code[i]`` is followed by a property access (``date().year``):
+    a number reaches the reply, not the value."""
+    j = i
+    while j < len(code) and code[j].text != "(":
+        j += 1
+    depth = 0
+    for k in range(j, len(code)):
+        if code[k].kind == "punct" and code[k].text in _OPEN:
+            depth += 1
+        elif code[k].kind == "punct" and code[k].text in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return k + 1 < len(code) and code[k + 1].text == "."
+    return False
+
+
+def _clause(code: list[Token], k: int) -> bool:
+    """Whether the word at ``code[k]`` is the clause it spells, not a name spelled like it: a
+    map key (``{where: ...}``), a property or label (``n.where``, ``n:where``), a variable
+    (``where.x``, ``where = ...``), a projection's name (``AS where``). The eighth re-probe's
+    ``RETURN {where: date('2020-01-01')}`` passed as compared."""
+    if code[k].kind != "word":
+        return code[k].text == "|"
+    before = code[k - 1] if k else None
+    after = code[k + 1] if k + 1 < len(code) else None
+    if before is None or not (_ends_operand(before) or before.text == "*"):
+        return False  # RETURN where, {where: ...}, n.where, n:where, AS where: names
+    return not (after is not None and after.text in (":", ".", "=", ",", ")", "]", "}"))
+
+
+def _compared(code: list[Token], i: int) -> bool:
+    """Whether the value at ``code[i]`` is in a ``WHERE``: the nearest word of :data:`_FEEDS`
+    before it, outside the brackets around it, is ``WHERE``."""
+    k = nearest_outside(code, i, lambda k: code[k].text.upper() in _FEEDS and _clause(code, k))
+    return k is not None and code[k].text.upper() == "WHERE"
