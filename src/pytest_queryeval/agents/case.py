@@ -78,8 +78,8 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     steps = _steps(env, ledger)
     if steps is not None:
         if not env.live:
-            _malformed(case, steps, ledger)
             _embedded(case, steps, ledger)
+            _malformed(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
     if ledger.rows_cut is not None and "rows_read" in case.thresholds:
         ledger.uncount(f"the agent's counts could not be established: rows_read: "
@@ -144,33 +144,48 @@ def _count_gate(case: Case) -> str | None:
 
 
 def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
-    """A call of another tool (a python tool's ``code``, a shell's ``command``) whose argument
-    is no statement but holds one (``c.execute('DELETE FROM Genre')``:
-    :func:`~.statements.embedded_argument`): what that code ran the scorer cannot know, so a
-    case gated on a count is an error located at its first count gate, as a record's search
-    finding is (:func:`_unestablished`), never a pass with 0 (issue 58, the eleventh
-    re-probe's H4)."""
+    """A call of a tool that runs code (:func:`~.codetools.runs_code`: a python tool, a shell,
+    ``execute_python``, a call with a ``code`` or ``command`` argument), or of another tool
+    whose argument holds a statement inside it (:func:`~.statements.embedded_argument`): what
+    that code ran on the datasource the scorer cannot know (a ``DELETE`` over two lines, in an
+    f-string, in base64), so a case gated on a count is an error located at its first count
+    gate, as a record's search finding is (:func:`_unestablished`), never a pass with 0
+    (issue 58, the twelfth re-probe's H1). Read before the query-tool rule, so that
+    ``execute_python`` is a code tool, not a query tool."""
     from ..errors import ConfigError
-    from .statements import embedded_argument, query_tool
-    from .toolnames import PLUGIN_TOOLS, plugin_tool
 
     gate = _count_gate(case)
     if gate is None or ledger.uncounted is not None:
         return
     for step in steps:
-        if query_tool(step.name) or plugin_tool(step.name) in PLUGIN_TOOLS:
-            continue
-        held: object = step.arguments if step.arguments is not None else step.arguments_text
-        found = embedded_argument(held)
-        if found is not None:
-            key, start, text = found
-            where = ConfigError(
-                f"tool call {step.index} ({step.name[:80]!r}): its argument {key[:80]!r} holds "
-                f"a statement at character {start}: {' '.join(text.split())[:80]!r}; what a "
-                "tool's code ran is not known to the scorer", file=str(case.file),
-                line=case.line, key=f"thresholds.{gate}")
+        why = _why_uncounted(step)
+        if why is not None:
+            where = ConfigError(f"tool call {step.index} ({step.name[:80]!r}): {why}",
+                                file=str(case.file), line=case.line, key=f"thresholds.{gate}")
             ledger.uncount(f"the agent's counts could not be established: {where}")
             return
+
+
+def _why_uncounted(step: Step) -> str | None:
+    """Why one call leaves a count-gated case's counts unestablished (:func:`_embedded`): it
+    runs code, or its argument holds a statement inside it; the statement is named where
+    one is seen (it helps the reader find it), None for any other call."""
+    from .codetools import runs_code
+    from .statements import embedded_argument, query_tool
+    from .toolnames import PLUGIN_TOOLS, plugin_tool
+
+    held: object = step.arguments if step.arguments is not None else step.arguments_text
+    code = runs_code(step.name, held, step.executed)
+    if code is None and (query_tool(step.name) or plugin_tool(step.name) in PLUGIN_TOOLS):
+        return None
+    found = embedded_argument(held)
+    seen = "" if found is None else (
+        f"its argument {found[0][:80]!r} holds a statement at character {found[1]}: "
+        f"{' '.join(found[2].split())[:80]!r}; ")
+    if code is not None:
+        return (f"{seen}a tool that runs code ({code}): what its code ran on the datasource "
+                "is not known to the scorer")
+    return None if found is None else f"{seen}what a tool's code ran is not known to the scorer"
 
 
 def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, float],
@@ -297,11 +312,12 @@ def looks_like_calls(raw: object, *, spans: bool = False) -> bool:
             attrs = [span_attributes(s, n) for n, s in enumerate(span_list(raw))]
         except ValueError:
             return True
-        raw = [{k: v for k, v in a.items() if "tool" in k or k == "input.value"}
-               for a in attrs]
+        raw = [{k: v for k, v in a.items()
+                if "tool" in k or "function_call" in k or k == "input.value"} for a in attrs]
     text = raw if isinstance(raw, str) else json.dumps(raw, default=str)[:SALVAGE_CHARS]
     if spans:
-        return bool(_WRITEISH.search(text) or re.search(r"tool_call|tool\.name", text))
+        return bool(_WRITEISH.search(text) or
+                    re.search(r"tool_call|function_call|tool\.name", text))
     return bool(_CALLISH.search(text) or _WRITEISH.search(text) or _SELECTISH.search(text))
 
 

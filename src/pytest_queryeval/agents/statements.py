@@ -54,9 +54,15 @@ _LOOSE_DEPTH = 64
 
 def query_tool(name: str) -> bool:
     """Whether ``name`` is a tool that runs a query (``run_query`` in any spelling,
-    ``execute_sql``, ``mcp__db__run_sql``): its last part, ``-`` read as ``_``."""
+    ``execute_sql``, ``mcp__db__run_sql``): its last part, ``-`` read as ``_``. A tool that
+    runs code (:func:`.codetools.code_tool`: ``execute_python``, ``jupyter.execute``) is not
+    one: its argument is code, not a query (an ``import`` is no ``IMPORT DATABASE``)."""
+    from .codetools import code_tool
+
     if plugin_tool(name) == TOOL_QUERY:
         return True
+    if code_tool(name) is not None:
+        return False
     return _patterns()[0].search(re.split(r"\.|/|:|__", name.strip().replace("-", "_"))[-1]) \
         is not None
 
