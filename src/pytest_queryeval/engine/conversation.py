@@ -66,13 +66,14 @@ def run_conversation(case: Case, evaluator: Evaluator, kind: Kind) -> CaseOutcom
     entries: list[dict[str, Any]] = []
     outcomes: list[CaseOutcome | None] = []
     inline = _inline(case)
+    used: list[Predictor] = []
     for turn in case.turns or ():
         answer: str | None = None
         if turn.scored:
             one = turn_case(case, turn, [dict(m) for m in history])
             outcome: CaseOutcome | None
             try:
-                prediction = _predict(one, case, evaluator, inline)
+                prediction = _predict(one, case, evaluator, inline, used)
             except QueryEvalError as exc:
                 outcome = _failed_prediction(one, exc)
             except Exception as exc:
@@ -94,7 +95,31 @@ def run_conversation(case: Case, evaluator: Evaluator, kind: Kind) -> CaseOutcom
         if answer is not None:
             history.append({"role": "assistant", "content": answer})
         history.extend({"role": "assistant", "content": reply} for reply in turn.replies)
-    return _conclude(case, entries, outcomes)
+    return _unasked(case, used, _conclude(case, entries, outcomes))
+
+
+def _unasked(case: Case, used: list[Predictor], outcome: CaseOutcome) -> CaseOutcome:
+    """An agent conversation gated on a count whose predictions file holds a row for a turn
+    no one asks (a history-only turn, a turn past its user turns): what the agent did there
+    is in no turn's counts, so they are not established (the case's error, naming the row),
+    never a pass with 0 (issue 58, the twelfth re-probe's H4)."""
+    from ..metricnames import AGENT_COUNT_METRICS
+
+    rows = getattr(used[0], "unasked_turns", None) if used else None
+    gated = any(m in AGENT_COUNT_METRICS and m != "leaks"
+                for t in case.turns or () if t.scored for m in t.thresholds)
+    if case.agent is None or not gated or not callable(rows):
+        return outcome
+    asked = {t.number for t in case.turns or () if t.scored}
+    where = rows([k for k in (case.id, case.fanned_from) if k is not None], asked)
+    if not where:
+        return outcome
+    why = (f"the agent's counts could not be established: {where[0]}, a turn the conversation "
+           f"does not score (its scored turns: {', '.join(map(str, sorted(asked)))}): what the "
+           "agent did there is in no turn's counts; give that user turn a gold, or remove "
+           "the row")
+    return CaseOutcome(ERROR, outcome.metrics, predicted=outcome.predicted, error=why,
+                       details=outcome.details, signature="error:" + why)
 
 
 def _inline(case: Case) -> bool:
@@ -103,7 +128,8 @@ def _inline(case: Case) -> bool:
                                                 for t in case.turns or ())
 
 
-def _predict(one: Case, case: Case, evaluator: Evaluator, inline: bool) -> Prediction | None:
+def _predict(one: Case, case: Case, evaluator: Evaluator, inline: bool,
+             used: list[Predictor]) -> Prediction | None:
     """The turn's prediction, by the precedence of :meth:`..Evaluator.predict`; None when the
     suite holds none for this turn (an inline conversation without it, a predictions file
     without its row): the turn is ``missing``."""
@@ -118,6 +144,8 @@ def _predict(one: Case, case: Case, evaluator: Evaluator, inline: bool) -> Predi
         if isinstance(got, Prediction):
             return got
         predictor = got
+    if not used:
+        used.append(predictor)
     try:
         return ask(predictor, one)
     except MissingTurn:  # a file's (fixed: re-raised as is by ask)

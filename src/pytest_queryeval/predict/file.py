@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -63,6 +64,8 @@ class FilePredictor:
         self._lines: dict[object, int] = {}
         #: The ids whose rows all have a ``turn``.
         self._turned: set[str] = set()
+        #: Where each turn's row is (``runs.jsonl:3``), by (id, turn).
+        self._wheres: dict[tuple[str, int], str] = {}
         #: Why a row's agent record cannot be read as one (an object of it gives a key twice),
         #: by id; and the same for the whole file (a ``.json`` file, whose rows cannot be told).
         self._repeated: dict[str, str] = {}
@@ -144,6 +147,7 @@ class FilePredictor:
                                        [self._lines[key, turn]]).append(lineno)
             self._turns[key, turn] = dict(row)
             self._lines[key, turn] = lineno
+            self._wheres[key, turn] = where
             if key not in entries:
                 entries[key] = {}
                 self._turned.add(key)
@@ -215,6 +219,14 @@ class FilePredictor:
             if row is not None:
                 return self._prediction(case, row)
         raise MissingTurn(f"no prediction for case {case.id!r} turn {turn} in {self.path}")
+
+    def unasked_turns(self, keys: Sequence[str], asked: Collection[int]) -> list[str]:
+        """Where the rows of conversation ``keys`` for a turn not in ``asked`` are (a
+        history-only turn, a turn past its user turns), in turn order: the engine never asks
+        them, so an agent's run there would be in no turn's counts (issue 58, the twelfth
+        re-probe's H4)."""
+        return [f"{self._wheres[k, t]}: turn {t}" for k, t in sorted(
+            self._turns, key=lambda kt: kt[1]) if k in keys and t not in asked]
 
     def _prediction(self, case: Case, row: dict[str, Any]) -> Prediction:
         value_key = next((k for k in _VALUE_KEYS if k in row), None)
