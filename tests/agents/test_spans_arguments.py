@@ -89,6 +89,10 @@ HOSTILE: dict[str, tuple[list[dict[str, Any]], str]] = {
         "llm.input_messages.0.message.tool_calls.0.tool_call.function.name": "python",
         "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments":
             json.dumps({"code": "print(1)"})})], "searched"),
+    # a span of another kind named after a code tool (read as no call): its code is unknown
+    "b-chain-python": ([HONEST, _span("CHAIN", "s1", 2, name="python", **{
+        "input.value": json.dumps({"code": 'c.execute("DEL" + "ETE FROM Genre")'})})],
+        "searched"),
 }
 #: Honest spans as instrumentors write them: pass.
 HONEST_SPANS: dict[str, list[dict[str, Any]]] = {
@@ -103,6 +107,8 @@ HONEST_SPANS: dict[str, list[dict[str, Any]]] = {
             "llm.input_messages.0.message.tool_calls.0.tool_call.function.name": "lookup",
             "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments":
                 json.dumps({"text": "the Genre table"})}), HONEST],
+    "c-honest-chain": [_span("CHAIN", "s9", 0, name="AgentExecutor", **{
+        "input.value": "How many genres are there?"}), HONEST],
 }
 
 
@@ -134,6 +140,8 @@ def test_every_span_argument_key_is_read_or_searched(pytester: pytest.Pytester,
         assert case["metrics"]["queries_executed"] >= 1.0, cid
     assert "is a call of 'python', a tool that runs code (its name holds 'python')" in \
         report.by_id["b-history-python"]["error"]
+    assert "a span named after a tool that runs code (its name holds 'python')" in \
+        report.by_id["b-chain-python"]["error"]
     # the function call was replayed: the database refused the write
     assert "write attempt refused: DELETE FROM Genre" in \
         report.by_id["b-legacy-fc"]["details"]["agent"]["findings"]

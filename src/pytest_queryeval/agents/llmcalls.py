@@ -99,8 +99,8 @@ def _canonical(arguments: object) -> str:
     return json.dumps(arguments, sort_keys=True, default=str)
 
 
-def unread_call_keys(attrs: Mapping[str, Any], kind: str, counted: Iterable[tuple[str, str]]
-                     ) -> tuple[list[str], str | None]:
+def unread_call_keys(attrs: Mapping[str, Any], kind: str, counted: Iterable[tuple[str, str]],
+                     named: object = None) -> tuple[list[str], str | None]:
     """The ``llm.*`` keys of a span naming a call (``function_call``, ``tool_call``) that no
     reader reads as one, to search (fail closed, never skipped): on an LLM span all but those
     :func:`llm_calls` reads, on any other span all. Of a call in the prompt's history
@@ -108,14 +108,18 @@ def unread_call_keys(attrs: Mapping[str, Any], kind: str, counted: Iterable[tupl
     one of ``counted``; of another tool than a query tool, only arguments holding a
     statement (:func:`~.statements.loose_queries`: its prose is its call's, as a counted
     call's is). Beside them, a finding when one such call is of a tool that runs code
-    (:func:`~.codetools.runs_code`): what its code ran is not known."""
-    from .codetools import runs_code
+    (:func:`~.codetools.runs_code`), or when ``named`` (the name of a span of another kind
+    than LLM that is read as no call: a CHAIN named ``python``) is such a tool's: what its
+    code ran is not known."""
+    from .codetools import code_tool, runs_code
     from .statements import loose_queries, query_tool
 
     read = llm_calls(attrs, 0)[1] if kind == "LLM" else set()
     known = {(name, _canonical(arguments)) for name, arguments in counted}
     out: list[str] = []
-    code: str | None = None
+    word = code_tool(named) if isinstance(named, str) and kind != "LLM" else None
+    code = None if word is None else \
+        f"a span named after a tool that runs code (its name holds {word!r})"
     for key in attrs:
         text = str(key)
         if not text.startswith("llm.") or not _CALL_KEY.search(text) or text in read:

@@ -338,7 +338,8 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
         kind = _kind(_flat(attrs))
         skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ()) + _other_tools(span, attrs,
                                                                                    kind)
-        calls, code = unread_call_keys(attrs, kind, pairs)
+        called = kind == "TOOL" or _first(_flat(attrs), _TOOL_NAME) is not None
+        calls, code = unread_call_keys(attrs, kind, pairs, None if called else span.get("name"))
         fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)
                     or k in calls),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name")),
