@@ -302,3 +302,21 @@ def test_the_plugins_own_tools_run_no_code() -> None:
     from pytest_queryeval.agents.toolnames import PLUGIN_TOOLS
 
     assert [t for t in PLUGIN_TOOLS if code_tool(t) or code_tool(f"queryeval__{t}")] == []
+
+
+@pytest.mark.parametrize("code", [
+    "x = 1\n" + "show x " * 37_000,  # gen_d2.py: 88 s on e153ccc for this one argument
+    "x = 1\n" + "\n".join(f" select a from b{i} where " * 2_500 for i in range(4)),  # gen_d1.py
+    "x = 1\n" + "with x " * 37_000, "x = 1\n" + "select x " * 28_000])
+def test_the_search_inside_an_argument_is_linear(code: str) -> None:
+    """The twelfth re-probe's H5: each candidate statement was copied to the end of its line
+    and rewritten, so one 259 KB line cost 88 s; a candidate is now read to 2,048 characters
+    (one cut there with a statement's shape is taken as one)."""
+    import time
+
+    from pytest_queryeval.agents.statements import embedded_argument
+
+    start = time.monotonic()
+    found = embedded_argument({"steps": [code]})
+    assert time.monotonic() - start < 15
+    assert (found is not None) == ("select a from" in code)

@@ -9,8 +9,9 @@
   = {"query": ...}``) is replayed and passes.
 * H3: an LLM span's call in OpenInference's function-call attributes
   (``llm.output_messages.0.message.function_call_name`` / ``..._arguments_json``,
-  ``llm.function_call``) was neither read nor searched; it is now read as a call (replayed),
-  and an ``llm.*`` key naming a call that is not read is searched.
+  ``llm.function_call``), or as JSON text at any level of the path, was neither read nor
+  searched; it is now read as a call (replayed), and an ``llm.*`` key naming a call that is
+  not read is searched.
 
 On a real Chinook SQLite copy, from a predictions file."""
 
@@ -51,6 +52,15 @@ def llm(sid: str, start: int, **attrs: Any) -> dict[str, Any]:
 
 
 HONEST = tool_span("s0", 1, "run_query", {"query": GOLD})
+FUNCTION = {"name": "run_query", "arguments": json.dumps({"query": DELETE})}
+MESSAGE = {"role": "assistant", "tool_calls": [{"tool_call": {"id": "c9", "function": FUNCTION}}]}
+#: A call as JSON text at each level of its OpenInference path: key, value.
+JSON_FORMS = {
+    "output-messages": ("llm.output_messages", [{"message": MESSAGE}]),
+    "tool-calls": ("llm.output_messages.0.message.tool_calls", MESSAGE["tool_calls"]),
+    "tool-call": ("llm.output_messages.0.message.tool_calls.0.tool_call",
+                  {"id": "c9", "function": FUNCTION}),
+    "function": ("llm.output_messages.0.message.tool_calls.0.tool_call.function", FUNCTION)}
 OUT = "llm.output_messages.0.message."
 #: The re-probe's forms: the outcome each must have now (all passed on main with 0).
 HOSTILE: dict[str, tuple[list[dict[str, Any]], str]] = {
@@ -89,6 +99,11 @@ HOSTILE: dict[str, tuple[list[dict[str, Any]], str]] = {
         "llm.input_messages.0.message.tool_calls.0.tool_call.function.name": "python",
         "llm.input_messages.0.message.tool_calls.0.tool_call.function.arguments":
             json.dumps({"code": "print(1)"})})], "searched"),
+    # the call's attributes written as JSON text at any level of the path (gen_s2.py)
+    **{f"b-json-{k}": ([HONEST, llm("s1", 2, **{key: json.dumps(value)})], "write_attempts")
+       for k, (key, value) in JSON_FORMS.items()},
+    "b-json-nokind": ([HONEST, _span(None, "s1", 2, name="ChatCompletion", **{
+        "llm.output_messages": json.dumps([{"message": MESSAGE}])})], "searched"),
     # a span of another kind named after a code tool (read as no call): its code is unknown
     "b-chain-python": ([HONEST, _span("CHAIN", "s1", 2, name="python", **{
         "input.value": json.dumps({"code": 'c.execute("DEL" + "ETE FROM Genre")'})})],

@@ -178,7 +178,10 @@ def _why_uncounted(step: Step) -> str | None:
     code = runs_code(step.name, held, step.executed)
     if code is None and (query_tool(step.name) or plugin_tool(step.name) in PLUGIN_TOOLS):
         return None
-    found = embedded_argument(held)
+    # of code, the statement is only named (the call fails closed anyway): not searched past
+    # 32 KB, where the search of a hostile text costs seconds
+    found = None if code is not None and len(step.arguments_text) > 32_768 else \
+        embedded_argument(held)
     seen = "" if found is None else (
         f"its argument {found[0][:80]!r} holds a statement at character {found[1]}: "
         f"{' '.join(found[2].split())[:80]!r}; ")

@@ -32,6 +32,41 @@ _CALL_FIELD = re.compile(
     r"(llm\.\w+\.\d+\.message\.(?:tool_calls\.\d+\.tool_call\.|function_call_))(.+)")
 
 
+#: Levels of nested attributes flattened into dotted keys (``{"llm": {"output_messages":
+#: [...]}}`` is ``llm.output_messages.0...``, as some exporters nest them).
+FLAT_DEPTH = 12
+
+
+def flat_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``attrs`` with every nested mapping or list also under its dotted keys (the flat keys
+    as given win), and an ``llm.*`` value written as JSON text of an object or a list (an
+    exporter that serialises ``llm.output_messages`` or a ``tool_call`` to a string) read as
+    that object: its calls are read, not skipped (the twelfth re-probe's H3)."""
+    extra: dict[str, Any] = {}
+
+    def walk(prefix: str, value: object, depth: int) -> None:
+        if isinstance(value, str) and prefix.startswith("llm.") and \
+                value.lstrip()[:1] in ("{", "["):
+            from .._util.boundedio import BoundedReadError, loads_json
+
+            try:
+                value = loads_json(value, FLAT_DEPTH * 2)
+            except BoundedReadError:
+                return
+        items = value.items() if isinstance(value, Mapping) else \
+            enumerate(value) if isinstance(value, list) else None
+        if items is None or depth > FLAT_DEPTH:
+            return
+        for key, item in items:
+            dotted = f"{prefix}.{key}"
+            extra.setdefault(dotted, item)
+            walk(dotted, item, depth + 1)
+
+    for key, value in attrs.items():
+        walk(key, value, 0)
+    return {**extra, **attrs} if extra else attrs
+
+
 def llm_calls(attrs: Mapping[str, Any], n: int) -> tuple[dict[str, Any] | None, set[str]]:
     """The assistant message of an LLM span's calls (None: it records none), and the keys
     read as calls: its ``tool_calls`` (:data:`OUT_CALL`), its legacy function calls
@@ -122,8 +157,11 @@ def unread_call_keys(attrs: Mapping[str, Any], kind: str, counted: Iterable[tupl
         f"a span named after a tool that runs code (its name holds {word!r})"
     for key in attrs:
         text = str(key)
-        if not text.startswith("llm.") or not _CALL_KEY.search(text) or text in read:
-            continue
+        if not text.startswith("llm.") or not _CALL_KEY.search(text) or text in read or \
+                (isinstance(attrs[key], Mapping | list) and f"{text}.0" in attrs) or \
+                (isinstance(attrs[key], Mapping) and any(f"{text}.{k}" in attrs
+                                                         for k in attrs[key])):
+            continue  # read, or a container whose items are judged each
         call = _CALL_FIELD.fullmatch(text)
         name, arguments = _call_of(attrs, call.group(1)) if call else (None, None)
         if isinstance(name, str) and (name, _canonical(arguments)) in known:

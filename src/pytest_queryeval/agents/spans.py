@@ -38,6 +38,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .llmcalls import flat_attributes as _flat
 from .llmcalls import llm_calls, unread_call_keys
 from .toolnames import named_tool
 
@@ -196,29 +197,8 @@ def _same_arguments(ran: str, asked: str) -> bool:
         list(wanted.values()) == [parsed]
 
 
-#: Levels of nested attributes flattened into dotted keys (``{"llm": {"output_messages":
-#: [...]}}`` is ``llm.output_messages.0...``, as some exporters nest them).
+#: Levels of an OTLP value read (as attributes are flattened: :mod:`.llmcalls`).
 _FLAT_DEPTH = 12
-
-
-def _flat(attrs: dict[str, Any]) -> dict[str, Any]:
-    """``attrs`` with every nested mapping or list also under its dotted keys (the flat keys
-    as given win)."""
-    extra: dict[str, Any] = {}
-
-    def walk(prefix: str, value: object, depth: int) -> None:
-        items = value.items() if isinstance(value, Mapping) else \
-            enumerate(value) if isinstance(value, list) else None
-        if items is None or depth > _FLAT_DEPTH:
-            return
-        for key, item in items:
-            dotted = f"{prefix}.{key}"
-            extra.setdefault(dotted, item)
-            walk(dotted, item, depth + 1)
-
-    for key, value in attrs.items():
-        walk(key, value, 0)
-    return {**extra, **attrs} if extra else attrs
 
 
 def _spans(data: object) -> list[Mapping[str, Any]]:
@@ -338,10 +318,11 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
         kind = _kind(_flat(attrs))
         skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ()) + _other_tools(span, attrs,
                                                                                    kind)
-        called = kind == "TOOL" or _first(_flat(attrs), _TOOL_NAME) is not None
-        calls, code = unread_call_keys(attrs, kind, pairs, None if called else span.get("name"))
-        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)
-                    or k in calls),
+        flat = _flat(attrs)
+        called = kind == "TOOL" or _first(flat, _TOOL_NAME) is not None
+        calls, code = unread_call_keys(flat, kind, pairs, None if called else span.get("name"))
+        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),
+                  *((k, flat[k]) for k in calls),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name")),
                   *_history_calls(attrs)]
         found = code or _unread(fields, known, budget)

@@ -236,7 +236,10 @@ def _message_leftovers(msg: Mapping[Any, Any], where: str, readable: Any,
         if _empty(value) or (isinstance(value, str) and (key in _PROSE or key in _READ_TEXT)):
             continue  # one of these that is not text is read by no reader: searched
         place = f"{where}.{str(key)[:40]}"
-        if key == "tool_calls" and isinstance(value, list):
+        role = msg.get("role")
+        if key == "tool_calls" and isinstance(value, list) and role in (None, "assistant"):
+            # on a user's or a tool's message no reader reads them (the twelfth re-probe's
+            # H13): searched below, as any other key
             out.extend(_call_leftovers(value, place, readable, budget))
         elif key == "function_call" and readable({"function": value}):
             out.extend(_call_leftovers([{"function": value}], place, readable, budget))
