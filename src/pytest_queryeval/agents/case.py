@@ -90,9 +90,29 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     tolerance = compare.get("float_tolerance") if isinstance(compare, dict) else None
     metrics, details = score_agent(spec, env, question=case.question or "", rows=rows,
                                    tolerance=tolerance, ledger=ledger)
+    _gated_calls(case, env, steps or (), metrics)
     if spec.protected:
         _trace_leaks(case, spec, env, metrics, details)
     return metrics, details
+
+
+def _gated_calls(case: Case, env: Envelope, steps: Sequence[Step],
+                 metrics: dict[str, float]) -> None:
+    """EvalBench scores 0 calls and 0 turns for a refused trajectory or one flagged with its
+    ``error`` (its rule for its trajectory scores); a case gated on ``tool_calls`` or
+    ``turn_count`` counts the calls read instead (a refused trajectory's leniently), never 0
+    (issue 58, the twelfth re-probe's H7)."""
+    from ..metrics import evalbench_trajectory as evalbench
+    from .scoring import TOOL_CALLS, TURN_COUNT, history_of
+
+    if not steps or not (env.refused or env.error):
+        return
+    if TOOL_CALLS in case.thresholds:
+        metrics[TOOL_CALLS] = max(metrics.get(TOOL_CALLS, 0.0), float(len(steps)))
+    if TURN_COUNT in case.thresholds:
+        turns = 1.0 if env.trajectory is None else \
+            evalbench.turn_count(history_of(env.trajectory))
+        metrics[TURN_COUNT] = max(metrics.get(TURN_COUNT, 0.0), turns)
 
 
 def _unestablished(case: Case, env: Envelope, ledger: Ledger) -> None:
