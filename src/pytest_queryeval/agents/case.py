@@ -32,11 +32,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from .beside import merged
 from .ledger import Ledger
 from .replay import Bounds, count_unrun, replay, step_queries
 from .scoring import score_agent
 from .spec import AgentSpec, budget_limits
-from .trajectory import SALVAGE_CHARS, Envelope, Step, call_key, read_envelope, salvage_steps
+from .trajectory import SALVAGE_CHARS, Envelope, Step, read_envelope, salvage_steps
 
 if TYPE_CHECKING:
     from ..model import Case, Context, Threshold
@@ -81,8 +82,8 @@ def agent_scores(case: Case, context: Context, env: Envelope,
         _sparql(case, steps, ledger, env.live)
         if not env.live:
             _unread_call(case, env, ledger)
-            _malformed(case, steps, ledger)
             _embedded(case, steps, ledger)
+            _malformed(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
     if ledger.rows_cut is not None and "rows_read" in case.thresholds:
         ledger.uncount(f"the agent's counts could not be established: rows_read: "
@@ -226,31 +227,24 @@ def _count_gate(case: Case) -> str | None:
 
 
 def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
-    """A call of another tool (a python tool's ``code``, a shell's ``command``) whose argument
-    is no statement but holds one (``c.execute('DELETE FROM Genre')``:
-    :func:`~.statements.embedded_argument`): what that code ran the scorer cannot know, so a
-    case gated on a count is an error located at its first count gate, as a record's search
-    finding is (:func:`_unestablished`), never a pass with 0 (issue 58, the eleventh
-    re-probe's H4)."""
+    """A call of a tool that runs code (:func:`~.codetools.runs_code`: a python tool, a shell,
+    ``execute_python``, a call with a ``code`` or ``command`` argument), or of another tool
+    whose argument holds a statement inside it (:func:`~.statements.embedded_argument`): what
+    that code ran on the datasource the scorer cannot know (a ``DELETE`` over two lines, in an
+    f-string, in base64), so a case gated on a count is an error located at its first count
+    gate, as a record's search finding is (:func:`_unestablished`), never a pass with 0
+    (issue 58, the twelfth re-probe's H1). Read before the query-tool rule, so that
+    ``execute_python`` is a code tool, not a query tool."""
     from ..errors import ConfigError
-    from .statements import embedded_argument, query_tool
-    from .toolnames import PLUGIN_TOOLS, plugin_tool
 
     gate = _count_gate(case)
     if gate is None or ledger.uncounted is not None:
         return
     for step in steps:
-        if query_tool(step.name) or plugin_tool(step.name) in PLUGIN_TOOLS:
-            continue
-        held: object = step.arguments if step.arguments is not None else step.arguments_text
-        found = embedded_argument(held)
-        if found is not None:
-            key, start, text = found
-            where = ConfigError(
-                f"tool call {step.index} ({step.name[:80]!r}): its argument {key[:80]!r} holds "
-                f"a statement at character {start}: {' '.join(text.split())[:80]!r}; what a "
-                "tool's code ran is not known to the scorer", file=str(case.file),
-                line=case.line, key=f"thresholds.{gate}")
+        why = _why_uncounted(step)
+        if why is not None:
+            where = ConfigError(f"tool call {step.index} ({step.name[:80]!r}): {why}",
+                                file=str(case.file), line=case.line, key=f"thresholds.{gate}")
             ledger.uncount(f"the agent's counts could not be established: {where}")
             return
 
@@ -281,6 +275,31 @@ def _judged(step: Step) -> list[str]:
     """The texts of ``step`` the replay runs or judges on a datasource that is not SQL."""
     query, judged = step_queries(step, False)
     return ([query] if query is not None else []) + judged
+
+
+def _why_uncounted(step: Step) -> str | None:
+    """Why one call leaves a count-gated case's counts unestablished (:func:`_embedded`): it
+    runs code, or its argument holds a statement inside it; the statement is named where
+    one is seen (it helps the reader find it), None for any other call."""
+    from .codetools import runs_code
+    from .statements import embedded_argument, query_tool
+    from .toolnames import PLUGIN_TOOLS, plugin_tool
+
+    held: object = step.arguments if step.arguments is not None else step.arguments_text
+    code = runs_code(step.name, held, step.executed)
+    if code is None and (query_tool(step.name) or plugin_tool(step.name) in PLUGIN_TOOLS):
+        return None
+    # of code, the statement is only named (the call fails closed anyway): not searched past
+    # 32 KB, where the search of a hostile text costs seconds
+    found = None if code is not None and len(step.arguments_text) > 32_768 else \
+        embedded_argument(held)
+    seen = "" if found is None else (
+        f"its argument {found[0][:80]!r} holds a statement at character {found[1]}: "
+        f"{' '.join(found[2].split())[:80]!r}; ")
+    if code is not None:
+        return (f"{seen}a tool that runs code ({code}): what its code ran on the datasource "
+                "is not known to the scorer")
+    return None if found is None else f"{seen}what a tool's code ran is not known to the scorer"
 
 
 def _trace_leaks(case: Case, spec: AgentSpec, env: Envelope, metrics: dict[str, float],
@@ -359,7 +378,7 @@ def _unread_calls(message: Mapping[str, Any]) -> bool:
 def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
     """``steps`` with the calls of the spans, and of messages under another key
     (:func:`~.trajectory.stray_calls`), given beside a trajectory that it does not hold
-    (:func:`_merged`)."""
+    (:func:`~.beside.merged`)."""
     found: tuple[Step, ...] = ()
     if env.beside is not None:
         from . import spans
@@ -376,50 +395,7 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
             ledger.uncount("the agent's counts could not be established: the messages under "
                            "another key beside the trajectory are not read")
         found += aside or ()
-    return _merged(steps, found)
-
-
-def _merged(steps: Sequence[Step], found: Sequence[Step]) -> tuple[Step, ...]:
-    """``steps`` with the calls of ``found`` they do not hold: the same call (by name and
-    arguments asked) is counted once only when it ran the same; one that records it ran
-    something else (a TOOL span's ``input.value`` that was a ``DELETE``) gives the
-    trajectory's call what ran, or, when that call records a different run of its own, is
-    counted beside it (issue 58, the twelfth re-probe's H11)."""
-    from collections import deque
-    from dataclasses import replace
-
-    held: dict[str, deque[int]] = {}  # a queue per call: 80,000 calls took 10 s as a scan
-    for n, step in enumerate(steps):
-        held.setdefault(call_key(step), deque()).append(n)
-    out, extra = list(steps), []
-    for step in found:
-        slots = held.get(call_key(step))
-        if not slots:
-            extra.append(step)
-            continue
-        at = slots.popleft()
-        mine = out[at]
-        if step.executed is None or _ran(step.executed) == _ran(
-                mine.executed if mine.executed is not None else mine.arguments_text):
-            continue
-        if mine.executed is None:
-            out[at] = replace(mine, executed=step.executed)
-        else:
-            extra.append(step)
-    return tuple(out + extra)
-
-
-def _ran(text: str) -> str:
-    """A call's arguments text as compared for what ran: its JSON with its keys sorted, else
-    its words."""
-    import json
-
-    from .._util.boundedio import BoundedReadError, loads_json
-
-    try:
-        return json.dumps(loads_json(text, 64), sort_keys=True, ensure_ascii=False)
-    except (BoundedReadError, TypeError, ValueError):
-        return " ".join(text.split())
+    return merged(steps, found)
 
 
 #: What a record holding a tool call or a write looks like (a refused trajectory no call can
@@ -449,11 +425,12 @@ def looks_like_calls(raw: object, *, spans: bool = False) -> bool:
             attrs = [span_attributes(s, n) for n, s in enumerate(span_list(raw))]
         except ValueError:
             return True
-        raw = [{k: v for k, v in a.items() if "tool" in k or k == "input.value"}
-               for a in attrs]
+        raw = [{k: v for k, v in a.items()
+                if "tool" in k or "function_call" in k or k == "input.value"} for a in attrs]
     text = raw if isinstance(raw, str) else json.dumps(raw, default=str)[:SALVAGE_CHARS]
     if spans:
-        return bool(_WRITEISH.search(text) or re.search(r"tool_call|tool\.name", text))
+        return bool(_WRITEISH.search(text) or
+                    re.search(r"tool_call|function_call|tool\.name", text))
     return bool(_CALLISH.search(text) or _WRITEISH.search(text) or _SELECTISH.search(text))
 
 

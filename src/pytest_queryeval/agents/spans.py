@@ -9,15 +9,15 @@ Read, per the OpenInference semantic conventions (spec/tool_calling and
 spec/semantic_conventions of Arize-ai/openinference):
 
 * ``LLM`` spans: ``llm.output_messages.<i>.message.tool_calls.<j>.tool_call.{id,
-  function.name, function.arguments}`` become an assistant message's tool calls (its
-  ``message.content`` the content);
+  function.name, function.arguments}``, ``...message.function_call_{name,arguments_json}``
+  and ``llm.function_call`` become an assistant message's tool calls (:mod:`.llmcalls`);
 * ``TOOL`` spans (the kind in any case: ``tool``): ``tool.name`` (or
-  ``tool_call.function.name``, ``gen_ai.tool.name``), ``tool.parameters`` (or
-  ``tool_call.function.arguments``, ``gen_ai.tool.call.arguments``, ``input.value``: the
-  arguments), ``output.value`` (the result) and, when set, ``tool_call.id`` (or
-  ``gen_ai.tool.call.id``): the result answers that
-  call, else the earliest unanswered call of that name; a TOOL span no LLM span asked for
-  becomes a call of its own. Its arguments are what ran: where they differ from those the
+  ``tool_call.function.name``, ``gen_ai.tool.name``), the arguments
+  (``tool_call.function.arguments``, ``gen_ai.tool.call.arguments``, ``input.value``, then
+  ``tool.parameters``, often the tool's schema), ``output.value`` (the result) and, when
+  set, ``tool_call.id`` (or ``gen_ai.tool.call.id``): the result answers that call, else
+  the earliest unanswered call of that name; a TOOL span no LLM span asked for becomes a
+  call of its own. Its arguments are what ran: where they differ from those the
   LLM span asked, the tool message carries them (:data:`EXECUTED`) and the counts replay
   what ran. A span naming a tool (any of the names above) or whose
   ``gen_ai.operation.name`` is ``execute_tool`` is a TOOL span whatever its kind, and so is a
@@ -38,6 +38,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .llmcalls import flat_attributes as _flat
+from .llmcalls import llm_calls, unread_call_keys
 from .toolnames import named_tool
 
 #: A tool message's field holding the arguments the tool ran, when they differ from the
@@ -50,9 +52,6 @@ MAX_SPANS = 2000
 
 class TrajectoryError(ValueError):
     """Spans that are not read (the trajectory module reports it as its own refusal)."""
-_OUT_CALL = re.compile(
-    r"llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\.(.+)")
-_OUT_CONTENT = re.compile(r"llm\.output_messages\.(\d+)\.message\.content")
 
 
 def spans_to_messages(data: object) -> list[dict[str, Any]]:
@@ -68,7 +67,7 @@ def spans_to_messages(data: object) -> list[dict[str, Any]]:
         attrs = _flat(_attributes(span, n))
         kind = _kind(attrs)
         if kind == "LLM":
-            message = _llm_message(attrs, n)
+            message = llm_calls(attrs, n)[0]
             if message is not None:
                 messages.append(message)
                 pending.extend((c["id"], c["function"]["name"], c["function"]["arguments"])
@@ -122,16 +121,31 @@ def _wraps(span: Mapping[str, Any], attrs: Mapping[str, Any],
 #: Where a TOOL span names the tool it ran, its call's id and its arguments, first found
 #: first: OpenInference's ``tool.*`` and ``tool_call.*`` attributes (a span of the tool call
 #: itself: ``tool_call.function.name``), then OpenTelemetry's GenAI conventions
-#: (``gen_ai.tool.*``).
+#: (``gen_ai.tool.*``). The call's input (``input.value``...) is its arguments before
+#: ``tool.parameters``, which OpenInference defines as the tool's parameters: an
+#: instrumentor writes the tool's JSON schema there (the twelfth re-probe's H2); the keys not
+#: taken are searched (:func:`unread_queries`).
 _TOOL_NAME = ("tool.name", "tool_call.function.name", "gen_ai.tool.name")
 _TOOL_CALL_ID = ("tool_call.id", "gen_ai.tool.call.id")
-_TOOL_ARGUMENTS = ("tool.parameters", "tool_call.function.arguments",
-                   "gen_ai.tool.call.arguments", "input.value")
+_TOOL_ARGUMENTS = ("tool_call.function.arguments", "gen_ai.tool.call.arguments", "input.value",
+                   "tool.parameters")
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
-    """The value of the first of ``keys`` ``attrs`` sets (not None, not empty text)."""
+    """The value of the first of ``keys`` ``attrs`` sets (not None, not empty text); of
+    :data:`_TOOL_ARGUMENTS`, the key :func:`arguments_key` takes."""
+    if keys is _TOOL_ARGUMENTS:
+        key = arguments_key(attrs)
+        return None if key is None else attrs[key]
     return next((attrs[k] for k in keys if attrs.get(k) not in (None, "")), None)
+
+
+def arguments_key(attrs: Mapping[str, Any]) -> str | None:
+    """The key of :data:`_TOOL_ARGUMENTS` taken as a TOOL span's arguments: the first that
+    holds more than an empty object (``"{}"`` beside the real input is no input), else the
+    first set at all."""
+    given = [k for k in _TOOL_ARGUMENTS if attrs.get(k) not in (None, "")]
+    return next((k for k in given if attrs[k] not in ({}, "{}")), given[0] if given else None)
 
 
 def _tool_messages(span: Mapping[str, Any], attrs: Mapping[str, Any], n: int,
@@ -183,29 +197,8 @@ def _same_arguments(ran: str, asked: str) -> bool:
         list(wanted.values()) == [parsed]
 
 
-#: Levels of nested attributes flattened into dotted keys (``{"llm": {"output_messages":
-#: [...]}}`` is ``llm.output_messages.0...``, as some exporters nest them).
+#: Levels of an OTLP value read (as attributes are flattened: :mod:`.llmcalls`).
 _FLAT_DEPTH = 12
-
-
-def _flat(attrs: dict[str, Any]) -> dict[str, Any]:
-    """``attrs`` with every nested mapping or list also under its dotted keys (the flat keys
-    as given win)."""
-    extra: dict[str, Any] = {}
-
-    def walk(prefix: str, value: object, depth: int) -> None:
-        items = value.items() if isinstance(value, Mapping) else \
-            enumerate(value) if isinstance(value, list) else None
-        if items is None or depth > _FLAT_DEPTH:
-            return
-        for key, item in items:
-            dotted = f"{prefix}.{key}"
-            extra.setdefault(dotted, item)
-            walk(dotted, item, depth + 1)
-
-    for key, value in attrs.items():
-        walk(key, value, 0)
-    return {**extra, **attrs} if extra else attrs
 
 
 def _spans(data: object) -> list[Mapping[str, Any]]:
@@ -289,29 +282,6 @@ def _otlp_value(value: object, depth: int = 0) -> object:
     return value or None
 
 
-def _llm_message(attrs: Mapping[str, Any], n: int) -> dict[str, Any] | None:
-    calls: dict[tuple[int, int], dict[str, Any]] = {}
-    content: str | None = None
-    for key, value in attrs.items():
-        found = _OUT_CALL.fullmatch(key)
-        if found:
-            slot = calls.setdefault((int(found.group(1)), int(found.group(2))), {})
-            slot[found.group(3)] = value
-        elif _OUT_CONTENT.fullmatch(key) and isinstance(value, str):
-            content = value
-    if not calls:
-        return None
-    tool_calls = []
-    for (i, j), fields in sorted(calls.items()):
-        arguments = fields.get("function.arguments", "{}")
-        tool_calls.append({"id": str(fields.get("id") or f"span{n}_call_{i}_{j}"),
-                           "type": "function",
-                           "function": {"name": str(fields.get("function.name", "")),
-                                        "arguments": arguments if isinstance(arguments, str)
-                                        else json.dumps(arguments)}})
-    return {"role": "assistant", "content": content, "tool_calls": tool_calls}
-
-
 #: Attributes of a span that are not what it was asked to run: its output, an LLM's prompt
 #: and messages (read as the LLM span's tool calls), documents retrieved, embeddings.
 _NOT_INPUT = ("output.", "llm.", "retrieval.", "embedding.", "reranker.", "openinference.")
@@ -334,6 +304,7 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
     reads (a span named ``execute_sql``, a CHAIN's ``db.statement``), so the counts are not
     established: never a pass with 0."""
     known = {" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
+    pairs = _calls(counted)
     out: list[str] = []
     budget = [_SPAN_TEXTS]
     for where, value in _not_spans(data):
@@ -347,11 +318,14 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
         kind = _kind(_flat(attrs))
         skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ()) + _other_tools(span, attrs,
                                                                                    kind)
-        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)
-                    or (kind != "LLM" and _OUT_CALL.fullmatch(str(k)))),
+        flat = _flat(attrs)
+        called = kind == "TOOL" or _first(flat, _TOOL_NAME) is not None
+        calls, code = unread_call_keys(flat, kind, pairs, None if called else span.get("name"))
+        fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),
+                  *((k, flat[k]) for k in calls),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name")),
                   *_history_calls(attrs)]
-        found = _unread(fields, known, budget)
+        found = code or _unread(fields, known, budget)
         if found is not None:
             out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
                        f"{found}, which no counted call holds")
@@ -384,19 +358,22 @@ def _history_calls(attrs: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _other_tools(span: Mapping[str, Any], attrs: dict[str, Any], kind: str) -> tuple[str, ...]:
-    """The attributes holding a tool span's arguments when its tool runs no query (a
+    """The attribute holding a tool span's arguments when its tool runs no query (a
     ``lookup``'s, a web search's): that call's arguments, not read as a query (as a
     trajectory's call of the same tool is not), and no known text for the other spans
-    either (:func:`_arguments`)."""
+    either (:func:`_arguments`). Only the key taken as the arguments (:func:`arguments_key`):
+    the others (``gen_ai.tool.call.arguments`` beside ``tool_call.function.arguments:
+    "{}"``) are searched as any other key is (the twelfth re-probe's H2)."""
     from .statements import query_tool
 
     flat = _flat(attrs)
     name = _first(flat, _TOOL_NAME)
     if name is None and (kind == "TOOL" or named_tool(span.get("name")) is not None):
         name = span.get("name")
-    if not isinstance(name, str) or query_tool(name):
+    taken = arguments_key(attrs)
+    if not isinstance(name, str) or query_tool(name) or taken is None:
         return ()
-    return _TOOL_ARGUMENTS
+    return (taken,)
 
 
 def _not_spans(data: object) -> list[tuple[str, object]]:
@@ -439,6 +416,16 @@ def _unread(fields: list[tuple[Any, Any]], known: set[str], budget: list[int]) -
             if plain not in known and reads_as_sql(text):
                 return f"{str(key)[:40]} holds {plain[:80]!r}"
     return None
+
+
+def _calls(messages: list[Any]) -> list[tuple[str, str]]:
+    """``(name, arguments)`` of each call ``messages`` hold (a call of the prompt's history
+    that is one of them is that call: :func:`~.llmcalls.unread_call_keys`)."""
+    return [(c["function"]["name"], c["function"]["arguments"]) for m in messages
+            if isinstance(m, Mapping) for c in m.get("tool_calls") or ()
+            if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping)
+            and isinstance(c["function"].get("name"), str)
+            and isinstance(c["function"].get("arguments"), str)]
 
 
 def _arguments(messages: list[Any]) -> list[str]:

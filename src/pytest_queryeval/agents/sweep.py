@@ -237,6 +237,8 @@ def _message_leftovers(msg: Mapping[Any, Any], where: str, readable: Any,
             continue  # one of these that is not text is read by no reader: searched
         place = f"{where}.{str(key)[:40]}"
         if key == "tool_calls" and isinstance(value, list):
+            # on any message, a user's or a tool's too, the lenient reader reads them as calls
+            # (the twelfth re-probe's H13: they are counted and replayed)
             out.extend(_call_leftovers(value, place, readable, budget))
         elif key == "function_call" and readable({"function": value}):
             out.extend(_call_leftovers([{"function": value}], place, readable, budget))
