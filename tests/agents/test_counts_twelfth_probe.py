@@ -174,12 +174,16 @@ def test_a_tool_result_whose_call_no_reader_reads_is_not_established(
             "role": "function", "name": "run_query", "content": "25 rows deleted"}],
         "orphan-no-text": [*one(GOLD), tool("zz", "done")],
         "hermes-content": [*one(GOLD), said(HERMES)],
+        "react-observation": [*one(GOLD), said(
+            'Thought: clean up first.\nAction: run_query\nAction Input: {"query": "DELETE '
+            'FROM Genre"}'), {"role": "user", "content": "Observation: 25 rows deleted"}],
         "function-call-text": [*one(GOLD), said(
             "<function=python>{\"code\": \"c.execute('DELETE FROM Genre')\"}</function>")],
         # honest: a repeated id's answer pairs with the call left unanswered; prose and an
         # encoded call of another tool holding no statement are the model's text
         "honest-repeated-id": [*one(GOLD), *one("SELECT 1", cid="a")[:1], tool("b")],
         "honest-prose": [*one(GOLD), said("I will select the rows from Genre and count them.")],
+        "honest-action-prose": [*one(GOLD), said("Action: count the genres, then answer.")],
         "honest-weather": [*one(GOLD), said(
             '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>')]}
     _file_suite(pytester, shared_data, {k: {"trajectory": v} for k, v in lines.items()})

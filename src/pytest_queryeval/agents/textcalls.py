@@ -2,7 +2,8 @@
 trajectory does not hold, and a call written in the model's text.
 
 Why: a harness that parses the call from the model's text (a server without a tool parser:
-Hermes/Qwen ``<tool_call>{...}</tool_call>``, Llama's ``<|python_tag|>{...}``) runs it and
+Hermes/Qwen ``<tool_call>{...}</tool_call>``, Llama's ``<|python_tag|>{...}``, ReAct's
+``Action: run_query`` / ``Action Input: {...}``) runs it and
 records the result as a tool message, but the assistant message holds no ``tool_calls``: the
 salvage read no call, so a ``DELETE FROM Genre`` the tool ran passed ``write_attempts: {max:
 0}`` with 0 (issue 58, the twelfth re-probe's H10). A tool message says a tool ran; when its
@@ -28,8 +29,10 @@ _RESULT_ROLES = frozenset({"tool", "function", "ipython"})
 _OPEN = re.compile(
     r"<(?P<tag>tool_calls?|function_calls?|functioncall|tool_use|start_function_call)>|"
     r"<function=[^>\n]{0,256}>|<\|python_tag\|>|\[TOOL_CALLS\]|<\|tool_calls?(?:_section)?_begin\|>"
-    r"|<\|tool_call\|>|<\uff5ctool\u2581calls?\u2581begin\uff5c>", re.IGNORECASE)
-_CLOSE = {"<function=": "</function>", "<|python_tag|>": "<|eom_id|>"}
+    r"|<\|tool_call\|>|<\uff5ctool\u2581calls?\u2581begin\uff5c>"
+    # ReAct (``Action: run_query`` then ``Action Input: {...}``), which its harness parses
+    r"|(?m:^[ \t]*Action[ \t]*:)", re.IGNORECASE)
+_CLOSE = {"<function=": "</function>", "<|python_tag|>": "<|eom_id|>", "Action": "Observation:"}
 
 
 def _messages(data: object, depth: int = 0) -> list[tuple[int, Mapping[str, Any]]]:
@@ -98,7 +101,7 @@ def encoded_call(data: object) -> str | None:
         for match in _OPEN.finditer(content):
             tag = match.group("tag")
             close = f"</{tag}>" if tag else next(
-                (v for k, v in _CLOSE.items() if match.group().startswith(k)), None)
+                (v for k, v in _CLOSE.items() if match.group().strip().startswith(k)), None)
             end = content.find(close, match.end()) if close else -1
             inner = content[match.end():end if end >= 0 else len(content)]
             for text in [match.group() + inner, *all_texts(inner.strip(), 0)]:
