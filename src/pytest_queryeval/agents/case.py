@@ -88,6 +88,11 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     if ledger.rows_cut is not None and "rows_read" in case.thresholds:
         ledger.uncount(f"the agent's counts could not be established: rows_read: "
                        f"{ledger.rows_cut}")
+    gate = next((m for m in ("queries_executed", "rows_read") if m in case.thresholds), None)
+    if ledger.unreplayed and gate is not None:  # what those calls ran and read is unknown
+        ledger.uncount(f"the agent's counts could not be established: {gate}: "
+                       f"{ledger.unreplayed:,} tool call(s) past the replay's budget were not "
+                       "run, so what they ran and read is not counted")
     if env.budget_exceeded:
         ledger.exceeded(env.budget_exceeded)
     _final(case, context, env, ledger, final)

@@ -166,6 +166,11 @@ class Ledger:
             self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
         if "max_bytes" in table.meta:
             self._cut(sql, table.meta["max_bytes"])
+        elif table.truncated:  # the rows past the replay's cap: not counted, so not 0 either
+            with self._lock:
+                if self.rows_cut is None:
+                    self.rows_cut = (f"the reply of {_short(sql)} was cut at {max_rows:,} "
+                                     "rows: the rows past them are not counted")
         with self._lock:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
