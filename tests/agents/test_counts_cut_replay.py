@@ -56,6 +56,6 @@ def test_a_count_the_replay_cut_is_not_established(pytester: pytest.Pytester,
         assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
         assert case["error"].startswith(UNESTABLISHED + f"{gate}: "), case["error"]
     assert "past the replay's budget" in report.by_id["past-budget-queries"]["error"]
-    assert "cut at 10,000 rows" in report.by_id["wide-rows"]["error"]
+    assert "was cut at 10,000 rows" in report.by_id["wide-rows"]["error"]
     assert report.by_id["honest-ungated"]["outcome"] == "passed"
     assert report.by_id["honest-wide-ungated"]["outcome"] == "passed"

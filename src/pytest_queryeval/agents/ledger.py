@@ -162,19 +162,18 @@ class Ledger:
         except (QueryTimeout, QueryFailed) as exc:
             self._unfinished(source, sql, sql_source, isinstance(exc, QueryTimeout))
             raise
+        self._ran(sql, table, max_rows)
+        return table
+
+    def _ran(self, sql: str, table: ResultTable, max_rows: int) -> None:
+        """A query that ran, counted with its rows (a reply cut: :meth:`_cut`)."""
         if table.meta.get("withheld"):
             self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
-        if "max_bytes" in table.meta:
-            self._cut(sql, table.meta["max_bytes"])
-        elif table.truncated:  # the rows past the replay's cap: not counted, so not 0 either
-            with self._lock:
-                if self.rows_cut is None:
-                    self.rows_cut = (f"the reply of {_short(sql)} was cut at {max_rows:,} "
-                                     "rows: the rows past them are not counted")
+        if "max_bytes" in table.meta or table.truncated:
+            self._cut(sql, table.meta.get("max_bytes"), max_rows)
         with self._lock:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
-        return table
 
     def final_query(self, source: DataSource, sql: str, ran: bool, *,
                     timeout: float | None = None) -> None:
@@ -300,18 +299,19 @@ class Ledger:
                           and isinstance(v, int | float) and not isinstance(v, bool)
                           and 0 <= v < float("inf")}
 
-    def _cut(self, sql: str, max_bytes: object) -> None:
-        """A reply over its byte bound came back with no rows: the rows the query returned
-        are not counted, so ``rows_read`` is not established (never their count as 0)."""
+    def _cut(self, sql: str, max_bytes: object, max_rows: int) -> None:
+        """A reply over its byte bound came back with no rows, one past ``max_rows`` with the
+        first of them: the rows the query returned are not counted, so ``rows_read`` is not
+        established (never their count as 0, or as the cap)."""
+        how = (f"was cut at {max_rows:,} rows" if max_bytes is None else
+               f"was over its byte bound ({max_bytes:,} bytes)" if isinstance(max_bytes, int)
+               else "was over its byte bound")
         with self._lock:
             if self.rows_cut is None:
-                self.rows_cut = (f"the reply of {_short(sql)} was over its byte bound "
-                                 f"({max_bytes:,} bytes): the rows it returned are not counted"
-                                 if isinstance(max_bytes, int) else
-                                 f"the reply of {_short(sql)} was over its byte bound")
+                self.rows_cut = f"the reply of {_short(sql)} {how}: the rows it returned are " \
+                                "not counted"
             if len(self.findings) < MAX_FINDINGS:
-                self.findings.append(f"rows not counted (reply over its byte bound): "
-                                     f"{_short(sql)}")
+                self.findings.append(f"rows not counted (the reply {how}): {_short(sql)}")
 
     def _refused(self, finding: str) -> None:
         with self._lock:
