@@ -348,6 +348,25 @@ def test_unreadable_and_non_report_files_are_named_before_anything_is_written(
         load_runs([])
 
 
+@pytest.mark.parametrize("case_id", [{"a": 1}, ["a"], 7])
+def test_a_case_id_that_is_no_text_is_a_located_error(runs, tmp_path, capsys, case_id):
+    """The twelfth re-probe's L3: a hand-made report whose case id was an object (with its
+    node id and identity) was a traceback (TypeError: unhashable type: 'dict') where every
+    other field is a located error."""
+    report = json.loads(runs[0].read_text())
+    report["cases"][0]["id"] = case_id
+    report["cases"][0]["identity"] = "x"
+    report["cases"][0]["outcome"] = "passed"
+    bad = tmp_path / "id.json"
+    bad.write_text(json.dumps(report), encoding="utf-8")
+    out = tmp_path / "view.html"
+    assert queryeval(["view", str(bad), "-o", str(out)]) == 4
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "queryeval view: refused, nothing written:"
+    assert err[1].startswith(f"  {bad}: cases[0].id: expected a string"), err
+    assert not out.exists()
+
+
 # ---- a report is untrusted input ------------------------------------------------------------
 
 HOSTILE_ID = '</script><script>document.title="pwned"</script><!--'

@@ -304,8 +304,8 @@ class SeenCases:
             return []
         first = self._first.setdefault(key, index)
         identity = case.get("identity")
-        if first == index and isinstance(identity, str) \
-                and case.get("outcome") in COMPLETE_OUTCOMES:
+        if first == index and isinstance(identity, str) and isinstance(case_id, str) \
+                and case.get("outcome") in COMPLETE_OUTCOMES:  # an id no text is no case's
             first = self._first.setdefault(("asked", case_id, identity), index)
         if first == index:
             return []
