@@ -131,18 +131,9 @@ def _lenient_rounds(raw: object) -> float | None:
     """The user-agent rounds of a refused trajectory's messages read leniently (a new round
     after each ``user`` message, as :meth:`~.trajectory.Trajectory.turn_tool_calls` counts),
     or None when no list of messages can be read."""
-    from .trajectory import MAX_DEPTH, SALVAGE_CHARS, _lenient_messages
+    from .trajectory import lenient_messages
 
-    if isinstance(raw, str):
-        from .._util.boundedio import BoundedReadError, loads_json
-
-        if len(raw) > SALVAGE_CHARS:
-            return None
-        try:
-            raw = loads_json(raw, MAX_DEPTH * 2)
-        except BoundedReadError:
-            return None
-    if not isinstance(raw, list | tuple):
+    messages = lenient_messages(raw)
+    if messages is None:
         return None
-    messages = [m for _, m in _lenient_messages(raw, 0)]
-    return float(1 + sum(1 for m in messages if m.get("role") == "user"))
+    return float(1 + sum(1 for _, m in messages if m.get("role") == "user"))

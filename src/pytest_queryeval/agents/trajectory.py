@@ -461,18 +461,9 @@ def salvage_steps(data: object) -> tuple[Step, ...] | None:
     Why: a refused trajectory is still what the agent did; a ``DELETE`` in it must be
     counted, not dropped with the shape. None when no list of messages can be read at all
     (then the counts cannot be established)."""
-    if isinstance(data, str):
-        from .._util.boundedio import BoundedReadError, loads_json
-
-        if len(data) > SALVAGE_CHARS:
-            return None
-        try:
-            data = loads_json(data, MAX_DEPTH * 2)
-        except BoundedReadError:
-            return None
-    if not isinstance(data, list | tuple):
+    messages = lenient_messages(data)
+    if messages is None:
         return None
-    messages = list(_lenient_messages(data, 0))
     ran = {m.get("tool_call_id"): m[EXECUTED] for _, m in messages
            if isinstance(m.get(EXECUTED), str) and m.get(EXECUTED)}
     steps: list[Step] = []
@@ -490,6 +481,25 @@ def salvage_steps(data: object) -> tuple[Step, ...] | None:
                 steps.append(Step(len(steps), i, ident, name, arguments, text, None, error,
                                   ran.get(ident) if ident else None))
     return tuple(steps)
+
+
+def lenient_messages(data: object) -> list[tuple[int, Mapping[str, Any]]] | None:
+    """The message objects of a refused trajectory (a list, or its JSON text up to
+    :data:`SALVAGE_CHARS`), those in nested lists at their outer index; None when no list of
+    messages can be read. What :func:`salvage_steps` and the lenient rounds
+    (:mod:`.scoring`) read."""
+    if isinstance(data, str):
+        from .._util.boundedio import BoundedReadError, loads_json
+
+        if len(data) > SALVAGE_CHARS:
+            return None
+        try:
+            data = loads_json(data, MAX_DEPTH * 2)
+        except BoundedReadError:
+            return None
+    if not isinstance(data, list | tuple):
+        return None
+    return _lenient_messages(data, 0)
 
 
 def _lenient_messages(data: Sequence[Any], depth: int) -> list[tuple[int, Mapping[str, Any]]]:
