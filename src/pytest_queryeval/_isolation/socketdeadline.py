@@ -58,6 +58,12 @@ class SocketDeadline:
         if self.fired:
             self._fire()
 
+    def fire(self) -> None:
+        """Fire now, before the deadline: an interrupt (SIGTERM, Ctrl-C) in the middle of an
+        exchange, whose close must not wait on the server either."""
+        self._timer.cancel()
+        self._fire()
+
     def _fire(self) -> None:
         with self._lock:
             self.fired = True

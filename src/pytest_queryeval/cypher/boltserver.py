@@ -57,9 +57,7 @@ def _procedures(driver: Any, *, where: str, database: str | None, seconds: float
         if deadline.fired:
             raise SourceUnavailable(f"{where}: no answer within {seconds:g} s") from None
         if not isinstance(exc, Exception):  # SIGTERM, Ctrl-C: the close below must not wait
-            deadline.cancel()
-            deadline = SocketDeadline(0, reset=True)
-            deadline.watch_all(lambda: pool_sockets(driver))
+            deadline.fire()
         raise
     finally:
         with contextlib.suppress(Exception):

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -211,13 +212,21 @@ PARENT = "QUERYEVAL_COPY_PARENT"
 _PR_SET_PDEATHSIG = 1
 
 
+def _pdeathsig() -> Callable[[], int]:
+    """The call that asks for SIGKILL when the thread that started this process ends, resolved
+    here: the server's ``preexec_fn`` runs it between ``fork`` and ``exec``, where no lookup
+    should happen (this process has no thread yet, so a ``preexec_fn`` is safe in it)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: int(prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0))
+
+
 def _die_with_parent() -> None:
     """This process killed when the thread that started it ends, and no core file; a parent
     already gone (before the request was made) ends it now."""
     import resource
 
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _pdeathsig()()
     with contextlib.suppress(OSError, ValueError):
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if os.environ.get(PARENT) and os.getppid() != int(os.environ[PARENT]):
@@ -287,12 +296,9 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         _say(out, {"error": str(exc)})
         return 3
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
     # the host has no thread yet (the driver starts none before its first connection)
     server = subprocess.Popen([get_redis_server(), config], stdin=subprocess.DEVNULL,
-                              stdout=sys.stderr, stderr=sys.stderr,
-                              preexec_fn=lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGKILL,
-                                                       0, 0, 0))
+                              stdout=sys.stderr, stderr=sys.stderr, preexec_fn=_pdeathsig())
     _say(out, {"pid": server.pid})
     driver: Any = None
     for line in sys.stdin.buffer:
