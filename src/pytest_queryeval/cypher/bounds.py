@@ -22,6 +22,7 @@ guard, so it imports nothing of the guard's.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -182,10 +183,15 @@ def _scopes(code: Sequence[Token]) -> list[tuple[int, ...]]:
 
 def _named(code: Sequence[Token], scopes: list[tuple[int, ...]], at: int) -> tuple[int, str]:
     """Where the expression that ``AS`` at ``code[at]`` names starts, and the word that
-    starts it (``UNWIND``, ``WITH``..., or ``""`` after a comma or a bracket)."""
+    starts it (``UNWIND``, ``WITH``..., or ``""`` after a comma or a bracket). An earlier
+    ``AS`` of the same level ends the walk too, after its name: ``WITH a AS b AS c ...``, a
+    thousand times over, walked back over every earlier name (quadratic: the thirteenth
+    re-probe's F4)."""
     k = at - 1
     while k >= 0 and len(scopes[k]) >= len(scopes[at]):
         tok = code[k]
+        if scopes[k] == scopes[at] and tok.kind == "word" and tok.text.upper() == "AS":
+            return min(k + 2, at), ""
         if scopes[k] == scopes[at] and (tok.text == "," or (
                 tok.kind == "word" and tok.text.upper() in _EXPRESSION_STARTS)):
             return k + 1, tok.text.upper() if tok.kind == "word" else ""
@@ -777,40 +783,54 @@ def _is_use(code: Sequence[Token], i: int, name: str) -> bool:
 
 def _uses(code: Sequence[Token], i: int, end: int, name: str, weigh: _Weights,
           lo: int | None = None) -> tuple[int, int]:
-    """How many copies of ``name`` the value of ``code[i:end]`` holds, as ``weigh`` counts a
-    use (:func:`_is_use`) from ``lo`` (default ``i``): a list iterated by a comprehension or
-    a ``reduce()`` counts as its body copies each element (``[y IN [s] | y + y]`` holds ``s``
-    twice), a list only tested (``x IN s``, ``any(x IN s ...)``) not at all; a ``CASE``
-    counts as its branch that holds most. Up to ``end`` or a ``CASE`` part this expression
-    is in; and where that is."""
+    """How many copies of ``name`` the value of ``code[i:end]`` holds (:func:`_uses_of`),
+    and where the expression ends."""
+    counts, i = _uses_of(code, i, end, frozenset((name,)), weigh, lo)
+    return counts[name], i
+
+
+def _uses_of(code: Sequence[Token], i: int, end: int, names: frozenset[str],
+             weigh: _Weights, lo: int | None = None) -> tuple[Counter[str], int]:
+    """How many copies of each of ``names`` the value of ``code[i:end]`` holds, as ``weigh``
+    counts a use (:func:`_is_use`) from ``lo`` (default ``i``): a list iterated by a
+    comprehension or a ``reduce()`` counts as its body copies each element (``[y IN [s] | y +
+    y]`` holds ``s`` twice), a list only tested (``x IN s``, ``any(x IN s ...)``) not at all; a
+    ``CASE`` counts as its branch that holds most. Up to ``end`` or a ``CASE`` part this
+    expression is in; and where that is. Every name in one walk: a walk per name made a step
+    that uses thousands of names quadratic (the thirteenth re-probe's F4)."""
     lo = i if lo is None else lo
-    count = 0
+    counts: Counter[str] = Counter()
     while i < end:
         word = _case_word(code, i)
         if word in _CASE_PARTS:
-            return count, i
+            return counts, i
         if word == "CASE":
-            best, value, i = 0, False, i + 1  # the part before the first WHEN is compared
+            best: Counter[str] = Counter()
+            value, i = False, i + 1  # the part before the first WHEN is compared
             while i < end:
-                used, i = _uses(code, i, end, name, weigh, lo)
-                best = max(best, used) if value else best
+                used, i = _uses_of(code, i, end, names, weigh, lo)
+                if value:
+                    best |= used
                 word = _case_word(code, i) if i < end else "END"
                 value, i = word in ("THEN", "ELSE"), i + 1
                 if word == "END":
                     break
-            count += best
+            counts.update(best)
             continue
         if word == "IN":
             src_end = min(_iterated_end(code, weigh.scopes, i), end)
             per_element = _element_uses(code, i, weigh)
             if per_element:
-                count += _uses(code, i + 1, src_end, name, weigh, lo)[0] * per_element
+                inner = _uses_of(code, i + 1, src_end, names, weigh, lo)[0]
+                counts.update({k: v * per_element for k, v in inner.items()})
             i = max(src_end, i + 1)
             continue
-        if _is_use(code, i, name):
-            count += weigh(i, lo)
+        tok = code[i]
+        if tok.kind in ("word", "quoted") and (name := tok.text.strip("`")) in names \
+                and _is_use(code, i, name):
+            counts[name] += weigh(i, lo)
         i += 1
-    return count, i
+    return counts, i
 
 
 def _element_uses(code: Sequence[Token], i: int, weigh: _Weights) -> int:
@@ -918,6 +938,36 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                                "without checking its timeout")
 
 
+#: How many values a name's copies are followed for, one by one; past it, only the most copies
+#: of any one (:class:`_Copies`).
+_ORIGINS = 64
+
+
+class _Copies:
+    """How many copies of each earlier value a bound name holds: exactly, for up to
+    :data:`_ORIGINS` of them, and past that as a bound on every one (``floor``). Why: the
+    exact counts of every origin, added at each step, made ``WITH 1 AS a0, ..., 1 AS a999``
+    cubic (42 s for 11 KB, hours near the size cap: the thirteenth re-probe's F4)."""
+
+    def __init__(self, exact: dict[str, int], floor: int = 0) -> None:
+        self.exact, self.floor = exact, floor
+        self.top = max(exact.values(), default=0)
+
+    def add(self, other: _Copies, copies: int) -> int:
+        """Add ``copies`` times what ``other`` holds; the most copies of one value now."""
+        self.floor += copies * other.floor
+        for origin, n in other.exact.items():
+            self.exact[origin] = got = self.exact.get(origin, 0) + copies * n
+            self.top = max(self.top, got)
+        return self.top + self.floor
+
+    def bounded(self) -> _Copies:
+        """Itself, or past :data:`_ORIGINS` values followed, the bound on every one."""
+        if len(self.exact) <= _ORIGINS:
+            return self
+        return _Copies({}, self.floor + self.top)
+
+
 def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
                  weigh: _Weights) -> None:
     """Refuse ``WITH``/``UNWIND`` steps (and a ``CALL`` subquery's ``RETURN``) whose values,
@@ -930,7 +980,7 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
     calls = {k for k in range(1, len(code))
              if code[k].text == "{" and code[k - 1].text.upper() == "CALL"}
     ends = {weigh.close(code, k) for k in calls}
-    held: dict[str, dict[str, int]] = {}
+    held: dict[str, _Copies] = {}
     start, clause = 0, ""
     for i, tok in enumerate(code):
         if any(b not in calls for b in scopes[i]):
@@ -946,16 +996,16 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
             start = i + 1
         elif word == "AS" and i + 1 < len(code) and clause:
             name = code[i + 1].text.strip("`")
-            value = {f"{name}@{i}": 1}
-            for used, origins in list(held.items()):
-                copies = _uses(code, start, i, used, weigh)[0]
-                for origin, n in origins.items():
-                    value[origin] = value.get(origin, 0) + copies * n
-                    if value[origin] > MAX_COPIES:
-                        raise QueryRefused(
-                            f"{used} at {where(code[start])} is part of the value projected "
-                            f"as {name} {copies} times: over the query's steps, "
-                            f"{value[origin]:,} copies of one value, more than {MAX_COPIES}, "
-                            "a value that multiplies at each step, which the server "
-                            "evaluates without checking its memory cap")
-            held[name] = value
+            named = frozenset(t.text.strip("`") for t in code[start:i]
+                              if t.kind in ("word", "quoted")) & held.keys()
+            value = _Copies({f"{name}@{i}": 1})
+            for used, copies in _uses_of(code, start, i, named, weigh)[0].items():
+                if copies and (top := value.add(held[used], copies)) > MAX_COPIES:
+                    raise QueryRefused(
+                        f"{used} at {where(code[start])} is part of the value projected "
+                        f"as {name} {copies} times: over the query's steps, "
+                        f"{top:,} copies of one value, more than {MAX_COPIES}, "
+                        "a value that multiplies at each step, which the server "
+                        "evaluates without checking its memory cap")
+            held[name] = value.bounded()
+            start = i + 2  # what follows the name is no part of the next value
