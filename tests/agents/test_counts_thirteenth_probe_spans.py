@@ -73,7 +73,19 @@ def _model_text(query: str) -> dict[str, list[dict[str, Any]]]:
         "react": [span("LLM", "i", 5, **{OUT + "content": "Thought: count them\nAction: "
                                          f"run_query\nAction Input: {args}\n"})],
         "python-tag": [span("LLM", "i", 5, **{OUT + "content": "<|python_tag|>" + json.dumps(
-            {"name": "run_query", "parameters": {"query": query}}) + "<|eom_id|>"})]}
+            {"name": "run_query", "parameters": {"query": query}}) + "<|eom_id|>"})],
+        # the prompt's history of a trace that kept the last LLM span alone
+        "history": [span("LLM", "i", 5, **{"llm.input_messages.0.message.role": "assistant",
+                                           "llm.input_messages.0.message.content":
+                                               _tagged(query)})]}
+
+
+def _executor(*queries: str) -> str:
+    """An AgentExecutor's output with its intermediate steps (each quoting its call)."""
+    return json.dumps({"output": "25", "intermediate_steps": [
+        [{"tool": "run_query", "tool_input": {"query": q},
+          "log": f"Invoking: `run_query` with `{{'query': '{q}'}}`"}, "[(25,)]"]
+        for q in queries]})
 
 
 def _outputs(query: str) -> dict[str, list[dict[str, Any]]]:
@@ -91,7 +103,11 @@ def _outputs(query: str) -> dict[str, list[dict[str, Any]]]:
             "output.value": f"Action: run_query\nAction Input: {args}\nObservation: ok"})],
         "chain-query": [span("CHAIN", "a", 5, **{"output.value": json.dumps(
             {"query": query, "result": "ok"})})],
-        "output-sql": [span("CHAIN", "a", 5, **{"output.sql": query})]}
+        "output-sql": [span("CHAIN", "a", 5, **{"output.sql": query})],
+        "anthropic": [span("LLM", "i", 5, **{"output.value": json.dumps({"content": [
+            {"type": "text", "text": "ok"},
+            {"type": "tool_use", "id": "u", "name": "run_query", "input": {"query": query}}]})})],
+        "executor-steps": [span("CHAIN", "x", 6, **{"output.value": _executor(GOLD, query)})]}
 
 
 def _nameless(query: str) -> dict[str, list[dict[str, Any]]]:
@@ -138,6 +154,13 @@ HONEST_LINES: dict[str, dict[str, Any]] = {
         **HONEST[1]["attributes"], "output.value": f"ran {EMPLOYEE}? no: [SQL: {GOLD}] 25"}}]},
     "honest-retrieved-examples": {"spans": [*HONEST, span("RETRIEVER", "r", 0, **{
         "output.value": json.dumps({"documents": [EMPLOYEE, DELETE]})})]},
+    "honest-executor-log": {"spans": [*HONEST, span("CHAIN", "x", 6, **{
+        "output.value": _executor(GOLD)})]},
+    "honest-prompt": {"spans": [*HONEST, span("CHAIN", "p", 0, **{"output.value": json.dumps(
+        {"messages": [{"type": "system", "content": "Action: run_query\nAction Input: SQL"},
+                      {"type": "human", "content": "How many genres are there?"}]})})]},
+    "honest-fenced-answer": {"spans": [*HONEST, span("AGENT", "a", 0, **{
+        "output.value": f"```sql\n{GOLD}\n```"})]},
     "honest-beside": {"trajectory": [call("ch", "run_query", GOLD), tool("ch", "25")],
                       "spans": [span("LLM", "i", 1, **{"output.value": _completion("ch", GOLD),
                                                       OUT + "content": "25 genres"})]},

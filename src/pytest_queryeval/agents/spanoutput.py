@@ -46,6 +46,8 @@ _NAMES = ("name", "tool", "toolName", "tool_name", "function_name")
 _ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action_input")
 #: Levels of a span's output (and JSON in it) searched; past them, a finding.
 _DEPTH = 32
+#: Counted statements taken out of an output's text at most (the longest first).
+_QUOTED = 256
 
 
 def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
@@ -92,6 +94,7 @@ class _Search:
 
     def __init__(self, pairs: set[tuple[str, str]], known: set[str], budget: list[int]) -> None:
         self.pairs, self.known, self.budget = pairs, known, budget
+        self.statements: list[str] | None = None  # the known texts that read as SQL
 
     def value(self, value: object, *, prose: bool, model: bool, depth: int) -> str | None:
         """The first finding in ``value``: ``prose`` (a message's text: only a call written
@@ -125,9 +128,23 @@ class _Search:
             if why is not None:
                 return why
         plain = " ".join(text.split())
-        if not prose and plain not in self.known and reads_as_sql(text):
+        if not prose and plain not in self.known and reads_as_sql(text) and \
+                reads_as_sql(self._without_known(plain)):
             return f"the statement {plain[:80]!r}"
         return None
+
+    def _without_known(self, plain: str) -> str:
+        """``plain`` with the counted statements it quotes taken out (an AgentExecutor's log
+        ``Invoking: `run_query` with `{'query': 'SELECT ...'}``` quotes the call it made):
+        what is left reads as SQL only when it holds another statement."""
+        from .sweep import reads_as_sql
+
+        if self.statements is None:
+            self.statements = sorted((k for k in self.known if len(k) >= 8 and reads_as_sql(k)),
+                                     key=len, reverse=True)[:_QUOTED]
+        for statement in self.statements:
+            plain = plain.replace(statement, " ")
+        return plain
 
     def _mapping(self, value: Mapping[Any, Any], *, prose: bool, model: bool,
                  depth: int) -> str | None:

@@ -282,8 +282,9 @@ def _otlp_value(value: object, depth: int = 0) -> object:
     return value or None
 
 
-#: Attributes of a span that are not what it was asked to run: its output, an LLM's prompt
-#: and messages (read as the LLM span's tool calls), documents retrieved, embeddings.
+#: Attributes of a span that are not what it was asked to run: its output and an LLM's
+#: messages (searched for the calls they record: :mod:`.spanoutput`), an LLM's prompt and
+#: tool calls (read as the LLM span's calls), documents retrieved, embeddings.
 _NOT_INPUT = ("output.", "llm.", "retrieval.", "embedding.", "reranker.", "openinference.")
 #: Texts of the spans' attributes read for queries at most, in all (JSON in JSON included);
 #: past it, the counts are not established.
@@ -330,8 +331,8 @@ def unread_queries(data: object, counted: list[Any], final: object = None) -> li
                   *((k, flat[k]) for k in calls),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name")),
                   *_history_calls(attrs)]
-        result = called or named_tool(span.get("name")) is not None or \
-            str(flat.get("gen_ai.operation.name", "")).lower() == "execute_tool"
+        result = kind != "LLM" and (called or named_tool(span.get("name")) is not None or str(
+            flat.get("gen_ai.operation.name", "")).lower() == "execute_tool")  # a tool's result
         found = code or _unread(fields, known, budget) or output_finding(
             flat, kind, result, pairs, answered, budget)
         if found is not None:
