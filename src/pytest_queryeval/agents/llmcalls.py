@@ -30,6 +30,10 @@ _CALL_KEY = re.compile(r"function_call|tool_call", re.IGNORECASE)
 #: The call a key of a message's call belongs to (its prefix) and the field it holds.
 _CALL_FIELD = re.compile(
     r"(llm\.\w+\.\d+\.message\.(?:tool_calls\.\d+\.tool_call\.|function_call_))(.+)")
+#: The fields of a ``tool_call`` :func:`llm_calls` reads; another (``tool_call.name``, an
+#: exporter's own spelling) is not read as the call's and is searched (the thirteenth
+#: re-probe's H5: its ``DELETE`` was dropped, the call read with no name and ``{}``).
+_CALL_READ = frozenset({"id", "function.name", "function.arguments"})
 
 
 #: Levels of nested attributes flattened into dotted keys (``{"llm": {"output_messages":
@@ -78,6 +82,8 @@ def llm_calls(attrs: Mapping[str, Any], n: int) -> tuple[dict[str, Any] | None, 
         call, function = OUT_CALL.fullmatch(key), OUT_FUNCTION.fullmatch(key)
         if call:
             slots.setdefault((int(call.group(1)), int(call.group(2))), {})[call.group(3)] = value
+            if call.group(3) not in _CALL_READ:
+                continue  # ``tool_call.name``, ``tool_call.arguments``: searched, never skipped
         elif function:
             field = "function.name" if function.group(2) == "name" else "function.arguments"
             slots.setdefault((int(function.group(1)), -1), {})[field] = value
@@ -91,7 +97,7 @@ def llm_calls(attrs: Mapping[str, Any], n: int) -> tuple[dict[str, Any] | None, 
     if given is not None:
         read.add(FUNCTION_CALL)
         same = any(c["function"]["name"] == given["name"] and
-                   _canonical(c["function"]["arguments"]) == _canonical(given["arguments"])
+                   canonical(c["function"]["arguments"]) == canonical(given["arguments"])
                    for c in calls)  # the same call recorded in both forms is one call
         if not same:
             calls.append(_call({"function.name": given["name"],
@@ -124,7 +130,7 @@ def _function_call(value: object) -> dict[str, Any] | None:
             else json.dumps(arguments)}
 
 
-def _canonical(arguments: object) -> str:
+def canonical(arguments: object) -> str:
     """Arguments as one text however spaced (JSON read and written back)."""
     if isinstance(arguments, str):
         try:
@@ -145,16 +151,21 @@ def unread_call_keys(attrs: Mapping[str, Any], kind: str, counted: Iterable[tupl
     call's is). Beside them, a finding when one such call is of a tool that runs code
     (:func:`~.codetools.runs_code`), or when ``named`` (the name of a span of another kind
     than LLM that is read as no call: a CHAIN named ``python``) is such a tool's: what its
-    code ran is not known."""
+    code ran is not known; and when an LLM span's call has no name (the thirteenth re-probe's
+    H5): which tool it ran is not known."""
     from .codetools import code_tool, runs_code
     from .statements import loose_queries, query_tool
 
-    read = llm_calls(attrs, 0)[1] if kind == "LLM" else set()
-    known = {(name, _canonical(arguments)) for name, arguments in counted}
+    message, read = llm_calls(attrs, 0) if kind == "LLM" else (None, set())
+    known = {(name, canonical(arguments)) for name, arguments in counted}
     out: list[str] = []
     word = code_tool(named) if isinstance(named, str) and kind != "LLM" else None
     code = None if word is None else \
         f"a span named after a tool that runs code (its name holds {word!r})"
+    nameless = next((c["id"] for c in (message or {}).get("tool_calls", ())
+                     if not c["function"]["name"].strip()), None)
+    if code is None and nameless is not None:  # what it ran is unknown, never nothing
+        code = f"a call with no name ({nameless[:60]!r}: no tool_call.function.name)"
     for key in attrs:
         text = str(key)
         if not text.startswith("llm.") or not _CALL_KEY.search(text) or text in read or \
@@ -164,7 +175,7 @@ def unread_call_keys(attrs: Mapping[str, Any], kind: str, counted: Iterable[tupl
             continue  # read, or a container whose items are judged each
         call = _CALL_FIELD.fullmatch(text)
         name, arguments = _call_of(attrs, call.group(1)) if call else (None, None)
-        if isinstance(name, str) and (name, _canonical(arguments)) in known:
+        if isinstance(name, str) and (name, canonical(arguments)) in known:
             continue  # the same call as a counted one
         why = runs_code(name, arguments) if isinstance(name, str) else None
         if why is not None and code is None:

@@ -282,8 +282,9 @@ def _otlp_value(value: object, depth: int = 0) -> object:
     return value or None
 
 
-#: Attributes of a span that are not what it was asked to run: its output, an LLM's prompt
-#: and messages (read as the LLM span's tool calls), documents retrieved, embeddings.
+#: Attributes of a span that are not what it was asked to run: its output and an LLM's
+#: messages (searched for the calls they record: :mod:`.spanoutput`), an LLM's prompt and
+#: tool calls (read as the LLM span's calls), documents retrieved, embeddings.
 _NOT_INPUT = ("output.", "llm.", "retrieval.", "embedding.", "reranker.", "openinference.")
 #: Texts of the spans' attributes read for queries at most, in all (JSON in JSON included);
 #: past it, the counts are not established.
@@ -293,7 +294,7 @@ _SPAN_TEXTS = 200_000
 _TEXT_DEPTH = 32
 
 
-def unread_queries(data: object, counted: list[Any]) -> list[str]:
+def unread_queries(data: object, counted: list[Any], final: object = None) -> list[str]:
     """The queries spans carry that no counted call holds, as findings (``spans[3]
     ('execute_sql', kind CHAIN): input.value holds 'DELETE FROM Genre' ...``): the texts that
     read as SQL in a span's attributes (``input.value``, ``db.statement``, a tool's
@@ -302,9 +303,14 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
     read by the tool-name rule), none of which equals or is inside an argument of a call of
     ``counted`` (the messages whose calls are counted). Such a span ran a query no count
     reads (a span named ``execute_sql``, a CHAIN's ``db.statement``), so the counts are not
-    established: never a pass with 0."""
+    established: never a pass with 0. A span's output and its model's text are searched for
+    the calls they record (:func:`~.spanoutput.output_finding`; ``final``, the record's final
+    query, is counted: an AGENT span's output that is it holds no other query)."""
+    from .spanoutput import output_finding
+
     known = {" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
     pairs = _calls(counted)
+    answered = known | {" ".join(t.split()) for t in _finals(final)}
     out: list[str] = []
     budget = [_SPAN_TEXTS]
     for where, value in _not_spans(data):
@@ -325,7 +331,10 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
                   *((k, flat[k]) for k in calls),
                   *((k, v) for k, v in span.items() if k not in ("attributes", "name")),
                   *_history_calls(attrs)]
-        found = code or _unread(fields, known, budget)
+        result = kind != "LLM" and (called or named_tool(span.get("name")) is not None or str(
+            flat.get("gen_ai.operation.name", "")).lower() == "execute_tool")  # a tool's result
+        found = code or _unread(fields, known, budget) or output_finding(
+            flat, kind, result, pairs, answered, budget)
         if found is not None:
             out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
                        f"{found}, which no counted call holds")
@@ -334,6 +343,13 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
                        f"{_TEXT_DEPTH} levels")
             break
     return out
+
+
+def _finals(final: object) -> list[str]:
+    """The final query's texts: as given and without its fence."""
+    from ..kinds._fences import strip_fence
+
+    return [final, strip_fence(final)[0]] if isinstance(final, str) else []
 
 
 _IN_CALL = re.compile(

@@ -332,7 +332,7 @@ def _unread_spans(env: Envelope, given: object, traced: object) -> None:
         return  # refused: its calls are counted or unestablished where it is read
     if isinstance(given, list):
         counted += given  # (its arguments as given: a call it holds is counted)
-    missed = spans.unread_queries(traced, counted)
+    missed = spans.unread_queries(traced, counted, env.predicted)
     if missed:
         env.unestablished = ("the spans carry queries that no tool call counted holds"
                              + _listed(missed))

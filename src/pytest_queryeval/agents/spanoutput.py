@@ -1,0 +1,176 @@
+"""The calls a span records in its output and in its model's text, which no reader of spans
+reads as calls: searched, so that a call or a statement found there that no counted call
+holds leaves the counts not established (issue 58, the thirteenth re-probe's H3, H4 and M1).
+
+Why: an instrumentor writes a span's output beside its attributes (the OpenAI instrumentor
+puts the whole chat completion, ``tool_calls`` included, in an LLM span's ``output.value``; an
+AGENT or a LangGraph CHAIN span's output is its message list), and a harness that parses the
+call from the model's text records it in ``llm.output_messages.N.message.content``. The span
+reader (:mod:`.spans`) reads neither, so a ``DELETE FROM Genre`` there passed
+``write_attempts: {max: 0}`` with 0. What is searched, as the sweep searches what a record
+holds outside the calls read (:mod:`.sweep`):
+
+* the text of an LLM's messages (its output, and its history's assistant turns): the model's
+  prose, searched for a call written in it by the rule of a trajectory's assistant text
+  (:func:`~.textcalls.encoded_call`);
+* ``output.*`` of a span that is no tool's call (a tool's output is its result, not searched,
+  as a trajectory's tool message is not), nor documents retrieved, embedded, reranked or a
+  prompt rendered: an object shaped like a call (``function: {name, arguments}``, ``{name,
+  args}``, ``{action, action_input}``) that is not a counted call, by its name and its
+  arguments' JSON; a text that reads as SQL and is no counted call's nor the final query;
+  a call written in a text. A message's text (``content``) is prose: only a call written in
+  it is a finding, and only in a message that is not the user's, the system's or a tool's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from .llmcalls import canonical
+
+#: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
+#: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
+_MODEL_TEXT = re.compile(r"llm\.(output|input)_messages\.(\d+)\.message\."
+                         r"(?:content|contents\.\d+\.message_content\.text)")
+#: Span kinds whose output is no call's record: documents, vectors, a rendered prompt, a
+#: judgement (a retriever's few-shot ``SELECT`` examples are its documents).
+_NOT_CALLS = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "PROMPT", "EVALUATOR",
+                        "GUARDRAIL"})
+#: A message's text fields (its prose: a call written in it is searched, not a statement).
+_PROSE = frozenset({"content", "text", "reasoning_content", "reasoning", "refusal", "thinking"})
+#: Roles (``role``, LangChain's ``type``) of a message that is not the model's.
+_NOT_MODEL = frozenset({"system", "user", "human", "tool", "function", "ipython", "developer"})
+_NAMES = ("name", "tool", "toolName", "tool_name", "function_name")
+_ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action_input")
+#: Levels of a span's output (and JSON in it) searched; past them, a finding.
+_DEPTH = 32
+#: Counted statements taken out of an output's text at most (the longest first).
+_QUOTED = 256
+
+
+def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
+                   calls: Iterable[tuple[str, str]], known: set[str], budget: list[int]
+                   ) -> str | None:
+    """The first call or statement a span's model text or output (``attrs``: its flattened
+    attributes) records that no counted call holds, located, or None. ``result``: the span is
+    a tool's call (its output is the tool's result); ``calls``: ``(name, arguments)`` of the
+    counted calls; ``known``: the texts they hold (blanks collapsed), the final query's too;
+    ``budget``: the values left to read (spent: the caller reports the search cut)."""
+    pairs = {(name, canonical(arguments)) for name, arguments in calls}
+    search = _Search(pairs, known, budget)
+    for key, value in attrs.items():
+        text = str(key)
+        found = _MODEL_TEXT.fullmatch(text)
+        if found and isinstance(value, str) and (found.group(1) == "output" or str(attrs.get(
+                f"llm.input_messages.{found.group(2)}.message.role", "")).lower() == "assistant"):
+            why = _written_call(value)
+        elif text.startswith("output.") and text != "output.mime_type" and not result \
+                and kind not in _NOT_CALLS:
+            prose = kind == "LLM" and isinstance(value, str) and \
+                value.lstrip()[:1] not in ("{", "[")  # the model's text, not a JSON message
+            why = search.value(value, prose=prose, model=True, depth=0)
+        else:
+            continue
+        if why is not None:
+            return f"{text[:60]}: {why}"
+    return None
+
+
+def _written_call(text: str) -> str | None:
+    """A call written in the model's ``text``, as a trajectory's assistant text is searched
+    (:func:`~.textcalls.encoded_call`, whose tags are the one list of them)."""
+    from .textcalls import encoded_call
+
+    why = encoded_call([{"role": "assistant", "content": text}])
+    if why is None:
+        return None
+    return why.partition("content: ")[2] or why
+
+
+class _Search:
+    """One span output's search: what it holds that is not a counted call's."""
+
+    def __init__(self, pairs: set[tuple[str, str]], known: set[str], budget: list[int]) -> None:
+        self.pairs, self.known, self.budget = pairs, known, budget
+        self.statements: list[str] | None = None  # the known texts that read as SQL
+
+    def value(self, value: object, *, prose: bool, model: bool, depth: int) -> str | None:
+        """The first finding in ``value``: ``prose`` (a message's text: only a call written
+        in it, and only when ``model``, the model's message)."""
+        self.budget[0] -= 1
+        if self.budget[0] <= 0 or depth > _DEPTH:
+            self.budget[0] = 0
+            return f"more than the {_DEPTH} levels searched" if depth > _DEPTH else None
+        if isinstance(value, str):
+            return self._text(value, prose=prose, model=model, depth=depth)
+        if isinstance(value, Mapping):
+            return self._mapping(value, prose=prose, model=model, depth=depth)
+        if isinstance(value, list | tuple):
+            return _first(lambda v: self.value(v, prose=prose, model=model, depth=depth + 1),
+                          value)
+        return None
+
+    def _text(self, text: str, *, prose: bool, model: bool, depth: int) -> str | None:
+        from .sweep import reads_as_sql
+
+        if not prose and text.lstrip()[:1] in ("{", "["):
+            from .._util.boundedio import BoundedReadError, loads_json
+
+            try:
+                return self.value(loads_json(text, _DEPTH * 2), prose=False, model=model,
+                                  depth=depth + 1)
+            except BoundedReadError:
+                pass  # not JSON: read as text
+        if model:
+            why = _written_call(text)
+            if why is not None:
+                return why
+        plain = " ".join(text.split())
+        if not prose and plain not in self.known and reads_as_sql(text) and \
+                reads_as_sql(self._without_known(plain)):
+            return f"the statement {plain[:80]!r}"
+        return None
+
+    def _without_known(self, plain: str) -> str:
+        """``plain`` with the counted statements it quotes taken out (an AgentExecutor's log
+        ``Invoking: `run_query` with `{'query': 'SELECT ...'}``` quotes the call it made):
+        what is left reads as SQL only when it holds another statement."""
+        from .sweep import reads_as_sql
+
+        if self.statements is None:
+            self.statements = sorted((k for k in self.known if len(k) >= 8 and reads_as_sql(k)),
+                                     key=len, reverse=True)[:_QUOTED]
+        for statement in self.statements:
+            plain = plain.replace(statement, " ")
+        return plain
+
+    def _mapping(self, value: Mapping[Any, Any], *, prose: bool, model: bool,
+                 depth: int) -> str | None:
+        call = _call_of(value)
+        if call is not None and (call[0], canonical(call[1])) not in self.pairs:
+            return f"a call of {call[0][:40]!r} ({canonical(call[1])[:80]})"
+        role = value.get("role", value.get("type"))
+        mine = model and not (isinstance(role, str) and role.lower() in _NOT_MODEL)
+        return _first(lambda kv: self.value(
+            kv[1], prose=prose or kv[0] in _PROSE, model=mine, depth=depth + 1),
+            value.items())
+
+
+def _call_of(value: Mapping[Any, Any]) -> tuple[str, object] | None:
+    """``(name, arguments)`` of an object shaped like a call (OpenAI's ``function``, a
+    LangChain ``{name, args}``, an Anthropic ``{name, input}``, ``{action, action_input}``),
+    else None."""
+    function = value.get("function")
+    if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+        return function["name"], function.get("arguments", "{}")
+    name = next((value[k] for k in (*_NAMES, "action") if isinstance(value.get(k), str)), None)
+    args = next((k for k in _ARGS if k in value), None)
+    if name is None or args is None:
+        return None
+    return name, value[args]
+
+
+def _first(find: Callable[[Any], str | None], items: Iterable[Any]) -> str | None:
+    return next((why for why in map(find, items) if why is not None), None)
