@@ -94,6 +94,8 @@ KEPT: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
                        {**RUN_GATES, **WRITE_GATES}, {}),
     "honest-schema": ({"trajectory": HONEST + other("x", "get_schema", {})},
                       {**RUN_GATES, **WRITE_GATES}, {}),
+    "honest-to-json": ({"trajectory": HONEST + other("x", "to_json", {"value": 1})},
+                       {**RUN_GATES, **WRITE_GATES}, {}),
     "honest-list-tables": ({"trajectory": HONEST + other("x", "mcp__db__list_tables", {})},
                            {**RUN_GATES, **WRITE_GATES}, {}),
     "honest-execute_sql-write-gates": (

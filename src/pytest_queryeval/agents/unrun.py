@@ -13,6 +13,7 @@ the replay's budget cut does, never a pass on a lowered count.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
@@ -45,12 +46,14 @@ _NEUTRAL = frozenset({"mcp", "tool", "tools", "function", "functions", "server"}
 def query_named(name: str) -> bool:
     """Whether ``name`` is a tool that runs a query: a query tool of the statement rules
     (:func:`~.statements.query_tool`: ``execute_sql``, ``sql_db_query``, ``RunQuery``,
-    ``sparql_query``), or one named by a database's words alone (:data:`DB_WORDS`). A tool
+    ``sparql_query``; not ``to_json``), or one named by a database's words alone (:data:`DB_WORDS`). A tool
     that runs code is not (its own rule, :mod:`.codetools`), nor a tool the plugin serves in
     another spelling (``mcp__db__get_schema``) other than ``run_query``."""
     if code_tool(name) is not None:
         return False
-    if query_tool(name):
+    # a kind's name makes a query tool of the statement rules; ``json`` is a format's too
+    # (``to_json``, ``validate_json``), which names no query
+    if query_tool(re.sub("json", "", name, flags=re.IGNORECASE)):
         return True
     if named_tool(name) is not None:
         return False
