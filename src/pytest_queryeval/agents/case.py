@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, cast
 from .beside import merged
 from .ledger import Ledger
 from .replay import Bounds, count_unrun, replay, step_queries
-from .scoring import score_agent
+from .scoring import merged_counts, score_agent
 from .spec import AgentSpec, budget_limits
 from .trajectory import SALVAGE_CHARS, Envelope, Step, read_envelope, salvage_steps
+from .unrun import first_count_gate, unrun_counts
 
 if TYPE_CHECKING:
     from ..model import Case, Context, Threshold
@@ -79,12 +80,15 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     _forbidden_known(case, context, spec, ledger)
     steps = _steps(env, ledger)
     if steps is not None:
-        _sparql(case, steps, ledger, env.live)
+        requests = _sparql(case, steps, ledger, env.live)
         if not env.live:
             _unread_call(case, env, ledger)
             _embedded(case, steps, ledger)
             _malformed(case, steps, ledger)
         _count(case, context, spec, ledger, steps)
+        if not env.live:  # what the replay did not run (issue 58, the 13th re-probe's H1, H2)
+            unrun_counts(case, steps, ledger, sql=_sql(case), replayed=spec.replay,
+                         also=requests)
     if ledger.rows_cut is not None and "rows_read" in case.thresholds:
         ledger.uncount(f"the agent's counts could not be established: rows_read: "
                        f"{ledger.rows_cut}")
@@ -100,6 +104,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     tolerance = compare.get("float_tolerance") if isinstance(compare, dict) else None
     metrics, details = score_agent(spec, env, question=case.question or "", rows=rows,
                                    tolerance=tolerance, ledger=ledger)
+    merged_counts(env, steps, metrics, details)
     _gated(case, env, steps, metrics, details)
     if spec.protected:
         _trace_leaks(case, spec, env, metrics, details)
@@ -213,7 +218,7 @@ def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
     from ..errors import ConfigError
     from .textcalls import unread_call
 
-    gate = _count_gate(case)
+    gate = first_count_gate(case)
     if gate is None or ledger.uncounted is not None or env.traced is not None:
         return
     data = env.trajectory.messages if env.trajectory is not None else env.raw
@@ -223,12 +228,11 @@ def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
         ledger.uncount(f"the agent's counts could not be established: {where}")
 
 
-def _count_gate(case: Case) -> str | None:
-    """The first of the case's thresholds on a count (``leaks`` aside), or None."""
-    from ..metricnames import AGENT_COUNT_METRICS
+def _sql(case: Case) -> bool:
+    """Whether the case's datasource is SQL."""
+    from ..sources import source_type
 
-    return next((m for m in case.thresholds if m in AGENT_COUNT_METRICS and m != "leaks"),
-                None)
+    return source_type((case.source_spec or {}).get("type")).sql
 
 
 def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
@@ -242,7 +246,7 @@ def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
     ``execute_python`` is a code tool, not a query tool."""
     from ..errors import ConfigError
 
-    gate = _count_gate(case)
+    gate = first_count_gate(case)
     if gate is None or ledger.uncounted is not None:
         return
     for step in steps:
@@ -254,26 +258,28 @@ def _embedded(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
             return
 
 
-def _sparql(case: Case, steps: Sequence[Step], ledger: Ledger, live: bool) -> None:
+def _sparql(case: Case, steps: Sequence[Step], ledger: Ledger, live: bool) -> list[Step]:
     """On a SPARQL datasource, unrun texts are judged by its guard
     (:func:`~..sources.sparqlguard.unrun_judge`), and a SPARQL request in another tool's argument
     (``fuseki {"input": "DELETE WHERE { ?s ?p ?o }"}``) is judged on its text as a statement
     there is on an SQL datasource: an update a write attempt (issue 58, the twelfth re-probe's
-    H9)."""
+    H9). Returns the calls holding one: not run, what they read is unknown."""
     from ..sources import source_type
 
     spec = case.source_spec or {}
     if not source_type(spec.get("type")).sparql:
-        return
+        return []
     from ..sources.sparqlguard import unrun_judge
     from .sparqlargs import sparql_requests
 
     ledger.not_a_read = unrun_judge(spec)
     if live:
-        return
-    for step, text in sparql_requests(steps, _judged):
+        return []
+    found = sparql_requests(steps, _judged)
+    for step, text in found:
         ledger.count_unrun(text, None, sql_source=False,
                            why=f"tool call {step.index} ({step.name[:80]!r}), not run")
+    return [step for step, _ in found]
 
 
 def _judged(step: Step) -> list[str]:

@@ -66,6 +66,13 @@ def _word(part: str) -> str:
     return re.sub(r"\d+$", "", part) or part
 
 
+def name_words(name: str) -> list[str]:
+    """The words of a tool name as this rule reads them (look-alike letters read as Latin,
+    split at separators and case changes, a version left out), for the other rules on tool
+    names (:mod:`.unrun`)."""
+    return [_word(p) for p in _parts(name)]
+
+
 @functools.lru_cache(maxsize=4096)
 def code_tool(name: str) -> str | None:
     """The word of ``name`` that makes it a tool running code, or None (a tool the plugin

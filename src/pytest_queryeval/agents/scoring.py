@@ -16,6 +16,7 @@ from typing import Any
 from ..metrics import evalbench_trajectory as evalbench
 from .ledger import Ledger
 from .spec import AgentSpec
+from .toolnames import TOOL_ASK
 from .trajectory import Envelope, Step, Trajectory, canonical_name
 
 #: The metric names of the trajectory scores (0-100, EvalBench's scale).
@@ -113,6 +114,32 @@ def gated_counts(gates: Mapping[str, Any], env: Envelope, steps: Sequence[Step] 
         kept[name] = metrics[name]
         metrics[name] = max(metrics[name], value)
     return None
+
+
+def merged_counts(env: Envelope, steps: Sequence[Step] | None, metrics: dict[str, float],
+                  details: dict[str, Any]) -> None:
+    """``tool_calls`` and ``turn_count`` of a trajectory read as it is (not refused, no
+    ``error``: :func:`gated_counts` reads those) counting the calls the counts read beside its
+    own (the calls of spans given beside it, :func:`~.beside.merged`; calls the OpenAI shape
+    does not read, :func:`~.case._unread_calls`), each answered ``ask_user`` among them a
+    round more. Why: those calls are replayed (three ``run_query`` spans beside a one-call
+    trajectory made ``queries_executed`` 3) while ``tool_calls`` counted the trajectory's
+    messages alone and passed ``{max: 1}`` with 1 (issue 58, the thirteenth re-probe's H7).
+    The reference value of the trajectory alone is kept in ``details.evalbench_counts``."""
+    traj = env.trajectory
+    if traj is None or env.refused is not None or env.error or steps is None or \
+            len(steps) <= len(traj.steps):
+        return
+    asks = sum(1 for s in steps if s.name == TOOL_ASK and s.result is not None) - \
+        sum(1 for s in traj.steps if s.name == TOOL_ASK and s.result is not None)
+    kept = details.setdefault("evalbench_counts", {})
+    for name, value in ((TOOL_CALLS, float(len(steps))),
+                        (TURN_COUNT, metrics[TURN_COUNT] + max(asks, 0))):
+        if value > metrics[name]:
+            kept[name] = metrics[name]
+            metrics[name] = value
+    if not kept:
+        details.pop("evalbench_counts")
 
 
 def _lenient_count(name: str, env: Envelope, steps: Sequence[Step] | None) -> float | None:

@@ -1,0 +1,134 @@
+"""The run counts (``queries_executed``, ``rows_read``) of calls the replay does not run.
+
+Why a rule of its own: those two counts are the database's, taken as the replay runs the
+plugin's own tools (``run_query``, ``sample_rows``). A call of any other tool that may have run
+a query (``sql_db_query``, ``execute_sql``, ``mcp__db__query``, ``RunQuery``, ``postgres`` given
+a statement) is judged on its text for writes and forbidden tables, and what it ran and read
+was simply left out: ``SELECT * FROM Track`` through ``sql_db_query`` passed ``rows_read:
+{max: 10}`` with 1, and ``execute_sql {}`` passed every gate (issue 58, the thirteenth
+re-probe's H1). So is a trajectory under ``replay: false`` (its H2): nothing ran, so the run
+counts are unknown, not 0. Each leaves the counts of a case gated on them not established, as
+the replay's budget cut does, never a pass on a lowered count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
+
+from .codetools import RUN_WORDS, code_tool, name_words
+from .replay import query_of, step_queries
+from .statements import query_tool
+from .toolnames import PLUGIN_TOOLS, TOOL_QUERY, named_tool, plugin_tool
+from .trajectory import Step
+
+if TYPE_CHECKING:
+    from ..model import Case
+    from .ledger import Ledger
+
+#: The counts a call the replay did not run leaves unknown (what it ran and what it read).
+RUN_COUNTS = ("queries_executed", "rows_read")
+#: Words of a database's name: a tool named by them alone, or with a verb of running
+#: (``postgres``, ``duckdb``, ``run_db``, ``database``), is a query tool even when its name
+#: holds no ``query`` or ``sql``; ``mcp__db__list_tables`` and ``get_db_schema`` are not. A
+#: SPARQL server's name (``fuseki``) is not among them: its argument is read by the
+#: datasource's own SPARQL guard (:mod:`.sparqlargs`), and prose there stays prose.
+DB_WORDS = frozenset({
+    "db", "database", "databases", "postgres", "postgresql", "pg", "sqlite", "duckdb", "mysql",
+    "mariadb", "mssql", "sqlserver", "oracle", "bigquery", "snowflake", "redshift",
+    "clickhouse", "neo4j", "memgraph", "falkordb"})
+#: Words of a namespace that say nothing of what a tool does (``mcp__postgres``,
+#: ``functions.database``).
+_NEUTRAL = frozenset({"mcp", "tool", "tools", "function", "functions", "server"})
+
+
+def query_named(name: str) -> bool:
+    """Whether ``name`` is a tool that runs a query: a query tool of the statement rules
+    (:func:`~.statements.query_tool`: ``execute_sql``, ``sql_db_query``, ``RunQuery``,
+    ``sparql_query``; not ``to_json``), or one named by a database's words alone (:data:`DB_WORDS`). A tool
+    that runs code is not (its own rule, :mod:`.codetools`), nor a tool the plugin serves in
+    another spelling (``mcp__db__get_schema``) other than ``run_query``."""
+    if code_tool(name) is not None:
+        return False
+    # a kind's name makes a query tool of the statement rules; ``json`` is a format's too
+    # (``to_json``, ``validate_json``), which names no query
+    if query_tool(re.sub("json", "", name, flags=re.IGNORECASE)):
+        return True
+    if named_tool(name) is not None:
+        return False
+    words = [w for w in name_words(name) if w not in _NEUTRAL]
+    return bool(words) and all(w in DB_WORDS or w in RUN_WORDS for w in words) and \
+        any(w in DB_WORDS for w in words)
+
+
+def unrun_query(step: Step, sql: bool, also: Collection[Step] = ()) -> tuple[str, bool] | None:
+    """Why what ``step`` ran and read is not counted, and whether nothing of it can be judged
+    at all (every count is then unknown, not only :data:`RUN_COUNTS`), or None. ``also``: the
+    steps holding a request the datasource's own reading found in another tool's
+    argument (SPARQL: :func:`~.sparqlargs.sparql_requests`).
+
+    A statement the replay judges on its text and does not run: any of a call of a tool the
+    plugin does not serve (``execute_sql {"sql": ...}``, ``RUN_QUERY``, ``postgres {"input":
+    "SELECT ..."}``, a statement in another tool's argument), or beside ``run_query``'s own
+    ``query`` (which a harness may have run instead). A query-named tool (:func:`query_named`)
+    whose arguments hold no statement to judge (``execute_sql {}``, ``{"query_id": "q17"}``,
+    ``run_saved_query {"name": ...}``): what it ran is unknown, as a ``run_query`` call with
+    no query text is (:func:`~.replay.malformed_call`). Honest tools that run no query
+    (``get_weather``, ``mcp__db__list_tables``) and the plugin's other tools are none."""
+    tool = plugin_tool(step.name)
+    if (tool in PLUGIN_TOOLS and tool != TOOL_QUERY) or code_tool(step.name) is not None:
+        return None  # replayed, malformed (:func:`~.replay.malformed_call`) or code's rule
+    query, judged = step_queries(step, sql)
+    asked = query_of(step, sql)
+    unrun = [t for t in judged if t != asked]
+    where = f"tool call {step.index} ({step.name[:80]!r})"
+    if unrun or (query is None and any(step is s for s in also)):
+        text = " ".join(unrun[0].split())[:80] if unrun else "a request"
+        side = " beside its query" if tool == TOOL_QUERY else ""
+        return (f"{where}: its statement {text!r}{side} is not run by the replay (it runs the "
+                "plugin's run_query and sample_rows only) but judged on its text for writes "
+                "and forbidden tables, so what it ran and read is not counted", False)
+    if query is None and tool != TOOL_QUERY and query_named(step.name):
+        return (f"{where}: a query tool the plugin does not serve, whose arguments hold no "
+                f"statement to judge ({step.arguments_text[:80]!r}): what it ran is unknown",
+                True)
+    return None
+
+
+def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool,
+                 replayed: bool, also: Collection[Step] = ()) -> None:
+    """The counts of a trajectory the plugin's loop did not write that ``steps`` leave
+    unknown, the case's error at its first count gate they hold (:func:`unrun_query`); with
+    ``replay: false`` (not ``replayed``), ``queries_executed`` and ``rows_read`` of a
+    trajectory holding a query: nothing ran, so they are unknown, not 0 (writes and forbidden
+    tables are still judged on the queries' text)."""
+    if ledger.uncounted is not None:
+        return
+    run_gate = next((m for m in RUN_COUNTS if m in case.thresholds), None)
+    if not replayed:
+        queries = sum(1 for s in steps if step_queries(s, sql) != (None, []))
+        if queries and run_gate is not None:
+            ledger.uncount(f"the agent's counts could not be established: {run_gate}: replay: "
+                           f"false, so the trajectory's {queries:,} quer(y/ies) were not run "
+                           "and what they ran and read is not counted")
+            return
+    count_gate = first_count_gate(case)
+    for step in steps:
+        found = unrun_query(step, sql, also)
+        gate = None if found is None else (count_gate if found[1] else run_gate)
+        if found is not None and gate is not None:
+            from ..errors import ConfigError
+
+            where = ConfigError(found[0], file=str(case.file), line=case.line,
+                                key=f"thresholds.{gate}")
+            ledger.uncount(f"the agent's counts could not be established: {where}")
+            return
+
+
+def first_count_gate(case: Case) -> str | None:
+    """The first of the case's thresholds on a count (``leaks`` aside), or None."""
+    from ..metricnames import AGENT_COUNT_METRICS
+
+    return next((m for m in case.thresholds if m in AGENT_COUNT_METRICS and m != "leaks"),
+                None)
