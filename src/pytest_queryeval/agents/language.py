@@ -266,3 +266,33 @@ def _cte_reference(table: Any, name: str) -> bool:
             return False
         cte = cte.find_ancestor(exp.CTE)
     return True
+
+
+#: A function called, and a table read by a quoted name (DuckDB reads ``FROM '/etc/passwd'``
+#: as the file): what may open a file, which the datasource's guard then judges.
+_CALLED = re.compile(r"([A-Za-z_][\w$]*)\s*\(")
+_QUOTED_TABLE = re.compile(r"\b(?:from|join)\s+['\"]", re.IGNORECASE)
+
+
+def file_access(sql: str, dialect: str | None) -> str | None:
+    """Why the datasource's guard refuses ``sql`` as the access to a file it is (DuckDB's
+    ``SELECT * FROM read_csv('/etc/passwd')``, a table named like a file), or None: a
+    statement judged on its text that the parsers read as a read counts as the write attempt
+    a replay of it counts, the source's refusal of a file read (issue 58, the twelfth
+    re-probe's M7). Only a text that calls a function of the dialect that opens a file, or
+    reads a quoted name, is given to the guard (a replay's unrun queries are judged by the
+    thousand); a dialect with no such function (SQLite: ``read_csv`` is no function there)
+    reads no file."""
+    from ..errors import QueryRefused, QuerySyntaxError, ReadRefused
+    from ..sources.sqlguard import check_read_only, reads_a_file
+
+    if not (_QUOTED_TABLE.search(sql) or
+            any(reads_a_file(m.group(1), dialect) for m in _CALLED.finditer(sql))):
+        return None
+    try:
+        check_read_only(sql, dialect)
+    except (QuerySyntaxError, ReadRefused):
+        return None  # no statement, or a read the guard refuses only as uncountable
+    except QueryRefused as exc:
+        return f"refused by the datasource: {exc.reason()}"
+    return None
