@@ -83,6 +83,7 @@ HOSTILE = {
     "relationship": "CREATE (a)-[:R]->(b)",
     "path": "MERGE p=(n:X)",
     "in-prose": "run this: MERGE (n:X) please",
+    "read-with": "MATCH (n) WITH count(n) AS c RETURN c",
 }
 
 
@@ -222,6 +223,9 @@ DB_SPANS: dict[str, list[dict[str, Any]]] = {
     "driver-forbidden": [_db("s3", 3, "SELECT FirstName FROM Employee", "SELECT")],
     "no-text": [llm_call("s1", 1, "c1", GOLD), _tool_span("s2", 2, "c1", GOLD),
                 _db("s3", 3, None, "SELECT")],
+    # an operation that is no name but a statement is searched as any attribute
+    "operation-statement": [llm_call("s1", 1, "c1", GOLD), _tool_span("s2", 2, "c1", GOLD),
+                            _db("s3", 3, GOLD, "SELECT; DELETE FROM Genre")],
 }
 
 
@@ -248,8 +252,11 @@ def test_a_database_span_counts_what_it_ran(pytester: pytest.Pytester,
         "driver-forbidden": ("failed", 1.0, 0.0, 1.0, 1.0),
         # a query ran and no record says which: not established
         "no-text": ("error", 1.0, 0.0, 0.0, 1.0),
+        "operation-statement": ("error", 1.0, 0.0, 0.0, 1.0),
     }, counts
     assert "db.operation.name" in str(report.by_id["no-text"]["error"])
+    assert "db.operation.name holds 'SELECT; DELETE FROM Genre'" in \
+        str(report.by_id["operation-statement"]["error"])
 
 
 PASSWD = "SELECT * FROM read_csv('/etc/passwd')"

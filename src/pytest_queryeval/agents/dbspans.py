@@ -9,8 +9,9 @@ any attribute, an honest read made a case gated on a count an error: its operati
 ``SELECT`` reads as SQL and no call held it (issue 58, the twelfth re-probe's M5). The span's
 text is what ran: the call of a TOOL span that holds the same text is the same run, read once;
 any other is a ``run_query`` call of its own, replayed as every call is (a read counted in
-``queries_executed`` and ``rows_read``, a write refused and counted). The operation is the
-name of what ran, not a statement: not searched; where it names a write that the text does
+``queries_executed`` and ``rows_read``, a write refused and counted). The operation (and the
+query's summary) is the name of what ran, not a statement: not searched when it is a name;
+where it names a write that the text does
 not start with (``DELETE`` beside ``SELECT 1``), it is judged beside the text, so a write the
 span names is never read as none. A database span with no text says a query ran without
 saying which: it is searched as before, and its operation name leaves the counts unestablished.
@@ -19,6 +20,7 @@ saying which: it is searched as before, and its operation name leaves the counts
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,8 +34,14 @@ DB_SYSTEM = ("db.system.name", "db.system")
 DB_TEXT = ("db.query.text", "db.statement")
 DB_OPERATION = ("db.operation.name", "db.operation")
 #: The attributes of a database span read as a call that name what ran without being it (its
-#: operation, its summary ``SELECT Genre``): not searched.
+#: operation, its summary ``SELECT Genre``): not searched when they are names
+#: (:func:`described`).
 DESCRIBED = (*DB_OPERATION, "db.query.summary")
+#: A name: a word, then at most seven names of what it ran on (``SELECT chinook.Genre``).
+_NAMES = re.compile(r"\s*[A-Za-z_][\w.$]*(?:\s+[\w.$\"`\[\]-]+){0,7}\s*")
+#: Words that make a statement of a name's rest (``SELECT; DELETE``, ``DELETE FROM Genre``).
+_CLAUSE_WORDS = re.compile(r"\b(?:from|into|set|where|values|join|table|using|select|delete|"
+                           r"insert|update|drop|create|alter|truncate|merge)\b", re.IGNORECASE)
 #: The argument of the call that carries a write the operation names and the text does not.
 OPERATION_ARGUMENT = "db.operation.name"
 #: Operations that read, or name no statement (``EXECUTE``, ``CALL``: a procedure's run, the
@@ -57,13 +65,28 @@ def db_text(attrs: Mapping[str, Any], kind: str) -> str | None:
     return _text(attrs, DB_TEXT)
 
 
+def described(attrs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The keys of :data:`DESCRIBED` a database span's ``attrs`` hold a name under (one word
+    and the names of what it ran on): not searched as statements. Any other value
+    (``SELECT; DELETE FROM Genre``) is searched as every attribute is."""
+    out = []
+    for key in DESCRIBED:
+        value = attrs.get(key)
+        if isinstance(value, str) and _NAMES.fullmatch(value) and \
+                not _CLAUSE_WORDS.search(value.split(maxsplit=1)[1] if len(value.split()) > 1
+                                         else ""):
+            out.append(key)
+    return tuple(out)
+
+
 def _written(attrs: Mapping[str, Any], text: str) -> str | None:
-    """The operation the span names when it is a write its text does not start with."""
-    operation = _text(attrs, DB_OPERATION)
-    word = (operation or "").split()[0].lower() if (operation or "").split() else ""
-    if word not in HEADS or word in _NOT_WRITES or head_word(text) == word:
-        return None
-    return operation
+    """The operation the span names (or its summary's) when it is a write its text does not
+    start with."""
+    for value in (_text(attrs, DB_OPERATION), _text(attrs, ("db.query.summary",))):
+        word = value.split()[0].lower() if value and value.split() else ""
+        if word in HEADS and word not in _NOT_WRITES and head_word(text) != word:
+            return value
+    return None
 
 
 def db_messages(spans: Sequence[tuple[int, Mapping[str, Any], Mapping[str, Any]]],

@@ -268,10 +268,12 @@ def _cte_reference(table: Any, name: str) -> bool:
     return True
 
 
-#: A function called, and a table read by a quoted name (DuckDB reads ``FROM '/etc/passwd'``
-#: as the file): what may open a file, which the datasource's guard then judges.
-_CALLED = re.compile(r"([A-Za-z_][\w$]*)\s*\(")
-_QUOTED_TABLE = re.compile(r"\b(?:from|join)\s+['\"]", re.IGNORECASE)
+#: A word (a function's name, however quoted or followed: ``"read_csv"/**/(``), and a table
+#: read by a quoted name (DuckDB reads ``FROM '/etc/passwd'`` as the file): what may open a
+#: file, which the datasource's guard then judges.
+_WORD = re.compile(r"[A-Za-z_][\w$]*")
+_QUOTED_TABLE = re.compile(r"\b(?:from|join)(?:\s|/\*[^*]{0,256}\*/|--[^\n]{0,256}\n)*['\"]",
+                           re.IGNORECASE)
 
 
 def file_access(sql: str, dialect: str | None) -> str | None:
@@ -287,12 +289,12 @@ def file_access(sql: str, dialect: str | None) -> str | None:
     from ..sources.sqlguard import check_read_only, reads_a_file
 
     if not (_QUOTED_TABLE.search(sql) or
-            any(reads_a_file(m.group(1), dialect) for m in _CALLED.finditer(sql))):
+            any(reads_a_file(w, dialect) for w in set(_WORD.findall(sql)))):
         return None
     try:
         check_read_only(sql, dialect)
     except (QuerySyntaxError, ReadRefused):
         return None  # no statement, or a read the guard refuses only as uncountable
     except QueryRefused as exc:
-        return f"refused by the datasource: {exc.reason()}"
+        return f"refused by the datasource ({exc.reason()})"
     return None

@@ -43,14 +43,16 @@ _LABELS = (rf":{_GAP}!?{_GAP}{_NAME}(?:{_GAP}[:&|]{_GAP}!?{_GAP}{_NAME})*+{_GAP}
 #: a relationship (``-[``, ``--(``, ``<-``), another pattern (``, (m)``), the end of a
 #: subquery, a clause keyword that is no English word after a parenthesis (``RETURN``,
 #: ``DETACH``, ``DELETE``, ``ON CREATE``...), or one that is (``WITH``, ``WHERE``, ``SET``...)
-#: followed by the pattern's own variable, ``*``, a number or a parameter (``merge (n) set
-#: n.x = 1``; not ``merge (join) with the orders``).
+#: followed by the pattern's own variable (bare or in one call: ``WITH count(n)``), ``*``, a
+#: number or a parameter (``merge (n) set n.x = 1``; not ``merge (join) with the orders``).
 _AFTER_NODE = (
     rf"\){_GAP}(?:$|;|<?-{_GAP}(?:\[|-{_GAP}>?{_GAP}\()|,{_GAP}\(|\}}|"
     rf"(?:return|detach|delete|remove|unwind|foreach|merge|create|match|optional{_GAP}match|"
     rf"on{_GAP}(?:create|match))\b|"
     rf"(?:with|where|set|order{_GAP}by|limit|skip|union|using|use|load|call|yield)"
-    rf"{_GAP}(?:(?P=var)\b|\*|\d|\$))")
+    # the variable, bare or in one call (``WITH count(n) AS c``, ``WHERE NOT id(n) = 1``)
+    rf"{_GAP}(?:(?:not|distinct){_GAP})?(?:[^\W\d]\w*+{_GAP}\({_GAP}(?:distinct{_GAP})?)?"
+    rf"(?:(?P=var)\b|\*|\d|\$))")
 #: A graph clause that names a pattern or writes, anywhere in a text: ``MATCH (``, ``OPTIONAL
 #: MATCH (``, ``CREATE (``, ``MERGE (`` with a node pattern (``PROFILE MATCH (n) DETACH DELETE
 #: n``, ``USE films; MATCH (n) ...``, ``CREATE (`n`:`Pwned`)``, ``MERGE p = (n:X)``, ``MATCH p

@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .dbspans import DESCRIBED, db_messages, db_text
+from .dbspans import db_messages, db_text, described
 from .llmcalls import flat_attributes as _flat
 from .llmcalls import llm_calls, unread_call_keys
 from .toolnames import named_tool
@@ -326,7 +326,7 @@ def unread_queries(data: object, counted: list[Any]) -> list[str]:
         kind = _kind(_flat(attrs))
         flat = _flat(attrs)
         skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ()) + _other_tools(
-            span, attrs, kind) + (DESCRIBED if db_text(flat, kind) is not None else ())
+            span, attrs, kind) + (described(flat) if db_text(flat, kind) is not None else ())
         called = kind == "TOOL" or _first(flat, _TOOL_NAME) is not None
         calls, code = unread_call_keys(flat, kind, pairs, None if called else span.get("name"))
         fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),
