@@ -266,3 +266,35 @@ def _cte_reference(table: Any, name: str) -> bool:
             return False
         cte = cte.find_ancestor(exp.CTE)
     return True
+
+
+#: A word (a function's name, however quoted or followed: ``"read_csv"/**/(``), and a table
+#: read by a quoted name (DuckDB reads ``FROM '/etc/passwd'`` as the file): what may open a
+#: file, which the datasource's guard then judges.
+_WORD = re.compile(r"[A-Za-z_][\w$]*")
+_QUOTED_TABLE = re.compile(r"\b(?:from|join)(?:\s|/\*[^*]{0,256}\*/|--[^\n]{0,256}\n)*['\"]",
+                           re.IGNORECASE)
+
+
+def file_access(sql: str, dialect: str | None) -> str | None:
+    """Why the datasource's guard refuses ``sql`` as the access to a file it is (DuckDB's
+    ``SELECT * FROM read_csv('/etc/passwd')``, a table named like a file), or None: a
+    statement judged on its text that the parsers read as a read counts as the write attempt
+    a replay of it counts, the source's refusal of a file read (issue 58, the twelfth
+    re-probe's M7). Only a text that calls a function of the dialect that opens a file, or
+    reads a quoted name, is given to the guard (a replay's unrun queries are judged by the
+    thousand); a dialect with no such function (SQLite: ``read_csv`` is no function there)
+    reads no file."""
+    from ..errors import QueryRefused, QuerySyntaxError, ReadRefused
+    from ..sources.sqlguard import check_read_only, reads_a_file
+
+    if not (_QUOTED_TABLE.search(sql) or
+            any(reads_a_file(w, dialect) for w in set(_WORD.findall(sql)))):
+        return None
+    try:
+        check_read_only(sql, dialect)
+    except (QuerySyntaxError, ReadRefused):
+        return None  # no statement, or a read the guard refuses only as uncountable
+    except QueryRefused as exc:
+        return f"refused by the datasource ({exc.reason()})"
+    return None

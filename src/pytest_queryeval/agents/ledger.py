@@ -185,10 +185,12 @@ class Ledger:
         subquery of it passed ``forbidden_tables: {max: 0}``, a refused ``DELETE`` was no write
         attempt (issue 58, the twelfth re-probe's H8)."""
         from ..sources import source_type
+        from .language import file_access
 
         sql_source = source_type(getattr(source, "type", None)).sql
         judge = getattr(source, "write_clause", None)
-        clause = is_write(sql, getattr(source, "dialect", None)) if sql_source else \
+        dialect = getattr(source, "dialect", None)
+        clause = (is_write(sql, dialect) or file_access(sql, dialect)) if sql_source else \
             (judge(sql) if callable(judge) and not ran else None)
         if clause:
             self._write(f"write attempt (the final query): {_short(sql)}")
@@ -240,23 +242,21 @@ class Ledger:
     def count_unrun(self, sql: str, dialect: str | None, *, why: str,
                     sql_source: bool = True) -> None:
         """A query of the trajectory that is not run (past the replay's budget, or with
-        ``replay: false``): its write and its forbidden tables judged on the text, so that
-        what was not run never lowers a count. On a datasource that is not SQL (a graph,
+        ``replay: false``): its write (a file it opens too, :func:`~.language.file_access`) and
+        its forbidden tables judged on the text, so that what was not run never lowers a
+        count. On a datasource that is not SQL (a graph,
         SPARQL) no parse judges it: a word of a write anywhere in it (``CREATE``, ``SET``,
         ``DELETE``, ``INSERT``, ``LOAD``...) counts it, the cautious side for a call that
         was never run."""
         if not sql_source:
             self._count_unrun_graph(sql, why)
             return
-        if not _may_write(sql):
-            if self.forbidden:
-                self._touch(tables_of(sql, dialect))
-            return
-        from .language import sql_verdict
+        from .language import Verdict, file_access, sql_verdict
 
-        verdict = sql_verdict(sql, dialect)
-        if verdict.kind == "write":
-            self._write(f"write attempt ({why}): {_short(sql)}")
+        verdict = sql_verdict(sql, dialect) if _may_write(sql) else Verdict("read")
+        opens = file_access(sql, dialect) if verdict.kind == "read" else None  # read_csv(...)
+        if verdict.kind == "write" or opens is not None:
+            self._write(f"write attempt ({why}{'; ' + opens if opens else ''}): {_short(sql)}")
         elif verdict.kind == "unknown":
             self.uncount(f"the agent's counts could not be established: {_short(sql)} "
                          f"({why}): {verdict.why}")

@@ -35,9 +35,11 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from .dbspans import db_messages, db_text, described
 from .llmcalls import flat_attributes as _flat
 from .llmcalls import llm_calls, unread_call_keys
 from .toolnames import named_tool
@@ -63,6 +65,7 @@ def spans_to_messages(data: object) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     pending: list[tuple[str, str, str]] = []  # (call id, name, arguments) not yet answered
     named: list[tuple[int, Mapping[str, Any], dict[str, Any]]] = []
+    database: list[tuple[int, Mapping[str, Any], dict[str, Any]]] = []
     for n, span in enumerate(spans):
         attrs = _flat(_attributes(span, n))
         kind = _kind(attrs)
@@ -77,11 +80,16 @@ def spans_to_messages(data: object) -> list[dict[str, Any]]:
             messages.extend(_tool_messages(span, attrs, n, pending))
         elif named_tool(span.get("name")) is not None:
             named.append((n, span, attrs))
+        elif db_text(attrs, kind) is not None:
+            database.append((n, span, attrs))
     used: set[object] = set()
     for n, span, attrs in named:
         if not _wraps(span, attrs, messages, used):
             tool = str(named_tool(span.get("name")))
             messages.extend(_tool_messages(span, attrs, n, pending, tool))
+    if database:  # what a driver's span says ran, unless a counted call ran it (:mod:`.dbspans`)
+        ran = Counter(" ".join(t.split()) for t in _strings(_arguments(messages), [_SPAN_TEXTS]))
+        messages.extend(db_messages(database, ran))
     return messages
 
 
@@ -322,9 +330,9 @@ def unread_queries(data: object, counted: list[Any], final: object = None) -> li
     for n, span in enumerate(spans):
         attrs = _attributes(span, n)
         kind = _kind(_flat(attrs))
-        skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ()) + _other_tools(span, attrs,
-                                                                                   kind)
         flat = _flat(attrs)
+        skip = _NOT_INPUT + (("input.",) if kind == "LLM" else ()) + _other_tools(
+            span, attrs, kind) + (described(flat) if db_text(flat, kind) is not None else ())
         called = kind == "TOOL" or _first(flat, _TOOL_NAME) is not None
         calls, code = unread_call_keys(flat, kind, pairs, None if called else span.get("name"))
         fields = [*((k, v) for k, v in attrs.items() if not str(k).startswith(skip)),

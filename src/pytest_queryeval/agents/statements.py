@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 
 from .language import HEADS, head_word, parses_as_statement
-from .lead import FORMAT_CHARS, GRAPH_CLAUSE
+from .lead import FORMAT_CHARS, GRAPH_CLAUSE, graph_clause
 from .lead import LEAD as _LEAD
 from .toolnames import TOOL_QUERY, plugin_tool
 
@@ -100,7 +100,7 @@ def statement_text(text: str) -> bool:
     (read, and harmless, by DuckDB) stay what they are."""
     from .language import unwrap
 
-    if STATEMENT_WITH_OBJECT.match(text) or _GRAPH.search(text):
+    if STATEMENT_WITH_OBJECT.match(text) or graph_clause(text):
         return True
     # empty and comment-only parts (``/**/;``) are no statement: the first is the first word's
     parts = [part for part in text.split(";")[:64] if head_word(part) is not None]
@@ -116,8 +116,6 @@ def statement_text(text: str) -> bool:
 #: One word in capitals after blanks, format characters and comments (``CHECKPOINT``).
 _CAPITALS = re.compile(_LEAD + r"[A-Z_]{2,}\s*")
 
-
-_GRAPH = re.compile(GRAPH_CLAUSE, re.IGNORECASE)
 
 
 def _texts(value: object, wanted: bool, keys: re.Pattern[str], depth: int, cut: list[str],
@@ -185,8 +183,10 @@ STATEMENT_WITH_OBJECT = re.compile(
     r"select\b[\s\S]{0,2000}?\bfrom\b|with\s+\S+\s+as\s*\(|attach\b|detach\s+database|"
     r"copy\s+\S+\s+(?:from|to)\b|grant\s[\s\S]{0,200}?\bon\b|revoke\s[\s\S]{0,200}?\bon\b|"
     r"comment\s+on\s|pragma\s+[\w.]+\s*(?:=|\()|vacuum\s+into\b|"
-    r"values\s*\(|(?:from|table)\s+[\w.\"`\[\]]+\s*;?\s*$|(?:optional\s+)?match\s*\(|"
-    r"detach\s+delete|(?:create|merge)\s*\(|unwind\b|load\s+(?:csv|from|extension)\b|"
+    r"values\s*\(|(?:from|table)\s+[\w.\"`\[\]]+\s*;?\s*$|"
+    # a graph clause with its pattern (not ``merge (join) the tables``: :data:`.lead.GRAPH_CLAUSE`)
+    rf"(?:optional\s+)?(?:{GRAPH_CLAUSE})|"
+    r"unwind\b|load\s+(?:csv|from|extension)\b|"
     r"(?:truncate|reindex|vacuum|install|summarize|delete)(?:\s+(?:table\s+)?[\w.\"`\[\]]+)?\s*;)",
     re.IGNORECASE)
 
@@ -207,7 +207,7 @@ _EMBEDDED_CHARS = 256 * 1024
 #: A graph statement's shape, which no SQL parser reads (an embedded graph engine's): a pattern clause,
 #: a write, a setting of the connection, its DDL, a file read or written.
 _GRAPH_SHAPE = re.compile(
-    _LEAD + r"(?:(?:optional\s+)?match\s*\(|(?:create|merge)\s*\(|detach\s+delete\b|"
+    _LEAD + rf"(?:(?:optional\s+)?(?:{GRAPH_CLAUSE})|"
     r"call\s+(?:\w+|`[^`\n]+`)\s*=|create\s+(?:node|rel)\s+table\b|"
     # a file read or written (the embedded graph engine's ``LOAD FROM 'f'``, ``EXPORT DATABASE 'd'``)
     r"load\s+(?:with\s+headers\s+)?(?:csv\s+)?from\s+['\"$]|(?:export|import)\s+database\s+['\"])",

@@ -60,10 +60,14 @@ _NAME = r'(?:[A-Za-z_][\w$]*|"[^"\n]+"|`[^`\n]+`|\[[^\]\n]+\])'
 _NAMES = rf"{_NAME}(?:\s*\.\s*{_NAME})*"
 #: A statement's head after blanks and comments.
 _SQL_HEAD = re.compile(
-    _LEAD + r"(?:select|insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|"
+    _LEAD + r"(?:select|insert|update|delete|upsert|replace|create|drop|alter|truncate|"
     r"grant|revoke|attach|detach|vacuum|pragma|copy|explain|with|values|call|exec|execute|"
-    r"match|unwind|install|load|set|prefix|construct|optional\s+match|detach\s+delete)\b"
-    r"|foreach\s*\(|remove\s+\w+\s*[.:]"
+    r"unwind|install|load|set|prefix|construct|detach\s+delete)\b"
+    # SQL's MERGE (T-SQL's without INTO); a graph's MATCH, MERGE and FOREACH are its clauses
+    # with their pattern (:data:`.lead.GRAPH_CLAUSE`), searched anywhere: not ``merge (join)
+    # the tables``, ``Match the names``
+    r"|merge\s+(?:into\b|[\s\S]{0,2000}?\bwhen\s+(?:not\s+)?matched\b)"
+    r"|remove\s+\w+\s*[.:]"
     # a read that names its table first (DuckDB's FROM-first, PostgreSQL's TABLE, DuckDB's
     # SUMMARIZE and PIVOT), anchored so that prose starting with the word is not one
     rf"|from\s+{_NAMES}\s*(?:;\s*$|$|(?:where|select|limit|order|group|join|using|qualify|"
@@ -77,7 +81,6 @@ _SQL_WORDS = re.compile(
     r"attach|upsert)|(?P<object>from|into|table|set|view|index|database|schema|values))\b",
     re.IGNORECASE)
 _REACH = 2000
-_GRAPH = re.compile(_lead.GRAPH_CLAUSE, re.IGNORECASE)
 
 
 def names_tool(text: str) -> bool:
@@ -87,7 +90,7 @@ def names_tool(text: str) -> bool:
 
 def reads_as_sql(text: str) -> bool:
     """Whether ``text`` reads as a statement or holds one (what a harness may have run)."""
-    if _SQL_HEAD.match(text) or _GRAPH.search(text):
+    if _SQL_HEAD.match(text) or _lead.graph_clause(text):
         return True
     from .language import parses_as_statement, unwrap
 

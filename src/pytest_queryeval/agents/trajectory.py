@@ -280,9 +280,10 @@ def _read_calls(env: Envelope, value: Mapping[str, Any]) -> None:
     (:attr:`Envelope.unestablished`); what it holds elsewhere is still read for its calls
     (:attr:`Envelope.aside`), and a trajectory beside it is refused as ambiguous: which
     record says what ran is unknown."""
+    from .parts import read_parts
     from .sweep import record_findings
 
-    given, traced = value.get("trajectory"), value.get("spans")
+    given, traced = read_parts(value.get("trajectory")), value.get("spans")
     found = record_findings(value, not_searched(value))
     stray = [(key, held) for key, held, f in found if f.messages]
     unread = [x for _, _, f in found for x in f.findings]
