@@ -106,6 +106,24 @@ def test_each_text_call_format_is_a_call_found(pytester: pytest.Pytester,
         assert case["metrics"]["queries_executed"] == 1.0
 
 
+def test_a_forbidden_read_in_the_model_text_is_a_call_found(pytester: pytest.Pytester,
+                                                             shared_data: Path) -> None:
+    """The floor reads the case's ``forbidden_tables``: a read of Employee in a ``sql`` fence
+    or in prose, which a harness ran, is a call found; a read of Genre so quoted is prose."""
+    lines = {"fence-emp": "Running:\n```sql\n" + EMPLOYEE + "\n```",
+             "prose-emp": f"Let me check: {EMPLOYEE} WHERE EmployeeId = 1",
+             "honest-fence-genre": "Running:\n```sql\nSELECT Name FROM Genre\n```"}
+    _file_suite(pytester, shared_data, {k: {"trajectory": _answered(v)} for k, v in
+                                        lines.items()})
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in ("fence-emp", "prose-emp"):
+        case = report.by_id[cid]
+        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+        assert "reads a forbidden table" in case["error"], case["error"]
+    assert report.by_id["honest-fence-genre"]["outcome"] == "passed", \
+        report.by_id["honest-fence-genre"].get("error")
+
+
 @pytest.mark.parametrize(("text", "why"), [
     # a plugin tool's name in call syntax
     ("Calling sample_rows(table='Genre')", "calls the tool 'sample_rows'"),
