@@ -213,8 +213,9 @@ def _malformed(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
 def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
     """A trajectory given as messages that records a call no reader reads (a tool message
     answering a call it does not hold, a call written in the model's text:
-    :func:`~.textcalls.unread_call`): a case gated on a count is an error located at its first
-    count gate (issue 58, the twelfth re-probe's H10)."""
+    :func:`~.textcalls.unread_call`, its floor reading the case's forbidden tables): a case
+    gated on a count is an error located at its first count gate (issue 58, the twelfth
+    re-probe's H10, the thirteenth's H6)."""
     from ..errors import ConfigError
     from .textcalls import unread_call
 
@@ -222,7 +223,9 @@ def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
     if gate is None or ledger.uncounted is not None or env.traced is not None:
         return
     data = env.trajectory.messages if env.trajectory is not None else env.raw
-    why = unread_call(data) if data is not None else None
+    # the floor of a call in the model's text: a read of a table the case forbids
+    forbidden = case.agent.forbidden_tables if isinstance(case.agent, AgentSpec) else ()
+    why = unread_call(data, forbidden=forbidden) if data is not None else None
     if why is not None:
         where = ConfigError(why, file=str(case.file), line=case.line, key=f"thresholds.{gate}")
         ledger.uncount(f"the agent's counts could not be established: {where}")

@@ -2,37 +2,92 @@
 trajectory does not hold, and a call written in the model's text.
 
 Why: a harness that parses the call from the model's text (a server without a tool parser:
-Hermes/Qwen ``<tool_call>{...}</tool_call>``, Llama's ``<|python_tag|>{...}``, ReAct's
-``Action: run_query`` / ``Action Input: {...}``) runs it and
-records the result as a tool message, but the assistant message holds no ``tool_calls``: the
-salvage read no call, so a ``DELETE FROM Genre`` the tool ran passed ``write_attempts: {max:
-0}`` with 0 (issue 58, the twelfth re-probe's H10). A tool message says a tool ran; when its
-call cannot be found, what ran is unknown and the counts are not established. A call written
-in the model's text between the tags such harnesses parse is searched as what no reader reads
-is (:mod:`.sweep`): one naming a tool the plugin serves or holding a statement fails closed;
-the rest of the model's text is its prose, not searched.
+Hermes/Qwen ``<tool_call>{...}</tool_call>``, Llama's ``<|python_tag|>{...}`` and bare JSON,
+gpt-oss harmony, Gemma's ``tool_code``, ReAct's ``Action: run_query`` / ``Action Input:
+{...}``) runs it and records the result as a tool message, or as a user message that says
+nothing, but the assistant message holds no ``tool_calls``: the salvage read no call, so a
+``DELETE FROM Genre`` the tool ran passed ``write_attempts: {max: 0}`` with 0 (issue 58, the
+twelfth re-probe's H10, the thirteenth's H6). A tool message says a tool ran; when its call
+cannot be found, what ran is unknown and the counts are not established.
+
+The model's text is searched by a rule, not a list of formats (a list leaves out the next
+one): :func:`text_call` finds a call between the tags harnesses parse, a plugin tool's name
+in call syntax, a quoted text in a JSON object's place naming a tool or holding a statement,
+and, as the floor whatever the format, a write statement or a read of a forbidden table
+anywhere. The rest of the text is the model's prose: a tool named in a sentence, a read of
+an allowed table quoted in prose or a ``sql`` fence (``docs/agent-metrics.md`` gives the
+rule). The search is linear in the text, its costly readers counted, a bound reached a call
+found.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .language import HEADS
+from .lead import FORMAT_CHARS
 from .statements import all_texts
+from .toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN, named_tool
+
+
+def _words(words: Iterable[str]) -> str:
+    """``words`` as one alternation of their first letters, each checking that no letter or
+    digit is before it (an ``_`` may be: ``mcp__db__run_query``), then the rest of the words:
+    the regular expression engine skips to those first letters and rejects a position at once
+    (a search of 1 MB of prose in milliseconds; a ``\\b`` before a group makes it try every
+    word at every position). Searched in the text's lower case."""
+    firsts: dict[str, list[str]] = {}
+    for word in sorted(set(words), key=len, reverse=True):
+        firsts.setdefault(word[0], []).append(re.escape(word[1:]))
+    return "(?:" + "|".join(f"{re.escape(c)}(?<![^\\W_]{re.escape(c)})(?:{'|'.join(rest)})"
+                            for c, rest in sorted(firsts.items())) + ")"
+
 
 #: The roles of a message answering a call (OpenAI's ``tool`` and legacy ``function``,
 #: Llama's ``ipython``).
 _RESULT_ROLES = frozenset({"tool", "function", "ipython"})
-#: Where a call written in the model's text starts, and the tag that ends it (else the end of
-#: the text): the tags chat templates and their parsers use.
+#: The roles of the model's messages, in the spellings frameworks give them (Gemini's
+#: ``model``, LangChain's ``ai``): a user's or a system's text is not the model's.
+_MODEL_ROLES = frozenset({"assistant", "model", "ai", "bot", "chatbot"})
+#: Where a call written in the model's text starts, by the tags chat templates and their
+#: parsers use (each branch starts with its first character, so that the search skips to
+#: them); :func:`_closing` gives the tag that ends each (none: the call runs to the end of the
+#: text). Searched in the text's lower case.
 _OPEN = re.compile(
-    r"<(?P<tag>tool_calls?|function_calls?|functioncall|tool_use|start_function_call)>|"
-    r"<function=[^>\n]{0,256}>|<\|python_tag\|>|\[TOOL_CALLS\]|<\|tool_calls?(?:_section)?_begin\|>"
-    r"|<\|tool_call\|>|<\uff5ctool\u2581calls?\u2581begin\uff5c>"
-    # ReAct (``Action: run_query`` then ``Action Input: {...}``), which its harness parses
-    r"|(?m:^[ \t]*Action[ \t]*:)", re.IGNORECASE)
-_CLOSE = {"<function=": "</function>", "<|python_tag|>": "<|eom_id|>", "Action": "Observation:"}
+    r"<(?:tool_calls?|function_calls?|functioncall|tool_use|start_function_call|tool)>|"
+    r"<function=[^>\n]{0,256}>|<\|python_tag\|>|\[tool_calls\]|"
+    r"<\|tool_calls?(?:_section)?_begin\|>|<\|tool_call\|>|<\uff5ctool\u2581calls?\u2581begin\uff5c>"
+    # gpt-oss harmony: a message to a recipient (``<|channel|>commentary to=functions.x``)
+    r"|<\|(?:channel|start)\|>[^<\n]{0,256}?\bto="
+    r"|<\|action_start\|>|<invoke\b[^>\n]{0,256}>"
+    r"|```[ \t]{0,16}(?:tool_code|tool_calls?|function_calls?|tool_use)\b"
+    r"|functools\[|\u2718function\u2718|\u273ffunction\u273f"
+    # ReAct (``Action: run_query`` then ``Action Input: {...}``, in bold too), which its harness
+    # parses: at the head of its line (:func:`_line_head`)
+    r"|action(?<![\w]action)[ \t]{0,16}(?:[*_]{0,3}[ \t]{0,16}:|:[*_]{0,3})")
+#: The tags that end a call, by how it starts.
+_CLOSE = (("<function=", "</function>"), ("<|python_tag|>", "<|eom_id|>"),
+          ("action", "observation:"), ("<|channel|>", "<|call|>"), ("<|start|>", "<|call|>"),
+          ("<|action_start|>", "<|action_end|>"), ("<invoke", "</invoke>"), ("```", "```"))
+_TAG = re.compile(r"<([a-z_]+)>")
+
+
+def _closing(opened: str) -> str | None:
+    """The tag that ends a call that starts with ``opened`` (a match of :data:`_OPEN`)."""
+    tag = _TAG.fullmatch(opened)
+    if tag is not None:
+        return f"</{tag.group(1)}>"
+    return next((close for start, close in _CLOSE if opened.startswith(start)), None)
+
+
+#: What may come before a ReAct ``Action:`` on its line (a quote's ``>``, a list's ``-``,
+#: markdown's ``#`` and ``**``).
+_REACT_LEAD = re.compile(r"[ \t>#*_-]{0,16}")
 
 
 def _messages(data: object, depth: int = 0) -> list[tuple[int, Mapping[str, Any]]]:
@@ -88,30 +143,272 @@ def orphan_result(data: object) -> str | None:
             "of the trajectory makes: what its tool ran is unknown")
 
 
-def encoded_call(data: object) -> str | None:
-    """The first call written in an assistant message's text (between the tags a harness
-    parses: :data:`_OPEN`) that names a tool the plugin serves or holds a statement, located,
-    or None."""
-    from .sweep import names_tool, reads_as_sql
-
+def encoded_call(data: object, *, forbidden: Iterable[str] = ()) -> str | None:
+    """The first assistant message of ``data`` (a trajectory's messages) whose text holds a
+    call (:func:`text_call`; ``forbidden``: the case's forbidden tables), located, or None."""
     for i, msg in _messages(data):
-        content = msg.get("content")
-        if msg.get("role") != "assistant" or not isinstance(content, str):
+        role = msg.get("role")
+        if not isinstance(role, str) or role.strip().lower() not in _MODEL_ROLES:
             continue
-        for match in _OPEN.finditer(content):
-            tag = match.group("tag")
-            close = f"</{tag}>" if tag else next(
-                (v for k, v in _CLOSE.items() if match.group().strip().startswith(k)), None)
-            end = content.find(close, match.end()) if close else -1
-            inner = content[match.end():end if end >= 0 else len(content)]
-            for text in [match.group() + inner, *all_texts(inner.strip(), 0)]:
-                if names_tool(text) or reads_as_sql(text):
-                    return (f"trajectory[{i}].content: a tool call written in the model's text "
-                            f"at character {match.start()} ({match.group()[:40]!r}) names a "
-                            f"tool or holds a statement: {' '.join(text.split())[:80]!r}")
+        for where, text in _texts(msg.get("content")):
+            why = text_call(text, forbidden)
+            if why is not None:
+                return f"trajectory[{i}].content{where}: {why}"
     return None
 
 
-def unread_call(data: object) -> str | None:
-    """Why ``data`` (a trajectory's messages) records a call no reader reads, or None."""
-    return orphan_result(data) or encoded_call(data)
+def _texts(content: object) -> list[tuple[str, str]]:
+    """The texts of a message's ``content``: the text, or the ``text`` of each of its parts."""
+    if isinstance(content, str):
+        return [("", content)]
+    return [(f"[{j}].text", part["text"]) for j, part in enumerate(
+        content if isinstance(content, list) else ()) if isinstance(part, Mapping)
+        and isinstance(part.get("text"), str)]
+
+
+def text_call(text: str, forbidden: Iterable[str] = ()) -> str | None:
+    """Why the model's ``text`` holds a tool call a harness may have parsed and run, or None.
+
+    In the order tried: (1) a call between the tags a harness parses (:data:`_OPEN`) that
+    names a tool the plugin serves or holds a statement; (2) a plugin tool's name in call
+    syntax (:func:`_called`: ``run_query(``, ``functions.run_query``, ``name="run_query"``,
+    ``<run_query>``, ``>run_query<``, a line ``<label>: run_query``); (3) a quoted text in a
+    JSON (or Python) object's or list's place (after ``{``, ``[``, ``,`` or ``:``) that is a
+    plugin tool's name or holds a statement; (4) the floor, wherever it is: a write statement
+    (:data:`_WRITE`) or a read of a ``forbidden`` table (:func:`_forbidden_read`). The rest is
+    prose: ``I counted the genres with run_query`` and a read of an allowed table quoted in
+    prose or a ``sql`` fence pass. Linear in the text: every pattern is bounded, each tagged
+    call is read once, and the texts handed to the statement readers are counted
+    (:data:`MAX_READ`; past them the text is taken as holding a call, as a bound reached is
+    in :mod:`.sweep`)."""
+    low = _lower(text)
+    return (_tagged(text, low) or _called(text, low) or _json_place(text, low)
+            or _floor(text, low, tuple(t for t in forbidden if isinstance(t, str) and t)))
+
+
+def _lower(text: str) -> str:
+    """``text`` in lower case, each character in its place (the few whose lower case is longer,
+    ``\u0130``, kept as they are)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _at(start: int, text: str, what: str) -> str:
+    return (f"a tool call written in the model's text at character {start} "
+            f"({text[start:start + 40]!r}) {what}")
+
+
+#: Texts (tagged calls, quoted texts, mentions of a plugin tool) one text's search reads at
+#: most with the statement readers, which cost more than a pattern: past them the text is
+#: taken as holding a call (no honest answer holds thousands).
+MAX_READ = 1000
+#: Words that make a tagged call or a quoted text worth reading: a plugin tool's name, a
+#: statement's first word, a backslash (an escape may spell either).
+_WORTH_WORDS = _words([*PLUGIN_TOOLS, *HEADS, "prefix", "construct", "foreach"])
+_WORTH = re.compile(_WORTH_WORDS + r"|\\")
+
+
+def _tagged(text: str, low: str) -> str | None:
+    """Rule 1: a tagged call that names a tool the plugin serves or holds a statement (each
+    read once: the search goes on after its closing tag)."""
+    from .sweep import names_tool, reads_as_sql
+
+    pos, read, opened = 0, 0, 0
+    while (match := _OPEN.search(low, pos)) is not None:
+        pos, opened = match.end(), opened + 1
+        if opened > 10 * MAX_READ:
+            return _at(match.start(), text, f"is one of more than {10 * MAX_READ:,} tags of "
+                       "calls, which are not all read")
+        if match.group().startswith("action") and not _line_head(low, match.start()):
+            continue
+        close = _closing(match.group())
+        end = low.find(close, match.end()) if close else -1
+        stop = end if end >= 0 else len(text)
+        pos = max(stop, pos)
+        if not _WORTH.search(low, match.start(), stop):
+            continue
+        read += 1
+        if read > MAX_READ:
+            return _at(match.start(), text, f"is one of more than {MAX_READ:,} tagged calls, "
+                       "which are not all read")
+        inner = text[match.end():stop]
+        for found in [match.group() + inner, *all_texts(inner.strip(), 0)]:
+            if names_tool(found) or reads_as_sql(found):
+                return _at(match.start(), text, "names a tool or holds a statement: "
+                           f"{' '.join(found.split())[:80]!r}")
+    return None
+
+
+def _line_head(low: str, start: int) -> bool:
+    """Whether only blanks and markdown come before ``start`` on its line."""
+    line = low.rfind("\n", max(0, start - 17), start) + 1
+    if line == 0 and start > 16:
+        return False
+    return _REACT_LEAD.fullmatch(low, line, start) is not None
+
+
+#: A plugin tool's name (``abstain``, an English word, only where call syntax is plain).
+_TOOL = re.compile(_words(PLUGIN_TOOLS) + r"(?![a-z0-9])")
+#: Call syntax after a tool's name: called (``run_query(``, Gemma's ``tool_code``), or a
+#: tag's text (``<name>run_query</name>``).
+_CALL_AFTER = re.compile(r"\s{0,64}\(|[ \t]{0,64}</")
+#: Call syntax before a tool's name: a namespace (``functions.run_query``, ``tools/``,
+#: ``a::``), an ``=`` (``to=run_query``, ``name="run_query"``), a tag (``<run_query>``).
+_CALL_BEFORE = re.compile(r"(?:[./]|::|=[ \t]{0,8}[\"'`]?[ \t]{0,8}|</?)$")
+#: A labelled line whose whole value is the tool (``Action: run_query``, ``**Action:**
+#: run_query``, ``\u273fFUNCTION\u273f: run_query``, ``function: mcp__db__run_query``): the
+#: label (to 80 characters, no colon in it) and what comes between the colon and the name;
+#: then what may end the line after it.
+_LABEL = re.compile(r"\n[^\n:]{0,80}:[ \t*_`\"']{0,16}[\w.-]{0,80}$")
+_LINE_END = re.compile(r"[ \t*_`\"'.\r]{0,16}(?:\n|$)")
+
+
+def _called(text: str, low: str) -> str | None:
+    """Rule 2: a plugin tool's name in call syntax (each mention looked at in a window of
+    200 characters around it)."""
+    for n, match in enumerate(_TOOL.finditer(low)):
+        start, end = match.span()
+        if n >= MAX_READ:
+            return _at(start, text, f"names the plugin's tools more than {MAX_READ:,} times, "
+                       "which are not all read")
+        before = low[max(0, start - 200):start]
+        line = "\n" + before if start <= 200 else before  # where the text starts, a line does
+        if _CALL_AFTER.match(low, end) or _CALL_BEFORE.search(before) or (
+                match.group() != TOOL_ABSTAIN and _LABEL.search(line)
+                and _LINE_END.match(low, end)):
+            return _at(start, text, f"calls the tool {match.group()!r} the plugin serves")
+    return None
+
+
+#: A quoted text in a JSON (or Python) object's or list's place (after ``{``, ``[``, ``,`` or
+#: ``:``), found in one pass and read (:func:`_json_place`) when :data:`_WORTH` finds a word
+#: in it.
+_QUOTED = re.compile(
+    r"[\[{,:][ \t\r\n]{0,64}(?:\"(?P<json>(?:[^\"\\\n]|\\.){0,65536}?(?:" + _WORTH_WORDS +
+    r"|\\.)(?:[^\"\\\n]|\\.){0,65536})\"|'(?P<py>[^'\n]{0,65536}?(?:" + _WORTH.pattern +
+    r")[^'\n]{0,65536})')")
+
+
+def _json_place(text: str, low: str) -> str | None:
+    """Rule 3: a quoted text in a JSON object's or list's place that is a plugin tool's name
+    or holds a statement (a statement's text at its head, or one inside it a parser reads)."""
+    from .statements import embedded_statement, statement_text
+
+    for read, match in enumerate(_QUOTED.finditer(low), 1):
+        group = "json" if match.group("json") is not None else "py"
+        if read > MAX_READ:
+            return _at(match.start(), text, f"holds more than {MAX_READ:,} quoted texts that "
+                       "may be statements, which are not all read")
+        value = text[slice(*match.span(group))]
+        if group == "json":
+            with contextlib.suppress(ValueError):  # not JSON's escapes: read as written
+                value = json.loads(f'"{value}"')
+        name = named_tool(value)
+        if name is not None and name != TOOL_ABSTAIN:
+            return _at(match.start(), text, f"names the tool {name!r}")
+        if statement_text(value.strip()) or embedded_statement(value) is not None:
+            return _at(match.start(), text, "holds a statement in a quoted text: "
+                       f"{' '.join(value.split())[:80]!r}")
+    return None
+
+
+#: An article where a statement names its object (``delete from the cache``): prose.
+_ARTICLE = (r"(?!(?:the|a|an|this|that|these|those|my|your|our|their|its|his|her|some|all|"
+            r"any|each|every|it|them)\b)")
+_OBJECT = r"[\w\"`\[][\w.\"`\[\]$]*"
+_KIND = (r"(?:or\s+replace\s+)?(?:temp\w*\s+|unique\s+|materialized\s+|node\s+|rel\s+)?"
+         r"(?:table|view|index|database|schema|trigger|function|procedure|sequence|macro|"
+         rf"secret|graph)\s+{_ARTICLE}{_OBJECT}")
+#: A write statement anywhere in a text (lower case), SQL's, SPARQL's or a graph language's:
+#: what no honest final answer needs to write (the floor: found wherever it is, whatever the
+#: format). Each branch starts with its word (:func:`_words`).
+_WRITE = re.compile(
+    rf"delete(?<![\w]delete)(?:\s+from\s+{_ARTICLE}{_OBJECT}|\s+{_OBJECT}\s+where\b|"
+    r"\s+data\s*\{|\s+where\s*\{)|"
+    rf"insert(?<![\w]insert)(?:\s+(?:or\s+\w+\s+)?into\s+{_ARTICLE}{_OBJECT}|\s+data\s*\{{)|"
+    rf"update(?<![\w]update)\s+{_ARTICLE}{_OBJECT}(?:\s+(?:as\s+)?\w+)?\s+set\s|"
+    rf"replace(?<![\w]replace)\s+into\s+{_ARTICLE}{_OBJECT}|"
+    rf"merge(?<![\w]merge)(?:\s+into\s+{_ARTICLE}{_OBJECT}|\s*\(\s*\w*\s*:)|"
+    rf"upsert(?<![\w]upsert)\s+into\s+{_ARTICLE}{_OBJECT}|"
+    rf"create(?<![\w]create)(?:\s+{_KIND}|\s*\(\s*\w*\s*:)|"
+    rf"drop(?<![\w]drop)(?:\s+{_KIND}|\s+(?:silent\s+)?(?:graph\s*<|default\b|named\b|all\b))|"
+    rf"alter(?<![\w]alter)\s+{_KIND}|"
+    rf"truncate(?<![\w]truncate)(?:\s+{_KIND}|\s+(?:table\s+)?{_OBJECT}\s*;)|"
+    r"attach(?<![\w]attach)\s+(?:database\s+)?(?:if\s+not\s+exists\s+)?['\"]|"
+    r"detach(?<![\w]detach)\s+(?:database\b|delete\b)|vacuum(?<![\w]vacuum)\s+into\b|"
+    r"pragma(?<![\w]pragma)\s+[\w.]+\s*=|"
+    r"copy(?<![\w]copy)\s+[\w.\"`\[\]]+\s+(?:from|to)\s+['\"]|"
+    r"clear(?<![\w]clear)\s+(?:silent\s+)?(?:graph\s*<|default\b|named\b|all\b)|"
+    r"set(?<![\w]set)\s+\w+\s*(?:\.\s*\w+\s*=|:\s*\w+)|"
+    r"remove(?<![\w]remove)\s+\w+\s*[.:]\s*\w+")
+
+
+def _floor(text: str, low: str, forbidden: tuple[str, ...]) -> str | None:
+    """Rule 4: a write statement, or a read of a forbidden table, anywhere in the text (read
+    as an engine reads it: without its format characters, a comment a blank)."""
+    plain = _COMMENT.sub(" ", _INVISIBLE.sub("", low))
+    match = _WRITE.search(plain)
+    if match is not None:
+        return _at(match.start(), plain, f"writes: {' '.join(match.group().split())[:80]!r}")
+    start = _forbidden_read(plain, forbidden)
+    return None if start is None else _at(start, plain, "reads a forbidden table")
+
+
+#: What an engine skips inside a statement: a format character (``DEL\u00adETE``), and a
+#: comment (``DELETE/**/FROM``, ``DELETE -- x`` then a new line), read as a blank.
+_INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
+_COMMENT = re.compile(r"/\*[^*]{0,4096}\*+(?:[^/*][^*]{0,4096}\*+){0,64}/|--[^\n]{0,4096}")
+
+
+#: The words after which a statement names the table it reads.
+_READ_OBJECT = _words(["from", "join", "table", "describe", "desc", "summarize", "pivot",
+                       "unpivot"]) + r"\s+"
+#: What follows a table a statement reads, in the statement (``FROM Employee;``, ``FROM
+#: Employee WHERE``, ``FROM Employee e JOIN``), and not in prose (``from employee records;``).
+_STATEMENT_GOES_ON = re.compile(
+    r"\s*(?:$|[;),]|(?:(?:as\s+)?\w+\s+)?(?:where|select|limit|order|group|join|"
+    r"inner|left|right|full|cross|natural|using|on|union|except|intersect|having|qualify|"
+    r"window|offset|fetch)\b)", re.MULTILINE)
+_SELECT = re.compile(_words(["select"]) + r"\b")
+
+
+def _forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
+    """Where ``low`` (a text in lower case) reads one of the ``forbidden`` tables (any case,
+    qualified, quoted), or None: as a graph pattern's label (``(e:Employee)``), or named after
+    ``FROM``/``JOIN``/``TABLE``/``DESCRIBE``... when a ``SELECT`` comes before it (within 2,000
+    characters) or the statement goes on after it (past :data:`MAX_READ` such names, the
+    first is taken as one)."""
+    if not forbidden:
+        return None
+    from bisect import bisect_left
+
+    named, label = _forbidden_patterns(forbidden)
+    first = label.search(low)
+    selects: list[int] | None = None
+    for n, match in enumerate(named.finditer(low, 0, first.start() if first else len(low))):
+        if selects is None:
+            selects = [m.start() for m in _SELECT.finditer(low)]
+        before = bisect_left(selects, match.start())
+        if n >= MAX_READ or (before and match.start() - selects[before - 1] <= 2000) or \
+                _STATEMENT_GOES_ON.match(low, match.end()):
+            return match.start()
+    return first.start() if first else None
+
+
+@functools.lru_cache(maxsize=64)
+def _forbidden_patterns(forbidden: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A forbidden table named where a statement reads it, and as a graph pattern's label: two
+    patterns, each starting so that the search skips to where it may be."""
+    names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
+                                                          reverse=True))
+    quoted = rf"[\"`\[]?(?:{names})[\"`\]]?(?![\w$])"
+    return (re.compile(rf"{_READ_OBJECT}(?:[\w\"`\[\]]+\s*\.\s*){{0,2}}{quoted}"),
+            re.compile(rf"[(\[]\s*\w*\s*:\s*{quoted}"))
+
+
+def unread_call(data: object, *, forbidden: Iterable[str] = ()) -> str | None:
+    """Why ``data`` (a trajectory's messages) records a call no reader reads, or None
+    (``forbidden``: the case's forbidden tables, read by :func:`text_call`'s floor)."""
+    return orphan_result(data) or encoded_call(data, forbidden=forbidden)
