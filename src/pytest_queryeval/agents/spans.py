@@ -32,7 +32,6 @@ their start time. Bounded like a trajectory: past :data:`MAX_SPANS` spans they a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from collections import Counter
@@ -42,11 +41,10 @@ from typing import Any
 from .dbspans import db_messages, db_text, described
 from .llmcalls import flat_attributes as _flat
 from .llmcalls import llm_calls, unread_call_keys
+from .spantexts import EXECUTED, TEXT_DEPTH
+from .spantexts import arguments as _arguments
+from .spantexts import strings as _strings
 from .toolnames import named_tool
-
-#: A tool message's field holding the arguments the tool ran, when they differ from the
-#: call's (spans record both: the LLM span what was asked, the TOOL span what ran).
-EXECUTED = "executed_arguments"
 
 #: Spans read at most (each becomes at most a message or two; a trajectory holds 2,000).
 MAX_SPANS = 2000
@@ -297,9 +295,6 @@ _NOT_INPUT = ("output.", "llm.", "retrieval.", "embedding.", "reranker.", "openi
 #: Texts of the spans' attributes read for queries at most, in all (JSON in JSON included);
 #: past it, the counts are not established.
 _SPAN_TEXTS = 200_000
-#: Levels of a span's values (and JSON in them) read for queries; past them, the counts are
-#: not established.
-_TEXT_DEPTH = 32
 
 
 def unread_queries(data: object, counted: list[Any], final: object = None) -> list[str]:
@@ -348,7 +343,7 @@ def unread_queries(data: object, counted: list[Any], final: object = None) -> li
                        f"{found}, which no counted call holds")
         if budget[0] <= 0:
             out.append(f"spans[{n}]: not searched past {_SPAN_TEXTS:,} texts or "
-                       f"{_TEXT_DEPTH} levels")
+                       f"{TEXT_DEPTH} levels")
             break
     return out
 
@@ -450,49 +445,6 @@ def _calls(messages: list[Any]) -> list[tuple[str, str]]:
             if isinstance(c, Mapping) and isinstance(c.get("function"), Mapping)
             and isinstance(c["function"].get("name"), str)
             and isinstance(c["function"].get("arguments"), str)]
-
-
-def _arguments(messages: list[Any]) -> list[str]:
-    """The arguments of the calls ``messages`` hold that a count judges (a query tool's:
-    ``run_query``, ``execute_sql``; another tool's arguments are not read as a query, so a
-    text there is not counted), and what their tools ran."""
-    from .statements import loose_queries, query_tool
-
-    out: list[str] = []
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if not (isinstance(function, Mapping) and isinstance(function.get("arguments"), str)
-                    and isinstance(function.get("name"), str)):
-                continue
-            if query_tool(function["name"]):
-                out.append(function["arguments"])
-            else:  # what is judged of another tool's arguments (a statement-named one)
-                out.extend(loose_queries(function["name"], function["arguments"]))
-        if isinstance(message.get(EXECUTED), str):
-            out.append(message[EXECUTED])
-    return out
-
-
-def _strings(value: object, budget: list[int], depth: int = 0) -> list[str]:
-    """The texts of ``value`` within ``budget``; a JSON text is its texts (a query inside
-    the arguments' JSON is that query), one that cannot be read is itself."""
-    budget[0] -= 1
-    if budget[0] <= 0 or depth > _TEXT_DEPTH:
-        budget[0] = 0
-        return []
-    if isinstance(value, str):
-        if value.lstrip()[:1] in ("{", "[", '"'):
-            with contextlib.suppress(ValueError, RecursionError):
-                return _strings(json.loads(value), budget, depth + 1)
-        return [value]
-    if isinstance(value, Mapping):
-        value = list(value.values())
-    if isinstance(value, list | tuple):
-        return [t for v in value for t in _strings(v, budget, depth + 1)]
-    return []
 
 
 #: The span readers above, for the other readers of span files (``queryeval mine``): one

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .spans import EXECUTED
+from .spantexts import EXECUTED
 from .toolnames import (
     PLUGIN_TOOLS,
     SERVER,
