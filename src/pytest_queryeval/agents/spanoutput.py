@@ -123,11 +123,11 @@ class _Search:
                                   depth=depth + 1)
             except BoundedReadError:
                 pass  # not JSON: read as text
-        if model:
-            why = _written_call(text)
+        plain = " ".join(text.split())
+        if model:  # a call it quotes that was counted is no other call (an executor's log)
+            why = _written_call(self._without_known(plain) if self.known else text)
             if why is not None:
                 return why
-        plain = " ".join(text.split())
         if not prose and plain not in self.known and reads_as_sql(text) and \
                 reads_as_sql(self._without_known(plain)):
             return f"the statement {plain[:80]!r}"
