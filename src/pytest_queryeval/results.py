@@ -159,6 +159,9 @@ class ResultTable:
         (``"has more than 100000 rows"``, ``"max_rows"``)."""
         if "max_bytes" in self.meta:
             return f"holds more than {self.meta['max_bytes']:,} bytes", "max_bytes"
+        if "max_values" in self.meta:  # every list item and map entry counted: a graph's source
+            return (f"holds more than {self.meta['max_values']:,} values (each list item and "
+                    "map entry counted)", "max_values")
         return f"has more than {self.meta.get('max_rows', len(self.rows))} rows", "max_rows"
 
     @classmethod

@@ -240,12 +240,15 @@ def test_a_query_error_on_the_copy_is_the_querys_in_the_engines_words(source):
 
 
 def test_a_reply_is_read_a_row_at_a_time_and_a_huge_row_is_refused(source, monkeypatch):
-    """The reply of a rehearsal is never held whole in the pytest process: 20,000 rows of a
-    100-value list pass (read and dropped one by one); one row of 3,000,000 values is refused
-    before it is all in memory."""
+    """The reply of a rehearsal is never held whole in the pytest process: 9,000 rows of a
+    100-value list pass (read and dropped one by one: 909,000 values, under max_values);
+    20,000 of them are past max_values, read no further (:mod:`.values`); one row of 3,000,000
+    values is refused before it is all in memory."""
     monkeypatch.setattr(guard, "check_server", lambda query, **kw: None)
-    big = "MATCH (a),(b),(c),(d),(e) WITH a LIMIT 20000 RETURN range(1, 100) AS r"
-    assert len(source.execute(big, timeout=30).rows) == 20_000
+    big = "MATCH (a),(b),(c),(d),(e) WITH a LIMIT {n} RETURN range(1, 100) AS r"
+    assert len(source.execute(big.format(n=9000), timeout=30).rows) == 9_000
+    cut = source.execute(big.format(n=20000), timeout=30)
+    assert cut.truncated and cut.rows == [] and cut.meta == {"max_values": 1_000_000}
     with pytest.raises(QueryFailed, match=r"holds more than 2,000,000 values"):
         source.execute("RETURN range(1, 3000000) AS r", timeout=30)
     assert _rows(source, "MATCH (n) RETURN count(n)") == [(13,)]

@@ -10,7 +10,9 @@ take, default 30), ``max_rows`` (default 100,000), ``version`` (any string mixed
 ``--queryeval-no-cache``: a server's graph cannot be hashed cheaply); on a FalkorDB server,
 ``rehearse`` (default true: each prediction is first run on the plugin's own copy of the
 graph, :mod:`.rehearsal`) and ``max_memory`` (what a prediction may build there beyond the
-graph, default 1 GiB).
+graph, default 1 GiB); ``max_values`` (the values a result may carry to the pytest process,
+every list item and map entry counted, default 1,000,000: :mod:`.values`; counted as the
+records are read, or as the copy's reply is, the reading stopped past it).
 
 Why three layers against writes, when the ladybug source has the engine's: a server is shared
 and its data is not ours to change, and no layer alone holds everywhere.
@@ -66,15 +68,16 @@ from ..sources.base import (
     positive,
     positive_int,
 )
-from . import graphcopy, guard, rehearsal, unwritable
+from . import graphcopy, guard, rehearsal, unwritable, values
 from .boltserver import cause, is_falkordb, pool_sockets, raw_socket
 from .boltvalues import graph_types as _graph_types
 from .boltvalues import value as _value
 from .rehearsal import Rehearsal
+from .values import DEFAULT_MAX_VALUES
 
 TYPE = "bolt"
 KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version",
-                  "rehearse", "max_memory"})
+                  "rehearse", "max_memory", "max_values"})
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _FETCH = 1_000
 #: What a rehearsal may build beyond its copy of the graph (bytes), by default: the spec's
@@ -114,7 +117,8 @@ class BoltSource(SourceDefaults):
                  user: str | None = None, password_env: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT, max_rows: int = DEFAULT_MAX_ROWS,
                  version: str | None = None, rehearse: bool = True,
-                 max_memory: int = REHEARSAL_MEMORY) -> None:
+                 max_memory: int = REHEARSAL_MEMORY,
+                 max_values: int = DEFAULT_MAX_VALUES) -> None:
         self.name = name
         self.url = url
         self.database = database
@@ -128,6 +132,7 @@ class BoltSource(SourceDefaults):
         self._falkordb = False
         self.rehearse = rehearse
         self.max_memory = max_memory
+        self.max_values = max_values
         self._rehearsal: Rehearsal | None = None
 
     @classmethod
@@ -160,7 +165,9 @@ class BoltSource(SourceDefaults):
                                          "max_rows"),
                    version=None if version is None else str(version), rehearse=rehearse,
                    max_memory=positive_int(spec.get("max_memory", REHEARSAL_MEMORY), name,
-                                           "max_memory"))
+                                           "max_memory"),
+                   max_values=positive_int(spec.get("max_values", DEFAULT_MAX_VALUES), name,
+                                           "max_values"))
 
     @property
     def where(self) -> str:
@@ -247,14 +254,7 @@ class BoltSource(SourceDefaults):
                             deadline.watch(raw)
                         result = tx.run(query)
                         columns = [str(k) for k in result.keys()]  # noqa: SIM118 - a Result, not a dict
-                        rows: list[tuple[Any, ...]] = []
-                        types = _graph_types()
-                        for record in result:
-                            rows.append(tuple(_value(v, types) for v in record.values()))
-                            if len(rows) > limit:
-                                if raw is not None:  # the rest unread: dropped, not drained
-                                    reset_close(raw)
-                                break
+                        rows = self._records(result, raw, limit)
                     finally:
                         with contextlib.suppress(Exception):
                             tx.rollback()  # never committed, whatever the server supports
@@ -270,10 +270,30 @@ class BoltSource(SourceDefaults):
                 if deadline is not None:
                     deadline.cancel()
             elapsed = time.perf_counter() - start
+        if rows is None:
+            return ResultTable([], [], truncated=True, seconds=elapsed,
+                               meta={"max_values": self.max_values})
         if len(rows) > limit:
             return ResultTable(columns, rows[:limit], truncated=True, seconds=elapsed,
                                meta={"max_rows": limit})
         return ResultTable(columns, rows, seconds=elapsed)
+
+    def _records(self, result: Any, raw: socket.socket | None,
+                 limit: int) -> list[tuple[Any, ...]] | None:
+        """``result``'s records as rows, read one past ``limit`` at most; None once they
+        hold more than ``max_values`` values (:mod:`.values`, counted as each record is
+        read). What is left unread is dropped with the connection, not drained."""
+        rows: list[tuple[Any, ...]] = []
+        types = _graph_types()
+        held = 0
+        for record in result:
+            rows.append(tuple(_value(v, types) for v in record.values()))
+            held += values.count(rows[-1:], self.max_values - held)
+            if len(rows) > limit or held > self.max_values:
+                if raw is not None:
+                    reset_close(raw)
+                return None if held > self.max_values else rows
+        return rows
 
     def _on_copy(self, driver: Any, query: str, seconds: float, limit: int,
                  trusted: bool) -> ResultTable:
@@ -281,7 +301,12 @@ class BoltSource(SourceDefaults):
         its graph (:mod:`.rehearsal`): the server is read once, to make the copy, and never
         runs a suite's query."""
         start = time.perf_counter()
-        columns, rows, cut = self._rehearsed(driver).run(query, seconds, limit, trusted=trusted)
+        try:
+            columns, rows, cut = self._rehearsed(driver).run(query, seconds, limit,
+                                                             trusted=trusted)
+        except values.TooManyValues:
+            return ResultTable([], [], truncated=True, seconds=time.perf_counter() - start,
+                               meta={"max_values": self.max_values})
         return ResultTable(columns, rows, truncated=cut, seconds=time.perf_counter() - start,
                            meta={"max_rows": limit} if cut else {})
 
@@ -303,7 +328,8 @@ class BoltSource(SourceDefaults):
 
             self._rehearsal = rehearsal.Rehearsal(
                 self.where, lambda: graphcopy.statements(graphcopy.export(run)),
-                max_memory=self.max_memory, max_rows=self.max_rows)
+                max_memory=self.max_memory, max_rows=self.max_rows,
+                max_values=self.max_values)
         return self._rehearsal
 
     def _read(self, driver: Any, neo4j: Any, query: str) -> list[tuple[Any, ...]]:

@@ -152,7 +152,8 @@ class CypherKind:
         elapsed = time.perf_counter() - start
         if pred is not None and pred.truncated:
             what, option = pred.cut_by()
-            reason = f"truncated: the predicted result {what} ({option}); a partial result " \
+            raise_it = "the datasource's max_values" if option == "max_values" else option
+            reason = f"truncated: the predicted result {what} ({raise_it}); a partial result " \
                      "is never scored"
         best: tuple[tuple[float, float], Scored] | None = None
         for index, gold in enumerate(golds):

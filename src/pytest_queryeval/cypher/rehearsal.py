@@ -52,6 +52,7 @@ from ..errors import (
 )
 from . import copyhost, graphcopy, guard, replies
 from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError, RowTooLarge
+from .values import DEFAULT_MAX_VALUES, TooManyValues
 
 #: The copy's graph key: the graph its Bolt listener reads (:data:`.copyhost.GRAPH`).
 KEY = copyhost.GRAPH
@@ -134,11 +135,12 @@ class Rehearsal:
     """One copy of one server's graph, started on first use and again after each kill."""
 
     def __init__(self, where: str, copy: Callable[[], Iterable[str]], *, max_memory: int,
-                 max_rows: int) -> None:
+                 max_rows: int, max_values: int = DEFAULT_MAX_VALUES) -> None:
         self.where = where
         self._copy = copy
         self.max_memory = max_memory
         self.max_rows = max_rows
+        self.max_values = max_values
         self._lock = threading.Lock()
         self._dir: Path | None = None
         self._token = secrets.token_hex(16)
@@ -158,13 +160,15 @@ class Rehearsal:
         """``query``'s columns and rows on the copy (at most ``limit``, and whether more
         were cut), read over the copy's Bolt listener once its rehearsal passed; its verdict
         otherwise. A gold (``trusted``) is rehearsed too (what the listener cannot write
-        would stop the copy's), but may read the clock or chance."""
+        would stop the copy's), but may read the clock or chance. :class:`~.values.
+        TooManyValues` when the copy's reply held more than ``max_values`` values (read no
+        further: the copy is killed)."""
         if not trusted:
             check_deterministic(query)
         guard.check_text(query)  # a lone surrogate: no engine can be sent it
         with self._lock:
             conn = self._ready()
-            reading = replies.Reading(self._longest_name)
+            reading = replies.Reading(self._longest_name, self.max_values)
             reply = self._rehearse(conn, query, seconds, reading)
             if isinstance(reply, RespError):
                 self._unchanged(conn)
@@ -211,6 +215,9 @@ class Rehearsal:
             return conn.rows("GRAPH.RO_QUERY", KEY, query, "--compact", "TIMEOUT", ms,
                              seconds=seconds + GRACE, max_bytes=MAX_REPLY,
                              max_values=MAX_ROW_VALUES, row=reading)
+        except TooManyValues:  # the rest of the reply unread: the copy cannot answer again
+            self._kill()
+            raise
         except RowTooLarge:
             self._kill()
             raise QueryFailed(f"a row of the query's reply on the copy of the graph holds "

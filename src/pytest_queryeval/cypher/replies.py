@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ReadRefused
+from .values import DEFAULT_MAX_VALUES, TooManyValues
 
 #: FalkorDB's compact reply codes of a local date-time, a date, a local time, a duration.
 _TEMPORAL_CODES = frozenset({13, 14, 15, 16})
@@ -29,10 +30,13 @@ MAX_NESTING = 200
 class Reading:
     """What a rehearsal's rows say, read one at a time: whether a value the server's Bolt
     listener cannot write is in them, how many there are, and the largest a row's Bolt
-    message could be."""
+    message could be; and how many values they hold, past ``max_values``
+    :class:`~.values.TooManyValues` (raised as the row is read: the rest of the reply is not)."""
 
-    def __init__(self, longest_name: int) -> None:
+    def __init__(self, longest_name: int, max_values: int = DEFAULT_MAX_VALUES) -> None:
         self.longest_name = longest_name
+        self.max_values = max_values
+        self.values = 0
         self.temporal = False
         self.rows = 0
         self.largest = 0
@@ -42,7 +46,10 @@ class Reading:
         self.rows += 1
         if not self.temporal and _holds_temporal([None, [values], None]):
             self.temporal = True
-        size, depth = _bolt_bound(values, self.longest_name)
+        size, depth, held = _bolt_bound(values, self.longest_name)
+        self.values += held
+        if self.values > self.max_values:
+            raise TooManyValues
         self.largest = max(self.largest, size)
         self.deepest = max(self.deepest, depth)
 
@@ -63,16 +70,18 @@ class Reading:
                               "deeper than the Bolt driver reads (it recurses once a level)")
 
 
-def _bolt_bound(value: Any, longest_name: int) -> tuple[int, int]:
+def _bolt_bound(value: Any, longest_name: int) -> tuple[int, int, int]:
     """At least the bytes a compact reply's value takes in a Bolt message (PackStream), its
-    labels, types and keys each counted at the longest name the copy has; and how deep its
-    lists and maps nest."""
+    labels, types and keys each counted at the longest name the copy has; how deep its
+    lists and maps nest; and how many values it holds (as :func:`.values.count` counts the
+    driver's: a node or a relationship one, and one each of its properties)."""
     size = 7  # the RECORD's structure and its list's header
     name = 5 + longest_name
-    deepest = 0
+    deepest = held = 0
     stack: list[tuple[Any, int]] = [(v, 1) for v in value] if isinstance(value, list) else []
     while stack:
         item, depth = stack.pop()
+        held += 1
         deepest = max(deepest, depth)
         if not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int):
             size += 9
@@ -99,7 +108,7 @@ def _bolt_bound(value: Any, longest_name: int) -> tuple[int, int]:
         else:
             size += 40
         stack.extend((x, depth + 1) for x in inner)
-    return size, deepest
+    return size, deepest, held
 
 
 def _holds_temporal(reply: Any) -> bool:

@@ -31,6 +31,9 @@ class RowTooLarge(Exception):
     """One row of a reply held more values than :meth:`Connection.rows` reads into memory."""
 
 
+#: How many parsed bytes the buffer keeps before it drops them (:meth:`Connection._fill`).
+_KEEP = 1 << 20
+
 #: What one reply may hold: nested arrays, integers, strings, errors, ``None``.
 Reply = object
 
@@ -117,6 +120,9 @@ class Connection:
         self._read += len(chunk)
         if self._read > self._cap:
             raise ReplyTooLarge
+        if self._pos > _KEEP:  # what was parsed is dropped: a long reply is not held whole
+            del self._buf[:self._pos]
+            self._pos = 0
         self._buf += chunk
 
     def _line(self) -> bytes:

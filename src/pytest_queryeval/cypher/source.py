@@ -5,7 +5,8 @@ Spec keys: ``path`` (required): a ladybug database file, or a Cypher script (``*
 whose statements build the graph; ``timeout`` (seconds, default 30), ``max_rows`` (default
 100,000), ``max_memory`` (the engine's buffer pool in bytes, default 256 MiB: ladybug's own
 default is 80 % of the machine's memory; the worker may hold twice that beyond its size once
-the graph is open).
+the graph is open), ``max_values`` (the values a result may carry to the pytest process, every
+list item and map entry counted, default 1,000,000: :mod:`.values`).
 
 Why a worker and what walls it has: :mod:`.worker` (issue 58). The pytest process never
 imports the engine: a script is built into a database of a temporary folder by a worker of
@@ -62,9 +63,10 @@ from ..sources.base import (
     positive_int,
 )
 from . import guard, worker
+from .values import DEFAULT_MAX_VALUES
 
 TYPE = "ladybug"
-KEYS = frozenset({"path", "timeout", "max_rows", "max_memory"})
+KEYS = frozenset({"path", "timeout", "max_rows", "max_memory", "max_values"})
 DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
 #: The form of the values a result holds (in the gold cache's key): 2, a wide integer an
 #: ``int`` (issue 60), no longer a ``Decimal``.
@@ -108,12 +110,14 @@ class LadybugSource(SourceDefaults):
 
     def __init__(self, name: str, path: str, *, timeout: float = DEFAULT_TIMEOUT,
                  max_rows: int = DEFAULT_MAX_ROWS,
-                 max_memory: int = DEFAULT_MAX_MEMORY) -> None:
+                 max_memory: int = DEFAULT_MAX_MEMORY,
+                 max_values: int = DEFAULT_MAX_VALUES) -> None:
         self.name = name
         self.path = Path(path)
         self.timeout = timeout
         self.max_rows = max_rows
         self.max_memory = max_memory
+        self.max_values = max_values
         self._lock = threading.Lock()
         self._box: Sandbox | None = None
         self._tmp: str | None = None
@@ -134,7 +138,9 @@ class LadybugSource(SourceDefaults):
                    max_rows=positive_int(spec.get("max_rows", DEFAULT_MAX_ROWS), name,
                                          "max_rows"),
                    max_memory=positive_int(spec.get("max_memory", DEFAULT_MAX_MEMORY), name,
-                                           "max_memory"))
+                                           "max_memory"),
+                   max_values=positive_int(spec.get("max_values", DEFAULT_MAX_VALUES), name,
+                                           "max_values"))
 
     @property
     def is_script(self) -> bool:
@@ -208,7 +214,7 @@ class LadybugSource(SourceDefaults):
         box = self._worker()
         try:
             reply = box.call(_in_worker("run"), query, int(seconds * 1000), limit, not trusted,
-                             timeout=seconds + HARD_GRACE, max_reply=2 * DEFAULT_MAX_BYTES)
+                             self.max_values, timeout=seconds + HARD_GRACE, max_reply=2 * DEFAULT_MAX_BYTES)
         except SandboxTimeout:
             raise QueryTimeout(f"the query ran over {seconds:g} s (the engine did not stop "
                                "by itself, parsing or building a value: its worker was "
@@ -297,6 +303,9 @@ def _table(reply: tuple[Any, ...], query: str, seconds: float) -> ResultTable:
         raise QueryRefused(str(reply[1]))
     if reply[0] == "error":
         raise _engine_error(str(reply[1]), query, float(reply[2]), seconds)
+    if reply[0] == "values":  # over max_values: counted in the worker, nothing sent
+        return ResultTable([], [], truncated=True, seconds=float(reply[2]),
+                           meta={"max_values": int(reply[1])})
     _, columns, rows, truncated, elapsed = reply
     if truncated:
         return ResultTable(columns, rows, truncated=True, seconds=elapsed,

@@ -35,6 +35,7 @@ from typing import Any
 
 from .._isolation.landlock import confine
 from .._isolation.sandbox import worker_state
+from . import values
 
 #: The :func:`worker_state` key of the open database.
 _DB = "ladybug-db"
@@ -131,11 +132,14 @@ def plan_refusal(conn: Any, query: str) -> str | None:
     return None
 
 
-def run(query: str, timeout_ms: int, max_rows: int, checked: bool) -> Reply:
+def run(query: str, timeout_ms: int, max_rows: int, checked: bool,
+        max_values: int = values.DEFAULT_MAX_VALUES) -> Reply:
     """One query on a fresh connection to the worker's graph; ``checked``: planned first
     (:func:`plan_refusal`) when it holds a word of :data:`_BEYOND`. ``("ok", columns, rows,
-    truncated, seconds)``, ``("refused", reason)`` or ``("error", message, seconds)`` (the
-    parent words the engine's errors)."""
+    truncated, seconds)``, ``("refused", reason)``, ``("error", message, seconds)`` (the
+    parent words the engine's errors) or ``("values", max_values, seconds)``: the rows held
+    more than ``max_values`` values (:mod:`.values`), counted as they were fetched, and none
+    is sent."""
     db = worker_state().get(_DB)
     if db is None:  # cannot happen after a successful setup; a clear message if it does
         return ("error", "the graph is not open in this worker", 0.0)
@@ -148,14 +152,15 @@ def run(query: str, timeout_ms: int, max_rows: int, checked: bool) -> Reply:
             if refusal is not None:
                 return ("refused", refusal)
         start = time.perf_counter()
-        return _fetch(conn, query, max_rows, start)
+        return _fetch(conn, query, (max_rows, max_values), start)
     except RuntimeError as exc:
         return ("error", first_line(exc), time.perf_counter() - start)
     finally:
         conn.close()
 
 
-def _fetch(conn: Any, query: str, limit: int, start: float) -> Reply:
+def _fetch(conn: Any, query: str, bounds: tuple[int, int], start: float) -> Reply:
+    limit, max_values = bounds
     result = conn.execute(query)
     if isinstance(result, list):  # several statements: the guard refuses them first
         for one in result:
@@ -164,8 +169,14 @@ def _fetch(conn: Any, query: str, limit: int, start: float) -> Reply:
     columns = [str(c) for c in result.get_column_names()]
     types = [str(t) for t in result.get_column_data_types()]
     rows: list[tuple[Any, ...]] = []
+    held = 0
     while result.has_next() and len(rows) <= limit:
-        rows.extend(tuple(r) for r in result.get_n(min(_BATCH, limit + 1 - len(rows))))
+        batch = [tuple(r) for r in result.get_n(min(_BATCH, limit + 1 - len(rows)))]
+        held += values.count(batch, max_values - held)
+        if held > max_values:
+            result.close()
+            return ("values", max_values, time.perf_counter() - start)
+        rows.extend(batch)
     result.close()
     rows = integers(rows, types, conn)
     elapsed = time.perf_counter() - start

@@ -35,10 +35,15 @@ def prediction_text(prediction: object, case: Case, language: str, keys: tuple[s
             return None
         raise PredictionError(f"no predicted {language}")
     if isinstance(prediction, dict):
-        for key in keys:
-            if isinstance(prediction.get(key), str):
-                return str(prediction[key])
-        raise PredictionError(f"a predicted mapping needs a '{keys[0]}' (or '{keys[1]}') string")
+        given = [(key, str(prediction[key])) for key in keys if isinstance(prediction.get(key), str)]
+        if not given:
+            raise PredictionError(f"a predicted mapping needs a '{keys[0]}' (or '{keys[1]}') string")
+        other = next((key for key, text in given if text != given[0][1]), None)
+        if other is not None:  # which one a harness meant is unknown: neither is scored
+            raise PredictionError(f"the predicted mapping gives different {language} texts under "
+                                  f"'{given[0][0]}' and '{other}': give one (or the same text "
+                                  "under both)")
+        return given[0][1]
     if isinstance(prediction, str):
         return prediction
     raise PredictionError(f"expected predicted {language} text, got {type(prediction).__name__}")
