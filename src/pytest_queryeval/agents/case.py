@@ -217,7 +217,7 @@ def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
     gated on a count is an error located at its first count gate (issue 58, the twelfth
     re-probe's H10, the thirteenth's H6)."""
     from ..errors import ConfigError
-    from .textcalls import unread_call
+    from .textcalls import counted_texts, unread_call
 
     gate = first_count_gate(case)
     if gate is None or ledger.uncounted is not None or env.traced is not None:
@@ -225,7 +225,8 @@ def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
     data = env.trajectory.messages if env.trajectory is not None else env.raw
     # the floor of a call in the model's text: a read of a table the case forbids
     forbidden = case.agent.forbidden_tables if isinstance(case.agent, AgentSpec) else ()
-    why = unread_call(data, forbidden=forbidden) if data is not None else None
+    known = counted_texts(env.predicted, env.trajectory.steps if env.trajectory else ())
+    why = unread_call(data, forbidden=forbidden, known=known) if data is not None else None
     if why is not None:
         where = ConfigError(why, file=str(case.file), line=case.line, key=f"thresholds.{gate}")
         ledger.uncount(f"the agent's counts could not be established: {where}")

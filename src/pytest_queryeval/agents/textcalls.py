@@ -26,7 +26,7 @@ import contextlib
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .language import HEADS
@@ -143,15 +143,17 @@ def orphan_result(data: object) -> str | None:
             "of the trajectory makes: what its tool ran is unknown")
 
 
-def encoded_call(data: object, *, forbidden: Iterable[str] = ()) -> str | None:
+def encoded_call(data: object, *, forbidden: Iterable[str] = (),
+                 known: Collection[str] = ()) -> str | None:
     """The first assistant message of ``data`` (a trajectory's messages) whose text holds a
-    call (:func:`text_call`; ``forbidden``: the case's forbidden tables), located, or None."""
+    call (:func:`text_call`; ``forbidden``: the case's forbidden tables; ``known``: the
+    statements counted already), located, or None."""
     for i, msg in _messages(data):
         role = msg.get("role")
         if not isinstance(role, str) or role.strip().lower() not in _MODEL_ROLES:
             continue
         for where, text in _texts(msg.get("content")):
-            why = text_call(text, forbidden)
+            why = text_call(text, forbidden, known)
             if why is not None:
                 return f"trajectory[{i}].content{where}: {why}"
     return None
@@ -166,7 +168,8 @@ def _texts(content: object) -> list[tuple[str, str]]:
         and isinstance(part.get("text"), str)]
 
 
-def text_call(text: str, forbidden: Iterable[str] = ()) -> str | None:
+def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] = ()
+              ) -> str | None:
     """Why the model's ``text`` holds a tool call a harness may have parsed and run, or None.
 
     In the order tried: (1) a call between the tags a harness parses (:data:`_OPEN`) that
@@ -180,9 +183,11 @@ def text_call(text: str, forbidden: Iterable[str] = ()) -> str | None:
     prose or a ``sql`` fence pass. Linear in the text: every pattern is bounded, each tagged
     call is read once, and the texts handed to the statement readers are counted
     (:data:`MAX_READ`; past them the text is taken as holding a call, as a bound reached is
-    in :mod:`.sweep`)."""
+    in :mod:`.sweep`). ``known``: the statements counted already (the calls' queries, the
+    final query), blanks collapsed: rule 3 passes a quoted one, which is the answer's record of
+    a query the agent ran or gives (``{"sql": "SELECT ...", "answer": 25}``), not a call."""
     low = _lower(text)
-    return (_tagged(text, low) or _called(text, low) or _json_place(text, low)
+    return (_tagged(text, low) or _called(text, low) or _json_place(text, low, known)
             or _floor(text, low, tuple(t for t in forbidden if isinstance(t, str) and t)))
 
 
@@ -291,7 +296,7 @@ _QUOTED = re.compile(
     r")[^'\n]{0,65536})')")
 
 
-def _json_place(text: str, low: str) -> str | None:
+def _json_place(text: str, low: str, known: Collection[str] = ()) -> str | None:
     """Rule 3: a quoted text in a JSON object's or list's place that is a plugin tool's name
     or holds a statement (a statement's text at its head, or one inside it a parser reads)."""
     from .statements import embedded_statement, statement_text
@@ -308,6 +313,8 @@ def _json_place(text: str, low: str) -> str | None:
         name = named_tool(value)
         if name is not None and name != TOOL_ABSTAIN:
             return _at(match.start(), text, f"names the tool {name!r}")
+        if " ".join(value.split()) in known:
+            continue  # a statement counted already: its record, not another call
         if statement_text(value.strip()) or embedded_statement(value) is not None:
             return _at(match.start(), text, "holds a statement in a quoted text: "
                        f"{' '.join(value.split())[:80]!r}")
@@ -408,7 +415,17 @@ def _forbidden_patterns(forbidden: tuple[str, ...]) -> tuple[re.Pattern[str], re
             re.compile(rf"[(\[]\s*\w*\s*:\s*{quoted}"))
 
 
-def unread_call(data: object, *, forbidden: Iterable[str] = ()) -> str | None:
+def counted_texts(predicted: object, steps: Iterable[Any]) -> frozenset[str]:
+    """The statements a case counts (its calls' argument texts and its final query), blanks
+    collapsed: the model's text quoting one records it (``{"sql": ..., "answer": 25}``)."""
+    texts = [predicted, *(v for s in steps if isinstance(getattr(s, "arguments", None), dict)
+                          for v in s.arguments.values())]
+    return frozenset(" ".join(t.split()) for t in texts if isinstance(t, str))
+
+
+def unread_call(data: object, *, forbidden: Iterable[str] = (),
+                known: Collection[str] = ()) -> str | None:
     """Why ``data`` (a trajectory's messages) records a call no reader reads, or None
-    (``forbidden``: the case's forbidden tables, read by :func:`text_call`'s floor)."""
-    return orphan_result(data) or encoded_call(data, forbidden=forbidden)
+    (``forbidden``: the case's forbidden tables, read by :func:`text_call`'s floor;
+    ``known``: the statements counted already)."""
+    return orphan_result(data) or encoded_call(data, forbidden=forbidden, known=known)
