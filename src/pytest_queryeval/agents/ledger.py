@@ -170,7 +170,7 @@ class Ledger:
         if table.meta.get("withheld"):
             self._refused(f"rows withheld by the tenant policy: {_short(sql)}")
         if "max_bytes" in table.meta or table.truncated:
-            self._cut(sql, table.meta.get("max_bytes"), max_rows)
+            self._cut(sql, table, max_rows)
         with self._lock:
             self.queries_executed += 1
             self.rows_read += len(table.rows)
@@ -299,13 +299,16 @@ class Ledger:
                           and isinstance(v, int | float) and not isinstance(v, bool)
                           and 0 <= v < float("inf")}
 
-    def _cut(self, sql: str, max_bytes: object, max_rows: int) -> None:
-        """A reply over its byte bound came back with no rows, one past ``max_rows`` with the
-        first of them: the rows the query returned are not counted, so ``rows_read`` is not
-        established (never their count as 0, or as the cap)."""
-        how = (f"was cut at {max_rows:,} rows" if max_bytes is None else
-               f"was over its byte bound ({max_bytes:,} bytes)" if isinstance(max_bytes, int)
-               else "was over its byte bound")
+    def _cut(self, sql: str, table: ResultTable, max_rows: int) -> None:
+        """A reply over its byte or value bound came back with no rows, one past ``max_rows``
+        with the first of them: the rows the query returned are not counted, so ``rows_read``
+        is not established (never their count as 0, or as the cap). The finding names the
+        bound that cut it, so that the reader knows which one to raise."""
+        max_bytes, max_values = table.meta.get("max_bytes"), table.meta.get("max_values")
+        how = (f"was over its byte bound ({max_bytes:,} bytes)" if isinstance(max_bytes, int)
+               else "was over its byte bound" if max_bytes is not None
+               else f"held more than {max_values:,} values (the datasource's max_values)"
+               if isinstance(max_values, int) else f"was cut at {max_rows:,} rows")
         with self._lock:
             if self.rows_cut is None:
                 self.rows_cut = f"the reply of {_short(sql)} {how}: the rows it returned are " \

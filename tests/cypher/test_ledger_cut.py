@@ -1,0 +1,40 @@
+"""An agent's graph reply cut by the datasource's ``max_values`` is named as such in the
+ledger (the thirteenth re-probe's note: it read "was cut at 10,000 rows", which sent the
+reader to raise a bound that was not the one that cut it). On the real movies graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_queryeval.agents.ledger import Ledger
+from pytest_queryeval.cypher.source import LadybugSource
+from tests.cypher.test_max_values import WIDE
+from tests.fixtures.bolt_server import GRAPH
+
+pytest.importorskip("ladybug")
+
+
+@pytest.fixture
+def ladybug() -> Iterator[LadybugSource]:
+    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH),
+                                             "max_values": 420})
+    yield src
+    src.close()
+
+
+def test_a_reply_cut_by_max_values_names_max_values(ladybug: LadybugSource) -> None:
+    ledger = Ledger.for_tables([])
+    table = ledger.run_query(ladybug, WIDE.format(n=11), max_rows=10_000)
+    assert table.truncated and table.rows == []
+    assert ledger.rows_cut is not None
+    assert "held more than 420 values (the datasource's max_values)" in ledger.rows_cut
+    assert "cut at" not in ledger.rows_cut
+    assert ledger.queries_executed == 1 and ledger.rows_read == 0
+
+
+def test_a_reply_in_the_bound_is_not_cut(ladybug: LadybugSource) -> None:
+    ledger = Ledger.for_tables([])
+    ledger.run_query(ladybug, WIDE.format(n=10), max_rows=10_000)
+    assert ledger.rows_cut is None and ledger.rows_read == 10
