@@ -38,3 +38,20 @@ def test_a_reply_in_the_bound_is_not_cut(ladybug: LadybugSource) -> None:
     ledger = Ledger.for_tables([])
     ledger.run_query(ladybug, WIDE.format(n=10), max_rows=10_000)
     assert ledger.rows_cut is None and ledger.rows_read == 10
+
+
+def test_an_agents_failed_index_build_is_a_write_attempt(ladybug: LadybugSource) -> None:
+    """The thirteenth re-probe's F5: ``CALL create_fts_index`` failed (its extension is not
+    loaded) before the read-only engine could refuse it, and was counted as no write."""
+    from pytest_queryeval.errors import QueryFailed, QueryRefused
+
+    ledger = Ledger.for_tables([])
+    for query in ("CALL create_fts_index('Movie', 'idx', ['title'])",
+                  "CALL drop_vector_index('Movie', 'v')"):
+        with pytest.raises((QueryFailed, QueryRefused)):
+            ledger.run_query(ladybug, query, max_rows=10)
+    assert ledger.write_attempts == 2, ledger.findings
+    assert "CALL create_fts_index at line 1, column 1" in ledger.findings[0]
+    honest = Ledger.for_tables([])
+    honest.run_query(ladybug, "CALL show_tables() RETURN *", max_rows=10)
+    assert honest.write_attempts == 0

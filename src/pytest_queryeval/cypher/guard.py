@@ -418,6 +418,27 @@ def first_write(query: str) -> Token | None:
     return next((t for t in clause_words(query) if t.text.upper() in WRITES), None)
 
 
+#: A procedure named as building or removing something (``create_fts_index``,
+#: ``drop_vector_index``, ``db.idx.fulltext.createNodeIndex``): its last name part starts
+#: with one of these words, followed by ``_``, a capital or nothing.
+_BUILDING = re.compile(r"(?i:create|drop|alter|delete|remove|set|load|install|uninstall|"
+                       r"import|attach|detach|clear|rebuild|build)(?:_|[A-Z]|$)")
+
+
+def first_building_call(query: str) -> tuple[Token, str] | None:
+    """The first ``CALL`` of a procedure named as building or removing something, with the
+    name: an agent's attempt at an index the engine failed before it could refuse it (an
+    extension not loaded) is still a write attempt, as its refusal would have been."""
+    code = _code(tokens(query))
+    at = _positions(code)
+    for tok in clause_words(code):
+        if tok.text.upper() == "CALL":
+            name = _dotted(code, at[id(tok)] + 1)
+            if name is not None and _BUILDING.match(name.rsplit(".", 1)[-1]):
+                return tok, name
+    return None
+
+
 def final_order_by(query: str) -> bool:
     """Whether the query's result is ordered: an ``ORDER BY`` after its last ``RETURN`` at
     the top level (one inside ``WITH`` or a subquery orders an intermediate result only)."""

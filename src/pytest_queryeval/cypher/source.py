@@ -241,9 +241,13 @@ class LadybugSource(SourceDefaults):
         """The first clause of ``query`` that writes, with where it is (``DELETE at line 1,
         column 18``), or None: what an agent's query that crashed the engine or outlived its
         deadline asked, counted as a write attempt (the read-only engine never got to refuse
-        it)."""
+        it); so is a ``CALL`` of a procedure named as building or removing something
+        (``create_fts_index`` failed unplanned where its extension is not loaded)."""
         write = guard.first_write(query)
-        return None if write is None else f"{write.text.upper()} at {guard.where(write)}"
+        if write is not None:
+            return f"{write.text.upper()} at {guard.where(write)}"
+        call = guard.first_building_call(query)
+        return None if call is None else f"CALL {call[1]} at {guard.where(call[0])}"
 
     def fingerprint(self) -> str:
         """The engine, the form of its values (:data:`VALUES`: a gold cached in an older
