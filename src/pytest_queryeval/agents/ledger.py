@@ -301,9 +301,8 @@ class Ledger:
 
     def _cut(self, sql: str, table: ResultTable, max_rows: int) -> None:
         """A reply over its byte or value bound came back with no rows, one past ``max_rows``
-        with the first of them: the rows the query returned are not counted, so ``rows_read``
-        is not established (never their count as 0, or as the cap). The finding names the
-        bound that cut it, so that the reader knows which one to raise."""
+        with the first of them: its rows are not counted, so ``rows_read`` is not established
+        (never 0, or the cap), and the finding names the bound to raise."""
         max_bytes, max_values = table.meta.get("max_bytes"), table.meta.get("max_values")
         how = (f"was over its byte bound ({max_bytes:,} bytes)" if isinstance(max_bytes, int)
                else "was over its byte bound" if max_bytes is not None
