@@ -310,8 +310,7 @@ class Ledger:
                if isinstance(max_values, int) else f"was cut at {max_rows:,} rows")
         with self._lock:
             if self.rows_cut is None:
-                self.rows_cut = f"the reply of {_short(sql)} {how}: the rows it returned are " \
-                                "not counted"
+                self.rows_cut = f"the reply of {_short(sql)} {how}: the rows it returned are not counted"
             if len(self.findings) < MAX_FINDINGS:
                 self.findings.append(f"rows not counted (the reply {how}): {_short(sql)}")
 
