@@ -88,7 +88,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
         _count(case, context, spec, ledger, steps)
         if not env.live:  # what the replay did not run (issue 58, the 13th re-probe's H1, H2)
             unrun_counts(case, steps, ledger, sql=_sql(case), replayed=spec.replay,
-                         also=requests)
+                         also=requests, context=context)
     if ledger.rows_cut is not None and "rows_read" in case.thresholds:
         ledger.uncount(f"the agent's counts could not be established: rows_read: "
                        f"{ledger.rows_cut}")

@@ -12,12 +12,12 @@ cannot be found, what ran is unknown and the counts are not established.
 
 The model's text is searched by a rule, not a list of formats (a list leaves out the next
 one): :func:`text_call` finds a call between the tags harnesses parse, a plugin tool's name
-in call syntax, a quoted text in a JSON object's place naming a tool or holding a statement,
-and, as the floor whatever the format, a write statement or a read of a forbidden table
-anywhere. The rest of the text is the model's prose: a tool named in a sentence, a read of
-an allowed table quoted in prose or a ``sql`` fence (``docs/agent-metrics.md`` gives the
-rule). The search is linear in the text, its costly readers counted, a bound reached a call
-found.
+or another query tool's in call syntax, a quoted text in a JSON object's place naming a
+tool or holding a statement, and, as the floor whatever the format, a write statement or a
+read of a forbidden table anywhere. The rest of the text is the model's prose: a tool named
+in a sentence, a read of an allowed table quoted in prose or a ``sql`` fence
+(``docs/agent-metrics.md`` gives the rule). The search is linear in the text, its costly
+readers counted, a bound reached a call found.
 """
 
 from __future__ import annotations
@@ -175,7 +175,8 @@ def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] =
     In the order tried: (1) a call between the tags a harness parses (:data:`_OPEN`) that
     names a tool the plugin serves or holds a statement; (2) a plugin tool's name in call
     syntax (:func:`_called`: ``run_query(``, ``functions.run_query``, ``name="run_query"``,
-    ``<run_query>``, ``>run_query<``, a line ``<label>: run_query``); (3) a quoted text in a
+    ``<run_query>``, ``>run_query<``, a line ``<label>: run_query``), or a query tool's the
+    plugin does not serve (``sql_db_query("...")``: :mod:`.querynames`); (3) a quoted text in a
     JSON (or Python) object's or list's place (after ``{``, ``[``, ``,`` or ``:``) that is a
     plugin tool's name or holds a statement; (4) the floor, wherever it is: a write statement
     (:data:`_WRITE`) or a read of a ``forbidden`` table (:func:`_forbidden_read`). The rest is
@@ -185,7 +186,8 @@ def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] =
     (:data:`MAX_READ`; past them the text is taken as holding a call, as a bound reached is
     in :mod:`.sweep`). ``known``: the statements counted already (the calls' queries, the
     final query), blanks collapsed: rule 3 passes a quoted one, which is the answer's record of
-    a query the agent ran or gives (``{"sql": "SELECT ...", "answer": 25}``), not a call."""
+    a query the agent ran or gives (``{"sql": "SELECT ...", "answer": 25}``), not a call,
+    unless the text is shaped like a call (``{"tool": ..., "tool_input": ...}``)."""
     low = _lower(text)
     return (_tagged(text, low) or _called(text, low) or _json_place(text, low, known)
             or _floor(text, low, tuple(t for t in forbidden if isinstance(t, str) and t)))
@@ -272,19 +274,29 @@ _LINE_END = re.compile(r"[ \t*_`\"'.\r]{0,16}(?:\n|$)")
 
 def _called(text: str, low: str) -> str | None:
     """Rule 2: a plugin tool's name in call syntax (each mention looked at in a window of
-    200 characters around it)."""
+    200 characters around it), or a query tool's the plugin does not serve
+    (:func:`~.querynames.written_query_call`)."""
     for n, match in enumerate(_TOOL.finditer(low)):
         start, end = match.span()
         if n >= MAX_READ:
             return _at(start, text, f"names the plugin's tools more than {MAX_READ:,} times, "
                        "which are not all read")
-        before = low[max(0, start - 200):start]
-        line = "\n" + before if start <= 200 else before  # where the text starts, a line does
-        if _CALL_AFTER.match(low, end) or _CALL_BEFORE.search(before) or (
-                match.group() != TOOL_ABSTAIN and _LABEL.search(line)
-                and _LINE_END.match(low, end)):
+        if _call_syntax(low, start, end, label=match.group() != TOOL_ABSTAIN):
             return _at(start, text, f"calls the tool {match.group()!r} the plugin serves")
-    return None
+    # a query tool the plugin does not serve, so called (14th re-probe's F4)
+    from .querynames import written_query_call
+
+    found = written_query_call(text, low, lambda start, end: _call_syntax(low, start, end))
+    return None if found is None else _at(found[0], text, found[1])
+
+
+def _call_syntax(low: str, start: int, end: int, label: bool = True) -> bool:
+    """Whether the name at ``start:end`` of ``low`` is in call syntax (``label``: also as the
+    whole value of a labelled line)."""
+    before = low[max(0, start - 200):start]
+    line = "\n" + before if start <= 200 else before  # where the text starts, a line does
+    return bool(_CALL_AFTER.match(low, end) or _CALL_BEFORE.search(before) or (
+        label and _LABEL.search(line) and _LINE_END.match(low, end)))
 
 
 #: A quoted text in a JSON (or Python) object's or list's place (after ``{``, ``[``, ``,`` or
@@ -298,8 +310,13 @@ _QUOTED = re.compile(
 
 def _json_place(text: str, low: str, known: Collection[str] = ()) -> str | None:
     """Rule 3: a quoted text in a JSON object's or list's place that is a plugin tool's name
-    or holds a statement (a statement's text at its head, or one inside it a parser reads)."""
+    or holds a statement (a statement's text at its head, or one inside it a parser reads);
+    a statement the case counts is its record, unless the text is shaped like a call
+    (:func:`~.querynames.call_shaped`)."""
+    from .querynames import call_shaped
     from .statements import embedded_statement, statement_text
+
+    shaped = functools.lru_cache(maxsize=1)(call_shaped)  # read once, when a quote is known
 
     for read, match in enumerate(_QUOTED.finditer(low), 1):
         group = "json" if match.group("json") is not None else "py"
@@ -313,7 +330,7 @@ def _json_place(text: str, low: str, known: Collection[str] = ()) -> str | None:
         name = named_tool(value)
         if name is not None and name != TOOL_ABSTAIN:
             return _at(match.start(), text, f"names the tool {name!r}")
-        if " ".join(value.split()) in known:
+        if " ".join(value.split()) in known and not shaped(low):
             continue  # a statement counted already: its record, not another call
         if statement_text(value.strip()) or embedded_statement(value) is not None:
             return _at(match.start(), text, "holds a statement in a quoted text: "

@@ -17,49 +17,19 @@ import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from .codetools import RUN_WORDS, code_tool, name_words
+from .codetools import code_tool
+from .datareaders import argument_texts, case_tables, data_reader, names_table
+from .querynames import query_named
 from .replay import query_of, step_queries
-from .statements import query_tool
-from .toolnames import PLUGIN_TOOLS, TOOL_QUERY, named_tool, plugin_tool
+from .toolnames import PLUGIN_TOOLS, TOOL_QUERY, plugin_tool
 from .trajectory import Step
 
 if TYPE_CHECKING:
-    from ..model import Case
+    from ..model import Case, Context
     from .ledger import Ledger
 
 #: The counts a call the replay did not run leaves unknown (what it ran and what it read).
 RUN_COUNTS = ("queries_executed", "rows_read")
-#: Words of a database's name: a tool named by them alone, or with a verb of running
-#: (``postgres``, ``duckdb``, ``run_db``, ``database``), is a query tool even when its name
-#: holds no ``query`` or ``sql``; ``mcp__db__list_tables`` and ``get_db_schema`` are not. A
-#: SPARQL server's name (``fuseki``) is not among them: its argument is read by the
-#: datasource's own SPARQL guard (:mod:`.sparqlargs`), and prose there stays prose.
-DB_WORDS = frozenset({
-    "db", "database", "databases", "postgres", "postgresql", "pg", "sqlite", "duckdb", "mysql",
-    "mariadb", "mssql", "sqlserver", "oracle", "bigquery", "snowflake", "redshift",
-    "clickhouse", "neo4j", "memgraph", "falkordb"})
-#: Words of a namespace that say nothing of what a tool does (``mcp__postgres``,
-#: ``functions.database``).
-_NEUTRAL = frozenset({"mcp", "tool", "tools", "function", "functions", "server"})
-
-
-def query_named(name: str) -> bool:
-    """Whether ``name`` is a tool that runs a query: a query tool of the statement rules
-    (:func:`~.statements.query_tool`: ``execute_sql``, ``sql_db_query``, ``RunQuery``,
-    ``sparql_query``; not ``to_json``), or one named by a database's words alone (:data:`DB_WORDS`). A tool
-    that runs code is not (its own rule, :mod:`.codetools`), nor a tool the plugin serves in
-    another spelling (``mcp__db__get_schema``) other than ``run_query``."""
-    if code_tool(name) is not None:
-        return False
-    # a kind's name makes a query tool of the statement rules; ``json`` is a format's too
-    # (``to_json``, ``validate_json``), which names no query
-    if query_tool(re.sub("json", "", name, flags=re.IGNORECASE)):
-        return True
-    if named_tool(name) is not None:
-        return False
-    words = [w for w in name_words(name) if w not in _NEUTRAL]
-    return bool(words) and all(w in DB_WORDS or w in RUN_WORDS for w in words) and \
-        any(w in DB_WORDS for w in words)
 
 
 def unrun_query(step: Step, sql: bool, also: Collection[Step] = ()) -> tuple[str, bool] | None:
@@ -97,9 +67,13 @@ def unrun_query(step: Step, sql: bool, also: Collection[Step] = ()) -> tuple[str
 
 
 def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool,
-                 replayed: bool, also: Collection[Step] = ()) -> None:
+                 replayed: bool, also: Collection[Step] = (),
+                 context: Context | None = None) -> None:
     """The counts of a trajectory the plugin's loop did not write that ``steps`` leave
-    unknown, the case's error at its first count gate they hold (:func:`unrun_query`); with
+    unknown, the case's error at its first count gate they hold (:func:`unrun_query`; a
+    forbidden table a foreign tool names, :func:`forbidden_named`; a foreign tool that reads
+    rows, :func:`~.datareaders.data_reader`, with the tables of the case's database in
+    ``context``, asked once); with
     ``replay: false`` (not ``replayed``), ``queries_executed`` and ``rows_read`` of a
     trajectory holding a query: nothing ran, so they are unknown, not 0 (writes and forbidden
     tables are still judged on the queries' text)."""
@@ -114,6 +88,7 @@ def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool
                            "and what they ran and read is not counted")
             return
     count_gate = first_count_gate(case)
+    listed: Collection[str] | None = None
     for step in steps:
         found = unrun_query(step, sql, also)
         gate = None if found is None else (count_gate if found[1] else run_gate)
@@ -121,6 +96,12 @@ def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool
             named = forbidden_named(step, ledger.forbidden - ledger.touched)
             if named is not None:
                 found, gate = (named, False), "forbidden_tables"
+        if found is None and run_gate is not None and _foreign(step):
+            if listed is None:
+                listed = case_tables(case, context) if context is not None else frozenset()
+            read = data_reader(step, listed)
+            if read is not None:
+                found, gate = (read, False), run_gate
         if found is not None and gate is not None:
             from ..errors import ConfigError
 
@@ -130,22 +111,33 @@ def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool
             return
 
 
+def _foreign(step: Step) -> bool:
+    """Whether ``step`` calls a tool the plugin does not serve that no other rule reads (not
+    one running code, nor a query tool)."""
+    return plugin_tool(step.name) not in PLUGIN_TOOLS and code_tool(step.name) is None and \
+        not query_named(step.name)
+
+
 def forbidden_named(step: Step, forbidden: Collection[str]) -> str | None:
     """Why a call of a tool the plugin does not serve may have read a forbidden table it names
-    (in its arguments, or as a word of its name: ``read_table {"table": "Employee"}``,
-    ``list_employees {}``), or None. Such a tool is not replayed and holds no statement to
-    judge, so what it read is unknown: it passed ``forbidden_tables: {max: 0}`` with 0 (issue
-    58, the thirteenth re-probe's residue of H1). A table its statement reads is counted
-    already (those are left out of ``forbidden``); the plugin's own tools are replayed."""
+    (in its arguments, their JSON decoded, or in its name: ``read_table {"table":
+    "Employee"}``, ``{"table": "\\u0045mployee"}``, ``list_employees {}``, ``getemployees {}``:
+    :func:`~.datareaders.names_table`), or None. Such a tool is not replayed and holds no
+    statement to judge, so what it read is unknown: it passed ``forbidden_tables: {max: 0}``
+    with 0 (issue 58, the thirteenth re-probe's residue of H1; the fourteenth's F6 and M2). A
+    table its statement reads is counted already (those are left out of ``forbidden``); the
+    plugin's own tools are replayed."""
     if plugin_tool(step.name) in PLUGIN_TOOLS or code_tool(step.name) is not None:
         return None
-    words = set(name_words(step.name))
+    where = f"tool call {step.index} ({step.name[:80]!r}), a tool the plugin does not serve,"
+    texts = argument_texts(step) if forbidden else []
+    if texts is None:
+        return f"{where} has more arguments than are read: what it read is unknown"
     for table in sorted(forbidden):
         last = table.rsplit(".", 1)[-1]
-        if last in words or f"{last}s" in words or re.search(
-                rf"(?<![\w$]){re.escape(last)}(?![\w$])", step.arguments_text, re.IGNORECASE):
-            return (f"tool call {step.index} ({step.name[:80]!r}), a tool the plugin does not "
-                    f"serve, names the forbidden table {last!r}: what it read is unknown")
+        word = re.compile(rf"(?<![\w$]){re.escape(last)}(?![\w$])", re.IGNORECASE)
+        if names_table(step.name, table) or any(word.search(t) for t in texts):
+            return f"{where} names the forbidden table {last!r}: what it read is unknown"
     return None
 
 
