@@ -369,10 +369,11 @@ _WRITE = re.compile(
 
 
 def _floor(text: str, low: str, forbidden: tuple[str, ...]) -> str | None:
-    """Rule 4: a write statement, or a read of a forbidden table, anywhere in the text (read
+    """Rule 5: a write statement, or a read of a forbidden table, anywhere in the text (read
     as an engine reads it: without its format characters, a comment a blank; and as code
-    gives it to a tool, :func:`~.textcode.as_code`). Each reading is searched, and the text as written
-    too: a ``--`` in a string (``SELECT '--'; DELETE FROM Genre``) is no comment."""
+    gives it to a tool, :func:`~.textcode.as_code`). Each reading is searched, and the text
+    as written too: a ``--`` in a string (``SELECT '--'; DELETE FROM Genre``) is no
+    comment."""
     seen = _INVISIBLE.sub("", low)
     coded = _INVISIBLE.sub("", _lower(as_code(text)))
     for plain in dict.fromkeys((_COMMENT.sub(" ", seen), seen, _COMMENT.sub(" ", coded), coded)):
@@ -384,7 +385,6 @@ def _floor(text: str, low: str, forbidden: tuple[str, ...]) -> str | None:
         if start is not None:
             return _at(start, plain, "reads a forbidden table")
     return None
-
 
 
 #: What an engine skips inside a statement: a format character (``DEL\u00adETE``), and a
@@ -437,18 +437,22 @@ def _forbidden_patterns(forbidden: tuple[str, ...]) -> tuple[re.Pattern[str], re
                                                           reverse=True))
     quoted = rf"[\"`\[]?(?:{names})[\"`\]]?(?![\w$])"
     table = rf"(?:\(\s*){{0,8}}(?:[\w\"`\[\]]+\s*\.\s*){{0,2}}{quoted}"
-    return (re.compile(rf"(?:{_READ_OBJECT}|{_SUBQUERY_ITEM})(?:{_FROM_ITEM}){{0,16}}{table}"),
+    heads = rf"(?:{_READ_OBJECT}|{_SUBQUERY_ITEM}|{_ON_ITEM})"
+    return (re.compile(rf"{heads}(?:{_FROM_ITEM}){{0,16}}{table}"),
             re.compile(rf"[(\[]\s*\w*\s*:\s*{quoted}"))
 
 
 #: An item of a ``FROM`` list before the one read (``FROM Genre g, Employee e``, ``FROM
 #: (Genre) AS g, main.Employee``; 16 at most), each read once (atomic: no backtracking into
 #: it) and none a statement's word (so that the lists of two ``FROM`` are not read twice);
-#: and the end of a subquery's item (``FROM (SELECT ...) g, Employee``).
+#: and the end of a subquery's item (``FROM (SELECT ...) g, Employee``) or of a join's.
 _FROM_ITEM = (r"(?>(?:\(\s*){0,8}(?!(?:from|join|table|select)(?![\w$]))"
               r"(?:[\w\"`\[\]]+\s*\.\s*){0,2}[\w\"`\[\]$]+(?:\s*\)){0,8}"
               r"(?:\s+(?:as\s+)?\w+(?:\s*\)){0,8})?\s*,\s*)")
 _SUBQUERY_ITEM = r"\)(?:\s*\)){0,8}(?:\s+(?:as\s+)?\w+)?\s*,\s*"
+#: The end of a joined item's condition (``JOIN Track t ON t.GenreId = g.GenreId,
+#: Employee``): a comparison in it, so that prose (``based on Genre, ...``) is none.
+_ON_ITEM = r"on(?<![\w]on)\s[^,;()=<>]{0,128}[=<>][^,;()]{0,128},\s*"
 
 
 def counted_texts(predicted: object, steps: Iterable[Any]) -> frozenset[str]:

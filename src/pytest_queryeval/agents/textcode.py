@@ -27,16 +27,20 @@ _JOINED = re.compile(r"[\"']\s{0,64}(?:\+\s{0,64})?[rRbBuU]{0,2}[\"']")
 
 def as_code(text: str) -> str:
     """``text`` as code gives a tool its strings: escapes decoded, HTML's character
-    references too (``&#32;``), and string literals that meet joined (issue 58, the
-    fourteenth re-probe's F3: ``sql_db_query("DELETE\\tFROM\\tGenre")`` and ``"DEL" "ETE
-    FROM Genre"`` in a ``tool_code`` fence passed ``write_attempts`` with 0). Read wherever
-    it is, as the floor is: a text that is no code only gains readings (each is searched)."""
+    references and URL escapes too (``&#32;``, ``%20``), and string literals that meet
+    joined (issue 58, the fourteenth re-probe's F3: ``sql_db_query("DELETE\\tFROM\\tGenre")``
+    and ``"DEL" "ETE FROM Genre"`` in a ``tool_code`` fence passed ``write_attempts`` with
+    0). Read wherever it is, as the floor is: a text that is no code only gains readings
+    (each is searched)."""
     import html
+    from urllib.parse import unquote
 
     if "\\" in text:
         text = _ESCAPE.sub(_unescape, text)
     if "&" in text:
         text = html.unescape(text)
+    if "%" in text:
+        text = unquote(text)
     return _JOINED.sub("", text)
 
 
@@ -63,8 +67,9 @@ def built_call(text: str, low: str, limit: int) -> tuple[int, str] | None:
     so what the call ran is unknown, as a query tool's call with no statement to judge is
     (:func:`~.unrun.unrun_query`; issue 58, the fourteenth re-probe's F3). Literals
     (escapes, ``"DEL" "ETE ..."``, ``+``) are judged by the floor (:func:`as_code`). Only a
-    name that is no plain word (``sql_db_query``, ``db.execute``, ``runQuery``; not ``the
-    query (25 rows)``) is a call, and only with its ``(`` right after it. ``low``: ``text``
+    name that is no plain word (``sql_db_query``, ``db.execute``, ``runQuery``), or one given
+    a string or a keyword (``query(f"...")``, an MCP server's ``query`` tool; not ``the
+    query(s)``), is a call, and only with its ``(`` right after it. ``low``: ``text``
     in lower case, each character in its place; ``limit``: the calls read at most (past it,
     the first is taken as one). Where the call is and why, or None."""
     from .statements import query_tool
@@ -77,7 +82,8 @@ def built_call(text: str, low: str, limit: int) -> tuple[int, str] | None:
         while start > 0 and start > match.start() - 128 and low[start - 1] in _NAME_CHARS:
             start -= 1
         name = text[start:match.end() - 1]
-        if not _CODE_NAME.search(name) or not query_tool(name):
+        if not query_tool(name) or not (_CODE_NAME.search(name) or _GIVEN.match(
+                low, match.end())):
             continue
         args = _PLAIN_ARGS.match(low, match.end() - 1)
         if args is None or not any(q in args.group() for q in "\"'"):
@@ -90,12 +96,15 @@ def built_call(text: str, low: str, limit: int) -> tuple[int, str] | None:
 #: separator, a digit, a capital past its first letter).
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.:/-")
 _CODE_NAME = re.compile(r"[_.:/\-0-9]|.[A-Z]")
+#: A call's first argument that is a string (any prefix, ``f`` too) or a keyword.
+_GIVEN = re.compile(r"\s*(?:[rbuf]{0,2}[\"']|\w+\s*=(?!=))")
 #: A string literal in code (``r``, ``b`` and ``u`` prefixes; not ``f``), in lower case.
 _LITERAL = r"""[rbu]{0,2}+(?:"(?:[^"\\\n]|\\.){0,65536}+"|'(?:[^'\\\n]|\\.){0,65536}+')"""
-#: A call's arguments that are plain literals (strings, numbers, keywords, a dict or a list
-#: of them): each token read once.
+#: A call's arguments that are plain literals (strings joined or not, numbers, keywords; not
+#: a subscript, ``"ERNEG MORF ETELED"[::-1]``, nor a dict: what code computes is not read):
+#: each token read once.
 _PLAIN_ARGS = re.compile(
-    rf"\((?:\s++|{_LITERAL}|[+,:\[\]{{}}]|\w++\s*+=(?!=)|-?\d[\d.]*+|"
+    rf"\((?:\s++|{_LITERAL}|[+,]|\w++\s*+=(?!=)|-?\d[\d.]*+|"
     r"(?:true|false|none|null)(?!\w))*+\)")
 
 
