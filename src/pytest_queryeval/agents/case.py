@@ -198,10 +198,9 @@ def _malformed(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
     short, a statement inside the query's own JSON), in a trajectory the plugin's tool loop
     did not write: what the harness that served it ran is unknown, so the counts are not
     established (never a count lowered by a call the replay cannot read)."""
-    from ..sources import source_type
     from .replay import malformed_call, unjudged
 
-    sql = source_type((case.source_spec or {}).get("type")).sql
+    sql = _sql(case)
     for step in steps:
         why = malformed_call(step) or unjudged(step, sql)
         if why is not None:
@@ -211,22 +210,24 @@ def _malformed(case: Case, steps: Sequence[Step], ledger: Ledger) -> None:
 
 
 def _unread_call(case: Case, env: Envelope, ledger: Ledger) -> None:
-    """A trajectory given as messages that records a call no reader reads (a tool message
-    answering a call it does not hold, a call written in the model's text:
-    :func:`~.textcalls.unread_call`, its floor reading the case's forbidden tables): a case
-    gated on a count is an error located at its first count gate (issue 58, the twelfth
-    re-probe's H10, the thirteenth's H6)."""
+    """A trajectory that records a call no reader reads (:func:`~.textcalls.unread_call`), or
+    spans whose texts read a forbidden table (:func:`~.spans.forbidden_in_texts`; the floor
+    reads the case's tables): a case gated on a count is an error at its first count gate
+    (issue 58, the twelfth re-probe's H10, the thirteenth's H6, the fourteenth's F1)."""
     from ..errors import ConfigError
+    from .spans import forbidden_in_texts
     from .textcalls import counted_texts, unread_call
 
-    gate = first_count_gate(case)
-    if gate is None or ledger.uncounted is not None or env.traced is not None:
+    if (gate := first_count_gate(case)) is None or ledger.uncounted is not None:
         return
     data = env.trajectory.messages if env.trajectory is not None else env.raw
-    # the floor of a call in the model's text: a read of a table the case forbids
+    # the floor of a call in the model's text (the spans' too): a read the case forbids
     forbidden = case.agent.forbidden_tables if isinstance(case.agent, AgentSpec) else ()
     known = counted_texts(env.predicted, env.trajectory.steps if env.trajectory else ())
-    why = unread_call(data, forbidden=forbidden, known=known) if data is not None else None
+    traced = env.traced if env.traced is not None else env.beside
+    why = None if data is None or env.traced is not None else unread_call(
+        data, forbidden=forbidden, known=known)
+    why = why or forbidden_in_texts(traced, data, env.predicted, forbidden)
     if why is not None:
         where = ConfigError(why, file=str(case.file), line=case.line, key=f"thresholds.{gate}")
         ledger.uncount(f"the agent's counts could not be established: {where}")

@@ -25,7 +25,7 @@ holds outside the calls read (:mod:`.sweep`):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .llmcalls import canonical
@@ -48,24 +48,28 @@ _ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action
 _DEPTH = 32
 #: Counted statements taken out of an output's text at most (the longest first).
 _QUOTED = 256
+#: A run of blanks, and what in it ends a line (``\\r``: PostgreSQL ends a ``--`` comment there).
+_BLANKS = re.compile(r"\s+")
+_LINE_END = re.compile(r"[\n\r]")
 
 
 def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
-                   calls: Iterable[tuple[str, str]], known: set[str], budget: list[int]
-                   ) -> str | None:
+                   calls: Iterable[tuple[str, str]], known: set[str], budget: list[int],
+                   forbidden: Collection[str] = ()) -> str | None:
     """The first call or statement a span's model text or output (``attrs``: its flattened
     attributes) records that no counted call holds, located, or None. ``result``: the span is
     a tool's call (its output is the tool's result); ``calls``: ``(name, arguments)`` of the
     counted calls; ``known``: the texts they hold (blanks collapsed), the final query's too;
-    ``budget``: the values left to read (spent: the caller reports the search cut)."""
+    ``budget``: the values left to read (spent: the caller reports the search cut);
+    ``forbidden``: the case's forbidden tables, read by the floor of a call in the text."""
     pairs = {(name, canonical(arguments)) for name, arguments in calls}
-    search = _Search(pairs, known, budget)
+    search = _Search(pairs, known, budget, forbidden)
     for key, value in attrs.items():
         text = str(key)
         found = _MODEL_TEXT.fullmatch(text)
         if found and isinstance(value, str) and (found.group(1) == "output" or str(attrs.get(
                 f"llm.input_messages.{found.group(2)}.message.role", "")).lower() == "assistant"):
-            why = _written_call(value)
+            why = _written_call(value, forbidden)
         elif text.startswith("output.") and text != "output.mime_type" and not result \
                 and kind not in _NOT_CALLS:
             prose = kind == "LLM" and isinstance(value, str) and \
@@ -78,12 +82,12 @@ def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
     return None
 
 
-def _written_call(text: str) -> str | None:
+def _written_call(text: str, forbidden: Collection[str] = ()) -> str | None:
     """A call written in the model's ``text``, as a trajectory's assistant text is searched
     (:func:`~.textcalls.encoded_call`, whose tags are the one list of them)."""
     from .textcalls import encoded_call
 
-    why = encoded_call([{"role": "assistant", "content": text}])
+    why = encoded_call([{"role": "assistant", "content": text}], forbidden=forbidden)
     if why is None:
         return None
     return why.partition("content: ")[2] or why
@@ -92,8 +96,9 @@ def _written_call(text: str) -> str | None:
 class _Search:
     """One span output's search: what it holds that is not a counted call's."""
 
-    def __init__(self, pairs: set[tuple[str, str]], known: set[str], budget: list[int]) -> None:
-        self.pairs, self.known, self.budget = pairs, known, budget
+    def __init__(self, pairs: set[tuple[str, str]], known: set[str], budget: list[int],
+                 forbidden: Collection[str] = ()) -> None:
+        self.pairs, self.known, self.budget, self.forbidden = pairs, known, budget, forbidden
         self.statements: list[str] | None = None  # the known texts that read as SQL
 
     def value(self, value: object, *, prose: bool, model: bool, depth: int) -> str | None:
@@ -125,7 +130,8 @@ class _Search:
                 pass  # not JSON: read as text
         plain = " ".join(text.split())
         if model:  # a call it quotes that was counted is no other call (an executor's log)
-            why = _written_call(self._without_known(plain) if self.known else text)
+            why = _written_call(self._without_known_lines(text) if self.known else text,
+                                self.forbidden)
             if why is not None:
                 return why
         if not prose and plain not in self.known and reads_as_sql(text) and \
@@ -137,14 +143,40 @@ class _Search:
         """``plain`` with the counted statements it quotes taken out (an AgentExecutor's log
         ``Invoking: `run_query` with `{'query': 'SELECT ...'}``` quotes the call it made):
         what is left reads as SQL only when it holds another statement."""
+        for statement in self._statements():
+            plain = plain.replace(statement, " ")
+        return plain
+
+    def _statements(self) -> list[str]:
+        """The counted texts that read as SQL, the longest first (made once)."""
         from .sweep import reads_as_sql
 
         if self.statements is None:
             self.statements = sorted((k for k in self.known if len(k) >= 8 and reads_as_sql(k)),
                                      key=len, reverse=True)[:_QUOTED]
-        for statement in self.statements:
-            plain = plain.replace(statement, " ")
-        return plain
+        return self.statements
+
+    def _without_known_lines(self, text: str) -> str:
+        """``text`` with the counted statements it quotes taken out (as :meth:`_without_known`,
+        blanks in them read as one), its lines kept: a ``--`` comment ends at its line, so a
+        statement on the next line is still read (a text searched as one line hid ``-- remove
+        the genres`` then ``DELETE FROM Genre`` in a ``sql`` fence: issue 58, the fourteenth
+        re-probe's F1). Each run of blanks is one character, a new line when it holds one;
+        ``plain`` is the same text with every run a space, so that a statement is found in it
+        at the place it has in ``lined``."""
+        lined = _BLANKS.sub(lambda m: "\n" if _LINE_END.search(m.group()) else " ", text)
+        plain = lined.replace("\n", " ")
+        for statement in self._statements():
+            if statement not in plain:
+                continue
+            kept, cut, pos = [], [], 0
+            while (at := plain.find(statement, pos)) >= 0:
+                blank = "\n" if "\n" in lined[at:at + len(statement)] else " "
+                kept += [lined[pos:at], blank]
+                cut += [plain[pos:at], " "]
+                pos = at + len(statement)
+            lined, plain = "".join(kept) + lined[pos:], "".join(cut) + plain[pos:]
+        return lined
 
     def _mapping(self, value: Mapping[Any, Any], *, prose: bool, model: bool,
                  depth: int) -> str | None:

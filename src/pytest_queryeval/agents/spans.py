@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .dbspans import db_messages, db_text, described
@@ -297,7 +297,8 @@ _NOT_INPUT = ("output.", "llm.", "retrieval.", "embedding.", "reranker.", "openi
 _SPAN_TEXTS = 200_000
 
 
-def unread_queries(data: object, counted: list[Any], final: object = None) -> list[str]:
+def unread_queries(data: object, counted: list[Any], final: object = None,
+                   forbidden: Collection[str] = ()) -> list[str]:
     """The queries spans carry that no counted call holds, as findings (``spans[3]
     ('execute_sql', kind CHAIN): input.value holds 'DELETE FROM Genre' ...``): the texts that
     read as SQL in a span's attributes (``input.value``, ``db.statement``, a tool's
@@ -308,7 +309,8 @@ def unread_queries(data: object, counted: list[Any], final: object = None) -> li
     reads (a span named ``execute_sql``, a CHAIN's ``db.statement``), so the counts are not
     established: never a pass with 0. A span's output and its model's text are searched for
     the calls they record (:func:`~.spanoutput.output_finding`; ``final``, the record's final
-    query, is counted: an AGENT span's output that is it holds no other query)."""
+    query, is counted: an AGENT span's output that is it holds no other query;
+    ``forbidden``: the case's tables its floor reads, :func:`forbidden_in_texts`)."""
     from .spanoutput import output_finding
 
     known = {" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
@@ -337,7 +339,7 @@ def unread_queries(data: object, counted: list[Any], final: object = None) -> li
         result = kind != "LLM" and (called or named_tool(span.get("name")) is not None or str(
             flat.get("gen_ai.operation.name", "")).lower() == "execute_tool")  # a tool's result
         found = code or _unread(fields, known, budget) or output_finding(
-            flat, kind, result, pairs, answered, budget)
+            flat, kind, result, pairs, answered, budget, forbidden)
         if found is not None:
             out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
                        f"{found}, which no counted call holds")
@@ -346,6 +348,25 @@ def unread_queries(data: object, counted: list[Any], final: object = None) -> li
                        f"{TEXT_DEPTH} levels")
             break
     return out
+
+
+def forbidden_in_texts(traced: object, given: object, final: object,
+                       forbidden: Collection[str]) -> str | None:
+    """The first read of a ``forbidden`` table written in the spans' model texts and outputs
+    (as :func:`unread_queries` searches them, the floor reading the case's tables), located,
+    or None. Apart because the spans are read with the record, before its case is known:
+    a ``SELECT FirstName FROM Employee`` in an LLM span's output passed ``forbidden_tables``
+    with 0 (issue 58, the fourteenth re-probe's F1). ``given``: the trajectory's messages
+    beside the spans (their calls counted too)."""
+    if not forbidden or traced is None:
+        return None
+    try:
+        counted: list[Any] = spans_to_messages(traced)
+    except TrajectoryError:
+        return None  # refused: its calls are counted or unestablished where it is read
+    missed = unread_queries(traced, counted + (list(given) if isinstance(given, list | tuple)
+                                               else []), final, forbidden)
+    return missed[0] if missed else None
 
 
 def _finals(final: object) -> list[str]:

@@ -32,6 +32,7 @@ from typing import Any
 from .language import HEADS
 from .lead import FORMAT_CHARS
 from .statements import all_texts
+from .textcode import as_code, built_call
 from .toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN, named_tool
 
 
@@ -178,7 +179,9 @@ def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] =
     ``<run_query>``, ``>run_query<``, a line ``<label>: run_query``), or a query tool's the
     plugin does not serve (``sql_db_query("...")``: :mod:`.querynames`); (3) a quoted text in a
     JSON (or Python) object's or list's place (after ``{``, ``[``, ``,`` or ``:``) that is a
-    plugin tool's name or holds a statement; (4) the floor, wherever it is: a write statement
+    plugin tool's name or holds a statement; (4) a query tool called in code with a statement
+    built by code or none (:func:`~.textcode.built_call`); (5) the floor, wherever it is,
+    also as code gives a tool its strings (:func:`~.textcode.as_code`): a write statement
     (:data:`_WRITE`) or a read of a ``forbidden`` table (:func:`_forbidden_read`). The rest is
     prose: ``I counted the genres with run_query`` and a read of an allowed table quoted in
     prose or a ``sql`` fence pass. Linear in the text: every pattern is bounded, each tagged
@@ -190,6 +193,7 @@ def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] =
     unless the text is shaped like a call (``{"tool": ..., "tool_input": ...}``)."""
     low = _lower(text)
     return (_tagged(text, low) or _called(text, low) or _json_place(text, low, known)
+            or _built(text, low)
             or _floor(text, low, tuple(t for t in forbidden if isinstance(t, str) and t)))
 
 
@@ -338,10 +342,20 @@ def _json_place(text: str, low: str, known: Collection[str] = ()) -> str | None:
     return None
 
 
+def _built(text: str, low: str) -> str | None:
+    """A query tool's call in code whose statement is built by code or none
+    (:func:`~.textcode.built_call`)."""
+    found = built_call(text, low, MAX_READ)
+    return None if found is None else _at(found[0], text, found[1])
+
+
 #: An article where a statement names its object (``delete from the cache``): prose.
 _ARTICLE = (r"(?!(?:the|a|an|this|that|these|those|my|your|our|their|its|his|her|some|all|"
             r"any|each|every|it|them)\b)")
 _OBJECT = r"[\w\"`\[][\w.\"`\[\]$]*"
+#: The object a write names after its words: after a blank (not an article), or a quoted name
+#: right after them (``DELETE FROM"Genre"``, which SQLite runs).
+_NAMED = rf"(?:\s+{_ARTICLE}|\s*(?=[\"`\[])){_OBJECT}"
 _KIND = (r"(?:or\s+replace\s+)?(?:temp\w*\s+|unique\s+|materialized\s+|node\s+|rel\s+)?"
          r"(?:table|view|index|database|schema|trigger|function|procedure|sequence|macro|"
          rf"secret|graph)\s+{_ARTICLE}{_OBJECT}")
@@ -349,11 +363,13 @@ _KIND = (r"(?:or\s+replace\s+)?(?:temp\w*\s+|unique\s+|materialized\s+|node\s+|r
 #: what no honest final answer needs to write (the floor: found wherever it is, whatever the
 #: format). Each branch starts with its word (:func:`_words`).
 _WRITE = re.compile(
-    rf"delete(?<![\w]delete)(?:\s+from\s+{_ARTICLE}{_OBJECT}|\s+{_OBJECT}\s+where\b|"
+    rf"delete(?<![\w]delete)(?:\s+from{_NAMED}|\s+{_OBJECT}\s+where\b|"
     r"\s+data\s*\{|\s+where\s*\{)|"
-    rf"insert(?<![\w]insert)(?:\s+(?:or\s+\w+\s+)?into\s+{_ARTICLE}{_OBJECT}|\s+data\s*\{{)|"
-    rf"update(?<![\w]update)\s+{_ARTICLE}{_OBJECT}(?:\s+(?:as\s+)?\w+)?\s+set\s|"
-    rf"replace(?<![\w]replace)\s+into\s+{_ARTICLE}{_OBJECT}|"
+    rf"insert(?<![\w]insert)(?:\s+(?:or\s+\w+\s+|(?:ignore|low_priority|delayed|high_priority)"
+    rf"\s+){{0,2}}into{_NAMED}|\s+data\s*\{{)|"
+    rf"update(?<![\w]update)(?:\s+(?:or\s+(?:rollback|abort|replace|fail|ignore)|only|ignore|"
+    rf"low_priority)){{0,3}}{_NAMED}(?:\s+(?:as\s+)?\w+)?(?:\s+|(?<=[\"`\]]))set(?![\w$])|"
+    rf"replace(?<![\w]replace)\s+into{_NAMED}|"
     rf"merge(?<![\w]merge)(?:\s+into\s+{_ARTICLE}{_OBJECT}|\s*\(\s*\w*\s*:)|"
     rf"upsert(?<![\w]upsert)\s+into\s+{_ARTICLE}{_OBJECT}|"
     rf"create(?<![\w]create)(?:\s+{_KIND}|\s*\(\s*\w*\s*:)|"
@@ -370,25 +386,34 @@ _WRITE = re.compile(
 
 
 def _floor(text: str, low: str, forbidden: tuple[str, ...]) -> str | None:
-    """Rule 4: a write statement, or a read of a forbidden table, anywhere in the text (read
-    as an engine reads it: without its format characters, a comment a blank)."""
-    plain = _COMMENT.sub(" ", _INVISIBLE.sub("", low))
-    match = _WRITE.search(plain)
-    if match is not None:
-        return _at(match.start(), plain, f"writes: {' '.join(match.group().split())[:80]!r}")
-    start = _forbidden_read(plain, forbidden)
-    return None if start is None else _at(start, plain, "reads a forbidden table")
+    """Rule 5: a write statement, or a read of a forbidden table, anywhere in the text (read
+    as an engine reads it: without its format characters, a comment a blank; and as code
+    gives it to a tool, :func:`~.textcode.as_code`). Each reading is searched, and the text
+    as written too: a ``--`` in a string (``SELECT '--'; DELETE FROM Genre``) is no
+    comment."""
+    seen = _INVISIBLE.sub("", low)
+    coded = _INVISIBLE.sub("", _lower(as_code(text)))
+    for plain in dict.fromkeys((_COMMENT.sub(" ", seen), seen, _COMMENT.sub(" ", coded), coded)):
+        match = _WRITE.search(plain)
+        if match is not None:
+            return _at(match.start(), plain,
+                       f"writes: {' '.join(match.group().split())[:80]!r}")
+        start = _forbidden_read(plain, forbidden)
+        if start is not None:
+            return _at(start, plain, "reads a forbidden table")
+    return None
 
 
 #: What an engine skips inside a statement: a format character (``DEL\u00adETE``), and a
 #: comment (``DELETE/**/FROM``, ``DELETE -- x`` then a new line), read as a blank.
 _INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
-_COMMENT = re.compile(r"/\*[^*]{0,4096}\*+(?:[^/*][^*]{0,4096}\*+){0,64}/|--[^\n]{0,4096}")
+_COMMENT = re.compile(r"/\*[^*]{0,4096}\*+(?:[^/*][^*]{0,4096}\*+){0,64}/|--[^\n\r]{0,4096}")
 
 
-#: The words after which a statement names the table it reads.
+#: The words after which a statement names the table it reads (a quoted name or a ``(`` may
+#: follow at once: ``FROM"Employee"``, ``FROM(Employee)``).
 _READ_OBJECT = _words(["from", "join", "table", "describe", "desc", "summarize", "pivot",
-                       "unpivot"]) + r"\s+"
+                       "unpivot"]) + r"(?![\w$])\s*(?:(?:only|lateral)\s+)?"
 #: What follows a table a statement reads, in the statement (``FROM Employee;``, ``FROM
 #: Employee WHERE``, ``FROM Employee e JOIN``), and not in prose (``from employee records;``).
 _STATEMENT_GOES_ON = re.compile(
@@ -428,8 +453,23 @@ def _forbidden_patterns(forbidden: tuple[str, ...]) -> tuple[re.Pattern[str], re
     names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
                                                           reverse=True))
     quoted = rf"[\"`\[]?(?:{names})[\"`\]]?(?![\w$])"
-    return (re.compile(rf"{_READ_OBJECT}(?:[\w\"`\[\]]+\s*\.\s*){{0,2}}{quoted}"),
+    table = rf"(?:\(\s*){{0,8}}(?:[\w\"`\[\]]+\s*\.\s*){{0,2}}{quoted}"
+    heads = rf"(?:{_READ_OBJECT}|{_SUBQUERY_ITEM}|{_ON_ITEM})"
+    return (re.compile(rf"{heads}(?:{_FROM_ITEM}){{0,16}}{table}"),
             re.compile(rf"[(\[]\s*\w*\s*:\s*{quoted}"))
+
+
+#: An item of a ``FROM`` list before the one read (``FROM Genre g, Employee e``, ``FROM
+#: (Genre) AS g, main.Employee``; 16 at most), each read once (atomic: no backtracking into
+#: it) and none a statement's word (so that the lists of two ``FROM`` are not read twice);
+#: and the end of a subquery's item (``FROM (SELECT ...) g, Employee``) or of a join's.
+_FROM_ITEM = (r"(?>(?:\(\s*){0,8}(?!(?:from|join|table|select)(?![\w$]))"
+              r"(?:[\w\"`\[\]]+\s*\.\s*){0,2}[\w\"`\[\]$]+(?:\s*\)){0,8}"
+              r"(?:\s+(?:as\s+)?\w+(?:\s*\)){0,8})?\s*,\s*)")
+_SUBQUERY_ITEM = r"\)(?:\s*\)){0,8}(?:\s+(?:as\s+)?\w+)?\s*,\s*"
+#: The end of a joined item's condition (``JOIN Track t ON t.GenreId = g.GenreId,
+#: Employee``): a comparison in it, so that prose (``based on Genre, ...``) is none.
+_ON_ITEM = r"on(?<![\w]on)\s[^,;()=<>]{0,128}[=<>][^,;()]{0,128},\s*"
 
 
 def counted_texts(predicted: object, steps: Iterable[Any]) -> frozenset[str]:
