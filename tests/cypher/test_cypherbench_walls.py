@@ -147,6 +147,28 @@ def test_the_engines_nodes_and_relationships_are_marked_where_the_result_is_made
     assert all(r[2] is view["m"] for r in view["rs"])  # one dict, shared
 
 
+def test_over_bolt_a_map_is_a_map_and_a_node_a_node(bolt_server):
+    """A FalkorDB suite is read on the plugin's copy, whose host process sends JSON: the
+    driver's classes survive it (every mapping wrapped), and a map stays a map."""
+    from pytest_queryeval.cypher.bolt import BoltSource
+    from pytest_queryeval.results import GraphNode
+
+    bolt_server.unstick()
+    src = BoltSource.from_spec("graph", {"type": "bolt", "url": bolt_server.url, "timeout": 10})
+    try:
+        crafted = src.execute(SELF)
+        real = src.execute("MATCH (m:Movie {title: 'The Matrix'}) RETURN m, {m: m} AS s")
+    finally:
+        src.close()
+        bolt_server.unstick()
+    (n,) = crafted.rows[0]
+    assert type(n) is dict and type(n["p0"]) is dict
+    assert cypherbench.neo4j_view(crafted.columns, crafted.rows) == [{"n": n}]
+    m, s = real.rows[0]
+    assert type(m) is GraphNode and type(s) is dict and type(s["m"]) is GraphNode
+    assert cypherbench.neo4j_view(real.columns, real.rows)[0]["m"]["title"] == "The Matrix"
+
+
 def test_a_cached_gold_keeps_its_graph_values():
     """The gold cache's codec keeps the class (a cached node scored as a map would differ)."""
     from pytest_queryeval.results import GraphNode, GraphPath, GraphRelationship, ResultTable
