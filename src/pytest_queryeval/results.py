@@ -112,6 +112,34 @@ _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r",
                           "\t": "\\t"})
 
 
+class GraphNode(dict[str, Any]):
+    """A node as a graph engine returned it: the mapping of its id (``_ID``), its label
+    (``_LABEL``) and its properties.
+
+    Why a class of its own: a query can return a map with the same keys (``{_ID: 1, _LABEL:
+    'N'}``), and a metric that took such a map for a node followed ids a prediction chose (the
+    fourteenth re-probe: exponential expansion, a RecursionError). Only a source makes these,
+    where it reads the engine's own graph values; a map a query built stays a ``dict``. It
+    equals, prints and serialises as the ``dict`` it is (the result codec keeps the class)."""
+
+    __slots__ = ()
+
+
+class GraphRelationship(dict[str, Any]):
+    """A relationship as a graph engine returned it: ``_SRC``, ``_DST`` (its ends' ids),
+    ``_LABEL`` (its type), ``_ID`` and its properties (:class:`GraphNode` says why)."""
+
+    __slots__ = ()
+
+
+class GraphPath(dict[str, Any]):
+    """A path as a graph engine returned it: ``{"_NODES": [GraphNode, ...], "_RELS":
+    [GraphRelationship, ...]}`` (fewer nodes than one more than the relationships: a
+    variable-length relationship); :class:`GraphNode` says why a class."""
+
+    __slots__ = ()
+
+
 def show_value(value: object) -> str:
     """A cell as a diff shows it: an RDF term in SPARQL syntax, anything else as ``repr``."""
     return value.sparql() if isinstance(value, Term) else repr(value)

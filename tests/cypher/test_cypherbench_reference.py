@@ -12,6 +12,7 @@ import pytest
 
 from pytest_queryeval.cypher import cypherbench
 from pytest_queryeval.cypher.cypherbench import execution_accuracy, neo4j_view
+from pytest_queryeval.results import GraphNode, GraphRelationship
 
 
 def _decode(v: object) -> object:
@@ -106,9 +107,11 @@ def test_an_unhashable_value_scores_zero_in_the_prediction_and_none_in_the_gold(
 
 
 def test_the_neo4j_view_of_ladybug_values():
-    node = {"_ID": {"offset": 0, "table": 0}, "_LABEL": "Person", "name": "Ann", "age": None}
-    rel = {"_SRC": {"offset": 0, "table": 0}, "_DST": {"offset": 1, "table": 0}, "_ID": {},
-           "_LABEL": "KNOWS", "since": 2020}
+    node = GraphNode({"_ID": {"offset": 0, "table": 0}, "_LABEL": "Person", "name": "Ann",
+                      "age": None})
+    rel = GraphRelationship({"_SRC": {"offset": 0, "table": 0},
+                             "_DST": {"offset": 1, "table": 0}, "_ID": {},
+                             "_LABEL": "KNOWS", "since": 2020})
     # the driver's Result.data(): a relationship is (start, TYPE, end), an end known only
     # once a record held it (here the start, in the same row)
     assert neo4j_view(["n", "r"], [(node, rel)]) == [{"n": {"name": "Ann"},

@@ -11,6 +11,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ..results import GraphNode, GraphPath, GraphRelationship
+
+#: How :func:`wire` marks each mapping: a plain map, or the driver's node, relationship, path.
+_WIRE: dict[str, type[dict[str, Any]]] = {
+    "m": dict, "n": GraphNode, "r": GraphRelationship, "p": GraphPath}
+
 
 def graph_types() -> tuple[type, type, type]:
     """The driver's graph classes, looked up on each result (not cached: pytester's inline
@@ -33,8 +39,8 @@ def value(v: Any, types: tuple[type, type, type]) -> Any:
         return _relationship(v, types)
     if isinstance(v, path_type):
         path: Any = v
-        return {"_NODES": [_node(n, types) for n in path.nodes],
-                "_RELS": [_relationship(r, types) for r in path.relationships]}
+        return GraphPath(_NODES=[_node(n, types) for n in path.nodes],
+                         _RELS=[_relationship(r, types) for r in path.relationships])
     if isinstance(v, list):
         return [value(x, types) for x in v]
     if isinstance(v, dict):
@@ -51,17 +57,41 @@ def plain_row(values: Any) -> list[Any]:
     return [value(v, types) for v in values]
 
 
-def _node(n: Any, types: tuple[type, type, type]) -> dict[str, Any]:
-    return {"_ID": n.element_id, "_LABEL": ":".join(sorted(n.labels)),
-            **{k: value(x, types) for k, x in n.items()}}
+def _node(n: Any, types: tuple[type, type, type]) -> GraphNode:
+    return GraphNode({"_ID": n.element_id, "_LABEL": ":".join(sorted(n.labels)),
+            **{k: value(x, types) for k, x in n.items()}})
 
 
-def _relationship(r: Any, types: tuple[type, type, type]) -> dict[str, Any]:
+def _relationship(r: Any, types: tuple[type, type, type]) -> GraphRelationship:
     start, end = r.start_node, r.end_node
-    return {"_SRC": None if start is None else start.element_id,
+    return GraphRelationship({"_SRC": None if start is None else start.element_id,
             "_DST": None if end is None else end.element_id,
             "_LABEL": r.type, "_ID": r.element_id,
-            **{k: value(x, types) for k, x in r.items()}}
+            **{k: value(x, types) for k, x in r.items()}})
+
+
+def wire(v: Any) -> Any:
+    """A :func:`value` as JSON carries it from the copy's host process (:mod:`.copyhost`):
+    every mapping wrapped in a one-key object naming its class (``{"m": {...}}`` a map,
+    ``"n"`` a node, ``"r"`` a relationship, ``"p"`` a path). Why every mapping: a map a query
+    built may hold any key, so only a wrapper no value can spell keeps a node a node and a
+    map a map (:class:`~pytest_queryeval.results.GraphNode`)."""
+    if isinstance(v, list):
+        return [wire(x) for x in v]
+    if isinstance(v, dict):
+        mark = next(m for m, cls in _WIRE.items() if type(v) is cls)
+        return {mark: {k: wire(x) for k, x in v.items()}}
+    return v
+
+
+def unwire(v: Any) -> Any:
+    """The inverse of :func:`wire` (read in the pytest process)."""
+    if isinstance(v, list):
+        return [unwire(x) for x in v]
+    if isinstance(v, dict):
+        (mark, inner), = v.items()
+        return _WIRE[mark]((k, unwire(x)) for k, x in inner.items())
+    return v
 
 
 def _temporal(v: Any) -> Any:

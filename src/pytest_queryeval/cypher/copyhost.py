@@ -264,7 +264,7 @@ def _run(driver: Any, query: str, limit: int) -> dict[str, Any]:
     """In a transaction (FalkorDB's listener takes the graph's name from the first key of a
     run's metadata, which a run in a transaction has none of: the default graph,
     :data:`GRAPH`), rolled back."""
-    from .boltvalues import plain_row
+    from .boltvalues import plain_row, wire
 
     with driver.session(fetch_size=min(limit + 1, 1000)) as session:
         tx = session.begin_transaction()
@@ -273,7 +273,7 @@ def _run(driver: Any, query: str, limit: int) -> dict[str, Any]:
             columns = [str(k) for k in result.keys()]  # noqa: SIM118 - a Result, not a dict
             rows: list[list[Any]] = []
             for record in result:
-                rows.append(plain_row(record.values()))
+                rows.append(wire(plain_row(record.values())))
                 if len(rows) > limit:
                     break
             return {"columns": columns, "rows": rows}

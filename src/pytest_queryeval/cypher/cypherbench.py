@@ -26,6 +26,13 @@ functions then decide exactly as the reference does, quirks kept:
   it, whichever side it is on. Where the reference raises, :func:`score` returns None and
   the error, and the case records no ``cypherbench_ex`` but the error
   (``details.cypherbench``); a duration is the driver's ``Duration``, a tuple, hashable.
+
+What runs here runs in the pytest process, after every deadline and outside ``max_values``
+(the fourteenth re-probe), so its work stays in proportion to the values: only the engine's
+own nodes, relationships and paths are read as such (a map shaped like one is a map, as the
+driver gives it), a node's properties are shared by the relationships ending there, and the
+column permutations are searched rather than walked (:func:`_permutable`), the search bounded
+by :data:`MAX_SEARCH_CELLS` (past it: None and the reason, as where the reference raises).
 """
 
 from __future__ import annotations
@@ -33,8 +40,9 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from itertools import permutations
 from typing import Any
+
+from ..results import GraphNode, GraphPath, GraphRelationship
 
 CYPHERBENCH_METRIC_NAMES: tuple[str, ...] = ("cypherbench_ex", "cypherbench_executable")
 
@@ -42,8 +50,18 @@ CYPHERBENCH_METRIC_NAMES: tuple[str, ...] = ("cypherbench_ex", "cypherbench_exec
 _INTERNAL = ("_ID", "_LABEL", "_SRC", "_DST")
 
 
+#: The most row cells :func:`_assign` extends looking for a column permutation (the columns
+#: tried times the rows): past it, the score is not decided (:class:`Undecided`).
+MAX_SEARCH_CELLS = 2_000_000
+
+
 class Unhashable(TypeError):
     """A value the reference's ``to_hashable`` raises ``TypeError`` on."""
+
+
+class Undecided(Exception):
+    """A comparison this module does not finish: many columns holding the same bag of
+    values, whose permutations the reference would try one by one (``width!``)."""
 
 
 def neo4j_view(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
@@ -63,6 +81,12 @@ def neo4j_view(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[di
       microseconds (a tuple: the reference hashes it, and ``3 days`` equals ``2 days + 1
       day``); without the ``neo4j`` package, :class:`Duration`, a tuple of the same four
       numbers.
+
+    Only the source's own graph values (:class:`~pytest_queryeval.results.GraphNode`,
+    ``GraphRelationship``, ``GraphPath``) are read so; a map a query built is a map, whatever
+    its keys (the driver gives it as one). A node's properties are made once and shared by
+    every relationship ending there (as the driver shares its node object): ``R``
+    relationships to a node of ``P`` properties cost ``R``, not ``R * P``.
     """
     known: dict[Any, dict[str, Any]] = {}
     out = []
@@ -99,41 +123,46 @@ def _key(ident: Any) -> Any:
     return tuple(sorted(ident.items())) if isinstance(ident, dict) else ident
 
 
-def _is_node(v: dict[str, Any]) -> bool:
-    return "_ID" in v and "_LABEL" in v and "_SRC" not in v
-
-
 def _properties(v: dict[str, Any], known: dict[Any, dict[str, Any]]) -> dict[str, Any]:
     return {k: _value(x, known) for k, x in v.items() if k not in _INTERNAL and x is not None}
 
 
+def _node(node: Any, known: dict[Any, dict[str, Any]]) -> dict[str, Any]:
+    """A node's properties, made once per node id (:func:`_learn`)."""
+    found = known.get(_key(node.get("_ID")))
+    return _properties(node, known) if found is None else found
+
+
 def _learn(v: Any, known: dict[Any, dict[str, Any]]) -> None:
     """Record the properties of every node ``v`` holds (the driver's graph of the result)."""
-    if isinstance(v, list):
+    if isinstance(v, GraphNode):
+        key = _key(v.get("_ID"))
+        if key not in known:
+            known[key] = _properties(v, known)
+    elif isinstance(v, GraphPath):
+        _learn(v.get("_NODES"), known)
+    elif isinstance(v, list):
         for x in v:
             _learn(x, known)
-    elif isinstance(v, dict):
-        if _is_node(v):
-            known[_key(v["_ID"])] = v
-            return
+    elif isinstance(v, dict) and not isinstance(v, GraphRelationship):
         for x in v.values():
             _learn(x, known)
 
 
 def _value(v: Any, known: dict[Any, dict[str, Any]]) -> Any:
+    if isinstance(v, GraphPath):
+        nodes, rels = v["_NODES"], v["_RELS"]
+        if len(nodes) != len(rels) + 1:  # a variable-length relationship
+            return [_value(r, known) for r in rels]
+        out: list[Any] = [_node(nodes[0], known)]
+        for rel, node in zip(rels, nodes[1:], strict=True):
+            out += [str(rel["_LABEL"]), _node(node, known)]
+        return out
+    if isinstance(v, GraphNode):
+        return _node(v, known)
+    if isinstance(v, GraphRelationship):
+        return (_end(v["_SRC"], known), str(v["_LABEL"]), _end(v["_DST"], known))
     if isinstance(v, dict):
-        if "_NODES" in v and "_RELS" in v:
-            nodes, rels = v["_NODES"], v["_RELS"]
-            if len(nodes) != len(rels) + 1:  # a variable-length relationship
-                return [_value(r, known) for r in rels]
-            out: list[Any] = [_properties(nodes[0], known)]
-            for rel, node in zip(rels, nodes[1:], strict=True):
-                out += [str(rel["_LABEL"]), _properties(node, known)]
-            return out
-        if _is_node(v):
-            return _properties(v, known)
-        if "_SRC" in v and "_LABEL" in v:
-            return (_end(v["_SRC"], known), str(v["_LABEL"]), _end(v["_DST"], known))
         return {k: _value(x, known) for k, x in v.items()}
     if isinstance(v, list):
         return [_value(x, known) for x in v]
@@ -143,8 +172,8 @@ def _value(v: Any, known: dict[Any, dict[str, Any]]) -> Any:
 
 
 def _end(ident: Any, known: dict[Any, dict[str, Any]]) -> dict[str, Any]:
-    node = known.get(_key(ident))
-    return {} if node is None else _properties(node, known)
+    found = known.get(_key(ident))
+    return {} if found is None else found
 
 
 def hashable(obj: Any) -> Any:
@@ -185,28 +214,109 @@ def _same(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]], ordered: boo
     width = len(gold[0])
     if len(pred[0]) != width:
         return False
+    if not ordered:  # the reference's first set of rows raises here (a relationship's tuple)
+        for row in (*gold, *pred):
+            hash(row)
+    elif _hashable(gold) and not _hashable(pred):
+        return False  # a row holding a mapping equals no gold row: spared its text (_row_key)
     g_sorted = [tuple(sorted(r, key=_row_key)) for r in gold]
     p_sorted = [tuple(sorted(r, key=_row_key)) for r in pred]
     if (g_sorted != p_sorted) if ordered else (set(g_sorted) != set(p_sorted)):
         return False
-    # hashed before any permutation is tried: a relationship's tuple raises here
-    g_columns = [{row[i] for row in gold} for i in range(width)]
+    for row in gold:  # the reference's sets of the gold's columns raise here
+        hash(row)
     if width == 1:
         return pred == gold if ordered else set(gold) == set(pred) and \
             Counter(gold) == Counter(pred)
-    # a gold column can take a predicted one only if it holds every value of it
-    allowed = [{j for j in range(width) if all(r[j] in g_columns[i] for r in pred)}
-               for i in range(width)]
-    for perm in permutations(range(width)):
-        if any(perm[i] not in allowed[i] for i in range(width)):
+    return _permutable(gold, pred, ordered)
+
+
+def _hashable(rows: list[tuple[Any, ...]]) -> bool:
+    try:
+        for row in rows:
+            hash(row)
+    except TypeError:
+        return False
+    return True
+
+
+def _permutable(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]],
+                ordered: bool) -> bool:
+    """Whether a column permutation makes ``pred`` equal to ``gold``: the reference's answer
+    (it tries each permutation its constraints allow, ``width!`` at most), found without
+    trying them all. A gold column can only take a predicted column holding the same values
+    (the same list when ordered, the same bag otherwise: any permutation that matches has
+    that): ordered, that decides; otherwise the columns left ambiguous (the same bag of
+    values in several columns) are searched (:func:`_assign`)."""
+    width = len(gold[0])
+    g_cols = [tuple(r[i] for r in gold) for i in range(width)]
+    p_cols = [tuple(r[j] for r in pred) for j in range(width)]
+
+    def signature(col: tuple[Any, ...]) -> Any:
+        return col if ordered else frozenset(Counter(col).items())
+
+    classes: dict[Any, list[int]] = {}
+    for j, col in enumerate(p_cols):
+        classes.setdefault(signature(col), []).append(j)
+    g_keys = [signature(col) for col in g_cols]
+    if Counter(g_keys) != Counter({k: len(v) for k, v in classes.items()}):
+        return False
+    return ordered or _assign(gold, pred, [classes[k] for k in g_keys], p_cols)
+
+
+def _assign(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]],
+            options: list[list[int]], p_cols: list[tuple[Any, ...]]) -> bool:
+    """Whether gold column ``i`` can take one of ``options[i]`` each, injectively, so that
+    the rows are the same bag: a depth-first search, columns with fewest options first, each
+    partial assignment kept only while the gold's rows cut to its columns are the same bag
+    as the prediction's (a necessary condition), predicted columns holding the same list
+    tried once. :class:`Undecided` past :data:`MAX_SEARCH_CELLS` row cells."""
+    n = len(gold)
+    order = sorted(range(len(options)), key=lambda i: len(options[i]))
+    seen: dict[tuple[Any, ...], int] = {}
+    first = [seen.setdefault(col, j) for j, col in enumerate(p_cols)]
+    ids: dict[tuple[int, Any], int] = {}
+    used: set[int] = set()
+    chosen: list[int] = []
+    start = [0] * n
+    frames = [(start, start, iter(options[order[0]]), set[int]())]
+    spent = 0
+    while frames:
+        g_ids, p_ids, candidates, tried = frames[-1]
+        j = next((c for c in candidates if c not in used and first[c] not in tried), None)
+        if j is None:
+            frames.pop()
+            if chosen:
+                used.discard(chosen.pop())
             continue
-        moved = [tuple(r[j] for j in perm) for r in pred]
-        if ordered:
-            if moved == gold:
-                return True
-        elif set(gold) == set(moved) and Counter(gold) == Counter(moved):
+        tried.add(first[j])
+        spent += n
+        if spent > MAX_SEARCH_CELLS:
+            raise Undecided(
+                f"the search for a column permutation passed {MAX_SEARCH_CELLS:,} row cells "
+                f"({len(options)} columns sharing their bags of values, {n:,} rows): "
+                "the reference would try each permutation of them")
+        g_next, p_next = _extend(ids, (gold, g_ids, order[len(frames) - 1]), (pred, p_ids, j))
+        if Counter(g_next) != Counter(p_next):
+            continue
+        if len(frames) == len(options):
             return True
+        used.add(j)
+        chosen.append(j)
+        frames.append((g_next, p_next, iter(options[order[len(frames)]]), set()))
     return False
+
+
+def _extend(ids: dict[tuple[int, Any], int],
+            gold: tuple[list[tuple[Any, ...]], list[int], int],
+            pred: tuple[list[tuple[Any, ...]], list[int], int]) -> tuple[list[int], list[int]]:
+    """Each row's partial assignment extended by one column: a row's id names the values of
+    its columns so far (equal values, equal ids: one table of ids for both sides)."""
+    out = []
+    for rows, prev, col in (gold, pred):
+        out.append([ids.setdefault((a, r[col]), len(ids)) for a, r in zip(prev, rows,
+                                                                          strict=True)])
+    return out[0], out[1]
 
 
 def execution_accuracy(pred_text: str, gold_text: str, gold: list[dict[str, Any]],
@@ -241,6 +351,8 @@ def score(pred_text: str, gold_text: str, gold: list[dict[str, Any]],
         return float(_same(_rows(g_rows), _rows(p_rows), "order by" in gold_text.lower())), None
     except TypeError as exc:
         return None, f"TypeError: {exc}"
+    except Undecided as exc:
+        return None, str(exc)
 
 
 def executable(pred_failed: bool) -> float:

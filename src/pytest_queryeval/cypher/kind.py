@@ -203,10 +203,12 @@ def _score(gold: _Gold, text: str, pred: ResultTable | None, opts: _Options,
         diff = list(cmp.diff())
         signature = pred.signature(ordered)
         compared = (gold.query, gold.table, text, pred)  # what a judge is shown
-    if ex is None:
+    if ex is None and str(crash).startswith("TypeError"):
         details["cypherbench"] = (f"CypherBench's execution_accuracy raises {crash} here (a "
                                   "value its to_hashable or a set cannot hash): the reference "
                                   "records no score")
+    elif ex is None:
+        details["cypherbench"] = f"CypherBench's execution_accuracy is not decided here: {crash}"
     else:
         metrics["cypherbench_ex"] = ex
     metrics["cypherbench_executable"] = cypherbench.executable(not executed)

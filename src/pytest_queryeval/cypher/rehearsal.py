@@ -51,6 +51,7 @@ from ..errors import (
     SourceUnavailable,
 )
 from . import copyhost, graphcopy, guard, replies
+from .boltvalues import unwire
 from .resp import Connection, ReplyDeadline, ReplyTooLarge, RespError, RowTooLarge
 from .values import DEFAULT_MAX_VALUES, TooManyValues
 
@@ -177,7 +178,7 @@ class Rehearsal:
             reading.verdict(reply)
             answer = self._fetch(query, seconds, limit)
             self._unchanged(conn)
-        rows = [tuple(r) for r in answer["rows"]]
+        rows = [tuple(unwire(r)) for r in answer["rows"]]
         cut = len(rows) > limit or len(rows) > self.max_rows
         return [str(c) for c in answer["columns"]], rows[:min(limit, self.max_rows)], cut
 

@@ -35,7 +35,8 @@ from typing import Any
 
 from .._isolation.landlock import confine
 from .._isolation.sandbox import worker_state
-from . import values
+from ..results import GraphNode, GraphRelationship
+from . import graphtypes, values
 
 #: The :func:`worker_state` key of the open database.
 _DB = "ladybug-db"
@@ -178,7 +179,7 @@ def _fetch(conn: Any, query: str, bounds: tuple[int, int], start: float) -> Repl
             return ("values", max_values, time.perf_counter() - start)
         rows.extend(batch)
     result.close()
-    rows = integers(rows, types, conn)
+    rows = integers(graphtypes.mark_rows(rows, types), types, conn)
     elapsed = time.perf_counter() - start
     if len(rows) > limit:
         return ("ok", columns, rows[:limit], True, elapsed)
@@ -245,11 +246,11 @@ def _to_int(v: Any, every: bool, props: dict[str, set[str]]) -> Any:
         return [_to_int(x, every, props) for x in v]
     if not isinstance(v, dict):
         return v
-    if "_LABEL" not in v:  # a struct, a map, or a path's {_NODES, _RELS}
-        return {k: _to_int(x, every, props) for k, x in v.items()}
+    if not isinstance(v, GraphNode | GraphRelationship):  # a struct, a map, a path
+        return type(v)((k, _to_int(x, every, props)) for k, x in v.items())
     wide = props.get(str(v["_LABEL"]), set())
-    return {k: int(x) if k in wide and isinstance(x, Decimal) and x.is_finite() else x
-            for k, x in v.items()}
+    return type(v)((k, int(x) if k in wide and isinstance(x, Decimal) and x.is_finite() else x)
+                   for k, x in v.items())
 
 
 def describe() -> list[tuple[str, str]]:

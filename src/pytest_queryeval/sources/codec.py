@@ -17,10 +17,15 @@ import zoneinfo
 from decimal import Decimal
 from typing import Any
 
-from ..results import ResultTable, Term
+from ..results import GraphNode, GraphPath, GraphRelationship, ResultTable, Term
 
-#: Bumped when the encoding changes, so stale cache entries are ignored.
-VERSION = 1
+#: Bumped when the encoding changes, so stale cache entries are ignored. 2: a graph engine's
+#: node, relationship and path keep their class (``$node``, ``$relationship``, ``$path``): a
+#: cached gold decoded as plain maps would no longer score as the engine's values.
+VERSION = 2
+#: The classes of a graph engine's values, by tag (each a ``dict``: checked before one).
+_GRAPH_TAGS: tuple[tuple[str, type[dict[str, Any]]], ...] = (
+    ("$node", GraphNode), ("$relationship", GraphRelationship), ("$path", GraphPath))
 
 
 class CodecError(ValueError):
@@ -64,7 +69,8 @@ def encode_value(v: object) -> object:
     if isinstance(v, list):
         return {"$list": [encode_value(x) for x in v]}
     if isinstance(v, dict):
-        return {"$map": [[encode_value(k), encode_value(x)] for k, x in v.items()]}
+        tag = next((t for t, cls in _GRAPH_TAGS if type(v) is cls), "$map")
+        return {tag: [[encode_value(k), encode_value(x)] for k, x in v.items()]}
     raise CodecError(f"cannot encode a {type(v).__name__} cell losslessly")
 
 
@@ -107,6 +113,9 @@ def decode_value(v: object) -> Any:
         return [decode_value(i) for i in x]
     if tag == "$map":
         return {decode_value(k): decode_value(i) for k, i in x}
+    graph = next((cls for t, cls in _GRAPH_TAGS if t == tag), None)
+    if graph is not None:
+        return graph((decode_value(k), decode_value(i)) for k, i in x)
     raise CodecError(f"unknown cell tag {tag!r}")
 
 

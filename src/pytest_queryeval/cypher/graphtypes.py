@@ -1,0 +1,141 @@
+"""Which values of a ladybug result are the engine's nodes, relationships and paths, read from
+each column's type, and marked so in the worker before its reply is pickled.
+
+Why by the type: ladybug hands a node over as the plain ``dict`` of ``_ID``, ``_LABEL`` and
+its properties, and a map a query builds (``RETURN {_ID: 1, _LABEL: 'N'}``) comes out the
+same. A metric that took such maps for nodes followed ids the prediction chose: the
+fourteenth re-probe's H4 grew 4^D copies from a 1 KB text and turned five map shapes into
+internal errors. The column's type (``NODE``, ``REL``, ``RECURSIVE_REL``, nested in ``[]``,
+``STRUCT(...)``, ``MAP(...)``, ``UNION(...)``) is the engine's own word for what a value is:
+those values become :class:`~pytest_queryeval.results.GraphNode`, ``GraphRelationship`` and
+``GraphPath``; a map stays a ``dict``.
+
+A struct's field names are printed in the type unquoted, so a name holding a space, a comma or
+a parenthesis could make the text read as another type: a field name that is not a plain word
+makes the column's type unread (its values all stay plain maps), and each struct value must
+have exactly the fields read, in order, to be marked below.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..results import GraphNode, GraphPath, GraphRelationship
+
+#: A parsed type, only as far as it can hold a graph value: ``"node"``, ``"rel"``, ``"path"``,
+#: ``("list", T)``, ``("map", T)`` (the values' type), ``("struct", ((name, T), ...))``,
+#: ``("union", ((name, T), ...))``; None for a type holding no graph value.
+Tree = Any
+
+_WORD = re.compile(r"[^\W\d]\w*")
+_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+_SUFFIX = re.compile(r"\[\d*\]")
+_ARGS = re.compile(r"\(\d+(?:, ?\d+)*\)")
+_LEAVES = {"NODE": "node", "REL": "rel", "RECURSIVE_REL": "path"}
+
+
+class _Unread(ValueError):
+    """A type text this parser does not read: its values are left as they are."""
+
+
+def parse(text: str) -> Tree:
+    """``text`` (a column's type) as a :data:`Tree`; None when it holds no graph value or
+    cannot be read (:class:`_Unread`, a nesting past Python's recursion)."""
+    if "NODE" not in text and "REL" not in text:
+        return None
+    try:
+        tree, end = _type(text, 0)
+    except (_Unread, RecursionError):
+        return None
+    return tree if end == len(text) else None
+
+
+def _type(s: str, i: int) -> tuple[Tree, int]:
+    m = _NAME.match(s, i)
+    if m is None:
+        raise _Unread(s)
+    name, i = m.group(), m.end()
+    tree: Tree
+    if name in ("STRUCT", "UNION") and s.startswith("(", i):
+        fields, i = _fields(s, i + 1)
+        graph = any(t is not None for _, t in fields)
+        tree = (name.lower(), fields) if graph else None
+    elif name == "MAP" and s.startswith("(", i):
+        _, i = _type(s, i + 1)
+        if not s.startswith(", ", i):
+            raise _Unread(s)
+        value, i = _type(s, i + 2)
+        if not s.startswith(")", i):
+            raise _Unread(s)
+        tree, i = (None if value is None else ("map", value)), i + 1
+    else:
+        tree = _LEAVES.get(name)
+        args = _ARGS.match(s, i)  # DECIMAL(18, 3)
+        if args is not None:
+            i = args.end()
+    while (suffix := _SUFFIX.match(s, i)) is not None:
+        tree, i = (None if tree is None else ("list", tree)), suffix.end()
+    return tree, i
+
+
+def _fields(s: str, i: int) -> tuple[tuple[tuple[str, Tree], ...], int]:
+    fields = []
+    while True:
+        m = _WORD.match(s, i)
+        if m is None or not s.startswith(" ", m.end()):
+            raise _Unread(s)
+        tree, i = _type(s, m.end() + 1)
+        fields.append((m.group(), tree))
+        if s.startswith(")", i):
+            return tuple(fields), i + 1
+        if not s.startswith(", ", i):
+            raise _Unread(s)
+        i += 2
+
+
+def mark(v: Any, tree: Tree) -> Any:
+    """``v`` with the values ``tree`` says are graph values marked as such; anything of
+    another shape than the type says is left as it is (a plain map stays a map)."""
+    if tree is None or v is None:
+        return v
+    if tree == "node":
+        return GraphNode(v) if _is(v, "_ID", "_LABEL") else v
+    if tree == "rel":
+        return GraphRelationship(v) if _is(v, "_SRC", "_DST", "_LABEL") else v
+    if tree == "path":
+        return _path(v)
+    kind, inner = tree
+    if kind == "list":
+        return [mark(x, inner) for x in v] if isinstance(v, list) else v
+    if not isinstance(v, dict):
+        return v
+    if kind == "map":
+        return {k: mark(x, inner) for k, x in v.items()}
+    if kind == "union":  # the value is one member's, which one unsaid: only a lone member
+        return mark(v, inner[0][1]) if len(inner) == 1 else v
+    if tuple(v) != tuple(name for name, _ in inner):
+        return v
+    return {name: mark(v[name], t) for name, t in inner}
+
+
+def _is(v: Any, *keys: str) -> bool:
+    return isinstance(v, dict) and all(k in v for k in keys)
+
+
+def _path(v: Any) -> Any:
+    if not _is(v, "_NODES", "_RELS"):
+        return v
+    nodes, rels = v["_NODES"], v["_RELS"]
+    if not isinstance(nodes, list) or not isinstance(rels, list):
+        return v
+    return GraphPath(_NODES=[mark(n, "node") for n in nodes],
+                     _RELS=[mark(r, "rel") for r in rels])
+
+
+def mark_rows(rows: list[tuple[Any, ...]], types: list[str]) -> list[tuple[Any, ...]]:
+    """Every row with its graph values marked (:func:`mark`), by each column's type text."""
+    trees = [parse(t) for t in types]
+    if all(t is None for t in trees):
+        return rows
+    return [tuple(mark(v, t) for v, t in zip(row, trees, strict=True)) for row in rows]
