@@ -22,32 +22,13 @@ from typing import TYPE_CHECKING
 
 from .codetools import name_words
 from .querynames import NEUTRAL
+from .readernames import SCHEMA_WORDS, reads_by_name
+from .readernames import names_table as names_table  # the rule of a call's name, for .unrun
 
 if TYPE_CHECKING:
     from ..model import Case, Context
     from .trajectory import Step
 
-#: Verbs of a name that reads data (``read_table``, ``export_csv``, ``fetch_rows``,
-#: ``dump_table``, ``list_employees``); ``get_weather`` reads none: a verb needs an object
-#: (:data:`DATA_WORDS`, or a table of the database).
-READ_VERBS = frozenset({
-    "read", "reader", "export", "exporter", "fetch", "get", "list", "dump", "select", "scan",
-    "load", "download", "retrieve", "extract", "pull", "sample", "preview", "peek", "browse",
-    "view", "show", "copy", "lookup", "search", "find", "head", "tail"})
-#: Objects of a reading verb that are a table's rows wherever they stand in the name.
-DATA_WORDS = frozenset({
-    "table", "row", "rows", "record", "records", "csv", "tsv", "parquet", "xlsx", "excel",
-    "sheet", "spreadsheet", "contents", "dataframe", "entries"})
-#: Objects that are data only as the name's whole object (``get_data``, ``export_dataset``;
-#: not ``get_weather_data``).
-WHOLE_DATA = frozenset({"data", "dataset", "datasets", "all", "everything"})
-#: Words of a tool that reads the schema, not rows (``describe_table``, ``get_table_info``,
-#: ``get_table_schema``, ``list_tables``' plural is no data word either).
-SCHEMA_WORDS = frozenset({"schema", "schemas", "describe", "description", "info", "metadata",
-                          "column", "columns", "ddl", "definition", "structure"})
-#: A table's name shorter than this is found in a tool's name only as a word of it
-#: (``get_art``); a longer one inside any word too (``getemployees``, ``fetchTrackList``).
-MIN_INSIDE = 5
 #: Values of a call's arguments read at most; past them, what it names is not known.
 MAX_VALUES = 100_000
 
@@ -84,20 +65,6 @@ def _texts(value: object, out: list[str], budget: list[int], depth: int = 0) -> 
             _texts(item, out, budget, depth + 1)
 
 
-def names_table(name: str, table: str) -> bool:
-    """Whether a tool's ``name`` names ``table`` (its last part, any case): as a word of the
-    name, singular or plural (``list_employees``, ``Employee.read``), or, for a table's name of
-    :data:`MIN_INSIDE` letters or more, inside the name with no word break (``getemployees``,
-    ``fetchEmployeesList``, ``get_emp_loyee``)."""
-    last = re.sub(r"[^a-z0-9]", "", table.rsplit(".", 1)[-1].lower())
-    if not last:
-        return False
-    words = name_words(name)
-    if last in words or f"{last}s" in words:
-        return True
-    return len(last) >= MIN_INSIDE and last in "".join(words)
-
-
 def _bare(text: str) -> str:
     """A text naming a table as a statement would (``"main"."Track"``, ``[Track]``): its last
     part, unquoted, lower case."""
@@ -118,16 +85,7 @@ def data_reader(step: Step, tables: Collection[str]) -> str | None:
     if not words or SCHEMA_WORDS.intersection(words):
         return None
     where = f"tool call {step.index} ({step.name[:80]!r}), a tool the plugin does not serve,"
-    verb = next((w for w in words if w in READ_VERBS), None)
-    rest = [w for w in words if w != verb]
-    if verb is None and len(words) == 1:  # written together: ``getemployees``, ``readtable``
-        verb = next((v for v in sorted(READ_VERBS, key=len, reverse=True)
-                     if words[0].startswith(v) and len(words[0]) > len(v)), None)
-        rest = [words[0][len(verb):]] if verb else []
-    if verb is not None and rest and (
-            DATA_WORDS.intersection(rest) or set(rest) <= WHOLE_DATA
-            or (len(words) == 1 and any(rest[0].startswith(d) for d in DATA_WORDS))
-            or any(names_table(step.name, t) for t in tables)):
+    if reads_by_name(step.name, tables):
         return f"{where} reads data by its name: what it ran and read is not counted"
     texts = argument_texts(step) if tables else []
     if texts is None:

@@ -61,8 +61,10 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 _TAIL = re.compile(r"[a-z0-9_-]{0,1024}")
 #: Strict call syntax, for a name that is one plain word (``query``, ``sql``, ``database``,
 #: ``postgres``: words prose uses, ``the query (see below)``): called with a quoted text or a
-#: keyword argument (``query("SELECT ...")``, ``sql(query='...')``).
-_STRICT = re.compile(r"\([ \t]{0,8}(?:[\"'`]|[a-z_]\w{0,64}[ \t]{0,8}=(?!=))")
+#: keyword argument (``query("SELECT ...")``, ``sql(query='...')``), also by a method of
+#: running (LangChain's ``db.run("...")``, ``tool.invoke(...)``: the fifteenth re-probe's H6).
+_STRICT = re.compile(r"(?:\.[ \t]{0,8}(?:a?invoke|a?run|run_no_throw|a?call)[ \t]{0,8})?"
+                     r"\([ \t]{0,8}(?:[\"'`]|[a-z_]\w{0,64}[ \t]{0,8}=(?!=))")
 #: A quoted name in a JSON (or Python) object's or list's place (``{"tool": "sql_db_query"``):
 #: the place and the opening quote before it.
 _QUOTED_BEFORE = re.compile(r"[\[{,:][ \t\r\n]{0,64}([\"'])$")

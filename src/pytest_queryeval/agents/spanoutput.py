@@ -43,7 +43,8 @@ _PROSE = frozenset({"content", "text", "reasoning_content", "reasoning", "refusa
 #: Roles (``role``, LangChain's ``type``) of a message that is not the model's.
 _NOT_MODEL = frozenset({"system", "user", "human", "tool", "function", "ipython", "developer"})
 _NAMES = ("name", "tool", "toolName", "tool_name", "function_name")
-_ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action_input")
+_ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action_input",
+         "tool_input")
 #: Levels of a span's output (and JSON in it) searched; past them, a finding.
 _DEPTH = 32
 #: Counted statements taken out of an output's text at most (the longest first).
@@ -62,8 +63,9 @@ def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
     counted calls; ``known``: the texts they hold (blanks collapsed), the final query's too;
     ``budget``: the values left to read (spent: the caller reports the search cut);
     ``forbidden``: the case's forbidden tables, read by the floor of a call in the text."""
-    pairs = {(name, canonical(arguments)) for name, arguments in calls}
-    search = _Search(pairs, known, budget, forbidden)
+    counted = list(calls)
+    pairs = {(name, canonical(arguments)) for name, arguments in counted}
+    search = _Search(pairs, known, budget, forbidden, len(counted))
     for key, value in attrs.items():
         text = str(key)
         found = _MODEL_TEXT.fullmatch(text)
@@ -87,7 +89,8 @@ def _written_call(text: str, forbidden: Collection[str] = ()) -> str | None:
     (:func:`~.textcalls.encoded_call`, whose tags are the one list of them)."""
     from .textcalls import encoded_call
 
-    why = encoded_call([{"role": "assistant", "content": text}], forbidden=forbidden)
+    why = encoded_call([{"role": "assistant", "content": text}], forbidden=forbidden,
+                       logs=False)
     if why is None:
         return None
     return why.partition("content: ")[2] or why
@@ -97,8 +100,9 @@ class _Search:
     """One span output's search: what it holds that is not a counted call's."""
 
     def __init__(self, pairs: set[tuple[str, str]], known: set[str], budget: list[int],
-                 forbidden: Collection[str] = ()) -> None:
+                 forbidden: Collection[str] = (), made: int = 0) -> None:
         self.pairs, self.known, self.budget, self.forbidden = pairs, known, budget, forbidden
+        self.made = made  # the calls counted: an executor's log of more is more runs
         self.statements: list[str] | None = None  # the known texts that read as SQL
 
     def value(self, value: object, *, prose: bool, model: bool, depth: int) -> str | None:
@@ -130,6 +134,11 @@ class _Search:
                 pass  # not JSON: read as text
         plain = " ".join(text.split())
         if model:  # a call it quotes that was counted is no other call (an executor's log)
+            from .textcalls import logged_calls
+
+            if logged_calls(text) > self.made:
+                return (f"logs {logged_calls(text)} calls (an executor's `Invoking: ...`), "
+                        f"more than the {self.made} counted")
             why = _written_call(self._without_known_lines(text) if self.known else text,
                                 self.forbidden)
             if why is not None:
@@ -181,7 +190,10 @@ class _Search:
     def _mapping(self, value: Mapping[Any, Any], *, prose: bool, model: bool,
                  depth: int) -> str | None:
         call = _call_of(value)
-        if call is not None and (call[0], canonical(call[1])) not in self.pairs:
+        if call is not None and (call[0], canonical(call[1])) not in self.pairs and not (
+                isinstance(call[1], str) and " ".join(call[1].split()) in self.known
+                and any(name == call[0] for name, _ in self.pairs)):
+            # (a counted tool given its one argument as a text: LangChain's ``tool_input``)
             return f"a call of {call[0][:40]!r} ({canonical(call[1])[:80]})"
         role = value.get("role", value.get("type"))
         mine = model and not (isinstance(role, str) and role.lower() in _NOT_MODEL)
