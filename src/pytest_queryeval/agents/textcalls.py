@@ -35,25 +35,12 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from .language import HEADS
-from .lead import FORMAT_CHARS
 from .owncalls import own_calls, without_own
 from .statements import all_texts
 from .textcode import as_code, built_call
+from .textfloor import INVISIBLE, floor_finding
+from .textfloor import words as _words
 from .toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN, named_tool
-
-
-def _words(words: Iterable[str]) -> str:
-    """``words`` as one alternation of their first letters, each checking that no letter or
-    digit is before it (an ``_`` may be: ``mcp__db__run_query``), then the rest of the words:
-    the regular expression engine skips to those first letters and rejects a position at once
-    (a search of 1 MB of prose in milliseconds; a ``\\b`` before a group makes it try every
-    word at every position). Searched in the text's lower case."""
-    firsts: dict[str, list[str]] = {}
-    for word in sorted(set(words), key=len, reverse=True):
-        firsts.setdefault(word[0], []).append(re.escape(word[1:]))
-    return "(?:" + "|".join(f"{re.escape(c)}(?<![^\\W_]{re.escape(c)})(?:{'|'.join(rest)})"
-                            for c, rest in sorted(firsts.items())) + ")"
-
 
 #: The roles of a message answering a call (OpenAI's ``tool`` and legacy ``function``,
 #: Llama's ``ipython``).
@@ -434,127 +421,12 @@ def _built(text: str, low: str) -> str | None:
     return None if found is None else _at(found[0], text, found[1])
 
 
-#: An article where a statement names its object (``delete from the cache``): prose.
-_ARTICLE = (r"(?!(?:the|a|an|this|that|these|those|my|your|our|their|its|his|her|some|all|"
-            r"any|each|every|it|them)\b)")
-_OBJECT = r"[\w\"`\[][\w.\"`\[\]$]*"
-#: The object a write names after its words: after a blank (not an article), or a quoted name
-#: right after them (``DELETE FROM"Genre"``, which SQLite runs).
-_NAMED = rf"(?:\s+{_ARTICLE}|\s*(?=[\"`\[])){_OBJECT}"
-_KIND = (r"(?:or\s+replace\s+)?(?:temp\w*\s+|unique\s+|materialized\s+|node\s+|rel\s+)?"
-         r"(?:table|view|index|database|schema|trigger|function|procedure|sequence|macro|"
-         rf"secret|graph)\s+{_ARTICLE}{_OBJECT}")
-#: A write statement anywhere in a text (lower case), SQL's, SPARQL's or a graph language's:
-#: what no honest final answer needs to write (the floor: found wherever it is, whatever the
-#: format). Each branch starts with its word (:func:`_words`).
-_WRITE = re.compile(
-    rf"delete(?<![\w]delete)(?:\s+from{_NAMED}|\s+{_OBJECT}\s+where\b|"
-    r"\s+data\s*\{|\s+where\s*\{)|"
-    rf"insert(?<![\w]insert)(?:\s+(?:or\s+\w+\s+|(?:ignore|low_priority|delayed|high_priority)"
-    rf"\s+){{0,2}}into{_NAMED}|\s+data\s*\{{)|"
-    rf"update(?<![\w]update)(?:\s+(?:or\s+(?:rollback|abort|replace|fail|ignore)|only|ignore|"
-    rf"low_priority)){{0,3}}{_NAMED}(?:\s+(?:as\s+)?\w+)?(?:\s+|(?<=[\"`\]]))set(?![\w$])|"
-    rf"replace(?<![\w]replace)\s+into{_NAMED}|"
-    rf"merge(?<![\w]merge)(?:\s+into\s+{_ARTICLE}{_OBJECT}|\s*\(\s*\w*\s*:)|"
-    rf"upsert(?<![\w]upsert)\s+into\s+{_ARTICLE}{_OBJECT}|"
-    rf"create(?<![\w]create)(?:\s+{_KIND}|\s*\(\s*\w*\s*:)|"
-    rf"drop(?<![\w]drop)(?:\s+{_KIND}|\s+(?:silent\s+)?(?:graph\s*<|default\b|named\b|all\b))|"
-    rf"alter(?<![\w]alter)\s+{_KIND}|"
-    rf"truncate(?<![\w]truncate)(?:\s+{_KIND}|\s+(?:table\s+)?{_OBJECT}\s*;)|"
-    r"attach(?<![\w]attach)\s+(?:database\s+)?(?:if\s+not\s+exists\s+)?['\"]|"
-    r"detach(?<![\w]detach)\s+(?:database\b|delete\b)|vacuum(?<![\w]vacuum)\s+into\b|"
-    r"pragma(?<![\w]pragma)\s+[\w.]+\s*=|"
-    r"copy(?<![\w]copy)\s+[\w.\"`\[\]]+\s+(?:from|to)\s+['\"]|"
-    r"clear(?<![\w]clear)\s+(?:silent\s+)?(?:graph\s*<|default\b|named\b|all\b)|"
-    r"set(?<![\w]set)\s+\w+\s*(?:\.\s*\w+\s*=|:\s*\w+)|"
-    r"remove(?<![\w]remove)\s+\w+\s*[.:]\s*\w+")
-
-
 def _floor(text: str, low: str, forbidden: tuple[str, ...]) -> str | None:
-    """Rule 5: a write statement, or a read of a forbidden table, anywhere in the text (read
-    as an engine reads it: without its format characters, a comment a blank; and as code
-    gives it to a tool, :func:`~.textcode.as_code`). Each reading is searched, and the text
-    as written too: a ``--`` in a string (``SELECT '--'; DELETE FROM Genre``) is no
-    comment."""
-    seen = _INVISIBLE.sub("", low)
-    coded = _INVISIBLE.sub("", _lower(as_code(text)))
-    for plain in dict.fromkeys((_COMMENT.sub(" ", seen), seen, _COMMENT.sub(" ", coded), coded)):
-        match = _WRITE.search(plain)
-        if match is not None:
-            return _at(match.start(), plain,
-                       f"writes: {' '.join(match.group().split())[:80]!r}")
-        start = _forbidden_read(plain, forbidden)
-        if start is not None:
-            return _at(start, plain, "reads a forbidden table")
-    return None
-
-
-#: What an engine skips inside a statement: a format character (``DEL\u00adETE``), and a
-#: comment (``DELETE/**/FROM``, ``DELETE -- x`` then a new line), read as a blank.
-_INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
-_COMMENT = re.compile(r"/\*[^*]{0,4096}\*+(?:[^/*][^*]{0,4096}\*+){0,64}/|--[^\n\r]{0,4096}")
-
-
-#: The words after which a statement names the table it reads (a quoted name or a ``(`` may
-#: follow at once: ``FROM"Employee"``, ``FROM(Employee)``).
-_READ_OBJECT = _words(["from", "join", "table", "describe", "desc", "summarize", "pivot",
-                       "unpivot"]) + r"(?![\w$])\s*(?:(?:only|lateral)\s+)?"
-#: What follows a table a statement reads, in the statement (``FROM Employee;``, ``FROM
-#: Employee WHERE``, ``FROM Employee e JOIN``), and not in prose (``from employee records;``).
-_STATEMENT_GOES_ON = re.compile(
-    r"\s*(?:$|[;),]|(?:(?:as\s+)?\w+\s+)?(?:where|select|limit|order|group|join|"
-    r"inner|left|right|full|cross|natural|using|on|union|except|intersect|having|qualify|"
-    r"window|offset|fetch)\b)", re.MULTILINE)
-_SELECT = re.compile(_words(["select"]) + r"\b")
-
-
-def _forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
-    """Where ``low`` (a text in lower case) reads one of the ``forbidden`` tables (any case,
-    qualified, quoted), or None: as a graph pattern's label (``(e:Employee)``), or named after
-    ``FROM``/``JOIN``/``TABLE``/``DESCRIBE``... when a ``SELECT`` comes before it (within 2,000
-    characters) or the statement goes on after it (past :data:`MAX_READ` such names, the
-    first is taken as one)."""
-    if not forbidden:
-        return None
-    from bisect import bisect_left
-
-    named, label = _forbidden_patterns(forbidden)
-    first = label.search(low)
-    selects: list[int] | None = None
-    for n, match in enumerate(named.finditer(low, 0, first.start() if first else len(low))):
-        if selects is None:
-            selects = [m.start() for m in _SELECT.finditer(low)]
-        before = bisect_left(selects, match.start())
-        if n >= MAX_READ or (before and match.start() - selects[before - 1] <= 2000) or \
-                _STATEMENT_GOES_ON.match(low, match.end()):
-            return match.start()
-    return first.start() if first else None
-
-
-@functools.lru_cache(maxsize=64)
-def _forbidden_patterns(forbidden: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A forbidden table named where a statement reads it, and as a graph pattern's label: two
-    patterns, each starting so that the search skips to where it may be."""
-    names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
-                                                          reverse=True))
-    quoted = rf"[\"`\[]?(?:{names})[\"`\]]?(?![\w$])"
-    table = rf"(?:\(\s*){{0,8}}(?:[\w\"`\[\]]+\s*\.\s*){{0,2}}{quoted}"
-    heads = rf"(?:{_READ_OBJECT}|{_SUBQUERY_ITEM}|{_ON_ITEM})"
-    return (re.compile(rf"{heads}(?:{_FROM_ITEM}){{0,16}}{table}"),
-            re.compile(rf"[(\[]\s*\w*\s*:\s*{quoted}"))
-
-
-#: An item of a ``FROM`` list before the one read (``FROM Genre g, Employee e``, ``FROM
-#: (Genre) AS g, main.Employee``; 16 at most), each read once (atomic: no backtracking into
-#: it) and none a statement's word (so that the lists of two ``FROM`` are not read twice);
-#: and the end of a subquery's item (``FROM (SELECT ...) g, Employee``) or of a join's.
-_FROM_ITEM = (r"(?>(?:\(\s*){0,8}(?!(?:from|join|table|select)(?![\w$]))"
-              r"(?:[\w\"`\[\]]+\s*\.\s*){0,2}[\w\"`\[\]$]+(?:\s*\)){0,8}"
-              r"(?:\s+(?:as\s+)?\w+(?:\s*\)){0,8})?\s*,\s*)")
-_SUBQUERY_ITEM = r"\)(?:\s*\)){0,8}(?:\s+(?:as\s+)?\w+)?\s*,\s*"
-#: The end of a joined item's condition (``JOIN Track t ON t.GenreId = g.GenreId,
-#: Employee``): a comparison in it, so that prose (``based on Genre, ...``) is none.
-_ON_ITEM = r"on(?<![\w]on)\s[^,;()=<>]{0,128}[=<>][^,;()]{0,128},\s*"
+    """Rule 5, the floor (:func:`~.textfloor.floor_finding`): the text as written and as code
+    gives it to a tool (:func:`~.textcode.as_code`), without its format characters."""
+    found = floor_finding(INVISIBLE.sub("", low), INVISIBLE.sub("", _lower(as_code(text))),
+                          forbidden)
+    return None if found is None else _at(*found)
 
 
 def counted_texts(predicted: object, steps: Iterable[Any]) -> frozenset[str]:
