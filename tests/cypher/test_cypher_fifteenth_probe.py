@@ -77,6 +77,10 @@ def test_one_node_occurrence_never_takes_anothers_properties():
     assert len(view["n"]) == 500
     assert len({id(r[0]) for r in view["r"]}) == 1 and view["r"][0][0] == view["n"]
     assert str(view["r"][0]) == str((dict(view["n"]), "R", dict(view["n"])))
+    rows = cypherbench.neo4j_view(["n", "r"], [(big, rels[0])])
+    for gold_text in ("g", "g order by x"):  # the reference's own error, text for text
+        assert cypherbench.score("p", gold_text, rows, rows) == (
+            None, "TypeError: unhashable type: 'dict'")
 
 
 MALFORMED = {

@@ -156,6 +156,9 @@ class _Shared(dict[str, Any]):
 
     __str__ = __repr__
 
+    def __hash__(self) -> int:  # type: ignore[override]  # the reference's error names a dict
+        raise TypeError("unhashable type: 'dict'")
+
 
 def _learn(v: Any, known: dict[Any, dict[str, Any]]) -> None:
     """Record the properties of every node ``v`` holds (the driver's graph of the result)."""
