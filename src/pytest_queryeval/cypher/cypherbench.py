@@ -42,7 +42,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..results import GraphNode, GraphPath, GraphRelationship
+from .._isolation.comparison_deadline import check_deadline
+from ..results import GraphNode, GraphPath, GraphRelationship, well_formed
 
 CYPHERBENCH_METRIC_NAMES: tuple[str, ...] = ("cypherbench_ex", "cypherbench_executable")
 
@@ -83,10 +84,16 @@ def neo4j_view(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[di
       numbers.
 
     Only the source's own graph values (:class:`~pytest_queryeval.results.GraphNode`,
-    ``GraphRelationship``, ``GraphPath``) are read so; a map a query built is a map, whatever
-    its keys (the driver gives it as one). A node's properties are made once and shared by
-    every relationship ending there (as the driver shares its node object): ``R``
-    relationships to a node of ``P`` properties cost ``R``, not ``R * P``.
+    ``GraphRelationship``, ``GraphPath``), and only of the shape an engine gives them
+    (:func:`~pytest_queryeval.results.well_formed`), are read so; a map a query built is a
+    map, whatever its keys (the driver gives it as one), and so is a malformed graph value. A
+    node is its own properties (an engine's node carries all of them each time it is
+    returned, so they were counted): one occurrence's properties are never given to another
+    (the fifteenth re-probe's N1: R tiny nodes sharing a big one's id each took its P
+    properties, R * P uncounted work). Only a relationship's ends are looked up by id, and
+    share the node's properties made once (:class:`_Shared`): ``R`` relationships to a node
+    of ``P`` properties cost ``R`` here; their text (an ordered comparison's :func:`_row_key`)
+    is made once too.
     """
     known: dict[Any, dict[str, Any]] = {}
     out = []
@@ -128,29 +135,49 @@ def _properties(v: dict[str, Any], known: dict[Any, dict[str, Any]]) -> dict[str
 
 
 def _node(node: Any, known: dict[Any, dict[str, Any]]) -> dict[str, Any]:
-    """A node's properties, made once per node id (:func:`_learn`)."""
-    found = known.get(_key(node.get("_ID")))
-    return _properties(node, known) if found is None else found
+    """A node's own properties (never another occurrence's: :func:`neo4j_view`)."""
+    return _properties(node, known)
+
+
+class _Shared(dict[str, Any]):
+    """A node's properties as a relationship's end: one object for every relationship
+    ending at the node, equal to and printed as the ``dict`` it is, its text made once (the
+    reference prints each relationship with its ends' properties: ``R`` relationships to a
+    node of ``P`` properties would cost ``R * P`` text made anew)."""
+
+    __slots__ = ("_text",)
+
+    def __repr__(self) -> str:
+        try:
+            return self._text
+        except AttributeError:
+            self._text: str = dict.__repr__(self)
+            return self._text
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:  # type: ignore[override]  # the reference's error names a dict
+        raise TypeError("unhashable type: 'dict'")
 
 
 def _learn(v: Any, known: dict[Any, dict[str, Any]]) -> None:
     """Record the properties of every node ``v`` holds (the driver's graph of the result)."""
-    if isinstance(v, GraphNode):
+    if isinstance(v, GraphNode) and well_formed(v):
         key = _key(v.get("_ID"))
         if key not in known:
-            known[key] = _properties(v, known)
-    elif isinstance(v, GraphPath):
+            known[key] = _Shared(_properties(v, known))
+    elif isinstance(v, GraphPath) and well_formed(v):
         _learn(v.get("_NODES"), known)
     elif isinstance(v, list):
         for x in v:
             _learn(x, known)
-    elif isinstance(v, dict) and not isinstance(v, GraphRelationship):
+    elif isinstance(v, dict) and not (isinstance(v, GraphRelationship) and well_formed(v)):
         for x in v.values():
             _learn(x, known)
 
 
 def _value(v: Any, known: dict[Any, dict[str, Any]]) -> Any:
-    if isinstance(v, GraphPath):
+    if isinstance(v, GraphPath) and well_formed(v):
         nodes, rels = v["_NODES"], v["_RELS"]
         if len(nodes) != len(rels) + 1:  # a variable-length relationship
             return [_value(r, known) for r in rels]
@@ -158,11 +185,11 @@ def _value(v: Any, known: dict[Any, dict[str, Any]]) -> Any:
         for rel, node in zip(rels, nodes[1:], strict=True):
             out += [str(rel["_LABEL"]), _node(node, known)]
         return out
-    if isinstance(v, GraphNode):
+    if isinstance(v, GraphNode) and well_formed(v):
         return _node(v, known)
-    if isinstance(v, GraphRelationship):
+    if isinstance(v, GraphRelationship) and well_formed(v):
         return (_end(v["_SRC"], known), str(v["_LABEL"]), _end(v["_DST"], known))
-    if isinstance(v, dict):
+    if isinstance(v, dict):  # a map, or a malformed graph value read as one
         return {k: _value(x, known) for k, x in v.items()}
     if isinstance(v, list):
         return [_value(x, known) for x in v]
@@ -270,7 +297,9 @@ def _assign(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]],
     the rows are the same bag: a depth-first search, columns with fewest options first, each
     partial assignment kept only while the gold's rows cut to its columns are the same bag
     as the prediction's (a necessary condition), predicted columns holding the same list
-    tried once. :class:`Undecided` past :data:`MAX_SEARCH_CELLS` row cells."""
+    tried once. :class:`Undecided` past :data:`MAX_SEARCH_CELLS` row cells; under the kind's
+    ``comparison_deadline``, ``ComparisonTimeout`` past the case's timeout (the bound costs
+    about a second of CPU per gold alternative: the fifteenth re-probe's N4b)."""
     n = len(gold)
     order = sorted(range(len(options)), key=lambda i: len(options[i]))
     seen: dict[tuple[Any, ...], int] = {}
@@ -291,6 +320,7 @@ def _assign(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]],
             continue
         tried.add(first[j])
         spent += n
+        check_deadline(lambda: "the search for a column permutation (cypherbench_ex)")
         if spent > MAX_SEARCH_CELLS:
             raise Undecided(
                 f"the search for a column permutation passed {MAX_SEARCH_CELLS:,} row cells "

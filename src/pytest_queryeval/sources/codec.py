@@ -17,7 +17,14 @@ import zoneinfo
 from decimal import Decimal
 from typing import Any
 
-from ..results import GraphNode, GraphPath, GraphRelationship, ResultTable, Term
+from ..results import (
+    GraphNode,
+    GraphPath,
+    GraphRelationship,
+    ResultTable,
+    Term,
+    well_formed,
+)
 
 #: Bumped when the encoding changes, so stale cache entries are ignored. 2: a graph engine's
 #: node, relationship and path keep their class (``$node``, ``$relationship``, ``$path``): a
@@ -114,8 +121,11 @@ def decode_value(v: object) -> Any:
     if tag == "$map":
         return {decode_value(k): decode_value(i) for k, i in x}
     graph = next((cls for t, cls in _GRAPH_TAGS if t == tag), None)
-    if graph is not None:
-        return graph((decode_value(k), decode_value(i)) for k, i in x)
+    if graph is not None:  # an engine's shape only (a cached file is untrusted input)
+        value = graph((decode_value(k), decode_value(i)) for k, i in x)
+        if not well_formed(value):
+            raise CodecError(f"a malformed {tag} cell")
+        return value
     raise CodecError(f"unknown cell tag {tag!r}")
 
 
