@@ -169,12 +169,15 @@ def test_an_exhausted_column_assignment_fails_the_case_with_the_reason(pytester,
     monkeypatch.setattr(_table_common, "ASSIGNMENT_BUDGET", 1)
     shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
     gold = "UNWIND range(1, 6) AS x RETURN x AS a, 7 - x AS b, x % 2 AS c"
+    # a generous timeout: on a loaded machine the default one can end the query first
     write_suite(pytester.path,
-                {"datasources": {"movies": {"type": "ladybug", "path": "movies.cypher"}}},
+                {"datasources": {"movies": {"type": "ladybug", "path": "movies.cypher",
+                                            "timeout": 120}}},
                 {"test_movies.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
                     {"id": "swapped", "gold": gold,
                      "predicted": "UNWIND range(1, 6) AS x RETURN 7 - x AS b, x AS a, "
                                   "x % 2 AS c"}]}})
     _, report = run_report(pytester, "--queryeval-no-cache")
     assert report.outcomes == {"swapped": "failed"}, report.by_id
-    assert str(report.by_id["swapped"]["reason"]).startswith("search budget exhausted")
+    assert str(report.by_id["swapped"]["reason"]).startswith("search budget exhausted"), \
+        report.by_id["swapped"]
