@@ -48,7 +48,7 @@ def _graph_values(v: Any) -> int:
         return 1 + sum(_graph_values(x) for x in v.values())
     if isinstance(v, dict):
         return sum(_graph_values(x) for x in v.values())
-    if isinstance(v, list):
+    if isinstance(v, list | tuple):  # a row is a tuple
         return sum(_graph_values(x) for x in v)
     return 0
 

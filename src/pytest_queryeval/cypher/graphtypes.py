@@ -12,12 +12,17 @@ what a value is: those values become :class:`~pytest_queryeval.results.GraphNode
 
 A struct's field names are printed in the type unquoted, so a name holding a space, a comma or
 a parenthesis could make the text read as another type: a field name that is not a plain word
-makes the column's type unread (its values all stay plain maps), and each struct value must
-have exactly the fields read, in order, to be marked below. A union member's name is printed
-the same way but is nowhere in the value, so nothing can check it: a crafted member name
-(``union_value(`y STRUCT(a NODE, q` := {...})``) rewrote the text so that a map literal read
-as a node (the fifteenth re-probe's N1: 2.9 GB in the pytest process from a 39 KB text). A type
-text holding ``UNION`` anywhere is therefore unread, whatever the union holds. (The Python
+makes the column's type unread (its values all stay plain maps). And a column is marked only
+when every value of it has the shape read, at every level (:func:`fits`): each struct value
+exactly the fields read, in order, whether or not the struct holds a graph type, a scalar no
+map or list. Crafted field names that balanced out (``{d: {k1: {`z INT64), k2 NODE), e STRUCT(w
+STRUCT(v`: 1}, k2: {...}}}``) read a struct holding no graph value where the value had other
+keys, which was never checked, and a map literal was marked as a node (the sixteenth re-probe's
+F1: 276 s of comparison in the pytest process from a 341-byte text). A union member's name is
+printed the same way but is nowhere in the value, so nothing can check it: a crafted member
+name (``union_value(`y STRUCT(a NODE, q` := {...})``) rewrote the text so that a map literal
+read as a node (the fifteenth re-probe's N1: 2.9 GB in the pytest process from a 39 KB text). A
+type text holding ``UNION`` anywhere is therefore unread, whatever the union holds. (The Python
 binding gives the column types as this text only: ``get_column_data_types`` returns strings.)
 """
 
@@ -28,9 +33,9 @@ from typing import Any
 
 from ..results import GraphNode, GraphPath, GraphRelationship
 
-#: A parsed type, only as far as it can hold a graph value: ``"node"``, ``"rel"``, ``"path"``,
+#: A parsed type: ``"node"``, ``"rel"``, ``"path"``, ``"scalar"`` (any other named type),
 #: ``("list", T)``, ``("map", T)`` (the values' type), ``("struct", ((name, T), ...))``;
-#: None for a type holding no graph value (or not read: a ``UNION``).
+#: None for a type that is not read (a ``UNION``, a text this parser does not know).
 Tree = Any
 
 _WORD = re.compile(r"[^\W\d]\w*")
@@ -55,7 +60,15 @@ def parse(text: str) -> Tree:
         tree, end = _type(text, 0)
     except (_Unread, RecursionError):
         return None
-    return tree if end == len(text) else None
+    return tree if end == len(text) and _holds_graph(tree) else None
+
+
+def _holds_graph(tree: Tree) -> bool:
+    if isinstance(tree, str):
+        return tree != "scalar"
+    if tree[0] == "struct":
+        return any(_holds_graph(t) for _, t in tree[1])
+    return bool(_holds_graph(tree[1]))
 
 
 def _type(s: str, i: int) -> tuple[Tree, int]:
@@ -68,8 +81,7 @@ def _type(s: str, i: int) -> tuple[Tree, int]:
         raise _Unread(s)
     if name == "STRUCT" and s.startswith("(", i):
         fields, i = _fields(s, i + 1)
-        graph = any(t is not None for _, t in fields)
-        tree = (name.lower(), fields) if graph else None
+        tree = ("struct", fields)
     elif name == "MAP" and s.startswith("(", i):
         _, i = _type(s, i + 1)
         if not s.startswith(", ", i):
@@ -77,14 +89,14 @@ def _type(s: str, i: int) -> tuple[Tree, int]:
         value, i = _type(s, i + 2)
         if not s.startswith(")", i):
             raise _Unread(s)
-        tree, i = (None if value is None else ("map", value)), i + 1
+        tree, i = ("map", value), i + 1
     else:
-        tree = _LEAVES.get(name)
+        tree = _LEAVES.get(name, "scalar")
         args = _ARGS.match(s, i)  # DECIMAL(18, 3)
         if args is not None:
             i = args.end()
     while (suffix := _SUFFIX.match(s, i)) is not None:
-        tree, i = (None if tree is None else ("list", tree)), suffix.end()
+        tree, i = ("list", tree), suffix.end()
     return tree, i
 
 
@@ -103,10 +115,30 @@ def _fields(s: str, i: int) -> tuple[tuple[tuple[str, Tree], ...], int]:
         i += 2
 
 
+def fits(v: Any, tree: Tree) -> bool:
+    """Whether ``v`` has the shape ``tree`` reads at every level (a null anywhere fits): a
+    value that does not is one the type text was not read right for."""
+    if v is None:
+        return True
+    if tree == "scalar":
+        return not isinstance(v, dict | list)
+    if tree in ("node", "rel", "path"):
+        return isinstance(v, dict)
+    kind, inner = tree
+    if kind == "list":
+        return isinstance(v, list) and all(fits(x, inner) for x in v)
+    if not isinstance(v, dict):
+        return False
+    if kind == "map":
+        return all(fits(x, inner) for x in v.values())
+    return tuple(v) == tuple(name for name, _ in inner) and \
+        all(fits(v[name], t) for name, t in inner)
+
+
 def mark(v: Any, tree: Tree) -> Any:
     """``v`` with the values ``tree`` says are graph values marked as such; anything of
     another shape than the type says is left as it is (a plain map stays a map)."""
-    if tree is None or v is None:
+    if tree is None or tree == "scalar" or v is None:
         return v
     if tree == "node":
         return GraphNode(v) if _is(v, "_ID", "_LABEL") else v
@@ -145,4 +177,7 @@ def mark_rows(rows: list[tuple[Any, ...]], types: list[str]) -> list[tuple[Any, 
     trees = [parse(t) for t in types]
     if all(t is None for t in trees):
         return rows
+    for c, tree in enumerate(trees):  # a column one value of which does not fit is unread
+        if tree is not None and not all(fits(row[c], tree) for row in rows):
+            trees[c] = None
     return [tuple(mark(v, t) for v, t in zip(row, trees, strict=True)) for row in rows]
