@@ -51,3 +51,45 @@ def test_a_value_of_another_shape_than_its_type_is_unread():
             ({"a": {"y": 1}, "b": {"_ID": 2, "_LABEL": "P"}},)]
     marked = graphtypes.mark_rows(rows, ["STRUCT(a STRUCT(z INT64), b NODE)"])
     assert _graph_values(marked) == 0  # one value that does not fit: the column is unread
+
+
+@pytest.mark.parametrize("cell", [
+    {"$term": [1]}, {"$timedelta": [1]}, {"$timedelta": [10**12, 0, 0]},
+    None])
+def test_a_malformed_cached_cell_is_a_miss(cell):
+    """C1 (LOW): an IndexError or OverflowError of a cache cell was the case's internal
+    error; it is a miss (the gold runs again)."""
+    from pytest_queryeval.results import ResultTable
+    from pytest_queryeval.sources.codec import CodecError, decode_table, encode_table
+
+    if cell is None:  # a nesting past Python's recursion
+        cell = 1
+        for _ in range(5000):
+            cell = {"$list": [cell]}
+    data = encode_table(ResultTable(["m"], [(1,)]))
+    data["rows"] = [[cell]]
+    with pytest.raises(CodecError):
+        decode_table(data)
+
+
+def test_a_cache_file_nested_past_the_json_readers_recursion_is_a_miss(pytester):
+    """C1 end to end: a cypher-gold entry of lists 100,000 deep made the JSON reader raise
+    RecursionError, the case's internal error; the gold runs again and the case passes."""
+    import shutil
+
+    from tests.support import run_report, write_suite
+
+    pytest.importorskip("ladybug")
+    shutil.copyfile(GRAPH, pytester.path / "movies.cypher")
+    gold = "MATCH (m:Movie) RETURN m.title LIMIT 1"
+    write_suite(pytester.path,
+                {"datasources": {"movies": {"type": "ladybug", "path": "movies.cypher"}}},
+                {"test_movies.yaml": {"kind": "cypher", "datasource": "movies", "cases": [
+                    {"id": "m", "gold": gold, "predicted": gold.replace(" ", "  ", 1)}]}})
+    run_report(pytester)
+    entries = list((pytester.path / ".pytest_cache").rglob("cypher-gold/*"))
+    assert len(entries) == 1
+    entries[0].write_text("[" * 100_000 + "]" * 100_000)
+    _, report = run_report(pytester, fresh=True)
+    assert report.outcomes == {"m": "passed"}, report.by_id
+    assert report.by_id["m"]["details"]["gold_cached"] is False

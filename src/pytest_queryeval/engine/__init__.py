@@ -249,7 +249,10 @@ class Evaluator:
             if recent is not None:
                 self._recent.move_to_end(local)
                 return recent
-        hit = None if self._cache is None else self._cache.get(local, None)
+        try:
+            hit = None if self._cache is None else self._cache.get(local, None)
+        except RecursionError:  # a cache file nested past the JSON reader's recursion: a miss
+            hit = None
         if hit is None and self.gold_cache is not None:
             hit = self.gold_cache.get(namespace, key)  # None for what it does not share
             if hit is not None and self._cache is not None:
