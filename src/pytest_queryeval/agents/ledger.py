@@ -37,12 +37,12 @@ if TYPE_CHECKING:
 COUNT_METRICS = ("queries_executed", "rows_read", "write_attempts", "forbidden_tables",
                  "repeated_calls", "budget_exceeded")
 
-#: Statement heads that change data or schema (checked when sqlglot cannot parse the text).
+#: Heads that change data, schema or session, when sqlglot reads a bare command (H8: FORCE).
 _WRITE_HEAD = re.compile(
-    r"\s*(?:insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|grant|"
-    r"revoke|attach|detach|vacuum|copy|call|exec|execute|rename|comment|set|reindex|"
-    r"analyze|lock|load|install|import|export|begin|commit|rollback|savepoint|release)\b",
-    re.IGNORECASE)
+    r"\s*(?:insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|grant|revoke|attach|"
+    r"detach|vacuum|copy|call|exec|execute|rename|comment|set|reindex|analyze|lock|load|install|import|"
+    r"export|begin|commit|rollback|savepoint|release|checkpoint|force|uninstall|prepare|deallocate|use|"
+    r"reset|abort|discard|listen|notify|refresh)\b", re.IGNORECASE)
 
 
 class WriteRefused(QueryRefused):

@@ -5,7 +5,11 @@ message's content beside the ``tool_calls`` it parsed from it (LM Studio, some
 OpenAI-compatible servers), and the text-call rule (:mod:`.textcalls`) read that copy as
 another call, so an honest trajectory's counts were not established (issue 58, the fifteenth
 re-probe's M2). A copy is taken out only when its name and arguments are those of one of the
-message's own calls, each once: a second copy, or another call, is still read.
+message's own calls, each once: a second copy, or another call, is still read. A copy is
+only a call's own when it holds nothing else (the sixteenth re-probe's H5): a duplicate key at
+any level (``json.loads`` keeps the last, so ``{"arguments": {<DELETE>}, "arguments": {<own>}}``
+read as the own call), or a key a call does not have (``"then": "DELETE ..."``), makes it
+another text, which is read.
 """
 
 from __future__ import annotations
@@ -14,18 +18,62 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+#: The keys a tagged call's object may hold to be a copy of a recorded call.
+_CALL_KEYS = frozenset({"name", "arguments", "id", "type"})
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's keys, refused when one is repeated: which one a reader keeps is its own."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a repeated key")
+    return out
+
+
+def _arguments(arguments: object) -> str | None:
+    """Arguments as one text (:func:`.llmcalls.canonical`), or None when a JSON text of them
+    repeats a key at any level (what it asks is not one thing)."""
+    from .llmcalls import canonical
+
+    if isinstance(arguments, str):
+        try:
+            json.loads(arguments, object_pairs_hook=_unique)
+        except RecursionError:
+            return None
+        except ValueError:
+            try:  # not JSON at all is compared as text; JSON with a repeated key is refused
+                json.loads(arguments)
+            except (ValueError, RecursionError):
+                return canonical(arguments)
+            return None
+    return canonical(arguments)
+
 
 def own_calls(msg: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(name, arguments)`` of the calls a message records in its ``tool_calls``."""
-    from .llmcalls import canonical
-
     out = []
     calls = msg.get("tool_calls")
     for call in calls if isinstance(calls, list) else ():
         function = call.get("function") if isinstance(call, Mapping) else None
         if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-            out.append((function["name"], canonical(function.get("arguments", "{}"))))
+            arguments = _arguments(function.get("arguments", "{}"))
+            if arguments is not None:
+                out.append((function["name"], arguments))
     return out
+
+
+def _tagged(inner: str) -> tuple[str, str] | None:
+    """The ``(name, arguments)`` of a tag's text when it is a call's object and nothing else:
+    no repeated key at any level, no key a call does not have."""
+    try:
+        data = json.loads(inner, object_pairs_hook=_unique)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not set(data) <= _CALL_KEYS or \
+            not isinstance(data.get("name"), str):
+        return None
+    arguments = _arguments(data.get("arguments", {}))
+    return None if arguments is None else (data["name"], arguments)
 
 
 #: The text of a tagged call at most compared with the message's own calls.
@@ -37,22 +85,14 @@ def without_own(text: str, own: list[tuple[str, str]]) -> str:
     and arguments, calls the message records in its own ``tool_calls``, each once: a server
     that returns both keeps the raw text beside the parsed call (LM Studio; issue 58, the
     fifteenth re-probe's M2), which is that call, not another."""
-    from .llmcalls import canonical
-
     left = list(own)
     kept, pos = [], 0
     while (start := text.find("<tool_call>", pos)) >= 0:
         end = text.find("</tool_call>", start, start + _OWN_MAX)
         if end < 0:
             break
-        inner = text[start + len("<tool_call>"):end]
-        try:
-            data = json.loads(inner)
-        except ValueError:
-            data = None
-        pair = (data.get("name"), canonical(data.get("arguments", {}))) \
-            if isinstance(data, dict) else None
-        if pair in left:
+        pair = _tagged(text[start + len("<tool_call>"):end])
+        if pair is not None and pair in left:
             left.remove(pair)
             kept.append(text[pos:start])
         else:
