@@ -56,7 +56,8 @@ _WRITE = re.compile(
     rf"insert(?<![\w]insert)(?:\s+(?:or\s+\w+\s+|(?:ignore|low_priority|delayed|high_priority)"
     rf"\s+){{0,2}}into{_NAMED}|\s+data\s*\{{)|"
     rf"update(?<![\w]update)(?:\s+(?:or\s+(?:rollback|abort|replace|fail|ignore)|only|ignore|"
-    rf"low_priority)){{0,3}}{_NAMED}(?:\s+(?:as\s+)?\w+)?(?:\s+|(?<=[\"`\]']))set(?![\w$])|"
+    rf"low_priority)){{0,3}}{_NAMED}(?:\s+(?:as\s+)?\w+)?"
+    rf"(?:\s+(?:not\s+indexed|indexed\s+by\s+{_OBJECT}))?(?:\s+|(?<=[\"`\]']))set(?![\w$])|"
     rf"replace(?<![\w]replace)\s+into{_NAMED}|"
     rf"merge(?<![\w]merge)(?:\s+into\s+{_ARTICLE}{_OBJECT}|\s*\(\s*\w*\s*:)|"
     rf"upsert(?<![\w]upsert)\s+into\s+{_ARTICLE}{_OBJECT}|"
@@ -65,7 +66,8 @@ _WRITE = re.compile(
     rf"alter(?<![\w]alter)\s+{_KIND}|"
     rf"truncate(?<![\w]truncate)(?:\s+{_KIND}|\s+(?:table\s+)?{_OBJECT}\s*;)|"
     r"attach(?<![\w]attach)\s+(?:database\s+)?(?:if\s+not\s+exists\s+)?(?:['\"]|[\w.]+\s+as\s)|"
-    r"detach(?<![\w]detach)\s+(?:database\b|delete\b)|vacuum(?<![\w]vacuum)\s+into\b|"
+    r"detach(?<![\w]detach)\s+(?:database\b|delete\b)|"
+    r"vacuum(?<![\w]vacuum)\s+(?:[\w\"`\[\]]+\s+)?into\b|"
     r"pragma(?<![\w]pragma)\s+[\w.]+\s*[=(]|"
     r"copy(?<![\w]copy)\s+[\w.\"`\[\]]+\s+(?:from|to)\s+['\"]|"
     r"clear(?<![\w]clear)\s+(?:silent\s+)?(?:graph\s*<|default\b|named\b|all\b)|"
@@ -73,11 +75,12 @@ _WRITE = re.compile(
     r"remove(?<![\w]remove)\s+\w+\s*[.:]\s*\w+")
 
 
-#: A maintenance statement (``ANALYZE``, ``REINDEX x;``, ``VACUUM``, which the plugin's judge
-#: counts writes) alone at a statement's head (a line's, after ``;``, a fence or a quote), the
+#: A maintenance statement (``ANALYZE``, ``REINDEX x;``, ``VACUUM``, DuckDB's ``CHECKPOINT``,
+#: which the plugin's judge counts writes) alone at a statement's head (a line's, after ``;``,
+#: a fence or a quote, after blanks of any number: the sixteenth re-probe's H3), the
 #: name of one object at most after it: not a word of a sentence (``Analyze the data.``).
 _MAINTENANCE = re.compile(
-    r"(?:^|[;`'\"])[ \t]{0,64}(?:analy[sz]e|reindex|vacuum)"
+    r"(?:^|[;`'\"])[ \t]*+(?:analy[sz]e|reindex|vacuum|(?:force[ \t]+)?checkpoint)"
     r"(?:[ \t]+[\w\"`\['][\w\"`\]']*(?:\.[\w\"`\['][\w\"`\]']*)?)?[ \t]*(?:;|$)",
     re.MULTILINE)
 
@@ -87,19 +90,26 @@ _MAINTENANCE = re.compile(
 #: (:func:`_uncommented`).
 INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
 _COMMENT_MARK = re.compile(r"/\*|\*/|--|[\n\r]")
+_STRING_OR_COMMENT_MARK = re.compile(r"/\*|\*/|--|[\n\r'\"]|\$\$")
 
 
-def _uncommented(low: str, nested: bool) -> str:
+def _uncommented(low: str, nested: bool, strings: bool = False) -> str:
     """``low`` with each comment a blank, by one linear scan of its marks, of any length
     (a bounded pattern left a longer one in place: the fifteenth re-probe's H2): ``--`` to
     the line's end, ``/* */`` to its first ``*/`` (SQLite, MySQL) or, ``nested``, to the
     ``*/`` that closes it (DuckDB and PostgreSQL nest them: H9); an unclosed one runs to the
-    end. The floor reads both, and the text as written (a ``--`` in a string is none)."""
+    end. ``strings``: a comment mark inside a string literal (``'...'``, its ``''`` two
+    literals that meet; ``"..."``; ``$$...$$``; an unclosed one runs to the end) is the
+    string's, not a comment (``SELECT '--'; DELETE/**/FROM Genre``: the sixteenth re-probe's
+    H1). The floor reads all four, and the text as written."""
     out: list[str] = []
-    kept, depth, line = 0, 0, False
-    for mark in _COMMENT_MARK.finditer(low):
+    kept, depth, line, quote = 0, 0, False, ""
+    for mark in (_STRING_OR_COMMENT_MARK if strings else _COMMENT_MARK).finditer(low):
         token, at = mark.group(), mark.start()
-        if line:
+        if quote:
+            if token == quote:
+                quote = ""
+        elif line:
             if token in "\n\r":
                 line, kept = False, at
         elif depth:
@@ -109,6 +119,8 @@ def _uncommented(low: str, nested: bool) -> str:
                 depth -= 1
                 if not depth:
                     kept = mark.end()
+        elif token in ("'", '"', "$$"):
+            quote = token
         elif token == "/*" or token == "--":
             out.append(low[kept:at])
             out.append(" ")
@@ -211,9 +223,11 @@ def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
     (``seen``: in lower case, its format characters removed; ``coded``: the same of the text
     as code gives it to a tool), as ``(where, the reading, what)``, or None. Each text is
     read as an engine reads it (a comment a blank, nested or not: :func:`_uncommented`) and
-    as written: a ``--`` in a string (``SELECT '--'; DELETE FROM Genre``) is no comment."""
-    readings = (_uncommented(seen, False), _uncommented(seen, True), seen,
-                _uncommented(coded, False), _uncommented(coded, True), coded)
+    as written, and with only the comments outside string literals a blank (``strings``): a
+    ``--`` in a string (``SELECT '--'; DELETE/**/FROM Genre``) is no comment."""
+    readings = [reading for text in (seen, coded) for reading in (
+        _uncommented(text, False), _uncommented(text, True), text,
+        _uncommented(text, False, strings=True), _uncommented(text, True, strings=True))]
     for plain in dict.fromkeys(readings):
         match = _WRITE.search(plain) or _MAINTENANCE.search(plain)
         if match is not None:
