@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.agents.ledger import is_write
+from pytest_queryeval.agents.textjudge import is_write
 from pytest_queryeval.agents.owncalls import own_calls, without_own
 from tests.agents.test_counts_fifteenth_probe_calls import COUNT_GATES
 from tests.agents.test_counts_from_what_ran import (

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_queryeval.agents.ledger import Ledger, WriteRefused, is_write, tables_of
+from pytest_queryeval.agents.ledger import Ledger, WriteRefused
+from pytest_queryeval.agents.textjudge import is_write, tables_of
 from pytest_queryeval.agents.trajectory import read_trajectory
 from pytest_queryeval.sources import open_source
 
@@ -113,3 +114,18 @@ def test_postgresql_plans_say_which_tables_a_query_read(postgres_url: str) -> No
         assert ledger.metrics()["forbidden_tables"] == 1.0
     finally:
         source.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "DO $$BEGIN DELETE FROM t; END$$",
+    "OPTIMIZE TABLE t",
+    "DECLARE c CURSOR FOR SELECT 1",
+    "SECURITY LABEL ON TABLE t IS 'x'",
+    "HANDLER t OPEN",
+    "PURGE BINARY LOGS TO 'x'",
+])
+def test_bare_command_heads_that_change_state_are_writes(sql: str) -> None:
+    """sqlglot reads these as bare commands; the head decides. A PostgreSQL ``DO`` block runs
+    the statements inside it (a ``DELETE`` among them), so it was a write the replay let pass
+    as a read."""
+    assert is_write(sql) and is_write(sql, "postgres")

@@ -27,6 +27,7 @@ from ..errors import (
     QueryUnparsed,
     ReadRefused,
 )
+from .textjudge import ANY_WRITE_WORD, is_write, may_write, tables_of
 from .trajectory import Step, call_key
 
 if TYPE_CHECKING:
@@ -36,14 +37,6 @@ if TYPE_CHECKING:
 #: The metric names of the counts (``budget_exceeded`` is 1 when the loop was stopped).
 COUNT_METRICS = ("queries_executed", "rows_read", "write_attempts", "forbidden_tables",
                  "repeated_calls", "budget_exceeded")
-
-#: Heads that change data, schema or session, when sqlglot reads a bare command (H8: FORCE).
-_WRITE_HEAD = re.compile(
-    r"\s*(?:insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|grant|revoke|attach|"
-    r"detach|vacuum|copy|call|exec|execute|rename|comment|set|reindex|analyze|lock|load|install|import|"
-    r"export|begin|commit|rollback|savepoint|release|checkpoint|force|uninstall|prepare|deallocate|use|"
-    r"reset|abort|discard|listen|notify|refresh)\b", re.IGNORECASE)
-
 
 class WriteRefused(QueryRefused):
     """An agent's query would change the database: refused unexecuted and counted."""
@@ -213,7 +206,7 @@ class Ledger:
         SQL it is judged on its words, as an unrun one is (``MATCH (n) DETACH DELETE n /*``:
         an unterminated comment, still a write attempt), as the SQL guard counts an
         unparseable text holding ``DELETE``; an SQL text's own guard has judged it already."""
-        if not sql_source and _ANY_WRITE_WORD.search(sql):
+        if not sql_source and ANY_WRITE_WORD.search(sql):
             self._write(f"write attempt (a query the datasource could not parse, judged on "
                         f"its words): {_short(sql)}")
 
@@ -253,7 +246,7 @@ class Ledger:
             return
         from .language import Verdict, file_access, sql_verdict
 
-        verdict = sql_verdict(sql, dialect) if _may_write(sql) else Verdict("read")
+        verdict = sql_verdict(sql, dialect) if may_write(sql) else Verdict("read")
         opens = file_access(sql, dialect) if verdict.kind == "read" else None  # read_csv(...)
         if verdict.kind == "write" or opens is not None:
             self._write(f"write attempt ({why}{'; ' + opens if opens else ''}): {_short(sql)}")
@@ -272,7 +265,7 @@ class Ledger:
             reason = judge(text)
             if reason is not None:
                 self._write(f"write attempt ({why}; {reason}): {_short(text)}")
-        elif _ANY_WRITE_WORD.search(text):
+        elif ANY_WRITE_WORD.search(text):
             self._write(f"write attempt ({why}; judged on its words): {_short(text)}")
 
     def not_replayed(self, budget: str, calls: int) -> None:
@@ -365,27 +358,6 @@ class Ledger:
 
 #: Findings a ledger keeps (a 20,000-call trajectory's writes are counted, not all listed).
 MAX_FINDINGS = 50
-#: How a query starts, and the words of a write inside it (:func:`_may_write`).
-_READ_HEAD = re.compile(r"\s*(?:select|with)\b", re.IGNORECASE)
-_WRITE_WORD = re.compile(r"\b(?:insert|update|delete|merge|upsert|replace|create|drop|alter|"
-                         r"truncate|into)\b", re.IGNORECASE)
-
-
-#: The words of a write in a graph query language (clauses that change the graph, or reach
-#: outside it) and in SPARQL Update: what an unrun query of a datasource that is not SQL is
-#: judged by.
-_ANY_WRITE_WORD = re.compile(r"\b(?:create|merge|set|delete|remove|drop|alter|detach|insert|"
-                             r"load|clear|copy|move|add|export|import|install|attach)\b",
-                             re.IGNORECASE)
-
-
-def _may_write(sql: str) -> bool:
-    """False only for a text :func:`is_write` would never call a write: one statement that
-    starts with ``SELECT`` or ``WITH`` and holds no word of a write (a replay's unrun queries are judged
-    by the thousand; the parse is asked only of the others)."""
-    return ";" in sql or _READ_HEAD.match(sql) is None or _WRITE_WORD.search(sql) is not None
-
-
 def tables_read(source: DataSource, sql: str, sql_source: bool,
                 timeout: float | None) -> set[str]:
     """The tables the engine reads for ``sql``, lower-cased, each also by its last name
@@ -420,79 +392,6 @@ def tables_read(source: DataSource, sql: str, sql_source: bool,
 
 class CountUnknown(QueryEvalError):
     """A count the database side cannot take for this datasource (the case's error)."""
-
-
-def is_write(sql: str, dialect: str | None = None) -> bool:
-    """Whether any statement of ``sql`` would change data or schema: sqlglot's parse (a
-    data-modifying CTE and ``SELECT ... INTO`` included; ``PRAGMA`` only with an assignment;
-    ``EXPLAIN`` judged by the statement it explains, which ``EXPLAIN ANALYZE`` runs), and the
-    head keyword of what sqlglot cannot parse."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        trees = sqlglot.parse(sql, read=dialect)
-    except Exception:  # sqlglot raises several error types; the keyword check decides
-        return any(_head_writes(part, dialect) for part in sql.split(";") if part.strip())
-    writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
-              exp.TruncateTable)
-    for tree in trees:
-        if tree is None:
-            continue
-        if isinstance(tree, exp.Command | exp.Pragma):
-            # sqlglot renders PRAGMA f(x) as f = x: the text written is judged instead
-            text = sql if len(trees) == 1 else tree.sql(dialect=dialect)
-            if _head_writes(text, dialect):
-                return True
-            continue
-        if not isinstance(tree, exp.Select | exp.SetOperation | exp.Subquery | exp.Values
-                          | exp.Describe | exp.Show | exp.Summarize):
-            return True
-        if any(True for _ in tree.find_all(*writes)):
-            return True
-        if any(node.args.get("into") is not None for node in tree.find_all(exp.Select)):
-            return True
-    return False
-
-
-_EXPLAIN = re.compile(r"\s*explain\b(?:\s+query\s+plan\b)?", re.IGNORECASE)
-
-
-def _head_writes(text: str, dialect: str | None) -> bool:
-    """The keyword test of one statement sqlglot read as a bare command (or could not read)."""
-    explained = _EXPLAIN.match(text)
-    if explained:
-        rest = re.sub(r"^\s*(?:analyze|verbose|\([^)]*\))\s*", "", text[explained.end():],
-                      flags=re.IGNORECASE)
-        return bool(rest.strip()) and is_write(rest, dialect)
-    if re.match(r"\s*pragma\b", text, re.IGNORECASE):
-        return "=" in text
-    return _WRITE_HEAD.match(text) is not None
-
-
-def tables_of(sql: str, dialect: str | None = None) -> set[str]:
-    """The tables ``sql`` names, lower-cased: the text's account, for a datasource that cannot
-    say what it read. A name is left out as a CTE's only where it can be nothing else:
-    unqualified, and outside the body of the CTE of that name (``WITH Employee AS (SELECT *
-    FROM main.Employee) ...`` reads the table Employee twice over). A word match on the text
-    when sqlglot cannot parse it, so a forbidden table is never missed for a parse error."""
-    import sqlglot
-    from sqlglot import exp
-
-    from .language import tree_tables, unwrap
-
-    try:
-        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
-    except Exception:
-        return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
-    out: set[str] = set()
-    for tree in trees:
-        if isinstance(tree, exp.Command) and str(tree.this).lower() in ("explain", "profile"):
-            inner = unwrap(sql if len(trees) == 1 else tree.sql(dialect=dialect))
-            out |= tables_of(inner, dialect) if inner.strip() else set()
-            continue
-        out |= tree_tables(tree)
-    return out
 
 
 def _short(text: str) -> str:

@@ -1,0 +1,114 @@
+"""What a statement's text says it does: whether it writes, and which tables it names.
+
+Why apart from the ledger: the ledger counts what the database did; these are the judges it
+asks of a text before (or instead of) running it: an unrun call of a replay, a query on a
+datasource that cannot account for itself, the final query. They read text only (sqlglot's
+parse, and the head keyword of what sqlglot reads as a bare command), so the text rules of
+:mod:`.textcalls` and the tests use them without a ledger.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Heads that change data, schema or session, when sqlglot reads a bare command (H8: FORCE).
+_WRITE_HEAD = re.compile(
+    r"\s*(?:insert|update|delete|merge|upsert|replace|create|drop|alter|truncate|grant|revoke|attach|"
+    r"detach|vacuum|copy|call|exec|execute|rename|comment|set|reindex|analyze|lock|load|install|import|"
+    r"export|begin|commit|rollback|savepoint|release|checkpoint|force|uninstall|prepare|deallocate|use|"
+    r"reset|abort|discard|listen|notify|refresh|start|end|do|cluster|optimize|flush|kill|shutdown|"
+    r"declare|close|move|security|unlisten|handler|purge)\b", re.IGNORECASE)
+
+
+#: How a query starts, and the words of a write inside it (:func:`may_write`).
+_READ_HEAD = re.compile(r"\s*(?:select|with)\b", re.IGNORECASE)
+_WRITE_WORD = re.compile(r"\b(?:insert|update|delete|merge|upsert|replace|create|drop|alter|"
+                         r"truncate|into)\b", re.IGNORECASE)
+
+
+#: The words of a write in a graph query language (clauses that change the graph, or reach
+#: outside it) and in SPARQL Update: what an unrun query of a datasource that is not SQL is
+#: judged by.
+ANY_WRITE_WORD = re.compile(r"\b(?:create|merge|set|delete|remove|drop|alter|detach|insert|"
+                             r"load|clear|copy|move|add|export|import|install|attach)\b",
+                             re.IGNORECASE)
+
+
+def may_write(sql: str) -> bool:
+    """False only for a text :func:`is_write` would never call a write: one statement that
+    starts with ``SELECT`` or ``WITH`` and holds no word of a write (a replay's unrun queries are judged
+    by the thousand; the parse is asked only of the others)."""
+    return ";" in sql or _READ_HEAD.match(sql) is None or _WRITE_WORD.search(sql) is not None
+
+
+def is_write(sql: str, dialect: str | None = None) -> bool:
+    """Whether any statement of ``sql`` would change data or schema: sqlglot's parse (a
+    data-modifying CTE and ``SELECT ... INTO`` included; ``PRAGMA`` only with an assignment;
+    ``EXPLAIN`` judged by the statement it explains, which ``EXPLAIN ANALYZE`` runs), and the
+    head keyword of what sqlglot cannot parse."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        trees = sqlglot.parse(sql, read=dialect)
+    except Exception:  # sqlglot raises several error types; the keyword check decides
+        return any(_head_writes(part, dialect) for part in sql.split(";") if part.strip())
+    writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter,
+              exp.TruncateTable)
+    for tree in trees:
+        if tree is None:
+            continue
+        if isinstance(tree, exp.Command | exp.Pragma):
+            # sqlglot renders PRAGMA f(x) as f = x: the text written is judged instead
+            text = sql if len(trees) == 1 else tree.sql(dialect=dialect)
+            if _head_writes(text, dialect):
+                return True
+            continue
+        if not isinstance(tree, exp.Select | exp.SetOperation | exp.Subquery | exp.Values
+                          | exp.Describe | exp.Show | exp.Summarize):
+            return True
+        if any(True for _ in tree.find_all(*writes)):
+            return True
+        if any(node.args.get("into") is not None for node in tree.find_all(exp.Select)):
+            return True
+    return False
+
+
+_EXPLAIN = re.compile(r"\s*explain\b(?:\s+query\s+plan\b)?", re.IGNORECASE)
+
+
+def _head_writes(text: str, dialect: str | None) -> bool:
+    """The keyword test of one statement sqlglot read as a bare command (or could not read)."""
+    explained = _EXPLAIN.match(text)
+    if explained:
+        rest = re.sub(r"^\s*(?:analyze|verbose|\([^)]*\))\s*", "", text[explained.end():],
+                      flags=re.IGNORECASE)
+        return bool(rest.strip()) and is_write(rest, dialect)
+    if re.match(r"\s*pragma\b", text, re.IGNORECASE):
+        return "=" in text
+    return _WRITE_HEAD.match(text) is not None
+
+
+def tables_of(sql: str, dialect: str | None = None) -> set[str]:
+    """The tables ``sql`` names, lower-cased: the text's account, for a datasource that cannot
+    say what it read. A name is left out as a CTE's only where it can be nothing else:
+    unqualified, and outside the body of the CTE of that name (``WITH Employee AS (SELECT *
+    FROM main.Employee) ...`` reads the table Employee twice over). A word match on the text
+    when sqlglot cannot parse it, so a forbidden table is never missed for a parse error."""
+    import sqlglot
+    from sqlglot import exp
+
+    from .language import tree_tables, unwrap
+
+    try:
+        trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+    except Exception:
+        return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    out: set[str] = set()
+    for tree in trees:
+        if isinstance(tree, exp.Command) and str(tree.this).lower() in ("explain", "profile"):
+            inner = unwrap(sql if len(trees) == 1 else tree.sql(dialect=dialect))
+            out |= tables_of(inner, dialect) if inner.strip() else set()
+            continue
+        out |= tree_tables(tree)
+    return out
