@@ -13,13 +13,11 @@ N4: an exhausted column-assignment search escaped the kind as an internal error.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pytest_queryeval.cypher import cypherbench, graphtypes
-from pytest_queryeval.cypher.source import LadybugSource
 from pytest_queryeval.results import GraphNode, GraphPath, GraphRelationship, ResultTable
 from pytest_queryeval.sources.codec import CodecError, decode_table, encode_table
 from tests.fixtures.bolt_server import GRAPH
@@ -34,13 +32,6 @@ def _union(leaf: str, value: str) -> str:
     return (f"RETURN union_value(`y STRUCT(a {leaf}, q` := {{a: {value}, "
             "q: union_value(`k INT64), r` := 1)}) AS u")
 
-
-@pytest.fixture
-def ladybug() -> Iterator[LadybugSource]:
-    pytest.importorskip("ladybug")
-    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH)})
-    yield src
-    src.close()
 
 
 def _graph_values(v: Any) -> int:

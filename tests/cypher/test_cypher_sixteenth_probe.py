@@ -6,12 +6,9 @@ the shape read at every level (``graphtypes.fits``). On the real movies graph.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from pytest_queryeval.cypher import graphtypes
-from pytest_queryeval.cypher.source import LadybugSource
 from tests.cypher.test_cypher_fifteenth_probe import _graph_values
 from tests.fixtures.bolt_server import GRAPH
 
@@ -21,13 +18,6 @@ FORGED_REL = ("RETURN {d: {k1: {`z INT64), k2 REL[][]), e STRUCT(w STRUCT(v`: 1}
               "k2: [[{_SRC: 1, _DST: 2, _LABEL: 'T', `y STRUCT(x`: 1}]]}, "
               "e: {`q INT64), r`: 1}} AS t")
 
-
-@pytest.fixture
-def ladybug() -> Iterator[LadybugSource]:
-    pytest.importorskip("ladybug")
-    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH)})
-    yield src
-    src.close()
 
 
 @pytest.mark.parametrize("query", [FORGED, FORGED_REL])

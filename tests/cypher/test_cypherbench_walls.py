@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 import pytest
 
 from pytest_queryeval.cypher import cypherbench
-from pytest_queryeval.cypher.source import LadybugSource
 from tests.fixtures.bolt_server import GRAPH
 from tests.support import run_report, write_suite
 
@@ -72,13 +71,6 @@ class _Calls:
         finally:
             sys.setprofile(None)
 
-
-@pytest.fixture
-def ladybug() -> Iterator[LadybugSource]:
-    pytest.importorskip("ladybug")
-    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH)})
-    yield src
-    src.close()
 
 
 # -- H4/H3: a map is a map -------------------------------------------------------------------

@@ -4,24 +4,16 @@ reader to raise a bound that was not the one that cut it). On the real movies gr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from pytest_queryeval.agents.ledger import Ledger
 from pytest_queryeval.cypher.source import LadybugSource
 from tests.cypher.test_max_values import WIDE
-from tests.fixtures.bolt_server import GRAPH
+
+pytestmark = pytest.mark.ladybug_max_values(420)
 
 pytest.importorskip("ladybug")
 
-
-@pytest.fixture
-def ladybug() -> Iterator[LadybugSource]:
-    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH),
-                                             "max_values": 420})
-    yield src
-    src.close()
 
 
 def test_a_reply_cut_by_max_values_names_max_values(ladybug: LadybugSource) -> None:

@@ -21,6 +21,8 @@ from pytest_queryeval.cypher.source import LadybugSource
 from tests.fixtures.bolt_server import GRAPH
 from tests.support import run_report, write_suite
 
+pytestmark = pytest.mark.ladybug_max_values(420)
+
 pytest.importorskip("ladybug")
 
 #: ``n`` rows of 42 values each: the row's number, and a list (one) of 40 ``NULL``.
@@ -28,13 +30,6 @@ WIDE = ("UNWIND range(1, {n}) AS i RETURN i, "
         "list_transform(range(1, 40), x -> CAST(NULL AS INT64)) AS l")
 MATRIX = "MATCH (p:Person)-[:ACTED_IN]->(:Movie {title: 'The Matrix'}) RETURN p.name"
 
-
-@pytest.fixture
-def ladybug() -> Iterator[LadybugSource]:
-    src = LadybugSource.from_spec("movies", {"type": "ladybug", "path": str(GRAPH),
-                                             "max_values": 420})
-    yield src
-    src.close()
 
 
 def test_a_ladybug_result_is_counted_in_its_worker_and_none_of_it_sent_past_the_bound(ladybug):
