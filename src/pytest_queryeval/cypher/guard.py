@@ -31,6 +31,7 @@ place (``WITH p AS set MATCH (set)-->(m)``) is refused with the writes: rename i
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import QueryFailed, QueryRefused, QuerySyntaxError
@@ -280,11 +281,10 @@ def check_server(query: str, *, costs: bool = True) -> None:
                 word = "IN TRANSACTIONS"
             raise QueryRefused(f"{word} at {where(tok)} is not a read: only read-only queries "
                                "are sent to the server")
-        if word == "CALL":
-            name = _dotted(code, at[id(tok)] + 1)
-            if name is not None and name.lower() not in READ_PROCEDURES:
-                raise QueryRefused(f"CALL {name} at {where(tok)}: only the read-only "
-                                   "procedures (schema, indexes) are called")
+    for tok, name in _procedure_calls(code, words, at):
+        if name.lower() not in READ_PROCEDURES:
+            raise QueryRefused(f"CALL {name} at {where(tok)}: only the read-only "
+                               "procedures (schema, indexes) are called")
     _check_functions(code)
     _check_nesting(code)
     if costs:
@@ -430,13 +430,21 @@ def first_building_call(query: str) -> tuple[Token, str] | None:
     name: an agent's attempt at an index the engine failed before it could refuse it (an
     extension not loaded) is still a write attempt, as its refusal would have been."""
     code = _code(tokens(query))
-    at = _positions(code)
-    for tok in clause_words(code):
+    return next(((tok, name) for tok, name in _procedure_calls(code, clause_words(code),
+                                                             _positions(code))
+                 if _BUILDING.match(name.rsplit(".", 1)[-1])), None)
+
+
+def _procedure_calls(code: list[Token], words: list[Token], at: dict[int, int]
+                     ) -> Iterator[tuple[Token, str]]:
+    """Each ``CALL`` of a named procedure among the clause ``words``, with its dotted name
+    (``CALL {`` of a subquery names none): the one walk the server check and the write
+    count read."""
+    for tok in words:
         if tok.text.upper() == "CALL":
             name = _dotted(code, at[id(tok)] + 1)
-            if name is not None and _BUILDING.match(name.rsplit(".", 1)[-1]):
-                return tok, name
-    return None
+            if name is not None:
+                yield tok, name
 
 
 def final_order_by(query: str) -> bool:
