@@ -60,15 +60,15 @@ def parse(text: str) -> Tree:
         tree, end = _type(text, 0)
     except (_Unread, RecursionError):
         return None
-    return tree if end == len(text) and _holds_graph(tree) else None
+    return tree if end == len(text) and _type_holds_graph(tree) else None
 
 
-def _holds_graph(tree: Tree) -> bool:
+def _type_holds_graph(tree: Tree) -> bool:
     if isinstance(tree, str):
         return tree != "scalar"
     if tree[0] == "struct":
-        return any(_holds_graph(t) for _, t in tree[1])
-    return bool(_holds_graph(tree[1]))
+        return any(_type_holds_graph(t) for _, t in tree[1])
+    return bool(_type_holds_graph(tree[1]))
 
 
 def _type(s: str, i: int) -> tuple[Tree, int]:
