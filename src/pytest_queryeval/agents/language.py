@@ -200,7 +200,29 @@ def _tree_verdict(tree: Any, text: str, dialect: str | None, exp: Any) -> Verdic
         return Verdict("write", why=f"it holds {type(inside).__name__.upper()}")
     if any(node.args.get("into") is not None for node in read.find_all(exp.Select)):
         return Verdict("write", why="SELECT ... INTO creates a table")
+    called = next((f for f in read.find_all(exp.Func) if state_function(f)), None)
+    if called is not None:
+        return Verdict("write", why=f"it calls {_func_name(called)}(), whose effect outlives "
+                                    "the query")
     return Verdict("read", tree_tables(read))
+
+
+def _func_name(node: Any) -> str:
+    from sqlglot import exp
+
+    return str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+
+
+def state_function(node: object) -> bool:
+    """A call of a function whose effect outlives the query (a checkpoint of the database
+    file, a backend terminated, a sequence advanced, a file written or read: the seventeenth
+    re-probe's H5, ``SELECT * FROM checkpoint()``): a write, as the datasource's guard
+    refuses it (:data:`~..sources.sqlguard.FORBIDDEN_FUNCTIONS`)."""
+    from sqlglot import exp
+
+    from ..sources.sqlguard import FORBIDDEN_FUNCTIONS
+
+    return isinstance(node, exp.Func) and _func_name(node) in FORBIDDEN_FUNCTIONS
 
 
 #: DuckDB's and PostgreSQL's statement types that only read (DuckDB reads ``DESCRIBE``,

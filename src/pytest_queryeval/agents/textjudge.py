@@ -9,7 +9,10 @@ parse, and the head keyword of what sqlglot reads as a bare command), so the tex
 
 from __future__ import annotations
 
+import functools
 import re
+
+from .language import state_function
 
 #: Heads that change data, schema or session, when sqlglot reads a bare command (H8: FORCE).
 _WRITE_HEAD = re.compile(
@@ -36,9 +39,21 @@ ANY_WRITE_WORD = re.compile(r"\b(?:create|merge|set|delete|remove|drop|alter|det
 
 def may_write(sql: str) -> bool:
     """False only for a text :func:`is_write` would never call a write: one statement that
-    starts with ``SELECT`` or ``WITH`` and holds no word of a write (a replay's unrun queries are judged
+    starts with ``SELECT`` or ``WITH`` and holds no word of a write and no name of a function
+    that writes (a replay's unrun queries are judged
     by the thousand; the parse is asked only of the others)."""
-    return ";" in sql or _READ_HEAD.match(sql) is None or _WRITE_WORD.search(sql) is not None
+    return ";" in sql or _READ_HEAD.match(sql) is None or _WRITE_WORD.search(sql) is not None \
+        or _state_names().search(sql) is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _state_names() -> re.Pattern[str]:
+    """The names of the functions :func:`~.language.state_function` calls writes, as words
+    (quoted, or a comment before the ``(``, they are still calls: the parse decides)."""
+    from ..sources.sqlguard import FORBIDDEN_FUNCTIONS
+
+    names = sorted(FORBIDDEN_FUNCTIONS, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b", re.IGNORECASE)
 
 
 def is_write(sql: str, dialect: str | None = None) -> bool:
@@ -68,6 +83,8 @@ def is_write(sql: str, dialect: str | None = None) -> bool:
                           | exp.Describe | exp.Show | exp.Summarize):
             return True
         if any(True for _ in tree.find_all(*writes)):
+            return True
+        if any(state_function(f) for f in tree.find_all(exp.Func)):
             return True
         if any(node.args.get("into") is not None for node in tree.find_all(exp.Select)):
             return True
