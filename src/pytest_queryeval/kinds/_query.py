@@ -15,9 +15,10 @@ from ..errors import (
     PredictionError,
     QueryEvalError,
     QueryRefused,
+    SearchBudgetExhausted,
     SourceUnavailable,
 )
-from ..model import MISSING, Case, Context
+from ..model import MISSING, Case, Context, Scored
 from ..results import ResultTable
 from ..sources.base import DataSource
 
@@ -142,6 +143,38 @@ def rank(metrics: Mapping[str, float], timing: tuple[str, ...], fallback: str | 
     if first is None:
         first = metrics.get(fallback, 0.0) if fallback else 0.0
     return first, mean
+
+
+def best_of_golds(count: int, score: Callable[[int], Scored], seconds: float,
+                  timing: tuple[str, ...], fallback: str | None = None
+                  ) -> Scored | SearchBudgetExhausted:
+    """Every gold alternative scored (``score(index)``), each comparison under the case's
+    timeout (``seconds``: a comparison_deadline), the best by :func:`rank` kept, its index
+    in ``details``; or, when one stopped undecided (its search budget, the deadline) and no
+    other matched, why: a score is never guessed, and a match is a match. One loop for the
+    kinds that take gold alternatives (SQL, SPARQL, Cypher), so that they cannot drift."""
+    from .._isolation.comparison_deadline import comparison_deadline
+
+    best: tuple[tuple[float, float], Scored] | None = None
+    undecided: SearchBudgetExhausted | None = None
+    for index in range(count):
+        try:
+            with comparison_deadline(seconds):
+                scored = score(index)
+        except SearchBudgetExhausted as e:
+            undecided = undecided or e
+            continue
+        scored.details["gold_index"] = index
+        if count > 1:
+            scored.details["gold_alternatives"] = count
+        key = rank(scored.metrics, timing, fallback)
+        if best is None or key > best[0]:
+            best = (key, scored)
+    if undecided is not None and (
+            best is None or best[1].metrics.get("execution_accuracy") != 1.0):
+        return undecided
+    assert best is not None
+    return best[1]
 
 
 def compare_options(options: Mapping[str, Any]) -> CompareOptions:

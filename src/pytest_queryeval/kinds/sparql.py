@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
-from .._isolation.comparison_deadline import comparison_deadline
 from ..errors import (
     ConfigError,
     GoldError,
@@ -54,6 +53,7 @@ from ._optin import OPTION_KEYS, RELAXED_EX, add_hallucination
 from ._optin import check_options as check_optin
 from ._query import (
     DEFAULT_MAX_QUERY_BYTES,
+    best_of_golds,
     check_query_size,
     compare_options,
     execute_or_reason,
@@ -62,7 +62,6 @@ from ._query import (
     max_query_bytes,
     run_gold,
 )
-from ._query import rank as rank_alternative
 
 if TYPE_CHECKING:
     from ..metrics.table import CompareOptions
@@ -259,32 +258,22 @@ def _best_alternative(golds: list[_Gold], pred_table: ResultTable, pred_query: s
     """Every gold alternative scored; the best wins. Each comparison runs under the case's
     timeout; a gold whose comparison stops undecided fails the case only when no other gold
     matches (as for SQL)."""
-    best: tuple[tuple[float, float], Scored] | None = None
-    undecided: SearchBudgetExhausted | None = None
     timeout = src.timeout if src is not None else DEFAULT_TIMEOUT
     seconds = float(opts.limits.get("timeout") or timeout or DEFAULT_TIMEOUT)
-    for index, gold in enumerate(golds):
-        try:
-            with comparison_deadline(seconds):
-                scored = _score(gold, pred_table, pred_query, opts)
-        except SearchBudgetExhausted as e:  # a score is never guessed
-            undecided = undecided or e
-            continue
+
+    def score(index: int) -> Scored:
+        gold = golds[index]
+        scored = _score(gold, pred_table, pred_query, opts)
         if opts.tie_aware and src is not None and gold.query is not None \
                 and not gold.recorded and scored.metrics.get("execution_accuracy") != 1.0 \
                 and _order_matters(gold):
             scored.diff.extend(_ties(gold, pred_table, src, ctx, opts, scored))
-        scored.details["gold_index"] = index
-        if len(golds) > 1:
-            scored.details["gold_alternatives"] = len(golds)
-        rank = rank_alternative(scored.metrics, TIMING)
-        if best is None or rank > best[0]:
-            best = (rank, scored)
-    if undecided is not None and (
-            best is None or best[1].metrics.get("execution_accuracy") != 1.0):
-        return _failure(undecided.reason(), gold_seconds, pred_table.seconds, golds, opts)
-    assert best is not None
-    return best[1]
+        return scored
+
+    best = best_of_golds(len(golds), score, seconds, TIMING)
+    if isinstance(best, SearchBudgetExhausted):
+        return _failure(best.reason(), gold_seconds, pred_table.seconds, golds, opts)
+    return best
 
 
 def metric_names() -> frozenset[str]:

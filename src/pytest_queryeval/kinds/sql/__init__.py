@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, cast
 
-from ..._isolation.comparison_deadline import comparison_deadline
 from ..._util.wording import suggest
 from ...errors import (
     ConfigError,
@@ -58,6 +57,7 @@ from .._optin import OPTION_KEYS, RELAXED_EX, add_hallucination
 from .._optin import check_options as check_optin
 from .._query import (
     DEFAULT_MAX_QUERY_BYTES,
+    best_of_golds,
     check_query_size,
     compare_options,
     execute_or_reason,
@@ -67,7 +67,6 @@ from .._query import (
     prediction_text,
     run_gold,
 )
-from .._query import rank as rank_alternative
 from .case import (
     audit_task,
     dialect_prediction,
@@ -533,29 +532,14 @@ class _SqlRun:
         matches (a score is never guessed, and a match is a match)."""
         case, golds, pred = self.case, self.golds, self.pred
         assert pred is not None
-        best: tuple[tuple[float, float], Scored] | None = None
-        undecided: SearchBudgetExhausted | None = None
         timeout = self.src.timeout if self.src is not None else DEFAULT_TIMEOUT
         seconds = float(self.opts.limits.get("timeout") or timeout or DEFAULT_TIMEOUT)
-        for index, gold in enumerate(golds):
-            try:
-                with comparison_deadline(seconds):
-                    scored = self.score(gold, schema)
-            except SearchBudgetExhausted as e:
-                undecided = undecided or e
-                continue
-            scored.details["gold_index"] = index
-            if len(golds) > 1:
-                scored.details["gold_alternatives"] = len(golds)
-            rank = rank_alternative(scored.metrics, TIMING, "exact_set_match")
-            if best is None or rank > best[0]:
-                best = (rank, scored)
-        if undecided is not None and (
-                best is None or best[1].metrics.get("execution_accuracy") != 1.0):
-            return _failure(planned, undecided.reason(), gold_seconds,
+        best = best_of_golds(len(golds), lambda i: self.score(golds[i], schema), seconds,
+                             TIMING, "exact_set_match")
+        if isinstance(best, SearchBudgetExhausted):
+            return _failure(planned, best.reason(), gold_seconds,
                             pred.table.seconds if pred.table else None, golds, case, self.ctx)
-        assert best is not None
-        return best[1]
+        return best
 
     def spider2(self, scored: Scored, raw: str | None, pred_sql: str | None) -> Scored:
         """``spider2_ex`` / ``spider2_ex_aligned`` over all gold alternatives at once (the
