@@ -405,11 +405,14 @@ class CountUnknown(QueryEvalError):
 def _a_read(sql: str, dialect: str | None) -> bool:
     """Whether a statement an SQL datasource refused is a read the judge of writes calls one
     (the seventeenth re-probe's M1: an honest agent's ``PRAGMA table_info(Genre)`` failed
-    ``write_attempts: {max: 0}``): no write (:func:`~.textjudge.is_write`, which knows the
-    functions with effects) and no file's access."""
-    from .language import file_access
+    ``write_attempts: {max: 0}``): a read to both judges (:func:`~.language.sql_verdict`,
+    which leaves format characters out, ``\ufeffDELETE``, and asks the engines' parsers;
+    :func:`~.textjudge.is_write`, which knows the functions with effects) and no file's
+    access."""
+    from .language import file_access, sql_verdict
 
-    return not is_write(sql, dialect) and file_access(sql, dialect) is None
+    return sql_verdict(sql, dialect).kind == "read" and not is_write(sql, dialect) \
+        and file_access(sql, dialect) is None
 
 
 def _short(text: str) -> str:

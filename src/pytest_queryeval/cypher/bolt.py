@@ -442,6 +442,12 @@ def _query_error(src: BoltSource, exc: BaseException, query: str, seconds: float
         return classify(src, code, _message(exc), query)
     if isinstance(exc, UnicodeDecodeError):
         return _undecodable(exc)
+    if isinstance(exc, RecursionError | MemoryError):
+        # the reply the query asked for, not the server: a value nested past what the
+        # driver reads (``reduce(a = [], x IN range(1, 900) | [a])``, the seventeenth
+        # re-probe's B2) was the datasource's error and left the case out of every mean
+        return QueryFailed(f"the reply could not be read ({type(exc).__name__}: a value "
+                           "nested or grown past what the driver reads)")
     return _connect_error(src, exc)
 
 

@@ -266,6 +266,7 @@ def check_server(query: str, *, costs: bool = True) -> None:
         if _unterminated(tok):
             what = {"comment": "comment", "string": "string", "quoted": "quoted name"}[tok.kind]
             raise QuerySyntaxError(f"an unterminated {what} at {where(tok)}")
+    _check_dotted_comments(toks)
     code = _code(toks)
     words = clause_words(code)
     write = next((t for t in words if t.text.upper() in WRITES), None)
@@ -289,6 +290,20 @@ def check_server(query: str, *, costs: bool = True) -> None:
     _check_nesting(code)
     if costs:
         check_evaluation(code)
+
+
+def _check_dotted_comments(toks: list[Token]) -> None:
+    """Refuse a comment that touches a dot (``db./**/labels()``, ``string//c`` then
+    ``.join(...)``): FalkorDB's parser aborts the whole server on it (the seventeenth
+    re-probe's K1: one prediction ended every later case), and no honest query puts one
+    there."""
+    for k, tok in enumerate(toks):
+        if tok.kind == "comment" and any(
+                0 <= j < len(toks) and toks[j].kind == "punct" and toks[j].text == "."
+                for j in (k - 1, k + 1)):
+            raise QueryRefused(f"a comment at {where(tok)} touches a dot: a name or property "
+                               "with a comment inside it is not sent (a server's parser "
+                               "aborts on it)")
 
 
 def check_costs(query: str) -> None:
