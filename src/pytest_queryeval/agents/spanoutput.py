@@ -29,6 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .llmcalls import canonical
+from .runcopies import RunCopies
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
 #: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
@@ -56,22 +57,30 @@ _LINE_END = re.compile(r"[\n\r]")
 
 def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
                    calls: Iterable[tuple[str, str]], known: set[str], budget: list[int],
-                   forbidden: Collection[str] = ()) -> str | None:
+                   forbidden: Collection[str] = (), copies: RunCopies | None = None
+                   ) -> str | None:
     """The first call or statement a span's model text or output (``attrs``: its flattened
     attributes) records that no counted call holds, located, or None. ``result``: the span is
     a tool's call (its output is the tool's result); ``calls``: ``(name, arguments)`` of the
     counted calls; ``known``: the texts they hold (blanks collapsed), the final query's too;
     ``budget``: the values left to read (spent: the caller reports the search cut);
-    ``forbidden``: the case's forbidden tables, read by the floor of a call in the text."""
+    ``forbidden``: the case's forbidden tables, read by the floor of a call in the text;
+    ``copies``: the whole trace's tally of run-shaped copies of its calls (an executor's log,
+    a chain's record: :class:`~.runcopies.RunCopies`), this span's added (without it, this
+    span's calls alone)."""
     counted = list(calls)
     pairs = {(name, canonical(arguments)) for name, arguments in counted}
-    search = _Search(pairs, known, budget, forbidden, len(counted))
+    copies = copies if copies is not None else RunCopies(counted)
+    copies.scope()
+    search = _Search(pairs, known, budget, forbidden, copies)
     for key, value in attrs.items():
         text = str(key)
+        copies.attribute()
         found = _MODEL_TEXT.fullmatch(text)
         if found and isinstance(value, str) and (found.group(1) == "output" or str(attrs.get(
                 f"llm.input_messages.{found.group(2)}.message.role", "")).lower() == "assistant"):
-            why = _written_call(value, forbidden)
+            why = copies.scan(value, history=found.group(1) == "input") or _written_call(
+                value, forbidden, copies)
         elif text.startswith("output.") and text != "output.mime_type" and not result \
                 and kind not in _NOT_CALLS:
             prose = kind == "LLM" and isinstance(value, str) and \
@@ -84,13 +93,14 @@ def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
     return None
 
 
-def _written_call(text: str, forbidden: Collection[str] = ()) -> str | None:
+def _written_call(text: str, forbidden: Collection[str], copies: RunCopies) -> str | None:
     """A call written in the model's ``text``, as a trajectory's assistant text is searched
-    (:func:`~.textcalls.encoded_call`, whose tags are the one list of them)."""
+    (:func:`~.textcalls.encoded_call`, whose tags are the one list of them; its run-shaped
+    copies counted by the caller in ``copies``)."""
     from .textcalls import encoded_call
 
     why = encoded_call([{"role": "assistant", "content": text}], forbidden=forbidden,
-                       logs=False)
+                       logs=False, copies=copies)
     if why is None:
         return None
     return why.partition("content: ")[2] or why
@@ -100,9 +110,9 @@ class _Search:
     """One span output's search: what it holds that is not a counted call's."""
 
     def __init__(self, pairs: set[tuple[str, str]], known: set[str], budget: list[int],
-                 forbidden: Collection[str] = (), made: int = 0) -> None:
+                 forbidden: Collection[str], copies: RunCopies) -> None:
         self.pairs, self.known, self.budget, self.forbidden = pairs, known, budget, forbidden
-        self.made = made  # the calls counted: an executor's log of more is more runs
+        self.copies = copies  # the trace's run-shaped copies: more than its calls, more runs
         self.statements: list[str] | None = None  # the known texts that read as SQL
 
     def value(self, value: object, *, prose: bool, model: bool, depth: int) -> str | None:
@@ -134,13 +144,9 @@ class _Search:
                 pass  # not JSON: read as text
         plain = " ".join(text.split())
         if model:  # a call it quotes that was counted is no other call (an executor's log)
-            from .textcalls import logged_calls
-
-            if logged_calls(text) > self.made:
-                return (f"logs {logged_calls(text)} calls (an executor's `Invoking: ...`), "
-                        f"more than the {self.made} counted")
-            why = _written_call(self._without_known_lines(text) if self.known else text,
-                                self.forbidden)
+            why = self.copies.scan(text) or _written_call(
+                self._without_known_lines(text) if self.known else text, self.forbidden,
+                self.copies)
             if why is not None:
                 return why
         if not prose and plain not in self.known and reads_as_sql(text) and \

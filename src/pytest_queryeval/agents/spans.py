@@ -41,6 +41,7 @@ from typing import Any
 from .dbspans import db_messages, db_text, described
 from .llmcalls import flat_attributes as _flat
 from .llmcalls import llm_calls, unread_call_keys
+from .runcopies import RunCopies
 from .spantexts import EXECUTED, TEXT_DEPTH
 from .spantexts import arguments as _arguments
 from .spantexts import strings as _strings
@@ -318,6 +319,7 @@ def unread_queries(data: object, counted: list[Any], final: object = None,
     answered = known | {" ".join(t.split()) for t in _finals(final)}
     out: list[str] = []
     budget = [_SPAN_TEXTS]
+    copies = RunCopies.of_messages(counted)  # one tally of the trace's run-shaped copies
     for where, value in _not_spans(data):
         found = _unread([(where, value)], known, budget)
         if found is not None:
@@ -339,7 +341,7 @@ def unread_queries(data: object, counted: list[Any], final: object = None,
         result = kind != "LLM" and (called or named_tool(span.get("name")) is not None or str(
             flat.get("gen_ai.operation.name", "")).lower() == "execute_tool")  # a tool's result
         found = code or _unread(fields, known, budget) or output_finding(
-            flat, kind, result, pairs, answered, budget, forbidden)
+            flat, kind, result, pairs, answered, budget, forbidden, copies)
         if found is not None:
             out.append(f"spans[{n}] ({str(span.get('name'))[:40]!r}, kind {kind or 'none'}): "
                        f"{found}, which no counted call holds")

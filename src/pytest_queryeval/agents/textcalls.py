@@ -36,6 +36,7 @@ from typing import Any
 
 from .language import HEADS
 from .owncalls import own_calls, without_own
+from .runcopies import LOGGED, RunCopies
 from .statements import all_texts
 from .textcode import as_code, built_call
 from .textfloor import INVISIBLE, floor_finding
@@ -143,43 +144,33 @@ def orphan_result(data: object) -> str | None:
 
 
 def encoded_call(data: object, *, forbidden: Iterable[str] = (),
-                 known: Collection[str] = (), logs: bool = True) -> str | None:
+                 known: Collection[str] = (), logs: bool = True,
+                 copies: RunCopies | None = None) -> str | None:
     """The first assistant message of ``data`` (a trajectory's messages) whose text holds a
     call (:func:`text_call`; ``forbidden``: the case's forbidden tables; ``known``: the
-    statements counted already), or logs more calls than ``data`` records (``logs``:
-    :func:`logged_calls`; a span's text is compared with the span's counted calls by its
-    reader), located, or None."""
+    statements counted already), or more run-shaped copies of a call (an executor's log, a
+    chain's record) than the whole trajectory records (``logs``: counted here, in ``copies``,
+    one tally of the whole trajectory, :class:`~.runcopies.RunCopies`; a span's text is
+    counted by its reader, which gives its tally), located, or None."""
     messages = _messages(data)
-    made, logged = 0, 0
+    tally = copies if copies is not None else RunCopies.of_messages(m for _, m in messages)
     for i, msg in messages:
-        calls = msg.get("tool_calls")
-        made += len(calls) if isinstance(calls, list) else 0
         role = msg.get("role")
         if not isinstance(role, str) or role.strip().lower() not in _MODEL_ROLES:
             continue
-        logged += sum(logged_calls(text) for _, text in _texts(msg.get("content")))
-        if logs and logged > made:
-            return (f"trajectory[{i}].content: logs {logged} calls (an executor's `Invoking: "
-                    f"...`), more than the {made} the trajectory records")
         own = own_calls(msg)
         for where, text in _texts(msg.get("content")):
-            why = text_call(without_own(text, own) if own else text, forbidden, known)
+            why = tally.scan(text) if logs else None
+            why = why or text_call(without_own(text, own) if own else text, forbidden, known,
+                                   tally)
             if why is not None:
                 return f"trajectory[{i}].content{where}: {why}"
     return None
 
 
-#: An executor's log of a call it made (LangChain's AgentExecutor: ``Invoking: `run_query`
-#: with `{...}```).
-_LOGGED = re.compile(r"invoking:[ \t]{0,8}`[^`\n]{1,128}`[ \t]{0,8}with\b", re.IGNORECASE)
-
-
 def logged_calls(text: str) -> int:
-    """How many calls ``text`` logs as an executor does: the counted call's log quotes it
-    once, and more copies than the calls counted are runs no reader counted (issue 58, the
-    fifteenth re-probe's M3: the log five times beside one call passed ``tool_calls: {max:
-    1}``)."""
-    return sum(1 for _ in _LOGGED.finditer(text))
+    """How many calls ``text`` logs as an executor does (:data:`~.runcopies.LOGGED`)."""
+    return sum(1 for _ in LOGGED.finditer(text))
 
 
 def _texts(content: object) -> list[tuple[str, str]]:
@@ -191,8 +182,8 @@ def _texts(content: object) -> list[tuple[str, str]]:
         and isinstance(part.get("text"), str)]
 
 
-def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] = ()
-              ) -> str | None:
+def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] = (),
+              copies: RunCopies | None = None) -> str | None:
     """Why the model's ``text`` holds a tool call a harness may have parsed and run, or None.
 
     In the order tried: (1) a call between the tags a harness parses (:data:`_OPEN`) that
@@ -212,10 +203,17 @@ def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] =
     in :mod:`.sweep`). ``known``: the statements counted already (the calls' queries, the
     final query), blanks collapsed: rule 3 passes a quoted one, which is the answer's record of
     a query the agent ran or gives (``{"sql": "SELECT ...", "answer": 25}``), not a call,
-    unless the text is shaped like a call (``{"tool": ..., "tool_input": ...}``)."""
+    unless the text is shaped like a call (``{"tool": ..., "tool_input": ...}``). ``copies``:
+    the whole trajectory's tally of run-shaped copies (a chain's ``SQLQuery:`` of a recorded
+    call's statement is its record, the tally counting them); without it, the text is read
+    alone, each of ``known`` recorded once."""
     low = _lower(text)
     tables = tuple(t for t in forbidden if isinstance(t, str) and t)
-    return (_tagged(text, low, known) or _called(text, low) or _json_place(text, low, known)
+    if copies is None:
+        copies = RunCopies.of_known(known)
+        if (why := copies.scan(text, logs=False)) is not None:
+            return f"a tool call written in the model's text: {why}"
+    return (_tagged(text, low, copies) or _called(text, low) or _json_place(text, low, known)
             or _built(text, low) or _foreign(text, low, tables) or _floor(text, low, tables))
 
 
@@ -243,14 +241,14 @@ _WORTH_WORDS = _words([*PLUGIN_TOOLS, *HEADS, "prefix", "construct", "foreach"])
 _WORTH = re.compile(_WORTH_WORDS + r"|\\")
 
 
-def _tagged(text: str, low: str, known: Collection[str] = ()) -> str | None:
+def _tagged(text: str, low: str, copies: RunCopies) -> str | None:
     """Rule 1: a tagged call that names a tool the plugin serves or holds a statement, or
     code that runs what it computes (:data:`_DYNAMIC`) where the harness runs code (each read
     once: the search goes on after its closing tag). A chain's ``SQLQuery:`` of a counted
-    statement is its record once (:func:`_chain_record`)."""
+    statement is its record when a call of it is recorded (``copies``, which counts them)."""
     from .sweep import names_tool, reads_as_sql
 
-    pos, read, opened, records = 0, 0, 0, set[str]()
+    pos, read, opened = 0, 0, 0
     while (match := _OPEN.search(low, pos)) is not None:
         pos, opened = match.end(), opened + 1
         if opened > 10 * MAX_READ:
@@ -266,8 +264,8 @@ def _tagged(text: str, low: str, known: Collection[str] = ()) -> str | None:
             return _at(match.start(), text, "runs code that computes what it calls")
         if not _WORTH.search(low, match.start(), stop):
             continue
-        if match.group().startswith("sqlquery") and _chain_record(
-                text[match.end():stop], known, records):
+        if match.group().startswith("sqlquery") and copies.recorded(
+                " ".join(text[match.end():stop].split())):
             continue
         read += 1
         if read > MAX_READ:
@@ -289,17 +287,6 @@ def _tagged(text: str, low: str, known: Collection[str] = ()) -> str | None:
 _RUNS_CODE = ("```", "<|python_tag|>")
 _DYNAMIC = re.compile(r"(?<![\w.])(?:import|getattr|setattr|exec|eval|compile|__import__|"
                       r"subprocess|globals|locals)(?![\w])|\bos\s*\.\s*(?:system|popen)")
-
-
-def _chain_record(inner: str, known: Collection[str], records: set[str]) -> bool:
-    """Whether a chain's ``SQLQuery: ...`` (to its ``SQLResult:``) is the record of a counted
-    statement: the first copy of each is (LangChain's SQLDatabaseChain logs the query it
-    ran), a second is another run (the fifteenth re-probe's H6)."""
-    plain = " ".join(inner.split())
-    if plain not in known or plain in records:
-        return False
-    records.add(plain)
-    return True
 
 
 def _line_head(low: str, start: int) -> bool:
