@@ -34,7 +34,8 @@ from .runcopies import RunCopies
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
 #: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
 _MODEL_TEXT = re.compile(r"llm\.(output|input)_messages\.(\d+)\.message\."
-                         r"(?:content|contents\.\d+\.message_content\.text)")
+                         r"(?:content|reasoning_content|reasoning|thinking|refusal|"
+                         r"contents\.\d+\.message_content\.\w+)")
 #: Span kinds whose output is no call's record: documents, vectors, a rendered prompt, a
 #: judgement (a retriever's few-shot ``SELECT`` examples are its documents).
 _NOT_CALLS = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "PROMPT", "EVALUATOR",

@@ -159,27 +159,44 @@ def encoded_call(data: object, *, forbidden: Iterable[str] = (),
         if not isinstance(role, str) or role.strip().lower() not in _MODEL_ROLES:
             continue
         own = own_calls(msg)
-        for where, text in _texts(msg.get("content")):
+        for where, text in _model_texts(msg):
             why = tally.scan(text) if logs else None
             why = why or text_call(without_own(text, own) if own else text, forbidden, known,
                                    tally)
             if why is not None:
-                return f"trajectory[{i}].content{where}: {why}"
+                return f"trajectory[{i}].{where}: {why}"
     return None
+
+
+#: The keys of a model's message that hold its text besides ``content``: the reasoning a
+#: server parses out of it (vLLM's and DeepSeek's ``reasoning_content``, ``reasoning``,
+#: ``thinking``) and a refusal. A harness with a reasoning parser that leaves a call in the
+#: reasoning, or one that parses the whole output, runs what is there (the seventeenth
+#: re-probe's H1: a ``<tool_call>`` of ``DELETE FROM Genre`` in ``reasoning_content`` passed).
+_MODEL_TEXT_KEYS = ("content", "reasoning_content", "reasoning", "thinking", "refusal")
+#: Keys of a content part that name it, not text.
+_PART_KEYS = frozenset({"type", "id", "index"})
+
+
+def _model_texts(msg: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every text of a model's message: its ``content`` (the text, or each text a part holds:
+    ``text``, Anthropic's ``thinking``, a ``refusal``...) and its reasoning and refusal
+    fields, each with where it is."""
+    out: list[tuple[str, str]] = []
+    for key in _MODEL_TEXT_KEYS:
+        value = msg.get(key)
+        if isinstance(value, str):
+            out.append((key, value))
+        elif isinstance(value, list):
+            out.extend((f"{key}[{j}].{name}", text) for j, part in enumerate(value)
+                       if isinstance(part, Mapping) for name, text in part.items()
+                       if isinstance(text, str) and name not in _PART_KEYS)
+    return out
 
 
 def logged_calls(text: str) -> int:
     """How many calls ``text`` logs as an executor does (:data:`~.runcopies.LOGGED`)."""
     return sum(1 for _ in LOGGED.finditer(text))
-
-
-def _texts(content: object) -> list[tuple[str, str]]:
-    """The texts of a message's ``content``: the text, or the ``text`` of each of its parts."""
-    if isinstance(content, str):
-        return [("", content)]
-    return [(f"[{j}].text", part["text"]) for j, part in enumerate(
-        content if isinstance(content, list) else ()) if isinstance(part, Mapping)
-        and isinstance(part.get("text"), str)]
 
 
 def text_call(text: str, forbidden: Iterable[str] = (), known: Collection[str] = (),
