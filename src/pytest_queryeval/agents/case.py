@@ -88,7 +88,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
         _count(case, context, spec, ledger, steps)
         if not env.live:  # what the replay did not run (issue 58, the 13th re-probe's H1, H2)
             unrun_counts(case, steps, ledger, sql=_sql(case), replayed=spec.replay,
-                         also=requests, context=context)
+                         also=requests, context=context, seconds=_bounds(case).seconds)
     if ledger.rows_cut is not None and "rows_read" in case.thresholds:
         ledger.uncount(f"the agent's counts could not be established: rows_read: "
                        f"{ledger.rows_cut}")
@@ -464,7 +464,7 @@ def _count(case: Case, context: Context, spec: AgentSpec, ledger: Ledger,
                            "the queries of a datasource that is not SQL cannot be judged on "
                            "their text")
         count_unrun(steps, ledger, kind.dialect(case.source_spec or {}), sql=kind.sql,
-                    why="replay: false, not run")
+                    why="replay: false, not run", seconds=_bounds(case).seconds)
         return
     from ..errors import QueryEvalError
 

@@ -181,7 +181,7 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
             rest = sum(1 for s in steps[n:] if plugin_tool(s.name) not in _FINAL)
             ledger.not_replayed(over, rest)
             count_unrun(steps[n:], ledger, getattr(source, "dialect", None), sql=sql,
-                        why="past the budget, not run")
+                        why="past the budget, not run", seconds=bounds.seconds)
             return
         ledger.call(step)
         served += 0 if final else 1
@@ -199,19 +199,33 @@ def replay(steps: Sequence[Step], source: DataSource, ledger: Ledger, bounds: Bo
         except (SourceUnavailable, CountUnknown) as exc:
             ledger.uncount(f"the agent's counts could not be established: {exc.reason()}")
             count_unrun(steps[n + 1:], ledger, getattr(source, "dialect", None), sql=sql,
-                        why="not run")
+                        why="not run", seconds=bounds.seconds)
             return
         except QueryEvalError:
             continue
 
 
 def count_unrun(steps: Sequence[Step], ledger: Ledger, dialect: str | None, *, sql: bool,
-                why: str) -> None:
+                why: str, seconds: float | None = None) -> None:
     """Steps that are not run, counted from their text: repeated calls, the writes their
     queries hold and, on an SQL datasource, the forbidden tables they name
-    (:meth:`Ledger.count_unrun`)."""
-    for step in steps:
+    (:meth:`Ledger.count_unrun`), within ``seconds`` (the budget's, again: judging 5,500
+    heavy texts took 46 s for one case, the thirteenth re-probe's L1); the calls past it are
+    not judged, so the counts are not established (never a count lowered by a bound)."""
+    until = None if seconds is None else time.monotonic() + seconds
+    for n, step in enumerate(steps):
+        if until is not None and time.monotonic() > until:
+            ledger.uncount(out_of_time(len(steps) - n, seconds or 0.0, why))
+            return
         ledger.call(step)
         query, judged = step_queries(step, sql)
         for text in ([query] if query is not None else []) + judged:
             ledger.count_unrun(text, dialect, why=why, sql_source=sql)
+
+
+def out_of_time(calls: int, seconds: float, why: str) -> str:
+    """The error of a case whose ``calls`` were not judged on their text within the budget's
+    ``seconds`` (``why``: why they were not run)."""
+    return (f"the agent's counts could not be established: {calls:,} tool call(s) ({why}) "
+            f"were not judged on their text within the budget's {seconds:g} s (seconds), so "
+            "what they wrote and read is not counted")

@@ -14,13 +14,14 @@ the replay's budget cut does, never a pass on a lowered count.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from .codetools import code_tool
 from .datareaders import argument_texts, case_tables, data_reader, names_table
 from .querynames import query_named
-from .replay import query_of, step_queries
+from .replay import out_of_time, query_of, step_queries
 from .toolnames import PLUGIN_TOOLS, TOOL_QUERY, plugin_tool
 from .trajectory import Step
 
@@ -68,7 +69,7 @@ def unrun_query(step: Step, sql: bool, also: Collection[Step] = ()) -> tuple[str
 
 def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool,
                  replayed: bool, also: Collection[Step] = (),
-                 context: Context | None = None) -> None:
+                 context: Context | None = None, seconds: float | None = None) -> None:
     """The counts of a trajectory the plugin's loop did not write that ``steps`` leave
     unknown, the case's error at its first count gate they hold (:func:`unrun_query`; a
     forbidden table a foreign tool names, :func:`forbidden_named`; a foreign tool that reads
@@ -76,7 +77,9 @@ def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool
     ``context``, asked once); with
     ``replay: false`` (not ``replayed``), ``queries_executed`` and ``rows_read`` of a
     trajectory holding a query: nothing ran, so they are unknown, not 0 (writes and forbidden
-    tables are still judged on the queries' text)."""
+    tables are still judged on the queries' text). Within ``seconds`` (the budget's, again,
+    as :func:`~.replay.count_unrun` judges): the steps past it are not judged, so the counts
+    are not established."""
     if ledger.uncounted is not None:
         return
     run_gate = next((m for m in RUN_COUNTS if m in case.thresholds), None)
@@ -89,7 +92,11 @@ def unrun_counts(case: Case, steps: Sequence[Step], ledger: Ledger, *, sql: bool
             return
     count_gate = first_count_gate(case)
     listed: Collection[str] | None = None
-    for step in steps:
+    until = None if seconds is None else time.monotonic() + seconds
+    for n, step in enumerate(steps):
+        if until is not None and time.monotonic() > until:
+            ledger.uncount(out_of_time(len(steps) - n, seconds or 0.0, "not replayed"))
+            return
         found = unrun_query(step, sql, also)
         gate = None if found is None else (count_gate if found[1] else run_gate)
         if found is None and "forbidden_tables" in case.thresholds:

@@ -44,6 +44,7 @@ from typing import Any
 
 from .._isolation.comparison_deadline import check_deadline
 from ..results import GraphNode, GraphPath, GraphRelationship, well_formed
+from .sharedends import Undecided, end_work, shared
 
 CYPHERBENCH_METRIC_NAMES: tuple[str, ...] = ("cypherbench_ex", "cypherbench_executable")
 
@@ -60,12 +61,8 @@ class Unhashable(TypeError):
     """A value the reference's ``to_hashable`` raises ``TypeError`` on."""
 
 
-class Undecided(Exception):
-    """A comparison this module does not finish: many columns holding the same bag of
-    values, whose permutations the reference would try one by one (``width!``)."""
-
-
-def neo4j_view(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+def neo4j_view(columns: Sequence[str], rows: Sequence[Sequence[Any]],
+               contents: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
     """Ladybug rows (or a ``type: bolt`` source's, which has their form) as the ``neo4j``
     driver's ``Result.data()`` hands them to the reference: one mapping per row (a repeated
     column name keeps its last value, as a mapping does), and in it
@@ -91,15 +88,18 @@ def neo4j_view(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[di
     returned, so they were counted): one occurrence's properties are never given to another
     (the fifteenth re-probe's N1: R tiny nodes sharing a big one's id each took its P
     properties, R * P uncounted work). Only a relationship's ends are looked up by id, and
-    share the node's properties made once (:class:`_Shared`): ``R`` relationships to a node
-    of ``P`` properties cost ``R`` here; their text (an ordered comparison's :func:`_row_key`)
-    is made once too.
+    share the node's properties made once (:class:`~.sharedends.SharedEnd`): ``R``
+    relationships to a node of ``P`` properties cost ``R`` here; their text (an ordered
+    comparison's :func:`_row_key`) is made once too. Nodes of one content share one object,
+    within the view and with the other views given the same ``contents`` (the gold's and
+    the prediction's).
     """
     known: dict[Any, dict[str, Any]] = {}
+    ends: dict[Any, Any] = {} if contents is None else contents
     out = []
     for row in rows:
         for v in row:
-            _learn(v, known)
+            _learn(v, known, ends)
         out.append(dict(zip(columns, (_value(v, known) for v in row), strict=True)))
     return out
 
@@ -139,41 +139,20 @@ def _node(node: Any, known: dict[Any, dict[str, Any]]) -> dict[str, Any]:
     return _properties(node, known)
 
 
-class _Shared(dict[str, Any]):
-    """A node's properties as a relationship's end: one object for every relationship
-    ending at the node, equal to and printed as the ``dict`` it is, its text made once (the
-    reference prints each relationship with its ends' properties: ``R`` relationships to a
-    node of ``P`` properties would cost ``R * P`` text made anew)."""
-
-    __slots__ = ("_text",)
-
-    def __repr__(self) -> str:
-        try:
-            return self._text
-        except AttributeError:
-            self._text: str = dict.__repr__(self)
-            return self._text
-
-    __str__ = __repr__
-
-    def __hash__(self) -> int:  # type: ignore[override]  # the reference's error names a dict
-        raise TypeError("unhashable type: 'dict'")
-
-
-def _learn(v: Any, known: dict[Any, dict[str, Any]]) -> None:
+def _learn(v: Any, known: dict[Any, dict[str, Any]], contents: dict[Any, Any]) -> None:
     """Record the properties of every node ``v`` holds (the driver's graph of the result)."""
     if isinstance(v, GraphNode) and well_formed(v):
         key = _key(v.get("_ID"))
         if key not in known:
-            known[key] = _Shared(_properties(v, known))
+            known[key] = shared(_properties(v, known), contents)
     elif isinstance(v, GraphPath) and well_formed(v):
-        _learn(v.get("_NODES"), known)
+        _learn(v.get("_NODES"), known, contents)
     elif isinstance(v, list):
         for x in v:
-            _learn(x, known)
+            _learn(x, known, contents)
     elif isinstance(v, dict) and not (isinstance(v, GraphRelationship) and well_formed(v)):
         for x in v.values():
-            _learn(x, known)
+            _learn(x, known, contents)
 
 
 def _value(v: Any, known: dict[Any, dict[str, Any]]) -> Any:
@@ -205,11 +184,15 @@ def _end(ident: Any, known: dict[Any, dict[str, Any]]) -> dict[str, Any]:
 
 def hashable(obj: Any) -> Any:
     """The reference's ``to_hashable`` (lists and sets sorted, maps as sorted items, a date
-    as its ISO text); raises :class:`Unhashable` where the reference raises TypeError."""
+    as its ISO text); raises :class:`Unhashable` where the reference raises TypeError. Each
+    list and map checks the case's deadline (``check_deadline``): its sort is the work of
+    the values it holds, charged where it compares relationship ends
+    (:class:`~.sharedends.SharedEnd`)."""
     if obj is None or isinstance(obj, tuple | int | float | str | bool):
         return obj
     if isinstance(obj, dt.date) and not isinstance(obj, dt.datetime):
         return obj.isoformat()
+    check_deadline(_in_hashable)
     try:
         if isinstance(obj, list | set | frozenset):
             return tuple(sorted(hashable(item) for item in obj))
@@ -220,6 +203,10 @@ def hashable(obj: Any) -> Any:
     except TypeError as exc:  # sorting values that do not compare (None and 1, 1 and 'a')
         raise Unhashable(str(exc)) from None
     raise Unhashable(f"unhashable type: {type(obj)}")
+
+
+def _in_hashable() -> str:  # the deadline message of hashable (one function, made once)
+    return "the reference's to_hashable (cypherbench_ex)"
 
 
 def _row_key(x: Any) -> str:
@@ -246,8 +233,8 @@ def _same(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]], ordered: boo
             hash(row)
     elif _hashable(gold) and not _hashable(pred):
         return False  # a row holding a mapping equals no gold row: spared its text (_row_key)
-    g_sorted = [tuple(sorted(r, key=_row_key)) for r in gold]
-    p_sorted = [tuple(sorted(r, key=_row_key)) for r in pred]
+    g_sorted = [_sorted_cells(r) for r in gold]
+    p_sorted = [_sorted_cells(r) for r in pred]
     if (g_sorted != p_sorted) if ordered else (set(g_sorted) != set(p_sorted)):
         return False
     for row in gold:  # the reference's sets of the gold's columns raise here
@@ -256,6 +243,13 @@ def _same(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]], ordered: boo
         return pred == gold if ordered else set(gold) == set(pred) and \
             Counter(gold) == Counter(pred)
     return _permutable(gold, pred, ordered)
+
+
+def _sorted_cells(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A row's cells sorted by their text (the reference's quick rejection), under the case's
+    deadline (a cell's text is the work of its values, relationship ends included)."""
+    check_deadline(lambda: "sorting a row's cells by their text (cypherbench_ex)")
+    return tuple(sorted(row, key=_row_key))
 
 
 def _hashable(rows: list[tuple[Any, ...]]) -> bool:
@@ -369,6 +363,15 @@ def score(pred_text: str, gold_text: str, gold: list[dict[str, Any]],
     if pred is None:
         return 0.0, None
     try:
+        with end_work():  # the comparisons of relationship ends this score makes
+            return _decide(gold_text, gold, pred)
+    except Undecided as exc:
+        return None, str(exc)
+
+
+def _decide(gold_text: str, gold: list[dict[str, Any]],
+            pred: list[dict[str, Any]]) -> tuple[float | None, str | None]:
+    try:
         p_rows = [{k: hashable(v) for k, v in r.items()} for r in pred]
     except Unhashable:
         return 0.0, None
@@ -381,8 +384,6 @@ def score(pred_text: str, gold_text: str, gold: list[dict[str, Any]],
         return float(_same(_rows(g_rows), _rows(p_rows), "order by" in gold_text.lower())), None
     except TypeError as exc:
         return None, f"TypeError: {exc}"
-    except Undecided as exc:
-        return None, str(exc)
 
 
 def executable(pred_failed: bool) -> float:

@@ -177,12 +177,16 @@ def _best(golds: list[_Gold], text: str, pred: ResultTable | None, opts: _Option
 
     best: tuple[tuple[float, float], Scored] | None = None
     undecided: SearchBudgetExhausted | None = None
-    # made once for every alternative (the prediction's view costs its values)
-    p_view = None if pred is None else cypherbench.neo4j_view(pred.columns, pred.rows)
+    # made once for every alternative (the prediction's view costs its values); nodes of one
+    # content are one object in every view (sharedends: the sixteenth re-probe's S1)
+    contents: dict[Any, Any] = {}
+    p_view = None if pred is None else cypherbench.neo4j_view(pred.columns, pred.rows,
+                                                              contents)
     for index, gold in enumerate(golds):
         try:
             with comparison_deadline(seconds):
-                scored = _score(gold, text, (pred, p_view), opts, reason, executed=executed)
+                scored = _score(gold, text, (pred, p_view), opts, reason, executed=executed,
+                                contents=contents)
         except SearchBudgetExhausted as e:  # a score is never guessed
             undecided = undecided or e
             continue
@@ -213,11 +217,11 @@ def metric_names() -> frozenset[str]:
 
 def _score(gold: _Gold, text: str,
            predicted: tuple[ResultTable | None, list[dict[str, Any]] | None], opts: _Options,
-           reason: str | None, *, executed: bool) -> Scored:
+           reason: str | None, *, executed: bool, contents: dict[Any, Any]) -> Scored:
     """One gold alternative against the prediction (``pred`` None: it failed, ``reason``)."""
     from ..metrics.table import TABLE_METRIC_NAMES, compare_tables
 
-    g_view = cypherbench.neo4j_view(gold.table.columns, gold.table.rows)
+    g_view = cypherbench.neo4j_view(gold.table.columns, gold.table.rows, contents)
     pred, p_view = predicted
     details: dict[str, Any] = {"gold_cached": gold.cached}
     ex, crash = cypherbench.score(text, gold.query, g_view, p_view)
