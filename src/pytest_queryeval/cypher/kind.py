@@ -30,7 +30,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from .._isolation.comparison_deadline import comparison_deadline
 from ..errors import ConfigError, GoldError, QueryRefused, SearchBudgetExhausted
 from ..metricnames import QUERY_TIMING_METRICS as TIMING
 from ..model import Case, Context, Scored
@@ -172,39 +171,23 @@ def _best(golds: list[_Gold], text: str, pred: ResultTable | None, opts: _Option
     search budget, or the case's timeout again: ``comparison_deadline``) fails the case with
     the reason unless another gold matches, as the SQL and SPARQL kinds do (the fifteenth
     re-probe's N4: it escaped as an internal ERROR)."""
-    from ..kinds._query import rank
+    from ..kinds._query import best_of_golds
     from ..metrics.table import TABLE_METRIC_NAMES
 
-    best: tuple[tuple[float, float], Scored] | None = None
-    undecided: SearchBudgetExhausted | None = None
     # made once for every alternative (the prediction's view costs its values); nodes of one
     # content are one object in every view (sharedends: the sixteenth re-probe's S1)
     contents: dict[Any, Any] = {}
     p_view = None if pred is None else cypherbench.neo4j_view(pred.columns, pred.rows,
                                                               contents)
-    for index, gold in enumerate(golds):
-        try:
-            with comparison_deadline(seconds):
-                scored = _score(gold, text, (pred, p_view), opts, reason, executed=executed,
-                                contents=contents)
-        except SearchBudgetExhausted as e:  # a score is never guessed
-            undecided = undecided or e
-            continue
-        scored.details["gold_index"] = index
-        if len(golds) > 1:
-            scored.details["gold_alternatives"] = len(golds)
-        key = rank(scored.metrics, TIMING)
-        if best is None or key > best[0]:
-            best = (key, scored)
-    if undecided is not None and (
-            best is None or best[1].metrics.get("execution_accuracy") != 1.0):
+    best = best_of_golds(len(golds), lambda i: _score(
+        golds[i], text, (pred, p_view), opts, reason, executed=executed, contents=contents),
+        seconds, TIMING)
+    if isinstance(best, SearchBudgetExhausted):
         metrics = dict.fromkeys(TABLE_METRIC_NAMES, 0.0)
         metrics["cypherbench_executable"] = cypherbench.executable(not executed)
         metrics["gold_seconds"] = golds[0].table.seconds
-        return Scored(metrics, {}, [], {"gold_cached": golds[0].cached},
-                      reason=undecided.reason())
-    assert best is not None
-    return best[1]
+        return Scored(metrics, {}, [], {"gold_cached": golds[0].cached}, reason=best.reason())
+    return best
 
 
 def metric_names() -> frozenset[str]:
