@@ -59,6 +59,13 @@ class ReadRefused(QueryRefused):
     any refusal, but not a write either, so an agent's honest try is no write attempt."""
 
 
+class FormRefused(QueryRefused):
+    """A statement the read-only guard does not run for its form alone (not one query: a
+    ``PRAGMA``, ``EXPLAIN``, ``SHOW``, two ``SELECT``), nothing in it refused: it may only
+    read, so an agent's try counts a write attempt only when the judge of writes calls it
+    one."""
+
+
 class EngineReadOnly(QueryRefused):
     """The engine itself refused what the guard let through (its read-only mode, a file or
     extension access it does not allow): whatever the text looked like, it tried to change

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
-    EngineReadOnly,
+    FormRefused,
     QueryEvalError,
     QueryFailed,
     QueryRefused,
@@ -143,7 +143,7 @@ class Ledger:
         except QueryRefused as exc:
             if isinstance(exc, QuerySyntaxError):
                 self._unparsed(sql, sql_source)
-            elif sql_source and not isinstance(exc, EngineReadOnly) and _a_read(sql, dialect):
+            elif sql_source and isinstance(exc, FormRefused) and _a_read(sql, dialect):
                 self._read_refused(sql, exc)
             else:
                 self._write(f"refused by the datasource ({exc.reason()}): {_short(sql)}")

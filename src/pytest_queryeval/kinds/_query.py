@@ -152,7 +152,7 @@ def best_of_golds(count: int, score: Callable[[int], Scored], seconds: float,
     timeout (``seconds``: a comparison_deadline), the best by :func:`rank` kept, its index
     in ``details``; or, when one stopped undecided (its search budget, the deadline) and no
     other matched, why: a score is never guessed, and a match is a match. One loop for the
-    kinds that take gold alternatives (SQL, SPARQL, Cypher), so that they cannot drift."""
+    query kinds that take gold alternatives, so that they cannot drift."""
     from .._isolation.comparison_deadline import comparison_deadline
 
     best: tuple[tuple[float, float], Scored] | None = None

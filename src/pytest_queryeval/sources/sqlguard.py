@@ -18,7 +18,7 @@ import itertools
 import re
 from typing import Any
 
-from ..errors import QueryRefused, QuerySyntaxError, ReadRefused
+from ..errors import FormRefused, QueryRefused, QuerySyntaxError, ReadRefused
 
 #: sqlglot dialect names for SQLAlchemy backend names that differ (the rest are passed as-is
 #: when sqlglot knows them).
@@ -322,7 +322,10 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
     if not statements:
         raise QueryRefused("no statement (only comments)")
     if len(statements) > 1:
-        raise QueryRefused(
+        for statement in statements:  # what one of them holds is refused for itself
+            if isinstance(statement, exp.Query | exp.Values):
+                _check_query(statement, dialect)
+        raise FormRefused(
             f"{len(statements)} statements ({', '.join(_label(s) for s in statements)}); "
             "only one query is executed"
         )
@@ -333,7 +336,16 @@ def _check_sqlglot(sql: str, dialect: str | None) -> None:
                           "no count can see")
     if not isinstance(tree, exp.Query | exp.Values):
         _check_statement_start(sql, dialect)
-        raise QueryRefused(f"{_label(tree)} is not a read-only query")
+        raise FormRefused(f"{_label(tree)} is not a read-only query")
+    _check_query(tree, dialect)
+
+
+def _check_query(tree: Any, dialect: str | None) -> None:
+    """Refuse what one query holds: a write inside it, a function with effects, one that runs
+    SQL given as text or reads a file, a table function reading a table by name."""
+    from sqlglot import exp
+
+    summarize = getattr(exp, "Summarize", None)
     forbidden = tuple(t for t in (getattr(exp, n, None) for n in _FORBIDDEN_NODES) if t)
     sql_text = _DIALECT_SQL_TEXT_FUNCTIONS.get(dialect or "", frozenset())
     readers = _DIALECT_TABLE_READERS.get(dialect or "", frozenset())
