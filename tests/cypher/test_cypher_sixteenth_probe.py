@@ -34,9 +34,9 @@ def test_real_nodes_in_structs_and_lists_are_still_marked(ladybug):
 
 def test_a_value_of_another_shape_than_its_type_is_unread():
     tree = graphtypes.parse("STRUCT(a STRUCT(z INT64), b NODE)")
-    assert graphtypes.fits({"a": {"z": 1}, "b": {"_ID": 1, "_LABEL": "P"}}, tree)
-    assert not graphtypes.fits({"a": {"z INT64), b NODE": 1}, "b": {}}, tree)
-    assert not graphtypes.fits({"a": {"z": [1]}, "b": None}, tree)
+    assert graphtypes.fits([{"a": {"z": 1}, "b": {"_ID": 1, "_LABEL": "P"}}], tree)
+    assert not graphtypes.fits([{"a": {"z INT64), b NODE": 1}, "b": {}}], tree)
+    assert not graphtypes.fits([{"a": {"z": [1]}, "b": None}], tree)
     rows = [({"a": {"z": 1}, "b": {"_ID": 1, "_LABEL": "P"}},),
             ({"a": {"y": 1}, "b": {"_ID": 2, "_LABEL": "P"}},)]
     marked = graphtypes.mark_rows(rows, ["STRUCT(a STRUCT(z INT64), b NODE)"])

@@ -18,7 +18,16 @@ exactly the fields read, in order, whether or not the struct holds a graph type,
 map or list. Crafted field names that balanced out (``{d: {k1: {`z INT64), k2 NODE), e STRUCT(w
 STRUCT(v`: 1}, k2: {...}}}``) read a struct holding no graph value where the value had other
 keys, which was never checked, and a map literal was marked as a node (the sixteenth re-probe's
-F1: 276 s of comparison in the pytest process from a 341-byte text). A union member's name is
+F1: 276 s of comparison in the pytest process from a 341-byte text). Nor is a name checked
+that no value reaches: a struct-typed null, the item type of an empty list, the value type of
+an empty map, a null item of a list. Crafted names inside ``CASE WHEN false THEN {`x INT64), g
+NODE, h STRUCT(y STRUCT(z`: 1} END`` balanced the text as F1's did and a map literal beside it
+was marked as a node again (the seventeenth re-probe's F2: 94 s in the pytest process). So
+every struct level of the type read must be pinned by at least one value of the column (its
+rows, a list's items, a map's values) whose keys are the names read there, else the column is
+unread; a map's key type is never in a value, so a ``MAP`` whose key type is not a plain
+scalar is unread too. With every level pinned, each name read is a whole name of the value,
+so the text was split where the engine wrote it. A union member's name is
 printed the same way but is nowhere in the value, so nothing can check it: a crafted member
 name (``union_value(`y STRUCT(a NODE, q` := {...})``) rewrote the text so that a map literal
 read as a node (the fifteenth re-probe's N1: 2.9 GB in the pytest process from a 39 KB text). A
@@ -83,8 +92,8 @@ def _type(s: str, i: int) -> tuple[Tree, int]:
         fields, i = _fields(s, i + 1)
         tree = ("struct", fields)
     elif name == "MAP" and s.startswith("(", i):
-        _, i = _type(s, i + 1)
-        if not s.startswith(", ", i):
+        key, i = _type(s, i + 1)
+        if key != "scalar" or not s.startswith(", ", i):  # a key's names: never in a value
             raise _Unread(s)
         value, i = _type(s, i + 2)
         if not s.startswith(")", i):
@@ -115,24 +124,37 @@ def _fields(s: str, i: int) -> tuple[tuple[tuple[str, Tree], ...], int]:
         i += 2
 
 
-def fits(v: Any, tree: Tree) -> bool:
-    """Whether ``v`` has the shape ``tree`` reads at every level (a null anywhere fits): a
-    value that does not is one the type text was not read right for."""
-    if v is None:
-        return True
+def fits(column: list[Any], tree: Tree) -> bool:
+    """Whether the values of one column (``column``) pin every struct level of ``tree``: at
+    each level, every non-null value has the shape read (a struct exactly the fields read, in
+    order; a scalar no map or list), and each struct level has at least one such value. A
+    level no value reaches (a null, an empty list, an empty map, a null item of a list) is
+    text that nothing checked: the column is then unread (the seventeenth re-probe's F2)."""
+    try:
+        return _fits(column, tree)
+    except RecursionError:
+        return False
+
+
+def _fits(values: list[Any], tree: Tree) -> bool:
+    values = [v for v in values if v is not None]
     if tree == "scalar":
-        return not isinstance(v, dict | list)
+        return not any(isinstance(v, dict | list) for v in values)
     if tree in ("node", "rel", "path"):
-        return isinstance(v, dict)
+        return all(isinstance(v, dict) for v in values)
     kind, inner = tree
     if kind == "list":
-        return isinstance(v, list) and all(fits(x, inner) for x in v)
-    if not isinstance(v, dict):
+        return all(isinstance(v, list) for v in values) and _fits([x for v in values for x in v], inner)
+    if not all(isinstance(v, dict) for v in values):
         return False
     if kind == "map":
-        return all(fits(x, inner) for x in v.values())
-    return tuple(v) == tuple(name for name, _ in inner) and \
-        all(fits(v[name], t) for name, t in inner)
+        return _fits([x for v in values for x in v.values()], inner)
+    names = tuple(name for name, _ in inner)
+    return (
+        bool(values)
+        and all(tuple(v) == names for v in values)
+        and all(_fits([v[name] for v in values], t) for name, t in inner)
+    )
 
 
 def mark(v: Any, tree: Tree) -> Any:
@@ -177,7 +199,7 @@ def mark_rows(rows: list[tuple[Any, ...]], types: list[str]) -> list[tuple[Any, 
     trees = [parse(t) for t in types]
     if all(t is None for t in trees):
         return rows
-    for c, tree in enumerate(trees):  # a column one value of which does not fit is unread
-        if tree is not None and not all(fits(row[c], tree) for row in rows):
+    for c, tree in enumerate(trees):  # a column its values do not pin is unread
+        if tree is not None and not fits([row[c] for row in rows], tree):
             trees[c] = None
     return [tuple(mark(v, t) for v, t in zip(row, trees, strict=True)) for row in rows]
