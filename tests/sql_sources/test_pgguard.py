@@ -10,7 +10,7 @@ import pytest
 
 from pytest_queryeval.errors import QueryRefused, QuerySyntaxError
 from pytest_queryeval.sources.pgguard import check_postgres, volatile_refusal
-from pytest_queryeval.sources.sqlguard import _FORBIDDEN_FUNCTIONS, check_read_only
+from pytest_queryeval.sources.sqlguard import FORBIDDEN_FUNCTIONS, check_read_only
 
 from .attacks import POSTGRES_ALLOWED
 
@@ -52,7 +52,7 @@ REFUSED = {
 @pytest.mark.parametrize("sql", sorted(REFUSED))
 def test_refused_as_the_server_reads_it(sql: str) -> None:
     with pytest.raises(QueryRefused) as info:
-        check_postgres(sql, _FORBIDDEN_FUNCTIONS)
+        check_postgres(sql, FORBIDDEN_FUNCTIONS)
     assert info.value.reason() == REFUSED[sql]
 
 
@@ -72,7 +72,7 @@ def test_the_whole_guard_refuses_escaped_names() -> None:
 
 @pytest.mark.parametrize("sql", POSTGRES_ALLOWED)
 def test_legitimate_queries_pass(sql: str) -> None:
-    assert check_read_only(sql, "postgres") == check_postgres(sql, _FORBIDDEN_FUNCTIONS)
+    assert check_read_only(sql, "postgres") == check_postgres(sql, FORBIDDEN_FUNCTIONS)
 
 
 def test_called_functions_are_named_as_resolved() -> None:
