@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_queryeval.agents.textjudge import is_write
 from pytest_queryeval.agents.owncalls import own_calls, without_own
+from pytest_queryeval.agents.textjudge import is_write
 from tests.agents.test_counts_fifteenth_probe_calls import COUNT_GATES
 from tests.agents.test_counts_from_what_ran import (
     GOLD,
