@@ -88,7 +88,7 @@ class Seedbed:
 
 def seedbed(cases: Sequence[Mapping[str, Any]], protected: Sequence[Target]) -> Seedbed:
     """The questions and golds of ``cases`` (entries of a case file) that have both."""
-    from .ledger import tables_of
+    from .textjudge import tables_of
 
     out = []
     for case in cases:

@@ -89,7 +89,7 @@ class Pinner:
         source = self._source()
         names: list[str] = []
         if isinstance(query, str) and query.strip():
-            from ..agents.ledger import tables_of
+            from ..agents.textjudge import tables_of
 
             names = real_names(source, tables_of(query, source.dialect))
         if not names and pinned:
