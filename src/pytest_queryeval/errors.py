@@ -66,12 +66,6 @@ class FormRefused(QueryRefused):
     one."""
 
 
-class EngineReadOnly(QueryRefused):
-    """The engine itself refused what the guard let through (its read-only mode, a file or
-    extension access it does not allow): whatever the text looked like, it tried to change
-    or reach outside the data, so an agent's try counts a write attempt."""
-
-
 class QuerySyntaxError(QueryRefused):
     """The predicted text does not even start like a query (prose, a misspelled keyword).
 

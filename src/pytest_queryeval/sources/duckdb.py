@@ -46,7 +46,6 @@ from typing import Any
 
 from .._util.safefile import private_tempdir
 from ..errors import (
-    EngineReadOnly,
     MissingDependency,
     QueryFailed,
     QueryRefused,
@@ -215,7 +214,7 @@ def _run_query(conn: Any, query: str, timeout: float, max_rows: int,
             raise QueryTimeout(f"query exceeded {timeout:g} s") from None
         raise KeyboardInterrupt from None
     except duckdb.PermissionException as e:
-        raise EngineReadOnly(f"the source allows no file, network or extension access "
+        raise QueryRefused(f"the source allows no file, network or extension access "
                            f"({_first_line(e)})"
                            ) from None
     except duckdb.OutOfMemoryException as e:
@@ -223,7 +222,7 @@ def _run_query(conn: Any, query: str, timeout: float, max_rows: int,
     except duckdb.Error as e:
         msg = str(e)
         if "read-only mode" in msg or "configuration has been locked" in msg:
-            raise EngineReadOnly(f"the source is read-only ({_first_line(e)})") from None
+            raise QueryRefused(f"the source is read-only ({_first_line(e)})") from None
         raise QueryFailed(msg) from None
     finally:
         timer.cancel()

@@ -46,7 +46,6 @@ from .._util.secrets import MASK, mask_url
 from .._util.secrets import QUERY_PASSWORD as _QUERY_PASSWORD
 from ..errors import (
     ConfigError,
-    EngineReadOnly,
     MissingDependency,
     QueryEvalError,
     QueryEvalWarning,
@@ -603,7 +602,7 @@ class SqlAlchemySource(SourceDefaults):
         if state == "57014" or (fired and not getattr(e, "connection_invalidated", False)):
             return QueryTimeout(f"query exceeded {timeout:g} s")
         if state == "25006" or "read-only transaction" in msg or "readonly database" in msg:
-            return EngineReadOnly(f"the source is read-only ({msg})")
+            return QueryRefused(f"the source is read-only ({msg})")
         if not state and msg.startswith("out of memory") and in_worker():
             # libpq's own allocation of the result failed (no SQLSTATE: the client, not the
             # server): in the worker that is RLIMIT_AS, i.e. max_memory, as a MemoryError is

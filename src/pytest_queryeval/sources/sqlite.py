@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..errors import EngineReadOnly, QueryFailed, QueryTimeout, SourceUnavailable
+from ..errors import QueryFailed, QueryRefused, QueryTimeout, SourceUnavailable
 from ..results import ResultTable
 from .base import (
     DEFAULT_MAX_BYTES,
@@ -135,7 +135,7 @@ def run_query(conn: sqlite3.Connection, query: str, timeout: float, max_rows: in
         if guarded and msg.startswith("not authorized"):
             raise EngineDenied(f"the engine refused it ({msg})") from None
         if "readonly database" in msg:  # mode=ro and query_only both say so
-            raise EngineReadOnly(f"the source is read-only ({msg})") from None
+            raise QueryRefused(f"the source is read-only ({msg})") from None
         if "disk is full" in msg or "disk I/O error" in msg:
             msg += " (temporary files are capped at max_memory bytes each)"
         raise QueryFailed(msg) from None
