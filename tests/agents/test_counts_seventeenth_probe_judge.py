@@ -77,3 +77,23 @@ def test_an_honest_schema_read_the_guard_does_not_run_is_no_write(
             continue
         assert case["metrics"]["write_attempts"] == 0.0, (cid, case["details"]["agent"])
         assert case["outcome"] == "passed", (cid, case.get("error"))
+
+
+PRAGMA_SETTERS = ["PRAGMA user_version(7)", "PRAGMA main.user_version(7)",
+                  "pragma  USER_VERSION (7)", "PRAGMA application_id(5)"]
+
+
+def test_a_pragma_setter_in_its_call_form_is_a_write(pytester: pytest.Pytester,
+                                                     shared_data: Path) -> None:
+    """The eighteenth re-probe's N1: SQLite runs ``PRAGMA user_version(7)`` as ``= 7`` and
+    writes the file; the judge read a schema pragma, and the guard's refusal for its form
+    became a read refused."""
+    lines = {f"setter-{i}": {"trajectory": [call("a", "run_query", sql), tool("a", "ok")]}
+             for i, sql in enumerate(PRAGMA_SETTERS)}
+    _file_suite(pytester, shared_data, lines)
+    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    for cid in lines:
+        case = report.by_id[cid]
+        assert case["metrics"]["write_attempts"] == 1.0, (cid, case["metrics"])
+    assert all(is_write(sql, "sqlite") for sql in PRAGMA_SETTERS)
+    assert not is_write("PRAGMA user_version", "sqlite")

@@ -57,6 +57,22 @@ READ_PRAGMAS = frozenset({
     "show_tables", "show_tables_expanded", "database_size", "storage_info", "version", "platform",
     "show", "functions"})
 
+#: Pragmas of :data:`READ_PRAGMAS` that set their value when given one in the call form too
+#: (SQLite runs ``PRAGMA user_version(7)`` as ``= 7``: the eighteenth re-probe's N1).
+_SETTABLE_PRAGMAS = frozenset({"user_version", "schema_version", "application_id", "page_size",
+                               "encoding"})
+_PRAGMA = re.compile(_LEAD + r"pragma\s+(?:\w+\s*\.\s*)?(\w+)\s*([=(])?", re.IGNORECASE)
+
+
+def pragma_sets(text: str) -> bool:
+    """Whether a pragma statement is no read: an assignment (``= v``), one not of
+    :data:`READ_PRAGMAS`, or a settable one given a value (``user_version(7)``)."""
+    name = _PRAGMA.match(text)
+    if name is None or name.group(2) == "=" or name.group(1).lower() not in READ_PRAGMAS:
+        return True
+    return name.group(2) == "(" and name.group(1).lower() in _SETTABLE_PRAGMAS
+
+
 _local = threading.local()
 
 
@@ -181,8 +197,7 @@ def _tree_verdict(tree: Any, text: str, dialect: str | None, exp: Any) -> Verdic
             return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)[1:]})
         return Verdict("write", why=f"{head.upper()} is not a read")
     if isinstance(tree, exp.Pragma):
-        name = re.match(_LEAD + r"pragma\s+(?:\w+\s*\.\s*)?(\w+)\s*(=)?", text, re.IGNORECASE)
-        if name is None or name.group(2) or name.group(1).lower() not in READ_PRAGMAS:
+        if pragma_sets(text):
             return Verdict("write", why="a pragma that is not a read of the schema")
         return Verdict("read", {w.lower() for w in re.findall(r"[A-Za-z_]\w*", text)[2:]})
     if isinstance(tree, exp.Alias | exp.Condition | exp.Identifier | exp.Tuple):

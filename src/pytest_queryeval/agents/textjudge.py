@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .language import state_function
+from .language import pragma_sets, state_function
 
 #: Heads that change data, schema or session, when sqlglot reads a bare command (H8: FORCE).
 _WRITE_HEAD = re.compile(
@@ -102,7 +102,7 @@ def _head_writes(text: str, dialect: str | None) -> bool:
                       flags=re.IGNORECASE)
         return bool(rest.strip()) and is_write(rest, dialect)
     if re.match(r"\s*pragma\b", text, re.IGNORECASE):
-        return "=" in text
+        return "=" in text or pragma_sets(text.strip())
     return _WRITE_HEAD.match(text) is not None
 
 
