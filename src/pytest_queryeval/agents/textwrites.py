@@ -172,6 +172,12 @@ _NOT_QUERY = frozenset({
     "c++", "csharp", "cs", "ruby", "rb", "php", "perl", "r", "julia", "swift", "lua", "output",
     "log", "diff", "tex", "latex", "mermaid", "dot", "tool_code", "tool_call", "tool_calls",
     "tool_use", "function_call", "function_calls"})
+#: An answer tag that holds a query (``<sql>...</sql>``, ``<query>``, ``<sparql>``: what
+#: harnesses extract and run; the eighteenth re-probe's N4), to its closing tag or the end.
+_QUERY_TAG = re.compile(r"<([\w-]{0,24}?(?:sql|ql|query))>([^<]{0,65536}+)")
+#: Statements a word alone is, even in an inline code span (``Done: `VACUUM`.``: the
+#: eighteenth re-probe's N7).
+_ALONE = frozenset({"analyze", "analyse", "vacuum", "reindex", "checkpoint"})
 #: A quote's or an escape's mark, for blanking strings (:func:`_masked`).
 _QUOTE_MARK = re.compile(r"['\"`]|\$\$")
 _ESCAPED_QUOTE_MARK = re.compile(r"\\.|['\"`]|\$\$", re.DOTALL)
@@ -219,6 +225,7 @@ def _code_spans(plain: str) -> list[tuple[int, int, bool]]:
                 continue
             start = tag.end()
         spans.append((start, end, False))
+    spans += [(m.start(2), m.end(2), False) for m in _QUERY_TAG.finditer(plain)]
     spans += [(m.start(1), m.end(1), True) for m in _INLINE.finditer(plain)]
     spans += [(m.start(1), m.end(1), False) for m in _PAYLOAD.finditer(plain)]
     return spans
@@ -235,7 +242,7 @@ def _statement_write(plain: str, start: int, end: int, inline: bool) -> int | No
         head = _HEAD_AT.match(plain, pos, stop)
         if head is not None:
             word, rest = head.group(1), plain[head.end():stop]
-            if word in _WRITE_HEADS and (rest.strip() or not inline) and not (
+            if word in _WRITE_HEADS and (rest.strip() or not inline or word in _ALONE) and not (
                     word == "pragma" and "=" not in rest and
                     rest.strip().split("(")[0].strip() in READ_PRAGMAS):
                 return head.start(1)
