@@ -71,7 +71,12 @@ _CLAUSE = frozenset({"where", "group", "order", "limit", "having", "union", "exc
 #: of one word is too: ``ON Milliseconds, Employee``).
 _COMPARES = frozenset({"=", "<", ">", "!", "is", "like", "glob", "between", "in", "regexp",
                        "match", "true", "false", "null", "similar", "ilike", "and", "or",
-                       "not", "case", "when", "collate", "exists", "cast"})
+                       "not", "case", "when", "collate", "exists", "cast",
+                       # operators and postfix tests no sentence has between ``ON`` and its
+                       # comma (``ON Milliseconds NOTNULL, Employee``, ``ON k::BOOLEAN``, ``ON
+                       # +x``: the eighteenth re-probe's N5)
+                       "+", "-", "*", "/", "%", "~", "|", "&", "^", ":", "notnull", "isnull",
+                       "escape", "any", "all", "some", "distinct"})
 _EXPECT, _AFTER, _ALIASED, _COND = 0, 1, 2, 3
 
 
