@@ -234,7 +234,11 @@ _STATEMENT_GOES_ON = re.compile(
     rf"\s*(?:$|[;),]|(?:{_ALIAS}\s+)?(?:where|select|limit|order|group|join|inner|left|right|"
     r"full|cross|natural|using|on|union|except|intersect|having|qualify|window|offset|fetch|"
     rf"indexed|not\s+indexed)\b|{_ALIAS}[ \t]*[;)]?[ \t]*(?:$|```)|"
-    rf"{_ALIAS}[ \t]*;\s*(?:select|with|values|from|pragma|insert|update|delete)\b)",
+    rf"{_ALIAS}[ \t]*;\s*(?:select|with|values|from|pragma|insert|update|delete)\b|"
+    # an alias, then another item of the list that goes on itself (``FROM Employee e, Genre
+    # g`` at a statement's end: the eighteenth re-probe's N6)
+    rf"{_ALIAS}\s*,\s*[\w\"`\[][\w.\"`\[\]]{{0,128}}(?:\s+{_ALIAS})?[ \t]*"
+    r"(?:[;)][ \t]*)?(?:$|```|(?:where|limit|order|group|join)\b))",
     re.MULTILINE)
 _SELECT = re.compile(words(["select"]) + r"\b")
 #: What a scan from a ``SELECT`` looks for: a statement's end (``;``, a fence), a paragraph's
