@@ -233,6 +233,7 @@ def _same(gold: list[tuple[Any, ...]], pred: list[tuple[Any, ...]], ordered: boo
             hash(row)
     elif _hashable(gold) and not _hashable(pred):
         return False  # a row holding a mapping equals no gold row: spared its text (_row_key)
+    _charge_text((*gold, *pred))
     g_sorted = [_sorted_cells(r) for r in gold]
     p_sorted = [_sorted_cells(r) for r in pred]
     if (g_sorted != p_sorted) if ordered else (set(g_sorted) != set(p_sorted)):
@@ -250,6 +251,47 @@ def _sorted_cells(row: tuple[Any, ...]) -> tuple[Any, ...]:
     deadline (a cell's text is the work of its values, relationship ends included)."""
     check_deadline(lambda: "sorting a row's cells by their text (cypherbench_ex)")
     return tuple(sorted(row, key=_row_key))
+
+
+#: The most characters the texts of one comparison's cells (:func:`_row_key`) may take: past
+#: it, the score is not decided. A list of ``R`` relationships prints both ends ``R`` times
+#: (the eighteenth re-probe's S3: an 89-byte prediction repeating one relationship to a node
+#: of 100,000 values took 8 GB in the pytest process).
+MAX_ROW_TEXT = 50_000_000
+
+
+def _charge_text(rows: Sequence[tuple[Any, ...]]) -> None:
+    """Count the characters the rows' cell texts will take before making them (each object
+    sized once, its text counted each time it is printed): past :data:`MAX_ROW_TEXT`,
+    :class:`Undecided`."""
+    sizes: dict[int, int] = {}
+    total = 0
+    try:
+        for row in rows:
+            check_deadline(lambda: "sizing the rows' cell texts (cypherbench_ex)")
+            for cell in row:
+                total += _text_size(cell, sizes)
+                if total > MAX_ROW_TEXT:
+                    raise Undecided(f"the rows' cells print more than {MAX_ROW_TEXT:,} "
+                                    "characters, which the reference's sort by text would make")
+    except RecursionError:
+        raise Undecided("the rows' cells are nested too deep to print") from None
+
+
+def _text_size(x: Any, sizes: dict[int, int]) -> int:
+    """The length of ``str(x)`` (:func:`_row_key`), without making it: a shared end's text is
+    made once (:class:`~.sharedends.SharedEnd`), a container's is its items'."""
+    known = sizes.get(id(x))
+    if known is not None:
+        return known
+    if isinstance(x, list | tuple):
+        n = 2 + sum(_text_size(v, sizes) + 2 for v in x)
+    elif isinstance(x, dict) and type(x).__repr__ is dict.__repr__:
+        n = 2 + sum(_text_size(k, sizes) + _text_size(v, sizes) + 4 for k, v in x.items())
+    else:  # a shared end (its text cached), a scalar, a text (printed once here)
+        n = len(repr(x))
+    sizes[id(x)] = n
+    return n
 
 
 def _hashable(rows: list[tuple[Any, ...]]) -> bool:
