@@ -67,3 +67,23 @@ def test_hostile_server_texts_end_as_their_cases_failures(pytester: pytest.Pytes
     assert "could not be read" in deep["reason"], deep["reason"]
     assert report.by_id["honest"]["outcome"] == "passed"
     assert server.count() == (13, 15)
+
+
+def test_a_reply_the_driver_misreads_is_the_predictions_failure() -> None:
+    """The eighteenth re-probe's B3: FalkorDB cuts a reply over 64 KB and the driver reads the
+    rest as chunks sized by the prediction's own strings, failing with ``struct.error``; with
+    ``rehearse: false`` that was "cannot connect", the datasource's error. The error mapping is
+    called with the driver's real exception type (the cut reply needs a server graph of
+    megabyte values, which the shared test server does not hold)."""
+    import struct
+
+    from pytest_queryeval.cypher.bolt import BoltSource, _query_error
+    from pytest_queryeval.errors import QueryFailed
+
+    src = BoltSource.from_spec("g", {"type": "bolt", "url": "bolt://127.0.0.1:1", "timeout": 5})
+    try:
+        struct.unpack(">q", b"\x00")
+    except struct.error as exc:
+        got = _query_error(src, exc, "RETURN 1", 5.0, 0.1, False)
+    assert isinstance(got, QueryFailed), got
+    assert "could not be read" in got.reason()

@@ -44,6 +44,7 @@ import importlib
 import os
 import re
 import socket
+import struct
 import threading
 import time
 from collections.abc import Mapping
@@ -442,12 +443,15 @@ def _query_error(src: BoltSource, exc: BaseException, query: str, seconds: float
         return classify(src, code, _message(exc), query)
     if isinstance(exc, UnicodeDecodeError):
         return _undecodable(exc)
-    if isinstance(exc, RecursionError | MemoryError):
+    if isinstance(exc, RecursionError | MemoryError | struct.error | OverflowError | IndexError):
         # the reply the query asked for, not the server: a value nested past what the
         # driver reads (``reduce(a = [], x IN range(1, 900) | [a])``, the seventeenth
-        # re-probe's B2) was the datasource's error and left the case out of every mean
+        # re-probe's B2), or a reply FalkorDB cut at 64 KB whose rest the driver misreads
+        # (``struct.error``: the eighteenth's B3), was the datasource's error and left the
+        # case out of every mean
         return QueryFailed(f"the reply could not be read ({type(exc).__name__}: a value "
-                           "nested or grown past what the driver reads)")
+                           "nested or grown past what the driver reads, or a reply the "
+                           "server cut short)")
     return _connect_error(src, exc)
 
 
