@@ -245,9 +245,19 @@ def worker_query(path: str, name: str, query: str, timeout: float, max_rows: int
     conn = conns.pop(key, None)
     temp = os.path.join(tempfile.gettempdir(), "duckdb")
     if conn is None:
-        conn = open_read_only(Path(path), name, max_memory, threads, temp)
-        while len(conns) >= _WORKER_CONNECTIONS:
+        while len(conns) >= _WORKER_CONNECTIONS:  # room first: at most this many open
             conns.pop(next(iter(conns))).close()
+        try:
+            conn = open_read_only(Path(path), name, max_memory, threads, temp)
+        except SourceUnavailable as e:
+            if not conns or "Out of Memory" not in str(e):
+                raise
+            # the connections cached for other databases hold the worker's address space
+            # (``RLIMIT_AS``: each instance's buffers and threads); a long run of suites on
+            # many files filled it ("Allocation failure" at open): give them back, open again
+            while conns:
+                conns.popitem()[1].close()
+            conn = open_read_only(Path(path), name, max_memory, threads, temp)
     try:
         table = packing(run_query, conn, query, timeout, max_rows, max_bytes, temp, path)
     except QueryFailed as e:
