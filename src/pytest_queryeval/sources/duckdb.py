@@ -70,8 +70,10 @@ _FETCH_BATCH = 1_000
 #: Why a ``thread``-isolated query that outlived its timeout ended the case.
 ABANDONED = ("the engine did not stop by itself: the query was abandoned, still running in a "
              "thread of this process; isolation: process would kill it")
-#: Connections a worker keeps open (one per file and settings, least recently used closed first).
-_WORKER_CONNECTIONS = 8
+#: Connections a worker keeps open (one per file and settings, least recently used closed
+#: first): few, as each instance keeps address space under the worker's ``RLIMIT_AS`` (eight,
+#: late in a long run of suites on many files, left a query or an open "out of memory").
+_WORKER_CONNECTIONS = 3
 _INSTALL = "type: duckdb needs DuckDB: pip install 'pytest-queryeval[duckdb]'"
 
 
