@@ -217,15 +217,11 @@ def _tree_verdict(tree: Any, text: str, dialect: str | None, exp: Any) -> Verdic
         return Verdict("write", why="SELECT ... INTO creates a table")
     called = next((f for f in read.find_all(exp.Func) if state_function(f)), None)
     if called is not None:
-        return Verdict("write", why=f"it calls {_func_name(called)}(), whose effect outlives "
+        from ..sources.sqlguard import function_name
+
+        return Verdict("write", why=f"it calls {function_name(called)}(), whose effect outlives "
                                     "the query")
     return Verdict("read", tree_tables(read))
-
-
-def _func_name(node: Any) -> str:
-    from sqlglot import exp
-
-    return str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
 
 
 def state_function(node: object) -> bool:
@@ -235,9 +231,9 @@ def state_function(node: object) -> bool:
     refuses it (:data:`~..sources.sqlguard.FORBIDDEN_FUNCTIONS`)."""
     from sqlglot import exp
 
-    from ..sources.sqlguard import FORBIDDEN_FUNCTIONS
+    from ..sources.sqlguard import FORBIDDEN_FUNCTIONS, function_name
 
-    return isinstance(node, exp.Func) and _func_name(node) in FORBIDDEN_FUNCTIONS
+    return isinstance(node, exp.Func) and function_name(node) in FORBIDDEN_FUNCTIONS
 
 
 #: DuckDB's and PostgreSQL's statement types that only read (DuckDB reads ``DESCRIBE``,

@@ -355,7 +355,7 @@ def _check_query(tree: Any, dialect: str | None) -> None:
                 else QueryRefused
             raise refused(f"{_label(node)} inside a query")
         if isinstance(node, exp.Func):
-            fname = (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
+            fname = function_name(node)
             if fname in FORBIDDEN_FUNCTIONS:
                 raise QueryRefused(f"function {fname}() has side effects")
             if fname in sql_text:
@@ -373,6 +373,14 @@ def _check_query(tree: Any, dialect: str | None) -> None:
             if dialect in _PATH_TABLES:
                 _check_table_name([p.name for p in node.parts
                                    if isinstance(p, exp.Identifier)])
+
+
+def function_name(node: Any) -> str:
+    """A function call's name as the guard reads it (an unknown function's own spelling, a
+    known one's SQL name), lower-cased: the one reading of it the agents' judge shares."""
+    from sqlglot import exp
+
+    return str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).lower()
 
 
 def _label(node: object) -> str:
