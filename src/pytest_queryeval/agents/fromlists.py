@@ -300,7 +300,8 @@ def _close(low: str, at: int, quote: str) -> int:
 
 def forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
     """Where ``low`` (a text in lower case) reads one of the ``forbidden`` tables (any case,
-    qualified, quoted), or None: as a graph pattern's label (``(e:Employee)``), or as an item
+    qualified, quoted), or None: as a graph pattern's label (``(e:Employee)``), as a pragma's
+    argument (``PRAGMA table_info(Employee)``, ``pragma_index_list('Employee')``), or as an item
     of a list after ``FROM``/``JOIN``/``TABLE``/``DESCRIBE``... when a ``SELECT`` comes before
     it (:func:`_selected`) or the statement goes on after it (past :data:`_MAX_NAMES` such
     items, or past the walks' budget, the first is taken as one)."""
@@ -309,8 +310,9 @@ def forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
     names = frozenset(t.lower() for t in forbidden)
     if not any(name in low for name in names):
         return None
-    label = _label_pattern(forbidden).search(low)
-    first = label.start() if label else None
+    found = [m.start() for m in (_label_pattern(forbidden).search(low),
+                                 _pragma_pattern(forbidden).search(low)) if m is not None]
+    first = min(found) if found else None
     items = _items(low, names)
     if items is None:
         return 0
@@ -348,3 +350,16 @@ def _label_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
     names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
                                                           reverse=True))
     return re.compile(rf"[(\[]\s*\w*\s*:\s*[\"`\[']?(?:{names})[\"`\]']?(?![\w$])")
+
+
+@functools.lru_cache(maxsize=64)
+def _pragma_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
+    """A forbidden table given to a pragma in its call form or to its table-valued function
+    (SQLite's ``PRAGMA main.table_info(Employee)``, ``pragma_table_info('Employee')``,
+    DuckDB's ``PRAGMA storage_info('Employee')``): a read of its schema, which the write half
+    no longer takes as a setter's (the eighteenth re-probe's M2)."""
+    names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
+                                                          reverse=True))
+    return re.compile(r"pragma(?<![\w]pragma)(?:_[\w$]++|\s*+[^\s(;]{1,80}+)\s*\(\s*"
+                      r"(?:[\w$\"`\[\]']{1,80}+\s*\.\s*)?"
+                      rf"[\"`\[']?(?:{names})[\"`\]']?\s*[),]")

@@ -80,8 +80,10 @@ def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
         found = _MODEL_TEXT.fullmatch(text)
         if found and isinstance(value, str) and (found.group(1) == "output" or str(attrs.get(
                 f"llm.input_messages.{found.group(2)}.message.role", "")).lower() == "assistant"):
+            # a counted call its text quotes is no other call, as in ``output.value`` (an
+            # executor's log in the message: the eighteenth re-probe's M3)
             why = copies.scan(value, history=found.group(1) == "input") or _written_call(
-                value, forbidden, copies)
+                search.without_known_lines(value) if known else value, forbidden, copies)
         elif text.startswith("output.") and text != "output.mime_type" and not result \
                 and kind not in _NOT_CALLS:
             prose = kind == "LLM" and isinstance(value, str) and \
@@ -146,7 +148,7 @@ class _Search:
         plain = " ".join(text.split())
         if model:  # a call it quotes that was counted is no other call (an executor's log)
             why = self.copies.scan(text) or _written_call(
-                self._without_known_lines(text) if self.known else text, self.forbidden,
+                self.without_known_lines(text) if self.known else text, self.forbidden,
                 self.copies)
             if why is not None:
                 return why
@@ -172,7 +174,7 @@ class _Search:
                                      key=len, reverse=True)[:_QUOTED]
         return self.statements
 
-    def _without_known_lines(self, text: str) -> str:
+    def without_known_lines(self, text: str) -> str:
         """``text`` with the counted statements it quotes taken out (as :meth:`_without_known`,
         blanks in them read as one), its lines kept: a ``--`` comment ends at its line, so a
         statement on the next line is still read (a text searched as one line hid ``-- remove

@@ -13,11 +13,13 @@ shaped so that no sentence is (a quoted name glued to its keyword, ``COPY (SELEC
 FROM '``, ``SET n += {``) is read anywhere (:data:`_WRITE`); (2) in code (a query fence or an
 untagged one, an inline code span, a ``SQLQuery:`` or ``Action Input:`` payload, a statement
 after another's ``;``) every statement whose first word is a statement's and not a read's is a
-write, and a graph write clause anywhere in a statement that began with ``MATCH``, ``WITH``
-or ``UNWIND`` is one (:func:`_code_write`); (3) in prose, a statement's word at a statement's
-place (a line's head, after ``;`` or ``:``) with an object after it (:data:`_AT_HEAD`), and a
-graph write clause after a graph pattern (:func:`_graph_write`): ``Use the Genre table``,
-``Set up done.``, ``Copy that.`` are prose. Every pattern here is linear in the text.
+write (in an untagged fence, a word that is also English only in its statement's shape,
+:data:`_SHAPES`: ``Update complete`` is a status line there), and a graph write clause
+anywhere in a statement that began with ``MATCH``, ``WITH`` or ``UNWIND`` is one
+(:func:`_code_write`); (3) in prose, a statement's word at a statement's place (a line's
+head, after ``;`` or ``:``) with an object after it (:data:`_AT_HEAD`), and a graph write
+clause after a graph pattern (:func:`_graph_write`): ``Use the Genre table``, ``Set up
+done.``, ``Copy that.`` are prose. Every pattern here is linear in the text.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-from .language import HEADS, READ_PRAGMAS
+from .language import HEADS, READ_PRAGMAS, pragma_sets
 from .lead import GRAPH_CLAUSE
 
 #: An article where a statement names its object (``delete from the cache``): prose.
@@ -78,7 +80,6 @@ _WRITE = re.compile(
     r"\s+[\w.]++(?:\s*\([^()\n]{0,256}+\))?\s+as\s)|"
     r"detach(?<![\w]detach)\s+(?:database\b|delete\b)|"
     rf"vacuum(?<![\w]vacuum)(?:\s+\w++|\s*{_QUOTED})?(?:\s+|(?<=[\"`\]']))into\b|"
-    rf"pragma(?<![\w]pragma)(?:\s+[\w$]++|\s*{_QUOTED})(?:\s*\.\s*{_NAME})?\s*[=(]|"
     r"copy(?<![\w]copy)(?:\s*\(\s*(?:select|from|with|match|optional|unwind|values|table|call|"
     rf"return|pivot|\()|(?:\s+[\w$.]++|\s*{_QUOTED}(?:\.{_QUOTED})?)(?:\s*\([^()\n]{{0,1024}}+\))?"
     r"(?:\s+|(?<=[\"`\]')]))(?:from|to)\s*(?:['\"$]|e'))|"
@@ -98,6 +99,12 @@ _WRITE = re.compile(
     r"join(?<![\w]join)\s*+'[^'\n./\\:*]{0,1024}+[./\\:*]|"
     r"(?:from|join)\s*+(?:lateral\s+)?(?:[\w\"]++\s*\.\s*)?\"?query(?:_table)?\"?\s*\(|"
     r",\s*+(?:lateral\s+)?query(?:_table)?\(")
+
+#: A pragma given a value (``= v``, or SQLite's call form ``user_version(7)``), anywhere: a
+#: write unless it is a read pragma's call form (``table_info(Genre)``, which an agent quotes
+#: from its schema look-up: the eighteenth re-probe's M2), by :func:`~.language.pragma_sets`.
+_PRAGMA_GIVEN = re.compile(
+    rf"pragma(?<![\w]pragma)(?:\s+[\w$]++|\s*{_QUOTED})(?:\s*\.\s*{_NAME})?\s*[=(]")
 
 
 #: A maintenance statement (``ANALYZE``, ``REINDEX x;``, ``VACUUM``, ``VACUUM ANALYZE x``,
@@ -155,6 +162,48 @@ _HEAD_AT = re.compile(
 _GRAPH_WRITE = re.compile(r"(?<![\w.$:`])(?:detach|delete|set|remove|create|merge|foreach|"
                           r"load|copy)(?![\w$])(?!\s*:)")
 
+#: What follows a statement's word that is also English (``Update complete``, ``Load time: 3
+#: ms``, ``Start: Rock``, ``Commit abc123 has the data``) for some engine to run it: in an
+#: untagged fence, which holds results and status lines as often as statements, a statement
+#: of these words is one only in its shape (the eighteenth re-probe's M1); any other word of
+#: :data:`_WRITE_HEADS` is a statement whatever follows it, and a fence tagged as a query's
+#: holds statements only. Each shape is matched from the word to the statement's end (a
+#: ``;``, the fence's), over-reading rather than under-reading what an engine takes.
+_SNAME = r"(?:[\w$]++|\"[^\"]*+\"|`[^`]*+`|\[[^\]]*+\]|'[^']*+'|\$\$[^$]*+\$\$)"
+_QN = rf"{_SNAME}(?:\s*+\.\s*+{_SNAME}){{0,2}}+"
+_LIST = rf"{_QN}(?:\s*+\([^)]*+\))?(?:\s*+,\s*+{_QN}(?:\s*+\([^)]*+\))?)*+"
+_EOL = r"[ \t]*+(?:\n|$)"
+_NEXT_HEAD = "|".join(sorted(HEADS))
+_SHAPES = {word: re.compile(shape) for words, shape in (
+    (("update",), r"update(?![\w$])[\s\S]*?(?<![\w$.])set(?![\w$])|update\s++extensions\b"),
+    (("set",), rf"set(?![\w$])[^;]*?(?:=|(?<![\w$])to(?![\w$]))|set\s*+{_QN}\s*+:|"
+               r"set\s++(?:(?:session|local)\s++)?(?:role|time\s++zone|names|schema|session|"
+               r"constraints|transaction|xml\s++option)(?![\w$])"),
+    (("copy",), r"copy(?![\w$])[^;]*?(?<![\w$])(?:from|to)(?![\w$])"),
+    (("call",), rf"call\s*+(?:[{{(]|{_QN}\s*+(?:[(=]|yield(?![\w$])|$|\n))"),
+    (("load",), rf"load\s*+(?:(?:csv\s++)?(?:with\s++headers|from)(?![\w$])|"
+                rf"(?:extension\s++)?{_QN}{_EOL})"),
+    (("start",), r"start\s++(?:transaction(?![\w$])|\w++\s*+=)"),
+    (("commit", "end"), rf"(?:commit|end)(?:\s++(?:transaction|work|prepared|and\s++(?:no\s++)?"
+                        rf"chain)(?![\w$]))?(?:\s*+{_SNAME})?{_EOL}"),
+    (("begin",), rf"begin(?:\s++(?:deferred|immediate|exclusive|transaction|work)(?![\w$]))*+"
+                 rf"(?:(?:\s*+{_SNAME})?{_EOL}|\s++(?:isolation|read|not|deferrable)(?![\w$]))"),
+    (("use",), rf"use\s*+{_ARTICLE}{_QN}(?:{_EOL}|\s++(?:{_NEXT_HEAD})(?![\w$]))"),
+    (("do",), r"do\s*+(?:language\s++[\w$\"]++\s*+)?(?:\$|'|e')"),
+    (("reset",), rf"reset\s*+(?:(?:global|session|local)\s++)?(?:all|{_QN}){_EOL}"),
+    (("comment",), r"comment\s++on(?![\w$])"),
+    (("prepare",), rf"prepare\s*+(?:transaction(?![\w$])|{_SNAME}\s*+(?:\([^)]*+\)\s*+)?"
+                   r"as(?![\w$]))"),
+    (("execute",), rf"execute\s*+(?:immediate(?![\w$])|{_SNAME}\s*+(?:\(|{_EOL}))"),
+    (("release",), rf"release\s*+(?:savepoint\s++)?{_SNAME}{_EOL}"),
+    (("lock",), rf"lock\s*+(?:table(?![\w$])|{_QN}\s*+(?:[,*]|in(?![\w$])|nowait(?![\w$])|"
+                rf"{_EOL}))"),
+    (("import", "export"), r"(?:im|ex)port\s++database(?![\w$])"),
+    (("analyze", "analyse"), rf"analy[sz]e(?:\s++verbose(?![\w$])|\s*+\([^)]*+\))?"
+                             rf"(?:\s*+{_LIST})?{_EOL}"),
+    (("rename",), r"rename\s++(?:table|user|column|to)(?![\w$])"),
+    (("replace",), r"replace\s*+into(?![\w$])")) for word in words}
+
 #: Where code is in a text: a fence's mark, an inline code span (one line), a chain's or a
 #: ReAct harness's payload (``SQLQuery: ...``, ``Action Input: ...``), which it runs.
 _FENCE = re.compile(r"`{3,}+")
@@ -190,7 +239,8 @@ def write_finding(plain: str) -> re.Match[str] | None:
     in a shape no sentence has, a maintenance statement alone, a statement at a statement's
     place in prose, a statement in code, a graph write clause after a graph pattern, a
     statement after another's ``;`` (the module's docstring gives the rule)."""
-    found = _WRITE.search(plain) or _MAINTENANCE.search(plain) or _AT_HEAD.search(plain)
+    found = _WRITE.search(plain) or _pragma_given(plain) or _MAINTENANCE.search(plain) or \
+        _AT_HEAD.search(plain)
     if found is not None:
         return found
     at = _code_write(plain)
@@ -201,21 +251,28 @@ def write_finding(plain: str) -> re.Match[str] | None:
     return None if at is None else _SHOWN.match(plain, at)
 
 
+def _pragma_given(plain: str) -> re.Match[str] | None:
+    """The first pragma of ``plain`` given a value that sets it (:data:`_PRAGMA_GIVEN`)."""
+    return next((m for m in _PRAGMA_GIVEN.finditer(plain)
+                 if m.group().endswith("=") or pragma_sets(m.group())), None)
+
+
 def _code_write(plain: str) -> int | None:
     """Where a statement in code writes (:func:`_statement_write`): in a fence that holds
     statements, an inline code span, a ``SQLQuery:``/``Action Input:`` payload."""
-    for start, end, inline in _code_spans(plain):
-        at = _statement_write(plain, start, end, inline)
+    for start, end, inline, untagged in _code_spans(plain):
+        at = _statement_write(plain, start, end, inline, untagged)
         if at is not None:
             return at
     return None
 
 
-def _code_spans(plain: str) -> list[tuple[int, int, bool]]:
-    """The code of ``plain`` as ``(start, end, inline)``: each fence (marks paired in order, an
-    unclosed one running to the end) whose tag is none or a query language's, after its tag's
-    line; each inline code span and payload (``inline``: a word alone there is a name)."""
-    spans: list[tuple[int, int, bool]] = []
+def _code_spans(plain: str) -> list[tuple[int, int, bool, bool]]:
+    """The code of ``plain`` as ``(start, end, inline, untagged)``: each fence (marks paired in
+    order, an unclosed one running to the end) whose tag is none or a query language's, after
+    its tag's line; each inline code span and payload (``inline``: a word alone there is a
+    name; ``untagged``: a fence with no tag, whose English words are read by their shapes)."""
+    spans: list[tuple[int, int, bool, bool]] = []
     marks = list(_FENCE.finditer(plain))
     for opened, closed in zip(marks[::2], [*marks[1::2], None], strict=False):
         start, end = opened.end(), closed.start() if closed is not None else len(plain)
@@ -224,17 +281,19 @@ def _code_spans(plain: str) -> list[tuple[int, int, bool]]:
             if tag.group(1) in _NOT_QUERY:
                 continue
             start = tag.end()
-        spans.append((start, end, False))
-    spans += [(m.start(2), m.end(2), False) for m in _QUERY_TAG.finditer(plain)]
-    spans += [(m.start(1), m.end(1), True) for m in _INLINE.finditer(plain)]
-    spans += [(m.start(1), m.end(1), False) for m in _PAYLOAD.finditer(plain)]
+        spans.append((start, end, False, tag is not None and not tag.group(1)))
+    spans += [(m.start(2), m.end(2), False, False) for m in _QUERY_TAG.finditer(plain)]
+    spans += [(m.start(1), m.end(1), True, False) for m in _INLINE.finditer(plain)]
+    spans += [(m.start(1), m.end(1), False, False) for m in _PAYLOAD.finditer(plain)]
     return spans
 
 
-def _statement_write(plain: str, start: int, end: int, inline: bool) -> int | None:
+def _statement_write(plain: str, start: int, end: int, inline: bool,
+                     untagged: bool = False) -> int | None:
     """Where a statement of the code ``plain[start:end]`` (split at each ``;``) writes: its
     first word a statement's and no read's (a read pragma aside; in an ``inline`` span, with
-    something after it), or a graph write clause in a statement that began as a graph read."""
+    something after it; in an ``untagged`` fence, an English word in its statement's shape:
+    :data:`_SHAPES`), or a graph write clause in a statement that began as a graph read."""
     pos = start
     while pos <= end:
         semi = plain.find(";", pos, end)
@@ -242,9 +301,11 @@ def _statement_write(plain: str, start: int, end: int, inline: bool) -> int | No
         head = _HEAD_AT.match(plain, pos, stop)
         if head is not None:
             word, rest = head.group(1), plain[head.end():stop]
+            shape = _SHAPES.get(word) if untagged else None
             if word in _WRITE_HEADS and (rest.strip() or not inline or word in _ALONE) and not (
                     word == "pragma" and "=" not in rest and
-                    rest.strip().split("(")[0].strip() in READ_PRAGMAS):
+                    not pragma_sets(plain[head.start(1):stop])) and (
+                    shape is None or shape.match(plain, head.start(1), stop)):
                 return head.start(1)
             if word in _GRAPH_HEADS:
                 for escapes in (False, True):
