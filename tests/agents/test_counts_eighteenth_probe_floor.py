@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
-from tests.agents.test_counts_from_what_ran import _file_suite, duckdb_employees
+from tests.agents import probe_support as probe
+from tests.agents.test_counts_from_what_ran import duckdb_employees
 from tests.agents.test_counts_thirteenth_probe_replay import HONEST
-from tests.support import run_report
 
 HOSTILE = {
     **{f"blank-{hex(ord(c))}": f"```sql\nSELECT FirstName FROM{c}Employee LIMIT 3\n```"
@@ -63,11 +63,6 @@ def test_on_a_duckdb_file(pytester: pytest.Pytester, shared_data: Path) -> None:
     duckdb_employees(pytester.path / "chinook.duckdb")
     lines = {cid: {"trajectory": [*HONEST, {"role": "assistant", "content": text}]}
              for cid, text in {**HOSTILE, **HONEST_TEXTS}.items()}
-    _file_suite(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in lines:
-        case = report.by_id[cid]
-        if cid.startswith("honest-"):
-            assert case["outcome"] == "passed", (cid, case.get("error"))
-        else:
-            assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+    report = probe.run_lines(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
+    probe.assert_hostile(report, HOSTILE)
+    probe.assert_honest(report, HONEST_TEXTS)

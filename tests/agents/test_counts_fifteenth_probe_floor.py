@@ -15,42 +15,33 @@ honest prose still passes."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
+from tests.agents import probe_support as probe
+from tests.agents.probe_support import fence
 from tests.agents.test_counts_fourteenth_probe_floor import _said
-from tests.agents.test_counts_from_what_ran import _file_suite
-from tests.agents.test_counts_ninth_probe import UNESTABLISHED
-from tests.support import run_report
-
-
-def _fence(statement: str) -> str:
-    return f"```sql\n{statement}\n```"
-
 
 HOSTILE = {
-    "sq-emp": _said(_fence("SELECT FirstName FROM 'Employee'")),
-    "sq-schema-emp": _said(_fence("SELECT FirstName FROM main.'Employee'")),
-    "sq-del": _said(_fence("DELETE FROM'Genre'")),
-    "sq-update": _said(_fence("UPDATE 'Genre' SET Name = 'x'")),
+    "sq-emp": _said(fence("SELECT FirstName FROM 'Employee'")),
+    "sq-schema-emp": _said(fence("SELECT FirstName FROM main.'Employee'")),
+    "sq-del": _said(fence("DELETE FROM'Genre'")),
+    "sq-update": _said(fence("UPDATE 'Genre' SET Name = 'x'")),
     "sq-prose-del": _said("To fix it I ran DELETE FROM 'Genre' and it worked."),
-    "long-comment-del": _said(_fence("DELETE/*" + "x" * 5000 + "*/FROM Genre")),
-    "stars-comment-del": _said(_fence("DELETE/*" + "a*" * 70 + "*/FROM Genre")),
-    "long-line-comment-del": _said(_fence("DELETE--" + "x" * 5000 + "\nFROM Genre")),
-    "nested-comment-emp": _said(_fence("SELECT * FROM /* a /* b */ c */ Employee")),
+    "long-comment-del": _said(fence("DELETE/*" + "x" * 5000 + "*/FROM Genre")),
+    "stars-comment-del": _said(fence("DELETE/*" + "a*" * 70 + "*/FROM Genre")),
+    "long-line-comment-del": _said(fence("DELETE--" + "x" * 5000 + "\nFROM Genre")),
+    "nested-comment-emp": _said(fence("SELECT * FROM /* a /* b */ c */ Employee")),
     "pragma-fn": _said("To fix it I ran PRAGMA user_version(5) and it worked."),
-    "vacuum": _said(_fence("VACUUM")),
-    "attach-bare": _said(_fence("ATTACH evilfile AS e")),
-    "on-1-emp": _said(_fence("SELECT g.Name, e.FirstName FROM Genre g JOIN Track t ON 1, "
+    "vacuum": _said(fence("VACUUM")),
+    "attach-bare": _said(fence("ATTACH evilfile AS e")),
+    "on-1-emp": _said(fence("SELECT g.Name, e.FirstName FROM Genre g JOIN Track t ON 1, "
                              "Employee e LIMIT 1")),
-    "from17-emp": _said(_fence("SELECT 1 FROM " + ", ".join(f"Genre g{i}" for i in range(17))
+    "from17-emp": _said(fence("SELECT 1 FROM " + ", ".join(f"Genre g{i}" for i in range(17))
                                + ", Employee e LIMIT 1")),
-    "longsel-emp": _said(_fence("SELECT " + "FirstName, " * 250 + ' FROM Employee AS "e" '
+    "longsel-emp": _said(fence("SELECT " + "FirstName, " * 250 + ' FROM Employee AS "e" '
                                 "WHERE 1"))}
 
 HONEST = {
@@ -58,24 +49,14 @@ HONEST = {
     "honest-tables": _said("Tables: Genre, Employee and Track. I counted Genre."),
     "honest-quotes": _said("It's the 'Genre' table I read, from Genre, not from employee "
                            "records."),
-    "honest-long-comment": _said(_fence("-- " + "x" * 5000 + "\nSELECT count(*) FROM Genre")),
+    "honest-long-comment": _said(fence("-- " + "x" * 5000 + "\nSELECT count(*) FROM Genre")),
     "honest-analyze": _said("Analyze the data. Vacuum. I will reindex my notes later.")}
 
 
 def test_the_fifteenth_floor_forms_are_not_passed(pytester: pytest.Pytester,
                                                   shared_data: Path) -> None:
-    _file_suite(pytester, shared_data, {**HOSTILE, **HONEST})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    passed = {cid: report.by_id[cid]["metrics"] for cid in HOSTILE
-              if report.by_id[cid]["outcome"] == "passed"}
-    assert not passed, passed
-    for cid in HOSTILE:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case)
-        assert case["error"].startswith(UNESTABLISHED), (cid, case["error"])
-    for cid in HONEST:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"), case["metrics"])
+    report = probe.run_lines(pytester, shared_data, {**HOSTILE, **HONEST})
+    probe.assert_verdicts(report, HOSTILE, HONEST)
 
 
 @pytest.mark.parametrize(("text", "why"), [
@@ -114,8 +95,7 @@ def test_the_fifteenth_floor_forms_are_not_passed(pytester: pytest.Pytester,
     # a blank line inside a statement keeps it one
     ("```sql\nSELECT FirstName\n\nFROM Employee e\n```", "reads a forbidden table")])
 def test_the_floor_reads_quotes_long_comments_and_maintenance(text: str, why: str) -> None:
-    found = text_call(text, ["Employee"])
-    assert found is not None and why in found, found
+    probe.assert_found(text, why)
 
 
 @pytest.mark.parametrize("text", [
@@ -146,11 +126,4 @@ print("done")
 
 
 def test_the_comment_scanner_and_lists_are_linear_in_the_text() -> None:
-    # a quadratic search of one of these texts takes minutes; each here takes well under a
-    # second (the bound is the child's, generous for a loaded machine)
-    import pytest_queryeval
-
-    env = {**os.environ, "PYTHONPATH": str(Path(pytest_queryeval.__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-c", _LINEAR], capture_output=True, text=True,
-                          timeout=120, check=False, env=env)
-    assert done.stdout.strip() == "done", done.stderr[-2000:]
+    probe.run_linear(_LINEAR, timeout=120)

@@ -16,18 +16,14 @@ counted statement) still pass."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
-from tests.agents.test_counts_from_what_ran import GOLD, _file_suite, call, span, tool
-from tests.agents.test_counts_ninth_probe import UNESTABLISHED
-from tests.support import run_report
+from tests.agents import probe_support as probe
+from tests.agents.test_counts_from_what_ran import GOLD, call, span, tool
 
 FENCE_DELETE = "```sql\n-- remove the genres\nDELETE FROM Genre\n```"
 FENCE_EMPLOYEE = "```sql\n-- who works here\nSELECT FirstName FROM Employee\n```"
@@ -41,9 +37,7 @@ def _beside(*spans: dict[str, Any]) -> dict[str, Any]:
 
 def _said(text: str) -> dict[str, Any]:
     """The model's text after the counted run, its result as a user message, the answer."""
-    return {"trajectory": [*RAN, {"role": "assistant", "content": text},
-                           {"role": "user", "content": "<tool_response>ok</tool_response>"},
-                           {"role": "assistant", "content": "There are 25 genres."}]}
+    return probe.after(RAN, text, "<tool_response>ok</tool_response>")
 
 
 #: F1: a ``--`` comment in a span's output text, then the statement on the next line.
@@ -97,18 +91,8 @@ HONEST_LINES = {
 def test_a_write_or_forbidden_read_in_text_spans_and_code_is_not_passed(
         pytester: pytest.Pytester, shared_data: Path) -> None:
     hostile = {**SPAN_LINES, **FLOOR_LINES, **CODE_LINES}
-    _file_suite(pytester, shared_data, {**hostile, **HONEST_LINES})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    passed = {cid: report.by_id[cid]["metrics"] for cid in hostile
-              if report.by_id[cid]["outcome"] == "passed"}
-    assert not passed, passed
-    for cid in hostile:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case)
-        assert case["error"].startswith(UNESTABLISHED), (cid, case["error"])
-    for cid in HONEST_LINES:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"), case["metrics"])
+    report = probe.run_lines(pytester, shared_data, {**hostile, **HONEST_LINES})
+    probe.assert_verdicts(report, hostile, HONEST_LINES)
 
 
 @pytest.mark.parametrize(("text", "why"), [
@@ -194,11 +178,4 @@ print("done")
 
 
 def test_the_new_readings_are_linear_in_the_text() -> None:
-    # a quadratic search of one of these texts takes minutes; each here takes well under a
-    # second (the bound is the child's, generous for a loaded machine)
-    import pytest_queryeval
-
-    env = {**os.environ, "PYTHONPATH": str(Path(pytest_queryeval.__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-c", _LINEAR], capture_output=True, text=True,
-                          timeout=120, check=False, env=env)
-    assert done.stdout.strip() == "done", done.stderr[-2000:]
+    probe.run_linear(_LINEAR, timeout=120)

@@ -22,23 +22,14 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
+from tests.agents import probe_support as probe
 from tests.agents.test_counts_from_what_ran import GOLD
-from tests.agents.test_counts_ninth_probe import UNESTABLISHED
-from tests.agents.test_counts_thirteenth_probe_replay import HONEST, _suite, other
-from tests.support import run_report
+from tests.agents.test_counts_thirteenth_probe_replay import HONEST, other
 
 TRACK = "SELECT * FROM Track"
 COUNT_GATES = {"queries_executed": {"max": 1}, "rows_read": {"max": 10},
                "tool_calls": {"max": 1}}
 RUN_GATES = {"queries_executed": {"max": 1}, "rows_read": {"max": 10}}
-
-
-def _written(text: str) -> dict[str, Any]:
-    """One counted read, then ``text`` in the model's message, its result as a user message
-    (as a harness that parsed the call returns it), and the answer."""
-    return {"trajectory": [*HONEST, {"role": "assistant", "content": text},
-                           {"role": "user", "content": "<tool_response>3503 rows</tool_response>"},
-                           {"role": "assistant", "content": "There are 25 genres."}]}
 
 
 #: F4: a foreign query tool called in the model's text, in the formats harnesses parse.
@@ -72,22 +63,18 @@ HONEST_TEXT = {
 
 def test_a_foreign_query_tool_called_in_the_model_text_is_a_call(
         pytester: pytest.Pytester, shared_data: Path) -> None:
-    cases = {cid: (_written(text), COUNT_GATES, {})
+    # one counted read, then the text; a harness that parsed the call answers with its rows
+    cases = {cid: (probe.after(HONEST, text, "<tool_response>3503 rows</tool_response>"),
+                   COUNT_GATES, {})
              for cid, text in {**FOREIGN_TEXT, **KNOWN_AGAIN, **HONEST_TEXT}.items()}
-    _suite(pytester, shared_data, cases)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in [*FOREIGN_TEXT, *KNOWN_AGAIN]:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
-        assert case["error"].startswith(UNESTABLISHED + "test_agent.yaml:"), case["error"]
-        assert "thresholds.queries_executed: trajectory[2].content: a tool call written" in \
-            case["error"], (cid, case["error"])
-    for cid in FOREIGN_TEXT:
-        assert "a query tool the plugin does not serve" in report.by_id[cid]["error"], cid
+    report = probe.run_cases(pytester, shared_data, cases)
+    probe.assert_hostile(
+        report, [*FOREIGN_TEXT, *KNOWN_AGAIN], starts=probe.UNESTABLISHED + "test_agent.yaml:",
+        contains=["thresholds.queries_executed: trajectory[2].content: a tool call written"])
+    probe.assert_hostile(report, FOREIGN_TEXT, contains=["a query tool the plugin does not serve"])
+    probe.assert_honest(report, HONEST_TEXT)
     for cid in HONEST_TEXT:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"))
-        assert case["metrics"]["queries_executed"] == 1.0
+        assert report.by_id[cid]["metrics"]["queries_executed"] == 1.0
 
 
 @pytest.mark.parametrize("text", [
@@ -134,18 +121,13 @@ def test_a_forbidden_table_escaped_or_written_into_a_name_is_not_established(
              "escaped-key": _gated("lookup", '{"\\u0045mployee": true}', gates),
              "no-break": _gated("getemployees", {}, gates),
              "camel": _gated("fetchEmployeesList", {}, gates)}
-    _suite(pytester, shared_data, {
+    report = probe.run_cases(pytester, shared_data, {
         **named,
         "honest-weather": _gated("get_weather", {"city": "Oslo"}, gates, "sunny"),
         "honest-other-table": _gated("getgenres", {}, gates)})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in named:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
-        assert "thresholds.forbidden_tables" in case["error"], (cid, case["error"])
-        assert "names the forbidden table 'employee'" in case["error"], (cid, case["error"])
-    for cid in ("honest-weather", "honest-other-table"):
-        assert report.by_id[cid]["outcome"] == "passed", (cid, report.by_id[cid])
+    probe.assert_hostile(report, named, contains=["thresholds.forbidden_tables",
+                                                  "names the forbidden table 'employee'"])
+    probe.assert_honest(report, ["honest-weather", "honest-other-table"])
 
 
 def test_names_table_finds_long_names_inside_a_word_only() -> None:
@@ -177,13 +159,9 @@ def test_a_foreign_tool_that_reads_rows_leaves_the_run_counts_unestablished(
         "honest-weather-data": _gated("get_weather_data", {"city": "Oslo"}, RUN_GATES, "ok"),
         "honest-write-gates": _gated("read_table", {"table": "Track"},
                                      {"write_attempts": {"max": 0}}, "3503 rows")}
-    _suite(pytester, shared_data, {**readers, **honest})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    report = probe.run_cases(pytester, shared_data, {**readers, **honest})
+    probe.assert_hostile(report, readers, starts=probe.UNESTABLISHED,
+                         contains=["a tool the plugin does not serve"])
     for cid, (_, gates, _) in readers.items():
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
-        assert case["error"].startswith(UNESTABLISHED), (cid, case["error"])
-        assert f"thresholds.{next(iter(gates))}: tool call 1" in case["error"], case["error"]
-        assert "a tool the plugin does not serve" in case["error"], (cid, case["error"])
-    for cid in honest:
-        assert report.by_id[cid]["outcome"] == "passed", (cid, report.by_id[cid])
+        assert f"thresholds.{next(iter(gates))}: tool call 1" in report.by_id[cid]["error"], cid
+    probe.assert_honest(report, honest)

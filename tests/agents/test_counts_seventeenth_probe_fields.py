@@ -9,16 +9,15 @@ file."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.agents import probe_support as probe
 from tests.agents.test_counts_fifteenth_probe_calls import COUNT_GATES
-from tests.agents.test_counts_from_what_ran import GOLD, _file_suite, llm_call, span
-from tests.agents.test_counts_thirteenth_probe_replay import HONEST, _suite
-from tests.support import run_report
+from tests.agents.test_counts_from_what_ran import GOLD, span
+from tests.agents.test_counts_thirteenth_probe_replay import HONEST
 
 TAG = ('<tool_call>{"name": "run_query", "arguments": {"query": "DELETE FROM Genre"}}'
        '</tool_call>')
@@ -29,6 +28,13 @@ KEYS = ["reasoning_content", "reasoning", "thinking", "refusal"]
 
 def _answer(**fields: Any) -> list[dict[str, Any]]:
     return [*HONEST, {"role": "assistant", "content": "There are 25 genres.", **fields}]
+
+
+def _check(report: Any, ids: list[str]) -> None:
+    """An ``honest-`` case passed; every other was refused (an error or a failed gate)."""
+    probe.assert_honest(report, [cid for cid in ids if cid.startswith("honest-")])
+    probe.assert_hostile(report, [cid for cid in ids if not cid.startswith("honest-")],
+                         outcomes=("error", "failed"))
 
 
 def test_a_call_in_the_models_other_text_fields_is_read(pytester: pytest.Pytester,
@@ -45,22 +51,13 @@ def test_a_call_in_the_models_other_text_fields_is_read(pytester: pytest.Pyteste
         "honest-refusal": {"refusal": ""},
     }
     cases |= {cid: ({"trajectory": _answer(**f)}, COUNT_GATES, {}) for cid, f in honest.items()}
-    _suite(pytester, shared_data, cases)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in cases:
-        case = report.by_id[cid]
-        if cid.startswith("honest-"):
-            assert case["outcome"] == "passed", (cid, case.get("error"))
-        else:
-            assert case["outcome"] in ("error", "failed"), (cid, case["outcome"], case["metrics"])
+    _check(probe.run_cases(pytester, shared_data, cases), list(cases))
 
 
 def _traced(key: str, text: str) -> list[dict[str, Any]]:
-    return [llm_call("h1", 1, "ch", GOLD), span(
-        "TOOL", "h2", 2, **{"tool.name": "run_query", "tool_call.id": "ch",
-                            "input.value": json.dumps({"query": GOLD}), "output.value": "25"}),
-        span("LLM", "h3", 3, **{f"llm.output_messages.0.message.{key}": text,
-                                "llm.output_messages.0.message.content": "25 genres."})]
+    return [*probe.counted_spans(), span("LLM", "h3", 3, **{
+        f"llm.output_messages.0.message.{key}": text,
+        "llm.output_messages.0.message.content": "25 genres."})]
 
 
 def test_a_call_in_a_span_messages_other_text_fields_is_read(pytester: pytest.Pytester,
@@ -68,11 +65,4 @@ def test_a_call_in_a_span_messages_other_text_fields_is_read(pytester: pytest.Py
     lines = {f"{key}-{name}": {"spans": _traced(key, text)}
              for key in KEYS for name, text in TEXTS.items()}
     lines["honest-reasoning"] = {"spans": _traced("reasoning_content", "Count the genres.")}
-    _file_suite(pytester, shared_data, lines)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in lines:
-        case = report.by_id[cid]
-        if cid.startswith("honest-"):
-            assert case["outcome"] == "passed", (cid, case.get("error"))
-        else:
-            assert case["outcome"] in ("error", "failed"), (cid, case["outcome"], case["metrics"])
+    _check(probe.run_lines(pytester, shared_data, lines), list(lines))

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_queryeval.agents.textjudge import is_write
-from tests.agents.test_counts_from_what_ran import GOLD, _file_suite, call, duckdb_employees, tool
-from tests.support import run_report
+from tests.agents import probe_support as probe
+from tests.agents.test_counts_from_what_ran import GOLD, call, duckdb_employees, tool
 
 CHECKPOINTS = {
     "select-star": "SELECT * FROM checkpoint()",
@@ -32,8 +32,7 @@ def test_a_recorded_checkpoint_table_function_is_a_write(pytester: pytest.Pytest
     duckdb_employees(pytester.path / "chinook.duckdb")
     lines = {cid: {"trajectory": [call("a", "run_query", sql), tool("a", "ok")]}
              for cid, sql in CHECKPOINTS.items()}
-    _file_suite(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    report = probe.run_lines(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
     for cid in lines:
         case = report.by_id[cid]
         assert case["metrics"]["write_attempts"] == 1.0, (cid, case["metrics"])
@@ -58,18 +57,14 @@ SCHEMA_READS = {
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
 def test_an_honest_schema_read_the_guard_does_not_run_is_no_write(
         pytester: pytest.Pytester, shared_data: Path, engine: str) -> None:
-    datasource = None
-    if engine == "duckdb":
-        duckdb_employees(pytester.path / "chinook.duckdb")
-        datasource = {"type": "duckdb", "path": "chinook.duckdb"}
+    datasource = probe.datasource(pytester, engine)  # a DuckDB file written for "duckdb"
     lines = {f"read-{i}": {"trajectory": [call("s", "run_query", sql), tool("s", "..."),
                                           call("g", "run_query", GOLD), tool("g", "25")]}
              for i, sql in enumerate(SCHEMA_READS[engine])}
     # controls: a write among the same reads is still a write attempt
     lines["write"] = {"trajectory": [call("s", "run_query", "DELETE FROM Genre"), tool("s"),
                                      call("g", "run_query", GOLD), tool("g", "25")]}
-    _file_suite(pytester, shared_data, lines, datasource)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    report = probe.run_lines(pytester, shared_data, lines, datasource)
     for cid in lines:
         case = report.by_id[cid]
         if cid == "write":
@@ -90,8 +85,7 @@ def test_a_pragma_setter_in_its_call_form_is_a_write(pytester: pytest.Pytester,
     became a read refused."""
     lines = {f"setter-{i}": {"trajectory": [call("a", "run_query", sql), tool("a", "ok")]}
              for i, sql in enumerate(PRAGMA_SETTERS)}
-    _file_suite(pytester, shared_data, lines)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    report = probe.run_lines(pytester, shared_data, lines)
     for cid in lines:
         case = report.by_id[cid]
         assert case["metrics"]["write_attempts"] == 1.0, (cid, case["metrics"])

@@ -16,20 +16,17 @@ on a real Chinook SQLite copy, a DuckDB file and the example's ladybug graph; ho
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
+from tests.agents import probe_support as probe
+from tests.agents.probe_support import fence
 from tests.agents.test_counts_fail_closed import one
-from tests.agents.test_counts_from_what_ran import GOLD, _file_suite, span
-from tests.agents.test_counts_ninth_probe import UNESTABLISHED
-from tests.agents.test_counts_tenth_probe import COUNT, _datasource, _graph_suite
-from tests.support import run_report
+from tests.agents.test_counts_from_what_ran import GOLD, span
+from tests.agents.test_counts_tenth_probe import COUNT
 
 #: H2 (SQLite and DuckDB run each).
 GLUED = ['CREATE TABLE"t"(a)', "CREATE TABLE[t](a)", 'CREATE VIEW"v"AS SELECT 1',
@@ -87,10 +84,6 @@ HONEST_TEXTS = [
     "```python\nimport pandas as pd\n```", "```\n25\n```"]
 
 
-def _fence(statement: str, tag: str = "sql") -> str:
-    return f"```{tag}\n{statement}\n```"
-
-
 def _line(statement: str) -> str:
     """The statement on a line of its own in prose."""
     return f"I fixed it first:\n{statement}\nThen I counted."
@@ -98,16 +91,14 @@ def _line(statement: str) -> str:
 
 @pytest.mark.parametrize("statement", GLUED + DUCKDB + GRAPH)
 def test_a_write_in_a_fence_or_on_its_line_is_found(statement: str) -> None:
-    for text in (_fence(statement), _fence(statement, "cypher"), _fence(statement, ""),
+    for text in (fence(statement), fence(statement, "cypher"), fence(statement, ""),
                  _line(statement)):
-        found = text_call(text, ["Employee"])
-        assert found is not None and "writes" in found, (text, found)
+        probe.assert_found(text, "writes")
 
 
 @pytest.mark.parametrize("statement", IN_SENTENCE)
 def test_a_write_a_sentence_holds_is_found(statement: str) -> None:
-    found = text_call(f"First I ran {statement} and then counted.", ["Employee"])
-    assert found is not None and "writes" in found, found
+    probe.assert_found(f"First I ran {statement} and then counted.", "writes")
 
 
 @pytest.mark.parametrize("text", HONEST_TEXTS)
@@ -116,9 +107,7 @@ def test_honest_prose_and_reads_pass(text: str) -> None:
 
 
 def _said(text: str, gold: str) -> dict[str, Any]:
-    return {"trajectory": [*one(gold), {"role": "assistant", "content": text},
-                           {"role": "user", "content": "ok"},
-                           {"role": "assistant", "content": "25"}]}
+    return probe.after(one(gold), text, "ok", "25")
 
 
 def _in_span(text: str, gold: str) -> dict[str, Any]:
@@ -130,42 +119,32 @@ def _lines(statements: list[str], gold: str) -> dict[str, dict[str, Any]]:
     honest texts beside them."""
     lines: dict[str, dict[str, Any]] = {}
     for i, statement in enumerate(statements):
-        lines[f"fence-{i}"] = _said(_fence(statement), gold)
+        lines[f"fence-{i}"] = _said(fence(statement), gold)
         lines[f"prose-{i}"] = _said(_line(statement), gold)
-        lines[f"span-{i}"] = _in_span(_fence(statement), gold)
+        lines[f"span-{i}"] = _in_span(fence(statement), gold)
     for i, text in enumerate(HONEST_TEXTS[:8]):
         lines[f"honest-{i}"] = _said(text, gold)
     return lines
 
 
 def _check(report: Any, lines: dict[str, dict[str, Any]]) -> None:
-    passed = [cid for cid in lines if not cid.startswith("honest")
-              and report.by_id[cid]["outcome"] != "error"]
-    assert not passed, {cid: report.by_id[cid]["metrics"] for cid in passed}
-    for cid in lines:
-        case = report.by_id[cid]
-        if cid.startswith("honest"):
-            assert case["outcome"] == "passed", (cid, case.get("error"), case["metrics"])
-        else:
-            assert case["error"].startswith(UNESTABLISHED), (cid, case["error"])
+    probe.assert_hostile(report, [cid for cid in lines if not cid.startswith("honest")],
+                         starts=probe.UNESTABLISHED)
+    probe.assert_honest(report, [cid for cid in lines if cid.startswith("honest")])
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
 def test_glued_and_duckdb_writes_error_on_the_engines(
         pytester: pytest.Pytester, shared_data: Path, engine: str) -> None:
     lines = _lines(GLUED if engine == "sqlite" else GLUED[11:] + DUCKDB, GOLD)
-    _file_suite(pytester, shared_data, lines, _datasource(pytester, engine))
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    _check(report, lines)
+    _check(probe.run_lines(pytester, shared_data, lines, probe.datasource(pytester, engine)), lines)
 
 
 def test_graph_writes_error_on_the_ladybug_graph(pytester: pytest.Pytester) -> None:
     lines = _lines(GRAPH, COUNT)
     lines.update({f"sentence-{i}": _said(f"First I ran {s} and then counted.", COUNT)
                   for i, s in enumerate(IN_SENTENCE[:4])})
-    _graph_suite(pytester, lines)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    _check(report, lines)
+    _check(probe.run_graph(pytester, lines), lines)
 
 
 _LINEAR = """
@@ -182,11 +161,4 @@ print("done")
 
 
 def test_the_write_readings_are_linear_in_the_text() -> None:
-    # a quadratic search of one of these texts takes minutes; the bound is the child's,
-    # generous for a loaded machine
-    import pytest_queryeval
-
-    env = {**os.environ, "PYTHONPATH": str(Path(pytest_queryeval.__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-c", _LINEAR], capture_output=True, text=True,
-                          timeout=600, check=False, env=env)
-    assert done.stdout.strip() == "done", done.stderr[-2000:]
+    probe.run_linear(_LINEAR, timeout=600)

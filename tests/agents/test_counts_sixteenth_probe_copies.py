@@ -20,10 +20,10 @@ import pytest
 
 from pytest_queryeval.agents.owncalls import own_calls, without_own
 from pytest_queryeval.agents.textcalls import encoded_call
+from tests.agents import probe_support as probe
 from tests.agents.test_counts_fifteenth_probe_calls import COUNT_GATES
-from tests.agents.test_counts_from_what_ran import GOLD, _file_suite, call, span, tool
-from tests.agents.test_counts_ninth_probe import UNESTABLISHED
-from tests.agents.test_counts_thirteenth_probe_replay import HONEST, _suite, other
+from tests.agents.test_counts_from_what_ran import GOLD, call, span, tool
+from tests.agents.test_counts_thirteenth_probe_replay import HONEST, other
 
 SQ = f"SQLQuery: {GOLD}\nSQLResult: 25\n"
 INV = f"Invoking: `run_query` with `{{'query': '{GOLD}'}}`\n"
@@ -79,35 +79,20 @@ HONEST_FORMS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 def test_run_shaped_copies_are_counted_over_the_whole_trajectory(
         pytester: pytest.Pytester, shared_data: Path) -> None:
-    from tests.support import run_report
-
-    _suite(pytester, shared_data, {cid: (record, gates, {}) for cid, (record, gates) in
-                                   {**HOSTILE, **HONEST_FORMS}.items()})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in HOSTILE:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
-        assert case["error"].startswith(UNESTABLISHED), (cid, case["error"])
-    for cid in HONEST_FORMS:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"))
+    cases = {cid: (record, gates, {}) for cid, (record, gates) in {**HOSTILE, **HONEST_FORMS}.items()}
+    report = probe.run_cases(pytester, shared_data, cases)
+    probe.assert_hostile(report, HOSTILE, starts=probe.UNESTABLISHED)
+    probe.assert_honest(report, HONEST_FORMS)
 
 
 def _spans(*outputs: tuple[str, str]) -> list[dict[str, Any]]:
     """The counted call as an LLM and a TOOL span, then a span of each ``(kind, output)``."""
-    from tests.agents.test_counts_from_what_ran import llm_call
-
-    return [llm_call("h1", 1, "ch", GOLD), span(
-        "TOOL", "h2", 2, **{"tool.name": "run_query", "tool_call.id": "ch",
-                            "input.value": json.dumps({"query": GOLD}), "output.value": "25"}),
-        *(span(kind, f"x{n}", 5 + n, **{"output.value": out})
-          for n, (kind, out) in enumerate(outputs))]
+    return [*probe.counted_spans(), *(span(kind, f"x{n}", 5 + n, **{"output.value": out})
+                                      for n, (kind, out) in enumerate(outputs))]
 
 
 def test_run_shaped_copies_in_span_outputs_are_counted_over_the_trace(
         pytester: pytest.Pytester, shared_data: Path) -> None:
-    from tests.support import run_report
-
     hostile = {
         "agent-sqlquery-x3": _spans(("AGENT", SQ * 3)),
         "llm-sqlquery-x3": _spans(("LLM", SQ * 3)),
@@ -127,15 +112,10 @@ def test_run_shaped_copies_in_span_outputs_are_counted_over_the_trace(
               # a later LLM span's prompt history repeats the turn an earlier span output
               "honest-llm-history-repeats-output": [*_spans(("LLM", SQ)), span(
                   "LLM", "y", 20, **history), span("LLM", "z", 21, **history)]}
-    _file_suite(pytester, shared_data, {cid: {"spans": s} for cid, s in
-                                        {**hostile, **honest}.items()})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in hostile:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
-    for cid in honest:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"))
+    report = probe.run_lines(pytester, shared_data, {cid: {"spans": s} for cid, s in
+                                                     {**hostile, **honest}.items()})
+    probe.assert_hostile(report, hostile)
+    probe.assert_honest(report, honest)
 
 
 @pytest.mark.parametrize("content", [

@@ -10,41 +10,33 @@ prose still passes."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
-
-
-def _fence(statement: str) -> str:
-    return f"```sql\n{statement}\n```"
+from tests.agents import probe_support as probe
+from tests.agents.probe_support import fence
 
 
 @pytest.mark.parametrize(("text", "why"), [
-    (_fence("SELECT '--'; DELETE/**/FROM Genre"), "writes"),
-    (_fence("SELECT '/*'; DELETE/**/FROM Genre"), "writes"),
-    (_fence('SELECT "--"; DELETE/**/FROM Genre'), "writes"),
-    (_fence("SELECT 'it''s --'; DELETE/**/FROM Genre"), "writes"),
-    (_fence("SELECT '--'; SELECT FirstName FROM/**/Employee"), "reads a forbidden table"),
-    (_fence("SELECT $$--$$; DELETE/**/FROM Genre"), "writes"),
-    (_fence("SELECT '/*' AS a; DELETE /* x */ FROM Genre"), "writes"),
-    (_fence("UPDATE Genre NOT INDEXED SET Name='x'"), "writes"),
-    (_fence("UPDATE Track INDEXED BY IFK_TrackGenreId SET Name='x'"), "writes"),
-    (_fence("UPDATE Track AS t INDEXED BY IFK_TrackGenreId SET Name='x'"), "writes"),
-    (_fence(" " * 100 + "ANALYZE"), "writes"),
-    (_fence("\t" * 70 + "ANALYZE;"), "writes"),
-    (_fence("VACUUM main INTO 'f.db'"), "writes"),
-    (_fence('VACUUM "main" INTO \'f.db\''), "writes"),
-    (_fence("CHECKPOINT;"), "writes"),
-    (_fence("FORCE CHECKPOINT;"), "writes"),
-    (_fence("SELECT 1; checkpoint"), "writes")])
+    (fence("SELECT '--'; DELETE/**/FROM Genre"), "writes"),
+    (fence("SELECT '/*'; DELETE/**/FROM Genre"), "writes"),
+    (fence('SELECT "--"; DELETE/**/FROM Genre'), "writes"),
+    (fence("SELECT 'it''s --'; DELETE/**/FROM Genre"), "writes"),
+    (fence("SELECT '--'; SELECT FirstName FROM/**/Employee"), "reads a forbidden table"),
+    (fence("SELECT $$--$$; DELETE/**/FROM Genre"), "writes"),
+    (fence("SELECT '/*' AS a; DELETE /* x */ FROM Genre"), "writes"),
+    (fence("UPDATE Genre NOT INDEXED SET Name='x'"), "writes"),
+    (fence("UPDATE Track INDEXED BY IFK_TrackGenreId SET Name='x'"), "writes"),
+    (fence("UPDATE Track AS t INDEXED BY IFK_TrackGenreId SET Name='x'"), "writes"),
+    (fence(" " * 100 + "ANALYZE"), "writes"),
+    (fence("\t" * 70 + "ANALYZE;"), "writes"),
+    (fence("VACUUM main INTO 'f.db'"), "writes"),
+    (fence('VACUUM "main" INTO \'f.db\''), "writes"),
+    (fence("CHECKPOINT;"), "writes"),
+    (fence("FORCE CHECKPOINT;"), "writes"),
+    (fence("SELECT 1; checkpoint"), "writes")])
 def test_the_floor_reads_strings_indexed_updates_and_maintenance(text: str, why: str) -> None:
-    found = text_call(text, ["Employee"])
-    assert found is not None and why in found, found
+    probe.assert_found(text, why)
 
 
 @pytest.mark.parametrize("text", [
@@ -53,8 +45,8 @@ def test_the_floor_reads_strings_indexed_updates_and_maintenance(text: str, why:
     "We vacuum the room into the night.",
     "Update the genre not indexed set later.",
     "It's -- as they say -- the 'Genre' data; don't delete it from the list.",
-    _fence("SELECT '--' AS dash, count(*) FROM Genre"),
-    _fence("SELECT $$/*$$, count(*) FROM Genre /* a comment */")])
+    fence("SELECT '--' AS dash, count(*) FROM Genre"),
+    fence("SELECT $$/*$$, count(*) FROM Genre /* a comment */")])
 def test_prose_and_allowed_reads_still_pass(text: str) -> None:
     assert text_call(text, ["Employee"]) is None
 
@@ -70,11 +62,4 @@ print("done")
 
 
 def test_the_string_aware_reading_is_linear_in_the_text() -> None:
-    # a quadratic search of one of these texts takes minutes; the bound is the child's,
-    # generous for a loaded machine
-    import pytest_queryeval
-
-    env = {**os.environ, "PYTHONPATH": str(Path(pytest_queryeval.__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-c", _LINEAR], capture_output=True, text=True,
-                          timeout=120, check=False, env=env)
-    assert done.stdout.strip() == "done", done.stderr[-2000:]
+    probe.run_linear(_LINEAR, timeout=120)

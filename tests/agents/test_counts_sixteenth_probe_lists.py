@@ -14,19 +14,16 @@ control: it reads the forbidden table). Honest prose still passes."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
+from tests.agents import probe_support as probe
+from tests.agents.probe_support import fence
 from tests.agents.test_counts_fourteenth_probe_floor import RAN, _said
-from tests.agents.test_counts_from_what_ran import _file_suite, call, duckdb_employees, span, tool
-from tests.agents.test_counts_ninth_probe import UNESTABLISHED
-from tests.support import run_report
+from tests.agents.test_counts_from_what_ran import call, duckdb_employees, span, tool
 
 _LONG = "x" * 200
 #: Statements each engine runs, each reading the forbidden Employee past the old bounds.
@@ -48,17 +45,13 @@ DUCKDB = {
                  "g.GenreId, Employee e LIMIT 1;"}
 
 
-def _fence(statement: str) -> str:
-    return f"```sql\n{statement}\n```"
-
-
 def _prose(statement: str) -> str:
     return f"To check it I ran {statement} and it worked."
 
 
 def _llm(statement: str) -> dict[str, Any]:
     return {"trajectory": RAN, "spans": [span("LLM", "l", 5, **{
-        "output.value": "Next:\n" + _fence(statement)})]}
+        "output.value": "Next:\n" + fence(statement)})]}
 
 
 def _real(statement: str) -> dict[str, Any]:
@@ -69,7 +62,7 @@ def _real(statement: str) -> dict[str, Any]:
 def _hostile(statements: dict[str, str]) -> dict[str, dict[str, Any]]:
     lines: dict[str, dict[str, Any]] = {}
     for key, statement in statements.items():
-        lines[f"fence-{key}"] = _said(_fence(statement))
+        lines[f"fence-{key}"] = _said(fence(statement))
         lines[f"llm-{key}"] = _llm(statement)
         if "\n" not in statement:
             lines[f"prose-{key}"] = _said(_prose(statement))
@@ -83,19 +76,14 @@ HONEST = {
     "honest-and-prose": _said("I ran SELECT count(*) FROM Genre and got 25, Employee was not "
                               "needed."),
     "honest-records": _said("Employees come from employee records; nothing was read."),
-    "honest-string": _said(_fence("SELECT count(*), ';' AS z FROM Genre g")),
-    "honest-join": _said(_fence("SELECT count(*) FROM Genre g JOIN Track t ON "
+    "honest-string": _said(fence("SELECT count(*), ';' AS z FROM Genre g")),
+    "honest-join": _said(fence("SELECT count(*) FROM Genre g JOIN Track t ON "
                                 "coalesce(t.GenreId, 0) = g.GenreId, MediaType m"))}
 
 
-def _check(report: Any, hostile: dict[str, Any], real: dict[str, str]) -> None:
-    passed = {cid: report.by_id[cid]["metrics"] for cid in hostile
-              if report.by_id[cid]["outcome"] == "passed"}
-    assert not passed, passed
-    for cid in hostile:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case)
-        assert case["error"].startswith(UNESTABLISHED), (cid, case["error"])
+def _check(report: Any, hostile: dict[str, Any], real: dict[str, str], honest: dict[str, Any]
+           ) -> None:
+    probe.assert_verdicts(report, hostile, honest)
     for cid in real:
         # the control: the engine runs the statement and reads the forbidden table
         case = report.by_id[f"real-{cid}"]
@@ -107,12 +95,8 @@ def test_reads_past_the_old_list_bounds_are_not_passed_on_sqlite(
         pytester: pytest.Pytester, shared_data: Path) -> None:
     hostile = _hostile(SQLITE)
     real = {f"real-{k}": _real(s) for k, s in SQLITE.items()}
-    _file_suite(pytester, shared_data, {**hostile, **real, **HONEST})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    _check(report, hostile, SQLITE)
-    for cid in HONEST:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"), case["metrics"])
+    report = probe.run_lines(pytester, shared_data, {**hostile, **real, **HONEST})
+    _check(report, hostile, SQLITE, HONEST)
 
 
 def test_reads_past_the_old_list_bounds_are_not_passed_on_duckdb(
@@ -122,39 +106,34 @@ def test_reads_past_the_old_list_bounds_are_not_passed_on_duckdb(
     real = {f"real-{k}": _real(s) for k, s in DUCKDB.items()}
     honest = {"honest-based-on": HONEST["honest-based-on"],
               "honest-string": HONEST["honest-string"]}
-    _file_suite(pytester, shared_data, {**hostile, **real, **honest},
-                {"type": "duckdb", "path": "chinook.duckdb"})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    _check(report, hostile, DUCKDB)
-    for cid in honest:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"), case["metrics"])
+    report = probe.run_lines(pytester, shared_data, {**hostile, **real, **honest},
+                             {"type": "duckdb", "path": "chinook.duckdb"})
+    _check(report, hostile, DUCKDB, honest)
 
 
 @pytest.mark.parametrize("text", [
     # the class, beyond the listed forms
-    _fence("SELECT 1 FROM Genre g JOIN Track t ON (t.GenreId = g.GenreId) AND "
+    fence("SELECT 1 FROM Genre g JOIN Track t ON (t.GenreId = g.GenreId) AND "
            "t.Name <> 'it''s, ok', Employee e"),
-    _fence("SELECT 1 FROM Genre g JOIN Track t ON t.GenreId IN (SELECT GenreId FROM Genre) "
+    fence("SELECT 1 FROM Genre g JOIN Track t ON t.GenreId IN (SELECT GenreId FROM Genre) "
            "= true, Employee e"),
-    _fence("SELECT 1 FROM Genre g JOIN Track t USING (GenreId), Employee e"),
-    _fence("SELECT 1 FROM Genre g JOIN Track t ON t.GenreId, Employee e"),
-    _fence("SELECT 1 FROM (Genre g JOIN Track t ON t.GenreId = g.GenreId), Employee e"),
-    _fence("SELECT 1 FROM range(3) r(x), Employee e"),
-    _fence("SELECT 1 FROM " + "".join(f"Genre g{i}, " for i in range(500)) + "Employee e"),
-    _fence("SELECT 1 FROM Genre g JOIN Track t ON t.Name <> '" + "y" * 5000 + "', Employee e"),
-    _fence('SELECT "a;b", $$;$$, [c;d], `e;f` FROM Employee e'),
-    _fence("SELECT '" + "a\n\n" * 1000 + "' FROM Employee e"),
+    fence("SELECT 1 FROM Genre g JOIN Track t USING (GenreId), Employee e"),
+    fence("SELECT 1 FROM Genre g JOIN Track t ON t.GenreId, Employee e"),
+    fence("SELECT 1 FROM (Genre g JOIN Track t ON t.GenreId = g.GenreId), Employee e"),
+    fence("SELECT 1 FROM range(3) r(x), Employee e"),
+    fence("SELECT 1 FROM " + "".join(f"Genre g{i}, " for i in range(500)) + "Employee e"),
+    fence("SELECT 1 FROM Genre g JOIN Track t ON t.Name <> '" + "y" * 5000 + "', Employee e"),
+    fence('SELECT "a;b", $$;$$, [c;d], `e;f` FROM Employee e'),
+    fence("SELECT '" + "a\n\n" * 1000 + "' FROM Employee e"),
     "SELECT FirstName\n\n" + "-" * 3000 + "\n\nFROM Employee e;",
     "SELECT FirstName, ';' AS z FROM Employee e; SELECT 1",
     # a condition of one bare column, of connectives only; DuckDB's E'' string escapes
-    _fence("SELECT 1 FROM Genre g JOIN Track t ON Milliseconds, Employee e LIMIT 1"),
-    _fence("SELECT 1 FROM Genre g JOIN Track t ON Milliseconds AND Bytes, Employee e LIMIT 1"),
-    _fence("SELECT 1 FROM Genre g JOIN Track t ON t.Name <> E'a\\',b', Employee e LIMIT 1"),
+    fence("SELECT 1 FROM Genre g JOIN Track t ON Milliseconds, Employee e LIMIT 1"),
+    fence("SELECT 1 FROM Genre g JOIN Track t ON Milliseconds AND Bytes, Employee e LIMIT 1"),
+    fence("SELECT 1 FROM Genre g JOIN Track t ON t.Name <> E'a\\',b', Employee e LIMIT 1"),
     "I ran SELECT E'\\';' AS z FROM Employee e and it worked."])
 def test_the_walk_reads_every_item(text: str) -> None:
-    found = text_call(text, ["Employee"])
-    assert found is not None and "reads a forbidden table" in found, found
+    probe.assert_found(text, "reads a forbidden table")
 
 
 @pytest.mark.parametrize("text", [
@@ -164,8 +143,8 @@ def test_the_walk_reads_every_item(text: str) -> None:
     "Employees come from employee records; nothing was deleted from the table.",
     "It's the 'Genre' data, from Genre, not from employee records.",
     "SELECT count(*) FROM Genre;\n\nThe Employee table was not needed, from employee records.",
-    _fence("SELECT count(*), ';' AS z FROM Genre g"),
-    _fence("SELECT count(*) FROM Genre g JOIN Track t ON coalesce(t.GenreId, 0) = g.GenreId")])
+    fence("SELECT count(*), ';' AS z FROM Genre g"),
+    fence("SELECT count(*) FROM Genre g JOIN Track t ON coalesce(t.GenreId, 0) = g.GenreId")])
 def test_honest_prose_and_allowed_lists_pass(text: str) -> None:
     assert text_call(text, ["Employee"]) is None
 
@@ -185,11 +164,4 @@ print("done")
 
 
 def test_the_walk_is_linear_in_the_text() -> None:
-    # a quadratic walk of one of these texts takes minutes; the bound is the child's,
-    # generous for a loaded machine
-    import pytest_queryeval
-
-    env = {**os.environ, "PYTHONPATH": str(Path(pytest_queryeval.__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-c", _LINEAR], capture_output=True, text=True,
-                          timeout=300, check=False, env=env)
-    assert done.stdout.strip() == "done", done.stderr[-2000:]
+    probe.run_linear(_LINEAR, timeout=300)

@@ -18,16 +18,9 @@ import pytest
 
 from pytest_queryeval.agents.owncalls import own_calls, without_own
 from pytest_queryeval.agents.textjudge import is_write
+from tests.agents import probe_support as probe
 from tests.agents.test_counts_fifteenth_probe_calls import COUNT_GATES
-from tests.agents.test_counts_from_what_ran import (
-    GOLD,
-    _file_suite,
-    call,
-    duckdb_employees,
-    tool,
-)
-from tests.agents.test_counts_thirteenth_probe_replay import _suite
-from tests.support import run_report
+from tests.agents.test_counts_from_what_ran import GOLD, call, duckdb_employees, tool
 
 DELETE = "DELETE FROM Genre"
 Q_DELETE, Q_GOLD = json.dumps(DELETE), json.dumps(GOLD)
@@ -65,14 +58,9 @@ def test_a_copy_holding_more_than_the_own_call_is_read(pytester: pytest.Pytester
     cases |= {cid: (_record(inner), COUNT_GATES, {}) for cid, inner in HONEST_TAGS.items()}
     cases["honest-think"] = (_record(HONEST_TAGS["honest-compact"], "<think>run it</think>\n"),
                              COUNT_GATES, {})
-    _suite(pytester, shared_data, cases)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in HOSTILE_TAGS:
-        case = report.by_id[cid]
-        assert case["outcome"] != "passed", (cid, case["outcome"], case["metrics"])
-    for cid in [*HONEST_TAGS, "honest-think"]:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"))
+    report = probe.run_cases(pytester, shared_data, cases)
+    probe.assert_not_passed(report, HOSTILE_TAGS)
+    probe.assert_honest(report, [*HONEST_TAGS, "honest-think"])
 
 
 @pytest.mark.parametrize("inner", list(HOSTILE_TAGS.values()))
@@ -94,8 +82,7 @@ def test_a_recorded_force_checkpoint_is_a_refused_write(pytester: pytest.Pyteste
     lines = {cid: {"trajectory": [call("a", "run_query", sql), tool("a", "ok")]}
              for cid, sql in (("force", "FORCE CHECKPOINT;"), ("plain", "CHECKPOINT;"),
                               ("force-lower", "force checkpoint"))}
-    _file_suite(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    report = probe.run_lines(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
     for cid in lines:
         case = report.by_id[cid]
         assert case["metrics"]["write_attempts"] == 1.0, (cid, case["metrics"])

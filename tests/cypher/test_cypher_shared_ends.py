@@ -9,7 +9,7 @@ error. On a real ladybug graph; work is counted, never timed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,19 +40,19 @@ def _graph(path: Path, b_type: str) -> LadybugSource:
 
 
 @pytest.fixture
-def same_form(tmp_path: Path) -> Iterator[LadybugSource]:
+def graph(tmp_path: Path) -> Iterator[Callable[[str], LadybugSource]]:
+    """The re-probe's graph of B's list type: ``"INT64"`` (ends of one form) or ``"DOUBLE"``
+    (equal in value, not in form); closed after the test."""
     pytest.importorskip("ladybug")
-    src = _graph(tmp_path / "g.cypher", "INT64")
-    yield src
-    src.close()
+    opened: list[LadybugSource] = []
 
+    def make(b_type: str) -> LadybugSource:
+        opened.append(_graph(tmp_path / f"{b_type}.cypher", b_type))
+        return opened[-1]
 
-@pytest.fixture
-def other_form(tmp_path: Path) -> Iterator[LadybugSource]:
-    pytest.importorskip("ladybug")
-    src = _graph(tmp_path / "g.cypher", "DOUBLE")
-    yield src
-    src.close()
+    yield make
+    for src in opened:
+        src.close()
 
 
 def _views(src: LadybugSource) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -62,11 +62,11 @@ def _views(src: LadybugSource) -> tuple[list[dict[str, Any]], list[dict[str, Any
             cypherbench.neo4j_view(pred.columns, pred.rows))
 
 
-def test_nodes_of_one_content_are_one_end_object(same_form):
+def test_nodes_of_one_content_are_one_end_object(graph):
     """The reproducer's shape: r1 = (A, T, B), r2 = (B, T, A), A and B of equal content: one
     object, so every comparison of the reference's sorts stops at identity (none is charged:
     a budget of one value decides)."""
-    g_view, p_view = _views(same_form)
+    g_view, p_view = _views(graph("INT64"))
     (r1, r2), *rest = p_view[0]["l"]
     assert len(rest) == R - 1
     assert r1[0] is r1[2] is r2[0] is r2[2], "ends of equal content are one object"
@@ -82,21 +82,20 @@ def test_nodes_of_one_content_are_one_end_object(same_form):
         sharedends.MAX_END_WORK = budget
 
 
-def test_the_gold_and_the_prediction_share_their_ends(same_form):
+def test_the_gold_and_the_prediction_share_their_ends(graph):
     """Views given one ``contents`` (the kind's gold and prediction) share the end objects
     too, so their comparisons across the two stop at identity."""
     contents: dict[Any, Any] = {}
-    table = same_form.execute(PRED)
+    table = graph("INT64").execute(PRED)
     one = cypherbench.neo4j_view(table.columns, table.rows, contents)
     two = cypherbench.neo4j_view(table.columns, table.rows, contents)
     assert one[0]["l"][0][0][0] is two[0]["l"][0][1][2]
 
 
-def test_ends_equal_in_value_not_form_are_charged_and_stop_at_the_budget(other_form,
-                                                                         monkeypatch):
+def test_ends_equal_in_value_not_form_are_charged_and_stop_at_the_budget(graph, monkeypatch):
     """B's list of doubles equals A's ints (the reference compares them, value by value): two
     objects, each comparison charged; past the budget the score is not decided."""
-    g_view, p_view = _views(other_form)
+    g_view, p_view = _views(graph("DOUBLE"))
     (r1, _), *_ = p_view[0]["l"]
     from pytest_queryeval.cypher import sharedends
 
@@ -107,22 +106,23 @@ def test_ends_equal_in_value_not_form_are_charged_and_stop_at_the_budget(other_f
     assert "comparing relationships' end nodes read more than 100,000 values" in str(why)
 
 
-def test_ends_compared_past_the_cases_deadline_stop_with_its_reason(other_form):
+def test_ends_compared_past_the_cases_deadline_stop_with_its_reason(graph):
     """The sorts of ``hashable`` and the end comparisons check the case's deadline: a
     comparison begun past it stops with ComparisonTimeout (the kind's ``_best`` fails the case
     with it), not after R * P more work."""
-    g_view, p_view = _views(other_form)
+    g_view, p_view = _views(graph("DOUBLE"))
     with comparison_deadline(-1.0), pytest.raises(ComparisonTimeout) as caught:
         cypherbench.score(PRED, GOLD, g_view, p_view)
     assert "cypherbench_ex" in str(caught.value)
 
 
-def test_a_case_past_its_budget_fails_with_the_reason(other_form, monkeypatch):
+def test_a_case_past_its_budget_fails_with_the_reason(graph, monkeypatch):
     """Through the kind: an undecided cypherbench_ex is no pass and no internal error."""
     from pytest_queryeval.cypher import kind, sharedends
     from pytest_queryeval.metrics.table import CompareOptions
 
     monkeypatch.setattr(sharedends, "MAX_END_WORK", 50 * P)
+    other_form = graph("DOUBLE")
     golds = [kind._Gold(GOLD, other_form.execute(GOLD))]
     scored = kind._best(golds, PRED, other_form.execute(PRED),
                         kind._Options(CompareOptions()), None, executed=True, seconds=600.0)
