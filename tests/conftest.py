@@ -105,12 +105,42 @@ def pytest_configure(config: pytest.Config) -> None:
     import importlib
 
     _keep_compiled_packages()
+    _share_embeddings_cache(config)
 
     for name in ("numpy", "sqlalchemy", "sqlalchemy.dialects.postgresql.psycopg", "psycopg",
                  "pyoxigraph", "yaml", "pytest_queryeval.plugin.runner", "pytest_queryeval.plugin.controller",
                  "pytest_queryeval.plugin.xdist"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+
+
+#: Set by this session's controller: the embeddings cache every run of the session shares.
+EMBEDDINGS_CACHE_ENV = "QUERYEVAL_EMBEDDINGS_CACHE"
+
+
+def _share_embeddings_cache(config: pytest.Config) -> None:
+    """One embeddings cache for every suite this test session runs, unless the caller set one.
+
+    The suites run as subprocesses (``-p no:cacheprovider``: no pytest cache, so no vector
+    cache) and each run holding a JSON case imported torch and loaded the packaged model again
+    (10 to 50 s on this 2-core machine; the example suite alone runs over twenty times). The
+    vectors are still the packaged model's, encoded by the first run that needs a text; this is
+    the plugin's documented cache, as a user's CI keeps it. The controller makes the folder and
+    xdist workers and every subprocess inherit it from the environment. Tests of the model, of
+    the cache and of loading set their own ``QUERYEVAL_EMBEDDINGS_CACHE`` with monkeypatch.
+    """
+    import tempfile
+
+    if EMBEDDINGS_CACHE_ENV in os.environ or hasattr(config, "workerinput"):
+        return
+    folder = tempfile.mkdtemp(prefix="queryeval-test-embeddings-")
+    os.environ[EMBEDDINGS_CACHE_ENV] = folder
+
+    def remove() -> None:
+        os.environ.pop(EMBEDDINGS_CACHE_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    config.add_cleanup(remove)
 
 
 def materialise_data(dest: Path) -> Path:

@@ -82,3 +82,11 @@ def seed(st_model: Any) -> Any:
     seed_reference.model = st_model
     seed_reference.util = util
     return seed_reference
+
+
+@pytest.fixture(autouse=True)
+def _own_embeddings_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are of the model, the vector cache and where it lives: none of them runs
+    with the session's shared cache (tests/conftest.py), which would answer from vectors an
+    earlier test encoded (restored after each test)."""
+    monkeypatch.delenv("QUERYEVAL_EMBEDDINGS_CACHE", raising=False)
