@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-from .language import HEADS, READ_PRAGMAS
+from .language import HEADS, READ_PRAGMAS, pragma_sets
 from .lead import GRAPH_CLAUSE
 
 #: An article where a statement names its object (``delete from the cache``): prose.
@@ -243,8 +243,7 @@ def _statement_write(plain: str, start: int, end: int, inline: bool) -> int | No
         if head is not None:
             word, rest = head.group(1), plain[head.end():stop]
             if word in _WRITE_HEADS and (rest.strip() or not inline or word in _ALONE) and not (
-                    word == "pragma" and "=" not in rest and
-                    rest.strip().split("(")[0].strip() in READ_PRAGMAS):
+                    word == "pragma" and "=" not in rest and not pragma_sets(word + rest)):
                 return head.start(1)
             if word in _GRAPH_HEADS:
                 for escapes in (False, True):
