@@ -7,30 +7,35 @@ re-probe's H11 (issue 58), kept apart from the case's counting (:mod:`.case`).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 
 from .trajectory import Step, call_key
 
 
-def merged(steps: Sequence[Step], found: Sequence[Step]) -> tuple[Step, ...]:
+def merged(steps: Sequence[Step], found: Sequence[Step],
+           dialect: str | None = None) -> tuple[Step, ...]:
     """``steps`` with the calls of ``found`` they do not hold: the same call (by name and
-    arguments asked) is counted once only when it ran the same; one that records it ran
-    something else (a TOOL span's ``input.value`` that was a ``DELETE``) gives the
-    trajectory's call what ran, or, when that call records a different run of its own, is
-    counted beside it (issue 58, the twelfth re-probe's H11)."""
-    from collections import deque
+    arguments asked, or by its call id: :func:`_same_id`) is counted once only when it ran
+    the same; one that records it ran something else (a TOOL span's ``input.value`` that was
+    a ``DELETE``) gives the trajectory's call what ran, or, when that call records a
+    different run of its own, is counted beside it (issue 58, the twelfth re-probe's H11)."""
     from dataclasses import replace
 
     held: dict[str, deque[int]] = {}  # a queue per call: 80,000 calls took 10 s as a scan
+    ids: dict[str, int | None] = {}  # a call id the trajectory holds once: its call
     for n, step in enumerate(steps):
         held.setdefault(call_key(step), deque()).append(n)
-    out, extra = list(steps), []
+        ids[step.call_id] = None if step.call_id in ids else n
+    out, extra, taken = list(steps), [], set[int]()
     for step in found:
-        slots = held.get(call_key(step))
-        if not slots:
+        at = _free(held.get(call_key(step)), taken)
+        if at is None:
+            at = _same_id(step, steps, ids.get(step.call_id), taken, dialect)
+        if at is None:
             extra.append(step)
             continue
-        at = slots.popleft()
+        taken.add(at)
         mine = out[at]
         if step.executed is None or ran(step.executed) == ran(
                 mine.executed if mine.executed is not None else mine.arguments_text):
@@ -40,6 +45,60 @@ def merged(steps: Sequence[Step], found: Sequence[Step]) -> tuple[Step, ...]:
         else:
             extra.append(step)
     return tuple(out + extra)
+
+
+def _free(slots: deque[int] | None, taken: set[int]) -> int | None:
+    """The first call of ``slots`` no call of the spans was matched to yet."""
+    while slots:
+        at = slots.popleft()
+        if at not in taken:
+            return at
+    return None
+
+
+def _same_id(step: Step, steps: Sequence[Step], at: int | None, taken: set[int],
+             dialect: str | None) -> int | None:
+    """The trajectory's call the spans' ``step`` records under the same call id, when the two
+    run the same though their arguments are spelled differently: an instrumentation that
+    records ``{"query": q, "limit": null}`` or the query re-spaced beside the harness's own
+    ``{"query": q}`` recorded one call, which counted twice failed an honest case's
+    ``tool_calls`` (issue 58, the nineteenth re-probe's M1). The trajectory's record is the one
+    kept (both run the same, so the replay of either counts alike). Under the same id, a call
+    whose arguments run anything else (another statement, table or value) is not merged: it
+    is counted beside the trajectory's, so a merge never lowers a count."""
+    if not step.call_id or at is None or at in taken or steps[at].name != step.name:
+        return None
+    return at if same_arguments(steps[at], step, dialect) else None
+
+
+def same_arguments(one: Step, other: Step, dialect: str | None) -> bool:
+    """Whether two calls' arguments run the same: every key equal, a key one leaves out null
+    in the other (a default filled in), and a text differing only in blanks between the
+    tokens of the datasource's dialect (a blank inside a quoted text, a name or a comment
+    is a difference; a text not tokenized is compared as it is)."""
+    if one.arguments is None or other.arguments is None:
+        return False
+    for key in one.arguments.keys() | other.arguments.keys():
+        mine, theirs = one.arguments.get(key), other.arguments.get(key)
+        if mine != theirs and not (isinstance(mine, str) and isinstance(theirs, str)
+                                   and _same_text(mine, theirs, dialect)):
+            return False
+    return True
+
+
+def _same_text(one: str, other: str, dialect: str | None) -> bool:
+    """Two texts that differ only in blanks between tokens (comments kept in the tokens)."""
+    if "".join(one.split()) != "".join(other.split()):
+        return False
+    from ..errors import QueryEvalError
+    from ..sources.sqlguard import sql_tokens
+
+    try:
+        mine, theirs = sql_tokens(one, dialect), sql_tokens(other, dialect)
+    except QueryEvalError:
+        return False
+    return [(t.token_type, t.text, t.comments) for t in mine] == \
+        [(t.token_type, t.text, t.comments) for t in theirs]
 
 
 def ran(text: str) -> str:

@@ -3,28 +3,27 @@ agent metrics of one scored prediction with the database side's counts.
 
 Why the counts are taken here by replaying: a trajectory from outside the plugin (a python,
 http or command source, a predictions file) says which queries the agent ran, not what
-they did; each ``run_query`` call (and each ``sample_rows`` read, as the tool serves it) is
-run again on the case's sandboxed datasource through a
-:class:`~.ledger.Ledger` (read-only, a write refused and counted), so queries, rows, writes
+they did; each ``run_query`` call (and each ``sample_rows`` read, as the tool serves it) is run
+again on the case's sandboxed datasource through a :class:`~.ledger.Ledger` (read-only, a
+write refused and counted), so queries, rows, writes
 and forbidden tables are the database's numbers, on every kind of datasource (a graph's
 refusal of a ``CREATE`` is a write attempt as an SQL guard's is). The plugin's own tool loop
 ran them through the same ledger and hands the same trajectory; its own counts are kept as a
-floor (:attr:`~.trajectory.Envelope.live_counts`), so both paths count alike and neither
-lowers the other.
+floor (:attr:`~.trajectory.Envelope.live_counts`): both paths count alike, neither lowers the other.
 
 A trajectory refused for its shape (a repeated call id, a tool name over 256 characters, a
 ``system`` message, a trajectory given as text) is still counted: its calls are read leniently
 (:func:`~.trajectory.salvage_steps`: nested lists and the legacy ``function_call`` too). What
 the tool recorded it ran is counted over what was asked, calls under other names or arguments
 are judged on their text (:func:`~.replay.step_queries`), and spans given beside a trajectory
-count the calls it does not hold and what its calls ran when that differs. A count that cannot
-be established (no list of calls to read, a record holding a call none of whose calls can be
-read, a datasource that went away or cannot say what a query read) is the case's error
-(``details.agent.uncounted``), never a count of 0; so is the count of a case gated on one whose
-record holds no trajectory and no spans, or messages under another key beside them, or a
-``sample_rows`` / ``run_query`` call off its schema that the plugin's tool loop did not write,
-or a tool message answering a call the trajectory does not make (:mod:`.textcalls`). The replay
-is bounded (:mod:`.replay`)."""
+count the calls it does not hold (:mod:`.beside`) and what its calls ran when that differs. A
+count that cannot be established (no list of calls to read, a record holding a call none of
+whose calls can be read, a datasource gone or unable to say what a query read) is the case's
+error (``details.agent.uncounted``), never a count of 0; so is the count of a case gated on one
+whose record holds no trajectory and no spans, or messages under another key beside them, or a
+``sample_rows`` / ``run_query`` call off its schema the plugin's tool loop did not write, or a
+tool message answering a call the trajectory does not make (:mod:`.textcalls`). The replay is
+bounded (:mod:`.replay`)."""
 
 from __future__ import annotations
 
@@ -78,7 +77,7 @@ def agent_scores(case: Case, context: Context, env: Envelope,
     ledger.raise_to(env.live_counts)
     _unestablished(case, env, ledger)
     _forbidden_known(case, context, spec, ledger)
-    steps = _steps(env, ledger)
+    steps = _steps(env, ledger, case.source_spec)
     if steps is not None:
         requests = _sparql(case, steps, ledger, env.live)
         if not env.live:
@@ -359,10 +358,9 @@ def uncounted(details: Mapping[str, Any]) -> str | None:
     return why if isinstance(why, str) else None
 
 
-def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
-    """The tool calls to count: the trajectory's (with those the OpenAI shape does not
-    read: :func:`_unread_calls`), or a refused one's read leniently; and
-    the calls spans given beside it record that it does not hold."""
+def _steps(env: Envelope, ledger: Ledger, source: Mapping[str, Any] | None = None) -> tuple[Step, ...] | None:
+    """The tool calls to count: the trajectory's (with those the OpenAI shape does not read:
+    :func:`_unread_calls`), or a refused one's read leniently; and those spans beside it add."""
     if env.trajectory is not None:
         steps = env.trajectory.steps
         if any(_unread_calls(m) for m in env.trajectory.messages):
@@ -379,7 +377,7 @@ def _steps(env: Envelope, ledger: Ledger) -> tuple[Step, ...] | None:
     if not steps and env.traced is not None and looks_like_calls(env.traced, spans=True):
         ledger.uncount("the agent's counts could not be established: the spans record a tool "
                        "call or a write, and no tool call can be read from them")
-    return _beside(env, steps, ledger)
+    return _beside(env, steps, ledger, source)
 
 
 def _unread_calls(message: Mapping[str, Any]) -> bool:
@@ -391,10 +389,12 @@ def _unread_calls(message: Mapping[str, Any]) -> bool:
         and bool(message["tool_calls"]))
 
 
-def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step, ...]:
+def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger,
+            source: Mapping[str, Any] | None) -> tuple[Step, ...]:
     """``steps`` with the calls of the spans, and of messages under another key
     (:func:`~.trajectory.stray_calls`), given beside a trajectory that it does not hold
-    (:func:`~.beside.merged`)."""
+    (:func:`~.beside.merged`: in the ``source``'s dialect, a query re-spaced is the same)."""
+    from ..sources.dialects import dialect_of
     found: tuple[Step, ...] = ()
     if env.beside is not None:
         from . import spans
@@ -411,7 +411,7 @@ def _beside(env: Envelope, steps: Sequence[Step], ledger: Ledger) -> tuple[Step,
             ledger.uncount("the agent's counts could not be established: the messages under "
                            "another key beside the trajectory are not read")
         found += aside or ()
-    return merged(steps, found)
+    return merged(steps, found, dialect_of(source or {}))
 
 
 #: What a record holding a tool call or a write looks like (a refused trajectory no call can

@@ -61,16 +61,39 @@ READ_PRAGMAS = frozenset({
 #: (SQLite runs ``PRAGMA user_version(7)`` as ``= 7``: the eighteenth re-probe's N1).
 _SETTABLE_PRAGMAS = frozenset({"user_version", "schema_version", "application_id", "page_size",
                                "encoding"})
-_PRAGMA = re.compile(_LEAD + r"pragma\s+(?:\w+\s*\.\s*)?(\w+)\s*([=(])?", re.IGNORECASE)
+#: What may follow a read pragma's name: the end, its statement's end, or its argument.
+_READ_PRAGMA_ENDS = frozenset({"", ";", "("})
 
 
 def pragma_sets(text: str) -> bool:
     """Whether a pragma statement is no read: an assignment (``= v``), one not of
-    :data:`READ_PRAGMAS`, or a settable one given a value (``user_version(7)``)."""
-    name = _PRAGMA.match(text)
-    if name is None or name.group(2) == "=" or name.group(1).lower() not in READ_PRAGMAS:
+    :data:`READ_PRAGMAS`, a settable one given a value (``user_version(7)``), or one not read
+    as ``PRAGMA [schema.]name`` at all.
+
+    Why tokens, not a pattern over the text: SQLite takes a comment anywhere a blank may
+    stand and a quoted name as the name (it runs and persists ``PRAGMA user_version/**/(7)``,
+    ``PRAGMA user_version -- c`` + newline + ``(8)``, ``PRAGMA "user_version"(7)``,
+    ``PRAGMA [user_version](7)``, ``PRAGMA 'user_version'(7)``), and a pattern that reads
+    only blanks before the ``(`` called each a read (issue 58, the nineteenth re-probe's
+    H2). The guard's tokenizer (:func:`~..sources.sqlguard.sql_tokens`, SQLite's quotes, comments
+    dropped) reads the name and what follows it; a text it cannot read is no read."""
+    from ..errors import QueryEvalError
+    from ..sources.sqlguard import sql_tokens
+
+    try:
+        words = [t.text for t in sql_tokens(_FORMAT.sub("", text), "sqlite")]
+    except QueryEvalError:  # a syntax error: not proven a read
         return True
-    return name.group(2) == "(" and name.group(1).lower() in _SETTABLE_PRAGMAS
+    while words and words[0] == ";":
+        words.pop(0)
+    if len(words) > 3 and words[2] == ".":
+        del words[1:3]  # the schema: ``main.user_version``
+    if len(words) < 2 or words[0].lower() != "pragma":
+        return True
+    name, after = words[1].lower(), (words[2] if len(words) > 2 else "")
+    if name not in READ_PRAGMAS or after not in _READ_PRAGMA_ENDS:
+        return True
+    return after == "(" and name in _SETTABLE_PRAGMAS
 
 
 _local = threading.local()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .language import pragma_sets, state_function
+from .language import head_word, pragma_sets, state_function
 
 #: Heads that change data, schema or session, when sqlglot reads a bare command (H8: FORCE).
 _WRITE_HEAD = re.compile(
@@ -101,8 +101,8 @@ def _head_writes(text: str, dialect: str | None) -> bool:
         rest = re.sub(r"^\s*(?:analyze|verbose|\([^)]*\))\s*", "", text[explained.end():],
                       flags=re.IGNORECASE)
         return bool(rest.strip()) and is_write(rest, dialect)
-    if re.match(r"\s*pragma\b", text, re.IGNORECASE):
-        return "=" in text or pragma_sets(text.strip())
+    if head_word(text) == "pragma":  # after comments too: ``/**/PRAGMA user_version(7)``
+        return "=" in text or pragma_sets(text)
     return _WRITE_HEAD.match(text) is not None
 
 

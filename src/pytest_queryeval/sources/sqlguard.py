@@ -410,7 +410,7 @@ def _label(node: object) -> str:
 _FIRST_WORD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*(\w+|\S)", re.DOTALL)
 
 
-def _tokens(sql: str, dialect: str | None) -> list[Any]:
+def sql_tokens(sql: str, dialect: str | None) -> list[Any]:
     """sqlglot's tokens (comments dropped); a text it cannot tokenize is a syntax error."""
     from sqlglot.dialects.dialect import Dialect
 
@@ -459,13 +459,13 @@ def _first_is_a_statement(tokens: list[Any]) -> bool:
 
 def _check_statement_start(sql: str, dialect: str | None) -> None:
     """Raise QuerySyntaxError when ``sql`` does not start like any SQL statement."""
-    tokens = _tokens(sql, dialect)
+    tokens = sql_tokens(sql, dialect)
     if tokens and not _first_is_a_statement(tokens):
         raise _syntax_error(sql, tokens[0].start, tokens[0].text)
 
 
 def _check_tokens(sql: str, dialect: str | None) -> None:
-    tokens = _tokens(sql, dialect)
+    tokens = sql_tokens(sql, dialect)
     # Token types by name: their module moved between sqlglot versions.
     literal = {"STRING", "IDENTIFIER", "NATIONAL_STRING", "RAW_STRING", "HEREDOC_STRING"}
     words = [t for t in tokens if t.token_type.name not in literal]
