@@ -76,7 +76,9 @@ _COMPARES = frozenset({"=", "<", ">", "!", "is", "like", "glob", "between", "in"
                        # comma (``ON Milliseconds NOTNULL, Employee``, ``ON k::BOOLEAN``, ``ON
                        # +x``: the eighteenth re-probe's N5)
                        "+", "-", "*", "/", "%", "~", "|", "&", "^", ":", "notnull", "isnull",
-                       "escape", "any", "all", "some", "distinct"})
+                       "escape", "any", "all", "some", "distinct",
+                       # DuckDB's prefix absolute value (``ON @k, Track``: the nineteenth's H5)
+                       "@"})
 _EXPECT, _AFTER, _ALIASED, _COND = 0, 1, 2, 3
 
 
@@ -230,15 +232,20 @@ def _items(low: str, names: frozenset[str]) -> list[tuple[int, int]] | None:
 #: not in prose (``from employee records.``, ``from employee records; nothing ...``).
 _ALIAS = (r"(?:as\s+)?(?:\w+|\"[^\"\n]{1,64}\"|`[^`\n]{1,64}`|\[[^\]\n]{1,64}\]|"
           r"'[^'\n]{1,64}')")
+#: An item of a list after its first: a name, qualified or quoted, and its alias.
+_ITEM = rf"[\w\"`\[][\w.\"`\[\]]{{0,128}}+(?:\s+{_ALIAS})?"
 _STATEMENT_GOES_ON = re.compile(
     rf"\s*(?:$|[;),]|(?:{_ALIAS}\s+)?(?:where|select|limit|order|group|join|inner|left|right|"
     r"full|cross|natural|using|on|union|except|intersect|having|qualify|window|offset|fetch|"
     rf"indexed|not\s+indexed)\b|{_ALIAS}[ \t]*[;)]?[ \t]*(?:$|```)|"
     rf"{_ALIAS}[ \t]*;\s*(?:select|with|values|from|pragma|insert|update|delete)\b|"
-    # an alias, then another item of the list that goes on itself (``FROM Employee e, Genre
-    # g`` at a statement's end: the eighteenth re-probe's N6)
-    rf"{_ALIAS}\s*,\s*[\w\"`\[][\w.\"`\[\]]{{0,128}}(?:\s+{_ALIAS})?[ \t]*"
-    r"(?:[;)][ \t]*)?(?:$|```|(?:where|limit|order|group|join)\b))",
+    # an alias, then more items of the list (a subquery's too) that go on as a statement does
+    # (``FROM Employee e, Genre g`` at a statement's end: the eighteenth re-probe's N6; then a
+    # third item, a join of any kind, ``OFFSET``, ``UNION``: the nineteenth's H5)
+    rf"{_ALIAS}\s*,\s*(?:\(\s*(?:select|with|values|from)\b|{_ITEM}"
+    rf"(?:\s*,\s*(?:\(\s*(?:select|with|values|from)\b|{_ITEM})){{0,64}}+[ \t]*"
+    r"(?:[;)][ \t]*)?(?:$|```|(?:where|limit|order|group|join|cross|natural|inner|left|right|"
+    r"full|offset|union|intersect|except)\b)))",
     re.MULTILINE)
 _SELECT = re.compile(words(["select"]) + r"\b")
 #: What a scan from a ``SELECT`` looks for: a statement's end (``;``, a fence), a paragraph's

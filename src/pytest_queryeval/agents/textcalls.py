@@ -427,9 +427,14 @@ def _built(text: str, low: str) -> str | None:
 
 def _floor(text: str, low: str, forbidden: tuple[str, ...]) -> str | None:
     """Rule 5, the floor (:func:`~.textfloor.floor_finding`): the text as written and as code
-    gives it to a tool (:func:`~.textcode.as_code`), without its format characters."""
-    found = floor_finding(INVISIBLE.sub("", low), INVISIBLE.sub("", _lower(as_code(text))),
-                          forbidden)
+    gives it to a tool (:func:`~.textcode.as_code`), its format characters read as nothing
+    (a soft hyphen in ``DELETE``) and, where it holds one, as a blank too: DuckDB reads
+    U+200B, U+2060 and U+FEFF as a blank (``FROM``, U+200B, ``Track``: the nineteenth
+    re-probe's H1)."""
+    coded = _lower(as_code(text))
+    found = floor_finding(INVISIBLE.sub("", low), INVISIBLE.sub("", coded), forbidden)
+    if found is None and (INVISIBLE.search(low) or INVISIBLE.search(coded)):
+        found = floor_finding(INVISIBLE.sub(" ", low), INVISIBLE.sub(" ", coded), forbidden)
     return None if found is None else _at(*found)
 
 

@@ -16,6 +16,7 @@ import re
 
 from .fromlists import forbidden_read, words
 from .lead import FORMAT_CHARS
+from .textmarkup import has_markup, lined
 from .textwrites import write_finding
 
 __all__ = ["INVISIBLE", "floor_finding", "words"]
@@ -66,18 +67,28 @@ def _uncommented(low: str, nested: bool, strings: bool = False) -> str:
     return "".join(out)
 
 
-#: Every blank an engine skips as a space (a no-break space, the Unicode spaces, a tab, a
-#: vertical tab), and a line's end however written (``\r\n``, ``\r``): DuckDB runs
-#: ``FROM\u00a0Employee``, and a fence's tag line may end in ``\r\n`` (the eighteenth
-#: re-probe's N2, N3).
-_BLANKS = str.maketrans({c: " " for c in "\t\v\f\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001"
-                         "\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028"
-                         "\u2029\u202f\u205f\u3000"})
+#: Every blank an engine skips as a space (a no-break space, the Unicode spaces, a tab), and
+#: a line's end however written (``\r\n``, ``\r``): DuckDB runs ``FROM\u00a0Employee``, and a
+#: fence's tag line may end in ``\r\n`` (the eighteenth re-probe's N2, N3).
+_BLANKS = str.maketrans({c: " " for c in "\t\x1f\xa0\u1680\u2000\u2001\u2002\u2003\u2004"
+                         "\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"})
+#: What else ends a line for Python's ``str.splitlines()`` (a vertical tab, a form feed, the
+#: file, group and record separators, NEL, U+2028, U+2029): an extractor that splits lines so
+#: reads a fence whose tag line ends in U+2028 as a fence (the nineteenth re-probe's H4: its
+#: ``VACUUM`` ran), and an engine reads each as a blank. Read both ways (:func:`blanks`).
+_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_AS_BREAK = str.maketrans({c: "\n" for c in _BREAKS})
+_AS_BLANK = str.maketrans({c: " " for c in _BREAKS})
 
 
-def blanks(text: str) -> str:
-    """``text`` with each blank a space and each line's end a ``\n``."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").translate(_BLANKS)
+def blanks(text: str) -> list[str]:
+    """``text`` with each blank a space and each line's end a ``\n``; where it holds a line
+    break of :data:`_BREAKS`, read both as a line's end and as a blank (``SET``, a vertical
+    tab, ``threads = 1`` is a statement on one line)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_BLANKS)
+    if not any(c in text for c in _BREAKS):
+        return [text]
+    return [text.translate(_AS_BREAK), text.translate(_AS_BLANK)]
 
 
 def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
@@ -87,9 +98,11 @@ def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
     as code gives it to a tool), as ``(where, the reading, what)``, or None. Each text is
     read as an engine reads it (a comment a blank, nested or not: :func:`_uncommented`) and
     as written, and with only the comments outside string literals a blank (``strings``): a
-    ``--`` in a string (``SELECT '--'; DELETE/**/FROM Genre``) is no comment."""
-    seen, coded = blanks(seen), blanks(coded)
-    readings = [reading for text in (seen, coded) for reading in (
+    ``--`` in a string (``SELECT '--'; DELETE/**/FROM Genre``) is no comment. A text with
+    markup is read with each tag a line's end too (:func:`~.textmarkup.lined`)."""
+    texts = [*blanks(seen), *blanks(coded)]
+    texts += [lined(text) for text in texts if has_markup(text)]  # a tag: a statement's place
+    readings = [reading for text in texts for reading in (
         _uncommented(text, False), _uncommented(text, True), text,
         _uncommented(text, False, strings=True), _uncommented(text, True, strings=True))]
     for plain in dict.fromkeys(readings):

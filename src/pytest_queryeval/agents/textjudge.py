@@ -13,6 +13,7 @@ import functools
 import re
 
 from .language import head_word, pragma_sets, state_function
+from .lead import FORMAT_CHARS
 
 #: Heads that change data, schema or session, when sqlglot reads a bare command (H8: FORCE).
 _WRITE_HEAD = re.compile(
@@ -106,12 +107,27 @@ def _head_writes(text: str, dialect: str | None) -> bool:
     return _WRITE_HEAD.match(text) is not None
 
 
+#: A format character (:data:`.lead.FORMAT_CHARS`).
+_INVISIBLE = re.compile(f"[{FORMAT_CHARS}]")
+
+
 def tables_of(sql: str, dialect: str | None = None) -> set[str]:
     """The tables ``sql`` names, lower-cased: the text's account, for a datasource that cannot
     say what it read. A name is left out as a CTE's only where it can be nothing else:
     unqualified, and outside the body of the CTE of that name (``WITH Employee AS (SELECT *
     FROM main.Employee) ...`` reads the table Employee twice over). A word match on the text
-    when sqlglot cannot parse it, so a forbidden table is never missed for a parse error."""
+    when sqlglot cannot parse it, so a forbidden table is never missed for a parse error.
+    A format character is read as nothing and as the blank DuckDB reads U+200B, U+2060 and
+    U+FEFF as (the nineteenth re-probe's H1: sqlglot took ``FROM``, U+200B, ``Track`` for a
+    name other than ``Track``)."""
+    if _INVISIBLE.search(sql):
+        return (_tables_of(_INVISIBLE.sub("", sql), dialect)
+                | _tables_of(_INVISIBLE.sub(" ", sql), dialect))
+    return _tables_of(sql, dialect)
+
+
+def _tables_of(sql: str, dialect: str | None) -> set[str]:
+    """:func:`tables_of` of a text without format characters."""
     import sqlglot
     from sqlglot import exp
 

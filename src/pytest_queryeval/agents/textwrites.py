@@ -29,6 +29,7 @@ from bisect import bisect_left, bisect_right
 
 from .language import HEADS, READ_PRAGMAS, pragma_sets
 from .lead import GRAPH_CLAUSE
+from .textmarkup import ALONE, element_spans, inline_spans
 
 #: An article where a statement names its object (``delete from the cache``): prose.
 _ARTICLE = (r"(?!(?:the|a|an|this|that|these|those|my|your|our|their|its|his|her|some|all|"
@@ -134,6 +135,7 @@ _AT_HEAD = re.compile(
     rf"load[ \t]+(?:extension[ \t]+)?{_ARTICLE}{_PNAME}[ \t]*+(?:;|$)|"
     rf"detach[ \t]+(?:database[ \t]+)?(?:if[ \t]+exists[ \t]+)?{_ARTICLE}{_PNAME}[ \t]*+(?:;|$)|"
     rf"truncate[ \t]+(?:table[ \t]+)?{_ARTICLE}{_PNAME}[ \t]*+(?:;|$)|"
+    r"update[ \t]+extensions(?:[ \t]*+\([^()\n]{0,1024}+\))?[ \t]*+(?:;|$)|"
     rf"comment[ \t]+on[ \t]+\w++[ \t]+{_PNAME}[ \t]+is\b|"
     rf"call[ \t]+{_PNAME}\(|"
     r"(?:begin|start)[ \t]+transaction\b|"
@@ -207,7 +209,6 @@ _SHAPES = {word: re.compile(shape) for words, shape in (
 #: Where code is in a text: a fence's mark, an inline code span (one line), a chain's or a
 #: ReAct harness's payload (``SQLQuery: ...``, ``Action Input: ...``), which it runs.
 _FENCE = re.compile(r"`{3,}+")
-_INLINE = re.compile(r"(?<!`)`([^`\n]{1,4096}+)`(?!`)")
 _PAYLOAD = re.compile(r"(?<![\w])(?:sqlquery|action[ \t]*+input)[ \t]*+:([^\n]{1,65536}+)")
 #: A fence's tag that says what it holds, and the tags of what is no query (code of a
 #: language that is not the datasource's, data, a terminal, prose): any other fence, and one
@@ -221,12 +222,6 @@ _NOT_QUERY = frozenset({
     "c++", "csharp", "cs", "ruby", "rb", "php", "perl", "r", "julia", "swift", "lua", "output",
     "log", "diff", "tex", "latex", "mermaid", "dot", "tool_code", "tool_call", "tool_calls",
     "tool_use", "function_call", "function_calls"})
-#: An answer tag that holds a query (``<sql>...</sql>``, ``<query>``, ``<sparql>``: what
-#: harnesses extract and run; the eighteenth re-probe's N4), to its closing tag or the end.
-_QUERY_TAG = re.compile(r"<([\w-]{0,24}?(?:sql|ql|query))>([^<]{0,65536}+)")
-#: Statements a word alone is, even in an inline code span (``Done: `VACUUM`.``: the
-#: eighteenth re-probe's N7).
-_ALONE = frozenset({"analyze", "analyse", "vacuum", "reindex", "checkpoint"})
 #: A quote's or an escape's mark, for blanking strings (:func:`_masked`).
 _QUOTE_MARK = re.compile(r"['\"`]|\$\$")
 _ESCAPED_QUOTE_MARK = re.compile(r"\\.|['\"`]|\$\$", re.DOTALL)
@@ -282,8 +277,8 @@ def _code_spans(plain: str) -> list[tuple[int, int, bool, bool]]:
                 continue
             start = tag.end()
         spans.append((start, end, False, tag is not None and not tag.group(1)))
-    spans += [(m.start(2), m.end(2), False, False) for m in _QUERY_TAG.finditer(plain)]
-    spans += [(m.start(1), m.end(1), True, False) for m in _INLINE.finditer(plain)]
+    # tags' and backticks' code
+    spans += [(s, e, inline, False) for s, e, inline in element_spans(plain) + inline_spans(plain)]
     spans += [(m.start(1), m.end(1), False, False) for m in _PAYLOAD.finditer(plain)]
     return spans
 
@@ -302,7 +297,7 @@ def _statement_write(plain: str, start: int, end: int, inline: bool,
         if head is not None:
             word, rest = head.group(1), plain[head.end():stop]
             shape = _SHAPES.get(word) if untagged else None
-            if word in _WRITE_HEADS and (rest.strip() or not inline or word in _ALONE) and not (
+            if word in _WRITE_HEADS and (rest.strip() or not inline or word in ALONE) and not (
                     word == "pragma" and "=" not in rest and
                     not pragma_sets(plain[head.start(1):stop])) and (
                     shape is None or shape.match(plain, head.start(1), stop)):
