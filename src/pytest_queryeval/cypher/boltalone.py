@@ -29,9 +29,9 @@ TCP_INFO: int | None = getattr(socket, "TCP_INFO", None)
 #: tests/cypher/test_bolt_alone.py checks it against a known transfer.
 BYTES_RECEIVED = 128
 
-REFUSAL = (f"the reply was over 64 KiB ({MAX_MESSAGE:,} bytes), which a FalkorDB server's "
-           "Bolt listener cannot frame: it is not read without the rehearsal "
-           "(rehearse: true)")
+#: Why a reply is not read; formatted with how many bytes came.
+REFUSAL = ("the reply was over 64 KiB ({}), which a FalkorDB server's Bolt listener cannot "
+           "frame: it is not read without the rehearsal (rehearse: true)")
 
 
 def received(sock: socket.socket) -> int | None:
@@ -89,8 +89,9 @@ class Meter:
         self.end()
         if self.sent is not None and self.sent <= MAX_MESSAGE:
             return None
-        how = "no byte count of the connection" if self.sent is None else f"{self.sent:,} bytes"
-        return ReadRefused(f"{REFUSAL} ({how})")
+        how = ("the connection's byte count could not be read" if self.sent is None
+               else f"{self.sent:,} bytes, {MAX_MESSAGE:,} at most")
+        return ReadRefused(REFUSAL.format(how))
 
     def unread(self) -> str:
         """What a reply the driver gave up on may have been: the driver shuts the connection
