@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.cypher import guard, unwritable
-from pytest_queryeval.cypher.bolt import BoltSource, classify
+from pytest_queryeval.cypher.bolt import BoltSource
+from pytest_queryeval.cypher.bolterrors import classify
 from pytest_queryeval.errors import (
     ConfigError,
     QueryFailed,

@@ -77,7 +77,8 @@ def test_a_reply_the_driver_misreads_is_the_predictions_failure() -> None:
     megabyte values, which the shared test server does not hold)."""
     import struct
 
-    from pytest_queryeval.cypher.bolt import BoltSource, _query_error
+    from pytest_queryeval.cypher.bolt import BoltSource
+    from pytest_queryeval.cypher.bolterrors import query_error as _query_error
     from pytest_queryeval.errors import QueryFailed
 
     src = BoltSource.from_spec("g", {"type": "bolt", "url": "bolt://127.0.0.1:1", "timeout": 5})

@@ -42,9 +42,7 @@ import contextlib
 import hashlib
 import importlib
 import os
-import re
 import socket
-import struct
 import threading
 import time
 from collections.abc import Mapping
@@ -55,9 +53,6 @@ from ..errors import (
     ConfigError,
     MissingDependency,
     QueryEvalError,
-    QueryFailed,
-    QueryRefused,
-    QueryTimeout,
     SourceUnavailable,
 )
 from ..results import ResultTable
@@ -69,8 +64,10 @@ from ..sources.base import (
     positive,
     positive_int,
 )
-from . import graphcopy, guard, rehearsal, unwritable, values
-from .boltserver import cause, is_falkordb, pool_sockets, raw_socket
+from . import boltalone, graphcopy, guard, rehearsal, unwritable, values
+from .bolterrors import connect_error as _connect_error
+from .bolterrors import query_error as _query_error
+from .boltserver import is_falkordb, pool_sockets, raw_socket
 from .boltvalues import graph_types as _graph_types
 from .boltvalues import value as _value
 from .rehearsal import Rehearsal
@@ -192,10 +189,8 @@ class BoltSource(SourceDefaults):
                                     f"{self.password_env} (password_env) is not set")
         return (self.user, password)
 
-    def _open(self) -> Any:
-        if self._driver is not None:
-            return self._driver
-        neo4j = _neo4j()
+    def _connect(self, neo4j: Any, *, pool: int) -> Any:
+        """A driver whose connectivity was verified, of at most ``pool`` connections."""
         auth = self._auth()
         for attempt in (1, 2):
             driver: Any = None
@@ -203,9 +198,10 @@ class BoltSource(SourceDefaults):
                 driver = neo4j.GraphDatabase.driver(
                     self.url, auth=auth, user_agent="pytest-queryeval",
                     connection_timeout=self.timeout,
-                    connection_acquisition_timeout=self.timeout, max_connection_pool_size=4)
+                    connection_acquisition_timeout=self.timeout,
+                    max_connection_pool_size=pool)
                 driver.verify_connectivity()
-                break
+                return driver
             except Exception as exc:  # every driver failure here is the server's
                 if driver is not None:
                     with contextlib.suppress(Exception):
@@ -214,6 +210,12 @@ class BoltSource(SourceDefaults):
                 # GOODBYE unanswered until that connection closes (ours just did): once more
                 if attempt == 2 or "handshake" not in str(exc).lower():
                     raise _connect_error(self, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open(self) -> Any:
+        if self._driver is not None:
+            return self._driver
+        driver = self._connect(_neo4j(), pool=4)
         try:  # asked on every use until it is known: never taken for "not FalkorDB"
             self._falkordb = is_falkordb(driver, where=self.where, database=self.database,
                                          seconds=float(self.timeout or DEFAULT_TIMEOUT))
@@ -239,45 +241,70 @@ class BoltSource(SourceDefaults):
                 guard.check_costs(query)
             if self._falkordb:
                 unwritable.check_falkordb(query)
-            neo4j = _neo4j()
-            start = time.perf_counter()
-            deadline: SocketDeadline | None = None
-            try:
-                with driver.session(database=self.database,
-                                    default_access_mode=neo4j.READ_ACCESS,
-                                    fetch_size=min(limit + 1, _FETCH)) as session:
-                    tx = session.begin_transaction(timeout=seconds)
-                    raw: socket.socket | None = None
-                    try:
-                        deadline = SocketDeadline(seconds, reset=True)
-                        raw = raw_socket(tx)
-                        if raw is not None:
-                            deadline.watch(raw)
-                        result = tx.run(query)
-                        columns = [str(k) for k in result.keys()]  # noqa: SIM118 - a Result, not a dict
-                        rows = self._records(result, raw, limit)
-                    finally:
-                        with contextlib.suppress(Exception):
-                            tx.rollback()  # never committed, whatever the server supports
-            except QueryEvalError:
-                raise
-            except Exception as exc:  # the driver's errors, classified below
-                fired = deadline is not None and deadline.fired
-                if fired and raw is not None:
-                    reset_close(raw)
-                elapsed = time.perf_counter() - start
-                raise _query_error(self, exc, query, seconds, elapsed, fired) from None
-            finally:
-                if deadline is not None:
-                    deadline.cancel()
+            if self._falkordb and not trusted:
+                return self._alone(query, seconds, limit)
+            return self._on_server(driver, query, seconds, limit, alone=False)
+
+    def _alone(self, query: str, seconds: float, limit: int) -> ResultTable:
+        """A prediction on a FalkorDB server itself: on a connection of its own, dropped after
+        it (no byte of its reply can reach another query), the reply read only if the server
+        sent too few bytes for a message to have been cut (:mod:`.boltalone`)."""
+        driver = self._connect(_neo4j(), pool=1)
+        try:
+            return self._on_server(driver, query, seconds, limit, alone=True)
+        finally:
+            for sock in pool_sockets(driver):  # dropped, never pooled again: no GOODBYE
+                reset_close(sock)
+            with contextlib.suppress(Exception):
+                driver.close()
+
+    def _on_server(self, driver: Any, query: str, seconds: float, limit: int, *,
+                   alone: bool) -> ResultTable:
+        neo4j = _neo4j()
+        start = time.perf_counter()
+        deadline: SocketDeadline | None = None
+        meter: boltalone.Meter | None = None
+        raw: socket.socket | None = None
+        sent = False
+        try:
+            with driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS,
+                                fetch_size=min(limit + 1, _FETCH)) as session:
+                tx = session.begin_transaction(timeout=seconds)
+                try:
+                    deadline = SocketDeadline(seconds, reset=True)
+                    raw = raw_socket(tx)
+                    if raw is not None:
+                        deadline.watch(raw)
+                    meter = boltalone.Meter(raw) if alone else None
+                    sent = True  # what the driver raises from here on is the reply's
+                    result = tx.run(query)
+                    columns = [str(k) for k in result.keys()]  # noqa: SIM118 - a Result, not a dict
+                    rows = self._records(result, raw, limit)
+                finally:
+                    with contextlib.suppress(Exception):
+                        tx.rollback()  # never committed, whatever the server supports
+            # past max_values nothing of the reply is kept (rows None): there is nothing to refuse
+            refused = meter.refusal() if meter is not None and rows is not None else None
+            if refused is not None:
+                raise refused
+        except QueryEvalError:
+            raise
+        except Exception as exc:  # the driver's errors, classified below
+            refused = meter.refusal() if meter is not None else None
+            if refused is not None:  # a FAILURE, too, may be forged in a cut message
+                raise refused from None
+            fired = deadline is not None and deadline.fired
+            if fired and raw is not None:
+                reset_close(raw)
             elapsed = time.perf_counter() - start
-        if rows is None:
-            return ResultTable([], [], truncated=True, seconds=elapsed,
-                               meta={"max_values": self.max_values})
-        if len(rows) > limit:
-            return ResultTable(columns, rows[:limit], truncated=True, seconds=elapsed,
-                               meta={"max_rows": limit})
-        return ResultTable(columns, rows, seconds=elapsed)
+            raise _query_error(self, exc, query, seconds, elapsed, fired, sent,
+                               meter.unread() if meter is not None else "") from None
+        finally:
+            if deadline is not None:
+                deadline.cancel()
+            if meter is not None:
+                meter.close()
+        return _table(columns, rows, time.perf_counter() - start, limit, self.max_values)
 
     def _records(self, result: Any, raw: socket.socket | None,
                  limit: int) -> list[tuple[Any, ...]] | None:
@@ -391,77 +418,12 @@ class BoltSource(SourceDefaults):
             self._driver = None
 
 
-# -- errors ---------------------------------------------------------------------------------
-
-def _message(exc: BaseException) -> str:
-    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return (str(text).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _connect_error(src: BoltSource, exc: BaseException) -> QueryEvalError:
-    """Why the server could not be used at all: always the source's error (the suite's
-    infrastructure), named by datasource and URL."""
-    code = str(getattr(exc, "code", None) or "")
-    if code.startswith("Neo.ClientError.Security."):
-        who = f"user {src.user!r}" if src.user else "no credentials"
-        return SourceUnavailable(f"{src.where}: the server refused {who} ({code}: "
-                                 f"{_message(exc)})")
-    if type(exc).__name__ in ("ConfigurationError", "ValueError"):
-        return ConfigError(_message(exc), key=f"datasources.{src.name}.url")
-    return SourceUnavailable(f"{src.where}: cannot connect over Bolt within "
-                             f"{src.timeout:g} s: {cause(exc)}")
-
-
-def classify(src: BoltSource, code: str, message: str, query: str) -> QueryEvalError:
-    """A server's error by its Neo4j status code: the source's (credentials, an unknown
-    database: every case would fail alike) or the query's (refused, failed, timed out)."""
-    if code.startswith("Neo.ClientError.Security.Unauthorized") \
-            or code.startswith("Neo.ClientError.Security.AuthenticationRateLimit"):
-        return SourceUnavailable(f"{src.where}: the server refused the credentials "
-                                 f"({code}: {message})")
-    if code == "Neo.ClientError.Database.DatabaseNotFound":
-        return SourceUnavailable(f"{src.where}: the server has no such database ({message})")
-    if code in ("Neo.ClientError.Statement.AccessMode", "Neo.ClientError.Security.Forbidden"):
-        write = guard.first_write(query)
-        at = f"{write.text.upper()} at {guard.where(write)}: " if write is not None else ""
-        return QueryRefused(f"{at}the server refused a write in a read transaction "
-                            f"({code}: {message})")
-    if "TransactionTimedOut" in code:
-        return QueryTimeout(f"the server ended the transaction at its timeout ({code})")
-    if "Database.DatabaseUnavailable" in code or code.startswith("Neo.TransientError.General"):
-        return SourceUnavailable(f"{src.where}: {code}: {message}")
-    return QueryFailed(f"{message} ({code})" if code else message)
-
-
-def _query_error(src: BoltSource, exc: BaseException, query: str, seconds: float,
-                 elapsed: float, fired: bool) -> QueryEvalError:
-    if fired:
-        return QueryTimeout(f"the query ran over {seconds:g} s (the connection was cut after "
-                            f"{elapsed:.1f} s)")
-    code = getattr(exc, "code", None)
-    if isinstance(code, str) and code:
-        return classify(src, code, _message(exc), query)
-    if isinstance(exc, UnicodeDecodeError):
-        return _undecodable(exc)
-    if isinstance(exc, RecursionError | MemoryError | struct.error | OverflowError | IndexError):
-        # the reply the query asked for, not the server: a value nested past what the
-        # driver reads (``reduce(a = [], x IN range(1, 900) | [a])``, the seventeenth
-        # re-probe's B2), or a reply FalkorDB cut at 64 KB whose rest the driver misreads
-        # (``struct.error``: the eighteenth's B3), was the datasource's error and left the
-        # case out of every mean
-        return QueryFailed(f"the reply could not be read ({type(exc).__name__}: a value "
-                           "nested or grown past what the driver reads, or a reply the "
-                           "server cut short)")
-    return _connect_error(src, exc)
-
-
-def _undecodable(exc: UnicodeDecodeError) -> QueryFailed:
-    """The query's error, not the server's: FalkorDB quotes a query's non-ASCII character by
-    its first byte alone in its syntax error (``Invalid input '\\xef'``), which the driver
-    cannot decode; its message is read with that byte replaced."""
-    raw = exc.object if isinstance(exc.object, bytes) else b""
-    text = raw.decode("utf-8", "replace")
-    match = re.search(r"errMsg:\s*(.*?)(?:\s+errCtx:|$)", text, re.DOTALL)
-    message = (match.group(1) if match else text).strip().splitlines()
-    detail = f": {message[0]}" if message else ""
-    return QueryFailed(f"the server's answer is not valid UTF-8{detail}")
+def _table(columns: list[str], rows: list[tuple[Any, ...]] | None, elapsed: float, limit: int,
+           max_values: int) -> ResultTable:
+    if rows is None:
+        return ResultTable([], [], truncated=True, seconds=elapsed,
+                           meta={"max_values": max_values})
+    if len(rows) > limit:
+        return ResultTable(columns, rows[:limit], truncated=True, seconds=elapsed,
+                           meta={"max_rows": limit})
+    return ResultTable(columns, rows, seconds=elapsed)
