@@ -141,8 +141,7 @@ _CLAUSES = frozenset({"MATCH", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SK
 
 def nearest_outside(code: Sequence[Token], i: int, found: Callable[[int], bool]) -> int | None:
     """The index of the nearest token before ``code[i]``, outside the brackets around it, for
-    which ``found`` holds (None when none): where the clause an expression is in starts.
-    :func:`.unwritable.check_falkordb` asks it too."""
+    which ``found`` holds (None when none): where the clause an expression is in starts."""
     level = 0
     for k in range(i - 1, -1, -1):
         tok = code[k]

@@ -3,8 +3,9 @@ prediction reach a FalkorDB server: each row as it comes (:class:`Reading`), for
 server's Bolt listener could not send intact.
 
 Why apart from the rehearsal's process handling: these are the listener's limits, measured
-on FalkorDB 4.16.3 (a temporal value stops it, a message over 64 KiB is framed wrong, a
-reply nested past the driver's recursion is lost), and each grows with the next one found.
+on FalkorDB 4.16.3 (a temporal value stops it, a point is written with a byte too many, a
+message over 64 KiB is framed wrong, a reply nested past the driver's recursion is lost),
+and each grows with the next one found.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from .values import DEFAULT_MAX_VALUES, TooManyValues
 
 #: FalkorDB's compact reply codes of a local date-time, a date, a local time, a duration.
 _TEMPORAL_CODES = frozenset({13, 14, 15, 16})
+#: FalkorDB's compact reply code of a point: its Bolt listener writes one with an extra null
+#: after it (4.16), so every later value of its row, list or map is read one place late (the
+#: twentieth re-probe's P1: a wrong prediction passed, an honest reordered one failed).
+_POINT_CODES = frozenset({11})
 _ARRAY, _EDGE, _NODE, _PATH, _MAP = 6, 7, 8, 9, 10
 
 #: The most bytes one Bolt message may have: FalkorDB's listener (4.16.3) writes a longer one
@@ -38,14 +43,17 @@ class Reading:
         self.max_values = max_values
         self.values = 0
         self.temporal = False
+        self.point = False
         self.rows = 0
         self.largest = 0
         self.deepest = 0
 
     def __call__(self, values: Any) -> None:
         self.rows += 1
-        if not self.temporal and _holds_temporal([None, [values], None]):
+        if not self.temporal and _holds([None, [values], None], _TEMPORAL_CODES):
             self.temporal = True
+        if not self.point and _holds([None, [values], None], _POINT_CODES):
+            self.point = True
         size, depth, held = _bolt_bound(values, self.longest_name)
         self.values += held
         if self.values > self.max_values:
@@ -58,6 +66,10 @@ class Reading:
             raise ReadRefused("the query's reply holds a date, a local time or date-time, or "
                                "a duration, which a FalkorDB server's Bolt listener cannot "
                                "write (it stops the server); return toString(...) of it")
+        if self.point:
+            raise ReadRefused("the query's reply holds a point, which a FalkorDB server's Bolt "
+                               "listener writes wrong (every later value of its row is read "
+                               "one place late); return its fields (p.latitude, p.longitude)")
         header = reply[0] if isinstance(reply, list) and reply else []
         fields = sum(8 + len(str(c[-1]).encode()) for c in header if isinstance(c, list))
         if self.largest > MAX_MESSAGE or fields + 64 > MAX_MESSAGE:
@@ -111,9 +123,9 @@ def _bolt_bound(value: Any, longest_name: int) -> tuple[int, int, int]:
     return size, deepest, held
 
 
-def _holds_temporal(reply: Any) -> bool:
-    """Whether a compact reply's rows hold a temporal value anywhere (a property of a node,
-    a relationship on a path, a list item, a map value)."""
+def _holds(reply: Any, codes: frozenset[int]) -> bool:
+    """Whether a compact reply's rows hold a value of one of ``codes`` anywhere (a property of
+    a node, a relationship on a path, a list item, a map value)."""
     if not isinstance(reply, list) or len(reply) < 3 or not isinstance(reply[1], list):
         return False
     stack: list[Any] = [v for row in reply[1] if isinstance(row, list) for v in row]
@@ -122,7 +134,7 @@ def _holds_temporal(reply: Any) -> bool:
         if not isinstance(value, list) or len(value) != 2 or not isinstance(value[0], int):
             continue
         code, body = value
-        if code in _TEMPORAL_CODES:
+        if code in codes:
             return True
         if not isinstance(body, list):
             continue

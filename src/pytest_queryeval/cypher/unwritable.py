@@ -1,16 +1,17 @@
 """What a FalkorDB server must not be sent beyond :func:`.guard.check_server`: a value its
-Bolt listener cannot write.
+Bolt listener cannot write, or writes wrong.
 
 Why a module of its own: a date, a duration or a local time in a reply trips an assertion in
-the listener's result formatter and the server dies (4.16.3), a fact of one server, not of
-Cypher; the tokenizer it reads with is :mod:`.guard`'s. With the suite scored on the plugin's
-copy (:mod:`.rehearsal`) it holds for the gold and for ``rehearse: false``.
+the listener's result formatter and the server dies (4.16.3), and a point is written with one
+byte too many (4.16: every later value of its row is read one place late), facts of one
+server, not of Cypher; the tokenizer it reads with is :mod:`.guard`'s. With the suite scored
+on the plugin's copy (:mod:`.rehearsal`) it holds for the gold and for ``rehearse: false``.
 """
 
 from __future__ import annotations
 
 from ..errors import QueryRefused
-from .bounds import nearest_outside
+from .bounds import _CLAUSES
 from .guard import _CLOSE, _OPEN, Token, _code, _dotted, _ends_operand, tokens, where
 
 #: Functions whose value FalkorDB's Bolt listener cannot write: a date, a duration, a local
@@ -18,6 +19,11 @@ from .guard import _CLOSE, _OPEN, Token, _code, _dotted, _ends_operand, tokens, 
 #: dies (4.16.3; the seventh re-probe: ``RETURN date('2020-01-01')``, every later case
 #: unavailable). ``datetime()`` and ``toString(date(...))`` are written.
 FALKORDB_UNWRITABLE = frozenset({"date", "duration", "localtime", "localdatetime", "time"})
+#: Functions whose value FalkorDB's Bolt listener writes wrong: a point is written with an
+#: extra null after it (4.16), so the driver reads every later value of its row, list or map
+#: one place late (the twentieth re-probe's P1: a wrong prediction passed, an honest one
+#: failed). Only the call itself: ``point.distance()`` is a number.
+FALKORDB_MISWRITTEN = frozenset({"point"})
 #: Clause words that start what a value feeds: after ``WHERE`` it is only compared.
 _FEEDS = frozenset({"WHERE", "RETURN", "WITH", "UNWIND", "ORDER", "YIELD", "|"})
 
@@ -27,15 +33,23 @@ def check_falkordb(query: str) -> None:
     :func:`check_server`: a call of :data:`FALKORDB_UNWRITABLE` (or a function of their
     namespaces, ``date.truncate``) whose value may reach the reply: one not directly inside
     ``toString()`` nor in a ``WHERE``. Errs high: ``WITH date(...) AS d ... WHERE x > d``
-    is refused too."""
+    is refused too. A ``point()`` likewise, even inside ``toString()`` (errs high)."""
     code = _code(tokens(query))
     for i, tok in enumerate(code):
-        if tok.kind != "word" or tok.text.lower() not in FALKORDB_UNWRITABLE \
+        word = tok.text.lower() if tok.kind == "word" else ""
+        miswritten = word in FALKORDB_MISWRITTEN and i + 1 < len(code) and code[i + 1].text == "("
+        if not (miswritten or word in FALKORDB_UNWRITABLE) \
                 or (i and code[i - 1].text == ".") or not _called(code, i):
             continue
-        if (i >= 2 and code[i - 1].text == "(" and code[i - 2].text.lower() == "tostring") \
+        if (not miswritten and i >= 2 and code[i - 1].text == "("
+                and code[i - 2].text.lower() == "tostring") \
                 or _compared(code, i) or _accessed(code, i):
             continue
+        if miswritten:
+            raise QueryRefused(f"{tok.text}() at {where(tok)}: a FalkorDB server's Bolt "
+                               "listener writes a point wrong (every later value of its row "
+                               "is read one place late); return its fields (p.latitude, "
+                               "p.longitude)")
         name = _dotted(code, i) or tok.text
         raise QueryRefused(f"{name}() at {where(tok)}: a FalkorDB server stops on a "
                            f"{tok.text.lower()} value in its reply (its Bolt listener cannot "
@@ -77,13 +91,39 @@ def _clause(code: list[Token], k: int) -> bool:
         return code[k].text == "|"
     before = code[k - 1] if k else None
     after = code[k + 1] if k + 1 < len(code) else None
-    if before is None or not (_ends_operand(before) or before.text == "*"):
-        return False  # RETURN where, {where: ...}, n.where, n:where, AS where: names
-    return not (after is not None and after.text in (":", ".", "=", ",", ")", "]", "}"))
+    if before is None or not (_ends_operand(before) or before.text in ("*", "{")):
+        return False  # RETURN where, n.where, n:where, AS where: names
+    return not (after is not None and after.text in _AFTER_NAME)  # {where: ...}, {where}
+
+
+#: What follows a word that is a name (a map key, a property, a variable), never a clause.
+_AFTER_NAME = frozenset({":", ".", "=", ",", ")", "]", "}"})
+
+
+def _subquery(code: list[Token], k: int) -> bool:
+    """Whether the ``{`` at ``code[k]`` opens a subquery (``CALL {``, ``CALL (x) {``,
+    ``EXISTS {``, ``COUNT {``, ``COLLECT {``), not a map: a clause word comes first in it,
+    and not as a key (the twentieth re-probe's T1: ``WHERE ... CALL { RETURN date() }``
+    passed as compared)."""
+    after = code[k + 2] if k + 2 < len(code) else None
+    return k + 1 < len(code) and code[k + 1].kind == "word" \
+        and code[k + 1].text.upper() in _CLAUSES \
+        and not (after is not None and after.text in _AFTER_NAME)
 
 
 def _compared(code: list[Token], i: int) -> bool:
     """Whether the value at ``code[i]`` is in a ``WHERE``: the nearest word of :data:`_FEEDS`
-    before it, outside the brackets around it, is ``WHERE``."""
-    k = nearest_outside(code, i, lambda k: code[k].text.upper() in _FEEDS and _clause(code, k))
-    return k is not None and code[k].text.upper() == "WHERE"
+    before it, outside the brackets around it and inside the subquery it is in, is
+    ``WHERE`` (a ``WHERE`` before a subquery compares nothing of what it returns)."""
+    level = 0
+    for k in range(i - 1, -1, -1):
+        tok = code[k]
+        if tok.kind == "punct" and tok.text in _CLOSE:
+            level += 1
+        elif tok.kind == "punct" and tok.text in _OPEN:
+            if level <= 0 and tok.text == "{" and _subquery(code, k):
+                return False
+            level -= 1
+        elif level <= 0 and tok.text.upper() in _FEEDS and _clause(code, k):
+            return tok.text.upper() == "WHERE"
+    return False
