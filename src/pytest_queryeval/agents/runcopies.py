@@ -33,6 +33,36 @@ _CHAIN = re.compile(r"sqlquery(?<![\w]sqlquery)[ \t]{0,16}:")
 _CHAIN_END = "sqlresult:"
 #: Copies one trajectory's tally counts at most; past it, a finding.
 MAX_COPIES = 10_000
+#: A run of blanks, and what in it ends a line (every line break ``str.splitlines`` reads).
+_BLANKS = re.compile(r"\s+")
+_LINE_END = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+#: What opens a comment to its line's end: SQL's ``--``, MySQL's and SPARQL's ``#``, Cypher's
+#: ``//``.
+_LINE_COMMENTS = ("--", "#", "//")
+
+
+def line_commented(text: str) -> bool:
+    """Whether ``text``, its blanks aside, holds what may open a comment to a line's end (so
+    that two texts whose blanks differ are read alike: ``- -`` is ``--`` once spaced)."""
+    bare = "".join(text.split())
+    return any(mark in bare for mark in _LINE_COMMENTS)
+
+
+def lined(text: str) -> str:
+    """``text`` as it is compared with a known (counted or predicted) text: each run of blanks
+    one space, or, where a line comment may stand (:func:`line_commented`), one line break
+    when it holds one. There a line break is no mere blank: ``//x DETACH DELETE p`` is a
+    comment and ``//x`` then ``DETACH DELETE p`` on the next line a write, so a copy of a
+    counted read with its line break moved was taken for that read (issue 58, the twentieth
+    re-probe's H2 and F5). A text with no such mark is read alike however it is wrapped."""
+    if not line_commented(text):
+        return " ".join(text.split())
+    return breaks_kept(text).strip()
+
+
+def breaks_kept(text: str) -> str:
+    """``text`` with each run of blanks one character: a line break when it holds one."""
+    return _BLANKS.sub(lambda m: "\n" if _LINE_END.search(m.group()) else " ", text)
 
 
 class RunCopies:
@@ -49,7 +79,7 @@ class RunCopies:
             if not (every or query_tool(name)):
                 continue  # a statement given to another tool is not what a chain ran
             for text in set(_strings(arguments)):
-                self.statements[" ".join(text.split())] += 1
+                self.statements[lined(text)] += 1
         self.copies: Counter[tuple[str, str]] = Counter()  # ("log", tool), ("chain", text)
         self.within: Counter[tuple[str, str]] | None = None  # the current span's
         self.current: Counter[tuple[str, str]] = Counter()  # its current attribute's
@@ -67,7 +97,7 @@ class RunCopies:
         return cls((("", k) for k in known), every=True)
 
     def recorded(self, plain: str) -> bool:
-        """Whether ``plain`` (blanks collapsed) is the statement of a recorded call."""
+        """Whether ``plain`` (:func:`lined`) is the statement of a recorded call."""
         return self.statements[plain] > 0
 
     def scope(self) -> None:
@@ -94,7 +124,7 @@ class RunCopies:
         while (chain := _CHAIN.search(low, pos)) is not None:
             end = low.find(_CHAIN_END, chain.end())
             stop = end if end >= 0 else len(text)
-            plain = " ".join(text[chain.end():stop].split())
+            plain = lined(text[chain.end():stop])
             pos = stop
             if not plain:
                 continue

@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .llmcalls import canonical
-from .runcopies import RunCopies
+from .runcopies import RunCopies, breaks_kept, line_commented, lined
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
 #: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
@@ -51,9 +51,6 @@ _ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action
 _DEPTH = 32
 #: Counted statements taken out of an output's text at most (the longest first).
 _QUOTED = 256
-#: A run of blanks, and what in it ends a line (``\\r``: PostgreSQL ends a ``--`` comment there).
-_BLANKS = re.compile(r"\s+")
-_LINE_END = re.compile(r"[\n\r]")
 
 
 def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
@@ -63,7 +60,7 @@ def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
     """The first call or statement a span's model text or output (``attrs``: its flattened
     attributes) records that no counted call holds, located, or None. ``result``: the span is
     a tool's call (its output is the tool's result); ``calls``: ``(name, arguments)`` of the
-    counted calls; ``known``: the texts they hold (blanks collapsed), the final query's too;
+    counted calls; ``known``: the texts they hold (:func:`~.runcopies.lined`), the final query's too;
     ``budget``: the values left to read (spent: the caller reports the search cut);
     ``forbidden``: the case's forbidden tables, read by the floor of a call in the text;
     ``copies``: the whole trace's tally of run-shaped copies of its calls (an executor's log,
@@ -145,7 +142,7 @@ class _Search:
                                   depth=depth + 1)
             except BoundedReadError:
                 pass  # not JSON: read as text
-        plain = " ".join(text.split())
+        plain = lined(text)
         if model:  # a call it quotes that was counted is no other call (an executor's log)
             why = self.copies.scan(text) or _written_call(
                 self.without_known_lines(text) if self.known else text, self.forbidden,
@@ -181,14 +178,18 @@ class _Search:
         the genres`` then ``DELETE FROM Genre`` in a ``sql`` fence: issue 58, the fourteenth
         re-probe's F1). Each run of blanks is one character, a new line when it holds one;
         ``plain`` is the same text with every run a space, so that a statement is found in it
-        at the place it has in ``lined``."""
-        lined = _BLANKS.sub(lambda m: "\n" if _LINE_END.search(m.group()) else " ", text)
+        at the place it has in ``lined``. A statement where a line comment may stand is found
+        in ``lined`` only, with its own line breaks (:func:`~.runcopies.lined`): a copy of a
+        counted graph read with the break moved after ``//x`` is a write, which read with its
+        breaks as blanks was taken out (the twentieth re-probe's F5)."""
+        lined = breaks_kept(text)
         plain = lined.replace("\n", " ")
         for statement in self._statements():
-            if statement not in plain:
+            hay = lined if line_commented(statement) else plain
+            if statement not in hay:
                 continue
             kept, cut, pos = [], [], 0
-            while (at := plain.find(statement, pos)) >= 0:
+            while (at := hay.find(statement, pos)) >= 0:
                 blank = "\n" if "\n" in lined[at:at + len(statement)] else " "
                 kept += [lined[pos:at], blank]
                 cut += [plain[pos:at], " "]
@@ -200,7 +201,7 @@ class _Search:
                  depth: int) -> str | None:
         call = _call_of(value)
         if call is not None and (call[0], canonical(call[1])) not in self.pairs and not (
-                isinstance(call[1], str) and " ".join(call[1].split()) in self.known
+                isinstance(call[1], str) and lined(call[1]) in self.known
                 and any(name == call[0] for name, _ in self.pairs)):
             # (a counted tool given its one argument as a text: LangChain's ``tool_input``)
             return f"a call of {call[0][:40]!r} ({canonical(call[1])[:80]})"

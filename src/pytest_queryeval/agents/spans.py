@@ -41,7 +41,7 @@ from typing import Any
 from .dbspans import db_messages, db_text, described
 from .llmcalls import flat_attributes as _flat
 from .llmcalls import llm_calls, unread_call_keys
-from .runcopies import RunCopies
+from .runcopies import RunCopies, lined
 from .spantexts import EXECUTED, TEXT_DEPTH
 from .spantexts import arguments as _arguments
 from .spantexts import strings as _strings
@@ -314,9 +314,9 @@ def unread_queries(data: object, counted: list[Any], final: object = None,
     ``forbidden``: the case's tables its floor reads, :func:`forbidden_in_texts`)."""
     from .spanoutput import output_finding
 
-    known = {" ".join(t.split()) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
+    known = {lined(t) for t in _strings(_arguments(counted), [_SPAN_TEXTS])}
     pairs = _calls(counted)
-    answered = known | {" ".join(t.split()) for t in _finals(final)}
+    answered = known | {lined(t) for t in _finals(final)}
     out: list[str] = []
     budget = [_SPAN_TEXTS]
     copies = RunCopies.of_messages(counted)  # one tally of the trace's run-shaped copies
@@ -449,12 +449,12 @@ def _not_spans(data: object) -> list[tuple[str, object]]:
 
 def _unread(fields: list[tuple[Any, Any]], known: set[str], budget: list[int]) -> str | None:
     """The first field holding a text that reads as SQL and is none of the ``known`` texts
-    (blanks aside)."""
+    (blanks aside, line breaks kept: :func:`~.runcopies.lined`)."""
     from .sweep import reads_as_sql
 
     for key, value in fields:
         for text in _strings(value, budget):
-            plain = " ".join(text.split())
+            plain = lined(text)
             if plain not in known and reads_as_sql(text):
                 return f"{str(key)[:40]} holds {plain[:80]!r}"
     return None
