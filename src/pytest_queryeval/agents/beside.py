@@ -90,10 +90,10 @@ def same_arguments(one: Step, other: Step, dialect: str | None) -> bool:
 def _same_text(one: str, other: str, dialect: str | None) -> bool:
     """Two texts that differ only in blanks between tokens (comments kept in the tokens), read
     by tokens only in a SQL dialect the tokenizer knows. A source with none (a graph's,
-    SPARQL's) is read by other rules: Cypher's ``//`` comment ends at its line, which SQL's
+    SPARQL's) is read by other rules: a graph language's ``//`` comment ends at its line, which SQL's
     tokenizer reads as two ``/``, so a trajectory's read ``//x DETACH DELETE p`` merged the
     spans' write ``//x`` then ``DETACH DELETE p`` on the next line under one id, and the write
-    ladybug ran was not counted (issue 58, the twentieth re-probe's H1). There two texts are
+    the embedded graph engine ran was not counted (issue 58, the twentieth re-probe's H1). There two texts are
     the same when equal, or, holding no quote (whose blanks are its text's), when equal with
     each run of blanks one (a line break where a line comment may stand:
     :func:`~.runcopies.lined`)."""

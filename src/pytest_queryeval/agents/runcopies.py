@@ -36,8 +36,8 @@ MAX_COPIES = 10_000
 #: A run of blanks, and what in it ends a line (every line break ``str.splitlines`` reads).
 _BLANKS = re.compile(r"\s+")
 _LINE_END = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-#: What opens a comment to its line's end: SQL's ``--``, MySQL's and SPARQL's ``#``, Cypher's
-#: ``//``.
+#: What opens a comment to its line's end: SQL's ``--``, MySQL's and SPARQL's ``#``, a graph
+#: language's ``//``.
 _LINE_COMMENTS = ("--", "#", "//")
 
 
