@@ -33,7 +33,7 @@ services: setup
 
 ## Quickstart 2: run the project's tests
 test: setup services
-	@QUERYEVAL_REQUIRE_CHROMIUM=1 QUERYEVAL_REQUIRE_LLM_SERVER=1 QUERYEVAL_REQUIRE_BOLT=1 QUERYEVAL_REQUIRE_SLURM=1 $(VENV)/bin/pytest -n 2 --dist loadgroup $(PYTEST_ARGS); status=$$?; \
+	@QUERYEVAL_REQUIRE_CHROMIUM=1 QUERYEVAL_REQUIRE_LLM_SERVER=1 QUERYEVAL_REQUIRE_BOLT=1 QUERYEVAL_REQUIRE_SLURM=1 $(VENV)/bin/pytest -n 2 $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "FAILED: pytest collected no tests (exit code 5)" >&2; exit 1; fi; \
 	exit $$status
 

@@ -42,10 +42,7 @@ CAPABILITY_AGGREGATES = frozenset({"abstention", "clarification", "models", "jud
                                    "neighbours", "pass_k"})
 
 
-#: Each combination's tests on one xdist worker, so its runs are made once, not once per worker
-#: (``make test`` runs ``--dist loadgroup``).
-@pytest.fixture(scope="module", ids=[c.id for c in COMBINATIONS], params=[
-    pytest.param(c, marks=pytest.mark.xdist_group(f"opt-in-{c.id}")) for c in COMBINATIONS])
+@pytest.fixture(scope="module", params=COMBINATIONS, ids=[c.id for c in COMBINATIONS])
 def combo(request: pytest.FixtureRequest) -> Combination:
     return request.param  # type: ignore[no-any-return]
 

@@ -27,10 +27,7 @@ SHARDS = 3
 WAYS = ("serial", "xdist", "merged")
 
 
-#: Each artifact's tests on one xdist worker, so its six runs are made once, not once per worker
-#: (``make test`` runs ``--dist loadgroup``).
-@pytest.fixture(scope="module", ids=[a.name for a in ARTIFACTS], params=[
-    pytest.param(a, marks=pytest.mark.xdist_group(f"conformance-{a.name}")) for a in ARTIFACTS])
+@pytest.fixture(scope="module", params=ARTIFACTS, ids=[a.name for a in ARTIFACTS])
 def artifact(request: pytest.FixtureRequest) -> Artifact:
     return request.param  # type: ignore[no-any-return]
 

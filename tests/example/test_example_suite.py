@@ -11,10 +11,6 @@ import pytest
 
 from tests.support import read_report
 
-#: One xdist worker runs the whole module: its module-scoped runs are made once, not
-#: once per worker (``make test`` runs ``--dist loadgroup``).
-pytestmark = pytest.mark.xdist_group("tests.example.test_example_suite")
-
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "example_suite"
 

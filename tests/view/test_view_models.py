@@ -33,10 +33,6 @@ from pytest_queryeval.report.view import (
 from tests.models.conftest import MODEL_A, RIGHT, WRONG, two_model_suite
 from tests.view.test_view import Dom, _pytest
 
-#: One xdist worker runs the whole module: its module-scoped runs are made once, not
-#: once per worker (``make test`` runs ``--dist loadgroup``).
-pytestmark = pytest.mark.xdist_group("tests.view.test_view_models")
-
 QS = list(RIGHT)  # q1 .. q6
 
 
