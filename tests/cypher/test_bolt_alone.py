@@ -12,8 +12,6 @@ datasource's configuration error; it is the query's failure."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import socket
 import struct
 import sys
@@ -125,14 +123,6 @@ def test_the_kernels_count_of_received_bytes_is_read_where_it_is() -> None:
             after = boltalone.received(client)
     assert before is not None and after is not None
     assert after - before == 70_001
-
-
-@pytest.fixture
-def server(bolt_server: BoltServer) -> BoltServer:
-    if importlib.util.find_spec("neo4j") is None and not os.environ.get("QUERYEVAL_REQUIRE_BOLT"):
-        pytest.skip("no neo4j driver: pip install neo4j (the dev extra)")
-    bolt_server.unstick()
-    return bolt_server
 
 
 def test_a_forged_reply_reaches_no_other_case(pytester: pytest.Pytester,

@@ -10,8 +10,6 @@ as the temporal values are: lexically with ``rehearse: false``, by the copy's re
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 import socket
 
@@ -66,14 +64,6 @@ def test_a_subquery_and_a_point_are_read_for_what_reaches_the_reply(query: str,
     else:
         with pytest.raises(QueryRefused, match=re.escape(refused)):
             unwritable.check_falkordb(query)
-
-
-@pytest.fixture
-def server(bolt_server: BoltServer) -> BoltServer:
-    if importlib.util.find_spec("neo4j") is None and not os.environ.get("QUERYEVAL_REQUIRE_BOLT"):
-        pytest.skip("no neo4j driver: pip install neo4j (the dev extra)")
-    bolt_server.unstick()
-    return bolt_server
 
 
 CASES: list[dict[str, object]] = [

@@ -9,9 +9,6 @@ prediction's failure."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
 
 from pytest_queryeval.cypher.guard import check_server
@@ -36,14 +33,6 @@ def test_a_comment_touching_a_dot_is_not_sent(query: str) -> None:
     "MATCH (n:Person) RETURN n . name AS n"])
 def test_a_comment_elsewhere_is_sent(query: str) -> None:
     check_server(query)
-
-
-@pytest.fixture
-def server(bolt_server: BoltServer) -> BoltServer:
-    if importlib.util.find_spec("neo4j") is None and not os.environ.get("QUERYEVAL_REQUIRE_BOLT"):
-        pytest.skip("no neo4j driver: pip install neo4j (the dev extra)")
-    bolt_server.unstick()
-    return bolt_server
 
 
 def test_hostile_server_texts_end_as_their_cases_failures(pytester: pytest.Pytester,
