@@ -11,7 +11,7 @@ on the plugin's copy (:mod:`.rehearsal`) it holds for the gold and for ``rehears
 from __future__ import annotations
 
 from ..errors import QueryRefused
-from .bounds import _CLAUSES
+from .bounds import _CLAUSES, nearest_outside
 from .guard import _CLOSE, _OPEN, Token, _code, _dotted, _ends_operand, tokens, where
 
 #: Functions whose value FalkorDB's Bolt listener cannot write: a date, a duration, a local
@@ -115,15 +115,6 @@ def _compared(code: list[Token], i: int) -> bool:
     """Whether the value at ``code[i]`` is in a ``WHERE``: the nearest word of :data:`_FEEDS`
     before it, outside the brackets around it and inside the subquery it is in, is
     ``WHERE`` (a ``WHERE`` before a subquery compares nothing of what it returns)."""
-    level = 0
-    for k in range(i - 1, -1, -1):
-        tok = code[k]
-        if tok.kind == "punct" and tok.text in _CLOSE:
-            level += 1
-        elif tok.kind == "punct" and tok.text in _OPEN:
-            if level <= 0 and tok.text == "{" and _subquery(code, k):
-                return False
-            level -= 1
-        elif level <= 0 and tok.text.upper() in _FEEDS and _clause(code, k):
-            return tok.text.upper() == "WHERE"
-    return False
+    k = nearest_outside(code, i, lambda k: code[k].text.upper() in _FEEDS and _clause(code, k),
+                        stop=lambda k: code[k].text == "{" and _subquery(code, k))
+    return k is not None and code[k].text.upper() == "WHERE"
