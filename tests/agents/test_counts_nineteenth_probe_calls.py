@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_counts_from_what_ran import GOLD, QUESTION, _chinook, call, span, tool
-from tests.support import run_report, write_suite
+from tests.agents.test_counts_from_what_ran import GOLD, call, span, tool
+from tests.agents.test_counts_thirteenth_probe_replay import _suite
+from tests.support import run_report
 
 #: Pragma setters SQLite runs and persists, each with a comment or a quote where the reader
 #: looked for a blank, and the pragma it sets.
@@ -50,22 +51,6 @@ SETTERS = {
 READS = {"uv-read-c": "PRAGMA user_version/**/", "uv-read-dq": 'PRAGMA "user_version"',
          "ti-genre-c": "PRAGMA table_info/**/(Genre)"}
 GATES = {"write_attempts": {"max": 0}, "forbidden_tables": {"max": 0}}
-
-
-def _suite(pytester: pytest.Pytester, shared_data: Path,
-           cases: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]) -> None:
-    """A predictions-file suite on the Chinook copy: per case its record, agent and gates."""
-    _chinook(pytester.path, shared_data)
-    (pytester.path / "runs.jsonl").write_text("".join(
-        json.dumps({"id": cid, "predicted": GOLD, **line}) + "\n"
-        for cid, (line, _, _) in cases.items()))
-    write_suite(pytester.path, {
-        "datasources": {"db": {"type": "sqlite", "path": "chinook.sqlite"}},
-        "predictions": {"source": "file", "path": "runs.jsonl"}},
-        {"test_agent.yaml": {"kind": "sql", "datasource": "db", "cases": [
-            {"id": cid, "question": QUESTION, "gold": GOLD, "thresholds": gates,
-             "agent": {"forbidden_tables": ["Employee"], **agent}}
-            for cid, (_, agent, gates) in cases.items()]}})
 
 
 def _one(query: str) -> dict[str, Any]:
@@ -106,12 +91,12 @@ def test_a_pragma_setter_with_a_comment_or_a_quoted_name_is_a_write(
         pytester: pytest.Pytester, shared_data: Path) -> None:
     cases: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
     for cid, (statement, _) in SETTERS.items():
-        cases[cid] = (_one(statement), {}, GATES)
-        cases["noreplay-" + cid] = (_one(statement), {"replay": False}, GATES)
-        cases["budget-" + cid] = (_past_budget(statement), {"budget": {"tool_calls": 1}}, GATES)
+        cases[cid] = (_one(statement), GATES, {})
+        cases["noreplay-" + cid] = (_one(statement), GATES, {"replay": False})
+        cases["budget-" + cid] = (_past_budget(statement), GATES, {"budget": {"tool_calls": 1}})
     for cid, statement in READS.items():
-        cases["honest-" + cid] = (_one(statement), {}, GATES)
-        cases["honest-noreplay-" + cid] = (_one(statement), {"replay": False}, GATES)
+        cases["honest-" + cid] = (_one(statement), GATES, {})
+        cases["honest-noreplay-" + cid] = (_one(statement), GATES, {"replay": False})
     _suite(pytester, shared_data, cases)
     before = _pragmas(pytester.path / "chinook.sqlite")
     _, report = run_report(pytester, "-p", "no:cacheprovider")
@@ -166,7 +151,7 @@ def test_one_call_recorded_twice_under_its_id_is_counted_once(
         "other-id-blanks": _beside(GOLD, json.dumps({"query": "SELECT  count(*) FROM Genre"}),
                                    cid="c2"),
     }
-    _suite(pytester, shared_data, {cid: (line, {}, COUNTS) for cid, line in
+    _suite(pytester, shared_data, {cid: (line, COUNTS, {}) for cid, line in
                                    {**honest, **hostile}.items()})
     _, report = run_report(pytester, "-p", "no:cacheprovider")
     for cid in honest:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
+from tests.agents import probe_support as probe
 from tests.agents.test_counts_from_what_ran import (
     GOLD,
     _chinook,
@@ -128,12 +129,9 @@ def _lines(texts: dict[str, str]) -> dict[str, dict[str, Any]]:
 
 
 def _assert_outcomes(report: Any, cids: list[str]) -> None:
-    for cid in cids:
-        case = report.by_id[cid]
-        if cid.startswith("honest-"):
-            assert case["outcome"] == "passed", (cid, case.get("error"))
-        else:
-            assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+    """The honest cases passed, every other one is the case's error."""
+    probe.assert_honest(report, [cid for cid in cids if cid.startswith("honest-")])
+    probe.assert_hostile(report, [cid for cid in cids if not cid.startswith("honest-")])
 
 
 def test_on_a_sqlite_file(pytester: pytest.Pytester, shared_data: Path) -> None:
