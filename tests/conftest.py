@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import together
 from tests.support import write_suite
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,12 +107,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
     _keep_compiled_packages()
     _share_embeddings_cache(config)
+    together.name_the_file(config)
 
     for name in ("numpy", "sqlalchemy", "sqlalchemy.dialects.postgresql.psycopg", "psycopg",
                  "pyoxigraph", "yaml", "pytest_queryeval.plugin.runner", "pytest_queryeval.plugin.controller",
                  "pytest_queryeval.plugin.xdist"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker: which tests share a module fixture's value (:mod:`tests.together`)."""
+    together.write_keys(config, items)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``-n`` with the default ``load``: tests sharing a module fixture's value on one worker."""
+    if config.getvalue("dist") != "load":
+        return None
+    return together.scheduler(config, log)
 
 
 #: Set by this session's controller: the embeddings cache every run of the session shares.
