@@ -10,8 +10,10 @@ it renames the node id, which pytest 9.2 no longer reads), and a mark on a fixtu
 ``pytest.param`` never reached it anyway.
 
 So the grouping is computed where the fixtures are known, on each worker after collection:
-a test that uses a module-scoped fixture of this test tree belongs with the other tests of its
-module that use the same parameters of the module-scoped fixtures. The worker writes those
+a test marked ``xdist_group`` (the modules whose module fixtures run whole suites) that uses a
+module-scoped fixture belongs with the other tests of its group that use the
+same parameters of the module-scoped fixtures. Only marked modules: a module fixture that is
+cheap (a loopback stand-in) is better made twice than a module's slow tests kept on one worker. The worker writes those
 keys to a file the controller named in the environment; the controller's scheduler (xdist's
 ``loadscope`` with this key as the scope) reads them. A test with no key is a scope of its own,
 dealt out as ``load`` deals it; without the file every test is, which is ``load``.
@@ -48,19 +50,21 @@ def name_the_file(config: pytest.Config) -> None:
 
 
 def key(item: pytest.Item) -> str | None:
-    """The module and the module-scoped parameters of the module fixtures ``item`` uses."""
+    """For a test marked ``xdist_group`` that uses a module fixture: the group and
+    the parameters of the module-scoped fixtures it uses (each artifact its own group)."""
+    mark = item.get_closest_marker("xdist_group")
     info = getattr(item, "_fixtureinfo", None)
-    if info is None:
+    if mark is None or info is None:
         return None
     module_scoped = {name for name, defs in info.name2fixturedefs.items()
-                     if defs and defs[-1].scope == "module"
-                     and getattr(defs[-1].func, "__module__", "").startswith("tests.")}
+                     if defs and defs[-1].scope == "module"}
     if not module_scoped:
         return None
     callspec = getattr(item, "callspec", None)
     indices = callspec.indices if callspec is not None else {}
     chosen = ",".join(f"{name}={indices[name]}" for name in sorted(module_scoped & set(indices)))
-    return f"{item.nodeid.split('::', 1)[0]}::{chosen}"
+    group = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+    return f"{group}::{chosen}"
 
 
 def write_keys(config: pytest.Config, items: list[pytest.Item]) -> None:

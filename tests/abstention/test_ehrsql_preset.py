@@ -17,6 +17,10 @@ from pytest_queryeval.importers import cli
 from pytest_queryeval.importers.ehrsql import build
 from tests.support import run_report
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.abstention.test_ehrsql_preset")
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "ehrsql" / "pairs1000"
 
 

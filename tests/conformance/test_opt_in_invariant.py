@@ -28,6 +28,10 @@ from tests.fixtures.openai_standin import KEY, OpenAIStandin
 
 from .optin import CAPABILITIES, JUDGED, VERDICT, Combination, combinations, write
 
+#: Each combination's tests on one xdist worker, so its runs are made once, not once per
+#: worker (``tests/together.py`` splits the group by the module fixture's parameter).
+pytestmark = pytest.mark.xdist_group("tests.conformance.test_opt_in_invariant")
+
 #: Combinations run: every capability once by default; more with QUERYEVAL_COMBINATIONS.
 COUNT = int(os.environ.get("QUERYEVAL_COMBINATIONS", len(CAPABILITIES)))
 COMBINATIONS = combinations(COUNT)

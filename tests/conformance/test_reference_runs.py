@@ -23,6 +23,10 @@ from tests.support import Report
 
 from .artifacts import ARTIFACTS, BOLT_URL, Artifact
 
+#: Each artifact's tests on one xdist worker, so its six runs are made once, not once per
+#: worker (``tests/together.py`` splits the group by the module fixture's parameter).
+pytestmark = pytest.mark.xdist_group("tests.conformance.test_reference_runs")
+
 SHARDS = 3
 WAYS = ("serial", "xdist", "merged")
 

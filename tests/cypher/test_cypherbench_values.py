@@ -19,6 +19,10 @@ from pytest_queryeval.cypher import cypherbench
 from pytest_queryeval.cypher.cypherbench import neo4j_view
 from tests.data.cypherbench.value_pairs import BOLT_GRAPH, GRAPH, PAIRS, TABLES, decode, encode
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.cypher.test_cypherbench_values")
+
 pytest.importorskip("ladybug")
 pytest.importorskip("neo4j")
 

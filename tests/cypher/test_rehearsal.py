@@ -32,6 +32,10 @@ from pytest_queryeval.errors import (
 )
 from tests.fixtures.bolt_server import BoltServer
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.cypher.test_rehearsal")
+
 pytest_plugins = ["tests.fixtures.bolt_server"]
 
 HONEST = "MATCH (p:Person)-[:ACTED_IN]->(m:Movie) RETURN p.name, m.title ORDER BY p.name, m.title"

@@ -12,6 +12,10 @@ from tests.support import Report
 
 from .support import Run, accepted_everywhere, assert_same, run_merge, run_pytest
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.e2e.test_conversation_runs")
+
 SHARDS = 2
 CASES = [
     {"id": "invoices-chat", "conversation": chat(p1=COUNT, p2=COUNT, p3=COUNT_2024_BIG)},

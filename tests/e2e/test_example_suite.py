@@ -21,6 +21,10 @@ from .support import (
     run_pytest,
 )
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.e2e.test_example_suite")
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARDS = 3
 

@@ -22,6 +22,10 @@ from .support import (
     run_pytest,
 )
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.e2e.test_generated_suite")
+
 SHARDS = 3
 
 

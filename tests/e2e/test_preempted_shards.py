@@ -29,12 +29,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures.slurm import CRED_EXPIRE, SCHED_INTERVAL, Slurm
 from tests.support import read_report
 
 from .generated import ANSWERS, make_suite
 from .support import assert_same, env, run_merge, run_pytest
 from .test_slurm_array import documented_line
+
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.e2e.test_preempted_shards")
 
 SHARDS = 3
 PREEMPTED = 2

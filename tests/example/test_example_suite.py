@@ -11,6 +11,10 @@ import pytest
 
 from tests.support import read_report
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.example.test_example_suite")
+
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "example_suite"
 

@@ -27,6 +27,10 @@ from pytest_queryeval.suite.config import ConfigFinder, SuiteConfig
 
 from .conftest import by_id, dump, no_traceback, run_suite
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.hardening.test_fuzz_suites")
+
 NAME = "test_fuzz.yaml"
 LOCATED = re.compile(r"^(?P<file>[^\n:]+\.yaml):(?P<line>[1-9]\d*): \S")
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True,

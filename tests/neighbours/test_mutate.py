@@ -13,6 +13,10 @@ from pytest_queryeval.metrics.table import table_metrics
 from pytest_queryeval.neighbours.mutate import indistinguishable, neighbours
 from pytest_queryeval.results import ResultTable
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.neighbours.test_mutate")
+
 CHINOOK = Path(__file__).resolve().parents[2] / "example_suite" / "data" / "chinook.sqlite"
 
 

@@ -33,6 +33,10 @@ from pytest_queryeval.report.view import (
 )
 from tests.support import dump, write_suite
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.view.test_view")
+
 GOLD = "SELECT x FROM t ORDER BY x"
 RIGHT = "SELECT x FROM t ORDER BY x"
 WRONG = "SELECT x FROM t WHERE x > 1 ORDER BY x"

@@ -33,6 +33,10 @@ from pytest_queryeval.report.view import (
 from tests.models.conftest import MODEL_A, RIGHT, WRONG, two_model_suite
 from tests.view.test_view import Dom, _pytest
 
+#: One xdist worker runs the whole module: its module-scoped runs are made once, not
+#: once per worker (``tests/together.py``).
+pytestmark = pytest.mark.xdist_group("tests.view.test_view_models")
+
 QS = list(RIGHT)  # q1 .. q6
 
 
