@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
-from tests.agents.test_counts_from_what_ran import GOLD, _file_suite, llm_call, span
+from tests.agents import probe_support as probe
+from tests.agents.test_counts_from_what_ran import GOLD, llm_call, span
 from tests.agents.test_counts_thirteenth_probe_replay import HONEST
-from tests.support import run_report
 
 HONEST_TEXTS = {
     "untagged-update-complete": "```\nUpdate complete\n```\nThere are 25 genres.",
@@ -71,14 +71,9 @@ def test_the_texts_as_a_suite(pytester: pytest.Pytester, shared_data: Path) -> N
     lines = {cid: {"trajectory": [*HONEST, {"role": "assistant", "content": text}]}
              for cid, text in {**{f"honest-{k}": v for k, v in HONEST_TEXTS.items()},
                                **HOSTILE_TEXTS}.items()}
-    _file_suite(pytester, shared_data, lines)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in lines:
-        case = report.by_id[cid]
-        if cid.startswith("honest-"):
-            assert case["outcome"] == "passed", (cid, case.get("error"))
-        else:
-            assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+    report = probe.run_lines(pytester, shared_data, lines)
+    probe.assert_honest(report, [cid for cid in lines if cid.startswith("honest-")])
+    probe.assert_hostile(report, [cid for cid in lines if not cid.startswith("honest-")])
 
 
 def _log(query: str) -> str:
@@ -110,12 +105,7 @@ def test_a_log_of_the_counted_call_in_a_message_is_that_call(
                    ("content-twice", {CONTENT: _log(GOLD) * 2}),
                    ("content-and-delete", {CONTENT: _log(GOLD) + "DELETE FROM Genre;"}),
                    ("output-other", {"output.value": _log(GOLD), CONTENT: _log(track)}))}
-    _file_suite(pytester, shared_data, {cid: {"spans": s} for cid, s in
-                                        {**honest, **hostile}.items()})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    for cid in honest:
-        case = report.by_id[cid]
-        assert case["outcome"] == "passed", (cid, case.get("error"))
-    for cid in hostile:
-        case = report.by_id[cid]
-        assert case["outcome"] == "error", (cid, case["outcome"], case["metrics"])
+    report = probe.run_lines(pytester, shared_data, {cid: {"spans": s} for cid, s in
+                                                     {**honest, **hostile}.items()})
+    probe.assert_honest(report, honest)
+    probe.assert_hostile(report, hostile)

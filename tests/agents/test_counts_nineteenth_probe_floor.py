@@ -24,7 +24,6 @@ from tests.agents import probe_support as probe
 from tests.agents.test_counts_from_what_ran import (
     GOLD,
     _chinook,
-    _file_suite,
     call,
     duckdb_employees,
     tool,
@@ -136,16 +135,14 @@ def _assert_outcomes(report: Any, cids: list[str]) -> None:
 
 def test_on_a_sqlite_file(pytester: pytest.Pytester, shared_data: Path) -> None:
     lines = _lines({**HOSTILE, **HONEST_TEXTS})
-    _file_suite(pytester, shared_data, lines)
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
-    _assert_outcomes(report, list(lines))
+    _assert_outcomes(probe.run_lines(pytester, shared_data, lines), list(lines))
 
 
 def test_on_a_duckdb_file(pytester: pytest.Pytester, shared_data: Path) -> None:
     duckdb_employees(pytester.path / "chinook.duckdb")
     lines = _lines({**HOSTILE, **HONEST_TEXTS})
-    _file_suite(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
-    _, report = run_report(pytester, "-p", "no:cacheprovider")
+    report = probe.run_lines(pytester, shared_data, lines,
+                             {"type": "duckdb", "path": "chinook.duckdb"})
     _assert_outcomes(report, list(lines))
 
 
