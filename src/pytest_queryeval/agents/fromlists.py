@@ -234,18 +234,28 @@ _ALIAS = (r"(?:as\s+)?(?:\w+|\"[^\"\n]{1,64}\"|`[^`\n]{1,64}`|\[[^\]\n]{1,64}\]|
           r"'[^'\n]{1,64}')")
 #: An item of a list after its first: a name, qualified or quoted, and its alias.
 _ITEM = rf"[\w\"`\[][\w.\"`\[\]]{{0,128}}+(?:\s+{_ALIAS})?"
+#: A subquery's item (``LATERAL`` too), and an item of a list after its first, a subquery's
+#: or a table's.
+_SUBQUERY_ITEM = r"(?:lateral\s*)?\(\s*(?:select|with|values|from)\b"
+_LIST_ITEM = rf"(?:{_SUBQUERY_ITEM}|{_ITEM})"
+#: The first words of the statement after a list's ``;``.
+_NEXT_STATEMENT = r"(?:select|with|values|from|pragma|insert|update|delete)\b"
 _STATEMENT_GOES_ON = re.compile(
     rf"\s*(?:$|[;),]|(?:{_ALIAS}\s+)?(?:where|select|limit|order|group|join|inner|left|right|"
     r"full|cross|natural|using|on|union|except|intersect|having|qualify|window|offset|fetch|"
     rf"indexed|not\s+indexed)\b|{_ALIAS}[ \t]*[;)]?[ \t]*(?:$|```)|"
-    rf"{_ALIAS}[ \t]*;\s*(?:select|with|values|from|pragma|insert|update|delete)\b|"
+    rf"{_ALIAS}[ \t]*;\s*{_NEXT_STATEMENT}|"
     # an alias, then more items of the list (a subquery's too) that go on as a statement does
     # (``FROM Employee e, Genre g`` at a statement's end: the eighteenth re-probe's N6; then a
-    # third item, a join of any kind, ``OFFSET``, ``UNION``: the nineteenth's H5)
-    rf"{_ALIAS}\s*,\s*(?:\(\s*(?:select|with|values|from)\b|{_ITEM}"
-    rf"(?:\s*,\s*(?:\(\s*(?:select|with|values|from)\b|{_ITEM})){{0,64}}+[ \t]*"
+    # third item, a join of any kind, ``OFFSET``, ``UNION``: the nineteenth's H5; ``LATERAL``,
+    # ``WINDOW``, DuckDB's joins and samples, ``FETCH``, ``;`` and a statement: the twentieth's F2)
+    rf"{_ALIAS}\s*,\s*(?:{_SUBQUERY_ITEM}|"
+    rf"{_ITEM}(?:\s*,\s*{_LIST_ITEM}){{0,64}}+[ \t]*"
     r"(?:[;)][ \t]*)?(?:$|```|(?:where|limit|order|group|join|cross|natural|inner|left|right|"
-    r"full|offset|union|intersect|except)\b)))",
+    r"full|offset|union|intersect|except|qualify|having|tablesample)\b|window\s+\w+\s+as\b|"
+    r"(?:semi|anti|asof|positional)\s+(?:left\s+)?join\b|using\s+sample\b|"
+    r"fetch\s+(?:first|next)\b)|"
+    rf"{_ITEM}(?:\s*,\s*{_LIST_ITEM}){{0,64}}+\s*;\s*{_NEXT_STATEMENT}))",
     re.MULTILINE)
 _SELECT = re.compile(words(["select"]) + r"\b")
 #: What a scan from a ``SELECT`` looks for: a statement's end (``;``, a fence), a paragraph's

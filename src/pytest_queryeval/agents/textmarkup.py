@@ -14,20 +14,43 @@ statement's place (:func:`lined`: a block's tag a line's end), which the prose r
 fence is. A word alone in inline code (``Done: `VACUUM`.``) is a statement only where a
 statement stands: alone on its line, or after a ``:`` or ``;``, with its sentence ending
 after it (:func:`inline_spans`); ``Running `ANALYZE` afterwards may help.`` names it (the
-nineteenth re-probe's M2). Every reading here is one pass over the text's marks.
+nineteenth re-probe's M2). A tag is read as an extractor reads it, not by a pattern with
+bounds: a pattern's bounds on a name and its attributes, and attributes that stop at any ``>``,
+left ``<sql note="a>b">``, ``<_sql>``, a 70-character name and 4,100 characters of attributes
+as text, while an extractor handed ``TRUNCATE Genre`` to the engine (the twentieth re-probe's
+F1). Every reading here is one pass over the text's marks.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from functools import lru_cache
+from typing import NamedTuple
 
 #: Statements a word alone is (a maintenance statement), which a code span holding only it may
 #: be (the eighteenth re-probe's N7).
 ALONE = frozenset({"analyze", "analyse", "vacuum", "reindex", "checkpoint"})
-#: A tag (an opening one with attributes, a closing one), or CDATA's marks, in lower case. A
-#: name starts with a letter: ``1 <> 2`` and ``1<2`` are no tag, nor ``<https://x>``.
-_TAG = re.compile(r"<(/?)([a-z][\w:.-]{0,63}+)(\s[^<>]{0,4096}+)?>|<!\[cdata\[|\]\]>")
+#: Where a tag or CDATA's closing mark may start; a name's run. A name starts with a letter or
+#: ``_`` (XML's names): ``1 <> 2`` and ``1<2`` are no tag, nor ``<https://x>``.
+_MARK = re.compile(r"<|\]\]>")
+_NAME = re.compile(r"[a-z_][\w:.-]*+")
+#: What ends or quotes an opening tag's attributes.
+_ATTR_MARK = re.compile(r"[<>\"']")
+_CDATA = "<![cdata["
+
+
+class Tag(NamedTuple):
+    """A tag (``closing``: ``</x>``) or one of CDATA's marks (``name`` None) at
+    ``plain[start:end]``; ``attrs`` the tag's text between its name and its ``>``."""
+
+    start: int
+    end: int
+    closing: bool
+    name: str | None
+    attrs: str
+
+
 #: An element whose name says it holds code or a query (``<sql>``, ``<sqlite>``, ``<query>``,
 #: ``<statement>``, ``<code>``, ``<pre>``): read as code, as a fence is. Any other element
 #: (``<answer>Set of 25 genres</answer>``, a reasoning tag) is prose at a statement's place.
@@ -45,14 +68,19 @@ _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 def has_markup(plain: str) -> bool:
     """Whether ``plain`` holds a tag or CDATA's mark."""
-    return "<" in plain and _TAG.search(plain) is not None
+    return "<" in plain and bool(_tags(plain))
 
 
 def lined(plain: str) -> str:
     """``plain`` with each tag a line's end (an inline element's a blank), CDATA's marks too:
     an element's content stands at a statement's place, as an extractor hands it over
     (``<answer>VACUUM</answer>``, ``<think>USE memory</think>``)."""
-    return _TAG.sub(lambda m: " " if m.group(2) in _INLINE_NAMES else "\n", plain)
+    parts: list[str] = []
+    pos = 0
+    for tag in _tags(plain):
+        parts += [plain[pos:tag.start], " " if tag.name in _INLINE_NAMES else "\n"]
+        pos = tag.end
+    return "".join(parts) + plain[pos:]
 
 
 def element_spans(plain: str) -> list[tuple[int, int, bool]]:
@@ -61,29 +89,29 @@ def element_spans(plain: str) -> list[tuple[int, int, bool]]:
     one holds nothing), elements that meet or nest read once, each part between two tags a
     span of its own (``<sql>VACUUM<![CDATA[...]]></sql>``). ``inline``: an HTML inline code
     element (``<code>``), where a word alone is a statement only at a statement's place."""
-    tags = list(_TAG.finditer(plain))
+    tags = _tags(plain)
     closes: dict[str, list[int]] = {}
     for tag in tags:
-        if tag.group(1):
-            closes.setdefault(tag.group(2), []).append(tag.start())
+        if tag.closing and tag.name is not None:
+            closes.setdefault(tag.name, []).append(tag.start)
     ranges: list[tuple[int, int, bool, int, int]] = []  # start, end, inline, open, close's end
     for tag in tags:
-        name = tag.group(2)
-        if name is None or tag.group(1) or not _CODE_NAME.search(name) or name in _VOID or (
-                (tag.group(3) or "").rstrip().endswith("/")):
+        name = tag.name
+        if name is None or tag.closing or not _CODE_NAME.search(name) or name in _VOID or (
+                tag.attrs.rstrip().endswith("/")):
             continue
         ends = closes.get(name, [])
-        at = bisect_left(ends, tag.end())
+        at = bisect_left(ends, tag.end)
         end = ends[at] if at < len(ends) else len(plain)
         close = plain.find(">", end) + 1 if at < len(ends) else len(plain)
         inline = name in _INLINE_NAMES
-        if ranges and tag.start() < ranges[-1][1]:  # inside the last: one reading
+        if ranges and tag.start < ranges[-1][1]:  # inside the last: one reading
             last = ranges[-1]
             ranges[-1] = (last[0], max(last[1], end), last[2] and inline, last[3],
                           max(last[4], close))
         else:
-            ranges.append((tag.end(), end, inline, tag.start(), close))
-    cuts = [(t.start(), t.end()) for t in tags]
+            ranges.append((tag.end, end, inline, tag.start, close))
+    cuts = [(t.start, t.end) for t in tags]
     spans: list[tuple[int, int, bool]] = []
     for start, end, inline, opened, closed in ranges:
         at = bisect_left(cuts, (start, start))
@@ -93,6 +121,74 @@ def element_spans(plain: str) -> list[tuple[int, int, bool]]:
             pos, at = cuts[at][1], at + 1
         spans += _part(plain, pos, end, inline, opened, closed)
     return spans
+
+
+@lru_cache(maxsize=4)
+def _tags(plain: str) -> tuple[Tag, ...]:
+    """``plain``'s tags and CDATA's marks, in order, as an XML or HTML extractor reads them: a
+    name of any length, attributes to the first ``>`` outside quotes (``<sql note="a>b">``;
+    an unclosed quote is a character). One pass: each attribute run's reading is kept by where
+    it starts (:func:`_attributes_end`), so a ``<`` inside another tag's quotes reuses it.
+    Kept for the last texts: the floor asks for one text's tags three times."""
+    memo: dict[int, int] = {}
+    found: list[Tag] = []
+    pos = 0
+    for mark in _MARK.finditer(plain):
+        at = mark.start()
+        if at < pos:
+            continue
+        tag = _tag_at(plain, at, memo) if mark.group() == "<" else Tag(
+            at, mark.end(), False, None, "")
+        if tag is not None:
+            pos = tag.end
+            found.append(tag)
+    return tuple(found)
+
+
+def _tag_at(plain: str, at: int, memo: dict[int, int]) -> Tag | None:
+    """The tag or CDATA's opening mark at ``plain[at]`` (a ``<``), or None."""
+    if plain.startswith(_CDATA, at):
+        return Tag(at, at + len(_CDATA), False, None, "")
+    closing = plain.startswith("/", at + 1)
+    name = _NAME.match(plain, at + 1 + closing)
+    if name is None or name.end() == len(plain):
+        return None
+    after = plain[name.end()]
+    if after == ">" or plain.startswith("/>", name.end()):  # ``<br/>``; not ``<https://x>``
+        end = plain.index(">", name.end())
+    elif after.isspace():
+        end = _attributes_end(plain, name.end(), memo)
+        if end < 0:
+            return None
+    else:
+        return None
+    return Tag(at, end + 1, closing, name.group(), plain[name.end():end])
+
+
+def _attributes_end(plain: str, start: int, memo: dict[int, int]) -> int:
+    """Where the attributes from ``start`` end (their ``>``), -1 where a ``<`` outside quotes
+    or the text's end comes first. Each mark's reading is kept in ``memo``: a run reached again
+    from another tag is not read twice, and each quote is read to its closing one once."""
+    path: list[int] = []
+    at, found = start, -1
+    while True:
+        mark = _ATTR_MARK.search(plain, at)
+        if mark is None:
+            break
+        at = mark.start()
+        if at in memo:
+            found = memo[at]
+            break
+        path.append(at)
+        char = mark.group()
+        if char in "<>":
+            found = at if char == ">" else -1
+            break
+        close = plain.find(char, at + 1)
+        at = close + 1 if close >= 0 else at + 1
+    for mark_at in path:
+        memo[mark_at] = found
+    return found
 
 
 def inline_spans(plain: str) -> list[tuple[int, int, bool]]:
@@ -137,9 +233,11 @@ def _part(plain: str, start: int, end: int, inline: bool, opened: int, closed: i
 def _at_place(plain: str, opened: int, closed: int) -> bool:
     """Whether the code from ``opened`` to ``closed`` stands where a statement stands: after a
     line's head (blanks, a list's or a quote's mark, ``1.``), a ``:``, a ``;`` or a tag, and
-    before its line's end, a sentence's end or a tag (``Done: `VACUUM`.``, ``- `VACUUM```)."""
+    before its line's end, a sentence's end or a tag (``Done: `VACUUM`.``, ``- `VACUUM```),
+    emphasis marks around it read through (``Done: **`VACUUM`**.``: the twentieth re-probe's
+    F3)."""
     before = opened
-    while before > 0 and plain[before - 1] in " \t*#+-":
+    while before > 0 and plain[before - 1] in " \t*_#+-":
         before -= 1
     if before > 1 and plain[before - 1] in ".)":
         digits = before - 1
@@ -152,6 +250,6 @@ def _at_place(plain: str, opened: int, closed: int) -> bool:
     if before > 0 and plain[before - 1] not in "\n:;>":
         return False
     after = closed
-    while after < len(plain) and plain[after] in " \t":
+    while after < len(plain) and plain[after] in " \t*_":  # emphasis around: ``**`VACUUM`**.``
         after += 1
     return after == len(plain) or plain[after] in "\n.;!?<"
