@@ -7,10 +7,14 @@ re-probe's H11 (issue 58), kept apart from the case's counting (:mod:`.case`).
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Sequence
 
 from .trajectory import Step, call_key
+
+#: A run of blanks.
+_BLANKS = re.compile(r"\s+")
 
 
 def merged(steps: Sequence[Step], found: Sequence[Step],
@@ -93,15 +97,11 @@ def _same_text(one: str, other: str, dialect: str | None) -> bool:
     SPARQL's) is read by other rules: a graph language's ``//`` comment ends at its line, which SQL's
     tokenizer reads as two ``/``, so a trajectory's read ``//x DETACH DELETE p`` merged the
     spans' write ``//x`` then ``DETACH DELETE p`` on the next line under one id, and the write
-    the embedded graph engine ran was not counted (issue 58, the twentieth re-probe's H1). There two texts are
-    the same when equal, or, holding no quote (whose blanks are its text's), when equal with
-    each run of blanks one (a line break where a line comment may stand:
-    :func:`~.runcopies.lined`)."""
+    the embedded graph engine ran was not counted (issue 58, the twentieth re-probe's H1). There
+    two texts are the same when equal, or when their quoted parts are equal and the rest is
+    equal read as :func:`_spaced` reads it."""
     if dialect is None:
-        from .runcopies import lined
-
-        return one == other or (not any(q in one + other for q in "'\"`")
-                                and lined(one) == lined(other))
+        return one == other or _spaced(one.strip()) == _spaced(other.strip()) is not None
     if "".join(one.split()) != "".join(other.split()):
         return False
     from ..errors import QueryEvalError
@@ -113,6 +113,28 @@ def _same_text(one: str, other: str, dialect: str | None) -> bool:
         return False
     return [(t.token_type, t.text, t.comments) for t in mine] == \
         [(t.token_type, t.text, t.comments) for t in theirs]
+
+
+#: A quoted text or name (its escapes in it), whose blanks are its own.
+_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`)""", re.DOTALL)
+
+
+def _spaced(text: str) -> tuple[str, ...] | None:
+    """``text`` as a graph's (or another source's with no SQL dialect) is compared: its quoted
+    parts as written, and each run of blanks between them one space, or, where a line comment
+    may stand, its line ends as written (:func:`~.runcopies.breaks_kept`); None when a quote
+    is left open (it is not known where the text's own blanks end). A quote once refused any
+    re-spacing, and an instrumentation that re-spaced ``MATCH (p {name: 'Tom Hanks'})
+    RETURN p`` recorded one call twice: an honest case failed ``tool_calls`` (issue 58, the
+    twenty-first re-probe's M1)."""
+    from .runcopies import breaks_kept, line_commented
+
+    parts = _QUOTED.split(text)
+    if any(q in part for part in parts[::2] for q in "'\"`"):
+        return None
+    commented = line_commented(text)
+    return tuple(part if n % 2 else breaks_kept(part) if commented else _BLANKS.sub(" ", part)
+                 for n, part in enumerate(parts))
 
 
 def ran(text: str) -> str:

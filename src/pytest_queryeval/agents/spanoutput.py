@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .llmcalls import canonical
-from .runcopies import RunCopies, breaks_kept, line_commented, lined
+from .runcopies import RunCopies, breaks_kept, line_commented, line_ended, lined
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
 #: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
@@ -51,6 +51,14 @@ _ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action
 _DEPTH = 32
 #: Counted statements taken out of an output's text at most (the longest first).
 _QUOTED = 256
+#: What may follow a counted statement that stands whole in a text (:func:`_whole`): the
+#: text's end or ``;`` (blanks before them), a closing quote or backtick, or, on the next
+#: line, such an end, a number or a one-word label (``SQLResult:``; not ``CROSS JOIN e:``,
+#: which DuckDB reads as a join to ``e``).
+_ENDS = re.compile(r"[ \t]*(?:\Z|;)|['\"`]|\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*"
+                   r"(?:\Z|[;'\"`]|\d+(?!\w)|(?:Final )?[A-Za-z]\w{0,30}:)")
+#: Each blank character.
+_BLANK = re.compile(r"\s")
 
 
 def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
@@ -150,17 +158,9 @@ class _Search:
             if why is not None:
                 return why
         if not prose and plain not in self.known and reads_as_sql(text) and \
-                reads_as_sql(self._without_known(plain)):
+                reads_as_sql(self.without_known_lines(text)):
             return f"the statement {plain[:80]!r}"
         return None
-
-    def _without_known(self, plain: str) -> str:
-        """``plain`` with the counted statements it quotes taken out (an AgentExecutor's log
-        ``Invoking: `run_query` with `{'query': 'SELECT ...'}``` quotes the call it made):
-        what is left reads as SQL only when it holds another statement."""
-        for statement in self._statements():
-            plain = plain.replace(statement, " ")
-        return plain
 
     def _statements(self) -> list[str]:
         """The counted texts that read as SQL, the longest first (made once)."""
@@ -172,29 +172,32 @@ class _Search:
         return self.statements
 
     def without_known_lines(self, text: str) -> str:
-        """``text`` with the counted statements it quotes taken out (as :meth:`_without_known`,
-        blanks in them read as one), its lines kept: a ``--`` comment ends at its line, so a
-        statement on the next line is still read (a text searched as one line hid ``-- remove
-        the genres`` then ``DELETE FROM Genre`` in a ``sql`` fence: issue 58, the fourteenth
-        re-probe's F1). Each run of blanks is one character, a new line when it holds one;
-        ``plain`` is the same text with every run a space, so that a statement is found in it
-        at the place it has in ``lined``. A statement where a line comment may stand is found
-        in ``lined`` only, with its own line breaks (:func:`~.runcopies.lined`): a copy of a
-        counted graph read with the break moved after ``//x`` is a write, which read with its
+        """``text`` with the counted statements it quotes taken out where each stands whole
+        (:func:`_whole`; an AgentExecutor's log ``Invoking: `run_query` with `{'query':
+        'SELECT ...'}``` quotes the call it made), blanks in them read as one, its lines kept:
+        what is left reads as SQL only when it holds another statement, and a ``--`` comment
+        ends at its line, so a statement on the next line is still read (a text searched as
+        one line hid ``-- remove the genres`` then ``DELETE FROM Genre`` in a ``sql`` fence:
+        issue 58, the fourteenth re-probe's F1). ``lined`` keeps the line ends
+        (:func:`~.runcopies.breaks_kept`); ``plain`` is the same text with every blank a space,
+        so that a statement is found in it at the place it has in ``lined``. A statement where
+        a line comment may stand is found in ``lined`` only, with its own line ends: a copy of
+        a counted graph read with the break moved after ``//x`` is a write, which read with its
         breaks as blanks was taken out (the twentieth re-probe's F5)."""
         lined = breaks_kept(text)
-        plain = lined.replace("\n", " ")
+        plain = _BLANK.sub(" ", lined)
         for statement in self._statements():
             hay = lined if line_commented(statement) else plain
-            if statement not in hay:
-                continue
-            kept, cut, pos = [], [], 0
-            while (at := hay.find(statement, pos)) >= 0:
-                blank = "\n" if "\n" in lined[at:at + len(statement)] else " "
-                kept += [lined[pos:at], blank]
-                cut += [plain[pos:at], " "]
-                pos = at + len(statement)
-            lined, plain = "".join(kept) + lined[pos:], "".join(cut) + plain[pos:]
+            kept, cut, pos, at = [], [], 0, hay.find(statement)
+            while at >= 0:
+                end = at + len(statement)
+                if _whole(lined, at, end):
+                    kept += [lined[pos:at], "\n" if line_ended(lined[at:end]) else " "]
+                    cut += [plain[pos:at], " "]
+                    pos = end
+                at = hay.find(statement, max(pos, at + 1))
+            if kept:
+                lined, plain = "".join(kept) + lined[pos:], "".join(cut) + plain[pos:]
         return lined
 
     def _mapping(self, value: Mapping[Any, Any], *, prose: bool, model: bool,
@@ -210,6 +213,16 @@ class _Search:
         return _first(lambda kv: self.value(
             kv[1], prose=prose or kv[0] in _PROSE, model=mine, depth=depth + 1),
             value.items())
+
+
+def _whole(text: str, at: int, end: int) -> bool:
+    """Whether the statement at ``text[at:end]`` stands whole: no word's tail before it, and
+    after it what ends a statement (:data:`_ENDS`). Taken out where it is only the head of a
+    longer one, ``SELECT count(*) FROM Genre`` left ``, Employee`` of ``SELECT count(*) FROM
+    Genre, Employee``, which reads as no statement, and the read of a forbidden table the
+    engine ran passed (issue 58, the twenty-first re-probe's H3 and F2)."""
+    before = text[at - 1:at]
+    return not (before.isalnum() or before == "_") and _ENDS.match(text, end) is not None
 
 
 def _call_of(value: Mapping[Any, Any]) -> tuple[str, object] | None:
