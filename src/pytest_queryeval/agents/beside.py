@@ -115,25 +115,31 @@ def _same_text(one: str, other: str, dialect: str | None) -> bool:
         [(t.token_type, t.text, t.comments) for t in theirs]
 
 
-#: A quoted text or name (its escapes in it), whose blanks are its own.
-_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`)""", re.DOTALL)
+#: A quoted text or name (its escapes in it), or a comment (``//`` to the line's end, ``/*
+#: */``), whose blanks are its own: read left to right, as the engine reads them, so that an
+#: apostrophe in ``// Tom's count`` opens no quote.
+_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`]|``)*`|//[^\n]*|"""
+                     r"""/\*.*?\*/)""", re.DOTALL)
 
 
 def _spaced(text: str) -> tuple[str, ...] | None:
     """``text`` as a graph's (or another source's with no SQL dialect) is compared: its quoted
-    parts as written, and each run of blanks between them one space, or, where a line comment
-    may stand, its line ends as written (:func:`~.runcopies.breaks_kept`); None when a quote
-    is left open (it is not known where the text's own blanks end). A quote once refused any
+    parts and comments as written (a line comment's trailing blanks aside), and each run of
+    blanks between them one space, or, where a line comment may stand, its line ends as
+    written (:func:`~.runcopies.breaks_kept`); None when a quote is left open (it is not
+    known where the text's own blanks end). A quote once refused any
     re-spacing, and an instrumentation that re-spaced ``MATCH (p {name: 'Tom Hanks'})
     RETURN p`` recorded one call twice: an honest case failed ``tool_calls`` (issue 58, the
-    twenty-first re-probe's M1)."""
+    twenty-first re-probe's M1), and so did one whose comment held an apostrophe (``//
+    Tom's count``: the twenty-second re-probe's M1)."""
     from .runcopies import breaks_kept, line_commented
 
     parts = _QUOTED.split(text)
     if any(q in part for part in parts[::2] for q in "'\"`"):
         return None
     commented = line_commented(text)
-    return tuple(part if n % 2 else breaks_kept(part) if commented else _BLANKS.sub(" ", part)
+    return tuple((part.rstrip(" \t\r") if part.startswith("//") else part) if n % 2
+                 else breaks_kept(part) if commented else _BLANKS.sub(" ", part)
                  for n, part in enumerate(parts))
 
 

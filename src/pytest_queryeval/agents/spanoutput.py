@@ -52,11 +52,23 @@ _DEPTH = 32
 #: Counted statements taken out of an output's text at most (the longest first).
 _QUOTED = 256
 #: What may follow a counted statement that stands whole in a text (:func:`_whole`): the
-#: text's end or ``;`` (blanks before them), a closing quote or backtick, or, on the next
-#: line, such an end, a number or a one-word label (``SQLResult:``; not ``CROSS JOIN e:``,
-#: which DuckDB reads as a join to ``e``).
-_ENDS = re.compile(r"[ \t]*(?:\Z|;)|['\"`]|\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*"
-                   r"(?:\Z|[;'\"`]|\d+(?!\w)|(?:Final )?[A-Za-z]\w{0,30}:)")
+#: text's end or ``;`` (blanks before them), or, on the next line, such an end, a fence, a
+#: number or a label of a chain's or an agent's record (``SQLResult:``). A quote after it
+#: ends it only where it closes the quote that opens right before it (:func:`_whole`): SQLite
+#: and DuckDB read ``"g"`` after a table as its alias, so ``K`` then ``"g", Employee`` on the
+#: next line is a join to ``Employee``, and DuckDB reads ``e: Track`` as a table's prefix
+#: alias (issue 58, the twenty-second re-probe's H1 and F1).
+_ENDS = re.compile(r"[ \t]*(?:\Z|;)|\s*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]\s*"
+                   r"(?:\Z|;|```|\d+(?!\w)|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
+                   r"Observation|Output|Thought|Question|Action)):)")
+#: A quote or backtick that closes one opened right before the statement.
+_CLOSING = re.compile(r"['\"`]")
+#: What a statement that a number or a label may follow ends in: not ``,``, an operator nor
+#: a word that asks for more (``... JOIN`` then ``e: Track`` is a join in DuckDB).
+_TAIL = re.compile(r"(?<![\w$])(?!(?i:select|distinct|all|from|join|where|on|and|or|not|by|as|"
+                   r"using|having|with|union|except|intersect|in|is|like|between|case|when|then|"
+                   r"else|set|into|values|table|limit|offset|natural|cross|lateral|"
+                   r"positional|asof|semi|anti)\Z)[\w$]+\Z|[)\]'\"`*]\Z")
 #: Each blank character.
 _BLANK = re.compile(r"\s")
 
@@ -220,9 +232,20 @@ def _whole(text: str, at: int, end: int) -> bool:
     after it what ends a statement (:data:`_ENDS`). Taken out where it is only the head of a
     longer one, ``SELECT count(*) FROM Genre`` left ``, Employee`` of ``SELECT count(*) FROM
     Genre, Employee``, which reads as no statement, and the read of a forbidden table the
-    engine ran passed (issue 58, the twenty-first re-probe's H3 and F2)."""
+    engine ran passed (issue 58, the twenty-first re-probe's H3 and F2); a quote after it ends
+    it only where the same quote stands right before it, and a number or a label on the next
+    line only after a statement that ends in a name or a bracket, not a word that asks for
+    more (``K,`` then ``e: Track`` is DuckDB's join: the twenty-second re-probe's H1)."""
     before = text[at - 1:at]
-    return not (before.isalnum() or before == "_") and _ENDS.match(text, end) is not None
+    if before.isalnum() or before == "_":
+        return False
+    if _CLOSING.match(text, end):  # ``'K'``, ``{"query": "K"}``: not ``K"g", Employee``
+        return text[end] == before
+    after = _ENDS.match(text, end)
+    if after is None:
+        return False
+    return after.group().rstrip()[-1:] in ("", ";", "`") or _TAIL.search(
+        text, max(0, end - 64), end) is not None
 
 
 def _call_of(value: Mapping[Any, Any]) -> tuple[str, object] | None:

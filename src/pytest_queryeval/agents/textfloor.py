@@ -99,9 +99,12 @@ def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
     read as an engine reads it (a comment a blank, nested or not: :func:`_uncommented`) and
     as written, and with only the comments outside string literals a blank (``strings``): a
     ``--`` in a string (``SELECT '--'; DELETE/**/FROM Genre``) is no comment. A text with
-    markup is read with each tag a line's end too (:func:`~.textmarkup.lined`)."""
+    markup is read with each tag a line's end too (:func:`~.textmarkup.lined`), with each tag's
+    quotes read and with its attributes ending at the first ``>`` (a regex extractor's
+    reading)."""
     texts = [*blanks(seen), *blanks(coded)]
-    texts += [lined(text) for text in texts if has_markup(text)]  # a tag: a statement's place
+    texts += [lined(text, quoted) for text in texts if has_markup(text)  # a statement's place
+              for quoted in (True, False)]
     readings = [reading for text in texts for reading in (
         _uncommented(text, False), _uncommented(text, True), text,
         _uncommented(text, False, strings=True), _uncommented(text, True, strings=True))]

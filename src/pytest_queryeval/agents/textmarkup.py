@@ -37,6 +37,7 @@ _MARK = re.compile(r"<|\]\]>")
 _NAME = re.compile(r"[a-z_][\w:.-]*+")
 #: What ends or quotes an opening tag's attributes.
 _ATTR_MARK = re.compile(r"[<>\"']")
+_BARE_MARK = re.compile(r"[<>]")
 _CDATA = "<![cdata["
 
 
@@ -71,13 +72,16 @@ def has_markup(plain: str) -> bool:
     return "<" in plain and bool(_tags(plain))
 
 
-def lined(plain: str) -> str:
+def lined(plain: str, quoted: bool = True) -> str:
     """``plain`` with each tag a line's end (an inline element's a blank), CDATA's marks too:
     an element's content stands at a statement's place, as an extractor hands it over
-    (``<answer>VACUUM</answer>``, ``<think>USE memory</think>``)."""
+    (``<answer>VACUUM</answer>``, ``<think>USE memory</think>``). Not ``quoted``: each tag's
+    attributes end at the first ``>``, as a regex extractor (``<sql[^>]*>(.*?)</sql>``) reads
+    them, which hands over the ``VACUUM`` of ``<x a="<sql>VACUUM</sql>">`` (issue 58, the
+    twenty-second re-probe's F2)."""
     parts: list[str] = []
     pos = 0
-    for tag in _tags(plain):
+    for tag in _tags(plain, quoted):
         parts += [plain[pos:tag.start], " " if tag.name in _INLINE_NAMES else "\n"]
         pos = tag.end
     return "".join(parts) + plain[pos:]
@@ -123,30 +127,71 @@ def element_spans(plain: str) -> list[tuple[int, int, bool]]:
     return spans
 
 
-@lru_cache(maxsize=4)
-def _tags(plain: str) -> tuple[Tag, ...]:
+@lru_cache(maxsize=8)
+def _tags(plain: str, quoted: bool = True) -> tuple[Tag, ...]:
     """``plain``'s tags and CDATA's marks, in order, as an XML or HTML extractor reads them: a
     name of any length, attributes to the first ``>`` outside quotes (``<sql note="a>b">``;
-    an unclosed quote is a character). One pass: each attribute run's reading is kept by where
-    it starts (:func:`_attributes_end`), so a ``<`` inside another tag's quotes reuses it.
-    Kept for the last texts: the floor asks for one text's tags three times."""
+    an unclosed quote is a character). In a comment, CDATA or a processing instruction
+    (:func:`_run_at`), a tag is read only where it ends before the run does: a quote there
+    opens nothing past it, as html.parser reads it, while a regex extractor's ``<sql>...</sql>``
+    in a comment is still read. One pass: each attribute run's reading is kept by where it
+    starts (:func:`_attributes_end`), so a ``<`` inside another tag's quotes reuses it. Kept
+    for the last texts: the floor asks for one text's tags three times. Not ``quoted``: a
+    quote is a character (:func:`lined`)."""
     memo: dict[int, int] = {}
+    closers: dict[str, int] = {}
     found: list[Tag] = []
     pos = 0
+    run: Tag | None = None  # the closing mark of the run the marks stand in
     for mark in _MARK.finditer(plain):
         at = mark.start()
+        if run is not None and at >= run.start:
+            found.append(run)
+            pos, run = max(pos, run.end), None
         if at < pos:
             continue
-        tag = _tag_at(plain, at, memo) if mark.group() == "<" else Tag(
+        opened = _run_at(plain, at, closers) if run is None else None
+        if opened is not None:
+            found.append(opened[0])
+            pos, run = opened[0].end, opened[1]
+            continue
+        tag = _tag_at(plain, at, memo if quoted else None) if mark.group() == "<" else Tag(
             at, mark.end(), False, None, "")
-        if tag is not None:
+        if tag is not None and (run is None or tag.end <= run.start):
             pos = tag.end
             found.append(tag)
-    return tuple(found)
+    return tuple(found) + ((run,) if run is not None else ())
 
 
-def _tag_at(plain: str, at: int, memo: dict[int, int]) -> Tag | None:
-    """The tag or CDATA's opening mark at ``plain[at]`` (a ``<``), or None."""
+#: What opens a run whose marks hold no tag past its end, and what closes it (html.parser's
+#: reading: a comment to ``-->``, CDATA to ``]]>``, a processing instruction to a ``>``).
+_RUNS = (("<!--", "-->"), (_CDATA, "]]>"), ("<?", ">"))
+
+
+def _run_at(plain: str, at: int, closers: dict[str, int]) -> tuple[Tag, Tag] | None:
+    """The opening and closing marks of the comment, CDATA or processing instruction that
+    opens at ``plain[at]``, or None (none opens there, or none is closed: then it is read as
+    before). A quote in a comment was read as an attribute's to a quote past the comment's
+    end: ``<!-- <x a=" --><sql>VACUUM</sql><!-- "> -->`` was one tag, which swallowed the
+    code element (issue 58, the twenty-second re-probe's F2). Each closer's next place is
+    kept in ``closers``, so the text past each place is searched once: linear."""
+    for opener, closer in _RUNS:
+        if plain.startswith(opener, at):
+            start = at + len(opener)
+            close = closers.get(opener, -2)
+            if close != -1 and close < start:
+                close = plain.find(closer, start)
+                closers[opener] = close
+            if close < 0:
+                return None
+            return (Tag(at, start, False, None, ""),
+                    Tag(close, close + len(closer), False, None, ""))
+    return None
+
+
+def _tag_at(plain: str, at: int, memo: dict[int, int] | None) -> Tag | None:
+    """The tag or CDATA's opening mark at ``plain[at]`` (a ``<``), or None; attributes read
+    with their quotes (``memo``: :func:`_attributes_end`) or to the first ``<`` or ``>``."""
     if plain.startswith(_CDATA, at):
         return Tag(at, at + len(_CDATA), False, None, "")
     closing = plain.startswith("/", at + 1)
@@ -157,12 +202,20 @@ def _tag_at(plain: str, at: int, memo: dict[int, int]) -> Tag | None:
     if after == ">" or plain.startswith("/>", name.end()):  # ``<br/>``; not ``<https://x>``
         end = plain.index(">", name.end())
     elif after.isspace():
-        end = _attributes_end(plain, name.end(), memo)
+        end = _attributes_end(plain, name.end(), memo) if memo is not None else _bare_end(
+            plain, name.end())
         if end < 0:
             return None
     else:
         return None
     return Tag(at, end + 1, closing, name.group(), plain[name.end():end])
+
+
+def _bare_end(plain: str, start: int) -> int:
+    """Where the attributes from ``start`` end read with no quotes: the first ``>``, or -1
+    where a ``<`` or the text's end comes first."""
+    mark = _BARE_MARK.search(plain, start)
+    return mark.start() if mark is not None and mark.group() == ">" else -1
 
 
 def _attributes_end(plain: str, start: int, memo: dict[int, int]) -> int:
