@@ -48,6 +48,28 @@ def received(sock: socket.socket) -> int | None:
     return int(struct.unpack_from("=Q", info, BYTES_RECEIVED)[0])
 
 
+#: Fewer bytes than this, from a server that ended the connection first, were no cut reply:
+#: the listener writes in blocks of 4,096 bytes, and a message over 64 KiB the driver failed
+#: on arrived as 4,096 bytes at least (tests/cypher/test_cypher_twentyfirst.py); a server that
+#: stopped on the query sent 1 (the twenty-first re-probe's L4).
+MIN_CUT = 4_096
+#: ``tcpi_state`` (the first byte of ``struct tcp_info``) once the peer ended the connection
+#: before this side did: ``CLOSE_WAIT``, ``LAST_ACK``, ``CLOSING``, and ``CLOSE`` (a reset).
+PEER_ENDED = frozenset({7, 8, 9, 11})
+
+
+def peer_ended(sock: socket.socket) -> bool:
+    """Whether the peer ended the connection (a FIN or a reset) before this side shut it
+    down, by the kernel's state of it; False where the kernel does not say."""
+    if TCP_INFO is None:
+        return False
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, 256)
+    except OSError:
+        return False
+    return len(info) > 0 and info[0] in PEER_ENDED
+
+
 class Meter:
     """The bytes a FalkorDB server sent for one query, from the moment the meter is made (the
     transaction begun) to the server's close of the connection.
@@ -62,6 +84,8 @@ class Meter:
         self._sock: socket.socket | None = None
         self._start: int | None = None
         self.sent: int | None = None
+        #: Whether the server ended the connection before the driver or the meter did.
+        self.server_ended = False
         if sock is not None:
             with contextlib.suppress(OSError):
                 self._sock = sock.dup()
@@ -74,6 +98,7 @@ class Meter:
         the socket down if the server does neither."""
         if self._sock is None or self._start is None or self.sent is not None:
             return
+        self.server_ended = peer_ended(self._sock)
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_WR)
         with contextlib.suppress(OSError):
@@ -95,8 +120,12 @@ class Meter:
 
     def unread(self) -> str:
         """What a reply the driver gave up on may have been: the driver shuts the connection
-        down as it fails, so the rest the server would have sent is not counted."""
+        down as it fails, so the rest the server would have sent is not counted. Not where
+        the server ended the connection first (it stopped, the twenty-first re-probe's L4:
+        "after 1 bytes: a reply over 64 KiB" after a crash): the reply was not cut there."""
         sent = "" if self.sent is None else f" after {self.sent:,} bytes"
+        if self.server_ended and self.sent is not None and self.sent < MIN_CUT:
+            return f"; the server ended the connection{sent}"
         return (f"; the driver gave up{sent}: a reply over 64 KiB, which a FalkorDB server's "
                 "Bolt listener cannot frame, is not read without the rehearsal "
                 "(rehearse: true)")

@@ -139,21 +139,16 @@ _CLAUSES = frozenset({"MATCH", "WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SK
                       "CALL", "YIELD", "UNION", "OPTIONAL", "LOAD", "FOREACH"})
 
 
-def nearest_outside(code: Sequence[Token], i: int, found: Callable[[int], bool],
-                    stop: Callable[[int], bool] | None = None) -> int | None:
+def nearest_outside(code: Sequence[Token], i: int, found: Callable[[int], bool]) -> int | None:
     """The index of the nearest token before ``code[i]``, outside the brackets around it, for
     which ``found`` holds (None when none): where the clause an expression is in starts.
-    :func:`.unwritable.check_falkordb` asks it too. ``stop``: an opening bracket around
-    ``code[i]`` the search does not go past (a subquery's ``{``, whose clauses are not those
-    of what is outside it)."""
+    :func:`.unwritable.check_falkordb` asks it too."""
     level = 0
     for k in range(i - 1, -1, -1):
         tok = code[k]
         if tok.kind == "punct" and tok.text in _CLOSE:
             level += 1
         elif tok.kind == "punct" and tok.text in _OPEN:
-            if level <= 0 and stop is not None and stop(k):
-                return None
             level -= 1
         elif level <= 0 and found(k):
             return k

@@ -11,7 +11,7 @@ on the plugin's copy (:mod:`.rehearsal`) it holds for the gold and for ``rehears
 from __future__ import annotations
 
 from ..errors import QueryRefused
-from .bounds import _CLAUSES, nearest_outside
+from .bounds import nearest_outside
 from .guard import _CLOSE, _OPEN, Token, _code, _dotted, _ends_operand, tokens, where
 
 #: Functions whose value FalkorDB's Bolt listener cannot write: a date, a duration, a local
@@ -22,7 +22,7 @@ FALKORDB_UNWRITABLE = frozenset({"date", "duration", "localtime", "localdatetime
 #: Functions whose value FalkorDB's Bolt listener writes wrong: a point is written with an
 #: extra null after it (4.16), so the driver reads every later value of its row, list or map
 #: one place late (the twentieth re-probe's P1: a wrong prediction passed, an honest one
-#: failed). Only the call itself: ``point.distance()`` is a number.
+#: failed). Only the call itself: ``point.distance`` is another function.
 FALKORDB_MISWRITTEN = frozenset({"point"})
 #: Clause words that start what a value feeds: after ``WHERE`` it is only compared.
 _FEEDS = frozenset({"WHERE", "RETURN", "WITH", "UNWIND", "ORDER", "YIELD", "|"})
@@ -31,9 +31,10 @@ _FEEDS = frozenset({"WHERE", "RETURN", "WITH", "UNWIND", "ORDER", "YIELD", "|"})
 def check_falkordb(query: str) -> None:
     """What a FalkorDB server (:mod:`.bolt` detects one) must not be sent beyond
     :func:`check_server`: a call of :data:`FALKORDB_UNWRITABLE` (or a function of their
-    namespaces, ``date.truncate``) whose value may reach the reply: one not directly inside
-    ``toString()`` nor in a ``WHERE``. Errs high: ``WITH date(...) AS d ... WHERE x > d``
-    is refused too. A ``point()`` likewise, even inside ``toString()`` (errs high)."""
+    namespaces, ``date.truncate``) or ``point()`` whose value may reach the reply: one not
+    compared (in a ``WHERE``, or an operand of a comparison), not an argument of
+    :data:`_SCALAR_OF` and not followed by a property. Errs high: ``WITH date(...) AS d ...
+    WHERE x > d`` is refused too."""
     code = _code(tokens(query))
     for i, tok in enumerate(code):
         word = tok.text.lower() if tok.kind == "word" else ""
@@ -41,9 +42,8 @@ def check_falkordb(query: str) -> None:
         if not (miswritten or word in FALKORDB_UNWRITABLE) \
                 or (i and code[i - 1].text == ".") or not _called(code, i):
             continue
-        if (not miswritten and i >= 2 and code[i - 1].text == "("
-                and code[i - 2].text.lower() == "tostring") \
-                or _compared(code, i) or _accessed(code, i):
+        if _scalar_argument(code, i) or _compared(code, i) or _operand(code, i) \
+                or _accessed(code, i):
             continue
         if miswritten:
             raise QueryRefused(f"{tok.text}() at {where(tok)}: a FalkorDB server's Bolt "
@@ -54,6 +54,76 @@ def check_falkordb(query: str) -> None:
         raise QueryRefused(f"{name}() at {where(tok)}: a FalkorDB server stops on a "
                            f"{tok.text.lower()} value in its reply (its Bolt listener cannot "
                            "write one); return toString(...) of it")
+
+
+#: Functions whose value is a plain scalar whatever temporal or point argument they are
+#: given: FalkorDB 4.16 over Bolt answers ``toString()`` of a date, a duration, a local time,
+#: a local date-time, their sums and a point with a string, ``distance()`` of two points with
+#: a float, and an error (not a stop) for any other argument (the twenty-first re-probe's M2,
+#: tests/cypher/test_cypher_twentyfirst.py). ``point.distance()`` is unknown to 4.16.
+_SCALAR_OF = frozenset({"tostring", "distance"})
+#: Comparison operators (one token each character): their value is a boolean or null.
+_COMPARING = frozenset({"<", ">", "="})
+
+
+def _scalar_argument(code: list[Token], i: int) -> bool:
+    """Whether the call at ``code[i]`` is inside the parentheses of a :data:`_SCALAR_OF`
+    function and no other bracket (``toString(date(a) + duration(b))``; not
+    ``toString([date()])``, a list, nor ``toString(head(...))``)."""
+    k = _opening(code, i)
+    return k is not None and code[k].text == "(" and k >= 1 \
+        and code[k - 1].kind == "word" and code[k - 1].text.lower() in _SCALAR_OF \
+        and not (k >= 2 and code[k - 2].text == ".")
+
+
+def _opening(code: list[Token], i: int) -> int | None:
+    """The index of the innermost bracket open around ``code[i]`` (None at the top)."""
+    level = 0
+    for k in range(i - 1, -1, -1):
+        if code[k].kind == "punct" and code[k].text in _CLOSE:
+            level += 1
+        elif code[k].kind == "punct" and code[k].text in _OPEN:
+            if level == 0:
+                return k
+            level -= 1
+    return None
+
+
+def _operand(code: list[Token], i: int) -> bool:
+    """Whether the call at ``code[i]`` is an operand of a comparison: followed by ``=``,
+    ``<``, ``>``, ``IN`` or ``IS``, or preceded by ``<`` or ``>`` (``<=``, ``<>``...), or by
+    ``=`` after a value (``)``, ``]``, a literal, ``n.x``), not after a bare name, where ``=``
+    may assign (``reduce(a = date(), ...)``, ``CYPHER d=...``)."""
+    end = _end(code, i)
+    after = code[end + 1] if end is not None and end + 1 < len(code) else None
+    if after is not None and (after.text in _COMPARING
+                              or (after.kind == "word" and after.text.upper() in ("IN", "IS"))):
+        return True
+    before = code[i - 1] if i else None
+    if before is None or before.kind != "punct" or before.text not in _COMPARING:
+        return False
+    if before.text != "=":
+        return True
+    value = code[i - 2] if i >= 2 else None
+    return value is not None and (value.text in ("<", ">", ")", "]")
+                                  or value.kind in ("number", "string")
+                                  or (value.kind == "word" and i >= 3 and code[i - 3].text == "."))
+
+
+def _end(code: list[Token], i: int) -> int | None:
+    """The index of the ``)`` that closes the call at ``code[i]`` (None when unclosed)."""
+    j = i
+    while j < len(code) and code[j].text != "(":
+        j += 1
+    depth = 0
+    for k in range(j, len(code)):
+        if code[k].kind == "punct" and code[k].text in _OPEN:
+            depth += 1
+        elif code[k].kind == "punct" and code[k].text in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
 
 
 def _called(code: list[Token], i: int) -> bool:
@@ -68,18 +138,8 @@ def _called(code: list[Token], i: int) -> bool:
 def _accessed(code: list[Token], i: int) -> bool:
     """Whether the call at ``code[i]`` is followed by a property access (``date().year``):
     a number reaches the reply, not the value."""
-    j = i
-    while j < len(code) and code[j].text != "(":
-        j += 1
-    depth = 0
-    for k in range(j, len(code)):
-        if code[k].kind == "punct" and code[k].text in _OPEN:
-            depth += 1
-        elif code[k].kind == "punct" and code[k].text in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                return k + 1 < len(code) and code[k + 1].text == "."
-    return False
+    end = _end(code, i)
+    return end is not None and end + 1 < len(code) and code[end + 1].text == "."
 
 
 def _clause(code: list[Token], k: int) -> bool:
@@ -100,21 +160,11 @@ def _clause(code: list[Token], k: int) -> bool:
 _AFTER_NAME = frozenset({":", ".", "=", ",", ")", "]", "}"})
 
 
-def _subquery(code: list[Token], k: int) -> bool:
-    """Whether the ``{`` at ``code[k]`` opens a subquery (``CALL {``, ``CALL (x) {``,
-    ``EXISTS {``, ``COUNT {``, ``COLLECT {``), not a map: a clause word comes first in it,
-    and not as a key (the twentieth re-probe's T1: ``WHERE ... CALL { RETURN date() }``
-    passed as compared)."""
-    after = code[k + 2] if k + 2 < len(code) else None
-    return k + 1 < len(code) and code[k + 1].kind == "word" \
-        and code[k + 1].text.upper() in _CLAUSES \
-        and not (after is not None and after.text in _AFTER_NAME)
-
-
 def _compared(code: list[Token], i: int) -> bool:
     """Whether the value at ``code[i]`` is in a ``WHERE``: the nearest word of :data:`_FEEDS`
-    before it, outside the brackets around it and inside the subquery it is in, is
-    ``WHERE`` (a ``WHERE`` before a subquery compares nothing of what it returns)."""
-    k = nearest_outside(code, i, lambda k: code[k].text.upper() in _FEEDS and _clause(code, k),
-                        stop=lambda k: code[k].text == "{" and _subquery(code, k))
+    before it, outside the brackets around it, is ``WHERE``. A subquery's value reaches what
+    is outside it only through a word of :data:`_FEEDS` in it (``CALL { RETURN date() }``
+    after a ``WHERE``: its ``RETURN`` is nearer); one whose call only matches
+    (``CALL { MATCH (m {d: date()}) RETURN m }``) is compared."""
+    k = nearest_outside(code, i, lambda k: code[k].text.upper() in _FEEDS and _clause(code, k))
     return k is not None and code[k].text.upper() == "WHERE"
