@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import QueryRefused
 from .bounds import nearest_outside
-from .guard import _CLOSE, _OPEN, Token, _code, _dotted, _ends_operand, tokens, where
+from .guard import _CLOSE, _NOT_OPERANDS, _OPEN, Token, _code, _dotted, tokens, where
 
 #: Functions whose value FalkorDB's Bolt listener cannot write: a date, a duration, a local
 #: time or date-time in a reply trips an assertion in its result formatter and the server
@@ -142,29 +142,77 @@ def _accessed(code: list[Token], i: int) -> bool:
     return end is not None and end + 1 < len(code) and code[end + 1].text == "."
 
 
-def _clause(code: list[Token], k: int) -> bool:
-    """Whether the word at ``code[k]`` is the clause it spells, not a name spelled like it: a
-    map key (``{where: ...}``), a property or label (``n.where``, ``n:where``), a variable
-    (``where.x``, ``where = ...``), a projection's name (``AS where``). The eighth re-probe's
-    ``RETURN {where: date('2020-01-01')}`` passed as compared."""
-    if code[k].kind != "word":
-        return code[k].text == "|"
-    before = code[k - 1] if k else None
-    after = code[k + 1] if k + 1 < len(code) else None
-    if before is None or not (_ends_operand(before) or before.text in ("*", "{")):
-        return False  # RETURN where, n.where, n:where, AS where: names
-    return not (after is not None and after.text in _AFTER_NAME)  # {where: ...}, {where}
+def _name(code: list[Token], k: int) -> bool:
+    """Whether the word at ``code[k]`` is certainly a name, whatever it spells: a property
+    (``n.order``), a label (``n:Union``), a map key (``{where: ...}``)."""
+    before = code[k - 1].text if k else ""
+    after = code[k + 1].text if k + 1 < len(code) else ""
+    return before in (".", ":") or (before in ("{", ",") and after == ":")
+
+
+#: Words after which no operand has ended: a word spelled like one of them right before
+#: ``WHERE`` or ``STARTS`` may be the keyword or a variable (``t CONTAINS where``).
+_KEYWORDS = _NOT_OPERANDS | frozenset({"CONTAINS", "STARTS", "ENDS", "IS", "ASC", "DESC",
+                                     "ASCENDING", "DESCENDING"})
+
+
+def _value_ends(code: list[Token], j: int) -> bool:
+    """Whether ``code[j]`` certainly ends an operand: a literal, a parameter, a quoted name, a
+    closing bracket, a property, or a word spelled like no keyword."""
+    tok = code[j]
+    if tok.kind in ("string", "number", "param", "quoted"):
+        return True
+    if tok.kind != "word":
+        return tok.text in (")", "]", "}")
+    return (j > 0 and code[j - 1].text == ".") or tok.text.upper() not in _KEYWORDS
+
+
+def _operator_with(code: list[Token], k: int) -> bool:
+    """Whether the ``WITH`` at ``code[k]`` is the one of ``STARTS WITH`` / ``ENDS WITH`` (the
+    twenty-second re-probe's M1): its ``STARTS`` follows an operand, so it is no variable
+    (``... OR starts WITH date() AS d`` is a ``WITH`` clause)."""
+    return k >= 2 and code[k - 1].kind == "word" \
+        and code[k - 1].text.upper() in ("STARTS", "ENDS") \
+        and not _name(code, k - 1) and _value_ends(code, k - 2)
+
+
+def _where_clause(code: list[Token], k: int) -> bool:
+    """Whether the ``WHERE`` at ``code[k]`` is certainly the clause: after a pattern's ``)``,
+    a projected variable (a word spelled like no keyword, not a property), a number or a
+    parameter (``LIMIT 3 WHERE``), and followed by no name's punctuation. A variable named
+    ``where`` (``t CONTAINS where``: the twenty-second re-probe's form 2) is not."""
+    if k == 0 or (k + 1 < len(code) and code[k + 1].text in _AFTER_NAME):
+        return False
+    before = code[k - 1]
+    if before.kind in ("number", "param", "quoted") or before.text == ")":
+        return True
+    return before.kind == "word" and before.text.upper() not in _KEYWORDS \
+        and not (k >= 2 and code[k - 2].text in (".", ":"))
 
 
 #: What follows a word that is a name (a map key, a property, a variable), never a clause.
 _AFTER_NAME = frozenset({":", ".", "=", ",", ")", "]", "}"})
 
 
+def _feeds(code: list[Token], k: int) -> str | None:
+    """What the token at ``code[k]`` says of a value after it: "compared" (a ``WHERE`` that is
+    certainly the clause), "stop" (a word of :data:`_FEEDS` that may be a clause), None (no
+    such word, or certainly a name, or the ``WITH`` of ``STARTS WITH``). Errs towards "stop":
+    the twenty-second re-probe's H1 hid a ``RETURN`` behind ``n.order`` and a date was sent."""
+    tok = code[k]
+    if tok.kind != "word":
+        return "stop" if tok.text == "|" else None
+    word = tok.text.upper()
+    if word not in _FEEDS or _name(code, k) or (word == "WITH" and _operator_with(code, k)):
+        return None
+    return "compared" if word == "WHERE" and _where_clause(code, k) else "stop"
+
+
 def _compared(code: list[Token], i: int) -> bool:
     """Whether the value at ``code[i]`` is in a ``WHERE``: the nearest word of :data:`_FEEDS`
-    before it, outside the brackets around it, is ``WHERE``. A subquery's value reaches what
-    is outside it only through a word of :data:`_FEEDS` in it (``CALL { RETURN date() }``
-    after a ``WHERE``: its ``RETURN`` is nearer); one whose call only matches
+    before it, outside the brackets around it, is certainly that clause. A subquery's value
+    reaches what is outside it only through a word of :data:`_FEEDS` in it (``CALL { RETURN
+    date() }`` after a ``WHERE``: its ``RETURN`` is nearer); one whose call only matches
     (``CALL { MATCH (m {d: date()}) RETURN m }``) is compared."""
-    k = nearest_outside(code, i, lambda k: code[k].text.upper() in _FEEDS and _clause(code, k))
-    return k is not None and code[k].text.upper() == "WHERE"
+    k = nearest_outside(code, i, lambda k: _feeds(code, k) is not None)
+    return k is not None and _feeds(code, k) == "compared"
