@@ -267,6 +267,7 @@ def check_server(query: str, *, costs: bool = True) -> None:
             what = {"comment": "comment", "string": "string", "quoted": "quoted name"}[tok.kind]
             raise QuerySyntaxError(f"an unterminated {what} at {where(tok)}")
     _check_dotted_comments(toks)
+    _check_line_comment_ends(query)
     code = _code(toks)
     words = clause_words(code)
     write = next((t for t in words if t.text.upper() in WRITES), None)
@@ -290,6 +291,21 @@ def check_server(query: str, *, costs: bool = True) -> None:
     _check_nesting(code)
     if costs:
         check_evaluation(code)
+
+
+def _check_line_comment_ends(query: str) -> None:
+    """Refuse a ``//`` comment not ended by ``\\n``, ``\\r\\n`` or the end: FalkorDB reads it on to
+    ``\\n``, the tokenizer stops at U+2028 too, so a ``WHERE`` or a quote after one was code to
+    the guard only (issue 58, the twenty-third re-probe's H1-H3: a crash, a hidden ``CREATE``)."""
+    for match in _TOKEN.finditer(query):
+        end = match.end()
+        if match.group().startswith("//") and match.lastgroup == "comment" \
+                and query[end:end + 1] not in ("", "\n") and query[end:end + 2] != "\r\n":
+            start = match.start()
+            raise QueryRefused(
+                f"the // comment at line {query.count(chr(10), 0, start) + 1}, column "
+                f"{start - query.rfind(chr(10), 0, start)} ends at U+{ord(query[end]):04X}, not "
+                "at a line feed: servers differ on where it ends (end it with a line feed)")
 
 
 def _check_dotted_comments(toks: list[Token]) -> None:
