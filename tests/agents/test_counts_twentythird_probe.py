@@ -48,6 +48,10 @@ ENDED = {
     "number": (GOLD, f"{GOLD}\n25"),
     "answer": (GOLD, f"{GOLD}\nAnswer: 25"),
     "count": ("SELECT count(*)", "SELECT count(*)\n1"),
+    "null": (
+        "SELECT count(*) FROM Genre WHERE Name IS NOT NULL",
+        "SELECT count(*) FROM Genre WHERE Name IS NOT NULL\nSQLResult: 25",
+    ),
     "string": (
         "SELECT count(*) FROM Genre WHERE Name <> 'Rock'",
         "SELECT count(*) FROM Genre WHERE Name <> 'Rock'\nSQLResult: 24",

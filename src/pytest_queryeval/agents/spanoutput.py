@@ -71,9 +71,11 @@ _NEXT = re.compile(r"\Z|;|```|\d++(?!\w)|(?i:(?:Final )?(?:SQLResult|Answer|Resu
 #: A quote or backtick that closes one opened right before the statement.
 _CLOSING = re.compile(r"['\"`]")
 #: Token types a statement that a number or a label may follow ends in, in both engines'
-#: tokenizers: a name, a number, a closed string, a closing bracket or an order's direction.
+#: tokenizers: a name, a number, a closed string, a constant, a closing bracket or an
+#: order's direction (``... IS NULL`` then ``SQLResult: 8`` is an honest chain's record).
 _LAST = frozenset({"VAR", "NUMBER", "STRING", "IDENTIFIER", "R_PAREN", "R_BRACKET", "ASC",
-                   "DESC"})
+                   "DESC", "NULL", "TRUE", "FALSE", "CURRENT_DATE", "CURRENT_TIME",
+                   "CURRENT_TIMESTAMP"})
 #: Names the tokenizers read as plain names that an engine reads as a word asking for more
 #: (``... JOIN`` then ``e: Track`` is a join in DuckDB; ``TABLESAMPLE`` then ``100, Track``).
 _MORE = frozenset((
