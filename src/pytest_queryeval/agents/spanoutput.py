@@ -61,12 +61,16 @@ _QUOTED = 256
 #: alias (issue 58, the twenty-second re-probe's H1 and F1). The blanks after the statement
 #: are matched once (:data:`_RUN`, possessive), and what follows them is matched at one
 #: place: a run of 20,000 vertical tabs took 28 s to backtrack through (the twenty-third
-#: re-probe's H2).
+#: re-probe's H2). A number is ASCII digits before no name's character: the engines read
+#: ``\u0661`` or a fullwidth ``1`` (any non-ASCII character) as a name, an alias then a join
+#: to ``, Employee``; and they read a fence as a backtick-quoted name a later backtick closes
+#: (``K`` then a fence then ``\`, Employee``), so a fence ends a statement only where no
+#: backtick follows it (the twenty-fourth re-probe's H1, H2 and F1).
 _RUN = re.compile(r"\s*+")
 _LINE_END = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 _SPACED = re.compile(r"[ \t]*+")
 _END = re.compile(r"\Z|;")
-_NEXT = re.compile(r"\Z|;|```|\d++(?!\w)|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
+_NEXT = re.compile(r"\Z|;|```|[0-9]++(?![^\x00-\x7f]|[\w$])|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
                    r"Observation|Output|Thought|Question|Action)):")
 #: A quote or backtick that closes one opened right before the statement.
 _CLOSING = re.compile(r"['\"`]")
@@ -271,7 +275,9 @@ def _whole(text: str, at: int, end: int) -> bool:
     after = _NEXT.match(text, rest) if broken else None
     if after is None:
         return False
-    return after.group() == "```" or complete(text[at:end])
+    if after.group() == "```":  # a name the engines quote, unless no backtick closes it
+        return "`" not in text[after.end():]
+    return complete(text[at:end])
 
 
 @lru_cache(maxsize=1024)
