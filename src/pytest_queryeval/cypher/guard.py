@@ -271,13 +271,13 @@ def check_server(query: str, *, costs: bool = True) -> None:
             what = {"comment": "comment", "string": "string", "quoted": "quoted name"}[tok.kind]
             raise QuerySyntaxError(f"an unterminated {what} at {where(tok)}")
     _check_dotted_comments(toks)
-    _check_line_comment_ends(query)
     code = _code(toks)
     words = clause_words(code)
     write = next((t for t in words if t.text.upper() in WRITES), None)
     if write is not None:  # the write first, as the reason a reader looks for
         raise QueryRefused(f"{write.text.upper()} at {where(write)} writes: only read-only "
                            "queries are sent to the server")
+    _check_line_comment_ends(query)
     at = _positions(code)
     for tok in words:
         word = tok.text.upper()
