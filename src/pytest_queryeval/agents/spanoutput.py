@@ -67,7 +67,6 @@ _QUOTED = 256
 #: (``K`` then a fence then ``\`, Employee``), so a fence ends a statement only where no
 #: backtick follows it (the twenty-fourth re-probe's H1, H2 and F1).
 _RUN = re.compile(r"\s*+")
-_LINE_END = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 _SPACED = re.compile(r"[ \t]*+")
 _END = re.compile(r"\Z|;")
 _NEXT = re.compile(r"\Z|;|```|[0-9]++(?![^\x00-\x7f]|[\w$])|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
@@ -269,7 +268,7 @@ def _whole(text: str, at: int, end: int) -> bool:
     blanks = _RUN.match(text, end)
     rest = blanks.end() if blanks is not None else end
     run = text[end:rest]
-    broken = _LINE_END.search(run) is not None
+    broken = line_ended(run)
     if _END.match(text, rest) and (broken or _SPACED.fullmatch(run)):
         return True
     after = _NEXT.match(text, rest) if broken else None

@@ -277,7 +277,7 @@ def check_server(query: str, *, costs: bool = True) -> None:
     if write is not None:  # the write first, as the reason a reader looks for
         raise QueryRefused(f"{write.text.upper()} at {where(write)} writes: only read-only "
                            "queries are sent to the server")
-    _check_line_comment_ends(query)
+    _check_read_alike(query)
     at = _positions(code)
     for tok in words:
         word = tok.text.upper()
@@ -301,12 +301,14 @@ def check_server(query: str, *, costs: bool = True) -> None:
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
-def _check_line_comment_ends(query: str) -> None:
-    """Refuse a ``//`` comment not ended by ``\\n``, ``\\r\\n`` or the end: FalkorDB reads it on to
-    ``\\n``, the tokenizer stops at U+2028 too, so a ``WHERE`` or a quote after one was code to
-    the guard only (issue 58, the twenty-third re-probe's H1-H3: a crash, a hidden ``CREATE``)."""
+def _check_read_alike(query: str) -> None:
+    """Refuse what FalkorDB reads otherwise than the tokenizer: a control character (it reads a
+    query only up to a NUL: the twenty-fourth re-probe's H1-H3, a crash and wrong predictions
+    passing), and a ``//`` comment not ended by ``\\n``, ``\\r\\n`` or the end (it reads one on
+    to ``\\n``, the tokenizer stops at U+2028 too, so a ``WHERE`` or a quote after one was code
+    to the guard only: the twenty-third's H1-H3, a crash and a hidden ``CREATE``; issue 58)."""
     control = _CONTROL.search(query)
-    if control is not None:  # FalkorDB reads a query to its first NUL: the twenty-fourth's H1-H3
+    if control is not None:
         raise QueryRefused(f"control character U+{ord(control.group()):04X} at character "
                            f"{control.start() + 1}: FalkorDB reads a query only up to a NUL, "
                            "so no query holding a control character is sent")
