@@ -39,6 +39,9 @@ __all__ = [
     "counted_spans",
     "datasource",
     "fence",
+    "message_span",
+    "output_span",
+    "recorded",
     "run_cases",
     "run_graph",
     "run_linear",
@@ -145,22 +148,43 @@ def after(
     }
 
 
-def counted_spans() -> list[dict[str, Any]]:
-    """The counted call as traced: an LLM span calling ``run_query`` and its TOOL span."""
+def recorded(query: str, llm: str = "l1", cid: str = "c1",
+             tool: str = "t2") -> list[dict[str, Any]]:
+    """A call of ``run_query`` with ``query`` as traced: an LLM span calling it and its TOOL
+    span (``25`` rows)."""
     return [
-        llm_call("h1", 1, "ch", GOLD),
+        llm_call(llm, 1, cid, query),
         span(
             "TOOL",
-            "h2",
+            tool,
             2,
             **{
                 "tool.name": "run_query",
-                "tool_call.id": "ch",
-                "input.value": json.dumps({"query": GOLD}),
+                "tool_call.id": cid,
+                "input.value": json.dumps({"query": query}),
                 "output.value": "25",
             },
         ),
     ]
+
+
+def counted_spans() -> list[dict[str, Any]]:
+    """The counted call as traced: an LLM span calling ``run_query`` and its TOOL span."""
+    return recorded(GOLD, "h1", "ch", "h2")
+
+
+def output_span(kind: str | None, value: str) -> dict[str, Any]:
+    """A span of ``kind`` (none: no kind attribute) whose output is ``value``."""
+    record = span(kind or "CHAIN", "o1", 3, **{"output.value": value})
+    if kind is None:
+        record["attributes"].pop("openinference.span.kind", None)
+    return record
+
+
+def message_span(content: str) -> dict[str, Any]:
+    """An LLM span whose output message (the model's own text) is ``content``."""
+    prefix = "llm.output_messages.0.message."
+    return span("LLM", "m1", 3, **{prefix + "role": "assistant", prefix + "content": content})
 
 
 def run_linear(script: str, timeout: int) -> None:

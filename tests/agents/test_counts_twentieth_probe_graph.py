@@ -103,11 +103,6 @@ def _output_cases() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
     return lines, hostile, [cid for cid in lines if cid not in hostile]
 
 
-def _message_span(content: str) -> dict[str, Any]:
-    prefix = "llm.output_messages.0.message."
-    return span("LLM", "m1", 3, **{prefix + "role": "assistant", prefix + "content": content})
-
-
 #: An LLM span's message holding a statement: a chain's record, a fence, bare text.
 MESSAGES = {"chain": "SQLQuery: {}\nSQLResult: 5\nAnswer: 5", "fence": "```sql\n{}\n```\n5",
             "bare": "{}\n5"}
@@ -117,9 +112,9 @@ def _message_cases() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
     lines: dict[str, dict[str, Any]] = {}
     multi = "MATCH (m:Movie)\nRETURN count(m)"
     for form, text in MESSAGES.items():
-        lines[f"f5-{form}"] = {"spans": [*_recorded(R), _message_span(text.format(C))]}
+        lines[f"f5-{form}"] = {"spans": [*_recorded(R), probe.message_span(text.format(C))]}
         lines[f"honest-f5-{form}"] = {"spans": [*_recorded(multi),
-                                                _message_span(text.format(multi))]}
+                                                probe.message_span(text.format(multi))]}
     hostile = [cid for cid in lines if cid.startswith("f5-")]
     return lines, hostile, [cid for cid in lines if cid not in hostile]
 

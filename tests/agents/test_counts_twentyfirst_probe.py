@@ -70,15 +70,6 @@ def _beside(trajectory_query: str, spans: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def _output_span(kind: str, value: str) -> dict[str, Any]:
-    return span(kind, "o1", 3, **{"output.value": value})
-
-
-def _message_span(content: str) -> dict[str, Any]:
-    prefix = "llm.output_messages.0.message."
-    return span("LLM", "m1", 3, **{prefix + "role": "assistant", prefix + "content": content})
-
-
 def _graph_cases() -> tuple[dict[str, dict[str, Any]], list[str], list[str], list[str]]:
     merged: dict[str, dict[str, Any]] = {}
     unread: dict[str, dict[str, Any]] = {}
@@ -88,13 +79,13 @@ def _graph_cases() -> tuple[dict[str, dict[str, Any]], list[str], list[str], lis
         merged[f"h1-{name}"] = _beside(read, _recorded(C))
         merged[f"h1-llm-only-{name}"] = _beside(read, [llm_call("l1", 1, "c1", C)])
         for kind in ("CHAIN", "AGENT"):
-            unread[f"h2-{kind.lower()}-{name}"] = {"spans": [*_recorded(read), _output_span(kind, C)]}
+            unread[f"h2-{kind.lower()}-{name}"] = {"spans": [*_recorded(read), probe.output_span(kind, C)]}
             honest[f"honest-h2-{kind.lower()}-{name}"] = {
-                "spans": [*_recorded(read), _output_span(kind, read)]
+                "spans": [*_recorded(read), probe.output_span(kind, read)]
             }
-        unread[f"h2-predicted-{name}"] = {"predicted": read, "spans": [_output_span("CHAIN", C)]}
+        unread[f"h2-predicted-{name}"] = {"predicted": read, "spans": [probe.output_span("CHAIN", C)]}
         unread[f"f1-chain-{name}"] = {
-            "spans": [*_recorded(read), _message_span(f"SQLQuery: {C}\nSQLResult: 5\nAnswer: 5")]
+            "spans": [*_recorded(read), probe.message_span(f"SQLQuery: {C}\nSQLResult: 5\nAnswer: 5")]
         }
         honest[f"honest-h1-{name}"] = _beside(read, _recorded(read))
     return {**merged, **unread, **honest}, list(merged), list(unread), list(honest)
@@ -165,15 +156,15 @@ def _sql_cases() -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
     lines: dict[str, dict[str, Any]] = {}
     for kind in ("CHAIN", "AGENT"):
         for name, out in LONGER.items():
-            lines[f"h3-{kind.lower()}-{name}"] = {"spans": [*probe.counted_spans(), _output_span(kind, out)]}
+            lines[f"h3-{kind.lower()}-{name}"] = {"spans": [*probe.counted_spans(), probe.output_span(kind, out)]}
         for name, out in WHOLE.items():
             lines[f"honest-{kind.lower()}-{name}"] = {
-                "spans": [*probe.counted_spans(), _output_span(kind, out)]
+                "spans": [*probe.counted_spans(), probe.output_span(kind, out)]
             }
     for name, text in MESSAGES.items():
-        lines[f"f2-{name}"] = {"spans": [*probe.counted_spans(), _message_span(text)]}
+        lines[f"f2-{name}"] = {"spans": [*probe.counted_spans(), probe.message_span(text)]}
     lines["honest-message-fence"] = {
-        "spans": [*probe.counted_spans(), _message_span(f"```sql\n{GOLD}\n```\nThere are 25 genres.")]
+        "spans": [*probe.counted_spans(), probe.message_span(f"```sql\n{GOLD}\n```\nThere are 25 genres.")]
     }
     hostile = [cid for cid in lines if not cid.startswith("honest-")]
     return lines, hostile, [cid for cid in lines if cid not in hostile]
@@ -197,12 +188,12 @@ def test_a_span_output_ending_the_comment_at_another_character_is_no_counted_rea
     read = f"{GOLD} --x\v; DELETE FROM Genre\n"
     copy = read.replace("\v", "\n")
     lines: dict[str, dict[str, Any]] = {
-        f"h2-{kind.lower()}": {"spans": [*_recorded(read), _output_span(kind, copy)]}
+        f"h2-{kind.lower()}": {"spans": [*_recorded(read), probe.output_span(kind, copy)]}
         for kind in ("CHAIN", "AGENT")
     }
-    lines["h2-predicted"] = {"predicted": read, "spans": [_output_span("CHAIN", copy)]}
+    lines["h2-predicted"] = {"predicted": read, "spans": [probe.output_span("CHAIN", copy)]}
     lines["honest-chain-crlf"] = {
-        "spans": [*_recorded(f"{GOLD} --x\n"), _output_span("CHAIN", f"{GOLD} --x\r\n")]
+        "spans": [*_recorded(f"{GOLD} --x\n"), probe.output_span("CHAIN", f"{GOLD} --x\r\n")]
     }
     report = probe.run_lines(pytester, shared_data, lines, {"type": "duckdb", "path": "chinook.duckdb"})
     probe.assert_verdicts(report, [cid for cid in lines if cid.startswith("h2-")], ["honest-chain-crlf"])

@@ -31,39 +31,8 @@ import pytest
 
 from pytest_queryeval.agents.textcalls import text_call
 from tests.agents import probe_support as probe
-from tests.agents.test_counts_from_what_ran import GOLD, call, llm_call, span, tool
+from tests.agents.test_counts_from_what_ran import GOLD, call, tool
 from tests.agents.test_counts_thirteenth_probe_replay import HONEST
-
-
-def _tool_span(cid: str, query: str) -> dict[str, Any]:
-    return span(
-        "TOOL",
-        "t2",
-        2,
-        **{
-            "tool.name": "run_query",
-            "tool_call.id": cid,
-            "input.value": json.dumps({"query": query}),
-            "output.value": "25",
-        },
-    )
-
-
-def _recorded(query: str) -> list[dict[str, Any]]:
-    return [llm_call("l1", 1, "c1", query), _tool_span("c1", query)]
-
-
-def _output_span(kind: str | None, value: str) -> dict[str, Any]:
-    record = span(kind or "CHAIN", "o1", 3, **{"output.value": value})
-    if kind is None:
-        record["attributes"].pop("openinference.span.kind", None)
-    return record
-
-
-def _message_span(content: str) -> dict[str, Any]:
-    prefix = "llm.output_messages.0.message."
-    return span("LLM", "m1", 3, **{prefix + "role": "assistant", prefix + "content": content})
-
 
 #: Outputs led by the counted statement and going on as a join through a quoted alias.
 ALIASED = {
@@ -93,31 +62,31 @@ def _sql_cases(engine: str) -> tuple[dict[str, dict[str, Any]], list[str], list[
     for kind in ("CHAIN", "AGENT", None):
         name = (kind or "nokind").lower()
         for form, out in aliased.items():
-            lines[f"h1-{name}-{form}"] = {"spans": [*probe.counted_spans(), _output_span(kind, out)]}
+            lines[f"h1-{name}-{form}"] = {"spans": [*probe.counted_spans(), probe.output_span(kind, out)]}
         for form, out in WHOLE.items():
-            lines[f"honest-{name}-{form}"] = {"spans": [*probe.counted_spans(), _output_span(kind, out)]}
+            lines[f"honest-{name}-{form}"] = {"spans": [*probe.counted_spans(), probe.output_span(kind, out)]}
     for form, out in aliased.items():
         lines[f"h1-json-{form}"] = {
-            "spans": [*probe.counted_spans(), _output_span("CHAIN", json.dumps({"query": out, "result": 25}))]
+            "spans": [*probe.counted_spans(), probe.output_span("CHAIN", json.dumps({"query": out, "result": 25}))]
         }
-        lines[f"h1-predicted-{form}"] = {"spans": [_output_span("CHAIN", out)]}
+        lines[f"h1-predicted-{form}"] = {"spans": [probe.output_span("CHAIN", out)]}
         lines[f"f1-fence-{form}"] = {
-            "spans": [*probe.counted_spans(), _message_span(f"{probe.fence(out)}\n25")]
+            "spans": [*probe.counted_spans(), probe.message_span(f"{probe.fence(out)}\n25")]
         }
-        lines[f"f1-bare-{form}"] = {"spans": [*probe.counted_spans(), _message_span(f"{out}\n25")]}
+        lines[f"f1-bare-{form}"] = {"spans": [*probe.counted_spans(), probe.message_span(f"{out}\n25")]}
     if engine == "duckdb":  # DuckDB's prefix alias after a recorded (erroring) ``K,``
         for kind in ("CHAIN", "AGENT"):
             lines[f"h1-prefix-alias-{kind.lower()}"] = {
-                "spans": [*_recorded(f"{GOLD},"), _output_span(kind, f"{GOLD},\ne: Employee")]
+                "spans": [*probe.recorded(f"{GOLD},"), probe.output_span(kind, f"{GOLD},\ne: Employee")]
             }
             lines[f"h1-join-prefix-alias-{kind.lower()}"] = {
                 "spans": [
-                    *_recorded(f"{GOLD} JOIN"),
-                    _output_span(kind, f"{GOLD} JOIN\nAnswer: Employee ON 1=1"),
+                    *probe.recorded(f"{GOLD} JOIN"),
+                    probe.output_span(kind, f"{GOLD} JOIN\nAnswer: Employee ON 1=1"),
                 ]
             }
     lines["honest-message-fence"] = {
-        "spans": [*probe.counted_spans(), _message_span(f"{probe.fence(GOLD)}\nThere are 25 genres.")]
+        "spans": [*probe.counted_spans(), probe.message_span(f"{probe.fence(GOLD)}\nThere are 25 genres.")]
     }
     hostile = [cid for cid in lines if not cid.startswith("honest-")]
     return lines, hostile, [cid for cid in lines if cid not in hostile]
@@ -188,7 +157,7 @@ def test_code_past_a_quote_in_a_comment_is_refused_on_the_engines(
         cid: {"trajectory": [*HONEST, {"role": "assistant", "content": text}]}
         for cid, text in {**TAGGED, **HONEST_TAGGED}.items()
     }
-    lines |= {f"nocall-{cid}": {"spans": [_message_span(text)]} for cid, text in TAGGED.items()}
+    lines |= {f"nocall-{cid}": {"spans": [probe.message_span(text)]} for cid, text in TAGGED.items()}
     report = probe.run_lines(pytester, shared_data, lines, probe.datasource(pytester, engine))
     probe.assert_honest(report, list(HONEST_TAGGED))
     probe.assert_not_passed(report, [cid for cid in lines if not cid.startswith("honest-")])
@@ -232,13 +201,13 @@ def test_a_graph_query_with_a_quote_in_a_comment_re_spaced_is_one_call(pytester:
     lines: dict[str, dict[str, Any]] = {}
     for name, spaced in RESPACED.items():
         written = "MATCH (p:Person) /* it's */ RETURN count(p)" if name == "block" else COMMENTED
-        lines[f"honest-{name}"] = _beside(written, _recorded(spaced))
+        lines[f"honest-{name}"] = _beside(written, probe.recorded(spaced))
     # the comment's own blanks are its text's: another call, counted beside
-    lines["other-comment"] = _beside(COMMENTED, _recorded(COMMENTED.replace("Tom's", "Tom's ")))
+    lines["other-comment"] = _beside(COMMENTED, probe.recorded(COMMENTED.replace("Tom's", "Tom's ")))
     # the line's end ends the comment: the write on the next line is no copy of the read
     lines["comment-ends"] = _beside(
         "MATCH (p:Person) // it's DETACH DELETE p\nRETURN count(p)",
-        _recorded("MATCH (p:Person) // it's\nDETACH DELETE p\nRETURN count(p)"),
+        probe.recorded("MATCH (p:Person) // it's\nDETACH DELETE p\nRETURN count(p)"),
     )
     report = probe.run_graph(pytester, lines)
     honest = [cid for cid in lines if cid.startswith("honest-")]

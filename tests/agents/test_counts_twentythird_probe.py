@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from tests.agents import probe_support as probe
-from tests.agents.test_counts_from_what_ran import GOLD, llm_call, span
+from tests.agents.test_counts_from_what_ran import GOLD
 
 #: Statements the engines do not end at a line's end, each recorded as the call (an error on
 #: its own), and the output that goes on from it into the forbidden table.
@@ -59,47 +59,20 @@ ENDED = {
 }
 
 
-def _recorded(query: str) -> list[dict[str, Any]]:
-    tool = span(
-        "TOOL",
-        "t2",
-        2,
-        **{
-            "tool.name": "run_query",
-            "tool_call.id": "c1",
-            "input.value": json.dumps({"query": query}),
-            "output.value": "25",
-        },
-    )
-    return [llm_call("l1", 1, "c1", query), tool]
-
-
-def _output_span(kind: str | None, value: str) -> dict[str, Any]:
-    record = span(kind or "CHAIN", "o1", 3, **{"output.value": value})
-    if kind is None:
-        record["attributes"].pop("openinference.span.kind", None)
-    return record
-
-
-def _message_span(content: str) -> dict[str, Any]:
-    prefix = "llm.output_messages.0.message."
-    return span("LLM", "m1", 3, **{prefix + "role": "assistant", prefix + "content": content})
-
-
 def _forms(prefix: str, forms: dict[str, tuple[str, str]]) -> dict[str, dict[str, Any]]:
     lines: dict[str, dict[str, Any]] = {}
     for form, (ran, out) in forms.items():
         for kind in ("CHAIN", "AGENT", None):
             lines[f"{prefix}-{(kind or 'nokind').lower()}-{form}"] = {
-                "spans": [*_recorded(ran), _output_span(kind, out)]
+                "spans": [*probe.recorded(ran), probe.output_span(kind, out)]
             }
         lines[f"{prefix}-json-{form}"] = {
-            "spans": [*_recorded(ran), _output_span("CHAIN", json.dumps({"query": out, "result": 25}))]
+            "spans": [*probe.recorded(ran), probe.output_span("CHAIN", json.dumps({"query": out, "result": 25}))]
         }
         lines[f"{prefix}-fence-{form}"] = {
-            "spans": [*_recorded(ran), _message_span(f"{probe.fence(out)}\n25")]
+            "spans": [*probe.recorded(ran), probe.message_span(f"{probe.fence(out)}\n25")]
         }
-        lines[f"{prefix}-bare-{form}"] = {"spans": [*_recorded(ran), _message_span(f"{out}\n25")]}
+        lines[f"{prefix}-bare-{form}"] = {"spans": [*probe.recorded(ran), probe.message_span(f"{out}\n25")]}
     return lines
 
 
