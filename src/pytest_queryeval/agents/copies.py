@@ -10,12 +10,12 @@ from __future__ import annotations
 import atexit
 import json
 import shutil
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._util.safefile import private_tempdir
 from .canaries import Instruction, Planted, PlantError, Target, plant
 from .descriptions import plant_descriptions
 
@@ -83,7 +83,9 @@ def _make(spec: Mapping[str, Any], targets: tuple[Target, ...], seed: int,
     else:
         if not _DIRS:
             atexit.register(_remove_dirs)
-        _DIRS.append(tempfile.mkdtemp(prefix="queryeval-planted-"))
+        # named with this process's pid: a later run removes a killed run's copies (a copy of
+        # the user's database each, which the killed run's exit handler never removed)
+        _DIRS.append(private_tempdir("queryeval-planted-", whole=True))
         planted = plant(Path(str(spec.get("path"))), str(spec.get("type")), targets, seed,
                         Path(_DIRS[-1]), instructions)
         assert planted.path is not None
