@@ -20,8 +20,9 @@ and its data is not ours to change, and no layer alone holds everywhere.
 1. :func:`.guard.check_server` refuses before anything is sent: every write clause, what
    reaches outside the graph (``LOAD CSV``, ``USE``), ``CALL ... IN TRANSACTIONS``, every
    procedure not on :data:`.guard.READ_PROCEDURES`, and a nesting FalkorDB's parser would
-   take minutes over. FalkorDB's Bolt listener (the server the tests run) runs every query as
-   ``GRAPH.QUERY``: it honours neither the read access mode nor a rollback nor the
+   take minutes over; and (:func:`.guard.check_unbound`) a ``$`` parameter or a ``CYPHER``
+   prefix, as no query is sent parameters. FalkorDB's Bolt listener (the server the tests
+   run) runs every query as ``GRAPH.QUERY``: it honours neither the read access mode nor a rollback nor the
    transaction's timeout, and a write that got through would be kept. So this layer is the
    one that holds on any server.
 2. The session's access mode is ``READ`` (a Neo4j server refuses a write in it,
@@ -230,7 +231,9 @@ class BoltSource(SourceDefaults):
 
     def execute(self, query: str, *, timeout: float | None = None,
                 max_rows: int | None = None, trusted: bool = False) -> ResultTable:
+        guard.check_text(query)  # a lone surrogate: nothing can be sent
         guard.check_server(query, costs=trusted or not self.rehearse)
+        guard.check_unbound(query)
         limit = self.max_rows if max_rows is None else int(max_rows)
         seconds = float((self.timeout or DEFAULT_TIMEOUT) if timeout is None else timeout)
         with self._lock:

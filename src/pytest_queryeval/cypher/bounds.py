@@ -3,9 +3,10 @@
 rows, so an expression that builds or walks too many values runs to its end, minutes past the
 timeout, and the cases after it fail with gold timeouts (issue 58). :func:`check_evaluation`
 refuses, before anything is sent, what can be bounded by reading the text: a ``range()``
-whose bounds are not literals or span too many values, ranges and lists walked inside one
-another past :data:`MAX_RANGE`, calls that grow a value (``replace()`` with a longer
-replacement, ``apoc.text.repeat``) past :data:`MAX_GROWTH` together, a ``reduce()`` whose
+whose bounds are not literals or span too many values, ranges and lists (named with ``AS``,
+``x IN`` or as a ``reduce()`` accumulator) walked inside one another past
+:data:`MAX_RANGE`, calls that grow a value (``replace()`` with a longer replacement,
+``apoc.text.repeat``) past :data:`MAX_GROWTH` together, a ``reduce()`` whose
 accumulator doubles, grows or is copied at too many steps, and a ``WITH`` step that doubles
 a value an earlier one bound.
 
@@ -21,12 +22,16 @@ guard, so it imports nothing of the guard's.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from ..errors import QueryRefused
+
+_V = TypeVar("_V")
 
 
 class Token(Protocol):
@@ -46,6 +51,13 @@ class Token(Protocol):
 def where(tok: Token) -> str:
     """As :func:`.guard.where` names a place."""
     return f"line {tok.line}, column {tok.column}"
+
+
+def _count(n: int) -> str:
+    """``n`` written out, or past 10^30 its power of ten: a product of thousands of
+    iterations has more digits than Python writes (4,300), and writing it raised ValueError
+    instead of the refusal (``WITH <10,000 items> AS a RETURN [x IN a, x IN a, ...]``)."""
+    return f"{n:,}" if n < 10**30 else f"about 10^{math.log10(n):.0f}"
 
 
 _OPEN, _CLOSE = "([{", ")]}"
@@ -130,7 +142,7 @@ def _check_per_row(code: Sequence[Token], i: int, what: str, work: int, rows: li
         return  # a list a row is unwound into, or matched against, is not kept
     on = rows[i]
     if work * min(on, REPLY_ROWS) > MAX_RANGE_WORK:
-        raise QueryRefused(f"{what} at {where(code[i])} is built on each row: {work:,} values "
+        raise QueryRefused(f"{what} at {where(code[i])} is built on each row: {_count(work)} values "
                            f"on each of up to {min(on, REPLY_ROWS):,} rows, more than "
                            f"{MAX_RANGE_WORK:,} in all, which the server keeps in its reply")
 
@@ -252,11 +264,13 @@ def _projection_bar(code: Sequence[Token], start: int, end: int) -> int | None:
 
 
 def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                  scopes: list[tuple[int, ...]]) -> dict[int, int]:
+                  scopes: list[tuple[int, ...]]) -> tuple[dict[int, int], dict[int, int]]:
     """Every ``range()``, list literal and use of a name bound to a list they made (``WITH
     range(1, 10) AS xs``, ``collect`` of the rows ranges were unwound into, ``x`` in ``[x IN
-    [range(1, 10)] | ...]``), by index: the values each may hold (conservatively: what the
-    named expression's sources hold)."""
+    [range(1, 10)] | ...]``, a ``reduce()``'s accumulator: :func:`_accumulated`), by index:
+    the values each may hold (conservatively: what the named expression's sources hold). And
+    the accumulator's uses its ``reduce()``'s steps do not repeat as walks, by index: its
+    bracket (:func:`_steady`)."""
     sources = {i: size for i, (size, _) in ranges.items()}
     rows = _rows(code, ranges)
     for i, tok in enumerate(code):  # list literals: [1, 2, 3] holds 3
@@ -270,13 +284,21 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     names: dict[str, int] = {}
     elements: dict[str, int] = {}  # what an element of a named list may hold
     pending: dict[int, list[tuple[str, int]]] = {}  # a list's end -> the names it binds
+    reduces = _accumulators(code, scopes)
+    steady = _Steady(code, scopes)
     for i, tok in enumerate(code):
         for target, start in pending.pop(i, []):
             names[target] = _element(code, sources, elements, start, i)
+        steady.leave(i, names, elements)
+        if i in reduces:  # a reduce()'s |: its accumulator is bound in its body
+            steady.enter(reduces[i], names, elements)
+            names[reduces[i].name], elements[reduces[i].name] = _accumulated(
+                code, scopes, sources, names, elements, reduces[i])
         name = tok.text.strip("`")
         if tok.kind in ("word", "quoted") and not (i and code[i - 1].text == ".") \
                 and names.get(name) and not (i and code[i - 1].text.upper() == "AS"):
             sources[i] = names[name]
+            steady.use(i, name)
         word = tok.text.upper() if tok.kind == "word" else ""
         if word == "IN" and scopes[i] and i >= 2 and code[i - 1].kind in ("word", "quoted") \
                 and code[i - 2].text in ("[", "(", ","):
@@ -290,7 +312,113 @@ def _list_sources(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             held = 0  # scalars, one a row
         names[code[i + 1].text.strip("`")] = held
         elements[code[i + 1].text.strip("`")] = _element(code, sources, elements, start, i)
-    return sources
+    return sources, steady.uses
+
+
+@dataclass(frozen=True)
+class _Reduce:
+    """``reduce(name = <initial>, x IN <list> | <body>)``: where each part is in the code."""
+
+    name: str
+    at: int  # the word reduce
+    comma: int  # after the initial value
+    bar: int
+    close: int
+
+
+def _accumulators(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[int, _Reduce]:
+    """Every ``reduce()`` whose parts the text shows, by the index of its ``|``."""
+    out: dict[int, _Reduce] = {}
+    for i, tok in enumerate(code):
+        if tok.kind != "word" or tok.text.lower() != "reduce" or i + 3 >= len(code) \
+                or code[i + 1].text != "(" or code[i + 2].kind not in ("word", "quoted") \
+                or code[i + 3].text != "=" or (i and code[i - 1].text == "."):
+            continue
+        comma = bar = None
+        k = i + 4
+        while k < len(code) and i + 1 in scopes[k]:
+            if scopes[k][-1] == i + 1 and code[k].kind == "punct":
+                if code[k].text == "," and comma is None:
+                    comma = k
+                elif code[k].text == "|" and bar is None:
+                    bar = k
+            k += 1
+        if comma is not None and bar is not None and comma < bar:
+            out[bar] = _Reduce(code[i + 2].text.strip("`"), i, comma, bar, k)
+    return out
+
+
+def _accumulated(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
+                 names: dict[str, int], elements: dict[str, int],
+                 acc: _Reduce) -> tuple[int, int]:
+    """What a ``reduce()``'s accumulator may hold, and an element of it: its initial value's
+    sources (``reduce(a = [0, ..., 799], ...)`` is ``[0, ..., 799] AS a``), and at each step
+    what its body's other values hold (its body holds it at most once: :func:`_check_reduce`);
+    nothing when it sums numbers. Unbound, ``reduce(a = [0, ..., 799], q IN [1] | any(x IN a
+    WHERE any(y IN a WHERE any(z IN a ...))))`` was no list walked three deep, and kept a
+    FalkorDB server busy two minutes past its timeout (the twenty-fifth re-probe's H2)."""
+    if _numeric(code, acc.at + 4) and _arithmetic(code, acc.bar + 1, acc.close):
+        return 0, 0
+    initial = sum(sources.get(k, 0) for k in range(acc.at + 4, acc.comma))
+    steps = sum(sources.get(k, 0) for k in range(acc.comma + 1, acc.bar))
+    body = 0
+    for k in range(acc.bar + 1, acc.close):
+        tok = code[k]
+        if any(b > acc.bar and code[b - 1].text.lower() in _SCALAR_CALLS for b in scopes[k]):
+            continue  # size([...]), any(x IN ...): a number or a truth, not its list
+        if k in sources:
+            body += sources[k]
+        elif tok.kind in ("word", "quoted") and code[k - 1].text != "." \
+                and tok.text.strip("`") != acc.name:
+            body += names.get(tok.text.strip("`"), 0)
+    first = _element(code, sources, elements, acc.at + 4, acc.comma)
+    return initial + steps * max(1, body), first + body
+
+
+class _Steady:
+    """The uses of an accumulator in its ``reduce()``'s body that are no walk of it (``s +
+    [x]``: no ``IN`` of the body iterates or tests them): the reduce's steps copy the
+    accumulator, which :func:`_check_reduce` bounds, so they do not multiply such a use as
+    they multiply a walk (``reduce(s = [], i IN range(1, 10000) | s + [i])`` is 10,000 values,
+    not 10,000 walks of them)."""
+
+    def __init__(self, code: Sequence[Token], scopes: list[tuple[int, ...]]) -> None:
+        self.latest = [-1] * len(code)  # the start of the last IN whose list holds each token
+        open_ins: list[tuple[int, int]] = []
+        for k, tok in enumerate(code):
+            while open_ins and open_ins[-1][1] <= k:
+                open_ins.pop()
+            self.latest[k] = open_ins[-1][0] if open_ins else -1
+            if tok.kind == "word" and tok.text.upper() == "IN" and scopes[k]:
+                open_ins.append((k, _iterated_end(code, scopes, k)))
+        self.live: dict[str, _Reduce] = {}
+        self.ends: dict[int, list[tuple[str, _Reduce | None, int | None, int | None]]] = {}
+        self.uses: dict[int, int] = {}
+
+    def enter(self, acc: _Reduce, names: dict[str, int], elements: dict[str, int]) -> None:
+        """At ``acc``'s ``|``: its name is the accumulator's until its ``)``."""
+        self.ends.setdefault(acc.close, []).append(
+            (acc.name, self.live.get(acc.name), names.get(acc.name), elements.get(acc.name)))
+        self.live[acc.name] = acc
+
+    def leave(self, i: int, names: dict[str, int], elements: dict[str, int]) -> None:
+        """At a ``reduce()``'s ``)``: its name is what it was before."""
+        for name, live, held, element in reversed(self.ends.pop(i, [])):
+            _rebind(self.live, name, live)
+            _rebind(names, name, held)
+            _rebind(elements, name, element)
+
+    def use(self, i: int, name: str) -> None:
+        acc = self.live.get(name)
+        if acc is not None and self.latest[i] <= acc.bar:
+            self.uses[i] = acc.at + 1
+
+
+def _rebind(table: dict[str, _V], name: str, value: _V | None) -> None:
+    if value is None:
+        table.pop(name, None)
+    else:
+        table[name] = value
 
 
 #: The values a list made by a function of :data:`_MADE_LISTS` counts as holding when its
@@ -485,8 +613,9 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
     that bracket counts as repeated, even beside the iteration (errs high). What the lists
     iterated in each bracket hold, multiplied, by bracket; and the most values one list
     builds or walks (how many times an expression may be evaluated)."""
-    sources = _list_sources(code, ranges, scopes)
+    sources, steady = _list_sources(code, ranges, scopes)
     walked, own = _iterations(code, scopes, sources)
+    own.update({(k, bracket): walked.get(bracket, 1) for k, bracket in steady.items()})
     rows = _rows(code, ranges)
     total = peak = 0
     for i in sorted(sources):
@@ -499,7 +628,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
             else f"{code[i].text} (a list the query made)"
         if work > MAX_RANGE:
             raise QueryRefused(f"{what} at {where(code[i])} is built or walked inside the "
-                               f"iterations around it: {work:,} values in all, more than "
+                               f"iterations around it: {_count(work)} values in all, more than "
                                f"{MAX_RANGE:,}, which the server evaluates in one expression "
                                "without checking its timeout")
         if total > MAX_RANGE_WORK:
@@ -623,7 +752,7 @@ def _check_bytes(code: Sequence[Token], growth: dict[int, int], evaluations: int
         others = f", {chars:,} with the query's others" if chars > longest else ""
         raise QueryRefused(f"the string at {where(at)} ({longest:,} characters{others}, "
                            f"grown up to "
-                           f"{grown:,}-fold) may be built {times:,} times ({rows:,} rows): more "
+                           f"{grown:,}-fold) may be built {_count(times)} times ({rows:,} rows): more "
                            f"than {MAX_BYTES:,} characters, which the server builds before any "
                            "timeout or memory cap")
 
@@ -676,7 +805,7 @@ def _check_growth(code: Sequence[Token], scopes: list[tuple[int, ...]]) -> dict[
             if total > MAX_GROWTH:
                 raise QueryRefused(f"{name}() at {where(tok)} grows a value up to "
                                    f"{factor:,}-fold: with the query's other growing calls, "
-                                   f"{total:,}-fold, more than {MAX_GROWTH:,}, which the "
+                                   f"{_count(total)}-fold, more than {MAX_GROWTH:,}, which the "
                                    "server builds before any timeout or memory cap")
     return factors
 
@@ -874,6 +1003,9 @@ _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^", "(", ")", ".", ",", "=", 
                          ">", "<=", ">="})
 _ARITHMETIC_WORDS = frozenset({"CASE", "WHEN", "THEN", "ELSE", "END", "AND", "OR", "XOR",
                                "NOT", "IS", "NULL", "TRUE", "FALSE"})
+#: Calls whose value is a number or a truth, whatever lists their arguments hold: what is in
+#: them is no part of an accumulator (:func:`_accumulated`).
+_SCALAR_CALLS = _NUMERIC_FUNCTIONS | {"any", "all", "none", "single", "exists", "isempty"}
 
 
 def _numeric(code: Sequence[Token], i: int) -> bool:
@@ -932,7 +1064,7 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
             work *= walked.get(bracket, 1)
         if work > MAX_REDUCE_WORK:
             raise QueryRefused(f"reduce() at {where(tok)} copies its accumulator {name} at "
-                               f"each of {steps or 1:,} steps ({work:,} in all with the "
+                               f"each of {steps or 1:,} steps ({_count(work)} in all with the "
                                "iterations around it and the strings it adds, more than "
                                f"{MAX_REDUCE_WORK:,}): the server evaluates one expression "
                                "without checking its timeout")
@@ -1004,7 +1136,7 @@ def _check_steps(code: Sequence[Token], scopes: list[tuple[int, ...]],
                     raise QueryRefused(
                         f"{used} at {where(code[start])} is part of the value projected "
                         f"as {name} {copies} times: over the query's steps, "
-                        f"{top:,} copies of one value, more than {MAX_COPIES}, "
+                        f"{_count(top)} copies of one value, more than {MAX_COPIES}, "
                         "a value that multiplies at each step, which the server "
                         "evaluates without checking its memory cap")
             held[name] = value.bounded()

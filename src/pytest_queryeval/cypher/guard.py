@@ -14,7 +14,8 @@ wall that holds there: every write, file, transaction and administration clause,
 procedure and namespaced function off an allow-list, a nesting deeper than the server's
 parser can take in bounded time, and an expression the server would evaluate past its timeout
 (ranges too large or walked inside one another, an accumulator doubled: :mod:`.bounds`),
-refused before anything is sent.
+refused before anything is sent; :func:`check_unbound` refuses, there too, what would bind a
+value the bounds never see (a ``$`` parameter, a ``CYPHER`` prefix).
 
 The scan is a tokenizer, not a parser: string literals (``'...'``, ``"..."``, backslash
 escapes), backquoted names and comments (``//`` to the end of the line, ``/* ... */``) are
@@ -295,6 +296,27 @@ def check_server(query: str, *, costs: bool = True) -> None:
     _check_nesting(code)
     if costs:
         check_evaluation(code)
+
+
+def check_unbound(query: str) -> None:
+    """Refuse a ``CYPHER`` prefix and a ``$`` parameter in a query sent to a server: no suite
+    query is ever sent parameters, so a ``$name`` is unbound (a server error) or bound by a
+    ``CYPHER name=<value>`` prefix in the text itself, a value FalkorDB takes but the cost
+    bounds (:mod:`.bounds`) never follow: ``CYPHER a=[0, ..., 799] RETURN any(x IN $a WHERE
+    any(y IN $a WHERE any(z IN $a WHERE ...)))`` kept a server busy two minutes past its
+    timeout, and later golds timed out (the twenty-fifth re-probe's H1; issue 58). Apart from
+    :func:`check_server`, which also judges an agent's text (:mod:`.reads`), where a parameter
+    is an honest read's."""
+    code = _code(tokens(query))
+    for tok in clause_words(code):
+        if tok.text.upper() == "CYPHER":
+            raise QueryRefused(f"CYPHER at {where(tok)}: a query prefix (parameters, options) "
+                               "is not sent; no suite query is sent parameters, so write "
+                               "the query without it")
+    param = next((t for t in code if t.kind == "param"), None)
+    if param is not None:
+        raise QueryRefused(f"the parameter {param.text[:40]} at {where(param)}: no suite "
+                           "query is sent parameters, so write its value into the query")
 
 
 #: Control characters no honest query holds (all of C0 but tab and the line ends).
