@@ -31,6 +31,7 @@ from typing import Any
 
 from .llmcalls import canonical
 from .runcopies import RunCopies, breaks_kept, line_commented, line_ended, lined
+from .statementends import ends_outside, reads_more
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
 #: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
@@ -64,11 +65,15 @@ _QUOTED = 256
 #: re-probe's H2). A number is ASCII digits before no name's character: the engines read
 #: ``\u0661`` or a fullwidth ``1`` (any non-ASCII character) as a name, an alias then a join
 #: to ``, Employee``; and they read a fence as a backtick-quoted name a later backtick closes
-#: (``K`` then a fence then ``\`, Employee``), so a fence ends a statement only where no
-#: backtick follows it (the twenty-fourth re-probe's H1, H2 and F1).
-_RUN = re.compile(r"\s*+")
-_SPACED = re.compile(r"[ \t]*+")
-_END = re.compile(r"\Z|;")
+#: (``K`` then a fence then ``\`, Employee``: the twenty-fourth re-probe's H1, H2 and F1), so
+#: a fence ends a statement only where what the engines then read as one statement reads no
+#: other table (:func:`~.statementends.reads_more`). Only the blanks of both engines are
+#: blanks after it: SQLite reads U+2028, U+00A0 or ``\x1c`` as a name's, so ``K`` then
+#: ``\u20281, Employee`` on the next line is an alias and a join, and such a blank anywhere
+#: but at the text's end leaves the statement in (the twenty-fifth re-probe's H1).
+_RUN = re.compile(r"[ \t\n\r\f\v]*+")
+#: Blanks to the text's end.
+_TAIL = re.compile(r"\s*+\Z")
 _NEXT = re.compile(r"\Z|;|```|[0-9]++(?![^\x00-\x7f]|[\w$])|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
                    r"Observation|Output|Thought|Question|Action)):")
 #: A quote or backtick that closes one opened right before the statement.
@@ -259,23 +264,29 @@ def _whole(text: str, at: int, end: int) -> bool:
     DuckDB's join: the twenty-second re-probe's H1; ``K *`` then ``1, Employee`` a join too:
     the twenty-third's H1). The blanks after it are matched once: two ``\\s*`` around a line
     end backtracked through a long run of vertical tabs in quadratic time (the twenty-third's
-    H2)."""
+    H2). Anywhere but at the text's end, the statement and the blanks after it end outside
+    every literal and comment in both engines' own readers (:func:`~.statementends.ends_outside`):
+    ``K --x`` then a vertical tab and ``;`` (SQLite ends ``--`` only at ``\\n``), or ``K``
+    ending in an open ``'`` then ``;`` and ``') t, Employee``, is read by the engines as one
+    statement joining ``Employee`` (the twenty-fifth re-probe's H2 and H3)."""
     before = text[at - 1:at]
     if before.isalnum() or before == "_":
         return False
     if _CLOSING.match(text, end):  # ``'K'``, ``{"query": "K"}``: not ``K"g", Employee``
-        return text[end] == before
+        return text[end] == before and ends_outside(text[at:end])
     blanks = _RUN.match(text, end)
     rest = blanks.end() if blanks is not None else end
-    run = text[end:rest]
-    broken = line_ended(run)
-    if _END.match(text, rest) and (broken or _SPACED.fullmatch(run)):
+    if _BLANK.match(text, rest):  # a blank to Python only: SQLite reads U+2028 as a name's
+        return _TAIL.match(text, rest) is not None
+    if rest == len(text):
         return True
-    after = _NEXT.match(text, rest) if broken else None
-    if after is None:
+    if text[rest] == ";":  # (the blanks before it are ASCII: both engines' blanks)
+        return ends_outside(text[at:rest])
+    after = _NEXT.match(text, rest) if line_ended(text[end:rest]) else None
+    if after is None or not ends_outside(text[at:rest]):
         return False
-    if after.group() == "```":  # a name the engines quote, unless no backtick closes it
-        return "`" not in text[after.end():]
+    if after.group() == "```":  # a name the engines quote: what they read with it
+        return not reads_more(text[at:], text[at:end])
     return complete(text[at:end])
 
 
