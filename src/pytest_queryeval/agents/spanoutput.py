@@ -10,8 +10,9 @@ reader (:mod:`.spans`) reads neither, so a ``DELETE FROM Genre`` there passed
 ``write_attempts: {max: 0}`` with 0. What is searched, as the sweep searches what a record
 holds outside the calls read (:mod:`.sweep`):
 
-* the text of an LLM's messages (its output, and its history's assistant turns): the model's
-  prose, searched for a call written in it by the rule of a trajectory's assistant text
+* the text of an LLM's messages (its output, and its history's turns but the user's, the
+  system's and a tool's, whatever the model's role is spelled): the model's prose, searched
+  for a call written in it by the rule of a trajectory's assistant text
   (:func:`~.textcalls.encoded_call`);
 * ``output.*`` of a span that is no tool's call (a tool's output is its result, not searched,
   as a trajectory's tool message is not), nor documents retrieved, embedded, reranked or a
@@ -32,6 +33,7 @@ from typing import Any
 from .llmcalls import canonical
 from .runcopies import RunCopies, breaks_kept, line_commented, line_ended, lined
 from .statementends import ends_outside, reads_more
+from .textcalls import NOT_MODEL_ROLES
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
 #: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
@@ -44,8 +46,6 @@ _NOT_CALLS = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "PROMPT", "EVALUAT
                         "GUARDRAIL"})
 #: A message's text fields (its prose: a call written in it is searched, not a statement).
 _PROSE = frozenset({"content", "text", "reasoning_content", "reasoning", "refusal", "thinking"})
-#: Roles (``role``, LangChain's ``type``) of a message that is not the model's.
-_NOT_MODEL = frozenset({"system", "user", "human", "tool", "function", "ipython", "developer"})
 _NAMES = ("name", "tool", "toolName", "tool_name", "function_name")
 _ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action_input",
          "tool_input")
@@ -122,7 +122,8 @@ def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
         copies.attribute()
         found = _MODEL_TEXT.fullmatch(text)
         if found and isinstance(value, str) and (found.group(1) == "output" or str(attrs.get(
-                f"llm.input_messages.{found.group(2)}.message.role", "")).lower() == "assistant"):
+                f"llm.input_messages.{found.group(2)}.message.role", "")).lower()
+                not in NOT_MODEL_ROLES):  # any role but the user's, ...: the model's (25a F6)
             # a counted call its text quotes is no other call, as in ``output.value`` (an
             # executor's log in the message: the eighteenth re-probe's M3)
             why = copies.scan(value, history=found.group(1) == "input") or _written_call(
@@ -247,7 +248,7 @@ class _Search:
             # (a counted tool given its one argument as a text: LangChain's ``tool_input``)
             return f"a call of {call[0][:40]!r} ({canonical(call[1])[:80]})"
         role = value.get("role", value.get("type"))
-        mine = model and not (isinstance(role, str) and role.lower() in _NOT_MODEL)
+        mine = model and not (isinstance(role, str) and role.lower() in NOT_MODEL_ROLES)
         return _first(lambda kv: self.value(
             kv[1], prose=prose or kv[0] in _PROSE, model=mine, depth=depth + 1),
             value.items())
