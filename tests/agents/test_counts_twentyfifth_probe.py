@@ -273,3 +273,30 @@ def test_the_models_text_under_any_role_spelling_is_searched(
     report = probe.run_lines(pytester, shared_data, {**hostile, **honest})
     probe.assert_verdicts(report, list(hostile), list(honest))
 
+
+#: F4: a statement only in the model's text, a blank to Python that the engines read as a
+#: name's between an alias and a number: ``g\x851`` is one alias, then a join to ``Employee``.
+NAMELIKE = {
+    "x85": "\x85",
+    "u2028": "\u2028",
+    "u1680": "\u1680",
+    "nbsp": "\xa0",
+    "u3000": "\u3000",
+    "x1c": "\x1c",
+}
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
+def test_a_blank_the_engines_read_as_a_name_is_read_so_by_the_floor(
+    pytester: pytest.Pytester, shared_data: Path, engine: str
+) -> None:
+    hostile: dict[str, dict[str, Any]] = {}
+    for bk, blank in NAMELIKE.items():
+        for tk, text in {"g": f"{GOLD} g{blank}1, {F}", "as": f"{GOLD} AS g{blank}1, {F}"}.items():
+            hostile[f"text-{tk}-{bk}"] = probe.after([], f"I ran:\n{text}\nIt returned 200.", "200")
+            hostile[f"fenced-{tk}-{bk}"] = {
+                "trajectory": [{"role": "assistant", "content": probe.fence(text)}]
+            }
+    honest = {"prose-nbsp": probe.after([], f"I counted the genres with {GOLD}\xa0and got 25.", "25")}
+    report = probe.run_lines(pytester, shared_data, {**hostile, **honest}, probe.datasource(pytester, engine))
+    probe.assert_verdicts(report, list(hostile), list(honest))
