@@ -300,3 +300,19 @@ def test_a_blank_the_engines_read_as_a_name_is_read_so_by_the_floor(
     honest = {"prose-nbsp": probe.after([], f"I counted the genres with {GOLD}\xa0and got 25.", "25")}
     report = probe.run_lines(pytester, shared_data, {**hostile, **honest}, probe.datasource(pytester, engine))
     probe.assert_verdicts(report, list(hostile), list(honest))
+
+
+def test_the_engines_reading_after_many_fences_is_linear() -> None:
+    """Many counted statements before a fence, with ``;`` the reading tries as the statement's
+    end: a reading per place over the rest of the text takes minutes at this length, a bounded
+    one well under a second."""
+    probe.run_linear(
+        "from pytest_queryeval.agents.runcopies import RunCopies\n"
+        "from pytest_queryeval.agents.spanoutput import _Search\n"
+        "K = 'SELECT count(*) FROM Genre'\n"
+        "for unit in (K + '\\n```\\n;', K + '\\n```\\n`;', K + '\\n```\\n', K + '\\n```\\n' + ';' * 4000 + '\\n'):\n"
+        "    search = _Search(set(), {K}, [10**6], ['Employee'], RunCopies([]))\n"
+        "    search.without_known_lines(unit * (2_000_000 // len(unit)))\n"
+        "print('done')\n",
+        timeout=120,
+    )

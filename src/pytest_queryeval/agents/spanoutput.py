@@ -32,7 +32,7 @@ from typing import Any
 
 from .llmcalls import canonical
 from .runcopies import RunCopies, breaks_kept, line_commented, line_ended, lined
-from .statementends import ends_outside, reads_more
+from .statementends import FENCE_READ, ends_outside, reads_more
 from .textcalls import NOT_MODEL_ROLES
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
@@ -72,6 +72,10 @@ _QUOTED = 256
 #: ``\u20281, Employee`` on the next line is an alias and a join, and such a blank anywhere
 #: but at the text's end leaves the statement in (the twenty-fifth re-probe's H1).
 _RUN = re.compile(r"[ \t\n\r\f\v]*+")
+#: Counted statements before a fence one text's search reads the engines' statement at, at
+#: most (each parses up to :data:`~.statementends.FENCE_READ` characters): past them, a
+#: statement before a fence is left in the text, in time linear in its length.
+_FENCES = 32
 #: Blanks to the text's end.
 _TAIL = re.compile(r"\s*+\Z")
 _NEXT = re.compile(r"\Z|;|```|[0-9]++(?![^\x00-\x7f]|[\w$])|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
@@ -225,12 +229,13 @@ class _Search:
         breaks as blanks was taken out (the twentieth re-probe's F5)."""
         lined = breaks_kept(text)
         plain = _BLANK.sub(" ", lined)
+        fences = [_FENCES]
         for statement in self._statements():
             hay = lined if line_commented(statement) else plain
             kept, cut, pos, at = [], [], 0, hay.find(statement)
             while at >= 0:
                 end = at + len(statement)
-                if _whole(lined, at, end):
+                if _whole(lined, at, end, fences):
                     kept += [lined[pos:at], "\n" if line_ended(lined[at:end]) else " "]
                     cut += [plain[pos:at], " "]
                     pos = end
@@ -254,7 +259,7 @@ class _Search:
             value.items())
 
 
-def _whole(text: str, at: int, end: int) -> bool:
+def _whole(text: str, at: int, end: int, fences: list[int] | None = None) -> bool:
     """Whether the statement at ``text[at:end]`` stands whole: no word's tail before it, and
     after it what ends a statement (:data:`_ENDS`). Taken out where it is only the head of a
     longer one, ``SELECT count(*) FROM Genre`` left ``, Employee`` of ``SELECT count(*) FROM
@@ -269,7 +274,8 @@ def _whole(text: str, at: int, end: int) -> bool:
     every literal and comment in both engines' own readers (:func:`~.statementends.ends_outside`):
     ``K --x`` then a vertical tab and ``;`` (SQLite ends ``--`` only at ``\\n``), or ``K``
     ending in an open ``'`` then ``;`` and ``') t, Employee``, is read by the engines as one
-    statement joining ``Employee`` (the twenty-fifth re-probe's H2 and H3)."""
+    statement joining ``Employee`` (the twenty-fifth re-probe's H2 and H3). ``fences``: the
+    reads at a fence left to the text (:data:`_FENCES`)."""
     before = text[at - 1:at]
     if before.isalnum() or before == "_":
         return False
@@ -287,7 +293,11 @@ def _whole(text: str, at: int, end: int) -> bool:
     if after is None or not ends_outside(text[at:rest]):
         return False
     if after.group() == "```":  # a name the engines quote: what they read with it
-        return not reads_more(text[at:], text[at:end])
+        if fences is not None:
+            fences[0] -= 1
+            if fences[0] < 0:  # past the reads a text is given: left in (fail closed)
+                return False
+        return not reads_more(text[at : at + FENCE_READ + 1], text[at:end])
     return complete(text[at:end])
 
 

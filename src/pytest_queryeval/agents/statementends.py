@@ -25,6 +25,9 @@ from typing import Any
 #: Characters from a counted statement a fence's reading looks at, at most (past them, the
 #: statement is not taken out there): the reading parses them, once per place.
 FENCE_READ = 4096
+#: ``;`` tried as the first statement's end at most (each asks SQLite over the text up to it):
+#: past them, the statement is not taken out there, in time linear in the text.
+_SEMICOLONS = 64
 #: A token after the text, which the engine's tokenizer finds where it starts only when the
 #: text ends outside every literal and comment.
 _PROBE = " 7;"
@@ -63,14 +66,17 @@ def reads_more(text: str, statement: str) -> bool:
 
 def _first_statement(text: str) -> str | None:
     """``text`` to the first ``;`` that ends a statement in SQLite's reading (DuckDB's
-    tokenizer ending it there too), or all of it; None past :data:`FENCE_READ`."""
+    tokenizer ending it there too), or all of it; None past :data:`FENCE_READ` or
+    :data:`_SEMICOLONS`."""
     at = text.find(";", 0, FENCE_READ)
-    while at >= 0:
+    for _ in range(_SEMICOLONS):
+        if at < 0:
+            return text if len(text) <= FENCE_READ else None
         head = text[: at + 1]
         if sqlite3.complete_statement(head):
             return head if ends_outside(text[:at]) else None
         at = text.find(";", at + 1, FENCE_READ)
-    return text if len(text) <= FENCE_READ else None
+    return None
 
 
 def _sqlite_more(text: str, statement: str) -> bool:
