@@ -103,9 +103,12 @@ def test_a_number_or_a_label_ends_only_a_statement_that_ends() -> None:
 
     for ran in ("SELECT 2 *", "SELECT Name, GenreId*", f"{GOLD} t JOIN", f"{GOLD},", f"{GOLD} g ESCAPE"):
         assert not complete(ran), ran
-    # the text's end, ``;`` and a fence end any statement, on its line or the next
+    # the text's end ends any statement; ``;`` and a fence, on its line or the next, only one
+    # that ends outside every literal (the engines read ``QUOTE;`` on into the string: the
+    # twenty-fifth re-probe's H3)
     for ran, _ in GOES_ON.values():
-        assert whole(ran, ran) and whole(f"{ran};", ran) and whole(f"{ran}\n```", ran)
+        assert whole(ran, ran)
+        assert (whole(f"{ran};", ran) and whole(f"{ran}\n```", ran)) == (ran != QUOTE), ran
 
 
 def test_a_run_of_blanks_after_a_statement_is_read_in_one_pass() -> None:

@@ -10,8 +10,9 @@ reader (:mod:`.spans`) reads neither, so a ``DELETE FROM Genre`` there passed
 ``write_attempts: {max: 0}`` with 0. What is searched, as the sweep searches what a record
 holds outside the calls read (:mod:`.sweep`):
 
-* the text of an LLM's messages (its output, and its history's assistant turns): the model's
-  prose, searched for a call written in it by the rule of a trajectory's assistant text
+* the text of an LLM's messages (its output, and its history's turns but the user's, the
+  system's and a tool's, whatever the model's role is spelled): the model's prose, searched
+  for a call written in it by the rule of a trajectory's assistant text
   (:func:`~.textcalls.encoded_call`);
 * ``output.*`` of a span that is no tool's call (a tool's output is its result, not searched,
   as a trajectory's tool message is not), nor documents retrieved, embedded, reranked or a
@@ -31,6 +32,8 @@ from typing import Any
 
 from .llmcalls import canonical
 from .runcopies import RunCopies, breaks_kept, line_commented, line_ended, lined
+from .statementends import FENCE_READ, ends_outside, reads_more
+from .textcalls import NOT_MODEL_ROLES
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
 #: LLM span alone), as ``content`` or as ``contents.N.message_content.text``.
@@ -43,8 +46,6 @@ _NOT_CALLS = frozenset({"RETRIEVER", "EMBEDDING", "RERANKER", "PROMPT", "EVALUAT
                         "GUARDRAIL"})
 #: A message's text fields (its prose: a call written in it is searched, not a statement).
 _PROSE = frozenset({"content", "text", "reasoning_content", "reasoning", "refusal", "thinking"})
-#: Roles (``role``, LangChain's ``type``) of a message that is not the model's.
-_NOT_MODEL = frozenset({"system", "user", "human", "tool", "function", "ipython", "developer"})
 _NAMES = ("name", "tool", "toolName", "tool_name", "function_name")
 _ARGS = ("arguments", "args", "input", "parameters", "params", "kwargs", "action_input",
          "tool_input")
@@ -64,11 +65,19 @@ _QUOTED = 256
 #: re-probe's H2). A number is ASCII digits before no name's character: the engines read
 #: ``\u0661`` or a fullwidth ``1`` (any non-ASCII character) as a name, an alias then a join
 #: to ``, Employee``; and they read a fence as a backtick-quoted name a later backtick closes
-#: (``K`` then a fence then ``\`, Employee``), so a fence ends a statement only where no
-#: backtick follows it (the twenty-fourth re-probe's H1, H2 and F1).
-_RUN = re.compile(r"\s*+")
-_SPACED = re.compile(r"[ \t]*+")
-_END = re.compile(r"\Z|;")
+#: (``K`` then a fence then ``\`, Employee``: the twenty-fourth re-probe's H1, H2 and F1), so
+#: a fence ends a statement only where what the engines then read as one statement reads no
+#: other table (:func:`~.statementends.reads_more`). Only the blanks of both engines are
+#: blanks after it: SQLite reads U+2028, U+00A0 or ``\x1c`` as a name's, so ``K`` then
+#: ``\u20281, Employee`` on the next line is an alias and a join, and such a blank anywhere
+#: but at the text's end leaves the statement in (the twenty-fifth re-probe's H1).
+_RUN = re.compile(r"[ \t\n\r\f\v]*+")
+#: Counted statements before a fence one text's search reads the engines' statement at, at
+#: most (each parses up to :data:`~.statementends.FENCE_READ` characters): past them, a
+#: statement before a fence is left in the text, in time linear in its length.
+_FENCES = 32
+#: Blanks to the text's end.
+_TAIL = re.compile(r"\s*+\Z")
 _NEXT = re.compile(r"\Z|;|```|[0-9]++(?![^\x00-\x7f]|[\w$])|(?i:(?:Final )?(?:SQLResult|Answer|Result|Rows|"
                    r"Observation|Output|Thought|Question|Action)):")
 #: A quote or backtick that closes one opened right before the statement.
@@ -117,7 +126,8 @@ def output_finding(attrs: Mapping[str, Any], kind: str, result: bool,
         copies.attribute()
         found = _MODEL_TEXT.fullmatch(text)
         if found and isinstance(value, str) and (found.group(1) == "output" or str(attrs.get(
-                f"llm.input_messages.{found.group(2)}.message.role", "")).lower() == "assistant"):
+                f"llm.input_messages.{found.group(2)}.message.role", "")).lower()
+                not in NOT_MODEL_ROLES):  # any role but the user's, ...: the model's (25a F6)
             # a counted call its text quotes is no other call, as in ``output.value`` (an
             # executor's log in the message: the eighteenth re-probe's M3)
             why = copies.scan(value, history=found.group(1) == "input") or _written_call(
@@ -219,12 +229,13 @@ class _Search:
         breaks as blanks was taken out (the twentieth re-probe's F5)."""
         lined = breaks_kept(text)
         plain = _BLANK.sub(" ", lined)
+        fences = [_FENCES]
         for statement in self._statements():
             hay = lined if line_commented(statement) else plain
             kept, cut, pos, at = [], [], 0, hay.find(statement)
             while at >= 0:
                 end = at + len(statement)
-                if _whole(lined, at, end):
+                if _whole(lined, at, end, fences):
                     kept += [lined[pos:at], "\n" if line_ended(lined[at:end]) else " "]
                     cut += [plain[pos:at], " "]
                     pos = end
@@ -242,13 +253,13 @@ class _Search:
             # (a counted tool given its one argument as a text: LangChain's ``tool_input``)
             return f"a call of {call[0][:40]!r} ({canonical(call[1])[:80]})"
         role = value.get("role", value.get("type"))
-        mine = model and not (isinstance(role, str) and role.lower() in _NOT_MODEL)
+        mine = model and not (isinstance(role, str) and role.lower() in NOT_MODEL_ROLES)
         return _first(lambda kv: self.value(
             kv[1], prose=prose or kv[0] in _PROSE, model=mine, depth=depth + 1),
             value.items())
 
 
-def _whole(text: str, at: int, end: int) -> bool:
+def _whole(text: str, at: int, end: int, fences: list[int] | None = None) -> bool:
     """Whether the statement at ``text[at:end]`` stands whole: no word's tail before it, and
     after it what ends a statement (:data:`_ENDS`). Taken out where it is only the head of a
     longer one, ``SELECT count(*) FROM Genre`` left ``, Employee`` of ``SELECT count(*) FROM
@@ -259,23 +270,34 @@ def _whole(text: str, at: int, end: int) -> bool:
     DuckDB's join: the twenty-second re-probe's H1; ``K *`` then ``1, Employee`` a join too:
     the twenty-third's H1). The blanks after it are matched once: two ``\\s*`` around a line
     end backtracked through a long run of vertical tabs in quadratic time (the twenty-third's
-    H2)."""
+    H2). Anywhere but at the text's end, the statement and the blanks after it end outside
+    every literal and comment in both engines' own readers (:func:`~.statementends.ends_outside`):
+    ``K --x`` then a vertical tab and ``;`` (SQLite ends ``--`` only at ``\\n``), or ``K``
+    ending in an open ``'`` then ``;`` and ``') t, Employee``, is read by the engines as one
+    statement joining ``Employee`` (the twenty-fifth re-probe's H2 and H3). ``fences``: the
+    reads at a fence left to the text (:data:`_FENCES`)."""
     before = text[at - 1:at]
     if before.isalnum() or before == "_":
         return False
     if _CLOSING.match(text, end):  # ``'K'``, ``{"query": "K"}``: not ``K"g", Employee``
-        return text[end] == before
+        return text[end] == before and ends_outside(text[at:end])
     blanks = _RUN.match(text, end)
     rest = blanks.end() if blanks is not None else end
-    run = text[end:rest]
-    broken = line_ended(run)
-    if _END.match(text, rest) and (broken or _SPACED.fullmatch(run)):
+    if _BLANK.match(text, rest):  # a blank to Python only: SQLite reads U+2028 as a name's
+        return _TAIL.match(text, rest) is not None
+    if rest == len(text):
         return True
-    after = _NEXT.match(text, rest) if broken else None
-    if after is None:
+    if text[rest] == ";":  # (the blanks before it are ASCII: both engines' blanks)
+        return ends_outside(text[at:rest])
+    after = _NEXT.match(text, rest) if line_ended(text[end:rest]) else None
+    if after is None or not ends_outside(text[at:rest]):
         return False
-    if after.group() == "```":  # a name the engines quote, unless no backtick closes it
-        return "`" not in text[after.end():]
+    if after.group() == "```":  # a name the engines quote: what they read with it
+        if fences is not None:
+            fences[0] -= 1
+            if fences[0] < 0:  # past the reads a text is given: left in (fail closed)
+                return False
+        return not reads_more(text[at : at + FENCE_READ + 1], text[at:end])
     return complete(text[at:end])
 
 

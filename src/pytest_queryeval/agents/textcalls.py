@@ -46,9 +46,13 @@ from .toolnames import PLUGIN_TOOLS, TOOL_ABSTAIN, named_tool
 #: The roles of a message answering a call (OpenAI's ``tool`` and legacy ``function``,
 #: Llama's ``ipython``).
 _RESULT_ROLES = frozenset({"tool", "function", "ipython"})
-#: The roles of the model's messages, in the spellings frameworks give them (Gemini's
-#: ``model``, LangChain's ``ai``): a user's or a system's text is not the model's.
-_MODEL_ROLES = frozenset({"assistant", "model", "ai", "bot", "chatbot"})
+#: The roles (any case) of a message that is not the model's: a user's, a system's, a tool's
+#: result. Every other role is the model's, in whatever spelling a framework gives it
+#: (Gemini's ``model``, LangChain's ``ai`` or ``AIMessage``, an empty role, ``assistant``
+#: with a trailing blank): an allow-list of the model's spellings left their text unsearched
+#: (issue 58, the twenty-fifth re-probe's F6).
+NOT_MODEL_ROLES = frozenset({"system", "user", "human", "tool", "function", "ipython", "developer",
+                             "systemmessage", "humanmessage", "toolmessage", "functionmessage"})
 #: Where a call written in the model's text starts, by the tags chat templates and their
 #: parsers use (each branch starts with its first character, so that the search skips to
 #: them); :func:`_closing` gives the tag that ends each (none: the call runs to the end of the
@@ -156,7 +160,7 @@ def encoded_call(data: object, *, forbidden: Iterable[str] = (),
     tally = copies if copies is not None else RunCopies.of_messages(m for _, m in messages)
     for i, msg in messages:
         role = msg.get("role")
-        if not isinstance(role, str) or role.strip().lower() not in _MODEL_ROLES:
+        if not isinstance(role, str) or role.lower() in NOT_MODEL_ROLES:
             continue
         own = own_calls(msg)
         for where, text in _model_texts(msg):

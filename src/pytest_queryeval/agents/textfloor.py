@@ -81,14 +81,28 @@ _AS_BREAK = str.maketrans({c: "\n" for c in _BREAKS})
 _AS_BLANK = str.maketrans({c: " " for c in _BREAKS})
 
 
+#: The blanks above that an engine reads as a name's character: SQLite any non-ASCII one,
+#: DuckDB NEL, U+1680, U+2028, U+2029 and the separators ``\x1c``-``\x1f``. ``FROM Genre
+#: g\x851, Employee`` is an alias ``g\x851`` and a join to ``Employee`` (both engines), which
+#: read with the character a blank was ``g 1``, the list's end (issue 58, the twenty-fifth
+#: re-probe's F4): so such a text is also read with each of them a name's ``_``.
+_NAMELIKE = "\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007" \
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+_AS_NAME = str.maketrans({c: "_" for c in _NAMELIKE})
+
+
 def blanks(text: str) -> list[str]:
     """``text`` with each blank a space and each line's end a ``\n``; where it holds a line
     break of :data:`_BREAKS`, read both as a line's end and as a blank (``SET``, a vertical
-    tab, ``threads = 1`` is a statement on one line)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_BLANKS)
+    tab, ``threads = 1`` is a statement on one line); where it holds a blank an engine reads
+    as a name's (:data:`_NAMELIKE`), also with each such blank a name's character."""
+    lined = text.replace("\r\n", "\n").replace("\r", "\n")
+    named = [lined.translate(_AS_NAME).translate(_BLANKS).translate(_AS_BLANK)] if any(
+        c in lined for c in _NAMELIKE) else []
+    text = lined.translate(_BLANKS)
     if not any(c in text for c in _BREAKS):
-        return [text]
-    return [text.translate(_AS_BREAK), text.translate(_AS_BLANK)]
+        return [text, *named]
+    return [text.translate(_AS_BREAK), text.translate(_AS_BLANK), *named]
 
 
 def floor_finding(seen: str, coded: str, forbidden: tuple[str, ...]
