@@ -149,15 +149,15 @@ def after(
 
 
 def recorded(query: str, llm: str = "l1", cid: str = "c1",
-             tool: str = "t2") -> list[dict[str, Any]]:
+             tool: str = "t2", start: int = 1) -> list[dict[str, Any]]:
     """A call of ``run_query`` with ``query`` as traced: an LLM span calling it and its TOOL
-    span (``25`` rows)."""
+    span (``25`` rows), started at ``start`` and the next tick."""
     return [
-        llm_call(llm, 1, cid, query),
+        llm_call(llm, start, cid, query),
         span(
             "TOOL",
             tool,
-            2,
+            start + 1,
             **{
                 "tool.name": "run_query",
                 "tool_call.id": cid,

@@ -16,7 +16,6 @@ errored; now a fence ends ``K`` where what the engines read with it reads no oth
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from typing import Any
 import pytest
 
 from tests.agents import probe_support as probe
-from tests.agents.test_counts_from_what_ran import GOLD, llm_call, span
-from tests.agents.test_counts_twentythird_probe import _forms
+from tests.agents.test_counts_from_what_ran import GOLD, call, span, tool
+from tests.agents.test_counts_twentythird_probe import span_outputs
 
 F = "Employee"
 LC = f"{GOLD} --x"
@@ -99,33 +98,8 @@ FENCE_JOINS = {
 }
 
 
-def _span_outputs(prefix: str, forms: dict[str, tuple[str, str]]) -> dict[str, dict[str, Any]]:
-    """CHAIN, AGENT, no-kind and CHAIN JSON outputs (an LLM message's content is the model's
-    own text, the floor's: the probe's F5, not mended here)."""
-    return {
-        cid: line
-        for cid, line in _forms(prefix, forms).items()
-        if not cid.startswith((f"{prefix}-fence-", f"{prefix}-bare-"))
-    }
-
-
 def _two_calls(kind: str | None, text: str) -> dict[str, Any]:
-    spans = []
-    for n, query in enumerate((GOLD, K2)):
-        spans += [
-            llm_call(f"l{n}", 1 + 2 * n, f"c{n}", query),
-            span(
-                "TOOL",
-                f"t{n}",
-                2 + 2 * n,
-                **{
-                    "tool.name": "run_query",
-                    "tool_call.id": f"c{n}",
-                    "input.value": json.dumps({"query": query}),
-                    "output.value": "25",
-                },
-            ),
-        ]
+    spans = [*probe.recorded(GOLD, "l0", "c0", "t0"), *probe.recorded(K2, "l1", "c1", "t1", start=3)]
     return {"spans": [*spans, probe.output_span(kind, text)]}
 
 
@@ -141,8 +115,8 @@ def _fenced() -> dict[str, dict[str, Any]]:
 def test_a_statement_ends_only_where_both_engines_end_it(
     pytester: pytest.Pytester, shared_data: Path, engine: str
 ) -> None:
-    hostile = {**_span_outputs("h", HOSTILE), **_span_outputs("join", FENCE_JOINS)}
-    honest = {**_span_outputs("honest", ENDED), **_fenced()}
+    hostile = {**span_outputs("h", HOSTILE), **span_outputs("join", FENCE_JOINS)}
+    honest = {**span_outputs("honest", ENDED), **_fenced()}
     report = probe.run_lines(pytester, shared_data, {**hostile, **honest}, probe.datasource(pytester, engine))
     probe.assert_verdicts(report, list(hostile), list(honest))
 
@@ -246,18 +220,8 @@ def test_the_models_text_under_any_role_spelling_is_searched(
     pytester: pytest.Pytester, shared_data: Path
 ) -> None:
     ran = probe.recorded(GOLD)
-    answer = {"role": "tool", "tool_call_id": "c1", "content": "25"}
-    gold_call = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "c1",
-                "type": "function",
-                "function": {"name": "run_query", "arguments": json.dumps({"query": GOLD})},
-            }
-        ],
-    }
+    answer = tool("c1", "25")
+    gold_call = call("c1", "run_query", GOLD)
     hostile: dict[str, dict[str, Any]] = {}
     for rk, role in MODEL_ROLES.items():
         for wk, text in WRITTEN.items():

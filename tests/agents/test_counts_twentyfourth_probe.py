@@ -19,7 +19,7 @@ import pytest
 
 from tests.agents import probe_support as probe
 from tests.agents.test_counts_from_what_ran import GOLD
-from tests.agents.test_counts_twentythird_probe import _forms
+from tests.agents.test_counts_twentythird_probe import _forms, span_outputs
 
 AS = f"{GOLD} AS"
 GOES_ON = {
@@ -45,10 +45,9 @@ ENDED = {
 def test_a_unicode_digit_or_a_fence_after_a_statement_is_no_end(
     pytester: pytest.Pytester, shared_data: Path, engine: str
 ) -> None:
-    # the span outputs (CHAIN, AGENT, no kind, JSON); the same texts in an LLM message's
-    # content are the model's own text, the floor's (not mended here: the probe's F1/F2)
-    hostile = {cid: line for cid, line in _forms("h", GOES_ON).items()
-               if not cid.startswith(("h-fence-", "h-bare-"))}
+    # the same texts in an LLM message's content are the model's own text, the floor's (not
+    # mended here: the probe's F1/F2)
+    hostile = span_outputs("h", GOES_ON)
     honest = _forms("honest", ENDED)
     report = probe.run_lines(pytester, shared_data, {**hostile, **honest},
                              probe.datasource(pytester, engine))

@@ -76,6 +76,16 @@ def _forms(prefix: str, forms: dict[str, tuple[str, str]]) -> dict[str, dict[str
     return lines
 
 
+def span_outputs(prefix: str, forms: dict[str, tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """:func:`_forms` but the LLM message's (its content is the model's own text, the
+    floor's): the CHAIN, AGENT, no-kind and CHAIN JSON outputs."""
+    return {
+        cid: line
+        for cid, line in _forms(prefix, forms).items()
+        if not cid.startswith((f"{prefix}-fence-", f"{prefix}-bare-"))
+    }
+
+
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
 def test_a_number_after_a_statement_that_goes_on_is_no_end(
     pytester: pytest.Pytester, shared_data: Path, engine: str
