@@ -28,7 +28,7 @@ from pytest_queryeval.errors import (
     SourceUnavailable,
 )
 from tests.fixtures.bolt_server import GRAPH, SERVER_TIMEOUT_MS, BoltServer, bolt_port
-from tests.support import run_report, write_suite
+from tests.support import Report, run_report, write_suite
 
 pytest.importorskip("ladybug")
 if importlib.util.find_spec("neo4j") is None and not os.environ.get("QUERYEVAL_REQUIRE_BOLT"):
@@ -770,6 +770,18 @@ def _suite(root: Path, source: dict[str, object], cases: list[dict[str, object]]
     cfg.update(config or {})
     return write_suite(root, cfg, {"test_movies.yaml": {"kind": "cypher", "datasource": "movies",
                                                          "cases": cases}})
+
+
+def run_on_server(pytester: pytest.Pytester, server: BoltServer,
+                  cases: list[dict[str, object]], *, rehearse: bool) -> Report:
+    """The report of ``cases`` run on ``server`` (a 20 s timeout, no cache: each run asks the
+    server); the server is unstuck whatever the run left running, so no later test waits."""
+    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 20,
+                           "rehearse": rehearse}, cases)
+    try:
+        return run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")[1]
+    finally:
+        server.unstick()
 
 
 LADYBUG = {"type": "ladybug", "path": "movies.cypher"}

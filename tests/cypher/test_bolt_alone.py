@@ -22,9 +22,8 @@ import pytest
 from pytest_queryeval.cypher import boltalone
 from pytest_queryeval.cypher.bolt import BoltSource
 from pytest_queryeval.errors import QueryFailed, ReadRefused
-from tests.cypher.test_bolt import _suite
+from tests.cypher.test_bolt import run_on_server
 from tests.fixtures.bolt_server import BoltServer
-from tests.support import run_report
 
 _FILL = bytes([1] * 7 + [0xC8])  # seven tiny ints and an INT_8 that eats the next int's marker
 _SUCCESS = bytes.fromhex("00000005b170a001")  # the end of a chunk; SUCCESS {}
@@ -139,10 +138,7 @@ def test_a_forged_reply_reaches_no_other_case(pytester: pytest.Pytester,
         {"id": "d-forged-failure", "gold": COUNT, "predicted": FORGE_FAILURE},
         {"id": "e-honest", "gold": "MATCH (m:Movie) RETURN m.title ORDER BY m.title",
          "predicted": "MATCH (x:Movie) RETURN x.title ORDER BY x.title"}]
-    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 20,
-                           "rehearse": False}, cases)
-    _, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")
-    server.unstick()
+    report = run_on_server(pytester, server, cases, rehearse=False)
     assert report.outcomes == {"a-forge": "failed", "b-next-wrong": "failed",
                                "c-next-wrong": "failed", "d-forged-failure": "failed",
                                "e-honest": "passed"}

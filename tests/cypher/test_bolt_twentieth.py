@@ -18,9 +18,8 @@ import pytest
 from pytest_queryeval.cypher import unwritable
 from pytest_queryeval.cypher.bolt import BoltSource
 from pytest_queryeval.errors import QueryRefused, ReadRefused
-from tests.cypher.test_bolt import _suite
+from tests.cypher.test_bolt import run_on_server
 from tests.fixtures.bolt_server import BoltServer
-from tests.support import run_report
 
 T1_DATE = "MATCH (n:Movie) WHERE n.released > 0 CALL { RETURN date() AS d } RETURN d LIMIT 1"
 T1_LDT = ("UNWIND [1] AS x WITH x WHERE x = 1 CALL { RETURN localdatetime('2020-01-01T00:00:00') "
@@ -85,10 +84,7 @@ def test_no_subquery_stops_the_server_and_no_point_is_misread(pytester: pytest.P
     local date-time is in the copy's reply) and the server answers the cases after them; P1's
     wrong prediction no longer passes: its gold, which reads a point too, is refused (the case
     errs), and a prediction returning a point is refused; honest cases pass as before."""
-    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 20,
-                           "rehearse": rehearse}, CASES)
-    _, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")
-    server.unstick()
+    report = run_on_server(pytester, server, CASES, rehearse=rehearse)
     assert report.outcomes["c-point-gold"] != "passed"
     assert {k: v for k, v in report.outcomes.items() if k != "c-point-gold"} == {
         "a-call-date": "failed", "b-call-ldt": "failed", "d-point-predicted": "failed",

@@ -23,9 +23,8 @@ from pytest_queryeval.cypher import guard, unwritable
 from pytest_queryeval.cypher.bolt import BoltSource
 from pytest_queryeval.cypher.reads import not_a_read
 from pytest_queryeval.errors import QueryFailed, QueryRefused
-from tests.cypher.test_bolt import _suite
+from tests.cypher.test_bolt import run_on_server
 from tests.fixtures.bolt_server import require, running_server
-from tests.support import run_report
 
 
 def _list(n: int) -> str:
@@ -169,12 +168,7 @@ def test_the_honest_cases_after_the_hostile_ones_pass(pytester: pytest.Pytester,
         dict(honest, id="h1-after"),
     ]
     with running_server(tmp_path) as own:
-        _suite(pytester.path, {"type": "bolt", "url": own.url, "timeout": 20,
-                               "rehearse": False}, cases)
-        try:
-            _, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")
-        finally:
-            own.unstick()
+        report = run_on_server(pytester, own, cases, rehearse=False)
         assert own.running() == 0
     reasons = {cid: str(report.by_id[cid]) for cid in report.outcomes}
     assert report.outcomes["h0-before"] == "passed"

@@ -16,9 +16,8 @@ import pytest
 
 from pytest_queryeval.cypher import guard
 from pytest_queryeval.errors import QueryRefused
-from tests.cypher.test_bolt import _suite
+from tests.cypher.test_bolt import run_on_server
 from tests.fixtures.bolt_server import BoltServer
-from tests.support import run_report
 
 NUL = {
     "n1-order-after": "MATCH (n:Movie) RETURN n.title AS t //\x00\n ORDER BY t DESC LIMIT 1",
@@ -47,12 +46,7 @@ def test_a_wrong_prediction_cut_at_a_nul_does_not_pass(pytester: pytest.Pytester
         {"id": "honest-after", "gold": "MATCH (n:Movie) RETURN n.title AS t ORDER BY t",
          "predicted": "MATCH (m:Movie) RETURN m.title AS t ORDER BY t"},
     ]
-    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 20,
-                           "rehearse": rehearse}, cases)
-    try:
-        _, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")
-    finally:
-        server.unstick()
+    report = run_on_server(pytester, server, cases, rehearse=rehearse)
     assert report.outcomes["n1-cut"] == "failed", report.by_id["n1-cut"]
     assert "control character" in str(report.by_id["n1-cut"])
     assert report.outcomes["honest-after"] == "passed"

@@ -18,9 +18,8 @@ import pytest
 from pytest_queryeval.cypher import guard, unwritable
 from pytest_queryeval.cypher.bolt import BoltSource
 from pytest_queryeval.errors import QueryRefused
-from tests.cypher.test_bolt import _suite
+from tests.cypher.test_bolt import run_on_server
 from tests.fixtures.bolt_server import BoltServer, require, running_server
-from tests.support import run_report
 
 W = "MATCH (n:Movie) WHERE n.released > 0 OR"
 P = "point({latitude: 1.5, longitude: 2.5})"
@@ -97,12 +96,7 @@ def test_a_point_behind_a_keyword_spelled_name_does_not_pass_a_wrong_prediction(
         {"id": "p4-honest-after", "gold": "MATCH (n:Movie) RETURN n.title AS t ORDER BY t",
          "predicted": "MATCH (m:Movie) RETURN m.title AS t ORDER BY t"},
     ]
-    _suite(pytester.path, {"type": "bolt", "url": server.url, "timeout": 20, "rehearse": False},
-           cases)
-    try:
-        _, report = run_report(pytester, "-p", "no:cacheprovider", "--queryeval-no-cache")
-    finally:
-        server.unstick()
+    report = run_on_server(pytester, server, cases, rehearse=False)
     assert report.outcomes["p1-wrong-after-point"] != "passed", report.by_id["p1-wrong-after-point"]
     assert report.outcomes["p2-wrong-no-point-gold"] == "failed"
     assert "point()" in str(report.by_id["p2-wrong-no-point-gold"])
