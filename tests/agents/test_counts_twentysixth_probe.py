@@ -11,7 +11,9 @@ nextval('s') > 0`` (DuckDB advances the sequence) and, after ``K`` with ``range(
 `, read_text(...)`` (a file's read). Each passed with ``forbidden_tables`` or
 ``write_attempts`` 0. Now a fence ends ``K`` only where each engine's own parser rejects that
 statement as a syntax error, or what follows ``K`` is one quoted name (an honest record's
-``K``, a fence, ``25``, a fence).
+``K``, a fence, ``25``, a fence). F1, F2: the same reads and writes only in the model's text
+escaped the floor (it read no ``IN`` table, nor ``nextval``, ``setval``, ``"checkpoint"()``);
+now it reads them.
 """
 
 from __future__ import annotations
@@ -133,3 +135,51 @@ def test_an_alias_ends_only_a_statement_the_engines_parse_alone() -> None:
     join = f"{GOLD} JOIN"
     assert reads_more(f"{join}\n```\nEmployee\n```", join)
     assert not reads_more(f"{GOLD}\n```\nEmployee\n```", GOLD)
+
+
+#: F1 (SQLite) and F2 (DuckDB): a statement only in the model's text, which the floor reads.
+FLOOR = {
+    "in-table": f"{GOLD} WHERE {R15} NOT IN Employee",
+    "in-main-table": f"{GOLD} WHERE {R15} NOT IN main.Employee",
+    "in-quoted-table": f'{GOLD} WHERE {R15} IN"Employee"',
+    "where-nextval": f"{GOLD} WHERE nextval('s') > 0",
+    "where-quoted-nextval": f"{GOLD} WHERE \"nextval\"('s') > 0",
+    "setval": "SELECT setval('s', 1)",
+    "quoted-checkpoint": f'{GOLD}, "checkpoint"()',
+}
+#: Prose that names the table after ``in``, a column list named like it, the next value.
+FLOOR_HONEST = {
+    "prose-in": f"I counted the genres with {GOLD} and got 25; nothing in Employee was read.",
+    "in-list-column": f"{GOLD} WHERE GenreId IN (1, 2)",
+    "prose-next": "There are 25 genres. The next value I would check is the album count.",
+}
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
+def test_in_a_table_or_a_state_function_in_the_models_text_is_read_by_the_floor(
+    pytester: pytest.Pytester, shared_data: Path, engine: str
+) -> None:
+    hostile: dict[str, dict[str, Any]] = {}
+    for form, text in FLOOR.items():
+        hostile[f"text-{form}"] = probe.after([], f"I ran:\n{text}\nIt returned 25.", "25")
+        hostile[f"fenced-{form}"] = {"trajectory": [{"role": "assistant", "content": probe.fence(text)}]}
+    honest = {f"honest-{form}": probe.after([], text, "25") for form, text in FLOOR_HONEST.items()}
+    datasource = _duckdb_with_sequence(pytester) if engine == "duckdb" else None
+    report = probe.run_lines(pytester, shared_data, {**hostile, **honest}, datasource)
+    probe.assert_not_passed(report, hostile)
+    probe.assert_honest(report, honest)
+    for form in ("in-table", "where-nextval", "quoted-checkpoint"):
+        probe.assert_found(FLOOR[form], "")
+
+
+def test_sqlite_reads_the_table_right_of_in() -> None:
+    """SQLite (the real Chinook copy) runs F1's texts, and reads ``Employee`` in them."""
+    chinook = Path(__file__).parents[2] / "example_suite" / "data" / "chinook.sqlite"
+    con = sqlite3.connect(f"file:{chinook}?mode=ro", uri=True)
+    try:
+        for form in ("in-table", "in-main-table", "in-quoted-table"):
+            assert con.execute(FLOOR[form]).fetchall()[0][0] in (25, 0), form
+            with pytest.raises(sqlite3.OperationalError, match="no such table"):
+                con.execute(FLOOR[form].replace("Employee", "Nosuch"))
+    finally:
+        con.close()
