@@ -329,12 +329,17 @@ def forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
         return None
     found = [m.start() for m in (_label_pattern(forbidden).search(low),
                                  _pragma_pattern(forbidden).search(low)) if m is not None]
+    selects: list[int] | None = None
+    reach: list[tuple[int, int]] = []
+    ins = [m.start() for m in _in_pattern(forbidden).finditer(low)]
+    if ins:  # SQLite's ``x IN Employee``: a read of the table, in a ``SELECT``'s reach
+        selects = [m.start() for m in _SELECT.finditer(low)]
+        reach = _reaches(low, selects)
+        found += [at for at in ins if _selected(at, selects, reach)][:1]
     first = min(found) if found else None
     items = _items(low, names)
     if items is None:
         return 0
-    selects: list[int] | None = None
-    reach: list[tuple[int, int]] = []
     for n, (start, end) in enumerate(items):
         if first is not None and start >= first:
             break
@@ -367,6 +372,18 @@ def _label_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
     names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
                                                           reverse=True))
     return re.compile(rf"[(\[]\s*\w*\s*:\s*[\"`\[']?(?:{names})[\"`\]']?(?![\w$])")
+
+
+@functools.lru_cache(maxsize=64)
+def _in_pattern(forbidden: tuple[str, ...]) -> re.Pattern[str]:
+    """A forbidden table on the right of ``IN``, not a call's name: SQLite reads ``x IN
+    Employee`` as ``x IN (SELECT * FROM Employee)`` (a row value of the table's width
+    matches), a read no ``FROM`` list shows (the twenty-sixth re-probe's F1)."""
+    names = "|".join(re.escape(t.lower()) for t in sorted(set(forbidden), key=len,
+                                                          reverse=True))
+    part = r"(?:[\w$]++|\"[^\"\n]{0,256}+\"|`[^`\n]{0,256}+`|\[[^\]\n]{0,256}+\])"
+    return re.compile(rf"(?<![\w$])in(?:\s++|(?=[\"`\[]))(?:{part}\s*+\.\s*+)?"
+                      rf"[\"`\[]?(?:{names})[\"`\]]?(?![\w$])(?!\s*+[(.])")
 
 
 @functools.lru_cache(maxsize=64)

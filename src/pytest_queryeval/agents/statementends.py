@@ -10,14 +10,18 @@ only at ``\\n``), ``K`` ending in an open ``'`` or ``$a$`` then ``;`` and ``') t
 name the fence opens, then ``, Employee`` (issue 58, the twenty-fourth re-probe's H2 and the
 twenty-fifth's H2 and H3). So ``K`` ends at a ``;``, a fence, a number or a label only where
 both engines' readers end it outside every literal and comment (:func:`ends_outside`), and at
-a fence only where what the engines then read as one statement reads no table ``K`` does not
-and writes nothing (:func:`reads_more`): failing closed, else the statement is not taken out
-and the text is read with it. Without DuckDB installed, no datasource is DuckDB, so only
-SQLite's reading is asked.
+a fence only where each engine's own parser rejects what it then reads as one statement, or
+reads in it ``K`` and one quoted name (:func:`reads_more`): failing closed, else the statement
+is not taken out and the text is read with it. Comparing the tables sqlglot and DuckDB's
+``get_table_names`` read missed SQLite's ``IN Employee`` and DuckDB's ``nextval``,
+``"checkpoint"()`` and ``read_text`` after a fence (the twenty-sixth re-probe's H1 to H3).
+The spans are read before the case's datasource is known, so both engines are asked; without
+DuckDB installed, no datasource is DuckDB, so only SQLite's reading is asked.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from functools import lru_cache
 from typing import Any
@@ -53,15 +57,26 @@ def ends_outside(text: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def reads_more(text: str, statement: str) -> bool:
-    """Whether the engines read ``text`` (``statement``, a fence after it, and what follows)
-    to their first statement's end as a statement that reads a table ``statement`` does not
-    read, or that is no read, in SQLite's reading (sqlglot's SQLite grammar, which quotes
-    names in backticks as SQLite does) or DuckDB's (its parser); a text whose first statement
-    ends past :data:`FENCE_READ`, or where the two engines end it at different places, is taken
-    as reading more (fail closed). ``K`` then a fence, ``25`` and a fence is ``K`` with an
-    alias (the same tables: an honest record); ``K`` then a fence and `` `, Employee`` a join."""
+    """Whether the engines may read ``text`` (``statement``, a fence after it, and what
+    follows) to their first statement's end as more than ``statement``: unless, for SQLite
+    and for DuckDB (when installed) each, the engine's own parser rejects that statement as a
+    syntax error (the engine could never have run it), or what follows ``statement`` in it is
+    one backtick-quoted name the fence opens and blanks (an alias of a statement the engine
+    parses alone). A text whose first statement ends past :data:`FENCE_READ`, or where the
+    engines end it at different places, reads more (fail closed).
+
+    Why the engines' parsers and not a comparison of the tables read: the twenty-sixth
+    re-probe's ``K`` then a fence then `` ` WHERE (1, ..., 15) NOT IN Employee`` (SQLite reads
+    ``IN Employee`` as a table, both readers a column), `` ` WHERE nextval('s') > 0`` and
+    `` `, read_text('/etc/hostname')`` (a state function and a file's read in a ``SELECT``)
+    read no other table to sqlglot nor to DuckDB's ``get_table_names``, and the engines ran
+    them. ``K`` then a fence, ``25`` and a fence is ``K`` with an alias (an honest record);
+    ``K`` then a fence and prose with inline code is no statement to either engine."""
     first = _first_statement(text)
-    return first is None or _sqlite_more(first, statement) or _duckdb_more(first, statement)
+    if first is None or not first.startswith(statement):
+        return True
+    rest = first[len(statement) :]
+    return not (_sqlite_ends(first, statement, rest) and _duckdb_ends(first, statement, rest))
 
 
 def _first_statement(text: str) -> str | None:
@@ -79,42 +94,70 @@ def _first_statement(text: str) -> str | None:
     return None
 
 
-def _sqlite_more(text: str, statement: str) -> bool:
-    import sqlglot
-    from sqlglot import exp
-
-    def tables(sql: str) -> set[str] | None:
-        try:
-            parsed = [tree for tree in sqlglot.parse(sql, read="sqlite") if tree is not None]
-        except Exception:  # SQLite does not run it either
-            return None
-        if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
-            return {"\x00 no read"}
-        return {table.name.lower() for table in parsed[0].find_all(exp.Table)}
-
-    read = tables(text)
-    return read is not None and bool(read - (tables(statement) or set()))
+#: What SQLite reads as one backtick-quoted name and blanks (SQLite's own blanks: not ``\v``),
+#: then the statement's ``;`` or end: the fence of an honest record opens the name and the
+#: closing fence ends it (``K`` then a fence, ``25``, a fence).
+_ALIAS_ONLY = re.compile(r"[ \t\n\f\r]*+`(?:[^`\x00]++|``)*+`[ \t\n\f\r]*+(?:;[ \t\n\f\r]*+)?\Z")
+#: SQLite's errors of its parser (its tokenizer's and grammar's), which it reports before it
+#: resolves a name: ``no such table`` or ``not authorized`` is a statement that parsed.
+_SQLITE_SYNTAX = re.compile(r'near "[^"]*": syntax error|unrecognized token: |incomplete input')
+#: ``EXPLAIN`` before a statement that is itself an ``EXPLAIN``: a syntax error of the probe's
+#: own making, not the statement's (fail closed).
+_EXPLAIN_TWICE = re.compile(r'near "explain": syntax error', re.IGNORECASE)
 
 
-def _duckdb_more(text: str, statement: str) -> bool:
+def _sqlite_ends(first: str, statement: str, rest: str) -> bool:
+    """Whether SQLite could not run ``first`` as more than ``statement``: its parser rejects
+    ``first``, or ``rest`` is one quoted name after a ``statement`` it parses."""
+    if _ALIAS_ONLY.match(rest) and not _sqlite_rejects(statement):
+        return True
+    return _sqlite_rejects(first)
+
+
+def _sqlite_rejects(sql: str) -> bool:
+    """Whether SQLite's parser rejects ``sql`` as a syntax error: prepared under ``EXPLAIN``
+    (never run) on a fresh in-memory database that authorizes nothing, so any statement
+    that parses ends in a name's or an authorization's error, which is no syntax error."""
+    con = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        con.set_authorizer(lambda *_: sqlite3.SQLITE_DENY)
+        con.execute("EXPLAIN " + sql)
+    except sqlite3.Error as error:
+        message = str(error)
+        return bool(_SQLITE_SYNTAX.search(message)) and not _EXPLAIN_TWICE.search(message)
+    except Exception:  # (a NUL, a text Python's driver refuses): fail closed
+        return False
+    finally:
+        con.close()
+    return False
+
+
+def _duckdb_ends(first: str, statement: str, rest: str) -> bool:
+    """Whether DuckDB could not run ``first`` as more than ``statement``: its parser rejects
+    ``first``, or its tokenizer reads ``rest`` as one quoted name (and the ``;``) after a
+    ``statement`` it parses. Without DuckDB, no datasource is DuckDB."""
     duckdb = _duckdb()
     if duckdb is None:
+        return True
+    if _ALIAS_ONLY.match(rest) and not _duckdb_rejects(duckdb, statement):
+        try:
+            tokens = [kind for _, kind in duckdb.tokenize(rest)]
+        except Exception:  # unread: fail closed
+            tokens = []
+        if tokens[:1] == [duckdb.token_type.identifier] and tokens[1:] in ([], [duckdb.token_type.operator]):
+            return True
+    return _duckdb_rejects(duckdb, first)
+
+
+def _duckdb_rejects(duckdb: Any, sql: str) -> bool:
+    """Whether DuckDB's parser rejects ``sql`` (a ``ParserException``: nothing of it runs)."""
+    try:
+        duckdb.extract_statements(sql)
+    except duckdb.ParserException:
+        return True
+    except Exception:  # any other error: fail closed
         return False
-
-    def tables(sql: str) -> set[str] | None:
-        try:
-            parsed = duckdb.extract_statements(sql)
-        except Exception:  # DuckDB does not run it either
-            return None
-        if len(parsed) != 1 or parsed[0].type != duckdb.StatementType.SELECT:
-            return {"\x00 no read"}
-        try:
-            return {name.lower() for name in duckdb.get_table_names(parsed[0].query)}
-        except Exception:  # parsed, its tables unread: fail closed
-            return {"\x00 unread"}
-
-    read = tables(text)
-    return read is not None and bool(read - (tables(statement) or set()))
+    return False
 
 
 def _duckdb() -> Any:

@@ -89,8 +89,11 @@ _WRITE = re.compile(
     r"load(?<![\w]load)(?:\s+csv)?(?:\s+with\s+headers(?:\s*\([^()\n]{0,1024}+\))?)?\s+from"
     r"\s*(?:['\"$\[]|e')|"
     rf"call(?<![\w]call)\s+(?:{_GNAME}\s*=(?!=)\s*[^\s=]|(?:[\w`]++\.)*+`?{_BUILDS}\w*+`?\s*\()|"
-    r"checkpoint(?<![\w]checkpoint)\s*\(\s*(?:'[^'\n]{0,256}+'\s*)?\)|"
-    r"force_checkpoint(?<![\w]force_checkpoint)\s*\(|"
+    # DuckDB's checkpoints and the sequences' state functions, which a ``SELECT`` runs, their
+    # names quoted too (``"checkpoint"()``: the twenty-sixth re-probe's F2)
+    r"checkpoint(?<![\w]checkpoint)[\"`]?\s*\(\s*(?:'[^'\n]{0,256}+'\s*)?\)|"
+    r"force_checkpoint(?<![\w]force_checkpoint)[\"`]?\s*\(|"
+    r"(?:next|set)val(?<![\w]nextval)(?<![\w]setval)[\"`]?\s*\(|"
     r"clear(?<![\w]clear)\s+(?:silent\s+)?(?:graph\s*<|default\b|named\b|all\b)|"
     rf"set(?<![\w]set)\s+{_GNAME}\s*(?:\.\s*{_GNAME}\s*=|:\s*\w+|\+=|=\s*[{{$])|"
     rf"remove(?<![\w]remove)\s+{_GNAME}\s*[.:]\s*{_GNAME}|"
