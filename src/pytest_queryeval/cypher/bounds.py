@@ -68,11 +68,11 @@ def check_evaluation(code: Sequence[Token]) -> None:
     query's tokens without its comments."""
     scopes = _scopes(code)
     ranges = _check_ranges(code)
-    walked, evaluations = _check_work(code, ranges, scopes)
+    walked, evaluations, sources = _check_work(code, ranges, scopes)
     growth = _check_growth(code, scopes)
     _check_bytes(code, growth, evaluations, min(max(_rows(code, ranges)), REPLY_ROWS))
     weigh = _Weights(code, scopes, walked, growth)
-    _check_reduce(code, scopes, walked, weigh)
+    _check_reduce(code, scopes, walked, weigh, sources)
     _check_steps(code, scopes, weigh)
 
 
@@ -357,7 +357,8 @@ def _accumulated(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: 
     nothing when it sums numbers. Unbound, ``reduce(a = [0, ..., 799], q IN [1] | any(x IN a
     WHERE any(y IN a WHERE any(z IN a ...))))`` was no list walked three deep, and kept a
     FalkorDB server busy two minutes past its timeout (the twenty-fifth re-probe's H2)."""
-    if _numeric(code, acc.at + 4) and _arithmetic(code, acc.bar + 1, acc.close):
+    if _numeric(code, acc.at + 4) and _arithmetic(code, acc.bar + 1, acc.close,
+                                                  _numbers(code, scopes, acc.at + 1, acc.bar)):
         return 0, 0
     initial = sum(sources.get(k, 0) for k in range(acc.at + 4, acc.comma))
     steps = sum(sources.get(k, 0) for k in range(acc.comma + 1, acc.bar))
@@ -606,13 +607,14 @@ def _iterations(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: d
 
 
 def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
-                scopes: list[tuple[int, ...]]) -> tuple[dict[int, int], int]:
+                scopes: list[tuple[int, ...]]) -> tuple[dict[int, int], int, dict[int, int]]:
     """Refuse a list a range made that is built or walked inside iterations over others
     whose sizes multiply past :data:`MAX_RANGE`, or all of them past :data:`MAX_RANGE_WORK`.
     An iteration (``x IN <list>``) repeats its bracket's content: a list at every depth of
     that bracket counts as repeated, even beside the iteration (errs high). What the lists
     iterated in each bracket hold, multiplied, by bracket; and the most values one list
-    builds or walks (how many times an expression may be evaluated)."""
+    builds or walks (how many times an expression may be evaluated); and every list's
+    values, by index (:func:`_list_sources`)."""
     sources, steady = _list_sources(code, ranges, scopes)
     walked, own = _iterations(code, scopes, sources)
     own.update({(k, bracket): walked.get(bracket, 1) for k, bracket in steady.items()})
@@ -637,7 +639,7 @@ def _check_work(code: Sequence[Token], ranges: dict[int, tuple[int, int]],
                                "evaluates an expression without checking its timeout")
         _check_per_row(code, i, what, work, rows, i in ranges or (
             code[i].text == "[" and not _pattern_comprehension(code, i)))
-    return walked, peak
+    return walked, peak, sources
 
 
 #: How many times the calls that grow a string or list (``replace()`` with a longer
@@ -979,7 +981,8 @@ def _element_uses(code: Sequence[Token], i: int, weigh: _Weights) -> int:
     if bar is None or bar < i:
         return 1
     close = weigh.close(code, bracket)
-    if is_reduce and _numeric(code, bracket + 3) and _arithmetic(code, bar + 1, close):
+    if is_reduce and _numeric(code, bracket + 3) and _arithmetic(
+            code, bar + 1, close, _numbers(code, scopes, bracket, bar)):
         return 0
     used = _uses(code, bar + 1, close, code[i - 1].text.strip("`"), weigh)[0]
     return used if is_reduce else max(1, used)
@@ -1015,25 +1018,53 @@ def _numeric(code: Sequence[Token], i: int) -> bool:
     return i + 1 < len(code) and code[i].kind == "number" and code[i + 1].text == ","
 
 
-def _arithmetic(code: Sequence[Token], lo: int, hi: int) -> bool:
-    """Whether ``code[lo:hi]`` holds only numbers, names, arithmetic, comparisons and
-    functions of :data:`_NUMERIC_FUNCTIONS`: no string, list or map (``CASE WHEN x = 1 THEN
-    [x] ELSE s + [x] END`` turns a numeric start into a list)."""
+def _arithmetic(code: Sequence[Token], lo: int, hi: int, numbers: frozenset[str]) -> bool:
+    """Whether ``code[lo:hi]`` holds only numbers, the names of ``numbers`` (:func:`_numbers`),
+    arithmetic, comparisons and functions of :data:`_NUMERIC_FUNCTIONS`: no string, list or
+    map (``CASE WHEN x = 1 THEN [x] ELSE s + [x] END`` turns a numeric start into a list), no
+    other name: FalkorDB adds a string or a list to a number (``0 + 'ab'`` is ``'0ab'``), so
+    ``reduce(s = 0, i IN range(1, 10000) | s + t)``, ``t`` a 990-character string bound
+    before, copied a growing string at each step, quadratic, in one expression (the
+    twenty-sixth re-probe's H2), and a property (``x.price``) may be a map's string."""
     for k in range(lo, hi):
         tok = code[k]
-        if tok.kind == "number" or (tok.kind == "punct" and tok.text in _ARITHMETIC):
+        if tok.kind == "number" or (tok.kind == "punct" and tok.text in _ARITHMETIC
+                                    and tok.text != "."):
             continue
         if tok.kind in ("word", "quoted"):
             called = k + 1 < hi and code[k + 1].text == "("
-            if not called or tok.text.lower() in _NUMERIC_FUNCTIONS \
-                    or tok.text.upper() in _ARITHMETIC_WORDS:
+            if tok.text.upper() in _ARITHMETIC_WORDS and not called:
+                continue
+            if called and tok.text.lower() in _NUMERIC_FUNCTIONS \
+                    and not (k and code[k - 1].text == "."):
+                continue
+            if not called and tok.text.strip("`") in numbers \
+                    and not (k + 1 < hi and code[k + 1].text == "."):
                 continue
         return False
     return True
 
 
+def _numbers(code: Sequence[Token], scopes: list[tuple[int, ...]], opened: int,
+             bar: int) -> frozenset[str]:
+    """The names that hold a number in the body of the ``reduce(`` whose ``(`` is
+    ``code[opened]`` and whose ``|`` is ``code[bar]``: its accumulator (its body is checked
+    to be a sum), and its variable when the list it walks is a ``range()`` or a list of
+    number literals."""
+    names = {code[opened + 1].text.strip("`")}
+    for k in range(opened + 2, bar):
+        if code[k].kind == "word" and code[k].text.upper() == "IN" \
+                and scopes[k] and scopes[k][-1] == opened:
+            if all(t.kind == "number" or (t.kind == "punct" and t.text in "()[],+-")
+                   or (j == k + 1 and t.text.lower() == "range")
+                   for j, t in enumerate(code[k + 1:bar], k + 1)):
+                names.add(code[k - 1].text.strip("`"))
+            break
+    return frozenset(names)
+
+
 def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
-                  walked: dict[int, int], weigh: _Weights) -> None:
+                  walked: dict[int, int], weigh: _Weights, sources: dict[int, int]) -> None:
     """Refuse ``reduce(acc = ..., x IN ... | ...)`` whose accumulator is part of its next
     value twice (``s + s``, ``[y IN [s] | y + y]``, ``s`` in an iteration's body) or grown
     by a call (``replace(s, 'a', 'aa')``) over steps that make more than :data:`MAX_COPIES`
@@ -1055,11 +1086,12 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                                f"itself or grows it, {copies:,}-fold at each step: its value "
                                "multiplies at each step, which the server checks against "
                                "neither its timeout nor its memory cap")
-        if bar is not None and _numeric(code, i + 4) and _arithmetic(code, bar + 1, close):
+        if bar is None:
             continue
-        longest = max((_decoded_length(code[k]) for k in range(i, close)
-                       if code[k].kind == "string"), default=0)
-        work = (steps or 1) ** 2 * max(1, -(-longest // 16))
+        numbers = _numbers(code, scopes, i + 1, bar)
+        if _numeric(code, i + 4) and _arithmetic(code, bar + 1, close, numbers):
+            continue
+        work = (steps or 1) ** 2 * _added(code, scopes, sources, (i, bar, close), numbers)
         for bracket in scopes[i]:
             work *= walked.get(bracket, 1)
         if work > MAX_REDUCE_WORK:
@@ -1068,6 +1100,43 @@ def _check_reduce(code: Sequence[Token], scopes: list[tuple[int, ...]],
                                "iterations around it and the strings it adds, more than "
                                f"{MAX_REDUCE_WORK:,}): the server evaluates one expression "
                                "without checking its timeout")
+
+
+def _added(code: Sequence[Token], scopes: list[tuple[int, ...]], sources: dict[int, int],
+           at: tuple[int, int, int], numbers: frozenset[str]) -> int:
+    """What a step of the ``reduce()`` at ``code[at[0]]`` (its ``|`` and ``)`` after) may add
+    to its accumulator, in units of 16 characters or one value: its longest string literal,
+    or the lists and names its body holds, each name that is no number (:func:`_numbers`)
+    at least :data:`MAX_LITERAL_CHARS` characters, as the text does not say what it holds
+    (``WITH '<990 x>' AS t ... s + t``, ``WITH [0, ..., 99] AS l ... s + l``: the
+    twenty-sixth re-probe's H2, copied at each step). Errs high."""
+    start, bar, close = at
+    longest = max((_decoded_length(code[k]) for k in range(start, close)
+                   if code[k].kind == "string"), default=0)
+    held = 0
+    for k in range(bar + 1, close):
+        tok = code[k]
+        if any(b > bar and code[b - 1].text.lower() in _SCALAR_CALLS for b in scopes[k]):
+            continue  # size(l), any(x IN l ...): a number or a truth
+        if tok.kind in ("word", "quoted") and (tok.text.strip("`") in numbers
+                                               or tok.text.upper() in _ARITHMETIC_WORDS
+                                               or tok.text.upper() in _BOOLEAN_WORDS):
+            continue
+        if tok.kind in ("word", "quoted") and not _called(code, k):
+            held += max(sources.get(k, 0), -(-MAX_LITERAL_CHARS // 16))
+        elif k in sources:
+            held += sources[k]
+    return max(1, -(-longest // 16), held)
+
+
+def _called(code: Sequence[Token], k: int) -> bool:
+    """Whether the word ``code[k]`` is a function's name or part of it (``string`` and
+    ``join`` in ``string.join(``), or a property's key (``price`` in ``x.price``)."""
+    if k and code[k - 1].text == ".":
+        return True
+    while k + 2 < len(code) and code[k + 1].text == "." and code[k + 2].kind == "word":
+        k += 2
+    return k + 1 < len(code) and code[k + 1].text == "("
 
 
 #: How many values a name's copies are followed for, one by one; past it, only the most copies

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from ..errors import QueryFailed, QueryRefused, QuerySyntaxError
 from .bounds import check_evaluation
+from .regexes import check_regexes
 
 #: Clauses that reach outside the graph: refused before execution, read-only database or not.
 OUTSIDE = frozenset({"EXPORT", "IMPORT", "COPY", "LOAD", "INSTALL", "UNINSTALL", "ATTACH",
@@ -296,6 +297,7 @@ def check_server(query: str, *, costs: bool = True) -> None:
     _check_nesting(code)
     if costs:
         check_evaluation(code)
+        check_regexes(code)
 
 
 def check_unbound(query: str) -> None:
@@ -362,7 +364,9 @@ def _check_dotted_comments(toks: list[Token]) -> None:
 def check_costs(query: str) -> None:
     """What :func:`check_server` without ``costs`` left out: what a server would build or
     walk in one expression past its timeout and memory cap (:mod:`.bounds`)."""
-    check_evaluation(_code(tokens(query)))
+    code = _code(tokens(query))
+    check_evaluation(code)
+    check_regexes(code)
 
 
 def _dotted(code: list[Token], start: int) -> str | None:

@@ -1,0 +1,230 @@
+"""What a regular expression in a query sent to a server may cost: FalkorDB (4.16) matches
+``string.matchRegEx`` and ``string.replaceRegEx`` with oniguruma, a backtracking engine whose
+retry limit is per start position only, and checks no timeout inside one expression. ``'(a+)+b'``
+against 40 runs of 21 ``a``\\ s took about 2 s a call; twenty calls in a list comprehension kept
+the server busy about 90 s past the plugin's 3 s timeout, and later golds timed out (the
+twenty-sixth re-probe's H1, issue 58). :func:`check_regexes` refuses, before anything is sent,
+a pattern the guard cannot read (not one string literal), one that backtracks exponentially
+(a repeated group holding a quantifier or an alternation, a backreference, a subroutine
+call), one of more than :data:`MAX_DEGREE` repeated parts, a subject that is neither a literal
+nor a property of a matched node or relationship, a call inside an iteration, and calls whose
+work, :data:`.bounds.MAX_LITERAL_CHARS` (or the literal's length) to the power of their
+repeated parts and one, passes :data:`MAX_REGEX_WORK` together.
+
+Why a module of its own: the bounds (:mod:`.bounds`) count values built and walked; this one
+reads the pattern a call is given, a small language of its own. It reads the bounds' tokens
+and helpers; the guard calls it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import QueryRefused
+from .bounds import MAX_LITERAL_CHARS, Token, _arguments, _decoded_length, _function, _scopes, where
+
+#: Functions that take a regular expression as their second argument and match it against
+#: their first (FalkorDB's, and APOC's for Neo4j, whose Java engine backtracks too).
+REGEX_CALLS = frozenset({"string.matchregex", "string.replaceregex", "apoc.text.regexgroups",
+                         "apoc.text.regreplace", "apoc.text.replace", "apoc.text.split"})
+#: The most repeated parts (``*``, ``+``, ``{n,}``, ``{n,m}`` past 16) a pattern may hold: a
+#: backtracking engine may try every way of sharing the subject among them, so a failed match
+#: costs about the subject's length to their number plus one (``'x.*x.*y'`` against 1,000
+#: ``x``\\ s: 0.75 s; ``'\\w+x\\w+y'``: 1.6 s; three parts would be minutes). A leading ``.*``
+#: is not counted: oniguruma tries it at line starts only (``'.*a.*b'``: 0.06 s).
+MAX_DEGREE = 2
+#: The most work the regular expressions of one query may cost together, each the subject's
+#: length (a literal's, else :data:`.bounds.MAX_LITERAL_CHARS`) to the power of its repeated
+#: parts and one: one pattern of two repeated parts against 1,000 characters.
+MAX_REGEX_WORK = MAX_LITERAL_CHARS ** (MAX_DEGREE + 1)
+#: A group opening whose prefix the reading below knows: non-capturing, lookaround, atomic,
+#: named, flags scoped to the group. Another ``(?`` (a conditional, a subroutine, an absent
+#: operator) is refused.
+_GROUP_PREFIX = re.compile(r"\(\?(?:[:=!>]|<[=!]|P?<[A-Za-z_]\w*>|'[A-Za-z_]\w*'|[imsx-]+:)")
+_FLAGS = re.compile(r"\(\?[imsx-]+\)")
+_COUNT = re.compile(r"\{(\d*)(,?)(\d*)\}")
+
+
+@dataclass
+class _Group:
+    risky: bool = False  # holds a repeated part or an alternation
+
+
+def degree(pattern: str) -> int:
+    """The repeated parts of ``pattern`` (a leading ``.*`` not counted); ValueError with the
+    reason when it backtracks exponentially or cannot be read."""
+    groups, last, count, i = [_Group()], "", 0, 0
+    leading = True  # nothing but anchors and flags read yet
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            if pattern[i + 1:i + 2] in tuple("123456789kg"):
+                raise ValueError("a backreference or a subroutine call (exponential to match)")
+            last, i, leading = "atom", i + 2, False
+        elif c == "[":
+            end = _class_end(pattern, i)
+            last, i, leading = "atom", end, False
+        elif c == "(" and (flags := _FLAGS.match(pattern, i)):
+            i = flags.end()
+        elif c == "(":
+            prefix = _GROUP_PREFIX.match(pattern, i)
+            if pattern.startswith("(?", i) and prefix is None:
+                raise ValueError(f"the group at character {i + 1} is not one the guard reads")
+            groups.append(_Group())
+            last, i, leading = "", prefix.end() if prefix else i + 1, False
+        elif c == ")" and len(groups) > 1:
+            inner = groups.pop()
+            groups[-1].risky |= inner.risky
+            last, i = ("risky group" if inner.risky else "group"), i + 1
+        elif c == "|":
+            groups[-1].risky, last, i = True, "", i + 1
+        elif c in "*+?{" and last and (repeat := _repeat(pattern, i)) is not None:
+            end, repeated, unbounded = repeat
+            if repeated and last == "risky group":
+                raise ValueError("a repeated group holds a repeated part or an alternation "
+                                 "(nested quantifiers backtrack exponentially)")
+            groups[-1].risky |= repeated
+            count += unbounded and not (leading and last == "any")
+            last, i, leading = "", end + (pattern[end:end + 1] in ("?", "+")), False
+        else:
+            if c not in "^$":
+                leading = leading and c == "."
+            last, i = ("any" if c == "." else "atom"), i + 1
+    return count
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """Where the character class opened at ``pattern[i]`` ends (past its ``]``)."""
+    k = i + 1 + (pattern[i + 1:i + 2] == "^")
+    k += pattern[k:k + 1] == "]"
+    depth = 1
+    while k < len(pattern) and depth:
+        c = pattern[k]
+        if c == "\\":
+            k += 1
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        k += 1
+    return k
+
+
+def _repeat(pattern: str, i: int) -> tuple[int, bool, bool] | None:
+    """The quantifier at ``pattern[i]``: where it ends, whether it repeats (more than once),
+    whether it counts as unbounded (no upper bound, or one past 16); None for a ``{`` that is
+    no quantifier (a literal brace)."""
+    c = pattern[i]
+    if c in "*+":
+        return i + 1, True, True
+    if c == "?":
+        return i + 1, False, False
+    count = _COUNT.match(pattern, i)
+    if count is None or not (count.group(1) or count.group(3)):
+        return None
+    low = int(count.group(1) or 0)
+    high = int(count.group(3)) if count.group(3) else (None if count.group(2) else low)
+    return count.end(), high is None or high > 1, high is None or high > 16
+
+
+def check_regexes(code: Sequence[Token]) -> None:
+    """Refuse what the module docstring says, for every call of :data:`REGEX_CALLS` and
+    every ``=~``."""
+    scopes = _scopes(code)
+    work = 0
+    for i, tok in enumerate(code):
+        if tok.kind == "word" and i + 1 < len(code) and code[i + 1].text == "(" \
+                and _function(code, i) in REGEX_CALLS:
+            args = _arguments(code, scopes, i + 1)
+            subject = args[0] if args else (i + 2, i + 2)
+            pattern = args[1] if len(args) > 1 else (i + 2, i + 2)
+            name = f"{_function(code, i)}()"
+        elif tok.text == "~" and i and code[i - 1].text == "=":
+            start = i - 2
+            while start >= 2 and code[start - 1].text == "." and code[start - 2].kind in (
+                    "word", "quoted"):
+                start -= 2
+            subject, pattern, name = (start, i - 1), (i + 1, i + 2), "=~"
+            if i + 2 < len(code) and code[i + 2].text in ("+", "[", "."):
+                pattern = (i + 1, i + 3)  # 'a' + t: not one literal
+        else:
+            continue
+        if any(_iterates(code, scopes, b, i) for b in scopes[i]):
+            raise QueryRefused(f"{name} at {where(tok)} is inside an iteration: a regular "
+                               "expression is matched once a value, which the server does "
+                               "without checking its timeout")
+        work += _length(code, subject, name, tok) ** (_degree(code, pattern, name, tok) + 1)
+        if work > MAX_REGEX_WORK:
+            raise QueryRefused(f"{name} at {where(tok)}: the query's regular expressions may "
+                               f"backtrack more than {MAX_REGEX_WORK:,} steps, which the "
+                               "server does without checking its timeout")
+
+
+def _iterates(code: Sequence[Token], scopes: list[tuple[int, ...]], bracket: int,
+              at: int) -> bool:
+    """Whether the bracket ``code[bracket]`` iterates (an ``IN`` at its own level before
+    ``code[at]``: a comprehension, ``any()``..., ``reduce()``), or is a pattern
+    comprehension."""
+    return any(code[k].kind == "word" and code[k].text.upper() == "IN"
+               and scopes[k] and scopes[k][-1] == bracket for k in range(bracket + 1, at)) \
+        or (code[bracket].text == "[" and bracket + 1 < len(code)
+            and code[bracket + 1].text == "(")
+
+
+def _degree(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
+    """The repeated parts of the pattern at ``code[span]``, which must be one string
+    literal that does not backtrack exponentially, of at most :data:`MAX_DEGREE`."""
+    start, end = span
+    if end - start != 1 or end > len(code) or code[start].kind != "string":
+        raise QueryRefused(f"{name} at {where(tok)} has a pattern that is not one string "
+                           "literal: the guard cannot bound how long the server backtracks "
+                           "on it")
+    try:
+        parts = degree(_unescaped(code[start].text[1:-1]))
+    except ValueError as why:
+        raise QueryRefused(f"{name} at {where(tok)}: its pattern holds {why}, which the "
+                           "server matches without checking its timeout") from None
+    if parts > MAX_DEGREE:
+        raise QueryRefused(f"{name} at {where(tok)}: its pattern has {parts} repeated parts, "
+                           f"more than {MAX_DEGREE}: a failed match may try every way of "
+                           "sharing the text among them, which the server does without "
+                           "checking its timeout")
+    return parts
+
+
+def _length(code: Sequence[Token], span: tuple[int, int], name: str, tok: Token) -> int:
+    """The characters of the subject at ``code[span]``: a string literal's, or
+    :data:`.bounds.MAX_LITERAL_CHARS` for a property of a node or relationship the query
+    matched (the graph's own value); anything else is refused (a string the query built may
+    be far longer)."""
+    start, end = span
+    if end - start == 1 and code[start].kind == "string":
+        return max(1, _decoded_length(code[start]))
+    if end - start == 3 and code[start + 1].text == "." and _matched(code, code[start].text):
+        return MAX_LITERAL_CHARS
+    raise QueryRefused(f"{name} at {where(tok)} matches a regular expression against a value "
+                       "that is neither a string literal nor a property of a matched node or "
+                       "relationship: the guard cannot bound its length")
+
+
+def _matched(code: Sequence[Token], name: str) -> bool:
+    """Whether ``name`` is a pattern variable (``(name:Label``, ``[name]``...) and is never
+    bound otherwise (``AS name``, ``name IN``, ``name =``)."""
+    pattern = bound = False
+    for k in range(1, len(code) - 1):
+        if code[k].text != name:
+            continue
+        if code[k - 1].text in ("(", "[") and code[k + 1].text in (":", ")", "]", "{"):
+            pattern = True
+        elif code[k - 1].text.upper() == "AS" or code[k + 1].text.upper() == "IN" \
+                or code[k + 1].text == "=":
+            bound = True
+    return pattern and not bound
+
+
+def _unescaped(text: str) -> str:
+    """A string literal's text as the regex engine reads it: Cypher's ``\\\\`` is one
+    backslash, a quote escaped is a quote."""
+    return re.sub(r"\\([\\'\"])", r"\1", text)
