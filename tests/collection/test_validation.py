@@ -82,7 +82,8 @@ def test_unknown_kind_and_missing_kind(suite):
     result = suite.runpytest("-rf")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
-    assert "test_k.yaml:4: cases[0].kind: missing: set kind" in out
+    assert ("test_k.yaml:4: cases[0].kind: missing: set kind (one of cypher, json, sdmx, "
+            "sparql, sql) on the case or the file") in out
     assert "cases[1].kind: unknown kind 'gremlin' (known: cypher, json, sdmx, sparql, sql)" in out
 
 

@@ -316,8 +316,9 @@ class _Draft:
     def kind(self) -> None:
         entry, kind_name = self.entry, self.kind_name
         if kind_name is None:
-            self.errors.add(entry, "id", self.kp("kind"), "missing: set kind (sql, sparql, "
-                            "json or sdmx) on the case or the file")
+            self.errors.add(entry, "id", self.kp("kind"), "missing: set kind (one of "
+                            f"{', '.join(kind_registry.known_kinds())}) on the case or "
+                            "the file")
         else:
             try:
                 self.kind_obj = kind_registry.get_kind(str(kind_name))
