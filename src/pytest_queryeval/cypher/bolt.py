@@ -72,11 +72,11 @@ from .boltserver import is_falkordb, pool_sockets, raw_socket
 from .boltvalues import graph_types as _graph_types
 from .boltvalues import value as _value
 from .rehearsal import Rehearsal
+from .sourcekeys import BOLT, BOLT_KEYS
 from .values import DEFAULT_MAX_VALUES
 
-TYPE = "bolt"
-KEYS = frozenset({"url", "database", "user", "password_env", "timeout", "max_rows", "version",
-                  "rehearse", "max_memory", "max_values"})
+TYPE = BOLT
+KEYS = BOLT_KEYS
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 _FETCH = 1_000
 #: What a rehearsal may build beyond its copy of the graph (bytes), by default: the spec's

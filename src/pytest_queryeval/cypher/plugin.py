@@ -24,12 +24,12 @@ def pytest_queryeval_kinds(config: pytest.Config) -> Mapping[str, str]:
 
 def pytest_queryeval_source_types(config: pytest.Config) -> Mapping[str, SourceType]:
     from ..sources import SourceType, Walls
-    from . import bolt, source
+    from .sourcekeys import BOLT, BOLT_KEYS, LADYBUG, LADYBUG_KEYS
 
-    return {source.TYPE: SourceType("pytest_queryeval.cypher.source:LadybugSource", source.KEYS,
-                                   ddl=True, walls=Walls(**LADYBUG_WALLS)),
-            bolt.TYPE: SourceType("pytest_queryeval.cypher.bolt:BoltSource", bolt.KEYS,
-                                  walls=Walls(**BOLT_WALLS))}
+    return {LADYBUG: SourceType("pytest_queryeval.cypher.source:LadybugSource", LADYBUG_KEYS,
+                                ddl=True, walls=Walls(**LADYBUG_WALLS)),
+            BOLT: SourceType("pytest_queryeval.cypher.bolt:BoltSource", BOLT_KEYS,
+                             walls=Walls(**BOLT_WALLS))}
 
 
 #: What an embedded ladybug graph holds (docs/cypher.md, "The walls"): it runs in a sandbox

@@ -63,10 +63,11 @@ from ..sources.base import (
     positive_int,
 )
 from . import guard, worker
+from .sourcekeys import LADYBUG, LADYBUG_KEYS
 from .values import DEFAULT_MAX_VALUES
 
-TYPE = "ladybug"
-KEYS = frozenset({"path", "timeout", "max_rows", "max_memory", "max_values"})
+TYPE = LADYBUG
+KEYS = LADYBUG_KEYS
 DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
 #: The form of the values a result holds (in the gold cache's key): 2, a wide integer an
 #: ``int`` (issue 60), no longer a ``Decimal``.
