@@ -42,8 +42,9 @@ def ends_outside(text: str) -> bool:
     """Whether ``text`` ends outside every string, quoted name, bracket, dollar quote and
     comment in SQLite's reading and in DuckDB's (so that what follows it is read as what it
     is): SQLite's ``sqlite3_complete`` finds a ``;`` put after it, and DuckDB's tokenizer a
-    token put after it."""
-    if not sqlite3.complete_statement(text + ";"):
+    token put after it. A text SQLite's reader is not given (a lone surrogate, a NUL:
+    :func:`_complete`) does not (fail closed)."""
+    if not _complete(text + ";"):
         return False
     duckdb = _duckdb()
     if duckdb is None:
@@ -82,16 +83,38 @@ def reads_more(text: str, statement: str) -> bool:
 def _first_statement(text: str) -> str | None:
     """``text`` to the first ``;`` that ends a statement in SQLite's reading (DuckDB's
     tokenizer ending it there too), or all of it; None past :data:`FENCE_READ` or
-    :data:`_SEMICOLONS`."""
+    :data:`_SEMICOLONS`, or where the text to a ``;`` is one SQLite's driver is not given
+    (:func:`_unreadable`)."""
     at = text.find(";", 0, FENCE_READ)
     for _ in range(_SEMICOLONS):
         if at < 0:
             return text if len(text) <= FENCE_READ else None
         head = text[: at + 1]
+        if _unreadable(head):
+            return None
         if sqlite3.complete_statement(head):
             return head if ends_outside(text[:at]) else None
         at = text.find(";", at + 1, FENCE_READ)
     return None
+
+
+def _complete(text: str) -> bool:
+    """``sqlite3_complete`` of ``text``; False where Python's driver cannot give it the text
+    (:func:`_unreadable`)."""
+    return not _unreadable(text) and sqlite3.complete_statement(text)
+
+
+def _unreadable(text: str) -> bool:
+    """Whether Python's SQLite driver refuses ``text``: a lone surrogate (a UTF-16 record cut
+    inside an emoji) or a NUL. Asked of such a text, ``sqlite3_complete`` raised out of the span
+    reading, and the case failed with a traceback and no reason (issue 58, the twenty-seventh
+    re-probe's H4): now a statement before it is not taken out there (fail closed), and the
+    text is read with it."""
+    return "\x00" in text or _SURROGATE.search(text) is not None
+
+
+#: A lone surrogate (a Python text holds one where its JSON's ``\\ud800`` did).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 #: What SQLite reads as one backtick-quoted name and blanks (SQLite's own blanks: not ``\v``),
