@@ -22,7 +22,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable
 
-from .statementends import FENCE_READ, reads_more
+from .statementends import FENCE_READ, reads_on
 
 
 def words(words: Iterable[str]) -> str:
@@ -271,16 +271,17 @@ _CLOSERS = {"'": "'", '"': '"', "`": "`", "[": "]", "$$": "$$"}
 #: Fences one text's reaches ask the engines' reading at, at most (each parses up to
 #: :data:`~.statementends.FENCE_READ` characters).
 _FENCES = 32
-#: Line ends after a fence its reading cuts the text at, at most.
-_FENCE_LINES = 4
 _E_STRING_END = re.compile(r"(?:[^'\\]|\\.)*'", re.DOTALL)
 
 
-def _reaches(low: str, selects: list[int]) -> list[tuple[int, int]]:
+def _reaches(low: str, selects: list[int], passed: list[int] | None = None
+             ) -> list[tuple[int, int]]:
     """For each ``SELECT`` (at ``selects``, ascending), where the first statement's end and
     the first paragraph's end after it outside string literals are (the text's length: none).
     A scan that reaches the next ``SELECT`` outside a string goes on as that one's; past a
-    budget of characters, every ``SELECT`` reads to the end (fail closed)."""
+    budget of characters, every ``SELECT`` reads to the end (fail closed). A fence ends a
+    statement only where the engines end it there (:func:`_fence_ends`); ``passed``: where
+    the fences a statement goes on past are, added to."""
     size, left, fences = len(low), 4 * len(low) + 100_000, [_FENCES]
     out = [(size, size)] * len(selects)
     for i in range(len(selects) - 1, -1, -1):
@@ -300,6 +301,8 @@ def _reaches(low: str, selects: list[int]) -> list[tuple[int, int]]:
             token = mark.group()
             if token == "```" and not through and not _fence_ends(low, selects[i], at, fences):
                 through, pos = True, mark.end()  # the engines read on: so does the reach
+                if passed is not None:
+                    passed.append(at)
                 continue
             if token == ";" or (token == "```" and not through):
                 end = at
@@ -321,22 +324,16 @@ def _reaches(low: str, selects: list[int]) -> list[tuple[int, int]]:
 def _fence_ends(low: str, start: int, at: int, fences: list[int]) -> bool:
     """Whether the fence at ``at`` ends the statement that starts at ``start``: where each
     engine's own parser rejects what it then reads as one statement, or reads the fence as an
-    alias (:func:`~.statementends.reads_more`, the span search's rule), read to each of the
-    :data:`_FENCE_LINES` line ends after it as the floor reads a statement to a line's end
-    (a harness may run the model's text to any of them). ``K``, a fence, then `` `, Employee
-    e`` or `` ` WHERE (1, ..., 15) NOT IN Employee`` is a join or an ``IN`` read of the
-    forbidden table to both engines, which the floor took for prose after a fenced statement
-    (the twenty-seventh re-probe's F3 and F4). ``fences``: the reads left to the text
-    (:data:`_FENCES`); past them a fence ends nothing (fail closed)."""
+    alias, whole or to one of the next line ends (:func:`~.statementends.reads_on`, the span
+    search's rule). ``K``, a fence, then `` `, Employee e`` or `` ` WHERE (1, ..., 15) NOT IN
+    Employee`` is a join or an ``IN`` read of the forbidden table to both engines, which the
+    floor took for prose after a fenced statement (the twenty-seventh re-probe's F3 and F4).
+    ``fences``: the reads left to the text (:data:`_FENCES`); past them a fence ends nothing
+    (fail closed)."""
     fences[0] -= 1
     if fences[0] < 0:
         return False
-    statement, stop = low[start:at].rstrip(), start + FENCE_READ + 1
-    cuts, cut = [], low.find("\n", at, stop)
-    while cut >= 0 and len(cuts) < _FENCE_LINES:
-        cut = low.find("\n", cut + 1, stop)
-        cuts.append(cut if cut >= 0 else min(stop, len(low)))
-    return not any(reads_more(low[start:cut], statement) for cut in cuts)
+    return not reads_on(low[start : start + FENCE_READ + 1], low[start:at].rstrip(), at - start)
 
 
 def _close(low: str, at: int, quote: str) -> int:
@@ -371,7 +368,11 @@ def forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
         heads = [m.start() for m in _IN_HEAD.finditer(low)]
         found += [at for at in ins if _selected(at, heads, _reaches(low, heads))][:1]
     first = min(found) if found else None
-    items = _items(low, names)
+    passed: list[int] = []
+    if "```" in low:  # the fences a statement goes on past, read as the engines read them
+        selects = [m.start() for m in _SELECT.finditer(low)]
+        reach = _reaches(low, selects, passed)
+    items = _items(_read_on(low, passed), names)
     if items is None:
         return 0
     for n, (start, end) in enumerate(items):
@@ -384,6 +385,20 @@ def forbidden_read(low: str, forbidden: tuple[str, ...]) -> int | None:
                 _STATEMENT_GOES_ON.match(low, end):
             return start
     return first
+
+
+def _read_on(low: str, fences: list[int]) -> str:
+    """``low`` with each fence at ``fences`` read as the engines read it there: its first
+    backtick opens a quoted name (its next two, doubled, are one backtick in it) that the next
+    backtick closes. The walks read a fence as a statement's end, so ``K``, a fence, then
+    `` `, Employee e`` and ``WHERE 1`` (a join, to the engines) read no ``Employee``."""
+    if not fences:
+        return low
+    out, pos = [], 0
+    for at in sorted(fences):
+        out += [low[pos:at], "  `"]
+        pos = at + 3
+    return "".join(out) + low[pos:]
 
 
 def _selected(at: int, selects: list[int], reach: list[tuple[int, int]]) -> bool:

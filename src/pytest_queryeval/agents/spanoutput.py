@@ -32,7 +32,7 @@ from typing import Any
 
 from .llmcalls import canonical
 from .runcopies import RunCopies, line_commented, line_ended, lined, tokens_kept
-from .statementends import FENCE_READ, ends_outside, reads_more
+from .statementends import FENCE_READ, ends_outside, reads_on
 from .textcalls import NOT_MODEL_ROLES
 
 #: Keys of an LLM's message text: its output's (and its history's: a trace that kept the last
@@ -303,7 +303,7 @@ def _whole(text: str, at: int, end: int, fences: list[int] | None = None) -> boo
             fences[0] -= 1
             if fences[0] < 0:  # past the reads a text is given: left in (fail closed)
                 return False
-        return not reads_more(text[at : at + FENCE_READ + 1], text[at:end])
+        return not reads_on(text[at : at + FENCE_READ + 1], text[at:end], rest - at)
     return complete(text[at:end])
 
 

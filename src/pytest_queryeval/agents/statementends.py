@@ -80,6 +80,29 @@ def reads_more(text: str, statement: str) -> bool:
     return not (_sqlite_ends(first, statement, rest) and _duckdb_ends(first, statement, rest))
 
 
+#: Line ends after a fence :func:`reads_on` cuts the text at, at most.
+FENCE_LINES = 4
+
+
+def reads_on(text: str, statement: str, fence: int) -> bool:
+    """:func:`reads_more` of ``text``, and of ``text`` cut at each of the first
+    :data:`FENCE_LINES` line ends after its fence (at ``fence``): a harness may run the model's
+    text to any line's end, and the floor reads a statement to one. ``K``, a fence, ``
+    ` WHERE (1, ..., 15) NOT IN Employee`` then ``25`` on the next line is no statement to
+    either parser whole, and to the line's end an ``IN`` read of the table (the
+    twenty-seventh re-probe's F4)."""
+    if reads_more(text, statement):
+        return True
+    cut = text.find("\n", fence)
+    for _ in range(FENCE_LINES):
+        if cut < 0:
+            return False
+        if reads_more(text[:cut], statement):
+            return True
+        cut = text.find("\n", cut + 1)
+    return False
+
+
 def _first_statement(text: str) -> str | None:
     """``text`` to the first ``;`` that ends a statement in SQLite's reading (DuckDB's
     tokenizer ending it there too), or all of it; None past :data:`FENCE_READ` or
