@@ -21,6 +21,7 @@ DuckDB installed, no datasource is DuckDB, so only SQLite's reading is asked.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from functools import lru_cache
@@ -80,27 +81,26 @@ def reads_more(text: str, statement: str) -> bool:
     return not (_sqlite_ends(first, statement, rest) and _duckdb_ends(first, statement, rest))
 
 
-#: Line ends after a fence :func:`reads_on` cuts the text at, at most.
-FENCE_LINES = 4
+#: Line ends after a fence's own line :func:`reads_on` cuts the text at, at most.
+FENCE_LINES = 3
+#: What ends a line to some reader (every line break ``str.splitlines`` reads); ``\r\n`` is
+#: one end.
+_LINE_END = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 
 def reads_on(text: str, statement: str, fence: int) -> bool:
     """:func:`reads_more` of ``text``, and of ``text`` cut at each of the first
-    :data:`FENCE_LINES` line ends after its fence (at ``fence``): a harness may run the model's
-    text to any line's end, and the floor reads a statement to one. ``K``, a fence, ``
-    ` WHERE (1, ..., 15) NOT IN Employee`` then ``25`` on the next line is no statement to
-    either parser whole, and to the line's end an ``IN`` read of the table (the
-    twenty-seventh re-probe's F4)."""
+    :data:`FENCE_LINES` line ends after the line of its fence (at ``fence``): a harness may run
+    the model's text to any line's end, and the floor reads a statement to one. ``K``, a
+    fence, `` ` WHERE (1, ..., 15) NOT IN Employee`` then ``25`` on the next line is no
+    statement to either parser whole, and to the line's end an ``IN`` read of the table (the
+    twenty-seventh re-probe's F3 and F4)."""
     if reads_more(text, statement):
         return True
-    cut = text.find("\n", fence)
-    for _ in range(FENCE_LINES):
-        if cut < 0:
-            return False
-        if reads_more(text[:cut], statement):
-            return True
-        cut = text.find("\n", cut + 1)
-    return False
+    ends = _LINE_END.finditer(text, fence)
+    next(ends, None)  # the fence's own line: a backtick the text then leaves open
+    return any(reads_more(text[: end.start()], statement)
+               for end in itertools.islice(ends, FENCE_LINES))
 
 
 def _first_statement(text: str) -> str | None:
