@@ -55,7 +55,8 @@ SQL_TEXT_FUNCTIONS: dict[str, frozenset[str]] = {
 #: (DuckDB's ``FROM histogram_values(Employee, FirstName)`` gave every first name, and
 #: ``pragma_storage_info('Employee')`` each column's minimum and maximum): the binder's account
 #: of the tables read does not show that table. Refused in ``FROM`` only (``histogram`` is also
-#: an aggregate of a column, which reads what the query names).
+#: an aggregate of a column, which reads what the query names); in a text sqlglot cannot
+#: parse, wherever it is called (no tree tells where: fail closed).
 TABLE_READERS: dict[str, frozenset[str]] = {
     "duckdb": frozenset({"histogram", "histogram_values", "pragma_storage_info"}),
 }
@@ -112,12 +113,11 @@ def called_names(tokens: Sequence[Any]) -> Iterator[str]:
     word, quoted or not, its quotes and invisible characters aside, lower-cased) whose next
     token, past a closing quote, is ``(``. Read without a tree, a name is taken as called
     wherever a ``(`` follows it (fail closed)."""
-    for i, tok in enumerate(tokens):
+    called, after = [], None  # the token after each, past closing quotes: one pass back
+    for tok in reversed(tokens):
         name = str(tok.text).strip(_AROUND).lower()
-        if not name:
-            continue
-        j = i + 1
-        while j < len(tokens) and tokens[j].text in _CLOSERS:
-            j += 1
-        if j < len(tokens) and tokens[j].token_type.name == "L_PAREN":
-            yield name
+        if name and after is not None and after.token_type.name == "L_PAREN":
+            called.append(name)
+        if tok.text not in _CLOSERS:
+            after = tok
+    yield from reversed(called)
